@@ -1,0 +1,183 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/* The v1 Pod as ckubelet understands it: the subset of core/v1 that the kubelet acts on, parsed into C
+ * structs (see pod_decode.c), validated as the apiserver does (pod_validate.c) and defaulted
+ * (pod_defaults.c). Field names follow the Go types in k8s.io/api/core/v1. */
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "basic/util.h"
+
+enum restart_policy {
+        RESTART_POLICY_ALWAYS,
+        RESTART_POLICY_ON_FAILURE,
+        RESTART_POLICY_NEVER,
+};
+
+enum pull_policy {
+        PULL_POLICY_UNSET,
+        PULL_POLICY_ALWAYS,
+        PULL_POLICY_IF_NOT_PRESENT,
+        PULL_POLICY_NEVER,
+};
+
+enum termination_message_policy {
+        TERMINATION_MESSAGE_READ_FILE,
+        TERMINATION_MESSAGE_FALLBACK_TO_LOGS_ON_ERROR,
+};
+
+/* A resource.Quantity: the original string plus its value. "value" is rounded up to an integer (as
+ * Quantity.Value()), "milli" is value*1000 rounded up (as Quantity.MilliValue()); both saturate at
+ * INT64_MAX. */
+struct quantity {
+        char *str;
+        int64_t value;
+        int64_t milli;
+};
+
+struct resource_list {
+        size_t n;
+        char **names;              /* "cpu", "memory", "ephemeral-storage", ... */
+        struct quantity *values;
+};
+
+struct resource_requirements {
+        struct resource_list limits;
+        struct resource_list requests;
+};
+
+/* An IntOrString (probe ports, targetPort). */
+struct int_or_string {
+        bool is_string;
+        int32_t int_val;
+        char *str_val;
+};
+
+struct env_var {
+        char *name;
+        char *value; /* may be NULL when only valueFrom is set */
+        json_t *value_from; /* kept as-is for later issues (fieldRef, secretKeyRef, ...) */
+};
+
+struct container_port {
+        char *name;          /* optional IANA_SVC_NAME */
+        int32_t container_port;
+        int32_t host_port;   /* 0 = unset */
+        char *protocol;      /* TCP (default), UDP, SCTP */
+        char *host_ip;
+};
+
+struct container {
+        char *name;
+        char *image;
+        char **command;      /* strv, may be NULL */
+        char **args;         /* strv, may be NULL */
+        char *working_dir;
+        struct env_var *env;
+        size_t n_env;
+        struct container_port *ports;
+        size_t n_ports;
+        enum pull_policy image_pull_policy;
+        struct resource_requirements resources;
+        char *termination_message_path;        /* default /dev/termination-log */
+        enum termination_message_policy termination_message_policy;
+        bool stdin_, stdin_once, tty;
+        json_t *raw;         /* the container object as decoded (owned reference), for hashing */
+};
+
+struct pod_spec {
+        struct container *containers;
+        size_t n_containers;
+        struct container *init_containers;
+        size_t n_init_containers;
+        enum restart_policy restart_policy;
+        int64_t termination_grace_period_seconds; /* default 30 */
+        bool has_active_deadline;
+        int64_t active_deadline_seconds;
+        bool host_network, host_pid, host_ipc;
+        char *node_name;
+        char *hostname;
+        char *subdomain;
+        char *service_account_name;
+        char *dns_policy;    /* default ClusterFirst */
+        char *scheduler_name;
+        int32_t priority;
+};
+
+struct pod {
+        /* metadata */
+        char *name;
+        char *namespace_;
+        char *uid;
+        char *resource_version;
+        char *generate_name;
+        struct strmap labels;
+        struct strmap annotations;
+        int64_t creation_timestamp_nsec;  /* 0 = unset */
+        bool has_deletion_timestamp;
+        int64_t deletion_timestamp_nsec;
+        int64_t deletion_grace_period_seconds;
+
+        struct pod_spec spec;
+
+        /* the document the pod came from (owned reference): hashing, mirror pods, API output */
+        json_t *raw;
+};
+
+/* An error in one field of one pod: "spec.containers[0].ports[1].containerPort: Invalid value: 0: must be
+ * between 1 and 65535, inclusive" as the apiserver words it. */
+struct field_error {
+        char *field;  /* "spec.containers[0].name" */
+        char *detail; /* "Required value", "Invalid value: \"Foo\": a lowercase RFC 1123 label must ..." */
+};
+
+struct field_errors {
+        size_t n;
+        struct field_error *items;
+};
+
+void field_errors_done(struct field_errors *e);
+int field_errors_add(struct field_errors *e, const char *field, const char *fmt, ...) _printf_(3, 4);
+/* "field: detail; field: detail" — caller frees */
+char *field_errors_to_string(const struct field_errors *e);
+
+struct pod *pod_free(struct pod *p); /* accepts NULL, returns NULL */
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct pod *, pod_free)
+#define _cleanup_pod_free_ _cleanup_(pod_freep)
+void container_done(struct container *c);
+
+/* Decode one v1 Pod object. Type errors (a string where a list is expected, unknown restartPolicy, ...) go
+ * into errs and make it return -EINVAL; on success *ret holds the pod (defaults not yet applied). */
+int pod_decode(json_t *obj, struct pod **ret, struct field_errors *errs);
+
+/* Apply the apiserver's defaults (SetDefaults_Pod & co.) in place. */
+void pod_apply_defaults(struct pod *p);
+
+/* Validate as the apiserver does (ValidatePodCreate subset). Returns 0 or -EINVAL with errs filled. */
+int pod_validate(const struct pod *p, struct field_errors *errs);
+
+/* Full name used by the kubelet for logs and uniqueness: "name_namespace". */
+char *pod_full_name(const struct pod *p);
+
+/* Quantity parsing (resource.ParseQuantity). */
+int quantity_parse(const char *s, struct quantity *ret);
+void quantity_done(struct quantity *q);
+
+/* Look up a value in a resource list; NULL if absent. */
+const struct quantity *resource_list_get(const struct resource_list *l, const char *name);
+
+/* Name validators (k8s.io/apimachinery/pkg/util/validation); return NULL if valid or a static message. */
+const char *validate_dns1123_label(const char *s);
+const char *validate_dns1123_subdomain(const char *s);
+const char *validate_iana_svc_name(const char *s);
+
+/* A set of pods, owned. */
+struct pod_set {
+        size_t n;
+        struct pod **pods;
+};
+void pod_set_done(struct pod_set *s); /* frees the pods too; accepts NULL */
+int pod_set_add(struct pod_set *s, struct pod *p); /* takes ownership, even on failure */

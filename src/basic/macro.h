@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+#include <errno.h>
+#include <stdlib.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#define _cleanup_(f) __attribute__((cleanup(f)))
+#define _unused_ __attribute__((unused))
+#define _printf_(a, b) __attribute__((format(printf, a, b)))
+#define _likely_(x) __builtin_expect(!!(x), 1)
+#define _unlikely_(x) __builtin_expect(!!(x), 0)
+#define _warn_unused_result_ __attribute__((warn_unused_result))
+
+#define ELEMENTSOF(x) (sizeof(x) / sizeof((x)[0]))
+#define MIN(a, b) ((a) < (b) ? (a) : (b))
+#define MAX(a, b) ((a) > (b) ? (a) : (b))
+
+/* Take ownership of a pointer: returns it and sets the variable to NULL. */
+#define TAKE_PTR(p)                          \
+        ({                                   \
+                __typeof__(p) _p_ = (p);     \
+                (p) = NULL;                  \
+                _p_;                         \
+        })
+
+#define TAKE_FD(fd)                          \
+        ({                                   \
+                int _fd_ = (fd);             \
+                (fd) = -1;                   \
+                _fd_;                        \
+        })
+
+static inline void freep(void *p) {
+        free(*(void **) p);
+}
+#define _cleanup_free_ _cleanup_(freep)
+
+static inline void closep(int *fd) {
+        if (*fd >= 0) {
+                int saved = errno;
+                close(*fd);
+                errno = saved;
+        }
+}
+#define _cleanup_close_ _cleanup_(closep)
+
+static inline void fclosep(FILE **f) {
+        if (*f)
+                fclose(*f);
+}
+#define _cleanup_fclose_ _cleanup_(fclosep)
+
+/* Define a cleanup helper "name##p" for a destructor that accepts NULL. */
+#define DEFINE_TRIVIAL_CLEANUP_FUNC(type, func) \
+        static inline void func##p(type *p) {   \
+                if (*p)                         \
+                        func(*p);               \
+        }
+
+/* Free and NULL a pointer with the given destructor; returns NULL. */
+#define FREE_AND_NULL(func, p) \
+        ({                     \
+                func(p);       \
+                (p) = NULL;    \
+        })
+
+#define streq(a, b) (strcmp((a), (b)) == 0)
+#define strneq(a, b, n) (strncmp((a), (b), (n)) == 0)
+#define isempty(s) (!(s) || (s)[0] == '\0')
+#define strempty(s) ((s) ? (s) : "")
+#define strna(s) ((s) ? (s) : "n/a")
+
+/* Return a negative errno for a failed libc call that sets errno. */
+static inline int negative_errno(void) {
+        return errno > 0 ? -errno : -EIO;
+}

@@ -1,0 +1,99 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/* CRI v1 client: gRPC over HTTP/2 (nghttp2) on a unix socket, driven by the libevent loop.
+ *
+ * Every call is asynchronous: it queues the request and returns at once; the callback runs later on the
+ * loop with the decoded response or an error. Nothing here blocks. Each call has a deadline (the client's
+ * default, --runtime-request-timeout, unless the call gives its own). When the runtime goes away (containerd
+ * restart) pending calls fail with -ECONNRESET / "runtime unavailable" and the next call reconnects. */
+
+#include <event2/event.h>
+#include <protobuf-c/protobuf-c.h>
+#include <stdint.h>
+
+#include "cri.pb-c.h"
+
+/* gRPC status codes (google.golang.org/grpc/codes) */
+enum grpc_code {
+        GRPC_OK = 0,
+        GRPC_CANCELLED = 1,
+        GRPC_UNKNOWN = 2,
+        GRPC_INVALID_ARGUMENT = 3,
+        GRPC_DEADLINE_EXCEEDED = 4,
+        GRPC_NOT_FOUND = 5,
+        GRPC_ALREADY_EXISTS = 6,
+        GRPC_PERMISSION_DENIED = 7,
+        GRPC_RESOURCE_EXHAUSTED = 8,
+        GRPC_FAILED_PRECONDITION = 9,
+        GRPC_ABORTED = 10,
+        GRPC_OUT_OF_RANGE = 11,
+        GRPC_UNIMPLEMENTED = 12,
+        GRPC_INTERNAL = 13,
+        GRPC_UNAVAILABLE = 14,
+        GRPC_DATA_LOSS = 15,
+        GRPC_UNAUTHENTICATED = 16,
+};
+
+struct cri_reply {
+        int r;                   /* 0 or negative errno (mapped from grpc status, see cri_grpc_to_errno) */
+        int grpc_status;         /* enum grpc_code; GRPC_UNAVAILABLE for transport failures */
+        const char *message;     /* grpc-message or transport error text; never NULL ("" on success) */
+        ProtobufCMessage *msg;   /* decoded response, NULL on error; owned by the client, valid only during
+                                    the callback */
+};
+
+typedef void (*cri_callback_t)(const struct cri_reply *reply, void *userdata);
+
+struct cri_client;
+
+/* endpoint: "unix:///run/containerd/containerd.sock" or a plain path. image_endpoint may be NULL (same as
+ * runtime). default_timeout_usec: per-call deadline (--runtime-request-timeout). */
+int cri_client_new(struct event_base *base, const char *runtime_endpoint, const char *image_endpoint,
+                   uint64_t default_timeout_usec, struct cri_client **ret);
+/* Fails all pending calls with -ECANCELED (callbacks run) and frees. Accepts NULL. */
+struct cri_client *cri_client_free(struct cri_client *c);
+
+/* Generic unary call. method: full path, "/runtime.v1.RuntimeService/Version". timeout_usec 0 = default.
+ * Returns 0 if queued (the callback will run exactly once, never from inside this function), or a
+ * negative errno (callback will not run). */
+int cri_call(struct cri_client *c, const char *method, const ProtobufCMessage *req,
+             const ProtobufCMessageDescriptor *resp_desc, uint64_t timeout_usec, cri_callback_t cb, void *userdata);
+
+/* Map a grpc status to a negative errno: NOT_FOUND→-ENOENT, DEADLINE_EXCEEDED→-ETIMEDOUT,
+ * UNAVAILABLE→-ECONNREFUSED, ALREADY_EXISTS→-EEXIST, INVALID_ARGUMENT→-EINVAL, UNIMPLEMENTED→-EOPNOTSUPP,
+ * PERMISSION_DENIED→-EACCES, RESOURCE_EXHAUSTED→-ENOSPC, CANCELLED→-ECANCELED, others→-EIO. */
+int cri_grpc_to_errno(int grpc_status);
+
+/* Per-method counters for the metrics endpoint (kubelet_runtime_operations_*). */
+struct cri_op_stats {
+        const char *operation;   /* "run_podsandbox", "create_container", ... as upstream */
+        uint64_t count;
+        uint64_t errors;
+        double seconds_sum;
+};
+/* Iterates over operations seen so far. */
+void cri_client_foreach_stats(struct cri_client *c, void (*fn)(const struct cri_op_stats *s, void *ud), void *ud);
+
+/* Typed wrappers: req is borrowed; the callback's reply->msg is the matching *Response type. */
+#define CRI_DECLARE(fn, Svc, Method, Req)                                                              \
+        int fn(struct cri_client *c, const Runtime__V1__##Req *req, uint64_t timeout_usec, cri_callback_t cb, \
+               void *userdata)
+
+CRI_DECLARE(cri_version, RuntimeService, Version, VersionRequest);
+CRI_DECLARE(cri_status, RuntimeService, Status, StatusRequest);
+CRI_DECLARE(cri_run_pod_sandbox, RuntimeService, RunPodSandbox, RunPodSandboxRequest);
+CRI_DECLARE(cri_stop_pod_sandbox, RuntimeService, StopPodSandbox, StopPodSandboxRequest);
+CRI_DECLARE(cri_remove_pod_sandbox, RuntimeService, RemovePodSandbox, RemovePodSandboxRequest);
+CRI_DECLARE(cri_pod_sandbox_status, RuntimeService, PodSandboxStatus, PodSandboxStatusRequest);
+CRI_DECLARE(cri_list_pod_sandbox, RuntimeService, ListPodSandbox, ListPodSandboxRequest);
+CRI_DECLARE(cri_create_container, RuntimeService, CreateContainer, CreateContainerRequest);
+CRI_DECLARE(cri_start_container, RuntimeService, StartContainer, StartContainerRequest);
+CRI_DECLARE(cri_stop_container, RuntimeService, StopContainer, StopContainerRequest);
+CRI_DECLARE(cri_remove_container, RuntimeService, RemoveContainer, RemoveContainerRequest);
+CRI_DECLARE(cri_list_containers, RuntimeService, ListContainers, ListContainersRequest);
+CRI_DECLARE(cri_container_status, RuntimeService, ContainerStatus, ContainerStatusRequest);
+CRI_DECLARE(cri_exec_sync, RuntimeService, ExecSync, ExecSyncRequest);
+CRI_DECLARE(cri_pull_image, ImageService, PullImage, PullImageRequest);
+CRI_DECLARE(cri_image_status, ImageService, ImageStatus, ImageStatusRequest);
+CRI_DECLARE(cri_list_images, ImageService, ListImages, ListImagesRequest);

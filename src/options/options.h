@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/* Command-line flags and the KubeletConfiguration file (kubelet.config.k8s.io/v1beta1), with upstream
+ * names and defaults. Flags given on the command line override the config file, as upstream. */
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct kubelet_options {
+        /* static pods */
+        char *pod_manifest_path;             /* --pod-manifest-path / staticPodPath */
+        uint64_t file_check_frequency_usec;  /* --file-check-frequency / fileCheckFrequency, 20s */
+        char *manifest_url;                  /* --manifest-url / staticPodURL */
+        char **manifest_url_headers;         /* strv of "Key: value"; --manifest-url-header 'a:x,b:y' /
+                                                staticPodURLHeader */
+        uint64_t http_check_frequency_usec;  /* --http-check-frequency / httpCheckFrequency, 20s */
+
+        /* runtime */
+        char *container_runtime_endpoint;    /* unix:///run/containerd/containerd.sock */
+        char *image_service_endpoint;        /* "" = same as runtime */
+        uint64_t runtime_request_timeout_usec; /* 2m */
+
+        /* kubelet */
+        uint64_t sync_frequency_usec;        /* --sync-frequency / syncFrequency, 1m */
+        char *hostname_override;             /* --hostname-override */
+        char *node_name;                     /* derived: hostname-override or hostname, lowercased */
+        char *root_dir;                      /* --root-dir, /var/lib/kubelet */
+        char *pod_logs_dir;                  /* podLogsDir, /var/log/pods */
+        int max_pods;                        /* --max-pods / maxPods, 110 */
+        int verbosity;                       /* --v / logging.verbosity, 0 */
+        char *config_path;                   /* --config */
+};
+
+/* Fill defaults. */
+int kubelet_options_init(struct kubelet_options *o);
+void kubelet_options_done(struct kubelet_options *o);
+
+/* Parse argv (flags as "--name=value" or "--name value"; booleans as "--name" or "--name=false").
+ * Reads the --config file if given (flags override it). Returns 0, 1 when --help/--version was handled
+ * (text printed to stdout), or a negative errno with *ret_error naming the flag/field and the reason:
+ * "unknown flag: --foo", "invalid value \"x\" for flag --max-pods: ...",
+ * "/etc/kubelet.yaml: fileCheckFrequency: invalid duration \"abc\"", "/etc/kubelet.yaml: unknown field
+ * \"fooBar\"". */
+int kubelet_options_parse(struct kubelet_options *o, int argc, char **argv, char **ret_error);
+
+/* Usage text for --help. */
+void kubelet_options_print_help(void);
