@@ -108,6 +108,8 @@ struct pod_spec {
 };
 
 struct pod {
+        unsigned n_ref; /* pods are immutable once delivered by a source and shared by reference */
+
         /* metadata */
         char *name;
         char *namespace_;
@@ -144,7 +146,9 @@ int field_errors_add(struct field_errors *e, const char *field, const char *fmt,
 /* "field: detail; field: detail" — caller frees */
 char *field_errors_to_string(const struct field_errors *e);
 
-struct pod *pod_free(struct pod *p); /* accepts NULL, returns NULL */
+struct pod *pod_new(void);            /* zeroed, n_ref = 1 */
+struct pod *pod_ref(struct pod *p);   /* accepts NULL */
+struct pod *pod_free(struct pod *p);  /* drops one reference, frees at zero; accepts NULL, returns NULL */
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct pod *, pod_free)
 #define _cleanup_pod_free_ _cleanup_(pod_freep)
 void container_done(struct container *c);
