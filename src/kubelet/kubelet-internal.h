@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+#include <event2/event.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "apis/pod.h"
+#include "config/config.h"
+#include "cri/cri.h"
+#include "kubelet/kubelet.h"
+#include "kuberuntime/backoff.h"
+#include "options/options.h"
+#include "pleg/pleg.h"
+
+/* Why a container is not running, for status reporting (ContainerStateWaiting reason/message). */
+struct container_waiting {
+        char *name;
+        const char *reason; /* static: "CrashLoopBackOff", "ErrImagePull", ... */
+        char *message;
+};
+
+struct pod_sync;
+
+struct pod_worker {
+        struct kubelet *k;
+        struct pod_worker *prev, *next;
+
+        char *uid;
+        char *full_name;          /* "namespace/name", for the one-pod-per-name rule of static pods */
+        struct pod *pod;          /* desired spec (a reference), NULL when not desired */
+        int64_t grace_seconds;    /* for killing when not desired: the last known spec's, or 30 */
+
+        bool busy;                /* a sync is in flight */
+        bool pending;             /* another sync was requested meanwhile */
+        struct pod_sync *sync;
+        struct event *timer;      /* requeue after an error, or when a back-off ends */
+        uint64_t timer_at;        /* monotonic usec the timer is armed for, 0 = not armed */
+        unsigned failures;        /* consecutive failed syncs */
+
+        bool waiting_for_name;    /* blocked until a terminating pod with the same full name is gone */
+        size_t n_waiting;
+        struct container_waiting *waiting;
+        char *last_error;
+};
+
+struct kubelet {
+        struct event_base *base;
+        const struct kubelet_options *opts;
+        struct cri_client *cri;
+        struct pleg *pleg;
+        struct pod_config *config;
+        struct event *housekeeping;
+
+        bool stopping;
+        bool runtime_listed;      /* the PLEG has listed once: workers may act */
+
+        struct pod_set desired;   /* references */
+        struct pod_worker *workers;
+        size_t n_workers;
+
+        struct backoff crash_backoff; /* CrashLoopBackOff, 10s..5m */
+        struct backoff image_backoff; /* ImagePullBackOff, 10s..5m */
+        uint64_t last_full_resync;
+};
+
+/* pod_workers.c */
+struct pod_worker *kubelet_find_worker(struct kubelet *k, const char *uid);
+void pod_worker_request_sync(struct pod_worker *w);
+void pod_worker_schedule(struct pod_worker *w, uint64_t delay_usec);
+void pod_worker_free(struct pod_worker *w);
+/* a terminating worker finished: wake the workers waiting for its full name, drop it */
+void kubelet_worker_terminated(struct kubelet *k, struct pod_worker *w);
+/* is another worker with the same full name still holding runtime state? */
+bool kubelet_name_is_busy(struct kubelet *k, const struct pod_worker *w);
+int pod_worker_set_waiting(struct pod_worker *w, const char *name, const char *reason, const char *fmt, ...)
+        _printf_(4, 5);
+void pod_worker_clear_waiting(struct pod_worker *w, const char *name);
+
+/* pod_sync.c: run one reconcile pass for the worker; calls pod_worker_sync_done() at the end. */
+void pod_sync_start(struct pod_worker *w);
+void pod_sync_free(struct pod_sync *s);
+/* did_work: actions were issued (re-evaluate at once); wake_usec: monotonic time to re-evaluate (0 none);
+ * error: a failure happened (requeue with back-off); gone: the pod has nothing left in the runtime */
+void pod_worker_sync_done(struct pod_worker *w, bool did_work, uint64_t wake_usec, bool error, bool gone);

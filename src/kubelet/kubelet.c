@@ -1,0 +1,408 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The kubelet's top level: desired pods from the config sources, the PLEG's view of the runtime, and one
+ * pod worker per pod UID (pod_workers.go). A worker runs at most one reconcile pass at a time
+ * (pod_sync.c); requests that arrive meanwhile are coalesced into one more pass. */
+
+#include <stdarg.h>
+#include <string.h>
+
+#include "basic/log.h"
+#include "kubelet/kubelet-internal.h"
+
+#define WORKER_BACKOFF_MIN_USEC (1 * USEC_PER_SEC)
+#define WORKER_BACKOFF_MAX_USEC (10 * USEC_PER_SEC)
+#define CRASH_BACKOFF_INITIAL_USEC (10 * USEC_PER_SEC)
+#define CRASH_BACKOFF_MAX_USEC (300 * USEC_PER_SEC)
+#define PLEG_RELIST_PERIOD_USEC (1 * USEC_PER_SEC)
+#define HOUSEKEEPING_PERIOD_USEC (2 * USEC_PER_SEC)
+
+static void worker_timer_cb(evutil_socket_t fd, short what, void *userdata);
+
+/* ---------------------------------------------------------------- workers */
+
+struct pod_worker *kubelet_find_worker(struct kubelet *k, const char *uid) {
+        for (struct pod_worker *w = k->workers; w; w = w->next)
+                if (streq(w->uid, uid))
+                        return w;
+        return NULL;
+}
+
+static char *make_full_name(const char *ns, const char *name) {
+        char *s = NULL;
+        if (isempty(name))
+                return NULL;
+        if (asprintf(&s, "%s/%s", strempty(ns), name) < 0)
+                return NULL;
+        return s;
+}
+
+static struct pod_worker *worker_new(struct kubelet *k, const char *uid) {
+        struct pod_worker *w = calloc(1, sizeof(*w));
+        if (!w)
+                return NULL;
+        w->k = k;
+        w->grace_seconds = 30;
+        w->uid = strdup(uid);
+        w->timer = evtimer_new(k->base, worker_timer_cb, w);
+        if (!w->uid || !w->timer) {
+                pod_worker_free(w);
+                return NULL;
+        }
+        w->next = k->workers;
+        if (k->workers)
+                k->workers->prev = w;
+        k->workers = w;
+        k->n_workers++;
+        return w;
+}
+
+void pod_worker_free(struct pod_worker *w) {
+        if (!w)
+                return;
+        if (w->k && (w->prev || w->next || w->k->workers == w)) {
+                if (w->prev)
+                        w->prev->next = w->next;
+                else
+                        w->k->workers = w->next;
+                if (w->next)
+                        w->next->prev = w->prev;
+                w->k->n_workers--;
+        }
+        if (w->timer)
+                event_free(w->timer);
+        pod_free(w->pod);
+        for (size_t i = 0; i < w->n_waiting; i++) {
+                free(w->waiting[i].name);
+                free(w->waiting[i].message);
+        }
+        free(w->waiting);
+        free(w->last_error);
+        free(w->full_name);
+        free(w->uid);
+        free(w);
+}
+
+int pod_worker_set_waiting(struct pod_worker *w, const char *name, const char *reason, const char *fmt, ...) {
+        _cleanup_free_ char *msg = NULL;
+        struct container_waiting *n;
+        va_list ap;
+        int r;
+
+        va_start(ap, fmt);
+        r = vasprintf(&msg, fmt, ap);
+        va_end(ap);
+        if (r < 0)
+                return -ENOMEM;
+        for (size_t i = 0; i < w->n_waiting; i++)
+                if (streq(w->waiting[i].name, name)) {
+                        w->waiting[i].reason = reason;
+                        free(w->waiting[i].message);
+                        w->waiting[i].message = TAKE_PTR(msg);
+                        return 0;
+                }
+        n = realloc(w->waiting, sizeof(*n) * (w->n_waiting + 1));
+        if (!n)
+                return -ENOMEM;
+        w->waiting = n;
+        n[w->n_waiting] = (struct container_waiting) { .name = strdup(name), .reason = reason, .message = TAKE_PTR(msg) };
+        if (!n[w->n_waiting].name) {
+                free(n[w->n_waiting].message);
+                return -ENOMEM;
+        }
+        w->n_waiting++;
+        return 0;
+}
+
+void pod_worker_clear_waiting(struct pod_worker *w, const char *name) {
+        for (size_t i = 0; i < w->n_waiting; i++)
+                if (streq(w->waiting[i].name, name)) {
+                        free(w->waiting[i].name);
+                        free(w->waiting[i].message);
+                        w->waiting[i] = w->waiting[--w->n_waiting];
+                        return;
+                }
+}
+
+void pod_worker_schedule(struct pod_worker *w, uint64_t delay_usec) {
+        uint64_t at = now_usec() + delay_usec;
+        struct timeval tv = { .tv_sec = (time_t) (delay_usec / USEC_PER_SEC),
+                              .tv_usec = (suseconds_t) (delay_usec % USEC_PER_SEC) };
+
+        /* keep the earlier of two wake-ups */
+        if (w->timer_at && w->timer_at <= at && evtimer_pending(w->timer, NULL))
+                return;
+        w->timer_at = at;
+        evtimer_add(w->timer, &tv);
+}
+
+void pod_worker_request_sync(struct pod_worker *w) {
+        struct kubelet *k = w->k;
+
+        if (k->stopping || !k->runtime_listed)
+                return;
+        if (w->busy) {
+                w->pending = true;
+                return;
+        }
+        w->busy = true;
+        w->pending = false;
+        pod_sync_start(w);
+}
+
+static void worker_timer_cb(evutil_socket_t fd, short what, void *userdata) {
+        struct pod_worker *w = userdata;
+        w->timer_at = 0;
+        pod_worker_request_sync(w);
+}
+
+bool kubelet_name_is_busy(struct kubelet *k, const struct pod_worker *w) {
+        if (!w->full_name)
+                return false;
+        for (struct pod_worker *o = k->workers; o; o = o->next)
+                if (o != w && !o->pod && o->full_name && streq(o->full_name, w->full_name))
+                        return true;
+        return false;
+}
+
+void kubelet_worker_terminated(struct kubelet *k, struct pod_worker *w) {
+        _cleanup_free_ char *name = w->full_name ? strdup(w->full_name) : NULL;
+
+        log_info("pod %s (%s) terminated and removed from the runtime", strna(w->full_name), w->uid);
+        pod_worker_free(w);
+        if (!name)
+                return;
+        for (struct pod_worker *o = k->workers; o; o = o->next)
+                if (o->pod && o->full_name && streq(o->full_name, name))
+                        pod_worker_request_sync(o);
+}
+
+void pod_worker_sync_done(struct pod_worker *w, bool did_work, uint64_t wake_usec, bool error, bool gone) {
+        struct kubelet *k = w->k;
+
+        w->busy = false;
+        if (k->stopping)
+                return;
+        if (!w->pod && gone && !error) {
+                kubelet_worker_terminated(k, w);
+                return;
+        }
+        if (error) {
+                uint64_t d = WORKER_BACKOFF_MIN_USEC << MIN(w->failures, 4u);
+                w->failures++;
+                pod_worker_schedule(w, MIN(d, WORKER_BACKOFF_MAX_USEC));
+                w->pending = false;
+                return;
+        }
+        w->failures = 0;
+        if (wake_usec) {
+                uint64_t now = now_usec();
+                pod_worker_schedule(w, wake_usec > now ? wake_usec - now : 0);
+        }
+        if (did_work || w->pending)
+                pod_worker_request_sync(w);
+}
+
+/* ---------------------------------------------------------------- desired pods */
+
+static bool desired_contains(const struct kubelet *k, const char *uid) {
+        for (size_t i = 0; i < k->desired.n; i++)
+                if (streq(k->desired.pods[i]->uid, uid))
+                        return true;
+        return false;
+}
+
+/* Make the set of workers match desired + runtime: a worker per desired pod, a terminating worker per pod
+ * found in the runtime that is not desired. */
+static void reconcile_workers(struct kubelet *k) {
+        if (!k->runtime_listed || k->stopping)
+                return;
+
+        for (size_t i = 0; i < k->desired.n; i++) {
+                struct pod *p = k->desired.pods[i];
+                struct pod_worker *w = kubelet_find_worker(k, p->uid);
+                bool changed = false;
+
+                if (!w) {
+                        w = worker_new(k, p->uid);
+                        if (!w) {
+                                log_error("pod %s: out of memory", p->name);
+                                continue;
+                        }
+                        log_info("SyncLoop ADD: pod=\"%s/%s\" podUID=\"%s\"", p->namespace_, p->name, p->uid);
+                        changed = true;
+                } else if (w->pod != p) {
+                        if (!w->pod)
+                                log_info("pod %s/%s (%s) is desired again", p->namespace_, p->name, p->uid);
+                        else
+                                log_info("SyncLoop UPDATE: pod=\"%s/%s\" podUID=\"%s\"", p->namespace_, p->name, p->uid);
+                        changed = true;
+                }
+                if (changed) {
+                        pod_free(w->pod);
+                        w->pod = pod_ref(p);
+                        w->grace_seconds = p->spec.termination_grace_period_seconds;
+                        free(w->full_name);
+                        w->full_name = make_full_name(p->namespace_, p->name);
+                        w->failures = 0;
+                        pod_worker_request_sync(w);
+                }
+        }
+
+        for (struct pod_worker *w = k->workers, *next; w; w = next) {
+                next = w->next;
+                if (w->pod && !desired_contains(k, w->uid)) {
+                        log_info("SyncLoop REMOVE: pod=\"%s\" podUID=\"%s\"", strna(w->full_name), w->uid);
+                        w->pod = pod_free(w->pod);
+                        pod_worker_request_sync(w);
+                }
+        }
+
+        for (char *const *u = pleg_pod_uids(k->pleg); *u; u++)
+                if (!kubelet_find_worker(k, *u) && !desired_contains(k, *u)) {
+                        struct pod_worker *w = worker_new(k, *u);
+                        if (!w)
+                                continue;
+                        log_info("Found a pod in the runtime that is not desired, killing it: podUID=\"%s\"", *u);
+                        pod_worker_request_sync(w);
+                }
+}
+
+static void on_config_update(const struct pod_set *pods, void *userdata) {
+        struct kubelet *k = userdata;
+        struct pod_set n = {};
+
+        for (size_t i = 0; i < pods->n; i++)
+                if (pod_set_add(&n, pod_ref(pods->pods[i])) < 0) {
+                        log_error("out of memory taking the desired pods");
+                        pod_set_done(&n);
+                        return;
+                }
+        pod_set_done(&k->desired);
+        k->desired = n;
+        log_v(2, "desired pods: %zu", n.n);
+        reconcile_workers(k);
+}
+
+/* ---------------------------------------------------------------- PLEG */
+
+static void on_pod_changed(const char *uid, void *userdata) {
+        struct kubelet *k = userdata;
+        struct pod_worker *w = kubelet_find_worker(k, uid);
+
+        log_v(4, "PLEG: pod %s changed", uid);
+        if (w)
+                pod_worker_request_sync(w);
+        /* an unknown UID gets a terminating worker in reconcile_workers() after the relist */
+}
+
+static void on_relisted(bool ok, void *userdata) {
+        struct kubelet *k = userdata;
+
+        if (!ok)
+                return;
+        if (!k->runtime_listed) {
+                size_t sb, rsb, c, rc;
+                pleg_counts(k->pleg, &sb, &rsb, &c, &rc);
+                log_info("runtime listed: %zu sandboxes (%zu ready), %zu containers (%zu running)", sb, rsb, c, rc);
+                k->runtime_listed = true;
+        }
+        reconcile_workers(k);
+}
+
+/* ---------------------------------------------------------------- housekeeping */
+
+static void housekeeping(evutil_socket_t fd, short what, void *userdata) {
+        struct kubelet *k = userdata;
+        uint64_t now = now_usec();
+
+        backoff_gc(&k->crash_backoff, now_realtime_usec());
+        backoff_gc(&k->image_backoff, now);
+        /* periodic resync of every worker (--sync-frequency) */
+        if (k->runtime_listed && now - k->last_full_resync >= k->opts->sync_frequency_usec) {
+                k->last_full_resync = now;
+                for (struct pod_worker *w = k->workers; w; w = w->next)
+                        pod_worker_request_sync(w);
+        }
+}
+
+/* ---------------------------------------------------------------- lifecycle */
+
+int kubelet_new(struct event_base *base, const struct kubelet_options *opts, struct kubelet **ret) {
+        struct kubelet *k = calloc(1, sizeof(*k));
+        if (!k)
+                return -ENOMEM;
+        k->base = base;
+        k->opts = opts;
+        backoff_init(&k->crash_backoff, CRASH_BACKOFF_INITIAL_USEC, CRASH_BACKOFF_MAX_USEC);
+        backoff_init(&k->image_backoff, CRASH_BACKOFF_INITIAL_USEC, CRASH_BACKOFF_MAX_USEC);
+        *ret = k;
+        return 0;
+}
+
+int kubelet_start(struct kubelet *k) {
+        static const struct pleg_callbacks pleg_cb = { .pod_changed = on_pod_changed, .relisted = on_relisted };
+        struct timeval tv = { .tv_sec = HOUSEKEEPING_PERIOD_USEC / USEC_PER_SEC };
+        const struct kubelet_options *o = k->opts;
+        int r;
+
+        r = mkdir_p(o->root_dir, 0750);
+        if (r < 0)
+                return log_error_errno(r, "cannot create --root-dir %s: %s", o->root_dir, strerror(-r));
+        r = mkdir_p(o->pod_logs_dir, 0755);
+        if (r < 0)
+                return log_error_errno(r, "cannot create podLogsDir %s: %s", o->pod_logs_dir, strerror(-r));
+
+        r = cri_client_new(k->base, o->container_runtime_endpoint, o->image_service_endpoint,
+                           o->runtime_request_timeout_usec, &k->cri);
+        if (r < 0)
+                return log_error_errno(r, "invalid --container-runtime-endpoint %s: %s", o->container_runtime_endpoint,
+                                       strerror(-r));
+        r = pleg_new(k->base, k->cri, PLEG_RELIST_PERIOD_USEC, &pleg_cb, k, &k->pleg);
+        if (r < 0)
+                return r;
+        r = pod_config_new(k->base, o->node_name, on_config_update, k, &k->config);
+        if (r < 0)
+                return r;
+        if (!isempty(o->pod_manifest_path)) {
+                r = pod_config_add_file_source(k->config, o->pod_manifest_path, o->file_check_frequency_usec);
+                if (r < 0)
+                        return r;
+        }
+        if (!isempty(o->manifest_url)) {
+                r = pod_config_add_http_source(k->config, o->manifest_url, o->manifest_url_headers,
+                                               o->http_check_frequency_usec);
+                if (r < 0)
+                        return r;
+        }
+        k->housekeeping = event_new(k->base, -1, EV_PERSIST, housekeeping, k);
+        if (!k->housekeeping)
+                return -ENOMEM;
+        evtimer_add(k->housekeeping, &tv);
+        k->last_full_resync = now_usec();
+        return pleg_start(k->pleg);
+}
+
+struct kubelet *kubelet_free(struct kubelet *k) {
+        if (!k)
+                return NULL;
+        k->stopping = true;
+        if (k->housekeeping)
+                event_free(k->housekeeping);
+        pod_config_free(k->config);
+        /* cancels in-flight calls: their callbacks run now and see k->stopping */
+        k->cri = cri_client_free(k->cri);
+        pleg_free(k->pleg);
+        while (k->workers) {
+                struct pod_worker *w = k->workers;
+                if (w->sync) {
+                        pod_sync_free(w->sync);
+                        w->sync = NULL;
+                }
+                pod_worker_free(w);
+        }
+        pod_set_done(&k->desired);
+        backoff_done(&k->crash_backoff);
+        backoff_done(&k->image_backoff);
+        free(k);
+        return NULL;
+}

@@ -1,0 +1,848 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* One reconcile pass for one pod (kuberuntime_manager.go SyncPod / KillPod, run by a pod worker):
+ *
+ *   observe  → ListPodSandbox + ListContainers for the pod's UID, then PodSandboxStatus and ContainerStatus
+ *   decide   → kr_compute_pod_actions (or "kill everything" for a pod that is no longer desired)
+ *   act      → stop containers, stop sandboxes, run a sandbox, start containers (pull, create, start)
+ *   clean up → once settled, remove dead containers and sandboxes (GC)
+ *
+ * Every step is an asynchronous CRI call; the pass ends in pod_worker_sync_done(), which re-runs the pass
+ * at once when it changed anything (level-triggered: the next pass observes the result). */
+
+#include <dirent.h>
+#include <inttypes.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "basic/log.h"
+#include "kubelet/kubelet-internal.h"
+#include "kuberuntime/actions.h"
+#include "kuberuntime/config.h"
+#include "kuberuntime/labels.h"
+#include "kuberuntime/runtime_state.h"
+
+#define MINIMUM_GRACE_PERIOD_SECONDS 2
+
+struct pod_sync {
+        struct pod_worker *w;
+        struct kubelet *k;
+        struct pod *pod;                  /* desired spec (reference) or NULL: terminate */
+        struct kr_pod_status *status;
+        int pending;                      /* outstanding calls of the current fan-out */
+        void (*next)(struct pod_sync *s); /* what to do when pending reaches 0 */
+
+        struct kr_pod_actions actions;
+        struct kr_pod_gc gc;
+        bool have_actions;
+        size_t step;                      /* index into actions.start */
+        char *sandbox_id;                 /* sandbox the containers go into */
+        Runtime__V1__PodSandboxConfig *sandbox_config;
+        char *image_ref;
+
+        bool did_work;
+        bool error;
+        uint64_t wake_usec;
+};
+
+/* per-call context for fan-out calls that need to know which object they were about */
+struct call {
+        struct pod_sync *s;
+        size_t index;
+};
+
+static void sync_finish(struct pod_sync *s);
+static void phase_status(struct pod_sync *s);
+static void phase_decide(struct pod_sync *s);
+static void phase_stop_sandboxes(struct pod_sync *s);
+static void phase_create_sandbox(struct pod_sync *s);
+static void phase_start_next(struct pod_sync *s);
+static void phase_remove_sandboxes(struct pod_sync *s);
+
+void pod_sync_free(struct pod_sync *s) {
+        if (!s)
+                return;
+        pod_free(s->pod);
+        kr_pod_status_free(s->status);
+        kr_pod_actions_done(&s->actions);
+        kr_pod_gc_done(&s->gc);
+        free(s->sandbox_id);
+        kr_pb_free(s->sandbox_config);
+        free(s->image_ref);
+        free(s);
+}
+
+static const char *pod_desc(const struct pod_sync *s) {
+        return s->w->full_name ? s->w->full_name : s->w->uid;
+}
+
+/* Fan-out bookkeeping: a phase issues calls with call_begin() and ends with fanout_end(); when the last
+ * call completes, s->next runs. */
+static void fanout_begin(struct pod_sync *s, void (*next)(struct pod_sync *s)) {
+        s->pending = 1; /* held by the phase itself until fanout_end() */
+        s->next = next;
+}
+
+static void fanout_release(struct pod_sync *s) {
+        if (--s->pending > 0)
+                return;
+        if (s->k->stopping)
+                sync_finish(s); /* shutting down: issue nothing more */
+        else
+                s->next(s);
+}
+
+static void fanout_end(struct pod_sync *s) {
+        fanout_release(s);
+}
+
+static void call_failed(struct pod_sync *s, const char *what, int r) {
+        log_error("pod %s: %s: %s", pod_desc(s), what, strerror(-r));
+        s->error = true;
+}
+
+static struct call *call_new(struct pod_sync *s, size_t index) {
+        struct call *c = malloc(sizeof(*c));
+        if (c)
+                *c = (struct call) { .s = s, .index = index };
+        return c;
+}
+
+/* ---------------------------------------------------------------- observe */
+
+#define SET_LABEL_SELECTOR(EntryType, ENTRY_INIT, filter, entry_storage, entry_ptr, uid)   \
+        do {                                                                                \
+                entry_storage = (EntryType) ENTRY_INIT;                                     \
+                entry_storage.key = (char *) LABEL_POD_UID;                                 \
+                entry_storage.value = (char *) (uid);                                       \
+                entry_ptr = &entry_storage;                                                 \
+                (filter).n_label_selector = 1;                                              \
+                (filter).label_selector = &entry_ptr;                                       \
+        } while (0)
+
+static void on_list_sandboxes(const struct cri_reply *reply, void *userdata) {
+        struct pod_sync *s = userdata;
+
+        if (reply->r < 0) {
+                log_error("pod %s: ListPodSandbox: %s", pod_desc(s), reply->message);
+                s->error = true;
+        } else {
+                const Runtime__V1__ListPodSandboxResponse *resp = (const void *) reply->msg;
+                for (size_t i = 0; i < resp->n_items; i++) {
+                        struct kr_sandbox *sb;
+                        if (kr_sandbox_from_cri(resp->items[i], &sb) < 0 ||
+                            kr_pod_status_add_sandbox(s->status, sb) < 0)
+                                s->error = true;
+                }
+        }
+        fanout_release(s);
+}
+
+static void on_list_containers(const struct cri_reply *reply, void *userdata) {
+        struct pod_sync *s = userdata;
+
+        if (reply->r < 0) {
+                log_error("pod %s: ListContainers: %s", pod_desc(s), reply->message);
+                s->error = true;
+        } else {
+                const Runtime__V1__ListContainersResponse *resp = (const void *) reply->msg;
+                for (size_t i = 0; i < resp->n_containers; i++) {
+                        struct kr_container *c;
+                        if (kr_container_from_cri(resp->containers[i], &c) < 0 ||
+                            kr_pod_status_add_container(s->status, c) < 0)
+                                s->error = true;
+                }
+        }
+        fanout_release(s);
+}
+
+static void phase_list(struct pod_sync *s) {
+        Runtime__V1__ListPodSandboxRequest sreq = RUNTIME__V1__LIST_POD_SANDBOX_REQUEST__INIT;
+        Runtime__V1__PodSandboxFilter sf = RUNTIME__V1__POD_SANDBOX_FILTER__INIT;
+        Runtime__V1__PodSandboxFilter__LabelSelectorEntry se, *sep;
+        Runtime__V1__ListContainersRequest creq = RUNTIME__V1__LIST_CONTAINERS_REQUEST__INIT;
+        Runtime__V1__ContainerFilter cf = RUNTIME__V1__CONTAINER_FILTER__INIT;
+        Runtime__V1__ContainerFilter__LabelSelectorEntry ce, *cep;
+        int r;
+
+        SET_LABEL_SELECTOR(Runtime__V1__PodSandboxFilter__LabelSelectorEntry,
+                           RUNTIME__V1__POD_SANDBOX_FILTER__LABEL_SELECTOR_ENTRY__INIT, sf, se, sep, s->w->uid);
+        SET_LABEL_SELECTOR(Runtime__V1__ContainerFilter__LabelSelectorEntry,
+                           RUNTIME__V1__CONTAINER_FILTER__LABEL_SELECTOR_ENTRY__INIT, cf, ce, cep, s->w->uid);
+        sreq.filter = &sf;
+        creq.filter = &cf;
+
+        fanout_begin(s, phase_status);
+        r = cri_list_pod_sandbox(s->k->cri, &sreq, 0, on_list_sandboxes, s);
+        if (r < 0)
+                call_failed(s, "ListPodSandbox", r);
+        else
+                s->pending++;
+        r = cri_list_containers(s->k->cri, &creq, 0, on_list_containers, s);
+        if (r < 0)
+                call_failed(s, "ListContainers", r);
+        else
+                s->pending++;
+        fanout_end(s);
+}
+
+static void on_sandbox_status(const struct cri_reply *reply, void *userdata) {
+        struct call *c = userdata;
+        struct pod_sync *s = c->s;
+
+        if (reply->r == -ENOENT) {
+                /* removed meanwhile: the next pass will see it gone */
+        } else if (reply->r < 0) {
+                log_error("pod %s: PodSandboxStatus: %s", pod_desc(s), reply->message);
+                s->error = true;
+        } else {
+                const Runtime__V1__PodSandboxStatusResponse *resp = (const void *) reply->msg;
+                if (resp->status && kr_sandbox_set_status(s->status->sandboxes[c->index], resp->status) < 0)
+                        s->error = true;
+        }
+        free(c);
+        fanout_release(s);
+}
+
+static void on_container_status(const struct cri_reply *reply, void *userdata) {
+        struct call *c = userdata;
+        struct pod_sync *s = c->s;
+
+        if (reply->r == -ENOENT) {
+                /* removed meanwhile */
+        } else if (reply->r < 0) {
+                log_error("pod %s: ContainerStatus: %s", pod_desc(s), reply->message);
+                s->error = true;
+        } else {
+                const Runtime__V1__ContainerStatusResponse *resp = (const void *) reply->msg;
+                if (resp->status && kr_container_set_status(s->status->containers[c->index], resp->status) < 0)
+                        s->error = true;
+        }
+        free(c);
+        fanout_release(s);
+}
+
+static void phase_status(struct pod_sync *s) {
+        if (s->error) {
+                sync_finish(s);
+                return;
+        }
+        kr_pod_status_sort(s->status);
+
+        fanout_begin(s, phase_decide);
+        for (size_t i = 0; i < s->status->n_sandboxes && i < 1; i++) {
+                Runtime__V1__PodSandboxStatusRequest req = RUNTIME__V1__POD_SANDBOX_STATUS_REQUEST__INIT;
+                struct call *c = call_new(s, i);
+                int r;
+                if (!c) {
+                        call_failed(s, "PodSandboxStatus", -ENOMEM);
+                        break;
+                }
+                req.pod_sandbox_id = s->status->sandboxes[i]->id;
+                r = cri_pod_sandbox_status(s->k->cri, &req, 0, on_sandbox_status, c);
+                if (r < 0) {
+                        free(c);
+                        call_failed(s, "PodSandboxStatus", r);
+                } else
+                        s->pending++;
+        }
+        for (size_t i = 0; i < s->status->n_containers; i++) {
+                Runtime__V1__ContainerStatusRequest req = RUNTIME__V1__CONTAINER_STATUS_REQUEST__INIT;
+                struct call *c = call_new(s, i);
+                int r;
+                if (!c) {
+                        call_failed(s, "ContainerStatus", -ENOMEM);
+                        break;
+                }
+                req.container_id = s->status->containers[i]->id;
+                r = cri_container_status(s->k->cri, &req, 0, on_container_status, c);
+                if (r < 0) {
+                        free(c);
+                        call_failed(s, "ContainerStatus", r);
+                } else
+                        s->pending++;
+        }
+        fanout_end(s);
+}
+
+/* ---------------------------------------------------------------- act: stop */
+
+static int64_t grace_for(const struct pod_sync *s, const struct kr_container *c) {
+        int64_t g = -1;
+        if (s->pod)
+                g = s->pod->spec.termination_grace_period_seconds;
+        else {
+                const char *v = strmap_get(&c->annotations, ANNOTATION_POD_TERMINATION_GRACE_PERIOD);
+                int64_t x;
+                if (v && safe_atoi64(v, &x) >= 0)
+                        g = x;
+                else
+                        g = s->w->grace_seconds;
+        }
+        if (s->pod && s->pod->has_deletion_timestamp && s->pod->deletion_grace_period_seconds >= 0)
+                g = s->pod->deletion_grace_period_seconds;
+        if (g < MINIMUM_GRACE_PERIOD_SECONDS)
+                g = MINIMUM_GRACE_PERIOD_SECONDS;
+        return g;
+}
+
+static void on_stop_container(const struct cri_reply *reply, void *userdata) {
+        struct call *c = userdata;
+        struct pod_sync *s = c->s;
+
+        if (reply->r < 0 && reply->r != -ENOENT) {
+                log_error("pod %s: StopContainer %.12s: %s", pod_desc(s), s->status->containers[c->index]->id,
+                          reply->message);
+                s->error = true;
+        }
+        free(c);
+        fanout_release(s);
+}
+
+static void stop_container(struct pod_sync *s, size_t index, const char *reason, const char *message) {
+        const struct kr_container *kc = s->status->containers[index];
+        Runtime__V1__StopContainerRequest req = RUNTIME__V1__STOP_CONTAINER_REQUEST__INIT;
+        int64_t grace = grace_for(s, kc);
+        struct call *c = call_new(s, index);
+        int r;
+
+        if (!c) {
+                call_failed(s, "StopContainer", -ENOMEM);
+                return;
+        }
+        log_info("Killing container with a grace period: pod=\"%s\" podUID=\"%s\" containerName=\"%s\" "
+                 "containerID=\"%.12s\" gracePeriod=%" PRId64 " reason=\"%s\"%s%s",
+                 pod_desc(s), s->w->uid, kc->name, kc->id, grace, reason, message ? " message=" : "",
+                 message ? message : "");
+        req.container_id = kc->id;
+        req.timeout = grace;
+        /* the runtime may take the whole grace period: the call's deadline is grace + the request timeout */
+        r = cri_stop_container(s->k->cri, &req, (uint64_t) grace * USEC_PER_SEC + s->k->opts->runtime_request_timeout_usec,
+                               on_stop_container, c);
+        if (r < 0) {
+                free(c);
+                call_failed(s, "StopContainer", r);
+                return;
+        }
+        s->pending++;
+        s->did_work = true;
+}
+
+static size_t container_index(const struct pod_sync *s, const struct kr_container *kc) {
+        for (size_t i = 0; i < s->status->n_containers; i++)
+                if (s->status->containers[i] == kc)
+                        return i;
+        return SIZE_MAX;
+}
+
+static void phase_kill(struct pod_sync *s) {
+        fanout_begin(s, phase_stop_sandboxes);
+        if (s->actions.kill_pod) {
+                for (size_t i = 0; i < s->status->n_containers; i++) {
+                        enum kr_container_state st = s->status->containers[i]->state;
+                        if (st == KR_CONTAINER_RUNNING || st == KR_CONTAINER_UNKNOWN)
+                                stop_container(s, i, s->pod ? "Killing" : "Killing", s->actions.sandbox_reason);
+                }
+        } else
+                for (size_t i = 0; i < s->actions.n_kill; i++) {
+                        size_t idx = container_index(s, s->actions.kill[i].container);
+                        if (idx != SIZE_MAX)
+                                stop_container(s, idx, s->actions.kill[i].reason, s->actions.kill[i].message);
+                }
+        fanout_end(s);
+}
+
+static void on_stop_sandbox(const struct cri_reply *reply, void *userdata) {
+        struct pod_sync *s = userdata;
+        if (reply->r < 0 && reply->r != -ENOENT) {
+                log_error("pod %s: StopPodSandbox: %s", pod_desc(s), reply->message);
+                s->error = true;
+        }
+        fanout_release(s);
+}
+
+static void phase_stop_sandboxes(struct pod_sync *s) {
+        if (s->error) {
+                sync_finish(s);
+                return;
+        }
+        fanout_begin(s, phase_create_sandbox);
+        if (s->actions.kill_pod)
+                for (size_t i = 0; i < s->status->n_sandboxes; i++) {
+                        Runtime__V1__StopPodSandboxRequest req = RUNTIME__V1__STOP_POD_SANDBOX_REQUEST__INIT;
+                        int r;
+                        if (s->status->sandboxes[i]->state != KR_SANDBOX_READY)
+                                continue;
+                        log_info("Stopping pod sandbox: pod=\"%s\" podSandboxID=\"%.12s\"", pod_desc(s),
+                                 s->status->sandboxes[i]->id);
+                        req.pod_sandbox_id = s->status->sandboxes[i]->id;
+                        r = cri_stop_pod_sandbox(s->k->cri, &req, 0, on_stop_sandbox, s);
+                        if (r < 0)
+                                call_failed(s, "StopPodSandbox", r);
+                        else {
+                                s->pending++;
+                                s->did_work = true;
+                        }
+                }
+        fanout_end(s);
+}
+
+/* ---------------------------------------------------------------- act: sandbox */
+
+static void on_run_sandbox(const struct cri_reply *reply, void *userdata) {
+        struct pod_sync *s = userdata;
+
+        if (reply->r < 0) {
+                log_error("pod %s: Failed to create pod sandbox (FailedCreatePodSandBox): %s", pod_desc(s),
+                          reply->message);
+                (void) free_and_strdup(&s->w->last_error, reply->message);
+                s->error = true;
+        } else {
+                const Runtime__V1__RunPodSandboxResponse *resp = (const void *) reply->msg;
+                log_info("Created pod sandbox: pod=\"%s\" podSandboxID=\"%.12s\"", pod_desc(s), resp->pod_sandbox_id);
+                if (free_and_strdup(&s->sandbox_id, resp->pod_sandbox_id) < 0)
+                        s->error = true;
+        }
+        fanout_release(s);
+}
+
+static void phase_create_sandbox(struct pod_sync *s) {
+        Runtime__V1__RunPodSandboxRequest req = RUNTIME__V1__RUN_POD_SANDBOX_REQUEST__INIT;
+        _cleanup_free_ char *logdir = NULL;
+        int r;
+
+        if (s->error || !s->pod) {
+                sync_finish(s);
+                return;
+        }
+        r = kr_build_sandbox_config(s->pod, s->actions.attempt, s->k->opts->pod_logs_dir, &s->sandbox_config);
+        if (r < 0) {
+                call_failed(s, "building the sandbox config", r);
+                sync_finish(s);
+                return;
+        }
+        if (!s->actions.create_sandbox) {
+                if (free_and_strdup(&s->sandbox_id, s->actions.sandbox_id) < 0)
+                        s->error = true;
+                phase_start_next(s);
+                return;
+        }
+        /* A static pod replaced by a new version (new UID, same name) starts only once the old one is
+         * gone: never two copies at once. */
+        if (kubelet_name_is_busy(s->k, s->w)) {
+                log_info("pod %s: waiting for the previous pod with the same name to terminate", pod_desc(s));
+                s->w->waiting_for_name = true;
+                sync_finish(s);
+                return;
+        }
+        s->w->waiting_for_name = false;
+
+        logdir = kr_pod_log_dir(s->k->opts->pod_logs_dir, s->pod);
+        if (!logdir || mkdir_p(logdir, 0755) < 0) {
+                log_error("pod %s: cannot create log directory %s: %m", pod_desc(s), strna(logdir));
+                s->error = true;
+                sync_finish(s);
+                return;
+        }
+        log_info("Creating pod sandbox: pod=\"%s\" attempt=%" PRIu32 " reason=\"%s\"", pod_desc(s),
+                 s->actions.attempt, strna(s->actions.sandbox_reason));
+        req.config = s->sandbox_config;
+        fanout_begin(s, phase_start_next);
+        r = cri_run_pod_sandbox(s->k->cri, &req, 0, on_run_sandbox, s);
+        if (r < 0)
+                call_failed(s, "RunPodSandbox", r);
+        else {
+                s->pending++;
+                s->did_work = true;
+        }
+        fanout_end(s);
+}
+
+/* ---------------------------------------------------------------- act: containers */
+
+static const struct container *current_container(const struct pod_sync *s) {
+        return &s->pod->spec.containers[s->actions.start[s->step]];
+}
+
+static void start_one_done(struct pod_sync *s) {
+        s->step++;
+        phase_start_next(s);
+}
+
+/* The restart count of the next instance: one more than the newest, or, with no instance left in the
+ * runtime, one more than the highest N.log in the container's log directory (so logs are not
+ * overwritten). */
+static uint32_t next_restart_count(const struct pod_sync *s, const struct container *c) {
+        const struct kr_container *cs = kr_pod_status_find_container(s->status, c->name);
+        _cleanup_free_ char *podlog = NULL, *dir = NULL;
+        struct dirent *de;
+        DIR *d;
+        int max = -1;
+
+        if (cs)
+                return (uint32_t) cs->restart_count + 1;
+        podlog = kr_pod_log_dir(s->k->opts->pod_logs_dir, s->pod);
+        if (!podlog || asprintf(&dir, "%s/%s", podlog, c->name) < 0)
+                return 0;
+        d = opendir(dir);
+        if (!d)
+                return 0;
+        while ((de = readdir(d))) {
+                int n;
+                char *dot = strrchr(de->d_name, '.');
+                if (!dot || !streq(dot, ".log"))
+                        continue;
+                *dot = '\0';
+                if (safe_atoi(de->d_name, &n) >= 0 && n > max)
+                        max = n;
+        }
+        closedir(d);
+        return (uint32_t) (max + 1);
+}
+
+static void on_start_container(const struct cri_reply *reply, void *userdata) {
+        struct pod_sync *s = userdata;
+        const struct container *c = current_container(s);
+
+        if (reply->r < 0) {
+                log_error("pod %s: container %s: RunContainerError: %s", pod_desc(s), c->name, reply->message);
+                pod_worker_set_waiting(s->w, c->name, "RunContainerError", "%s", reply->message);
+                s->error = true;
+        } else {
+                log_info("Started container: pod=\"%s\" containerName=\"%s\"", pod_desc(s), c->name);
+                pod_worker_clear_waiting(s->w, c->name);
+        }
+        start_one_done(s);
+}
+
+static void on_create_container(const struct cri_reply *reply, void *userdata) {
+        struct pod_sync *s = userdata;
+        const struct container *c = current_container(s);
+        Runtime__V1__StartContainerRequest req = RUNTIME__V1__START_CONTAINER_REQUEST__INIT;
+        const Runtime__V1__CreateContainerResponse *resp = (const void *) reply->msg;
+        int r;
+
+        if (reply->r < 0) {
+                log_error("pod %s: container %s: CreateContainerError: %s", pod_desc(s), c->name, reply->message);
+                pod_worker_set_waiting(s->w, c->name, "CreateContainerError", "%s", reply->message);
+                s->error = true;
+                start_one_done(s);
+                return;
+        }
+        if (s->k->stopping) {
+                start_one_done(s);
+                return;
+        }
+        log_info("Created container: pod=\"%s\" containerName=\"%s\" containerID=\"%.12s\"", pod_desc(s), c->name,
+                 resp->container_id);
+        req.container_id = resp->container_id;
+        r = cri_start_container(s->k->cri, &req, 0, on_start_container, s);
+        if (r < 0) {
+                call_failed(s, "StartContainer", r);
+                start_one_done(s);
+        }
+}
+
+static void create_container(struct pod_sync *s) {
+        const struct container *c = current_container(s);
+        Runtime__V1__CreateContainerRequest req = RUNTIME__V1__CREATE_CONTAINER_REQUEST__INIT;
+        Runtime__V1__ContainerConfig *cfg = NULL;
+        _cleanup_free_ char *podlog = NULL, *dir = NULL;
+        uint32_t restart_count = next_restart_count(s, c);
+        int r;
+
+        podlog = kr_pod_log_dir(s->k->opts->pod_logs_dir, s->pod);
+        if (!podlog || asprintf(&dir, "%s/%s", podlog, c->name) < 0 || mkdir_p(dir, 0755) < 0) {
+                log_error("pod %s: cannot create the log directory of container %s", pod_desc(s), c->name);
+                s->error = true;
+                start_one_done(s);
+                return;
+        }
+        r = kr_build_container_config(s->pod, c, restart_count, s->image_ref, &cfg);
+        if (r < 0) {
+                pod_worker_set_waiting(s->w, c->name, "CreateContainerConfigError", "%s", strerror(-r));
+                call_failed(s, "building the container config", r);
+                start_one_done(s);
+                return;
+        }
+        req.pod_sandbox_id = s->sandbox_id;
+        req.config = cfg;
+        req.sandbox_config = s->sandbox_config;
+        r = cri_create_container(s->k->cri, &req, 0, on_create_container, s);
+        kr_pb_free(cfg);
+        if (r < 0) {
+                call_failed(s, "CreateContainer", r);
+                start_one_done(s);
+                return;
+        }
+        s->did_work = true;
+}
+
+static char *image_backoff_key(const struct pod_sync *s, const struct container *c) {
+        char *k = NULL;
+        if (asprintf(&k, "%s_%s", s->w->uid, c->image) < 0)
+                return NULL;
+        return k;
+}
+
+static void on_pull_image(const struct cri_reply *reply, void *userdata) {
+        struct pod_sync *s = userdata;
+        const struct container *c = current_container(s);
+        _cleanup_free_ char *key = image_backoff_key(s, c);
+
+        if (reply->r < 0) {
+                log_error("pod %s: container %s: Failed to pull image \"%s\": %s (ErrImagePull)", pod_desc(s),
+                          c->name, c->image, reply->message);
+                pod_worker_set_waiting(s->w, c->name, "ErrImagePull", "%s", reply->message);
+                if (key)
+                        (void) backoff_next(&s->k->image_backoff, key, now_usec(), now_usec());
+                s->error = true;
+                start_one_done(s);
+                return;
+        }
+        log_info("Successfully pulled image: pod=\"%s\" image=\"%s\"", pod_desc(s), c->image);
+        if (key)
+                backoff_reset(&s->k->image_backoff, key);
+        if (free_and_strdup(&s->image_ref, ((const Runtime__V1__PullImageResponse *) (const void *) reply->msg)->image_ref) < 0) {
+                s->error = true;
+                start_one_done(s);
+                return;
+        }
+        create_container(s);
+}
+
+static void pull_image(struct pod_sync *s) {
+        const struct container *c = current_container(s);
+        Runtime__V1__PullImageRequest req = RUNTIME__V1__PULL_IMAGE_REQUEST__INIT;
+        Runtime__V1__ImageSpec spec = RUNTIME__V1__IMAGE_SPEC__INIT;
+        _cleanup_free_ char *key = image_backoff_key(s, c);
+        uint64_t until;
+        int r;
+
+        if (key && backoff_in_backoff_since(&s->k->image_backoff, key, backoff_last_update(&s->k->image_backoff, key),
+                                            now_usec(), &until)) {
+                pod_worker_set_waiting(s->w, c->name, "ImagePullBackOff", "Back-off pulling image \"%s\"", c->image);
+                log_v(2, "pod %s: container %s: Back-off pulling image \"%s\"", pod_desc(s), c->name, c->image);
+                if (!s->wake_usec || until < s->wake_usec)
+                        s->wake_usec = until;
+                start_one_done(s);
+                return;
+        }
+        log_info("Pulling image: pod=\"%s\" image=\"%s\"", pod_desc(s), c->image);
+        spec.image = c->image;
+        req.image = &spec;
+        req.sandbox_config = s->sandbox_config;
+        pod_worker_set_waiting(s->w, c->name, "ContainerCreating", "%s", "");
+        /* pulls can take long: no shorter deadline than the request timeout, as upstream (image pull
+         * progress deadline aside) */
+        r = cri_pull_image(s->k->cri, &req, 0, on_pull_image, s);
+        if (r < 0) {
+                call_failed(s, "PullImage", r);
+                start_one_done(s);
+                return;
+        }
+        s->did_work = true;
+}
+
+static void on_image_status(const struct cri_reply *reply, void *userdata) {
+        struct pod_sync *s = userdata;
+        const struct container *c = current_container(s);
+        const Runtime__V1__ImageStatusResponse *resp = (const void *) reply->msg;
+
+        if (reply->r < 0) {
+                log_error("pod %s: container %s: ImageStatus \"%s\": %s", pod_desc(s), c->name, c->image,
+                          reply->message);
+                pod_worker_set_waiting(s->w, c->name, "ErrImageInspect", "%s", reply->message);
+                s->error = true;
+                start_one_done(s);
+                return;
+        }
+        if (resp->image && !isempty(resp->image->id)) {
+                log_v(3, "pod %s: container image \"%s\" already present on machine", pod_desc(s), c->image);
+                if (free_and_strdup(&s->image_ref, resp->image->id) < 0) {
+                        s->error = true;
+                        start_one_done(s);
+                        return;
+                }
+                create_container(s);
+                return;
+        }
+        if (c->image_pull_policy == PULL_POLICY_NEVER) {
+                log_error("pod %s: container %s: Container image \"%s\" is not present with pull policy of Never "
+                          "(ErrImageNeverPull)",
+                          pod_desc(s), c->name, c->image);
+                pod_worker_set_waiting(s->w, c->name, "ErrImageNeverPull",
+                                       "Container image \"%s\" is not present with pull policy of Never", c->image);
+                s->error = true;
+                start_one_done(s);
+                return;
+        }
+        pull_image(s);
+}
+
+/* doBackOff: a container that exited is restarted only after its back-off. */
+static bool in_crash_backoff(struct pod_sync *s, const struct container *c) {
+        const struct kr_container *cs = kr_pod_status_find_container(s->status, c->name);
+        _cleanup_free_ char *key = NULL;
+        char hash[KR_HASH_MAX];
+        uint64_t finished, until, now = now_realtime_usec();
+
+        if (!cs || cs->state != KR_CONTAINER_EXITED || kr_container_hash(c, hash) < 0)
+                return false;
+        if (asprintf(&key, "%s_%s_%s_%s_%s", s->pod->name, s->pod->namespace_, s->pod->uid, c->name, hash) < 0)
+                return false;
+        finished = cs->finished_at > 0 ? (uint64_t) cs->finished_at / 1000 : now;
+        if (backoff_in_backoff_since(&s->k->crash_backoff, key, finished, now, &until)) {
+                uint64_t delay = backoff_get(&s->k->crash_backoff, key);
+                pod_worker_set_waiting(s->w, c->name, "CrashLoopBackOff",
+                                       "back-off %" PRIu64 "s restarting failed container=%s pod=%s_%s(%s)",
+                                       delay / USEC_PER_SEC, c->name, s->pod->name, s->pod->namespace_, s->pod->uid);
+                log_info("Back-off %" PRIu64 "s restarting failed container=%s pod=%s", delay / USEC_PER_SEC, c->name,
+                         pod_desc(s));
+                /* wake when it ends, converted to the monotonic clock */
+                until = now_usec() + (until - now);
+                if (!s->wake_usec || until < s->wake_usec)
+                        s->wake_usec = until;
+                return true;
+        }
+        (void) backoff_next(&s->k->crash_backoff, key, finished, now);
+        return false;
+}
+
+static void phase_start_next(struct pod_sync *s) {
+        const struct container *c;
+        Runtime__V1__ImageStatusRequest req = RUNTIME__V1__IMAGE_STATUS_REQUEST__INIT;
+        Runtime__V1__ImageSpec spec = RUNTIME__V1__IMAGE_SPEC__INIT;
+        int r;
+
+        if (s->k->stopping || isempty(s->sandbox_id) || s->step >= s->actions.n_start) {
+                sync_finish(s);
+                return;
+        }
+        c = current_container(s);
+        free(s->image_ref);
+        s->image_ref = NULL;
+
+        if (in_crash_backoff(s, c)) {
+                start_one_done(s);
+                return;
+        }
+        if (c->image_pull_policy == PULL_POLICY_ALWAYS) {
+                pull_image(s);
+                return;
+        }
+        spec.image = c->image;
+        req.image = &spec;
+        r = cri_image_status(s->k->cri, &req, 0, on_image_status, s);
+        if (r < 0) {
+                call_failed(s, "ImageStatus", r);
+                start_one_done(s);
+        }
+}
+
+/* ---------------------------------------------------------------- decide */
+
+static void phase_decide(struct pod_sync *s) {
+        int r;
+
+        if (s->error) {
+                sync_finish(s);
+                return;
+        }
+        if (!s->pod) {
+                /* not desired: kill everything (KillPod), then remove what is left */
+                s->actions = (struct kr_pod_actions) { .kill_pod = true };
+                s->have_actions = true;
+                phase_kill(s);
+                return;
+        }
+        r = kr_compute_pod_actions(s->pod, s->status, &s->actions);
+        if (r < 0) {
+                call_failed(s, "computing pod actions", r);
+                sync_finish(s);
+                return;
+        }
+        s->have_actions = true;
+        log_v(4, "pod %s: actions: killPod=%d createSandbox=%d attempt=%" PRIu32 " start=%zu kill=%zu", pod_desc(s),
+              s->actions.kill_pod, s->actions.create_sandbox, s->actions.attempt, s->actions.n_start,
+              s->actions.n_kill);
+        phase_kill(s);
+}
+
+/* ---------------------------------------------------------------- clean up */
+
+static void on_remove(const struct cri_reply *reply, void *userdata) {
+        struct pod_sync *s = userdata;
+        if (reply->r < 0 && reply->r != -ENOENT) {
+                log_error("pod %s: remove: %s", pod_desc(s), reply->message);
+                s->error = true;
+        }
+        fanout_release(s);
+}
+
+static void phase_remove_containers(struct pod_sync *s) {
+        fanout_begin(s, phase_remove_sandboxes);
+        for (size_t i = 0; i < s->gc.n_containers; i++) {
+                Runtime__V1__RemoveContainerRequest req = RUNTIME__V1__REMOVE_CONTAINER_REQUEST__INIT;
+                int r;
+                log_v(2, "pod %s: removing container %.12s", pod_desc(s), s->gc.containers[i]);
+                req.container_id = (char *) s->gc.containers[i];
+                r = cri_remove_container(s->k->cri, &req, 0, on_remove, s);
+                if (r < 0)
+                        call_failed(s, "RemoveContainer", r);
+                else {
+                        s->pending++;
+                        s->did_work = true;
+                }
+        }
+        fanout_end(s);
+}
+
+static void phase_remove_sandboxes(struct pod_sync *s) {
+        fanout_begin(s, sync_finish);
+        for (size_t i = 0; i < s->gc.n_sandboxes; i++) {
+                Runtime__V1__RemovePodSandboxRequest req = RUNTIME__V1__REMOVE_POD_SANDBOX_REQUEST__INIT;
+                int r;
+                log_v(2, "pod %s: removing sandbox %.12s", pod_desc(s), s->gc.sandboxes[i]);
+                req.pod_sandbox_id = (char *) s->gc.sandboxes[i];
+                r = cri_remove_pod_sandbox(s->k->cri, &req, 0, on_remove, s);
+                if (r < 0)
+                        call_failed(s, "RemovePodSandbox", r);
+                else {
+                        s->pending++;
+                        s->did_work = true;
+                }
+        }
+        fanout_end(s);
+}
+
+static void sync_finish(struct pod_sync *s) {
+        struct pod_worker *w = s->w;
+        bool gone = s->status && s->status->n_sandboxes == 0 && s->status->n_containers == 0 && !s->did_work;
+
+        /* Settled (nothing changed in this pass, no error): collect garbage, then finish. */
+        if (!s->error && !s->did_work && s->have_actions && !s->k->stopping) {
+                if (kr_compute_pod_gc(s->pod, s->status, &s->gc) >= 0 && (s->gc.n_containers || s->gc.n_sandboxes)) {
+                        phase_remove_containers(s);
+                        return;
+                }
+        }
+        w->sync = NULL;
+        pod_worker_sync_done(w, s->did_work, s->wake_usec, s->error, gone);
+        pod_sync_free(s);
+}
+
+void pod_sync_start(struct pod_worker *w) {
+        struct pod_sync *s = calloc(1, sizeof(*s));
+
+        if (!s || kr_pod_status_new(w->uid, &s->status) < 0) {
+                free(s);
+                log_error("pod %s: out of memory", w->uid);
+                pod_worker_sync_done(w, false, 0, true, false);
+                return;
+        }
+        s->w = w;
+        s->k = w->k;
+        s->pod = pod_ref(w->pod);
+        w->sync = s;
+        phase_list(s);
+}

@@ -1,0 +1,275 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "kuberuntime/actions.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+#include "kuberuntime/labels.h"
+
+int kr_container_hash(const struct container *c, char buf[static KR_HASH_MAX]) {
+        _cleanup_free_ char *s = NULL;
+        uint64_t h;
+
+        if (!c->raw)
+                return -EINVAL;
+        s = json_dumps(c->raw, JSON_SORT_KEYS | JSON_COMPACT | JSON_ENCODE_ANY);
+        if (!s)
+                return -ENOMEM;
+        h = fnv1a64(FNV1A64_INIT, s, strlen(s));
+        snprintf(buf, KR_HASH_MAX, "%016" PRIx64, h);
+        return 0;
+}
+
+void kr_pod_actions_done(struct kr_pod_actions *a) {
+        if (!a)
+                return;
+        free(a->start);
+        for (size_t i = 0; i < a->n_kill; i++)
+                free(a->kill[i].message);
+        free(a->kill);
+        *a = (struct kr_pod_actions) {};
+}
+
+static int add_start(struct kr_pod_actions *a, size_t idx) {
+        size_t *n = realloc(a->start, sizeof(*n) * (a->n_start + 1));
+        if (!n)
+                return -ENOMEM;
+        a->start = n;
+        a->start[a->n_start++] = idx;
+        return 0;
+}
+
+static int add_kill(struct kr_pod_actions *a, const struct kr_container *c, const char *reason, char *message) {
+        struct kr_container_kill *n = realloc(a->kill, sizeof(*n) * (a->n_kill + 1));
+        if (!n) {
+                free(message);
+                return -ENOMEM;
+        }
+        a->kill = n;
+        a->kill[a->n_kill++] = (struct kr_container_kill) { .container = c, .reason = reason, .message = message };
+        return 0;
+}
+
+bool kr_should_restart_container(const struct pod *pod, const struct container *c, const struct kr_pod_status *status) {
+        const struct kr_container *cs;
+
+        if (pod->has_deletion_timestamp)
+                return false;
+        cs = kr_pod_status_find_container(status, c->name);
+        if (!cs)
+                return true;
+        if (cs->state == KR_CONTAINER_RUNNING)
+                return false;
+        if (cs->state == KR_CONTAINER_UNKNOWN || cs->state == KR_CONTAINER_CREATED)
+                return true;
+        if (pod->spec.restart_policy == RESTART_POLICY_NEVER)
+                return false;
+        if (pod->spec.restart_policy == RESTART_POLICY_ON_FAILURE && cs->exit_code == 0)
+                return false;
+        return true;
+}
+
+static bool container_succeeded(const struct container *c, const struct kr_pod_status *status) {
+        const struct kr_container *cs = kr_pod_status_find_container(status, c->name);
+        return cs && cs->state == KR_CONTAINER_EXITED && cs->exit_code == 0;
+}
+
+/* podSandboxChanged: do we need a new sandbox, and with which attempt? */
+static bool sandbox_changed(const struct pod *pod, const struct kr_pod_status *st, uint32_t *ret_attempt,
+                            const char **ret_id, const char **ret_reason) {
+        const struct kr_sandbox *latest;
+        size_t ready = 0;
+
+        *ret_attempt = 0;
+        *ret_id = "";
+        if (!st || st->n_sandboxes == 0) {
+                *ret_reason = "No sandbox for pod can be found. Need to start a new one";
+                return true;
+        }
+        for (size_t i = 0; i < st->n_sandboxes; i++)
+                if (st->sandboxes[i]->state == KR_SANDBOX_READY)
+                        ready++;
+        latest = st->sandboxes[0];
+        *ret_id = latest->id;
+        *ret_attempt = latest->attempt + 1;
+        if (ready > 1) {
+                *ret_reason = "Multiple sandboxes are ready for Pod. Need to reconcile them";
+                return true;
+        }
+        if (latest->state != KR_SANDBOX_READY) {
+                *ret_reason = "No ready sandbox for pod can be found. Need to start a new one";
+                return true;
+        }
+        if (latest->have_status && latest->host_network != pod->spec.host_network) {
+                *ret_reason = "Sandbox for pod has changed. Need to start a new one";
+                return true;
+        }
+        if (latest->have_status && !pod->spec.host_network && isempty(latest->ip)) {
+                *ret_reason = "Sandbox for pod has no IP address. Need to start a new one";
+                return true;
+        }
+        *ret_attempt = latest->attempt;
+        *ret_reason = NULL;
+        return false;
+}
+
+int kr_compute_pod_actions(const struct pod *pod, const struct kr_pod_status *status, struct kr_pod_actions *ret) {
+        struct kr_pod_actions a = {};
+        size_t keep = 0;
+        int r;
+
+        a.create_sandbox = sandbox_changed(pod, status, &a.attempt, &a.sandbox_id, &a.sandbox_reason);
+        a.kill_pod = a.create_sandbox;
+
+        if (a.create_sandbox) {
+                /* A pod that already ran and must not restart gets no new sandbox. */
+                if (pod->spec.restart_policy == RESTART_POLICY_NEVER && a.attempt != 0 && status &&
+                    status->n_containers != 0) {
+                        a.create_sandbox = false;
+                        *ret = a;
+                        return 0;
+                }
+                for (size_t i = 0; i < pod->spec.n_containers; i++) {
+                        if (pod->spec.restart_policy == RESTART_POLICY_ON_FAILURE &&
+                            container_succeeded(&pod->spec.containers[i], status))
+                                continue;
+                        r = add_start(&a, i);
+                        if (r < 0)
+                                goto fail;
+                }
+                if (a.n_start == 0)
+                        a.create_sandbox = false;
+                *ret = a;
+                return 0;
+        }
+
+        for (size_t i = 0; i < pod->spec.n_containers; i++) {
+                const struct container *c = &pod->spec.containers[i];
+                const struct kr_container *cs = kr_pod_status_find_container(status, c->name);
+                char hash[KR_HASH_MAX];
+
+                if (!cs || cs->state != KR_CONTAINER_RUNNING) {
+                        if (kr_should_restart_container(pod, c, status)) {
+                                r = add_start(&a, i);
+                                if (r < 0)
+                                        goto fail;
+                                if (cs && cs->state == KR_CONTAINER_UNKNOWN) {
+                                        char *msg = NULL;
+                                        if (asprintf(&msg, "Container is in %s state, try killing it before restart",
+                                                     kr_container_state_to_string(cs->state)) < 0) {
+                                                r = -ENOMEM;
+                                                goto fail;
+                                        }
+                                        r = add_kill(&a, cs, "Unknown", msg);
+                                        if (r < 0)
+                                                goto fail;
+                                }
+                        }
+                        continue;
+                }
+
+                /* running: restart it if its spec changed */
+                r = kr_container_hash(c, hash);
+                if (r < 0)
+                        goto fail;
+                if (!streq(hash, cs->hash)) {
+                        char *msg = NULL;
+                        if (asprintf(&msg, "Container %s definition changed", c->name) < 0) {
+                                r = -ENOMEM;
+                                goto fail;
+                        }
+                        r = add_kill(&a, cs, "Killing", msg);
+                        if (r < 0)
+                                goto fail;
+                        r = add_start(&a, i);
+                        if (r < 0)
+                                goto fail;
+                        continue;
+                }
+                keep++;
+        }
+
+        /* Nothing to keep and nothing to start: the pod is done, stop its sandbox. */
+        if (keep == 0 && a.n_start == 0)
+                a.kill_pod = true;
+
+        *ret = a;
+        return 0;
+fail:
+        kr_pod_actions_done(&a);
+        return r;
+}
+
+void kr_pod_gc_done(struct kr_pod_gc *g) {
+        if (!g)
+                return;
+        free(g->containers);
+        free(g->sandboxes);
+        *g = (struct kr_pod_gc) {};
+}
+
+static int push_id(const char ***l, size_t *n, const char *id) {
+        const char **x = realloc(*l, sizeof(*x) * (*n + 1));
+        if (!x)
+                return -ENOMEM;
+        *l = x;
+        x[(*n)++] = id;
+        return 0;
+}
+
+int kr_compute_pod_gc(const struct pod *pod, const struct kr_pod_status *st, struct kr_pod_gc *ret) {
+        struct kr_pod_gc g = {};
+        int r;
+
+        for (size_t i = 0; st && i < st->n_containers; i++) {
+                const struct kr_container *c = st->containers[i];
+                bool newest = true;
+
+                if (c->state == KR_CONTAINER_RUNNING)
+                        continue;
+                if (pod)
+                        for (size_t j = 0; j < i; j++)
+                                if (streq(st->containers[j]->name, c->name)) {
+                                        newest = false;
+                                        break;
+                                }
+                if (pod && newest && c->state == KR_CONTAINER_EXITED)
+                        continue; /* keep the last dead instance: restart count, exit code, logs */
+                if (pod && newest)
+                        continue; /* created/unknown newest: the sync handles it */
+                r = push_id(&g.containers, &g.n_containers, c->id);
+                if (r < 0)
+                        goto fail;
+        }
+
+        for (size_t i = 0; st && i < st->n_sandboxes; i++) {
+                const struct kr_sandbox *s = st->sandboxes[i];
+                bool holds = false;
+
+                if (s->state == KR_SANDBOX_READY)
+                        continue;
+                if (pod && i == 0)
+                        continue; /* the newest sandbox stays while the pod is desired */
+                for (size_t j = 0; j < st->n_containers; j++) {
+                        const struct kr_container *c = st->containers[j];
+                        bool removed = false;
+                        if (!streq(c->sandbox_id, s->id))
+                                continue;
+                        for (size_t k = 0; k < g.n_containers; k++)
+                                if (g.containers[k] == c->id)
+                                        removed = true;
+                        if (!removed)
+                                holds = true;
+                }
+                if (holds)
+                        continue;
+                r = push_id(&g.sandboxes, &g.n_sandboxes, s->id);
+                if (r < 0)
+                        goto fail;
+        }
+        *ret = g;
+        return 0;
+fail:
+        kr_pod_gc_done(&g);
+        return r;
+}

@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/* The reconciler's decision for one pod (kuberuntime_manager.go computePodActions): from the desired pod
+ * and what the runtime reports, which sandbox to create, which containers to kill and which to start.
+ * Pure: no I/O, unit-tested. The sync loop executes the result and then computes again. */
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "apis/pod.h"
+#include "kuberuntime/runtime_state.h"
+
+#define KR_HASH_MAX 17 /* 16 hex digits + NUL */
+
+/* Hash of a container's spec: FNV-1a 64 over the canonical JSON of the container object, as hex.
+ * Stored as ANNOTATION_CONTAINER_HASH; a running container whose hash differs is restarted. */
+int kr_container_hash(const struct container *c, char buf[static KR_HASH_MAX]);
+
+struct kr_container_kill {
+        const struct kr_container *container; /* borrowed from the status */
+        const char *reason;                   /* static string */
+        char *message;
+};
+
+struct kr_pod_actions {
+        bool kill_pod;              /* stop every container and sandbox of the pod first */
+        bool create_sandbox;        /* then run a new sandbox */
+        uint32_t attempt;           /* attempt number of the sandbox to create */
+        const char *sandbox_id;     /* existing sandbox to use when !create_sandbox (borrowed), may be "" */
+        size_t n_start;
+        size_t *start;              /* indices into pod->spec.containers, in spec order */
+        size_t n_kill;
+        struct kr_container_kill *kill;
+        const char *sandbox_reason; /* why a new sandbox is needed (static), or NULL */
+};
+
+void kr_pod_actions_done(struct kr_pod_actions *a);
+
+/* Decide for a desired pod. status may describe nothing (no sandbox yet). */
+int kr_compute_pod_actions(const struct pod *pod, const struct kr_pod_status *status, struct kr_pod_actions *ret);
+
+/* Should the latest instance of this container be (re)started? (kubecontainer.ShouldContainerBeRestarted) */
+bool kr_should_restart_container(const struct pod *pod, const struct container *c, const struct kr_pod_status *status);
+
+/* Garbage to remove once a pod is settled (container GC with MaxPerPodContainer=1, sandbox GC): exited or
+ * never-started containers that are not the newest of their name, and not-ready sandboxes other than the
+ * newest that hold no remaining containers. For a pod that is not desired any more (pod == NULL) everything
+ * that is not running. Returned ids are borrowed from status. */
+struct kr_pod_gc {
+        size_t n_containers;
+        const char **containers;
+        size_t n_sandboxes;
+        const char **sandboxes;
+};
+int kr_compute_pod_gc(const struct pod *pod, const struct kr_pod_status *status, struct kr_pod_gc *ret);
+void kr_pod_gc_done(struct kr_pod_gc *g);

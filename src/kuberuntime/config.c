@@ -1,0 +1,397 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "kuberuntime/config.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+#include "kuberuntime/actions.h"
+#include "kuberuntime/labels.h"
+
+void kr_pb_free(void *msg) {
+        if (msg)
+                protobuf_c_message_free_unpacked(msg, NULL);
+}
+
+char *kr_pod_log_dir(const char *pod_logs_dir, const struct pod *pod) {
+        char *s = NULL;
+        if (asprintf(&s, "%s/%s_%s_%s", pod_logs_dir, pod->namespace_, pod->name, pod->uid) < 0)
+                return NULL;
+        return s;
+}
+
+/* Build a protobuf-c map (array of entries) from a strmap. Entry types differ per message but share the
+ * { base, key, value } shape, so this is a macro over the entry type and its INIT. */
+#define PB_MAP_FROM_STRMAP(EntryType, ENTRY_INIT, src, ret_n, ret_entries)                           \
+        ({                                                                                            \
+                int _r = 0;                                                                           \
+                EntryType **_e = calloc((src)->n ? (src)->n : 1, sizeof(EntryType *));                \
+                if (!_e)                                                                              \
+                        _r = -ENOMEM;                                                                 \
+                for (size_t _i = 0; _r == 0 && _i < (src)->n; _i++) {                                 \
+                        _e[_i] = malloc(sizeof(EntryType));                                           \
+                        if (!_e[_i]) {                                                                \
+                                _r = -ENOMEM;                                                         \
+                                break;                                                                \
+                        }                                                                             \
+                        *_e[_i] = (EntryType) ENTRY_INIT;                                             \
+                        (ret_n) = _i + 1;                                                             \
+                        _e[_i]->key = strdup((src)->keys[_i]);                                        \
+                        _e[_i]->value = strdup((src)->values[_i]);                                    \
+                        if (!_e[_i]->key || !_e[_i]->value)                                           \
+                                _r = -ENOMEM;                                                         \
+                }                                                                                     \
+                (ret_entries) = _e;                                                                   \
+                _r;                                                                                   \
+        })
+
+int kr_sandbox_labels(const struct pod *pod, struct strmap *ret) {
+        struct strmap m = {};
+        int r = strmap_copy(&pod->labels, &m);
+        if (r >= 0)
+                r = strmap_set(&m, LABEL_POD_NAME, pod->name);
+        if (r >= 0)
+                r = strmap_set(&m, LABEL_POD_NAMESPACE, pod->namespace_);
+        if (r >= 0)
+                r = strmap_set(&m, LABEL_POD_UID, pod->uid);
+        if (r < 0) {
+                strmap_done(&m);
+                return r;
+        }
+        strmap_sort(&m);
+        *ret = m;
+        return 0;
+}
+
+int kr_container_labels(const struct pod *pod, const struct container *c, struct strmap *ret) {
+        struct strmap m = {};
+        int r = strmap_set(&m, LABEL_POD_NAME, pod->name);
+        if (r >= 0)
+                r = strmap_set(&m, LABEL_POD_NAMESPACE, pod->namespace_);
+        if (r >= 0)
+                r = strmap_set(&m, LABEL_POD_UID, pod->uid);
+        if (r >= 0)
+                r = strmap_set(&m, LABEL_CONTAINER_NAME, c->name);
+        if (r < 0) {
+                strmap_done(&m);
+                return r;
+        }
+        *ret = m;
+        return 0;
+}
+
+static int ports_json(const struct container *c, char **ret) {
+        json_t *a = json_array();
+        char *s;
+        if (!a)
+                return -ENOMEM;
+        for (size_t i = 0; i < c->n_ports; i++) {
+                const struct container_port *p = &c->ports[i];
+                json_t *o = json_object();
+                if (!o) {
+                        json_decref(a);
+                        return -ENOMEM;
+                }
+                if (!isempty(p->name))
+                        json_object_set_new(o, "name", json_string(p->name));
+                if (p->host_port)
+                        json_object_set_new(o, "hostPort", json_integer(p->host_port));
+                json_object_set_new(o, "containerPort", json_integer(p->container_port));
+                json_object_set_new(o, "protocol", json_string(p->protocol ? p->protocol : "TCP"));
+                json_array_append_new(a, o);
+        }
+        s = json_dumps(a, JSON_COMPACT);
+        json_decref(a);
+        if (!s)
+                return -ENOMEM;
+        *ret = s;
+        return 0;
+}
+
+int kr_container_annotations(const struct pod *pod, const struct container *c, uint32_t restart_count,
+                             struct strmap *ret) {
+        struct strmap m = {};
+        char hash[KR_HASH_MAX], num[32];
+        int r;
+
+        r = kr_container_hash(c, hash);
+        if (r < 0)
+                return r;
+        r = strmap_set(&m, ANNOTATION_CONTAINER_HASH, hash);
+        snprintf(num, sizeof(num), "%" PRIu32, restart_count);
+        if (r >= 0)
+                r = strmap_set(&m, ANNOTATION_CONTAINER_RESTART_COUNT, num);
+        if (r >= 0)
+                r = strmap_set(&m, ANNOTATION_TERMINATION_MESSAGE_PATH,
+                               c->termination_message_path ? c->termination_message_path : "/dev/termination-log");
+        if (r >= 0)
+                r = strmap_set(&m, ANNOTATION_TERMINATION_MESSAGE_POLICY,
+                               c->termination_message_policy == TERMINATION_MESSAGE_FALLBACK_TO_LOGS_ON_ERROR
+                                       ? "FallbackToLogsOnError"
+                                       : "File");
+        snprintf(num, sizeof(num), "%" PRId64, pod->spec.termination_grace_period_seconds);
+        if (r >= 0)
+                r = strmap_set(&m, ANNOTATION_POD_TERMINATION_GRACE_PERIOD, num);
+        if (r >= 0 && c->n_ports > 0) {
+                _cleanup_free_ char *pj = NULL;
+                r = ports_json(c, &pj);
+                if (r >= 0)
+                        r = strmap_set(&m, ANNOTATION_CONTAINER_PORTS, pj);
+        }
+        if (r < 0) {
+                strmap_done(&m);
+                return r;
+        }
+        *ret = m;
+        return 0;
+}
+
+static Runtime__V1__Protocol protocol_to_cri(const char *p) {
+        if (p && streq(p, "UDP"))
+                return RUNTIME__V1__PROTOCOL__UDP;
+        if (p && streq(p, "SCTP"))
+                return RUNTIME__V1__PROTOCOL__SCTP;
+        return RUNTIME__V1__PROTOCOL__TCP;
+}
+
+static int namespace_options(const struct pod *pod, bool for_container, Runtime__V1__NamespaceOption **ret) {
+        Runtime__V1__NamespaceOption *o = malloc(sizeof(*o));
+        if (!o)
+                return -ENOMEM;
+        *o = (Runtime__V1__NamespaceOption) RUNTIME__V1__NAMESPACE_OPTION__INIT;
+        o->network = pod->spec.host_network ? RUNTIME__V1__NAMESPACE_MODE__NODE : RUNTIME__V1__NAMESPACE_MODE__POD;
+        o->ipc = pod->spec.host_ipc ? RUNTIME__V1__NAMESPACE_MODE__NODE : RUNTIME__V1__NAMESPACE_MODE__POD;
+        o->pid = pod->spec.host_pid ? RUNTIME__V1__NAMESPACE_MODE__NODE
+                                    : (for_container ? RUNTIME__V1__NAMESPACE_MODE__CONTAINER
+                                                     : RUNTIME__V1__NAMESPACE_MODE__CONTAINER);
+        *ret = o;
+        return 0;
+}
+
+/* GeneratePodHostNameAndDomain: spec.hostname or the pod name, at most 63 chars, no trailing '-'/'.' */
+static char *pod_hostname(const struct pod *pod) {
+        const char *h = !isempty(pod->spec.hostname) ? pod->spec.hostname : pod->name;
+        size_t l = strlen(h);
+        char *s;
+        if (l > 63)
+                l = 63;
+        while (l > 0 && (h[l - 1] == '-' || h[l - 1] == '.'))
+                l--;
+        s = strndup(h, l);
+        return s;
+}
+
+int kr_build_sandbox_config(const struct pod *pod, uint32_t attempt, const char *pod_logs_dir,
+                            Runtime__V1__PodSandboxConfig **ret) {
+        Runtime__V1__PodSandboxConfig *cfg = NULL;
+        Runtime__V1__PodSandboxMetadata *md;
+        Runtime__V1__LinuxPodSandboxConfig *lx;
+        Runtime__V1__LinuxSandboxSecurityContext *sc;
+        struct strmap labels = {};
+        size_t nports = 0;
+        int r = -ENOMEM;
+
+        cfg = malloc(sizeof(*cfg));
+        if (!cfg)
+                return -ENOMEM;
+        *cfg = (Runtime__V1__PodSandboxConfig) RUNTIME__V1__POD_SANDBOX_CONFIG__INIT;
+
+        md = cfg->metadata = malloc(sizeof(*md));
+        if (!md)
+                goto fail;
+        *md = (Runtime__V1__PodSandboxMetadata) RUNTIME__V1__POD_SANDBOX_METADATA__INIT;
+        md->name = strdup(pod->name);
+        md->uid = strdup(pod->uid);
+        md->namespace_ = strdup(pod->namespace_);
+        md->attempt = attempt;
+        if (!md->name || !md->uid || !md->namespace_)
+                goto fail;
+
+        if (!pod->spec.host_network) {
+                cfg->hostname = pod_hostname(pod);
+                if (!cfg->hostname)
+                        goto fail;
+        }
+        cfg->log_directory = kr_pod_log_dir(pod_logs_dir, pod);
+        if (!cfg->log_directory)
+                goto fail;
+
+        for (size_t i = 0; i < pod->spec.n_containers; i++)
+                nports += pod->spec.containers[i].n_ports;
+        if (nports > 0) {
+                cfg->port_mappings = calloc(nports, sizeof(*cfg->port_mappings));
+                if (!cfg->port_mappings)
+                        goto fail;
+                for (size_t i = 0; i < pod->spec.n_containers; i++)
+                        for (size_t j = 0; j < pod->spec.containers[i].n_ports; j++) {
+                                const struct container_port *p = &pod->spec.containers[i].ports[j];
+                                Runtime__V1__PortMapping *pm = malloc(sizeof(*pm));
+                                if (!pm)
+                                        goto fail;
+                                *pm = (Runtime__V1__PortMapping) RUNTIME__V1__PORT_MAPPING__INIT;
+                                cfg->port_mappings[cfg->n_port_mappings++] = pm;
+                                pm->protocol = protocol_to_cri(p->protocol);
+                                pm->container_port = p->container_port;
+                                pm->host_port = p->host_port;
+                                if (!isempty(p->host_ip) && !(pm->host_ip = strdup(p->host_ip)))
+                                        goto fail;
+                        }
+        }
+
+        r = kr_sandbox_labels(pod, &labels);
+        if (r < 0)
+                goto fail;
+        r = PB_MAP_FROM_STRMAP(Runtime__V1__PodSandboxConfig__LabelsEntry,
+                               RUNTIME__V1__POD_SANDBOX_CONFIG__LABELS_ENTRY__INIT, &labels, cfg->n_labels,
+                               cfg->labels);
+        if (r < 0)
+                goto fail;
+        r = PB_MAP_FROM_STRMAP(Runtime__V1__PodSandboxConfig__AnnotationsEntry,
+                               RUNTIME__V1__POD_SANDBOX_CONFIG__ANNOTATIONS_ENTRY__INIT, &pod->annotations,
+                               cfg->n_annotations, cfg->annotations);
+        if (r < 0)
+                goto fail;
+        r = -ENOMEM;
+
+        lx = cfg->linux = malloc(sizeof(*lx));
+        if (!lx)
+                goto fail;
+        *lx = (Runtime__V1__LinuxPodSandboxConfig) RUNTIME__V1__LINUX_POD_SANDBOX_CONFIG__INIT;
+        sc = lx->security_context = malloc(sizeof(*sc));
+        if (!sc)
+                goto fail;
+        *sc = (Runtime__V1__LinuxSandboxSecurityContext) RUNTIME__V1__LINUX_SANDBOX_SECURITY_CONTEXT__INIT;
+        r = namespace_options(pod, false, &sc->namespace_options);
+        if (r < 0)
+                goto fail;
+
+        strmap_done(&labels);
+        *ret = cfg;
+        return 0;
+fail:
+        strmap_done(&labels);
+        kr_pb_free(cfg);
+        return r < 0 ? r : -ENOMEM;
+}
+
+static int strv_to_pb(char *const *l, size_t *ret_n, char ***ret) {
+        size_t n = strv_length(l);
+        char **a;
+        if (n == 0)
+                return 0;
+        a = calloc(n, sizeof(char *));
+        if (!a)
+                return -ENOMEM;
+        *ret = a;
+        for (size_t i = 0; i < n; i++) {
+                a[i] = strdup(l[i]);
+                if (!a[i])
+                        return -ENOMEM;
+                *ret_n = i + 1;
+        }
+        return 0;
+}
+
+int kr_build_container_config(const struct pod *pod, const struct container *c, uint32_t restart_count,
+                              const char *image_ref, Runtime__V1__ContainerConfig **ret) {
+        Runtime__V1__ContainerConfig *cfg;
+        Runtime__V1__LinuxContainerConfig *lx;
+        Runtime__V1__LinuxContainerSecurityContext *sc;
+        struct strmap labels = {}, annotations = {};
+        int r = -ENOMEM;
+
+        cfg = malloc(sizeof(*cfg));
+        if (!cfg)
+                return -ENOMEM;
+        *cfg = (Runtime__V1__ContainerConfig) RUNTIME__V1__CONTAINER_CONFIG__INIT;
+
+        cfg->metadata = malloc(sizeof(*cfg->metadata));
+        if (!cfg->metadata)
+                goto fail;
+        *cfg->metadata = (Runtime__V1__ContainerMetadata) RUNTIME__V1__CONTAINER_METADATA__INIT;
+        cfg->metadata->attempt = restart_count;
+        if (!(cfg->metadata->name = strdup(c->name)))
+                goto fail;
+
+        cfg->image = malloc(sizeof(*cfg->image));
+        if (!cfg->image)
+                goto fail;
+        *cfg->image = (Runtime__V1__ImageSpec) RUNTIME__V1__IMAGE_SPEC__INIT;
+        if (!(cfg->image->image = strdup(image_ref)))
+                goto fail;
+        if (!(cfg->image->user_specified_image = strdup(c->image)))
+                goto fail;
+
+        if (strv_to_pb(c->command, &cfg->n_command, &cfg->command) < 0 ||
+            strv_to_pb(c->args, &cfg->n_args, &cfg->args) < 0)
+                goto fail;
+        if (!isempty(c->working_dir) && !(cfg->working_dir = strdup(c->working_dir)))
+                goto fail;
+
+        if (c->n_env > 0) {
+                cfg->envs = calloc(c->n_env, sizeof(*cfg->envs));
+                if (!cfg->envs)
+                        goto fail;
+                for (size_t i = 0; i < c->n_env; i++) {
+                        Runtime__V1__KeyValue *kv;
+                        if (!c->env[i].value && c->env[i].value_from)
+                                continue; /* valueFrom sources arrive with the volumes/env issue */
+                        kv = malloc(sizeof(*kv));
+                        if (!kv)
+                                goto fail;
+                        *kv = (Runtime__V1__KeyValue) RUNTIME__V1__KEY_VALUE__INIT;
+                        cfg->envs[cfg->n_envs++] = kv;
+                        kv->key = strdup(c->env[i].name);
+                        kv->value = strdup(c->env[i].value ? c->env[i].value : "");
+                        if (!kv->key || !kv->value)
+                                goto fail;
+                }
+        }
+
+        r = kr_container_labels(pod, c, &labels);
+        if (r < 0)
+                goto fail;
+        r = kr_container_annotations(pod, c, restart_count, &annotations);
+        if (r < 0)
+                goto fail;
+        r = PB_MAP_FROM_STRMAP(Runtime__V1__ContainerConfig__LabelsEntry,
+                               RUNTIME__V1__CONTAINER_CONFIG__LABELS_ENTRY__INIT, &labels, cfg->n_labels,
+                               cfg->labels);
+        if (r < 0)
+                goto fail;
+        r = PB_MAP_FROM_STRMAP(Runtime__V1__ContainerConfig__AnnotationsEntry,
+                               RUNTIME__V1__CONTAINER_CONFIG__ANNOTATIONS_ENTRY__INIT, &annotations,
+                               cfg->n_annotations, cfg->annotations);
+        if (r < 0)
+                goto fail;
+        r = -ENOMEM;
+
+        if (asprintf(&cfg->log_path, "%s/%" PRIu32 ".log", c->name, restart_count) < 0) {
+                cfg->log_path = NULL;
+                goto fail;
+        }
+        cfg->stdin = c->stdin_;
+        cfg->stdin_once = c->stdin_once;
+        cfg->tty = c->tty;
+
+        lx = cfg->linux = malloc(sizeof(*lx));
+        if (!lx)
+                goto fail;
+        *lx = (Runtime__V1__LinuxContainerConfig) RUNTIME__V1__LINUX_CONTAINER_CONFIG__INIT;
+        sc = lx->security_context = malloc(sizeof(*sc));
+        if (!sc)
+                goto fail;
+        *sc = (Runtime__V1__LinuxContainerSecurityContext) RUNTIME__V1__LINUX_CONTAINER_SECURITY_CONTEXT__INIT;
+        r = namespace_options(pod, true, &sc->namespace_options);
+        if (r < 0)
+                goto fail;
+
+        strmap_done(&labels);
+        strmap_done(&annotations);
+        *ret = cfg;
+        return 0;
+fail:
+        strmap_done(&labels);
+        strmap_done(&annotations);
+        kr_pb_free(cfg);
+        return r < 0 ? r : -ENOMEM;
+}

@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/* Building CRI requests from a pod spec (kuberuntime_sandbox.go generatePodSandboxConfig,
+ * kuberuntime_container.go generateContainerConfig). Every field of the built messages is malloc'ed, so
+ * kr_pb_free() (protobuf_c_message_free_unpacked) frees the whole tree. */
+
+#include "apis/pod.h"
+#include "cri/cri.h"
+
+void kr_pb_free(void *msg); /* accepts NULL */
+
+/* "<pod_logs_dir>/<namespace>_<name>_<uid>" */
+char *kr_pod_log_dir(const char *pod_logs_dir, const struct pod *pod);
+
+int kr_build_sandbox_config(const struct pod *pod, uint32_t attempt, const char *pod_logs_dir,
+                            Runtime__V1__PodSandboxConfig **ret);
+
+/* image_ref: the resolved image (id) to run; restart_count: attempt of this container. */
+int kr_build_container_config(const struct pod *pod, const struct container *c, uint32_t restart_count,
+                              const char *image_ref, Runtime__V1__ContainerConfig **ret);
+
+/* Copy of a sandbox config is needed in CreateContainer too: build once per sync and keep. */
+
+/* Labels: pod labels + io.kubernetes.pod.{name,namespace,uid} */
+int kr_sandbox_labels(const struct pod *pod, struct strmap *ret);
+int kr_container_labels(const struct pod *pod, const struct container *c, struct strmap *ret);
+int kr_container_annotations(const struct pod *pod, const struct container *c, uint32_t restart_count,
+                             struct strmap *ret);

@@ -1,0 +1,286 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "pleg/pleg.h"
+
+#include <string.h>
+
+#include "basic/log.h"
+#include "basic/util.h"
+#include "kuberuntime/labels.h"
+
+/* One entry per sandbox or container: what we compare between relists. */
+struct pleg_item {
+        char *id;
+        char *uid;
+        int state;
+};
+
+struct pleg_list {
+        size_t n;
+        struct pleg_item *items;
+};
+
+struct pleg {
+        struct event_base *base;
+        struct cri_client *cri;
+        uint64_t period_usec;
+        struct pleg_callbacks cb;
+        void *userdata;
+        struct event *timer;
+
+        bool in_flight;
+        bool again;      /* a relist was requested while one was in flight */
+        int pending;     /* outstanding calls of the relist in flight */
+        bool failed;
+        struct pleg_list next;
+
+        bool listed;
+        uint64_t last_relist;
+        struct pleg_list current;
+        char **uids;
+        size_t n_sandboxes, n_running_sandboxes, n_containers, n_running_containers;
+        size_t next_sandboxes, next_running_sandboxes, next_containers, next_running_containers;
+};
+
+static void list_done(struct pleg_list *l) {
+        for (size_t i = 0; i < l->n; i++) {
+                free(l->items[i].id);
+                free(l->items[i].uid);
+        }
+        free(l->items);
+        *l = (struct pleg_list) {};
+}
+
+static int list_add(struct pleg_list *l, const char *id, const char *uid, int state) {
+        struct pleg_item *n = realloc(l->items, sizeof(*n) * (l->n + 1));
+        if (!n)
+                return -ENOMEM;
+        l->items = n;
+        n[l->n] = (struct pleg_item) { .id = strdup(id), .uid = strdup(uid ? uid : ""), .state = state };
+        if (!n[l->n].id || !n[l->n].uid) {
+                free(n[l->n].id);
+                free(n[l->n].uid);
+                return -ENOMEM;
+        }
+        l->n++;
+        return 0;
+}
+
+static int cmp_item(const void *a, const void *b) {
+        return strcmp(((const struct pleg_item *) a)->id, ((const struct pleg_item *) b)->id);
+}
+
+struct pleg *pleg_free(struct pleg *p) {
+        if (!p)
+                return NULL;
+        if (p->timer)
+                event_free(p->timer);
+        list_done(&p->current);
+        list_done(&p->next);
+        strv_free(p->uids);
+        free(p);
+        return NULL;
+}
+
+static void arm(struct pleg *p, uint64_t usec) {
+        struct timeval tv = { .tv_sec = (time_t) (usec / USEC_PER_SEC), .tv_usec = (suseconds_t) (usec % USEC_PER_SEC) };
+        evtimer_add(p->timer, &tv);
+}
+
+static void notify(struct pleg *p, char ***notified, const char *uid) {
+        if (isempty(uid) || strv_contains(*notified, uid))
+                return;
+        if (strv_extend(notified, uid) < 0)
+                return;
+        if (p->cb.pod_changed)
+                p->cb.pod_changed(uid, p->userdata);
+}
+
+/* Compare the two sorted lists and report pods whose items changed. */
+static void diff_and_swap(struct pleg *p) {
+        _cleanup_strv_free_ char **notified = NULL;
+        _cleanup_strv_free_ char **uids = NULL;
+        size_t i = 0, j = 0;
+        struct pleg_list *o = &p->current, *n = &p->next;
+
+        qsort(n->items, n->n, sizeof(n->items[0]), cmp_item);
+        while (i < o->n || j < n->n) {
+                int c = i >= o->n ? 1 : j >= n->n ? -1 : strcmp(o->items[i].id, n->items[j].id);
+                if (c < 0) {
+                        notify(p, &notified, o->items[i].uid); /* gone */
+                        i++;
+                } else if (c > 0) {
+                        notify(p, &notified, n->items[j].uid); /* new */
+                        j++;
+                } else {
+                        if (o->items[i].state != n->items[j].state)
+                                notify(p, &notified, n->items[j].uid);
+                        i++;
+                        j++;
+                }
+        }
+        for (size_t k = 0; k < n->n; k++)
+                if (!isempty(n->items[k].uid) && !strv_contains(uids, n->items[k].uid))
+                        (void) strv_extend(&uids, n->items[k].uid);
+
+        list_done(&p->current);
+        p->current = *n;
+        *n = (struct pleg_list) {};
+        strv_free(p->uids);
+        p->uids = TAKE_PTR(uids);
+        p->n_sandboxes = p->next_sandboxes;
+        p->n_running_sandboxes = p->next_running_sandboxes;
+        p->n_containers = p->next_containers;
+        p->n_running_containers = p->next_running_containers;
+}
+
+static void relist_finish(struct pleg *p) {
+        bool ok = !p->failed;
+
+        if (ok) {
+                diff_and_swap(p);
+                p->listed = true;
+                p->last_relist = now_realtime_usec();
+        } else
+                list_done(&p->next);
+        p->in_flight = false;
+        if (p->cb.relisted)
+                p->cb.relisted(ok, p->userdata);
+        if (p->again) {
+                p->again = false;
+                arm(p, 0);
+        } else
+                arm(p, p->period_usec);
+}
+
+static void on_sandboxes(const struct cri_reply *reply, void *userdata) {
+        struct pleg *p = userdata;
+
+        if (reply->r < 0) {
+                log_v(2, "PLEG: ListPodSandbox failed: %s", reply->message);
+                p->failed = true;
+        } else {
+                const Runtime__V1__ListPodSandboxResponse *resp = (const void *) reply->msg;
+                for (size_t i = 0; i < resp->n_items; i++) {
+                        const Runtime__V1__PodSandbox *s = resp->items[i];
+                        int st = s->state == RUNTIME__V1__POD_SANDBOX_STATE__SANDBOX_READY ? 0 : 1;
+                        if (list_add(&p->next, s->id, s->metadata ? s->metadata->uid : "", 100 + st) < 0)
+                                p->failed = true;
+                        p->next_sandboxes++;
+                        if (st == 0)
+                                p->next_running_sandboxes++;
+                }
+        }
+        if (--p->pending == 0)
+                relist_finish(p);
+}
+
+static void on_containers(const struct cri_reply *reply, void *userdata) {
+        struct pleg *p = userdata;
+
+        if (reply->r < 0) {
+                log_v(2, "PLEG: ListContainers failed: %s", reply->message);
+                p->failed = true;
+        } else {
+                const Runtime__V1__ListContainersResponse *resp = (const void *) reply->msg;
+                for (size_t i = 0; i < resp->n_containers; i++) {
+                        const Runtime__V1__Container *c = resp->containers[i];
+                        const char *uid = "";
+                        for (size_t k = 0; k < c->n_labels; k++)
+                                if (streq(c->labels[k]->key, LABEL_POD_UID))
+                                        uid = c->labels[k]->value;
+                        if (list_add(&p->next, c->id, uid, (int) c->state) < 0)
+                                p->failed = true;
+                        p->next_containers++;
+                        if (c->state == RUNTIME__V1__CONTAINER_STATE__CONTAINER_RUNNING)
+                                p->next_running_containers++;
+                }
+        }
+        if (--p->pending == 0)
+                relist_finish(p);
+}
+
+static void relist(evutil_socket_t fd, short what, void *userdata) {
+        struct pleg *p = userdata;
+        Runtime__V1__ListPodSandboxRequest sreq = RUNTIME__V1__LIST_POD_SANDBOX_REQUEST__INIT;
+        Runtime__V1__ListContainersRequest creq = RUNTIME__V1__LIST_CONTAINERS_REQUEST__INIT;
+        int r;
+
+        if (p->in_flight) {
+                p->again = true;
+                return;
+        }
+        p->in_flight = true;
+        p->failed = false;
+        p->pending = 2;
+        p->next_sandboxes = p->next_running_sandboxes = p->next_containers = p->next_running_containers = 0;
+        list_done(&p->next);
+
+        r = cri_list_pod_sandbox(p->cri, &sreq, 0, on_sandboxes, p);
+        if (r < 0) {
+                p->failed = true;
+                p->pending--;
+        }
+        r = cri_list_containers(p->cri, &creq, 0, on_containers, p);
+        if (r < 0) {
+                p->failed = true;
+                p->pending--;
+        }
+        if (p->pending == 0)
+                relist_finish(p);
+}
+
+int pleg_new(struct event_base *base, struct cri_client *cri, uint64_t period_usec, const struct pleg_callbacks *cb,
+             void *userdata, struct pleg **ret) {
+        struct pleg *p = calloc(1, sizeof(*p));
+        if (!p)
+                return -ENOMEM;
+        p->base = base;
+        p->cri = cri;
+        p->period_usec = period_usec;
+        p->cb = *cb;
+        p->userdata = userdata;
+        p->timer = evtimer_new(base, relist, p);
+        if (!p->timer) {
+                pleg_free(p);
+                return -ENOMEM;
+        }
+        *ret = p;
+        return 0;
+}
+
+int pleg_start(struct pleg *p) {
+        arm(p, 0);
+        return 0;
+}
+
+void pleg_relist_now(struct pleg *p) {
+        if (p->in_flight)
+                p->again = true;
+        else
+                arm(p, 0);
+}
+
+bool pleg_has_listed(const struct pleg *p) {
+        return p->listed;
+}
+
+uint64_t pleg_last_relist_usec(const struct pleg *p) {
+        return p->last_relist;
+}
+
+char *const *pleg_pod_uids(const struct pleg *p) {
+        static char *const empty[] = { NULL };
+        return p->uids ? p->uids : empty;
+}
+
+void pleg_counts(const struct pleg *p, size_t *ret_sandboxes, size_t *ret_running_sandboxes,
+                 size_t *ret_containers, size_t *ret_running_containers) {
+        if (ret_sandboxes)
+                *ret_sandboxes = p->n_sandboxes;
+        if (ret_running_sandboxes)
+                *ret_running_sandboxes = p->n_running_sandboxes;
+        if (ret_containers)
+                *ret_containers = p->n_containers;
+        if (ret_running_containers)
+                *ret_running_containers = p->n_running_containers;
+}

@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/* Pod lifecycle event generator (pkg/kubelet/pleg/generic.go): relists every sandbox and container
+ * through CRI every period (1 s), compares with the previous listing and reports each pod whose sandboxes
+ * or containers appeared, disappeared or changed state. The relist never overlaps itself and never blocks
+ * the loop. */
+
+#include <event2/event.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cri/cri.h"
+
+struct pleg;
+
+struct pleg_callbacks {
+        /* A pod (by UID) changed in the runtime. */
+        void (*pod_changed)(const char *uid, void *userdata);
+        /* A relist completed (successfully or not). */
+        void (*relisted)(bool ok, void *userdata);
+};
+
+int pleg_new(struct event_base *base, struct cri_client *cri, uint64_t period_usec, const struct pleg_callbacks *cb,
+             void *userdata, struct pleg **ret);
+struct pleg *pleg_free(struct pleg *p);
+int pleg_start(struct pleg *p);
+/* Ask for a relist as soon as possible (coalesced with one in flight). */
+void pleg_relist_now(struct pleg *p);
+
+bool pleg_has_listed(const struct pleg *p);
+/* Wall-clock usec of the last successful relist, 0 if none (the kubelet's PLEG health: 3 min). */
+uint64_t pleg_last_relist_usec(const struct pleg *p);
+/* UIDs of pods present in the last successful listing (borrowed, NULL-terminated strv). */
+char *const *pleg_pod_uids(const struct pleg *p);
+/* Counts from the last listing. */
+void pleg_counts(const struct pleg *p, size_t *ret_sandboxes, size_t *ret_running_sandboxes,
+                 size_t *ret_containers, size_t *ret_running_containers);

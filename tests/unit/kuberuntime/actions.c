@@ -1,0 +1,303 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The reconciler's decisions (computePodActions) and the container hash. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "apis/manifest.h"
+#include "kuberuntime/actions.h"
+#include "kuberuntime/labels.h"
+
+static struct pod *parse_pod(const char *yaml) {
+        struct pod_set set = {};
+        _cleanup_free_ char *err = NULL;
+        struct pod *p;
+
+        if (manifest_parse(yaml, strlen(yaml), &set, &err) < 0)
+                fail_msg("manifest: %s", err);
+        assert_int_equal(set.n, 1);
+        p = pod_ref(set.pods[0]);
+        if (!p->uid)
+                p->uid = strdup("uid-1");
+        pod_set_done(&set);
+        return p;
+}
+
+#define POD(policy)                                        \
+        "apiVersion: v1\nkind: Pod\n"                      \
+        "metadata: {name: web, namespace: default}\n"      \
+        "spec:\n"                                          \
+        "  restartPolicy: " policy "\n"                    \
+        "  containers:\n"                                  \
+        "  - {name: a, image: busybox:1.36, command: [sleep, '3600']}\n" \
+        "  - {name: b, image: busybox:1.36, command: [sleep, '3600']}\n"
+
+static struct kr_pod_status *status_new(void) {
+        struct kr_pod_status *s;
+        assert_int_equal(kr_pod_status_new("uid-1", &s), 0);
+        return s;
+}
+
+static void add_sandbox(struct kr_pod_status *s, const char *id, uint32_t attempt, enum kr_sandbox_state st,
+                        int64_t created, bool host_network, const char *ip) {
+        struct kr_sandbox *sb = calloc(1, sizeof(*sb));
+        sb->id = strdup(id);
+        sb->name = strdup("web");
+        sb->namespace_ = strdup("default");
+        sb->uid = strdup("uid-1");
+        sb->attempt = attempt;
+        sb->state = st;
+        sb->created_at = created;
+        sb->have_status = true;
+        sb->host_network = host_network;
+        sb->ip = strdup(ip);
+        assert_int_equal(kr_pod_status_add_sandbox(s, sb), 0);
+}
+
+static void add_container(struct kr_pod_status *s, const struct pod *p, size_t idx, const char *id,
+                          enum kr_container_state st, int exit_code, int64_t created, bool same_hash) {
+        struct kr_container *c = calloc(1, sizeof(*c));
+        char hash[KR_HASH_MAX];
+        assert_int_equal(kr_container_hash(&p->spec.containers[idx], hash), 0);
+        c->id = strdup(id);
+        c->sandbox_id = strdup("sb1");
+        c->name = strdup(p->spec.containers[idx].name);
+        c->state = st;
+        c->exit_code = exit_code;
+        c->created_at = created;
+        c->hash = strdup(same_hash ? hash : "0000000000000000");
+        c->have_status = true;
+        assert_int_equal(kr_pod_status_add_container(s, c), 0);
+}
+
+static void test_new_pod_creates_sandbox_and_starts_all(void **state) {
+        _cleanup_pod_free_ struct pod *p = parse_pod(POD("Always"));
+        _cleanup_(kr_pod_status_freep) struct kr_pod_status *s = status_new();
+        struct kr_pod_actions a;
+
+        assert_int_equal(kr_compute_pod_actions(p, s, &a), 0);
+        assert_true(a.create_sandbox);
+        assert_true(a.kill_pod);
+        assert_int_equal(a.attempt, 0);
+        assert_int_equal(a.n_start, 2);
+        assert_int_equal(a.start[0], 0);
+        assert_int_equal(a.start[1], 1);
+        kr_pod_actions_done(&a);
+}
+
+static void test_running_pod_is_left_alone(void **state) {
+        _cleanup_pod_free_ struct pod *p = parse_pod(POD("Always"));
+        _cleanup_(kr_pod_status_freep) struct kr_pod_status *s = status_new();
+        struct kr_pod_actions a;
+
+        add_sandbox(s, "sb1", 0, KR_SANDBOX_READY, 1, false, "10.88.0.2");
+        add_container(s, p, 0, "c-a", KR_CONTAINER_RUNNING, 0, 2, true);
+        add_container(s, p, 1, "c-b", KR_CONTAINER_RUNNING, 0, 3, true);
+        kr_pod_status_sort(s);
+        assert_int_equal(kr_compute_pod_actions(p, s, &a), 0);
+        assert_false(a.create_sandbox);
+        assert_false(a.kill_pod);
+        assert_int_equal(a.n_start, 0);
+        assert_int_equal(a.n_kill, 0);
+        assert_string_equal(a.sandbox_id, "sb1");
+        kr_pod_actions_done(&a);
+}
+
+static void test_hash_change_restarts_only_that_container(void **state) {
+        _cleanup_pod_free_ struct pod *p = parse_pod(POD("Always"));
+        _cleanup_(kr_pod_status_freep) struct kr_pod_status *s = status_new();
+        struct kr_pod_actions a;
+
+        add_sandbox(s, "sb1", 0, KR_SANDBOX_READY, 1, false, "10.88.0.2");
+        add_container(s, p, 0, "c-a", KR_CONTAINER_RUNNING, 0, 2, true);
+        add_container(s, p, 1, "c-b", KR_CONTAINER_RUNNING, 0, 3, false);
+        kr_pod_status_sort(s);
+        assert_int_equal(kr_compute_pod_actions(p, s, &a), 0);
+        assert_false(a.create_sandbox);
+        assert_false(a.kill_pod);
+        assert_int_equal(a.n_kill, 1);
+        assert_string_equal(a.kill[0].container->id, "c-b");
+        assert_string_equal(a.kill[0].message, "Container b definition changed");
+        assert_int_equal(a.n_start, 1);
+        assert_int_equal(a.start[0], 1);
+        kr_pod_actions_done(&a);
+}
+
+static void test_restart_policies(void **state) {
+        static const struct {
+                const char *policy;
+                int exit_code;
+                bool restart;
+        } table[] = {
+                { "Always", 0, true },     { "Always", 1, true },   { "OnFailure", 0, false },
+                { "OnFailure", 2, true },  { "Never", 0, false },   { "Never", 137, false },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(table); i++) {
+                char yaml[1024];
+                snprintf(yaml, sizeof(yaml), POD("%s"), table[i].policy);
+                _cleanup_pod_free_ struct pod *p = parse_pod(yaml);
+                _cleanup_(kr_pod_status_freep) struct kr_pod_status *s = status_new();
+                struct kr_pod_actions a;
+
+                add_sandbox(s, "sb1", 0, KR_SANDBOX_READY, 1, false, "10.88.0.2");
+                add_container(s, p, 0, "c-a", KR_CONTAINER_EXITED, table[i].exit_code, 2, true);
+                add_container(s, p, 1, "c-b", KR_CONTAINER_RUNNING, 0, 3, true);
+                kr_pod_status_sort(s);
+                assert_int_equal(kr_compute_pod_actions(p, s, &a), 0);
+                if (table[i].restart) {
+                        assert_int_equal(a.n_start, 1);
+                        assert_int_equal(a.start[0], 0);
+                } else
+                        assert_int_equal(a.n_start, 0);
+                assert_false(a.kill_pod); /* b still runs */
+                kr_pod_actions_done(&a);
+        }
+}
+
+static void test_done_pod_stops_sandbox_and_is_not_recreated(void **state) {
+        _cleanup_pod_free_ struct pod *p = parse_pod(POD("Never"));
+        _cleanup_(kr_pod_status_freep) struct kr_pod_status *s = status_new();
+        _cleanup_(kr_pod_status_freep) struct kr_pod_status *s2 = status_new();
+        struct kr_pod_actions a;
+
+        add_sandbox(s, "sb1", 0, KR_SANDBOX_READY, 1, false, "10.88.0.2");
+        add_container(s, p, 0, "c-a", KR_CONTAINER_EXITED, 0, 2, true);
+        add_container(s, p, 1, "c-b", KR_CONTAINER_EXITED, 1, 3, true);
+        kr_pod_status_sort(s);
+        assert_int_equal(kr_compute_pod_actions(p, s, &a), 0);
+        assert_true(a.kill_pod);
+        assert_false(a.create_sandbox);
+        assert_int_equal(a.n_start, 0);
+        kr_pod_actions_done(&a);
+
+        /* after the sandbox stopped: no new sandbox for a finished Never pod */
+        add_sandbox(s2, "sb1", 0, KR_SANDBOX_NOTREADY, 1, false, "");
+        add_container(s2, p, 0, "c-a", KR_CONTAINER_EXITED, 0, 2, true);
+        add_container(s2, p, 1, "c-b", KR_CONTAINER_EXITED, 1, 3, true);
+        kr_pod_status_sort(s2);
+        assert_int_equal(kr_compute_pod_actions(p, s2, &a), 0);
+        assert_false(a.create_sandbox);
+        assert_int_equal(a.n_start, 0);
+        kr_pod_actions_done(&a);
+}
+
+static void test_dead_sandbox_recreated_with_next_attempt(void **state) {
+        _cleanup_pod_free_ struct pod *p = parse_pod(POD("OnFailure"));
+        _cleanup_(kr_pod_status_freep) struct kr_pod_status *s = status_new();
+        struct kr_pod_actions a;
+
+        add_sandbox(s, "sb1", 3, KR_SANDBOX_NOTREADY, 1, false, "");
+        add_container(s, p, 0, "c-a", KR_CONTAINER_EXITED, 0, 2, true);   /* succeeded: stays done */
+        add_container(s, p, 1, "c-b", KR_CONTAINER_EXITED, 137, 3, true); /* failed: restarts */
+        kr_pod_status_sort(s);
+        assert_int_equal(kr_compute_pod_actions(p, s, &a), 0);
+        assert_true(a.create_sandbox);
+        assert_true(a.kill_pod);
+        assert_int_equal(a.attempt, 4);
+        assert_int_equal(a.n_start, 1);
+        assert_int_equal(a.start[0], 1);
+        kr_pod_actions_done(&a);
+}
+
+static void test_two_ready_sandboxes_are_reconciled(void **state) {
+        _cleanup_pod_free_ struct pod *p = parse_pod(POD("Always"));
+        _cleanup_(kr_pod_status_freep) struct kr_pod_status *s = status_new();
+        struct kr_pod_actions a;
+
+        add_sandbox(s, "sb1", 0, KR_SANDBOX_READY, 1, false, "10.88.0.2");
+        add_sandbox(s, "sb2", 1, KR_SANDBOX_READY, 5, false, "10.88.0.3");
+        kr_pod_status_sort(s);
+        assert_int_equal(kr_compute_pod_actions(p, s, &a), 0);
+        assert_true(a.create_sandbox);
+        assert_true(a.kill_pod);
+        assert_int_equal(a.attempt, 2);
+        kr_pod_actions_done(&a);
+}
+
+static void test_host_network_change_recreates_sandbox(void **state) {
+        _cleanup_pod_free_ struct pod *p = parse_pod(POD("Always"));
+        _cleanup_(kr_pod_status_freep) struct kr_pod_status *s = status_new();
+        struct kr_pod_actions a;
+
+        add_sandbox(s, "sb1", 0, KR_SANDBOX_READY, 1, true, "");
+        add_container(s, p, 0, "c-a", KR_CONTAINER_RUNNING, 0, 2, true);
+        kr_pod_status_sort(s);
+        assert_int_equal(kr_compute_pod_actions(p, s, &a), 0);
+        assert_true(a.create_sandbox);
+        assert_string_equal(a.sandbox_reason, "Sandbox for pod has changed. Need to start a new one");
+        kr_pod_actions_done(&a);
+}
+
+static void test_created_or_unknown_container_restarts(void **state) {
+        _cleanup_pod_free_ struct pod *p = parse_pod(POD("Never"));
+        _cleanup_(kr_pod_status_freep) struct kr_pod_status *s = status_new();
+        struct kr_pod_actions a;
+
+        add_sandbox(s, "sb1", 0, KR_SANDBOX_READY, 1, false, "10.88.0.2");
+        add_container(s, p, 0, "c-a", KR_CONTAINER_CREATED, 0, 2, true);
+        add_container(s, p, 1, "c-b", KR_CONTAINER_UNKNOWN, 0, 3, true);
+        kr_pod_status_sort(s);
+        assert_int_equal(kr_compute_pod_actions(p, s, &a), 0);
+        assert_int_equal(a.n_start, 2);
+        assert_int_equal(a.n_kill, 1); /* the unknown one is killed first */
+        assert_string_equal(a.kill[0].container->id, "c-b");
+        kr_pod_actions_done(&a);
+}
+
+static void test_hash_depends_on_spec(void **state) {
+        _cleanup_pod_free_ struct pod *p = parse_pod(POD("Always"));
+        char h0[KR_HASH_MAX], h1[KR_HASH_MAX], again[KR_HASH_MAX];
+
+        assert_int_equal(kr_container_hash(&p->spec.containers[0], h0), 0);
+        assert_int_equal(kr_container_hash(&p->spec.containers[1], h1), 0);
+        assert_int_equal(kr_container_hash(&p->spec.containers[0], again), 0);
+        assert_string_equal(h0, again);
+        assert_string_not_equal(h0, h1); /* differ by name */
+        assert_int_equal(strlen(h0), 16);
+}
+
+static void test_gc_keeps_newest_dead_instance(void **state) {
+        _cleanup_pod_free_ struct pod *p = parse_pod(POD("Always"));
+        _cleanup_(kr_pod_status_freep) struct kr_pod_status *s = status_new();
+        struct kr_pod_gc g;
+
+        add_sandbox(s, "sb1", 0, KR_SANDBOX_NOTREADY, 1, false, "");
+        add_sandbox(s, "sb0", 0, KR_SANDBOX_NOTREADY, 0, false, "");
+        add_sandbox(s, "sb2", 1, KR_SANDBOX_READY, 9, false, "10.88.0.9");
+        add_container(s, p, 0, "old-a", KR_CONTAINER_EXITED, 1, 2, true);
+        add_container(s, p, 0, "new-a", KR_CONTAINER_EXITED, 1, 5, true);
+        add_container(s, p, 1, "run-b", KR_CONTAINER_RUNNING, 0, 4, true);
+        kr_pod_status_sort(s);
+        assert_int_equal(kr_compute_pod_gc(p, s, &g), 0);
+        assert_int_equal(g.n_containers, 1);
+        assert_string_equal(g.containers[0], "old-a");
+        /* sb1 holds new-a and run-b (their sandbox_id is sb1): kept; sb0 is empty: removed */
+        assert_int_equal(g.n_sandboxes, 1);
+        assert_string_equal(g.sandboxes[0], "sb0");
+        kr_pod_gc_done(&g);
+
+        /* not desired any more: everything that is not running goes */
+        assert_int_equal(kr_compute_pod_gc(NULL, s, &g), 0);
+        assert_int_equal(g.n_containers, 2);
+        assert_int_equal(g.n_sandboxes, 1);
+        kr_pod_gc_done(&g);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_new_pod_creates_sandbox_and_starts_all),
+                cmocka_unit_test(test_running_pod_is_left_alone),
+                cmocka_unit_test(test_hash_change_restarts_only_that_container),
+                cmocka_unit_test(test_restart_policies),
+                cmocka_unit_test(test_done_pod_stops_sandbox_and_is_not_recreated),
+                cmocka_unit_test(test_dead_sandbox_recreated_with_next_attempt),
+                cmocka_unit_test(test_two_ready_sandboxes_are_reconciled),
+                cmocka_unit_test(test_host_network_change_recreates_sandbox),
+                cmocka_unit_test(test_created_or_unknown_container_restarts),
+                cmocka_unit_test(test_hash_depends_on_spec),
+                cmocka_unit_test(test_gc_keeps_newest_dead_instance),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
