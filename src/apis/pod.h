@@ -105,6 +105,9 @@ struct pod_spec {
         char *dns_policy;    /* default ClusterFirst */
         char *scheduler_name;
         int32_t priority;
+        /* set by pod_decode when the document gives terminationGracePeriodSeconds (0 is a valid value), and by
+         * pod_apply_defaults after defaulting it to 30 */
+        bool termination_grace_period_set;
 };
 
 struct pod {
@@ -159,6 +162,11 @@ int pod_decode(json_t *obj, struct pod **ret, struct field_errors *errs);
 
 /* Apply the apiserver's defaults (SetDefaults_Pod & co.) in place. */
 void pod_apply_defaults(struct pod *p);
+/* The same, reporting an allocation failure (-ENOMEM; the pod is then partly defaulted). */
+int pod_apply_defaults_checked(struct pod *p);
+/* The pull policy SetDefaults_Container gives an image: Always for ":latest" or no tag (and no digest),
+ * IfNotPresent otherwise (and for a name that does not parse as an image reference). */
+enum pull_policy image_default_pull_policy(const char *image);
 
 /* Validate as the apiserver does (ValidatePodCreate subset). Returns 0 or -EINVAL with errs filled. */
 int pod_validate(const struct pod *p, struct field_errors *errs);
@@ -169,6 +177,11 @@ char *pod_full_name(const struct pod *p);
 /* Quantity parsing (resource.ParseQuantity). */
 int quantity_parse(const char *s, struct quantity *ret);
 void quantity_done(struct quantity *q);
+/* Compare the exact values (not the rounded value/milli): <0, 0, >0. Unparsable strings compare as 0. */
+int quantity_cmp(const struct quantity *a, const struct quantity *b);
+/* The canonical form, as Quantity.String() prints it ("0.5" -> "500m", "2000" -> "2k", "1.5Gi" -> "1536Mi").
+ * Caller frees; NULL on OOM or when q->str does not parse. */
+char *quantity_canonical(const struct quantity *q);
 
 /* Look up a value in a resource list; NULL if absent. */
 const struct quantity *resource_list_get(const struct resource_list *l, const char *name);
@@ -177,6 +190,9 @@ const struct quantity *resource_list_get(const struct resource_list *l, const ch
 const char *validate_dns1123_label(const char *s);
 const char *validate_dns1123_subdomain(const char *s);
 const char *validate_iana_svc_name(const char *s);
+const char *validate_qualified_name(const char *s);  /* label and annotation keys */
+const char *validate_label_value(const char *s);
+const char *validate_env_var_name(const char *s);    /* IsEnvVarName */
 
 /* A set of pods, owned. */
 struct pod_set {

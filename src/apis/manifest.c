@@ -1,0 +1,631 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Manifests: YAML (or JSON) text → JSON documents → pods.
+ *
+ * YAML is read with libyaml's event parser and turned into jansson values directly; no YAML node tree is
+ * built. Plain scalars resolve as the YAML 1.2 core schema, so "yes", "on" and "0777"-style octal are not
+ * special (unlike YAML 1.1); quoted scalars are always strings. Anchors and aliases are refused: they are
+ * not needed for pods and are the classic amplification attack ("billion laughs"). Nesting depth and node
+ * count are capped. */
+#include "apis/manifest.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <string.h>
+#include <yaml.h>
+
+#include "apis/apis-internal.h"
+
+#define TAG_STR "tag:yaml.org,2002:str"
+#define TAG_INT "tag:yaml.org,2002:int"
+#define TAG_FLOAT "tag:yaml.org,2002:float"
+#define TAG_BOOL "tag:yaml.org,2002:bool"
+#define TAG_NULL "tag:yaml.org,2002:null"
+#define TAG_MAP "tag:yaml.org,2002:map"
+#define TAG_SEQ "tag:yaml.org,2002:seq"
+
+static int set_error(char **ret_error, const yaml_mark_t *mark, const char *fmt, ...) _printf_(3, 4);
+static int set_error(char **ret_error, const yaml_mark_t *mark, const char *fmt, ...) {
+        _cleanup_free_ char *msg = NULL;
+        va_list ap;
+        int r;
+
+        if (!ret_error)
+                return -EINVAL;
+        va_start(ap, fmt);
+        r = vasprintf(&msg, fmt, ap);
+        va_end(ap);
+        if (r < 0)
+                return -ENOMEM;
+        free(*ret_error);
+        *ret_error = NULL;
+        if (mark)
+                r = asprintf(ret_error, "line %zu:%zu: %s", mark->line + 1, mark->column + 1, msg);
+        else
+                r = asprintf(ret_error, "%s", msg);
+        if (r < 0) {
+                *ret_error = NULL;
+                return -ENOMEM;
+        }
+        return -EINVAL;
+}
+
+/* ---- YAML 1.2 core schema ---- */
+
+static bool is_digits(const char *s, const char *set) {
+        if (!*s)
+                return false;
+        for (; *s; s++)
+                if (!strchr(set, *s))
+                        return false;
+        return true;
+}
+
+/* [-+]? ( \. [0-9]+ | [0-9]+ ( \. [0-9]* )? ) ( [eE] [-+]? [0-9]+ )? */
+static bool is_float(const char *s) {
+        bool digits = false;
+        if (*s == '-' || *s == '+')
+                s++;
+        if (*s == '.') {
+                s++;
+                if (!(*s >= '0' && *s <= '9'))
+                        return false;
+                while (*s >= '0' && *s <= '9')
+                        s++;
+                digits = true;
+        } else {
+                while (*s >= '0' && *s <= '9') {
+                        s++;
+                        digits = true;
+                }
+                if (!digits)
+                        return false;
+                if (*s == '.') {
+                        s++;
+                        while (*s >= '0' && *s <= '9')
+                                s++;
+                }
+        }
+        if (*s == 'e' || *s == 'E') {
+                s++;
+                if (*s == '-' || *s == '+')
+                        s++;
+                if (!(*s >= '0' && *s <= '9'))
+                        return false;
+                while (*s >= '0' && *s <= '9')
+                        s++;
+        }
+        return *s == '\0';
+}
+
+enum resolved {
+        RESOLVED_STRING,
+        RESOLVED_NULL,
+        RESOLVED_BOOL,
+        RESOLVED_INT,
+        RESOLVED_FLOAT,
+        RESOLVED_INVALID,
+};
+
+static enum resolved resolve_plain(const char *s, json_t **ret) {
+        if (streq(s, "") || streq(s, "~") || streq(s, "null") || streq(s, "Null") || streq(s, "NULL")) {
+                *ret = json_null();
+                return RESOLVED_NULL;
+        }
+        if (streq(s, "true") || streq(s, "True") || streq(s, "TRUE")) {
+                *ret = json_true();
+                return RESOLVED_BOOL;
+        }
+        if (streq(s, "false") || streq(s, "False") || streq(s, "FALSE")) {
+                *ret = json_false();
+                return RESOLVED_BOOL;
+        }
+        if (strlen(s) > 2 && s[0] == '0' && (s[1] == 'o' || s[1] == 'x')) {
+                const bool hex = s[1] == 'x';
+                if (is_digits(s + 2, hex ? "0123456789abcdefABCDEF" : "01234567")) {
+                        unsigned long long v;
+                        errno = 0;
+                        v = strtoull(s + 2, NULL, hex ? 16 : 8);
+                        if (errno == ERANGE || v > (unsigned long long) INT64_MAX)
+                                return RESOLVED_INVALID;
+                        *ret = json_integer((json_int_t) v);
+                        return RESOLVED_INT;
+                }
+        }
+        if (is_digits(s[0] == '-' || s[0] == '+' ? s + 1 : s, "0123456789")) {
+                long long v;
+                errno = 0;
+                v = strtoll(s, NULL, 10);
+                if (errno == ERANGE) {
+                        /* beyond int64: keep it as a number, as a JSON parser would */
+                        *ret = json_real(strtod(s, NULL));
+                        return *ret ? RESOLVED_FLOAT : RESOLVED_INVALID;
+                }
+                *ret = json_integer(v);
+                return RESOLVED_INT;
+        }
+        if (is_float(s)) {
+                double d = strtod(s, NULL);
+                if (!isfinite(d))
+                        return RESOLVED_INVALID;
+                *ret = json_real(d);
+                return RESOLVED_FLOAT;
+        }
+        {
+                const char *t = (s[0] == '-' || s[0] == '+') ? s + 1 : s;
+                if (streq(t, ".inf") || streq(t, ".Inf") || streq(t, ".INF") || streq(s, ".nan") ||
+                    streq(s, ".NaN") || streq(s, ".NAN"))
+                        return RESOLVED_INVALID; /* JSON has no infinities or NaN */
+        }
+        *ret = json_string(s);
+        return RESOLVED_STRING;
+}
+
+/* ---- event loop ---- */
+
+struct frame {
+        json_t *value;      /* object or array (borrowed: owned by its parent or by the frame stack) */
+        char *pending_key;  /* mappings: the key waiting for its value */
+        bool owned;         /* the root frame owns its value */
+};
+
+struct converter {
+        struct frame stack[YAML_MAX_DEPTH];
+        size_t depth;
+        size_t nodes;
+        json_t *root;       /* root of the current document (owned) */
+        char **ret_error;
+};
+
+static void converter_reset(struct converter *c) {
+        for (size_t i = 0; i < c->depth; i++)
+                free(c->stack[i].pending_key);
+        c->depth = 0;
+        json_decref(c->root);
+        c->root = NULL;
+}
+
+/* Attach a new value at the current position (takes ownership of v). */
+static int attach(struct converter *c, json_t *v, const yaml_mark_t *mark) {
+        struct frame *f;
+        int r;
+
+        if (!v)
+                return -ENOMEM;
+        if (c->depth == 0) {
+                json_decref(c->root);
+                c->root = v;
+                return 0;
+        }
+        f = &c->stack[c->depth - 1];
+        if (json_is_array(f->value))
+                return json_array_append_new(f->value, v) < 0 ? -ENOMEM : 0;
+        /* mapping: this is the value for the pending key */
+        if (!f->pending_key) {
+                json_decref(v);
+                return set_error(c->ret_error, mark, "mapping keys must be scalars");
+        }
+        if (json_object_get(f->value, f->pending_key)) {
+                _cleanup_free_ char *q = go_quote(f->pending_key);
+                json_decref(v);
+                return set_error(c->ret_error, mark, "duplicate key %s", q ? q : f->pending_key);
+        }
+        r = json_object_set_new(f->value, f->pending_key, v);
+        f->pending_key = mfree(f->pending_key);
+        return r < 0 ? -ENOMEM : 0;
+}
+
+static bool expecting_key(const struct converter *c) {
+        return c->depth > 0 && json_is_object(c->stack[c->depth - 1].value) && !c->stack[c->depth - 1].pending_key;
+}
+
+static int count_node(struct converter *c, const yaml_mark_t *mark) {
+        if (++c->nodes > YAML_MAX_NODES)
+                return set_error(c->ret_error, mark, "too many nodes (more than %d)", YAML_MAX_NODES);
+        return 0;
+}
+
+static int refuse_anchor(struct converter *c, const yaml_char_t *anchor, const yaml_mark_t *mark) {
+        if (!anchor)
+                return 0;
+        return set_error(c->ret_error, mark, "aliases are not supported (anchor &%s)", (const char *) anchor);
+}
+
+static int on_scalar(struct converter *c, const yaml_event_t *ev) {
+        const char *value = (const char *) ev->data.scalar.value;
+        const char *tag = (const char *) ev->data.scalar.tag;
+        size_t len = ev->data.scalar.length;
+        const yaml_mark_t *mark = &ev->start_mark;
+        json_t *v = NULL;
+        enum resolved kind;
+        int r;
+
+        r = refuse_anchor(c, ev->data.scalar.anchor, mark);
+        if (r < 0)
+                return r;
+        r = count_node(c, mark);
+        if (r < 0)
+                return r;
+        if (strlen(value) != len)
+                return set_error(c->ret_error, mark, "NUL characters are not supported");
+
+        if (expecting_key(c)) {
+                /* keys are strings in JSON: take the scalar's text as written */
+                char *k = strdup(value);
+                if (!k)
+                        return -ENOMEM;
+                c->stack[c->depth - 1].pending_key = k;
+                return 0;
+        }
+
+        if (tag && !streq(tag, "!") && !streq(tag, "?")) {
+                if (streq(tag, TAG_STR))
+                        v = json_string(value);
+                else if (streq(tag, TAG_NULL) || streq(tag, TAG_BOOL) || streq(tag, TAG_INT) || streq(tag, TAG_FLOAT)) {
+                        kind = resolve_plain(value, &v);
+                        if ((streq(tag, TAG_NULL) && kind != RESOLVED_NULL) ||
+                            (streq(tag, TAG_BOOL) && kind != RESOLVED_BOOL) ||
+                            (streq(tag, TAG_INT) && kind != RESOLVED_INT) ||
+                            (streq(tag, TAG_FLOAT) && kind != RESOLVED_FLOAT && kind != RESOLVED_INT)) {
+                                json_decref(v);
+                                return set_error(c->ret_error, mark, "cannot decode \"%s\" as %s", value, tag);
+                        }
+                        if (streq(tag, TAG_FLOAT) && kind == RESOLVED_INT) {
+                                json_t *f = json_real((double) json_integer_value(v));
+                                json_decref(v);
+                                v = f;
+                        }
+                } else
+                        return set_error(c->ret_error, mark, "unsupported tag %s", tag);
+        } else if (ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE && !tag) {
+                kind = resolve_plain(value, &v);
+                if (kind == RESOLVED_INVALID)
+                        return set_error(c->ret_error, mark, "cannot represent %s in JSON", value);
+        } else
+                v = json_string(value); /* quoted, block literal/folded, or the "!" tag */
+
+        return attach(c, v, mark);
+}
+
+static int on_collection_start(struct converter *c, const yaml_event_t *ev, bool mapping) {
+        const yaml_char_t *anchor = mapping ? ev->data.mapping_start.anchor : ev->data.sequence_start.anchor;
+        const char *tag = (const char *) (mapping ? ev->data.mapping_start.tag : ev->data.sequence_start.tag);
+        const yaml_mark_t *mark = &ev->start_mark;
+        json_t *v;
+        int r;
+
+        r = refuse_anchor(c, anchor, mark);
+        if (r < 0)
+                return r;
+        r = count_node(c, mark);
+        if (r < 0)
+                return r;
+        if (tag && !streq(tag, "!") && !streq(tag, mapping ? TAG_MAP : TAG_SEQ))
+                return set_error(c->ret_error, mark, "unsupported tag %s", tag);
+        if (expecting_key(c))
+                return set_error(c->ret_error, mark, "mapping keys must be scalars");
+        if (c->depth >= YAML_MAX_DEPTH)
+                return set_error(c->ret_error, mark, "nesting too deep (more than %d levels)", YAML_MAX_DEPTH);
+
+        v = mapping ? json_object() : json_array();
+        if (!v)
+                return -ENOMEM;
+        /* attach first (the parent holds the reference), then push */
+        r = attach(c, json_incref(v), mark);
+        if (r < 0) {
+                json_decref(v);
+                return r;
+        }
+        json_decref(v); /* now held by the parent or by c->root */
+        c->stack[c->depth++] = (struct frame) { .value = v };
+        return 0;
+}
+
+static int parser_error(const yaml_parser_t *p, const char *data, size_t size, char **ret_error) {
+        const char *problem = p->problem ? p->problem : "invalid YAML";
+
+        if (p->error == YAML_MEMORY_ERROR)
+                return -ENOMEM;
+        if (p->error == YAML_READER_ERROR) {
+                /* the reader reports a byte offset only: turn it into line:column */
+                yaml_mark_t m = {};
+                for (size_t i = 0; i < MIN(p->problem_offset, size); i++)
+                        if (data[i] == '\n') {
+                                m.line++;
+                                m.column = 0;
+                        } else
+                                m.column++;
+                return set_error(ret_error, &m, "%s", problem);
+        }
+        if (p->context)
+                return set_error(ret_error, &p->problem_mark, "%s (%s at line %zu:%zu)", problem, p->context,
+                                 p->context_mark.line + 1, p->context_mark.column + 1);
+        return set_error(ret_error, &p->problem_mark, "%s", problem);
+}
+
+int yaml_to_json_docs(const char *data, size_t size, json_t **ret_array, char **ret_error) {
+        _cleanup_free_ char *error = NULL;
+        struct converter c = { .ret_error = &error };
+        yaml_parser_t parser;
+        json_t *docs;
+        bool done = false;
+        int r = 0;
+
+        if (!data && size > 0)
+                return -EINVAL;
+        if (size > YAML_MAX_SIZE) {
+                r = set_error(&error, NULL, "document too large (%zu bytes, at most %u)", size, YAML_MAX_SIZE);
+                goto finish_nodocs;
+        }
+        docs = json_array();
+        if (!docs)
+                return -ENOMEM;
+        if (!yaml_parser_initialize(&parser)) {
+                json_decref(docs);
+                return -ENOMEM;
+        }
+        yaml_parser_set_input_string(&parser, (const unsigned char *) (data ? data : ""), size);
+
+        while (!done && r >= 0) {
+                yaml_event_t ev;
+
+                if (!yaml_parser_parse(&parser, &ev)) {
+                        r = parser_error(&parser, data, size, &error);
+                        break;
+                }
+                switch (ev.type) {
+                case YAML_STREAM_END_EVENT:
+                        done = true;
+                        break;
+                case YAML_DOCUMENT_START_EVENT:
+                        converter_reset(&c);
+                        break;
+                case YAML_DOCUMENT_END_EVENT:
+                        /* an empty document (nothing, or only comments) yields a null root: skip it */
+                        if (c.root && !json_is_null(c.root)) {
+                                if (json_array_append(docs, c.root) < 0)
+                                        r = -ENOMEM;
+                        }
+                        converter_reset(&c);
+                        break;
+                case YAML_ALIAS_EVENT:
+                        r = set_error(&error, &ev.start_mark, "aliases are not supported (*%s)",
+                                      (const char *) ev.data.alias.anchor);
+                        break;
+                case YAML_SCALAR_EVENT:
+                        r = on_scalar(&c, &ev);
+                        break;
+                case YAML_SEQUENCE_START_EVENT:
+                        r = on_collection_start(&c, &ev, false);
+                        break;
+                case YAML_MAPPING_START_EVENT:
+                        r = on_collection_start(&c, &ev, true);
+                        break;
+                case YAML_SEQUENCE_END_EVENT:
+                case YAML_MAPPING_END_EVENT:
+                        if (c.depth > 0) {
+                                c.depth--;
+                                c.stack[c.depth].pending_key = mfree(c.stack[c.depth].pending_key);
+                        }
+                        break;
+                default:
+                        break;
+                }
+                yaml_event_delete(&ev);
+        }
+        yaml_parser_delete(&parser);
+        converter_reset(&c);
+
+        if (r < 0) {
+                json_decref(docs);
+                goto finish_nodocs;
+        }
+        if (ret_array)
+                *ret_array = docs;
+        else
+                json_decref(docs);
+        return 0;
+
+finish_nodocs:
+        if (r == -EINVAL && ret_error && error)
+                *ret_error = TAKE_PTR(error);
+        else if (r == -ENOMEM && ret_error)
+                *ret_error = strdup("out of memory");
+        return r;
+}
+
+/* ---- manifests ---- */
+
+static const char *object_name(json_t *obj) {
+        json_t *n = json_object_get(json_object_get(obj, "metadata"), "name");
+        return json_is_string(n) && json_string_length(n) > 0 ? json_string_value(n) : NULL;
+}
+
+static int decode_one(json_t *obj, size_t doc, ssize_t item, struct pod **ret, char **ret_error) {
+        _cleanup_(field_errors_done) struct field_errors errs = {};
+        _cleanup_free_ char *where = NULL, *detail = NULL, *qname = NULL;
+        const char *name = object_name(obj);
+        struct pod *p = NULL;
+        int r;
+
+        r = pod_decode(obj, &p, &errs);
+        if (r >= 0) {
+                r = pod_apply_defaults_checked(p);
+                if (r >= 0) {
+                        *ret = p;
+                        return 0;
+                }
+                pod_free(p);
+                return r;
+        }
+        if (r != -EINVAL)
+                return r;
+        detail = field_errors_to_string(&errs);
+        if (name)
+                qname = go_quote(name);
+        if (!detail || (name && !qname))
+                return -ENOMEM;
+        if (item >= 0)
+                r = asprintf(&where, "document %zu items[%zd]%s%s%s", doc, item, qname ? " (pod " : "",
+                             strempty(qname), qname ? ")" : "");
+        else
+                r = asprintf(&where, "document %zu%s%s%s", doc, qname ? " (pod " : "", strempty(qname),
+                             qname ? ")" : "");
+        if (r < 0)
+                return -ENOMEM;
+        if (ret_error) {
+                free(*ret_error);
+                if (asprintf(ret_error, "%s: %s", where, detail) < 0) {
+                        *ret_error = NULL;
+                        return -ENOMEM;
+                }
+        }
+        return -EINVAL;
+}
+
+struct origins {
+        size_t *docs;
+        ssize_t *items;
+        size_t n;
+};
+
+static int origins_add(struct origins *o, size_t doc, ssize_t item) {
+        size_t *d = realloc(o->docs, sizeof(*d) * (o->n + 1));
+        ssize_t *i;
+        if (!d)
+                return -ENOMEM;
+        o->docs = d;
+        i = realloc(o->items, sizeof(*i) * (o->n + 1));
+        if (!i)
+                return -ENOMEM;
+        o->items = i;
+        o->docs[o->n] = doc;
+        o->items[o->n] = item;
+        o->n++;
+        return 0;
+}
+
+static int doc_error(char **ret_error, size_t doc, const char *fmt, ...) _printf_(3, 4);
+static int doc_error(char **ret_error, size_t doc, const char *fmt, ...) {
+        _cleanup_free_ char *msg = NULL;
+        va_list ap;
+        int r;
+
+        va_start(ap, fmt);
+        r = vasprintf(&msg, fmt, ap);
+        va_end(ap);
+        if (r < 0)
+                return -ENOMEM;
+        if (!ret_error)
+                return -EINVAL;
+        free(*ret_error);
+        if (asprintf(ret_error, "document %zu: %s", doc, msg) < 0) {
+                *ret_error = NULL;
+                return -ENOMEM;
+        }
+        return -EINVAL;
+}
+
+int manifest_parse_with_origin(const char *data, size_t size, struct pod_set *ret, size_t **ret_docs,
+                               ssize_t **ret_items, char **ret_error) {
+        _cleanup_free_ char *error = NULL;
+        struct pod_set set = {};
+        struct origins o = {};
+        json_t *docs = NULL, *doc;
+        size_t i;
+        int r;
+
+        r = yaml_to_json_docs(data, size, &docs, &error);
+        if (r < 0)
+                goto fail;
+
+        json_array_foreach(docs, i, doc) {
+                const size_t n = i + 1;
+                json_t *av, *kv;
+                const char *api, *kind;
+
+                if (!json_is_object(doc)) {
+                        r = doc_error(&error, n, "expected a v1 Pod or PodList object, not a YAML %s",
+                                      json_is_array(doc) ? "sequence" : "scalar");
+                        goto fail;
+                }
+                av = json_object_get(doc, "apiVersion");
+                kv = json_object_get(doc, "kind");
+                if (!json_is_string(kv) || json_string_length(kv) == 0) {
+                        r = doc_error(&error, n, "Object 'Kind' is missing");
+                        goto fail;
+                }
+                if (!json_is_string(av) || json_string_length(av) == 0) {
+                        r = doc_error(&error, n, "Object 'apiVersion' is missing");
+                        goto fail;
+                }
+                api = json_string_value(av);
+                kind = json_string_value(kv);
+                if (!streq(api, "v1") || (!streq(kind, "Pod") && !streq(kind, "PodList"))) {
+                        _cleanup_free_ char *qk = go_quote(kind), *qa = go_quote(api);
+                        r = doc_error(&error, n, "kind %s of apiVersion %s is not supported (expected v1 Pod or PodList)",
+                                      qk ? qk : "", qa ? qa : "");
+                        goto fail;
+                }
+
+                if (streq(kind, "Pod")) {
+                        struct pod *p = NULL;
+                        r = decode_one(doc, n, -1, &p, &error);
+                        if (r < 0)
+                                goto fail;
+                        r = pod_set_add(&set, p);
+                        if (r >= 0)
+                                r = origins_add(&o, n, -1);
+                        if (r < 0)
+                                goto fail;
+                } else {
+                        json_t *items = json_object_get(doc, "items"), *it;
+                        size_t j;
+
+                        if (items && !json_is_null(items) && !json_is_array(items)) {
+                                r = doc_error(&error, n, "items: Invalid value: \"%s\": must be of type array",
+                                              json_is_object(items) ? "object" : "scalar");
+                                goto fail;
+                        }
+                        json_array_foreach(items, j, it) {
+                                struct pod *p = NULL;
+                                r = decode_one(it, n, (ssize_t) j, &p, &error);
+                                if (r < 0)
+                                        goto fail;
+                                r = pod_set_add(&set, p);
+                                if (r >= 0)
+                                        r = origins_add(&o, n, (ssize_t) j);
+                                if (r < 0)
+                                        goto fail;
+                        }
+                }
+        }
+        json_decref(docs);
+
+        if (ret)
+                *ret = set;
+        else
+                pod_set_done(&set);
+        if (ret_docs)
+                *ret_docs = TAKE_PTR(o.docs);
+        if (ret_items)
+                *ret_items = TAKE_PTR(o.items);
+        free(o.docs);
+        free(o.items);
+        return 0;
+
+fail:
+        json_decref(docs);
+        pod_set_done(&set);
+        free(o.docs);
+        free(o.items);
+        if (ret_error) {
+                if (r == -ENOMEM && !error)
+                        error = strdup("out of memory");
+                *ret_error = TAKE_PTR(error);
+        }
+        return r;
+}
+
+int manifest_parse(const char *data, size_t size, struct pod_set *ret, char **ret_error) {
+        return manifest_parse_with_origin(data, size, ret, NULL, NULL, ret_error);
+}

@@ -1,0 +1,269 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Pod objects: allocation, reference counting, field errors, pod sets, small shared helpers. */
+#include "apis/pod.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "apis/apis-internal.h"
+
+/* ---- field errors ---- */
+
+void field_errors_done(struct field_errors *e) {
+        if (!e)
+                return;
+        for (size_t i = 0; i < e->n; i++) {
+                free(e->items[i].field);
+                free(e->items[i].detail);
+        }
+        free(e->items);
+        *e = (struct field_errors) {};
+}
+
+/* Hard cap: a hostile document could otherwise produce millions of errors. */
+#define FIELD_ERRORS_MAX 1000
+
+int field_errors_add(struct field_errors *e, const char *field, const char *fmt, ...) {
+        _cleanup_free_ char *f = NULL, *d = NULL;
+        struct field_error *items;
+        va_list ap;
+        int r;
+
+        if (!e)
+                return 0;
+        if (e->n >= FIELD_ERRORS_MAX)
+                return 0; /* drop the rest; the caller still fails */
+        f = strdup(strempty(field));
+        if (!f)
+                return -ENOMEM;
+        va_start(ap, fmt);
+        r = vasprintf(&d, fmt, ap);
+        va_end(ap);
+        if (r < 0) {
+                d = NULL;
+                return -ENOMEM;
+        }
+        items = realloc(e->items, sizeof(*items) * (e->n + 1));
+        if (!items)
+                return -ENOMEM;
+        e->items = items;
+        e->items[e->n++] = (struct field_error) { .field = TAKE_PTR(f), .detail = TAKE_PTR(d) };
+        return 0;
+}
+
+char *field_errors_to_string(const struct field_errors *e) {
+        size_t len = 1;
+        char *s, *p;
+
+        for (size_t i = 0; e && i < e->n; i++)
+                len += strlen(e->items[i].field) + 2 + strlen(e->items[i].detail) + 2;
+        s = malloc(len);
+        if (!s)
+                return NULL;
+        p = s;
+        *p = '\0';
+        for (size_t i = 0; e && i < e->n; i++) {
+                if (i > 0)
+                        p = stpcpy(p, "; ");
+                if (!isempty(e->items[i].field)) {
+                        p = stpcpy(p, e->items[i].field);
+                        p = stpcpy(p, ": ");
+                }
+                p = stpcpy(p, e->items[i].detail);
+        }
+        return s;
+}
+
+/* ---- paths ---- */
+
+char *path_child(const char *parent, const char *child) {
+        char *s;
+        if (isempty(parent))
+                return strdup(child);
+        if (asprintf(&s, "%s.%s", parent, child) < 0)
+                return NULL;
+        return s;
+}
+
+char *path_index(const char *parent, size_t i) {
+        char *s;
+        if (asprintf(&s, "%s[%zu]", strempty(parent), i) < 0)
+                return NULL;
+        return s;
+}
+
+char *path_key(const char *parent, const char *key) {
+        char *s;
+        if (asprintf(&s, "%s[%s]", strempty(parent), key) < 0)
+                return NULL;
+        return s;
+}
+
+/* ---- Go-style quoting ---- */
+
+char *go_quote(const char *s) {
+        size_t len = strlen(strempty(s));
+        char *out, *p;
+
+        /* worst case: every byte becomes \xNN */
+        out = malloc(len * 4 + 3);
+        if (!out)
+                return NULL;
+        p = out;
+        *p++ = '"';
+        for (const unsigned char *c = (const unsigned char *) strempty(s); *c; c++) {
+                switch (*c) {
+                case '"':  p = stpcpy(p, "\\\""); break;
+                case '\\': p = stpcpy(p, "\\\\"); break;
+                case '\a': p = stpcpy(p, "\\a"); break;
+                case '\b': p = stpcpy(p, "\\b"); break;
+                case '\f': p = stpcpy(p, "\\f"); break;
+                case '\n': p = stpcpy(p, "\\n"); break;
+                case '\r': p = stpcpy(p, "\\r"); break;
+                case '\t': p = stpcpy(p, "\\t"); break;
+                case '\v': p = stpcpy(p, "\\v"); break;
+                default:
+                        if (*c < 0x20 || *c == 0x7f)
+                                p += sprintf(p, "\\x%02x", *c);
+                        else
+                                *p++ = (char) *c; /* UTF-8 passes through, as Go keeps printable runes */
+                }
+        }
+        *p++ = '"';
+        *p = '\0';
+        return out;
+}
+
+/* ---- pods ---- */
+
+static void resource_list_done(struct resource_list *l) {
+        for (size_t i = 0; i < l->n; i++) {
+                free(l->names[i]);
+                quantity_done(&l->values[i]);
+        }
+        free(l->names);
+        free(l->values);
+        *l = (struct resource_list) {};
+}
+
+void container_done(struct container *c) {
+        if (!c)
+                return;
+        free(c->name);
+        free(c->image);
+        strv_free(c->command);
+        strv_free(c->args);
+        free(c->working_dir);
+        for (size_t i = 0; i < c->n_env; i++) {
+                free(c->env[i].name);
+                free(c->env[i].value);
+                json_decref(c->env[i].value_from);
+        }
+        free(c->env);
+        for (size_t i = 0; i < c->n_ports; i++) {
+                free(c->ports[i].name);
+                free(c->ports[i].protocol);
+                free(c->ports[i].host_ip);
+        }
+        free(c->ports);
+        resource_list_done(&c->resources.limits);
+        resource_list_done(&c->resources.requests);
+        free(c->termination_message_path);
+        json_decref(c->raw);
+        *c = (struct container) {};
+}
+
+struct pod *pod_new(void) {
+        struct pod *p = calloc(1, sizeof(*p));
+        if (!p)
+                return NULL;
+        p->n_ref = 1;
+        return p;
+}
+
+struct pod *pod_ref(struct pod *p) {
+        if (p)
+                p->n_ref++;
+        return p;
+}
+
+static void pod_spec_done(struct pod_spec *s) {
+        for (size_t i = 0; i < s->n_containers; i++)
+                container_done(&s->containers[i]);
+        free(s->containers);
+        for (size_t i = 0; i < s->n_init_containers; i++)
+                container_done(&s->init_containers[i]);
+        free(s->init_containers);
+        free(s->node_name);
+        free(s->hostname);
+        free(s->subdomain);
+        free(s->service_account_name);
+        free(s->dns_policy);
+        free(s->scheduler_name);
+        *s = (struct pod_spec) {};
+}
+
+struct pod *pod_free(struct pod *p) {
+        if (!p)
+                return NULL;
+        if (p->n_ref > 1) {
+                p->n_ref--;
+                return NULL;
+        }
+        free(p->name);
+        free(p->namespace_);
+        free(p->uid);
+        free(p->resource_version);
+        free(p->generate_name);
+        strmap_done(&p->labels);
+        strmap_done(&p->annotations);
+        pod_spec_done(&p->spec);
+        json_decref(p->raw);
+        free(p);
+        return NULL;
+}
+
+char *pod_full_name(const struct pod *p) {
+        char *s;
+        if (!p)
+                return NULL;
+        if (asprintf(&s, "%s_%s", strempty(p->name), strempty(p->namespace_)) < 0)
+                return NULL;
+        return s;
+}
+
+const struct quantity *resource_list_get(const struct resource_list *l, const char *name) {
+        for (size_t i = 0; l && name && i < l->n; i++)
+                if (streq(l->names[i], name))
+                        return &l->values[i];
+        return NULL;
+}
+
+/* ---- pod sets ---- */
+
+void pod_set_done(struct pod_set *s) {
+        if (!s)
+                return;
+        for (size_t i = 0; i < s->n; i++)
+                pod_free(s->pods[i]);
+        free(s->pods);
+        *s = (struct pod_set) {};
+}
+
+int pod_set_add(struct pod_set *s, struct pod *p) {
+        struct pod **n;
+
+        if (!s || !p) {
+                pod_free(p);
+                return -EINVAL;
+        }
+        n = realloc(s->pods, sizeof(*n) * (s->n + 1));
+        if (!n) {
+                pod_free(p);
+                return -ENOMEM;
+        }
+        s->pods = n;
+        s->pods[s->n++] = p;
+        return 0;
+}

@@ -1,0 +1,708 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* JSON (already converted from YAML) → struct pod.
+ *
+ * As the apiserver's non-strict decoder: unknown fields are ignored, null means "not set", and a value of
+ * the wrong type is an error naming the field ("spec.containers: Invalid value: \"string\": must be of type
+ * array"). Enumerations the kubelet keeps as C enums (restartPolicy, imagePullPolicy,
+ * terminationMessagePolicy) are checked here with the apiserver's validation wording, since an unknown value
+ * has no C representation. Resource quantities are parsed here too (Quantity.UnmarshalJSON). All errors are
+ * collected, not just the first. */
+#include <math.h>
+#include <string.h>
+
+#include "apis/apis-internal.h"
+#include "apis/pod.h"
+
+/* Sizes beyond these are refused: a kubelet has no business with 10000 containers. */
+#define MAX_CONTAINERS 1000
+#define MAX_LIST_ITEMS 10000
+
+static const char *json_type_name(const json_t *v) {
+        switch (json_typeof(v)) {
+        case JSON_OBJECT: return "object";
+        case JSON_ARRAY: return "array";
+        case JSON_STRING: return "string";
+        case JSON_INTEGER: return "integer";
+        case JSON_REAL: return "number";
+        case JSON_TRUE:
+        case JSON_FALSE: return "boolean";
+        case JSON_NULL: return "null";
+        }
+        return "unknown";
+}
+
+/* Record "<path>: Invalid value: \"<type>\": must be of type <expected>". Returns 0, or -ENOMEM. */
+static int type_error(struct field_errors *e, const char *path, const json_t *v, const char *expected) {
+        return field_errors_add(e, path, "Invalid value: \"%s\": must be of type %s", json_type_name(v), expected);
+}
+
+static int child_error(struct field_errors *e, const char *parent, const char *key, const json_t *v,
+                       const char *expected) {
+        _cleanup_free_ char *p = path_child(parent, key);
+        if (!p)
+                return -ENOMEM;
+        return type_error(e, p, v, expected);
+}
+
+/* A JSON value with no meaning ("not set"): absent or null. */
+static json_t *get(json_t *obj, const char *key) {
+        json_t *v = json_object_get(obj, key);
+        return json_is_null(v) ? NULL : v;
+}
+
+static int dup_string(struct field_errors *e, const char *path, json_t *v, char **ret) {
+        char *s;
+
+        if (!json_is_string(v))
+                return type_error(e, path, v, "string");
+        if (strlen(json_string_value(v)) != json_string_length(v))
+                return field_errors_add(e, path, "Invalid value: must not contain NUL characters");
+        s = strdup(json_string_value(v));
+        if (!s)
+                return -ENOMEM;
+        free(*ret);
+        *ret = s;
+        return 0;
+}
+
+static int get_string(struct field_errors *e, json_t *obj, const char *parent, const char *key, char **ret) {
+        _cleanup_free_ char *p = NULL;
+        json_t *v = get(obj, key);
+
+        if (!v)
+                return 0;
+        if (json_is_string(v) && strlen(json_string_value(v)) == json_string_length(v)) {
+                char *s = strdup(json_string_value(v));
+                if (!s)
+                        return -ENOMEM;
+                free(*ret);
+                *ret = s;
+                return 0;
+        }
+        p = path_child(parent, key);
+        if (!p)
+                return -ENOMEM;
+        return dup_string(e, p, v, ret);
+}
+
+static int get_bool(struct field_errors *e, json_t *obj, const char *parent, const char *key, bool *ret) {
+        json_t *v = get(obj, key);
+        if (!v)
+                return 0;
+        if (!json_is_boolean(v))
+                return child_error(e, parent, key, v, "boolean");
+        *ret = json_is_true(v);
+        return 0;
+}
+
+/* Integers; a number with no fractional part (80.0) is accepted too, as YAML tools often produce those. */
+static int get_integer(struct field_errors *e, json_t *obj, const char *parent, const char *key, int64_t min,
+                       int64_t max, const char *type, bool *ret_set, int64_t *ret) {
+        json_t *v = get(obj, key);
+        int64_t i;
+
+        if (!v)
+                return 0;
+        if (json_is_integer(v))
+                i = json_integer_value(v);
+        else if (json_is_real(v) && isfinite(json_real_value(v)) && floor(json_real_value(v)) == json_real_value(v) &&
+                 fabs(json_real_value(v)) < 9.2e18)
+                i = (int64_t) json_real_value(v);
+        else
+                return child_error(e, parent, key, v, "integer");
+        if (i < min || i > max) {
+                _cleanup_free_ char *p = path_child(parent, key);
+                if (!p)
+                        return -ENOMEM;
+                return field_errors_add(e, p, "Invalid value: %lld: must be of type %s", (long long) i, type);
+        }
+        *ret = i;
+        if (ret_set)
+                *ret_set = true;
+        return 0;
+}
+
+static int get_int32(struct field_errors *e, json_t *obj, const char *parent, const char *key, int32_t *ret) {
+        int64_t v = *ret;
+        int r = get_integer(e, obj, parent, key, INT32_MIN, INT32_MAX, "int32", NULL, &v);
+        *ret = (int32_t) v;
+        return r;
+}
+
+static int get_object(struct field_errors *e, json_t *obj, const char *parent, const char *key, json_t **ret) {
+        json_t *v = get(obj, key);
+        *ret = NULL;
+        if (!v)
+                return 0;
+        if (!json_is_object(v))
+                return child_error(e, parent, key, v, "object");
+        *ret = v;
+        return 0;
+}
+
+static int get_array(struct field_errors *e, json_t *obj, const char *parent, const char *key, size_t max,
+                     json_t **ret) {
+        json_t *v = get(obj, key);
+        *ret = NULL;
+        if (!v)
+                return 0;
+        if (!json_is_array(v))
+                return child_error(e, parent, key, v, "array");
+        if (json_array_size(v) > max) {
+                _cleanup_free_ char *p = path_child(parent, key);
+                if (!p)
+                        return -ENOMEM;
+                return field_errors_add(e, p, "Too many: %zu: must have at most %zu items", json_array_size(v), max);
+        }
+        *ret = v;
+        return 0;
+}
+
+static int get_strv(struct field_errors *e, json_t *obj, const char *parent, const char *key, char ***ret) {
+        _cleanup_strv_free_ char **l = NULL;
+        _cleanup_free_ char *p = NULL;
+        json_t *a, *v;
+        size_t i;
+        int r;
+
+        r = get_array(e, obj, parent, key, MAX_LIST_ITEMS, &a);
+        if (r < 0 || !a)
+                return r;
+        p = path_child(parent, key);
+        if (!p)
+                return -ENOMEM;
+        l = calloc(1, sizeof(char *)); /* an empty list stays an empty list, not NULL */
+        if (!l)
+                return -ENOMEM;
+        json_array_foreach(a, i, v) {
+                _cleanup_free_ char *ip = NULL, *s = NULL;
+                ip = path_index(p, i);
+                if (!ip)
+                        return -ENOMEM;
+                r = dup_string(e, ip, v, &s);
+                if (r < 0)
+                        return r;
+                if (s) {
+                        r = strv_push(&l, TAKE_PTR(s));
+                        if (r < 0)
+                                return r;
+                }
+        }
+        strv_free(*ret);
+        *ret = TAKE_PTR(l);
+        return 0;
+}
+
+static int get_string_map(struct field_errors *e, json_t *obj, const char *parent, const char *key,
+                          struct strmap *ret) {
+        _cleanup_free_ char *p = NULL;
+        const char *k;
+        json_t *m, *v;
+        int r;
+
+        r = get_object(e, obj, parent, key, &m);
+        if (r < 0 || !m)
+                return r;
+        p = path_child(parent, key);
+        if (!p)
+                return -ENOMEM;
+        json_object_foreach(m, k, v) {
+                _cleanup_free_ char *kp = NULL, *s = NULL;
+                if (json_is_null(v))
+                        continue;
+                kp = path_key(p, k);
+                if (!kp)
+                        return -ENOMEM;
+                r = dup_string(e, kp, v, &s);
+                if (r < 0)
+                        return r;
+                if (s) {
+                        r = strmap_set(ret, k, s);
+                        if (r < 0)
+                                return r;
+                }
+        }
+        return 0;
+}
+
+static int get_timestamp(struct field_errors *e, json_t *obj, const char *parent, const char *key, bool *ret_set,
+                         int64_t *ret) {
+        _cleanup_free_ char *p = NULL;
+        json_t *v = get(obj, key);
+        int64_t t;
+
+        if (!v)
+                return 0;
+        p = path_child(parent, key);
+        if (!p)
+                return -ENOMEM;
+        if (!json_is_string(v))
+                return type_error(e, p, v, "string");
+        if (parse_rfc3339(json_string_value(v), &t) < 0) {
+                _cleanup_free_ char *q = go_quote(json_string_value(v));
+                if (!q)
+                        return -ENOMEM;
+                return field_errors_add(e, p, "Invalid value: %s: must be an RFC 3339 date-time", q);
+        }
+        *ret = t;
+        if (ret_set)
+                *ret_set = true;
+        return 0;
+}
+
+/* "Unsupported value: \"X\": supported values: \"A\", \"B\"" */
+static int unsupported(struct field_errors *e, const char *parent, const char *key, const char *value,
+                       const char *supported) {
+        _cleanup_free_ char *p = path_child(parent, key), *q = go_quote(value);
+        if (!p || !q)
+                return -ENOMEM;
+        return field_errors_add(e, p, "Unsupported value: %s: supported values: %s", q, supported);
+}
+
+/* ---- resources ---- */
+
+static int resource_list_add(struct resource_list *l, const char *name, struct quantity *q) {
+        char **names, *n;
+        struct quantity *values;
+
+        n = strdup(name);
+        if (!n)
+                return -ENOMEM;
+        names = realloc(l->names, sizeof(*names) * (l->n + 1));
+        if (names)
+                l->names = names;
+        values = realloc(l->values, sizeof(*values) * (l->n + 1));
+        if (values)
+                l->values = values;
+        if (!names || !values) {
+                free(n);
+                return -ENOMEM;
+        }
+        l->names[l->n] = n;
+        l->values[l->n] = *q;
+        *q = (struct quantity) {};
+        l->n++;
+        return 0;
+}
+
+/* The shortest "%.*g" that reads back as the same double, like Go's strconv 'g' -1. */
+static void format_double(double d, char *buf, size_t size) {
+        for (int prec = 1; prec <= 17; prec++) {
+                snprintf(buf, size, "%.*g", prec, d);
+                if (strtod(buf, NULL) == d)
+                        return;
+        }
+}
+
+static int decode_resource_list(struct field_errors *e, json_t *obj, const char *parent, const char *key,
+                                struct resource_list *ret) {
+        _cleanup_free_ char *p = NULL;
+        const char *k;
+        json_t *m, *v;
+        int r;
+
+        r = get_object(e, obj, parent, key, &m);
+        if (r < 0 || !m)
+                return r;
+        p = path_child(parent, key);
+        if (!p)
+                return -ENOMEM;
+        json_object_foreach(m, k, v) {
+                _cleanup_free_ char *kp = NULL, *trimmed = NULL, *quoted = NULL;
+                struct quantity q = {};
+                const char *msg = NULL;
+                char num[64];
+                const char *s;
+
+                if (json_is_null(v))
+                        continue;
+                kp = path_key(p, k);
+                if (!kp)
+                        return -ENOMEM;
+                if (json_is_string(v))
+                        s = json_string_value(v);
+                else if (json_is_integer(v)) {
+                        snprintf(num, sizeof(num), "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+                        s = num;
+                } else if (json_is_real(v)) {
+                        format_double(json_real_value(v), num, sizeof(num));
+                        s = num;
+                } else {
+                        r = type_error(e, kp, v, "string");
+                        if (r < 0)
+                                return r;
+                        continue;
+                }
+                /* Quantity.UnmarshalJSON trims spaces */
+                {
+                        size_t a = 0, b = strlen(s);
+                        while (a < b && strchr(" \t\n\r\v\f", s[a]))
+                                a++;
+                        while (b > a && strchr(" \t\n\r\v\f", s[b - 1]))
+                                b--;
+                        trimmed = strndup(s + a, b - a);
+                        if (!trimmed)
+                                return -ENOMEM;
+                }
+                r = quantity_parse_exact(trimmed, NULL, NULL, &msg);
+                if (r == -ENOMEM)
+                        return r;
+                if (r < 0) {
+                        quoted = go_quote(s);
+                        if (!quoted)
+                                return -ENOMEM;
+                        r = field_errors_add(e, kp, "Invalid value: %s: %s", quoted, msg);
+                        if (r < 0)
+                                return r;
+                        continue;
+                }
+                r = quantity_parse(trimmed, &q);
+                if (r < 0)
+                        return r;
+                if (resource_list_get(ret, k)) {
+                        quantity_done(&q);
+                        continue;
+                }
+                r = resource_list_add(ret, k, &q);
+                if (r < 0) {
+                        quantity_done(&q);
+                        return r;
+                }
+        }
+        return 0;
+}
+
+/* ---- containers ---- */
+
+static int decode_env(struct field_errors *e, json_t *c, const char *cpath, struct container *ret) {
+        _cleanup_free_ char *p = NULL;
+        json_t *a, *v;
+        size_t i;
+        int r;
+
+        r = get_array(e, c, cpath, "env", MAX_LIST_ITEMS, &a);
+        if (r < 0 || !a || json_array_size(a) == 0)
+                return r;
+        p = path_child(cpath, "env");
+        if (!p)
+                return -ENOMEM;
+        ret->env = calloc(json_array_size(a), sizeof(struct env_var));
+        if (!ret->env)
+                return -ENOMEM;
+        json_array_foreach(a, i, v) {
+                _cleanup_free_ char *ip = path_index(p, i);
+                struct env_var *ev;
+                json_t *vf;
+
+                if (!ip)
+                        return -ENOMEM;
+                if (!json_is_object(v)) {
+                        r = type_error(e, ip, v, "object");
+                        if (r < 0)
+                                return r;
+                        continue;
+                }
+                ev = &ret->env[ret->n_env++];
+                r = get_string(e, v, ip, "name", &ev->name);
+                if (r >= 0)
+                        r = get_string(e, v, ip, "value", &ev->value);
+                if (r >= 0)
+                        r = get_object(e, v, ip, "valueFrom", &vf);
+                if (r < 0)
+                        return r;
+                if (vf)
+                        ev->value_from = json_incref(vf);
+        }
+        return 0;
+}
+
+static int decode_ports(struct field_errors *e, json_t *c, const char *cpath, struct container *ret) {
+        _cleanup_free_ char *p = NULL;
+        json_t *a, *v;
+        size_t i;
+        int r;
+
+        r = get_array(e, c, cpath, "ports", MAX_LIST_ITEMS, &a);
+        if (r < 0 || !a || json_array_size(a) == 0)
+                return r;
+        p = path_child(cpath, "ports");
+        if (!p)
+                return -ENOMEM;
+        ret->ports = calloc(json_array_size(a), sizeof(struct container_port));
+        if (!ret->ports)
+                return -ENOMEM;
+        json_array_foreach(a, i, v) {
+                _cleanup_free_ char *ip = path_index(p, i);
+                struct container_port *cp;
+
+                if (!ip)
+                        return -ENOMEM;
+                if (!json_is_object(v)) {
+                        r = type_error(e, ip, v, "object");
+                        if (r < 0)
+                                return r;
+                        continue;
+                }
+                cp = &ret->ports[ret->n_ports++];
+                r = get_string(e, v, ip, "name", &cp->name);
+                if (r >= 0)
+                        r = get_int32(e, v, ip, "containerPort", &cp->container_port);
+                if (r >= 0)
+                        r = get_int32(e, v, ip, "hostPort", &cp->host_port);
+                if (r >= 0)
+                        r = get_string(e, v, ip, "protocol", &cp->protocol);
+                if (r >= 0)
+                        r = get_string(e, v, ip, "hostIP", &cp->host_ip);
+                if (r < 0)
+                        return r;
+                if (cp->protocol && cp->protocol[0] == '\0')
+                        cp->protocol = mfree(cp->protocol);
+        }
+        return 0;
+}
+
+static int decode_container(struct field_errors *e, json_t *c, const char *cpath, struct container *ret) {
+        _cleanup_free_ char *pull = NULL, *tmp = NULL;
+        json_t *res;
+        int r;
+
+        ret->raw = json_incref(c);
+
+        r = get_string(e, c, cpath, "name", &ret->name);
+        if (r >= 0)
+                r = get_string(e, c, cpath, "image", &ret->image);
+        if (r >= 0)
+                r = get_strv(e, c, cpath, "command", &ret->command);
+        if (r >= 0)
+                r = get_strv(e, c, cpath, "args", &ret->args);
+        if (r >= 0)
+                r = get_string(e, c, cpath, "workingDir", &ret->working_dir);
+        if (r >= 0)
+                r = decode_ports(e, c, cpath, ret);
+        if (r >= 0)
+                r = decode_env(e, c, cpath, ret);
+        if (r >= 0)
+                r = get_object(e, c, cpath, "resources", &res);
+        if (r >= 0 && res) {
+                _cleanup_free_ char *rp = path_child(cpath, "resources");
+                if (!rp)
+                        return -ENOMEM;
+                r = decode_resource_list(e, res, rp, "limits", &ret->resources.limits);
+                if (r >= 0)
+                        r = decode_resource_list(e, res, rp, "requests", &ret->resources.requests);
+        }
+        if (r >= 0)
+                r = get_string(e, c, cpath, "terminationMessagePath", &ret->termination_message_path);
+        if (r >= 0)
+                r = get_bool(e, c, cpath, "stdin", &ret->stdin_);
+        if (r >= 0)
+                r = get_bool(e, c, cpath, "stdinOnce", &ret->stdin_once);
+        if (r >= 0)
+                r = get_bool(e, c, cpath, "tty", &ret->tty);
+        if (r >= 0)
+                r = get_string(e, c, cpath, "imagePullPolicy", &pull);
+        if (r < 0)
+                return r;
+        if (isempty(pull))
+                ret->image_pull_policy = PULL_POLICY_UNSET;
+        else if (streq(pull, "Always"))
+                ret->image_pull_policy = PULL_POLICY_ALWAYS;
+        else if (streq(pull, "IfNotPresent"))
+                ret->image_pull_policy = PULL_POLICY_IF_NOT_PRESENT;
+        else if (streq(pull, "Never"))
+                ret->image_pull_policy = PULL_POLICY_NEVER;
+        else {
+                r = unsupported(e, cpath, "imagePullPolicy", pull, "\"Always\", \"IfNotPresent\", \"Never\"");
+                if (r < 0)
+                        return r;
+        }
+
+        r = get_string(e, c, cpath, "terminationMessagePolicy", &tmp);
+        if (r < 0)
+                return r;
+        if (isempty(tmp) || streq(tmp, "File"))
+                ret->termination_message_policy = TERMINATION_MESSAGE_READ_FILE;
+        else if (streq(tmp, "FallbackToLogsOnError"))
+                ret->termination_message_policy = TERMINATION_MESSAGE_FALLBACK_TO_LOGS_ON_ERROR;
+        else {
+                r = unsupported(e, cpath, "terminationMessagePolicy", tmp, "\"File\", \"FallbackToLogsOnError\"");
+                if (r < 0)
+                        return r;
+        }
+        if (ret->termination_message_path && ret->termination_message_path[0] == '\0')
+                ret->termination_message_path = mfree(ret->termination_message_path);
+        return 0;
+}
+
+static int decode_containers(struct field_errors *e, json_t *spec, const char *key, struct container **ret,
+                             size_t *ret_n) {
+        _cleanup_free_ char *p = NULL;
+        json_t *a, *v;
+        size_t i;
+        int r;
+
+        r = get_array(e, spec, "spec", key, MAX_CONTAINERS, &a);
+        if (r < 0 || !a || json_array_size(a) == 0)
+                return r;
+        p = path_child("spec", key);
+        if (!p)
+                return -ENOMEM;
+        *ret = calloc(json_array_size(a), sizeof(struct container));
+        if (!*ret)
+                return -ENOMEM;
+        json_array_foreach(a, i, v) {
+                _cleanup_free_ char *ip = path_index(p, i);
+                if (!ip)
+                        return -ENOMEM;
+                if (!json_is_object(v)) {
+                        r = type_error(e, ip, v, "object");
+                        if (r < 0)
+                                return r;
+                        continue;
+                }
+                /* keep indexes aligned with the document for error paths of later stages */
+                *ret_n = i + 1;
+                r = decode_container(e, v, ip, &(*ret)[i]);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static int decode_spec(struct field_errors *e, json_t *spec, struct pod_spec *s) {
+        _cleanup_free_ char *restart = NULL, *deprecated_sa = NULL;
+        int64_t v;
+        int r;
+
+        r = decode_containers(e, spec, "containers", &s->containers, &s->n_containers);
+        if (r >= 0)
+                r = decode_containers(e, spec, "initContainers", &s->init_containers, &s->n_init_containers);
+        if (r >= 0)
+                r = get_string(e, spec, "spec", "restartPolicy", &restart);
+        if (r >= 0) {
+                v = s->termination_grace_period_seconds;
+                r = get_integer(e, spec, "spec", "terminationGracePeriodSeconds", INT64_MIN, INT64_MAX, "int64",
+                                &s->termination_grace_period_set, &v);
+                s->termination_grace_period_seconds = v;
+        }
+        if (r >= 0)
+                r = get_integer(e, spec, "spec", "activeDeadlineSeconds", INT64_MIN, INT64_MAX, "int64",
+                                &s->has_active_deadline, &s->active_deadline_seconds);
+        if (r >= 0)
+                r = get_bool(e, spec, "spec", "hostNetwork", &s->host_network);
+        if (r >= 0)
+                r = get_bool(e, spec, "spec", "hostPID", &s->host_pid);
+        if (r >= 0)
+                r = get_bool(e, spec, "spec", "hostIPC", &s->host_ipc);
+        if (r >= 0)
+                r = get_string(e, spec, "spec", "nodeName", &s->node_name);
+        if (r >= 0)
+                r = get_string(e, spec, "spec", "hostname", &s->hostname);
+        if (r >= 0)
+                r = get_string(e, spec, "spec", "subdomain", &s->subdomain);
+        if (r >= 0)
+                r = get_string(e, spec, "spec", "serviceAccountName", &s->service_account_name);
+        if (r >= 0)
+                r = get_string(e, spec, "spec", "serviceAccount", &deprecated_sa);
+        if (r >= 0)
+                r = get_string(e, spec, "spec", "dnsPolicy", &s->dns_policy);
+        if (r >= 0)
+                r = get_string(e, spec, "spec", "schedulerName", &s->scheduler_name);
+        if (r >= 0)
+                r = get_int32(e, spec, "spec", "priority", &s->priority);
+        if (r < 0)
+                return r;
+
+        /* the deprecated serviceAccount fills serviceAccountName when that is empty (v1 conversion) */
+        if (isempty(s->service_account_name) && !isempty(deprecated_sa)) {
+                free(s->service_account_name);
+                s->service_account_name = TAKE_PTR(deprecated_sa);
+        }
+        /* empty strings mean "unset" in Go; keep NULL for those so defaults apply */
+        if (s->dns_policy && s->dns_policy[0] == '\0')
+                s->dns_policy = mfree(s->dns_policy);
+        if (s->scheduler_name && s->scheduler_name[0] == '\0')
+                s->scheduler_name = mfree(s->scheduler_name);
+
+        if (isempty(restart) || streq(restart, "Always"))
+                s->restart_policy = RESTART_POLICY_ALWAYS;
+        else if (streq(restart, "OnFailure"))
+                s->restart_policy = RESTART_POLICY_ON_FAILURE;
+        else if (streq(restart, "Never"))
+                s->restart_policy = RESTART_POLICY_NEVER;
+        else
+                return unsupported(e, "spec", "restartPolicy", restart, "\"Always\", \"OnFailure\", \"Never\"");
+        return 0;
+}
+
+static int decode_metadata(struct field_errors *e, json_t *md, struct pod *p) {
+        bool has_created = false;
+        int r;
+
+        r = get_string(e, md, "metadata", "name", &p->name);
+        if (r >= 0)
+                r = get_string(e, md, "metadata", "namespace", &p->namespace_);
+        if (r >= 0)
+                r = get_string(e, md, "metadata", "uid", &p->uid);
+        if (r >= 0)
+                r = get_string(e, md, "metadata", "resourceVersion", &p->resource_version);
+        if (r >= 0)
+                r = get_string(e, md, "metadata", "generateName", &p->generate_name);
+        if (r >= 0)
+                r = get_string_map(e, md, "metadata", "labels", &p->labels);
+        if (r >= 0)
+                r = get_string_map(e, md, "metadata", "annotations", &p->annotations);
+        if (r >= 0)
+                r = get_timestamp(e, md, "metadata", "creationTimestamp", &has_created, &p->creation_timestamp_nsec);
+        if (r >= 0)
+                r = get_timestamp(e, md, "metadata", "deletionTimestamp", &p->has_deletion_timestamp,
+                                  &p->deletion_timestamp_nsec);
+        if (r >= 0)
+                r = get_integer(e, md, "metadata", "deletionGracePeriodSeconds", INT64_MIN, INT64_MAX, "int64", NULL,
+                                &p->deletion_grace_period_seconds);
+        if (r < 0)
+                return r;
+        /* "" is the same as unset for these */
+        if (p->namespace_ && p->namespace_[0] == '\0')
+                p->namespace_ = mfree(p->namespace_);
+        if (p->uid && p->uid[0] == '\0')
+                p->uid = mfree(p->uid);
+        return 0;
+}
+
+int pod_decode(json_t *obj, struct pod **ret, struct field_errors *errs) {
+        _cleanup_(field_errors_done) struct field_errors local = {};
+        _cleanup_pod_free_ struct pod *p = NULL;
+        struct field_errors *e = errs ? errs : &local;
+        size_t n_before = e->n;
+        json_t *md, *spec;
+        int r;
+
+        if (!ret)
+                return -EINVAL;
+        if (!json_is_object(obj)) {
+                r = type_error(e, "", obj, "object");
+                return r < 0 ? r : -EINVAL;
+        }
+        p = pod_new();
+        if (!p)
+                return -ENOMEM;
+        /* a private copy: later changes by the caller to obj do not reach the pod */
+        p->raw = json_deep_copy(obj);
+        if (!p->raw)
+                return -ENOMEM;
+
+        r = get_object(e, p->raw, "", "metadata", &md);
+        if (r >= 0 && md)
+                r = decode_metadata(e, md, p);
+        if (r >= 0)
+                r = get_object(e, p->raw, "", "spec", &spec);
+        if (r >= 0 && spec)
+                r = decode_spec(e, spec, &p->spec);
+        if (r < 0)
+                return r;
+        if (e->n > n_before)
+                return -EINVAL;
+        *ret = TAKE_PTR(p);
+        return 0;
+}

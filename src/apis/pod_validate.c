@@ -1,0 +1,599 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Pod validation: the subset of ValidatePodCreate (pkg/apis/core/validation) that covers the fields in struct
+ * pod, in the same order and with the same wording, e.g.
+ *   metadata.name: Invalid value: "Foo": a lowercase RFC 1123 subdomain must consist of ...
+ *   spec.containers[1].name: Duplicate value: "app"
+ * Differences from upstream: a negative terminationGracePeriodSeconds is refused (upstream's registry
+ * silently changes it to 1); map keys (labels, resources) are visited in document order, not Go's random
+ * map order. */
+#include <inttypes.h>
+#include <string.h>
+
+#include "apis/apis-internal.h"
+#include "apis/pod.h"
+
+#define TOTAL_ANNOTATION_SIZE_LIMIT (256 * 1024)
+#define MIRROR_POD_ANNOTATION "kubernetes.io/config.mirror"
+
+struct ctx {
+        struct field_errors *errs;
+        int r; /* first allocation failure */
+};
+
+#define CHECK_OOM(c, expr)                    \
+        do {                                  \
+                int _k = (expr);              \
+                if (_k < 0 && (c)->r == 0)    \
+                        (c)->r = _k;          \
+        } while (0)
+
+static void required(struct ctx *c, const char *path, const char *detail) {
+        if (isempty(detail))
+                CHECK_OOM(c, field_errors_add(c->errs, path, "Required value"));
+        else
+                CHECK_OOM(c, field_errors_add(c->errs, path, "Required value: %s", detail));
+}
+
+static void invalid_str(struct ctx *c, const char *path, const char *value, const char *msg) {
+        _cleanup_free_ char *q = go_quote(value);
+        if (!q) {
+                CHECK_OOM(c, -ENOMEM);
+                return;
+        }
+        CHECK_OOM(c, field_errors_add(c->errs, path, "Invalid value: %s: %s", q, msg));
+}
+
+static void invalid_int(struct ctx *c, const char *path, int64_t value, const char *msg) {
+        CHECK_OOM(c, field_errors_add(c->errs, path, "Invalid value: %" PRId64 ": %s", value, msg));
+}
+
+static void duplicate_str(struct ctx *c, const char *path, const char *value) {
+        _cleanup_free_ char *q = go_quote(value);
+        if (!q) {
+                CHECK_OOM(c, -ENOMEM);
+                return;
+        }
+        CHECK_OOM(c, field_errors_add(c->errs, path, "Duplicate value: %s", q));
+}
+
+static void not_supported(struct ctx *c, const char *path, const char *value, const char *supported) {
+        _cleanup_free_ char *q = go_quote(value);
+        if (!q) {
+                CHECK_OOM(c, -ENOMEM);
+                return;
+        }
+        CHECK_OOM(c, field_errors_add(c->errs, path, "Unsupported value: %s: supported values: %s", q, supported));
+}
+
+/* Run a name check and report every message as Invalid(path, value, msg). */
+static void check_name(struct ctx *c, const char *path, const char *value,
+                       size_t (*check)(const char *, const char *[static NAME_MAX_MSGS])) {
+        const char *msgs[NAME_MAX_MSGS];
+        size_t n = check(value, msgs);
+        for (size_t i = 0; i < n; i++)
+                invalid_str(c, path, value, msgs[i]);
+}
+
+/* Build a path and keep track of allocation failure; returns NULL (and records -ENOMEM) on failure. */
+static char *child(struct ctx *c, const char *parent, const char *name) {
+        char *p = path_child(parent, name);
+        if (!p)
+                CHECK_OOM(c, -ENOMEM);
+        return p;
+}
+
+static char *idx(struct ctx *c, const char *parent, size_t i) {
+        char *p = path_index(parent, i);
+        if (!p)
+                CHECK_OOM(c, -ENOMEM);
+        return p;
+}
+
+static char *key(struct ctx *c, const char *parent, const char *k) {
+        char *p = path_key(parent, k);
+        if (!p)
+                CHECK_OOM(c, -ENOMEM);
+        return p;
+}
+
+/* ---- metadata ---- */
+
+static void validate_metadata(struct ctx *c, const struct pod *p) {
+        size_t total = 0;
+
+        if (!isempty(p->generate_name)) {
+                /* NameIsDNSSubdomain(prefix=true): a trailing '-' is allowed */
+                _cleanup_free_ char *masked = strdup(p->generate_name);
+                if (!masked) {
+                        CHECK_OOM(c, -ENOMEM);
+                        return;
+                }
+                if (strlen(masked) > 1 && endswith(masked, "-"))
+                        masked[strlen(masked) - 1] = 'a';
+                const char *msgs[NAME_MAX_MSGS];
+                size_t n = check_dns1123_subdomain(masked, msgs);
+                for (size_t i = 0; i < n; i++)
+                        invalid_str(c, "metadata.generateName", p->generate_name, msgs[i]);
+        }
+        if (isempty(p->name))
+                required(c, "metadata.name", "name or generateName is required");
+        else
+                check_name(c, "metadata.name", p->name, check_dns1123_subdomain);
+
+        if (isempty(p->namespace_))
+                required(c, "metadata.namespace", NULL);
+        else
+                check_name(c, "metadata.namespace", p->namespace_, check_dns1123_label);
+
+        for (size_t i = 0; i < p->labels.n; i++) {
+                check_name(c, "metadata.labels", p->labels.keys[i], check_qualified_name);
+                check_name(c, "metadata.labels", p->labels.values[i], check_label_value);
+        }
+
+        for (size_t i = 0; i < p->annotations.n; i++) {
+                /* the rule is a qualified name, case-insensitively */
+                _cleanup_free_ char *lower = strdup(p->annotations.keys[i]);
+                const char *msgs[NAME_MAX_MSGS];
+                size_t n;
+
+                if (!lower) {
+                        CHECK_OOM(c, -ENOMEM);
+                        return;
+                }
+                for (char *s = lower; *s; s++)
+                        if (*s >= 'A' && *s <= 'Z')
+                                *s = (char) (*s - 'A' + 'a');
+                n = check_qualified_name(lower, msgs);
+                for (size_t j = 0; j < n; j++)
+                        invalid_str(c, "metadata.annotations", p->annotations.keys[i], msgs[j]);
+                total += strlen(p->annotations.keys[i]) + strlen(p->annotations.values[i]);
+        }
+        if (total > TOTAL_ANNOTATION_SIZE_LIMIT)
+                CHECK_OOM(c, field_errors_add(c->errs, "metadata.annotations", "Too long: may not be more than %d bytes",
+                                              TOTAL_ANNOTATION_SIZE_LIMIT));
+
+        /* ValidatePodSpecificAnnotations */
+        const char *mirror = strmap_get(&p->annotations, MIRROR_POD_ANNOTATION);
+        if (mirror && isempty(p->spec.node_name))
+                invalid_str(c, "metadata.annotations[" MIRROR_POD_ANNOTATION "]", mirror,
+                            "must set spec.nodeName if mirror pod annotation is set");
+}
+
+/* ---- containers ---- */
+
+static void validate_ports(struct ctx *c, const struct container *ctr, const char *cpath) {
+        _cleanup_free_ char *pp = child(c, cpath, "ports");
+        if (!pp)
+                return;
+        for (size_t i = 0; i < ctr->n_ports; i++) {
+                const struct container_port *port = &ctr->ports[i];
+                _cleanup_free_ char *ip = idx(c, pp, i), *np = NULL, *cp = NULL, *hp = NULL, *pr = NULL;
+                if (!ip)
+                        return;
+                np = child(c, ip, "name");
+                cp = child(c, ip, "containerPort");
+                hp = child(c, ip, "hostPort");
+                pr = child(c, ip, "protocol");
+                if (!np || !cp || !hp || !pr)
+                        return;
+
+                if (!isempty(port->name)) {
+                        const char *msgs[NAME_MAX_MSGS];
+                        size_t n = check_iana_svc_name(port->name, msgs);
+                        bool dup = false;
+                        for (size_t j = 0; j < n; j++)
+                                invalid_str(c, np, port->name, msgs[j]);
+                        for (size_t j = 0; n == 0 && j < i; j++)
+                                if (ctr->ports[j].name && streq(ctr->ports[j].name, port->name) &&
+                                    check_iana_svc_name(ctr->ports[j].name, msgs) == 0)
+                                        dup = true;
+                        if (dup)
+                                duplicate_str(c, np, port->name);
+                }
+                if (port->container_port == 0)
+                        required(c, cp, NULL);
+                else if (port->container_port < 1 || port->container_port > 65535)
+                        invalid_int(c, cp, port->container_port, "must be between 1 and 65535, inclusive");
+                if (port->host_port != 0 && (port->host_port < 1 || port->host_port > 65535))
+                        invalid_int(c, hp, port->host_port, "must be between 1 and 65535, inclusive");
+                if (isempty(port->protocol))
+                        required(c, pr, NULL);
+                else if (!streq(port->protocol, "TCP") && !streq(port->protocol, "UDP") &&
+                         !streq(port->protocol, "SCTP"))
+                        not_supported(c, pr, port->protocol, "\"SCTP\", \"TCP\", \"UDP\"");
+        }
+}
+
+static void validate_value_from(struct ctx *c, const struct env_var *ev, const char *vpath) {
+        static const char *const sources[] = { "fieldRef", "resourceFieldRef", "configMapKeyRef", "secretKeyRef" };
+        size_t n = 0;
+
+        if (!ev->value_from)
+                return;
+        for (size_t i = 0; i < ELEMENTSOF(sources); i++) {
+                json_t *s = json_object_get(ev->value_from, sources[i]);
+                _cleanup_free_ char *sp = NULL;
+                if (!s || json_is_null(s))
+                        continue;
+                n++;
+                sp = child(c, vpath, sources[i]);
+                if (!sp)
+                        return;
+                if (!json_is_object(s)) {
+                        invalid_str(c, sp, "", "must be an object");
+                        continue;
+                }
+                if (streq(sources[i], "fieldRef")) {
+                        json_t *fp = json_object_get(s, "fieldPath");
+                        _cleanup_free_ char *fpp = child(c, sp, "fieldPath");
+                        if (!fpp)
+                                return;
+                        if (!json_is_string(fp) || json_string_length(fp) == 0)
+                                required(c, fpp, NULL);
+                } else if (streq(sources[i], "resourceFieldRef")) {
+                        json_t *res = json_object_get(s, "resource");
+                        _cleanup_free_ char *rp = child(c, sp, "resource");
+                        if (!rp)
+                                return;
+                        if (!json_is_string(res) || json_string_length(res) == 0)
+                                required(c, rp, NULL);
+                } else {
+                        json_t *k = json_object_get(s, "key");
+                        _cleanup_free_ char *kp = child(c, sp, "key");
+                        if (!kp)
+                                return;
+                        if (!json_is_string(k) || json_string_length(k) == 0)
+                                required(c, kp, NULL);
+                }
+        }
+        if (n == 0)
+                invalid_str(c, vpath, "", "must specify one of: `fieldRef`, `resourceFieldRef`, `configMapKeyRef` or `secretKeyRef`");
+        else if (!isempty(ev->value))
+                invalid_str(c, vpath, "", "may not be specified when `value` is not empty");
+        else if (n > 1)
+                invalid_str(c, vpath, "", "may not have more than one field specified at a time");
+}
+
+static void validate_env(struct ctx *c, const struct container *ctr, const char *cpath) {
+        _cleanup_free_ char *ep = child(c, cpath, "env");
+        if (!ep)
+                return;
+        for (size_t i = 0; i < ctr->n_env; i++) {
+                const struct env_var *ev = &ctr->env[i];
+                _cleanup_free_ char *ip = idx(c, ep, i), *np = NULL, *vp = NULL;
+                if (!ip)
+                        return;
+                np = child(c, ip, "name");
+                vp = child(c, ip, "valueFrom");
+                if (!np || !vp)
+                        return;
+                if (isempty(ev->name))
+                        required(c, np, NULL);
+                else
+                        check_name(c, np, ev->name, check_env_var_name);
+                validate_value_from(c, ev, vp);
+        }
+}
+
+/* helper.IsNativeResource: no domain, or a kubernetes.io domain */
+static bool is_native_resource(const char *name) {
+        return !strchr(name, '/') || strstr(name, "kubernetes.io/");
+}
+
+static bool is_hugepages(const char *name) {
+        return startswith(name, "hugepages-");
+}
+
+static bool is_extended_resource(const char *name) {
+        _cleanup_free_ char *quota = NULL;
+        const char *msgs[NAME_MAX_MSGS];
+
+        if (is_native_resource(name) || startswith(name, "requests."))
+                return false;
+        if (asprintf(&quota, "requests.%s", name) < 0)
+                return false;
+        return check_qualified_name(quota, msgs) == 0;
+}
+
+static bool is_standard_resource(const char *name) {
+        static const char *const standard[] = {
+                "cpu", "memory", "ephemeral-storage", "requests.cpu", "requests.memory",
+                "requests.ephemeral-storage", "limits.cpu", "limits.memory", "limits.ephemeral-storage", "pods",
+                "quotas", "services", "replicationcontrollers", "resourcequotas", "secrets", "configmaps",
+                "persistentvolumeclaims", "storage", "requests.storage", "services.nodeports",
+                "services.loadbalancers",
+        };
+        for (size_t i = 0; i < ELEMENTSOF(standard); i++)
+                if (streq(standard[i], name))
+                        return true;
+        return is_hugepages(name) || startswith(name, "requests.hugepages-");
+}
+
+static bool is_integer_resource(const char *name) {
+        static const char *const integer[] = {
+                "pods", "quotas", "services", "replicationcontrollers", "secrets", "configmaps",
+                "persistentvolumeclaims", "services.nodeports", "services.loadbalancers",
+        };
+        for (size_t i = 0; i < ELEMENTSOF(integer); i++)
+                if (streq(integer[i], name))
+                        return true;
+        return is_extended_resource(name);
+}
+
+static void validate_resource_name(struct ctx *c, const char *path, const char *name) {
+        const char *msgs[NAME_MAX_MSGS];
+        size_t n = check_qualified_name(name, msgs);
+
+        /* validateResourceName */
+        for (size_t i = 0; i < n; i++)
+                invalid_str(c, path, name, msgs[i]);
+        if (n == 0 && !strchr(name, '/') && !is_standard_resource(name))
+                invalid_str(c, path, name, "must be a standard resource type or fully qualified");
+        /* validateContainerResourceName */
+        if (!strchr(name, '/')) {
+                if (!streq(name, "cpu") && !streq(name, "memory") && !streq(name, "ephemeral-storage") &&
+                    !is_hugepages(name))
+                        invalid_str(c, path, name, "must be a standard resource for containers");
+        } else if (!is_native_resource(name) && !is_extended_resource(name))
+                invalid_str(c, path, name, "doesn't follow extended resource name standard");
+}
+
+static void invalid_quantity(struct ctx *c, const char *path, const struct quantity *q, const char *msg) {
+        _cleanup_free_ char *s = quantity_canonical(q);
+        invalid_str(c, path, s ? s : q->str, msg);
+}
+
+static void validate_quantity_value(struct ctx *c, const char *path, const char *name, const struct quantity *q) {
+        struct quantity zero = { .str = (char *) "0" };
+        if (quantity_cmp(q, &zero) < 0)
+                invalid_quantity(c, path, q, "must be greater than or equal to 0");
+        if (is_integer_resource(name) && q->milli % 1000 != 0)
+                invalid_quantity(c, path, q, "must be an integer");
+}
+
+static void validate_resources(struct ctx *c, const struct container *ctr, const char *cpath) {
+        const struct resource_requirements *res = &ctr->resources;
+        _cleanup_free_ char *rp = child(c, cpath, "resources"), *lp = NULL, *qp = NULL;
+
+        if (!rp)
+                return;
+        lp = child(c, rp, "limits");
+        qp = child(c, rp, "requests");
+        if (!lp || !qp)
+                return;
+        for (size_t i = 0; i < res->limits.n; i++) {
+                _cleanup_free_ char *kp = key(c, lp, res->limits.names[i]);
+                if (!kp)
+                        return;
+                validate_resource_name(c, kp, res->limits.names[i]);
+                validate_quantity_value(c, kp, res->limits.names[i], &res->limits.values[i]);
+        }
+        for (size_t i = 0; i < res->requests.n; i++) {
+                const char *name = res->requests.names[i];
+                const struct quantity *q = &res->requests.values[i], *lim;
+                _cleanup_free_ char *kp = key(c, qp, name);
+                bool overcommit = is_native_resource(name) && !is_hugepages(name);
+
+                if (!kp)
+                        return;
+                validate_resource_name(c, kp, name);
+                validate_quantity_value(c, kp, name, q);
+                lim = resource_list_get(&res->limits, name);
+                if (lim) {
+                        _cleanup_free_ char *ls = quantity_canonical(lim), *msg = NULL;
+                        int cmp = quantity_cmp(q, lim);
+                        if (!ls) {
+                                CHECK_OOM(c, -ENOMEM);
+                                return;
+                        }
+                        if (cmp != 0 && !overcommit) {
+                                if (asprintf(&msg, "must be equal to %s limit of %s", name, ls) < 0) {
+                                        CHECK_OOM(c, -ENOMEM);
+                                        return;
+                                }
+                                invalid_quantity(c, qp, q, msg);
+                        } else if (cmp > 0) {
+                                if (asprintf(&msg, "must be less than or equal to %s limit of %s", name, ls) < 0) {
+                                        CHECK_OOM(c, -ENOMEM);
+                                        return;
+                                }
+                                invalid_quantity(c, qp, q, msg);
+                        }
+                } else if (!overcommit)
+                        required(c, lp, "Limit must be set for non overcommitable resources");
+        }
+}
+
+static void validate_container_common(struct ctx *c, const struct container *ctr, const char *cpath) {
+        _cleanup_free_ char *np = child(c, cpath, "name"), *ip = child(c, cpath, "image"),
+                            *pp = child(c, cpath, "imagePullPolicy");
+        if (!np || !ip || !pp)
+                return;
+        if (isempty(ctr->name))
+                required(c, np, NULL);
+        else
+                check_name(c, np, ctr->name, check_dns1123_label);
+        if (isempty(ctr->image))
+                required(c, ip, NULL);
+        validate_ports(c, ctr, cpath);
+        validate_env(c, ctr, cpath);
+        if (ctr->image_pull_policy == PULL_POLICY_UNSET)
+                required(c, pp, NULL);
+        validate_resources(c, ctr, cpath);
+}
+
+/* AccumulateUniqueHostPorts over containers[from, to) */
+static void check_host_port_conflicts(struct ctx *c, const struct container *ctrs, size_t from, size_t to,
+                                      const char *lpath) {
+        for (size_t ci = from; ci < to; ci++)
+                for (size_t pi = 0; pi < ctrs[ci].n_ports; pi++) {
+                        const struct container_port *p = &ctrs[ci].ports[pi];
+                        bool dup = false;
+
+                        if (p->host_port == 0)
+                                continue;
+                        for (size_t cj = from; !dup && cj <= ci; cj++)
+                                for (size_t pj = 0; pj < ctrs[cj].n_ports && !(cj == ci && pj >= pi); pj++) {
+                                        const struct container_port *o = &ctrs[cj].ports[pj];
+                                        if (o->host_port == p->host_port && streq(strempty(o->protocol), strempty(p->protocol)) &&
+                                            streq(strempty(o->host_ip), strempty(p->host_ip))) {
+                                                dup = true;
+                                                break;
+                                        }
+                                }
+                        if (dup) {
+                                _cleanup_free_ char *s = NULL, *path = NULL;
+                                if (asprintf(&s, "%s/%s/%" PRId32, strempty(p->protocol), strempty(p->host_ip),
+                                             p->host_port) < 0 ||
+                                    asprintf(&path, "%s[%zu].ports[%zu].hostPort", lpath, ci, pi) < 0) {
+                                        CHECK_OOM(c, -ENOMEM);
+                                        return;
+                                }
+                                duplicate_str(c, path, s);
+                        }
+                }
+}
+
+static void validate_containers(struct ctx *c, const struct pod_spec *s) {
+        if (s->n_containers == 0) {
+                required(c, "spec.containers", NULL);
+                return;
+        }
+        for (size_t i = 0; i < s->n_containers; i++) {
+                _cleanup_free_ char *cp = idx(c, "spec.containers", i), *np = NULL;
+                if (!cp)
+                        return;
+                validate_container_common(c, &s->containers[i], cp);
+                for (size_t j = 0; j < i; j++)
+                        if (streq(strempty(s->containers[j].name), strempty(s->containers[i].name))) {
+                                np = child(c, cp, "name");
+                                if (np)
+                                        duplicate_str(c, np, strempty(s->containers[i].name));
+                                break;
+                        }
+        }
+        check_host_port_conflicts(c, s->containers, 0, s->n_containers, "spec.containers");
+}
+
+static void validate_init_containers(struct ctx *c, const struct pod_spec *s) {
+        for (size_t i = 0; i < s->n_init_containers; i++) {
+                const struct container *ctr = &s->init_containers[i];
+                _cleanup_free_ char *cp = idx(c, "spec.initContainers", i);
+                bool dup = false;
+
+                if (!cp)
+                        return;
+                validate_container_common(c, ctr, cp);
+                /* names are unique across regular and init containers */
+                for (size_t j = 0; !dup && j < s->n_containers; j++)
+                        dup = streq(strempty(s->containers[j].name), strempty(ctr->name));
+                for (size_t j = 0; !dup && j < i; j++)
+                        dup = !isempty(s->init_containers[j].name) && streq(s->init_containers[j].name, strempty(ctr->name));
+                if (dup) {
+                        _cleanup_free_ char *np = child(c, cp, "name");
+                        if (np)
+                                duplicate_str(c, np, strempty(ctr->name));
+                }
+                /* init containers run one by one: conflicts only within one */
+                check_host_port_conflicts(c, s->init_containers, i, i + 1, "spec.initContainers");
+        }
+}
+
+static void validate_host_network(struct ctx *c, const struct pod_spec *s) {
+        if (!s->host_network)
+                return;
+        for (size_t i = 0; i < s->n_containers; i++)
+                for (size_t j = 0; j < s->containers[i].n_ports; j++) {
+                        const struct container_port *p = &s->containers[i].ports[j];
+                        _cleanup_free_ char *path = NULL;
+                        if (p->host_port == p->container_port)
+                                continue;
+                        if (asprintf(&path, "spec.containers[%zu].ports[%zu].hostPort", i, j) < 0) {
+                                CHECK_OOM(c, -ENOMEM);
+                                return;
+                        }
+                        invalid_int(c, path, p->host_port, "must match `containerPort` when `hostNetwork` is true");
+                }
+}
+
+static void validate_dns(struct ctx *c, const struct pod *p) {
+        const char *d = p->spec.dns_policy;
+        json_t *cfg;
+
+        if (isempty(d)) {
+                required(c, "spec.dnsPolicy", NULL);
+                return;
+        }
+        if (!streq(d, "ClusterFirstWithHostNet") && !streq(d, "ClusterFirst") && !streq(d, "Default") &&
+            !streq(d, "None")) {
+                not_supported(c, "spec.dnsPolicy", d, "\"ClusterFirstWithHostNet\", \"ClusterFirst\", \"Default\", \"None\"");
+                return;
+        }
+        if (!streq(d, "None"))
+                return;
+        cfg = json_object_get(json_object_get(p->raw, "spec"), "dnsConfig");
+        if (!json_is_object(cfg))
+                required(c, "spec.dnsConfig", "must provide `dnsConfig` when `dnsPolicy` is None");
+        else if (json_array_size(json_object_get(cfg, "nameservers")) == 0)
+                required(c, "spec.dnsConfig.nameservers", "must provide at least one DNS nameserver when `dnsPolicy` is None");
+}
+
+static void validate_image_whitespace(struct ctx *c, const struct container *ctrs, size_t n, const char *lpath) {
+        for (size_t i = 0; i < n; i++) {
+                const char *img = ctrs[i].image;
+                size_t len;
+                _cleanup_free_ char *path = NULL;
+                if (isempty(img))
+                        continue;
+                len = strlen(img);
+                if (!strchr(" \t\n\r\v\f", img[0]) && !strchr(" \t\n\r\v\f", img[len - 1]))
+                        continue;
+                if (asprintf(&path, "%s[%zu].image", lpath, i) < 0) {
+                        CHECK_OOM(c, -ENOMEM);
+                        return;
+                }
+                invalid_str(c, path, img, "must not have leading or trailing whitespace");
+        }
+}
+
+static void validate_spec(struct ctx *c, const struct pod *p) {
+        const struct pod_spec *s = &p->spec;
+
+        if (!s->termination_grace_period_set)
+                required(c, "spec.terminationGracePeriodSeconds", NULL);
+        else if (s->termination_grace_period_seconds < 0)
+                invalid_int(c, "spec.terminationGracePeriodSeconds", s->termination_grace_period_seconds,
+                            "must be greater than or equal to 0");
+        validate_containers(c, s);
+        validate_init_containers(c, s);
+        validate_host_network(c, s);
+        /* restartPolicy: an enum, checked when decoding */
+        validate_dns(c, p);
+        if (!isempty(s->service_account_name))
+                check_name(c, "spec.serviceAccountName", s->service_account_name, check_dns1123_subdomain);
+        if (!isempty(s->node_name))
+                check_name(c, "spec.nodeName", s->node_name, check_dns1123_subdomain);
+        if (s->has_active_deadline && (s->active_deadline_seconds < 1 || s->active_deadline_seconds > INT32_MAX))
+                invalid_int(c, "spec.activeDeadlineSeconds", s->active_deadline_seconds,
+                            "must be between 1 and 2147483647, inclusive");
+        if (!isempty(s->hostname))
+                check_name(c, "spec.hostname", s->hostname, check_dns1123_label);
+        if (!isempty(s->subdomain))
+                check_name(c, "spec.subdomain", s->subdomain, check_dns1123_label);
+}
+
+int pod_validate(const struct pod *p, struct field_errors *errs) {
+        _cleanup_(field_errors_done) struct field_errors local = {};
+        struct ctx c = { .errs = errs ? errs : &local };
+        size_t before = c.errs->n;
+
+        if (!p)
+                return -EINVAL;
+        validate_metadata(&c, p);
+        validate_spec(&c, p);
+        validate_image_whitespace(&c, p->spec.containers, p->spec.n_containers, "spec.containers");
+        validate_image_whitespace(&c, p->spec.init_containers, p->spec.n_init_containers, "spec.initContainers");
+        if (c.r < 0)
+                return c.r;
+        return c.errs->n > before ? -EINVAL : 0;
+}
