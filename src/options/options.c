@@ -1,0 +1,901 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Flags and the KubeletConfiguration file (cmd/kubelet/app/options, pkg/kubelet/apis/config/v1beta1).
+ *
+ * Order of precedence, as upstream: built-in defaults < the --config file < command-line flags. Like
+ * upstream we parse the command line twice: once to validate it and find --config/--help/--version, then,
+ * after the config file was applied, again on top of it. */
+#include "options/options.h"
+
+#include <ctype.h>
+#include <jansson.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <string.h>
+
+#include "apis/manifest.h"
+#include "basic/log.h"
+#include "basic/util.h"
+#include "options/duration.h"
+
+#define KUBELET_CONFIG_API_VERSION "kubelet.config.k8s.io/v1beta1"
+#define KUBELET_CONFIG_KIND "KubeletConfiguration"
+/* a KubeletConfiguration is a few kilobytes; anything near this is not one */
+#define KUBELET_CONFIG_MAX_SIZE (1024u * 1024u)
+
+#define DEFAULT_CONTAINER_RUNTIME_ENDPOINT "unix:///run/containerd/containerd.sock"
+#define DEFAULT_ROOT_DIR "/var/lib/kubelet"
+#define DEFAULT_POD_LOGS_DIR "/var/log/pods"
+#define DEFAULT_FILE_CHECK_FREQUENCY_USEC (20 * USEC_PER_SEC)
+#define DEFAULT_HTTP_CHECK_FREQUENCY_USEC (20 * USEC_PER_SEC)
+#define DEFAULT_SYNC_FREQUENCY_USEC (60 * USEC_PER_SEC)
+#define DEFAULT_RUNTIME_REQUEST_TIMEOUT_USEC (120 * USEC_PER_SEC)
+#define DEFAULT_MAX_PODS 110
+
+enum flag_kind {
+        FLAG_STRING,    /* char * at offset */
+        FLAG_DURATION,  /* uint64_t usec at offset */
+        FLAG_INT,       /* int at offset */
+        FLAG_HEADERS,   /* --manifest-url-header */
+        FLAG_VERBOSITY, /* --v / -v */
+        FLAG_HELP,
+        FLAG_VERSION,
+};
+
+struct flag_def {
+        const char *name;
+        char shorthand;
+        enum flag_kind kind;
+        size_t offset;
+        const char *field; /* KubeletConfiguration field, NULL for flag-only */
+        const char *type;  /* as pflag prints it in --help */
+        const char *help;
+};
+
+#define OFF(f) offsetof(struct kubelet_options, f)
+
+static const struct flag_def flag_defs[] = {
+        { "config", 0, FLAG_STRING, OFF(config_path), NULL, "string",
+          "The Kubelet will load its initial configuration from this file (KubeletConfiguration, "
+          "kubelet.config.k8s.io/v1beta1, YAML or JSON). The path may be absolute or relative; relative paths start "
+          "at the Kubelet's current working directory. Omit this flag to use the built-in default configuration "
+          "values. Command-line flags override configuration from this file." },
+        { "container-runtime-endpoint", 0, FLAG_STRING, OFF(container_runtime_endpoint), "containerRuntimeEndpoint",
+          "string", "The endpoint of container runtime service. Only unix domain sockets are supported. Example: "
+          "'unix:///path/to/runtime.sock'" },
+        { "file-check-frequency", 0, FLAG_DURATION, OFF(file_check_frequency_usec), "fileCheckFrequency", "duration",
+          "Duration between checking config files for new data (changes are also picked up at once through inotify)" },
+        { "help", 'h', FLAG_HELP, 0, NULL, NULL, "help for ckubelet" },
+        { "hostname-override", 0, FLAG_STRING, OFF(hostname_override), NULL, "string",
+          "If non-empty, will use this string as identification instead of the actual hostname." },
+        { "http-check-frequency", 0, FLAG_DURATION, OFF(http_check_frequency_usec), "httpCheckFrequency", "duration",
+          "Duration between checking http for new data" },
+        { "image-service-endpoint", 0, FLAG_STRING, OFF(image_service_endpoint), "imageServiceEndpoint", "string",
+          "The endpoint of container image service. If not specified, it will be the same with "
+          "--container-runtime-endpoint by default. Only unix domain sockets are supported." },
+        { "manifest-url", 0, FLAG_STRING, OFF(manifest_url), "staticPodURL", "string",
+          "URL for accessing additional Pod specifications to run" },
+        { "manifest-url-header", 0, FLAG_HEADERS, 0, "staticPodURLHeader", "colonSeparatedMultimapStringString",
+          "Comma-separated list of HTTP headers to use when accessing the url provided to --manifest-url. Multiple "
+          "headers with the same name will be added in the same order provided. This flag can be repeatedly invoked. "
+          "For example: --manifest-url-header 'a:hello,b:again,c:world' --manifest-url-header 'b:beautiful'" },
+        { "max-pods", 0, FLAG_INT, OFF(max_pods), "maxPods", "int32", "Number of Pods that can run on this Kubelet." },
+        { "pod-manifest-path", 0, FLAG_STRING, OFF(pod_manifest_path), "staticPodPath", "string",
+          "Path to the directory containing static pod files to run, or the path to a single static pod file. Files "
+          "starting with dots will be ignored." },
+        { "root-dir", 0, FLAG_STRING, OFF(root_dir), NULL, "string",
+          "Directory path for managing kubelet files (volume mounts,etc)." },
+        { "runtime-request-timeout", 0, FLAG_DURATION, OFF(runtime_request_timeout_usec), "runtimeRequestTimeout",
+          "duration", "Timeout of all runtime requests except long running request - pull, logs, exec and attach. "
+          "When timeout exceeded, kubelet will cancel the request, throw out an error and retry later." },
+        { "sync-frequency", 0, FLAG_DURATION, OFF(sync_frequency_usec), "syncFrequency", "duration",
+          "Max period between synchronizing running containers and config" },
+        { "v", 'v', FLAG_VERBOSITY, OFF(verbosity), "logging.verbosity", "Level",
+          "number for the log level verbosity" },
+        { "version", 0, FLAG_VERSION, 0, NULL, "version[=true]", "Print version information and quit" },
+};
+
+/* KubeletConfiguration (v1beta1) fields that upstream has and ckubelet does not implement: accepted, with a
+ * warning. Anything else that we do not implement either is an unknown field: an error. */
+static const char *const unsupported_fields[] = {
+        "address", "allowedUnsafeSysctls", "authentication", "authorization", "cgroupDriver", "cgroupRoot",
+        "cgroupsPerQOS", "clusterDNS", "clusterDomain", "configMapAndSecretChangeDetectionStrategy",
+        "containerLogMaxFiles", "containerLogMaxSize", "containerLogMaxWorkers", "containerLogMonitorInterval",
+        "contentType", "cpuCFSQuota", "cpuCFSQuotaPeriod", "cpuManagerPolicy", "cpuManagerPolicyOptions",
+        "cpuManagerReconcilePeriod", "crashLoopBackOff", "draManagerReconcilePeriod", "enableContentionProfiling",
+        "enableControllerAttachDetach", "enableDebugFlagsHandler", "enableDebuggingHandlers",
+        "enableProfilingHandler", "enableServer", "enableSystemLogHandler", "enableSystemLogQuery",
+        "enforceNodeAllocatable", "eventBurst", "eventRecordQPS", "evictionHard", "evictionMaxPodGracePeriod",
+        "evictionMinimumReclaim", "evictionPressureTransitionPeriod", "evictionSoft", "evictionSoftGracePeriod",
+        "failCgroupV1", "failSwapOn", "featureGates", "hairpinMode", "healthzBindAddress", "healthzPort",
+        "imageGCHighThresholdPercent", "imageGCLowThresholdPercent", "imageMaximumGCAge", "imageMinimumGCAge",
+        "imagePullCredentialsVerificationPolicy", "iptablesDropBit", "iptablesMasqueradeBit",
+        "kernelMemcgNotification", "kubeAPIBurst", "kubeAPIQPS", "kubeReserved", "kubeReservedCgroup",
+        "kubeletCgroups", "localStorageCapacityIsolation", "makeIPTablesUtilChains", "maxOpenFiles",
+        "maxParallelImagePulls", "memoryManagerPolicy", "memoryReservationPolicy", "memorySwap",
+        "memoryThrottlingFactor", "mergeDefaultEvictionSettings", "nodeLeaseDurationSeconds",
+        "nodeStatusMaxImages", "nodeStatusReportFrequency", "nodeStatusUpdateFrequency", "oomScoreAdj", "podCIDR",
+        "podPidsLimit", "podsPerCore", "port", "preloadedImagesVerificationAllowlist", "protectKernelDefaults",
+        "providerID", "qosReserved", "readOnlyPort", "registerNode", "registerWithTaints", "registryBurst",
+        "registryPullQPS", "reservedMemory", "reservedSystemCPUs", "resolvConf", "rotateCertificates", "runOnce",
+        "seccompDefault", "serializeImagePulls", "serverTLSBootstrap", "showHiddenMetricsForVersion",
+        "shutdownGracePeriod", "shutdownGracePeriodByPodPriority", "shutdownGracePeriodCriticalPods",
+        "singleProcessOOMKill", "streamingConnectionIdleTimeout", "systemCgroups", "systemReserved",
+        "systemReservedCgroup", "tlsCertFile", "tlsCipherSuites", "tlsCurvePreferences", "tlsMinVersion",
+        "tlsPrivateKeyFile", "topologyManagerPolicy", "topologyManagerPolicyOptions", "topologyManagerScope",
+        "tracing", "userNamespaces", "volumePluginDir", "volumeStatsAggPeriod",
+};
+
+/* logging (component-base LoggingConfiguration): only verbosity is implemented */
+static const char *const unsupported_logging_fields[] = { "flushFrequency", "format", "options", "vmodule" };
+
+static bool strv_const_contains(const char *const *l, size_t n, const char *s) {
+        for (size_t i = 0; i < n; i++)
+                if (streq(l[i], s))
+                        return true;
+        return false;
+}
+
+/* ---- errors ---- */
+
+static int set_error(char **ret_error, int r, const char *fmt, ...) _printf_(3, 4);
+static int set_error(char **ret_error, int r, const char *fmt, ...) {
+        va_list ap;
+
+        if (!ret_error)
+                return r;
+        free(*ret_error);
+        va_start(ap, fmt);
+        if (vasprintf(ret_error, fmt, ap) < 0)
+                *ret_error = NULL;
+        va_end(ap);
+        return r;
+}
+
+/* ---- defaults ---- */
+
+int kubelet_options_init(struct kubelet_options *o) {
+        if (!o)
+                return -EINVAL;
+        *o = (struct kubelet_options){
+                .file_check_frequency_usec = DEFAULT_FILE_CHECK_FREQUENCY_USEC,
+                .http_check_frequency_usec = DEFAULT_HTTP_CHECK_FREQUENCY_USEC,
+                .runtime_request_timeout_usec = DEFAULT_RUNTIME_REQUEST_TIMEOUT_USEC,
+                .sync_frequency_usec = DEFAULT_SYNC_FREQUENCY_USEC,
+                .max_pods = DEFAULT_MAX_PODS,
+                .verbosity = 0,
+        };
+        o->container_runtime_endpoint = strdup(DEFAULT_CONTAINER_RUNTIME_ENDPOINT);
+        o->root_dir = strdup(DEFAULT_ROOT_DIR);
+        o->pod_logs_dir = strdup(DEFAULT_POD_LOGS_DIR);
+        if (!o->container_runtime_endpoint || !o->root_dir || !o->pod_logs_dir) {
+                kubelet_options_done(o);
+                return -ENOMEM;
+        }
+        return 0;
+}
+
+void kubelet_options_done(struct kubelet_options *o) {
+        if (!o)
+                return;
+        free(o->pod_manifest_path);
+        free(o->manifest_url);
+        strv_free(o->manifest_url_headers);
+        free(o->container_runtime_endpoint);
+        free(o->image_service_endpoint);
+        free(o->hostname_override);
+        free(o->node_name);
+        free(o->root_dir);
+        free(o->pod_logs_dir);
+        free(o->config_path);
+        *o = (struct kubelet_options){};
+}
+
+/* ---- values ---- */
+
+/* A duration for a uint64_t usec field. Negative durations are refused here (upstream accepts and then
+ * misbehaves); sub-microsecond remainders round up so that "1ns" stays non-zero. */
+static int parse_duration_value(const char *s, uint64_t *ret_usec, char **ret_error) {
+        int64_t nsec;
+        int r;
+
+        r = go_duration_parse(s, &nsec, ret_error);
+        if (r < 0)
+                return r;
+        if (nsec < 0)
+                return set_error(ret_error, -ERANGE, "must not be negative");
+        *ret_usec = ((uint64_t) nsec + 999) / 1000;
+        return 0;
+}
+
+/* "a:x, b:y" appended to *l as "a: x", "b: y", as ColonSeparatedMultimapStringString: empty items are
+ * skipped, key and value are trimmed, every item needs a ':'. */
+static char *trim(char *s) {
+        char *e;
+        while (isspace((unsigned char) *s))
+                s++;
+        e = s + strlen(s);
+        while (e > s && isspace((unsigned char) e[-1]))
+                *--e = '\0';
+        return s;
+}
+
+static int header_valid(const char *k, const char *v, char **ret_error) {
+        /* keep CR/LF out of the request: libcurl sends the line as given */
+        if (isempty(k))
+                return set_error(ret_error, -EINVAL, "empty header name");
+        for (const char *c = k; *c; c++)
+                if ((unsigned char) *c <= ' ' || *c == ':' || (unsigned char) *c == 0x7f)
+                        return set_error(ret_error, -EINVAL, "invalid header name \"%s\"", k);
+        for (const char *c = v; *c; c++)
+                if (*c == '\r' || *c == '\n' || *c == '\0')
+                        return set_error(ret_error, -EINVAL, "invalid value for header \"%s\"", k);
+        return 0;
+}
+
+static int header_add(char ***l, const char *k, const char *v, char **ret_error) {
+        char *line;
+        int r;
+
+        r = header_valid(k, v, ret_error);
+        if (r < 0)
+                return r;
+        if (asprintf(&line, "%s: %s", k, v) < 0)
+                return -ENOMEM;
+        return strv_push(l, line);
+}
+
+static int parse_headers_value(const char *value, char ***l, char **ret_error) {
+        _cleanup_free_ char *copy = strdup(value);
+        char *save = NULL;
+
+        if (!copy)
+                return -ENOMEM;
+        /* strtok_r would merge empty items, which is what we want: they are skipped */
+        for (char *item = strtok_r(copy, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
+                char *colon = strchr(item, ':');
+                int r;
+
+                if (!colon)
+                        return set_error(ret_error, -EINVAL, "malformed pair, expect string:string");
+                *colon = '\0';
+                r = header_add(l, trim(item), trim(colon + 1), ret_error);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+/* ---- flags ---- */
+
+struct parse_state {
+        bool help;
+        bool version;
+        bool headers_seen; /* the first --manifest-url-header replaces what the config file gave */
+};
+
+static const struct flag_def *flag_find(const char *name, size_t len) {
+        for (size_t i = 0; i < ELEMENTSOF(flag_defs); i++)
+                if (strlen(flag_defs[i].name) == len && strneq(flag_defs[i].name, name, len))
+                        return &flag_defs[i];
+        return NULL;
+}
+
+static const struct flag_def *flag_find_short(char c) {
+        for (size_t i = 0; i < ELEMENTSOF(flag_defs); i++)
+                if (flag_defs[i].shorthand == c)
+                        return &flag_defs[i];
+        return NULL;
+}
+
+static bool flag_is_bool(const struct flag_def *f) {
+        return f->kind == FLAG_HELP || f->kind == FLAG_VERSION;
+}
+
+static int apply_flag(struct kubelet_options *o, struct parse_state *st, const struct flag_def *f, const char *value,
+                      char **ret_error) {
+        _cleanup_free_ char *why = NULL;
+        char *base = (char *) o;
+        int r = 0;
+
+        switch (f->kind) {
+        case FLAG_STRING:
+                return free_and_strdup((char **) (base + f->offset), value);
+
+        case FLAG_DURATION: {
+                uint64_t usec = 0;
+                r = parse_duration_value(value, &usec, &why);
+                if (r >= 0)
+                        *(uint64_t *) (base + f->offset) = usec;
+                break;
+        }
+
+        case FLAG_INT: {
+                int v;
+                r = safe_atoi(value, &v);
+                if (r >= 0)
+                        *(int *) (base + f->offset) = v;
+                else
+                        why = strdup(r == -ERANGE ? "value out of range" : "not an integer");
+                break;
+        }
+
+        case FLAG_VERBOSITY: {
+                int64_t v;
+                r = safe_atoi64(value, &v);
+                if (r >= 0 && (v < 0 || v > INT_MAX))
+                        r = -ERANGE;
+                if (r >= 0)
+                        o->verbosity = (int) v;
+                else
+                        why = strdup("must be a non-negative integer");
+                break;
+        }
+
+        case FLAG_HEADERS: {
+                _cleanup_strv_free_ char **l = NULL;
+                if (st->headers_seen) {
+                        r = strv_copy(o->manifest_url_headers, &l);
+                        if (r < 0)
+                                return r;
+                }
+                r = parse_headers_value(value, &l, &why);
+                if (r >= 0) {
+                        strv_free(o->manifest_url_headers);
+                        o->manifest_url_headers = TAKE_PTR(l);
+                        st->headers_seen = true;
+                }
+                break;
+        }
+
+        case FLAG_HELP:
+        case FLAG_VERSION: {
+                bool b;
+                if (f->kind == FLAG_VERSION && streq(value, "raw")) {
+                        st->version = true;
+                        return 0;
+                }
+                r = parse_bool(value, &b);
+                if (r >= 0) {
+                        if (f->kind == FLAG_HELP)
+                                st->help = b;
+                        else
+                                st->version = b;
+                } else
+                        why = strdup("must be a boolean (true or false)");
+                break;
+        }
+        }
+
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0)
+                return set_error(ret_error, -EINVAL, "invalid value \"%s\" for flag --%s: %s", value, f->name,
+                                 why ? why : "invalid value");
+        return 0;
+}
+
+static int parse_argv(struct kubelet_options *o, struct parse_state *st, int argc, char **argv, char **ret_error) {
+        for (int i = 1; i < argc; i++) {
+                const char *a = argv[i], *value = NULL;
+                const struct flag_def *f;
+                int r;
+
+                if (streq(a, "--")) {
+                        if (i + 1 < argc)
+                                return set_error(ret_error, -EINVAL, "unknown command \"%s\"", argv[i + 1]);
+                        break;
+                }
+                if (startswith(a, "--")) {
+                        const char *name = a + 2, *eq = strchr(name, '=');
+                        size_t len = eq ? (size_t) (eq - name) : strlen(name);
+
+                        f = flag_find(name, len);
+                        if (!f)
+                                return set_error(ret_error, -EINVAL, "unknown flag: --%.*s", (int) len, name);
+                        if (eq)
+                                value = eq + 1;
+                } else if (a[0] == '-' && a[1] != '\0') {
+                        /* shorthands: -h, -v 2, -v=2, -v2 */
+                        f = flag_find_short(a[1]);
+                        if (!f)
+                                return set_error(ret_error, -EINVAL, "unknown shorthand flag: '%c' in %s", a[1], a);
+                        if (a[2] == '=')
+                                value = a + 3;
+                        else if (a[2] != '\0') {
+                                if (flag_is_bool(f))
+                                        return set_error(ret_error, -EINVAL, "unknown shorthand flag: '%c' in %s",
+                                                         a[2], a);
+                                value = a + 2;
+                        }
+                } else
+                        return set_error(ret_error, -EINVAL, "unknown command \"%s\"", a);
+
+                if (!value) {
+                        if (flag_is_bool(f))
+                                value = "true";
+                        else if (i + 1 < argc)
+                                value = argv[++i];
+                        else
+                                return set_error(ret_error, -EINVAL, "flag needs an argument: --%s", f->name);
+                }
+                r = apply_flag(o, st, f, value, ret_error);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+/* ---- the config file ---- */
+
+struct config_ctx {
+        const char *path;
+        const char *dir; /* directory of the config file, for relative paths */
+        char **error;
+};
+
+static int config_error(struct config_ctx *c, int r, const char *fmt, ...) _printf_(3, 4);
+static int config_error(struct config_ctx *c, int r, const char *fmt, ...) {
+        _cleanup_free_ char *msg = NULL;
+        va_list ap;
+
+        va_start(ap, fmt);
+        if (vasprintf(&msg, fmt, ap) < 0)
+                msg = NULL;
+        va_end(ap);
+        if (!msg)
+                return -ENOMEM;
+        return set_error(c->error, r, "%s: %s", c->path, msg);
+}
+
+static const char *json_type_name(const json_t *v) {
+        switch (json_typeof(v)) {
+        case JSON_OBJECT:
+                return "object";
+        case JSON_ARRAY:
+                return "array";
+        case JSON_STRING:
+                return "string";
+        case JSON_INTEGER:
+                return "integer";
+        case JSON_REAL:
+                return "number";
+        case JSON_TRUE:
+        case JSON_FALSE:
+                return "boolean";
+        case JSON_NULL:
+        default:
+                return "null";
+        }
+}
+
+static int config_string(struct config_ctx *c, const char *field, json_t *v, bool is_path, char **target) {
+        _cleanup_free_ char *s = NULL;
+        const char *str;
+
+        if (!json_is_string(v))
+                return config_error(c, -EINVAL, "%s: expected a string, got %s", field, json_type_name(v));
+        str = json_string_value(v);
+        if (strlen(str) != json_string_length(v))
+                return config_error(c, -EINVAL, "%s: string contains a NUL byte", field);
+        if (is_path && !isempty(str) && str[0] != '/') {
+                /* as upstream's resolveRelativePaths: relative to the config file's directory */
+                if (asprintf(&s, "%s/%s", c->dir, str) < 0)
+                        return -ENOMEM;
+        } else {
+                s = strdup(str);
+                if (!s)
+                        return -ENOMEM;
+        }
+        free(*target);
+        *target = TAKE_PTR(s);
+        return 0;
+}
+
+/* metav1.Duration: a string for time.ParseDuration. Zero means "use the default" (SetDefaults_*). */
+static int config_duration(struct config_ctx *c, const char *field, json_t *v, uint64_t *target) {
+        _cleanup_free_ char *why = NULL;
+        uint64_t usec = 0;
+        int r;
+
+        if (!json_is_string(v))
+                return config_error(c, -EINVAL, "%s: expected a duration string such as \"20s\", got %s", field,
+                                    json_type_name(v));
+        r = parse_duration_value(json_string_value(v), &usec, &why);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0)
+                return config_error(c, -EINVAL, "%s: invalid duration \"%s\": %s", field, json_string_value(v),
+                                    why ? why : "invalid value");
+        if (usec > 0)
+                *target = usec;
+        return 0;
+}
+
+static int config_int32(struct config_ctx *c, const char *field, json_t *v, int64_t min, json_int_t *ret) {
+        json_int_t i;
+
+        if (!json_is_integer(v))
+                return config_error(c, -EINVAL, "%s: expected an integer, got %s", field, json_type_name(v));
+        i = json_integer_value(v);
+        if (i < min || i > INT32_MAX)
+                return config_error(c, -EINVAL, "%s: %" JSON_INTEGER_FORMAT " is out of range", field, i);
+        *ret = i;
+        return 0;
+}
+
+static int config_headers(struct config_ctx *c, json_t *v, char ***target) {
+        _cleanup_strv_free_ char **l = NULL;
+        const char *key;
+        json_t *values;
+
+        if (!json_is_object(v))
+                return config_error(c, -EINVAL, "staticPodURLHeader: expected a map of header names to lists of values, "
+                                    "got %s", json_type_name(v));
+        json_object_foreach(v, key, values) {
+                size_t i;
+                json_t *e;
+
+                if (json_is_null(values))
+                        continue;
+                if (!json_is_array(values))
+                        return config_error(c, -EINVAL, "staticPodURLHeader.%s: expected a list of strings, got %s", key,
+                                            json_type_name(values));
+                json_array_foreach(values, i, e) {
+                        _cleanup_free_ char *why = NULL;
+                        int r;
+
+                        if (!json_is_string(e))
+                                return config_error(c, -EINVAL, "staticPodURLHeader.%s[%zu]: expected a string, got %s",
+                                                    key, i, json_type_name(e));
+                        r = header_add(&l, key, json_string_value(e), &why);
+                        if (r == -ENOMEM)
+                                return r;
+                        if (r < 0)
+                                return config_error(c, -EINVAL, "staticPodURLHeader.%s[%zu]: %s", key, i,
+                                                    strna(why));
+                }
+        }
+        strv_free(*target);
+        *target = TAKE_PTR(l);
+        return 0;
+}
+
+static int config_logging(struct config_ctx *c, json_t *v, struct kubelet_options *o) {
+        const char *key;
+        json_t *value;
+
+        if (!json_is_object(v))
+                return config_error(c, -EINVAL, "logging: expected an object, got %s", json_type_name(v));
+        json_object_foreach(v, key, value) {
+                if (streq(key, "verbosity")) {
+                        json_int_t i;
+                        int r;
+                        if (json_is_null(value))
+                                continue;
+                        r = config_int32(c, "logging.verbosity", value, 0, &i);
+                        if (r < 0)
+                                return r;
+                        o->verbosity = (int) i;
+                } else if (strv_const_contains(unsupported_logging_fields, ELEMENTSOF(unsupported_logging_fields), key))
+                        log_warning("%s: field logging.%s is not supported by ckubelet, ignored", c->path, key);
+                else
+                        return config_error(c, -EINVAL, "unknown field \"logging.%s\"", key);
+        }
+        return 0;
+}
+
+static int config_apply_field(struct config_ctx *c, const char *key, json_t *v, struct kubelet_options *o) {
+        json_int_t i;
+        int r;
+
+        if (streq(key, "apiVersion") || streq(key, "kind"))
+                return 0; /* checked by the caller */
+        if (json_is_null(v))
+                return 0; /* as encoding/json: null leaves the field alone */
+
+        if (streq(key, "staticPodPath"))
+                return config_string(c, key, v, true, &o->pod_manifest_path);
+        if (streq(key, "podLogsDir"))
+                return config_string(c, key, v, true, &o->pod_logs_dir);
+        if (streq(key, "staticPodURL"))
+                return config_string(c, key, v, false, &o->manifest_url);
+        if (streq(key, "containerRuntimeEndpoint"))
+                return config_string(c, key, v, false, &o->container_runtime_endpoint);
+        if (streq(key, "imageServiceEndpoint"))
+                return config_string(c, key, v, false, &o->image_service_endpoint);
+        if (streq(key, "staticPodURLHeader"))
+                return config_headers(c, v, &o->manifest_url_headers);
+        if (streq(key, "fileCheckFrequency"))
+                return config_duration(c, key, v, &o->file_check_frequency_usec);
+        if (streq(key, "httpCheckFrequency"))
+                return config_duration(c, key, v, &o->http_check_frequency_usec);
+        if (streq(key, "syncFrequency"))
+                return config_duration(c, key, v, &o->sync_frequency_usec);
+        if (streq(key, "runtimeRequestTimeout"))
+                return config_duration(c, key, v, &o->runtime_request_timeout_usec);
+        if (streq(key, "maxPods")) {
+                r = config_int32(c, key, v, INT32_MIN, &i);
+                if (r < 0)
+                        return r;
+                if (i != 0) /* 0 means the default, 110 */
+                        o->max_pods = (int) i;
+                return 0;
+        }
+        if (streq(key, "logging"))
+                return config_logging(c, v, o);
+
+        if (strv_const_contains(unsupported_fields, ELEMENTSOF(unsupported_fields), key)) {
+                log_warning("%s: field %s is not supported by ckubelet, ignored", c->path, key);
+                return 0;
+        }
+        return config_error(c, -EINVAL, "unknown field \"%s\"", key);
+}
+
+static int check_type_meta(struct config_ctx *c, json_t *doc, const char *key, const char *want) {
+        json_t *v = json_object_get(doc, key);
+
+        if (!v || json_is_null(v) || (json_is_string(v) && isempty(json_string_value(v))))
+                return config_error(c, -EINVAL, "%s: Required value: must be \"%s\"", key, want);
+        if (!json_is_string(v))
+                return config_error(c, -EINVAL, "%s: expected a string, got %s", key, json_type_name(v));
+        if (!streq(json_string_value(v), want))
+                return config_error(c, -EINVAL, "%s: unsupported value \"%s\": must be \"%s\"", key,
+                                    json_string_value(v), want);
+        return 0;
+}
+
+static int load_config_file(struct kubelet_options *o, const char *path, char **ret_error) {
+        _cleanup_free_ char *data = NULL, *yerr = NULL, *dir = NULL;
+        struct config_ctx c = { .path = path, .error = ret_error };
+        json_t *docs = NULL, *doc, *v;
+        const char *key, *slash;
+        size_t size;
+        int r;
+
+        r = read_full_file(path, KUBELET_CONFIG_MAX_SIZE, &data, &size);
+        if (r == -ENOMEM)
+                return r;
+        if (r == -EFBIG)
+                return config_error(&c, r, "config file is too large (more than %u bytes)", KUBELET_CONFIG_MAX_SIZE);
+        if (r < 0)
+                return config_error(&c, r, "cannot read config file: %s", strerror(-r));
+
+        slash = strrchr(path, '/');
+        dir = slash ? (slash == path ? strdup("/") : strndup(path, (size_t) (slash - path))) : strdup(".");
+        if (!dir)
+                return -ENOMEM;
+        c.dir = dir;
+
+        r = yaml_to_json_docs(data, size, &docs, &yerr);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0)
+                return config_error(&c, -EINVAL, "%s", yerr ? yerr : "cannot parse YAML/JSON");
+
+        if (json_array_size(docs) == 0) {
+                r = config_error(&c, -EINVAL, "config file is empty");
+                goto finish;
+        }
+        if (json_array_size(docs) > 1) {
+                r = config_error(&c, -EINVAL, "expected one KubeletConfiguration document, found %zu",
+                                 json_array_size(docs));
+                goto finish;
+        }
+        doc = json_array_get(docs, 0);
+        if (!json_is_object(doc)) {
+                r = config_error(&c, -EINVAL, "expected a KubeletConfiguration object, got %s", json_type_name(doc));
+                goto finish;
+        }
+        r = check_type_meta(&c, doc, "apiVersion", KUBELET_CONFIG_API_VERSION);
+        if (r >= 0)
+                r = check_type_meta(&c, doc, "kind", KUBELET_CONFIG_KIND);
+        if (r < 0)
+                goto finish;
+
+        json_object_foreach(doc, key, v) {
+                r = config_apply_field(&c, key, v, o);
+                if (r < 0)
+                        goto finish;
+        }
+        r = 0;
+finish:
+        json_decref(docs);
+        return r;
+}
+
+/* ---- after parsing ---- */
+
+static int derive_node_name(struct kubelet_options *o, char **ret_error) {
+        _cleanup_free_ char *name = NULL;
+        char host[HOST_NAME_MAX + 1];
+        const char *src = o->hostname_override;
+        char *t;
+
+        if (isempty(src)) {
+                if (gethostname(host, sizeof(host)) < 0)
+                        return set_error(ret_error, negative_errno(), "cannot get the hostname: %m");
+                host[sizeof(host) - 1] = '\0';
+                src = host;
+        }
+        name = strdup(src);
+        if (!name)
+                return -ENOMEM;
+        t = trim(name);
+        if (isempty(t))
+                return set_error(ret_error, -EINVAL, "empty hostname is invalid");
+        for (char *s = t; *s; s++)
+                *s = (char) tolower((unsigned char) *s);
+        free(o->node_name);
+        o->node_name = strdup(t);
+        return o->node_name ? 0 : -ENOMEM;
+}
+
+static int validate_duration(const char *field, const char *flag, uint64_t usec, char **ret_error) {
+        if (usec == 0)
+                return set_error(ret_error, -EINVAL, "invalid configuration: %s (--%s) must be greater than 0", field,
+                                 flag);
+        if (usec > (uint64_t) INT64_MAX / 1000)
+                return set_error(ret_error, -EINVAL, "invalid configuration: %s (--%s) is too large", field, flag);
+        return 0;
+}
+
+static int validate(const struct kubelet_options *o, char **ret_error) {
+        int r;
+
+        if (o->max_pods < 0)
+                return set_error(ret_error, -EINVAL,
+                                 "invalid configuration: maxPods (--max-pods) %d must not be a negative number", o->max_pods);
+        r = validate_duration("fileCheckFrequency", "file-check-frequency", o->file_check_frequency_usec, ret_error);
+        if (r >= 0)
+                r = validate_duration("httpCheckFrequency", "http-check-frequency", o->http_check_frequency_usec,
+                                      ret_error);
+        if (r >= 0)
+                r = validate_duration("syncFrequency", "sync-frequency", o->sync_frequency_usec, ret_error);
+        if (r >= 0)
+                r = validate_duration("runtimeRequestTimeout", "runtime-request-timeout",
+                                      o->runtime_request_timeout_usec, ret_error);
+        if (r < 0)
+                return r;
+        if (isempty(o->container_runtime_endpoint))
+                return set_error(ret_error, -EINVAL,
+                                 "invalid configuration: containerRuntimeEndpoint (--container-runtime-endpoint) must "
+                                 "not be empty");
+        if (isempty(o->root_dir))
+                return set_error(ret_error, -EINVAL, "invalid configuration: --root-dir must not be empty");
+        if (isempty(o->pod_logs_dir) || o->pod_logs_dir[0] != '/')
+                return set_error(ret_error, -EINVAL, "invalid configuration: pod logs path \"%s\" must be absolute path",
+                                 strempty(o->pod_logs_dir));
+        return 0;
+}
+
+static void print_version(void) {
+        printf("ckubelet v%s\n", CKUBELET_VERSION);
+}
+
+int kubelet_options_parse(struct kubelet_options *o, int argc, char **argv, char **ret_error) {
+        struct kubelet_options scratch = {};
+        struct parse_state st = {};
+        _cleanup_free_ char *config_path = NULL;
+        char *error = NULL;
+        int r;
+
+        if (!o || argc < 0 || (argc > 0 && !argv))
+                return -EINVAL;
+
+        /* pass 1: syntax and values of every flag, --config, --help, --version */
+        r = kubelet_options_init(&scratch);
+        if (r >= 0)
+                r = parse_argv(&scratch, &st, argc, argv, &error);
+        if (r >= 0 && scratch.config_path) {
+                config_path = strdup(scratch.config_path);
+                if (!config_path)
+                        r = -ENOMEM;
+        }
+        kubelet_options_done(&scratch);
+        if (r < 0)
+                goto fail;
+        if (st.help) {
+                kubelet_options_print_help();
+                return 1;
+        }
+        if (st.version) {
+                print_version();
+                return 1;
+        }
+
+        /* the config file on top of the defaults, then the flags again on top of that */
+        if (config_path) {
+                r = load_config_file(o, config_path, &error);
+                if (r < 0)
+                        goto fail;
+        }
+        st = (struct parse_state){};
+        r = parse_argv(o, &st, argc, argv, &error);
+        if (r < 0)
+                goto fail;
+
+        r = validate(o, &error);
+        if (r < 0)
+                goto fail;
+        r = derive_node_name(o, &error);
+        if (r < 0)
+                goto fail;
+        free(error);
+        return 0;
+
+fail:
+        if (!error && r == -ENOMEM)
+                error = strdup("out of memory");
+        if (ret_error)
+                *ret_error = error;
+        else
+                free(error);
+        return r;
+}
+
+/* ---- --help ---- */
+
+static void default_text(const struct kubelet_options *d, const struct flag_def *f, char *buf, size_t size) {
+        const char *base = (const char *) d;
+
+        buf[0] = '\0';
+        switch (f->kind) {
+        case FLAG_STRING: {
+                const char *s = *(char *const *) (base + f->offset);
+                if (!isempty(s))
+                        snprintf(buf, size, "\"%s\"", s);
+                break;
+        }
+        case FLAG_DURATION: {
+                char t[GO_DURATION_MAX];
+                uint64_t usec = *(const uint64_t *) (base + f->offset);
+                snprintf(buf, size, "%s", go_duration_format((int64_t) usec * 1000, t, sizeof(t)));
+                break;
+        }
+        case FLAG_INT:
+                snprintf(buf, size, "%d", *(const int *) (base + f->offset));
+                break;
+        case FLAG_VERBOSITY:
+                snprintf(buf, size, "%d", d->verbosity);
+                break;
+        case FLAG_HEADERS:
+        case FLAG_HELP:
+        case FLAG_VERSION:
+                break;
+        }
+}
+
+void kubelet_options_print_help(void) {
+        struct kubelet_options d;
+        bool have_defaults = kubelet_options_init(&d) >= 0;
+
+        int width = 0;
+
+        for (size_t i = 0; i < ELEMENTSOF(flag_defs); i++)
+                width = MAX(width, (int) (strlen(flag_defs[i].name) + strlen(strempty(flag_defs[i].type)) + 9));
+        printf("ckubelet: a Kubernetes node agent (kubelet) for static pods over CRI.\n\n"
+               "Usage:\n  ckubelet [flags]\n\nFlags:\n");
+        for (size_t i = 0; i < ELEMENTSOF(flag_defs); i++) {
+                const struct flag_def *f = &flag_defs[i];
+                char def[128] = "";
+                char lhs[96];
+
+                if (f->shorthand)
+                        snprintf(lhs, sizeof(lhs), "  -%c, --%s%s%s", f->shorthand, f->name, f->type ? " " : "",
+                                 strempty(f->type));
+                else
+                        snprintf(lhs, sizeof(lhs), "      --%s%s%s", f->name, f->type ? " " : "", strempty(f->type));
+                if (have_defaults)
+                        default_text(&d, f, def, sizeof(def));
+                printf("%-*s   %s", width, lhs, f->help);
+                if (def[0])
+                        printf(" (default %s)", def);
+                if (f->field)
+                        printf(" [config: %s]", f->field);
+                printf("\n");
+        }
+        printf("\nThe --config file may also set podLogsDir (default \"%s\"). See docs/flags.md.\n", DEFAULT_POD_LOGS_DIR);
+        if (have_defaults)
+                kubelet_options_done(&d);
+}

@@ -1,0 +1,497 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <cmocka.h>
+
+#include "basic/util.h"
+#include "options/duration.h"
+#include "options/options.h"
+
+#define ARGV(...) ((char *[]){ "ckubelet", __VA_ARGS__, NULL })
+static int ARGC(char **a) {
+        int n = 0;
+        while (a[n])
+                n++;
+        return n;
+}
+
+static char tmpdir[] = "/tmp/ckubelet-options-XXXXXX";
+
+static int setup_dir(void **state) {
+        return mkdtemp(tmpdir) ? 0 : -1;
+}
+
+static int teardown_dir(void **state) {
+        char cmd[128];
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+        return system(cmd) == 0 ? 0 : -1;
+}
+
+static char *write_tmp(const char *name, const char *content) {
+        char *path;
+        FILE *f;
+
+        assert_true(asprintf(&path, "%s/%s", tmpdir, name) > 0);
+        f = fopen(path, "we");
+        assert_non_null(f);
+        fputs(content, f);
+        fclose(f);
+        return path;
+}
+
+/* parse argv into fresh options; returns r, error in *err (caller frees) */
+static int parse(struct kubelet_options *o, int argc, char **argv, char **err) {
+        *err = NULL;
+        assert_int_equal(kubelet_options_init(o), 0);
+        return kubelet_options_parse(o, argc, argv, err);
+}
+
+static void expect_error(int argc, char **argv, const char *prefix) {
+        struct kubelet_options o;
+        char *err = NULL;
+        int r = parse(&o, argc, argv, &err);
+
+        assert_true(r < 0);
+        assert_non_null(err);
+        if (!startswith(err, prefix))
+                fail_msg("error \"%s\" does not start with \"%s\"", err, prefix);
+        free(err);
+        kubelet_options_done(&o);
+}
+
+static void test_defaults(void **state) {
+        struct kubelet_options o;
+        char *err, host[256];
+        char *argv[] = { "ckubelet", NULL };
+
+        assert_int_equal(parse(&o, 1, argv, &err), 0);
+        assert_null(err);
+        assert_null(o.pod_manifest_path);
+        assert_int_equal(o.file_check_frequency_usec, 20 * USEC_PER_SEC);
+        assert_null(o.manifest_url);
+        assert_null(o.manifest_url_headers);
+        assert_int_equal(o.http_check_frequency_usec, 20 * USEC_PER_SEC);
+        assert_string_equal(o.container_runtime_endpoint, "unix:///run/containerd/containerd.sock");
+        assert_null(o.image_service_endpoint);
+        assert_int_equal(o.runtime_request_timeout_usec, 120 * USEC_PER_SEC);
+        assert_int_equal(o.sync_frequency_usec, 60 * USEC_PER_SEC);
+        assert_null(o.hostname_override);
+        assert_string_equal(o.root_dir, "/var/lib/kubelet");
+        assert_string_equal(o.pod_logs_dir, "/var/log/pods");
+        assert_int_equal(o.max_pods, 110);
+        assert_int_equal(o.verbosity, 0);
+        assert_null(o.config_path);
+
+        assert_int_equal(gethostname(host, sizeof(host)), 0);
+        for (char *s = host; *s; s++)
+                *s = (char) (*s >= 'A' && *s <= 'Z' ? *s - 'A' + 'a' : *s);
+        assert_string_equal(o.node_name, host);
+        kubelet_options_done(&o);
+        kubelet_options_done(&o); /* idempotent */
+        kubelet_options_done(NULL);
+}
+
+static void test_every_flag(void **state) {
+        struct kubelet_options o;
+        char *err;
+        char **argv = ARGV("--pod-manifest-path=/etc/kubernetes/manifests", "--file-check-frequency", "5s",
+                           "--manifest-url=http://example.com/pods", "--manifest-url-header", "a:hello, b : again,,",
+                           "--manifest-url-header=b:beautiful", "--http-check-frequency=1m30s",
+                           "--container-runtime-endpoint", "unix:///run/crio/crio.sock",
+                           "--image-service-endpoint=unix:///run/img.sock", "--runtime-request-timeout=30s",
+                           "--sync-frequency=10s", "--hostname-override", "  My-Node.Example  ", "--root-dir=/srv/kubelet",
+                           "--max-pods", "7", "--v=3");
+
+        assert_int_equal(parse(&o, ARGC(argv), argv, &err), 0);
+        assert_string_equal(o.pod_manifest_path, "/etc/kubernetes/manifests");
+        assert_int_equal(o.file_check_frequency_usec, 5 * USEC_PER_SEC);
+        assert_string_equal(o.manifest_url, "http://example.com/pods");
+        assert_int_equal(strv_length(o.manifest_url_headers), 3);
+        assert_string_equal(o.manifest_url_headers[0], "a: hello");
+        assert_string_equal(o.manifest_url_headers[1], "b: again");
+        assert_string_equal(o.manifest_url_headers[2], "b: beautiful");
+        assert_int_equal(o.http_check_frequency_usec, 90 * USEC_PER_SEC);
+        assert_string_equal(o.container_runtime_endpoint, "unix:///run/crio/crio.sock");
+        assert_string_equal(o.image_service_endpoint, "unix:///run/img.sock");
+        assert_int_equal(o.runtime_request_timeout_usec, 30 * USEC_PER_SEC);
+        assert_int_equal(o.sync_frequency_usec, 10 * USEC_PER_SEC);
+        assert_string_equal(o.hostname_override, "  My-Node.Example  ");
+        assert_string_equal(o.node_name, "my-node.example");
+        assert_string_equal(o.root_dir, "/srv/kubelet");
+        assert_int_equal(o.max_pods, 7);
+        assert_int_equal(o.verbosity, 3);
+        kubelet_options_done(&o);
+}
+
+static void test_shorthand_and_repeats(void **state) {
+        struct kubelet_options o;
+        char *err;
+        char **a1 = ARGV("-v", "4", "--max-pods=1", "--max-pods=2");
+        char **a2 = ARGV("-v=5");
+        char **a3 = ARGV("-v6", "--max-pods=0", "--pod-manifest-path=");
+
+        assert_int_equal(parse(&o, ARGC(a1), a1, &err), 0);
+        assert_int_equal(o.verbosity, 4);
+        assert_int_equal(o.max_pods, 2); /* last one wins */
+        kubelet_options_done(&o);
+        assert_int_equal(parse(&o, ARGC(a2), a2, &err), 0);
+        assert_int_equal(o.verbosity, 5);
+        kubelet_options_done(&o);
+        assert_int_equal(parse(&o, ARGC(a3), a3, &err), 0);
+        assert_int_equal(o.verbosity, 6);
+        assert_int_equal(o.max_pods, 0);
+        assert_string_equal(o.pod_manifest_path, "");
+        kubelet_options_done(&o);
+}
+
+static void test_help_version(void **state) {
+        struct kubelet_options o;
+        char *err;
+        char **a1 = ARGV("--help");
+        char **a2 = ARGV("--version");
+        char **a3 = ARGV("--max-pods=3", "-h");
+        char **a4 = ARGV("--version=false", "--max-pods=3");
+
+        assert_int_equal(parse(&o, ARGC(a1), a1, &err), 1);
+        kubelet_options_done(&o);
+        assert_int_equal(parse(&o, ARGC(a2), a2, &err), 1);
+        kubelet_options_done(&o);
+        assert_int_equal(parse(&o, ARGC(a3), a3, &err), 1);
+        kubelet_options_done(&o);
+        assert_int_equal(parse(&o, ARGC(a4), a4, &err), 0);
+        assert_int_equal(o.max_pods, 3);
+        kubelet_options_done(&o);
+        /* a bad flag is reported even with --help, as pflag does */
+        expect_error(ARGC(ARGV("--help", "--nope")), ARGV("--help", "--nope"), "unknown flag: --nope");
+}
+
+static void test_flag_errors(void **state) {
+        expect_error(ARGC(ARGV("--foo")), ARGV("--foo"), "unknown flag: --foo");
+        expect_error(ARGC(ARGV("--foo=bar")), ARGV("--foo=bar"), "unknown flag: --foo");
+        expect_error(ARGC(ARGV("-x")), ARGV("-x"), "unknown shorthand flag: 'x' in -x");
+        expect_error(ARGC(ARGV("run")), ARGV("run"), "unknown command \"run\"");
+        expect_error(ARGC(ARGV("--max-pods=abc")), ARGV("--max-pods=abc"),
+                     "invalid value \"abc\" for flag --max-pods: not an integer");
+        expect_error(ARGC(ARGV("--max-pods=99999999999")), ARGV("--max-pods=99999999999"),
+                     "invalid value \"99999999999\" for flag --max-pods: value out of range");
+        expect_error(ARGC(ARGV("--max-pods")), ARGV("--max-pods"), "flag needs an argument: --max-pods");
+        expect_error(ARGC(ARGV("--max-pods=-1")), ARGV("--max-pods=-1"),
+                     "invalid configuration: maxPods (--max-pods) -1 must not be a negative number");
+        expect_error(ARGC(ARGV("--file-check-frequency=20")), ARGV("--file-check-frequency=20"),
+                     "invalid value \"20\" for flag --file-check-frequency: time: missing unit in duration \"20\"");
+        expect_error(ARGC(ARGV("--sync-frequency=abc")), ARGV("--sync-frequency=abc"),
+                     "invalid value \"abc\" for flag --sync-frequency: time: invalid duration \"abc\"");
+        expect_error(ARGC(ARGV("--sync-frequency=-5s")), ARGV("--sync-frequency=-5s"),
+                     "invalid value \"-5s\" for flag --sync-frequency: must not be negative");
+        expect_error(ARGC(ARGV("--http-check-frequency=0")), ARGV("--http-check-frequency=0"),
+                     "invalid configuration: httpCheckFrequency (--http-check-frequency) must be greater than 0");
+        expect_error(ARGC(ARGV("--v=-1")), ARGV("--v=-1"), "invalid value \"-1\" for flag --v");
+        expect_error(ARGC(ARGV("--help=maybe")), ARGV("--help=maybe"), "invalid value \"maybe\" for flag --help");
+        expect_error(ARGC(ARGV("--manifest-url-header=novalue")), ARGV("--manifest-url-header=novalue"),
+                     "invalid value \"novalue\" for flag --manifest-url-header: malformed pair, expect string:string");
+        expect_error(ARGC(ARGV("--manifest-url-header=a b:c")), ARGV("--manifest-url-header=a b:c"),
+                     "invalid value \"a b:c\" for flag --manifest-url-header: invalid header name \"a b\"");
+        expect_error(ARGC(ARGV("--hostname-override=   ")), ARGV("--hostname-override=   "),
+                     "empty hostname is invalid");
+        expect_error(ARGC(ARGV("--container-runtime-endpoint=")), ARGV("--container-runtime-endpoint="),
+                     "invalid configuration: containerRuntimeEndpoint");
+        expect_error(ARGC(ARGV("--", "extra")), ARGV("--", "extra"), "unknown command \"extra\"");
+}
+
+static void test_duration_parse(void **state) {
+        static const struct {
+                const char *s;
+                int64_t nsec;
+        } ok[] = {
+                { "0", 0 },
+                { "-0", 0 },
+                { "+0", 0 },
+                { "0s", 0 },
+                { "20s", INT64_C(20000000000) },
+                { "1m", INT64_C(60000000000) },
+                { "2h45m", INT64_C(9900000000000) },
+                { "1.5h", INT64_C(5400000000000) },
+                { "300ms", INT64_C(300000000) },
+                { "-1.5s", INT64_C(-1500000000) },
+                { "1us", 1000 },
+                { "1\xc2\xb5s", 1000 },
+                { "1\xce\xbcs", 1000 },
+                { "7ns", 7 },
+                { ".5s", INT64_C(500000000) },
+                { "1.s", INT64_C(1000000000) },
+                { "1h1m1s1ms1us1ns", INT64_C(3661001001001) },
+                { "0.100000000000000000000h", INT64_C(360000000000) },
+                { "9223372036854775807ns", INT64_MAX },
+                { "-9223372036854775808ns", INT64_MIN },
+                { "2562047h47m16.854775807s", INT64_MAX },
+        };
+        static const struct {
+                const char *s;
+                const char *err;
+        } bad[] = {
+                { "", "time: invalid duration \"\"" },
+                { "-", "time: invalid duration \"-\"" },
+                { "abc", "time: invalid duration \"abc\"" },
+                { "20", "time: missing unit in duration \"20\"" },
+                { "1h2", "time: missing unit in duration \"1h2\"" },
+                { "5x", "time: unknown unit \"x\" in duration \"5x\"" },
+                { "1e3s", "time: unknown unit \"e\" in duration \"1e3s\"" },
+                { ".s", "time: invalid duration \".s\"" },
+                { " 1s", "time: invalid duration \" 1s\"" },
+                { "1s ", "time: unknown unit \"s \" in duration \"1s \"" },
+                { "0x10s", "time: unknown unit \"x\" in duration \"0x10s\"" },
+                { "9223372036854775808ns", "time: invalid duration \"9223372036854775808ns\"" },
+                { "3000000h", "time: invalid duration \"3000000h\"" },
+                { "99999999999999999999s", "time: invalid duration \"99999999999999999999s\"" },
+        };
+        for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+                int64_t v = 42;
+                char *err = NULL;
+                if (go_duration_parse(ok[i].s, &v, &err) != 0)
+                        fail_msg("\"%s\": %s", ok[i].s, err);
+                if (v != ok[i].nsec)
+                        fail_msg("\"%s\": got %lld want %lld", ok[i].s, (long long) v, (long long) ok[i].nsec);
+        }
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+                int64_t v = 42;
+                char *err = NULL;
+                assert_true(go_duration_parse(bad[i].s, &v, &err) < 0);
+                assert_int_equal(v, 42); /* untouched */
+                assert_non_null(err);
+                assert_string_equal(err, bad[i].err);
+                free(err);
+        }
+        assert_int_equal(go_duration_parse(NULL, &(int64_t){ 0 }, NULL), -EINVAL);
+        assert_int_equal(go_duration_parse("zz", &(int64_t){ 0 }, NULL), -EINVAL);
+}
+
+static void test_duration_format(void **state) {
+        static const struct {
+                int64_t nsec;
+                const char *s;
+        } t[] = {
+                { 0, "0s" },
+                { 1, "1ns" },
+                { 1100, "1.1\xc2\xb5s" },
+                { 2200000, "2.2ms" },
+                { 3300000000, "3.3s" },
+                { 20000000000, "20s" },
+                { 60000000000, "1m0s" },
+                { 120000000000, "2m0s" },
+                { 90000000000, "1m30s" },
+                { 3600000000000, "1h0m0s" },
+                { 9900500000000, "2h45m0.5s" },
+                { -1500000000, "-1.5s" },
+                { INT64_MAX, "2562047h47m16.854775807s" },
+                { INT64_MIN, "-2562047h47m16.854775808s" },
+        };
+        for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+                char buf[GO_DURATION_MAX];
+                assert_string_equal(go_duration_format(t[i].nsec, buf, sizeof(buf)), t[i].s);
+        }
+}
+
+static void test_sub_usec_rounds_up(void **state) {
+        struct kubelet_options o;
+        char *err;
+        char **a = ARGV("--sync-frequency=1ns", "--file-check-frequency=1500ns");
+
+        assert_int_equal(parse(&o, ARGC(a), a, &err), 0);
+        assert_int_equal(o.sync_frequency_usec, 1);
+        assert_int_equal(o.file_check_frequency_usec, 2);
+        kubelet_options_done(&o);
+}
+
+static const char full_config[] = "apiVersion: kubelet.config.k8s.io/v1beta1\n"
+                                  "kind: KubeletConfiguration\n"
+                                  "staticPodPath: manifests   # relative to this file\n"
+                                  "fileCheckFrequency: 7s\n"
+                                  "staticPodURL: http://10.0.0.1:8080/pods.yaml\n"
+                                  "staticPodURLHeader:\n"
+                                  "  Authorization: [\"Bearer abc\"]\n"
+                                  "  X-Multi:\n"
+                                  "  - one\n"
+                                  "  - two\n"
+                                  "httpCheckFrequency: 45s\n"
+                                  "containerRuntimeEndpoint: unix:///run/other.sock\n"
+                                  "imageServiceEndpoint: unix:///run/image.sock\n"
+                                  "runtimeRequestTimeout: 3m\n"
+                                  "syncFrequency: 15s\n"
+                                  "maxPods: 20\n"
+                                  "podLogsDir: /srv/logs\n"
+                                  "logging:\n"
+                                  "  verbosity: 4\n"
+                                  "  format: text\n"
+                                  "cgroupDriver: systemd\n"
+                                  "authentication:\n"
+                                  "  anonymous:\n"
+                                  "    enabled: false\n";
+
+static void test_config_file(void **state) {
+        _cleanup_free_ char *path = write_tmp("full.yaml", full_config), *want_static = NULL;
+        struct kubelet_options o;
+        char *err;
+        char **a = ARGV("--config", path);
+
+        assert_int_equal(parse(&o, ARGC(a), a, &err), 0);
+        assert_null(err);
+        assert_true(asprintf(&want_static, "%s/manifests", tmpdir) > 0);
+        assert_string_equal(o.pod_manifest_path, want_static);
+        assert_int_equal(o.file_check_frequency_usec, 7 * USEC_PER_SEC);
+        assert_string_equal(o.manifest_url, "http://10.0.0.1:8080/pods.yaml");
+        assert_int_equal(strv_length(o.manifest_url_headers), 3);
+        assert_string_equal(o.manifest_url_headers[0], "Authorization: Bearer abc");
+        assert_string_equal(o.manifest_url_headers[1], "X-Multi: one");
+        assert_string_equal(o.manifest_url_headers[2], "X-Multi: two");
+        assert_int_equal(o.http_check_frequency_usec, 45 * USEC_PER_SEC);
+        assert_string_equal(o.container_runtime_endpoint, "unix:///run/other.sock");
+        assert_string_equal(o.image_service_endpoint, "unix:///run/image.sock");
+        assert_int_equal(o.runtime_request_timeout_usec, 180 * USEC_PER_SEC);
+        assert_int_equal(o.sync_frequency_usec, 15 * USEC_PER_SEC);
+        assert_int_equal(o.max_pods, 20);
+        assert_string_equal(o.pod_logs_dir, "/srv/logs");
+        assert_int_equal(o.verbosity, 4);
+        assert_string_equal(o.config_path, path);
+        kubelet_options_done(&o);
+}
+
+static void test_config_json_and_zero_defaults(void **state) {
+        _cleanup_free_ char *path = write_tmp(
+                "c.json", "{\"kind\":\"KubeletConfiguration\",\"apiVersion\":\"kubelet.config.k8s.io/v1beta1\","
+                          "\"fileCheckFrequency\":\"0s\",\"maxPods\":0,\"staticPodPath\":\"/abs\",\"podLogsDir\":null}");
+        struct kubelet_options o;
+        char *err;
+        char **a = ARGV("--config=" "PLACEHOLDER");
+        char *arg;
+
+        assert_true(asprintf(&arg, "--config=%s", path) > 0);
+        a[1] = arg;
+        assert_int_equal(parse(&o, ARGC(a), a, &err), 0);
+        assert_int_equal(o.file_check_frequency_usec, 20 * USEC_PER_SEC); /* zero = default, as SetDefaults */
+        assert_int_equal(o.max_pods, 110);
+        assert_string_equal(o.pod_manifest_path, "/abs");
+        assert_string_equal(o.pod_logs_dir, "/var/log/pods");
+        kubelet_options_done(&o);
+        free(arg);
+}
+
+static void test_flags_override_config(void **state) {
+        _cleanup_free_ char *path = write_tmp("full2.yaml", full_config);
+        struct kubelet_options o;
+        char *err;
+        char **a = ARGV("--max-pods=5", "--manifest-url-header=X-New:1", "--config", path, "--sync-frequency=2s",
+                        "--pod-manifest-path=/flag/path", "--v=1");
+
+        assert_int_equal(parse(&o, ARGC(a), a, &err), 0);
+        assert_int_equal(o.max_pods, 5);
+        assert_int_equal(o.sync_frequency_usec, 2 * USEC_PER_SEC);
+        assert_string_equal(o.pod_manifest_path, "/flag/path");
+        assert_int_equal(o.verbosity, 1);
+        /* the flag replaces the file's headers instead of appending to them */
+        assert_int_equal(strv_length(o.manifest_url_headers), 1);
+        assert_string_equal(o.manifest_url_headers[0], "X-New: 1");
+        /* what flags did not set comes from the file */
+        assert_int_equal(o.http_check_frequency_usec, 45 * USEC_PER_SEC);
+        assert_string_equal(o.container_runtime_endpoint, "unix:///run/other.sock");
+        kubelet_options_done(&o);
+}
+
+static void config_error(const char *name, const char *content, const char *want_suffix) {
+        _cleanup_free_ char *path = write_tmp(name, content), *want = NULL;
+        struct kubelet_options o;
+        char *err;
+        char **a = ARGV("--config", path);
+
+        assert_true(parse(&o, ARGC(a), a, &err) < 0);
+        assert_non_null(err);
+        assert_true(asprintf(&want, "%s: %s", path, want_suffix) > 0);
+        if (!startswith(err, want))
+                fail_msg("error \"%s\" does not start with \"%s\"", err, want);
+        free(err);
+        kubelet_options_done(&o);
+}
+
+#define HDR "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"
+
+static void test_config_errors(void **state) {
+        config_error("unknown.yaml", HDR "fooBar: 1\n", "unknown field \"fooBar\"");
+        config_error("unknown-log.yaml", HDR "logging:\n  verbosty: 2\n", "unknown field \"logging.verbosty\"");
+        config_error("dur.yaml", HDR "fileCheckFrequency: abc\n",
+                     "fileCheckFrequency: invalid duration \"abc\": time: invalid duration \"abc\"");
+        config_error("durnum.yaml", HDR "syncFrequency: 20\n", "syncFrequency: expected a duration string");
+        config_error("durneg.yaml", HDR "syncFrequency: -1s\n", "syncFrequency: invalid duration \"-1s\": must not be negative");
+        config_error("maxpods.yaml", HDR "maxPods: \"10\"\n", "maxPods: expected an integer, got string");
+        config_error("maxpods2.yaml", HDR "maxPods: 1.5\n", "maxPods: expected an integer, got number");
+        config_error("hdr.yaml", HDR "staticPodURLHeader:\n  A: b\n", "staticPodURLHeader.A: expected a list of strings");
+        config_error("hdr2.yaml", HDR "staticPodURLHeader: [a]\n", "staticPodURLHeader: expected a map");
+        config_error("verb.yaml", HDR "logging:\n  verbosity: -2\n", "logging.verbosity: -2 is out of range");
+        config_error("str.yaml", HDR "staticPodPath: [a]\n", "staticPodPath: expected a string, got array");
+        config_error("noapi.yaml", "kind: KubeletConfiguration\n", "apiVersion: Required value");
+        config_error("badapi.yaml", "apiVersion: v1\nkind: KubeletConfiguration\n",
+                     "apiVersion: unsupported value \"v1\": must be \"kubelet.config.k8s.io/v1beta1\"");
+        config_error("nokind.yaml", "apiVersion: kubelet.config.k8s.io/v1beta1\n", "kind: Required value");
+        config_error("badkind.yaml", "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: Pod\n",
+                     "kind: unsupported value \"Pod\"");
+        config_error("empty.yaml", "# nothing\n", "config file is empty");
+        config_error("two.yaml", HDR "---\n" HDR, "expected one KubeletConfiguration document, found 2");
+        config_error("list.yaml", "- a\n", "expected a KubeletConfiguration object, got array");
+        config_error("syntax.yaml", HDR "a: [\n", "");
+        {
+                _cleanup_free_ char *path = write_tmp("reldir.yaml", HDR "podLogsDir: \"\"\n");
+                struct kubelet_options o;
+                char *err;
+                char **a = ARGV("--config", path);
+                assert_true(parse(&o, ARGC(a), a, &err) < 0);
+                assert_string_equal(err, "invalid configuration: pod logs path \"\" must be absolute path");
+                free(err);
+                kubelet_options_done(&o);
+        }
+        {
+                struct kubelet_options o;
+                char *err;
+                char **a = ARGV("--config=/nonexistent/kubelet.yaml");
+                assert_true(parse(&o, ARGC(a), a, &err) < 0);
+                assert_string_equal(err, "/nonexistent/kubelet.yaml: cannot read config file: No such file or directory");
+                free(err);
+                kubelet_options_done(&o);
+        }
+}
+
+static void test_config_too_large(void **state) {
+        _cleanup_free_ char *big = malloc(2 * 1024 * 1024 + 1), *path = NULL;
+        struct kubelet_options o;
+        char *err;
+
+        assert_non_null(big);
+        memset(big, '#', 2 * 1024 * 1024);
+        big[2 * 1024 * 1024] = '\0';
+        path = write_tmp("big.yaml", big);
+        char **a = ARGV("--config", path);
+        assert_true(parse(&o, ARGC(a), a, &err) < 0);
+        assert_non_null(strstr(err, "config file is too large"));
+        free(err);
+        kubelet_options_done(&o);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_defaults),
+                cmocka_unit_test(test_every_flag),
+                cmocka_unit_test(test_shorthand_and_repeats),
+                cmocka_unit_test(test_help_version),
+                cmocka_unit_test(test_flag_errors),
+                cmocka_unit_test(test_duration_parse),
+                cmocka_unit_test(test_duration_format),
+                cmocka_unit_test(test_sub_usec_rounds_up),
+                cmocka_unit_test(test_config_file),
+                cmocka_unit_test(test_config_json_and_zero_defaults),
+                cmocka_unit_test(test_flags_override_config),
+                cmocka_unit_test(test_config_errors),
+                cmocka_unit_test(test_config_too_large),
+        };
+        return cmocka_run_group_tests(tests, setup_dir, teardown_dir);
+}
