@@ -85,7 +85,9 @@ struct container {
         char *termination_message_path;        /* default /dev/termination-log */
         enum termination_message_policy termination_message_policy;
         bool stdin_, stdin_once, tty;
-        json_t *raw;         /* the container object as decoded (owned reference), for hashing */
+        json_t *raw;         /* the container object as decoded (owned reference), for hashing: exactly as given in
+                              * the document, before defaults (defaults are a function of it, so a hash over it
+                              * changes exactly when the container's spec does) */
 };
 
 struct pod_spec {
@@ -128,7 +130,8 @@ struct pod {
 
         struct pod_spec spec;
 
-        /* the document the pod came from (owned reference): hashing, mirror pods, API output */
+        /* the document the pod came from (owned reference): hashing, mirror pods, API output. A private copy made
+         * by pod_decode, as given: defaults and static pod naming are not written back into it. */
         json_t *raw;
 };
 

@@ -193,6 +193,32 @@ static int get_strv(struct field_errors *e, json_t *obj, const char *parent, con
         return 0;
 }
 
+/* Append to a strmap without strmap_set's linear duplicate scan: JSON object keys are unique already, and a
+ * map with tens of thousands of labels must not cost a quadratic number of comparisons. */
+static int strmap_append(struct strmap *m, const char *k, char *v /* takes ownership */) {
+        _cleanup_free_ char *value = v, *key = strdup(k);
+        char **ks, **vs;
+
+        if (!key)
+                return -ENOMEM;
+        /* grow in powers of two */
+        if (m->n == 0 || (m->n >= 4 && (m->n & (m->n - 1)) == 0)) {
+                size_t cap = m->n ? m->n * 2 : 4;
+                ks = realloc(m->keys, sizeof(char *) * cap);
+                if (!ks)
+                        return -ENOMEM;
+                m->keys = ks;
+                vs = realloc(m->values, sizeof(char *) * cap);
+                if (!vs)
+                        return -ENOMEM;
+                m->values = vs;
+        }
+        m->keys[m->n] = TAKE_PTR(key);
+        m->values[m->n] = TAKE_PTR(value);
+        m->n++;
+        return 0;
+}
+
 static int get_string_map(struct field_errors *e, json_t *obj, const char *parent, const char *key,
                           struct strmap *ret) {
         _cleanup_free_ char *p = NULL;
@@ -217,7 +243,7 @@ static int get_string_map(struct field_errors *e, json_t *obj, const char *paren
                 if (r < 0)
                         return r;
                 if (s) {
-                        r = strmap_set(ret, k, s);
+                        r = strmap_append(ret, k, TAKE_PTR(s));
                         if (r < 0)
                                 return r;
                 }

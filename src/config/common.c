@@ -41,6 +41,52 @@ static int static_pod_uid(const struct pod *p, const char *node_name, const char
         return *ret ? 0 : -ENOMEM;
 }
 
+/* Copy a map and set three keys, in linear time (strmap_copy would be quadratic in the number of keys). */
+static int annotations_with(const struct strmap *src, const char *const kv[static 6], struct strmap *ret) {
+        struct strmap m = {};
+        size_t n = src->n + 3;
+
+        m.keys = calloc(n, sizeof(char *));
+        m.values = calloc(n, sizeof(char *));
+        if (!m.keys || !m.values)
+                goto oom;
+        for (size_t i = 0; i < src->n; i++) {
+                m.keys[m.n] = strdup(src->keys[i]);
+                m.values[m.n] = strdup(src->values[i]);
+                m.n++;
+                if (!m.keys[m.n - 1] || !m.values[m.n - 1])
+                        goto oom;
+        }
+        for (size_t j = 0; j < 3; j++) {
+                const char *k = kv[2 * j], *v = kv[2 * j + 1];
+                size_t i;
+                char *nv = strdup(v);
+                if (!nv)
+                        goto oom;
+                for (i = 0; i < m.n; i++)
+                        if (streq(m.keys[i], k))
+                                break;
+                if (i < m.n) {
+                        free(m.values[i]);
+                        m.values[i] = nv;
+                        continue;
+                }
+                m.keys[m.n] = strdup(k);
+                m.values[m.n] = nv;
+                m.n++;
+                if (!m.keys[m.n - 1])
+                        goto oom;
+        }
+        *ret = m;
+        return 0;
+oom:
+        /* strmap_done frees keys/values [0, n); free the arrays if nothing was added */
+        strmap_done(&m);
+        free(m.keys);
+        free(m.values);
+        return -ENOMEM;
+}
+
 int static_pod_apply_defaults(struct pod *p, const char *node_name, const char *source, const char *source_id) {
         _cleanup_free_ char *uid = NULL, *name = NULL, *ns = NULL, *node = NULL;
         struct strmap annotations = {};
@@ -74,17 +120,12 @@ int static_pod_apply_defaults(struct pod *p, const char *node_name, const char *
         if (!ns || !node)
                 return -ENOMEM;
         format_rfc3339nano((int64_t) (now_realtime_usec() * 1000), seen, sizeof(seen));
-        r = strmap_copy(&p->annotations, &annotations);
-        if (r >= 0)
-                r = strmap_set(&annotations, ANNOTATION_CONFIG_HASH, uid);
-        if (r >= 0)
-                r = strmap_set(&annotations, ANNOTATION_CONFIG_SOURCE, source);
-        if (r >= 0)
-                r = strmap_set(&annotations, ANNOTATION_CONFIG_SEEN, seen);
-        if (r < 0) {
-                strmap_done(&annotations);
+        r = annotations_with(&p->annotations,
+                             (const char *const[]) { ANNOTATION_CONFIG_HASH, uid, ANNOTATION_CONFIG_SOURCE, source,
+                                                     ANNOTATION_CONFIG_SEEN, seen },
+                             &annotations);
+        if (r < 0)
                 return r;
-        }
 
         free(p->uid);
         p->uid = TAKE_PTR(uid);
