@@ -1,0 +1,460 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The http source (pkg/kubelet/config/http.go): GET the manifest URL every check interval — the first time
+ * right away — with libcurl's multi interface driven by our event loop (socket and timer callbacks mapped
+ * onto libevent events), so nothing waits on the network.
+ *
+ *  - 200 with a body: parsed as a manifest (Pods, PodLists, several documents); the whole body is one
+ *    all-or-nothing set. A body identical to the last one is not parsed again.
+ *  - 200 with an empty body: zero pods (upstream sends an empty set and reports "zero-length data").
+ *  - any other status, a transport error or timeout (10 s), a body over MANIFEST_MAX_SIZE, a body that does
+ *    not parse: an error; the source keeps its last good pods.
+ * Errors are logged once each, until a different one happens or the URL works again. */
+#include <curl/curl.h>
+#include <stdarg.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+
+#include "basic/log.h"
+#include "config/config-internal.h"
+
+#define HTTP_TIMEOUT_MS 10000L
+#define HTTP_CONNECT_TIMEOUT_MS 5000L
+
+struct http_socket {
+        struct http_socket *next;
+        struct http_source *src;
+        curl_socket_t fd;
+        struct event *ev;
+};
+
+struct http_source {
+        struct pod_config *config;
+        struct event_base *base;
+        char *url;
+        struct curl_slist *headers;
+        uint64_t interval_usec;
+
+        CURLM *multi;
+        CURL *easy; /* the transfer in flight, or NULL */
+        struct event *curl_timer;
+        struct event *poll_timer;
+        struct http_socket *sockets;
+        char errbuf[CURL_ERROR_SIZE];
+
+        char *body;
+        size_t body_len, body_alloc;
+        bool too_large;
+
+        char last_body_hash[65]; /* of the last body processed, good or bad; "" = none */
+        char *last_error;        /* last logged error, NULL after a success */
+        bool zero_length_logged;
+};
+
+static void http_socket_free(struct http_socket *hs) {
+        if (!hs)
+                return;
+        if (hs->ev)
+                event_free(hs->ev);
+        free(hs);
+}
+
+static void transfer_done(struct http_source *s) {
+        if (s->easy) {
+                curl_multi_remove_handle(s->multi, s->easy);
+                curl_easy_cleanup(s->easy);
+                s->easy = NULL;
+        }
+        free(s->body);
+        s->body = NULL;
+        s->body_len = s->body_alloc = 0;
+        s->too_large = false;
+}
+
+static void http_source_free(void *data) {
+        struct http_source *s = data;
+
+        if (!s)
+                return;
+        if (s->easy) {
+                curl_multi_remove_handle(s->multi, s->easy);
+                curl_easy_cleanup(s->easy);
+                s->easy = NULL;
+        }
+        if (s->multi)
+                curl_multi_cleanup(s->multi); /* may still call the socket and timer callbacks */
+        while (s->sockets) {
+                struct http_socket *hs = s->sockets;
+                s->sockets = hs->next;
+                http_socket_free(hs);
+        }
+        if (s->curl_timer)
+                event_free(s->curl_timer);
+        if (s->poll_timer)
+                event_free(s->poll_timer);
+        curl_slist_free_all(s->headers);
+        free(s->body);
+        free(s->last_error);
+        free(s->url);
+        free(s);
+}
+
+static void rearm(struct event *ev, uint64_t usec) {
+        struct timeval tv = { .tv_sec = (time_t) (usec / USEC_PER_SEC), .tv_usec = (suseconds_t) (usec % USEC_PER_SEC) };
+        evtimer_add(ev, &tv);
+}
+
+/* ---- results ---- */
+
+/* "key" says which errors count as the same one (libcurl's messages carry timings); NULL: the message */
+static void fetch_failed(struct http_source *s, const char *key, const char *fmt, ...) _printf_(3, 4);
+static void fetch_failed(struct http_source *s, const char *key, const char *fmt, ...) {
+        _cleanup_free_ char *msg = NULL, *k = NULL;
+        va_list ap;
+        int r;
+
+        va_start(ap, fmt);
+        r = vasprintf(&msg, fmt, ap);
+        va_end(ap);
+        if (r < 0)
+                return;
+        k = strdup(key ? key : msg);
+        if (!k)
+                return;
+        pod_config_source_attempted(s->config, CONFIG_SOURCE_HTTP);
+        if (s->last_error && streq(s->last_error, k)) {
+                log_v(4, "Failed to read pods from URL %s: %s", s->url, msg);
+                return;
+        }
+        log_warning("Failed to read pods from URL %s: %s (keeping the pods it gave before)", s->url, msg);
+        free(s->last_error);
+        s->last_error = TAKE_PTR(k);
+}
+
+static void fetch_succeeded(struct http_source *s) {
+        if (s->last_error)
+                log_info("Successfully read pods from URL %s", s->url);
+        free(s->last_error);
+        s->last_error = NULL;
+}
+
+static void process_body(struct http_source *s) {
+        _cleanup_free_ char *error = NULL;
+        struct pod_set set = {};
+        char hex[65];
+        int r;
+
+        if (s->body_len == 0) {
+                /* as upstream: an empty set, reported once */
+                if (!s->zero_length_logged)
+                        log_warning("Zero-length data received from %s: no pods from this URL", s->url);
+                s->zero_length_logged = true;
+                s->last_body_hash[0] = '\0';
+                fetch_succeeded(s);
+                r = pod_config_set_source_pods(s->config, CONFIG_SOURCE_HTTP, &set);
+                if (r < 0)
+                        log_error("Cannot hand over the pods of %s: %s", s->url, strerror(-r));
+                return;
+        }
+        s->zero_length_logged = false;
+
+        r = hash_hex("sha256", s->body, s->body_len, hex, sizeof(hex));
+        if (r < 0) {
+                fetch_failed(s, NULL, "cannot hash the response: %s", strerror(-r));
+                return;
+        }
+        if (streq(hex, s->last_body_hash)) {
+                /* unchanged since last time: same outcome as then */
+                if (!s->last_error)
+                        log_v(5, "Manifest at %s is unchanged", s->url);
+                return;
+        }
+        memcpy(s->last_body_hash, hex, sizeof(hex));
+
+        r = static_pods_from_manifest(s->body, s->body_len, pod_config_get_node_name(s->config), CONFIG_SOURCE_HTTP,
+                                      s->url, &set, &error);
+        if (r < 0) {
+                fetch_failed(s, NULL, "%s", error ? error : strerror(-r));
+                return;
+        }
+        fetch_succeeded(s);
+        log_v(3, "Read %zu pods from URL %s", set.n, s->url);
+        r = pod_config_set_source_pods(s->config, CONFIG_SOURCE_HTTP, &set);
+        if (r < 0) {
+                log_error("Cannot hand over the pods of %s: %s", s->url, strerror(-r));
+                s->last_body_hash[0] = '\0'; /* try again next time */
+        }
+}
+
+static void check_multi_info(struct http_source *s) {
+        CURLMsg *msg;
+        int left;
+
+        while ((msg = curl_multi_info_read(s->multi, &left))) {
+                CURLcode result;
+                long status = 0;
+
+                if (msg->msg != CURLMSG_DONE || msg->easy_handle != s->easy)
+                        continue;
+                result = msg->data.result;
+                curl_easy_getinfo(s->easy, CURLINFO_RESPONSE_CODE, &status);
+
+                if (s->too_large || result == CURLE_FILESIZE_EXCEEDED)
+                        fetch_failed(s, NULL, "response body is larger than %u bytes", MANIFEST_MAX_SIZE);
+                else if (result != CURLE_OK)
+                        fetch_failed(s, curl_easy_strerror(result), "%s",
+                                     s->errbuf[0] ? s->errbuf : curl_easy_strerror(result));
+                else if (status != 200)
+                        fetch_failed(s, NULL, "server returned HTTP status %ld", status);
+                else
+                        process_body(s);
+
+                transfer_done(s);
+                rearm(s->poll_timer, s->interval_usec);
+                return; /* msg belongs to the handle we just freed */
+        }
+}
+
+/* ---- libcurl <-> libevent ---- */
+
+static void on_socket_event(evutil_socket_t fd, short what, void *userdata) {
+        struct http_source *s = userdata;
+        int running = 0, action = 0;
+
+        if (what & EV_READ)
+                action |= CURL_CSELECT_IN;
+        if (what & EV_WRITE)
+                action |= CURL_CSELECT_OUT;
+        curl_multi_socket_action(s->multi, fd, action, &running);
+        check_multi_info(s);
+}
+
+static void on_curl_timer(evutil_socket_t fd, short what, void *userdata) {
+        struct http_source *s = userdata;
+        int running = 0;
+
+        curl_multi_socket_action(s->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+        check_multi_info(s);
+}
+
+static int curl_socket_cb(CURL *easy, curl_socket_t fd, int what, void *userp, void *socketp) {
+        struct http_source *s = userp;
+        struct http_socket *hs = socketp;
+        short events = 0;
+
+        if (what == CURL_POLL_REMOVE) {
+                if (hs) {
+                        for (struct http_socket **p = &s->sockets; *p; p = &(*p)->next)
+                                if (*p == hs) {
+                                        *p = hs->next;
+                                        break;
+                                }
+                        http_socket_free(hs);
+                        curl_multi_assign(s->multi, fd, NULL);
+                }
+                return 0;
+        }
+        if (what & CURL_POLL_IN)
+                events |= EV_READ;
+        if (what & CURL_POLL_OUT)
+                events |= EV_WRITE;
+
+        if (!hs) {
+                hs = calloc(1, sizeof(*hs));
+                if (!hs)
+                        return -1;
+                hs->src = s;
+                hs->fd = fd;
+                hs->next = s->sockets;
+                s->sockets = hs;
+                curl_multi_assign(s->multi, fd, hs);
+        }
+        if (hs->ev) {
+                event_free(hs->ev);
+                hs->ev = NULL;
+        }
+        hs->ev = event_new(s->base, fd, events | EV_PERSIST, on_socket_event, s);
+        if (!hs->ev || event_add(hs->ev, NULL) < 0)
+                return -1;
+        return 0;
+}
+
+static int curl_timer_cb(CURLM *multi, long timeout_ms, void *userp) {
+        struct http_source *s = userp;
+
+        if (timeout_ms < 0) {
+                evtimer_del(s->curl_timer);
+                return 0;
+        }
+        /* 0 means "call socket_action soon": do it from the loop, not from inside libcurl */
+        rearm(s->curl_timer, (uint64_t) timeout_ms * USEC_PER_MSEC);
+        return 0;
+}
+
+static curl_socket_t open_socket_cb(void *clientp, curlsocktype purpose, struct curl_sockaddr *address) {
+        return socket(address->family, address->socktype | SOCK_CLOEXEC, address->protocol);
+}
+
+static size_t write_cb(char *ptr, size_t size, size_t nmemb, void *userdata) {
+        struct http_source *s = userdata;
+        size_t n = size * nmemb;
+
+        if (n > MANIFEST_MAX_SIZE || s->body_len + n > MANIFEST_MAX_SIZE) {
+                s->too_large = true;
+                return 0; /* aborts the transfer */
+        }
+        if (s->body_len + n + 1 > s->body_alloc) {
+                size_t na = MAX(s->body_alloc * 2, s->body_len + n + 1);
+                char *nb;
+
+                na = MIN(na, (size_t) MANIFEST_MAX_SIZE + 1);
+                nb = realloc(s->body, na);
+                if (!nb)
+                        return 0;
+                s->body = nb;
+                s->body_alloc = na;
+        }
+        memcpy(s->body + s->body_len, ptr, n);
+        s->body_len += n;
+        s->body[s->body_len] = '\0';
+        return n;
+}
+
+static int start_fetch(struct http_source *s) {
+        CURL *e;
+
+        e = curl_easy_init();
+        if (!e)
+                return -ENOMEM;
+        s->errbuf[0] = '\0';
+        if (curl_easy_setopt(e, CURLOPT_URL, s->url) != CURLE_OK ||
+            curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https") != CURLE_OK ||
+            curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, "http,https") != CURLE_OK ||
+            curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 1L) != CURLE_OK ||
+            curl_easy_setopt(e, CURLOPT_MAXREDIRS, 10L) != CURLE_OK ||
+            curl_easy_setopt(e, CURLOPT_HTTPHEADER, s->headers) != CURLE_OK ||
+            curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, HTTP_TIMEOUT_MS) != CURLE_OK ||
+            curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, HTTP_CONNECT_TIMEOUT_MS) != CURLE_OK ||
+            curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L) != CURLE_OK ||
+            curl_easy_setopt(e, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t) MANIFEST_MAX_SIZE) != CURLE_OK ||
+            curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "") != CURLE_OK ||
+            curl_easy_setopt(e, CURLOPT_USERAGENT, "ckubelet/" CKUBELET_VERSION) != CURLE_OK ||
+            curl_easy_setopt(e, CURLOPT_ERRORBUFFER, s->errbuf) != CURLE_OK ||
+            curl_easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, open_socket_cb) != CURLE_OK ||
+            curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, write_cb) != CURLE_OK ||
+            curl_easy_setopt(e, CURLOPT_WRITEDATA, s) != CURLE_OK) {
+                curl_easy_cleanup(e);
+                return -EINVAL;
+        }
+        if (curl_multi_add_handle(s->multi, e) != CURLM_OK) {
+                curl_easy_cleanup(e);
+                return -ENOMEM;
+        }
+        s->easy = e;
+        return 0;
+}
+
+static void on_poll(evutil_socket_t fd, short what, void *userdata) {
+        struct http_source *s = userdata;
+        int r;
+
+        if (s->easy)
+                return; /* still running; the next poll is armed when it completes */
+        r = start_fetch(s);
+        if (r < 0) {
+                fetch_failed(s, NULL, "cannot start the request: %s", strerror(-r));
+                rearm(s->poll_timer, s->interval_usec);
+        }
+}
+
+/* "Key: value" → a curl header line; curl drops "Key:" with nothing after it, "Key;" sends it empty */
+static int headers_build(char *const *headers, struct curl_slist **ret) {
+        struct curl_slist *l = NULL;
+
+        for (char *const *h = headers; h && *h; h++) {
+                _cleanup_free_ char *line = NULL;
+                const char *colon = strchr(*h, ':'), *v;
+                struct curl_slist *n;
+
+                if (!colon || colon == *h || strpbrk(*h, "\r\n")) {
+                        curl_slist_free_all(l);
+                        return -EINVAL;
+                }
+                for (v = colon + 1; *v == ' ' || *v == '\t'; v++)
+                        ;
+                if (*v == '\0') {
+                        if (asprintf(&line, "%.*s;", (int) (colon - *h), *h) < 0)
+                                line = NULL;
+                } else
+                        line = strdup(*h);
+                if (!line) {
+                        curl_slist_free_all(l);
+                        return -ENOMEM;
+                }
+                n = curl_slist_append(l, line);
+                if (!n) {
+                        curl_slist_free_all(l);
+                        return -ENOMEM;
+                }
+                l = n;
+        }
+        *ret = l;
+        return 0;
+}
+
+int pod_config_add_http_source(struct pod_config *c, const char *url, char *const *headers,
+                               uint64_t check_interval_usec) {
+        struct http_source *s;
+        int r;
+
+        if (!c || isempty(url) || check_interval_usec == 0)
+                return -EINVAL;
+        if (strncasecmp(url, "http://", 7) != 0 && strncasecmp(url, "https://", 8) != 0) {
+                log_error("Manifest URL \"%s\" is not an http:// or https:// URL", url);
+                return -EINVAL;
+        }
+        if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+                log_error("Cannot initialize libcurl");
+                return -ENOMEM;
+        }
+
+        s = calloc(1, sizeof(*s));
+        if (!s)
+                return -ENOMEM;
+        s->config = c;
+        s->base = pod_config_get_event_base(c);
+        s->interval_usec = check_interval_usec;
+        s->url = strdup(url);
+        if (!s->url) {
+                http_source_free(s);
+                return -ENOMEM;
+        }
+        r = headers_build(headers, &s->headers);
+        if (r < 0) {
+                log_error("Invalid header for manifest URL %s", url);
+                http_source_free(s);
+                return r;
+        }
+        s->multi = curl_multi_init();
+        s->curl_timer = evtimer_new(s->base, on_curl_timer, s);
+        s->poll_timer = evtimer_new(s->base, on_poll, s);
+        if (!s->multi || !s->curl_timer || !s->poll_timer ||
+            curl_multi_setopt(s->multi, CURLMOPT_SOCKETFUNCTION, curl_socket_cb) != CURLM_OK ||
+            curl_multi_setopt(s->multi, CURLMOPT_SOCKETDATA, s) != CURLM_OK ||
+            curl_multi_setopt(s->multi, CURLMOPT_TIMERFUNCTION, curl_timer_cb) != CURLM_OK ||
+            curl_multi_setopt(s->multi, CURLMOPT_TIMERDATA, s) != CURLM_OK) {
+                http_source_free(s);
+                return -ENOMEM;
+        }
+
+        r = pod_config_register_source(c, CONFIG_SOURCE_HTTP, s, http_source_free);
+        if (r < 0) {
+                log_error("Cannot add the http source %s: %s", url,
+                          r == -EEXIST ? "an http source is already configured" : strerror(-r));
+                http_source_free(s);
+                return r;
+        }
+        log_v(1, "Watching URL %s", url);
+        rearm(s->poll_timer, 0); /* first fetch right away, on the loop */
+        return 0;
+}
