@@ -10,7 +10,8 @@
  *    Duplicate UIDs are treated the same way.
  *  - The update callback runs from the event loop, never from inside pod_config_set_source_pods, and only
  *    when the merged set differs from the one delivered before. The first delivery waits until every
- *    source has delivered (or failed) once. */
+ *    source has delivered (or failed) once; with no source at all it is an empty set. Until that first
+ *    call the kubelet does not know the desired set and must not remove anything it finds running. */
 #include <string.h>
 
 #include "basic/log.h"
@@ -58,6 +59,9 @@ int pod_config_new(struct event_base *base, const char *node_name, config_update
                 pod_config_free(c);
                 return -ENOMEM;
         }
+        /* Sources are added right after this, before the loop runs. If none is, the loop's first iteration
+         * delivers the (empty) desired set, so that the kubelet knows where it stands. */
+        event_active(c->deliver_event, EV_TIMEOUT, 0);
         *ret = c;
         return 0;
 }
@@ -159,7 +163,8 @@ bool pod_config_pods_equal(const struct pod *a, const struct pod *b) {
                 return false;
         if (!str_eq(a->uid, b->uid) || !str_eq(a->name, b->name) || !str_eq(a->namespace_, b->namespace_))
                 return false;
-        if (!str_eq(strmap_get(&a->annotations, ANNOTATION_CONFIG_HASH), strmap_get(&b->annotations, ANNOTATION_CONFIG_HASH)) ||
+        if (!str_eq(strmap_get(&a->annotations, ANNOTATION_CONFIG_HASH),
+                    strmap_get(&b->annotations, ANNOTATION_CONFIG_HASH)) ||
             !str_eq(strmap_get(&a->annotations, ANNOTATION_CONFIG_SOURCE),
                     strmap_get(&b->annotations, ANNOTATION_CONFIG_SOURCE)))
                 return false;

@@ -130,6 +130,10 @@ static void path_ok(struct file_source *s) {
         s->path_problem = mfree(s->path_problem);
 }
 
+static bool same_name(const char *a, const char *b) {
+        return (!a && !b) || (a && b && streq(a, b));
+}
+
 static void watch_set(struct file_source *s, const char *dir, const char *name) {
         struct stat st;
         int wd;
@@ -138,8 +142,8 @@ static void watch_set(struct file_source *s, const char *dir, const char *name) 
                 return;
         if (stat(dir, &st) < 0)
                 return;
-        if (s->wd >= 0 && streq(s->watch_dir, dir) && ((!name && !s->watch_name) || (name && s->watch_name && streq(name, s->watch_name))) &&
-            st.st_dev == s->watch_dev && st.st_ino == s->watch_ino)
+        if (s->wd >= 0 && streq(s->watch_dir, dir) && same_name(name, s->watch_name) && st.st_dev == s->watch_dev &&
+            st.st_ino == s->watch_ino)
                 return;
         watch_stop(s);
         wd = inotify_add_watch(s->inotify_fd, dir, FILE_INOTIFY_MASK | IN_ONLYDIR);

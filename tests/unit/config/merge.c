@@ -274,6 +274,19 @@ static void test_first_delivery_waits_for_all_sources(void **state) {
         assert_int_equal(rec.last.n, 0);
         pod_config_free(c);
         event_base_free(base);
+
+        /* no source at all: one empty update */
+        base = event_base_new();
+        rec = (struct recorder){};
+        assert_int_equal(pod_config_new(base, NODE, on_update, &rec, &c), 0);
+        assert_int_equal(rec.calls, 0);
+        run(base);
+        assert_int_equal(rec.calls, 1);
+        assert_int_equal(rec.last.n, 0);
+        run(base);
+        assert_int_equal(rec.calls, 1);
+        pod_config_free(c);
+        event_base_free(base);
 }
 
 static void test_invalid_args(void **state) {
