@@ -47,8 +47,8 @@ struct http_source {
         bool too_large;
 
         char last_body_hash[65]; /* of the last body processed, good or bad; "" = none */
+        char *last_body_error;   /* why that body was bad, NULL if it was good */
         char *last_error;        /* last logged error, NULL after a success */
-        bool zero_length_logged;
 };
 
 static void http_socket_free(struct http_socket *hs) {
@@ -95,6 +95,7 @@ static void http_source_free(void *data) {
         curl_slist_free_all(s->headers);
         free(s->body);
         free(s->last_error);
+        free(s->last_body_error);
         free(s->url);
         free(s);
 }
@@ -144,41 +145,42 @@ static void process_body(struct http_source *s) {
         char hex[65];
         int r;
 
-        if (s->body_len == 0) {
-                /* as upstream: an empty set, reported once */
-                if (!s->zero_length_logged)
-                        log_warning("Zero-length data received from %s: no pods from this URL", s->url);
-                s->zero_length_logged = true;
-                s->last_body_hash[0] = '\0';
-                fetch_succeeded(s);
-                r = pod_config_set_source_pods(s->config, CONFIG_SOURCE_HTTP, &set);
-                if (r < 0)
-                        log_error("Cannot hand over the pods of %s: %s", s->url, strerror(-r));
-                return;
-        }
-        s->zero_length_logged = false;
-
-        r = hash_hex("sha256", s->body, s->body_len, hex, sizeof(hex));
+        r = hash_hex("sha256", s->body ? s->body : "", s->body_len, hex, sizeof(hex));
         if (r < 0) {
                 fetch_failed(s, NULL, "cannot hash the response: %s", strerror(-r));
                 return;
         }
         if (streq(hex, s->last_body_hash)) {
-                /* unchanged since last time: same outcome as then */
-                if (!s->last_error)
-                        log_v(5, "Manifest at %s is unchanged", s->url);
+                /* unchanged since last time: same outcome as then (logged only if something else happened
+                 * in between) */
+                log_v(5, "Manifest at %s is unchanged", s->url);
+                if (s->last_body_error)
+                        fetch_failed(s, NULL, "%s", s->last_body_error);
+                else
+                        fetch_succeeded(s);
                 return;
         }
         memcpy(s->last_body_hash, hex, sizeof(hex));
+        free(s->last_body_error);
+        s->last_body_error = NULL;
 
-        r = static_pods_from_manifest(s->body, s->body_len, pod_config_get_node_name(s->config), CONFIG_SOURCE_HTTP,
-                                      s->url, &set, &error);
-        if (r < 0) {
-                fetch_failed(s, NULL, "%s", error ? error : strerror(-r));
-                return;
+        if (s->body_len == 0) {
+                /* as upstream: an empty set, and a warning */
+                log_warning("Zero-length data received from %s: no pods from this URL", s->url);
+                fetch_succeeded(s);
+        } else {
+                r = static_pods_from_manifest(s->body, s->body_len, pod_config_get_node_name(s->config),
+                                              CONFIG_SOURCE_HTTP, s->url, &set, &error);
+                if (r < 0) {
+                        s->last_body_error = strdup(error ? error : strerror(-r));
+                        if (!s->last_body_error)
+                                s->last_body_hash[0] = '\0';
+                        fetch_failed(s, NULL, "%s", error ? error : strerror(-r));
+                        return;
+                }
+                fetch_succeeded(s);
+                log_v(3, "Read %zu pods from URL %s", set.n, s->url);
         }
-        fetch_succeeded(s);
-        log_v(3, "Read %zu pods from URL %s", set.n, s->url);
         r = pod_config_set_source_pods(s->config, CONFIG_SOURCE_HTTP, &set);
         if (r < 0) {
                 log_error("Cannot hand over the pods of %s: %s", s->url, strerror(-r));
@@ -320,6 +322,16 @@ static size_t write_cb(char *ptr, size_t size, size_t nmemb, void *userdata) {
         return n;
 }
 
+static CURLcode set_protocols(CURL *e) {
+#if LIBCURL_VERSION_NUM >= 0x075500 /* 7.85: the string forms; the bitmasks are deprecated */
+        CURLcode c = curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+        return c != CURLE_OK ? c : curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+#else
+        CURLcode c = curl_easy_setopt(e, CURLOPT_PROTOCOLS, (long) (CURLPROTO_HTTP | CURLPROTO_HTTPS));
+        return c != CURLE_OK ? c : curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS, (long) (CURLPROTO_HTTP | CURLPROTO_HTTPS));
+#endif
+}
+
 static int start_fetch(struct http_source *s) {
         CURL *e;
 
@@ -328,8 +340,7 @@ static int start_fetch(struct http_source *s) {
                 return -ENOMEM;
         s->errbuf[0] = '\0';
         if (curl_easy_setopt(e, CURLOPT_URL, s->url) != CURLE_OK ||
-            curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https") != CURLE_OK ||
-            curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, "http,https") != CURLE_OK ||
+            set_protocols(e) != CURLE_OK ||
             curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 1L) != CURLE_OK ||
             curl_easy_setopt(e, CURLOPT_MAXREDIRS, 10L) != CURLE_OK ||
             curl_easy_setopt(e, CURLOPT_HTTPHEADER, s->headers) != CURLE_OK ||

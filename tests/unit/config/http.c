@@ -231,6 +231,14 @@ static void test_http(void **state) {
         assert_int_equal(count_logged(t, "server returned HTTP status 404"), 1);
         assert_int_equal(strv_length(t->names), 2);
 
+        /* the same body as before the error: no update, but the recovery is logged */
+        serve(t, 200, two_pods, strlen(two_pods), false);
+        expect_no_update(t, 350);
+        assert_int_equal(count_logged(t, "Successfully read pods from URL"), 1);
+        serve(t, 404, "nope", 4, false);
+        expect_no_update(t, 350);
+        assert_int_equal(count_logged(t, "server returned HTTP status 404"), 2);
+
         /* too large, with a Content-Length */
         serve(t, 200, big, MANIFEST_MAX_SIZE + 1, false);
         expect_no_update(t, 450);
@@ -240,7 +248,7 @@ static void test_http(void **state) {
         serve(t, 200, one_pod, strlen(one_pod), false);
         expect_update(t, 2000);
         assert_int_equal(strv_length(t->names), 1);
-        assert_int_equal(count_logged(t, "Successfully read pods from URL"), 1);
+        assert_int_equal(count_logged(t, "Successfully read pods from URL"), 2);
 
         /* too large, streamed without a Content-Length: the transfer is cut off */
         serve(t, 200, big, MANIFEST_MAX_SIZE + 1, true);
@@ -253,6 +261,12 @@ static void test_http(void **state) {
         serve(t, 200, no_image, strlen(no_image), false);
         expect_no_update(t, 350);
         assert_int_equal(count_logged(t, "document 1 (pod \"x\"): spec.containers[0].image: Required value"), 1);
+        /* a 404 in between, then the same bad body: its error is reported again */
+        serve(t, 404, "nope", 4, false);
+        expect_no_update(t, 250);
+        serve(t, 200, no_image, strlen(no_image), false);
+        expect_no_update(t, 250);
+        assert_int_equal(count_logged(t, "document 1 (pod \"x\"): spec.containers[0].image: Required value"), 2);
 
         /* empty body: zero pods, as upstream */
         serve(t, 200, "", 0, false);
