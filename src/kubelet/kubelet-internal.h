@@ -54,6 +54,7 @@ struct kubelet {
 
         bool stopping;
         bool runtime_listed;      /* the PLEG has listed once: workers may act */
+        bool config_received;     /* every source delivered (or failed) once: undesired pods may be killed */
 
         struct pod_set desired;   /* references */
         struct pod_worker *workers;

@@ -214,7 +214,9 @@ static bool desired_contains(const struct kubelet *k, const char *uid) {
 /* Make the set of workers match desired + runtime: a worker per desired pod, a terminating worker per pod
  * found in the runtime that is not desired. */
 static void reconcile_workers(struct kubelet *k) {
-        if (!k->runtime_listed || k->stopping)
+        /* Like upstream (sourcesReady), nothing is killed before every source has spoken: after a restart the
+         * runtime holds pods that are still wanted. */
+        if (!k->runtime_listed || !k->config_received || k->stopping)
                 return;
 
         for (size_t i = 0; i < k->desired.n; i++) {
@@ -279,6 +281,7 @@ static void on_config_update(const struct pod_set *pods, void *userdata) {
                 }
         pod_set_done(&k->desired);
         k->desired = n;
+        k->config_received = true;
         log_v(2, "desired pods: %zu", n.n);
         reconcile_workers(k);
 }
