@@ -8,6 +8,7 @@
  * (container finish times come from the runtime as wall-clock). */
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 struct backoff_entry {
