@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "cri/grpc.h"
+
+void grpc_frame_header(uint8_t buf[GRPC_FRAME_HEADER], uint32_t len) {
+        buf[0] = 0;
+        buf[1] = (uint8_t) (len >> 24);
+        buf[2] = (uint8_t) (len >> 16);
+        buf[3] = (uint8_t) (len >> 8);
+        buf[4] = (uint8_t) len;
+}
+
+uint32_t grpc_frame_length(const uint8_t buf[GRPC_FRAME_HEADER]) {
+        return (uint32_t) buf[1] << 24 | (uint32_t) buf[2] << 16 | (uint32_t) buf[3] << 8 | buf[4];
+}
+
+void grpc_format_timeout(uint64_t usec, char *buf, size_t size) {
+        static const struct {
+                char unit;
+                uint64_t usec;
+        } units[] = {
+                { 'u', 1 }, { 'm', 1000 }, { 'S', 1000000 }, { 'M', 60000000 }, { 'H', 3600000000ULL },
+        };
+        const uint64_t max = 99999999; /* 8 digits */
+
+        for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+                uint64_t v = (usec + units[i].usec - 1) / units[i].usec;
+                if (v <= max) {
+                        snprintf(buf, size, "%" PRIu64 "%c", v, units[i].unit);
+                        return;
+                }
+        }
+        snprintf(buf, size, "%" PRIu64 "H", max);
+}
+
+static int unhex(char c) {
+        if (c >= '0' && c <= '9')
+                return c - '0';
+        if (c >= 'a' && c <= 'f')
+                return c - 'a' + 10;
+        if (c >= 'A' && c <= 'F')
+                return c - 'A' + 10;
+        return -1;
+}
+
+char *grpc_percent_decode(const char *s, size_t len) {
+        char *out = malloc(len + 1), *o = out;
+
+        if (!out)
+                return NULL;
+        for (size_t i = 0; i < len; i++) {
+                int hi, lo;
+                if (s[i] == '%' && i + 2 < len && (hi = unhex(s[i + 1])) >= 0 && (lo = unhex(s[i + 2])) >= 0) {
+                        *o++ = (char) (hi << 4 | lo);
+                        i += 2;
+                } else
+                        *o++ = s[i];
+        }
+        *o = '\0';
+        return out;
+}

@@ -1,0 +1,21 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/* Pure helpers of the gRPC-over-HTTP/2 wire format (PROTOCOL-HTTP2.md in grpc/grpc). */
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Length-Prefixed-Message: 1 byte compressed flag + 4 bytes big-endian length. */
+#define GRPC_FRAME_HEADER 5
+
+void grpc_frame_header(uint8_t buf[GRPC_FRAME_HEADER], uint32_t len);
+uint32_t grpc_frame_length(const uint8_t buf[GRPC_FRAME_HEADER]);
+
+/* "grpc-timeout" value: at most 8 digits and a unit (u, m, S, M, H), rounded up to the next unit as needed
+ * so the deadline is never shortened. */
+void grpc_format_timeout(uint64_t usec, char *buf, size_t size);
+
+/* Decode a percent-encoded grpc-message (invalid escapes are kept as-is). Returns a NUL-terminated copy,
+ * NULL on OOM. */
+char *grpc_percent_decode(const char *s, size_t len);
