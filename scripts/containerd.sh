@@ -1,0 +1,92 @@
+#!/bin/bash
+# A private containerd for ckubelet's example and tests: root, state, socket, CNI config and logs under DIR.
+#   containerd.sh start DIR [NET_INDEX]   start it (and wait until it answers); NET_INDEX (0-99) picks the
+#                                         bridge ck<N> and subnet 10.<100+N>.0.0/16 so instances don't clash
+#   containerd.sh stop DIR                stop it, its shims, and unmount what it left
+#   containerd.sh import DIR TAR          import an OCI image tar into the k8s.io namespace
+set -euo pipefail
+cmd=${1:?usage: containerd.sh start|stop|import DIR}
+dir=$(realpath -m "${2:?DIR}")
+sock="$dir/containerd.sock"
+
+start() {
+        local n=${1:-0}
+        mkdir -p "$dir/cni/net.d" "$dir/cni/data"
+        cat > "$dir/cni/net.d/10-ckubelet.conflist" <<EOC
+{
+  "cniVersion": "1.0.0",
+  "name": "ckubelet$n",
+  "plugins": [
+    {"type": "bridge", "bridge": "ck$n", "isGateway": true, "ipMasq": true, "hairpinMode": true,
+     "ipam": {"type": "host-local", "dataDir": "$dir/cni/data",
+              "ranges": [[{"subnet": "10.$((100 + n)).0.0/16"}]], "routes": [{"dst": "0.0.0.0/0"}]}},
+    {"type": "portmap", "capabilities": {"portMappings": true}},
+    {"type": "loopback"}
+  ]
+}
+EOC
+        cat > "$dir/config.toml" <<EOC
+version = 2
+root = "$dir/root"
+state = "$dir/state"
+disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs",
+                    "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper",
+                    "io.containerd.internal.v1.tracing"]
+[grpc]
+  address = "$sock"
+[ttrpc]
+  address = "$sock.ttrpc"
+[plugins."io.containerd.grpc.v1.cri"]
+  restrict_oom_score_adj = true
+  sandbox_image = "registry.k8s.io/pause:3.9"
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "/usr/lib/cni"
+    conf_dir = "$dir/cni/net.d"
+  [plugins."io.containerd.grpc.v1.cri".registry.mirrors."127.0.0.1:5000"]
+    endpoint = ["http://127.0.0.1:5000"]
+EOC
+        if [ -S "$sock" ] && ctr -a "$sock" version >/dev/null 2>&1; then
+                return 0
+        fi
+        containerd --config "$dir/config.toml" >>"$dir/containerd.log" 2>&1 &
+        echo $! > "$dir/containerd.pid"
+        for _ in $(seq 1 200); do
+                if ctr -a "$sock" version >/dev/null 2>&1; then
+                        return 0
+                fi
+                sleep 0.1
+        done
+        echo "containerd.sh: containerd did not come up, see $dir/containerd.log" >&2
+        tail -20 "$dir/containerd.log" >&2 || true
+        exit 1
+}
+
+stop() {
+        if [ -f "$dir/containerd.pid" ]; then
+                local pid
+                pid=$(cat "$dir/containerd.pid")
+                kill "$pid" 2>/dev/null || true
+                for _ in $(seq 1 100); do
+                        kill -0 "$pid" 2>/dev/null || break
+                        sleep 0.1
+                done
+                kill -9 "$pid" 2>/dev/null || true
+                rm -f "$dir/containerd.pid"
+        fi
+        # shims (and their containers) started by this instance
+        pkill -9 -f "containerd-shim-runc-v2 .*-address $sock" 2>/dev/null || true
+        for _ in $(seq 1 50); do
+                pgrep -f "containerd-shim-runc-v2 .*-address $sock" >/dev/null || break
+                sleep 0.1
+        done
+        # leftover mounts (rootfs, shm, netns) under DIR
+        { grep -o " $dir/[^ ]*" /proc/mounts || true; } | sort -r | while read -r m; do umount -l "$m" 2>/dev/null || true; done
+        ip link del "ck${1:-0}" 2>/dev/null || true
+}
+
+case "$cmd" in
+start) start "${3:-0}" ;;
+stop) stop "${3:-0}" ;;
+import) ctr -a "$sock" -n k8s.io images import "${3:?TAR}" >/dev/null ;;
+*) echo "usage: containerd.sh start|stop|import DIR" >&2; exit 2 ;;
+esac

@@ -1,0 +1,28 @@
+#!/bin/bash
+# Install the Debian 12 packages ckubelet needs to build, run and test. Idempotent; installs only what is
+# missing.
+set -euo pipefail
+pkgs=(
+        # build
+        gcc meson ninja-build pkg-config protobuf-c-compiler libprotobuf-c-dev libnghttp2-dev
+        libcurl4-openssl-dev libyaml-dev libjansson-dev libevent-dev libssl-dev libcmocka-dev
+        # runtime
+        containerd runc containernetworking-plugins iproute2 iptables procps
+        # tests and examples
+        busybox-static python3 python3-pytest docker-registry skopeo curl
+)
+missing=()
+for p in "${pkgs[@]}"; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+        echo "install-deps.sh: installing ${missing[*]}"
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get update -qq
+        apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+# Debian's docker-registry package starts a system registry on :5000 where an init system runs; the tests
+# run their own, so stop that one if it is there.
+if command -v systemctl >/dev/null && systemctl is-active --quiet docker-registry 2>/dev/null; then
+        systemctl stop docker-registry || true
+fi

@@ -1,0 +1,280 @@
+# End-to-end harness: a private containerd (scripts/containerd.sh) per test session, images built from
+# busybox-static, and a ckubelet per test. Only the Python standard library and pytest.
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
+import textwrap
+import time
+
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BUILD = os.environ.get("CKUBELET_BUILD", os.path.join(REPO, "build"))
+CKUBELET = os.path.join(BUILD, "ckubelet")
+CRICTL = os.path.join(BUILD, "tools", "ckubelet-crictl")
+SCRIPTS = os.path.join(REPO, "scripts")
+IMAGE_CACHE = os.environ.get("CKUBELET_IMAGE_CACHE", "/var/tmp/ckubelet-images")
+NODE = "testnode"
+BUSYBOX = "docker.io/library/busybox:1.36"
+
+
+def wait_for(cond, timeout=30.0, interval=0.05, msg="condition"):
+    """Poll cond() until it returns a truthy value; return that value or fail after timeout seconds."""
+    deadline = time.monotonic() + timeout
+    last_exc = None
+    while True:
+        try:
+            v = cond()
+            if v:
+                return v
+        except Exception as e:  # a transient error while the runtime changes is not a failure yet
+            last_exc = e
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {msg}" +
+                                 (f" (last error: {last_exc})" if last_exc else ""))
+        time.sleep(interval)
+
+
+class Runtime:
+    """The private containerd, queried over CRI with ckubelet-crictl."""
+
+    def __init__(self, dirpath, net_index):
+        self.dir = dirpath
+        self.net_index = net_index
+        self.sock = os.path.join(dirpath, "containerd.sock")
+        self.endpoint = "unix://" + self.sock
+
+    def start(self):
+        subprocess.run(["bash", os.path.join(SCRIPTS, "containerd.sh"), "start", self.dir, str(self.net_index)],
+                       check=True)
+
+    def stop(self):
+        subprocess.run(["bash", os.path.join(SCRIPTS, "containerd.sh"), "stop", self.dir, str(self.net_index)],
+                       check=False)
+
+    def kill_daemon(self):
+        """Stop containerd itself, leaving shims and containers running (like a daemon restart)."""
+        with open(os.path.join(self.dir, "containerd.pid")) as f:
+            pid = int(f.read())
+        os.kill(pid, signal.SIGTERM)
+        wait_for(lambda: not os.path.exists(f"/proc/{pid}") or _is_zombie(pid), 20, msg="containerd to exit")
+        os.unlink(os.path.join(self.dir, "containerd.pid"))
+
+    def crictl(self, *args, check=True, timeout=60):
+        p = subprocess.run([CRICTL, "--runtime-endpoint", self.endpoint, *args], capture_output=True, text=True,
+                           timeout=timeout)
+        if check and p.returncode != 0:
+            raise RuntimeError(f"ckubelet-crictl {' '.join(args)}: {p.stderr.strip()}")
+        return p
+
+    def json(self, *args):
+        return json.loads(self.crictl(*args).stdout)
+
+    def pods(self):
+        return self.json("pods")["items"]
+
+    def containers(self):
+        return self.json("ps")["containers"]
+
+    def inspect(self, cid):
+        return self.json("inspect", cid)["status"]
+
+    def inspectp(self, sid):
+        return self.json("inspectp", sid)["status"]
+
+    def pods_named(self, name, ready_only=False):
+        return [p for p in self.pods() if p["metadata"]["name"] == name and
+                (not ready_only or p["state"] == "SANDBOX_READY")]
+
+    def containers_of(self, pod_name, name=None, state=None):
+        return [c for c in self.containers()
+                if c["labels"].get("io.kubernetes.pod.name") == pod_name and
+                (name is None or c["metadata"]["name"] == name) and (state is None or c["state"] == state)]
+
+    def running(self, pod_name, name=None):
+        return self.containers_of(pod_name, name, "CONTAINER_RUNNING")
+
+    def clean(self):
+        """Stop and remove every sandbox (and so every container)."""
+        for c in self.containers():
+            self.crictl("stop", c["id"], "--timeout", "0", check=False)
+            self.crictl("rm", c["id"], check=False)
+        for p in self.pods():
+            self.crictl("stopp", p["id"], check=False)
+            self.crictl("rmp", p["id"], check=False)
+        wait_for(lambda: not self.pods() and not self.containers(), 30, msg="an empty runtime")
+
+
+def _is_zombie(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[-1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+class Kubelet:
+    """One ckubelet process with its own manifest dir, root dir and pod logs dir."""
+
+    def __init__(self, runtime, dirpath):
+        self.runtime = runtime
+        self.dir = dirpath
+        self.manifests = os.path.join(dirpath, "manifests")
+        self.root = os.path.join(dirpath, "root")
+        self.logs = os.path.join(dirpath, "pods")
+        self.config = os.path.join(dirpath, "kubelet-config.yaml")
+        self.logfile = os.path.join(dirpath, "kubelet.log")
+        self.proc = None
+        self.extra_args = []
+        os.makedirs(self.manifests, exist_ok=True)
+        with open(self.config, "w") as f:
+            f.write(textwrap.dedent(f"""\
+                apiVersion: kubelet.config.k8s.io/v1beta1
+                kind: KubeletConfiguration
+                podLogsDir: {self.logs}
+                """))
+
+    def args(self):
+        return [CKUBELET, "--config", self.config, "--pod-manifest-path", self.manifests,
+                "--container-runtime-endpoint", self.runtime.endpoint, "--hostname-override", NODE,
+                "--root-dir", self.root, "--v", "4", *self.extra_args]
+
+    def start(self, *extra):
+        if extra:
+            self.extra_args = list(extra)
+        assert self.proc is None or self.proc.poll() is not None
+        log = open(self.logfile, "a")
+        log.write(f"===== starting ckubelet {' '.join(self.args())}\n")
+        log.flush()
+        self.proc = subprocess.Popen(self.args(), stdout=log, stderr=subprocess.STDOUT)
+        log.close()
+        return self
+
+    def kill9(self):
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(10)
+
+    def term(self, timeout=10):
+        self.proc.send_signal(signal.SIGTERM)
+        return self.proc.wait(timeout)
+
+    def restart(self):
+        if self.proc.poll() is None:
+            self.term()
+        return self.start()
+
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def write(self, filename, text):
+        """Write a manifest atomically (as editors and config management do)."""
+        path = os.path.join(self.manifests, filename)
+        tmp = os.path.join(self.manifests, "." + filename + ".tmp")
+        with open(tmp, "w") as f:
+            f.write(textwrap.dedent(text))
+        os.rename(tmp, path)
+        return path
+
+    def remove(self, filename):
+        os.unlink(os.path.join(self.manifests, filename))
+
+    def log(self):
+        with open(self.logfile, errors="replace") as f:
+            return f.read()
+
+    def wait_log(self, pattern, timeout=30, msg=None):
+        rx = re.compile(pattern)
+        return wait_for(lambda: rx.search(self.log()), timeout, msg=msg or f"kubelet log matching {pattern!r}")
+
+    def pod_log_dir(self, pod_name, uid, namespace="default"):
+        return os.path.join(self.logs, f"{namespace}_{pod_name}_{uid}")
+
+
+def pod_manifest(name, containers, restart_policy=None, grace=None, extra_spec="", kind_header=True):
+    """A small v1 Pod in YAML. containers: list of (name, command-list[, image[, pull_policy]])."""
+    lines = []
+    if kind_header:
+        lines += ["apiVersion: v1", "kind: Pod"]
+    lines += ["metadata:", f"  name: {name}", "spec:"]
+    if restart_policy:
+        lines.append(f"  restartPolicy: {restart_policy}")
+    if grace is not None:
+        lines.append(f"  terminationGracePeriodSeconds: {grace}")
+    if extra_spec:
+        lines += ["  " + l for l in textwrap.dedent(extra_spec).strip().splitlines()]
+    lines.append("  containers:")
+    for c in containers:
+        cname, cmd = c[0], c[1]
+        image = c[2] if len(c) > 2 else BUSYBOX
+        lines += [f"  - name: {cname}", f"    image: {image}", f"    command: {json.dumps(cmd)}"]
+        if len(c) > 3:
+            lines.append(f"    imagePullPolicy: {c[3]}")
+    return "\n".join(lines) + "\n"
+
+
+SLEEPER = ["sh", "-c", "trap 'exit 0' TERM; while true; do sleep 0.2; done"]
+
+
+@pytest.fixture(scope="session")
+def runtime():
+    for tool in (CKUBELET, CRICTL):
+        if not os.access(tool, os.X_OK):
+            pytest.exit(f"{tool} is not built (run: meson setup build && ninja -C build)", 2)
+    subprocess.run(["bash", os.path.join(SCRIPTS, "build-images.sh"), IMAGE_CACHE], check=True)
+    d = tempfile.mkdtemp(prefix="ckubelet-e2e-", dir="/var/tmp")
+    rt = Runtime(d, os.getpid() % 90)
+    rt.start()
+    try:
+        subprocess.run(["bash", os.path.join(SCRIPTS, "containerd.sh"), "import", d,
+                        os.path.join(IMAGE_CACHE, "images.tar")], check=True)
+        yield rt
+    finally:
+        try:
+            rt.clean()
+        except Exception as e:
+            print(f"cleaning the runtime failed: {e}")
+        rt.stop()
+        shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.fixture
+def kubelet_factory(runtime, request, tmp_path_factory):
+    made = []
+
+    def make(start=True, *extra):
+        d = tempfile.mkdtemp(prefix="kubelet-", dir=runtime.dir)
+        k = Kubelet(runtime, d)
+        made.append(k)
+        if start:
+            k.start(*extra)
+        return k
+
+    yield make
+    failed = getattr(request.node, "rep_call", None) is not None and request.node.rep_call.failed
+    for k in made:
+        if k.alive():
+            k.proc.send_signal(signal.SIGTERM)
+            try:
+                k.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                k.proc.kill()
+        if failed:
+            print(f"----- {k.logfile} (last 200 lines)")
+            print("\n".join(k.log().splitlines()[-200:]))
+    runtime.clean()
+
+
+@pytest.fixture
+def kubelet(kubelet_factory):
+    return kubelet_factory()
+
+
+@pytest.hookimpl(tryfirst=True, hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    rep = outcome.get_result()
+    setattr(item, "rep_" + rep.when, rep)

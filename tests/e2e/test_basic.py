@@ -1,0 +1,130 @@
+# Static pods from a manifest directory: start, labels, logs, multi-document files, PodList, dotfiles,
+# removal, replacement on edit, unowned pods.
+import os
+import threading
+import time
+
+from conftest import BUSYBOX, NODE, SLEEPER, pod_manifest, wait_for
+
+
+def test_pod_starts_with_upstream_labels_and_logs(kubelet, runtime):
+    kubelet.write("web.yaml", pod_manifest("web", [
+        ("app", ["sh", "-c", "echo hello from app; trap 'exit 0' TERM; while true; do sleep 0.2; done"]),
+        ("side", SLEEPER),
+    ]))
+    name = f"web-{NODE}"
+    wait_for(lambda: len(runtime.running(name)) == 2, msg="both containers running")
+    [sb] = runtime.pods_named(name)
+    assert sb["state"] == "SANDBOX_READY"
+    assert sb["metadata"]["namespace"] == "default"
+    uid = sb["metadata"]["uid"]
+    assert sb["labels"]["io.kubernetes.pod.name"] == name
+    assert sb["labels"]["io.kubernetes.pod.namespace"] == "default"
+    assert sb["labels"]["io.kubernetes.pod.uid"] == uid
+    assert sb["annotations"]["kubernetes.io/config.source"] == "file"
+    assert sb["annotations"]["kubernetes.io/config.hash"] == uid
+    for c in runtime.running(name):
+        assert c["labels"]["io.kubernetes.container.name"] == c["metadata"]["name"]
+        assert c["labels"]["io.kubernetes.pod.uid"] == uid
+        assert c["annotations"]["io.kubernetes.container.restartCount"] == "0"
+        assert c["annotations"]["io.kubernetes.container.hash"]
+        assert c["podSandboxId"] == sb["id"]
+    logfile = os.path.join(kubelet.pod_log_dir(name, uid), "app", "0.log")
+    wait_for(lambda: os.path.exists(logfile) and "hello from app" in open(logfile).read(), 10,
+             msg=f"container output in {logfile}")
+    # the pod has an IP on the CNI bridge
+    st = runtime.inspectp(sb["id"])
+    assert st["network"]["ip"].startswith("10.")
+
+
+def test_multi_document_file_and_podlist(kubelet, runtime):
+    kubelet.write("multi.yaml", pod_manifest("one", [("c", SLEEPER)]) + "---\n" +
+                  pod_manifest("two", [("c", SLEEPER)]))
+    kubelet.write("list.json", """\
+        {"apiVersion": "v1", "kind": "PodList", "items": [
+          {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "three"},
+           "spec": {"containers": [{"name": "c", "image": "%s", "command": ["sleep", "3600"]}]}},
+          {"metadata": {"name": "four", "namespace": "kube-system"},
+           "spec": {"containers": [{"name": "c", "image": "%s", "command": ["sleep", "3600"]}]}}
+        ]}
+        """ % (BUSYBOX, BUSYBOX))
+    for n in ("one", "two", "three", "four"):
+        wait_for(lambda: runtime.running(f"{n}-{NODE}"), msg=f"pod {n} running")
+    [four] = runtime.pods_named(f"four-{NODE}")
+    assert four["metadata"]["namespace"] == "kube-system"
+
+
+def test_dotfiles_and_editor_temporaries_are_ignored(kubelet, runtime):
+    kubelet.write(".hidden.yaml", pod_manifest("hidden", [("c", SLEEPER)]))
+    kubelet.write("shown.yaml", pod_manifest("shown", [("c", SLEEPER)]))
+    wait_for(lambda: runtime.running(f"shown-{NODE}"), msg="pod shown running")
+    time.sleep(1)  # give the hidden one every chance to appear
+    assert not runtime.pods_named(f"hidden-{NODE}")
+
+
+def test_deleted_manifest_stops_pod_gracefully(kubelet, runtime):
+    kubelet.write("bye.yaml", pod_manifest("bye", [
+        ("app", ["sh", "-c", "trap 'echo got SIGTERM; exit 0' TERM; while true; do sleep 0.2; done"]),
+    ], grace=20))
+    name = f"bye-{NODE}"
+    [c] = wait_for(lambda: runtime.running(name), msg="pod running")
+    uid = c["labels"]["io.kubernetes.pod.uid"]
+    time.sleep(0.5)  # let the shell install its trap
+    kubelet.remove("bye.yaml")
+    wait_for(lambda: not runtime.pods_named(name) and not runtime.containers_of(name), 40,
+             msg="sandbox and containers removed")
+    log = open(os.path.join(kubelet.pod_log_dir(name, uid), "app", "0.log")).read()
+    assert "got SIGTERM" in log, "the container was not asked to stop gracefully"
+
+
+def test_edited_manifest_replaces_pod_exactly_once(kubelet, runtime):
+    name = f"edit-{NODE}"
+    kubelet.write("edit.yaml", pod_manifest("edit", [("app", SLEEPER)], grace=5))
+    [first] = wait_for(lambda: runtime.running(name), msg="first version running")
+    old_uid = first["labels"]["io.kubernetes.pod.uid"]
+
+    # Watch the runtime at a high rate during the switch: never two ready sandboxes or two running
+    # containers for this pod name, and exactly one new UID.
+    seen_uids, violations, stop = set(), [], threading.Event()
+
+    def watch():
+        while not stop.is_set():
+            try:
+                ready = runtime.pods_named(name, ready_only=True)
+                running = runtime.running(name)
+            except Exception:
+                continue
+            if len(ready) > 1 or len(running) > 1:
+                violations.append((ready, running))
+            for p in ready:
+                seen_uids.add(p["metadata"]["uid"])
+
+    t = threading.Thread(target=watch)
+    t.start()
+    try:
+        kubelet.write("edit.yaml", pod_manifest("edit", [("app", SLEEPER + ["#v2"])], grace=5))
+        new = wait_for(lambda: [c for c in runtime.running(name)
+                                if c["labels"]["io.kubernetes.pod.uid"] != old_uid], 40, msg="new version running")
+        time.sleep(2)  # keep watching: nothing else may appear
+    finally:
+        stop.set()
+        t.join()
+    assert not violations, f"two copies at once: {violations[:1]}"
+    assert len(new) == 1
+    new_uid = new[0]["labels"]["io.kubernetes.pod.uid"]
+    assert seen_uids <= {old_uid, new_uid}
+    assert len(runtime.pods_named(name)) == 1, "the old sandbox was not removed"
+    assert len(runtime.containers_of(name)) == 1
+
+
+def test_unowned_pods_are_killed(kubelet, runtime):
+    kubelet.write("mine.yaml", pod_manifest("mine", [("c", SLEEPER)]))
+    wait_for(lambda: runtime.running(f"mine-{NODE}"), msg="own pod running")
+    sid = runtime.crictl("runp", "--name", "stranger", "--namespace", "default", "--uid", "0000-stranger").stdout.strip()
+    cid = runtime.crictl("create", "--pod", sid, "--name", "c", "--image", BUSYBOX, "--pod-name", "stranger",
+                         "--namespace", "default", "--uid", "0000-stranger", "--", "sleep", "3600").stdout.strip()
+    runtime.crictl("start", cid)
+    wait_for(lambda: not runtime.pods_named("stranger") and not runtime.containers_of("stranger"), 60,
+             msg="the unowned pod killed and removed")
+    assert runtime.running(f"mine-{NODE}"), "the owned pod was disturbed"
+    kubelet.wait_log(r"not desired, killing it: podUID=\"0000-stranger\"")
