@@ -1,0 +1,193 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* gRPC wire helpers and the CRI client's transport behaviour without a runtime: connection refused,
+ * a peer that closes, a peer that never answers (deadline), cancellation on free. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include "basic/util.h"
+#include "cri/cri.h"
+#include "cri/grpc.h"
+
+static void test_frame(void **state) {
+        uint8_t b[GRPC_FRAME_HEADER];
+        grpc_frame_header(b, 0x01020304);
+        assert_int_equal(b[0], 0);
+        assert_int_equal(b[1], 1);
+        assert_int_equal(b[4], 4);
+        assert_int_equal(grpc_frame_length(b), 0x01020304);
+        grpc_frame_header(b, 0);
+        assert_int_equal(grpc_frame_length(b), 0);
+}
+
+static void test_timeout(void **state) {
+        char buf[32];
+        grpc_format_timeout(1, buf, sizeof(buf));
+        assert_string_equal(buf, "1u");
+        grpc_format_timeout(99999999, buf, sizeof(buf));
+        assert_string_equal(buf, "99999999u");
+        grpc_format_timeout(100000000, buf, sizeof(buf)); /* 100 s: no longer fits in µs */
+        assert_string_equal(buf, "100000m");
+        grpc_format_timeout(120 * USEC_PER_SEC, buf, sizeof(buf));
+        assert_string_equal(buf, "120000m");
+        grpc_format_timeout(100000000001ULL, buf, sizeof(buf)); /* rounds up, never shortens */
+        assert_string_equal(buf, "100001S");
+}
+
+static void test_percent_decode(void **state) {
+        char *s = grpc_percent_decode("a%20b%zz%4", 10);
+        assert_string_equal(s, "a b%zz%4");
+        free(s);
+        s = grpc_percent_decode("container %22x%22 not found", 27);
+        assert_string_equal(s, "container \"x\" not found");
+        free(s);
+}
+
+static void test_errno_mapping(void **state) {
+        assert_int_equal(cri_grpc_to_errno(GRPC_OK), 0);
+        assert_int_equal(cri_grpc_to_errno(GRPC_NOT_FOUND), -ENOENT);
+        assert_int_equal(cri_grpc_to_errno(GRPC_DEADLINE_EXCEEDED), -ETIMEDOUT);
+        assert_int_equal(cri_grpc_to_errno(GRPC_UNAVAILABLE), -ECONNREFUSED);
+        assert_int_equal(cri_grpc_to_errno(GRPC_CANCELLED), -ECANCELED);
+        assert_int_equal(cri_grpc_to_errno(GRPC_INTERNAL), -EIO);
+}
+
+/* ---------------------------------------------------------------- client transport */
+
+struct result {
+        int calls;
+        int r;
+        int grpc_status;
+        char message[512];
+        bool inside_call;
+        struct cri_client *client;
+        int reentrant_r;
+};
+
+static bool in_cri_call;
+
+static void on_reply(const struct cri_reply *reply, void *userdata) {
+        struct result *res = userdata;
+        res->calls++;
+        res->r = reply->r;
+        res->grpc_status = reply->grpc_status;
+        res->inside_call = in_cri_call;
+        snprintf(res->message, sizeof(res->message), "%s", reply->message);
+        if (res->client) { /* a call from inside a callback during free must be refused */
+                Runtime__V1__VersionRequest req = RUNTIME__V1__VERSION_REQUEST__INIT;
+                res->reentrant_r = cri_version(res->client, &req, 0, on_reply, res);
+        }
+}
+
+static int listen_unix(const char *path) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        assert_true(fd >= 0);
+        strcpy(sa.sun_path, path);
+        unlink(path);
+        assert_int_equal(bind(fd, (struct sockaddr *) &sa, sizeof(sa)), 0);
+        assert_int_equal(listen(fd, 16), 0);
+        return fd;
+}
+
+static void run_until(struct event_base *base, struct result *res, int calls) {
+        uint64_t deadline = now_usec() + 5 * USEC_PER_SEC;
+        while (res->calls < calls && now_usec() < deadline)
+                event_base_loop(base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+}
+
+static void test_connection_refused(void **state) {
+        struct event_base *base = event_base_new();
+        struct cri_client *c = NULL;
+        Runtime__V1__VersionRequest req = RUNTIME__V1__VERSION_REQUEST__INIT;
+        struct result res = {};
+
+        assert_int_equal(cri_client_new(base, "unix:///nonexistent/ckubelet-test.sock", NULL, USEC_PER_SEC, &c), 0);
+        in_cri_call = true;
+        assert_int_equal(cri_version(c, &req, 0, on_reply, &res), 0);
+        in_cri_call = false;
+        assert_int_equal(res.calls, 0); /* never from inside cri_call */
+        run_until(base, &res, 1);
+        assert_int_equal(res.calls, 1);
+        assert_false(res.inside_call);
+        assert_int_equal(res.grpc_status, GRPC_UNAVAILABLE);
+        assert_int_equal(res.r, -ECONNREFUSED);
+        assert_non_null(strstr(res.message, "/nonexistent/ckubelet-test.sock"));
+        cri_client_free(c);
+        event_base_free(base);
+}
+
+static void test_bad_endpoint(void **state) {
+        struct event_base *base = event_base_new();
+        struct cri_client *c = NULL;
+        assert_int_equal(cri_client_new(base, "tcp://127.0.0.1:1", NULL, USEC_PER_SEC, &c), -EPROTONOSUPPORT);
+        assert_null(c);
+        event_base_free(base);
+}
+
+static void test_deadline_and_peer_close(void **state) {
+        char dir[] = "/tmp/ckubelet-cri-test-XXXXXX", path[128];
+        struct event_base *base = event_base_new();
+        struct cri_client *c = NULL;
+        Runtime__V1__VersionRequest req = RUNTIME__V1__VERSION_REQUEST__INIT;
+        struct result res = {};
+        uint64_t t0;
+        int lfd, afd;
+
+        assert_non_null(mkdtemp(dir));
+        snprintf(path, sizeof(path), "%s/sock", dir);
+        lfd = listen_unix(path);
+        assert_int_equal(cri_client_new(base, path, NULL, 200 * 1000, &c), 0);
+
+        /* a peer that accepts and never answers: the deadline fires */
+        t0 = now_usec();
+        assert_int_equal(cri_version(c, &req, 0, on_reply, &res), 0);
+        run_until(base, &res, 1);
+        assert_int_equal(res.calls, 1);
+        assert_int_equal(res.grpc_status, GRPC_DEADLINE_EXCEEDED);
+        assert_int_equal(res.r, -ETIMEDOUT);
+        assert_true(now_usec() - t0 >= 150 * 1000); /* libevent may use the coarse monotonic clock */
+        assert_true(now_usec() - t0 < 3 * USEC_PER_SEC);
+
+        /* the peer closes the connection: pending calls fail as unavailable */
+        afd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+        assert_true(afd >= 0);
+        assert_int_equal(cri_version(c, &req, 10 * USEC_PER_SEC, on_reply, &res), 0);
+        for (int i = 0; i < 20; i++)
+                event_base_loop(base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+        close(afd);
+        run_until(base, &res, 2);
+        assert_int_equal(res.calls, 2);
+        assert_int_equal(res.grpc_status, GRPC_UNAVAILABLE);
+        assert_non_null(strstr(res.message, "closed"));
+
+        /* pending calls are cancelled on free; calls from their callbacks are refused */
+        assert_int_equal(cri_version(c, &req, 10 * USEC_PER_SEC, on_reply, &res), 0);
+        res.client = c;
+        cri_client_free(c);
+        assert_int_equal(res.calls, 3);
+        assert_int_equal(res.grpc_status, GRPC_CANCELLED);
+        assert_int_equal(res.reentrant_r, -ESHUTDOWN);
+
+        close(lfd);
+        unlink(path);
+        rmdir(dir);
+        event_base_free(base);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_frame),
+                cmocka_unit_test(test_timeout),
+                cmocka_unit_test(test_percent_decode),
+                cmocka_unit_test(test_errno_mapping),
+                cmocka_unit_test(test_connection_refused),
+                cmocka_unit_test(test_bad_endpoint),
+                cmocka_unit_test(test_deadline_and_peer_close),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
