@@ -3,9 +3,11 @@
 
 #include <inttypes.h>
 #include <string.h>
+#include <sys/sysinfo.h>
 
 #include "kuberuntime/actions.h"
 #include "kuberuntime/labels.h"
+#include "kuberuntime/resources.h"
 
 void kr_pb_free(void *msg) {
         if (msg)
@@ -291,6 +293,16 @@ static int strv_to_pb(char *const *l, size_t *ret_n, char ***ret) {
         return 0;
 }
 
+/* The node's memory capacity, for the OOM score of burstable containers. */
+static uint64_t node_memory_bytes(void) {
+        static uint64_t cached;
+        struct sysinfo si;
+
+        if (cached == 0 && sysinfo(&si) == 0)
+                cached = (uint64_t) si.totalram * si.mem_unit;
+        return cached;
+}
+
 int kr_build_container_config(const struct pod *pod, const struct container *c, uint32_t restart_count,
                               const char *image_ref, Runtime__V1__ContainerConfig **ret) {
         Runtime__V1__ContainerConfig *cfg;
@@ -377,6 +389,19 @@ int kr_build_container_config(const struct pod *pod, const struct container *c, 
         if (!lx)
                 goto fail;
         *lx = (Runtime__V1__LinuxContainerConfig) RUNTIME__V1__LINUX_CONTAINER_CONFIG__INIT;
+        lx->resources = malloc(sizeof(*lx->resources));
+        if (!lx->resources)
+                goto fail;
+        *lx->resources = (Runtime__V1__LinuxContainerResources) RUNTIME__V1__LINUX_CONTAINER_RESOURCES__INIT;
+        {
+                struct kr_linux_resources res;
+                kr_container_resources(pod, c, node_memory_bytes(), &res);
+                lx->resources->cpu_period = res.cpu_period;
+                lx->resources->cpu_quota = res.cpu_quota;
+                lx->resources->cpu_shares = res.cpu_shares;
+                lx->resources->memory_limit_in_bytes = res.memory_limit_in_bytes;
+                lx->resources->oom_score_adj = res.oom_score_adj;
+        }
         sc = lx->security_context = malloc(sizeof(*sc));
         if (!sc)
                 goto fail;

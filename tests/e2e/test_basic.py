@@ -128,3 +128,30 @@ def test_unowned_pods_are_killed(kubelet, runtime):
              msg="the unowned pod killed and removed")
     assert runtime.running(f"mine-{NODE}"), "the owned pod was disturbed"
     kubelet.wait_log(r"not desired, killing it: podUID=\"0000-stranger\"")
+
+
+def test_resources_reach_the_container_cgroup(kubelet, runtime):
+    kubelet.write("res.yaml", """\
+        apiVersion: v1
+        kind: Pod
+        metadata: {name: res}
+        spec:
+          containers:
+          - name: c
+            image: docker.io/library/busybox:1.36
+            command: ["sleep", "3600"]
+            resources:
+              requests: {cpu: 250m, memory: 32Mi}
+              limits: {cpu: 500m, memory: 64Mi}
+        """)
+    [c] = wait_for(lambda: runtime.running(f"res-{NODE}"), msg="pod running")
+    st = runtime.json("inspect", c["id"])
+    # the runtime reports what it applied
+    lin = st["status"]["resources"]["linux"]
+    assert lin["memoryLimitInBytes"] == str(64 * 1024 * 1024)
+    assert lin["cpuShares"] == "256"
+    assert lin["cpuQuota"] == "50000" and lin["cpuPeriod"] == "100000"
+    # and the kernel enforces it (cgroup v1 or v2)
+    out = runtime.crictl("exec", c["id"], "--", "sh", "-c",
+                         "cat /sys/fs/cgroup/memory/memory.limit_in_bytes 2>/dev/null || cat /sys/fs/cgroup/memory.max").stdout
+    assert out.strip() == str(64 * 1024 * 1024)

@@ -1,0 +1,111 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <string.h>
+
+#include "kuberuntime/resources.h"
+
+static bool is_supported_qos_resource(const char *name) {
+        return streq(name, "cpu") || streq(name, "memory");
+}
+
+/* GetPodQOS: BestEffort without any cpu/memory request or limit; Guaranteed when every container has cpu
+ * and memory limits and its requests (defaulted from limits) equal them; Burstable otherwise. */
+enum qos_class pod_qos_class(const struct pod *pod) {
+        bool any = false, guaranteed = true;
+
+        for (size_t pass = 0; pass < 2; pass++) {
+                const struct container *cs = pass == 0 ? pod->spec.containers : pod->spec.init_containers;
+                size_t n = pass == 0 ? pod->spec.n_containers : pod->spec.n_init_containers;
+                for (size_t i = 0; i < n; i++) {
+                        const struct resource_requirements *r = &cs[i].resources;
+                        size_t limits_found = 0;
+                        for (size_t j = 0; j < r->requests.n; j++)
+                                if (is_supported_qos_resource(r->requests.names[j]) && r->requests.values[j].milli != 0) {
+                                        const struct quantity *l = resource_list_get(&r->limits, r->requests.names[j]);
+                                        any = true;
+                                        if (!l || l->milli != r->requests.values[j].milli)
+                                                guaranteed = false;
+                                }
+                        for (size_t j = 0; j < r->limits.n; j++)
+                                if (is_supported_qos_resource(r->limits.names[j]) && r->limits.values[j].milli != 0) {
+                                        any = true;
+                                        limits_found++;
+                                }
+                        if (limits_found < 2)
+                                guaranteed = false;
+                }
+        }
+        if (!any)
+                return QOS_BEST_EFFORT;
+        return guaranteed ? QOS_GUARANTEED : QOS_BURSTABLE;
+}
+
+const char *qos_class_to_string(enum qos_class q) {
+        switch (q) {
+        case QOS_GUARANTEED:
+                return "Guaranteed";
+        case QOS_BURSTABLE:
+                return "Burstable";
+        default:
+                return "BestEffort";
+        }
+}
+
+int64_t milli_cpu_to_shares(int64_t milli) {
+        int64_t shares;
+        if (milli <= 0)
+                return CPU_MIN_SHARES;
+        if (milli > INT64_MAX / 1024)
+                return CPU_MAX_SHARES;
+        shares = milli * 1024 / 1000;
+        return shares < CPU_MIN_SHARES ? CPU_MIN_SHARES : shares > CPU_MAX_SHARES ? CPU_MAX_SHARES : shares;
+}
+
+int64_t milli_cpu_to_quota(int64_t milli, int64_t period) {
+        int64_t quota;
+        if (milli <= 0)
+                return 0;
+        if (milli > INT64_MAX / period)
+                return INT64_MAX / 1000;
+        quota = milli * period / 1000;
+        return quota < CPU_MIN_QUOTA_USEC ? CPU_MIN_QUOTA_USEC : quota;
+}
+
+int64_t container_oom_score_adj(const struct pod *pod, const struct container *c, uint64_t node_memory_bytes) {
+        const struct quantity *req;
+        int64_t adj;
+
+        switch (pod_qos_class(pod)) {
+        case QOS_GUARANTEED:
+                return QOS_GUARANTEED_OOM_SCORE_ADJ;
+        case QOS_BEST_EFFORT:
+                return QOS_BEST_EFFORT_OOM_SCORE_ADJ;
+        default:
+                break;
+        }
+        req = resource_list_get(&c->resources.requests, "memory");
+        if (node_memory_bytes == 0)
+                return QOS_BEST_EFFORT_OOM_SCORE_ADJ - 1;
+        adj = 1000 - (int64_t) ((__int128) 1000 * (req ? req->value : 0) / (int64_t) node_memory_bytes);
+        if (adj < 1000 + QOS_GUARANTEED_OOM_SCORE_ADJ)
+                return 1000 + QOS_GUARANTEED_OOM_SCORE_ADJ;
+        if (adj == QOS_BEST_EFFORT_OOM_SCORE_ADJ)
+                return adj - 1;
+        return adj;
+}
+
+void kr_container_resources(const struct pod *pod, const struct container *c, uint64_t node_memory_bytes,
+                            struct kr_linux_resources *ret) {
+        const struct quantity *cpu_req = resource_list_get(&c->resources.requests, "cpu");
+        const struct quantity *cpu_lim = resource_list_get(&c->resources.limits, "cpu");
+        const struct quantity *mem_lim = resource_list_get(&c->resources.limits, "memory");
+
+        *ret = (struct kr_linux_resources) {
+                .cpu_shares = milli_cpu_to_shares(cpu_req ? cpu_req->milli : 0),
+                .memory_limit_in_bytes = mem_lim ? mem_lim->value : 0,
+                .oom_score_adj = container_oom_score_adj(pod, c, node_memory_bytes),
+        };
+        if (cpu_lim && cpu_lim->milli > 0) {
+                ret->cpu_period = CPU_QUOTA_PERIOD_USEC;
+                ret->cpu_quota = milli_cpu_to_quota(cpu_lim->milli, CPU_QUOTA_PERIOD_USEC);
+        }
+}

@@ -1,0 +1,111 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* QoS class, CPU shares/quota and OOM score adjustment, against upstream's numbers. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "apis/manifest.h"
+#include "kuberuntime/resources.h"
+
+static struct pod *parse_pod(const char *containers) {
+        _cleanup_free_ char *yaml = NULL, *err = NULL;
+        struct pod_set set = {};
+        struct pod *p;
+
+        assert_true(asprintf(&yaml, "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n%s",
+                             containers) > 0);
+        if (manifest_parse(yaml, strlen(yaml), &set, &err) < 0)
+                fail_msg("manifest: %s", err);
+        p = pod_ref(set.pods[0]);
+        pod_set_done(&set);
+        return p;
+}
+
+#define GIB (1024LL * 1024 * 1024)
+
+static void test_qos_classes(void **state) {
+        struct pod *p;
+
+        p = parse_pod("  - {name: a, image: i}\n");
+        assert_int_equal(pod_qos_class(p), QOS_BEST_EFFORT);
+        pod_free(p);
+        /* limits only: requests default to limits → Guaranteed */
+        p = parse_pod("  - {name: a, image: i, resources: {limits: {cpu: 500m, memory: 1Gi}}}\n");
+        assert_int_equal(pod_qos_class(p), QOS_GUARANTEED);
+        pod_free(p);
+        p = parse_pod("  - {name: a, image: i, resources: {limits: {cpu: 500m, memory: 1Gi}}}\n"
+                      "  - {name: b, image: i}\n");
+        assert_int_equal(pod_qos_class(p), QOS_BURSTABLE);
+        pod_free(p);
+        p = parse_pod("  - {name: a, image: i, resources: {requests: {cpu: 100m}, limits: {cpu: 500m, memory: 1Gi}}}\n");
+        assert_int_equal(pod_qos_class(p), QOS_BURSTABLE);
+        pod_free(p);
+        /* only non-compute resources: still BestEffort */
+        p = parse_pod("  - {name: a, image: i, resources: {requests: {ephemeral-storage: 1Gi}}}\n");
+        assert_int_equal(pod_qos_class(p), QOS_BEST_EFFORT);
+        assert_string_equal(qos_class_to_string(pod_qos_class(p)), "BestEffort");
+        pod_free(p);
+}
+
+static void test_cpu_conversions(void **state) {
+        assert_int_equal(milli_cpu_to_shares(0), 2);
+        assert_int_equal(milli_cpu_to_shares(1), 2);
+        assert_int_equal(milli_cpu_to_shares(100), 102);
+        assert_int_equal(milli_cpu_to_shares(1000), 1024);
+        assert_int_equal(milli_cpu_to_shares(1000000), 262144);
+        assert_int_equal(milli_cpu_to_quota(0, 100000), 0);
+        assert_int_equal(milli_cpu_to_quota(5, 100000), 1000); /* minimum quota */
+        assert_int_equal(milli_cpu_to_quota(250, 100000), 25000);
+        assert_int_equal(milli_cpu_to_quota(2000, 100000), 200000);
+}
+
+static void test_oom_score_adj(void **state) {
+        struct pod *p;
+
+        p = parse_pod("  - {name: a, image: i, resources: {limits: {cpu: 1, memory: 1Gi}}}\n");
+        assert_int_equal(container_oom_score_adj(p, &p->spec.containers[0], 8 * GIB), -997);
+        pod_free(p);
+        p = parse_pod("  - {name: a, image: i}\n");
+        assert_int_equal(container_oom_score_adj(p, &p->spec.containers[0], 8 * GIB), 1000);
+        pod_free(p);
+        /* burstable: 1000 - 1000*request/capacity, within [3, 999] */
+        p = parse_pod("  - {name: a, image: i, resources: {requests: {memory: 2Gi}}}\n"
+                      "  - {name: b, image: i, resources: {requests: {cpu: 100m}}}\n"
+                      "  - {name: c, image: i, resources: {requests: {memory: 8Gi}}}\n");
+        assert_int_equal(container_oom_score_adj(p, &p->spec.containers[0], 8 * GIB), 750);
+        assert_int_equal(container_oom_score_adj(p, &p->spec.containers[1], 8 * GIB), 999);
+        assert_int_equal(container_oom_score_adj(p, &p->spec.containers[2], 8 * GIB), 3);
+        pod_free(p);
+}
+
+static void test_container_resources(void **state) {
+        struct kr_linux_resources r;
+        struct pod *p = parse_pod(
+                "  - {name: a, image: i, resources: {requests: {cpu: 250m, memory: 64Mi}, limits: {cpu: 500m, memory: 128Mi}}}\n"
+                "  - {name: b, image: i}\n");
+
+        kr_container_resources(p, &p->spec.containers[0], 8 * GIB, &r);
+        assert_int_equal(r.cpu_shares, 256);
+        assert_int_equal(r.cpu_period, 100000);
+        assert_int_equal(r.cpu_quota, 50000);
+        assert_int_equal(r.memory_limit_in_bytes, 128 * 1024 * 1024);
+        kr_container_resources(p, &p->spec.containers[1], 8 * GIB, &r);
+        assert_int_equal(r.cpu_shares, 2);
+        assert_int_equal(r.cpu_quota, 0);
+        assert_int_equal(r.cpu_period, 0);
+        assert_int_equal(r.memory_limit_in_bytes, 0);
+        assert_int_equal(r.oom_score_adj, 999);
+        pod_free(p);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_qos_classes),
+                cmocka_unit_test(test_cpu_conversions),
+                cmocka_unit_test(test_oom_score_adj),
+                cmocka_unit_test(test_container_resources),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
