@@ -57,6 +57,7 @@ struct kubelet {
         bool config_received;     /* every source delivered (or failed) once: undesired pods may be killed */
 
         struct pod_set desired;   /* references */
+        char **rejected;          /* UIDs refused by admission (OutOfpods); never started, as upstream */
         struct pod_worker *workers;
         size_t n_workers;
 

@@ -211,6 +211,15 @@ static bool desired_contains(const struct kubelet *k, const char *uid) {
         return false;
 }
 
+/* Pods admitted and still wanted (what counts against --max-pods). */
+static size_t count_admitted(const struct kubelet *k) {
+        size_t n = 0;
+        for (const struct pod_worker *w = k->workers; w; w = w->next)
+                if (w->pod)
+                        n++;
+        return n;
+}
+
 /* Make the set of workers match desired + runtime: a worker per desired pod, a terminating worker per pod
  * found in the runtime that is not desired. */
 static void reconcile_workers(struct kubelet *k) {
@@ -219,12 +228,33 @@ static void reconcile_workers(struct kubelet *k) {
         if (!k->runtime_listed || !k->config_received || k->stopping)
                 return;
 
+        /* removals first, so they free room for additions (--max-pods) */
+        for (struct pod_worker *w = k->workers, *next; w; w = next) {
+                next = w->next;
+                if (w->pod && !desired_contains(k, w->uid)) {
+                        log_info("SyncLoop REMOVE: pod=\"%s\" podUID=\"%s\"", strna(w->full_name), w->uid);
+                        w->pod = pod_free(w->pod);
+                        pod_worker_request_sync(w);
+                }
+        }
+
         for (size_t i = 0; i < k->desired.n; i++) {
                 struct pod *p = k->desired.pods[i];
                 struct pod_worker *w = kubelet_find_worker(k, p->uid);
                 bool changed = false;
 
                 if (!w) {
+                        if (strv_contains(k->rejected, p->uid))
+                                continue;
+                        if (k->opts->max_pods > 0 && count_admitted(k) >= (size_t) k->opts->max_pods) {
+                                /* admission (lifecycle.PredicateAdmitHandler): the pod is rejected for good */
+                                log_error("Pod admission denied: pod=\"%s/%s\" podUID=\"%s\" reason=\"OutOfpods\" "
+                                          "message=\"Node didn't have enough resource: pods, requested: 1, used: %zu, "
+                                          "capacity: %d\"",
+                                          p->namespace_, p->name, p->uid, count_admitted(k), k->opts->max_pods);
+                                (void) strv_extend(&k->rejected, p->uid);
+                                continue;
+                        }
                         w = worker_new(k, p->uid);
                         if (!w) {
                                 log_error("pod %s: out of memory", p->name);
@@ -246,15 +276,6 @@ static void reconcile_workers(struct kubelet *k) {
                         free(w->full_name);
                         w->full_name = make_full_name(p->namespace_, p->name);
                         w->failures = 0;
-                        pod_worker_request_sync(w);
-                }
-        }
-
-        for (struct pod_worker *w = k->workers, *next; w; w = next) {
-                next = w->next;
-                if (w->pod && !desired_contains(k, w->uid)) {
-                        log_info("SyncLoop REMOVE: pod=\"%s\" podUID=\"%s\"", strna(w->full_name), w->uid);
-                        w->pod = pod_free(w->pod);
                         pod_worker_request_sync(w);
                 }
         }
@@ -282,6 +303,14 @@ static void on_config_update(const struct pod_set *pods, void *userdata) {
         pod_set_done(&k->desired);
         k->desired = n;
         k->config_received = true;
+        /* a rejected pod that goes away and comes back is considered again */
+        for (size_t i = 0; k->rejected && k->rejected[i];) {
+                if (!desired_contains(k, k->rejected[i])) {
+                        free(k->rejected[i]);
+                        memmove(k->rejected + i, k->rejected + i + 1, (strv_length(k->rejected + i + 1) + 1) * sizeof(char *));
+                } else
+                        i++;
+        }
         log_v(2, "desired pods: %zu", n.n);
         reconcile_workers(k);
 }
@@ -404,6 +433,7 @@ struct kubelet *kubelet_free(struct kubelet *k) {
                 pod_worker_free(w);
         }
         pod_set_done(&k->desired);
+        strv_free(k->rejected);
         backoff_done(&k->crash_backoff);
         backoff_done(&k->image_backoff);
         free(k);

@@ -155,3 +155,27 @@ def test_resources_reach_the_container_cgroup(kubelet, runtime):
     out = runtime.crictl("exec", c["id"], "--", "sh", "-c",
                          "cat /sys/fs/cgroup/memory/memory.limit_in_bytes 2>/dev/null || cat /sys/fs/cgroup/memory.max").stdout
     assert out.strip() == str(64 * 1024 * 1024)
+
+
+def test_max_pods_admission(kubelet_factory, runtime):
+    k = kubelet_factory(False)
+    for n in ("a1", "a2", "a3"):
+        k.write(f"{n}.yaml", pod_manifest(n, [("c", SLEEPER)]))
+    k.start("--max-pods", "2")
+    wait_for(lambda: len([c for c in runtime.containers() if c["state"] == "CONTAINER_RUNNING"]) == 2,
+             msg="two pods running")
+    k.wait_log(r'Pod admission denied: pod="default/a\d-testnode" .*reason="OutOfpods"')
+    time.sleep(1)
+    assert len(runtime.pods()) == 2, "the third pod must not be started"
+    # removing one admitted pod does not admit the rejected one (rejection is final, as upstream) ...
+    running = {c["labels"]["io.kubernetes.pod.name"] for c in runtime.containers()}
+    rejected = ({f"{n}-{NODE}" for n in ("a1", "a2", "a3")} - running).pop()
+    # ... but writing it again as a new version (new UID) is a new pod and is admitted once there is room
+    gone = sorted(running)[0]
+    k.remove(gone.split("-")[0] + ".yaml")
+    wait_for(lambda: not runtime.pods_named(gone), 60, msg="the removed pod gone")
+    time.sleep(1.5)
+    assert not runtime.pods_named(rejected), "a rejected pod must stay rejected"
+    base = rejected.split("-")[0]
+    k.write(f"{base}.yaml", pod_manifest(base, [("c", SLEEPER + ["#v2"])]))
+    wait_for(lambda: runtime.running(rejected), 60, msg="the re-submitted pod admitted")
