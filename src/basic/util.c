@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "util.h"
+#include "duration.h"
 
 #include <ctype.h>
 #include <fcntl.h>
@@ -215,56 +216,11 @@ int safe_atoi(const char *s, int *ret) {
 }
 
 int parse_duration_usec(const char *s, int64_t *ret_usec) {
-        /* Go time.ParseDuration subset: [-+]?(number unit)+, units ns us µs ms s m h; "0" alone is valid. */
-        static const struct {
-                const char *unit;
-                double usec;
-        } units[] = {
-                { "ns", 1e-3 }, { "us", 1 }, { "\xc2\xb5s", 1 }, { "ms", 1e3 }, { "s", 1e6 }, { "m", 60e6 }, { "h", 3600e6 },
-        };
-        const char *p = s;
-        double total = 0;
-        bool neg = false;
-
-        if (isempty(s))
-                return -EINVAL;
-        if (*p == '-' || *p == '+')
-                neg = *p++ == '-';
-        if (streq(p, "0")) {
-                *ret_usec = 0;
-                return 0;
-        }
-        if (*p == '\0')
-                return -EINVAL;
-        while (*p) {
-                char *end;
-                double v;
-                size_t best = 0;
-                double mult = 0;
-
-                if (!isdigit((unsigned char) *p) && *p != '.')
-                        return -EINVAL;
-                errno = 0;
-                v = strtod(p, &end);
-                if (errno || end == p)
-                        return -EINVAL;
-                p = end;
-                for (size_t i = 0; i < ELEMENTSOF(units); i++) {
-                        size_t l = strlen(units[i].unit);
-                        if (strneq(p, units[i].unit, l) && l > best) {
-                                /* "m" must not match the "m" of "ms" */
-                                best = l;
-                                mult = units[i].usec;
-                        }
-                }
-                if (best == 0)
-                        return -EINVAL;
-                p += best;
-                total += v * mult;
-                if (total > 9.2e18)
-                        return -ERANGE;
-        }
-        *ret_usec = (int64_t) (neg ? -total : total);
+        int64_t nsec;
+        int r = go_duration_parse(s, &nsec, NULL);
+        if (r < 0)
+                return r;
+        *ret_usec = nsec / 1000;
         return 0;
 }
 

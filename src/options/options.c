@@ -16,7 +16,7 @@
 #include "apis/manifest.h"
 #include "basic/log.h"
 #include "basic/util.h"
-#include "options/duration.h"
+#include "basic/duration.h"
 
 #define KUBELET_CONFIG_API_VERSION "kubelet.config.k8s.io/v1beta1"
 #define KUBELET_CONFIG_KIND "KubeletConfiguration"

@@ -4,7 +4,7 @@
  * optional fraction and a unit suffix (ns, us, µs, ms, s, m, h), optionally signed; "0" alone needs no unit.
  * Exponents, hex and whitespace are not accepted. Integer arithmetic in nanoseconds with overflow checks
  * (at most 2562047h47m16.854775807s, as int64 nanoseconds). */
-#include "options/duration.h"
+#include "basic/duration.h"
 
 #include <inttypes.h>
 #include <stdbool.h>
