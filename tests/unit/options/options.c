@@ -8,7 +8,7 @@
 #include <cmocka.h>
 
 #include "basic/util.h"
-#include "options/duration.h"
+#include "basic/duration.h"
 #include "options/options.h"
 
 #define ARGV(...) ((char *[]){ "ckubelet", __VA_ARGS__, NULL })
