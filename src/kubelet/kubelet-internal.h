@@ -54,6 +54,7 @@ struct kubelet {
 
         bool stopping;
         bool runtime_listed;      /* the PLEG has listed once: workers may act */
+        bool runtime_down;        /* the last relist failed */
         bool config_received;     /* every source delivered (or failed) once: undesired pods may be killed */
 
         struct pod_set desired;   /* references */

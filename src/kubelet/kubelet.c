@@ -330,8 +330,21 @@ static void on_pod_changed(const char *uid, void *userdata) {
 static void on_relisted(bool ok, void *userdata) {
         struct kubelet *k = userdata;
 
-        if (!ok)
+        if (!ok) {
+                if (!k->runtime_down)
+                        log_error("container runtime is down: relisting failed");
+                k->runtime_down = true;
                 return;
+        }
+        if (k->runtime_down) {
+                /* back after an outage: re-sync every pod now rather than at each worker's error back-off */
+                log_info("container runtime is up again, re-syncing all pods");
+                k->runtime_down = false;
+                for (struct pod_worker *w = k->workers; w; w = w->next) {
+                        w->failures = 0;
+                        pod_worker_request_sync(w);
+                }
+        }
         if (!k->runtime_listed) {
                 size_t sb, rsb, c, rc;
                 pleg_counts(k->pleg, &sb, &rsb, &c, &rc);
