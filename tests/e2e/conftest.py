@@ -255,17 +255,22 @@ def kubelet_factory(runtime, request, tmp_path_factory):
 
     yield make
     failed = getattr(request.node, "rep_call", None) is not None and request.node.rep_call.failed
+    bad_exits = []
     for k in made:
         if k.alive():
             k.proc.send_signal(signal.SIGTERM)
             try:
-                k.proc.wait(10)
+                rc = k.proc.wait(10)
             except subprocess.TimeoutExpired:
                 k.proc.kill()
-        if failed:
+                rc = "hung on SIGTERM"
+            if rc != 0:  # a sanitizer report (leak, UB) or a crash on the way out
+                bad_exits.append((k, rc))
+        if failed or any(b[0] is k for b in bad_exits):
             print(f"----- {k.logfile} (last 200 lines)")
             print("\n".join(k.log().splitlines()[-200:]))
     runtime.clean()
+    assert not bad_exits, f"ckubelet did not exit cleanly on SIGTERM: {[(b[0].logfile, b[1]) for b in bad_exits]}"
 
 
 @pytest.fixture

@@ -1,0 +1,87 @@
+#!/bin/bash
+# The whole test suite, on a fresh Debian 12 machine as root:
+#   1. install the Debian packages (scripts/install-deps.sh)
+#   2. build (build/) and run the unit tests
+#   3. build with ASan+UBSan (build-asan/) and run the unit tests again
+#   4. run the end-to-end tests (tests/e2e, pytest) against a private containerd, with the sanitized ckubelet
+# The last line is "N passed, N failed" (", N skipped" when any were skipped), summed over all stages.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+repo=$(pwd)
+results=$(mktemp -d /var/tmp/ckubelet-results-XXXXXX)
+passed=0 failed=0 skipped=0
+stage_failed=0
+
+note() { printf '\n==== %s\n' "$*"; }
+
+count_meson() { # builddir
+        local log="$1/meson-logs/testlog.json"
+        [ -f "$log" ] || { failed=$((failed + 1)); return; }
+        local p f s
+        p=$(grep -c '"result": "OK"' "$log" || true)
+        f=$(grep -c -E '"result": "(FAIL|TIMEOUT|ERROR|UNEXPECTEDPASS)"' "$log" || true)
+        s=$(grep -c '"result": "SKIP"' "$log" || true)
+        passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + s))
+}
+
+count_junit() { # xml
+        if [ ! -f "$1" ]; then failed=$((failed + 1)); return; fi
+        read -r p f s < <(/usr/bin/python3 - "$1" <<'PY'
+import sys, xml.etree.ElementTree as ET
+root = ET.parse(sys.argv[1]).getroot()
+suites = [root] if root.tag == "testsuite" else root.findall("testsuite")
+t = f = s = 0
+for su in suites:
+    t += int(su.get("tests", 0)); f += int(su.get("failures", 0)) + int(su.get("errors", 0)); s += int(su.get("skipped", 0))
+print(t - f - s, f, s)
+PY
+)
+        passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + s))
+}
+
+finish() {
+        local line="$passed passed, $failed failed"
+        [ "$skipped" -gt 0 ] && line="$line, $skipped skipped"
+        echo
+        echo "$line"
+        if [ "$failed" -gt 0 ] || [ "$stage_failed" -gt 0 ]; then exit 1; fi
+        exit 0
+}
+
+note "installing dependencies"
+if ! bash scripts/install-deps.sh; then
+        echo "tests/run.sh: installing dependencies failed" >&2
+        failed=$((failed + 1)); stage_failed=1; finish
+fi
+
+note "build"
+if [ ! -f build/build.ninja ]; then meson setup build -Dtests=true >/dev/null || true; fi
+if ! ninja -C build; then
+        echo "tests/run.sh: build failed" >&2
+        failed=$((failed + 1)); stage_failed=1; finish
+fi
+
+note "unit tests"
+meson test -C build --suite unit --print-errorlogs || true
+count_meson build
+
+note "sanitized build (ASan + UBSan) and unit tests"
+if [ ! -f build-asan/build.ninja ]; then
+        meson setup build-asan -Dtests=true -Db_sanitize=address,undefined -Db_lundef=false >/dev/null || true
+fi
+if ninja -C build-asan; then
+        UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 meson test -C build-asan --suite unit --print-errorlogs || true
+        count_meson build-asan
+else
+        echo "tests/run.sh: sanitized build failed" >&2
+        failed=$((failed + 1))
+fi
+
+note "end-to-end tests (private containerd, sanitized ckubelet)"
+e2e_build=build
+[ -x build-asan/ckubelet ] && e2e_build=build-asan
+CKUBELET_BUILD="$repo/$e2e_build" ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+        /usr/bin/python3 -m pytest tests/e2e -p no:cacheprovider -q -rfE --junitxml="$results/e2e.xml" || true
+count_junit "$results/e2e.xml"
+
+finish
