@@ -310,9 +310,9 @@ static void stop_container(struct pod_sync *s, size_t index, const char *reason,
                 return;
         }
         log_info("Killing container with a grace period: pod=\"%s\" podUID=\"%s\" containerName=\"%s\" "
-                 "containerID=\"%.12s\" gracePeriod=%" PRId64 " reason=\"%s\"%s%s",
-                 pod_desc(s), s->w->uid, kc->name, kc->id, grace, reason, message ? " message=" : "",
-                 message ? message : "");
+                 "containerID=\"%.12s\" gracePeriod=%" PRId64 " reason=\"%s\"%s%s%s",
+                 pod_desc(s), s->w->uid, kc->name, kc->id, grace, reason, message ? " message=\"" : "",
+                 message ? message : "", message ? "\"" : "");
         req.container_id = kc->id;
         req.timeout = grace;
         /* the runtime may take the whole grace period: the call's deadline is grace + the request timeout */

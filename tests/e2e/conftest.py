@@ -99,14 +99,18 @@ class Runtime:
         return self.containers_of(pod_name, name, "CONTAINER_RUNNING")
 
     def clean(self):
-        """Stop and remove every sandbox (and so every container)."""
-        for c in self.containers():
-            self.crictl("stop", c["id"], "--timeout", "0", check=False)
-            self.crictl("rm", c["id"], check=False)
-        for p in self.pods():
-            self.crictl("stopp", p["id"], check=False)
-            self.crictl("rmp", p["id"], check=False)
-        wait_for(lambda: not self.pods() and not self.containers(), 30, msg="an empty runtime")
+        """Stop and remove every container and sandbox. Repeated until the runtime is empty: a request the
+        kubelet sent before it stopped may still create something after a pass has listed."""
+        def one_pass():
+            for c in self.containers():
+                self.crictl("stop", c["id"], "--timeout", "0", check=False)
+                self.crictl("rm", c["id"], check=False)
+            for p in self.pods():
+                self.crictl("stopp", p["id"], check=False)
+                self.crictl("rmp", p["id"], check=False)
+            return not self.pods() and not self.containers()
+
+        wait_for(one_pass, 60, interval=0.5, msg="an empty runtime")
 
 
 def _is_zombie(pid):
