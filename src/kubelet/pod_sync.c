@@ -48,6 +48,7 @@ struct pod_sync {
 struct call {
         struct pod_sync *s;
         size_t index;
+        bool remove;   /* StopContainer, then RemoveContainer */
 };
 
 static void sync_finish(struct pod_sync *s);
@@ -285,6 +286,20 @@ static int64_t grace_for(const struct pod_sync *s, const struct kr_container *c)
         return g;
 }
 
+static void on_remove_stopped(const struct cri_reply *reply, void *userdata) {
+        struct call *c = userdata;
+        struct pod_sync *s = c->s;
+
+        if (reply->r < 0 && reply->r != -ENOENT) {
+                /* e.g. still "starting": nothing new may start before it is gone; retried with back-off */
+                log_error("pod %s: RemoveContainer %.12s: %s", pod_desc(s), s->status->containers[c->index]->id,
+                          reply->message);
+                s->error = true;
+        }
+        free(c);
+        fanout_release(s);
+}
+
 static void on_stop_container(const struct cri_reply *reply, void *userdata) {
         struct call *c = userdata;
         struct pod_sync *s = c->s;
@@ -293,12 +308,18 @@ static void on_stop_container(const struct cri_reply *reply, void *userdata) {
                 log_error("pod %s: StopContainer %.12s: %s", pod_desc(s), s->status->containers[c->index]->id,
                           reply->message);
                 s->error = true;
+        } else if (c->remove && !s->k->stopping) {
+                Runtime__V1__RemoveContainerRequest req = RUNTIME__V1__REMOVE_CONTAINER_REQUEST__INIT;
+                req.container_id = s->status->containers[c->index]->id;
+                if (cri_remove_container(s->k->cri, &req, 0, on_remove_stopped, c) >= 0)
+                        return; /* the fan-out slot passes to the removal */
+                s->error = true;
         }
         free(c);
         fanout_release(s);
 }
 
-static void stop_container(struct pod_sync *s, size_t index, const char *reason, const char *message) {
+static void stop_container(struct pod_sync *s, size_t index, const char *reason, const char *message, bool remove) {
         const struct kr_container *kc = s->status->containers[index];
         Runtime__V1__StopContainerRequest req = RUNTIME__V1__STOP_CONTAINER_REQUEST__INIT;
         int64_t grace = grace_for(s, kc);
@@ -309,6 +330,7 @@ static void stop_container(struct pod_sync *s, size_t index, const char *reason,
                 call_failed(s, "StopContainer", -ENOMEM);
                 return;
         }
+        c->remove = remove;
         log_info("Killing container with a grace period: pod=\"%s\" podUID=\"%s\" containerName=\"%s\" "
                  "containerID=\"%.12s\" gracePeriod=%" PRId64 " reason=\"%s\"%s%s%s",
                  pod_desc(s), s->w->uid, kc->name, kc->id, grace, reason, message ? " message=\"" : "",
@@ -340,13 +362,14 @@ static void phase_kill(struct pod_sync *s) {
                 for (size_t i = 0; i < s->status->n_containers; i++) {
                         enum kr_container_state st = s->status->containers[i]->state;
                         if (st == KR_CONTAINER_RUNNING || st == KR_CONTAINER_UNKNOWN)
-                                stop_container(s, i, s->pod ? "Killing" : "Killing", s->actions.sandbox_reason);
+                                stop_container(s, i, "Killing", s->actions.sandbox_reason, false);
                 }
         } else
                 for (size_t i = 0; i < s->actions.n_kill; i++) {
                         size_t idx = container_index(s, s->actions.kill[i].container);
                         if (idx != SIZE_MAX)
-                                stop_container(s, idx, s->actions.kill[i].reason, s->actions.kill[i].message);
+                                stop_container(s, idx, s->actions.kill[i].reason, s->actions.kill[i].message,
+                                               s->actions.kill[i].remove);
                 }
         fanout_end(s);
 }

@@ -153,16 +153,21 @@ int kr_compute_pod_actions(const struct pod *pod, const struct kr_pod_status *st
                                 r = add_start(&a, i);
                                 if (r < 0)
                                         goto fail;
-                                if (cs && cs->state == KR_CONTAINER_UNKNOWN) {
+                                if (cs && (cs->state == KR_CONTAINER_UNKNOWN || cs->state == KR_CONTAINER_CREATED)) {
+                                        /* Unknown: it may be running (upstream kills it first). Created: it was
+                                         * never started — a kubelet that died between CreateContainer and
+                                         * StartContainer, whose start the runtime may still carry out. Remove
+                                         * it before a new instance is created, so two can never run. */
                                         char *msg = NULL;
                                         if (asprintf(&msg, "Container is in %s state, try killing it before restart",
                                                      kr_container_state_to_string(cs->state)) < 0) {
                                                 r = -ENOMEM;
                                                 goto fail;
                                         }
-                                        r = add_kill(&a, cs, "Unknown", msg);
+                                        r = add_kill(&a, cs, cs->state == KR_CONTAINER_UNKNOWN ? "Unknown" : "Created", msg);
                                         if (r < 0)
                                                 goto fail;
+                                        a.kill[a.n_kill - 1].remove = cs->state == KR_CONTAINER_CREATED;
                                 }
                         }
                         continue;

@@ -21,6 +21,7 @@ struct kr_container_kill {
         const struct kr_container *container; /* borrowed from the status */
         const char *reason;                   /* static string */
         char *message;
+        bool remove;                          /* remove it too before anything new starts (never-started) */
 };
 
 struct kr_pod_actions {

@@ -37,7 +37,7 @@ def test_kill9_in_steady_state_changes_nothing(kubelet, runtime):
         assert snapshot(runtime) == before, "a kill -9 and restart changed the runtime"
 
 
-@pytest.mark.parametrize("delay_ms", [0, 50, 150, 400])
+@pytest.mark.parametrize("delay_ms", [0, 50, 100, 150, 200, 250, 400])
 def test_kill9_right_after_a_new_manifest(kubelet, runtime, delay_ms):
     kubelet.write("base.yaml", pod_manifest("base", [("c", SLEEPER)]))
     wait_for(lambda: runtime.running(f"base-{NODE}"), msg="base pod running")
@@ -104,3 +104,24 @@ def test_containerd_restart_is_survived(kubelet, runtime):
     assert_one_of_each(runtime, [f"a-{NODE}", f"b-{NODE}"])
     pods, ctrs = snapshot(runtime)
     assert set(before[0]) <= set(pods) and set(before[1]) <= set(ctrs), "pod a was disturbed"
+
+
+def test_never_started_container_is_removed_before_a_new_one(kubelet, runtime):
+    """What a kubelet killed between CreateContainer and StartContainer leaves behind: a CREATED container
+    (whose start the runtime might still carry out). It must be removed before a new instance is made."""
+    kubelet.write("half.yaml", pod_manifest("half", [("c", SLEEPER)]))
+    name = f"half-{NODE}"
+    [c] = wait_for(lambda: runtime.running(name), msg="pod running")
+    uid = c["labels"]["io.kubernetes.pod.uid"]
+    kubelet.kill9()
+    runtime.crictl("stop", c["id"], "--timeout", "0")
+    runtime.crictl("rm", c["id"])
+    created = runtime.crictl("create", "--pod", c["podSandboxId"], "--name", "c", "--image",
+                             "docker.io/library/busybox:1.36", "--pod-name", name, "--namespace", "default",
+                             "--uid", uid, "--", "sleep", "3600").stdout.strip()
+    assert runtime.inspect(created)["state"] == "CONTAINER_CREATED"
+    kubelet.start()
+    [new] = wait_for(lambda: runtime.running(name), 30, msg="a new instance running")
+    assert new["id"] != created
+    assert [x["id"] for x in runtime.containers_of(name)] == [new["id"]], "the never-started one was not removed"
+    kubelet.wait_log(r'containerID="' + created[:12] + r'" .*reason="Created"')

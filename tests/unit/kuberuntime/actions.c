@@ -241,8 +241,17 @@ static void test_created_or_unknown_container_restarts(void **state) {
         kr_pod_status_sort(s);
         assert_int_equal(kr_compute_pod_actions(p, s, &a), 0);
         assert_int_equal(a.n_start, 2);
-        assert_int_equal(a.n_kill, 1); /* the unknown one is killed first */
-        assert_string_equal(a.kill[0].container->id, "c-b");
+        /* the unknown one is killed first; the never-started one is killed and removed first */
+        assert_int_equal(a.n_kill, 2);
+        for (size_t i = 0; i < a.n_kill; i++) {
+                if (streq(a.kill[i].container->id, "c-a")) {
+                        assert_true(a.kill[i].remove);
+                        assert_string_equal(a.kill[i].reason, "Created");
+                } else {
+                        assert_string_equal(a.kill[i].container->id, "c-b");
+                        assert_false(a.kill[i].remove);
+                }
+        }
         kr_pod_actions_done(&a);
 }
 
