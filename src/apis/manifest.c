@@ -26,14 +26,11 @@
 static int set_error(char **ret_error, const yaml_mark_t *mark, const char *fmt, ...) _printf_(3, 4);
 static int set_error(char **ret_error, const yaml_mark_t *mark, const char *fmt, ...) {
         _cleanup_free_ char *msg = NULL;
-        va_list ap;
         int r;
 
         if (!ret_error)
                 return -EINVAL;
-        va_start(ap, fmt);
-        r = vasprintf(&msg, fmt, ap);
-        va_end(ap);
+        r = VA_FORMAT(msg, fmt);
         if (r < 0)
                 return -ENOMEM;
         free(*ret_error);
@@ -507,12 +504,9 @@ static int origins_add(struct origins *o, size_t doc, ssize_t item) {
 static int doc_error(char **ret_error, size_t doc, const char *fmt, ...) _printf_(3, 4);
 static int doc_error(char **ret_error, size_t doc, const char *fmt, ...) {
         _cleanup_free_ char *msg = NULL;
-        va_list ap;
         int r;
 
-        va_start(ap, fmt);
-        r = vasprintf(&msg, fmt, ap);
-        va_end(ap);
+        r = VA_FORMAT(msg, fmt);
         if (r < 0)
                 return -ENOMEM;
         if (!ret_error)

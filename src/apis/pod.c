@@ -27,7 +27,6 @@ void field_errors_done(struct field_errors *e) {
 int field_errors_add(struct field_errors *e, const char *field, const char *fmt, ...) {
         _cleanup_free_ char *f = NULL, *d = NULL;
         struct field_error *items;
-        va_list ap;
         int r;
 
         if (!e)
@@ -37,13 +36,9 @@ int field_errors_add(struct field_errors *e, const char *field, const char *fmt,
         f = strdup(strempty(field));
         if (!f)
                 return -ENOMEM;
-        va_start(ap, fmt);
-        r = vasprintf(&d, fmt, ap);
-        va_end(ap);
-        if (r < 0) {
-                d = NULL;
-                return -ENOMEM;
-        }
+        r = VA_FORMAT(d, fmt);
+        if (r < 0)
+                return r;
         items = realloc(e->items, sizeof(*items) * (e->n + 1));
         if (!items)
                 return -ENOMEM;

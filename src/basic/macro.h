@@ -2,6 +2,7 @@
 #pragma once
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <unistd.h>
@@ -71,6 +72,20 @@ static inline void fclosep(FILE **f) {
 #define isempty(s) (!(s) || (s)[0] == '\0')
 #define strempty(s) ((s) ? (s) : "")
 #define strna(s) ((s) ? (s) : "n/a")
+
+/* In a variadic function: format its (fmt, ...) arguments into a new string stored in ret (NULL on
+ * failure). Evaluates to 0 or -ENOMEM. */
+#define VA_FORMAT(ret, fmt)                                      \
+        ({                                                       \
+                va_list _ap_;                                    \
+                int _r_;                                         \
+                va_start(_ap_, fmt);                             \
+                _r_ = vasprintf(&(ret), (fmt), _ap_);            \
+                va_end(_ap_);                                    \
+                if (_r_ < 0)                                     \
+                        (ret) = NULL;                            \
+                _r_ < 0 ? -ENOMEM : 0;                           \
+        })
 
 /* Return a negative errno for a failed libc call that sets errno. */
 static inline int negative_errno(void) {

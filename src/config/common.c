@@ -163,14 +163,11 @@ static char *describe(size_t doc, ssize_t item, const char *name) {
 static int fail(char **ret_error, size_t doc, ssize_t item, const char *name, const char *fmt, ...) _printf_(5, 6);
 static int fail(char **ret_error, size_t doc, ssize_t item, const char *name, const char *fmt, ...) {
         _cleanup_free_ char *where = describe(doc, item, name), *msg = NULL;
-        va_list ap;
         int r;
 
         if (!where)
                 return -ENOMEM;
-        va_start(ap, fmt);
-        r = vasprintf(&msg, fmt, ap);
-        va_end(ap);
+        r = VA_FORMAT(msg, fmt);
         if (r < 0)
                 return -ENOMEM;
         if (ret_error) {

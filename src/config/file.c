@@ -105,12 +105,9 @@ static void file_source_free(void *data) {
 static void path_problem(struct file_source *s, bool error, const char *fmt, ...) _printf_(3, 4);
 static void path_problem(struct file_source *s, bool error, const char *fmt, ...) {
         _cleanup_free_ char *msg = NULL;
-        va_list ap;
         int r;
 
-        va_start(ap, fmt);
-        r = vasprintf(&msg, fmt, ap);
-        va_end(ap);
+        r = VA_FORMAT(msg, fmt);
         if (r < 0)
                 return;
         if (s->path_problem && streq(s->path_problem, msg))

@@ -111,12 +111,9 @@ static void rearm(struct event *ev, uint64_t usec) {
 static void fetch_failed(struct http_source *s, const char *key, const char *fmt, ...) _printf_(3, 4);
 static void fetch_failed(struct http_source *s, const char *key, const char *fmt, ...) {
         _cleanup_free_ char *msg = NULL, *k = NULL;
-        va_list ap;
         int r;
 
-        va_start(ap, fmt);
-        r = vasprintf(&msg, fmt, ap);
-        va_end(ap);
+        r = VA_FORMAT(msg, fmt);
         if (r < 0)
                 return;
         k = strdup(key ? key : msg);

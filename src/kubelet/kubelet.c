@@ -85,12 +85,9 @@ void pod_worker_free(struct pod_worker *w) {
 int pod_worker_set_waiting(struct pod_worker *w, const char *name, const char *reason, const char *fmt, ...) {
         _cleanup_free_ char *msg = NULL;
         struct container_waiting *n;
-        va_list ap;
         int r;
 
-        va_start(ap, fmt);
-        r = vasprintf(&msg, fmt, ap);
-        va_end(ap);
+        r = VA_FORMAT(msg, fmt);
         if (r < 0)
                 return -ENOMEM;
         for (size_t i = 0; i < w->n_waiting; i++)
