@@ -142,6 +142,23 @@ static void resource_list_done(struct resource_list *l) {
         *l = (struct resource_list) {};
 }
 
+void probe_free(struct probe *p) {
+        if (!p)
+                return;
+        strv_free(p->exec_command);
+        free(p->host);
+        free(p->port.str_val);
+        free(p->path);
+        free(p->scheme);
+        for (size_t i = 0; i < p->n_http_headers; i++) {
+                free(p->http_headers[i].name);
+                free(p->http_headers[i].value);
+        }
+        free(p->http_headers);
+        free(p->grpc_service);
+        free(p);
+}
+
 void container_done(struct container *c) {
         if (!c)
                 return;
@@ -165,6 +182,9 @@ void container_done(struct container *c) {
         resource_list_done(&c->resources.limits);
         resource_list_done(&c->resources.requests);
         free(c->termination_message_path);
+        probe_free(c->liveness_probe);
+        probe_free(c->readiness_probe);
+        probe_free(c->startup_probe);
         json_decref(c->raw);
         *c = (struct container) {};
 }

@@ -70,6 +70,41 @@ struct container_port {
         char *host_ip;
 };
 
+enum probe_handler {
+        PROBE_HANDLER_NONE,
+        PROBE_HANDLER_EXEC,
+        PROBE_HANDLER_HTTP_GET,
+        PROBE_HANDLER_TCP_SOCKET,
+        PROBE_HANDLER_GRPC,
+};
+
+struct http_header {
+        char *name;
+        char *value;
+};
+
+/* A v1 Probe (liveness, readiness or startup). */
+struct probe {
+        enum probe_handler handler;       /* the first handler given */
+        unsigned n_handlers;              /* how many were given: validation wants exactly one */
+        char **exec_command;              /* exec.command */
+        char *host;                       /* httpGet.host / tcpSocket.host, NULL = the pod IP */
+        struct int_or_string port;        /* httpGet.port / tcpSocket.port */
+        char *path;                       /* httpGet.path, default "/" */
+        char *scheme;                     /* httpGet.scheme, default "HTTP" */
+        struct http_header *http_headers;
+        size_t n_http_headers;
+        int32_t grpc_port;                /* grpc.port */
+        char *grpc_service;               /* grpc.service, NULL = "" */
+        int32_t initial_delay_seconds;
+        int32_t timeout_seconds;          /* default 1 */
+        int32_t period_seconds;           /* default 10 */
+        int32_t success_threshold;        /* default 1 */
+        int32_t failure_threshold;        /* default 3 */
+        bool has_termination_grace_period;
+        int64_t termination_grace_period_seconds;
+};
+
 struct container {
         char *name;
         char *image;
@@ -85,6 +120,7 @@ struct container {
         char *termination_message_path;        /* default /dev/termination-log */
         enum termination_message_policy termination_message_policy;
         bool stdin_, stdin_once, tty;
+        struct probe *liveness_probe, *readiness_probe, *startup_probe; /* NULL when not set */
         json_t *raw;         /* the container object as decoded (owned reference), for hashing: exactly as given in
                               * the document, before defaults (defaults are a function of it, so a hash over it
                               * changes exactly when the container's spec does) */
@@ -158,6 +194,7 @@ struct pod *pod_free(struct pod *p);  /* drops one reference, frees at zero; acc
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct pod *, pod_free)
 #define _cleanup_pod_free_ _cleanup_(pod_freep)
 void container_done(struct container *c);
+void probe_free(struct probe *p); /* accepts NULL */
 
 /* Decode one v1 Pod object. Type errors (a string where a list is expected, unknown restartPolicy, ...) go
  * into errs and make it return -EINVAL; on success *ret holds the pod (defaults not yet applied). */

@@ -487,6 +487,147 @@ static int decode_ports(struct field_errors *e, json_t *c, const char *cpath, st
         return 0;
 }
 
+/* ---- probes ---- */
+
+static int get_int_or_string(struct field_errors *e, json_t *obj, const char *parent, const char *key,
+                             struct int_or_string *ret) {
+        json_t *v = get(obj, key);
+
+        if (!v)
+                return 0;
+        if (json_is_string(v)) {
+                ret->is_string = true;
+                return get_string(e, obj, parent, key, &ret->str_val);
+        }
+        if (!json_is_integer(v) && !json_is_real(v))
+                return child_error(e, parent, key, v, "int or string");
+        ret->is_string = false;
+        return get_int32(e, obj, parent, key, &ret->int_val);
+}
+
+static int decode_http_headers(struct field_errors *e, json_t *h, const char *hpath, struct probe *p) {
+        _cleanup_free_ char *lp = NULL;
+        json_t *a, *v;
+        size_t i;
+        int r;
+
+        r = get_array(e, h, hpath, "httpHeaders", MAX_LIST_ITEMS, &a);
+        if (r < 0 || !a || json_array_size(a) == 0)
+                return r;
+        lp = path_child(hpath, "httpHeaders");
+        p->http_headers = calloc(json_array_size(a), sizeof(struct http_header));
+        if (!lp || !p->http_headers)
+                return -ENOMEM;
+        json_array_foreach(a, i, v) {
+                _cleanup_free_ char *ip = path_index(lp, i);
+                struct http_header *hh;
+
+                if (!ip)
+                        return -ENOMEM;
+                if (!json_is_object(v)) {
+                        r = type_error(e, ip, v, "object");
+                        if (r < 0)
+                                return r;
+                        continue;
+                }
+                hh = &p->http_headers[p->n_http_headers++];
+                r = get_string(e, v, ip, "name", &hh->name);
+                if (r >= 0)
+                        r = get_string(e, v, ip, "value", &hh->value);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static int decode_probe(struct field_errors *e, json_t *c, const char *cpath, const char *key, struct probe **ret) {
+        _cleanup_free_ char *pp = NULL, *hp = NULL;
+        struct probe *p;
+        json_t *o, *h;
+        int r;
+
+        r = get_object(e, c, cpath, key, &o);
+        if (r < 0 || !o)
+                return r;
+        pp = path_child(cpath, key);
+        p = calloc(1, sizeof(*p));
+        if (!pp || !p) {
+                free(p);
+                return -ENOMEM;
+        }
+        *ret = p; /* owned by the container from here on */
+
+        r = get_object(e, o, pp, "exec", &h);
+        if (r >= 0 && h) {
+                _cleanup_free_ char *ep = path_child(pp, "exec");
+                if (!ep)
+                        return -ENOMEM;
+                if (p->handler == PROBE_HANDLER_NONE)
+                        p->handler = PROBE_HANDLER_EXEC;
+                p->n_handlers++;
+                r = get_strv(e, h, ep, "command", &p->exec_command);
+        }
+        if (r >= 0)
+                r = get_object(e, o, pp, "httpGet", &h);
+        if (r >= 0 && h) {
+                hp = path_child(pp, "httpGet");
+                if (!hp)
+                        return -ENOMEM;
+                if (p->handler == PROBE_HANDLER_NONE)
+                        p->handler = PROBE_HANDLER_HTTP_GET;
+                p->n_handlers++;
+                r = get_string(e, h, hp, "host", &p->host);
+                if (r >= 0)
+                        r = get_int_or_string(e, h, hp, "port", &p->port);
+                if (r >= 0)
+                        r = get_string(e, h, hp, "path", &p->path);
+                if (r >= 0)
+                        r = get_string(e, h, hp, "scheme", &p->scheme);
+                if (r >= 0)
+                        r = decode_http_headers(e, h, hp, p);
+        }
+        if (r >= 0)
+                r = get_object(e, o, pp, "tcpSocket", &h);
+        if (r >= 0 && h) {
+                _cleanup_free_ char *tp = path_child(pp, "tcpSocket");
+                if (!tp)
+                        return -ENOMEM;
+                if (p->handler == PROBE_HANDLER_NONE)
+                        p->handler = PROBE_HANDLER_TCP_SOCKET;
+                p->n_handlers++;
+                r = get_string(e, h, tp, "host", &p->host);
+                if (r >= 0)
+                        r = get_int_or_string(e, h, tp, "port", &p->port);
+        }
+        if (r >= 0)
+                r = get_object(e, o, pp, "grpc", &h);
+        if (r >= 0 && h) {
+                _cleanup_free_ char *gp = path_child(pp, "grpc");
+                if (!gp)
+                        return -ENOMEM;
+                if (p->handler == PROBE_HANDLER_NONE)
+                        p->handler = PROBE_HANDLER_GRPC;
+                p->n_handlers++;
+                r = get_int32(e, h, gp, "port", &p->grpc_port);
+                if (r >= 0)
+                        r = get_string(e, h, gp, "service", &p->grpc_service);
+        }
+        if (r >= 0)
+                r = get_int32(e, o, pp, "initialDelaySeconds", &p->initial_delay_seconds);
+        if (r >= 0)
+                r = get_int32(e, o, pp, "timeoutSeconds", &p->timeout_seconds);
+        if (r >= 0)
+                r = get_int32(e, o, pp, "periodSeconds", &p->period_seconds);
+        if (r >= 0)
+                r = get_int32(e, o, pp, "successThreshold", &p->success_threshold);
+        if (r >= 0)
+                r = get_int32(e, o, pp, "failureThreshold", &p->failure_threshold);
+        if (r >= 0)
+                r = get_integer(e, o, pp, "terminationGracePeriodSeconds", INT64_MIN, INT64_MAX, "int64",
+                                &p->has_termination_grace_period, &p->termination_grace_period_seconds);
+        return r;
+}
+
 static int decode_container(struct field_errors *e, json_t *c, const char *cpath, struct container *ret) {
         _cleanup_free_ char *pull = NULL, *tmp = NULL;
         json_t *res;
@@ -525,6 +666,12 @@ static int decode_container(struct field_errors *e, json_t *c, const char *cpath
                 r = get_bool(e, c, cpath, "stdinOnce", &ret->stdin_once);
         if (r >= 0)
                 r = get_bool(e, c, cpath, "tty", &ret->tty);
+        if (r >= 0)
+                r = decode_probe(e, c, cpath, "livenessProbe", &ret->liveness_probe);
+        if (r >= 0)
+                r = decode_probe(e, c, cpath, "readinessProbe", &ret->readiness_probe);
+        if (r >= 0)
+                r = decode_probe(e, c, cpath, "startupProbe", &ret->startup_probe);
         if (r >= 0)
                 r = get_string(e, c, cpath, "imagePullPolicy", &pull);
         if (r < 0)

@@ -175,8 +175,45 @@ static int default_requests(struct resource_requirements *r) {
         return 0;
 }
 
+/* SetDefaults_Probe, SetDefaults_HTTPGetAction */
+static int default_probe(struct probe *p) {
+        int r;
+
+        if (!p)
+                return 0;
+        if (p->timeout_seconds == 0)
+                p->timeout_seconds = 1;
+        if (p->period_seconds == 0)
+                p->period_seconds = 10;
+        if (p->success_threshold == 0)
+                p->success_threshold = 1;
+        if (p->failure_threshold == 0)
+                p->failure_threshold = 3;
+        if (p->handler == PROBE_HANDLER_HTTP_GET) {
+                if (isempty(p->path)) {
+                        r = free_and_strdup(&p->path, "/");
+                        if (r < 0)
+                                return r;
+                }
+                if (isempty(p->scheme)) {
+                        r = free_and_strdup(&p->scheme, "HTTP");
+                        if (r < 0)
+                                return r;
+                }
+        }
+        return 0;
+}
+
 static int default_container(struct container *c, bool host_network) {
         int r;
+
+        r = default_probe(c->liveness_probe);
+        if (r >= 0)
+                r = default_probe(c->readiness_probe);
+        if (r >= 0)
+                r = default_probe(c->startup_probe);
+        if (r < 0)
+                return r;
 
         if (c->image_pull_policy == PULL_POLICY_UNSET)
                 c->image_pull_policy = image_default_pull_policy(c->image);

@@ -454,6 +454,156 @@ static void check_host_port_conflicts(struct ctx *c, const struct container *ctr
                 }
 }
 
+/* ---- probes ---- */
+
+static void forbidden(struct ctx *c, const char *path, const char *detail) {
+        CHECK_OOM(c, field_errors_add(c->errs, path, "Forbidden: %s", detail));
+}
+
+static void nonnegative(struct ctx *c, const char *parent, const char *name, int64_t v) {
+        _cleanup_free_ char *p = NULL;
+        if (v >= 0)
+                return;
+        p = child(c, parent, name);
+        if (p)
+                invalid_int(c, p, v, "must be greater than or equal to 0");
+}
+
+/* validatePortNumOrName */
+static void validate_port_num_or_name(struct ctx *c, const struct int_or_string *port, const char *path) {
+        if (!port->is_string) {
+                if (port->int_val < 1 || port->int_val > 65535)
+                        invalid_int(c, path, port->int_val, "must be between 1 and 65535, inclusive");
+        } else if (isempty(port->str_val))
+                required(c, path, NULL);
+        else
+                check_name(c, path, port->str_val, check_iana_svc_name);
+}
+
+static bool is_http_header_name(const char *s) {
+        if (isempty(s))
+                return false;
+        for (; *s; s++)
+                if (!(*s == '-' || (*s >= '0' && *s <= '9') || (*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z')))
+                        return false;
+        return true;
+}
+
+static void validate_http_get(struct ctx *c, const struct probe *p, const char *hp) {
+        _cleanup_free_ char *pathp = child(c, hp, "path"), *portp = child(c, hp, "port"),
+                            *schemep = child(c, hp, "scheme"), *headersp = child(c, hp, "httpHeaders");
+        if (!pathp || !portp || !schemep || !headersp)
+                return;
+        if (isempty(p->path))
+                required(c, pathp, NULL);
+        validate_port_num_or_name(c, &p->port, portp);
+        if (!p->scheme || (!streq(p->scheme, "HTTP") && !streq(p->scheme, "HTTPS")))
+                not_supported(c, schemep, strempty(p->scheme), "\"HTTP\", \"HTTPS\"");
+        for (size_t i = 0; i < p->n_http_headers; i++) {
+                _cleanup_free_ char *ip = idx(c, headersp, i), *np = NULL;
+                if (!ip || !(np = child(c, ip, "name")))
+                        return;
+                if (!is_http_header_name(p->http_headers[i].name))
+                        invalid_str(c, np, strempty(p->http_headers[i].name),
+                                    "a valid HTTP header must consist of alphanumeric characters or '-' (e.g. "
+                                    "'X-Header-Name', regex used for validation is '[-A-Za-z0-9]+')");
+        }
+}
+
+/* validateProbe + validateHandler; kind: "livenessProbe", "readinessProbe", "startupProbe" */
+static void validate_probe(struct ctx *c, const struct probe *p, const char *cpath, const char *kind) {
+        static const char *const handler_names[] = {
+                [PROBE_HANDLER_EXEC] = "exec",
+                [PROBE_HANDLER_HTTP_GET] = "httpGet",
+                [PROBE_HANDLER_TCP_SOCKET] = "tcpSocket",
+                [PROBE_HANDLER_GRPC] = "grpc",
+        };
+        _cleanup_free_ char *pp = NULL, *hp = NULL;
+
+        if (!p)
+                return;
+        pp = child(c, cpath, kind);
+        if (!pp)
+                return;
+        if (p->n_handlers == 0) {
+                required(c, pp, "must specify a handler type");
+        } else {
+                hp = child(c, pp, handler_names[p->handler]);
+                if (!hp)
+                        return;
+                if (p->n_handlers > 1)
+                        forbidden(c, pp, "may not specify more than 1 handler type");
+                switch (p->handler) {
+                case PROBE_HANDLER_EXEC:
+                        if (strv_length(p->exec_command) == 0) {
+                                _cleanup_free_ char *cmdp = child(c, hp, "command");
+                                if (cmdp)
+                                        required(c, cmdp, NULL);
+                        }
+                        break;
+                case PROBE_HANDLER_HTTP_GET:
+                        validate_http_get(c, p, hp);
+                        break;
+                case PROBE_HANDLER_TCP_SOCKET: {
+                        _cleanup_free_ char *portp = child(c, hp, "port");
+                        if (portp)
+                                validate_port_num_or_name(c, &p->port, portp);
+                        break;
+                }
+                case PROBE_HANDLER_GRPC:
+                        if (p->grpc_port < 1 || p->grpc_port > 65535) {
+                                _cleanup_free_ char *portp = child(c, hp, "port");
+                                if (portp)
+                                        invalid_int(c, portp, p->grpc_port, "must be between 1 and 65535, inclusive");
+                        }
+                        break;
+                default:
+                        break;
+                }
+        }
+        nonnegative(c, pp, "initialDelaySeconds", p->initial_delay_seconds);
+        nonnegative(c, pp, "timeoutSeconds", p->timeout_seconds);
+        nonnegative(c, pp, "periodSeconds", p->period_seconds);
+        nonnegative(c, pp, "successThreshold", p->success_threshold);
+        nonnegative(c, pp, "failureThreshold", p->failure_threshold);
+        if (p->has_termination_grace_period) {
+                _cleanup_free_ char *gp = child(c, pp, "terminationGracePeriodSeconds");
+                if (gp && streq(kind, "readinessProbe"))
+                        invalid_int(c, gp, p->termination_grace_period_seconds, "must not be set for readinessProbes");
+                else if (gp && p->termination_grace_period_seconds <= 0)
+                        invalid_int(c, gp, p->termination_grace_period_seconds, "must be greater than 0");
+        }
+        if (!streq(kind, "readinessProbe") && p->success_threshold != 1) {
+                _cleanup_free_ char *sp = child(c, pp, "successThreshold");
+                if (sp)
+                        invalid_int(c, sp, p->success_threshold, "must be 1");
+        }
+}
+
+static void validate_probes(struct ctx *c, const struct container *ctr, const char *cpath) {
+        validate_probe(c, ctr->liveness_probe, cpath, "livenessProbe");
+        validate_probe(c, ctr->readiness_probe, cpath, "readinessProbe");
+        validate_probe(c, ctr->startup_probe, cpath, "startupProbe");
+}
+
+/* Init containers (without restartPolicy Always, which ckubelet does not support yet) may not have probes. */
+static void forbid_probes(struct ctx *c, const struct container *ctr, const char *cpath) {
+        const struct {
+                const struct probe *p;
+                const char *name;
+        } probes[] = {
+                { ctr->liveness_probe, "livenessProbe" },
+                { ctr->readiness_probe, "readinessProbe" },
+                { ctr->startup_probe, "startupProbe" },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(probes); i++)
+                if (probes[i].p) {
+                        _cleanup_free_ char *pp = child(c, cpath, probes[i].name);
+                        if (pp)
+                                forbidden(c, pp, "may not be set for init containers without restartPolicy=Always");
+                }
+}
+
 static void validate_containers(struct ctx *c, const struct pod_spec *s) {
         if (s->n_containers == 0) {
                 required(c, "spec.containers", NULL);
@@ -464,6 +614,7 @@ static void validate_containers(struct ctx *c, const struct pod_spec *s) {
                 if (!cp)
                         return;
                 validate_container_common(c, &s->containers[i], cp);
+                validate_probes(c, &s->containers[i], cp);
                 for (size_t j = 0; j < i; j++)
                         if (streq(strempty(s->containers[j].name), strempty(s->containers[i].name))) {
                                 np = child(c, cp, "name");
@@ -484,6 +635,7 @@ static void validate_init_containers(struct ctx *c, const struct pod_spec *s) {
                 if (!cp)
                         return;
                 validate_container_common(c, ctr, cp);
+                forbid_probes(c, ctr, cp);
                 /* names are unique across regular and init containers */
                 for (size_t j = 0; !dup && j < s->n_containers; j++)
                         dup = streq(strempty(s->containers[j].name), strempty(ctr->name));
