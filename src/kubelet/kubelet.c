@@ -208,6 +208,18 @@ static bool desired_contains(const struct kubelet *k, const char *uid) {
         return false;
 }
 
+/* Say so when a pod asks for what ckubelet does not do yet, rather than ignore it silently. */
+static void warn_unsupported(const struct pod *p) {
+        for (size_t i = 0; i < p->spec.n_containers; i++) {
+                const struct container *c = &p->spec.containers[i];
+                if (c->liveness_probe || c->readiness_probe || c->startup_probe)
+                        log_warning("pod %s/%s: container %s: probes are not run yet by ckubelet and are ignored",
+                                    p->namespace_, p->name, c->name);
+        }
+        if (p->spec.n_init_containers > 0)
+                log_warning("pod %s/%s: init containers are not supported yet and are ignored", p->namespace_, p->name);
+}
+
 /* Pods admitted and still wanted (what counts against --max-pods). */
 static size_t count_admitted(const struct kubelet *k) {
         size_t n = 0;
@@ -258,6 +270,7 @@ static void reconcile_workers(struct kubelet *k) {
                                 continue;
                         }
                         log_info("SyncLoop ADD: pod=\"%s/%s\" podUID=\"%s\"", p->namespace_, p->name, p->uid);
+                        warn_unsupported(p);
                         changed = true;
                 } else if (w->pod != p) {
                         if (!w->pod)
