@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Static pod start-up latency and ckubelet's footprint, on a private containerd.
 
-  sudo /usr/bin/python3 bench/startup.py [--pods N]
+  /usr/bin/python3 bench/startup.py   (as root) [--pods N]
 
 (a) N manifests written one at a time: for each, the time from the manifest's rename into the directory to
     its container's startedAt (set by the runtime), and the kubelet-side part (log: SyncLoop ADD → Started

@@ -1,6 +1,6 @@
 #!/bin/bash
 # The main job: a private containerd plus ckubelet running the static pods in examples/.
-# Run as root on Debian 12:  sudo bash scripts/run-example.sh
+# Run as root on Debian 12:  bash scripts/run-example.sh
 # Stops (removing the example pods and containerd) on Ctrl-C, or after CKUBELET_EXAMPLE_SECONDS seconds if set.
 set -euo pipefail
 cd "$(dirname "$0")/.."
