@@ -400,25 +400,28 @@ static int decode_resource_list(struct field_errors *e, json_t *obj, const char 
 
 /* ---- containers ---- */
 
-static int decode_env(struct field_errors *e, json_t *c, const char *cpath, struct container *ret) {
+/* A list of objects: every element must be an object; fn decodes one into the next item (the array grows
+ * only for objects). Items are allocated for the whole list at once. */
+typedef int (*decode_item_fn)(struct field_errors *e, json_t *v, const char *ip, void *item);
+
+static int decode_object_list(struct field_errors *e, json_t *obj, const char *parent, const char *key,
+                              size_t item_size, void **ret_items, size_t *ret_n, decode_item_fn fn) {
         _cleanup_free_ char *p = NULL;
         json_t *a, *v;
         size_t i;
         int r;
 
-        r = get_array(e, c, cpath, "env", MAX_LIST_ITEMS, &a);
+        r = get_array(e, obj, parent, key, MAX_LIST_ITEMS, &a);
         if (r < 0 || !a || json_array_size(a) == 0)
                 return r;
-        p = path_child(cpath, "env");
+        p = path_child(parent, key);
         if (!p)
                 return -ENOMEM;
-        ret->env = calloc(json_array_size(a), sizeof(struct env_var));
-        if (!ret->env)
+        *ret_items = calloc(json_array_size(a), item_size);
+        if (!*ret_items)
                 return -ENOMEM;
         json_array_foreach(a, i, v) {
                 _cleanup_free_ char *ip = path_index(p, i);
-                struct env_var *ev;
-                json_t *vf;
 
                 if (!ip)
                         return -ENOMEM;
@@ -428,63 +431,58 @@ static int decode_env(struct field_errors *e, json_t *c, const char *cpath, stru
                                 return r;
                         continue;
                 }
-                ev = &ret->env[ret->n_env++];
-                r = get_string(e, v, ip, "name", &ev->name);
-                if (r >= 0)
-                        r = get_string(e, v, ip, "value", &ev->value);
-                if (r >= 0)
-                        r = get_object(e, v, ip, "valueFrom", &vf);
+                r = fn(e, v, ip, (char *) *ret_items + (*ret_n)++ * item_size);
                 if (r < 0)
                         return r;
-                if (vf)
-                        ev->value_from = json_incref(vf);
         }
         return 0;
 }
 
-static int decode_ports(struct field_errors *e, json_t *c, const char *cpath, struct container *ret) {
-        _cleanup_free_ char *p = NULL;
-        json_t *a, *v;
-        size_t i;
+static int decode_env_var(struct field_errors *e, json_t *v, const char *ip, void *item) {
+        struct env_var *ev = item;
+        json_t *vf;
         int r;
 
-        r = get_array(e, c, cpath, "ports", MAX_LIST_ITEMS, &a);
-        if (r < 0 || !a || json_array_size(a) == 0)
+        r = get_string(e, v, ip, "name", &ev->name);
+        if (r >= 0)
+                r = get_string(e, v, ip, "value", &ev->value);
+        if (r >= 0)
+                r = get_object(e, v, ip, "valueFrom", &vf);
+        if (r < 0)
                 return r;
-        p = path_child(cpath, "ports");
-        if (!p)
-                return -ENOMEM;
-        ret->ports = calloc(json_array_size(a), sizeof(struct container_port));
-        if (!ret->ports)
-                return -ENOMEM;
-        json_array_foreach(a, i, v) {
-                _cleanup_free_ char *ip = path_index(p, i);
-                struct container_port *cp;
-
-                if (!ip)
-                        return -ENOMEM;
-                if (!json_is_object(v)) {
-                        r = type_error(e, ip, v, "object");
-                        if (r < 0)
-                                return r;
-                        continue;
-                }
-                cp = &ret->ports[ret->n_ports++];
-                r = get_string(e, v, ip, "name", &cp->name);
-                if (r >= 0)
-                        r = get_int32(e, v, ip, "containerPort", &cp->container_port);
-                if (r >= 0)
-                        r = get_int32(e, v, ip, "hostPort", &cp->host_port);
-                if (r >= 0)
-                        r = get_string(e, v, ip, "protocol", &cp->protocol);
-                if (r >= 0)
-                        r = get_string(e, v, ip, "hostIP", &cp->host_ip);
-                if (r < 0)
-                        return r;
-                if (cp->protocol && cp->protocol[0] == '\0')
-                        cp->protocol = mfree(cp->protocol);
-        }
+        if (vf)
+                ev->value_from = json_incref(vf);
         return 0;
+}
+
+static int decode_env(struct field_errors *e, json_t *c, const char *cpath, struct container *ret) {
+        return decode_object_list(e, c, cpath, "env", sizeof(struct env_var), (void **) &ret->env, &ret->n_env,
+                                  decode_env_var);
+}
+
+static int decode_port(struct field_errors *e, json_t *v, const char *ip, void *item) {
+        struct container_port *cp = item;
+        int r;
+
+        r = get_string(e, v, ip, "name", &cp->name);
+        if (r >= 0)
+                r = get_int32(e, v, ip, "containerPort", &cp->container_port);
+        if (r >= 0)
+                r = get_int32(e, v, ip, "hostPort", &cp->host_port);
+        if (r >= 0)
+                r = get_string(e, v, ip, "protocol", &cp->protocol);
+        if (r >= 0)
+                r = get_string(e, v, ip, "hostIP", &cp->host_ip);
+        if (r < 0)
+                return r;
+        if (cp->protocol && cp->protocol[0] == '\0')
+                cp->protocol = mfree(cp->protocol);
+        return 0;
+}
+
+static int decode_ports(struct field_errors *e, json_t *c, const char *cpath, struct container *ret) {
+        return decode_object_list(e, c, cpath, "ports", sizeof(struct container_port), (void **) &ret->ports,
+                                  &ret->n_ports, decode_port);
 }
 
 /* ---- probes ---- */
@@ -505,39 +503,15 @@ static int get_int_or_string(struct field_errors *e, json_t *obj, const char *pa
         return get_int32(e, obj, parent, key, &ret->int_val);
 }
 
+static int decode_http_header(struct field_errors *e, json_t *v, const char *ip, void *item) {
+        struct http_header *hh = item;
+        int r = get_string(e, v, ip, "name", &hh->name);
+        return r < 0 ? r : get_string(e, v, ip, "value", &hh->value);
+}
+
 static int decode_http_headers(struct field_errors *e, json_t *h, const char *hpath, struct probe *p) {
-        _cleanup_free_ char *lp = NULL;
-        json_t *a, *v;
-        size_t i;
-        int r;
-
-        r = get_array(e, h, hpath, "httpHeaders", MAX_LIST_ITEMS, &a);
-        if (r < 0 || !a || json_array_size(a) == 0)
-                return r;
-        lp = path_child(hpath, "httpHeaders");
-        p->http_headers = calloc(json_array_size(a), sizeof(struct http_header));
-        if (!lp || !p->http_headers)
-                return -ENOMEM;
-        json_array_foreach(a, i, v) {
-                _cleanup_free_ char *ip = path_index(lp, i);
-                struct http_header *hh;
-
-                if (!ip)
-                        return -ENOMEM;
-                if (!json_is_object(v)) {
-                        r = type_error(e, ip, v, "object");
-                        if (r < 0)
-                                return r;
-                        continue;
-                }
-                hh = &p->http_headers[p->n_http_headers++];
-                r = get_string(e, v, ip, "name", &hh->name);
-                if (r >= 0)
-                        r = get_string(e, v, ip, "value", &hh->value);
-                if (r < 0)
-                        return r;
-        }
-        return 0;
+        return decode_object_list(e, h, hpath, "httpHeaders", sizeof(struct http_header),
+                                  (void **) &p->http_headers, &p->n_http_headers, decode_http_header);
 }
 
 static int decode_probe(struct field_errors *e, json_t *c, const char *cpath, const char *key, struct probe **ret) {
