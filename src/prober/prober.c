@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <string.h>
+
+#include "basic/util.h"
+#include "prober/prober.h"
+
+const char *probe_type_to_string(enum probe_type t) {
+        switch (t) {
+        case PROBE_LIVENESS:
+                return "Liveness";
+        case PROBE_READINESS:
+                return "Readiness";
+        default:
+                return "Startup";
+        }
+}
+
+const char *probe_result_to_string(enum probe_result r) {
+        switch (r) {
+        case PROBE_RESULT_SUCCESS:
+                return "success";
+        case PROBE_RESULT_FAILURE:
+                return "failure";
+        default:
+                return "unknown";
+        }
+}
+
+int probe_resolve_port(const struct int_or_string *port, const struct container *c, int *ret_port,
+                       char **ret_error) {
+        int v = -1;
+
+        if (!port->is_string)
+                v = port->int_val;
+        else {
+                const char *name = strempty(port->str_val);
+                for (size_t i = 0; i < c->n_ports; i++)
+                        if (c->ports[i].name && streq(c->ports[i].name, name)) {
+                                v = c->ports[i].container_port;
+                                break;
+                        }
+                if (v < 0 && safe_atoi(name, &v) < 0) {
+                        if (ret_error && asprintf(ret_error,
+                                                  "port \"%s\" is neither a port name of container \"%s\" "
+                                                  "nor a number", name, strempty(c->name)) < 0)
+                                *ret_error = NULL;
+                        return -ENOENT;
+                }
+        }
+        if (v < 1 || v > 65535) {
+                if (ret_error && asprintf(ret_error, "invalid port number: %d", v) < 0)
+                        *ret_error = NULL;
+                return -ERANGE;
+        }
+        *ret_port = v;
+        return 0;
+}
+
+char *probe_join_host_port(const char *host, int port) {
+        char *s = NULL;
+        bool v6 = host && strchr(host, ':');
+        if (asprintf(&s, v6 ? "[%s]:%d" : "%s:%d", strempty(host), port) < 0)
+                return NULL;
+        return s;
+}
+
+void probe_state_init(struct probe_state *s, enum probe_type t) {
+        *s = (struct probe_state) {
+                .last = PROBE_RESULT_UNKNOWN,
+                .published = t == PROBE_READINESS ? PROBE_RESULT_FAILURE
+                             : t == PROBE_LIVENESS ? PROBE_RESULT_SUCCESS
+                                                   : PROBE_RESULT_UNKNOWN,
+        };
+}
+
+bool probe_state_record(struct probe_state *s, const struct probe *spec, enum probe_result r) {
+        if (r == s->last)
+                s->run++;
+        else {
+                s->last = r;
+                s->run = 1;
+        }
+        if ((r == PROBE_RESULT_FAILURE && s->run < spec->failure_threshold) ||
+            (r == PROBE_RESULT_SUCCESS && s->run < spec->success_threshold))
+                return false; /* not enough in a row yet */
+        if (r == s->published)
+                return false;
+        s->published = r;
+        return true;
+}

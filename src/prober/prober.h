@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/* Probe logic shared by the probe workers (pkg/kubelet/prober): port resolution, address joining,
+ * threshold counting and what a result means. Pure functions; the workers that run probes on the event
+ * loop build on them. */
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "apis/pod.h"
+
+enum probe_type {
+        PROBE_LIVENESS,
+        PROBE_READINESS,
+        PROBE_STARTUP,
+};
+
+enum probe_result {
+        PROBE_RESULT_UNKNOWN,
+        PROBE_RESULT_SUCCESS,
+        PROBE_RESULT_FAILURE,
+};
+
+const char *probe_type_to_string(enum probe_type t);     /* "Liveness", "Readiness", "Startup" */
+const char *probe_result_to_string(enum probe_result r); /* "unknown", "success", "failure" */
+
+/* extractPort: a number, or a name looked up in the container's ports, or a numeric string; the result
+ * must be 1-65535. On failure *ret_error says why ("couldn't find port: http in ..."), as upstream. */
+int probe_resolve_port(const struct int_or_string *port, const struct container *c, int *ret_port,
+                       char **ret_error);
+
+/* net.JoinHostPort: "[::1]:8080" for IPv6 literals, "10.0.0.1:80" otherwise. */
+char *probe_join_host_port(const char *host, int port);
+
+/* One worker's threshold state (worker.go): the published result changes only after failureThreshold
+ * failures or successThreshold successes in a row. */
+struct probe_state {
+        enum probe_result last;       /* last raw result */
+        int32_t run;                  /* how many times in a row */
+        enum probe_result published;  /* what the kubelet acts on */
+};
+
+/* Initial published result: readiness starts as failure, liveness as success, startup as unknown. */
+void probe_state_init(struct probe_state *s, enum probe_type t);
+
+/* Record a raw result; returns true when the published result changed. */
+bool probe_state_record(struct probe_state *s, const struct probe *spec, enum probe_result r);

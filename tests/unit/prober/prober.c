@@ -1,0 +1,112 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Probe port resolution, host:port joining and threshold counting. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "prober/prober.h"
+
+static void test_resolve_port(void **state) {
+        struct container_port ports[] = { { .name = (char *) "http", .container_port = 8080 },
+                                          { .name = (char *) "metrics", .container_port = 9100 } };
+        struct container c = { .name = (char *) "app", .ports = ports, .n_ports = 2 };
+        struct int_or_string p;
+        char *err = NULL;
+        int port = 0;
+
+        p = (struct int_or_string) { .int_val = 80 };
+        assert_int_equal(probe_resolve_port(&p, &c, &port, &err), 0);
+        assert_int_equal(port, 80);
+        p = (struct int_or_string) { .is_string = true, .str_val = (char *) "metrics" };
+        assert_int_equal(probe_resolve_port(&p, &c, &port, &err), 0);
+        assert_int_equal(port, 9100);
+        /* last ditch: a number in a string */
+        p = (struct int_or_string) { .is_string = true, .str_val = (char *) "8443" };
+        assert_int_equal(probe_resolve_port(&p, &c, &port, &err), 0);
+        assert_int_equal(port, 8443);
+
+        port = 7;
+        p = (struct int_or_string) { .is_string = true, .str_val = (char *) "grpc" };
+        assert_int_equal(probe_resolve_port(&p, &c, &port, &err), -ENOENT);
+        assert_int_equal(port, 7); /* untouched on failure */
+        assert_string_equal(err, "port \"grpc\" is neither a port name of container \"app\" nor a number");
+        free(err);
+        err = NULL;
+        p = (struct int_or_string) { .int_val = 0 };
+        assert_int_equal(probe_resolve_port(&p, &c, &port, &err), -ERANGE);
+        assert_string_equal(err, "invalid port number: 0");
+        free(err);
+        err = NULL;
+        p = (struct int_or_string) { .is_string = true, .str_val = (char *) "70000" };
+        assert_int_equal(probe_resolve_port(&p, &c, &port, NULL), -ERANGE);
+}
+
+static void test_join_host_port(void **state) {
+        char *s = probe_join_host_port("10.88.0.5", 8080);
+        assert_string_equal(s, "10.88.0.5:8080");
+        free(s);
+        s = probe_join_host_port("::1", 8080);
+        assert_string_equal(s, "[::1]:8080");
+        free(s);
+        s = probe_join_host_port("fd00::5", 443);
+        assert_string_equal(s, "[fd00::5]:443");
+        free(s);
+}
+
+static void test_initial_results(void **state) {
+        struct probe_state s;
+        probe_state_init(&s, PROBE_READINESS);
+        assert_int_equal(s.published, PROBE_RESULT_FAILURE);
+        probe_state_init(&s, PROBE_LIVENESS);
+        assert_int_equal(s.published, PROBE_RESULT_SUCCESS);
+        probe_state_init(&s, PROBE_STARTUP);
+        assert_int_equal(s.published, PROBE_RESULT_UNKNOWN);
+}
+
+static void test_thresholds(void **state) {
+        struct probe spec = { .success_threshold = 2, .failure_threshold = 3 };
+        struct probe_state s;
+
+        probe_state_init(&s, PROBE_READINESS);
+        /* one success is not enough with successThreshold 2 */
+        assert_false(probe_state_record(&s, &spec, PROBE_RESULT_SUCCESS));
+        assert_int_equal(s.published, PROBE_RESULT_FAILURE);
+        assert_true(probe_state_record(&s, &spec, PROBE_RESULT_SUCCESS));
+        assert_int_equal(s.published, PROBE_RESULT_SUCCESS);
+        assert_false(probe_state_record(&s, &spec, PROBE_RESULT_SUCCESS)); /* unchanged */
+        /* failures: the third in a row flips it; an interleaved success resets the run */
+        assert_false(probe_state_record(&s, &spec, PROBE_RESULT_FAILURE));
+        assert_false(probe_state_record(&s, &spec, PROBE_RESULT_FAILURE));
+        assert_false(probe_state_record(&s, &spec, PROBE_RESULT_SUCCESS));
+        assert_false(probe_state_record(&s, &spec, PROBE_RESULT_FAILURE));
+        assert_false(probe_state_record(&s, &spec, PROBE_RESULT_FAILURE));
+        assert_int_equal(s.published, PROBE_RESULT_SUCCESS);
+        assert_true(probe_state_record(&s, &spec, PROBE_RESULT_FAILURE));
+        assert_int_equal(s.published, PROBE_RESULT_FAILURE);
+        assert_false(probe_state_record(&s, &spec, PROBE_RESULT_FAILURE));
+}
+
+static void test_liveness_default_thresholds(void **state) {
+        struct probe spec = { .success_threshold = 1, .failure_threshold = 1 };
+        struct probe_state s;
+
+        probe_state_init(&s, PROBE_LIVENESS);
+        assert_false(probe_state_record(&s, &spec, PROBE_RESULT_SUCCESS)); /* already success */
+        assert_true(probe_state_record(&s, &spec, PROBE_RESULT_FAILURE));  /* failureThreshold 1 */
+        assert_true(probe_state_record(&s, &spec, PROBE_RESULT_SUCCESS));
+        assert_string_equal(probe_type_to_string(PROBE_LIVENESS), "Liveness");
+        assert_string_equal(probe_result_to_string(PROBE_RESULT_FAILURE), "failure");
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_resolve_port),
+                cmocka_unit_test(test_join_host_port),
+                cmocka_unit_test(test_initial_results),
+                cmocka_unit_test(test_thresholds),
+                cmocka_unit_test(test_liveness_default_thresholds),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
