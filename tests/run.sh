@@ -40,6 +40,7 @@ PY
 }
 
 finish() {
+        rm -rf "$results"
         local line="$passed passed, $failed failed"
         [ "$skipped" -gt 0 ] && line="$line, $skipped skipped"
         echo
