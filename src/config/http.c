@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The http source (pkg/kubelet/config/http.go): GET the manifest URL every check interval — the first time
- * right away — with libcurl's multi interface driven by our event loop (socket and timer callbacks mapped
- * onto libevent events), so nothing waits on the network.
+ * right away — with libcurl's multi interface driven by our event loop (basic/curl_loop.c), so nothing
+ * waits on the network.
  *
  *  - 200 with a body: parsed as a manifest (Pods, PodLists, several documents); the whole body is one
  *    all-or-nothing set. A body identical to the last one is not parsed again.
@@ -13,20 +13,13 @@
 #include <stdarg.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/socket.h>
 
+#include "basic/curl_loop.h"
 #include "basic/log.h"
 #include "config/config-internal.h"
 
 #define HTTP_TIMEOUT_MS 10000L
 #define HTTP_CONNECT_TIMEOUT_MS 5000L
-
-struct http_socket {
-        struct http_socket *next;
-        struct http_source *src;
-        curl_socket_t fd;
-        struct event *ev;
-};
 
 struct http_source {
         struct pod_config *config;
@@ -35,11 +28,9 @@ struct http_source {
         struct curl_slist *headers;
         uint64_t interval_usec;
 
-        CURLM *multi;
+        struct curl_loop *loop;
         CURL *easy; /* the transfer in flight, or NULL */
-        struct event *curl_timer;
         struct event *poll_timer;
-        struct http_socket *sockets;
         char errbuf[CURL_ERROR_SIZE];
 
         char *body;
@@ -51,17 +42,8 @@ struct http_source {
         char *last_error;        /* last logged error, NULL after a success */
 };
 
-static void http_socket_free(struct http_socket *hs) {
-        if (!hs)
-                return;
-        if (hs->ev)
-                event_free(hs->ev);
-        free(hs);
-}
-
 static void transfer_done(struct http_source *s) {
         if (s->easy) {
-                curl_multi_remove_handle(s->multi, s->easy);
                 curl_easy_cleanup(s->easy);
                 s->easy = NULL;
         }
@@ -77,19 +59,11 @@ static void http_source_free(void *data) {
         if (!s)
                 return;
         if (s->easy) {
-                curl_multi_remove_handle(s->multi, s->easy);
+                curl_loop_cancel(s->loop, s->easy);
                 curl_easy_cleanup(s->easy);
                 s->easy = NULL;
         }
-        if (s->multi)
-                curl_multi_cleanup(s->multi); /* may still call the socket and timer callbacks */
-        while (s->sockets) {
-                struct http_socket *hs = s->sockets;
-                s->sockets = hs->next;
-                http_socket_free(hs);
-        }
-        if (s->curl_timer)
-                event_free(s->curl_timer);
+        curl_loop_free(s->loop);
         if (s->poll_timer)
                 event_free(s->poll_timer);
         curl_slist_free_all(s->headers);
@@ -185,113 +159,22 @@ static void process_body(struct http_source *s) {
         }
 }
 
-static void check_multi_info(struct http_source *s) {
-        CURLMsg *msg;
-        int left;
-
-        while ((msg = curl_multi_info_read(s->multi, &left))) {
-                CURLcode result;
-                long status = 0;
-
-                if (msg->msg != CURLMSG_DONE || msg->easy_handle != s->easy)
-                        continue;
-                result = msg->data.result;
-                curl_easy_getinfo(s->easy, CURLINFO_RESPONSE_CODE, &status);
-
-                if (s->too_large || result == CURLE_FILESIZE_EXCEEDED)
-                        fetch_failed(s, NULL, "response body is larger than %u bytes", MANIFEST_MAX_SIZE);
-                else if (result != CURLE_OK)
-                        fetch_failed(s, curl_easy_strerror(result), "%s",
-                                     s->errbuf[0] ? s->errbuf : curl_easy_strerror(result));
-                else if (status != 200)
-                        fetch_failed(s, NULL, "server returned HTTP status %ld", status);
-                else
-                        process_body(s);
-
-                transfer_done(s);
-                rearm(s->poll_timer, s->interval_usec);
-                return; /* msg belongs to the handle we just freed */
-        }
-}
-
-/* ---- libcurl <-> libevent ---- */
-
-static void on_socket_event(evutil_socket_t fd, short what, void *userdata) {
+static void on_transfer_done(CURL *easy, CURLcode result, void *userdata) {
         struct http_source *s = userdata;
-        int running = 0, action = 0;
+        long status = 0;
 
-        if (what & EV_READ)
-                action |= CURL_CSELECT_IN;
-        if (what & EV_WRITE)
-                action |= CURL_CSELECT_OUT;
-        curl_multi_socket_action(s->multi, fd, action, &running);
-        check_multi_info(s);
-}
+        curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &status);
+        if (s->too_large || result == CURLE_FILESIZE_EXCEEDED)
+                fetch_failed(s, NULL, "response body is larger than %u bytes", MANIFEST_MAX_SIZE);
+        else if (result != CURLE_OK)
+                fetch_failed(s, curl_easy_strerror(result), "%s", s->errbuf[0] ? s->errbuf : curl_easy_strerror(result));
+        else if (status != 200)
+                fetch_failed(s, NULL, "server returned HTTP status %ld", status);
+        else
+                process_body(s);
 
-static void on_curl_timer(evutil_socket_t fd, short what, void *userdata) {
-        struct http_source *s = userdata;
-        int running = 0;
-
-        curl_multi_socket_action(s->multi, CURL_SOCKET_TIMEOUT, 0, &running);
-        check_multi_info(s);
-}
-
-static int curl_socket_cb(CURL *easy, curl_socket_t fd, int what, void *userp, void *socketp) {
-        struct http_source *s = userp;
-        struct http_socket *hs = socketp;
-        short events = 0;
-
-        if (what == CURL_POLL_REMOVE) {
-                if (hs) {
-                        for (struct http_socket **p = &s->sockets; *p; p = &(*p)->next)
-                                if (*p == hs) {
-                                        *p = hs->next;
-                                        break;
-                                }
-                        http_socket_free(hs);
-                        curl_multi_assign(s->multi, fd, NULL);
-                }
-                return 0;
-        }
-        if (what & CURL_POLL_IN)
-                events |= EV_READ;
-        if (what & CURL_POLL_OUT)
-                events |= EV_WRITE;
-
-        if (!hs) {
-                hs = calloc(1, sizeof(*hs));
-                if (!hs)
-                        return -1;
-                hs->src = s;
-                hs->fd = fd;
-                hs->next = s->sockets;
-                s->sockets = hs;
-                curl_multi_assign(s->multi, fd, hs);
-        }
-        if (hs->ev) {
-                event_free(hs->ev);
-                hs->ev = NULL;
-        }
-        hs->ev = event_new(s->base, fd, events | EV_PERSIST, on_socket_event, s);
-        if (!hs->ev || event_add(hs->ev, NULL) < 0)
-                return -1;
-        return 0;
-}
-
-static int curl_timer_cb(CURLM *multi, long timeout_ms, void *userp) {
-        struct http_source *s = userp;
-
-        if (timeout_ms < 0) {
-                evtimer_del(s->curl_timer);
-                return 0;
-        }
-        /* 0 means "call socket_action soon": do it from the loop, not from inside libcurl */
-        rearm(s->curl_timer, (uint64_t) timeout_ms * USEC_PER_MSEC);
-        return 0;
-}
-
-static curl_socket_t open_socket_cb(void *clientp, curlsocktype purpose, struct curl_sockaddr *address) {
-        return socket(address->family, address->socktype | SOCK_CLOEXEC, address->protocol);
+        transfer_done(s);
+        rearm(s->poll_timer, s->interval_usec);
 }
 
 static size_t write_cb(char *ptr, size_t size, size_t nmemb, void *userdata) {
@@ -343,18 +226,16 @@ static int start_fetch(struct http_source *s) {
             curl_easy_setopt(e, CURLOPT_HTTPHEADER, s->headers) != CURLE_OK ||
             curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, HTTP_TIMEOUT_MS) != CURLE_OK ||
             curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, HTTP_CONNECT_TIMEOUT_MS) != CURLE_OK ||
-            curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L) != CURLE_OK ||
             curl_easy_setopt(e, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t) MANIFEST_MAX_SIZE) != CURLE_OK ||
             curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "") != CURLE_OK ||
             curl_easy_setopt(e, CURLOPT_USERAGENT, "ckubelet/" CKUBELET_VERSION) != CURLE_OK ||
             curl_easy_setopt(e, CURLOPT_ERRORBUFFER, s->errbuf) != CURLE_OK ||
-            curl_easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, open_socket_cb) != CURLE_OK ||
             curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, write_cb) != CURLE_OK ||
             curl_easy_setopt(e, CURLOPT_WRITEDATA, s) != CURLE_OK) {
                 curl_easy_cleanup(e);
                 return -EINVAL;
         }
-        if (curl_multi_add_handle(s->multi, e) != CURLM_OK) {
+        if (curl_loop_add(s->loop, e, on_transfer_done, s) < 0) {
                 curl_easy_cleanup(e);
                 return -ENOMEM;
         }
@@ -421,11 +302,6 @@ int pod_config_add_http_source(struct pod_config *c, const char *url, char *cons
                 log_error("Manifest URL \"%s\" is not an http:// or https:// URL", url);
                 return -EINVAL;
         }
-        if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
-                log_error("Cannot initialize libcurl");
-                return -ENOMEM;
-        }
-
         s = calloc(1, sizeof(*s));
         if (!s)
                 return -ENOMEM;
@@ -443,14 +319,9 @@ int pod_config_add_http_source(struct pod_config *c, const char *url, char *cons
                 http_source_free(s);
                 return r;
         }
-        s->multi = curl_multi_init();
-        s->curl_timer = evtimer_new(s->base, on_curl_timer, s);
         s->poll_timer = evtimer_new(s->base, on_poll, s);
-        if (!s->multi || !s->curl_timer || !s->poll_timer ||
-            curl_multi_setopt(s->multi, CURLMOPT_SOCKETFUNCTION, curl_socket_cb) != CURLM_OK ||
-            curl_multi_setopt(s->multi, CURLMOPT_SOCKETDATA, s) != CURLM_OK ||
-            curl_multi_setopt(s->multi, CURLMOPT_TIMERFUNCTION, curl_timer_cb) != CURLM_OK ||
-            curl_multi_setopt(s->multi, CURLMOPT_TIMERDATA, s) != CURLM_OK) {
+        if (!s->poll_timer || curl_loop_new(s->base, &s->loop) < 0) {
+                log_error("Cannot initialize libcurl");
                 http_source_free(s);
                 return -ENOMEM;
         }
