@@ -19,6 +19,24 @@ size_t strv_length(char *const *l) {
         return n;
 }
 
+char *strv_join(char *const *l, const char *sep) {
+        size_t n = 1, k = strlen(sep), i;
+        char *s, *p;
+
+        for (i = 0; l && l[i]; i++)
+                n += strlen(l[i]) + k;
+        s = p = malloc(n);
+        if (!s)
+                return NULL;
+        for (i = 0; l && l[i]; i++) {
+                if (i > 0)
+                        p = stpcpy(p, sep);
+                p = stpcpy(p, l[i]);
+        }
+        *p = '\0';
+        return s;
+}
+
 char **strv_free(char **l) {
         if (!l)
                 return NULL;

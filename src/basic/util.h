@@ -4,6 +4,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "macro.h"
 
@@ -17,6 +18,7 @@ int strv_extend(char ***l, const char *value);  /* copies value */
 int strv_copy(char *const *l, char ***ret);
 bool strv_equal(char *const *a, char *const *b);
 bool strv_contains(char *const *l, const char *s);
+char *strv_join(char *const *l, const char *sep); /* NULL on OOM; "" for an empty vector */
 
 /* ---- string map: ordered list of key/value pairs (unique keys) ---- */
 struct strmap {
@@ -33,6 +35,7 @@ void strmap_sort(struct strmap *m);                           /* sort by key */
 /* ---- strings ---- */
 char *strdup_or_null(const char *s);     /* NULL stays NULL; aborts on OOM never: returns NULL */
 int free_and_strdup(char **p, const char *s);
+static inline bool streq_ptr(const char *a, const char *b) { return a && b ? streq(a, b) : a == b; }
 bool startswith(const char *s, const char *prefix);
 bool endswith(const char *s, const char *suffix);
 /* Parse a decimal integer with full-string and range checks; -EINVAL/-ERANGE. */

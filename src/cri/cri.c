@@ -6,6 +6,7 @@
  * while nghttp2 parses input and delivered after it returns, so user callbacks never run inside nghttp2 nor
  * inside cri_call(). */
 
+#include <arpa/inet.h>
 #include <event2/event.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -53,8 +54,12 @@ struct cri_pending {
 struct cri_conn {
         struct cri_client *client;
         char *endpoint;          /* as given, for messages */
-        char *path;
+        char *path;              /* unix socket path, or "host:port" for tcp:// (also the :authority) */
+        bool tcp;
+        struct sockaddr_storage addr; /* tcp */
+        socklen_t addr_len;
         int fd;
+        bool connecting;         /* tcp connect in progress */
         bool connected;
         nghttp2_session *session;
         struct event *ev_read, *ev_write, *ev_kick;
@@ -72,6 +77,7 @@ struct cri_client {
         uint64_t default_timeout_usec;
         struct cri_conn *runtime, *image; /* image == runtime when the endpoints are equal */
         bool freeing;
+        char *user_agent;
         struct cri_op ops[20];
         size_t n_ops;
 };
@@ -253,6 +259,7 @@ static void conn_close(struct cri_conn *conn, int status, const char *why) {
                 conn->fd = -1;
         }
         conn->connected = false;
+        conn->connecting = false;
         while (conn->calls) {
                 struct cri_pending *p = conn->calls;
                 p->stream_id = 0;
@@ -372,11 +379,11 @@ static int conn_submit(struct cri_conn *conn, struct cri_pending *p) {
                 NV(":method", "POST"),
                 NV(":scheme", "http"),
                 NV(":path", p->method),
-                NV(":authority", "localhost"),
+                NV(":authority", conn->tcp ? conn->path : "localhost"),
                 NV("content-type", "application/grpc"),
                 NV("te", "trailers"),
                 NV("grpc-timeout", timeout),
-                NV("user-agent", "ckubelet/" CKUBELET_VERSION " grpc-c"),
+                NV("user-agent", conn->client->user_agent ? conn->client->user_agent : "ckubelet/" CKUBELET_VERSION " grpc-c"),
         };
 #undef NV
         int32_t id = nghttp2_submit_request(conn->session, NULL, hdrs, ELEMENTSOF(hdrs), &dp, p);
@@ -459,26 +466,14 @@ static void on_writable(evutil_socket_t fd, short what, void *userdata) {
         deliver_done(conn);
 }
 
-static int conn_connect(struct cri_conn *conn) {
-        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+static int conn_start_session(struct cri_conn *conn, int fd) {
         nghttp2_session_callbacks *cbs = NULL;
         nghttp2_settings_entry settings[] = {
                 { NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, 1000 },
                 { NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, CRI_WINDOW_SIZE },
                 { NGHTTP2_SETTINGS_ENABLE_PUSH, 0 },
         };
-        _cleanup_close_ int fd = -1;
         int r;
-
-        if (strlen(conn->path) >= sizeof(sa.sun_path))
-                return -ENAMETOOLONG;
-        strcpy(sa.sun_path, conn->path);
-        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-        if (fd < 0)
-                return negative_errno();
-        /* a unix socket connect completes at once or fails (EAGAIN: backlog full) */
-        if (connect(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0)
-                return negative_errno();
 
         if (nghttp2_session_callbacks_new(&cbs) != 0)
                 return -ENOMEM;
@@ -496,12 +491,81 @@ static int conn_connect(struct cri_conn *conn) {
                 conn->session = NULL;
                 return -EIO;
         }
-        conn->fd = TAKE_FD(fd);
+        conn->fd = fd;
         event_assign(conn->ev_read, conn->client->base, conn->fd, EV_READ | EV_PERSIST, on_readable, conn);
         event_assign(conn->ev_write, conn->client->base, conn->fd, EV_WRITE, on_writable, conn);
         event_add(conn->ev_read, NULL);
+        conn->connecting = false;
         conn->connected = true;
-        log_v(3, "connected to the container runtime at %s", conn->endpoint);
+        log_v(3, "connected to %s", conn->endpoint);
+        return 0;
+}
+
+static void on_kick(evutil_socket_t fd, short what, void *userdata);
+
+static void connect_failed(struct cri_conn *conn, int r) {
+        _cleanup_free_ char *why = NULL;
+        if (asprintf(&why, "connection error: desc = \"transport: Error while dialing: dial %s %s: connect: %s\"",
+                     conn->tcp ? "tcp" : "unix", conn->path, strerror(-r)) < 0)
+                why = NULL;
+        conn_close(conn, GRPC_UNAVAILABLE, why ? why : "cannot connect");
+}
+
+/* tcp: the non-blocking connect finished */
+static void on_connected(evutil_socket_t fd, short what, void *userdata) {
+        struct cri_conn *conn = userdata;
+        int err = 0, r;
+        socklen_t len = sizeof(err);
+
+        if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
+                err = errno;
+        if (err == 0) {
+                r = conn_start_session(conn, fd);
+                if (r >= 0) {
+                        on_kick(-1, 0, conn);
+                        return;
+                }
+                err = -r;
+        }
+        close(fd);
+        connect_failed(conn, -err);
+        deliver_done(conn);
+}
+
+static int conn_connect(struct cri_conn *conn) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        _cleanup_close_ int fd = -1;
+        int r;
+
+        if (conn->tcp) {
+                fd = socket(conn->addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+                if (fd < 0)
+                        return negative_errno();
+                if (connect(fd, (struct sockaddr *) &conn->addr, conn->addr_len) < 0) {
+                        if (errno != EINPROGRESS)
+                                return negative_errno();
+                        /* wait for it; the calls' deadlines bound the wait */
+                        event_assign(conn->ev_write, conn->client->base, fd, EV_WRITE, on_connected, conn);
+                        event_add(conn->ev_write, NULL);
+                        conn->fd = TAKE_FD(fd);
+                        conn->connecting = true;
+                        return 0;
+                }
+        } else {
+                if (strlen(conn->path) >= sizeof(sa.sun_path))
+                        return -ENAMETOOLONG;
+                strcpy(sa.sun_path, conn->path);
+                fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+                if (fd < 0)
+                        return negative_errno();
+                /* a unix socket connect completes at once or fails (EAGAIN: backlog full) */
+                if (connect(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0)
+                        return negative_errno();
+        }
+        r = conn_start_session(conn, fd);
+        if (r < 0)
+                return r;
+        TAKE_FD(fd);
         return 0;
 }
 
@@ -515,17 +579,10 @@ static void on_kick(evutil_socket_t fd, short what, void *userdata) {
                         any = true;
                         break;
                 }
-        if (any && !conn->connected) {
+        if (any && !conn->connected && !conn->connecting) {
                 int r = conn_connect(conn);
-                if (r < 0) {
-                        _cleanup_free_ char *why = NULL;
-                        if (asprintf(&why,
-                                     "connection error: desc = \"transport: Error while dialing: dial unix %s: "
-                                     "connect: %s\"",
-                                     conn->path, strerror(-r)) < 0)
-                                why = NULL;
-                        conn_close(conn, GRPC_UNAVAILABLE, why ? why : "cannot connect to the runtime");
-                }
+                if (r < 0)
+                        connect_failed(conn, r);
         }
         if (conn->connected) {
                 for (struct cri_pending *p = conn->calls, *next; p; p = next) {
@@ -554,9 +611,49 @@ static void on_deadline(evutil_socket_t fd, short what, void *userdata) {
 static const char *endpoint_path(const char *ep) {
         if (startswith(ep, "unix://"))
                 return ep + strlen("unix://");
+        if (startswith(ep, "tcp://"))
+                return ep + strlen("tcp://");
         if (strstr(ep, "://"))
                 return NULL;
         return ep;
+}
+
+/* "10.0.0.1:50051" or "[::1]:50051": addresses only, no names */
+static int parse_host_port(const char *s, struct sockaddr_storage *ret, socklen_t *ret_len) {
+        struct sockaddr_in *in4 = (struct sockaddr_in *) ret;
+        struct sockaddr_in6 *in6 = (struct sockaddr_in6 *) ret;
+        _cleanup_free_ char *host = NULL;
+        const char *colon;
+        int port;
+
+        if (s[0] == '[') {
+                const char *end = strchr(s, ']');
+                if (!end || end[1] != ':')
+                        return -EINVAL;
+                host = strndup(s + 1, (size_t) (end - s - 1));
+                colon = end + 1;
+        } else {
+                colon = strrchr(s, ':');
+                if (!colon)
+                        return -EINVAL;
+                host = strndup(s, (size_t) (colon - s));
+        }
+        if (!host)
+                return -ENOMEM;
+        if (safe_atoi(colon + 1, &port) < 0 || port < 1 || port > 65535)
+                return -EINVAL;
+        memset(ret, 0, sizeof(*ret));
+        if (inet_pton(AF_INET, host, &in4->sin_addr) == 1) {
+                in4->sin_family = AF_INET;
+                in4->sin_port = htons((uint16_t) port);
+                *ret_len = sizeof(*in4);
+        } else if (inet_pton(AF_INET6, host, &in6->sin6_addr) == 1) {
+                in6->sin6_family = AF_INET6;
+                in6->sin6_port = htons((uint16_t) port);
+                *ret_len = sizeof(*in6);
+        } else
+                return -EINVAL;
+        return 0;
 }
 
 static struct cri_conn *conn_free(struct cri_conn *conn) {
@@ -589,6 +686,13 @@ static int conn_new(struct cri_client *c, const char *endpoint, struct cri_conn 
         conn->fd = -1;
         conn->endpoint = strdup(endpoint);
         conn->path = strdup(path);
+        conn->tcp = startswith(endpoint, "tcp://");
+        if (conn->tcp && parse_host_port(path, &conn->addr, &conn->addr_len) < 0) {
+                free(conn->endpoint);
+                free(conn->path);
+                free(conn);
+                return -EINVAL;
+        }
         /* ev_read/ev_write are assigned on connect */
         conn->ev_read = event_new(c->base, -1, 0, on_readable, conn);
         conn->ev_write = event_new(c->base, -1, 0, on_writable, conn);
@@ -643,8 +747,13 @@ struct cri_client *cri_client_free(struct cri_client *c) {
         if (c->image != c->runtime)
                 conn_free(c->image);
         conn_free(c->runtime);
+        free(c->user_agent);
         free(c);
         return NULL;
+}
+
+int cri_client_set_user_agent(struct cri_client *c, const char *ua) {
+        return free_and_strdup(&c->user_agent, ua);
 }
 
 static int find_op(const struct cri_client *c, const char *method) {

@@ -47,12 +47,16 @@ typedef void (*cri_callback_t)(const struct cri_reply *reply, void *userdata);
 
 struct cri_client;
 
-/* endpoint: "unix:///run/containerd/containerd.sock" or a plain path. image_endpoint may be NULL (same as
+/* endpoint: "unix:///run/containerd/containerd.sock" or a plain path; "tcp://10.0.0.1:50051" (an address, not a
+ * name: gRPC without TLS, for the grpc probes). image_endpoint may be NULL (same as
  * runtime). default_timeout_usec: per-call deadline (--runtime-request-timeout). */
 int cri_client_new(struct event_base *base, const char *runtime_endpoint, const char *image_endpoint,
                    uint64_t default_timeout_usec, struct cri_client **ret);
 /* Fails all pending calls with -ECANCELED (callbacks run) and frees. Accepts NULL. */
 struct cri_client *cri_client_free(struct cri_client *c);
+
+/* The user-agent header (default "ckubelet/<version> grpc-c"). */
+int cri_client_set_user_agent(struct cri_client *c, const char *ua);
 
 /* Generic unary call. method: full path, "/runtime.v1.RuntimeService/Version". timeout_usec 0 = default.
  * Returns 0 if queued (the callback will run exactly once, never from inside this function), or a

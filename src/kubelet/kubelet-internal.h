@@ -12,6 +12,7 @@
 #include "kuberuntime/backoff.h"
 #include "options/options.h"
 #include "pleg/pleg.h"
+#include "prober/manager.h"
 
 /* Why a container is not running, for status reporting (ContainerStateWaiting reason/message). */
 struct container_waiting {
@@ -42,6 +43,11 @@ struct pod_worker {
         size_t n_waiting;
         struct container_waiting *waiting;
         char *last_error;
+
+        struct kr_pod_status *observed; /* the last complete observation of the runtime (for the status) */
+        bool ready_known;                /* the conditions below have been computed once */
+        bool containers_ready;           /* ContainersReady (= Ready: no readiness gates) */
+        int64_t ready_transition;        /* unix usec of its last transition */
 };
 
 struct kubelet {
@@ -50,6 +56,8 @@ struct kubelet {
         struct cri_client *cri;
         struct pleg *pleg;
         struct pod_config *config;
+        struct prober *prober;
+        char *node_ip;
         struct event *housekeeping;
 
         bool stopping;
@@ -79,6 +87,9 @@ bool kubelet_name_is_busy(struct kubelet *k, const struct pod_worker *w);
 int pod_worker_set_waiting(struct pod_worker *w, const char *name, const char *reason, const char *fmt, ...)
         _printf_(4, 5);
 void pod_worker_clear_waiting(struct pod_worker *w, const char *name);
+
+/* A sync pass observed the runtime for a desired pod: takes the status; updates probes and conditions. */
+void pod_worker_observed(struct pod_worker *w, struct pod *pod, struct kr_pod_status *status);
 
 /* pod_sync.c: run one reconcile pass for the worker; calls pod_worker_sync_done() at the end. */
 void pod_sync_start(struct pod_worker *w);

@@ -8,6 +8,7 @@
 
 #include "basic/log.h"
 #include "kubelet/kubelet-internal.h"
+#include "node/node_ip.h"
 
 #define WORKER_BACKOFF_MIN_USEC (1 * USEC_PER_SEC)
 #define WORKER_BACKOFF_MAX_USEC (10 * USEC_PER_SEC)
@@ -70,6 +71,9 @@ void pod_worker_free(struct pod_worker *w) {
         }
         if (w->timer)
                 event_free(w->timer);
+        if (w->k && w->k->prober)
+                prober_remove_pod(w->k->prober, w->uid);
+        kr_pod_status_free(w->observed);
         pod_free(w->pod);
         for (size_t i = 0; i < w->n_waiting; i++) {
                 free(w->waiting[i].name);
@@ -152,6 +156,66 @@ static void worker_timer_cb(evutil_socket_t fd, short what, void *userdata) {
         pod_worker_request_sync(w);
 }
 
+/* ---------------------------------------------------------------- status: readiness */
+
+/* ContainersReady / Ready (status.GeneratePodReadyCondition): every container of the spec is ready. */
+static void update_conditions(struct pod_worker *w) {
+        struct probe_results probes;
+        bool ready = true;
+
+        if (!w->pod || !w->observed)
+                return;
+        prober_results(w->k->prober, &probes);
+        for (size_t i = 0; i < w->pod->spec.n_containers && ready; i++) {
+                const struct container *c = &w->pod->spec.containers[i];
+                if (!probe_container_ready(c, kr_pod_status_find_container(w->observed, c->name), &probes))
+                        ready = false;
+        }
+        if (w->ready_known && ready == w->containers_ready)
+                return;
+        w->ready_known = true;
+        w->containers_ready = ready;
+        w->ready_transition = (int64_t) now_realtime_usec();
+        log_v(2, "Pod condition changed: pod=\"%s\" podUID=\"%s\" type=\"ContainersReady\" status=\"%s\"",
+              strna(w->full_name), w->uid, ready ? "True" : "False");
+        log_v(2, "Pod condition changed: pod=\"%s\" podUID=\"%s\" type=\"Ready\" status=\"%s\"", strna(w->full_name),
+              w->uid, ready ? "True" : "False");
+}
+
+static const char *pod_host(const struct kubelet *k, const struct pod *pod, const struct kr_pod_status *st) {
+        if (pod->spec.host_network)
+                return k->node_ip;
+        if (st && st->n_sandboxes > 0 && st->sandboxes[0]->have_status && !isempty(st->sandboxes[0]->ip))
+                return st->sandboxes[0]->ip;
+        return NULL;
+}
+
+void pod_worker_observed(struct pod_worker *w, struct pod *pod, struct kr_pod_status *status) {
+        struct kubelet *k = w->k;
+        int r;
+
+        kr_pod_status_free(w->observed);
+        w->observed = status;
+        r = prober_update_pod(k->prober, pod, pod_host(k, pod, status), status);
+        if (r < 0)
+                log_error("pod %s: cannot set up its probes: %s", strna(w->full_name), strerror(-r));
+        update_conditions(w);
+}
+
+static void on_probe_result(void *userdata, const char *pod_uid, const char *container, enum probe_type type,
+                            enum probe_result result) {
+        struct kubelet *k = userdata;
+        struct pod_worker *w = kubelet_find_worker(k, pod_uid);
+
+        if (!w)
+                return;
+        if ((type == PROBE_LIVENESS || type == PROBE_STARTUP) && result == PROBE_RESULT_FAILURE) {
+                pod_worker_request_sync(w); /* the sync kills and restarts the container */
+                return;
+        }
+        update_conditions(w);
+}
+
 bool kubelet_name_is_busy(struct kubelet *k, const struct pod_worker *w) {
         if (!w->full_name)
                 return false;
@@ -210,12 +274,6 @@ static bool desired_contains(const struct kubelet *k, const char *uid) {
 
 /* Say so when a pod asks for what ckubelet does not do yet, rather than ignore it silently. */
 static void warn_unsupported(const struct pod *p) {
-        for (size_t i = 0; i < p->spec.n_containers; i++) {
-                const struct container *c = &p->spec.containers[i];
-                if (c->liveness_probe || c->readiness_probe || c->startup_probe)
-                        log_warning("pod %s/%s: container %s: probes are not run yet by ckubelet and are ignored",
-                                    p->namespace_, p->name, c->name);
-        }
         if (p->spec.n_init_containers > 0)
                 log_warning("pod %s/%s: init containers are not supported yet and are ignored", p->namespace_, p->name);
 }
@@ -396,6 +454,7 @@ int kubelet_new(struct event_base *base, const struct kubelet_options *opts, str
 
 int kubelet_start(struct kubelet *k) {
         static const struct pleg_callbacks pleg_cb = { .pod_changed = on_pod_changed, .relisted = on_relisted };
+        static const struct prober_callbacks prober_cb = { .changed = on_probe_result };
         struct timeval tv = { .tv_sec = HOUSEKEEPING_PERIOD_USEC / USEC_PER_SEC };
         const struct kubelet_options *o = k->opts;
         int r;
@@ -412,6 +471,13 @@ int kubelet_start(struct kubelet *k) {
         if (r < 0)
                 return log_error_errno(r, "invalid --container-runtime-endpoint %s: %s", o->container_runtime_endpoint,
                                        strerror(-r));
+        r = node_ip_detect(o->node_ip, &k->node_ip);
+        if (r < 0)
+                return r;
+        log_v(1, "node IP: %s", k->node_ip);
+        r = prober_new(k->base, k->cri, o->runtime_request_timeout_usec, &prober_cb, k, &k->prober);
+        if (r < 0)
+                return r;
         r = pleg_new(k->base, k->cri, PLEG_RELIST_PERIOD_USEC, &pleg_cb, k, &k->pleg);
         if (r < 0)
                 return r;
@@ -444,6 +510,8 @@ struct kubelet *kubelet_free(struct kubelet *k) {
         if (k->housekeeping)
                 event_free(k->housekeeping);
         pod_config_free(k->config);
+        /* probes first: in-flight ones are abandoned (exec probes end with the CRI client below) */
+        k->prober = prober_free(k->prober);
         /* cancels in-flight calls: their callbacks run now and see k->stopping */
         k->cri = cri_client_free(k->cri);
         pleg_free(k->pleg);
@@ -457,6 +525,7 @@ struct kubelet *kubelet_free(struct kubelet *k) {
         }
         pod_set_done(&k->desired);
         strv_free(k->rejected);
+        free(k->node_ip);
         backoff_done(&k->crash_backoff);
         backoff_done(&k->image_backoff);
         free(k);

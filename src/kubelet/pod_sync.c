@@ -20,6 +20,7 @@
 #include "kuberuntime/config.h"
 #include "kuberuntime/labels.h"
 #include "kuberuntime/runtime_state.h"
+#include "prober/manager.h"
 
 #define MINIMUM_GRACE_PERIOD_SECONDS 2
 
@@ -319,7 +320,8 @@ static void on_stop_container(const struct cri_reply *reply, void *userdata) {
         fanout_release(s);
 }
 
-static void stop_container(struct pod_sync *s, size_t index, const char *reason, const char *message, bool remove) {
+static void stop_container(struct pod_sync *s, size_t index, const char *reason, const char *message, bool remove,
+                           int64_t grace_override) {
         const struct kr_container *kc = s->status->containers[index];
         Runtime__V1__StopContainerRequest req = RUNTIME__V1__STOP_CONTAINER_REQUEST__INIT;
         int64_t grace = grace_for(s, kc);
@@ -331,6 +333,9 @@ static void stop_container(struct pod_sync *s, size_t index, const char *reason,
                 return;
         }
         c->remove = remove;
+        /* a failed liveness/startup probe's own terminationGracePeriodSeconds, unless the pod is being deleted */
+        if (grace_override >= 0 && !(s->pod && s->pod->has_deletion_timestamp))
+                grace = MAX(grace_override, (int64_t) MINIMUM_GRACE_PERIOD_SECONDS);
         log_info("Killing container with a grace period: pod=\"%s\" podUID=\"%s\" containerName=\"%s\" "
                  "containerID=\"%.12s\" gracePeriod=%" PRId64 " reason=\"%s\"%s%s%s",
                  pod_desc(s), s->w->uid, kc->name, kc->id, grace, reason, message ? " message=\"" : "",
@@ -356,20 +361,29 @@ static size_t container_index(const struct pod_sync *s, const struct kr_containe
         return SIZE_MAX;
 }
 
+static const struct kr_container_kill *find_kill(const struct pod_sync *s, const struct kr_container *kc) {
+        for (size_t i = 0; i < s->actions.n_kill; i++)
+                if (s->actions.kill[i].container == kc)
+                        return &s->actions.kill[i];
+        return NULL;
+}
+
 static void phase_kill(struct pod_sync *s) {
         fanout_begin(s, phase_stop_sandboxes);
         if (s->actions.kill_pod) {
                 for (size_t i = 0; i < s->status->n_containers; i++) {
                         enum kr_container_state st = s->status->containers[i]->state;
+                        const struct kr_container_kill *k = find_kill(s, s->status->containers[i]);
                         if (st == KR_CONTAINER_RUNNING || st == KR_CONTAINER_UNKNOWN)
-                                stop_container(s, i, "Killing", s->actions.sandbox_reason, false);
+                                stop_container(s, i, k ? k->reason : "Killing", k ? k->message : s->actions.sandbox_reason,
+                                               false, k ? k->grace_override : -1);
                 }
         } else
                 for (size_t i = 0; i < s->actions.n_kill; i++) {
                         size_t idx = container_index(s, s->actions.kill[i].container);
                         if (idx != SIZE_MAX)
                                 stop_container(s, idx, s->actions.kill[i].reason, s->actions.kill[i].message,
-                                               s->actions.kill[i].remove);
+                                               s->actions.kill[i].remove, s->actions.kill[i].grace_override);
                 }
         fanout_end(s);
 }
@@ -702,18 +716,20 @@ static void on_image_status(const struct cri_reply *reply, void *userdata) {
         pull_image(s);
 }
 
-/* doBackOff: a container that exited is restarted only after its back-off. */
+/* doBackOff: a container that exited is restarted only after its back-off. One killed in this pass for a
+ * failed liveness/startup probe counts as exited now: repeated probe kills back off like crashes. */
 static bool in_crash_backoff(struct pod_sync *s, const struct container *c) {
         const struct kr_container *cs = kr_pod_status_find_container(s->status, c->name);
+        const struct kr_container_kill *k = cs ? find_kill(s, cs) : NULL;
         _cleanup_free_ char *key = NULL;
         char hash[KR_HASH_MAX];
         uint64_t finished, until, now = now_realtime_usec();
 
-        if (!cs || cs->state != KR_CONTAINER_EXITED || kr_container_hash(c, hash) < 0)
+        if (!cs || (cs->state != KR_CONTAINER_EXITED && !(k && k->probe_failure)) || kr_container_hash(c, hash) < 0)
                 return false;
         if (asprintf(&key, "%s_%s_%s_%s_%s", s->pod->name, s->pod->namespace_, s->pod->uid, c->name, hash) < 0)
                 return false;
-        finished = cs->finished_at > 0 ? (uint64_t) cs->finished_at / 1000 : now;
+        finished = cs->state == KR_CONTAINER_EXITED && cs->finished_at > 0 ? (uint64_t) cs->finished_at / 1000 : now;
         if (backoff_in_backoff_since(&s->k->crash_backoff, key, finished, now, &until)) {
                 uint64_t delay = backoff_get(&s->k->crash_backoff, key);
                 pod_worker_set_waiting(s->w, c->name, "CrashLoopBackOff",
@@ -765,6 +781,7 @@ static void phase_start_next(struct pod_sync *s) {
 /* ---------------------------------------------------------------- decide */
 
 static void phase_decide(struct pod_sync *s) {
+        struct probe_results probes;
         int r;
 
         if (s->error) {
@@ -778,7 +795,8 @@ static void phase_decide(struct pod_sync *s) {
                 phase_kill(s);
                 return;
         }
-        r = kr_compute_pod_actions(s->pod, s->status, &s->actions);
+        prober_results(s->k->prober, &probes);
+        r = kr_compute_pod_actions(s->pod, s->status, &probes, &s->actions);
         if (r < 0) {
                 call_failed(s, "computing pod actions", r);
                 sync_finish(s);
@@ -849,6 +867,8 @@ static void sync_finish(struct pod_sync *s) {
                         return;
                 }
         }
+        if (s->have_actions && s->pod)
+                pod_worker_observed(w, s->pod, TAKE_PTR(s->status));
         w->sync = NULL;
         pod_worker_sync_done(w, s->did_work, s->wake_usec, s->error, gone);
         pod_sync_free(s);

@@ -46,7 +46,8 @@ static int add_kill(struct kr_pod_actions *a, const struct kr_container *c, cons
                 return -ENOMEM;
         }
         a->kill = n;
-        a->kill[a->n_kill++] = (struct kr_container_kill) { .container = c, .reason = reason, .message = message };
+        a->kill[a->n_kill++] = (struct kr_container_kill) { .container = c, .reason = reason, .message = message,
+                                                            .grace_override = -1 };
         return 0;
 }
 
@@ -113,7 +114,13 @@ static bool sandbox_changed(const struct pod *pod, const struct kr_pod_status *s
         return false;
 }
 
-int kr_compute_pod_actions(const struct pod *pod, const struct kr_pod_status *status, struct kr_pod_actions *ret) {
+static bool probe_failed(const struct probe_results *probes, enum probe_type t, const struct kr_container *cs) {
+        enum probe_result r;
+        return probes && probes->get(probes->userdata, t, cs, &r) && r == PROBE_RESULT_FAILURE;
+}
+
+int kr_compute_pod_actions(const struct pod *pod, const struct kr_pod_status *status,
+                           const struct probe_results *probes, struct kr_pod_actions *ret) {
         struct kr_pod_actions a = {};
         size_t keep = 0;
         int r;
@@ -189,6 +196,32 @@ int kr_compute_pod_actions(const struct pod *pod, const struct kr_pod_status *st
                         r = add_start(&a, i);
                         if (r < 0)
                                 goto fail;
+                        continue;
+                }
+
+                /* running: kill it if its liveness or startup probe failed */
+                if (probe_failed(probes, PROBE_LIVENESS, cs) || probe_failed(probes, PROBE_STARTUP, cs)) {
+                        bool liveness = probe_failed(probes, PROBE_LIVENESS, cs);
+                        const struct probe *pr = liveness ? c->liveness_probe : c->startup_probe;
+                        bool restart = pod->spec.restart_policy != RESTART_POLICY_NEVER;
+                        char *msg = NULL;
+
+                        if (asprintf(&msg, "Container %s failed %s probe%s", c->name, liveness ? "liveness" : "startup",
+                                     restart ? ", will be restarted" : "") < 0) {
+                                r = -ENOMEM;
+                                goto fail;
+                        }
+                        r = add_kill(&a, cs, liveness ? "LivenessProbe" : "StartupProbe", msg);
+                        if (r < 0)
+                                goto fail;
+                        a.kill[a.n_kill - 1].probe_failure = true;
+                        if (pr && pr->has_termination_grace_period)
+                                a.kill[a.n_kill - 1].grace_override = pr->termination_grace_period_seconds;
+                        if (restart) {
+                                r = add_start(&a, i);
+                                if (r < 0)
+                                        goto fail;
+                        }
                         continue;
                 }
                 keep++;

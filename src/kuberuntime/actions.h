@@ -10,6 +10,7 @@
 
 #include "apis/pod.h"
 #include "kuberuntime/runtime_state.h"
+#include "prober/prober.h"
 
 #define KR_HASH_MAX 17 /* 16 hex digits + NUL */
 
@@ -22,6 +23,8 @@ struct kr_container_kill {
         const char *reason;                   /* static string */
         char *message;
         bool remove;                          /* remove it too before anything new starts (never-started) */
+        bool probe_failure;                   /* killed for a failed liveness or startup probe */
+        int64_t grace_override;               /* the probe's terminationGracePeriodSeconds, or -1 */
 };
 
 struct kr_pod_actions {
@@ -38,8 +41,11 @@ struct kr_pod_actions {
 
 void kr_pod_actions_done(struct kr_pod_actions *a);
 
-/* Decide for a desired pod. status may describe nothing (no sandbox yet). */
-int kr_compute_pod_actions(const struct pod *pod, const struct kr_pod_status *status, struct kr_pod_actions *ret);
+/* Decide for a desired pod. status may describe nothing (no sandbox yet). probes: the published liveness and
+ * startup results (NULL: none); a running container whose liveness or startup probe failed is killed
+ * (reason "LivenessProbe"/"StartupProbe") and, unless restartPolicy is Never, started again. */
+int kr_compute_pod_actions(const struct pod *pod, const struct kr_pod_status *status,
+                           const struct probe_results *probes, struct kr_pod_actions *ret);
 
 /* Should the latest instance of this container be (re)started? (kubecontainer.ShouldContainerBeRestarted) */
 bool kr_should_restart_container(const struct pod *pod, const struct container *c, const struct kr_pod_status *status);

@@ -6,6 +6,7 @@
  * after the config file was applied, again on top of it. */
 #include "options/options.h"
 
+#include <arpa/inet.h>
 #include <ctype.h>
 #include <jansson.h>
 #include <limits.h>
@@ -68,6 +69,9 @@ static const struct flag_def flag_defs[] = {
         { "help", 'h', FLAG_HELP, 0, NULL, NULL, "help for ckubelet" },
         { "hostname-override", 0, FLAG_STRING, OFF(hostname_override), NULL, "string",
           "If non-empty, will use this string as identification instead of the actual hostname." },
+        { "node-ip", 0, FLAG_STRING, OFF(node_ip), NULL, "string",
+          "IP address of the node. If set, kubelet will use this IP address for the node (the pod IP of hostNetwork "
+          "pods, where their probes connect). Default: the address of the interface of the default route." },
         { "http-check-frequency", 0, FLAG_DURATION, OFF(http_check_frequency_usec), "httpCheckFrequency", "duration",
           "Duration between checking http for new data" },
         { "image-service-endpoint", 0, FLAG_STRING, OFF(image_service_endpoint), "imageServiceEndpoint", "string",
@@ -184,6 +188,7 @@ void kubelet_options_done(struct kubelet_options *o) {
         free(o->container_runtime_endpoint);
         free(o->image_service_endpoint);
         free(o->hostname_override);
+        free(o->node_ip);
         free(o->node_name);
         free(o->root_dir);
         free(o->pod_logs_dir);
@@ -741,7 +746,11 @@ static int validate_duration(const char *field, const char *flag, uint64_t usec,
 }
 
 static int validate(const struct kubelet_options *o, char **ret_error) {
+        unsigned char addr[sizeof(struct in6_addr)];
         int r;
+
+        if (!isempty(o->node_ip) && inet_pton(AF_INET, o->node_ip, addr) != 1 && inet_pton(AF_INET6, o->node_ip, addr) != 1)
+                return set_error(ret_error, -EINVAL, "failed to parse node IP \"%s\"", o->node_ip);
 
         if (o->max_pods < 0)
                 return set_error(ret_error, -EINVAL,

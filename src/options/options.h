@@ -24,6 +24,7 @@ struct kubelet_options {
         /* kubelet */
         uint64_t sync_frequency_usec;        /* --sync-frequency / syncFrequency, 1m */
         char *hostname_override;             /* --hostname-override */
+        char *node_ip;                       /* --node-ip, NULL = detected */
         char *node_name;                     /* derived: hostname-override or hostname, lowercased */
         char *root_dir;                      /* --root-dir, /var/lib/kubelet */
         char *pod_logs_dir;                  /* podLogsDir, /var/log/pods */

@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "basic/util.h"
+#include "kuberuntime/runtime_state.h"
 #include "prober/prober.h"
 
 const char *probe_type_to_string(enum probe_type t) {
@@ -87,4 +88,24 @@ bool probe_state_record(struct probe_state *s, const struct probe *spec, enum pr
                 return false;
         s->published = r;
         return true;
+}
+
+static bool has_result(const struct probe_results *results, enum probe_type t, const struct kr_container *instance,
+                       enum probe_result want) {
+        enum probe_result r;
+        return results && results->get(results->userdata, t, instance, &r) && r == want;
+}
+
+bool probe_container_started(const struct container *c, const struct kr_container *instance,
+                             const struct probe_results *results) {
+        if (!instance || instance->state != KR_CONTAINER_RUNNING)
+                return false;
+        return !c->startup_probe || has_result(results, PROBE_STARTUP, instance, PROBE_RESULT_SUCCESS);
+}
+
+bool probe_container_ready(const struct container *c, const struct kr_container *instance,
+                           const struct probe_results *results) {
+        if (!probe_container_started(c, instance, results))
+                return false;
+        return !c->readiness_probe || has_result(results, PROBE_READINESS, instance, PROBE_RESULT_SUCCESS);
 }

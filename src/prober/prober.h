@@ -10,6 +10,8 @@
 
 #include "apis/pod.h"
 
+struct kr_container;
+
 enum probe_type {
         PROBE_LIVENESS,
         PROBE_READINESS,
@@ -46,3 +48,19 @@ void probe_state_init(struct probe_state *s, enum probe_type t);
 
 /* Record a raw result; returns true when the published result changed. */
 bool probe_state_record(struct probe_state *s, const struct probe *spec, enum probe_result r);
+
+/* Published probe results by container instance (the results managers), as the sync and the status see
+ * them: get() returns false when there is no result for that probe kind and instance. */
+struct probe_results {
+        bool (*get)(const void *userdata, enum probe_type type, const struct kr_container *instance,
+                    enum probe_result *ret);
+        const void *userdata;
+};
+
+/* Container status flags (prober_manager.UpdatePodStatus): started: running, and the startup probe
+ * succeeded (or there is none); ready: started, and the readiness probe succeeded (or there is none).
+ * results may be NULL (no probe has a result). */
+bool probe_container_started(const struct container *c, const struct kr_container *instance,
+                             const struct probe_results *results);
+bool probe_container_ready(const struct container *c, const struct kr_container *instance,
+                           const struct probe_results *results);

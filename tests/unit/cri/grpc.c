@@ -8,6 +8,9 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <unistd.h>
 
 #include "basic/util.h"
 #include "cri/cri.h"
@@ -121,10 +124,47 @@ static void test_connection_refused(void **state) {
         event_base_free(base);
 }
 
+/* tcp: the connect is non-blocking; a refused one fails the call from the loop */
+static void test_tcp_connection_refused(void **state) {
+        struct event_base *base = event_base_new();
+        struct cri_client *c = NULL;
+        Runtime__V1__VersionRequest req = RUNTIME__V1__VERSION_REQUEST__INIT;
+        struct result res = {};
+        struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+        socklen_t len = sizeof(sa);
+        char ep[64];
+        int fd;
+
+        /* a port nobody listens on: bind one, then close it */
+        fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        assert_true(fd >= 0);
+        assert_int_equal(bind(fd, (struct sockaddr *) &sa, sizeof(sa)), 0);
+        assert_int_equal(getsockname(fd, (struct sockaddr *) &sa, &len), 0);
+        close(fd);
+        snprintf(ep, sizeof(ep), "tcp://127.0.0.1:%d", ntohs(sa.sin_port));
+
+        assert_int_equal(cri_client_new(base, ep, NULL, USEC_PER_SEC, &c), 0);
+        in_cri_call = true;
+        assert_int_equal(cri_version(c, &req, 0, on_reply, &res), 0);
+        in_cri_call = false;
+        run_until(base, &res, 1);
+        assert_int_equal(res.calls, 1);
+        assert_false(res.inside_call);
+        assert_int_equal(res.grpc_status, GRPC_UNAVAILABLE);
+        assert_non_null(strstr(res.message, "dial tcp 127.0.0.1:"));
+        cri_client_free(c);
+        event_base_free(base);
+}
+
 static void test_bad_endpoint(void **state) {
         struct event_base *base = event_base_new();
         struct cri_client *c = NULL;
-        assert_int_equal(cri_client_new(base, "tcp://127.0.0.1:1", NULL, USEC_PER_SEC, &c), -EPROTONOSUPPORT);
+        assert_int_equal(cri_client_new(base, "http://127.0.0.1:1", NULL, USEC_PER_SEC, &c), -EPROTONOSUPPORT);
+        assert_null(c);
+        /* tcp:// takes addresses, not names */
+        assert_int_equal(cri_client_new(base, "tcp://localhost:1", NULL, USEC_PER_SEC, &c), -EINVAL);
+        assert_int_equal(cri_client_new(base, "tcp://127.0.0.1:0", NULL, USEC_PER_SEC, &c), -EINVAL);
+        assert_int_equal(cri_client_new(base, "tcp://[::1:80", NULL, USEC_PER_SEC, &c), -EINVAL);
         assert_null(c);
         event_base_free(base);
 }
@@ -187,6 +227,7 @@ int main(void) {
                 cmocka_unit_test(test_errno_mapping),
                 cmocka_unit_test(test_connection_refused),
                 cmocka_unit_test(test_bad_endpoint),
+                cmocka_unit_test(test_tcp_connection_refused),
                 cmocka_unit_test(test_deadline_and_peer_close),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -77,7 +77,7 @@ static void test_new_pod_creates_sandbox_and_starts_all(void **state) {
         _cleanup_(kr_pod_status_freep) struct kr_pod_status *s = status_new();
         struct kr_pod_actions a;
 
-        assert_int_equal(kr_compute_pod_actions(p, s, &a), 0);
+        assert_int_equal(kr_compute_pod_actions(p, s, NULL, &a), 0);
         assert_true(a.create_sandbox);
         assert_true(a.kill_pod);
         assert_int_equal(a.attempt, 0);
@@ -96,7 +96,7 @@ static void test_running_pod_is_left_alone(void **state) {
         add_container(s, p, 0, "c-a", KR_CONTAINER_RUNNING, 0, 2, true);
         add_container(s, p, 1, "c-b", KR_CONTAINER_RUNNING, 0, 3, true);
         kr_pod_status_sort(s);
-        assert_int_equal(kr_compute_pod_actions(p, s, &a), 0);
+        assert_int_equal(kr_compute_pod_actions(p, s, NULL, &a), 0);
         assert_false(a.create_sandbox);
         assert_false(a.kill_pod);
         assert_int_equal(a.n_start, 0);
@@ -114,7 +114,7 @@ static void test_hash_change_restarts_only_that_container(void **state) {
         add_container(s, p, 0, "c-a", KR_CONTAINER_RUNNING, 0, 2, true);
         add_container(s, p, 1, "c-b", KR_CONTAINER_RUNNING, 0, 3, false);
         kr_pod_status_sort(s);
-        assert_int_equal(kr_compute_pod_actions(p, s, &a), 0);
+        assert_int_equal(kr_compute_pod_actions(p, s, NULL, &a), 0);
         assert_false(a.create_sandbox);
         assert_false(a.kill_pod);
         assert_int_equal(a.n_kill, 1);
@@ -145,7 +145,7 @@ static void test_restart_policies(void **state) {
                 add_container(s, p, 0, "c-a", KR_CONTAINER_EXITED, table[i].exit_code, 2, true);
                 add_container(s, p, 1, "c-b", KR_CONTAINER_RUNNING, 0, 3, true);
                 kr_pod_status_sort(s);
-                assert_int_equal(kr_compute_pod_actions(p, s, &a), 0);
+                assert_int_equal(kr_compute_pod_actions(p, s, NULL, &a), 0);
                 if (table[i].restart) {
                         assert_int_equal(a.n_start, 1);
                         assert_int_equal(a.start[0], 0);
@@ -166,7 +166,7 @@ static void test_done_pod_stops_sandbox_and_is_not_recreated(void **state) {
         add_container(s, p, 0, "c-a", KR_CONTAINER_EXITED, 0, 2, true);
         add_container(s, p, 1, "c-b", KR_CONTAINER_EXITED, 1, 3, true);
         kr_pod_status_sort(s);
-        assert_int_equal(kr_compute_pod_actions(p, s, &a), 0);
+        assert_int_equal(kr_compute_pod_actions(p, s, NULL, &a), 0);
         assert_true(a.kill_pod);
         assert_false(a.create_sandbox);
         assert_int_equal(a.n_start, 0);
@@ -177,7 +177,7 @@ static void test_done_pod_stops_sandbox_and_is_not_recreated(void **state) {
         add_container(s2, p, 0, "c-a", KR_CONTAINER_EXITED, 0, 2, true);
         add_container(s2, p, 1, "c-b", KR_CONTAINER_EXITED, 1, 3, true);
         kr_pod_status_sort(s2);
-        assert_int_equal(kr_compute_pod_actions(p, s2, &a), 0);
+        assert_int_equal(kr_compute_pod_actions(p, s2, NULL, &a), 0);
         assert_false(a.create_sandbox);
         assert_int_equal(a.n_start, 0);
         kr_pod_actions_done(&a);
@@ -192,7 +192,7 @@ static void test_dead_sandbox_recreated_with_next_attempt(void **state) {
         add_container(s, p, 0, "c-a", KR_CONTAINER_EXITED, 0, 2, true);   /* succeeded: stays done */
         add_container(s, p, 1, "c-b", KR_CONTAINER_EXITED, 137, 3, true); /* failed: restarts */
         kr_pod_status_sort(s);
-        assert_int_equal(kr_compute_pod_actions(p, s, &a), 0);
+        assert_int_equal(kr_compute_pod_actions(p, s, NULL, &a), 0);
         assert_true(a.create_sandbox);
         assert_true(a.kill_pod);
         assert_int_equal(a.attempt, 4);
@@ -209,7 +209,7 @@ static void test_two_ready_sandboxes_are_reconciled(void **state) {
         add_sandbox(s, "sb1", 0, KR_SANDBOX_READY, 1, false, "10.88.0.2");
         add_sandbox(s, "sb2", 1, KR_SANDBOX_READY, 5, false, "10.88.0.3");
         kr_pod_status_sort(s);
-        assert_int_equal(kr_compute_pod_actions(p, s, &a), 0);
+        assert_int_equal(kr_compute_pod_actions(p, s, NULL, &a), 0);
         assert_true(a.create_sandbox);
         assert_true(a.kill_pod);
         assert_int_equal(a.attempt, 2);
@@ -224,7 +224,7 @@ static void test_host_network_change_recreates_sandbox(void **state) {
         add_sandbox(s, "sb1", 0, KR_SANDBOX_READY, 1, true, "");
         add_container(s, p, 0, "c-a", KR_CONTAINER_RUNNING, 0, 2, true);
         kr_pod_status_sort(s);
-        assert_int_equal(kr_compute_pod_actions(p, s, &a), 0);
+        assert_int_equal(kr_compute_pod_actions(p, s, NULL, &a), 0);
         assert_true(a.create_sandbox);
         assert_string_equal(a.sandbox_reason, "Sandbox for pod has changed. Need to start a new one");
         kr_pod_actions_done(&a);
@@ -239,7 +239,7 @@ static void test_created_or_unknown_container_restarts(void **state) {
         add_container(s, p, 0, "c-a", KR_CONTAINER_CREATED, 0, 2, true);
         add_container(s, p, 1, "c-b", KR_CONTAINER_UNKNOWN, 0, 3, true);
         kr_pod_status_sort(s);
-        assert_int_equal(kr_compute_pod_actions(p, s, &a), 0);
+        assert_int_equal(kr_compute_pod_actions(p, s, NULL, &a), 0);
         assert_int_equal(a.n_start, 2);
         /* the unknown one is killed first; the never-started one is killed and removed first */
         assert_int_equal(a.n_kill, 2);

@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/* The probe manager (pkg/kubelet/prober/prober_manager.go, worker.go, results): one worker per container
+ * and probe kind, each a timer on the event loop that runs its handler every periodSeconds against the
+ * current instance of its container, counts results against the thresholds and publishes the outcome.
+ *
+ *  - a worker follows container instances: a new instance resets its result to the kind's initial one
+ *    (readiness: failure, liveness: success, startup: unknown) and probes first at startedAt +
+ *    initialDelaySeconds; containers that were already running when ckubelet started are probed first
+ *    after a random 0..period delay, so a restart does not fire every probe at once;
+ *  - liveness and readiness wait until the startup probe (if any) has succeeded; a succeeded startup probe
+ *    stops;
+ *  - a liveness or startup failure is published once and the worker holds until the container is replaced;
+ *  - errors (the probe could not run: bad port, runtime error) are logged and not counted.
+ *
+ * Published results are looked up by container instance (prober_get_result); changes are reported to the
+ * kubelet through the callback. */
+
+#include <event2/event.h>
+#include <stdbool.h>
+
+#include "apis/pod.h"
+#include "cri/cri.h"
+#include "kuberuntime/runtime_state.h"
+#include "prober/prober.h"
+
+struct prober;
+
+struct prober_callbacks {
+        /* a published result changed */
+        void (*changed)(void *userdata, const char *pod_uid, const char *container_name, enum probe_type type,
+                        enum probe_result result);
+};
+
+int prober_new(struct event_base *base, struct cri_client *cri, uint64_t request_timeout_usec,
+               const struct prober_callbacks *cb, void *userdata, struct prober **ret);
+/* Stops every worker (in-flight probes are abandoned). Accepts NULL. */
+struct prober *prober_free(struct prober *p);
+
+/* The pod's spec and what the runtime shows for it (after a sync pass): workers are added for new probes,
+ * dropped for removed ones, and follow the newest instance of their container. host: where httpGet,
+ * tcpSocket and grpc probes connect when the probe names no host (the pod IP; the node IP with
+ * hostNetwork), NULL if unknown yet. */
+int prober_update_pod(struct prober *p, const struct pod *pod, const char *host, const struct kr_pod_status *st);
+/* The pod is gone: stop its workers. */
+void prober_remove_pod(struct prober *p, const char *pod_uid);
+
+/* The published result of a probe kind for a container instance; false when there is none (no such probe,
+ * or the worker follows another instance). */
+bool prober_get_result(const struct prober *p, enum probe_type type, const char *pod_uid, const char *container_name,
+                       const char *container_id, enum probe_result *ret);
+
+/* The results as the sync and the status read them (valid while p lives). */
+void prober_results(const struct prober *p, struct probe_results *ret);
+
+/* Probe counts by result (prober_probe_total). */
+struct prober_count {
+        const char *pod_namespace, *pod_name, *pod_uid, *container;
+        enum probe_type type;
+        enum probe_result result;
+        uint64_t count;
+};
+void prober_foreach_count(const struct prober *p, void (*fn)(const struct prober_count *c, void *ud), void *ud);
+/* totals over every worker, by result (index enum probe_result) */
+void prober_totals(const struct prober *p, uint64_t ret[3]);
