@@ -72,6 +72,123 @@ static void add_container(struct kr_pod_status *s, const struct pod *p, size_t i
         assert_int_equal(kr_pod_status_add_container(s, c), 0);
 }
 
+/* ---- probe results → actions (computePodActions with the liveness/startup managers) */
+
+struct fake_probes {
+        const char *id;           /* the instance the results are for */
+        enum probe_result liveness, startup; /* UNKNOWN = no result */
+};
+
+static bool fake_get(const void *userdata, enum probe_type t, const struct kr_container *c, enum probe_result *ret) {
+        const struct fake_probes *f = userdata;
+        enum probe_result r = t == PROBE_LIVENESS ? f->liveness : t == PROBE_STARTUP ? f->startup : PROBE_RESULT_UNKNOWN;
+        if (!streq(c->id, f->id) || r == PROBE_RESULT_UNKNOWN)
+                return false;
+        *ret = r;
+        return true;
+}
+
+#define PROBE_POD(policy)                                                                              \
+        "apiVersion: v1\nkind: Pod\n"                                                                  \
+        "metadata: {name: web, namespace: default}\n"                                                  \
+        "spec:\n"                                                                                      \
+        "  restartPolicy: " policy "\n"                                                                \
+        "  containers:\n"                                                                              \
+        "  - name: a\n    image: busybox:1.36\n"                                                        \
+        "    livenessProbe: {exec: {command: ['true']}, terminationGracePeriodSeconds: 5}\n"           \
+        "    startupProbe: {exec: {command: ['true']}}\n"                                              \
+        "  - {name: b, image: busybox:1.36, command: [sleep, '3600']}\n"
+
+/* a ready sandbox with both containers running: instances "c-a" and "c-b" */
+static void both_running(struct kr_pod_status *s, const struct pod *p) {
+        add_sandbox(s, "sb1", 0, KR_SANDBOX_READY, 1, false, "10.0.0.2");
+        add_container(s, p, 0, "c-a", KR_CONTAINER_RUNNING, 0, 2, true);
+        add_container(s, p, 1, "c-b", KR_CONTAINER_RUNNING, 0, 3, true);
+        kr_pod_status_sort(s);
+}
+
+static void test_liveness_failure_kills_and_restarts(void **state) {
+        _cleanup_pod_free_ struct pod *p = parse_pod(PROBE_POD("Always"));
+        _cleanup_(kr_pod_status_freep) struct kr_pod_status *s = status_new();
+        struct fake_probes f = { .id = "c-a", .liveness = PROBE_RESULT_FAILURE };
+        struct probe_results probes = { .get = fake_get, .userdata = &f };
+        struct kr_pod_actions a;
+
+        both_running(s, p);
+
+        assert_int_equal(kr_compute_pod_actions(p, s, &probes, &a), 0);
+        assert_false(a.kill_pod);
+        assert_int_equal(a.n_kill, 1);
+        assert_string_equal(a.kill[0].container->id, "c-a");
+        assert_string_equal(a.kill[0].reason, "LivenessProbe");
+        assert_string_equal(a.kill[0].message, "Container a failed liveness probe, will be restarted");
+        assert_true(a.kill[0].probe_failure);
+        assert_int_equal(a.kill[0].grace_override, 5);
+        assert_int_equal(a.n_start, 1);
+        assert_int_equal(a.start[0], 0);
+        kr_pod_actions_done(&a);
+
+        /* liveness success, unknown (no result yet) or a result for another instance: nothing to do */
+        f.liveness = PROBE_RESULT_SUCCESS;
+        assert_int_equal(kr_compute_pod_actions(p, s, &probes, &a), 0);
+        assert_int_equal(a.n_kill, 0);
+        assert_int_equal(a.n_start, 0);
+        kr_pod_actions_done(&a);
+        f = (struct fake_probes) { .id = "old-instance", .liveness = PROBE_RESULT_FAILURE };
+        assert_int_equal(kr_compute_pod_actions(p, s, &probes, &a), 0);
+        assert_int_equal(a.n_kill, 0);
+        kr_pod_actions_done(&a);
+
+        /* startup failure: same, with its own reason and no probe-level grace period */
+        f = (struct fake_probes) { .id = "c-a", .startup = PROBE_RESULT_FAILURE };
+        assert_int_equal(kr_compute_pod_actions(p, s, &probes, &a), 0);
+        assert_int_equal(a.n_kill, 1);
+        assert_string_equal(a.kill[0].reason, "StartupProbe");
+        assert_string_equal(a.kill[0].message, "Container a failed startup probe, will be restarted");
+        assert_int_equal(a.kill[0].grace_override, -1);
+        assert_int_equal(a.n_start, 1);
+        kr_pod_actions_done(&a);
+}
+
+static void test_liveness_failure_with_restart_never(void **state) {
+        _cleanup_pod_free_ struct pod *p = parse_pod(PROBE_POD("Never"));
+        _cleanup_(kr_pod_status_freep) struct kr_pod_status *s = status_new();
+        struct fake_probes f = { .id = "c-a", .liveness = PROBE_RESULT_FAILURE };
+        struct probe_results probes = { .get = fake_get, .userdata = &f };
+        struct kr_pod_actions a;
+
+        both_running(s, p);
+
+        /* killed, not restarted; b keeps the pod alive */
+        assert_int_equal(kr_compute_pod_actions(p, s, &probes, &a), 0);
+        assert_int_equal(a.n_kill, 1);
+        assert_string_equal(a.kill[0].message, "Container a failed liveness probe");
+        assert_int_equal(a.n_start, 0);
+        assert_false(a.kill_pod);
+        kr_pod_actions_done(&a);
+}
+
+static void test_container_started_and_ready(void **state) {
+        _cleanup_pod_free_ struct pod *p = parse_pod(PROBE_POD("Always"));
+        _cleanup_(kr_pod_status_freep) struct kr_pod_status *s = status_new();
+        struct fake_probes f = { .id = "c-a" };
+        struct probe_results probes = { .get = fake_get, .userdata = &f };
+        const struct container *a = &p->spec.containers[0], *b = &p->spec.containers[1];
+
+        both_running(s, p);
+
+        /* no probes: running means started and ready */
+        assert_true(probe_container_started(b, kr_pod_status_find_container(s, "b"), &probes));
+        assert_true(probe_container_ready(b, kr_pod_status_find_container(s, "b"), NULL));
+        assert_false(probe_container_ready(b, NULL, NULL));
+        /* a startup probe without a success: neither started nor ready */
+        assert_false(probe_container_started(a, kr_pod_status_find_container(s, "a"), &probes));
+        assert_false(probe_container_ready(a, kr_pod_status_find_container(s, "a"), &probes));
+        f.startup = PROBE_RESULT_SUCCESS;
+        assert_true(probe_container_started(a, kr_pod_status_find_container(s, "a"), &probes));
+        assert_true(probe_container_ready(a, kr_pod_status_find_container(s, "a"), &probes)); /* no readiness probe */
+}
+
 static void test_new_pod_creates_sandbox_and_starts_all(void **state) {
         _cleanup_pod_free_ struct pod *p = parse_pod(POD("Always"));
         _cleanup_(kr_pod_status_freep) struct kr_pod_status *s = status_new();
@@ -307,6 +424,9 @@ int main(void) {
                 cmocka_unit_test(test_created_or_unknown_container_restarts),
                 cmocka_unit_test(test_hash_depends_on_spec),
                 cmocka_unit_test(test_gc_keeps_newest_dead_instance),
+                cmocka_unit_test(test_liveness_failure_kills_and_restarts),
+                cmocka_unit_test(test_liveness_failure_with_restart_never),
+                cmocka_unit_test(test_container_started_and_ready),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
