@@ -83,7 +83,7 @@ def main():
         subprocess.run(["bash", os.path.join(conftest.SCRIPTS, "containerd.sh"), "import", d,
                         os.path.join(conftest.IMAGE_CACHE, "images.tar")], check=True)
         k = Kubelet(rt, os.path.join(d, "kubelet"))
-        k.extra_args = ["--v", "2", "--max-pods", str(max(n, 110))]
+        k.extra_args = ["--v", "2", "--max-pods", str(max(n, 110))]  # --v 2: no per-probe log lines
         k.start()
         print(f"ckubelet probe benchmark: {n} pods × (HTTP readiness + TCP liveness) every 1 s, "
               f"{os.cpu_count()} CPUs, containerd at {rt.endpoint}")
@@ -121,6 +121,10 @@ def main():
             except AssertionError as e:
                 print(e)
             k.term(30)
+            m = re.search(r"Probes run since start: (\d+) successful, (\d+) failed, (\d+) unknown", k.log())
+            if m:
+                print(f"  probes run in the whole run (ckubelet's counters): {m.group(1)} successful, "
+                      f"{m.group(2)} failed, {m.group(3)} unknown")
         try:
             rt.clean()
         finally:

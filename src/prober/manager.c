@@ -47,6 +47,7 @@ struct prober {
         void *userdata;
         int64_t start_realtime;            /* unix nsec */
         struct probe_pod *pods;
+        uint64_t totals[3];                /* every probe run since start, by result */
 };
 
 static const struct probe *container_probe(const struct container *c, enum probe_type t) {
@@ -158,6 +159,7 @@ static void on_probe_done(void *userdata, enum probe_result result, bool warning
                 return;
         }
         w->counts[result]++;
+        w->pp->p->totals[result]++;
         if (result == PROBE_RESULT_FAILURE)
                 log_v(1, "Probe failed: probeType=\"%s\" pod=\"%s/%s\" containerName=\"%s\" probeResult=\"failure\" "
                       "output=\"%s\"", type, pod_ns(w), pod_name(w), w->container_name, strempty(output));
@@ -406,11 +408,7 @@ void prober_foreach_count(const struct prober *p, void (*fn)(const struct prober
 }
 
 void prober_totals(const struct prober *p, uint64_t ret[3]) {
-        ret[0] = ret[1] = ret[2] = 0;
-        for (const struct probe_pod *pp = p->pods; pp; pp = pp->next)
-                for (const struct probe_worker *w = pp->workers; w; w = w->next)
-                        for (int r = 0; r < 3; r++)
-                                ret[r] += w->counts[r];
+        memcpy(ret, p->totals, sizeof(p->totals));
 }
 
 int prober_new(struct event_base *base, struct cri_client *cri, uint64_t request_timeout_usec,
@@ -432,6 +430,8 @@ int prober_new(struct event_base *base, struct cri_client *cri, uint64_t request
 struct prober *prober_free(struct prober *p) {
         if (!p)
                 return NULL;
+        log_v(1, "Probes run since start: %" PRIu64 " successful, %" PRIu64 " failed, %" PRIu64 " unknown",
+              p->totals[PROBE_RESULT_SUCCESS], p->totals[PROBE_RESULT_FAILURE], p->totals[PROBE_RESULT_UNKNOWN]);
         while (p->pods) {
                 struct probe_pod *pp = p->pods;
                 p->pods = pp->next;
