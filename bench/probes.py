@@ -18,12 +18,11 @@ import re
 import subprocess
 import shutil
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "e2e"))
-import conftest  # noqa: E402
-from conftest import NODE, Kubelet, Runtime, wait_for  # noqa: E402
+from harness import private_runtime  # noqa: E402
+from conftest import NODE, Kubelet, wait_for  # noqa: E402
 from startup import cpu_seconds, proc_status  # noqa: E402
 
 POD = """\
@@ -74,62 +73,52 @@ def main():
     a = ap.parse_args()
     n = a.pods
 
-    subprocess.run(["bash", os.path.join(conftest.SCRIPTS, "build-images.sh"), conftest.IMAGE_CACHE], check=True)
-    d = tempfile.mkdtemp(prefix="ckubelet-bench-", dir="/var/tmp")
-    rt = Runtime(d, 61)
-    rt.start()
     k = None
-    try:
-        subprocess.run(["bash", os.path.join(conftest.SCRIPTS, "containerd.sh"), "import", d,
-                        os.path.join(conftest.IMAGE_CACHE, "images.tar")], check=True)
-        k = Kubelet(rt, os.path.join(d, "kubelet"))
-        k.extra_args = ["--v", "2", "--max-pods", str(max(n, 110))]  # --v 2: no per-probe log lines
-        k.start()
-        print(f"ckubelet probe benchmark: {n} pods × (HTTP readiness + TCP liveness) every 1 s, "
-              f"{os.cpu_count()} CPUs, containerd at {rt.endpoint}")
-        t0 = time.time()
-        for i in range(n):
-            k.write(f"p{i}.yaml", POD.format(name=f"p{i}"))
-        wait_for(lambda: ready_pods(k) == n, 600, interval=1, msg=f"{n} pods Ready")
-        print(f"  all {n} pods Ready after {time.time() - t0:.1f} s")
-        time.sleep(5)  # let the start-up settle
-
-        pid = k.proc.pid
-        c0, tw0 = cpu_seconds(pid), time_wait()
-        time.sleep(a.seconds)
-        c1 = cpu_seconds(pid)
-        st = proc_status(pid)
-        cpu = c1 - c0
-        print(f"  ckubelet CPU: {cpu:.2f} s over {a.seconds} s = {cpu * 60 / a.seconds:.3f} CPU-s/min "
-              f"({cpu / a.seconds * 100:.2f}% of one core)")
-        print(f"  ckubelet VmRSS {st['VmRSS']}, VmHWM {st['VmHWM']}")
-        print(f"  TIME-WAIT sockets in the node's namespace: {tw0} at the start, {time_wait()} at the end")
-        restarts = sum(1 for c in rt.containers() if c["metadata"]["attempt"] > 0)
-        not_ready = n - ready_pods(k)
-        print(f"  containers restarted: {restarts}; pods not Ready at the end: {not_ready}")
-        if a.keep_log:
-            shutil.copy(k.logfile, a.keep_log)
-    finally:
-        if k and k.alive():
-            for i in range(n):
-                try:
-                    k.remove(f"p{i}.yaml")
-                except FileNotFoundError:
-                    pass
-            try:
-                wait_for(lambda: not rt.pods(), 300, interval=1, msg="pods removed")
-            except AssertionError as e:
-                print(e)
-            k.term(30)
-            m = re.search(r"Probes run since start: (\d+) successful, (\d+) failed, (\d+) unknown", k.log())
-            if m:
-                print(f"  probes run in the whole run (ckubelet's counters): {m.group(1)} successful, "
-                      f"{m.group(2)} failed, {m.group(3)} unknown")
+    with private_runtime(61) as (rt, d):
         try:
-            rt.clean()
+            k = Kubelet(rt, os.path.join(d, "kubelet"))
+            k.extra_args = ["--v", "2", "--max-pods", str(max(n, 110))]  # --v 2: no per-probe log lines
+            k.start()
+            print(f"ckubelet probe benchmark: {n} pods × (HTTP readiness + TCP liveness) every 1 s, "
+                  f"{os.cpu_count()} CPUs, containerd at {rt.endpoint}")
+            t0 = time.time()
+            for i in range(n):
+                k.write(f"p{i}.yaml", POD.format(name=f"p{i}"))
+            wait_for(lambda: ready_pods(k) == n, 600, interval=1, msg=f"{n} pods Ready")
+            print(f"  all {n} pods Ready after {time.time() - t0:.1f} s")
+            time.sleep(5)  # let the start-up settle
+
+            pid = k.proc.pid
+            c0, tw0 = cpu_seconds(pid), time_wait()
+            time.sleep(a.seconds)
+            c1 = cpu_seconds(pid)
+            st = proc_status(pid)
+            cpu = c1 - c0
+            print(f"  ckubelet CPU: {cpu:.2f} s over {a.seconds} s = {cpu * 60 / a.seconds:.3f} CPU-s/min "
+                  f"({cpu / a.seconds * 100:.2f}% of one core)")
+            print(f"  ckubelet VmRSS {st['VmRSS']}, VmHWM {st['VmHWM']}")
+            print(f"  TIME-WAIT sockets in the node's namespace: {tw0} at the start, {time_wait()} at the end")
+            restarts = sum(1 for c in rt.containers() if c["metadata"]["attempt"] > 0)
+            not_ready = n - ready_pods(k)
+            print(f"  containers restarted: {restarts}; pods not Ready at the end: {not_ready}")
+            if a.keep_log:
+                shutil.copy(k.logfile, a.keep_log)
         finally:
-            rt.stop()
-            shutil.rmtree(d, ignore_errors=True)
+            if k and k.alive():
+                for i in range(n):
+                    try:
+                        k.remove(f"p{i}.yaml")
+                    except FileNotFoundError:
+                        pass
+                try:
+                    wait_for(lambda: not rt.pods(), 300, interval=1, msg="pods removed")
+                except AssertionError as e:
+                    print(e)
+                k.term(30)
+                m = re.search(r"Probes run since start: (\d+) successful, (\d+) failed, (\d+) unknown", k.log())
+                if m:
+                    print(f"  probes run in the whole run (ckubelet's counters): {m.group(1)} successful, "
+                          f"{m.group(2)} failed, {m.group(3)} unknown")
 
 
 if __name__ == "__main__":

@@ -18,8 +18,8 @@ import time
 from datetime import datetime, timezone
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "e2e"))
-import conftest  # noqa: E402
-from conftest import NODE, Kubelet, Runtime, pod_manifest, wait_for  # noqa: E402
+from harness import private_runtime  # noqa: E402
+from conftest import NODE, Kubelet, pod_manifest, wait_for  # noqa: E402
 
 SLEEP = ["sleep", "3600"]
 
@@ -84,68 +84,55 @@ def main():
     ap.add_argument("--pods", type=int, default=30)
     n = ap.parse_args().pods
 
-    import subprocess
-    import shutil
-    import tempfile
-    subprocess.run(["bash", os.path.join(conftest.SCRIPTS, "build-images.sh"), conftest.IMAGE_CACHE], check=True)
-    d = tempfile.mkdtemp(prefix="ckubelet-bench-", dir="/var/tmp")
-    rt = Runtime(d, 60)
-    rt.start()
     k = None
-    try:
-        subprocess.run(["bash", os.path.join(conftest.SCRIPTS, "containerd.sh"), "import", d,
-                        os.path.join(conftest.IMAGE_CACHE, "images.tar")], check=True)
-        k = Kubelet(rt, os.path.join(d, "kubelet"))
-        k.extra_args = ["--v", "2"]
-        k.start()
-        time.sleep(1)
-        print(f"ckubelet start-up benchmark: {n} pods, {os.cpu_count()} CPUs, containerd at {rt.endpoint}")
-
-        # (a) one at a time
-        e2e, kside = [], []
-        for i in range(n):
-            name = f"seq{i}"
-            t = write(k, name)
-            wait_for(lambda: rt.running(f"{name}-{NODE}"), 60, interval=0.01, msg=f"{name} running")
-            e2e.append(started_at(rt, f"{name}-{NODE}") - t)
-            kside.append(kubelet_side(k, f"{name}-{NODE}"))
-        print(f"(a) {n} manifests written one at a time:")
-        summary("manifest written → container started", e2e)
-        summary("kubelet: SyncLoop ADD → Started container", kside)
-
-        # (c) footprint with n pods
-        st = proc_status(k.proc.pid)
-        c0 = cpu_seconds(k.proc.pid)
-        time.sleep(30)
-        c1 = cpu_seconds(k.proc.pid)
-        st = proc_status(k.proc.pid)
-        print(f"(c) with {n} running pods: VmRSS {st['VmRSS']}, VmHWM {st['VmHWM']}, "
-              f"CPU {c1 - c0:.2f} s over 30 s idle ({(c1 - c0) * 2:.2f} CPU-s/min)")
-
-        # (b) all at once (after removing the first set)
-        for i in range(n):
-            k.remove(f"seq{i}.yaml")
-        wait_for(lambda: not rt.pods(), 120, interval=0.2, msg="first set removed")
-        times = {}
-        for i in range(n):
-            times[f"par{i}"] = write(k, f"par{i}")
-        wait_for(lambda: len([c for c in rt.containers() if c["state"] == "CONTAINER_RUNNING"]) == n, 180,
-                 interval=0.05, msg="all running")
-        e2e = [started_at(rt, f"{name}-{NODE}") - t for name, t in times.items()]
-        kside = [kubelet_side(k, f"{name}-{NODE}") for name in times]
-        print(f"(b) {n} manifests written at once:")
-        summary("manifest written → container started", e2e)
-        summary("kubelet: SyncLoop ADD → Started container", kside)
-        st = proc_status(k.proc.pid)
-        print(f"    after: VmRSS {st['VmRSS']}, VmHWM {st['VmHWM']}")
-    finally:
-        if k and k.alive():
-            k.term()
+    with private_runtime(60) as (rt, d):
         try:
-            rt.clean()
+            k = Kubelet(rt, os.path.join(d, "kubelet"))
+            k.extra_args = ["--v", "2"]
+            k.start()
+            time.sleep(1)
+            print(f"ckubelet start-up benchmark: {n} pods, {os.cpu_count()} CPUs, containerd at {rt.endpoint}")
+
+            # (a) one at a time
+            e2e, kside = [], []
+            for i in range(n):
+                name = f"seq{i}"
+                t = write(k, name)
+                wait_for(lambda: rt.running(f"{name}-{NODE}"), 60, interval=0.01, msg=f"{name} running")
+                e2e.append(started_at(rt, f"{name}-{NODE}") - t)
+                kside.append(kubelet_side(k, f"{name}-{NODE}"))
+            print(f"(a) {n} manifests written one at a time:")
+            summary("manifest written → container started", e2e)
+            summary("kubelet: SyncLoop ADD → Started container", kside)
+
+            # (c) footprint with n pods
+            st = proc_status(k.proc.pid)
+            c0 = cpu_seconds(k.proc.pid)
+            time.sleep(30)
+            c1 = cpu_seconds(k.proc.pid)
+            st = proc_status(k.proc.pid)
+            print(f"(c) with {n} running pods: VmRSS {st['VmRSS']}, VmHWM {st['VmHWM']}, "
+                  f"CPU {c1 - c0:.2f} s over 30 s idle ({(c1 - c0) * 2:.2f} CPU-s/min)")
+
+            # (b) all at once (after removing the first set)
+            for i in range(n):
+                k.remove(f"seq{i}.yaml")
+            wait_for(lambda: not rt.pods(), 120, interval=0.2, msg="first set removed")
+            times = {}
+            for i in range(n):
+                times[f"par{i}"] = write(k, f"par{i}")
+            wait_for(lambda: len([c for c in rt.containers() if c["state"] == "CONTAINER_RUNNING"]) == n, 180,
+                     interval=0.05, msg="all running")
+            e2e = [started_at(rt, f"{name}-{NODE}") - t for name, t in times.items()]
+            kside = [kubelet_side(k, f"{name}-{NODE}") for name in times]
+            print(f"(b) {n} manifests written at once:")
+            summary("manifest written → container started", e2e)
+            summary("kubelet: SyncLoop ADD → Started container", kside)
+            st = proc_status(k.proc.pid)
+            print(f"    after: VmRSS {st['VmRSS']}, VmHWM {st['VmHWM']}")
         finally:
-            rt.stop()
-            shutil.rmtree(d, ignore_errors=True)
+            if k and k.alive():
+                k.term()
 
 
 if __name__ == "__main__":
