@@ -78,7 +78,7 @@ struct cri_client {
         struct cri_conn *runtime, *image; /* image == runtime when the endpoints are equal */
         bool freeing;
         char *user_agent;
-        struct cri_op ops[20];
+        struct cri_op ops[32];
         size_t n_ops;
 };
 
@@ -105,7 +105,16 @@ static const struct {
         { "/ListImages", "list_images" },
         { "/ContainerStats", "container_stats" },
         { "/ListContainerStats", "list_container_stats" },
+        { "/Exec", "exec" },
+        { "/Attach", "attach" },
+        { "/PortForward", "port_forward" },
+        { "/ImageFsInfo", "image_fs_info" },
+        { "/ListPodSandboxStats", "list_podsandbox_stats" },
+        { "/PodSandboxStats", "podsandbox_stats" },
+        { "/RemoveImage", "remove_image" },
 };
+
+_Static_assert(ELEMENTSOF(op_names) <= 32, "struct cri_client.ops is too small for op_names");
 
 int cri_grpc_to_errno(int grpc_status) {
         switch (grpc_status) {
@@ -856,5 +865,15 @@ CRI_DEFINE(cri_exec_sync, RuntimeService, ExecSync, ExecSyncRequest, runtime__v1
 CRI_DEFINE(cri_pull_image, ImageService, PullImage, PullImageRequest, runtime__v1__pull_image_response__descriptor)
 CRI_DEFINE(cri_image_status, ImageService, ImageStatus, ImageStatusRequest,
            runtime__v1__image_status_response__descriptor)
+CRI_DEFINE(cri_exec, RuntimeService, Exec, ExecRequest, runtime__v1__exec_response__descriptor)
+CRI_DEFINE(cri_attach, RuntimeService, Attach, AttachRequest, runtime__v1__attach_response__descriptor)
+CRI_DEFINE(cri_port_forward, RuntimeService, PortForward, PortForwardRequest,
+           runtime__v1__port_forward_response__descriptor)
+CRI_DEFINE(cri_container_stats, RuntimeService, ContainerStats, ContainerStatsRequest,
+           runtime__v1__container_stats_response__descriptor)
+CRI_DEFINE(cri_list_container_stats, RuntimeService, ListContainerStats, ListContainerStatsRequest,
+           runtime__v1__list_container_stats_response__descriptor)
+CRI_DEFINE(cri_image_fs_info, ImageService, ImageFsInfo, ImageFsInfoRequest,
+           runtime__v1__image_fs_info_response__descriptor)
 CRI_DEFINE(cri_list_images, ImageService, ListImages, ListImagesRequest,
            runtime__v1__list_images_response__descriptor)

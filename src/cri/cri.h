@@ -98,6 +98,12 @@ CRI_DECLARE(cri_remove_container, RuntimeService, RemoveContainer, RemoveContain
 CRI_DECLARE(cri_list_containers, RuntimeService, ListContainers, ListContainersRequest);
 CRI_DECLARE(cri_container_status, RuntimeService, ContainerStatus, ContainerStatusRequest);
 CRI_DECLARE(cri_exec_sync, RuntimeService, ExecSync, ExecSyncRequest);
+CRI_DECLARE(cri_exec, RuntimeService, Exec, ExecRequest);
+CRI_DECLARE(cri_attach, RuntimeService, Attach, AttachRequest);
+CRI_DECLARE(cri_port_forward, RuntimeService, PortForward, PortForwardRequest);
+CRI_DECLARE(cri_container_stats, RuntimeService, ContainerStats, ContainerStatsRequest);
+CRI_DECLARE(cri_list_container_stats, RuntimeService, ListContainerStats, ListContainerStatsRequest);
+CRI_DECLARE(cri_image_fs_info, ImageService, ImageFsInfo, ImageFsInfoRequest);
 CRI_DECLARE(cri_pull_image, ImageService, PullImage, PullImageRequest);
 CRI_DECLARE(cri_image_status, ImageService, ImageStatus, ImageStatusRequest);
 CRI_DECLARE(cri_list_images, ImageService, ListImages, ListImagesRequest);
