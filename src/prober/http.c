@@ -89,7 +89,11 @@ static void on_done(CURL *easy, CURLcode result, void *userdata) {
 
         if (result != CURLE_OK && !(result == CURLE_WRITE_ERROR && h->truncated && status > 0)) {
                 _cleanup_free_ char *msg = NULL;
-                if (asprintf(&msg, "Get \"%s\": %s", h->url, h->errbuf[0] ? h->errbuf : curl_easy_strerror(result)) < 0)
+                /* a timeout reads as Go's net/http says it (upstream's probe output); other errors as libcurl does */
+                const char *why = result == CURLE_OPERATION_TIMEDOUT
+                                          ? "context deadline exceeded (Client.Timeout exceeded while awaiting headers)"
+                                          : h->errbuf[0] ? h->errbuf : curl_easy_strerror(result);
+                if (asprintf(&msg, "Get \"%s\": %s", h->url, why) < 0)
                         msg = NULL;
                 probe_op_report(&h->op, PROBE_RESULT_FAILURE, false, msg ? msg : "request failed", 0);
                 http_free(h);

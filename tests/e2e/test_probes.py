@@ -197,7 +197,8 @@ def test_probe_timeouts(kubelet, runtime):
     kubelet.wait_log(r'probeType="Readiness" pod="default/%s" containerName="exec" probeResult="failure" '
                      r'output="command "sleep 10" timed out"' % pod, 30)
     kubelet.wait_log(r'probeType="Readiness" pod="default/%s" containerName="hang" probeResult="failure" '
-                     r'output="Get "http://[0-9.]+:8080/cgi-bin/slow": Operation timed out after 1000 milliseconds' % pod, 30)
+                     r'output="Get "http://[0-9.]+:8080/cgi-bin/slow": context deadline exceeded \(Client.Timeout exceeded '
+                     r'while awaiting headers\)"' % pod, 30)
 
 
 def test_probe_errors_are_reported_not_counted(kubelet, runtime):
