@@ -259,9 +259,11 @@ int kr_compute_pod_gc(const struct pod *pod, const struct kr_pod_status *st, str
         struct kr_pod_gc g = {};
         int r;
 
+        /* containerGC with MaxPerPodContainer 1: per container name, the newest dead instance stays (restart
+         * count, exit code, `logs --previous`), older dead ones go; running ones never */
         for (size_t i = 0; st && i < st->n_containers; i++) {
                 const struct kr_container *c = st->containers[i];
-                bool newest = true;
+                bool newest = true, newer_dead = false;
 
                 if (c->state == KR_CONTAINER_RUNNING)
                         continue;
@@ -269,12 +271,13 @@ int kr_compute_pod_gc(const struct pod *pod, const struct kr_pod_status *st, str
                         for (size_t j = 0; j < i; j++)
                                 if (streq(st->containers[j]->name, c->name)) {
                                         newest = false;
-                                        break;
+                                        if (st->containers[j]->state == KR_CONTAINER_EXITED)
+                                                newer_dead = true;
                                 }
-                if (pod && newest && c->state == KR_CONTAINER_EXITED)
-                        continue; /* keep the last dead instance: restart count, exit code, logs */
-                if (pod && newest)
+                if (pod && newest && c->state != KR_CONTAINER_EXITED)
                         continue; /* created/unknown newest: the sync handles it */
+                if (pod && c->state == KR_CONTAINER_EXITED && !newer_dead)
+                        continue; /* the last dead instance */
                 r = push_id(&g.containers, &g.n_containers, c->id);
                 if (r < 0)
                         goto fail;

@@ -411,6 +411,23 @@ static void test_gc_keeps_newest_dead_instance(void **state) {
         kr_pod_gc_done(&g);
 }
 
+static void test_gc_keeps_previous_of_running_instance(void **state) {
+        _cleanup_pod_free_ struct pod *p = parse_pod(POD("Always"));
+        _cleanup_(kr_pod_status_freep) struct kr_pod_status *s = status_new();
+        struct kr_pod_gc g;
+
+        /* a restarted container: the running instance and the one before it (`logs --previous`) stay */
+        add_sandbox(s, "sb1", 0, KR_SANDBOX_READY, 1, false, "10.88.0.9");
+        add_container(s, p, 0, "first-a", KR_CONTAINER_EXITED, 1, 2, true);
+        add_container(s, p, 0, "second-a", KR_CONTAINER_EXITED, 1, 3, true);
+        add_container(s, p, 0, "third-a", KR_CONTAINER_RUNNING, 0, 5, true);
+        kr_pod_status_sort(s);
+        assert_int_equal(kr_compute_pod_gc(p, s, &g), 0);
+        assert_int_equal(g.n_containers, 1);
+        assert_string_equal(g.containers[0], "first-a");
+        kr_pod_gc_done(&g);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_new_pod_creates_sandbox_and_starts_all),
@@ -424,6 +441,7 @@ int main(void) {
                 cmocka_unit_test(test_created_or_unknown_container_restarts),
                 cmocka_unit_test(test_hash_depends_on_spec),
                 cmocka_unit_test(test_gc_keeps_newest_dead_instance),
+                cmocka_unit_test(test_gc_keeps_previous_of_running_instance),
                 cmocka_unit_test(test_liveness_failure_kills_and_restarts),
                 cmocka_unit_test(test_liveness_failure_with_restart_never),
                 cmocka_unit_test(test_container_started_and_ready),
