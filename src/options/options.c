@@ -32,11 +32,15 @@
 #define DEFAULT_SYNC_FREQUENCY_USEC (60 * USEC_PER_SEC)
 #define DEFAULT_RUNTIME_REQUEST_TIMEOUT_USEC (120 * USEC_PER_SEC)
 #define DEFAULT_MAX_PODS 110
+#define DEFAULT_PORT 10250
+#define DEFAULT_HEALTHZ_PORT 10248
+#define DEFAULT_CERT_DIR "/var/lib/kubelet/pki"
 
 enum flag_kind {
         FLAG_STRING,    /* char * at offset */
         FLAG_DURATION,  /* uint64_t usec at offset */
         FLAG_INT,       /* int at offset */
+        FLAG_BOOL,      /* bool at offset */
         FLAG_HEADERS,   /* --manifest-url-header */
         FLAG_VERBOSITY, /* --v / -v */
         FLAG_HELP,
@@ -56,6 +60,25 @@ struct flag_def {
 #define OFF(f) offsetof(struct kubelet_options, f)
 
 static const struct flag_def flag_defs[] = {
+        { "address", 0, FLAG_STRING, OFF(address), "address", "string",
+          "The IP address for the Kubelet to serve on (set to '0.0.0.0' or '::' for listening on all interfaces and "
+          "IP address families)" },
+        { "anonymous-auth", 0, FLAG_BOOL, OFF(anonymous_auth), "authentication.anonymous.enabled", "",
+          "Enables anonymous requests to the Kubelet server. Requests that are not rejected by another authentication "
+          "method are treated as anonymous requests. Anonymous requests have a username of system:anonymous, and a "
+          "group name of system:unauthenticated." },
+        { "authentication-token-webhook", 0, FLAG_BOOL, OFF(authentication_token_webhook),
+          "authentication.webhook.enabled", "", "Use the TokenReview API to determine authentication for bearer "
+          "tokens (needs an API server)." },
+        { "authorization-mode", 0, FLAG_STRING, OFF(authorization_mode), "authorization.mode", "string",
+          "Authorization mode for Kubelet server. Valid options are AlwaysAllow or Webhook. Webhook mode uses the "
+          "SubjectAccessReview API to determine authorization." },
+        { "cert-dir", 0, FLAG_STRING, OFF(cert_dir), NULL, "string",
+          "The directory where the TLS certs are located. If --tls-cert-file and --tls-private-key-file are provided, "
+          "this flag will be ignored." },
+        { "client-ca-file", 0, FLAG_STRING, OFF(client_ca_file), "authentication.x509.clientCAFile", "string",
+          "If set, any request presenting a client certificate signed by one of the authorities in the client-ca-file "
+          "is authenticated with an identity corresponding to the CommonName of the client certificate." },
         { "config", 0, FLAG_STRING, OFF(config_path), NULL, "string",
           "The Kubelet will load its initial configuration from this file (KubeletConfiguration, "
           "kubelet.config.k8s.io/v1beta1, YAML or JSON). The path may be absolute or relative; relative paths start "
@@ -64,8 +87,16 @@ static const struct flag_def flag_defs[] = {
         { "container-runtime-endpoint", 0, FLAG_STRING, OFF(container_runtime_endpoint), "containerRuntimeEndpoint",
           "string", "The endpoint of container runtime service. Only unix domain sockets are supported. Example: "
           "'unix:///path/to/runtime.sock'" },
+        { "enable-debugging-handlers", 0, FLAG_BOOL, OFF(enable_debugging_handlers), "enableDebuggingHandlers", "",
+          "Enables server endpoints for log collection and local running of containers and commands" },
+        { "enable-server", 0, FLAG_BOOL, OFF(enable_server), "enableServer", "", "Enable the Kubelet's server" },
         { "file-check-frequency", 0, FLAG_DURATION, OFF(file_check_frequency_usec), "fileCheckFrequency", "duration",
           "Duration between checking config files for new data (changes are also picked up at once through inotify)" },
+        { "healthz-bind-address", 0, FLAG_STRING, OFF(healthz_bind_address), "healthzBindAddress", "string",
+          "The IP address for the healthz server to serve on (set to '0.0.0.0' or '::' for listening in all "
+          "interfaces and IP families)" },
+        { "healthz-port", 0, FLAG_INT, OFF(healthz_port), "healthzPort", "int32",
+          "The port of the localhost healthz endpoint (set to 0 to disable)" },
         { "help", 'h', FLAG_HELP, 0, NULL, NULL, "help for ckubelet" },
         { "hostname-override", 0, FLAG_STRING, OFF(hostname_override), NULL, "string",
           "If non-empty, will use this string as identification instead of the actual hostname." },
@@ -87,6 +118,9 @@ static const struct flag_def flag_defs[] = {
         { "pod-manifest-path", 0, FLAG_STRING, OFF(pod_manifest_path), "staticPodPath", "string",
           "Path to the directory containing static pod files to run, or the path to a single static pod file. Files "
           "starting with dots will be ignored." },
+        { "port", 0, FLAG_INT, OFF(port), "port", "int32", "The port for the Kubelet to serve on." },
+        { "read-only-port", 0, FLAG_INT, OFF(read_only_port), "readOnlyPort", "int32",
+          "The read-only port for the Kubelet to serve on with no authentication/authorization (set to 0 to disable)" },
         { "root-dir", 0, FLAG_STRING, OFF(root_dir), NULL, "string",
           "Directory path for managing kubelet files (volume mounts,etc)." },
         { "runtime-request-timeout", 0, FLAG_DURATION, OFF(runtime_request_timeout_usec), "runtimeRequestTimeout",
@@ -94,6 +128,13 @@ static const struct flag_def flag_defs[] = {
           "When timeout exceeded, kubelet will cancel the request, throw out an error and retry later." },
         { "sync-frequency", 0, FLAG_DURATION, OFF(sync_frequency_usec), "syncFrequency", "duration",
           "Max period between synchronizing running containers and config" },
+        { "tls-cert-file", 0, FLAG_STRING, OFF(tls_cert_file), "tlsCertFile", "string",
+          "File containing x509 Certificate used for serving HTTPS (with intermediate certs, if any, concatenated "
+          "after server cert). If --tls-cert-file and --tls-private-key-file are not provided, a self-signed "
+          "certificate and key are generated for the public address and saved to the directory passed to "
+          "--cert-dir." },
+        { "tls-private-key-file", 0, FLAG_STRING, OFF(tls_private_key_file), "tlsPrivateKeyFile", "string",
+          "File containing x509 private key matching --tls-cert-file." },
         { "v", 'v', FLAG_VERBOSITY, OFF(verbosity), "logging.verbosity", "Level",
           "number for the log level verbosity" },
         { "version", 0, FLAG_VERSION, 0, NULL, "version[=true]", "Print version information and quit" },
@@ -102,32 +143,30 @@ static const struct flag_def flag_defs[] = {
 /* KubeletConfiguration (v1beta1) fields that upstream has and ckubelet does not implement: accepted, with a
  * warning. Anything else that we do not implement either is an unknown field: an error. */
 static const char *const unsupported_fields[] = {
-        "address", "allowedUnsafeSysctls", "authentication", "authorization", "cgroupDriver", "cgroupRoot",
-        "cgroupsPerQOS", "clusterDNS", "clusterDomain", "configMapAndSecretChangeDetectionStrategy",
-        "containerLogMaxFiles", "containerLogMaxSize", "containerLogMaxWorkers", "containerLogMonitorInterval",
-        "contentType", "cpuCFSQuota", "cpuCFSQuotaPeriod", "cpuManagerPolicy", "cpuManagerPolicyOptions",
-        "cpuManagerReconcilePeriod", "crashLoopBackOff", "draManagerReconcilePeriod", "enableContentionProfiling",
-        "enableControllerAttachDetach", "enableDebugFlagsHandler", "enableDebuggingHandlers",
-        "enableProfilingHandler", "enableServer", "enableSystemLogHandler", "enableSystemLogQuery",
+        "allowedUnsafeSysctls", "cgroupDriver", "cgroupRoot", "cgroupsPerQOS", "clusterDNS", "clusterDomain",
+        "configMapAndSecretChangeDetectionStrategy", "containerLogMaxFiles", "containerLogMaxSize",
+        "containerLogMaxWorkers", "containerLogMonitorInterval", "contentType", "cpuCFSQuota", "cpuCFSQuotaPeriod",
+        "cpuManagerPolicy", "cpuManagerPolicyOptions", "cpuManagerReconcilePeriod", "crashLoopBackOff",
+        "draManagerReconcilePeriod", "enableContentionProfiling", "enableControllerAttachDetach",
+        "enableDebugFlagsHandler", "enableProfilingHandler", "enableSystemLogHandler", "enableSystemLogQuery",
         "enforceNodeAllocatable", "eventBurst", "eventRecordQPS", "evictionHard", "evictionMaxPodGracePeriod",
         "evictionMinimumReclaim", "evictionPressureTransitionPeriod", "evictionSoft", "evictionSoftGracePeriod",
-        "failCgroupV1", "failSwapOn", "featureGates", "hairpinMode", "healthzBindAddress", "healthzPort",
-        "imageGCHighThresholdPercent", "imageGCLowThresholdPercent", "imageMaximumGCAge", "imageMinimumGCAge",
-        "imagePullCredentialsVerificationPolicy", "iptablesDropBit", "iptablesMasqueradeBit",
-        "kernelMemcgNotification", "kubeAPIBurst", "kubeAPIQPS", "kubeReserved", "kubeReservedCgroup",
-        "kubeletCgroups", "localStorageCapacityIsolation", "makeIPTablesUtilChains", "maxOpenFiles",
-        "maxParallelImagePulls", "memoryManagerPolicy", "memoryReservationPolicy", "memorySwap",
-        "memoryThrottlingFactor", "mergeDefaultEvictionSettings", "nodeLeaseDurationSeconds",
-        "nodeStatusMaxImages", "nodeStatusReportFrequency", "nodeStatusUpdateFrequency", "oomScoreAdj", "podCIDR",
-        "podPidsLimit", "podsPerCore", "port", "preloadedImagesVerificationAllowlist", "protectKernelDefaults",
-        "providerID", "qosReserved", "readOnlyPort", "registerNode", "registerWithTaints", "registryBurst",
-        "registryPullQPS", "reservedMemory", "reservedSystemCPUs", "resolvConf", "rotateCertificates", "runOnce",
-        "seccompDefault", "serializeImagePulls", "serverTLSBootstrap", "showHiddenMetricsForVersion",
-        "shutdownGracePeriod", "shutdownGracePeriodByPodPriority", "shutdownGracePeriodCriticalPods",
-        "singleProcessOOMKill", "streamingConnectionIdleTimeout", "systemCgroups", "systemReserved",
-        "systemReservedCgroup", "tlsCertFile", "tlsCipherSuites", "tlsCurvePreferences", "tlsMinVersion",
-        "tlsPrivateKeyFile", "topologyManagerPolicy", "topologyManagerPolicyOptions", "topologyManagerScope",
-        "tracing", "userNamespaces", "volumePluginDir", "volumeStatsAggPeriod",
+        "failSwapOn", "featureGates", "hairpinMode", "imageGCHighThresholdPercent", "imageGCLowThresholdPercent",
+        "imageMaximumGCAge", "imageMinimumGCAge", "imagePullCredentialsVerificationPolicy", "iptablesDropBit",
+        "iptablesMasqueradeBit", "kernelMemcgNotification", "kubeAPIBurst", "kubeAPIQPS", "kubeReserved",
+        "kubeReservedCgroup", "kubeletCgroups", "localStorageCapacityIsolation", "makeIPTablesUtilChains",
+        "maxOpenFiles", "maxParallelImagePulls", "memoryManagerPolicy", "memoryReservationPolicy", "memorySwap",
+        "memoryThrottlingFactor", "mergeDefaultEvictionSettings", "nodeLeaseDurationSeconds", "nodeStatusMaxImages",
+        "nodeStatusReportFrequency", "nodeStatusUpdateFrequency", "oomScoreAdj", "podCIDR", "podPidsLimit",
+        "podsPerCore", "preloadedImagesVerificationAllowlist", "protectKernelDefaults", "providerID", "qosReserved",
+        "registerNode", "registerWithTaints", "registryBurst", "registryPullQPS", "reservedMemory",
+        "reservedSystemCPUs", "resolvConf", "rotateCertificates", "runOnce", "seccompDefault",
+        "serializeImagePulls", "serverTLSBootstrap", "showHiddenMetricsForVersion", "shutdownGracePeriod",
+        "shutdownGracePeriodByPodPriority", "shutdownGracePeriodCriticalPods", "singleProcessOOMKill",
+        "streamingConnectionIdleTimeout", "systemCgroups", "systemReserved", "systemReservedCgroup",
+        "tlsCipherSuites", "tlsCurvePreferences", "tlsMinVersion", "topologyManagerPolicy",
+        "topologyManagerPolicyOptions", "topologyManagerScope", "tracing", "userNamespaces", "volumePluginDir",
+        "volumeStatsAggPeriod",
 };
 
 /* logging (component-base LoggingConfiguration): only verbosity is implemented */
@@ -168,11 +207,24 @@ int kubelet_options_init(struct kubelet_options *o) {
                 .sync_frequency_usec = DEFAULT_SYNC_FREQUENCY_USEC,
                 .max_pods = DEFAULT_MAX_PODS,
                 .verbosity = 0,
+                .enable_server = true,
+                .enable_debugging_handlers = true,
+                .port = DEFAULT_PORT,
+                .healthz_port = DEFAULT_HEALTHZ_PORT,
+                .authentication_token_webhook = true,
+                .authentication_token_webhook_cache_ttl_usec = 120 * USEC_PER_SEC,
+                .authorization_webhook_cache_authorized_ttl_usec = 300 * USEC_PER_SEC,
+                .authorization_webhook_cache_unauthorized_ttl_usec = 30 * USEC_PER_SEC,
         };
+        o->address = strdup("0.0.0.0");
+        o->healthz_bind_address = strdup("127.0.0.1");
+        o->cert_dir = strdup(DEFAULT_CERT_DIR);
+        o->authorization_mode = strdup("Webhook");
         o->container_runtime_endpoint = strdup(DEFAULT_CONTAINER_RUNTIME_ENDPOINT);
         o->root_dir = strdup(DEFAULT_ROOT_DIR);
         o->pod_logs_dir = strdup(DEFAULT_POD_LOGS_DIR);
-        if (!o->container_runtime_endpoint || !o->root_dir || !o->pod_logs_dir) {
+        if (!o->container_runtime_endpoint || !o->root_dir || !o->pod_logs_dir || !o->address ||
+            !o->healthz_bind_address || !o->cert_dir || !o->authorization_mode) {
                 kubelet_options_done(o);
                 return -ENOMEM;
         }
@@ -193,6 +245,13 @@ void kubelet_options_done(struct kubelet_options *o) {
         free(o->root_dir);
         free(o->pod_logs_dir);
         free(o->config_path);
+        free(o->address);
+        free(o->healthz_bind_address);
+        free(o->tls_cert_file);
+        free(o->tls_private_key_file);
+        free(o->cert_dir);
+        free(o->client_ca_file);
+        free(o->authorization_mode);
         *o = (struct kubelet_options){};
 }
 
@@ -294,7 +353,7 @@ static const struct flag_def *flag_find_short(char c) {
 }
 
 static bool flag_is_bool(const struct flag_def *f) {
-        return f->kind == FLAG_HELP || f->kind == FLAG_VERSION;
+        return f->kind == FLAG_HELP || f->kind == FLAG_VERSION || f->kind == FLAG_BOOL;
 }
 
 static int apply_flag(struct kubelet_options *o, struct parse_state *st, const struct flag_def *f, const char *value,
@@ -322,6 +381,16 @@ static int apply_flag(struct kubelet_options *o, struct parse_state *st, const s
                         *(int *) (base + f->offset) = v;
                 else
                         why = strdup(r == -ERANGE ? "value out of range" : "not an integer");
+                break;
+        }
+
+        case FLAG_BOOL: {
+                bool b;
+                r = parse_bool(value, &b);
+                if (r >= 0)
+                        *(bool *) (base + f->offset) = b;
+                else
+                        why = strdup("must be a boolean (true or false)");
                 break;
         }
 
@@ -529,6 +598,82 @@ static int config_int32(struct config_ctx *c, const char *field, json_t *v, int6
         return 0;
 }
 
+static int config_bool(struct config_ctx *c, const char *field, json_t *v, bool *target) {
+        if (!json_is_boolean(v))
+                return config_error(c, -EINVAL, "%s: expected a boolean, got %s", field, json_type_name(v));
+        *target = json_is_true(v);
+        return 0;
+}
+
+static int config_port(struct config_ctx *c, const char *field, json_t *v, int *target) {
+        json_int_t i = 0;
+        int r = config_int32(c, field, v, INT32_MIN, &i);
+        if (r < 0)
+                return r;
+        *target = (int) i;
+        return 0;
+}
+
+/* A nested object whose fields are handled by fn; unknown keys are errors naming the full path. */
+typedef int (*config_field_fn)(struct config_ctx *c, const char *path, const char *key, json_t *v,
+                               struct kubelet_options *o);
+
+static int config_object(struct config_ctx *c, const char *path, json_t *v, config_field_fn fn,
+                         struct kubelet_options *o) {
+        const char *key;
+        json_t *value;
+
+        if (!json_is_object(v))
+                return config_error(c, -EINVAL, "%s: expected an object, got %s", path, json_type_name(v));
+        json_object_foreach(v, key, value) {
+                _cleanup_free_ char *sub = NULL;
+                int r;
+
+                if (json_is_null(value))
+                        continue;
+                if (asprintf(&sub, "%s.%s", path, key) < 0)
+                        return -ENOMEM;
+                r = fn(c, sub, key, value, o);
+                if (r == -ENOENT)
+                        return config_error(c, -EINVAL, "unknown field \"%s\"", sub);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static int config_authn_field(struct config_ctx *c, const char *path, const char *key, json_t *v,
+                              struct kubelet_options *o) {
+        if (streq(path, "authentication.x509"))
+                return config_object(c, path, v, config_authn_field, o);
+        if (streq(path, "authentication.x509.clientCAFile"))
+                return config_string(c, path, v, true, &o->client_ca_file);
+        if (streq(path, "authentication.anonymous"))
+                return config_object(c, path, v, config_authn_field, o);
+        if (streq(path, "authentication.anonymous.enabled"))
+                return config_bool(c, path, v, &o->anonymous_auth);
+        if (streq(path, "authentication.webhook"))
+                return config_object(c, path, v, config_authn_field, o);
+        if (streq(path, "authentication.webhook.enabled"))
+                return config_bool(c, path, v, &o->authentication_token_webhook);
+        if (streq(path, "authentication.webhook.cacheTTL"))
+                return config_duration(c, path, v, &o->authentication_token_webhook_cache_ttl_usec);
+        return -ENOENT;
+}
+
+static int config_authz_field(struct config_ctx *c, const char *path, const char *key, json_t *v,
+                              struct kubelet_options *o) {
+        if (streq(path, "authorization.mode"))
+                return config_string(c, path, v, false, &o->authorization_mode);
+        if (streq(path, "authorization.webhook"))
+                return config_object(c, path, v, config_authz_field, o);
+        if (streq(path, "authorization.webhook.cacheAuthorizedTTL"))
+                return config_duration(c, path, v, &o->authorization_webhook_cache_authorized_ttl_usec);
+        if (streq(path, "authorization.webhook.cacheUnauthorizedTTL"))
+                return config_duration(c, path, v, &o->authorization_webhook_cache_unauthorized_ttl_usec);
+        return -ENOENT;
+}
+
 static int config_headers(struct config_ctx *c, json_t *v, char ***target) {
         _cleanup_strv_free_ char **l = NULL;
         const char *key;
@@ -629,6 +774,28 @@ static int config_apply_field(struct config_ctx *c, const char *key, json_t *v, 
         }
         if (streq(key, "logging"))
                 return config_logging(c, v, o);
+        if (streq(key, "enableServer"))
+                return config_bool(c, key, v, &o->enable_server);
+        if (streq(key, "enableDebuggingHandlers"))
+                return config_bool(c, key, v, &o->enable_debugging_handlers);
+        if (streq(key, "address"))
+                return config_string(c, key, v, false, &o->address);
+        if (streq(key, "healthzBindAddress"))
+                return config_string(c, key, v, false, &o->healthz_bind_address);
+        if (streq(key, "tlsCertFile"))
+                return config_string(c, key, v, true, &o->tls_cert_file);
+        if (streq(key, "tlsPrivateKeyFile"))
+                return config_string(c, key, v, true, &o->tls_private_key_file);
+        if (streq(key, "port"))
+                return config_port(c, key, v, &o->port);
+        if (streq(key, "readOnlyPort"))
+                return config_port(c, key, v, &o->read_only_port);
+        if (streq(key, "healthzPort"))
+                return config_port(c, key, v, &o->healthz_port);
+        if (streq(key, "authentication"))
+                return config_object(c, key, v, config_authn_field, o);
+        if (streq(key, "authorization"))
+                return config_object(c, key, v, config_authz_field, o);
 
         if (strv_const_contains(unsupported_fields, ELEMENTSOF(unsupported_fields), key)) {
                 log_warning("%s: field %s is not supported by ckubelet, ignored", c->path, key);
@@ -752,6 +919,30 @@ static int validate(const struct kubelet_options *o, char **ret_error) {
         if (!isempty(o->node_ip) && inet_pton(AF_INET, o->node_ip, addr) != 1 && inet_pton(AF_INET6, o->node_ip, addr) != 1)
                 return set_error(ret_error, -EINVAL, "failed to parse node IP \"%s\"", o->node_ip);
 
+        if (isempty(o->address) ||
+            (inet_pton(AF_INET, o->address, addr) != 1 && inet_pton(AF_INET6, o->address, addr) != 1))
+                return set_error(ret_error, -EINVAL, "invalid configuration: address (--address) \"%s\" is not a valid IP "
+                                 "address", strempty(o->address));
+        if (o->healthz_port != 0 && (isempty(o->healthz_bind_address) ||
+                                     (inet_pton(AF_INET, o->healthz_bind_address, addr) != 1 &&
+                                      inet_pton(AF_INET6, o->healthz_bind_address, addr) != 1)))
+                return set_error(ret_error, -EINVAL, "invalid configuration: healthzBindAddress (--healthz-bind-address) "
+                                 "\"%s\" is not a valid IP address", strempty(o->healthz_bind_address));
+        if (o->port < 1 || o->port > 65535)
+                return set_error(ret_error, -EINVAL, "invalid configuration: port (--port) %d must be between 1 and 65535, "
+                                 "inclusive", o->port);
+        if (o->read_only_port < 0 || o->read_only_port > 65535)
+                return set_error(ret_error, -EINVAL, "invalid configuration: readOnlyPort (--read-only-port) %d must be "
+                                 "between 0 and 65535, inclusive", o->read_only_port);
+        if (o->healthz_port < 0 || o->healthz_port > 65535)
+                return set_error(ret_error, -EINVAL, "invalid configuration: healthzPort (--healthz-port) %d must be "
+                                 "between 0 and 65535, inclusive", o->healthz_port);
+        if (!streq_ptr(o->authorization_mode, "AlwaysAllow") && !streq_ptr(o->authorization_mode, "Webhook"))
+                return set_error(ret_error, -EINVAL, "invalid configuration: authorization.mode (--authorization-mode) "
+                                 "\"%s\": must be AlwaysAllow or Webhook", strempty(o->authorization_mode));
+        if (isempty(o->tls_cert_file) != isempty(o->tls_private_key_file))
+                return set_error(ret_error, -EINVAL, "invalid configuration: tlsCertFile (--tls-cert-file) and "
+                                 "tlsPrivateKeyFile (--tls-private-key-file) must be given together");
         if (o->max_pods < 0)
                 return set_error(ret_error, -EINVAL,
                                  "invalid configuration: maxPods (--max-pods) %d must not be a negative number", o->max_pods);
@@ -867,6 +1058,9 @@ static void default_text(const struct kubelet_options *d, const struct flag_def 
                 break;
         case FLAG_VERBOSITY:
                 snprintf(buf, size, "%d", d->verbosity);
+                break;
+        case FLAG_BOOL:
+                snprintf(buf, size, "%s", *(const bool *) (base + f->offset) ? "true" : "false");
                 break;
         case FLAG_HEADERS:
         case FLAG_HELP:

@@ -30,6 +30,27 @@ struct kubelet_options {
         char *pod_logs_dir;                  /* podLogsDir, /var/log/pods */
         int max_pods;                        /* --max-pods / maxPods, 110 */
         int verbosity;                       /* --v / logging.verbosity, 0 */
+
+        /* the kubelet HTTP API (pkg/kubelet/server) */
+        bool enable_server;                  /* --enable-server / enableServer, true */
+        bool enable_debugging_handlers;      /* --enable-debugging-handlers / enableDebuggingHandlers, true: logs,
+                                                exec, attach, portForward, run, containerLogs */
+        char *address;                       /* --address / address, 0.0.0.0 */
+        int port;                            /* --port / port, 10250 (TLS) */
+        int read_only_port;                  /* --read-only-port / readOnlyPort, 0 = off */
+        char *healthz_bind_address;          /* --healthz-bind-address / healthzBindAddress, 127.0.0.1 */
+        int healthz_port;                    /* --healthz-port / healthzPort, 10248, 0 = off */
+        char *tls_cert_file;                 /* --tls-cert-file / tlsCertFile */
+        char *tls_private_key_file;          /* --tls-private-key-file / tlsPrivateKeyFile */
+        char *cert_dir;                      /* --cert-dir, /var/lib/kubelet/pki: the self-signed pair */
+        char *client_ca_file;                /* --client-ca-file / authentication.x509.clientCAFile */
+        bool anonymous_auth;                 /* --anonymous-auth / authentication.anonymous.enabled, false */
+        bool authentication_token_webhook;   /* --authentication-token-webhook / authentication.webhook.enabled,
+                                                true */
+        uint64_t authentication_token_webhook_cache_ttl_usec; /* authentication.webhook.cacheTTL, 2m */
+        char *authorization_mode;            /* --authorization-mode / authorization.mode: Webhook | AlwaysAllow */
+        uint64_t authorization_webhook_cache_authorized_ttl_usec;   /* 5m */
+        uint64_t authorization_webhook_cache_unauthorized_ttl_usec; /* 30s */
         char *config_path;                   /* --config */
 };
 

@@ -461,6 +461,81 @@ static void test_config_errors(void **state) {
         }
 }
 
+static void test_server_options(void **state) {
+        _cleanup_free_ char *path = write_tmp("server.yaml", HDR
+                "address: 127.0.0.1\nport: 11250\nreadOnlyPort: 11255\nhealthzPort: 0\nenableServer: true\n"
+                "tlsCertFile: certs/kubelet.crt\ntlsPrivateKeyFile: /k.key\n"
+                "authentication:\n  x509:\n    clientCAFile: ca.crt\n  anonymous:\n    enabled: true\n"
+                "  webhook:\n    enabled: false\n    cacheTTL: 10s\n"
+                "authorization:\n  mode: AlwaysAllow\n  webhook:\n    cacheAuthorizedTTL: 1m\n");
+        _cleanup_free_ char *want_cert = NULL, *want_ca = NULL;
+        struct kubelet_options o;
+        char *err;
+        char **a = ARGV("--config", path, "--anonymous-auth=false", "--enable-debugging-handlers=false");
+
+        /* upstream's config-file defaults: anonymous off, webhook authn on, Webhook authz, 10250, 10248 */
+        assert_int_equal(kubelet_options_init(&o), 0);
+        assert_true(o.enable_server && o.enable_debugging_handlers && !o.anonymous_auth && o.authentication_token_webhook);
+        assert_string_equal(o.authorization_mode, "Webhook");
+        assert_int_equal(o.port, 10250);
+        assert_int_equal(o.read_only_port, 0);
+        assert_int_equal(o.healthz_port, 10248);
+        assert_string_equal(o.healthz_bind_address, "127.0.0.1");
+        assert_string_equal(o.address, "0.0.0.0");
+        kubelet_options_done(&o);
+
+        assert_int_equal(parse(&o, ARGC(a), a, &err), 0);
+        assert_null(err);
+        assert_string_equal(o.address, "127.0.0.1");
+        assert_int_equal(o.port, 11250);
+        assert_int_equal(o.read_only_port, 11255);
+        assert_int_equal(o.healthz_port, 0);
+        assert_true(asprintf(&want_cert, "%s/certs/kubelet.crt", tmpdir) > 0);
+        assert_true(asprintf(&want_ca, "%s/ca.crt", tmpdir) > 0);
+        assert_string_equal(o.tls_cert_file, want_cert);
+        assert_string_equal(o.tls_private_key_file, "/k.key");
+        assert_string_equal(o.client_ca_file, want_ca);
+        assert_false(o.anonymous_auth); /* the flag wins */
+        assert_false(o.enable_debugging_handlers);
+        assert_false(o.authentication_token_webhook);
+        assert_int_equal(o.authentication_token_webhook_cache_ttl_usec, 10 * USEC_PER_SEC);
+        assert_string_equal(o.authorization_mode, "AlwaysAllow");
+        assert_int_equal(o.authorization_webhook_cache_authorized_ttl_usec, 60 * USEC_PER_SEC);
+        assert_int_equal(o.authorization_webhook_cache_unauthorized_ttl_usec, 30 * USEC_PER_SEC);
+        kubelet_options_done(&o);
+
+        config_error("authn.yaml", HDR "authentication:\n  x509:\n    clientCA: a\n",
+                     "unknown field \"authentication.x509.clientCA\"");
+        config_error("authn2.yaml", HDR "authentication:\n  anonymous:\n    enabled: yes please\n",
+                     "authentication.anonymous.enabled: expected a boolean, got string");
+        config_error("authz.yaml", HDR "authorization: Webhook\n", "authorization: expected an object, got string");
+        {
+                char **b = ARGV("--authorization-mode", "RBAC");
+                expect_error(ARGC(b), b, "invalid configuration: authorization.mode (--authorization-mode) \"RBAC\": "
+                             "must be AlwaysAllow or Webhook");
+        }
+        {
+                char **b = ARGV("--port", "0");
+                expect_error(ARGC(b), b, "invalid configuration: port (--port) 0 must be between 1 and 65535");
+        }
+        {
+                char **b = ARGV("--read-only-port", "70000");
+                expect_error(ARGC(b), b, "invalid configuration: readOnlyPort (--read-only-port) 70000");
+        }
+        {
+                char **b = ARGV("--address", "localhost");
+                expect_error(ARGC(b), b, "invalid configuration: address (--address) \"localhost\" is not a valid IP");
+        }
+        {
+                char **b = ARGV("--tls-cert-file", "/a.crt");
+                expect_error(ARGC(b), b, "invalid configuration: tlsCertFile (--tls-cert-file) and tlsPrivateKeyFile");
+        }
+        {
+                char **b = ARGV("--anonymous-auth=maybe");
+                expect_error(ARGC(b), b, "invalid value \"maybe\" for flag --anonymous-auth: must be a boolean");
+        }
+}
+
 static void test_config_too_large(void **state) {
         _cleanup_free_ char *big = malloc(2 * 1024 * 1024 + 1), *path = NULL;
         struct kubelet_options o;
@@ -492,6 +567,7 @@ int main(void) {
                 cmocka_unit_test(test_flags_override_config),
                 cmocka_unit_test(test_config_errors),
                 cmocka_unit_test(test_config_too_large),
+                cmocka_unit_test(test_server_options),
         };
         return cmocka_run_group_tests(tests, setup_dir, teardown_dir);
 }
