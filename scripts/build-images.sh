@@ -8,7 +8,8 @@ set -euo pipefail
 out=${1:?usage: build-images.sh OUTDIR}
 mkdir -p "$out"
 [ -x /bin/busybox ] || { echo "build-images.sh: /bin/busybox missing (apt-get install busybox-static)" >&2; exit 1; }
-if [ -f "$out/images.tar" ] && [ "$out/images.tar" -nt /bin/busybox ] && [ "$out/images.tar" -nt "$0" ]; then
+if [ -f "$out/images.tar" ] && [ "$out/images.tar" -nt /bin/busybox ] && [ "$out/images.tar" -nt "$0" ] &&
+   [ "$out/images.tar" -nt "$(dirname "$0")/build-oci-images.py" ]; then
         exit 0
 fi
 rm -rf "$out/images.tar" "$out/images.tar.dir"

@@ -275,6 +275,7 @@ int main(int argc, char **argv) {
         } else if (streq(cmd, "inspect") && id) {
                 Runtime__V1__ContainerStatusRequest req = RUNTIME__V1__CONTAINER_STATUS_REQUEST__INIT;
                 req.container_id = (char *) id;
+                req.verbose = true; /* info: pid, runtime spec */
                 r = cri_container_status(c, &req, 0, on_reply, &x);
         } else if (streq(cmd, "inspectp") && id) {
                 Runtime__V1__PodSandboxStatusRequest req = RUNTIME__V1__POD_SANDBOX_STATUS_REQUEST__INIT;

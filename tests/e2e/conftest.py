@@ -22,6 +22,21 @@ NODE = "testnode"
 BUSYBOX = "docker.io/library/busybox:1.36"
 
 
+_ports_given = set()
+
+
+def free_port():
+    """A TCP port nothing listens on now (never the same twice in one test session)."""
+    import socket
+    while True:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port not in _ports_given:
+            _ports_given.add(port)
+            return port
+
+
 def wait_for(cond, timeout=30.0, interval=0.05, msg="condition"):
     """Poll cond() until it returns a truthy value; return that value or fail after timeout seconds."""
     deadline = time.monotonic() + timeout
@@ -83,6 +98,10 @@ class Runtime:
     def inspect(self, cid):
         return self.json("inspect", cid)["status"]
 
+    def container_pid(self, cid):
+        """The container's init pid, from ContainerStatus' verbose info."""
+        return json.loads(self.json("inspect", cid)["info"]["info"])["pid"]
+
     def inspectp(self, sid):
         return self.json("inspectp", sid)["status"]
 
@@ -134,6 +153,9 @@ class Kubelet:
         self.logfile = os.path.join(dirpath, "kubelet.log")
         self.proc = None
         self.extra_args = []
+        self.pki = os.path.join(dirpath, "pki")
+        self.port = free_port()          # the kubelet API (TLS)
+        self.healthz_port = free_port()
         os.makedirs(self.manifests, exist_ok=True)
         with open(self.config, "w") as f:
             f.write(textwrap.dedent(f"""\
@@ -145,7 +167,8 @@ class Kubelet:
     def args(self):
         return [CKUBELET, "--config", self.config, "--pod-manifest-path", self.manifests,
                 "--container-runtime-endpoint", self.runtime.endpoint, "--hostname-override", NODE,
-                "--root-dir", self.root, "--v", "4", *self.extra_args]
+                "--root-dir", self.root, "--v", "4", "--cert-dir", self.pki, "--port", str(self.port),
+                "--healthz-port", str(self.healthz_port), *self.extra_args]
 
     def start(self, *extra):
         if extra:
