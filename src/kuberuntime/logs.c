@@ -1,0 +1,1257 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* CRI container logs: parsing, options from the /containerLogs query, reading (tail, limit, since,
+ * timestamps) and following on the event loop. See logs.h. */
+
+#include "kuberuntime/logs.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/inotify.h>
+#include <sys/queue.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/event.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+
+#include "basic/log.h"
+#include "basic/util.h"
+
+/* Read block for forward and backward reading. A raw line longer than this is consumed in pieces. */
+#define READ_BLOCK (64 * 1024)
+/* Bytes of a line start read to classify it while scanning backwards (timestamp, stream, tag). */
+#define HEADER_MAX 256
+/* File bytes decoded by a follower per loop iteration. */
+#define PUMP_MAX (1024 * 1024)
+/* Joined line buffers bigger than this are released when the line is done. */
+#define PENDING_KEEP (64 * 1024)
+/* Longest query string accepted. */
+#define QUERY_MAX (64 * 1024)
+
+#define FOLLOW_PERIOD_SEC 1
+
+/* ---- timestamps ---- */
+
+static int64_t days_from_civil(int64_t y, int m, int d) {
+        y -= m <= 2;
+        int64_t era = (y >= 0 ? y : y - 399) / 400;
+        int64_t yoe = y - era * 400;                                  /* [0, 399] */
+        int64_t doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1; /* [0, 365] */
+        int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;          /* [0, 146096] */
+        return era * 146097 + doe - 719468;
+}
+
+static void civil_from_days(int64_t z, int64_t *ret_y, int *ret_m, int *ret_d) {
+        z += 719468;
+        int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+        int64_t doe = z - era * 146097;
+        int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+        int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+        int64_t mp = (5 * doy + 2) / 153;
+        int d = (int) (doy - (153 * mp + 2) / 5 + 1);
+        int m = (int) (mp < 10 ? mp + 3 : mp - 9);
+        *ret_y = yoe + era * 400 + (m <= 2);
+        *ret_m = m;
+        *ret_d = d;
+}
+
+static bool is_leap(int64_t y) {
+        return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+}
+
+static int days_in_month(int64_t y, int m) {
+        static const int d[] = { 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
+        return m == 2 && is_leap(y) ? 29 : d[m - 1];
+}
+
+/* Fixed-width decimal field. */
+static bool get_digits(const char **p, const char *end, int n, int *ret) {
+        int v = 0;
+        if (end - *p < n)
+                return false;
+        for (int i = 0; i < n; i++) {
+                char c = (*p)[i];
+                if (c < '0' || c > '9')
+                        return false;
+                v = v * 10 + (c - '0');
+        }
+        *p += n;
+        *ret = v;
+        return true;
+}
+
+/* RFC 3339 as Go's time.Parse with RFC3339Nano parses it (the kubelet's RFC3339NanoLenient): fractional
+ * seconds optional ('.' or ',', any number of digits, nanoseconds kept), hour of one or two digits, "Z"
+ * or a numeric offset. The whole of [s, s+n) must be the timestamp. */
+static int parse_timestamp(const char *s, size_t n, int64_t *ret_nsec, int32_t *ret_offset) {
+        const char *p = s, *end = s + n;
+        int year, mon, day, hour, min, sec, off = 0;
+        int64_t nsec = 0;
+
+        if (!get_digits(&p, end, 4, &year) || p >= end || *p++ != '-')
+                return -EINVAL;
+        if (!get_digits(&p, end, 2, &mon) || p >= end || *p++ != '-')
+                return -EINVAL;
+        if (!get_digits(&p, end, 2, &day) || p >= end || *p++ != 'T')
+                return -EINVAL;
+        /* hour: one or two digits */
+        if (p >= end || *p < '0' || *p > '9')
+                return -EINVAL;
+        hour = *p++ - '0';
+        if (p < end && *p >= '0' && *p <= '9')
+                hour = hour * 10 + (*p++ - '0');
+        if (p >= end || *p++ != ':')
+                return -EINVAL;
+        if (!get_digits(&p, end, 2, &min) || p >= end || *p++ != ':')
+                return -EINVAL;
+        if (!get_digits(&p, end, 2, &sec))
+                return -EINVAL;
+        if (p + 1 < end && (*p == '.' || *p == ',') && p[1] >= '0' && p[1] <= '9') {
+                int digits = 0;
+                p++;
+                while (p < end && *p >= '0' && *p <= '9') {
+                        if (digits < 9) {
+                                nsec = nsec * 10 + (*p - '0');
+                                digits++;
+                        }
+                        p++;
+                }
+                for (; digits < 9; digits++)
+                        nsec *= 10;
+        }
+        if (p >= end)
+                return -EINVAL;
+        if (*p == 'Z')
+                p++;
+        else if (*p == '+' || *p == '-') {
+                int sign = *p++ == '-' ? -1 : 1, oh, om;
+                if (!get_digits(&p, end, 2, &oh) || p >= end || *p++ != ':' || !get_digits(&p, end, 2, &om))
+                        return -EINVAL;
+                if (oh > 24 || om > 59)
+                        return -EINVAL;
+                off = sign * (oh * 3600 + om * 60);
+        } else
+                return -EINVAL;
+        if (p != end)
+                return -EINVAL;
+
+        if (mon < 1 || mon > 12 || day < 1 || day > days_in_month(year, mon) || hour > 23 || min > 59 || sec > 59)
+                return -EINVAL;
+
+        int64_t secs = days_from_civil(year, mon, day) * 86400 + hour * 3600 + min * 60 + sec - off;
+        /* int64 nanoseconds cover 1677..2262 */
+        if (secs > INT64_MAX / NSEC_PER_SEC - 1 || secs < INT64_MIN / NSEC_PER_SEC + 1)
+                return -ERANGE;
+        *ret_nsec = secs * NSEC_PER_SEC + nsec;
+        *ret_offset = off;
+        return 0;
+}
+
+char *cri_log_format_timestamp(int64_t unix_nsec, int32_t tz_offset_sec, char *buf, size_t size) {
+        int64_t secs = unix_nsec / NSEC_PER_SEC, frac = unix_nsec % NSEC_PER_SEC;
+        int64_t y, days, sod;
+        int m, d;
+        char zone[8];
+
+        if (frac < 0) {
+                frac += NSEC_PER_SEC;
+                secs--;
+        }
+        secs += tz_offset_sec;
+        days = secs / 86400;
+        sod = secs % 86400;
+        if (sod < 0) {
+                sod += 86400;
+                days--;
+        }
+        civil_from_days(days, &y, &m, &d);
+        if (tz_offset_sec == 0)
+                strcpy(zone, "Z");
+        else {
+                int a = tz_offset_sec < 0 ? -tz_offset_sec : tz_offset_sec;
+                snprintf(zone, sizeof(zone), "%c%02d:%02d", tz_offset_sec < 0 ? '-' : '+', (a / 3600) % 100,
+                         (a / 60) % 60);
+        }
+        snprintf(buf, size, "%04" PRId64 "-%02d-%02dT%02d:%02d:%02d.%09" PRId64 "%s", y, m, d, (int) (sod / 3600),
+                 (int) (sod / 60 % 60), (int) (sod % 60), frac, zone);
+        return buf;
+}
+
+/* ---- parsing ---- */
+
+int cri_log_parse_line(const char *line, size_t len, struct cri_log_msg *ret) {
+        const char *p, *end, *sp;
+        struct cri_log_msg m = {};
+        int r;
+
+        if (!line)
+                return -EINVAL;
+        end = line + len;
+        if (len > 0 && end[-1] == '\n')
+                end--;
+
+        /* timestamp */
+        sp = memchr(line, ' ', end - line);
+        if (!sp)
+                return -EINVAL;
+        r = parse_timestamp(line, sp - line, &m.timestamp_nsec, &m.tz_offset_sec);
+        if (r < 0)
+                return -EINVAL;
+
+        /* stream */
+        p = sp + 1;
+        sp = memchr(p, ' ', end - p);
+        if (!sp)
+                return -EINVAL;
+        if (sp - p == 6 && memcmp(p, "stdout", 6) == 0)
+                m.stream = CRI_LOG_STDOUT;
+        else if (sp - p == 6 && memcmp(p, "stderr", 6) == 0)
+                m.stream = CRI_LOG_STDERR;
+        else
+                return -EINVAL;
+
+        /* tags, ':'-separated; only the first one means something (forward compatible, as upstream) */
+        p = sp + 1;
+        sp = memchr(p, ' ', end - p);
+        if (!sp)
+                return -EINVAL;
+        {
+                const char *colon = memchr(p, ':', sp - p);
+                size_t first = colon ? (size_t) (colon - p) : (size_t) (sp - p);
+                m.partial = first == 1 && p[0] == 'P';
+        }
+
+        m.content = sp + 1;
+        m.content_len = end - m.content;
+        *ret = m;
+        return 0;
+}
+
+/* ---- options ---- */
+
+void cri_log_options_init(struct cri_log_options *o) {
+        *o = (struct cri_log_options) {
+                .tail_lines = -1,
+                .limit_bytes = -1,
+        };
+}
+
+/* strconv.ParseInt(s, 10, 64) */
+static int parse_int64_strict(const char *s, int64_t *ret) {
+        const char *p = s;
+        bool neg = false;
+        uint64_t v = 0, lim;
+
+        if (*p == '+' || *p == '-')
+                neg = *p++ == '-';
+        if (!*p)
+                return -EINVAL;
+        lim = neg ? (uint64_t) INT64_MAX + 1 : (uint64_t) INT64_MAX;
+        for (; *p; p++) {
+                if (*p < '0' || *p > '9')
+                        return -EINVAL;
+                if (v > (lim - (uint64_t) (*p - '0')) / 10)
+                        return -ERANGE;
+                v = v * 10 + (uint64_t) (*p - '0');
+        }
+        *ret = neg ? (int64_t) (0 - v) : (int64_t) v;
+        return 0;
+}
+
+/* Go's Convert_Slice_string_To_bool: false only for "0" and "false" (any case). */
+static bool query_bool(const char *v) {
+        return !(streq(v, "0") || strcasecmp(v, "false") == 0);
+}
+
+/* Rewrite the query so that libevent's parser accepts what Go's url.ParseQuery accepts: empty pieces
+ * ("a=1&&b=2") are dropped, a key without '=' gets an empty value. */
+static int normalize_query(const char *qs, char **ret) {
+        size_t n = strlen(qs);
+        _cleanup_free_ char *s = malloc(n * 2 + 1);
+        char *o;
+        const char *p = qs;
+
+        if (!s)
+                return -ENOMEM;
+        o = s;
+        while (*p) {
+                const char *amp = strchr(p, '&');
+                size_t l = amp ? (size_t) (amp - p) : strlen(p);
+                if (l > 0) {
+                        if (o != s)
+                                *o++ = '&';
+                        memcpy(o, p, l);
+                        o += l;
+                        if (!memchr(p, '=', l))
+                                *o++ = '=';
+                }
+                p += l;
+                if (*p == '&')
+                        p++;
+        }
+        *o = '\0';
+        *ret = TAKE_PTR(s);
+        return 0;
+}
+
+enum {
+        Q_FOLLOW,
+        Q_PREVIOUS,
+        Q_TIMESTAMPS,
+        Q_TAIL_LINES,
+        Q_TAIL,
+        Q_LIMIT_BYTES,
+        Q_SINCE_SECONDS,
+        Q_SINCE_TIME,
+        _Q_MAX,
+};
+
+static const char *const query_names[_Q_MAX] = {
+        [Q_FOLLOW] = "follow",
+        [Q_PREVIOUS] = "previous",
+        [Q_TIMESTAMPS] = "timestamps",
+        [Q_TAIL_LINES] = "tailLines",
+        [Q_TAIL] = "tail",
+        [Q_LIMIT_BYTES] = "limitBytes",
+        [Q_SINCE_SECONDS] = "sinceSeconds",
+        [Q_SINCE_TIME] = "sinceTime",
+};
+
+static int set_error(char **ret_error, const char *fmt, ...) _printf_(2, 3);
+static int set_error(char **ret_error, const char *fmt, ...) {
+        char *s = NULL;
+        if (!ret_error)
+                return 0;
+        if (VA_FORMAT(s, fmt) < 0)
+                return -ENOMEM;
+        *ret_error = s;
+        return 0;
+}
+
+/* Append one validation error, upstream's aggregate style: "a" or "[a, b]" (brackets added at the end). */
+static int add_invalid(char **errs, size_t *n, const char *fmt, ...) _printf_(3, 4);
+static int add_invalid(char **errs, size_t *n, const char *fmt, ...) {
+        _cleanup_free_ char *e = NULL;
+        char *joined;
+        if (VA_FORMAT(e, fmt) < 0)
+                return -ENOMEM;
+        if (*errs) {
+                if (asprintf(&joined, "%s, %s", *errs, e) < 0)
+                        return -ENOMEM;
+                free(*errs);
+                *errs = joined;
+        } else
+                *errs = TAKE_PTR(e);
+        (*n)++;
+        return 0;
+}
+
+int cri_log_options_from_query_at(const char *query_string, int64_t now_nsec, struct cri_log_options *ret,
+                                  char **ret_error) {
+        struct evkeyvalq q;
+        struct evkeyval *kv;
+        _cleanup_free_ char *norm = NULL, *errs = NULL;
+        const char *val[_Q_MAX] = {};
+        struct cri_log_options o;
+        int64_t tail = -1, limit = -1, since_seconds = 0, since_time = 0;
+        bool have_tail = false, have_limit = false, have_since_seconds = false, have_since_time = false;
+        size_t nerr = 0;
+        int r;
+
+        cri_log_options_init(&o);
+        if (isempty(query_string)) {
+                *ret = o;
+                return 0;
+        }
+        if (strlen(query_string) > QUERY_MAX) {
+                r = set_error(ret_error, "Unable to decode query: query string too long");
+                return r < 0 ? r : -EBADMSG;
+        }
+        /* libevent decodes "%00" into a string end, which would hide trailing garbage */
+        if (strstr(query_string, "%00")) {
+                r = set_error(ret_error, "Unable to decode query: NUL byte in query");
+                return r < 0 ? r : -EBADMSG;
+        }
+        r = normalize_query(query_string, &norm);
+        if (r < 0)
+                return r;
+
+        TAILQ_INIT(&q);
+        if (evhttp_parse_query_str(norm, &q) < 0) {
+                r = set_error(ret_error, "Unable to decode query.");
+                return r < 0 ? r : -EBADMSG;
+        }
+
+        TAILQ_FOREACH(kv, &q, next) {
+                size_t klen = 0;
+                _cleanup_free_ char *key = evhttp_uridecode(kv->key, 1, &klen);
+                if (!key) {
+                        r = -ENOMEM;
+                        goto finish;
+                }
+                if (klen != strlen(key))
+                        continue;
+                for (size_t i = 0; i < _Q_MAX; i++)
+                        if (!val[i] && streq(key, query_names[i])) /* the first value wins */
+                                val[i] = kv->value;
+        }
+
+        if (val[Q_FOLLOW])
+                o.follow = query_bool(val[Q_FOLLOW]);
+        if (val[Q_PREVIOUS])
+                o.previous = query_bool(val[Q_PREVIOUS]);
+        if (val[Q_TIMESTAMPS])
+                o.timestamps = query_bool(val[Q_TIMESTAMPS]);
+
+        /* backwards compatibility: "tail" replaces tailLines, "all" the same as omitting it */
+        if (!isempty(val[Q_TAIL]))
+                val[Q_TAIL_LINES] = streq(val[Q_TAIL], "all") ? NULL : val[Q_TAIL];
+
+        if (val[Q_TAIL_LINES]) {
+                if (parse_int64_strict(val[Q_TAIL_LINES], &tail) < 0) {
+                        r = set_error(ret_error, "Unable to decode query: tailLines: invalid value \"%s\"",
+                                      val[Q_TAIL_LINES]);
+                        r = r < 0 ? r : -EBADMSG;
+                        goto finish;
+                }
+                have_tail = true;
+        }
+        if (val[Q_LIMIT_BYTES]) {
+                if (parse_int64_strict(val[Q_LIMIT_BYTES], &limit) < 0) {
+                        r = set_error(ret_error, "Unable to decode query: limitBytes: invalid value \"%s\"",
+                                      val[Q_LIMIT_BYTES]);
+                        r = r < 0 ? r : -EBADMSG;
+                        goto finish;
+                }
+                have_limit = true;
+        }
+        if (val[Q_SINCE_SECONDS]) {
+                if (parse_int64_strict(val[Q_SINCE_SECONDS], &since_seconds) < 0) {
+                        r = set_error(ret_error, "Unable to decode query: sinceSeconds: invalid value \"%s\"",
+                                      val[Q_SINCE_SECONDS]);
+                        r = r < 0 ? r : -EBADMSG;
+                        goto finish;
+                }
+                have_since_seconds = true;
+        }
+        if (val[Q_SINCE_TIME]) {
+                const char *s = val[Q_SINCE_TIME];
+                int32_t off;
+                /* metav1.Time's UnmarshalQueryParameter: "" and "null" are the zero time, still "set" */
+                if (!isempty(s) && !streq(s, "null") && parse_timestamp(s, strlen(s), &since_time, &off) < 0) {
+                        r = set_error(ret_error, "Unable to decode query: sinceTime: invalid value \"%s\"", s);
+                        r = r < 0 ? r : -EBADMSG;
+                        goto finish;
+                }
+                have_since_time = true;
+        }
+
+        /* validation.ValidatePodLogOptions */
+        if (have_tail && tail < 0 &&
+            (r = add_invalid(&errs, &nerr, "tailLines: Invalid value: %" PRId64 ": must be greater than or equal to 0",
+                             tail)) < 0)
+                goto finish;
+        if (have_limit && limit < 1 &&
+            (r = add_invalid(&errs, &nerr, "limitBytes: Invalid value: %" PRId64 ": must be greater than 0", limit)) < 0)
+                goto finish;
+        if (have_since_seconds && have_since_time) {
+                r = add_invalid(&errs, &nerr, "Forbidden: at most one of `sinceTime` or `sinceSeconds` may be specified");
+                if (r < 0)
+                        goto finish;
+        } else if (have_since_seconds && since_seconds < 1) {
+                r = add_invalid(&errs, &nerr, "sinceSeconds: Invalid value: %" PRId64 ": must be greater than 0",
+                                since_seconds);
+                if (r < 0)
+                        goto finish;
+        }
+        if (nerr > 0) {
+                r = nerr > 1 ? set_error(ret_error, "[%s]", errs) : set_error(ret_error, "%s", errs);
+                r = r < 0 ? r : -EINVAL;
+                goto finish;
+        }
+
+        /* logs.NewLogOptions */
+        if (have_tail)
+                o.tail_lines = tail;
+        if (have_limit)
+                o.limit_bytes = limit;
+        if (have_since_seconds) {
+                if (now_nsec <= 0)
+                        now_nsec = (int64_t) now_realtime_usec() * 1000;
+                if (since_seconds < now_nsec / NSEC_PER_SEC)
+                        o.since_nsec = now_nsec - since_seconds * NSEC_PER_SEC;
+        }
+        if (have_since_time && since_time > o.since_nsec)
+                o.since_nsec = since_time;
+
+        *ret = o;
+        r = 0;
+finish:
+        evhttp_clear_headers(&q);
+        return r;
+}
+
+int cri_log_options_from_query(const char *query_string, struct cri_log_options *ret, char **ret_error) {
+        return cri_log_options_from_query_at(query_string, 0, ret, ret_error);
+}
+
+/* ---- cursor ---- */
+
+void cri_log_cursor_init(struct cri_log_cursor *c, const struct cri_log_options *o) {
+        *c = (struct cri_log_cursor) {
+                .remaining = o && o->limit_bytes >= 0 ? o->limit_bytes : -1,
+        };
+        c->limit_reached = c->remaining == 0;
+}
+
+void cri_log_cursor_done(struct cri_log_cursor *c) {
+        if (!c)
+                return;
+        for (size_t i = 0; i < ELEMENTSOF(c->pending); i++) {
+                free(c->pending[i].data);
+                c->pending[i] = (struct cri_log_pending) {};
+        }
+}
+
+int cri_log_cursor_copy(const struct cri_log_cursor *src, struct cri_log_cursor *ret) {
+        struct cri_log_cursor c = *src;
+
+        for (size_t i = 0; i < ELEMENTSOF(c.pending); i++) {
+                c.pending[i].data = NULL;
+                c.pending[i].allocated = 0;
+        }
+        for (size_t i = 0; i < ELEMENTSOF(c.pending); i++) {
+                if (src->pending[i].len == 0)
+                        continue;
+                c.pending[i].data = malloc(src->pending[i].len);
+                if (!c.pending[i].data) {
+                        cri_log_cursor_done(&c);
+                        return -ENOMEM;
+                }
+                memcpy(c.pending[i].data, src->pending[i].data, src->pending[i].len);
+                c.pending[i].allocated = src->pending[i].len;
+        }
+        *ret = c;
+        return 0;
+}
+
+/* ---- decoding ---- */
+
+struct decoder {
+        const struct cri_log_options *o;
+        struct cri_log_cursor *c;
+        struct evbuffer *out;
+};
+
+/* Append output, cut at the bytes still allowed. */
+static int put(struct decoder *d, const void *data, size_t len) {
+        struct cri_log_cursor *c = d->c;
+
+        if (c->limit_reached)
+                return 0;
+        if (c->remaining >= 0 && (uint64_t) c->remaining < len)
+                len = (size_t) c->remaining;
+        if (len > 0 && evbuffer_add(d->out, data, len) < 0)
+                return -ENOMEM;
+        if (c->remaining >= 0) {
+                c->remaining -= (int64_t) len;
+                if (c->remaining == 0)
+                        c->limit_reached = true;
+        }
+        return 0;
+}
+
+static int emit(struct decoder *d, struct cri_log_pending *p, const char *data, size_t len, bool newline) {
+        int r;
+
+        if (p->skip || d->c->limit_reached)
+                return 0;
+        if (!p->emitted && d->o->timestamps) {
+                char ts[48];
+                size_t l;
+                cri_log_format_timestamp(p->timestamp_nsec, p->tz_offset_sec, ts, sizeof(ts) - 1);
+                l = strlen(ts);
+                ts[l++] = ' ';
+                r = put(d, ts, l);
+                if (r < 0)
+                        return r;
+        }
+        p->emitted = true;
+        r = put(d, data, len);
+        if (r < 0)
+                return r;
+        if (newline)
+                return put(d, "\n", 1);
+        return 0;
+}
+
+static void pending_start(struct decoder *d, struct cri_log_pending *p, const struct cri_log_msg *m) {
+        if (p->active)
+                return;
+        p->active = true;
+        p->emitted = false;
+        p->len = 0;
+        p->timestamp_nsec = m->timestamp_nsec;
+        p->tz_offset_sec = m->tz_offset_sec;
+        /* upstream: a line older than since is skipped */
+        p->skip = d->o->since_nsec > 0 && m->timestamp_nsec < d->o->since_nsec;
+}
+
+static int pending_append(struct decoder *d, struct cri_log_pending *p, const char *data, size_t len) {
+        int r;
+
+        if (p->skip || len == 0)
+                return 0;
+        if (p->len + len > CRI_LOG_MAX_JOINED) {
+                /* too long to keep: write out what we have and go on in pieces */
+                if (p->len > 0) {
+                        r = emit(d, p, p->data, p->len, false);
+                        if (r < 0)
+                                return r;
+                        p->len = 0;
+                }
+                if (len > CRI_LOG_MAX_JOINED)
+                        return emit(d, p, data, len, false);
+        }
+        if (p->len + len > p->allocated) {
+                size_t a = MAX(p->len + len, MIN(p->allocated * 2, (size_t) CRI_LOG_MAX_JOINED));
+                char *n = realloc(p->data, a);
+                if (!n)
+                        return -ENOMEM;
+                p->data = n;
+                p->allocated = a;
+        }
+        memcpy(p->data + p->len, data, len);
+        p->len += len;
+        return 0;
+}
+
+static int pending_finish(struct decoder *d, struct cri_log_pending *p, bool newline) {
+        int r = 0;
+
+        if (!p->active)
+                return 0;
+        if (!p->skip && (p->len > 0 || newline || !p->emitted))
+                r = emit(d, p, p->data, p->len, newline);
+        p->active = false;
+        p->emitted = false;
+        p->skip = false;
+        p->len = 0;
+        if (p->allocated > PENDING_KEEP) {
+                free(p->data);
+                p->data = NULL;
+                p->allocated = 0;
+        }
+        return r;
+}
+
+/* A whole raw line (or the rest of a long one), without its '\n'. */
+static int process_line(struct decoder *d, const char *line, size_t len, bool terminated) {
+        struct cri_log_cursor *c = d->c;
+        struct cri_log_pending *p;
+        struct cri_log_msg m;
+        int r;
+
+        if (c->line.active) {
+                /* the end of a raw line whose beginning was consumed piecewise */
+                c->line.active = false;
+                if (c->line.skip)
+                        return 0;
+                p = &c->pending[c->line.stream];
+                r = pending_append(d, p, line, len);
+                if (r < 0)
+                        return r;
+                return c->line.partial ? 0 : pending_finish(d, p, terminated);
+        }
+
+        if (cri_log_parse_line(line, len, &m) < 0) {
+                log_v(4, "Skipping a log line not in CRI format (%zu bytes)", len);
+                return 0;
+        }
+        p = &c->pending[m.stream];
+        pending_start(d, p, &m);
+        r = pending_append(d, p, m.content, m.content_len);
+        if (r < 0)
+                return r;
+        return m.partial ? 0 : pending_finish(d, p, terminated);
+}
+
+/* A piece of a raw line longer than the read block (no newline in it). */
+static int process_piece(struct decoder *d, const char *data, size_t len) {
+        struct cri_log_cursor *c = d->c;
+        struct cri_log_pending *p;
+        struct cri_log_msg m;
+
+        if (c->line.active)
+                return c->line.skip ? 0 : pending_append(d, &c->pending[c->line.stream], data, len);
+
+        c->line.active = true;
+        if (cri_log_parse_line(data, len, &m) < 0) {
+                log_v(4, "Skipping a long log line not in CRI format");
+                c->line.skip = true;
+                return 0;
+        }
+        c->line.skip = false;
+        c->line.partial = m.partial;
+        c->line.stream = m.stream;
+        p = &c->pending[m.stream];
+        pending_start(d, p, &m);
+        return pending_append(d, p, m.content, m.content_len);
+}
+
+/* End of input: write out everything unfinished, oldest first. */
+static int finish_all(struct decoder *d) {
+        struct cri_log_cursor *c = d->c;
+        struct cri_log_pending *a = &c->pending[CRI_LOG_STDOUT], *b = &c->pending[CRI_LOG_STDERR];
+        int r;
+
+        if (c->line.active) {
+                c->line.active = false;
+                if (!c->line.skip && !c->line.partial) {
+                        r = pending_finish(d, &c->pending[c->line.stream], false);
+                        if (r < 0)
+                                return r;
+                }
+        }
+        if (a->active && b->active && b->timestamp_nsec < a->timestamp_nsec) {
+                struct cri_log_pending *t = a;
+                a = b;
+                b = t;
+        }
+        r = pending_finish(d, a, false);
+        if (r < 0)
+                return r;
+        return pending_finish(d, b, false);
+}
+
+static ssize_t pread_full(int fd, void *buf, size_t len, uint64_t off) {
+        size_t done = 0;
+        while (done < len) {
+                ssize_t n = pread(fd, (char *) buf + done, len - done, (off_t) (off + done));
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return negative_errno();
+                }
+                if (n == 0)
+                        break;
+                done += (size_t) n;
+        }
+        return (ssize_t) done;
+}
+
+/* Decode [c->offset, end) of fd. Complete lines are processed; with final, also an unterminated last
+ * line. Without final the unterminated rest stays unconsumed (c->offset points at it), except pieces of
+ * a line longer than the block. */
+static int decode_range(int fd, struct decoder *d, uint64_t end, bool final) {
+        struct cri_log_cursor *c = d->c;
+        _cleanup_free_ char *buf = NULL;
+        uint64_t off = c->offset;
+        size_t len = 0;
+        int r;
+
+        if (off >= end || c->limit_reached)
+                return 0;
+        buf = malloc(READ_BLOCK);
+        if (!buf)
+                return -ENOMEM;
+
+        for (;;) {
+                size_t p = 0;
+                bool eof;
+
+                if (off + len < end && len < READ_BLOCK) {
+                        size_t want = (size_t) MIN((uint64_t) (READ_BLOCK - len), end - (off + len));
+                        ssize_t n = pread_full(fd, buf + len, want, off + len);
+                        if (n < 0)
+                                return (int) n;
+                        len += (size_t) n;
+                        if ((size_t) n < want)
+                                end = off + len; /* the file shrank */
+                }
+                eof = off + len >= end;
+
+                while (p < len && !c->limit_reached) {
+                        char *nl = memchr(buf + p, '\n', len - p);
+                        if (!nl)
+                                break;
+                        r = process_line(d, buf + p, (size_t) (nl - (buf + p)), true);
+                        if (r < 0)
+                                return r;
+                        p = (size_t) (nl - buf) + 1;
+                }
+                if (!c->limit_reached && p < len) {
+                        if (p == 0 && len == READ_BLOCK) {
+                                /* a raw line longer than the block */
+                                r = process_piece(d, buf, len);
+                                if (r < 0)
+                                        return r;
+                                p = len;
+                        } else if (eof && final) {
+                                r = process_line(d, buf + p, len - p, false);
+                                if (r < 0)
+                                        return r;
+                                p = len;
+                        }
+                }
+
+                memmove(buf, buf + p, len - p);
+                off += p;
+                len -= p;
+                c->offset = off;
+                if (c->limit_reached || eof)
+                        return 0;
+        }
+}
+
+/* Classify the raw line starting at s (ending at e, '\n' included) by its tag. */
+enum line_kind { LINE_INVALID, LINE_FULL, LINE_PARTIAL };
+
+static int classify(int fd, const char *blk, uint64_t blk_start, uint64_t blk_end, uint64_t s, uint64_t e,
+                    enum line_kind *ret) {
+        char hdr[HEADER_MAX];
+        const char *p;
+        size_t l = (size_t) MIN(e - s, (uint64_t) HEADER_MAX);
+        struct cri_log_msg m;
+
+        if (s >= blk_start && s + l <= blk_end)
+                p = blk + (s - blk_start);
+        else {
+                ssize_t n = pread_full(fd, hdr, l, s);
+                if (n < 0)
+                        return (int) n;
+                l = (size_t) n;
+                p = hdr;
+        }
+        if (cri_log_parse_line(p, l, &m) < 0)
+                *ret = LINE_INVALID;
+        else
+                *ret = m.partial ? LINE_PARTIAL : LINE_FULL;
+        return 0;
+}
+
+int cri_log_tail_offset(int fd, uint64_t size, int64_t tail_lines, uint64_t *ret_offset) {
+        _cleanup_free_ char *buf = NULL;
+        uint64_t right = size, e = size;
+        int64_t count = 0;
+        bool seen_full = false, dangling = false;
+        int r;
+
+        if (tail_lines < 0) {
+                *ret_offset = 0;
+                return 0;
+        }
+        if (tail_lines == 0 || size == 0) {
+                *ret_offset = size;
+                return 0;
+        }
+        buf = malloc(READ_BLOCK);
+        if (!buf)
+                return -ENOMEM;
+
+        /* Lines end at F lines; unfinished P lines at the very end count as one more line. The start is
+         * the end of the (tail_lines+1)-th F line from the end. */
+        for (;;) {
+                uint64_t left = right > READ_BLOCK ? right - READ_BLOCK : 0;
+                size_t blen = (size_t) (right - left), i = blen;
+                ssize_t n;
+
+                if (blen > 0) {
+                        n = pread_full(fd, buf, blen, left);
+                        if (n < 0)
+                                return (int) n;
+                        if ((size_t) n != blen)
+                                return -EIO; /* truncated while reading */
+                }
+                for (;;) {
+                        char *nl = i > 0 ? memrchr(buf, '\n', i) : NULL;
+                        enum line_kind k;
+                        uint64_t s;
+
+                        if (nl) {
+                                i = (size_t) (nl - buf);
+                                s = left + i + 1;
+                        } else if (left == 0)
+                                s = 0; /* the first line of the file */
+                        else
+                                break;
+                        if (s < e) {
+                                r = classify(fd, buf, left, right, s, e, &k);
+                                if (r < 0)
+                                        return r;
+                                if (k == LINE_FULL) {
+                                        if (count == tail_lines) {
+                                                *ret_offset = e;
+                                                return 0;
+                                        }
+                                        count++;
+                                        seen_full = true;
+                                } else if (k == LINE_PARTIAL && !seen_full && !dangling) {
+                                        dangling = true;
+                                        count++;
+                                }
+                                e = s;
+                        }
+                        if (s == 0)
+                                break;
+                }
+                if (left == 0)
+                        break;
+                right = left;
+        }
+        *ret_offset = 0;
+        return 0;
+}
+
+int cri_log_read(int fd, const struct cri_log_options *o, struct evbuffer *out, struct cri_log_cursor *cursor) {
+        struct cri_log_cursor c;
+        struct decoder d = { .o = o, .c = &c, .out = out };
+        struct stat st;
+        uint64_t size;
+        int r;
+
+        if (fd < 0 || !o || !out)
+                return -EINVAL;
+        if (fstat(fd, &st) < 0)
+                return negative_errno();
+        size = st.st_size > 0 ? (uint64_t) st.st_size : 0;
+
+        cri_log_cursor_init(&c, o);
+        r = cri_log_tail_offset(fd, size, o->tail_lines, &c.offset);
+        if (r < 0)
+                return r;
+        r = decode_range(fd, &d, size, !o->follow);
+        if (r >= 0 && !o->follow)
+                r = finish_all(&d);
+        if (r < 0) {
+                cri_log_cursor_done(&c);
+                return r;
+        }
+        if (cursor)
+                *cursor = c;
+        else
+                cri_log_cursor_done(&c);
+        return 0;
+}
+
+/* ---- following ---- */
+
+struct cri_log_follower {
+        struct event_base *base;
+        char *path;
+        int fd;
+        dev_t dev;
+        ino_t ino;
+        int inotify_fd;
+        int wd;
+        struct event *io, *timer, *kick;
+        struct cri_log_options o;
+        struct cri_log_cursor c;
+        struct evbuffer *out;
+        cri_log_write_t write;
+        cri_log_running_t still_running;
+        cri_log_done_t done;
+        void *userdata;
+        bool asked;          /* still_running() asked at least once */
+        bool draining;       /* not running any more: read to the end, then done */
+        bool check_rotation; /* the file was moved or deleted */
+        bool stopped;
+};
+
+#define WATCH_MASK (IN_MODIFY | IN_CLOSE_WRITE | IN_MOVE_SELF | IN_DELETE_SELF)
+
+static void follower_kick(struct cri_log_follower *f) {
+        static const struct timeval zero = { 0, 0 };
+        /* a zero timeout rather than event_active(): I/O is polled before it runs again */
+        evtimer_add(f->kick, &zero);
+}
+
+static void follower_finish(struct cri_log_follower *f, int r) {
+        cri_log_done_t done = f->done;
+        void *ud = f->userdata;
+
+        f->stopped = true;
+        event_del(f->io);
+        event_del(f->timer);
+        event_del(f->kick);
+        if (r < 0)
+                log_v(2, "Stopped following %s: %s", f->path, strerror(-r));
+        /* last: done may free f */
+        if (done)
+                done(r, ud);
+}
+
+static int follower_flush(struct cri_log_follower *f) {
+        while (evbuffer_get_length(f->out) > 0) {
+                struct evbuffer_iovec v;
+                int r;
+                if (evbuffer_peek(f->out, -1, NULL, &v, 1) < 1)
+                        break;
+                r = f->write(v.iov_base, v.iov_len, f->userdata);
+                evbuffer_drain(f->out, v.iov_len);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+/* One bounded step of reading. 1: more to read, 0: caught up with the end of the file. */
+static int follower_pump(struct cri_log_follower *f) {
+        struct decoder d = { .o = &f->o, .c = &f->c, .out = f->out };
+        struct stat st;
+        uint64_t size, end;
+        int r;
+
+        if (f->c.limit_reached)
+                return 0;
+        if (fstat(f->fd, &st) < 0)
+                return negative_errno();
+        size = st.st_size > 0 ? (uint64_t) st.st_size : 0;
+        if (size < f->c.offset) {
+                /* truncated (copytruncate): start over */
+                log_v(2, "Log file %s was truncated, reading it from the start", f->path);
+                f->c.offset = 0;
+                f->c.line.active = false;
+        }
+        end = MIN(size, f->c.offset + PUMP_MAX);
+        r = decode_range(f->fd, &d, end, false);
+        if (r < 0)
+                return r;
+        r = follower_flush(f);
+        if (r < 0)
+                return r;
+        return end < size && !f->c.limit_reached ? 1 : 0;
+}
+
+/* Switch to a new file at the path if the old one was replaced. 1 if switched. */
+static int follower_reopen(struct cri_log_follower *f) {
+        struct stat st;
+        _cleanup_close_ int fd = -1;
+        int wd;
+
+        if (stat(f->path, &st) < 0)
+                return errno == ENOENT ? 0 : negative_errno();
+        if (st.st_dev == f->dev && st.st_ino == f->ino) {
+                f->check_rotation = false;
+                return 0;
+        }
+        fd = open(f->path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+        if (fd < 0)
+                return errno == ENOENT ? 0 : negative_errno();
+        if (fstat(fd, &st) < 0)
+                return negative_errno();
+        if (!S_ISREG(st.st_mode))
+                return 0;
+
+        log_v(2, "Log file %s was replaced, following the new one", f->path);
+        if (f->wd >= 0)
+                (void) inotify_rm_watch(f->inotify_fd, f->wd); /* may be gone already */
+        wd = inotify_add_watch(f->inotify_fd, f->path, WATCH_MASK);
+        f->wd = wd; /* on failure the timer still notices new data */
+        close(f->fd);
+        f->fd = TAKE_FD(fd);
+        f->dev = st.st_dev;
+        f->ino = st.st_ino;
+        f->c.offset = 0;
+        f->c.line.active = false;
+        f->check_rotation = false;
+        return 1;
+}
+
+/* What to do after a step: wait for events, read on at once, or stop with done(r). */
+enum step_result { STEP_WAIT, STEP_AGAIN, STEP_DONE };
+
+static enum step_result follower_step_internal(struct cri_log_follower *f, bool tick, int *ret) {
+        int r;
+
+        r = follower_pump(f);
+        if (r < 0) {
+                *ret = r;
+                return STEP_DONE;
+        }
+        if (f->c.limit_reached) {
+                *ret = 0;
+                return STEP_DONE;
+        }
+        if (r > 0)
+                return STEP_AGAIN;
+
+        /* caught up with the end of the file */
+        if (f->check_rotation || tick) {
+                r = follower_reopen(f);
+                if (r < 0) {
+                        *ret = r;
+                        return STEP_DONE;
+                }
+                if (r > 0)
+                        return STEP_AGAIN;
+        }
+        if (f->draining) {
+                struct decoder d = { .o = &f->o, .c = &f->c, .out = f->out };
+                struct stat st;
+
+                if (fstat(f->fd, &st) < 0)
+                        r = negative_errno();
+                else
+                        r = decode_range(f->fd, &d, st.st_size > 0 ? (uint64_t) st.st_size : 0, true);
+                if (r >= 0)
+                        r = finish_all(&d);
+                if (r >= 0)
+                        r = follower_flush(f);
+                *ret = r < 0 ? r : 0;
+                return STEP_DONE;
+        }
+        if (tick || !f->asked) {
+                f->asked = true;
+                if (f->still_running && !f->still_running(f->userdata)) {
+                        /* read what came in meanwhile, then the unfinished rest */
+                        f->draining = true;
+                        return STEP_AGAIN;
+                }
+        }
+        return STEP_WAIT;
+}
+
+static void follower_step(struct cri_log_follower *f, bool tick) {
+        int r = 0;
+
+        if (f->stopped)
+                return;
+        switch (follower_step_internal(f, tick, &r)) {
+        case STEP_WAIT:
+                break;
+        case STEP_AGAIN:
+                follower_kick(f);
+                break;
+        case STEP_DONE:
+                follower_finish(f, r); /* may free f */
+                break;
+        }
+}
+
+static void on_kick(evutil_socket_t fd, short what, void *userdata) {
+        follower_step(userdata, false);
+}
+
+static void on_timer(evutil_socket_t fd, short what, void *userdata) {
+        follower_step(userdata, true);
+}
+
+static void on_inotify(evutil_socket_t fd, short what, void *userdata) {
+        struct cri_log_follower *f = userdata;
+        char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+
+        /* bounded: if more is queued the fd stays readable */
+        for (int i = 0; i < 16; i++) {
+                ssize_t n = read(f->inotify_fd, buf, sizeof(buf));
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        break; /* EAGAIN */
+                }
+                if (n == 0)
+                        break;
+                for (char *p = buf; p < buf + n;) {
+                        const struct inotify_event *e = (const struct inotify_event *) p;
+                        if (e->mask & (IN_MOVE_SELF | IN_DELETE_SELF | IN_IGNORED | IN_Q_OVERFLOW))
+                                f->check_rotation = true;
+                        p += sizeof(struct inotify_event) + e->len;
+                }
+        }
+        follower_step(f, false);
+}
+
+struct cri_log_follower *cri_log_follower_free(struct cri_log_follower *f) {
+        if (!f)
+                return NULL;
+        if (f->io)
+                event_free(f->io);
+        if (f->timer)
+                event_free(f->timer);
+        if (f->kick)
+                event_free(f->kick);
+        if (f->inotify_fd >= 0)
+                close(f->inotify_fd);
+        if (f->fd >= 0)
+                close(f->fd);
+        if (f->out)
+                evbuffer_free(f->out);
+        cri_log_cursor_done(&f->c);
+        free(f->path);
+        free(f);
+        return NULL;
+}
+
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct cri_log_follower *, cri_log_follower_free)
+
+int cri_log_follow(struct event_base *base, const char *path, const struct cri_log_options *o,
+                   const struct cri_log_cursor *start, cri_log_write_t write, cri_log_running_t still_running,
+                   cri_log_done_t done, void *userdata, struct cri_log_follower **ret) {
+        _cleanup_(cri_log_follower_freep) struct cri_log_follower *f = NULL;
+        const struct timeval period = { FOLLOW_PERIOD_SEC, 0 };
+        struct stat st;
+        int r;
+
+        if (!base || !path || !o || !write || !ret)
+                return -EINVAL;
+
+        f = calloc(1, sizeof(*f));
+        if (!f)
+                return -ENOMEM;
+        f->fd = f->inotify_fd = f->wd = -1;
+        f->base = base;
+        f->o = *o;
+        f->write = write;
+        f->still_running = still_running;
+        f->done = done;
+        f->userdata = userdata;
+        if (start) {
+                r = cri_log_cursor_copy(start, &f->c);
+                if (r < 0)
+                        return r;
+        } else
+                cri_log_cursor_init(&f->c, o);
+
+        f->path = strdup(path);
+        f->out = evbuffer_new();
+        if (!f->path || !f->out)
+                return -ENOMEM;
+
+        f->fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+        if (f->fd < 0)
+                return negative_errno();
+        if (fstat(f->fd, &st) < 0)
+                return negative_errno();
+        if (!S_ISREG(st.st_mode))
+                return -EBADFD;
+        f->dev = st.st_dev;
+        f->ino = st.st_ino;
+
+        f->inotify_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+        if (f->inotify_fd < 0)
+                return negative_errno();
+        f->wd = inotify_add_watch(f->inotify_fd, path, WATCH_MASK);
+        if (f->wd < 0)
+                return negative_errno();
+
+        f->io = event_new(base, f->inotify_fd, EV_READ | EV_PERSIST, on_inotify, f);
+        f->timer = event_new(base, -1, EV_PERSIST, on_timer, f);
+        f->kick = evtimer_new(base, on_kick, f);
+        if (!f->io || !f->timer || !f->kick)
+                return -ENOMEM;
+        if (event_add(f->io, NULL) < 0 || event_add(f->timer, &period) < 0)
+                return -EIO;
+        /* the first read from the loop: callbacks never run inside this call */
+        follower_kick(f);
+
+        *ret = TAKE_PTR(f);
+        return 0;
+}
