@@ -175,6 +175,7 @@ static void stats_record(struct cri_client *c, int op, bool error, uint64_t star
         if (error)
                 c->ops[op].stats.errors++;
         c->ops[op].stats.seconds_sum += (double) (now_usec() - start) / 1e6;
+        histogram_observe(&c->ops[op].stats.duration, (double) (now_usec() - start) / 1e6);
 }
 
 /* Run one call's callback and free it. The call must already be unlinked from its connection. */
@@ -729,6 +730,7 @@ int cri_client_new(struct event_base *base, const char *runtime_endpoint, const 
         for (size_t i = 0; i < ELEMENTSOF(op_names) && i < ELEMENTSOF(c->ops); i++) {
                 c->ops[i].method_suffix = op_names[i].method;
                 c->ops[i].stats.operation = op_names[i].op;
+                histogram_init_exponential(&c->ops[i].stats.duration, 0.005, 2.5, 14);
                 c->n_ops++;
         }
         r = conn_new(c, runtime_endpoint, &c->runtime);
@@ -873,6 +875,8 @@ CRI_DEFINE(cri_container_stats, RuntimeService, ContainerStats, ContainerStatsRe
            runtime__v1__container_stats_response__descriptor)
 CRI_DEFINE(cri_list_container_stats, RuntimeService, ListContainerStats, ListContainerStatsRequest,
            runtime__v1__list_container_stats_response__descriptor)
+CRI_DEFINE(cri_list_pod_sandbox_stats, RuntimeService, ListPodSandboxStats, ListPodSandboxStatsRequest,
+           runtime__v1__list_pod_sandbox_stats_response__descriptor)
 CRI_DEFINE(cri_image_fs_info, ImageService, ImageFsInfo, ImageFsInfoRequest,
            runtime__v1__image_fs_info_response__descriptor)
 CRI_DEFINE(cri_list_images, ImageService, ListImages, ListImagesRequest,

@@ -12,6 +12,7 @@
 #include <protobuf-c/protobuf-c.h>
 #include <stdint.h>
 
+#include "basic/histogram.h"
 #include "cri.pb-c.h"
 
 /* gRPC status codes (google.golang.org/grpc/codes) */
@@ -75,6 +76,7 @@ struct cri_op_stats {
         uint64_t count;
         uint64_t errors;
         double seconds_sum;
+        struct histogram duration; /* kubelet_runtime_operations_duration_seconds: ExponentialBuckets(.005, 2.5, 14) */
 };
 /* Iterates over operations seen so far. */
 void cri_client_foreach_stats(struct cri_client *c, void (*fn)(const struct cri_op_stats *s, void *ud), void *ud);
@@ -103,6 +105,7 @@ CRI_DECLARE(cri_attach, RuntimeService, Attach, AttachRequest);
 CRI_DECLARE(cri_port_forward, RuntimeService, PortForward, PortForwardRequest);
 CRI_DECLARE(cri_container_stats, RuntimeService, ContainerStats, ContainerStatsRequest);
 CRI_DECLARE(cri_list_container_stats, RuntimeService, ListContainerStats, ListContainerStatsRequest);
+CRI_DECLARE(cri_list_pod_sandbox_stats, RuntimeService, ListPodSandboxStats, ListPodSandboxStatsRequest);
 CRI_DECLARE(cri_image_fs_info, ImageService, ImageFsInfo, ImageFsInfoRequest);
 CRI_DECLARE(cri_pull_image, ImageService, PullImage, PullImageRequest);
 CRI_DECLARE(cri_image_status, ImageService, ImageStatus, ImageStatusRequest);

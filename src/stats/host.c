@@ -1,0 +1,629 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Node-level statistics from /proc, /sys and cgroupfs (what cadvisor's root container gives upstream). */
+#include "stats/host.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <linux/ethtool.h>
+#include <linux/sockios.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include "basic/util.h"
+
+#define SMALL_FILE_MAX (64u * 1024u)          /* cgroup files, meminfo, loadavg */
+#define TABLE_FILE_MAX (4u * 1024u * 1024u)   /* /proc/net/dev, /proc/net/route, /proc/stat */
+#define DU_MAX_DEPTH 16
+#define DU_MAX_ENTRIES 1000000u
+
+/* ---------------------------------------------------------------- files */
+
+int stats_read_file(const char *root, const char *path, size_t max_size, char **ret) {
+        _cleanup_free_ char *p = NULL;
+        char *data = NULL;
+        int r;
+
+        if (asprintf(&p, "%s%s", strempty(root), path) < 0)
+                return -ENOMEM;
+        r = read_full_file(p, max_size, &data, NULL);
+        if (r < 0)
+                return r;
+        *ret = data;
+        return 0;
+}
+
+int stats_read_u64(const char *root, const char *path, uint64_t *ret) {
+        _cleanup_free_ char *s = NULL;
+        int r = stats_read_file(root, path, SMALL_FILE_MAX, &s);
+        if (r < 0)
+                return r;
+        return stats_parse_u64(s, ret);
+}
+
+/* ---------------------------------------------------------------- parsers */
+
+/* An unsigned decimal at *s (after blanks); *end just past it. */
+static int parse_u64_token(const char *s, const char **end, uint64_t *ret) {
+        unsigned long long v;
+        char *e;
+
+        while (*s == ' ' || *s == '\t')
+                s++;
+        if (!isdigit((unsigned char) *s))
+                return -EINVAL;
+        errno = 0;
+        v = strtoull(s, &e, 10);
+        if (errno == ERANGE)
+                return -ERANGE;
+        *end = e;
+        *ret = (uint64_t) v;
+        return 0;
+}
+
+int stats_parse_u64(const char *text, uint64_t *ret) {
+        const char *end;
+        uint64_t v;
+        int r;
+
+        if (!text)
+                return -EINVAL;
+        r = parse_u64_token(text, &end, &v);
+        if (r < 0)
+                return r;
+        while (isspace((unsigned char) *end))
+                end++;
+        if (*end)
+                return -EINVAL;
+        *ret = v;
+        return 0;
+}
+
+/* The line starting with exactly `key` followed by one of `seps`; returns the text after the separator. */
+static const char *find_key(const char *text, const char *key, const char *seps) {
+        size_t kl = strlen(key);
+
+        for (const char *l = text; l && *l;) {
+                if (strneq(l, key, kl) && l[kl] && strchr(seps, l[kl]))
+                        return l + kl + 1;
+                l = strchr(l, '\n');
+                if (l)
+                        l++;
+        }
+        return NULL;
+}
+
+int stats_parse_keyed(const char *text, const char *key, uint64_t *ret) {
+        const char *v, *end;
+        uint64_t x;
+        int r;
+
+        if (!text || isempty(key))
+                return -EINVAL;
+        v = find_key(text, key, " \t");
+        if (!v)
+                return -ENOENT;
+        r = parse_u64_token(v, &end, &x);
+        if (r < 0)
+                return r;
+        if (*end && *end != '\n' && !isspace((unsigned char) *end))
+                return -EINVAL;
+        *ret = x;
+        return 0;
+}
+
+int stats_parse_meminfo(const char *text, const char *key, uint64_t *ret_bytes) {
+        const char *v, *end;
+        uint64_t x;
+        int r;
+
+        if (!text || isempty(key))
+                return -EINVAL;
+        v = find_key(text, key, ":");
+        if (!v)
+                return -ENOENT;
+        r = parse_u64_token(v, &end, &x);
+        if (r < 0)
+                return r;
+        while (*end == ' ' || *end == '\t')
+                end++;
+        if (strneq(end, "kB", 2)) {
+                if (x > UINT64_MAX / 1024)
+                        return -ERANGE;
+                x *= 1024;
+        }
+        *ret_bytes = x;
+        return 0;
+}
+
+int stats_parse_cpu_list(const char *text, unsigned *ret) {
+        unsigned n = 0;
+        const char *p = text;
+
+        if (!text)
+                return -EINVAL;
+        while (isspace((unsigned char) *p))
+                p++;
+        while (*p && !isspace((unsigned char) *p)) {
+                uint64_t a, b;
+                const char *end;
+                if (parse_u64_token(p, &end, &a) < 0)
+                        return -EINVAL;
+                b = a;
+                if (*end == '-') {
+                        if (parse_u64_token(end + 1, &end, &b) < 0 || b < a)
+                                return -EINVAL;
+                }
+                if (b - a >= 65536 || n + (b - a + 1) > 65536 * 16)
+                        return -ERANGE;
+                n += (unsigned) (b - a + 1);
+                if (*end == ',')
+                        end++;
+                else if (*end && !isspace((unsigned char) *end))
+                        return -EINVAL;
+                p = end;
+        }
+        if (n == 0)
+                return -EINVAL;
+        *ret = n;
+        return 0;
+}
+
+/* ---------------------------------------------------------------- cgroups */
+
+uint64_t stats_working_set(uint64_t usage, uint64_t inactive_file) {
+        return usage < inactive_file ? 0 : usage - inactive_file;
+}
+
+/* value of the first key present, 0 if none */
+static uint64_t keyed_or_zero(const char *text, const char *key, const char *fallback) {
+        uint64_t v;
+        if (stats_parse_keyed(text, key, &v) == 0)
+                return v;
+        if (fallback && stats_parse_keyed(text, fallback, &v) == 0)
+                return v;
+        return 0;
+}
+
+int cgroup_v1_parse_memory(const char *usage_text, const char *stat_text, struct cgroup_cpu_memory *m) {
+        uint64_t usage;
+        int r;
+
+        r = stats_parse_u64(usage_text, &usage);
+        if (r < 0)
+                return r;
+        if (!stat_text)
+                return -EINVAL;
+        m->has_memory = true;
+        m->memory_usage_bytes = usage;
+        m->memory_working_set_bytes =
+                stats_working_set(usage, keyed_or_zero(stat_text, "total_inactive_file", "inactive_file"));
+        m->memory_rss_bytes = keyed_or_zero(stat_text, "total_rss", "rss");
+        m->memory_page_faults = keyed_or_zero(stat_text, "total_pgfault", "pgfault");
+        m->memory_major_page_faults = keyed_or_zero(stat_text, "total_pgmajfault", "pgmajfault");
+        return 0;
+}
+
+int cgroup_v2_parse_memory(const char *current_text, const char *stat_text, struct cgroup_cpu_memory *m) {
+        uint64_t usage;
+        int r;
+
+        if (!stat_text)
+                return -EINVAL;
+        if (current_text) {
+                r = stats_parse_u64(current_text, &usage);
+                if (r < 0)
+                        return r;
+        } else {
+                uint64_t anon, file;
+                r = stats_parse_keyed(stat_text, "anon", &anon);
+                if (r < 0)
+                        return r;
+                r = stats_parse_keyed(stat_text, "file", &file);
+                if (r < 0)
+                        return r;
+                usage = anon + file;
+        }
+        m->has_memory = true;
+        m->memory_usage_bytes = usage;
+        m->memory_working_set_bytes = stats_working_set(usage, keyed_or_zero(stat_text, "inactive_file", NULL));
+        m->memory_rss_bytes = keyed_or_zero(stat_text, "anon", NULL);
+        m->memory_page_faults = keyed_or_zero(stat_text, "pgfault", NULL);
+        m->memory_major_page_faults = keyed_or_zero(stat_text, "pgmajfault", NULL);
+        return 0;
+}
+
+int cgroup_v2_parse_cpu(const char *cpu_stat_text, uint64_t *ret_nsec) {
+        uint64_t usec;
+        int r = stats_parse_keyed(cpu_stat_text, "usage_usec", &usec);
+        if (r < 0)
+                return r;
+        if (usec > UINT64_MAX / 1000)
+                return -ERANGE;
+        *ret_nsec = usec * 1000;
+        return 0;
+}
+
+bool cgroup_is_unified(const char *root) {
+        _cleanup_free_ char *p = NULL;
+        if (asprintf(&p, "%s/sys/fs/cgroup/cgroup.controllers", strempty(root)) < 0)
+                return false;
+        return access(p, F_OK) == 0;
+}
+
+/* The root group's memory on v2 when it has no memory.stat: from /proc/meminfo and /proc/vmstat. */
+static int root_memory_from_meminfo(const char *root, struct cgroup_cpu_memory *m) {
+        _cleanup_free_ char *mi = NULL, *vm = NULL;
+        uint64_t total, free_, inactive_file = 0, anon = 0;
+        int r;
+
+        r = stats_read_file(root, "/proc/meminfo", SMALL_FILE_MAX, &mi);
+        if (r < 0)
+                return r;
+        r = stats_parse_meminfo(mi, "MemTotal", &total);
+        if (r < 0)
+                return r;
+        r = stats_parse_meminfo(mi, "MemFree", &free_);
+        if (r < 0)
+                return r;
+        (void) stats_parse_meminfo(mi, "Inactive(file)", &inactive_file);
+        (void) stats_parse_meminfo(mi, "AnonPages", &anon);
+        m->has_memory = true;
+        m->memory_usage_bytes = total > free_ ? total - free_ : 0;
+        m->memory_working_set_bytes = stats_working_set(m->memory_usage_bytes, inactive_file);
+        m->memory_rss_bytes = anon;
+        m->memory_page_faults = m->memory_major_page_faults = 0;
+        if (stats_read_file(root, "/proc/vmstat", SMALL_FILE_MAX, &vm) >= 0) {
+                m->memory_page_faults = keyed_or_zero(vm, "pgfault", NULL);
+                m->memory_major_page_faults = keyed_or_zero(vm, "pgmajfault", NULL);
+        }
+        return 0;
+}
+
+int cgroup_read_root(const char *root, struct cgroup_cpu_memory *ret) {
+        struct cgroup_cpu_memory m = {};
+        int r;
+
+        if (cgroup_is_unified(root)) {
+                _cleanup_free_ char *cpu = NULL, *cur = NULL, *st = NULL;
+                if (stats_read_file(root, "/sys/fs/cgroup/cpu.stat", SMALL_FILE_MAX, &cpu) >= 0 &&
+                    cgroup_v2_parse_cpu(cpu, &m.cpu_usage_nsec) >= 0)
+                        m.has_cpu = true;
+                (void) stats_read_file(root, "/sys/fs/cgroup/memory.current", SMALL_FILE_MAX, &cur);
+                r = stats_read_file(root, "/sys/fs/cgroup/memory.stat", SMALL_FILE_MAX, &st);
+                if (r >= 0)
+                        r = cgroup_v2_parse_memory(cur, st, &m);
+                if (r < 0)
+                        (void) root_memory_from_meminfo(root, &m);
+        } else {
+                static const char *const cpuacct[] = {
+                        "/sys/fs/cgroup/cpu,cpuacct/cpuacct.usage",
+                        "/sys/fs/cgroup/cpuacct/cpuacct.usage",
+                        "/sys/fs/cgroup/cpuacct,cpu/cpuacct.usage",
+                };
+                _cleanup_free_ char *usage = NULL, *st = NULL;
+                for (size_t i = 0; i < ELEMENTSOF(cpuacct) && !m.has_cpu; i++)
+                        if (stats_read_u64(root, cpuacct[i], &m.cpu_usage_nsec) >= 0)
+                                m.has_cpu = true;
+                if (stats_read_file(root, "/sys/fs/cgroup/memory/memory.usage_in_bytes", SMALL_FILE_MAX, &usage) >= 0 &&
+                    stats_read_file(root, "/sys/fs/cgroup/memory/memory.stat", SMALL_FILE_MAX, &st) >= 0)
+                        (void) cgroup_v1_parse_memory(usage, st, &m);
+        }
+        if (!m.has_cpu && !m.has_memory)
+                return -ENOENT;
+        *ret = m;
+        return 0;
+}
+
+/* ---------------------------------------------------------------- network */
+
+int proc_net_dev_parse(const char *text, struct net_dev_stats **ret, size_t *ret_n) {
+        _cleanup_free_ struct net_dev_stats *v = NULL;
+        size_t n = 0, alloc = 0;
+
+        if (!text)
+                return -EINVAL;
+        for (const char *l = text; *l;) {
+                const char *eol = strchrnul(l, '\n'), *colon, *p, *b;
+                uint64_t f[16];
+                size_t k;
+
+                colon = memchr(l, ':', (size_t) (eol - l));
+                if (!colon || memchr(l, '|', (size_t) (eol - l)))
+                        goto next; /* the two header lines */
+                b = l;
+                while (b < colon && isspace((unsigned char) *b))
+                        b++;
+                if (colon - b <= 0 || colon - b >= IF_NAMESIZE)
+                        goto next;
+                p = colon + 1;
+                for (k = 0; k < ELEMENTSOF(f); k++)
+                        if (p >= eol || parse_u64_token(p, &p, &f[k]) < 0 || p > eol)
+                                break;
+                if (k < ELEMENTSOF(f))
+                        goto next; /* malformed line */
+                if (n == alloc) {
+                        size_t na = alloc ? alloc * 2 : 8;
+                        struct net_dev_stats *nv = reallocarray(v, na, sizeof(*v));
+                        if (!nv)
+                                return -ENOMEM;
+                        v = nv;
+                        alloc = na;
+                }
+                v[n] = (struct net_dev_stats) {
+                        .rx_bytes = f[0], .rx_packets = f[1], .rx_errors = f[2], .rx_dropped = f[3],
+                        .tx_bytes = f[8], .tx_packets = f[9], .tx_errors = f[10], .tx_dropped = f[11],
+                };
+                memcpy(v[n].name, b, (size_t) (colon - b));
+                v[n].name[colon - b] = '\0';
+                n++;
+        next:
+                l = *eol ? eol + 1 : eol;
+        }
+        *ret = TAKE_PTR(v);
+        *ret_n = n;
+        return 0;
+}
+
+int proc_net_route_default(const char *text, char ret[static IF_NAMESIZE]) {
+        char best[IF_NAMESIZE] = "";
+        unsigned long best_metric = 0;
+
+        if (!text)
+                return -EINVAL;
+        for (const char *l = text; *l;) {
+                const char *eol = strchrnul(l, '\n');
+                char line[512], ifname[64];
+                unsigned long dest, gw, flags, refcnt, use, metric, mask;
+                size_t len = MIN((size_t) (eol - l), sizeof(line) - 1);
+
+                memcpy(line, l, len);
+                line[len] = '\0';
+                if (sscanf(line, "%63s %lx %lx %lx %lu %lu %lu %lx", ifname, &dest, &gw, &flags, &refcnt, &use, &metric,
+                           &mask) == 8 &&
+                    dest == 0 && mask == 0 && (flags & 0x1) /* RTF_UP */ && strlen(ifname) < IF_NAMESIZE &&
+                    (!best[0] || metric < best_metric)) {
+                        strcpy(best, ifname);
+                        best_metric = metric;
+                }
+                l = *eol ? eol + 1 : eol;
+        }
+        if (!best[0])
+                return -ENOENT;
+        strcpy(ret, best);
+        return 0;
+}
+
+bool net_iface_ignored(const char *name) {
+        static const char *const prefixes[] = {
+                "veth", "cni", "docker", "nerdctl", "flannel", "cali", "cilium", "vxlan", "tunl", "weave", "kube-",
+        };
+        if (isempty(name) || streq(name, "lo"))
+                return true;
+        for (size_t i = 0; i < ELEMENTSOF(prefixes); i++)
+                if (startswith(name, prefixes[i]))
+                        return true;
+        return false;
+}
+
+/* The driver of an interface of our network namespace is "bridge" (sysfs may show another namespace). */
+static bool iface_driver_is_bridge(int sock, const char *name) {
+        struct ethtool_drvinfo info = { .cmd = ETHTOOL_GDRVINFO };
+        struct ifreq ifr = {};
+
+        if (sock < 0 || strlen(name) >= sizeof(ifr.ifr_name))
+                return false;
+        strcpy(ifr.ifr_name, name);
+        ifr.ifr_data = (void *) &info;
+        if (ioctl(sock, SIOCETHTOOL, &ifr) < 0)
+                return false;
+        return strneq(info.driver, "bridge", sizeof(info.driver));
+}
+
+int node_network_read(const char *root, struct net_dev_stats **ret, size_t *ret_n, char **ret_default) {
+        _cleanup_free_ char *dev = NULL, *route = NULL, *def = NULL;
+        _cleanup_free_ struct net_dev_stats *all = NULL;
+        char defname[IF_NAMESIZE] = "";
+        _cleanup_close_ int sock = -1;
+        size_t n = 0, k = 0;
+        int r;
+
+        r = stats_read_file(root, "/proc/net/dev", TABLE_FILE_MAX, &dev);
+        if (r < 0)
+                return r;
+        r = proc_net_dev_parse(dev, &all, &n);
+        if (r < 0)
+                return r;
+        if (stats_read_file(root, "/proc/net/route", TABLE_FILE_MAX, &route) >= 0)
+                (void) proc_net_route_default(route, defname);
+        if (isempty(root))
+                sock = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+        for (size_t i = 0; i < n; i++) {
+                _cleanup_free_ char *bridge = NULL;
+                if (net_iface_ignored(all[i].name))
+                        continue;
+                if (asprintf(&bridge, "%s/sys/class/net/%s/bridge", strempty(root), all[i].name) < 0)
+                        return -ENOMEM;
+                if (access(bridge, F_OK) == 0 || iface_driver_is_bridge(sock, all[i].name))
+                        continue;
+                all[k++] = all[i];
+        }
+        for (size_t i = 0; i < k && !def; i++)
+                if (streq(all[i].name, defname)) {
+                        def = strdup(defname);
+                        if (!def)
+                                return -ENOMEM;
+                }
+        if (!def && k > 0) {
+                def = strdup(all[0].name);
+                if (!def)
+                        return -ENOMEM;
+        }
+        *ret = TAKE_PTR(all);
+        *ret_n = k;
+        *ret_default = TAKE_PTR(def);
+        return 0;
+}
+
+/* ---------------------------------------------------------------- cpu rate */
+
+bool stats_nano_cores(uint64_t prev_usage_nsec, int64_t prev_time_nsec, uint64_t cur_usage_nsec,
+                      int64_t cur_time_nsec, uint64_t *ret) {
+        double v;
+
+        if (cur_time_nsec <= prev_time_nsec || cur_usage_nsec < prev_usage_nsec)
+                return false;
+        /* as upstream: float64(usage delta) / float64(interval) * 1e9 */
+        v = (double) (cur_usage_nsec - prev_usage_nsec) / (double) (cur_time_nsec - prev_time_nsec) * 1e9;
+        *ret = v >= 18446744073709551615.0 ? UINT64_MAX : (uint64_t) v;
+        return true;
+}
+
+/* ---------------------------------------------------------------- filesystems */
+
+int fs_usage_statvfs(const char *path, struct fs_usage *ret) {
+        struct statvfs s;
+
+        if (statvfs(path, &s) < 0)
+                return negative_errno();
+        *ret = (struct fs_usage) {
+                .capacity_bytes = (uint64_t) s.f_blocks * s.f_frsize,
+                .available_bytes = (uint64_t) s.f_bavail * s.f_frsize,
+                .used_bytes = (uint64_t) (s.f_blocks - MIN(s.f_bfree, s.f_blocks)) * s.f_frsize,
+                .inodes = s.f_files,
+                .inodes_free = s.f_ffree,
+                .inodes_used = s.f_files - MIN(s.f_ffree, s.f_files),
+        };
+        return 0;
+}
+
+struct du_state {
+        uint64_t bytes, inodes;
+        unsigned entries;
+        dev_t dev;
+};
+
+/* Adds the entries of the directory open at fd (consumed) to *s. */
+static void du_dir(int fd, unsigned depth, struct du_state *s) {
+        DIR *d = fdopendir(fd);
+        struct dirent *de;
+
+        if (!d) {
+                close(fd);
+                return;
+        }
+        while ((de = readdir(d)) && s->entries < DU_MAX_ENTRIES) {
+                struct stat st;
+                if (streq(de->d_name, ".") || streq(de->d_name, ".."))
+                        continue;
+                if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                        continue; /* removed meanwhile (log rotation) */
+                s->entries++;
+                s->bytes += (uint64_t) st.st_blocks * 512;
+                s->inodes++;
+                if (S_ISDIR(st.st_mode) && st.st_dev == s->dev && depth < DU_MAX_DEPTH) {
+                        int sub = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                        if (sub >= 0)
+                                du_dir(sub, depth + 1, s);
+                }
+        }
+        closedir(d);
+}
+
+int dir_disk_usage(const char *path, uint64_t *ret_bytes, uint64_t *ret_inodes) {
+        struct du_state s = {};
+        struct stat st;
+        int fd;
+
+        fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return negative_errno();
+        if (fstat(fd, &st) < 0) {
+                int r = negative_errno();
+                close(fd);
+                return r;
+        }
+        s.dev = st.st_dev;
+        s.bytes = (uint64_t) st.st_blocks * 512;
+        s.inodes = 1;
+        du_dir(fd, 1, &s);
+        *ret_bytes = s.bytes;
+        *ret_inodes = s.inodes;
+        return 0;
+}
+
+/* ---------------------------------------------------------------- processes */
+
+static int count_proc_dirs(const char *root, int64_t *ret) {
+        _cleanup_free_ char *p = NULL;
+        struct dirent *de;
+        int64_t n = 0;
+        DIR *d;
+
+        if (asprintf(&p, "%s/proc", strempty(root)) < 0)
+                return -ENOMEM;
+        d = opendir(p);
+        if (!d)
+                return negative_errno();
+        while ((de = readdir(d)))
+                if (isdigit((unsigned char) de->d_name[0]) && strspn(de->d_name, "0123456789") == strlen(de->d_name))
+                        n++;
+        closedir(d);
+        *ret = n;
+        return 0;
+}
+
+int stats_read_rlimit(const char *root, int64_t *ret_maxpid, int64_t *ret_curproc) {
+        _cleanup_free_ char *la = NULL;
+        uint64_t pid_max, threads_max;
+        int64_t maxpid, cur = -1;
+        int r;
+
+        r = stats_read_u64(root, "/proc/sys/kernel/pid_max", &pid_max);
+        if (r < 0)
+                return r;
+        if (stats_read_u64(root, "/proc/sys/kernel/threads-max", &threads_max) >= 0 && threads_max < pid_max)
+                pid_max = threads_max;
+        maxpid = pid_max > INT64_MAX ? INT64_MAX : (int64_t) pid_max;
+
+        /* "0.10 0.20 0.30 2/345 6789": the total after the slash counts every task */
+        if (stats_read_file(root, "/proc/loadavg", SMALL_FILE_MAX, &la) >= 0) {
+                unsigned long long running, total;
+                if (sscanf(la, "%*s %*s %*s %llu/%llu", &running, &total) == 2 && total <= INT64_MAX)
+                        cur = (int64_t) total;
+        }
+        if (cur < 0) {
+                r = count_proc_dirs(root, &cur);
+                if (r < 0)
+                        return r;
+        }
+        *ret_maxpid = maxpid;
+        *ret_curproc = cur;
+        return 0;
+}
+
+int stats_read_boot_time(const char *root, int64_t *ret_unix_sec) {
+        _cleanup_free_ char *s = NULL;
+        uint64_t v;
+        int r;
+
+        r = stats_read_file(root, "/proc/stat", TABLE_FILE_MAX, &s);
+        if (r < 0)
+                return r;
+        r = stats_parse_keyed(s, "btime", &v);
+        if (r < 0)
+                return r;
+        if (v > INT64_MAX)
+                return -ERANGE;
+        *ret_unix_sec = (int64_t) v;
+        return 0;
+}

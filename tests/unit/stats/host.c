@@ -1,0 +1,310 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Node statistics from fake /proc, /sys and cgroupfs trees: cgroup v1 and v2, /proc/net/dev, routes, nano cores,
+ * rlimit, disk usage. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "stats/host.h"
+#include "testutil.h"
+
+static void test_parse_basic(void **state) {
+        uint64_t v = 7;
+        unsigned n = 0;
+
+        assert_int_equal(stats_parse_u64(" 123\n", &v), 0);
+        assert_int_equal(v, 123);
+        assert_int_equal(stats_parse_u64("12x", &v), -EINVAL);
+        assert_int_equal(stats_parse_u64("", &v), -EINVAL);
+        assert_int_equal(stats_parse_u64("-1", &v), -EINVAL);
+        assert_int_equal(stats_parse_u64("99999999999999999999999", &v), -ERANGE);
+        assert_int_equal(v, 123); /* untouched on failure */
+
+        assert_int_equal(stats_parse_keyed("cache 10\nrss 20\nrss_huge 30\ntotal_rss 40\n", "rss", &v), 0);
+        assert_int_equal(v, 20);
+        assert_int_equal(stats_parse_keyed("cache 10\nrss_huge 30\n", "rss", &v), -ENOENT);
+        assert_int_equal(stats_parse_keyed("usage_usec 5\tx\n", "usage_usec", &v), 0);
+        assert_int_equal(v, 5);
+        assert_int_equal(stats_parse_keyed("a 1\nb zz\n", "b", &v), -EINVAL);
+
+        assert_int_equal(stats_parse_meminfo("MemTotal:       16318412 kB\nMemFree:  1 kB\nHugePages_Total:       4\n",
+                                             "MemTotal", &v), 0);
+        assert_int_equal(v, UINT64_C(16318412) * 1024);
+        assert_int_equal(stats_parse_meminfo("MemTotal: 2 kB\nHugePages_Total:       4\n", "HugePages_Total", &v), 0);
+        assert_int_equal(v, 4);
+        assert_int_equal(stats_parse_meminfo("MemTotal: 2 kB\n", "MemFree", &v), -ENOENT);
+        /* a key that is a prefix of another does not match it */
+        assert_int_equal(stats_parse_meminfo("Inactive(file): 3 kB\nInactive: 9 kB\n", "Inactive", &v), 0);
+        assert_int_equal(v, 9 * 1024);
+
+        assert_int_equal(stats_parse_cpu_list("0-3,6,8-9\n", &n), 0);
+        assert_int_equal(n, 7);
+        assert_int_equal(stats_parse_cpu_list("0\n", &n), 0);
+        assert_int_equal(n, 1);
+        assert_int_equal(stats_parse_cpu_list("3-1", &n), -EINVAL);
+        assert_int_equal(stats_parse_cpu_list("", &n), -EINVAL);
+        assert_int_equal(n, 1);
+}
+
+static const char v1_memory_stat[] = "cache 1000\nrss 2000\nrss_huge 0\npgfault 11\npgmajfault 1\ninactive_file 5\n"
+                                     "total_cache 453738496\ntotal_rss 111329280\ntotal_pgfault 10628592\n"
+                                     "total_pgmajfault 1179\ntotal_inactive_file 196190208\n";
+
+static void test_cgroup_v1(void **state) {
+        struct cgroup_cpu_memory m = {};
+        char *root = fake_root_new();
+
+        assert_non_null(root);
+        assert_int_equal(cgroup_v1_parse_memory("603996160\n", v1_memory_stat, &m), 0);
+        assert_true(m.has_memory);
+        assert_int_equal(m.memory_usage_bytes, 603996160);
+        assert_int_equal(m.memory_working_set_bytes, 603996160 - 196190208);
+        assert_int_equal(m.memory_rss_bytes, 111329280);
+        assert_int_equal(m.memory_page_faults, 10628592);
+        assert_int_equal(m.memory_major_page_faults, 1179);
+        /* working set floored at 0 */
+        assert_int_equal(cgroup_v1_parse_memory("100", "total_inactive_file 200\n", &m), 0);
+        assert_int_equal(m.memory_working_set_bytes, 0);
+        assert_int_equal(stats_working_set(5, 7), 0);
+        assert_int_equal(cgroup_v1_parse_memory("x", v1_memory_stat, &m), -EINVAL);
+
+        /* a fake v1 hierarchy with split cpu and cpuacct mounts (as on this host) */
+        assert_int_equal(fake_write(root, "/sys/fs/cgroup/cpuacct/cpuacct.usage", "379793781517\n"), 0);
+        assert_int_equal(fake_write(root, "/sys/fs/cgroup/memory/memory.usage_in_bytes", "603996160\n"), 0);
+        assert_int_equal(fake_write(root, "/sys/fs/cgroup/memory/memory.stat", v1_memory_stat), 0);
+        assert_int_equal(fake_write(root, "/sys/fs/cgroup/unified/cgroup.controllers", "\n"), 0); /* hybrid */
+        assert_false(cgroup_is_unified(root));
+        m = (struct cgroup_cpu_memory) {};
+        assert_int_equal(cgroup_read_root(root, &m), 0);
+        assert_true(m.has_cpu);
+        assert_int_equal(m.cpu_usage_nsec, UINT64_C(379793781517));
+        assert_true(m.has_memory);
+        assert_int_equal(m.memory_working_set_bytes, 603996160 - 196190208);
+
+        /* the combined cpu,cpuacct mount wins */
+        assert_int_equal(fake_write(root, "/sys/fs/cgroup/cpu,cpuacct/cpuacct.usage", "42\n"), 0);
+        assert_int_equal(cgroup_read_root(root, &m), 0);
+        assert_int_equal(m.cpu_usage_nsec, 42);
+
+        fake_root_free(root);
+}
+
+static void test_cgroup_v2(void **state) {
+        struct cgroup_cpu_memory m = {};
+        char *root = fake_root_new();
+        uint64_t ns = 0;
+
+        assert_int_equal(cgroup_v2_parse_cpu("usage_usec 1500\nuser_usec 1000\nsystem_usec 500\n", &ns), 0);
+        assert_int_equal(ns, 1500000);
+        assert_int_equal(cgroup_v2_parse_cpu("user_usec 1000\n", &ns), -ENOENT);
+
+        assert_int_equal(cgroup_v2_parse_memory("1000\n", "anon 300\nfile 600\ninactive_file 250\npgfault 9\npgmajfault 2\n",
+                                                &m), 0);
+        assert_int_equal(m.memory_usage_bytes, 1000);
+        assert_int_equal(m.memory_working_set_bytes, 750);
+        assert_int_equal(m.memory_rss_bytes, 300);
+        assert_int_equal(m.memory_page_faults, 9);
+        assert_int_equal(m.memory_major_page_faults, 2);
+        /* the root group has no memory.current: anon + file */
+        assert_int_equal(cgroup_v2_parse_memory(NULL, "anon 300\nfile 600\ninactive_file 250\n", &m), 0);
+        assert_int_equal(m.memory_usage_bytes, 900);
+        assert_int_equal(m.memory_working_set_bytes, 650);
+
+        assert_non_null(root);
+        assert_int_equal(fake_write(root, "/sys/fs/cgroup/cgroup.controllers", "cpuset cpu io memory pids\n"), 0);
+        assert_int_equal(fake_write(root, "/sys/fs/cgroup/cpu.stat", "usage_usec 2000000\nuser_usec 1\n"), 0);
+        assert_int_equal(fake_write(root, "/sys/fs/cgroup/memory.stat",
+                                    "anon 4096\nfile 8192\ninactive_file 1024\npgfault 5\npgmajfault 1\n"), 0);
+        assert_true(cgroup_is_unified(root));
+        m = (struct cgroup_cpu_memory) {};
+        assert_int_equal(cgroup_read_root(root, &m), 0);
+        assert_true(m.has_cpu);
+        assert_int_equal(m.cpu_usage_nsec, UINT64_C(2000000000));
+        assert_true(m.has_memory);
+        assert_int_equal(m.memory_usage_bytes, 12288);
+        assert_int_equal(m.memory_working_set_bytes, 11264);
+        assert_int_equal(m.memory_rss_bytes, 4096);
+
+        /* no root memory.stat (older kernels): /proc/meminfo and /proc/vmstat */
+        assert_int_equal(unlink(tpath(root, "/sys/fs/cgroup/memory.stat")), 0);
+        assert_int_equal(fake_write(root, "/proc/meminfo",
+                                    "MemTotal: 1000 kB\nMemFree: 400 kB\nInactive(file): 100 kB\nAnonPages: 50 kB\n"), 0);
+        assert_int_equal(fake_write(root, "/proc/vmstat", "pgfault 77\npgmajfault 3\n"), 0);
+        assert_int_equal(cgroup_read_root(root, &m), 0);
+        assert_int_equal(m.memory_usage_bytes, 600 * 1024);
+        assert_int_equal(m.memory_working_set_bytes, 500 * 1024);
+        assert_int_equal(m.memory_rss_bytes, 50 * 1024);
+        assert_int_equal(m.memory_page_faults, 77);
+        assert_int_equal(m.memory_major_page_faults, 3);
+
+        fake_root_free(root);
+}
+
+static void test_cgroup_missing(void **state) {
+        struct cgroup_cpu_memory m = { .cpu_usage_nsec = 99 };
+        char *root = fake_root_new();
+        assert_int_equal(cgroup_read_root(root, &m), -ENOENT);
+        assert_int_equal(m.cpu_usage_nsec, 99);
+        fake_root_free(root);
+}
+
+static const char net_dev[] =
+        "Inter-|   Receive                                                |  Transmit\n"
+        " face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets errs drop fifo colls carrier compressed\n"
+        "    lo: 54190505    7104    0    0    0     0          0         0 54190505    7104    0    0    0     0       0          0\n"
+        "  eth0: 63754930    2073    3    4    0     0          0         0   102260    1442    5    6    0     0       0          0\n"
+        "  ck68:   26000     365    0    0    0     0          0       365    11194     103    0    0    0     0       0          0\n"
+        "vethabc: 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16\n"
+        "  eth1: 100 1 0 0 0 0 0 0 200 2 0 0 0 0 0 0\n"
+        " bad: 1 2 3\n";
+
+static const char net_route[] =
+        "Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT\n"
+        "ck68\t0000A80A\t00000000\t0001\t0\t0\t0\t0000FFFF\t0\t0\t0\n"
+        "eth1\t00000000\t010200C0\t0003\t0\t0\t200\t00000000\t0\t0\t0\n"
+        "eth0\t00000000\t010200C0\t0003\t0\t0\t100\t00000000\t0\t0\t0\n"
+        "eth0\t000200C0\t00000000\t0001\t0\t0\t0\t00FFFFFF\t0\t0\t0\n";
+
+static void test_net_dev(void **state) {
+        struct net_dev_stats *v = NULL;
+        size_t n = 0;
+        char def[IF_NAMESIZE] = "";
+
+        assert_int_equal(proc_net_dev_parse(net_dev, &v, &n), 0);
+        assert_int_equal(n, 5);
+        assert_string_equal(v[0].name, "lo");
+        assert_string_equal(v[1].name, "eth0");
+        assert_int_equal(v[1].rx_bytes, 63754930);
+        assert_int_equal(v[1].rx_packets, 2073);
+        assert_int_equal(v[1].rx_errors, 3);
+        assert_int_equal(v[1].rx_dropped, 4);
+        assert_int_equal(v[1].tx_bytes, 102260);
+        assert_int_equal(v[1].tx_packets, 1442);
+        assert_int_equal(v[1].tx_errors, 5);
+        assert_int_equal(v[1].tx_dropped, 6);
+        assert_string_equal(v[3].name, "vethabc");
+        assert_int_equal(v[3].tx_bytes, 9);
+        assert_string_equal(v[4].name, "eth1");
+        free(v);
+
+        assert_int_equal(proc_net_dev_parse("", &v, &n), 0);
+        assert_int_equal(n, 0);
+        free(v);
+
+        /* lowest metric among the up default routes */
+        assert_int_equal(proc_net_route_default(net_route, def), 0);
+        assert_string_equal(def, "eth0");
+        assert_int_equal(proc_net_route_default("Iface\tDestination\n", def), -ENOENT);
+
+        assert_true(net_iface_ignored("lo"));
+        assert_true(net_iface_ignored("veth1234"));
+        assert_true(net_iface_ignored("cni0"));
+        assert_true(net_iface_ignored("docker0"));
+        assert_true(net_iface_ignored("flannel.1"));
+        assert_false(net_iface_ignored("eth0"));
+        assert_false(net_iface_ignored("local0"));
+}
+
+static void test_node_network(void **state) {
+        char *root = fake_root_new();
+        struct net_dev_stats *v = NULL;
+        char *def = NULL;
+        size_t n = 0;
+
+        assert_int_equal(fake_write(root, "/proc/net/dev", net_dev), 0);
+        assert_int_equal(fake_write(root, "/proc/net/route", net_route), 0);
+        assert_int_equal(fake_mkdir(root, "/sys/class/net/ck68/bridge"), 0); /* a bridge */
+        assert_int_equal(node_network_read(root, &v, &n, &def), 0);
+        assert_int_equal(n, 2);
+        assert_string_equal(v[0].name, "eth0");
+        assert_string_equal(v[1].name, "eth1");
+        assert_string_equal(def, "eth0");
+        free(v);
+        free(def);
+
+        /* no default route: the first interface */
+        assert_int_equal(fake_write(root, "/proc/net/route", "Iface\tDestination\n"), 0);
+        assert_int_equal(node_network_read(root, &v, &n, &def), 0);
+        assert_string_equal(def, "eth0");
+        free(v);
+        free(def);
+        fake_root_free(root);
+}
+
+static void test_nano_cores(void **state) {
+        uint64_t r = 0;
+        /* 0.5 s of CPU in 1 s: half a core */
+        assert_true(stats_nano_cores(1000000000, 10 * NSEC_PER_SEC, 1500000000, 11 * NSEC_PER_SEC, &r));
+        assert_int_equal(r, 500000000);
+        /* 3 cores busy for 10 s: no overflow */
+        assert_true(stats_nano_cores(0, 0, UINT64_C(30000000000), 10 * NSEC_PER_SEC, &r));
+        assert_int_equal(r, UINT64_C(3000000000));
+        r = 7;
+        assert_false(stats_nano_cores(100, 10, 200, 10, &r));  /* no time elapsed */
+        assert_false(stats_nano_cores(100, 10, 200, 9, &r));   /* time went back */
+        assert_false(stats_nano_cores(200, 10, 100, 20, &r));  /* counter reset */
+        assert_int_equal(r, 7);
+        assert_true(stats_nano_cores(100, 10, 100, 20, &r));   /* idle */
+        assert_int_equal(r, 0);
+}
+
+static void test_rlimit_boot(void **state) {
+        char *root = fake_root_new();
+        int64_t maxpid = 0, cur = 0, bt = 0;
+
+        assert_int_equal(stats_read_rlimit(root, &maxpid, &cur), -ENOENT);
+        assert_int_equal(fake_write(root, "/proc/sys/kernel/pid_max", "4194304\n"), 0);
+        assert_int_equal(fake_write(root, "/proc/sys/kernel/threads-max", "191669\n"), 0);
+        assert_int_equal(fake_write(root, "/proc/loadavg", "0.52 0.58 0.59 3/467 12345\n"), 0);
+        assert_int_equal(stats_read_rlimit(root, &maxpid, &cur), 0);
+        assert_int_equal(maxpid, 191669);
+        assert_int_equal(cur, 467);
+        /* no loadavg: count the numeric entries of /proc */
+        assert_int_equal(unlink(tpath(root, "/proc/loadavg")), 0);
+        assert_int_equal(fake_mkdir(root, "/proc/1"), 0);
+        assert_int_equal(fake_mkdir(root, "/proc/42"), 0);
+        assert_int_equal(fake_mkdir(root, "/proc/self"), 0);
+        assert_int_equal(stats_read_rlimit(root, &maxpid, &cur), 0);
+        assert_int_equal(cur, 2);
+
+        assert_int_equal(fake_write(root, "/proc/stat", "cpu  1 2 3\nintr 5\nbtime 1700000000\nprocesses 9\n"), 0);
+        assert_int_equal(stats_read_boot_time(root, &bt), 0);
+        assert_int_equal(bt, 1700000000);
+        fake_root_free(root);
+}
+
+static void test_disk_usage(void **state) {
+        char *root = fake_root_new();
+        _cleanup_free_ char *dir = NULL;
+        char big[10000];
+        uint64_t bytes = 0, inodes = 0;
+        struct fs_usage fs;
+
+        memset(big, 'x', sizeof(big) - 1);
+        big[sizeof(big) - 1] = '\0';
+        assert_int_equal(fake_write(root, "/logs/app/0.log", big), 0);
+        assert_int_equal(fake_write(root, "/logs/app/1.log", "hello\n"), 0);
+        assert_int_equal(fake_mkdir(root, "/logs/app/sub"), 0);
+        assert_int_equal(asprintf(&dir, "%s/logs/app", root) > 0, true);
+        assert_int_equal(dir_disk_usage(dir, &bytes, &inodes), 0);
+        assert_int_equal(inodes, 4); /* app, 0.log, 1.log, sub */
+        assert_true(bytes >= 10000);
+        assert_int_equal(dir_disk_usage("/nonexistent/ckubelet", &bytes, &inodes), -ENOENT);
+
+        assert_int_equal(fs_usage_statvfs(root, &fs), 0);
+        assert_true(fs.capacity_bytes > 0);
+        assert_true(fs.capacity_bytes >= fs.available_bytes);
+        assert_true(fs.inodes == 0 || fs.inodes >= fs.inodes_free);
+        fake_root_free(root);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_parse_basic),  cmocka_unit_test(test_cgroup_v1),   cmocka_unit_test(test_cgroup_v2),
+                cmocka_unit_test(test_cgroup_missing), cmocka_unit_test(test_net_dev),   cmocka_unit_test(test_node_network),
+                cmocka_unit_test(test_nano_cores),   cmocka_unit_test(test_rlimit_boot), cmocka_unit_test(test_disk_usage),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
