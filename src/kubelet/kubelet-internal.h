@@ -13,13 +13,8 @@
 #include "options/options.h"
 #include "pleg/pleg.h"
 #include "prober/manager.h"
+#include "status/status.h"
 
-/* Why a container is not running, for status reporting (ContainerStateWaiting reason/message). */
-struct container_waiting {
-        char *name;
-        const char *reason; /* static: "CrashLoopBackOff", "ErrImagePull", ... */
-        char *message;
-};
 
 struct pod_sync;
 
@@ -48,6 +43,10 @@ struct pod_worker {
         bool ready_known;                /* the conditions below have been computed once */
         bool containers_ready;           /* ContainersReady (= Ready: no readiness gates) */
         int64_t ready_transition;        /* unix usec of its last transition */
+        int64_t first_seen_realtime_usec; /* when the kubelet first saw the pod (conditions' first transition) */
+        uint64_t first_seen_usec;        /* monotonic, for kubelet_pod_start_duration_seconds */
+        int64_t start_time_usec;         /* status.startTime: when the first sync pass began work on the pod */
+        bool start_observed;             /* the pod start duration was recorded */
 };
 
 struct kubelet {
@@ -73,6 +72,9 @@ struct kubelet {
         struct backoff crash_backoff; /* CrashLoopBackOff, 10s..5m */
         struct backoff image_backoff; /* ImagePullBackOff, 10s..5m */
         uint64_t last_full_resync;
+        uint64_t last_loop_usec;       /* monotonic time of the last housekeeping tick (/healthz/syncloop) */
+        struct histogram pod_start_hist;
+        struct api_server *server;
 };
 
 /* pod_workers.c */

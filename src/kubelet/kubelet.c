@@ -9,6 +9,7 @@
 #include "basic/log.h"
 #include "kubelet/kubelet-internal.h"
 #include "node/node_ip.h"
+#include "server/server.h"
 
 #define WORKER_BACKOFF_MIN_USEC (1 * USEC_PER_SEC)
 #define WORKER_BACKOFF_MAX_USEC (10 * USEC_PER_SEC)
@@ -43,6 +44,8 @@ static struct pod_worker *worker_new(struct kubelet *k, const char *uid) {
                 return NULL;
         w->k = k;
         w->grace_seconds = 30;
+        w->first_seen_usec = now_usec();
+        w->first_seen_realtime_usec = (int64_t) now_realtime_usec();
         w->uid = strdup(uid);
         w->timer = evtimer_new(k->base, worker_timer_cb, w);
         if (!w->uid || !w->timer) {
@@ -196,6 +199,17 @@ void pod_worker_observed(struct pod_worker *w, struct pod *pod, struct kr_pod_st
 
         kr_pod_status_free(w->observed);
         w->observed = status;
+        if (!w->start_observed && pod->spec.n_containers > 0) {
+                bool all_running = true;
+                for (size_t i = 0; i < pod->spec.n_containers && all_running; i++) {
+                        const struct kr_container *c = kr_pod_status_find_container(status, pod->spec.containers[i].name);
+                        all_running = c && c->state == KR_CONTAINER_RUNNING;
+                }
+                if (all_running) {
+                        w->start_observed = true;
+                        histogram_observe(&k->pod_start_hist, (double) (now_usec() - w->first_seen_usec) / 1e6);
+                }
+        }
         r = prober_update_pod(k->prober, pod, pod_host(k, pod, status), status);
         if (r < 0)
                 log_error("pod %s: cannot set up its probes: %s", strna(w->full_name), strerror(-r));
@@ -338,6 +352,8 @@ static void reconcile_workers(struct kubelet *k) {
                         changed = true;
                 }
                 if (changed) {
+                        if (!w->start_time_usec)
+                                w->start_time_usec = (int64_t) now_realtime_usec();
                         pod_free(w->pod);
                         w->pod = pod_ref(p);
                         w->grace_seconds = p->spec.termination_grace_period_seconds;
@@ -428,6 +444,7 @@ static void housekeeping(evutil_socket_t fd, short what, void *userdata) {
         struct kubelet *k = userdata;
         uint64_t now = now_usec();
 
+        k->last_loop_usec = now;
         backoff_gc(&k->crash_backoff, now_realtime_usec());
         backoff_gc(&k->image_backoff, now);
         /* periodic resync of every worker (--sync-frequency) */
@@ -448,6 +465,12 @@ int kubelet_new(struct event_base *base, const struct kubelet_options *opts, str
         k->opts = opts;
         backoff_init(&k->crash_backoff, CRASH_BACKOFF_INITIAL_USEC, CRASH_BACKOFF_MAX_USEC);
         backoff_init(&k->image_backoff, CRASH_BACKOFF_INITIAL_USEC, CRASH_BACKOFF_MAX_USEC);
+        {
+                /* upstream's buckets for kubelet_pod_start_duration_seconds */
+                static const double b[] = { 0.5, 1, 2, 3, 4, 5, 6, 8, 10, 20, 30, 45, 60, 120, 180, 240, 300, 360, 480,
+                                            600, 900, 1200, 1800, 2700, 3600 };
+                histogram_init(&k->pod_start_hist, b, ELEMENTSOF(b));
+        }
         *ret = k;
         return 0;
 }
@@ -500,6 +523,12 @@ int kubelet_start(struct kubelet *k) {
                 return -ENOMEM;
         evtimer_add(k->housekeeping, &tv);
         k->last_full_resync = now_usec();
+        k->last_loop_usec = now_usec();
+        if (o->enable_server) {
+                r = api_server_new(k->base, k, &k->server);
+                if (r < 0)
+                        return r;
+        }
         return pleg_start(k->pleg);
 }
 
@@ -507,6 +536,8 @@ struct kubelet *kubelet_free(struct kubelet *k) {
         if (!k)
                 return NULL;
         k->stopping = true;
+        /* the API first: its streams and calls hold CRI calls and containers */
+        k->server = api_server_free(k->server);
         if (k->housekeeping)
                 event_free(k->housekeeping);
         pod_config_free(k->config);

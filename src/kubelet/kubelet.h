@@ -9,10 +9,48 @@
 
 #include "options/options.h"
 
+#include <jansson.h>
+#include <stdbool.h>
+
+#include "basic/histogram.h"
+#include "cri/cri.h"
+#include "kuberuntime/runtime_state.h"
+
 struct kubelet;
+struct prober;
 
 int kubelet_new(struct event_base *base, const struct kubelet_options *opts, struct kubelet **ret);
 /* Connects the runtime, starts the PLEG and the config sources. */
 int kubelet_start(struct kubelet *k);
 /* Stops issuing work; pending CRI calls are cancelled. Pods are left running (as upstream). */
 struct kubelet *kubelet_free(struct kubelet *k);
+
+/* ---- for the HTTP API (upstream server.HostInterface); all run on the loop ---- */
+
+/* v1 PodList of the desired pods with their live status (/pods). */
+int kubelet_pods_json(struct kubelet *k, json_t **ret);
+/* v1 PodList of pods with running containers, as the runtime shows them (/runningpods/). */
+int kubelet_running_pods_json(struct kubelet *k, json_t **ret);
+/* The v1 PodStatus of a desired pod; -ENOENT if unknown. */
+int kubelet_pod_status_json(struct kubelet *k, const char *uid, json_t **ret);
+/* A copy of the newest (or, with previous, the one before) instance of a container of a desired pod.
+ * -ENXIO: no such pod; -ENOENT: the pod has no such container; -ESRCH: no instance (yet). */
+int kubelet_lookup_container(struct kubelet *k, const char *ns, const char *pod_name, const char *container,
+                             bool previous, struct kr_container **ret, char **ret_pod_uid);
+bool kubelet_pod_exists(struct kubelet *k, const char *ns, const char *pod_name, char **ret_uid);
+/* The ready sandbox of a desired pod: -ENXIO no such pod, -ESRCH none ready. */
+int kubelet_pod_sandbox_id(struct kubelet *k, const char *ns, const char *pod_name, char **ret);
+struct cri_client *kubelet_cri(struct kubelet *k);
+struct prober *kubelet_prober(struct kubelet *k);
+const struct kubelet_options *kubelet_opts(struct kubelet *k);
+const char *kubelet_node_ip(struct kubelet *k);
+/* /healthz/syncloop: 0, or -ETIMEDOUT with the reason */
+int kubelet_sync_loop_health(struct kubelet *k, char **ret_error);
+
+struct kubelet_counts {
+        size_t running_pods;       /* kubelet_running_pods: ready sandboxes */
+        size_t running_containers; /* kubelet_running_containers{container_state="running"} */
+        size_t desired_pods;
+        const struct histogram *pod_start; /* kubelet_pod_start_duration_seconds */
+};
+void kubelet_counts(struct kubelet *k, struct kubelet_counts *ret);

@@ -1,0 +1,240 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* What the HTTP API asks of the kubelet (upstream server.HostInterface): pods with their live status, the
+ * runtime's running pods, container lookups for logs and exec, health and counters. */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "basic/log.h"
+#include "kubelet/kubelet-internal.h"
+#include "kuberuntime/labels.h"
+
+static bool spec_has_container(const struct pod *pod, const char *name) {
+        for (size_t i = 0; i < pod->spec.n_containers; i++)
+                if (streq(pod->spec.containers[i].name, name))
+                        return true;
+        for (size_t i = 0; i < pod->spec.n_init_containers; i++)
+                if (streq(pod->spec.init_containers[i].name, name))
+                        return true;
+        return false;
+}
+
+static int worker_status_json(struct kubelet *k, struct pod_worker *w, json_t **ret) {
+        struct probe_results probes;
+        struct pod_status_input in = {
+                .pod = w->pod,
+                .observed = w->observed,
+                .waiting = w->waiting,
+                .n_waiting = w->n_waiting,
+                .host_ip = k->node_ip,
+                .start_time_usec = w->start_time_usec,
+                .ready_transition_usec = w->ready_transition,
+                .initialized_usec = w->first_seen_realtime_usec,
+        };
+
+        prober_results(k->prober, &probes);
+        in.probes = &probes;
+        return pod_status_generate(&in, ret);
+}
+
+int kubelet_pod_status_json(struct kubelet *k, const char *uid, json_t **ret) {
+        struct pod_worker *w = kubelet_find_worker(k, uid);
+        if (!w || !w->pod)
+                return -ENOENT;
+        return worker_status_json(k, w, ret);
+}
+
+/* The pod object as the source gave it, with the kubelet's view of identity (static pods get their name,
+ * namespace and UID here) and the live status. */
+static int pod_object_json(struct kubelet *k, struct pod_worker *w, json_t **ret) {
+        json_t *obj, *meta, *status = NULL;
+        int r;
+
+        obj = w->pod->raw ? json_deep_copy(w->pod->raw) : json_object();
+        if (!obj)
+                return -ENOMEM;
+        if (!json_is_object(json_object_get(obj, "metadata")))
+                json_object_set_new(obj, "metadata", json_object());
+        meta = json_object_get(obj, "metadata");
+        json_object_set_new(obj, "kind", json_string("Pod"));
+        json_object_set_new(obj, "apiVersion", json_string("v1"));
+        json_object_set_new(meta, "name", json_string(w->pod->name));
+        json_object_set_new(meta, "namespace", json_string(w->pod->namespace_));
+        json_object_set_new(meta, "uid", json_string(w->pod->uid));
+        if (w->pod->annotations.n > 0) {
+                json_t *a = json_object();
+                for (size_t i = 0; i < w->pod->annotations.n; i++)
+                        json_object_set_new(a, w->pod->annotations.keys[i], json_string(w->pod->annotations.values[i]));
+                json_object_set_new(meta, "annotations", a);
+        }
+        if (!json_is_object(json_object_get(obj, "spec")))
+                json_object_set_new(obj, "spec", json_object());
+        if (!isempty(w->pod->spec.node_name))
+                json_object_set_new(json_object_get(obj, "spec"), "nodeName", json_string(w->pod->spec.node_name));
+        r = worker_status_json(k, w, &status);
+        if (r < 0) {
+                json_decref(obj);
+                return r;
+        }
+        json_object_set_new(obj, "status", status);
+        *ret = obj;
+        return 0;
+}
+
+static json_t *pod_list(json_t *items) {
+        return json_pack("{s:s, s:s, s:{}, s:o}", "kind", "PodList", "apiVersion", "v1", "metadata", "items", items);
+}
+
+int kubelet_pods_json(struct kubelet *k, json_t **ret) {
+        json_t *items = json_array(), *list;
+
+        if (!items)
+                return -ENOMEM;
+        for (struct pod_worker *w = k->workers; w; w = w->next) {
+                json_t *p;
+                int r;
+                if (!w->pod)
+                        continue;
+                r = pod_object_json(k, w, &p);
+                if (r < 0) {
+                        json_decref(items);
+                        return r;
+                }
+                json_array_append_new(items, p);
+        }
+        list = pod_list(items);
+        if (!list)
+                return -ENOMEM;
+        *ret = list;
+        return 0;
+}
+
+/* GetRunningPods: pods with running containers, as the runtime knows them (name, namespace, uid; containers'
+ * name and image) */
+int kubelet_running_pods_json(struct kubelet *k, json_t **ret) {
+        json_t *items = json_array(), *list;
+
+        if (!items)
+                return -ENOMEM;
+        for (struct pod_worker *w = k->workers; w; w = w->next) {
+                const struct kr_pod_status *st = w->observed;
+                json_t *containers = NULL;
+
+                if (!st)
+                        continue;
+                for (size_t i = 0; i < st->n_containers; i++) {
+                        const struct kr_container *c = st->containers[i];
+                        if (c->state != KR_CONTAINER_RUNNING)
+                                continue;
+                        if (!containers)
+                                containers = json_array();
+                        json_array_append_new(containers, json_pack("{s:s, s:s}", "name", c->name, "image",
+                                                                     strempty(c->image)));
+                }
+                if (!containers)
+                        continue;
+                json_array_append_new(items, json_pack("{s:{s:s, s:s, s:s}, s:{s:o}, s:{}}", "metadata", "name",
+                                                       strempty(st->name), "namespace", strempty(st->namespace_), "uid",
+                                                       st->uid, "spec", "containers", containers, "status"));
+        }
+        list = pod_list(items);
+        if (!list)
+                return -ENOMEM;
+        *ret = list;
+        return 0;
+}
+
+int kubelet_lookup_container(struct kubelet *k, const char *ns, const char *pod_name, const char *container,
+                             bool previous, struct kr_container **ret, char **ret_pod_uid) {
+        for (struct pod_worker *w = k->workers; w; w = w->next) {
+                const struct kr_pod_status *st = w->observed;
+                bool seen = false;
+
+                if (!w->pod || !streq(w->pod->name, pod_name) || !streq(w->pod->namespace_, ns))
+                        continue;
+                if (!spec_has_container(w->pod, container))
+                        return -ENOENT;
+                if (!st)
+                        return -ESRCH;
+                for (size_t i = 0; i < st->n_containers; i++) {
+                        if (!streq(st->containers[i]->name, container))
+                                continue;
+                        if (previous && !seen) {
+                                seen = true;
+                                continue;
+                        }
+                        if (ret_pod_uid) {
+                                *ret_pod_uid = strdup(w->uid);
+                                if (!*ret_pod_uid)
+                                        return -ENOMEM;
+                        }
+                        return kr_container_copy(st->containers[i], ret);
+                }
+                return -ESRCH;
+        }
+        return -ENXIO;
+}
+
+bool kubelet_pod_exists(struct kubelet *k, const char *ns, const char *pod_name, char **ret_uid) {
+        for (struct pod_worker *w = k->workers; w; w = w->next)
+                if (w->pod && streq(w->pod->name, pod_name) && streq(w->pod->namespace_, ns)) {
+                        if (ret_uid)
+                                *ret_uid = strdup(w->uid);
+                        return true;
+                }
+        return false;
+}
+
+int kubelet_pod_sandbox_id(struct kubelet *k, const char *ns, const char *pod_name, char **ret) {
+        for (struct pod_worker *w = k->workers; w; w = w->next) {
+                const struct kr_pod_status *st = w->observed;
+                if (!w->pod || !streq(w->pod->name, pod_name) || !streq(w->pod->namespace_, ns))
+                        continue;
+                if (!st || st->n_sandboxes == 0 || st->sandboxes[0]->state != KR_SANDBOX_READY)
+                        return -ESRCH;
+                *ret = strdup(st->sandboxes[0]->id);
+                return *ret ? 0 : -ENOMEM;
+        }
+        return -ENXIO;
+}
+
+struct cri_client *kubelet_cri(struct kubelet *k) {
+        return k->cri;
+}
+
+struct prober *kubelet_prober(struct kubelet *k) {
+        return k->prober;
+}
+
+const struct kubelet_options *kubelet_opts(struct kubelet *k) {
+        return k->opts;
+}
+
+const char *kubelet_node_ip(struct kubelet *k) {
+        return k->node_ip;
+}
+
+/* syncLoopHealthCheck: the loop's last iteration must be recent (2 × syncFrequency, at least 5 minutes) */
+int kubelet_sync_loop_health(struct kubelet *k, char **ret_error) {
+        uint64_t limit = MAX(2 * k->opts->sync_frequency_usec, 300 * USEC_PER_SEC);
+        uint64_t last = k->last_loop_usec;
+
+        if (last && now_usec() > last + limit) {
+                if (asprintf(ret_error, "sync Loop took longer than expected") < 0)
+                        return -ENOMEM;
+                return -ETIMEDOUT;
+        }
+        return 0;
+}
+
+void kubelet_counts(struct kubelet *k, struct kubelet_counts *ret) {
+        size_t sb = 0, rsb = 0, c = 0, rc = 0;
+
+        if (k->pleg)
+                pleg_counts(k->pleg, &sb, &rsb, &c, &rc);
+        *ret = (struct kubelet_counts) {
+                .running_pods = rsb,
+                .running_containers = rc,
+                .desired_pods = k->desired.n,
+                .pod_start = &k->pod_start_hist,
+        };
+}

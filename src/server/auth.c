@@ -1,0 +1,315 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* TLS serving, authentication and authorization of the kubelet API (pkg/kubelet/server/auth.go and
+ * cmd/kubelet/app/auth.go): x509 client certificates against --client-ca-file, anonymous requests when
+ * enabled, bearer tokens and SubjectAccessReview through the API server (Webhook), or AlwaysAllow. */
+#include <errno.h>
+#include <event2/bufferevent_ssl.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/x509v3.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "basic/log.h"
+#include "basic/util.h"
+#include "server/server-internal.h"
+
+#define SELF_SIGNED_VALIDITY_DAYS 365
+
+/* ---------------------------------------------------------------- serving certificate */
+
+static char *ssl_error_string(void) {
+        char buf[256];
+        unsigned long e = ERR_get_error();
+        ERR_clear_error();
+        if (!e)
+                return strdup("unknown error");
+        ERR_error_string_n(e, buf, sizeof(buf));
+        return strdup(buf);
+}
+
+static int add_ext(X509 *cert, int nid, const char *value) {
+        X509V3_CTX ctx;
+        X509_EXTENSION *ex;
+
+        X509V3_set_ctx_nodb(&ctx);
+        X509V3_set_ctx(&ctx, cert, cert, NULL, NULL, 0);
+        ex = X509V3_EXT_conf_nid(NULL, &ctx, nid, value);
+        if (!ex)
+                return -EINVAL;
+        X509_add_ext(cert, ex, -1);
+        X509_EXTENSION_free(ex);
+        return 0;
+}
+
+/* GenerateSelfSignedCertKey: a self-signed certificate for the node's name, localhost and its IP. */
+static int generate_self_signed(struct api_server *s, const char *cert_path, const char *key_path) {
+        const char *host = s->o->node_name, *ip = kubelet_node_ip(s->k);
+        _cleanup_free_ char *cn = NULL, *san = NULL;
+        EVP_PKEY *pkey = NULL;
+        X509 *cert = NULL;
+        BIO *kb = NULL, *cb = NULL;
+        char *kdata, *cdata;
+        long klen, clen;
+        int r = -ENOMEM;
+
+        if (asprintf(&cn, "%s@%llu", host, (unsigned long long) (now_realtime_usec() / USEC_PER_SEC)) < 0 ||
+            asprintf(&san, "DNS:%s,DNS:localhost,IP:127.0.0.1%s%s", host, isempty(ip) ? "" : ",IP:", strempty(ip)) < 0)
+                return -ENOMEM;
+        pkey = EVP_EC_gen("P-256");
+        cert = X509_new();
+        if (!pkey || !cert)
+                goto finish;
+        X509_set_version(cert, 2);
+        ASN1_INTEGER_set(X509_get_serialNumber(cert), (long) (now_realtime_usec() & 0x7fffffff));
+        X509_gmtime_adj(X509_getm_notBefore(cert), -3600);
+        X509_gmtime_adj(X509_getm_notAfter(cert), (long) SELF_SIGNED_VALIDITY_DAYS * 24 * 3600);
+        X509_set_pubkey(cert, pkey);
+        X509_NAME_add_entry_by_txt(X509_get_subject_name(cert), "CN", MBSTRING_UTF8, (const unsigned char *) cn, -1, -1,
+                                   0);
+        X509_set_issuer_name(cert, X509_get_subject_name(cert));
+        if (add_ext(cert, NID_subject_alt_name, san) < 0 || add_ext(cert, NID_basic_constraints, "critical,CA:TRUE") < 0 ||
+            add_ext(cert, NID_key_usage, "critical,digitalSignature,keyEncipherment,keyCertSign") < 0 ||
+            add_ext(cert, NID_ext_key_usage, "serverAuth") < 0) {
+                r = -EINVAL;
+                goto finish;
+        }
+        if (!X509_sign(cert, pkey, EVP_sha256()))
+                goto finish;
+        kb = BIO_new(BIO_s_mem());
+        cb = BIO_new(BIO_s_mem());
+        if (!kb || !cb || !PEM_write_bio_PrivateKey(kb, pkey, NULL, NULL, 0, NULL, NULL) ||
+            !PEM_write_bio_X509(cb, cert))
+                goto finish;
+        klen = BIO_get_mem_data(kb, &kdata);
+        clen = BIO_get_mem_data(cb, &cdata);
+        r = mkdir_p(s->o->cert_dir, 0700);
+        if (r >= 0)
+                r = write_file_atomic(key_path, kdata, (size_t) klen, 0600);
+        if (r >= 0)
+                r = write_file_atomic(cert_path, cdata, (size_t) clen, 0644);
+        if (r < 0)
+                log_error("cannot write the self-signed serving certificate under --cert-dir %s: %s", s->o->cert_dir,
+                          strerror(-r));
+        else
+                log_info("Generated self-signed cert: certFile=\"%s\" keyFile=\"%s\"", cert_path, key_path);
+finish:
+        BIO_free(kb);
+        BIO_free(cb);
+        X509_free(cert);
+        EVP_PKEY_free(pkey);
+        return r;
+}
+
+static int verify_accept(int preverify_ok, X509_STORE_CTX *ctx) {
+        /* as Go's RequestClientCert: the handshake never fails on the client's certificate; the authenticator
+         * checks the verification result and answers 401 */
+        return 1;
+}
+
+int api_tls_setup(struct api_server *s) {
+        const struct kubelet_options *o = s->o;
+        _cleanup_free_ char *cert = NULL, *key = NULL, *err = NULL;
+        int r;
+
+        if (!isempty(o->tls_cert_file)) {
+                cert = strdup(o->tls_cert_file);
+                key = strdup(o->tls_private_key_file);
+                if (!cert || !key)
+                        return -ENOMEM;
+        } else {
+                if (asprintf(&cert, "%s/kubelet.crt", o->cert_dir) < 0 || asprintf(&key, "%s/kubelet.key", o->cert_dir) < 0)
+                        return -ENOMEM;
+                if (access(cert, R_OK) < 0 || access(key, R_OK) < 0) {
+                        r = generate_self_signed(s, cert, key);
+                        if (r < 0)
+                                return r;
+                }
+        }
+        s->ssl_ctx = SSL_CTX_new(TLS_server_method());
+        if (!s->ssl_ctx)
+                return -ENOMEM;
+        SSL_CTX_set_min_proto_version(s->ssl_ctx, TLS1_2_VERSION);
+        SSL_CTX_set_options(s->ssl_ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE);
+        if (SSL_CTX_use_certificate_chain_file(s->ssl_ctx, cert) != 1) {
+                err = ssl_error_string();
+                return log_error_errno(-EINVAL, "invalid serving certificate (--tls-cert-file) %s: %s", cert, strna(err));
+        }
+        if (SSL_CTX_use_PrivateKey_file(s->ssl_ctx, key, SSL_FILETYPE_PEM) != 1 || SSL_CTX_check_private_key(s->ssl_ctx) != 1) {
+                err = ssl_error_string();
+                return log_error_errno(-EINVAL, "invalid serving key (--tls-private-key-file) %s: %s", key, strna(err));
+        }
+        if (!isempty(o->client_ca_file)) {
+                STACK_OF(X509_NAME) *names;
+                if (SSL_CTX_load_verify_locations(s->ssl_ctx, o->client_ca_file, NULL) != 1) {
+                        err = ssl_error_string();
+                        return log_error_errno(-EINVAL, "unable to load client CA file (--client-ca-file) %s: %s",
+                                               o->client_ca_file, strna(err));
+                }
+                names = SSL_load_client_CA_file(o->client_ca_file);
+                if (names)
+                        SSL_CTX_set_client_CA_list(s->ssl_ctx, names);
+                SSL_CTX_set_verify(s->ssl_ctx, SSL_VERIFY_PEER, verify_accept);
+                s->have_client_ca = true;
+        }
+        if (streq(o->authorization_mode, "Webhook") || o->authentication_token_webhook)
+                log_warning("kubelet API: %s%s%s needs an API server, and none is configured: such requests are "
+                            "refused (use --authorization-mode=AlwaysAllow with --client-ca-file for a standalone node)",
+                            o->authentication_token_webhook ? "token authentication (authentication.webhook)" : "",
+                            o->authentication_token_webhook && streq(o->authorization_mode, "Webhook") ? " and " : "",
+                            streq(o->authorization_mode, "Webhook") ? "Webhook authorization" : "");
+        return 0;
+}
+
+/* ---------------------------------------------------------------- authentication */
+
+void api_user_done(struct api_user *u) {
+        free(u->name);
+        strv_free(u->groups);
+        *u = (struct api_user) {};
+}
+
+static int user_from_cert(X509 *cert, struct api_user *ret) {
+        X509_NAME *subject = X509_get_subject_name(cert);
+        _cleanup_strv_free_ char **groups = NULL;
+        _cleanup_free_ char *cn = NULL;
+        int i = -1;
+
+        /* CommonName is the user, Organizations are the groups (x509.CommonNameUserConversion) */
+        while ((i = X509_NAME_get_index_by_NID(subject, NID_commonName, i)) >= 0) {
+                ASN1_STRING *d = X509_NAME_ENTRY_get_data(X509_NAME_get_entry(subject, i));
+                unsigned char *u = NULL;
+                if (ASN1_STRING_to_UTF8(&u, d) < 0)
+                        return -EINVAL;
+                free(cn);
+                cn = strdup((char *) u);
+                OPENSSL_free(u);
+                if (!cn)
+                        return -ENOMEM;
+        }
+        i = -1;
+        while ((i = X509_NAME_get_index_by_NID(subject, NID_organizationName, i)) >= 0) {
+                ASN1_STRING *d = X509_NAME_ENTRY_get_data(X509_NAME_get_entry(subject, i));
+                unsigned char *u = NULL;
+                if (ASN1_STRING_to_UTF8(&u, d) < 0)
+                        return -EINVAL;
+
+                if (strv_extend(&groups, (char *) u) < 0) {
+                        OPENSSL_free(u);
+                        return -ENOMEM;
+                }
+                OPENSSL_free(u);
+        }
+        if (isempty(cn))
+                return -EINVAL; /* "common name is empty" */
+        if (strv_extend(&groups, "system:authenticated") < 0)
+                return -ENOMEM;
+        ret->name = TAKE_PTR(cn);
+        ret->groups = TAKE_PTR(groups);
+        return 0;
+}
+
+static void unauthorized(struct api_request *r) {
+        api_reply_text(r->req, 401, "Unauthorized\n");
+}
+
+int api_authenticate(struct api_request *r) {
+        struct evhttp_connection *conn = evhttp_request_get_connection(r->req);
+        SSL *ssl = conn ? bufferevent_openssl_get_ssl(evhttp_connection_get_bufferevent(conn)) : NULL;
+        const char *authz = evhttp_find_header(evhttp_request_get_input_headers(r->req), "Authorization");
+        X509 *peer = ssl ? SSL_get1_peer_certificate(ssl) : NULL;
+        int k;
+
+        if (peer) {
+                long v = SSL_get_verify_result(ssl);
+                if (r->s->have_client_ca && v == X509_V_OK) {
+                        k = user_from_cert(peer, &r->user);
+                        X509_free(peer);
+                        if (k == -ENOMEM) {
+                                api_reply_text(r->req, 500, "Internal Error: out of memory\n");
+                                return -ENOMEM;
+                        }
+                        if (k >= 0)
+                                return 0;
+                        log_v(2, "API: client certificate without a common name: %s", r->path);
+                        unauthorized(r);
+                        return -EACCES;
+                }
+                X509_free(peer);
+                /* a certificate that does not verify is an authentication failure, not anonymous (as upstream) */
+                log_v(2, "API: client certificate rejected for %s: %s", r->path,
+                      r->s->have_client_ca ? X509_verify_cert_error_string(v) : "no --client-ca-file");
+                unauthorized(r);
+                return -EACCES;
+        }
+        if (authz && startswith(authz, "Bearer ")) {
+                /* TokenReview needs the API server (authentication.webhook); there is none */
+                log_v(2, "API: bearer token for %s refused: no API server for TokenReview", r->path);
+                unauthorized(r);
+                return -EACCES;
+        }
+        if (r->s->o->anonymous_auth) {
+                r->user.name = strdup("system:anonymous");
+                if (!r->user.name || strv_extend(&r->user.groups, "system:unauthenticated") < 0) {
+                        api_reply_text(r->req, 500, "Internal Error: out of memory\n");
+                        return -ENOMEM;
+                }
+                return 0;
+        }
+        unauthorized(r);
+        return -EACCES;
+}
+
+/* ---------------------------------------------------------------- authorization */
+
+static bool is_subpath(const char *path, const char *p) {
+        size_t n = strlen(p);
+        return strneq(path, p, n) && (path[n] == '\0' || path[n] == '/');
+}
+
+const char *api_subresource(const char *path) {
+        if (is_subpath(path, "/stats"))
+                return "stats";
+        if (is_subpath(path, "/metrics"))
+                return "metrics";
+        if (is_subpath(path, "/logs"))
+                return "log";
+        if (is_subpath(path, "/checkpoint"))
+                return "checkpoint";
+        return "proxy";
+}
+
+const char *api_verb(enum evhttp_cmd_type method) {
+        switch (method) {
+        case EVHTTP_REQ_POST:
+                return "create";
+        case EVHTTP_REQ_GET:
+        case EVHTTP_REQ_HEAD:
+                return "get";
+        case EVHTTP_REQ_PUT:
+                return "update";
+        case EVHTTP_REQ_PATCH:
+                return "patch";
+        case EVHTTP_REQ_DELETE:
+                return "delete";
+        default:
+                return "";
+        }
+}
+
+int api_authorize(struct api_request *r) {
+        const char *verb = api_verb(r->method), *sub = api_subresource(r->path);
+
+        if (streq(r->s->o->authorization_mode, "AlwaysAllow"))
+                return 0;
+        /* Webhook: a SubjectAccessReview for (user, verb, nodes/<node>/<subresource>); no API server, no
+         * decision: denied */
+        log_v(2, "API: forbidden: user=%s verb=%s subresource=%s path=%s: Webhook authorization without an API "
+                 "server", r->user.name, verb, sub, r->path);
+        api_reply_text(r->req, 403, "Forbidden (user=%s, verb=%s, resource=%s, subresource(s)=[%s])\n", r->user.name,
+                       verb, "nodes", sub);
+        return -EPERM;
+}

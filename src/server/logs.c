@@ -1,0 +1,391 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* /containerLogs/{ns}/{pod}/{container} (the CRI log of a container, decoded; follow streams) and /logs/
+ * (files under /var/log). */
+#include <errno.h>
+#include <event2/bufferevent.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "basic/log.h"
+#include "basic/util.h"
+#include "kuberuntime/logs.h"
+#include "server/logs_dir.h"
+#include "server/server-internal.h"
+
+#define LOGS_ROOT "/var/log"
+#define FOLLOW_MAX_BACKLOG (4 * 1024 * 1024) /* a follower this far behind is cut off */
+#define LOGS_FILE_MAX_CHUNK (256 * 1024)
+
+struct log_stream {
+        struct api_stream stream;
+        struct evhttp_request *req;
+        struct cri_log_follower *follower;
+        char *ns, *pod, *container, *container_id;
+};
+
+static void log_stream_free(struct log_stream *ls) {
+        if (!ls)
+                return;
+        api_stream_unregister(&ls->stream);
+        cri_log_follower_free(ls->follower);
+        free(ls->ns);
+        free(ls->pod);
+        free(ls->container);
+        free(ls->container_id);
+        free(ls);
+}
+
+/* end the chunked reply (or free a request whose client left) and the stream */
+static void log_stream_end(struct log_stream *ls) {
+        struct evhttp_request *req = ls->req;
+        struct evhttp_connection *evcon = req ? evhttp_request_get_connection(req) : NULL;
+
+        if (evcon)
+                evhttp_connection_set_closecb(evcon, NULL, NULL);
+        ls->req = NULL;
+        if (req)
+                evhttp_send_reply_end(req);
+        log_stream_free(ls);
+}
+
+static void log_stream_cancel(struct api_stream *st) {
+        log_stream_end((struct log_stream *) st);
+}
+
+static void on_client_closed(struct evhttp_connection *evcon, void *userdata) {
+        struct log_stream *ls = userdata;
+        log_v(3, "containerLogs %s/%s/%s: the client left", ls->ns, ls->pod, ls->container);
+        evhttp_connection_set_closecb(evcon, NULL, NULL);
+        log_stream_end(ls);
+}
+
+static int on_follow_write(const void *data, size_t len, void *userdata) {
+        struct log_stream *ls = userdata;
+        struct evhttp_connection *evcon = ls->req ? evhttp_request_get_connection(ls->req) : NULL;
+        struct evbuffer *b;
+
+        if (!evcon)
+                return -ECONNRESET;
+        if (evbuffer_get_length(bufferevent_get_output(evhttp_connection_get_bufferevent(evcon))) > FOLLOW_MAX_BACKLOG)
+                return -ENOBUFS;
+        b = evbuffer_new();
+        if (!b)
+                return -ENOMEM;
+        evbuffer_add(b, data, len);
+        evhttp_send_reply_chunk(ls->req, b);
+        evbuffer_free(b);
+        return 0;
+}
+
+static bool on_follow_running(void *userdata) {
+        struct log_stream *ls = userdata;
+        _cleanup_(kr_container_freep) struct kr_container *c = NULL;
+
+        if (!ls->stream.s)
+                return false;
+        if (kubelet_lookup_container(ls->stream.s->k, ls->ns, ls->pod, ls->container, false, &c, NULL) < 0)
+                return false;
+        return streq(c->id, ls->container_id) && c->state == KR_CONTAINER_RUNNING;
+}
+
+static void on_follow_done(int r, void *userdata) {
+        struct log_stream *ls = userdata;
+        if (r < 0 && r != -ECONNRESET)
+                log_v(2, "containerLogs %s/%s/%s: follow ended: %s", ls->ns, ls->pod, ls->container, strerror(-r));
+        log_stream_end(ls);
+}
+
+void api_handle_container_logs(struct api_request *r, const char *rest) {
+        _cleanup_strv_free_ char **parts = NULL;
+        _cleanup_free_ char *why = NULL;
+        _cleanup_(kr_container_freep) struct kr_container *c = NULL;
+        _cleanup_close_ int fd = -1;
+        struct cri_log_options o;
+        struct cri_log_cursor cursor = {};
+        const char *ns, *pod, *container;
+        struct log_stream *ls;
+        struct evbuffer *out;
+        int k;
+
+        k = api_path_components(rest, &parts);
+        if (k < 0 || strv_length(parts) != 3) {
+                api_reply_text(r->req, 400, "{\"message\": \"invalid path: want "
+                                            "/containerLogs/{podNamespace}/{podID}/{containerName}\"}");
+                return;
+        }
+        ns = parts[0];
+        pod = parts[1];
+        container = parts[2];
+        k = cri_log_options_from_query(r->query, &o, &why);
+        if (k == -ENOMEM) {
+                api_reply_text(r->req, 500, "Internal Error: out of memory\n");
+                return;
+        }
+        if (k < 0) {
+                /* upstream answers "Unable to decode query." / "Invalid request."; we say which parameter */
+                api_reply_text(r->req, 400, "{\"message\": \"%s: %s\"}",
+                               k == -EBADMSG ? "Unable to decode query" : "Invalid request", strna(why));
+                return;
+        }
+        k = kubelet_lookup_container(r->s->k, ns, pod, container, o.previous, &c, NULL);
+        if (k == -ENXIO) {
+                api_reply_text(r->req, 404, "pod \"%s\" does not exist\n", pod);
+                return;
+        }
+        if (k == -ENOENT) {
+                api_reply_text(r->req, 404, "container \"%s\" not found in pod \"%s\"\n", container, pod);
+                return;
+        }
+        if (k == -ESRCH) {
+                if (o.previous)
+                        api_reply_text(r->req, 400, "previous terminated container \"%s\" in pod \"%s\" not found\n",
+                                       container, pod);
+                else
+                        api_reply_text(r->req, 400, "container \"%s\" in pod \"%s\" is waiting to start: "
+                                                    "ContainerCreating\n", container, pod);
+                return;
+        }
+        if (k < 0) {
+                api_reply_text(r->req, 500, "Internal Error: %s\n", strerror(-k));
+                return;
+        }
+        if (isempty(c->log_path)) {
+                api_reply_text(r->req, 400, "container \"%s\" in pod \"%s\" has no log file\n", container, pod);
+                return;
+        }
+        fd = open(c->log_path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0) {
+                if (errno == ENOENT) {
+                        /* the runtime has not written anything yet */
+                        api_reply_text(r->req, 200, "%s", "");
+                        return;
+                }
+                api_reply_text(r->req, 500, "Internal Error: failed to open log file %s: %m\n", c->log_path);
+                return;
+        }
+        out = evbuffer_new();
+        if (!out) {
+                api_reply_text(r->req, 500, "Internal Error: out of memory\n");
+                return;
+        }
+        k = cri_log_read(fd, &o, out, o.follow ? &cursor : NULL);
+        if (k < 0) {
+                evbuffer_free(out);
+                cri_log_cursor_done(&cursor);
+                api_reply_text(r->req, 500, "Internal Error: failed to read log file %s: %s\n", c->log_path,
+                               strerror(-k));
+                return;
+        }
+        if (!o.follow || cursor.limit_reached || c->state != KR_CONTAINER_RUNNING || o.previous) {
+                if (o.follow) {
+                        /* not running: what is there is all there will be; finish the unfinished lines */
+                        cri_log_cursor_done(&cursor);
+                        evbuffer_drain(out, evbuffer_get_length(out));
+                        o.follow = false;
+                        k = cri_log_read(fd, &o, out, NULL);
+                }
+                api_reply_buffer(r->req, 200, "text/plain", out);
+                evbuffer_free(out);
+                return;
+        }
+
+        ls = calloc(1, sizeof(*ls));
+        if (!ls || !(ls->ns = strdup(ns)) || !(ls->pod = strdup(pod)) || !(ls->container = strdup(container)) ||
+            !(ls->container_id = strdup(c->id))) {
+                log_stream_free(ls);
+                evbuffer_free(out);
+                cri_log_cursor_done(&cursor);
+                api_reply_text(r->req, 500, "Internal Error: out of memory\n");
+                return;
+        }
+        ls->stream.cancel = log_stream_cancel;
+        if (api_stream_register(r->s, &ls->stream) < 0) {
+                log_stream_free(ls);
+                evbuffer_free(out);
+                cri_log_cursor_done(&cursor);
+                api_reply_text(r->req, 503, "Service Unavailable: too many streams\n");
+                return;
+        }
+        k = cri_log_follow(r->s->base, c->log_path, &o, &cursor, on_follow_write, on_follow_running, on_follow_done, ls,
+                           &ls->follower);
+        cri_log_cursor_done(&cursor);
+        if (k < 0) {
+                log_stream_free(ls);
+                evbuffer_free(out);
+                api_reply_text(r->req, 500, "Internal Error: cannot follow %s: %s\n", c->log_path, strerror(-k));
+                return;
+        }
+        ls->req = r->req;
+        {
+                struct evhttp_connection *evcon = evhttp_request_get_connection(r->req);
+                struct bufferevent *bev = evcon ? evhttp_connection_get_bufferevent(evcon) : NULL;
+                struct timeval wt = { .tv_sec = API_REQUEST_TIMEOUT_SEC };
+                /* a stream may be quiet for hours: no read timeout; a client that stops reading still times out */
+                if (bev)
+                        bufferevent_set_timeouts(bev, NULL, &wt);
+                if (evcon)
+                        evhttp_connection_set_closecb(evcon, on_client_closed, ls);
+        }
+        evhttp_add_header(evhttp_request_get_output_headers(r->req), "Content-Type", "text/plain");
+        evhttp_add_header(evhttp_request_get_output_headers(r->req), "X-Content-Type-Options", "nosniff");
+        evhttp_send_reply_start(r->req, 200, "OK");
+        if (evbuffer_get_length(out) > 0)
+                evhttp_send_reply_chunk(r->req, out);
+        evbuffer_free(out);
+}
+
+/* ---------------------------------------------------------------- /logs/ */
+
+static void close_fd(int fd) {
+        if (fd >= 0)
+                close(fd);
+}
+
+/* A file sent in chunks as the client takes them, so a large file never sits in memory. */
+struct file_stream {
+        struct api_stream stream;
+        struct evhttp_request *req;
+        int fd;
+        uint64_t offset, size;
+};
+
+static void file_stream_end(struct file_stream *fs) {
+        struct evhttp_request *req = fs->req;
+        struct evhttp_connection *evcon = req ? evhttp_request_get_connection(req) : NULL;
+
+        if (evcon)
+                evhttp_connection_set_closecb(evcon, NULL, NULL);
+        fs->req = NULL;
+        if (req)
+                evhttp_send_reply_end(req);
+        api_stream_unregister(&fs->stream);
+        close_fd(fs->fd);
+        free(fs);
+}
+
+static void file_stream_cancel(struct api_stream *st) {
+        file_stream_end((struct file_stream *) st);
+}
+
+static void file_stream_closed(struct evhttp_connection *evcon, void *userdata) {
+        evhttp_connection_set_closecb(evcon, NULL, NULL);
+        file_stream_end(userdata);
+}
+
+static void file_stream_next(struct evhttp_connection *evcon, void *userdata) {
+        struct file_stream *fs = userdata;
+        struct evbuffer *b;
+        char buf[LOGS_FILE_MAX_CHUNK];
+        ssize_t n;
+
+        /* the file is sent as it was when the request came: a growing log does not keep the stream open */
+        if (fs->offset >= fs->size || !fs->req || !evhttp_request_get_connection(fs->req)) {
+                file_stream_end(fs);
+                return;
+        }
+        n = pread(fs->fd, buf, (size_t) MIN((uint64_t) sizeof(buf), fs->size - fs->offset), (off_t) fs->offset);
+        if (n <= 0) {
+                file_stream_end(fs);
+                return;
+        }
+        fs->offset += (uint64_t) n;
+        b = evbuffer_new();
+        if (!b) {
+                file_stream_end(fs);
+                return;
+        }
+        evbuffer_add(b, buf, (size_t) n);
+        evhttp_send_reply_chunk_with_cb(fs->req, b, file_stream_next, fs);
+        evbuffer_free(b);
+}
+
+static void file_stream_start(struct api_request *r, int fd, uint64_t size, const char *content_type) {
+        struct file_stream *fs = calloc(1, sizeof(*fs));
+        struct evhttp_connection *evcon = evhttp_request_get_connection(r->req);
+
+        if (!fs) {
+                close_fd(fd);
+                api_reply_text(r->req, 500, "Internal Error: out of memory\n");
+                return;
+        }
+        fs->fd = fd;
+        fs->size = size;
+        fs->stream.cancel = file_stream_cancel;
+        if (api_stream_register(r->s, &fs->stream) < 0) {
+                close_fd(fd);
+                free(fs);
+                api_reply_text(r->req, 503, "Service Unavailable: too many streams\n");
+                return;
+        }
+        fs->req = r->req;
+        if (evcon)
+                evhttp_connection_set_closecb(evcon, file_stream_closed, fs);
+        evhttp_add_header(evhttp_request_get_output_headers(r->req), "Content-Type", content_type);
+        evhttp_add_header(evhttp_request_get_output_headers(r->req), "X-Content-Type-Options", "nosniff");
+        evhttp_send_reply_start(r->req, 200, "OK");
+        if (r->method == EVHTTP_REQ_HEAD) {
+                file_stream_end(fs);
+                return;
+        }
+        file_stream_next(evcon, fs);
+}
+
+void api_handle_logs_dir(struct api_request *r, const char *rest) {
+        _cleanup_close_ int fd = -1;
+        bool is_dir = false;
+        struct evbuffer *out;
+        struct stat st;
+        int k;
+
+        k = logs_dir_open(LOGS_ROOT, rest, &fd, &is_dir);
+        if (k == -ENOENT || k == -ENOTDIR) {
+                api_reply_text(r->req, 404, "404 page not found\n");
+                return;
+        }
+        if (k == -EACCES || k == -EPERM || k == -EXDEV || k == -ELOOP || k == -EINVAL) {
+                api_reply_text(r->req, 403, "403 Forbidden\n");
+                return;
+        }
+        if (k < 0) {
+                api_reply_text(r->req, 500, "500 Internal Server Error: %s\n", strerror(-k));
+                return;
+        }
+        out = evbuffer_new();
+        if (!out) {
+                api_reply_text(r->req, 500, "Internal Error: out of memory\n");
+                return;
+        }
+        if (is_dir) {
+                if (!isempty(rest) && !endswith(rest, "/")) {
+                        /* as http.FileServer: directories are served with a trailing slash */
+                        _cleanup_free_ char *loc = NULL;
+                        evbuffer_free(out);
+                        if (asprintf(&loc, "/logs/%s/", rest) < 0) {
+                                api_reply_text(r->req, 500, "Internal Error: out of memory\n");
+                                return;
+                        }
+                        evhttp_add_header(evhttp_request_get_output_headers(r->req), "Location", loc);
+                        api_reply_text(r->req, 301, "Moved Permanently\n");
+                        return;
+                }
+                k = logs_dir_list_html(TAKE_FD(fd), rest, out);
+                if (k < 0) {
+                        evbuffer_free(out);
+                        api_reply_text(r->req, 500, "Internal Error: cannot list the directory: %s\n", strerror(-k));
+                        return;
+                }
+                api_reply_buffer(r->req, 200, "text/html; charset=utf-8", out);
+                evbuffer_free(out);
+                return;
+        }
+        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+                evbuffer_free(out);
+                api_reply_text(r->req, 403, "403 Forbidden\n");
+                return;
+        }
+        evbuffer_free(out);
+        file_stream_start(r, TAKE_FD(fd), (uint64_t) st.st_size, logs_dir_content_type(rest));
+}

@@ -1,0 +1,188 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* /metrics and /metrics/probes: Prometheus text format 0.0.4 with upstream's metric names. */
+#include <errno.h>
+#include <event2/buffer.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "basic/histogram.h"
+#include "basic/util.h"
+#include "cri/cri.h"
+#include "prober/manager.h"
+#include "server/server-internal.h"
+
+#define CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
+
+static void header(struct evbuffer *b, const char *name, const char *type, const char *help) {
+        evbuffer_add_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/* a label value with \, " and newline escaped */
+static void add_label_value(struct evbuffer *b, const char *v) {
+        for (const char *p = strempty(v); *p; p++) {
+                if (*p == '\\' || *p == '"')
+                        evbuffer_add_printf(b, "\\%c", *p);
+                else if (*p == '\n')
+                        evbuffer_add(b, "\\n", 2);
+                else
+                        evbuffer_add(b, p, 1);
+        }
+}
+
+static void add_double(struct evbuffer *b, double v) {
+        if (isinf(v))
+                evbuffer_add_printf(b, v > 0 ? "+Inf" : "-Inf");
+        else
+                evbuffer_add_printf(b, "%.17g", v);
+}
+
+/* name{label="value",le="..."} for each bucket, then _sum and _count */
+static void add_histogram(struct evbuffer *b, const char *name, const char *label, const char *value,
+                          const struct histogram *h) {
+        uint64_t cum = 0;
+
+        for (size_t i = 0; i <= h->n_buckets; i++) {
+                cum += i < h->n_buckets ? h->counts[i] : 0;
+                evbuffer_add_printf(b, "%s_bucket{", name);
+                if (label) {
+                        evbuffer_add_printf(b, "%s=\"", label);
+                        add_label_value(b, value);
+                        evbuffer_add(b, "\",", 2);
+                }
+                evbuffer_add(b, "le=\"", 4);
+                if (i < h->n_buckets)
+                        add_double(b, h->bounds[i]);
+                else
+                        evbuffer_add(b, "+Inf", 4);
+                evbuffer_add_printf(b, "\"} %llu\n", (unsigned long long) (i < h->n_buckets ? cum : h->count));
+        }
+        evbuffer_add_printf(b, "%s_sum", name);
+        if (label) {
+                evbuffer_add_printf(b, "{%s=\"", label);
+                add_label_value(b, value);
+                evbuffer_add(b, "\"}", 2);
+        }
+        evbuffer_add(b, " ", 1);
+        add_double(b, h->sum);
+        evbuffer_add_printf(b, "\n%s_count", name);
+        if (label) {
+                evbuffer_add_printf(b, "{%s=\"", label);
+                add_label_value(b, value);
+                evbuffer_add(b, "\"}", 2);
+        }
+        evbuffer_add_printf(b, " %llu\n", (unsigned long long) h->count);
+}
+
+struct ops_ctx {
+        struct evbuffer *b;
+        int pass; /* 0 total, 1 errors, 2 duration */
+};
+
+static void add_op(const struct cri_op_stats *s, void *ud) {
+        struct ops_ctx *c = ud;
+
+        if (s->count == 0)
+                return;
+        switch (c->pass) {
+        case 0:
+                evbuffer_add_printf(c->b, "kubelet_runtime_operations_total{operation_type=\"%s\"} %llu\n", s->operation,
+                                    (unsigned long long) s->count);
+                break;
+        case 1:
+                if (s->errors > 0)
+                        evbuffer_add_printf(c->b, "kubelet_runtime_operations_errors_total{operation_type=\"%s\"} %llu\n",
+                                            s->operation, (unsigned long long) s->errors);
+                break;
+        default:
+                add_histogram(c->b, "kubelet_runtime_operations_duration_seconds", "operation_type", s->operation,
+                              &s->duration);
+        }
+}
+
+void api_handle_metrics(struct api_request *r) {
+        struct evbuffer *b = evbuffer_new();
+        struct kubelet_counts n;
+        struct ops_ctx ctx = { .b = b };
+
+        if (!b) {
+                api_reply_text(r->req, 500, "Internal Error: out of memory\n");
+                return;
+        }
+        kubelet_counts(r->s->k, &n);
+        header(b, "kubelet_running_pods", "gauge", "[ALPHA] Number of pods that have a running pod sandbox");
+        evbuffer_add_printf(b, "kubelet_running_pods %zu\n", n.running_pods);
+        header(b, "kubelet_running_containers", "gauge", "[ALPHA] Number of containers currently running");
+        evbuffer_add_printf(b, "kubelet_running_containers{container_state=\"running\"} %zu\n", n.running_containers);
+        header(b, "kubelet_desired_pods", "gauge", "[ALPHA] The number of pods the kubelet is being instructed to run. "
+                                                    "static is true if the pod is not from the apiserver.");
+        evbuffer_add_printf(b, "kubelet_desired_pods{static=\"true\"} %zu\n", n.desired_pods);
+        header(b, "kubelet_pod_start_duration_seconds", "histogram",
+               "[ALPHA] Duration in seconds from kubelet seeing a pod for the first time to the pod starting to run");
+        add_histogram(b, "kubelet_pod_start_duration_seconds", NULL, NULL, n.pod_start);
+        header(b, "kubelet_runtime_operations_total", "counter",
+               "[ALPHA] Cumulative number of runtime operations by operation type.");
+        ctx.pass = 0;
+        cri_client_foreach_stats(kubelet_cri(r->s->k), add_op, &ctx);
+        header(b, "kubelet_runtime_operations_errors_total", "counter",
+               "[ALPHA] Cumulative number of runtime operation errors by operation type.");
+        ctx.pass = 1;
+        cri_client_foreach_stats(kubelet_cri(r->s->k), add_op, &ctx);
+        header(b, "kubelet_runtime_operations_duration_seconds", "histogram",
+               "[ALPHA] Duration in seconds of runtime operations. Broken down by operation type.");
+        ctx.pass = 2;
+        cri_client_foreach_stats(kubelet_cri(r->s->k), add_op, &ctx);
+        api_reply_buffer(r->req, 200, CONTENT_TYPE, b);
+        evbuffer_free(b);
+}
+
+static const char *probe_type_name(enum probe_type t) {
+        switch (t) {
+        case PROBE_LIVENESS:
+                return "Liveness";
+        case PROBE_READINESS:
+                return "Readiness";
+        default:
+                return "Startup";
+        }
+}
+
+static const char *probe_result_name(enum probe_result r) {
+        switch (r) {
+        case PROBE_RESULT_SUCCESS:
+                return "successful";
+        case PROBE_RESULT_FAILURE:
+                return "failed";
+        default:
+                return "unknown";
+        }
+}
+
+static void add_probe_count(const struct prober_count *c, void *ud) {
+        struct evbuffer *b = ud;
+
+        evbuffer_add(b, "prober_probe_total{container=\"", strlen("prober_probe_total{container=\""));
+        add_label_value(b, c->container);
+        evbuffer_add(b, "\",namespace=\"", strlen("\",namespace=\""));
+        add_label_value(b, c->pod_namespace);
+        evbuffer_add(b, "\",pod=\"", strlen("\",pod=\""));
+        add_label_value(b, c->pod_name);
+        evbuffer_add(b, "\",pod_uid=\"", strlen("\",pod_uid=\""));
+        add_label_value(b, c->pod_uid);
+        evbuffer_add_printf(b, "\",probe_type=\"%s\",result=\"%s\"} %llu\n", probe_type_name(c->type),
+                            probe_result_name(c->result), (unsigned long long) c->count);
+}
+
+void api_handle_metrics_probes(struct api_request *r) {
+        struct evbuffer *b = evbuffer_new();
+
+        if (!b) {
+                api_reply_text(r->req, 500, "Internal Error: out of memory\n");
+                return;
+        }
+        header(b, "prober_probe_total", "counter", "[ALPHA] Cumulative number of a liveness, readiness or startup probe "
+                                                  "for a container by result.");
+        prober_foreach_count(kubelet_prober(r->s->k), add_probe_count, b);
+        api_reply_buffer(r->req, 200, CONTENT_TYPE, b);
+        evbuffer_free(b);
+}

@@ -1,0 +1,108 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+#include <event2/buffer.h>
+#include <event2/http.h>
+#include <jansson.h>
+#include <openssl/ssl.h>
+#include <stdbool.h>
+
+#include "kubelet/kubelet.h"
+#include "options/options.h"
+#include "server/server.h"
+
+/* limits on what a client may send or hold */
+#define API_MAX_HEADERS_SIZE (64 * 1024)
+#define API_MAX_BODY_SIZE (1024 * 1024)
+#define API_REQUEST_TIMEOUT_SEC 60          /* reading a request, writing a reply (streams lift it) */
+#define API_MAX_CONNECTIONS 512            /* TLS connections at once; more are refused at accept */
+#define API_MAX_STREAMS 256                /* follow/exec/attach/port-forward at once */
+
+enum api_port {
+        API_PORT_SECURE,   /* --port: TLS, authn/authz, debugging handlers */
+        API_PORT_READONLY, /* --read-only-port */
+        API_PORT_HEALTHZ,  /* --healthz-port: /healthz only */
+        _API_PORT_MAX,
+};
+
+struct api_listener {
+        struct api_server *s;
+        enum api_port port;
+        struct evhttp *http;
+};
+
+struct api_stream;
+
+struct api_server {
+        struct event_base *base;
+        struct kubelet *k;
+        const struct kubelet_options *o;
+        SSL_CTX *ssl_ctx;
+        bool have_client_ca;
+        struct api_listener listeners[_API_PORT_MAX];
+        unsigned n_connections;             /* live TLS connections */
+        unsigned n_streams;
+        struct api_stream *streams;         /* long-running responses, cancelled at free */
+        struct stats_provider *stats;
+};
+
+/* the authenticated user of a request */
+struct api_user {
+        char *name;
+        char **groups;
+};
+
+struct api_request {
+        struct api_server *s;
+        struct evhttp_request *req;
+        enum api_port port;
+        const char *path;   /* raw (still percent-encoded) path */
+        const char *query;  /* raw query or NULL */
+        enum evhttp_cmd_type method;
+        struct api_user user;
+};
+
+/* replies (they complete the request) */
+void api_reply_text(struct evhttp_request *req, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void api_reply_json(struct evhttp_request *req, int code, json_t *obj); /* takes obj */
+void api_reply_buffer(struct evhttp_request *req, int code, const char *content_type, struct evbuffer *body);
+/* a Status-like error for an errno from the kubelet lookups */
+void api_reply_lookup_error(struct evhttp_request *req, int r, const char *ns, const char *pod, const char *container);
+
+/* split "/a/b/c" (after a prefix) into percent-decoded components; -EINVAL on an empty, "." or ".." component
+ * or a NUL byte */
+int api_path_components(const char *path, char ***ret);
+/* a query parameter (decoded), NULL if absent; all values of a repeated key */
+char *api_query_get(const char *query, const char *key);
+int api_query_get_all(const char *query, const char *key, char ***ret);
+
+/* auth.c */
+int api_authenticate(struct api_request *r);                  /* 0, or replies 401 and returns -EACCES */
+int api_authorize(struct api_request *r);                     /* 0, or replies 403 and returns -EPERM */
+const char *api_subresource(const char *path);                /* "stats", "metrics", "log", "proxy" */
+const char *api_verb(enum evhttp_cmd_type method);            /* "get", "create", ... */
+void api_user_done(struct api_user *u);
+int api_tls_setup(struct api_server *s);                      /* SSL_CTX with the serving pair and client CA */
+
+/* handlers */
+void api_handle_healthz(struct api_request *r, const char *check);
+void api_handle_pods(struct api_request *r);
+void api_handle_running_pods(struct api_request *r);
+void api_handle_spec(struct api_request *r);
+void api_handle_configz(struct api_request *r);
+void api_handle_metrics(struct api_request *r);
+void api_handle_metrics_probes(struct api_request *r);
+void api_handle_stats_summary(struct api_request *r, bool resource_metrics);
+void api_handle_run(struct api_request *r, const char *rest);
+void api_handle_container_logs(struct api_request *r, const char *rest);
+void api_handle_logs_dir(struct api_request *r, const char *rest);
+void api_handle_streaming(struct api_request *r, const char *kind, const char *rest);
+
+/* long-running responses: registered so api_server_free can end them */
+struct api_stream {
+        struct api_server *s;
+        struct api_stream *prev, *next;
+        void (*cancel)(struct api_stream *st); /* must unregister and free */
+};
+int api_stream_register(struct api_server *s, struct api_stream *st);
+void api_stream_unregister(struct api_stream *st);

@@ -1,0 +1,444 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Listeners, routing and the common replies of the kubelet API (pkg/kubelet/server/server.go). */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
+#include <sys/queue.h>
+#include <event2/keyvalq_struct.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "basic/log.h"
+#include "basic/util.h"
+#include "server/server-internal.h"
+#include "stats/summary.h"
+
+/* ---------------------------------------------------------------- replies */
+
+static void reply(struct evhttp_request *req, int code, const char *content_type, struct evbuffer *body) {
+        struct evkeyvalq *h = evhttp_request_get_output_headers(req);
+        evhttp_add_header(h, "Content-Type", content_type);
+        evhttp_add_header(h, "X-Content-Type-Options", "nosniff");
+        evhttp_add_header(h, "Cache-Control", "no-cache, private");
+        evhttp_send_reply(req, code, NULL, body);
+}
+
+void api_reply_buffer(struct evhttp_request *req, int code, const char *content_type, struct evbuffer *body) {
+        reply(req, code, content_type, body);
+}
+
+void api_reply_text(struct evhttp_request *req, int code, const char *fmt, ...) {
+        struct evbuffer *b = evbuffer_new();
+        va_list ap;
+
+        if (b) {
+                va_start(ap, fmt);
+                evbuffer_add_vprintf(b, fmt, ap);
+                va_end(ap);
+        }
+        reply(req, code, "text/plain; charset=utf-8", b);
+        if (b)
+                evbuffer_free(b);
+}
+
+void api_reply_json(struct evhttp_request *req, int code, json_t *obj) {
+        _cleanup_free_ char *s = obj ? json_dumps(obj, JSON_COMPACT) : NULL;
+        struct evbuffer *b;
+
+        json_decref(obj);
+        if (!s) {
+                api_reply_text(req, 500, "Internal Error: out of memory\n");
+                return;
+        }
+        b = evbuffer_new();
+        if (b)
+                evbuffer_add(b, s, strlen(s));
+        reply(req, code, "application/json", b);
+        if (b)
+                evbuffer_free(b);
+}
+
+void api_reply_lookup_error(struct evhttp_request *req, int r, const char *ns, const char *pod, const char *container) {
+        switch (r) {
+        case -ENXIO:
+                api_reply_text(req, 404, "pod \"%s/%s\" not found\n", ns, pod);
+                break;
+        case -ENOENT:
+                api_reply_text(req, 404, "container \"%s\" not found in pod \"%s/%s\"\n", strempty(container), ns, pod);
+                break;
+        case -ESRCH:
+                api_reply_text(req, 404, "container \"%s\" in pod \"%s/%s\" has not been created yet\n",
+                               strempty(container), ns, pod);
+                break;
+        default:
+                api_reply_text(req, 500, "Internal Error: %s\n", strerror(-r));
+        }
+}
+
+/* ---------------------------------------------------------------- paths and queries */
+
+int api_path_components(const char *path, char ***ret) {
+        _cleanup_strv_free_ char **l = NULL;
+        const char *p = path;
+
+        while (*p == '/')
+                p++;
+        while (*p) {
+                const char *e = strchr(p, '/');
+                size_t len = e ? (size_t) (e - p) : strlen(p);
+                _cleanup_free_ char *raw = strndup(p, len);
+                char *dec;
+                size_t dlen = 0;
+
+                if (!raw)
+                        return -ENOMEM;
+                dec = evhttp_uridecode(raw, 0, &dlen);
+                if (!dec)
+                        return -ENOMEM;
+                if (dlen != strlen(dec) || isempty(dec) || streq(dec, ".") || streq(dec, "..") || strchr(dec, '/')) {
+                        free(dec);
+                        return -EINVAL;
+                }
+                if (strv_push(&l, dec) < 0)
+                        return -ENOMEM;
+                p += len;
+                while (*p == '/')
+                        p++;
+        }
+        if (!l) {
+                l = calloc(1, sizeof(char *));
+                if (!l)
+                        return -ENOMEM;
+        }
+        *ret = TAKE_PTR(l);
+        return 0;
+}
+
+int api_query_get_all(const char *query, const char *key, char ***ret) {
+        struct evkeyvalq q = {};
+        struct evkeyval *kv;
+        _cleanup_strv_free_ char **l = NULL;
+
+        if (!isempty(query)) {
+                if (evhttp_parse_query_str(query, &q) < 0)
+                        return -EINVAL;
+                TAILQ_FOREACH(kv, &q, next)
+                        if (streq(kv->key, key) && strv_extend(&l, kv->value) < 0) {
+                                evhttp_clear_headers(&q);
+                                return -ENOMEM;
+                        }
+                evhttp_clear_headers(&q);
+        }
+        *ret = TAKE_PTR(l);
+        return 0;
+}
+
+char *api_query_get(const char *query, const char *key) {
+        _cleanup_strv_free_ char **l = NULL;
+        if (api_query_get_all(query, key, &l) < 0 || !l)
+                return NULL;
+        return strdup(l[0]);
+}
+
+/* ---------------------------------------------------------------- streams */
+
+int api_stream_register(struct api_server *s, struct api_stream *st) {
+        if (s->n_streams >= API_MAX_STREAMS)
+                return -EBUSY;
+        st->s = s;
+        st->prev = NULL;
+        st->next = s->streams;
+        if (s->streams)
+                s->streams->prev = st;
+        s->streams = st;
+        s->n_streams++;
+        return 0;
+}
+
+void api_stream_unregister(struct api_stream *st) {
+        struct api_server *s = st->s;
+        if (!s)
+                return;
+        if (st->prev)
+                st->prev->next = st->next;
+        else
+                s->streams = st->next;
+        if (st->next)
+                st->next->prev = st->prev;
+        st->prev = st->next = NULL;
+        st->s = NULL;
+        s->n_streams--;
+}
+
+/* ---------------------------------------------------------------- routing */
+
+/* path == prefix, or prefix followed by '/' (isSubpath) */
+static bool subpath(const char *path, const char *prefix, const char **ret_rest) {
+        size_t n = strlen(prefix);
+        if (!strneq(path, prefix, n) || (path[n] != '\0' && path[n] != '/'))
+                return false;
+        if (ret_rest)
+                *ret_rest = path + n;
+        return true;
+}
+
+static bool method_is(struct api_request *r, int allowed) {
+        if (r->method & allowed)
+                return true;
+        evhttp_add_header(evhttp_request_get_output_headers(r->req), "Allow",
+                          allowed & EVHTTP_REQ_POST ? (allowed & EVHTTP_REQ_GET ? "GET, POST" : "POST") : "GET");
+        api_reply_text(r->req, 405, "Method Not Allowed\n");
+        return false;
+}
+
+static void route(struct api_request *r) {
+        const char *p = r->path, *rest = NULL;
+        bool debug = r->port == API_PORT_SECURE && r->s->o->enable_debugging_handlers;
+
+        if (r->port == API_PORT_HEALTHZ) {
+                if (streq(p, "/healthz")) {
+                        if (method_is(r, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD))
+                                api_handle_healthz(r, NULL);
+                        return;
+                }
+                api_reply_text(r->req, 404, "404 page not found\n");
+                return;
+        }
+
+        if (subpath(p, "/healthz", &rest)) {
+                if (!method_is(r, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD))
+                        return;
+                if (isempty(rest))
+                        api_handle_healthz(r, NULL);
+                else if (streq(rest, "/ping") || streq(rest, "/syncloop") || streq(rest, "/log"))
+                        api_handle_healthz(r, rest + 1);
+                else
+                        api_reply_text(r->req, 404, "404 page not found\n");
+                return;
+        }
+        if (streq(p, "/pods") || streq(p, "/pods/")) {
+                if (method_is(r, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD))
+                        api_handle_pods(r);
+                return;
+        }
+        if (streq(p, "/stats/summary") || streq(p, "/stats/summary/")) {
+                if (method_is(r, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD))
+                        api_handle_stats_summary(r, false);
+                return;
+        }
+        if (streq(p, "/metrics/resource")) {
+                if (method_is(r, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD))
+                        api_handle_stats_summary(r, true);
+                return;
+        }
+        if (streq(p, "/metrics/probes")) {
+                if (method_is(r, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD))
+                        api_handle_metrics_probes(r);
+                return;
+        }
+        if (streq(p, "/metrics")) {
+                if (method_is(r, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD))
+                        api_handle_metrics(r);
+                return;
+        }
+        if (streq(p, "/spec") || streq(p, "/spec/")) {
+                if (method_is(r, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD))
+                        api_handle_spec(r);
+                return;
+        }
+        if (debug) {
+                if (streq(p, "/runningpods") || streq(p, "/runningpods/")) {
+                        if (method_is(r, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD))
+                                api_handle_running_pods(r);
+                        return;
+                }
+                if (streq(p, "/configz")) {
+                        if (method_is(r, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD))
+                                api_handle_configz(r);
+                        return;
+                }
+                if (subpath(p, "/run", &rest)) {
+                        if (method_is(r, EVHTTP_REQ_POST))
+                                api_handle_run(r, rest);
+                        return;
+                }
+                if (subpath(p, "/containerLogs", &rest)) {
+                        if (method_is(r, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD))
+                                api_handle_container_logs(r, rest);
+                        return;
+                }
+                if (streq(p, "/logs")) {
+                        evhttp_add_header(evhttp_request_get_output_headers(r->req), "Location", "/logs/");
+                        api_reply_text(r->req, 301, "<a href=\"/logs/\">Moved Permanently</a>.\n");
+                        return;
+                }
+                if (startswith(p, "/logs/")) {
+                        if (method_is(r, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD))
+                                api_handle_logs_dir(r, p + strlen("/logs/"));
+                        return;
+                }
+                if (subpath(p, "/exec", &rest) || subpath(p, "/attach", &rest) || subpath(p, "/portForward", &rest)) {
+                        const char *kind = p[1] == 'e' ? "exec" : p[1] == 'a' ? "attach" : "portforward";
+                        if (method_is(r, EVHTTP_REQ_GET | EVHTTP_REQ_POST))
+                                api_handle_streaming(r, kind, rest);
+                        return;
+                }
+        }
+        api_reply_text(r->req, 404, "404 page not found\n");
+}
+
+static void on_request(struct evhttp_request *req, void *userdata) {
+        struct api_listener *l = userdata;
+        const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
+        struct api_request r = {
+                .s = l->s,
+                .req = req,
+                .port = l->port,
+                .method = evhttp_request_get_command(req),
+                .path = uri ? evhttp_uri_get_path(uri) : NULL,
+                .query = uri ? evhttp_uri_get_query(uri) : NULL,
+        };
+
+        if (l->port == API_PORT_SECURE &&
+            !bufferevent_openssl_get_ssl(evhttp_connection_get_bufferevent(evhttp_request_get_connection(req)))) {
+                evhttp_add_header(evhttp_request_get_output_headers(req), "Connection", "close");
+                api_reply_text(req, 400, "Client sent an HTTP request to an HTTPS server.\n");
+                return;
+        }
+        if (l->port == API_PORT_SECURE && l->s->n_connections > API_MAX_CONNECTIONS) {
+                log_warning("API: refusing a request: %u connections are open", l->s->n_connections);
+                evhttp_add_header(evhttp_request_get_output_headers(req), "Connection", "close");
+                api_reply_text(req, 503, "Service Unavailable: too many connections\n");
+                return;
+        }
+        if (isempty(r.path) || r.path[0] != '/') {
+                api_reply_text(req, 400, "400 Bad Request: invalid request path\n");
+                return;
+        }
+        log_v(4, "API request: port=%s method=%d path=\"%s\"",
+              l->port == API_PORT_SECURE ? "secure" : l->port == API_PORT_READONLY ? "read-only" : "healthz", r.method,
+              r.path);
+        if (l->port == API_PORT_SECURE) {
+                if (api_authenticate(&r) < 0 || api_authorize(&r) < 0) {
+                        api_user_done(&r.user);
+                        return;
+                }
+        }
+        route(&r);
+        api_user_done(&r.user);
+}
+
+/* ---------------------------------------------------------------- listeners */
+
+static int ssl_conn_index = -1;
+
+/* called when the SSL of a connection is freed (with its bufferevent): one connection fewer */
+static void ssl_conn_free(void *parent, void *ptr, CRYPTO_EX_DATA *ad, int idx, long argl, void *argp) {
+        struct api_server *s = ptr;
+        if (s && s->n_connections > 0)
+                s->n_connections--;
+}
+
+static struct bufferevent *tls_bevcb(struct event_base *base, void *userdata) {
+        struct api_listener *l = userdata;
+        struct api_server *s = l->s;
+        SSL *ssl;
+
+        /* never return NULL: evhttp would serve the connection in clear text */
+        ssl = SSL_new(s->ssl_ctx);
+        if (!ssl)
+                return NULL; /* on_request refuses connections without TLS on this port */
+        SSL_set_ex_data(ssl, ssl_conn_index, s);
+        s->n_connections++;
+        return bufferevent_openssl_socket_new(base, -1, ssl, BUFFEREVENT_SSL_ACCEPTING,
+                                              BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
+}
+
+static int listen_on(struct api_server *s, enum api_port port, const char *address, int portnum) {
+        struct api_listener *l = &s->listeners[port];
+        char addr[INET6_ADDRSTRLEN + 2];
+
+        l->s = s;
+        l->port = port;
+        l->http = evhttp_new(s->base);
+        if (!l->http)
+                return -ENOMEM;
+        evhttp_set_max_headers_size(l->http, API_MAX_HEADERS_SIZE);
+        evhttp_set_max_body_size(l->http, API_MAX_BODY_SIZE);
+        evhttp_set_timeout(l->http, API_REQUEST_TIMEOUT_SEC);
+        evhttp_set_allowed_methods(l->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD | EVHTTP_REQ_PUT |
+                                                    EVHTTP_REQ_DELETE | EVHTTP_REQ_PATCH | EVHTTP_REQ_OPTIONS);
+        evhttp_set_gencb(l->http, on_request, l);
+        if (port == API_PORT_SECURE)
+                evhttp_set_bevcb(l->http, tls_bevcb, l);
+        if (evhttp_bind_socket(l->http, address, (ev_uint16_t) portnum) < 0) {
+                int r = errno > 0 ? -errno : -EADDRINUSE;
+                snprintf(addr, sizeof(addr), strchr(address, ':') ? "[%s]" : "%s", address);
+                return log_error_errno(r, "failed to listen on %s:%d (%s): %s", addr, portnum,
+                                       port == API_PORT_SECURE ? "--port" : port == API_PORT_READONLY ? "--read-only-port"
+                                                                                                      : "--healthz-port",
+                                       strerror(-r));
+        }
+        log_info("Starting to listen: address=\"%s\" port=%d%s", address, portnum,
+                 port == API_PORT_SECURE ? "" : port == API_PORT_READONLY ? " (read-only)" : " (healthz)");
+        return 0;
+}
+
+int api_server_new(struct event_base *base, struct kubelet *k, struct api_server **ret) {
+        const struct kubelet_options *o = kubelet_opts(k);
+        struct api_server *s;
+        struct stats_config sc = {
+                .node_name = o->node_name, .root_dir = o->root_dir, .pod_logs_dir = o->pod_logs_dir, .host_root = "",
+        };
+        int r;
+
+        if (ssl_conn_index < 0)
+                ssl_conn_index = SSL_get_ex_new_index(0, NULL, NULL, NULL, ssl_conn_free);
+        s = calloc(1, sizeof(*s));
+        if (!s)
+                return -ENOMEM;
+        s->base = base;
+        s->k = k;
+        s->o = o;
+        r = stats_provider_new(base, kubelet_cri(k), &sc, &s->stats);
+        if (r < 0)
+                goto fail;
+        r = api_tls_setup(s);
+        if (r < 0)
+                goto fail;
+        r = listen_on(s, API_PORT_SECURE, o->address, o->port);
+        if (r < 0)
+                goto fail;
+        if (o->read_only_port > 0) {
+                r = listen_on(s, API_PORT_READONLY, o->address, o->read_only_port);
+                if (r < 0)
+                        goto fail;
+        }
+        if (o->healthz_port > 0) {
+                r = listen_on(s, API_PORT_HEALTHZ, o->healthz_bind_address, o->healthz_port);
+                if (r < 0)
+                        goto fail;
+        }
+        *ret = s;
+        return 0;
+fail:
+        api_server_free(s);
+        return r;
+}
+
+struct api_server *api_server_free(struct api_server *s) {
+        if (!s)
+                return NULL;
+        while (s->streams)
+                s->streams->cancel(s->streams);
+        for (size_t i = 0; i < _API_PORT_MAX; i++)
+                if (s->listeners[i].http)
+                        evhttp_free(s->listeners[i].http);
+        s->stats = stats_provider_free(s->stats);
+        if (s->ssl_ctx)
+                SSL_CTX_free(s->ssl_ctx);
+        free(s);
+        return NULL;
+}

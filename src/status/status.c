@@ -1,0 +1,295 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* generateAPIPodStatus: what the kubelet says about a pod, from its spec and the runtime's view. */
+#include "status/status.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+#include "basic/util.h"
+#include "kuberuntime/resources.h"
+
+#define RUNTIME_TYPE "containerd" /* the scheme of containerID: <type>://<id> (CRI Version runtime_name) */
+
+static bool container_should_restart(const struct pod *pod, const struct kr_container *c) {
+        /* kubecontainer.ShouldContainerBeRestarted, for a container that exists */
+        if (c->state == KR_CONTAINER_RUNNING || c->state == KR_CONTAINER_CREATED)
+                return false;
+        if (pod->spec.restart_policy == RESTART_POLICY_NEVER)
+                return false;
+        if (pod->spec.restart_policy == RESTART_POLICY_ON_FAILURE && c->state == KR_CONTAINER_EXITED &&
+            c->exit_code == 0)
+                return false;
+        return true;
+}
+
+static const struct container_waiting *find_waiting(const struct pod_status_input *in, const char *name) {
+        for (size_t i = 0; i < in->n_waiting; i++)
+                if (streq(in->waiting[i].name, name))
+                        return &in->waiting[i];
+        return NULL;
+}
+
+/* the previous instance of a container (second newest with that name), for lastState */
+static const struct kr_container *previous_instance(const struct kr_pod_status *st, const char *name) {
+        bool seen = false;
+        if (!st)
+                return NULL;
+        for (size_t i = 0; i < st->n_containers; i++)
+                if (streq(st->containers[i]->name, name)) {
+                        if (seen)
+                                return st->containers[i];
+                        seen = true;
+                }
+        return NULL;
+}
+
+static json_t *time_json(int64_t unix_nsec) {
+        char buf[64];
+        if (unix_nsec <= 0)
+                return json_null();
+        return json_string(format_rfc3339((uint64_t) (unix_nsec / 1000), buf, sizeof(buf)));
+}
+
+static json_t *container_id_json(const struct kr_container *c) {
+        _cleanup_free_ char *s = NULL;
+        if (asprintf(&s, RUNTIME_TYPE "://%s", c->id) < 0)
+                return NULL;
+        return json_string(s);
+}
+
+/* ContainerStateTerminated of an exited (or vanished) instance */
+static json_t *terminated_json(const struct kr_container *c) {
+        json_t *t;
+        bool unknown = c->state == KR_CONTAINER_UNKNOWN;
+
+        t = json_pack("{s:i, s:o, s:o, s:o}", "exitCode", unknown ? 137 : (json_int_t) c->exit_code,
+                      "startedAt", time_json(c->started_at), "finishedAt", time_json(c->finished_at),
+                      "containerID", container_id_json(c));
+        if (!t)
+                return NULL;
+        if (unknown) {
+                json_object_set_new(t, "reason", json_string("ContainerStatusUnknown"));
+                json_object_set_new(t, "message", json_string("The container could not be located when the pod was "
+                                                              "terminated"));
+        } else {
+                if (!isempty(c->reason))
+                        json_object_set_new(t, "reason", json_string(c->reason));
+                if (!isempty(c->message))
+                        json_object_set_new(t, "message", json_string(c->message));
+        }
+        return t;
+}
+
+static json_t *state_of(const struct kr_container *c) {
+        switch (c->state) {
+        case KR_CONTAINER_RUNNING:
+                return json_pack("{s:{s:o}}", "running", "startedAt", time_json(c->started_at));
+        case KR_CONTAINER_CREATED:
+                return json_pack("{s:{s:s}}", "waiting", "reason", "ContainerCreating");
+        case KR_CONTAINER_EXITED:
+        case KR_CONTAINER_UNKNOWN:
+        default:
+                return json_pack("{s:o}", "terminated", terminated_json(c));
+        }
+}
+
+static json_t *waiting_json(const char *reason, const char *message) {
+        json_t *w = json_pack("{s:s}", "reason", reason);
+        if (w && !isempty(message))
+                json_object_set_new(w, "message", json_string(message));
+        return json_pack("{s:o}", "waiting", w);
+}
+
+static bool container_ready(const struct pod_status_input *in, const struct container *spec,
+                            const struct kr_container *c) {
+        return c && probe_container_ready(spec, c, in->probes);
+}
+
+static json_t *container_status_json(const struct pod_status_input *in, const struct container *spec) {
+        const struct kr_container *c = in->observed ? kr_pod_status_find_container(in->observed, spec->name) : NULL;
+        const struct kr_container *prev = previous_instance(in->observed, spec->name);
+        const struct container_waiting *w = find_waiting(in, spec->name);
+        json_t *st, *state, *last = NULL;
+
+        if (!c) {
+                state = waiting_json(w ? w->reason : "ContainerCreating", w ? w->message : NULL);
+                return json_pack("{s:s, s:o, s:o, s:b, s:i, s:s, s:s, s:b}", "name", spec->name, "state", state,
+                                 "lastState", json_object(), "ready", 0, "restartCount", 0, "image", spec->image,
+                                 "imageID", "", "started", 0);
+        }
+
+        state = state_of(c);
+        if (prev && (prev->state == KR_CONTAINER_EXITED || prev->state == KR_CONTAINER_UNKNOWN))
+                last = json_pack("{s:o}", "terminated", terminated_json(prev));
+        /* a container that will be restarted and has a reason (back-off, pull error) waits with it; what it
+         * was becomes the last state (the reasonCache step of convertToAPIContainerStatuses) */
+        if (w && container_should_restart(in->pod, c)) {
+                json_decref(last);
+                last = state;
+                state = waiting_json(w->reason, w->message);
+        }
+        st = json_pack("{s:s, s:o, s:o, s:b, s:i, s:s, s:s, s:o, s:b}", "name", spec->name, "state", state,
+                       "lastState", last ? last : json_object(), "ready", container_ready(in, spec, c),
+                       "restartCount", (json_int_t) c->restart_count, "image", spec->image, "imageID",
+                       strempty(c->image_ref), "containerID", container_id_json(c), "started",
+                       c->state == KR_CONTAINER_RUNNING && probe_container_started(spec, c, in->probes));
+        return st;
+}
+
+const char *pod_status_phase(const struct pod_status_input *in) {
+        const struct pod *pod = in->pod;
+        size_t unknown = 0, running = 0, waiting = 0, stopped = 0, succeeded = 0;
+
+        for (size_t i = 0; i < pod->spec.n_containers; i++) {
+                const struct container *spec = &pod->spec.containers[i];
+                const struct kr_container *c =
+                        in->observed ? kr_pod_status_find_container(in->observed, spec->name) : NULL;
+
+                if (!c) {
+                        /* not created yet: waiting (ContainerCreating, or a pull error) */
+                        waiting++;
+                        continue;
+                }
+                switch (c->state) {
+                case KR_CONTAINER_RUNNING:
+                        running++;
+                        break;
+                case KR_CONTAINER_EXITED:
+                        stopped++;
+                        if (c->exit_code == 0)
+                                succeeded++;
+                        break;
+                case KR_CONTAINER_CREATED:
+                        /* waiting; with a previous termination it counts as stopped (getPhase) */
+                        if (previous_instance(in->observed, spec->name))
+                                stopped++;
+                        else
+                                waiting++;
+                        break;
+                case KR_CONTAINER_UNKNOWN:
+                default:
+                        unknown++;
+                        break;
+                }
+        }
+        if (waiting > 0)
+                return "Pending";
+        if (running > 0 && unknown == 0)
+                return "Running";
+        if (running == 0 && stopped > 0 && unknown == 0) {
+                if (pod->spec.restart_policy == RESTART_POLICY_ALWAYS)
+                        return "Running"; /* all of them will be restarted */
+                if (stopped == succeeded)
+                        return "Succeeded";
+                if (pod->spec.restart_policy == RESTART_POLICY_NEVER)
+                        return "Failed";
+                return "Running"; /* OnFailure: the failed ones will be restarted */
+        }
+        return "Pending";
+}
+
+static json_t *condition(const char *type, bool status, int64_t transition_usec, const char *reason,
+                         const char *message) {
+        char buf[64];
+        json_t *c = json_pack("{s:s, s:s, s:n, s:s}", "type", type, "status", status ? "True" : "False",
+                              "lastProbeTime", "lastTransitionTime",
+                              format_rfc3339((uint64_t) MAX(transition_usec, 0), buf, sizeof(buf)));
+        if (c && reason)
+                json_object_set_new(c, "reason", json_string(reason));
+        if (c && message)
+                json_object_set_new(c, "message", json_string(message));
+        return c;
+}
+
+static const char *sandbox_ip(const struct pod_status_input *in) {
+        const struct kr_pod_status *st = in->observed;
+        if (in->pod->spec.host_network)
+                return in->host_ip;
+        if (st && st->n_sandboxes > 0 && st->sandboxes[0]->state == KR_SANDBOX_READY && st->sandboxes[0]->have_status &&
+            !isempty(st->sandboxes[0]->ip))
+                return st->sandboxes[0]->ip;
+        return NULL;
+}
+
+static bool sandbox_ready(const struct pod_status_input *in) {
+        const struct kr_pod_status *st = in->observed;
+        return st && st->n_sandboxes > 0 && st->sandboxes[0]->state == KR_SANDBOX_READY &&
+               (in->pod->spec.host_network || sandbox_ip(in));
+}
+
+static int name_cmp(const void *a, const void *b) {
+        return strcmp(json_string_value(json_object_get(*(json_t *const *) a, "name")),
+                      json_string_value(json_object_get(*(json_t *const *) b, "name")));
+}
+
+int pod_status_generate(const struct pod_status_input *in, json_t **ret) {
+        const struct pod *pod = in->pod;
+        _cleanup_free_ json_t **sorted = NULL;
+        _cleanup_strv_free_ char **unready = NULL;
+        _cleanup_free_ char *unready_list = NULL, *message = NULL;
+        const char *phase = pod_status_phase(in), *ip = sandbox_ip(in);
+        bool completed = streq(phase, "Succeeded") || streq(phase, "Failed");
+        int64_t ready_at = in->ready_transition_usec ? in->ready_transition_usec : in->initialized_usec;
+        json_t *statuses, *conditions, *status;
+        char buf[64];
+
+        sorted = calloc(pod->spec.n_containers + 1, sizeof(json_t *));
+        if (!sorted)
+                return -ENOMEM;
+        for (size_t i = 0; i < pod->spec.n_containers; i++) {
+                const struct container *spec = &pod->spec.containers[i];
+                const struct kr_container *c =
+                        in->observed ? kr_pod_status_find_container(in->observed, spec->name) : NULL;
+
+                sorted[i] = container_status_json(in, spec);
+                if (!sorted[i]) {
+                        for (size_t j = 0; j < i; j++)
+                                json_decref(sorted[j]);
+                        return -ENOMEM;
+                }
+                if (!container_ready(in, spec, c) && strv_extend(&unready, spec->name) < 0) {
+                        for (size_t j = 0; j <= i; j++)
+                                json_decref(sorted[j]);
+                        return -ENOMEM;
+                }
+        }
+        qsort(sorted, pod->spec.n_containers, sizeof(json_t *), name_cmp);
+        statuses = json_array();
+        for (size_t i = 0; i < pod->spec.n_containers; i++)
+                json_array_append_new(statuses, sorted[i]);
+
+        if (unready) {
+                unready_list = strv_join(unready, " ");
+                if (!unready_list || asprintf(&message, "containers with unready status: [%s]", unready_list) < 0) {
+                        json_decref(statuses);
+                        return -ENOMEM;
+                }
+        }
+        /* conditions in upstream's order */
+        conditions = json_pack("[o, o, o, o, o]",
+                               condition("PodReadyToStartContainers", sandbox_ready(in), in->initialized_usec, NULL, NULL),
+                               condition("Initialized", true, in->initialized_usec, NULL, NULL),
+                               condition("Ready", !unready, ready_at,
+                                         unready ? (completed ? "PodCompleted" : "ContainersNotReady") : NULL,
+                                         unready && !completed ? message : NULL),
+                               condition("ContainersReady", !unready, ready_at,
+                                         unready ? (completed ? "PodCompleted" : "ContainersNotReady") : NULL,
+                                         unready && !completed ? message : NULL),
+                               condition("PodScheduled", true, in->initialized_usec, NULL, NULL));
+
+        status = json_pack("{s:s, s:o, s:o, s:s, s:s}", "phase", phase, "conditions", conditions, "containerStatuses",
+                           statuses, "qosClass", qos_class_to_string(pod_qos_class(pod)), "hostIP", strempty(in->host_ip));
+        if (!status)
+                return -ENOMEM;
+        if (!isempty(in->host_ip))
+                json_object_set_new(status, "hostIPs", json_pack("[{s:s}]", "ip", in->host_ip));
+        if (ip) {
+                json_object_set_new(status, "podIP", json_string(ip));
+                json_object_set_new(status, "podIPs", json_pack("[{s:s}]", "ip", ip));
+        }
+        if (in->start_time_usec > 0)
+                json_object_set_new(status, "startTime",
+                                    json_string(format_rfc3339((uint64_t) in->start_time_usec, buf, sizeof(buf))));
+        *ret = status;
+        return 0;
+}

@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/* The v1 PodStatus the kubelet reports for a pod (kubelet_pods.go generateAPIPodStatus + status manager):
+ * phase, conditions, container statuses, IPs, start time and QoS class, built from the desired spec and
+ * what the runtime last reported. Pure: no I/O, no clock (times come in the input). */
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "apis/pod.h"
+#include "kuberuntime/runtime_state.h"
+#include "prober/prober.h"
+
+/* Why a container is not running (the kubelet's reasonCache): ContainerStateWaiting reason/message. */
+struct container_waiting {
+        char *name;
+        const char *reason; /* static: "CrashLoopBackOff", "ErrImagePull", ... */
+        char *message;
+};
+
+struct pod_status_input {
+        const struct pod *pod;                  /* desired spec */
+        const struct kr_pod_status *observed;   /* NULL: not observed yet */
+        const struct container_waiting *waiting;
+        size_t n_waiting;
+        const struct probe_results *probes;     /* may be NULL */
+        const char *host_ip;                    /* the node IP */
+        int64_t start_time_usec;                /* realtime; 0 = not started yet */
+        int64_t ready_transition_usec;          /* realtime of the last ContainersReady/Ready change; 0 = now */
+        int64_t initialized_usec;               /* realtime of the first status (Initialized, PodScheduled) */
+};
+
+/* "Pending", "Running", "Succeeded", "Failed" (getPhase). */
+const char *pod_status_phase(const struct pod_status_input *in);
+
+/* The whole v1 PodStatus object. */
+int pod_status_generate(const struct pod_status_input *in, json_t **ret);
