@@ -9,7 +9,7 @@ pkgs=(
         # runtime
         containerd runc containernetworking-plugins iproute2 iptables procps
         # tests and examples
-        busybox-static python3 python3-pytest python3-grpcio docker-registry skopeo curl
+        busybox-static python3 python3-pytest python3-grpcio docker-registry skopeo curl openssl
 )
 missing=()
 for p in "${pkgs[@]}"; do

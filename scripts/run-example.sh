@@ -17,15 +17,32 @@ mkdir -p "$dir"
 bash scripts/containerd.sh start "$dir" 50
 bash scripts/containerd.sh import "$dir" /var/tmp/ckubelet-images/images.tar
 
+# the kubelet API: a throwaway client CA and an "admin" client certificate; requests with it are allowed
+pki="$dir/pki"
+mkdir -p "$pki"
+if [ ! -f "$pki/admin.crt" ]; then
+        openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$pki/ca.key" \
+                -out "$pki/ca.crt" -days 30 -subj "/CN=ckubelet-example-ca" 2>/dev/null
+        openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$pki/admin.key" \
+                -out "$pki/admin.csr" -subj "/O=system:masters/CN=admin" 2>/dev/null
+        openssl x509 -req -in "$pki/admin.csr" -CA "$pki/ca.crt" -CAkey "$pki/ca.key" -CAcreateserial \
+                -out "$pki/admin.crt" -days 30 2>/dev/null
+fi
+
 cat > "$dir/kubelet-config.yaml" <<EOC
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 podLogsDir: $dir/pods
+authentication:
+  x509:
+    clientCAFile: $pki/ca.crt
+authorization:
+  mode: AlwaysAllow
 EOC
 
 build/ckubelet --config "$dir/kubelet-config.yaml" --pod-manifest-path "$repo/examples" \
         --container-runtime-endpoint "$ep" --hostname-override "$(hostname | tr 'A-Z' 'a-z')" \
-        --root-dir "$dir/kubelet" --v 2 >>"$dir/kubelet.log" 2>&1 &
+        --root-dir "$dir/kubelet" --cert-dir "$pki" --v 2 >>"$dir/kubelet.log" 2>&1 &
 kubelet_pid=$!
 
 cleanup() {
@@ -50,6 +67,9 @@ ckubelet is running the pods in $repo/examples (pid $kubelet_pid).
   containers:       $crictl ps
   container logs:   $dir/pods/<namespace>_<pod>_<uid>/<container>/<restart>.log
   the web example:  curl http://\$($crictl inspectp <web pod id> | grep '"ip"' | cut -d'"' -f4):8080/
+  the kubelet API:  curl -sk --cert $pki/admin.crt --key $pki/admin.key https://127.0.0.1:10250/pods
+                    (also /stats/summary, /metrics, /containerLogs/<ns>/<pod>/<container>, ...;
+                     curl http://127.0.0.1:10248/healthz needs no certificate)
 Edit, add or remove files in examples/ and watch the pods follow. Ctrl-C stops everything.
 
 EOM

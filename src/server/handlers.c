@@ -169,12 +169,13 @@ static void on_summary(int k, json_t *summary, void *userdata) {
                 json_decref(summary);
                 return;
         }
-        if (k < 0 || !summary) {
+        if ((k < 0 || !summary) && !metrics) {
                 json_decref(summary);
                 api_reply_text(req, 500, "Internal Error: failed to get node info: %s\n", strerror(-k));
                 return;
         }
         if (metrics) {
+                /* as upstream's collector: a failed collection is scrape_error 1, not an HTTP error */
                 struct evbuffer *b = evbuffer_new();
                 if (!b || stats_resource_metrics(summary, b) < 0) {
                         if (b)

@@ -387,5 +387,8 @@ void api_handle_logs_dir(struct api_request *r, const char *rest) {
                 return;
         }
         evbuffer_free(out);
-        file_stream_start(r, TAKE_FD(fd), (uint64_t) st.st_size, logs_dir_content_type(rest));
+        {
+                const char *type = logs_dir_content_type_fd(fd, rest); /* sniffed: binary logs are not text */
+                file_stream_start(r, TAKE_FD(fd), (uint64_t) st.st_size, type);
+        }
 }

@@ -136,17 +136,6 @@ void api_handle_metrics(struct api_request *r) {
         evbuffer_free(b);
 }
 
-static const char *probe_type_name(enum probe_type t) {
-        switch (t) {
-        case PROBE_LIVENESS:
-                return "Liveness";
-        case PROBE_READINESS:
-                return "Readiness";
-        default:
-                return "Startup";
-        }
-}
-
 static const char *probe_result_name(enum probe_result r) {
         switch (r) {
         case PROBE_RESULT_SUCCESS:
@@ -169,7 +158,7 @@ static void add_probe_count(const struct prober_count *c, void *ud) {
         add_label_value(b, c->pod_name);
         evbuffer_add(b, "\",pod_uid=\"", strlen("\",pod_uid=\""));
         add_label_value(b, c->pod_uid);
-        evbuffer_add_printf(b, "\",probe_type=\"%s\",result=\"%s\"} %llu\n", probe_type_name(c->type),
+        evbuffer_add_printf(b, "\",probe_type=\"%s\",result=\"%s\"} %llu\n", probe_type_to_string(c->type),
                             probe_result_name(c->result), (unsigned long long) c->count);
 }
 

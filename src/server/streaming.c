@@ -264,6 +264,32 @@ static void on_stream_url(const struct cri_reply *reply, void *userdata) {
         log_v(3, "%s %s: proxying to %s%s", p->kind, p->what, hostport, path);
 }
 
+/* a registered proxy waiting for the runtime's URL; NULL when refused (the request is answered) */
+static struct proxy *proxy_new(struct api_request *r, const char *kind, const char *ns, const char *pod,
+                               const char *container) {
+        struct proxy *p = calloc(1, sizeof(*p));
+
+        if (!p) {
+                api_reply_text(r->req, 500, "Internal Error: out of memory\n");
+                return NULL;
+        }
+        p->s = r->s;
+        p->stream.cancel = proxy_cancel;
+        p->kind = strdup(kind);
+        if (!p->kind || asprintf(&p->what, "%s/%s%s%s", ns, pod, container ? "/" : "", strempty(container)) < 0) {
+                proxy_free(p);
+                api_reply_text(r->req, 500, "Internal Error: out of memory\n");
+                return NULL;
+        }
+        if (api_stream_register(r->s, &p->stream) < 0) {
+                proxy_free(p);
+                api_reply_text(r->req, 503, "Service Unavailable: too many streams\n");
+                return NULL;
+        }
+        p->req = r->req;
+        return p;
+}
+
 static bool query_bool(const char *query, const char *key) {
         _cleanup_free_ char *v = api_query_get(query, key);
         bool b = false;
@@ -330,21 +356,9 @@ void api_handle_streaming(struct api_request *r, const char *kind, const char *r
                 }
                 if (tty && err)
                         err = false; /* as upstream: no separate stderr with a tty */
-                p = calloc(1, sizeof(*p));
-                if (!p) {
-                        api_reply_text(r->req, 500, "Internal Error: out of memory\n");
+                p = proxy_new(r, kind, ns, pod, container);
+                if (!p)
                         return;
-                }
-                p->s = r->s;
-                p->stream.cancel = proxy_cancel;
-                p->kind = strdup(kind);
-                if (!p->kind || asprintf(&p->what, "%s/%s/%s", ns, pod, container) < 0 ||
-                    api_stream_register(r->s, &p->stream) < 0) {
-                        proxy_free(p);
-                        api_reply_text(r->req, 503, "Service Unavailable: too many streams\n");
-                        return;
-                }
-                p->req = r->req;
                 if (streq(kind, "exec")) {
                         Runtime__V1__ExecRequest q = RUNTIME__V1__EXEC_REQUEST__INIT;
                         q.container_id = c->id;
@@ -393,20 +407,9 @@ void api_handle_streaming(struct api_request *r, const char *kind, const char *r
                                        k == -ESRCH ? "has no running sandbox" : "not found");
                         return;
                 }
-                p = calloc(1, sizeof(*p));
-                if (!p) {
-                        api_reply_text(r->req, 500, "Internal Error: out of memory\n");
+                p = proxy_new(r, kind, ns, pod, NULL);
+                if (!p)
                         return;
-                }
-                p->s = r->s;
-                p->stream.cancel = proxy_cancel;
-                p->kind = strdup(kind);
-                if (!p->kind || asprintf(&p->what, "%s/%s", ns, pod) < 0 || api_stream_register(r->s, &p->stream) < 0) {
-                        proxy_free(p);
-                        api_reply_text(r->req, 503, "Service Unavailable: too many streams\n");
-                        return;
-                }
-                p->req = r->req;
                 q.pod_sandbox_id = sandbox;
                 q.port = pv;
                 q.n_port = np;

@@ -1,0 +1,170 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The v1 PodStatus from spec + runtime view (generateAPIPodStatus): phase, conditions, container states. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "apis/manifest.h"
+#include "status/status.h"
+
+static struct pod *parse_pod(const char *policy) {
+        struct pod_set set = {};
+        _cleanup_free_ char *err = NULL, *yaml = NULL;
+        struct pod *p;
+
+        assert_true(asprintf(&yaml,
+                             "apiVersion: v1\nkind: Pod\nmetadata: {name: web, namespace: default, uid: uid-1}\n"
+                             "spec:\n  restartPolicy: %s\n  containers:\n"
+                             "  - {name: b, image: busybox:1.36, resources: {limits: {cpu: 1, memory: 1Gi}}}\n"
+                             "  - {name: a, image: busybox:1.36, resources: {limits: {cpu: 1, memory: 1Gi}}}\n",
+                             policy) > 0);
+        if (manifest_parse(yaml, strlen(yaml), &set, &err) < 0)
+                fail_msg("manifest: %s", err);
+        p = pod_ref(set.pods[0]);
+        pod_set_done(&set);
+        return p;
+}
+
+static struct kr_pod_status *status_new(bool ready_sandbox) {
+        struct kr_pod_status *s;
+        struct kr_sandbox *sb = calloc(1, sizeof(*sb));
+        assert_int_equal(kr_pod_status_new("uid-1", &s), 0);
+        sb->id = strdup("sb1");
+        sb->state = ready_sandbox ? KR_SANDBOX_READY : KR_SANDBOX_NOTREADY;
+        sb->have_status = true;
+        sb->ip = strdup("10.88.0.7");
+        sb->created_at = 1;
+        assert_int_equal(kr_pod_status_add_sandbox(s, sb), 0);
+        return s;
+}
+
+static void add(struct kr_pod_status *s, const char *name, const char *id, enum kr_container_state st, int exit_code,
+                int64_t created, int restarts) {
+        struct kr_container *c = calloc(1, sizeof(*c));
+        c->id = strdup(id);
+        c->sandbox_id = strdup("sb1");
+        c->name = strdup(name);
+        c->state = st;
+        c->exit_code = exit_code;
+        c->created_at = created;
+        c->started_at = created * 1000000000LL;
+        c->finished_at = st == KR_CONTAINER_EXITED ? (created + 1) * 1000000000LL : 0;
+        c->reason = strdup(st == KR_CONTAINER_EXITED ? (exit_code ? "Error" : "Completed") : "");
+        c->image_ref = strdup("sha256:abc");
+        c->restart_count = restarts;
+        c->have_status = true;
+        assert_int_equal(kr_pod_status_add_container(s, c), 0);
+        kr_pod_status_sort(s);
+}
+
+static const char *phase(const struct pod *p, const struct kr_pod_status *s) {
+        struct pod_status_input in = { .pod = p, .observed = s };
+        return pod_status_phase(&in);
+}
+
+static void test_phase(void **state) {
+        _cleanup_pod_free_ struct pod *always = parse_pod("Always"), *never = parse_pod("Never"),
+                                      *onfail = parse_pod("OnFailure");
+        _cleanup_(kr_pod_status_freep) struct kr_pod_status *none = status_new(true), *mixed = status_new(true),
+                                                           *done = status_new(true), *failed = status_new(true);
+
+        assert_string_equal(phase(always, NULL), "Pending");
+        assert_string_equal(phase(always, none), "Pending");
+        add(mixed, "a", "a1", KR_CONTAINER_RUNNING, 0, 5, 0);
+        assert_string_equal(phase(always, mixed), "Pending"); /* b not created yet */
+        add(mixed, "b", "b1", KR_CONTAINER_EXITED, 1, 4, 0);
+        assert_string_equal(phase(always, mixed), "Running");
+        add(done, "a", "a1", KR_CONTAINER_EXITED, 0, 4, 0);
+        add(done, "b", "b1", KR_CONTAINER_EXITED, 0, 4, 0);
+        assert_string_equal(phase(never, done), "Succeeded");
+        assert_string_equal(phase(onfail, done), "Succeeded");
+        assert_string_equal(phase(always, done), "Running"); /* they will be restarted */
+        add(failed, "a", "a1", KR_CONTAINER_EXITED, 0, 4, 0);
+        add(failed, "b", "b1", KR_CONTAINER_EXITED, 2, 4, 0);
+        assert_string_equal(phase(never, failed), "Failed");
+        assert_string_equal(phase(onfail, failed), "Running");
+}
+
+static json_t *find(json_t *arr, const char *key, const char *value) {
+        size_t i;
+        json_t *e;
+        json_array_foreach(arr, i, e)
+                if (streq(json_string_value(json_object_get(e, key)), value))
+                        return e;
+        fail_msg("no %s=%s", key, value);
+        return NULL;
+}
+
+static void test_generate(void **state) {
+        _cleanup_pod_free_ struct pod *p = parse_pod("Always");
+        _cleanup_(kr_pod_status_freep) struct kr_pod_status *s = status_new(true);
+        struct container_waiting w = { .name = (char *) "b", .reason = "CrashLoopBackOff",
+                                       .message = (char *) "back-off 10s restarting failed container=b" };
+        struct pod_status_input in = { .pod = p, .observed = s, .waiting = &w, .n_waiting = 1, .host_ip = "192.0.2.2",
+                                       .start_time_usec = 1700000000000000, .initialized_usec = 1700000000000000 };
+        json_t *st = NULL, *cs, *a, *b, *ready;
+
+        add(s, "a", "a2", KR_CONTAINER_RUNNING, 0, 9, 1);
+        add(s, "a", "a1", KR_CONTAINER_EXITED, 137, 3, 0);
+        add(s, "b", "b1", KR_CONTAINER_EXITED, 3, 5, 4);
+        assert_int_equal(pod_status_generate(&in, &st), 0);
+
+        assert_string_equal(json_string_value(json_object_get(st, "phase")), "Running");
+        assert_string_equal(json_string_value(json_object_get(st, "qosClass")), "Guaranteed");
+        assert_string_equal(json_string_value(json_object_get(st, "podIP")), "10.88.0.7");
+        assert_string_equal(json_string_value(json_object_get(st, "hostIP")), "192.0.2.2");
+        assert_string_equal(json_string_value(json_object_get(st, "startTime")), "2023-11-14T22:13:20Z");
+        cs = json_object_get(st, "containerStatuses");
+        assert_int_equal(json_array_size(cs), 2);
+        /* sorted by name */
+        assert_string_equal(json_string_value(json_object_get(json_array_get(cs, 0), "name")), "a");
+        a = find(cs, "name", "a");
+        assert_true(json_is_true(json_object_get(a, "ready"))); /* no readiness probe: ready once running */
+        assert_true(json_is_true(json_object_get(a, "started")));
+        assert_int_equal(json_integer_value(json_object_get(a, "restartCount")), 1);
+        assert_string_equal(json_string_value(json_object_get(a, "containerID")), "containerd://a2");
+        assert_non_null(json_object_get(json_object_get(a, "state"), "running"));
+        assert_int_equal(json_integer_value(json_object_get(
+                                 json_object_get(json_object_get(a, "lastState"), "terminated"), "exitCode")),
+                         137);
+        b = find(cs, "name", "b");
+        assert_false(json_is_true(json_object_get(b, "ready")));
+        assert_string_equal(json_string_value(json_object_get(json_object_get(json_object_get(b, "state"), "waiting"),
+                                                              "reason")),
+                            "CrashLoopBackOff");
+        /* what it was becomes the last state */
+        assert_string_equal(json_string_value(json_object_get(
+                                    json_object_get(json_object_get(b, "lastState"), "terminated"), "reason")),
+                            "Error");
+        ready = find(json_object_get(st, "conditions"), "type", "Ready");
+        assert_string_equal(json_string_value(json_object_get(ready, "status")), "False");
+        assert_string_equal(json_string_value(json_object_get(ready, "reason")), "ContainersNotReady");
+        assert_string_equal(json_string_value(json_object_get(ready, "message")), "containers with unready status: [b]");
+        assert_string_equal(json_string_value(json_object_get(find(json_object_get(st, "conditions"), "type",
+                                                                   "PodReadyToStartContainers"),
+                                                              "status")),
+                            "True");
+        json_decref(st);
+
+        /* nothing in the runtime yet */
+        in.observed = NULL;
+        in.n_waiting = 0;
+        assert_int_equal(pod_status_generate(&in, &st), 0);
+        assert_string_equal(json_string_value(json_object_get(st, "phase")), "Pending");
+        assert_null(json_object_get(st, "podIP"));
+        a = find(json_object_get(st, "containerStatuses"), "name", "a");
+        assert_string_equal(json_string_value(json_object_get(json_object_get(json_object_get(a, "state"), "waiting"),
+                                                              "reason")),
+                            "ContainerCreating");
+        json_decref(st);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_phase),
+                cmocka_unit_test(test_generate),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
