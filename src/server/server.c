@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Listeners, routing and the common replies of the kubelet API (pkg/kubelet/server/server.go). */
 #include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <errno.h>
 #include <event2/bufferevent.h>
 #include <event2/bufferevent_ssl.h>
@@ -358,7 +360,9 @@ static struct bufferevent *tls_bevcb(struct event_base *base, void *userdata) {
 
 static int listen_on(struct api_server *s, enum api_port port, const char *address, int portnum) {
         struct api_listener *l = &s->listeners[port];
+        struct evhttp_bound_socket *bound;
         char addr[INET6_ADDRSTRLEN + 2];
+        int one = 1;
 
         l->s = s;
         l->port = port;
@@ -373,7 +377,8 @@ static int listen_on(struct api_server *s, enum api_port port, const char *addre
         evhttp_set_gencb(l->http, on_request, l);
         if (port == API_PORT_SECURE)
                 evhttp_set_bevcb(l->http, tls_bevcb, l);
-        if (evhttp_bind_socket(l->http, address, (ev_uint16_t) portnum) < 0) {
+        bound = evhttp_bind_socket_with_handle(l->http, address, (ev_uint16_t) portnum);
+        if (!bound) {
                 int r = errno > 0 ? -errno : -EADDRINUSE;
                 snprintf(addr, sizeof(addr), strchr(address, ':') ? "[%s]" : "%s", address);
                 return log_error_errno(r, "failed to listen on %s:%d (%s): %s", addr, portnum,
@@ -381,6 +386,9 @@ static int listen_on(struct api_server *s, enum api_port port, const char *addre
                                                                                                       : "--healthz-port",
                                        strerror(-r));
         }
+        /* accepted sockets inherit it: a reply written in two pieces (headers, body; TLS records) must not wait
+         * for the client's delayed ACK */
+        (void) setsockopt(evhttp_bound_socket_get_fd(bound), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
         log_info("Starting to listen: address=\"%s\" port=%d%s", address, portnum,
                  port == API_PORT_SECURE ? "" : port == API_PORT_READONLY ? " (read-only)" : " (healthz)");
         return 0;
