@@ -33,6 +33,11 @@ struct api_listener {
 
 struct api_stream;
 
+struct api_conn_counter {
+        unsigned n;
+        bool orphan; /* the server is gone: the last connection frees the counter */
+};
+
 struct api_server {
         struct event_base *base;
         struct kubelet *k;
@@ -40,7 +45,9 @@ struct api_server {
         SSL_CTX *ssl_ctx;
         bool have_client_ca;
         struct api_listener listeners[_API_PORT_MAX];
-        unsigned n_connections;             /* live TLS connections */
+        /* live TLS connections; counted by the SSL objects, which libevent may free after the server (deferred
+         * bufferevent frees run when the loop is freed): the counter outlives the server until the last one */
+        struct api_conn_counter *conns;
         unsigned n_streams;
         struct api_stream *streams;         /* long-running responses, cancelled at free */
         struct stats_provider *stats;

@@ -309,8 +309,8 @@ static void on_request(struct evhttp_request *req, void *userdata) {
                 api_reply_text(req, 400, "Client sent an HTTP request to an HTTPS server.\n");
                 return;
         }
-        if (l->port == API_PORT_SECURE && l->s->n_connections > API_MAX_CONNECTIONS) {
-                log_warning("API: refusing a request: %u connections are open", l->s->n_connections);
+        if (l->port == API_PORT_SECURE && l->s->conns->n > API_MAX_CONNECTIONS) {
+                log_warning("API: refusing a request: %u connections are open", l->s->conns->n);
                 evhttp_add_header(evhttp_request_get_output_headers(req), "Connection", "close");
                 api_reply_text(req, 503, "Service Unavailable: too many connections\n");
                 return;
@@ -338,9 +338,14 @@ static int ssl_conn_index = -1;
 
 /* called when the SSL of a connection is freed (with its bufferevent): one connection fewer */
 static void ssl_conn_free(void *parent, void *ptr, CRYPTO_EX_DATA *ad, int idx, long argl, void *argp) {
-        struct api_server *s = ptr;
-        if (s && s->n_connections > 0)
-                s->n_connections--;
+        struct api_conn_counter *c = ptr;
+
+        if (!c)
+                return;
+        if (c->n > 0)
+                c->n--;
+        if (c->orphan && c->n == 0)
+                free(c);
 }
 
 static struct bufferevent *tls_bevcb(struct event_base *base, void *userdata) {
@@ -352,8 +357,8 @@ static struct bufferevent *tls_bevcb(struct event_base *base, void *userdata) {
         ssl = SSL_new(s->ssl_ctx);
         if (!ssl)
                 return NULL; /* on_request refuses connections without TLS on this port */
-        SSL_set_ex_data(ssl, ssl_conn_index, s);
-        s->n_connections++;
+        SSL_set_ex_data(ssl, ssl_conn_index, s->conns);
+        s->conns->n++;
         return bufferevent_openssl_socket_new(base, -1, ssl, BUFFEREVENT_SSL_ACCEPTING,
                                               BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
 }
@@ -410,6 +415,11 @@ int api_server_new(struct event_base *base, struct kubelet *k, struct api_server
         s->base = base;
         s->k = k;
         s->o = o;
+        s->conns = calloc(1, sizeof(*s->conns));
+        if (!s->conns) {
+                free(s);
+                return -ENOMEM;
+        }
         r = stats_provider_new(base, kubelet_cri(k), &sc, &s->stats);
         if (r < 0)
                 goto fail;
@@ -447,6 +457,12 @@ struct api_server *api_server_free(struct api_server *s) {
         s->stats = stats_provider_free(s->stats);
         if (s->ssl_ctx)
                 SSL_CTX_free(s->ssl_ctx);
+        if (s->conns) {
+                if (s->conns->n > 0)
+                        s->conns->orphan = true;
+                else
+                        free(s->conns);
+        }
         free(s);
         return NULL;
 }
