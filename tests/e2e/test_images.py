@@ -65,7 +65,7 @@ def test_always_and_if_not_present(kubelet, runtime, registry):
     assert has_image(runtime, image)
 
     # present now: IfNotPresent does not pull again (a new version of the pod starts without a pull) ...
-    kubelet.write("ifnp.yaml", pod_manifest("ifnp", [("c", SLEEP + ["#2"], image, "IfNotPresent")]))
+    kubelet.write("ifnp.yaml", pod_manifest("ifnp", [("c", ["sleep", "3601"], image, "IfNotPresent")]))
     wait_for(lambda: [c for c in runtime.running(f"ifnp-{NODE}") if c["id"] != first["id"]], 60,
              msg="second version running")
     assert pulls(kubelet, image) == 1
