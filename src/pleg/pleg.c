@@ -102,7 +102,8 @@ static void diff_and_swap(struct pleg *p) {
         size_t i = 0, j = 0;
         struct pleg_list *o = &p->current, *n = &p->next;
 
-        qsort(n->items, n->n, sizeof(n->items[0]), cmp_item);
+        if (n->n > 0)
+                qsort(n->items, n->n, sizeof(n->items[0]), cmp_item);
         while (i < o->n || j < n->n) {
                 int c = i >= o->n ? 1 : j >= n->n ? -1 : strcmp(o->items[i].id, n->items[j].id);
                 if (c < 0) {

@@ -1,0 +1,1105 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The apiserver client (client-go's rest client): requests on libcurl's multi interface driven by the
+ * kubelet's loop (basic/curl_loop.c). Each request goes through these states, all on its own timer so that
+ * no callback ever runs inside kube_request() or inside libcurl:
+ *
+ *   WAITING (its rate-limiter slot) → RUNNING (transfer) → FINISHED (delivery armed) → DELIVERING (cb)
+ *                ↑                        │ 429/5xx/transport error, attempts left
+ *   BACKOFF (jittered, Retry-After) ←─────┘
+ *
+ * Easy handles are pooled; the multi handle keeps the connections alive between requests. The token bucket
+ * follows golang.org/x/time/rate as used by client-go's flowcontrol: reservations are served in order. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "basic/log.h"
+#include "basic/util.h"
+#include "client/client-internal.h"
+
+#if defined(__x86_64__)
+#define GOARCH "amd64"
+#elif defined(__aarch64__)
+#define GOARCH "arm64"
+#elif defined(__arm__)
+#define GOARCH "arm"
+#elif defined(__powerpc64__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define GOARCH "ppc64le"
+#elif defined(__s390x__)
+#define GOARCH "s390x"
+#elif defined(__riscv) && __riscv_xlen == 64
+#define GOARCH "riscv64"
+#elif defined(__i386__)
+#define GOARCH "386"
+#else
+#define GOARCH "unknown"
+#endif
+
+#define DEFAULT_USER_AGENT "ckubelet/" CKUBELET_VERSION " (linux/" GOARCH ") kubernetes/v" KUBE_VERSION_MAJOR_MINOR
+
+/* ---------------------------------------------------------------- pure helpers */
+
+void kube_token_bucket_init(struct kube_token_bucket *b, double qps, int burst, uint64_t now_usec) {
+        b->qps = qps > 0 ? qps : 1;
+        b->burst = burst >= 1 ? burst : 1;
+        b->tokens = b->burst;
+        b->last_usec = now_usec;
+}
+
+uint64_t kube_token_bucket_reserve(struct kube_token_bucket *b, uint64_t now_usec) {
+        double wait;
+        uint64_t u;
+
+        if (now_usec > b->last_usec) {
+                b->tokens += (double) (now_usec - b->last_usec) * b->qps / 1e6;
+                if (b->tokens > b->burst)
+                        b->tokens = b->burst;
+                b->last_usec = now_usec;
+        }
+        b->tokens -= 1;
+        if (b->tokens >= 0)
+                return 0;
+        wait = -b->tokens * 1e6 / b->qps;
+        u = (uint64_t) wait;
+        return (double) u < wait ? u + 1 : u;
+}
+
+uint64_t kube_backoff_usec(unsigned retry, double jitter01) {
+        uint64_t d = KUBE_BACKOFF_BASE_USEC;
+
+        for (unsigned i = 1; i < retry && d < KUBE_BACKOFF_MAX_USEC; i++)
+                d *= 2;
+        if (d > KUBE_BACKOFF_MAX_USEC)
+                d = KUBE_BACKOFF_MAX_USEC;
+        if (!(jitter01 >= 0)) /* also NaN */
+                jitter01 = 0;
+        if (jitter01 > 1)
+                jitter01 = 1;
+        return (uint64_t) ((double) d * (0.8 + 0.4 * jitter01));
+}
+
+uint64_t kube_parse_retry_after(const char *value) {
+        char buf[32];
+        size_t n;
+        int64_t secs;
+
+        if (!value)
+                return 0;
+        value += strspn(value, " \t");
+        n = strcspn(value, " \t\r\n");
+        if (n == 0 || n >= sizeof(buf))
+                return 0;
+        memcpy(buf, value, n);
+        buf[n] = '\0';
+        if (buf[0] == '-' || buf[0] == '+' || safe_atoi64(buf, &secs) < 0 || secs < 0)
+                return 0;
+        if ((uint64_t) secs > KUBE_RETRY_AFTER_MAX_USEC / USEC_PER_SEC)
+                return KUBE_RETRY_AFTER_MAX_USEC;
+        return (uint64_t) secs * USEC_PER_SEC;
+}
+
+const char *kube_status_text(long status) {
+        static const struct {
+                long code;
+                const char *text;
+        } table[] = {
+                { 100, "Continue" }, { 200, "OK" }, { 201, "Created" }, { 202, "Accepted" },
+                { 204, "No Content" }, { 206, "Partial Content" }, { 301, "Moved Permanently" }, { 302, "Found" },
+                { 303, "See Other" }, { 304, "Not Modified" }, { 307, "Temporary Redirect" },
+                { 308, "Permanent Redirect" }, { 400, "Bad Request" }, { 401, "Unauthorized" },
+                { 403, "Forbidden" }, { 404, "Not Found" }, { 405, "Method Not Allowed" },
+                { 406, "Not Acceptable" }, { 408, "Request Timeout" }, { 409, "Conflict" }, { 410, "Gone" },
+                { 413, "Request Entity Too Large" }, { 415, "Unsupported Media Type" },
+                { 422, "Unprocessable Entity" }, { 429, "Too Many Requests" }, { 500, "Internal Server Error" },
+                { 501, "Not Implemented" }, { 502, "Bad Gateway" }, { 503, "Service Unavailable" },
+                { 504, "Gateway Timeout" },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(table); i++)
+                if (table[i].code == status)
+                        return table[i].text;
+        return "";
+}
+
+/* Go's %q of a string (strconv.Quote) for the bytes a body may hold: the server's text stays on one line. */
+static char *go_quote(const char *s) {
+        char *out = malloc(strlen(s) * 4 + 3), *o = out;
+
+        if (!out)
+                return NULL;
+        *o++ = '"';
+        for (const unsigned char *p = (const unsigned char *) s; *p; p++) {
+                if (*p == '"' || *p == '\\') {
+                        *o++ = '\\';
+                        *o++ = (char) *p;
+                } else if (*p == '\n' || *p == '\r' || *p == '\t') {
+                        *o++ = '\\';
+                        *o++ = *p == '\n' ? 'n' : *p == '\r' ? 'r' : 't';
+                } else if (*p < 0x20 || *p == 0x7f)
+                        o += sprintf(o, "\\x%02x", *p);
+                else
+                        *o++ = (char) *p;
+        }
+        *o++ = '"';
+        *o = '\0';
+        return out;
+}
+
+char *kube_generic_error(long status, const char *method, const char *server_message, const char **ret_reason) {
+        const char *reason = "", *msg = NULL;
+        char *s = NULL;
+
+        switch (status) {
+        case 409:
+                reason = method && streq(method, "POST") ? "AlreadyExists" : "Conflict";
+                msg = "the server reported a conflict";
+                break;
+        case 404:
+                reason = "NotFound";
+                msg = "the server could not find the requested resource";
+                break;
+        case 400:
+                reason = "BadRequest";
+                msg = "the server rejected our request for an unknown reason";
+                break;
+        case 401:
+                reason = "Unauthorized";
+                msg = "the server has asked for the client to provide credentials";
+                break;
+        case 403:
+                reason = "Forbidden";
+                msg = !isempty(server_message) ? server_message
+                                               : "the server does not allow access to the requested resource";
+                break;
+        case 406:
+        case 415:
+                reason = status == 406 ? "NotAcceptable" : "UnsupportedMediaType";
+                /* the server message has details about what types are acceptable */
+                msg = !isempty(server_message) && !streq(server_message, "unknown")
+                              ? server_message
+                              : "the server was unable to respond with a content type that the client supports";
+                break;
+        case 405:
+                reason = "MethodNotAllowed";
+                msg = "the server does not allow this method on the requested resource";
+                break;
+        case 422:
+                reason = "Invalid";
+                msg = "the server rejected our request due to an error in our request";
+                break;
+        case 503:
+                reason = "ServiceUnavailable";
+                msg = "the server is currently unable to handle the request";
+                break;
+        case 504:
+                reason = "Timeout";
+                msg = "the server was unable to return a response in the time allotted, but may still be processing "
+                      "the request";
+                break;
+        case 429:
+                reason = "TooManyRequests";
+                msg = "the server has received too many requests and has asked us to try again later";
+                break;
+        default:
+                break;
+        }
+        if (msg)
+                s = strdup(msg);
+        else if (status >= 500) {
+                _cleanup_free_ char *q = go_quote(!isempty(server_message) ? server_message : "unknown");
+
+                reason = "InternalError";
+                if (!q || asprintf(&s, "an error on the server (%s) has prevented the request from succeeding", q) < 0)
+                        s = NULL;
+        } else if (asprintf(&s, "the server responded with the status code %ld but did not return more information",
+                            status) < 0)
+                s = NULL;
+        if (ret_reason)
+                *ret_reason = reason;
+        return s;
+}
+
+int kube_curl_errno(CURLcode c) {
+        switch (c) {
+        case CURLE_OK:
+                return 0;
+        case CURLE_OUT_OF_MEMORY:
+                return -ENOMEM;
+        case CURLE_OPERATION_TIMEDOUT:
+                return -ETIMEDOUT;
+        case CURLE_COULDNT_CONNECT:
+                return -ECONNREFUSED;
+        case CURLE_COULDNT_RESOLVE_HOST:
+        case CURLE_COULDNT_RESOLVE_PROXY:
+                return -EHOSTUNREACH;
+        case CURLE_FILESIZE_EXCEEDED:
+                return -EFBIG;
+        case CURLE_SEND_ERROR:
+        case CURLE_RECV_ERROR:
+        case CURLE_GOT_NOTHING:
+        case CURLE_PARTIAL_FILE:
+                return -ECONNRESET;
+        case CURLE_URL_MALFORMAT:
+        case CURLE_UNSUPPORTED_PROTOCOL:
+                return -EINVAL;
+        case CURLE_SSL_CONNECT_ERROR:
+        case CURLE_PEER_FAILED_VERIFICATION:
+        case CURLE_SSL_CERTPROBLEM:
+        case CURLE_SSL_CIPHER:
+        case CURLE_SSL_CACERT_BADFILE:
+        case CURLE_SSL_ISSUER_ERROR:
+        case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
+        case CURLE_SSL_INVALIDCERTSTATUS:
+                return -EPROTO;
+        default:
+                return -EIO;
+        }
+}
+
+char *kube_escape(const char *s) {
+        static const char hex[] = "0123456789ABCDEF";
+        char *out, *o;
+
+        if (!s)
+                return NULL;
+        out = malloc(strlen(s) * 3 + 1);
+        if (!out)
+                return NULL;
+        o = out;
+        for (const unsigned char *p = (const unsigned char *) s; *p; p++) {
+                if ((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') ||
+                    *p == '-' || *p == '.' || *p == '_' || *p == '~')
+                        *o++ = (char) *p;
+                else {
+                        *o++ = '%';
+                        *o++ = hex[*p >> 4];
+                        *o++ = hex[*p & 15];
+                }
+        }
+        *o = '\0';
+        return out;
+}
+
+static double jitter01(void) {
+        static uint64_t state;
+
+        if (state == 0)
+                state = (now_usec() ^ ((uint64_t) getpid() << 32)) | 1;
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        return (double) (state >> 11) / 9007199254740992.0; /* 2^53 */
+}
+
+static void free_secret(char *s) {
+        if (!s)
+                return;
+        explicit_bzero(s, strlen(s));
+        free(s);
+}
+
+static void slist_free_secret(struct curl_slist *l) {
+        for (struct curl_slist *i = l; i; i = i->next)
+                if (i->data)
+                        explicit_bzero(i->data, strlen(i->data));
+        curl_slist_free_all(l);
+}
+
+static void arm(struct event *ev, uint64_t usec) {
+        struct timeval tv = { .tv_sec = (time_t) (usec / USEC_PER_SEC), .tv_usec = (suseconds_t) (usec % USEC_PER_SEC) };
+        evtimer_add(ev, &tv);
+}
+
+/* ---------------------------------------------------------------- easy handles and tokens */
+
+static CURL *pool_get(struct kube_client *c) {
+        if (c->n_pool > 0)
+                return c->pool[--c->n_pool];
+        return curl_easy_init();
+}
+
+static void pool_put(struct kube_client *c, CURL *easy) {
+        if (!easy)
+                return;
+        curl_easy_reset(easy);
+        if (c->n_pool < KUBE_EASY_POOL_MAX)
+                c->pool[c->n_pool++] = easy;
+        else
+                curl_easy_cleanup(easy);
+}
+
+void kube_request_release_easy(struct kube_request *r) {
+        if (r->easy) {
+                curl_loop_cancel(r->client->loop, r->easy); /* a no-op when the transfer is over */
+                pool_put(r->client, r->easy);
+                r->easy = NULL;
+        }
+        slist_free_secret(r->headers);
+        r->headers = NULL;
+}
+
+/* token_file: re-read at most once a minute; on failure the last good token stays (cachingTokenSource) */
+static int refresh_token(struct kube_client *c, char **ret_error) {
+        _cleanup_free_ char *data = NULL;
+        size_t size = 0, b, e;
+        uint64_t now = now_usec();
+        int r;
+
+        if (!c->token_file)
+                return 0;
+        if (c->token && c->token_read_usec != 0 && now - c->token_read_usec < KUBE_TOKEN_REFRESH_USEC)
+                return 0;
+        c->token_read_usec = now ? now : 1;
+        r = read_full_file(c->token_file, KUBE_TOKEN_MAX_SIZE, &data, &size);
+        if (r >= 0) {
+                for (b = 0; b < size && strchr(" \t\r\n", data[b]); b++)
+                        ;
+                for (e = size; e > b && strchr(" \t\r\n", data[e - 1]); e--)
+                        ;
+                if (e == b || memchr(data + b, '\0', e - b) || memchr(data + b, '\n', e - b) ||
+                    memchr(data + b, '\r', e - b))
+                        r = -EINVAL;
+                else if (!c->token || strlen(c->token) != e - b || memcmp(c->token, data + b, e - b) != 0) {
+                        char *t = strndup(data + b, e - b);
+                        if (!t)
+                                r = -ENOMEM;
+                        else {
+                                free_secret(c->token);
+                                c->token = t;
+                                log_v(4, "Read a new token from %s", c->token_file);
+                        }
+                }
+                explicit_bzero(data, size);
+        }
+        if (r < 0) {
+                if (!c->token) {
+                        if (ret_error && asprintf(ret_error, "cannot read the token file %s: %s", c->token_file,
+                                                  r == -EINVAL ? "no valid token in it" : strerror(-r)) < 0)
+                                *ret_error = NULL;
+                        return r;
+                }
+                log_warning("Unable to rotate token from %s: %s", c->token_file,
+                            r == -EINVAL ? "no valid token in it" : strerror(-r));
+        }
+        return 0;
+}
+
+static CURLcode set_protocols(CURL *e) {
+#if LIBCURL_VERSION_NUM >= 0x075500 /* 7.85: the string forms; the bitmasks are deprecated */
+        CURLcode c = curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+        return c != CURLE_OK ? c : curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+#else
+        CURLcode c = curl_easy_setopt(e, CURLOPT_PROTOCOLS, (long) (CURLPROTO_HTTP | CURLPROTO_HTTPS));
+        return c != CURLE_OK ? c : curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS, (long) (CURLPROTO_HTTP | CURLPROTO_HTTPS));
+#endif
+}
+
+static size_t on_header(char *p, size_t size, size_t nmemb, void *userdata) {
+        struct kube_request *r = userdata;
+        size_t n = size * nmemb;
+
+        if (n >= 5 && strncasecmp(p, "HTTP/", 5) == 0)
+                r->retry_after_usec = 0; /* a new response (after a 100 Continue, say) */
+        else if (n > 12 && strncasecmp(p, "Retry-After:", 12) == 0) {
+                char v[64];
+                size_t l = MIN(n - 12, sizeof(v) - 1);
+                memcpy(v, p + 12, l);
+                v[l] = '\0';
+                r->retry_after_usec = kube_parse_retry_after(v);
+        }
+        if (r->is_watch && r->idle_timer && r->idle_usec > 0)
+                arm(r->idle_timer, r->idle_usec);
+        return n;
+}
+
+int kube_buffer_append(struct kube_request *r, const char *p, size_t n, size_t max) {
+        if (n > max || r->len > max - n) {
+                r->too_large = true;
+                return -EFBIG;
+        }
+        if (r->len + n + 1 > r->alloc) {
+                size_t na = MAX(MAX(r->alloc * 2, r->len + n + 1), (size_t) 16384);
+                char *nb;
+
+                na = MIN(na, max + 1);
+                nb = realloc(r->buf, na);
+                if (!nb)
+                        return -ENOMEM;
+                r->buf = nb;
+                r->alloc = na;
+        }
+        memcpy(r->buf + r->len, p, n);
+        r->len += n;
+        r->buf[r->len] = '\0';
+        return 0;
+}
+
+#define SETOPT(opt, val)                                                  \
+        do {                                                              \
+                CURLcode _cc_ = curl_easy_setopt(e, (opt), (val));        \
+                if (_cc_ != CURLE_OK) {                                   \
+                        cc = _cc_;                                        \
+                        goto fail;                                        \
+                }                                                         \
+        } while (0)
+
+static int headers_add(struct curl_slist **l, const char *fmt, ...) _printf_(2, 3);
+static int headers_add(struct curl_slist **l, const char *fmt, ...) {
+        _cleanup_free_ char *line = NULL;
+        struct curl_slist *n;
+        int r;
+
+        r = VA_FORMAT(line, fmt);
+        if (r < 0)
+                return r;
+        n = curl_slist_append(*l, line);
+        explicit_bzero(line, strlen(line));
+        if (!n)
+                return -ENOMEM;
+        *l = n;
+        return 0;
+}
+
+int kube_request_prepare(struct kube_request *r, char **ret_error) {
+        struct kube_client *c = r->client;
+        _cleanup_free_ char *url = NULL;
+        CURLcode cc = CURLE_OK;
+        CURL *e;
+        int k;
+
+        k = refresh_token(c, ret_error);
+        if (k < 0)
+                return k;
+        if (asprintf(&url, "%s%s", c->url_base, r->path) < 0) {
+                url = NULL;
+                return -ENOMEM;
+        }
+        slist_free_secret(r->headers);
+        r->headers = NULL;
+        if (headers_add(&r->headers, "Accept: application/json") < 0 ||
+            (r->body && headers_add(&r->headers, "Content-Type: %s", r->content_type) < 0) ||
+            (c->token && headers_add(&r->headers, "Authorization: Bearer %s", c->token) < 0) ||
+            (c->host_header && headers_add(&r->headers, "%s", c->host_header) < 0) ||
+            headers_add(&r->headers, "Expect:") < 0)
+                return -ENOMEM;
+
+        e = r->easy = pool_get(c);
+        if (!e)
+                return -ENOMEM;
+        r->errbuf[0] = '\0';
+        SETOPT(CURLOPT_URL, url);
+        cc = set_protocols(e);
+        if (cc != CURLE_OK)
+                goto fail;
+        SETOPT(CURLOPT_HTTP_VERSION, (long) CURL_HTTP_VERSION_1_1);
+        SETOPT(CURLOPT_HTTPHEADER, r->headers);
+        SETOPT(CURLOPT_USERAGENT, c->user_agent);
+        if (c->compression)
+                SETOPT(CURLOPT_ACCEPT_ENCODING, "");
+        SETOPT(CURLOPT_ERRORBUFFER, r->errbuf);
+        SETOPT(CURLOPT_HEADERFUNCTION, on_header);
+        SETOPT(CURLOPT_HEADERDATA, r);
+        SETOPT(CURLOPT_TCP_KEEPALIVE, 1L);
+        SETOPT(CURLOPT_TCP_KEEPIDLE, 30L);
+        SETOPT(CURLOPT_TCP_KEEPINTVL, 30L);
+        if (c->connect_to)
+                SETOPT(CURLOPT_CONNECT_TO, c->connect_to);
+        if (c->proxy_url)
+                SETOPT(CURLOPT_PROXY, c->proxy_url);
+
+        /* TLS: only the given CA is trusted when there is one (no system CA path next to it) */
+        SETOPT(CURLOPT_SSLVERSION, (long) CURL_SSLVERSION_TLSv1_2);
+        if (c->ca_data) {
+                struct curl_blob blob = { .data = c->ca_data, .len = strlen(c->ca_data), .flags = CURL_BLOB_COPY };
+                SETOPT(CURLOPT_CAINFO_BLOB, &blob);
+                SETOPT(CURLOPT_CAPATH, NULL);
+        } else if (c->ca_file) {
+                SETOPT(CURLOPT_CAINFO, c->ca_file);
+                SETOPT(CURLOPT_CAPATH, NULL);
+        }
+        if (c->cert_data) {
+                struct curl_blob blob = { .data = c->cert_data, .len = strlen(c->cert_data), .flags = CURL_BLOB_COPY };
+                SETOPT(CURLOPT_SSLCERT_BLOB, &blob);
+                SETOPT(CURLOPT_SSLCERTTYPE, "PEM");
+        } else if (c->cert_file) {
+                SETOPT(CURLOPT_SSLCERT, c->cert_file);
+                SETOPT(CURLOPT_SSLCERTTYPE, "PEM");
+        }
+        if (c->key_data) {
+                struct curl_blob blob = { .data = c->key_data, .len = strlen(c->key_data), .flags = CURL_BLOB_COPY };
+                SETOPT(CURLOPT_SSLKEY_BLOB, &blob);
+                SETOPT(CURLOPT_SSLKEYTYPE, "PEM");
+        } else if (c->key_file) {
+                SETOPT(CURLOPT_SSLKEY, c->key_file);
+                SETOPT(CURLOPT_SSLKEYTYPE, "PEM");
+        }
+        if (c->insecure) {
+                SETOPT(CURLOPT_SSL_VERIFYPEER, 0L);
+                SETOPT(CURLOPT_SSL_VERIFYHOST, 0L);
+        }
+
+        /* the method and the body */
+        if (streq(r->method, "GET") && !r->body)
+                SETOPT(CURLOPT_HTTPGET, 1L);
+        else {
+                if (r->body || streq(r->method, "POST")) {
+                        SETOPT(CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t) r->body_len);
+                        SETOPT(CURLOPT_POSTFIELDS, r->body ? r->body : "");
+                }
+                if (!streq(r->method, "POST"))
+                        SETOPT(CURLOPT_CUSTOMREQUEST, r->method);
+        }
+        return 0;
+
+fail:
+        if (ret_error && asprintf(ret_error, "cannot configure libcurl: %s", curl_easy_strerror(cc)) < 0)
+                *ret_error = NULL;
+        return cc == CURLE_OUT_OF_MEMORY ? -ENOMEM : -EINVAL;
+}
+
+/* ---------------------------------------------------------------- request life cycle */
+
+static void on_request_timer(evutil_socket_t fd, short what, void *userdata);
+
+int kube_request_alloc(struct kube_client *c, const char *method, const char *path, struct kube_request **ret) {
+        struct kube_request *r;
+
+        if (!c || isempty(path) || path[0] != '/')
+                return -EINVAL;
+        for (const unsigned char *p = (const unsigned char *) path; *p; p++)
+                if (*p <= 0x20 || *p == 0x7f || *p == '#')
+                        return -EINVAL;
+        r = calloc(1, sizeof(*r));
+        if (!r)
+                return -ENOMEM;
+        r->method = strdup(method);
+        r->path = strdup(path);
+        r->timer = evtimer_new(c->base, on_request_timer, r);
+        if (!r->method || !r->path || !r->timer) {
+                kube_request_free(r);
+                return -ENOMEM;
+        }
+        r->client = c;
+        r->next = c->requests;
+        if (c->requests)
+                c->requests->prev = r;
+        c->requests = r;
+        *ret = r;
+        return 0;
+}
+
+void kube_request_detach(struct kube_request *r) {
+        struct kube_client *c = r->client;
+
+        if (!c)
+                return;
+        kube_request_release_easy(r);
+        if (r->timer)
+                event_del(r->timer);
+        if (r->idle_timer)
+                event_del(r->idle_timer);
+        if (r->dispatch_ev)
+                event_del(r->dispatch_ev);
+        if (r->prev)
+                r->prev->next = r->next;
+        else
+                c->requests = r->next;
+        if (r->next)
+                r->next->prev = r->prev;
+        r->prev = r->next = NULL;
+        r->client = NULL;
+}
+
+void kube_request_free(struct kube_request *r) {
+        if (!r)
+                return;
+        kube_request_detach(r);
+        if (r->timer)
+                event_free(r->timer);
+        if (r->idle_timer)
+                event_free(r->idle_timer);
+        if (r->dispatch_ev)
+                event_free(r->dispatch_ev);
+        slist_free_secret(r->headers);
+        free(r->method);
+        free(r->path);
+        free(r->body);
+        free(r->content_type);
+        free(r->buf);
+        json_decref(r->json);
+        free(r->error);
+        free(r->reason);
+        free(r);
+}
+
+void kube_request_cancel(struct kube_request *r) {
+        if (!r || r->cancelled || r->state == KUBE_REQ_DELIVERING)
+                return;
+        if (r->dispatching) {
+                /* inside this watch's event(): freed when it returns */
+                kube_request_detach(r);
+                r->cancelled = true;
+                return;
+        }
+        kube_request_free(r);
+}
+
+void kube_request_schedule(struct kube_request *r, uint64_t delay_usec) {
+        struct kube_client *c = r->client;
+        uint64_t wait = 0;
+
+        if (delay_usec > 0) {
+                r->state = KUBE_REQ_BACKOFF;
+                arm(r->timer, delay_usec);
+                return;
+        }
+        if (c->rate_limited)
+                wait = kube_token_bucket_reserve(&c->bucket, now_usec());
+        if (wait > 0)
+                log_v(6, "Waited %llu ms for the client-side rate limiter: %s %s", (unsigned long long) (wait / 1000),
+                      r->is_watch ? "GET" : r->method, r->path);
+        r->state = KUBE_REQ_WAITING;
+        arm(r->timer, wait);
+}
+
+void kube_log_transfer(struct kube_request *r, const char *verb, CURLcode result) {
+        char status[64] = "";
+        unsigned long long ms;
+
+        if (log_get_verbosity() < 4)
+                return;
+        ms = (unsigned long long) ((now_usec() - r->start_usec) / 1000);
+        if (r->status > 0)
+                snprintf(status, sizeof(status), "%ld %s", r->status, kube_status_text(r->status));
+        if (result == CURLE_OK)
+                log_v(4, "\"HTTP\" verb=\"%s\" URL=\"%s%s\" status=\"%s\" milliseconds=%llu", verb, r->client->server,
+                      r->path, status, ms);
+        else
+                log_v(4, "\"HTTP\" verb=\"%s\" URL=\"%s%s\" status=\"%s\" milliseconds=%llu err=\"%s\"", verb,
+                      r->client->server, r->path, status, ms,
+                      r->too_large ? "response too large" : r->errbuf[0] ? r->errbuf : curl_easy_strerror(result));
+}
+
+char *kube_transfer_error(struct kube_request *r, CURLcode result) {
+        const char *m = r->errbuf[0] ? r->errbuf : curl_easy_strerror(result);
+        char *s;
+
+        if (asprintf(&s, "%s %s%s: %s", r->is_watch ? "GET" : r->method, r->client ? r->client->server : "",
+                     r->path, m) < 0)
+                return NULL;
+        return s;
+}
+
+static bool printable(const char *s, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                if ((unsigned char) s[i] < 0x20 && s[i] != '\n' && s[i] != '\t' && s[i] != '\r')
+                        return false;
+        return true;
+}
+
+int kube_response_error(struct kube_request *r, json_t *body) {
+        const char *message = NULL, *reason = NULL, *generic_reason = "";
+        _cleanup_free_ char *generic = NULL, *server_message = NULL;
+
+        if (json_is_object(body) && json_is_string(json_object_get(body, "kind")) &&
+            streq(json_string_value(json_object_get(body, "kind")), "Status")) {
+                message = json_string_value(json_object_get(body, "message"));
+                reason = json_string_value(json_object_get(body, "reason"));
+        }
+        if (!body && r->len > 0 && printable(r->buf, r->len)) {
+                server_message = strndup(r->buf, MIN(r->len, (size_t) 1024));
+                if (!server_message)
+                        return -ENOMEM;
+                for (size_t n = strlen(server_message); n > 0 && strchr(" \t\r\n", server_message[n - 1]); n--)
+                        server_message[n - 1] = '\0';
+        }
+        generic = kube_generic_error(r->status, r->is_watch ? "GET" : r->method, server_message, &generic_reason);
+        if (!generic)
+                return -ENOMEM;
+        free(r->error);
+        free(r->reason);
+        r->error = strdup(!isempty(message) ? message : generic);
+        r->reason = strdup(!isempty(reason) ? reason : generic_reason);
+        return r->error && r->reason ? 0 : -ENOMEM;
+}
+
+static void request_finish(struct kube_request *r, int rc, char *error) {
+        if (rc < 0)
+                r->r = rc;
+        if (error) {
+                free(r->error);
+                r->error = error;
+        }
+        if (r->r < 0 && !r->error)
+                r->error = strdup(strerror(-r->r));
+        if (r->client)
+                kube_request_release_easy(r);
+        r->state = KUBE_REQ_FINISHED;
+        arm(r->timer, 0);
+}
+
+static bool should_retry(struct kube_request *r, CURLcode result) {
+        if ((r->flags & KUBE_NO_RETRY) || r->attempts >= KUBE_MAX_ATTEMPTS || r->too_large)
+                return false;
+        if (result == CURLE_OK)
+                return r->status == 429 || r->status >= 500;
+        switch (result) {
+        case CURLE_COULDNT_CONNECT:
+        case CURLE_COULDNT_RESOLVE_HOST:
+        case CURLE_COULDNT_RESOLVE_PROXY:
+                return true;
+        case CURLE_OUT_OF_MEMORY:
+        case CURLE_URL_MALFORMAT:
+        case CURLE_UNSUPPORTED_PROTOCOL:
+        case CURLE_FILESIZE_EXCEEDED:
+        case CURLE_SSL_CERTPROBLEM:
+        case CURLE_SSL_CACERT_BADFILE:
+        case CURLE_BAD_FUNCTION_ARGUMENT:
+        case CURLE_WRITE_ERROR:
+                return false;
+        default:
+                /* the request may have reached the server: only what can be repeated safely */
+                return !streq(r->method, "POST");
+        }
+}
+
+static void on_transfer_done(CURL *easy, CURLcode result, void *userdata) {
+        struct kube_request *r = userdata;
+        json_error_t jerr;
+        char *msg = NULL;
+        int rc = 0;
+
+        curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &r->status);
+        kube_log_transfer(r, r->method, result);
+
+        if (should_retry(r, result)) {
+                uint64_t delay = kube_backoff_usec(r->attempts, jitter01());
+
+                delay = MAX(delay, r->retry_after_usec);
+                log_v(4, "Retrying %s %s%s in %llu ms (attempt %u of %u): %s", r->method, r->client->server, r->path,
+                      (unsigned long long) (delay / 1000), r->attempts + 1, KUBE_MAX_ATTEMPTS,
+                      result != CURLE_OK ? (r->errbuf[0] ? r->errbuf : curl_easy_strerror(result))
+                                         : kube_status_text(r->status));
+                kube_request_release_easy(r);
+                r->len = 0;
+                r->status = 0;
+                kube_request_schedule(r, MAX(delay, (uint64_t) 1));
+                return;
+        }
+
+        if (r->too_large || result == CURLE_FILESIZE_EXCEEDED) {
+                rc = -EFBIG;
+                if (asprintf(&msg, "%s %s%s: the response body is larger than %zu bytes", r->method, r->client->server,
+                             r->path, r->client->max_response_size) < 0)
+                        msg = NULL;
+        } else if (result != CURLE_OK) {
+                rc = kube_curl_errno(result);
+                r->status = 0;
+                msg = kube_transfer_error(r, result);
+        } else {
+                json_t *body = r->len > 0 ? json_loadb(r->buf, r->len, 0, &jerr) : NULL;
+
+                if (r->status >= 300) {
+                        r->json = body;
+                        rc = kube_response_error(r, body);
+                } else if (r->len > 0 && !body) {
+                        rc = -EBADMSG;
+                        if (asprintf(&msg, "%s %s%s: cannot decode the response body: %s (line %d, column %d)",
+                                     r->method, r->client->server, r->path, jerr.text, jerr.line, jerr.column) < 0)
+                                msg = NULL;
+                } else
+                        r->json = body;
+        }
+        request_finish(r, rc, msg);
+}
+
+static size_t on_request_write(char *p, size_t size, size_t nmemb, void *userdata) {
+        struct kube_request *r = userdata;
+        size_t n = size * nmemb;
+
+        if (kube_buffer_append(r, p, n, r->client->max_response_size) < 0)
+                return 0; /* aborts the transfer */
+        return n;
+}
+
+static void request_start(struct kube_request *r) {
+        struct kube_client *c = r->client;
+        char *error = NULL;
+        CURLcode cc = CURLE_OK;
+        CURL *e;
+        int k;
+
+        r->attempts++;
+        r->start_usec = now_usec();
+        r->len = 0;
+        r->too_large = false;
+        r->status = 0;
+        r->retry_after_usec = 0;
+        k = kube_request_prepare(r, &error);
+        if (k < 0) {
+                request_finish(r, k, error);
+                return;
+        }
+        e = r->easy;
+        SETOPT(CURLOPT_WRITEFUNCTION, on_request_write);
+        SETOPT(CURLOPT_WRITEDATA, r);
+        SETOPT(CURLOPT_TIMEOUT_MS, (long) MAX(c->timeout_usec / 1000, (uint64_t) 1));
+        SETOPT(CURLOPT_CONNECTTIMEOUT_MS, (long) MIN(MAX(c->timeout_usec / 1000, (uint64_t) 1),
+                                                     (uint64_t) KUBE_CONNECT_TIMEOUT_MS));
+        SETOPT(CURLOPT_MAXFILESIZE_LARGE, (curl_off_t) c->max_response_size);
+        k = curl_loop_add(c->loop, e, on_transfer_done, r);
+        if (k < 0) {
+                request_finish(r, k, NULL);
+                return;
+        }
+        r->state = KUBE_REQ_RUNNING;
+        return;
+fail:
+        if (asprintf(&error, "cannot configure libcurl: %s", curl_easy_strerror(cc)) < 0)
+                error = NULL;
+        request_finish(r, cc == CURLE_OUT_OF_MEMORY ? -ENOMEM : -EINVAL, error);
+}
+
+static void request_deliver(struct kube_request *r) {
+        struct kube_response resp;
+
+        kube_request_detach(r);
+        r->state = KUBE_REQ_DELIVERING;
+        resp = (struct kube_response) {
+                .r = r->r,
+                .status = r->status,
+                .body = r->json,
+                .error = r->error ? r->error : "",
+                .reason = r->reason ? r->reason : "",
+        };
+        r->cb(&resp, r->userdata);
+        kube_request_free(r);
+}
+
+static void on_request_timer(evutil_socket_t fd, short what, void *userdata) {
+        struct kube_request *r = userdata;
+
+        switch (r->state) {
+        case KUBE_REQ_BACKOFF:
+                kube_request_schedule(r, 0);
+                break;
+        case KUBE_REQ_WAITING:
+                if (!r->is_watch)
+                        request_start(r);
+                else if (kube_watch_start(r) < 0)
+                        return;
+                break;
+        case KUBE_REQ_FINISHED:
+                request_deliver(r);
+                break;
+        default:
+                break;
+        }
+}
+
+int kube_request(struct kube_client *c, const char *method, const char *path, const json_t *body,
+                 const char *content_type, int flags, kube_callback_t cb, void *userdata, struct kube_request **ret) {
+        static const char *const methods[] = { "GET", "POST", "PUT", "PATCH", "DELETE" };
+        struct kube_request *r;
+        bool known = false;
+        int k;
+
+        if (!c || !method || !path || !cb)
+                return -EINVAL;
+        for (size_t i = 0; i < ELEMENTSOF(methods); i++)
+                known = known || streq(method, methods[i]);
+        if (!known || (content_type && (isempty(content_type) || strpbrk(content_type, "\r\n"))))
+                return -EINVAL;
+        k = kube_request_alloc(c, method, path, &r);
+        if (k < 0)
+                return k;
+        r->cb = cb;
+        r->userdata = userdata;
+        r->flags = flags;
+        r->content_type = strdup(content_type ? content_type : "application/json");
+        if (!r->content_type) {
+                kube_request_free(r);
+                return -ENOMEM;
+        }
+        if (body) {
+                r->body = json_dumps(body, JSON_COMPACT | JSON_ENCODE_ANY);
+                if (!r->body) {
+                        kube_request_free(r);
+                        return -ENOMEM;
+                }
+                r->body_len = strlen(r->body);
+        }
+        kube_request_schedule(r, 0);
+        if (ret)
+                *ret = r;
+        return 0;
+}
+
+/* ---------------------------------------------------------------- the client */
+
+static int setup_server(struct kube_client *c, const struct kube_config *cfg) {
+        _cleanup_free_ char *scheme = NULL, *host = NULL, *port = NULL, *path = NULL, *query = NULL, *connect = NULL;
+        CURLU *u;
+        CURLUcode uc;
+        size_t n;
+
+        c->server = strdup(cfg->server);
+        if (!c->server)
+                return -ENOMEM;
+        for (n = strlen(c->server); n > 0 && c->server[n - 1] == '/'; n--)
+                c->server[n - 1] = '\0';
+
+        u = curl_url();
+        if (!u)
+                return -ENOMEM;
+        uc = curl_url_set(u, CURLUPART_URL, c->server, 0);
+        if (uc == CURLUE_OK)
+                uc = curl_url_get(u, CURLUPART_SCHEME, &scheme, 0);
+        if (uc == CURLUE_OK)
+                uc = curl_url_get(u, CURLUPART_HOST, &host, 0);
+        if (uc == CURLUE_OK) {
+                uc = curl_url_get(u, CURLUPART_PORT, &port, 0);
+                if (uc == CURLUE_NO_PORT)
+                        uc = CURLUE_OK;
+        }
+        if (uc == CURLUE_OK)
+                uc = curl_url_get(u, CURLUPART_PATH, &path, 0);
+        if (uc == CURLUE_OK && curl_url_get(u, CURLUPART_QUERY, &query, 0) == CURLUE_OK && query)
+                uc = CURLUE_MALFORMED_INPUT;
+        curl_url_cleanup(u);
+        if (uc == CURLUE_OUT_OF_MEMORY)
+                return -ENOMEM;
+        if (uc != CURLUE_OK || !scheme || !host || (!streq(scheme, "https") && !streq(scheme, "http"))) {
+                curl_free(scheme);
+                curl_free(host);
+                curl_free(port);
+                curl_free(path);
+                curl_free(query);
+                scheme = host = port = path = query = NULL;
+                log_error("Invalid apiserver URL \"%s\"", c->server);
+                return -EINVAL;
+        }
+
+        if (!isempty(cfg->tls_server_name) && streq(scheme, "https")) {
+                const char *p = port ? port : "443";
+                const char *prefix = path && !streq(path, "/") ? path : "";
+
+                /* the URL names tls_server_name (SNI and certificate checks use it); CONNECT_TO sends the
+                 * connection to the real host, and Host: keeps the server's authority */
+                if (asprintf(&c->url_base, "https://%s:%s%s", cfg->tls_server_name, p, prefix) < 0 ||
+                    asprintf(&connect, "%s:%s:%s:%s", cfg->tls_server_name, p, host, p) < 0 ||
+                    asprintf(&c->host_header, "Host: %s%s%s", host, port ? ":" : "", port ? port : "") < 0) {
+                        c->url_base = c->host_header = connect = NULL;
+                        curl_free(scheme);
+                        curl_free(host);
+                        curl_free(port);
+                        curl_free(path);
+                        scheme = host = port = path = NULL;
+                        return -ENOMEM;
+                }
+                for (n = strlen(c->url_base); n > 0 && c->url_base[n - 1] == '/'; n--)
+                        c->url_base[n - 1] = '\0';
+                c->connect_to = curl_slist_append(NULL, connect);
+        } else
+                c->url_base = strdup(c->server);
+        curl_free(scheme);
+        curl_free(host);
+        curl_free(port);
+        curl_free(path);
+        scheme = host = port = path = NULL;
+        if (!c->url_base || (!isempty(cfg->tls_server_name) && c->host_header && !c->connect_to))
+                return -ENOMEM;
+        return 0;
+}
+
+static int dup_field(const char *s, char **ret) {
+        if (isempty(s)) {
+                *ret = NULL;
+                return 0;
+        }
+        *ret = strdup(s);
+        return *ret ? 0 : -ENOMEM;
+}
+
+int kube_client_new(struct event_base *base, const struct kube_config *cfg, const struct kube_client_options *o,
+                    struct kube_client **ret) {
+        struct kube_client *c;
+        double qps = o && o->qps != 0 ? o->qps : 50;
+        int burst = o && o->burst > 0 ? o->burst : 100, k;
+
+        if (!base || !cfg || isempty(cfg->server) || !ret)
+                return -EINVAL;
+        c = calloc(1, sizeof(*c));
+        if (!c)
+                return -ENOMEM;
+        c->base = base;
+        c->timeout_usec = o && o->timeout_usec > 0 ? o->timeout_usec : 30 * USEC_PER_SEC;
+        c->max_response_size = o && o->max_response_size > 0 ? o->max_response_size : 64u * 1024u * 1024u;
+        c->insecure = cfg->insecure_skip_tls_verify;
+        c->compression = !cfg->disable_compression;
+        c->rate_limited = qps > 0;
+        if (c->rate_limited)
+                kube_token_bucket_init(&c->bucket, qps, burst, now_usec());
+        if ((k = setup_server(c, cfg)) < 0 ||
+            (k = dup_field(o && !isempty(o->user_agent) ? o->user_agent : DEFAULT_USER_AGENT, &c->user_agent)) < 0 ||
+            (k = dup_field(cfg->ca_file, &c->ca_file)) < 0 || (k = dup_field(cfg->ca_data, &c->ca_data)) < 0 ||
+            (k = dup_field(cfg->cert_file, &c->cert_file)) < 0 || (k = dup_field(cfg->cert_data, &c->cert_data)) < 0 ||
+            (k = dup_field(cfg->key_file, &c->key_file)) < 0 || (k = dup_field(cfg->key_data, &c->key_data)) < 0 ||
+            (k = dup_field(cfg->token, &c->token)) < 0 || (k = dup_field(cfg->token_file, &c->token_file)) < 0 ||
+            (k = dup_field(cfg->proxy_url, &c->proxy_url)) < 0)
+                goto fail;
+        if (c->user_agent && strpbrk(c->user_agent, "\r\n")) {
+                k = -EINVAL;
+                goto fail;
+        }
+        if (c->token && strpbrk(c->token, "\r\n")) {
+                log_error("The bearer token for %s contains a line break", c->server);
+                k = -EINVAL;
+                goto fail;
+        }
+        if (c->token && c->token_file)
+                c->token_read_usec = MAX(now_usec(), (uint64_t) 1); /* read by kube_config_load just now */
+        k = curl_loop_new(base, &c->loop);
+        if (k < 0)
+                goto fail;
+        *ret = c;
+        return 0;
+fail:
+        kube_client_free(c);
+        return k;
+}
+
+struct kube_client *kube_client_free(struct kube_client *c) {
+        if (!c)
+                return NULL;
+        while (c->requests) {
+                struct kube_request *r = c->requests;
+                if (r->dispatching) {
+                        /* inside its event(): freed when that returns */
+                        kube_request_detach(r);
+                        r->cancelled = true;
+                } else
+                        kube_request_free(r);
+        }
+        curl_loop_free(c->loop);
+        while (c->n_pool > 0)
+                curl_easy_cleanup(c->pool[--c->n_pool]);
+        curl_slist_free_all(c->connect_to);
+        free(c->url_base);
+        free(c->server);
+        free(c->host_header);
+        free(c->proxy_url);
+        free(c->ca_file);
+        free(c->cert_file);
+        free(c->key_file);
+        free(c->ca_data);
+        free(c->cert_data);
+        free_secret(c->key_data);
+        free_secret(c->token);
+        free(c->token_file);
+        free(c->user_agent);
+        free(c);
+        return NULL;
+}

@@ -1,0 +1,275 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Watch streams: a GET whose chunked body is one JSON watch event per line (apimachinery's
+ * streaming JSON framer). Bytes are buffered as they come; complete lines are delivered from the loop (never
+ * inside libcurl), so the event callback may cancel the watch or free the client. An idle timer catches dead
+ * connections that TCP would keep open for hours. */
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "basic/log.h"
+#include "basic/util.h"
+#include "client/client-internal.h"
+
+static void arm(struct event *ev, uint64_t usec) {
+        struct timeval tv = { .tv_sec = (time_t) (usec / USEC_PER_SEC), .tv_usec = (suseconds_t) (usec % USEC_PER_SEC) };
+        evtimer_add(ev, &tv);
+}
+
+/* The transfer is over (finished, failed, or stopped by us): deliver what is left, then done(). */
+static void watch_transfer_over(struct kube_request *r, int rc, char *error) {
+        if (rc < 0 && r->r == 0)
+                r->r = rc;
+        if (error) {
+                if (!r->error)
+                        r->error = error;
+                else
+                        free(error);
+        }
+        r->transfer_done = true;
+        r->paused = false;
+        if (r->idle_timer)
+                event_del(r->idle_timer);
+        if (r->client)
+                kube_request_release_easy(r);
+        arm(r->dispatch_ev, 0);
+}
+
+static size_t on_watch_write(char *p, size_t size, size_t nmemb, void *userdata) {
+        struct kube_request *r = userdata;
+        size_t n = size * nmemb;
+
+        if (r->status == 0)
+                curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &r->status);
+        if (r->idle_usec > 0)
+                arm(r->idle_timer, r->idle_usec);
+        if (r->status != 200) {
+                /* an error body (a v1 Status): keep the first 1 MiB for the message */
+                if (r->len < 1024 * 1024 && kube_buffer_append(r, p, MIN(n, 1024 * 1024 - r->len), 1024 * 1024) < 0)
+                        return 0;
+                return n;
+        }
+        if (r->len - r->consumed + n > KUBE_WATCH_MAX_BUFFER) {
+                /* the consumer is behind: stop reading until dispatch caught up (curl keeps the data) */
+                r->paused = true;
+                arm(r->dispatch_ev, 0);
+                return CURL_WRITEFUNC_PAUSE;
+        }
+        if (kube_buffer_append(r, p, n, SIZE_MAX / 2) < 0)
+                return 0;
+        /* a line longer than the cap: the stream is broken */
+        if (r->len - r->line_start > KUBE_WATCH_MAX_EVENT && !memchr(r->buf + r->line_start, '\n', r->len - r->line_start)) {
+                r->too_large = true;
+                return 0;
+        }
+        if (memchr(p, '\n', n)) {
+                char *nl = memrchr(r->buf + r->line_start, '\n', r->len - r->line_start);
+                if (nl)
+                        r->line_start = (size_t) (nl - r->buf) + 1;
+                arm(r->dispatch_ev, 0);
+        }
+        return n;
+}
+
+static void on_watch_done(CURL *easy, CURLcode result, void *userdata) {
+        struct kube_request *r = userdata;
+        char *msg = NULL;
+        int rc = 0;
+
+        curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &r->status);
+        kube_log_transfer(r, "WATCH", result);
+        if (r->too_large) {
+                rc = -EFBIG;
+                if (asprintf(&msg, "GET %s%s: a watch event is larger than %u bytes", r->client->server, r->path,
+                             KUBE_WATCH_MAX_EVENT) < 0)
+                        msg = NULL;
+        } else if (result != CURLE_OK) {
+                rc = kube_curl_errno(result);
+                msg = kube_transfer_error(r, result);
+        }
+        watch_transfer_over(r, rc, msg);
+}
+
+static void on_watch_idle(evutil_socket_t fd, short what, void *userdata) {
+        struct kube_request *r = userdata;
+        char *msg = NULL;
+
+        if (r->transfer_done || !r->client)
+                return;
+        log_v(4, "Watch %s%s: no data for %llu s, closing it", r->client->server, r->path,
+              (unsigned long long) (r->idle_usec / USEC_PER_SEC));
+        if (asprintf(&msg, "GET %s%s: no data received for %llu s", r->client->server, r->path,
+                     (unsigned long long) (r->idle_usec / USEC_PER_SEC)) < 0)
+                msg = NULL;
+        watch_transfer_over(r, -ETIMEDOUT, msg);
+}
+
+static void watch_finish(struct kube_request *r) {
+        kube_watch_done_t done = r->done;
+        void *ud = r->userdata;
+        long status = r->status;
+        int rc = r->r;
+        _cleanup_free_ char *error = NULL;
+
+        error = r->error ? strdup(r->error) : NULL;
+        kube_request_free(r);
+        done(rc, status, error ? error : "", ud);
+}
+
+/* Deliver one line; false when the watch is gone (cancelled inside the callback) or broken. */
+static bool deliver_line(struct kube_request *r, const char *line, size_t n) {
+        json_error_t jerr;
+        json_t *ev, *obj;
+        const char *type;
+
+        while (n > 0 && (line[n - 1] == '\r' || line[n - 1] == ' '))
+                n--;
+        if (n == 0)
+                return true;
+        ev = json_loadb(line, n, 0, &jerr);
+        type = json_string_value(json_object_get(ev, "type"));
+        obj = json_object_get(ev, "object");
+        if (!type || !json_is_object(obj)) {
+                char *msg = NULL;
+                if (asprintf(&msg, "GET %s%s: a watch event that is not {type, object}: %s",
+                             r->client ? r->client->server : "", r->path,
+                             ev ? "missing fields" : jerr.text) < 0)
+                        msg = NULL;
+                json_decref(ev);
+                if (r->client)
+                        kube_request_release_easy(r);
+                r->transfer_done = true;
+                r->r = -EBADMSG;
+                free(r->error);
+                r->error = msg;
+                return false;
+        }
+        r->dispatching = true;
+        r->event(type, obj, r->userdata);
+        r->dispatching = false;
+        json_decref(ev);
+        return !r->cancelled;
+}
+
+static void on_watch_dispatch(evutil_socket_t fd, short what, void *userdata) {
+        struct kube_request *r = userdata;
+
+        if (r->status == 200) {
+                while (r->consumed < r->len) {
+                        const char *s = r->buf + r->consumed;
+                        const char *nl = memchr(s, '\n', r->len - r->consumed);
+                        size_t n;
+
+                        if (!nl) {
+                                if (!r->transfer_done)
+                                        break;
+                                if (r->r < 0) {
+                                        /* cut off (idle timer, transport error): a fragment, not an event */
+                                        r->consumed = r->len;
+                                        break;
+                                }
+                                n = r->len - r->consumed; /* the last line may lack its newline */
+                        } else
+                                n = (size_t) (nl - s);
+                        r->consumed += n + (nl ? 1 : 0);
+                        if (!deliver_line(r, s, n)) {
+                                if (r->cancelled) {
+                                        kube_request_free(r);
+                                        return;
+                                }
+                                watch_finish(r);
+                                return;
+                        }
+                }
+                /* compact */
+                if (r->consumed > 0) {
+                        memmove(r->buf, r->buf + r->consumed, r->len - r->consumed);
+                        r->len -= r->consumed;
+                        r->line_start = r->line_start >= r->consumed ? r->line_start - r->consumed : 0;
+                        r->consumed = 0;
+                        if (r->buf)
+                                r->buf[r->len] = '\0';
+                }
+                if (r->paused && !r->transfer_done && r->easy) {
+                        r->paused = false;
+                        curl_easy_pause(r->easy, CURLPAUSE_CONT); /* may call on_watch_write right away */
+                        return;
+                }
+        }
+        if (!r->transfer_done)
+                return;
+        if (r->status != 200 && r->status != 0 && r->r == 0) {
+                json_t *body = r->len > 0 ? json_loadb(r->buf, r->len, 0, NULL) : NULL;
+                int k = kube_response_error(r, body);
+                json_decref(body);
+                if (k < 0)
+                        r->r = k;
+        }
+        watch_finish(r);
+}
+
+int kube_watch_start(struct kube_request *r) {
+        struct kube_client *c = r->client;
+        char *error = NULL;
+        CURLcode cc = CURLE_OK;
+        CURL *e;
+        int k;
+
+        r->attempts++;
+        r->start_usec = now_usec();
+        r->state = KUBE_REQ_RUNNING;
+        k = kube_request_prepare(r, &error);
+        if (k < 0) {
+                watch_transfer_over(r, k, error);
+                return 0;
+        }
+        e = r->easy;
+        cc = curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_watch_write);
+        if (cc == CURLE_OK)
+                cc = curl_easy_setopt(e, CURLOPT_WRITEDATA, r);
+        if (cc == CURLE_OK)
+                cc = curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long) KUBE_CONNECT_TIMEOUT_MS);
+        if (cc != CURLE_OK) {
+                if (asprintf(&error, "cannot configure libcurl: %s", curl_easy_strerror(cc)) < 0)
+                        error = NULL;
+                watch_transfer_over(r, -EINVAL, error);
+                return 0;
+        }
+        k = curl_loop_add(c->loop, e, on_watch_done, r);
+        if (k < 0) {
+                watch_transfer_over(r, k, NULL);
+                return 0;
+        }
+        if (r->idle_usec > 0)
+                arm(r->idle_timer, r->idle_usec);
+        return 0;
+}
+
+int kube_watch(struct kube_client *c, const char *path, uint64_t idle_timeout_usec, kube_watch_event_t event,
+               kube_watch_done_t done, void *userdata, struct kube_request **ret) {
+        struct kube_request *r;
+        int k;
+
+        if (!c || !path || !event || !done)
+                return -EINVAL;
+        k = kube_request_alloc(c, "GET", path, &r);
+        if (k < 0)
+                return k;
+        r->is_watch = true;
+        r->event = event;
+        r->done = done;
+        r->userdata = userdata;
+        r->idle_usec = idle_timeout_usec;
+        r->idle_timer = evtimer_new(c->base, on_watch_idle, r);
+        r->dispatch_ev = evtimer_new(c->base, on_watch_dispatch, r);
+        if (!r->idle_timer || !r->dispatch_ev) {
+                kube_request_free(r);
+                return -ENOMEM;
+        }
+        kube_request_schedule(r, 0);
+        if (ret)
+                *ret = r;
+        return 0;
+}
