@@ -100,6 +100,11 @@ static const struct flag_def flag_defs[] = {
         { "help", 'h', FLAG_HELP, 0, NULL, NULL, "help for ckubelet" },
         { "hostname-override", 0, FLAG_STRING, OFF(hostname_override), NULL, "string",
           "If non-empty, will use this string as identification instead of the actual hostname." },
+        { "node-labels", 0, FLAG_STRING, OFF(node_labels), NULL, "mapStringString",
+          "Labels to add when registering the node in the cluster. Labels must be key=value pairs separated by ','." },
+        { "node-status-update-frequency", 0, FLAG_DURATION, OFF(node_status_update_frequency_usec),
+          "nodeStatusUpdateFrequency", "duration", "Specifies how often kubelet computes node status and posts it to "
+          "master when there is a change (and at least every nodeStatusReportFrequency)." },
         { "node-ip", 0, FLAG_STRING, OFF(node_ip), NULL, "string",
           "IP address of the node. If set, kubelet will use this IP address for the node (the pod IP of hostNetwork "
           "pods, where their probes connect). Default: the address of the interface of the default route." },
@@ -114,6 +119,16 @@ static const struct flag_def flag_defs[] = {
           "Comma-separated list of HTTP headers to use when accessing the url provided to --manifest-url. Multiple "
           "headers with the same name will be added in the same order provided. This flag can be repeatedly invoked. "
           "For example: --manifest-url-header 'a:hello,b:again,c:world' --manifest-url-header 'b:beautiful'" },
+        { "kube-api-burst", 0, FLAG_INT, OFF(kube_api_burst), "kubeAPIBurst", "int32",
+          "Burst to use while talking with kubernetes apiserver." },
+        { "kube-api-qps", 0, FLAG_INT, OFF(kube_api_qps), "kubeAPIQPS", "int32",
+          "QPS to use while talking with kubernetes apiserver." },
+        { "kube-reserved", 0, FLAG_STRING, OFF(kube_reserved), "kubeReserved", "mapStringString",
+          "A set of ResourceName=ResourceQuantity (e.g. cpu=200m,memory=500Mi,ephemeral-storage=1Gi,pid=1000) pairs "
+          "that describe resources reserved for kubernetes system components." },
+        { "kubeconfig", 0, FLAG_STRING, OFF(kubeconfig), NULL, "string",
+          "Path to a kubeconfig file, specifying how to connect to the API server. Providing --kubeconfig enables "
+          "API server mode, omitting --kubeconfig enables standalone mode." },
         { "max-pods", 0, FLAG_INT, OFF(max_pods), "maxPods", "int32", "Number of Pods that can run on this Kubelet." },
         { "pod-manifest-path", 0, FLAG_STRING, OFF(pod_manifest_path), "staticPodPath", "string",
           "Path to the directory containing static pod files to run, or the path to a single static pod file. Files "
@@ -121,6 +136,12 @@ static const struct flag_def flag_defs[] = {
         { "port", 0, FLAG_INT, OFF(port), "port", "int32", "The port for the Kubelet to serve on." },
         { "read-only-port", 0, FLAG_INT, OFF(read_only_port), "readOnlyPort", "int32",
           "The read-only port for the Kubelet to serve on with no authentication/authorization (set to 0 to disable)" },
+        { "register-node", 0, FLAG_BOOL, OFF(register_node), "registerNode", "",
+          "Register the node with the apiserver. If --kubeconfig is not provided, this flag is irrelevant, as the "
+          "Kubelet won't have an apiserver to register with." },
+        { "register-with-taints", 0, FLAG_STRING, OFF(register_with_taints), "registerWithTaints", "string",
+          "Register the node with the given list of taints (comma separated \"<key>=<value>:<effect>\"). No-op if "
+          "register-node is false." },
         { "root-dir", 0, FLAG_STRING, OFF(root_dir), NULL, "string",
           "Directory path for managing kubelet files (volume mounts,etc)." },
         { "runtime-request-timeout", 0, FLAG_DURATION, OFF(runtime_request_timeout_usec), "runtimeRequestTimeout",
@@ -128,6 +149,9 @@ static const struct flag_def flag_defs[] = {
           "When timeout exceeded, kubelet will cancel the request, throw out an error and retry later." },
         { "sync-frequency", 0, FLAG_DURATION, OFF(sync_frequency_usec), "syncFrequency", "duration",
           "Max period between synchronizing running containers and config" },
+        { "system-reserved", 0, FLAG_STRING, OFF(system_reserved), "systemReserved", "mapStringString",
+          "A set of ResourceName=ResourceQuantity (e.g. cpu=200m,memory=500Mi,ephemeral-storage=1Gi,pid=1000) pairs "
+          "that describe resources reserved for non-kubernetes components." },
         { "tls-cert-file", 0, FLAG_STRING, OFF(tls_cert_file), "tlsCertFile", "string",
           "File containing x509 Certificate used for serving HTTPS (with intermediate certs, if any, concatenated "
           "after server cert). If --tls-cert-file and --tls-private-key-file are not provided, a self-signed "
@@ -153,20 +177,18 @@ static const char *const unsupported_fields[] = {
         "evictionMinimumReclaim", "evictionPressureTransitionPeriod", "evictionSoft", "evictionSoftGracePeriod",
         "failSwapOn", "featureGates", "hairpinMode", "imageGCHighThresholdPercent", "imageGCLowThresholdPercent",
         "imageMaximumGCAge", "imageMinimumGCAge", "imagePullCredentialsVerificationPolicy", "iptablesDropBit",
-        "iptablesMasqueradeBit", "kernelMemcgNotification", "kubeAPIBurst", "kubeAPIQPS", "kubeReserved",
-        "kubeReservedCgroup", "kubeletCgroups", "localStorageCapacityIsolation", "makeIPTablesUtilChains",
-        "maxOpenFiles", "maxParallelImagePulls", "memoryManagerPolicy", "memoryReservationPolicy", "memorySwap",
-        "memoryThrottlingFactor", "mergeDefaultEvictionSettings", "nodeLeaseDurationSeconds", "nodeStatusMaxImages",
-        "nodeStatusReportFrequency", "nodeStatusUpdateFrequency", "oomScoreAdj", "podCIDR", "podPidsLimit",
+        "iptablesMasqueradeBit", "kernelMemcgNotification", "kubeReservedCgroup", "kubeletCgroups",
+        "localStorageCapacityIsolation", "makeIPTablesUtilChains", "maxOpenFiles", "maxParallelImagePulls",
+        "memoryManagerPolicy", "memoryReservationPolicy", "memorySwap", "memoryThrottlingFactor",
+        "mergeDefaultEvictionSettings", "nodeStatusMaxImages", "oomScoreAdj", "podCIDR", "podPidsLimit",
         "podsPerCore", "preloadedImagesVerificationAllowlist", "protectKernelDefaults", "providerID", "qosReserved",
-        "registerNode", "registerWithTaints", "registryBurst", "registryPullQPS", "reservedMemory",
-        "reservedSystemCPUs", "resolvConf", "rotateCertificates", "runOnce", "seccompDefault",
-        "serializeImagePulls", "serverTLSBootstrap", "showHiddenMetricsForVersion", "shutdownGracePeriod",
-        "shutdownGracePeriodByPodPriority", "shutdownGracePeriodCriticalPods", "singleProcessOOMKill",
-        "streamingConnectionIdleTimeout", "systemCgroups", "systemReserved", "systemReservedCgroup",
-        "tlsCipherSuites", "tlsCurvePreferences", "tlsMinVersion", "topologyManagerPolicy",
-        "topologyManagerPolicyOptions", "topologyManagerScope", "tracing", "userNamespaces", "volumePluginDir",
-        "volumeStatsAggPeriod",
+        "registryBurst", "registryPullQPS", "reservedMemory", "reservedSystemCPUs", "resolvConf",
+        "rotateCertificates", "runOnce", "seccompDefault", "serializeImagePulls", "serverTLSBootstrap",
+        "showHiddenMetricsForVersion", "shutdownGracePeriod", "shutdownGracePeriodByPodPriority",
+        "shutdownGracePeriodCriticalPods", "singleProcessOOMKill", "streamingConnectionIdleTimeout",
+        "systemCgroups", "systemReservedCgroup", "tlsCipherSuites", "tlsCurvePreferences", "tlsMinVersion",
+        "topologyManagerPolicy", "topologyManagerPolicyOptions", "topologyManagerScope", "tracing",
+        "userNamespaces", "volumePluginDir", "volumeStatsAggPeriod",
 };
 
 /* logging (component-base LoggingConfiguration): only verbosity is implemented */
@@ -220,6 +242,12 @@ int kubelet_options_init(struct kubelet_options *o) {
         o->healthz_bind_address = strdup("127.0.0.1");
         o->cert_dir = strdup(DEFAULT_CERT_DIR);
         o->authorization_mode = strdup("Webhook");
+        o->register_node = true;
+        o->kube_api_qps = 50;
+        o->kube_api_burst = 100;
+        o->node_status_update_frequency_usec = 10 * USEC_PER_SEC;
+        o->node_status_report_frequency_usec = 300 * USEC_PER_SEC;
+        o->node_lease_duration_seconds = 40;
         o->container_runtime_endpoint = strdup(DEFAULT_CONTAINER_RUNTIME_ENDPOINT);
         o->root_dir = strdup(DEFAULT_ROOT_DIR);
         o->pod_logs_dir = strdup(DEFAULT_POD_LOGS_DIR);
@@ -252,6 +280,11 @@ void kubelet_options_done(struct kubelet_options *o) {
         free(o->cert_dir);
         free(o->client_ca_file);
         free(o->authorization_mode);
+        free(o->kubeconfig);
+        free(o->node_labels);
+        free(o->register_with_taints);
+        free(o->kube_reserved);
+        free(o->system_reserved);
         *o = (struct kubelet_options){};
 }
 
@@ -614,6 +647,62 @@ static int config_port(struct config_ctx *c, const char *field, json_t *v, int *
         return 0;
 }
 
+/* map[string]string → "k=v,k2=v2" (the flag's syntax) */
+static int config_string_map(struct config_ctx *c, const char *field, json_t *v, char **target) {
+        _cleanup_strv_free_ char **l = NULL;
+        _cleanup_free_ char *joined = NULL;
+        const char *key;
+        json_t *value;
+
+        if (!json_is_object(v))
+                return config_error(c, -EINVAL, "%s: expected a map of strings, got %s", field, json_type_name(v));
+        json_object_foreach(v, key, value) {
+                char *item;
+                if (!json_is_string(value))
+                        return config_error(c, -EINVAL, "%s.%s: expected a string, got %s", field, key,
+                                            json_type_name(value));
+                if (strchr(key, ',') || strchr(key, '=') || strchr(json_string_value(value), ','))
+                        return config_error(c, -EINVAL, "%s.%s: invalid key or value", field, key);
+                if (asprintf(&item, "%s=%s", key, json_string_value(value)) < 0 || strv_push(&l, item) < 0)
+                        return -ENOMEM;
+        }
+        joined = l ? strv_join(l, ",") : strdup("");
+        if (!joined)
+                return -ENOMEM;
+        free(*target);
+        *target = TAKE_PTR(joined);
+        return 0;
+}
+
+/* []Taint → "key=value:Effect,..." (the flag's syntax) */
+static int config_taints(struct config_ctx *c, const char *field, json_t *v, char **target) {
+        _cleanup_strv_free_ char **l = NULL;
+        _cleanup_free_ char *joined = NULL;
+        size_t i;
+        json_t *t;
+
+        if (!json_is_array(v))
+                return config_error(c, -EINVAL, "%s: expected a list of taints, got %s", field, json_type_name(v));
+        json_array_foreach(v, i, t) {
+                const char *key = json_string_value(json_object_get(t, "key"));
+                const char *value = json_string_value(json_object_get(t, "value"));
+                const char *effect = json_string_value(json_object_get(t, "effect"));
+                char *item;
+
+                if (!json_is_object(t) || isempty(key) || isempty(effect))
+                        return config_error(c, -EINVAL, "%s[%zu]: a taint needs a key and an effect", field, i);
+                if (asprintf(&item, "%s%s%s:%s", key, value ? "=" : "", strempty(value), effect) < 0 ||
+                    strv_push(&l, item) < 0)
+                        return -ENOMEM;
+        }
+        joined = l ? strv_join(l, ",") : strdup("");
+        if (!joined)
+                return -ENOMEM;
+        free(*target);
+        *target = TAKE_PTR(joined);
+        return 0;
+}
+
 /* A nested object whose fields are handled by fn; unknown keys are errors naming the full path. */
 typedef int (*config_field_fn)(struct config_ctx *c, const char *path, const char *key, json_t *v,
                                struct kubelet_options *o);
@@ -792,6 +881,24 @@ static int config_apply_field(struct config_ctx *c, const char *key, json_t *v, 
                 return config_port(c, key, v, &o->read_only_port);
         if (streq(key, "healthzPort"))
                 return config_port(c, key, v, &o->healthz_port);
+        if (streq(key, "registerNode"))
+                return config_bool(c, key, v, &o->register_node);
+        if (streq(key, "kubeAPIQPS"))
+                return config_port(c, key, v, &o->kube_api_qps);
+        if (streq(key, "kubeAPIBurst"))
+                return config_port(c, key, v, &o->kube_api_burst);
+        if (streq(key, "nodeStatusUpdateFrequency"))
+                return config_duration(c, key, v, &o->node_status_update_frequency_usec);
+        if (streq(key, "nodeStatusReportFrequency"))
+                return config_duration(c, key, v, &o->node_status_report_frequency_usec);
+        if (streq(key, "nodeLeaseDurationSeconds"))
+                return config_port(c, key, v, &o->node_lease_duration_seconds);
+        if (streq(key, "kubeReserved"))
+                return config_string_map(c, key, v, &o->kube_reserved);
+        if (streq(key, "systemReserved"))
+                return config_string_map(c, key, v, &o->system_reserved);
+        if (streq(key, "registerWithTaints"))
+                return config_taints(c, key, v, &o->register_with_taints);
         if (streq(key, "authentication"))
                 return config_object(c, key, v, config_authn_field, o);
         if (streq(key, "authorization"))
@@ -943,6 +1050,11 @@ static int validate(const struct kubelet_options *o, char **ret_error) {
         if (isempty(o->tls_cert_file) != isempty(o->tls_private_key_file))
                 return set_error(ret_error, -EINVAL, "invalid configuration: tlsCertFile (--tls-cert-file) and "
                                  "tlsPrivateKeyFile (--tls-private-key-file) must be given together");
+        if (o->kube_api_qps < 0 || o->kube_api_burst < 0)
+                return set_error(ret_error, -EINVAL, "invalid configuration: kubeAPIQPS (--kube-api-qps) and kubeAPIBurst "
+                                 "(--kube-api-burst) must not be negative");
+        if (o->node_lease_duration_seconds <= 0)
+                return set_error(ret_error, -EINVAL, "invalid configuration: nodeLeaseDurationSeconds must be greater than 0");
         if (o->max_pods < 0)
                 return set_error(ret_error, -EINVAL,
                                  "invalid configuration: maxPods (--max-pods) %d must not be a negative number", o->max_pods);

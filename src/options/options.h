@@ -51,6 +51,19 @@ struct kubelet_options {
         char *authorization_mode;            /* --authorization-mode / authorization.mode: Webhook | AlwaysAllow */
         uint64_t authorization_webhook_cache_authorized_ttl_usec;   /* 5m */
         uint64_t authorization_webhook_cache_unauthorized_ttl_usec; /* 30s */
+
+        /* joining a cluster (the API server) */
+        char *kubeconfig;                    /* --kubeconfig: empty = standalone */
+        bool register_node;                  /* --register-node / registerNode, true */
+        char *node_labels;                   /* --node-labels "k=v,k2=v2" */
+        char *register_with_taints;          /* --register-with-taints / registerWithTaints: "key=value:Effect,..." */
+        int kube_api_qps;                    /* --kube-api-qps / kubeAPIQPS, 50 */
+        int kube_api_burst;                  /* --kube-api-burst / kubeAPIBurst, 100 */
+        uint64_t node_status_update_frequency_usec; /* --node-status-update-frequency / nodeStatusUpdateFrequency, 10s */
+        uint64_t node_status_report_frequency_usec; /* nodeStatusReportFrequency, 5m */
+        int node_lease_duration_seconds;     /* nodeLeaseDurationSeconds, 40 */
+        char *kube_reserved;                 /* --kube-reserved / kubeReserved: "cpu=100m,memory=256Mi" */
+        char *system_reserved;               /* --system-reserved / systemReserved */
         char *config_path;                   /* --config */
 };
 

@@ -1,0 +1,489 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Node registration, node status updates and the node lease, on the loop. */
+#include "node/manager.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include "basic/log.h"
+#include "basic/util.h"
+#include "node/node_status.h"
+#include "stats/machine.h"
+
+#define REGISTER_RETRY_MAX_USEC (7 * USEC_PER_SEC) /* upstream: 100ms doubling up to 7s */
+
+struct node_manager {
+        struct event_base *base;
+        const struct kubelet_options *o;
+        struct kube_client *client;
+        struct cri_client *cri;
+        char *node_ip;
+        char *hostname;
+        char *path;          /* /api/v1/nodes/<name> */
+        char *status_path;   /* /api/v1/nodes/<name>/status: the status subresource (the Node itself ignores status) */
+        char *lease_path;    /* /apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/<name> */
+        struct machine_info machine;
+
+        bool registered;
+        char *node_uid;
+        uint64_t register_delay;
+        struct event *register_timer, *status_timer, *lease_timer;
+        struct kube_request *register_req, *status_req, *lease_req;
+        bool status_busy;
+
+        /* what the status is computed from */
+        char *runtime_version;
+        bool runtime_ready, network_ready;
+        char *runtime_message;
+        struct node_image *images;
+        size_t n_images;
+        int cri_pending;
+
+        json_t *last_status;         /* the last status sent */
+        uint64_t last_report_usec;   /* monotonic */
+
+        json_t *lease;               /* the last Lease read or written */
+};
+
+static void images_free(struct node_manager *m) {
+        for (size_t i = 0; i < m->n_images; i++)
+                strv_free(m->images[i].names);
+        free(m->images);
+        m->images = NULL;
+        m->n_images = 0;
+}
+
+struct node_manager *node_manager_free(struct node_manager *m) {
+        if (!m)
+                return NULL;
+        kube_request_cancel(m->register_req);
+        kube_request_cancel(m->status_req);
+        kube_request_cancel(m->lease_req);
+        if (m->register_timer)
+                event_free(m->register_timer);
+        if (m->status_timer)
+                event_free(m->status_timer);
+        if (m->lease_timer)
+                event_free(m->lease_timer);
+        machine_info_done(&m->machine);
+        images_free(m);
+        json_decref(m->last_status);
+        json_decref(m->lease);
+        free(m->runtime_version);
+        free(m->runtime_message);
+        free(m->node_uid);
+        free(m->node_ip);
+        free(m->hostname);
+        free(m->path);
+        free(m->status_path);
+        free(m->lease_path);
+        free(m);
+        return NULL;
+}
+
+const char *node_manager_node_uid(const struct node_manager *m) {
+        return m ? m->node_uid : NULL;
+}
+
+static void arm(struct event *ev, uint64_t usec) {
+        struct timeval tv = { .tv_sec = (time_t) (usec / USEC_PER_SEC), .tv_usec = (suseconds_t) (usec % USEC_PER_SEC) };
+        evtimer_add(ev, &tv);
+}
+
+static uint64_t fs_capacity(const char *dir) {
+        struct statvfs st;
+        if (statvfs(dir, &st) < 0)
+                return 0;
+        return (uint64_t) st.f_blocks * st.f_frsize;
+}
+
+static void fill_input(struct node_manager *m, struct node_status_input *in) {
+        *in = (struct node_status_input) {
+                .node_name = m->o->node_name,
+                .hostname = m->hostname,
+                .node_ip = m->node_ip,
+                .machine = &m->machine,
+                .runtime_version = m->runtime_version,
+                .kubelet_version = "v" KUBE_VERSION_MAJOR_MINOR ".0",
+                .max_pods = m->o->max_pods,
+                .ephemeral_storage_bytes = fs_capacity(m->o->root_dir),
+                .kube_reserved = m->o->kube_reserved,
+                .system_reserved = m->o->system_reserved,
+                .runtime_ready = m->runtime_ready,
+                .network_ready = m->network_ready,
+                .runtime_message = m->runtime_message,
+                .images = m->images,
+                .n_images = m->n_images,
+                .kubelet_port = m->o->port,
+                .now_usec = (int64_t) now_realtime_usec(),
+                .previous = m->last_status,
+        };
+}
+
+/* ---------------------------------------------------------------- lease */
+
+static void lease_schedule(struct node_manager *m) {
+        /* renew every quarter of the duration (nodelease.renewIntervalFraction 0.25) */
+        arm(m->lease_timer, (uint64_t) m->o->node_lease_duration_seconds * USEC_PER_SEC / 4);
+}
+
+static json_t *lease_spec(struct node_manager *m) {
+        char now[64];
+        uint64_t t = now_realtime_usec();
+        /* MicroTime: RFC 3339 with microseconds */
+        format_rfc3339(t, now, sizeof(now));
+        if (strlen(now) > 1)
+                snprintf(now + strlen(now) - 1, sizeof(now) - strlen(now) + 1, ".%06lluZ",
+                         (unsigned long long) (t % USEC_PER_SEC));
+        return json_pack("{s:s, s:i, s:s}", "holderIdentity", m->o->node_name, "leaseDurationSeconds",
+                         m->o->node_lease_duration_seconds, "renewTime", now);
+}
+
+static void on_lease_reply(const struct kube_response *resp, void *userdata);
+
+static void lease_write(struct node_manager *m) {
+        json_t *body;
+        int r;
+
+        if (m->lease) {
+                body = json_deep_copy(m->lease);
+                json_object_set_new(body, "spec", lease_spec(m));
+                r = kube_request(m->client, "PUT", m->lease_path, body, NULL, 0, on_lease_reply, m, &m->lease_req);
+        } else {
+                body = json_pack("{s:s, s:s, s:{s:s, s:s}, s:o}", "apiVersion", "coordination.k8s.io/v1", "kind", "Lease",
+                                 "metadata", "name", m->o->node_name, "namespace", "kube-node-lease", "spec", lease_spec(m));
+                if (body && m->node_uid)
+                        json_object_set_new(json_object_get(body, "metadata"), "ownerReferences",
+                                            json_pack("[{s:s, s:s, s:s, s:s}]", "apiVersion", "v1", "kind", "Node", "name",
+                                                      m->o->node_name, "uid", m->node_uid));
+                r = kube_request(m->client, "POST", "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases", body,
+                                 NULL, 0, on_lease_reply, m, &m->lease_req);
+        }
+        json_decref(body);
+        if (r < 0) {
+                m->lease_req = NULL;
+                lease_schedule(m);
+        }
+}
+
+static void on_lease_reply(const struct kube_response *resp, void *userdata) {
+        struct node_manager *m = userdata;
+
+        m->lease_req = NULL;
+        if (resp->r >= 0 && resp->status < 300 && json_is_object(resp->body)) {
+                json_decref(m->lease);
+                m->lease = json_incref(resp->body);
+                log_v(4, "node lease renewed");
+                lease_schedule(m);
+                return;
+        }
+        if (resp->status == 409 || resp->status == 404) {
+                /* someone else wrote it (Conflict) or it went away: read it again, then write */
+                json_decref(m->lease);
+                m->lease = NULL;
+                if (resp->status == 409) {
+                        kube_request(m->client, "GET", m->lease_path, NULL, NULL, 0, on_lease_reply, m, &m->lease_req);
+                        return;
+                }
+                lease_write(m);
+                return;
+        }
+        log_error("failed to update lease: %s", resp->error);
+        lease_schedule(m);
+}
+
+static void lease_tick(evutil_socket_t fd, short what, void *userdata) {
+        struct node_manager *m = userdata;
+        if (!m->lease_req)
+                lease_write(m);
+}
+
+/* ---------------------------------------------------------------- status */
+
+static void status_schedule(struct node_manager *m) {
+        arm(m->status_timer, m->o->node_status_update_frequency_usec);
+}
+
+static void on_status_patched(const struct kube_response *resp, void *userdata) {
+        struct node_manager *m = userdata;
+
+        m->status_req = NULL;
+        m->status_busy = false;
+        if (resp->r < 0 || resp->status >= 300) {
+                log_error("Error updating node status, will retry: err=\"%s\"", resp->error);
+                json_decref(m->last_status);
+                m->last_status = NULL; /* send in full next time */
+        }
+        status_schedule(m);
+}
+
+static void status_send(struct node_manager *m) {
+        struct node_status_input in;
+        json_t *status = NULL, *a = NULL, *b = NULL, *patch;
+        bool changed;
+
+        fill_input(m, &in);
+        if (node_status_build(&in, &status) < 0) {
+                m->status_busy = false;
+                status_schedule(m);
+                return;
+        }
+        if (m->last_status) {
+                a = node_status_without_heartbeats(m->last_status);
+                b = node_status_without_heartbeats(status);
+        }
+        changed = !m->last_status || !json_equal(a, b);
+        json_decref(a);
+        json_decref(b);
+        if (!changed && now_usec() - m->last_report_usec < m->o->node_status_report_frequency_usec) {
+                json_decref(status);
+                m->status_busy = false;
+                status_schedule(m);
+                return;
+        }
+        json_decref(m->last_status);
+        m->last_status = json_incref(status);
+        m->last_report_usec = now_usec();
+        patch = json_pack("{s:o}", "status", status);
+        if (kube_request(m->client, "PATCH", m->status_path, patch, "application/strategic-merge-patch+json", 0, on_status_patched,
+                         m, &m->status_req) < 0) {
+                m->status_req = NULL;
+                m->status_busy = false;
+                status_schedule(m);
+        }
+        json_decref(patch);
+}
+
+/* the CRI facts of the status: Version (once), Status, ListImages; then the status is sent */
+static void cri_part_done(struct node_manager *m) {
+        if (--m->cri_pending > 0)
+                return;
+        if (m->registered)
+                status_send(m);
+        else
+                m->status_busy = false;
+}
+
+static void on_version(const struct cri_reply *reply, void *userdata) {
+        struct node_manager *m = userdata;
+        const Runtime__V1__VersionResponse *v = (const void *) reply->msg;
+        if (reply->r >= 0 && v) {
+                free(m->runtime_version);
+                if (asprintf(&m->runtime_version, "%s://%s", v->runtime_name, v->runtime_version) < 0)
+                        m->runtime_version = NULL;
+        }
+        cri_part_done(m);
+}
+
+static void on_runtime_status(const struct cri_reply *reply, void *userdata) {
+        struct node_manager *m = userdata;
+        const Runtime__V1__StatusResponse *s = (const void *) reply->msg;
+
+        free(m->runtime_message);
+        m->runtime_message = NULL;
+        m->runtime_ready = m->network_ready = false;
+        if (reply->r < 0) {
+                (void) asprintf(&m->runtime_message, "container runtime status check may not have completed yet: %s",
+                                reply->message);
+        } else if (s && s->status) {
+                for (size_t i = 0; i < s->status->n_conditions; i++) {
+                        const Runtime__V1__RuntimeCondition *c = s->status->conditions[i];
+                        log_v(5, "runtime condition %s=%s reason=%s message=%s", c->type, c->status ? "true" : "false",
+                              c->reason, c->message);
+                        if (streq(c->type, "RuntimeReady"))
+                                m->runtime_ready = c->status;
+                        else if (streq(c->type, "NetworkReady"))
+                                m->network_ready = c->status;
+                        if (!c->status && !m->runtime_message)
+                                (void) asprintf(&m->runtime_message, "container runtime %s not ready: %s=false reason:%s "
+                                                "message:%s", streq(c->type, "NetworkReady") ? "network" : "",
+                                                c->type, c->reason, c->message);
+                }
+        }
+        cri_part_done(m);
+}
+
+static void on_images(const struct cri_reply *reply, void *userdata) {
+        struct node_manager *m = userdata;
+        const Runtime__V1__ListImagesResponse *l = (const void *) reply->msg;
+
+        if (reply->r >= 0 && l) {
+                images_free(m);
+                m->images = calloc(l->n_images + 1, sizeof(*m->images));
+                if (m->images) {
+                        for (size_t i = 0; i < l->n_images; i++) {
+                                const Runtime__V1__Image *im = l->images[i];
+                                for (size_t k = 0; k < im->n_repo_digests; k++)
+                                        (void) strv_extend(&m->images[i].names, im->repo_digests[k]);
+                                for (size_t k = 0; k < im->n_repo_tags; k++)
+                                        (void) strv_extend(&m->images[i].names, im->repo_tags[k]);
+                                m->images[i].size_bytes = im->size;
+                        }
+                        m->n_images = l->n_images;
+                }
+        }
+        cri_part_done(m);
+}
+
+static void status_tick(evutil_socket_t fd, short what, void *userdata) {
+        struct node_manager *m = userdata;
+        Runtime__V1__StatusRequest sreq = RUNTIME__V1__STATUS_REQUEST__INIT;
+        Runtime__V1__ListImagesRequest ireq = RUNTIME__V1__LIST_IMAGES_REQUEST__INIT;
+
+        if (m->status_busy)
+                return;
+        m->status_busy = true;
+        m->cri_pending = 1; /* held until every call is issued */
+        if (!m->runtime_version) {
+                Runtime__V1__VersionRequest vreq = RUNTIME__V1__VERSION_REQUEST__INIT;
+                vreq.version = (char *) "v1";
+                if (cri_version(m->cri, &vreq, 0, on_version, m) >= 0)
+                        m->cri_pending++;
+        }
+        if (cri_status(m->cri, &sreq, 0, on_runtime_status, m) >= 0)
+                m->cri_pending++;
+        if (cri_list_images(m->cri, &ireq, 0, on_images, m) >= 0)
+                m->cri_pending++;
+        cri_part_done(m);
+}
+
+/* ---------------------------------------------------------------- registration */
+
+static void register_retry(struct node_manager *m) {
+        m->register_delay = m->register_delay ? MIN(m->register_delay * 2, REGISTER_RETRY_MAX_USEC) : 100000;
+        arm(m->register_timer, m->register_delay);
+}
+
+static void registered(struct node_manager *m, const json_t *node) {
+        const char *uid = json_string_value(json_object_get(json_object_get(node, "metadata"), "uid"));
+        free(m->node_uid);
+        m->node_uid = uid ? strdup(uid) : NULL;
+        if (!m->registered)
+                log_info("Successfully registered node: node=\"%s\"", m->o->node_name);
+        m->registered = true;
+        /* the first full status right away, then the lease */
+        json_decref(m->last_status);
+        m->last_status = NULL;
+        event_active(m->status_timer, EV_TIMEOUT, 0);
+        event_active(m->lease_timer, EV_TIMEOUT, 0);
+}
+
+static void on_node_get(const struct kube_response *resp, void *userdata) {
+        struct node_manager *m = userdata;
+        m->register_req = NULL;
+        if (resp->r >= 0 && resp->status == 200) {
+                /* adopt the existing Node (tryRegisterWithAPIServer: AlreadyExists → use it) */
+                registered(m, resp->body);
+                return;
+        }
+        log_error("Unable to register node with API server: node=\"%s\" err=\"%s\"", m->o->node_name, resp->error);
+        register_retry(m);
+}
+
+static void on_node_created(const struct kube_response *resp, void *userdata) {
+        struct node_manager *m = userdata;
+
+        m->register_req = NULL;
+        if (resp->r >= 0 && resp->status < 300) {
+                registered(m, resp->body);
+                return;
+        }
+        if (resp->status == 409) {
+                if (kube_request(m->client, "GET", m->path, NULL, NULL, 0, on_node_get, m, &m->register_req) < 0)
+                        register_retry(m);
+                return;
+        }
+        log_error("Unable to register node with API server: node=\"%s\" err=\"%s\"", m->o->node_name, resp->error);
+        register_retry(m);
+}
+
+static void register_tick(evutil_socket_t fd, short what, void *userdata) {
+        struct node_manager *m = userdata;
+        struct node_status_input in;
+        _cleanup_free_ char *why = NULL;
+        json_t *node = NULL;
+
+        log_info("Attempting to register node: node=\"%s\"", m->o->node_name);
+        fill_input(m, &in);
+        if (node_object_build(&in, m->o->node_labels, m->o->register_with_taints, &node, &why) < 0) {
+                log_error("cannot build the Node object: %s", strna(why));
+                return;
+        }
+        if (kube_request(m->client, "POST", "/api/v1/nodes", node, NULL, 0, on_node_created, m, &m->register_req) < 0)
+                register_retry(m);
+        json_decref(node);
+}
+
+/* ---------------------------------------------------------------- lifecycle */
+
+int node_manager_new(struct event_base *base, const struct kubelet_options *o, const char *node_ip,
+                     struct kube_client *client, struct cri_client *cri, struct node_manager **ret) {
+        _cleanup_free_ char *why = NULL;
+        struct node_manager *m;
+        struct node_status_input in = {};
+        json_t *probe = NULL;
+        int64_t a, b, c;
+        char host[256];
+        int r;
+
+        if (node_parse_reserved(o->kube_reserved, &a, &b, &c, &why) < 0)
+                return log_error_errno(-EINVAL, "invalid --kube-reserved: %s", strna(why));
+        if (node_parse_reserved(o->system_reserved, &a, &b, &c, &why) < 0)
+                return log_error_errno(-EINVAL, "invalid --system-reserved: %s", strna(why));
+        m = calloc(1, sizeof(*m));
+        if (!m)
+                return -ENOMEM;
+        m->base = base;
+        m->o = o;
+        m->client = client;
+        m->cri = cri;
+        if (gethostname(host, sizeof(host)) < 0)
+                snprintf(host, sizeof(host), "%s", o->node_name);
+        host[sizeof(host) - 1] = '\0';
+        m->hostname = strdup(isempty(o->hostname_override) ? host : o->node_name);
+        m->node_ip = strdup(node_ip);
+        if (!m->hostname || !m->node_ip || asprintf(&m->path, "/api/v1/nodes/%s", o->node_name) < 0 ||
+            asprintf(&m->status_path, "/api/v1/nodes/%s/status", o->node_name) < 0 ||
+            asprintf(&m->lease_path, "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/%s",
+                     o->node_name) < 0) {
+                node_manager_free(m);
+                return -ENOMEM;
+        }
+        r = machine_info_read(NULL, &m->machine);
+        if (r < 0) {
+                node_manager_free(m);
+                return log_error_errno(r, "cannot read the machine's description: %s", strerror(-r));
+        }
+        /* check the labels and taints now: a bad flag stops the kubelet at start, as upstream */
+        fill_input(m, &in);
+        r = node_object_build(&in, o->node_labels, o->register_with_taints, &probe, &why);
+        json_decref(probe);
+        if (r < 0) {
+                node_manager_free(m);
+                return log_error_errno(r, "%s", strna(why));
+        }
+        m->register_timer = evtimer_new(base, register_tick, m);
+        m->status_timer = evtimer_new(base, status_tick, m);
+        m->lease_timer = evtimer_new(base, lease_tick, m);
+        if (!m->register_timer || !m->status_timer || !m->lease_timer) {
+                node_manager_free(m);
+                return -ENOMEM;
+        }
+        *ret = m;
+        return 0;
+}
+
+int node_manager_start(struct node_manager *m) {
+        if (m->o->register_node)
+                event_active(m->register_timer, EV_TIMEOUT, 0);
+        else {
+                /* not registering: the Node is someone else's; still report status and keep the lease */
+                m->registered = true;
+                event_active(m->status_timer, EV_TIMEOUT, 0);
+                event_active(m->lease_timer, EV_TIMEOUT, 0);
+        }
+        return 0;
+}

@@ -1,0 +1,24 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/* Joining the cluster as a node (kubelet_node_status.go, nodelease): register the Node (or adopt an existing
+ * one), compute its status every --node-status-update-frequency and PATCH it when it changed or every
+ * nodeStatusReportFrequency, and renew the Lease in kube-node-lease every leaseDuration/4. */
+
+#include <event2/event.h>
+#include <stdbool.h>
+
+#include "client/client.h"
+#include "cri/cri.h"
+#include "options/options.h"
+
+struct node_manager;
+
+/* Validates --node-labels, --register-with-taints and the reserved resources (-EINVAL, logged). */
+int node_manager_new(struct event_base *base, const struct kubelet_options *o, const char *node_ip,
+                     struct kube_client *client, struct cri_client *cri, struct node_manager **ret);
+int node_manager_start(struct node_manager *m);
+struct node_manager *node_manager_free(struct node_manager *m);
+
+/* The Node's UID once registered (ownerReferences of the Lease and mirror pods), else NULL. */
+const char *node_manager_node_uid(const struct node_manager *m);

@@ -1,0 +1,290 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The node's status, as upstream's nodestatus setters compute it. */
+#include "node/node_status.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "apis/pod.h"
+#include "basic/util.h"
+
+/* eviction-hard defaults (memory.available<100Mi, nodefs.available<10%) come off allocatable, as upstream */
+#define EVICTION_MEMORY_BYTES (100LL * 1024 * 1024)
+#define EVICTION_NODEFS_PERCENT 10
+
+static char *bytes_quantity(int64_t b) {
+        char *s = NULL;
+        if (b < 0)
+                b = 0;
+        if (b % 1024 == 0)
+                (void) asprintf(&s, "%" PRId64 "Ki", b / 1024);
+        else
+                (void) asprintf(&s, "%" PRId64, b);
+        return s;
+}
+
+static char *cpu_quantity(int64_t milli) {
+        char *s = NULL;
+        if (milli < 0)
+                milli = 0;
+        if (milli % 1000 == 0)
+                (void) asprintf(&s, "%" PRId64, milli / 1000);
+        else
+                (void) asprintf(&s, "%" PRId64 "m", milli);
+        return s;
+}
+
+int node_parse_reserved(const char *s, int64_t *ret_cpu_milli, int64_t *ret_memory_bytes, int64_t *ret_storage_bytes,
+                        char **ret_error) {
+        _cleanup_free_ char *copy = s ? strdup(s) : NULL;
+        int64_t cpu = 0, mem = 0, storage = 0;
+        char *save = NULL;
+
+        if (isempty(s)) {
+                *ret_cpu_milli = *ret_memory_bytes = *ret_storage_bytes = 0;
+                return 0;
+        }
+        if (!copy)
+                return -ENOMEM;
+        for (char *item = strtok_r(copy, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
+                char *eq = strchr(item, '=');
+                struct quantity q;
+
+                if (!eq) {
+                        (void) asprintf(ret_error, "invalid reserved resource \"%s\": want name=quantity", item);
+                        return -EINVAL;
+                }
+                *eq = '\0';
+                if (quantity_parse(eq + 1, &q) < 0 || q.milli < 0) {
+                        (void) asprintf(ret_error, "invalid quantity \"%s\" for reserved %s", eq + 1, item);
+                        return -EINVAL;
+                }
+                if (streq(item, "cpu"))
+                        cpu = q.milli;
+                else if (streq(item, "memory"))
+                        mem = q.value;
+                else if (streq(item, "ephemeral-storage"))
+                        storage = q.value;
+                else if (!streq(item, "pid")) {
+                        quantity_done(&q);
+                        (void) asprintf(ret_error, "unsupported reserved resource \"%s\"", item);
+                        return -EINVAL;
+                }
+                quantity_done(&q);
+        }
+        *ret_cpu_milli = cpu;
+        *ret_memory_bytes = mem;
+        *ret_storage_bytes = storage;
+        return 0;
+}
+
+void node_allocatable(const struct node_status_input *in, int64_t *ret_cpu_milli, int64_t *ret_memory_bytes,
+                      int64_t *ret_storage_bytes) {
+        int64_t kc = 0, km = 0, ks = 0, sc = 0, sm = 0, ss = 0;
+        int64_t storage = (int64_t) in->ephemeral_storage_bytes;
+
+        (void) node_parse_reserved(in->kube_reserved, &kc, &km, &ks, NULL);
+        (void) node_parse_reserved(in->system_reserved, &sc, &sm, &ss, NULL);
+        *ret_cpu_milli = MAX((int64_t) in->machine->num_cores * 1000 - kc - sc, (int64_t) 0);
+        *ret_memory_bytes = MAX((int64_t) in->machine->memory_capacity - km - sm - EVICTION_MEMORY_BYTES, (int64_t) 0);
+        *ret_storage_bytes = MAX(storage - ks - ss - storage * EVICTION_NODEFS_PERCENT / 100, (int64_t) 0);
+}
+
+static json_t *resources(const struct node_status_input *in, bool allocatable) {
+        int64_t cpu = (int64_t) in->machine->num_cores * 1000, mem = (int64_t) in->machine->memory_capacity;
+        int64_t storage = (int64_t) in->ephemeral_storage_bytes;
+        _cleanup_free_ char *c = NULL, *m = NULL, *e = NULL;
+        char pods[32];
+
+        if (allocatable)
+                node_allocatable(in, &cpu, &mem, &storage);
+        c = cpu_quantity(cpu);
+        m = bytes_quantity(mem);
+        e = bytes_quantity(storage);
+        snprintf(pods, sizeof(pods), "%d", in->max_pods);
+        return json_pack("{s:s?, s:s?, s:s?, s:s, s:s, s:s}", "cpu", c, "memory", m, "ephemeral-storage", e, "pods",
+                         pods, "hugepages-1Gi", "0", "hugepages-2Mi", "0");
+}
+
+static const json_t *previous_condition(const json_t *previous, const char *type) {
+        size_t i;
+        json_t *c;
+        json_array_foreach(json_object_get(previous, "conditions"), i, c)
+                if (streq_ptr(json_string_value(json_object_get(c, "type")), type))
+                        return c;
+        return NULL;
+}
+
+static json_t *condition(const struct node_status_input *in, const char *type, bool status, const char *reason,
+                         const char *message) {
+        const json_t *prev = previous_condition(in->previous, type);
+        const char *st = status ? "True" : "False";
+        char now[64];
+        const char *transition = NULL;
+
+        format_rfc3339((uint64_t) in->now_usec, now, sizeof(now));
+        if (prev && streq_ptr(json_string_value(json_object_get(prev, "status")), st))
+                transition = json_string_value(json_object_get(prev, "lastTransitionTime"));
+        return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "type", type, "status", st, "lastHeartbeatTime", now,
+                         "lastTransitionTime", transition ? transition : now, "reason", reason, "message", message);
+}
+
+static json_t *images_json(const struct node_status_input *in) {
+        json_t *a = json_array();
+        /* upstream sorts by size, largest first, and reports at most nodeStatusMaxImages (50) */
+        size_t *order = calloc(in->n_images + 1, sizeof(size_t));
+
+        if (!a || !order) {
+                free(order);
+                json_decref(a);
+                return NULL;
+        }
+        for (size_t i = 0; i < in->n_images; i++)
+                order[i] = i;
+        for (size_t i = 1; i < in->n_images; i++)
+                for (size_t j = i; j > 0 && in->images[order[j]].size_bytes > in->images[order[j - 1]].size_bytes; j--) {
+                        size_t t = order[j];
+                        order[j] = order[j - 1];
+                        order[j - 1] = t;
+                }
+        for (size_t k = 0; k < in->n_images && k < 50; k++) {
+                const struct node_image *im = &in->images[order[k]];
+                json_t *names = json_array();
+                for (char **n = im->names; n && *n; n++)
+                        json_array_append_new(names, json_string(*n));
+                json_array_append_new(a, json_pack("{s:o, s:I}", "names", names, "sizeBytes", (json_int_t) im->size_bytes));
+        }
+        free(order);
+        return a;
+}
+
+int node_status_build(const struct node_status_input *in, json_t **ret) {
+        const struct machine_info *mi = in->machine;
+        bool ready = in->runtime_ready && in->network_ready;
+        json_t *st;
+
+        st = json_pack("{s:o, s:o, s:[o, o, o, o], s:[{s:s, s:s}, {s:s, s:s}], s:{s:{s:i}}, "
+                       "s:{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s}, s:o}",
+                       "capacity", resources(in, false), "allocatable", resources(in, true), "conditions",
+                       condition(in, "MemoryPressure", false, "KubeletHasSufficientMemory",
+                                 "kubelet has sufficient memory available"),
+                       condition(in, "DiskPressure", false, "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
+                       condition(in, "PIDPressure", false, "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
+                       condition(in, "Ready", ready, ready ? "KubeletReady" : "KubeletNotReady",
+                                 ready ? "kubelet is posting ready status" : strempty(in->runtime_message)),
+                       "addresses", "type", "InternalIP", "address", strempty(in->node_ip), "type", "Hostname", "address",
+                       strempty(in->hostname), "daemonEndpoints", "kubeletEndpoint", "Port", in->kubelet_port, "nodeInfo",
+                       "machineID", strempty(mi->machine_id), "systemUUID", strempty(mi->system_uuid), "bootID",
+                       strempty(mi->boot_id), "kernelVersion", strempty(mi->kernel_version), "osImage",
+                       strempty(mi->os_image), "containerRuntimeVersion", strempty(in->runtime_version),
+                       "kubeletVersion", strempty(in->kubelet_version), "operatingSystem", "linux", "architecture",
+                       strempty(mi->architecture), "images", images_json(in));
+        if (!st)
+                return -ENOMEM;
+        *ret = st;
+        return 0;
+}
+
+json_t *node_status_without_heartbeats(const json_t *status) {
+        json_t *copy = json_deep_copy(status);
+        size_t i;
+        json_t *c;
+
+        if (!copy)
+                return NULL;
+        json_array_foreach(json_object_get(copy, "conditions"), i, c)
+                json_object_del(c, "lastHeartbeatTime");
+        return copy;
+}
+
+static int set_error(char **ret_error, const char *fmt, ...) _printf_(2, 3);
+static int set_error(char **ret_error, const char *fmt, ...) {
+        va_list ap;
+        if (ret_error) {
+                va_start(ap, fmt);
+                if (vasprintf(ret_error, fmt, ap) < 0)
+                        *ret_error = NULL;
+                va_end(ap);
+        }
+        return -EINVAL;
+}
+
+int node_object_build(const struct node_status_input *in, const char *node_labels, const char *taints, json_t **ret,
+                      char **ret_error) {
+        _cleanup_free_ char *lcopy = node_labels ? strdup(node_labels) : NULL, *tcopy = taints ? strdup(taints) : NULL;
+        const char *arch = strempty(in->machine->architecture);
+        json_t *labels, *taint_list, *status = NULL, *node;
+        char *save = NULL;
+        int r;
+
+        labels = json_pack("{s:s, s:s, s:s, s:s, s:s}", "kubernetes.io/hostname", in->hostname, "kubernetes.io/os",
+                           "linux", "kubernetes.io/arch", arch, "beta.kubernetes.io/os", "linux", "beta.kubernetes.io/arch",
+                           arch);
+        taint_list = json_array();
+        if (!labels || !taint_list) {
+                json_decref(labels);
+                json_decref(taint_list);
+                return -ENOMEM;
+        }
+        for (char *item = lcopy ? strtok_r(lcopy, ",", &save) : NULL; item; item = strtok_r(NULL, ",", &save)) {
+                char *eq = strchr(item, '=');
+                const char *why;
+                if (!eq) {
+                        r = set_error(ret_error, "--node-labels: invalid label \"%s\"%s: want key=value", item, "");
+                        goto fail;
+                }
+                *eq = '\0';
+                if ((why = validate_qualified_name(item)) || (why = validate_label_value(eq + 1))) {
+                        r = set_error(ret_error, "--node-labels: invalid label \"%s\": %s", item, why);
+                        goto fail;
+                }
+                json_object_set_new(labels, item, json_string(eq + 1));
+        }
+        save = NULL;
+        for (char *item = tcopy ? strtok_r(tcopy, ",", &save) : NULL; item; item = strtok_r(NULL, ",", &save)) {
+                char *colon = strrchr(item, ':'), *eq;
+                json_t *t;
+                if (!colon || (!streq(colon + 1, "NoSchedule") && !streq(colon + 1, "PreferNoSchedule") &&
+                               !streq(colon + 1, "NoExecute"))) {
+                        r = set_error(ret_error, "--register-with-taints: invalid taint \"%s\"%s: want "
+                                                 "key=value:NoSchedule|PreferNoSchedule|NoExecute", item, "");
+                        goto fail;
+                }
+                *colon = '\0';
+                eq = strchr(item, '=');
+                if (eq)
+                        *eq = '\0';
+                if (validate_qualified_name(item)) {
+                        r = set_error(ret_error, "--register-with-taints: invalid taint key \"%s\": %s", item,
+                                      validate_qualified_name(item));
+                        goto fail;
+                }
+                t = json_pack("{s:s, s:s}", "key", item, "effect", colon + 1);
+                if (eq)
+                        json_object_set_new(t, "value", json_string(eq + 1));
+                json_array_append_new(taint_list, t);
+        }
+        r = node_status_build(in, &status);
+        if (r < 0)
+                goto fail;
+        node = json_pack("{s:s, s:s, s:{s:s, s:o}, s:{}, s:o}", "kind", "Node", "apiVersion", "v1", "metadata", "name",
+                         in->node_name, "labels", labels, "spec", "status", status);
+        if (!node) {
+                json_decref(taint_list);
+                return -ENOMEM;
+        }
+        if (json_array_size(taint_list) > 0)
+                json_object_set_new(json_object_get(node, "spec"), "taints", taint_list);
+        else
+                json_decref(taint_list);
+        *ret = node;
+        return 0;
+fail:
+        json_decref(labels);
+        json_decref(taint_list);
+        return r;
+}

@@ -1,0 +1,156 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The Node object and NodeStatus (nodestatus setters): resources, conditions, transitions, labels, taints. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "basic/util.h"
+#include "node/node_status.h"
+
+static struct machine_info machine = {
+        .num_cores = 4,
+        .memory_capacity = 8ULL << 30,
+        .machine_id = (char *) "mid",
+        .system_uuid = (char *) "uuid",
+        .boot_id = (char *) "bid",
+        .kernel_version = (char *) "6.1.0",
+        .os_image = (char *) "Debian GNU/Linux 12 (bookworm)",
+        .architecture = (char *) "amd64",
+};
+
+static void input(struct node_status_input *in) {
+        static char *names_a[] = { (char *) "docker.io/library/busybox@sha256:1", (char *) "docker.io/library/busybox:1.36", NULL };
+        static char *names_b[] = { (char *) "registry.k8s.io/pause:3.9", NULL };
+        static struct node_image images[] = { { names_b, 100 }, { names_a, 2000 } };
+
+        *in = (struct node_status_input) {
+                .node_name = "n1", .hostname = "n1", .node_ip = "192.0.2.2", .machine = &machine,
+                .runtime_version = "containerd://1.6.20", .kubelet_version = "v1.31.0", .max_pods = 110,
+                .ephemeral_storage_bytes = 100ULL << 30, .kube_reserved = "cpu=500m,memory=1Gi",
+                .system_reserved = "memory=512Mi,ephemeral-storage=1Gi", .runtime_ready = true, .network_ready = true,
+                .images = images, .n_images = 2, .kubelet_port = 10250, .now_usec = 1700000000000000,
+        };
+}
+
+static const char *str(const json_t *o, const char *a, const char *b) {
+        return json_string_value(json_object_get(json_object_get(o, a), b));
+}
+
+static json_t *cond(const json_t *st, const char *type) {
+        size_t i;
+        json_t *c;
+        json_array_foreach(json_object_get(st, "conditions"), i, c)
+                if (streq(json_string_value(json_object_get(c, "type")), type))
+                        return c;
+        fail_msg("no condition %s", type);
+        return NULL;
+}
+
+static void test_status(void **state) {
+        struct node_status_input in;
+        json_t *st = NULL, *st2 = NULL, *a, *b;
+
+        input(&in);
+        assert_int_equal(node_status_build(&in, &st), 0);
+        assert_string_equal(str(st, "capacity", "cpu"), "4");
+        assert_string_equal(str(st, "capacity", "memory"), "8388608Ki");
+        assert_string_equal(str(st, "capacity", "pods"), "110");
+        assert_string_equal(str(st, "capacity", "ephemeral-storage"), "104857600Ki");
+        /* allocatable: minus kube + system reserved, minus eviction-hard (100Mi memory, 10% nodefs) */
+        assert_string_equal(str(st, "allocatable", "cpu"), "3500m");
+        assert_string_equal(str(st, "allocatable", "memory"), "6713344Ki");
+        assert_string_equal(str(st, "allocatable", "ephemeral-storage"), "93323264Ki");
+        assert_string_equal(str(st, "nodeInfo", "containerRuntimeVersion"), "containerd://1.6.20");
+        assert_string_equal(str(st, "nodeInfo", "bootID"), "bid");
+        assert_string_equal(str(st, "nodeInfo", "architecture"), "amd64");
+        assert_int_equal(json_integer_value(json_object_get(json_object_get(json_object_get(st, "daemonEndpoints"),
+                                                                            "kubeletEndpoint"),
+                                                            "Port")),
+                         10250);
+        assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(st, "addresses"), 0),
+                                                              "address")),
+                            "192.0.2.2");
+        /* images: largest first */
+        assert_int_equal(json_integer_value(json_object_get(json_array_get(json_object_get(st, "images"), 0),
+                                                            "sizeBytes")),
+                         2000);
+        assert_string_equal(json_string_value(json_object_get(cond(st, "Ready"), "reason")), "KubeletReady");
+        assert_string_equal(json_string_value(json_object_get(cond(st, "MemoryPressure"), "status")), "False");
+
+        /* later, network not ready: Ready flips, with a new transition time; the others keep theirs */
+        in.previous = st;
+        in.now_usec += 10000000;
+        in.network_ready = false;
+        in.runtime_message = "container runtime network not ready: NetworkReady=false";
+        assert_int_equal(node_status_build(&in, &st2), 0);
+        assert_string_equal(json_string_value(json_object_get(cond(st2, "Ready"), "status")), "False");
+        assert_string_equal(json_string_value(json_object_get(cond(st2, "Ready"), "reason")), "KubeletNotReady");
+        assert_string_equal(json_string_value(json_object_get(cond(st2, "Ready"), "lastTransitionTime")),
+                            "2023-11-14T22:13:30Z");
+        assert_string_equal(json_string_value(json_object_get(cond(st2, "DiskPressure"), "lastTransitionTime")),
+                            "2023-11-14T22:13:20Z");
+        assert_string_equal(json_string_value(json_object_get(cond(st2, "DiskPressure"), "lastHeartbeatTime")),
+                            "2023-11-14T22:13:30Z");
+        /* heartbeats alone are not a change */
+        json_decref(st2);
+        in.network_ready = true;
+        assert_int_equal(node_status_build(&in, &st2), 0);
+        a = node_status_without_heartbeats(st);
+        b = node_status_without_heartbeats(st2);
+        assert_true(json_equal(a, b));
+        json_decref(a);
+        json_decref(b);
+        json_decref(st);
+        json_decref(st2);
+}
+
+static void test_object(void **state) {
+        struct node_status_input in;
+        _cleanup_free_ char *why = NULL;
+        json_t *node = NULL, *labels, *taints;
+
+        input(&in);
+        assert_int_equal(node_object_build(&in, "role=edge,example.com/zone=a", "dedicated=gpu:NoSchedule,spot:NoExecute",
+                                           &node, &why),
+                         0);
+        labels = json_object_get(json_object_get(node, "metadata"), "labels");
+        assert_string_equal(json_string_value(json_object_get(labels, "kubernetes.io/hostname")), "n1");
+        assert_string_equal(json_string_value(json_object_get(labels, "kubernetes.io/os")), "linux");
+        assert_string_equal(json_string_value(json_object_get(labels, "kubernetes.io/arch")), "amd64");
+        assert_string_equal(json_string_value(json_object_get(labels, "example.com/zone")), "a");
+        taints = json_object_get(json_object_get(node, "spec"), "taints");
+        assert_int_equal(json_array_size(taints), 2);
+        assert_string_equal(json_string_value(json_object_get(json_array_get(taints, 0), "value")), "gpu");
+        assert_null(json_object_get(json_array_get(taints, 1), "value"));
+        assert_string_equal(json_string_value(json_object_get(json_array_get(taints, 1), "effect")), "NoExecute");
+        json_decref(node);
+
+        assert_int_equal(node_object_build(&in, "novalue", NULL, &node, &why), -EINVAL);
+        assert_non_null(strstr(why, "--node-labels"));
+        why = (free(why), NULL);
+        assert_int_equal(node_object_build(&in, NULL, "a=b:Sometimes", &node, &why), -EINVAL);
+        assert_non_null(strstr(why, "--register-with-taints"));
+}
+
+static void test_reserved(void **state) {
+        int64_t c, m, s;
+        _cleanup_free_ char *why = NULL;
+
+        assert_int_equal(node_parse_reserved("cpu=250m,memory=1Gi,ephemeral-storage=2G,pid=100", &c, &m, &s, &why), 0);
+        assert_int_equal(c, 250);
+        assert_int_equal(m, 1LL << 30);
+        assert_int_equal(s, 2000000000LL);
+        assert_int_equal(node_parse_reserved("gpu=1", &c, &m, &s, &why), -EINVAL);
+        assert_non_null(strstr(why, "gpu"));
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_status),
+                cmocka_unit_test(test_object),
+                cmocka_unit_test(test_reserved),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
