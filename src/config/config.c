@@ -30,6 +30,8 @@ struct pod_config {
         char *node_name;
         config_update_cb cb;
         void *userdata;
+        config_mirror_cb mirror_cb;
+        void *mirror_userdata;
 
         struct source_entry *sources;
         size_t n_sources;
@@ -92,6 +94,16 @@ struct event_base *pod_config_get_event_base(struct pod_config *c) {
 
 const char *pod_config_get_node_name(struct pod_config *c) {
         return c->node_name;
+}
+
+void pod_config_set_mirror_callback(struct pod_config *c, config_mirror_cb cb, void *userdata) {
+        c->mirror_cb = cb;
+        c->mirror_userdata = userdata;
+}
+
+void pod_config_report_mirror_pods(struct pod_config *c, const json_t *mirror_pods) {
+        if (c->mirror_cb)
+                c->mirror_cb(mirror_pods, c->mirror_userdata);
 }
 
 static struct source_entry *source_find(struct pod_config *c, const char *name) {

@@ -38,6 +38,17 @@ int pod_config_add_file_source(struct pod_config *c, const char *path, uint64_t 
 int pod_config_add_http_source(struct pod_config *c, const char *url, char *const *headers /* "Key: value" */,
                                uint64_t check_interval_usec);
 
+/* The apiserver source: the pods bound to this node (LIST + WATCH); see apiserver.c. */
+struct kube_client;
+int pod_config_add_api_source(struct pod_config *c, struct kube_client *client);
+
+/* Mirror pods (the API server's copies of static pods, annotation kubernetes.io/config.mirror) are never run:
+ * the apiserver source hands them to this callback instead, the complete list (a JSON array of Pod objects,
+ * borrowed) after every change. */
+typedef void (*config_mirror_cb)(const json_t *mirror_pods, void *userdata);
+void pod_config_set_mirror_callback(struct pod_config *c, config_mirror_cb cb, void *userdata);
+void pod_config_report_mirror_pods(struct pod_config *c, const json_t *mirror_pods);
+
 /* Called by a source with its complete, valid set (ownership of the pods moves to the merger). */
 int pod_config_set_source_pods(struct pod_config *c, const char *source, struct pod_set *pods);
 

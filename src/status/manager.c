@@ -1,0 +1,166 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "status/manager.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "basic/log.h"
+#include "basic/util.h"
+#include "client/client.h"
+
+#define RETRY_MIN_USEC (500 * 1000)
+#define RETRY_MAX_USEC (30 * USEC_PER_SEC)
+
+struct status_entry {
+        struct status_manager *m;
+        struct status_entry *next;
+        char *uid, *ns, *name;
+        json_t *wanted;     /* the newest status */
+        json_t *sent;       /* what the API server accepted last */
+        json_t *inflight;   /* what the request in flight carries */
+        struct kube_request *req;
+        struct event *retry;
+        uint64_t retry_usec;
+};
+
+struct status_manager {
+        struct event_base *base;
+        struct kube_client *client;
+        struct status_entry *entries;
+};
+
+static void entry_free(struct status_entry *e) {
+        if (!e)
+                return;
+        kube_request_cancel(e->req);
+        if (e->retry)
+                event_free(e->retry);
+        json_decref(e->wanted);
+        json_decref(e->sent);
+        json_decref(e->inflight);
+        free(e->uid);
+        free(e->ns);
+        free(e->name);
+        free(e);
+}
+
+struct status_manager *status_manager_free(struct status_manager *m) {
+        if (!m)
+                return NULL;
+        while (m->entries) {
+                struct status_entry *e = m->entries;
+                m->entries = e->next;
+                entry_free(e);
+        }
+        free(m);
+        return NULL;
+}
+
+int status_manager_new(struct event_base *base, struct kube_client *client, struct status_manager **ret) {
+        struct status_manager *m = calloc(1, sizeof(*m));
+        if (!m)
+                return -ENOMEM;
+        m->base = base;
+        m->client = client;
+        *ret = m;
+        return 0;
+}
+
+static void entry_send(struct status_entry *e);
+
+static void on_patched(const struct kube_response *resp, void *userdata) {
+        struct status_entry *e = userdata;
+        struct timeval tv;
+
+        e->req = NULL;
+        if (resp->r >= 0 && resp->status < 300) {
+                json_decref(e->sent);
+                e->sent = TAKE_PTR(e->inflight);
+                e->retry_usec = 0;
+                log_v(3, "Patch status for pod: pod=\"%s/%s\" podUID=\"%s\"", e->ns, e->name, e->uid);
+                if (e->wanted && !json_equal(e->wanted, e->sent))
+                        entry_send(e); /* it changed meanwhile */
+                return;
+        }
+        e->inflight = (json_decref(e->inflight), NULL);
+        if (resp->status == 404 || resp->status == 409) {
+                /* the pod is gone, or it is another pod with that name now: nothing to report */
+                log_v(2, "Pod status not updated: pod=\"%s/%s\" podUID=\"%s\": %s", e->ns, e->name, e->uid, resp->error);
+                return;
+        }
+        log_warning("Failed to update status for pod: pod=\"%s/%s\" podUID=\"%s\" err=\"%s\"", e->ns, e->name, e->uid,
+                    resp->error);
+        e->retry_usec = e->retry_usec ? MIN(e->retry_usec * 2, RETRY_MAX_USEC) : RETRY_MIN_USEC;
+        tv.tv_sec = (time_t) (e->retry_usec / USEC_PER_SEC);
+        tv.tv_usec = (suseconds_t) (e->retry_usec % USEC_PER_SEC);
+        evtimer_add(e->retry, &tv);
+}
+
+static void entry_send(struct status_entry *e) {
+        _cleanup_free_ char *path = NULL;
+        json_t *patch;
+
+        if (e->req || evtimer_pending(e->retry, NULL) || !e->wanted)
+                return;
+        if (asprintf(&path, "/api/v1/namespaces/%s/pods/%s/status", e->ns, e->name) < 0)
+                return;
+        /* the UID makes the patch a precondition: a new pod with the same name is not touched */
+        patch = json_pack("{s:{s:s}, s:O}", "metadata", "uid", e->uid, "status", e->wanted);
+        if (!patch)
+                return;
+        if (kube_request(e->m->client, "PATCH", path, patch, "application/merge-patch+json", 0, on_patched, e, &e->req) < 0)
+                e->req = NULL;
+        else {
+                json_decref(e->inflight);
+                e->inflight = json_incref(e->wanted);
+        }
+        json_decref(patch);
+}
+
+static void on_retry(evutil_socket_t fd, short what, void *userdata) {
+        entry_send(userdata);
+}
+
+void status_manager_set(struct status_manager *m, const char *uid, const char *ns, const char *name, json_t *status) {
+        struct status_entry *e;
+
+        if (!m || !status) {
+                json_decref(status);
+                return;
+        }
+        for (e = m->entries; e; e = e->next)
+                if (streq(e->uid, uid))
+                        break;
+        if (!e) {
+                e = calloc(1, sizeof(*e));
+                if (!e || !(e->uid = strdup(uid)) || !(e->ns = strdup(ns)) || !(e->name = strdup(name)) ||
+                    !(e->retry = evtimer_new(m->base, on_retry, e))) {
+                        entry_free(e);
+                        json_decref(status);
+                        return;
+                }
+                e->m = m;
+                e->next = m->entries;
+                m->entries = e;
+        }
+        if (e->wanted && json_equal(e->wanted, status)) {
+                json_decref(status);
+                return;
+        }
+        json_decref(e->wanted);
+        e->wanted = status;
+        if (e->sent && json_equal(e->sent, e->wanted))
+                return;
+        entry_send(e);
+}
+
+void status_manager_forget(struct status_manager *m, const char *uid) {
+        for (struct status_entry **p = m ? &m->entries : NULL; p && *p; p = &(*p)->next)
+                if (streq((*p)->uid, uid)) {
+                        struct status_entry *e = *p;
+                        *p = e->next;
+                        entry_free(e);
+                        return;
+                }
+}

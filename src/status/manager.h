@@ -1,0 +1,19 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/* The status manager (pkg/kubelet/status/status_manager.go): the last status generated for each API pod is
+ * PATCHed to pods/<name>/status when it differs from what the API server last accepted; at most one request
+ * per pod in flight, later changes coalesced; failures retried with back-off. */
+
+#include <event2/event.h>
+#include <jansson.h>
+
+struct kube_client;
+struct status_manager;
+
+int status_manager_new(struct event_base *base, struct kube_client *client, struct status_manager **ret);
+struct status_manager *status_manager_free(struct status_manager *m);
+/* status: taken. */
+void status_manager_set(struct status_manager *m, const char *uid, const char *ns, const char *name, json_t *status);
+/* The pod is gone: forget it. */
+void status_manager_forget(struct status_manager *m, const char *uid);
