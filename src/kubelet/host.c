@@ -36,6 +36,21 @@ static int worker_status_json(struct kubelet *k, struct pod_worker *w, json_t **
         return pod_status_generate(&in, ret);
 }
 
+void kubelet_report_status(struct kubelet *k, struct pod_worker *w) {
+        json_t *status = NULL;
+        const char *uid;
+
+        if (!k->status || !w->pod)
+                return;
+        if (streq_ptr(strmap_get(&w->pod->annotations, ANNOTATION_CONFIG_SOURCE), CONFIG_SOURCE_API))
+                uid = w->pod->uid;
+        else
+                uid = mirror_manager_uid(k->mirror, w->pod->namespace_, w->pod->name); /* a static pod */
+        if (!uid || worker_status_json(k, w, &status) < 0)
+                return;
+        status_manager_set(k->status, uid, w->pod->namespace_, w->pod->name, status);
+}
+
 int kubelet_pod_status_json(struct kubelet *k, const char *uid, json_t **ret) {
         struct pod_worker *w = kubelet_find_worker(k, uid);
         if (!w || !w->pod)
@@ -203,6 +218,10 @@ struct cri_client *kubelet_cri(struct kubelet *k) {
 
 struct prober *kubelet_prober(struct kubelet *k) {
         return k->prober;
+}
+
+struct kube_client *kubelet_kube_client(struct kubelet *k) {
+        return k->client;
 }
 
 const struct kubelet_options *kubelet_opts(struct kubelet *k) {

@@ -14,6 +14,12 @@
 #include "pleg/pleg.h"
 #include "prober/manager.h"
 #include "status/status.h"
+#include "client/client.h"
+#include "node/manager.h"
+#include "status/manager.h"
+#include "kubelet/admission.h"
+#include "kubelet/mirror.h"
+#include "events/recorder.h"
 
 
 struct pod_sync;
@@ -47,6 +53,8 @@ struct pod_worker {
         uint64_t first_seen_usec;        /* monotonic, for kubelet_pod_start_duration_seconds */
         int64_t start_time_usec;         /* status.startTime: when the first sync pass began work on the pod */
         bool start_observed;             /* the pod start duration was recorded */
+        bool deleting;                   /* an API pod with a deletionTimestamp: stop it, then delete it */
+        char *api_ns, *api_name;         /* where to DELETE it once stopped */
 };
 
 struct kubelet {
@@ -75,6 +83,14 @@ struct kubelet {
         uint64_t last_loop_usec;       /* monotonic time of the last housekeeping tick (/healthz/syncloop) */
         struct histogram pod_start_hist;
         struct api_server *server;
+        struct admission_node admission;
+
+        /* with --kubeconfig */
+        struct kube_client *client;
+        struct node_manager *node;
+        struct status_manager *status;
+        struct mirror_manager *mirror;
+        struct event_recorder *events;   /* always: without an API server events are only logged */
 };
 
 /* pod_workers.c */
@@ -92,6 +108,14 @@ void pod_worker_clear_waiting(struct pod_worker *w, const char *name);
 
 /* A sync pass observed the runtime for a desired pod: takes the status; updates probes and conditions. */
 void pod_worker_observed(struct pod_worker *w, struct pod *pod, struct kr_pod_status *status);
+
+/* An event about the worker's pod (or one of its containers when container is not NULL): Pulling, Created,
+ * Killing, ... as upstream words them. */
+void pod_worker_event(struct pod_worker *w, const char *container, const char *type, const char *reason,
+                      const char *fmt, ...) _printf_(5, 6);
+
+/* host.c: report the pod's status to the API server (API pods only) */
+void kubelet_report_status(struct kubelet *k, struct pod_worker *w);
 
 /* pod_sync.c: run one reconcile pass for the worker; calls pod_worker_sync_done() at the end. */
 void pod_sync_start(struct pod_worker *w);

@@ -3,12 +3,16 @@
  * pod worker per pod UID (pod_workers.go). A worker runs at most one reconcile pass at a time
  * (pod_sync.c); requests that arrive meanwhile are coalesced into one more pass. */
 
+#include <inttypes.h>
 #include <stdarg.h>
 #include <string.h>
 
 #include "basic/log.h"
 #include "kubelet/kubelet-internal.h"
+#include "kubelet/admission.h"
+#include "kubelet/mirror.h"
 #include "node/node_ip.h"
+#include "node/node_status.h"
 #include "server/server.h"
 
 #define WORKER_BACKOFF_MIN_USEC (1 * USEC_PER_SEC)
@@ -72,6 +76,8 @@ void pod_worker_free(struct pod_worker *w) {
                         w->next->prev = w->prev;
                 w->k->n_workers--;
         }
+        if (w->k && w->k->status)
+                status_manager_forget(w->k->status, w->uid);
         if (w->timer)
                 event_free(w->timer);
         if (w->k && w->k->prober)
@@ -84,6 +90,8 @@ void pod_worker_free(struct pod_worker *w) {
         }
         free(w->waiting);
         free(w->last_error);
+        free(w->api_ns);
+        free(w->api_name);
         free(w->full_name);
         free(w->uid);
         free(w);
@@ -214,6 +222,43 @@ void pod_worker_observed(struct pod_worker *w, struct pod *pod, struct kr_pod_st
         if (r < 0)
                 log_error("pod %s: cannot set up its probes: %s", strna(w->full_name), strerror(-r));
         update_conditions(w);
+        kubelet_report_status(k, w);
+}
+
+void pod_worker_event(struct pod_worker *w, const char *container, const char *type, const char *reason,
+                      const char *fmt, ...) {
+        _cleanup_free_ char *msg = NULL, *field = NULL;
+        struct event_ref ref;
+        va_list ap;
+        int r;
+
+        if (!w->k->events || !w->pod)
+                return;
+        va_start(ap, fmt);
+        r = vasprintf(&msg, fmt, ap);
+        va_end(ap);
+        if (r < 0) {
+                msg = NULL;
+                return;
+        }
+        if (container && asprintf(&field, "spec.containers{%s}", container) < 0)
+                field = NULL;
+        ref = (struct event_ref) {
+                .kind = "Pod", .namespace_ = w->pod->namespace_, .name = w->pod->name, .uid = w->pod->uid,
+                .api_version = "v1", .field_path = field, .resource_version = w->pod->resource_version,
+        };
+        event_recorder_eventf(w->k->events, &ref, type, reason, "%s", msg);
+}
+
+static void on_probe_failed(void *userdata, const char *pod_uid, const char *container, enum probe_type type,
+                            const char *output) {
+        struct kubelet *k = userdata;
+        struct pod_worker *w = kubelet_find_worker(k, pod_uid);
+        static const char *const names[] = { [PROBE_LIVENESS] = "Liveness", [PROBE_READINESS] = "Readiness",
+                                             [PROBE_STARTUP] = "Startup" };
+
+        if (w && (size_t) type < ELEMENTSOF(names) && names[type])
+                pod_worker_event(w, container, "Warning", "Unhealthy", "%s probe failed: %s", names[type], output);
 }
 
 static void on_probe_result(void *userdata, const char *pod_uid, const char *container, enum probe_type type,
@@ -228,6 +273,7 @@ static void on_probe_result(void *userdata, const char *pod_uid, const char *con
                 return;
         }
         update_conditions(w);
+        kubelet_report_status(k, w);
 }
 
 bool kubelet_name_is_busy(struct kubelet *k, const struct pod_worker *w) {
@@ -239,10 +285,40 @@ bool kubelet_name_is_busy(struct kubelet *k, const struct pod_worker *w) {
         return false;
 }
 
+static void on_pod_deleted(const struct kube_response *resp, void *userdata) {
+        char *what = userdata;
+        if (resp->r < 0 || (resp->status >= 300 && resp->status != 404))
+                log_error("Failed to delete pod %s from the API server: %s", what, resp->error);
+        else
+                log_info("Pod deleted from the API server: pod=\"%s\"", what);
+        free(what);
+}
+
+/* the pod is stopped: delete it with grace period 0 so that it leaves the API (status manager's
+ * canBeDeleted → Delete with a UID precondition) */
+static void delete_from_api(struct kubelet *k, struct pod_worker *w) {
+        _cleanup_free_ char *path = NULL;
+        char *what = NULL;
+        json_t *body;
+
+        if (!k->client || !w->api_ns || !w->api_name)
+                return;
+        if (asprintf(&path, "/api/v1/namespaces/%s/pods/%s", w->api_ns, w->api_name) < 0 ||
+            asprintf(&what, "%s/%s", w->api_ns, w->api_name) < 0)
+                return;
+        body = json_pack("{s:s, s:s, s:i, s:{s:s}}", "kind", "DeleteOptions", "apiVersion", "v1", "gracePeriodSeconds", 0,
+                         "preconditions", "uid", w->uid);
+        if (kube_request(k->client, "DELETE", path, body, NULL, 0, on_pod_deleted, what, NULL) < 0)
+                free(what);
+        json_decref(body);
+}
+
 void kubelet_worker_terminated(struct kubelet *k, struct pod_worker *w) {
         _cleanup_free_ char *name = w->full_name ? strdup(w->full_name) : NULL;
 
         log_info("pod %s (%s) terminated and removed from the runtime", strna(w->full_name), w->uid);
+        if (w->deleting)
+                delete_from_api(k, w);
         pod_worker_free(w);
         if (!name)
                 return;
@@ -293,12 +369,41 @@ static void warn_unsupported(const struct pod *p) {
 }
 
 /* Pods admitted and still wanted (what counts against --max-pods). */
-static size_t count_admitted(const struct kubelet *k) {
+/* an API pod whose status the API server already holds as Succeeded or Failed */
+static bool pod_is_terminal_in_api(const struct pod *p) {
+        const char *phase = json_string_value(json_object_get(json_object_get(p->raw, "status"), "phase"));
+
+        return streq_ptr(strmap_get(&p->annotations, ANNOTATION_CONFIG_SOURCE), CONFIG_SOURCE_API) &&
+               (streq_ptr(phase, "Succeeded") || streq_ptr(phase, "Failed"));
+}
+
+/* Admission (lifecycle.PredicateAdmitHandler): a pod that does not fit next to the admitted ones is rejected
+ * for good, and an API pod is told so through its status (rejectPod). */
+static bool admit(struct kubelet *k, const struct pod *p) {
+        _cleanup_free_ const struct pod **admitted = NULL;
+        _cleanup_free_ char *message = NULL;
+        const char *reason = NULL;
         size_t n = 0;
+        int r;
+
+        admitted = calloc(k->n_workers + 1, sizeof(*admitted));
+        if (!admitted)
+                return false;
         for (const struct pod_worker *w = k->workers; w; w = w->next)
-                if (w->pod)
-                        n++;
-        return n;
+                if (w->pod && n < k->n_workers)
+                        admitted[n++] = w->pod;
+        r = pod_admit(p, admitted, n, &k->admission, &reason, &message);
+        if (r >= 0)
+                return true;
+        if (r != -ENOSPC)
+                return false; /* out of memory: tried again at the next change */
+        log_error("Pod admission denied: pod=\"%s/%s\" podUID=\"%s\" reason=\"%s\" message=\"%s\"", p->namespace_,
+                  p->name, p->uid, reason, message);
+        (void) strv_extend(&k->rejected, p->uid);
+        if (k->status && streq_ptr(strmap_get(&p->annotations, ANNOTATION_CONFIG_SOURCE), CONFIG_SOURCE_API))
+                status_manager_set(k->status, p->uid, p->namespace_, p->name,
+                                   json_pack("{s:s, s:s, s:s}", "phase", "Failed", "reason", reason, "message", message));
+        return false;
 }
 
 /* Make the set of workers match desired + runtime: a worker per desired pod, a terminating worker per pod
@@ -324,18 +429,39 @@ static void reconcile_workers(struct kubelet *k) {
                 struct pod_worker *w = kubelet_find_worker(k, p->uid);
                 bool changed = false;
 
+                if (p->has_deletion_timestamp) {
+                        /* graceful deletion from the API: stop within deletionGracePeriodSeconds, then delete */
+                        if (!w) {
+                                w = worker_new(k, p->uid);
+                                if (!w)
+                                        continue;
+                                w->full_name = make_full_name(p->namespace_, p->name);
+                        }
+                        if (w->deleting)
+                                continue;
+                        w->deleting = true;
+                        w->grace_seconds = p->deletion_grace_period_seconds >= 0 ? p->deletion_grace_period_seconds
+                                                                                 : p->spec.termination_grace_period_seconds;
+                        free(w->api_ns);
+                        free(w->api_name);
+                        w->api_ns = strdup(p->namespace_);
+                        w->api_name = strdup(p->name);
+                        log_info("SyncLoop DELETE: pod=\"%s/%s\" podUID=\"%s\" gracePeriod=%" PRId64, p->namespace_, p->name,
+                                 p->uid, w->grace_seconds);
+                        w->pod = pod_free(w->pod);
+                        pod_worker_request_sync(w);
+                        continue;
+                }
+                if (w && w->deleting)
+                        continue;
+
                 if (!w) {
                         if (strv_contains(k->rejected, p->uid))
                                 continue;
-                        if (k->opts->max_pods > 0 && count_admitted(k) >= (size_t) k->opts->max_pods) {
-                                /* admission (lifecycle.PredicateAdmitHandler): the pod is rejected for good */
-                                log_error("Pod admission denied: pod=\"%s/%s\" podUID=\"%s\" reason=\"OutOfpods\" "
-                                          "message=\"Node didn't have enough resource: pods, requested: 1, used: %zu, "
-                                          "capacity: %d\"",
-                                          p->namespace_, p->name, p->uid, count_admitted(k), k->opts->max_pods);
-                                (void) strv_extend(&k->rejected, p->uid);
+                        if (pod_is_terminal_in_api(p))
+                                continue; /* finished before: not run again (filterOutInactivePods) */
+                        if (!admit(k, p))
                                 continue;
-                        }
                         w = worker_new(k, p->uid);
                         if (!w) {
                                 log_error("pod %s: out of memory", p->name);
@@ -374,6 +500,37 @@ static void reconcile_workers(struct kubelet *k) {
                 }
 }
 
+static bool pod_is_static(const struct pod *p) {
+        return !streq_ptr(strmap_get(&p->annotations, ANNOTATION_CONFIG_SOURCE), CONFIG_SOURCE_API);
+}
+
+/* every admitted static pod that is not being removed gets a mirror pod in the API server */
+static void sync_mirror_pods(struct kubelet *k) {
+        _cleanup_free_ const struct pod **pods = NULL;
+        size_t n = 0;
+
+        if (!k->mirror)
+                return;
+        pods = calloc(k->n_workers + 1, sizeof(*pods));
+        if (!pods)
+                return;
+        for (const struct pod_worker *w = k->workers; w; w = w->next)
+                if (w->pod && pod_is_static(w->pod) && n < k->n_workers)
+                        pods[n++] = w->pod;
+        mirror_manager_sync(k->mirror, pods, n, node_manager_node_uid(k->node));
+}
+
+static void on_mirror_pods(const json_t *mirror_pods, void *userdata) {
+        struct kubelet *k = userdata;
+
+        mirror_manager_observed(k->mirror, mirror_pods);
+        sync_mirror_pods(k);
+        /* a new mirror pod gets the static pod's status */
+        for (struct pod_worker *w = k->workers; w; w = w->next)
+                if (w->pod && pod_is_static(w->pod))
+                        kubelet_report_status(k, w);
+}
+
 static void on_config_update(const struct pod_set *pods, void *userdata) {
         struct kubelet *k = userdata;
         struct pod_set n = {};
@@ -397,6 +554,7 @@ static void on_config_update(const struct pod_set *pods, void *userdata) {
         }
         log_v(2, "desired pods: %zu", n.n);
         reconcile_workers(k);
+        sync_mirror_pods(k);
 }
 
 /* ---------------------------------------------------------------- PLEG */
@@ -453,6 +611,7 @@ static void housekeeping(evutil_socket_t fd, short what, void *userdata) {
                 for (struct pod_worker *w = k->workers; w; w = w->next)
                         pod_worker_request_sync(w);
         }
+        sync_mirror_pods(k);
 }
 
 /* ---------------------------------------------------------------- lifecycle */
@@ -475,9 +634,30 @@ int kubelet_new(struct event_base *base, const struct kubelet_options *opts, str
         return 0;
 }
 
+/* what admission compares requests with: allocatable, as the node reports it */
+static int admission_setup(struct kubelet *k) {
+        struct machine_info machine = {};
+        struct node_status_input in;
+        int64_t storage;
+        int r;
+
+        r = machine_info_read(NULL, &machine);
+        if (r < 0)
+                return log_error_errno(r, "cannot read the machine's description: %s", strerror(-r));
+        in = (struct node_status_input) {
+                .machine = &machine,
+                .kube_reserved = k->opts->kube_reserved,
+                .system_reserved = k->opts->system_reserved,
+        };
+        node_allocatable(&in, &k->admission.cpu_milli, &k->admission.memory_bytes, &storage);
+        k->admission.max_pods = k->opts->max_pods;
+        machine_info_done(&machine);
+        return 0;
+}
+
 int kubelet_start(struct kubelet *k) {
         static const struct pleg_callbacks pleg_cb = { .pod_changed = on_pod_changed, .relisted = on_relisted };
-        static const struct prober_callbacks prober_cb = { .changed = on_probe_result };
+        static const struct prober_callbacks prober_cb = { .changed = on_probe_result, .failed = on_probe_failed };
         struct timeval tv = { .tv_sec = HOUSEKEEPING_PERIOD_USEC / USEC_PER_SEC };
         const struct kubelet_options *o = k->opts;
         int r;
@@ -498,6 +678,9 @@ int kubelet_start(struct kubelet *k) {
         if (r < 0)
                 return r;
         log_v(1, "node IP: %s", k->node_ip);
+        r = admission_setup(k);
+        if (r < 0)
+                return r;
         r = prober_new(k->base, k->cri, o->runtime_request_timeout_usec, &prober_cb, k, &k->prober);
         if (r < 0)
                 return r;
@@ -505,6 +688,38 @@ int kubelet_start(struct kubelet *k) {
         if (r < 0)
                 return r;
         r = pod_config_new(k->base, o->node_name, on_config_update, k, &k->config);
+        if (r < 0)
+                return r;
+        if (!isempty(o->kubeconfig)) {
+                struct kube_config kc = {};
+                struct kube_client_options co = { .qps = o->kube_api_qps, .burst = o->kube_api_burst };
+                _cleanup_free_ char *why = NULL;
+
+                r = kube_config_load(o->kubeconfig, &kc, &why);
+                if (r < 0)
+                        return log_error_errno(r, "invalid --kubeconfig: %s", strna(why));
+                r = kube_client_new(k->base, &kc, &co, &k->client);
+                kube_config_done(&kc);
+                if (r < 0)
+                        return log_error_errno(r, "cannot set up the API server client: %s", strerror(-r));
+                r = node_manager_new(k->base, o, k->node_ip, k->client, k->cri, &k->node);
+                if (r < 0)
+                        return r;
+                r = status_manager_new(k->base, k->client, &k->status);
+                if (r < 0)
+                        return r;
+                r = mirror_manager_new(k->client, o->node_name, &k->mirror);
+                if (r < 0)
+                        return r;
+                pod_config_set_mirror_callback(k->config, on_mirror_pods, k);
+                r = pod_config_add_api_source(k->config, k->client);
+                if (r < 0)
+                        return r;
+                r = node_manager_start(k->node);
+                if (r < 0)
+                        return r;
+        }
+        r = event_recorder_new(k->base, k->client, o->node_name, &k->events);
         if (r < 0)
                 return r;
         if (!isempty(o->pod_manifest_path)) {
@@ -541,6 +756,7 @@ struct kubelet *kubelet_free(struct kubelet *k) {
         if (k->housekeeping)
                 event_free(k->housekeeping);
         pod_config_free(k->config);
+        k->node = node_manager_free(k->node);
         /* probes first: in-flight ones are abandoned (exec probes end with the CRI client below) */
         k->prober = prober_free(k->prober);
         /* cancels in-flight calls: their callbacks run now and see k->stopping */
@@ -554,6 +770,10 @@ struct kubelet *kubelet_free(struct kubelet *k) {
                 }
                 pod_worker_free(w);
         }
+        k->status = status_manager_free(k->status);
+        k->mirror = mirror_manager_free(k->mirror);
+        k->events = event_recorder_free(k->events);
+        k->client = kube_client_free(k->client);
         pod_set_done(&k->desired);
         strv_free(k->rejected);
         free(k->node_ip);

@@ -18,6 +18,7 @@
 
 struct kubelet;
 struct prober;
+struct kube_client;
 
 int kubelet_new(struct event_base *base, const struct kubelet_options *opts, struct kubelet **ret);
 /* Connects the runtime, starts the PLEG and the config sources. */
@@ -43,6 +44,8 @@ int kubelet_pod_sandbox_id(struct kubelet *k, const char *ns, const char *pod_na
 struct cri_client *kubelet_cri(struct kubelet *k);
 struct prober *kubelet_prober(struct kubelet *k);
 const struct kubelet_options *kubelet_opts(struct kubelet *k);
+/* The API server client with --kubeconfig, else NULL. */
+struct kube_client *kubelet_kube_client(struct kubelet *k);
 const char *kubelet_node_ip(struct kubelet *k);
 /* /healthz/syncloop: 0, or -ETIMEDOUT with the reason */
 int kubelet_sync_loop_health(struct kubelet *k, char **ret_error);

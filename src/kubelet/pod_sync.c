@@ -340,6 +340,10 @@ static void stop_container(struct pod_sync *s, size_t index, const char *reason,
                  "containerID=\"%.12s\" gracePeriod=%" PRId64 " reason=\"%s\"%s%s%s",
                  pod_desc(s), s->w->uid, kc->name, kc->id, grace, reason, message ? " message=\"" : "",
                  message ? message : "", message ? "\"" : "");
+        if (message)
+                pod_worker_event(s->w, kc->name, "Normal", "Killing", "%s", message);
+        else
+                pod_worker_event(s->w, kc->name, "Normal", "Killing", "Stopping container %s", kc->name);
         req.container_id = kc->id;
         req.timeout = grace;
         /* the runtime may take the whole grace period: the call's deadline is grace + the request timeout */
@@ -431,6 +435,8 @@ static void on_run_sandbox(const struct cri_reply *reply, void *userdata) {
         if (reply->r < 0) {
                 log_error("pod %s: Failed to create pod sandbox (FailedCreatePodSandBox): %s", pod_desc(s),
                           reply->message);
+                pod_worker_event(s->w, NULL, "Warning", "FailedCreatePodSandBox", "Failed to create pod sandbox: %s",
+                                 reply->message);
                 (void) free_and_strdup(&s->w->last_error, reply->message);
                 s->error = true;
         } else {
@@ -542,10 +548,12 @@ static void on_start_container(const struct cri_reply *reply, void *userdata) {
 
         if (reply->r < 0) {
                 log_error("pod %s: container %s: RunContainerError: %s", pod_desc(s), c->name, reply->message);
+                pod_worker_event(s->w, c->name, "Warning", "Failed", "Error: %s", reply->message);
                 pod_worker_set_waiting(s->w, c->name, "RunContainerError", "%s", reply->message);
                 s->error = true;
         } else {
                 log_info("Started container: pod=\"%s\" containerName=\"%s\"", pod_desc(s), c->name);
+                pod_worker_event(s->w, c->name, "Normal", "Started", "Started container %s", c->name);
                 pod_worker_clear_waiting(s->w, c->name);
         }
         start_one_done(s);
@@ -560,6 +568,7 @@ static void on_create_container(const struct cri_reply *reply, void *userdata) {
 
         if (reply->r < 0) {
                 log_error("pod %s: container %s: CreateContainerError: %s", pod_desc(s), c->name, reply->message);
+                pod_worker_event(s->w, c->name, "Warning", "Failed", "Error: %s", reply->message);
                 pod_worker_set_waiting(s->w, c->name, "CreateContainerError", "%s", reply->message);
                 s->error = true;
                 start_one_done(s);
@@ -571,6 +580,7 @@ static void on_create_container(const struct cri_reply *reply, void *userdata) {
         }
         log_info("Created container: pod=\"%s\" containerName=\"%s\" containerID=\"%.12s\"", pod_desc(s), c->name,
                  resp->container_id);
+        pod_worker_event(s->w, c->name, "Normal", "Created", "Created container %s", c->name);
         req.container_id = resp->container_id;
         r = cri_start_container(s->k->cri, &req, 0, on_start_container, s);
         if (r < 0) {
@@ -629,6 +639,9 @@ static void on_pull_image(const struct cri_reply *reply, void *userdata) {
         if (reply->r < 0) {
                 log_error("pod %s: container %s: Failed to pull image \"%s\": %s (ErrImagePull)", pod_desc(s),
                           c->name, c->image, reply->message);
+                pod_worker_event(s->w, c->name, "Warning", "Failed", "Failed to pull image \"%s\": %s", c->image,
+                                 reply->message);
+                pod_worker_event(s->w, c->name, "Warning", "Failed", "Error: ErrImagePull");
                 pod_worker_set_waiting(s->w, c->name, "ErrImagePull", "%s", reply->message);
                 if (key)
                         (void) backoff_next(&s->k->image_backoff, key, now_usec(), now_usec());
@@ -637,6 +650,7 @@ static void on_pull_image(const struct cri_reply *reply, void *userdata) {
                 return;
         }
         log_info("Successfully pulled image: pod=\"%s\" image=\"%s\"", pod_desc(s), c->image);
+        pod_worker_event(s->w, c->name, "Normal", "Pulled", "Successfully pulled image \"%s\"", c->image);
         if (key)
                 backoff_reset(&s->k->image_backoff, key);
         if (free_and_strdup(&s->image_ref, ((const Runtime__V1__PullImageResponse *) (const void *) reply->msg)->image_ref) < 0) {
@@ -659,12 +673,15 @@ static void pull_image(struct pod_sync *s) {
                                             now_usec(), &until)) {
                 pod_worker_set_waiting(s->w, c->name, "ImagePullBackOff", "Back-off pulling image \"%s\"", c->image);
                 log_v(2, "pod %s: container %s: Back-off pulling image \"%s\"", pod_desc(s), c->name, c->image);
+                pod_worker_event(s->w, c->name, "Normal", "BackOff", "Back-off pulling image \"%s\"", c->image);
+                pod_worker_event(s->w, c->name, "Warning", "Failed", "Error: ImagePullBackOff");
                 if (!s->wake_usec || until < s->wake_usec)
                         s->wake_usec = until;
                 start_one_done(s);
                 return;
         }
         log_info("Pulling image: pod=\"%s\" image=\"%s\"", pod_desc(s), c->image);
+        pod_worker_event(s->w, c->name, "Normal", "Pulling", "Pulling image \"%s\"", c->image);
         spec.image = c->image;
         req.image = &spec;
         req.sandbox_config = s->sandbox_config;
@@ -695,6 +712,8 @@ static void on_image_status(const struct cri_reply *reply, void *userdata) {
         }
         if (resp->image && !isempty(resp->image->id)) {
                 log_v(3, "pod %s: container image \"%s\" already present on machine", pod_desc(s), c->image);
+                pod_worker_event(s->w, c->name, "Normal", "Pulled", "Container image \"%s\" already present on machine",
+                                 c->image);
                 if (free_and_strdup(&s->image_ref, resp->image->id) < 0) {
                         s->error = true;
                         start_one_done(s);
@@ -737,6 +756,8 @@ static bool in_crash_backoff(struct pod_sync *s, const struct container *c) {
                                        delay / USEC_PER_SEC, c->name, s->pod->name, s->pod->namespace_, s->pod->uid);
                 log_info("Back-off %" PRIu64 "s restarting failed container=%s pod=%s", delay / USEC_PER_SEC, c->name,
                          pod_desc(s));
+                pod_worker_event(s->w, c->name, "Warning", "BackOff", "Back-off restarting failed container %s in pod %s",
+                                 c->name, pod_desc(s));
                 /* wake when it ends, converted to the monotonic clock */
                 until = now_usec() + (until - now);
                 if (!s->wake_usec || until < s->wake_usec)

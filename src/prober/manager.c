@@ -160,9 +160,12 @@ static void on_probe_done(void *userdata, enum probe_result result, bool warning
         }
         w->counts[result]++;
         w->pp->p->totals[result]++;
-        if (result == PROBE_RESULT_FAILURE)
+        if (result == PROBE_RESULT_FAILURE) {
                 log_v(1, "Probe failed: probeType=\"%s\" pod=\"%s/%s\" containerName=\"%s\" probeResult=\"failure\" "
                       "output=\"%s\"", type, pod_ns(w), pod_name(w), w->container_name, strempty(output));
+                if (w->pp->p->cb.failed)
+                        w->pp->p->cb.failed(w->pp->p->userdata, w->pp->uid, w->container_name, w->type, strempty(output));
+        }
         else if (warning)
                 log_v(3, "Probe succeeded with a warning: probeType=\"%s\" pod=\"%s/%s\" containerName=\"%s\" "
                       "output=\"%s\"", type, pod_ns(w), pod_name(w), w->container_name, strempty(output));

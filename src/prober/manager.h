@@ -31,6 +31,9 @@ struct prober_callbacks {
         /* a published result changed */
         void (*changed)(void *userdata, const char *pod_uid, const char *container_name, enum probe_type type,
                         enum probe_result result);
+        /* every failed probe, with its output (the Unhealthy event); may be NULL */
+        void (*failed)(void *userdata, const char *pod_uid, const char *container_name, enum probe_type type,
+                       const char *output);
 };
 
 int prober_new(struct event_base *base, struct cri_client *cri, uint64_t request_timeout_usec,

@@ -155,7 +155,7 @@ int api_tls_setup(struct api_server *s) {
                 SSL_CTX_set_verify(s->ssl_ctx, SSL_VERIFY_PEER, verify_accept);
                 s->have_client_ca = true;
         }
-        if (streq(o->authorization_mode, "Webhook") || o->authentication_token_webhook)
+        if ((streq(o->authorization_mode, "Webhook") || o->authentication_token_webhook) && isempty(o->kubeconfig))
                 log_warning("kubelet API: %s%s%s needs an API server, and none is configured: such requests are "
                             "refused (use --authorization-mode=AlwaysAllow with --client-ca-file for a standalone node)",
                             o->authentication_token_webhook ? "token authentication (authentication.webhook)" : "",
@@ -216,7 +216,7 @@ static void unauthorized(struct api_request *r) {
         api_reply_text(r->req, 401, "Unauthorized\n");
 }
 
-int api_authenticate(struct api_request *r) {
+int api_authenticate(struct api_request *r, const char **ret_token) {
         struct evhttp_connection *conn = evhttp_request_get_connection(r->req);
         SSL *ssl = conn ? bufferevent_openssl_get_ssl(evhttp_connection_get_bufferevent(conn)) : NULL;
         const char *authz = evhttp_find_header(evhttp_request_get_input_headers(r->req), "Authorization");
@@ -246,10 +246,24 @@ int api_authenticate(struct api_request *r) {
                 return -EACCES;
         }
         if (authz && startswith(authz, "Bearer ")) {
-                /* TokenReview needs the API server (authentication.webhook); there is none */
-                log_v(2, "API: bearer token for %s refused: no API server for TokenReview", r->path);
-                unauthorized(r);
-                return -EACCES;
+                const char *token = authz + strlen("Bearer ");
+
+                token += strspn(token, " ");
+                if (!r->s->o->authentication_token_webhook || !kubelet_kube_client(r->s->k) || isempty(token)) {
+                        log_v(2, "API: bearer token for %s refused: %s", r->path,
+                              !r->s->o->authentication_token_webhook ? "token authentication (authentication.webhook) is off"
+                                                                     : "no API server for TokenReview");
+                        unauthorized(r);
+                        return -EACCES;
+                }
+                k = api_webhook_authenticate_cached(r, token);
+                if (k == -EINPROGRESS)
+                        *ret_token = token;
+                else if (k == -EACCES)
+                        unauthorized(r);
+                else if (k < 0)
+                        api_reply_text(r->req, 500, "Internal Error: out of memory\n");
+                return k;
         }
         if (r->s->o->anonymous_auth) {
                 r->user.name = strdup("system:anonymous");
@@ -302,13 +316,20 @@ const char *api_verb(enum evhttp_cmd_type method) {
 
 int api_authorize(struct api_request *r) {
         const char *verb = api_verb(r->method), *sub = api_subresource(r->path);
+        int k;
 
         if (streq(r->s->o->authorization_mode, "AlwaysAllow"))
                 return 0;
-        /* Webhook: a SubjectAccessReview for (user, verb, nodes/<node>/<subresource>); no API server, no
-         * decision: denied */
-        log_v(2, "API: forbidden: user=%s verb=%s subresource=%s path=%s: Webhook authorization without an API "
-                 "server", r->user.name, verb, sub, r->path);
+        /* Webhook: a SubjectAccessReview for (user, verb, nodes/<node>/<subresource>) */
+        if (kubelet_kube_client(r->s->k)) {
+                k = api_webhook_authorize_cached(r);
+                if (k != -EPERM)
+                        return k; /* allowed, or -EINPROGRESS: to be reviewed */
+                log_v(2, "API: forbidden (cached): user=%s verb=%s subresource=%s path=%s", r->user.name, verb, sub,
+                      r->path);
+        } else
+                log_v(2, "API: forbidden: user=%s verb=%s subresource=%s path=%s: Webhook authorization without an API "
+                         "server", r->user.name, verb, sub, r->path);
         api_reply_text(r->req, 403, "Forbidden (user=%s, verb=%s, resource=%s, subresource(s)=[%s])\n", r->user.name,
                        verb, "nodes", sub);
         return -EPERM;

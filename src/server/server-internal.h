@@ -48,6 +48,7 @@ struct api_server {
         /* live TLS connections; counted by the SSL objects, which libevent may free after the server (deferred
          * bufferevent frees run when the loop is freed): the counter outlives the server until the last one */
         struct api_conn_counter *conns;
+        struct api_cache *token_cache, *authz_cache;
         unsigned n_streams;
         struct api_stream *streams;         /* long-running responses, cancelled at free */
         struct stats_provider *stats;
@@ -84,8 +85,22 @@ char *api_query_get(const char *query, const char *key);
 int api_query_get_all(const char *query, const char *key, char ***ret);
 
 /* auth.c */
-int api_authenticate(struct api_request *r);                  /* 0, or replies 401 and returns -EACCES */
-int api_authorize(struct api_request *r);                     /* 0, or replies 403 and returns -EPERM */
+/* 0; or replies 401 and returns -EACCES; or -EINPROGRESS (no reply) with *ret_token: a bearer token to review */
+int api_authenticate(struct api_request *r, const char **ret_token);
+/* 0; or replies 403 and returns -EPERM; or -EINPROGRESS (no reply): a SubjectAccessReview is needed */
+int api_authorize(struct api_request *r);
+/* serve an authenticated, authorized request on the secure port (server.c) */
+void api_route(struct api_request *r);
+
+/* webhook.c: TokenReview and SubjectAccessReview through the API server, with caches. The *_cached lookups
+ * answer 0 / -EACCES (token) / -EPERM (authorization) from the cache, or -EINPROGRESS. The others take over
+ * the request (its user is moved) and answer it or route it when the review is back. */
+struct api_cache;
+void api_cache_free(struct api_cache *c);
+int api_webhook_authenticate_cached(struct api_request *r, const char *token);
+int api_webhook_authorize_cached(struct api_request *r);
+void api_webhook_review_token(struct api_request *r, const char *token);
+void api_webhook_authorize(struct api_request *r);
 const char *api_subresource(const char *path);                /* "stats", "metrics", "log", "proxy" */
 const char *api_verb(enum evhttp_cmd_type method);            /* "get", "create", ... */
 void api_user_done(struct api_user *u);

@@ -195,7 +195,7 @@ static bool method_is(struct api_request *r, int allowed) {
         return false;
 }
 
-static void route(struct api_request *r) {
+void api_route(struct api_request *r) {
         const char *p = r->path, *rest = NULL;
         bool debug = r->port == API_PORT_SECURE && r->s->o->enable_debugging_handlers;
 
@@ -323,12 +323,22 @@ static void on_request(struct evhttp_request *req, void *userdata) {
               l->port == API_PORT_SECURE ? "secure" : l->port == API_PORT_READONLY ? "read-only" : "healthz", r.method,
               r.path);
         if (l->port == API_PORT_SECURE) {
-                if (api_authenticate(&r) < 0 || api_authorize(&r) < 0) {
+                const char *token = NULL;
+                int k = api_authenticate(&r, &token);
+
+                if (k == -EINPROGRESS)
+                        api_webhook_review_token(&r, token); /* routes it when the TokenReview is back */
+                else if (k >= 0) {
+                        k = api_authorize(&r);
+                        if (k == -EINPROGRESS)
+                                api_webhook_authorize(&r); /* routes it when the SubjectAccessReview is back */
+                }
+                if (k < 0) {
                         api_user_done(&r.user);
                         return;
                 }
         }
-        route(&r);
+        api_route(&r);
         api_user_done(&r.user);
 }
 
@@ -455,6 +465,8 @@ struct api_server *api_server_free(struct api_server *s) {
                 if (s->listeners[i].http)
                         evhttp_free(s->listeners[i].http);
         s->stats = stats_provider_free(s->stats);
+        api_cache_free(s->token_cache);
+        api_cache_free(s->authz_cache);
         if (s->ssl_ctx)
                 SSL_CTX_free(s->ssl_ctx);
         if (s->conns) {

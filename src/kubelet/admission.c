@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "kubelet/admission.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "basic/util.h"
+
+static int64_t sat_add(int64_t a, int64_t b) {
+        return a > INT64_MAX - b ? INT64_MAX : a + b;
+}
+
+static void container_requests(const struct container *c, int64_t *cpu, int64_t *mem) {
+        const struct quantity *q;
+
+        /* requests default to limits (the apiserver's defaulting; static pods are defaulted the same way) */
+        q = resource_list_get(&c->resources.requests, "cpu");
+        if (!q)
+                q = resource_list_get(&c->resources.limits, "cpu");
+        *cpu = q ? MAX(q->milli, (int64_t) 0) : 0;
+        q = resource_list_get(&c->resources.requests, "memory");
+        if (!q)
+                q = resource_list_get(&c->resources.limits, "memory");
+        *mem = q ? MAX(q->value, (int64_t) 0) : 0;
+}
+
+void pod_requests(const struct pod *p, int64_t *ret_cpu_milli, int64_t *ret_memory_bytes) {
+        int64_t cpu = 0, mem = 0, c, m;
+
+        for (size_t i = 0; i < p->spec.n_containers; i++) {
+                container_requests(&p->spec.containers[i], &c, &m);
+                cpu = sat_add(cpu, c);
+                mem = sat_add(mem, m);
+        }
+        for (size_t i = 0; i < p->spec.n_init_containers; i++) {
+                container_requests(&p->spec.init_containers[i], &c, &m);
+                cpu = MAX(cpu, c);
+                mem = MAX(mem, m);
+        }
+        *ret_cpu_milli = cpu;
+        *ret_memory_bytes = mem;
+}
+
+static int insufficient(const char *resource, int64_t requested, int64_t used, int64_t capacity,
+                        const char **ret_reason, char **ret_message) {
+        static const char *const reasons[] = { "OutOfpods", "OutOfcpu", "OutOfmemory" };
+        const char *reason = streq(resource, "pods") ? reasons[0] : streq(resource, "cpu") ? reasons[1] : reasons[2];
+        char *m;
+
+        if (asprintf(&m, "Pod was rejected: Node didn't have enough resource: %s, requested: %" PRId64 ", used: %" PRId64
+                         ", capacity: %" PRId64, resource, requested, used, capacity) < 0)
+                return -ENOMEM;
+        *ret_reason = reason;
+        *ret_message = m;
+        return -ENOSPC;
+}
+
+int pod_admit(const struct pod *p, const struct pod *const *admitted, size_t n, const struct admission_node *node,
+              const char **ret_reason, char **ret_message) {
+        int64_t cpu, mem, used_cpu = 0, used_mem = 0, c, m;
+
+        if (node->max_pods > 0 && (int64_t) n + 1 > node->max_pods)
+                return insufficient("pods", 1, (int64_t) n, node->max_pods, ret_reason, ret_message);
+        pod_requests(p, &cpu, &mem);
+        if (cpu == 0 && mem == 0)
+                return 0;
+        for (size_t i = 0; i < n; i++) {
+                pod_requests(admitted[i], &c, &m);
+                used_cpu = sat_add(used_cpu, c);
+                used_mem = sat_add(used_mem, m);
+        }
+        if (cpu > 0 && sat_add(cpu, used_cpu) > node->cpu_milli)
+                return insufficient("cpu", cpu, used_cpu, node->cpu_milli, ret_reason, ret_message);
+        if (mem > 0 && sat_add(mem, used_mem) > node->memory_bytes)
+                return insufficient("memory", mem, used_mem, node->memory_bytes, ret_reason, ret_message);
+        return 0;
+}

@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/* Pod admission (pkg/kubelet/lifecycle/predicate.go, the scheduler's NodeResourcesFit as the kubelet runs it):
+ * a new pod must fit next to the pods already admitted: the pod count under --max-pods, the summed cpu and
+ * memory requests under allocatable. A pod that does not fit is rejected for good: phase Failed, reason
+ * "OutOf<resource>", message "Pod was rejected: Node didn't have enough resource: ...". Pure. */
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "apis/pod.h"
+
+struct admission_node {
+        int max_pods;            /* 0 = no limit */
+        int64_t cpu_milli;       /* allocatable */
+        int64_t memory_bytes;    /* allocatable */
+};
+
+/* What the pod asks for, as the scheduler counts it: max(sum of app containers, largest init container). */
+void pod_requests(const struct pod *p, int64_t *ret_cpu_milli, int64_t *ret_memory_bytes);
+
+/* 0 when p fits next to the n admitted pods; -ENOSPC with *ret_reason ("OutOfpods", "OutOfcpu",
+ * "OutOfmemory", static storage) and *ret_message (allocated) when it does not; -ENOMEM. */
+int pod_admit(const struct pod *p, const struct pod *const *admitted, size_t n, const struct admission_node *node,
+              const char **ret_reason, char **ret_message);

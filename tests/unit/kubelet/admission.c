@@ -1,0 +1,100 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Pod admission: pod count, cpu and memory requests against allocatable, upstream's reasons and messages. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "apis/manifest.h"
+#include "kubelet/admission.h"
+
+static struct pod *parse_pod(const char *spec) {
+        _cleanup_free_ char *yaml = NULL, *err = NULL;
+        struct pod_set set = {};
+        struct pod *p;
+
+        assert_true(asprintf(&yaml, "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n%s", spec) > 0);
+        if (manifest_parse(yaml, strlen(yaml), &set, &err) < 0)
+                fail_msg("manifest: %s", err);
+        p = pod_ref(set.pods[0]);
+        pod_set_done(&set);
+        return p;
+}
+
+#define MIB (1024LL * 1024)
+
+static void test_requests(void **state) {
+        int64_t cpu, mem;
+        struct pod *p;
+
+        p = parse_pod("  containers:\n  - {name: a, image: i}\n");
+        pod_requests(p, &cpu, &mem);
+        assert_int_equal(cpu, 0);
+        assert_int_equal(mem, 0);
+        pod_free(p);
+        /* sum of app containers; a limit stands for a missing request */
+        p = parse_pod("  containers:\n"
+                      "  - {name: a, image: i, resources: {requests: {cpu: 100m, memory: 64Mi}}}\n"
+                      "  - {name: b, image: i, resources: {limits: {cpu: 250m, memory: 1Gi}}}\n");
+        pod_requests(p, &cpu, &mem);
+        assert_int_equal(cpu, 350);
+        assert_int_equal(mem, 64 * MIB + 1024 * MIB);
+        pod_free(p);
+        /* the largest init container wins when larger than the sum */
+        p = parse_pod("  initContainers:\n  - {name: i, image: i, resources: {requests: {cpu: '2', memory: 16Mi}}}\n"
+                      "  containers:\n  - {name: a, image: i, resources: {requests: {cpu: 100m, memory: 64Mi}}}\n");
+        pod_requests(p, &cpu, &mem);
+        assert_int_equal(cpu, 2000);
+        assert_int_equal(mem, 64 * MIB);
+        pod_free(p);
+}
+
+static void test_admit(void **state) {
+        struct admission_node node = { .max_pods = 3, .cpu_milli = 2000, .memory_bytes = 1024 * MIB };
+        struct pod *big = parse_pod("  containers:\n  - {name: a, image: i, resources: {requests: {cpu: 1500m}}}\n");
+        struct pod *mid = parse_pod("  containers:\n  - {name: a, image: i, resources: {requests: {cpu: 600m, memory: 900Mi}}}\n");
+        struct pod *none = parse_pod("  containers:\n  - {name: a, image: i}\n");
+        const struct pod *admitted[3] = { big, none, none };
+        const char *reason = NULL;
+        char *msg = NULL;
+
+        assert_int_equal(pod_admit(mid, admitted, 0, &node, &reason, &msg), 0);
+        assert_null(msg);
+        /* cpu: 600 + 1500 > 2000 */
+        assert_int_equal(pod_admit(mid, admitted, 1, &node, &reason, &msg), -ENOSPC);
+        assert_string_equal(reason, "OutOfcpu");
+        assert_string_equal(msg, "Pod was rejected: Node didn't have enough resource: cpu, requested: 600, used: 1500, "
+                                 "capacity: 2000");
+        free(msg);
+        msg = NULL;
+        /* a pod without requests always fits the resources, but not the pod count */
+        assert_int_equal(pod_admit(none, admitted, 2, &node, &reason, &msg), 0);
+        assert_int_equal(pod_admit(none, admitted, 3, &node, &reason, &msg), -ENOSPC);
+        assert_string_equal(reason, "OutOfpods");
+        assert_string_equal(msg, "Pod was rejected: Node didn't have enough resource: pods, requested: 1, used: 3, "
+                                 "capacity: 3");
+        free(msg);
+        msg = NULL;
+        /* memory */
+        node.cpu_milli = 8000;
+        admitted[0] = mid;
+        assert_int_equal(pod_admit(mid, admitted, 1, &node, &reason, &msg), -ENOSPC);
+        assert_string_equal(reason, "OutOfmemory");
+        assert_non_null(strstr(msg, "memory, requested: 943718400, used: 943718400, capacity: 1073741824"));
+        free(msg);
+        /* no pod limit */
+        node.max_pods = 0;
+        assert_int_equal(pod_admit(none, admitted, 3, &node, &reason, &msg), 0);
+        pod_free(big);
+        pod_free(mid);
+        pod_free(none);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_requests),
+                cmocka_unit_test(test_admit),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
