@@ -39,8 +39,9 @@ class CA:
 
 
 class Client:
-    def __init__(self, port, cert=None, tls=True, host="127.0.0.1", server_ca=None):
+    def __init__(self, port, cert=None, tls=True, host="127.0.0.1", server_ca=None, token=None):
         self.port, self.cert, self.tls, self.host = port, cert, tls, host
+        self.token = token
         self.server_ca = server_ca
 
     def context(self):
@@ -59,7 +60,10 @@ class Client:
     def request(self, path, method="GET", headers=None, body=None, timeout=30):
         c = self.conn(timeout)
         try:
-            c.request(method, path, body=body, headers=headers or {})
+            headers = dict(headers or {})
+            if self.token:
+                headers["Authorization"] = "Bearer " + self.token
+            c.request(method, path, body=body, headers=headers)
             r = c.getresponse()
             data = r.read()
             return r.status, data.decode(errors="replace"), dict(r.getheaders())

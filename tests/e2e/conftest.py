@@ -167,7 +167,7 @@ class Kubelet:
     def args(self):
         return [CKUBELET, "--config", self.config, "--pod-manifest-path", self.manifests,
                 "--container-runtime-endpoint", self.runtime.endpoint, "--hostname-override", NODE,
-                "--root-dir", self.root, "--v", "4", "--cert-dir", self.pki, "--port", str(self.port),
+                "--root-dir", self.root, "--v", os.environ.get("CKUBELET_V", "4"), "--cert-dir", self.pki, "--port", str(self.port),
                 "--healthz-port", str(self.healthz_port), *self.extra_args]
 
     def start(self, *extra):
