@@ -756,8 +756,8 @@ static bool in_crash_backoff(struct pod_sync *s, const struct container *c) {
                                        delay / USEC_PER_SEC, c->name, s->pod->name, s->pod->namespace_, s->pod->uid);
                 log_info("Back-off %" PRIu64 "s restarting failed container=%s pod=%s", delay / USEC_PER_SEC, c->name,
                          pod_desc(s));
-                pod_worker_event(s->w, c->name, "Warning", "BackOff", "Back-off restarting failed container %s in pod %s",
-                                 c->name, pod_desc(s));
+                pod_worker_event(s->w, c->name, "Warning", "BackOff", "Back-off restarting failed container %s in pod %s_%s(%s)",
+                                 c->name, s->pod->name, s->pod->namespace_, s->pod->uid);
                 /* wake when it ends, converted to the monotonic clock */
                 until = now_usec() + (until - now);
                 if (!s->wake_usec || until < s->wake_usec)

@@ -137,6 +137,17 @@ def test_pod_runs_and_reports_status(kubelet_factory, apiserver, runtime):
     patches = [b.body for b in apiserver.request_bodies
                if b.method == "PATCH" and b.path.startswith("/api/v1/namespaces/default/pods/web/status")]
     assert patches and all(b["metadata"]["uid"] == uid for b in patches)
+    # events about the pod, its container as fieldPath
+    def reasons():
+        evs = [e for e in apiserver.list("events", "default") if e["involvedObject"]["name"] == "web"]
+        got = {e["reason"] for e in evs}
+        return evs if {"Pulled", "Created", "Started"} <= got else None
+    evs = apiserver.wait(reasons, timeout=20)
+    started = next(e for e in evs if e["reason"] == "Started")
+    assert started["involvedObject"]["uid"] == uid and started["involvedObject"]["kind"] == "Pod"
+    assert started["involvedObject"]["fieldPath"] == "spec.containers{app}"
+    assert started["message"] == "Started container app" and started["type"] == "Normal"
+    assert started["source"] == {"component": "kubelet", "host": NODE} and started["count"] == 1
     # not on every tick: status is written when it changes
     n = len(patches)
     time.sleep(3)
@@ -160,6 +171,11 @@ def test_crash_loop_and_terminated_fields(kubelet_factory, apiserver):
     p = apiserver.pod("crash")
     assert p["status"]["phase"] == "Running"
     assert cond(p, "Ready")["status"] == "False" and cond(p, "Ready")["reason"] == "ContainersNotReady"
+    backoff = apiserver.wait(lambda: [e for e in apiserver.list("events", "default")
+                                      if e["involvedObject"]["name"] == "crash" and e["reason"] == "BackOff"], timeout=20)
+    assert backoff[0]["type"] == "Warning"
+    assert backoff[0]["message"] == "Back-off restarting failed container c in pod crash_default(%s)" % \
+        p["metadata"]["uid"]
 
 
 def test_completed_pod_succeeds_and_is_not_rerun(kubelet_factory, apiserver, runtime):
@@ -214,21 +230,25 @@ def test_admission_out_of_cpu(kubelet_factory, apiserver):
 # ---------------------------------------------------------------- mirror pods
 
 
-def test_mirror_pods(kubelet_factory, apiserver, runtime):
-    k = join(kubelet_factory, apiserver)
+def write_static(k, app_label):
     k.write("static.yaml", f"""
         apiVersion: v1
         kind: Pod
         metadata:
           name: static
           namespace: kube-system
-          labels: {{app: s}}
+          labels: {{app: {app_label}}}
         spec:
           containers:
           - name: c
             image: {BUSYBOX}
             command: {json.dumps(SLEEPER)}
         """)
+
+
+def test_mirror_pods(kubelet_factory, apiserver, runtime):
+    k = join(kubelet_factory, apiserver)
+    write_static(k, "s")
     name = f"static-{NODE}"
     m = apiserver.wait(lambda: apiserver.pod(name, "kube-system"), timeout=60)
     ann = m["metadata"]["annotations"]
@@ -253,19 +273,7 @@ def test_mirror_pods(kubelet_factory, apiserver, runtime):
     assert runtime.pods_named(name, ready_only=True)[0]["id"] == sandbox
 
     # the manifest changes: the mirror pod is replaced by one with the new hash
-    k.write("static.yaml", f"""
-        apiVersion: v1
-        kind: Pod
-        metadata:
-          name: static
-          namespace: kube-system
-          labels: {{app: s2}}
-        spec:
-          containers:
-          - name: c
-            image: {BUSYBOX}
-            command: {json.dumps(SLEEPER)}
-        """)
+    write_static(k, "s2")
     m3 = apiserver.wait(lambda: (p := apiserver.pod(name, "kube-system")) and p["metadata"]["labels"] == {"app": "s2"}
                         and p, timeout=60)
     assert m3["metadata"]["annotations"]["kubernetes.io/config.mirror"] != \
