@@ -3,6 +3,7 @@
 #include "duration.h"
 
 #include <ctype.h>
+#include <event2/event.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <openssl/evp.h>
@@ -17,6 +18,11 @@ size_t strv_length(char *const *l) {
         while (l[n])
                 n++;
         return n;
+}
+
+void strv_remove_at(char **l, size_t i) {
+        free(l[i]);
+        memmove(l + i, l + i + 1, (strv_length(l + i + 1) + 1) * sizeof(char *));
 }
 
 char *strv_join(char *const *l, const char *sep) {
@@ -363,6 +369,15 @@ uint64_t now_usec(void) {
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);
         return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / 1000;
+}
+
+struct timeval timeval_from_usec(uint64_t usec) {
+        return (struct timeval) { .tv_sec = (time_t) (usec / USEC_PER_SEC), .tv_usec = (suseconds_t) (usec % USEC_PER_SEC) };
+}
+
+void evtimer_add_usec(struct event *ev, uint64_t usec) {
+        struct timeval tv = timeval_from_usec(usec);
+        evtimer_add(ev, &tv);
 }
 
 uint64_t now_realtime_usec(void) {

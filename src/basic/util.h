@@ -5,11 +5,14 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/time.h>
 
 #include "macro.h"
 
 /* ---- string vectors: NULL-terminated arrays of malloc'd strings ---- */
 size_t strv_length(char *const *l);
+/* Free l[i] and close the gap; i must be < strv_length(l). */
+void strv_remove_at(char **l, size_t i);
 char **strv_free(char **l); /* accepts NULL, returns NULL */
 DEFINE_TRIVIAL_CLEANUP_FUNC(char **, strv_free)
 #define _cleanup_strv_free_ _cleanup_(strv_freep)
@@ -55,6 +58,10 @@ int mkdir_p(const char *path, int mode);
 /* ---- time ---- */
 uint64_t now_usec(void);       /* CLOCK_MONOTONIC */
 uint64_t now_realtime_usec(void);
+struct timeval timeval_from_usec(uint64_t usec);
+struct event;
+/* (Re)arm a libevent timer to fire in usec. */
+void evtimer_add_usec(struct event *ev, uint64_t usec);
 /* RFC 3339 UTC with seconds, "2026-11-22T10:59:00Z" (into buf of at least 32 bytes). */
 char *format_rfc3339(uint64_t realtime_usec, char *buf, size_t size);
 /* RFC 3339 with nanoseconds, as in CRI log lines. */

@@ -307,10 +307,6 @@ static void slist_free_secret(struct curl_slist *l) {
         curl_slist_free_all(l);
 }
 
-static void arm(struct event *ev, uint64_t usec) {
-        struct timeval tv = { .tv_sec = (time_t) (usec / USEC_PER_SEC), .tv_usec = (suseconds_t) (usec % USEC_PER_SEC) };
-        evtimer_add(ev, &tv);
-}
 
 /* ---------------------------------------------------------------- easy handles and tokens */
 
@@ -410,7 +406,7 @@ static size_t on_header(char *p, size_t size, size_t nmemb, void *userdata) {
                 r->retry_after_usec = kube_parse_retry_after(v);
         }
         if (r->is_watch && r->idle_timer && r->idle_usec > 0)
-                arm(r->idle_timer, r->idle_usec);
+                evtimer_add_usec(r->idle_timer, r->idle_usec);
         return n;
 }
 
@@ -652,7 +648,7 @@ void kube_request_schedule(struct kube_request *r, uint64_t delay_usec) {
 
         if (delay_usec > 0) {
                 r->state = KUBE_REQ_BACKOFF;
-                arm(r->timer, delay_usec);
+                evtimer_add_usec(r->timer, delay_usec);
                 return;
         }
         if (c->rate_limited)
@@ -661,7 +657,7 @@ void kube_request_schedule(struct kube_request *r, uint64_t delay_usec) {
                 log_v(6, "Waited %llu ms for the client-side rate limiter: %s %s", (unsigned long long) (wait / 1000),
                       r->is_watch ? "GET" : r->method, r->path);
         r->state = KUBE_REQ_WAITING;
-        arm(r->timer, wait);
+        evtimer_add_usec(r->timer, wait);
 }
 
 void kube_log_transfer(struct kube_request *r, const char *verb, CURLcode result) {
@@ -737,7 +733,7 @@ static void request_finish(struct kube_request *r, int rc, char *error) {
         if (r->client)
                 kube_request_release_easy(r);
         r->state = KUBE_REQ_FINISHED;
-        arm(r->timer, 0);
+        evtimer_add_usec(r->timer, 0);
 }
 
 static bool should_retry(struct kube_request *r, CURLcode result) {

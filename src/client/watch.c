@@ -13,10 +13,6 @@
 #include "basic/util.h"
 #include "client/client-internal.h"
 
-static void arm(struct event *ev, uint64_t usec) {
-        struct timeval tv = { .tv_sec = (time_t) (usec / USEC_PER_SEC), .tv_usec = (suseconds_t) (usec % USEC_PER_SEC) };
-        evtimer_add(ev, &tv);
-}
 
 /* The transfer is over (finished, failed, or stopped by us): deliver what is left, then done(). */
 static void watch_transfer_over(struct kube_request *r, int rc, char *error) {
@@ -34,7 +30,7 @@ static void watch_transfer_over(struct kube_request *r, int rc, char *error) {
                 event_del(r->idle_timer);
         if (r->client)
                 kube_request_release_easy(r);
-        arm(r->dispatch_ev, 0);
+        evtimer_add_usec(r->dispatch_ev, 0);
 }
 
 static size_t on_watch_write(char *p, size_t size, size_t nmemb, void *userdata) {
@@ -44,7 +40,7 @@ static size_t on_watch_write(char *p, size_t size, size_t nmemb, void *userdata)
         if (r->status == 0)
                 curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &r->status);
         if (r->idle_usec > 0)
-                arm(r->idle_timer, r->idle_usec);
+                evtimer_add_usec(r->idle_timer, r->idle_usec);
         if (r->status != 200) {
                 /* an error body (a v1 Status): keep the first 1 MiB for the message */
                 if (r->len < 1024 * 1024 && kube_buffer_append(r, p, MIN(n, 1024 * 1024 - r->len), 1024 * 1024) < 0)
@@ -54,7 +50,7 @@ static size_t on_watch_write(char *p, size_t size, size_t nmemb, void *userdata)
         if (r->len - r->consumed + n > KUBE_WATCH_MAX_BUFFER) {
                 /* the consumer is behind: stop reading until dispatch caught up (curl keeps the data) */
                 r->paused = true;
-                arm(r->dispatch_ev, 0);
+                evtimer_add_usec(r->dispatch_ev, 0);
                 return CURL_WRITEFUNC_PAUSE;
         }
         if (kube_buffer_append(r, p, n, SIZE_MAX / 2) < 0)
@@ -68,7 +64,7 @@ static size_t on_watch_write(char *p, size_t size, size_t nmemb, void *userdata)
                 char *nl = memrchr(r->buf + r->line_start, '\n', r->len - r->line_start);
                 if (nl)
                         r->line_start = (size_t) (nl - r->buf) + 1;
-                arm(r->dispatch_ev, 0);
+                evtimer_add_usec(r->dispatch_ev, 0);
         }
         return n;
 }
@@ -243,7 +239,7 @@ int kube_watch_start(struct kube_request *r) {
                 return 0;
         }
         if (r->idle_usec > 0)
-                arm(r->idle_timer, r->idle_usec);
+                evtimer_add_usec(r->idle_timer, r->idle_usec);
         return 0;
 }
 

@@ -65,11 +65,8 @@ static void start_list(struct api_source *s);
 static void start_watch(struct api_source *s);
 
 static void retry_later(struct api_source *s) {
-        struct timeval tv;
         s->retry_usec = s->retry_usec ? MIN(s->retry_usec * 2, RETRY_MAX_USEC) : RETRY_MIN_USEC;
-        tv.tv_sec = (time_t) (s->retry_usec / USEC_PER_SEC);
-        tv.tv_usec = (suseconds_t) (s->retry_usec % USEC_PER_SEC);
-        evtimer_add(s->timer, &tv);
+        evtimer_add_usec(s->timer, s->retry_usec);
 }
 
 static void on_timer(evutil_socket_t fd, short what, void *userdata) {

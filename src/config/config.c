@@ -96,6 +96,10 @@ const char *pod_config_get_node_name(struct pod_config *c) {
         return c->node_name;
 }
 
+bool pod_is_static(const struct pod *p) {
+        return !streq_ptr(strmap_get(&p->annotations, ANNOTATION_CONFIG_SOURCE), CONFIG_SOURCE_API);
+}
+
 void pod_config_set_mirror_callback(struct pod_config *c, config_mirror_cb cb, void *userdata) {
         c->mirror_cb = cb;
         c->mirror_userdata = userdata;

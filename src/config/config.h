@@ -42,6 +42,9 @@ int pod_config_add_http_source(struct pod_config *c, const char *url, char *cons
 struct kube_client;
 int pod_config_add_api_source(struct pod_config *c, struct kube_client *client);
 
+/* A pod from a file or URL source (kubetypes.IsStaticPod): not from the API server. */
+bool pod_is_static(const struct pod *p);
+
 /* Mirror pods (the API server's copies of static pods, annotation kubernetes.io/config.mirror) are never run:
  * the apiserver source hands them to this callback instead, the complete list (a JSON array of Pod objects,
  * borrowed) after every change. */

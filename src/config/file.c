@@ -380,10 +380,6 @@ static void deliver(struct file_source *s) {
                 s->delivered = true;
 }
 
-static void rearm(struct event *ev, uint64_t usec) {
-        struct timeval tv = { .tv_sec = (time_t) (usec / USEC_PER_SEC), .tv_usec = (suseconds_t) (usec % USEC_PER_SEC) };
-        evtimer_add(ev, &tv);
-}
 
 static void scan(struct file_source *s) {
         uint64_t next = s->interval_usec;
@@ -407,7 +403,7 @@ static void scan(struct file_source *s) {
                         path_problem(s, true, "Unable to read manifest path \"%s\": %s", s->path, strerror(-r));
                         pod_config_source_attempted(s->config, CONFIG_SOURCE_FILE);
                 }
-                rearm(s->scan_timer, next);
+                evtimer_add_usec(s->scan_timer, next);
                 return;
         }
 
@@ -418,7 +414,7 @@ static void scan(struct file_source *s) {
                         path_problem(s, true, "Unable to read manifest directory \"%s\": %s (keeping its pods)", s->path,
                                      strerror(-r));
                         pod_config_source_attempted(s->config, CONFIG_SOURCE_FILE);
-                        rearm(s->scan_timer, next);
+                        evtimer_add_usec(s->scan_timer, next);
                         return;
                 }
                 changed = r > 0;
@@ -435,7 +431,7 @@ static void scan(struct file_source *s) {
         } else {
                 path_problem(s, true, "Manifest path \"%s\" is not a directory or file", s->path);
                 pod_config_source_attempted(s->config, CONFIG_SOURCE_FILE);
-                rearm(s->scan_timer, next);
+                evtimer_add_usec(s->scan_timer, next);
                 return;
         }
         path_ok(s);
@@ -443,7 +439,7 @@ static void scan(struct file_source *s) {
                 changed = true;
         if (changed || !s->delivered)
                 deliver(s);
-        rearm(s->scan_timer, next);
+        evtimer_add_usec(s->scan_timer, next);
 }
 
 static void on_scan_timer(evutil_socket_t fd, short what, void *userdata) {
@@ -506,7 +502,7 @@ static void on_inotify(evutil_socket_t fd, short what, void *userdata) {
                 }
         }
         if (relevant && !evtimer_pending(s->debounce_timer, NULL))
-                rearm(s->debounce_timer, FILE_DEBOUNCE_USEC);
+                evtimer_add_usec(s->debounce_timer, FILE_DEBOUNCE_USEC);
 }
 
 int pod_config_add_file_source(struct pod_config *c, const char *path, uint64_t check_interval_usec) {
@@ -560,6 +556,6 @@ int pod_config_add_file_source(struct pod_config *c, const char *path, uint64_t 
                 return r;
         }
         log_v(1, "Watching path \"%s\"", s->path);
-        rearm(s->scan_timer, 0); /* first read right away, on the loop */
+        evtimer_add_usec(s->scan_timer, 0); /* first read right away, on the loop */
         return 0;
 }

@@ -74,10 +74,6 @@ static void http_source_free(void *data) {
         free(s);
 }
 
-static void rearm(struct event *ev, uint64_t usec) {
-        struct timeval tv = { .tv_sec = (time_t) (usec / USEC_PER_SEC), .tv_usec = (suseconds_t) (usec % USEC_PER_SEC) };
-        evtimer_add(ev, &tv);
-}
 
 /* ---- results ---- */
 
@@ -174,7 +170,7 @@ static void on_transfer_done(CURL *easy, CURLcode result, void *userdata) {
                 process_body(s);
 
         transfer_done(s);
-        rearm(s->poll_timer, s->interval_usec);
+        evtimer_add_usec(s->poll_timer, s->interval_usec);
 }
 
 static size_t write_cb(char *ptr, size_t size, size_t nmemb, void *userdata) {
@@ -252,7 +248,7 @@ static void on_poll(evutil_socket_t fd, short what, void *userdata) {
         r = start_fetch(s);
         if (r < 0) {
                 fetch_failed(s, NULL, "cannot start the request: %s", strerror(-r));
-                rearm(s->poll_timer, s->interval_usec);
+                evtimer_add_usec(s->poll_timer, s->interval_usec);
         }
 }
 
@@ -334,6 +330,6 @@ int pod_config_add_http_source(struct pod_config *c, const char *url, char *cons
                 return r;
         }
         log_v(1, "Watching URL %s", url);
-        rearm(s->poll_timer, 0); /* first fetch right away, on the loop */
+        evtimer_add_usec(s->poll_timer, 0); /* first fetch right away, on the loop */
         return 0;
 }

@@ -780,7 +780,6 @@ int cri_call(struct cri_client *c, const char *method, const ProtobufCMessage *r
         struct cri_conn *conn;
         struct cri_pending *p;
         size_t len;
-        struct timeval tv;
 
         if (!c || c->freeing)
                 return -ESHUTDOWN;
@@ -812,9 +811,7 @@ int cri_call(struct cri_client *c, const char *method, const ProtobufCMessage *r
         p->op = find_op(c, method);
         p->start_usec = now_usec();
         p->timeout_usec = timeout_usec ? timeout_usec : c->default_timeout_usec;
-        tv = (struct timeval) { .tv_sec = (time_t) (p->timeout_usec / USEC_PER_SEC),
-                                .tv_usec = (suseconds_t) (p->timeout_usec % USEC_PER_SEC) };
-        evtimer_add(p->timer, &tv);
+        evtimer_add_usec(p->timer, p->timeout_usec);
 
         p->next = conn->calls;
         if (conn->calls)

@@ -42,7 +42,7 @@ void kubelet_report_status(struct kubelet *k, struct pod_worker *w) {
 
         if (!k->status || !w->pod)
                 return;
-        if (streq_ptr(strmap_get(&w->pod->annotations, ANNOTATION_CONFIG_SOURCE), CONFIG_SOURCE_API))
+        if (!pod_is_static(w->pod))
                 uid = w->pod->uid;
         else
                 uid = mirror_manager_uid(k->mirror, w->pod->namespace_, w->pod->name); /* a static pod */

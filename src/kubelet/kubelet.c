@@ -137,14 +137,12 @@ void pod_worker_clear_waiting(struct pod_worker *w, const char *name) {
 
 void pod_worker_schedule(struct pod_worker *w, uint64_t delay_usec) {
         uint64_t at = now_usec() + delay_usec;
-        struct timeval tv = { .tv_sec = (time_t) (delay_usec / USEC_PER_SEC),
-                              .tv_usec = (suseconds_t) (delay_usec % USEC_PER_SEC) };
 
         /* keep the earlier of two wake-ups */
         if (w->timer_at && w->timer_at <= at && evtimer_pending(w->timer, NULL))
                 return;
         w->timer_at = at;
-        evtimer_add(w->timer, &tv);
+        evtimer_add_usec(w->timer, delay_usec);
 }
 
 void pod_worker_request_sync(struct pod_worker *w) {
@@ -369,11 +367,25 @@ static void warn_unsupported(const struct pod *p) {
 }
 
 /* Pods admitted and still wanted (what counts against --max-pods). */
+/* The pods of the workers that have one (the admitted pods), only the static ones if asked; NULL on OOM. */
+static const struct pod **worker_pods(struct kubelet *k, bool static_only, size_t *ret_n) {
+        const struct pod **pods = calloc(k->n_workers + 1, sizeof(*pods));
+        size_t n = 0;
+
+        if (!pods)
+                return NULL;
+        for (const struct pod_worker *w = k->workers; w; w = w->next)
+                if (w->pod && (!static_only || pod_is_static(w->pod)) && n < k->n_workers)
+                        pods[n++] = w->pod;
+        *ret_n = n;
+        return pods;
+}
+
 /* an API pod whose status the API server already holds as Succeeded or Failed */
 static bool pod_is_terminal_in_api(const struct pod *p) {
         const char *phase = json_string_value(json_object_get(json_object_get(p->raw, "status"), "phase"));
 
-        return streq_ptr(strmap_get(&p->annotations, ANNOTATION_CONFIG_SOURCE), CONFIG_SOURCE_API) &&
+        return !pod_is_static(p) &&
                (streq_ptr(phase, "Succeeded") || streq_ptr(phase, "Failed"));
 }
 
@@ -386,12 +398,9 @@ static bool admit(struct kubelet *k, const struct pod *p) {
         size_t n = 0;
         int r;
 
-        admitted = calloc(k->n_workers + 1, sizeof(*admitted));
+        admitted = worker_pods(k, false, &n);
         if (!admitted)
                 return false;
-        for (const struct pod_worker *w = k->workers; w; w = w->next)
-                if (w->pod && n < k->n_workers)
-                        admitted[n++] = w->pod;
         r = pod_admit(p, admitted, n, &k->admission, &reason, &message);
         if (r >= 0)
                 return true;
@@ -400,7 +409,7 @@ static bool admit(struct kubelet *k, const struct pod *p) {
         log_error("Pod admission denied: pod=\"%s/%s\" podUID=\"%s\" reason=\"%s\" message=\"%s\"", p->namespace_,
                   p->name, p->uid, reason, message);
         (void) strv_extend(&k->rejected, p->uid);
-        if (k->status && streq_ptr(strmap_get(&p->annotations, ANNOTATION_CONFIG_SOURCE), CONFIG_SOURCE_API))
+        if (k->status && !pod_is_static(p))
                 status_manager_set(k->status, p->uid, p->namespace_, p->name,
                                    json_pack("{s:s, s:s, s:s}", "phase", "Failed", "reason", reason, "message", message));
         return false;
@@ -500,10 +509,6 @@ static void reconcile_workers(struct kubelet *k) {
                 }
 }
 
-static bool pod_is_static(const struct pod *p) {
-        return !streq_ptr(strmap_get(&p->annotations, ANNOTATION_CONFIG_SOURCE), CONFIG_SOURCE_API);
-}
-
 /* every admitted static pod that is not being removed gets a mirror pod in the API server */
 static void sync_mirror_pods(struct kubelet *k) {
         _cleanup_free_ const struct pod **pods = NULL;
@@ -511,12 +516,9 @@ static void sync_mirror_pods(struct kubelet *k) {
 
         if (!k->mirror)
                 return;
-        pods = calloc(k->n_workers + 1, sizeof(*pods));
+        pods = worker_pods(k, true, &n);
         if (!pods)
                 return;
-        for (const struct pod_worker *w = k->workers; w; w = w->next)
-                if (w->pod && pod_is_static(w->pod) && n < k->n_workers)
-                        pods[n++] = w->pod;
         mirror_manager_sync(k->mirror, pods, n, node_manager_node_uid(k->node));
 }
 
@@ -546,10 +548,9 @@ static void on_config_update(const struct pod_set *pods, void *userdata) {
         k->config_received = true;
         /* a rejected pod that goes away and comes back is considered again */
         for (size_t i = 0; k->rejected && k->rejected[i];) {
-                if (!desired_contains(k, k->rejected[i])) {
-                        free(k->rejected[i]);
-                        memmove(k->rejected + i, k->rejected + i + 1, (strv_length(k->rejected + i + 1) + 1) * sizeof(char *));
-                } else
+                if (!desired_contains(k, k->rejected[i]))
+                        strv_remove_at(k->rejected, i);
+                else
                         i++;
         }
         log_v(2, "desired pods: %zu", n.n);

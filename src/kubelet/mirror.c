@@ -218,10 +218,9 @@ void mirror_manager_observed(struct mirror_manager *m, const json_t *mirror_pods
                 bool listed = false;
                 json_array_foreach(mirror_pods, i, pod)
                         listed = listed || streq_ptr(meta_string(pod, "uid"), m->deleted[k]);
-                if (!listed) {
-                        free(m->deleted[k]);
-                        memmove(m->deleted + k, m->deleted + k + 1, (strv_length(m->deleted + k + 1) + 1) * sizeof(char *));
-                } else
+                if (!listed)
+                        strv_remove_at(m->deleted, k);
+                else
                         k++;
         }
         free(m->observed);

@@ -88,10 +88,6 @@ const char *node_manager_node_uid(const struct node_manager *m) {
         return m ? m->node_uid : NULL;
 }
 
-static void arm(struct event *ev, uint64_t usec) {
-        struct timeval tv = { .tv_sec = (time_t) (usec / USEC_PER_SEC), .tv_usec = (suseconds_t) (usec % USEC_PER_SEC) };
-        evtimer_add(ev, &tv);
-}
 
 static uint64_t fs_capacity(const char *dir) {
         struct statvfs st;
@@ -127,7 +123,7 @@ static void fill_input(struct node_manager *m, struct node_status_input *in) {
 
 static void lease_schedule(struct node_manager *m) {
         /* renew every quarter of the duration (nodelease.renewIntervalFraction 0.25) */
-        arm(m->lease_timer, (uint64_t) m->o->node_lease_duration_seconds * USEC_PER_SEC / 4);
+        evtimer_add_usec(m->lease_timer, (uint64_t) m->o->node_lease_duration_seconds * USEC_PER_SEC / 4);
 }
 
 static json_t *lease_spec(struct node_manager *m) {
@@ -204,7 +200,7 @@ static void lease_tick(evutil_socket_t fd, short what, void *userdata) {
 /* ---------------------------------------------------------------- status */
 
 static void status_schedule(struct node_manager *m) {
-        arm(m->status_timer, m->o->node_status_update_frequency_usec);
+        evtimer_add_usec(m->status_timer, m->o->node_status_update_frequency_usec);
 }
 
 static void on_status_patched(const struct kube_response *resp, void *userdata) {
@@ -354,7 +350,7 @@ static void status_tick(evutil_socket_t fd, short what, void *userdata) {
 
 static void register_retry(struct node_manager *m) {
         m->register_delay = m->register_delay ? MIN(m->register_delay * 2, REGISTER_RETRY_MAX_USEC) : 100000;
-        arm(m->register_timer, m->register_delay);
+        evtimer_add_usec(m->register_timer, m->register_delay);
 }
 
 static void registered(struct node_manager *m, const json_t *node) {

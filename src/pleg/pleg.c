@@ -82,8 +82,7 @@ struct pleg *pleg_free(struct pleg *p) {
 }
 
 static void arm(struct pleg *p, uint64_t usec) {
-        struct timeval tv = { .tv_sec = (time_t) (usec / USEC_PER_SEC), .tv_usec = (suseconds_t) (usec % USEC_PER_SEC) };
-        evtimer_add(p->timer, &tv);
+        evtimer_add_usec(p->timer, usec);
 }
 
 static void notify(struct pleg *p, char ***notified, const char *uid) {

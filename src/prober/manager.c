@@ -104,9 +104,7 @@ static const char *pod_name(const struct probe_worker *w) {
 }
 
 static void arm(struct probe_worker *w, uint64_t delay_usec) {
-        struct timeval tv = { .tv_sec = (time_t) (delay_usec / USEC_PER_SEC),
-                              .tv_usec = (suseconds_t) (delay_usec % USEC_PER_SEC) };
-        evtimer_add(w->timer, &tv);
+        evtimer_add_usec(w->timer, delay_usec);
 }
 
 static void publish(struct probe_worker *w) {

@@ -89,8 +89,7 @@ static void on_event(evutil_socket_t fd, short what, void *userdata) {
 }
 
 static void connect_to(struct tcp_op *t, const struct sockaddr *sa, socklen_t salen) {
-        struct timeval tv = { .tv_sec = (time_t) (t->timeout_usec / USEC_PER_SEC),
-                              .tv_usec = (suseconds_t) (t->timeout_usec % USEC_PER_SEC) };
+        struct timeval tv = timeval_from_usec(t->timeout_usec);
 
         t->fd = socket(sa->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
         if (t->fd < 0)

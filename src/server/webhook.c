@@ -83,7 +83,7 @@ static struct api_cache_entry *cache_put(struct api_cache **cp, char *key, bool 
                         return NULL;
                 }
         }
-        (void) cache_get(c, key); /* drops an expired twin */
+        /* an older answer for the same key, expired or not, is replaced */
         for (size_t i = 0; i < c->n; i++)
                 if (streq(c->e[i].key, key)) {
                         entry_done(&c->e[i]);

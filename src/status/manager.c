@@ -71,7 +71,6 @@ static void entry_send(struct status_entry *e);
 
 static void on_patched(const struct kube_response *resp, void *userdata) {
         struct status_entry *e = userdata;
-        struct timeval tv;
 
         e->req = NULL;
         if (resp->r >= 0 && resp->status < 300) {
@@ -92,9 +91,7 @@ static void on_patched(const struct kube_response *resp, void *userdata) {
         log_warning("Failed to update status for pod: pod=\"%s/%s\" podUID=\"%s\" err=\"%s\"", e->ns, e->name, e->uid,
                     resp->error);
         e->retry_usec = e->retry_usec ? MIN(e->retry_usec * 2, RETRY_MAX_USEC) : RETRY_MIN_USEC;
-        tv.tv_sec = (time_t) (e->retry_usec / USEC_PER_SEC);
-        tv.tv_usec = (suseconds_t) (e->retry_usec % USEC_PER_SEC);
-        evtimer_add(e->retry, &tv);
+        evtimer_add_usec(e->retry, e->retry_usec);
 }
 
 static void entry_send(struct status_entry *e) {
