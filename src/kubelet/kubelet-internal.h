@@ -91,6 +91,7 @@ struct kubelet {
         struct status_manager *status;
         struct mirror_manager *mirror;
         struct event_recorder *events;   /* always: without an API server events are only logged */
+        struct api_delete *deletes;      /* DELETEs of terminated pods in flight */
 };
 
 /* pod_workers.c */

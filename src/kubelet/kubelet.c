@@ -283,31 +283,68 @@ bool kubelet_name_is_busy(struct kubelet *k, const struct pod_worker *w) {
         return false;
 }
 
-static void on_pod_deleted(const struct kube_response *resp, void *userdata) {
-        char *what = userdata;
-        if (resp->r < 0 || (resp->status >= 300 && resp->status != 404))
-                log_error("Failed to delete pod %s from the API server: %s", what, resp->error);
+/* a DELETE in flight, owned by the kubelet so that shutdown cancels it and frees its name */
+struct api_delete {
+        struct kubelet *k;
+        struct api_delete *next, *prev;
+        struct kube_request *req;
+        char *what; /* namespace/name, for the log */
+};
+
+static void api_delete_free(struct api_delete *d) {
+        if (!d)
+                return;
+        if (d->prev)
+                d->prev->next = d->next;
         else
-                log_info("Pod deleted from the API server: pod=\"%s\"", what);
-        free(what);
+                d->k->deletes = d->next;
+        if (d->next)
+                d->next->prev = d->prev;
+        kube_request_cancel(d->req);
+        free(d->what);
+        free(d);
+}
+
+static void on_pod_deleted(const struct kube_response *resp, void *userdata) {
+        struct api_delete *d = userdata;
+
+        d->req = NULL;
+        if (resp->r < 0 || (resp->status >= 300 && resp->status != 404))
+                log_error("Failed to delete pod %s from the API server: %s", d->what, resp->error);
+        else
+                log_info("Pod deleted from the API server: pod=\"%s\"", d->what);
+        api_delete_free(d);
 }
 
 /* the pod is stopped: delete it with grace period 0 so that it leaves the API (status manager's
  * canBeDeleted → Delete with a UID precondition) */
 static void delete_from_api(struct kubelet *k, struct pod_worker *w) {
         _cleanup_free_ char *path = NULL;
-        char *what = NULL;
+        struct api_delete *d;
         json_t *body;
 
         if (!k->client || !w->api_ns || !w->api_name)
                 return;
-        if (asprintf(&path, "/api/v1/namespaces/%s/pods/%s", w->api_ns, w->api_name) < 0 ||
-            asprintf(&what, "%s/%s", w->api_ns, w->api_name) < 0)
+        d = calloc(1, sizeof(*d));
+        if (!d)
                 return;
+        d->k = k;
+        d->next = k->deletes;
+        if (k->deletes)
+                k->deletes->prev = d;
+        k->deletes = d;
+        if (asprintf(&path, "/api/v1/namespaces/%s/pods/%s", w->api_ns, w->api_name) < 0 ||
+            asprintf(&d->what, "%s/%s", w->api_ns, w->api_name) < 0) {
+                d->what = NULL;
+                api_delete_free(d);
+                return;
+        }
         body = json_pack("{s:s, s:s, s:i, s:{s:s}}", "kind", "DeleteOptions", "apiVersion", "v1", "gracePeriodSeconds", 0,
                          "preconditions", "uid", w->uid);
-        if (kube_request(k->client, "DELETE", path, body, NULL, 0, on_pod_deleted, what, NULL) < 0)
-                free(what);
+        if (kube_request(k->client, "DELETE", path, body, NULL, 0, on_pod_deleted, d, &d->req) < 0) {
+                log_error("Failed to delete pod %s from the API server: out of memory", d->what);
+                api_delete_free(d);
+        }
         json_decref(body);
 }
 
@@ -757,11 +794,12 @@ struct kubelet *kubelet_free(struct kubelet *k) {
         if (k->housekeeping)
                 event_free(k->housekeeping);
         pod_config_free(k->config);
-        k->node = node_manager_free(k->node);
         /* probes first: in-flight ones are abandoned (exec probes end with the CRI client below) */
         k->prober = prober_free(k->prober);
         /* cancels in-flight calls: their callbacks run now and see k->stopping */
         k->cri = cri_client_free(k->cri);
+        /* after the CRI client: the node status' CRI calls (Version, Status, ListImages) end above */
+        k->node = node_manager_free(k->node);
         pleg_free(k->pleg);
         while (k->workers) {
                 struct pod_worker *w = k->workers;
@@ -774,6 +812,8 @@ struct kubelet *kubelet_free(struct kubelet *k) {
         k->status = status_manager_free(k->status);
         k->mirror = mirror_manager_free(k->mirror);
         k->events = event_recorder_free(k->events);
+        while (k->deletes)
+                api_delete_free(k->deletes);
         k->client = kube_client_free(k->client);
         pod_set_done(&k->desired);
         strv_free(k->rejected);
