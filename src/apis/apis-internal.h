@@ -42,3 +42,67 @@ int quantity_parse_exact(const char *s, __int128 *ret_nano, enum quantity_format
 char *path_child(const char *parent, const char *child);
 char *path_index(const char *parent, size_t i);
 char *path_key(const char *parent, const char *key);
+
+/* ---- decoding helpers (pod_decode.c), for the files that decode one area of the pod each ----
+ * Each returns 0 or -ENOMEM; a type error is recorded in e (and 0 returned) with the apiserver's wording
+ * ("<path>: Invalid value: \"string\": must be of type array"). Absent and null values leave *ret as is. */
+#define MAX_LIST_ITEMS 10000
+
+const char *dec_json_type_name(const json_t *v);
+int dec_type_error(struct field_errors *e, const char *path, const json_t *v, const char *expected);
+int dec_child_error(struct field_errors *e, const char *parent, const char *key, const json_t *v,
+                    const char *expected);
+json_t *dec_get(json_t *obj, const char *key); /* NULL when absent or null */
+int dec_dup_string(struct field_errors *e, const char *path, json_t *v, char **ret);
+int dec_get_string(struct field_errors *e, json_t *obj, const char *parent, const char *key, char **ret);
+int dec_get_bool(struct field_errors *e, json_t *obj, const char *parent, const char *key, bool *ret);
+int dec_get_integer(struct field_errors *e, json_t *obj, const char *parent, const char *key, int64_t min,
+                    int64_t max, const char *type, bool *ret_set, int64_t *ret);
+int dec_get_int32(struct field_errors *e, json_t *obj, const char *parent, const char *key, int32_t *ret);
+int dec_get_object(struct field_errors *e, json_t *obj, const char *parent, const char *key, json_t **ret);
+int dec_get_array(struct field_errors *e, json_t *obj, const char *parent, const char *key, size_t max,
+                  json_t **ret);
+int dec_get_strv(struct field_errors *e, json_t *obj, const char *parent, const char *key, char ***ret);
+int dec_get_string_map(struct field_errors *e, json_t *obj, const char *parent, const char *key,
+                       struct strmap *ret);
+int dec_get_timestamp(struct field_errors *e, json_t *obj, const char *parent, const char *key, bool *ret_set,
+                      int64_t *ret);
+/* "<parent>.<key>: Unsupported value: \"v\": supported values: ..." */
+int dec_unsupported(struct field_errors *e, const char *parent, const char *key, const char *value,
+                    const char *supported);
+int dec_get_int_or_string(struct field_errors *e, json_t *obj, const char *parent, const char *key,
+                          struct int_or_string *ret);
+/* A list of objects: every element must be an object; fn decodes one into the next item (the array grows
+ * only for objects). Items are allocated for the whole list at once (calloc). */
+typedef int (*decode_item_fn)(struct field_errors *e, json_t *v, const char *ip, void *item);
+int dec_object_list(struct field_errors *e, json_t *obj, const char *parent, const char *key, size_t item_size,
+                    void **ret_items, size_t *ret_n, decode_item_fn fn);
+
+/* ---- validation helpers (pod_validate.c), same purpose ---- */
+struct vctx {
+        struct field_errors *errs;
+        int r; /* first allocation failure */
+};
+
+#define CHECK_OOM(c, expr)                    \
+        do {                                  \
+                int _k = (expr);              \
+                if (_k < 0 && (c)->r == 0)    \
+                        (c)->r = _k;          \
+        } while (0)
+
+void val_required(struct vctx *c, const char *path, const char *detail);        /* "Required value[: detail]" */
+void val_invalid_str(struct vctx *c, const char *path, const char *value, const char *msg);
+void val_invalid_int(struct vctx *c, const char *path, int64_t value, const char *msg);
+void val_duplicate_str(struct vctx *c, const char *path, const char *value);
+void val_not_supported(struct vctx *c, const char *path, const char *value, const char *supported);
+void val_forbidden(struct vctx *c, const char *path, const char *detail);
+void val_nonnegative(struct vctx *c, const char *parent, const char *name, int64_t v);
+void val_port_num_or_name(struct vctx *c, const struct int_or_string *port, const char *path);
+/* Run a name check and report every message as Invalid(path, value, msg). */
+void val_check_name(struct vctx *c, const char *path, const char *value,
+                    size_t (*check)(const char *, const char *[static NAME_MAX_MSGS]));
+/* Paths, recording -ENOMEM in c on failure (then NULL). */
+char *val_child(struct vctx *c, const char *parent, const char *name);
+char *val_idx(struct vctx *c, const char *parent, size_t i);
+char *val_key(struct vctx *c, const char *parent, const char *k);

@@ -15,9 +15,9 @@
 
 /* Sizes beyond these are refused: a kubelet has no business with 10000 containers. */
 #define MAX_CONTAINERS 1000
-#define MAX_LIST_ITEMS 10000
 
-static const char *json_type_name(const json_t *v) {
+
+const char *dec_json_type_name(const json_t *v) {
         switch (json_typeof(v)) {
         case JSON_OBJECT: return "object";
         case JSON_ARRAY: return "array";
@@ -32,29 +32,29 @@ static const char *json_type_name(const json_t *v) {
 }
 
 /* Record "<path>: Invalid value: \"<type>\": must be of type <expected>". Returns 0, or -ENOMEM. */
-static int type_error(struct field_errors *e, const char *path, const json_t *v, const char *expected) {
-        return field_errors_add(e, path, "Invalid value: \"%s\": must be of type %s", json_type_name(v), expected);
+int dec_type_error(struct field_errors *e, const char *path, const json_t *v, const char *expected) {
+        return field_errors_add(e, path, "Invalid value: \"%s\": must be of type %s", dec_json_type_name(v), expected);
 }
 
-static int child_error(struct field_errors *e, const char *parent, const char *key, const json_t *v,
+int dec_child_error(struct field_errors *e, const char *parent, const char *key, const json_t *v,
                        const char *expected) {
         _cleanup_free_ char *p = path_child(parent, key);
         if (!p)
                 return -ENOMEM;
-        return type_error(e, p, v, expected);
+        return dec_type_error(e, p, v, expected);
 }
 
 /* A JSON value with no meaning ("not set"): absent or null. */
-static json_t *get(json_t *obj, const char *key) {
+json_t *dec_get(json_t *obj, const char *key) {
         json_t *v = json_object_get(obj, key);
         return json_is_null(v) ? NULL : v;
 }
 
-static int dup_string(struct field_errors *e, const char *path, json_t *v, char **ret) {
+int dec_dup_string(struct field_errors *e, const char *path, json_t *v, char **ret) {
         char *s;
 
         if (!json_is_string(v))
-                return type_error(e, path, v, "string");
+                return dec_type_error(e, path, v, "string");
         if (strlen(json_string_value(v)) != json_string_length(v))
                 return field_errors_add(e, path, "Invalid value: must not contain NUL characters");
         s = strdup(json_string_value(v));
@@ -65,9 +65,9 @@ static int dup_string(struct field_errors *e, const char *path, json_t *v, char 
         return 0;
 }
 
-static int get_string(struct field_errors *e, json_t *obj, const char *parent, const char *key, char **ret) {
+int dec_get_string(struct field_errors *e, json_t *obj, const char *parent, const char *key, char **ret) {
         _cleanup_free_ char *p = NULL;
-        json_t *v = get(obj, key);
+        json_t *v = dec_get(obj, key);
 
         if (!v)
                 return 0;
@@ -82,23 +82,23 @@ static int get_string(struct field_errors *e, json_t *obj, const char *parent, c
         p = path_child(parent, key);
         if (!p)
                 return -ENOMEM;
-        return dup_string(e, p, v, ret);
+        return dec_dup_string(e, p, v, ret);
 }
 
-static int get_bool(struct field_errors *e, json_t *obj, const char *parent, const char *key, bool *ret) {
-        json_t *v = get(obj, key);
+int dec_get_bool(struct field_errors *e, json_t *obj, const char *parent, const char *key, bool *ret) {
+        json_t *v = dec_get(obj, key);
         if (!v)
                 return 0;
         if (!json_is_boolean(v))
-                return child_error(e, parent, key, v, "boolean");
+                return dec_child_error(e, parent, key, v, "boolean");
         *ret = json_is_true(v);
         return 0;
 }
 
 /* Integers; a number with no fractional part (80.0) is accepted too, as YAML tools often produce those. */
-static int get_integer(struct field_errors *e, json_t *obj, const char *parent, const char *key, int64_t min,
+int dec_get_integer(struct field_errors *e, json_t *obj, const char *parent, const char *key, int64_t min,
                        int64_t max, const char *type, bool *ret_set, int64_t *ret) {
-        json_t *v = get(obj, key);
+        json_t *v = dec_get(obj, key);
         int64_t i;
 
         if (!v)
@@ -109,7 +109,7 @@ static int get_integer(struct field_errors *e, json_t *obj, const char *parent, 
                  fabs(json_real_value(v)) < 9.2e18)
                 i = (int64_t) json_real_value(v);
         else
-                return child_error(e, parent, key, v, "integer");
+                return dec_child_error(e, parent, key, v, "integer");
         if (i < min || i > max) {
                 _cleanup_free_ char *p = path_child(parent, key);
                 if (!p)
@@ -122,32 +122,32 @@ static int get_integer(struct field_errors *e, json_t *obj, const char *parent, 
         return 0;
 }
 
-static int get_int32(struct field_errors *e, json_t *obj, const char *parent, const char *key, int32_t *ret) {
+int dec_get_int32(struct field_errors *e, json_t *obj, const char *parent, const char *key, int32_t *ret) {
         int64_t v = *ret;
-        int r = get_integer(e, obj, parent, key, INT32_MIN, INT32_MAX, "int32", NULL, &v);
+        int r = dec_get_integer(e, obj, parent, key, INT32_MIN, INT32_MAX, "int32", NULL, &v);
         *ret = (int32_t) v;
         return r;
 }
 
-static int get_object(struct field_errors *e, json_t *obj, const char *parent, const char *key, json_t **ret) {
-        json_t *v = get(obj, key);
+int dec_get_object(struct field_errors *e, json_t *obj, const char *parent, const char *key, json_t **ret) {
+        json_t *v = dec_get(obj, key);
         *ret = NULL;
         if (!v)
                 return 0;
         if (!json_is_object(v))
-                return child_error(e, parent, key, v, "object");
+                return dec_child_error(e, parent, key, v, "object");
         *ret = v;
         return 0;
 }
 
-static int get_array(struct field_errors *e, json_t *obj, const char *parent, const char *key, size_t max,
+int dec_get_array(struct field_errors *e, json_t *obj, const char *parent, const char *key, size_t max,
                      json_t **ret) {
-        json_t *v = get(obj, key);
+        json_t *v = dec_get(obj, key);
         *ret = NULL;
         if (!v)
                 return 0;
         if (!json_is_array(v))
-                return child_error(e, parent, key, v, "array");
+                return dec_child_error(e, parent, key, v, "array");
         if (json_array_size(v) > max) {
                 _cleanup_free_ char *p = path_child(parent, key);
                 if (!p)
@@ -158,14 +158,14 @@ static int get_array(struct field_errors *e, json_t *obj, const char *parent, co
         return 0;
 }
 
-static int get_strv(struct field_errors *e, json_t *obj, const char *parent, const char *key, char ***ret) {
+int dec_get_strv(struct field_errors *e, json_t *obj, const char *parent, const char *key, char ***ret) {
         _cleanup_strv_free_ char **l = NULL;
         _cleanup_free_ char *p = NULL;
         json_t *a, *v;
         size_t i;
         int r;
 
-        r = get_array(e, obj, parent, key, MAX_LIST_ITEMS, &a);
+        r = dec_get_array(e, obj, parent, key, MAX_LIST_ITEMS, &a);
         if (r < 0 || !a)
                 return r;
         p = path_child(parent, key);
@@ -179,7 +179,7 @@ static int get_strv(struct field_errors *e, json_t *obj, const char *parent, con
                 ip = path_index(p, i);
                 if (!ip)
                         return -ENOMEM;
-                r = dup_string(e, ip, v, &s);
+                r = dec_dup_string(e, ip, v, &s);
                 if (r < 0)
                         return r;
                 if (s) {
@@ -219,14 +219,14 @@ static int strmap_append(struct strmap *m, const char *k, char *v /* takes owner
         return 0;
 }
 
-static int get_string_map(struct field_errors *e, json_t *obj, const char *parent, const char *key,
+int dec_get_string_map(struct field_errors *e, json_t *obj, const char *parent, const char *key,
                           struct strmap *ret) {
         _cleanup_free_ char *p = NULL;
         const char *k;
         json_t *m, *v;
         int r;
 
-        r = get_object(e, obj, parent, key, &m);
+        r = dec_get_object(e, obj, parent, key, &m);
         if (r < 0 || !m)
                 return r;
         p = path_child(parent, key);
@@ -239,7 +239,7 @@ static int get_string_map(struct field_errors *e, json_t *obj, const char *paren
                 kp = path_key(p, k);
                 if (!kp)
                         return -ENOMEM;
-                r = dup_string(e, kp, v, &s);
+                r = dec_dup_string(e, kp, v, &s);
                 if (r < 0)
                         return r;
                 if (s) {
@@ -251,10 +251,10 @@ static int get_string_map(struct field_errors *e, json_t *obj, const char *paren
         return 0;
 }
 
-static int get_timestamp(struct field_errors *e, json_t *obj, const char *parent, const char *key, bool *ret_set,
+int dec_get_timestamp(struct field_errors *e, json_t *obj, const char *parent, const char *key, bool *ret_set,
                          int64_t *ret) {
         _cleanup_free_ char *p = NULL;
-        json_t *v = get(obj, key);
+        json_t *v = dec_get(obj, key);
         int64_t t;
 
         if (!v)
@@ -263,7 +263,7 @@ static int get_timestamp(struct field_errors *e, json_t *obj, const char *parent
         if (!p)
                 return -ENOMEM;
         if (!json_is_string(v))
-                return type_error(e, p, v, "string");
+                return dec_type_error(e, p, v, "string");
         if (parse_rfc3339(json_string_value(v), &t) < 0) {
                 _cleanup_free_ char *q = go_quote(json_string_value(v));
                 if (!q)
@@ -277,7 +277,7 @@ static int get_timestamp(struct field_errors *e, json_t *obj, const char *parent
 }
 
 /* "Unsupported value: \"X\": supported values: \"A\", \"B\"" */
-static int unsupported(struct field_errors *e, const char *parent, const char *key, const char *value,
+int dec_unsupported(struct field_errors *e, const char *parent, const char *key, const char *value,
                        const char *supported) {
         _cleanup_free_ char *p = path_child(parent, key), *q = go_quote(value);
         if (!p || !q)
@@ -327,7 +327,7 @@ static int decode_resource_list(struct field_errors *e, json_t *obj, const char 
         json_t *m, *v;
         int r;
 
-        r = get_object(e, obj, parent, key, &m);
+        r = dec_get_object(e, obj, parent, key, &m);
         if (r < 0 || !m)
                 return r;
         p = path_child(parent, key);
@@ -354,7 +354,7 @@ static int decode_resource_list(struct field_errors *e, json_t *obj, const char 
                         format_double(json_real_value(v), num, sizeof(num));
                         s = num;
                 } else {
-                        r = type_error(e, kp, v, "string");
+                        r = dec_type_error(e, kp, v, "string");
                         if (r < 0)
                                 return r;
                         continue;
@@ -402,16 +402,15 @@ static int decode_resource_list(struct field_errors *e, json_t *obj, const char 
 
 /* A list of objects: every element must be an object; fn decodes one into the next item (the array grows
  * only for objects). Items are allocated for the whole list at once. */
-typedef int (*decode_item_fn)(struct field_errors *e, json_t *v, const char *ip, void *item);
 
-static int decode_object_list(struct field_errors *e, json_t *obj, const char *parent, const char *key,
+int dec_object_list(struct field_errors *e, json_t *obj, const char *parent, const char *key,
                               size_t item_size, void **ret_items, size_t *ret_n, decode_item_fn fn) {
         _cleanup_free_ char *p = NULL;
         json_t *a, *v;
         size_t i;
         int r;
 
-        r = get_array(e, obj, parent, key, MAX_LIST_ITEMS, &a);
+        r = dec_get_array(e, obj, parent, key, MAX_LIST_ITEMS, &a);
         if (r < 0 || !a || json_array_size(a) == 0)
                 return r;
         p = path_child(parent, key);
@@ -426,7 +425,7 @@ static int decode_object_list(struct field_errors *e, json_t *obj, const char *p
                 if (!ip)
                         return -ENOMEM;
                 if (!json_is_object(v)) {
-                        r = type_error(e, ip, v, "object");
+                        r = dec_type_error(e, ip, v, "object");
                         if (r < 0)
                                 return r;
                         continue;
@@ -443,11 +442,11 @@ static int decode_env_var(struct field_errors *e, json_t *v, const char *ip, voi
         json_t *vf;
         int r;
 
-        r = get_string(e, v, ip, "name", &ev->name);
+        r = dec_get_string(e, v, ip, "name", &ev->name);
         if (r >= 0)
-                r = get_string(e, v, ip, "value", &ev->value);
+                r = dec_get_string(e, v, ip, "value", &ev->value);
         if (r >= 0)
-                r = get_object(e, v, ip, "valueFrom", &vf);
+                r = dec_get_object(e, v, ip, "valueFrom", &vf);
         if (r < 0)
                 return r;
         if (vf)
@@ -456,7 +455,7 @@ static int decode_env_var(struct field_errors *e, json_t *v, const char *ip, voi
 }
 
 static int decode_env(struct field_errors *e, json_t *c, const char *cpath, struct container *ret) {
-        return decode_object_list(e, c, cpath, "env", sizeof(struct env_var), (void **) &ret->env, &ret->n_env,
+        return dec_object_list(e, c, cpath, "env", sizeof(struct env_var), (void **) &ret->env, &ret->n_env,
                                   decode_env_var);
 }
 
@@ -464,15 +463,15 @@ static int decode_port(struct field_errors *e, json_t *v, const char *ip, void *
         struct container_port *cp = item;
         int r;
 
-        r = get_string(e, v, ip, "name", &cp->name);
+        r = dec_get_string(e, v, ip, "name", &cp->name);
         if (r >= 0)
-                r = get_int32(e, v, ip, "containerPort", &cp->container_port);
+                r = dec_get_int32(e, v, ip, "containerPort", &cp->container_port);
         if (r >= 0)
-                r = get_int32(e, v, ip, "hostPort", &cp->host_port);
+                r = dec_get_int32(e, v, ip, "hostPort", &cp->host_port);
         if (r >= 0)
-                r = get_string(e, v, ip, "protocol", &cp->protocol);
+                r = dec_get_string(e, v, ip, "protocol", &cp->protocol);
         if (r >= 0)
-                r = get_string(e, v, ip, "hostIP", &cp->host_ip);
+                r = dec_get_string(e, v, ip, "hostIP", &cp->host_ip);
         if (r < 0)
                 return r;
         if (cp->protocol && cp->protocol[0] == '\0')
@@ -481,36 +480,36 @@ static int decode_port(struct field_errors *e, json_t *v, const char *ip, void *
 }
 
 static int decode_ports(struct field_errors *e, json_t *c, const char *cpath, struct container *ret) {
-        return decode_object_list(e, c, cpath, "ports", sizeof(struct container_port), (void **) &ret->ports,
+        return dec_object_list(e, c, cpath, "ports", sizeof(struct container_port), (void **) &ret->ports,
                                   &ret->n_ports, decode_port);
 }
 
 /* ---- probes ---- */
 
-static int get_int_or_string(struct field_errors *e, json_t *obj, const char *parent, const char *key,
+int dec_get_int_or_string(struct field_errors *e, json_t *obj, const char *parent, const char *key,
                              struct int_or_string *ret) {
-        json_t *v = get(obj, key);
+        json_t *v = dec_get(obj, key);
 
         if (!v)
                 return 0;
         if (json_is_string(v)) {
                 ret->is_string = true;
-                return get_string(e, obj, parent, key, &ret->str_val);
+                return dec_get_string(e, obj, parent, key, &ret->str_val);
         }
         if (!json_is_integer(v) && !json_is_real(v))
-                return child_error(e, parent, key, v, "int or string");
+                return dec_child_error(e, parent, key, v, "int or string");
         ret->is_string = false;
-        return get_int32(e, obj, parent, key, &ret->int_val);
+        return dec_get_int32(e, obj, parent, key, &ret->int_val);
 }
 
 static int decode_http_header(struct field_errors *e, json_t *v, const char *ip, void *item) {
         struct http_header *hh = item;
-        int r = get_string(e, v, ip, "name", &hh->name);
-        return r < 0 ? r : get_string(e, v, ip, "value", &hh->value);
+        int r = dec_get_string(e, v, ip, "name", &hh->name);
+        return r < 0 ? r : dec_get_string(e, v, ip, "value", &hh->value);
 }
 
 static int decode_http_headers(struct field_errors *e, json_t *h, const char *hpath, struct probe *p) {
-        return decode_object_list(e, h, hpath, "httpHeaders", sizeof(struct http_header),
+        return dec_object_list(e, h, hpath, "httpHeaders", sizeof(struct http_header),
                                   (void **) &p->http_headers, &p->n_http_headers, decode_http_header);
 }
 
@@ -520,7 +519,7 @@ static int decode_probe(struct field_errors *e, json_t *c, const char *cpath, co
         json_t *o, *h;
         int r;
 
-        r = get_object(e, c, cpath, key, &o);
+        r = dec_get_object(e, c, cpath, key, &o);
         if (r < 0 || !o)
                 return r;
         pp = path_child(cpath, key);
@@ -531,7 +530,7 @@ static int decode_probe(struct field_errors *e, json_t *c, const char *cpath, co
         }
         *ret = p; /* owned by the container from here on */
 
-        r = get_object(e, o, pp, "exec", &h);
+        r = dec_get_object(e, o, pp, "exec", &h);
         if (r >= 0 && h) {
                 _cleanup_free_ char *ep = path_child(pp, "exec");
                 if (!ep)
@@ -539,10 +538,10 @@ static int decode_probe(struct field_errors *e, json_t *c, const char *cpath, co
                 if (p->handler == PROBE_HANDLER_NONE)
                         p->handler = PROBE_HANDLER_EXEC;
                 p->n_handlers++;
-                r = get_strv(e, h, ep, "command", &p->exec_command);
+                r = dec_get_strv(e, h, ep, "command", &p->exec_command);
         }
         if (r >= 0)
-                r = get_object(e, o, pp, "httpGet", &h);
+                r = dec_get_object(e, o, pp, "httpGet", &h);
         if (r >= 0 && h) {
                 hp = path_child(pp, "httpGet");
                 if (!hp)
@@ -550,18 +549,18 @@ static int decode_probe(struct field_errors *e, json_t *c, const char *cpath, co
                 if (p->handler == PROBE_HANDLER_NONE)
                         p->handler = PROBE_HANDLER_HTTP_GET;
                 p->n_handlers++;
-                r = get_string(e, h, hp, "host", &p->host);
+                r = dec_get_string(e, h, hp, "host", &p->host);
                 if (r >= 0)
-                        r = get_int_or_string(e, h, hp, "port", &p->port);
+                        r = dec_get_int_or_string(e, h, hp, "port", &p->port);
                 if (r >= 0)
-                        r = get_string(e, h, hp, "path", &p->path);
+                        r = dec_get_string(e, h, hp, "path", &p->path);
                 if (r >= 0)
-                        r = get_string(e, h, hp, "scheme", &p->scheme);
+                        r = dec_get_string(e, h, hp, "scheme", &p->scheme);
                 if (r >= 0)
                         r = decode_http_headers(e, h, hp, p);
         }
         if (r >= 0)
-                r = get_object(e, o, pp, "tcpSocket", &h);
+                r = dec_get_object(e, o, pp, "tcpSocket", &h);
         if (r >= 0 && h) {
                 _cleanup_free_ char *tp = path_child(pp, "tcpSocket");
                 if (!tp)
@@ -569,12 +568,12 @@ static int decode_probe(struct field_errors *e, json_t *c, const char *cpath, co
                 if (p->handler == PROBE_HANDLER_NONE)
                         p->handler = PROBE_HANDLER_TCP_SOCKET;
                 p->n_handlers++;
-                r = get_string(e, h, tp, "host", &p->host);
+                r = dec_get_string(e, h, tp, "host", &p->host);
                 if (r >= 0)
-                        r = get_int_or_string(e, h, tp, "port", &p->port);
+                        r = dec_get_int_or_string(e, h, tp, "port", &p->port);
         }
         if (r >= 0)
-                r = get_object(e, o, pp, "grpc", &h);
+                r = dec_get_object(e, o, pp, "grpc", &h);
         if (r >= 0 && h) {
                 _cleanup_free_ char *gp = path_child(pp, "grpc");
                 if (!gp)
@@ -582,22 +581,22 @@ static int decode_probe(struct field_errors *e, json_t *c, const char *cpath, co
                 if (p->handler == PROBE_HANDLER_NONE)
                         p->handler = PROBE_HANDLER_GRPC;
                 p->n_handlers++;
-                r = get_int32(e, h, gp, "port", &p->grpc_port);
+                r = dec_get_int32(e, h, gp, "port", &p->grpc_port);
                 if (r >= 0)
-                        r = get_string(e, h, gp, "service", &p->grpc_service);
+                        r = dec_get_string(e, h, gp, "service", &p->grpc_service);
         }
         if (r >= 0)
-                r = get_int32(e, o, pp, "initialDelaySeconds", &p->initial_delay_seconds);
+                r = dec_get_int32(e, o, pp, "initialDelaySeconds", &p->initial_delay_seconds);
         if (r >= 0)
-                r = get_int32(e, o, pp, "timeoutSeconds", &p->timeout_seconds);
+                r = dec_get_int32(e, o, pp, "timeoutSeconds", &p->timeout_seconds);
         if (r >= 0)
-                r = get_int32(e, o, pp, "periodSeconds", &p->period_seconds);
+                r = dec_get_int32(e, o, pp, "periodSeconds", &p->period_seconds);
         if (r >= 0)
-                r = get_int32(e, o, pp, "successThreshold", &p->success_threshold);
+                r = dec_get_int32(e, o, pp, "successThreshold", &p->success_threshold);
         if (r >= 0)
-                r = get_int32(e, o, pp, "failureThreshold", &p->failure_threshold);
+                r = dec_get_int32(e, o, pp, "failureThreshold", &p->failure_threshold);
         if (r >= 0)
-                r = get_integer(e, o, pp, "terminationGracePeriodSeconds", INT64_MIN, INT64_MAX, "int64",
+                r = dec_get_integer(e, o, pp, "terminationGracePeriodSeconds", INT64_MIN, INT64_MAX, "int64",
                                 &p->has_termination_grace_period, &p->termination_grace_period_seconds);
         return r;
 }
@@ -609,21 +608,21 @@ static int decode_container(struct field_errors *e, json_t *c, const char *cpath
 
         ret->raw = json_incref(c);
 
-        r = get_string(e, c, cpath, "name", &ret->name);
+        r = dec_get_string(e, c, cpath, "name", &ret->name);
         if (r >= 0)
-                r = get_string(e, c, cpath, "image", &ret->image);
+                r = dec_get_string(e, c, cpath, "image", &ret->image);
         if (r >= 0)
-                r = get_strv(e, c, cpath, "command", &ret->command);
+                r = dec_get_strv(e, c, cpath, "command", &ret->command);
         if (r >= 0)
-                r = get_strv(e, c, cpath, "args", &ret->args);
+                r = dec_get_strv(e, c, cpath, "args", &ret->args);
         if (r >= 0)
-                r = get_string(e, c, cpath, "workingDir", &ret->working_dir);
+                r = dec_get_string(e, c, cpath, "workingDir", &ret->working_dir);
         if (r >= 0)
                 r = decode_ports(e, c, cpath, ret);
         if (r >= 0)
                 r = decode_env(e, c, cpath, ret);
         if (r >= 0)
-                r = get_object(e, c, cpath, "resources", &res);
+                r = dec_get_object(e, c, cpath, "resources", &res);
         if (r >= 0 && res) {
                 _cleanup_free_ char *rp = path_child(cpath, "resources");
                 if (!rp)
@@ -633,13 +632,13 @@ static int decode_container(struct field_errors *e, json_t *c, const char *cpath
                         r = decode_resource_list(e, res, rp, "requests", &ret->resources.requests);
         }
         if (r >= 0)
-                r = get_string(e, c, cpath, "terminationMessagePath", &ret->termination_message_path);
+                r = dec_get_string(e, c, cpath, "terminationMessagePath", &ret->termination_message_path);
         if (r >= 0)
-                r = get_bool(e, c, cpath, "stdin", &ret->stdin_);
+                r = dec_get_bool(e, c, cpath, "stdin", &ret->stdin_);
         if (r >= 0)
-                r = get_bool(e, c, cpath, "stdinOnce", &ret->stdin_once);
+                r = dec_get_bool(e, c, cpath, "stdinOnce", &ret->stdin_once);
         if (r >= 0)
-                r = get_bool(e, c, cpath, "tty", &ret->tty);
+                r = dec_get_bool(e, c, cpath, "tty", &ret->tty);
         if (r >= 0)
                 r = decode_probe(e, c, cpath, "livenessProbe", &ret->liveness_probe);
         if (r >= 0)
@@ -647,7 +646,7 @@ static int decode_container(struct field_errors *e, json_t *c, const char *cpath
         if (r >= 0)
                 r = decode_probe(e, c, cpath, "startupProbe", &ret->startup_probe);
         if (r >= 0)
-                r = get_string(e, c, cpath, "imagePullPolicy", &pull);
+                r = dec_get_string(e, c, cpath, "imagePullPolicy", &pull);
         if (r < 0)
                 return r;
         if (isempty(pull))
@@ -659,12 +658,12 @@ static int decode_container(struct field_errors *e, json_t *c, const char *cpath
         else if (streq(pull, "Never"))
                 ret->image_pull_policy = PULL_POLICY_NEVER;
         else {
-                r = unsupported(e, cpath, "imagePullPolicy", pull, "\"Always\", \"IfNotPresent\", \"Never\"");
+                r = dec_unsupported(e, cpath, "imagePullPolicy", pull, "\"Always\", \"IfNotPresent\", \"Never\"");
                 if (r < 0)
                         return r;
         }
 
-        r = get_string(e, c, cpath, "terminationMessagePolicy", &tmp);
+        r = dec_get_string(e, c, cpath, "terminationMessagePolicy", &tmp);
         if (r < 0)
                 return r;
         if (isempty(tmp) || streq(tmp, "File"))
@@ -672,7 +671,7 @@ static int decode_container(struct field_errors *e, json_t *c, const char *cpath
         else if (streq(tmp, "FallbackToLogsOnError"))
                 ret->termination_message_policy = TERMINATION_MESSAGE_FALLBACK_TO_LOGS_ON_ERROR;
         else {
-                r = unsupported(e, cpath, "terminationMessagePolicy", tmp, "\"File\", \"FallbackToLogsOnError\"");
+                r = dec_unsupported(e, cpath, "terminationMessagePolicy", tmp, "\"File\", \"FallbackToLogsOnError\"");
                 if (r < 0)
                         return r;
         }
@@ -688,7 +687,7 @@ static int decode_containers(struct field_errors *e, json_t *spec, const char *k
         size_t i;
         int r;
 
-        r = get_array(e, spec, "spec", key, MAX_CONTAINERS, &a);
+        r = dec_get_array(e, spec, "spec", key, MAX_CONTAINERS, &a);
         if (r < 0 || !a || json_array_size(a) == 0)
                 return r;
         p = path_child("spec", key);
@@ -702,7 +701,7 @@ static int decode_containers(struct field_errors *e, json_t *spec, const char *k
                 if (!ip)
                         return -ENOMEM;
                 if (!json_is_object(v)) {
-                        r = type_error(e, ip, v, "object");
+                        r = dec_type_error(e, ip, v, "object");
                         if (r < 0)
                                 return r;
                         continue;
@@ -725,38 +724,38 @@ static int decode_spec(struct field_errors *e, json_t *spec, struct pod_spec *s)
         if (r >= 0)
                 r = decode_containers(e, spec, "initContainers", &s->init_containers, &s->n_init_containers);
         if (r >= 0)
-                r = get_string(e, spec, "spec", "restartPolicy", &restart);
+                r = dec_get_string(e, spec, "spec", "restartPolicy", &restart);
         if (r >= 0) {
                 v = s->termination_grace_period_seconds;
-                r = get_integer(e, spec, "spec", "terminationGracePeriodSeconds", INT64_MIN, INT64_MAX, "int64",
+                r = dec_get_integer(e, spec, "spec", "terminationGracePeriodSeconds", INT64_MIN, INT64_MAX, "int64",
                                 &s->termination_grace_period_set, &v);
                 s->termination_grace_period_seconds = v;
         }
         if (r >= 0)
-                r = get_integer(e, spec, "spec", "activeDeadlineSeconds", INT64_MIN, INT64_MAX, "int64",
+                r = dec_get_integer(e, spec, "spec", "activeDeadlineSeconds", INT64_MIN, INT64_MAX, "int64",
                                 &s->has_active_deadline, &s->active_deadline_seconds);
         if (r >= 0)
-                r = get_bool(e, spec, "spec", "hostNetwork", &s->host_network);
+                r = dec_get_bool(e, spec, "spec", "hostNetwork", &s->host_network);
         if (r >= 0)
-                r = get_bool(e, spec, "spec", "hostPID", &s->host_pid);
+                r = dec_get_bool(e, spec, "spec", "hostPID", &s->host_pid);
         if (r >= 0)
-                r = get_bool(e, spec, "spec", "hostIPC", &s->host_ipc);
+                r = dec_get_bool(e, spec, "spec", "hostIPC", &s->host_ipc);
         if (r >= 0)
-                r = get_string(e, spec, "spec", "nodeName", &s->node_name);
+                r = dec_get_string(e, spec, "spec", "nodeName", &s->node_name);
         if (r >= 0)
-                r = get_string(e, spec, "spec", "hostname", &s->hostname);
+                r = dec_get_string(e, spec, "spec", "hostname", &s->hostname);
         if (r >= 0)
-                r = get_string(e, spec, "spec", "subdomain", &s->subdomain);
+                r = dec_get_string(e, spec, "spec", "subdomain", &s->subdomain);
         if (r >= 0)
-                r = get_string(e, spec, "spec", "serviceAccountName", &s->service_account_name);
+                r = dec_get_string(e, spec, "spec", "serviceAccountName", &s->service_account_name);
         if (r >= 0)
-                r = get_string(e, spec, "spec", "serviceAccount", &deprecated_sa);
+                r = dec_get_string(e, spec, "spec", "serviceAccount", &deprecated_sa);
         if (r >= 0)
-                r = get_string(e, spec, "spec", "dnsPolicy", &s->dns_policy);
+                r = dec_get_string(e, spec, "spec", "dnsPolicy", &s->dns_policy);
         if (r >= 0)
-                r = get_string(e, spec, "spec", "schedulerName", &s->scheduler_name);
+                r = dec_get_string(e, spec, "spec", "schedulerName", &s->scheduler_name);
         if (r >= 0)
-                r = get_int32(e, spec, "spec", "priority", &s->priority);
+                r = dec_get_int32(e, spec, "spec", "priority", &s->priority);
         if (r < 0)
                 return r;
 
@@ -778,7 +777,7 @@ static int decode_spec(struct field_errors *e, json_t *spec, struct pod_spec *s)
         else if (streq(restart, "Never"))
                 s->restart_policy = RESTART_POLICY_NEVER;
         else
-                return unsupported(e, "spec", "restartPolicy", restart, "\"Always\", \"OnFailure\", \"Never\"");
+                return dec_unsupported(e, "spec", "restartPolicy", restart, "\"Always\", \"OnFailure\", \"Never\"");
         return 0;
 }
 
@@ -786,26 +785,26 @@ static int decode_metadata(struct field_errors *e, json_t *md, struct pod *p) {
         bool has_created = false;
         int r;
 
-        r = get_string(e, md, "metadata", "name", &p->name);
+        r = dec_get_string(e, md, "metadata", "name", &p->name);
         if (r >= 0)
-                r = get_string(e, md, "metadata", "namespace", &p->namespace_);
+                r = dec_get_string(e, md, "metadata", "namespace", &p->namespace_);
         if (r >= 0)
-                r = get_string(e, md, "metadata", "uid", &p->uid);
+                r = dec_get_string(e, md, "metadata", "uid", &p->uid);
         if (r >= 0)
-                r = get_string(e, md, "metadata", "resourceVersion", &p->resource_version);
+                r = dec_get_string(e, md, "metadata", "resourceVersion", &p->resource_version);
         if (r >= 0)
-                r = get_string(e, md, "metadata", "generateName", &p->generate_name);
+                r = dec_get_string(e, md, "metadata", "generateName", &p->generate_name);
         if (r >= 0)
-                r = get_string_map(e, md, "metadata", "labels", &p->labels);
+                r = dec_get_string_map(e, md, "metadata", "labels", &p->labels);
         if (r >= 0)
-                r = get_string_map(e, md, "metadata", "annotations", &p->annotations);
+                r = dec_get_string_map(e, md, "metadata", "annotations", &p->annotations);
         if (r >= 0)
-                r = get_timestamp(e, md, "metadata", "creationTimestamp", &has_created, &p->creation_timestamp_nsec);
+                r = dec_get_timestamp(e, md, "metadata", "creationTimestamp", &has_created, &p->creation_timestamp_nsec);
         if (r >= 0)
-                r = get_timestamp(e, md, "metadata", "deletionTimestamp", &p->has_deletion_timestamp,
+                r = dec_get_timestamp(e, md, "metadata", "deletionTimestamp", &p->has_deletion_timestamp,
                                   &p->deletion_timestamp_nsec);
         if (r >= 0)
-                r = get_integer(e, md, "metadata", "deletionGracePeriodSeconds", INT64_MIN, INT64_MAX, "int64", NULL,
+                r = dec_get_integer(e, md, "metadata", "deletionGracePeriodSeconds", INT64_MIN, INT64_MAX, "int64", NULL,
                                 &p->deletion_grace_period_seconds);
         if (r < 0)
                 return r;
@@ -828,7 +827,7 @@ int pod_decode(json_t *obj, struct pod **ret, struct field_errors *errs) {
         if (!ret)
                 return -EINVAL;
         if (!json_is_object(obj)) {
-                r = type_error(e, "", obj, "object");
+                r = dec_type_error(e, "", obj, "object");
                 return r < 0 ? r : -EINVAL;
         }
         p = pod_new();
@@ -839,11 +838,11 @@ int pod_decode(json_t *obj, struct pod **ret, struct field_errors *errs) {
         if (!p->raw)
                 return -ENOMEM;
 
-        r = get_object(e, p->raw, "", "metadata", &md);
+        r = dec_get_object(e, p->raw, "", "metadata", &md);
         if (r >= 0 && md)
                 r = decode_metadata(e, md, p);
         if (r >= 0)
-                r = get_object(e, p->raw, "", "spec", &spec);
+                r = dec_get_object(e, p->raw, "", "spec", &spec);
         if (r >= 0 && spec)
                 r = decode_spec(e, spec, &p->spec);
         if (r < 0)

@@ -15,26 +15,15 @@
 #define TOTAL_ANNOTATION_SIZE_LIMIT (256 * 1024)
 #define MIRROR_POD_ANNOTATION "kubernetes.io/config.mirror"
 
-struct ctx {
-        struct field_errors *errs;
-        int r; /* first allocation failure */
-};
 
-#define CHECK_OOM(c, expr)                    \
-        do {                                  \
-                int _k = (expr);              \
-                if (_k < 0 && (c)->r == 0)    \
-                        (c)->r = _k;          \
-        } while (0)
-
-static void required(struct ctx *c, const char *path, const char *detail) {
+void val_required(struct vctx *c, const char *path, const char *detail) {
         if (isempty(detail))
                 CHECK_OOM(c, field_errors_add(c->errs, path, "Required value"));
         else
                 CHECK_OOM(c, field_errors_add(c->errs, path, "Required value: %s", detail));
 }
 
-static void invalid_str(struct ctx *c, const char *path, const char *value, const char *msg) {
+void val_invalid_str(struct vctx *c, const char *path, const char *value, const char *msg) {
         _cleanup_free_ char *q = go_quote(value);
         if (!q) {
                 CHECK_OOM(c, -ENOMEM);
@@ -43,11 +32,11 @@ static void invalid_str(struct ctx *c, const char *path, const char *value, cons
         CHECK_OOM(c, field_errors_add(c->errs, path, "Invalid value: %s: %s", q, msg));
 }
 
-static void invalid_int(struct ctx *c, const char *path, int64_t value, const char *msg) {
+void val_invalid_int(struct vctx *c, const char *path, int64_t value, const char *msg) {
         CHECK_OOM(c, field_errors_add(c->errs, path, "Invalid value: %" PRId64 ": %s", value, msg));
 }
 
-static void duplicate_str(struct ctx *c, const char *path, const char *value) {
+void val_duplicate_str(struct vctx *c, const char *path, const char *value) {
         _cleanup_free_ char *q = go_quote(value);
         if (!q) {
                 CHECK_OOM(c, -ENOMEM);
@@ -56,7 +45,7 @@ static void duplicate_str(struct ctx *c, const char *path, const char *value) {
         CHECK_OOM(c, field_errors_add(c->errs, path, "Duplicate value: %s", q));
 }
 
-static void not_supported(struct ctx *c, const char *path, const char *value, const char *supported) {
+void val_not_supported(struct vctx *c, const char *path, const char *value, const char *supported) {
         _cleanup_free_ char *q = go_quote(value);
         if (!q) {
                 CHECK_OOM(c, -ENOMEM);
@@ -66,30 +55,30 @@ static void not_supported(struct ctx *c, const char *path, const char *value, co
 }
 
 /* Run a name check and report every message as Invalid(path, value, msg). */
-static void check_name(struct ctx *c, const char *path, const char *value,
+void val_check_name(struct vctx *c, const char *path, const char *value,
                        size_t (*check)(const char *, const char *[static NAME_MAX_MSGS])) {
         const char *msgs[NAME_MAX_MSGS];
         size_t n = check(value, msgs);
         for (size_t i = 0; i < n; i++)
-                invalid_str(c, path, value, msgs[i]);
+                val_invalid_str(c, path, value, msgs[i]);
 }
 
 /* Build a path and keep track of allocation failure; returns NULL (and records -ENOMEM) on failure. */
-static char *child(struct ctx *c, const char *parent, const char *name) {
+char *val_child(struct vctx *c, const char *parent, const char *name) {
         char *p = path_child(parent, name);
         if (!p)
                 CHECK_OOM(c, -ENOMEM);
         return p;
 }
 
-static char *idx(struct ctx *c, const char *parent, size_t i) {
+char *val_idx(struct vctx *c, const char *parent, size_t i) {
         char *p = path_index(parent, i);
         if (!p)
                 CHECK_OOM(c, -ENOMEM);
         return p;
 }
 
-static char *key(struct ctx *c, const char *parent, const char *k) {
+char *val_key(struct vctx *c, const char *parent, const char *k) {
         char *p = path_key(parent, k);
         if (!p)
                 CHECK_OOM(c, -ENOMEM);
@@ -98,7 +87,7 @@ static char *key(struct ctx *c, const char *parent, const char *k) {
 
 /* ---- metadata ---- */
 
-static void validate_metadata(struct ctx *c, const struct pod *p) {
+static void validate_metadata(struct vctx *c, const struct pod *p) {
         size_t total = 0;
 
         if (!isempty(p->generate_name)) {
@@ -113,21 +102,21 @@ static void validate_metadata(struct ctx *c, const struct pod *p) {
                 const char *msgs[NAME_MAX_MSGS];
                 size_t n = check_dns1123_subdomain(masked, msgs);
                 for (size_t i = 0; i < n; i++)
-                        invalid_str(c, "metadata.generateName", p->generate_name, msgs[i]);
+                        val_invalid_str(c, "metadata.generateName", p->generate_name, msgs[i]);
         }
         if (isempty(p->name))
-                required(c, "metadata.name", "name or generateName is required");
+                val_required(c, "metadata.name", "name or generateName is required");
         else
-                check_name(c, "metadata.name", p->name, check_dns1123_subdomain);
+                val_check_name(c, "metadata.name", p->name, check_dns1123_subdomain);
 
         if (isempty(p->namespace_))
-                required(c, "metadata.namespace", NULL);
+                val_required(c, "metadata.namespace", NULL);
         else
-                check_name(c, "metadata.namespace", p->namespace_, check_dns1123_label);
+                val_check_name(c, "metadata.namespace", p->namespace_, check_dns1123_label);
 
         for (size_t i = 0; i < p->labels.n; i++) {
-                check_name(c, "metadata.labels", p->labels.keys[i], check_qualified_name);
-                check_name(c, "metadata.labels", p->labels.values[i], check_label_value);
+                val_check_name(c, "metadata.labels", p->labels.keys[i], check_qualified_name);
+                val_check_name(c, "metadata.labels", p->labels.values[i], check_label_value);
         }
 
         for (size_t i = 0; i < p->annotations.n; i++) {
@@ -145,7 +134,7 @@ static void validate_metadata(struct ctx *c, const struct pod *p) {
                                 *s = (char) (*s - 'A' + 'a');
                 n = check_qualified_name(lower, msgs);
                 for (size_t j = 0; j < n; j++)
-                        invalid_str(c, "metadata.annotations", p->annotations.keys[i], msgs[j]);
+                        val_invalid_str(c, "metadata.annotations", p->annotations.keys[i], msgs[j]);
                 total += strlen(p->annotations.keys[i]) + strlen(p->annotations.values[i]);
         }
         if (total > TOTAL_ANNOTATION_SIZE_LIMIT)
@@ -155,25 +144,25 @@ static void validate_metadata(struct ctx *c, const struct pod *p) {
         /* ValidatePodSpecificAnnotations */
         const char *mirror = strmap_get(&p->annotations, MIRROR_POD_ANNOTATION);
         if (mirror && isempty(p->spec.node_name))
-                invalid_str(c, "metadata.annotations[" MIRROR_POD_ANNOTATION "]", mirror,
+                val_invalid_str(c, "metadata.annotations[" MIRROR_POD_ANNOTATION "]", mirror,
                             "must set spec.nodeName if mirror pod annotation is set");
 }
 
 /* ---- containers ---- */
 
-static void validate_ports(struct ctx *c, const struct container *ctr, const char *cpath) {
-        _cleanup_free_ char *pp = child(c, cpath, "ports");
+static void validate_ports(struct vctx *c, const struct container *ctr, const char *cpath) {
+        _cleanup_free_ char *pp = val_child(c, cpath, "ports");
         if (!pp)
                 return;
         for (size_t i = 0; i < ctr->n_ports; i++) {
                 const struct container_port *port = &ctr->ports[i];
-                _cleanup_free_ char *ip = idx(c, pp, i), *np = NULL, *cp = NULL, *hp = NULL, *pr = NULL;
+                _cleanup_free_ char *ip = val_idx(c, pp, i), *np = NULL, *cp = NULL, *hp = NULL, *pr = NULL;
                 if (!ip)
                         return;
-                np = child(c, ip, "name");
-                cp = child(c, ip, "containerPort");
-                hp = child(c, ip, "hostPort");
-                pr = child(c, ip, "protocol");
+                np = val_child(c, ip, "name");
+                cp = val_child(c, ip, "containerPort");
+                hp = val_child(c, ip, "hostPort");
+                pr = val_child(c, ip, "protocol");
                 if (!np || !cp || !hp || !pr)
                         return;
 
@@ -182,29 +171,29 @@ static void validate_ports(struct ctx *c, const struct container *ctr, const cha
                         size_t n = check_iana_svc_name(port->name, msgs);
                         bool dup = false;
                         for (size_t j = 0; j < n; j++)
-                                invalid_str(c, np, port->name, msgs[j]);
+                                val_invalid_str(c, np, port->name, msgs[j]);
                         for (size_t j = 0; n == 0 && j < i; j++)
                                 if (ctr->ports[j].name && streq(ctr->ports[j].name, port->name) &&
                                     check_iana_svc_name(ctr->ports[j].name, msgs) == 0)
                                         dup = true;
                         if (dup)
-                                duplicate_str(c, np, port->name);
+                                val_duplicate_str(c, np, port->name);
                 }
                 if (port->container_port == 0)
-                        required(c, cp, NULL);
+                        val_required(c, cp, NULL);
                 else if (port->container_port < 1 || port->container_port > 65535)
-                        invalid_int(c, cp, port->container_port, "must be between 1 and 65535, inclusive");
+                        val_invalid_int(c, cp, port->container_port, "must be between 1 and 65535, inclusive");
                 if (port->host_port != 0 && (port->host_port < 1 || port->host_port > 65535))
-                        invalid_int(c, hp, port->host_port, "must be between 1 and 65535, inclusive");
+                        val_invalid_int(c, hp, port->host_port, "must be between 1 and 65535, inclusive");
                 if (isempty(port->protocol))
-                        required(c, pr, NULL);
+                        val_required(c, pr, NULL);
                 else if (!streq(port->protocol, "TCP") && !streq(port->protocol, "UDP") &&
                          !streq(port->protocol, "SCTP"))
-                        not_supported(c, pr, port->protocol, "\"SCTP\", \"TCP\", \"UDP\"");
+                        val_not_supported(c, pr, port->protocol, "\"SCTP\", \"TCP\", \"UDP\"");
         }
 }
 
-static void validate_value_from(struct ctx *c, const struct env_var *ev, const char *vpath) {
+static void validate_value_from(struct vctx *c, const struct env_var *ev, const char *vpath) {
         static const char *const sources[] = { "fieldRef", "resourceFieldRef", "configMapKeyRef", "secretKeyRef" };
         size_t n = 0;
 
@@ -216,61 +205,61 @@ static void validate_value_from(struct ctx *c, const struct env_var *ev, const c
                 if (!s || json_is_null(s))
                         continue;
                 n++;
-                sp = child(c, vpath, sources[i]);
+                sp = val_child(c, vpath, sources[i]);
                 if (!sp)
                         return;
                 if (!json_is_object(s)) {
-                        invalid_str(c, sp, "", "must be an object");
+                        val_invalid_str(c, sp, "", "must be an object");
                         continue;
                 }
                 if (streq(sources[i], "fieldRef")) {
                         json_t *fp = json_object_get(s, "fieldPath");
-                        _cleanup_free_ char *fpp = child(c, sp, "fieldPath");
+                        _cleanup_free_ char *fpp = val_child(c, sp, "fieldPath");
                         if (!fpp)
                                 return;
                         if (!json_is_string(fp) || json_string_length(fp) == 0)
-                                required(c, fpp, NULL);
+                                val_required(c, fpp, NULL);
                 } else if (streq(sources[i], "resourceFieldRef")) {
                         json_t *res = json_object_get(s, "resource");
-                        _cleanup_free_ char *rp = child(c, sp, "resource");
+                        _cleanup_free_ char *rp = val_child(c, sp, "resource");
                         if (!rp)
                                 return;
                         if (!json_is_string(res) || json_string_length(res) == 0)
-                                required(c, rp, NULL);
+                                val_required(c, rp, NULL);
                 } else {
                         json_t *k = json_object_get(s, "key");
-                        _cleanup_free_ char *kp = child(c, sp, "key");
+                        _cleanup_free_ char *kp = val_child(c, sp, "key");
                         if (!kp)
                                 return;
                         if (!json_is_string(k) || json_string_length(k) == 0)
-                                required(c, kp, NULL);
+                                val_required(c, kp, NULL);
                 }
         }
         if (n == 0)
-                invalid_str(c, vpath, "", "must specify one of: `fieldRef`, `resourceFieldRef`, `configMapKeyRef` or `secretKeyRef`");
+                val_invalid_str(c, vpath, "", "must specify one of: `fieldRef`, `resourceFieldRef`, `configMapKeyRef` or `secretKeyRef`");
         else if (!isempty(ev->value))
-                invalid_str(c, vpath, "", "may not be specified when `value` is not empty");
+                val_invalid_str(c, vpath, "", "may not be specified when `value` is not empty");
         else if (n > 1)
-                invalid_str(c, vpath, "", "may not have more than one field specified at a time");
+                val_invalid_str(c, vpath, "", "may not have more than one field specified at a time");
 }
 
-static void validate_env(struct ctx *c, const struct container *ctr, const char *cpath) {
-        _cleanup_free_ char *ep = child(c, cpath, "env");
+static void validate_env(struct vctx *c, const struct container *ctr, const char *cpath) {
+        _cleanup_free_ char *ep = val_child(c, cpath, "env");
         if (!ep)
                 return;
         for (size_t i = 0; i < ctr->n_env; i++) {
                 const struct env_var *ev = &ctr->env[i];
-                _cleanup_free_ char *ip = idx(c, ep, i), *np = NULL, *vp = NULL;
+                _cleanup_free_ char *ip = val_idx(c, ep, i), *np = NULL, *vp = NULL;
                 if (!ip)
                         return;
-                np = child(c, ip, "name");
-                vp = child(c, ip, "valueFrom");
+                np = val_child(c, ip, "name");
+                vp = val_child(c, ip, "valueFrom");
                 if (!np || !vp)
                         return;
                 if (isempty(ev->name))
-                        required(c, np, NULL);
+                        val_required(c, np, NULL);
                 else
-                        check_name(c, np, ev->name, check_env_var_name);
+                        val_check_name(c, np, ev->name, check_env_var_name);
                 validate_value_from(c, ev, vp);
         }
 }
@@ -320,30 +309,30 @@ static bool is_integer_resource(const char *name) {
         return is_extended_resource(name);
 }
 
-static void validate_resource_name(struct ctx *c, const char *path, const char *name) {
+static void validate_resource_name(struct vctx *c, const char *path, const char *name) {
         const char *msgs[NAME_MAX_MSGS];
         size_t n = check_qualified_name(name, msgs);
 
         /* validateResourceName */
         for (size_t i = 0; i < n; i++)
-                invalid_str(c, path, name, msgs[i]);
+                val_invalid_str(c, path, name, msgs[i]);
         if (n == 0 && !strchr(name, '/') && !is_standard_resource(name))
-                invalid_str(c, path, name, "must be a standard resource type or fully qualified");
+                val_invalid_str(c, path, name, "must be a standard resource type or fully qualified");
         /* validateContainerResourceName */
         if (!strchr(name, '/')) {
                 if (!streq(name, "cpu") && !streq(name, "memory") && !streq(name, "ephemeral-storage") &&
                     !is_hugepages(name))
-                        invalid_str(c, path, name, "must be a standard resource for containers");
+                        val_invalid_str(c, path, name, "must be a standard resource for containers");
         } else if (!is_native_resource(name) && !is_extended_resource(name))
-                invalid_str(c, path, name, "doesn't follow extended resource name standard");
+                val_invalid_str(c, path, name, "doesn't follow extended resource name standard");
 }
 
-static void invalid_quantity(struct ctx *c, const char *path, const struct quantity *q, const char *msg) {
+static void invalid_quantity(struct vctx *c, const char *path, const struct quantity *q, const char *msg) {
         _cleanup_free_ char *s = quantity_canonical(q);
-        invalid_str(c, path, s ? s : q->str, msg);
+        val_invalid_str(c, path, s ? s : q->str, msg);
 }
 
-static void validate_quantity_value(struct ctx *c, const char *path, const char *name, const struct quantity *q) {
+static void validate_quantity_value(struct vctx *c, const char *path, const char *name, const struct quantity *q) {
         struct quantity zero = { .str = (char *) "0" };
         if (quantity_cmp(q, &zero) < 0)
                 invalid_quantity(c, path, q, "must be greater than or equal to 0");
@@ -351,18 +340,18 @@ static void validate_quantity_value(struct ctx *c, const char *path, const char 
                 invalid_quantity(c, path, q, "must be an integer");
 }
 
-static void validate_resources(struct ctx *c, const struct container *ctr, const char *cpath) {
+static void validate_resources(struct vctx *c, const struct container *ctr, const char *cpath) {
         const struct resource_requirements *res = &ctr->resources;
-        _cleanup_free_ char *rp = child(c, cpath, "resources"), *lp = NULL, *qp = NULL;
+        _cleanup_free_ char *rp = val_child(c, cpath, "resources"), *lp = NULL, *qp = NULL;
 
         if (!rp)
                 return;
-        lp = child(c, rp, "limits");
-        qp = child(c, rp, "requests");
+        lp = val_child(c, rp, "limits");
+        qp = val_child(c, rp, "requests");
         if (!lp || !qp)
                 return;
         for (size_t i = 0; i < res->limits.n; i++) {
-                _cleanup_free_ char *kp = key(c, lp, res->limits.names[i]);
+                _cleanup_free_ char *kp = val_key(c, lp, res->limits.names[i]);
                 if (!kp)
                         return;
                 validate_resource_name(c, kp, res->limits.names[i]);
@@ -371,7 +360,7 @@ static void validate_resources(struct ctx *c, const struct container *ctr, const
         for (size_t i = 0; i < res->requests.n; i++) {
                 const char *name = res->requests.names[i];
                 const struct quantity *q = &res->requests.values[i], *lim;
-                _cleanup_free_ char *kp = key(c, qp, name);
+                _cleanup_free_ char *kp = val_key(c, qp, name);
                 bool overcommit = is_native_resource(name) && !is_hugepages(name);
 
                 if (!kp)
@@ -400,30 +389,30 @@ static void validate_resources(struct ctx *c, const struct container *ctr, const
                                 invalid_quantity(c, qp, q, msg);
                         }
                 } else if (!overcommit)
-                        required(c, lp, "Limit must be set for non overcommitable resources");
+                        val_required(c, lp, "Limit must be set for non overcommitable resources");
         }
 }
 
-static void validate_container_common(struct ctx *c, const struct container *ctr, const char *cpath) {
-        _cleanup_free_ char *np = child(c, cpath, "name"), *ip = child(c, cpath, "image"),
-                            *pp = child(c, cpath, "imagePullPolicy");
+static void validate_container_common(struct vctx *c, const struct container *ctr, const char *cpath) {
+        _cleanup_free_ char *np = val_child(c, cpath, "name"), *ip = val_child(c, cpath, "image"),
+                            *pp = val_child(c, cpath, "imagePullPolicy");
         if (!np || !ip || !pp)
                 return;
         if (isempty(ctr->name))
-                required(c, np, NULL);
+                val_required(c, np, NULL);
         else
-                check_name(c, np, ctr->name, check_dns1123_label);
+                val_check_name(c, np, ctr->name, check_dns1123_label);
         if (isempty(ctr->image))
-                required(c, ip, NULL);
+                val_required(c, ip, NULL);
         validate_ports(c, ctr, cpath);
         validate_env(c, ctr, cpath);
         if (ctr->image_pull_policy == PULL_POLICY_UNSET)
-                required(c, pp, NULL);
+                val_required(c, pp, NULL);
         validate_resources(c, ctr, cpath);
 }
 
 /* AccumulateUniqueHostPorts over containers[from, to) */
-static void check_host_port_conflicts(struct ctx *c, const struct container *ctrs, size_t from, size_t to,
+static void check_host_port_conflicts(struct vctx *c, const struct container *ctrs, size_t from, size_t to,
                                       const char *lpath) {
         for (size_t ci = from; ci < to; ci++)
                 for (size_t pi = 0; pi < ctrs[ci].n_ports; pi++) {
@@ -449,35 +438,35 @@ static void check_host_port_conflicts(struct ctx *c, const struct container *ctr
                                         CHECK_OOM(c, -ENOMEM);
                                         return;
                                 }
-                                duplicate_str(c, path, s);
+                                val_duplicate_str(c, path, s);
                         }
                 }
 }
 
 /* ---- probes ---- */
 
-static void forbidden(struct ctx *c, const char *path, const char *detail) {
+void val_forbidden(struct vctx *c, const char *path, const char *detail) {
         CHECK_OOM(c, field_errors_add(c->errs, path, "Forbidden: %s", detail));
 }
 
-static void nonnegative(struct ctx *c, const char *parent, const char *name, int64_t v) {
+void val_nonnegative(struct vctx *c, const char *parent, const char *name, int64_t v) {
         _cleanup_free_ char *p = NULL;
         if (v >= 0)
                 return;
-        p = child(c, parent, name);
+        p = val_child(c, parent, name);
         if (p)
-                invalid_int(c, p, v, "must be greater than or equal to 0");
+                val_invalid_int(c, p, v, "must be greater than or equal to 0");
 }
 
 /* validatePortNumOrName */
-static void validate_port_num_or_name(struct ctx *c, const struct int_or_string *port, const char *path) {
+void val_port_num_or_name(struct vctx *c, const struct int_or_string *port, const char *path) {
         if (!port->is_string) {
                 if (port->int_val < 1 || port->int_val > 65535)
-                        invalid_int(c, path, port->int_val, "must be between 1 and 65535, inclusive");
+                        val_invalid_int(c, path, port->int_val, "must be between 1 and 65535, inclusive");
         } else if (isempty(port->str_val))
-                required(c, path, NULL);
+                val_required(c, path, NULL);
         else
-                check_name(c, path, port->str_val, check_iana_svc_name);
+                val_check_name(c, path, port->str_val, check_iana_svc_name);
 }
 
 static bool is_http_header_name(const char *s) {
@@ -489,29 +478,29 @@ static bool is_http_header_name(const char *s) {
         return true;
 }
 
-static void validate_http_get(struct ctx *c, const struct probe *p, const char *hp) {
-        _cleanup_free_ char *pathp = child(c, hp, "path"), *portp = child(c, hp, "port"),
-                            *schemep = child(c, hp, "scheme"), *headersp = child(c, hp, "httpHeaders");
+static void validate_http_get(struct vctx *c, const struct probe *p, const char *hp) {
+        _cleanup_free_ char *pathp = val_child(c, hp, "path"), *portp = val_child(c, hp, "port"),
+                            *schemep = val_child(c, hp, "scheme"), *headersp = val_child(c, hp, "httpHeaders");
         if (!pathp || !portp || !schemep || !headersp)
                 return;
         if (isempty(p->path))
-                required(c, pathp, NULL);
-        validate_port_num_or_name(c, &p->port, portp);
+                val_required(c, pathp, NULL);
+        val_port_num_or_name(c, &p->port, portp);
         if (!p->scheme || (!streq(p->scheme, "HTTP") && !streq(p->scheme, "HTTPS")))
-                not_supported(c, schemep, strempty(p->scheme), "\"HTTP\", \"HTTPS\"");
+                val_not_supported(c, schemep, strempty(p->scheme), "\"HTTP\", \"HTTPS\"");
         for (size_t i = 0; i < p->n_http_headers; i++) {
-                _cleanup_free_ char *ip = idx(c, headersp, i), *np = NULL;
-                if (!ip || !(np = child(c, ip, "name")))
+                _cleanup_free_ char *ip = val_idx(c, headersp, i), *np = NULL;
+                if (!ip || !(np = val_child(c, ip, "name")))
                         return;
                 if (!is_http_header_name(p->http_headers[i].name))
-                        invalid_str(c, np, strempty(p->http_headers[i].name),
+                        val_invalid_str(c, np, strempty(p->http_headers[i].name),
                                     "a valid HTTP header must consist of alphanumeric characters or '-' (e.g. "
                                     "'X-Header-Name', regex used for validation is '[-A-Za-z0-9]+')");
         }
 }
 
 /* validateProbe + validateHandler; kind: "livenessProbe", "readinessProbe", "startupProbe" */
-static void validate_probe(struct ctx *c, const struct probe *p, const char *cpath, const char *kind) {
+static void validate_probe(struct vctx *c, const struct probe *p, const char *cpath, const char *kind) {
         static const char *const handler_names[] = {
                 [PROBE_HANDLER_EXEC] = "exec",
                 [PROBE_HANDLER_HTTP_GET] = "httpGet",
@@ -522,72 +511,72 @@ static void validate_probe(struct ctx *c, const struct probe *p, const char *cpa
 
         if (!p)
                 return;
-        pp = child(c, cpath, kind);
+        pp = val_child(c, cpath, kind);
         if (!pp)
                 return;
         if (p->n_handlers == 0) {
-                required(c, pp, "must specify a handler type");
+                val_required(c, pp, "must specify a handler type");
         } else {
-                hp = child(c, pp, handler_names[p->handler]);
+                hp = val_child(c, pp, handler_names[p->handler]);
                 if (!hp)
                         return;
                 if (p->n_handlers > 1)
-                        forbidden(c, pp, "may not specify more than 1 handler type");
+                        val_forbidden(c, pp, "may not specify more than 1 handler type");
                 switch (p->handler) {
                 case PROBE_HANDLER_EXEC:
                         if (strv_length(p->exec_command) == 0) {
-                                _cleanup_free_ char *cmdp = child(c, hp, "command");
+                                _cleanup_free_ char *cmdp = val_child(c, hp, "command");
                                 if (cmdp)
-                                        required(c, cmdp, NULL);
+                                        val_required(c, cmdp, NULL);
                         }
                         break;
                 case PROBE_HANDLER_HTTP_GET:
                         validate_http_get(c, p, hp);
                         break;
                 case PROBE_HANDLER_TCP_SOCKET: {
-                        _cleanup_free_ char *portp = child(c, hp, "port");
+                        _cleanup_free_ char *portp = val_child(c, hp, "port");
                         if (portp)
-                                validate_port_num_or_name(c, &p->port, portp);
+                                val_port_num_or_name(c, &p->port, portp);
                         break;
                 }
                 case PROBE_HANDLER_GRPC:
                         if (p->grpc_port < 1 || p->grpc_port > 65535) {
-                                _cleanup_free_ char *portp = child(c, hp, "port");
+                                _cleanup_free_ char *portp = val_child(c, hp, "port");
                                 if (portp)
-                                        invalid_int(c, portp, p->grpc_port, "must be between 1 and 65535, inclusive");
+                                        val_invalid_int(c, portp, p->grpc_port, "must be between 1 and 65535, inclusive");
                         }
                         break;
                 default:
                         break;
                 }
         }
-        nonnegative(c, pp, "initialDelaySeconds", p->initial_delay_seconds);
-        nonnegative(c, pp, "timeoutSeconds", p->timeout_seconds);
-        nonnegative(c, pp, "periodSeconds", p->period_seconds);
-        nonnegative(c, pp, "successThreshold", p->success_threshold);
-        nonnegative(c, pp, "failureThreshold", p->failure_threshold);
+        val_nonnegative(c, pp, "initialDelaySeconds", p->initial_delay_seconds);
+        val_nonnegative(c, pp, "timeoutSeconds", p->timeout_seconds);
+        val_nonnegative(c, pp, "periodSeconds", p->period_seconds);
+        val_nonnegative(c, pp, "successThreshold", p->success_threshold);
+        val_nonnegative(c, pp, "failureThreshold", p->failure_threshold);
         if (p->has_termination_grace_period) {
-                _cleanup_free_ char *gp = child(c, pp, "terminationGracePeriodSeconds");
+                _cleanup_free_ char *gp = val_child(c, pp, "terminationGracePeriodSeconds");
                 if (gp && streq(kind, "readinessProbe"))
-                        invalid_int(c, gp, p->termination_grace_period_seconds, "must not be set for readinessProbes");
+                        val_invalid_int(c, gp, p->termination_grace_period_seconds, "must not be set for readinessProbes");
                 else if (gp && p->termination_grace_period_seconds <= 0)
-                        invalid_int(c, gp, p->termination_grace_period_seconds, "must be greater than 0");
+                        val_invalid_int(c, gp, p->termination_grace_period_seconds, "must be greater than 0");
         }
         if (!streq(kind, "readinessProbe") && p->success_threshold != 1) {
-                _cleanup_free_ char *sp = child(c, pp, "successThreshold");
+                _cleanup_free_ char *sp = val_child(c, pp, "successThreshold");
                 if (sp)
-                        invalid_int(c, sp, p->success_threshold, "must be 1");
+                        val_invalid_int(c, sp, p->success_threshold, "must be 1");
         }
 }
 
-static void validate_probes(struct ctx *c, const struct container *ctr, const char *cpath) {
+static void validate_probes(struct vctx *c, const struct container *ctr, const char *cpath) {
         validate_probe(c, ctr->liveness_probe, cpath, "livenessProbe");
         validate_probe(c, ctr->readiness_probe, cpath, "readinessProbe");
         validate_probe(c, ctr->startup_probe, cpath, "startupProbe");
 }
 
 /* Init containers (without restartPolicy Always, which ckubelet does not support yet) may not have probes. */
-static void forbid_probes(struct ctx *c, const struct container *ctr, const char *cpath) {
+static void forbid_probes(struct vctx *c, const struct container *ctr, const char *cpath) {
         const struct {
                 const struct probe *p;
                 const char *name;
@@ -598,38 +587,38 @@ static void forbid_probes(struct ctx *c, const struct container *ctr, const char
         };
         for (size_t i = 0; i < ELEMENTSOF(probes); i++)
                 if (probes[i].p) {
-                        _cleanup_free_ char *pp = child(c, cpath, probes[i].name);
+                        _cleanup_free_ char *pp = val_child(c, cpath, probes[i].name);
                         if (pp)
-                                forbidden(c, pp, "may not be set for init containers without restartPolicy=Always");
+                                val_forbidden(c, pp, "may not be set for init containers without restartPolicy=Always");
                 }
 }
 
-static void validate_containers(struct ctx *c, const struct pod_spec *s) {
+static void validate_containers(struct vctx *c, const struct pod_spec *s) {
         if (s->n_containers == 0) {
-                required(c, "spec.containers", NULL);
+                val_required(c, "spec.containers", NULL);
                 return;
         }
         for (size_t i = 0; i < s->n_containers; i++) {
-                _cleanup_free_ char *cp = idx(c, "spec.containers", i), *np = NULL;
+                _cleanup_free_ char *cp = val_idx(c, "spec.containers", i), *np = NULL;
                 if (!cp)
                         return;
                 validate_container_common(c, &s->containers[i], cp);
                 validate_probes(c, &s->containers[i], cp);
                 for (size_t j = 0; j < i; j++)
                         if (streq(strempty(s->containers[j].name), strempty(s->containers[i].name))) {
-                                np = child(c, cp, "name");
+                                np = val_child(c, cp, "name");
                                 if (np)
-                                        duplicate_str(c, np, strempty(s->containers[i].name));
+                                        val_duplicate_str(c, np, strempty(s->containers[i].name));
                                 break;
                         }
         }
         check_host_port_conflicts(c, s->containers, 0, s->n_containers, "spec.containers");
 }
 
-static void validate_init_containers(struct ctx *c, const struct pod_spec *s) {
+static void validate_init_containers(struct vctx *c, const struct pod_spec *s) {
         for (size_t i = 0; i < s->n_init_containers; i++) {
                 const struct container *ctr = &s->init_containers[i];
-                _cleanup_free_ char *cp = idx(c, "spec.initContainers", i);
+                _cleanup_free_ char *cp = val_idx(c, "spec.initContainers", i);
                 bool dup = false;
 
                 if (!cp)
@@ -642,16 +631,16 @@ static void validate_init_containers(struct ctx *c, const struct pod_spec *s) {
                 for (size_t j = 0; !dup && j < i; j++)
                         dup = !isempty(s->init_containers[j].name) && streq(s->init_containers[j].name, strempty(ctr->name));
                 if (dup) {
-                        _cleanup_free_ char *np = child(c, cp, "name");
+                        _cleanup_free_ char *np = val_child(c, cp, "name");
                         if (np)
-                                duplicate_str(c, np, strempty(ctr->name));
+                                val_duplicate_str(c, np, strempty(ctr->name));
                 }
                 /* init containers run one by one: conflicts only within one */
                 check_host_port_conflicts(c, s->init_containers, i, i + 1, "spec.initContainers");
         }
 }
 
-static void validate_host_network(struct ctx *c, const struct pod_spec *s) {
+static void validate_host_network(struct vctx *c, const struct pod_spec *s) {
         if (!s->host_network)
                 return;
         for (size_t i = 0; i < s->n_containers; i++)
@@ -664,33 +653,33 @@ static void validate_host_network(struct ctx *c, const struct pod_spec *s) {
                                 CHECK_OOM(c, -ENOMEM);
                                 return;
                         }
-                        invalid_int(c, path, p->host_port, "must match `containerPort` when `hostNetwork` is true");
+                        val_invalid_int(c, path, p->host_port, "must match `containerPort` when `hostNetwork` is true");
                 }
 }
 
-static void validate_dns(struct ctx *c, const struct pod *p) {
+static void validate_dns(struct vctx *c, const struct pod *p) {
         const char *d = p->spec.dns_policy;
         json_t *cfg;
 
         if (isempty(d)) {
-                required(c, "spec.dnsPolicy", NULL);
+                val_required(c, "spec.dnsPolicy", NULL);
                 return;
         }
         if (!streq(d, "ClusterFirstWithHostNet") && !streq(d, "ClusterFirst") && !streq(d, "Default") &&
             !streq(d, "None")) {
-                not_supported(c, "spec.dnsPolicy", d, "\"ClusterFirstWithHostNet\", \"ClusterFirst\", \"Default\", \"None\"");
+                val_not_supported(c, "spec.dnsPolicy", d, "\"ClusterFirstWithHostNet\", \"ClusterFirst\", \"Default\", \"None\"");
                 return;
         }
         if (!streq(d, "None"))
                 return;
         cfg = json_object_get(json_object_get(p->raw, "spec"), "dnsConfig");
         if (!json_is_object(cfg))
-                required(c, "spec.dnsConfig", "must provide `dnsConfig` when `dnsPolicy` is None");
+                val_required(c, "spec.dnsConfig", "must provide `dnsConfig` when `dnsPolicy` is None");
         else if (json_array_size(json_object_get(cfg, "nameservers")) == 0)
-                required(c, "spec.dnsConfig.nameservers", "must provide at least one DNS nameserver when `dnsPolicy` is None");
+                val_required(c, "spec.dnsConfig.nameservers", "must provide at least one DNS nameserver when `dnsPolicy` is None");
 }
 
-static void validate_image_whitespace(struct ctx *c, const struct container *ctrs, size_t n, const char *lpath) {
+static void validate_image_whitespace(struct vctx *c, const struct container *ctrs, size_t n, const char *lpath) {
         for (size_t i = 0; i < n; i++) {
                 const char *img = ctrs[i].image;
                 size_t len;
@@ -704,17 +693,17 @@ static void validate_image_whitespace(struct ctx *c, const struct container *ctr
                         CHECK_OOM(c, -ENOMEM);
                         return;
                 }
-                invalid_str(c, path, img, "must not have leading or trailing whitespace");
+                val_invalid_str(c, path, img, "must not have leading or trailing whitespace");
         }
 }
 
-static void validate_spec(struct ctx *c, const struct pod *p) {
+static void validate_spec(struct vctx *c, const struct pod *p) {
         const struct pod_spec *s = &p->spec;
 
         if (!s->termination_grace_period_set)
-                required(c, "spec.terminationGracePeriodSeconds", NULL);
+                val_required(c, "spec.terminationGracePeriodSeconds", NULL);
         else if (s->termination_grace_period_seconds < 0)
-                invalid_int(c, "spec.terminationGracePeriodSeconds", s->termination_grace_period_seconds,
+                val_invalid_int(c, "spec.terminationGracePeriodSeconds", s->termination_grace_period_seconds,
                             "must be greater than or equal to 0");
         validate_containers(c, s);
         validate_init_containers(c, s);
@@ -722,21 +711,21 @@ static void validate_spec(struct ctx *c, const struct pod *p) {
         /* restartPolicy: an enum, checked when decoding */
         validate_dns(c, p);
         if (!isempty(s->service_account_name))
-                check_name(c, "spec.serviceAccountName", s->service_account_name, check_dns1123_subdomain);
+                val_check_name(c, "spec.serviceAccountName", s->service_account_name, check_dns1123_subdomain);
         if (!isempty(s->node_name))
-                check_name(c, "spec.nodeName", s->node_name, check_dns1123_subdomain);
+                val_check_name(c, "spec.nodeName", s->node_name, check_dns1123_subdomain);
         if (s->has_active_deadline && (s->active_deadline_seconds < 1 || s->active_deadline_seconds > INT32_MAX))
-                invalid_int(c, "spec.activeDeadlineSeconds", s->active_deadline_seconds,
+                val_invalid_int(c, "spec.activeDeadlineSeconds", s->active_deadline_seconds,
                             "must be between 1 and 2147483647, inclusive");
         if (!isempty(s->hostname))
-                check_name(c, "spec.hostname", s->hostname, check_dns1123_label);
+                val_check_name(c, "spec.hostname", s->hostname, check_dns1123_label);
         if (!isempty(s->subdomain))
-                check_name(c, "spec.subdomain", s->subdomain, check_dns1123_label);
+                val_check_name(c, "spec.subdomain", s->subdomain, check_dns1123_label);
 }
 
 int pod_validate(const struct pod *p, struct field_errors *errs) {
         _cleanup_(field_errors_done) struct field_errors local = {};
-        struct ctx c = { .errs = errs ? errs : &local };
+        struct vctx c = { .errs = errs ? errs : &local };
         size_t before = c.errs->n;
 
         if (!p)
