@@ -37,6 +37,7 @@ struct pod_sync {
         bool have_actions;
         size_t step;                      /* index into actions.start */
         char *sandbox_id;                 /* sandbox the containers go into */
+        char *pod_ip;                     /* the sandbox's IP (NULL: none known, or host network) */
         Runtime__V1__PodSandboxConfig *sandbox_config;
         char *image_ref;
 
@@ -68,6 +69,7 @@ void pod_sync_free(struct pod_sync *s) {
         kr_pod_actions_done(&s->actions);
         kr_pod_gc_done(&s->gc);
         free(s->sandbox_id);
+        free(s->pod_ip);
         kr_pb_free(s->sandbox_config);
         free(s->image_ref);
         free(s);
@@ -75,6 +77,17 @@ void pod_sync_free(struct pod_sync *s) {
 
 static const char *pod_desc(const struct pod_sync *s) {
         return s->w->full_name ? s->w->full_name : s->w->uid;
+}
+
+/* What the CRI config builders need besides the spec. */
+static void build_context(const struct pod_sync *s, struct kr_build_context *ret) {
+        *ret = (struct kr_build_context) {
+                .pod_logs_dir = s->k->opts->pod_logs_dir,
+                .root_dir = s->k->opts->root_dir,
+                .node_name = s->k->opts->node_name,
+                .node_ip = s->k->node_ip,
+                .pod_ip = s->pod && s->pod->spec.host_network ? s->k->node_ip : s->pod_ip,
+        };
 }
 
 /* Fan-out bookkeeping: a phase issues calls with call_begin() and ends with fanout_end(); when the last
@@ -429,6 +442,29 @@ static void phase_stop_sandboxes(struct pod_sync *s) {
 
 /* ---------------------------------------------------------------- act: sandbox */
 
+static void on_new_sandbox_status(const struct cri_reply *reply, void *userdata) {
+        struct pod_sync *s = userdata;
+
+        if (reply->r < 0)
+                log_warning("pod %s: PodSandboxStatus of the new sandbox failed: %s", pod_desc(s), reply->message);
+        else {
+                const Runtime__V1__PodSandboxStatusResponse *resp = (const void *) reply->msg;
+                const char *ip = resp->status && resp->status->network ? resp->status->network->ip : NULL;
+                if (!isempty(ip) && free_and_strdup(&s->pod_ip, ip) < 0)
+                        s->error = true;
+        }
+        fanout_release(s);
+}
+
+/* the new sandbox's IP: env (status.podIP), /etc/hosts and probes of the containers about to start */
+static void sandbox_ip_query(struct pod_sync *s) {
+        Runtime__V1__PodSandboxStatusRequest req = RUNTIME__V1__POD_SANDBOX_STATUS_REQUEST__INIT;
+
+        req.pod_sandbox_id = s->sandbox_id;
+        if (cri_pod_sandbox_status(s->k->cri, &req, 0, on_new_sandbox_status, s) >= 0)
+                s->pending++;
+}
+
 static void on_run_sandbox(const struct cri_reply *reply, void *userdata) {
         struct pod_sync *s = userdata;
 
@@ -444,6 +480,8 @@ static void on_run_sandbox(const struct cri_reply *reply, void *userdata) {
                 log_info("Created pod sandbox: pod=\"%s\" podSandboxID=\"%.12s\"", pod_desc(s), resp->pod_sandbox_id);
                 if (free_and_strdup(&s->sandbox_id, resp->pod_sandbox_id) < 0)
                         s->error = true;
+                else
+                        sandbox_ip_query(s);
         }
         fanout_release(s);
 }
@@ -451,13 +489,15 @@ static void on_run_sandbox(const struct cri_reply *reply, void *userdata) {
 static void phase_create_sandbox(struct pod_sync *s) {
         Runtime__V1__RunPodSandboxRequest req = RUNTIME__V1__RUN_POD_SANDBOX_REQUEST__INIT;
         _cleanup_free_ char *logdir = NULL;
+        struct kr_build_context ctx;
         int r;
 
         if (s->error || !s->pod) {
                 sync_finish(s);
                 return;
         }
-        r = kr_build_sandbox_config(s->pod, s->actions.attempt, s->k->opts->pod_logs_dir, &s->sandbox_config);
+        build_context(s, &ctx);
+        r = kr_build_sandbox_config(s->pod, s->actions.attempt, &ctx, &s->sandbox_config);
         if (r < 0) {
                 call_failed(s, "building the sandbox config", r);
                 sync_finish(s);
@@ -466,6 +506,12 @@ static void phase_create_sandbox(struct pod_sync *s) {
         if (!s->actions.create_sandbox) {
                 if (free_and_strdup(&s->sandbox_id, s->actions.sandbox_id) < 0)
                         s->error = true;
+                for (size_t i = 0; s->status && i < s->status->n_sandboxes; i++) {
+                        const struct kr_sandbox *sb = s->status->sandboxes[i];
+                        if (streq(sb->id, s->actions.sandbox_id) && sb->have_status && !isempty(sb->ip) &&
+                            free_and_strdup(&s->pod_ip, sb->ip) < 0)
+                                s->error = true;
+                }
                 phase_start_next(s);
                 return;
         }
@@ -594,6 +640,7 @@ static void create_container(struct pod_sync *s) {
         Runtime__V1__CreateContainerRequest req = RUNTIME__V1__CREATE_CONTAINER_REQUEST__INIT;
         Runtime__V1__ContainerConfig *cfg = NULL;
         _cleanup_free_ char *podlog = NULL, *dir = NULL;
+        struct kr_build_context ctx;
         uint32_t restart_count = next_restart_count(s, c);
         int r;
 
@@ -604,7 +651,8 @@ static void create_container(struct pod_sync *s) {
                 start_one_done(s);
                 return;
         }
-        r = kr_build_container_config(s->pod, c, restart_count, s->image_ref, &cfg);
+        build_context(s, &ctx);
+        r = kr_build_container_config(s->pod, c, restart_count, s->image_ref, &ctx, &cfg);
         if (r < 0) {
                 pod_worker_set_waiting(s->w, c->name, "CreateContainerConfigError", "%s", strerror(-r));
                 call_failed(s, "building the container config", r);

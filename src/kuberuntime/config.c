@@ -182,7 +182,7 @@ static char *pod_hostname(const struct pod *pod) {
         return s;
 }
 
-int kr_build_sandbox_config(const struct pod *pod, uint32_t attempt, const char *pod_logs_dir,
+int kr_build_sandbox_config(const struct pod *pod, uint32_t attempt, const struct kr_build_context *ctx,
                             Runtime__V1__PodSandboxConfig **ret) {
         Runtime__V1__PodSandboxConfig *cfg = NULL;
         Runtime__V1__PodSandboxMetadata *md;
@@ -213,7 +213,7 @@ int kr_build_sandbox_config(const struct pod *pod, uint32_t attempt, const char 
                 if (!cfg->hostname)
                         goto fail;
         }
-        cfg->log_directory = kr_pod_log_dir(pod_logs_dir, pod);
+        cfg->log_directory = kr_pod_log_dir(ctx->pod_logs_dir, pod);
         if (!cfg->log_directory)
                 goto fail;
 
@@ -304,7 +304,8 @@ static uint64_t node_memory_bytes(void) {
 }
 
 int kr_build_container_config(const struct pod *pod, const struct container *c, uint32_t restart_count,
-                              const char *image_ref, Runtime__V1__ContainerConfig **ret) {
+                              const char *image_ref, const struct kr_build_context *ctx,
+                              Runtime__V1__ContainerConfig **ret) {
         Runtime__V1__ContainerConfig *cfg;
         Runtime__V1__LinuxContainerConfig *lx;
         Runtime__V1__LinuxContainerSecurityContext *sc;

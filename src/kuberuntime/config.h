@@ -13,12 +13,26 @@ void kr_pb_free(void *msg); /* accepts NULL */
 /* "<pod_logs_dir>/<namespace>_<name>_<uid>" */
 char *kr_pod_log_dir(const char *pod_logs_dir, const struct pod *pod);
 
-int kr_build_sandbox_config(const struct pod *pod, uint32_t attempt, const char *pod_logs_dir,
+struct pod_objects;
+
+/* What the builders need beyond the pod spec, gathered by the sync pass (pod_sync.c build_context()). Any
+ * field may be unset (NULL / 0) when the sync does not know it yet. */
+struct kr_build_context {
+        const char *pod_logs_dir;           /* --pod-logs-dir */
+        const char *root_dir;               /* --root-dir: pod directories live in <root_dir>/pods/<uid> */
+        const char *node_name;
+        const char *node_ip;                /* status.hostIP */
+        const char *pod_ip;                 /* status.podIP: known once the sandbox runs (NULL before) */
+        const struct pod_objects *objects;  /* the ConfigMaps, Secrets and tokens fetched for this pod */
+};
+
+int kr_build_sandbox_config(const struct pod *pod, uint32_t attempt, const struct kr_build_context *ctx,
                             Runtime__V1__PodSandboxConfig **ret);
 
 /* image_ref: the resolved image (id) to run; restart_count: attempt of this container. */
 int kr_build_container_config(const struct pod *pod, const struct container *c, uint32_t restart_count,
-                              const char *image_ref, Runtime__V1__ContainerConfig **ret);
+                              const char *image_ref, const struct kr_build_context *ctx,
+                              Runtime__V1__ContainerConfig **ret);
 
 /* Copy of a sandbox config is needed in CreateContainer too: build once per sync and keep. */
 
