@@ -127,6 +127,20 @@ static unsigned count_logged(struct ctx *t, const char *needle) {
         return n;
 }
 
+/* The log must come to hold exactly n copies of needle: wait for them (a loaded machine, or a sanitized
+ * build streaming 10 MiB, may take longer than a polling window), with no pods update meanwhile. */
+static void assert_logged(struct ctx *t, const char *needle, unsigned n) {
+        uint64_t deadline = now_usec() + 10 * USEC_PER_SEC;
+        unsigned prev = t->calls, got;
+
+        while ((got = count_logged(t, needle)) < n && now_usec() < deadline)
+                loop_for(t, prev, 50, false);
+        if (t->calls != prev)
+                fail_msg("unexpected update while waiting for \"%s\"", needle);
+        if (got != n)
+                fail_msg("\"%s\" logged %u times, expected %u", needle, got, n);
+}
+
 static void restore_stderr(struct ctx *t) {
         _cleanup_free_ char *data = NULL;
 
@@ -228,32 +242,32 @@ static void test_http(void **state) {
         /* 404: an error, logged once, pods kept */
         serve(t, 404, "nope", 4, false);
         expect_no_update(t, 450);
-        assert_int_equal(count_logged(t, "server returned HTTP status 404"), 1);
+        assert_logged(t, "server returned HTTP status 404", 1);
         assert_int_equal(strv_length(t->names), 2);
 
         /* the same body as before the error: no update, but the recovery is logged */
         serve(t, 200, two_pods, strlen(two_pods), false);
         expect_no_update(t, 350);
-        assert_int_equal(count_logged(t, "Successfully read pods from URL"), 1);
+        assert_logged(t, "Successfully read pods from URL", 1);
         serve(t, 404, "nope", 4, false);
         expect_no_update(t, 350);
-        assert_int_equal(count_logged(t, "server returned HTTP status 404"), 2);
+        assert_logged(t, "server returned HTTP status 404", 2);
 
         /* too large, with a Content-Length */
         serve(t, 200, big, MANIFEST_MAX_SIZE + 1, false);
         expect_no_update(t, 450);
-        assert_int_equal(count_logged(t, "response body is larger than 10485760 bytes"), 1);
+        assert_logged(t, "response body is larger than 10485760 bytes", 1);
 
         /* back to good: an update, and "success" is logged */
         serve(t, 200, one_pod, strlen(one_pod), false);
         expect_update(t, 2000);
         assert_int_equal(strv_length(t->names), 1);
-        assert_int_equal(count_logged(t, "Successfully read pods from URL"), 2);
+        assert_logged(t, "Successfully read pods from URL", 2);
 
         /* too large, streamed without a Content-Length: the transfer is cut off */
         serve(t, 200, big, MANIFEST_MAX_SIZE + 1, true);
         expect_no_update(t, 450);
-        assert_int_equal(count_logged(t, "response body is larger than 10485760 bytes"), 2);
+        assert_logged(t, "response body is larger than 10485760 bytes", 2);
         assert_int_equal(strv_length(t->names), 1);
 
         /* a body that is not a valid manifest: error with document and field, pods kept */
@@ -272,9 +286,9 @@ static void test_http(void **state) {
         serve(t, 200, "", 0, false);
         expect_update(t, 2000);
         assert_int_equal(strv_length(t->names), 0);
-        assert_int_equal(count_logged(t, "Zero-length data received from"), 1);
+        assert_logged(t, "Zero-length data received from", 1);
         expect_no_update(t, 350);
-        assert_int_equal(count_logged(t, "Zero-length data received from"), 1);
+        assert_logged(t, "Zero-length data received from", 1);
 
         serve(t, 200, two_pods, strlen(two_pods), false);
         expect_update(t, 2000);
@@ -295,7 +309,7 @@ static void test_unreachable(void **state) {
         assert_true(ms < 1000);
         assert_int_equal(strv_length(t->names), 0);
         loop_for(t, t->calls, 400, false);
-        assert_int_equal(count_logged(t, "Failed to read pods from URL"), 1);
+        assert_logged(t, "Failed to read pods from URL", 1);
         restore_stderr(t);
 }
 
