@@ -18,6 +18,7 @@
 #include "basic/log.h"
 #include "basic/macro.h"
 #include "basic/util.h"
+#include "volumes/contents.h"
 #include "volumes/subpath.h"
 #include "volumes/volumes.h"
 
@@ -43,6 +44,14 @@ static const char *plugin_name(enum volume_type t) {
                 return "empty-dir";
         case VOLUME_HOST_PATH:
                 return "host-path";
+        case VOLUME_CONFIG_MAP:
+                return "configmap";
+        case VOLUME_SECRET:
+                return "secret";
+        case VOLUME_DOWNWARD_API:
+                return "downward-api";
+        case VOLUME_PROJECTED:
+                return "projected";
         default:
                 return NULL;
         }
@@ -207,6 +216,27 @@ static int setup_host_path(const struct volume *v, char **msg) {
         return set_message(msg, "invalid HostPathType %s", t) < 0 ? -ENOMEM : -EINVAL;
 }
 
+/* configMap, secret, downwardAPI, projected: a directory (a tmpfs for secrets and projected volumes, which
+ * may hold tokens and secrets, as upstream) written by the atomic writer, rewritten when the content changes */
+static int setup_written_volume(const struct pod *pod, const struct volume *v, const char *dir,
+                                const struct kr_build_context *ctx, char **msg) {
+        struct volume wrapper = { .medium = (char *) (v->type == VOLUME_SECRET || v->type == VOLUME_PROJECTED ? "Memory" : "") };
+        struct vol_payload payload = {};
+        int r;
+
+        r = setup_empty_dir(&wrapper, dir, msg);
+        if (r < 0)
+                return r;
+        r = vol_volume_payload(pod, v, ctx, &payload, msg);
+        if (r < 0)
+                return r;
+        r = vol_atomic_write(dir, &payload);
+        vol_payload_done(&payload);
+        if (r < 0)
+                return set_message(msg, "cannot write the files of the volume: %s", strerror(-r)) < 0 ? -ENOMEM : r;
+        return 0;
+}
+
 /* ---------------------------------------------------------------- /etc/hosts */
 
 static int append(char **buf, size_t *len, const char *fmt, ...) _printf_(3, 4);
@@ -343,6 +373,13 @@ int vol_setup_pod(const struct pod *pod, const struct kr_build_context *ctx, cha
                         break;
                 case VOLUME_HOST_PATH:
                         r = setup_host_path(v, &msg);
+                        break;
+                case VOLUME_CONFIG_MAP:
+                case VOLUME_SECRET:
+                case VOLUME_DOWNWARD_API:
+                case VOLUME_PROJECTED:
+                        dir = volume_host_path(pod, v, ctx->root_dir);
+                        r = dir ? setup_written_volume(pod, v, dir, ctx, &msg) : -ENOMEM;
                         break;
                 default:
                         r = set_message(&msg, "unsupported volume type \"%s\"", strna(v->type_name)) < 0 ? -ENOMEM
@@ -506,14 +543,11 @@ int vol_remove_tree(int dirfd, const char *name) {
         return remove_tree_at(dirfd, name, 0);
 }
 
-/* unmount our tmpfs emptyDirs of a pod directory */
-static void unmount_empty_dirs(const char *pod_dir) {
-        _cleanup_free_ char *base = NULL;
+/* unmount our tmpfs volumes (emptyDir medium Memory, secret, projected) of a pod directory */
+static void unmount_plugin_dir(const char *base) {
         DIR *d;
         struct dirent *e;
 
-        if (asprintf(&base, "%s/volumes/kubernetes.io~empty-dir", pod_dir) < 0)
-                return;
         d = opendir(base);
         if (!d)
                 return;
@@ -535,6 +569,15 @@ static void unmount_empty_dirs(const char *pod_dir) {
                         log_v(2, "unmounted tmpfs %s", p);
         }
         closedir(d);
+}
+
+static void unmount_empty_dirs(const char *pod_dir) {
+        static const char *const plugins[] = { "empty-dir", "secret", "projected", "configmap", "downward-api" };
+        for (size_t i = 0; i < ELEMENTSOF(plugins); i++) {
+                _cleanup_free_ char *base = NULL;
+                if (asprintf(&base, "%s/volumes/kubernetes.io~%s", pod_dir, plugins[i]) >= 0)
+                        unmount_plugin_dir(base);
+        }
 }
 
 int vol_cleanup_orphans(const char *root_dir, bool (*keep)(const char *uid, void *userdata), void *userdata) {
