@@ -191,3 +191,45 @@ def test_orphaned_pod_directory_is_removed(kubelet, runtime):
     wait_for(lambda: not os.path.exists(pd), timeout=30, msg="pod directory removed")
     assert mounts_under(pd) == []
     kubelet.wait_log(f'Cleaning up orphaned pod directories: podUID="{uid}"')
+
+
+def test_downward_api_and_missing_objects(kubelet, runtime):
+    # standalone: no API server, so no ConfigMap/Secret exists: optional ones give empty volumes
+    kubelet.write("dw.json", json.dumps({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "dw", "labels": {"app": "web", "tier": "front"}, "annotations": {"note": "hi \"there\""}},
+        "spec": {"containers": [{"name": "c", "image": BUSYBOX, "command": SLEEP,
+                                 "resources": {"limits": {"memory": "64Mi", "cpu": "250m"}},
+                                 "volumeMounts": [{"name": "info", "mountPath": "/etc/podinfo"},
+                                                  {"name": "cm", "mountPath": "/cm"},
+                                                  {"name": "sec", "mountPath": "/sec"}]}],
+                 "volumes": [{"name": "info", "downwardAPI": {"items": [
+                     {"path": "labels", "fieldRef": {"fieldPath": "metadata.labels"}},
+                     {"path": "name", "fieldRef": {"fieldPath": "metadata.name"}},
+                     {"path": "sub/note", "fieldRef": {"fieldPath": "metadata.annotations['note']"}, "mode": 0o400},
+                     {"path": "mem", "resourceFieldRef": {"containerName": "c", "resource": "limits.memory",
+                                                          "divisor": "1Mi"}},
+                     {"path": "cpu", "resourceFieldRef": {"containerName": "c", "resource": "limits.cpu",
+                                                          "divisor": "1m"}}]}},
+                     {"name": "cm", "configMap": {"name": "absent", "optional": True}},
+                     {"name": "sec", "secret": {"secretName": "absent", "optional": True}}]}}))
+    c = wait_for(lambda: one_running(runtime, "dw", "c"), msg="downward API pod running")
+    out = sh(runtime, c["id"], "cat /etc/podinfo/labels; echo; cat /etc/podinfo/name; echo; "
+                               "cat /etc/podinfo/sub/note; echo; cat /etc/podinfo/mem; echo; cat /etc/podinfo/cpu").stdout
+    assert out == f'app="web"\ntier="front"\ndw-{NODE}\nhi "there"\n64\n250'
+    uid = pod_uid(runtime, "dw")
+    d = os.path.join(kubelet.root, "pods", uid, "volumes", "kubernetes.io~downward-api", "info")
+    assert os.readlink(os.path.join(d, "labels")) == "..data/labels"
+    assert os.readlink(os.path.join(d, "..data")).startswith("..")
+    assert os.stat(os.path.join(d, "sub", "note")).st_mode & 0o777 == 0o400
+    assert os.stat(os.path.join(d, "name")).st_mode & 0o777 == 0o644
+    assert sh(runtime, c["id"], "ls /cm /sec").stdout.split() == ["/cm:", "/sec:"]
+    # secrets live on a tmpfs
+    assert sh(runtime, c["id"], "grep ' /sec ' /proc/mounts").stdout.split()[2] == "tmpfs"
+
+    # a required ConfigMap or Secret that does not exist: FailedMount, no container
+    kubelet.write("req.json", manifest("req", [
+        {"name": "c", "command": SLEEP, "volumeMounts": [{"name": "cm", "mountPath": "/cm"}]},
+    ], volumes=[{"name": "cm", "configMap": {"name": "settings"}}]))
+    kubelet.wait_log(re.escape('MountVolume.SetUp failed for volume "cm" : configmap "settings" not found'))
+    assert runtime.containers_of(f"req-{NODE}") == []
