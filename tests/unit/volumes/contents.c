@@ -272,12 +272,19 @@ static void test_object_payloads(void **state) {
 
         assert_int_equal(pod_objects_new(&o), 0);
         ctx.objects = o;
-        assert_int_equal(pod_objects_put(o, "ConfigMap", "ns", "cm",
-                                         json_pack("{s:{s:s, s:s}, s:{s:s}}", "data", "a", "alpha", "b", "beta",
-                                                   "binaryData", "bin", "AAEC")), 0);
-        assert_int_equal(pod_objects_put(o, "Secret", "ns", "s", json_pack("{s:{s:s}}", "data", "password", "czNjcjN0")), 0);
+        {
+                json_t *cm = json_pack("{s:{s:s, s:s}, s:{s:s}}", "data", "a", "alpha", "b", "beta", "binaryData", "bin",
+                                       "AAEC");
+                json_t *sec = json_pack("{s:{s:s}}", "data", "password", "czNjcjN0");
+                json_t *tok = json_pack("{s:s}", "token", "tok-123");
+                assert_int_equal(pod_objects_put(o, "ConfigMap", "ns", "cm", cm), 0);
+                assert_int_equal(pod_objects_put(o, "Secret", "ns", "s", sec), 0);
+                assert_int_equal(pod_objects_put_token(o, "ns", "robot", "vault", 7200, tok), 0);
+                json_decref(cm);
+                json_decref(sec);
+                json_decref(tok);
+        }
         assert_int_equal(pod_objects_put_error(o, "ConfigMap", "ns", "forbidden", -EACCES, "configmaps \"forbidden\" is forbidden"), 0);
-        assert_int_equal(pod_objects_put_token(o, "ns", "robot", "vault", 7200, json_pack("{s:s}", "token", "tok-123")), 0);
 
         pl = payload_of(p, &ctx, 0, 0, NULL);
         assert_int_equal(pl.n, 3);
