@@ -81,7 +81,7 @@ int vol_subpath_expand(const struct container *c, const char *expr, char **ret) 
 static int openat2_beneath(int rootfd, const char *rel, uint64_t flags) {
         struct open_how how = {
                 .flags = flags | O_CLOEXEC,
-                .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV,
+                .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS,
         };
         for (int attempt = 0;; attempt++) {
                 long fd = syscall(SYS_openat2, rootfd, rel, &how, sizeof(how));
