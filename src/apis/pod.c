@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "apis/apis-internal.h"
+#include "apis/pod_volumes.h"
 
 /* ---- field errors ---- */
 
@@ -210,6 +211,7 @@ static void pod_spec_done(struct pod_spec *s) {
         for (size_t i = 0; i < s->n_init_containers; i++)
                 container_done(&s->init_containers[i]);
         free(s->init_containers);
+        pod_volumes_free(s->volumes);
         free(s->node_name);
         free(s->hostname);
         free(s->subdomain);

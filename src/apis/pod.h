@@ -126,6 +126,8 @@ struct container {
                               * changes exactly when the container's spec does) */
 };
 
+struct pod_volumes;
+
 struct pod_spec {
         struct container *containers;
         size_t n_containers;
@@ -143,6 +145,7 @@ struct pod_spec {
         char *dns_policy;    /* default ClusterFirst */
         char *scheduler_name;
         int32_t priority;
+        struct pod_volumes *volumes; /* spec.volumes, volumeMounts, hostAliases (pod_volumes.h); never NULL once decoded */
         /* set by pod_decode when the document gives terminationGracePeriodSeconds (0 is a valid value), and by
          * pod_apply_defaults after defaulting it to 30 */
         bool termination_grace_period_set;

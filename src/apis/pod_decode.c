@@ -12,6 +12,7 @@
 
 #include "apis/apis-internal.h"
 #include "apis/pod.h"
+#include "apis/pod_volumes.h"
 
 /* Sizes beyond these are refused: a kubelet has no business with 10000 containers. */
 #define MAX_CONTAINERS 1000
@@ -756,6 +757,8 @@ static int decode_spec(struct field_errors *e, json_t *spec, struct pod_spec *s)
                 r = dec_get_string(e, spec, "spec", "schedulerName", &s->scheduler_name);
         if (r >= 0)
                 r = dec_get_int32(e, spec, "spec", "priority", &s->priority);
+        if (r >= 0)
+                r = pod_volumes_decode(e, spec, &s->volumes);
         if (r < 0)
                 return r;
 

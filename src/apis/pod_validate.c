@@ -11,6 +11,7 @@
 
 #include "apis/apis-internal.h"
 #include "apis/pod.h"
+#include "apis/pod_volumes.h"
 
 #define TOTAL_ANNOTATION_SIZE_LIMIT (256 * 1024)
 #define MIRROR_POD_ANNOTATION "kubernetes.io/config.mirror"
@@ -710,6 +711,7 @@ static void validate_spec(struct vctx *c, const struct pod *p) {
         validate_host_network(c, s);
         /* restartPolicy: an enum, checked when decoding */
         validate_dns(c, p);
+        pod_volumes_validate(c, p);
         if (!isempty(s->service_account_name))
                 val_check_name(c, "spec.serviceAccountName", s->service_account_name, check_dns1123_subdomain);
         if (!isempty(s->node_name))

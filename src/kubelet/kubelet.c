@@ -14,6 +14,7 @@
 #include "node/node_ip.h"
 #include "node/node_status.h"
 #include "server/server.h"
+#include "volumes/volumes.h"
 
 #define WORKER_BACKOFF_MIN_USEC (1 * USEC_PER_SEC)
 #define WORKER_BACKOFF_MAX_USEC (10 * USEC_PER_SEC)
@@ -636,6 +637,17 @@ static void on_relisted(bool ok, void *userdata) {
 
 /* ---------------------------------------------------------------- housekeeping */
 
+/* a pod directory is kept while its pod is desired, has a worker or has anything in the runtime */
+static bool pod_dir_wanted(const char *uid, void *userdata) {
+        struct kubelet *k = userdata;
+        if (desired_contains(k, uid) || kubelet_find_worker(k, uid))
+                return true;
+        for (char *const *u = pleg_pod_uids(k->pleg); u && *u; u++)
+                if (streq(*u, uid))
+                        return true;
+        return false;
+}
+
 static void housekeeping(evutil_socket_t fd, short what, void *userdata) {
         struct kubelet *k = userdata;
         uint64_t now = now_usec();
@@ -650,6 +662,9 @@ static void housekeeping(evutil_socket_t fd, short what, void *userdata) {
                         pod_worker_request_sync(w);
         }
         sync_mirror_pods(k);
+        /* cleanupOrphanedPodDirs: only once every source has spoken and the runtime has been listed */
+        if (k->runtime_listed && k->config_received && !k->stopping)
+                (void) vol_cleanup_orphans(k->opts->root_dir, pod_dir_wanted, k);
 }
 
 /* ---------------------------------------------------------------- lifecycle */

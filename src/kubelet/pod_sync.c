@@ -21,6 +21,7 @@
 #include "kuberuntime/labels.h"
 #include "kuberuntime/runtime_state.h"
 #include "prober/manager.h"
+#include "volumes/volumes.h"
 
 #define MINIMUM_GRACE_PERIOD_SECONDS 2
 
@@ -816,12 +817,36 @@ static bool in_crash_backoff(struct pod_sync *s, const struct container *c) {
         return false;
 }
 
+/* Volumes and /etc/hosts are set up (idempotently) before any container of the pass is created; a failure
+ * leaves the containers waiting (FailedMount) and the pod is retried. */
+static bool volumes_ready(struct pod_sync *s) {
+        _cleanup_free_ char *msg = NULL;
+        struct kr_build_context ctx;
+        int r;
+
+        build_context(s, &ctx);
+        r = vol_setup_pod(s->pod, &ctx, &msg);
+        if (r >= 0)
+                return true;
+        log_error("pod %s: Unable to attach or mount volumes: %s", pod_desc(s), msg ? msg : strerror(-r));
+        pod_worker_event(s->w, NULL, "Warning", "FailedMount", "%s", msg ? msg : strerror(-r));
+        for (size_t i = 0; i < s->actions.n_start; i++)
+                pod_worker_set_waiting(s->w, s->pod->spec.containers[s->actions.start[i]].name, "ContainerCreating",
+                                       "%s", msg ? msg : strerror(-r));
+        s->error = true;
+        return false;
+}
+
 static void phase_start_next(struct pod_sync *s) {
         const struct container *c;
         Runtime__V1__ImageStatusRequest req = RUNTIME__V1__IMAGE_STATUS_REQUEST__INIT;
         Runtime__V1__ImageSpec spec = RUNTIME__V1__IMAGE_SPEC__INIT;
         int r;
 
+        if (s->step == 0 && s->pod && !s->k->stopping && !isempty(s->sandbox_id) && !volumes_ready(s)) {
+                sync_finish(s);
+                return;
+        }
         if (s->k->stopping || isempty(s->sandbox_id) || s->step >= s->actions.n_start) {
                 sync_finish(s);
                 return;

@@ -8,6 +8,7 @@
 #include "kuberuntime/actions.h"
 #include "kuberuntime/labels.h"
 #include "kuberuntime/resources.h"
+#include "volumes/volumes.h"
 
 void kr_pb_free(void *msg) {
         if (msg)
@@ -360,6 +361,9 @@ int kr_build_container_config(const struct pod *pod, const struct container *c, 
                 }
         }
 
+        r = vol_container_mounts(pod, c, ctx, &cfg->mounts, &cfg->n_mounts);
+        if (r < 0)
+                goto fail;
         r = kr_container_labels(pod, c, &labels);
         if (r < 0)
                 goto fail;

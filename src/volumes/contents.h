@@ -1,0 +1,22 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/* The files of configMap, secret, downwardAPI and projected volumes (MakePayload of pkg/volume/{configmap,
+ * secret,downwardapi,projected}), from the pod and its fetched objects (struct pod_objects). */
+
+#include "apis/pod_volumes.h"
+#include "kuberuntime/config.h"
+#include "volumes/atomic_writer.h"
+
+/* One downward API value (fieldpath.ExtractFieldPathAsString, resource.ExtractResourceValueByContainerName):
+ * labels and annotations as `key="value"` lines sorted by key (FormatMap), resources divided by the divisor
+ * and rounded up, limits not set taken from the node (CPUs, memory, root_dir's filesystem). Caller frees. */
+int vol_downward_value(const struct pod *pod, const struct downward_item *it, const char *root_dir, char **ret);
+
+/* Strict base64 (StdEncoding, padded). *ret is NUL-terminated for convenience. */
+int vol_base64_decode(const char *s, char **ret, size_t *ret_size);
+
+/* The payload of one volume. On failure *ret_message (caller frees) says why, as upstream words it
+ * ("configmap \"x\" not found", "configmap references non-existent config key: k", ...). */
+int vol_volume_payload(const struct pod *pod, const struct volume *v, const struct kr_build_context *ctx,
+                       struct vol_payload *ret, char **ret_message);

@@ -1,0 +1,617 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Pod volumes on the node: see volumes.h. */
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/sysinfo.h>
+#include <unistd.h>
+
+#include "apis/pod_volumes.h"
+#include "basic/log.h"
+#include "basic/macro.h"
+#include "basic/util.h"
+#include "volumes/contents.h"
+#include "volumes/subpath.h"
+#include "volumes/volumes.h"
+
+#ifndef TMPFS_MAGIC
+#define TMPFS_MAGIC 0x01021994
+#endif
+
+#define HOSTS_FILE_MAX (1024 * 1024)
+#define MANAGED_HOSTS_HEADER "# Kubernetes-managed hosts file.\n"
+#define MANAGED_HOSTS_HEADER_HOST_NETWORK "# Kubernetes-managed hosts file (host network).\n"
+
+char *vol_pod_dir(const char *root_dir, const char *uid) {
+        char *p = NULL;
+        if (asprintf(&p, "%s/pods/%s", root_dir ? root_dir : "/var/lib/kubelet", uid) < 0)
+                return NULL;
+        return p;
+}
+
+/* the plugin directory name of a volume type (kubernetes.io~<plugin>) */
+static const char *plugin_name(enum volume_type t) {
+        switch (t) {
+        case VOLUME_EMPTY_DIR:
+                return "empty-dir";
+        case VOLUME_HOST_PATH:
+                return "host-path";
+        case VOLUME_CONFIG_MAP:
+                return "configmap";
+        case VOLUME_SECRET:
+                return "secret";
+        case VOLUME_DOWNWARD_API:
+                return "downward-api";
+        case VOLUME_PROJECTED:
+                return "projected";
+        default:
+                return NULL;
+        }
+}
+
+/* The host path of a volume (GetPath): the directory for emptyDir, the path itself for hostPath. */
+static char *volume_host_path(const struct pod *pod, const struct volume *v, const char *root_dir) {
+        _cleanup_free_ char *pd = NULL;
+        char *p = NULL;
+
+        if (v->type == VOLUME_HOST_PATH)
+                return strdup(v->host_path);
+        pd = vol_pod_dir(root_dir, pod->uid);
+        if (!pd || asprintf(&p, "%s/volumes/kubernetes.io~%s/%s", pd, plugin_name(v->type), v->name) < 0)
+                return NULL;
+        return p;
+}
+
+static int set_message(char **ret_message, const char *fmt, ...) _printf_(2, 3);
+static int set_message(char **ret_message, const char *fmt, ...) {
+        va_list ap;
+        char *m = NULL;
+        int r;
+
+        va_start(ap, fmt);
+        r = vasprintf(&m, fmt, ap);
+        va_end(ap);
+        if (r < 0)
+                return -ENOMEM;
+        free(*ret_message);
+        *ret_message = m;
+        return 0;
+}
+
+int vol_is_mount_point(int dirfd, const char *name, bool *ret) {
+        _cleanup_free_ char *parent = NULL;
+        struct statx a, b;
+        char *slash;
+
+        if (statx(dirfd, name, AT_SYMLINK_NOFOLLOW, STATX_MNT_ID | STATX_INO, &a) < 0)
+                return -errno;
+        if (dirfd == AT_FDCWD || name[0] == '/') {
+                parent = strdup(name);
+                if (!parent)
+                        return -ENOMEM;
+                slash = strrchr(parent, '/');
+                if (!slash)
+                        parent[0] = '.', parent[1] = '\0';
+                else if (slash == parent)
+                        slash[1] = '\0';
+                else
+                        *slash = '\0';
+                if (statx(dirfd, parent, AT_SYMLINK_NOFOLLOW, STATX_MNT_ID | STATX_INO, &b) < 0)
+                        return -errno;
+        } else if (statx(dirfd, "", AT_EMPTY_PATH, STATX_MNT_ID | STATX_INO, &b) < 0)
+                return -errno;
+        if (!(a.stx_mask & STATX_MNT_ID) || !(b.stx_mask & STATX_MNT_ID))
+                return -EOPNOTSUPP;
+        *ret = a.stx_mnt_id != b.stx_mnt_id || a.stx_dev_major != b.stx_dev_major || a.stx_dev_minor != b.stx_dev_minor ||
+               (a.stx_ino == b.stx_ino && a.stx_dev_minor == b.stx_dev_minor);
+        return 0;
+}
+
+static int is_mount_point(const char *path, bool *ret) {
+        return vol_is_mount_point(AT_FDCWD, path, ret);
+}
+
+static uint64_t node_memory_bytes(void) {
+        struct sysinfo si;
+        if (sysinfo(&si) < 0)
+                return 0;
+        return (uint64_t) si.totalram * si.mem_unit;
+}
+
+/* emptyDir: a 0777 directory (umask aside), or a tmpfs on it for medium Memory, sized by sizeLimit or else
+ * the node's memory (upstream: node allocatable memory / the pod's memory limit). */
+static int setup_empty_dir(const struct volume *v, const char *dir, char **msg) {
+        bool mounted = false;
+        int r;
+
+        if (!isempty(v->medium) && !streq(v->medium, "Memory"))
+                return set_message(msg, "unknown storage medium \"%s\"", v->medium) < 0 ? -ENOMEM : -EINVAL;
+        r = mkdir_p(dir, 0750);
+        if (r < 0)
+                return set_message(msg, "mkdir %s: %s", dir, strerror(-r)) < 0 ? -ENOMEM : r;
+        if (isempty(v->medium)) {
+                if (chmod(dir, 0777) < 0)
+                        return set_message(msg, "chmod %s: %m", dir) < 0 ? -ENOMEM : -errno;
+                return 0;
+        }
+        r = is_mount_point(dir, &mounted);
+        if (r < 0)
+                return set_message(msg, "stat %s: %s", dir, strerror(-r)) < 0 ? -ENOMEM : r;
+        if (mounted) {
+                struct statfs sfs;
+                if (statfs(dir, &sfs) < 0)
+                        return set_message(msg, "statfs %s: %m", dir) < 0 ? -ENOMEM : -errno;
+                if ((unsigned long) sfs.f_type != TMPFS_MAGIC)
+                        return set_message(msg, "%s is a mount point but not a tmpfs", dir) < 0 ? -ENOMEM : -EBUSY;
+                return 0;
+        }
+        {
+                char opts[64];
+                uint64_t size = v->size_limit.str && v->size_limit.value > 0 ? (uint64_t) v->size_limit.value
+                                                                              : node_memory_bytes();
+                if (size > 0)
+                        snprintf(opts, sizeof(opts), "mode=0777,size=%" PRIu64, size);
+                else
+                        snprintf(opts, sizeof(opts), "mode=0777");
+                if (mount("tmpfs", dir, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0)
+                        return set_message(msg, "mount tmpfs on %s: %m", dir) < 0 ? -ENOMEM : -errno;
+                log_v(2, "mounted tmpfs on %s (%s)", dir, opts);
+        }
+        return 0;
+}
+
+/* hostPath type checks (pkg/volume/hostpath checkType). */
+static int setup_host_path(const struct volume *v, char **msg) {
+        const char *t = v->host_path_type, *p = v->host_path;
+        struct stat st;
+        int r;
+
+#define TYPE_FAIL(what) (set_message(msg, "hostPath type check failed: %s is not " what, p) < 0 ? -ENOMEM : -EINVAL)
+        if (isempty(t))
+                return 0;
+        if (streq(t, "DirectoryOrCreate")) {
+                if (stat(p, &st) < 0) {
+                        r = mkdir_p(p, 0755);
+                        if (r < 0)
+                                return set_message(msg, "hostPath type check failed: cannot create directory %s: %s", p,
+                                                   strerror(-r)) < 0 ? -ENOMEM : r;
+                        if (chmod(p, 0755) < 0)
+                                return set_message(msg, "chmod %s: %m", p) < 0 ? -ENOMEM : -errno;
+                        return 0;
+                }
+                return S_ISDIR(st.st_mode) ? 0 : TYPE_FAIL("a directory");
+        }
+        if (streq(t, "FileOrCreate")) {
+                if (stat(p, &st) < 0) {
+                        int fd = open(p, O_CREAT | O_RDONLY | O_CLOEXEC | O_NOFOLLOW, 0644);
+                        if (fd < 0)
+                                return set_message(msg, "hostPath type check failed: cannot create file %s: %m", p) < 0
+                                               ? -ENOMEM : -errno;
+                        close(fd);
+                        return 0;
+                }
+                return S_ISREG(st.st_mode) ? 0 : TYPE_FAIL("a file");
+        }
+        if (stat(p, &st) < 0)
+                st.st_mode = 0;
+        if (streq(t, "Directory"))
+                return S_ISDIR(st.st_mode) ? 0 : TYPE_FAIL("a directory");
+        if (streq(t, "File"))
+                return S_ISREG(st.st_mode) ? 0 : TYPE_FAIL("a file");
+        if (streq(t, "Socket"))
+                return S_ISSOCK(st.st_mode) ? 0 : TYPE_FAIL("a socket file");
+        if (streq(t, "CharDevice"))
+                return S_ISCHR(st.st_mode) ? 0 : TYPE_FAIL("a character device");
+        if (streq(t, "BlockDevice"))
+                return S_ISBLK(st.st_mode) ? 0 : TYPE_FAIL("a block device");
+#undef TYPE_FAIL
+        return set_message(msg, "invalid HostPathType %s", t) < 0 ? -ENOMEM : -EINVAL;
+}
+
+/* configMap, secret, downwardAPI, projected: a directory (a tmpfs for secrets and projected volumes, which
+ * may hold tokens and secrets, as upstream) written by the atomic writer, rewritten when the content changes */
+static int setup_written_volume(const struct pod *pod, const struct volume *v, const char *dir,
+                                const struct kr_build_context *ctx, char **msg) {
+        struct volume wrapper = { .medium = (char *) (v->type == VOLUME_SECRET || v->type == VOLUME_PROJECTED ? "Memory" : "") };
+        struct vol_payload payload = {};
+        int r;
+
+        r = setup_empty_dir(&wrapper, dir, msg);
+        if (r < 0)
+                return r;
+        r = vol_volume_payload(pod, v, ctx, &payload, msg);
+        if (r < 0)
+                return r;
+        r = vol_atomic_write(dir, &payload);
+        vol_payload_done(&payload);
+        if (r < 0)
+                return set_message(msg, "cannot write the files of the volume: %s", strerror(-r)) < 0 ? -ENOMEM : r;
+        return 0;
+}
+
+/* ---------------------------------------------------------------- /etc/hosts */
+
+static int append(char **buf, size_t *len, const char *fmt, ...) _printf_(3, 4);
+static int append(char **buf, size_t *len, const char *fmt, ...) {
+        va_list ap;
+        char *s = NULL, *n;
+        int l;
+
+        va_start(ap, fmt);
+        l = vasprintf(&s, fmt, ap);
+        va_end(ap);
+        if (l < 0)
+                return -ENOMEM;
+        n = realloc(*buf, *len + (size_t) l + 1);
+        if (!n) {
+                free(s);
+                return -ENOMEM;
+        }
+        memcpy(n + *len, s, (size_t) l + 1);
+        *buf = n;
+        *len += (size_t) l;
+        free(s);
+        return 0;
+}
+
+/* GetPodHostnameAndDomain: the hostname truncated to 63 characters, without trailing '-' / '.' */
+static char *pod_hostname(const struct pod *pod) {
+        const char *h = !isempty(pod->spec.hostname) ? pod->spec.hostname : pod->name;
+        size_t l = strlen(h);
+        if (l > 63)
+                l = 63;
+        while (l > 0 && (h[l - 1] == '-' || h[l - 1] == '.'))
+                l--;
+        return strndup(h, l);
+}
+
+int vol_hosts_file_content(const struct pod *pod, const char *pod_ip, const char *cluster_domain,
+                           const char *host_hosts, char **ret) {
+        const struct pod_volumes *pv = pod->spec.volumes;
+        _cleanup_free_ char *buf = NULL, *hostname = NULL, *node_hosts = NULL;
+        size_t len = 0;
+        int r;
+
+        if (pod->spec.host_network) {
+                if (!host_hosts) {
+                        r = read_full_file("/etc/hosts", HOSTS_FILE_MAX, &node_hosts, NULL);
+                        if (r < 0)
+                                return r;
+                        host_hosts = node_hosts;
+                }
+                r = append(&buf, &len, "%s%s", MANAGED_HOSTS_HEADER_HOST_NETWORK, host_hosts);
+        } else {
+                hostname = pod_hostname(pod);
+                if (!hostname)
+                        return -ENOMEM;
+                r = append(&buf, &len,
+                           MANAGED_HOSTS_HEADER "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n"
+                                                "fe00::0\tip6-localnet\nfe00::0\tip6-mcastprefix\nfe00::1\tip6-allnodes\n"
+                                                "fe00::2\tip6-allrouters\n");
+                if (r >= 0 && !isempty(pod_ip)) {
+                        if (!isempty(pod->spec.subdomain))
+                                r = append(&buf, &len, "%s\t%s.%s.%s.svc.%s\t%s\n", pod_ip, hostname, pod->spec.subdomain,
+                                           pod->namespace_, strempty(cluster_domain), hostname);
+                        else
+                                r = append(&buf, &len, "%s\t%s\n", pod_ip, hostname);
+                }
+        }
+        if (r >= 0 && pv && pv->n_host_aliases > 0) {
+                r = append(&buf, &len, "\n# Entries added by HostAliases.\n");
+                for (size_t i = 0; r >= 0 && i < pv->n_host_aliases; i++) {
+                        _cleanup_free_ char *names = strv_join(pv->host_aliases[i].hostnames, "\t");
+                        r = names ? append(&buf, &len, "%s\t%s\n", pv->host_aliases[i].ip, names) : -ENOMEM;
+                }
+        }
+        if (r < 0)
+                return r;
+        if (!buf && !(buf = strdup("")))
+                return -ENOMEM;
+        *ret = TAKE_PTR(buf);
+        return 0;
+}
+
+static bool mounts_etc_hosts(const struct volume_mounts *m) {
+        for (size_t i = 0; m && i < m->n; i++)
+                if (streq_ptr(m->items[i].mount_path, "/etc/hosts"))
+                        return true;
+        return false;
+}
+
+static int write_hosts_file(const struct pod *pod, const struct kr_build_context *ctx, char **msg) {
+        _cleanup_free_ char *pd = NULL, *path = NULL, *content = NULL, *old = NULL;
+        size_t old_len = 0;
+        int r;
+
+        pd = vol_pod_dir(ctx->root_dir, pod->uid);
+        if (!pd || asprintf(&path, "%s/etc-hosts", pd) < 0)
+                return -ENOMEM;
+        r = vol_hosts_file_content(pod, ctx->pod_ip, "", NULL, &content);
+        if (r < 0)
+                return set_message(msg, "cannot make the hosts file: %s", strerror(-r)) < 0 ? -ENOMEM : r;
+        if (read_full_file(path, HOSTS_FILE_MAX, &old, &old_len) >= 0 && old_len == strlen(content) &&
+            memcmp(old, content, old_len) == 0)
+                return 0;
+        r = write_file_atomic(path, content, strlen(content), 0644);
+        if (r < 0)
+                return set_message(msg, "cannot write %s: %s", path, strerror(-r)) < 0 ? -ENOMEM : r;
+        return 0;
+}
+
+/* ---------------------------------------------------------------- setup */
+
+int vol_setup_pod(const struct pod *pod, const struct kr_build_context *ctx, char **ret_message) {
+        const struct pod_volumes *pv = pod->spec.volumes;
+        _cleanup_free_ char *pd = NULL, *msg = NULL;
+        int r;
+
+        pd = vol_pod_dir(ctx->root_dir, pod->uid);
+        if (!pd)
+                return -ENOMEM;
+        r = mkdir_p(pd, 0750);
+        if (r < 0) {
+                if (set_message(ret_message, "cannot create the pod directory %s: %s", pd, strerror(-r)) < 0)
+                        return -ENOMEM;
+                return r;
+        }
+        for (size_t i = 0; pv && i < pv->n_volumes; i++) {
+                const struct volume *v = &pv->volumes[i];
+                _cleanup_free_ char *dir = NULL;
+
+                switch (v->type) {
+                case VOLUME_EMPTY_DIR:
+                        dir = volume_host_path(pod, v, ctx->root_dir);
+                        r = dir ? setup_empty_dir(v, dir, &msg) : -ENOMEM;
+                        break;
+                case VOLUME_HOST_PATH:
+                        r = setup_host_path(v, &msg);
+                        break;
+                case VOLUME_CONFIG_MAP:
+                case VOLUME_SECRET:
+                case VOLUME_DOWNWARD_API:
+                case VOLUME_PROJECTED:
+                        dir = volume_host_path(pod, v, ctx->root_dir);
+                        r = dir ? setup_written_volume(pod, v, dir, ctx, &msg) : -ENOMEM;
+                        break;
+                default:
+                        r = set_message(&msg, "unsupported volume type \"%s\"", strna(v->type_name)) < 0 ? -ENOMEM
+                                                                                                         : -EOPNOTSUPP;
+                        break;
+                }
+                if (r < 0) {
+                        if (set_message(ret_message, "MountVolume.SetUp failed for volume \"%s\" : %s", v->name,
+                                        msg ? msg : strerror(-r)) < 0)
+                                return -ENOMEM;
+                        return r;
+                }
+        }
+        r = write_hosts_file(pod, ctx, &msg);
+        if (r < 0) {
+                if (set_message(ret_message, "%s", msg ? msg : strerror(-r)) < 0)
+                        return -ENOMEM;
+                return r;
+        }
+        return 0;
+}
+
+/* ---------------------------------------------------------------- mounts */
+
+static int add_mount(Runtime__V1__Mount ***l, size_t *n, const char *container_path, const char *host_path,
+                     bool read_only, const char *propagation) {
+        Runtime__V1__Mount **nl, *m;
+
+        nl = realloc(*l, (*n + 1) * sizeof(*nl));
+        if (!nl)
+                return -ENOMEM;
+        *l = nl;
+        m = malloc(sizeof(*m));
+        if (!m)
+                return -ENOMEM;
+        *m = (Runtime__V1__Mount) RUNTIME__V1__MOUNT__INIT;
+        nl[(*n)++] = m;
+        m->container_path = strdup(container_path);
+        m->host_path = strdup(host_path);
+        if (!m->container_path || !m->host_path)
+                return -ENOMEM;
+        m->readonly = read_only;
+        if (streq_ptr(propagation, "HostToContainer"))
+                m->propagation = RUNTIME__V1__MOUNT_PROPAGATION__PROPAGATION_HOST_TO_CONTAINER;
+        else if (streq_ptr(propagation, "Bidirectional"))
+                m->propagation = RUNTIME__V1__MOUNT_PROPAGATION__PROPAGATION_BIDIRECTIONAL;
+        else
+                m->propagation = RUNTIME__V1__MOUNT_PROPAGATION__PROPAGATION_PRIVATE;
+        return 0;
+}
+
+static void free_mounts(Runtime__V1__Mount **l, size_t n) {
+        for (size_t i = 0; i < n; i++) {
+                if (!l[i])
+                        continue;
+                free(l[i]->container_path);
+                free(l[i]->host_path);
+                free(l[i]);
+        }
+        free(l);
+}
+
+int vol_container_mounts(const struct pod *pod, const struct container *c, const struct kr_build_context *ctx,
+                         Runtime__V1__Mount ***ret, size_t *ret_n) {
+        const struct volume_mounts *m = pod_container_mounts(pod, c);
+        Runtime__V1__Mount **l = NULL;
+        size_t n = 0;
+        int r = 0;
+
+        for (size_t i = 0; m && i < m->n; i++) {
+                const struct volume_mount *vm = &m->items[i];
+                const struct volume *v = pod_volume_find(pod, vm->name);
+                _cleanup_free_ char *hp = NULL;
+
+                if (!v || !plugin_name(v->type)) {
+                        r = -EOPNOTSUPP; /* refused by vol_setup_pod already */
+                        break;
+                }
+                hp = volume_host_path(pod, v, ctx->root_dir);
+                if (!hp) {
+                        r = -ENOMEM;
+                        break;
+                }
+                if (!isempty(vm->sub_path) || !isempty(vm->sub_path_expr)) {
+                        _cleanup_free_ char *bound = NULL;
+                        r = vol_subpath_prepare(pod, c, i, hp, ctx, &bound);
+                        if (r < 0)
+                                break;
+                        free(hp);
+                        hp = TAKE_PTR(bound);
+                }
+                r = add_mount(&l, &n, vm->mount_path, hp, vm->read_only, vm->mount_propagation);
+                if (r < 0)
+                        break;
+        }
+        if (r >= 0 && !isempty(ctx->pod_ip) && !mounts_etc_hosts(m)) {
+                _cleanup_free_ char *pd = vol_pod_dir(ctx->root_dir, pod->uid), *hosts = NULL;
+                if (!pd || asprintf(&hosts, "%s/etc-hosts", pd) < 0)
+                        r = -ENOMEM;
+                else
+                        r = add_mount(&l, &n, "/etc/hosts", hosts, false, NULL);
+        }
+        if (r < 0) {
+                free_mounts(l, n);
+                return r;
+        }
+        *ret = l;
+        *ret_n = n;
+        return 0;
+}
+
+/* ---------------------------------------------------------------- orphan cleanup */
+
+#define REMOVE_MAX_DEPTH 64
+
+static int remove_tree_at(int pfd, const char *name, unsigned depth) {
+        _cleanup_close_ int fd = -EBADF;
+        DIR *d;
+        struct dirent *e;
+        bool mounted = false;
+        int r = 0;
+
+        if (depth > REMOVE_MAX_DEPTH)
+                return -ELOOP;
+        r = vol_is_mount_point(pfd, name, &mounted);
+        if (r < 0)
+                return r == -ENOENT ? 0 : r;
+        if (mounted)
+                return -EBUSY; /* never delete through a live mount */
+        fd = openat(pfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0) {
+                if (errno == ENOTDIR || errno == ELOOP)
+                        return unlinkat(pfd, name, 0) < 0 && errno != ENOENT ? -errno : 0;
+                return errno == ENOENT ? 0 : -errno;
+        }
+        d = fdopendir(fd);
+        if (!d)
+                return -errno;
+        fd = -EBADF; /* owned by d now */
+        while ((e = readdir(d))) {
+                struct stat st;
+                int k;
+                if (streq(e->d_name, ".") || streq(e->d_name, ".."))
+                        continue;
+                if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                        continue;
+                if (S_ISDIR(st.st_mode))
+                        k = remove_tree_at(dirfd(d), e->d_name, depth + 1);
+                else
+                        k = unlinkat(dirfd(d), e->d_name, 0) < 0 && errno != ENOENT ? -errno : 0;
+                if (k < 0 && r == 0)
+                        r = k;
+        }
+        closedir(d);
+        if (r < 0)
+                return r;
+        return unlinkat(pfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT ? -errno : 0;
+}
+
+int vol_remove_tree(int dirfd, const char *name) {
+        return remove_tree_at(dirfd, name, 0);
+}
+
+/* unmount our tmpfs volumes (emptyDir medium Memory, secret, projected) of a pod directory */
+static void unmount_plugin_dir(const char *base) {
+        DIR *d;
+        struct dirent *e;
+
+        d = opendir(base);
+        if (!d)
+                return;
+        while ((e = readdir(d))) {
+                _cleanup_free_ char *p = NULL;
+                struct statfs sfs;
+                bool mounted = false;
+                if (e->d_name[0] == '.' || asprintf(&p, "%s/%s", base, e->d_name) < 0)
+                        continue;
+                if (vol_is_mount_point(AT_FDCWD, p, &mounted) < 0 || !mounted)
+                        continue;
+                if (statfs(p, &sfs) < 0 || (unsigned long) sfs.f_type != TMPFS_MAGIC) {
+                        log_warning("%s is a mount point but not our tmpfs: left alone", p);
+                        continue;
+                }
+                if (umount2(p, UMOUNT_NOFOLLOW) < 0)
+                        log_warning("cannot unmount the tmpfs of %s: %m", p);
+                else
+                        log_v(2, "unmounted tmpfs %s", p);
+        }
+        closedir(d);
+}
+
+static void unmount_empty_dirs(const char *pod_dir) {
+        static const char *const plugins[] = { "empty-dir", "secret", "projected", "configmap", "downward-api" };
+        for (size_t i = 0; i < ELEMENTSOF(plugins); i++) {
+                _cleanup_free_ char *base = NULL;
+                if (asprintf(&base, "%s/volumes/kubernetes.io~%s", pod_dir, plugins[i]) >= 0)
+                        unmount_plugin_dir(base);
+        }
+}
+
+int vol_cleanup_orphans(const char *root_dir, bool (*keep)(const char *uid, void *userdata), void *userdata) {
+        _cleanup_free_ char *base = NULL;
+        _cleanup_close_ int basefd = -EBADF;
+        DIR *d;
+        struct dirent *e;
+        int removed = 0;
+
+        if (asprintf(&base, "%s/pods", root_dir ? root_dir : "/var/lib/kubelet") < 0)
+                return -ENOMEM;
+        basefd = open(base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (basefd < 0)
+                return errno == ENOENT ? 0 : -errno;
+        d = opendir(base);
+        if (!d)
+                return -errno;
+        while ((e = readdir(d))) {
+                _cleanup_free_ char *pd = NULL;
+                int r;
+                if (e->d_name[0] == '.' || keep(e->d_name, userdata))
+                        continue;
+                if (asprintf(&pd, "%s/%s", base, e->d_name) < 0)
+                        break;
+                log_info("Cleaning up orphaned pod directories: podUID=\"%s\"", e->d_name);
+                (void) vol_subpath_unmount_all(pd);
+                unmount_empty_dirs(pd);
+                r = vol_remove_tree(basefd, e->d_name);
+                if (r < 0)
+                        log_warning("orphaned pod %s: cannot remove %s yet (%s); retrying at the next housekeeping",
+                                    e->d_name, pd, strerror(-r));
+                else
+                        removed++;
+        }
+        closedir(d);
+        return removed;
+}

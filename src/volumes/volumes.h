@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/* Pod volumes on the node (pkg/kubelet/volumemanager, pkg/volume/{emptydir,hostpath}, kubelet_pods.go
+ * makeMounts / ensureHostsFile, kubelet_volumes.go cleanupOrphanedPodDirs):
+ *
+ *   <root_dir>/pods/<uid>/volumes/kubernetes.io~empty-dir/<name>   emptyDir (a tmpfs for medium Memory)
+ *   <root_dir>/pods/<uid>/etc-hosts                               the managed /etc/hosts
+ *
+ * Everything here is local filesystem work, bounded and small, done inline on the loop. Setup is idempotent:
+ * the sync runs it before it creates containers, on every pass. */
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "apis/pod.h"
+#include "cri/cri.h"
+#include "kuberuntime/config.h"
+
+/* "<root_dir>/pods/<uid>" (caller frees; NULL on OOM) */
+char *vol_pod_dir(const char *root_dir, const char *uid);
+
+/* Set up the pod's volumes and its etc-hosts file. On failure returns a negative errno and *ret_message (caller
+ * frees) is the FailedMount message, as upstream words it ("MountVolume.SetUp failed for volume \"v\" : ..."). */
+int vol_setup_pod(const struct pod *pod, const struct kr_build_context *ctx, char **ret_message);
+
+/* The CRI mounts of one container (makeMounts): its volumeMounts in order, then /etc/hosts unless the container
+ * mounts /etc/hosts itself or the pod has no IP yet. */
+int vol_container_mounts(const struct pod *pod, const struct container *c, const struct kr_build_context *ctx,
+                         Runtime__V1__Mount ***ret, size_t *ret_n);
+
+/* The managed hosts file (managedHostsFileContent / nodeHostsFileContent). cluster_domain may be "".
+ * host_hosts: the node's /etc/hosts content for hostNetwork pods (NULL: read /etc/hosts). Caller frees. */
+int vol_hosts_file_content(const struct pod *pod, const char *pod_ip, const char *cluster_domain,
+                           const char *host_hosts, char **ret);
+
+/* Housekeeping (cleanupOrphanedPodDirs): remove <root_dir>/pods/<uid> of every uid for which keep() is false.
+ * tmpfs volumes are unmounted first; nothing is removed through a mount point that is still mounted (such a
+ * directory is skipped and retried next time) and symlinks are never followed. Returns the number of pod
+ * directories removed, or a negative errno when root_dir/pods cannot be read. */
+int vol_cleanup_orphans(const char *root_dir, bool (*keep)(const char *uid, void *userdata), void *userdata);
+
+/* Is name (relative to dirfd, never followed) a mount point: another mount id or device than dirfd's? */
+int vol_is_mount_point(int dirfd, const char *name, bool *ret);
+
+/* Remove a directory tree without following symlinks and without crossing onto another filesystem (an entry on
+ * another st_dev than the top is a mount point: -EBUSY). dirfd/name as for openat. */
+int vol_remove_tree(int dirfd, const char *name);
