@@ -290,6 +290,7 @@ static void obj_on_list(const struct kube_response *resp, void *userdata) {
         json_array_foreach(items, i, it)
                 if (streq_ptr(json_string_value(json_object_get(json_object_get(it, "metadata"), "name")), o->name))
                         found = it;
+        log_v(2, "%s %s/%s: %s (resourceVersion %s)", o->kind, o->ns, o->name, found ? "fetched" : "not found", rv);
         if (found)
                 changed = obj_set(o, found, 0, NULL);
         else {
