@@ -28,6 +28,7 @@ struct mobj {
         struct kube_request *req;      /* the list or the watch in flight */
         struct event *retry;
         uint64_t delay;
+        uint64_t watch_started;        /* monotonic usec */
 };
 
 struct mtoken {
@@ -223,7 +224,9 @@ static void obj_on_watch_done(int r, long status, const char *error, void *userd
                 obj_schedule(o, true);
                 return;
         }
-        obj_schedule(o, false); /* a normal end: watch again from the last resourceVersion */
+        /* a normal end: watch again from the last resourceVersion, at once unless it ended at once (a server
+         * closing every watch must not make the loop spin) */
+        obj_schedule(o, now_usec() - o->watch_started < USEC_PER_SEC);
 }
 
 static void obj_watch(struct mobj *o) {
@@ -242,6 +245,7 @@ static void obj_watch(struct mobj *o) {
                 obj_schedule(o, true);
                 return;
         }
+        o->watch_started = now_usec();
         r = kube_watch(o->m->client, path, (uint64_t) (timeout + 60) * USEC_PER_SEC, obj_on_watch_event,
                        obj_on_watch_done, o, &o->req);
         if (r < 0) {
