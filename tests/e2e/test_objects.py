@@ -91,6 +91,11 @@ def test_objects_fetched_watched_and_token(kubelet_factory, apiserver, runtime):
     assert len([b for b in apiserver.request_bodies if b.path.endswith("/serviceaccounts/builder/token")]) == 1
     # the objects are not listed again: the watch keeps them current
     assert len(object_requests(apiserver, "configmaps", "app-config", watch=False)) == 1
+    # a deletion also reaches the pod (a running pod keeps running)
+    apiserver.delete("secrets", "app-secret", namespace="default")
+    wait_for(lambda: k.log().count("Secret default/app-secret changed: syncing pod " + uid) >= 2, 20,
+             msg="sync after the deletion")
+    assert running(apiserver, "objs")
 
     # the pod goes away: its objects are no longer watched
     apiserver.delete("pods", "objs", namespace="default", grace_seconds=0)
