@@ -10,6 +10,7 @@ pkgs=(
         containerd runc containernetworking-plugins iproute2 iptables procps
         # tests and examples
         busybox-static python3 python3-pytest python3-grpcio docker-registry skopeo curl openssl
+        apache2-utils  # htpasswd -B for the authenticated registry of the pull secret tests
 )
 missing=()
 for p in "${pkgs[@]}"; do

@@ -92,6 +92,7 @@ struct kubelet {
         struct mirror_manager *mirror;
         struct event_recorder *events;   /* always: without an API server events are only logged */
         struct api_delete *deletes;      /* DELETEs of terminated pods in flight */
+        struct objects_manager *objects; /* ConfigMaps, Secrets and tokens of the pods (always) */
 };
 
 /* pod_workers.c */

@@ -13,6 +13,7 @@
 #include "kubelet/mirror.h"
 #include "node/node_ip.h"
 #include "node/node_status.h"
+#include "objects/manager.h"
 #include "server/server.h"
 #include "volumes/volumes.h"
 
@@ -79,6 +80,8 @@ void pod_worker_free(struct pod_worker *w) {
         }
         if (w->k && w->k->status)
                 status_manager_forget(w->k->status, w->uid);
+        if (w->k && w->k->objects)
+                objects_manager_unregister(w->k->objects, w->uid);
         if (w->timer)
                 event_free(w->timer);
         if (w->k && w->k->prober)
@@ -596,6 +599,15 @@ static void on_config_update(const struct pod_set *pods, void *userdata) {
         sync_mirror_pods(k);
 }
 
+/* a ConfigMap or Secret the pod uses changed: sync it again (its volumes get the new content) */
+static void on_objects_changed(const char *uid, void *userdata) {
+        struct kubelet *k = userdata;
+        struct pod_worker *w = kubelet_find_worker(k, uid);
+
+        if (w && w->pod)
+                pod_worker_request_sync(w);
+}
+
 /* ---------------------------------------------------------------- PLEG */
 
 static void on_pod_changed(const char *uid, void *userdata) {
@@ -775,6 +787,9 @@ int kubelet_start(struct kubelet *k) {
         r = event_recorder_new(k->base, k->client, o->node_name, &k->events);
         if (r < 0)
                 return r;
+        r = objects_manager_new(k->base, k->client, on_objects_changed, k, &k->objects);
+        if (r < 0)
+                return r;
         if (!isempty(o->pod_manifest_path)) {
                 r = pod_config_add_file_source(k->config, o->pod_manifest_path, o->file_check_frequency_usec);
                 if (r < 0)
@@ -827,6 +842,7 @@ struct kubelet *kubelet_free(struct kubelet *k) {
         k->status = status_manager_free(k->status);
         k->mirror = mirror_manager_free(k->mirror);
         k->events = event_recorder_free(k->events);
+        k->objects = objects_manager_free(k->objects);
         while (k->deletes)
                 api_delete_free(k->deletes);
         k->client = kube_client_free(k->client);

@@ -18,8 +18,10 @@
 #include "kubelet/kubelet-internal.h"
 #include "kuberuntime/actions.h"
 #include "kuberuntime/config.h"
+#include "kuberuntime/credentials.h"
 #include "kuberuntime/labels.h"
 #include "kuberuntime/runtime_state.h"
+#include "objects/manager.h"
 #include "prober/manager.h"
 #include "volumes/volumes.h"
 
@@ -42,6 +44,15 @@ struct pod_sync {
         Runtime__V1__PodSandboxConfig *sandbox_config;
         char *image_ref;
 
+        /* the API objects of the pod (phase_objects) and the pull credentials of the current image */
+        struct pod_refs refs;
+        struct pod_objects *objects;
+        bool waiting_objects;
+        struct kr_keyring keyring;
+        const struct kr_auth **creds;
+        size_t n_creds, cred_index;
+        char *pull_errors;
+
         bool did_work;
         bool error;
         uint64_t wake_usec;
@@ -60,6 +71,7 @@ static void phase_decide(struct pod_sync *s);
 static void phase_stop_sandboxes(struct pod_sync *s);
 static void phase_create_sandbox(struct pod_sync *s);
 static void phase_start_next(struct pod_sync *s);
+static void phase_objects(struct pod_sync *s);
 static void phase_remove_sandboxes(struct pod_sync *s);
 
 void pod_sync_free(struct pod_sync *s) {
@@ -73,6 +85,13 @@ void pod_sync_free(struct pod_sync *s) {
         free(s->pod_ip);
         kr_pb_free(s->sandbox_config);
         free(s->image_ref);
+        if (s->waiting_objects)
+                objects_manager_cancel_wait(s->k->objects, s->w->uid);
+        pod_refs_done(&s->refs);
+        pod_objects_free(s->objects);
+        kr_keyring_done(&s->keyring);
+        free(s->creds);
+        free(s->pull_errors);
         free(s);
 }
 
@@ -88,6 +107,7 @@ static void build_context(const struct pod_sync *s, struct kr_build_context *ret
                 .node_name = s->k->opts->node_name,
                 .node_ip = s->k->node_ip,
                 .pod_ip = s->pod && s->pod->spec.host_network ? s->k->node_ip : s->pod_ip,
+                .objects = s->objects,
         };
 }
 
@@ -420,7 +440,7 @@ static void phase_stop_sandboxes(struct pod_sync *s) {
                 sync_finish(s);
                 return;
         }
-        fanout_begin(s, phase_create_sandbox);
+        fanout_begin(s, phase_objects);
         if (s->actions.kill_pod)
                 for (size_t i = 0; i < s->status->n_sandboxes; i++) {
                         Runtime__V1__StopPodSandboxRequest req = RUNTIME__V1__STOP_POD_SANDBOX_REQUEST__INIT;
@@ -439,6 +459,145 @@ static void phase_stop_sandboxes(struct pod_sync *s) {
                         }
                 }
         fanout_end(s);
+}
+
+/* ---------------------------------------------------------------- API objects */
+
+/* A reference that cannot be satisfied blocks the pod as upstream reports it: a volume's with FailedMount, an
+ * env's with CreateContainerConfigError. Returns true when it blocks. */
+static bool check_ref(struct pod_sync *s, const struct obj_ref *ref) {
+        json_t *obj;
+        const char *msg = NULL;
+        _cleanup_free_ char *nf = NULL;
+        int r = pod_objects_lookup(s->objects, ref->kind, s->pod->namespace_, ref->name, &obj, &msg);
+
+        if (r >= 0 || (r == -ENOENT && ref->optional))
+                return false;
+        if (!msg)
+                msg = nf = obj_not_found_message(ref->kind, ref->name);
+        if (!msg)
+                msg = strerror(-r);
+        if (ref->use == OBJ_REF_VOLUME) {
+                log_error("pod %s: MountVolume.SetUp failed for volume \"%s\" : %s", pod_desc(s), strna(ref->where), msg);
+                pod_worker_event(s->w, NULL, "Warning", "FailedMount", "MountVolume.SetUp failed for volume \"%s\" : %s",
+                                 strna(ref->where), msg);
+        } else {
+                log_error("pod %s: container %s: Error: %s (CreateContainerConfigError)", pod_desc(s), strna(ref->where),
+                          msg);
+                pod_worker_set_waiting(s->w, strna(ref->where), "CreateContainerConfigError", "%s", msg);
+                pod_worker_event(s->w, ref->where, "Warning", "Failed", "Error: %s", msg);
+        }
+        (void) free_and_strdup(&s->w->last_error, msg);
+        return true;
+}
+
+/* The keyring of the pod's imagePullSecrets (getPullSecretsForPod): one that cannot be had is reported and
+ * skipped, the pull may still succeed without it. */
+static void build_keyring(struct pod_sync *s) {
+        _cleanup_free_ char *failed = NULL;
+
+        for (size_t i = 0; i < s->refs.n_objs; i++) {
+                const struct obj_ref *ref = &s->refs.objs[i];
+                _cleanup_free_ char *why = NULL;
+                const char *msg = NULL;
+                json_t *secret;
+                int r;
+
+                if (ref->use != OBJ_REF_PULL_SECRET)
+                        continue;
+                r = pod_objects_lookup(s->objects, "Secret", s->pod->namespace_, ref->name, &secret, &msg);
+                if (r >= 0)
+                        r = kr_keyring_add_secret(&s->keyring, secret, &why);
+                if (r >= 0)
+                        continue;
+                log_warning("pod %s: Unable to retrieve pull secret %s/%s, the image pull may not succeed: %s",
+                            pod_desc(s), s->pod->namespace_, ref->name, why ? why : msg ? msg : strerror(-r));
+                {
+                        char *n = NULL;
+                        if (asprintf(&n, "%s%s%s/%s", strempty(failed), failed ? ", " : "", s->pod->namespace_,
+                                     ref->name) < 0)
+                                return;
+                        free(failed);
+                        failed = n;
+                }
+        }
+        if (failed)
+                pod_worker_event(s->w, NULL, "Warning", "FailedToRetrieveImagePullSecret",
+                                 "Unable to retrieve some image pull secrets (%s); attempting to pull the image may "
+                                 "not succeed.", failed);
+}
+
+static void objects_ready(void *userdata) {
+        struct pod_sync *s = userdata;
+        bool blocked = false;
+        int r;
+
+        s->waiting_objects = false;
+        if (s->k->stopping) {
+                sync_finish(s);
+                return;
+        }
+        r = pod_objects_new(&s->objects);
+        if (r >= 0)
+                r = objects_manager_fill(s->k->objects, s->w->uid, s->objects);
+        if (r < 0) {
+                call_failed(s, "gathering the pod's API objects", r);
+                sync_finish(s);
+                return;
+        }
+        for (size_t i = 0; i < s->refs.n_objs; i++)
+                if (s->refs.objs[i].use != OBJ_REF_PULL_SECRET && check_ref(s, &s->refs.objs[i]))
+                        blocked = true;
+        for (size_t i = 0; i < s->refs.n_tokens; i++) {
+                const struct token_ref *t = &s->refs.tokens[i];
+                const char *msg = NULL;
+                json_t *st;
+                r = pod_objects_lookup_token(s->objects, s->pod->namespace_, t->service_account, t->audience,
+                                             t->expiration_seconds, &st, &msg);
+                if (r >= 0)
+                        continue;
+                log_error("pod %s: MountVolume.SetUp failed for volume \"%s\" : %s", pod_desc(s), strna(t->volume),
+                          strna(msg));
+                pod_worker_event(s->w, NULL, "Warning", "FailedMount", "MountVolume.SetUp failed for volume \"%s\" : %s",
+                                 strna(t->volume), strna(msg));
+                blocked = true;
+        }
+        if (blocked) {
+                s->error = true;
+                sync_finish(s);
+                return;
+        }
+        build_keyring(s);
+        phase_create_sandbox(s);
+}
+
+/* Fetch (or find in the managers' caches) the ConfigMaps, Secrets and tokens the pod refers to before
+ * anything is created for it. */
+static void phase_objects(struct pod_sync *s) {
+        int r;
+
+        if (s->error || !s->pod) {
+                sync_finish(s);
+                return;
+        }
+        pod_refs_done(&s->refs);
+        r = pod_refs_collect(s->pod->raw, &s->refs);
+        if (r >= 0)
+                r = objects_manager_register(s->k->objects, s->w->uid, s->pod->namespace_, s->pod->name,
+                                             !pod_is_static(s->pod), &s->refs);
+        if (r >= 0)
+                r = objects_manager_wait(s->k->objects, s->w->uid, objects_ready, s);
+        if (r < 0) {
+                call_failed(s, "registering the pod's API objects", r);
+                sync_finish(s);
+                return;
+        }
+        if (r > 0) {
+                log_v(3, "pod %s: waiting for its ConfigMaps, Secrets and tokens", pod_desc(s));
+                s->waiting_objects = true;
+                return;
+        }
+        objects_ready(s);
 }
 
 /* ---------------------------------------------------------------- act: sandbox */
@@ -680,18 +839,36 @@ static char *image_backoff_key(const struct pod_sync *s, const struct container 
         return k;
 }
 
+static void pull_image_try(struct pod_sync *s);
+
 static void on_pull_image(const struct cri_reply *reply, void *userdata) {
         struct pod_sync *s = userdata;
         const struct container *c = current_container(s);
         _cleanup_free_ char *key = image_backoff_key(s, c);
 
+        if (reply->r < 0 && s->n_creds > 1) {
+                /* with several matching credentials, each is tried in turn; the error aggregates them all */
+                char *n = NULL;
+                if (asprintf(&n, "%s%s%s", strempty(s->pull_errors), s->pull_errors ? ", " : "", reply->message) >= 0) {
+                        free(s->pull_errors);
+                        s->pull_errors = n;
+                }
+                if (++s->cred_index < s->n_creds && !s->k->stopping) {
+                        pull_image_try(s);
+                        return;
+                }
+        }
         if (reply->r < 0) {
+                _cleanup_free_ char *agg = NULL;
+                const char *message = reply->message;
+                if (s->n_creds > 1 && s->pull_errors && asprintf(&agg, "[%s]", s->pull_errors) >= 0)
+                        message = agg;
                 log_error("pod %s: container %s: Failed to pull image \"%s\": %s (ErrImagePull)", pod_desc(s),
-                          c->name, c->image, reply->message);
+                          c->name, c->image, message);
                 pod_worker_event(s->w, c->name, "Warning", "Failed", "Failed to pull image \"%s\": %s", c->image,
-                                 reply->message);
+                                 message);
                 pod_worker_event(s->w, c->name, "Warning", "Failed", "Error: ErrImagePull");
-                pod_worker_set_waiting(s->w, c->name, "ErrImagePull", "%s", reply->message);
+                pod_worker_set_waiting(s->w, c->name, "ErrImagePull", "%s", message);
                 if (key)
                         (void) backoff_next(&s->k->image_backoff, key, now_usec(), now_usec());
                 s->error = true;
@@ -712,8 +889,6 @@ static void on_pull_image(const struct cri_reply *reply, void *userdata) {
 
 static void pull_image(struct pod_sync *s) {
         const struct container *c = current_container(s);
-        Runtime__V1__PullImageRequest req = RUNTIME__V1__PULL_IMAGE_REQUEST__INIT;
-        Runtime__V1__ImageSpec spec = RUNTIME__V1__IMAGE_SPEC__INIT;
         _cleanup_free_ char *key = image_backoff_key(s, c);
         uint64_t until;
         int r;
@@ -731,10 +906,40 @@ static void pull_image(struct pod_sync *s) {
         }
         log_info("Pulling image: pod=\"%s\" image=\"%s\"", pod_desc(s), c->image);
         pod_worker_event(s->w, c->name, "Normal", "Pulling", "Pulling image \"%s\"", c->image);
+        pod_worker_set_waiting(s->w, c->name, "ContainerCreating", "%s", "");
+        free(s->creds);
+        s->creds = NULL;
+        s->n_creds = s->cred_index = 0;
+        free(s->pull_errors);
+        s->pull_errors = NULL;
+        r = kr_keyring_lookup(&s->keyring, c->image, &s->creds, &s->n_creds);
+        if (r < 0) {
+                call_failed(s, "looking up pull credentials", r);
+                start_one_done(s);
+                return;
+        }
+        pull_image_try(s);
+}
+
+/* PullImage with the next matching credential (none when there is none) */
+static void pull_image_try(struct pod_sync *s) {
+        const struct container *c = current_container(s);
+        Runtime__V1__PullImageRequest req = RUNTIME__V1__PULL_IMAGE_REQUEST__INIT;
+        Runtime__V1__ImageSpec spec = RUNTIME__V1__IMAGE_SPEC__INIT;
+        Runtime__V1__AuthConfig auth = RUNTIME__V1__AUTH_CONFIG__INIT;
+        int r;
+
         spec.image = c->image;
         req.image = &spec;
         req.sandbox_config = s->sandbox_config;
-        pod_worker_set_waiting(s->w, c->name, "ContainerCreating", "%s", "");
+        if (s->cred_index < s->n_creds) {
+                /* no server_address: containerd ignores credentials whose address does not parse as its host */
+                auth.username = s->creds[s->cred_index]->username;
+                auth.password = s->creds[s->cred_index]->password;
+                req.auth = &auth;
+                log_v(3, "pod %s: pulling image \"%s\" with the credentials for %s", pod_desc(s), c->image,
+                      s->creds[s->cred_index]->key);
+        }
         /* pulls can take long: no shorter deadline than the request timeout, as upstream (image pull
          * progress deadline aside) */
         r = cri_pull_image(s->k->cri, &req, 0, on_pull_image, s);
@@ -970,6 +1175,9 @@ static void sync_finish(struct pod_sync *s) {
 
 void pod_sync_start(struct pod_worker *w) {
         struct pod_sync *s = calloc(1, sizeof(*s));
+
+        if (!w->pod)
+                objects_manager_unregister(w->k->objects, w->uid); /* no longer desired: its objects go */
 
         if (!s || kr_pod_status_new(w->uid, &s->status) < 0) {
                 free(s);

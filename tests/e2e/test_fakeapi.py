@@ -605,3 +605,31 @@ def test_events_and_discovery(api, node):
     with pytest.raises(ApiError) as err:
         api.create("events", event)
     assert err.value.code == 409
+
+
+def test_configmap_and_secret_watch_by_name(api, node):
+    """What the kubelet's object manager does: list one object by name, then watch it from the list."""
+    cms = "/api/v1/namespaces/default/configmaps"
+    lst = node.ok("GET", q(cms, fieldSelector="metadata.name=cfg"))
+    assert lst["items"] == [] and lst["kind"] == "ConfigMapList"
+    w = node.watch(q(cms, watch="true", resourceVersion=lst["metadata"]["resourceVersion"],
+                     fieldSelector="metadata.name=cfg"))
+    node.ok("POST", cms, {"metadata": {"name": "other"}, "data": {"a": "1"}}, status=201)  # not selected
+    assert w.silent_for(0.3)
+    node.ok("POST", cms, {"metadata": {"name": "cfg"}, "data": {"a": "1"}}, status=201)
+    ev = w.next()
+    assert ev["type"] == "ADDED" and ev["object"]["data"] == {"a": "1"} and ev["object"]["kind"] == "ConfigMap"
+    node.ok("PUT", cms + "/cfg", {"metadata": {"name": "cfg"}, "data": {"a": "2"}})
+    ev = w.next()
+    assert ev["type"] == "MODIFIED" and ev["object"]["data"] == {"a": "2"}
+    node.ok("DELETE", cms + "/cfg")
+    assert w.next()["type"] == "DELETED"
+    w.close()
+    # a secret by name, and a 404 with the apiserver's message
+    node.ok("POST", "/api/v1/namespaces/default/secrets",
+            {"metadata": {"name": "s"}, "type": "kubernetes.io/dockerconfigjson", "data": {".dockerconfigjson": "e30="}},
+            status=201)
+    got = node.ok("GET", q("/api/v1/namespaces/default/secrets", fieldSelector="metadata.name=s"))
+    assert [i["metadata"]["name"] for i in got["items"]] == ["s"] and got["items"][0]["type"].endswith("dockerconfigjson")
+    code, body, _ = node.request("GET", "/api/v1/namespaces/default/secrets/nope")
+    assert code == 404 and body["message"] == 'secrets "nope" not found' and body["reason"] == "NotFound"

@@ -1,0 +1,316 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "kuberuntime/credentials.h"
+
+#include <errno.h>
+#include <fnmatch.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "basic/util.h"
+
+#define MAX_DOCKERCONFIG_SIZE (4 * 1024 * 1024)
+
+void kr_keyring_done(struct kr_keyring *k) {
+        if (!k)
+                return;
+        for (size_t i = 0; i < k->n; i++) {
+                free(k->auths[i].key);
+                if (k->auths[i].password)
+                        explicit_bzero(k->auths[i].password, strlen(k->auths[i].password));
+                free(k->auths[i].username);
+                free(k->auths[i].password);
+        }
+        free(k->auths);
+        *k = (struct kr_keyring) {};
+}
+
+static int b64_value(char c) {
+        if (c >= 'A' && c <= 'Z')
+                return c - 'A';
+        if (c >= 'a' && c <= 'z')
+                return c - 'a' + 26;
+        if (c >= '0' && c <= '9')
+                return c - '0' + 52;
+        if (c == '+')
+                return 62;
+        if (c == '/')
+                return 63;
+        return -1;
+}
+
+int kr_base64_decode(const char *in, char **ret, size_t *ret_len) {
+        size_t n = strlen(in), o = 0;
+        unsigned acc = 0;
+        int bits = 0;
+        char *out;
+
+        while (n > 0 && in[n - 1] == '=')
+                n--;
+        out = malloc(n * 3 / 4 + 2);
+        if (!out)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                int v = b64_value(in[i]);
+                if (v < 0) {
+                        free(out);
+                        return -EINVAL;
+                }
+                acc = (acc << 6) | (unsigned) v;
+                bits += 6;
+                if (bits >= 8) {
+                        bits -= 8;
+                        out[o++] = (char) ((acc >> bits) & 0xff);
+                }
+        }
+        out[o] = '\0';
+        *ret = out;
+        if (ret_len)
+                *ret_len = o;
+        return 0;
+}
+
+/* BasicDockerKeyring.Add: strip the scheme and a trailing /v1/ or /v2/; keep host + path */
+static char *normalize_key(const char *key) {
+        const char *s = key;
+        char *k;
+        size_t n;
+
+        if (!strncmp(s, "https://", 8))
+                s += 8;
+        else if (!strncmp(s, "http://", 7))
+                s += 7;
+        k = strdup(s);
+        if (!k)
+                return NULL;
+        n = strlen(k);
+        if (n >= 4 && (!strcmp(k + n - 4, "/v1/") || !strcmp(k + n - 4, "/v2/")))
+                k[n - 4] = '\0';
+        n = strlen(k);
+        while (n > 0 && k[n - 1] == '/')
+                k[--n] = '\0';
+        return k;
+}
+
+int kr_keyring_add_config(struct kr_keyring *k, const json_t *auths) {
+        const char *key;
+        const json_t *e;
+
+        if (!json_is_object(auths))
+                return -EINVAL;
+        json_object_foreach((json_t *) auths, key, e) {
+                const char *auth = json_string_value(json_object_get(e, "auth"));
+                const char *user = json_string_value(json_object_get(e, "username"));
+                const char *pass = json_string_value(json_object_get(e, "password"));
+                _cleanup_free_ char *decoded = NULL, *u = NULL, *p = NULL, *nk = NULL;
+                struct kr_auth *a;
+
+                if (!json_is_object(e))
+                        return -EINVAL;
+                if (!isempty(auth)) {
+                        /* DockerConfigEntry.UnmarshalJSON: "auth" wins over username/password */
+                        char *colon;
+                        int r = kr_base64_decode(auth, &decoded, NULL);
+                        if (r < 0)
+                                return r;
+                        colon = strchr(decoded, ':');
+                        if (!colon)
+                                return -EINVAL; /* "unable to parse auth field, must be formatted as base64(username:password)" */
+                        *colon = '\0';
+                        u = strdup(decoded);
+                        p = strdup(colon + 1);
+                        explicit_bzero(decoded, strlen(colon + 1) + (size_t) (colon - decoded) + 1);
+                } else {
+                        u = strdup(strempty(user));
+                        p = strdup(strempty(pass));
+                }
+                nk = normalize_key(key);
+                if (!u || !p || !nk)
+                        return -ENOMEM;
+                a = realloc(k->auths, (k->n + 1) * sizeof(*a));
+                if (!a)
+                        return -ENOMEM;
+                k->auths = a;
+                a[k->n++] = (struct kr_auth) { .key = TAKE_PTR(nk), .username = TAKE_PTR(u), .password = TAKE_PTR(p) };
+        }
+        return 0;
+}
+
+int kr_keyring_add_secret(struct kr_keyring *k, const json_t *secret, char **ret_error) {
+        const char *type = json_string_value(json_object_get(secret, "type"));
+        const json_t *data = json_object_get(secret, "data");
+        const char *field;
+        const char *b64;
+        _cleanup_free_ char *text = NULL;
+        json_t *doc;
+        size_t len;
+        int r;
+
+        if (streq_ptr(type, "kubernetes.io/dockerconfigjson"))
+                field = ".dockerconfigjson";
+        else if (streq_ptr(type, "kubernetes.io/dockercfg"))
+                field = ".dockercfg";
+        else {
+                if (ret_error && asprintf(ret_error, "secret type %s is not kubernetes.io/dockerconfigjson nor "
+                                                     "kubernetes.io/dockercfg", type ? type : "(none)") < 0)
+                        *ret_error = NULL;
+                return -EINVAL;
+        }
+        b64 = json_string_value(json_object_get(data, field));
+        if (!b64 || strlen(b64) > MAX_DOCKERCONFIG_SIZE || kr_base64_decode(b64, &text, &len) < 0) {
+                if (ret_error && asprintf(ret_error, "data[%s]: missing or not base64", field) < 0)
+                        *ret_error = NULL;
+                return -EINVAL;
+        }
+        doc = json_loadb(text, len, 0, NULL);
+        explicit_bzero(text, len);
+        if (!doc) {
+                if (ret_error && asprintf(ret_error, "data[%s]: not JSON", field) < 0)
+                        *ret_error = NULL;
+                return -EINVAL;
+        }
+        r = kr_keyring_add_config(k, streq(field, ".dockercfg") ? doc : json_object_get(doc, "auths"));
+        json_decref(doc);
+        if (r == -EINVAL && ret_error &&
+            asprintf(ret_error, "data[%s]: invalid docker config (auth must be base64(username:password))", field) < 0)
+                *ret_error = NULL;
+        return r;
+}
+
+/* "host[:port]/path" → host parts split on '.', port, path (with its leading '/') */
+struct url {
+        char *host;
+        const char *port;
+        const char *path;
+        char *buf;
+};
+
+static int url_parse(const char *s, struct url *u) {
+        char *slash, *colon;
+
+        u->buf = strdup(s);
+        if (!u->buf)
+                return -ENOMEM;
+        slash = strchr(u->buf, '/');
+        u->path = slash ? s + (slash - u->buf) : "";
+        if (slash)
+                *slash = '\0';
+        u->host = u->buf;
+        colon = strrchr(u->buf, ':');
+        u->port = "";
+        if (colon) {
+                *colon = '\0';
+                u->port = colon + 1;
+        }
+        return 0;
+}
+
+static size_t count_parts(const char *h) {
+        size_t n = 1;
+        for (; *h; h++)
+                n += *h == '.';
+        return n;
+}
+
+int kr_url_match(const char *glob, const char *target) {
+        struct url g = {}, t = {};
+        bool match = false;
+        int r;
+
+        r = url_parse(glob, &g);
+        if (r >= 0)
+                r = url_parse(target, &t);
+        if (r < 0)
+                goto out;
+        if (!streq(g.port, t.port) || count_parts(g.host) != count_parts(t.host) ||
+            strncmp(t.path, g.path, strlen(g.path)) != 0)
+                goto out;
+        match = true;
+        for (char *gp = g.host, *tp = t.host; gp && tp;) {
+                char *gn = strchr(gp, '.'), *tn = strchr(tp, '.');
+                if (gn)
+                        *gn++ = '\0';
+                if (tn)
+                        *tn++ = '\0';
+                if (fnmatch(gp, tp, 0) != 0) {
+                        match = false;
+                        break;
+                }
+                gp = gn;
+                tp = tn;
+        }
+out:
+        free(g.buf);
+        free(t.buf);
+        return r < 0 ? r : match;
+}
+
+char *kr_image_repository(const char *image) {
+        _cleanup_free_ char *s = strdup(image);
+        char *at, *last_slash, *colon, *out = NULL;
+        const char *first_end;
+        size_t first_len;
+
+        if (!s)
+                return NULL;
+        at = strchr(s, '@');
+        if (at)
+                *at = '\0';
+        last_slash = strrchr(s, '/');
+        colon = strrchr(last_slash ? last_slash : s, ':');
+        if (colon)
+                *colon = '\0';
+        first_end = strchr(s, '/');
+        if (!first_end) {
+                if (asprintf(&out, "docker.io/library/%s", s) < 0)
+                        return NULL;
+                return out;
+        }
+        first_len = (size_t) (first_end - s);
+        if (memchr(s, '.', first_len) || memchr(s, ':', first_len) ||
+            (first_len == 9 && !strncmp(s, "localhost", 9)))
+                return TAKE_PTR(s);
+        if (asprintf(&out, "docker.io/%s", s) < 0)
+                return NULL;
+        return out;
+}
+
+static int cmp_reverse(const void *a, const void *b) {
+        const struct kr_auth *x = *(const struct kr_auth *const *) a, *y = *(const struct kr_auth *const *) b;
+        return -strcmp(x->key, y->key);
+}
+
+int kr_keyring_lookup(const struct kr_keyring *k, const char *image, const struct kr_auth ***ret, size_t *ret_n) {
+        _cleanup_free_ char *repo = kr_image_repository(image);
+        const struct kr_auth **out;
+        size_t n = 0;
+
+        if (!repo)
+                return -ENOMEM;
+        out = calloc(k->n + 1, sizeof(*out));
+        if (!out)
+                return -ENOMEM;
+        for (size_t i = 0; i < k->n; i++) {
+                int m = kr_url_match(k->auths[i].key, repo);
+                if (m < 0) {
+                        free(out);
+                        return m;
+                }
+                if (m)
+                        out[n++] = &k->auths[i];
+        }
+        /* the default registry: credentials for index.docker.io serve docker.io images */
+        if (n == 0 && !strncmp(repo, "docker.io/", 10))
+                for (size_t i = 0; i < k->n; i++)
+                        if (streq(k->auths[i].key, "index.docker.io") || streq(k->auths[i].key, "docker.io"))
+                                out[n++] = &k->auths[i];
+        qsort(out, n, sizeof(*out), cmp_reverse); /* stable enough: equal keys keep no particular order */
+        if (n == 0) {
+                free(out);
+                out = NULL;
+        }
+        *ret = out;
+        *ret_n = n;
+        return 0;
+}

@@ -1,0 +1,642 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "objects/manager.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "basic/log.h"
+#include "basic/util.h"
+
+#define RETRY_MIN_USEC (1 * USEC_PER_SEC)
+#define RETRY_MAX_USEC (30 * USEC_PER_SEC)
+#define TOKEN_MAX_TTL_SECONDS (24 * 3600)
+
+struct mobj {
+        struct mobj *prev, *next;
+        struct objects_manager *m;
+        const char *kind;              /* "ConfigMap" / "Secret" */
+        char *ns, *name;
+        unsigned refs;                 /* pods referencing it */
+        bool answered;                 /* a first answer (object, not found or error) is known */
+        json_t *obj;
+        int err;
+        char *message;
+        char *rv;                      /* the resourceVersion to watch from */
+        struct kube_request *req;      /* the list or the watch in flight */
+        struct event *retry;
+        uint64_t delay;
+        uint64_t watch_started;        /* monotonic usec */
+};
+
+struct mtoken {
+        char *sa, *audience;
+        int64_t expiration_seconds;
+        json_t *status;                /* the last TokenRequest status, or NULL */
+        int64_t expires;               /* unix seconds of status.expirationTimestamp */
+        int err;                       /* the last request's error when there is no usable token */
+        char *message;
+        bool answered;
+        struct kube_request *req;
+        struct mpod *p;
+};
+
+struct mpod {
+        struct mpod *prev, *next;
+        struct objects_manager *m;
+        char *uid, *ns, *name;
+        bool api;
+        struct mobj **objs;
+        size_t n_objs;
+        struct mtoken **tokens;
+        size_t n_tokens;
+        objects_ready_t ready;
+        void *ready_data;
+};
+
+struct objects_manager {
+        struct event_base *base;
+        struct kube_client *client;
+        objects_changed_t changed;
+        void *userdata;
+        struct mobj *objs;
+        struct mpod *pods;
+};
+
+static const char *resource_of(const char *kind) {
+        return streq(kind, "ConfigMap") ? "configmaps" : "secrets";
+}
+
+bool objects_token_requires_refresh(int64_t now, int64_t expiration, int64_t expiration_seconds) {
+        int64_t issued = expiration - expiration_seconds;
+
+        if (now > issued + TOKEN_MAX_TTL_SECONDS)
+                return true;
+        return now > expiration - expiration_seconds * 20 / 100;
+}
+
+/* ---------------------------------------------------------------- readiness */
+
+static bool token_pending(const struct mtoken *t, int64_t now) {
+        if (t->status && t->expires > now)
+                return false; /* a usable token, maybe being refreshed */
+        return !t->answered || t->req;
+}
+
+static bool pod_ready(const struct mpod *p) {
+        int64_t now = (int64_t) (now_realtime_usec() / USEC_PER_SEC);
+        for (size_t i = 0; i < p->n_objs; i++)
+                if (!p->objs[i]->answered)
+                        return false;
+        for (size_t i = 0; i < p->n_tokens; i++)
+                if (token_pending(p->tokens[i], now))
+                        return false;
+        return true;
+}
+
+static void wake_ready_pods(struct objects_manager *m) {
+        for (struct mpod *p = m->pods, *next; p; p = next) {
+                next = p->next;
+                if (p->ready && pod_ready(p)) {
+                        objects_ready_t cb = p->ready;
+                        p->ready = NULL;
+                        cb(p->ready_data); /* may unregister p; restart the scan */
+                        next = m->pods;
+                }
+        }
+}
+
+static bool pod_uses(const struct mpod *p, const struct mobj *o) {
+        for (size_t i = 0; i < p->n_objs; i++)
+                if (p->objs[i] == o)
+                        return true;
+        return false;
+}
+
+static void notify_changed(struct objects_manager *m, struct mobj *o) {
+        size_t n = 0;
+        char **uids = NULL;
+
+        /* collect first: the callback may change the registrations */
+        for (struct mpod *p = m->pods; p; p = p->next)
+                if (pod_uses(p, o) && !p->ready)
+                        n++;
+        uids = calloc(n + 1, sizeof(*uids));
+        if (!uids)
+                return;
+        n = 0;
+        for (struct mpod *p = m->pods; p; p = p->next)
+                if (pod_uses(p, o) && !p->ready && (uids[n] = strdup(p->uid)))
+                        n++;
+        for (size_t i = 0; i < n; i++) {
+                log_info("%s %s/%s changed: syncing pod %s", o->kind, o->ns, o->name, uids[i]);
+                m->changed(uids[i], m->userdata);
+        }
+        strv_free(uids);
+}
+
+/* ---------------------------------------------------------------- objects */
+
+static void obj_start(struct mobj *o);
+
+static void obj_free(struct mobj *o) {
+        if (!o)
+                return;
+        if (o->prev)
+                o->prev->next = o->next;
+        else if (o->m && o->m->objs == o)
+                o->m->objs = o->next;
+        if (o->next)
+                o->next->prev = o->prev;
+        kube_request_cancel(o->req);
+        if (o->retry)
+                event_free(o->retry);
+        json_decref(o->obj);
+        free(o->message);
+        free(o->rv);
+        free(o->ns);
+        free(o->name);
+        free(o);
+}
+
+static void obj_retry_cb(evutil_socket_t fd, short what, void *userdata) {
+        obj_start(userdata);
+}
+
+static void obj_schedule(struct mobj *o, bool failed) {
+        if (failed)
+                o->delay = o->delay ? MIN(o->delay * 2, (uint64_t) RETRY_MAX_USEC) : RETRY_MIN_USEC;
+        else
+                o->delay = 0;
+        evtimer_add_usec(o->retry, o->delay);
+}
+
+/* Set the known state; true when it differs from the previous one (another object or resourceVersion, or
+ * found/not found changed). */
+static bool obj_set(struct mobj *o, json_t *obj, int err, const char *message) {
+        const char *old_rv = json_string_value(json_object_get(json_object_get(o->obj, "metadata"), "resourceVersion"));
+        const char *new_rv = json_string_value(json_object_get(json_object_get(obj, "metadata"), "resourceVersion"));
+        bool changed = o->answered && (!!o->obj != !!obj || !streq_ptr(old_rv, new_rv) || (!obj && o->err != err));
+
+        json_decref(o->obj);
+        o->obj = json_incref(obj);
+        o->err = obj ? 0 : err;
+        free(o->message);
+        o->message = message ? strdup(message) : NULL;
+        o->answered = true;
+        return changed;
+}
+
+static void obj_on_watch_event(const char *type, json_t *object, void *userdata) {
+        struct mobj *o = userdata;
+        const char *rv = json_string_value(json_object_get(json_object_get(object, "metadata"), "resourceVersion"));
+        bool changed = false;
+
+        if (streq(type, "ERROR")) {
+                log_v(2, "%s %s/%s: watch error: %s", o->kind, o->ns, o->name,
+                      strna(json_string_value(json_object_get(object, "message"))));
+                free(o->rv);
+                o->rv = NULL; /* relist */
+                return;
+        }
+        if (rv)
+                (void) free_and_strdup(&o->rv, rv);
+        if (streq(type, "ADDED") || streq(type, "MODIFIED"))
+                changed = obj_set(o, object, 0, NULL);
+        else if (streq(type, "DELETED")) {
+                _cleanup_free_ char *msg = obj_not_found_message(o->kind, o->name);
+                changed = obj_set(o, NULL, -ENOENT, msg);
+        }
+        if (changed)
+                notify_changed(o->m, o);
+}
+
+static void obj_on_watch_done(int r, long status, const char *error, void *userdata) {
+        struct mobj *o = userdata;
+
+        o->req = NULL;
+        if (r < 0 || status != 200) {
+                log_v(2, "%s %s/%s: watch ended: %s", o->kind, o->ns, o->name, strna(error));
+                free(o->rv);
+                o->rv = NULL;
+                obj_schedule(o, true);
+                return;
+        }
+        /* a normal end: watch again from the last resourceVersion, at once unless it ended at once (a server
+         * closing every watch must not make the loop spin) */
+        obj_schedule(o, now_usec() - o->watch_started < USEC_PER_SEC);
+}
+
+static void obj_watch(struct mobj *o) {
+        _cleanup_free_ char *ns = kube_escape(o->ns), *sel = NULL, *path = NULL, *rv = NULL;
+        unsigned timeout = 300 + (unsigned) (random() % 300); /* as the reflector: 5 to 10 min */
+        int r;
+
+        if (asprintf(&sel, "metadata.name=%s", o->name) < 0)
+                sel = NULL;
+        _cleanup_free_ char *esel = sel ? kube_escape(sel) : NULL;
+        rv = kube_escape(o->rv);
+        if (!ns || !esel || !rv ||
+            asprintf(&path, "/api/v1/namespaces/%s/%s?fieldSelector=%s&resourceVersion=%s&watch=true"
+                            "&allowWatchBookmarks=true&timeoutSeconds=%u",
+                     ns, resource_of(o->kind), esel, rv, timeout) < 0) {
+                obj_schedule(o, true);
+                return;
+        }
+        o->watch_started = now_usec();
+        r = kube_watch(o->m->client, path, (uint64_t) (timeout + 60) * USEC_PER_SEC, obj_on_watch_event,
+                       obj_on_watch_done, o, &o->req);
+        if (r < 0) {
+                o->req = NULL;
+                obj_schedule(o, true);
+        }
+}
+
+static int errno_of(const struct kube_response *resp) {
+        if (resp->r < 0)
+                return resp->r;
+        switch (resp->status) {
+        case 404: return -ENOENT;
+        case 401:
+        case 403: return -EACCES;
+        default: return -EIO;
+        }
+}
+
+static void obj_on_list(const struct kube_response *resp, void *userdata) {
+        struct mobj *o = userdata;
+        struct objects_manager *m = o->m;
+        const json_t *items = json_object_get(resp->body, "items");
+        const char *rv = json_string_value(json_object_get(json_object_get(resp->body, "metadata"), "resourceVersion"));
+        json_t *found = NULL, *it;
+        bool changed;
+        size_t i;
+
+        o->req = NULL;
+        if (resp->r < 0 || resp->status != 200 || !json_is_array(items) || isempty(rv)) {
+                int err = errno_of(resp);
+                _cleanup_free_ char *msg = NULL;
+                if (resp->r >= 0 && resp->status == 200)
+                        err = -EBADMSG;
+                if (asprintf(&msg, "failed to get %s %s/%s: %s", streq(o->kind, "ConfigMap") ? "configmap" : "secret",
+                             o->ns, o->name, isempty(resp->error) ? "invalid list" : resp->error) < 0)
+                        msg = NULL;
+                log_warning("%s", strna(msg));
+                /* keep a value already known (the watch will be retried); a first answer is the error */
+                if (!o->answered)
+                        (void) obj_set(o, NULL, err == -ENOENT ? -EIO : err, msg);
+                obj_schedule(o, true);
+                wake_ready_pods(o->m);
+                return;
+        }
+        json_array_foreach(items, i, it)
+                if (streq_ptr(json_string_value(json_object_get(json_object_get(it, "metadata"), "name")), o->name))
+                        found = it;
+        log_v(2, "%s %s/%s: %s (resourceVersion %s)", o->kind, o->ns, o->name, found ? "fetched" : "not found", rv);
+        if (found)
+                changed = obj_set(o, found, 0, NULL);
+        else {
+                _cleanup_free_ char *msg = obj_not_found_message(o->kind, o->name);
+                changed = obj_set(o, NULL, -ENOENT, msg);
+        }
+        o->delay = 0;
+        (void) free_and_strdup(&o->rv, rv);
+        obj_watch(o);
+        if (changed)
+                notify_changed(m, o); /* may free o */
+        wake_ready_pods(m);
+}
+
+static void obj_start(struct mobj *o) {
+        _cleanup_free_ char *ns = kube_escape(o->ns), *sel = NULL, *esel = NULL, *path = NULL;
+        int r;
+
+        if (o->rv) {
+                obj_watch(o);
+                return;
+        }
+        if (asprintf(&sel, "metadata.name=%s", o->name) < 0)
+                sel = NULL;
+        esel = sel ? kube_escape(sel) : NULL;
+        if (!ns || !esel || asprintf(&path, "/api/v1/namespaces/%s/%s?fieldSelector=%s", ns, resource_of(o->kind),
+                                     esel) < 0) {
+                obj_schedule(o, true);
+                return;
+        }
+        r = kube_request(o->m->client, "GET", path, NULL, NULL, 0, obj_on_list, o, &o->req);
+        if (r < 0) {
+                o->req = NULL;
+                obj_schedule(o, true);
+        }
+}
+
+static struct mobj *obj_get(struct objects_manager *m, const char *kind, const char *ns, const char *name) {
+        struct mobj *o;
+
+        for (o = m->objs; o; o = o->next)
+                if (streq(o->kind, kind) && streq(o->ns, ns) && streq(o->name, name))
+                        return o;
+        o = calloc(1, sizeof(*o));
+        if (!o)
+                return NULL;
+        o->m = m;
+        o->kind = streq(kind, "ConfigMap") ? "ConfigMap" : "Secret";
+        o->ns = strdup(ns);
+        o->name = strdup(name);
+        o->retry = evtimer_new(m->base, obj_retry_cb, o);
+        if (!o->ns || !o->name || !o->retry) {
+                obj_free(o);
+                return NULL;
+        }
+        o->next = m->objs;
+        if (m->objs)
+                m->objs->prev = o;
+        m->objs = o;
+        log_v(2, "watching %s %s/%s", o->kind, ns, name);
+        obj_start(o);
+        return o;
+}
+
+static void obj_unref(struct mobj *o) {
+        if (o && --o->refs == 0) {
+                log_v(2, "no longer watching %s %s/%s", o->kind, o->ns, o->name);
+                obj_free(o);
+        }
+}
+
+/* ---------------------------------------------------------------- tokens */
+
+static void token_free(struct mtoken *t) {
+        if (!t)
+                return;
+        kube_request_cancel(t->req);
+        json_decref(t->status);
+        free(t->message);
+        free(t->sa);
+        free(t->audience);
+        free(t);
+}
+
+static void token_on_reply(const struct kube_response *resp, void *userdata) {
+        struct mtoken *t = userdata;
+        json_t *status = json_object_get(resp->body, "status");
+        const char *tok = json_string_value(json_object_get(status, "token"));
+        const char *exp = json_string_value(json_object_get(status, "expirationTimestamp"));
+        int64_t nsec;
+
+        t->req = NULL;
+        t->answered = true;
+        if (resp->r >= 0 && resp->status / 100 == 2 && !isempty(tok) && exp && parse_rfc3339(exp, &nsec) >= 0) {
+                json_decref(t->status);
+                t->status = json_incref(status);
+                t->expires = nsec / 1000000000;
+                t->err = 0;
+                free(t->message);
+                t->message = NULL;
+                log_v(2, "got a token for service account %s/%s (audience \"%s\") for pod %s", t->p->ns, t->sa,
+                      t->audience, t->p->uid);
+        } else {
+                _cleanup_free_ char *msg = NULL;
+                if (asprintf(&msg, "failed to fetch token: %s",
+                             isempty(resp->error) ? "invalid TokenRequest answer" : resp->error) < 0)
+                        msg = NULL;
+                log_error("pod %s: service account %s/%s: %s", t->p->uid, t->p->ns, t->sa, strna(msg));
+                t->err = resp->r < 0 || resp->status / 100 != 2 ? errno_of(resp) : -EBADMSG;
+                if (t->err == -ENOENT)
+                        t->err = -EIO; /* a missing service account is an error, never "optional" */
+                free(t->message);
+                t->message = TAKE_PTR(msg);
+        }
+        wake_ready_pods(t->p->m);
+}
+
+static void token_request(struct mtoken *t) {
+        struct mpod *p = t->p;
+        _cleanup_free_ char *ns = kube_escape(p->ns), *sa = kube_escape(t->sa), *path = NULL;
+        json_t *body, *spec;
+        int r;
+
+        if (!ns || !sa || asprintf(&path, "/api/v1/namespaces/%s/serviceaccounts/%s/token", ns, sa) < 0)
+                goto fail;
+        spec = json_pack("{s:I, s:{s:s, s:s, s:s, s:s}}", "expirationSeconds", (json_int_t) t->expiration_seconds,
+                         "boundObjectRef", "apiVersion", "v1", "kind", "Pod", "name", p->name, "uid", p->uid);
+        if (spec && !isempty(t->audience) &&
+            json_object_set_new(spec, "audiences", json_pack("[s]", t->audience)) < 0) {
+                json_decref(spec);
+                spec = NULL;
+        }
+        body = spec ? json_pack("{s:s, s:s, s:o}", "apiVersion", "authentication.k8s.io/v1", "kind", "TokenRequest",
+                                "spec", spec)
+                    : NULL;
+        if (!body)
+                goto fail;
+        log_v(2, "requesting a token for service account %s/%s (audience \"%s\", %" PRId64 "s) for pod %s", p->ns,
+              t->sa, t->audience, t->expiration_seconds, p->uid);
+        r = kube_request(p->m->client, "POST", path, body, NULL, 0, token_on_reply, t, &t->req);
+        json_decref(body);
+        if (r >= 0)
+                return;
+        t->req = NULL;
+fail:
+        t->answered = true;
+        t->err = -ENOMEM;
+        (void) free_and_strdup(&t->message, "failed to fetch token: out of memory");
+}
+
+/* ---------------------------------------------------------------- pods */
+
+static struct mpod *pod_find(struct objects_manager *m, const char *uid) {
+        for (struct mpod *p = m->pods; p; p = p->next)
+                if (streq(p->uid, uid))
+                        return p;
+        return NULL;
+}
+
+static void pod_free(struct mpod *p) {
+        if (!p)
+                return;
+        if (p->prev)
+                p->prev->next = p->next;
+        else if (p->m && p->m->pods == p)
+                p->m->pods = p->next;
+        if (p->next)
+                p->next->prev = p->prev;
+        for (size_t i = 0; i < p->n_objs; i++)
+                obj_unref(p->objs[i]);
+        free(p->objs);
+        for (size_t i = 0; i < p->n_tokens; i++)
+                token_free(p->tokens[i]);
+        free(p->tokens);
+        free(p->uid);
+        free(p->ns);
+        free(p->name);
+        free(p);
+}
+
+void objects_manager_unregister(struct objects_manager *m, const char *uid) {
+        if (m && uid)
+                pod_free(pod_find(m, uid));
+}
+
+static struct mtoken **token_find(struct mpod *p, const struct token_ref *t) {
+        for (size_t i = 0; p && i < p->n_tokens; i++)
+                if (p->tokens[i] && streq(p->tokens[i]->sa, t->service_account) &&
+                    streq(p->tokens[i]->audience, t->audience) &&
+                    p->tokens[i]->expiration_seconds == t->expiration_seconds)
+                        return &p->tokens[i];
+        return NULL;
+}
+
+int objects_manager_register(struct objects_manager *m, const char *uid, const char *ns, const char *pod_name,
+                             bool api, const struct pod_refs *refs) {
+        struct mpod *old, *p;
+        bool use_api;
+
+        if (!m)
+                return 0;
+        old = pod_find(m, uid);
+        use_api = api && m->client;
+
+        p = calloc(1, sizeof(*p));
+        if (!p)
+                return -ENOMEM;
+        p->m = m;
+        p->api = use_api;
+        p->uid = strdup(uid);
+        p->ns = strdup(strempty(ns));
+        p->name = strdup(strempty(pod_name));
+        if (!p->uid || !p->ns || !p->name)
+                goto oom;
+        if (use_api) {
+                p->objs = calloc(refs->n_objs + 1, sizeof(*p->objs));
+                p->tokens = calloc(refs->n_tokens + 1, sizeof(*p->tokens));
+                if (!p->objs || !p->tokens)
+                        goto oom;
+                for (size_t i = 0; i < refs->n_objs; i++) {
+                        struct mobj *o = obj_get(m, refs->objs[i].kind, p->ns, refs->objs[i].name);
+                        if (!o)
+                                goto oom;
+                        if (pod_uses(p, o)) {
+                                if (o->refs == 0)
+                                        obj_free(o);
+                                continue;
+                        }
+                        o->refs++;
+                        p->objs[p->n_objs++] = o;
+                }
+                for (size_t i = 0; i < refs->n_tokens; i++) {
+                        struct mtoken **prev = token_find(old, &refs->tokens[i]), *t;
+                        if (prev) {
+                                /* keep the cached token (and a request in flight) across re-registrations */
+                                t = TAKE_PTR(*prev);
+                        } else {
+                                t = calloc(1, sizeof(*t));
+                                if (!t)
+                                        goto oom;
+                                *t = (struct mtoken) { .sa = strdup(refs->tokens[i].service_account),
+                                                       .audience = strdup(refs->tokens[i].audience),
+                                                       .expiration_seconds = refs->tokens[i].expiration_seconds };
+                                if (!t->sa || !t->audience) {
+                                        token_free(t);
+                                        goto oom;
+                                }
+                        }
+                        t->p = p;
+                        p->tokens[p->n_tokens++] = t;
+                }
+        }
+        if (old) {
+                p->ready = old->ready;
+                p->ready_data = old->ready_data;
+                pod_free(old); /* after the new references were taken: shared objects stay watched */
+        }
+        p->next = m->pods;
+        if (m->pods)
+                m->pods->prev = p;
+        m->pods = p;
+        return 0;
+oom:
+        pod_free(p);
+        return -ENOMEM;
+}
+
+int objects_manager_wait(struct objects_manager *m, const char *uid, objects_ready_t ready, void *userdata) {
+        struct mpod *p = m ? pod_find(m, uid) : NULL;
+        int64_t now = (int64_t) (now_realtime_usec() / USEC_PER_SEC);
+
+        if (!p)
+                return 0;
+        for (size_t i = 0; i < p->n_tokens; i++) {
+                struct mtoken *t = p->tokens[i];
+                if (t->req)
+                        continue;
+                if (!t->status || objects_token_requires_refresh(now, t->expires, t->expiration_seconds))
+                        token_request(t);
+        }
+        if (pod_ready(p))
+                return 0;
+        p->ready = ready;
+        p->ready_data = userdata;
+        return 1;
+}
+
+void objects_manager_cancel_wait(struct objects_manager *m, const char *uid) {
+        struct mpod *p = m && uid ? pod_find(m, uid) : NULL;
+        if (p)
+                p->ready = NULL;
+}
+
+int objects_manager_fill(struct objects_manager *m, const char *uid, struct pod_objects *o) {
+        struct mpod *p = m ? pod_find(m, uid) : NULL;
+        int64_t now = (int64_t) (now_realtime_usec() / USEC_PER_SEC);
+        int r;
+
+        if (!p)
+                return 0;
+        for (size_t i = 0; i < p->n_objs; i++) {
+                const struct mobj *x = p->objs[i];
+                if (!x->answered)
+                        r = pod_objects_put_error(o, x->kind, x->ns, x->name, -EAGAIN, "not fetched yet");
+                else if (x->obj)
+                        r = pod_objects_put(o, x->kind, x->ns, x->name, x->obj);
+                else
+                        r = pod_objects_put_error(o, x->kind, x->ns, x->name, x->err, x->message);
+                if (r < 0)
+                        return r;
+        }
+        for (size_t i = 0; i < p->n_tokens; i++) {
+                const struct mtoken *t = p->tokens[i];
+                if (t->status && t->expires > now)
+                        r = pod_objects_put_token(o, p->ns, t->sa, t->audience, t->expiration_seconds, t->status);
+                else
+                        r = pod_objects_put_token_error(o, p->ns, t->sa, t->audience, t->expiration_seconds,
+                                                        t->err < 0 ? t->err : -EAGAIN,
+                                                        t->message ? t->message : "token not fetched yet");
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+int objects_manager_new(struct event_base *base, struct kube_client *client, objects_changed_t changed,
+                        void *userdata, struct objects_manager **ret) {
+        struct objects_manager *m = calloc(1, sizeof(*m));
+        if (!m)
+                return -ENOMEM;
+        *m = (struct objects_manager) { .base = base, .client = client, .changed = changed, .userdata = userdata };
+        *ret = m;
+        return 0;
+}
+
+struct objects_manager *objects_manager_free(struct objects_manager *m) {
+        if (!m)
+                return NULL;
+        while (m->pods)
+                pod_free(m->pods);
+        while (m->objs)
+                obj_free(m->objs);
+        free(m);
+        return NULL;
+}

@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/* The kubelet's ConfigMap/Secret managers (pkg/kubelet/util/manager, Watch strategy) and token manager
+ * (pkg/kubelet/token) on the kube client.
+ *
+ * Objects: each object referenced by at least one registered pod is listed with
+ * fieldSelector=metadata.name=<name> and then watched from the list's resourceVersion, so its cached value
+ * stays current; the watch starts when the first pod references the object and stops when the last one no
+ * longer does. A change (ADDED, MODIFIED, DELETED, or a relist that finds another resourceVersion) calls
+ * changed() for every pod that references the object. Static pods (api = false) and a kubelet without an
+ * API server get -ENOENT for every object and token.
+ *
+ * Tokens: a TokenRequest per (pod, service account, audience, expirationSeconds), bound to the pod, cached
+ * and requested again when older than 80% of its TTL or than 24 h (token_manager.go requiresRefresh); a
+ * failed refresh keeps serving the cached token while it has not expired. */
+
+#include <event2/event.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "client/client.h"
+#include "objects/objects.h"
+#include "objects/refs.h"
+
+struct objects_manager;
+
+typedef void (*objects_changed_t)(const char *pod_uid, void *userdata);
+typedef void (*objects_ready_t)(void *userdata);
+
+/* client may be NULL (no API server). */
+int objects_manager_new(struct event_base *base, struct kube_client *client, objects_changed_t changed,
+                        void *userdata, struct objects_manager **ret);
+struct objects_manager *objects_manager_free(struct objects_manager *m); /* accepts NULL, returns NULL */
+
+/* (Re)register the references of a pod: objects no longer referenced by any pod stop being watched. */
+int objects_manager_register(struct objects_manager *m, const char *uid, const char *ns, const char *pod_name,
+                             bool api, const struct pod_refs *refs);
+void objects_manager_unregister(struct objects_manager *m, const char *uid);
+
+/* Starts the token requests that are due. Returns 0 when every object and token of the pod has an answer
+ * now, 1 when ready() will be called (on the loop) once they have, unless cancelled; negative errno. */
+int objects_manager_wait(struct objects_manager *m, const char *uid, objects_ready_t ready, void *userdata);
+void objects_manager_cancel_wait(struct objects_manager *m, const char *uid);
+
+/* Put the pod's objects and tokens, as known now, into o (pod_objects_put / put_error / put_token). */
+int objects_manager_fill(struct objects_manager *m, const char *uid, struct pod_objects *o);
+
+/* token_manager.go requiresRefresh (without its jitter): now, the token's expiration and its requested
+ * lifetime, in unix seconds. */
+bool objects_token_requires_refresh(int64_t now, int64_t expiration, int64_t expiration_seconds);

@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/* The API objects a pod refers to (upstream's podutil.VisitPodConfigmapNames / VisitPodSecretNames, and the
+ * projected serviceAccountToken sources), read from the pod's document (already validated). */
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#define OBJ_TOKEN_DEFAULT_EXPIRATION_SECONDS 3600
+
+enum obj_ref_use {
+        OBJ_REF_VOLUME,      /* where: the volume's name */
+        OBJ_REF_ENV,         /* where: the container's name */
+        OBJ_REF_PULL_SECRET, /* where: NULL */
+};
+
+struct obj_ref {
+        const char *kind;    /* "ConfigMap" or "Secret" (static) */
+        char *name;
+        bool optional;
+        enum obj_ref_use use;
+        char *where;
+};
+
+struct token_ref {
+        char *service_account;
+        char *audience;      /* "" = the API server's */
+        int64_t expiration_seconds;
+        char *volume;        /* the first projected volume asking for it */
+};
+
+struct pod_refs {
+        struct obj_ref *objs;
+        size_t n_objs;
+        struct token_ref *tokens;
+        size_t n_tokens;     /* distinct (service account, audience, expiration) */
+};
+
+/* Every reference of the pod, in document order (volumes, init containers, containers, ephemeral
+ * containers, imagePullSecrets); an object named by several references appears once per reference. */
+int pod_refs_collect(const json_t *pod, struct pod_refs *ret);
+void pod_refs_done(struct pod_refs *r); /* accepts NULL */
+
+/* The pod's service account: spec.serviceAccountName, else the deprecated spec.serviceAccount, else
+ * "default" (the ServiceAccount admission's default). Borrowed. */
+const char *pod_refs_service_account(const json_t *pod);
+
+/* configmap "x" not found / secret "x" not found (the message of the kubelet's managers) */
+char *obj_not_found_message(const char *kind, const char *name);

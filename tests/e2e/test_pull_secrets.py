@@ -1,0 +1,100 @@
+"""imagePullSecrets: an API pod pulls from a registry that requires basic authentication (Debian
+docker-registry with an htpasswd file, on a free 127.0.0.1 port, which containerd reaches over plain HTTP
+as a loopback registry) with the credentials of its kubernetes.io/dockerconfigjson Secret; without them,
+or with wrong ones, the pull fails with ErrImagePull and backs off."""
+import base64
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+
+import pytest
+
+from conftest import IMAGE_CACHE, SCRIPTS, free_port
+from test_cluster import api_pod, apiserver, cstatus, join  # noqa: F401 (apiserver is a fixture)
+
+USER, PASSWORD = "puller", "s3cret-Pa55"
+
+
+@pytest.fixture(scope="module")
+def auth_registry():
+    d = tempfile.mkdtemp(prefix="ckubelet-authreg-", dir="/var/tmp")
+    port = free_port()
+    htpasswd = os.path.join(d, "htpasswd")
+    subprocess.run(["htpasswd", "-B", "-b", "-c", htpasswd, USER, PASSWORD], check=True, capture_output=True)
+    subprocess.run(["bash", os.path.join(SCRIPTS, "registry.sh"), "start", d, str(port), htpasswd], check=True)
+    reg = f"127.0.0.1:{port}"
+    try:
+        src = os.path.join(IMAGE_CACHE, "images.tar.dir")
+        subprocess.run(["skopeo", "copy", "--quiet", "--dest-tls-verify=false", "--dest-creds", f"{USER}:{PASSWORD}",
+                        f"oci:{src}:docker.io/library/busybox:1.36", f"docker://{reg}/private/busybox:1"], check=True)
+        yield reg
+    finally:
+        subprocess.run(["bash", os.path.join(SCRIPTS, "registry.sh"), "stop", d], check=False)
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def dockerconfig_secret(name, registry, user, password, type_="kubernetes.io/dockerconfigjson"):
+    entry = {"auth": base64.b64encode(f"{user}:{password}".encode()).decode()}
+    if type_ == "kubernetes.io/dockerconfigjson":
+        key, cfg = ".dockerconfigjson", {"auths": {registry: entry}}
+    else:
+        key, cfg = ".dockercfg", {registry: entry}
+    return {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name, "namespace": "default"}, "type": type_,
+            "data": {key: base64.b64encode(json.dumps(cfg).encode()).decode()}}
+
+
+def private_pod(name, image, secrets):
+    return api_pod(name, [{"name": "app", "image": image, "command": ["sleep", "3600"],
+                           "imagePullPolicy": "Always"}],
+                   extra_spec={"imagePullSecrets": [{"name": s} for s in secrets]})
+
+
+def state(apiserver, name):
+    p = apiserver.pod(name)
+    c = p and cstatus(p, "app")
+    return (c or {}).get("state", {})
+
+
+def test_pull_with_and_without_secret(kubelet_factory, apiserver, auth_registry, runtime):
+    image = f"{auth_registry}/private/busybox:1"
+    k = join(kubelet_factory, apiserver)
+    apiserver.create("secrets", dockerconfig_secret("regcred", f"https://{auth_registry}/v2/", USER, PASSWORD),
+                     namespace="default")
+    apiserver.create("secrets", dockerconfig_secret("wrongcred", auth_registry + "/private", USER, "nope",
+                                                    type_="kubernetes.io/dockercfg"), namespace="default")
+
+    # without a secret: ErrImagePull, then ImagePullBackOff
+    apiserver.create("pods", private_pod("nocreds", image, []), namespace="default")
+    w = apiserver.wait(lambda: (s := state(apiserver, "nocreds").get("waiting")) and
+                       s.get("reason") in ("ErrImagePull", "ImagePullBackOff") and s, timeout=60)
+    apiserver.wait(lambda: state(apiserver, "nocreds").get("waiting", {}).get("reason") == "ImagePullBackOff",
+                   timeout=60)
+    assert 'Failed to pull image "' + image + '"' in k.log()
+    nocreds_msg = w["message"]
+
+    # a wrong credential first, then the right one: each is tried in turn, the pull succeeds
+    apiserver.create("pods", private_pod("withcreds", image, ["wrongcred", "missing", "regcred"]),
+                     namespace="default")
+    apiserver.wait(lambda: "running" in state(apiserver, "withcreds"), timeout=90)
+    assert runtime.running("withcreds", "app")
+    ev = [e for e in apiserver.list("events", "default") if e["involvedObject"]["name"] == "withcreds"]
+    missing = [e for e in ev if e["reason"] == "FailedToRetrieveImagePullSecret"]
+    assert missing and missing[0]["message"] == (
+        "Unable to retrieve some image pull secrets (default/missing); attempting to pull the image may not succeed.")
+    assert any(e["reason"] == "Pulled" for e in ev)
+    # the more specific key (with the path) first, then the registry's
+    tries = [line.split("with the credentials for ")[1] for line in k.log().splitlines()
+             if 'pulling image "' + image + '" with the credentials for' in line and "withcreds" in line]
+    assert tries[:2] == [auth_registry + "/private", auth_registry], tries
+    # secrets never reach the log
+    log = k.log()
+    assert PASSWORD not in log and base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode() not in log
+
+    # only wrong credentials: ErrImagePull with the runtime's message
+    apiserver.create("pods", private_pod("badcreds", image, ["wrongcred"]), namespace="default")
+    w = apiserver.wait(lambda: (s := state(apiserver, "badcreds").get("waiting")) and
+                       s.get("reason") == "ErrImagePull" and s, timeout=60)
+    assert not runtime.pods_named("badcreds") or not runtime.running("badcreds", "app")
+    assert "401 Unauthorized" in nocreds_msg and "401 Unauthorized" in w["message"]
