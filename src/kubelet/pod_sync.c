@@ -40,6 +40,7 @@ struct pod_sync {
         char *pod_ip;                     /* the sandbox's IP (NULL: none known, or host network) */
         Runtime__V1__PodSandboxConfig *sandbox_config;
         char *image_ref;
+        char *cgroup_parent;              /* the pod cgroup (src/cm), NULL without --cgroups-per-qos */
 
         bool did_work;
         bool error;
@@ -72,6 +73,7 @@ void pod_sync_free(struct pod_sync *s) {
         free(s->pod_ip);
         kr_pb_free(s->sandbox_config);
         free(s->image_ref);
+        free(s->cgroup_parent);
         free(s);
 }
 
@@ -87,6 +89,7 @@ static void build_context(const struct pod_sync *s, struct kr_build_context *ret
                 .node_name = s->k->opts->node_name,
                 .node_ip = s->k->node_ip,
                 .pod_ip = s->pod && s->pod->spec.host_network ? s->k->node_ip : s->pod_ip,
+                .cgroup_parent = s->cgroup_parent,
         };
 }
 
@@ -496,6 +499,14 @@ static void phase_create_sandbox(struct pod_sync *s) {
                 sync_finish(s);
                 return;
         }
+        free(s->cgroup_parent);
+        s->cgroup_parent = NULL;
+        r = cm_pod_cgroup_parent(s->k->cm, s->pod, &s->cgroup_parent);
+        if (r < 0) {
+                call_failed(s, "naming the pod cgroup", r);
+                sync_finish(s);
+                return;
+        }
         build_context(s, &ctx);
         r = kr_build_sandbox_config(s->pod, s->actions.attempt, &ctx, &s->sandbox_config);
         if (r < 0) {
@@ -528,6 +539,14 @@ static void phase_create_sandbox(struct pod_sync *s) {
         logdir = kr_pod_log_dir(s->k->opts->pod_logs_dir, s->pod);
         if (!logdir || mkdir_p(logdir, 0755) < 0) {
                 log_error("pod %s: cannot create log directory %s: %m", pod_desc(s), strna(logdir));
+                s->error = true;
+                sync_finish(s);
+                return;
+        }
+        /* the pod cgroup before the sandbox that goes into it (upstream: UpdateQOSCgroups, then EnsureExists) */
+        r = kubelet_pod_cgroup_ensure(s->k, s->pod);
+        if (r < 0) {
+                log_error("pod %s: cannot create the pod cgroup: %s", pod_desc(s), strerror(-r));
                 s->error = true;
                 sync_finish(s);
                 return;
