@@ -83,7 +83,7 @@ int cm_name_to_systemd(const char *name, char **ret) {
                 if (escaped[i] == '-')
                         escaped[i] = '_';
                 else if (escaped[i] == '/') {
-                        if (i == 0 || i + 1 == len || escaped[i - 1] == '/')
+                        if (i == 0 || i + 1 == len || name[i - 1] == '/')
                                 return -EINVAL;
                         escaped[i] = '-';
                         n_parts++;
