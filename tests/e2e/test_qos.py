@@ -180,3 +180,18 @@ def test_bad_cgroup_flags_refused(kubelet_factory, runtime):
     k3 = kubelet_factory(True, "--cgroups-per-qos=false")
     wait_for(lambda: not k3.alive(), 20, msg="ckubelet to refuse enforce-node-allocatable without QoS cgroups")
     assert "is not supported unless cgroupsPerQOS (--cgroups-per-qos) feature is turned on" in k3.log()
+
+
+def test_reserved_and_pod_max_pids(kubelet_factory, runtime):
+    assert V1
+    k = kubelet_factory(True, "--kube-reserved=cpu=500m,memory=1Gi", "--system-reserved=memory=512Mi",
+                        "--pod-max-pids=100")
+    kubepods = k.cgroup_root + "/kubepods"
+    p, uid = start(k, runtime, "p.yaml", "p", manifest("p", [("a", None, None)]))
+    # kubepods: node allocatable (capacity less the reservations) when "pods" is enforced (the default)
+    mem_total = int([l for l in read("/proc/meminfo").splitlines() if l.startswith("MemTotal:")][0].split()[1]) * 1024
+    want = mem_total - (1024 + 512) * 1024 * 1024
+    assert int(read(f"{MEMORY}{kubepods}/memory.limit_in_bytes")) == want // 4096 * 4096
+    assert int(read(f"{CPU}{kubepods}/cpu.shares")) == (os.cpu_count() * 1000 - 500) * 1024 // 1000
+    # every pod cgroup gets pids.max from --pod-max-pids
+    assert read(f"/sys/fs/cgroup/pids{kubepods}/besteffort/pod{uid}/pids.max") == "100"
