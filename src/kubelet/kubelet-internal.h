@@ -20,6 +20,7 @@
 #include "kubelet/admission.h"
 #include "kubelet/mirror.h"
 #include "events/recorder.h"
+#include "cm/cm.h"
 
 
 struct pod_sync;
@@ -93,6 +94,7 @@ struct kubelet {
         struct event_recorder *events;   /* always: without an API server events are only logged */
         struct api_delete *deletes;      /* DELETEs of terminated pods in flight */
         struct objects_manager *objects; /* ConfigMaps, Secrets and tokens of the pods (always) */
+        struct cm *cm;                   /* QoS and pod cgroups (--cgroups-per-qos) */
 };
 
 /* pod_workers.c */
@@ -115,6 +117,9 @@ void pod_worker_observed(struct pod_worker *w, struct pod *pod, struct kr_pod_st
  * Killing, ... as upstream words them. */
 void pod_worker_event(struct pod_worker *w, const char *container, const char *type, const char *reason,
                       const char *fmt, ...) _printf_(5, 6);
+
+/* kubelet.c: update the QoS cgroups for the admitted pods and create the pod's cgroup (before its sandbox) */
+int kubelet_pod_cgroup_ensure(struct kubelet *k, const struct pod *pod);
 
 /* host.c: report the pod's status to the API server (API pods only) */
 void kubelet_report_status(struct kubelet *k, struct pod_worker *w);

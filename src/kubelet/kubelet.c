@@ -647,6 +647,37 @@ static void on_relisted(bool ok, void *userdata) {
         reconcile_workers(k);
 }
 
+/* ---------------------------------------------------------------- cgroups (src/cm) */
+
+static int update_qos_cgroups(struct kubelet *k) {
+        _cleanup_free_ const struct pod **pods = NULL;
+        size_t n = 0;
+
+        if (!cm_enabled(k->cm))
+                return 0;
+        pods = worker_pods(k, false, &n);
+        if (!pods)
+                return -ENOMEM;
+        return cm_update_qos(k->cm, pods, n);
+}
+
+int kubelet_pod_cgroup_ensure(struct kubelet *k, const struct pod *pod) {
+        int r;
+
+        if (!cm_enabled(k->cm))
+                return 0;
+        r = update_qos_cgroups(k);
+        if (r < 0)
+                return r;
+        return cm_pod_ensure(k->cm, pod);
+}
+
+/* a pod cgroup stays while a worker (desired, or terminating with runtime state) or a source holds its UID */
+static bool pod_uid_active(const char *uid, void *userdata) {
+        struct kubelet *k = userdata;
+        return kubelet_find_worker(k, uid) || desired_contains(k, uid);
+}
+
 /* ---------------------------------------------------------------- housekeeping */
 
 /* a pod directory is kept while its pod is desired, has a worker or has anything in the runtime */
@@ -677,6 +708,12 @@ static void housekeeping(evutil_socket_t fd, short what, void *userdata) {
         /* cleanupOrphanedPodDirs: only once every source has spoken and the runtime has been listed */
         if (k->runtime_listed && k->config_received && !k->stopping)
                 (void) vol_cleanup_orphans(k->opts->root_dir, pod_dir_wanted, k);
+        if (cm_enabled(k->cm)) {
+                (void) update_qos_cgroups(k);
+                /* as reconcile_workers: only once the runtime and every source have been heard */
+                if (k->runtime_listed && k->config_received && !k->runtime_down && !k->stopping)
+                        cm_cleanup_orphans(k->cm, pod_uid_active, k);
+        }
 }
 
 /* ---------------------------------------------------------------- lifecycle */
@@ -720,6 +757,19 @@ static int admission_setup(struct kubelet *k) {
         return 0;
 }
 
+/* the QoS cgroups (kubepods gets the node's capacity less the reservations when "pods" is enforced) */
+static int cgroups_setup(struct kubelet *k) {
+        struct machine_info machine = {};
+        int r;
+
+        r = machine_info_read(NULL, &machine);
+        if (r < 0)
+                return log_error_errno(r, "cannot read the machine's description: %s", strerror(-r));
+        r = cm_new(k->opts, (int64_t) machine.num_cores * 1000, (int64_t) machine.memory_capacity, &k->cm);
+        machine_info_done(&machine);
+        return r;
+}
+
 int kubelet_start(struct kubelet *k) {
         static const struct pleg_callbacks pleg_cb = { .pod_changed = on_pod_changed, .relisted = on_relisted };
         static const struct prober_callbacks prober_cb = { .changed = on_probe_result, .failed = on_probe_failed };
@@ -744,6 +794,9 @@ int kubelet_start(struct kubelet *k) {
                 return r;
         log_v(1, "node IP: %s", k->node_ip);
         r = admission_setup(k);
+        if (r < 0)
+                return r;
+        r = cgroups_setup(k);
         if (r < 0)
                 return r;
         r = prober_new(k->base, k->cri, o->runtime_request_timeout_usec, &prober_cb, k, &k->prober);
@@ -851,6 +904,7 @@ struct kubelet *kubelet_free(struct kubelet *k) {
         free(k->node_ip);
         backoff_done(&k->crash_backoff);
         backoff_done(&k->image_backoff);
+        k->cm = cm_free(k->cm);
         free(k);
         return NULL;
 }

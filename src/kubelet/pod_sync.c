@@ -43,6 +43,7 @@ struct pod_sync {
         char *pod_ip;                     /* the sandbox's IP (NULL: none known, or host network) */
         Runtime__V1__PodSandboxConfig *sandbox_config;
         char *image_ref;
+        char *cgroup_parent;              /* the pod cgroup (src/cm), NULL without --cgroups-per-qos */
 
         /* the API objects of the pod (phase_objects) and the pull credentials of the current image */
         struct pod_refs refs;
@@ -92,6 +93,7 @@ void pod_sync_free(struct pod_sync *s) {
         kr_keyring_done(&s->keyring);
         free(s->creds);
         free(s->pull_errors);
+        free(s->cgroup_parent);
         free(s);
 }
 
@@ -108,6 +110,7 @@ static void build_context(const struct pod_sync *s, struct kr_build_context *ret
                 .node_ip = s->k->node_ip,
                 .pod_ip = s->pod && s->pod->spec.host_network ? s->k->node_ip : s->pod_ip,
                 .objects = s->objects,
+                .cgroup_parent = s->cgroup_parent,
         };
 }
 
@@ -656,6 +659,14 @@ static void phase_create_sandbox(struct pod_sync *s) {
                 sync_finish(s);
                 return;
         }
+        free(s->cgroup_parent);
+        s->cgroup_parent = NULL;
+        r = cm_pod_cgroup_parent(s->k->cm, s->pod, &s->cgroup_parent);
+        if (r < 0) {
+                call_failed(s, "naming the pod cgroup", r);
+                sync_finish(s);
+                return;
+        }
         build_context(s, &ctx);
         r = kr_build_sandbox_config(s->pod, s->actions.attempt, &ctx, &s->sandbox_config);
         if (r < 0) {
@@ -688,6 +699,14 @@ static void phase_create_sandbox(struct pod_sync *s) {
         logdir = kr_pod_log_dir(s->k->opts->pod_logs_dir, s->pod);
         if (!logdir || mkdir_p(logdir, 0755) < 0) {
                 log_error("pod %s: cannot create log directory %s: %m", pod_desc(s), strna(logdir));
+                s->error = true;
+                sync_finish(s);
+                return;
+        }
+        /* the pod cgroup before the sandbox that goes into it (upstream: UpdateQOSCgroups, then EnsureExists) */
+        r = kubelet_pod_cgroup_ensure(s->k, s->pod);
+        if (r < 0) {
+                log_error("pod %s: cannot create the pod cgroup: %s", pod_desc(s), strerror(-r));
                 s->error = true;
                 sync_finish(s);
                 return;

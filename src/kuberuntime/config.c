@@ -266,6 +266,12 @@ int kr_build_sandbox_config(const struct pod *pod, uint32_t attempt, const struc
         r = namespace_options(pod, false, &sc->namespace_options);
         if (r < 0)
                 goto fail;
+        if (ctx && !isempty(ctx->cgroup_parent)) {
+                r = -ENOMEM;
+                lx->cgroup_parent = strdup(ctx->cgroup_parent);
+                if (!lx->cgroup_parent)
+                        goto fail;
+        }
 
         strmap_done(&labels);
         *ret = cfg;

@@ -24,6 +24,7 @@ struct kr_build_context {
         const char *node_ip;                /* status.hostIP */
         const char *pod_ip;                 /* status.podIP: known once the sandbox runs (NULL before) */
         const struct pod_objects *objects;  /* the ConfigMaps, Secrets and tokens fetched for this pod */
+        const char *cgroup_parent;          /* the pod cgroup (src/cm), NULL without --cgroups-per-qos */
 };
 
 int kr_build_sandbox_config(const struct pod *pod, uint32_t attempt, const struct kr_build_context *ctx,

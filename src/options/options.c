@@ -8,6 +8,7 @@
 
 #include <arpa/inet.h>
 #include <ctype.h>
+#include <inttypes.h>
 #include <jansson.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -40,6 +41,7 @@ enum flag_kind {
         FLAG_STRING,    /* char * at offset */
         FLAG_DURATION,  /* uint64_t usec at offset */
         FLAG_INT,       /* int at offset */
+        FLAG_INT64,     /* int64_t at offset */
         FLAG_BOOL,      /* bool at offset */
         FLAG_HEADERS,   /* --manifest-url-header */
         FLAG_VERBOSITY, /* --v / -v */
@@ -76,6 +78,14 @@ static const struct flag_def flag_defs[] = {
         { "cert-dir", 0, FLAG_STRING, OFF(cert_dir), NULL, "string",
           "The directory where the TLS certs are located. If --tls-cert-file and --tls-private-key-file are provided, "
           "this flag will be ignored." },
+        { "cgroup-driver", 0, FLAG_STRING, OFF(cgroup_driver), "cgroupDriver", "string",
+          "Driver that the kubelet uses to manipulate cgroups on the host. Possible values: 'cgroupfs', 'systemd' "
+          "(ckubelet refuses 'systemd' at start-up)" },
+        { "cgroup-root", 0, FLAG_STRING, OFF(cgroup_root), "cgroupRoot", "string",
+          "Optional root cgroup to use for pods. This is handled by the container runtime on a best effort basis. "
+          "It must exist in every cgroup hierarchy." },
+        { "cgroups-per-qos", 0, FLAG_BOOL, OFF(cgroups_per_qos), "cgroupsPerQOS", "",
+          "Enable creation of QoS cgroup hierarchy, if true top level QoS and pod cgroups are created." },
         { "client-ca-file", 0, FLAG_STRING, OFF(client_ca_file), "authentication.x509.clientCAFile", "string",
           "If set, any request presenting a client certificate signed by one of the authorities in the client-ca-file "
           "is authenticated with an identity corresponding to the CommonName of the client certificate." },
@@ -90,6 +100,10 @@ static const struct flag_def flag_defs[] = {
         { "enable-debugging-handlers", 0, FLAG_BOOL, OFF(enable_debugging_handlers), "enableDebuggingHandlers", "",
           "Enables server endpoints for log collection and local running of containers and commands" },
         { "enable-server", 0, FLAG_BOOL, OFF(enable_server), "enableServer", "", "Enable the Kubelet's server" },
+        { "enforce-node-allocatable", 0, FLAG_STRING, OFF(enforce_node_allocatable), "enforceNodeAllocatable",
+          "strings", "A comma separated list of levels of node allocatable enforcement to be enforced by kubelet. "
+          "Acceptable options are 'none' and 'pods' (ckubelet does not enforce 'system-reserved' and "
+          "'kube-reserved')." },
         { "file-check-frequency", 0, FLAG_DURATION, OFF(file_check_frequency_usec), "fileCheckFrequency", "duration",
           "Duration between checking config files for new data (changes are also picked up at once through inotify)" },
         { "healthz-bind-address", 0, FLAG_STRING, OFF(healthz_bind_address), "healthzBindAddress", "string",
@@ -133,6 +147,9 @@ static const struct flag_def flag_defs[] = {
         { "pod-manifest-path", 0, FLAG_STRING, OFF(pod_manifest_path), "staticPodPath", "string",
           "Path to the directory containing static pod files to run, or the path to a single static pod file. Files "
           "starting with dots will be ignored." },
+        { "pod-max-pids", 0, FLAG_INT64, OFF(pod_pids_limit), "podPidsLimit", "int",
+          "Set the maximum number of processes per pod. If -1, the kubelet defaults to the node allocatable pid "
+          "capacity." },
         { "port", 0, FLAG_INT, OFF(port), "port", "int32", "The port for the Kubelet to serve on." },
         { "read-only-port", 0, FLAG_INT, OFF(read_only_port), "readOnlyPort", "int32",
           "The read-only port for the Kubelet to serve on with no authentication/authorization (set to 0 to disable)" },
@@ -167,21 +184,20 @@ static const struct flag_def flag_defs[] = {
 /* KubeletConfiguration (v1beta1) fields that upstream has and ckubelet does not implement: accepted, with a
  * warning. Anything else that we do not implement either is an unknown field: an error. */
 static const char *const unsupported_fields[] = {
-        "allowedUnsafeSysctls", "cgroupDriver", "cgroupRoot", "cgroupsPerQOS", "clusterDNS", "clusterDomain",
+        "allowedUnsafeSysctls", "clusterDNS", "clusterDomain",
         "configMapAndSecretChangeDetectionStrategy", "containerLogMaxFiles", "containerLogMaxSize",
         "containerLogMaxWorkers", "containerLogMonitorInterval", "contentType", "cpuCFSQuota", "cpuCFSQuotaPeriod",
         "cpuManagerPolicy", "cpuManagerPolicyOptions", "cpuManagerReconcilePeriod", "crashLoopBackOff",
         "draManagerReconcilePeriod", "enableContentionProfiling", "enableControllerAttachDetach",
         "enableDebugFlagsHandler", "enableProfilingHandler", "enableSystemLogHandler", "enableSystemLogQuery",
-        "enforceNodeAllocatable", "eventBurst", "eventRecordQPS", "evictionHard", "evictionMaxPodGracePeriod",
+        "eventBurst", "eventRecordQPS", "evictionHard", "evictionMaxPodGracePeriod",
         "evictionMinimumReclaim", "evictionPressureTransitionPeriod", "evictionSoft", "evictionSoftGracePeriod",
         "failSwapOn", "featureGates", "hairpinMode", "imageGCHighThresholdPercent", "imageGCLowThresholdPercent",
         "imageMaximumGCAge", "imageMinimumGCAge", "imagePullCredentialsVerificationPolicy", "iptablesDropBit",
         "iptablesMasqueradeBit", "kernelMemcgNotification", "kubeReservedCgroup", "kubeletCgroups",
         "localStorageCapacityIsolation", "makeIPTablesUtilChains", "maxOpenFiles", "maxParallelImagePulls",
         "memoryManagerPolicy", "memoryReservationPolicy", "memorySwap", "memoryThrottlingFactor",
-        "mergeDefaultEvictionSettings", "nodeStatusMaxImages", "oomScoreAdj", "podCIDR", "podPidsLimit",
-        "podsPerCore", "preloadedImagesVerificationAllowlist", "protectKernelDefaults", "providerID", "qosReserved",
+        "mergeDefaultEvictionSettings", "nodeStatusMaxImages", "oomScoreAdj", "podCIDR", "podsPerCore", "preloadedImagesVerificationAllowlist", "protectKernelDefaults", "providerID", "qosReserved",
         "registryBurst", "registryPullQPS", "reservedMemory", "reservedSystemCPUs", "resolvConf",
         "rotateCertificates", "runOnce", "seccompDefault", "serializeImagePulls", "serverTLSBootstrap",
         "showHiddenMetricsForVersion", "shutdownGracePeriod", "shutdownGracePeriodByPodPriority",
@@ -251,8 +267,14 @@ int kubelet_options_init(struct kubelet_options *o) {
         o->container_runtime_endpoint = strdup(DEFAULT_CONTAINER_RUNTIME_ENDPOINT);
         o->root_dir = strdup(DEFAULT_ROOT_DIR);
         o->pod_logs_dir = strdup(DEFAULT_POD_LOGS_DIR);
+        o->cgroups_per_qos = true;
+        o->cgroup_root = strdup("/");
+        o->cgroup_driver = strdup("cgroupfs");
+        o->enforce_node_allocatable = strdup("pods");
+        o->pod_pids_limit = -1;
         if (!o->container_runtime_endpoint || !o->root_dir || !o->pod_logs_dir || !o->address ||
-            !o->healthz_bind_address || !o->cert_dir || !o->authorization_mode) {
+            !o->healthz_bind_address || !o->cert_dir || !o->authorization_mode || !o->cgroup_root ||
+            !o->cgroup_driver || !o->enforce_node_allocatable) {
                 kubelet_options_done(o);
                 return -ENOMEM;
         }
@@ -285,6 +307,9 @@ void kubelet_options_done(struct kubelet_options *o) {
         free(o->register_with_taints);
         free(o->kube_reserved);
         free(o->system_reserved);
+        free(o->cgroup_root);
+        free(o->cgroup_driver);
+        free(o->enforce_node_allocatable);
         *o = (struct kubelet_options){};
 }
 
@@ -412,6 +437,16 @@ static int apply_flag(struct kubelet_options *o, struct parse_state *st, const s
                 r = safe_atoi(value, &v);
                 if (r >= 0)
                         *(int *) (base + f->offset) = v;
+                else
+                        why = strdup(r == -ERANGE ? "value out of range" : "not an integer");
+                break;
+        }
+
+        case FLAG_INT64: {
+                int64_t v;
+                r = safe_atoi64(value, &v);
+                if (r >= 0)
+                        *(int64_t *) (base + f->offset) = v;
                 else
                         why = strdup(r == -ERANGE ? "value out of range" : "not an integer");
                 break;
@@ -644,6 +679,33 @@ static int config_port(struct config_ctx *c, const char *field, json_t *v, int *
         if (r < 0)
                 return r;
         *target = (int) i;
+        return 0;
+}
+
+/* []string → "a,b" (the flag's syntax) */
+static int config_string_list(struct config_ctx *c, const char *field, json_t *v, char **target) {
+        _cleanup_strv_free_ char **l = NULL;
+        _cleanup_free_ char *joined = NULL;
+        json_t *value;
+        size_t i;
+
+        if (!json_is_array(v))
+                return config_error(c, -EINVAL, "%s: expected a list of strings, got %s", field, json_type_name(v));
+        json_array_foreach(v, i, value) {
+                if (!json_is_string(value))
+                        return config_error(c, -EINVAL, "%s[%zu]: expected a string, got %s", field, i,
+                                            json_type_name(value));
+                if (strchr(json_string_value(value), ','))
+                        return config_error(c, -EINVAL, "%s[%zu]: invalid value \"%s\"", field, i,
+                                            json_string_value(value));
+                if (strv_extend(&l, json_string_value(value)) < 0)
+                        return -ENOMEM;
+        }
+        joined = l ? strv_join(l, ",") : strdup("");
+        if (!joined)
+                return -ENOMEM;
+        free(*target);
+        *target = TAKE_PTR(joined);
         return 0;
 }
 
@@ -897,6 +959,20 @@ static int config_apply_field(struct config_ctx *c, const char *key, json_t *v, 
                 return config_string_map(c, key, v, &o->kube_reserved);
         if (streq(key, "systemReserved"))
                 return config_string_map(c, key, v, &o->system_reserved);
+        if (streq(key, "cgroupsPerQOS"))
+                return config_bool(c, key, v, &o->cgroups_per_qos);
+        if (streq(key, "cgroupRoot"))
+                return config_string(c, key, v, false, &o->cgroup_root);
+        if (streq(key, "cgroupDriver"))
+                return config_string(c, key, v, false, &o->cgroup_driver);
+        if (streq(key, "enforceNodeAllocatable"))
+                return config_string_list(c, key, v, &o->enforce_node_allocatable);
+        if (streq(key, "podPidsLimit")) {
+                if (!json_is_integer(v))
+                        return config_error(c, -EINVAL, "%s: expected an integer, got %s", key, json_type_name(v));
+                o->pod_pids_limit = json_integer_value(v);
+                return 0;
+        }
         if (streq(key, "registerWithTaints"))
                 return config_taints(c, key, v, &o->register_with_taints);
         if (streq(key, "authentication"))
@@ -1019,6 +1095,56 @@ static int validate_duration(const char *field, const char *flag, uint64_t usec,
         return 0;
 }
 
+/* upstream ValidateKubeletConfiguration's cgroup rules; the enforcement levels ckubelet does not implement
+ * (system-reserved, kube-reserved and their -compressible forms) are refused */
+static int validate_cgroups(const struct kubelet_options *o, char **ret_error) {
+        static const char *const unsupported[] = { "system-reserved", "kube-reserved", "system-reserved-compressible",
+                                                   "kube-reserved-compressible" };
+        _cleanup_free_ char *copy = NULL;
+        char *sp = NULL;
+        size_t n = 0;
+        bool none = false;
+
+        if (!streq_ptr(o->cgroup_driver, "cgroupfs") && !streq_ptr(o->cgroup_driver, "systemd"))
+                return set_error(ret_error, -EINVAL, "invalid configuration: cgroupDriver (--cgroup-driver) \"%s\": must "
+                                 "be cgroupfs or systemd", strempty(o->cgroup_driver));
+        if (o->cgroups_per_qos && isempty(o->cgroup_root))
+                return set_error(ret_error, -EINVAL, "invalid configuration: cgroupRoot (--cgroup-root) must be specified "
+                                 "if cgroupsPerQOS (--cgroups-per-qos) is enabled");
+        if (!isempty(o->cgroup_root) && o->cgroup_root[0] != '/')
+                return set_error(ret_error, -EINVAL, "invalid configuration: cgroupRoot (--cgroup-root) \"%s\" must be "
+                                 "an absolute path", o->cgroup_root);
+        if (o->cgroup_root && (strstr(o->cgroup_root, "/../") || endswith(o->cgroup_root, "/..")))
+                return set_error(ret_error, -EINVAL, "invalid configuration: cgroupRoot (--cgroup-root) \"%s\" must not "
+                                 "contain \"..\"", o->cgroup_root);
+        copy = strdup(strempty(o->enforce_node_allocatable));
+        if (!copy)
+                return -ENOMEM;
+        for (char *tok = strtok_r(copy, ",", &sp); tok; tok = strtok_r(NULL, ",", &sp)) {
+                n++;
+                if (streq(tok, "none"))
+                        none = true;
+                else if (strv_const_contains(unsupported, ELEMENTSOF(unsupported), tok))
+                        return set_error(ret_error, -EINVAL, "invalid configuration: enforceNodeAllocatable "
+                                         "(--enforce-node-allocatable) option \"%s\" is not supported by ckubelet", tok);
+                else if (!streq(tok, "pods"))
+                        return set_error(ret_error, -EINVAL, "invalid configuration: option \"%s\" specified for "
+                                         "enforceNodeAllocatable (--enforce-node-allocatable). Valid options are "
+                                         "\"pods\", \"system-reserved\", \"kube-reserved\", "
+                                         "\"system-reserved-compressible\", \"kube-reserved-compressible\", or \"none\"",
+                                         tok);
+        }
+        if (none && n > 1)
+                return set_error(ret_error, -EINVAL, "invalid configuration: enforceNodeAllocatable "
+                                 "(--enforce-node-allocatable) may not contain additional enforcements when \"none\" is "
+                                 "specified");
+        if (!o->cgroups_per_qos && n > 0 && !none)
+                return set_error(ret_error, -EINVAL, "invalid configuration: enforceNodeAllocatable "
+                                 "(--enforce-node-allocatable) is not supported unless cgroupsPerQOS (--cgroups-per-qos) "
+                                 "feature is turned on");
+        return 0;
+}
+
 static int validate(const struct kubelet_options *o, char **ret_error) {
         unsigned char addr[sizeof(struct in6_addr)];
         int r;
@@ -1075,6 +1201,9 @@ static int validate(const struct kubelet_options *o, char **ret_error) {
                                  "not be empty");
         if (isempty(o->root_dir))
                 return set_error(ret_error, -EINVAL, "invalid configuration: --root-dir must not be empty");
+        r = validate_cgroups(o, ret_error);
+        if (r < 0)
+                return r;
         if (isempty(o->pod_logs_dir) || o->pod_logs_dir[0] != '/')
                 return set_error(ret_error, -EINVAL, "invalid configuration: pod logs path \"%s\" must be absolute path",
                                  strempty(o->pod_logs_dir));
@@ -1167,6 +1296,9 @@ static void default_text(const struct kubelet_options *d, const struct flag_def 
         }
         case FLAG_INT:
                 snprintf(buf, size, "%d", *(const int *) (base + f->offset));
+                break;
+        case FLAG_INT64:
+                snprintf(buf, size, "%" PRId64, *(const int64_t *) (base + f->offset));
                 break;
         case FLAG_VERBOSITY:
                 snprintf(buf, size, "%d", d->verbosity);

@@ -65,6 +65,14 @@ struct kubelet_options {
         char *kube_reserved;                 /* --kube-reserved / kubeReserved: "cpu=100m,memory=256Mi" */
         char *system_reserved;               /* --system-reserved / systemReserved */
         char *config_path;                   /* --config */
+
+        /* cgroups (pkg/kubelet/cm) */
+        bool cgroups_per_qos;                /* --cgroups-per-qos / cgroupsPerQOS, true */
+        char *cgroup_root;                   /* --cgroup-root / cgroupRoot, "/" */
+        char *cgroup_driver;                 /* --cgroup-driver / cgroupDriver: cgroupfs (systemd is refused) */
+        char *enforce_node_allocatable;      /* --enforce-node-allocatable / enforceNodeAllocatable: comma list,
+                                                "pods" (default) or "" */
+        int64_t pod_pids_limit;              /* --pod-max-pids / podPidsLimit, -1 = no limit */
 };
 
 /* Fill defaults. */

@@ -140,6 +140,54 @@ def _is_zombie(pid):
         return True
 
 
+def cgroup_hierarchies():
+    """Mount points of the cgroup v1 hierarchies and of the unified one (alone on a pure v2 host)."""
+    v1, v2 = [], []
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            left, _, right = line.partition(" - ")
+            fstype, mnt = right.split()[0], left.split()[4]
+            if fstype == "cgroup" and mnt not in v1:
+                v1.append(mnt)
+            elif fstype == "cgroup2":
+                v2.append(mnt)
+    return v1 + v2[:1]
+
+
+_cgroup_roots = 0
+
+
+def make_cgroup_root():
+    """A private --cgroup-root (/ckubelet-<pid>-<n>) in every hierarchy: kubelets never share cgroups."""
+    global _cgroup_roots
+    _cgroup_roots += 1
+    name = f"/ckubelet-{os.getpid()}-{_cgroup_roots}"
+    for h in cgroup_hierarchies():
+        os.makedirs(h + name, exist_ok=True)
+        for f in ("cpuset.cpus", "cpuset.mems"):  # a new v1 cpuset cgroup starts empty
+            if os.path.exists(os.path.join(h, f)):
+                with open(os.path.join(h, f)) as src, open(h + name + "/" + f, "w") as dst:
+                    dst.write(src.read().strip())
+    return name
+
+
+def remove_cgroup_root(name):
+    """Remove the kubelet's cgroup root, children first (the runtime is empty by now)."""
+    def one_pass():
+        left = False
+        for h in cgroup_hierarchies():
+            top = h + name
+            for d, _, _ in sorted(os.walk(top), key=lambda t: -t[0].count("/")) if os.path.isdir(top) else []:
+                try:
+                    os.rmdir(d)
+                except FileNotFoundError:
+                    pass
+                except OSError:
+                    left = True
+        return not left
+    wait_for(one_pass, 30, interval=0.2, msg=f"cgroup root {name} removed")
+
+
 class Kubelet:
     """One ckubelet process with its own manifest dir, root dir and pod logs dir."""
 
@@ -156,6 +204,7 @@ class Kubelet:
         self.pki = os.path.join(dirpath, "pki")
         self.port = free_port()          # the kubelet API (TLS)
         self.healthz_port = free_port()
+        self.cgroup_root = make_cgroup_root()
         os.makedirs(self.manifests, exist_ok=True)
         with open(self.config, "w") as f:
             f.write(textwrap.dedent(f"""\
@@ -168,7 +217,7 @@ class Kubelet:
         return [CKUBELET, "--config", self.config, "--pod-manifest-path", self.manifests,
                 "--container-runtime-endpoint", self.runtime.endpoint, "--hostname-override", NODE,
                 "--root-dir", self.root, "--v", os.environ.get("CKUBELET_V", "4"), "--cert-dir", self.pki, "--port", str(self.port),
-                "--healthz-port", str(self.healthz_port), *self.extra_args]
+                "--healthz-port", str(self.healthz_port), "--cgroup-root", self.cgroup_root, *self.extra_args]
 
     def start(self, *extra):
         if extra:
@@ -297,6 +346,8 @@ def kubelet_factory(runtime, request, tmp_path_factory):
             print(f"----- {k.logfile} (last 200 lines)")
             print("\n".join(k.log().splitlines()[-200:]))
     runtime.clean()
+    for k in made:
+        remove_cgroup_root(k.cgroup_root)
     assert not bad_exits, f"ckubelet did not exit cleanly on SIGTERM: {[(b[0].logfile, b[1]) for b in bad_exits]}"
 
 

@@ -453,8 +453,10 @@ def test_metrics_spec_configz(api, runtime):
                        "    command:"))
     wait_for(lambda: runtime.running("m-testnode", "c"), timeout=30, msg="container")
     wait_for(lambda: re.search(r"^kubelet_running_pods [1-9]", api.admin.get("/metrics")[1], re.M), timeout=10)
+    # the gauges come from the PLEG's relist (every second), which may have seen the sandbox before the container
+    wait_for(lambda: re.search(r'^kubelet_running_containers\{container_state="running"\} [1-9]',
+                               api.admin.get("/metrics")[1], re.M), timeout=10)
     m = api.admin.get("/metrics")[1]
-    assert re.search(r'^kubelet_running_containers\{container_state="running"\} [1-9]', m, re.M)
     assert re.search(r'^kubelet_runtime_operations_total\{operation_type="run_podsandbox"\} [1-9]', m, re.M)
     assert re.search(r'^kubelet_runtime_operations_duration_seconds_bucket\{operation_type="create_container",'
                      r'le="\+Inf"\} [1-9]', m, re.M)

@@ -552,6 +552,62 @@ static void test_config_too_large(void **state) {
         kubelet_options_done(&o);
 }
 
+static void test_cgroup_options(void **state) {
+        struct kubelet_options o;
+        char *err;
+        char **def = ARGV("ckubelet");
+        char **flags = ARGV("--cgroups-per-qos=true", "--cgroup-root=/custom", "--cgroup-driver", "systemd",
+                            "--enforce-node-allocatable=pods", "--pod-max-pids=1024");
+        _cleanup_free_ char *path = write_tmp("cg.yaml", "apiVersion: kubelet.config.k8s.io/v1beta1\n"
+                                                         "kind: KubeletConfiguration\n"
+                                                         "cgroupsPerQOS: false\n"
+                                                         "enforceNodeAllocatable: []\n"
+                                                         "cgroupRoot: /from-config\n"
+                                                         "podPidsLimit: 50\n");
+        char **cfg = ARGV("--config", path);
+
+        assert_int_equal(parse(&o, 1, def, &err), 0);
+        assert_true(o.cgroups_per_qos);
+        assert_string_equal(o.cgroup_root, "/");
+        assert_string_equal(o.cgroup_driver, "cgroupfs");
+        assert_string_equal(o.enforce_node_allocatable, "pods");
+        assert_int_equal(o.pod_pids_limit, -1);
+        kubelet_options_done(&o);
+
+        assert_int_equal(parse(&o, ARGC(flags), flags, &err), 0);
+        assert_string_equal(o.cgroup_root, "/custom");
+        assert_string_equal(o.cgroup_driver, "systemd"); /* valid; refused at start-up by src/cm */
+        assert_int_equal(o.pod_pids_limit, 1024);
+        kubelet_options_done(&o);
+
+        assert_int_equal(parse(&o, ARGC(cfg), cfg, &err), 0);
+        assert_false(o.cgroups_per_qos);
+        assert_string_equal(o.enforce_node_allocatable, "");
+        assert_string_equal(o.cgroup_root, "/from-config");
+        assert_int_equal(o.pod_pids_limit, 50);
+        kubelet_options_done(&o);
+
+        expect_error(ARGC(ARGV("--cgroup-driver=foo")), ARGV("--cgroup-driver=foo"),
+                     "invalid configuration: cgroupDriver (--cgroup-driver) \"foo\": must be cgroupfs or systemd");
+        expect_error(ARGC(ARGV("--cgroups-per-qos=false")), ARGV("--cgroups-per-qos=false"),
+                     "invalid configuration: enforceNodeAllocatable (--enforce-node-allocatable) is not supported unless "
+                     "cgroupsPerQOS (--cgroups-per-qos) feature is turned on");
+        expect_error(ARGC(ARGV("--cgroup-root=")), ARGV("--cgroup-root="),
+                     "invalid configuration: cgroupRoot (--cgroup-root) must be specified if cgroupsPerQOS");
+        expect_error(ARGC(ARGV("--cgroup-root=rel")), ARGV("--cgroup-root=rel"),
+                     "invalid configuration: cgroupRoot (--cgroup-root) \"rel\" must be an absolute path");
+        expect_error(ARGC(ARGV("--enforce-node-allocatable=pods,kube-reserved")),
+                     ARGV("--enforce-node-allocatable=pods,kube-reserved"),
+                     "invalid configuration: enforceNodeAllocatable (--enforce-node-allocatable) option "
+                     "\"kube-reserved\" is not supported by ckubelet");
+        expect_error(ARGC(ARGV("--enforce-node-allocatable=pods,none")), ARGV("--enforce-node-allocatable=pods,none"),
+                     "invalid configuration: enforceNodeAllocatable (--enforce-node-allocatable) may not contain");
+        expect_error(ARGC(ARGV("--enforce-node-allocatable=foo")), ARGV("--enforce-node-allocatable=foo"),
+                     "invalid configuration: option \"foo\" specified for enforceNodeAllocatable");
+        expect_error(ARGC(ARGV("--pod-max-pids=x")), ARGV("--pod-max-pids=x"),
+                     "invalid value \"x\" for flag --pod-max-pids: not an integer");
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_defaults),
@@ -568,6 +624,7 @@ int main(void) {
                 cmocka_unit_test(test_config_errors),
                 cmocka_unit_test(test_config_too_large),
                 cmocka_unit_test(test_server_options),
+                cmocka_unit_test(test_cgroup_options),
         };
         return cmocka_run_group_tests(tests, setup_dir, teardown_dir);
 }
