@@ -399,8 +399,7 @@ static bool desired_contains(const struct kubelet *k, const char *uid) {
 
 /* Say so when a pod asks for what ckubelet does not do yet, rather than ignore it silently. */
 static void warn_unsupported(const struct pod *p) {
-        if (p->spec.n_init_containers > 0)
-                log_warning("pod %s/%s: init containers are not supported yet and are ignored", p->namespace_, p->name);
+        (void) p; /* everything decoded is supported at the moment */
 }
 
 /* Pods admitted and still wanted (what counts against --max-pods). */

@@ -549,6 +549,8 @@ static void phase_create_sandbox(struct pod_sync *s) {
 /* ---------------------------------------------------------------- act: containers */
 
 static const struct container *current_container(const struct pod_sync *s) {
+        if (s->actions.start_init)
+                return &s->pod->spec.init_containers[s->actions.start[s->step]];
         return &s->pod->spec.containers[s->actions.start[s->step]];
 }
 

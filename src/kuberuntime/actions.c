@@ -70,6 +70,105 @@ bool kr_should_restart_container(const struct pod *pod, const struct container *
         return true;
 }
 
+const struct kr_container *kr_pod_status_find_in_sandbox(const struct kr_pod_status *status, const char *name,
+                                                         const char *sandbox_id) {
+        for (size_t i = 0; status && i < status->n_containers; i++)
+                if (streq(status->containers[i]->name, name) && streq_ptr(status->containers[i]->sandbox_id, sandbox_id))
+                        return status->containers[i];
+        return NULL;
+}
+
+/* isInitContainerFailed */
+static bool init_container_failed(const struct kr_container *cs) {
+        if (streq_ptr(cs->reason, "OOMKilled"))
+                return true;
+        if (cs->state == KR_CONTAINER_EXITED && cs->exit_code != 0)
+                return true;
+        return cs->state == KR_CONTAINER_UNKNOWN;
+}
+
+/* findNextInitContainerToRun, over the instances in the pod's current sandbox (a new sandbox runs all init
+ * containers again): returns true when initialization is done; otherwise *ret_next is the init container
+ * to start (SIZE_MAX: none, one is running) and *ret_failed the failed instance of it, if it failed. */
+static bool next_init_container(const struct pod *pod, const struct kr_pod_status *status, const char *sandbox_id,
+                                size_t *ret_next, const struct kr_container **ret_failed) {
+        const struct pod_spec *spec = &pod->spec;
+
+        *ret_next = SIZE_MAX;
+        *ret_failed = NULL;
+        /* a running app container: initialized before */
+        for (size_t i = 0; i < spec->n_containers; i++) {
+                const struct kr_container *cs = kr_pod_status_find_in_sandbox(status, spec->containers[i].name, sandbox_id);
+                if (cs && cs->state == KR_CONTAINER_RUNNING)
+                        return true;
+        }
+        /* the last failed one */
+        for (size_t i = spec->n_init_containers; i-- > 0;) {
+                const struct kr_container *cs =
+                        kr_pod_status_find_in_sandbox(status, spec->init_containers[i].name, sandbox_id);
+                if (cs && init_container_failed(cs)) {
+                        *ret_next = i;
+                        *ret_failed = cs;
+                        return false;
+                }
+        }
+        for (size_t i = spec->n_init_containers; i-- > 0;) {
+                const struct kr_container *cs =
+                        kr_pod_status_find_in_sandbox(status, spec->init_containers[i].name, sandbox_id);
+                if (!cs)
+                        continue;
+                if (cs->state == KR_CONTAINER_RUNNING)
+                        return false;
+                if (cs->state == KR_CONTAINER_EXITED) {
+                        if (i == spec->n_init_containers - 1)
+                                return true;
+                        *ret_next = i + 1;
+                        return false;
+                }
+        }
+        *ret_next = 0;
+        return false;
+}
+
+/* The init container part of computePodActions, in an existing sandbox: returns true when the pod is still
+ * initializing (the actions are then complete). */
+static int init_container_actions(const struct pod *pod, const struct kr_pod_status *status,
+                                  struct kr_pod_actions *a, bool *ret_initializing) {
+        const struct kr_container *failed, *cs;
+        size_t next;
+        int r;
+
+        *ret_initializing = false;
+        if (pod->spec.n_init_containers == 0 || next_init_container(pod, status, a->sandbox_id, &next, &failed))
+                return 0;
+        *ret_initializing = true;
+        if (next == SIZE_MAX)
+                return 0; /* one is running */
+        if (failed && pod->spec.restart_policy == RESTART_POLICY_NEVER) {
+                a->kill_pod = true; /* initialization failed for good: the pod fails */
+                return 0;
+        }
+        if (pod->has_deletion_timestamp)
+                return 0;
+        cs = kr_pod_status_find_in_sandbox(status, pod->spec.init_containers[next].name, a->sandbox_id);
+        if (cs && (cs->state == KR_CONTAINER_UNKNOWN || cs->state == KR_CONTAINER_CREATED)) {
+                /* as for app containers: never two instances at once */
+                char *msg = NULL;
+                if (asprintf(&msg, "Container is in %s state, try killing it before restart",
+                             kr_container_state_to_string(cs->state)) < 0)
+                        return -ENOMEM;
+                r = add_kill(a, cs, cs->state == KR_CONTAINER_UNKNOWN ? "Unknown" : "Created", msg);
+                if (r < 0)
+                        return r;
+                a->kill[a->n_kill - 1].remove = cs->state == KR_CONTAINER_CREATED;
+        }
+        r = add_start(a, next);
+        if (r < 0)
+                return r;
+        a->start_init = true;
+        return 0;
+}
+
 static bool container_succeeded(const struct container *c, const struct kr_pod_status *status) {
         const struct kr_container *cs = kr_pod_status_find_container(status, c->name);
         return cs && cs->state == KR_CONTAINER_EXITED && cs->exit_code == 0;
@@ -146,8 +245,25 @@ int kr_compute_pod_actions(const struct pod *pod, const struct kr_pod_status *st
                 }
                 if (a.n_start == 0)
                         a.create_sandbox = false;
+                else if (pod->spec.n_init_containers > 0) {
+                        /* a new sandbox starts with the first init container */
+                        a.n_start = 1;
+                        a.start[0] = 0;
+                        a.start_init = true;
+                }
                 *ret = a;
                 return 0;
+        }
+
+        {
+                bool initializing;
+                r = init_container_actions(pod, status, &a, &initializing);
+                if (r < 0)
+                        goto fail;
+                if (initializing) {
+                        *ret = a;
+                        return 0;
+                }
         }
 
         for (size_t i = 0; i < pod->spec.n_containers; i++) {

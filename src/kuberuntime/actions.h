@@ -33,7 +33,9 @@ struct kr_pod_actions {
         uint32_t attempt;           /* attempt number of the sandbox to create */
         const char *sandbox_id;     /* existing sandbox to use when !create_sandbox (borrowed), may be "" */
         size_t n_start;
-        size_t *start;              /* indices into pod->spec.containers, in spec order */
+        size_t *start;              /* indices into pod->spec.containers, in spec order; with start_init, into
+                                     * pod->spec.init_containers (NextInitContainerToStart: at most one) */
+        bool start_init;            /* the pod is initializing: start holds the next init container */
         size_t n_kill;
         struct kr_container_kill *kill;
         const char *sandbox_reason; /* why a new sandbox is needed (static), or NULL */
@@ -46,6 +48,10 @@ void kr_pod_actions_done(struct kr_pod_actions *a);
  * (reason "LivenessProbe"/"StartupProbe") and, unless restartPolicy is Never, started again. */
 int kr_compute_pod_actions(const struct pod *pod, const struct kr_pod_status *status,
                            const struct probe_results *probes, struct kr_pod_actions *ret);
+
+/* The newest instance of a container in the given sandbox, or NULL. */
+const struct kr_container *kr_pod_status_find_in_sandbox(const struct kr_pod_status *status, const char *name,
+                                                         const char *sandbox_id);
 
 /* Should the latest instance of this container be (re)started? (kubecontainer.ShouldContainerBeRestarted) */
 bool kr_should_restart_container(const struct pod *pod, const struct container *c, const struct kr_pod_status *status);
