@@ -2,6 +2,8 @@
 #include "kuberuntime/actions.h"
 
 #include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "kuberuntime/labels.h"
@@ -24,6 +26,7 @@ void kr_pod_actions_done(struct kr_pod_actions *a) {
         if (!a)
                 return;
         free(a->start);
+        free(a->init_start);
         for (size_t i = 0; i < a->n_kill; i++)
                 free(a->kill[i].message);
         free(a->kill);
@@ -87,85 +90,188 @@ static bool init_container_failed(const struct kr_container *cs) {
         return cs->state == KR_CONTAINER_UNKNOWN;
 }
 
-/* findNextInitContainerToRun, over the instances in the pod's current sandbox (a new sandbox runs all init
- * containers again): returns true when initialization is done; otherwise *ret_next is the init container
- * to start (SIZE_MAX: none, one is running) and *ret_failed the failed instance of it, if it failed. */
-static bool next_init_container(const struct pod *pod, const struct kr_pod_status *status, const char *sandbox_id,
-                                size_t *ret_next, const struct kr_container **ret_failed) {
-        const struct pod_spec *spec = &pod->spec;
-
-        *ret_next = SIZE_MAX;
-        *ret_failed = NULL;
-        /* a running app container: initialized before */
-        for (size_t i = 0; i < spec->n_containers; i++) {
-                const struct kr_container *cs = kr_pod_status_find_in_sandbox(status, spec->containers[i].name, sandbox_id);
-                if (cs && cs->state == KR_CONTAINER_RUNNING)
-                        return true;
-        }
-        /* the last failed one */
-        for (size_t i = spec->n_init_containers; i-- > 0;) {
-                const struct kr_container *cs =
-                        kr_pod_status_find_in_sandbox(status, spec->init_containers[i].name, sandbox_id);
-                if (cs && init_container_failed(cs)) {
-                        *ret_next = i;
-                        *ret_failed = cs;
-                        return false;
-                }
-        }
-        for (size_t i = spec->n_init_containers; i-- > 0;) {
-                const struct kr_container *cs =
-                        kr_pod_status_find_in_sandbox(status, spec->init_containers[i].name, sandbox_id);
-                if (!cs)
-                        continue;
-                if (cs->state == KR_CONTAINER_RUNNING)
-                        return false;
-                if (cs->state == KR_CONTAINER_EXITED) {
-                        if (i == spec->n_init_containers - 1)
-                                return true;
-                        *ret_next = i + 1;
-                        return false;
-                }
-        }
-        *ret_next = 0;
-        return false;
+static int add_init_start(struct kr_pod_actions *a, size_t idx) {
+        size_t *n;
+        for (size_t i = 0; i < a->n_init_start; i++)
+                if (a->init_start[i] == idx)
+                        return 0;
+        n = realloc(a->init_start, sizeof(*n) * (a->n_init_start + 1));
+        if (!n)
+                return -ENOMEM;
+        a->init_start = n;
+        a->init_start[a->n_init_start++] = idx;
+        return 0;
 }
 
-/* The init container part of computePodActions, in an existing sandbox: returns true when the pod is still
- * initializing (the actions are then complete). */
-static int init_container_actions(const struct pod *pod, const struct kr_pod_status *status,
-                                  struct kr_pod_actions *a, bool *ret_initializing) {
-        const struct kr_container *failed, *cs;
-        size_t next;
+static int cmp_size(const void *x, const void *y) {
+        size_t a = *(const size_t *) x, b = *(const size_t *) y;
+        return a < b ? -1 : a > b;
+}
+
+_printf_(5, 6) static int kill_msg(struct kr_pod_actions *a, const struct kr_container *cs, const char *reason,
+                                   bool remove, const char *fmt, ...) {
+        char *msg = NULL;
+        va_list ap;
         int r;
 
-        *ret_initializing = false;
-        if (pod->spec.n_init_containers == 0 || next_init_container(pod, status, a->sandbox_id, &next, &failed))
-                return 0;
-        *ret_initializing = true;
-        if (next == SIZE_MAX)
-                return 0; /* one is running */
-        if (failed && pod->spec.restart_policy == RESTART_POLICY_NEVER) {
-                a->kill_pod = true; /* initialization failed for good: the pod fails */
-                return 0;
-        }
-        if (pod->has_deletion_timestamp)
-                return 0;
-        cs = kr_pod_status_find_in_sandbox(status, pod->spec.init_containers[next].name, a->sandbox_id);
-        if (cs && (cs->state == KR_CONTAINER_UNKNOWN || cs->state == KR_CONTAINER_CREATED)) {
-                /* as for app containers: never two instances at once */
-                char *msg = NULL;
-                if (asprintf(&msg, "Container is in %s state, try killing it before restart",
-                             kr_container_state_to_string(cs->state)) < 0)
-                        return -ENOMEM;
-                r = add_kill(a, cs, cs->state == KR_CONTAINER_UNKNOWN ? "Unknown" : "Created", msg);
-                if (r < 0)
-                        return r;
-                a->kill[a->n_kill - 1].remove = cs->state == KR_CONTAINER_CREATED;
-        }
-        r = add_start(a, next);
+        va_start(ap, fmt);
+        r = vasprintf(&msg, fmt, ap);
+        va_end(ap);
+        if (r < 0)
+                return -ENOMEM;
+        r = add_kill(a, cs, reason, msg);
         if (r < 0)
                 return r;
-        a->start_init = true;
+        a->kill[a->n_kill - 1].remove = remove;
+        return 0;
+}
+
+/* A running sidecar: is it started (its startup probe, if any, succeeded)? Kills and restarts it for a
+ * failed startup or liveness probe or a changed spec. */
+static int sidecar_running(const struct container *c, const struct kr_container *cs,
+                           const struct probe_results *probes, size_t idx, struct kr_pod_actions *a, bool *ret_started) {
+        char hash[KR_HASH_MAX];
+        enum probe_result pr;
+        int r;
+
+        *ret_started = false;
+        r = kr_container_hash(c, hash);
+        if (r < 0)
+                return r;
+        if (!streq(hash, cs->hash)) {
+                r = kill_msg(a, cs, "Killing", false, "Init container %s definition changed", c->name);
+                return r < 0 ? r : add_init_start(a, idx);
+        }
+        if (c->startup_probe) {
+                if (!probes || !probes->get(probes->userdata, PROBE_STARTUP, cs, &pr))
+                        return 0; /* not probed yet: wait */
+                if (pr == PROBE_RESULT_FAILURE) {
+                        r = kill_msg(a, cs, "StartupProbe", false, "Init container %s failed startup probe", c->name);
+                        if (r < 0)
+                                return r;
+                        a->kill[a->n_kill - 1].probe_failure = true;
+                        return add_init_start(a, idx);
+                }
+                if (pr != PROBE_RESULT_SUCCESS)
+                        return 0;
+        }
+        *ret_started = true;
+        if (c->liveness_probe && probes && probes->get(probes->userdata, PROBE_LIVENESS, cs, &pr) &&
+            pr == PROBE_RESULT_FAILURE) {
+                r = kill_msg(a, cs, "LivenessProbe", false, "Init container %s failed liveness probe", c->name);
+                if (r < 0)
+                        return r;
+                a->kill[a->n_kill - 1].probe_failure = true;
+                if (c->liveness_probe->has_termination_grace_period)
+                        a->kill[a->n_kill - 1].grace_override = c->liveness_probe->termination_grace_period_seconds;
+                return add_init_start(a, idx);
+        }
+        return 0;
+}
+
+/* computeInitContainerActions, over the instances in the pod's current sandbox (a new sandbox runs every init
+ * container again). Walks the init containers backwards to the last one that has an instance: it decides
+ * what comes next; sidecars before it are kept running. *ret_initialized: the app containers may run. */
+static int init_container_actions(const struct pod *pod, const struct kr_pod_status *status,
+                                  const struct probe_results *probes, struct kr_pod_actions *a,
+                                  bool *ret_initialized) {
+        const struct pod_spec *spec = &pod->spec;
+        bool initialized = false, previously;
+        int r;
+
+        if (spec->n_init_containers == 0) {
+                *ret_initialized = true;
+                return 0;
+        }
+        /* an app container created or running here: initialized before */
+        for (size_t i = 0; i < spec->n_containers && !initialized; i++) {
+                const struct kr_container *cs = kr_pod_status_find_in_sandbox(status, spec->containers[i].name, a->sandbox_id);
+                initialized = cs && (cs->state == KR_CONTAINER_RUNNING || cs->state == KR_CONTAINER_CREATED);
+        }
+        previously = initialized;
+
+        for (size_t i = spec->n_init_containers; i-- > 0;) {
+                const struct container *c = &spec->init_containers[i];
+                const struct kr_container *cs = kr_pod_status_find_in_sandbox(status, c->name, a->sandbox_id);
+                bool sidecar = container_is_sidecar(c), started;
+
+                if (!cs) {
+                        /* a sidecar whose instance is gone is started again */
+                        if (previously && sidecar) {
+                                r = add_init_start(a, i);
+                                if (r < 0)
+                                        return r;
+                        }
+                        continue;
+                }
+                if (previously && !sidecar)
+                        continue; /* done with: only sidecars keep running */
+
+                switch (cs->state) {
+                case KR_CONTAINER_CREATED:
+                        /* never started (a kubelet that died between create and start): remove it first, so that
+                         * two instances can never run */
+                        r = kill_msg(a, cs, "Created", true, "Container is in %s state, try killing it before restart",
+                                     "CONTAINER_CREATED");
+                        if (r >= 0)
+                                r = add_init_start(a, i);
+                        break;
+                case KR_CONTAINER_RUNNING:
+                        if (!sidecar) {
+                                r = 0; /* wait for it */
+                                break;
+                        }
+                        r = sidecar_running(c, cs, probes, i, a, &started);
+                        if (r < 0 || !started)
+                                break;
+                        if (i == spec->n_init_containers - 1)
+                                initialized = true;
+                        else if (!previously)
+                                r = add_init_start(a, i + 1);
+                        break;
+                case KR_CONTAINER_EXITED:
+                        if (sidecar)
+                                r = add_init_start(a, i); /* whatever the pod's restartPolicy */
+                        else if (init_container_failed(cs)) {
+                                if (spec->restart_policy == RESTART_POLICY_NEVER)
+                                        goto fail_pod;
+                                r = add_init_start(a, i);
+                        } else if (i == spec->n_init_containers - 1) {
+                                initialized = true;
+                                r = 0;
+                        } else
+                                r = add_init_start(a, i + 1);
+                        break;
+                case KR_CONTAINER_UNKNOWN:
+                default:
+                        if (!sidecar && spec->restart_policy == RESTART_POLICY_NEVER)
+                                goto fail_pod;
+                        r = kill_msg(a, cs, "Unknown", false, "Container is in %s state, try killing it before restart",
+                                     "CONTAINER_UNKNOWN");
+                        if (r >= 0)
+                                r = add_init_start(a, i);
+                        break;
+                }
+                if (r < 0)
+                        return r;
+                previously = true;
+        }
+        if (!previously) {
+                r = add_init_start(a, 0); /* nothing ran yet here: the first one */
+                if (r < 0)
+                        return r;
+        }
+        if (pod->has_deletion_timestamp)
+                a->n_init_start = 0;
+        qsort(a->init_start, a->n_init_start, sizeof(size_t), cmp_size);
+        *ret_initialized = initialized;
+        return 0;
+
+fail_pod:
+        /* initialization failed for good: the pod fails */
+        a->kill_pod = true;
+        a->n_init_start = 0;
+        *ret_initialized = false;
         return 0;
 }
 
@@ -247,20 +353,22 @@ int kr_compute_pod_actions(const struct pod *pod, const struct kr_pod_status *st
                         a.create_sandbox = false;
                 else if (pod->spec.n_init_containers > 0) {
                         /* a new sandbox starts with the first init container */
-                        a.n_start = 1;
-                        a.start[0] = 0;
-                        a.start_init = true;
+                        a.n_start = 0;
+                        r = add_init_start(&a, 0);
+                        if (r < 0)
+                                goto fail;
                 }
                 *ret = a;
                 return 0;
         }
 
         {
-                bool initializing;
-                r = init_container_actions(pod, status, &a, &initializing);
+                bool initialized;
+                r = init_container_actions(pod, status, probes, &a, &initialized);
                 if (r < 0)
                         goto fail;
-                if (initializing) {
+                if (a.kill_pod || !initialized) {
+                        /* initialization failed or still in progress: the app containers wait */
                         *ret = a;
                         return 0;
                 }
@@ -343,9 +451,12 @@ int kr_compute_pod_actions(const struct pod *pod, const struct kr_pod_status *st
                 keep++;
         }
 
-        /* Nothing to keep and nothing to start: the pod is done, stop its sandbox. */
-        if (keep == 0 && a.n_start == 0)
+        /* Nothing to keep and nothing to start: the pod is done, stop its sandbox (sidecars do not keep it
+         * alive: they are not restarted). */
+        if (keep == 0 && a.n_start == 0) {
                 a.kill_pod = true;
+                a.n_init_start = 0;
+        }
 
         *ret = a;
         return 0;

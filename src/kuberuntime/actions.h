@@ -33,9 +33,10 @@ struct kr_pod_actions {
         uint32_t attempt;           /* attempt number of the sandbox to create */
         const char *sandbox_id;     /* existing sandbox to use when !create_sandbox (borrowed), may be "" */
         size_t n_start;
-        size_t *start;              /* indices into pod->spec.containers, in spec order; with start_init, into
-                                     * pod->spec.init_containers (NextInitContainerToStart: at most one) */
-        bool start_init;            /* the pod is initializing: start holds the next init container */
+        size_t *start;              /* indices into pod->spec.containers, in spec order */
+        size_t n_init_start;
+        size_t *init_start;         /* indices into pod->spec.init_containers, in spec order, started before the
+                                     * app containers: the next init container, sidecars to (re)start */
         size_t n_kill;
         struct kr_container_kill *kill;
         const char *sandbox_reason; /* why a new sandbox is needed (static), or NULL */
@@ -45,7 +46,10 @@ void kr_pod_actions_done(struct kr_pod_actions *a);
 
 /* Decide for a desired pod. status may describe nothing (no sandbox yet). probes: the published liveness and
  * startup results (NULL: none); a running container whose liveness or startup probe failed is killed
- * (reason "LivenessProbe"/"StartupProbe") and, unless restartPolicy is Never, started again. */
+ * (reason "LivenessProbe"/"StartupProbe") and, unless restartPolicy is Never, started again.
+ * Init containers run one at a time, in order, in the current sandbox before any app container starts; a
+ * sidecar (restartPolicy Always) lets the next one start once it runs and its startup probe succeeded, and
+ * is restarted whenever it exits. */
 int kr_compute_pod_actions(const struct pod *pod, const struct kr_pod_status *status,
                            const struct probe_results *probes, struct kr_pod_actions *ret);
 

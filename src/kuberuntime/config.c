@@ -133,6 +133,8 @@ int kr_container_annotations(const struct pod *pod, const struct container *c, u
         snprintf(num, sizeof(num), "%" PRId64, pod->spec.termination_grace_period_seconds);
         if (r >= 0)
                 r = strmap_set(&m, ANNOTATION_POD_TERMINATION_GRACE_PERIOD, num);
+        if (r >= 0 && container_is_sidecar(c))
+                r = strmap_set(&m, ANNOTATION_CONTAINER_SIDECAR, "true");
         if (r >= 0 && c->n_ports > 0) {
                 _cleanup_free_ char *pj = NULL;
                 r = ports_json(c, &pj);

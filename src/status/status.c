@@ -105,8 +105,19 @@ static bool container_ready(const struct pod_status_input *in, const struct cont
         return c && probe_container_ready(spec, c, in->probes);
 }
 
-/* an init container is ready once it completed */
-static bool init_container_ready(const struct kr_container *c) {
+/* an init container is ready once it completed, a sidecar as an app container */
+static bool init_container_ready(const struct pod_status_input *in, const struct container *spec,
+                                 const struct kr_container *c) {
+        if (container_is_sidecar(spec))
+                return container_ready(in, spec, c);
+        return c && c->state == KR_CONTAINER_EXITED && c->exit_code == 0;
+}
+
+/* done for the Initialized condition: completed, or a sidecar that started */
+static bool init_container_done(const struct pod_status_input *in, const struct container *spec,
+                                const struct kr_container *c) {
+        if (container_is_sidecar(spec))
+                return probe_container_started(spec, c, in->probes);
         return c && c->state == KR_CONTAINER_EXITED && c->exit_code == 0;
 }
 
@@ -137,7 +148,7 @@ static json_t *container_status_json(const struct pod_status_input *in, const st
         }
         st = json_pack("{s:s, s:o, s:o, s:b, s:i, s:s, s:s, s:o, s:b}", "name", spec->name, "state", state,
                        "lastState", last ? last : json_object(), "ready",
-                       init ? init_container_ready(c) : container_ready(in, spec, c),
+                       init ? init_container_ready(in, spec, c) : container_ready(in, spec, c),
                        "restartCount", (json_int_t) c->restart_count, "image", spec->image, "imageID",
                        strempty(c->image_ref), "containerID", container_id_json(c), "started",
                        c->state == KR_CONTAINER_RUNNING && probe_container_started(spec, c, in->probes));
@@ -157,6 +168,12 @@ const char *pod_status_phase(const struct pod_status_input *in) {
                         in->observed ? kr_pod_status_find_container(in->observed, spec->name) : NULL;
                 const struct kr_container *prev = previous_instance(in->observed, spec->name);
 
+                if (container_is_sidecar(spec)) {
+                        /* a sidecar is pending until it started; its exits fail nothing (it is restarted) */
+                        if (!probe_container_started(spec, c, in->probes))
+                                pending_init++;
+                        continue;
+                }
                 if (!c || c->state == KR_CONTAINER_RUNNING)
                         pending_init++;
                 else if (c->state == KR_CONTAINER_EXITED) {
@@ -253,7 +270,7 @@ static int init_container_statuses(const struct pod_status_input *in, json_t **r
 
                 if (json_array_append_new(a, container_status_json(in, spec, true)) < 0)
                         return -ENOMEM;
-                if (!init_container_ready(c) && strv_extend(&incomplete, spec->name) < 0)
+                if (!init_container_done(in, spec, c) && strv_extend(&incomplete, spec->name) < 0)
                         return -ENOMEM;
         }
         for (size_t i = 0; in->observed && i < pod->spec.n_containers; i++) {
@@ -311,6 +328,14 @@ int pod_status_generate(const struct pod_status_input *in, json_t **ret) {
         r = init_container_statuses(in, &init_statuses, &init_message);
         if (r < 0)
                 return r;
+        /* sidecars count for readiness as app containers, and come first */
+        for (size_t i = 0; i < pod->spec.n_init_containers; i++) {
+                const struct container *spec = &pod->spec.init_containers[i];
+                if (container_is_sidecar(spec) &&
+                    !container_ready(in, spec, in->observed ? kr_pod_status_find_container(in->observed, spec->name) : NULL) &&
+                    strv_extend(&unready, spec->name) < 0)
+                        return -ENOMEM;
+        }
         sorted = calloc(pod->spec.n_containers + 1, sizeof(json_t *));
         if (!sorted)
                 return -ENOMEM;

@@ -1,6 +1,7 @@
 # Init containers: run one at a time, in order, to completion before the app containers; failures follow the
 # pod's restartPolicy; a new sandbox runs them again; initContainerStatuses and the Initialized condition.
 import json
+import re
 
 from apiclient import Client
 from conftest import BUSYBOX, NODE, SLEEPER, free_port, wait_for
@@ -9,8 +10,9 @@ from conftest import BUSYBOX, NODE, SLEEPER, free_port, wait_for
 def manifest(name, inits, apps, restart_policy="Always"):
     lines = ["apiVersion: v1", "kind: Pod", "metadata:", f"  name: {name}", "spec:",
              f"  restartPolicy: {restart_policy}", "  terminationGracePeriodSeconds: 2", "  initContainers:"]
-    for n, cmd in inits:
+    for n, cmd, *extra in inits:
         lines += [f"  - name: {n}", f"    image: {BUSYBOX}", f"    command: {json.dumps(cmd)}"]
+        lines += [f"    {e}" for e in (extra[0] if extra else [])]
     lines.append("  containers:")
     for n, cmd in apps:
         lines += [f"  - name: {n}", f"    image: {BUSYBOX}", f"    command: {json.dumps(cmd)}"]
@@ -124,3 +126,40 @@ def test_failed_init_with_restart_always_backs_off(kubelet_factory, runtime):
     assert cstatus(st, "app")["state"] == {"waiting": {"reason": "PodInitializing"}}
     assert not runtime.containers_of(name, "app")
     k.wait_log(r"Back-off \d+s restarting failed container=i1 pod=default/always-testnode")
+
+
+def test_sidecar_runs_alongside_the_app(kubelet_factory, runtime):
+    k, api = start(kubelet_factory)
+    # the sidecar is started once its startup probe sees /tmp/up (after about 2 s); only then does i2 run
+    sidecar = ["sh", "-c", "trap 'exit 0' TERM; sleep 2; touch /tmp/up; while true; do sleep 0.2; done"]
+    k.write("side.yaml", manifest("side", [
+        ("s1", sidecar, ["restartPolicy: Always",
+                         "startupProbe: {exec: {command: [test, -f, /tmp/up]}, periodSeconds: 1}"]),
+        ("i2", ["sh", "-c", "echo two"])], [("app", SLEEPER)], restart_policy="Never"))
+    name = f"side-{NODE}"
+    wait_for(lambda: runtime.running(name, "s1"), 30, msg="sidecar running")
+    st = pod_status(api, name)
+    assert cstatus(st, "s1", True)["started"] is False
+    assert not runtime.containers_of(name, "i2"), "i2 started before the sidecar's startup probe succeeded"
+    st = wait_for(lambda: (s := pod_status(api, name)) and s["phase"] == "Running" and
+                  condition(s, "Ready")["status"] == "True" and s, 30, msg="pod running and ready")
+    s1, i2 = cstatus(st, "s1", True), cstatus(st, "i2", True)
+    assert "running" in s1["state"] and s1["started"] is True and s1["ready"] is True
+    assert i2["state"]["terminated"]["exitCode"] == 0
+    assert s1["state"]["running"]["startedAt"] <= i2["state"]["terminated"]["startedAt"]
+    assert condition(st, "Initialized")["status"] == "True"
+
+    # the sidecar exits: restarted although the pod's restartPolicy is Never; the app is left alone
+    [c] = runtime.running(name, "s1")
+    runtime.crictl("stop", "--timeout", "1", c["id"])
+    wait_for(lambda: any(x["metadata"]["attempt"] >= 1 for x in runtime.running(name, "s1")), 30,
+             msg="sidecar restarted")
+    assert len(runtime.containers_of(name, "app")) == 1 and runtime.running(name, "app")
+
+    # at termination the sidecar stops after the app
+    k.remove("side.yaml")
+    wait_for(lambda: not runtime.running(name), 30, msg="everything stopped")
+    log = k.log()
+    app_kill = log.index('containerName="app"', log.index("Killing container with a grace period"))
+    kills = [m.start() for m in re.finditer(r'Killing container with a grace period: [^\n]*containerName="s1"', log)]
+    assert kills and kills[-1] > app_kill, "the sidecar was stopped before the app"
