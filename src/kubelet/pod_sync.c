@@ -20,6 +20,7 @@
 #include "kuberuntime/config.h"
 #include "kuberuntime/labels.h"
 #include "kuberuntime/runtime_state.h"
+#include "kuberuntime/termination.h"
 #include "prober/manager.h"
 
 #define MINIMUM_GRACE_PERIOD_SECONDS 2
@@ -229,7 +230,9 @@ static void on_container_status(const struct cri_reply *reply, void *userdata) {
                 s->error = true;
         } else {
                 const Runtime__V1__ContainerStatusResponse *resp = (const void *) reply->msg;
-                if (resp->status && kr_container_set_status(s->status->containers[c->index], resp->status) < 0)
+                if (resp->status && (kr_container_set_status(s->status->containers[c->index], resp->status) < 0 ||
+                                     kr_container_read_termination_message(s->status->containers[c->index],
+                                                                           resp->status) < 0))
                         s->error = true;
         }
         free(c);

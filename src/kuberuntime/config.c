@@ -8,6 +8,7 @@
 #include "kuberuntime/actions.h"
 #include "kuberuntime/labels.h"
 #include "kuberuntime/resources.h"
+#include "kuberuntime/termination.h"
 
 void kr_pb_free(void *msg) {
         if (msg)
@@ -410,6 +411,9 @@ int kr_build_container_config(const struct pod *pod, const struct container *c, 
                 goto fail;
         *sc = (Runtime__V1__LinuxContainerSecurityContext) RUNTIME__V1__LINUX_CONTAINER_SECURITY_CONTEXT__INIT;
         r = namespace_options(pod, true, &sc->namespace_options);
+        if (r < 0)
+                goto fail;
+        r = kr_termination_message_mount(pod, c, ctx->root_dir, cfg);
         if (r < 0)
                 goto fail;
 
