@@ -961,7 +961,9 @@ static void sync_finish(struct pod_sync *s) {
                         return;
                 }
         }
-        if (s->have_actions && s->pod)
+        /* not while shutting down: the calls cancelled by the CRI client's release end here, after the prober
+         * is gone */
+        if (s->have_actions && s->pod && !s->k->stopping)
                 pod_worker_observed(w, s->pod, TAKE_PTR(s->status));
         w->sync = NULL;
         pod_worker_sync_done(w, s->did_work, s->wake_usec, s->error, gone);
