@@ -163,3 +163,19 @@ def test_sidecar_runs_alongside_the_app(kubelet_factory, runtime):
     app_kill = log.index('containerName="app"', log.index("Killing container with a grace period"))
     kills = [m.start() for m in re.finditer(r'Killing container with a grace period: [^\n]*containerName="s1"', log)]
     assert kills and kills[-1] > app_kill, "the sidecar was stopped before the app"
+
+
+def test_kill9_during_initialization_converges(kubelet_factory, runtime):
+    k, api = start(kubelet_factory)
+    k.write("crashy.yaml", manifest("crashy", [("i1", ["sh", "-c", "echo one"]), ("i2", ["sh", "-c", "sleep 3"])],
+                                    [("app", SLEEPER)]))
+    name = f"crashy-{NODE}"
+    wait_for(lambda: runtime.running(name, "i2"), 30, msg="i2 running")
+    k.kill9()
+    k.start()
+    wait_for(lambda: runtime.running(name, "app"), 30, msg="app running after the restart")
+    # nothing ran twice: the completed i1 and the running i2 were picked up from the runtime
+    for n in ("i1", "i2", "app"):
+        ctrs = runtime.containers_of(name, n)
+        assert len(ctrs) == 1 and ctrs[0]["metadata"]["attempt"] == 0, (n, ctrs)
+    assert len(runtime.pods_named(name)) == 1
