@@ -106,3 +106,8 @@ void val_check_name(struct vctx *c, const char *path, const char *value,
 char *val_child(struct vctx *c, const char *parent, const char *name);
 char *val_idx(struct vctx *c, const char *parent, size_t i);
 char *val_key(struct vctx *c, const char *parent, const char *k);
+
+/* ---- per-area decoding and validation ---- */
+/* pod_lifecycle.c: restartPolicy of init containers (sidecars) */
+int pod_decode_container_lifecycle(struct field_errors *e, json_t *c, const char *cpath, struct container *ret);
+void pod_validate_lifecycle(struct vctx *c, const struct pod_spec *s);

@@ -183,6 +183,7 @@ void container_done(struct container *c) {
         resource_list_done(&c->resources.limits);
         resource_list_done(&c->resources.requests);
         free(c->termination_message_path);
+        free(c->restart_policy);
         probe_free(c->liveness_probe);
         probe_free(c->readiness_probe);
         probe_free(c->startup_probe);

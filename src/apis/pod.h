@@ -121,12 +121,17 @@ struct container {
         enum termination_message_policy termination_message_policy;
         bool stdin_, stdin_once, tty;
         struct probe *liveness_probe, *readiness_probe, *startup_probe; /* NULL when not set */
+        char *restart_policy; /* init containers only: "Always" makes it a sidecar; NULL when not set */
         json_t *raw;         /* the container object as decoded (owned reference), for hashing: exactly as given in
                               * the document, before defaults (defaults are a function of it, so a hash over it
                               * changes exactly when the container's spec does) */
 };
 
 struct pod_volumes;
+/* An init container with restartPolicy Always: started in order, kept running beside the app containers. */
+static inline bool container_is_sidecar(const struct container *c) {
+        return c->restart_policy && streq(c->restart_policy, "Always");
+}
 
 struct pod_spec {
         struct container *containers;

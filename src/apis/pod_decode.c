@@ -647,6 +647,8 @@ static int decode_container(struct field_errors *e, json_t *c, const char *cpath
         if (r >= 0)
                 r = decode_probe(e, c, cpath, "startupProbe", &ret->startup_probe);
         if (r >= 0)
+                r = pod_decode_container_lifecycle(e, c, cpath, ret);
+        if (r >= 0)
                 r = dec_get_string(e, c, cpath, "imagePullPolicy", &pull);
         if (r < 0)
                 return r;

@@ -576,7 +576,7 @@ static void validate_probes(struct vctx *c, const struct container *ctr, const c
         validate_probe(c, ctr->startup_probe, cpath, "startupProbe");
 }
 
-/* Init containers (without restartPolicy Always, which ckubelet does not support yet) may not have probes. */
+/* Init containers without restartPolicy Always (sidecars) may not have probes. */
 static void forbid_probes(struct vctx *c, const struct container *ctr, const char *cpath) {
         const struct {
                 const struct probe *p;
@@ -625,7 +625,10 @@ static void validate_init_containers(struct vctx *c, const struct pod_spec *s) {
                 if (!cp)
                         return;
                 validate_container_common(c, ctr, cp);
-                forbid_probes(c, ctr, cp);
+                if (container_is_sidecar(ctr))
+                        validate_probes(c, ctr, cp);
+                else
+                        forbid_probes(c, ctr, cp);
                 /* names are unique across regular and init containers */
                 for (size_t j = 0; !dup && j < s->n_containers; j++)
                         dup = streq(strempty(s->containers[j].name), strempty(ctr->name));
@@ -708,6 +711,7 @@ static void validate_spec(struct vctx *c, const struct pod *p) {
                             "must be greater than or equal to 0");
         validate_containers(c, s);
         validate_init_containers(c, s);
+        pod_validate_lifecycle(c, s);
         validate_host_network(c, s);
         /* restartPolicy: an enum, checked when decoding */
         validate_dns(c, p);

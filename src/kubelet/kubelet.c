@@ -184,6 +184,12 @@ static void update_conditions(struct pod_worker *w) {
                 if (!probe_container_ready(c, kr_pod_status_find_container(w->observed, c->name), &probes))
                         ready = false;
         }
+        for (size_t i = 0; i < w->pod->spec.n_init_containers && ready; i++) {
+                const struct container *c = &w->pod->spec.init_containers[i];
+                if (container_is_sidecar(c) &&
+                    !probe_container_ready(c, kr_pod_status_find_container(w->observed, c->name), &probes))
+                        ready = false; /* sidecars count as app containers */
+        }
         if (w->ready_known && ready == w->containers_ready)
                 return;
         w->ready_known = true;
@@ -274,6 +280,8 @@ static void on_probe_result(void *userdata, const char *pod_uid, const char *con
                 pod_worker_request_sync(w); /* the sync kills and restarts the container */
                 return;
         }
+        if (type == PROBE_STARTUP)
+                pod_worker_request_sync(w); /* a started sidecar lets the next init container start */
         update_conditions(w);
         kubelet_report_status(k, w);
 }
@@ -403,8 +411,7 @@ static bool desired_contains(const struct kubelet *k, const char *uid) {
 
 /* Say so when a pod asks for what ckubelet does not do yet, rather than ignore it silently. */
 static void warn_unsupported(const struct pod *p) {
-        if (p->spec.n_init_containers > 0)
-                log_warning("pod %s/%s: init containers are not supported yet and are ignored", p->namespace_, p->name);
+        (void) p; /* everything decoded is supported at the moment */
 }
 
 /* Pods admitted and still wanted (what counts against --max-pods). */

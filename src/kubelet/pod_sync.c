@@ -21,6 +21,7 @@
 #include "kuberuntime/credentials.h"
 #include "kuberuntime/labels.h"
 #include "kuberuntime/runtime_state.h"
+#include "kuberuntime/termination.h"
 #include "objects/manager.h"
 #include "prober/manager.h"
 #include "volumes/volumes.h"
@@ -253,7 +254,9 @@ static void on_container_status(const struct cri_reply *reply, void *userdata) {
                 s->error = true;
         } else {
                 const Runtime__V1__ContainerStatusResponse *resp = (const void *) reply->msg;
-                if (resp->status && kr_container_set_status(s->status->containers[c->index], resp->status) < 0)
+                if (resp->status && (kr_container_set_status(s->status->containers[c->index], resp->status) < 0 ||
+                                     kr_container_read_termination_message(s->status->containers[c->index],
+                                                                           resp->status) < 0))
                         s->error = true;
         }
         free(c);
@@ -409,17 +412,35 @@ static const struct kr_container_kill *find_kill(const struct pod_sync *s, const
         return NULL;
 }
 
-static void phase_kill(struct pod_sync *s) {
+/* an instance of a sidecar (as created: a pod no longer desired has no spec) */
+static bool is_sidecar(const struct kr_container *kc) {
+        return streq_ptr(strmap_get(&kc->annotations, ANNOTATION_CONTAINER_SIDECAR), "true");
+}
+
+/* KillPod: every running container, the sidecars in a second round once the others stopped */
+static void kill_pod_containers(struct pod_sync *s, bool sidecars) {
+        for (size_t i = 0; i < s->status->n_containers; i++) {
+                enum kr_container_state st = s->status->containers[i]->state;
+                const struct kr_container_kill *k = find_kill(s, s->status->containers[i]);
+                if ((st == KR_CONTAINER_RUNNING || st == KR_CONTAINER_UNKNOWN) &&
+                    is_sidecar(s->status->containers[i]) == sidecars)
+                        stop_container(s, i, k ? k->reason : "Killing", k ? k->message : s->actions.sandbox_reason,
+                                       false, k ? k->grace_override : -1);
+        }
+}
+
+static void phase_kill_sidecars(struct pod_sync *s) {
         fanout_begin(s, phase_stop_sandboxes);
-        if (s->actions.kill_pod) {
-                for (size_t i = 0; i < s->status->n_containers; i++) {
-                        enum kr_container_state st = s->status->containers[i]->state;
-                        const struct kr_container_kill *k = find_kill(s, s->status->containers[i]);
-                        if (st == KR_CONTAINER_RUNNING || st == KR_CONTAINER_UNKNOWN)
-                                stop_container(s, i, k ? k->reason : "Killing", k ? k->message : s->actions.sandbox_reason,
-                                               false, k ? k->grace_override : -1);
-                }
-        } else
+        if (s->actions.kill_pod)
+                kill_pod_containers(s, true);
+        fanout_end(s);
+}
+
+static void phase_kill(struct pod_sync *s) {
+        fanout_begin(s, phase_kill_sidecars);
+        if (s->actions.kill_pod)
+                kill_pod_containers(s, false);
+        else
                 for (size_t i = 0; i < s->actions.n_kill; i++) {
                         size_t idx = container_index(s, s->actions.kill[i].container);
                         if (idx != SIZE_MAX)
@@ -727,8 +748,11 @@ static void phase_create_sandbox(struct pod_sync *s) {
 
 /* ---------------------------------------------------------------- act: containers */
 
+/* init containers first, then app containers */
 static const struct container *current_container(const struct pod_sync *s) {
-        return &s->pod->spec.containers[s->actions.start[s->step]];
+        if (s->step < s->actions.n_init_start)
+                return &s->pod->spec.init_containers[s->actions.init_start[s->step]];
+        return &s->pod->spec.containers[s->actions.start[s->step - s->actions.n_init_start]];
 }
 
 static void start_one_done(struct pod_sync *s) {
@@ -1071,7 +1095,7 @@ static void phase_start_next(struct pod_sync *s) {
                 sync_finish(s);
                 return;
         }
-        if (s->k->stopping || isempty(s->sandbox_id) || s->step >= s->actions.n_start) {
+        if (s->k->stopping || isempty(s->sandbox_id) || s->step >= s->actions.n_init_start + s->actions.n_start) {
                 sync_finish(s);
                 return;
         }
@@ -1121,8 +1145,9 @@ static void phase_decide(struct pod_sync *s) {
                 return;
         }
         s->have_actions = true;
-        log_v(4, "pod %s: actions: killPod=%d createSandbox=%d attempt=%" PRIu32 " start=%zu kill=%zu", pod_desc(s),
-              s->actions.kill_pod, s->actions.create_sandbox, s->actions.attempt, s->actions.n_start,
+        log_v(4, "pod %s: actions: killPod=%d createSandbox=%d attempt=%" PRIu32 " startInit=%zu start=%zu kill=%zu",
+              pod_desc(s), s->actions.kill_pod, s->actions.create_sandbox, s->actions.attempt, s->actions.n_init_start,
+              s->actions.n_start,
               s->actions.n_kill);
         phase_kill(s);
 }
@@ -1185,7 +1210,9 @@ static void sync_finish(struct pod_sync *s) {
                         return;
                 }
         }
-        if (s->have_actions && s->pod)
+        /* not while shutting down: the calls cancelled by the CRI client's release end here, after the prober
+         * is gone */
+        if (s->have_actions && s->pod && !s->k->stopping)
                 pod_worker_observed(w, s->pod, TAKE_PTR(s->status));
         w->sync = NULL;
         pod_worker_sync_done(w, s->did_work, s->wake_usec, s->error, gone);

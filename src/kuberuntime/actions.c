@@ -2,6 +2,8 @@
 #include "kuberuntime/actions.h"
 
 #include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "kuberuntime/labels.h"
@@ -24,6 +26,7 @@ void kr_pod_actions_done(struct kr_pod_actions *a) {
         if (!a)
                 return;
         free(a->start);
+        free(a->init_start);
         for (size_t i = 0; i < a->n_kill; i++)
                 free(a->kill[i].message);
         free(a->kill);
@@ -68,6 +71,208 @@ bool kr_should_restart_container(const struct pod *pod, const struct container *
         if (pod->spec.restart_policy == RESTART_POLICY_ON_FAILURE && cs->exit_code == 0)
                 return false;
         return true;
+}
+
+const struct kr_container *kr_pod_status_find_in_sandbox(const struct kr_pod_status *status, const char *name,
+                                                         const char *sandbox_id) {
+        for (size_t i = 0; status && i < status->n_containers; i++)
+                if (streq(status->containers[i]->name, name) && streq_ptr(status->containers[i]->sandbox_id, sandbox_id))
+                        return status->containers[i];
+        return NULL;
+}
+
+/* isInitContainerFailed */
+static bool init_container_failed(const struct kr_container *cs) {
+        if (streq_ptr(cs->reason, "OOMKilled"))
+                return true;
+        if (cs->state == KR_CONTAINER_EXITED && cs->exit_code != 0)
+                return true;
+        return cs->state == KR_CONTAINER_UNKNOWN;
+}
+
+static int add_init_start(struct kr_pod_actions *a, size_t idx) {
+        size_t *n;
+        for (size_t i = 0; i < a->n_init_start; i++)
+                if (a->init_start[i] == idx)
+                        return 0;
+        n = realloc(a->init_start, sizeof(*n) * (a->n_init_start + 1));
+        if (!n)
+                return -ENOMEM;
+        a->init_start = n;
+        a->init_start[a->n_init_start++] = idx;
+        return 0;
+}
+
+static int cmp_size(const void *x, const void *y) {
+        size_t a = *(const size_t *) x, b = *(const size_t *) y;
+        return a < b ? -1 : a > b;
+}
+
+_printf_(5, 6) static int kill_msg(struct kr_pod_actions *a, const struct kr_container *cs, const char *reason,
+                                   bool remove, const char *fmt, ...) {
+        char *msg = NULL;
+        va_list ap;
+        int r;
+
+        va_start(ap, fmt);
+        r = vasprintf(&msg, fmt, ap);
+        va_end(ap);
+        if (r < 0)
+                return -ENOMEM;
+        r = add_kill(a, cs, reason, msg);
+        if (r < 0)
+                return r;
+        a->kill[a->n_kill - 1].remove = remove;
+        return 0;
+}
+
+/* A running sidecar: is it started (its startup probe, if any, succeeded)? Kills and restarts it for a
+ * failed startup or liveness probe or a changed spec. */
+static int sidecar_running(const struct container *c, const struct kr_container *cs,
+                           const struct probe_results *probes, size_t idx, struct kr_pod_actions *a, bool *ret_started) {
+        char hash[KR_HASH_MAX];
+        enum probe_result pr;
+        int r;
+
+        *ret_started = false;
+        r = kr_container_hash(c, hash);
+        if (r < 0)
+                return r;
+        if (!streq(hash, cs->hash)) {
+                r = kill_msg(a, cs, "Killing", false, "Init container %s definition changed", c->name);
+                return r < 0 ? r : add_init_start(a, idx);
+        }
+        if (c->startup_probe) {
+                if (!probes || !probes->get(probes->userdata, PROBE_STARTUP, cs, &pr))
+                        return 0; /* not probed yet: wait */
+                if (pr == PROBE_RESULT_FAILURE) {
+                        r = kill_msg(a, cs, "StartupProbe", false, "Init container %s failed startup probe", c->name);
+                        if (r < 0)
+                                return r;
+                        a->kill[a->n_kill - 1].probe_failure = true;
+                        return add_init_start(a, idx);
+                }
+                if (pr != PROBE_RESULT_SUCCESS)
+                        return 0;
+        }
+        *ret_started = true;
+        if (c->liveness_probe && probes && probes->get(probes->userdata, PROBE_LIVENESS, cs, &pr) &&
+            pr == PROBE_RESULT_FAILURE) {
+                r = kill_msg(a, cs, "LivenessProbe", false, "Init container %s failed liveness probe", c->name);
+                if (r < 0)
+                        return r;
+                a->kill[a->n_kill - 1].probe_failure = true;
+                if (c->liveness_probe->has_termination_grace_period)
+                        a->kill[a->n_kill - 1].grace_override = c->liveness_probe->termination_grace_period_seconds;
+                return add_init_start(a, idx);
+        }
+        return 0;
+}
+
+/* computeInitContainerActions, over the instances in the pod's current sandbox (a new sandbox runs every init
+ * container again). Walks the init containers backwards to the last one that has an instance: it decides
+ * what comes next; sidecars before it are kept running. *ret_initialized: the app containers may run. */
+static int init_container_actions(const struct pod *pod, const struct kr_pod_status *status,
+                                  const struct probe_results *probes, struct kr_pod_actions *a,
+                                  bool *ret_initialized) {
+        const struct pod_spec *spec = &pod->spec;
+        bool initialized = false, previously;
+        int r;
+
+        if (spec->n_init_containers == 0) {
+                *ret_initialized = true;
+                return 0;
+        }
+        /* an app container created or running here: initialized before */
+        for (size_t i = 0; i < spec->n_containers && !initialized; i++) {
+                const struct kr_container *cs = kr_pod_status_find_in_sandbox(status, spec->containers[i].name, a->sandbox_id);
+                initialized = cs && (cs->state == KR_CONTAINER_RUNNING || cs->state == KR_CONTAINER_CREATED);
+        }
+        previously = initialized;
+
+        for (size_t i = spec->n_init_containers; i-- > 0;) {
+                const struct container *c = &spec->init_containers[i];
+                const struct kr_container *cs = kr_pod_status_find_in_sandbox(status, c->name, a->sandbox_id);
+                bool sidecar = container_is_sidecar(c), started;
+
+                if (!cs) {
+                        /* a sidecar whose instance is gone is started again */
+                        if (previously && sidecar) {
+                                r = add_init_start(a, i);
+                                if (r < 0)
+                                        return r;
+                        }
+                        continue;
+                }
+                if (previously && !sidecar)
+                        continue; /* done with: only sidecars keep running */
+
+                switch (cs->state) {
+                case KR_CONTAINER_CREATED:
+                        /* never started (a kubelet that died between create and start): remove it first, so that
+                         * two instances can never run */
+                        r = kill_msg(a, cs, "Created", true, "Container is in %s state, try killing it before restart",
+                                     "CONTAINER_CREATED");
+                        if (r >= 0)
+                                r = add_init_start(a, i);
+                        break;
+                case KR_CONTAINER_RUNNING:
+                        if (!sidecar) {
+                                r = 0; /* wait for it */
+                                break;
+                        }
+                        r = sidecar_running(c, cs, probes, i, a, &started);
+                        if (r < 0 || !started)
+                                break;
+                        if (i == spec->n_init_containers - 1)
+                                initialized = true;
+                        else if (!previously)
+                                r = add_init_start(a, i + 1);
+                        break;
+                case KR_CONTAINER_EXITED:
+                        if (sidecar)
+                                r = add_init_start(a, i); /* whatever the pod's restartPolicy */
+                        else if (init_container_failed(cs)) {
+                                if (spec->restart_policy == RESTART_POLICY_NEVER)
+                                        goto fail_pod;
+                                r = add_init_start(a, i);
+                        } else if (i == spec->n_init_containers - 1) {
+                                initialized = true;
+                                r = 0;
+                        } else
+                                r = add_init_start(a, i + 1);
+                        break;
+                case KR_CONTAINER_UNKNOWN:
+                default:
+                        if (!sidecar && spec->restart_policy == RESTART_POLICY_NEVER)
+                                goto fail_pod;
+                        r = kill_msg(a, cs, "Unknown", false, "Container is in %s state, try killing it before restart",
+                                     "CONTAINER_UNKNOWN");
+                        if (r >= 0)
+                                r = add_init_start(a, i);
+                        break;
+                }
+                if (r < 0)
+                        return r;
+                previously = true;
+        }
+        if (!previously) {
+                r = add_init_start(a, 0); /* nothing ran yet here: the first one */
+                if (r < 0)
+                        return r;
+        }
+        if (pod->has_deletion_timestamp)
+                a->n_init_start = 0;
+        qsort(a->init_start, a->n_init_start, sizeof(size_t), cmp_size);
+        *ret_initialized = initialized;
+        return 0;
+
+fail_pod:
+        /* initialization failed for good: the pod fails */
+        a->kill_pod = true;
+        a->n_init_start = 0;
+        *ret_initialized = false;
+        return 0;
 }
 
 static bool container_succeeded(const struct container *c, const struct kr_pod_status *status) {
@@ -146,8 +351,27 @@ int kr_compute_pod_actions(const struct pod *pod, const struct kr_pod_status *st
                 }
                 if (a.n_start == 0)
                         a.create_sandbox = false;
+                else if (pod->spec.n_init_containers > 0) {
+                        /* a new sandbox starts with the first init container */
+                        a.n_start = 0;
+                        r = add_init_start(&a, 0);
+                        if (r < 0)
+                                goto fail;
+                }
                 *ret = a;
                 return 0;
+        }
+
+        {
+                bool initialized;
+                r = init_container_actions(pod, status, probes, &a, &initialized);
+                if (r < 0)
+                        goto fail;
+                if (a.kill_pod || !initialized) {
+                        /* initialization failed or still in progress: the app containers wait */
+                        *ret = a;
+                        return 0;
+                }
         }
 
         for (size_t i = 0; i < pod->spec.n_containers; i++) {
@@ -227,9 +451,12 @@ int kr_compute_pod_actions(const struct pod *pod, const struct kr_pod_status *st
                 keep++;
         }
 
-        /* Nothing to keep and nothing to start: the pod is done, stop its sandbox. */
-        if (keep == 0 && a.n_start == 0)
+        /* Nothing to keep and nothing to start: the pod is done, stop its sandbox (sidecars do not keep it
+         * alive: they are not restarted). */
+        if (keep == 0 && a.n_start == 0) {
                 a.kill_pod = true;
+                a.n_init_start = 0;
+        }
 
         *ret = a;
         return 0;

@@ -34,6 +34,9 @@ struct kr_pod_actions {
         const char *sandbox_id;     /* existing sandbox to use when !create_sandbox (borrowed), may be "" */
         size_t n_start;
         size_t *start;              /* indices into pod->spec.containers, in spec order */
+        size_t n_init_start;
+        size_t *init_start;         /* indices into pod->spec.init_containers, in spec order, started before the
+                                     * app containers: the next init container, sidecars to (re)start */
         size_t n_kill;
         struct kr_container_kill *kill;
         const char *sandbox_reason; /* why a new sandbox is needed (static), or NULL */
@@ -43,9 +46,16 @@ void kr_pod_actions_done(struct kr_pod_actions *a);
 
 /* Decide for a desired pod. status may describe nothing (no sandbox yet). probes: the published liveness and
  * startup results (NULL: none); a running container whose liveness or startup probe failed is killed
- * (reason "LivenessProbe"/"StartupProbe") and, unless restartPolicy is Never, started again. */
+ * (reason "LivenessProbe"/"StartupProbe") and, unless restartPolicy is Never, started again.
+ * Init containers run one at a time, in order, in the current sandbox before any app container starts; a
+ * sidecar (restartPolicy Always) lets the next one start once it runs and its startup probe succeeded, and
+ * is restarted whenever it exits. */
 int kr_compute_pod_actions(const struct pod *pod, const struct kr_pod_status *status,
                            const struct probe_results *probes, struct kr_pod_actions *ret);
+
+/* The newest instance of a container in the given sandbox, or NULL. */
+const struct kr_container *kr_pod_status_find_in_sandbox(const struct kr_pod_status *status, const char *name,
+                                                         const char *sandbox_id);
 
 /* Should the latest instance of this container be (re)started? (kubecontainer.ShouldContainerBeRestarted) */
 bool kr_should_restart_container(const struct pod *pod, const struct container *c, const struct kr_pod_status *status);

@@ -8,6 +8,7 @@
 #include "kuberuntime/actions.h"
 #include "kuberuntime/labels.h"
 #include "kuberuntime/resources.h"
+#include "kuberuntime/termination.h"
 #include "volumes/volumes.h"
 
 void kr_pb_free(void *msg) {
@@ -134,6 +135,8 @@ int kr_container_annotations(const struct pod *pod, const struct container *c, u
         snprintf(num, sizeof(num), "%" PRId64, pod->spec.termination_grace_period_seconds);
         if (r >= 0)
                 r = strmap_set(&m, ANNOTATION_POD_TERMINATION_GRACE_PERIOD, num);
+        if (r >= 0 && container_is_sidecar(c))
+                r = strmap_set(&m, ANNOTATION_CONTAINER_SIDECAR, "true");
         if (r >= 0 && c->n_ports > 0) {
                 _cleanup_free_ char *pj = NULL;
                 r = ports_json(c, &pj);
@@ -418,6 +421,9 @@ int kr_build_container_config(const struct pod *pod, const struct container *c, 
                 goto fail;
         *sc = (Runtime__V1__LinuxContainerSecurityContext) RUNTIME__V1__LINUX_CONTAINER_SECURITY_CONTEXT__INIT;
         r = namespace_options(pod, true, &sc->namespace_options);
+        if (r < 0)
+                goto fail;
+        r = kr_termination_message_mount(pod, c, ctx->root_dir, cfg);
         if (r < 0)
                 goto fail;
 

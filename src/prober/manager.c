@@ -302,15 +302,25 @@ static int worker_new(struct probe_pod *pp, const struct container *c, enum prob
         return 0;
 }
 
+/* The probed containers: the app containers, then the sidecars (init containers with restartPolicy Always);
+ * NULL for the other init containers, which have no probes. */
+static const struct container *probed_container(const struct pod *pod, size_t i) {
+        if (i < pod->spec.n_containers)
+                return &pod->spec.containers[i];
+        i -= pod->spec.n_containers;
+        return container_is_sidecar(&pod->spec.init_containers[i]) ? &pod->spec.init_containers[i] : NULL;
+}
+
 int prober_update_pod(struct prober *p, const struct pod *pod, const char *host, const struct kr_pod_status *st) {
+        size_t n_probed = pod->spec.n_containers + pod->spec.n_init_containers;
         struct probe_pod *pp = find_pod(p, pod->uid);
         int r;
 
         if (!pp) {
                 bool any = false;
-                for (size_t i = 0; i < pod->spec.n_containers && !any; i++)
+                for (size_t i = 0; i < n_probed && !any; i++)
                         for (int t = PROBE_LIVENESS; t <= PROBE_STARTUP; t++)
-                                if (container_probe(&pod->spec.containers[i], t))
+                                if (probed_container(pod, i) && container_probe(probed_container(pod, i), t))
                                         any = true;
                 if (!any)
                         return 0; /* nothing to probe */
@@ -332,8 +342,10 @@ int prober_update_pod(struct prober *p, const struct pod *pod, const char *host,
 
         for (struct probe_worker *w = pp->workers; w; w = w->next)
                 w->seen = false;
-        for (size_t i = 0; i < pod->spec.n_containers; i++) {
-                const struct container *c = &pod->spec.containers[i];
+        for (size_t i = 0; i < n_probed; i++) {
+                const struct container *c = probed_container(pod, i);
+                if (!c)
+                        continue;
                 for (int t = PROBE_LIVENESS; t <= PROBE_STARTUP; t++) {
                         const struct probe *spec = container_probe(c, t);
                         struct probe_worker *w;

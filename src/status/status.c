@@ -105,14 +105,32 @@ static bool container_ready(const struct pod_status_input *in, const struct cont
         return c && probe_container_ready(spec, c, in->probes);
 }
 
-static json_t *container_status_json(const struct pod_status_input *in, const struct container *spec) {
+/* an init container is ready once it completed, a sidecar as an app container */
+static bool init_container_ready(const struct pod_status_input *in, const struct container *spec,
+                                 const struct kr_container *c) {
+        if (container_is_sidecar(spec))
+                return container_ready(in, spec, c);
+        return c && c->state == KR_CONTAINER_EXITED && c->exit_code == 0;
+}
+
+/* done for the Initialized condition: completed, or a sidecar that started */
+static bool init_container_done(const struct pod_status_input *in, const struct container *spec,
+                                const struct kr_container *c) {
+        if (container_is_sidecar(spec))
+                return probe_container_started(spec, c, in->probes);
+        return c && c->state == KR_CONTAINER_EXITED && c->exit_code == 0;
+}
+
+static json_t *container_status_json(const struct pod_status_input *in, const struct container *spec, bool init) {
         const struct kr_container *c = in->observed ? kr_pod_status_find_container(in->observed, spec->name) : NULL;
         const struct kr_container *prev = previous_instance(in->observed, spec->name);
         const struct container_waiting *w = find_waiting(in, spec->name);
+        /* the default waiting reason: with init containers, every container waits for the pod to initialize */
+        const char *def = in->pod->spec.n_init_containers > 0 ? "PodInitializing" : "ContainerCreating";
         json_t *st, *state, *last = NULL;
 
         if (!c) {
-                state = waiting_json(w ? w->reason : "ContainerCreating", w ? w->message : NULL);
+                state = waiting_json(w ? w->reason : def, w ? w->message : NULL);
                 return json_pack("{s:s, s:o, s:o, s:b, s:i, s:s, s:s, s:b}", "name", spec->name, "state", state,
                                  "lastState", json_object(), "ready", 0, "restartCount", 0, "image", spec->image,
                                  "imageID", "", "started", 0);
@@ -129,7 +147,8 @@ static json_t *container_status_json(const struct pod_status_input *in, const st
                 state = waiting_json(w->reason, w->message);
         }
         st = json_pack("{s:s, s:o, s:o, s:b, s:i, s:s, s:s, s:o, s:b}", "name", spec->name, "state", state,
-                       "lastState", last ? last : json_object(), "ready", container_ready(in, spec, c),
+                       "lastState", last ? last : json_object(), "ready",
+                       init ? init_container_ready(in, spec, c) : container_ready(in, spec, c),
                        "restartCount", (json_int_t) c->restart_count, "image", spec->image, "imageID",
                        strempty(c->image_ref), "containerID", container_id_json(c), "started",
                        c->state == KR_CONTAINER_RUNNING && probe_container_started(spec, c, in->probes));
@@ -139,6 +158,33 @@ static json_t *container_status_json(const struct pod_status_input *in, const st
 const char *pod_status_phase(const struct pod_status_input *in) {
         const struct pod *pod = in->pod;
         size_t unknown = 0, running = 0, waiting = 0, stopped = 0, succeeded = 0;
+        size_t pending_init = 0, failed_init = 0;
+
+        /* init containers (getPhase): a failed one fails a pod that never restarts; one not completed yet
+         * keeps the pod pending */
+        for (size_t i = 0; i < pod->spec.n_init_containers; i++) {
+                const struct container *spec = &pod->spec.init_containers[i];
+                const struct kr_container *c =
+                        in->observed ? kr_pod_status_find_container(in->observed, spec->name) : NULL;
+                const struct kr_container *prev = previous_instance(in->observed, spec->name);
+
+                if (container_is_sidecar(spec)) {
+                        /* a sidecar is pending until it started; its exits fail nothing (it is restarted) */
+                        if (!probe_container_started(spec, c, in->probes))
+                                pending_init++;
+                        continue;
+                }
+                if (!c || c->state == KR_CONTAINER_RUNNING)
+                        pending_init++;
+                else if (c->state == KR_CONTAINER_EXITED) {
+                        if (c->exit_code != 0)
+                                failed_init++;
+                } else if (c->state == KR_CONTAINER_CREATED && prev && prev->state == KR_CONTAINER_EXITED) {
+                        if (prev->exit_code != 0)
+                                failed_init++;
+                } else
+                        pending_init++;
+        }
 
         for (size_t i = 0; i < pod->spec.n_containers; i++) {
                 const struct container *spec = &pod->spec.containers[i];
@@ -172,7 +218,11 @@ const char *pod_status_phase(const struct pod_status_input *in) {
                         break;
                 }
         }
-        if (waiting > 0)
+        if (failed_init > 0 && pod->spec.restart_policy == RESTART_POLICY_NEVER)
+                return "Failed";
+        /* pending init containers of a pod whose app containers started before (the sandbox was re-created)
+         * do not make it pending again */
+        if ((pending_init > 0 && running == 0 && stopped == 0) || waiting > 0)
                 return "Pending";
         if (running > 0 && unknown == 0)
                 return "Running";
@@ -199,6 +249,45 @@ static json_t *condition(const char *type, bool status, int64_t transition_usec,
         if (c && message)
                 json_object_set_new(c, "message", json_string(message));
         return c;
+}
+
+/* initContainerStatuses (in spec order) and, while the pod is not initialized, the Initialized condition's
+ * message (GeneratePodInitializedCondition): init containers that did not complete; none once an app
+ * container started (the pod was initialized before) or the pod succeeded. */
+static int init_container_statuses(const struct pod_status_input *in, json_t **ret, char **ret_message) {
+        const struct pod *pod = in->pod;
+        _cleanup_(json_decrefp) json_t *a = json_array();
+        _cleanup_strv_free_ char **incomplete = NULL;
+        _cleanup_free_ char *list = NULL, *msg = NULL;
+        bool app_started = false;
+
+        if (!a)
+                return -ENOMEM;
+        for (size_t i = 0; i < pod->spec.n_init_containers; i++) {
+                const struct container *spec = &pod->spec.init_containers[i];
+                const struct kr_container *c =
+                        in->observed ? kr_pod_status_find_container(in->observed, spec->name) : NULL;
+
+                if (json_array_append_new(a, container_status_json(in, spec, true)) < 0)
+                        return -ENOMEM;
+                if (!init_container_done(in, spec, c) && strv_extend(&incomplete, spec->name) < 0)
+                        return -ENOMEM;
+        }
+        for (size_t i = 0; in->observed && i < pod->spec.n_containers; i++) {
+                const struct kr_container *c = kr_pod_status_find_container(in->observed, pod->spec.containers[i].name);
+                if (c && (c->state == KR_CONTAINER_RUNNING || c->state == KR_CONTAINER_EXITED))
+                        app_started = true;
+        }
+        if (incomplete && !app_started && !streq(pod_status_phase(in), "Succeeded")) {
+                list = strv_join(incomplete, " ");
+                if (!list || asprintf(&msg, "containers with incomplete status: [%s]", list) < 0) {
+                        msg = NULL;
+                        return -ENOMEM;
+                }
+        }
+        *ret_message = TAKE_PTR(msg);
+        *ret = TAKE_PTR(a);
+        return 0;
 }
 
 static const char *sandbox_ip(const struct pod_status_input *in) {
@@ -231,8 +320,22 @@ int pod_status_generate(const struct pod_status_input *in, json_t **ret) {
         bool completed = streq(phase, "Succeeded") || streq(phase, "Failed");
         int64_t ready_at = in->ready_transition_usec ? in->ready_transition_usec : in->initialized_usec;
         json_t *statuses, *conditions, *status;
+        _cleanup_(json_decrefp) json_t *init_statuses = NULL;
+        _cleanup_free_ char *init_message = NULL;
         char buf[64];
+        int r;
 
+        r = init_container_statuses(in, &init_statuses, &init_message);
+        if (r < 0)
+                return r;
+        /* sidecars count for readiness as app containers, and come first */
+        for (size_t i = 0; i < pod->spec.n_init_containers; i++) {
+                const struct container *spec = &pod->spec.init_containers[i];
+                if (container_is_sidecar(spec) &&
+                    !container_ready(in, spec, in->observed ? kr_pod_status_find_container(in->observed, spec->name) : NULL) &&
+                    strv_extend(&unready, spec->name) < 0)
+                        return -ENOMEM;
+        }
         sorted = calloc(pod->spec.n_containers + 1, sizeof(json_t *));
         if (!sorted)
                 return -ENOMEM;
@@ -241,7 +344,7 @@ int pod_status_generate(const struct pod_status_input *in, json_t **ret) {
                 const struct kr_container *c =
                         in->observed ? kr_pod_status_find_container(in->observed, spec->name) : NULL;
 
-                sorted[i] = container_status_json(in, spec);
+                sorted[i] = container_status_json(in, spec, false);
                 if (!sorted[i]) {
                         for (size_t j = 0; j < i; j++)
                                 json_decref(sorted[j]);
@@ -268,7 +371,8 @@ int pod_status_generate(const struct pod_status_input *in, json_t **ret) {
         /* conditions in upstream's order */
         conditions = json_pack("[o, o, o, o, o]",
                                condition("PodReadyToStartContainers", sandbox_ready(in), in->initialized_usec, NULL, NULL),
-                               condition("Initialized", true, in->initialized_usec, NULL, NULL),
+                               condition("Initialized", !init_message, in->initialized_usec,
+                                         init_message ? "ContainersNotInitialized" : NULL, init_message),
                                condition("Ready", !unready, ready_at,
                                          unready ? (completed ? "PodCompleted" : "ContainersNotReady") : NULL,
                                          unready && !completed ? message : NULL),
@@ -281,6 +385,8 @@ int pod_status_generate(const struct pod_status_input *in, json_t **ret) {
                            statuses, "qosClass", qos_class_to_string(pod_qos_class(pod)), "hostIP", strempty(in->host_ip));
         if (!status)
                 return -ENOMEM;
+        if (pod->spec.n_init_containers > 0)
+                json_object_set_new(status, "initContainerStatuses", TAKE_PTR(init_statuses));
         if (!isempty(in->host_ip))
                 json_object_set_new(status, "hostIPs", json_pack("[{s:s}]", "ip", in->host_ip));
         if (ip) {

@@ -428,6 +428,305 @@ static void test_gc_keeps_previous_of_running_instance(void **state) {
         kr_pod_gc_done(&g);
 }
 
+
+/* ---- init containers (computeInitContainerActions) */
+
+#define INIT_POD(policy)                                                        \
+        "apiVersion: v1\nkind: Pod\n"                                           \
+        "metadata: {name: web, namespace: default}\n"                           \
+        "spec:\n"                                                               \
+        "  restartPolicy: " policy "\n"                                         \
+        "  initContainers:\n"                                                   \
+        "  - {name: i1, image: busybox:1.36, command: ['true']}\n"              \
+        "  - {name: i2, image: busybox:1.36, command: ['true']}\n"              \
+        "  containers:\n"                                                       \
+        "  - {name: a, image: busybox:1.36, command: [sleep, '3600']}\n"        \
+        "  - {name: b, image: busybox:1.36, command: [sleep, '3600']}\n"
+
+static void add_instance(struct kr_pod_status *s, const struct container *spec, const char *id, const char *sandbox,
+                         enum kr_container_state st, int exit_code, int64_t created) {
+        struct kr_container *c = calloc(1, sizeof(*c));
+        char hash[KR_HASH_MAX];
+        assert_int_equal(kr_container_hash(spec, hash), 0);
+        c->id = strdup(id);
+        c->sandbox_id = strdup(sandbox);
+        c->name = strdup(spec->name);
+        c->state = st;
+        c->exit_code = exit_code;
+        c->created_at = created;
+        c->hash = strdup(hash);
+        c->have_status = true;
+        assert_int_equal(kr_pod_status_add_container(s, c), 0);
+}
+
+static void test_init_new_pod_starts_first_init_container(void **state) {
+        _cleanup_pod_free_ struct pod *p = parse_pod(INIT_POD("Always"));
+        _cleanup_(kr_pod_status_freep) struct kr_pod_status *s = status_new();
+        struct kr_pod_actions a;
+
+        assert_int_equal(kr_compute_pod_actions(p, s, NULL, &a), 0);
+        assert_true(a.create_sandbox);
+        assert_int_equal(a.n_start, 0);
+        assert_int_equal(a.n_init_start, 1);
+        assert_int_equal(a.init_start[0], 0);
+        kr_pod_actions_done(&a);
+}
+
+static void test_init_containers_run_in_order(void **state) {
+        _cleanup_pod_free_ struct pod *p = parse_pod(INIT_POD("Always"));
+        _cleanup_(kr_pod_status_freep) struct kr_pod_status *s = status_new();
+        struct kr_pod_actions a;
+
+        add_sandbox(s, "sb1", 0, KR_SANDBOX_READY, 1, false, "10.0.0.2");
+        /* i1 running: wait for it, start nothing, keep the sandbox */
+        add_instance(s, &p->spec.init_containers[0], "c-i1", "sb1", KR_CONTAINER_RUNNING, 0, 2);
+        kr_pod_status_sort(s);
+        assert_int_equal(kr_compute_pod_actions(p, s, NULL, &a), 0);
+        assert_false(a.kill_pod);
+        assert_false(a.create_sandbox);
+        assert_int_equal(a.n_start, 0);
+        assert_int_equal(a.n_kill, 0);
+        kr_pod_actions_done(&a);
+
+        /* i1 completed: i2 next */
+        s->containers[0]->state = KR_CONTAINER_EXITED;
+        assert_int_equal(kr_compute_pod_actions(p, s, NULL, &a), 0);
+        assert_int_equal(a.n_start, 0);
+        assert_int_equal(a.n_init_start, 1);
+        assert_int_equal(a.init_start[0], 1);
+        assert_false(a.kill_pod);
+        kr_pod_actions_done(&a);
+
+        /* i2 completed too: the app containers start, all of them */
+        add_instance(s, &p->spec.init_containers[1], "c-i2", "sb1", KR_CONTAINER_EXITED, 0, 3);
+        kr_pod_status_sort(s);
+        assert_int_equal(kr_compute_pod_actions(p, s, NULL, &a), 0);
+        assert_int_equal(a.n_init_start, 0);
+        assert_int_equal(a.n_start, 2);
+        assert_int_equal(a.start[0], 0);
+        assert_int_equal(a.start[1], 1);
+        kr_pod_actions_done(&a);
+
+        /* an app container running: initialized, even with the init instances gone (GC) */
+        kr_pod_status_free(s);
+        s = status_new();
+        add_sandbox(s, "sb1", 0, KR_SANDBOX_READY, 1, false, "10.0.0.2");
+        add_instance(s, &p->spec.containers[0], "c-a", "sb1", KR_CONTAINER_RUNNING, 0, 4);
+        kr_pod_status_sort(s);
+        assert_int_equal(kr_compute_pod_actions(p, s, NULL, &a), 0);
+        assert_int_equal(a.n_init_start, 0);
+        assert_int_equal(a.n_start, 1);
+        assert_int_equal(a.start[0], 1);
+        kr_pod_actions_done(&a);
+}
+
+static void init_failed(const char *policy, bool restarted) {
+        _cleanup_pod_free_ struct pod *p = parse_pod(policy);
+        _cleanup_(kr_pod_status_freep) struct kr_pod_status *s = status_new();
+        struct kr_pod_actions a;
+
+        add_sandbox(s, "sb1", 0, KR_SANDBOX_READY, 1, false, "10.0.0.2");
+        add_instance(s, &p->spec.init_containers[0], "c-i1", "sb1", KR_CONTAINER_EXITED, 0, 2);
+        add_instance(s, &p->spec.init_containers[1], "c-i2", "sb1", KR_CONTAINER_EXITED, 3, 3);
+        kr_pod_status_sort(s);
+        assert_int_equal(kr_compute_pod_actions(p, s, NULL, &a), 0);
+        assert_false(a.create_sandbox);
+        if (restarted) {
+                /* the failed one again (with back-off, in the sync), never the app containers */
+                assert_false(a.kill_pod);
+                assert_int_equal(a.n_start, 0);
+                assert_int_equal(a.n_init_start, 1);
+                assert_int_equal(a.init_start[0], 1);
+        } else {
+                /* restartPolicy Never: the pod is done */
+                assert_true(a.kill_pod);
+                assert_int_equal(a.n_start, 0);
+        }
+        kr_pod_actions_done(&a);
+
+        /* once its sandbox is stopped, a pod that never restarts gets no new one */
+        if (!restarted) {
+                s->sandboxes[0]->state = KR_SANDBOX_NOTREADY;
+                assert_int_equal(kr_compute_pod_actions(p, s, NULL, &a), 0);
+                assert_false(a.create_sandbox);
+                assert_int_equal(a.n_start, 0);
+                kr_pod_actions_done(&a);
+        }
+}
+
+static void test_init_failure_per_restart_policy(void **state) {
+        init_failed(INIT_POD("Always"), true);
+        init_failed(INIT_POD("OnFailure"), true);
+        init_failed(INIT_POD("Never"), false);
+}
+
+static void test_init_oom_killed_counts_as_failed(void **state) {
+        _cleanup_pod_free_ struct pod *p = parse_pod(INIT_POD("Never"));
+        _cleanup_(kr_pod_status_freep) struct kr_pod_status *s = status_new();
+        struct kr_pod_actions a;
+
+        add_sandbox(s, "sb1", 0, KR_SANDBOX_READY, 1, false, "10.0.0.2");
+        add_instance(s, &p->spec.init_containers[0], "c-i1", "sb1", KR_CONTAINER_EXITED, 0, 2);
+        s->containers[0]->reason = strdup("OOMKilled");
+        kr_pod_status_sort(s);
+        assert_int_equal(kr_compute_pod_actions(p, s, NULL, &a), 0);
+        assert_true(a.kill_pod);
+        assert_int_equal(a.n_start, 0);
+        kr_pod_actions_done(&a);
+}
+
+static void test_init_created_instance_is_removed_first(void **state) {
+        _cleanup_pod_free_ struct pod *p = parse_pod(INIT_POD("Always"));
+        _cleanup_(kr_pod_status_freep) struct kr_pod_status *s = status_new();
+        struct kr_pod_actions a;
+
+        add_sandbox(s, "sb1", 0, KR_SANDBOX_READY, 1, false, "10.0.0.2");
+        add_instance(s, &p->spec.init_containers[0], "c-i1", "sb1", KR_CONTAINER_EXITED, 0, 2);
+        add_instance(s, &p->spec.init_containers[1], "c-i2", "sb1", KR_CONTAINER_CREATED, 0, 3);
+        kr_pod_status_sort(s);
+        assert_int_equal(kr_compute_pod_actions(p, s, NULL, &a), 0);
+        assert_int_equal(a.n_kill, 1);
+        assert_string_equal(a.kill[0].container->id, "c-i2");
+        assert_true(a.kill[0].remove);
+        assert_int_equal(a.n_start, 0);
+        assert_int_equal(a.n_init_start, 1);
+        assert_int_equal(a.init_start[0], 1);
+        kr_pod_actions_done(&a);
+}
+
+static void test_init_reruns_after_sandbox_recreation(void **state) {
+        _cleanup_pod_free_ struct pod *p = parse_pod(INIT_POD("Always"));
+        _cleanup_(kr_pod_status_freep) struct kr_pod_status *s = status_new();
+        struct kr_pod_actions a;
+
+        /* initialized and running in sb1, then sb1 died */
+        add_sandbox(s, "sb1", 0, KR_SANDBOX_NOTREADY, 1, false, "10.0.0.2");
+        add_instance(s, &p->spec.init_containers[0], "c-i1", "sb1", KR_CONTAINER_EXITED, 0, 2);
+        add_instance(s, &p->spec.init_containers[1], "c-i2", "sb1", KR_CONTAINER_EXITED, 0, 3);
+        add_instance(s, &p->spec.containers[0], "c-a", "sb1", KR_CONTAINER_EXITED, 137, 4);
+        add_instance(s, &p->spec.containers[1], "c-b", "sb1", KR_CONTAINER_EXITED, 137, 5);
+        kr_pod_status_sort(s);
+        assert_int_equal(kr_compute_pod_actions(p, s, NULL, &a), 0);
+        assert_true(a.create_sandbox);
+        assert_int_equal(a.attempt, 1);
+        assert_int_equal(a.n_start, 0);
+        assert_int_equal(a.n_init_start, 1);
+        assert_int_equal(a.init_start[0], 0);
+        kr_pod_actions_done(&a);
+
+        /* in the new sandbox sb2, i1 completed: i2 runs again although its old instance completed in sb1 */
+        add_sandbox(s, "sb2", 1, KR_SANDBOX_READY, 10, false, "10.0.0.3");
+        add_instance(s, &p->spec.init_containers[0], "c-i1-2", "sb2", KR_CONTAINER_EXITED, 0, 11);
+        kr_pod_status_sort(s);
+        assert_int_equal(kr_compute_pod_actions(p, s, NULL, &a), 0);
+        assert_false(a.create_sandbox);
+        assert_int_equal(a.n_start, 0);
+        assert_int_equal(a.n_init_start, 1);
+        assert_int_equal(a.init_start[0], 1);
+        kr_pod_actions_done(&a);
+}
+
+
+/* ---- sidecars: init containers with restartPolicy Always */
+
+#define SIDECAR_POD(policy, probe)                                                                   \
+        "apiVersion: v1\nkind: Pod\n"                                                                \
+        "metadata: {name: web, namespace: default}\n"                                                \
+        "spec:\n"                                                                                    \
+        "  restartPolicy: " policy "\n"                                                              \
+        "  initContainers:\n"                                                                        \
+        "  - {name: s1, image: busybox:1.36, restartPolicy: Always, command: [sleep, '3600']" probe "}\n" \
+        "  - {name: i2, image: busybox:1.36, command: ['true']}\n"                                   \
+        "  containers:\n"                                                                            \
+        "  - {name: a, image: busybox:1.36, command: [sleep, '3600']}\n"
+
+static void test_sidecar_gates_the_next_init_container(void **state) {
+        _cleanup_pod_free_ struct pod *p = parse_pod(SIDECAR_POD("Always", ""));
+        _cleanup_(kr_pod_status_freep) struct kr_pod_status *s = status_new();
+        struct kr_pod_actions a;
+
+        add_sandbox(s, "sb1", 0, KR_SANDBOX_READY, 1, false, "10.0.0.2");
+        add_instance(s, &p->spec.init_containers[0], "c-s1", "sb1", KR_CONTAINER_RUNNING, 0, 2);
+        kr_pod_status_sort(s);
+        /* the sidecar runs (no startup probe): the next init container starts */
+        assert_int_equal(kr_compute_pod_actions(p, s, NULL, &a), 0);
+        assert_int_equal(a.n_init_start, 1);
+        assert_int_equal(a.init_start[0], 1);
+        assert_int_equal(a.n_start, 0);
+        assert_false(a.kill_pod);
+        kr_pod_actions_done(&a);
+
+        /* i2 completed: the app containers start, the sidecar keeps running */
+        add_instance(s, &p->spec.init_containers[1], "c-i2", "sb1", KR_CONTAINER_EXITED, 0, 3);
+        kr_pod_status_sort(s);
+        assert_int_equal(kr_compute_pod_actions(p, s, NULL, &a), 0);
+        assert_int_equal(a.n_init_start, 0);
+        assert_int_equal(a.n_kill, 0);
+        assert_int_equal(a.n_start, 1);
+        assert_int_equal(a.start[0], 0);
+        kr_pod_actions_done(&a);
+}
+
+static void test_sidecar_startup_probe_gates(void **state) {
+        _cleanup_pod_free_ struct pod *p =
+                parse_pod(SIDECAR_POD("Always", ", startupProbe: {exec: {command: ['true']}}"));
+        _cleanup_(kr_pod_status_freep) struct kr_pod_status *s = status_new();
+        struct fake_probes f = { .id = "c-s1" };
+        struct probe_results probes = { .get = fake_get, .userdata = &f };
+        struct kr_pod_actions a;
+
+        add_sandbox(s, "sb1", 0, KR_SANDBOX_READY, 1, false, "10.0.0.2");
+        add_instance(s, &p->spec.init_containers[0], "c-s1", "sb1", KR_CONTAINER_RUNNING, 0, 2);
+        kr_pod_status_sort(s);
+        /* no startup result yet: wait */
+        assert_int_equal(kr_compute_pod_actions(p, s, &probes, &a), 0);
+        assert_int_equal(a.n_init_start, 0);
+        assert_int_equal(a.n_start, 0);
+        assert_int_equal(a.n_kill, 0);
+        kr_pod_actions_done(&a);
+        /* started: the next one */
+        f.startup = PROBE_RESULT_SUCCESS;
+        assert_int_equal(kr_compute_pod_actions(p, s, &probes, &a), 0);
+        assert_int_equal(a.n_init_start, 1);
+        assert_int_equal(a.init_start[0], 1);
+        kr_pod_actions_done(&a);
+        /* failed: killed and started again, nothing else */
+        f.startup = PROBE_RESULT_FAILURE;
+        assert_int_equal(kr_compute_pod_actions(p, s, &probes, &a), 0);
+        assert_int_equal(a.n_kill, 1);
+        assert_string_equal(a.kill[0].reason, "StartupProbe");
+        assert_int_equal(a.n_init_start, 1);
+        assert_int_equal(a.init_start[0], 0);
+        kr_pod_actions_done(&a);
+}
+
+static void test_sidecar_restarted_whatever_the_policy(void **state) {
+        _cleanup_pod_free_ struct pod *p = parse_pod(SIDECAR_POD("Never", ""));
+        _cleanup_(kr_pod_status_freep) struct kr_pod_status *s = status_new();
+        struct kr_pod_actions a;
+
+        add_sandbox(s, "sb1", 0, KR_SANDBOX_READY, 1, false, "10.0.0.2");
+        add_instance(s, &p->spec.init_containers[0], "c-s1", "sb1", KR_CONTAINER_EXITED, 0, 2);
+        add_instance(s, &p->spec.init_containers[1], "c-i2", "sb1", KR_CONTAINER_EXITED, 0, 3);
+        add_instance(s, &p->spec.containers[0], "c-a", "sb1", KR_CONTAINER_RUNNING, 0, 4);
+        kr_pod_status_sort(s);
+        /* the sidecar exited while the app runs: restarted although the pod's policy is Never */
+        assert_int_equal(kr_compute_pod_actions(p, s, NULL, &a), 0);
+        assert_int_equal(a.n_init_start, 1);
+        assert_int_equal(a.init_start[0], 0);
+        assert_int_equal(a.n_start, 0);
+        assert_false(a.kill_pod);
+        kr_pod_actions_done(&a);
+
+        /* the app is done: the pod is done, the sidecar does not keep it alive */
+        s->containers[0]->state = KR_CONTAINER_EXITED;
+        assert_int_equal(kr_compute_pod_actions(p, s, NULL, &a), 0);
+        assert_true(a.kill_pod);
+        assert_int_equal(a.n_init_start, 0);
+        assert_int_equal(a.n_start, 0);
+        kr_pod_actions_done(&a);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_new_pod_creates_sandbox_and_starts_all),
@@ -445,6 +744,15 @@ int main(void) {
                 cmocka_unit_test(test_liveness_failure_kills_and_restarts),
                 cmocka_unit_test(test_liveness_failure_with_restart_never),
                 cmocka_unit_test(test_container_started_and_ready),
+                cmocka_unit_test(test_init_new_pod_starts_first_init_container),
+                cmocka_unit_test(test_init_containers_run_in_order),
+                cmocka_unit_test(test_init_failure_per_restart_policy),
+                cmocka_unit_test(test_init_oom_killed_counts_as_failed),
+                cmocka_unit_test(test_init_created_instance_is_removed_first),
+                cmocka_unit_test(test_init_reruns_after_sandbox_recreation),
+                cmocka_unit_test(test_sidecar_gates_the_next_init_container),
+                cmocka_unit_test(test_sidecar_startup_probe_gates),
+                cmocka_unit_test(test_sidecar_restarted_whatever_the_policy),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

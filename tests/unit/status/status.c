@@ -161,10 +161,81 @@ static void test_generate(void **state) {
         json_decref(st);
 }
 
+
+static struct pod *parse_init_pod(const char *policy) {
+        struct pod_set set = {};
+        _cleanup_free_ char *err = NULL, *yaml = NULL;
+        struct pod *p;
+
+        assert_true(asprintf(&yaml,
+                             "apiVersion: v1\nkind: Pod\nmetadata: {name: web, namespace: default, uid: uid-1}\n"
+                             "spec:\n  restartPolicy: %s\n  initContainers:\n"
+                             "  - {name: i1, image: busybox:1.36}\n  - {name: i2, image: busybox:1.36}\n"
+                             "  containers:\n  - {name: a, image: busybox:1.36}\n",
+                             policy) > 0);
+        if (manifest_parse(yaml, strlen(yaml), &set, &err) < 0)
+                fail_msg("manifest: %s", err);
+        p = pod_ref(set.pods[0]);
+        pod_set_done(&set);
+        return p;
+}
+
+static const char *cond_field(json_t *st, const char *type, const char *field) {
+        size_t i;
+        json_t *c;
+        json_array_foreach(json_object_get(st, "conditions"), i, c)
+                if (streq(json_string_value(json_object_get(c, "type")), type))
+                        return json_string_value(json_object_get(c, field));
+        return NULL;
+}
+
+static void test_init_containers_status(void **state) {
+        _cleanup_pod_free_ struct pod *p = parse_init_pod("Never");
+        _cleanup_(kr_pod_status_freep) struct kr_pod_status *s = status_new(true);
+        struct pod_status_input in = { .pod = p, .observed = s, .host_ip = "10.0.0.1" };
+        json_t *st, *ics;
+
+        add(s, "i1", "c-i1", KR_CONTAINER_RUNNING, 0, 2, 0);
+        assert_int_equal(pod_status_generate(&in, &st), 0);
+        assert_string_equal(json_string_value(json_object_get(st, "phase")), "Pending");
+        assert_string_equal(cond_field(st, "Initialized", "status"), "False");
+        assert_string_equal(cond_field(st, "Initialized", "reason"), "ContainersNotInitialized");
+        assert_string_equal(cond_field(st, "Initialized", "message"), "containers with incomplete status: [i1 i2]");
+        ics = json_object_get(st, "initContainerStatuses");
+        assert_int_equal(json_array_size(ics), 2);
+        assert_string_equal(json_string_value(json_object_get(json_array_get(ics, 0), "name")), "i1");
+        assert_non_null(json_object_get(json_object_get(json_array_get(ics, 0), "state"), "running"));
+        assert_string_equal(json_string_value(json_object_get(json_object_get(json_object_get(
+                                    json_array_get(ics, 1), "state"), "waiting"), "reason")), "PodInitializing");
+        assert_string_equal(json_string_value(json_object_get(json_object_get(json_object_get(
+                                    json_array_get(json_object_get(st, "containerStatuses"), 0), "state"), "waiting"),
+                                    "reason")), "PodInitializing");
+        json_decref(st);
+
+        /* i1 failed with restartPolicy Never: the pod failed */
+        s->containers[0]->state = KR_CONTAINER_EXITED;
+        s->containers[0]->exit_code = 1;
+        assert_string_equal(pod_status_phase(&in), "Failed");
+
+        /* both completed and the app runs: initialized, ready init containers, Running */
+        s->containers[0]->exit_code = 0;
+        add(s, "i2", "c-i2", KR_CONTAINER_EXITED, 0, 3, 0);
+        add(s, "a", "c-a", KR_CONTAINER_RUNNING, 0, 5, 0);
+        assert_int_equal(pod_status_generate(&in, &st), 0);
+        assert_string_equal(json_string_value(json_object_get(st, "phase")), "Running");
+        assert_string_equal(cond_field(st, "Initialized", "status"), "True");
+        assert_null(cond_field(st, "Initialized", "message"));
+        ics = json_object_get(st, "initContainerStatuses");
+        assert_true(json_is_true(json_object_get(json_array_get(ics, 0), "ready")));
+        assert_true(json_is_true(json_object_get(json_array_get(ics, 1), "ready")));
+        json_decref(st);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_phase),
                 cmocka_unit_test(test_generate),
+                cmocka_unit_test(test_init_containers_status),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/* Termination messages (kuberuntime_container.go getTerminationMessage, kubelet_pods.go makeMounts): a file
+ * per container instance under <root-dir>/pods/<uid>/containers/<name>/, mounted at the container's
+ * terminationMessagePath; read when the container has exited, with FallbackToLogsOnError the end of its log
+ * when the file is empty and the exit code is not 0. */
+
+#include <stdbool.h>
+
+#include "apis/pod.h"
+#include "cri/cri.h"
+#include "kuberuntime/runtime_state.h"
+
+#define KR_TERMINATION_MESSAGE_MAX 4096        /* MaxContainerTerminationMessageLength */
+#define KR_TERMINATION_LOG_LINES 80            /* MaxContainerTerminationMessageLogLines */
+#define KR_TERMINATION_LOG_MAX 2048            /* MaxContainerTerminationMessageLogLength */
+
+/* Create the message file of a new instance of c and add its mount to cfg. Nothing when the container has
+ * no terminationMessagePath or root_dir is NULL. */
+int kr_termination_message_mount(const struct pod *pod, const struct container *c, const char *root_dir,
+                                 Runtime__V1__ContainerConfig *cfg);
+
+/* For an exited container: the message from its file (the last 4096 bytes; found through the status's
+ * mounts at the annotated terminationMessagePath) or, with FallbackToLogsOnError, an empty file and a
+ * non-zero exit code, from the end of its log; appended to c->message (after ": " when the runtime gave
+ * one). Errors reading the file become the message, as upstream. */
+int kr_container_read_termination_message(struct kr_container *c, const Runtime__V1__ContainerStatus *st);

@@ -1,0 +1,119 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Termination messages: the message file's mount, reading it back (getTerminationMessage) and the log
+ * fallback (readLastStringFromContainerLogs). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "apis/manifest.h"
+#include "kuberuntime/labels.h"
+#include "kuberuntime/termination.h"
+
+static char tmpdir[] = "/tmp/ckubelet-term-XXXXXX";
+
+static void write_file(const char *path, const char *data) {
+        FILE *f = fopen(path, "we");
+        assert_non_null(f);
+        fputs(data, f);
+        fclose(f);
+}
+
+static struct kr_container *exited(int exit_code, const char *policy, const char *log_path) {
+        struct kr_container *c = calloc(1, sizeof(*c));
+        c->state = KR_CONTAINER_EXITED;
+        c->exit_code = exit_code;
+        c->message = strdup("");
+        c->log_path = strdup(log_path);
+        assert_int_equal(strmap_set(&c->annotations, ANNOTATION_TERMINATION_MESSAGE_PATH, "/dev/termination-log"), 0);
+        assert_int_equal(strmap_set(&c->annotations, ANNOTATION_TERMINATION_MESSAGE_POLICY, policy), 0);
+        return c;
+}
+
+static void test_mount_and_read(void **state) {
+        const char *yaml = "apiVersion: v1\nkind: Pod\nmetadata: {name: p, uid: u1}\nspec:\n"
+                           "  containers:\n  - {name: c, image: busybox}\n";
+        _cleanup_free_ char *err = NULL, *log = NULL;
+        struct pod_set set = {};
+        Runtime__V1__ContainerConfig cfg = RUNTIME__V1__CONTAINER_CONFIG__INIT;
+        Runtime__V1__ContainerStatus st = RUNTIME__V1__CONTAINER_STATUS__INIT;
+        struct kr_container *c;
+        char big[5001];
+
+        assert_int_equal(manifest_parse(yaml, strlen(yaml), &set, &err), 0);
+        assert_int_equal(kr_termination_message_mount(set.pods[0], &set.pods[0]->spec.containers[0], tmpdir, &cfg), 0);
+        assert_int_equal(cfg.n_mounts, 1);
+        assert_string_equal(cfg.mounts[0]->container_path, "/dev/termination-log");
+        assert_non_null(strstr(cfg.mounts[0]->host_path, "/pods/u1/containers/c/"));
+        st.n_mounts = cfg.n_mounts;
+        st.mounts = cfg.mounts;
+
+        /* the message from the file, after the runtime's own */
+        assert_true(asprintf(&log, "%s/0.log", tmpdir) > 0);
+        write_file(log, "2024-01-01T00:00:00.000000000Z stdout F one\n2024-01-01T00:00:00.000000000Z stdout F two\n");
+        write_file(cfg.mounts[0]->host_path, "written by the app");
+        c = exited(1, "File", log);
+        free(c->message);
+        c->message = strdup("runtime says");
+        assert_int_equal(kr_container_read_termination_message(c, &st), 0);
+        assert_string_equal(c->message, "runtime says: written by the app");
+        kr_container_free(c);
+
+        /* at most the last 4096 bytes */
+        memset(big, 'a', sizeof(big) - 1);
+        big[sizeof(big) - 1] = '\0';
+        big[sizeof(big) - 2] = 'Z';
+        write_file(cfg.mounts[0]->host_path, big);
+        c = exited(0, "File", log);
+        assert_int_equal(kr_container_read_termination_message(c, &st), 0);
+        assert_int_equal(strlen(c->message), KR_TERMINATION_MESSAGE_MAX);
+        assert_int_equal(c->message[KR_TERMINATION_MESSAGE_MAX - 1], 'Z');
+        kr_container_free(c);
+
+        /* empty file: the log only with FallbackToLogsOnError and a failure */
+        write_file(cfg.mounts[0]->host_path, "");
+        c = exited(2, "FallbackToLogsOnError", log);
+        assert_int_equal(kr_container_read_termination_message(c, &st), 0);
+        assert_string_equal(c->message, "one\ntwo\n");
+        kr_container_free(c);
+        c = exited(0, "FallbackToLogsOnError", log);
+        assert_int_equal(kr_container_read_termination_message(c, &st), 0);
+        assert_string_equal(c->message, "");
+        kr_container_free(c);
+        c = exited(2, "File", log);
+        assert_int_equal(kr_container_read_termination_message(c, &st), 0);
+        assert_string_equal(c->message, "");
+        kr_container_free(c);
+
+        /* a running container: nothing read */
+        write_file(cfg.mounts[0]->host_path, "x");
+        c = exited(0, "File", log);
+        c->state = KR_CONTAINER_RUNNING;
+        assert_int_equal(kr_container_read_termination_message(c, &st), 0);
+        assert_string_equal(c->message, "");
+        kr_container_free(c);
+
+        for (size_t i = 0; i < cfg.n_mounts; i++)
+                protobuf_c_message_free_unpacked(&cfg.mounts[i]->base, NULL);
+        free(cfg.mounts);
+        pod_set_done(&set);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_mount_and_read),
+        };
+        char cmd[64];
+        int r;
+
+        if (!mkdtemp(tmpdir))
+                return 1;
+        r = cmocka_run_group_tests(tests, NULL, NULL);
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+        if (system(cmd) != 0)
+                fprintf(stderr, "could not remove %s\n", tmpdir);
+        return r;
+}
