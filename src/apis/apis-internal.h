@@ -78,6 +78,14 @@ typedef int (*decode_item_fn)(struct field_errors *e, json_t *v, const char *ip,
 int dec_object_list(struct field_errors *e, json_t *obj, const char *parent, const char *key, size_t item_size,
                     void **ret_items, size_t *ret_n, decode_item_fn fn);
 
+/* ---- environment sources (pod_security.c) ---- */
+int dec_env_var_source(struct field_errors *e, json_t *env_item, const char *path, struct env_var_source **ret);
+int dec_env_from(struct field_errors *e, json_t *c, const char *cpath, struct container *ret);
+void env_var_source_free(struct env_var_source *s);  /* accepts NULL */
+void container_env_from_done(struct container *c);
+/* "metadata.labels['k']" → "metadata.labels" (allocated, NULL on OOM) and the subscript (pointer, length) */
+bool field_path_split_subscript(const char *fp, char **ret_path, const char **ret_sub, size_t *ret_sub_len);
+
 /* ---- validation helpers (pod_validate.c), same purpose ---- */
 struct vctx {
         struct field_errors *errs;
@@ -106,3 +114,7 @@ void val_check_name(struct vctx *c, const char *path, const char *value,
 char *val_child(struct vctx *c, const char *parent, const char *name);
 char *val_idx(struct vctx *c, const char *parent, size_t i);
 char *val_key(struct vctx *c, const char *parent, const char *k);
+
+/* pod_security.c */
+void val_env_value_from(struct vctx *c, const struct env_var *ev, const char *vpath);
+void val_env_from(struct vctx *c, const struct container *ctr, const char *cpath);

@@ -170,9 +170,10 @@ void container_done(struct container *c) {
         for (size_t i = 0; i < c->n_env; i++) {
                 free(c->env[i].name);
                 free(c->env[i].value);
-                json_decref(c->env[i].value_from);
+                env_var_source_free(c->env[i].value_from);
         }
         free(c->env);
+        container_env_from_done(c);
         for (size_t i = 0; i < c->n_ports; i++) {
                 free(c->ports[i].name);
                 free(c->ports[i].protocol);

@@ -56,10 +56,47 @@ struct int_or_string {
         char *str_val;
 };
 
+/* env[].valueFrom (EnvVarSource); decoded and validated in pod_security.c */
+struct object_field_selector {
+        char *api_version;   /* NULL = "v1" */
+        char *field_path;
+};
+
+struct resource_field_selector {
+        char *container_name; /* NULL = this container */
+        char *resource;       /* "limits.cpu", ... */
+        bool has_divisor;
+        struct quantity divisor;
+};
+
+struct key_selector {        /* configMapKeyRef, secretKeyRef */
+        char *name;
+        char *key;
+        bool optional;
+};
+
+struct env_var_source {
+        struct object_field_selector *field_ref;
+        struct resource_field_selector *resource_field_ref;
+        struct key_selector *config_map_key_ref;
+        struct key_selector *secret_key_ref;
+};
+
 struct env_var {
         char *name;
         char *value; /* may be NULL when only valueFrom is set */
-        json_t *value_from; /* kept as-is for later issues (fieldRef, secretKeyRef, ...) */
+        struct env_var_source *value_from; /* NULL when not set */
+};
+
+struct env_ref {             /* envFrom[].configMapRef, envFrom[].secretRef */
+        char *name;
+        bool optional;
+};
+
+struct env_from_source {
+        char *prefix;
+        struct env_ref *config_map_ref;
+        struct env_ref *secret_ref;
 };
 
 struct container_port {
@@ -113,6 +150,8 @@ struct container {
         char *working_dir;
         struct env_var *env;
         size_t n_env;
+        struct env_from_source *env_from;
+        size_t n_env_from;
         struct container_port *ports;
         size_t n_ports;
         enum pull_policy image_pull_policy;

@@ -439,19 +439,14 @@ int dec_object_list(struct field_errors *e, json_t *obj, const char *parent, con
 
 static int decode_env_var(struct field_errors *e, json_t *v, const char *ip, void *item) {
         struct env_var *ev = item;
-        json_t *vf;
         int r;
 
         r = dec_get_string(e, v, ip, "name", &ev->name);
         if (r >= 0)
                 r = dec_get_string(e, v, ip, "value", &ev->value);
         if (r >= 0)
-                r = dec_get_object(e, v, ip, "valueFrom", &vf);
-        if (r < 0)
-                return r;
-        if (vf)
-                ev->value_from = json_incref(vf);
-        return 0;
+                r = dec_env_var_source(e, v, ip, &ev->value_from);
+        return r;
 }
 
 static int decode_env(struct field_errors *e, json_t *c, const char *cpath, struct container *ret) {
@@ -621,6 +616,8 @@ static int decode_container(struct field_errors *e, json_t *c, const char *cpath
                 r = decode_ports(e, c, cpath, ret);
         if (r >= 0)
                 r = decode_env(e, c, cpath, ret);
+        if (r >= 0)
+                r = dec_env_from(e, c, cpath, ret);
         if (r >= 0)
                 r = dec_get_object(e, c, cpath, "resources", &res);
         if (r >= 0 && res) {
