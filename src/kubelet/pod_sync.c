@@ -87,6 +87,8 @@ static void build_context(const struct pod_sync *s, struct kr_build_context *ret
                 .node_name = s->k->opts->node_name,
                 .node_ip = s->k->node_ip,
                 .pod_ip = s->pod && s->pod->spec.host_network ? s->k->node_ip : s->pod_ip,
+                .alloc_cpu_milli = s->k->admission.cpu_milli,
+                .alloc_memory_bytes = s->k->admission.memory_bytes,
         };
 }
 
@@ -641,6 +643,7 @@ static void create_container(struct pod_sync *s) {
         Runtime__V1__ContainerConfig *cfg = NULL;
         _cleanup_free_ char *podlog = NULL, *dir = NULL;
         struct kr_build_context ctx;
+        struct kr_build_report report = {};
         uint32_t restart_count = next_restart_count(s, c);
         int r;
 
@@ -652,13 +655,21 @@ static void create_container(struct pod_sync *s) {
                 return;
         }
         build_context(s, &ctx);
+        ctx.report = &report;
         r = kr_build_container_config(s->pod, c, restart_count, s->image_ref, &ctx, &cfg);
+        for (size_t i = 0; report.event_reasons && report.event_reasons[i]; i++)
+                pod_worker_event(s->w, NULL, "Warning", report.event_reasons[i], "%s", report.event_messages[i]);
         if (r < 0) {
-                pod_worker_set_waiting(s->w, c->name, "CreateContainerConfigError", "%s", strerror(-r));
-                call_failed(s, "building the container config", r);
+                const char *msg = report.error ? report.error : strerror(-r);
+                pod_worker_set_waiting(s->w, c->name, "CreateContainerConfigError", "%s", msg);
+                pod_worker_event(s->w, c->name, "Warning", "Failed", "Error: %s", msg);
+                log_error("pod %s: container %s: CreateContainerConfigError: %s", pod_desc(s), c->name, msg);
+                kr_build_report_done(&report);
+                s->error = true;
                 start_one_done(s);
                 return;
         }
+        kr_build_report_done(&report);
         req.pod_sandbox_id = s->sandbox_id;
         req.config = cfg;
         req.sandbox_config = s->sandbox_config;

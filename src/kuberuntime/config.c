@@ -6,6 +6,7 @@
 #include <sys/sysinfo.h>
 
 #include "kuberuntime/actions.h"
+#include "kuberuntime/env.h"
 #include "kuberuntime/labels.h"
 #include "kuberuntime/resources.h"
 
@@ -275,24 +276,6 @@ fail:
         return r < 0 ? r : -ENOMEM;
 }
 
-static int strv_to_pb(char *const *l, size_t *ret_n, char ***ret) {
-        size_t n = strv_length(l);
-        char **a;
-        if (n == 0)
-                return 0;
-        a = calloc(n, sizeof(char *));
-        if (!a)
-                return -ENOMEM;
-        *ret = a;
-        for (size_t i = 0; i < n; i++) {
-                a[i] = strdup(l[i]);
-                if (!a[i])
-                        return -ENOMEM;
-                *ret_n = i + 1;
-        }
-        return 0;
-}
-
 /* The node's memory capacity, for the OOM score of burstable containers. */
 static uint64_t node_memory_bytes(void) {
         static uint64_t cached;
@@ -334,31 +317,12 @@ int kr_build_container_config(const struct pod *pod, const struct container *c, 
         if (!(cfg->image->user_specified_image = strdup(c->image)))
                 goto fail;
 
-        if (strv_to_pb(c->command, &cfg->n_command, &cfg->command) < 0 ||
-            strv_to_pb(c->args, &cfg->n_args, &cfg->args) < 0)
+        r = kr_build_env(pod, c, ctx, cfg); /* environment, and command and args expanded with it */
+        if (r < 0)
                 goto fail;
+        r = -ENOMEM;
         if (!isempty(c->working_dir) && !(cfg->working_dir = strdup(c->working_dir)))
                 goto fail;
-
-        if (c->n_env > 0) {
-                cfg->envs = calloc(c->n_env, sizeof(*cfg->envs));
-                if (!cfg->envs)
-                        goto fail;
-                for (size_t i = 0; i < c->n_env; i++) {
-                        Runtime__V1__KeyValue *kv;
-                        if (!c->env[i].value && c->env[i].value_from)
-                                continue; /* valueFrom sources arrive with the volumes/env issue */
-                        kv = malloc(sizeof(*kv));
-                        if (!kv)
-                                goto fail;
-                        *kv = (Runtime__V1__KeyValue) RUNTIME__V1__KEY_VALUE__INIT;
-                        cfg->envs[cfg->n_envs++] = kv;
-                        kv->key = strdup(c->env[i].name);
-                        kv->value = strdup(c->env[i].value ? c->env[i].value : "");
-                        if (!kv->key || !kv->value)
-                                goto fail;
-                }
-        }
 
         r = kr_container_labels(pod, c, &labels);
         if (r < 0)
