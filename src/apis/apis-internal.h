@@ -86,6 +86,11 @@ void container_env_from_done(struct container *c);
 /* "metadata.labels['k']" → "metadata.labels" (allocated, NULL on OOM) and the subscript (pointer, length) */
 bool field_path_split_subscript(const char *fp, char **ret_path, const char **ret_sub, size_t *ret_sub_len);
 
+int dec_container_security_context(struct field_errors *e, json_t *c, const char *cpath, struct container *ret);
+int dec_pod_security_context(struct field_errors *e, json_t *spec, struct pod_spec *ret);
+void security_context_free(struct security_context *sc);         /* accepts NULL */
+void pod_security_context_free(struct pod_security_context *sc); /* accepts NULL */
+
 /* ---- validation helpers (pod_validate.c), same purpose ---- */
 struct vctx {
         struct field_errors *errs;
@@ -118,3 +123,5 @@ char *val_key(struct vctx *c, const char *parent, const char *k);
 /* pod_security.c */
 void val_env_value_from(struct vctx *c, const struct env_var *ev, const char *vpath);
 void val_env_from(struct vctx *c, const struct container *ctr, const char *cpath);
+void val_container_security_context(struct vctx *c, const struct container *ctr, const char *cpath);
+void val_pod_security_context(struct vctx *c, const struct pod_spec *s);

@@ -186,6 +186,7 @@ void container_done(struct container *c) {
         probe_free(c->liveness_probe);
         probe_free(c->readiness_probe);
         probe_free(c->startup_probe);
+        security_context_free(c->security_context);
         json_decref(c->raw);
         *c = (struct container) {};
 }
@@ -216,6 +217,7 @@ static void pod_spec_done(struct pod_spec *s) {
         free(s->subdomain);
         free(s->service_account_name);
         free(s->dns_policy);
+        pod_security_context_free(s->security_context);
         free(s->scheduler_name);
         *s = (struct pod_spec) {};
 }

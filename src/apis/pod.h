@@ -99,6 +99,48 @@ struct env_from_source {
         struct env_ref *secret_ref;
 };
 
+/* securityContext (pod and container level); decoded and validated in pod_security.c. A has_* flag says the
+ * field was given (Go's *bool / *int64). */
+struct seccomp_profile {
+        char *type;              /* RuntimeDefault, Unconfined, Localhost */
+        char *localhost_profile; /* relative to <root-dir>/seccomp */
+};
+
+struct security_context {
+        char **capabilities_add;  /* strv or NULL */
+        char **capabilities_drop;
+        bool has_privileged, privileged;
+        bool has_run_as_user;
+        int64_t run_as_user;
+        bool has_run_as_group;
+        int64_t run_as_group;
+        bool has_run_as_non_root, run_as_non_root;
+        bool has_read_only_root_filesystem, read_only_root_filesystem;
+        bool has_allow_privilege_escalation, allow_privilege_escalation;
+        char *proc_mount;         /* Default (NULL = Default), Unmasked */
+        struct seccomp_profile *seccomp_profile;
+};
+
+struct sysctl {
+        char *name;
+        char *value;
+};
+
+struct pod_security_context {
+        bool has_run_as_user;
+        int64_t run_as_user;
+        bool has_run_as_group;
+        int64_t run_as_group;
+        bool has_run_as_non_root, run_as_non_root;
+        int64_t *supplemental_groups;
+        size_t n_supplemental_groups;
+        bool has_fs_group;
+        int64_t fs_group;
+        struct sysctl *sysctls;
+        size_t n_sysctls;
+        struct seccomp_profile *seccomp_profile;
+};
+
 struct container_port {
         char *name;          /* optional IANA_SVC_NAME */
         int32_t container_port;
@@ -160,6 +202,7 @@ struct container {
         enum termination_message_policy termination_message_policy;
         bool stdin_, stdin_once, tty;
         struct probe *liveness_probe, *readiness_probe, *startup_probe; /* NULL when not set */
+        struct security_context *security_context;                     /* NULL when not set */
         json_t *raw;         /* the container object as decoded (owned reference), for hashing: exactly as given in
                               * the document, before defaults (defaults are a function of it, so a hash over it
                               * changes exactly when the container's spec does) */
@@ -180,6 +223,7 @@ struct pod_spec {
         char *subdomain;
         char *service_account_name;
         char *dns_policy;    /* default ClusterFirst */
+        struct pod_security_context *security_context; /* NULL when not set */
         char *scheduler_name;
         int32_t priority;
         /* set by pod_decode when the document gives terminationGracePeriodSeconds (0 is a valid value), and by
@@ -272,6 +316,7 @@ const char *validate_iana_svc_name(const char *s);
 const char *validate_qualified_name(const char *s);  /* label and annotation keys */
 const char *validate_label_value(const char *s);
 const char *validate_env_var_name(const char *s);    /* IsEnvVarName */
+bool sysctl_name_is_valid(const char *s);            /* IsValidSysctlName */
 
 /* A set of pods, owned. */
 struct pod_set {

@@ -619,6 +619,8 @@ static int decode_container(struct field_errors *e, json_t *c, const char *cpath
         if (r >= 0)
                 r = dec_env_from(e, c, cpath, ret);
         if (r >= 0)
+                r = dec_container_security_context(e, c, cpath, ret);
+        if (r >= 0)
                 r = dec_get_object(e, c, cpath, "resources", &res);
         if (r >= 0 && res) {
                 _cleanup_free_ char *rp = path_child(cpath, "resources");
@@ -753,6 +755,8 @@ static int decode_spec(struct field_errors *e, json_t *spec, struct pod_spec *s)
                 r = dec_get_string(e, spec, "spec", "schedulerName", &s->scheduler_name);
         if (r >= 0)
                 r = dec_get_int32(e, spec, "spec", "priority", &s->priority);
+        if (r >= 0)
+                r = dec_pod_security_context(e, spec, s);
         if (r < 0)
                 return r;
 

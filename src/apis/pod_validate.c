@@ -357,6 +357,7 @@ static void validate_container_common(struct vctx *c, const struct container *ct
         validate_ports(c, ctr, cpath);
         validate_env(c, ctr, cpath);
         val_env_from(c, ctr, cpath);
+        val_container_security_context(c, ctr, cpath);
         if (ctr->image_pull_policy == PULL_POLICY_UNSET)
                 val_required(c, pp, NULL);
         validate_resources(c, ctr, cpath);
@@ -661,6 +662,7 @@ static void validate_spec(struct vctx *c, const struct pod *p) {
         validate_host_network(c, s);
         /* restartPolicy: an enum, checked when decoding */
         validate_dns(c, p);
+        val_pod_security_context(c, s);
         if (!isempty(s->service_account_name))
                 val_check_name(c, "spec.serviceAccountName", s->service_account_name, check_dns1123_subdomain);
         if (!isempty(s->node_name))
