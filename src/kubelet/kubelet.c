@@ -10,6 +10,7 @@
 #include "basic/log.h"
 #include "kubelet/kubelet-internal.h"
 #include "kubelet/admission.h"
+#include "kuberuntime/security.h"
 #include "kubelet/mirror.h"
 #include "node/node_ip.h"
 #include "node/node_status.h"
@@ -690,6 +691,26 @@ static int admission_setup(struct kubelet *k) {
         node_allocatable(&in, &k->admission.cpu_milli, &k->admission.memory_bytes, &storage);
         k->admission.max_pods = k->opts->max_pods;
         machine_info_done(&machine);
+        /* pkg/kubelet/sysctl NewAllowlist: every unsafe sysctl allowed must be namespaced */
+        if (!isempty(k->opts->allowed_unsafe_sysctls)) {
+                _cleanup_free_ char *copy = strdup(k->opts->allowed_unsafe_sysctls);
+                char *save = NULL;
+                if (!copy)
+                        return -ENOMEM;
+                for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+                        _cleanup_free_ char *msg = NULL;
+                        while (*t == ' ')
+                                t++;
+                        if (!*t)
+                                continue;
+                        r = kr_sysctl_check_allowed_unsafe(t, &msg);
+                        if (r < 0)
+                                return log_error_errno(r, "invalid --allowed-unsafe-sysctls: %s", msg ? msg : strerror(-r));
+                        r = strv_extend(&k->admission.allowed_unsafe_sysctls, t);
+                        if (r < 0)
+                                return -ENOMEM;
+                }
+        }
         return 0;
 }
 
@@ -789,6 +810,7 @@ struct kubelet *kubelet_free(struct kubelet *k) {
         if (!k)
                 return NULL;
         k->stopping = true;
+        k->admission.allowed_unsafe_sysctls = strv_free(k->admission.allowed_unsafe_sysctls);
         /* the API first: its streams and calls hold CRI calls and containers */
         k->server = api_server_free(k->server);
         if (k->housekeeping)

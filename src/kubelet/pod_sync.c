@@ -40,6 +40,10 @@ struct pod_sync {
         char *pod_ip;                     /* the sandbox's IP (NULL: none known, or host network) */
         Runtime__V1__PodSandboxConfig *sandbox_config;
         char *image_ref;
+        /* the image's user (ImageStatus), for runAsUser and runAsNonRoot */
+        bool image_user_known, image_uid_set, after_pull;
+        int64_t image_uid;
+        char *image_username;
 
         bool did_work;
         bool error;
@@ -72,6 +76,7 @@ void pod_sync_free(struct pod_sync *s) {
         free(s->pod_ip);
         kr_pb_free(s->sandbox_config);
         free(s->image_ref);
+        free(s->image_username);
         free(s);
 }
 
@@ -89,6 +94,10 @@ static void build_context(const struct pod_sync *s, struct kr_build_context *ret
                 .pod_ip = s->pod && s->pod->spec.host_network ? s->k->node_ip : s->pod_ip,
                 .alloc_cpu_milli = s->k->admission.cpu_milli,
                 .alloc_memory_bytes = s->k->admission.memory_bytes,
+                .image_user_known = s->image_user_known,
+                .image_uid_set = s->image_uid_set,
+                .image_uid = s->image_uid,
+                .image_username = s->image_username,
         };
 }
 
@@ -690,6 +699,8 @@ static char *image_backoff_key(const struct pod_sync *s, const struct container 
         return k;
 }
 
+static void image_status_query(struct pod_sync *s, const char *image);
+
 static void on_pull_image(const struct cri_reply *reply, void *userdata) {
         struct pod_sync *s = userdata;
         const struct container *c = current_container(s);
@@ -717,7 +728,9 @@ static void on_pull_image(const struct cri_reply *reply, void *userdata) {
                 start_one_done(s);
                 return;
         }
-        create_container(s);
+        /* the pulled image's user, as getImageUser asks for it before creating the container */
+        s->after_pull = true;
+        image_status_query(s, s->image_ref);
 }
 
 static void pull_image(struct pod_sync *s) {
@@ -770,6 +783,18 @@ static void on_image_status(const struct cri_reply *reply, void *userdata) {
                 return;
         }
         if (resp->image && !isempty(resp->image->id)) {
+                s->image_user_known = true;
+                s->image_uid_set = resp->image->uid != NULL;
+                s->image_uid = resp->image->uid ? resp->image->uid->value : 0;
+                if (free_and_strdup(&s->image_username, isempty(resp->image->username) ? NULL : resp->image->username) < 0) {
+                        s->error = true;
+                        start_one_done(s);
+                        return;
+                }
+                if (s->after_pull) {
+                        create_container(s);
+                        return;
+                }
                 log_v(3, "pod %s: container image \"%s\" already present on machine", pod_desc(s), c->image);
                 pod_worker_event(s->w, c->name, "Normal", "Pulled", "Container image \"%s\" already present on machine",
                                  c->image);
@@ -829,9 +854,6 @@ static bool in_crash_backoff(struct pod_sync *s, const struct container *c) {
 
 static void phase_start_next(struct pod_sync *s) {
         const struct container *c;
-        Runtime__V1__ImageStatusRequest req = RUNTIME__V1__IMAGE_STATUS_REQUEST__INIT;
-        Runtime__V1__ImageSpec spec = RUNTIME__V1__IMAGE_SPEC__INIT;
-        int r;
 
         if (s->k->stopping || isempty(s->sandbox_id) || s->step >= s->actions.n_start) {
                 sync_finish(s);
@@ -840,6 +862,10 @@ static void phase_start_next(struct pod_sync *s) {
         c = current_container(s);
         free(s->image_ref);
         s->image_ref = NULL;
+        s->image_user_known = s->image_uid_set = s->after_pull = false;
+        s->image_uid = 0;
+        free(s->image_username);
+        s->image_username = NULL;
 
         if (in_crash_backoff(s, c)) {
                 start_one_done(s);
@@ -849,7 +875,15 @@ static void phase_start_next(struct pod_sync *s) {
                 pull_image(s);
                 return;
         }
-        spec.image = c->image;
+        image_status_query(s, c->image);
+}
+
+static void image_status_query(struct pod_sync *s, const char *image) {
+        Runtime__V1__ImageStatusRequest req = RUNTIME__V1__IMAGE_STATUS_REQUEST__INIT;
+        Runtime__V1__ImageSpec spec = RUNTIME__V1__IMAGE_SPEC__INIT;
+        int r;
+
+        spec.image = (char *) image;
         req.image = &spec;
         r = cri_image_status(s->k->cri, &req, 0, on_image_status, s);
         if (r < 0) {

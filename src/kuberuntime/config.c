@@ -7,6 +7,7 @@
 
 #include "kuberuntime/actions.h"
 #include "kuberuntime/env.h"
+#include "kuberuntime/security.h"
 #include "kuberuntime/labels.h"
 #include "kuberuntime/resources.h"
 
@@ -264,6 +265,8 @@ int kr_build_sandbox_config(const struct pod *pod, uint32_t attempt, const struc
                 goto fail;
         *sc = (Runtime__V1__LinuxSandboxSecurityContext) RUNTIME__V1__LINUX_SANDBOX_SECURITY_CONTEXT__INIT;
         r = namespace_options(pod, false, &sc->namespace_options);
+        if (r >= 0)
+                r = kr_sandbox_security_context(pod, ctx, lx);
         if (r < 0)
                 goto fail;
 
@@ -372,6 +375,18 @@ int kr_build_container_config(const struct pod *pod, const struct container *c, 
                 goto fail;
         *sc = (Runtime__V1__LinuxContainerSecurityContext) RUNTIME__V1__LINUX_CONTAINER_SECURITY_CONTEXT__INIT;
         r = namespace_options(pod, true, &sc->namespace_options);
+        if (r >= 0)
+                r = kr_container_security_context(pod, c, ctx, sc);
+        if (r >= 0 && ctx->image_user_known) {
+                char *msg = NULL;
+                r = kr_verify_run_as_non_root(pod, c, ctx->image_uid_set ? &ctx->image_uid : NULL,
+                                              ctx->image_username, &msg);
+                if (msg && ctx->report) {
+                        free(ctx->report->error);
+                        ctx->report->error = msg;
+                } else
+                        free(msg);
+        }
         if (r < 0)
                 goto fail;
 

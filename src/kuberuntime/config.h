@@ -36,6 +36,10 @@ struct kr_build_context {
         const struct pod_objects *objects;  /* the ConfigMaps, Secrets and tokens fetched for this pod */
         int64_t alloc_cpu_milli;            /* node allocatable (resourceFieldRef without a limit), 0 = unknown */
         int64_t alloc_memory_bytes;
+        bool image_user_known;              /* the image's user from ImageStatus (runAsUser default, runAsNonRoot) */
+        bool image_uid_set;
+        int64_t image_uid;
+        const char *image_username;
         struct kr_build_report *report;     /* output, may be NULL */
 };
 

@@ -63,6 +63,9 @@ static const struct flag_def flag_defs[] = {
         { "address", 0, FLAG_STRING, OFF(address), "address", "string",
           "The IP address for the Kubelet to serve on (set to '0.0.0.0' or '::' for listening on all interfaces and "
           "IP address families)" },
+        { "allowed-unsafe-sysctls", 0, FLAG_STRING, OFF(allowed_unsafe_sysctls), NULL, "strings",
+          "Comma-separated allowlist of unsafe sysctls or unsafe sysctl patterns (ending in *). Use these at your "
+          "own risk." },
         { "anonymous-auth", 0, FLAG_BOOL, OFF(anonymous_auth), "authentication.anonymous.enabled", "",
           "Enables anonymous requests to the Kubelet server. Requests that are not rejected by another authentication "
           "method are treated as anonymous requests. Anonymous requests have a username of system:anonymous, and a "
@@ -285,6 +288,7 @@ void kubelet_options_done(struct kubelet_options *o) {
         free(o->register_with_taints);
         free(o->kube_reserved);
         free(o->system_reserved);
+        free(o->allowed_unsafe_sysctls);
         *o = (struct kubelet_options){};
 }
 

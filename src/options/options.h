@@ -65,6 +65,7 @@ struct kubelet_options {
         char *kube_reserved;                 /* --kube-reserved / kubeReserved: "cpu=100m,memory=256Mi" */
         char *system_reserved;               /* --system-reserved / systemReserved */
         char *config_path;                   /* --config */
+        char *allowed_unsafe_sysctls;        /* --allowed-unsafe-sysctls: "kernel.msg*,net.core.somaxconn" */
 };
 
 /* Fill defaults. */
