@@ -378,9 +378,11 @@ int kr_build_container_config(const struct pod *pod, const struct container *c, 
         if (r >= 0)
                 r = kr_container_security_context(pod, c, ctx, sc);
         if (r >= 0 && ctx->image_user_known) {
+                /* getImageUser: no numeric user and no name is root */
+                const int64_t root = 0, *uid = ctx->image_uid_set ? &ctx->image_uid
+                                                 : isempty(ctx->image_username) ? &root : NULL;
                 char *msg = NULL;
-                r = kr_verify_run_as_non_root(pod, c, ctx->image_uid_set ? &ctx->image_uid : NULL,
-                                              ctx->image_username, &msg);
+                r = kr_verify_run_as_non_root(pod, c, uid, ctx->image_username, &msg);
                 if (msg && ctx->report) {
                         free(ctx->report->error);
                         ctx->report->error = msg;
