@@ -217,7 +217,8 @@ void pod_worker_observed(struct pod_worker *w, struct pod *pod, struct kr_pod_st
                         histogram_observe(&k->pod_start_hist, (double) (now_usec() - w->first_seen_usec) / 1e6);
                 }
         }
-        r = prober_update_pod(k->prober, pod, pod_host(k, pod, status), status);
+        /* at shutdown the prober is freed before the CRI client, whose cancelled calls still end syncs here */
+        r = k->prober ? prober_update_pod(k->prober, pod, pod_host(k, pod, status), status) : 0;
         if (r < 0)
                 log_error("pod %s: cannot set up its probes: %s", strna(w->full_name), strerror(-r));
         update_conditions(w);
