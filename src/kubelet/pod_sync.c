@@ -806,6 +806,11 @@ static void on_image_status(const struct cri_reply *reply, void *userdata) {
                 create_container(s);
                 return;
         }
+        if (s->after_pull) {
+                /* just pulled, yet not listed: create it anyway (the image's user stays unknown) */
+                create_container(s);
+                return;
+        }
         if (c->image_pull_policy == PULL_POLICY_NEVER) {
                 log_error("pod %s: container %s: Container image \"%s\" is not present with pull policy of Never "
                           "(ErrImageNeverPull)",
