@@ -90,6 +90,8 @@ int dec_container_security_context(struct field_errors *e, json_t *c, const char
 int dec_pod_security_context(struct field_errors *e, json_t *spec, struct pod_spec *ret);
 void security_context_free(struct security_context *sc);         /* accepts NULL */
 void pod_security_context_free(struct pod_security_context *sc); /* accepts NULL */
+int dec_pod_dns_config(struct field_errors *e, json_t *spec, struct pod_spec *ret);
+void pod_dns_config_free(struct pod_dns_config *d); /* accepts NULL */
 
 /* ---- validation helpers (pod_validate.c), same purpose ---- */
 struct vctx {
@@ -125,3 +127,4 @@ void val_env_value_from(struct vctx *c, const struct env_var *ev, const char *vp
 void val_env_from(struct vctx *c, const struct container *ctr, const char *cpath);
 void val_container_security_context(struct vctx *c, const struct container *ctr, const char *cpath);
 void val_pod_security_context(struct vctx *c, const struct pod_spec *s);
+void val_pod_dns_config(struct vctx *c, const struct pod_spec *s);

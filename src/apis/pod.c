@@ -218,6 +218,7 @@ static void pod_spec_done(struct pod_spec *s) {
         free(s->service_account_name);
         free(s->dns_policy);
         pod_security_context_free(s->security_context);
+        pod_dns_config_free(s->dns_config);
         free(s->scheduler_name);
         *s = (struct pod_spec) {};
 }

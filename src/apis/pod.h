@@ -121,6 +121,19 @@ struct security_context {
         struct seccomp_profile *seccomp_profile;
 };
 
+/* spec.dnsConfig (pod_security.c) */
+struct pod_dns_option {
+        char *name;
+        char *value; /* NULL: no value */
+};
+
+struct pod_dns_config {
+        char **nameservers; /* strv or NULL */
+        char **searches;
+        struct pod_dns_option *options;
+        size_t n_options;
+};
+
 struct sysctl {
         char *name;
         char *value;
@@ -224,6 +237,7 @@ struct pod_spec {
         char *service_account_name;
         char *dns_policy;    /* default ClusterFirst */
         struct pod_security_context *security_context; /* NULL when not set */
+        struct pod_dns_config *dns_config;             /* NULL when not set */
         char *scheduler_name;
         int32_t priority;
         /* set by pod_decode when the document gives terminationGracePeriodSeconds (0 is a valid value), and by

@@ -757,6 +757,8 @@ static int decode_spec(struct field_errors *e, json_t *spec, struct pod_spec *s)
                 r = dec_get_int32(e, spec, "spec", "priority", &s->priority);
         if (r >= 0)
                 r = dec_pod_security_context(e, spec, s);
+        if (r >= 0)
+                r = dec_pod_dns_config(e, spec, s);
         if (r < 0)
                 return r;
 

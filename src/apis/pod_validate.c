@@ -663,6 +663,7 @@ static void validate_spec(struct vctx *c, const struct pod *p) {
         /* restartPolicy: an enum, checked when decoding */
         validate_dns(c, p);
         val_pod_security_context(c, s);
+        val_pod_dns_config(c, s);
         if (!isempty(s->service_account_name))
                 val_check_name(c, "spec.serviceAccountName", s->service_account_name, check_dns1123_subdomain);
         if (!isempty(s->node_name))

@@ -3,6 +3,7 @@
  * pod worker per pod UID (pod_workers.go). A worker runs at most one reconcile pass at a time
  * (pod_sync.c); requests that arrive meanwhile are coalesced into one more pass. */
 
+#include <arpa/inet.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <string.h>
@@ -712,6 +713,24 @@ static int admission_setup(struct kubelet *k) {
                                 return -ENOMEM;
                 }
         }
+        /* --cluster-dns: the pods' nameservers (dnsPolicy ClusterFirst) */
+        if (!isempty(k->opts->cluster_dns)) {
+                _cleanup_free_ char *copy = strdup(k->opts->cluster_dns);
+                char *save = NULL;
+                if (!copy)
+                        return -ENOMEM;
+                for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+                        unsigned char addr[16];
+                        while (*t == ' ')
+                                t++;
+                        if (!*t)
+                                continue;
+                        if (inet_pton(AF_INET, t, addr) != 1 && inet_pton(AF_INET6, t, addr) != 1)
+                                return log_error_errno(-EINVAL, "invalid --cluster-dns IP address \"%s\"", t);
+                        if (strv_extend(&k->cluster_dns, t) < 0)
+                                return -ENOMEM;
+                }
+        }
         return 0;
 }
 
@@ -812,6 +831,7 @@ struct kubelet *kubelet_free(struct kubelet *k) {
                 return NULL;
         k->stopping = true;
         k->admission.allowed_unsafe_sysctls = strv_free(k->admission.allowed_unsafe_sysctls);
+        k->cluster_dns = strv_free(k->cluster_dns);
         /* the API first: its streams and calls hold CRI calls and containers */
         k->server = api_server_free(k->server);
         if (k->housekeeping)

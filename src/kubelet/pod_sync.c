@@ -98,6 +98,9 @@ static void build_context(const struct pod_sync *s, struct kr_build_context *ret
                 .image_uid_set = s->image_uid_set,
                 .image_uid = s->image_uid,
                 .image_username = s->image_username,
+                .cluster_dns = s->k->cluster_dns,
+                .cluster_domain = s->k->opts->cluster_domain,
+                .resolv_conf = s->k->opts->resolv_conf,
         };
 }
 
@@ -501,6 +504,7 @@ static void phase_create_sandbox(struct pod_sync *s) {
         Runtime__V1__RunPodSandboxRequest req = RUNTIME__V1__RUN_POD_SANDBOX_REQUEST__INIT;
         _cleanup_free_ char *logdir = NULL;
         struct kr_build_context ctx;
+        struct kr_build_report report = {};
         int r;
 
         if (s->error || !s->pod) {
@@ -508,12 +512,20 @@ static void phase_create_sandbox(struct pod_sync *s) {
                 return;
         }
         build_context(s, &ctx);
+        ctx.report = &report;
         r = kr_build_sandbox_config(s->pod, s->actions.attempt, &ctx, &s->sandbox_config);
+        /* the DNS events (MissingClusterDNS, DNSConfigForming), when a sandbox is made, as upstream */
+        for (size_t i = 0; s->actions.create_sandbox && report.event_reasons && report.event_reasons[i]; i++)
+                pod_worker_event(s->w, NULL, "Warning", report.event_reasons[i], "%s", report.event_messages[i]);
         if (r < 0) {
+                if (report.error)
+                        log_error("pod %s: building the sandbox config: %s", pod_desc(s), report.error);
+                kr_build_report_done(&report);
                 call_failed(s, "building the sandbox config", r);
                 sync_finish(s);
                 return;
         }
+        kr_build_report_done(&report);
         if (!s->actions.create_sandbox) {
                 if (free_and_strdup(&s->sandbox_id, s->actions.sandbox_id) < 0)
                         s->error = true;

@@ -6,6 +6,7 @@
 #include <sys/sysinfo.h>
 
 #include "kuberuntime/actions.h"
+#include "kuberuntime/dns.h"
 #include "kuberuntime/env.h"
 #include "kuberuntime/security.h"
 #include "kuberuntime/labels.h"
@@ -218,6 +219,10 @@ int kr_build_sandbox_config(const struct pod *pod, uint32_t attempt, const struc
         cfg->log_directory = kr_pod_log_dir(ctx->pod_logs_dir, pod);
         if (!cfg->log_directory)
                 goto fail;
+        r = kr_pod_dns_config(pod, ctx, &cfg->dns_config);
+        if (r < 0)
+                goto fail;
+        r = -ENOMEM;
 
         for (size_t i = 0; i < pod->spec.n_containers; i++)
                 nports += pod->spec.containers[i].n_ports;

@@ -40,6 +40,9 @@ struct kr_build_context {
         bool image_uid_set;
         int64_t image_uid;
         const char *image_username;
+        char *const *cluster_dns;           /* --cluster-dns (strv, NULL = none) */
+        const char *cluster_domain;         /* --cluster-domain */
+        const char *resolv_conf;            /* --resolv-conf; NULL or "" = none */
         struct kr_build_report *report;     /* output, may be NULL */
 };
 

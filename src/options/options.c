@@ -82,6 +82,12 @@ static const struct flag_def flag_defs[] = {
         { "client-ca-file", 0, FLAG_STRING, OFF(client_ca_file), "authentication.x509.clientCAFile", "string",
           "If set, any request presenting a client certificate signed by one of the authorities in the client-ca-file "
           "is authenticated with an identity corresponding to the CommonName of the client certificate." },
+        { "cluster-dns", 0, FLAG_STRING, OFF(cluster_dns), NULL, "strings",
+          "Comma-separated list of DNS server IP address. This value is used for containers DNS server in case of "
+          "Pods with \"dnsPolicy=ClusterFirst\"." },
+        { "cluster-domain", 0, FLAG_STRING, OFF(cluster_domain), NULL, "string",
+          "Domain for this cluster. If set, kubelet will configure all containers to search this domain in addition "
+          "to the host's search domains" },
         { "config", 0, FLAG_STRING, OFF(config_path), NULL, "string",
           "The Kubelet will load its initial configuration from this file (KubeletConfiguration, "
           "kubelet.config.k8s.io/v1beta1, YAML or JSON). The path may be absolute or relative; relative paths start "
@@ -145,6 +151,8 @@ static const struct flag_def flag_defs[] = {
         { "register-with-taints", 0, FLAG_STRING, OFF(register_with_taints), "registerWithTaints", "string",
           "Register the node with the given list of taints (comma separated \"<key>=<value>:<effect>\"). No-op if "
           "register-node is false." },
+        { "resolv-conf", 0, FLAG_STRING, OFF(resolv_conf), NULL, "string",
+          "Resolver configuration file used as the basis for the container DNS resolution configuration." },
         { "root-dir", 0, FLAG_STRING, OFF(root_dir), NULL, "string",
           "Directory path for managing kubelet files (volume mounts,etc)." },
         { "runtime-request-timeout", 0, FLAG_DURATION, OFF(runtime_request_timeout_usec), "runtimeRequestTimeout",
@@ -254,8 +262,9 @@ int kubelet_options_init(struct kubelet_options *o) {
         o->container_runtime_endpoint = strdup(DEFAULT_CONTAINER_RUNTIME_ENDPOINT);
         o->root_dir = strdup(DEFAULT_ROOT_DIR);
         o->pod_logs_dir = strdup(DEFAULT_POD_LOGS_DIR);
+        o->resolv_conf = strdup("/etc/resolv.conf");
         if (!o->container_runtime_endpoint || !o->root_dir || !o->pod_logs_dir || !o->address ||
-            !o->healthz_bind_address || !o->cert_dir || !o->authorization_mode) {
+            !o->healthz_bind_address || !o->cert_dir || !o->authorization_mode || !o->resolv_conf) {
                 kubelet_options_done(o);
                 return -ENOMEM;
         }
@@ -289,6 +298,9 @@ void kubelet_options_done(struct kubelet_options *o) {
         free(o->kube_reserved);
         free(o->system_reserved);
         free(o->allowed_unsafe_sysctls);
+        free(o->cluster_dns);
+        free(o->cluster_domain);
+        free(o->resolv_conf);
         *o = (struct kubelet_options){};
 }
 

@@ -66,6 +66,9 @@ struct kubelet_options {
         char *system_reserved;               /* --system-reserved / systemReserved */
         char *config_path;                   /* --config */
         char *allowed_unsafe_sysctls;        /* --allowed-unsafe-sysctls: "kernel.msg*,net.core.somaxconn" */
+        char *cluster_dns;                   /* --cluster-dns: comma-separated IPs */
+        char *cluster_domain;                /* --cluster-domain */
+        char *resolv_conf;                   /* --resolv-conf, default /etc/resolv.conf; "" = none */
 };
 
 /* Fill defaults. */

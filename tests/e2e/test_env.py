@@ -1,6 +1,7 @@
 """Container environment on containerd: literal values, $(VAR) expansion (also in the command), fieldRef and
-resourceFieldRef values seen by the process, and a missing ConfigMap making the container wait with
-CreateContainerConfigError (standalone: no API server, so every ConfigMap/Secret is "not found")."""
+resourceFieldRef values seen by the process, a missing ConfigMap making the container wait with
+CreateContainerConfigError (standalone: no API server, so every ConfigMap/Secret is "not found"), and
+/etc/resolv.conf for each dnsPolicy and dnsConfig."""
 import os
 
 from apiclient import Client
@@ -9,10 +10,10 @@ from conftest import BUSYBOX, NODE, free_port, wait_for
 SLEEP = "trap 'exit 0' TERM; while true; do sleep 0.2; done"
 
 
-def start(kubelet_factory):
+def start(kubelet_factory, *extra):
     k = kubelet_factory(start=False)
     ro = free_port()
-    k.start("--read-only-port", str(ro))
+    k.start("--read-only-port", str(ro), *extra)
     api = Client(ro, tls=False)
     wait_for(lambda: api.get("/pods")[0] == 200, msg="the read-only port")
     return k, api
@@ -140,3 +141,70 @@ def test_missing_configmap_is_a_config_error(kubelet_factory, runtime):
     wait_for(lambda: runtime.running(pod, "fine"), 30, msg="the other container runs")
     assert not runtime.containers_of(pod, "needs-cm")
     k.wait_log(r'CreateContainerConfigError: configmap "app-config" not found', 10)
+
+
+def test_dns_policies(kubelet_factory, runtime, tmp_path):
+    resolv = tmp_path / "resolv.conf"
+    resolv.write_text("nameserver 10.1.2.3\nsearch host.example\noptions timeout:2\n")
+    k, _ = start(kubelet_factory, "--cluster-dns", "10.96.0.10", "--cluster-domain", "cluster.local",
+                 "--resolv-conf", str(resolv))
+    pods = {
+        "dns-cluster": "",
+        "dns-default": "dnsPolicy: Default",
+        "dns-hostnet": "hostNetwork: true",  # ClusterFirst on the host network: Default
+        "dns-hostnet-cluster": "{hostNetwork: true, dnsPolicy: ClusterFirstWithHostNet}",
+        "dns-none": "{dnsPolicy: None, dnsConfig: {nameservers: [1.1.1.1], searches: [my.example], "
+                    "options: [{name: ndots, value: '2'}, {name: edns0}]}}",
+        "dns-merged": "{dnsConfig: {nameservers: [8.8.8.8], searches: [extra.example], options: [{name: ndots, value: '1'}]}}",
+    }
+    for name, extra in pods.items():
+        k.write(f"{name}.yaml", f"apiVersion: v1\nkind: Pod\nmetadata: {{name: {name}}}\nspec:\n" + dns_spec(extra) +
+                f"  containers:\n  - name: c\n    image: {BUSYBOX}\n"
+                f"    command: [sh, -c, \"cat /etc/resolv.conf; echo END; {SLEEP}\"]\n")
+
+    def conf(name):
+        text = wait_output(k, runtime, f"{name}-{NODE}", "c", "END")
+        servers = [l.split()[1] for l in text.splitlines() if l.startswith("nameserver")]
+        search = next((l.split()[1:] for l in text.splitlines() if l.startswith("search")), [])
+        options = next((l.split()[1:] for l in text.splitlines() if l.startswith("options")), [])
+        return servers, search, options
+
+    assert conf("dns-cluster") == (["10.96.0.10"],
+                                   ["default.svc.cluster.local", "svc.cluster.local", "cluster.local", "host.example"],
+                                   ["ndots:5"])
+    host = (["10.1.2.3"], ["host.example"], ["timeout:2"])
+    assert conf("dns-default") == host
+    assert conf("dns-hostnet") == host
+    assert conf("dns-hostnet-cluster")[0] == ["10.96.0.10"]
+    assert conf("dns-none") == (["1.1.1.1"], ["my.example"], ["ndots:2", "edns0"])
+    servers, search, options = conf("dns-merged")
+    assert servers == ["10.96.0.10", "8.8.8.8"]
+    assert search[-1] == "extra.example" and search[0] == "default.svc.cluster.local"
+    assert options == ["ndots:1"]
+
+
+def dns_spec(extra):
+    """The spec lines for one DNS test pod: extra is "" / "key: value" / a flow mapping of spec fields."""
+    if not extra:
+        return ""
+    if extra.startswith("{"):
+        return "".join(f"  {line}\n" for line in flow_to_block(extra))
+    return f"  {extra}\n"
+
+
+def flow_to_block(flow):
+    # "{a: x, b: {…}}" → ["a: x", "b: {…}"]: split the top level on ", " outside brackets
+    inner, depth, cur, out = flow[1:-1], 0, "", []
+    for ch in inner:
+        if ch in "{[":
+            depth += 1
+        elif ch in "}]":
+            depth -= 1
+        if ch == "," and depth == 0:
+            out.append(cur.strip())
+            cur = ""
+            continue
+        cur += ch
+    if cur.strip():
+        out.append(cur.strip())
+    return out
