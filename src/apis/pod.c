@@ -171,9 +171,10 @@ void container_done(struct container *c) {
         for (size_t i = 0; i < c->n_env; i++) {
                 free(c->env[i].name);
                 free(c->env[i].value);
-                json_decref(c->env[i].value_from);
+                env_var_source_free(c->env[i].value_from);
         }
         free(c->env);
+        container_env_from_done(c);
         for (size_t i = 0; i < c->n_ports; i++) {
                 free(c->ports[i].name);
                 free(c->ports[i].protocol);
@@ -187,6 +188,7 @@ void container_done(struct container *c) {
         probe_free(c->liveness_probe);
         probe_free(c->readiness_probe);
         probe_free(c->startup_probe);
+        security_context_free(c->security_context);
         json_decref(c->raw);
         *c = (struct container) {};
 }
@@ -218,6 +220,8 @@ static void pod_spec_done(struct pod_spec *s) {
         free(s->subdomain);
         free(s->service_account_name);
         free(s->dns_policy);
+        pod_security_context_free(s->security_context);
+        pod_dns_config_free(s->dns_config);
         free(s->scheduler_name);
         *s = (struct pod_spec) {};
 }

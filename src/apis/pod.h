@@ -56,10 +56,102 @@ struct int_or_string {
         char *str_val;
 };
 
+/* env[].valueFrom (EnvVarSource); decoded and validated in pod_security.c */
+struct object_field_selector {
+        char *api_version;   /* NULL = "v1" */
+        char *field_path;
+};
+
+struct resource_field_selector {
+        char *container_name; /* NULL = this container */
+        char *resource;       /* "limits.cpu", ... */
+        bool has_divisor;
+        struct quantity divisor;
+};
+
+struct key_selector {        /* configMapKeyRef, secretKeyRef */
+        char *name;
+        char *key;
+        bool optional;
+};
+
+struct env_var_source {
+        struct object_field_selector *field_ref;
+        struct resource_field_selector *resource_field_ref;
+        struct key_selector *config_map_key_ref;
+        struct key_selector *secret_key_ref;
+};
+
 struct env_var {
         char *name;
         char *value; /* may be NULL when only valueFrom is set */
-        json_t *value_from; /* kept as-is for later issues (fieldRef, secretKeyRef, ...) */
+        struct env_var_source *value_from; /* NULL when not set */
+};
+
+struct env_ref {             /* envFrom[].configMapRef, envFrom[].secretRef */
+        char *name;
+        bool optional;
+};
+
+struct env_from_source {
+        char *prefix;
+        struct env_ref *config_map_ref;
+        struct env_ref *secret_ref;
+};
+
+/* securityContext (pod and container level); decoded and validated in pod_security.c. A has_* flag says the
+ * field was given (Go's *bool / *int64). */
+struct seccomp_profile {
+        char *type;              /* RuntimeDefault, Unconfined, Localhost */
+        char *localhost_profile; /* relative to <root-dir>/seccomp */
+};
+
+struct security_context {
+        char **capabilities_add;  /* strv or NULL */
+        char **capabilities_drop;
+        bool has_privileged, privileged;
+        bool has_run_as_user;
+        int64_t run_as_user;
+        bool has_run_as_group;
+        int64_t run_as_group;
+        bool has_run_as_non_root, run_as_non_root;
+        bool has_read_only_root_filesystem, read_only_root_filesystem;
+        bool has_allow_privilege_escalation, allow_privilege_escalation;
+        char *proc_mount;         /* Default (NULL = Default), Unmasked */
+        struct seccomp_profile *seccomp_profile;
+};
+
+/* spec.dnsConfig (pod_security.c) */
+struct pod_dns_option {
+        char *name;
+        char *value; /* NULL: no value */
+};
+
+struct pod_dns_config {
+        char **nameservers; /* strv or NULL */
+        char **searches;
+        struct pod_dns_option *options;
+        size_t n_options;
+};
+
+struct sysctl {
+        char *name;
+        char *value;
+};
+
+struct pod_security_context {
+        bool has_run_as_user;
+        int64_t run_as_user;
+        bool has_run_as_group;
+        int64_t run_as_group;
+        bool has_run_as_non_root, run_as_non_root;
+        int64_t *supplemental_groups;
+        size_t n_supplemental_groups;
+        bool has_fs_group;
+        int64_t fs_group;
+        struct sysctl *sysctls;
+        size_t n_sysctls;
+        struct seccomp_profile *seccomp_profile;
 };
 
 struct container_port {
@@ -113,6 +205,8 @@ struct container {
         char *working_dir;
         struct env_var *env;
         size_t n_env;
+        struct env_from_source *env_from;
+        size_t n_env_from;
         struct container_port *ports;
         size_t n_ports;
         enum pull_policy image_pull_policy;
@@ -122,6 +216,7 @@ struct container {
         bool stdin_, stdin_once, tty;
         struct probe *liveness_probe, *readiness_probe, *startup_probe; /* NULL when not set */
         char *restart_policy; /* init containers only: "Always" makes it a sidecar; NULL when not set */
+        struct security_context *security_context;                     /* NULL when not set */
         json_t *raw;         /* the container object as decoded (owned reference), for hashing: exactly as given in
                               * the document, before defaults (defaults are a function of it, so a hash over it
                               * changes exactly when the container's spec does) */
@@ -148,6 +243,8 @@ struct pod_spec {
         char *subdomain;
         char *service_account_name;
         char *dns_policy;    /* default ClusterFirst */
+        struct pod_security_context *security_context; /* NULL when not set */
+        struct pod_dns_config *dns_config;             /* NULL when not set */
         char *scheduler_name;
         int32_t priority;
         struct pod_volumes *volumes; /* spec.volumes, volumeMounts, hostAliases (pod_volumes.h); never NULL once decoded */
@@ -241,6 +338,7 @@ const char *validate_iana_svc_name(const char *s);
 const char *validate_qualified_name(const char *s);  /* label and annotation keys */
 const char *validate_label_value(const char *s);
 const char *validate_env_var_name(const char *s);    /* IsEnvVarName */
+bool sysctl_name_is_valid(const char *s);            /* IsValidSysctlName */
 
 /* A set of pods, owned. */
 struct pod_set {

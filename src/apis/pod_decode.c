@@ -440,19 +440,14 @@ int dec_object_list(struct field_errors *e, json_t *obj, const char *parent, con
 
 static int decode_env_var(struct field_errors *e, json_t *v, const char *ip, void *item) {
         struct env_var *ev = item;
-        json_t *vf;
         int r;
 
         r = dec_get_string(e, v, ip, "name", &ev->name);
         if (r >= 0)
                 r = dec_get_string(e, v, ip, "value", &ev->value);
         if (r >= 0)
-                r = dec_get_object(e, v, ip, "valueFrom", &vf);
-        if (r < 0)
-                return r;
-        if (vf)
-                ev->value_from = json_incref(vf);
-        return 0;
+                r = dec_env_var_source(e, v, ip, &ev->value_from);
+        return r;
 }
 
 static int decode_env(struct field_errors *e, json_t *c, const char *cpath, struct container *ret) {
@@ -623,6 +618,10 @@ static int decode_container(struct field_errors *e, json_t *c, const char *cpath
         if (r >= 0)
                 r = decode_env(e, c, cpath, ret);
         if (r >= 0)
+                r = dec_env_from(e, c, cpath, ret);
+        if (r >= 0)
+                r = dec_container_security_context(e, c, cpath, ret);
+        if (r >= 0)
                 r = dec_get_object(e, c, cpath, "resources", &res);
         if (r >= 0 && res) {
                 _cleanup_free_ char *rp = path_child(cpath, "resources");
@@ -761,6 +760,10 @@ static int decode_spec(struct field_errors *e, json_t *spec, struct pod_spec *s)
                 r = dec_get_int32(e, spec, "spec", "priority", &s->priority);
         if (r >= 0)
                 r = pod_volumes_decode(e, spec, &s->volumes);
+        if (r >= 0)
+                r = dec_pod_security_context(e, spec, s);
+        if (r >= 0)
+                r = dec_pod_dns_config(e, spec, s);
         if (r < 0)
                 return r;
 

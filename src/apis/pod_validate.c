@@ -194,56 +194,6 @@ static void validate_ports(struct vctx *c, const struct container *ctr, const ch
         }
 }
 
-static void validate_value_from(struct vctx *c, const struct env_var *ev, const char *vpath) {
-        static const char *const sources[] = { "fieldRef", "resourceFieldRef", "configMapKeyRef", "secretKeyRef" };
-        size_t n = 0;
-
-        if (!ev->value_from)
-                return;
-        for (size_t i = 0; i < ELEMENTSOF(sources); i++) {
-                json_t *s = json_object_get(ev->value_from, sources[i]);
-                _cleanup_free_ char *sp = NULL;
-                if (!s || json_is_null(s))
-                        continue;
-                n++;
-                sp = val_child(c, vpath, sources[i]);
-                if (!sp)
-                        return;
-                if (!json_is_object(s)) {
-                        val_invalid_str(c, sp, "", "must be an object");
-                        continue;
-                }
-                if (streq(sources[i], "fieldRef")) {
-                        json_t *fp = json_object_get(s, "fieldPath");
-                        _cleanup_free_ char *fpp = val_child(c, sp, "fieldPath");
-                        if (!fpp)
-                                return;
-                        if (!json_is_string(fp) || json_string_length(fp) == 0)
-                                val_required(c, fpp, NULL);
-                } else if (streq(sources[i], "resourceFieldRef")) {
-                        json_t *res = json_object_get(s, "resource");
-                        _cleanup_free_ char *rp = val_child(c, sp, "resource");
-                        if (!rp)
-                                return;
-                        if (!json_is_string(res) || json_string_length(res) == 0)
-                                val_required(c, rp, NULL);
-                } else {
-                        json_t *k = json_object_get(s, "key");
-                        _cleanup_free_ char *kp = val_child(c, sp, "key");
-                        if (!kp)
-                                return;
-                        if (!json_is_string(k) || json_string_length(k) == 0)
-                                val_required(c, kp, NULL);
-                }
-        }
-        if (n == 0)
-                val_invalid_str(c, vpath, "", "must specify one of: `fieldRef`, `resourceFieldRef`, `configMapKeyRef` or `secretKeyRef`");
-        else if (!isempty(ev->value))
-                val_invalid_str(c, vpath, "", "may not be specified when `value` is not empty");
-        else if (n > 1)
-                val_invalid_str(c, vpath, "", "may not have more than one field specified at a time");
-}
-
 static void validate_env(struct vctx *c, const struct container *ctr, const char *cpath) {
         _cleanup_free_ char *ep = val_child(c, cpath, "env");
         if (!ep)
@@ -261,7 +211,7 @@ static void validate_env(struct vctx *c, const struct container *ctr, const char
                         val_required(c, np, NULL);
                 else
                         val_check_name(c, np, ev->name, check_env_var_name);
-                validate_value_from(c, ev, vp);
+                val_env_value_from(c, ev, vp);
         }
 }
 
@@ -407,6 +357,8 @@ static void validate_container_common(struct vctx *c, const struct container *ct
                 val_required(c, ip, NULL);
         validate_ports(c, ctr, cpath);
         validate_env(c, ctr, cpath);
+        val_env_from(c, ctr, cpath);
+        val_container_security_context(c, ctr, cpath);
         if (ctr->image_pull_policy == PULL_POLICY_UNSET)
                 val_required(c, pp, NULL);
         validate_resources(c, ctr, cpath);
@@ -716,6 +668,8 @@ static void validate_spec(struct vctx *c, const struct pod *p) {
         /* restartPolicy: an enum, checked when decoding */
         validate_dns(c, p);
         pod_volumes_validate(c, p);
+        val_pod_security_context(c, s);
+        val_pod_dns_config(c, s);
         if (!isempty(s->service_account_name))
                 val_check_name(c, "spec.serviceAccountName", s->service_account_name, check_dns1123_subdomain);
         if (!isempty(s->node_name))

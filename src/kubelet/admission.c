@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "kubelet/admission.h"
+#include "kuberuntime/security.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -60,7 +61,19 @@ static int insufficient(const char *resource, int64_t requested, int64_t used, i
 int pod_admit(const struct pod *p, const struct pod *const *admitted, size_t n, const struct admission_node *node,
               const char **ret_reason, char **ret_message) {
         int64_t cpu, mem, used_cpu = 0, used_mem = 0, c, m;
+        _cleanup_free_ char *sysctl_msg = NULL;
+        int r;
 
+        /* the sysctl allowlist admit handler runs before the resource predicates, as upstream registers them */
+        r = kr_sysctls_admit(p, node->allowed_unsafe_sysctls, &sysctl_msg);
+        if (r == -EPERM) {
+                if (asprintf(ret_message, "Pod was rejected: %s", sysctl_msg) < 0)
+                        return -ENOMEM;
+                *ret_reason = "SysctlForbidden";
+                return -ENOSPC;
+        }
+        if (r < 0)
+                return r;
         if (node->max_pods > 0 && (int64_t) n + 1 > node->max_pods)
                 return insufficient("pods", 1, (int64_t) n, node->max_pods, ret_reason, ret_message);
         pod_requests(p, &cpu, &mem);

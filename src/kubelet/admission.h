@@ -15,12 +15,14 @@ struct admission_node {
         int max_pods;            /* 0 = no limit */
         int64_t cpu_milli;       /* allocatable */
         int64_t memory_bytes;    /* allocatable */
+        char **allowed_unsafe_sysctls; /* --allowed-unsafe-sysctls (strv) */
 };
 
 /* What the pod asks for, as the scheduler counts it: max(sum of app containers, largest init container). */
 void pod_requests(const struct pod *p, int64_t *ret_cpu_milli, int64_t *ret_memory_bytes);
 
-/* 0 when p fits next to the n admitted pods; -ENOSPC with *ret_reason ("OutOfpods", "OutOfcpu",
- * "OutOfmemory", static storage) and *ret_message (allocated) when it does not; -ENOMEM. */
+/* 0 when p fits next to the n admitted pods; -ENOSPC with *ret_reason ("SysctlForbidden" for a sysctl that is
+ * neither safe nor allowed, "OutOfpods", "OutOfcpu", "OutOfmemory", static storage) and *ret_message
+ * (allocated) when it does not; -ENOMEM. */
 int pod_admit(const struct pod *p, const struct pod *const *admitted, size_t n, const struct admission_node *node,
               const char **ret_reason, char **ret_message);

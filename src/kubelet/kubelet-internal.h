@@ -85,6 +85,7 @@ struct kubelet {
         struct histogram pod_start_hist;
         struct api_server *server;
         struct admission_node admission;
+        char **cluster_dns;               /* --cluster-dns, parsed */
 
         /* with --kubeconfig */
         struct kube_client *client;

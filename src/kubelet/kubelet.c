@@ -3,6 +3,7 @@
  * pod worker per pod UID (pod_workers.go). A worker runs at most one reconcile pass at a time
  * (pod_sync.c); requests that arrive meanwhile are coalesced into one more pass. */
 
+#include <arpa/inet.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <string.h>
@@ -10,6 +11,7 @@
 #include "basic/log.h"
 #include "kubelet/kubelet-internal.h"
 #include "kubelet/admission.h"
+#include "kuberuntime/security.h"
 #include "kubelet/mirror.h"
 #include "node/node_ip.h"
 #include "node/node_status.h"
@@ -226,7 +228,8 @@ void pod_worker_observed(struct pod_worker *w, struct pod *pod, struct kr_pod_st
                         histogram_observe(&k->pod_start_hist, (double) (now_usec() - w->first_seen_usec) / 1e6);
                 }
         }
-        r = prober_update_pod(k->prober, pod, pod_host(k, pod, status), status);
+        /* at shutdown the prober is freed before the CRI client, whose cancelled calls still end syncs here */
+        r = k->prober ? prober_update_pod(k->prober, pod, pod_host(k, pod, status), status) : 0;
         if (r < 0)
                 log_error("pod %s: cannot set up its probes: %s", strna(w->full_name), strerror(-r));
         update_conditions(w);
@@ -761,6 +764,44 @@ static int admission_setup(struct kubelet *k) {
         node_allocatable(&in, &k->admission.cpu_milli, &k->admission.memory_bytes, &storage);
         k->admission.max_pods = k->opts->max_pods;
         machine_info_done(&machine);
+        /* pkg/kubelet/sysctl NewAllowlist: every unsafe sysctl allowed must be namespaced */
+        if (!isempty(k->opts->allowed_unsafe_sysctls)) {
+                _cleanup_free_ char *copy = strdup(k->opts->allowed_unsafe_sysctls);
+                char *save = NULL;
+                if (!copy)
+                        return -ENOMEM;
+                for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+                        _cleanup_free_ char *msg = NULL;
+                        while (*t == ' ')
+                                t++;
+                        if (!*t)
+                                continue;
+                        r = kr_sysctl_check_allowed_unsafe(t, &msg);
+                        if (r < 0)
+                                return log_error_errno(r, "invalid --allowed-unsafe-sysctls: %s", msg ? msg : strerror(-r));
+                        r = strv_extend(&k->admission.allowed_unsafe_sysctls, t);
+                        if (r < 0)
+                                return -ENOMEM;
+                }
+        }
+        /* --cluster-dns: the pods' nameservers (dnsPolicy ClusterFirst) */
+        if (!isempty(k->opts->cluster_dns)) {
+                _cleanup_free_ char *copy = strdup(k->opts->cluster_dns);
+                char *save = NULL;
+                if (!copy)
+                        return -ENOMEM;
+                for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+                        unsigned char addr[16];
+                        while (*t == ' ')
+                                t++;
+                        if (!*t)
+                                continue;
+                        if (inet_pton(AF_INET, t, addr) != 1 && inet_pton(AF_INET6, t, addr) != 1)
+                                return log_error_errno(-EINVAL, "invalid --cluster-dns IP address \"%s\"", t);
+                        if (strv_extend(&k->cluster_dns, t) < 0)
+                                return -ENOMEM;
+                }
+        }
         return 0;
 }
 
@@ -879,6 +920,8 @@ struct kubelet *kubelet_free(struct kubelet *k) {
         if (!k)
                 return NULL;
         k->stopping = true;
+        k->admission.allowed_unsafe_sysctls = strv_free(k->admission.allowed_unsafe_sysctls);
+        k->cluster_dns = strv_free(k->cluster_dns);
         /* the API first: its streams and calls hold CRI calls and containers */
         k->server = api_server_free(k->server);
         if (k->housekeeping)

@@ -54,6 +54,10 @@ struct pod_sync {
         const struct kr_auth **creds;
         size_t n_creds, cred_index;
         char *pull_errors;
+        /* the image's user (ImageStatus), for runAsUser and runAsNonRoot */
+        bool image_user_known, image_uid_set, after_pull;
+        int64_t image_uid;
+        char *image_username;
 
         bool did_work;
         bool error;
@@ -95,6 +99,7 @@ void pod_sync_free(struct pod_sync *s) {
         free(s->creds);
         free(s->pull_errors);
         free(s->cgroup_parent);
+        free(s->image_username);
         free(s);
 }
 
@@ -112,6 +117,15 @@ static void build_context(const struct pod_sync *s, struct kr_build_context *ret
                 .pod_ip = s->pod && s->pod->spec.host_network ? s->k->node_ip : s->pod_ip,
                 .objects = s->objects,
                 .cgroup_parent = s->cgroup_parent,
+                .alloc_cpu_milli = s->k->admission.cpu_milli,
+                .alloc_memory_bytes = s->k->admission.memory_bytes,
+                .image_user_known = s->image_user_known,
+                .image_uid_set = s->image_uid_set,
+                .image_uid = s->image_uid,
+                .image_username = s->image_username,
+                .cluster_dns = s->k->cluster_dns,
+                .cluster_domain = s->k->opts->cluster_domain,
+                .resolv_conf = s->k->opts->resolv_conf,
         };
 }
 
@@ -674,6 +688,7 @@ static void phase_create_sandbox(struct pod_sync *s) {
         Runtime__V1__RunPodSandboxRequest req = RUNTIME__V1__RUN_POD_SANDBOX_REQUEST__INIT;
         _cleanup_free_ char *logdir = NULL;
         struct kr_build_context ctx;
+        struct kr_build_report report = {};
         int r;
 
         if (s->error || !s->pod) {
@@ -689,12 +704,20 @@ static void phase_create_sandbox(struct pod_sync *s) {
                 return;
         }
         build_context(s, &ctx);
+        ctx.report = &report;
         r = kr_build_sandbox_config(s->pod, s->actions.attempt, &ctx, &s->sandbox_config);
+        /* the DNS events (MissingClusterDNS, DNSConfigForming), when a sandbox is made, as upstream */
+        for (size_t i = 0; s->actions.create_sandbox && report.event_reasons && report.event_reasons[i]; i++)
+                pod_worker_event(s->w, NULL, "Warning", report.event_reasons[i], "%s", report.event_messages[i]);
         if (r < 0) {
+                if (report.error)
+                        log_error("pod %s: building the sandbox config: %s", pod_desc(s), report.error);
+                kr_build_report_done(&report);
                 call_failed(s, "building the sandbox config", r);
                 sync_finish(s);
                 return;
         }
+        kr_build_report_done(&report);
         if (!s->actions.create_sandbox) {
                 if (free_and_strdup(&s->sandbox_id, s->actions.sandbox_id) < 0)
                         s->error = true;
@@ -844,6 +867,7 @@ static void create_container(struct pod_sync *s) {
         Runtime__V1__ContainerConfig *cfg = NULL;
         _cleanup_free_ char *podlog = NULL, *dir = NULL;
         struct kr_build_context ctx;
+        struct kr_build_report report = {};
         uint32_t restart_count = next_restart_count(s, c);
         int r;
 
@@ -855,13 +879,21 @@ static void create_container(struct pod_sync *s) {
                 return;
         }
         build_context(s, &ctx);
+        ctx.report = &report;
         r = kr_build_container_config(s->pod, c, restart_count, s->image_ref, &ctx, &cfg);
+        for (size_t i = 0; report.event_reasons && report.event_reasons[i]; i++)
+                pod_worker_event(s->w, NULL, "Warning", report.event_reasons[i], "%s", report.event_messages[i]);
         if (r < 0) {
-                pod_worker_set_waiting(s->w, c->name, "CreateContainerConfigError", "%s", strerror(-r));
-                call_failed(s, "building the container config", r);
+                const char *msg = report.error ? report.error : strerror(-r);
+                pod_worker_set_waiting(s->w, c->name, "CreateContainerConfigError", "%s", msg);
+                pod_worker_event(s->w, c->name, "Warning", "Failed", "Error: %s", msg);
+                log_error("pod %s: container %s: CreateContainerConfigError: %s", pod_desc(s), c->name, msg);
+                kr_build_report_done(&report);
+                s->error = true;
                 start_one_done(s);
                 return;
         }
+        kr_build_report_done(&report);
         req.pod_sandbox_id = s->sandbox_id;
         req.config = cfg;
         req.sandbox_config = s->sandbox_config;
@@ -883,6 +915,7 @@ static char *image_backoff_key(const struct pod_sync *s, const struct container 
 }
 
 static void pull_image_try(struct pod_sync *s);
+static void image_status_query(struct pod_sync *s, const char *image);
 
 static void on_pull_image(const struct cri_reply *reply, void *userdata) {
         struct pod_sync *s = userdata;
@@ -927,7 +960,9 @@ static void on_pull_image(const struct cri_reply *reply, void *userdata) {
                 start_one_done(s);
                 return;
         }
-        create_container(s);
+        /* the pulled image's user, as getImageUser asks for it before creating the container */
+        s->after_pull = true;
+        image_status_query(s, s->image_ref);
 }
 
 static void pull_image(struct pod_sync *s) {
@@ -1008,6 +1043,18 @@ static void on_image_status(const struct cri_reply *reply, void *userdata) {
                 return;
         }
         if (resp->image && !isempty(resp->image->id)) {
+                s->image_user_known = true;
+                s->image_uid_set = resp->image->uid != NULL;
+                s->image_uid = resp->image->uid ? resp->image->uid->value : 0;
+                if (free_and_strdup(&s->image_username, isempty(resp->image->username) ? NULL : resp->image->username) < 0) {
+                        s->error = true;
+                        start_one_done(s);
+                        return;
+                }
+                if (s->after_pull) {
+                        create_container(s);
+                        return;
+                }
                 log_v(3, "pod %s: container image \"%s\" already present on machine", pod_desc(s), c->image);
                 pod_worker_event(s->w, c->name, "Normal", "Pulled", "Container image \"%s\" already present on machine",
                                  c->image);
@@ -1016,6 +1063,11 @@ static void on_image_status(const struct cri_reply *reply, void *userdata) {
                         start_one_done(s);
                         return;
                 }
+                create_container(s);
+                return;
+        }
+        if (s->after_pull) {
+                /* just pulled, yet not listed: create it anyway (the image's user stays unknown) */
                 create_container(s);
                 return;
         }
@@ -1087,9 +1139,6 @@ static bool volumes_ready(struct pod_sync *s) {
 
 static void phase_start_next(struct pod_sync *s) {
         const struct container *c;
-        Runtime__V1__ImageStatusRequest req = RUNTIME__V1__IMAGE_STATUS_REQUEST__INIT;
-        Runtime__V1__ImageSpec spec = RUNTIME__V1__IMAGE_SPEC__INIT;
-        int r;
 
         if (s->step == 0 && s->pod && !s->k->stopping && !isempty(s->sandbox_id) && !volumes_ready(s)) {
                 sync_finish(s);
@@ -1102,6 +1151,10 @@ static void phase_start_next(struct pod_sync *s) {
         c = current_container(s);
         free(s->image_ref);
         s->image_ref = NULL;
+        s->image_user_known = s->image_uid_set = s->after_pull = false;
+        s->image_uid = 0;
+        free(s->image_username);
+        s->image_username = NULL;
 
         if (in_crash_backoff(s, c)) {
                 start_one_done(s);
@@ -1111,7 +1164,15 @@ static void phase_start_next(struct pod_sync *s) {
                 pull_image(s);
                 return;
         }
-        spec.image = c->image;
+        image_status_query(s, c->image);
+}
+
+static void image_status_query(struct pod_sync *s, const char *image) {
+        Runtime__V1__ImageStatusRequest req = RUNTIME__V1__IMAGE_STATUS_REQUEST__INIT;
+        Runtime__V1__ImageSpec spec = RUNTIME__V1__IMAGE_SPEC__INIT;
+        int r;
+
+        spec.image = (char *) image;
         req.image = &spec;
         r = cri_image_status(s->k->cri, &req, 0, on_image_status, s);
         if (r < 0) {

@@ -6,6 +6,9 @@
 #include <sys/sysinfo.h>
 
 #include "kuberuntime/actions.h"
+#include "kuberuntime/dns.h"
+#include "kuberuntime/env.h"
+#include "kuberuntime/security.h"
 #include "kuberuntime/labels.h"
 #include "kuberuntime/resources.h"
 #include "kuberuntime/termination.h"
@@ -220,6 +223,10 @@ int kr_build_sandbox_config(const struct pod *pod, uint32_t attempt, const struc
         cfg->log_directory = kr_pod_log_dir(ctx->pod_logs_dir, pod);
         if (!cfg->log_directory)
                 goto fail;
+        r = kr_pod_dns_config(pod, ctx, &cfg->dns_config);
+        if (r < 0)
+                goto fail;
+        r = -ENOMEM;
 
         for (size_t i = 0; i < pod->spec.n_containers; i++)
                 nports += pod->spec.containers[i].n_ports;
@@ -267,6 +274,8 @@ int kr_build_sandbox_config(const struct pod *pod, uint32_t attempt, const struc
                 goto fail;
         *sc = (Runtime__V1__LinuxSandboxSecurityContext) RUNTIME__V1__LINUX_SANDBOX_SECURITY_CONTEXT__INIT;
         r = namespace_options(pod, false, &sc->namespace_options);
+        if (r >= 0)
+                r = kr_sandbox_security_context(pod, ctx, lx);
         if (r < 0)
                 goto fail;
         if (ctx && !isempty(ctx->cgroup_parent)) {
@@ -283,24 +292,6 @@ fail:
         strmap_done(&labels);
         kr_pb_free(cfg);
         return r < 0 ? r : -ENOMEM;
-}
-
-static int strv_to_pb(char *const *l, size_t *ret_n, char ***ret) {
-        size_t n = strv_length(l);
-        char **a;
-        if (n == 0)
-                return 0;
-        a = calloc(n, sizeof(char *));
-        if (!a)
-                return -ENOMEM;
-        *ret = a;
-        for (size_t i = 0; i < n; i++) {
-                a[i] = strdup(l[i]);
-                if (!a[i])
-                        return -ENOMEM;
-                *ret_n = i + 1;
-        }
-        return 0;
 }
 
 /* The node's memory capacity, for the OOM score of burstable containers. */
@@ -344,31 +335,12 @@ int kr_build_container_config(const struct pod *pod, const struct container *c, 
         if (!(cfg->image->user_specified_image = strdup(c->image)))
                 goto fail;
 
-        if (strv_to_pb(c->command, &cfg->n_command, &cfg->command) < 0 ||
-            strv_to_pb(c->args, &cfg->n_args, &cfg->args) < 0)
+        r = kr_build_env(pod, c, ctx, cfg); /* environment, and command and args expanded with it */
+        if (r < 0)
                 goto fail;
+        r = -ENOMEM;
         if (!isempty(c->working_dir) && !(cfg->working_dir = strdup(c->working_dir)))
                 goto fail;
-
-        if (c->n_env > 0) {
-                cfg->envs = calloc(c->n_env, sizeof(*cfg->envs));
-                if (!cfg->envs)
-                        goto fail;
-                for (size_t i = 0; i < c->n_env; i++) {
-                        Runtime__V1__KeyValue *kv;
-                        if (!c->env[i].value && c->env[i].value_from)
-                                continue; /* valueFrom sources arrive with the volumes/env issue */
-                        kv = malloc(sizeof(*kv));
-                        if (!kv)
-                                goto fail;
-                        *kv = (Runtime__V1__KeyValue) RUNTIME__V1__KEY_VALUE__INIT;
-                        cfg->envs[cfg->n_envs++] = kv;
-                        kv->key = strdup(c->env[i].name);
-                        kv->value = strdup(c->env[i].value ? c->env[i].value : "");
-                        if (!kv->key || !kv->value)
-                                goto fail;
-                }
-        }
 
         r = vol_container_mounts(pod, c, ctx, &cfg->mounts, &cfg->n_mounts);
         if (r < 0)
@@ -421,6 +393,20 @@ int kr_build_container_config(const struct pod *pod, const struct container *c, 
                 goto fail;
         *sc = (Runtime__V1__LinuxContainerSecurityContext) RUNTIME__V1__LINUX_CONTAINER_SECURITY_CONTEXT__INIT;
         r = namespace_options(pod, true, &sc->namespace_options);
+        if (r >= 0)
+                r = kr_container_security_context(pod, c, ctx, sc);
+        if (r >= 0 && ctx->image_user_known) {
+                /* getImageUser: no numeric user and no name is root */
+                const int64_t root = 0, *uid = ctx->image_uid_set ? &ctx->image_uid
+                                                 : isempty(ctx->image_username) ? &root : NULL;
+                char *msg = NULL;
+                r = kr_verify_run_as_non_root(pod, c, uid, ctx->image_username, &msg);
+                if (msg && ctx->report) {
+                        free(ctx->report->error);
+                        ctx->report->error = msg;
+                } else
+                        free(msg);
+        }
         if (r < 0)
                 goto fail;
         r = kr_termination_message_mount(pod, c, ctx->root_dir, cfg);

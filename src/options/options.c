@@ -65,6 +65,9 @@ static const struct flag_def flag_defs[] = {
         { "address", 0, FLAG_STRING, OFF(address), "address", "string",
           "The IP address for the Kubelet to serve on (set to '0.0.0.0' or '::' for listening on all interfaces and "
           "IP address families)" },
+        { "allowed-unsafe-sysctls", 0, FLAG_STRING, OFF(allowed_unsafe_sysctls), NULL, "strings",
+          "Comma-separated allowlist of unsafe sysctls or unsafe sysctl patterns (ending in *). Use these at your "
+          "own risk." },
         { "anonymous-auth", 0, FLAG_BOOL, OFF(anonymous_auth), "authentication.anonymous.enabled", "",
           "Enables anonymous requests to the Kubelet server. Requests that are not rejected by another authentication "
           "method are treated as anonymous requests. Anonymous requests have a username of system:anonymous, and a "
@@ -89,6 +92,12 @@ static const struct flag_def flag_defs[] = {
         { "client-ca-file", 0, FLAG_STRING, OFF(client_ca_file), "authentication.x509.clientCAFile", "string",
           "If set, any request presenting a client certificate signed by one of the authorities in the client-ca-file "
           "is authenticated with an identity corresponding to the CommonName of the client certificate." },
+        { "cluster-dns", 0, FLAG_STRING, OFF(cluster_dns), NULL, "strings",
+          "Comma-separated list of DNS server IP address. This value is used for containers DNS server in case of "
+          "Pods with \"dnsPolicy=ClusterFirst\"." },
+        { "cluster-domain", 0, FLAG_STRING, OFF(cluster_domain), NULL, "string",
+          "Domain for this cluster. If set, kubelet will configure all containers to search this domain in addition "
+          "to the host's search domains" },
         { "config", 0, FLAG_STRING, OFF(config_path), NULL, "string",
           "The Kubelet will load its initial configuration from this file (KubeletConfiguration, "
           "kubelet.config.k8s.io/v1beta1, YAML or JSON). The path may be absolute or relative; relative paths start "
@@ -159,6 +168,8 @@ static const struct flag_def flag_defs[] = {
         { "register-with-taints", 0, FLAG_STRING, OFF(register_with_taints), "registerWithTaints", "string",
           "Register the node with the given list of taints (comma separated \"<key>=<value>:<effect>\"). No-op if "
           "register-node is false." },
+        { "resolv-conf", 0, FLAG_STRING, OFF(resolv_conf), NULL, "string",
+          "Resolver configuration file used as the basis for the container DNS resolution configuration." },
         { "root-dir", 0, FLAG_STRING, OFF(root_dir), NULL, "string",
           "Directory path for managing kubelet files (volume mounts,etc)." },
         { "runtime-request-timeout", 0, FLAG_DURATION, OFF(runtime_request_timeout_usec), "runtimeRequestTimeout",
@@ -272,9 +283,10 @@ int kubelet_options_init(struct kubelet_options *o) {
         o->cgroup_driver = strdup("cgroupfs");
         o->enforce_node_allocatable = strdup("pods");
         o->pod_pids_limit = -1;
+        o->resolv_conf = strdup("/etc/resolv.conf");
         if (!o->container_runtime_endpoint || !o->root_dir || !o->pod_logs_dir || !o->address ||
             !o->healthz_bind_address || !o->cert_dir || !o->authorization_mode || !o->cgroup_root ||
-            !o->cgroup_driver || !o->enforce_node_allocatable) {
+            !o->cgroup_driver || !o->enforce_node_allocatable || !o->resolv_conf) {
                 kubelet_options_done(o);
                 return -ENOMEM;
         }
@@ -310,6 +322,10 @@ void kubelet_options_done(struct kubelet_options *o) {
         free(o->cgroup_root);
         free(o->cgroup_driver);
         free(o->enforce_node_allocatable);
+        free(o->allowed_unsafe_sysctls);
+        free(o->cluster_dns);
+        free(o->cluster_domain);
+        free(o->resolv_conf);
         *o = (struct kubelet_options){};
 }
 

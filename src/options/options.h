@@ -73,6 +73,10 @@ struct kubelet_options {
         char *enforce_node_allocatable;      /* --enforce-node-allocatable / enforceNodeAllocatable: comma list,
                                                 "pods" (default) or "" */
         int64_t pod_pids_limit;              /* --pod-max-pids / podPidsLimit, -1 = no limit */
+        char *allowed_unsafe_sysctls;        /* --allowed-unsafe-sysctls: "kernel.msg*,net.core.somaxconn" */
+        char *cluster_dns;                   /* --cluster-dns: comma-separated IPs */
+        char *cluster_domain;                /* --cluster-domain */
+        char *resolv_conf;                   /* --resolv-conf, default /etc/resolv.conf; "" = none */
 };
 
 /* Fill defaults. */

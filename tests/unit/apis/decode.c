@@ -137,9 +137,8 @@ static void test_full_pod(void **state) {
         assert_string_equal(c->env[1].name, "POD_NAME");
         assert_null(c->env[1].value);
         assert_non_null(c->env[1].value_from);
-        assert_string_equal(json_string_value(json_object_get(json_object_get(c->env[1].value_from, "fieldRef"),
-                                                              "fieldPath")),
-                            "metadata.name");
+        assert_non_null(c->env[1].value_from->field_ref);
+        assert_string_equal(c->env[1].value_from->field_ref->field_path, "metadata.name");
         assert_int_equal(c->n_ports, 2);
         assert_string_equal(c->ports[0].name, "http");
         assert_int_equal(c->ports[0].container_port, 8080);

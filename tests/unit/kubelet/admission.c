@@ -91,10 +91,32 @@ static void test_admit(void **state) {
         pod_free(none);
 }
 
+static void test_sysctls(void **state) {
+        char *allowed[] = { "net.core.somaxconn", NULL };
+        struct admission_node node = { .max_pods = 1, .cpu_milli = 1000, .memory_bytes = 1024 * MIB };
+        const char *reason = NULL;
+        char *message = NULL;
+        struct pod *p;
+
+        p = parse_pod("  securityContext: {sysctls: [{name: net.ipv4.tcp_syncookies, value: '1'}, "
+                      "{name: net.core.somaxconn, value: '1024'}]}\n  containers:\n  - {name: a, image: i}\n");
+        /* checked before the resources: a forbidden sysctl is reported even when the node is full */
+        assert_int_equal(pod_admit(p, (const struct pod *const *) &p, 1, &node, &reason, &message), -ENOSPC);
+        assert_string_equal(reason, "SysctlForbidden");
+        assert_string_equal(message, "Pod was rejected: forbidden sysctl: \"net.core.somaxconn\" not allowlisted");
+        free(message);
+        message = NULL;
+        node.allowed_unsafe_sysctls = allowed;
+        assert_int_equal(pod_admit(p, NULL, 0, &node, &reason, &message), 0);
+        assert_null(message);
+        pod_free(p);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_requests),
                 cmocka_unit_test(test_admit),
+                cmocka_unit_test(test_sysctls),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,366 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "kuberuntime/security.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "kuberuntime/config.h"
+
+bool kr_effective_security_context(const struct pod *pod, const struct container *c, struct security_context *ret) {
+        const struct pod_security_context *ps = pod->spec.security_context;
+        const struct security_context *cs = c->security_context;
+        struct security_context e = {};
+
+        if (!ps && !cs) {
+                *ret = e;
+                return false;
+        }
+        if (ps) {
+                e.has_run_as_user = ps->has_run_as_user;
+                e.run_as_user = ps->run_as_user;
+                e.has_run_as_group = ps->has_run_as_group;
+                e.run_as_group = ps->run_as_group;
+                e.has_run_as_non_root = ps->has_run_as_non_root;
+                e.run_as_non_root = ps->run_as_non_root;
+        }
+        if (cs) {
+                e.capabilities_add = cs->capabilities_add; /* borrowed */
+                e.capabilities_drop = cs->capabilities_drop;
+                if (cs->has_privileged)
+                        e.has_privileged = true, e.privileged = cs->privileged;
+                e.proc_mount = cs->proc_mount;
+                if (cs->has_run_as_user)
+                        e.has_run_as_user = true, e.run_as_user = cs->run_as_user;
+                if (cs->has_run_as_group)
+                        e.has_run_as_group = true, e.run_as_group = cs->run_as_group;
+                if (cs->has_run_as_non_root)
+                        e.has_run_as_non_root = true, e.run_as_non_root = cs->run_as_non_root;
+                if (cs->has_read_only_root_filesystem)
+                        e.has_read_only_root_filesystem = true, e.read_only_root_filesystem = cs->read_only_root_filesystem;
+                if (cs->has_allow_privilege_escalation)
+                        e.has_allow_privilege_escalation = true, e.allow_privilege_escalation = cs->allow_privilege_escalation;
+        }
+        *ret = e;
+        return true;
+}
+
+static int int64_value(int64_t v, Runtime__V1__Int64Value **ret) {
+        Runtime__V1__Int64Value *i = malloc(sizeof(*i));
+        if (!i)
+                return -ENOMEM;
+        *i = (Runtime__V1__Int64Value) RUNTIME__V1__INT64_VALUE__INIT;
+        i->value = v;
+        *ret = i;
+        return 0;
+}
+
+static int strv_dup_pb(char *const *l, size_t *ret_n, char ***ret) {
+        size_t n = strv_length(l);
+        if (n == 0)
+                return 0;
+        *ret = calloc(n, sizeof(char *));
+        if (!*ret)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                (*ret)[i] = strdup(l[i]);
+                if (!(*ret)[i])
+                        return -ENOMEM;
+                *ret_n = i + 1;
+        }
+        return 0;
+}
+
+/* getSeccompProfile (no --seccomp-default: Unconfined when neither level sets one) */
+static int seccomp_profile(const struct seccomp_profile *container_sp, const struct pod *pod,
+                           const struct kr_build_context *ctx, Runtime__V1__SecurityProfile **ret) {
+        const struct seccomp_profile *sp = container_sp;
+        Runtime__V1__SecurityProfile *p;
+
+        if (!sp && pod->spec.security_context)
+                sp = pod->spec.security_context->seccomp_profile;
+        p = malloc(sizeof(*p));
+        if (!p)
+                return -ENOMEM;
+        *p = (Runtime__V1__SecurityProfile) RUNTIME__V1__SECURITY_PROFILE__INIT;
+        *ret = p;
+        if (!sp || isempty(sp->type) || streq(sp->type, "Unconfined"))
+                p->profile_type = RUNTIME__V1__SECURITY_PROFILE__PROFILE_TYPE__Unconfined;
+        else if (streq(sp->type, "RuntimeDefault"))
+                p->profile_type = RUNTIME__V1__SECURITY_PROFILE__PROFILE_TYPE__RuntimeDefault;
+        else {
+                p->profile_type = RUNTIME__V1__SECURITY_PROFILE__PROFILE_TYPE__Localhost;
+                if (asprintf(&p->localhost_ref, "%s/seccomp/%s", ctx && ctx->root_dir ? ctx->root_dir : "/var/lib/kubelet",
+                             strempty(sp->localhost_profile)) < 0) {
+                        p->localhost_ref = NULL;
+                        return -ENOMEM;
+                }
+        }
+        return 0;
+}
+
+static int add_groups(const struct pod_security_context *ps, size_t *ret_n, int64_t **ret) {
+        size_t n;
+        if (!ps)
+                return 0;
+        n = ps->n_supplemental_groups + (ps->has_fs_group ? 1 : 0);
+        if (n == 0)
+                return 0;
+        *ret = calloc(n, sizeof(int64_t));
+        if (!*ret)
+                return -ENOMEM;
+        if (ps->has_fs_group)
+                (*ret)[(*ret_n)++] = ps->fs_group;
+        for (size_t i = 0; i < ps->n_supplemental_groups; i++)
+                (*ret)[(*ret_n)++] = ps->supplemental_groups[i];
+        return 0;
+}
+
+/* securitycontext.ConvertToRuntimeMaskedPaths / ReadonlyPaths for procMount Default */
+static const char *const default_masked_paths[] = {
+        "/proc/asound", "/proc/acpi", "/proc/kcore", "/proc/keys", "/proc/latency_stats", "/proc/timer_list",
+        "/proc/timer_stats", "/proc/sched_debug", "/proc/scsi", "/sys/firmware", "/sys/devices/virtual/powercap", NULL,
+};
+static const char *const default_readonly_paths[] = {
+        "/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger", NULL,
+};
+
+int kr_container_security_context(const struct pod *pod, const struct container *c, const struct kr_build_context *ctx,
+                                  Runtime__V1__LinuxContainerSecurityContext *sc) {
+        struct security_context e;
+        int r;
+
+        (void) kr_effective_security_context(pod, c, &e);
+        if (e.has_run_as_user) {
+                r = int64_value(e.run_as_user, &sc->run_as_user);
+                if (r < 0)
+                        return r;
+        } else if (ctx && ctx->image_user_known) {
+                /* getImageUser: the image's numeric user, else its user name, else root */
+                if (ctx->image_uid_set || isempty(ctx->image_username)) {
+                        r = int64_value(ctx->image_uid_set ? ctx->image_uid : 0, &sc->run_as_user);
+                        if (r < 0)
+                                return r;
+                } else if (!(sc->run_as_username = strdup(ctx->image_username)))
+                        return -ENOMEM;
+        }
+        if (e.has_run_as_group) {
+                r = int64_value(e.run_as_group, &sc->run_as_group);
+                if (r < 0)
+                        return r;
+        }
+        sc->privileged = e.has_privileged && e.privileged;
+        sc->readonly_rootfs = e.has_read_only_root_filesystem && e.read_only_root_filesystem;
+        if (e.capabilities_add || e.capabilities_drop) {
+                sc->capabilities = malloc(sizeof(*sc->capabilities));
+                if (!sc->capabilities)
+                        return -ENOMEM;
+                *sc->capabilities = (Runtime__V1__Capability) RUNTIME__V1__CAPABILITY__INIT;
+                r = strv_dup_pb(e.capabilities_add, &sc->capabilities->n_add_capabilities,
+                                &sc->capabilities->add_capabilities);
+                if (r >= 0)
+                        r = strv_dup_pb(e.capabilities_drop, &sc->capabilities->n_drop_capabilities,
+                                        &sc->capabilities->drop_capabilities);
+                if (r < 0)
+                        return r;
+        }
+        r = add_groups(pod->spec.security_context, &sc->n_supplemental_groups, &sc->supplemental_groups);
+        if (r < 0)
+                return r;
+        /* AddNoNewPrivileges: only an explicit allowPrivilegeEscalation: false */
+        sc->no_new_privs = e.has_allow_privilege_escalation && !e.allow_privilege_escalation;
+        r = seccomp_profile(c->security_context ? c->security_context->seccomp_profile : NULL, pod, ctx, &sc->seccomp);
+        if (r < 0)
+                return r;
+        if (!e.proc_mount || streq(e.proc_mount, "Default")) {
+                r = strv_dup_pb((char *const *) default_masked_paths, &sc->n_masked_paths, &sc->masked_paths);
+                if (r >= 0)
+                        r = strv_dup_pb((char *const *) default_readonly_paths, &sc->n_readonly_paths, &sc->readonly_paths);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static bool has_privileged_container(const struct pod *pod) {
+        for (size_t i = 0; i < pod->spec.n_containers; i++) {
+                const struct security_context *s = pod->spec.containers[i].security_context;
+                if (s && s->has_privileged && s->privileged)
+                        return true;
+        }
+        for (size_t i = 0; i < pod->spec.n_init_containers; i++) {
+                const struct security_context *s = pod->spec.init_containers[i].security_context;
+                if (s && s->has_privileged && s->privileged)
+                        return true;
+        }
+        return false;
+}
+
+int kr_sandbox_security_context(const struct pod *pod, const struct kr_build_context *ctx,
+                                Runtime__V1__LinuxPodSandboxConfig *lx) {
+        const struct pod_security_context *ps = pod->spec.security_context;
+        Runtime__V1__LinuxSandboxSecurityContext *sc = lx->security_context;
+        int r;
+
+        if (ps && ps->has_run_as_user && (r = int64_value(ps->run_as_user, &sc->run_as_user)) < 0)
+                return r;
+        if (ps && ps->has_run_as_group && (r = int64_value(ps->run_as_group, &sc->run_as_group)) < 0)
+                return r;
+        r = add_groups(ps, &sc->n_supplemental_groups, &sc->supplemental_groups);
+        if (r < 0)
+                return r;
+        sc->privileged = has_privileged_container(pod);
+        r = seccomp_profile(NULL, pod, ctx, &sc->seccomp);
+        if (r < 0)
+                return r;
+        if (ps && ps->n_sysctls > 0) {
+                lx->sysctls = calloc(ps->n_sysctls, sizeof(*lx->sysctls));
+                if (!lx->sysctls)
+                        return -ENOMEM;
+                for (size_t i = 0; i < ps->n_sysctls; i++) {
+                        Runtime__V1__LinuxPodSandboxConfig__SysctlsEntry *e = malloc(sizeof(*e));
+                        if (!e)
+                                return -ENOMEM;
+                        *e = (Runtime__V1__LinuxPodSandboxConfig__SysctlsEntry)
+                                RUNTIME__V1__LINUX_POD_SANDBOX_CONFIG__SYSCTLS_ENTRY__INIT;
+                        lx->sysctls[lx->n_sysctls++] = e;
+                        e->key = strdup(strempty(ps->sysctls[i].name));
+                        e->value = strdup(strempty(ps->sysctls[i].value));
+                        if (!e->key || !e->value)
+                                return -ENOMEM;
+                }
+        }
+        return 0;
+}
+
+int kr_verify_run_as_non_root(const struct pod *pod, const struct container *c, const int64_t *image_uid,
+                              const char *image_username, char **ret_message) {
+        struct security_context e;
+        int k;
+
+        if (!kr_effective_security_context(pod, c, &e) || !e.has_run_as_non_root || !e.run_as_non_root)
+                return 0;
+        if (e.has_run_as_user) {
+                if (e.run_as_user != 0)
+                        return 0;
+                k = asprintf(ret_message, "container's runAsUser breaks non-root policy (pod: \"%s_%s(%s)\", container: %s)",
+                             pod->name, pod->namespace_, pod->uid, c->name);
+        } else if (image_uid && *image_uid == 0)
+                k = asprintf(ret_message,
+                             "container has runAsNonRoot and image will run as root (pod: \"%s_%s(%s)\", container: %s)",
+                             pod->name, pod->namespace_, pod->uid, c->name);
+        else if (!image_uid && !isempty(image_username))
+                k = asprintf(ret_message,
+                             "container has runAsNonRoot and image has non-numeric user (%s), cannot verify user is "
+                             "non-root (pod: \"%s_%s(%s)\", container: %s)",
+                             image_username, pod->name, pod->namespace_, pod->uid, c->name);
+        else
+                return 0;
+        if (k < 0) {
+                *ret_message = NULL;
+                return -ENOMEM;
+        }
+        return -EPERM;
+}
+
+/* ---------------------------------------------------------------- sysctls */
+
+enum sysctl_ns { SYSCTL_NS_UNKNOWN, SYSCTL_NS_IPC, SYSCTL_NS_NET };
+
+/* the namespace a sysctl (or prefix) belongs to (pkg/kubelet/sysctl/namespace.go) */
+static enum sysctl_ns sysctl_namespace(const char *s) {
+        if (startswith(s, "kernel.shm") || startswith(s, "kernel.msg") || startswith(s, "fs.mqueue.") ||
+            streq(s, "kernel.sem"))
+                return SYSCTL_NS_IPC;
+        if (startswith(s, "net."))
+                return SYSCTL_NS_NET;
+        return SYSCTL_NS_UNKNOWN;
+}
+
+/* SafeSysctlAllowlist */
+static const char *const safe_sysctls[] = {
+        "kernel.shm_rmid_forced",
+        "net.ipv4.ip_local_port_range",
+        "net.ipv4.tcp_syncookies",
+        "net.ipv4.ping_group_range",
+        "net.ipv4.ip_unprivileged_port_start",
+        "net.ipv4.ip_local_reserved_ports",
+        "net.ipv4.tcp_keepalive_time",
+        "net.ipv4.tcp_fin_timeout",
+        "net.ipv4.tcp_keepalive_intvl",
+        "net.ipv4.tcp_keepalive_probes",
+        "net.ipv4.tcp_rmem",
+        "net.ipv4.tcp_wmem",
+};
+
+int kr_sysctl_check_allowed_unsafe(const char *pattern, char **ret_message) {
+        _cleanup_free_ char *base = strdup(pattern);
+        size_t l;
+
+        if (!base)
+                return -ENOMEM;
+        l = strlen(base);
+        if (l > 0 && base[l - 1] == '*')
+                base[l - 1] = 0;
+        if (sysctl_namespace(base) != SYSCTL_NS_UNKNOWN)
+                return 0;
+        if (asprintf(ret_message, "the sysctls \"%s\" are not known to be namespaced", pattern) < 0) {
+                *ret_message = NULL;
+                return -ENOMEM;
+        }
+        return -EINVAL;
+}
+
+static int sysctl_allowed(const char *name, char *const *allowed_unsafe, bool host_net, bool host_ipc,
+                          char **ret_message) {
+        _cleanup_free_ char *s = strdup(name);
+        bool found = false;
+        enum sysctl_ns ns;
+        int k;
+
+        if (!s)
+                return -ENOMEM;
+        /* NormalizeName: "net/ipv4/x" → "net.ipv4.x" (a name with both separators keeps its dots as slashes) */
+        if (strchr(s, '/')) {
+                for (char *p = s; *p; p++)
+                        *p = *p == '.' ? '/' : *p == '/' ? '.' : *p;
+        }
+        for (size_t i = 0; i < ELEMENTSOF(safe_sysctls) && !found; i++)
+                found = streq(s, safe_sysctls[i]);
+        for (size_t i = 0; allowed_unsafe && allowed_unsafe[i] && !found; i++) {
+                const char *a = allowed_unsafe[i];
+                size_t l = strlen(a);
+                found = (l > 0 && a[l - 1] == '*') ? strncmp(s, a, l - 1) == 0 : streq(s, a);
+        }
+        if (!found) {
+                k = asprintf(ret_message, "forbidden sysctl: \"%s\" not allowlisted", s);
+                goto fail;
+        }
+        ns = sysctl_namespace(s);
+        if (ns == SYSCTL_NS_IPC && host_ipc) {
+                k = asprintf(ret_message, "forbidden sysctl: \"%s\" not allowed with host ipc enabled", s);
+                goto fail;
+        }
+        if (ns == SYSCTL_NS_NET && host_net) {
+                k = asprintf(ret_message, "forbidden sysctl: \"%s\" not allowed with host net enabled", s);
+                goto fail;
+        }
+        return 0;
+fail:
+        if (k < 0) {
+                *ret_message = NULL;
+                return -ENOMEM;
+        }
+        return -EPERM;
+}
+
+int kr_sysctls_admit(const struct pod *pod, char *const *allowed_unsafe, char **ret_message) {
+        const struct pod_security_context *ps = pod->spec.security_context;
+
+        for (size_t i = 0; ps && i < ps->n_sysctls; i++) {
+                int r = sysctl_allowed(strempty(ps->sysctls[i].name), allowed_unsafe, pod->spec.host_network,
+                                       pod->spec.host_ipc, ret_message);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}

@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/* Security contexts (pkg/securitycontext, kuberuntime/security_context.go): the pod's and the container's
+ * merged as upstream, mapped to the CRI; runAsNonRoot checked against the image's user; the sysctl allowlist
+ * (pkg/kubelet/sysctl) used at admission. */
+
+#include "apis/pod.h"
+#include "cri/cri.h"
+
+struct kr_build_context;
+
+/* DetermineEffectiveSecurityContext: the pod's runAsUser/runAsGroup/runAsNonRoot overridden by the
+ * container's fields that are set. Returns false when neither level has a security context. */
+bool kr_effective_security_context(const struct pod *pod, const struct container *c, struct security_context *ret);
+
+/* Fill the container's CRI security context (not its namespace options): run as user/group (from the image's
+ * user when the pod does not say), supplemental groups (fsGroup first, then supplementalGroups), privileged,
+ * capabilities, read-only rootfs, no_new_privs, seccomp, masked and read-only paths. */
+int kr_container_security_context(const struct pod *pod, const struct container *c, const struct kr_build_context *ctx,
+                                  Runtime__V1__LinuxContainerSecurityContext *sc);
+/* The sandbox's: run as user/group, supplemental groups, privileged (any privileged container), seccomp,
+ * and the pod's sysctls into lx->sysctls. */
+int kr_sandbox_security_context(const struct pod *pod, const struct kr_build_context *ctx,
+                                Runtime__V1__LinuxPodSandboxConfig *lx);
+
+/* verifyRunAsNonRoot: 0, or -EPERM with *ret_message (allocated) as upstream words it. image_uid NULL: the image
+ * names a user that is not numeric (image_username) or none. */
+int kr_verify_run_as_non_root(const struct pod *pod, const struct container *c, const int64_t *image_uid,
+                              const char *image_username, char **ret_message);
+
+/* pkg/kubelet/sysctl: the safe sysctls, and the pod admission check against them and --allowed-unsafe-sysctls
+ * (names, or prefixes ending in '*'). 0 = allowed; -EPERM with *ret_message (allocated; "forbidden sysctl:
+ * \"x\" not allowlisted") otherwise. */
+int kr_sysctls_admit(const struct pod *pod, char *const *allowed_unsafe, char **ret_message);
+/* Check an --allowed-unsafe-sysctls entry: it must be namespaced (kernel.shm*, kernel.msg*, kernel.sem,
+ * fs.mqueue.*, net.*). 0 or -EINVAL with *ret_message (allocated). */
+int kr_sysctl_check_allowed_unsafe(const char *pattern, char **ret_message);
