@@ -263,7 +263,8 @@ static int init_container_actions(const struct pod *pod, const struct kr_pod_sta
         }
         if (pod->has_deletion_timestamp)
                 a->n_init_start = 0;
-        qsort(a->init_start, a->n_init_start, sizeof(size_t), cmp_size);
+        if (a->n_init_start > 1)
+                qsort(a->init_start, a->n_init_start, sizeof(size_t), cmp_size);
         *ret_initialized = initialized;
         return 0;
 
