@@ -239,3 +239,109 @@ def test_optional_and_required_missing_configmap(kubelet_factory, apiserver, run
     wait_for(lambda: sh(runtime, cid_of(runtime, "opt"), "cat /cfg/f 2>/dev/null || true") == "now here", 30,
              msg="the optional ConfigMap's content in the running pod")
     assert running(apiserver, "opt")
+
+
+def test_keys_change_binary_data_restart_and_cleanup(kubelet_factory, apiserver, runtime):
+    k = join(kubelet_factory, apiserver)
+    # near the API's 1 MiB object limit
+    apiserver.create("configmaps", {**configmap("keys", {"a": "1", "b": "2", "big": "x" * 900_000}),
+                                    "binaryData": {"bin": base64.b64encode(b"\x00\x01\xfe\xff").decode()}})
+    apiserver.create("secrets", secret("pw", {"p": "old"}))
+    apiserver.create("pods", api_pod("keys", [
+        container("app", SLEEP, volumeMounts=[{"name": "cfg", "mountPath": "/cfg"},
+                                              {"name": "sec", "mountPath": "/sec"}]),
+    ], extra_spec={"volumes": [{"name": "cfg", "configMap": {"name": "keys"}},
+                               {"name": "sec", "secret": {"secretName": "pw"}}]}))
+    apiserver.wait(lambda: running(apiserver, "keys"), timeout=60)
+    uid = apiserver.pod("keys")["metadata"]["uid"]
+    cid = cid_of(runtime, "keys")
+    assert sh(runtime, cid, "ls /cfg").split() == ["a", "b", "big", "bin"]
+    assert sh(runtime, cid, "wc -c < /cfg/big; tr -d x < /cfg/big | wc -c").split() == ["900000", "0"]
+    assert sh(runtime, cid, "od -An -tx1 /cfg/bin").split() == ["00", "01", "fe", "ff"]
+
+    # a key removed and one added: the user-visible names follow
+    apiserver.update("configmaps", configmap("keys", {"a": "1", "c": "3"}))
+    wait_for(lambda: sh(runtime, cid, "ls /cfg").split() == ["a", "c"], 30, msg="keys b and bin gone, c there")
+    assert sh(runtime, cid, "cat /cfg/c") == "3"
+    # a Secret update reaches the running container too
+    apiserver.update("secrets", secret("pw", {"p": "new"}))
+    wait_for(lambda: sh(runtime, cid, "cat /sec/p") == "new", 30, msg="the new secret value")
+
+    # the kubelet killed; the ConfigMap changes meanwhile; after the restart the volume converges and the
+    # container keeps running (not restarted)
+    k.kill9()
+    apiserver.update("configmaps", configmap("keys", {"a": "after restart"}))
+    k.start()
+    wait_for(lambda: sh(runtime, cid, "ls /cfg; cat /cfg/a") == "a\nafter restart", 60,
+             msg="the volume rewritten after the restart")
+    assert runtime.running("keys", "app")[0]["id"] == cid
+    d = volume_dir(k, uid, "configmap", "cfg")
+    assert len([e for e in os.listdir(d) if e.startswith("..") and e != "..data"]) == 1
+    sd = volume_dir(k, uid, "secret", "sec")
+    with open("/proc/self/mountinfo") as f:
+        assert sum(1 for l in f if l.split()[4] == sd) == 1, "the secret tmpfs is mounted once"
+
+    # a required ConfigMap deleted while the pod runs: the pod keeps running with the content it had
+    # (upstream: the volume's SetUp fails, FailedMount, the files stay as they were)
+    apiserver.delete("configmaps", "keys", namespace="default")
+    ev = apiserver.wait(lambda: events(apiserver, "keys", "FailedMount"), timeout=30)
+    assert ev[0]["message"] == 'MountVolume.SetUp failed for volume "cfg" : configmap "keys" not found'
+    assert running(apiserver, "keys") and sh(runtime, cid, "cat /cfg/a") == "after restart"
+    assert runtime.running("keys", "app")[0]["id"] == cid
+
+    # the pod deleted: its tmpfs is unmounted and its directory removed
+    apiserver.delete("pods", "keys", namespace="default", grace_seconds=0)
+    wait_for(lambda: not runtime.pods_named("keys"), 60, msg="pod gone")
+    pd = os.path.join(k.root, "pods", uid)
+    wait_for(lambda: not os.path.exists(pd), 30, msg="pod directory removed")
+    with open("/proc/self/mountinfo") as f:
+        assert not [l for l in f if pd in l]
+
+
+def test_subpath_file_and_downward_labels_update(kubelet_factory, apiserver, runtime):
+    k = join(kubelet_factory, apiserver)
+    apiserver.create("configmaps", configmap("conf", {"nginx.conf": "worker 1;\n", "other": "o"}))
+    pod = api_pod("sp", [
+        container("app", SLEEP, volumeMounts=[{"name": "cfg", "mountPath": "/etc/app/nginx.conf", "subPath": "nginx.conf"},
+                                              {"name": "info", "mountPath": "/info"}]),
+    ], extra_spec={"volumes": [{"name": "cfg", "configMap": {"name": "conf"}},
+                               {"name": "info", "projected": {"sources": [{"downwardAPI": {"items": [
+                                   {"path": "labels", "fieldRef": {"fieldPath": "metadata.labels"}}]}}]}}]})
+    pod["metadata"]["labels"] = {"v": "1"}
+    apiserver.create("pods", pod)
+    apiserver.wait(lambda: running(apiserver, "sp"), timeout=60)
+    cid = cid_of(runtime, "sp")
+    # a single key mounted as a file with subPath (through the ..data symlink, which stays inside the volume)
+    assert sh(runtime, cid, "cat /etc/app/nginx.conf") == "worker 1;\n"
+    assert sh(runtime, cid, "ls /etc/app").split() == ["nginx.conf"]
+    assert sh(runtime, cid, "cat /info/labels") == 'v="1"'
+    # the pod's labels change: the downwardAPI file follows
+    p = apiserver.pod("sp")
+    p["metadata"]["labels"] = {"v": "2"}
+    apiserver.update("pods", p)
+    wait_for(lambda: sh(runtime, cid, "cat /info/labels") == 'v="2"', 30, msg="the new labels in the volume")
+    assert runtime.running("sp", "app")[0]["id"] == cid
+
+
+def test_required_configmap_deleted_while_kubelet_down(kubelet_factory, apiserver, runtime):
+    k = join(kubelet_factory, apiserver)
+    apiserver.create("configmaps", configmap("gone-later", {"a": "kept"}))
+    apiserver.create("pods", api_pod("down", [
+        container("app", SLEEP, volumeMounts=[{"name": "cfg", "mountPath": "/cfg"}]),
+    ], extra_spec={"volumes": [{"name": "cfg", "configMap": {"name": "gone-later"}}]}))
+    apiserver.wait(lambda: running(apiserver, "down"), timeout=60)
+    cid = cid_of(runtime, "down")
+    k.kill9()
+    apiserver.delete("configmaps", "gone-later", namespace="default")
+    k.start()
+    # as upstream: the volume cannot be set up (FailedMount) but the running container is left alone
+    ev = apiserver.wait(lambda: events(apiserver, "down", "FailedMount"), timeout=30)
+    assert ev[0]["message"] == 'MountVolume.SetUp failed for volume "cfg" : configmap "gone-later" not found'
+    k.wait_log(r"ConfigMap default/gone-later: not found", timeout=30)
+    assert runtime.running("down", "app")[0]["id"] == cid
+    assert sh(runtime, cid, "cat /cfg/a") == "kept"
+    assert running(apiserver, "down")
+    # it comes back: the volume is set up again with the new content
+    apiserver.create("configmaps", configmap("gone-later", {"a": "back"}))
+    wait_for(lambda: sh(runtime, cid, "cat /cfg/a") == "back", 30, msg="the new content")
+    assert runtime.running("down", "app")[0]["id"] == cid
