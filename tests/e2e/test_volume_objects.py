@@ -202,6 +202,19 @@ def test_projected_all_sources_and_token(kubelet_factory, apiserver, runtime):
     assert uid.encode() in claims
     assert token not in k.log()
 
+    # the kubelet killed and restarted: the token cache was in memory only, so a new token is requested and
+    # written (as upstream); the file always holds a token the apiserver issued, the container keeps running
+    k.kill9()
+    k.start()
+    wait_for(lambda: len([b for b in apiserver.request_bodies
+                          if b.path == "/api/v1/namespaces/default/serviceaccounts/runner/token"]) == 2, 30,
+             msg="a new TokenRequest after the restart")
+    wait_for(lambda: sh(runtime, cid, "cat /all/token") != token, 30, msg="the new token written")
+    new = sh(runtime, cid, "cat /all/token")
+    assert apiserver.tokens.get(new, ("",))[0] == "system:serviceaccount:default:runner"
+    assert runtime.running("proj", "app")[0]["id"] == cid
+    assert sh(runtime, cid, "cat /all/cfg/mode /all/sec/key") == "fastk3y"
+
 
 def test_optional_and_required_missing_configmap(kubelet_factory, apiserver, runtime):
     k = join(kubelet_factory, apiserver)
@@ -234,6 +247,18 @@ def test_optional_and_required_missing_configmap(kubelet_factory, apiserver, run
     apiserver.create("configmaps", configmap("later", {"greeting": "hi there"}))
     apiserver.wait(lambda: running(apiserver, "req"), timeout=60)
     assert sh(runtime, cid_of(runtime, "req"), "cat /cfg/hello") == "hi there"
+    # a required key missing from an existing ConfigMap also blocks the pod, until the key is added
+    apiserver.create("pods", api_pod("key", [
+        container("app", SLEEP, volumeMounts=[{"name": "cfg", "mountPath": "/cfg"}]),
+    ], extra_spec={"volumes": [{"name": "cfg", "configMap": {"name": "later", "items": [
+        {"key": "farewell", "path": "bye"}]}}]}))
+    ev = apiserver.wait(lambda: events(apiserver, "key", "FailedMount"), timeout=30)
+    assert ev[0]["message"] == ('MountVolume.SetUp failed for volume "cfg" : '
+                                'configmap references non-existent config key: farewell')
+    assert not runtime.containers_of("key")
+    apiserver.update("configmaps", configmap("later", {"greeting": "hi there", "farewell": "bye now"}))
+    apiserver.wait(lambda: running(apiserver, "key"), timeout=60)
+    assert sh(runtime, cid_of(runtime, "key"), "cat /cfg/bye") == "bye now"
     # the optional one appears later too: the running pod's volume gets it
     apiserver.create("configmaps", configmap("nowhere", {"f": "now here"}))
     wait_for(lambda: sh(runtime, cid_of(runtime, "opt"), "cat /cfg/f 2>/dev/null || true") == "now here", 30,
