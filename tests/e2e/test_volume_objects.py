@@ -370,3 +370,27 @@ def test_required_configmap_deleted_while_kubelet_down(kubelet_factory, apiserve
     apiserver.create("configmaps", configmap("gone-later", {"a": "back"}))
     wait_for(lambda: sh(runtime, cid, "cat /cfg/a") == "back", 30, msg="the new content")
     assert runtime.running("down", "app")[0]["id"] == cid
+
+
+def test_shared_configmap_outlives_one_of_its_pods(kubelet_factory, apiserver, runtime):
+    k = join(kubelet_factory, apiserver)
+    apiserver.create("configmaps", configmap("shared", {"v": "1"}))
+    for name in ("p1", "p2"):
+        apiserver.create("pods", api_pod(name, [
+            container("app", SLEEP, volumeMounts=[{"name": "cfg", "mountPath": "/cfg"},
+                                                  {"name": "proj", "mountPath": "/proj"}]),
+        ], extra_spec={"volumes": [{"name": "cfg", "configMap": {"name": "shared"}},
+                                   {"name": "proj", "projected": {"sources": [
+                                       {"configMap": {"name": "shared", "items": [{"key": "v", "path": "pv"}]}}]}}]}))
+    for name in ("p1", "p2"):
+        apiserver.wait(lambda: running(apiserver, name), timeout=60)
+    c2 = cid_of(runtime, "p2")
+    apiserver.update("configmaps", configmap("shared", {"v": "2"}))
+    for name in ("p1", "p2"):
+        wait_for(lambda: sh(runtime, cid_of(runtime, name), "cat /cfg/v /proj/pv") == "22", 30,
+                 msg=f"{name} sees the update in both volumes")
+    # one pod goes: the other keeps getting updates (the watch is shared, stopped only with the last pod)
+    apiserver.delete("pods", "p1", namespace="default", grace_seconds=0)
+    wait_for(lambda: not runtime.pods_named("p1"), 60, msg="p1 gone")
+    apiserver.update("configmaps", configmap("shared", {"v": "3"}))
+    wait_for(lambda: sh(runtime, c2, "cat /cfg/v /proj/pv") == "33", 30, msg="p2 sees the update after p1 went")
