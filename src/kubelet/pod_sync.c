@@ -503,7 +503,10 @@ static void phase_stop_sandboxes(struct pod_sync *s) {
 
 /* A reference that cannot be satisfied blocks the pod as upstream reports it: a volume's with FailedMount, an
  * env's with CreateContainerConfigError. Returns true when it blocks. */
-static bool check_ref(struct pod_sync *s, const struct obj_ref *ref) {
+/* A volume's ConfigMap or Secret that cannot be had blocks the pod before its sandbox, as upstream's
+ * WaitForAttachAndMount does. (Env references do not: the container's environment builder reports them for
+ * that container only, CreateContainerConfigError, and the other containers start.) */
+static bool check_volume_ref(struct pod_sync *s, const struct obj_ref *ref) {
         json_t *obj;
         const char *msg = NULL;
         _cleanup_free_ char *nf = NULL;
@@ -515,16 +518,9 @@ static bool check_ref(struct pod_sync *s, const struct obj_ref *ref) {
                 msg = nf = obj_not_found_message(ref->kind, ref->name);
         if (!msg)
                 msg = strerror(-r);
-        if (ref->use == OBJ_REF_VOLUME) {
-                log_error("pod %s: MountVolume.SetUp failed for volume \"%s\" : %s", pod_desc(s), strna(ref->where), msg);
-                pod_worker_event(s->w, NULL, "Warning", "FailedMount", "MountVolume.SetUp failed for volume \"%s\" : %s",
-                                 strna(ref->where), msg);
-        } else {
-                log_error("pod %s: container %s: Error: %s (CreateContainerConfigError)", pod_desc(s), strna(ref->where),
-                          msg);
-                pod_worker_set_waiting(s->w, strna(ref->where), "CreateContainerConfigError", "%s", msg);
-                pod_worker_event(s->w, ref->where, "Warning", "Failed", "Error: %s", msg);
-        }
+        log_error("pod %s: MountVolume.SetUp failed for volume \"%s\" : %s", pod_desc(s), strna(ref->where), msg);
+        pod_worker_event(s->w, NULL, "Warning", "FailedMount", "MountVolume.SetUp failed for volume \"%s\" : %s",
+                         strna(ref->where), msg);
         (void) free_and_strdup(&s->w->last_error, msg);
         return true;
 }
@@ -584,7 +580,7 @@ static void objects_ready(void *userdata) {
                 return;
         }
         for (size_t i = 0; i < s->refs.n_objs; i++)
-                if (s->refs.objs[i].use != OBJ_REF_PULL_SECRET && check_ref(s, &s->refs.objs[i]))
+                if (s->refs.objs[i].use == OBJ_REF_VOLUME && check_volume_ref(s, &s->refs.objs[i]))
                         blocked = true;
         for (size_t i = 0; i < s->refs.n_tokens; i++) {
                 const struct token_ref *t = &s->refs.tokens[i];

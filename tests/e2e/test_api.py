@@ -421,7 +421,10 @@ def test_stats_summary_matches_cgroups(api, runtime):
     after = read_int(cpu_dir + "/cpuacct.usage")
     usage = cs["cpu"]["cpu"]["usageCoreNanoSeconds"]
     assert before - 2e8 <= usage <= after + 2e8, (before, usage, after)
-    assert 0.5e9 <= cs["cpu"]["cpu"]["usageNanoCores"] <= 1.3e9, cs["cpu"]["cpu"]
+    # the rate: a busy loop uses up to one core; how much it gets depends on what else runs on the machine (it
+    # is BestEffort, cpu.shares 2), so only "clearly busy, at most a core, busier than the sleeping container"
+    assert 0.05e9 <= cs["cpu"]["cpu"]["usageNanoCores"] <= 1.3e9, cs["cpu"]["cpu"]
+    assert cs["cpu"]["cpu"]["usageNanoCores"] > cs["mem"]["cpu"].get("usageNanoCores", 0), (cs["cpu"], cs["mem"])
     stat = {}
     with open(mem_dir + "/memory.stat") as f:
         for line in f:

@@ -113,23 +113,33 @@ def test_required_missing_blocks_until_created(kubelet_factory, apiserver, runti
         container("app", SLEEP, envFrom=[{"configMapRef": {"name": "late-config"}}]),
     ], extra_spec={"volumes": [{"name": "sec", "secret": {"secretName": "late-secret"}}]}), namespace="default")
 
-    def waiting():
-        p = apiserver.pod("blocked")
-        c = p and cstatus(p, "app")
-        w = c and c.get("state", {}).get("waiting")
-        return w if w and w.get("reason") == "CreateContainerConfigError" else None
-    w = apiserver.wait(waiting, timeout=30)
-    assert w["message"] == 'configmap "late-config" not found'
-    assert apiserver.pod("blocked")["status"]["phase"] == "Pending"
-    ev = apiserver.wait(lambda: events(apiserver, "blocked", "FailedMount"), timeout=20)
+    def waiting(reason):
+        def check():
+            p = apiserver.pod("blocked")
+            c = p and cstatus(p, "app")
+            w = c and c.get("state", {}).get("waiting")
+            return w if w and w.get("reason") == reason else None
+        return check
+
+    # a volume's missing Secret blocks the whole pod before its sandbox (WaitForAttachAndMount)
+    ev = apiserver.wait(lambda: events(apiserver, "blocked", "FailedMount"), timeout=30)
     assert ev[0]["message"] == 'MountVolume.SetUp failed for volume "sec" : secret "late-secret" not found'
     assert ev[0]["type"] == "Warning"
+    apiserver.wait(waiting("ContainerCreating"), timeout=20)
+    assert apiserver.pod("blocked")["status"]["phase"] == "Pending"
     assert not runtime.pods_named("blocked")  # nothing was created for it
+
+    # with the Secret (delivered by its watch) the sandbox is made; the env's missing ConfigMap is that
+    # container's CreateContainerConfigError
+    apiserver.create("secrets", secret("late-secret", {"p": "pw"}), namespace="default")
+    w = apiserver.wait(waiting("CreateContainerConfigError"), timeout=30)
+    assert w["message"] == 'configmap "late-config" not found'
+    assert apiserver.pod("blocked")["status"]["phase"] == "Pending"
+    assert runtime.pods_named("blocked")
     assert 'configmap "late-config" not found' in k.log()
 
-    # once both exist (delivered by the watches), the pod starts
+    # once the ConfigMap exists too, the pod starts
     apiserver.create("configmaps", configmap("late-config", {"A": "1"}), namespace="default")
-    apiserver.create("secrets", secret("late-secret", {"p": "pw"}), namespace="default")
     apiserver.wait(lambda: running(apiserver, "blocked"), timeout=60)
     assert len(object_requests(apiserver, "configmaps", "late-config", watch=False)) >= 1
 
