@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "apis/manifest.h"
+#include "basic/base64.h"
 #include "basic/log.h"
 #include "basic/util.h"
 #include "client/client-internal.h"
@@ -59,58 +60,6 @@ static int fail(struct loader *l, int r, const char *fmt, ...) {
         return r;
 }
 
-/* Standard base64 with padding; line breaks are ignored, as Go's decoder does. */
-static int base64_decode(const char *in, char **ret, size_t *ret_len) {
-        _cleanup_free_ char *out = NULL;
-        size_t n = 0, len = 0, pad = 0;
-        uint32_t acc = 0;
-        unsigned k = 0;
-
-        out = malloc(strlen(in) / 4 * 3 + 4);
-        if (!out)
-                return -ENOMEM;
-        for (const char *p = in; *p; p++) {
-                int v;
-
-                if (*p == '\n' || *p == '\r')
-                        continue;
-                n++;
-                if (*p == '=') {
-                        pad++;
-                        v = 0;
-                } else {
-                        if (pad > 0)
-                                return -EINVAL; /* data after padding */
-                        if (*p >= 'A' && *p <= 'Z')
-                                v = *p - 'A';
-                        else if (*p >= 'a' && *p <= 'z')
-                                v = *p - 'a' + 26;
-                        else if (*p >= '0' && *p <= '9')
-                                v = *p - '0' + 52;
-                        else if (*p == '+')
-                                v = 62;
-                        else if (*p == '/')
-                                v = 63;
-                        else
-                                return -EINVAL;
-                }
-                acc = (acc << 6) | (uint32_t) v;
-                if (++k == 4) {
-                        out[len++] = (char) (acc >> 16);
-                        out[len++] = (char) (acc >> 8);
-                        out[len++] = (char) acc;
-                        acc = 0;
-                        k = 0;
-                }
-        }
-        if (k != 0 || pad > 2 || (pad > 0 && n < 4))
-                return -EINVAL;
-        len -= pad;
-        out[len] = '\0';
-        *ret = TAKE_PTR(out);
-        *ret_len = len;
-        return 0;
-}
 
 /* obj[key] as a string: NULL when absent, null or ""; an error for another type. */
 static int get_string(struct loader *l, json_t *obj, const char *where, const char *key, const char **ret) {
@@ -159,6 +108,8 @@ static int get_path(struct loader *l, json_t *obj, const char *where, const char
         return *ret ? 0 : -ENOMEM;
 }
 
+#define KUBECONFIG_DATA_MAX (1024 * 1024)
+
 /* A *-data field: base64 of PEM text. */
 static int get_pem_data(struct loader *l, json_t *obj, const char *where, const char *key, char **ret) {
         _cleanup_free_ char *data = NULL;
@@ -173,7 +124,7 @@ static int get_pem_data(struct loader *l, json_t *obj, const char *where, const 
                 *ret = NULL;
                 return 0;
         }
-        r = base64_decode(s, &data, &len);
+        r = base64_decode(s, KUBECONFIG_DATA_MAX, &data, &len);
         if (r == -ENOMEM)
                 return r;
         if (r < 0)

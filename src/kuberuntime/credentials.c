@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "basic/base64.h"
 #include "basic/util.h"
 
 #define MAX_DOCKERCONFIG_SIZE (4 * 1024 * 1024)
@@ -24,51 +25,6 @@ void kr_keyring_done(struct kr_keyring *k) {
         }
         free(k->auths);
         *k = (struct kr_keyring) {};
-}
-
-static int b64_value(char c) {
-        if (c >= 'A' && c <= 'Z')
-                return c - 'A';
-        if (c >= 'a' && c <= 'z')
-                return c - 'a' + 26;
-        if (c >= '0' && c <= '9')
-                return c - '0' + 52;
-        if (c == '+')
-                return 62;
-        if (c == '/')
-                return 63;
-        return -1;
-}
-
-int kr_base64_decode(const char *in, char **ret, size_t *ret_len) {
-        size_t n = strlen(in), o = 0;
-        unsigned acc = 0;
-        int bits = 0;
-        char *out;
-
-        while (n > 0 && in[n - 1] == '=')
-                n--;
-        out = malloc(n * 3 / 4 + 2);
-        if (!out)
-                return -ENOMEM;
-        for (size_t i = 0; i < n; i++) {
-                int v = b64_value(in[i]);
-                if (v < 0) {
-                        free(out);
-                        return -EINVAL;
-                }
-                acc = (acc << 6) | (unsigned) v;
-                bits += 6;
-                if (bits >= 8) {
-                        bits -= 8;
-                        out[o++] = (char) ((acc >> bits) & 0xff);
-                }
-        }
-        out[o] = '\0';
-        *ret = out;
-        if (ret_len)
-                *ret_len = o;
-        return 0;
 }
 
 /* BasicDockerKeyring.Add: strip the scheme and a trailing /v1/ or /v2/; keep host + path */
@@ -111,7 +67,7 @@ int kr_keyring_add_config(struct kr_keyring *k, const json_t *auths) {
                 if (!isempty(auth)) {
                         /* DockerConfigEntry.UnmarshalJSON: "auth" wins over username/password */
                         char *colon;
-                        int r = kr_base64_decode(auth, &decoded, NULL);
+                        int r = base64_decode(auth, MAX_DOCKERCONFIG_SIZE, &decoded, NULL);
                         if (r < 0)
                                 return r;
                         colon = strchr(decoded, ':');
@@ -158,7 +114,7 @@ int kr_keyring_add_secret(struct kr_keyring *k, const json_t *secret, char **ret
                 return -EINVAL;
         }
         b64 = json_string_value(json_object_get(data, field));
-        if (!b64 || strlen(b64) > MAX_DOCKERCONFIG_SIZE || kr_base64_decode(b64, &text, &len) < 0) {
+        if (!b64 || strlen(b64) > MAX_DOCKERCONFIG_SIZE || base64_decode(b64, MAX_DOCKERCONFIG_SIZE, &text, &len) < 0) {
                 if (ret_error && asprintf(ret_error, "data[%s]: missing or not base64", field) < 0)
                         *ret_error = NULL;
                 return -EINVAL;

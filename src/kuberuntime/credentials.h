@@ -35,5 +35,3 @@ int kr_keyring_lookup(const struct kr_keyring *k, const char *image, const struc
 char *kr_image_repository(const char *image);
 /* URLsMatchStr: glob "*.example.com:5000/path" against a target registry/repository. */
 int kr_url_match(const char *glob, const char *target);
-/* Standard base64 (with or without padding); *ret is NUL-terminated. */
-int kr_base64_decode(const char *in, char **ret, size_t *ret_len);

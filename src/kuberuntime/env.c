@@ -8,6 +8,8 @@
 #include <sys/sysinfo.h>
 #include <unistd.h>
 
+#include "basic/base64.h"
+
 #include "apis/apis-internal.h"
 #include "kuberuntime/config.h"
 #include "objects/objects.h"
@@ -130,59 +132,6 @@ int kr_expand(const char *input, const struct strmap *env, char **ret) {
 
 /* ---------------------------------------------------------------- sources */
 
-static int base64_value(char ch) {
-        if (ch >= 'A' && ch <= 'Z')
-                return ch - 'A';
-        if (ch >= 'a' && ch <= 'z')
-                return ch - 'a' + 26;
-        if (ch >= '0' && ch <= '9')
-                return ch - '0' + 52;
-        if (ch == '+')
-                return 62;
-        if (ch == '/')
-                return 63;
-        return -1;
-}
-
-/* Standard base64 with padding, as a Secret's .data values are encoded ([]byte in JSON). */
-static int base64_decode(const char *in, char **ret) {
-        size_t l = strlen(in), n = 0;
-        uint32_t acc = 0;
-        int bits = 0;
-        char *out;
-
-        if (l > 4 * (KR_ENV_VALUE_MAX / 3) + 4)
-                return -E2BIG;
-        out = malloc(l / 4 * 3 + 4);
-        if (!out)
-                return -ENOMEM;
-        for (size_t i = 0; i < l; i++) {
-                int v;
-                if (in[i] == '=') {
-                        for (size_t j = i; j < l; j++)
-                                if (in[j] != '=') {
-                                        free(out);
-                                        return -EINVAL;
-                                }
-                        break;
-                }
-                v = base64_value(in[i]);
-                if (v < 0) {
-                        free(out);
-                        return -EINVAL;
-                }
-                acc = (acc << 6) | (uint32_t) v;
-                bits += 6;
-                if (bits >= 8) {
-                        bits -= 8;
-                        out[n++] = (char) ((acc >> bits) & 0xff);
-                }
-        }
-        out[n] = 0;
-        *ret = out;
-        return 0;
-}
-
 enum source_kind { SOURCE_CONFIG_MAP, SOURCE_SECRET };
 
 /* Look an object up. 1: found (*ret_data: its .data object, or NULL if it has none); 0: not found and optional
@@ -220,7 +169,7 @@ static int data_value(enum source_kind kind, json_t *data, const char *key, char
         if (!json_is_string(v))
                 return 0;
         if (kind == SOURCE_SECRET) {
-                int r = base64_decode(json_string_value(v), ret);
+                int r = base64_decode(json_string_value(v), KR_ENV_VALUE_MAX, ret, NULL);
                 return r < 0 ? r : 1;
         }
         if (json_string_length(v) > KR_ENV_VALUE_MAX)

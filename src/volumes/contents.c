@@ -10,6 +10,7 @@
 #include <sys/sysinfo.h>
 #include <unistd.h>
 
+#include "basic/base64.h"
 #include "basic/macro.h"
 #include "basic/util.h"
 #include "objects/objects.h"
@@ -174,52 +175,6 @@ int vol_downward_value(const struct pod *pod, const struct downward_item *it, co
         return -EINVAL;
 }
 
-/* ---------------------------------------------------------------- base64 */
-
-static int b64_value(unsigned char c) {
-        if (c >= 'A' && c <= 'Z')
-                return c - 'A';
-        if (c >= 'a' && c <= 'z')
-                return c - 'a' + 26;
-        if (c >= '0' && c <= '9')
-                return c - '0' + 52;
-        if (c == '+')
-                return 62;
-        if (c == '/')
-                return 63;
-        return -1;
-}
-
-int vol_base64_decode(const char *s, char **ret, size_t *ret_size) {
-        size_t n = strlen(s), o = 0;
-        char *out;
-
-        if (n % 4 != 0 || n / 4 * 3 > MAX_VALUE_SIZE)
-                return -EINVAL;
-        out = malloc(n / 4 * 3 + 1);
-        if (!out)
-                return -ENOMEM;
-        for (size_t i = 0; i < n; i += 4) {
-                int a = b64_value((unsigned char) s[i]), b = b64_value((unsigned char) s[i + 1]);
-                int c = s[i + 2] == '=' ? -2 : b64_value((unsigned char) s[i + 2]);
-                int d = s[i + 3] == '=' ? -2 : b64_value((unsigned char) s[i + 3]);
-                bool last = i + 4 == n;
-                if (a < 0 || b < 0 || c == -1 || d == -1 || (c == -2 && d != -2) || ((c == -2 || d == -2) && !last)) {
-                        free(out);
-                        return -EINVAL;
-                }
-                out[o++] = (char) (a << 2 | b >> 4);
-                if (c >= 0)
-                        out[o++] = (char) ((b & 0xf) << 4 | c >> 2);
-                if (d >= 0)
-                        out[o++] = (char) ((c & 0x3) << 6 | d);
-        }
-        out[o] = '\0';
-        *ret = out;
-        *ret_size = o;
-        return 0;
-}
-
 /* ---------------------------------------------------------------- payloads */
 
 static int set_msg(char **m, const char *fmt, ...) _printf_(2, 3);
@@ -242,7 +197,7 @@ static int object_value(json_t *obj, bool secret, const char *key, char **ret, s
         json_t *data = json_object_get(obj, "data"), *v = json_object_get(data, key);
         if (json_is_string(v)) {
                 if (secret)
-                        return vol_base64_decode(json_string_value(v), ret, ret_size);
+                        return base64_decode(json_string_value(v), MAX_VALUE_SIZE, ret, ret_size);
                 if (json_string_length(v) > MAX_VALUE_SIZE)
                         return -E2BIG;
                 *ret = strndup(json_string_value(v), json_string_length(v));
@@ -252,7 +207,7 @@ static int object_value(json_t *obj, bool secret, const char *key, char **ret, s
         if (!secret) {
                 v = json_object_get(json_object_get(obj, "binaryData"), key);
                 if (json_is_string(v))
-                        return vol_base64_decode(json_string_value(v), ret, ret_size);
+                        return base64_decode(json_string_value(v), MAX_VALUE_SIZE, ret, ret_size);
         }
         return -ENOENT;
 }

@@ -13,8 +13,6 @@
  * and rounded up, limits not set taken from the node (CPUs, memory, root_dir's filesystem). Caller frees. */
 int vol_downward_value(const struct pod *pod, const struct downward_item *it, const char *root_dir, char **ret);
 
-/* Strict base64 (StdEncoding, padded). *ret is NUL-terminated for convenience. */
-int vol_base64_decode(const char *s, char **ret, size_t *ret_size);
 
 /* The payload of one volume. On failure *ret_message (caller frees) says why, as upstream words it
  * ("configmap \"x\" not found", "configmap references non-existent config key: k", ...). */

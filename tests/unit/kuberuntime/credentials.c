@@ -7,24 +7,23 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "basic/base64.h"
 #include "kuberuntime/credentials.h"
 
 static void test_base64(void **state) {
         char *out = NULL;
         size_t n = 0;
 
-        assert_int_equal(kr_base64_decode("dXNlcjpwYXNz", &out, &n), 0); /* user:pass */
+        assert_int_equal(base64_decode("dXNlcjpwYXNz", 1 << 20, &out, &n), 0); /* user:pass */
         assert_string_equal(out, "user:pass");
         assert_int_equal(n, 9);
         free(out);
-        assert_int_equal(kr_base64_decode("YQ==", &out, &n), 0);
-        assert_string_equal(out, "a");
-        free(out);
-        assert_int_equal(kr_base64_decode("YQ", &out, &n), 0);
+        assert_int_equal(base64_decode("YQ==", 1 << 20, &out, &n), 0);
         assert_string_equal(out, "a");
         free(out);
         out = NULL;
-        assert_int_equal(kr_base64_decode("a b", &out, &n), -EINVAL);
+        assert_int_equal(base64_decode("YQ", 1 << 20, &out, &n), -EINVAL); /* Go's StdEncoding wants the padding */
+        assert_int_equal(base64_decode("a b", 1 << 20, &out, &n), -EINVAL);
         assert_null(out);
 }
 

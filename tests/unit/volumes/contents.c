@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "apis/manifest.h"
+#include "basic/base64.h"
 #include "objects/objects.h"
 #include "volumes/contents.h"
 
@@ -209,20 +210,25 @@ static void test_downward_values(void **state) {
 static void test_base64(void **state) {
         char *s = NULL;
         size_t n;
-        assert_int_equal(vol_base64_decode("aGVsbG8=", &s, &n), 0);
+        assert_int_equal(base64_decode("aGVsbG8=", 1 << 20, &s, &n), 0);
         assert_int_equal(n, 5);
         assert_string_equal(s, "hello");
         free(s);
-        assert_int_equal(vol_base64_decode("", &s, &n), 0);
+        assert_int_equal(base64_decode("", 1 << 20, &s, &n), 0);
         assert_int_equal(n, 0);
         free(s);
-        assert_int_equal(vol_base64_decode("AAEC/w==", &s, &n), 0);
+        assert_int_equal(base64_decode("AAEC/w==", 1 << 20, &s, &n), 0);
         assert_int_equal(n, 4);
         assert_int_equal((unsigned char) s[3], 0xff);
         free(s);
-        assert_int_equal(vol_base64_decode("aGVsbG8", &s, &n), -EINVAL);
-        assert_int_equal(vol_base64_decode("aG=sbG8=", &s, &n), -EINVAL);
-        assert_int_equal(vol_base64_decode("a$==", &s, &n), -EINVAL);
+        assert_int_equal(base64_decode("aGVs\r\nbG8=\n", 1 << 20, &s, &n), 0); /* line breaks are ignored */
+        assert_string_equal(s, "hello");
+        free(s);
+        s = NULL;
+        assert_int_equal(base64_decode("aGVsbG8=", 4, &s, &n), -E2BIG);
+        assert_int_equal(base64_decode("aGVsbG8", 1 << 20, &s, &n), -EINVAL);
+        assert_int_equal(base64_decode("aG=sbG8=", 1 << 20, &s, &n), -EINVAL);
+        assert_int_equal(base64_decode("a$==", 1 << 20, &s, &n), -EINVAL);
 }
 
 static struct vol_payload payload_of(const struct pod *p, const struct kr_build_context *ctx, size_t vi,
