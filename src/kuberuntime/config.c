@@ -146,6 +146,12 @@ int kr_container_annotations(const struct pod *pod, const struct container *c, u
                 if (r >= 0)
                         r = strmap_set(&m, ANNOTATION_CONTAINER_PORTS, pj);
         }
+        if (r >= 0 && c->pre_stop) {
+                /* the handler as given, so that it still runs once the pod is gone (lifecycle_handler_from_json) */
+                _cleanup_free_ char *hj = json_dumps(json_object_get(json_object_get(c->raw, "lifecycle"), "preStop"),
+                                                     JSON_COMPACT);
+                r = hj ? strmap_set(&m, ANNOTATION_CONTAINER_PRESTOP_HANDLER, hj) : -ENOMEM;
+        }
         if (r < 0) {
                 strmap_done(&m);
                 return r;
