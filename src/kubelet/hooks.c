@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <jansson.h>
+
 #include "basic/log.h"
 #include "basic/util.h"
 #include "kubelet/hooks.h"
@@ -220,6 +222,20 @@ static int resolve_port(const struct hook_run *r, int *ret, char **ret_err) {
                         *ret = r->t.spec->ports[i].container_port;
                         return 0;
                 }
+        if (!r->t.spec && r->t.ports_json) {
+                json_t *a = json_loads(r->t.ports_json, JSON_REJECT_DUPLICATES, NULL), *o;
+                size_t i;
+                int found = 0;
+                json_array_foreach(a, i, o)
+                        if (!found && streq_ptr(json_string_value(json_object_get(o, "name")), p->str_val) &&
+                            json_is_integer(json_object_get(o, "containerPort"))) {
+                                *ret = (int) json_integer_value(json_object_get(o, "containerPort"));
+                                found = 1;
+                        }
+                json_decref(a);
+                if (found)
+                        return 0;
+        }
         if (asprintf(ret_err, "couldn't find port: %s in container %s", strempty(p->str_val), r->t.container_name) < 0)
                 *ret_err = NULL;
         return -ENOENT;

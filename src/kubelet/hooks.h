@@ -27,6 +27,7 @@ struct hook_target {
         const char *container_id;
         const char *pod_ip;                 /* httpGet host when the handler names none (NULL: none known) */
         const struct container *spec;       /* for named ports; NULL when the pod is no longer known */
+        const char *ports_json;             /* else the ports as kept in the container's annotation (JSON), or NULL */
 };
 
 /* error: 0 on success; -ETIME past the deadline; -ECANCELED from hook_run_cancel_all (free your context

@@ -359,7 +359,10 @@ static int64_t grace_for(const struct pod_sync *s, const struct kr_container *c)
 
 /* format.Pod: "name_namespace(uid)", for the hooks' messages */
 static const char *hook_desc(struct pod_sync *s) {
-        if (!s->hook_desc && asprintf(&s->hook_desc, "%s(%s)", pod_desc(s), s->w->uid) < 0)
+        const char *name = s->pod ? s->pod->name : s->status ? s->status->name : NULL;
+        const char *ns = s->pod ? s->pod->namespace_ : s->status ? s->status->namespace_ : NULL;
+
+        if (!s->hook_desc && asprintf(&s->hook_desc, "%s_%s(%s)", strempty(name), strempty(ns), s->w->uid) < 0)
                 s->hook_desc = NULL;
         return s->hook_desc ? s->hook_desc : pod_desc(s);
 }
@@ -479,7 +482,7 @@ static void on_pre_stop_done(void *userdata, int error, const char *message) {
  * known from the annotation written at create time), then StopContainer. The call holds a fan-out slot (or
  * the start step) until it ends. */
 static void kill_begin(struct call *c, const struct lifecycle_handler *pre_stop, const struct container *spec,
-                       const char *sandbox_id) {
+                       const char *sandbox_id, const char *ports_json) {
         struct pod_sync *s = c->s;
         int r;
 
@@ -490,6 +493,7 @@ static void kill_begin(struct call *c, const struct lifecycle_handler *pre_stop,
                         .container_id = c->id,
                         .pod_ip = sandbox_ip(s, sandbox_id),
                         .spec = spec,
+                        .ports_json = ports_json,
                 };
                 c->hook_start_usec = now_usec();
                 log_v(3, "Running preStop hook: pod=\"%s\" containerName=\"%s\" containerID=\"%.12s\"", pod_desc(s),
@@ -553,7 +557,7 @@ static void stop_container(struct pod_sync *s, size_t index, const char *reason,
         pre_stop = pre_stop_of(s, kc, spec, c);
         s->pending++;
         s->did_work = true;
-        kill_begin(c, pre_stop, spec, kc->sandbox_id);
+        kill_begin(c, pre_stop, spec, kc->sandbox_id, strmap_get(&kc->annotations, ANNOTATION_CONTAINER_PORTS));
 }
 
 static size_t container_index(const struct pod_sync *s, const struct kr_container *kc) {
@@ -993,7 +997,7 @@ static void on_post_start_done(void *userdata, int error, const char *message) {
                  "containerID=\"%.12s\" gracePeriod=%" PRId64 " reason=\"FailedPostStartHook\"",
                  pod_desc(s), s->w->uid, c->name, s->started_id, k->grace);
         pod_worker_event(s->w, c->name, "Normal", "Killing", "FailedPostStartHook");
-        kill_begin(k, c->pre_stop, c, s->sandbox_id);
+        kill_begin(k, c->pre_stop, c, s->sandbox_id, NULL);
 }
 
 /* postStart has no deadline upstream (it holds the pod's sync until it returns): here it is cut at the
