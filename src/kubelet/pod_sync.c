@@ -338,7 +338,9 @@ static void phase_status(struct pod_sync *s) {
 
 /* ---------------------------------------------------------------- act: stop */
 
-static int64_t grace_for(const struct pod_sync *s, const struct kr_container *c) {
+/* killContainer's grace period before the minimum is applied (pod deletion, then the spec, then the
+ * annotation of a pod no longer known) */
+static int64_t grace_raw(const struct pod_sync *s, const struct kr_container *c) {
         int64_t g = -1;
         if (s->pod)
                 g = s->pod->spec.termination_grace_period_seconds;
@@ -352,9 +354,11 @@ static int64_t grace_for(const struct pod_sync *s, const struct kr_container *c)
         }
         if (s->pod && s->pod->has_deletion_timestamp && s->pod->deletion_grace_period_seconds >= 0)
                 g = s->pod->deletion_grace_period_seconds;
-        if (g < MINIMUM_GRACE_PERIOD_SECONDS)
-                g = MINIMUM_GRACE_PERIOD_SECONDS;
         return g;
+}
+
+static int64_t grace_for(const struct pod_sync *s, const struct kr_container *c) {
+        return MAX(grace_raw(s, c), (int64_t) MINIMUM_GRACE_PERIOD_SECONDS);
 }
 
 /* format.Pod: "name_namespace(uid)", for the hooks' messages */
@@ -531,7 +535,7 @@ static void stop_container(struct pod_sync *s, size_t index, const char *reason,
                            int64_t grace_override) {
         const struct kr_container *kc = s->status->containers[index];
         const struct container *spec = spec_container(s, kc->name);
-        int64_t grace = grace_for(s, kc);
+        int64_t raw = grace_raw(s, kc), grace = MAX(raw, (int64_t) MINIMUM_GRACE_PERIOD_SECONDS);
         struct call *c = call_new(s, index);
         const struct lifecycle_handler *pre_stop;
 
@@ -543,8 +547,10 @@ static void stop_container(struct pod_sync *s, size_t index, const char *reason,
         c->id = kc->id;
         c->name = kc->name;
         /* a failed liveness/startup probe's own terminationGracePeriodSeconds, unless the pod is being deleted */
-        if (grace_override >= 0 && !(s->pod && s->pod->has_deletion_timestamp))
+        if (grace_override >= 0 && !(s->pod && s->pod->has_deletion_timestamp)) {
+                raw = grace_override;
                 grace = MAX(grace_override, (int64_t) MINIMUM_GRACE_PERIOD_SECONDS);
+        }
         c->grace = grace;
         log_info("Killing container with a grace period: pod=\"%s\" podUID=\"%s\" containerName=\"%s\" "
                  "containerID=\"%.12s\" gracePeriod=%" PRId64 " reason=\"%s\"%s%s%s",
@@ -554,7 +560,8 @@ static void stop_container(struct pod_sync *s, size_t index, const char *reason,
                 pod_worker_event(s->w, kc->name, "Normal", "Killing", "%s", message);
         else
                 pod_worker_event(s->w, kc->name, "Normal", "Killing", "Stopping container %s", kc->name);
-        pre_stop = pre_stop_of(s, kc, spec, c);
+        /* as upstream, no preStop without a grace period (a force deletion) */
+        pre_stop = raw > 0 ? pre_stop_of(s, kc, spec, c) : NULL;
         s->pending++;
         s->did_work = true;
         kill_begin(c, pre_stop, spec, kc->sandbox_id, strmap_get(&kc->annotations, ANNOTATION_CONTAINER_PORTS));
@@ -967,6 +974,7 @@ static uint32_t next_restart_count(const struct pod_sync *s, const struct contai
 static void on_post_start_done(void *userdata, int error, const char *message) {
         struct pod_sync *s = userdata;
         const struct container *c;
+        const struct lifecycle_handler *pre_stop;
         struct call *k;
 
         if (error == -ECANCELED)
@@ -992,12 +1000,15 @@ static void on_post_start_done(void *userdata, int error, const char *message) {
         k->id = s->started_id;
         k->name = c->name;
         k->post_start_kill = true;
+        pre_stop = c->pre_stop;
         k->grace = grace_for(s, NULL);
+        if (grace_raw(s, NULL) <= 0)
+                pre_stop = NULL;
         log_info("Killing container with a grace period: pod=\"%s\" podUID=\"%s\" containerName=\"%s\" "
                  "containerID=\"%.12s\" gracePeriod=%" PRId64 " reason=\"FailedPostStartHook\"",
                  pod_desc(s), s->w->uid, c->name, s->started_id, k->grace);
         pod_worker_event(s->w, c->name, "Normal", "Killing", "FailedPostStartHook");
-        kill_begin(k, c->pre_stop, c, s->sandbox_id, NULL);
+        kill_begin(k, pre_stop, c, s->sandbox_id, NULL);
 }
 
 /* postStart has no deadline upstream (it holds the pod's sync until it returns): here it is cut at the
