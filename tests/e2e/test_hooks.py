@@ -173,3 +173,22 @@ def test_liveness_kill_runs_pre_stop(kubelet, runtime, tmp_path):
     wait_for(lambda: any(int(c["annotations"]["io.kubernetes.container.restartCount"]) >= 1
                          for c in runtime.containers_of(pod, "c")), 40, 0.5, "restarted after the liveness kill")
     assert read(os.path.join(out, "order")).startswith("start\npreStop\nTERM\nstart\n")
+
+
+def test_kill9_during_pre_stop_converges(kubelet, runtime, tmp_path):
+    out = str(tmp_path / "k9")
+    kubelet.write("k9.json", manifest("k9", [{
+        "name": "c", "command": ["sh", "-c", TRAP],
+        "lifecycle": {"preStop": {"exec": {"command": ["sh", "-c", "echo preStop >> /out/order; sleep 4"]}}},
+    }], out, grace=20))
+    pod = f"k9-{NODE}"
+    wait_for(lambda: running(runtime, pod), 30, msg="running")
+    kubelet.remove("k9.json")
+    wait_for(lambda: "preStop" in read(os.path.join(out, "order")), 20, 0.1, "preStop started")
+    kubelet.kill9()
+    kubelet.start()
+    # the new kubelet runs the preStop again (from the container's annotation: the pod is gone from the
+    # config), then stops the container
+    wait_for(lambda: gone(runtime, pod), 40, 0.2, "pod stopped after the restart")
+    order = read(os.path.join(out, "order"))
+    assert order.endswith("preStop\nTERM\n") and order.count("preStop") == 2, order
