@@ -126,6 +126,7 @@ char *val_key(struct vctx *c, const char *parent, const char *k);
 /* pod_lifecycle.c: restartPolicy of init containers (sidecars) */
 int pod_decode_container_lifecycle(struct field_errors *e, json_t *c, const char *cpath, struct container *ret);
 void pod_validate_lifecycle(struct vctx *c, const struct pod_spec *s);
+int pod_default_container_lifecycle(struct container *c); /* SetDefaults_HTTPGetAction of the hooks */
 /* pod_security.c */
 void val_env_value_from(struct vctx *c, const struct env_var *ev, const char *vpath);
 void val_env_from(struct vctx *c, const struct container *ctr, const char *cpath);

@@ -188,6 +188,8 @@ void container_done(struct container *c) {
         probe_free(c->liveness_probe);
         probe_free(c->readiness_probe);
         probe_free(c->startup_probe);
+        lifecycle_handler_free(c->post_start);
+        lifecycle_handler_free(c->pre_stop);
         security_context_free(c->security_context);
         json_decref(c->raw);
         *c = (struct container) {};

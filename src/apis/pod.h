@@ -197,6 +197,25 @@ struct probe {
         int64_t termination_grace_period_seconds;
 };
 
+/* A container lifecycle hook (LifecycleHandler); decoded and validated in pod_lifecycle.c. The exec, httpGet
+ * and tcpSocket fields live in an embedded struct probe (only its handler fields are used) so that the probe
+ * handlers can run them. */
+enum lifecycle_handler_type {
+        LIFECYCLE_HANDLER_NONE,
+        LIFECYCLE_HANDLER_EXEC,
+        LIFECYCLE_HANDLER_HTTP_GET,
+        LIFECYCLE_HANDLER_TCP_SOCKET,
+        LIFECYCLE_HANDLER_SLEEP,
+};
+
+struct lifecycle_handler {
+        enum lifecycle_handler_type type; /* the first handler given */
+        unsigned n_handlers;              /* validation wants exactly one */
+        unsigned given;                   /* bit 1 << type for each handler given */
+        struct probe action;              /* exec_command, host, port, path, scheme, http_headers */
+        int64_t sleep_seconds;            /* sleep.seconds */
+};
+
 struct container {
         char *name;
         char *image;
@@ -215,6 +234,7 @@ struct container {
         enum termination_message_policy termination_message_policy;
         bool stdin_, stdin_once, tty;
         struct probe *liveness_probe, *readiness_probe, *startup_probe; /* NULL when not set */
+        struct lifecycle_handler *post_start, *pre_stop; /* lifecycle.postStart / preStop, NULL when not set */
         char *restart_policy; /* init containers only: "Always" makes it a sidecar; NULL when not set */
         struct security_context *security_context;                     /* NULL when not set */
         json_t *raw;         /* the container object as decoded (owned reference), for hashing: exactly as given in
@@ -300,6 +320,10 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(struct pod *, pod_free)
 #define _cleanup_pod_free_ _cleanup_(pod_freep)
 void container_done(struct container *c);
 void probe_free(struct probe *p); /* accepts NULL */
+void lifecycle_handler_free(struct lifecycle_handler *h); /* accepts NULL */
+/* Decode one LifecycleHandler object (as kept in the preStop annotation) and apply its defaults: -EINVAL
+ * when it does not decode, or has not exactly one handler. */
+int lifecycle_handler_from_json(json_t *obj, struct lifecycle_handler **ret);
 
 /* Decode one v1 Pod object. Type errors (a string where a list is expected, unknown restartPolicy, ...) go
  * into errs and make it return -EINVAL; on success *ret holds the pod (defaults not yet applied). */

@@ -212,6 +212,8 @@ static int default_container(struct container *c, bool host_network) {
                 r = default_probe(c->readiness_probe);
         if (r >= 0)
                 r = default_probe(c->startup_probe);
+        if (r >= 0)
+                r = pod_default_container_lifecycle(c);
         if (r < 0)
                 return r;
 

@@ -1,13 +1,178 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Decoding and validation of the containers' lifecycle fields: an init container's restartPolicy (a
- * sidecar: restartPolicy Always). */
+ * sidecar: restartPolicy Always) and the hooks lifecycle.postStart / lifecycle.preStop (LifecycleHandler:
+ * exec, httpGet, tcpSocket, sleep), as the apiserver's validateLifecycle / validateHandler. */
 #include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "apis/apis-internal.h"
 
+void lifecycle_handler_free(struct lifecycle_handler *h) {
+        if (!h)
+                return;
+        strv_free(h->action.exec_command);
+        free(h->action.host);
+        free(h->action.port.str_val);
+        free(h->action.path);
+        free(h->action.scheme);
+        for (size_t i = 0; i < h->action.n_http_headers; i++) {
+                free(h->action.http_headers[i].name);
+                free(h->action.http_headers[i].value);
+        }
+        free(h->action.http_headers);
+        free(h);
+}
+
+static int decode_header(struct field_errors *e, json_t *v, const char *ip, void *item) {
+        struct http_header *hh = item;
+        int r = dec_get_string(e, v, ip, "name", &hh->name);
+        return r < 0 ? r : dec_get_string(e, v, ip, "value", &hh->value);
+}
+
+/* Marks one more handler; the first one given is the one kept. */
+static void add_handler(struct lifecycle_handler *h, enum lifecycle_handler_type t) {
+        if (h->type == LIFECYCLE_HANDLER_NONE)
+                h->type = t;
+        h->n_handlers++;
+        h->given |= 1u << t;
+}
+
+/* one LifecycleHandler object o at path hp */
+static int decode_handler(struct field_errors *e, json_t *o, const char *hp, struct lifecycle_handler *h) {
+        json_t *a;
+        int r;
+
+        r = dec_get_object(e, o, hp, "exec", &a);
+        if (r >= 0 && a) {
+                _cleanup_free_ char *p = path_child(hp, "exec");
+                if (!p)
+                        return -ENOMEM;
+                add_handler(h, LIFECYCLE_HANDLER_EXEC);
+                r = dec_get_strv(e, a, p, "command", &h->action.exec_command);
+        }
+        if (r >= 0)
+                r = dec_get_object(e, o, hp, "httpGet", &a);
+        if (r >= 0 && a) {
+                _cleanup_free_ char *p = path_child(hp, "httpGet");
+                if (!p)
+                        return -ENOMEM;
+                add_handler(h, LIFECYCLE_HANDLER_HTTP_GET);
+                r = dec_get_string(e, a, p, "host", &h->action.host);
+                if (r >= 0)
+                        r = dec_get_int_or_string(e, a, p, "port", &h->action.port);
+                if (r >= 0)
+                        r = dec_get_string(e, a, p, "path", &h->action.path);
+                if (r >= 0)
+                        r = dec_get_string(e, a, p, "scheme", &h->action.scheme);
+                if (r >= 0)
+                        r = dec_object_list(e, a, p, "httpHeaders", sizeof(struct http_header),
+                                            (void **) &h->action.http_headers, &h->action.n_http_headers,
+                                            decode_header);
+        }
+        if (r >= 0)
+                r = dec_get_object(e, o, hp, "tcpSocket", &a);
+        if (r >= 0 && a) {
+                _cleanup_free_ char *p = path_child(hp, "tcpSocket");
+                if (!p)
+                        return -ENOMEM;
+                add_handler(h, LIFECYCLE_HANDLER_TCP_SOCKET);
+                r = dec_get_string(e, a, p, "host", &h->action.host);
+                if (r >= 0)
+                        r = dec_get_int_or_string(e, a, p, "port", &h->action.port);
+        }
+        if (r >= 0)
+                r = dec_get_object(e, o, hp, "sleep", &a);
+        if (r >= 0 && a) {
+                _cleanup_free_ char *p = path_child(hp, "sleep");
+                if (!p)
+                        return -ENOMEM;
+                add_handler(h, LIFECYCLE_HANDLER_SLEEP);
+                r = dec_get_integer(e, a, p, "seconds", INT64_MIN, INT64_MAX, "int64", NULL, &h->sleep_seconds);
+        }
+        return r;
+}
+
+static int decode_hook(struct field_errors *e, json_t *lc, const char *lp, const char *key,
+                       struct lifecycle_handler **ret) {
+        _cleanup_free_ char *hp = NULL;
+        struct lifecycle_handler *h;
+        json_t *o;
+        int r;
+
+        r = dec_get_object(e, lc, lp, key, &o);
+        if (r < 0 || !o)
+                return r;
+        hp = path_child(lp, key);
+        h = calloc(1, sizeof(*h));
+        if (!hp || !h) {
+                free(h);
+                return -ENOMEM;
+        }
+        *ret = h; /* owned by the container from here on */
+        return decode_handler(e, o, hp, h);
+}
+
 int pod_decode_container_lifecycle(struct field_errors *e, json_t *c, const char *cpath, struct container *ret) {
-        return dec_get_string(e, c, cpath, "restartPolicy", &ret->restart_policy);
+        _cleanup_free_ char *lp = NULL;
+        json_t *lc;
+        int r;
+
+        r = dec_get_string(e, c, cpath, "restartPolicy", &ret->restart_policy);
+        if (r >= 0)
+                r = dec_get_object(e, c, cpath, "lifecycle", &lc);
+        if (r < 0 || !lc)
+                return r;
+        lp = path_child(cpath, "lifecycle");
+        if (!lp)
+                return -ENOMEM;
+        r = decode_hook(e, lc, lp, "postStart", &ret->post_start);
+        if (r >= 0)
+                r = decode_hook(e, lc, lp, "preStop", &ret->pre_stop);
+        return r;
+}
+
+/* SetDefaults_HTTPGetAction */
+static int default_handler(struct lifecycle_handler *h) {
+        int r = 0;
+
+        if (!h || h->type != LIFECYCLE_HANDLER_HTTP_GET)
+                return 0;
+        if (isempty(h->action.path))
+                r = free_and_strdup(&h->action.path, "/");
+        if (r >= 0 && isempty(h->action.scheme))
+                r = free_and_strdup(&h->action.scheme, "HTTP");
+        return r < 0 ? r : 0;
+}
+
+int pod_default_container_lifecycle(struct container *c) {
+        int r = default_handler(c->post_start);
+        return r < 0 ? r : default_handler(c->pre_stop);
+}
+
+int lifecycle_handler_from_json(json_t *obj, struct lifecycle_handler **ret) {
+        struct field_errors errs = {};
+        struct lifecycle_handler *h;
+        int r;
+
+        if (!json_is_object(obj))
+                return -EINVAL;
+        h = calloc(1, sizeof(*h));
+        if (!h)
+                return -ENOMEM;
+        r = decode_handler(&errs, obj, "preStop", h);
+        if (r >= 0 && (errs.n > 0 || h->n_handlers != 1))
+                r = -EINVAL;
+        if (r >= 0)
+                r = default_handler(h);
+        field_errors_done(&errs);
+        if (r < 0) {
+                lifecycle_handler_free(h);
+                return r;
+        }
+        *ret = h;
+        return 0;
 }
 
 /* A container's restartPolicy: only init containers may have one, and only Always (upstream
@@ -28,15 +193,130 @@ static void validate_restart_policy(struct vctx *c, const struct container *ctr,
                 val_not_supported(c, pp, ctr->restart_policy, "\"Always\"");
 }
 
+static bool is_http_header_name(const char *s) {
+        if (isempty(s))
+                return false;
+        for (; *s; s++)
+                if (!(*s == '-' || (*s >= '0' && *s <= '9') || (*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z')))
+                        return false;
+        return true;
+}
+
+/* validateHTTPGetAction */
+static void validate_http_get(struct vctx *c, const struct probe *a, const char *hp) {
+        _cleanup_free_ char *pathp = val_child(c, hp, "path"), *portp = val_child(c, hp, "port"),
+                            *schemep = val_child(c, hp, "scheme"), *headersp = val_child(c, hp, "httpHeaders");
+        if (!pathp || !portp || !schemep || !headersp)
+                return;
+        if (isempty(a->path))
+                val_required(c, pathp, NULL);
+        val_port_num_or_name(c, &a->port, portp);
+        if (!a->scheme || (!streq(a->scheme, "HTTP") && !streq(a->scheme, "HTTPS")))
+                val_not_supported(c, schemep, strempty(a->scheme), "\"HTTP\", \"HTTPS\"");
+        for (size_t i = 0; i < a->n_http_headers; i++) {
+                _cleanup_free_ char *ip = val_idx(c, headersp, i), *np = NULL;
+                if (!ip || !(np = val_child(c, ip, "name")))
+                        return;
+                if (!is_http_header_name(a->http_headers[i].name))
+                        val_invalid_str(c, np, strempty(a->http_headers[i].name),
+                                        "a valid HTTP header must consist of alphanumeric characters or '-' (e.g. "
+                                        "'X-Header-Name', regex used for validation is '[-A-Za-z0-9]+')");
+        }
+}
+
+/* validateHandler: exactly one handler; a second one is "Forbidden" at its own path, as upstream (which checks
+ * exec, httpGet, tcpSocket, sleep in this order: the first one given is the one validated). */
+static void validate_handler(struct vctx *c, const struct lifecycle_handler *h, int64_t grace, const char *lp,
+                             const char *key) {
+        static const char *const names[] = {
+                [LIFECYCLE_HANDLER_EXEC] = "exec",
+                [LIFECYCLE_HANDLER_HTTP_GET] = "httpGet",
+                [LIFECYCLE_HANDLER_TCP_SOCKET] = "tcpSocket",
+                [LIFECYCLE_HANDLER_SLEEP] = "sleep",
+        };
+        _cleanup_free_ char *hp = NULL, *ap = NULL;
+
+        if (!h)
+                return;
+        hp = val_child(c, lp, key);
+        if (!hp)
+                return;
+        if (h->n_handlers == 0) {
+                val_required(c, hp, "must specify a handler type");
+                return;
+        }
+        ap = val_child(c, hp, names[h->type]);
+        if (!ap)
+                return;
+        switch (h->type) {
+        case LIFECYCLE_HANDLER_EXEC:
+                if (strv_length(h->action.exec_command) == 0) {
+                        _cleanup_free_ char *p = val_child(c, ap, "command");
+                        if (p)
+                                val_required(c, p, NULL);
+                }
+                break;
+        case LIFECYCLE_HANDLER_HTTP_GET:
+                validate_http_get(c, &h->action, ap);
+                break;
+        case LIFECYCLE_HANDLER_TCP_SOCKET: {
+                _cleanup_free_ char *p = val_child(c, ap, "port");
+                if (p)
+                        val_port_num_or_name(c, &h->action.port, p);
+                break;
+        }
+        case LIFECYCLE_HANDLER_SLEEP:
+                if (h->sleep_seconds <= 0 || h->sleep_seconds > grace) {
+                        _cleanup_free_ char *msg = NULL;
+                        if (asprintf(&msg, "must be greater than 0 and less than terminationGracePeriodSeconds (%" PRId64 ")",
+                                     grace) < 0)
+                                CHECK_OOM(c, -ENOMEM);
+                        else
+                                val_invalid_int(c, ap, h->sleep_seconds, msg);
+                }
+                break;
+        default:
+                break;
+        }
+        for (enum lifecycle_handler_type t = LIFECYCLE_HANDLER_EXEC; t <= LIFECYCLE_HANDLER_SLEEP; t++)
+                if (t != h->type && (h->given & (1u << t))) {
+                        _cleanup_free_ char *p = val_child(c, hp, names[t]);
+                        if (p)
+                                val_forbidden(c, p, "may not specify more than 1 handler type");
+                }
+}
+
+static void validate_hooks(struct vctx *c, const struct container *ctr, const char *cpath, int64_t grace,
+                           bool allowed) {
+        _cleanup_free_ char *lp = NULL;
+
+        if (!ctr->post_start && !ctr->pre_stop)
+                return;
+        lp = val_child(c, cpath, "lifecycle");
+        if (!lp)
+                return;
+        if (!allowed) {
+                val_forbidden(c, lp, "may not be set for init containers without restartPolicy=Always");
+                return;
+        }
+        validate_handler(c, ctr->post_start, grace, lp, "postStart");
+        validate_handler(c, ctr->pre_stop, grace, lp, "preStop");
+}
+
 void pod_validate_lifecycle(struct vctx *c, const struct pod_spec *s) {
         for (size_t i = 0; i < s->n_containers; i++) {
                 _cleanup_free_ char *cp = val_idx(c, "spec.containers", i);
-                if (cp)
-                        validate_restart_policy(c, &s->containers[i], cp, false);
+                if (!cp)
+                        continue;
+                validate_restart_policy(c, &s->containers[i], cp, false);
+                validate_hooks(c, &s->containers[i], cp, s->termination_grace_period_seconds, true);
         }
         for (size_t i = 0; i < s->n_init_containers; i++) {
                 _cleanup_free_ char *cp = val_idx(c, "spec.initContainers", i);
-                if (cp)
-                        validate_restart_policy(c, &s->init_containers[i], cp, true);
+                if (!cp)
+                        continue;
+                validate_restart_policy(c, &s->init_containers[i], cp, true);
+                validate_hooks(c, &s->init_containers[i], cp, s->termination_grace_period_seconds,
+                               container_is_sidecar(&s->init_containers[i]));
         }
 }

@@ -12,6 +12,7 @@
 #include "kuberuntime/backoff.h"
 #include "options/options.h"
 #include "pleg/pleg.h"
+#include "prober/handlers.h"
 #include "prober/manager.h"
 #include "status/status.h"
 #include "client/client.h"
@@ -65,6 +66,7 @@ struct kubelet {
         struct pleg *pleg;
         struct pod_config *config;
         struct prober *prober;
+        struct probe_env hook_env; /* the lifecycle hooks' (hooks.c): exec, curl loop */
         char *node_ip;
         struct event *housekeeping;
 

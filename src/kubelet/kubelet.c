@@ -847,6 +847,8 @@ int kubelet_start(struct kubelet *k) {
         r = cgroups_setup(k);
         if (r < 0)
                 return r;
+        k->hook_env = (struct probe_env) { .base = k->base, .cri = k->cri,
+                                           .request_timeout_usec = o->runtime_request_timeout_usec };
         r = prober_new(k->base, k->cri, o->runtime_request_timeout_usec, &prober_cb, k, &k->prober);
         if (r < 0)
                 return r;
@@ -942,6 +944,7 @@ struct kubelet *kubelet_free(struct kubelet *k) {
                 }
                 pod_worker_free(w);
         }
+        probe_env_done(&k->hook_env); /* after the pod syncs: their hooks are gone */
         k->status = status_manager_free(k->status);
         k->mirror = mirror_manager_free(k->mirror);
         k->events = event_recorder_free(k->events);

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 
 #include "basic/log.h"
+#include "kubelet/hooks.h"
 #include "kubelet/kubelet-internal.h"
 #include "kuberuntime/actions.h"
 #include "kuberuntime/config.h"
@@ -62,6 +63,11 @@ struct pod_sync {
         bool did_work;
         bool error;
         uint64_t wake_usec;
+
+        /* lifecycle hooks in flight (hooks.c); the container whose postStart runs */
+        struct hook_run *hooks;
+        char *started_id;
+        char *hook_desc;                  /* format.Pod for the hooks' messages */
 };
 
 /* per-call context for fan-out calls that need to know which object they were about */
@@ -69,6 +75,12 @@ struct call {
         struct pod_sync *s;
         size_t index;
         bool remove;   /* StopContainer, then RemoveContainer */
+        /* a container kill (killContainer): its preStop, then StopContainer with what is left of the grace */
+        const char *id, *name;
+        int64_t grace;
+        uint64_t hook_start_usec;
+        struct lifecycle_handler *owned_pre_stop; /* decoded from the container's annotation */
+        bool post_start_kill;                     /* after a failed postStart: the start step continues */
 };
 
 static void sync_finish(struct pod_sync *s);
@@ -77,12 +89,16 @@ static void phase_decide(struct pod_sync *s);
 static void phase_stop_sandboxes(struct pod_sync *s);
 static void phase_create_sandbox(struct pod_sync *s);
 static void phase_start_next(struct pod_sync *s);
+static void start_one_done(struct pod_sync *s);
 static void phase_objects(struct pod_sync *s);
 static void phase_remove_sandboxes(struct pod_sync *s);
 
 void pod_sync_free(struct pod_sync *s) {
         if (!s)
                 return;
+        hook_run_cancel_all(&s->hooks);
+        free(s->started_id);
+        free(s->hook_desc);
         pod_free(s->pod);
         kr_pod_status_free(s->status);
         kr_pod_actions_done(&s->actions);
@@ -322,7 +338,9 @@ static void phase_status(struct pod_sync *s) {
 
 /* ---------------------------------------------------------------- act: stop */
 
-static int64_t grace_for(const struct pod_sync *s, const struct kr_container *c) {
+/* killContainer's grace period before the minimum is applied (pod deletion, then the spec, then the
+ * annotation of a pod no longer known) */
+static int64_t grace_raw(const struct pod_sync *s, const struct kr_container *c) {
         int64_t g = -1;
         if (s->pod)
                 g = s->pod->spec.termination_grace_period_seconds;
@@ -336,9 +354,57 @@ static int64_t grace_for(const struct pod_sync *s, const struct kr_container *c)
         }
         if (s->pod && s->pod->has_deletion_timestamp && s->pod->deletion_grace_period_seconds >= 0)
                 g = s->pod->deletion_grace_period_seconds;
-        if (g < MINIMUM_GRACE_PERIOD_SECONDS)
-                g = MINIMUM_GRACE_PERIOD_SECONDS;
         return g;
+}
+
+static int64_t grace_for(const struct pod_sync *s, const struct kr_container *c) {
+        return MAX(grace_raw(s, c), (int64_t) MINIMUM_GRACE_PERIOD_SECONDS);
+}
+
+/* format.Pod: "name_namespace(uid)", for the hooks' messages */
+static const char *hook_desc(struct pod_sync *s) {
+        const char *name = s->pod ? s->pod->name : s->status ? s->status->name : NULL;
+        const char *ns = s->pod ? s->pod->namespace_ : s->status ? s->status->namespace_ : NULL;
+
+        if (!s->hook_desc && asprintf(&s->hook_desc, "%s_%s(%s)", strempty(name), strempty(ns), s->w->uid) < 0)
+                s->hook_desc = NULL;
+        return s->hook_desc ? s->hook_desc : pod_desc(s);
+}
+
+/* The container of the desired spec with this name (regular, then init), or NULL. */
+static const struct container *spec_container(const struct pod_sync *s, const char *name) {
+        if (!s->pod || !name)
+                return NULL;
+        for (size_t i = 0; i < s->pod->spec.n_containers; i++)
+                if (streq_ptr(s->pod->spec.containers[i].name, name))
+                        return &s->pod->spec.containers[i];
+        for (size_t i = 0; i < s->pod->spec.n_init_containers; i++)
+                if (streq_ptr(s->pod->spec.init_containers[i].name, name))
+                        return &s->pod->spec.init_containers[i];
+        return NULL;
+}
+
+/* The IP of a sandbox as last observed (the node's for host network), for httpGet hooks. */
+static const char *sandbox_ip(const struct pod_sync *s, const char *sandbox_id) {
+        for (size_t i = 0; s->status && sandbox_id && i < s->status->n_sandboxes; i++) {
+                const struct kr_sandbox *sb = s->status->sandboxes[i];
+                if (streq(sb->id, sandbox_id) && sb->have_status)
+                        return sb->host_network ? s->k->node_ip : sb->ip;
+        }
+        return NULL;
+}
+
+/* The end of one kill: the fan-out slot, or the start step of a container whose postStart failed. */
+static void call_end(struct call *c) {
+        struct pod_sync *s = c->s;
+        bool post_start = c->post_start_kill;
+
+        lifecycle_handler_free(c->owned_pre_stop);
+        free(c);
+        if (post_start)
+                start_one_done(s);
+        else
+                fanout_release(s);
 }
 
 static void on_remove_stopped(const struct cri_reply *reply, void *userdata) {
@@ -347,12 +413,10 @@ static void on_remove_stopped(const struct cri_reply *reply, void *userdata) {
 
         if (reply->r < 0 && reply->r != -ENOENT) {
                 /* e.g. still "starting": nothing new may start before it is gone; retried with back-off */
-                log_error("pod %s: RemoveContainer %.12s: %s", pod_desc(s), s->status->containers[c->index]->id,
-                          reply->message);
+                log_error("pod %s: RemoveContainer %.12s: %s", pod_desc(s), c->id, reply->message);
                 s->error = true;
         }
-        free(c);
-        fanout_release(s);
+        call_end(c);
 }
 
 static void on_stop_container(const struct cri_reply *reply, void *userdata) {
@@ -360,36 +424,134 @@ static void on_stop_container(const struct cri_reply *reply, void *userdata) {
         struct pod_sync *s = c->s;
 
         if (reply->r < 0 && reply->r != -ENOENT) {
-                log_error("pod %s: StopContainer %.12s: %s", pod_desc(s), s->status->containers[c->index]->id,
-                          reply->message);
+                log_error("pod %s: StopContainer %.12s: %s", pod_desc(s), c->id, reply->message);
                 s->error = true;
         } else if (c->remove && !s->k->stopping) {
                 Runtime__V1__RemoveContainerRequest req = RUNTIME__V1__REMOVE_CONTAINER_REQUEST__INIT;
-                req.container_id = s->status->containers[c->index]->id;
+                req.container_id = (char *) c->id;
                 if (cri_remove_container(s->k->cri, &req, 0, on_remove_stopped, c) >= 0)
                         return; /* the fan-out slot passes to the removal */
                 s->error = true;
         }
-        free(c);
-        fanout_release(s);
+        call_end(c);
+}
+
+static void issue_stop(struct call *c) {
+        struct pod_sync *s = c->s;
+        Runtime__V1__StopContainerRequest req = RUNTIME__V1__STOP_CONTAINER_REQUEST__INIT;
+        int r;
+
+        req.container_id = (char *) c->id;
+        req.timeout = c->grace;
+        /* the runtime may take the whole grace period: the call's deadline is grace + the request timeout */
+        r = cri_stop_container(s->k->cri, &req,
+                               (uint64_t) c->grace * USEC_PER_SEC + s->k->opts->runtime_request_timeout_usec,
+                               on_stop_container, c);
+        if (r < 0) {
+                call_failed(s, "StopContainer", r);
+                call_end(c);
+        }
+}
+
+/* executePreStopHook's end: the grace period left (at least the minimum), then StopContainer */
+static void on_pre_stop_done(void *userdata, int error, const char *message) {
+        struct call *c = userdata;
+        struct pod_sync *s = c->s;
+        int64_t elapsed;
+
+        if (error == -ECANCELED) { /* the pass is being freed */
+                lifecycle_handler_free(c->owned_pre_stop);
+                free(c);
+                return;
+        }
+        elapsed = (int64_t) ((now_usec() - c->hook_start_usec) / USEC_PER_SEC);
+        if (error == -ETIME)
+                log_info("PreStop hook not completed in grace period: pod=\"%s\" podUID=\"%s\" containerName=\"%s\" "
+                         "containerID=\"%.12s\" gracePeriod=%" PRId64, pod_desc(s), s->w->uid, c->name, c->id, c->grace);
+        else if (error < 0) {
+                log_error("PreStop hook failed: pod=\"%s\" containerName=\"%s\" containerID=\"%.12s\": %s", pod_desc(s),
+                          c->name, c->id, message ? message : strerror(-error));
+                pod_worker_event(s->w, c->name, "Warning", "FailedPreStopHook", "%s", message ? message : strerror(-error));
+        } else
+                log_v(3, "PreStop hook completed: pod=\"%s\" containerName=\"%s\"", pod_desc(s), c->name);
+        c->grace = MAX(c->grace - elapsed, (int64_t) MINIMUM_GRACE_PERIOD_SECONDS);
+        if (s->k->stopping) {
+                call_end(c);
+                return;
+        }
+        issue_stop(c);
+}
+
+/* killContainer after its log line and event: the preStop hook (from the spec, or for a pod no longer
+ * known from the annotation written at create time), then StopContainer. The call holds a fan-out slot (or
+ * the start step) until it ends. */
+static void kill_begin(struct call *c, const struct lifecycle_handler *pre_stop, const struct container *spec,
+                       const char *sandbox_id, const char *ports_json) {
+        struct pod_sync *s = c->s;
+        int r;
+
+        if (pre_stop && !s->k->stopping) {
+                struct hook_target t = {
+                        .pod_desc = hook_desc(s),
+                        .container_name = c->name,
+                        .container_id = c->id,
+                        .pod_ip = sandbox_ip(s, sandbox_id),
+                        .spec = spec,
+                        .ports_json = ports_json,
+                };
+                c->hook_start_usec = now_usec();
+                log_v(3, "Running preStop hook: pod=\"%s\" containerName=\"%s\" containerID=\"%.12s\"", pod_desc(s),
+                      c->name, c->id);
+                r = hook_run_start(&s->k->hook_env, &s->hooks, pre_stop, &t, (uint64_t) c->grace * USEC_PER_SEC,
+                                   on_pre_stop_done, c);
+                if (r >= 0)
+                        return;
+                log_error("pod %s: container %s: cannot run the preStop hook: %s", pod_desc(s), c->name, strerror(-r));
+        }
+        issue_stop(c);
+}
+
+/* The preStop handler of a running instance: the desired spec's, else the annotation's. */
+static const struct lifecycle_handler *pre_stop_of(struct pod_sync *s, const struct kr_container *kc,
+                                                   const struct container *spec, struct call *c) {
+        const char *v;
+        json_t *j;
+
+        if (spec)
+                return spec->pre_stop;
+        if (s->pod)
+                return NULL; /* a container the spec no longer has: upstream restores it from the labels too */
+        v = strmap_get(&kc->annotations, ANNOTATION_CONTAINER_PRESTOP_HANDLER);
+        if (!v)
+                return NULL;
+        j = json_loadb(v, strlen(v), JSON_REJECT_DUPLICATES, NULL);
+        if (lifecycle_handler_from_json(j, &c->owned_pre_stop) < 0)
+                log_error("pod %s: container %s: cannot decode the preStop handler annotation", pod_desc(s), kc->name);
+        json_decref(j);
+        return c->owned_pre_stop;
 }
 
 static void stop_container(struct pod_sync *s, size_t index, const char *reason, const char *message, bool remove,
                            int64_t grace_override) {
         const struct kr_container *kc = s->status->containers[index];
-        Runtime__V1__StopContainerRequest req = RUNTIME__V1__STOP_CONTAINER_REQUEST__INIT;
-        int64_t grace = grace_for(s, kc);
+        const struct container *spec = spec_container(s, kc->name);
+        int64_t raw = grace_raw(s, kc), grace = MAX(raw, (int64_t) MINIMUM_GRACE_PERIOD_SECONDS);
         struct call *c = call_new(s, index);
-        int r;
+        const struct lifecycle_handler *pre_stop;
 
         if (!c) {
                 call_failed(s, "StopContainer", -ENOMEM);
                 return;
         }
         c->remove = remove;
+        c->id = kc->id;
+        c->name = kc->name;
         /* a failed liveness/startup probe's own terminationGracePeriodSeconds, unless the pod is being deleted */
-        if (grace_override >= 0 && !(s->pod && s->pod->has_deletion_timestamp))
+        if (grace_override >= 0 && !(s->pod && s->pod->has_deletion_timestamp)) {
+                raw = grace_override;
                 grace = MAX(grace_override, (int64_t) MINIMUM_GRACE_PERIOD_SECONDS);
+        }
+        c->grace = grace;
         log_info("Killing container with a grace period: pod=\"%s\" podUID=\"%s\" containerName=\"%s\" "
                  "containerID=\"%.12s\" gracePeriod=%" PRId64 " reason=\"%s\"%s%s%s",
                  pod_desc(s), s->w->uid, kc->name, kc->id, grace, reason, message ? " message=\"" : "",
@@ -398,18 +560,11 @@ static void stop_container(struct pod_sync *s, size_t index, const char *reason,
                 pod_worker_event(s->w, kc->name, "Normal", "Killing", "%s", message);
         else
                 pod_worker_event(s->w, kc->name, "Normal", "Killing", "Stopping container %s", kc->name);
-        req.container_id = kc->id;
-        req.timeout = grace;
-        /* the runtime may take the whole grace period: the call's deadline is grace + the request timeout */
-        r = cri_stop_container(s->k->cri, &req, (uint64_t) grace * USEC_PER_SEC + s->k->opts->runtime_request_timeout_usec,
-                               on_stop_container, c);
-        if (r < 0) {
-                free(c);
-                call_failed(s, "StopContainer", r);
-                return;
-        }
+        /* as upstream, no preStop without a grace period (a force deletion) */
+        pre_stop = raw > 0 ? pre_stop_of(s, kc, spec, c) : NULL;
         s->pending++;
         s->did_work = true;
+        kill_begin(c, pre_stop, spec, kc->sandbox_id, strmap_get(&kc->annotations, ANNOTATION_CONTAINER_PORTS));
 }
 
 static size_t container_index(const struct pod_sync *s, const struct kr_container *kc) {
@@ -810,6 +965,54 @@ static uint32_t next_restart_count(const struct pod_sync *s, const struct contai
         return (uint32_t) (max + 1);
 }
 
+/* startContainer's last step: a postStart hook that failed kills the container (killContainer with the
+ * message "FailedPostStartHook", its preStop included); the start step ends once it is stopped. */
+static void on_post_start_done(void *userdata, int error, const char *message) {
+        struct pod_sync *s = userdata;
+        const struct container *c;
+        const struct lifecycle_handler *pre_stop;
+        struct call *k;
+
+        if (error == -ECANCELED)
+                return; /* the pass is being freed */
+        c = current_container(s);
+        if (error >= 0 || s->k->stopping) {
+                start_one_done(s);
+                return;
+        }
+        if (!message)
+                message = strerror(-error);
+        log_error("Failed to execute PostStartHook: pod=\"%s\" podUID=\"%s\" containerName=\"%s\" containerID=\"%.12s\": %s",
+                  pod_desc(s), s->w->uid, c->name, s->started_id, message);
+        pod_worker_event(s->w, c->name, "Warning", "FailedPostStartHook", "%s", message);
+        pod_worker_set_waiting(s->w, c->name, "PostStartHookError", "%s", message);
+        s->error = true;
+        k = call_new(s, 0);
+        if (!k) {
+                call_failed(s, "StopContainer", -ENOMEM);
+                start_one_done(s);
+                return;
+        }
+        k->id = s->started_id;
+        k->name = c->name;
+        k->post_start_kill = true;
+        pre_stop = c->pre_stop;
+        k->grace = grace_for(s, NULL);
+        if (grace_raw(s, NULL) <= 0)
+                pre_stop = NULL;
+        log_info("Killing container with a grace period: pod=\"%s\" podUID=\"%s\" containerName=\"%s\" "
+                 "containerID=\"%.12s\" gracePeriod=%" PRId64 " reason=\"FailedPostStartHook\"",
+                 pod_desc(s), s->w->uid, c->name, s->started_id, k->grace);
+        pod_worker_event(s->w, c->name, "Normal", "Killing", "FailedPostStartHook");
+        kill_begin(k, pre_stop, c, s->sandbox_id, NULL);
+}
+
+/* postStart has no deadline upstream (it holds the pod's sync until it returns): here it is cut at the
+ * pod's terminationGracePeriodSeconds, and not before 30 s. */
+static uint64_t post_start_timeout_usec(const struct pod_sync *s) {
+        return (uint64_t) MAX(s->pod->spec.termination_grace_period_seconds, (int64_t) 30) * USEC_PER_SEC;
+}
+
 static void on_start_container(const struct cri_reply *reply, void *userdata) {
         struct pod_sync *s = userdata;
         const struct container *c = current_container(s);
@@ -823,6 +1026,22 @@ static void on_start_container(const struct cri_reply *reply, void *userdata) {
                 log_info("Started container: pod=\"%s\" containerName=\"%s\"", pod_desc(s), c->name);
                 pod_worker_event(s->w, c->name, "Normal", "Started", "Started container %s", c->name);
                 pod_worker_clear_waiting(s->w, c->name);
+                if (c->post_start && !s->k->stopping) {
+                        struct hook_target t = {
+                                .pod_desc = hook_desc(s),
+                                .container_name = c->name,
+                                .container_id = s->started_id,
+                                .pod_ip = s->pod->spec.host_network ? s->k->node_ip : s->pod_ip,
+                                .spec = c,
+                        };
+                        int r = hook_run_start(&s->k->hook_env, &s->hooks, c->post_start, &t, post_start_timeout_usec(s),
+                                               on_post_start_done, s);
+                        if (r >= 0)
+                                return; /* the start step waits for the hook */
+                        log_error("pod %s: container %s: cannot run the postStart hook: %s", pod_desc(s), c->name,
+                                  strerror(-r));
+                        s->error = true;
+                }
         }
         start_one_done(s);
 }
@@ -849,6 +1068,11 @@ static void on_create_container(const struct cri_reply *reply, void *userdata) {
         log_info("Created container: pod=\"%s\" containerName=\"%s\" containerID=\"%.12s\"", pod_desc(s), c->name,
                  resp->container_id);
         pod_worker_event(s->w, c->name, "Normal", "Created", "Created container %s", c->name);
+        if (free_and_strdup(&s->started_id, resp->container_id) < 0) {
+                call_failed(s, "StartContainer", -ENOMEM);
+                start_one_done(s);
+                return;
+        }
         req.container_id = resp->container_id;
         r = cri_start_container(s->k->cri, &req, 0, on_start_container, s);
         if (r < 0) {

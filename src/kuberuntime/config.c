@@ -146,6 +146,13 @@ int kr_container_annotations(const struct pod *pod, const struct container *c, u
                 if (r >= 0)
                         r = strmap_set(&m, ANNOTATION_CONTAINER_PORTS, pj);
         }
+        if (r >= 0 && c->pre_stop) {
+                /* the handler as given, so that it still runs once the pod is gone (lifecycle_handler_from_json) */
+                json_t *h = json_object_get(json_object_get(c->raw, "lifecycle"), "preStop");
+                _cleanup_free_ char *hj = h ? json_dumps(h, JSON_COMPACT) : NULL;
+                if (h)
+                        r = hj ? strmap_set(&m, ANNOTATION_CONTAINER_PRESTOP_HANDLER, hj) : -ENOMEM;
+        }
         if (r < 0) {
                 strmap_done(&m);
                 return r;

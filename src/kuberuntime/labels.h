@@ -16,6 +16,7 @@
 #define ANNOTATION_TERMINATION_MESSAGE_POLICY "io.kubernetes.container.terminationMessagePolicy"
 #define ANNOTATION_POD_TERMINATION_GRACE_PERIOD "io.kubernetes.pod.terminationGracePeriod"
 #define ANNOTATION_CONTAINER_PORTS "io.kubernetes.container.ports"
+#define ANNOTATION_CONTAINER_PRESTOP_HANDLER "io.kubernetes.container.preStopHandler"
 /* ckubelet's own: "true" on a sidecar's instances, so that a pod no longer known (removed, or after a restart)
  * still stops its sidecars after its other containers */
 #define ANNOTATION_CONTAINER_SIDECAR "io.ckubelet.container.sidecar"

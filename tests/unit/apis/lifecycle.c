@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <string.h>
 #include <cmocka.h>
+#include <errno.h>
 
 #include "apis/manifest.h"
 
@@ -67,10 +68,110 @@ static void test_restart_policy_validation(void **state) {
                                        "without restartPolicy=Always"));
 }
 
+#define APP(lc) "  containers:\n  - name: c\n    image: busybox\n    ports: [{name: web, containerPort: 80}]\n    lifecycle: " lc "\n"
+
+static void test_hooks_decoded(void **state) {
+        const char *yaml = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n" APP(
+                "{postStart: {exec: {command: [sh, -c, 'echo hi']}}, preStop: {httpGet: {port: web, host: h, "
+                "httpHeaders: [{name: X-A, value: b}]}}}")
+                "  initContainers:\n  - {name: s, image: busybox, restartPolicy: Always, lifecycle: {preStop: {sleep: {seconds: 3}}}}\n";
+        _cleanup_free_ char *err = NULL;
+        struct pod_set set = {};
+        const struct container *c;
+
+        assert_int_equal(manifest_parse(yaml, strlen(yaml), &set, &err), 0);
+        c = &set.pods[0]->spec.containers[0];
+        assert_non_null(c->post_start);
+        assert_int_equal(c->post_start->type, LIFECYCLE_HANDLER_EXEC);
+        assert_int_equal(c->post_start->n_handlers, 1);
+        assert_string_equal(c->post_start->action.exec_command[2], "echo hi");
+        assert_non_null(c->pre_stop);
+        assert_int_equal(c->pre_stop->type, LIFECYCLE_HANDLER_HTTP_GET);
+        assert_true(c->pre_stop->action.port.is_string);
+        assert_string_equal(c->pre_stop->action.port.str_val, "web");
+        assert_string_equal(c->pre_stop->action.host, "h");
+        /* defaults of SetDefaults_HTTPGetAction */
+        assert_string_equal(c->pre_stop->action.path, "/");
+        assert_string_equal(c->pre_stop->action.scheme, "HTTP");
+        assert_int_equal(c->pre_stop->action.n_http_headers, 1);
+        assert_string_equal(c->pre_stop->action.http_headers[0].value, "b");
+        c = &set.pods[0]->spec.init_containers[0];
+        assert_null(c->post_start);
+        assert_int_equal(c->pre_stop->type, LIFECYCLE_HANDLER_SLEEP);
+        assert_int_equal(c->pre_stop->sleep_seconds, 3);
+        pod_set_done(&set);
+}
+
+static void test_hooks_decode_errors(void **state) {
+        const char *yaml = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n" APP("{preStop: {exec: {command: 3}}}");
+        _cleanup_free_ char *err = NULL;
+        struct pod_set set = {};
+
+        assert_true(manifest_parse(yaml, strlen(yaml), &set, &err) < 0);
+        assert_non_null(strstr(err, "spec.containers[0].lifecycle.preStop.exec.command"));
+        pod_set_done(&set);
+}
+
+static void test_hooks_validation(void **state) {
+        _cleanup_free_ char *ok = NULL, *none = NULL, *two = NULL, *cmd = NULL, *http = NULL, *sleep0 = NULL,
+                            *sleep_long = NULL, *init = NULL, *tcp = NULL;
+
+        ok = errors_of(APP("{postStart: {httpGet: {port: 80, path: /x, scheme: HTTPS}}, preStop: {sleep: {seconds: 30}}}"));
+        assert_string_equal(ok, "");
+        /* tcpSocket is accepted (deprecated; it fails when run) */
+        tcp = errors_of(APP("{preStop: {tcpSocket: {port: web}}}"));
+        assert_string_equal(tcp, "");
+        none = errors_of(APP("{postStart: {}}"));
+        assert_string_equal(none, "spec.containers[0].lifecycle.postStart: Required value: must specify a handler type");
+        two = errors_of(APP("{preStop: {exec: {command: ['true']}, sleep: {seconds: 1}}}"));
+        assert_string_equal(two, "spec.containers[0].lifecycle.preStop.sleep: Forbidden: may not specify more than 1 handler type");
+        cmd = errors_of(APP("{preStop: {exec: {command: []}}}"));
+        assert_string_equal(cmd, "spec.containers[0].lifecycle.preStop.exec.command: Required value");
+        http = errors_of(APP("{postStart: {httpGet: {port: 0, scheme: FTP, httpHeaders: [{name: 'a b', value: c}]}}}"));
+        assert_non_null(strstr(http, "spec.containers[0].lifecycle.postStart.httpGet.port: Invalid value: 0: must be "
+                                     "between 1 and 65535, inclusive"));
+        assert_non_null(strstr(http, "spec.containers[0].lifecycle.postStart.httpGet.scheme: Unsupported value: \"FTP\": "
+                                     "supported values: \"HTTP\", \"HTTPS\""));
+        assert_non_null(strstr(http, "spec.containers[0].lifecycle.postStart.httpGet.httpHeaders[0].name: Invalid value: \"a b\""));
+        sleep0 = errors_of(APP("{preStop: {sleep: {seconds: 0}}}"));
+        assert_string_equal(sleep0, "spec.containers[0].lifecycle.preStop.sleep: Invalid value: 0: must be greater than 0 "
+                                    "and less than terminationGracePeriodSeconds (30)");
+        sleep_long = errors_of("  terminationGracePeriodSeconds: 5\n" APP("{preStop: {sleep: {seconds: 6}}}"));
+        assert_string_equal(sleep_long, "spec.containers[0].lifecycle.preStop.sleep: Invalid value: 6: must be greater than "
+                                        "0 and less than terminationGracePeriodSeconds (5)");
+        /* regular init containers may not have hooks */
+        init = errors_of("  initContainers:\n  - {name: i, image: busybox, lifecycle: {preStop: {exec: {command: ['true']}}}}\n"
+                         "  containers:\n  - {name: c, image: busybox}\n");
+        assert_string_equal(init, "spec.initContainers[0].lifecycle: Forbidden: may not be set for init containers "
+                                  "without restartPolicy=Always");
+}
+
+static void test_handler_from_json(void **state) {
+        struct lifecycle_handler *h = NULL;
+        json_t *j = json_loads("{\"httpGet\":{\"port\":8080}}", 0, NULL);
+        json_t *bad = json_loads("{\"exec\":{\"command\":[\"a\"]},\"sleep\":{\"seconds\":1}}", 0, NULL);
+
+        assert_int_equal(lifecycle_handler_from_json(j, &h), 0);
+        assert_int_equal(h->type, LIFECYCLE_HANDLER_HTTP_GET);
+        assert_int_equal(h->action.port.int_val, 8080);
+        assert_string_equal(h->action.path, "/");
+        lifecycle_handler_free(h);
+        h = NULL;
+        assert_int_equal(lifecycle_handler_from_json(bad, &h), -EINVAL);
+        assert_null(h);
+        assert_int_equal(lifecycle_handler_from_json(NULL, &h), -EINVAL);
+        json_decref(j);
+        json_decref(bad);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_sidecar_decoded),
                 cmocka_unit_test(test_restart_policy_validation),
+                cmocka_unit_test(test_hooks_decoded),
+                cmocka_unit_test(test_hooks_decode_errors),
+                cmocka_unit_test(test_hooks_validation),
+                cmocka_unit_test(test_handler_from_json),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/* The container lifecycle hook runner (pkg/kubelet/lifecycle/handlers.go HandlerRunner): runs one
+ * postStart or preStop handler, asynchronously on the event loop:
+ *
+ *  - exec: CRI ExecSync in the container (the runtime kills the command at the timeout);
+ *  - httpGet: a GET through the probes' libcurl transfer on the loop; as upstream, any HTTP answer is a
+ *    success, only a transport error (or the timeout) is a failure; host defaults to the pod IP, a named
+ *    port is looked up in the container's ports;
+ *  - sleep: a timer;
+ *  - tcpSocket: accepted by validation but not supported by the kubelet: it fails ("Cannot run handler").
+ *
+ * Every run also has an overall deadline (timeout_usec): past it the run ends with -ETIME (what it started
+ * is abandoned: an exec is killed by the runtime at the same deadline). */
+
+#include <stdint.h>
+
+#include "apis/pod.h"
+#include "prober/handlers.h"
+
+struct hook_run;
+
+struct hook_target {
+        const char *pod_desc;               /* format.Pod: "name_namespace(uid)" */
+        const char *container_name;
+        const char *container_id;
+        const char *pod_ip;                 /* httpGet host when the handler names none (NULL: none known) */
+        const struct container *spec;       /* for named ports; NULL when the pod is no longer known */
+        const char *ports_json;             /* else the ports as kept in the container's annotation (JSON), or NULL */
+};
+
+/* error: 0 on success; -ETIME past the deadline; -ECANCELED from hook_run_cancel_all (free your context
+ * only); other negative errno on failure. message: upstream's wording of the failure (NULL on success). The
+ * run is gone when this returns. */
+typedef void (*hook_done_t)(void *userdata, int error, const char *message);
+
+/* Start h. The handler and the target's strings must stay valid until done runs. The run is linked into
+ * *list (for hook_run_cancel_all). Returns 0 (done runs later, exactly once) or a negative errno (never
+ * runs). */
+int hook_run_start(struct probe_env *env, struct hook_run **list, const struct lifecycle_handler *h,
+                   const struct hook_target *t, uint64_t timeout_usec, hook_done_t done, void *userdata);
+
+/* Abandon every run in *list: each one's callback runs now with -ECANCELED. */
+void hook_run_cancel_all(struct hook_run **list);
+
+/* The message of a failed hook, as upstream formats it (exposed for tests). Caller frees; NULL on OOM. */
+char *hook_failure_message(const struct lifecycle_handler *h, const struct hook_target *t, const char *error,
+                           const char *output);
