@@ -114,6 +114,8 @@ void val_not_supported(struct vctx *c, const char *path, const char *value, cons
 void val_forbidden(struct vctx *c, const char *path, const char *detail);
 void val_nonnegative(struct vctx *c, const char *parent, const char *name, int64_t v);
 void val_port_num_or_name(struct vctx *c, const struct int_or_string *port, const char *path);
+/* httpGet of a probe or a lifecycle hook (validateHTTPGetAction): path, port, scheme, header names */
+void val_http_get(struct vctx *c, const struct probe *p, const char *hp);
 /* Run a name check and report every message as Invalid(path, value, msg). */
 void val_check_name(struct vctx *c, const char *path, const char *value,
                     size_t (*check)(const char *, const char *[static NAME_MAX_MSGS]));

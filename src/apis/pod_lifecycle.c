@@ -193,36 +193,6 @@ static void validate_restart_policy(struct vctx *c, const struct container *ctr,
                 val_not_supported(c, pp, ctr->restart_policy, "\"Always\"");
 }
 
-static bool is_http_header_name(const char *s) {
-        if (isempty(s))
-                return false;
-        for (; *s; s++)
-                if (!(*s == '-' || (*s >= '0' && *s <= '9') || (*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z')))
-                        return false;
-        return true;
-}
-
-/* validateHTTPGetAction */
-static void validate_http_get(struct vctx *c, const struct probe *a, const char *hp) {
-        _cleanup_free_ char *pathp = val_child(c, hp, "path"), *portp = val_child(c, hp, "port"),
-                            *schemep = val_child(c, hp, "scheme"), *headersp = val_child(c, hp, "httpHeaders");
-        if (!pathp || !portp || !schemep || !headersp)
-                return;
-        if (isempty(a->path))
-                val_required(c, pathp, NULL);
-        val_port_num_or_name(c, &a->port, portp);
-        if (!a->scheme || (!streq(a->scheme, "HTTP") && !streq(a->scheme, "HTTPS")))
-                val_not_supported(c, schemep, strempty(a->scheme), "\"HTTP\", \"HTTPS\"");
-        for (size_t i = 0; i < a->n_http_headers; i++) {
-                _cleanup_free_ char *ip = val_idx(c, headersp, i), *np = NULL;
-                if (!ip || !(np = val_child(c, ip, "name")))
-                        return;
-                if (!is_http_header_name(a->http_headers[i].name))
-                        val_invalid_str(c, np, strempty(a->http_headers[i].name),
-                                        "a valid HTTP header must consist of alphanumeric characters or '-' (e.g. "
-                                        "'X-Header-Name', regex used for validation is '[-A-Za-z0-9]+')");
-        }
-}
 
 /* validateHandler: exactly one handler; a second one is "Forbidden" at its own path, as upstream (which checks
  * exec, httpGet, tcpSocket, sleep in this order: the first one given is the one validated). */
@@ -257,7 +227,7 @@ static void validate_handler(struct vctx *c, const struct lifecycle_handler *h, 
                 }
                 break;
         case LIFECYCLE_HANDLER_HTTP_GET:
-                validate_http_get(c, &h->action, ap);
+                val_http_get(c, &h->action, ap);
                 break;
         case LIFECYCLE_HANDLER_TCP_SOCKET: {
                 _cleanup_free_ char *p = val_child(c, ap, "port");

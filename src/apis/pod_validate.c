@@ -431,7 +431,8 @@ static bool is_http_header_name(const char *s) {
         return true;
 }
 
-static void validate_http_get(struct vctx *c, const struct probe *p, const char *hp) {
+/* validateHTTPGetAction: probes and lifecycle hooks */
+void val_http_get(struct vctx *c, const struct probe *p, const char *hp) {
         _cleanup_free_ char *pathp = val_child(c, hp, "path"), *portp = val_child(c, hp, "port"),
                             *schemep = val_child(c, hp, "scheme"), *headersp = val_child(c, hp, "httpHeaders");
         if (!pathp || !portp || !schemep || !headersp)
@@ -484,7 +485,7 @@ static void validate_probe(struct vctx *c, const struct probe *p, const char *cp
                         }
                         break;
                 case PROBE_HANDLER_HTTP_GET:
-                        validate_http_get(c, p, hp);
+                        val_http_get(c, p, hp);
                         break;
                 case PROBE_HANDLER_TCP_SOCKET: {
                         _cleanup_free_ char *portp = val_child(c, hp, "port");
