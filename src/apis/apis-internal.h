@@ -70,6 +70,9 @@ int dec_get_timestamp(struct field_errors *e, json_t *obj, const char *parent, c
 /* "<parent>.<key>: Unsupported value: \"v\": supported values: ..." */
 int dec_unsupported(struct field_errors *e, const char *parent, const char *key, const char *value,
                     const char *supported);
+/* A Quantity (Quantity.UnmarshalJSON): on success ret->str is set; an error is recorded and leaves ret as is. */
+int dec_quantity(struct field_errors *e, const char *path, json_t *v, struct quantity *ret);
+int dec_get_quantity(struct field_errors *e, json_t *obj, const char *parent, const char *key, struct quantity *ret);
 int dec_get_int_or_string(struct field_errors *e, json_t *obj, const char *parent, const char *key,
                           struct int_or_string *ret);
 /* A list of objects: every element must be an object; fn decodes one into the next item (the array grows

@@ -321,6 +321,57 @@ static void format_double(double d, char *buf, size_t size) {
         }
 }
 
+/* Quantity.UnmarshalJSON: a string or a number, spaces trimmed, parsed with ParseQuantity's rules and
+ * messages. */
+int dec_quantity(struct field_errors *e, const char *path, json_t *v, struct quantity *ret) {
+        _cleanup_free_ char *trimmed = NULL, *quoted = NULL;
+        const char *s, *msg = NULL;
+        size_t a = 0, b;
+        char num[64];
+        int r;
+
+        if (json_is_string(v))
+                s = json_string_value(v);
+        else if (json_is_integer(v)) {
+                snprintf(num, sizeof(num), "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+                s = num;
+        } else if (json_is_real(v)) {
+                format_double(json_real_value(v), num, sizeof(num));
+                s = num;
+        } else
+                return dec_type_error(e, path, v, "string");
+        b = strlen(s);
+        while (a < b && strchr(" \t\n\r\v\f", s[a]))
+                a++;
+        while (b > a && strchr(" \t\n\r\v\f", s[b - 1]))
+                b--;
+        trimmed = strndup(s + a, b - a);
+        if (!trimmed)
+                return -ENOMEM;
+        r = quantity_parse_exact(trimmed, NULL, NULL, &msg);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0) {
+                quoted = go_quote(s);
+                if (!quoted)
+                        return -ENOMEM;
+                return field_errors_add(e, path, "Invalid value: %s: %s", quoted, msg);
+        }
+        return quantity_parse(trimmed, ret);
+}
+
+int dec_get_quantity(struct field_errors *e, json_t *obj, const char *parent, const char *key, struct quantity *ret) {
+        _cleanup_free_ char *p = NULL;
+        json_t *v = dec_get(obj, key);
+
+        if (!v)
+                return 0;
+        p = path_child(parent, key);
+        if (!p)
+                return -ENOMEM;
+        return dec_quantity(e, p, v, ret);
+}
+
 static int decode_resource_list(struct field_errors *e, json_t *obj, const char *parent, const char *key,
                                 struct resource_list *ret) {
         _cleanup_free_ char *p = NULL;
@@ -335,57 +386,19 @@ static int decode_resource_list(struct field_errors *e, json_t *obj, const char 
         if (!p)
                 return -ENOMEM;
         json_object_foreach(m, k, v) {
-                _cleanup_free_ char *kp = NULL, *trimmed = NULL, *quoted = NULL;
+                _cleanup_free_ char *kp = NULL;
                 struct quantity q = {};
-                const char *msg = NULL;
-                char num[64];
-                const char *s;
 
                 if (json_is_null(v))
                         continue;
                 kp = path_key(p, k);
                 if (!kp)
                         return -ENOMEM;
-                if (json_is_string(v))
-                        s = json_string_value(v);
-                else if (json_is_integer(v)) {
-                        snprintf(num, sizeof(num), "%" JSON_INTEGER_FORMAT, json_integer_value(v));
-                        s = num;
-                } else if (json_is_real(v)) {
-                        format_double(json_real_value(v), num, sizeof(num));
-                        s = num;
-                } else {
-                        r = dec_type_error(e, kp, v, "string");
-                        if (r < 0)
-                                return r;
-                        continue;
-                }
-                /* Quantity.UnmarshalJSON trims spaces */
-                {
-                        size_t a = 0, b = strlen(s);
-                        while (a < b && strchr(" \t\n\r\v\f", s[a]))
-                                a++;
-                        while (b > a && strchr(" \t\n\r\v\f", s[b - 1]))
-                                b--;
-                        trimmed = strndup(s + a, b - a);
-                        if (!trimmed)
-                                return -ENOMEM;
-                }
-                r = quantity_parse_exact(trimmed, NULL, NULL, &msg);
-                if (r == -ENOMEM)
-                        return r;
-                if (r < 0) {
-                        quoted = go_quote(s);
-                        if (!quoted)
-                                return -ENOMEM;
-                        r = field_errors_add(e, kp, "Invalid value: %s: %s", quoted, msg);
-                        if (r < 0)
-                                return r;
-                        continue;
-                }
-                r = quantity_parse(trimmed, &q);
+                r = dec_quantity(e, kp, v, &q);
                 if (r < 0)
                         return r;
+                if (!q.str)
+                        continue; /* an error, recorded */
                 if (resource_list_get(ret, k)) {
                         quantity_done(&q);
                         continue;

@@ -59,53 +59,6 @@ void container_env_from_done(struct container *c) {
 
 /* ---------------------------------------------------------------- decoding */
 
-/* A resource.Quantity given as a string or a number (Quantity.UnmarshalJSON). */
-static int dec_get_quantity(struct field_errors *e, json_t *obj, const char *parent, const char *key, bool *ret_set,
-                            struct quantity *ret) {
-        _cleanup_free_ char *path = NULL, *trimmed = NULL, *quoted = NULL;
-        json_t *v = dec_get(obj, key);
-        const char *s, *msg = NULL;
-        char num[64];
-        size_t a = 0, b;
-        int r;
-
-        if (!v)
-                return 0;
-        if (json_is_string(v))
-                s = json_string_value(v);
-        else if (json_is_integer(v)) {
-                snprintf(num, sizeof(num), "%" JSON_INTEGER_FORMAT, json_integer_value(v));
-                s = num;
-        } else if (json_is_real(v)) {
-                snprintf(num, sizeof(num), "%.17g", json_real_value(v));
-                s = num;
-        } else
-                return dec_child_error(e, parent, key, v, "string");
-        b = strlen(s);
-        while (a < b && strchr(" \t\n\r\v\f", s[a]))
-                a++;
-        while (b > a && strchr(" \t\n\r\v\f", s[b - 1]))
-                b--;
-        trimmed = strndup(s + a, b - a);
-        path = path_child(parent, key);
-        if (!trimmed || !path)
-                return -ENOMEM;
-        r = quantity_parse_exact(trimmed, NULL, NULL, &msg);
-        if (r == -ENOMEM)
-                return r;
-        if (r < 0) {
-                quoted = go_quote(s);
-                if (!quoted)
-                        return -ENOMEM;
-                return field_errors_add(e, path, "Invalid value: %s: %s", quoted, msg);
-        }
-        r = quantity_parse(trimmed, ret);
-        if (r < 0)
-                return r;
-        *ret_set = true;
-        return 0;
-}
-
 static int dec_key_selector(struct field_errors *e, json_t *obj, const char *parent, const char *key,
                             struct key_selector **ret) {
         _cleanup_free_ char *p = NULL;
@@ -165,7 +118,8 @@ int dec_env_var_source(struct field_errors *e, json_t *obj, const char *path, st
                 if (r >= 0)
                         r = dec_get_string(e, o, rp, "resource", &rs->resource);
                 if (r >= 0)
-                        r = dec_get_quantity(e, o, rp, "divisor", &rs->has_divisor, &rs->divisor);
+                        r = dec_get_quantity(e, o, rp, "divisor", &rs->divisor);
+                rs->has_divisor = rs->divisor.str != NULL;
         }
         if (r >= 0)
                 r = dec_key_selector(e, vf, p, "configMapKeyRef", &s->config_map_key_ref);

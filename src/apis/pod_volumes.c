@@ -87,39 +87,6 @@ struct pod_volumes *pod_volumes_free(struct pod_volumes *v) {
 
 /* ---------------------------------------------------------------- decode */
 
-/* A Quantity field (string or number). Absent/null leaves q->str NULL. */
-static int dec_get_quantity(struct field_errors *e, json_t *obj, const char *parent, const char *key,
-                            struct quantity *q) {
-        _cleanup_free_ char *p = NULL, *quoted = NULL;
-        json_t *v = dec_get(obj, key);
-        const char *s, *msg = NULL;
-        char num[64];
-        int r;
-
-        if (!v)
-                return 0;
-        p = path_child(parent, key);
-        if (!p)
-                return -ENOMEM;
-        if (json_is_string(v))
-                s = json_string_value(v);
-        else if (json_is_integer(v)) {
-                snprintf(num, sizeof(num), "%" JSON_INTEGER_FORMAT, json_integer_value(v));
-                s = num;
-        } else
-                return dec_type_error(e, p, v, "string");
-        r = quantity_parse_exact(s, NULL, NULL, &msg);
-        if (r == -ENOMEM)
-                return r;
-        if (r < 0) {
-                quoted = go_quote(s);
-                if (!quoted)
-                        return -ENOMEM;
-                return field_errors_add(e, p, "Invalid value: %s: %s", quoted, msg);
-        }
-        return quantity_parse(s, q);
-}
-
 static int dec_mode(struct field_errors *e, json_t *obj, const char *parent, const char *key, bool *has,
                     int32_t *mode) {
         int64_t v = 0;
