@@ -698,10 +698,19 @@ static int config_port(struct config_ctx *c, const char *field, json_t *v, int *
         return 0;
 }
 
+/* *target = the items joined with "," (the flags' list syntax) */
+static int set_joined(char **l, char **target) {
+        char *joined = l ? strv_join(l, ",") : strdup("");
+        if (!joined)
+                return -ENOMEM;
+        free(*target);
+        *target = joined;
+        return 0;
+}
+
 /* []string → "a,b" (the flag's syntax) */
 static int config_string_list(struct config_ctx *c, const char *field, json_t *v, char **target) {
         _cleanup_strv_free_ char **l = NULL;
-        _cleanup_free_ char *joined = NULL;
         json_t *value;
         size_t i;
 
@@ -717,18 +726,12 @@ static int config_string_list(struct config_ctx *c, const char *field, json_t *v
                 if (strv_extend(&l, json_string_value(value)) < 0)
                         return -ENOMEM;
         }
-        joined = l ? strv_join(l, ",") : strdup("");
-        if (!joined)
-                return -ENOMEM;
-        free(*target);
-        *target = TAKE_PTR(joined);
-        return 0;
+        return set_joined(l, target);
 }
 
 /* map[string]string → "k=v,k2=v2" (the flag's syntax) */
 static int config_string_map(struct config_ctx *c, const char *field, json_t *v, char **target) {
         _cleanup_strv_free_ char **l = NULL;
-        _cleanup_free_ char *joined = NULL;
         const char *key;
         json_t *value;
 
@@ -744,18 +747,12 @@ static int config_string_map(struct config_ctx *c, const char *field, json_t *v,
                 if (asprintf(&item, "%s=%s", key, json_string_value(value)) < 0 || strv_push(&l, item) < 0)
                         return -ENOMEM;
         }
-        joined = l ? strv_join(l, ",") : strdup("");
-        if (!joined)
-                return -ENOMEM;
-        free(*target);
-        *target = TAKE_PTR(joined);
-        return 0;
+        return set_joined(l, target);
 }
 
 /* []Taint → "key=value:Effect,..." (the flag's syntax) */
 static int config_taints(struct config_ctx *c, const char *field, json_t *v, char **target) {
         _cleanup_strv_free_ char **l = NULL;
-        _cleanup_free_ char *joined = NULL;
         size_t i;
         json_t *t;
 
@@ -773,12 +770,7 @@ static int config_taints(struct config_ctx *c, const char *field, json_t *v, cha
                     strv_push(&l, item) < 0)
                         return -ENOMEM;
         }
-        joined = l ? strv_join(l, ",") : strdup("");
-        if (!joined)
-                return -ENOMEM;
-        free(*target);
-        *target = TAKE_PTR(joined);
-        return 0;
+        return set_joined(l, target);
 }
 
 /* A nested object whose fields are handled by fn; unknown keys are errors naming the full path. */
