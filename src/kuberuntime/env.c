@@ -323,7 +323,7 @@ static int field_ref_value(const struct pod *pod, const struct object_field_sele
         return *ret ? 0 : -ENOMEM;
 }
 
-static const struct container *find_container(const struct pod *pod, const char *name) {
+const struct container *kr_find_container(const struct pod *pod, const char *name) {
         for (size_t i = 0; i < pod->spec.n_containers; i++)
                 if (streq_ptr(pod->spec.containers[i].name, name))
                         return &pod->spec.containers[i];
@@ -365,43 +365,29 @@ static int64_t ceil_div(int64_t a, int64_t b) {
         return a / b + (a % b != 0);
 }
 
-/* containerResourceRuntimeValue with defaultPodLimitsForDownwardAPI: a limit that is not set is the node's
- * allocatable. */
-static int resource_field_value(const struct pod *pod, const struct container *self,
-                                const struct resource_field_selector *fs, const struct kr_build_context *ctx,
-                                char **ret) {
-        const struct container *c = self;
-        const char *res = fs->resource, *name;
+int kr_container_resource_value(const struct container *c, const char *resource, const struct quantity *divisor,
+                                const struct kr_build_context *ctx, char **ret) {
+        const char *name;
         const struct quantity *q;
         bool limits, cpu;
         int64_t div_milli = 1000, div_value = 1, v;
+        char *s = NULL;
 
-        if (!isempty(fs->container_name)) {
-                c = find_container(pod, fs->container_name);
-                if (!c) {
-                        report_error(ctx, "container %s not found", fs->container_name);
-                        return -EINVAL;
-                }
-        }
-        if (!res)
+        if (!resource)
                 return -EINVAL;
-        if (startswith(res, "limits."))
-                limits = true, name = res + strlen("limits.");
-        else if (startswith(res, "requests."))
-                limits = false, name = res + strlen("requests.");
-        else {
-                report_error(ctx, "unsupported container resource : %s", res);
+        if (startswith(resource, "limits."))
+                limits = true, name = resource + strlen("limits.");
+        else if (startswith(resource, "requests."))
+                limits = false, name = resource + strlen("requests.");
+        else
                 return -EINVAL;
-        }
-        if (fs->has_divisor && (fs->divisor.milli != 0 || fs->divisor.value != 0)) {
-                div_milli = fs->divisor.milli;
-                div_value = fs->divisor.value;
+        if (divisor && (divisor->milli != 0 || divisor->value != 0)) {
+                div_milli = divisor->milli;
+                div_value = divisor->value;
         }
         cpu = streq(name, "cpu");
-        if (!cpu && !streq(name, "memory") && !streq(name, "ephemeral-storage") && !startswith(name, "hugepages-")) {
-                report_error(ctx, "unsupported container resource : %s", res);
+        if (!cpu && !streq(name, "memory") && !streq(name, "ephemeral-storage") && !startswith(name, "hugepages-"))
                 return -EINVAL;
-        }
         q = resource_list_get(limits ? &c->resources.limits : &c->resources.requests, name);
         if (q)
                 v = cpu ? q->milli : q->value;
@@ -414,11 +400,30 @@ static int resource_field_value(const struct pod *pod, const struct container *s
         else
                 v = node_ephemeral_storage(ctx);
         v = cpu ? ceil_div(v, div_milli) : ceil_div(v, div_value);
-        if (asprintf(ret, "%" PRId64, v) < 0) {
-                *ret = NULL;
+        if (asprintf(&s, "%" PRId64, v) < 0)
                 return -ENOMEM;
-        }
+        *ret = s;
         return 0;
+}
+
+/* a resourceFieldRef of the environment: the container named (default: this one), errors reported */
+static int resource_field_value(const struct pod *pod, const struct container *self,
+                                const struct resource_field_selector *fs, const struct kr_build_context *ctx,
+                                char **ret) {
+        const struct container *c = self;
+        int r;
+
+        if (!isempty(fs->container_name)) {
+                c = kr_find_container(pod, fs->container_name);
+                if (!c) {
+                        report_error(ctx, "container %s not found", fs->container_name);
+                        return -EINVAL;
+                }
+        }
+        r = kr_container_resource_value(c, fs->resource, fs->has_divisor ? &fs->divisor : NULL, ctx, ret);
+        if (r == -EINVAL)
+                report_error(ctx, "unsupported container resource : %s", strna(fs->resource));
+        return r;
 }
 
 static int key_ref_value(const struct pod *pod, enum source_kind kind, const struct key_selector *k,

@@ -28,3 +28,13 @@ int kr_make_environment(const struct pod *pod, const struct container *c, const 
  * ExpandContainerCommandAndArgs). */
 int kr_build_env(const struct pod *pod, const struct container *c, const struct kr_build_context *ctx,
                  Runtime__V1__ContainerConfig *cfg);
+
+/* A container or init container of the pod by name; NULL if none. */
+const struct container *kr_find_container(const struct pod *pod, const char *name);
+
+/* containerResourceRuntimeValue (env and downwardAPI resourceFieldRef): "limits.cpu", "requests.memory",
+ * "limits.ephemeral-storage", "limits.hugepages-2Mi", ... of c, divided by divisor rounding up (NULL or zero:
+ * 1 core, 1 byte); a limit that is not set is the node's allocatable (ctx; else the machine's capacity).
+ * -EINVAL for another resource. */
+int kr_container_resource_value(const struct container *c, const char *resource, const struct quantity *divisor,
+                                const struct kr_build_context *ctx, char **ret);

@@ -6,13 +6,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/statvfs.h>
-#include <sys/sysinfo.h>
 #include <unistd.h>
 
 #include "basic/base64.h"
 #include "basic/macro.h"
 #include "basic/util.h"
+#include "kuberuntime/env.h"
 #include "objects/objects.h"
 #include "volumes/contents.h"
 
@@ -89,25 +88,8 @@ static int format_map(const struct strmap *m, char **ret) {
         return 0;
 }
 
-static const struct container *find_container(const struct pod *pod, const char *name) {
-        for (size_t i = 0; i < pod->spec.n_containers; i++)
-                if (streq_ptr(pod->spec.containers[i].name, name))
-                        return &pod->spec.containers[i];
-        for (size_t i = 0; i < pod->spec.n_init_containers; i++)
-                if (streq_ptr(pod->spec.init_containers[i].name, name))
-                        return &pod->spec.init_containers[i];
-        return NULL;
-}
-
-static int64_t ceil_div(int64_t a, int64_t b) {
-        if (b <= 0)
-                return 0;
-        if (a <= 0)
-                return a / b;
-        return a / b + (a % b != 0);
-}
-
-int vol_downward_value(const struct pod *pod, const struct downward_item *it, const char *root_dir, char **ret) {
+int vol_downward_value(const struct pod *pod, const struct downward_item *it, const struct kr_build_context *ctx,
+                       char **ret) {
         char *v = NULL;
 
         if (it->field_path) {
@@ -137,40 +119,10 @@ int vol_downward_value(const struct pod *pod, const struct downward_item *it, co
                 return 0;
         }
         if (it->has_resource_field_ref) {
-                const struct container *c = find_container(pod, it->container_name);
-                const char *res = strempty(it->resource);
-                bool limits = startswith(res, "limits.");
-                const char *name = strchr(res, '.') ? strchr(res, '.') + 1 : res;
-                const struct quantity *q;
-                int64_t value, divisor;
-                bool cpu = streq(name, "cpu");
-
+                const struct container *c = kr_find_container(pod, it->container_name);
                 if (!c)
                         return -ESRCH;
-                q = resource_list_get(limits ? &c->resources.limits : &c->resources.requests, name);
-                if (q)
-                        value = cpu ? q->milli : q->value;
-                else if (!limits)
-                        value = 0;
-                else if (cpu) /* node allocatable, as MergeContainerResourceLimits fills unset limits */
-                        value = (int64_t) sysconf(_SC_NPROCESSORS_ONLN) * 1000;
-                else if (streq(name, "memory")) {
-                        struct sysinfo si;
-                        value = sysinfo(&si) == 0 ? (int64_t) si.totalram * si.mem_unit : 0;
-                } else {
-                        struct statvfs sv;
-                        value = statvfs(root_dir ? root_dir : "/", &sv) == 0 ? (int64_t) (sv.f_blocks * sv.f_frsize) : 0;
-                }
-                if (it->divisor.str)
-                        divisor = cpu ? it->divisor.milli : it->divisor.value;
-                else
-                        divisor = cpu ? 1000 : 1;
-                if (divisor <= 0)
-                        return -EINVAL;
-                if (asprintf(&v, "%" PRId64, ceil_div(value, divisor)) < 0)
-                        return -ENOMEM;
-                *ret = v;
-                return 0;
+                return kr_container_resource_value(c, it->resource, it->divisor.str ? &it->divisor : NULL, ctx, ret);
         }
         return -EINVAL;
 }
@@ -275,7 +227,7 @@ static int downward_payload(const struct pod *pod, const struct downward_volume 
         for (size_t i = 0; i < d->n_items; i++) {
                 const struct downward_item *it = &d->items[i];
                 _cleanup_free_ char *v = NULL;
-                int r = vol_downward_value(pod, it, ctx->root_dir, &v);
+                int r = vol_downward_value(pod, it, ctx, &v);
                 if (r < 0)
                         return set_msg(msg, "unable to get the value of %s for downward API file \"%s\": %s",
                                        it->field_path ? it->field_path : strna(it->resource), it->path,

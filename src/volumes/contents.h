@@ -10,8 +10,10 @@
 
 /* One downward API value (fieldpath.ExtractFieldPathAsString, resource.ExtractResourceValueByContainerName):
  * labels and annotations as `key="value"` lines sorted by key (FormatMap), resources divided by the divisor
- * and rounded up, limits not set taken from the node (CPUs, memory, root_dir's filesystem). Caller frees. */
-int vol_downward_value(const struct pod *pod, const struct downward_item *it, const char *root_dir, char **ret);
+ * and rounded up, limits not set taken from the node's allocatable (kr_container_resource_value, shared with the
+ * environment's resourceFieldRef). Caller frees. */
+int vol_downward_value(const struct pod *pod, const struct downward_item *it, const struct kr_build_context *ctx,
+                       char **ret);
 
 
 /* The payload of one volume. On failure *ret_message (caller frees) says why, as upstream words it

@@ -160,12 +160,13 @@ static void test_downward_values(void **state) {
                               "{containers: [{name: app, image: b, resources: {limits: {cpu: 250m, memory: 64Mi}}}, "
                               "{name: side, image: b}]}");
         struct downward_item it = {};
+        struct kr_build_context ctx = { .root_dir = tmp };
         char *v = NULL;
 
 #define FIELD(f, want)                                                         \
         do {                                                                   \
                 it = (struct downward_item) { .field_path = (char *) (f) };    \
-                assert_int_equal(vol_downward_value(p, &it, tmp, &v), 0);      \
+                assert_int_equal(vol_downward_value(p, &it, &ctx, &v), 0);      \
                 assert_string_equal(v, want);                                  \
                 free(v);                                                       \
         } while (0)
@@ -183,7 +184,7 @@ static void test_downward_values(void **state) {
                                               .resource = (char *) (r) };                       \
                 if (div)                                                                        \
                         assert_int_equal(quantity_parse(div, &it.divisor), 0);                  \
-                assert_int_equal(vol_downward_value(p, &it, tmp, &v), 0);                       \
+                assert_int_equal(vol_downward_value(p, &it, &ctx, &v), 0);                       \
                 assert_string_equal(v, (const char *) (want));                                  \
                 free(v);                                                                        \
                 quantity_done(&it.divisor);                                                     \
@@ -203,7 +204,7 @@ static void test_downward_values(void **state) {
 #undef RES
         it = (struct downward_item) { .has_resource_field_ref = true, .container_name = (char *) "nope",
                                       .resource = (char *) "limits.cpu" };
-        assert_int_equal(vol_downward_value(p, &it, tmp, &v), -ESRCH);
+        assert_int_equal(vol_downward_value(p, &it, &ctx, &v), -ESRCH);
         pod_free(p);
 }
 
