@@ -321,6 +321,7 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(struct pod *, pod_free)
 void container_done(struct container *c);
 void probe_free(struct probe *p); /* accepts NULL */
 void lifecycle_handler_free(struct lifecycle_handler *h); /* accepts NULL */
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct lifecycle_handler *, lifecycle_handler_free)
 /* Decode one LifecycleHandler object (as kept in the preStop annotation) and apply its defaults: -EINVAL
  * when it does not decode, or has not exactly one handler. */
 int lifecycle_handler_from_json(json_t *obj, struct lifecycle_handler **ret);

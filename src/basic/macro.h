@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #pragma once
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -52,6 +53,12 @@ static inline void fclosep(FILE **f) {
                 fclose(*f);
 }
 #define _cleanup_fclose_ _cleanup_(fclosep)
+
+static inline void closedirp(DIR **d) {
+        if (*d)
+                closedir(*d);
+}
+#define _cleanup_closedir_ _cleanup_(closedirp)
 
 /* Define a cleanup helper "name##p" for a destructor that accepts NULL. */
 #define DEFINE_TRIVIAL_CLEANUP_FUNC(type, func) \

@@ -45,7 +45,6 @@ struct pod_worker {
         bool waiting_for_name;    /* blocked until a terminating pod with the same full name is gone */
         size_t n_waiting;
         struct container_waiting *waiting;
-        char *last_error;
 
         struct kr_pod_status *observed; /* the last complete observation of the runtime (for the status) */
         bool ready_known;                /* the conditions below have been computed once */
@@ -100,7 +99,7 @@ struct kubelet {
         struct cm *cm;                   /* QoS and pod cgroups (--cgroups-per-qos) */
 };
 
-/* pod_workers.c */
+/* kubelet.c: the pod workers (pod_workers.go) */
 struct pod_worker *kubelet_find_worker(struct kubelet *k, const char *uid);
 void pod_worker_request_sync(struct pod_worker *w);
 void pod_worker_schedule(struct pod_worker *w, uint64_t delay_usec);

@@ -95,7 +95,6 @@ void pod_worker_free(struct pod_worker *w) {
                 free(w->waiting[i].message);
         }
         free(w->waiting);
-        free(w->last_error);
         free(w->api_ns);
         free(w->api_name);
         free(w->full_name);

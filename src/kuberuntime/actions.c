@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "kuberuntime/actions.h"
 
+#include <assert.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "kuberuntime/backoff.h"
 #include "kuberuntime/labels.h"
 
 int kr_container_hash(const struct container *c, char buf[static KR_HASH_MAX]) {
@@ -541,4 +543,110 @@ int kr_compute_pod_gc(const struct pod *pod, const struct kr_pod_status *st, str
 fail:
         kr_pod_gc_done(&g);
         return r;
+}
+
+/* ---------------------------------------------------------------- the start step's decisions */
+
+void kr_crash_backoff_done(struct kr_crash_backoff *d) {
+        if (!d)
+                return;
+        free(d->key);
+        *d = (struct kr_crash_backoff) {};
+}
+
+static const struct kr_container_kill *kill_of(const struct kr_pod_actions *a, const struct kr_container *cs) {
+        for (size_t i = 0; a && i < a->n_kill; i++)
+                if (a->kill[i].container == cs)
+                        return &a->kill[i];
+        return NULL;
+}
+
+int kr_check_crash_backoff(const struct pod *pod, const struct container *c, const struct kr_pod_status *status,
+                           const struct kr_pod_actions *actions, const struct backoff *b, uint64_t now_realtime_usec,
+                           struct kr_crash_backoff *ret) {
+        const struct kr_container *cs = kr_pod_status_find_container(status, c->name);
+        const struct kr_container_kill *k = cs ? kill_of(actions, cs) : NULL;
+        struct kr_crash_backoff d = {};
+        char hash[KR_HASH_MAX];
+        int r;
+
+        if (!cs || (cs->state != KR_CONTAINER_EXITED && !(k && k->probe_failure))) {
+                *ret = d;
+                return 0;
+        }
+        r = kr_container_hash(c, hash);
+        if (r < 0)
+                return r;
+        if (asprintf(&d.key, "%s_%s_%s_%s_%s", pod->name, pod->namespace_, pod->uid, c->name, hash) < 0)
+                return -ENOMEM;
+        d.finished_usec = cs->state == KR_CONTAINER_EXITED && cs->finished_at > 0 ? (uint64_t) cs->finished_at / 1000
+                                                                                    : now_realtime_usec;
+        d.in_backoff = backoff_in_backoff_since(b, d.key, d.finished_usec, now_realtime_usec, &d.until_usec);
+        d.delay_usec = backoff_get(b, d.key);
+        *ret = d;
+        return 0;
+}
+
+bool kr_image_status_first(enum pull_policy policy) {
+        return policy != PULL_POLICY_ALWAYS;
+}
+
+enum kr_image_action kr_decide_image(enum pull_policy policy, bool present, bool in_pull_backoff) {
+        if (policy != PULL_POLICY_ALWAYS && present)
+                return KR_IMAGE_USE_PRESENT;
+        if (policy == PULL_POLICY_NEVER)
+                return KR_IMAGE_NEVER_PULL;
+        return in_pull_backoff ? KR_IMAGE_PULL_BACKOFF : KR_IMAGE_PULL;
+}
+
+/* ---------------------------------------------------------------- the kill step's decisions */
+
+bool kr_container_is_sidecar_instance(const struct kr_container *c) {
+        return streq_ptr(strmap_get(&c->annotations, ANNOTATION_CONTAINER_SIDECAR), "true");
+}
+
+static int push_target(struct kr_kill_target **l, size_t *n, struct kr_kill_target t) {
+        struct kr_kill_target *x = realloc(*l, sizeof(*x) * (*n + 1));
+        if (!x)
+                return -ENOMEM;
+        *l = x;
+        x[(*n)++] = t;
+        return 0;
+}
+
+int kr_compute_kill_round(const struct kr_pod_status *status, const struct kr_pod_actions *actions, unsigned round,
+                          struct kr_kill_target **ret, size_t *ret_n) {
+        _cleanup_free_ struct kr_kill_target *l = NULL;
+        size_t n = 0;
+        int r;
+
+        assert(round < KR_KILL_ROUNDS);
+        if (!actions->kill_pod) {
+                for (size_t i = 0; round == 0 && i < actions->n_kill; i++) {
+                        const struct kr_container_kill *k = &actions->kill[i];
+                        r = push_target(&l, &n, (struct kr_kill_target) {
+                                .container = k->container, .reason = k->reason, .message = k->message,
+                                .remove = k->remove, .grace_override = k->grace_override });
+                        if (r < 0)
+                                return r;
+                }
+        } else
+                for (size_t i = 0; status && i < status->n_containers; i++) {
+                        const struct kr_container *cs = status->containers[i];
+                        const struct kr_container_kill *k = kill_of(actions, cs);
+                        if (cs->state != KR_CONTAINER_RUNNING && cs->state != KR_CONTAINER_UNKNOWN)
+                                continue;
+                        if (kr_container_is_sidecar_instance(cs) != (round == 1))
+                                continue;
+                        r = push_target(&l, &n, (struct kr_kill_target) {
+                                .container = cs,
+                                .reason = k ? k->reason : "Killing",
+                                .message = k ? k->message : actions->sandbox_reason,
+                                .grace_override = k ? k->grace_override : -1 });
+                        if (r < 0)
+                                return r;
+                }
+        *ret = TAKE_PTR(l);
+        *ret_n = n;
+        return 0;
 }

@@ -72,3 +72,59 @@ struct kr_pod_gc {
 };
 int kr_compute_pod_gc(const struct pod *pod, const struct kr_pod_status *status, struct kr_pod_gc *ret);
 void kr_pod_gc_done(struct kr_pod_gc *g);
+
+/* ---- decisions of the start step (kuberuntime_container.go doBackOff, images/image_manager.go) ---- */
+
+struct backoff;
+
+/* doBackOff: may the next instance of container c start now? Applies when its newest instance exited, or is
+ * being killed in this pass for a failed liveness/startup probe (repeated probe kills back off like crashes).
+ * key: the back-off key (pod name, namespace, UID, container name and spec hash), NULL when no back-off
+ * applies; finished_usec: realtime the previous instance finished (now for a probe kill), what the act step
+ * records with backoff_next() when the container does start; in_backoff: wait until until_usec (realtime);
+ * delay_usec: the current delay, for the CrashLoopBackOff message. */
+struct kr_crash_backoff {
+        char *key;
+        bool in_backoff;
+        uint64_t finished_usec;
+        uint64_t until_usec;
+        uint64_t delay_usec;
+};
+int kr_check_crash_backoff(const struct pod *pod, const struct container *c, const struct kr_pod_status *status,
+                           const struct kr_pod_actions *actions, const struct backoff *b, uint64_t now_realtime_usec,
+                           struct kr_crash_backoff *ret);
+void kr_crash_backoff_done(struct kr_crash_backoff *d);
+
+/* EnsureImageExists: with pull policy Always the image is pulled without asking the runtime first; the others
+ * first ask ImageStatus whether it is present. */
+bool kr_image_status_first(enum pull_policy policy);
+
+enum kr_image_action {
+        KR_IMAGE_USE_PRESENT, /* "Container image ... already present on machine" */
+        KR_IMAGE_PULL,
+        KR_IMAGE_PULL_BACKOFF, /* ImagePullBackOff: a pull failed recently */
+        KR_IMAGE_NEVER_PULL,   /* ErrImageNeverPull */
+};
+/* shouldPullImage and the pull back-off: present is what ImageStatus said (ignored for Always). */
+enum kr_image_action kr_decide_image(enum pull_policy policy, bool present, bool in_pull_backoff);
+
+/* ---- decisions of the kill step (killPodWithSyncResult) ---- */
+
+/* One container instance to stop. */
+struct kr_kill_target {
+        const struct kr_container *container; /* borrowed from the status */
+        const char *reason;                   /* static */
+        const char *message;                  /* borrowed from the actions, or NULL ("Stopping container <name>") */
+        bool remove;                          /* remove it after it stopped (never-started instances) */
+        int64_t grace_override;               /* a failed probe's terminationGracePeriodSeconds, or -1 */
+};
+
+/* What the kill step stops, in rounds: with kill_pod, round 0 is every running (or unknown) regular
+ * container and round 1 every sidecar, stopped once the others are down; without kill_pod, round 0 is the
+ * actions' kill list and round 1 is empty. The targets borrow from status and actions. */
+#define KR_KILL_ROUNDS 2
+int kr_compute_kill_round(const struct kr_pod_status *status, const struct kr_pod_actions *actions, unsigned round,
+                          struct kr_kill_target **ret, size_t *ret_n);
+
+/* an instance of a sidecar (as created: a pod no longer desired has no spec) */
+bool kr_container_is_sidecar_instance(const struct kr_container *c);

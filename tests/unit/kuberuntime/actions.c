@@ -8,6 +8,7 @@
 
 #include "apis/manifest.h"
 #include "kuberuntime/actions.h"
+#include "kuberuntime/backoff.h"
 #include "kuberuntime/labels.h"
 
 static struct pod *parse_pod(const char *yaml) {
@@ -727,6 +728,160 @@ static void test_sidecar_restarted_whatever_the_policy(void **state) {
         kr_pod_actions_done(&a);
 }
 
+/* ---- the start step's decisions: pull policy and crash back-off */
+
+static void test_decide_image_table(void **state) {
+        static const struct {
+                enum pull_policy policy;
+                bool present, backoff;
+                enum kr_image_action want;
+        } t[] = {
+                { PULL_POLICY_ALWAYS, false, false, KR_IMAGE_PULL },
+                { PULL_POLICY_ALWAYS, true, false, KR_IMAGE_PULL }, /* present or not: Always pulls */
+                { PULL_POLICY_ALWAYS, true, true, KR_IMAGE_PULL_BACKOFF },
+                { PULL_POLICY_IF_NOT_PRESENT, true, false, KR_IMAGE_USE_PRESENT },
+                { PULL_POLICY_IF_NOT_PRESENT, true, true, KR_IMAGE_USE_PRESENT }, /* no pull: no pull back-off */
+                { PULL_POLICY_IF_NOT_PRESENT, false, false, KR_IMAGE_PULL },
+                { PULL_POLICY_IF_NOT_PRESENT, false, true, KR_IMAGE_PULL_BACKOFF },
+                { PULL_POLICY_NEVER, true, false, KR_IMAGE_USE_PRESENT },
+                { PULL_POLICY_NEVER, false, false, KR_IMAGE_NEVER_PULL },
+                { PULL_POLICY_NEVER, false, true, KR_IMAGE_NEVER_PULL },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(t); i++) {
+                if (kr_decide_image(t[i].policy, t[i].present, t[i].backoff) != t[i].want)
+                        fail_msg("case %zu: policy %d present %d backoff %d", i, t[i].policy, t[i].present, t[i].backoff);
+        }
+        assert_false(kr_image_status_first(PULL_POLICY_ALWAYS));
+        assert_true(kr_image_status_first(PULL_POLICY_IF_NOT_PRESENT));
+        assert_true(kr_image_status_first(PULL_POLICY_NEVER));
+}
+
+#define SEC (1000000ull)
+
+static void test_crash_backoff_decision(void **state) {
+        _cleanup_pod_free_ struct pod *p = parse_pod(POD("Always"));
+        _cleanup_(kr_pod_status_freep) struct kr_pod_status *s = status_new();
+        struct kr_crash_backoff d = {};
+        struct kr_pod_actions a = {};
+        struct backoff b;
+        const uint64_t finished = 1000 * SEC;
+        struct kr_container *ca, *cb;
+
+        backoff_init(&b, 10 * SEC, 300 * SEC);
+        add_sandbox(s, "sb1", 0, KR_SANDBOX_READY, 1, false, "10.0.0.2");
+        add_container(s, p, 0, "c-a", KR_CONTAINER_EXITED, 1, 2, true);
+        add_container(s, p, 1, "c-b", KR_CONTAINER_RUNNING, 0, 3, true);
+        kr_pod_status_sort(s);
+        ca = (struct kr_container *) kr_pod_status_find_container(s, "a");
+        cb = (struct kr_container *) kr_pod_status_find_container(s, "b");
+        ca->finished_at = (int64_t) (finished * 1000); /* nsec */
+
+        /* a running container: no back-off applies */
+        assert_int_equal(kr_check_crash_backoff(p, &p->spec.containers[1], s, &a, &b, finished + SEC, &d), 0);
+        assert_null(d.key);
+        assert_false(d.in_backoff);
+
+        /* the first exit: not in back-off yet; the key names pod, namespace, uid, container and spec hash */
+        assert_int_equal(kr_check_crash_backoff(p, &p->spec.containers[0], s, &a, &b, finished + SEC, &d), 0);
+        assert_non_null(d.key);
+        assert_true(strncmp(d.key, "web_default_uid-1_a_", 20) == 0);
+        assert_false(d.in_backoff);
+        assert_int_equal(d.finished_usec, finished);
+        /* the act step records the restart */
+        assert_int_equal(backoff_next(&b, d.key, d.finished_usec, finished + SEC), 0);
+        kr_crash_backoff_done(&d);
+
+        /* exited again 1 s later: 10 s from then, so in back-off 5 s after it, not after 11 s */
+        ca->finished_at = (int64_t) ((finished + SEC) * 1000);
+        assert_int_equal(kr_check_crash_backoff(p, &p->spec.containers[0], s, &a, &b, finished + 6 * SEC, &d), 0);
+        assert_true(d.in_backoff);
+        assert_int_equal(d.until_usec, finished + 11 * SEC);
+        assert_int_equal(d.delay_usec, 10 * SEC);
+        kr_crash_backoff_done(&d);
+        assert_int_equal(kr_check_crash_backoff(p, &p->spec.containers[0], s, &a, &b, finished + 12 * SEC, &d), 0);
+        assert_false(d.in_backoff);
+        assert_int_equal(backoff_next(&b, d.key, d.finished_usec, finished + 12 * SEC), 0);
+        kr_crash_backoff_done(&d);
+        /* the delay doubles */
+        assert_int_equal(kr_check_crash_backoff(p, &p->spec.containers[0], s, &a, &b, finished + 12 * SEC, &d), 0);
+        assert_true(d.in_backoff);
+        assert_int_equal(d.delay_usec, 20 * SEC);
+        kr_crash_backoff_done(&d);
+
+        /* a running instance killed in this pass for a failed probe counts as finished now */
+        a.kill = calloc(1, sizeof(*a.kill));
+        a.n_kill = 1;
+        a.kill[0] = (struct kr_container_kill) { .container = cb, .reason = "LivenessProbe",
+                                                 .probe_failure = true, .grace_override = -1 };
+        assert_int_equal(kr_check_crash_backoff(p, &p->spec.containers[1], s, &a, &b, finished + 50 * SEC, &d), 0);
+        assert_non_null(d.key);
+        assert_false(d.in_backoff);
+        assert_int_equal(d.finished_usec, finished + 50 * SEC);
+        kr_crash_backoff_done(&d);
+        /* not for a kill of another reason */
+        a.kill[0].probe_failure = false;
+        assert_int_equal(kr_check_crash_backoff(p, &p->spec.containers[1], s, &a, &b, finished + 50 * SEC, &d), 0);
+        assert_null(d.key);
+        kr_pod_actions_done(&a);
+        backoff_done(&b);
+}
+
+/* ---- the kill step's rounds */
+
+static void test_kill_rounds(void **state) {
+        _cleanup_pod_free_ struct pod *p = parse_pod(POD("Always"));
+        _cleanup_(kr_pod_status_freep) struct kr_pod_status *s = status_new();
+        struct kr_pod_actions a = { .kill_pod = true, .sandbox_reason = "why" };
+        struct kr_kill_target *t = NULL;
+        size_t n = 0;
+
+        add_sandbox(s, "sb1", 0, KR_SANDBOX_READY, 1, false, "10.0.0.2");
+        add_container(s, p, 0, "c-a", KR_CONTAINER_RUNNING, 0, 2, true);
+        add_container(s, p, 1, "c-b", KR_CONTAINER_EXITED, 0, 3, true);
+        add_container(s, p, 1, "c-side", KR_CONTAINER_RUNNING, 0, 4, true);
+        add_container(s, p, 1, "c-unknown", KR_CONTAINER_UNKNOWN, 0, 5, true);
+        kr_pod_status_sort(s);
+        for (size_t i = 0; i < s->n_containers; i++)
+                if (streq(s->containers[i]->id, "c-side"))
+                        assert_int_equal(strmap_set(&s->containers[i]->annotations, ANNOTATION_CONTAINER_SIDECAR, "true"), 0);
+
+        /* KillPod, round 0: the running and unknown regular containers, with the sandbox's reason */
+        assert_int_equal(kr_compute_kill_round(s, &a, 0, &t, &n), 0);
+        assert_int_equal(n, 2);
+        for (size_t i = 0; i < n; i++) {
+                assert_true(streq(t[i].container->id, "c-a") || streq(t[i].container->id, "c-unknown"));
+                assert_string_equal(t[i].reason, "Killing");
+                assert_string_equal(t[i].message, "why");
+                assert_false(t[i].remove);
+                assert_int_equal(t[i].grace_override, -1);
+        }
+        free(t);
+        /* round 1: the sidecars */
+        assert_int_equal(kr_compute_kill_round(s, &a, 1, &t, &n), 0);
+        assert_int_equal(n, 1);
+        assert_string_equal(t[0].container->id, "c-side");
+        free(t);
+
+        /* not KillPod: round 0 is the decision's kill list (its reasons), round 1 nothing */
+        a.kill_pod = false;
+        a.kill = calloc(1, sizeof(*a.kill));
+        a.n_kill = 1;
+        a.kill[0] = (struct kr_container_kill) { .container = s->containers[0], .reason = "LivenessProbe",
+                                                 .message = strdup("m"), .remove = true, .grace_override = 7 };
+        assert_int_equal(kr_compute_kill_round(s, &a, 0, &t, &n), 0);
+        assert_int_equal(n, 1);
+        assert_ptr_equal(t[0].container, s->containers[0]);
+        assert_string_equal(t[0].reason, "LivenessProbe");
+        assert_string_equal(t[0].message, "m");
+        assert_true(t[0].remove);
+        assert_int_equal(t[0].grace_override, 7);
+        free(t);
+        assert_int_equal(kr_compute_kill_round(s, &a, 1, &t, &n), 0);
+        assert_int_equal(n, 0);
+        free(t);
+        kr_pod_actions_done(&a);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_new_pod_creates_sandbox_and_starts_all),
@@ -753,6 +908,9 @@ int main(void) {
                 cmocka_unit_test(test_sidecar_gates_the_next_init_container),
                 cmocka_unit_test(test_sidecar_startup_probe_gates),
                 cmocka_unit_test(test_sidecar_restarted_whatever_the_policy),
+                cmocka_unit_test(test_decide_image_table),
+                cmocka_unit_test(test_crash_backoff_decision),
+                cmocka_unit_test(test_kill_rounds),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

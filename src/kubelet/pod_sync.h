@@ -1,0 +1,132 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/* One reconcile pass for one pod (kuberuntime_manager.go SyncPod / KillPod, run by a pod worker). The pass
+ * runs these phases in this order; pod_sync.c drives it and reads in that order, each phase lives in its
+ * own file:
+ *
+ *   observe   sync_observe.c   ListPodSandbox + ListContainers for the pod's UID, then their statuses
+ *   decide    pod_sync.c       kr_compute_pod_actions (or "kill everything" for a pod no longer desired)
+ *   kill      sync_kill.c      stop containers (preStop, then StopContainer), sidecars last, then sandboxes
+ *   objects   sync_volumes.c   the ConfigMaps, Secrets, tokens and pull secrets the pod refers to
+ *   sandbox   sync_sandbox.c   the pod cgroup, RunPodSandbox (or reuse the ready one) and its IP
+ *   volumes   sync_volumes.c   volume directories and /etc/hosts, before any container is created
+ *   start     sync_start.c     per container: back-off, image (status, pull), create, start, postStart
+ *   clean up  sync_cleanup.c   once the pod is settled, remove dead containers and sandboxes (GC)
+ *
+ * Every step is asynchronous; the pass ends in pod_worker_sync_done(), which runs the pass again at once when
+ * it changed anything (level-triggered: the next pass observes the result). Every decision is made by pure
+ * functions in src/kuberuntime/actions.c; the phases carry them out. A phase that needs state beyond the pass
+ * keeps it in its own struct, freed when the phase ends. */
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "kubelet/kubelet-internal.h"
+#include "kuberuntime/actions.h"
+#include "kuberuntime/config.h"
+#include "kuberuntime/credentials.h"
+#include "objects/refs.h"
+
+#define MINIMUM_GRACE_PERIOD_SECONDS 2
+
+struct hook_run;
+struct start_step;
+struct cleanup_step;
+
+struct pod_sync {
+        struct pod_worker *w;
+        struct kubelet *k;
+        struct pod *pod;               /* desired spec (a reference), or NULL: terminate the pod */
+
+        struct kr_pod_status *status;  /* observe: what the runtime has for the pod */
+        struct kr_pod_actions actions; /* decide */
+        bool decided;
+
+        /* the fan-out in flight: calls issued by the current phase; next runs when the last one ends */
+        int pending;
+        void (*next)(struct pod_sync *s);
+
+        /* objects: the API objects of the pod and the pull credentials */
+        struct pod_refs refs;
+        struct pod_objects *objects;
+        bool waiting_objects;
+        struct kr_keyring keyring;
+
+        /* sandbox: where the containers go */
+        char *cgroup_parent;           /* the pod cgroup (src/cm), NULL without --cgroups-per-qos */
+        Runtime__V1__PodSandboxConfig *sandbox_config;
+        char *sandbox_id;
+        char *pod_ip;                  /* the sandbox's IP (NULL: none known, or host network) */
+
+        /* start: index into the containers to start (init ones first), the current one's step */
+        size_t next_start;
+        struct start_step *start;
+
+        struct cleanup_step *cleanup;  /* clean up: what it removes */
+
+        struct hook_run *hooks;        /* lifecycle hooks in flight (hooks.c) */
+        char *hook_pod_desc;           /* format.Pod for the hooks' messages */
+
+        bool did_work;                 /* something was changed: observe again at once */
+        bool error;                    /* something failed: retry with the worker's back-off */
+        uint64_t wake_usec;            /* monotonic time to run again (a back-off ends), 0 = none */
+};
+
+/* ---- the phases, in the order they run (each ends by calling the next one through pod_sync.c) ---- */
+void sync_observe(struct pod_sync *s);      /* → pod_sync_observed */
+void sync_kill(struct pod_sync *s);         /* → pod_sync_killed */
+void sync_objects(struct pod_sync *s);      /* → pod_sync_objects_ready */
+void sync_sandbox(struct pod_sync *s);      /* → pod_sync_sandbox_ready */
+int sync_volumes(struct pod_sync *s);       /* inline, 0 or negative errno (reported) */
+void sync_start(struct pod_sync *s);        /* → pod_sync_started */
+void sync_cleanup(struct pod_sync *s);      /* → pod_sync_done */
+/* the phases' own state, when the pass ends early */
+void sync_start_step_free(struct pod_sync *s);
+void sync_cleanup_free(struct pod_sync *s);
+
+void pod_sync_observed(struct pod_sync *s);
+void pod_sync_killed(struct pod_sync *s);
+void pod_sync_objects_ready(struct pod_sync *s);
+void pod_sync_sandbox_ready(struct pod_sync *s);
+void pod_sync_started(struct pod_sync *s);
+void pod_sync_finish(struct pod_sync *s);   /* ends the pass early (error, shutdown) or normally */
+void pod_sync_done(struct pod_sync *s);     /* hands the result to the worker and frees the pass */
+
+/* ---- shared by the phases (pod_sync.c) ---- */
+
+/* Fan-out: a phase opens it with its continuation, counts each call it issues with sync_fanout_add() and
+ * closes it with sync_fanout_end(); every completion calls sync_fanout_release(). The continuation runs once
+ * the phase is closed and the last call completed (or the pass ends, when the kubelet is stopping). */
+void sync_fanout_begin(struct pod_sync *s, void (*next)(struct pod_sync *s));
+void sync_fanout_add(struct pod_sync *s);
+void sync_fanout_release(struct pod_sync *s);
+void sync_fanout_end(struct pod_sync *s);
+
+/* A call could not be issued or failed: logged, and the pass ends in error (retried with back-off). */
+void sync_call_failed(struct pod_sync *s, const char *what, int r);
+
+const char *sync_pod_desc(const struct pod_sync *s);  /* "namespace/name", or the UID */
+const char *sync_hook_desc(struct pod_sync *s);       /* format.Pod: "name_namespace(uid)" */
+void sync_build_context(const struct pod_sync *s, struct kr_build_context *ret);
+/* The container of the desired spec with this name (regular, then init), or NULL. */
+const struct container *sync_spec_container(const struct pod_sync *s, const char *name);
+
+/* killContainer (sync_kill.c): the preStop hook, then StopContainer with what is left of the grace period;
+ * done runs once it is stopped. Used by the kill phase and by the start phase for a failed postStart. */
+struct kill_target_ext {
+        const char *id, *name;
+        int64_t grace;                                   /* after the minimum */
+        const struct lifecycle_handler *pre_stop;        /* NULL: none */
+        struct lifecycle_handler *owned_pre_stop;        /* or this one, taken over by the call (even on failure) */
+        const struct container *spec;                    /* for named ports; NULL when unknown */
+        const char *sandbox_id;                          /* for the hook's pod IP */
+        const char *ports_json;                          /* the ports annotation, when spec is NULL */
+        bool remove;                                     /* RemoveContainer once stopped */
+};
+/* Returns 0 when done will run (exactly once, possibly before this returns), or a negative errno when it will
+ * not. */
+int sync_kill_container(struct pod_sync *s, struct kill_target_ext *t, void (*done)(struct pod_sync *s));
+/* killContainer's grace period for an instance (before the minimum is applied): the pod's deletion grace, else
+ * the spec's, else (a pod no longer known) the instance's annotation or the worker's last known. */
+int64_t sync_grace_raw(const struct pod_sync *s, const struct kr_container *c);

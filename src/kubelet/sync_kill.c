@@ -1,0 +1,304 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The kill phase of a pod's pass (killPodWithSyncResult / killContainersWithSyncResult): the containers the
+ * decision named, in rounds (kr_compute_kill_round: with KillPod the regular containers first, the sidecars once
+ * they are down), then, with KillPod, the pod's ready sandboxes. Each container is stopped by killContainer:
+ * its preStop hook, then StopContainer with what is left of the grace period. */
+
+#include "kubelet/pod_sync.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+#include "basic/log.h"
+#include "kubelet/hooks.h"
+#include "kuberuntime/labels.h"
+
+static void kill_round(struct pod_sync *s, unsigned round);
+static void stop_sandboxes(struct pod_sync *s);
+
+/* ---------------------------------------------------------------- killContainer */
+
+/* one container being killed */
+struct kill_call {
+        struct pod_sync *s;
+        void (*done)(struct pod_sync *s);
+        char *id, *name;
+        int64_t grace;
+        bool remove;
+        uint64_t hook_start_usec;
+        struct lifecycle_handler *owned_pre_stop; /* decoded from the container's annotation */
+};
+
+static void kill_call_end(struct kill_call *c) {
+        struct pod_sync *s = c->s;
+        void (*done)(struct pod_sync *s) = c->done;
+
+        lifecycle_handler_free(c->owned_pre_stop);
+        free(c->id);
+        free(c->name);
+        free(c);
+        done(s);
+}
+
+static void on_remove_stopped(const struct cri_reply *reply, void *userdata) {
+        struct kill_call *c = userdata;
+        struct pod_sync *s = c->s;
+
+        if (reply->r < 0 && reply->r != -ENOENT) {
+                /* e.g. still "starting": nothing new may start before it is gone; retried with back-off */
+                log_error("pod %s: RemoveContainer %.12s: %s", sync_pod_desc(s), c->id, reply->message);
+                s->error = true;
+        }
+        kill_call_end(c);
+}
+
+static void on_stop_container(const struct cri_reply *reply, void *userdata) {
+        struct kill_call *c = userdata;
+        struct pod_sync *s = c->s;
+
+        if (reply->r < 0 && reply->r != -ENOENT) {
+                log_error("pod %s: StopContainer %.12s: %s", sync_pod_desc(s), c->id, reply->message);
+                s->error = true;
+        } else if (c->remove && !s->k->stopping) {
+                Runtime__V1__RemoveContainerRequest req = RUNTIME__V1__REMOVE_CONTAINER_REQUEST__INIT;
+                req.container_id = c->id;
+                if (cri_remove_container(s->k->cri, &req, 0, on_remove_stopped, c) >= 0)
+                        return;
+                s->error = true;
+        }
+        kill_call_end(c);
+}
+
+static void issue_stop(struct kill_call *c) {
+        struct pod_sync *s = c->s;
+        Runtime__V1__StopContainerRequest req = RUNTIME__V1__STOP_CONTAINER_REQUEST__INIT;
+        int r;
+
+        req.container_id = c->id;
+        req.timeout = c->grace;
+        /* the runtime may take the whole grace period: the call's deadline is grace + the request timeout */
+        r = cri_stop_container(s->k->cri, &req,
+                               (uint64_t) c->grace * USEC_PER_SEC + s->k->opts->runtime_request_timeout_usec,
+                               on_stop_container, c);
+        if (r < 0) {
+                sync_call_failed(s, "StopContainer", r);
+                kill_call_end(c);
+        }
+}
+
+/* executePreStopHook's end: the grace period left (at least the minimum), then StopContainer */
+static void on_pre_stop_done(void *userdata, int error, const char *message) {
+        struct kill_call *c = userdata;
+        struct pod_sync *s = c->s;
+        int64_t elapsed;
+
+        if (error == -ECANCELED) { /* the pass is being freed */
+                lifecycle_handler_free(c->owned_pre_stop);
+                free(c->id);
+                free(c->name);
+                free(c);
+                return;
+        }
+        elapsed = (int64_t) ((now_usec() - c->hook_start_usec) / USEC_PER_SEC);
+        if (error == -ETIME)
+                log_info("PreStop hook not completed in grace period: pod=\"%s\" podUID=\"%s\" containerName=\"%s\" "
+                         "containerID=\"%.12s\" gracePeriod=%" PRId64, sync_pod_desc(s), s->w->uid, c->name, c->id,
+                         c->grace);
+        else if (error < 0) {
+                log_error("PreStop hook failed: pod=\"%s\" containerName=\"%s\" containerID=\"%.12s\": %s",
+                          sync_pod_desc(s), c->name, c->id, message ? message : strerror(-error));
+                pod_worker_event(s->w, c->name, "Warning", "FailedPreStopHook", "%s",
+                                 message ? message : strerror(-error));
+        } else
+                log_v(3, "PreStop hook completed: pod=\"%s\" containerName=\"%s\"", sync_pod_desc(s), c->name);
+        c->grace = MAX(c->grace - elapsed, (int64_t) MINIMUM_GRACE_PERIOD_SECONDS);
+        if (s->k->stopping) {
+                kill_call_end(c);
+                return;
+        }
+        issue_stop(c);
+}
+
+int sync_kill_container(struct pod_sync *s, struct kill_target_ext *t, void (*done)(struct pod_sync *s)) {
+        _cleanup_(lifecycle_handler_freep) struct lifecycle_handler *owned = TAKE_PTR(t->owned_pre_stop);
+        const struct lifecycle_handler *pre_stop = t->pre_stop ? t->pre_stop : owned;
+        struct kill_call *c = calloc(1, sizeof(*c));
+        int r;
+
+        if (!c)
+                return -ENOMEM;
+        *c = (struct kill_call) { .s = s, .done = done, .grace = t->grace, .remove = t->remove,
+                                  .id = strdup(t->id), .name = strdup(t->name) };
+        if (!c->id || !c->name) {
+                free(c->id);
+                free(c->name);
+                free(c);
+                return -ENOMEM;
+        }
+        c->owned_pre_stop = TAKE_PTR(owned);
+        s->did_work = true;
+        if (pre_stop && !s->k->stopping) {
+                struct hook_target ht = {
+                        .pod_desc = sync_hook_desc(s),
+                        .container_name = c->name,
+                        .container_id = c->id,
+                        .pod_ip = NULL,
+                        .spec = t->spec,
+                        .ports_json = t->ports_json,
+                };
+                for (size_t i = 0; s->status && t->sandbox_id && i < s->status->n_sandboxes; i++) {
+                        const struct kr_sandbox *sb = s->status->sandboxes[i];
+                        if (streq(sb->id, t->sandbox_id) && sb->have_status)
+                                ht.pod_ip = sb->host_network ? s->k->node_ip : sb->ip;
+                }
+                c->hook_start_usec = now_usec();
+                log_v(3, "Running preStop hook: pod=\"%s\" containerName=\"%s\" containerID=\"%.12s\"",
+                      sync_pod_desc(s), c->name, c->id);
+                r = hook_run_start(&s->k->hook_env, &s->hooks, pre_stop, &ht, (uint64_t) c->grace * USEC_PER_SEC,
+                                   on_pre_stop_done, c);
+                if (r >= 0)
+                        return 0;
+                log_error("pod %s: container %s: cannot run the preStop hook: %s", sync_pod_desc(s), c->name,
+                          strerror(-r));
+        }
+        issue_stop(c);
+        return 0;
+}
+
+int64_t sync_grace_raw(const struct pod_sync *s, const struct kr_container *c) {
+        int64_t g;
+
+        if (s->pod)
+                g = s->pod->spec.termination_grace_period_seconds;
+        else {
+                const char *v = c ? strmap_get(&c->annotations, ANNOTATION_POD_TERMINATION_GRACE_PERIOD) : NULL;
+                int64_t x;
+                if (v && safe_atoi64(v, &x) >= 0)
+                        g = x;
+                else
+                        g = s->w->grace_seconds;
+        }
+        if (s->pod && s->pod->has_deletion_timestamp && s->pod->deletion_grace_period_seconds >= 0)
+                g = s->pod->deletion_grace_period_seconds;
+        return g;
+}
+
+/* ---------------------------------------------------------------- the rounds */
+
+/* The preStop handler of a running instance: the desired spec's, else (a pod no longer known) the one kept in
+ * the instance's annotation, decoded into t->owned_pre_stop. */
+static void pre_stop_of(struct pod_sync *s, const struct kr_container *kc, struct kill_target_ext *t) {
+        _cleanup_(json_decrefp) json_t *j = NULL;
+        const char *v;
+
+        if (t->spec) {
+                t->pre_stop = t->spec->pre_stop;
+                return;
+        }
+        if (s->pod)
+                return; /* a container the spec no longer has: upstream restores it from the labels too */
+        v = strmap_get(&kc->annotations, ANNOTATION_CONTAINER_PRESTOP_HANDLER);
+        if (!v)
+                return;
+        j = json_loadb(v, strlen(v), JSON_REJECT_DUPLICATES, NULL);
+        if (lifecycle_handler_from_json(j, &t->owned_pre_stop) < 0)
+                log_error("pod %s: container %s: cannot decode the preStop handler annotation", sync_pod_desc(s),
+                          kc->name);
+}
+
+static void kill_one(struct pod_sync *s, const struct kr_kill_target *t) {
+        const struct kr_container *kc = t->container;
+        int64_t raw = sync_grace_raw(s, kc);
+        struct kill_target_ext x;
+        int r;
+
+        /* a failed liveness/startup probe's own terminationGracePeriodSeconds, unless the pod is being deleted */
+        if (t->grace_override >= 0 && !(s->pod && s->pod->has_deletion_timestamp))
+                raw = t->grace_override;
+        x = (struct kill_target_ext) {
+                .id = kc->id,
+                .name = kc->name,
+                .grace = MAX(raw, (int64_t) MINIMUM_GRACE_PERIOD_SECONDS),
+                .spec = sync_spec_container(s, kc->name),
+                .sandbox_id = kc->sandbox_id,
+                .ports_json = strmap_get(&kc->annotations, ANNOTATION_CONTAINER_PORTS),
+                .remove = t->remove,
+        };
+        log_info("Killing container with a grace period: pod=\"%s\" podUID=\"%s\" containerName=\"%s\" "
+                 "containerID=\"%.12s\" gracePeriod=%" PRId64 " reason=\"%s\"%s%s%s",
+                 sync_pod_desc(s), s->w->uid, kc->name, kc->id, x.grace, t->reason, t->message ? " message=\"" : "",
+                 t->message ? t->message : "", t->message ? "\"" : "");
+        if (t->message)
+                pod_worker_event(s->w, kc->name, "Normal", "Killing", "%s", t->message);
+        else
+                pod_worker_event(s->w, kc->name, "Normal", "Killing", "Stopping container %s", kc->name);
+        /* as upstream, no preStop without a grace period (a force deletion) */
+        if (raw > 0)
+                pre_stop_of(s, kc, &x);
+        sync_fanout_add(s);
+        r = sync_kill_container(s, &x, sync_fanout_release);
+        if (r < 0) {
+                sync_call_failed(s, "StopContainer", r);
+                sync_fanout_release(s);
+        }
+}
+
+static void kill_round_0_done(struct pod_sync *s) {
+        kill_round(s, 1);
+}
+
+static void kill_round(struct pod_sync *s, unsigned round) {
+        _cleanup_free_ struct kr_kill_target *targets = NULL;
+        size_t n = 0;
+        int r;
+
+        sync_fanout_begin(s, round == 0 ? kill_round_0_done : stop_sandboxes);
+        r = kr_compute_kill_round(s->status, &s->actions, round, &targets, &n);
+        if (r < 0)
+                sync_call_failed(s, "computing what to kill", r);
+        for (size_t i = 0; i < n; i++)
+                kill_one(s, &targets[i]);
+        sync_fanout_end(s);
+}
+
+void sync_kill(struct pod_sync *s) {
+        kill_round(s, 0);
+}
+
+/* ---------------------------------------------------------------- sandboxes (KillPod) */
+
+static void on_stop_sandbox(const struct cri_reply *reply, void *userdata) {
+        struct pod_sync *s = userdata;
+
+        if (reply->r < 0 && reply->r != -ENOENT) {
+                log_error("pod %s: StopPodSandbox: %s", sync_pod_desc(s), reply->message);
+                s->error = true;
+        }
+        sync_fanout_release(s);
+}
+
+static void stop_sandboxes(struct pod_sync *s) {
+        if (s->error) {
+                pod_sync_finish(s);
+                return;
+        }
+        sync_fanout_begin(s, pod_sync_killed);
+        for (size_t i = 0; s->actions.kill_pod && i < s->status->n_sandboxes; i++) {
+                Runtime__V1__StopPodSandboxRequest req = RUNTIME__V1__STOP_POD_SANDBOX_REQUEST__INIT;
+                int r;
+
+                if (s->status->sandboxes[i]->state != KR_SANDBOX_READY)
+                        continue;
+                log_info("Stopping pod sandbox: pod=\"%s\" podSandboxID=\"%.12s\"", sync_pod_desc(s),
+                         s->status->sandboxes[i]->id);
+                req.pod_sandbox_id = s->status->sandboxes[i]->id;
+                r = cri_stop_pod_sandbox(s->k->cri, &req, 0, on_stop_sandbox, s);
+                if (r < 0)
+                        sync_call_failed(s, "StopPodSandbox", r);
+                else {
+                        sync_fanout_add(s);
+                        s->did_work = true;
+                }
+        }
+        sync_fanout_end(s);
+}

@@ -1,0 +1,174 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The observe phase of a pod's pass (GetPodStatus): the pod's sandboxes and containers, found by the pod UID
+ * label, then the status of the newest sandbox and of every container. The result is s->status, sorted newest
+ * first. */
+
+#include "kubelet/pod_sync.h"
+
+#include "basic/log.h"
+#include "kuberuntime/labels.h"
+#include "kuberuntime/termination.h"
+
+static void list_done(struct pod_sync *s);
+
+/* ---------------------------------------------------------------- list */
+
+static void on_list_sandboxes(const struct cri_reply *reply, void *userdata) {
+        struct pod_sync *s = userdata;
+
+        if (reply->r < 0) {
+                log_error("pod %s: ListPodSandbox: %s", sync_pod_desc(s), reply->message);
+                s->error = true;
+        } else {
+                const Runtime__V1__ListPodSandboxResponse *resp = (const void *) reply->msg;
+                for (size_t i = 0; i < resp->n_items; i++) {
+                        struct kr_sandbox *sb;
+                        if (kr_sandbox_from_cri(resp->items[i], &sb) < 0 ||
+                            kr_pod_status_add_sandbox(s->status, sb) < 0)
+                                s->error = true;
+                }
+        }
+        sync_fanout_release(s);
+}
+
+static void on_list_containers(const struct cri_reply *reply, void *userdata) {
+        struct pod_sync *s = userdata;
+
+        if (reply->r < 0) {
+                log_error("pod %s: ListContainers: %s", sync_pod_desc(s), reply->message);
+                s->error = true;
+        } else {
+                const Runtime__V1__ListContainersResponse *resp = (const void *) reply->msg;
+                for (size_t i = 0; i < resp->n_containers; i++) {
+                        struct kr_container *c;
+                        if (kr_container_from_cri(resp->containers[i], &c) < 0 ||
+                            kr_pod_status_add_container(s->status, c) < 0)
+                                s->error = true;
+                }
+        }
+        sync_fanout_release(s);
+}
+
+void sync_observe(struct pod_sync *s) {
+        Runtime__V1__ListPodSandboxRequest sreq = RUNTIME__V1__LIST_POD_SANDBOX_REQUEST__INIT;
+        Runtime__V1__PodSandboxFilter sf = RUNTIME__V1__POD_SANDBOX_FILTER__INIT;
+        Runtime__V1__PodSandboxFilter__LabelSelectorEntry se =
+                RUNTIME__V1__POD_SANDBOX_FILTER__LABEL_SELECTOR_ENTRY__INIT, *sep = &se;
+        Runtime__V1__ListContainersRequest creq = RUNTIME__V1__LIST_CONTAINERS_REQUEST__INIT;
+        Runtime__V1__ContainerFilter cf = RUNTIME__V1__CONTAINER_FILTER__INIT;
+        Runtime__V1__ContainerFilter__LabelSelectorEntry ce =
+                RUNTIME__V1__CONTAINER_FILTER__LABEL_SELECTOR_ENTRY__INIT, *cep = &ce;
+        int r;
+
+        se.key = ce.key = (char *) LABEL_POD_UID;
+        se.value = ce.value = s->w->uid;
+        sf.n_label_selector = cf.n_label_selector = 1;
+        sf.label_selector = &sep;
+        cf.label_selector = &cep;
+        sreq.filter = &sf;
+        creq.filter = &cf;
+
+        sync_fanout_begin(s, list_done);
+        r = cri_list_pod_sandbox(s->k->cri, &sreq, 0, on_list_sandboxes, s);
+        if (r < 0)
+                sync_call_failed(s, "ListPodSandbox", r);
+        else
+                sync_fanout_add(s);
+        r = cri_list_containers(s->k->cri, &creq, 0, on_list_containers, s);
+        if (r < 0)
+                sync_call_failed(s, "ListContainers", r);
+        else
+                sync_fanout_add(s);
+        sync_fanout_end(s);
+}
+
+/* ---------------------------------------------------------------- statuses */
+
+/* one status call: which sandbox or container of s->status it is about */
+struct status_call {
+        struct pod_sync *s;
+        size_t index;
+};
+
+static struct status_call *status_call_new(struct pod_sync *s, size_t index) {
+        struct status_call *c = malloc(sizeof(*c));
+        if (c)
+                *c = (struct status_call) { .s = s, .index = index };
+        return c;
+}
+
+static void on_sandbox_status(const struct cri_reply *reply, void *userdata) {
+        _cleanup_free_ struct status_call *c = userdata;
+        struct pod_sync *s = c->s;
+
+        if (reply->r == -ENOENT) {
+                /* removed meanwhile: the next pass will see it gone */
+        } else if (reply->r < 0) {
+                log_error("pod %s: PodSandboxStatus: %s", sync_pod_desc(s), reply->message);
+                s->error = true;
+        } else {
+                const Runtime__V1__PodSandboxStatusResponse *resp = (const void *) reply->msg;
+                if (resp->status && kr_sandbox_set_status(s->status->sandboxes[c->index], resp->status) < 0)
+                        s->error = true;
+        }
+        sync_fanout_release(s);
+}
+
+static void on_container_status(const struct cri_reply *reply, void *userdata) {
+        _cleanup_free_ struct status_call *c = userdata;
+        struct pod_sync *s = c->s;
+
+        if (reply->r == -ENOENT) {
+                /* removed meanwhile */
+        } else if (reply->r < 0) {
+                log_error("pod %s: ContainerStatus: %s", sync_pod_desc(s), reply->message);
+                s->error = true;
+        } else {
+                const Runtime__V1__ContainerStatusResponse *resp = (const void *) reply->msg;
+                struct kr_container *kc = s->status->containers[c->index];
+                if (resp->status && (kr_container_set_status(kc, resp->status) < 0 ||
+                                     kr_container_read_termination_message(kc, resp->status) < 0))
+                        s->error = true;
+        }
+        sync_fanout_release(s);
+}
+
+/* the newest sandbox's status (its IP, its network mode) and every container's */
+static void list_done(struct pod_sync *s) {
+        if (s->error) {
+                pod_sync_finish(s);
+                return;
+        }
+        kr_pod_status_sort(s->status);
+
+        sync_fanout_begin(s, pod_sync_observed);
+        if (s->status->n_sandboxes > 0) {
+                Runtime__V1__PodSandboxStatusRequest req = RUNTIME__V1__POD_SANDBOX_STATUS_REQUEST__INIT;
+                struct status_call *c = status_call_new(s, 0);
+                int r = c ? 0 : -ENOMEM;
+
+                req.pod_sandbox_id = s->status->sandboxes[0]->id;
+                if (r >= 0)
+                        r = cri_pod_sandbox_status(s->k->cri, &req, 0, on_sandbox_status, c);
+                if (r < 0) {
+                        free(c);
+                        sync_call_failed(s, "PodSandboxStatus", r);
+                } else
+                        sync_fanout_add(s);
+        }
+        for (size_t i = 0; i < s->status->n_containers && !s->error; i++) {
+                Runtime__V1__ContainerStatusRequest req = RUNTIME__V1__CONTAINER_STATUS_REQUEST__INIT;
+                struct status_call *c = status_call_new(s, i);
+                int r = c ? 0 : -ENOMEM;
+
+                req.container_id = s->status->containers[i]->id;
+                if (r >= 0)
+                        r = cri_container_status(s->k->cri, &req, 0, on_container_status, c);
+                if (r < 0) {
+                        free(c);
+                        sync_call_failed(s, "ContainerStatus", r);
+                } else
+                        sync_fanout_add(s);
+        }
+        sync_fanout_end(s);
+}

@@ -1,0 +1,563 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The start phase of a pod's pass: the containers the decision named (init containers first, then the app
+ * containers, in spec order), one at a time (startContainer). For each, in order:
+ *
+ *   back-off    a container whose last instance exited waits out its CrashLoopBackOff (kr_check_crash_backoff)
+ *   image       ImageStatus unless the pull policy is Always, then kr_decide_image: use the present image, pull
+ *               it (with each matching pull credential in turn), wait out ImagePullBackOff, or ErrImageNeverPull;
+ *               a pulled image's ImageStatus gives its user (runAsUser default, runAsNonRoot)
+ *   create      the container config (kr_build_container_config) and CreateContainer
+ *   start       StartContainer, then the postStart hook; a failed hook kills the container (sync_kill.c)
+ *
+ * The state of the container being started is its step (struct start_step), freed when it ends. A failure is
+ * reported as the container's waiting reason and the next container is tried; the pass then ends in error. */
+
+#include "kubelet/pod_sync.h"
+
+#include <dirent.h>
+#include <inttypes.h>
+#include <string.h>
+
+#include "basic/log.h"
+#include "kubelet/hooks.h"
+
+struct start_step {
+        const struct container *c;     /* in s->pod */
+        char *image_ref;               /* the resolved image (ImageStatus id, or PullImage's image_ref) */
+        bool image_user_known;         /* the image's user from ImageStatus */
+        bool image_uid_set;
+        int64_t image_uid;
+        char *image_username;
+        const struct kr_auth **creds;  /* pull credentials matching the image, tried in turn */
+        size_t n_creds, cred_index;
+        char *pull_errors;             /* the errors of each credential tried so far */
+        char *started_id;              /* the container created */
+};
+
+static void step_done(struct pod_sync *s);
+static void check_image(struct pod_sync *s);
+static void image_decided(struct pod_sync *s, bool present);
+static void pull_try(struct pod_sync *s);
+static void create_container(struct pod_sync *s);
+
+void sync_start_step_free(struct pod_sync *s) {
+        struct start_step *st = TAKE_PTR(s->start);
+
+        if (!st)
+                return;
+        free(st->image_ref);
+        free(st->image_username);
+        free(st->creds);
+        free(st->pull_errors);
+        free(st->started_id);
+        free(st);
+}
+
+/* the n-th container to start: init containers first, then app containers */
+static const struct container *container_to_start(const struct pod_sync *s, size_t n) {
+        if (n < s->actions.n_init_start)
+                return &s->pod->spec.init_containers[s->actions.init_start[n]];
+        return &s->pod->spec.containers[s->actions.start[n - s->actions.n_init_start]];
+}
+
+/* ---------------------------------------------------------------- back-off */
+
+/* doBackOff: true when the container waits out its CrashLoopBackOff; otherwise this start is recorded. */
+static bool in_crash_backoff(struct pod_sync *s, const struct container *c) {
+        _cleanup_(kr_crash_backoff_done) struct kr_crash_backoff d = {};
+        uint64_t now = now_realtime_usec(), until;
+        int r;
+
+        r = kr_check_crash_backoff(s->pod, c, s->status, &s->actions, &s->k->crash_backoff, now, &d);
+        if (r < 0) {
+                log_error("pod %s: container %s: cannot check its back-off: %s", sync_pod_desc(s), c->name,
+                          strerror(-r));
+                return false;
+        }
+        if (!d.key)
+                return false;
+        if (!d.in_backoff) {
+                (void) backoff_next(&s->k->crash_backoff, d.key, d.finished_usec, now);
+                return false;
+        }
+        pod_worker_set_waiting(s->w, c->name, "CrashLoopBackOff",
+                               "back-off %" PRIu64 "s restarting failed container=%s pod=%s_%s(%s)",
+                               d.delay_usec / USEC_PER_SEC, c->name, s->pod->name, s->pod->namespace_, s->pod->uid);
+        log_info("Back-off %" PRIu64 "s restarting failed container=%s pod=%s", d.delay_usec / USEC_PER_SEC, c->name,
+                 sync_pod_desc(s));
+        pod_worker_event(s->w, c->name, "Warning", "BackOff", "Back-off restarting failed container %s in pod %s_%s(%s)",
+                         c->name, s->pod->name, s->pod->namespace_, s->pod->uid);
+        /* wake when it ends, converted to the monotonic clock */
+        until = now_usec() + (d.until_usec > now ? d.until_usec - now : 0);
+        if (!s->wake_usec || until < s->wake_usec)
+                s->wake_usec = until;
+        return true;
+}
+
+/* ---------------------------------------------------------------- the steps, one container at a time */
+
+static void start_next(struct pod_sync *s) {
+        struct start_step *st;
+
+        if (s->k->stopping || s->next_start >= s->actions.n_init_start + s->actions.n_start) {
+                pod_sync_started(s);
+                return;
+        }
+        st = calloc(1, sizeof(*st));
+        if (!st) {
+                sync_call_failed(s, "starting a container", -ENOMEM);
+                pod_sync_started(s);
+                return;
+        }
+        st->c = container_to_start(s, s->next_start);
+        s->start = st;
+        if (in_crash_backoff(s, st->c)) {
+                step_done(s);
+                return;
+        }
+        check_image(s);
+}
+
+static void step_done(struct pod_sync *s) {
+        sync_start_step_free(s);
+        s->next_start++;
+        start_next(s);
+}
+
+void sync_start(struct pod_sync *s) {
+        s->next_start = 0;
+        start_next(s);
+}
+
+/* ---------------------------------------------------------------- image */
+
+/* the image's user from an ImageStatus reply; false when the reply has no image */
+static int take_image_user(struct start_step *st, const Runtime__V1__ImageStatusResponse *resp) {
+        if (!resp->image || isempty(resp->image->id))
+                return 0;
+        st->image_user_known = true;
+        st->image_uid_set = resp->image->uid != NULL;
+        st->image_uid = resp->image->uid ? resp->image->uid->value : 0;
+        if (free_and_strdup(&st->image_username, isempty(resp->image->username) ? NULL : resp->image->username) < 0)
+                return -ENOMEM;
+        return 1;
+}
+
+static void image_status(struct pod_sync *s, const char *image, cri_callback_t cb) {
+        Runtime__V1__ImageStatusRequest req = RUNTIME__V1__IMAGE_STATUS_REQUEST__INIT;
+        Runtime__V1__ImageSpec spec = RUNTIME__V1__IMAGE_SPEC__INIT;
+        int r;
+
+        spec.image = (char *) image;
+        req.image = &spec;
+        r = cri_image_status(s->k->cri, &req, 0, cb, s);
+        if (r < 0) {
+                sync_call_failed(s, "ImageStatus", r);
+                step_done(s);
+        }
+}
+
+static bool image_status_failed(struct pod_sync *s, const struct cri_reply *reply) {
+        const struct container *c = s->start->c;
+
+        if (reply->r >= 0)
+                return false;
+        log_error("pod %s: container %s: ImageStatus \"%s\": %s", sync_pod_desc(s), c->name, c->image, reply->message);
+        pod_worker_set_waiting(s->w, c->name, "ErrImageInspect", "%s", reply->message);
+        s->error = true;
+        step_done(s);
+        return true;
+}
+
+/* is the image present? (its id is then the image to run) */
+static void on_image_present(const struct cri_reply *reply, void *userdata) {
+        struct pod_sync *s = userdata;
+        struct start_step *st = s->start;
+        const Runtime__V1__ImageStatusResponse *resp = (const void *) reply->msg;
+        int present;
+
+        if (image_status_failed(s, reply))
+                return;
+        present = take_image_user(st, resp);
+        if (present > 0 && free_and_strdup(&st->image_ref, resp->image->id) < 0)
+                present = -ENOMEM;
+        if (present < 0) {
+                sync_call_failed(s, "ImageStatus", present);
+                step_done(s);
+                return;
+        }
+        image_decided(s, present > 0);
+}
+
+static void check_image(struct pod_sync *s) {
+        const struct container *c = s->start->c;
+
+        if (kr_image_status_first(c->image_pull_policy))
+                image_status(s, c->image, on_image_present);
+        else
+                image_decided(s, false);
+}
+
+static char *image_backoff_key(const struct pod_sync *s, const struct container *c) {
+        char *k = NULL;
+        if (asprintf(&k, "%s_%s", s->w->uid, c->image) < 0)
+                return NULL;
+        return k;
+}
+
+/* is the image in its pull back-off (a pull failed recently)? */
+static bool in_pull_backoff(struct pod_sync *s, const struct container *c, uint64_t *ret_until) {
+        _cleanup_free_ char *key = image_backoff_key(s, c);
+
+        return key && backoff_in_backoff_since(&s->k->image_backoff, key, backoff_last_update(&s->k->image_backoff, key),
+                                               now_usec(), ret_until);
+}
+
+static void pull(struct pod_sync *s);
+
+static void image_decided(struct pod_sync *s, bool present) {
+        const struct container *c = s->start->c;
+        uint64_t until = 0;
+        bool backoff = in_pull_backoff(s, c, &until);
+
+        switch (kr_decide_image(c->image_pull_policy, present, backoff)) {
+        case KR_IMAGE_USE_PRESENT:
+                log_v(3, "pod %s: container image \"%s\" already present on machine", sync_pod_desc(s), c->image);
+                pod_worker_event(s->w, c->name, "Normal", "Pulled", "Container image \"%s\" already present on machine",
+                                 c->image);
+                create_container(s);
+                return;
+        case KR_IMAGE_NEVER_PULL:
+                log_error("pod %s: container %s: Container image \"%s\" is not present with pull policy of Never "
+                          "(ErrImageNeverPull)", sync_pod_desc(s), c->name, c->image);
+                pod_worker_set_waiting(s->w, c->name, "ErrImageNeverPull",
+                                       "Container image \"%s\" is not present with pull policy of Never", c->image);
+                s->error = true;
+                step_done(s);
+                return;
+        case KR_IMAGE_PULL_BACKOFF:
+                pod_worker_set_waiting(s->w, c->name, "ImagePullBackOff", "Back-off pulling image \"%s\"", c->image);
+                log_v(2, "pod %s: container %s: Back-off pulling image \"%s\"", sync_pod_desc(s), c->name, c->image);
+                pod_worker_event(s->w, c->name, "Normal", "BackOff", "Back-off pulling image \"%s\"", c->image);
+                pod_worker_event(s->w, c->name, "Warning", "Failed", "Error: ImagePullBackOff");
+                if (!s->wake_usec || until < s->wake_usec)
+                        s->wake_usec = until;
+                step_done(s);
+                return;
+        case KR_IMAGE_PULL:
+                pull(s);
+                return;
+        }
+}
+
+static void pull(struct pod_sync *s) {
+        struct start_step *st = s->start;
+        const struct container *c = st->c;
+        int r;
+
+        log_info("Pulling image: pod=\"%s\" image=\"%s\"", sync_pod_desc(s), c->image);
+        pod_worker_event(s->w, c->name, "Normal", "Pulling", "Pulling image \"%s\"", c->image);
+        pod_worker_set_waiting(s->w, c->name, "ContainerCreating", "%s", "");
+        r = kr_keyring_lookup(&s->keyring, c->image, &st->creds, &st->n_creds);
+        if (r < 0) {
+                sync_call_failed(s, "looking up pull credentials", r);
+                step_done(s);
+                return;
+        }
+        pull_try(s);
+}
+
+/* the pulled image's user, as getImageUser asks for it before creating the container */
+static void on_pulled_image_status(const struct cri_reply *reply, void *userdata) {
+        struct pod_sync *s = userdata;
+
+        if (image_status_failed(s, reply))
+                return;
+        /* just pulled, yet not listed: created anyway (the image's user stays unknown) */
+        if (take_image_user(s->start, (const void *) reply->msg) < 0) {
+                sync_call_failed(s, "ImageStatus", -ENOMEM);
+                step_done(s);
+                return;
+        }
+        create_container(s);
+}
+
+static void on_pull_image(const struct cri_reply *reply, void *userdata) {
+        struct pod_sync *s = userdata;
+        struct start_step *st = s->start;
+        const struct container *c = st->c;
+        _cleanup_free_ char *key = image_backoff_key(s, c);
+
+        if (reply->r < 0 && st->n_creds > 1) {
+                /* with several matching credentials, each is tried in turn; the error aggregates them all */
+                char *n = NULL;
+                if (asprintf(&n, "%s%s%s", strempty(st->pull_errors), st->pull_errors ? ", " : "", reply->message) >= 0) {
+                        free(st->pull_errors);
+                        st->pull_errors = n;
+                }
+                if (++st->cred_index < st->n_creds && !s->k->stopping) {
+                        pull_try(s);
+                        return;
+                }
+        }
+        if (reply->r < 0) {
+                _cleanup_free_ char *agg = NULL;
+                const char *message = reply->message;
+                if (st->n_creds > 1 && st->pull_errors && asprintf(&agg, "[%s]", st->pull_errors) >= 0)
+                        message = agg;
+                log_error("pod %s: container %s: Failed to pull image \"%s\": %s (ErrImagePull)", sync_pod_desc(s),
+                          c->name, c->image, message);
+                pod_worker_event(s->w, c->name, "Warning", "Failed", "Failed to pull image \"%s\": %s", c->image,
+                                 message);
+                pod_worker_event(s->w, c->name, "Warning", "Failed", "Error: ErrImagePull");
+                pod_worker_set_waiting(s->w, c->name, "ErrImagePull", "%s", message);
+                if (key)
+                        (void) backoff_next(&s->k->image_backoff, key, now_usec(), now_usec());
+                s->error = true;
+                step_done(s);
+                return;
+        }
+        log_info("Successfully pulled image: pod=\"%s\" image=\"%s\"", sync_pod_desc(s), c->image);
+        pod_worker_event(s->w, c->name, "Normal", "Pulled", "Successfully pulled image \"%s\"", c->image);
+        if (key)
+                backoff_reset(&s->k->image_backoff, key);
+        if (free_and_strdup(&st->image_ref,
+                            ((const Runtime__V1__PullImageResponse *) (const void *) reply->msg)->image_ref) < 0) {
+                sync_call_failed(s, "PullImage", -ENOMEM);
+                step_done(s);
+                return;
+        }
+        image_status(s, st->image_ref, on_pulled_image_status);
+}
+
+/* PullImage with the next matching credential (none when there is none) */
+static void pull_try(struct pod_sync *s) {
+        struct start_step *st = s->start;
+        Runtime__V1__PullImageRequest req = RUNTIME__V1__PULL_IMAGE_REQUEST__INIT;
+        Runtime__V1__ImageSpec spec = RUNTIME__V1__IMAGE_SPEC__INIT;
+        Runtime__V1__AuthConfig auth = RUNTIME__V1__AUTH_CONFIG__INIT;
+        int r;
+
+        spec.image = st->c->image;
+        req.image = &spec;
+        req.sandbox_config = s->sandbox_config;
+        if (st->cred_index < st->n_creds) {
+                /* no server_address: containerd ignores credentials whose address does not parse as its host */
+                auth.username = st->creds[st->cred_index]->username;
+                auth.password = st->creds[st->cred_index]->password;
+                req.auth = &auth;
+                log_v(3, "pod %s: pulling image \"%s\" with the credentials for %s", sync_pod_desc(s), st->c->image,
+                      st->creds[st->cred_index]->key);
+        }
+        /* pulls can take long: no shorter deadline than the request timeout, as upstream (image pull progress
+         * deadline aside) */
+        r = cri_pull_image(s->k->cri, &req, 0, on_pull_image, s);
+        if (r < 0) {
+                sync_call_failed(s, "PullImage", r);
+                step_done(s);
+                return;
+        }
+        s->did_work = true;
+}
+
+/* ---------------------------------------------------------------- create and start */
+
+/* The restart count of the next instance: one more than the newest, or, with no instance left in the runtime,
+ * one more than the highest N.log in the container's log directory (so logs are not overwritten). */
+static uint32_t next_restart_count(const struct pod_sync *s, const struct container *c) {
+        const struct kr_container *cs = kr_pod_status_find_container(s->status, c->name);
+        _cleanup_free_ char *podlog = NULL, *dir = NULL;
+        _cleanup_closedir_ DIR *d = NULL;
+        struct dirent *de;
+        int max = -1;
+
+        if (cs)
+                return (uint32_t) cs->restart_count + 1;
+        podlog = kr_pod_log_dir(s->k->opts->pod_logs_dir, s->pod);
+        if (!podlog || asprintf(&dir, "%s/%s", podlog, c->name) < 0)
+                return 0;
+        d = opendir(dir);
+        if (!d)
+                return 0;
+        while ((de = readdir(d))) {
+                int n;
+                char *dot = strrchr(de->d_name, '.');
+                if (!dot || !streq(dot, ".log"))
+                        continue;
+                *dot = '\0';
+                if (safe_atoi(de->d_name, &n) >= 0 && n > max)
+                        max = n;
+        }
+        return (uint32_t) (max + 1);
+}
+
+/* postStart has no deadline upstream (it holds the pod's sync until it returns): here it is cut at the pod's
+ * terminationGracePeriodSeconds, and not before 30 s. */
+static uint64_t post_start_timeout_usec(const struct pod_sync *s) {
+        return (uint64_t) MAX(s->pod->spec.termination_grace_period_seconds, (int64_t) 30) * USEC_PER_SEC;
+}
+
+/* startContainer's last step: a postStart hook that failed kills the container (killContainer with the message
+ * "FailedPostStartHook", its preStop included); the step ends once it is stopped. */
+static void on_post_start_done(void *userdata, int error, const char *message) {
+        struct pod_sync *s = userdata;
+        struct start_step *st;
+        const struct container *c;
+        struct kill_target_ext t;
+        int r;
+
+        if (error == -ECANCELED)
+                return; /* the pass is being freed */
+        st = s->start;
+        c = st->c;
+        if (error >= 0 || s->k->stopping) {
+                step_done(s);
+                return;
+        }
+        if (!message)
+                message = strerror(-error);
+        log_error("Failed to execute PostStartHook: pod=\"%s\" podUID=\"%s\" containerName=\"%s\" "
+                  "containerID=\"%.12s\": %s", sync_pod_desc(s), s->w->uid, c->name, st->started_id, message);
+        pod_worker_event(s->w, c->name, "Warning", "FailedPostStartHook", "%s", message);
+        pod_worker_set_waiting(s->w, c->name, "PostStartHookError", "%s", message);
+        s->error = true;
+        t = (struct kill_target_ext) {
+                .id = st->started_id,
+                .name = c->name,
+                .grace = MAX(sync_grace_raw(s, NULL), (int64_t) MINIMUM_GRACE_PERIOD_SECONDS),
+                .pre_stop = sync_grace_raw(s, NULL) > 0 ? c->pre_stop : NULL,
+                .spec = c,
+                .sandbox_id = s->sandbox_id,
+        };
+        log_info("Killing container with a grace period: pod=\"%s\" podUID=\"%s\" containerName=\"%s\" "
+                 "containerID=\"%.12s\" gracePeriod=%" PRId64 " reason=\"FailedPostStartHook\"",
+                 sync_pod_desc(s), s->w->uid, c->name, st->started_id, t.grace);
+        pod_worker_event(s->w, c->name, "Normal", "Killing", "FailedPostStartHook");
+        r = sync_kill_container(s, &t, step_done);
+        if (r < 0) {
+                sync_call_failed(s, "StopContainer", r);
+                step_done(s);
+        }
+}
+
+static void on_start_container(const struct cri_reply *reply, void *userdata) {
+        struct pod_sync *s = userdata;
+        struct start_step *st = s->start;
+        const struct container *c = st->c;
+
+        if (reply->r < 0) {
+                log_error("pod %s: container %s: RunContainerError: %s", sync_pod_desc(s), c->name, reply->message);
+                pod_worker_event(s->w, c->name, "Warning", "Failed", "Error: %s", reply->message);
+                pod_worker_set_waiting(s->w, c->name, "RunContainerError", "%s", reply->message);
+                s->error = true;
+                step_done(s);
+                return;
+        }
+        log_info("Started container: pod=\"%s\" containerName=\"%s\"", sync_pod_desc(s), c->name);
+        pod_worker_event(s->w, c->name, "Normal", "Started", "Started container %s", c->name);
+        pod_worker_clear_waiting(s->w, c->name);
+        if (c->post_start && !s->k->stopping) {
+                struct hook_target t = {
+                        .pod_desc = sync_hook_desc(s),
+                        .container_name = c->name,
+                        .container_id = st->started_id,
+                        .pod_ip = s->pod->spec.host_network ? s->k->node_ip : s->pod_ip,
+                        .spec = c,
+                };
+                int r = hook_run_start(&s->k->hook_env, &s->hooks, c->post_start, &t, post_start_timeout_usec(s),
+                                       on_post_start_done, s);
+                if (r >= 0)
+                        return; /* the step waits for the hook */
+                log_error("pod %s: container %s: cannot run the postStart hook: %s", sync_pod_desc(s), c->name,
+                          strerror(-r));
+                s->error = true;
+        }
+        step_done(s);
+}
+
+static void on_create_container(const struct cri_reply *reply, void *userdata) {
+        struct pod_sync *s = userdata;
+        struct start_step *st = s->start;
+        const struct container *c = st->c;
+        Runtime__V1__StartContainerRequest req = RUNTIME__V1__START_CONTAINER_REQUEST__INIT;
+        const Runtime__V1__CreateContainerResponse *resp = (const void *) reply->msg;
+        int r;
+
+        if (reply->r < 0) {
+                log_error("pod %s: container %s: CreateContainerError: %s", sync_pod_desc(s), c->name, reply->message);
+                pod_worker_event(s->w, c->name, "Warning", "Failed", "Error: %s", reply->message);
+                pod_worker_set_waiting(s->w, c->name, "CreateContainerError", "%s", reply->message);
+                s->error = true;
+                step_done(s);
+                return;
+        }
+        if (s->k->stopping) {
+                step_done(s);
+                return;
+        }
+        log_info("Created container: pod=\"%s\" containerName=\"%s\" containerID=\"%.12s\"", sync_pod_desc(s), c->name,
+                 resp->container_id);
+        pod_worker_event(s->w, c->name, "Normal", "Created", "Created container %s", c->name);
+        if (free_and_strdup(&st->started_id, resp->container_id) < 0) {
+                sync_call_failed(s, "StartContainer", -ENOMEM);
+                step_done(s);
+                return;
+        }
+        req.container_id = st->started_id;
+        r = cri_start_container(s->k->cri, &req, 0, on_start_container, s);
+        if (r < 0) {
+                sync_call_failed(s, "StartContainer", r);
+                step_done(s);
+        }
+}
+
+static void create_container(struct pod_sync *s) {
+        struct start_step *st = s->start;
+        const struct container *c = st->c;
+        Runtime__V1__CreateContainerRequest req = RUNTIME__V1__CREATE_CONTAINER_REQUEST__INIT;
+        Runtime__V1__ContainerConfig *cfg = NULL;
+        _cleanup_free_ char *podlog = NULL, *dir = NULL;
+        struct kr_build_context ctx;
+        struct kr_build_report report = {};
+        uint32_t restart_count = next_restart_count(s, c);
+        int r;
+
+        podlog = kr_pod_log_dir(s->k->opts->pod_logs_dir, s->pod);
+        if (!podlog || asprintf(&dir, "%s/%s", podlog, c->name) < 0 || mkdir_p(dir, 0755) < 0) {
+                log_error("pod %s: cannot create the log directory of container %s", sync_pod_desc(s), c->name);
+                s->error = true;
+                step_done(s);
+                return;
+        }
+        sync_build_context(s, &ctx);
+        ctx.image_user_known = st->image_user_known;
+        ctx.image_uid_set = st->image_uid_set;
+        ctx.image_uid = st->image_uid;
+        ctx.image_username = st->image_username;
+        ctx.report = &report;
+        r = kr_build_container_config(s->pod, c, restart_count, st->image_ref, &ctx, &cfg);
+        for (size_t i = 0; report.event_reasons && report.event_reasons[i]; i++)
+                pod_worker_event(s->w, NULL, "Warning", report.event_reasons[i], "%s", report.event_messages[i]);
+        if (r < 0) {
+                const char *msg = report.error ? report.error : strerror(-r);
+                pod_worker_set_waiting(s->w, c->name, "CreateContainerConfigError", "%s", msg);
+                pod_worker_event(s->w, c->name, "Warning", "Failed", "Error: %s", msg);
+                log_error("pod %s: container %s: CreateContainerConfigError: %s", sync_pod_desc(s), c->name, msg);
+                kr_build_report_done(&report);
+                s->error = true;
+                step_done(s);
+                return;
+        }
+        kr_build_report_done(&report);
+        req.pod_sandbox_id = s->sandbox_id;
+        req.config = cfg;
+        req.sandbox_config = s->sandbox_config;
+        r = cri_create_container(s->k->cri, &req, 0, on_create_container, s);
+        kr_pb_free(cfg);
+        if (r < 0) {
+                sync_call_failed(s, "CreateContainer", r);
+                step_done(s);
+                return;
+        }
+        s->did_work = true;
+}

@@ -1,0 +1,163 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The objects and volumes phases of a pod's pass:
+ *  - objects, before the sandbox: the ConfigMaps, Secrets and service account tokens the pod refers to are
+ *    fetched (or found in the managers' caches); a volume's object that cannot be had blocks the pod
+ *    (FailedMount), as upstream's WaitForAttachAndMount does; the imagePullSecrets become the pull keyring;
+ *  - volumes, once the sandbox runs (its IP is in /etc/hosts): the pod's volume directories and hosts file,
+ *    set up idempotently on every pass, so that a changed object reaches the volumes. */
+
+#include "kubelet/pod_sync.h"
+
+#include <string.h>
+
+#include "basic/log.h"
+#include "objects/manager.h"
+#include "volumes/volumes.h"
+
+/* ---------------------------------------------------------------- objects */
+
+/* A volume's ConfigMap or Secret that cannot be had blocks the pod before its sandbox. (Env references do not:
+ * the container's environment builder reports them for that container only, CreateContainerConfigError, and
+ * the other containers start.) Returns true when it blocks. */
+static bool volume_ref_blocks(struct pod_sync *s, const struct obj_ref *ref) {
+        _cleanup_free_ char *nf = NULL;
+        const char *msg = NULL;
+        json_t *obj;
+        int r = pod_objects_lookup(s->objects, ref->kind, s->pod->namespace_, ref->name, &obj, &msg);
+
+        if (r >= 0 || (r == -ENOENT && ref->optional))
+                return false;
+        if (!msg)
+                msg = nf = obj_not_found_message(ref->kind, ref->name);
+        if (!msg)
+                msg = strerror(-r);
+        log_error("pod %s: MountVolume.SetUp failed for volume \"%s\" : %s", sync_pod_desc(s), strna(ref->where), msg);
+        pod_worker_event(s->w, NULL, "Warning", "FailedMount", "MountVolume.SetUp failed for volume \"%s\" : %s",
+                         strna(ref->where), msg);
+        return true;
+}
+
+static bool token_ref_blocks(struct pod_sync *s, const struct token_ref *t) {
+        const char *msg = NULL;
+        json_t *st;
+        int r = pod_objects_lookup_token(s->objects, s->pod->namespace_, t->service_account, t->audience,
+                                         t->expiration_seconds, &st, &msg);
+
+        if (r >= 0)
+                return false;
+        log_error("pod %s: MountVolume.SetUp failed for volume \"%s\" : %s", sync_pod_desc(s), strna(t->volume),
+                  strna(msg));
+        pod_worker_event(s->w, NULL, "Warning", "FailedMount", "MountVolume.SetUp failed for volume \"%s\" : %s",
+                         strna(t->volume), strna(msg));
+        return true;
+}
+
+/* The keyring of the pod's imagePullSecrets (getPullSecretsForPod): one that cannot be had is reported and
+ * skipped, the pull may still succeed without it. */
+static void build_keyring(struct pod_sync *s) {
+        _cleanup_free_ char *failed = NULL;
+
+        for (size_t i = 0; i < s->refs.n_objs; i++) {
+                const struct obj_ref *ref = &s->refs.objs[i];
+                _cleanup_free_ char *why = NULL;
+                const char *msg = NULL;
+                json_t *secret;
+                char *n = NULL;
+                int r;
+
+                if (ref->use != OBJ_REF_PULL_SECRET)
+                        continue;
+                r = pod_objects_lookup(s->objects, "Secret", s->pod->namespace_, ref->name, &secret, &msg);
+                if (r >= 0)
+                        r = kr_keyring_add_secret(&s->keyring, secret, &why);
+                if (r >= 0)
+                        continue;
+                log_warning("pod %s: Unable to retrieve pull secret %s/%s, the image pull may not succeed: %s",
+                            sync_pod_desc(s), s->pod->namespace_, ref->name, why ? why : msg ? msg : strerror(-r));
+                if (asprintf(&n, "%s%s%s/%s", strempty(failed), failed ? ", " : "", s->pod->namespace_, ref->name) < 0)
+                        return;
+                free(failed);
+                failed = n;
+        }
+        if (failed)
+                pod_worker_event(s->w, NULL, "Warning", "FailedToRetrieveImagePullSecret",
+                                 "Unable to retrieve some image pull secrets (%s); attempting to pull the image may "
+                                 "not succeed.", failed);
+}
+
+static void objects_ready(void *userdata) {
+        struct pod_sync *s = userdata;
+        bool blocked = false;
+        int r;
+
+        s->waiting_objects = false;
+        if (s->k->stopping) {
+                pod_sync_finish(s);
+                return;
+        }
+        r = pod_objects_new(&s->objects);
+        if (r >= 0)
+                r = objects_manager_fill(s->k->objects, s->w->uid, s->objects);
+        if (r < 0) {
+                sync_call_failed(s, "gathering the pod's API objects", r);
+                pod_sync_finish(s);
+                return;
+        }
+        for (size_t i = 0; i < s->refs.n_objs; i++)
+                if (s->refs.objs[i].use == OBJ_REF_VOLUME && volume_ref_blocks(s, &s->refs.objs[i]))
+                        blocked = true;
+        for (size_t i = 0; i < s->refs.n_tokens; i++)
+                if (token_ref_blocks(s, &s->refs.tokens[i]))
+                        blocked = true;
+        if (blocked) {
+                s->error = true;
+                pod_sync_finish(s);
+                return;
+        }
+        build_keyring(s);
+        pod_sync_objects_ready(s);
+}
+
+void sync_objects(struct pod_sync *s) {
+        int r;
+
+        r = pod_refs_collect(s->pod->raw, &s->refs);
+        if (r >= 0)
+                r = objects_manager_register(s->k->objects, s->w->uid, s->pod->namespace_, s->pod->name,
+                                             !pod_is_static(s->pod), &s->refs);
+        if (r >= 0)
+                r = objects_manager_wait(s->k->objects, s->w->uid, objects_ready, s);
+        if (r < 0) {
+                sync_call_failed(s, "registering the pod's API objects", r);
+                pod_sync_finish(s);
+                return;
+        }
+        if (r > 0) {
+                log_v(3, "pod %s: waiting for its ConfigMaps, Secrets and tokens", sync_pod_desc(s));
+                s->waiting_objects = true;
+                return;
+        }
+        objects_ready(s);
+}
+
+/* ---------------------------------------------------------------- volumes */
+
+/* A failure leaves the containers to start waiting (ContainerCreating with the FailedMount message) and the
+ * pod is retried. */
+int sync_volumes(struct pod_sync *s) {
+        _cleanup_free_ char *msg = NULL;
+        struct kr_build_context ctx;
+        int r;
+
+        sync_build_context(s, &ctx);
+        r = vol_setup_pod(s->pod, &ctx, &msg);
+        if (r >= 0)
+                return 0;
+        log_error("pod %s: Unable to attach or mount volumes: %s", sync_pod_desc(s), msg ? msg : strerror(-r));
+        pod_worker_event(s->w, NULL, "Warning", "FailedMount", "%s", msg ? msg : strerror(-r));
+        for (size_t i = 0; i < s->actions.n_start; i++)
+                pod_worker_set_waiting(s->w, s->pod->spec.containers[s->actions.start[i]].name, "ContainerCreating",
+                                       "%s", msg ? msg : strerror(-r));
+        s->error = true;
+        return r;
+}
