@@ -194,8 +194,10 @@ static void on_image_status(const struct cri_reply *reply, void *userdata) {
                 img->uid_set = resp->image->uid != NULL;
                 img->uid = resp->image->uid ? resp->image->uid->value : 0;
                 img->username = isempty(resp->image->username) ? NULL : strdup(resp->image->username);
-                if (!img->id)
+                if (!img->id || (!isempty(resp->image->username) && !img->username)) {
+                        log_error("image %s: out of memory", img->name);
                         f->errors++;
+                }
         }
         call_done(f);
 }
@@ -373,8 +375,12 @@ static void start_next(struct pod_run *p) {
                 return;
         c = &p->pod->spec.containers[p->step];
         podlog = kr_pod_log_dir(p->f->opts.pod_logs_dir, p->pod);
-        if (!podlog || asprintf(&dir, "%s/%s", podlog, c->name) < 0 || mkdir_p(dir, 0755) < 0) {
-                pod_failed(p, "the container log directory", strerror(ENOMEM));
+        if (!podlog || asprintf(&dir, "%s/%s", podlog, c->name) < 0)
+                r = -ENOMEM;
+        else
+                r = mkdir_p(dir, 0755);
+        if (r < 0) {
+                pod_failed(p, "the container log directory", strerror(-r));
                 return;
         }
         floor_context(p, find_image(p->f, c->image), &ctx);
