@@ -874,14 +874,14 @@ def table(data):
 
     for e in data.get("start", []):
         n, ck, go, fl = e["n"], e.get("ckubelet", {}), e.get("go", {}), e.get("floor", {})
-        row(f"start {n} pods at once: all running (s)", ck.get("start_all_s"), go.get("start_all_s"),
+        row(f"start {pods(n)} at once: all running (s)", ck.get("start_all_s"), go.get("start_all_s"),
             fl.get("start_all_s"), 3)
         row("  per pod, p99 (s)", ck.get("per_pod_p99_s"), go.get("per_pod_p99_s"), digits=3)
-        row(f"{n} pods running: CPU (s/min)", ck.get("steady_cpu_s_per_min"), go.get("steady_cpu_s_per_min"), digits=3)
-        row(f"{n} pods running: VmRSS (MB)", kb_mb(ck.get("vmrss_kb")), kb_mb(go.get("vmrss_kb")), digits=1)
-        row(f"{n} pods running: VmHWM (MB)", kb_mb(ck.get("vmhwm_kb")), kb_mb(go.get("vmhwm_kb")), digits=1)
-        row(f"remove {n} pods: all stopped (s)", ck.get("remove_stopped_s"), go.get("remove_stopped_s"))
-        row(f"remove {n} pods: runtime empty (s)", ck.get("remove_empty_s"), go.get("remove_empty_s"))
+        row(f"{pods(n)} running: CPU (s/min)", ck.get("steady_cpu_s_per_min"), go.get("steady_cpu_s_per_min"), digits=3)
+        row(f"{pods(n)} running: VmRSS (MB)", kb_mb(ck.get("vmrss_kb")), kb_mb(go.get("vmrss_kb")), digits=1)
+        row(f"{pods(n)} running: VmHWM (MB)", kb_mb(ck.get("vmhwm_kb")), kb_mb(go.get("vmhwm_kb")), digits=1)
+        row(f"remove {pods(n)}: all stopped (s)", ck.get("remove_stopped_s"), go.get("remove_stopped_s"))
+        row(f"remove {pods(n)}: runtime empty (s)", ck.get("remove_empty_s"), go.get("remove_empty_s"))
     p = data.get("probes")
     if p:
         ck, go = p.get("ckubelet", {}), p.get("go", {})
@@ -919,11 +919,15 @@ def table(data):
             rows.append(("API pods", "skipped: " + ck["skipped"], "", "", "", ""))
     head = ("", "ckubelet", "Go kubelet", "Go/ckubelet", "CRI floor", "ckubelet/floor")
     w = [max(len(r[i]) for r in rows + [head]) for i in range(6)]
-    text = "\n".join(" | ".join(c.ljust(w[i]) if i == 0 else c.rjust(w[i]) for i, c in enumerate(r))
+    text = "\n".join(" | ".join(c.ljust(w[i]) if i == 0 else c.rjust(w[i]) for i, c in enumerate(r)).rstrip()
                      for r in [head] + rows)
     md = "| " + " | ".join(head) + " |\n|" + "|".join(["---"] + ["---:"] * 5) + "|\n" + \
         "\n".join("| " + " | ".join(r) + " |" for r in rows) + "\n"
     return text, md
+
+
+def pods(n):
+    return f"{n} pod" + ("" if n == 1 else "s")
 
 
 def kb_mb(v):
