@@ -19,6 +19,24 @@ from harness import private_runtime  # noqa: E402
 from apiclient import CA, Client  # noqa: E402
 from conftest import Kubelet, pod_manifest, wait_for  # noqa: E402
 from startup import cpu_seconds, pct, proc_status  # noqa: E402
+import results  # noqa: E402
+
+
+def save(out):
+    """bench/results/api.json and .png"""
+    results.write_json("api", out)
+    plt = results.pyplot()
+    fig, axs = plt.subplots(1, 2, figsize=(11, 4.5))
+    groups = [e["path"].split("?")[0].replace("/containerLogs/default/p0-testnode/c", "/containerLogs/…")
+              for e in out["endpoints"]]
+    results.grouped_bars(axs[0], groups, ["ckubelet"], {"ckubelet": [e["p50_ms"] for e in out["endpoints"]]},
+                         "ms", "latency p50 (a new TLS connection per request)", fmt="{:.1f}")
+    results.grouped_bars(axs[1], groups, ["ckubelet"],
+                         {"ckubelet": [e["cpu_ms_per_request"] for e in out["endpoints"]]},
+                         "ms", "ckubelet CPU per request", fmt="{:.2f}")
+    for ax in axs:
+        ax.tick_params(axis="x", labelrotation=30, labelsize=7)
+    results.save_png(fig, "api", f"{out['date']}, {out['machine']['cpus']} CPUs {out['machine']['cpu_model']}")
 
 
 def main():
@@ -47,6 +65,8 @@ def main():
             print(f"ckubelet API benchmark: {n} pods, {m} requests per endpoint, TLS with a client certificate, "
                   f"a new connection per request, {os.cpu_count()} CPUs")
             print(f"  before: VmRSS {st['VmRSS']}, VmHWM {st['VmHWM']}")
+            out = {**results.header(), "pods": n, "requests": m, "before": {"vmrss": st["VmRSS"], "vmhwm": st["VmHWM"]},
+                   "endpoints": []}
             paths = ["/healthz", "/pods", "/stats/summary", "/metrics", "/containerLogs/default/p0-testnode/c?tailLines=10"]
             for path in paths:
                 lat = []
@@ -59,8 +79,13 @@ def main():
                 cpu = cpu_seconds(pid) - cpu0
                 print(f"  GET {path:<52} p50 {pct(lat, 50) * 1000:6.1f} ms  p99 {pct(lat, 99) * 1000:6.1f} ms  "
                       f"ckubelet CPU {cpu / m * 1000:6.2f} ms/request  ({len(body)} bytes)")
+                out["endpoints"].append({"path": path, "p50_ms": round(pct(lat, 50) * 1000, 2),
+                                         "p99_ms": round(pct(lat, 99) * 1000, 2),
+                                         "cpu_ms_per_request": round(cpu / m * 1000, 3), "bytes": len(body)})
             st = proc_status(pid)
             print(f"  after:  VmRSS {st['VmRSS']}, VmHWM {st['VmHWM']}")
+            out["after"] = {"vmrss": st["VmRSS"], "vmhwm": st["VmHWM"]}
+            save(out)
         finally:
             if k and k.alive():
                 k.term()

@@ -25,6 +25,11 @@ def private_runtime(net_index):
     finally:
         try:
             rt.clean()
+            # the cgroup roots this process's kubelets were given (conftest.make_cgroup_root: /ckubelet-<pid>-<n>)
+            for h in conftest.cgroup_hierarchies()[:1]:
+                for name in os.listdir(h):
+                    if name.startswith(f"ckubelet-{os.getpid()}-"):
+                        conftest.remove_cgroup_root("/" + name)
         finally:
             rt.stop()
             shutil.rmtree(d, ignore_errors=True)

@@ -24,6 +24,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from harness import private_runtime  # noqa: E402
 from conftest import NODE, Kubelet, wait_for  # noqa: E402
 from startup import cpu_seconds, proc_status  # noqa: E402
+import results  # noqa: E402
 
 POD = """\
 apiVersion: v1
@@ -65,6 +66,18 @@ def time_wait():
     return len(out.splitlines())
 
 
+def save(out):
+    """bench/results/probes.json and .png"""
+    results.write_json("probes", out)
+    plt = results.pyplot()
+    fig, axs = plt.subplots(1, 2, figsize=(8, 4.5))
+    results.grouped_bars(axs[0], [f"{out['pods']} pods"], ["ckubelet"], {"ckubelet": [out["cpu_s_per_min"]]},
+                         "CPU seconds per minute", "probe engine CPU")
+    results.grouped_bars(axs[1], [f"{out['pods']} pods"], ["ckubelet"], {"ckubelet": [out["cpu_us_per_probe"]]},
+                         "µs", "CPU per probe (nominal rate)", fmt="{:.0f}")
+    results.save_png(fig, "probes", f"{out['date']}, {out['machine']['cpus']} CPUs {out['machine']['cpu_model']}")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--pods", type=int, default=110)
@@ -101,6 +114,9 @@ def main():
             restarts = sum(1 for c in rt.containers() if c["metadata"]["attempt"] > 0)
             not_ready = n - ready_pods(k)
             print(f"  containers restarted: {restarts}; pods not Ready at the end: {not_ready}")
+            save({**results.header(), "pods": n, "seconds": a.seconds, "cpu_s_per_min": round(cpu * 60 / a.seconds, 3),
+                  "cpu_us_per_probe": round(cpu / (2 * n * a.seconds) * 1e6, 1), "vmrss": st["VmRSS"],
+                  "vmhwm": st["VmHWM"], "restarts": restarts, "not_ready": not_ready})
             if a.keep_log:
                 shutil.copy(k.logfile, a.keep_log)
         finally:

@@ -20,6 +20,7 @@ from datetime import datetime, timezone
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "e2e"))
 from harness import private_runtime  # noqa: E402
 from conftest import NODE, Kubelet, pod_manifest, wait_for  # noqa: E402
+import results  # noqa: E402
 
 SLEEP = ["sleep", "3600"]
 
@@ -27,6 +28,11 @@ SLEEP = ["sleep", "3600"]
 def pct(xs, p):
     xs = sorted(xs)
     return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))]
+
+
+def figures(xs):
+    return {"p50_ms": round(pct(xs, 50) * 1000, 1), "p99_ms": round(pct(xs, 99) * 1000, 1),
+            "max_ms": round(max(xs) * 1000, 1)}
 
 
 def summary(label, xs):
@@ -79,12 +85,25 @@ def write(k, name):
     return t
 
 
+def save(out):
+    """bench/results/startup.json and .png"""
+    results.write_json("startup", out)
+    plt = results.pyplot()
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    groups = ["one at a time: p50", "one at a time: p99", "all at once: p50", "all at once: p99"]
+    vals = {"ckubelet": [out[w]["e2e"][q] for w in ("one_at_a_time", "at_once") for q in ("p50_ms", "p99_ms")]}
+    results.grouped_bars(ax, groups, ["ckubelet"], vals, "ms",
+                         f"{out['pods']} static pods: manifest written → container started", fmt="{:.0f}")
+    results.save_png(fig, "startup", f"{out['date']}, {out['machine']['cpus']} CPUs {out['machine']['cpu_model']}")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--pods", type=int, default=30)
     n = ap.parse_args().pods
 
     k = None
+    out = {**results.header(), "pods": n}
     with private_runtime(60) as (rt, d):
         try:
             k = Kubelet(rt, os.path.join(d, "kubelet"))
@@ -104,6 +123,7 @@ def main():
             print(f"(a) {n} manifests written one at a time:")
             summary("manifest written → container started", e2e)
             summary("kubelet: SyncLoop ADD → Started container", kside)
+            out["one_at_a_time"] = {"e2e": figures(e2e), "kubelet": figures(kside)}
 
             # (c) footprint with n pods
             st = proc_status(k.proc.pid)
@@ -113,6 +133,7 @@ def main():
             st = proc_status(k.proc.pid)
             print(f"(c) with {n} running pods: VmRSS {st['VmRSS']}, VmHWM {st['VmHWM']}, "
                   f"CPU {c1 - c0:.2f} s over 30 s idle ({(c1 - c0) * 2:.2f} CPU-s/min)")
+            out["idle"] = {"vmrss": st["VmRSS"], "vmhwm": st["VmHWM"], "cpu_s_per_min": round((c1 - c0) * 2, 3)}
 
             # (b) all at once (after removing the first set)
             for i in range(n):
@@ -130,6 +151,9 @@ def main():
             summary("kubelet: SyncLoop ADD → Started container", kside)
             st = proc_status(k.proc.pid)
             print(f"    after: VmRSS {st['VmRSS']}, VmHWM {st['VmHWM']}")
+            out["at_once"] = {"e2e": figures(e2e), "kubelet": figures(kside), "vmrss_after": st["VmRSS"],
+                              "vmhwm_after": st["VmHWM"]}
+            save(out)
         finally:
             if k and k.alive():
                 k.term()

@@ -280,6 +280,7 @@ int main(int argc, char **argv) {
         } else if (streq(cmd, "inspectp") && id) {
                 Runtime__V1__PodSandboxStatusRequest req = RUNTIME__V1__POD_SANDBOX_STATUS_REQUEST__INIT;
                 req.pod_sandbox_id = (char *) id;
+                req.verbose = true; /* info: the stored sandbox config, pid */
                 r = cri_pod_sandbox_status(c, &req, 0, on_reply, &x);
         } else if ((streq(cmd, "inspecti") || streq(cmd, "pull")) && image) {
                 Runtime__V1__ImageSpec spec = RUNTIME__V1__IMAGE_SPEC__INIT;
