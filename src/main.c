@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* ckubelet: a Kubernetes node agent. Parses flags and the config file, then runs the kubelet on one
- * libevent loop until SIGTERM/SIGINT. Pods are left running on exit, as upstream. */
+/* ckubelet: a Kubernetes node agent. Parses flags and the config file, then runs the kubelet and its HTTP API
+ * on one libevent loop until SIGTERM/SIGINT. Pods are left running on exit, as upstream. main() is where the
+ * two meet: the API server reads the kubelet through the host interface filled here (server.h), so neither
+ * includes the other. */
 
 #include <event2/event.h>
 #include <signal.h>
@@ -9,6 +11,7 @@
 #include "basic/log.h"
 #include "kubelet/kubelet.h"
 #include "options/options.h"
+#include "server/server.h"
 
 static void on_signal(evutil_socket_t sig, short what, void *userdata) {
         struct event_base *base = userdata;
@@ -16,11 +19,72 @@ static void on_signal(evutil_socket_t sig, short what, void *userdata) {
         event_base_loopbreak(base);
 }
 
+/* ---- the host interface of the API server, on the kubelet ---- */
+
+static int host_pods_json(void *userdata, json_t **ret) {
+        return kubelet_pods_json(userdata, ret);
+}
+
+static int host_running_pods_json(void *userdata, json_t **ret) {
+        return kubelet_running_pods_json(userdata, ret);
+}
+
+static int host_lookup_container(void *userdata, const char *ns, const char *pod_name, const char *container,
+                                 bool previous, struct kc_container **ret, char **ret_pod_uid) {
+        return kubelet_lookup_container(userdata, ns, pod_name, container, previous, ret, ret_pod_uid);
+}
+
+static bool host_pod_exists(void *userdata, const char *ns, const char *pod_name, char **ret_uid) {
+        return kubelet_pod_exists(userdata, ns, pod_name, ret_uid);
+}
+
+static int host_pod_sandbox_id(void *userdata, const char *ns, const char *pod_name, char **ret) {
+        return kubelet_pod_sandbox_id(userdata, ns, pod_name, ret);
+}
+
+static int host_sync_loop_health(void *userdata, char **ret_error) {
+        return kubelet_sync_loop_health(userdata, ret_error);
+}
+
+static void host_counts(void *userdata, struct api_host_counts *ret) {
+        struct kubelet_counts n;
+
+        kubelet_counts(userdata, &n);
+        *ret = (struct api_host_counts) {
+                .running_pods = n.running_pods,
+                .running_containers = n.running_containers,
+                .desired_pods = n.desired_pods,
+                .pod_start = n.pod_start,
+        };
+}
+
+static int api_server_start(struct event_base *base, struct kubelet *k, struct api_server **ret) {
+        const struct api_server_config cfg = {
+                .opts = kubelet_opts(k),
+                .cri = kubelet_cri(k),
+                .prober = kubelet_prober(k),
+                .client = kubelet_kube_client(k),
+                .node_ip = kubelet_node_ip(k),
+                .host = {
+                        .pods_json = host_pods_json,
+                        .running_pods_json = host_running_pods_json,
+                        .lookup_container = host_lookup_container,
+                        .pod_exists = host_pod_exists,
+                        .pod_sandbox_id = host_pod_sandbox_id,
+                        .sync_loop_health = host_sync_loop_health,
+                        .counts = host_counts,
+                        .userdata = k,
+                },
+        };
+        return api_server_new(base, &cfg, ret);
+}
+
 int main(int argc, char **argv) {
         struct kubelet_options opts;
         struct event_base *base = NULL;
         struct event *sigterm = NULL, *sigint = NULL;
         struct kubelet *k = NULL;
+        struct api_server *server = NULL;
         _cleanup_free_ char *err = NULL;
         int r, ret = 1;
 
@@ -64,9 +128,18 @@ int main(int argc, char **argv) {
                 log_error("failed to start: %s", strerror(-r));
                 goto out;
         }
+        if (opts.enable_server) {
+                r = api_server_start(base, k, &server);
+                if (r < 0) {
+                        log_error("failed to start: %s", strerror(-r));
+                        goto out;
+                }
+        }
         event_base_dispatch(base);
         ret = 0;
 out:
+        /* the API first: its streams and calls hold the kubelet's CRI client and containers */
+        api_server_free(server);
         kubelet_free(k);
         if (sigterm)
                 event_free(sigterm);

@@ -1,9 +1,10 @@
 #!/bin/bash
 # The whole test suite, on a fresh Debian 12 machine as root:
 #   1. install the Debian packages (scripts/install-deps.sh)
-#   2. build (build/) and run the unit tests
-#   3. build with ASan+UBSan (build-asan/) and run the unit tests again
-#   4. run the end-to-end tests (tests/e2e, pytest) against a private containerd, with the sanitized ckubelet
+#   2. check that no two src/ folders include each other (scripts/check-include-cycles.py): one test
+#   3. build (build/) and run the unit tests
+#   4. build with ASan+UBSan (build-asan/) and run the unit tests again
+#   5. run the end-to-end tests (tests/e2e, pytest) against a private containerd, with the sanitized ckubelet
 # The last line is "N passed, N failed" (", N skipped" when any were skipped), summed over all stages.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -53,6 +54,14 @@ note "installing dependencies"
 if ! bash scripts/install-deps.sh; then
         echo "tests/run.sh: installing dependencies failed" >&2
         failed=$((failed + 1)); stage_failed=1; finish
+fi
+
+note "include cycles between src/ folders"
+if python3 scripts/check-include-cycles.py; then
+        passed=$((passed + 1))
+else
+        echo "tests/run.sh: src/ folders include each other (see above)" >&2
+        failed=$((failed + 1))
 fi
 
 note "build"

@@ -86,8 +86,6 @@ int dec_env_var_source(struct field_errors *e, json_t *env_item, const char *pat
 int dec_env_from(struct field_errors *e, json_t *c, const char *cpath, struct container *ret);
 void env_var_source_free(struct env_var_source *s);  /* accepts NULL */
 void container_env_from_done(struct container *c);
-/* "metadata.labels['k']" → "metadata.labels" (allocated, NULL on OOM) and the subscript (pointer, length) */
-bool field_path_split_subscript(const char *fp, char **ret_path, const char **ret_sub, size_t *ret_sub_len);
 
 int dec_container_security_context(struct field_errors *e, json_t *c, const char *cpath, struct container *ret);
 int dec_pod_security_context(struct field_errors *e, json_t *spec, struct pod_spec *ret);

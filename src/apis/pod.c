@@ -257,6 +257,16 @@ char *pod_full_name(const struct pod *p) {
         return s;
 }
 
+const struct container *pod_find_container(const struct pod *pod, const char *name) {
+        for (size_t i = 0; i < pod->spec.n_containers; i++)
+                if (streq_ptr(pod->spec.containers[i].name, name))
+                        return &pod->spec.containers[i];
+        for (size_t i = 0; i < pod->spec.n_init_containers; i++)
+                if (streq_ptr(pod->spec.init_containers[i].name, name))
+                        return &pod->spec.init_containers[i];
+        return NULL;
+}
+
 const struct quantity *resource_list_get(const struct resource_list *l, const char *name) {
         for (size_t i = 0; l && name && i < l->n; i++)
                 if (streq(l->names[i], name))

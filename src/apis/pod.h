@@ -343,6 +343,8 @@ int pod_validate(const struct pod *p, struct field_errors *errs);
 
 /* Full name used by the kubelet for logs and uniqueness: "name_namespace". */
 char *pod_full_name(const struct pod *p);
+/* A container or init container of the pod by name; NULL if none. */
+const struct container *pod_find_container(const struct pod *pod, const char *name);
 
 /* Quantity parsing (resource.ParseQuantity). */
 int quantity_parse(const char *s, struct quantity *ret);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "apis/apis-internal.h"
+#include "apis/fieldpath.h"
 
 /* ---------------------------------------------------------------- freeing */
 
@@ -169,22 +170,6 @@ int dec_env_from(struct field_errors *e, json_t *c, const char *cpath, struct co
 
 /* fieldpath.SplitMaybeSubscriptedPath: "metadata.labels['k']" → "metadata.labels", "k". The returned path is
  * allocated (NULL on OOM); *ret_sub points into fp. */
-bool field_path_split_subscript(const char *fp, char **ret_path, const char **ret_sub, size_t *ret_sub_len) {
-        size_t l = strlen(fp);
-        const char *open;
-
-        *ret_path = NULL;
-        if (l < 2 || !streq(fp + l - 2, "']"))
-                return false;
-        open = strstr(fp, "['");
-        if (!open || open == fp || open + 2 > fp + l - 2)
-                return false;
-        *ret_path = strndup(fp, open - fp);
-        *ret_sub = open + 2;
-        *ret_sub_len = (size_t) (fp + l - 2 - (open + 2));
-        return true;
-}
-
 static const char *const downward_field_labels[] = {
         "metadata.annotations", "metadata.labels", "metadata.name", "metadata.namespace", "metadata.uid",
         "spec.nodeName", "spec.restartPolicy", "spec.serviceAccountName", "spec.schedulerName", "status.phase",
@@ -231,7 +216,7 @@ static void validate_field_ref(struct vctx *c, const struct object_field_selecto
                 val_invalid_str(c, pp, fs->field_path, msg);
                 return;
         }
-        if (field_path_split_subscript(fs->field_path, &path, &s, &sl)) {
+        if (fieldpath_split_subscript(fs->field_path, &path, &s, &sl)) {
                 if (!path || !(sub = strndup(s, sl))) {
                         CHECK_OOM(c, -ENOMEM);
                         return;

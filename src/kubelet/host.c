@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* What the HTTP API asks of the kubelet (upstream server.HostInterface): pods with their live status, the
- * runtime's running pods, container lookups for logs and exec, health and counters. */
+/* What the HTTP API asks of the kubelet (the kubelet's side of upstream's server.HostInterface, wired to the
+ * server by main.c): pods with their live status, the runtime's running pods, container lookups for logs and
+ * exec, health and counters. */
 #include <errno.h>
 #include <stdlib.h>
 
 #include "basic/log.h"
 #include "kubelet/kubelet-internal.h"
-#include "kuberuntime/labels.h"
+#include "container/labels.h"
 
 static bool spec_has_container(const struct pod *pod, const char *name) {
         for (size_t i = 0; i < pod->spec.n_containers; i++)
@@ -18,44 +19,11 @@ static bool spec_has_container(const struct pod *pod, const char *name) {
         return false;
 }
 
-static int worker_status_json(struct kubelet *k, struct pod_worker *w, json_t **ret) {
-        struct probe_results probes;
-        struct pod_status_input in = {
-                .pod = w->pod,
-                .observed = w->observed,
-                .waiting = w->waiting,
-                .n_waiting = w->n_waiting,
-                .host_ip = k->node_ip,
-                .start_time_usec = w->start_time_usec,
-                .ready_transition_usec = w->ready_transition,
-                .initialized_usec = w->first_seen_realtime_usec,
-        };
-
-        prober_results(k->prober, &probes);
-        in.probes = &probes;
-        return pod_status_generate(&in, ret);
-}
-
-void kubelet_report_status(struct kubelet *k, struct pod_worker *w) {
-        json_t *status = NULL;
-        const char *uid;
-
-        if (!k->status || !w->pod)
-                return;
-        if (!pod_is_static(w->pod))
-                uid = w->pod->uid;
-        else
-                uid = mirror_manager_uid(k->mirror, w->pod->namespace_, w->pod->name); /* a static pod */
-        if (!uid || worker_status_json(k, w, &status) < 0)
-                return;
-        status_manager_set(k->status, uid, w->pod->namespace_, w->pod->name, status);
-}
-
 int kubelet_pod_status_json(struct kubelet *k, const char *uid, json_t **ret) {
         struct pod_worker *w = kubelet_find_worker(k, uid);
         if (!w || !w->pod)
                 return -ENOENT;
-        return worker_status_json(k, w, ret);
+        return kubelet_worker_status_json(k, w, ret);
 }
 
 /* The pod object as the source gave it, with the kubelet's view of identity (static pods get their name,
@@ -85,7 +53,7 @@ static int pod_object_json(struct kubelet *k, struct pod_worker *w, json_t **ret
                 json_object_set_new(obj, "spec", json_object());
         if (!isempty(w->pod->spec.node_name))
                 json_object_set_new(json_object_get(obj, "spec"), "nodeName", json_string(w->pod->spec.node_name));
-        r = worker_status_json(k, w, &status);
+        r = kubelet_worker_status_json(k, w, &status);
         if (r < 0) {
                 json_decref(obj);
                 return r;
@@ -131,14 +99,14 @@ int kubelet_running_pods_json(struct kubelet *k, json_t **ret) {
         if (!items)
                 return -ENOMEM;
         for (struct pod_worker *w = k->workers; w; w = w->next) {
-                const struct kr_pod_status *st = w->observed;
+                const struct kc_pod_status *st = w->observed;
                 json_t *containers = NULL;
 
                 if (!st)
                         continue;
                 for (size_t i = 0; i < st->n_containers; i++) {
-                        const struct kr_container *c = st->containers[i];
-                        if (c->state != KR_CONTAINER_RUNNING)
+                        const struct kc_container *c = st->containers[i];
+                        if (c->state != KC_CONTAINER_RUNNING)
                                 continue;
                         if (!containers)
                                 containers = json_array();
@@ -159,9 +127,9 @@ int kubelet_running_pods_json(struct kubelet *k, json_t **ret) {
 }
 
 int kubelet_lookup_container(struct kubelet *k, const char *ns, const char *pod_name, const char *container,
-                             bool previous, struct kr_container **ret, char **ret_pod_uid) {
+                             bool previous, struct kc_container **ret, char **ret_pod_uid) {
         for (struct pod_worker *w = k->workers; w; w = w->next) {
-                const struct kr_pod_status *st = w->observed;
+                const struct kc_pod_status *st = w->observed;
                 bool seen = false;
 
                 if (!w->pod || !streq(w->pod->name, pod_name) || !streq(w->pod->namespace_, ns))
@@ -182,7 +150,7 @@ int kubelet_lookup_container(struct kubelet *k, const char *ns, const char *pod_
                                 if (!*ret_pod_uid)
                                         return -ENOMEM;
                         }
-                        return kr_container_copy(st->containers[i], ret);
+                        return kc_container_copy(st->containers[i], ret);
                 }
                 return -ESRCH;
         }
@@ -201,10 +169,10 @@ bool kubelet_pod_exists(struct kubelet *k, const char *ns, const char *pod_name,
 
 int kubelet_pod_sandbox_id(struct kubelet *k, const char *ns, const char *pod_name, char **ret) {
         for (struct pod_worker *w = k->workers; w; w = w->next) {
-                const struct kr_pod_status *st = w->observed;
+                const struct kc_pod_status *st = w->observed;
                 if (!w->pod || !streq(w->pod->name, pod_name) || !streq(w->pod->namespace_, ns))
                         continue;
-                if (!st || st->n_sandboxes == 0 || st->sandboxes[0]->state != KR_SANDBOX_READY)
+                if (!st || st->n_sandboxes == 0 || st->sandboxes[0]->state != KC_SANDBOX_READY)
                         return -ESRCH;
                 *ret = strdup(st->sandboxes[0]->id);
                 return *ret ? 0 : -ENOMEM;

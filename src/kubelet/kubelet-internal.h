@@ -46,7 +46,7 @@ struct pod_worker {
         size_t n_waiting;
         struct container_waiting *waiting;
 
-        struct kr_pod_status *observed; /* the last complete observation of the runtime (for the status) */
+        struct kc_pod_status *observed; /* the last complete observation of the runtime (for the status) */
         bool ready_known;                /* the conditions below have been computed once */
         bool containers_ready;           /* ContainersReady (= Ready: no readiness gates) */
         int64_t ready_transition;        /* unix usec of its last transition */
@@ -84,7 +84,6 @@ struct kubelet {
         uint64_t last_full_resync;
         uint64_t last_loop_usec;       /* monotonic time of the last housekeeping tick (/healthz/syncloop) */
         struct histogram pod_start_hist;
-        struct api_server *server;
         struct admission_node admission;
         char **cluster_dns;               /* --cluster-dns, parsed */
 
@@ -113,7 +112,7 @@ int pod_worker_set_waiting(struct pod_worker *w, const char *name, const char *r
 void pod_worker_clear_waiting(struct pod_worker *w, const char *name);
 
 /* A sync pass observed the runtime for a desired pod: takes the status; updates probes and conditions. */
-void pod_worker_observed(struct pod_worker *w, struct pod *pod, struct kr_pod_status *status);
+void pod_worker_observed(struct pod_worker *w, struct pod *pod, struct kc_pod_status *status);
 
 /* An event about the worker's pod (or one of its containers when container is not NULL): Pulling, Created,
  * Killing, ... as upstream words them. */
@@ -123,8 +122,8 @@ void pod_worker_event(struct pod_worker *w, const char *container, const char *t
 /* kubelet.c: update the QoS cgroups for the admitted pods and create the pod's cgroup (before its sandbox) */
 int kubelet_pod_cgroup_ensure(struct kubelet *k, const struct pod *pod);
 
-/* host.c: report the pod's status to the API server (API pods only) */
-void kubelet_report_status(struct kubelet *k, struct pod_worker *w);
+/* kubelet.c: the pod's v1 PodStatus from its spec, the last observation and the probe results */
+int kubelet_worker_status_json(struct kubelet *k, struct pod_worker *w, json_t **ret);
 
 /* pod_sync.c: run one reconcile pass for the worker; calls pod_worker_sync_done() at the end. */
 void pod_sync_start(struct pod_worker *w);

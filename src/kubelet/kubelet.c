@@ -16,8 +16,8 @@
 #include "node/node_ip.h"
 #include "node/node_status.h"
 #include "objects/manager.h"
-#include "server/server.h"
 #include "volumes/volumes.h"
+#include "prober/prober.h"
 
 #define WORKER_BACKOFF_MIN_USEC (1 * USEC_PER_SEC)
 #define WORKER_BACKOFF_MAX_USEC (10 * USEC_PER_SEC)
@@ -88,7 +88,7 @@ void pod_worker_free(struct pod_worker *w) {
                 event_free(w->timer);
         if (w->k && w->k->prober)
                 prober_remove_pod(w->k->prober, w->uid);
-        kr_pod_status_free(w->observed);
+        kc_pod_status_free(w->observed);
         pod_free(w->pod);
         for (size_t i = 0; i < w->n_waiting; i++) {
                 free(w->waiting[i].name);
@@ -182,13 +182,13 @@ static void update_conditions(struct pod_worker *w) {
         prober_results(w->k->prober, &probes);
         for (size_t i = 0; i < w->pod->spec.n_containers && ready; i++) {
                 const struct container *c = &w->pod->spec.containers[i];
-                if (!probe_container_ready(c, kr_pod_status_find_container(w->observed, c->name), &probes))
+                if (!probe_container_ready(c, kc_pod_status_find_container(w->observed, c->name), &probes))
                         ready = false;
         }
         for (size_t i = 0; i < w->pod->spec.n_init_containers && ready; i++) {
                 const struct container *c = &w->pod->spec.init_containers[i];
                 if (container_is_sidecar(c) &&
-                    !probe_container_ready(c, kr_pod_status_find_container(w->observed, c->name), &probes))
+                    !probe_container_ready(c, kc_pod_status_find_container(w->observed, c->name), &probes))
                         ready = false; /* sidecars count as app containers */
         }
         if (w->ready_known && ready == w->containers_ready)
@@ -202,7 +202,43 @@ static void update_conditions(struct pod_worker *w) {
               w->uid, ready ? "True" : "False");
 }
 
-static const char *pod_host(const struct kubelet *k, const struct pod *pod, const struct kr_pod_status *st) {
+/* The pod's v1 PodStatus as the kubelet sees it now (generateAPIPodStatus). */
+int kubelet_worker_status_json(struct kubelet *k, struct pod_worker *w, json_t **ret) {
+        struct probe_results probes;
+        struct pod_status_input in = {
+                .pod = w->pod,
+                .observed = w->observed,
+                .waiting = w->waiting,
+                .n_waiting = w->n_waiting,
+                .host_ip = k->node_ip,
+                .start_time_usec = w->start_time_usec,
+                .ready_transition_usec = w->ready_transition,
+                .initialized_usec = w->first_seen_realtime_usec,
+        };
+
+        prober_results(k->prober, &probes);
+        in.probes = &probes;
+        return pod_status_generate(&in, ret);
+}
+
+/* Hand the pod's status to the status manager (with an API server): an API pod's under its UID, a static pod's
+ * under its mirror pod's. */
+static void report_status(struct kubelet *k, struct pod_worker *w) {
+        json_t *status = NULL;
+        const char *uid;
+
+        if (!k->status || !w->pod)
+                return;
+        if (!pod_is_static(w->pod))
+                uid = w->pod->uid;
+        else
+                uid = mirror_manager_uid(k->mirror, w->pod->namespace_, w->pod->name); /* a static pod */
+        if (!uid || kubelet_worker_status_json(k, w, &status) < 0)
+                return;
+        status_manager_set(k->status, uid, w->pod->namespace_, w->pod->name, status);
+}
+
+static const char *pod_host(const struct kubelet *k, const struct pod *pod, const struct kc_pod_status *st) {
         if (pod->spec.host_network)
                 return k->node_ip;
         if (st && st->n_sandboxes > 0 && st->sandboxes[0]->have_status && !isempty(st->sandboxes[0]->ip))
@@ -210,17 +246,17 @@ static const char *pod_host(const struct kubelet *k, const struct pod *pod, cons
         return NULL;
 }
 
-void pod_worker_observed(struct pod_worker *w, struct pod *pod, struct kr_pod_status *status) {
+void pod_worker_observed(struct pod_worker *w, struct pod *pod, struct kc_pod_status *status) {
         struct kubelet *k = w->k;
         int r;
 
-        kr_pod_status_free(w->observed);
+        kc_pod_status_free(w->observed);
         w->observed = status;
         if (!w->start_observed && pod->spec.n_containers > 0) {
                 bool all_running = true;
                 for (size_t i = 0; i < pod->spec.n_containers && all_running; i++) {
-                        const struct kr_container *c = kr_pod_status_find_container(status, pod->spec.containers[i].name);
-                        all_running = c && c->state == KR_CONTAINER_RUNNING;
+                        const struct kc_container *c = kc_pod_status_find_container(status, pod->spec.containers[i].name);
+                        all_running = c && c->state == KC_CONTAINER_RUNNING;
                 }
                 if (all_running) {
                         w->start_observed = true;
@@ -232,7 +268,7 @@ void pod_worker_observed(struct pod_worker *w, struct pod *pod, struct kr_pod_st
         if (r < 0)
                 log_error("pod %s: cannot set up its probes: %s", strna(w->full_name), strerror(-r));
         update_conditions(w);
-        kubelet_report_status(k, w);
+        report_status(k, w);
 }
 
 void pod_worker_event(struct pod_worker *w, const char *container, const char *type, const char *reason,
@@ -285,7 +321,7 @@ static void on_probe_result(void *userdata, const char *pod_uid, const char *con
         if (type == PROBE_STARTUP)
                 pod_worker_request_sync(w); /* a started sidecar lets the next init container start */
         update_conditions(w);
-        kubelet_report_status(k, w);
+        report_status(k, w);
 }
 
 bool kubelet_name_is_busy(struct kubelet *k, const struct pod_worker *w) {
@@ -580,7 +616,7 @@ static void on_mirror_pods(const json_t *mirror_pods, void *userdata) {
         /* a new mirror pod gets the static pod's status */
         for (struct pod_worker *w = k->workers; w; w = w->next)
                 if (w->pod && pod_is_static(w->pod))
-                        kubelet_report_status(k, w);
+                        report_status(k, w);
 }
 
 static void on_config_update(const struct pod_set *pods, void *userdata) {
@@ -909,11 +945,6 @@ int kubelet_start(struct kubelet *k) {
         evtimer_add(k->housekeeping, &tv);
         k->last_full_resync = now_usec();
         k->last_loop_usec = now_usec();
-        if (o->enable_server) {
-                r = api_server_new(k->base, k, &k->server);
-                if (r < 0)
-                        return r;
-        }
         return pleg_start(k->pleg);
 }
 
@@ -923,8 +954,6 @@ struct kubelet *kubelet_free(struct kubelet *k) {
         k->stopping = true;
         k->admission.allowed_unsafe_sysctls = strv_free(k->admission.allowed_unsafe_sysctls);
         k->cluster_dns = strv_free(k->cluster_dns);
-        /* the API first: its streams and calls hold CRI calls and containers */
-        k->server = api_server_free(k->server);
         if (k->housekeeping)
                 event_free(k->housekeeping);
         pod_config_free(k->config);

@@ -14,7 +14,7 @@
 
 #include "basic/histogram.h"
 #include "cri/cri.h"
-#include "kuberuntime/runtime_state.h"
+#include "container/container.h"
 
 struct kubelet;
 struct prober;
@@ -37,7 +37,7 @@ int kubelet_pod_status_json(struct kubelet *k, const char *uid, json_t **ret);
 /* A copy of the newest (or, with previous, the one before) instance of a container of a desired pod.
  * -ENXIO: no such pod; -ENOENT: the pod has no such container; -ESRCH: no instance (yet). */
 int kubelet_lookup_container(struct kubelet *k, const char *ns, const char *pod_name, const char *container,
-                             bool previous, struct kr_container **ret, char **ret_pod_uid);
+                             bool previous, struct kc_container **ret, char **ret_pod_uid);
 bool kubelet_pod_exists(struct kubelet *k, const char *ns, const char *pod_name, char **ret_uid);
 /* The ready sandbox of a desired pod: -ENXIO no such pod, -ESRCH none ready. */
 int kubelet_pod_sandbox_id(struct kubelet *k, const char *ns, const char *pod_name, char **ret);

@@ -19,7 +19,7 @@ void pod_sync_start(struct pod_worker *w) {
         if (!w->pod)
                 objects_manager_unregister(w->k->objects, w->uid); /* no longer desired: its objects go */
 
-        if (!s || kr_pod_status_new(w->uid, &s->status) < 0) {
+        if (!s || kc_pod_status_new(w->uid, &s->status) < 0) {
                 free(s);
                 log_error("pod %s: out of memory", w->uid);
                 pod_worker_sync_done(w, false, 0, true, false);
@@ -118,7 +118,7 @@ void pod_sync_free(struct pod_sync *s) {
         sync_cleanup_free(s);
         free(s->hook_pod_desc);
         pod_free(s->pod);
-        kr_pod_status_free(s->status);
+        kc_pod_status_free(s->status);
         kr_pod_actions_done(&s->actions);
         free(s->sandbox_id);
         free(s->pod_ip);
@@ -189,8 +189,8 @@ const struct container *sync_spec_container(const struct pod_sync *s, const char
 }
 
 /* What the CRI config builders need besides the spec (the start step adds the image's user). */
-void sync_build_context(const struct pod_sync *s, struct kr_build_context *ret) {
-        *ret = (struct kr_build_context) {
+void sync_build_context(const struct pod_sync *s, struct kc_build_context *ret) {
+        *ret = (struct kc_build_context) {
                 .pod_logs_dir = s->k->opts->pod_logs_dir,
                 .root_dir = s->k->opts->root_dir,
                 .node_name = s->k->opts->node_name,

@@ -39,7 +39,7 @@ struct pod_sync {
         struct kubelet *k;
         struct pod *pod;               /* desired spec (a reference), or NULL: terminate the pod */
 
-        struct kr_pod_status *status;  /* observe: what the runtime has for the pod */
+        struct kc_pod_status *status;  /* observe: what the runtime has for the pod */
         struct kr_pod_actions actions; /* decide */
         bool decided;
 
@@ -108,7 +108,7 @@ void sync_call_failed(struct pod_sync *s, const char *what, int r);
 
 const char *sync_pod_desc(const struct pod_sync *s);  /* "namespace/name", or the UID */
 const char *sync_hook_desc(struct pod_sync *s);       /* format.Pod: "name_namespace(uid)" */
-void sync_build_context(const struct pod_sync *s, struct kr_build_context *ret);
+void sync_build_context(const struct pod_sync *s, struct kc_build_context *ret);
 /* The container of the desired spec with this name (regular, then init), or NULL. */
 const struct container *sync_spec_container(const struct pod_sync *s, const char *name);
 
@@ -129,4 +129,4 @@ struct kill_target_ext {
 int sync_kill_container(struct pod_sync *s, struct kill_target_ext *t, void (*done)(struct pod_sync *s));
 /* killContainer's grace period for an instance (before the minimum is applied): the pod's deletion grace, else
  * the spec's, else (a pod no longer known) the instance's annotation or the worker's last known. */
-int64_t sync_grace_raw(const struct pod_sync *s, const struct kr_container *c);
+int64_t sync_grace_raw(const struct pod_sync *s, const struct kc_container *c);

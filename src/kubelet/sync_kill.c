@@ -11,7 +11,7 @@
 
 #include "basic/log.h"
 #include "kubelet/hooks.h"
-#include "kuberuntime/labels.h"
+#include "container/labels.h"
 
 static void kill_round(struct pod_sync *s, unsigned round);
 static void stop_sandboxes(struct pod_sync *s);
@@ -147,7 +147,7 @@ int sync_kill_container(struct pod_sync *s, struct kill_target_ext *t, void (*do
                         .ports_json = t->ports_json,
                 };
                 for (size_t i = 0; s->status && t->sandbox_id && i < s->status->n_sandboxes; i++) {
-                        const struct kr_sandbox *sb = s->status->sandboxes[i];
+                        const struct kc_sandbox *sb = s->status->sandboxes[i];
                         if (streq(sb->id, t->sandbox_id) && sb->have_status)
                                 ht.pod_ip = sb->host_network ? s->k->node_ip : sb->ip;
                 }
@@ -165,7 +165,7 @@ int sync_kill_container(struct pod_sync *s, struct kill_target_ext *t, void (*do
         return 0;
 }
 
-int64_t sync_grace_raw(const struct pod_sync *s, const struct kr_container *c) {
+int64_t sync_grace_raw(const struct pod_sync *s, const struct kc_container *c) {
         int64_t g;
 
         if (s->pod)
@@ -187,7 +187,7 @@ int64_t sync_grace_raw(const struct pod_sync *s, const struct kr_container *c) {
 
 /* The preStop handler of a running instance: the desired spec's, else (a pod no longer known) the one kept in
  * the instance's annotation, decoded into t->owned_pre_stop. */
-static void pre_stop_of(struct pod_sync *s, const struct kr_container *kc, struct kill_target_ext *t) {
+static void pre_stop_of(struct pod_sync *s, const struct kc_container *kc, struct kill_target_ext *t) {
         _cleanup_(json_decrefp) json_t *j = NULL;
         const char *v;
 
@@ -207,7 +207,7 @@ static void pre_stop_of(struct pod_sync *s, const struct kr_container *kc, struc
 }
 
 static void kill_one(struct pod_sync *s, const struct kr_kill_target *t) {
-        const struct kr_container *kc = t->container;
+        const struct kc_container *kc = t->container;
         int64_t raw = sync_grace_raw(s, kc);
         struct kill_target_ext x;
         int r;
@@ -287,7 +287,7 @@ static void stop_sandboxes(struct pod_sync *s) {
                 Runtime__V1__StopPodSandboxRequest req = RUNTIME__V1__STOP_POD_SANDBOX_REQUEST__INIT;
                 int r;
 
-                if (s->status->sandboxes[i]->state != KR_SANDBOX_READY)
+                if (s->status->sandboxes[i]->state != KC_SANDBOX_READY)
                         continue;
                 log_info("Stopping pod sandbox: pod=\"%s\" podSandboxID=\"%.12s\"", sync_pod_desc(s),
                          s->status->sandboxes[i]->id);

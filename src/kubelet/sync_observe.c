@@ -6,8 +6,9 @@
 #include "kubelet/pod_sync.h"
 
 #include "basic/log.h"
-#include "kuberuntime/labels.h"
+#include "container/labels.h"
 #include "kuberuntime/termination.h"
+#include "kuberuntime/convert.h"
 
 static void list_done(struct pod_sync *s);
 
@@ -22,9 +23,9 @@ static void on_list_sandboxes(const struct cri_reply *reply, void *userdata) {
         } else {
                 const Runtime__V1__ListPodSandboxResponse *resp = (const void *) reply->msg;
                 for (size_t i = 0; i < resp->n_items; i++) {
-                        struct kr_sandbox *sb;
+                        struct kc_sandbox *sb;
                         if (kr_sandbox_from_cri(resp->items[i], &sb) < 0 ||
-                            kr_pod_status_add_sandbox(s->status, sb) < 0)
+                            kc_pod_status_add_sandbox(s->status, sb) < 0)
                                 s->error = true;
                 }
         }
@@ -40,9 +41,9 @@ static void on_list_containers(const struct cri_reply *reply, void *userdata) {
         } else {
                 const Runtime__V1__ListContainersResponse *resp = (const void *) reply->msg;
                 for (size_t i = 0; i < resp->n_containers; i++) {
-                        struct kr_container *c;
+                        struct kc_container *c;
                         if (kr_container_from_cri(resp->containers[i], &c) < 0 ||
-                            kr_pod_status_add_container(s->status, c) < 0)
+                            kc_pod_status_add_container(s->status, c) < 0)
                                 s->error = true;
                 }
         }
@@ -125,7 +126,7 @@ static void on_container_status(const struct cri_reply *reply, void *userdata) {
                 s->error = true;
         } else {
                 const Runtime__V1__ContainerStatusResponse *resp = (const void *) reply->msg;
-                struct kr_container *kc = s->status->containers[c->index];
+                struct kc_container *kc = s->status->containers[c->index];
                 if (resp->status && (kr_container_set_status(kc, resp->status) < 0 ||
                                      kr_container_read_termination_message(kc, resp->status) < 0))
                         s->error = true;
@@ -139,7 +140,7 @@ static void list_done(struct pod_sync *s) {
                 pod_sync_finish(s);
                 return;
         }
-        kr_pod_status_sort(s->status);
+        kc_pod_status_sort(s->status);
 
         sync_fanout_begin(s, pod_sync_observed);
         if (s->status->n_sandboxes > 0) {

@@ -57,7 +57,7 @@ static void use_existing(struct pod_sync *s) {
         if (free_and_strdup(&s->sandbox_id, s->actions.sandbox_id) < 0)
                 s->error = true;
         for (size_t i = 0; s->status && i < s->status->n_sandboxes; i++) {
-                const struct kr_sandbox *sb = s->status->sandboxes[i];
+                const struct kc_sandbox *sb = s->status->sandboxes[i];
                 if (streq(sb->id, s->actions.sandbox_id) && sb->have_status && !isempty(sb->ip) &&
                     free_and_strdup(&s->pod_ip, sb->ip) < 0)
                         s->error = true;
@@ -108,8 +108,8 @@ static void create_sandbox(struct pod_sync *s) {
 }
 
 void sync_sandbox(struct pod_sync *s) {
-        struct kr_build_context ctx;
-        struct kr_build_report report = {};
+        struct kc_build_context ctx;
+        struct kc_build_report report = {};
         int r;
 
         r = cm_pod_cgroup_parent(s->k->cm, s->pod, &s->cgroup_parent);
@@ -127,12 +127,12 @@ void sync_sandbox(struct pod_sync *s) {
         if (r < 0) {
                 if (report.error)
                         log_error("pod %s: building the sandbox config: %s", sync_pod_desc(s), report.error);
-                kr_build_report_done(&report);
+                kc_build_report_done(&report);
                 sync_call_failed(s, "building the sandbox config", r);
                 pod_sync_finish(s);
                 return;
         }
-        kr_build_report_done(&report);
+        kc_build_report_done(&report);
         if (s->actions.create_sandbox)
                 create_sandbox(s);
         else

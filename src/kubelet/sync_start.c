@@ -365,7 +365,7 @@ static void pull_try(struct pod_sync *s) {
 /* The restart count of the next instance: one more than the newest, or, with no instance left in the runtime,
  * one more than the highest N.log in the container's log directory (so logs are not overwritten). */
 static uint32_t next_restart_count(const struct pod_sync *s, const struct container *c) {
-        const struct kr_container *cs = kr_pod_status_find_container(s->status, c->name);
+        const struct kc_container *cs = kc_pod_status_find_container(s->status, c->name);
         _cleanup_free_ char *podlog = NULL, *dir = NULL;
         _cleanup_closedir_ DIR *d = NULL;
         struct dirent *de;
@@ -517,8 +517,8 @@ static void create_container(struct pod_sync *s) {
         Runtime__V1__CreateContainerRequest req = RUNTIME__V1__CREATE_CONTAINER_REQUEST__INIT;
         Runtime__V1__ContainerConfig *cfg = NULL;
         _cleanup_free_ char *podlog = NULL, *dir = NULL;
-        struct kr_build_context ctx;
-        struct kr_build_report report = {};
+        struct kc_build_context ctx;
+        struct kc_build_report report = {};
         uint32_t restart_count = next_restart_count(s, c);
         int r;
 
@@ -543,12 +543,12 @@ static void create_container(struct pod_sync *s) {
                 pod_worker_set_waiting(s->w, c->name, "CreateContainerConfigError", "%s", msg);
                 pod_worker_event(s->w, c->name, "Warning", "Failed", "Error: %s", msg);
                 log_error("pod %s: container %s: CreateContainerConfigError: %s", sync_pod_desc(s), c->name, msg);
-                kr_build_report_done(&report);
+                kc_build_report_done(&report);
                 s->error = true;
                 step_done(s);
                 return;
         }
-        kr_build_report_done(&report);
+        kc_build_report_done(&report);
         req.pod_sandbox_id = s->sandbox_id;
         req.config = cfg;
         req.sandbox_config = s->sandbox_config;

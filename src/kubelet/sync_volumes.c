@@ -146,7 +146,7 @@ void sync_objects(struct pod_sync *s) {
  * pod is retried. */
 int sync_volumes(struct pod_sync *s) {
         _cleanup_free_ char *msg = NULL;
-        struct kr_build_context ctx;
+        struct kc_build_context ctx;
         int r;
 
         sync_build_context(s, &ctx);

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "kuberuntime/backoff.h"
-#include "kuberuntime/labels.h"
+#include "container/labels.h"
 
 int kr_container_hash(const struct container *c, char buf[static KR_HASH_MAX]) {
         _cleanup_free_ char *s = NULL;
@@ -44,7 +44,7 @@ static int add_start(struct kr_pod_actions *a, size_t idx) {
         return 0;
 }
 
-static int add_kill(struct kr_pod_actions *a, const struct kr_container *c, const char *reason, char *message) {
+static int add_kill(struct kr_pod_actions *a, const struct kc_container *c, const char *reason, char *message) {
         struct kr_container_kill *n = realloc(a->kill, sizeof(*n) * (a->n_kill + 1));
         if (!n) {
                 free(message);
@@ -56,17 +56,17 @@ static int add_kill(struct kr_pod_actions *a, const struct kr_container *c, cons
         return 0;
 }
 
-bool kr_should_restart_container(const struct pod *pod, const struct container *c, const struct kr_pod_status *status) {
-        const struct kr_container *cs;
+bool kr_should_restart_container(const struct pod *pod, const struct container *c, const struct kc_pod_status *status) {
+        const struct kc_container *cs;
 
         if (pod->has_deletion_timestamp)
                 return false;
-        cs = kr_pod_status_find_container(status, c->name);
+        cs = kc_pod_status_find_container(status, c->name);
         if (!cs)
                 return true;
-        if (cs->state == KR_CONTAINER_RUNNING)
+        if (cs->state == KC_CONTAINER_RUNNING)
                 return false;
-        if (cs->state == KR_CONTAINER_UNKNOWN || cs->state == KR_CONTAINER_CREATED)
+        if (cs->state == KC_CONTAINER_UNKNOWN || cs->state == KC_CONTAINER_CREATED)
                 return true;
         if (pod->spec.restart_policy == RESTART_POLICY_NEVER)
                 return false;
@@ -75,7 +75,7 @@ bool kr_should_restart_container(const struct pod *pod, const struct container *
         return true;
 }
 
-const struct kr_container *kr_pod_status_find_in_sandbox(const struct kr_pod_status *status, const char *name,
+const struct kc_container *kr_pod_status_find_in_sandbox(const struct kc_pod_status *status, const char *name,
                                                          const char *sandbox_id) {
         for (size_t i = 0; status && i < status->n_containers; i++)
                 if (streq(status->containers[i]->name, name) && streq_ptr(status->containers[i]->sandbox_id, sandbox_id))
@@ -84,12 +84,12 @@ const struct kr_container *kr_pod_status_find_in_sandbox(const struct kr_pod_sta
 }
 
 /* isInitContainerFailed */
-static bool init_container_failed(const struct kr_container *cs) {
+static bool init_container_failed(const struct kc_container *cs) {
         if (streq_ptr(cs->reason, "OOMKilled"))
                 return true;
-        if (cs->state == KR_CONTAINER_EXITED && cs->exit_code != 0)
+        if (cs->state == KC_CONTAINER_EXITED && cs->exit_code != 0)
                 return true;
-        return cs->state == KR_CONTAINER_UNKNOWN;
+        return cs->state == KC_CONTAINER_UNKNOWN;
 }
 
 static int add_init_start(struct kr_pod_actions *a, size_t idx) {
@@ -110,7 +110,7 @@ static int cmp_size(const void *x, const void *y) {
         return a < b ? -1 : a > b;
 }
 
-_printf_(5, 6) static int kill_msg(struct kr_pod_actions *a, const struct kr_container *cs, const char *reason,
+_printf_(5, 6) static int kill_msg(struct kr_pod_actions *a, const struct kc_container *cs, const char *reason,
                                    bool remove, const char *fmt, ...) {
         char *msg = NULL;
         va_list ap;
@@ -130,7 +130,7 @@ _printf_(5, 6) static int kill_msg(struct kr_pod_actions *a, const struct kr_con
 
 /* A running sidecar: is it started (its startup probe, if any, succeeded)? Kills and restarts it for a
  * failed startup or liveness probe or a changed spec. */
-static int sidecar_running(const struct container *c, const struct kr_container *cs,
+static int sidecar_running(const struct container *c, const struct kc_container *cs,
                            const struct probe_results *probes, size_t idx, struct kr_pod_actions *a, bool *ret_started) {
         char hash[KR_HASH_MAX];
         enum probe_result pr;
@@ -174,7 +174,7 @@ static int sidecar_running(const struct container *c, const struct kr_container 
 /* computeInitContainerActions, over the instances in the pod's current sandbox (a new sandbox runs every init
  * container again). Walks the init containers backwards to the last one that has an instance: it decides
  * what comes next; sidecars before it are kept running. *ret_initialized: the app containers may run. */
-static int init_container_actions(const struct pod *pod, const struct kr_pod_status *status,
+static int init_container_actions(const struct pod *pod, const struct kc_pod_status *status,
                                   const struct probe_results *probes, struct kr_pod_actions *a,
                                   bool *ret_initialized) {
         const struct pod_spec *spec = &pod->spec;
@@ -187,14 +187,14 @@ static int init_container_actions(const struct pod *pod, const struct kr_pod_sta
         }
         /* an app container created or running here: initialized before */
         for (size_t i = 0; i < spec->n_containers && !initialized; i++) {
-                const struct kr_container *cs = kr_pod_status_find_in_sandbox(status, spec->containers[i].name, a->sandbox_id);
-                initialized = cs && (cs->state == KR_CONTAINER_RUNNING || cs->state == KR_CONTAINER_CREATED);
+                const struct kc_container *cs = kr_pod_status_find_in_sandbox(status, spec->containers[i].name, a->sandbox_id);
+                initialized = cs && (cs->state == KC_CONTAINER_RUNNING || cs->state == KC_CONTAINER_CREATED);
         }
         previously = initialized;
 
         for (size_t i = spec->n_init_containers; i-- > 0;) {
                 const struct container *c = &spec->init_containers[i];
-                const struct kr_container *cs = kr_pod_status_find_in_sandbox(status, c->name, a->sandbox_id);
+                const struct kc_container *cs = kr_pod_status_find_in_sandbox(status, c->name, a->sandbox_id);
                 bool sidecar = container_is_sidecar(c), started;
 
                 if (!cs) {
@@ -210,7 +210,7 @@ static int init_container_actions(const struct pod *pod, const struct kr_pod_sta
                         continue; /* done with: only sidecars keep running */
 
                 switch (cs->state) {
-                case KR_CONTAINER_CREATED:
+                case KC_CONTAINER_CREATED:
                         /* never started (a kubelet that died between create and start): remove it first, so that
                          * two instances can never run */
                         r = kill_msg(a, cs, "Created", true, "Container is in %s state, try killing it before restart",
@@ -218,7 +218,7 @@ static int init_container_actions(const struct pod *pod, const struct kr_pod_sta
                         if (r >= 0)
                                 r = add_init_start(a, i);
                         break;
-                case KR_CONTAINER_RUNNING:
+                case KC_CONTAINER_RUNNING:
                         if (!sidecar) {
                                 r = 0; /* wait for it */
                                 break;
@@ -231,7 +231,7 @@ static int init_container_actions(const struct pod *pod, const struct kr_pod_sta
                         else if (!previously)
                                 r = add_init_start(a, i + 1);
                         break;
-                case KR_CONTAINER_EXITED:
+                case KC_CONTAINER_EXITED:
                         if (sidecar)
                                 r = add_init_start(a, i); /* whatever the pod's restartPolicy */
                         else if (init_container_failed(cs)) {
@@ -244,7 +244,7 @@ static int init_container_actions(const struct pod *pod, const struct kr_pod_sta
                         } else
                                 r = add_init_start(a, i + 1);
                         break;
-                case KR_CONTAINER_UNKNOWN:
+                case KC_CONTAINER_UNKNOWN:
                 default:
                         if (!sidecar && spec->restart_policy == RESTART_POLICY_NEVER)
                                 goto fail_pod;
@@ -278,15 +278,15 @@ fail_pod:
         return 0;
 }
 
-static bool container_succeeded(const struct container *c, const struct kr_pod_status *status) {
-        const struct kr_container *cs = kr_pod_status_find_container(status, c->name);
-        return cs && cs->state == KR_CONTAINER_EXITED && cs->exit_code == 0;
+static bool container_succeeded(const struct container *c, const struct kc_pod_status *status) {
+        const struct kc_container *cs = kc_pod_status_find_container(status, c->name);
+        return cs && cs->state == KC_CONTAINER_EXITED && cs->exit_code == 0;
 }
 
 /* podSandboxChanged: do we need a new sandbox, and with which attempt? */
-static bool sandbox_changed(const struct pod *pod, const struct kr_pod_status *st, uint32_t *ret_attempt,
+static bool sandbox_changed(const struct pod *pod, const struct kc_pod_status *st, uint32_t *ret_attempt,
                             const char **ret_id, const char **ret_reason) {
-        const struct kr_sandbox *latest;
+        const struct kc_sandbox *latest;
         size_t ready = 0;
 
         *ret_attempt = 0;
@@ -296,7 +296,7 @@ static bool sandbox_changed(const struct pod *pod, const struct kr_pod_status *s
                 return true;
         }
         for (size_t i = 0; i < st->n_sandboxes; i++)
-                if (st->sandboxes[i]->state == KR_SANDBOX_READY)
+                if (st->sandboxes[i]->state == KC_SANDBOX_READY)
                         ready++;
         latest = st->sandboxes[0];
         *ret_id = latest->id;
@@ -305,7 +305,7 @@ static bool sandbox_changed(const struct pod *pod, const struct kr_pod_status *s
                 *ret_reason = "Multiple sandboxes are ready for Pod. Need to reconcile them";
                 return true;
         }
-        if (latest->state != KR_SANDBOX_READY) {
+        if (latest->state != KC_SANDBOX_READY) {
                 *ret_reason = "No ready sandbox for pod can be found. Need to start a new one";
                 return true;
         }
@@ -322,12 +322,12 @@ static bool sandbox_changed(const struct pod *pod, const struct kr_pod_status *s
         return false;
 }
 
-static bool probe_failed(const struct probe_results *probes, enum probe_type t, const struct kr_container *cs) {
+static bool probe_failed(const struct probe_results *probes, enum probe_type t, const struct kc_container *cs) {
         enum probe_result r;
         return probes && probes->get(probes->userdata, t, cs, &r) && r == PROBE_RESULT_FAILURE;
 }
 
-int kr_compute_pod_actions(const struct pod *pod, const struct kr_pod_status *status,
+int kr_compute_pod_actions(const struct pod *pod, const struct kc_pod_status *status,
                            const struct probe_results *probes, struct kr_pod_actions *ret) {
         struct kr_pod_actions a = {};
         size_t keep = 0;
@@ -379,29 +379,29 @@ int kr_compute_pod_actions(const struct pod *pod, const struct kr_pod_status *st
 
         for (size_t i = 0; i < pod->spec.n_containers; i++) {
                 const struct container *c = &pod->spec.containers[i];
-                const struct kr_container *cs = kr_pod_status_find_container(status, c->name);
+                const struct kc_container *cs = kc_pod_status_find_container(status, c->name);
                 char hash[KR_HASH_MAX];
 
-                if (!cs || cs->state != KR_CONTAINER_RUNNING) {
+                if (!cs || cs->state != KC_CONTAINER_RUNNING) {
                         if (kr_should_restart_container(pod, c, status)) {
                                 r = add_start(&a, i);
                                 if (r < 0)
                                         goto fail;
-                                if (cs && (cs->state == KR_CONTAINER_UNKNOWN || cs->state == KR_CONTAINER_CREATED)) {
+                                if (cs && (cs->state == KC_CONTAINER_UNKNOWN || cs->state == KC_CONTAINER_CREATED)) {
                                         /* Unknown: it may be running (upstream kills it first). Created: it was
                                          * never started — a kubelet that died between CreateContainer and
                                          * StartContainer, whose start the runtime may still carry out. Remove
                                          * it before a new instance is created, so two can never run. */
                                         char *msg = NULL;
                                         if (asprintf(&msg, "Container is in %s state, try killing it before restart",
-                                                     kr_container_state_to_string(cs->state)) < 0) {
+                                                     kc_container_state_to_string(cs->state)) < 0) {
                                                 r = -ENOMEM;
                                                 goto fail;
                                         }
-                                        r = add_kill(&a, cs, cs->state == KR_CONTAINER_UNKNOWN ? "Unknown" : "Created", msg);
+                                        r = add_kill(&a, cs, cs->state == KC_CONTAINER_UNKNOWN ? "Unknown" : "Created", msg);
                                         if (r < 0)
                                                 goto fail;
-                                        a.kill[a.n_kill - 1].remove = cs->state == KR_CONTAINER_CREATED;
+                                        a.kill[a.n_kill - 1].remove = cs->state == KC_CONTAINER_CREATED;
                                 }
                         }
                         continue;
@@ -485,28 +485,28 @@ static int push_id(const char ***l, size_t *n, const char *id) {
         return 0;
 }
 
-int kr_compute_pod_gc(const struct pod *pod, const struct kr_pod_status *st, struct kr_pod_gc *ret) {
+int kr_compute_pod_gc(const struct pod *pod, const struct kc_pod_status *st, struct kr_pod_gc *ret) {
         struct kr_pod_gc g = {};
         int r;
 
         /* containerGC with MaxPerPodContainer 1: per container name, the newest dead instance stays (restart
          * count, exit code, `logs --previous`), older dead ones go; running ones never */
         for (size_t i = 0; st && i < st->n_containers; i++) {
-                const struct kr_container *c = st->containers[i];
+                const struct kc_container *c = st->containers[i];
                 bool newest = true, newer_dead = false;
 
-                if (c->state == KR_CONTAINER_RUNNING)
+                if (c->state == KC_CONTAINER_RUNNING)
                         continue;
                 if (pod)
                         for (size_t j = 0; j < i; j++)
                                 if (streq(st->containers[j]->name, c->name)) {
                                         newest = false;
-                                        if (st->containers[j]->state == KR_CONTAINER_EXITED)
+                                        if (st->containers[j]->state == KC_CONTAINER_EXITED)
                                                 newer_dead = true;
                                 }
-                if (pod && newest && c->state != KR_CONTAINER_EXITED)
+                if (pod && newest && c->state != KC_CONTAINER_EXITED)
                         continue; /* created/unknown newest: the sync handles it */
-                if (pod && c->state == KR_CONTAINER_EXITED && !newer_dead)
+                if (pod && c->state == KC_CONTAINER_EXITED && !newer_dead)
                         continue; /* the last dead instance */
                 r = push_id(&g.containers, &g.n_containers, c->id);
                 if (r < 0)
@@ -514,15 +514,15 @@ int kr_compute_pod_gc(const struct pod *pod, const struct kr_pod_status *st, str
         }
 
         for (size_t i = 0; st && i < st->n_sandboxes; i++) {
-                const struct kr_sandbox *s = st->sandboxes[i];
+                const struct kc_sandbox *s = st->sandboxes[i];
                 bool holds = false;
 
-                if (s->state == KR_SANDBOX_READY)
+                if (s->state == KC_SANDBOX_READY)
                         continue;
                 if (pod && i == 0)
                         continue; /* the newest sandbox stays while the pod is desired */
                 for (size_t j = 0; j < st->n_containers; j++) {
-                        const struct kr_container *c = st->containers[j];
+                        const struct kc_container *c = st->containers[j];
                         bool removed = false;
                         if (!streq(c->sandbox_id, s->id))
                                 continue;
@@ -554,23 +554,23 @@ void kr_crash_backoff_done(struct kr_crash_backoff *d) {
         *d = (struct kr_crash_backoff) {};
 }
 
-static const struct kr_container_kill *kill_of(const struct kr_pod_actions *a, const struct kr_container *cs) {
+static const struct kr_container_kill *kill_of(const struct kr_pod_actions *a, const struct kc_container *cs) {
         for (size_t i = 0; a && i < a->n_kill; i++)
                 if (a->kill[i].container == cs)
                         return &a->kill[i];
         return NULL;
 }
 
-int kr_check_crash_backoff(const struct pod *pod, const struct container *c, const struct kr_pod_status *status,
+int kr_check_crash_backoff(const struct pod *pod, const struct container *c, const struct kc_pod_status *status,
                            const struct kr_pod_actions *actions, const struct backoff *b, uint64_t now_realtime_usec,
                            struct kr_crash_backoff *ret) {
-        const struct kr_container *cs = kr_pod_status_find_container(status, c->name);
+        const struct kc_container *cs = kc_pod_status_find_container(status, c->name);
         const struct kr_container_kill *k = cs ? kill_of(actions, cs) : NULL;
         struct kr_crash_backoff d = {};
         char hash[KR_HASH_MAX];
         int r;
 
-        if (!cs || (cs->state != KR_CONTAINER_EXITED && !(k && k->probe_failure))) {
+        if (!cs || (cs->state != KC_CONTAINER_EXITED && !(k && k->probe_failure))) {
                 *ret = d;
                 return 0;
         }
@@ -579,7 +579,7 @@ int kr_check_crash_backoff(const struct pod *pod, const struct container *c, con
                 return r;
         if (asprintf(&d.key, "%s_%s_%s_%s_%s", pod->name, pod->namespace_, pod->uid, c->name, hash) < 0)
                 return -ENOMEM;
-        d.finished_usec = cs->state == KR_CONTAINER_EXITED && cs->finished_at > 0 ? (uint64_t) cs->finished_at / 1000
+        d.finished_usec = cs->state == KC_CONTAINER_EXITED && cs->finished_at > 0 ? (uint64_t) cs->finished_at / 1000
                                                                                     : now_realtime_usec;
         d.in_backoff = backoff_in_backoff_since(b, d.key, d.finished_usec, now_realtime_usec, &d.until_usec);
         d.delay_usec = backoff_get(b, d.key);
@@ -601,7 +601,7 @@ enum kr_image_action kr_decide_image(enum pull_policy policy, bool present, bool
 
 /* ---------------------------------------------------------------- the kill step's decisions */
 
-bool kr_container_is_sidecar_instance(const struct kr_container *c) {
+bool kr_container_is_sidecar_instance(const struct kc_container *c) {
         return streq_ptr(strmap_get(&c->annotations, ANNOTATION_CONTAINER_SIDECAR), "true");
 }
 
@@ -614,7 +614,7 @@ static int push_target(struct kr_kill_target **l, size_t *n, struct kr_kill_targ
         return 0;
 }
 
-int kr_compute_kill_round(const struct kr_pod_status *status, const struct kr_pod_actions *actions, unsigned round,
+int kr_compute_kill_round(const struct kc_pod_status *status, const struct kr_pod_actions *actions, unsigned round,
                           struct kr_kill_target **ret, size_t *ret_n) {
         _cleanup_free_ struct kr_kill_target *l = NULL;
         size_t n = 0;
@@ -632,9 +632,9 @@ int kr_compute_kill_round(const struct kr_pod_status *status, const struct kr_po
                 }
         } else
                 for (size_t i = 0; status && i < status->n_containers; i++) {
-                        const struct kr_container *cs = status->containers[i];
+                        const struct kc_container *cs = status->containers[i];
                         const struct kr_container_kill *k = kill_of(actions, cs);
-                        if (cs->state != KR_CONTAINER_RUNNING && cs->state != KR_CONTAINER_UNKNOWN)
+                        if (cs->state != KC_CONTAINER_RUNNING && cs->state != KC_CONTAINER_UNKNOWN)
                                 continue;
                         if (kr_container_is_sidecar_instance(cs) != (round == 1))
                                 continue;

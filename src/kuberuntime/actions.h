@@ -9,8 +9,8 @@
 #include <stddef.h>
 
 #include "apis/pod.h"
-#include "kuberuntime/runtime_state.h"
-#include "prober/prober.h"
+#include "container/container.h"
+#include "prober/results.h"
 
 #define KR_HASH_MAX 17 /* 16 hex digits + NUL */
 
@@ -19,7 +19,7 @@
 int kr_container_hash(const struct container *c, char buf[static KR_HASH_MAX]);
 
 struct kr_container_kill {
-        const struct kr_container *container; /* borrowed from the status */
+        const struct kc_container *container; /* borrowed from the status */
         const char *reason;                   /* static string */
         char *message;
         bool remove;                          /* remove it too before anything new starts (never-started) */
@@ -50,15 +50,15 @@ void kr_pod_actions_done(struct kr_pod_actions *a);
  * Init containers run one at a time, in order, in the current sandbox before any app container starts; a
  * sidecar (restartPolicy Always) lets the next one start once it runs and its startup probe succeeded, and
  * is restarted whenever it exits. */
-int kr_compute_pod_actions(const struct pod *pod, const struct kr_pod_status *status,
+int kr_compute_pod_actions(const struct pod *pod, const struct kc_pod_status *status,
                            const struct probe_results *probes, struct kr_pod_actions *ret);
 
 /* The newest instance of a container in the given sandbox, or NULL. */
-const struct kr_container *kr_pod_status_find_in_sandbox(const struct kr_pod_status *status, const char *name,
+const struct kc_container *kr_pod_status_find_in_sandbox(const struct kc_pod_status *status, const char *name,
                                                          const char *sandbox_id);
 
 /* Should the latest instance of this container be (re)started? (kubecontainer.ShouldContainerBeRestarted) */
-bool kr_should_restart_container(const struct pod *pod, const struct container *c, const struct kr_pod_status *status);
+bool kr_should_restart_container(const struct pod *pod, const struct container *c, const struct kc_pod_status *status);
 
 /* Garbage to remove once a pod is settled (container GC with MaxPerPodContainer=1, sandbox GC): exited or
  * never-started containers that are not the newest of their name, and not-ready sandboxes other than the
@@ -70,7 +70,7 @@ struct kr_pod_gc {
         size_t n_sandboxes;
         const char **sandboxes;
 };
-int kr_compute_pod_gc(const struct pod *pod, const struct kr_pod_status *status, struct kr_pod_gc *ret);
+int kr_compute_pod_gc(const struct pod *pod, const struct kc_pod_status *status, struct kr_pod_gc *ret);
 void kr_pod_gc_done(struct kr_pod_gc *g);
 
 /* ---- decisions of the start step (kuberuntime_container.go doBackOff, images/image_manager.go) ---- */
@@ -90,7 +90,7 @@ struct kr_crash_backoff {
         uint64_t until_usec;
         uint64_t delay_usec;
 };
-int kr_check_crash_backoff(const struct pod *pod, const struct container *c, const struct kr_pod_status *status,
+int kr_check_crash_backoff(const struct pod *pod, const struct container *c, const struct kc_pod_status *status,
                            const struct kr_pod_actions *actions, const struct backoff *b, uint64_t now_realtime_usec,
                            struct kr_crash_backoff *ret);
 void kr_crash_backoff_done(struct kr_crash_backoff *d);
@@ -112,7 +112,7 @@ enum kr_image_action kr_decide_image(enum pull_policy policy, bool present, bool
 
 /* One container instance to stop. */
 struct kr_kill_target {
-        const struct kr_container *container; /* borrowed from the status */
+        const struct kc_container *container; /* borrowed from the status */
         const char *reason;                   /* static */
         const char *message;                  /* borrowed from the actions, or NULL ("Stopping container <name>") */
         bool remove;                          /* remove it after it stopped (never-started instances) */
@@ -123,8 +123,8 @@ struct kr_kill_target {
  * container and round 1 every sidecar, stopped once the others are down; without kill_pod, round 0 is the
  * actions' kill list and round 1 is empty. The targets borrow from status and actions. */
 #define KR_KILL_ROUNDS 2
-int kr_compute_kill_round(const struct kr_pod_status *status, const struct kr_pod_actions *actions, unsigned round,
+int kr_compute_kill_round(const struct kc_pod_status *status, const struct kr_pod_actions *actions, unsigned round,
                           struct kr_kill_target **ret, size_t *ret_n);
 
 /* an instance of a sidecar (as created: a pod no longer desired has no spec) */
-bool kr_container_is_sidecar_instance(const struct kr_container *c);
+bool kr_container_is_sidecar_instance(const struct kc_container *c);

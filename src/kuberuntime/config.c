@@ -9,7 +9,7 @@
 #include "kuberuntime/dns.h"
 #include "kuberuntime/env.h"
 #include "kuberuntime/security.h"
-#include "kuberuntime/labels.h"
+#include "container/labels.h"
 #include "kuberuntime/resources.h"
 #include "kuberuntime/termination.h"
 #include "volumes/volumes.h"
@@ -196,7 +196,7 @@ static char *pod_hostname(const struct pod *pod) {
         return s;
 }
 
-int kr_build_sandbox_config(const struct pod *pod, uint32_t attempt, const struct kr_build_context *ctx,
+int kr_build_sandbox_config(const struct pod *pod, uint32_t attempt, const struct kc_build_context *ctx,
                             Runtime__V1__PodSandboxConfig **ret) {
         Runtime__V1__PodSandboxConfig *cfg = NULL;
         Runtime__V1__PodSandboxMetadata *md;
@@ -312,7 +312,7 @@ static uint64_t node_memory_bytes(void) {
 }
 
 int kr_build_container_config(const struct pod *pod, const struct container *c, uint32_t restart_count,
-                              const char *image_ref, const struct kr_build_context *ctx,
+                              const char *image_ref, const struct kc_build_context *ctx,
                               Runtime__V1__ContainerConfig **ret) {
         Runtime__V1__ContainerConfig *cfg;
         Runtime__V1__LinuxContainerConfig *lx;

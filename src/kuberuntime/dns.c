@@ -119,7 +119,7 @@ static int pb_strv(char **l, size_t *ret_n, char ***ret) {
 }
 
 /* formDNSSearchFitsLimits: 32 paths, none over 253 characters, a line of at most 2048 */
-static int search_fits_limits(char ***searches, const struct kr_build_context *ctx) {
+static int search_fits_limits(char ***searches, const struct kc_build_context *ctx) {
         char **s = *searches;
         size_t n = strv_length(s), total = 0;
         bool exceeded = false;
@@ -152,12 +152,12 @@ static int search_fits_limits(char ***searches, const struct kr_build_context *c
                         msg = NULL;
                         return -ENOMEM;
                 }
-                return kr_build_report_event(ctx->report, "DNSConfigForming", msg);
+                return kc_build_report_event(ctx->report, "DNSConfigForming", msg);
         }
         return 0;
 }
 
-static int servers_fit_limits(char **servers, const struct kr_build_context *ctx) {
+static int servers_fit_limits(char **servers, const struct kc_build_context *ctx) {
         size_t n = strv_length(servers);
         _cleanup_free_ char *line = NULL, *msg = NULL;
 
@@ -171,12 +171,12 @@ static int servers_fit_limits(char **servers, const struct kr_build_context *ctx
                 msg = NULL;
                 return -ENOMEM;
         }
-        return kr_build_report_event(ctx->report, "DNSConfigForming", msg);
+        return kc_build_report_event(ctx->report, "DNSConfigForming", msg);
 }
 
 enum dns_type { DNS_CLUSTER, DNS_HOST, DNS_NONE };
 
-int kr_pod_dns_config(const struct pod *pod, const struct kr_build_context *ctx, Runtime__V1__DNSConfig **ret) {
+int kr_pod_dns_config(const struct pod *pod, const struct kc_build_context *ctx, Runtime__V1__DNSConfig **ret) {
         _cleanup_strv_free_ char **servers = NULL, **searches = NULL, **options = NULL;
         const char *policy = pod->spec.dns_policy ? pod->spec.dns_policy : "ClusterFirst";
         const struct pod_dns_config *pd = pod->spec.dns_config;
@@ -244,7 +244,7 @@ int kr_pod_dns_config(const struct pod *pod, const struct kr_build_context *ctx,
                                            "cannot create Pod using \"ClusterFirst\" policy. Falling back to "
                                            "\"Default\" policy.", pod->name, pod->namespace_, pod->uid) < 0)
                                 return -ENOMEM;
-                        r = kr_build_report_event(ctx->report, "MissingClusterDNS", msg);
+                        r = kc_build_report_event(ctx->report, "MissingClusterDNS", msg);
                         if (r < 0)
                                 return r;
                 }

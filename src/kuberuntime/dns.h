@@ -9,7 +9,7 @@
 #include "apis/pod.h"
 #include "cri/cri.h"
 
-struct kr_build_context;
+struct kc_build_context;
 
 #define KR_RESOLV_CONF_MAX (10 * 1024 * 1024)
 
@@ -18,4 +18,4 @@ int kr_parse_resolv_conf(const char *text, char ***ret_servers, char ***ret_sear
 
 /* NULL *ret when the pod gets the runtime's default (never: upstream always sends one). Events
  * (MissingClusterDNS, DNSConfigForming) go to ctx->report. */
-int kr_pod_dns_config(const struct pod *pod, const struct kr_build_context *ctx, Runtime__V1__DNSConfig **ret);
+int kr_pod_dns_config(const struct pod *pod, const struct kc_build_context *ctx, Runtime__V1__DNSConfig **ret);

@@ -1,44 +1,17 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "kuberuntime/env.h"
 
-#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/statvfs.h>
-#include <sys/sysinfo.h>
-#include <unistd.h>
-
-#include "basic/base64.h"
 
 #include "apis/apis-internal.h"
+#include "apis/fieldpath.h"
+#include "apis/resource.h"
+#include "basic/base64.h"
 #include "kuberuntime/config.h"
 #include "objects/objects.h"
 
-void kr_build_report_done(struct kr_build_report *r) {
-        if (!r)
-                return;
-        free(r->error);
-        strv_free(r->event_reasons);
-        strv_free(r->event_messages);
-        *r = (struct kr_build_report) {};
-}
-
-int kr_build_report_event(struct kr_build_report *r, const char *reason, const char *message) {
-        int k;
-        if (!r)
-                return 0;
-        k = strv_extend(&r->event_reasons, reason);
-        if (k < 0)
-                return k;
-        k = strv_extend(&r->event_messages, message);
-        if (k < 0) {
-                strv_remove_at(r->event_reasons, strv_length(r->event_reasons) - 1);
-                return k;
-        }
-        return 0;
-}
-
-_printf_(2, 3) static int report_error(const struct kr_build_context *ctx, const char *fmt, ...) {
+_printf_(2, 3) static int report_error(const struct kc_build_context *ctx, const char *fmt, ...) {
         va_list ap;
         char *s = NULL;
         int k;
@@ -136,7 +109,7 @@ enum source_kind { SOURCE_CONFIG_MAP, SOURCE_SECRET };
 
 /* Look an object up. 1: found (*ret_data: its .data object, or NULL if it has none); 0: not found and optional
  * (skip); negative: error (reported). */
-static int lookup_object(const struct pod *pod, const struct kr_build_context *ctx, enum source_kind kind,
+static int lookup_object(const struct pod *pod, const struct kc_build_context *ctx, enum source_kind kind,
                          const char *name, bool optional, json_t **ret_data) {
         const char *kind_s = kind == SOURCE_SECRET ? "Secret" : "ConfigMap";
         const char *msg = NULL;
@@ -182,7 +155,7 @@ static int cmp_str(const void *a, const void *b) {
         return strcmp(*(char *const *) a, *(char *const *) b);
 }
 
-static int add_env_from(const struct pod *pod, const struct env_from_source *ef, const struct kr_build_context *ctx,
+static int add_env_from(const struct pod *pod, const struct env_from_source *ef, const struct kc_build_context *ctx,
                         struct strmap *env) {
         enum source_kind kind = ef->config_map_ref ? SOURCE_CONFIG_MAP : SOURCE_SECRET;
         const struct env_ref *ref = ef->config_map_ref ? ef->config_map_ref : ef->secret_ref;
@@ -239,69 +212,23 @@ static int add_env_from(const struct pod *pod, const struct env_from_source *ef,
                         msg = NULL;
                         return -ENOMEM;
                 }
-                r = kr_build_report_event(ctx->report, "InvalidEnvironmentVariableNames", msg);
+                r = kc_build_report_event(ctx->report, "InvalidEnvironmentVariableNames", msg);
                 if (r < 0)
                         return r;
         }
         return 0;
 }
 
-/* fieldpath.ExtractFieldPathAsString's map formatting for metadata.labels / metadata.annotations */
-static int format_map(const struct strmap *m, char **ret) {
-        struct strmap sorted = {};
-        struct buf b = {};
-        int r = strmap_copy(m, &sorted);
-
-        if (r < 0)
-                return r;
-        strmap_sort(&sorted);
-        r = buf_add(&b, "", 0);
-        for (size_t i = 0; r >= 0 && i < sorted.n; i++) {
-                _cleanup_free_ char *line = NULL;
-                if (asprintf(&line, "%s=\"%s\"%s", sorted.keys[i], sorted.values[i], i + 1 < sorted.n ? "\n" : "") < 0) {
-                        line = NULL;
-                        r = -ENOMEM;
-                        break;
-                }
-                r = buf_add(&b, line, strlen(line));
-        }
-        strmap_done(&sorted);
-        if (r < 0) {
-                free(b.s);
-                return r;
-        }
-        *ret = b.s;
-        return 0;
-}
-
-/* podFieldSelectorRuntimeValue */
+/* podFieldSelectorRuntimeValue: what the kubelet knows at run time, then the pod's own fields */
 static int field_ref_value(const struct pod *pod, const struct object_field_selector *fs,
-                           const struct kr_build_context *ctx, char **ret) {
-        const char *fp = fs->field_path, *v = NULL, *sub;
-        _cleanup_free_ char *path = NULL;
-        size_t sl;
+                           const struct kc_build_context *ctx, char **ret) {
+        const char *fp = fs->field_path, *v;
+        _cleanup_free_ char *error = NULL;
+        int r;
 
         if (!fp)
                 return -EINVAL;
-        if (field_path_split_subscript(fp, &path, &sub, &sl)) {
-                _cleanup_free_ char *key = NULL;
-                if (!path || !(key = strndup(sub, sl)))
-                        return -ENOMEM;
-                if (streq(path, "metadata.labels"))
-                        v = strmap_get(&pod->labels, key);
-                else if (streq(path, "metadata.annotations"))
-                        v = strmap_get(&pod->annotations, key);
-                else {
-                        report_error(ctx, "fieldPath %s does not support subscript", fp);
-                        return -EINVAL;
-                }
-        } else if (streq(fp, "metadata.name"))
-                v = pod->name;
-        else if (streq(fp, "metadata.namespace"))
-                v = pod->namespace_;
-        else if (streq(fp, "metadata.uid"))
-                v = pod->uid;
-        else if (streq(fp, "spec.nodeName") || streq(fp, "spec.host"))
+        if (streq(fp, "spec.nodeName") || streq(fp, "spec.host"))
                 v = !isempty(pod->spec.node_name) ? pod->spec.node_name : ctx->node_name;
         else if (streq(fp, "spec.serviceAccountName"))
                 v = pod->spec.service_account_name;
@@ -311,123 +238,41 @@ static int field_ref_value(const struct pod *pod, const struct object_field_sele
                 v = ctx->pod_ip;
         else if (streq(fp, "status.hostIP") || streq(fp, "status.hostIPs"))
                 v = ctx->node_ip;
-        else if (streq(fp, "metadata.labels"))
-                return format_map(&pod->labels, ret);
-        else if (streq(fp, "metadata.annotations"))
-                return format_map(&pod->annotations, ret);
         else {
-                report_error(ctx, "unsupported fieldPath: %s", fp);
-                return -EINVAL;
+                r = fieldpath_extract(pod, fp, ret, &error);
+                if (r < 0 && error)
+                        report_error(ctx, "%s", error);
+                return r;
         }
         *ret = strdup(strempty(v));
         return *ret ? 0 : -ENOMEM;
 }
 
-const struct container *kr_find_container(const struct pod *pod, const char *name) {
-        for (size_t i = 0; i < pod->spec.n_containers; i++)
-                if (streq_ptr(pod->spec.containers[i].name, name))
-                        return &pod->spec.containers[i];
-        for (size_t i = 0; i < pod->spec.n_init_containers; i++)
-                if (streq_ptr(pod->spec.init_containers[i].name, name))
-                        return &pod->spec.init_containers[i];
-        return NULL;
-}
-
-static int64_t node_cpu_milli(const struct kr_build_context *ctx) {
-        long n;
-        if (ctx->alloc_cpu_milli > 0)
-                return ctx->alloc_cpu_milli;
-        n = sysconf(_SC_NPROCESSORS_ONLN);
-        return n > 0 ? (int64_t) n * 1000 : 1000;
-}
-
-static int64_t node_memory(const struct kr_build_context *ctx) {
-        struct sysinfo si;
-        if (ctx->alloc_memory_bytes > 0)
-                return ctx->alloc_memory_bytes;
-        if (sysinfo(&si) == 0)
-                return (int64_t) si.totalram * si.mem_unit;
-        return 0;
-}
-
-static int64_t node_ephemeral_storage(const struct kr_build_context *ctx) {
-        struct statvfs st;
-        if (statvfs(!isempty(ctx->root_dir) ? ctx->root_dir : "/", &st) == 0)
-                return (int64_t) st.f_blocks * (int64_t) st.f_frsize;
-        return 0;
-}
-
-static int64_t ceil_div(int64_t a, int64_t b) {
-        if (b <= 0)
-                return 0;
-        if (a <= 0)
-                return -((-a) / b);
-        return a / b + (a % b != 0);
-}
-
-int kr_container_resource_value(const struct container *c, const char *resource, const struct quantity *divisor,
-                                const struct kr_build_context *ctx, char **ret) {
-        const char *name;
-        const struct quantity *q;
-        bool limits, cpu;
-        int64_t div_milli = 1000, div_value = 1, v;
-        char *s = NULL;
-
-        if (!resource)
-                return -EINVAL;
-        if (startswith(resource, "limits."))
-                limits = true, name = resource + strlen("limits.");
-        else if (startswith(resource, "requests."))
-                limits = false, name = resource + strlen("requests.");
-        else
-                return -EINVAL;
-        if (divisor && (divisor->milli != 0 || divisor->value != 0)) {
-                div_milli = divisor->milli;
-                div_value = divisor->value;
-        }
-        cpu = streq(name, "cpu");
-        if (!cpu && !streq(name, "memory") && !streq(name, "ephemeral-storage") && !startswith(name, "hugepages-"))
-                return -EINVAL;
-        q = resource_list_get(limits ? &c->resources.limits : &c->resources.requests, name);
-        if (q)
-                v = cpu ? q->milli : q->value;
-        else if (!limits || startswith(name, "hugepages-"))
-                v = 0;
-        else if (cpu)
-                v = node_cpu_milli(ctx);
-        else if (streq(name, "memory"))
-                v = node_memory(ctx);
-        else
-                v = node_ephemeral_storage(ctx);
-        v = cpu ? ceil_div(v, div_milli) : ceil_div(v, div_value);
-        if (asprintf(&s, "%" PRId64, v) < 0)
-                return -ENOMEM;
-        *ret = s;
-        return 0;
-}
-
 /* a resourceFieldRef of the environment: the container named (default: this one), errors reported */
 static int resource_field_value(const struct pod *pod, const struct container *self,
-                                const struct resource_field_selector *fs, const struct kr_build_context *ctx,
+                                const struct resource_field_selector *fs, const struct kc_build_context *ctx,
                                 char **ret) {
         const struct container *c = self;
         int r;
 
+        struct resource_allocatable alloc;
+
         if (!isempty(fs->container_name)) {
-                c = kr_find_container(pod, fs->container_name);
+                c = pod_find_container(pod, fs->container_name);
                 if (!c) {
                         report_error(ctx, "container %s not found", fs->container_name);
                         return -EINVAL;
                 }
         }
-        r = kr_container_resource_value(c, fs->resource, fs->has_divisor ? &fs->divisor : NULL, ctx, ret);
+        kc_build_allocatable(ctx, &alloc);
+        r = resource_container_value(c, fs->resource, fs->has_divisor ? &fs->divisor : NULL, &alloc, ret);
         if (r == -EINVAL)
                 report_error(ctx, "unsupported container resource : %s", strna(fs->resource));
         return r;
 }
 
 static int key_ref_value(const struct pod *pod, enum source_kind kind, const struct key_selector *k,
-                         const struct kr_build_context *ctx, char **ret) {
+                         const struct kc_build_context *ctx, char **ret) {
         json_t *data = NULL;
         int r;
 
@@ -446,7 +291,7 @@ static int key_ref_value(const struct pod *pod, enum source_kind kind, const str
         return -ENOENT;
 }
 
-int kr_make_environment(const struct pod *pod, const struct container *c, const struct kr_build_context *ctx,
+int kr_make_environment(const struct pod *pod, const struct container *c, const struct kc_build_context *ctx,
                         struct strmap *ret) {
         struct strmap env = {};
         int r = 0;
@@ -505,7 +350,7 @@ static int expand_strv(char *const *l, const struct strmap *env, size_t *ret_n, 
         return 0;
 }
 
-int kr_build_env(const struct pod *pod, const struct container *c, const struct kr_build_context *ctx,
+int kr_build_env(const struct pod *pod, const struct container *c, const struct kc_build_context *ctx,
                  Runtime__V1__ContainerConfig *cfg) {
         struct strmap env = {};
         int r;

@@ -8,7 +8,7 @@
 #include "basic/util.h"
 #include "cri/cri.h"
 
-struct kr_build_context;
+struct kc_build_context;
 
 /* Expand $(VAR) references in input against env: "$$" is a literal "$", a reference to an undefined variable
  * and an unterminated "$(" are left as they are. -E2BIG when the result would exceed KR_ENV_VALUE_MAX. */
@@ -21,20 +21,10 @@ int kr_expand(const char *input, const struct strmap *env, char **ret);
  * error (a required ConfigMap/Secret or key missing, an object that could not be fetched) returns a negative
  * errno and, when ctx->report is set, the message upstream gives (`configmap "x" not found`, `couldn't find
  * key k in ConfigMap ns/x`). */
-int kr_make_environment(const struct pod *pod, const struct container *c, const struct kr_build_context *ctx,
+int kr_make_environment(const struct pod *pod, const struct container *c, const struct kc_build_context *ctx,
                         struct strmap *ret);
 
 /* Fill cfg->envs, cfg->command and cfg->args (expanded against the environment, as
  * ExpandContainerCommandAndArgs). */
-int kr_build_env(const struct pod *pod, const struct container *c, const struct kr_build_context *ctx,
+int kr_build_env(const struct pod *pod, const struct container *c, const struct kc_build_context *ctx,
                  Runtime__V1__ContainerConfig *cfg);
-
-/* A container or init container of the pod by name; NULL if none. */
-const struct container *kr_find_container(const struct pod *pod, const char *name);
-
-/* containerResourceRuntimeValue (env and downwardAPI resourceFieldRef): "limits.cpu", "requests.memory",
- * "limits.ephemeral-storage", "limits.hugepages-2Mi", ... of c, divided by divisor rounding up (NULL or zero:
- * 1 core, 1 byte); a limit that is not set is the node's allocatable (ctx; else the machine's capacity).
- * -EINVAL for another resource. */
-int kr_container_resource_value(const struct container *c, const char *resource, const struct quantity *divisor,
-                                const struct kr_build_context *ctx, char **ret);

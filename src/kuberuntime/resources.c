@@ -3,53 +3,6 @@
 
 #include "kuberuntime/resources.h"
 
-static bool is_supported_qos_resource(const char *name) {
-        return streq(name, "cpu") || streq(name, "memory");
-}
-
-/* GetPodQOS: BestEffort without any cpu/memory request or limit; Guaranteed when every container has cpu
- * and memory limits and its requests (defaulted from limits) equal them; Burstable otherwise. */
-enum qos_class pod_qos_class(const struct pod *pod) {
-        bool any = false, guaranteed = true;
-
-        for (size_t pass = 0; pass < 2; pass++) {
-                const struct container *cs = pass == 0 ? pod->spec.containers : pod->spec.init_containers;
-                size_t n = pass == 0 ? pod->spec.n_containers : pod->spec.n_init_containers;
-                for (size_t i = 0; i < n; i++) {
-                        const struct resource_requirements *r = &cs[i].resources;
-                        size_t limits_found = 0;
-                        for (size_t j = 0; j < r->requests.n; j++)
-                                if (is_supported_qos_resource(r->requests.names[j]) && r->requests.values[j].milli != 0) {
-                                        const struct quantity *l = resource_list_get(&r->limits, r->requests.names[j]);
-                                        any = true;
-                                        if (!l || l->milli != r->requests.values[j].milli)
-                                                guaranteed = false;
-                                }
-                        for (size_t j = 0; j < r->limits.n; j++)
-                                if (is_supported_qos_resource(r->limits.names[j]) && r->limits.values[j].milli != 0) {
-                                        any = true;
-                                        limits_found++;
-                                }
-                        if (limits_found < 2)
-                                guaranteed = false;
-                }
-        }
-        if (!any)
-                return QOS_BEST_EFFORT;
-        return guaranteed ? QOS_GUARANTEED : QOS_BURSTABLE;
-}
-
-const char *qos_class_to_string(enum qos_class q) {
-        switch (q) {
-        case QOS_GUARANTEED:
-                return "Guaranteed";
-        case QOS_BURSTABLE:
-                return "Burstable";
-        default:
-                return "BestEffort";
-        }
-}
-
 int64_t milli_cpu_to_shares(int64_t milli) {
         int64_t shares;
         if (milli <= 0)

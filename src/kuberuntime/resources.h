@@ -1,18 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #pragma once
 
-/* Pod QoS class and container cgroup settings, as upstream (pkg/apis/core/v1/helper/qos,
- * pkg/kubelet/qos/policy.go, kuberuntime_container_linux.go calculateLinuxResources). Pure functions. */
+/* Container cgroup settings, as upstream (pkg/kubelet/qos/policy.go, kuberuntime_container_linux.go
+ * calculateLinuxResources). Pure functions. */
 
 #include <stdint.h>
 
 #include "apis/pod.h"
-
-enum qos_class {
-        QOS_GUARANTEED,
-        QOS_BURSTABLE,
-        QOS_BEST_EFFORT,
-};
+#include "apis/qos.h"
 
 #define QOS_GUARANTEED_OOM_SCORE_ADJ (-997)
 #define QOS_BEST_EFFORT_OOM_SCORE_ADJ 1000
@@ -28,9 +23,6 @@ struct kr_linux_resources {
         int64_t memory_limit_in_bytes;
         int64_t oom_score_adj;
 };
-
-enum qos_class pod_qos_class(const struct pod *pod);
-const char *qos_class_to_string(enum qos_class q); /* "Guaranteed", "Burstable", "BestEffort" */
 
 int64_t milli_cpu_to_shares(int64_t milli);
 int64_t milli_cpu_to_quota(int64_t milli, int64_t period);

@@ -72,7 +72,7 @@ static int strv_dup_pb(char *const *l, size_t *ret_n, char ***ret) {
 
 /* getSeccompProfile (no --seccomp-default: Unconfined when neither level sets one) */
 static int seccomp_profile(const struct seccomp_profile *container_sp, const struct pod *pod,
-                           const struct kr_build_context *ctx, Runtime__V1__SecurityProfile **ret) {
+                           const struct kc_build_context *ctx, Runtime__V1__SecurityProfile **ret) {
         const struct seccomp_profile *sp = container_sp;
         Runtime__V1__SecurityProfile *p;
 
@@ -124,7 +124,7 @@ static const char *const default_readonly_paths[] = {
         "/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger", NULL,
 };
 
-int kr_container_security_context(const struct pod *pod, const struct container *c, const struct kr_build_context *ctx,
+int kr_container_security_context(const struct pod *pod, const struct container *c, const struct kc_build_context *ctx,
                                   Runtime__V1__LinuxContainerSecurityContext *sc) {
         struct security_context e;
         int r;
@@ -195,7 +195,7 @@ static bool has_privileged_container(const struct pod *pod) {
         return false;
 }
 
-int kr_sandbox_security_context(const struct pod *pod, const struct kr_build_context *ctx,
+int kr_sandbox_security_context(const struct pod *pod, const struct kc_build_context *ctx,
                                 Runtime__V1__LinuxPodSandboxConfig *lx) {
         const struct pod_security_context *ps = pod->spec.security_context;
         Runtime__V1__LinuxSandboxSecurityContext *sc = lx->security_context;

@@ -8,7 +8,7 @@
 #include "apis/pod.h"
 #include "cri/cri.h"
 
-struct kr_build_context;
+struct kc_build_context;
 
 /* DetermineEffectiveSecurityContext: the pod's runAsUser/runAsGroup/runAsNonRoot overridden by the
  * container's fields that are set. Returns false when neither level has a security context. */
@@ -17,11 +17,11 @@ bool kr_effective_security_context(const struct pod *pod, const struct container
 /* Fill the container's CRI security context (not its namespace options): run as user/group (from the image's
  * user when the pod does not say), supplemental groups (fsGroup first, then supplementalGroups), privileged,
  * capabilities, read-only rootfs, no_new_privs, seccomp, masked and read-only paths. */
-int kr_container_security_context(const struct pod *pod, const struct container *c, const struct kr_build_context *ctx,
+int kr_container_security_context(const struct pod *pod, const struct container *c, const struct kc_build_context *ctx,
                                   Runtime__V1__LinuxContainerSecurityContext *sc);
 /* The sandbox's: run as user/group, supplemental groups, privileged (any privileged container), seccomp,
  * and the pod's sysctls into lx->sysctls. */
-int kr_sandbox_security_context(const struct pod *pod, const struct kr_build_context *ctx,
+int kr_sandbox_security_context(const struct pod *pod, const struct kc_build_context *ctx,
                                 Runtime__V1__LinuxPodSandboxConfig *lx);
 
 /* verifyRunAsNonRoot: 0, or -EPERM with *ret_message (allocated) as upstream words it. image_uid NULL: the image

@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "kuberuntime/labels.h"
+#include "container/labels.h"
 #include "kuberuntime/logs.h"
 
 int kr_termination_message_mount(const struct pod *pod, const struct container *c, const char *root_dir,
@@ -133,7 +133,7 @@ static int read_log_tail(const char *log_path, char **ret) {
         return 0;
 }
 
-int kr_container_read_termination_message(struct kr_container *c, const Runtime__V1__ContainerStatus *st) {
+int kr_container_read_termination_message(struct kc_container *c, const Runtime__V1__ContainerStatus *st) {
         const char *path = strmap_get(&c->annotations, ANNOTATION_TERMINATION_MESSAGE_PATH);
         const char *policy = strmap_get(&c->annotations, ANNOTATION_TERMINATION_MESSAGE_POLICY);
         bool fallback = streq_ptr(policy, "FallbackToLogsOnError") && c->exit_code != 0 &&
@@ -143,7 +143,7 @@ int kr_container_read_termination_message(struct kr_container *c, const Runtime_
         char *joined = NULL;
         int r;
 
-        if (c->state != KR_CONTAINER_EXITED)
+        if (c->state != KC_CONTAINER_EXITED)
                 return 0;
         for (size_t i = 0; !isempty(path) && i < st->n_mounts; i++) {
                 if (!st->mounts[i] || !streq_ptr(st->mounts[i]->container_path, path))

@@ -10,7 +10,7 @@
 
 #include "apis/pod.h"
 #include "cri/cri.h"
-#include "kuberuntime/runtime_state.h"
+#include "container/container.h"
 
 #define KR_TERMINATION_MESSAGE_MAX 4096        /* MaxContainerTerminationMessageLength */
 #define KR_TERMINATION_LOG_LINES 80            /* MaxContainerTerminationMessageLogLines */
@@ -25,4 +25,4 @@ int kr_termination_message_mount(const struct pod *pod, const struct container *
  * mounts at the annotated terminationMessagePath) or, with FallbackToLogsOnError, an empty file and a
  * non-zero exit code, from the end of its log; appended to c->message (after ": " when the runtime gave
  * one). Errors reading the file become the message, as upstream. */
-int kr_container_read_termination_message(struct kr_container *c, const Runtime__V1__ContainerStatus *st);
+int kr_container_read_termination_message(struct kc_container *c, const Runtime__V1__ContainerStatus *st);

@@ -5,7 +5,7 @@
 
 #include "basic/log.h"
 #include "basic/util.h"
-#include "kuberuntime/labels.h"
+#include "container/labels.h"
 
 /* One entry per sandbox or container: what we compare between relists. */
 struct pleg_item {

@@ -245,8 +245,8 @@ static void on_timer(evutil_socket_t fd, short what, void *userdata) {
 }
 
 /* Follow the newest instance of the container. */
-static void worker_observe(struct probe_worker *w, const struct kr_container *c) {
-        bool running = c && c->state == KR_CONTAINER_RUNNING;
+static void worker_observe(struct probe_worker *w, const struct kc_container *c) {
+        bool running = c && c->state == KC_CONTAINER_RUNNING;
 
         if (c && (!w->container_id || !streq(w->container_id, c->id))) {
                 enum probe_result old = w->state.published;
@@ -311,7 +311,7 @@ static const struct container *probed_container(const struct pod *pod, size_t i)
         return container_is_sidecar(&pod->spec.init_containers[i]) ? &pod->spec.init_containers[i] : NULL;
 }
 
-int prober_update_pod(struct prober *p, const struct pod *pod, const char *host, const struct kr_pod_status *st) {
+int prober_update_pod(struct prober *p, const struct pod *pod, const char *host, const struct kc_pod_status *st) {
         size_t n_probed = pod->spec.n_containers + pod->spec.n_init_containers;
         struct probe_pod *pp = find_pod(p, pod->uid);
         int r;
@@ -374,7 +374,7 @@ int prober_update_pod(struct prober *p, const struct pod *pod, const char *host,
                 pw = &w->next;
         }
         for (struct probe_worker *w = pp->workers; w; w = w->next)
-                worker_observe(w, st ? kr_pod_status_find_container(st, w->container_name) : NULL);
+                worker_observe(w, st ? kc_pod_status_find_container(st, w->container_name) : NULL);
         return 0;
 }
 
@@ -398,7 +398,7 @@ bool prober_get_result(const struct prober *p, enum probe_type type, const char 
         return true;
 }
 
-static bool results_get(const void *userdata, enum probe_type type, const struct kr_container *instance,
+static bool results_get(const void *userdata, enum probe_type type, const struct kc_container *instance,
                         enum probe_result *ret) {
         return prober_get_result(userdata, type, instance->pod_uid, instance->name, instance->id, ret);
 }

@@ -22,7 +22,7 @@
 
 #include "apis/pod.h"
 #include "cri/cri.h"
-#include "kuberuntime/runtime_state.h"
+#include "container/container.h"
 #include "prober/prober.h"
 
 struct prober;
@@ -45,7 +45,7 @@ struct prober *prober_free(struct prober *p);
  * dropped for removed ones, and follow the newest instance of their container. host: where httpGet,
  * tcpSocket and grpc probes connect when the probe names no host (the pod IP; the node IP with
  * hostNetwork), NULL if unknown yet. */
-int prober_update_pod(struct prober *p, const struct pod *pod, const char *host, const struct kr_pod_status *st);
+int prober_update_pod(struct prober *p, const struct pod *pod, const char *host, const struct kc_pod_status *st);
 /* The pod is gone: stop its workers. */
 void prober_remove_pod(struct prober *p, const char *pod_uid);
 

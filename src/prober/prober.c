@@ -2,30 +2,8 @@
 #include <string.h>
 
 #include "basic/util.h"
-#include "kuberuntime/runtime_state.h"
+#include "container/container.h"
 #include "prober/prober.h"
-
-const char *probe_type_to_string(enum probe_type t) {
-        switch (t) {
-        case PROBE_LIVENESS:
-                return "Liveness";
-        case PROBE_READINESS:
-                return "Readiness";
-        default:
-                return "Startup";
-        }
-}
-
-const char *probe_result_to_string(enum probe_result r) {
-        switch (r) {
-        case PROBE_RESULT_SUCCESS:
-                return "success";
-        case PROBE_RESULT_FAILURE:
-                return "failure";
-        default:
-                return "unknown";
-        }
-}
 
 int probe_resolve_port(const struct int_or_string *port, const struct container *c, int *ret_port,
                        char **ret_error) {
@@ -90,20 +68,20 @@ bool probe_state_record(struct probe_state *s, const struct probe *spec, enum pr
         return true;
 }
 
-static bool has_result(const struct probe_results *results, enum probe_type t, const struct kr_container *instance,
+static bool has_result(const struct probe_results *results, enum probe_type t, const struct kc_container *instance,
                        enum probe_result want) {
         enum probe_result r;
         return results && results->get(results->userdata, t, instance, &r) && r == want;
 }
 
-bool probe_container_started(const struct container *c, const struct kr_container *instance,
+bool probe_container_started(const struct container *c, const struct kc_container *instance,
                              const struct probe_results *results) {
-        if (!instance || instance->state != KR_CONTAINER_RUNNING)
+        if (!instance || instance->state != KC_CONTAINER_RUNNING)
                 return false;
         return !c->startup_probe || has_result(results, PROBE_STARTUP, instance, PROBE_RESULT_SUCCESS);
 }
 
-bool probe_container_ready(const struct container *c, const struct kr_container *instance,
+bool probe_container_ready(const struct container *c, const struct kc_container *instance,
                            const struct probe_results *results) {
         if (!probe_container_started(c, instance, results))
                 return false;

@@ -9,23 +9,9 @@
 #include <stdint.h>
 
 #include "apis/pod.h"
+#include "prober/results.h"
 
-struct kr_container;
-
-enum probe_type {
-        PROBE_LIVENESS,
-        PROBE_READINESS,
-        PROBE_STARTUP,
-};
-
-enum probe_result {
-        PROBE_RESULT_UNKNOWN,
-        PROBE_RESULT_SUCCESS,
-        PROBE_RESULT_FAILURE,
-};
-
-const char *probe_type_to_string(enum probe_type t);     /* "Liveness", "Readiness", "Startup" */
-const char *probe_result_to_string(enum probe_result r); /* "unknown", "success", "failure" */
+struct kc_container;
 
 /* extractPort: a number, or a name looked up in the container's ports, or a numeric string; the result
  * must be 1-65535. On failure *ret_error says why ("couldn't find port: http in ..."), as upstream. */
@@ -49,18 +35,10 @@ void probe_state_init(struct probe_state *s, enum probe_type t);
 /* Record a raw result; returns true when the published result changed. */
 bool probe_state_record(struct probe_state *s, const struct probe *spec, enum probe_result r);
 
-/* Published probe results by container instance (the results managers), as the sync and the status see
- * them: get() returns false when there is no result for that probe kind and instance. */
-struct probe_results {
-        bool (*get)(const void *userdata, enum probe_type type, const struct kr_container *instance,
-                    enum probe_result *ret);
-        const void *userdata;
-};
-
 /* Container status flags (prober_manager.UpdatePodStatus): started: running, and the startup probe
  * succeeded (or there is none); ready: started, and the readiness probe succeeded (or there is none).
  * results may be NULL (no probe has a result). */
-bool probe_container_started(const struct container *c, const struct kr_container *instance,
+bool probe_container_started(const struct container *c, const struct kc_container *instance,
                              const struct probe_results *results);
-bool probe_container_ready(const struct container *c, const struct kr_container *instance,
+bool probe_container_ready(const struct container *c, const struct kc_container *instance,
                            const struct probe_results *results);

@@ -47,7 +47,7 @@ static int add_ext(X509 *cert, int nid, const char *value) {
 
 /* GenerateSelfSignedCertKey: a self-signed certificate for the node's name, localhost and its IP. */
 static int generate_self_signed(struct api_server *s, const char *cert_path, const char *key_path) {
-        const char *host = s->o->node_name, *ip = kubelet_node_ip(s->k);
+        const char *host = s->o->node_name, *ip = s->node_ip;
         _cleanup_free_ char *cn = NULL, *san = NULL;
         EVP_PKEY *pkey = NULL;
         X509 *cert = NULL;
@@ -249,7 +249,7 @@ int api_authenticate(struct api_request *r, const char **ret_token) {
                 const char *token = authz + strlen("Bearer ");
 
                 token += strspn(token, " ");
-                if (!r->s->o->authentication_token_webhook || !kubelet_kube_client(r->s->k) || isempty(token)) {
+                if (!r->s->o->authentication_token_webhook || !r->s->client || isempty(token)) {
                         log_v(2, "API: bearer token for %s refused: %s", r->path,
                               !r->s->o->authentication_token_webhook ? "token authentication (authentication.webhook) is off"
                                                                      : "no API server for TokenReview");
@@ -321,7 +321,7 @@ int api_authorize(struct api_request *r) {
         if (streq(r->s->o->authorization_mode, "AlwaysAllow"))
                 return 0;
         /* Webhook: a SubjectAccessReview for (user, verb, nodes/<node>/<subresource>) */
-        if (kubelet_kube_client(r->s->k)) {
+        if (r->s->client) {
                 k = api_webhook_authorize_cached(r);
                 if (k != -EPERM)
                         return k; /* allowed, or -EINPROGRESS: to be reviewed */

@@ -17,7 +17,7 @@
 
 void api_handle_healthz(struct api_request *r, const char *check) {
         _cleanup_free_ char *why = NULL;
-        int sync = kubelet_sync_loop_health(r->s->k, &why);
+        int sync = api_host_sync_loop_health(r->s, &why);
 
         if (check) {
                 if (streq(check, "syncloop") && sync < 0)
@@ -39,7 +39,7 @@ void api_handle_healthz(struct api_request *r, const char *check) {
 
 void api_handle_pods(struct api_request *r) {
         json_t *list = NULL;
-        int k = kubelet_pods_json(r->s->k, &list);
+        int k = api_host_pods_json(r->s, &list);
         if (k < 0) {
                 api_reply_text(r->req, 500, "Internal Error: %s\n", strerror(-k));
                 return;
@@ -49,7 +49,7 @@ void api_handle_pods(struct api_request *r) {
 
 void api_handle_running_pods(struct api_request *r) {
         json_t *list = NULL;
-        int k = kubelet_running_pods_json(r->s->k, &list);
+        int k = api_host_running_pods_json(r->s, &list);
         if (k < 0) {
                 api_reply_text(r->req, 500, "Internal Error: %s\n", strerror(-k));
                 return;
@@ -283,7 +283,7 @@ static int split_spaces(const char *s, char ***ret) {
 void api_handle_run(struct api_request *r, const char *rest) {
         _cleanup_strv_free_ char **parts = NULL, **cmd = NULL;
         _cleanup_free_ char *cmdline = NULL;
-        _cleanup_(kr_container_freep) struct kr_container *c = NULL;
+        _cleanup_(kc_container_freep) struct kc_container *c = NULL;
         Runtime__V1__ExecSyncRequest req = RUNTIME__V1__EXEC_SYNC_REQUEST__INIT;
         const char *ns, *pod, *container;
         struct api_op *op;
@@ -302,16 +302,16 @@ void api_handle_run(struct api_request *r, const char *rest) {
                 api_reply_text(r->req, 400, "missing \"cmd\" parameter\n");
                 return;
         }
-        k = kubelet_lookup_container(r->s->k, ns, pod, container, false, &c, NULL);
+        k = api_host_lookup_container(r->s, ns, pod, container, false, &c, NULL);
         if (k < 0) {
                 api_reply_lookup_error(r->req, k, ns, pod, container);
                 return;
         }
-        if (strv_length(parts) == 4 && !kubelet_pod_exists(r->s->k, ns, pod, NULL)) {
+        if (strv_length(parts) == 4 && !api_host_pod_exists(r->s, ns, pod, NULL)) {
                 api_reply_lookup_error(r->req, -ENXIO, ns, pod, container);
                 return;
         }
-        if (c->state != KR_CONTAINER_RUNNING) {
+        if (c->state != KC_CONTAINER_RUNNING) {
                 api_reply_text(r->req, 500, "Internal Error: container \"%s\" in pod \"%s/%s\" is not running\n",
                                container, ns, pod);
                 return;
@@ -323,7 +323,7 @@ void api_handle_run(struct api_request *r, const char *rest) {
         req.cmd = cmd;
         req.n_cmd = strv_length(cmd);
         req.timeout = 0;
-        k = cri_exec_sync(kubelet_cri(r->s->k), &req, 0, on_exec_sync, op);
+        k = cri_exec_sync(r->s->cri, &req, 0, on_exec_sync, op);
         if (k < 0) {
                 struct evhttp_request *hr = op_finish(op);
                 free(op);

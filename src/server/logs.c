@@ -82,13 +82,13 @@ static int on_follow_write(const void *data, size_t len, void *userdata) {
 
 static bool on_follow_running(void *userdata) {
         struct log_stream *ls = userdata;
-        _cleanup_(kr_container_freep) struct kr_container *c = NULL;
+        _cleanup_(kc_container_freep) struct kc_container *c = NULL;
 
         if (!ls->stream.s)
                 return false;
-        if (kubelet_lookup_container(ls->stream.s->k, ls->ns, ls->pod, ls->container, false, &c, NULL) < 0)
+        if (api_host_lookup_container(ls->stream.s, ls->ns, ls->pod, ls->container, false, &c, NULL) < 0)
                 return false;
-        return streq(c->id, ls->container_id) && c->state == KR_CONTAINER_RUNNING;
+        return streq(c->id, ls->container_id) && c->state == KC_CONTAINER_RUNNING;
 }
 
 static void on_follow_done(int r, void *userdata) {
@@ -101,7 +101,7 @@ static void on_follow_done(int r, void *userdata) {
 void api_handle_container_logs(struct api_request *r, const char *rest) {
         _cleanup_strv_free_ char **parts = NULL;
         _cleanup_free_ char *why = NULL;
-        _cleanup_(kr_container_freep) struct kr_container *c = NULL;
+        _cleanup_(kc_container_freep) struct kc_container *c = NULL;
         _cleanup_close_ int fd = -1;
         struct cri_log_options o;
         struct cri_log_cursor cursor = {};
@@ -130,7 +130,7 @@ void api_handle_container_logs(struct api_request *r, const char *rest) {
                                k == -EBADMSG ? "Unable to decode query" : "Invalid request", strna(why));
                 return;
         }
-        k = kubelet_lookup_container(r->s->k, ns, pod, container, o.previous, &c, NULL);
+        k = api_host_lookup_container(r->s, ns, pod, container, o.previous, &c, NULL);
         if (k == -ENXIO) {
                 api_reply_text(r->req, 404, "pod \"%s\" does not exist\n", pod);
                 return;
@@ -179,7 +179,7 @@ void api_handle_container_logs(struct api_request *r, const char *rest) {
                                strerror(-k));
                 return;
         }
-        if (!o.follow || cursor.limit_reached || c->state != KR_CONTAINER_RUNNING || o.previous) {
+        if (!o.follow || cursor.limit_reached || c->state != KC_CONTAINER_RUNNING || o.previous) {
                 if (o.follow) {
                         /* not running: what is there is all there will be; finish the unfinished lines */
                         cri_log_cursor_done(&cursor);

@@ -102,14 +102,14 @@ static void add_op(const struct cri_op_stats *s, void *ud) {
 
 void api_handle_metrics(struct api_request *r) {
         struct evbuffer *b = evbuffer_new();
-        struct kubelet_counts n;
+        struct api_host_counts n;
         struct ops_ctx ctx = { .b = b };
 
         if (!b) {
                 api_reply_text(r->req, 500, "Internal Error: out of memory\n");
                 return;
         }
-        kubelet_counts(r->s->k, &n);
+        api_host_counts(r->s, &n);
         header(b, "kubelet_running_pods", "gauge", "[ALPHA] Number of pods that have a running pod sandbox");
         evbuffer_add_printf(b, "kubelet_running_pods %zu\n", n.running_pods);
         header(b, "kubelet_running_containers", "gauge", "[ALPHA] Number of containers currently running");
@@ -123,15 +123,15 @@ void api_handle_metrics(struct api_request *r) {
         header(b, "kubelet_runtime_operations_total", "counter",
                "[ALPHA] Cumulative number of runtime operations by operation type.");
         ctx.pass = 0;
-        cri_client_foreach_stats(kubelet_cri(r->s->k), add_op, &ctx);
+        cri_client_foreach_stats(r->s->cri, add_op, &ctx);
         header(b, "kubelet_runtime_operations_errors_total", "counter",
                "[ALPHA] Cumulative number of runtime operation errors by operation type.");
         ctx.pass = 1;
-        cri_client_foreach_stats(kubelet_cri(r->s->k), add_op, &ctx);
+        cri_client_foreach_stats(r->s->cri, add_op, &ctx);
         header(b, "kubelet_runtime_operations_duration_seconds", "histogram",
                "[ALPHA] Duration in seconds of runtime operations. Broken down by operation type.");
         ctx.pass = 2;
-        cri_client_foreach_stats(kubelet_cri(r->s->k), add_op, &ctx);
+        cri_client_foreach_stats(r->s->cri, add_op, &ctx);
         api_reply_buffer(r->req, 200, CONTENT_TYPE, b);
         evbuffer_free(b);
 }
@@ -171,7 +171,7 @@ void api_handle_metrics_probes(struct api_request *r) {
         }
         header(b, "prober_probe_total", "counter", "[ALPHA] Cumulative number of a liveness, readiness or startup probe "
                                                   "for a container by result.");
-        prober_foreach_count(kubelet_prober(r->s->k), add_probe_count, b);
+        prober_foreach_count(r->s->prober, add_probe_count, b);
         api_reply_buffer(r->req, 200, CONTENT_TYPE, b);
         evbuffer_free(b);
 }

@@ -7,7 +7,7 @@
 #include <openssl/ssl.h>
 #include <stdbool.h>
 
-#include "kubelet/kubelet.h"
+#include "container/container.h"
 #include "options/options.h"
 #include "server/server.h"
 
@@ -40,8 +40,12 @@ struct api_conn_counter {
 
 struct api_server {
         struct event_base *base;
-        struct kubelet *k;
         const struct kubelet_options *o;
+        struct cri_client *cri;
+        struct prober *prober;
+        struct kube_client *client;         /* NULL without an API server */
+        const char *node_ip;
+        struct api_host host;
         SSL_CTX *ssl_ctx;
         bool have_client_ca;
         struct api_listener listeners[_API_PORT_MAX];
@@ -70,11 +74,36 @@ struct api_request {
         struct api_user user;
 };
 
+/* the host's functions (server.h) */
+static inline int api_host_pods_json(struct api_server *s, json_t **ret) {
+        return s->host.pods_json(s->host.userdata, ret);
+}
+static inline int api_host_running_pods_json(struct api_server *s, json_t **ret) {
+        return s->host.running_pods_json(s->host.userdata, ret);
+}
+static inline int api_host_lookup_container(struct api_server *s, const char *ns, const char *pod_name,
+                                            const char *container, bool previous, struct kc_container **ret,
+                                            char **ret_pod_uid) {
+        return s->host.lookup_container(s->host.userdata, ns, pod_name, container, previous, ret, ret_pod_uid);
+}
+static inline bool api_host_pod_exists(struct api_server *s, const char *ns, const char *pod_name, char **ret_uid) {
+        return s->host.pod_exists(s->host.userdata, ns, pod_name, ret_uid);
+}
+static inline int api_host_pod_sandbox_id(struct api_server *s, const char *ns, const char *pod_name, char **ret) {
+        return s->host.pod_sandbox_id(s->host.userdata, ns, pod_name, ret);
+}
+static inline int api_host_sync_loop_health(struct api_server *s, char **ret_error) {
+        return s->host.sync_loop_health(s->host.userdata, ret_error);
+}
+static inline void api_host_counts(struct api_server *s, struct api_host_counts *ret) {
+        s->host.counts(s->host.userdata, ret);
+}
+
 /* replies (they complete the request) */
 void api_reply_text(struct evhttp_request *req, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void api_reply_json(struct evhttp_request *req, int code, json_t *obj); /* takes obj */
 void api_reply_buffer(struct evhttp_request *req, int code, const char *content_type, struct evbuffer *body);
-/* a Status-like error for an errno from the kubelet lookups */
+/* a Status-like error for an errno from the host's lookups */
 void api_reply_lookup_error(struct evhttp_request *req, int r, const char *ns, const char *pod, const char *container);
 
 /* split "/a/b/c" (after a prefix) into percent-decoded components; -EINVAL on an empty, "." or ".." component

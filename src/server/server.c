@@ -409,8 +409,8 @@ static int listen_on(struct api_server *s, enum api_port port, const char *addre
         return 0;
 }
 
-int api_server_new(struct event_base *base, struct kubelet *k, struct api_server **ret) {
-        const struct kubelet_options *o = kubelet_opts(k);
+int api_server_new(struct event_base *base, const struct api_server_config *cfg, struct api_server **ret) {
+        const struct kubelet_options *o = cfg->opts;
         struct api_server *s;
         struct stats_config sc = {
                 .node_name = o->node_name, .root_dir = o->root_dir, .pod_logs_dir = o->pod_logs_dir, .host_root = "",
@@ -423,14 +423,18 @@ int api_server_new(struct event_base *base, struct kubelet *k, struct api_server
         if (!s)
                 return -ENOMEM;
         s->base = base;
-        s->k = k;
         s->o = o;
+        s->cri = cfg->cri;
+        s->prober = cfg->prober;
+        s->client = cfg->client;
+        s->node_ip = cfg->node_ip;
+        s->host = cfg->host;
         s->conns = calloc(1, sizeof(*s->conns));
         if (!s->conns) {
                 free(s);
                 return -ENOMEM;
         }
-        r = stats_provider_new(base, kubelet_cri(k), &sc, &s->stats);
+        r = stats_provider_new(base, s->cri, &sc, &s->stats);
         if (r < 0)
                 goto fail;
         r = api_tls_setup(s);

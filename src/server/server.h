@@ -3,14 +3,62 @@
 
 /* The kubelet HTTP API (pkg/kubelet/server): the TLS port (--port, authenticated and authorized), the
  * read-only port (--read-only-port, no auth, no debugging handlers) and the healthz port (--healthz-port). All
- * on libevent's evhttp, on the kubelet's loop. */
+ * on libevent's evhttp, on the kubelet's loop.
+ *
+ * The server does not know the kubelet: it reads it through struct api_host (upstream's HostInterface), a
+ * table of functions and the pointer they are given, filled by whoever wires the two together (main.c). */
 
 #include <event2/event.h>
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
 
-struct kubelet;
 struct api_server;
+struct cri_client;
+struct histogram;
+struct kc_container;
+struct kube_client;
+struct kubelet_options;
+struct prober;
 
-/* Binds the listeners given by the kubelet's options. Errors name the address and the reason. */
-int api_server_new(struct event_base *base, struct kubelet *k, struct api_server **ret);
+struct api_host_counts {
+        size_t running_pods;       /* kubelet_running_pods: ready sandboxes */
+        size_t running_containers; /* kubelet_running_containers{container_state="running"} */
+        size_t desired_pods;
+        const struct histogram *pod_start; /* kubelet_pod_start_duration_seconds */
+};
+
+/* What the handlers ask of the kubelet; every function gets `userdata` first and runs on the loop. */
+struct api_host {
+        /* v1 PodList of the desired pods with their live status (/pods) */
+        int (*pods_json)(void *userdata, json_t **ret);
+        /* v1 PodList of the pods with running containers, as the runtime shows them (/runningpods/) */
+        int (*running_pods_json)(void *userdata, json_t **ret);
+        /* a copy of the newest (with previous: the one before) instance of a container of a desired pod; -ENXIO
+         * no such pod, -ENOENT no such container in its spec, -ESRCH no instance (yet) */
+        int (*lookup_container)(void *userdata, const char *ns, const char *pod_name, const char *container,
+                                bool previous, struct kc_container **ret, char **ret_pod_uid);
+        /* is the pod desired? its UID in *ret_uid (optional, caller frees) */
+        bool (*pod_exists)(void *userdata, const char *ns, const char *pod_name, char **ret_uid);
+        /* the ready sandbox of a desired pod: -ENXIO no such pod, -ESRCH none ready */
+        int (*pod_sandbox_id)(void *userdata, const char *ns, const char *pod_name, char **ret);
+        /* /healthz/syncloop: 0, or a negative errno and why in *ret_error */
+        int (*sync_loop_health)(void *userdata, char **ret_error);
+        void (*counts)(void *userdata, struct api_host_counts *ret);
+        void *userdata;
+};
+
+/* Everything the server works with; the pointers are borrowed and must outlive the server. */
+struct api_server_config {
+        const struct kubelet_options *opts;
+        struct cri_client *cri;     /* exec, attach, port-forward, /run, stats, runtime metrics */
+        struct prober *prober;      /* probe counts (/metrics/probes) */
+        struct kube_client *client; /* the API server (TokenReview, SubjectAccessReview); NULL without one */
+        const char *node_ip;        /* for the self-signed serving certificate */
+        struct api_host host;
+};
+
+/* Binds the listeners the options ask for. Errors name the address and the reason. */
+int api_server_new(struct event_base *base, const struct api_server_config *cfg, struct api_server **ret);
 /* Closes the listeners and every connection; cancels streams. Accepts NULL. */
 struct api_server *api_server_free(struct api_server *s);

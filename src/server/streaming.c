@@ -300,7 +300,7 @@ static bool query_bool(const char *query, const char *key) {
 
 void api_handle_streaming(struct api_request *r, const char *kind, const char *rest) {
         _cleanup_strv_free_ char **parts = NULL, **cmd = NULL, **ports = NULL;
-        _cleanup_(kr_container_freep) struct kr_container *c = NULL;
+        _cleanup_(kc_container_freep) struct kc_container *c = NULL;
         _cleanup_free_ char *sandbox = NULL, *uid = NULL;
         const char *ns, *pod, *container = NULL;
         bool is_pf = streq(kind, "portforward");
@@ -319,7 +319,7 @@ void api_handle_streaming(struct api_request *r, const char *kind, const char *r
         pod = parts[1];
         if (!is_pf)
                 container = parts[n - 1];
-        if (!kubelet_pod_exists(r->s->k, ns, pod, &uid)) {
+        if (!api_host_pod_exists(r->s, ns, pod, &uid)) {
                 api_reply_lookup_error(r->req, -ENXIO, ns, pod, container);
                 return;
         }
@@ -345,12 +345,12 @@ void api_handle_streaming(struct api_request *r, const char *kind, const char *r
                                 return;
                         }
                 }
-                k = kubelet_lookup_container(r->s->k, ns, pod, container, false, &c, NULL);
+                k = api_host_lookup_container(r->s, ns, pod, container, false, &c, NULL);
                 if (k < 0) {
                         api_reply_lookup_error(r->req, k, ns, pod, container);
                         return;
                 }
-                if (c->state != KR_CONTAINER_RUNNING) {
+                if (c->state != KC_CONTAINER_RUNNING) {
                         api_reply_text(r->req, 400, "container %s is not running\n", container);
                         return;
                 }
@@ -368,7 +368,7 @@ void api_handle_streaming(struct api_request *r, const char *kind, const char *r
                         q.stdin = in;
                         q.stdout = outp;
                         q.stderr = err;
-                        k = cri_exec(kubelet_cri(r->s->k), &q, 0, on_stream_url, p);
+                        k = cri_exec(r->s->cri, &q, 0, on_stream_url, p);
                 } else {
                         Runtime__V1__AttachRequest q = RUNTIME__V1__ATTACH_REQUEST__INIT;
                         q.container_id = c->id;
@@ -376,7 +376,7 @@ void api_handle_streaming(struct api_request *r, const char *kind, const char *r
                         q.stdin = in;
                         q.stdout = outp;
                         q.stderr = err;
-                        k = cri_attach(kubelet_cri(r->s->k), &q, 0, on_stream_url, p);
+                        k = cri_attach(r->s->cri, &q, 0, on_stream_url, p);
                 }
         } else {
                 _cleanup_free_ int32_t *pv = NULL;
@@ -401,7 +401,7 @@ void api_handle_streaming(struct api_request *r, const char *kind, const char *r
                         }
                         pv[i] = v;
                 }
-                k = kubelet_pod_sandbox_id(r->s->k, ns, pod, &sandbox);
+                k = api_host_pod_sandbox_id(r->s, ns, pod, &sandbox);
                 if (k < 0) {
                         api_reply_text(r->req, k == -ESRCH ? 400 : 404, "pod \"%s/%s\" %s\n", ns, pod,
                                        k == -ESRCH ? "has no running sandbox" : "not found");
@@ -413,7 +413,7 @@ void api_handle_streaming(struct api_request *r, const char *kind, const char *r
                 q.pod_sandbox_id = sandbox;
                 q.port = pv;
                 q.n_port = np;
-                k = cri_port_forward(kubelet_cri(r->s->k), &q, 0, on_stream_url, p);
+                k = cri_port_forward(r->s->cri, &q, 0, on_stream_url, p);
         }
         if (k < 0) {
                 api_stream_unregister(&p->stream);

@@ -192,7 +192,7 @@ static void forbidden(struct api_request *r, const char *why) {
 }
 
 static int start_review(struct api_pending *p, const char *path, json_t *body, kube_callback_t cb) {
-        struct kube_client *c = kubelet_kube_client(p->r.s->k);
+        struct kube_client *c = p->r.s->client;
         int k;
 
         if (!c)

@@ -18,7 +18,7 @@
 
 #include "basic/log.h"
 #include "basic/util.h"
-#include "kuberuntime/labels.h"
+#include "container/labels.h"
 #include "stats/host.h"
 #include "stats/stats-internal.h"
 

@@ -6,17 +6,18 @@
 #include <stdlib.h>
 
 #include "basic/util.h"
-#include "kuberuntime/resources.h"
+#include "apis/qos.h"
+#include "prober/prober.h"
 
 #define RUNTIME_TYPE "containerd" /* the scheme of containerID: <type>://<id> (CRI Version runtime_name) */
 
-static bool container_should_restart(const struct pod *pod, const struct kr_container *c) {
+static bool container_should_restart(const struct pod *pod, const struct kc_container *c) {
         /* kubecontainer.ShouldContainerBeRestarted, for a container that exists */
-        if (c->state == KR_CONTAINER_RUNNING || c->state == KR_CONTAINER_CREATED)
+        if (c->state == KC_CONTAINER_RUNNING || c->state == KC_CONTAINER_CREATED)
                 return false;
         if (pod->spec.restart_policy == RESTART_POLICY_NEVER)
                 return false;
-        if (pod->spec.restart_policy == RESTART_POLICY_ON_FAILURE && c->state == KR_CONTAINER_EXITED &&
+        if (pod->spec.restart_policy == RESTART_POLICY_ON_FAILURE && c->state == KC_CONTAINER_EXITED &&
             c->exit_code == 0)
                 return false;
         return true;
@@ -30,7 +31,7 @@ static const struct container_waiting *find_waiting(const struct pod_status_inpu
 }
 
 /* the previous instance of a container (second newest with that name), for lastState */
-static const struct kr_container *previous_instance(const struct kr_pod_status *st, const char *name) {
+static const struct kc_container *previous_instance(const struct kc_pod_status *st, const char *name) {
         bool seen = false;
         if (!st)
                 return NULL;
@@ -50,7 +51,7 @@ static json_t *time_json(int64_t unix_nsec) {
         return json_string(format_rfc3339((uint64_t) (unix_nsec / 1000), buf, sizeof(buf)));
 }
 
-static json_t *container_id_json(const struct kr_container *c) {
+static json_t *container_id_json(const struct kc_container *c) {
         _cleanup_free_ char *s = NULL;
         if (asprintf(&s, RUNTIME_TYPE "://%s", c->id) < 0)
                 return NULL;
@@ -58,9 +59,9 @@ static json_t *container_id_json(const struct kr_container *c) {
 }
 
 /* ContainerStateTerminated of an exited (or vanished) instance */
-static json_t *terminated_json(const struct kr_container *c) {
+static json_t *terminated_json(const struct kc_container *c) {
         json_t *t;
-        bool unknown = c->state == KR_CONTAINER_UNKNOWN;
+        bool unknown = c->state == KC_CONTAINER_UNKNOWN;
 
         t = json_pack("{s:i, s:o, s:o, s:o}", "exitCode", unknown ? 137 : (json_int_t) c->exit_code,
                       "startedAt", time_json(c->started_at), "finishedAt", time_json(c->finished_at),
@@ -80,14 +81,14 @@ static json_t *terminated_json(const struct kr_container *c) {
         return t;
 }
 
-static json_t *state_of(const struct kr_container *c) {
+static json_t *state_of(const struct kc_container *c) {
         switch (c->state) {
-        case KR_CONTAINER_RUNNING:
+        case KC_CONTAINER_RUNNING:
                 return json_pack("{s:{s:o}}", "running", "startedAt", time_json(c->started_at));
-        case KR_CONTAINER_CREATED:
+        case KC_CONTAINER_CREATED:
                 return json_pack("{s:{s:s}}", "waiting", "reason", "ContainerCreating");
-        case KR_CONTAINER_EXITED:
-        case KR_CONTAINER_UNKNOWN:
+        case KC_CONTAINER_EXITED:
+        case KC_CONTAINER_UNKNOWN:
         default:
                 return json_pack("{s:o}", "terminated", terminated_json(c));
         }
@@ -101,29 +102,29 @@ static json_t *waiting_json(const char *reason, const char *message) {
 }
 
 static bool container_ready(const struct pod_status_input *in, const struct container *spec,
-                            const struct kr_container *c) {
+                            const struct kc_container *c) {
         return c && probe_container_ready(spec, c, in->probes);
 }
 
 /* an init container is ready once it completed, a sidecar as an app container */
 static bool init_container_ready(const struct pod_status_input *in, const struct container *spec,
-                                 const struct kr_container *c) {
+                                 const struct kc_container *c) {
         if (container_is_sidecar(spec))
                 return container_ready(in, spec, c);
-        return c && c->state == KR_CONTAINER_EXITED && c->exit_code == 0;
+        return c && c->state == KC_CONTAINER_EXITED && c->exit_code == 0;
 }
 
 /* done for the Initialized condition: completed, or a sidecar that started */
 static bool init_container_done(const struct pod_status_input *in, const struct container *spec,
-                                const struct kr_container *c) {
+                                const struct kc_container *c) {
         if (container_is_sidecar(spec))
                 return probe_container_started(spec, c, in->probes);
-        return c && c->state == KR_CONTAINER_EXITED && c->exit_code == 0;
+        return c && c->state == KC_CONTAINER_EXITED && c->exit_code == 0;
 }
 
 static json_t *container_status_json(const struct pod_status_input *in, const struct container *spec, bool init) {
-        const struct kr_container *c = in->observed ? kr_pod_status_find_container(in->observed, spec->name) : NULL;
-        const struct kr_container *prev = previous_instance(in->observed, spec->name);
+        const struct kc_container *c = in->observed ? kc_pod_status_find_container(in->observed, spec->name) : NULL;
+        const struct kc_container *prev = previous_instance(in->observed, spec->name);
         const struct container_waiting *w = find_waiting(in, spec->name);
         /* the default waiting reason: with init containers, every container waits for the pod to initialize */
         const char *def = in->pod->spec.n_init_containers > 0 ? "PodInitializing" : "ContainerCreating";
@@ -137,7 +138,7 @@ static json_t *container_status_json(const struct pod_status_input *in, const st
         }
 
         state = state_of(c);
-        if (prev && (prev->state == KR_CONTAINER_EXITED || prev->state == KR_CONTAINER_UNKNOWN))
+        if (prev && (prev->state == KC_CONTAINER_EXITED || prev->state == KC_CONTAINER_UNKNOWN))
                 last = json_pack("{s:o}", "terminated", terminated_json(prev));
         /* a container that will be restarted and has a reason (back-off, pull error) waits with it; what it
          * was becomes the last state (the reasonCache step of convertToAPIContainerStatuses) */
@@ -151,7 +152,7 @@ static json_t *container_status_json(const struct pod_status_input *in, const st
                        init ? init_container_ready(in, spec, c) : container_ready(in, spec, c),
                        "restartCount", (json_int_t) c->restart_count, "image", spec->image, "imageID",
                        strempty(c->image_ref), "containerID", container_id_json(c), "started",
-                       c->state == KR_CONTAINER_RUNNING && probe_container_started(spec, c, in->probes));
+                       c->state == KC_CONTAINER_RUNNING && probe_container_started(spec, c, in->probes));
         return st;
 }
 
@@ -164,9 +165,9 @@ const char *pod_status_phase(const struct pod_status_input *in) {
          * keeps the pod pending */
         for (size_t i = 0; i < pod->spec.n_init_containers; i++) {
                 const struct container *spec = &pod->spec.init_containers[i];
-                const struct kr_container *c =
-                        in->observed ? kr_pod_status_find_container(in->observed, spec->name) : NULL;
-                const struct kr_container *prev = previous_instance(in->observed, spec->name);
+                const struct kc_container *c =
+                        in->observed ? kc_pod_status_find_container(in->observed, spec->name) : NULL;
+                const struct kc_container *prev = previous_instance(in->observed, spec->name);
 
                 if (container_is_sidecar(spec)) {
                         /* a sidecar is pending until it started; its exits fail nothing (it is restarted) */
@@ -174,12 +175,12 @@ const char *pod_status_phase(const struct pod_status_input *in) {
                                 pending_init++;
                         continue;
                 }
-                if (!c || c->state == KR_CONTAINER_RUNNING)
+                if (!c || c->state == KC_CONTAINER_RUNNING)
                         pending_init++;
-                else if (c->state == KR_CONTAINER_EXITED) {
+                else if (c->state == KC_CONTAINER_EXITED) {
                         if (c->exit_code != 0)
                                 failed_init++;
-                } else if (c->state == KR_CONTAINER_CREATED && prev && prev->state == KR_CONTAINER_EXITED) {
+                } else if (c->state == KC_CONTAINER_CREATED && prev && prev->state == KC_CONTAINER_EXITED) {
                         if (prev->exit_code != 0)
                                 failed_init++;
                 } else
@@ -188,8 +189,8 @@ const char *pod_status_phase(const struct pod_status_input *in) {
 
         for (size_t i = 0; i < pod->spec.n_containers; i++) {
                 const struct container *spec = &pod->spec.containers[i];
-                const struct kr_container *c =
-                        in->observed ? kr_pod_status_find_container(in->observed, spec->name) : NULL;
+                const struct kc_container *c =
+                        in->observed ? kc_pod_status_find_container(in->observed, spec->name) : NULL;
 
                 if (!c) {
                         /* not created yet: waiting (ContainerCreating, or a pull error) */
@@ -197,22 +198,22 @@ const char *pod_status_phase(const struct pod_status_input *in) {
                         continue;
                 }
                 switch (c->state) {
-                case KR_CONTAINER_RUNNING:
+                case KC_CONTAINER_RUNNING:
                         running++;
                         break;
-                case KR_CONTAINER_EXITED:
+                case KC_CONTAINER_EXITED:
                         stopped++;
                         if (c->exit_code == 0)
                                 succeeded++;
                         break;
-                case KR_CONTAINER_CREATED:
+                case KC_CONTAINER_CREATED:
                         /* waiting; with a previous termination it counts as stopped (getPhase) */
                         if (previous_instance(in->observed, spec->name))
                                 stopped++;
                         else
                                 waiting++;
                         break;
-                case KR_CONTAINER_UNKNOWN:
+                case KC_CONTAINER_UNKNOWN:
                 default:
                         unknown++;
                         break;
@@ -265,8 +266,8 @@ static int init_container_statuses(const struct pod_status_input *in, json_t **r
                 return -ENOMEM;
         for (size_t i = 0; i < pod->spec.n_init_containers; i++) {
                 const struct container *spec = &pod->spec.init_containers[i];
-                const struct kr_container *c =
-                        in->observed ? kr_pod_status_find_container(in->observed, spec->name) : NULL;
+                const struct kc_container *c =
+                        in->observed ? kc_pod_status_find_container(in->observed, spec->name) : NULL;
 
                 if (json_array_append_new(a, container_status_json(in, spec, true)) < 0)
                         return -ENOMEM;
@@ -274,8 +275,8 @@ static int init_container_statuses(const struct pod_status_input *in, json_t **r
                         return -ENOMEM;
         }
         for (size_t i = 0; in->observed && i < pod->spec.n_containers; i++) {
-                const struct kr_container *c = kr_pod_status_find_container(in->observed, pod->spec.containers[i].name);
-                if (c && (c->state == KR_CONTAINER_RUNNING || c->state == KR_CONTAINER_EXITED))
+                const struct kc_container *c = kc_pod_status_find_container(in->observed, pod->spec.containers[i].name);
+                if (c && (c->state == KC_CONTAINER_RUNNING || c->state == KC_CONTAINER_EXITED))
                         app_started = true;
         }
         if (incomplete && !app_started && !streq(pod_status_phase(in), "Succeeded")) {
@@ -291,18 +292,18 @@ static int init_container_statuses(const struct pod_status_input *in, json_t **r
 }
 
 static const char *sandbox_ip(const struct pod_status_input *in) {
-        const struct kr_pod_status *st = in->observed;
+        const struct kc_pod_status *st = in->observed;
         if (in->pod->spec.host_network)
                 return in->host_ip;
-        if (st && st->n_sandboxes > 0 && st->sandboxes[0]->state == KR_SANDBOX_READY && st->sandboxes[0]->have_status &&
+        if (st && st->n_sandboxes > 0 && st->sandboxes[0]->state == KC_SANDBOX_READY && st->sandboxes[0]->have_status &&
             !isempty(st->sandboxes[0]->ip))
                 return st->sandboxes[0]->ip;
         return NULL;
 }
 
 static bool sandbox_ready(const struct pod_status_input *in) {
-        const struct kr_pod_status *st = in->observed;
-        return st && st->n_sandboxes > 0 && st->sandboxes[0]->state == KR_SANDBOX_READY &&
+        const struct kc_pod_status *st = in->observed;
+        return st && st->n_sandboxes > 0 && st->sandboxes[0]->state == KC_SANDBOX_READY &&
                (in->pod->spec.host_network || sandbox_ip(in));
 }
 
@@ -332,7 +333,7 @@ int pod_status_generate(const struct pod_status_input *in, json_t **ret) {
         for (size_t i = 0; i < pod->spec.n_init_containers; i++) {
                 const struct container *spec = &pod->spec.init_containers[i];
                 if (container_is_sidecar(spec) &&
-                    !container_ready(in, spec, in->observed ? kr_pod_status_find_container(in->observed, spec->name) : NULL) &&
+                    !container_ready(in, spec, in->observed ? kc_pod_status_find_container(in->observed, spec->name) : NULL) &&
                     strv_extend(&unready, spec->name) < 0)
                         return -ENOMEM;
         }
@@ -341,8 +342,8 @@ int pod_status_generate(const struct pod_status_input *in, json_t **ret) {
                 return -ENOMEM;
         for (size_t i = 0; i < pod->spec.n_containers; i++) {
                 const struct container *spec = &pod->spec.containers[i];
-                const struct kr_container *c =
-                        in->observed ? kr_pod_status_find_container(in->observed, spec->name) : NULL;
+                const struct kc_container *c =
+                        in->observed ? kc_pod_status_find_container(in->observed, spec->name) : NULL;
 
                 sorted[i] = container_status_json(in, spec, false);
                 if (!sorted[i]) {

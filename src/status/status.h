@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #include "apis/pod.h"
-#include "kuberuntime/runtime_state.h"
+#include "container/container.h"
 #include "prober/prober.h"
 
 /* Why a container is not running (the kubelet's reasonCache): ContainerStateWaiting reason/message. */
@@ -22,7 +22,7 @@ struct container_waiting {
 
 struct pod_status_input {
         const struct pod *pod;                  /* desired spec */
-        const struct kr_pod_status *observed;   /* NULL: not observed yet */
+        const struct kc_pod_status *observed;   /* NULL: not observed yet */
         const struct container_waiting *waiting;
         size_t n_waiting;
         const struct probe_results *probes;     /* may be NULL */

@@ -8,10 +8,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "apis/fieldpath.h"
+#include "apis/resource.h"
 #include "basic/base64.h"
 #include "basic/macro.h"
 #include "basic/util.h"
-#include "kuberuntime/env.h"
 #include "objects/objects.h"
 #include "volumes/contents.h"
 
@@ -19,110 +20,17 @@
 
 /* ---------------------------------------------------------------- downward API */
 
-/* Go's %q for one value: printable ASCII and UTF-8 as is, \" \\ \a \b \f \n \r \t \v, other bytes \xNN */
-static int append_quoted(char **buf, size_t *len, const char *s) {
-        size_t need = *len + 4 * strlen(s) + 3;
-        char *b = realloc(*buf, need + 1), *o;
-        if (!b)
-                return -ENOMEM;
-        *buf = b;
-        o = b + *len;
-        *o++ = '"';
-        for (const unsigned char *p = (const unsigned char *) s; *p; p++) {
-                static const char esc[] = { ['\a'] = 'a', ['\b'] = 'b', ['\f'] = 'f', ['\n'] = 'n',
-                                            ['\r'] = 'r', ['\t'] = 't', ['\v'] = 'v' };
-                if (*p == '"' || *p == '\\') {
-                        *o++ = '\\';
-                        *o++ = (char) *p;
-                } else if (*p < sizeof(esc) && esc[*p]) {
-                        *o++ = '\\';
-                        *o++ = esc[*p];
-                } else if (*p < 0x20 || *p == 0x7f) {
-                        o += sprintf(o, "\\x%02x", *p);
-                } else
-                        *o++ = (char) *p;
-        }
-        *o++ = '"';
-        *o = '\0';
-        *len = (size_t) (o - b);
-        return 0;
-}
-
-static int cmp_str(const void *a, const void *b) {
-        return strcmp(*(char *const *) a, *(char *const *) b);
-}
-
-/* FormatMap: key="value" lines sorted by key, no trailing newline */
-static int format_map(const struct strmap *m, char **ret) {
-        _cleanup_free_ char **keys = NULL;
-        char *buf = NULL;
-        size_t len = 0;
-
-        if (m->n == 0)
-                return (*ret = strdup("")) ? 0 : -ENOMEM;
-        keys = malloc(m->n * sizeof(char *));
-        if (!keys)
-                return -ENOMEM;
-        memcpy(keys, m->keys, m->n * sizeof(char *));
-        qsort(keys, m->n, sizeof(char *), cmp_str);
-        for (size_t i = 0; i < m->n; i++) {
-                size_t kl = strlen(keys[i]);
-                char *b = realloc(buf, len + kl + 3);
-                if (!b) {
-                        free(buf);
-                        return -ENOMEM;
-                }
-                buf = b;
-                if (i > 0)
-                        buf[len++] = '\n';
-                memcpy(buf + len, keys[i], kl);
-                len += kl;
-                buf[len++] = '=';
-                buf[len] = '\0';
-                if (append_quoted(&buf, &len, strmap_get(m, keys[i])) < 0) {
-                        free(buf);
-                        return -ENOMEM;
-                }
-        }
-        *ret = buf;
-        return 0;
-}
-
-int vol_downward_value(const struct pod *pod, const struct downward_item *it, const struct kr_build_context *ctx,
+int vol_downward_value(const struct pod *pod, const struct downward_item *it, const struct kc_build_context *ctx,
                        char **ret) {
-        char *v = NULL;
-
-        if (it->field_path) {
-                const char *f = it->field_path;
-                if (streq(f, "metadata.name"))
-                        v = strdup(strempty(pod->name));
-                else if (streq(f, "metadata.namespace"))
-                        v = strdup(strempty(pod->namespace_));
-                else if (streq(f, "metadata.uid"))
-                        v = strdup(strempty(pod->uid));
-                else if (streq(f, "metadata.labels"))
-                        return format_map(&pod->labels, ret);
-                else if (streq(f, "metadata.annotations"))
-                        return format_map(&pod->annotations, ret);
-                else if (startswith(f, "metadata.labels['") || startswith(f, "metadata.annotations['")) {
-                        bool labels = startswith(f, "metadata.labels['");
-                        const char *k = f + (labels ? strlen("metadata.labels['") : strlen("metadata.annotations['"));
-                        _cleanup_free_ char *key = strndup(k, strlen(k) >= 2 ? strlen(k) - 2 : 0);
-                        if (!key)
-                                return -ENOMEM;
-                        v = strdup(strempty(strmap_get(labels ? &pod->labels : &pod->annotations, key)));
-                } else
-                        return -EINVAL;
-                if (!v)
-                        return -ENOMEM;
-                *ret = v;
-                return 0;
-        }
+        if (it->field_path)
+                return fieldpath_extract(pod, it->field_path, ret, NULL);
         if (it->has_resource_field_ref) {
-                const struct container *c = kr_find_container(pod, it->container_name);
+                const struct container *c = pod_find_container(pod, it->container_name);
+                struct resource_allocatable alloc;
                 if (!c)
                         return -ESRCH;
-                return kr_container_resource_value(c, it->resource, it->divisor.str ? &it->divisor : NULL, ctx, ret);
+                kc_build_allocatable(ctx, &alloc);
+                return resource_container_value(c, it->resource, it->divisor.str ? &it->divisor : NULL, &alloc, ret);
         }
         return -EINVAL;
 }
@@ -165,7 +73,7 @@ static int object_value(json_t *obj, bool secret, const char *key, char **ret, s
 }
 
 static int object_payload(const struct pod *pod, const struct object_volume *o, bool secret, int default_mode,
-                          const struct kr_build_context *ctx, struct vol_payload *p, char **msg) {
+                          const struct kc_build_context *ctx, struct vol_payload *p, char **msg) {
         const char *kind = secret ? "Secret" : "ConfigMap", *fetch_msg = NULL;
         json_t *obj = NULL;
         int r;
@@ -223,7 +131,7 @@ static int object_payload(const struct pod *pod, const struct object_volume *o, 
 }
 
 static int downward_payload(const struct pod *pod, const struct downward_volume *d, int default_mode,
-                            const struct kr_build_context *ctx, struct vol_payload *p, char **msg) {
+                            const struct kc_build_context *ctx, struct vol_payload *p, char **msg) {
         for (size_t i = 0; i < d->n_items; i++) {
                 const struct downward_item *it = &d->items[i];
                 _cleanup_free_ char *v = NULL;
@@ -239,7 +147,7 @@ static int downward_payload(const struct pod *pod, const struct downward_volume 
         return 0;
 }
 
-int vol_volume_payload(const struct pod *pod, const struct volume *v, const struct kr_build_context *ctx,
+int vol_volume_payload(const struct pod *pod, const struct volume *v, const struct kc_build_context *ctx,
                        struct vol_payload *ret, char **ret_message) {
         struct vol_payload p = {};
         int r = 0;

@@ -179,7 +179,7 @@ static int is_mounted(const char *path, bool *ret) {
 }
 
 int vol_subpath_prepare(const struct pod *pod, const struct container *c, size_t idx, const char *volume_path,
-                        const struct kr_build_context *ctx, char **ret) {
+                        const struct kc_build_context *ctx, char **ret) {
         const struct volume_mounts *m = pod_container_mounts(pod, c);
         const struct volume_mount *vm;
         _cleanup_free_ char *sub = NULL, *pd = NULL, *dir = NULL, *target = NULL;

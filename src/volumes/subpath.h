@@ -11,7 +11,7 @@
 #include <stddef.h>
 
 #include "apis/pod.h"
-#include "kuberuntime/config.h"
+#include "container/build.h"
 
 /* subPathExpr expansion with the container's env values (expansion.Expand: $(VAR), $$ → $, unknown
  * references kept as written). Caller frees. */
@@ -24,7 +24,7 @@ int vol_subpath_open(int rootfd, const char *sub, int *ret_fd);
 /* Prepare the bind mount of mount index idx of container c, whose volume lives at volume_path; *ret is the
  * host path to give to the runtime. */
 int vol_subpath_prepare(const struct pod *pod, const struct container *c, size_t idx, const char *volume_path,
-                        const struct kr_build_context *ctx, char **ret);
+                        const struct kc_build_context *ctx, char **ret);
 
 /* Unmount every bind mount under <pod_dir>/volume-subpaths (lazily) before the directory is removed. */
 int vol_subpath_unmount_all(const char *pod_dir);

@@ -219,7 +219,7 @@ static int setup_host_path(const struct volume *v, char **msg) {
 /* configMap, secret, downwardAPI, projected: a directory (a tmpfs for secrets and projected volumes, which
  * may hold tokens and secrets, as upstream) written by the atomic writer, rewritten when the content changes */
 static int setup_written_volume(const struct pod *pod, const struct volume *v, const char *dir,
-                                const struct kr_build_context *ctx, char **msg) {
+                                const struct kc_build_context *ctx, char **msg) {
         struct volume wrapper = { .medium = (char *) (v->type == VOLUME_SECRET || v->type == VOLUME_PROJECTED ? "Memory" : "") };
         struct vol_payload payload = {};
         int r;
@@ -326,7 +326,7 @@ static bool mounts_etc_hosts(const struct volume_mounts *m) {
         return false;
 }
 
-static int write_hosts_file(const struct pod *pod, const struct kr_build_context *ctx, char **msg) {
+static int write_hosts_file(const struct pod *pod, const struct kc_build_context *ctx, char **msg) {
         _cleanup_free_ char *pd = NULL, *path = NULL, *content = NULL, *old = NULL;
         size_t old_len = 0;
         int r;
@@ -348,7 +348,7 @@ static int write_hosts_file(const struct pod *pod, const struct kr_build_context
 
 /* ---------------------------------------------------------------- setup */
 
-int vol_setup_pod(const struct pod *pod, const struct kr_build_context *ctx, char **ret_message) {
+int vol_setup_pod(const struct pod *pod, const struct kc_build_context *ctx, char **ret_message) {
         const struct pod_volumes *pv = pod->spec.volumes;
         _cleanup_free_ char *pd = NULL, *msg = NULL;
         int r;
@@ -442,7 +442,7 @@ static void free_mounts(Runtime__V1__Mount **l, size_t n) {
         free(l);
 }
 
-int vol_container_mounts(const struct pod *pod, const struct container *c, const struct kr_build_context *ctx,
+int vol_container_mounts(const struct pod *pod, const struct container *c, const struct kc_build_context *ctx,
                          Runtime__V1__Mount ***ret, size_t *ret_n) {
         const struct volume_mounts *m = pod_container_mounts(pod, c);
         Runtime__V1__Mount **l = NULL;

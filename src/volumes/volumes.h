@@ -15,18 +15,18 @@
 
 #include "apis/pod.h"
 #include "cri/cri.h"
-#include "kuberuntime/config.h"
+#include "container/build.h"
 
 /* "<root_dir>/pods/<uid>" (caller frees; NULL on OOM) */
 char *vol_pod_dir(const char *root_dir, const char *uid);
 
 /* Set up the pod's volumes and its etc-hosts file. On failure returns a negative errno and *ret_message (caller
  * frees) is the FailedMount message, as upstream words it ("MountVolume.SetUp failed for volume \"v\" : ..."). */
-int vol_setup_pod(const struct pod *pod, const struct kr_build_context *ctx, char **ret_message);
+int vol_setup_pod(const struct pod *pod, const struct kc_build_context *ctx, char **ret_message);
 
 /* The CRI mounts of one container (makeMounts): its volumeMounts in order, then /etc/hosts unless the container
  * mounts /etc/hosts itself or the pod has no IP yet. */
-int vol_container_mounts(const struct pod *pod, const struct container *c, const struct kr_build_context *ctx,
+int vol_container_mounts(const struct pod *pod, const struct container *c, const struct kc_build_context *ctx,
                          Runtime__V1__Mount ***ret, size_t *ret_n);
 
 /* The managed hosts file (managedHostsFileContent / nodeHostsFileContent). cluster_domain may be "".

@@ -8,8 +8,9 @@
 
 #include "apis/manifest.h"
 #include "kuberuntime/actions.h"
+#include "prober/prober.h"
 #include "kuberuntime/backoff.h"
-#include "kuberuntime/labels.h"
+#include "container/labels.h"
 
 static struct pod *parse_pod(const char *yaml) {
         struct pod_set set = {};
@@ -35,15 +36,15 @@ static struct pod *parse_pod(const char *yaml) {
         "  - {name: a, image: busybox:1.36, command: [sleep, '3600']}\n" \
         "  - {name: b, image: busybox:1.36, command: [sleep, '3600']}\n"
 
-static struct kr_pod_status *status_new(void) {
-        struct kr_pod_status *s;
-        assert_int_equal(kr_pod_status_new("uid-1", &s), 0);
+static struct kc_pod_status *status_new(void) {
+        struct kc_pod_status *s;
+        assert_int_equal(kc_pod_status_new("uid-1", &s), 0);
         return s;
 }
 
-static void add_sandbox(struct kr_pod_status *s, const char *id, uint32_t attempt, enum kr_sandbox_state st,
+static void add_sandbox(struct kc_pod_status *s, const char *id, uint32_t attempt, enum kc_sandbox_state st,
                         int64_t created, bool host_network, const char *ip) {
-        struct kr_sandbox *sb = calloc(1, sizeof(*sb));
+        struct kc_sandbox *sb = calloc(1, sizeof(*sb));
         sb->id = strdup(id);
         sb->name = strdup("web");
         sb->namespace_ = strdup("default");
@@ -54,12 +55,12 @@ static void add_sandbox(struct kr_pod_status *s, const char *id, uint32_t attemp
         sb->have_status = true;
         sb->host_network = host_network;
         sb->ip = strdup(ip);
-        assert_int_equal(kr_pod_status_add_sandbox(s, sb), 0);
+        assert_int_equal(kc_pod_status_add_sandbox(s, sb), 0);
 }
 
-static void add_container(struct kr_pod_status *s, const struct pod *p, size_t idx, const char *id,
-                          enum kr_container_state st, int exit_code, int64_t created, bool same_hash) {
-        struct kr_container *c = calloc(1, sizeof(*c));
+static void add_container(struct kc_pod_status *s, const struct pod *p, size_t idx, const char *id,
+                          enum kc_container_state st, int exit_code, int64_t created, bool same_hash) {
+        struct kc_container *c = calloc(1, sizeof(*c));
         char hash[KR_HASH_MAX];
         assert_int_equal(kr_container_hash(&p->spec.containers[idx], hash), 0);
         c->id = strdup(id);
@@ -70,7 +71,7 @@ static void add_container(struct kr_pod_status *s, const struct pod *p, size_t i
         c->created_at = created;
         c->hash = strdup(same_hash ? hash : "0000000000000000");
         c->have_status = true;
-        assert_int_equal(kr_pod_status_add_container(s, c), 0);
+        assert_int_equal(kc_pod_status_add_container(s, c), 0);
 }
 
 /* ---- probe results → actions (computePodActions with the liveness/startup managers) */
@@ -80,7 +81,7 @@ struct fake_probes {
         enum probe_result liveness, startup; /* UNKNOWN = no result */
 };
 
-static bool fake_get(const void *userdata, enum probe_type t, const struct kr_container *c, enum probe_result *ret) {
+static bool fake_get(const void *userdata, enum probe_type t, const struct kc_container *c, enum probe_result *ret) {
         const struct fake_probes *f = userdata;
         enum probe_result r = t == PROBE_LIVENESS ? f->liveness : t == PROBE_STARTUP ? f->startup : PROBE_RESULT_UNKNOWN;
         if (!streq(c->id, f->id) || r == PROBE_RESULT_UNKNOWN)
@@ -101,16 +102,16 @@ static bool fake_get(const void *userdata, enum probe_type t, const struct kr_co
         "  - {name: b, image: busybox:1.36, command: [sleep, '3600']}\n"
 
 /* a ready sandbox with both containers running: instances "c-a" and "c-b" */
-static void both_running(struct kr_pod_status *s, const struct pod *p) {
-        add_sandbox(s, "sb1", 0, KR_SANDBOX_READY, 1, false, "10.0.0.2");
-        add_container(s, p, 0, "c-a", KR_CONTAINER_RUNNING, 0, 2, true);
-        add_container(s, p, 1, "c-b", KR_CONTAINER_RUNNING, 0, 3, true);
-        kr_pod_status_sort(s);
+static void both_running(struct kc_pod_status *s, const struct pod *p) {
+        add_sandbox(s, "sb1", 0, KC_SANDBOX_READY, 1, false, "10.0.0.2");
+        add_container(s, p, 0, "c-a", KC_CONTAINER_RUNNING, 0, 2, true);
+        add_container(s, p, 1, "c-b", KC_CONTAINER_RUNNING, 0, 3, true);
+        kc_pod_status_sort(s);
 }
 
 static void test_liveness_failure_kills_and_restarts(void **state) {
         _cleanup_pod_free_ struct pod *p = parse_pod(PROBE_POD("Always"));
-        _cleanup_(kr_pod_status_freep) struct kr_pod_status *s = status_new();
+        _cleanup_(kc_pod_status_freep) struct kc_pod_status *s = status_new();
         struct fake_probes f = { .id = "c-a", .liveness = PROBE_RESULT_FAILURE };
         struct probe_results probes = { .get = fake_get, .userdata = &f };
         struct kr_pod_actions a;
@@ -153,7 +154,7 @@ static void test_liveness_failure_kills_and_restarts(void **state) {
 
 static void test_liveness_failure_with_restart_never(void **state) {
         _cleanup_pod_free_ struct pod *p = parse_pod(PROBE_POD("Never"));
-        _cleanup_(kr_pod_status_freep) struct kr_pod_status *s = status_new();
+        _cleanup_(kc_pod_status_freep) struct kc_pod_status *s = status_new();
         struct fake_probes f = { .id = "c-a", .liveness = PROBE_RESULT_FAILURE };
         struct probe_results probes = { .get = fake_get, .userdata = &f };
         struct kr_pod_actions a;
@@ -171,7 +172,7 @@ static void test_liveness_failure_with_restart_never(void **state) {
 
 static void test_container_started_and_ready(void **state) {
         _cleanup_pod_free_ struct pod *p = parse_pod(PROBE_POD("Always"));
-        _cleanup_(kr_pod_status_freep) struct kr_pod_status *s = status_new();
+        _cleanup_(kc_pod_status_freep) struct kc_pod_status *s = status_new();
         struct fake_probes f = { .id = "c-a" };
         struct probe_results probes = { .get = fake_get, .userdata = &f };
         const struct container *a = &p->spec.containers[0], *b = &p->spec.containers[1];
@@ -179,20 +180,20 @@ static void test_container_started_and_ready(void **state) {
         both_running(s, p);
 
         /* no probes: running means started and ready */
-        assert_true(probe_container_started(b, kr_pod_status_find_container(s, "b"), &probes));
-        assert_true(probe_container_ready(b, kr_pod_status_find_container(s, "b"), NULL));
+        assert_true(probe_container_started(b, kc_pod_status_find_container(s, "b"), &probes));
+        assert_true(probe_container_ready(b, kc_pod_status_find_container(s, "b"), NULL));
         assert_false(probe_container_ready(b, NULL, NULL));
         /* a startup probe without a success: neither started nor ready */
-        assert_false(probe_container_started(a, kr_pod_status_find_container(s, "a"), &probes));
-        assert_false(probe_container_ready(a, kr_pod_status_find_container(s, "a"), &probes));
+        assert_false(probe_container_started(a, kc_pod_status_find_container(s, "a"), &probes));
+        assert_false(probe_container_ready(a, kc_pod_status_find_container(s, "a"), &probes));
         f.startup = PROBE_RESULT_SUCCESS;
-        assert_true(probe_container_started(a, kr_pod_status_find_container(s, "a"), &probes));
-        assert_true(probe_container_ready(a, kr_pod_status_find_container(s, "a"), &probes)); /* no readiness probe */
+        assert_true(probe_container_started(a, kc_pod_status_find_container(s, "a"), &probes));
+        assert_true(probe_container_ready(a, kc_pod_status_find_container(s, "a"), &probes)); /* no readiness probe */
 }
 
 static void test_new_pod_creates_sandbox_and_starts_all(void **state) {
         _cleanup_pod_free_ struct pod *p = parse_pod(POD("Always"));
-        _cleanup_(kr_pod_status_freep) struct kr_pod_status *s = status_new();
+        _cleanup_(kc_pod_status_freep) struct kc_pod_status *s = status_new();
         struct kr_pod_actions a;
 
         assert_int_equal(kr_compute_pod_actions(p, s, NULL, &a), 0);
@@ -207,13 +208,13 @@ static void test_new_pod_creates_sandbox_and_starts_all(void **state) {
 
 static void test_running_pod_is_left_alone(void **state) {
         _cleanup_pod_free_ struct pod *p = parse_pod(POD("Always"));
-        _cleanup_(kr_pod_status_freep) struct kr_pod_status *s = status_new();
+        _cleanup_(kc_pod_status_freep) struct kc_pod_status *s = status_new();
         struct kr_pod_actions a;
 
-        add_sandbox(s, "sb1", 0, KR_SANDBOX_READY, 1, false, "10.88.0.2");
-        add_container(s, p, 0, "c-a", KR_CONTAINER_RUNNING, 0, 2, true);
-        add_container(s, p, 1, "c-b", KR_CONTAINER_RUNNING, 0, 3, true);
-        kr_pod_status_sort(s);
+        add_sandbox(s, "sb1", 0, KC_SANDBOX_READY, 1, false, "10.88.0.2");
+        add_container(s, p, 0, "c-a", KC_CONTAINER_RUNNING, 0, 2, true);
+        add_container(s, p, 1, "c-b", KC_CONTAINER_RUNNING, 0, 3, true);
+        kc_pod_status_sort(s);
         assert_int_equal(kr_compute_pod_actions(p, s, NULL, &a), 0);
         assert_false(a.create_sandbox);
         assert_false(a.kill_pod);
@@ -225,13 +226,13 @@ static void test_running_pod_is_left_alone(void **state) {
 
 static void test_hash_change_restarts_only_that_container(void **state) {
         _cleanup_pod_free_ struct pod *p = parse_pod(POD("Always"));
-        _cleanup_(kr_pod_status_freep) struct kr_pod_status *s = status_new();
+        _cleanup_(kc_pod_status_freep) struct kc_pod_status *s = status_new();
         struct kr_pod_actions a;
 
-        add_sandbox(s, "sb1", 0, KR_SANDBOX_READY, 1, false, "10.88.0.2");
-        add_container(s, p, 0, "c-a", KR_CONTAINER_RUNNING, 0, 2, true);
-        add_container(s, p, 1, "c-b", KR_CONTAINER_RUNNING, 0, 3, false);
-        kr_pod_status_sort(s);
+        add_sandbox(s, "sb1", 0, KC_SANDBOX_READY, 1, false, "10.88.0.2");
+        add_container(s, p, 0, "c-a", KC_CONTAINER_RUNNING, 0, 2, true);
+        add_container(s, p, 1, "c-b", KC_CONTAINER_RUNNING, 0, 3, false);
+        kc_pod_status_sort(s);
         assert_int_equal(kr_compute_pod_actions(p, s, NULL, &a), 0);
         assert_false(a.create_sandbox);
         assert_false(a.kill_pod);
@@ -256,13 +257,13 @@ static void test_restart_policies(void **state) {
                 char yaml[1024];
                 snprintf(yaml, sizeof(yaml), POD("%s"), table[i].policy);
                 _cleanup_pod_free_ struct pod *p = parse_pod(yaml);
-                _cleanup_(kr_pod_status_freep) struct kr_pod_status *s = status_new();
+                _cleanup_(kc_pod_status_freep) struct kc_pod_status *s = status_new();
                 struct kr_pod_actions a;
 
-                add_sandbox(s, "sb1", 0, KR_SANDBOX_READY, 1, false, "10.88.0.2");
-                add_container(s, p, 0, "c-a", KR_CONTAINER_EXITED, table[i].exit_code, 2, true);
-                add_container(s, p, 1, "c-b", KR_CONTAINER_RUNNING, 0, 3, true);
-                kr_pod_status_sort(s);
+                add_sandbox(s, "sb1", 0, KC_SANDBOX_READY, 1, false, "10.88.0.2");
+                add_container(s, p, 0, "c-a", KC_CONTAINER_EXITED, table[i].exit_code, 2, true);
+                add_container(s, p, 1, "c-b", KC_CONTAINER_RUNNING, 0, 3, true);
+                kc_pod_status_sort(s);
                 assert_int_equal(kr_compute_pod_actions(p, s, NULL, &a), 0);
                 if (table[i].restart) {
                         assert_int_equal(a.n_start, 1);
@@ -276,14 +277,14 @@ static void test_restart_policies(void **state) {
 
 static void test_done_pod_stops_sandbox_and_is_not_recreated(void **state) {
         _cleanup_pod_free_ struct pod *p = parse_pod(POD("Never"));
-        _cleanup_(kr_pod_status_freep) struct kr_pod_status *s = status_new();
-        _cleanup_(kr_pod_status_freep) struct kr_pod_status *s2 = status_new();
+        _cleanup_(kc_pod_status_freep) struct kc_pod_status *s = status_new();
+        _cleanup_(kc_pod_status_freep) struct kc_pod_status *s2 = status_new();
         struct kr_pod_actions a;
 
-        add_sandbox(s, "sb1", 0, KR_SANDBOX_READY, 1, false, "10.88.0.2");
-        add_container(s, p, 0, "c-a", KR_CONTAINER_EXITED, 0, 2, true);
-        add_container(s, p, 1, "c-b", KR_CONTAINER_EXITED, 1, 3, true);
-        kr_pod_status_sort(s);
+        add_sandbox(s, "sb1", 0, KC_SANDBOX_READY, 1, false, "10.88.0.2");
+        add_container(s, p, 0, "c-a", KC_CONTAINER_EXITED, 0, 2, true);
+        add_container(s, p, 1, "c-b", KC_CONTAINER_EXITED, 1, 3, true);
+        kc_pod_status_sort(s);
         assert_int_equal(kr_compute_pod_actions(p, s, NULL, &a), 0);
         assert_true(a.kill_pod);
         assert_false(a.create_sandbox);
@@ -291,10 +292,10 @@ static void test_done_pod_stops_sandbox_and_is_not_recreated(void **state) {
         kr_pod_actions_done(&a);
 
         /* after the sandbox stopped: no new sandbox for a finished Never pod */
-        add_sandbox(s2, "sb1", 0, KR_SANDBOX_NOTREADY, 1, false, "");
-        add_container(s2, p, 0, "c-a", KR_CONTAINER_EXITED, 0, 2, true);
-        add_container(s2, p, 1, "c-b", KR_CONTAINER_EXITED, 1, 3, true);
-        kr_pod_status_sort(s2);
+        add_sandbox(s2, "sb1", 0, KC_SANDBOX_NOTREADY, 1, false, "");
+        add_container(s2, p, 0, "c-a", KC_CONTAINER_EXITED, 0, 2, true);
+        add_container(s2, p, 1, "c-b", KC_CONTAINER_EXITED, 1, 3, true);
+        kc_pod_status_sort(s2);
         assert_int_equal(kr_compute_pod_actions(p, s2, NULL, &a), 0);
         assert_false(a.create_sandbox);
         assert_int_equal(a.n_start, 0);
@@ -303,13 +304,13 @@ static void test_done_pod_stops_sandbox_and_is_not_recreated(void **state) {
 
 static void test_dead_sandbox_recreated_with_next_attempt(void **state) {
         _cleanup_pod_free_ struct pod *p = parse_pod(POD("OnFailure"));
-        _cleanup_(kr_pod_status_freep) struct kr_pod_status *s = status_new();
+        _cleanup_(kc_pod_status_freep) struct kc_pod_status *s = status_new();
         struct kr_pod_actions a;
 
-        add_sandbox(s, "sb1", 3, KR_SANDBOX_NOTREADY, 1, false, "");
-        add_container(s, p, 0, "c-a", KR_CONTAINER_EXITED, 0, 2, true);   /* succeeded: stays done */
-        add_container(s, p, 1, "c-b", KR_CONTAINER_EXITED, 137, 3, true); /* failed: restarts */
-        kr_pod_status_sort(s);
+        add_sandbox(s, "sb1", 3, KC_SANDBOX_NOTREADY, 1, false, "");
+        add_container(s, p, 0, "c-a", KC_CONTAINER_EXITED, 0, 2, true);   /* succeeded: stays done */
+        add_container(s, p, 1, "c-b", KC_CONTAINER_EXITED, 137, 3, true); /* failed: restarts */
+        kc_pod_status_sort(s);
         assert_int_equal(kr_compute_pod_actions(p, s, NULL, &a), 0);
         assert_true(a.create_sandbox);
         assert_true(a.kill_pod);
@@ -321,12 +322,12 @@ static void test_dead_sandbox_recreated_with_next_attempt(void **state) {
 
 static void test_two_ready_sandboxes_are_reconciled(void **state) {
         _cleanup_pod_free_ struct pod *p = parse_pod(POD("Always"));
-        _cleanup_(kr_pod_status_freep) struct kr_pod_status *s = status_new();
+        _cleanup_(kc_pod_status_freep) struct kc_pod_status *s = status_new();
         struct kr_pod_actions a;
 
-        add_sandbox(s, "sb1", 0, KR_SANDBOX_READY, 1, false, "10.88.0.2");
-        add_sandbox(s, "sb2", 1, KR_SANDBOX_READY, 5, false, "10.88.0.3");
-        kr_pod_status_sort(s);
+        add_sandbox(s, "sb1", 0, KC_SANDBOX_READY, 1, false, "10.88.0.2");
+        add_sandbox(s, "sb2", 1, KC_SANDBOX_READY, 5, false, "10.88.0.3");
+        kc_pod_status_sort(s);
         assert_int_equal(kr_compute_pod_actions(p, s, NULL, &a), 0);
         assert_true(a.create_sandbox);
         assert_true(a.kill_pod);
@@ -336,12 +337,12 @@ static void test_two_ready_sandboxes_are_reconciled(void **state) {
 
 static void test_host_network_change_recreates_sandbox(void **state) {
         _cleanup_pod_free_ struct pod *p = parse_pod(POD("Always"));
-        _cleanup_(kr_pod_status_freep) struct kr_pod_status *s = status_new();
+        _cleanup_(kc_pod_status_freep) struct kc_pod_status *s = status_new();
         struct kr_pod_actions a;
 
-        add_sandbox(s, "sb1", 0, KR_SANDBOX_READY, 1, true, "");
-        add_container(s, p, 0, "c-a", KR_CONTAINER_RUNNING, 0, 2, true);
-        kr_pod_status_sort(s);
+        add_sandbox(s, "sb1", 0, KC_SANDBOX_READY, 1, true, "");
+        add_container(s, p, 0, "c-a", KC_CONTAINER_RUNNING, 0, 2, true);
+        kc_pod_status_sort(s);
         assert_int_equal(kr_compute_pod_actions(p, s, NULL, &a), 0);
         assert_true(a.create_sandbox);
         assert_string_equal(a.sandbox_reason, "Sandbox for pod has changed. Need to start a new one");
@@ -350,13 +351,13 @@ static void test_host_network_change_recreates_sandbox(void **state) {
 
 static void test_created_or_unknown_container_restarts(void **state) {
         _cleanup_pod_free_ struct pod *p = parse_pod(POD("Never"));
-        _cleanup_(kr_pod_status_freep) struct kr_pod_status *s = status_new();
+        _cleanup_(kc_pod_status_freep) struct kc_pod_status *s = status_new();
         struct kr_pod_actions a;
 
-        add_sandbox(s, "sb1", 0, KR_SANDBOX_READY, 1, false, "10.88.0.2");
-        add_container(s, p, 0, "c-a", KR_CONTAINER_CREATED, 0, 2, true);
-        add_container(s, p, 1, "c-b", KR_CONTAINER_UNKNOWN, 0, 3, true);
-        kr_pod_status_sort(s);
+        add_sandbox(s, "sb1", 0, KC_SANDBOX_READY, 1, false, "10.88.0.2");
+        add_container(s, p, 0, "c-a", KC_CONTAINER_CREATED, 0, 2, true);
+        add_container(s, p, 1, "c-b", KC_CONTAINER_UNKNOWN, 0, 3, true);
+        kc_pod_status_sort(s);
         assert_int_equal(kr_compute_pod_actions(p, s, NULL, &a), 0);
         assert_int_equal(a.n_start, 2);
         /* the unknown one is killed first; the never-started one is killed and removed first */
@@ -387,16 +388,16 @@ static void test_hash_depends_on_spec(void **state) {
 
 static void test_gc_keeps_newest_dead_instance(void **state) {
         _cleanup_pod_free_ struct pod *p = parse_pod(POD("Always"));
-        _cleanup_(kr_pod_status_freep) struct kr_pod_status *s = status_new();
+        _cleanup_(kc_pod_status_freep) struct kc_pod_status *s = status_new();
         struct kr_pod_gc g;
 
-        add_sandbox(s, "sb1", 0, KR_SANDBOX_NOTREADY, 1, false, "");
-        add_sandbox(s, "sb0", 0, KR_SANDBOX_NOTREADY, 0, false, "");
-        add_sandbox(s, "sb2", 1, KR_SANDBOX_READY, 9, false, "10.88.0.9");
-        add_container(s, p, 0, "old-a", KR_CONTAINER_EXITED, 1, 2, true);
-        add_container(s, p, 0, "new-a", KR_CONTAINER_EXITED, 1, 5, true);
-        add_container(s, p, 1, "run-b", KR_CONTAINER_RUNNING, 0, 4, true);
-        kr_pod_status_sort(s);
+        add_sandbox(s, "sb1", 0, KC_SANDBOX_NOTREADY, 1, false, "");
+        add_sandbox(s, "sb0", 0, KC_SANDBOX_NOTREADY, 0, false, "");
+        add_sandbox(s, "sb2", 1, KC_SANDBOX_READY, 9, false, "10.88.0.9");
+        add_container(s, p, 0, "old-a", KC_CONTAINER_EXITED, 1, 2, true);
+        add_container(s, p, 0, "new-a", KC_CONTAINER_EXITED, 1, 5, true);
+        add_container(s, p, 1, "run-b", KC_CONTAINER_RUNNING, 0, 4, true);
+        kc_pod_status_sort(s);
         assert_int_equal(kr_compute_pod_gc(p, s, &g), 0);
         assert_int_equal(g.n_containers, 1);
         assert_string_equal(g.containers[0], "old-a");
@@ -414,15 +415,15 @@ static void test_gc_keeps_newest_dead_instance(void **state) {
 
 static void test_gc_keeps_previous_of_running_instance(void **state) {
         _cleanup_pod_free_ struct pod *p = parse_pod(POD("Always"));
-        _cleanup_(kr_pod_status_freep) struct kr_pod_status *s = status_new();
+        _cleanup_(kc_pod_status_freep) struct kc_pod_status *s = status_new();
         struct kr_pod_gc g;
 
         /* a restarted container: the running instance and the one before it (`logs --previous`) stay */
-        add_sandbox(s, "sb1", 0, KR_SANDBOX_READY, 1, false, "10.88.0.9");
-        add_container(s, p, 0, "first-a", KR_CONTAINER_EXITED, 1, 2, true);
-        add_container(s, p, 0, "second-a", KR_CONTAINER_EXITED, 1, 3, true);
-        add_container(s, p, 0, "third-a", KR_CONTAINER_RUNNING, 0, 5, true);
-        kr_pod_status_sort(s);
+        add_sandbox(s, "sb1", 0, KC_SANDBOX_READY, 1, false, "10.88.0.9");
+        add_container(s, p, 0, "first-a", KC_CONTAINER_EXITED, 1, 2, true);
+        add_container(s, p, 0, "second-a", KC_CONTAINER_EXITED, 1, 3, true);
+        add_container(s, p, 0, "third-a", KC_CONTAINER_RUNNING, 0, 5, true);
+        kc_pod_status_sort(s);
         assert_int_equal(kr_compute_pod_gc(p, s, &g), 0);
         assert_int_equal(g.n_containers, 1);
         assert_string_equal(g.containers[0], "first-a");
@@ -444,9 +445,9 @@ static void test_gc_keeps_previous_of_running_instance(void **state) {
         "  - {name: a, image: busybox:1.36, command: [sleep, '3600']}\n"        \
         "  - {name: b, image: busybox:1.36, command: [sleep, '3600']}\n"
 
-static void add_instance(struct kr_pod_status *s, const struct container *spec, const char *id, const char *sandbox,
-                         enum kr_container_state st, int exit_code, int64_t created) {
-        struct kr_container *c = calloc(1, sizeof(*c));
+static void add_instance(struct kc_pod_status *s, const struct container *spec, const char *id, const char *sandbox,
+                         enum kc_container_state st, int exit_code, int64_t created) {
+        struct kc_container *c = calloc(1, sizeof(*c));
         char hash[KR_HASH_MAX];
         assert_int_equal(kr_container_hash(spec, hash), 0);
         c->id = strdup(id);
@@ -457,12 +458,12 @@ static void add_instance(struct kr_pod_status *s, const struct container *spec, 
         c->created_at = created;
         c->hash = strdup(hash);
         c->have_status = true;
-        assert_int_equal(kr_pod_status_add_container(s, c), 0);
+        assert_int_equal(kc_pod_status_add_container(s, c), 0);
 }
 
 static void test_init_new_pod_starts_first_init_container(void **state) {
         _cleanup_pod_free_ struct pod *p = parse_pod(INIT_POD("Always"));
-        _cleanup_(kr_pod_status_freep) struct kr_pod_status *s = status_new();
+        _cleanup_(kc_pod_status_freep) struct kc_pod_status *s = status_new();
         struct kr_pod_actions a;
 
         assert_int_equal(kr_compute_pod_actions(p, s, NULL, &a), 0);
@@ -475,13 +476,13 @@ static void test_init_new_pod_starts_first_init_container(void **state) {
 
 static void test_init_containers_run_in_order(void **state) {
         _cleanup_pod_free_ struct pod *p = parse_pod(INIT_POD("Always"));
-        _cleanup_(kr_pod_status_freep) struct kr_pod_status *s = status_new();
+        _cleanup_(kc_pod_status_freep) struct kc_pod_status *s = status_new();
         struct kr_pod_actions a;
 
-        add_sandbox(s, "sb1", 0, KR_SANDBOX_READY, 1, false, "10.0.0.2");
+        add_sandbox(s, "sb1", 0, KC_SANDBOX_READY, 1, false, "10.0.0.2");
         /* i1 running: wait for it, start nothing, keep the sandbox */
-        add_instance(s, &p->spec.init_containers[0], "c-i1", "sb1", KR_CONTAINER_RUNNING, 0, 2);
-        kr_pod_status_sort(s);
+        add_instance(s, &p->spec.init_containers[0], "c-i1", "sb1", KC_CONTAINER_RUNNING, 0, 2);
+        kc_pod_status_sort(s);
         assert_int_equal(kr_compute_pod_actions(p, s, NULL, &a), 0);
         assert_false(a.kill_pod);
         assert_false(a.create_sandbox);
@@ -490,7 +491,7 @@ static void test_init_containers_run_in_order(void **state) {
         kr_pod_actions_done(&a);
 
         /* i1 completed: i2 next */
-        s->containers[0]->state = KR_CONTAINER_EXITED;
+        s->containers[0]->state = KC_CONTAINER_EXITED;
         assert_int_equal(kr_compute_pod_actions(p, s, NULL, &a), 0);
         assert_int_equal(a.n_start, 0);
         assert_int_equal(a.n_init_start, 1);
@@ -499,8 +500,8 @@ static void test_init_containers_run_in_order(void **state) {
         kr_pod_actions_done(&a);
 
         /* i2 completed too: the app containers start, all of them */
-        add_instance(s, &p->spec.init_containers[1], "c-i2", "sb1", KR_CONTAINER_EXITED, 0, 3);
-        kr_pod_status_sort(s);
+        add_instance(s, &p->spec.init_containers[1], "c-i2", "sb1", KC_CONTAINER_EXITED, 0, 3);
+        kc_pod_status_sort(s);
         assert_int_equal(kr_compute_pod_actions(p, s, NULL, &a), 0);
         assert_int_equal(a.n_init_start, 0);
         assert_int_equal(a.n_start, 2);
@@ -509,11 +510,11 @@ static void test_init_containers_run_in_order(void **state) {
         kr_pod_actions_done(&a);
 
         /* an app container running: initialized, even with the init instances gone (GC) */
-        kr_pod_status_free(s);
+        kc_pod_status_free(s);
         s = status_new();
-        add_sandbox(s, "sb1", 0, KR_SANDBOX_READY, 1, false, "10.0.0.2");
-        add_instance(s, &p->spec.containers[0], "c-a", "sb1", KR_CONTAINER_RUNNING, 0, 4);
-        kr_pod_status_sort(s);
+        add_sandbox(s, "sb1", 0, KC_SANDBOX_READY, 1, false, "10.0.0.2");
+        add_instance(s, &p->spec.containers[0], "c-a", "sb1", KC_CONTAINER_RUNNING, 0, 4);
+        kc_pod_status_sort(s);
         assert_int_equal(kr_compute_pod_actions(p, s, NULL, &a), 0);
         assert_int_equal(a.n_init_start, 0);
         assert_int_equal(a.n_start, 1);
@@ -523,13 +524,13 @@ static void test_init_containers_run_in_order(void **state) {
 
 static void init_failed(const char *policy, bool restarted) {
         _cleanup_pod_free_ struct pod *p = parse_pod(policy);
-        _cleanup_(kr_pod_status_freep) struct kr_pod_status *s = status_new();
+        _cleanup_(kc_pod_status_freep) struct kc_pod_status *s = status_new();
         struct kr_pod_actions a;
 
-        add_sandbox(s, "sb1", 0, KR_SANDBOX_READY, 1, false, "10.0.0.2");
-        add_instance(s, &p->spec.init_containers[0], "c-i1", "sb1", KR_CONTAINER_EXITED, 0, 2);
-        add_instance(s, &p->spec.init_containers[1], "c-i2", "sb1", KR_CONTAINER_EXITED, 3, 3);
-        kr_pod_status_sort(s);
+        add_sandbox(s, "sb1", 0, KC_SANDBOX_READY, 1, false, "10.0.0.2");
+        add_instance(s, &p->spec.init_containers[0], "c-i1", "sb1", KC_CONTAINER_EXITED, 0, 2);
+        add_instance(s, &p->spec.init_containers[1], "c-i2", "sb1", KC_CONTAINER_EXITED, 3, 3);
+        kc_pod_status_sort(s);
         assert_int_equal(kr_compute_pod_actions(p, s, NULL, &a), 0);
         assert_false(a.create_sandbox);
         if (restarted) {
@@ -547,7 +548,7 @@ static void init_failed(const char *policy, bool restarted) {
 
         /* once its sandbox is stopped, a pod that never restarts gets no new one */
         if (!restarted) {
-                s->sandboxes[0]->state = KR_SANDBOX_NOTREADY;
+                s->sandboxes[0]->state = KC_SANDBOX_NOTREADY;
                 assert_int_equal(kr_compute_pod_actions(p, s, NULL, &a), 0);
                 assert_false(a.create_sandbox);
                 assert_int_equal(a.n_start, 0);
@@ -563,13 +564,13 @@ static void test_init_failure_per_restart_policy(void **state) {
 
 static void test_init_oom_killed_counts_as_failed(void **state) {
         _cleanup_pod_free_ struct pod *p = parse_pod(INIT_POD("Never"));
-        _cleanup_(kr_pod_status_freep) struct kr_pod_status *s = status_new();
+        _cleanup_(kc_pod_status_freep) struct kc_pod_status *s = status_new();
         struct kr_pod_actions a;
 
-        add_sandbox(s, "sb1", 0, KR_SANDBOX_READY, 1, false, "10.0.0.2");
-        add_instance(s, &p->spec.init_containers[0], "c-i1", "sb1", KR_CONTAINER_EXITED, 0, 2);
+        add_sandbox(s, "sb1", 0, KC_SANDBOX_READY, 1, false, "10.0.0.2");
+        add_instance(s, &p->spec.init_containers[0], "c-i1", "sb1", KC_CONTAINER_EXITED, 0, 2);
         s->containers[0]->reason = strdup("OOMKilled");
-        kr_pod_status_sort(s);
+        kc_pod_status_sort(s);
         assert_int_equal(kr_compute_pod_actions(p, s, NULL, &a), 0);
         assert_true(a.kill_pod);
         assert_int_equal(a.n_start, 0);
@@ -578,13 +579,13 @@ static void test_init_oom_killed_counts_as_failed(void **state) {
 
 static void test_init_created_instance_is_removed_first(void **state) {
         _cleanup_pod_free_ struct pod *p = parse_pod(INIT_POD("Always"));
-        _cleanup_(kr_pod_status_freep) struct kr_pod_status *s = status_new();
+        _cleanup_(kc_pod_status_freep) struct kc_pod_status *s = status_new();
         struct kr_pod_actions a;
 
-        add_sandbox(s, "sb1", 0, KR_SANDBOX_READY, 1, false, "10.0.0.2");
-        add_instance(s, &p->spec.init_containers[0], "c-i1", "sb1", KR_CONTAINER_EXITED, 0, 2);
-        add_instance(s, &p->spec.init_containers[1], "c-i2", "sb1", KR_CONTAINER_CREATED, 0, 3);
-        kr_pod_status_sort(s);
+        add_sandbox(s, "sb1", 0, KC_SANDBOX_READY, 1, false, "10.0.0.2");
+        add_instance(s, &p->spec.init_containers[0], "c-i1", "sb1", KC_CONTAINER_EXITED, 0, 2);
+        add_instance(s, &p->spec.init_containers[1], "c-i2", "sb1", KC_CONTAINER_CREATED, 0, 3);
+        kc_pod_status_sort(s);
         assert_int_equal(kr_compute_pod_actions(p, s, NULL, &a), 0);
         assert_int_equal(a.n_kill, 1);
         assert_string_equal(a.kill[0].container->id, "c-i2");
@@ -597,16 +598,16 @@ static void test_init_created_instance_is_removed_first(void **state) {
 
 static void test_init_reruns_after_sandbox_recreation(void **state) {
         _cleanup_pod_free_ struct pod *p = parse_pod(INIT_POD("Always"));
-        _cleanup_(kr_pod_status_freep) struct kr_pod_status *s = status_new();
+        _cleanup_(kc_pod_status_freep) struct kc_pod_status *s = status_new();
         struct kr_pod_actions a;
 
         /* initialized and running in sb1, then sb1 died */
-        add_sandbox(s, "sb1", 0, KR_SANDBOX_NOTREADY, 1, false, "10.0.0.2");
-        add_instance(s, &p->spec.init_containers[0], "c-i1", "sb1", KR_CONTAINER_EXITED, 0, 2);
-        add_instance(s, &p->spec.init_containers[1], "c-i2", "sb1", KR_CONTAINER_EXITED, 0, 3);
-        add_instance(s, &p->spec.containers[0], "c-a", "sb1", KR_CONTAINER_EXITED, 137, 4);
-        add_instance(s, &p->spec.containers[1], "c-b", "sb1", KR_CONTAINER_EXITED, 137, 5);
-        kr_pod_status_sort(s);
+        add_sandbox(s, "sb1", 0, KC_SANDBOX_NOTREADY, 1, false, "10.0.0.2");
+        add_instance(s, &p->spec.init_containers[0], "c-i1", "sb1", KC_CONTAINER_EXITED, 0, 2);
+        add_instance(s, &p->spec.init_containers[1], "c-i2", "sb1", KC_CONTAINER_EXITED, 0, 3);
+        add_instance(s, &p->spec.containers[0], "c-a", "sb1", KC_CONTAINER_EXITED, 137, 4);
+        add_instance(s, &p->spec.containers[1], "c-b", "sb1", KC_CONTAINER_EXITED, 137, 5);
+        kc_pod_status_sort(s);
         assert_int_equal(kr_compute_pod_actions(p, s, NULL, &a), 0);
         assert_true(a.create_sandbox);
         assert_int_equal(a.attempt, 1);
@@ -616,9 +617,9 @@ static void test_init_reruns_after_sandbox_recreation(void **state) {
         kr_pod_actions_done(&a);
 
         /* in the new sandbox sb2, i1 completed: i2 runs again although its old instance completed in sb1 */
-        add_sandbox(s, "sb2", 1, KR_SANDBOX_READY, 10, false, "10.0.0.3");
-        add_instance(s, &p->spec.init_containers[0], "c-i1-2", "sb2", KR_CONTAINER_EXITED, 0, 11);
-        kr_pod_status_sort(s);
+        add_sandbox(s, "sb2", 1, KC_SANDBOX_READY, 10, false, "10.0.0.3");
+        add_instance(s, &p->spec.init_containers[0], "c-i1-2", "sb2", KC_CONTAINER_EXITED, 0, 11);
+        kc_pod_status_sort(s);
         assert_int_equal(kr_compute_pod_actions(p, s, NULL, &a), 0);
         assert_false(a.create_sandbox);
         assert_int_equal(a.n_start, 0);
@@ -643,12 +644,12 @@ static void test_init_reruns_after_sandbox_recreation(void **state) {
 
 static void test_sidecar_gates_the_next_init_container(void **state) {
         _cleanup_pod_free_ struct pod *p = parse_pod(SIDECAR_POD("Always", ""));
-        _cleanup_(kr_pod_status_freep) struct kr_pod_status *s = status_new();
+        _cleanup_(kc_pod_status_freep) struct kc_pod_status *s = status_new();
         struct kr_pod_actions a;
 
-        add_sandbox(s, "sb1", 0, KR_SANDBOX_READY, 1, false, "10.0.0.2");
-        add_instance(s, &p->spec.init_containers[0], "c-s1", "sb1", KR_CONTAINER_RUNNING, 0, 2);
-        kr_pod_status_sort(s);
+        add_sandbox(s, "sb1", 0, KC_SANDBOX_READY, 1, false, "10.0.0.2");
+        add_instance(s, &p->spec.init_containers[0], "c-s1", "sb1", KC_CONTAINER_RUNNING, 0, 2);
+        kc_pod_status_sort(s);
         /* the sidecar runs (no startup probe): the next init container starts */
         assert_int_equal(kr_compute_pod_actions(p, s, NULL, &a), 0);
         assert_int_equal(a.n_init_start, 1);
@@ -658,8 +659,8 @@ static void test_sidecar_gates_the_next_init_container(void **state) {
         kr_pod_actions_done(&a);
 
         /* i2 completed: the app containers start, the sidecar keeps running */
-        add_instance(s, &p->spec.init_containers[1], "c-i2", "sb1", KR_CONTAINER_EXITED, 0, 3);
-        kr_pod_status_sort(s);
+        add_instance(s, &p->spec.init_containers[1], "c-i2", "sb1", KC_CONTAINER_EXITED, 0, 3);
+        kc_pod_status_sort(s);
         assert_int_equal(kr_compute_pod_actions(p, s, NULL, &a), 0);
         assert_int_equal(a.n_init_start, 0);
         assert_int_equal(a.n_kill, 0);
@@ -671,14 +672,14 @@ static void test_sidecar_gates_the_next_init_container(void **state) {
 static void test_sidecar_startup_probe_gates(void **state) {
         _cleanup_pod_free_ struct pod *p =
                 parse_pod(SIDECAR_POD("Always", ", startupProbe: {exec: {command: ['true']}}"));
-        _cleanup_(kr_pod_status_freep) struct kr_pod_status *s = status_new();
+        _cleanup_(kc_pod_status_freep) struct kc_pod_status *s = status_new();
         struct fake_probes f = { .id = "c-s1" };
         struct probe_results probes = { .get = fake_get, .userdata = &f };
         struct kr_pod_actions a;
 
-        add_sandbox(s, "sb1", 0, KR_SANDBOX_READY, 1, false, "10.0.0.2");
-        add_instance(s, &p->spec.init_containers[0], "c-s1", "sb1", KR_CONTAINER_RUNNING, 0, 2);
-        kr_pod_status_sort(s);
+        add_sandbox(s, "sb1", 0, KC_SANDBOX_READY, 1, false, "10.0.0.2");
+        add_instance(s, &p->spec.init_containers[0], "c-s1", "sb1", KC_CONTAINER_RUNNING, 0, 2);
+        kc_pod_status_sort(s);
         /* no startup result yet: wait */
         assert_int_equal(kr_compute_pod_actions(p, s, &probes, &a), 0);
         assert_int_equal(a.n_init_start, 0);
@@ -703,14 +704,14 @@ static void test_sidecar_startup_probe_gates(void **state) {
 
 static void test_sidecar_restarted_whatever_the_policy(void **state) {
         _cleanup_pod_free_ struct pod *p = parse_pod(SIDECAR_POD("Never", ""));
-        _cleanup_(kr_pod_status_freep) struct kr_pod_status *s = status_new();
+        _cleanup_(kc_pod_status_freep) struct kc_pod_status *s = status_new();
         struct kr_pod_actions a;
 
-        add_sandbox(s, "sb1", 0, KR_SANDBOX_READY, 1, false, "10.0.0.2");
-        add_instance(s, &p->spec.init_containers[0], "c-s1", "sb1", KR_CONTAINER_EXITED, 0, 2);
-        add_instance(s, &p->spec.init_containers[1], "c-i2", "sb1", KR_CONTAINER_EXITED, 0, 3);
-        add_instance(s, &p->spec.containers[0], "c-a", "sb1", KR_CONTAINER_RUNNING, 0, 4);
-        kr_pod_status_sort(s);
+        add_sandbox(s, "sb1", 0, KC_SANDBOX_READY, 1, false, "10.0.0.2");
+        add_instance(s, &p->spec.init_containers[0], "c-s1", "sb1", KC_CONTAINER_EXITED, 0, 2);
+        add_instance(s, &p->spec.init_containers[1], "c-i2", "sb1", KC_CONTAINER_EXITED, 0, 3);
+        add_instance(s, &p->spec.containers[0], "c-a", "sb1", KC_CONTAINER_RUNNING, 0, 4);
+        kc_pod_status_sort(s);
         /* the sidecar exited while the app runs: restarted although the pod's policy is Never */
         assert_int_equal(kr_compute_pod_actions(p, s, NULL, &a), 0);
         assert_int_equal(a.n_init_start, 1);
@@ -720,7 +721,7 @@ static void test_sidecar_restarted_whatever_the_policy(void **state) {
         kr_pod_actions_done(&a);
 
         /* the app is done: the pod is done, the sidecar does not keep it alive */
-        s->containers[0]->state = KR_CONTAINER_EXITED;
+        s->containers[0]->state = KC_CONTAINER_EXITED;
         assert_int_equal(kr_compute_pod_actions(p, s, NULL, &a), 0);
         assert_true(a.kill_pod);
         assert_int_equal(a.n_init_start, 0);
@@ -760,20 +761,20 @@ static void test_decide_image_table(void **state) {
 
 static void test_crash_backoff_decision(void **state) {
         _cleanup_pod_free_ struct pod *p = parse_pod(POD("Always"));
-        _cleanup_(kr_pod_status_freep) struct kr_pod_status *s = status_new();
+        _cleanup_(kc_pod_status_freep) struct kc_pod_status *s = status_new();
         struct kr_crash_backoff d = {};
         struct kr_pod_actions a = {};
         struct backoff b;
         const uint64_t finished = 1000 * SEC;
-        struct kr_container *ca, *cb;
+        struct kc_container *ca, *cb;
 
         backoff_init(&b, 10 * SEC, 300 * SEC);
-        add_sandbox(s, "sb1", 0, KR_SANDBOX_READY, 1, false, "10.0.0.2");
-        add_container(s, p, 0, "c-a", KR_CONTAINER_EXITED, 1, 2, true);
-        add_container(s, p, 1, "c-b", KR_CONTAINER_RUNNING, 0, 3, true);
-        kr_pod_status_sort(s);
-        ca = (struct kr_container *) kr_pod_status_find_container(s, "a");
-        cb = (struct kr_container *) kr_pod_status_find_container(s, "b");
+        add_sandbox(s, "sb1", 0, KC_SANDBOX_READY, 1, false, "10.0.0.2");
+        add_container(s, p, 0, "c-a", KC_CONTAINER_EXITED, 1, 2, true);
+        add_container(s, p, 1, "c-b", KC_CONTAINER_RUNNING, 0, 3, true);
+        kc_pod_status_sort(s);
+        ca = (struct kc_container *) kc_pod_status_find_container(s, "a");
+        cb = (struct kc_container *) kc_pod_status_find_container(s, "b");
         ca->finished_at = (int64_t) (finished * 1000); /* nsec */
 
         /* a running container: no back-off applies */
@@ -830,17 +831,17 @@ static void test_crash_backoff_decision(void **state) {
 
 static void test_kill_rounds(void **state) {
         _cleanup_pod_free_ struct pod *p = parse_pod(POD("Always"));
-        _cleanup_(kr_pod_status_freep) struct kr_pod_status *s = status_new();
+        _cleanup_(kc_pod_status_freep) struct kc_pod_status *s = status_new();
         struct kr_pod_actions a = { .kill_pod = true, .sandbox_reason = "why" };
         struct kr_kill_target *t = NULL;
         size_t n = 0;
 
-        add_sandbox(s, "sb1", 0, KR_SANDBOX_READY, 1, false, "10.0.0.2");
-        add_container(s, p, 0, "c-a", KR_CONTAINER_RUNNING, 0, 2, true);
-        add_container(s, p, 1, "c-b", KR_CONTAINER_EXITED, 0, 3, true);
-        add_container(s, p, 1, "c-side", KR_CONTAINER_RUNNING, 0, 4, true);
-        add_container(s, p, 1, "c-unknown", KR_CONTAINER_UNKNOWN, 0, 5, true);
-        kr_pod_status_sort(s);
+        add_sandbox(s, "sb1", 0, KC_SANDBOX_READY, 1, false, "10.0.0.2");
+        add_container(s, p, 0, "c-a", KC_CONTAINER_RUNNING, 0, 2, true);
+        add_container(s, p, 1, "c-b", KC_CONTAINER_EXITED, 0, 3, true);
+        add_container(s, p, 1, "c-side", KC_CONTAINER_RUNNING, 0, 4, true);
+        add_container(s, p, 1, "c-unknown", KC_CONTAINER_UNKNOWN, 0, 5, true);
+        kc_pod_status_sort(s);
         for (size_t i = 0; i < s->n_containers; i++)
                 if (streq(s->containers[i]->id, "c-side"))
                         assert_int_equal(strmap_set(&s->containers[i]->annotations, ANNOTATION_CONTAINER_SIDECAR, "true"), 0);

@@ -56,7 +56,7 @@ static void expect_list(char **got, size_t n, const char *const *want) {
 #define L(...) ((const char *const[]) { __VA_ARGS__, NULL })
 #define NONE ((const char *const[]) { NULL })
 
-static Runtime__V1__DNSConfig *build(const char *spec, struct kr_build_context *ctx) {
+static Runtime__V1__DNSConfig *build(const char *spec, struct kc_build_context *ctx) {
         Runtime__V1__DNSConfig *d = NULL;
         struct pod *p = parse_spec(spec);
         assert_int_equal(kr_pod_dns_config(p, ctx, &d), 0);
@@ -78,8 +78,8 @@ static void test_parse(void **state) {
 
 static void test_policies(void **state) {
         char *cluster_dns[] = { "10.96.0.10", NULL };
-        struct kr_build_report report = {};
-        struct kr_build_context ctx = { .resolv_conf = resolv, .cluster_dns = cluster_dns,
+        struct kc_build_report report = {};
+        struct kc_build_context ctx = { .resolv_conf = resolv, .cluster_dns = cluster_dns,
                                         .cluster_domain = "cluster.local", .report = &report };
         Runtime__V1__DNSConfig *d;
 
@@ -130,7 +130,7 @@ static void test_policies(void **state) {
         assert_string_equal(report.event_messages[0],
                             "pod: \"web_ns1(u1)\". kubelet does not have ClusterDNS IP configured and cannot create "
                             "Pod using \"ClusterFirst\" policy. Falling back to \"Default\" policy.");
-        kr_build_report_done(&report);
+        kc_build_report_done(&report);
 
         /* --resolv-conf "": localhost and "." */
         ctx.resolv_conf = "";
@@ -139,12 +139,12 @@ static void test_policies(void **state) {
         expect_list(d->searches, d->n_searches, L("."));
         assert_int_equal(d->n_options, 0);
         kr_pb_free(d);
-        kr_build_report_done(&report);
+        kc_build_report_done(&report);
 }
 
 static void test_limits(void **state) {
-        struct kr_build_report report = {};
-        struct kr_build_context ctx = { .resolv_conf = "", .report = &report };
+        struct kc_build_report report = {};
+        struct kc_build_context ctx = { .resolv_conf = "", .report = &report };
         _cleanup_free_ char *spec = NULL, *searches = NULL;
         Runtime__V1__DNSConfig *d;
 
@@ -155,7 +155,7 @@ static void test_limits(void **state) {
         assert_string_equal(report.event_reasons[0], "DNSConfigForming");
         assert_string_equal(report.event_messages[0], "Nameserver limits were exceeded, some nameservers have been "
                                                       "omitted, the applied nameserver line is: 127.0.0.1 1.1.1.1 2.2.2.2");
-        kr_build_report_done(&report);
+        kc_build_report_done(&report);
 
         /* 40 searches of 82 characters: cut to 32, then to 2048 characters (24 of them) */
         searches = strdup("");
@@ -181,7 +181,7 @@ static void test_limits(void **state) {
         assert_string_equal(report.event_reasons[0], "DNSConfigForming");
         assert_true(startswith(report.event_messages[0], "Search Line limits were exceeded, some search paths have "
                                                          "been omitted, the applied search line is: d00-"));
-        kr_build_report_done(&report);
+        kc_build_report_done(&report);
 }
 
 static void expect_invalid(const char *spec_json, const char *field, const char *detail) {

@@ -74,8 +74,8 @@ static const char *get(const struct strmap *m, const char *k) {
 
 static void test_env_all_sources(void **state) {
         struct pod_objects *objs = NULL;
-        struct kr_build_report report = {};
-        struct kr_build_context ctx = { .node_name = "node1", .node_ip = "10.0.0.1", .pod_ip = "10.88.0.5",
+        struct kc_build_report report = {};
+        struct kc_build_context ctx = { .node_name = "node1", .node_ip = "10.0.0.1", .pod_ip = "10.88.0.5",
                                         .alloc_cpu_milli = 4000, .alloc_memory_bytes = 8LL << 30,
                                         .report = &report };
         struct strmap env = {};
@@ -169,7 +169,7 @@ static void test_env_all_sources(void **state) {
                             "Keys [1BAD] from the EnvFrom configMap ns1/cfg were skipped since they are considered "
                             "invalid environment variable names.");
         strmap_done(&env);
-        kr_build_report_done(&report);
+        kc_build_report_done(&report);
 
         /* the CRI config: envs in order, command and args expanded with the final environment */
         {
@@ -182,15 +182,15 @@ static void test_env_all_sources(void **state) {
                 assert_string_equal(cfg->envs[0]->key, "LEVEL");
                 assert_string_equal(cfg->envs[0]->value, "debug");
                 kr_pb_free(cfg);
-                kr_build_report_done(&report);
+                kc_build_report_done(&report);
         }
         pod_free(p);
         pod_objects_free(objs);
 }
 
 static void expect_env_error(struct pod_objects *objs, const char *env_yaml, const char *message) {
-        struct kr_build_report report = {};
-        struct kr_build_context ctx = { .objects = objs, .report = &report };
+        struct kc_build_report report = {};
+        struct kc_build_context ctx = { .objects = objs, .report = &report };
         struct strmap env = {};
         _cleanup_free_ char *c = NULL;
         struct pod *p;
@@ -201,7 +201,7 @@ static void expect_env_error(struct pod_objects *objs, const char *env_yaml, con
         assert_non_null(report.error);
         assert_string_equal(report.error, message);
         assert_int_equal(env.n, 0);
-        kr_build_report_done(&report);
+        kc_build_report_done(&report);
         pod_free(p);
 }
 

@@ -48,7 +48,7 @@ static const char SPEC[] =
         "    securityContext: {privileged: true}\n";
 
 static void test_container_mapping(void **state) {
-        struct kr_build_context ctx = { .root_dir = "/var/lib/ck", .pod_logs_dir = "/tmp" };
+        struct kc_build_context ctx = { .root_dir = "/var/lib/ck", .pod_logs_dir = "/tmp" };
         Runtime__V1__ContainerConfig *cfg = NULL;
         Runtime__V1__LinuxContainerSecurityContext *sc;
         struct pod *p = parse_spec(SPEC);
@@ -91,7 +91,7 @@ static void test_container_mapping(void **state) {
 }
 
 static void test_sandbox_mapping(void **state) {
-        struct kr_build_context ctx = { .root_dir = "/var/lib/ck", .pod_logs_dir = "/tmp" };
+        struct kc_build_context ctx = { .root_dir = "/var/lib/ck", .pod_logs_dir = "/tmp" };
         Runtime__V1__PodSandboxConfig *cfg = NULL;
         Runtime__V1__LinuxSandboxSecurityContext *sc;
         struct pod *p = parse_spec(SPEC);
@@ -123,8 +123,8 @@ static void test_sandbox_mapping(void **state) {
 }
 
 static void test_image_user_and_non_root(void **state) {
-        struct kr_build_report report = {};
-        struct kr_build_context ctx = { .root_dir = "/r", .pod_logs_dir = "/tmp", .image_user_known = true,
+        struct kc_build_report report = {};
+        struct kc_build_context ctx = { .root_dir = "/r", .pod_logs_dir = "/tmp", .image_user_known = true,
                                         .report = &report };
         Runtime__V1__ContainerConfig *cfg = NULL;
         struct pod *p;
@@ -150,7 +150,7 @@ static void test_image_user_and_non_root(void **state) {
         assert_null(cfg);
         assert_string_equal(report.error, "container has runAsNonRoot and image will run as root (pod: "
                                           "\"web_ns1(u-1)\", container: a)");
-        kr_build_report_done(&report);
+        kc_build_report_done(&report);
         /* an image with a numeric user: it becomes run_as_user */
         ctx.image_uid_set = true;
         ctx.image_uid = 1234;

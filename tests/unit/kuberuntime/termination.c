@@ -10,7 +10,7 @@
 #include <cmocka.h>
 
 #include "apis/manifest.h"
-#include "kuberuntime/labels.h"
+#include "container/labels.h"
 #include "kuberuntime/termination.h"
 
 static char tmpdir[] = "/tmp/ckubelet-term-XXXXXX";
@@ -22,9 +22,9 @@ static void write_file(const char *path, const char *data) {
         fclose(f);
 }
 
-static struct kr_container *exited(int exit_code, const char *policy, const char *log_path) {
-        struct kr_container *c = calloc(1, sizeof(*c));
-        c->state = KR_CONTAINER_EXITED;
+static struct kc_container *exited(int exit_code, const char *policy, const char *log_path) {
+        struct kc_container *c = calloc(1, sizeof(*c));
+        c->state = KC_CONTAINER_EXITED;
         c->exit_code = exit_code;
         c->message = strdup("");
         c->log_path = strdup(log_path);
@@ -40,7 +40,7 @@ static void test_mount_and_read(void **state) {
         struct pod_set set = {};
         Runtime__V1__ContainerConfig cfg = RUNTIME__V1__CONTAINER_CONFIG__INIT;
         Runtime__V1__ContainerStatus st = RUNTIME__V1__CONTAINER_STATUS__INIT;
-        struct kr_container *c;
+        struct kc_container *c;
         char big[5001];
 
         assert_int_equal(manifest_parse(yaml, strlen(yaml), &set, &err), 0);
@@ -60,7 +60,7 @@ static void test_mount_and_read(void **state) {
         c->message = strdup("runtime says");
         assert_int_equal(kr_container_read_termination_message(c, &st), 0);
         assert_string_equal(c->message, "runtime says: written by the app");
-        kr_container_free(c);
+        kc_container_free(c);
 
         /* at most the last 4096 bytes */
         memset(big, 'a', sizeof(big) - 1);
@@ -71,30 +71,30 @@ static void test_mount_and_read(void **state) {
         assert_int_equal(kr_container_read_termination_message(c, &st), 0);
         assert_int_equal(strlen(c->message), KR_TERMINATION_MESSAGE_MAX);
         assert_int_equal(c->message[KR_TERMINATION_MESSAGE_MAX - 1], 'Z');
-        kr_container_free(c);
+        kc_container_free(c);
 
         /* empty file: the log only with FallbackToLogsOnError and a failure */
         write_file(cfg.mounts[0]->host_path, "");
         c = exited(2, "FallbackToLogsOnError", log);
         assert_int_equal(kr_container_read_termination_message(c, &st), 0);
         assert_string_equal(c->message, "one\ntwo\n");
-        kr_container_free(c);
+        kc_container_free(c);
         c = exited(0, "FallbackToLogsOnError", log);
         assert_int_equal(kr_container_read_termination_message(c, &st), 0);
         assert_string_equal(c->message, "");
-        kr_container_free(c);
+        kc_container_free(c);
         c = exited(2, "File", log);
         assert_int_equal(kr_container_read_termination_message(c, &st), 0);
         assert_string_equal(c->message, "");
-        kr_container_free(c);
+        kc_container_free(c);
 
         /* a running container: nothing read */
         write_file(cfg.mounts[0]->host_path, "x");
         c = exited(0, "File", log);
-        c->state = KR_CONTAINER_RUNNING;
+        c->state = KC_CONTAINER_RUNNING;
         assert_int_equal(kr_container_read_termination_message(c, &st), 0);
         assert_string_equal(c->message, "");
-        kr_container_free(c);
+        kc_container_free(c);
 
         for (size_t i = 0; i < cfg.n_mounts; i++)
                 protobuf_c_message_free_unpacked(&cfg.mounts[i]->base, NULL);

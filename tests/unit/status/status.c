@@ -27,22 +27,22 @@ static struct pod *parse_pod(const char *policy) {
         return p;
 }
 
-static struct kr_pod_status *status_new(bool ready_sandbox) {
-        struct kr_pod_status *s;
-        struct kr_sandbox *sb = calloc(1, sizeof(*sb));
-        assert_int_equal(kr_pod_status_new("uid-1", &s), 0);
+static struct kc_pod_status *status_new(bool ready_sandbox) {
+        struct kc_pod_status *s;
+        struct kc_sandbox *sb = calloc(1, sizeof(*sb));
+        assert_int_equal(kc_pod_status_new("uid-1", &s), 0);
         sb->id = strdup("sb1");
-        sb->state = ready_sandbox ? KR_SANDBOX_READY : KR_SANDBOX_NOTREADY;
+        sb->state = ready_sandbox ? KC_SANDBOX_READY : KC_SANDBOX_NOTREADY;
         sb->have_status = true;
         sb->ip = strdup("10.88.0.7");
         sb->created_at = 1;
-        assert_int_equal(kr_pod_status_add_sandbox(s, sb), 0);
+        assert_int_equal(kc_pod_status_add_sandbox(s, sb), 0);
         return s;
 }
 
-static void add(struct kr_pod_status *s, const char *name, const char *id, enum kr_container_state st, int exit_code,
+static void add(struct kc_pod_status *s, const char *name, const char *id, enum kc_container_state st, int exit_code,
                 int64_t created, int restarts) {
-        struct kr_container *c = calloc(1, sizeof(*c));
+        struct kc_container *c = calloc(1, sizeof(*c));
         c->id = strdup(id);
         c->sandbox_id = strdup("sb1");
         c->name = strdup(name);
@@ -50,16 +50,16 @@ static void add(struct kr_pod_status *s, const char *name, const char *id, enum 
         c->exit_code = exit_code;
         c->created_at = created;
         c->started_at = created * 1000000000LL;
-        c->finished_at = st == KR_CONTAINER_EXITED ? (created + 1) * 1000000000LL : 0;
-        c->reason = strdup(st == KR_CONTAINER_EXITED ? (exit_code ? "Error" : "Completed") : "");
+        c->finished_at = st == KC_CONTAINER_EXITED ? (created + 1) * 1000000000LL : 0;
+        c->reason = strdup(st == KC_CONTAINER_EXITED ? (exit_code ? "Error" : "Completed") : "");
         c->image_ref = strdup("sha256:abc");
         c->restart_count = restarts;
         c->have_status = true;
-        assert_int_equal(kr_pod_status_add_container(s, c), 0);
-        kr_pod_status_sort(s);
+        assert_int_equal(kc_pod_status_add_container(s, c), 0);
+        kc_pod_status_sort(s);
 }
 
-static const char *phase(const struct pod *p, const struct kr_pod_status *s) {
+static const char *phase(const struct pod *p, const struct kc_pod_status *s) {
         struct pod_status_input in = { .pod = p, .observed = s };
         return pod_status_phase(&in);
 }
@@ -67,22 +67,22 @@ static const char *phase(const struct pod *p, const struct kr_pod_status *s) {
 static void test_phase(void **state) {
         _cleanup_pod_free_ struct pod *always = parse_pod("Always"), *never = parse_pod("Never"),
                                       *onfail = parse_pod("OnFailure");
-        _cleanup_(kr_pod_status_freep) struct kr_pod_status *none = status_new(true), *mixed = status_new(true),
+        _cleanup_(kc_pod_status_freep) struct kc_pod_status *none = status_new(true), *mixed = status_new(true),
                                                            *done = status_new(true), *failed = status_new(true);
 
         assert_string_equal(phase(always, NULL), "Pending");
         assert_string_equal(phase(always, none), "Pending");
-        add(mixed, "a", "a1", KR_CONTAINER_RUNNING, 0, 5, 0);
+        add(mixed, "a", "a1", KC_CONTAINER_RUNNING, 0, 5, 0);
         assert_string_equal(phase(always, mixed), "Pending"); /* b not created yet */
-        add(mixed, "b", "b1", KR_CONTAINER_EXITED, 1, 4, 0);
+        add(mixed, "b", "b1", KC_CONTAINER_EXITED, 1, 4, 0);
         assert_string_equal(phase(always, mixed), "Running");
-        add(done, "a", "a1", KR_CONTAINER_EXITED, 0, 4, 0);
-        add(done, "b", "b1", KR_CONTAINER_EXITED, 0, 4, 0);
+        add(done, "a", "a1", KC_CONTAINER_EXITED, 0, 4, 0);
+        add(done, "b", "b1", KC_CONTAINER_EXITED, 0, 4, 0);
         assert_string_equal(phase(never, done), "Succeeded");
         assert_string_equal(phase(onfail, done), "Succeeded");
         assert_string_equal(phase(always, done), "Running"); /* they will be restarted */
-        add(failed, "a", "a1", KR_CONTAINER_EXITED, 0, 4, 0);
-        add(failed, "b", "b1", KR_CONTAINER_EXITED, 2, 4, 0);
+        add(failed, "a", "a1", KC_CONTAINER_EXITED, 0, 4, 0);
+        add(failed, "b", "b1", KC_CONTAINER_EXITED, 2, 4, 0);
         assert_string_equal(phase(never, failed), "Failed");
         assert_string_equal(phase(onfail, failed), "Running");
 }
@@ -99,16 +99,16 @@ static json_t *find(json_t *arr, const char *key, const char *value) {
 
 static void test_generate(void **state) {
         _cleanup_pod_free_ struct pod *p = parse_pod("Always");
-        _cleanup_(kr_pod_status_freep) struct kr_pod_status *s = status_new(true);
+        _cleanup_(kc_pod_status_freep) struct kc_pod_status *s = status_new(true);
         struct container_waiting w = { .name = (char *) "b", .reason = "CrashLoopBackOff",
                                        .message = (char *) "back-off 10s restarting failed container=b" };
         struct pod_status_input in = { .pod = p, .observed = s, .waiting = &w, .n_waiting = 1, .host_ip = "192.0.2.2",
                                        .start_time_usec = 1700000000000000, .initialized_usec = 1700000000000000 };
         json_t *st = NULL, *cs, *a, *b, *ready;
 
-        add(s, "a", "a2", KR_CONTAINER_RUNNING, 0, 9, 1);
-        add(s, "a", "a1", KR_CONTAINER_EXITED, 137, 3, 0);
-        add(s, "b", "b1", KR_CONTAINER_EXITED, 3, 5, 4);
+        add(s, "a", "a2", KC_CONTAINER_RUNNING, 0, 9, 1);
+        add(s, "a", "a1", KC_CONTAINER_EXITED, 137, 3, 0);
+        add(s, "b", "b1", KC_CONTAINER_EXITED, 3, 5, 4);
         assert_int_equal(pod_status_generate(&in, &st), 0);
 
         assert_string_equal(json_string_value(json_object_get(st, "phase")), "Running");
@@ -191,11 +191,11 @@ static const char *cond_field(json_t *st, const char *type, const char *field) {
 
 static void test_init_containers_status(void **state) {
         _cleanup_pod_free_ struct pod *p = parse_init_pod("Never");
-        _cleanup_(kr_pod_status_freep) struct kr_pod_status *s = status_new(true);
+        _cleanup_(kc_pod_status_freep) struct kc_pod_status *s = status_new(true);
         struct pod_status_input in = { .pod = p, .observed = s, .host_ip = "10.0.0.1" };
         json_t *st, *ics;
 
-        add(s, "i1", "c-i1", KR_CONTAINER_RUNNING, 0, 2, 0);
+        add(s, "i1", "c-i1", KC_CONTAINER_RUNNING, 0, 2, 0);
         assert_int_equal(pod_status_generate(&in, &st), 0);
         assert_string_equal(json_string_value(json_object_get(st, "phase")), "Pending");
         assert_string_equal(cond_field(st, "Initialized", "status"), "False");
@@ -213,14 +213,14 @@ static void test_init_containers_status(void **state) {
         json_decref(st);
 
         /* i1 failed with restartPolicy Never: the pod failed */
-        s->containers[0]->state = KR_CONTAINER_EXITED;
+        s->containers[0]->state = KC_CONTAINER_EXITED;
         s->containers[0]->exit_code = 1;
         assert_string_equal(pod_status_phase(&in), "Failed");
 
         /* both completed and the app runs: initialized, ready init containers, Running */
         s->containers[0]->exit_code = 0;
-        add(s, "i2", "c-i2", KR_CONTAINER_EXITED, 0, 3, 0);
-        add(s, "a", "c-a", KR_CONTAINER_RUNNING, 0, 5, 0);
+        add(s, "i2", "c-i2", KC_CONTAINER_EXITED, 0, 3, 0);
+        add(s, "a", "c-a", KC_CONTAINER_RUNNING, 0, 5, 0);
         assert_int_equal(pod_status_generate(&in, &st), 0);
         assert_string_equal(json_string_value(json_object_get(st, "phase")), "Running");
         assert_string_equal(cond_field(st, "Initialized", "status"), "True");

@@ -160,7 +160,7 @@ static void test_downward_values(void **state) {
                               "{containers: [{name: app, image: b, resources: {limits: {cpu: 250m, memory: 64Mi}}}, "
                               "{name: side, image: b}]}");
         struct downward_item it = {};
-        struct kr_build_context ctx = { .root_dir = tmp };
+        struct kc_build_context ctx = { .root_dir = tmp };
         char *v = NULL;
 
 #define FIELD(f, want)                                                         \
@@ -232,7 +232,7 @@ static void test_base64(void **state) {
         assert_int_equal(base64_decode("a$==", 1 << 20, &s, &n), -EINVAL);
 }
 
-static struct vol_payload payload_of(const struct pod *p, const struct kr_build_context *ctx, size_t vi,
+static struct vol_payload payload_of(const struct pod *p, const struct kc_build_context *ctx, size_t vi,
                                      int expect_r, const char *expect_msg) {
         struct vol_payload pl = {};
         char *msg = NULL;
@@ -273,7 +273,7 @@ static void test_object_payloads(void **state) {
                               "   {serviceAccountToken: {path: token, audience: vault, expirationSeconds: 7200}}]}},"
                               " {name: notoken, projected: {sources: [{serviceAccountToken: {path: token}}]}}],"
                               " containers: [{name: app, image: b}]}");
-        struct kr_build_context ctx = { .root_dir = tmp };
+        struct kc_build_context ctx = { .root_dir = tmp };
         struct vol_payload pl;
         int mode = 0;
 

@@ -101,7 +101,7 @@ static void test_hosts_content(void **state) {
 
 static void test_setup_host_path_and_empty_dir(void **state) {
         char *spec = NULL, *msg = NULL, *dir = NULL, *sock = NULL, *hosts = NULL, *data = NULL;
-        struct kr_build_context ctx = { .root_dir = tmp, .pod_ip = "10.0.0.7" };
+        struct kc_build_context ctx = { .root_dir = tmp, .pod_ip = "10.0.0.7" };
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
         struct stat st;
         struct pod *p;

@@ -1,0 +1,23 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/* The pod's own fields as the downward API reads them (upstream pkg/fieldpath): the one implementation behind
+ * downwardAPI volume items and the environment's fieldRef. Pure. */
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "apis/pod.h"
+
+/* "metadata.labels['k']" → "metadata.labels" (allocated, NULL on OOM) and the subscript (pointer into fp,
+ * length); false when fp has no subscript (SplitMaybeSubscriptedPath). */
+bool fieldpath_split_subscript(const char *fp, char **ret_path, const char **ret_sub, size_t *ret_sub_len);
+
+/* FormatMap: `key="value"` lines sorted by key, values quoted as Go's %q, no trailing newline. */
+int fieldpath_format_map(const struct strmap *m, char **ret);
+
+/* ExtractFieldPathAsString: metadata.name, metadata.namespace, metadata.uid, metadata.labels,
+ * metadata.annotations and one label or annotation by subscript (a missing key is ""). -EINVAL for any other
+ * path, with upstream's message in *ret_error when given ("unsupported fieldPath: x", `fieldPath "x" does not
+ * support subscript`). Caller frees *ret. */
+int fieldpath_extract(const struct pod *pod, const char *field_path, char **ret, char **ret_error);

@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/* What building a pod's sandbox and containers needs beyond the pod spec (upstream's RuntimeHelper and
+ * RunContainerOptions): the node's and the pod's facts gathered by the sync pass, shared by the CRI request
+ * builders (kuberuntime/) and the volume setup (volumes/). */
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "apis/resource.h"
+
+struct pod_objects;
+
+/* What a builder reports besides its result (optional, see kc_build_context.report): the message of a
+ * configuration error (for the container's CreateContainerConfigError) and warning events to record. */
+struct kc_build_report {
+        char *error;
+        char **event_reasons;   /* strv, parallel to event_messages */
+        char **event_messages;
+};
+void kc_build_report_done(struct kc_build_report *r); /* accepts NULL */
+int kc_build_report_event(struct kc_build_report *r, const char *reason, const char *message); /* r may be NULL */
+
+/* What the builders need beyond the pod spec, gathered by the sync pass (kubelet/pod_sync.c). Any
+ * field may be unset (NULL / 0) when the sync does not know it yet. */
+struct kc_build_context {
+        const char *pod_logs_dir;           /* --pod-logs-dir */
+        const char *root_dir;               /* --root-dir: pod directories live in <root_dir>/pods/<uid> */
+        const char *node_name;
+        const char *node_ip;                /* status.hostIP */
+        const char *pod_ip;                 /* status.podIP: known once the sandbox runs (NULL before) */
+        const struct pod_objects *objects;  /* the ConfigMaps, Secrets and tokens fetched for this pod */
+        const char *cgroup_parent;          /* the pod cgroup (src/cm), NULL without --cgroups-per-qos */
+        int64_t alloc_cpu_milli;            /* node allocatable (resourceFieldRef without a limit), 0 = unknown */
+        int64_t alloc_memory_bytes;
+        bool image_user_known;              /* the image's user from ImageStatus (runAsUser default, runAsNonRoot) */
+        bool image_uid_set;
+        int64_t image_uid;
+        const char *image_username;
+        char *const *cluster_dns;           /* --cluster-dns (strv, NULL = none) */
+        const char *cluster_domain;         /* --cluster-domain */
+        const char *resolv_conf;            /* --resolv-conf; NULL or "" = none */
+        struct kc_build_report *report;     /* output, may be NULL */
+};
+
+/* The node's allocatable for resourceFieldRefs of limits a container does not set: ctx's when known, else the
+ * machine's (online CPUs, RAM); ephemeral storage is the size of the filesystem of --root-dir. */
+void kc_build_allocatable(const struct kc_build_context *ctx, struct resource_allocatable *ret);
