@@ -10,7 +10,8 @@
 #include <string.h>
 
 #include "basic/log.h"
-#include "basic/util.h"
+#include "basic/string.h"
+#include "basic/time.h"
 #include "cri/cri.h"
 
 struct ctx {

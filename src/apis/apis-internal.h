@@ -8,6 +8,8 @@
 #include <stdint.h>
 
 #include "apis/pod.h"
+#include "basic/string.h"
+#include "basic/strmap.h"
 
 static inline void *mfree(void *p) {
         free(p);

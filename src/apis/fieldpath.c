@@ -7,6 +7,8 @@
 #include <string.h>
 
 #include "apis/apis-internal.h"
+#include "basic/string.h"
+#include "basic/strmap.h"
 
 bool fieldpath_split_subscript(const char *fp, char **ret_path, const char **ret_sub, size_t *ret_sub_len) {
         size_t l = strlen(fp);

@@ -8,6 +8,7 @@
 #include <stddef.h>
 
 #include "apis/pod.h"
+#include "basic/strmap.h"
 
 /* "metadata.labels['k']" → "metadata.labels" (allocated, NULL on OOM) and the subscript (pointer into fp,
  * length); false when fp has no subscript (SplitMaybeSubscriptedPath). */

@@ -14,6 +14,7 @@
 #include <yaml.h>
 
 #include "apis/apis-internal.h"
+#include "basic/string.h"
 
 #define TAG_STR "tag:yaml.org,2002:str"
 #define TAG_INT "tag:yaml.org,2002:int"

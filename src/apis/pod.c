@@ -8,6 +8,9 @@
 
 #include "apis/apis-internal.h"
 #include "apis/pod_volumes.h"
+#include "basic/string.h"
+#include "basic/strmap.h"
+#include "basic/strv.h"
 
 /* ---- field errors ---- */
 

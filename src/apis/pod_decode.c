@@ -13,6 +13,10 @@
 #include "apis/apis-internal.h"
 #include "apis/pod.h"
 #include "apis/pod_volumes.h"
+#include "basic/string.h"
+#include "basic/strmap.h"
+#include "basic/strv.h"
+#include "basic/time.h"
 
 /* Sizes beyond these are refused: a kubelet has no business with 10000 containers. */
 #define MAX_CONTAINERS 1000

@@ -6,6 +6,7 @@
 
 #include "apis/apis-internal.h"
 #include "apis/pod.h"
+#include "basic/string.h"
 
 #define DEFAULT_TERMINATION_GRACE_PERIOD 30
 #define DEFAULT_TERMINATION_MESSAGE_PATH "/dev/termination-log"

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 
 #include "apis/apis-internal.h"
+#include "basic/string.h"
+#include "basic/strv.h"
 
 void lifecycle_handler_free(struct lifecycle_handler *h) {
         if (!h)

@@ -8,6 +8,8 @@
 
 #include "apis/apis-internal.h"
 #include "apis/fieldpath.h"
+#include "basic/string.h"
+#include "basic/strv.h"
 
 /* ---------------------------------------------------------------- freeing */
 

@@ -12,6 +12,9 @@
 #include "apis/apis-internal.h"
 #include "apis/pod.h"
 #include "apis/pod_volumes.h"
+#include "basic/string.h"
+#include "basic/strmap.h"
+#include "basic/strv.h"
 
 #define TOTAL_ANNOTATION_SIZE_LIMIT (256 * 1024)
 #define MIRROR_POD_ANNOTATION "kubernetes.io/config.mirror"

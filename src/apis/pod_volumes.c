@@ -12,6 +12,8 @@
 
 #include "apis/apis-internal.h"
 #include "apis/pod_volumes.h"
+#include "basic/string.h"
+#include "basic/strv.h"
 
 /* ---------------------------------------------------------------- free */
 

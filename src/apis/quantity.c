@@ -10,6 +10,7 @@
 
 #include "apis/apis-internal.h"
 #include "apis/pod.h"
+#include "basic/string.h"
 
 #define QUANTITY_MAX_LEN 1024
 

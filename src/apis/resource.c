@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "apis/resource.h"
+#include "basic/string.h"
 
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "basic/util.h"
 
 static int64_t ceil_div(int64_t a, int64_t b) {
         if (b <= 0)

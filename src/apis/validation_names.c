@@ -7,6 +7,7 @@
 
 #include "apis/apis-internal.h"
 #include "apis/pod.h"
+#include "basic/string.h"
 
 /* upstream RegexError(msg, fmt, examples...): "msg (e.g. 'a',  or 'b', regex used for validation is 'fmt')" —
  * the double space comes from how upstream joins the examples and is kept on purpose. */

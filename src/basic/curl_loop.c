@@ -6,7 +6,6 @@
 #include <sys/socket.h>
 
 #include "basic/macro.h"
-#include "basic/util.h"
 
 struct curl_loop_socket {
         struct curl_loop_socket *next;

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "basic/curl_loop.h"
+#include "basic/time.h"
 #include "client/client.h"
 
 #define KUBE_CONFIG_MAX_SIZE (1024u * 1024u)     /* a kubeconfig file */

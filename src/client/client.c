@@ -16,8 +16,11 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "basic/fs.h"
 #include "basic/log.h"
-#include "basic/util.h"
+#include "basic/string.h"
+#include "basic/time.h"
+#include "basic/timer.h"
 #include "client/client-internal.h"
 
 #if defined(__x86_64__)

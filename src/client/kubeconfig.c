@@ -14,8 +14,8 @@
 
 #include "apis/manifest.h"
 #include "basic/base64.h"
+#include "basic/fs.h"
 #include "basic/log.h"
-#include "basic/util.h"
 #include "client/client-internal.h"
 
 static void free_secret(char *s) {

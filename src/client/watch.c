@@ -10,7 +10,8 @@
 #include <string.h>
 
 #include "basic/log.h"
-#include "basic/util.h"
+#include "basic/time.h"
+#include "basic/timer.h"
 #include "client/client-internal.h"
 
 

@@ -11,9 +11,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "basic/fs.h"
 #include "basic/log.h"
 #include "basic/macro.h"
-#include "basic/util.h"
+#include "basic/string.h"
+#include "basic/strv.h"
 #include "cm/cm.h"
 #include "node/node_status.h"
 

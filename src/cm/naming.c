@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "basic/macro.h"
-#include "basic/util.h"
+#include "basic/strv.h"
 #include "cm/cm.h"
 
 int cm_cgroup_name(const char *cgroup_root, const char *const *parts, size_t n_parts, char **ret) {

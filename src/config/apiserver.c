@@ -10,7 +10,10 @@
 #include <string.h>
 
 #include "basic/log.h"
-#include "basic/util.h"
+#include "basic/string.h"
+#include "basic/strmap.h"
+#include "basic/time.h"
+#include "basic/timer.h"
 #include "client/client.h"
 #include "config/config-internal.h"
 

@@ -14,7 +14,10 @@
 #include <string.h>
 
 #include "apis/manifest.h"
+#include "basic/hash.h"
 #include "basic/log.h"
+#include "basic/strmap.h"
+#include "basic/time.h"
 #include "config/config.h"
 
 static int static_pod_uid(const struct pod *p, const char *node_name, const char *source, const char *source_id,

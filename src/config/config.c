@@ -15,6 +15,9 @@
 #include <string.h>
 
 #include "basic/log.h"
+#include "basic/string.h"
+#include "basic/strmap.h"
+#include "basic/strv.h"
 #include "config/config-internal.h"
 
 struct source_entry {

@@ -19,7 +19,13 @@
 #include <sys/inotify.h>
 #include <sys/stat.h>
 
+#include "basic/fs.h"
+#include "basic/hash.h"
 #include "basic/log.h"
+#include "basic/string.h"
+#include "basic/strv.h"
+#include "basic/time.h"
+#include "basic/timer.h"
 #include "config/config-internal.h"
 
 #define FILE_DEBOUNCE_USEC (10 * USEC_PER_MSEC)

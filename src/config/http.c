@@ -15,7 +15,9 @@
 #include <strings.h>
 
 #include "basic/curl_loop.h"
+#include "basic/hash.h"
 #include "basic/log.h"
+#include "basic/timer.h"
 #include "config/config-internal.h"
 
 #define HTTP_TIMEOUT_MS 10000L

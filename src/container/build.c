@@ -6,7 +6,7 @@
 #include <sys/sysinfo.h>
 #include <unistd.h>
 
-#include "basic/util.h"
+#include "basic/strv.h"
 
 void kc_build_report_done(struct kc_build_report *r) {
         if (!r)

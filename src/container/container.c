@@ -3,6 +3,8 @@
 
 #include <string.h>
 
+#include "basic/string.h"
+#include "basic/strmap.h"
 #include "container/labels.h"
 
 static int dup_field(char **dst, const char *src) {

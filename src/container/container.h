@@ -9,7 +9,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "basic/util.h"
+#include "basic/strmap.h"
+
 
 enum kc_sandbox_state {
         KC_SANDBOX_READY,

@@ -16,7 +16,9 @@
 #include <sys/un.h>
 
 #include "basic/log.h"
-#include "basic/util.h"
+#include "basic/string.h"
+#include "basic/time.h"
+#include "basic/timer.h"
 #include "cri/cri.h"
 #include "cri/grpc.h"
 

@@ -18,8 +18,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "basic/hash.h"
 #include "basic/log.h"
-#include "basic/util.h"
+#include "basic/time.h"
 #include "client/client.h"
 
 #define KEY_SEP "\x1f"

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "basic/util.h"
+#include "basic/macro.h"
 
 static int64_t sat_add(int64_t a, int64_t b) {
         return a > INT64_MAX - b ? INT64_MAX : a + b;

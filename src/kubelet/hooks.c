@@ -9,7 +9,9 @@
 #include <jansson.h>
 
 #include "basic/log.h"
-#include "basic/util.h"
+#include "basic/string.h"
+#include "basic/strv.h"
+#include "basic/time.h"
 #include "kubelet/hooks.h"
 
 struct hook_run {

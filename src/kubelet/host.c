@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "basic/log.h"
+#include "basic/time.h"
 #include "kubelet/kubelet-internal.h"
 #include "container/labels.h"
 

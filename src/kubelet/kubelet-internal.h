@@ -9,7 +9,7 @@
 #include "config/config.h"
 #include "cri/cri.h"
 #include "kubelet/kubelet.h"
-#include "kuberuntime/backoff.h"
+#include "basic/backoff.h"
 #include "options/options.h"
 #include "pleg/pleg.h"
 #include "prober/handlers.h"

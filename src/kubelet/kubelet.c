@@ -8,7 +8,12 @@
 #include <stdarg.h>
 #include <string.h>
 
+#include "basic/fs.h"
 #include "basic/log.h"
+#include "basic/string.h"
+#include "basic/strv.h"
+#include "basic/time.h"
+#include "basic/timer.h"
 #include "kubelet/kubelet-internal.h"
 #include "kubelet/admission.h"
 #include "kuberuntime/security.h"

@@ -6,7 +6,9 @@
 #include <string.h>
 
 #include "basic/log.h"
-#include "basic/util.h"
+#include "basic/string.h"
+#include "basic/strmap.h"
+#include "basic/strv.h"
 #include "config/config.h"
 
 /* ---------------------------------------------------------------- the decision */

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "basic/log.h"
+#include "basic/string.h"
 #include "kubelet/hooks.h"
 #include "objects/manager.h"
 #include "prober/manager.h"
@@ -122,13 +123,13 @@ void pod_sync_free(struct pod_sync *s) {
         kr_pod_actions_done(&s->actions);
         free(s->sandbox_id);
         free(s->pod_ip);
-        kr_pb_free(s->sandbox_config);
+        pb_free(s->sandbox_config);
         free(s->cgroup_parent);
         if (s->waiting_objects)
                 objects_manager_cancel_wait(s->k->objects, s->w->uid);
         pod_refs_done(&s->refs);
         pod_objects_free(s->objects);
-        kr_keyring_done(&s->keyring);
+        cred_keyring_done(&s->keyring);
         free(s);
 }
 

@@ -25,7 +25,7 @@
 #include "kubelet/kubelet-internal.h"
 #include "kuberuntime/actions.h"
 #include "kuberuntime/config.h"
-#include "kuberuntime/credentials.h"
+#include "credentialprovider/keyring.h"
 #include "objects/refs.h"
 
 #define MINIMUM_GRACE_PERIOD_SECONDS 2
@@ -51,7 +51,7 @@ struct pod_sync {
         struct pod_refs refs;
         struct pod_objects *objects;
         bool waiting_objects;
-        struct kr_keyring keyring;
+        struct cred_keyring keyring;
 
         /* sandbox: where the containers go */
         char *cgroup_parent;           /* the pod cgroup (src/cm), NULL without --cgroups-per-qos */

@@ -10,6 +10,9 @@
 #include <string.h>
 
 #include "basic/log.h"
+#include "basic/string.h"
+#include "basic/strmap.h"
+#include "basic/time.h"
 #include "kubelet/hooks.h"
 #include "container/labels.h"
 

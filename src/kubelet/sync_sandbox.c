@@ -9,7 +9,9 @@
 #include <inttypes.h>
 #include <string.h>
 
+#include "basic/fs.h"
 #include "basic/log.h"
+#include "basic/string.h"
 
 static void on_new_sandbox_status(const struct cri_reply *reply, void *userdata) {
         struct pod_sync *s = userdata;

@@ -18,7 +18,10 @@
 #include <inttypes.h>
 #include <string.h>
 
+#include "basic/fs.h"
 #include "basic/log.h"
+#include "basic/string.h"
+#include "basic/time.h"
 #include "kubelet/hooks.h"
 
 struct start_step {
@@ -28,7 +31,7 @@ struct start_step {
         bool image_uid_set;
         int64_t image_uid;
         char *image_username;
-        const struct kr_auth **creds;  /* pull credentials matching the image, tried in turn */
+        const struct cred_auth **creds;  /* pull credentials matching the image, tried in turn */
         size_t n_creds, cred_index;
         char *pull_errors;             /* the errors of each credential tried so far */
         char *started_id;              /* the container created */
@@ -258,7 +261,7 @@ static void pull(struct pod_sync *s) {
         log_info("Pulling image: pod=\"%s\" image=\"%s\"", sync_pod_desc(s), c->image);
         pod_worker_event(s->w, c->name, "Normal", "Pulling", "Pulling image \"%s\"", c->image);
         pod_worker_set_waiting(s->w, c->name, "ContainerCreating", "%s", "");
-        r = kr_keyring_lookup(&s->keyring, c->image, &st->creds, &st->n_creds);
+        r = cred_keyring_lookup(&s->keyring, c->image, &st->creds, &st->n_creds);
         if (r < 0) {
                 sync_call_failed(s, "looking up pull credentials", r);
                 step_done(s);
@@ -553,7 +556,7 @@ static void create_container(struct pod_sync *s) {
         req.config = cfg;
         req.sandbox_config = s->sandbox_config;
         r = cri_create_container(s->k->cri, &req, 0, on_create_container, s);
-        kr_pb_free(cfg);
+        pb_free(cfg);
         if (r < 0) {
                 sync_call_failed(s, "CreateContainer", r);
                 step_done(s);

@@ -69,7 +69,7 @@ static void build_keyring(struct pod_sync *s) {
                         continue;
                 r = pod_objects_lookup(s->objects, "Secret", s->pod->namespace_, ref->name, &secret, &msg);
                 if (r >= 0)
-                        r = kr_keyring_add_secret(&s->keyring, secret, &why);
+                        r = cred_keyring_add_secret(&s->keyring, secret, &why);
                 if (r >= 0)
                         continue;
                 log_warning("pod %s: Unable to retrieve pull secret %s/%s, the image pull may not succeed: %s",

@@ -7,7 +7,11 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "kuberuntime/backoff.h"
+#include "basic/backoff.h"
+#include "basic/hash.h"
+#include "basic/string.h"
+#include "basic/strmap.h"
+#include "basic/time.h"
 #include "container/labels.h"
 
 int kr_container_hash(const struct container *c, char buf[static KR_HASH_MAX]) {

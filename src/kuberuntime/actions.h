@@ -9,6 +9,7 @@
 #include <stddef.h>
 
 #include "apis/pod.h"
+#include "basic/time.h"
 #include "container/container.h"
 #include "prober/results.h"
 

@@ -5,19 +5,15 @@
 #include <string.h>
 #include <sys/sysinfo.h>
 
+#include "basic/strmap.h"
 #include "kuberuntime/actions.h"
-#include "kuberuntime/dns.h"
+#include "network/dns.h"
 #include "kuberuntime/env.h"
 #include "kuberuntime/security.h"
 #include "container/labels.h"
 #include "kuberuntime/resources.h"
 #include "kuberuntime/termination.h"
 #include "volumes/volumes.h"
-
-void kr_pb_free(void *msg) {
-        if (msg)
-                protobuf_c_message_free_unpacked(msg, NULL);
-}
 
 char *kr_pod_log_dir(const char *pod_logs_dir, const struct pod *pod) {
         char *s = NULL;
@@ -230,7 +226,7 @@ int kr_build_sandbox_config(const struct pod *pod, uint32_t attempt, const struc
         cfg->log_directory = kr_pod_log_dir(ctx->pod_logs_dir, pod);
         if (!cfg->log_directory)
                 goto fail;
-        r = kr_pod_dns_config(pod, ctx, &cfg->dns_config);
+        r = dns_pod_config(pod, ctx, &cfg->dns_config);
         if (r < 0)
                 goto fail;
         r = -ENOMEM;
@@ -297,7 +293,7 @@ int kr_build_sandbox_config(const struct pod *pod, uint32_t attempt, const struc
         return 0;
 fail:
         strmap_done(&labels);
-        kr_pb_free(cfg);
+        pb_free(cfg);
         return r < 0 ? r : -ENOMEM;
 }
 
@@ -427,6 +423,6 @@ int kr_build_container_config(const struct pod *pod, const struct container *c, 
 fail:
         strmap_done(&labels);
         strmap_done(&annotations);
-        kr_pb_free(cfg);
+        pb_free(cfg);
         return r < 0 ? r : -ENOMEM;
 }

@@ -3,13 +3,13 @@
 
 /* Building CRI requests from a pod spec (kuberuntime_sandbox.go generatePodSandboxConfig,
  * kuberuntime_container.go generateContainerConfig). Every field of the built messages is malloc'ed, so
- * kr_pb_free() (protobuf_c_message_free_unpacked) frees the whole tree. */
+ * pb_free() (protobuf_c_message_free_unpacked) frees the whole tree. */
 
 #include "apis/pod.h"
+#include "basic/protobuf.h"
+#include "basic/strmap.h"
 #include "container/build.h"
 #include "cri/cri.h"
-
-void kr_pb_free(void *msg); /* accepts NULL */
 
 /* "<pod_logs_dir>/<namespace>_<name>_<uid>" */
 char *kr_pod_log_dir(const char *pod_logs_dir, const struct pod *pod);

@@ -3,6 +3,8 @@
 
 #include <string.h>
 
+#include "basic/string.h"
+#include "basic/strmap.h"
 #include "container/labels.h"
 
 /* protobuf-c map entries of every message share the shape { base, key, value } */

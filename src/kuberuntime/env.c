@@ -8,6 +8,8 @@
 #include "apis/fieldpath.h"
 #include "apis/resource.h"
 #include "basic/base64.h"
+#include "basic/strmap.h"
+#include "basic/strv.h"
 #include "kuberuntime/config.h"
 #include "objects/objects.h"
 

@@ -5,7 +5,7 @@
  * (third_party/forked/golang/expansion). */
 
 #include "apis/pod.h"
-#include "basic/util.h"
+#include "basic/strmap.h"
 #include "cri/cri.h"
 
 struct kc_build_context;

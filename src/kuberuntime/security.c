@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "basic/string.h"
+#include "basic/strv.h"
 #include "kuberuntime/config.h"
 
 bool kr_effective_security_context(const struct pod *pod, const struct container *c, struct security_context *ret) {

@@ -10,8 +10,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "basic/fs.h"
+#include "basic/string.h"
+#include "basic/strmap.h"
 #include "container/labels.h"
-#include "kuberuntime/logs.h"
+#include "logs/logs.h"
 
 int kr_termination_message_mount(const struct pod *pod, const struct container *c, const char *root_dir,
                                  Runtime__V1__ContainerConfig *cfg) {
@@ -95,7 +98,7 @@ static int read_at_most(const char *path, size_t max, char **ret) {
 
 /* readLastStringFromContainerLogs: the first 2048 bytes of the last 80 lines */
 static int read_log_tail(const char *log_path, char **ret) {
-        struct cri_log_options o;
+        struct logs_options o;
         struct evbuffer *out;
         size_t len;
         char *s;
@@ -111,10 +114,10 @@ static int read_log_tail(const char *log_path, char **ret) {
                 close(fd);
                 return -ENOMEM;
         }
-        cri_log_options_init(&o);
+        logs_options_init(&o);
         o.tail_lines = KR_TERMINATION_LOG_LINES;
         o.limit_bytes = KR_TERMINATION_LOG_MAX;
-        r = cri_log_read(fd, &o, out, NULL);
+        r = logs_read(fd, &o, out, NULL);
         close(fd);
         len = evbuffer_get_length(out);
         if (r >= 0 && len > KR_TERMINATION_LOG_MAX)

@@ -9,7 +9,9 @@
 #include <unistd.h>
 
 #include "basic/log.h"
-#include "basic/util.h"
+#include "basic/strv.h"
+#include "basic/time.h"
+#include "basic/timer.h"
 #include "node/node_status.h"
 #include "stats/machine.h"
 

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "basic/util.h"
+#include "basic/macro.h"
 
 /* the interface of the IPv4 default route, from /proc/net/route */
 static int default_route_interface(char ret[static IF_NAMESIZE]) {

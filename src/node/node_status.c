@@ -10,7 +10,8 @@
 #include <string.h>
 
 #include "apis/pod.h"
-#include "basic/util.h"
+#include "basic/string.h"
+#include "basic/time.h"
 
 /* eviction-hard defaults (memory.available<100Mi, nodefs.available<10%) come off allocatable, as upstream */
 #define EVICTION_MEMORY_BYTES (100LL * 1024 * 1024)

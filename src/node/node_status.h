@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "basic/time.h"
 #include "stats/machine.h"
 
 struct node_image {

@@ -8,7 +8,10 @@
 #include <string.h>
 
 #include "basic/log.h"
-#include "basic/util.h"
+#include "basic/string.h"
+#include "basic/strv.h"
+#include "basic/time.h"
+#include "basic/timer.h"
 
 #define RETRY_MIN_USEC (1 * USEC_PER_SEC)
 #define RETRY_MAX_USEC (30 * USEC_PER_SEC)

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "basic/util.h"
+#include "basic/macro.h"
 
 /* A handful of entries per pod: a list is enough. */
 struct entry {

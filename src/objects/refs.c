@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "basic/util.h"
+#include "basic/macro.h"
 
 void pod_refs_done(struct pod_refs *r) {
         if (!r)

@@ -16,9 +16,12 @@
 #include <string.h>
 
 #include "apis/manifest.h"
+#include "basic/fs.h"
 #include "basic/log.h"
-#include "basic/util.h"
 #include "basic/duration.h"
+#include "basic/string.h"
+#include "basic/strv.h"
+#include "basic/time.h"
 
 #define KUBELET_CONFIG_API_VERSION "kubelet.config.k8s.io/v1beta1"
 #define KUBELET_CONFIG_KIND "KubeletConfiguration"

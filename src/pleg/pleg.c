@@ -4,7 +4,9 @@
 #include <string.h>
 
 #include "basic/log.h"
-#include "basic/util.h"
+#include "basic/strv.h"
+#include "basic/time.h"
+#include "basic/timer.h"
 #include "container/labels.h"
 
 /* One entry per sandbox or container: what we compare between relists. */

@@ -4,7 +4,8 @@
  * (DeadlineExceeded) is a failure "command ... timed out", as with upstream's ExecProbeTimeout. */
 #include <string.h>
 
-#include "basic/util.h"
+#include "basic/strv.h"
+#include "basic/time.h"
 #include "prober/handlers.h"
 
 struct exec_op {

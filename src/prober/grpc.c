@@ -4,7 +4,7 @@
  * success; any other status, an error or the timeout is a failure with upstream's wording. */
 #include <string.h>
 
-#include "basic/util.h"
+#include "basic/macro.h"
 #include "health.pb-c.h"
 #include "prober/handlers.h"
 

@@ -13,7 +13,8 @@
 #include <strings.h>
 
 #include "basic/curl_loop.h"
-#include "basic/util.h"
+#include "basic/string.h"
+#include "basic/time.h"
 #include "prober/handlers.h"
 
 #define MAX_REDIRECTS 10

@@ -5,7 +5,9 @@
 #include <sys/random.h>
 
 #include "basic/log.h"
-#include "basic/util.h"
+#include "basic/string.h"
+#include "basic/time.h"
+#include "basic/timer.h"
 #include "prober/handlers.h"
 #include "prober/manager.h"
 

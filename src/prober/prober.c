@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include <string.h>
 
-#include "basic/util.h"
+#include "basic/string.h"
 #include "container/container.h"
 #include "prober/prober.h"
 

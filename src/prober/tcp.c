@@ -11,7 +11,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "basic/util.h"
+#include "basic/time.h"
 #include "prober/handlers.h"
 
 struct tcp_op {

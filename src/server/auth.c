@@ -13,8 +13,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "basic/fs.h"
 #include "basic/log.h"
-#include "basic/util.h"
+#include "basic/string.h"
+#include "basic/strv.h"
+#include "basic/time.h"
 #include "server/server-internal.h"
 
 #define SELF_SIGNED_VALIDITY_DAYS 365

@@ -7,7 +7,8 @@
 
 #include "basic/log.h"
 #include "basic/duration.h"
-#include "basic/util.h"
+#include "basic/string.h"
+#include "basic/strv.h"
 #include "cri/cri.h"
 #include "server/server-internal.h"
 #include "stats/machine.h"

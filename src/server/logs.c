@@ -10,8 +10,10 @@
 #include <unistd.h>
 
 #include "basic/log.h"
-#include "basic/util.h"
-#include "kuberuntime/logs.h"
+#include "basic/string.h"
+#include "basic/strv.h"
+#include "logs/logs.h"
+#include "server/logs_query.h"
 #include "server/logs_dir.h"
 #include "server/server-internal.h"
 
@@ -22,7 +24,7 @@
 struct log_stream {
         struct api_stream stream;
         struct evhttp_request *req;
-        struct cri_log_follower *follower;
+        struct logs_follower *follower;
         char *ns, *pod, *container, *container_id;
 };
 
@@ -30,7 +32,7 @@ static void log_stream_free(struct log_stream *ls) {
         if (!ls)
                 return;
         api_stream_unregister(&ls->stream);
-        cri_log_follower_free(ls->follower);
+        logs_follower_free(ls->follower);
         free(ls->ns);
         free(ls->pod);
         free(ls->container);
@@ -103,8 +105,8 @@ void api_handle_container_logs(struct api_request *r, const char *rest) {
         _cleanup_free_ char *why = NULL;
         _cleanup_(kc_container_freep) struct kc_container *c = NULL;
         _cleanup_close_ int fd = -1;
-        struct cri_log_options o;
-        struct cri_log_cursor cursor = {};
+        struct logs_options o;
+        struct logs_cursor cursor = {};
         const char *ns, *pod, *container;
         struct log_stream *ls;
         struct evbuffer *out;
@@ -119,7 +121,7 @@ void api_handle_container_logs(struct api_request *r, const char *rest) {
         ns = parts[0];
         pod = parts[1];
         container = parts[2];
-        k = cri_log_options_from_query(r->query, &o, &why);
+        k = api_log_options_from_query(r->query, &o, &why);
         if (k == -ENOMEM) {
                 api_reply_text(r->req, 500, "Internal Error: out of memory\n");
                 return;
@@ -171,10 +173,10 @@ void api_handle_container_logs(struct api_request *r, const char *rest) {
                 api_reply_text(r->req, 500, "Internal Error: out of memory\n");
                 return;
         }
-        k = cri_log_read(fd, &o, out, o.follow ? &cursor : NULL);
+        k = logs_read(fd, &o, out, o.follow ? &cursor : NULL);
         if (k < 0) {
                 evbuffer_free(out);
-                cri_log_cursor_done(&cursor);
+                logs_cursor_done(&cursor);
                 api_reply_text(r->req, 500, "Internal Error: failed to read log file %s: %s\n", c->log_path,
                                strerror(-k));
                 return;
@@ -182,10 +184,10 @@ void api_handle_container_logs(struct api_request *r, const char *rest) {
         if (!o.follow || cursor.limit_reached || c->state != KC_CONTAINER_RUNNING || o.previous) {
                 if (o.follow) {
                         /* not running: what is there is all there will be; finish the unfinished lines */
-                        cri_log_cursor_done(&cursor);
+                        logs_cursor_done(&cursor);
                         evbuffer_drain(out, evbuffer_get_length(out));
                         o.follow = false;
-                        k = cri_log_read(fd, &o, out, NULL);
+                        k = logs_read(fd, &o, out, NULL);
                 }
                 api_reply_buffer(r->req, 200, "text/plain", out);
                 evbuffer_free(out);
@@ -197,7 +199,7 @@ void api_handle_container_logs(struct api_request *r, const char *rest) {
             !(ls->container_id = strdup(c->id))) {
                 log_stream_free(ls);
                 evbuffer_free(out);
-                cri_log_cursor_done(&cursor);
+                logs_cursor_done(&cursor);
                 api_reply_text(r->req, 500, "Internal Error: out of memory\n");
                 return;
         }
@@ -205,13 +207,13 @@ void api_handle_container_logs(struct api_request *r, const char *rest) {
         if (api_stream_register(r->s, &ls->stream) < 0) {
                 log_stream_free(ls);
                 evbuffer_free(out);
-                cri_log_cursor_done(&cursor);
+                logs_cursor_done(&cursor);
                 api_reply_text(r->req, 503, "Service Unavailable: too many streams\n");
                 return;
         }
-        k = cri_log_follow(r->s->base, c->log_path, &o, &cursor, on_follow_write, on_follow_running, on_follow_done, ls,
+        k = logs_follow(r->s->base, c->log_path, &o, &cursor, on_follow_write, on_follow_running, on_follow_done, ls,
                            &ls->follower);
-        cri_log_cursor_done(&cursor);
+        logs_cursor_done(&cursor);
         if (k < 0) {
                 log_stream_free(ls);
                 evbuffer_free(out);

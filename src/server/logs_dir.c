@@ -20,8 +20,9 @@
 #include <event2/buffer.h>
 #include <event2/http.h>
 
+#include "basic/fs.h"
 #include "basic/log.h"
-#include "basic/util.h"
+#include "basic/macro.h"
 
 #define URL_PATH_MAX 4096
 #define MAX_SYMLINKS 40

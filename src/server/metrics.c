@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "basic/histogram.h"
-#include "basic/util.h"
+#include "basic/macro.h"
 #include "cri/cri.h"
 #include "prober/manager.h"
 #include "server/server-internal.h"

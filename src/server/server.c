@@ -13,7 +13,8 @@
 #include <string.h>
 
 #include "basic/log.h"
-#include "basic/util.h"
+#include "basic/string.h"
+#include "basic/strv.h"
 #include "server/server-internal.h"
 #include "stats/summary.h"
 

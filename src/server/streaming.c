@@ -14,7 +14,8 @@
 #include <sys/socket.h>
 
 #include "basic/log.h"
-#include "basic/util.h"
+#include "basic/string.h"
+#include "basic/strv.h"
 #include "cri/cri.h"
 #include "server/server-internal.h"
 

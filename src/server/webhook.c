@@ -12,7 +12,8 @@
 #include <string.h>
 
 #include "basic/log.h"
-#include "basic/util.h"
+#include "basic/strv.h"
+#include "basic/time.h"
 #include "client/client.h"
 #include "server/server-internal.h"
 

@@ -18,7 +18,8 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
-#include "basic/util.h"
+#include "basic/fs.h"
+#include "basic/string.h"
 
 #define SMALL_FILE_MAX (64u * 1024u)          /* cgroup files, meminfo, loadavg */
 #define TABLE_FILE_MAX (4u * 1024u * 1024u)   /* /proc/net/dev, /proc/net/route, /proc/stat */

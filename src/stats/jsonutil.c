@@ -2,7 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "basic/util.h"
+#include "basic/macro.h"
 #include "stats/stats-internal.h"
 
 json_t *jstr(const char *s) {

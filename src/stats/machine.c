@@ -13,7 +13,8 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
-#include "basic/util.h"
+#include "basic/string.h"
+#include "basic/time.h"
 #include "stats/host.h"
 #include "stats/stats-internal.h"
 

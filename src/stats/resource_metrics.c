@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "basic/util.h"
+#include "basic/time.h"
 #include "stats/summary.h"
 
 char *stats_format_float(double v, char *buf, size_t size) {

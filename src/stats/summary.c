@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "basic/log.h"
-#include "basic/util.h"
+#include "basic/time.h"
 #include "container/labels.h"
 #include "stats/host.h"
 #include "stats/stats-internal.h"

@@ -6,7 +6,8 @@
 #include <string.h>
 
 #include "basic/log.h"
-#include "basic/util.h"
+#include "basic/time.h"
+#include "basic/timer.h"
 #include "client/client.h"
 
 #define RETRY_MIN_USEC (500 * 1000)

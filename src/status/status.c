@@ -5,8 +5,9 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "basic/util.h"
 #include "apis/qos.h"
+#include "basic/strv.h"
+#include "basic/time.h"
 #include "prober/prober.h"
 
 #define RUNTIME_TYPE "containerd" /* the scheme of containerID: <type>://<id> (CRI Version runtime_name) */

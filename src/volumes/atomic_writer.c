@@ -13,7 +13,6 @@
 
 #include "basic/log.h"
 #include "basic/macro.h"
-#include "basic/util.h"
 #include "volumes/atomic_writer.h"
 
 #define DATA_DIR_NAME "..data"

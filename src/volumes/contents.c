@@ -12,7 +12,6 @@
 #include "apis/resource.h"
 #include "basic/base64.h"
 #include "basic/macro.h"
-#include "basic/util.h"
 #include "objects/objects.h"
 #include "volumes/contents.h"
 

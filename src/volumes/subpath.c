@@ -14,9 +14,9 @@
 #include <unistd.h>
 
 #include "apis/pod_volumes.h"
+#include "basic/fs.h"
 #include "basic/log.h"
 #include "basic/macro.h"
-#include "basic/util.h"
 #include "volumes/subpath.h"
 #include "volumes/volumes.h"
 

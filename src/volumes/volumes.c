@@ -15,9 +15,11 @@
 #include <unistd.h>
 
 #include "apis/pod_volumes.h"
+#include "basic/fs.h"
 #include "basic/log.h"
 #include "basic/macro.h"
-#include "basic/util.h"
+#include "basic/string.h"
+#include "basic/strv.h"
 #include "volumes/contents.h"
 #include "volumes/subpath.h"
 #include "volumes/volumes.h"

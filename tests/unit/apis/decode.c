@@ -7,6 +7,9 @@
 #include <cmocka.h>
 
 #include "apis/manifest.h"
+#include "basic/strmap.h"
+#include "basic/strv.h"
+#include "basic/time.h"
 
 static const char full_pod[] =
         "apiVersion: v1\n"

@@ -9,6 +9,7 @@
 
 #include "apis/fieldpath.h"
 #include "apis/resource.h"
+#include "basic/strmap.h"
 
 static struct pod *make_pod(void) {
         struct pod *p = pod_new();

@@ -7,6 +7,7 @@
 #include <cmocka.h>
 
 #include "apis/manifest.h"
+#include "basic/strv.h"
 
 static struct pod *parse(const char *container_extra) {
         _cleanup_free_ char *yaml = NULL, *err = NULL;

@@ -8,6 +8,7 @@
 
 #include "apis/apis-internal.h"
 #include "apis/pod.h"
+#include "basic/string.h"
 
 static void test_values(void **state) {
         static const struct {

@@ -7,6 +7,7 @@
 #include <cmocka.h>
 
 #include "apis/manifest.h"
+#include "basic/string.h"
 
 #define META "{name: web, namespace: default}"
 #define SPEC "{containers: [{name: app, image: nginx}]}"

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "basic/util.h"
+#include "basic/macro.h"
 #include "client/client-internal.h"
 
 #define MSEC 1000u

@@ -14,7 +14,8 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "basic/util.h"
+#include "basic/fs.h"
+#include "basic/string.h"
 #include "client/client-internal.h"
 
 #define CA_PEM "-----BEGIN CERTIFICATE-----\nMIIBCgKCAQEAcafake\n-----END CERTIFICATE-----\n"

@@ -20,7 +20,9 @@
 #include <sys/socket.h>
 #include <cmocka.h>
 
-#include "basic/util.h"
+#include "basic/strv.h"
+#include "basic/time.h"
+
 
 #define SRV_MAX_HELD 64
 #define SRV_MAX_HITS 64

@@ -5,7 +5,10 @@
 #include <fcntl.h>
 #include <signal.h>
 
+#include "basic/fs.h"
 #include "basic/log.h"
+#include "basic/string.h"
+#include "basic/time.h"
 #include "client/client-internal.h"
 #include "loopback.h"
 

@@ -4,6 +4,8 @@
  * and cancelling the watch or freeing the client from inside the event callback. */
 #include <signal.h>
 
+#include "basic/strv.h"
+#include "basic/time.h"
 #include "client/client-internal.h"
 #include "loopback.h"
 

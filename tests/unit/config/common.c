@@ -6,6 +6,10 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "basic/hash.h"
+#include "basic/string.h"
+#include "basic/strmap.h"
+#include "basic/time.h"
 #include "config/config.h"
 
 #define NODE "node-1"

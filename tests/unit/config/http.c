@@ -15,7 +15,9 @@
 #include <sys/socket.h>
 #include <cmocka.h>
 
-#include "basic/util.h"
+#include "basic/fs.h"
+#include "basic/strv.h"
+#include "basic/time.h"
 #include "config/config.h"
 
 #define NODE "node-1"

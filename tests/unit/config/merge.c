@@ -8,6 +8,8 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "basic/strmap.h"
+#include "basic/time.h"
 #include "config/config-internal.h"
 #include "config/config.h"
 

@@ -12,7 +12,7 @@
 #include <netinet/in.h>
 #include <unistd.h>
 
-#include "basic/util.h"
+#include "basic/time.h"
 #include "cri/cri.h"
 #include "cri/grpc.h"
 

@@ -16,8 +16,10 @@
 #include <sys/socket.h>
 #include <cmocka.h>
 
+#include "basic/fs.h"
 #include "basic/log.h"
-#include "basic/util.h"
+#include "basic/string.h"
+#include "basic/time.h"
 #include "client/client.h"
 #include "events/recorder.h"
 

@@ -10,7 +10,7 @@
 #include <errno.h>
 
 #include "apis/manifest.h"
-#include "basic/util.h"
+#include "basic/time.h"
 #include "kubelet/hooks.h"
 
 struct outcome {

@@ -7,6 +7,7 @@
 #include <cmocka.h>
 
 #include "apis/manifest.h"
+#include "basic/strmap.h"
 #include "config/config.h"
 #include "kubelet/mirror.h"
 

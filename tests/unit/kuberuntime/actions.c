@@ -9,7 +9,8 @@
 #include "apis/manifest.h"
 #include "kuberuntime/actions.h"
 #include "prober/prober.h"
-#include "kuberuntime/backoff.h"
+#include "basic/backoff.h"
+#include "basic/strmap.h"
 #include "container/labels.h"
 
 static struct pod *parse_pod(const char *yaml) {

@@ -8,6 +8,8 @@
 #include <cmocka.h>
 
 #include "apis/manifest.h"
+#include "basic/strmap.h"
+#include "basic/strv.h"
 #include "kuberuntime/config.h"
 #include "kuberuntime/env.h"
 #include "objects/objects.h"
@@ -181,7 +183,7 @@ static void test_env_all_sources(void **state) {
                 assert_string_equal(cfg->args[0], "debug");
                 assert_string_equal(cfg->envs[0]->key, "LEVEL");
                 assert_string_equal(cfg->envs[0]->value, "debug");
-                kr_pb_free(cfg);
+                pb_free(cfg);
                 kc_build_report_done(&report);
         }
         pod_free(p);

@@ -75,7 +75,7 @@ static void test_container_mapping(void **state) {
         assert_int_equal(sc->n_masked_paths, 11);
         assert_string_equal(sc->masked_paths[0], "/proc/asound");
         assert_int_equal(sc->n_readonly_paths, 5);
-        kr_pb_free(cfg);
+        pb_free(cfg);
 
         /* the privileged container: the pod's user and seccomp, no no_new_privs without an explicit false */
         assert_int_equal(kr_build_container_config(p, &p->spec.containers[1], 0, "sha256:x", &ctx, &cfg), 0);
@@ -86,7 +86,7 @@ static void test_container_mapping(void **state) {
         assert_int_equal(sc->run_as_user->value, 1000);
         assert_null(sc->capabilities);
         assert_int_equal(sc->seccomp->profile_type, RUNTIME__V1__SECURITY_PROFILE__PROFILE_TYPE__RuntimeDefault);
-        kr_pb_free(cfg);
+        pb_free(cfg);
         pod_free(p);
 }
 
@@ -107,7 +107,7 @@ static void test_sandbox_mapping(void **state) {
         assert_int_equal(cfg->linux->n_sysctls, 1);
         assert_string_equal(cfg->linux->sysctls[0]->key, "net.ipv4.ip_unprivileged_port_start");
         assert_string_equal(cfg->linux->sysctls[0]->value, "80");
-        kr_pb_free(cfg);
+        pb_free(cfg);
         pod_free(p);
 
         /* nothing set: unconfined seccomp (no --seccomp-default), no user, not privileged */
@@ -118,7 +118,7 @@ static void test_sandbox_mapping(void **state) {
         assert_false(sc->privileged);
         assert_int_equal(sc->seccomp->profile_type, RUNTIME__V1__SECURITY_PROFILE__PROFILE_TYPE__Unconfined);
         assert_int_equal(cfg->linux->n_sysctls, 0);
-        kr_pb_free(cfg);
+        pb_free(cfg);
         pod_free(p);
 }
 
@@ -156,7 +156,7 @@ static void test_image_user_and_non_root(void **state) {
         ctx.image_uid = 1234;
         assert_int_equal(kr_build_container_config(p, &p->spec.containers[0], 0, "sha256:x", &ctx, &cfg), 0);
         assert_int_equal(cfg->linux->security_context->run_as_user->value, 1234);
-        kr_pb_free(cfg);
+        pb_free(cfg);
         pod_free(p);
 
         /* runAsUser 0 with runAsNonRoot */
@@ -173,7 +173,7 @@ static void test_image_user_and_non_root(void **state) {
         assert_int_equal(kr_build_container_config(p, &p->spec.containers[0], 0, "sha256:x", &ctx, &cfg), 0);
         assert_null(cfg->linux->security_context->run_as_user);
         assert_string_equal(cfg->linux->security_context->run_as_username, "nobody");
-        kr_pb_free(cfg);
+        pb_free(cfg);
         pod_free(p);
 }
 

@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include "apis/manifest.h"
+#include "basic/strmap.h"
 #include "container/labels.h"
 #include "kuberuntime/termination.h"
 

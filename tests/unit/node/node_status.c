@@ -6,7 +6,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "basic/util.h"
+#include "basic/time.h"
 #include "node/node_status.h"
 
 static struct machine_info machine = {

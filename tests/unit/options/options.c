@@ -7,8 +7,10 @@
 #include <sys/stat.h>
 #include <cmocka.h>
 
-#include "basic/util.h"
 #include "basic/duration.h"
+#include "basic/string.h"
+#include "basic/strv.h"
+#include "basic/time.h"
 #include "options/options.h"
 
 #define ARGV(...) ((char *[]){ "ckubelet", __VA_ARGS__, NULL })

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "basic/strv.h"
 #include "server/server-internal.h"
 
 static void test_subresources(void **state) {

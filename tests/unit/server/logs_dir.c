@@ -14,7 +14,7 @@
 
 #include <event2/buffer.h>
 
-#include "basic/util.h"
+#include "basic/macro.h"
 #include "server/logs_dir.h"
 
 /* tmp/

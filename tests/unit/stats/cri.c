@@ -14,7 +14,7 @@
 #include <stdlib.h>
 
 #include "basic/log.h"
-#include "basic/util.h"
+#include "basic/time.h"
 #include "stats/summary.h"
 
 struct ctx {

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "basic/time.h"
 #include "stats/host.h"
 #include "testutil.h"
 

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "basic/time.h"
 #include "stats/machine.h"
 #include "testutil.h"
 

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "basic/time.h"
 #include "stats/stats-internal.h"
 #include "stats/summary.h"
 #include "testutil.h"

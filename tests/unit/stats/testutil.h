@@ -9,7 +9,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "basic/util.h"
+#include "basic/fs.h"
+#include "basic/string.h"
+
 
 static inline char *fake_root_new(void) {
         char tmpl[] = "/tmp/ckubelet-stats-test-XXXXXX";

@@ -14,6 +14,7 @@
 
 #include "apis/manifest.h"
 #include "basic/base64.h"
+#include "basic/fs.h"
 #include "objects/objects.h"
 #include "volumes/contents.h"
 

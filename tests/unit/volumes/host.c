@@ -18,6 +18,7 @@
 
 #include "apis/manifest.h"
 #include "apis/pod_volumes.h"
+#include "basic/fs.h"
 #include "volumes/subpath.h"
 #include "volumes/volumes.h"
 

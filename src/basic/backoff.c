@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#include "kuberuntime/backoff.h"
+#include "basic/backoff.h"
+#include "basic/time.h"
 
 #include <string.h>
 
-#include "basic/util.h"
 
 void backoff_init(struct backoff *b, uint64_t initial_usec, uint64_t max_usec) {
         *b = (struct backoff) { .initial_usec = initial_usec, .max_usec = max_usec };

@@ -8,7 +8,7 @@
 #include <cmocka.h>
 
 #include "basic/base64.h"
-#include "kuberuntime/credentials.h"
+#include "credentialprovider/keyring.h"
 
 static void test_base64(void **state) {
         char *out = NULL;
@@ -38,25 +38,25 @@ static void test_image_repository(void **state) {
                 { "registry.example.com:443/app", "registry.example.com:443/app" },
         };
         for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-                char *r = kr_image_repository(cases[i][0]);
+                char *r = cred_image_repository(cases[i][0]);
                 assert_string_equal(r, cases[i][1]);
                 free(r);
         }
 }
 
 static void test_url_match(void **state) {
-        assert_int_equal(kr_url_match("registry.example.com", "registry.example.com/app"), 1);
-        assert_int_equal(kr_url_match("*.example.com", "registry.example.com/app"), 1);
-        assert_int_equal(kr_url_match("*.example.com", "example.com/app"), 0);       /* part count differs */
-        assert_int_equal(kr_url_match("*.example.com", "a.b.example.com/app"), 0);
-        assert_int_equal(kr_url_match("*.*.com", "a.example.com/app"), 1);
-        assert_int_equal(kr_url_match("registry.example.com:5000", "registry.example.com/app"), 0); /* port */
-        assert_int_equal(kr_url_match("registry.example.com:5000", "registry.example.com:5000/app"), 1);
-        assert_int_equal(kr_url_match("127.0.0.1:5000", "127.0.0.1:5000/busybox"), 1);
-        assert_int_equal(kr_url_match("127.0.0.1:5001", "127.0.0.1:5000/busybox"), 0);
-        assert_int_equal(kr_url_match("registry.example.com/team", "registry.example.com/team/app"), 1); /* prefix */
-        assert_int_equal(kr_url_match("registry.example.com/team", "registry.example.com/other/app"), 0);
-        assert_int_equal(kr_url_match("registry.*.com", "registry.example.com/x"), 1);
+        assert_int_equal(cred_url_match("registry.example.com", "registry.example.com/app"), 1);
+        assert_int_equal(cred_url_match("*.example.com", "registry.example.com/app"), 1);
+        assert_int_equal(cred_url_match("*.example.com", "example.com/app"), 0);       /* part count differs */
+        assert_int_equal(cred_url_match("*.example.com", "a.b.example.com/app"), 0);
+        assert_int_equal(cred_url_match("*.*.com", "a.example.com/app"), 1);
+        assert_int_equal(cred_url_match("registry.example.com:5000", "registry.example.com/app"), 0); /* port */
+        assert_int_equal(cred_url_match("registry.example.com:5000", "registry.example.com:5000/app"), 1);
+        assert_int_equal(cred_url_match("127.0.0.1:5000", "127.0.0.1:5000/busybox"), 1);
+        assert_int_equal(cred_url_match("127.0.0.1:5001", "127.0.0.1:5000/busybox"), 0);
+        assert_int_equal(cred_url_match("registry.example.com/team", "registry.example.com/team/app"), 1); /* prefix */
+        assert_int_equal(cred_url_match("registry.example.com/team", "registry.example.com/other/app"), 0);
+        assert_int_equal(cred_url_match("registry.*.com", "registry.example.com/x"), 1);
 }
 
 static json_t *secret(const char *type, const char *field, const char *config) {
@@ -84,8 +84,8 @@ static json_t *secret(const char *type, const char *field, const char *config) {
 }
 
 static void test_keyring(void **state) {
-        struct kr_keyring k = {};
-        const struct kr_auth **got = NULL;
+        struct cred_keyring k = {};
+        const struct cred_auth **got = NULL;
         size_t n = 0;
         char *err = NULL;
         json_t *s1 = secret("kubernetes.io/dockerconfigjson", ".dockerconfigjson",
@@ -99,18 +99,18 @@ static void test_keyring(void **state) {
         json_t *bad_auth = secret("kubernetes.io/dockerconfigjson", ".dockerconfigjson",
                                   "{\"auths\": {\"r.io\": {\"auth\": \"bm9jb2xvbg==\"}}}"); /* "nocolon" */
 
-        assert_int_equal(kr_keyring_add_secret(&k, s1, &err), 0);
-        assert_int_equal(kr_keyring_add_secret(&k, s2, &err), 0);
-        assert_int_equal(kr_keyring_add_secret(&k, bad_type, &err), -EINVAL);
+        assert_int_equal(cred_keyring_add_secret(&k, s1, &err), 0);
+        assert_int_equal(cred_keyring_add_secret(&k, s2, &err), 0);
+        assert_int_equal(cred_keyring_add_secret(&k, bad_type, &err), -EINVAL);
         assert_non_null(strstr(err, "kubernetes.io/dockerconfigjson"));
         free(err);
         err = NULL;
-        assert_int_equal(kr_keyring_add_secret(&k, bad_auth, &err), -EINVAL);
+        assert_int_equal(cred_keyring_add_secret(&k, bad_auth, &err), -EINVAL);
         assert_non_null(strstr(err, "base64(username:password)"));
         free(err);
 
         /* both credentials for the registry, in turn */
-        assert_int_equal(kr_keyring_lookup(&k, "127.0.0.1:5000/busybox:1", &got, &n), 0);
+        assert_int_equal(cred_keyring_lookup(&k, "127.0.0.1:5000/busybox:1", &got, &n), 0);
         assert_int_equal(n, 2);
         assert_string_equal(got[0]->key, "127.0.0.1:5000");
         assert_true((!strcmp(got[0]->username, "user") && !strcmp(got[0]->password, "pass")) ||
@@ -118,27 +118,27 @@ static void test_keyring(void **state) {
         assert_string_not_equal(got[0]->username, got[1]->username);
         free(got);
         /* path prefix is more specific than the wildcard, and sorts first */
-        assert_int_equal(kr_keyring_lookup(&k, "registry.example.com/team/app:v1", &got, &n), 0);
+        assert_int_equal(cred_keyring_lookup(&k, "registry.example.com/team/app:v1", &got, &n), 0);
         assert_int_equal(n, 2);
         assert_string_equal(got[0]->username, "team");
         assert_string_equal(got[1]->username, "wild");
         free(got);
-        assert_int_equal(kr_keyring_lookup(&k, "registry.example.com/other/app", &got, &n), 0);
+        assert_int_equal(cred_keyring_lookup(&k, "registry.example.com/other/app", &got, &n), 0);
         assert_int_equal(n, 1);
         assert_string_equal(got[0]->username, "wild");
         free(got);
         /* Docker Hub images use the index.docker.io credentials */
-        assert_int_equal(kr_keyring_lookup(&k, "busybox", &got, &n), 0);
+        assert_int_equal(cred_keyring_lookup(&k, "busybox", &got, &n), 0);
         assert_int_equal(n, 1);
         assert_string_equal(got[0]->username, "hub");
         free(got);
         /* nothing for another registry */
-        assert_int_equal(kr_keyring_lookup(&k, "quay.io/x/y", &got, &n), 0);
+        assert_int_equal(cred_keyring_lookup(&k, "quay.io/x/y", &got, &n), 0);
         assert_int_equal(n, 0);
         assert_null(got);
 
-        kr_keyring_done(&k);
-        kr_keyring_done(NULL);
+        cred_keyring_done(&k);
+        cred_keyring_done(NULL);
         json_decref(s1);
         json_decref(s2);
         json_decref(bad_type);

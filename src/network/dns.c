@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#include "kuberuntime/dns.h"
+#include "network/dns.h"
 
 #include <fcntl.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "kuberuntime/config.h"
+#include "basic/protobuf.h"
+#include "basic/strv.h"
+#include "container/build.h"
 
 static int strv_add_unique(char ***l, const char *s) {
         if (strv_contains(*l, s))
@@ -13,7 +15,7 @@ static int strv_add_unique(char ***l, const char *s) {
         return strv_extend(l, s);
 }
 
-int kr_parse_resolv_conf(const char *text, char ***ret_servers, char ***ret_searches, char ***ret_options) {
+int dns_parse_resolv_conf(const char *text, char ***ret_servers, char ***ret_searches, char ***ret_options) {
         _cleanup_strv_free_ char **servers = NULL, **searches = NULL, **options = NULL;
         _cleanup_free_ char *copy = strdup(text);
         char *save = NULL;
@@ -92,14 +94,14 @@ static int read_resolv_conf(const char *path, char ***servers, char ***searches,
                 if (k == 0)
                         break;
                 n += (size_t) k;
-                if (n > KR_RESOLV_CONF_MAX) {
+                if (n > DNS_RESOLV_CONF_MAX) {
                         close(fd);
                         return -EFBIG;
                 }
         }
         close(fd);
         buf[n] = 0;
-        return kr_parse_resolv_conf(buf, servers, searches, options);
+        return dns_parse_resolv_conf(buf, servers, searches, options);
 }
 
 static int pb_strv(char **l, size_t *ret_n, char ***ret) {
@@ -176,7 +178,7 @@ static int servers_fit_limits(char **servers, const struct kc_build_context *ctx
 
 enum dns_type { DNS_CLUSTER, DNS_HOST, DNS_NONE };
 
-int kr_pod_dns_config(const struct pod *pod, const struct kc_build_context *ctx, Runtime__V1__DNSConfig **ret) {
+int dns_pod_config(const struct pod *pod, const struct kc_build_context *ctx, Runtime__V1__DNSConfig **ret) {
         _cleanup_strv_free_ char **servers = NULL, **searches = NULL, **options = NULL;
         const char *policy = pod->spec.dns_policy ? pod->spec.dns_policy : "ClusterFirst";
         const struct pod_dns_config *pd = pod->spec.dns_config;
@@ -302,7 +304,7 @@ int kr_pod_dns_config(const struct pod *pod, const struct kc_build_context *ctx,
         if (r >= 0)
                 r = pb_strv(options, &d->n_options, &d->options);
         if (r < 0) {
-                kr_pb_free(d);
+                pb_free(d);
                 return r;
         }
         *ret = d;

@@ -15,8 +15,9 @@
 #include <event2/buffer.h>
 #include <event2/event.h>
 
-#include "basic/util.h"
-#include "kuberuntime/logs.h"
+#include "basic/string.h"
+#include "basic/time.h"
+#include "logs/logs.h"
 
 #define TS1 "2016-10-06T00:17:09.669794202Z"
 #define TS1_NSEC (INT64_C(1475713029) * NSEC_PER_SEC + 669794202)
@@ -67,14 +68,14 @@ static char *take_str(struct evbuffer *b) {
         return s;
 }
 
-static char *read_with(const char *content, const struct cri_log_options *o, struct cri_log_cursor *cursor) {
+static char *read_with(const char *content, const struct logs_options *o, struct logs_cursor *cursor) {
         struct evbuffer *b = evbuffer_new();
         char *s;
         int fd;
 
         write_file(tmp_path("log"), content, strlen(content), false);
         fd = open_file(tmp_path("log"));
-        assert_int_equal(cri_log_read(fd, o, b, cursor), 0);
+        assert_int_equal(logs_read(fd, o, b, cursor), 0);
         close(fd);
         s = take_str(b);
         evbuffer_free(b);
@@ -91,67 +92,67 @@ static char *read_with(const char *content, const struct cri_log_options *o, str
 /* ---- parser ---- */
 
 static void test_parse_full_and_partial(void **state) {
-        struct cri_log_msg m;
+        struct logs_msg m;
         const char *l = TS1 " stdout F log content\n";
 
-        assert_int_equal(cri_log_parse_line(l, strlen(l), &m), 0);
+        assert_int_equal(logs_parse_line(l, strlen(l), &m), 0);
         assert_int_equal(m.timestamp_nsec, TS1_NSEC);
         assert_int_equal(m.tz_offset_sec, 0);
-        assert_int_equal(m.stream, CRI_LOG_STDOUT);
+        assert_int_equal(m.stream, LOGS_STDOUT);
         assert_false(m.partial);
         assert_int_equal(m.content_len, strlen("log content"));
         assert_memory_equal(m.content, "log content", m.content_len);
 
         l = TS1 " stderr P part";
-        assert_int_equal(cri_log_parse_line(l, strlen(l), &m), 0);
-        assert_int_equal(m.stream, CRI_LOG_STDERR);
+        assert_int_equal(logs_parse_line(l, strlen(l), &m), 0);
+        assert_int_equal(m.stream, LOGS_STDERR);
         assert_true(m.partial);
         assert_int_equal(m.content_len, 4);
         assert_memory_equal(m.content, "part", 4);
 
         /* content may contain spaces and the delimiter; forward compatible tags */
         l = TS1 " stdout F:x a  b \n";
-        assert_int_equal(cri_log_parse_line(l, strlen(l), &m), 0);
+        assert_int_equal(logs_parse_line(l, strlen(l), &m), 0);
         assert_false(m.partial);
         assert_int_equal(m.content_len, 5);
         assert_memory_equal(m.content, "a  b ", 5);
         l = TS1 " stdout P:x y\n";
-        assert_int_equal(cri_log_parse_line(l, strlen(l), &m), 0);
+        assert_int_equal(logs_parse_line(l, strlen(l), &m), 0);
         assert_true(m.partial);
 
         /* empty content */
         l = TS1 " stdout F \n";
-        assert_int_equal(cri_log_parse_line(l, strlen(l), &m), 0);
+        assert_int_equal(logs_parse_line(l, strlen(l), &m), 0);
         assert_int_equal(m.content_len, 0);
         l = TS1 " stdout F ";
-        assert_int_equal(cri_log_parse_line(l, strlen(l), &m), 0);
+        assert_int_equal(logs_parse_line(l, strlen(l), &m), 0);
         assert_int_equal(m.content_len, 0);
 }
 
 static void test_parse_timestamps(void **state) {
-        struct cri_log_msg m;
+        struct logs_msg m;
         const char *l;
 
         /* no fractional seconds, offsets, comma, more than 9 digits, one-digit hour (Go is lenient) */
         l = "2016-10-06T00:17:09Z stdout F x";
-        assert_int_equal(cri_log_parse_line(l, strlen(l), &m), 0);
+        assert_int_equal(logs_parse_line(l, strlen(l), &m), 0);
         assert_int_equal(m.timestamp_nsec, INT64_C(1475713029) * NSEC_PER_SEC);
         l = "2016-10-06T02:17:09.5+02:00 stdout F x";
-        assert_int_equal(cri_log_parse_line(l, strlen(l), &m), 0);
+        assert_int_equal(logs_parse_line(l, strlen(l), &m), 0);
         assert_int_equal(m.timestamp_nsec, INT64_C(1475713029) * NSEC_PER_SEC + 500000000);
         assert_int_equal(m.tz_offset_sec, 7200);
         l = "2016-10-05T23:17:09.1-01:00 stdout F x";
-        assert_int_equal(cri_log_parse_line(l, strlen(l), &m), 0);
+        assert_int_equal(logs_parse_line(l, strlen(l), &m), 0);
         assert_int_equal(m.timestamp_nsec, INT64_C(1475713029) * NSEC_PER_SEC + 100000000);
         assert_int_equal(m.tz_offset_sec, -3600);
         l = "2016-10-06T00:17:09,669794202999Z stdout F x";
-        assert_int_equal(cri_log_parse_line(l, strlen(l), &m), 0);
+        assert_int_equal(logs_parse_line(l, strlen(l), &m), 0);
         assert_int_equal(m.timestamp_nsec, TS1_NSEC);
         l = "2024-02-29T23:59:59Z stdout F x";
-        assert_int_equal(cri_log_parse_line(l, strlen(l), &m), 0);
+        assert_int_equal(logs_parse_line(l, strlen(l), &m), 0);
         assert_int_equal(m.timestamp_nsec, INT64_C(1709251199) * NSEC_PER_SEC);
         l = "1969-12-31T23:59:59.5Z stdout F x";
-        assert_int_equal(cri_log_parse_line(l, strlen(l), &m), 0);
+        assert_int_equal(logs_parse_line(l, strlen(l), &m), 0);
         assert_int_equal(m.timestamp_nsec, -500000000);
 
         /* bad ones */
@@ -172,7 +173,7 @@ static void test_parse_timestamps(void **state) {
         };
         for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
                 m.stream = 42;
-                assert_int_equal(cri_log_parse_line(bad[i], strlen(bad[i]), &m), -EINVAL);
+                assert_int_equal(logs_parse_line(bad[i], strlen(bad[i]), &m), -EINVAL);
                 assert_int_equal(m.stream, 42); /* untouched */
         }
 }
@@ -192,132 +193,26 @@ static void test_parse_missing_fields(void **state) {
                 TS1 "  stdout F x", /* empty stream */
                 "not a log line at all\n",
         };
-        struct cri_log_msg m;
+        struct logs_msg m;
         for (size_t i = 0; i < ELEMENTSOF(bad); i++)
-                assert_int_equal(cri_log_parse_line(bad[i], strlen(bad[i]), &m), -EINVAL);
-        assert_int_equal(cri_log_parse_line(NULL, 0, &m), -EINVAL);
+                assert_int_equal(logs_parse_line(bad[i], strlen(bad[i]), &m), -EINVAL);
+        assert_int_equal(logs_parse_line(NULL, 0, &m), -EINVAL);
 }
 
 static void test_format_timestamp(void **state) {
         char buf[48];
-        assert_string_equal(cri_log_format_timestamp(TS1_NSEC, 0, buf, sizeof(buf)), TS1);
-        assert_string_equal(cri_log_format_timestamp(INT64_C(1475713029) * NSEC_PER_SEC + 500000000, 7200, buf,
+        assert_string_equal(logs_format_timestamp(TS1_NSEC, 0, buf, sizeof(buf)), TS1);
+        assert_string_equal(logs_format_timestamp(INT64_C(1475713029) * NSEC_PER_SEC + 500000000, 7200, buf,
                                                      sizeof(buf)),
                             "2016-10-06T02:17:09.500000000+02:00");
-        assert_string_equal(cri_log_format_timestamp(INT64_C(1475713029) * NSEC_PER_SEC, -3600, buf, sizeof(buf)),
+        assert_string_equal(logs_format_timestamp(INT64_C(1475713029) * NSEC_PER_SEC, -3600, buf, sizeof(buf)),
                             "2016-10-05T23:17:09.000000000-01:00");
-        assert_string_equal(cri_log_format_timestamp(-500000000, 0, buf, sizeof(buf)),
+        assert_string_equal(logs_format_timestamp(-500000000, 0, buf, sizeof(buf)),
                             "1969-12-31T23:59:59.500000000Z");
-        assert_string_equal(cri_log_format_timestamp(0, 0, buf, sizeof(buf)), "1970-01-01T00:00:00.000000000Z");
+        assert_string_equal(logs_format_timestamp(0, 0, buf, sizeof(buf)), "1970-01-01T00:00:00.000000000Z");
 }
 
 /* ---- options ---- */
-
-#define NOW (INT64_C(1700000000) * NSEC_PER_SEC)
-
-static void test_options_defaults_and_values(void **state) {
-        struct cri_log_options o;
-        char *err = NULL;
-
-        assert_int_equal(cri_log_options_from_query_at(NULL, NOW, &o, &err), 0);
-        assert_false(o.follow || o.timestamps || o.previous);
-        assert_int_equal(o.tail_lines, -1);
-        assert_int_equal(o.limit_bytes, -1);
-        assert_int_equal(o.since_nsec, 0);
-        assert_int_equal(cri_log_options_from_query_at("", NOW, &o, &err), 0);
-        assert_int_equal(o.tail_lines, -1);
-
-        assert_int_equal(cri_log_options_from_query_at("follow=true&timestamps=1&tailLines=10&limitBytes=100&"
-                                                       "previous=True&container=x&unknown=%zz",
-                                                       NOW, &o, &err),
-                         0);
-        assert_null(err);
-        assert_true(o.follow);
-        assert_true(o.timestamps);
-        assert_true(o.previous);
-        assert_int_equal(o.tail_lines, 10);
-        assert_int_equal(o.limit_bytes, 100);
-
-        /* booleans: only "0" and "false" are false; a bare key or empty value is true */
-        assert_int_equal(cri_log_options_from_query_at("follow=false&timestamps=0&previous=FALSE", NOW, &o, &err), 0);
-        assert_false(o.follow || o.timestamps || o.previous);
-        assert_int_equal(cri_log_options_from_query_at("follow&timestamps=&&previous=no", NOW, &o, &err), 0);
-        assert_true(o.follow && o.timestamps && o.previous);
-        /* names are case-sensitive, the first value wins */
-        assert_int_equal(cri_log_options_from_query_at("Follow=true&tailLines=3&tailLines=-5", NOW, &o, &err), 0);
-        assert_false(o.follow);
-        assert_int_equal(o.tail_lines, 3);
-        /* encoded names and values */
-        assert_int_equal(cri_log_options_from_query_at("tail%4Cines=%2B7", NOW, &o, &err), 0);
-        assert_int_equal(o.tail_lines, 7);
-
-        /* the old "tail" */
-        assert_int_equal(cri_log_options_from_query_at("tail=5", NOW, &o, &err), 0);
-        assert_int_equal(o.tail_lines, 5);
-        assert_int_equal(cri_log_options_from_query_at("tail=all&tailLines=5", NOW, &o, &err), 0);
-        assert_int_equal(o.tail_lines, -1);
-        assert_int_equal(cri_log_options_from_query_at("tail=&tailLines=5", NOW, &o, &err), 0);
-        assert_int_equal(o.tail_lines, 5);
-
-        /* since */
-        assert_int_equal(cri_log_options_from_query_at("sinceSeconds=10", NOW, &o, &err), 0);
-        assert_int_equal(o.since_nsec, NOW - 10 * NSEC_PER_SEC);
-        assert_int_equal(cri_log_options_from_query_at("sinceSeconds=9999999999", NOW, &o, &err), 0);
-        assert_int_equal(o.since_nsec, 0);
-        assert_int_equal(cri_log_options_from_query_at("sinceTime=" TS1, NOW, &o, &err), 0);
-        assert_int_equal(o.since_nsec, TS1_NSEC);
-        assert_int_equal(cri_log_options_from_query_at("sinceTime=2016-10-06T02%3A17%3A09%2B02%3A00", NOW, &o, &err), 0);
-        assert_int_equal(o.since_nsec, INT64_C(1475713029) * NSEC_PER_SEC);
-        assert_int_equal(cri_log_options_from_query_at("sinceTime=", NOW, &o, &err), 0);
-        assert_int_equal(o.since_nsec, 0);
-        assert_null(err);
-
-        /* the real clock when no time is given */
-        assert_int_equal(cri_log_options_from_query("sinceSeconds=1", &o, &err), 0);
-        assert_true(o.since_nsec > NOW);
-}
-
-static void expect_error(const char *q, int code, const char *message) {
-        struct cri_log_options o = { .tail_lines = 42 };
-        char *err = NULL;
-
-        assert_int_equal(cri_log_options_from_query_at(q, NOW, &o, &err), code);
-        assert_non_null(err);
-        if (message)
-                assert_string_equal(err, message);
-        assert_int_equal(o.tail_lines, 42); /* untouched */
-        free(err);
-}
-
-static void test_options_errors(void **state) {
-        struct cri_log_options o;
-
-        expect_error("tailLines=-1", -EINVAL, "tailLines: Invalid value: -1: must be greater than or equal to 0");
-        expect_error("tail=-3", -EINVAL, "tailLines: Invalid value: -3: must be greater than or equal to 0");
-        expect_error("limitBytes=0", -EINVAL, "limitBytes: Invalid value: 0: must be greater than 0");
-        expect_error("limitBytes=-10", -EINVAL, "limitBytes: Invalid value: -10: must be greater than 0");
-        expect_error("sinceSeconds=0", -EINVAL, "sinceSeconds: Invalid value: 0: must be greater than 0");
-        expect_error("sinceSeconds=-1", -EINVAL, "sinceSeconds: Invalid value: -1: must be greater than 0");
-        expect_error("sinceSeconds=10&sinceTime=" TS1, -EINVAL,
-                     "Forbidden: at most one of `sinceTime` or `sinceSeconds` may be specified");
-        /* an empty sinceTime is still "set" */
-        expect_error("sinceSeconds=10&sinceTime=", -EINVAL, NULL);
-        expect_error("tailLines=-1&limitBytes=0", -EINVAL,
-                     "[tailLines: Invalid value: -1: must be greater than or equal to 0, "
-                     "limitBytes: Invalid value: 0: must be greater than 0]");
-
-        expect_error("tailLines=abc", -EBADMSG, NULL);
-        expect_error("tailLines=", -EBADMSG, NULL);
-        expect_error("tailLines=%201", -EBADMSG, NULL);
-        expect_error("limitBytes=1e3", -EBADMSG, NULL);
-        expect_error("sinceSeconds=99999999999999999999", -EBADMSG, NULL);
-        expect_error("sinceTime=yesterday", -EBADMSG, NULL);
-        expect_error("sinceTime=2016-10-06T00:17:09", -EBADMSG, NULL);
-        expect_error("tailLines=5%00x", -EBADMSG, NULL);
-
-        /* no error string wanted */
-        assert_int_equal(cri_log_options_from_query_at("tailLines=-1", NOW, &o, NULL), -EINVAL);
-}
 
 /* ---- reading ---- */
 
@@ -334,18 +229,18 @@ static const char *const basic_log =
         L(T(6), "stderr", "F", "six");
 
 static void test_read_all(void **state) {
-        struct cri_log_options o;
+        struct logs_options o;
 
-        cri_log_options_init(&o);
+        logs_options_init(&o);
         assert_read(basic_log, &o, "one\ntwo\nthree\n\nsix\n");
         assert_read("", &o, "");
         assert_read("garbage\n\n\n", &o, "");
 }
 
 static void test_read_timestamps(void **state) {
-        struct cri_log_options o;
+        struct logs_options o;
 
-        cri_log_options_init(&o);
+        logs_options_init(&o);
         o.timestamps = true;
         /* a joined line carries the timestamp of its first piece */
         assert_read(basic_log, &o,
@@ -355,9 +250,9 @@ static void test_read_timestamps(void **state) {
 }
 
 static void test_read_tail(void **state) {
-        struct cri_log_options o;
+        struct logs_options o;
 
-        cri_log_options_init(&o);
+        logs_options_init(&o);
         o.tail_lines = 0;
         assert_read(basic_log, &o, "");
         o.tail_lines = 1;
@@ -384,11 +279,11 @@ static void test_read_tail(void **state) {
 }
 
 static void test_read_limit(void **state) {
-        struct cri_log_options o;
-        struct cri_log_cursor c;
+        struct logs_options o;
+        struct logs_cursor c;
         char *s;
 
-        cri_log_options_init(&o);
+        logs_options_init(&o);
         o.limit_bytes = 6;
         assert_read(basic_log, &o, "one\ntw");
         o.limit_bytes = 4;
@@ -403,7 +298,7 @@ static void test_read_limit(void **state) {
         assert_int_equal(c.remaining, 1000 - (int64_t) strlen(s));
         assert_false(c.limit_reached);
         assert_int_equal(c.offset, strlen(basic_log));
-        cri_log_cursor_done(&c);
+        logs_cursor_done(&c);
         free(s);
 
         o.limit_bytes = 3;
@@ -411,14 +306,14 @@ static void test_read_limit(void **state) {
         assert_string_equal(s, "one");
         assert_true(c.limit_reached);
         assert_int_equal(c.remaining, 0);
-        cri_log_cursor_done(&c);
+        logs_cursor_done(&c);
         free(s);
 }
 
 static void test_read_since(void **state) {
-        struct cri_log_options o;
+        struct logs_options o;
 
-        cri_log_options_init(&o);
+        logs_options_init(&o);
         o.since_nsec = INT64_C(1577836803) * NSEC_PER_SEC; /* T(3) */
         /* the joined line starts at T(3): kept */
         assert_read(basic_log, &o, "three\n\nsix\n");
@@ -431,39 +326,39 @@ static void test_read_since(void **state) {
 }
 
 static void test_read_interleaved_partials(void **state) {
-        struct cri_log_options o;
+        struct logs_options o;
         const char *log = L(T(1), "stdout", "P", "out-a ")
                           L(T(2), "stderr", "P", "err-a ")
                           L(T(3), "stderr", "F", "err-b")
                           L(T(4), "stdout", "F", "out-b")
                           L(T(5), "stdout", "P", "dangling");
 
-        cri_log_options_init(&o);
+        logs_options_init(&o);
         assert_read(log, &o, "err-a err-b\nout-a out-b\ndangling");
         o.timestamps = true;
         assert_read(log, &o, T(2) " err-a err-b\n" T(1) " out-a out-b\n" T(5) " dangling");
 }
 
 static void test_read_follow_cursor(void **state) {
-        struct cri_log_options o;
-        struct cri_log_cursor c, copy;
+        struct logs_options o;
+        struct logs_cursor c, copy;
         const char *log = L(T(1), "stdout", "F", "a") L(T(2), "stdout", "P", "b") T(3) " stdout F unterminated";
         char *s;
 
-        cri_log_options_init(&o);
+        logs_options_init(&o);
         o.follow = true;
         s = read_with(log, &o, &c);
         /* the unfinished joined line and the unterminated last line wait for the follower */
         assert_string_equal(s, "a\n");
         assert_int_equal(c.offset, strlen(L(T(1), "stdout", "F", "a") L(T(2), "stdout", "P", "b")));
-        assert_true(c.pending[CRI_LOG_STDOUT].active);
-        assert_int_equal(c.pending[CRI_LOG_STDOUT].len, 1);
-        assert_int_equal(cri_log_cursor_copy(&c, &copy), 0);
-        assert_int_equal(copy.pending[CRI_LOG_STDOUT].len, 1);
-        assert_ptr_not_equal(copy.pending[CRI_LOG_STDOUT].data, c.pending[CRI_LOG_STDOUT].data);
-        cri_log_cursor_done(&copy);
-        cri_log_cursor_done(&c);
-        cri_log_cursor_done(NULL);
+        assert_true(c.pending[LOGS_STDOUT].active);
+        assert_int_equal(c.pending[LOGS_STDOUT].len, 1);
+        assert_int_equal(logs_cursor_copy(&c, &copy), 0);
+        assert_int_equal(copy.pending[LOGS_STDOUT].len, 1);
+        assert_ptr_not_equal(copy.pending[LOGS_STDOUT].data, c.pending[LOGS_STDOUT].data);
+        logs_cursor_done(&copy);
+        logs_cursor_done(&c);
+        logs_cursor_done(NULL);
         free(s);
 
         /* with follow and tail 0: nothing, the cursor at the end */
@@ -471,13 +366,13 @@ static void test_read_follow_cursor(void **state) {
         s = read_with(log, &o, &c);
         assert_string_equal(s, "");
         assert_int_equal(c.offset, strlen(log));
-        cri_log_cursor_done(&c);
+        logs_cursor_done(&c);
         free(s);
 }
 
 /* a file larger than the read block: many lines, a long partial chain and a raw line longer than the block */
 static void test_read_large(void **state) {
-        struct cri_log_options o;
+        struct logs_options o;
         struct evbuffer *in = evbuffer_new(), *expect = evbuffer_new();
         char *content, *expected, *s;
         size_t i;
@@ -518,7 +413,7 @@ static void test_read_large(void **state) {
         content = take_str(in);
         expected = take_str(expect);
 
-        cri_log_options_init(&o);
+        logs_options_init(&o);
         s = read_with(content, &o, NULL);
         assert_int_equal(strlen(s), strlen(expected));
         assert_string_equal(s, expected);
@@ -557,7 +452,7 @@ static void test_read_large(void **state) {
 struct follow_test {
         struct event_base *base;
         struct evbuffer *got;
-        struct cri_log_follower *f;
+        struct logs_follower *f;
         const char *path;
         bool running;
         int done_calls;
@@ -612,7 +507,7 @@ static void ft_init(struct follow_test *t) {
 }
 
 static void ft_done_free(struct follow_test *t) {
-        cri_log_follower_free(t->f);
+        logs_follower_free(t->f);
         if (t->append)
                 event_free(t->append);
         evbuffer_free(t->got);
@@ -628,8 +523,8 @@ static void ft_run(struct follow_test *t, int timeout_sec) {
 
 static void test_follow(void **state) {
         struct follow_test t;
-        struct cri_log_options o;
-        struct cri_log_cursor c;
+        struct logs_options o;
+        struct logs_cursor c;
         struct evbuffer *first = evbuffer_new();
         struct timeval tv = { 0, 30 * 1000 };
         char *s;
@@ -638,19 +533,19 @@ static void test_follow(void **state) {
         ft_init(&t);
         write_file(t.path, L(T(1), "stdout", "F", "one") L(T(2), "stdout", "P", "tw"),
                    strlen(L(T(1), "stdout", "F", "one") L(T(2), "stdout", "P", "tw")), false);
-        cri_log_options_init(&o);
+        logs_options_init(&o);
         o.follow = true;
         o.timestamps = false;
         fd = open_file(t.path);
-        assert_int_equal(cri_log_read(fd, &o, first, &c), 0);
+        assert_int_equal(logs_read(fd, &o, first, &c), 0);
         close(fd);
         s = take_str(first);
         assert_string_equal(s, "one\n");
         free(s);
 
-        assert_int_equal(cri_log_follow(t.base, t.path, &o, &c, ft_write, ft_running, ft_done, &t, &t.f), 0);
-        cri_log_cursor_done(&c);
-        /* nothing is called from inside cri_log_follow */
+        assert_int_equal(logs_follow(t.base, t.path, &o, &c, ft_write, ft_running, ft_done, &t, &t.f), 0);
+        logs_cursor_done(&c);
+        /* nothing is called from inside logs_follow */
         assert_int_equal(evbuffer_get_length(t.got), 0);
 
         /* a line completing the pending one, then more as the loop runs */
@@ -670,16 +565,16 @@ static void test_follow(void **state) {
 
 static void test_follow_limit_and_unfinished(void **state) {
         struct follow_test t;
-        struct cri_log_options o;
+        struct logs_options o;
         char *s;
 
         /* the limit ends the follow without the container stopping */
         ft_init(&t);
         write_file(t.path, L(T(1), "stdout", "F", "0123456789"), strlen(L(T(1), "stdout", "F", "0123456789")), false);
-        cri_log_options_init(&o);
+        logs_options_init(&o);
         o.follow = true;
         o.limit_bytes = 5;
-        assert_int_equal(cri_log_follow(t.base, t.path, &o, NULL, ft_write, ft_running, ft_done, &t, &t.f), 0);
+        assert_int_equal(logs_follow(t.base, t.path, &o, NULL, ft_write, ft_running, ft_done, &t, &t.f), 0);
         ft_run(&t, 5);
         assert_int_equal(t.done_calls, 1);
         assert_int_equal(t.done_r, 0);
@@ -693,9 +588,9 @@ static void test_follow_limit_and_unfinished(void **state) {
         t.running = false;
         write_file(t.path, L(T(1), "stdout", "F", "a") L(T(2), "stdout", "P", "b") T(3) " stdout P c",
                    strlen(L(T(1), "stdout", "F", "a") L(T(2), "stdout", "P", "b") T(3) " stdout P c"), false);
-        cri_log_options_init(&o);
+        logs_options_init(&o);
         o.follow = true;
-        assert_int_equal(cri_log_follow(t.base, t.path, &o, NULL, ft_write, ft_running, ft_done, &t, &t.f), 0);
+        assert_int_equal(logs_follow(t.base, t.path, &o, NULL, ft_write, ft_running, ft_done, &t, &t.f), 0);
         ft_run(&t, 5);
         assert_int_equal(t.done_calls, 1);
         assert_int_equal(t.done_r, 0);
@@ -706,15 +601,15 @@ static void test_follow_limit_and_unfinished(void **state) {
 
         /* a cursor whose limit is used up: done at once (from the loop) */
         {
-                struct cri_log_cursor c;
+                struct logs_cursor c;
                 ft_init(&t);
                 write_file(t.path, "x", 1, false);
-                cri_log_options_init(&o);
+                logs_options_init(&o);
                 o.follow = true;
                 o.limit_bytes = 0;
-                cri_log_cursor_init(&c, &o);
+                logs_cursor_init(&c, &o);
                 assert_true(c.limit_reached);
-                assert_int_equal(cri_log_follow(t.base, t.path, &o, &c, ft_write, ft_running, ft_done, &t, &t.f), 0);
+                assert_int_equal(logs_follow(t.base, t.path, &o, &c, ft_write, ft_running, ft_done, &t, &t.f), 0);
                 assert_int_equal(t.done_calls, 0);
                 ft_run(&t, 5);
                 assert_int_equal(t.done_calls, 1);
@@ -723,8 +618,8 @@ static void test_follow_limit_and_unfinished(void **state) {
 
         /* missing file */
         ft_init(&t);
-        cri_log_options_init(&o);
-        assert_int_equal(cri_log_follow(t.base, tmp_path("nope.log"), &o, NULL, ft_write, ft_running, ft_done, &t, &t.f),
+        logs_options_init(&o);
+        assert_int_equal(logs_follow(t.base, tmp_path("nope.log"), &o, NULL, ft_write, ft_running, ft_done, &t, &t.f),
                          -ENOENT);
         assert_null(t.f);
         ft_done_free(&t);
@@ -751,15 +646,15 @@ static void rotate(evutil_socket_t fd, short what, void *ud) {
 
 static void test_follow_rotation(void **state) {
         struct follow_test t;
-        struct cri_log_options o;
+        struct logs_options o;
         struct timeval tv = { 0, 50 * 1000 };
         char *s;
 
         ft_init(&t);
         write_file(t.path, L(T(1), "stdout", "F", "first"), strlen(L(T(1), "stdout", "F", "first")), false);
-        cri_log_options_init(&o);
+        logs_options_init(&o);
         o.follow = true;
-        assert_int_equal(cri_log_follow(t.base, t.path, &o, NULL, ft_write, ft_running, ft_done, &t, &t.f), 0);
+        assert_int_equal(logs_follow(t.base, t.path, &o, NULL, ft_write, ft_running, ft_done, &t, &t.f), 0);
         t.append = evtimer_new(t.base, rotate, &t);
         evtimer_add(t.append, &tv);
         ft_run(&t, 10);
@@ -779,7 +674,7 @@ static int ft_write_fail(const void *data, size_t len, void *ud) {
 /* more than a loop iteration's worth (1 MiB): read in several steps; a failing write stops it */
 static void test_follow_large_and_write_error(void **state) {
         struct follow_test t;
-        struct cri_log_options o;
+        struct logs_options o;
         struct evbuffer *in = evbuffer_new();
         size_t expected_len = 0;
         char *content;
@@ -796,9 +691,9 @@ static void test_follow_large_and_write_error(void **state) {
         ft_init(&t);
         t.running = false;
         write_file(t.path, content, strlen(content), false);
-        cri_log_options_init(&o);
+        logs_options_init(&o);
         o.follow = true;
-        assert_int_equal(cri_log_follow(t.base, t.path, &o, NULL, ft_write, ft_running, ft_done, &t, &t.f), 0);
+        assert_int_equal(logs_follow(t.base, t.path, &o, NULL, ft_write, ft_running, ft_done, &t, &t.f), 0);
         ft_run(&t, 10);
         assert_int_equal(t.done_calls, 1);
         assert_int_equal(t.done_r, 0);
@@ -813,7 +708,7 @@ static void test_follow_large_and_write_error(void **state) {
 
         ft_init(&t);
         write_file(t.path, content, strlen(content), false);
-        assert_int_equal(cri_log_follow(t.base, t.path, &o, NULL, ft_write_fail, ft_running, ft_done, &t, &t.f), 0);
+        assert_int_equal(logs_follow(t.base, t.path, &o, NULL, ft_write_fail, ft_running, ft_done, &t, &t.f), 0);
         ft_run(&t, 10);
         assert_int_equal(t.done_calls, 1);
         assert_int_equal(t.done_r, -EPIPE);
@@ -830,23 +725,23 @@ static void stop_loop(evutil_socket_t fd, short what, void *ud) {
 
 static void test_follow_free_without_done(void **state) {
         struct follow_test t;
-        struct cri_log_options o;
+        struct logs_options o;
         struct timeval tv = { 0, 100 * 1000 };
         struct event *stop;
         char *s;
 
         ft_init(&t);
         write_file(t.path, L(T(1), "stdout", "F", "x"), strlen(L(T(1), "stdout", "F", "x")), false);
-        cri_log_options_init(&o);
+        logs_options_init(&o);
         o.follow = true;
-        assert_int_equal(cri_log_follow(t.base, t.path, &o, NULL, ft_write, ft_running, ft_done, &t, &t.f), 0);
+        assert_int_equal(logs_follow(t.base, t.path, &o, NULL, ft_write, ft_running, ft_done, &t, &t.f), 0);
         stop = evtimer_new(t.base, stop_loop, t.base);
         evtimer_add(stop, &tv);
         event_base_dispatch(t.base); /* the follower's timer keeps the loop alive until stop */
         s = take_str(t.got);
         assert_string_equal(s, "x\n");
         free(s);
-        t.f = cri_log_follower_free(t.f);
+        t.f = logs_follower_free(t.f);
         assert_null(t.f);
         /* nothing of the follower is left on the loop */
         assert_int_equal(event_base_loop(t.base, EVLOOP_NONBLOCK), 1);
@@ -861,8 +756,6 @@ int main(void) {
                 cmocka_unit_test(test_parse_timestamps),
                 cmocka_unit_test(test_parse_missing_fields),
                 cmocka_unit_test(test_format_timestamp),
-                cmocka_unit_test(test_options_defaults_and_values),
-                cmocka_unit_test(test_options_errors),
                 cmocka_unit_test(test_read_all),
                 cmocka_unit_test(test_read_timestamps),
                 cmocka_unit_test(test_read_tail),

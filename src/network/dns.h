@@ -11,11 +11,11 @@
 
 struct kc_build_context;
 
-#define KR_RESOLV_CONF_MAX (10 * 1024 * 1024)
+#define DNS_RESOLV_CONF_MAX (10 * 1024 * 1024)
 
 /* resolv.conf text: nameservers, the last search/domain line (trailing dots removed, "." dropped), options. */
-int kr_parse_resolv_conf(const char *text, char ***ret_servers, char ***ret_searches, char ***ret_options);
+int dns_parse_resolv_conf(const char *text, char ***ret_servers, char ***ret_searches, char ***ret_options);
 
 /* NULL *ret when the pod gets the runtime's default (never: upstream always sends one). Events
  * (MissingClusterDNS, DNSConfigForming) go to ctx->report. */
-int kr_pod_dns_config(const struct pod *pod, const struct kc_build_context *ctx, Runtime__V1__DNSConfig **ret);
+int dns_pod_config(const struct pod *pod, const struct kc_build_context *ctx, Runtime__V1__DNSConfig **ret);

@@ -7,31 +7,31 @@
 #include <jansson.h>
 #include <stddef.h>
 
-struct kr_auth {
+struct cred_auth {
         char *key;       /* the registry key as given ("https://index.docker.io/v1/"), normalized */
         char *username;
         char *password;
 };
 
-struct kr_keyring {
-        struct kr_auth *auths;
+struct cred_keyring {
+        struct cred_auth *auths;
         size_t n;
 };
 
-void kr_keyring_done(struct kr_keyring *k); /* accepts NULL */
+void cred_keyring_done(struct cred_keyring *k); /* accepts NULL */
 
 /* A docker config "auths" map ({"registry": {"auth": base64(user:pass)} or {"username", "password"}}). */
-int kr_keyring_add_config(struct kr_keyring *k, const json_t *auths);
+int cred_keyring_add_config(struct cred_keyring *k, const json_t *auths);
 /* A Secret of type kubernetes.io/dockerconfigjson (.dockerconfigjson: {"auths": {...}}) or
  * kubernetes.io/dockercfg (.dockercfg: the map itself). Other types: -EINVAL with a message. */
-int kr_keyring_add_secret(struct kr_keyring *k, const json_t *secret, char **ret_error);
+int cred_keyring_add_secret(struct cred_keyring *k, const json_t *secret, char **ret_error);
 
 /* Every credential matching the image, the most specific key first (keys sorted in reverse), as
  * BasicDockerKeyring.Lookup; ret is an array of borrowed pointers (free() it). 0 matches: *ret = NULL. */
-int kr_keyring_lookup(const struct kr_keyring *k, const char *image, const struct kr_auth ***ret, size_t *ret_n);
+int cred_keyring_lookup(const struct cred_keyring *k, const char *image, const struct cred_auth ***ret, size_t *ret_n);
 
 /* The image's normalized repository without tag or digest: "busybox" → "docker.io/library/busybox",
  * "127.0.0.1:5000/a/b:1" → "127.0.0.1:5000/a/b". */
-char *kr_image_repository(const char *image);
+char *cred_image_repository(const char *image);
 /* URLsMatchStr: glob "*.example.com:5000/path" against a target registry/repository. */
-int kr_url_match(const char *glob, const char *target);
+int cred_url_match(const char *glob, const char *target);

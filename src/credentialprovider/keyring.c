@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#include "kuberuntime/credentials.h"
+#include "credentialprovider/keyring.h"
 
 #include <errno.h>
 #include <fnmatch.h>
@@ -9,11 +9,11 @@
 #include <string.h>
 
 #include "basic/base64.h"
-#include "basic/util.h"
+#include "basic/string.h"
 
 #define MAX_DOCKERCONFIG_SIZE (4 * 1024 * 1024)
 
-void kr_keyring_done(struct kr_keyring *k) {
+void cred_keyring_done(struct cred_keyring *k) {
         if (!k)
                 return;
         for (size_t i = 0; i < k->n; i++) {
@@ -24,7 +24,7 @@ void kr_keyring_done(struct kr_keyring *k) {
                 free(k->auths[i].password);
         }
         free(k->auths);
-        *k = (struct kr_keyring) {};
+        *k = (struct cred_keyring) {};
 }
 
 /* BasicDockerKeyring.Add: strip the scheme and a trailing /v1/ or /v2/; keep host + path */
@@ -49,7 +49,7 @@ static char *normalize_key(const char *key) {
         return k;
 }
 
-int kr_keyring_add_config(struct kr_keyring *k, const json_t *auths) {
+int cred_keyring_add_config(struct cred_keyring *k, const json_t *auths) {
         const char *key;
         const json_t *e;
 
@@ -60,7 +60,7 @@ int kr_keyring_add_config(struct kr_keyring *k, const json_t *auths) {
                 const char *user = json_string_value(json_object_get(e, "username"));
                 const char *pass = json_string_value(json_object_get(e, "password"));
                 _cleanup_free_ char *decoded = NULL, *u = NULL, *p = NULL, *nk = NULL;
-                struct kr_auth *a;
+                struct cred_auth *a;
 
                 if (!json_is_object(e))
                         return -EINVAL;
@@ -88,12 +88,12 @@ int kr_keyring_add_config(struct kr_keyring *k, const json_t *auths) {
                 if (!a)
                         return -ENOMEM;
                 k->auths = a;
-                a[k->n++] = (struct kr_auth) { .key = TAKE_PTR(nk), .username = TAKE_PTR(u), .password = TAKE_PTR(p) };
+                a[k->n++] = (struct cred_auth) { .key = TAKE_PTR(nk), .username = TAKE_PTR(u), .password = TAKE_PTR(p) };
         }
         return 0;
 }
 
-int kr_keyring_add_secret(struct kr_keyring *k, const json_t *secret, char **ret_error) {
+int cred_keyring_add_secret(struct cred_keyring *k, const json_t *secret, char **ret_error) {
         const char *type = json_string_value(json_object_get(secret, "type"));
         const json_t *data = json_object_get(secret, "data");
         const char *field;
@@ -126,7 +126,7 @@ int kr_keyring_add_secret(struct kr_keyring *k, const json_t *secret, char **ret
                         *ret_error = NULL;
                 return -EINVAL;
         }
-        r = kr_keyring_add_config(k, streq(field, ".dockercfg") ? doc : json_object_get(doc, "auths"));
+        r = cred_keyring_add_config(k, streq(field, ".dockercfg") ? doc : json_object_get(doc, "auths"));
         json_decref(doc);
         if (r == -EINVAL && ret_error &&
             asprintf(ret_error, "data[%s]: invalid docker config (auth must be base64(username:password))", field) < 0)
@@ -169,7 +169,7 @@ static size_t count_parts(const char *h) {
         return n;
 }
 
-int kr_url_match(const char *glob, const char *target) {
+int cred_url_match(const char *glob, const char *target) {
         struct url g = {}, t = {};
         bool match = false;
         int r;
@@ -202,7 +202,7 @@ out:
         return r < 0 ? r : match;
 }
 
-char *kr_image_repository(const char *image) {
+char *cred_image_repository(const char *image) {
         _cleanup_free_ char *s = strdup(image);
         char *at, *last_slash, *colon, *out = NULL;
         const char *first_end;
@@ -233,13 +233,13 @@ char *kr_image_repository(const char *image) {
 }
 
 static int cmp_reverse(const void *a, const void *b) {
-        const struct kr_auth *x = *(const struct kr_auth *const *) a, *y = *(const struct kr_auth *const *) b;
+        const struct cred_auth *x = *(const struct cred_auth *const *) a, *y = *(const struct cred_auth *const *) b;
         return -strcmp(x->key, y->key);
 }
 
-int kr_keyring_lookup(const struct kr_keyring *k, const char *image, const struct kr_auth ***ret, size_t *ret_n) {
-        _cleanup_free_ char *repo = kr_image_repository(image);
-        const struct kr_auth **out;
+int cred_keyring_lookup(const struct cred_keyring *k, const char *image, const struct cred_auth ***ret, size_t *ret_n) {
+        _cleanup_free_ char *repo = cred_image_repository(image);
+        const struct cred_auth **out;
         size_t n = 0;
 
         if (!repo)
@@ -248,7 +248,7 @@ int kr_keyring_lookup(const struct kr_keyring *k, const char *image, const struc
         if (!out)
                 return -ENOMEM;
         for (size_t i = 0; i < k->n; i++) {
-                int m = kr_url_match(k->auths[i].key, repo);
+                int m = cred_url_match(k->auths[i].key, repo);
                 if (m < 0) {
                         free(out);
                         return m;

@@ -4,8 +4,8 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "basic/util.h"
-#include "kuberuntime/backoff.h"
+#include "basic/backoff.h"
+#include "basic/time.h"
 
 #define S USEC_PER_SEC
 

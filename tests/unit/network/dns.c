@@ -9,8 +9,10 @@
 #include <cmocka.h>
 
 #include "apis/manifest.h"
+#include "basic/string.h"
+#include "basic/strv.h"
 #include "kuberuntime/config.h"
-#include "kuberuntime/dns.h"
+#include "network/dns.h"
 
 static char resolv[] = "/tmp/ckubelet-dns-test-XXXXXX";
 
@@ -59,14 +61,14 @@ static void expect_list(char **got, size_t n, const char *const *want) {
 static Runtime__V1__DNSConfig *build(const char *spec, struct kc_build_context *ctx) {
         Runtime__V1__DNSConfig *d = NULL;
         struct pod *p = parse_spec(spec);
-        assert_int_equal(kr_pod_dns_config(p, ctx, &d), 0);
+        assert_int_equal(dns_pod_config(p, ctx, &d), 0);
         pod_free(p);
         return d;
 }
 
 static void test_parse(void **state) {
         char **servers = NULL, **searches = NULL, **options = NULL;
-        assert_int_equal(kr_parse_resolv_conf("nameserver 1.1.1.1\nsearch a.b. c\ndomain d\noptions x y:1\n",
+        assert_int_equal(dns_parse_resolv_conf("nameserver 1.1.1.1\nsearch a.b. c\ndomain d\noptions x y:1\n",
                                               &servers, &searches, &options), 0);
         expect_list(servers, strv_length(servers), L("1.1.1.1"));
         expect_list(searches, strv_length(searches), L("d"));  /* the last search/domain line wins */
@@ -89,19 +91,19 @@ static void test_policies(void **state) {
         expect_list(d->searches, d->n_searches,
                     L("ns1.svc.cluster.local", "svc.cluster.local", "cluster.local", "example.com", "corp.example"));
         expect_list(d->options, d->n_options, L("ndots:5"));
-        kr_pb_free(d);
+        pb_free(d);
 
         /* ClusterFirst with hostNetwork: Default */
         d = build("  hostNetwork: true\n", &ctx);
         expect_list(d->servers, d->n_servers, L("10.0.0.2", "10.0.0.3"));
         expect_list(d->searches, d->n_searches, L("example.com", "corp.example"));
         expect_list(d->options, d->n_options, L("timeout:1", "ndots:3"));
-        kr_pb_free(d);
+        pb_free(d);
 
         /* ClusterFirstWithHostNet */
         d = build("  hostNetwork: true\n  dnsPolicy: ClusterFirstWithHostNet\n", &ctx);
         expect_list(d->servers, d->n_servers, L("10.96.0.10"));
-        kr_pb_free(d);
+        pb_free(d);
 
         /* None with dnsConfig */
         d = build("  dnsPolicy: None\n  dnsConfig: {nameservers: [1.2.3.4], searches: [a.example], "
@@ -109,7 +111,7 @@ static void test_policies(void **state) {
         expect_list(d->servers, d->n_servers, L("1.2.3.4"));
         expect_list(d->searches, d->n_searches, L("a.example"));
         expect_list(d->options, d->n_options, L("ndots:1", "edns0"));
-        kr_pb_free(d);
+        pb_free(d);
 
         /* dnsConfig merged into ClusterFirst: duplicates dropped, options replaced by name */
         d = build("  dnsConfig: {nameservers: [10.96.0.10, 8.8.8.8], searches: [cluster.local, x.example], "
@@ -118,14 +120,14 @@ static void test_policies(void **state) {
         assert_string_equal(d->searches[d->n_searches - 1], "x.example");
         assert_int_equal(d->n_searches, 6);
         expect_list(d->options, d->n_options, L("ndots:2"));
-        kr_pb_free(d);
+        pb_free(d);
         assert_null(report.event_reasons);
 
         /* no --cluster-dns: Default, with a MissingClusterDNS event */
         ctx.cluster_dns = NULL;
         d = build("", &ctx);
         expect_list(d->servers, d->n_servers, L("10.0.0.2", "10.0.0.3"));
-        kr_pb_free(d);
+        pb_free(d);
         assert_string_equal(report.event_reasons[0], "MissingClusterDNS");
         assert_string_equal(report.event_messages[0],
                             "pod: \"web_ns1(u1)\". kubelet does not have ClusterDNS IP configured and cannot create "
@@ -138,7 +140,7 @@ static void test_policies(void **state) {
         expect_list(d->servers, d->n_servers, L("127.0.0.1"));
         expect_list(d->searches, d->n_searches, L("."));
         assert_int_equal(d->n_options, 0);
-        kr_pb_free(d);
+        pb_free(d);
         kc_build_report_done(&report);
 }
 
@@ -151,7 +153,7 @@ static void test_limits(void **state) {
         /* the apiserver allows at most 3 nameservers in dnsConfig, but the host's add up */
         d = build("  dnsPolicy: Default\n  dnsConfig: {nameservers: [1.1.1.1, 2.2.2.2, 3.3.3.3]}\n", &ctx);
         expect_list(d->servers, d->n_servers, L("127.0.0.1", "1.1.1.1", "2.2.2.2"));
-        kr_pb_free(d);
+        pb_free(d);
         assert_string_equal(report.event_reasons[0], "DNSConfigForming");
         assert_string_equal(report.event_messages[0], "Nameserver limits were exceeded, some nameservers have been "
                                                       "omitted, the applied nameserver line is: 127.0.0.1 1.1.1.1 2.2.2.2");
@@ -177,7 +179,7 @@ static void test_limits(void **state) {
                 assert_true(d->n_searches < 32);
                 assert_int_equal(d->n_searches, 24);
         }
-        kr_pb_free(d);
+        pb_free(d);
         assert_string_equal(report.event_reasons[0], "DNSConfigForming");
         assert_true(startswith(report.event_messages[0], "Search Line limits were exceeded, some search paths have "
                                                          "been omitted, the applied search line is: d00-"));

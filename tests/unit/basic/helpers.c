@@ -1,11 +1,17 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/* The small helpers of src/basic: strings, string vectors and maps, time, hashing. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <string.h>
 #include <cmocka.h>
 
-#include "basic/util.h"
+#include "basic/hash.h"
+#include "basic/string.h"
+#include "basic/strmap.h"
+#include "basic/strv.h"
+#include "basic/time.h"
+
 
 static void test_duration(void **state) {
         int64_t u;

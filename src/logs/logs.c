@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* CRI container logs: parsing, options from the /containerLogs query, reading (tail, limit, since,
- * timestamps) and following on the event loop. See logs.h. */
+/* CRI container logs: parsing, reading (tail, limit, since, timestamps) and following on the event loop.
+ * See logs.h. */
 
-#include "kuberuntime/logs.h"
+#include "logs/logs.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -23,7 +23,7 @@
 #include <event2/keyvalq_struct.h>
 
 #include "basic/log.h"
-#include "basic/util.h"
+#include "basic/time.h"
 
 /* Read block for forward and backward reading. A raw line longer than this is consumed in pieces. */
 #define READ_BLOCK (64 * 1024)
@@ -33,8 +33,6 @@
 #define PUMP_MAX (1024 * 1024)
 /* Joined line buffers bigger than this are released when the line is done. */
 #define PENDING_KEEP (64 * 1024)
-/* Longest query string accepted. */
-#define QUERY_MAX (64 * 1024)
 
 #define FOLLOW_PERIOD_SEC 1
 
@@ -91,7 +89,7 @@ static bool get_digits(const char **p, const char *end, int n, int *ret) {
 /* RFC 3339 as Go's time.Parse with RFC3339Nano parses it (the kubelet's RFC3339NanoLenient): fractional
  * seconds optional ('.' or ',', any number of digits, nanoseconds kept), hour of one or two digits, "Z"
  * or a numeric offset. The whole of [s, s+n) must be the timestamp. */
-static int parse_timestamp(const char *s, size_t n, int64_t *ret_nsec, int32_t *ret_offset) {
+int logs_parse_timestamp(const char *s, size_t n, int64_t *ret_nsec, int32_t *ret_offset) {
         const char *p = s, *end = s + n;
         int year, mon, day, hour, min, sec, off = 0;
         int64_t nsec = 0;
@@ -155,7 +153,7 @@ static int parse_timestamp(const char *s, size_t n, int64_t *ret_nsec, int32_t *
         return 0;
 }
 
-char *cri_log_format_timestamp(int64_t unix_nsec, int32_t tz_offset_sec, char *buf, size_t size) {
+char *logs_format_timestamp(int64_t unix_nsec, int32_t tz_offset_sec, char *buf, size_t size) {
         int64_t secs = unix_nsec / NSEC_PER_SEC, frac = unix_nsec % NSEC_PER_SEC;
         int64_t y, days, sod;
         int m, d;
@@ -187,9 +185,9 @@ char *cri_log_format_timestamp(int64_t unix_nsec, int32_t tz_offset_sec, char *b
 
 /* ---- parsing ---- */
 
-int cri_log_parse_line(const char *line, size_t len, struct cri_log_msg *ret) {
+int logs_parse_line(const char *line, size_t len, struct logs_msg *ret) {
         const char *p, *end, *sp;
-        struct cri_log_msg m = {};
+        struct logs_msg m = {};
         int r;
 
         if (!line)
@@ -202,7 +200,7 @@ int cri_log_parse_line(const char *line, size_t len, struct cri_log_msg *ret) {
         sp = memchr(line, ' ', end - line);
         if (!sp)
                 return -EINVAL;
-        r = parse_timestamp(line, sp - line, &m.timestamp_nsec, &m.tz_offset_sec);
+        r = logs_parse_timestamp(line, sp - line, &m.timestamp_nsec, &m.tz_offset_sec);
         if (r < 0)
                 return -EINVAL;
 
@@ -212,9 +210,9 @@ int cri_log_parse_line(const char *line, size_t len, struct cri_log_msg *ret) {
         if (!sp)
                 return -EINVAL;
         if (sp - p == 6 && memcmp(p, "stdout", 6) == 0)
-                m.stream = CRI_LOG_STDOUT;
+                m.stream = LOGS_STDOUT;
         else if (sp - p == 6 && memcmp(p, "stderr", 6) == 0)
-                m.stream = CRI_LOG_STDERR;
+                m.stream = LOGS_STDERR;
         else
                 return -EINVAL;
 
@@ -237,292 +235,33 @@ int cri_log_parse_line(const char *line, size_t len, struct cri_log_msg *ret) {
 
 /* ---- options ---- */
 
-void cri_log_options_init(struct cri_log_options *o) {
-        *o = (struct cri_log_options) {
+void logs_options_init(struct logs_options *o) {
+        *o = (struct logs_options) {
                 .tail_lines = -1,
                 .limit_bytes = -1,
         };
 }
 
-/* strconv.ParseInt(s, 10, 64) */
-static int parse_int64_strict(const char *s, int64_t *ret) {
-        const char *p = s;
-        bool neg = false;
-        uint64_t v = 0, lim;
-
-        if (*p == '+' || *p == '-')
-                neg = *p++ == '-';
-        if (!*p)
-                return -EINVAL;
-        lim = neg ? (uint64_t) INT64_MAX + 1 : (uint64_t) INT64_MAX;
-        for (; *p; p++) {
-                if (*p < '0' || *p > '9')
-                        return -EINVAL;
-                if (v > (lim - (uint64_t) (*p - '0')) / 10)
-                        return -ERANGE;
-                v = v * 10 + (uint64_t) (*p - '0');
-        }
-        *ret = neg ? (int64_t) (0 - v) : (int64_t) v;
-        return 0;
-}
-
-/* Go's Convert_Slice_string_To_bool: false only for "0" and "false" (any case). */
-static bool query_bool(const char *v) {
-        return !(streq(v, "0") || strcasecmp(v, "false") == 0);
-}
-
-/* Rewrite the query so that libevent's parser accepts what Go's url.ParseQuery accepts: empty pieces
- * ("a=1&&b=2") are dropped, a key without '=' gets an empty value. */
-static int normalize_query(const char *qs, char **ret) {
-        size_t n = strlen(qs);
-        _cleanup_free_ char *s = malloc(n * 2 + 1);
-        char *o;
-        const char *p = qs;
-
-        if (!s)
-                return -ENOMEM;
-        o = s;
-        while (*p) {
-                const char *amp = strchr(p, '&');
-                size_t l = amp ? (size_t) (amp - p) : strlen(p);
-                if (l > 0) {
-                        if (o != s)
-                                *o++ = '&';
-                        memcpy(o, p, l);
-                        o += l;
-                        if (!memchr(p, '=', l))
-                                *o++ = '=';
-                }
-                p += l;
-                if (*p == '&')
-                        p++;
-        }
-        *o = '\0';
-        *ret = TAKE_PTR(s);
-        return 0;
-}
-
-enum {
-        Q_FOLLOW,
-        Q_PREVIOUS,
-        Q_TIMESTAMPS,
-        Q_TAIL_LINES,
-        Q_TAIL,
-        Q_LIMIT_BYTES,
-        Q_SINCE_SECONDS,
-        Q_SINCE_TIME,
-        _Q_MAX,
-};
-
-static const char *const query_names[_Q_MAX] = {
-        [Q_FOLLOW] = "follow",
-        [Q_PREVIOUS] = "previous",
-        [Q_TIMESTAMPS] = "timestamps",
-        [Q_TAIL_LINES] = "tailLines",
-        [Q_TAIL] = "tail",
-        [Q_LIMIT_BYTES] = "limitBytes",
-        [Q_SINCE_SECONDS] = "sinceSeconds",
-        [Q_SINCE_TIME] = "sinceTime",
-};
-
-static int set_error(char **ret_error, const char *fmt, ...) _printf_(2, 3);
-static int set_error(char **ret_error, const char *fmt, ...) {
-        char *s = NULL;
-        if (!ret_error)
-                return 0;
-        if (VA_FORMAT(s, fmt) < 0)
-                return -ENOMEM;
-        *ret_error = s;
-        return 0;
-}
-
-/* Append one validation error, upstream's aggregate style: "a" or "[a, b]" (brackets added at the end). */
-static int add_invalid(char **errs, size_t *n, const char *fmt, ...) _printf_(3, 4);
-static int add_invalid(char **errs, size_t *n, const char *fmt, ...) {
-        _cleanup_free_ char *e = NULL;
-        char *joined;
-        if (VA_FORMAT(e, fmt) < 0)
-                return -ENOMEM;
-        if (*errs) {
-                if (asprintf(&joined, "%s, %s", *errs, e) < 0)
-                        return -ENOMEM;
-                free(*errs);
-                *errs = joined;
-        } else
-                *errs = TAKE_PTR(e);
-        (*n)++;
-        return 0;
-}
-
-int cri_log_options_from_query_at(const char *query_string, int64_t now_nsec, struct cri_log_options *ret,
-                                  char **ret_error) {
-        struct evkeyvalq q;
-        struct evkeyval *kv;
-        _cleanup_free_ char *norm = NULL, *errs = NULL;
-        const char *val[_Q_MAX] = {};
-        struct cri_log_options o;
-        int64_t tail = -1, limit = -1, since_seconds = 0, since_time = 0;
-        bool have_tail = false, have_limit = false, have_since_seconds = false, have_since_time = false;
-        size_t nerr = 0;
-        int r;
-
-        cri_log_options_init(&o);
-        if (isempty(query_string)) {
-                *ret = o;
-                return 0;
-        }
-        if (strlen(query_string) > QUERY_MAX) {
-                r = set_error(ret_error, "Unable to decode query: query string too long");
-                return r < 0 ? r : -EBADMSG;
-        }
-        /* libevent decodes "%00" into a string end, which would hide trailing garbage */
-        if (strstr(query_string, "%00")) {
-                r = set_error(ret_error, "Unable to decode query: NUL byte in query");
-                return r < 0 ? r : -EBADMSG;
-        }
-        r = normalize_query(query_string, &norm);
-        if (r < 0)
-                return r;
-
-        TAILQ_INIT(&q);
-        if (evhttp_parse_query_str(norm, &q) < 0) {
-                r = set_error(ret_error, "Unable to decode query.");
-                return r < 0 ? r : -EBADMSG;
-        }
-
-        TAILQ_FOREACH(kv, &q, next) {
-                size_t klen = 0;
-                _cleanup_free_ char *key = evhttp_uridecode(kv->key, 1, &klen);
-                if (!key) {
-                        r = -ENOMEM;
-                        goto finish;
-                }
-                if (klen != strlen(key))
-                        continue;
-                for (size_t i = 0; i < _Q_MAX; i++)
-                        if (!val[i] && streq(key, query_names[i])) /* the first value wins */
-                                val[i] = kv->value;
-        }
-
-        if (val[Q_FOLLOW])
-                o.follow = query_bool(val[Q_FOLLOW]);
-        if (val[Q_PREVIOUS])
-                o.previous = query_bool(val[Q_PREVIOUS]);
-        if (val[Q_TIMESTAMPS])
-                o.timestamps = query_bool(val[Q_TIMESTAMPS]);
-
-        /* backwards compatibility: "tail" replaces tailLines, "all" the same as omitting it */
-        if (!isempty(val[Q_TAIL]))
-                val[Q_TAIL_LINES] = streq(val[Q_TAIL], "all") ? NULL : val[Q_TAIL];
-
-        if (val[Q_TAIL_LINES]) {
-                if (parse_int64_strict(val[Q_TAIL_LINES], &tail) < 0) {
-                        r = set_error(ret_error, "Unable to decode query: tailLines: invalid value \"%s\"",
-                                      val[Q_TAIL_LINES]);
-                        r = r < 0 ? r : -EBADMSG;
-                        goto finish;
-                }
-                have_tail = true;
-        }
-        if (val[Q_LIMIT_BYTES]) {
-                if (parse_int64_strict(val[Q_LIMIT_BYTES], &limit) < 0) {
-                        r = set_error(ret_error, "Unable to decode query: limitBytes: invalid value \"%s\"",
-                                      val[Q_LIMIT_BYTES]);
-                        r = r < 0 ? r : -EBADMSG;
-                        goto finish;
-                }
-                have_limit = true;
-        }
-        if (val[Q_SINCE_SECONDS]) {
-                if (parse_int64_strict(val[Q_SINCE_SECONDS], &since_seconds) < 0) {
-                        r = set_error(ret_error, "Unable to decode query: sinceSeconds: invalid value \"%s\"",
-                                      val[Q_SINCE_SECONDS]);
-                        r = r < 0 ? r : -EBADMSG;
-                        goto finish;
-                }
-                have_since_seconds = true;
-        }
-        if (val[Q_SINCE_TIME]) {
-                const char *s = val[Q_SINCE_TIME];
-                int32_t off;
-                /* metav1.Time's UnmarshalQueryParameter: "" and "null" are the zero time, still "set" */
-                if (!isempty(s) && !streq(s, "null") && parse_timestamp(s, strlen(s), &since_time, &off) < 0) {
-                        r = set_error(ret_error, "Unable to decode query: sinceTime: invalid value \"%s\"", s);
-                        r = r < 0 ? r : -EBADMSG;
-                        goto finish;
-                }
-                have_since_time = true;
-        }
-
-        /* validation.ValidatePodLogOptions */
-        if (have_tail && tail < 0 &&
-            (r = add_invalid(&errs, &nerr, "tailLines: Invalid value: %" PRId64 ": must be greater than or equal to 0",
-                             tail)) < 0)
-                goto finish;
-        if (have_limit && limit < 1 &&
-            (r = add_invalid(&errs, &nerr, "limitBytes: Invalid value: %" PRId64 ": must be greater than 0", limit)) < 0)
-                goto finish;
-        if (have_since_seconds && have_since_time) {
-                r = add_invalid(&errs, &nerr, "Forbidden: at most one of `sinceTime` or `sinceSeconds` may be specified");
-                if (r < 0)
-                        goto finish;
-        } else if (have_since_seconds && since_seconds < 1) {
-                r = add_invalid(&errs, &nerr, "sinceSeconds: Invalid value: %" PRId64 ": must be greater than 0",
-                                since_seconds);
-                if (r < 0)
-                        goto finish;
-        }
-        if (nerr > 0) {
-                r = nerr > 1 ? set_error(ret_error, "[%s]", errs) : set_error(ret_error, "%s", errs);
-                r = r < 0 ? r : -EINVAL;
-                goto finish;
-        }
-
-        /* logs.NewLogOptions */
-        if (have_tail)
-                o.tail_lines = tail;
-        if (have_limit)
-                o.limit_bytes = limit;
-        if (have_since_seconds) {
-                if (now_nsec <= 0)
-                        now_nsec = (int64_t) now_realtime_usec() * 1000;
-                if (since_seconds < now_nsec / NSEC_PER_SEC)
-                        o.since_nsec = now_nsec - since_seconds * NSEC_PER_SEC;
-        }
-        if (have_since_time && since_time > o.since_nsec)
-                o.since_nsec = since_time;
-
-        *ret = o;
-        r = 0;
-finish:
-        evhttp_clear_headers(&q);
-        return r;
-}
-
-int cri_log_options_from_query(const char *query_string, struct cri_log_options *ret, char **ret_error) {
-        return cri_log_options_from_query_at(query_string, 0, ret, ret_error);
-}
-
 /* ---- cursor ---- */
 
-void cri_log_cursor_init(struct cri_log_cursor *c, const struct cri_log_options *o) {
-        *c = (struct cri_log_cursor) {
+void logs_cursor_init(struct logs_cursor *c, const struct logs_options *o) {
+        *c = (struct logs_cursor) {
                 .remaining = o && o->limit_bytes >= 0 ? o->limit_bytes : -1,
         };
         c->limit_reached = c->remaining == 0;
 }
 
-void cri_log_cursor_done(struct cri_log_cursor *c) {
+void logs_cursor_done(struct logs_cursor *c) {
         if (!c)
                 return;
         for (size_t i = 0; i < ELEMENTSOF(c->pending); i++) {
                 free(c->pending[i].data);
-                c->pending[i] = (struct cri_log_pending) {};
+                c->pending[i] = (struct logs_pending) {};
         }
 }
 
-int cri_log_cursor_copy(const struct cri_log_cursor *src, struct cri_log_cursor *ret) {
-        struct cri_log_cursor c = *src;
+int logs_cursor_copy(const struct logs_cursor *src, struct logs_cursor *ret) {
+        struct logs_cursor c = *src;
 
         for (size_t i = 0; i < ELEMENTSOF(c.pending); i++) {
                 c.pending[i].data = NULL;
@@ -533,7 +272,7 @@ int cri_log_cursor_copy(const struct cri_log_cursor *src, struct cri_log_cursor 
                         continue;
                 c.pending[i].data = malloc(src->pending[i].len);
                 if (!c.pending[i].data) {
-                        cri_log_cursor_done(&c);
+                        logs_cursor_done(&c);
                         return -ENOMEM;
                 }
                 memcpy(c.pending[i].data, src->pending[i].data, src->pending[i].len);
@@ -546,14 +285,14 @@ int cri_log_cursor_copy(const struct cri_log_cursor *src, struct cri_log_cursor 
 /* ---- decoding ---- */
 
 struct decoder {
-        const struct cri_log_options *o;
-        struct cri_log_cursor *c;
+        const struct logs_options *o;
+        struct logs_cursor *c;
         struct evbuffer *out;
 };
 
 /* Append output, cut at the bytes still allowed. */
 static int put(struct decoder *d, const void *data, size_t len) {
-        struct cri_log_cursor *c = d->c;
+        struct logs_cursor *c = d->c;
 
         if (c->limit_reached)
                 return 0;
@@ -569,7 +308,7 @@ static int put(struct decoder *d, const void *data, size_t len) {
         return 0;
 }
 
-static int emit(struct decoder *d, struct cri_log_pending *p, const char *data, size_t len, bool newline) {
+static int emit(struct decoder *d, struct logs_pending *p, const char *data, size_t len, bool newline) {
         int r;
 
         if (p->skip || d->c->limit_reached)
@@ -577,7 +316,7 @@ static int emit(struct decoder *d, struct cri_log_pending *p, const char *data, 
         if (!p->emitted && d->o->timestamps) {
                 char ts[48];
                 size_t l;
-                cri_log_format_timestamp(p->timestamp_nsec, p->tz_offset_sec, ts, sizeof(ts) - 1);
+                logs_format_timestamp(p->timestamp_nsec, p->tz_offset_sec, ts, sizeof(ts) - 1);
                 l = strlen(ts);
                 ts[l++] = ' ';
                 r = put(d, ts, l);
@@ -593,7 +332,7 @@ static int emit(struct decoder *d, struct cri_log_pending *p, const char *data, 
         return 0;
 }
 
-static void pending_start(struct decoder *d, struct cri_log_pending *p, const struct cri_log_msg *m) {
+static void pending_start(struct decoder *d, struct logs_pending *p, const struct logs_msg *m) {
         if (p->active)
                 return;
         p->active = true;
@@ -605,12 +344,12 @@ static void pending_start(struct decoder *d, struct cri_log_pending *p, const st
         p->skip = d->o->since_nsec > 0 && m->timestamp_nsec < d->o->since_nsec;
 }
 
-static int pending_append(struct decoder *d, struct cri_log_pending *p, const char *data, size_t len) {
+static int pending_append(struct decoder *d, struct logs_pending *p, const char *data, size_t len) {
         int r;
 
         if (p->skip || len == 0)
                 return 0;
-        if (p->len + len > CRI_LOG_MAX_JOINED) {
+        if (p->len + len > LOGS_MAX_JOINED) {
                 /* too long to keep: write out what we have and go on in pieces */
                 if (p->len > 0) {
                         r = emit(d, p, p->data, p->len, false);
@@ -618,11 +357,11 @@ static int pending_append(struct decoder *d, struct cri_log_pending *p, const ch
                                 return r;
                         p->len = 0;
                 }
-                if (len > CRI_LOG_MAX_JOINED)
+                if (len > LOGS_MAX_JOINED)
                         return emit(d, p, data, len, false);
         }
         if (p->len + len > p->allocated) {
-                size_t a = MAX(p->len + len, MIN(p->allocated * 2, (size_t) CRI_LOG_MAX_JOINED));
+                size_t a = MAX(p->len + len, MIN(p->allocated * 2, (size_t) LOGS_MAX_JOINED));
                 char *n = realloc(p->data, a);
                 if (!n)
                         return -ENOMEM;
@@ -634,7 +373,7 @@ static int pending_append(struct decoder *d, struct cri_log_pending *p, const ch
         return 0;
 }
 
-static int pending_finish(struct decoder *d, struct cri_log_pending *p, bool newline) {
+static int pending_finish(struct decoder *d, struct logs_pending *p, bool newline) {
         int r = 0;
 
         if (!p->active)
@@ -655,9 +394,9 @@ static int pending_finish(struct decoder *d, struct cri_log_pending *p, bool new
 
 /* A whole raw line (or the rest of a long one), without its '\n'. */
 static int process_line(struct decoder *d, const char *line, size_t len, bool terminated) {
-        struct cri_log_cursor *c = d->c;
-        struct cri_log_pending *p;
-        struct cri_log_msg m;
+        struct logs_cursor *c = d->c;
+        struct logs_pending *p;
+        struct logs_msg m;
         int r;
 
         if (c->line.active) {
@@ -672,7 +411,7 @@ static int process_line(struct decoder *d, const char *line, size_t len, bool te
                 return c->line.partial ? 0 : pending_finish(d, p, terminated);
         }
 
-        if (cri_log_parse_line(line, len, &m) < 0) {
+        if (logs_parse_line(line, len, &m) < 0) {
                 log_v(4, "Skipping a log line not in CRI format (%zu bytes)", len);
                 return 0;
         }
@@ -686,15 +425,15 @@ static int process_line(struct decoder *d, const char *line, size_t len, bool te
 
 /* A piece of a raw line longer than the read block (no newline in it). */
 static int process_piece(struct decoder *d, const char *data, size_t len) {
-        struct cri_log_cursor *c = d->c;
-        struct cri_log_pending *p;
-        struct cri_log_msg m;
+        struct logs_cursor *c = d->c;
+        struct logs_pending *p;
+        struct logs_msg m;
 
         if (c->line.active)
                 return c->line.skip ? 0 : pending_append(d, &c->pending[c->line.stream], data, len);
 
         c->line.active = true;
-        if (cri_log_parse_line(data, len, &m) < 0) {
+        if (logs_parse_line(data, len, &m) < 0) {
                 log_v(4, "Skipping a long log line not in CRI format");
                 c->line.skip = true;
                 return 0;
@@ -709,8 +448,8 @@ static int process_piece(struct decoder *d, const char *data, size_t len) {
 
 /* End of input: write out everything unfinished, oldest first. */
 static int finish_all(struct decoder *d) {
-        struct cri_log_cursor *c = d->c;
-        struct cri_log_pending *a = &c->pending[CRI_LOG_STDOUT], *b = &c->pending[CRI_LOG_STDERR];
+        struct logs_cursor *c = d->c;
+        struct logs_pending *a = &c->pending[LOGS_STDOUT], *b = &c->pending[LOGS_STDERR];
         int r;
 
         if (c->line.active) {
@@ -722,7 +461,7 @@ static int finish_all(struct decoder *d) {
                 }
         }
         if (a->active && b->active && b->timestamp_nsec < a->timestamp_nsec) {
-                struct cri_log_pending *t = a;
+                struct logs_pending *t = a;
                 a = b;
                 b = t;
         }
@@ -752,7 +491,7 @@ static ssize_t pread_full(int fd, void *buf, size_t len, uint64_t off) {
  * line. Without final the unterminated rest stays unconsumed (c->offset points at it), except pieces of
  * a line longer than the block. */
 static int decode_range(int fd, struct decoder *d, uint64_t end, bool final) {
-        struct cri_log_cursor *c = d->c;
+        struct logs_cursor *c = d->c;
         _cleanup_free_ char *buf = NULL;
         uint64_t off = c->offset;
         size_t len = 0;
@@ -820,7 +559,7 @@ static int classify(int fd, const char *blk, uint64_t blk_start, uint64_t blk_en
         char hdr[HEADER_MAX];
         const char *p;
         size_t l = (size_t) MIN(e - s, (uint64_t) HEADER_MAX);
-        struct cri_log_msg m;
+        struct logs_msg m;
 
         if (s >= blk_start && s + l <= blk_end)
                 p = blk + (s - blk_start);
@@ -831,14 +570,14 @@ static int classify(int fd, const char *blk, uint64_t blk_start, uint64_t blk_en
                 l = (size_t) n;
                 p = hdr;
         }
-        if (cri_log_parse_line(p, l, &m) < 0)
+        if (logs_parse_line(p, l, &m) < 0)
                 *ret = LINE_INVALID;
         else
                 *ret = m.partial ? LINE_PARTIAL : LINE_FULL;
         return 0;
 }
 
-int cri_log_tail_offset(int fd, uint64_t size, int64_t tail_lines, uint64_t *ret_offset) {
+int logs_tail_offset(int fd, uint64_t size, int64_t tail_lines, uint64_t *ret_offset) {
         _cleanup_free_ char *buf = NULL;
         uint64_t right = size, e = size;
         int64_t count = 0;
@@ -911,8 +650,8 @@ int cri_log_tail_offset(int fd, uint64_t size, int64_t tail_lines, uint64_t *ret
         return 0;
 }
 
-int cri_log_read(int fd, const struct cri_log_options *o, struct evbuffer *out, struct cri_log_cursor *cursor) {
-        struct cri_log_cursor c;
+int logs_read(int fd, const struct logs_options *o, struct evbuffer *out, struct logs_cursor *cursor) {
+        struct logs_cursor c;
         struct decoder d = { .o = o, .c = &c, .out = out };
         struct stat st;
         uint64_t size;
@@ -924,27 +663,27 @@ int cri_log_read(int fd, const struct cri_log_options *o, struct evbuffer *out, 
                 return negative_errno();
         size = st.st_size > 0 ? (uint64_t) st.st_size : 0;
 
-        cri_log_cursor_init(&c, o);
-        r = cri_log_tail_offset(fd, size, o->tail_lines, &c.offset);
+        logs_cursor_init(&c, o);
+        r = logs_tail_offset(fd, size, o->tail_lines, &c.offset);
         if (r < 0)
                 return r;
         r = decode_range(fd, &d, size, !o->follow);
         if (r >= 0 && !o->follow)
                 r = finish_all(&d);
         if (r < 0) {
-                cri_log_cursor_done(&c);
+                logs_cursor_done(&c);
                 return r;
         }
         if (cursor)
                 *cursor = c;
         else
-                cri_log_cursor_done(&c);
+                logs_cursor_done(&c);
         return 0;
 }
 
 /* ---- following ---- */
 
-struct cri_log_follower {
+struct logs_follower {
         struct event_base *base;
         char *path;
         int fd;
@@ -953,12 +692,12 @@ struct cri_log_follower {
         int inotify_fd;
         int wd;
         struct event *io, *timer, *kick;
-        struct cri_log_options o;
-        struct cri_log_cursor c;
+        struct logs_options o;
+        struct logs_cursor c;
         struct evbuffer *out;
-        cri_log_write_t write;
-        cri_log_running_t still_running;
-        cri_log_done_t done;
+        logs_write_t write;
+        logs_running_t still_running;
+        logs_done_t done;
         void *userdata;
         bool asked;          /* still_running() asked at least once */
         bool draining;       /* not running any more: read to the end, then done */
@@ -968,14 +707,14 @@ struct cri_log_follower {
 
 #define WATCH_MASK (IN_MODIFY | IN_CLOSE_WRITE | IN_MOVE_SELF | IN_DELETE_SELF)
 
-static void follower_kick(struct cri_log_follower *f) {
+static void follower_kick(struct logs_follower *f) {
         static const struct timeval zero = { 0, 0 };
         /* a zero timeout rather than event_active(): I/O is polled before it runs again */
         evtimer_add(f->kick, &zero);
 }
 
-static void follower_finish(struct cri_log_follower *f, int r) {
-        cri_log_done_t done = f->done;
+static void follower_finish(struct logs_follower *f, int r) {
+        logs_done_t done = f->done;
         void *ud = f->userdata;
 
         f->stopped = true;
@@ -989,7 +728,7 @@ static void follower_finish(struct cri_log_follower *f, int r) {
                 done(r, ud);
 }
 
-static int follower_flush(struct cri_log_follower *f) {
+static int follower_flush(struct logs_follower *f) {
         while (evbuffer_get_length(f->out) > 0) {
                 struct evbuffer_iovec v;
                 int r;
@@ -1004,7 +743,7 @@ static int follower_flush(struct cri_log_follower *f) {
 }
 
 /* One bounded step of reading. 1: more to read, 0: caught up with the end of the file. */
-static int follower_pump(struct cri_log_follower *f) {
+static int follower_pump(struct logs_follower *f) {
         struct decoder d = { .o = &f->o, .c = &f->c, .out = f->out };
         struct stat st;
         uint64_t size, end;
@@ -1032,7 +771,7 @@ static int follower_pump(struct cri_log_follower *f) {
 }
 
 /* Switch to a new file at the path if the old one was replaced. 1 if switched. */
-static int follower_reopen(struct cri_log_follower *f) {
+static int follower_reopen(struct logs_follower *f) {
         struct stat st;
         _cleanup_close_ int fd = -1;
         int wd;
@@ -1069,7 +808,7 @@ static int follower_reopen(struct cri_log_follower *f) {
 /* What to do after a step: wait for events, read on at once, or stop with done(r). */
 enum step_result { STEP_WAIT, STEP_AGAIN, STEP_DONE };
 
-static enum step_result follower_step_internal(struct cri_log_follower *f, bool tick, int *ret) {
+static enum step_result follower_step_internal(struct logs_follower *f, bool tick, int *ret) {
         int r;
 
         r = follower_pump(f);
@@ -1120,7 +859,7 @@ static enum step_result follower_step_internal(struct cri_log_follower *f, bool 
         return STEP_WAIT;
 }
 
-static void follower_step(struct cri_log_follower *f, bool tick) {
+static void follower_step(struct logs_follower *f, bool tick) {
         int r = 0;
 
         if (f->stopped)
@@ -1146,7 +885,7 @@ static void on_timer(evutil_socket_t fd, short what, void *userdata) {
 }
 
 static void on_inotify(evutil_socket_t fd, short what, void *userdata) {
-        struct cri_log_follower *f = userdata;
+        struct logs_follower *f = userdata;
         char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
 
         /* bounded: if more is queued the fd stays readable */
@@ -1169,7 +908,7 @@ static void on_inotify(evutil_socket_t fd, short what, void *userdata) {
         follower_step(f, false);
 }
 
-struct cri_log_follower *cri_log_follower_free(struct cri_log_follower *f) {
+struct logs_follower *logs_follower_free(struct logs_follower *f) {
         if (!f)
                 return NULL;
         if (f->io)
@@ -1184,18 +923,18 @@ struct cri_log_follower *cri_log_follower_free(struct cri_log_follower *f) {
                 close(f->fd);
         if (f->out)
                 evbuffer_free(f->out);
-        cri_log_cursor_done(&f->c);
+        logs_cursor_done(&f->c);
         free(f->path);
         free(f);
         return NULL;
 }
 
-DEFINE_TRIVIAL_CLEANUP_FUNC(struct cri_log_follower *, cri_log_follower_free)
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct logs_follower *, logs_follower_free)
 
-int cri_log_follow(struct event_base *base, const char *path, const struct cri_log_options *o,
-                   const struct cri_log_cursor *start, cri_log_write_t write, cri_log_running_t still_running,
-                   cri_log_done_t done, void *userdata, struct cri_log_follower **ret) {
-        _cleanup_(cri_log_follower_freep) struct cri_log_follower *f = NULL;
+int logs_follow(struct event_base *base, const char *path, const struct logs_options *o,
+                   const struct logs_cursor *start, logs_write_t write, logs_running_t still_running,
+                   logs_done_t done, void *userdata, struct logs_follower **ret) {
+        _cleanup_(logs_follower_freep) struct logs_follower *f = NULL;
         const struct timeval period = { FOLLOW_PERIOD_SEC, 0 };
         struct stat st;
         int r;
@@ -1214,11 +953,11 @@ int cri_log_follow(struct event_base *base, const char *path, const struct cri_l
         f->done = done;
         f->userdata = userdata;
         if (start) {
-                r = cri_log_cursor_copy(start, &f->c);
+                r = logs_cursor_copy(start, &f->c);
                 if (r < 0)
                         return r;
         } else
-                cri_log_cursor_init(&f->c, o);
+                logs_cursor_init(&f->c, o);
 
         f->path = strdup(path);
         f->out = evbuffer_new();

@@ -1,0 +1,111 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "basic/fs.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int read_full_file(const char *path, size_t max_size, char **ret_data, size_t *ret_size) {
+        _cleanup_close_ int fd = -1;
+        _cleanup_free_ char *buf = NULL;
+        size_t size = 0, alloc = 0;
+        struct stat st;
+
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return negative_errno();
+        if (fstat(fd, &st) < 0)
+                return negative_errno();
+        if (S_ISDIR(st.st_mode))
+                return -EISDIR;
+        if (S_ISREG(st.st_mode) && (uint64_t) st.st_size > max_size)
+                return -EFBIG;
+        for (;;) {
+                ssize_t n;
+                if (alloc - size < 4096) {
+                        size_t na = alloc ? alloc * 2 : 8192;
+                        char *nb;
+                        if (na > max_size + 4097)
+                                na = max_size + 4097;
+                        nb = realloc(buf, na);
+                        if (!nb)
+                                return -ENOMEM;
+                        buf = nb;
+                        alloc = na;
+                }
+                n = read(fd, buf + size, alloc - size - 1);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return negative_errno();
+                }
+                if (n == 0)
+                        break;
+                size += (size_t) n;
+                if (size > max_size)
+                        return -EFBIG;
+        }
+        if (!buf) {
+                buf = malloc(1);
+                if (!buf)
+                        return -ENOMEM;
+        }
+        buf[size] = '\0';
+        *ret_data = TAKE_PTR(buf);
+        if (ret_size)
+                *ret_size = size;
+        return 0;
+}
+
+int write_file_atomic(const char *path, const void *data, size_t size, int mode) {
+        _cleanup_free_ char *tmp = NULL;
+        _cleanup_close_ int fd = -1;
+        const char *p = data;
+
+        if (asprintf(&tmp, "%s.tmp.%d", path, (int) getpid()) < 0)
+                return -ENOMEM;
+        fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode);
+        if (fd < 0)
+                return negative_errno();
+        while (size > 0) {
+                ssize_t n = write(fd, p, size);
+                if (n < 0) {
+                        int r;
+                        if (errno == EINTR)
+                                continue;
+                        r = negative_errno();
+                        unlink(tmp);
+                        return r;
+                }
+                p += n;
+                size -= (size_t) n;
+        }
+        if (fsync(fd) < 0 || rename(tmp, path) < 0) {
+                int r = negative_errno();
+                unlink(tmp);
+                return r;
+        }
+        return 0;
+}
+
+int mkdir_p(const char *path, int mode) {
+        _cleanup_free_ char *p = strdup(path);
+        if (!p)
+                return -ENOMEM;
+        for (char *s = p + 1; *s; s++) {
+                if (*s != '/')
+                        continue;
+                *s = '\0';
+                if (mkdir(p, mode) < 0 && errno != EEXIST)
+                        return negative_errno();
+                *s = '/';
+        }
+        if (mkdir(p, mode) < 0 && errno != EEXIST)
+                return negative_errno();
+        return 0;
+}

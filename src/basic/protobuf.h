@@ -1,0 +1,20 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/* protobuf-c messages: one destructor for both kinds we hold, messages unpacked by protobuf-c and the request
+ * trees we build with every field malloc'ed (kuberuntime/config.c); protobuf_c_message_free_unpacked with the
+ * default allocator frees either whole. */
+
+#include <protobuf-c/protobuf-c.h>
+
+#include "basic/macro.h"
+
+static inline void pb_free(void *msg) { /* accepts NULL */
+        if (msg)
+                protobuf_c_message_free_unpacked(msg, NULL);
+}
+
+static inline void pb_freep(void *p) {
+        pb_free(*(void **) p);
+}
+#define _cleanup_pb_ _cleanup_(pb_freep)

@@ -1,0 +1,11 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "basic/timer.h"
+
+#include <event2/event.h>
+
+#include "basic/time.h"
+
+void evtimer_add_usec(struct event *ev, uint64_t usec) {
+        struct timeval tv = timeval_from_usec(usec);
+        evtimer_add(ev, &tv);
+}
