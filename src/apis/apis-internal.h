@@ -83,16 +83,19 @@ typedef int (*decode_item_fn)(struct field_errors *e, json_t *v, const char *ip,
 int dec_object_list(struct field_errors *e, json_t *obj, const char *parent, const char *key, size_t item_size,
                     void **ret_items, size_t *ret_n, decode_item_fn fn);
 
-/* ---- environment sources (pod_security.c) ---- */
+/* ---- environment sources (pod_env.c) ---- */
 int dec_env_var_source(struct field_errors *e, json_t *env_item, const char *path, struct env_var_source **ret);
 int dec_env_from(struct field_errors *e, json_t *c, const char *cpath, struct container *ret);
 void env_var_source_free(struct env_var_source *s);  /* accepts NULL */
 void container_env_from_done(struct container *c);
 
+/* ---- security contexts (pod_security.c) ---- */
 int dec_container_security_context(struct field_errors *e, json_t *c, const char *cpath, struct container *ret);
 int dec_pod_security_context(struct field_errors *e, json_t *spec, struct pod_spec *ret);
 void security_context_free(struct security_context *sc);         /* accepts NULL */
 void pod_security_context_free(struct pod_security_context *sc); /* accepts NULL */
+
+/* ---- spec.dnsConfig (pod_dns.c) ---- */
 int dec_pod_dns_config(struct field_errors *e, json_t *spec, struct pod_spec *ret);
 void pod_dns_config_free(struct pod_dns_config *d); /* accepts NULL */
 
@@ -132,9 +135,11 @@ char *val_key(struct vctx *c, const char *parent, const char *k);
 int pod_decode_container_lifecycle(struct field_errors *e, json_t *c, const char *cpath, struct container *ret);
 void pod_validate_lifecycle(struct vctx *c, const struct pod_spec *s);
 int pod_default_container_lifecycle(struct container *c); /* SetDefaults_HTTPGetAction of the hooks */
-/* pod_security.c */
+/* pod_env.c */
 void val_env_value_from(struct vctx *c, const struct env_var *ev, const char *vpath);
 void val_env_from(struct vctx *c, const struct container *ctr, const char *cpath);
+/* pod_security.c */
 void val_container_security_context(struct vctx *c, const struct container *ctr, const char *cpath);
 void val_pod_security_context(struct vctx *c, const struct pod_spec *s);
+/* pod_dns.c */
 void val_pod_dns_config(struct vctx *c, const struct pod_spec *s);
