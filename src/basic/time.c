@@ -28,6 +28,12 @@ struct timeval timeval_from_usec(uint64_t usec) {
         return (struct timeval) { .tv_sec = (time_t) (usec / USEC_PER_SEC), .tv_usec = (suseconds_t) (usec % USEC_PER_SEC) };
 }
 
+int64_t now_realtime_nsec(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        return (int64_t) ts.tv_sec * NSEC_PER_SEC + ts.tv_nsec;
+}
+
 uint64_t now_realtime_usec(void) {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);

@@ -15,6 +15,7 @@
 
 uint64_t now_usec(void);       /* CLOCK_MONOTONIC */
 uint64_t now_realtime_usec(void);
+int64_t now_realtime_nsec(void); /* unix nanoseconds */
 struct timeval timeval_from_usec(uint64_t usec);
 /* RFC 3339 UTC with seconds, "2026-11-22T10:59:00Z" (into buf of at least 32 bytes). */
 char *format_rfc3339(uint64_t realtime_usec, char *buf, size_t size);
