@@ -65,6 +65,7 @@ static int api_server_start(struct event_base *base, struct kubelet *k, struct a
                 .prober = kubelet_prober(k),
                 .client = kubelet_kube_client(k),
                 .node_ip = kubelet_node_ip(k),
+                .machine = kubelet_machine_info(k),
                 .host = {
                         .pods_json = host_pods_json,
                         .running_pods_json = host_running_pods_json,

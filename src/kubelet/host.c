@@ -197,6 +197,10 @@ const struct kubelet_options *kubelet_opts(struct kubelet *k) {
         return k->opts;
 }
 
+const struct machine_info *kubelet_machine_info(struct kubelet *k) {
+        return &k->machine;
+}
+
 const char *kubelet_node_ip(struct kubelet *k) {
         return k->node_ip;
 }

@@ -22,6 +22,7 @@
 #include "kubelet/mirror.h"
 #include "events/recorder.h"
 #include "cm/cm.h"
+#include "stats/machine.h"
 
 
 struct pod_sync;
@@ -86,6 +87,7 @@ struct kubelet {
         struct histogram pod_start_hist;
         struct admission_node admission;
         char **cluster_dns;               /* --cluster-dns, parsed */
+        struct machine_info machine;      /* read once at start (cadvisor's cached MachineInfo) */
 
         /* with --kubeconfig */
         struct kube_client *client;

@@ -788,22 +788,17 @@ int kubelet_new(struct event_base *base, const struct kubelet_options *opts, str
 
 /* what admission compares requests with: allocatable, as the node reports it */
 static int admission_setup(struct kubelet *k) {
-        struct machine_info machine = {};
         struct node_status_input in;
         int64_t storage;
         int r;
 
-        r = machine_info_read(NULL, &machine);
-        if (r < 0)
-                return log_error_errno(r, "cannot read the machine's description: %s", strerror(-r));
         in = (struct node_status_input) {
-                .machine = &machine,
+                .machine = &k->machine,
                 .kube_reserved = k->opts->kube_reserved,
                 .system_reserved = k->opts->system_reserved,
         };
         node_allocatable(&in, &k->admission.cpu_milli, &k->admission.memory_bytes, &storage);
         k->admission.max_pods = k->opts->max_pods;
-        machine_info_done(&machine);
         /* pkg/kubelet/sysctl NewAllowlist: every unsafe sysctl allowed must be namespaced */
         if (!isempty(k->opts->allowed_unsafe_sysctls)) {
                 _cleanup_free_ char *copy = strdup(k->opts->allowed_unsafe_sysctls);
@@ -847,15 +842,7 @@ static int admission_setup(struct kubelet *k) {
 
 /* the QoS cgroups (kubepods gets the node's capacity less the reservations when "pods" is enforced) */
 static int cgroups_setup(struct kubelet *k) {
-        struct machine_info machine = {};
-        int r;
-
-        r = machine_info_read(NULL, &machine);
-        if (r < 0)
-                return log_error_errno(r, "cannot read the machine's description: %s", strerror(-r));
-        r = cm_new(k->opts, (int64_t) machine.num_cores * 1000, (int64_t) machine.memory_capacity, &k->cm);
-        machine_info_done(&machine);
-        return r;
+        return cm_new(k->opts, (int64_t) k->machine.num_cores * 1000, (int64_t) k->machine.memory_capacity, &k->cm);
 }
 
 int kubelet_start(struct kubelet *k) {
@@ -881,6 +868,10 @@ int kubelet_start(struct kubelet *k) {
         if (r < 0)
                 return r;
         log_v(1, "node IP: %s", k->node_ip);
+        /* the machine's description, read once (cadvisor's cached MachineInfo) */
+        r = machine_info_read(NULL, &k->machine);
+        if (r < 0)
+                return log_error_errno(r, "cannot read the machine's description: %s", strerror(-r));
         r = admission_setup(k);
         if (r < 0)
                 return r;
@@ -910,7 +901,7 @@ int kubelet_start(struct kubelet *k) {
                 kube_config_done(&kc);
                 if (r < 0)
                         return log_error_errno(r, "cannot set up the API server client: %s", strerror(-r));
-                r = node_manager_new(k->base, o, k->node_ip, k->client, k->cri, &k->node);
+                r = node_manager_new(k->base, o, k->node_ip, &k->machine, k->client, k->cri, &k->node);
                 if (r < 0)
                         return r;
                 r = status_manager_new(k->base, k->client, &k->status);
@@ -991,6 +982,7 @@ struct kubelet *kubelet_free(struct kubelet *k) {
         backoff_done(&k->crash_backoff);
         backoff_done(&k->image_backoff);
         k->cm = cm_free(k->cm);
+        machine_info_done(&k->machine); /* after the node manager: it borrows it */
         free(k);
         return NULL;
 }

@@ -19,6 +19,7 @@
 struct kubelet;
 struct prober;
 struct kube_client;
+struct machine_info;
 
 int kubelet_new(struct event_base *base, const struct kubelet_options *opts, struct kubelet **ret);
 /* Connects the runtime, starts the PLEG and the config sources. */
@@ -47,6 +48,8 @@ const struct kubelet_options *kubelet_opts(struct kubelet *k);
 /* The API server client with --kubeconfig, else NULL. */
 struct kube_client *kubelet_kube_client(struct kubelet *k);
 const char *kubelet_node_ip(struct kubelet *k);
+/* The machine's description, read once at start (valid while k lives). */
+const struct machine_info *kubelet_machine_info(struct kubelet *k);
 /* /healthz/syncloop: 0, or -ETIMEDOUT with the reason */
 int kubelet_sync_loop_health(struct kubelet *k, char **ret_error);
 

@@ -27,7 +27,7 @@ struct node_manager {
         char *path;          /* /api/v1/nodes/<name> */
         char *status_path;   /* /api/v1/nodes/<name>/status: the status subresource (the Node itself ignores status) */
         char *lease_path;    /* /apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/<name> */
-        struct machine_info machine;
+        const struct machine_info *machine; /* the kubelet's */
 
         bool registered;
         char *node_uid;
@@ -70,7 +70,6 @@ struct node_manager *node_manager_free(struct node_manager *m) {
                 event_free(m->status_timer);
         if (m->lease_timer)
                 event_free(m->lease_timer);
-        machine_info_done(&m->machine);
         images_free(m);
         json_decref(m->last_status);
         json_decref(m->lease);
@@ -103,7 +102,7 @@ static void fill_input(struct node_manager *m, struct node_status_input *in) {
                 .node_name = m->o->node_name,
                 .hostname = m->hostname,
                 .node_ip = m->node_ip,
-                .machine = &m->machine,
+                .machine = m->machine,
                 .runtime_version = m->runtime_version,
                 .kubelet_version = "v" KUBE_VERSION_MAJOR_MINOR ".0",
                 .max_pods = m->o->max_pods,
@@ -418,7 +417,8 @@ static void register_tick(evutil_socket_t fd, short what, void *userdata) {
 /* ---------------------------------------------------------------- lifecycle */
 
 int node_manager_new(struct event_base *base, const struct kubelet_options *o, const char *node_ip,
-                     struct kube_client *client, struct cri_client *cri, struct node_manager **ret) {
+                     const struct machine_info *machine, struct kube_client *client, struct cri_client *cri,
+                     struct node_manager **ret) {
         _cleanup_free_ char *why = NULL;
         struct node_manager *m;
         struct node_status_input in = {};
@@ -438,6 +438,7 @@ int node_manager_new(struct event_base *base, const struct kubelet_options *o, c
         m->o = o;
         m->client = client;
         m->cri = cri;
+        m->machine = machine;
         if (gethostname(host, sizeof(host)) < 0)
                 snprintf(host, sizeof(host), "%s", o->node_name);
         host[sizeof(host) - 1] = '\0';
@@ -449,11 +450,6 @@ int node_manager_new(struct event_base *base, const struct kubelet_options *o, c
                      o->node_name) < 0) {
                 node_manager_free(m);
                 return -ENOMEM;
-        }
-        r = machine_info_read(NULL, &m->machine);
-        if (r < 0) {
-                node_manager_free(m);
-                return log_error_errno(r, "cannot read the machine's description: %s", strerror(-r));
         }
         /* check the labels and taints now: a bad flag stops the kubelet at start, as upstream */
         fill_input(m, &in);

@@ -12,11 +12,14 @@
 #include "cri/cri.h"
 #include "options/options.h"
 
+struct machine_info;
 struct node_manager;
 
-/* Validates --node-labels, --register-with-taints and the reserved resources (-EINVAL, logged). */
+/* Validates --node-labels, --register-with-taints and the reserved resources (-EINVAL, logged). machine is
+ * borrowed (read once by the kubelet) and must outlive the manager. */
 int node_manager_new(struct event_base *base, const struct kubelet_options *o, const char *node_ip,
-                     struct kube_client *client, struct cri_client *cri, struct node_manager **ret);
+                     const struct machine_info *machine, struct kube_client *client, struct cri_client *cri,
+                     struct node_manager **ret);
 int node_manager_start(struct node_manager *m);
 struct node_manager *node_manager_free(struct node_manager *m);
 

@@ -61,14 +61,10 @@ void api_handle_running_pods(struct api_request *r) {
 /* ---------------------------------------------------------------- /spec, /configz */
 
 void api_handle_spec(struct api_request *r) {
-        struct machine_info mi = {};
         json_t *j = NULL;
         int k;
 
-        k = machine_info_read(NULL, &mi);
-        if (k >= 0)
-                k = machine_info_to_json(&mi, &j);
-        machine_info_done(&mi);
+        k = machine_info_to_json(r->s->machine, &j);
         if (k < 0) {
                 api_reply_text(r->req, 500, "Internal Error: cannot read the machine info: %s\n", strerror(-k));
                 return;

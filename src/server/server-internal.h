@@ -45,6 +45,7 @@ struct api_server {
         struct prober *prober;
         struct kube_client *client;         /* NULL without an API server */
         const char *node_ip;
+        const struct machine_info *machine;
         struct api_host host;
         SSL_CTX *ssl_ctx;
         bool have_client_ca;

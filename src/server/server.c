@@ -429,6 +429,7 @@ int api_server_new(struct event_base *base, const struct api_server_config *cfg,
         s->prober = cfg->prober;
         s->client = cfg->client;
         s->node_ip = cfg->node_ip;
+        s->machine = cfg->machine;
         s->host = cfg->host;
         s->conns = calloc(1, sizeof(*s->conns));
         if (!s->conns) {

@@ -19,6 +19,7 @@ struct histogram;
 struct kc_container;
 struct kube_client;
 struct kubelet_options;
+struct machine_info;
 struct prober;
 
 struct api_host_counts {
@@ -55,6 +56,7 @@ struct api_server_config {
         struct prober *prober;      /* probe counts (/metrics/probes) */
         struct kube_client *client; /* the API server (TokenReview, SubjectAccessReview); NULL without one */
         const char *node_ip;        /* for the self-signed serving certificate */
+        const struct machine_info *machine; /* /spec (GetCachedMachineInfo) */
         struct api_host host;
 };
 
