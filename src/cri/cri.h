@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #pragma once
 
-/* CRI v1 client: gRPC over HTTP/2 (nghttp2) on a unix socket, driven by the libevent loop.
+/* CRI v1 client: the typed calls of runtime.v1's RuntimeService and ImageService on top of the gRPC client
+ * (grpc/client.h), with the kubelet's per-operation counters. Built as its own library (libckubelet-cri) so
+ * that tests can link the core with another implementation of this header.
  *
  * Every call is asynchronous: it queues the request and returns at once; the callback runs later on the
  * loop with the decoded response or an error. Nothing here blocks. Each call has a deadline (the client's
  * default, --runtime-request-timeout, unless the call gives its own). When the runtime goes away (containerd
- * restart) pending calls fail with -ECONNRESET / "runtime unavailable" and the next call reconnects. */
+ * restart) pending calls fail with UNAVAILABLE and the next call reconnects. */
 
 #include <event2/event.h>
 #include <protobuf-c/protobuf-c.h>
@@ -14,30 +16,10 @@
 
 #include "basic/histogram.h"
 #include "cri.pb-c.h"
-
-/* gRPC status codes (google.golang.org/grpc/codes) */
-enum grpc_code {
-        GRPC_OK = 0,
-        GRPC_CANCELLED = 1,
-        GRPC_UNKNOWN = 2,
-        GRPC_INVALID_ARGUMENT = 3,
-        GRPC_DEADLINE_EXCEEDED = 4,
-        GRPC_NOT_FOUND = 5,
-        GRPC_ALREADY_EXISTS = 6,
-        GRPC_PERMISSION_DENIED = 7,
-        GRPC_RESOURCE_EXHAUSTED = 8,
-        GRPC_FAILED_PRECONDITION = 9,
-        GRPC_ABORTED = 10,
-        GRPC_OUT_OF_RANGE = 11,
-        GRPC_UNIMPLEMENTED = 12,
-        GRPC_INTERNAL = 13,
-        GRPC_UNAVAILABLE = 14,
-        GRPC_DATA_LOSS = 15,
-        GRPC_UNAUTHENTICATED = 16,
-};
+#include "grpc/client.h"
 
 struct cri_reply {
-        int r;                   /* 0 or negative errno (mapped from grpc status, see cri_grpc_to_errno) */
+        int r;                   /* 0 or negative errno (mapped from grpc status, see grpc_status_to_errno) */
         int grpc_status;         /* enum grpc_code; GRPC_UNAVAILABLE for transport failures */
         const char *message;     /* grpc-message or transport error text; never NULL ("" on success) */
         ProtobufCMessage *msg;   /* decoded response, NULL on error; owned by the client, valid only during
@@ -48,9 +30,9 @@ typedef void (*cri_callback_t)(const struct cri_reply *reply, void *userdata);
 
 struct cri_client;
 
-/* endpoint: "unix:///run/containerd/containerd.sock" or a plain path; "tcp://10.0.0.1:50051" (an address, not a
- * name: gRPC without TLS, for the grpc probes). image_endpoint may be NULL (same as
- * runtime). default_timeout_usec: per-call deadline (--runtime-request-timeout). */
+/* endpoint: "unix:///run/containerd/containerd.sock" or a plain path (or "tcp://10.0.0.1:50051", an address).
+ * image_endpoint may be NULL (same as runtime). default_timeout_usec: per-call deadline
+ * (--runtime-request-timeout). */
 int cri_client_new(struct event_base *base, const char *runtime_endpoint, const char *image_endpoint,
                    uint64_t default_timeout_usec, struct cri_client **ret);
 /* Fails all pending calls with -ECANCELED (callbacks run) and frees. Accepts NULL. */
@@ -64,11 +46,6 @@ int cri_client_set_user_agent(struct cri_client *c, const char *ua);
  * negative errno (callback will not run). */
 int cri_call(struct cri_client *c, const char *method, const ProtobufCMessage *req,
              const ProtobufCMessageDescriptor *resp_desc, uint64_t timeout_usec, cri_callback_t cb, void *userdata);
-
-/* Map a grpc status to a negative errno: NOT_FOUND→-ENOENT, DEADLINE_EXCEEDED→-ETIMEDOUT,
- * UNAVAILABLE→-ECONNREFUSED, ALREADY_EXISTS→-EEXIST, INVALID_ARGUMENT→-EINVAL, UNIMPLEMENTED→-EOPNOTSUPP,
- * PERMISSION_DENIED→-EACCES, RESOURCE_EXHAUSTED→-ENOSPC, CANCELLED→-ECANCELED, others→-EIO. */
-int cri_grpc_to_errno(int grpc_status);
 
 /* Per-method counters for the metrics endpoint (kubelet_runtime_operations_*). */
 struct cri_op_stats {

@@ -1,43 +1,44 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* grpc probe (pkg/probe/grpc): grpc.health.v1.Health/Check on host:port, without TLS, over our HTTP/2
- * client (cri/cri.c, which speaks gRPC to any endpoint), one connection per probe as upstream. SERVING is
+/* grpc probe (pkg/probe/grpc): grpc.health.v1.Health/Check on host:port, without TLS, over our gRPC client
+ * (grpc/client.c), one connection per probe as upstream. SERVING is
  * success; any other status, an error or the timeout is a failure with upstream's wording. */
 #include <string.h>
 
 #include "basic/macro.h"
+#include "grpc/client.h"
 #include "health.pb-c.h"
 #include "prober/handlers.h"
 
-struct grpc_op {
+struct grpc_probe {
         struct probe_op op;
         struct probe_env *env;
         bool cancelled;
-        struct cri_client *client;
+        struct grpc_client *client;
         char *target;
         char *service;
         uint64_t timeout_usec;
 };
 
-static void grpc_free(struct grpc_op *g) {
-        cri_client_free(g->client);
+static void grpc_probe_free(struct grpc_probe *g) {
+        grpc_client_free(g->client);
         free(g->target);
         free(g->service);
         free(g);
 }
 
-static void grpc_op_free(struct probe_op *op) {
-        grpc_free((struct grpc_op *) op);
+static void grpc_probe_op_free(struct probe_op *op) {
+        grpc_probe_free((struct grpc_probe *) op);
 }
 
-static void grpc_cancel(struct probe_op *op) {
-        struct grpc_op *g = (struct grpc_op *) op;
+static void grpc_probe_cancel(struct probe_op *op) {
+        struct grpc_probe *g = (struct grpc_probe *) op;
         g->cancelled = true;
         op->done = NULL;
-        grpc_free(g); /* the client fails the call: on_reply sees cancelled */
+        grpc_probe_free(g); /* the client fails the call: on_reply sees cancelled */
 }
 
-static void on_reply(const struct cri_reply *reply, void *userdata) {
-        struct grpc_op *g = userdata;
+static void on_reply(const struct grpc_reply *reply, void *userdata) {
+        struct grpc_probe *g = userdata;
         _cleanup_free_ char *msg = NULL;
         double secs = (double) g->timeout_usec / 1e6;
         int r = 0;
@@ -75,7 +76,7 @@ int probe_grpc_start(struct probe_env *env, const struct probe_request *req, pro
                      struct probe_op **ret) {
         Grpc__Health__V1__HealthCheckRequest hc = GRPC__HEALTH__V1__HEALTH_CHECK_REQUEST__INIT;
         _cleanup_free_ char *endpoint = NULL;
-        struct grpc_op *g;
+        struct grpc_probe *g;
         int r;
 
         if (isempty(req->host) || req->port < 1 || req->port > 65535)
@@ -83,28 +84,28 @@ int probe_grpc_start(struct probe_env *env, const struct probe_request *req, pro
         g = calloc(1, sizeof(*g));
         if (!g)
                 return -ENOMEM;
-        g->op = (struct probe_op) { .cancel = grpc_cancel, .free = grpc_op_free, .done = done, .userdata = userdata };
+        g->op = (struct probe_op) { .cancel = grpc_probe_cancel, .free = grpc_probe_op_free, .done = done, .userdata = userdata };
         g->env = env;
         g->timeout_usec = req->timeout_usec;
         g->target = probe_join_host_port(req->host, req->port);
         g->service = strdup(strempty(req->spec->grpc_service));
         if (!g->target || !g->service || asprintf(&endpoint, "tcp://%s", g->target) < 0) {
                 endpoint = NULL;
-                grpc_free(g);
+                grpc_probe_free(g);
                 return -ENOMEM;
         }
-        r = cri_client_new(env->base, endpoint, NULL, req->timeout_usec, &g->client);
+        r = grpc_client_new(env->base, endpoint, req->timeout_usec, &g->client);
         if (r >= 0)
-                r = cri_client_set_user_agent(g->client, "kube-probe/" KUBE_VERSION_MAJOR_MINOR " grpc-c");
+                r = grpc_client_set_user_agent(g->client, "kube-probe/" KUBE_VERSION_MAJOR_MINOR " grpc-c");
         if (r < 0) {
-                grpc_free(g);
+                grpc_probe_free(g);
                 return r; /* e.g. a host name: the pod IP is an address */
         }
         hc.service = g->service;
-        r = cri_call(g->client, "/grpc.health.v1.Health/Check", &hc.base,
+        r = grpc_call(g->client, "/grpc.health.v1.Health/Check", &hc.base,
                      &grpc__health__v1__health_check_response__descriptor, req->timeout_usec, on_reply, g);
         if (r < 0) {
-                grpc_free(g);
+                grpc_probe_free(g);
                 return r;
         }
         *ret = &g->op;

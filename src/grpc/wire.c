@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "cri/grpc.h"
+#include "grpc/wire.h"
 
 void grpc_frame_header(uint8_t buf[GRPC_FRAME_HEADER], uint32_t len) {
         buf[0] = 0;

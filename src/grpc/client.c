@@ -1,0 +1,721 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* A gRPC client: unary calls over HTTP/2 (nghttp2) to one endpoint, driven by the libevent loop. Not tied to
+ * any service: the CRI (cri/), the grpc probes (prober/grpc.c) and later device plugins and CSI call through it.
+ *
+ * A call is packed at once (the request is borrowed), queued on the connection and sent when the connection is
+ * up; the connection is (re)established lazily by the next call. Completions are collected while nghttp2
+ * parses input and delivered after it returns, so user callbacks never run inside nghttp2 nor inside
+ * grpc_call(). */
+
+#include <arpa/inet.h>
+#include <event2/event.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <nghttp2/nghttp2.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include "basic/log.h"
+#include "basic/string.h"
+#include "basic/time.h"
+#include "basic/timer.h"
+#include "grpc/client.h"
+#include "grpc/wire.h"
+
+#define READ_CHUNK 65536
+#define WINDOW_SIZE (16 * 1024 * 1024)
+
+struct grpc_client;
+
+struct grpc_call {
+        struct grpc_call *prev, *next;
+        struct grpc_client *conn;
+        char *method;
+        uint8_t *req;            /* framed request */
+        size_t req_len, req_off;
+        uint8_t *resp;
+        size_t resp_len, resp_cap;
+        bool resp_too_big;
+        int http_status;
+        int grpc_status;         /* -1 until seen */
+        char *grpc_message;
+        int32_t stream_id;       /* 0 until submitted */
+        const ProtobufCMessageDescriptor *resp_desc;
+        grpc_callback_t cb;
+        void *userdata;
+        struct event *timer;
+        uint64_t start_usec;
+        uint64_t timeout_usec;
+        bool done;               /* outcome decided, waiting for delivery */
+        int final_status;
+        char *final_message;
+};
+
+struct grpc_client {
+        struct event_base *base;
+        uint64_t default_timeout_usec;
+        bool freeing;
+        char *user_agent;
+        char *endpoint;          /* as given, for messages */
+        char *path;              /* unix socket path, or "host:port" for tcp:// (also the :authority) */
+        bool tcp;
+        struct sockaddr_storage addr; /* tcp */
+        socklen_t addr_len;
+        int fd;
+        bool connecting;         /* tcp connect in progress */
+        bool connected;
+        nghttp2_session *session;
+        struct event *ev_read, *ev_write, *ev_kick;
+        struct grpc_call *calls; /* all calls of this connection, submitted or not */
+        struct grpc_call *done_head, *done_tail; /* delivered by deliver_done() */
+};
+
+int grpc_status_to_errno(int grpc_status) {
+        switch (grpc_status) {
+        case GRPC_OK:
+                return 0;
+        case GRPC_NOT_FOUND:
+                return -ENOENT;
+        case GRPC_DEADLINE_EXCEEDED:
+                return -ETIMEDOUT;
+        case GRPC_UNAVAILABLE:
+                return -ECONNREFUSED;
+        case GRPC_ALREADY_EXISTS:
+                return -EEXIST;
+        case GRPC_INVALID_ARGUMENT:
+                return -EINVAL;
+        case GRPC_UNIMPLEMENTED:
+                return -EOPNOTSUPP;
+        case GRPC_PERMISSION_DENIED:
+                return -EACCES;
+        case GRPC_RESOURCE_EXHAUSTED:
+                return -ENOSPC;
+        case GRPC_CANCELLED:
+                return -ECANCELED;
+        default:
+                return -EIO;
+        }
+}
+
+/* ---------------------------------------------------------------- calls */
+
+static void pending_free(struct grpc_call *p) {
+        if (!p)
+                return;
+        if (p->timer)
+                event_free(p->timer);
+        free(p->method);
+        free(p->req);
+        free(p->resp);
+        free(p->grpc_message);
+        free(p->final_message);
+        free(p);
+}
+
+static void conn_unlink(struct grpc_client *conn, struct grpc_call *p) {
+        if (p->prev)
+                p->prev->next = p->next;
+        else if (conn->calls == p)
+                conn->calls = p->next;
+        if (p->next)
+                p->next->prev = p->prev;
+        p->prev = p->next = NULL;
+}
+
+/* Run one call's callback and free it. The call must already be unlinked from its connection. */
+static void deliver(struct grpc_call *p) {
+        struct grpc_reply reply = { .grpc_status = p->final_status, .message = strempty(p->final_message) };
+        ProtobufCMessage *msg = NULL;
+
+        if (p->final_status == GRPC_OK) {
+                /* exactly one length-prefixed, uncompressed message */
+                uint32_t len = 0;
+                if (p->resp_len < GRPC_FRAME_HEADER || p->resp[0] != 0 ||
+                    (len = grpc_frame_length(p->resp)) != p->resp_len - GRPC_FRAME_HEADER) {
+                        reply.grpc_status = GRPC_INTERNAL;
+                        reply.message = p->resp_len >= GRPC_FRAME_HEADER && p->resp[0] != 0
+                                                ? "compressed response not supported"
+                                                : "malformed gRPC response framing";
+                } else {
+                        msg = protobuf_c_message_unpack(p->resp_desc, NULL, len, p->resp + GRPC_FRAME_HEADER);
+                        if (!msg) {
+                                reply.grpc_status = GRPC_INTERNAL;
+                                reply.message = "cannot decode the response message";
+                        }
+                }
+        }
+        reply.r = grpc_status_to_errno(reply.grpc_status);
+        reply.msg = msg;
+        reply.duration_usec = now_usec() - p->start_usec;
+        if (reply.r < 0)
+                log_v(5, "gRPC %s on %s failed: %s (grpc status %d)", p->method, p->conn->endpoint, reply.message,
+                      reply.grpc_status);
+        p->cb(&reply, p->userdata);
+        if (msg)
+                protobuf_c_message_free_unpacked(msg, NULL);
+        pending_free(p);
+}
+
+/* Decide a call's outcome and queue it for delivery. */
+static void call_finish(struct grpc_call *p, int status, const char *fmt, ...) _printf_(3, 4);
+static void call_finish(struct grpc_call *p, int status, const char *fmt, ...) {
+        struct grpc_client *conn = p->conn;
+
+        if (p->done)
+                return;
+        p->done = true;
+        p->final_status = status;
+        if (fmt) {
+                va_list ap;
+                va_start(ap, fmt);
+                if (vasprintf(&p->final_message, fmt, ap) < 0)
+                        p->final_message = NULL;
+                va_end(ap);
+        }
+        if (p->timer)
+                event_del(p->timer);
+        if (p->stream_id > 0 && conn->session)
+                nghttp2_session_set_stream_user_data(conn->session, p->stream_id, NULL);
+        conn_unlink(conn, p);
+        if (conn->done_tail)
+                conn->done_tail->next = p;
+        else
+                conn->done_head = p;
+        p->prev = conn->done_tail;
+        conn->done_tail = p;
+        p->next = NULL;
+        event_active(conn->ev_kick, EV_TIMEOUT, 0);
+}
+
+static void deliver_done(struct grpc_client *conn) {
+        while (conn->done_head) {
+                struct grpc_call *p = conn->done_head;
+                conn->done_head = p->next;
+                if (!conn->done_head)
+                        conn->done_tail = NULL;
+                p->next = p->prev = NULL;
+                deliver(p);
+        }
+}
+
+/* ---------------------------------------------------------------- connection */
+
+static void conn_close(struct grpc_client *conn, int status, const char *why) {
+        if (conn->session) {
+                nghttp2_session_del(conn->session);
+                conn->session = NULL;
+        }
+        if (conn->ev_read)
+                event_del(conn->ev_read);
+        if (conn->ev_write)
+                event_del(conn->ev_write);
+        if (conn->fd >= 0) {
+                close(conn->fd);
+                conn->fd = -1;
+        }
+        conn->connected = false;
+        conn->connecting = false;
+        while (conn->calls) {
+                struct grpc_call *p = conn->calls;
+                p->stream_id = 0;
+                call_finish(p, status, "%s", why);
+        }
+}
+
+
+static ssize_t on_send(nghttp2_session *session, const uint8_t *data, size_t length, int flags, void *user_data) {
+        struct grpc_client *conn = user_data;
+        ssize_t n = send(conn->fd, data, length, MSG_NOSIGNAL);
+        if (n < 0) {
+                if (errno == EAGAIN || errno == EWOULDBLOCK)
+                        return NGHTTP2_ERR_WOULDBLOCK;
+                return NGHTTP2_ERR_CALLBACK_FAILURE;
+        }
+        return n;
+}
+
+static struct grpc_call *stream_call(nghttp2_session *session, int32_t stream_id) {
+        return nghttp2_session_get_stream_user_data(session, stream_id);
+}
+
+static int on_header(nghttp2_session *session, const nghttp2_frame *frame, const uint8_t *name, size_t namelen,
+                     const uint8_t *value, size_t valuelen, uint8_t flags, void *user_data) {
+        struct grpc_call *p;
+
+        if (frame->hd.type != NGHTTP2_HEADERS)
+                return 0;
+        p = stream_call(session, frame->hd.stream_id);
+        if (!p)
+                return 0;
+        if (namelen == 7 && memcmp(name, ":status", 7) == 0) {
+                char buf[8] = {};
+                memcpy(buf, value, MIN(valuelen, sizeof(buf) - 1));
+                p->http_status = atoi(buf);
+        } else if (namelen == 11 && memcmp(name, "grpc-status", 11) == 0) {
+                char buf[8] = {};
+                int v;
+                memcpy(buf, value, MIN(valuelen, sizeof(buf) - 1));
+                p->grpc_status = safe_atoi(buf, &v) >= 0 && v >= 0 && v <= 16 ? v : GRPC_UNKNOWN;
+        } else if (namelen == 12 && memcmp(name, "grpc-message", 12) == 0) {
+                free(p->grpc_message);
+                p->grpc_message = grpc_percent_decode((const char *) value, MIN(valuelen, (size_t) 4096));
+        }
+        return 0;
+}
+
+static int on_data_chunk(nghttp2_session *session, uint8_t flags, int32_t stream_id, const uint8_t *data, size_t len,
+                         void *user_data) {
+        struct grpc_call *p = stream_call(session, stream_id);
+
+        if (!p || p->resp_too_big)
+                return 0;
+        if (p->resp_len + len > GRPC_MAX_MESSAGE_SIZE + GRPC_FRAME_HEADER) {
+                p->resp_too_big = true;
+                free(p->resp);
+                p->resp = NULL;
+                p->resp_len = p->resp_cap = 0;
+                nghttp2_submit_rst_stream(session, NGHTTP2_FLAG_NONE, stream_id, NGHTTP2_CANCEL);
+                return 0;
+        }
+        if (p->resp_len + len > p->resp_cap) {
+                size_t cap = MAX(p->resp_cap * 2, p->resp_len + len);
+                uint8_t *n;
+                cap = MAX(cap, (size_t) 256);
+                n = realloc(p->resp, cap);
+                if (!n)
+                        return NGHTTP2_ERR_CALLBACK_FAILURE;
+                p->resp = n;
+                p->resp_cap = cap;
+        }
+        memcpy(p->resp + p->resp_len, data, len);
+        p->resp_len += len;
+        return 0;
+}
+
+static int on_stream_close(nghttp2_session *session, int32_t stream_id, uint32_t error_code, void *user_data) {
+        struct grpc_call *p = stream_call(session, stream_id);
+
+        if (!p)
+                return 0;
+        if (p->resp_too_big)
+                call_finish(p, GRPC_RESOURCE_EXHAUSTED, "grpc: received message larger than max (%u bytes)",
+                            GRPC_MAX_MESSAGE_SIZE);
+        else if (p->grpc_status >= 0)
+                call_finish(p, p->grpc_status, "%s", strempty(p->grpc_message));
+        else if (p->http_status != 0 && p->http_status != 200)
+                call_finish(p, GRPC_UNKNOWN, "unexpected HTTP status code %d from %s", p->http_status, p->method);
+        else if (error_code != NGHTTP2_NO_ERROR)
+                call_finish(p, GRPC_UNAVAILABLE, "stream reset by the server: %s", nghttp2_http2_strerror(error_code));
+        else
+                call_finish(p, GRPC_INTERNAL, "server closed the stream without sending trailers");
+        return 0;
+}
+
+static ssize_t read_request(nghttp2_session *session, int32_t stream_id, uint8_t *buf, size_t length,
+                            uint32_t *data_flags, nghttp2_data_source *source, void *user_data) {
+        struct grpc_call *p = source->ptr;
+        size_t n = MIN(length, p->req_len - p->req_off);
+
+        memcpy(buf, p->req + p->req_off, n);
+        p->req_off += n;
+        if (p->req_off == p->req_len)
+                *data_flags |= NGHTTP2_DATA_FLAG_EOF;
+        return (ssize_t) n;
+}
+
+static int conn_submit(struct grpc_client *conn, struct grpc_call *p) {
+        char timeout[32];
+        nghttp2_data_provider dp = { .source.ptr = p, .read_callback = read_request };
+        uint64_t left = p->timeout_usec, elapsed = now_usec() - p->start_usec;
+#define NV(n, v) { (uint8_t *) (n), (uint8_t *) (v), sizeof(n) - 1, strlen(v), NGHTTP2_NV_FLAG_NONE }
+        left = left > elapsed ? left - elapsed : 1;
+        grpc_format_timeout(left, timeout, sizeof(timeout));
+        nghttp2_nv hdrs[] = {
+                NV(":method", "POST"),
+                NV(":scheme", "http"),
+                NV(":path", p->method),
+                NV(":authority", conn->tcp ? conn->path : "localhost"),
+                NV("content-type", "application/grpc"),
+                NV("te", "trailers"),
+                NV("grpc-timeout", timeout),
+                NV("user-agent", conn->user_agent ? conn->user_agent : "ckubelet/" CKUBELET_VERSION " grpc-c"),
+        };
+#undef NV
+        int32_t id = nghttp2_submit_request(conn->session, NULL, hdrs, ELEMENTSOF(hdrs), &dp, p);
+        if (id < 0)
+                return -EIO;
+        p->stream_id = id;
+        return 0;
+}
+
+static void conn_update_events(struct grpc_client *conn) {
+        if (!conn->session)
+                return;
+        if (nghttp2_session_want_write(conn->session))
+                event_add(conn->ev_write, NULL);
+        else
+                event_del(conn->ev_write);
+}
+
+/* Send what nghttp2 has queued; on a fatal error close the connection. */
+static void conn_flush(struct grpc_client *conn) {
+        int rv;
+
+        if (!conn->session)
+                return;
+        rv = nghttp2_session_send(conn->session);
+        if (rv != 0) {
+                _cleanup_free_ char *why = NULL;
+                if (asprintf(&why, "connection to %s failed: %s", conn->endpoint, nghttp2_strerror(rv)) < 0)
+                        why = NULL;
+                conn_close(conn, GRPC_UNAVAILABLE, why ? why : "connection failed");
+                return;
+        }
+        if (!nghttp2_session_want_read(conn->session) && !nghttp2_session_want_write(conn->session)) {
+                _cleanup_free_ char *why = NULL;
+                if (asprintf(&why, "connection to %s closed by the server (GOAWAY)", conn->endpoint) < 0)
+                        why = NULL;
+                conn_close(conn, GRPC_UNAVAILABLE, why ? why : "connection closed");
+                return;
+        }
+        conn_update_events(conn);
+}
+
+static void on_readable(evutil_socket_t fd, short what, void *userdata) {
+        struct grpc_client *conn = userdata;
+        uint8_t buf[READ_CHUNK];
+
+        for (int i = 0; i < 16 && conn->session; i++) {
+                ssize_t n = recv(conn->fd, buf, sizeof(buf), 0);
+                if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+                        break;
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0) {
+                        _cleanup_free_ char *why = NULL;
+                        if (asprintf(&why, "connection to %s closed: %s", conn->endpoint,
+                                     n == 0 ? "end of stream" : strerror(errno)) < 0)
+                                why = NULL;
+                        conn_close(conn, GRPC_UNAVAILABLE, why ? why : "connection closed");
+                        break;
+                }
+                ssize_t rv = nghttp2_session_mem_recv(conn->session, buf, (size_t) n);
+                if (rv < 0) {
+                        _cleanup_free_ char *why = NULL;
+                        if (asprintf(&why, "HTTP/2 protocol error on %s: %s", conn->endpoint,
+                                     nghttp2_strerror((int) rv)) < 0)
+                                why = NULL;
+                        conn_close(conn, GRPC_UNAVAILABLE, why ? why : "protocol error");
+                        break;
+                }
+                if ((size_t) n < sizeof(buf))
+                        break;
+        }
+        conn_flush(conn);
+        deliver_done(conn);
+}
+
+static void on_writable(evutil_socket_t fd, short what, void *userdata) {
+        struct grpc_client *conn = userdata;
+        conn_flush(conn);
+        deliver_done(conn);
+}
+
+static int conn_start_session(struct grpc_client *conn, int fd) {
+        nghttp2_session_callbacks *cbs = NULL;
+        nghttp2_settings_entry settings[] = {
+                { NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, 1000 },
+                { NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, WINDOW_SIZE },
+                { NGHTTP2_SETTINGS_ENABLE_PUSH, 0 },
+        };
+        int r;
+
+        if (nghttp2_session_callbacks_new(&cbs) != 0)
+                return -ENOMEM;
+        nghttp2_session_callbacks_set_send_callback(cbs, on_send);
+        nghttp2_session_callbacks_set_on_header_callback(cbs, on_header);
+        nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, on_data_chunk);
+        nghttp2_session_callbacks_set_on_stream_close_callback(cbs, on_stream_close);
+        r = nghttp2_session_client_new(&conn->session, cbs, conn);
+        nghttp2_session_callbacks_del(cbs);
+        if (r != 0)
+                return -ENOMEM;
+        if (nghttp2_submit_settings(conn->session, NGHTTP2_FLAG_NONE, settings, ELEMENTSOF(settings)) != 0 ||
+            nghttp2_session_set_local_window_size(conn->session, NGHTTP2_FLAG_NONE, 0, WINDOW_SIZE) != 0) {
+                nghttp2_session_del(conn->session);
+                conn->session = NULL;
+                return -EIO;
+        }
+        conn->fd = fd;
+        event_assign(conn->ev_read, conn->base, conn->fd, EV_READ | EV_PERSIST, on_readable, conn);
+        event_assign(conn->ev_write, conn->base, conn->fd, EV_WRITE, on_writable, conn);
+        event_add(conn->ev_read, NULL);
+        conn->connecting = false;
+        conn->connected = true;
+        log_v(3, "connected to %s", conn->endpoint);
+        return 0;
+}
+
+static void on_kick(evutil_socket_t fd, short what, void *userdata);
+
+static void connect_failed(struct grpc_client *conn, int r) {
+        _cleanup_free_ char *why = NULL;
+        if (asprintf(&why, "connection error: desc = \"transport: Error while dialing: dial %s %s: connect: %s\"",
+                     conn->tcp ? "tcp" : "unix", conn->path, strerror(-r)) < 0)
+                why = NULL;
+        conn_close(conn, GRPC_UNAVAILABLE, why ? why : "cannot connect");
+}
+
+/* tcp: the non-blocking connect finished */
+static void on_connected(evutil_socket_t fd, short what, void *userdata) {
+        struct grpc_client *conn = userdata;
+        int err = 0, r;
+        socklen_t len = sizeof(err);
+
+        if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
+                err = errno;
+        if (err == 0) {
+                r = conn_start_session(conn, fd);
+                if (r >= 0) {
+                        on_kick(-1, 0, conn);
+                        return;
+                }
+                err = -r;
+        }
+        close(fd);
+        connect_failed(conn, -err);
+        deliver_done(conn);
+}
+
+static int conn_connect(struct grpc_client *conn) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        _cleanup_close_ int fd = -1;
+        int r;
+
+        if (conn->tcp) {
+                fd = socket(conn->addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+                if (fd < 0)
+                        return negative_errno();
+                if (connect(fd, (struct sockaddr *) &conn->addr, conn->addr_len) < 0) {
+                        if (errno != EINPROGRESS)
+                                return negative_errno();
+                        /* wait for it; the calls' deadlines bound the wait */
+                        event_assign(conn->ev_write, conn->base, fd, EV_WRITE, on_connected, conn);
+                        event_add(conn->ev_write, NULL);
+                        conn->fd = TAKE_FD(fd);
+                        conn->connecting = true;
+                        return 0;
+                }
+        } else {
+                if (strlen(conn->path) >= sizeof(sa.sun_path))
+                        return -ENAMETOOLONG;
+                strcpy(sa.sun_path, conn->path);
+                fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+                if (fd < 0)
+                        return negative_errno();
+                /* a unix socket connect completes at once or fails (EAGAIN: backlog full) */
+                if (connect(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0)
+                        return negative_errno();
+        }
+        r = conn_start_session(conn, fd);
+        if (r < 0)
+                return r;
+        TAKE_FD(fd);
+        return 0;
+}
+
+/* Deferred work of a connection: connect if needed, submit queued calls, deliver finished calls. */
+static void on_kick(evutil_socket_t fd, short what, void *userdata) {
+        struct grpc_client *conn = userdata;
+        bool any = false;
+
+        for (struct grpc_call *p = conn->calls; p; p = p->next)
+                if (p->stream_id == 0) {
+                        any = true;
+                        break;
+                }
+        if (any && !conn->connected && !conn->connecting) {
+                int r = conn_connect(conn);
+                if (r < 0)
+                        connect_failed(conn, r);
+        }
+        if (conn->connected) {
+                for (struct grpc_call *p = conn->calls, *next; p; p = next) {
+                        next = p->next;
+                        if (p->stream_id == 0 && conn_submit(conn, p) < 0)
+                                call_finish(p, GRPC_INTERNAL, "cannot submit the HTTP/2 request");
+                }
+                conn_flush(conn);
+        }
+        deliver_done(conn);
+}
+
+static void on_deadline(evutil_socket_t fd, short what, void *userdata) {
+        struct grpc_call *p = userdata;
+        struct grpc_client *conn = p->conn;
+
+        if (p->stream_id > 0 && conn->session) {
+                nghttp2_submit_rst_stream(conn->session, NGHTTP2_FLAG_NONE, p->stream_id, NGHTTP2_CANCEL);
+                call_finish(p, GRPC_DEADLINE_EXCEEDED, "context deadline exceeded");
+                conn_flush(conn);
+        } else
+                call_finish(p, GRPC_DEADLINE_EXCEEDED, "context deadline exceeded");
+        deliver_done(conn);
+}
+
+static const char *endpoint_path(const char *ep) {
+        if (startswith(ep, "unix://"))
+                return ep + strlen("unix://");
+        if (startswith(ep, "tcp://"))
+                return ep + strlen("tcp://");
+        if (strstr(ep, "://"))
+                return NULL;
+        return ep;
+}
+
+/* "10.0.0.1:50051" or "[::1]:50051": addresses only, no names */
+static int parse_host_port(const char *s, struct sockaddr_storage *ret, socklen_t *ret_len) {
+        struct sockaddr_in *in4 = (struct sockaddr_in *) ret;
+        struct sockaddr_in6 *in6 = (struct sockaddr_in6 *) ret;
+        _cleanup_free_ char *host = NULL;
+        const char *colon;
+        int port;
+
+        if (s[0] == '[') {
+                const char *end = strchr(s, ']');
+                if (!end || end[1] != ':')
+                        return -EINVAL;
+                host = strndup(s + 1, (size_t) (end - s - 1));
+                colon = end + 1;
+        } else {
+                colon = strrchr(s, ':');
+                if (!colon)
+                        return -EINVAL;
+                host = strndup(s, (size_t) (colon - s));
+        }
+        if (!host)
+                return -ENOMEM;
+        if (safe_atoi(colon + 1, &port) < 0 || port < 1 || port > 65535)
+                return -EINVAL;
+        memset(ret, 0, sizeof(*ret));
+        if (inet_pton(AF_INET, host, &in4->sin_addr) == 1) {
+                in4->sin_family = AF_INET;
+                in4->sin_port = htons((uint16_t) port);
+                *ret_len = sizeof(*in4);
+        } else if (inet_pton(AF_INET6, host, &in6->sin6_addr) == 1) {
+                in6->sin6_family = AF_INET6;
+                in6->sin6_port = htons((uint16_t) port);
+                *ret_len = sizeof(*in6);
+        } else
+                return -EINVAL;
+        return 0;
+}
+
+/* ---------------------------------------------------------------- client */
+
+struct grpc_client *grpc_client_free(struct grpc_client *conn) {
+        if (!conn)
+                return NULL;
+        conn->freeing = true;
+        conn_close(conn, GRPC_CANCELLED, "client is shutting down");
+        deliver_done(conn);
+        if (conn->ev_read)
+                event_free(conn->ev_read);
+        if (conn->ev_write)
+                event_free(conn->ev_write);
+        if (conn->ev_kick)
+                event_free(conn->ev_kick);
+        free(conn->endpoint);
+        free(conn->path);
+        free(conn->user_agent);
+        free(conn);
+        return NULL;
+}
+
+int grpc_client_new(struct event_base *base, const char *endpoint, uint64_t default_timeout_usec,
+                    struct grpc_client **ret) {
+        const char *path = endpoint ? endpoint_path(endpoint) : NULL;
+        struct grpc_client *conn;
+
+        if (!base)
+                return -EINVAL;
+        if (isempty(path))
+                return -EPROTONOSUPPORT;
+        conn = calloc(1, sizeof(*conn));
+        if (!conn)
+                return -ENOMEM;
+        conn->base = base;
+        conn->default_timeout_usec = default_timeout_usec ? default_timeout_usec : GRPC_DEFAULT_TIMEOUT_USEC;
+        conn->fd = -1;
+        conn->endpoint = strdup(endpoint);
+        conn->path = strdup(path);
+        conn->tcp = startswith(endpoint, "tcp://");
+        if (conn->tcp && parse_host_port(path, &conn->addr, &conn->addr_len) < 0) {
+                free(conn->endpoint);
+                free(conn->path);
+                free(conn);
+                return -EINVAL;
+        }
+        /* ev_read/ev_write are assigned on connect */
+        conn->ev_read = event_new(base, -1, 0, on_readable, conn);
+        conn->ev_write = event_new(base, -1, 0, on_writable, conn);
+        conn->ev_kick = event_new(base, -1, 0, on_kick, conn);
+        if (!conn->endpoint || !conn->path || !conn->ev_read || !conn->ev_write || !conn->ev_kick) {
+                grpc_client_free(conn);
+                return -ENOMEM;
+        }
+        *ret = conn;
+        return 0;
+}
+
+int grpc_client_set_user_agent(struct grpc_client *conn, const char *ua) {
+        return free_and_strdup(&conn->user_agent, ua);
+}
+
+const char *grpc_client_endpoint(const struct grpc_client *conn) {
+        return conn->endpoint;
+}
+
+int grpc_call(struct grpc_client *conn, const char *method, const ProtobufCMessage *req,
+              const ProtobufCMessageDescriptor *resp_desc, uint64_t timeout_usec, grpc_callback_t cb, void *userdata) {
+        struct grpc_call *p;
+        size_t len;
+
+        if (!conn || conn->freeing)
+                return -ESHUTDOWN;
+        if (!method || !req || !resp_desc || !cb)
+                return -EINVAL;
+        len = protobuf_c_message_get_packed_size(req);
+        if (len > GRPC_MAX_MESSAGE_SIZE)
+                return -EMSGSIZE;
+
+        p = calloc(1, sizeof(*p));
+        if (!p)
+                return -ENOMEM;
+        p->conn = conn;
+        p->grpc_status = -1;
+        p->method = strdup(method);
+        p->req = malloc(len + GRPC_FRAME_HEADER);
+        p->timer = evtimer_new(conn->base, on_deadline, p);
+        if (!p->method || !p->req || !p->timer) {
+                pending_free(p);
+                return -ENOMEM;
+        }
+        grpc_frame_header(p->req, (uint32_t) len);
+        protobuf_c_message_pack(req, p->req + GRPC_FRAME_HEADER);
+        p->req_len = len + GRPC_FRAME_HEADER;
+        p->resp_desc = resp_desc;
+        p->cb = cb;
+        p->userdata = userdata;
+        p->start_usec = now_usec();
+        p->timeout_usec = timeout_usec ? timeout_usec : conn->default_timeout_usec;
+        evtimer_add_usec(p->timer, p->timeout_usec);
+
+        p->next = conn->calls;
+        if (conn->calls)
+                conn->calls->prev = p;
+        conn->calls = p;
+        event_active(conn->ev_kick, EV_TIMEOUT, 0);
+        return 0;
+}
