@@ -344,7 +344,7 @@ int yaml_to_json_docs(const char *data, size_t size, json_t **ret_array, char **
         _cleanup_free_ char *error = NULL;
         struct converter c = { .ret_error = &error };
         yaml_parser_t parser;
-        json_t *docs;
+        json_auto_t *docs = NULL;
         bool done = false;
         int r = 0;
 
@@ -357,10 +357,8 @@ int yaml_to_json_docs(const char *data, size_t size, json_t **ret_array, char **
         docs = json_array();
         if (!docs)
                 return -ENOMEM;
-        if (!yaml_parser_initialize(&parser)) {
-                json_decref(docs);
+        if (!yaml_parser_initialize(&parser))
                 return -ENOMEM;
-        }
         yaml_parser_set_input_string(&parser, (const unsigned char *) (data ? data : ""), size);
 
         while (!done && r >= 0) {
@@ -413,14 +411,10 @@ int yaml_to_json_docs(const char *data, size_t size, json_t **ret_array, char **
         yaml_parser_delete(&parser);
         converter_reset(&c);
 
-        if (r < 0) {
-                json_decref(docs);
+        if (r < 0)
                 goto finish_nodocs;
-        }
         if (ret_array)
-                *ret_array = docs;
-        else
-                json_decref(docs);
+                *ret_array = TAKE_PTR(docs);
         return 0;
 
 finish_nodocs:
@@ -525,7 +519,8 @@ int manifest_parse_with_origin(const char *data, size_t size, struct pod_set *re
         _cleanup_free_ char *error = NULL;
         struct pod_set set = {};
         struct origins o = {};
-        json_t *docs = NULL, *doc;
+        json_auto_t *docs = NULL;
+        json_t *doc;
         size_t i;
         int r;
 
@@ -594,7 +589,6 @@ int manifest_parse_with_origin(const char *data, size_t size, struct pod_set *re
                         }
                 }
         }
-        json_decref(docs);
 
         if (ret)
                 *ret = set;
@@ -609,7 +603,6 @@ int manifest_parse_with_origin(const char *data, size_t size, struct pod_set *re
         return 0;
 
 fail:
-        json_decref(docs);
         pod_set_done(&set);
         free(o.docs);
         free(o.items);

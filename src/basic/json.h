@@ -1,15 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #pragma once
 
-/* jansson helpers. A `json_t *` released at the end of its scope is declared `json_auto_t *v` (jansson's
- * own cleanup, json_decrefp, which accepts NULL); _cleanup_json_ is the same for declarations that name the
- * type elsewhere. */
+/* jansson helpers. A `json_t *` released at the end of its scope is declared `json_auto_t *v = ...;`
+ * (jansson's own cleanup attribute: json_decrefp, which accepts NULL); TAKE_PTR() hands it on. */
 
 #include <jansson.h>
 
 #include "basic/macro.h"
-
-#define _cleanup_json_ _cleanup_(json_decrefp)
 
 /* The string at o[a] (or o[a][b] when b is given), "" when it is missing or not a string. */
 static inline const char *json_string_at(const json_t *o, const char *a, const char *b) {

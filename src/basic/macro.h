@@ -57,10 +57,19 @@ static inline void fclosep(FILE **f) {
 #define _cleanup_fclose_ _cleanup_(fclosep)
 
 static inline void closedirp(DIR **d) {
-        if (*d)
+        if (*d) {
+                int saved = errno;
                 closedir(*d);
+                errno = saved;
+        }
 }
 #define _cleanup_closedir_ _cleanup_(closedirp)
+
+/* Close a directory now (before removing it, say); accepts NULL, returns NULL. */
+static inline DIR *safe_closedir(DIR *d) {
+        closedirp(&d);
+        return NULL;
+}
 
 /* Define a cleanup helper "name##p" for a destructor that accepts NULL. */
 #define DEFINE_TRIVIAL_CLEANUP_FUNC(type, func) \

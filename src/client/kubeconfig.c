@@ -356,7 +356,8 @@ int kube_config_load(const char *path, struct kube_config *ret, char **ret_error
         struct loader l = { .path = path, .ret_error = ret_error };
         char cluster_where[64] = "", user_where[64] = "", context_where[64] = "";
         const char *s, *current, *cluster_name, *user_name;
-        json_t *docs = NULL, *root, *context, *cluster, *user;
+        json_auto_t *docs = NULL;
+        json_t *root, *context, *cluster, *user;
         size_t size = 0;
         int r;
 
@@ -445,7 +446,6 @@ int kube_config_load(const char *path, struct kube_config *ret, char **ret_error
         c = (struct kube_config) {};
         r = 0;
 finish:
-        json_decref(docs);
         if (r == -ENOMEM && ret_error && !*ret_error)
                 fail(&l, r, "out of memory");
         if (data)

@@ -118,7 +118,8 @@ static void watch_finish(struct kube_request *r) {
 /* Deliver one line; false when the watch is gone (cancelled inside the callback) or broken. */
 static bool deliver_line(struct kube_request *r, const char *line, size_t n) {
         json_error_t jerr;
-        json_t *ev, *obj;
+        json_auto_t *ev = NULL;
+        json_t *obj;
         const char *type;
 
         while (n > 0 && (line[n - 1] == '\r' || line[n - 1] == ' '))
@@ -134,7 +135,6 @@ static bool deliver_line(struct kube_request *r, const char *line, size_t n) {
                              r->client ? r->client->server : "", r->path,
                              ev ? "missing fields" : jerr.text) < 0)
                         msg = NULL;
-                json_decref(ev);
                 if (r->client)
                         kube_request_release_easy(r);
                 r->transfer_done = true;
@@ -146,7 +146,6 @@ static bool deliver_line(struct kube_request *r, const char *line, size_t n) {
         r->dispatching = true;
         r->event(type, obj, r->userdata);
         r->dispatching = false;
-        json_decref(ev);
         return !r->cancelled;
 }
 
@@ -198,9 +197,8 @@ static void on_watch_dispatch(evutil_socket_t fd, short what, void *userdata) {
         if (!r->transfer_done)
                 return;
         if (r->status != 200 && r->status != 0 && r->r == 0) {
-                json_t *body = r->len > 0 ? json_loadb(r->buf, r->len, 0, NULL) : NULL;
+                json_auto_t *body = r->len > 0 ? json_loadb(r->buf, r->len, 0, NULL) : NULL;
                 int k = kube_response_error(r, body);
-                json_decref(body);
                 if (k < 0)
                         r->r = k;
         }

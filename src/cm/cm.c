@@ -325,7 +325,7 @@ static int ensure_cgroup(const struct cm *m, const char *name, const struct cm_r
 static void kill_procs(const char *dir, unsigned depth) {
         _cleanup_free_ char *procs = NULL, *data = NULL;
         size_t size;
-        DIR *d;
+        _cleanup_closedir_ DIR *d = NULL;
 
         if (asprintf(&procs, "%s/cgroup.procs", dir) >= 0 && read_full_file(procs, CGROUP_FILE_MAX, &data, &size) >= 0) {
                 char *sp = NULL;
@@ -347,13 +347,12 @@ static void kill_procs(const char *dir, unsigned depth) {
                 if (asprintf(&sub, "%s/%s", dir, de->d_name) >= 0)
                         kill_procs(sub, depth + 1);
         }
-        closedir(d);
 }
 
 /* rmdir, children before parents; 0 or the first error (-ENOENT is fine) */
 static int remove_tree(const char *dir, unsigned depth) {
         int r = 0;
-        DIR *d;
+        _cleanup_closedir_ DIR *d = NULL;
 
         if (depth < CGROUP_DEPTH_MAX && (d = opendir(dir))) {
                 for (struct dirent *de; (de = readdir(d));) {
@@ -367,7 +366,7 @@ static int remove_tree(const char *dir, unsigned depth) {
                         if (q < 0 && r == 0)
                                 r = q;
                 }
-                closedir(d);
+                d = safe_closedir(d);
         }
         if (rmdir(dir) < 0 && errno != ENOENT && r == 0)
                 r = -errno;
@@ -565,7 +564,7 @@ void cm_cleanup_orphans(struct cm *m, bool (*is_active)(const char *uid, void *u
                         goto finish;
                 for (size_t i = 0; i < m->n_h; i++) {
                         _cleanup_free_ char *path = NULL;
-                        DIR *d;
+                        _cleanup_closedir_ DIR *d = NULL;
                         if (asprintf(&path, "%s/%s", m->h[i].mount, dir_name) < 0)
                                 goto finish;
                         d = opendir(path);
@@ -583,7 +582,6 @@ void cm_cleanup_orphans(struct cm *m, bool (*is_active)(const char *uid, void *u
                                 else if (strv_push(&orphans, name) < 0)
                                         break;
                         }
-                        closedir(d);
                 }
         }
         for (size_t i = 0; orphans && orphans[i]; i++) {

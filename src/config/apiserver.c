@@ -136,7 +136,7 @@ static void store_clear(struct api_source *s) {
 /* decode every stored pod; a bad one is logged and skipped */
 static void deliver(struct api_source *s) {
         struct pod_set set = {};
-        json_t *mirrors = json_array();
+        json_auto_t *mirrors = json_array();
 
         for (size_t i = 0; i < s->n_pods; i++) {
                 struct field_errors errs = {};
@@ -174,7 +174,6 @@ static void deliver(struct api_source *s) {
         pod_set_done(&set);
         if (mirrors)
                 pod_config_report_mirror_pods(s->config, mirrors);
-        json_decref(mirrors);
 }
 
 /* ---------------------------------------------------------------- watch */

@@ -278,7 +278,7 @@ static int cmp_file(const void *a, const void *b) {
 /* Returns true when pods changed, or a negative errno when the directory cannot be listed. */
 static int scan_dir(struct file_source *s) {
         _cleanup_strv_free_ char **names = NULL;
-        DIR *d;
+        _cleanup_closedir_ DIR *d = NULL;
         struct dirent *de;
         size_t n = 0, skipped = 0;
         bool changed = false;
@@ -297,18 +297,14 @@ static int scan_dir(struct file_source *s) {
                         skipped++;
                         continue;
                 }
-                if (strv_extend(&names, de->d_name) < 0) {
-                        closedir(d);
+                if (strv_extend(&names, de->d_name) < 0)
                         return -ENOMEM;
-                }
                 n++;
         }
         if (errno != 0) {
                 int r = negative_errno();
-                closedir(d);
                 return r;
         }
-        closedir(d);
         if (skipped > 0)
                 log_error("Manifest directory \"%s\" has more than %d entries; %zu were not read", s->path,
                           FILE_MAX_ENTRIES, skipped);

@@ -99,7 +99,7 @@ int cred_keyring_add_secret(struct cred_keyring *k, const json_t *secret, char *
         const char *field;
         const char *b64;
         _cleanup_free_ char *text = NULL;
-        json_t *doc;
+        json_auto_t *doc = NULL;
         size_t len;
         int r;
 
@@ -127,7 +127,6 @@ int cred_keyring_add_secret(struct cred_keyring *k, const json_t *secret, char *
                 return -EINVAL;
         }
         r = cred_keyring_add_config(k, streq(field, ".dockercfg") ? doc : json_object_get(doc, "auths"));
-        json_decref(doc);
         if (r == -EINVAL && ret_error &&
             asprintf(ret_error, "data[%s]: invalid docker config (auth must be base64(username:password))", field) < 0)
                 *ret_error = NULL;

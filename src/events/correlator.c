@@ -52,7 +52,7 @@ static bool set_nonempty(json_t *o, const char *key, const char *value) {
 }
 
 static json_t *involved_object_json(const struct event_ref *ref) {
-        json_t *o = json_object();
+        json_auto_t *o = json_object();
 
         if (!o)
                 return NULL;
@@ -60,11 +60,9 @@ static json_t *involved_object_json(const struct event_ref *ref) {
             !set_nonempty(o, "name", ref->name) || !set_nonempty(o, "uid", ref->uid) ||
             !set_nonempty(o, "apiVersion", ref->api_version) ||
             !set_nonempty(o, "resourceVersion", ref->resource_version) ||
-            !set_nonempty(o, "fieldPath", ref->field_path)) {
-                json_decref(o);
+            !set_nonempty(o, "fieldPath", ref->field_path))
                 return NULL;
-        }
-        return o;
+        return TAKE_PTR(o);
 }
 
 /* A v1 Event. reporting: set reportingComponent/reportingInstance from the source (recorder.generateEvent
@@ -72,19 +70,19 @@ static json_t *involved_object_json(const struct event_ref *ref) {
 static json_t *build_event(const struct event_input *in, const char *namespace_, const char *name,
                            const char *message, int64_t first_nsec, int64_t last_nsec, unsigned count,
                            bool reporting) {
-        json_t *e = NULL, *meta = NULL, *involved = NULL, *source = NULL;
+        json_auto_t *e = NULL, *meta = NULL, *involved = NULL, *source = NULL;
 
         e = json_object();
         meta = json_object();
         source = json_object();
         involved = involved_object_json(in->ref);
         if (!e || !meta || !source || !involved)
-                goto fail;
+                return NULL;
         if (json_object_set_new(meta, "name", json_string(name)) < 0 ||
             json_object_set_new(meta, "namespace", json_string(isempty(namespace_) ? DEFAULT_NAMESPACE : namespace_)) < 0)
-                goto fail;
+                return NULL;
         if (!set_nonempty(source, "component", in->component) || !set_nonempty(source, "host", in->host))
-                goto fail;
+                return NULL;
         if (json_object_set_new(e, "kind", json_string("Event")) < 0 ||
             json_object_set_new(e, "apiVersion", json_string("v1")) < 0 ||
             json_object_set_new(e, "metadata", TAKE_PTR(meta)) < 0 ||
@@ -97,14 +95,8 @@ static json_t *build_event(const struct event_input *in, const char *namespace_,
             json_object_set_new(e, "eventTime", json_null()) < 0 ||
             json_object_set_new(e, "reportingComponent", json_string(reporting ? strempty(in->component) : "")) < 0 ||
             json_object_set_new(e, "reportingInstance", json_string(reporting ? strempty(in->host) : "")) < 0)
-                goto fail;
-        return e;
-fail:
-        json_decref(e);
-        json_decref(meta);
-        json_decref(involved);
-        json_decref(source);
-        return NULL;
+                return NULL;
+        return TAKE_PTR(e);
 }
 
 json_t *event_build(const struct event_input *in, const char *namespace_, const char *name, int64_t unix_nsec) {

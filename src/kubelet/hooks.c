@@ -225,7 +225,8 @@ static int resolve_port(const struct hook_run *r, int *ret, char **ret_err) {
                         return 0;
                 }
         if (!r->t.spec && r->t.ports_json) {
-                json_t *a = json_loads(r->t.ports_json, JSON_REJECT_DUPLICATES, NULL), *o;
+                json_auto_t *a = json_loads(r->t.ports_json, JSON_REJECT_DUPLICATES, NULL);
+                json_t *o;
                 size_t i;
                 int found = 0;
                 json_array_foreach(a, i, o)
@@ -234,7 +235,6 @@ static int resolve_port(const struct hook_run *r, int *ret, char **ret_err) {
                                 *ret = (int) json_integer_value(json_object_get(o, "containerPort"));
                                 found = 1;
                         }
-                json_decref(a);
                 if (found)
                         return 0;
         }

@@ -30,7 +30,8 @@ int kubelet_pod_status_json(struct kubelet *k, const char *uid, json_t **ret) {
 /* The pod object as the source gave it, with the kubelet's view of identity (static pods get their name,
  * namespace and UID here) and the live status. */
 static int pod_object_json(struct kubelet *k, struct pod_worker *w, json_t **ret) {
-        json_t *obj, *meta, *status = NULL;
+        json_auto_t *obj = NULL;
+        json_t *meta, *status = NULL;
         int r;
 
         obj = w->pod->raw ? json_deep_copy(w->pod->raw) : json_object();
@@ -55,12 +56,10 @@ static int pod_object_json(struct kubelet *k, struct pod_worker *w, json_t **ret
         if (!isempty(w->pod->spec.node_name))
                 json_object_set_new(json_object_get(obj, "spec"), "nodeName", json_string(w->pod->spec.node_name));
         r = kubelet_worker_status_json(k, w, &status);
-        if (r < 0) {
-                json_decref(obj);
+        if (r < 0)
                 return r;
-        }
         json_object_set_new(obj, "status", status);
-        *ret = obj;
+        *ret = TAKE_PTR(obj);
         return 0;
 }
 
@@ -69,7 +68,8 @@ static json_t *pod_list(json_t *items) {
 }
 
 int kubelet_pods_json(struct kubelet *k, json_t **ret) {
-        json_t *items = json_array(), *list;
+        json_auto_t *items = json_array();
+        json_t *list;
 
         if (!items)
                 return -ENOMEM;
@@ -79,13 +79,11 @@ int kubelet_pods_json(struct kubelet *k, json_t **ret) {
                 if (!w->pod)
                         continue;
                 r = pod_object_json(k, w, &p);
-                if (r < 0) {
-                        json_decref(items);
+                if (r < 0)
                         return r;
-                }
                 json_array_append_new(items, p);
         }
-        list = pod_list(items);
+        list = pod_list(TAKE_PTR(items));
         if (!list)
                 return -ENOMEM;
         *ret = list;

@@ -376,7 +376,7 @@ static void on_pod_deleted(const struct kube_response *resp, void *userdata) {
 static void delete_from_api(struct kubelet *k, struct pod_worker *w) {
         _cleanup_free_ char *path = NULL;
         struct api_delete *d;
-        json_t *body;
+        json_auto_t *body = NULL;
 
         if (!k->client || !w->api_ns || !w->api_name)
                 return;
@@ -400,7 +400,6 @@ static void delete_from_api(struct kubelet *k, struct pod_worker *w) {
                 log_error("Failed to delete pod %s from the API server: out of memory", d->what);
                 api_delete_free(d);
         }
-        json_decref(body);
 }
 
 void kubelet_worker_terminated(struct kubelet *k, struct pod_worker *w) {

@@ -61,58 +61,48 @@ int mirror_plan(const struct pod *const *static_pods, size_t n_static, const str
 }
 
 json_t *mirror_pod_build(const struct pod *p, const char *node_name, const char *node_uid) {
-        json_t *pod = p->raw ? json_deep_copy(p->raw) : json_object();
-        json_t *meta, *ann, *spec;
+        json_auto_t *pod = p->raw ? json_deep_copy(p->raw) : json_object();
+        json_auto_t *meta = NULL, *ann = NULL;
+        json_t *spec;
 
         if (!pod)
                 return NULL;
         meta = json_object();
         ann = json_object();
         if (!meta || !ann)
-                goto fail;
+                return NULL;
         for (size_t i = 0; i < p->annotations.n; i++)
                 if (json_object_set_new(ann, p->annotations.keys[i], json_string(p->annotations.values[i])) < 0)
-                        goto fail;
+                        return NULL;
         if (json_object_set_new(ann, ANNOTATION_CONFIG_MIRROR,
                                 json_string(strempty(strmap_get(&p->annotations, ANNOTATION_CONFIG_HASH)))) < 0)
-                goto fail;
+                return NULL;
         /* a fresh metadata: the API server assigns uid, resourceVersion and creationTimestamp */
         if (json_object_set_new(meta, "name", json_string(p->name)) < 0 ||
             json_object_set_new(meta, "namespace", json_string(p->namespace_)) < 0)
-                goto fail;
+                return NULL;
         if (p->labels.n > 0) {
                 json_t *labels = json_object();
                 for (size_t i = 0; labels && i < p->labels.n; i++)
                         json_object_set_new(labels, p->labels.keys[i], json_string(p->labels.values[i]));
                 if (!labels || json_object_set_new(meta, "labels", labels) < 0)
-                        goto fail;
+                        return NULL;
         }
-        if (json_object_set_new(meta, "annotations", ann) < 0) {
-                ann = NULL;
-                goto fail;
-        }
-        ann = NULL;
+        if (json_object_set_new(meta, "annotations", TAKE_PTR(ann)) < 0)
+                return NULL;
         if (json_object_set_new(meta, "ownerReferences",
                                 json_pack("[{s:s, s:s, s:s, s:s, s:b}]", "apiVersion", "v1", "kind", "Node", "name",
                                           node_name, "uid", node_uid, "controller", true)) < 0)
-                goto fail;
-        if (json_object_set_new(pod, "metadata", meta) < 0) {
-                meta = NULL;
-                goto fail;
-        }
-        meta = NULL;
+                return NULL;
+        if (json_object_set_new(pod, "metadata", TAKE_PTR(meta)) < 0)
+                return NULL;
         json_object_set_new(pod, "apiVersion", json_string("v1"));
         json_object_set_new(pod, "kind", json_string("Pod"));
         json_object_del(pod, "status");
         spec = json_object_get(pod, "spec");
         if (!json_is_object(spec) || json_object_set_new(spec, "nodeName", json_string(node_name)) < 0)
-                goto fail;
-        return pod;
-fail:
-        json_decref(meta);
-        json_decref(ann);
-        json_decref(pod);
-        return NULL;
+                return NULL;
+        return TAKE_PTR(pod);
 }
 
 /* ---------------------------------------------------------------- the manager */
@@ -370,19 +360,17 @@ void mirror_manager_sync(struct mirror_manager *m, const struct pod *const *stat
                 if (asprintf(&key, "%s/%s", ns, name) < 0 || op_pending(m, key))
                         continue;
                 if (actions[i].kind == MIRROR_CREATE) {
-                        json_t *body = mirror_pod_build(static_pods[actions[i].index], m->node_name, m->node_uid);
+                        json_auto_t *body = mirror_pod_build(static_pods[actions[i].index], m->node_name, m->node_uid);
                         if (!body)
                                 continue;
                         log_v(2, "Creating a mirror pod for static pod: pod=\"%s\"", key);
                         r = op_start(m, ns, name, NULL, body);
-                        json_decref(body);
                 } else {
-                        json_t *body = json_pack("{s:s, s:s, s:i, s:{s:s}}", "kind", "DeleteOptions", "apiVersion", "v1",
+                        json_auto_t *body = json_pack("{s:s, s:s, s:i, s:{s:s}}", "kind", "DeleteOptions", "apiVersion", "v1",
                                                  "gracePeriodSeconds", 0, "preconditions", "uid",
                                                  m->observed[actions[i].index].uid);
                         log_v(2, "Deleting a mirror pod: pod=\"%s\" podUID=\"%s\"", key, m->observed[actions[i].index].uid);
                         r = op_start(m, ns, name, m->observed[actions[i].index].uid, body);
-                        json_decref(body);
                 }
                 if (r < 0)
                         log_error("mirror pod %s: %s", key, strerror(-r));

@@ -83,17 +83,15 @@ int kr_container_labels(const struct pod *pod, const struct container *c, struct
 }
 
 static int ports_json(const struct container *c, char **ret) {
-        json_t *a = json_array();
+        json_auto_t *a = json_array();
         char *s;
         if (!a)
                 return -ENOMEM;
         for (size_t i = 0; i < c->n_ports; i++) {
                 const struct container_port *p = &c->ports[i];
                 json_t *o = json_object();
-                if (!o) {
-                        json_decref(a);
+                if (!o)
                         return -ENOMEM;
-                }
                 if (!isempty(p->name))
                         json_object_set_new(o, "name", json_string(p->name));
                 if (p->host_port)
@@ -103,7 +101,6 @@ static int ports_json(const struct container *c, char **ret) {
                 json_array_append_new(a, o);
         }
         s = json_dumps(a, JSON_COMPACT);
-        json_decref(a);
         if (!s)
                 return -ENOMEM;
         *ret = s;
@@ -194,13 +191,13 @@ static char *pod_hostname(const struct pod *pod) {
 
 int kr_build_sandbox_config(const struct pod *pod, uint32_t attempt, const struct kc_build_context *ctx,
                             Runtime__V1__PodSandboxConfig **ret) {
-        Runtime__V1__PodSandboxConfig *cfg = NULL;
+        _cleanup_pb_ Runtime__V1__PodSandboxConfig *cfg = NULL;
         Runtime__V1__PodSandboxMetadata *md;
         Runtime__V1__LinuxPodSandboxConfig *lx;
         Runtime__V1__LinuxSandboxSecurityContext *sc;
-        struct strmap labels = {};
+        _cleanup_(strmap_done) struct strmap labels = {};
         size_t nports = 0;
-        int r = -ENOMEM;
+        int r;
 
         cfg = malloc(sizeof(*cfg));
         if (!cfg)
@@ -209,92 +206,84 @@ int kr_build_sandbox_config(const struct pod *pod, uint32_t attempt, const struc
 
         md = cfg->metadata = malloc(sizeof(*md));
         if (!md)
-                goto fail;
+                return -ENOMEM;
         *md = (Runtime__V1__PodSandboxMetadata) RUNTIME__V1__POD_SANDBOX_METADATA__INIT;
         md->name = strdup(pod->name);
         md->uid = strdup(pod->uid);
         md->namespace_ = strdup(pod->namespace_);
         md->attempt = attempt;
         if (!md->name || !md->uid || !md->namespace_)
-                goto fail;
+                return -ENOMEM;
 
         if (!pod->spec.host_network) {
                 cfg->hostname = pod_hostname(pod);
                 if (!cfg->hostname)
-                        goto fail;
+                        return -ENOMEM;
         }
         cfg->log_directory = kr_pod_log_dir(ctx->pod_logs_dir, pod);
         if (!cfg->log_directory)
-                goto fail;
+                return -ENOMEM;
         r = dns_pod_config(pod, ctx, &cfg->dns_config);
         if (r < 0)
-                goto fail;
-        r = -ENOMEM;
+                return r;
 
         for (size_t i = 0; i < pod->spec.n_containers; i++)
                 nports += pod->spec.containers[i].n_ports;
         if (nports > 0) {
                 cfg->port_mappings = calloc(nports, sizeof(*cfg->port_mappings));
                 if (!cfg->port_mappings)
-                        goto fail;
+                        return -ENOMEM;
                 for (size_t i = 0; i < pod->spec.n_containers; i++)
                         for (size_t j = 0; j < pod->spec.containers[i].n_ports; j++) {
                                 const struct container_port *p = &pod->spec.containers[i].ports[j];
                                 Runtime__V1__PortMapping *pm = malloc(sizeof(*pm));
                                 if (!pm)
-                                        goto fail;
+                                        return -ENOMEM;
                                 *pm = (Runtime__V1__PortMapping) RUNTIME__V1__PORT_MAPPING__INIT;
                                 cfg->port_mappings[cfg->n_port_mappings++] = pm;
                                 pm->protocol = protocol_to_cri(p->protocol);
                                 pm->container_port = p->container_port;
                                 pm->host_port = p->host_port;
                                 if (!isempty(p->host_ip) && !(pm->host_ip = strdup(p->host_ip)))
-                                        goto fail;
+                                        return -ENOMEM;
                         }
         }
 
         r = kr_sandbox_labels(pod, &labels);
         if (r < 0)
-                goto fail;
+                return r;
         r = PB_MAP_FROM_STRMAP(Runtime__V1__PodSandboxConfig__LabelsEntry,
                                RUNTIME__V1__POD_SANDBOX_CONFIG__LABELS_ENTRY__INIT, &labels, cfg->n_labels,
                                cfg->labels);
         if (r < 0)
-                goto fail;
+                return r;
         r = PB_MAP_FROM_STRMAP(Runtime__V1__PodSandboxConfig__AnnotationsEntry,
                                RUNTIME__V1__POD_SANDBOX_CONFIG__ANNOTATIONS_ENTRY__INIT, &pod->annotations,
                                cfg->n_annotations, cfg->annotations);
         if (r < 0)
-                goto fail;
-        r = -ENOMEM;
+                return r;
 
         lx = cfg->linux = malloc(sizeof(*lx));
         if (!lx)
-                goto fail;
+                return -ENOMEM;
         *lx = (Runtime__V1__LinuxPodSandboxConfig) RUNTIME__V1__LINUX_POD_SANDBOX_CONFIG__INIT;
         sc = lx->security_context = malloc(sizeof(*sc));
         if (!sc)
-                goto fail;
+                return -ENOMEM;
         *sc = (Runtime__V1__LinuxSandboxSecurityContext) RUNTIME__V1__LINUX_SANDBOX_SECURITY_CONTEXT__INIT;
         r = namespace_options(pod, false, &sc->namespace_options);
         if (r >= 0)
                 r = kr_sandbox_security_context(pod, ctx, lx);
         if (r < 0)
-                goto fail;
+                return r;
         if (ctx && !isempty(ctx->cgroup_parent)) {
-                r = -ENOMEM;
                 lx->cgroup_parent = strdup(ctx->cgroup_parent);
                 if (!lx->cgroup_parent)
-                        goto fail;
+                        return -ENOMEM;
         }
 
-        strmap_done(&labels);
-        *ret = cfg;
+        *ret = TAKE_PTR(cfg);
         return 0;
-fail:
-        strmap_done(&labels);
-        pb_free(cfg);
-        return r < 0 ? r : -ENOMEM;
 }
 
 /* The node's memory capacity, for the OOM score of burstable containers. */
@@ -310,11 +299,11 @@ static uint64_t node_memory_bytes(void) {
 int kr_build_container_config(const struct pod *pod, const struct container *c, uint32_t restart_count,
                               const char *image_ref, const struct kc_build_context *ctx,
                               Runtime__V1__ContainerConfig **ret) {
-        Runtime__V1__ContainerConfig *cfg;
+        _cleanup_pb_ Runtime__V1__ContainerConfig *cfg = NULL;
         Runtime__V1__LinuxContainerConfig *lx;
         Runtime__V1__LinuxContainerSecurityContext *sc;
-        struct strmap labels = {}, annotations = {};
-        int r = -ENOMEM;
+        _cleanup_(strmap_done) struct strmap labels = {}, annotations = {};
+        int r;
 
         cfg = malloc(sizeof(*cfg));
         if (!cfg)
@@ -323,52 +312,50 @@ int kr_build_container_config(const struct pod *pod, const struct container *c, 
 
         cfg->metadata = malloc(sizeof(*cfg->metadata));
         if (!cfg->metadata)
-                goto fail;
+                return -ENOMEM;
         *cfg->metadata = (Runtime__V1__ContainerMetadata) RUNTIME__V1__CONTAINER_METADATA__INIT;
         cfg->metadata->attempt = restart_count;
         if (!(cfg->metadata->name = strdup(c->name)))
-                goto fail;
+                return -ENOMEM;
 
         cfg->image = malloc(sizeof(*cfg->image));
         if (!cfg->image)
-                goto fail;
+                return -ENOMEM;
         *cfg->image = (Runtime__V1__ImageSpec) RUNTIME__V1__IMAGE_SPEC__INIT;
         if (!(cfg->image->image = strdup(image_ref)))
-                goto fail;
+                return -ENOMEM;
         if (!(cfg->image->user_specified_image = strdup(c->image)))
-                goto fail;
+                return -ENOMEM;
 
         r = kr_build_env(pod, c, ctx, cfg); /* environment, and command and args expanded with it */
         if (r < 0)
-                goto fail;
-        r = -ENOMEM;
+                return r;
         if (!isempty(c->working_dir) && !(cfg->working_dir = strdup(c->working_dir)))
-                goto fail;
+                return -ENOMEM;
 
         r = vol_container_mounts(pod, c, ctx, &cfg->mounts, &cfg->n_mounts);
         if (r < 0)
-                goto fail;
+                return r;
         r = kr_container_labels(pod, c, &labels);
         if (r < 0)
-                goto fail;
+                return r;
         r = kr_container_annotations(pod, c, restart_count, &annotations);
         if (r < 0)
-                goto fail;
+                return r;
         r = PB_MAP_FROM_STRMAP(Runtime__V1__ContainerConfig__LabelsEntry,
                                RUNTIME__V1__CONTAINER_CONFIG__LABELS_ENTRY__INIT, &labels, cfg->n_labels,
                                cfg->labels);
         if (r < 0)
-                goto fail;
+                return r;
         r = PB_MAP_FROM_STRMAP(Runtime__V1__ContainerConfig__AnnotationsEntry,
                                RUNTIME__V1__CONTAINER_CONFIG__ANNOTATIONS_ENTRY__INIT, &annotations,
                                cfg->n_annotations, cfg->annotations);
         if (r < 0)
-                goto fail;
-        r = -ENOMEM;
+                return r;
 
         if (asprintf(&cfg->log_path, "%s/%" PRIu32 ".log", c->name, restart_count) < 0) {
                 cfg->log_path = NULL;
-                goto fail;
+                return -ENOMEM;
         }
         cfg->stdin = c->stdin_;
         cfg->stdin_once = c->stdin_once;
@@ -376,11 +363,11 @@ int kr_build_container_config(const struct pod *pod, const struct container *c, 
 
         lx = cfg->linux = malloc(sizeof(*lx));
         if (!lx)
-                goto fail;
+                return -ENOMEM;
         *lx = (Runtime__V1__LinuxContainerConfig) RUNTIME__V1__LINUX_CONTAINER_CONFIG__INIT;
         lx->resources = malloc(sizeof(*lx->resources));
         if (!lx->resources)
-                goto fail;
+                return -ENOMEM;
         *lx->resources = (Runtime__V1__LinuxContainerResources) RUNTIME__V1__LINUX_CONTAINER_RESOURCES__INIT;
         {
                 struct kr_linux_resources res;
@@ -393,7 +380,7 @@ int kr_build_container_config(const struct pod *pod, const struct container *c, 
         }
         sc = lx->security_context = malloc(sizeof(*sc));
         if (!sc)
-                goto fail;
+                return -ENOMEM;
         *sc = (Runtime__V1__LinuxContainerSecurityContext) RUNTIME__V1__LINUX_CONTAINER_SECURITY_CONTEXT__INIT;
         r = namespace_options(pod, true, &sc->namespace_options);
         if (r >= 0)
@@ -411,18 +398,11 @@ int kr_build_container_config(const struct pod *pod, const struct container *c, 
                         free(msg);
         }
         if (r < 0)
-                goto fail;
+                return r;
         r = kr_termination_message_mount(pod, c, ctx->root_dir, cfg);
         if (r < 0)
-                goto fail;
+                return r;
 
-        strmap_done(&labels);
-        strmap_done(&annotations);
-        *ret = cfg;
+        *ret = TAKE_PTR(cfg);
         return 0;
-fail:
-        strmap_done(&labels);
-        strmap_done(&annotations);
-        pb_free(cfg);
-        return r < 0 ? r : -ENOMEM;
 }

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "basic/evbuffer.h"
 #include "basic/fs.h"
 #include "basic/string.h"
 #include "basic/strmap.h"
@@ -99,7 +100,7 @@ static int read_at_most(const char *path, size_t max, char **ret) {
 /* readLastStringFromContainerLogs: the first 2048 bytes of the last 80 lines */
 static int read_log_tail(const char *log_path, char **ret) {
         struct logs_options o;
-        struct evbuffer *out;
+        _cleanup_evbuffer_ struct evbuffer *out = NULL;
         size_t len;
         char *s;
         int fd, r;
@@ -127,7 +128,6 @@ static int read_log_tail(const char *log_path, char **ret) {
                 evbuffer_copyout(out, s, len);
                 s[len] = '\0';
         }
-        evbuffer_free(out);
         if (r < 0)
                 return r;
         if (!s)

@@ -142,7 +142,7 @@ static json_t *lease_spec(struct node_manager *m) {
 static void on_lease_reply(const struct kube_response *resp, void *userdata);
 
 static void lease_write(struct node_manager *m) {
-        json_t *body;
+        json_auto_t *body = NULL;
         int r;
 
         if (m->lease) {
@@ -159,7 +159,6 @@ static void lease_write(struct node_manager *m) {
                 r = kube_request(m->client, "POST", "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases", body,
                                  NULL, 0, on_lease_reply, m, &m->lease_req);
         }
-        json_decref(body);
         if (r < 0) {
                 m->lease_req = NULL;
                 lease_schedule(m);
@@ -219,7 +218,7 @@ static void on_status_patched(const struct kube_response *resp, void *userdata) 
 
 static void status_send(struct node_manager *m) {
         struct node_status_input in;
-        json_t *status = NULL, *a = NULL, *b = NULL, *patch;
+        json_auto_t *status = NULL, *a = NULL, *b = NULL, *patch = NULL;
         bool changed;
 
         fill_input(m, &in);
@@ -233,10 +232,7 @@ static void status_send(struct node_manager *m) {
                 b = node_status_without_heartbeats(status);
         }
         changed = !m->last_status || !json_equal(a, b);
-        json_decref(a);
-        json_decref(b);
         if (!changed && now_usec() - m->last_report_usec < m->o->node_status_report_frequency_usec) {
-                json_decref(status);
                 m->status_busy = false;
                 status_schedule(m);
                 return;
@@ -244,14 +240,13 @@ static void status_send(struct node_manager *m) {
         json_decref(m->last_status);
         m->last_status = json_incref(status);
         m->last_report_usec = now_usec();
-        patch = json_pack("{s:o}", "status", status);
+        patch = json_pack("{s:O}", "status", status);
         if (kube_request(m->client, "PATCH", m->status_path, patch, "application/strategic-merge-patch+json", 0, on_status_patched,
                          m, &m->status_req) < 0) {
                 m->status_req = NULL;
                 m->status_busy = false;
                 status_schedule(m);
         }
-        json_decref(patch);
 }
 
 /* the CRI facts of the status: Version (once), Status, ListImages; then the status is sent */
@@ -401,7 +396,7 @@ static void register_tick(evutil_socket_t fd, short what, void *userdata) {
         struct node_manager *m = userdata;
         struct node_status_input in;
         _cleanup_free_ char *why = NULL;
-        json_t *node = NULL;
+        json_auto_t *node = NULL;
 
         log_info("Attempting to register node: node=\"%s\"", m->o->node_name);
         fill_input(m, &in);
@@ -411,18 +406,19 @@ static void register_tick(evutil_socket_t fd, short what, void *userdata) {
         }
         if (kube_request(m->client, "POST", "/api/v1/nodes", node, NULL, 0, on_node_created, m, &m->register_req) < 0)
                 register_retry(m);
-        json_decref(node);
 }
 
 /* ---------------------------------------------------------------- lifecycle */
+
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct node_manager *, node_manager_free)
 
 int node_manager_new(struct event_base *base, const struct kubelet_options *o, const char *node_ip,
                      const struct machine_info *machine, struct kube_client *client, struct cri_client *cri,
                      struct node_manager **ret) {
         _cleanup_free_ char *why = NULL;
-        struct node_manager *m;
+        _cleanup_(node_manager_freep) struct node_manager *m = NULL;
         struct node_status_input in = {};
-        json_t *probe = NULL;
+        json_auto_t *probe = NULL;
         int64_t a, b, c;
         char host[256];
         int r;
@@ -447,26 +443,19 @@ int node_manager_new(struct event_base *base, const struct kubelet_options *o, c
         if (!m->hostname || !m->node_ip || asprintf(&m->path, "/api/v1/nodes/%s", o->node_name) < 0 ||
             asprintf(&m->status_path, "/api/v1/nodes/%s/status", o->node_name) < 0 ||
             asprintf(&m->lease_path, "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/%s",
-                     o->node_name) < 0) {
-                node_manager_free(m);
+                     o->node_name) < 0)
                 return -ENOMEM;
-        }
         /* check the labels and taints now: a bad flag stops the kubelet at start, as upstream */
         fill_input(m, &in);
         r = node_object_build(&in, o->node_labels, o->register_with_taints, &probe, &why);
-        json_decref(probe);
-        if (r < 0) {
-                node_manager_free(m);
+        if (r < 0)
                 return log_error_errno(r, "%s", strna(why));
-        }
         m->register_timer = evtimer_new(base, register_tick, m);
         m->status_timer = evtimer_new(base, status_tick, m);
         m->lease_timer = evtimer_new(base, lease_tick, m);
-        if (!m->register_timer || !m->status_timer || !m->lease_timer) {
-                node_manager_free(m);
+        if (!m->register_timer || !m->status_timer || !m->lease_timer)
                 return -ENOMEM;
-        }
-        *ret = m;
+        *ret = TAKE_PTR(m);
         return 0;
 }
 

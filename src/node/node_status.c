@@ -135,15 +135,12 @@ static json_t *condition(const struct node_status_input *in, const char *type, b
 }
 
 static json_t *images_json(const struct node_status_input *in) {
-        json_t *a = json_array();
+        json_auto_t *a = json_array();
         /* upstream sorts by size, largest first, and reports at most nodeStatusMaxImages (50) */
-        size_t *order = calloc(in->n_images + 1, sizeof(size_t));
+        _cleanup_free_ size_t *order = calloc(in->n_images + 1, sizeof(size_t));
 
-        if (!a || !order) {
-                free(order);
-                json_decref(a);
+        if (!a || !order)
                 return NULL;
-        }
         for (size_t i = 0; i < in->n_images; i++)
                 order[i] = i;
         for (size_t i = 1; i < in->n_images; i++)
@@ -159,8 +156,7 @@ static json_t *images_json(const struct node_status_input *in) {
                         json_array_append_new(names, json_string(*n));
                 json_array_append_new(a, json_pack("{s:o, s:I}", "names", names, "sizeBytes", (json_int_t) im->size_bytes));
         }
-        free(order);
-        return a;
+        return TAKE_PTR(a);
 }
 
 int node_status_build(const struct node_status_input *in, json_t **ret) {
@@ -218,7 +214,7 @@ int node_object_build(const struct node_status_input *in, const char *node_label
                       char **ret_error) {
         _cleanup_free_ char *lcopy = node_labels ? strdup(node_labels) : NULL, *tcopy = taints ? strdup(taints) : NULL;
         const char *arch = strempty(in->machine->architecture);
-        json_t *labels, *taint_list, *status = NULL, *node;
+        json_auto_t *labels = NULL, *taint_list = NULL, *status = NULL, *node = NULL;
         char *save = NULL;
         int r;
 
@@ -226,23 +222,16 @@ int node_object_build(const struct node_status_input *in, const char *node_label
                            "linux", "kubernetes.io/arch", arch, "beta.kubernetes.io/os", "linux", "beta.kubernetes.io/arch",
                            arch);
         taint_list = json_array();
-        if (!labels || !taint_list) {
-                json_decref(labels);
-                json_decref(taint_list);
+        if (!labels || !taint_list)
                 return -ENOMEM;
-        }
         for (char *item = lcopy ? strtok_r(lcopy, ",", &save) : NULL; item; item = strtok_r(NULL, ",", &save)) {
                 char *eq = strchr(item, '=');
                 const char *why;
-                if (!eq) {
-                        r = set_error(ret_error, "--node-labels: invalid label \"%s\"%s: want key=value", item, "");
-                        goto fail;
-                }
+                if (!eq)
+                        return set_error(ret_error, "--node-labels: invalid label \"%s\"%s: want key=value", item, "");
                 *eq = '\0';
-                if ((why = validate_qualified_name(item)) || (why = validate_label_value(eq + 1))) {
-                        r = set_error(ret_error, "--node-labels: invalid label \"%s\": %s", item, why);
-                        goto fail;
-                }
+                if ((why = validate_qualified_name(item)) || (why = validate_label_value(eq + 1)))
+                        return set_error(ret_error, "--node-labels: invalid label \"%s\": %s", item, why);
                 json_object_set_new(labels, item, json_string(eq + 1));
         }
         save = NULL;
@@ -251,18 +240,16 @@ int node_object_build(const struct node_status_input *in, const char *node_label
                 json_t *t;
                 if (!colon || (!streq(colon + 1, "NoSchedule") && !streq(colon + 1, "PreferNoSchedule") &&
                                !streq(colon + 1, "NoExecute"))) {
-                        r = set_error(ret_error, "--register-with-taints: invalid taint \"%s\"%s: want "
+                        return set_error(ret_error, "--register-with-taints: invalid taint \"%s\"%s: want "
                                                  "key=value:NoSchedule|PreferNoSchedule|NoExecute", item, "");
-                        goto fail;
                 }
                 *colon = '\0';
                 eq = strchr(item, '=');
                 if (eq)
                         *eq = '\0';
                 if (validate_qualified_name(item)) {
-                        r = set_error(ret_error, "--register-with-taints: invalid taint key \"%s\": %s", item,
+                        return set_error(ret_error, "--register-with-taints: invalid taint key \"%s\": %s", item,
                                       validate_qualified_name(item));
-                        goto fail;
                 }
                 t = json_pack("{s:s, s:s}", "key", item, "effect", colon + 1);
                 if (eq)
@@ -271,21 +258,13 @@ int node_object_build(const struct node_status_input *in, const char *node_label
         }
         r = node_status_build(in, &status);
         if (r < 0)
-                goto fail;
-        node = json_pack("{s:s, s:s, s:{s:s, s:o}, s:{}, s:o}", "kind", "Node", "apiVersion", "v1", "metadata", "name",
+                return r;
+        node = json_pack("{s:s, s:s, s:{s:s, s:O}, s:{}, s:O}", "kind", "Node", "apiVersion", "v1", "metadata", "name",
                          in->node_name, "labels", labels, "spec", "status", status);
-        if (!node) {
-                json_decref(taint_list);
+        if (!node)
                 return -ENOMEM;
-        }
         if (json_array_size(taint_list) > 0)
-                json_object_set_new(json_object_get(node, "spec"), "taints", taint_list);
-        else
-                json_decref(taint_list);
-        *ret = node;
+                json_object_set(json_object_get(node, "spec"), "taints", taint_list);
+        *ret = TAKE_PTR(node);
         return 0;
-fail:
-        json_decref(labels);
-        json_decref(taint_list);
-        return r;
 }

@@ -418,7 +418,7 @@ static void token_on_reply(const struct kube_response *resp, void *userdata) {
 static void token_request(struct mtoken *t) {
         struct mpod *p = t->p;
         _cleanup_free_ char *ns = kube_escape(p->ns), *sa = kube_escape(t->sa), *path = NULL;
-        json_t *body, *spec;
+        json_auto_t *body = NULL, *spec = NULL;
         int r;
 
         if (!ns || !sa || asprintf(&path, "/api/v1/namespaces/%s/serviceaccounts/%s/token", ns, sa) < 0)
@@ -426,11 +426,9 @@ static void token_request(struct mtoken *t) {
         spec = json_pack("{s:I, s:{s:s, s:s, s:s, s:s}}", "expirationSeconds", (json_int_t) t->expiration_seconds,
                          "boundObjectRef", "apiVersion", "v1", "kind", "Pod", "name", p->name, "uid", p->uid);
         if (spec && !isempty(t->audience) &&
-            json_object_set_new(spec, "audiences", json_pack("[s]", t->audience)) < 0) {
-                json_decref(spec);
-                spec = NULL;
-        }
-        body = spec ? json_pack("{s:s, s:s, s:o}", "apiVersion", "authentication.k8s.io/v1", "kind", "TokenRequest",
+            json_object_set_new(spec, "audiences", json_pack("[s]", t->audience)) < 0)
+                goto fail;
+        body = spec ? json_pack("{s:s, s:s, s:O}", "apiVersion", "authentication.k8s.io/v1", "kind", "TokenRequest",
                                 "spec", spec)
                     : NULL;
         if (!body)
@@ -438,7 +436,6 @@ static void token_request(struct mtoken *t) {
         log_v(2, "requesting a token for service account %s/%s (audience \"%s\", %" PRId64 "s) for pod %s", p->ns,
               t->sa, t->audience, t->expiration_seconds, p->uid);
         r = kube_request(p->m->client, "POST", path, body, NULL, 0, token_on_reply, t, &t->req);
-        json_decref(body);
         if (r >= 0)
                 return;
         t->req = NULL;

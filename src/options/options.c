@@ -1014,7 +1014,8 @@ static int check_type_meta(struct config_ctx *c, json_t *doc, const char *key, c
 static int load_config_file(struct kubelet_options *o, const char *path, char **ret_error) {
         _cleanup_free_ char *data = NULL, *yerr = NULL, *dir = NULL;
         struct config_ctx c = { .path = path, .error = ret_error };
-        json_t *docs = NULL, *doc, *v;
+        json_auto_t *docs = NULL;
+        json_t *doc, *v;
         const char *key, *slash;
         size_t size;
         int r;
@@ -1039,35 +1040,26 @@ static int load_config_file(struct kubelet_options *o, const char *path, char **
         if (r < 0)
                 return config_error(&c, -EINVAL, "%s", yerr ? yerr : "cannot parse YAML/JSON");
 
-        if (json_array_size(docs) == 0) {
-                r = config_error(&c, -EINVAL, "config file is empty");
-                goto finish;
-        }
-        if (json_array_size(docs) > 1) {
-                r = config_error(&c, -EINVAL, "expected one KubeletConfiguration document, found %zu",
-                                 json_array_size(docs));
-                goto finish;
-        }
+        if (json_array_size(docs) == 0)
+                return config_error(&c, -EINVAL, "config file is empty");
+        if (json_array_size(docs) > 1)
+                return config_error(&c, -EINVAL, "expected one KubeletConfiguration document, found %zu",
+                                    json_array_size(docs));
         doc = json_array_get(docs, 0);
-        if (!json_is_object(doc)) {
-                r = config_error(&c, -EINVAL, "expected a KubeletConfiguration object, got %s", json_type_name(doc));
-                goto finish;
-        }
+        if (!json_is_object(doc))
+                return config_error(&c, -EINVAL, "expected a KubeletConfiguration object, got %s", json_type_name(doc));
         r = check_type_meta(&c, doc, "apiVersion", KUBELET_CONFIG_API_VERSION);
         if (r >= 0)
                 r = check_type_meta(&c, doc, "kind", KUBELET_CONFIG_KIND);
         if (r < 0)
-                goto finish;
+                return r;
 
         json_object_foreach(doc, key, v) {
                 r = config_apply_field(&c, key, v, o);
                 if (r < 0)
-                        goto finish;
+                        return r;
         }
-        r = 0;
-finish:
-        json_decref(docs);
-        return r;
+        return 0;
 }
 
 /* ---- after parsing ---- */

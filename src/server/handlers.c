@@ -7,6 +7,7 @@
 
 #include "basic/log.h"
 #include "basic/duration.h"
+#include "basic/evbuffer.h"
 #include "basic/string.h"
 #include "basic/strv.h"
 #include "cri/cri.h"
@@ -157,36 +158,29 @@ static struct evhttp_request *op_finish(struct api_op *op) {
 /* ---------------------------------------------------------------- /stats/summary, /metrics/resource */
 
 static void on_summary(int k, json_t *summary, void *userdata) {
+        json_auto_t *owned = summary;
         struct api_op *op = userdata;
         struct evhttp_request *req = op_finish(op);
         bool metrics = op->resource_metrics;
 
         free(op);
-        if (!req) {
-                json_decref(summary);
+        if (!req)
                 return;
-        }
         if ((k < 0 || !summary) && !metrics) {
-                json_decref(summary);
                 api_reply_text(req, 500, "Internal Error: failed to get node info: %s\n", strerror(-k));
                 return;
         }
         if (metrics) {
                 /* as upstream's collector: a failed collection is scrape_error 1, not an HTTP error */
-                struct evbuffer *b = evbuffer_new();
+                _cleanup_evbuffer_ struct evbuffer *b = evbuffer_new();
                 if (!b || stats_resource_metrics(summary, b) < 0) {
-                        if (b)
-                                evbuffer_free(b);
-                        json_decref(summary);
                         api_reply_text(req, 500, "Internal Error: out of memory\n");
                         return;
                 }
-                json_decref(summary);
                 api_reply_buffer(req, 200, "text/plain; version=0.0.4; charset=utf-8", b);
-                evbuffer_free(b);
                 return;
         }
-        api_reply_json(req, 200, summary);
+        api_reply_json(req, 200, TAKE_PTR(owned));
 }
 
 void api_handle_stats_summary(struct api_request *r, bool resource_metrics) {
@@ -219,7 +213,7 @@ static void on_exec_sync(const struct cri_reply *reply, void *userdata) {
         struct api_op *op = userdata;
         struct evhttp_request *req = op_finish(op);
         const Runtime__V1__ExecSyncResponse *resp = (const void *) reply->msg;
-        struct evbuffer *b;
+        _cleanup_evbuffer_ struct evbuffer *b = NULL;
 
         free(op);
         if (!req)
@@ -237,7 +231,6 @@ static void on_exec_sync(const struct cri_reply *reply, void *userdata) {
         evbuffer_add(b, resp->stdout.data, resp->stdout.len);
         evbuffer_add(b, resp->stderr.data, resp->stderr.len);
         api_reply_buffer(req, 200, "text/plain; charset=utf-8", b);
-        evbuffer_free(b);
 }
 
 static char *form_value(struct api_request *r, const char *key) {

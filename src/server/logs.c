@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "basic/evbuffer.h"
 #include "basic/log.h"
 #include "basic/string.h"
 #include "basic/strv.h"
@@ -67,7 +68,7 @@ static void on_client_closed(struct evhttp_connection *evcon, void *userdata) {
 static int on_follow_write(const void *data, size_t len, void *userdata) {
         struct log_stream *ls = userdata;
         struct evhttp_connection *evcon = ls->req ? evhttp_request_get_connection(ls->req) : NULL;
-        struct evbuffer *b;
+        _cleanup_evbuffer_ struct evbuffer *b = NULL;
 
         if (!evcon)
                 return -ECONNRESET;
@@ -78,7 +79,6 @@ static int on_follow_write(const void *data, size_t len, void *userdata) {
                 return -ENOMEM;
         evbuffer_add(b, data, len);
         evhttp_send_reply_chunk(ls->req, b);
-        evbuffer_free(b);
         return 0;
 }
 
@@ -109,7 +109,7 @@ void api_handle_container_logs(struct api_request *r, const char *rest) {
         struct logs_cursor cursor = {};
         const char *ns, *pod, *container;
         struct log_stream *ls;
-        struct evbuffer *out;
+        _cleanup_evbuffer_ struct evbuffer *out = NULL;
         int k;
 
         k = api_path_components(rest, &parts);
@@ -175,7 +175,6 @@ void api_handle_container_logs(struct api_request *r, const char *rest) {
         }
         k = logs_read(fd, &o, out, o.follow ? &cursor : NULL);
         if (k < 0) {
-                evbuffer_free(out);
                 logs_cursor_done(&cursor);
                 api_reply_text(r->req, 500, "Internal Error: failed to read log file %s: %s\n", c->log_path,
                                strerror(-k));
@@ -190,7 +189,6 @@ void api_handle_container_logs(struct api_request *r, const char *rest) {
                         k = logs_read(fd, &o, out, NULL);
                 }
                 api_reply_buffer(r->req, 200, "text/plain", out);
-                evbuffer_free(out);
                 return;
         }
 
@@ -198,7 +196,6 @@ void api_handle_container_logs(struct api_request *r, const char *rest) {
         if (!ls || !(ls->ns = strdup(ns)) || !(ls->pod = strdup(pod)) || !(ls->container = strdup(container)) ||
             !(ls->container_id = strdup(c->id))) {
                 log_stream_free(ls);
-                evbuffer_free(out);
                 logs_cursor_done(&cursor);
                 api_reply_text(r->req, 500, "Internal Error: out of memory\n");
                 return;
@@ -206,7 +203,6 @@ void api_handle_container_logs(struct api_request *r, const char *rest) {
         ls->stream.cancel = log_stream_cancel;
         if (api_stream_register(r->s, &ls->stream) < 0) {
                 log_stream_free(ls);
-                evbuffer_free(out);
                 logs_cursor_done(&cursor);
                 api_reply_text(r->req, 503, "Service Unavailable: too many streams\n");
                 return;
@@ -216,7 +212,6 @@ void api_handle_container_logs(struct api_request *r, const char *rest) {
         logs_cursor_done(&cursor);
         if (k < 0) {
                 log_stream_free(ls);
-                evbuffer_free(out);
                 api_reply_text(r->req, 500, "Internal Error: cannot follow %s: %s\n", c->log_path, strerror(-k));
                 return;
         }
@@ -236,7 +231,6 @@ void api_handle_container_logs(struct api_request *r, const char *rest) {
         evhttp_send_reply_start(r->req, 200, "OK");
         if (evbuffer_get_length(out) > 0)
                 evhttp_send_reply_chunk(r->req, out);
-        evbuffer_free(out);
 }
 
 /* ---------------------------------------------------------------- /logs/ */
@@ -279,7 +273,7 @@ static void file_stream_closed(struct evhttp_connection *evcon, void *userdata) 
 
 static void file_stream_next(struct evhttp_connection *evcon, void *userdata) {
         struct file_stream *fs = userdata;
-        struct evbuffer *b;
+        _cleanup_evbuffer_ struct evbuffer *b = NULL;
         char buf[LOGS_FILE_MAX_CHUNK];
         ssize_t n;
 
@@ -301,7 +295,6 @@ static void file_stream_next(struct evhttp_connection *evcon, void *userdata) {
         }
         evbuffer_add(b, buf, (size_t) n);
         evhttp_send_reply_chunk_with_cb(fs->req, b, file_stream_next, fs);
-        evbuffer_free(b);
 }
 
 static void file_stream_start(struct api_request *r, int fd, uint64_t size, const char *content_type) {
@@ -338,7 +331,7 @@ static void file_stream_start(struct api_request *r, int fd, uint64_t size, cons
 void api_handle_logs_dir(struct api_request *r, const char *rest) {
         _cleanup_close_ int fd = -1;
         bool is_dir = false;
-        struct evbuffer *out;
+        _cleanup_evbuffer_ struct evbuffer *out = NULL;
         struct stat st;
         int k;
 
@@ -364,7 +357,6 @@ void api_handle_logs_dir(struct api_request *r, const char *rest) {
                 if (!isempty(rest) && !endswith(rest, "/")) {
                         /* as http.FileServer: directories are served with a trailing slash */
                         _cleanup_free_ char *loc = NULL;
-                        evbuffer_free(out);
                         if (asprintf(&loc, "/logs/%s/", rest) < 0) {
                                 api_reply_text(r->req, 500, "Internal Error: out of memory\n");
                                 return;
@@ -375,20 +367,16 @@ void api_handle_logs_dir(struct api_request *r, const char *rest) {
                 }
                 k = logs_dir_list_html(TAKE_FD(fd), rest, out);
                 if (k < 0) {
-                        evbuffer_free(out);
                         api_reply_text(r->req, 500, "Internal Error: cannot list the directory: %s\n", strerror(-k));
                         return;
                 }
                 api_reply_buffer(r->req, 200, "text/html; charset=utf-8", out);
-                evbuffer_free(out);
                 return;
         }
         if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-                evbuffer_free(out);
                 api_reply_text(r->req, 403, "403 Forbidden\n");
                 return;
         }
-        evbuffer_free(out);
         {
                 const char *type = logs_dir_content_type_fd(fd, rest); /* sniffed: binary logs are not text */
                 file_stream_start(r, TAKE_FD(fd), (uint64_t) st.st_size, type);

@@ -420,7 +420,7 @@ int logs_dir_list_html(int fd_in, const char *display_path, struct evbuffer *out
         struct dir_entry *e = NULL;
         size_t n = 0, allocated = 0;
         struct dirent *de;
-        DIR *d;
+        _cleanup_closedir_ DIR *d = NULL;
         int fd, r = 0;
 
         if (owned < 0 || !out)
@@ -476,7 +476,6 @@ int logs_dir_list_html(int fd_in, const char *display_path, struct evbuffer *out
                 }
                 e[n++].dir = is_dir;
         }
-        closedir(d);
         if (r < 0) {
                 dir_entries_free(e, n);
                 return r;

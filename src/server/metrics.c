@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "basic/evbuffer.h"
 #include "basic/histogram.h"
 #include "basic/macro.h"
 #include "cri/cri.h"
@@ -101,7 +102,7 @@ static void add_op(const struct cri_op_stats *s, void *ud) {
 }
 
 void api_handle_metrics(struct api_request *r) {
-        struct evbuffer *b = evbuffer_new();
+        _cleanup_evbuffer_ struct evbuffer *b = evbuffer_new();
         struct api_host_counts n;
         struct ops_ctx ctx = { .b = b };
 
@@ -133,7 +134,6 @@ void api_handle_metrics(struct api_request *r) {
         ctx.pass = 2;
         cri_client_foreach_stats(r->s->cri, add_op, &ctx);
         api_reply_buffer(r->req, 200, CONTENT_TYPE, b);
-        evbuffer_free(b);
 }
 
 static const char *probe_result_name(enum probe_result r) {
@@ -163,7 +163,7 @@ static void add_probe_count(const struct prober_count *c, void *ud) {
 }
 
 void api_handle_metrics_probes(struct api_request *r) {
-        struct evbuffer *b = evbuffer_new();
+        _cleanup_evbuffer_ struct evbuffer *b = evbuffer_new();
 
         if (!b) {
                 api_reply_text(r->req, 500, "Internal Error: out of memory\n");
@@ -173,5 +173,4 @@ void api_handle_metrics_probes(struct api_request *r) {
                                                   "for a container by result.");
         prober_foreach_count(r->s->prober, add_probe_count, b);
         api_reply_buffer(r->req, 200, CONTENT_TYPE, b);
-        evbuffer_free(b);
 }

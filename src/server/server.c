@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "basic/evbuffer.h"
 #include "basic/log.h"
 #include "basic/string.h"
 #include "basic/strv.h"
@@ -33,7 +34,7 @@ void api_reply_buffer(struct evhttp_request *req, int code, const char *content_
 }
 
 void api_reply_text(struct evhttp_request *req, int code, const char *fmt, ...) {
-        struct evbuffer *b = evbuffer_new();
+        _cleanup_evbuffer_ struct evbuffer *b = evbuffer_new();
         va_list ap;
 
         if (b) {
@@ -42,13 +43,11 @@ void api_reply_text(struct evhttp_request *req, int code, const char *fmt, ...) 
                 va_end(ap);
         }
         reply(req, code, "text/plain; charset=utf-8", b);
-        if (b)
-                evbuffer_free(b);
 }
 
 void api_reply_json(struct evhttp_request *req, int code, json_t *obj) {
         _cleanup_free_ char *s = obj ? json_dumps(obj, JSON_COMPACT) : NULL;
-        struct evbuffer *b;
+        _cleanup_evbuffer_ struct evbuffer *b = NULL;
 
         json_decref(obj);
         if (!s) {
@@ -59,8 +58,6 @@ void api_reply_json(struct evhttp_request *req, int code, json_t *obj) {
         if (b)
                 evbuffer_add(b, s, strlen(s));
         reply(req, code, "application/json", b);
-        if (b)
-                evbuffer_free(b);
 }
 
 void api_reply_lookup_error(struct evhttp_request *req, int r, const char *ns, const char *pod, const char *container) {

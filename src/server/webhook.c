@@ -209,7 +209,8 @@ static void on_sar(const struct kube_response *resp, void *userdata);
 /* the user is known: authorize (cached, or a SubjectAccessReview), then route */
 static void pending_authorize(struct api_pending *p) {
         const struct kubelet_options *o = p->r.s->o;
-        json_t *groups, *body;
+        json_auto_t *body = NULL;
+        json_t *groups;
         int k;
 
         k = api_authorize(&p->r);
@@ -235,12 +236,9 @@ static void pending_authorize(struct api_pending *p) {
                          "version", "v1", "resource", "nodes", "subresource", api_subresource(p->r.path), "name",
                          o->node_name);
         if (!p->key || !body || start_review(p, "/apis/authorization.k8s.io/v1/subjectaccessreviews", body, on_sar) < 0) {
-                json_decref(body);
                 forbidden(&p->r, "the SubjectAccessReview could not be sent");
                 pending_free(p);
-                return;
         }
-        json_decref(body);
 }
 
 static void on_sar(const struct kube_response *resp, void *userdata) {
@@ -327,7 +325,7 @@ static struct api_pending *pending_new(struct api_request *r) {
 
 void api_webhook_review_token(struct api_request *r, const char *token) {
         struct api_pending *p = pending_new(r);
-        json_t *body;
+        json_auto_t *body = NULL;
 
         if (!p) {
                 api_reply_text(r->req, 500, "Internal Error: out of memory\n");
@@ -345,7 +343,6 @@ void api_webhook_review_token(struct api_request *r, const char *token) {
                 /* the token is in the body: wipe the copy */
                 json_t *spec = json_object_get(body, "spec");
                 json_object_del(spec, "token");
-                json_decref(body);
         }
 }
 

@@ -515,7 +515,7 @@ struct du_state {
 
 /* Adds the entries of the directory open at fd (consumed) to *s. */
 static void du_dir(int fd, unsigned depth, struct du_state *s) {
-        DIR *d = fdopendir(fd);
+        _cleanup_closedir_ DIR *d = fdopendir(fd);
         struct dirent *de;
 
         if (!d) {
@@ -537,7 +537,6 @@ static void du_dir(int fd, unsigned depth, struct du_state *s) {
                                 du_dir(sub, depth + 1, s);
                 }
         }
-        closedir(d);
 }
 
 int dir_disk_usage(const char *path, uint64_t *ret_bytes, uint64_t *ret_inodes) {
@@ -568,7 +567,7 @@ static int count_proc_dirs(const char *root, int64_t *ret) {
         _cleanup_free_ char *p = NULL;
         struct dirent *de;
         int64_t n = 0;
-        DIR *d;
+        _cleanup_closedir_ DIR *d = NULL;
 
         if (asprintf(&p, "%s/proc", strempty(root)) < 0)
                 return -ENOMEM;
@@ -578,7 +577,6 @@ static int count_proc_dirs(const char *root, int64_t *ret) {
         while ((de = readdir(d)))
                 if (isdigit((unsigned char) de->d_name[0]) && strspn(de->d_name, "0123456789") == strlen(de->d_name))
                         n++;
-        closedir(d);
         *ret = n;
         return 0;
 }

@@ -159,7 +159,7 @@ static bool sysfs_topology(const char *root, unsigned *ret_cores, unsigned *ret_
         _cleanup_free_ char *dir = NULL;
         unsigned n_pairs = 0, n_sockets = 0;
         struct dirent *de;
-        DIR *d;
+        _cleanup_closedir_ DIR *d = NULL;
 
         if (asprintf(&dir, "%s/sys/devices/system/cpu", strempty(root)) < 0)
                 return false;
@@ -168,10 +168,8 @@ static bool sysfs_topology(const char *root, unsigned *ret_cores, unsigned *ret_
                 return false;
         pairs = calloc(MAX_CPUS, sizeof(*pairs));
         sockets = calloc(MAX_CPUS, sizeof(*sockets));
-        if (!pairs || !sockets) {
-                closedir(d);
+        if (!pairs || !sockets)
                 return false;
-        }
         while ((de = readdir(d)) && n_pairs < MAX_CPUS) {
                 char path[512];
                 uint64_t online = 1, pkg, core;
@@ -203,7 +201,6 @@ static bool sysfs_topology(const char *root, unsigned *ret_cores, unsigned *ret_
                 if (!found)
                         sockets[n_sockets++] = (long) pkg;
         }
-        closedir(d);
         if (n_pairs == 0)
                 return false;
         *ret_cores = n_pairs;
@@ -214,7 +211,7 @@ static bool sysfs_topology(const char *root, unsigned *ret_cores, unsigned *ret_
 static int read_hugepages(const char *root, struct machine_info *m) {
         _cleanup_free_ char *dir = NULL;
         struct dirent *de;
-        DIR *d;
+        _cleanup_closedir_ DIR *d = NULL;
 
         if (asprintf(&dir, "%s/sys/kernel/mm/hugepages", strempty(root)) < 0)
                 return -ENOMEM;
@@ -235,14 +232,11 @@ static int read_hugepages(const char *root, struct machine_info *m) {
                 if (stats_read_u64(root, path, &pages) < 0)
                         continue;
                 n = reallocarray(m->hugepages, m->n_hugepages + 1, sizeof(*n));
-                if (!n) {
-                        closedir(d);
+                if (!n)
                         return -ENOMEM;
-                }
                 m->hugepages = n;
                 m->hugepages[m->n_hugepages++] = (struct hugepages_info) { .page_size_kb = size, .num_pages = pages };
         }
-        closedir(d);
         /* stable order: by page size */
         for (size_t i = 1; i < m->n_hugepages; i++)
                 for (size_t j = i; j > 0 && m->hugepages[j - 1].page_size_kb > m->hugepages[j].page_size_kb; j--) {
@@ -261,7 +255,7 @@ static int read_network_devices(const char *root, struct machine_info *m) {
         static const char *const ignored[] = { "lo", "veth", "docker", "nerdctl" }; /* as cadvisor */
         _cleanup_free_ char *dir = NULL;
         struct dirent *de;
-        DIR *d;
+        _cleanup_closedir_ DIR *d = NULL;
         int r = 0;
 
         if (asprintf(&dir, "%s/sys/class/net", strempty(root)) < 0)
@@ -304,7 +298,6 @@ static int read_network_devices(const char *root, struct machine_info *m) {
                 m->network_devices = n;
                 m->network_devices[m->n_network_devices++] = nd;
         }
-        closedir(d);
         if (m->n_network_devices > 1)
                 qsort(m->network_devices, m->n_network_devices, sizeof(*m->network_devices), cmp_netdev);
         return r;
@@ -505,7 +498,8 @@ int machine_info_read(const char *root, struct machine_info *ret) {
 /* ---------------------------------------------------------------- JSON */
 
 int machine_info_to_json(const struct machine_info *m, json_t **ret) {
-        json_t *o = json_object(), *hp, *nd, *nvm;
+        json_auto_t *o = json_object();
+        json_t *hp, *nd, *nvm;
         char ts[64];
 
         if (!o)
@@ -534,32 +528,32 @@ int machine_info_to_json(const struct machine_info *m, json_t **ret) {
             json_object_set_new(o, "memory_capacity", juint(m->memory_capacity)) < 0 ||
             json_object_set_new(o, "swap_capacity", juint(m->swap_capacity)) < 0 ||
             json_object_set_new(o, "memory_by_type", json_object()) < 0)
-                goto oom;
+                return -ENOMEM;
         nvm = json_pack("{s:i,s:i,s:i}", "memory_mode_capacity", 0, "app direct_mode_capacity", 0, "avg_power_budget", 0);
         if (json_object_set_new(o, "nvm", nvm) < 0)
-                goto oom;
+                return -ENOMEM;
         hp = json_array();
         if (json_object_set_new(o, "hugepages", hp) < 0)
-                goto oom;
+                return -ENOMEM;
         for (size_t i = 0; i < m->n_hugepages; i++)
                 if (json_array_append_new(hp, json_pack("{s:I,s:I}", "page_size", (json_int_t) m->hugepages[i].page_size_kb,
                                                         "num_pages", (json_int_t) m->hugepages[i].num_pages)) < 0)
-                        goto oom;
+                        return -ENOMEM;
         if (json_object_set_new(o, "machine_id", jstr(m->machine_id)) < 0 ||
             json_object_set_new(o, "system_uuid", jstr(m->system_uuid)) < 0 ||
             json_object_set_new(o, "boot_id", jstr(m->boot_id)) < 0 ||
             json_object_set_new(o, "filesystems", json_array()) < 0 ||
             json_object_set_new(o, "disk_map", json_object()) < 0)
-                goto oom;
+                return -ENOMEM;
         nd = json_array();
         if (json_object_set_new(o, "network_devices", nd) < 0)
-                goto oom;
+                return -ENOMEM;
         for (size_t i = 0; i < m->n_network_devices; i++) {
                 const struct net_device_info *d = &m->network_devices[i];
                 if (json_array_append_new(nd, json_pack("{s:o,s:o,s:I,s:I}", "name", jstr(d->name), "mac_address",
                                                         jstr(d->mac_address), "speed", (json_int_t) d->speed, "mtu",
                                                         (json_int_t) d->mtu)) < 0)
-                        goto oom;
+                        return -ENOMEM;
         }
         if (json_object_set_new(o, "topology", json_array()) < 0 ||
             json_object_set_new(o, "cloud_provider", json_string("Unknown")) < 0 ||
@@ -568,10 +562,7 @@ int machine_info_to_json(const struct machine_info *m, json_t **ret) {
             /* not in cadvisor's MachineInfo (they are in its VersionInfo / the node's nodeInfo) */
             json_object_set_new(o, "kernel_version", jstr(m->kernel_version)) < 0 ||
             json_object_set_new(o, "os_image", jstr(m->os_image)) < 0)
-                goto oom;
-        *ret = o;
+                return -ENOMEM;
+        *ret = TAKE_PTR(o);
         return 0;
-oom:
-        json_decref(o);
-        return -ENOMEM;
 }

@@ -248,7 +248,8 @@ static void sandbox_pids_prune(struct stats_provider *p, uint64_t older_than_use
 
 /* The pid in containerd's verbose PodSandboxStatus info ({"pid": 1234, ...} under the key "info"). */
 int stats_sandbox_pid_from_info(const char *info_json, int *ret) {
-        json_t *j, *v;
+        json_auto_t *j = NULL;
+        json_t *v;
         json_int_t pid;
 
         if (!info_json)
@@ -258,7 +259,6 @@ int stats_sandbox_pid_from_info(const char *info_json, int *ret) {
                 return -EINVAL;
         v = json_object_get(j, "pid");
         pid = json_is_integer(v) ? json_integer_value(v) : 0;
-        json_decref(j);
         if (pid <= 0 || pid > INT32_MAX)
                 return -ENOENT;
         *ret = (int) pid;
@@ -982,32 +982,25 @@ static json_t *node_json(struct build *b, const struct summary_input *in, const 
 int stats_summary_build(struct stats_provider *p, const struct summary_input *in, json_t **ret) {
         struct build b = { .p = p, .now_usec = now_realtime_usec() };
         struct totals pods_total = {};
-        json_t *doc = json_object(), *pods = json_array();
+        json_auto_t *doc = json_object(), *pods = json_array();
         int r;
 
-        if (!doc || !pods) {
-                json_decref(doc);
-                json_decref(pods);
+        if (!doc || !pods)
                 return -ENOMEM;
-        }
         format_rfc3339(b.now_usec, b.now, sizeof(b.now));
         r = build_pods(&b, in, pods, &pods_total);
         if (r < 0) {
                 build_done(&b);
-                json_decref(doc);
-                json_decref(pods);
                 return r;
         }
         put(&b, doc, "node", node_json(&b, in, &pods_total));
-        put(&b, doc, "pods", pods);
+        put(&b, doc, "pods", TAKE_PTR(pods));
         build_done(&b);
         stats_provider_cache_prune(p, now_usec() > CACHE_MAX_AGE_USEC ? now_usec() - CACHE_MAX_AGE_USEC : 0);
         sandbox_pids_prune(p, now_usec() > CACHE_MAX_AGE_USEC ? now_usec() - CACHE_MAX_AGE_USEC : 0);
-        if (b.oom) {
-                json_decref(doc);
+        if (b.oom)
                 return -ENOMEM;
-        }
-        *ret = doc;
+        *ret = TAKE_PTR(doc);
         return 0;
 }
 

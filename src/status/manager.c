@@ -97,7 +97,7 @@ static void on_patched(const struct kube_response *resp, void *userdata) {
 
 static void entry_send(struct status_entry *e) {
         _cleanup_free_ char *path = NULL;
-        json_t *patch;
+        json_auto_t *patch = NULL;
 
         if (e->req || evtimer_pending(e->retry, NULL) || !e->wanted)
                 return;
@@ -113,7 +113,6 @@ static void entry_send(struct status_entry *e) {
                 json_decref(e->inflight);
                 e->inflight = json_incref(e->wanted);
         }
-        json_decref(patch);
 }
 
 static void on_retry(evutil_socket_t fd, short what, void *userdata) {
@@ -121,12 +120,11 @@ static void on_retry(evutil_socket_t fd, short what, void *userdata) {
 }
 
 void status_manager_set(struct status_manager *m, const char *uid, const char *ns, const char *name, json_t *status) {
+        json_auto_t *owned = status;
         struct status_entry *e;
 
-        if (!m || !status) {
-                json_decref(status);
+        if (!m || !status)
                 return;
-        }
         for (e = m->entries; e; e = e->next)
                 if (streq(e->uid, uid))
                         break;
@@ -135,19 +133,16 @@ void status_manager_set(struct status_manager *m, const char *uid, const char *n
                 if (!e || !(e->uid = strdup(uid)) || !(e->ns = strdup(ns)) || !(e->name = strdup(name)) ||
                     !(e->retry = evtimer_new(m->base, on_retry, e))) {
                         entry_free(e);
-                        json_decref(status);
                         return;
                 }
                 e->m = m;
                 e->next = m->entries;
                 m->entries = e;
         }
-        if (e->wanted && json_equal(e->wanted, status)) {
-                json_decref(status);
+        if (e->wanted && json_equal(e->wanted, status))
                 return;
-        }
         json_decref(e->wanted);
-        e->wanted = status;
+        e->wanted = TAKE_PTR(owned);
         if (e->sent && json_equal(e->sent, e->wanted))
                 return;
         entry_send(e);

@@ -258,7 +258,7 @@ static json_t *condition(const char *type, bool status, int64_t transition_usec,
  * container started (the pod was initialized before) or the pod succeeded. */
 static int init_container_statuses(const struct pod_status_input *in, json_t **ret, char **ret_message) {
         const struct pod *pod = in->pod;
-        _cleanup_(json_decrefp) json_t *a = json_array();
+        json_auto_t *a = json_array();
         _cleanup_strv_free_ char **incomplete = NULL;
         _cleanup_free_ char *list = NULL, *msg = NULL;
         bool app_started = false;
@@ -321,8 +321,8 @@ int pod_status_generate(const struct pod_status_input *in, json_t **ret) {
         const char *phase = pod_status_phase(in), *ip = sandbox_ip(in);
         bool completed = streq(phase, "Succeeded") || streq(phase, "Failed");
         int64_t ready_at = in->ready_transition_usec ? in->ready_transition_usec : in->initialized_usec;
-        json_t *statuses, *conditions, *status;
-        _cleanup_(json_decrefp) json_t *init_statuses = NULL;
+        json_auto_t *statuses = NULL, *init_statuses = NULL;
+        json_t *conditions, *status;
         _cleanup_free_ char *init_message = NULL;
         char buf[64];
         int r;
@@ -365,10 +365,8 @@ int pod_status_generate(const struct pod_status_input *in, json_t **ret) {
 
         if (unready) {
                 unready_list = strv_join(unready, " ");
-                if (!unready_list || asprintf(&message, "containers with unready status: [%s]", unready_list) < 0) {
-                        json_decref(statuses);
+                if (!unready_list || asprintf(&message, "containers with unready status: [%s]", unready_list) < 0)
                         return -ENOMEM;
-                }
         }
         /* conditions in upstream's order */
         conditions = json_pack("[o, o, o, o, o]",
@@ -383,7 +381,7 @@ int pod_status_generate(const struct pod_status_input *in, json_t **ret) {
                                          unready && !completed ? message : NULL),
                                condition("PodScheduled", true, in->initialized_usec, NULL, NULL));
 
-        status = json_pack("{s:s, s:o, s:o, s:s, s:s}", "phase", phase, "conditions", conditions, "containerStatuses",
+        status = json_pack("{s:s, s:o, s:O, s:s, s:s}", "phase", phase, "conditions", conditions, "containerStatuses",
                            statuses, "qosClass", qos_class_to_string(pod_qos_class(pod)), "hostIP", strempty(in->host_ip));
         if (!status)
                 return -ENOMEM;

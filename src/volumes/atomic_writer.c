@@ -105,7 +105,7 @@ static bool payload_matches(int dfd, const struct vol_payload *p) {
         }
         /* and nothing else at the top level */
         {
-                DIR *d = fdopendir(fcntl(dfd, F_DUPFD_CLOEXEC, 3));
+                _cleanup_closedir_ DIR *d = fdopendir(fcntl(dfd, F_DUPFD_CLOEXEC, 3));
                 struct dirent *e;
                 bool extra = false;
                 if (!d)
@@ -121,14 +121,13 @@ static bool payload_matches(int dfd, const struct vol_payload *p) {
                         }
                         extra = !found;
                 }
-                closedir(d);
                 return !extra;
         }
 }
 
 static int remove_tree(int dfd, const char *name, unsigned depth) {
         _cleanup_close_ int fd = -EBADF;
-        DIR *d;
+        _cleanup_closedir_ DIR *d = NULL;
         struct dirent *e;
 
         if (depth > 64)
@@ -151,7 +150,7 @@ static int remove_tree(int dfd, const char *name, unsigned depth) {
                 else
                         (void) unlinkat(dirfd(d), e->d_name, 0);
         }
-        closedir(d);
+        d = safe_closedir(d);
         return unlinkat(dfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT ? -errno : 0;
 }
 
@@ -275,7 +274,7 @@ user_visible:
                         return -errno;
         }
         {
-                DIR *d = fdopendir(fcntl(dfd, F_DUPFD_CLOEXEC, 3));
+                _cleanup_closedir_ DIR *d = fdopendir(fcntl(dfd, F_DUPFD_CLOEXEC, 3));
                 struct dirent *e;
                 if (!d)
                         return -errno;
@@ -292,12 +291,11 @@ user_visible:
                         if (!keep && fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) >= 0 && S_ISLNK(st.st_mode))
                                 (void) unlinkat(dirfd(d), e->d_name, 0);
                 }
-                closedir(d);
         }
         /* the old version (and versions left by a crash) */
         {
                 char cur[256] = "";
-                DIR *d = fdopendir(fcntl(dfd, F_DUPFD_CLOEXEC, 3));
+                _cleanup_closedir_ DIR *d = fdopendir(fcntl(dfd, F_DUPFD_CLOEXEC, 3));
                 struct dirent *e;
                 l = readlinkat(dfd, DATA_DIR_NAME, cur, sizeof(cur) - 1);
                 if (l > 0)
@@ -311,7 +309,6 @@ user_visible:
                                 continue;
                         (void) remove_tree(dirfd(d), e->d_name, 0);
                 }
-                closedir(d);
         }
         return 0;
 }

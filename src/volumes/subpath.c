@@ -255,20 +255,20 @@ int vol_subpath_unmount_all(const char *pod_dir) {
         if (asprintf(&base, "%s/volume-subpaths", pod_dir) < 0)
                 return -ENOMEM;
         for (int level = 0; level < 1; level++) {
-                DIR *d1 = opendir(base);
+                _cleanup_closedir_ DIR *d1 = opendir(base);
                 struct dirent *e1;
                 if (!d1)
                         return errno == ENOENT ? 0 : -errno;
                 while ((e1 = readdir(d1))) {
                         _cleanup_free_ char *p1 = NULL;
-                        DIR *d2;
+                        _cleanup_closedir_ DIR *d2 = NULL;
                         struct dirent *e2;
                         if (e1->d_name[0] == '.' || e1->d_type != DT_DIR || asprintf(&p1, "%s/%s", base, e1->d_name) < 0)
                                 continue;
                         d2 = opendir(p1);
                         while (d2 && (e2 = readdir(d2))) {
                                 _cleanup_free_ char *p2 = NULL;
-                                DIR *d3;
+                                _cleanup_closedir_ DIR *d3 = NULL;
                                 struct dirent *e3;
                                 if (e2->d_name[0] == '.' || e2->d_type != DT_DIR ||
                                     asprintf(&p2, "%s/%s", p1, e2->d_name) < 0)
@@ -284,13 +284,8 @@ int vol_subpath_unmount_all(const char *pod_dir) {
                                                 r = -errno;
                                         }
                                 }
-                                if (d3)
-                                        closedir(d3);
                         }
-                        if (d2)
-                                closedir(d2);
                 }
-                closedir(d1);
         }
         return r;
 }

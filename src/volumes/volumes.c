@@ -499,7 +499,7 @@ int vol_container_mounts(const struct pod *pod, const struct container *c, const
 
 static int remove_tree_at(int pfd, const char *name, unsigned depth) {
         _cleanup_close_ int fd = -EBADF;
-        DIR *d;
+        _cleanup_closedir_ DIR *d = NULL;
         struct dirent *e;
         bool mounted = false;
         int r = 0;
@@ -535,7 +535,7 @@ static int remove_tree_at(int pfd, const char *name, unsigned depth) {
                 if (k < 0 && r == 0)
                         r = k;
         }
-        closedir(d);
+        d = safe_closedir(d);
         if (r < 0)
                 return r;
         return unlinkat(pfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT ? -errno : 0;
@@ -547,7 +547,7 @@ int vol_remove_tree(int dirfd, const char *name) {
 
 /* unmount our tmpfs volumes (emptyDir medium Memory, secret, projected) of a pod directory */
 static void unmount_plugin_dir(const char *base) {
-        DIR *d;
+        _cleanup_closedir_ DIR *d = NULL;
         struct dirent *e;
 
         d = opendir(base);
@@ -570,7 +570,6 @@ static void unmount_plugin_dir(const char *base) {
                 else
                         log_v(2, "unmounted tmpfs %s", p);
         }
-        closedir(d);
 }
 
 static void unmount_empty_dirs(const char *pod_dir) {
@@ -585,7 +584,7 @@ static void unmount_empty_dirs(const char *pod_dir) {
 int vol_cleanup_orphans(const char *root_dir, bool (*keep)(const char *uid, void *userdata), void *userdata) {
         _cleanup_free_ char *base = NULL;
         _cleanup_close_ int basefd = -EBADF;
-        DIR *d;
+        _cleanup_closedir_ DIR *d = NULL;
         struct dirent *e;
         int removed = 0;
 
@@ -614,6 +613,5 @@ int vol_cleanup_orphans(const char *root_dir, bool (*keep)(const char *uid, void
                 else
                         removed++;
         }
-        closedir(d);
         return removed;
 }
