@@ -9,6 +9,7 @@
 #include <jansson.h>
 #include <string.h>
 
+#include "basic/duration.h"
 #include "basic/log.h"
 #include "basic/string.h"
 #include "basic/time.h"
@@ -206,8 +207,10 @@ int main(int argc, char **argv) {
                 if (streq(argv[i], "--runtime-endpoint") && i + 1 < argc)
                         endpoint = argv[++i];
                 else if (streq(argv[i], "--timeout") && i + 1 < argc) {
-                        if (parse_duration_usec(argv[++i], &timeout) < 0)
+                        int64_t nsec;
+                        if (go_duration_parse(argv[++i], &nsec, NULL) < 0 || nsec < 0)
                                 return usage();
+                        timeout = nsec / 1000;
                 } else
                         return usage();
         }

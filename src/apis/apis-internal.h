@@ -11,11 +11,6 @@
 #include "basic/string.h"
 #include "basic/strmap.h"
 
-static inline void *mfree(void *p) {
-        free(p);
-        return NULL;
-}
-
 /* Upper bound on the error messages one validator returns for one value. */
 #define NAME_MAX_MSGS 6
 
@@ -28,8 +23,6 @@ size_t check_qualified_name(const char *s, const char *msgs[static NAME_MAX_MSGS
 size_t check_label_value(const char *s, const char *msgs[static NAME_MAX_MSGS]);
 size_t check_env_var_name(const char *s, const char *msgs[static NAME_MAX_MSGS]);
 
-/* Quote a string the way Go's %q does (strconv.Quote): caller frees; NULL on OOM. */
-char *go_quote(const char *s);
 
 /* The exact value of a quantity in nano units (|value| capped at INT64_MAX units), and its format. On a syntax
  * error returns -EINVAL and *ret_msg is upstream's message (ErrFormatWrong or ErrSuffix). */

@@ -99,41 +99,6 @@ char *path_key(const char *parent, const char *key) {
         return s;
 }
 
-/* ---- Go-style quoting ---- */
-
-char *go_quote(const char *s) {
-        size_t len = strlen(strempty(s));
-        char *out, *p;
-
-        /* worst case: every byte becomes \xNN */
-        out = malloc(len * 4 + 3);
-        if (!out)
-                return NULL;
-        p = out;
-        *p++ = '"';
-        for (const unsigned char *c = (const unsigned char *) strempty(s); *c; c++) {
-                switch (*c) {
-                case '"':  p = stpcpy(p, "\\\""); break;
-                case '\\': p = stpcpy(p, "\\\\"); break;
-                case '\a': p = stpcpy(p, "\\a"); break;
-                case '\b': p = stpcpy(p, "\\b"); break;
-                case '\f': p = stpcpy(p, "\\f"); break;
-                case '\n': p = stpcpy(p, "\\n"); break;
-                case '\r': p = stpcpy(p, "\\r"); break;
-                case '\t': p = stpcpy(p, "\\t"); break;
-                case '\v': p = stpcpy(p, "\\v"); break;
-                default:
-                        if (*c < 0x20 || *c == 0x7f)
-                                p += sprintf(p, "\\x%02x", *c);
-                        else
-                                *p++ = (char) *c; /* UTF-8 passes through, as Go keeps printable runes */
-                }
-        }
-        *p++ = '"';
-        *p = '\0';
-        return out;
-}
-
 /* ---- pods ---- */
 
 static void resource_list_done(struct resource_list *l) {
@@ -258,6 +223,16 @@ char *pod_full_name(const struct pod *p) {
         if (asprintf(&s, "%s_%s", strempty(p->name), strempty(p->namespace_)) < 0)
                 return NULL;
         return s;
+}
+
+char *pod_hostname(const struct pod *pod) {
+        const char *h = !isempty(pod->spec.hostname) ? pod->spec.hostname : strempty(pod->name);
+        size_t l = strlen(h);
+        if (l > 63)
+                l = 63;
+        while (l > 0 && (h[l - 1] == '-' || h[l - 1] == '.'))
+                l--;
+        return strndup(h, l);
 }
 
 const struct container *pod_find_container(const struct pod *pod, const char *name) {

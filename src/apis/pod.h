@@ -344,6 +344,9 @@ int pod_validate(const struct pod *p, struct field_errors *errs);
 
 /* Full name used by the kubelet for logs and uniqueness: "name_namespace". */
 char *pod_full_name(const struct pod *p);
+/* The pod's hostname (GeneratePodHostNameAndDomain): spec.hostname or its name, truncated to 63 characters,
+ * without trailing '-' or '.'. NULL on OOM. */
+char *pod_hostname(const struct pod *pod);
 /* A container or init container of the pod by name; NULL if none. */
 const struct container *pod_find_container(const struct pod *pod, const char *name);
 

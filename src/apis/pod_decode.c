@@ -418,17 +418,17 @@ static int decode_resource_list(struct field_errors *e, json_t *obj, const char 
 
 /* ---- containers ---- */
 
-/* A list of objects: every element must be an object; fn decodes one into the next item (the array grows
- * only for objects). Items are allocated for the whole list at once. */
-
-int dec_object_list(struct field_errors *e, json_t *obj, const char *parent, const char *key,
-                              size_t item_size, void **ret_items, size_t *ret_n, decode_item_fn fn) {
+/* A list of objects, at most max: every element must be an object; fn decodes one into an item. Items are
+ * allocated for the whole list at once. aligned: item i is element i (a non-object leaves a zeroed item
+ * behind), so that later stages name the document's index; else the items are the objects only, in order. */
+static int decode_list(struct field_errors *e, json_t *obj, const char *parent, const char *key, size_t max,
+                       bool aligned, size_t item_size, void **ret_items, size_t *ret_n, decode_item_fn fn) {
         _cleanup_free_ char *p = NULL;
         json_t *a, *v;
         size_t i;
         int r;
 
-        r = dec_get_array(e, obj, parent, key, MAX_LIST_ITEMS, &a);
+        r = dec_get_array(e, obj, parent, key, max, &a);
         if (r < 0 || !a || json_array_size(a) == 0)
                 return r;
         p = path_child(parent, key);
@@ -439,6 +439,7 @@ int dec_object_list(struct field_errors *e, json_t *obj, const char *parent, con
                 return -ENOMEM;
         json_array_foreach(a, i, v) {
                 _cleanup_free_ char *ip = path_index(p, i);
+                size_t at;
 
                 if (!ip)
                         return -ENOMEM;
@@ -448,11 +449,20 @@ int dec_object_list(struct field_errors *e, json_t *obj, const char *parent, con
                                 return r;
                         continue;
                 }
-                r = fn(e, v, ip, (char *) *ret_items + (*ret_n)++ * item_size);
+                at = aligned ? i : *ret_n;
+                *ret_n = at + 1;
+                r = fn(e, v, ip, (char *) *ret_items + at * item_size);
                 if (r < 0)
                         return r;
         }
         return 0;
+}
+
+/* A list of objects: every element must be an object; fn decodes one into the next item (the array grows
+ * only for objects). */
+int dec_object_list(struct field_errors *e, json_t *obj, const char *parent, const char *key, size_t item_size,
+                    void **ret_items, size_t *ret_n, decode_item_fn fn) {
+        return decode_list(e, obj, parent, key, MAX_LIST_ITEMS, false, item_size, ret_items, ret_n, fn);
 }
 
 static int decode_env_var(struct field_errors *e, json_t *v, const char *ip, void *item) {
@@ -699,39 +709,14 @@ static int decode_container(struct field_errors *e, json_t *c, const char *cpath
         return 0;
 }
 
+static int decode_container_item(struct field_errors *e, json_t *v, const char *ip, void *item) {
+        return decode_container(e, v, ip, item);
+}
+
 static int decode_containers(struct field_errors *e, json_t *spec, const char *key, struct container **ret,
                              size_t *ret_n) {
-        _cleanup_free_ char *p = NULL;
-        json_t *a, *v;
-        size_t i;
-        int r;
-
-        r = dec_get_array(e, spec, "spec", key, MAX_CONTAINERS, &a);
-        if (r < 0 || !a || json_array_size(a) == 0)
-                return r;
-        p = path_child("spec", key);
-        if (!p)
-                return -ENOMEM;
-        *ret = calloc(json_array_size(a), sizeof(struct container));
-        if (!*ret)
-                return -ENOMEM;
-        json_array_foreach(a, i, v) {
-                _cleanup_free_ char *ip = path_index(p, i);
-                if (!ip)
-                        return -ENOMEM;
-                if (!json_is_object(v)) {
-                        r = dec_type_error(e, ip, v, "object");
-                        if (r < 0)
-                                return r;
-                        continue;
-                }
-                /* keep indexes aligned with the document for error paths of later stages */
-                *ret_n = i + 1;
-                r = decode_container(e, v, ip, &(*ret)[i]);
-                if (r < 0)
-                        return r;
-        }
-        return 0;
+        return decode_list(e, spec, "spec", key, MAX_CONTAINERS, true, sizeof(struct container), (void **) ret, ret_n,
+                           decode_container_item);
 }
 
 static int decode_spec(struct field_errors *e, json_t *spec, struct pod_spec *s) {

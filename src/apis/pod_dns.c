@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "apis/apis-internal.h"
+#include "basic/string.h"
 #include "basic/strv.h"
 
 void pod_dns_config_free(struct pod_dns_config *d) {

@@ -404,8 +404,7 @@ const struct volume_mounts *pod_container_mounts(const struct pod *p, const stru
 
 /* ---------------------------------------------------------------- validate */
 
-/* validatePathNoBacksteps: no ".." path element */
-static bool has_backsteps(const char *p) {
+bool pod_path_has_backsteps(const char *p) {
         const char *s = p;
         while (*s) {
                 size_t n = strcspn(s, "/");
@@ -422,7 +421,7 @@ static bool has_backsteps(const char *p) {
 static void validate_local_descending_path(struct vctx *c, const char *path, const char *value) {
         if (value[0] == '/')
                 val_invalid_str(c, path, value, "must be a relative path");
-        if (has_backsteps(value))
+        if (pod_path_has_backsteps(value))
                 val_invalid_str(c, path, value, "must not contain '..'");
 }
 
@@ -630,7 +629,7 @@ static void validate_volume(struct vctx *c, const struct volume *v, const char *
                         return;
                 if (isempty(v->host_path))
                         val_required(c, pp, NULL);
-                else if (has_backsteps(v->host_path))
+                else if (pod_path_has_backsteps(v->host_path))
                         val_invalid_str(c, pp, v->host_path, "must not contain '..'");
                 if (t && !streq(t, "") && !streq(t, "DirectoryOrCreate") && !streq(t, "Directory") &&
                     !streq(t, "FileOrCreate") && !streq(t, "File") && !streq(t, "Socket") && !streq(t, "CharDevice") &&

@@ -143,3 +143,5 @@ void pod_volumes_validate(struct vctx *c, const struct pod *p);
  * found gets no mounts). */
 const struct volume *pod_volume_find(const struct pod *p, const char *name);
 const struct volume_mounts *pod_container_mounts(const struct pod *p, const struct container *c);
+/* validatePathNoBacksteps: true when the relative path has a ".." element (subPath, volume item paths). */
+bool pod_path_has_backsteps(const char *p);

@@ -227,3 +227,13 @@ int curl_loop_add(struct curl_loop *l, CURL *easy, curl_loop_done_t done, void *
         l->transfers = t;
         return 0;
 }
+
+CURLcode curl_loop_http_only(CURL *e) {
+#if LIBCURL_VERSION_NUM >= 0x075500 /* 7.85: the string forms; the bitmasks are deprecated */
+        CURLcode c = curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+        return c != CURLE_OK ? c : curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+#else
+        CURLcode c = curl_easy_setopt(e, CURLOPT_PROTOCOLS, (long) (CURLPROTO_HTTP | CURLPROTO_HTTPS));
+        return c != CURLE_OK ? c : curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS, (long) (CURLPROTO_HTTP | CURLPROTO_HTTPS));
+#endif
+}

@@ -22,3 +22,6 @@ struct curl_loop *curl_loop_free(struct curl_loop *l);
 int curl_loop_add(struct curl_loop *l, CURL *easy, curl_loop_done_t done, void *userdata);
 /* Stop a transfer without its callback (the handle is the caller's again). */
 void curl_loop_cancel(struct curl_loop *l, CURL *easy);
+
+/* Restrict an easy handle to http and https, redirects included (no file://, gopher:// ...). */
+CURLcode curl_loop_http_only(CURL *easy);

@@ -3,11 +3,13 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 int read_full_file(const char *path, size_t max_size, char **ret_data, size_t *ret_size) {
@@ -108,4 +110,20 @@ int mkdir_p(const char *path, int mode) {
         if (mkdir(p, mode) < 0 && errno != EEXIST)
                 return negative_errno();
         return 0;
+}
+
+int openat2_beneath(int rootfd, const char *rel, uint64_t flags) {
+        struct open_how how = {
+                .flags = flags | O_CLOEXEC,
+                .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS,
+        };
+
+        for (int attempt = 0;; attempt++) {
+                long fd = syscall(SYS_openat2, rootfd, rel, &how, sizeof(how));
+                if (fd >= 0)
+                        return (int) fd;
+                if ((errno == EAGAIN || errno == EINTR) && attempt < 8)
+                        continue;
+                return negative_errno();
+        }
 }

@@ -4,6 +4,7 @@
 /* Small local files: read whole (with a cap), write atomically, create directories. */
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "basic/macro.h"
 
@@ -12,3 +13,8 @@ int read_full_file(const char *path, size_t max_size, char **ret_data, size_t *r
 /* Write atomically (temp file + rename) with O_CLOEXEC. */
 int write_file_atomic(const char *path, const void *data, size_t size, int mode);
 int mkdir_p(const char *path, int mode);
+
+/* openat2(2) of rel below the directory rootfd, never leaving it (RESOLVE_BENEATH: absolute symlinks and ".."
+ * out of it fail with -EXDEV) and never through /proc magic links; flags as open(2), O_CLOEXEC always added.
+ * Retries a few times on EAGAIN (a concurrent rename raced with the ".." check). */
+int openat2_beneath(int rootfd, const char *rel, uint64_t flags);

@@ -4,7 +4,7 @@
 #include "macro.h"
 
 /* klog-style logging to stderr: "I1122 10:59:00.123456   1234 file.c:42] message".
- * Verbosity follows the kubelet's --v: log_debug(level, ...) prints when level <= --v. */
+ * Verbosity follows the kubelet's --v: log_v(level, ...) prints when level <= --v. */
 
 enum log_level {
         LOG_LEVEL_ERROR,

@@ -11,11 +11,7 @@
 #include <unistd.h>
 
 #define _cleanup_(f) __attribute__((cleanup(f)))
-#define _unused_ __attribute__((unused))
 #define _printf_(a, b) __attribute__((format(printf, a, b)))
-#define _likely_(x) __builtin_expect(!!(x), 1)
-#define _unlikely_(x) __builtin_expect(!!(x), 0)
-#define _warn_unused_result_ __attribute__((warn_unused_result))
 
 #define ELEMENTSOF(x) (sizeof(x) / sizeof((x)[0]))
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
@@ -35,6 +31,12 @@
                 (fd) = -1;                   \
                 _fd_;                        \
         })
+
+/* free() that returns NULL: p = mfree(p); */
+static inline void *mfree(void *p) {
+        free(p);
+        return NULL;
+}
 
 static inline void freep(void *p) {
         free(*(void **) p);
@@ -77,13 +79,6 @@ static inline DIR *safe_closedir(DIR *d) {
                 if (*p)                         \
                         func(*p);               \
         }
-
-/* Free and NULL a pointer with the given destructor; returns NULL. */
-#define FREE_AND_NULL(func, p) \
-        ({                     \
-                func(p);       \
-                (p) = NULL;    \
-        })
 
 #define streq(a, b) (strcmp((a), (b)) == 0)
 #define strneq(a, b, n) (strncmp((a), (b), (n)) == 0)

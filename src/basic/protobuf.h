@@ -6,6 +6,7 @@
  * default allocator frees either whole. */
 
 #include <protobuf-c/protobuf-c.h>
+#include <stddef.h>
 
 #include "basic/macro.h"
 
@@ -18,3 +19,7 @@ static inline void pb_freep(void *p) {
         pb_free(*(void **) p);
 }
 #define _cleanup_pb_ _cleanup_(pb_freep)
+
+/* Copy a strv into a repeated string field of a message we build (*ret_n counts the strings copied so far, so
+ * that pb_free() frees them after a failure). Nothing for an empty strv. */
+int pb_strv_copy(char *const *l, size_t *ret_n, char ***ret);

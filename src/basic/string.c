@@ -4,6 +4,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 char *strdup_or_null(const char *s) {
@@ -73,4 +74,37 @@ int parse_bool(const char *s, bool *ret) {
                 }
         }
         return -EINVAL;
+}
+
+char *go_quote(const char *s) {
+        size_t len = strlen(strempty(s));
+        char *out, *p;
+
+        /* worst case: every byte becomes \xNN */
+        out = malloc(len * 4 + 3);
+        if (!out)
+                return NULL;
+        p = out;
+        *p++ = '"';
+        for (const unsigned char *c = (const unsigned char *) strempty(s); *c; c++) {
+                switch (*c) {
+                case '"':  p = stpcpy(p, "\\\""); break;
+                case '\\': p = stpcpy(p, "\\\\"); break;
+                case '\a': p = stpcpy(p, "\\a"); break;
+                case '\b': p = stpcpy(p, "\\b"); break;
+                case '\f': p = stpcpy(p, "\\f"); break;
+                case '\n': p = stpcpy(p, "\\n"); break;
+                case '\r': p = stpcpy(p, "\\r"); break;
+                case '\t': p = stpcpy(p, "\\t"); break;
+                case '\v': p = stpcpy(p, "\\v"); break;
+                default:
+                        if (*c < 0x20 || *c == 0x7f)
+                                p += sprintf(p, "\\x%02x", *c);
+                        else
+                                *p++ = (char) *c; /* UTF-8 passes through, as Go keeps printable runes */
+                }
+        }
+        *p++ = '"';
+        *p = '\0';
+        return out;
 }

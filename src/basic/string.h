@@ -18,3 +18,6 @@ bool endswith(const char *s, const char *suffix);
 int safe_atoi64(const char *s, int64_t *ret);
 int safe_atoi(const char *s, int *ret);
 int parse_bool(const char *s, bool *ret); /* Go's strconv.ParseBool */
+/* Quote a string the way Go's %q does (strconv.Quote): \" \\ \a \b \f \n \r \t \v, \xNN for other control
+ * bytes, UTF-8 as is; NULL is "". Caller frees; NULL on OOM. */
+char *go_quote(const char *s);

@@ -7,17 +7,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "basic/duration.h"
-
-int parse_duration_usec(const char *s, int64_t *ret_usec) {
-        int64_t nsec;
-        int r = go_duration_parse(s, &nsec, NULL);
-        if (r < 0)
-                return r;
-        *ret_usec = nsec / 1000;
-        return 0;
-}
-
 uint64_t now_usec(void) {
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);

@@ -22,5 +22,3 @@ char *format_rfc3339(uint64_t realtime_usec, char *buf, size_t size);
 /* RFC 3339 with nanoseconds, as in CRI log lines. */
 char *format_rfc3339nano(int64_t unix_nsec, char *buf, size_t size);
 int parse_rfc3339(const char *s, int64_t *ret_unix_nsec);
-/* Parse a Go-style duration ("20s", "2m", "1h30m", "500ms", "0"); result in microseconds. */
-int parse_duration_usec(const char *s, int64_t *ret_usec);

@@ -16,6 +16,7 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "basic/curl_loop.h"
 #include "basic/fs.h"
 #include "basic/log.h"
 #include "basic/string.h"
@@ -124,30 +125,6 @@ const char *kube_status_text(long status) {
                 if (table[i].code == status)
                         return table[i].text;
         return "";
-}
-
-/* Go's %q of a string (strconv.Quote) for the bytes a body may hold: the server's text stays on one line. */
-static char *go_quote(const char *s) {
-        char *out = malloc(strlen(s) * 4 + 3), *o = out;
-
-        if (!out)
-                return NULL;
-        *o++ = '"';
-        for (const unsigned char *p = (const unsigned char *) s; *p; p++) {
-                if (*p == '"' || *p == '\\') {
-                        *o++ = '\\';
-                        *o++ = (char) *p;
-                } else if (*p == '\n' || *p == '\r' || *p == '\t') {
-                        *o++ = '\\';
-                        *o++ = *p == '\n' ? 'n' : *p == '\r' ? 'r' : 't';
-                } else if (*p < 0x20 || *p == 0x7f)
-                        o += sprintf(o, "\\x%02x", *p);
-                else
-                        *o++ = (char) *p;
-        }
-        *o++ = '"';
-        *o = '\0';
-        return out;
 }
 
 char *kube_generic_error(long status, const char *method, const char *server_message, const char **ret_reason) {
@@ -385,16 +362,6 @@ static int refresh_token(struct kube_client *c, char **ret_error) {
         return 0;
 }
 
-static CURLcode set_protocols(CURL *e) {
-#if LIBCURL_VERSION_NUM >= 0x075500 /* 7.85: the string forms; the bitmasks are deprecated */
-        CURLcode c = curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
-        return c != CURLE_OK ? c : curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
-#else
-        CURLcode c = curl_easy_setopt(e, CURLOPT_PROTOCOLS, (long) (CURLPROTO_HTTP | CURLPROTO_HTTPS));
-        return c != CURLE_OK ? c : curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS, (long) (CURLPROTO_HTTP | CURLPROTO_HTTPS));
-#endif
-}
-
 static size_t on_header(char *p, size_t size, size_t nmemb, void *userdata) {
         struct kube_request *r = userdata;
         size_t n = size * nmemb;
@@ -489,7 +456,7 @@ int kube_request_prepare(struct kube_request *r, char **ret_error) {
                 return -ENOMEM;
         r->errbuf[0] = '\0';
         SETOPT(CURLOPT_URL, url);
-        cc = set_protocols(e);
+        cc = curl_loop_http_only(e);
         if (cc != CURLE_OK)
                 goto fail;
         SETOPT(CURLOPT_HTTP_VERSION, (long) CURL_HTTP_VERSION_1_1);

@@ -171,20 +171,16 @@ void pod_config_source_attempted(struct pod_config *c, const char *name) {
         }
 }
 
-static bool str_eq(const char *a, const char *b) {
-        return (!a && !b) || (a && b && streq(a, b));
-}
-
 bool pod_config_pods_equal(const struct pod *a, const struct pod *b) {
         if (a == b)
                 return true;
         if (!a || !b)
                 return false;
-        if (!str_eq(a->uid, b->uid) || !str_eq(a->name, b->name) || !str_eq(a->namespace_, b->namespace_))
+        if (!streq_ptr(a->uid, b->uid) || !streq_ptr(a->name, b->name) || !streq_ptr(a->namespace_, b->namespace_))
                 return false;
-        if (!str_eq(strmap_get(&a->annotations, ANNOTATION_CONFIG_HASH),
+        if (!streq_ptr(strmap_get(&a->annotations, ANNOTATION_CONFIG_HASH),
                     strmap_get(&b->annotations, ANNOTATION_CONFIG_HASH)) ||
-            !str_eq(strmap_get(&a->annotations, ANNOTATION_CONFIG_SOURCE),
+            !streq_ptr(strmap_get(&a->annotations, ANNOTATION_CONFIG_SOURCE),
                     strmap_get(&b->annotations, ANNOTATION_CONFIG_SOURCE)))
                 return false;
         /* a pod that sets metadata.uid keeps its UID (and hash) across edits: the document tells */

@@ -66,11 +66,6 @@ struct file_source {
         bool delivered;
 };
 
-static inline void *mfree(void *p) {
-        free(p);
-        return NULL;
-}
-
 static void manifest_file_done(struct manifest_file *f) {
         free(f->path);
         free(f->key);

@@ -200,16 +200,6 @@ static size_t write_cb(char *ptr, size_t size, size_t nmemb, void *userdata) {
         return n;
 }
 
-static CURLcode set_protocols(CURL *e) {
-#if LIBCURL_VERSION_NUM >= 0x075500 /* 7.85: the string forms; the bitmasks are deprecated */
-        CURLcode c = curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
-        return c != CURLE_OK ? c : curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
-#else
-        CURLcode c = curl_easy_setopt(e, CURLOPT_PROTOCOLS, (long) (CURLPROTO_HTTP | CURLPROTO_HTTPS));
-        return c != CURLE_OK ? c : curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS, (long) (CURLPROTO_HTTP | CURLPROTO_HTTPS));
-#endif
-}
-
 static int start_fetch(struct http_source *s) {
         CURL *e;
 
@@ -218,7 +208,7 @@ static int start_fetch(struct http_source *s) {
                 return -ENOMEM;
         s->errbuf[0] = '\0';
         if (curl_easy_setopt(e, CURLOPT_URL, s->url) != CURLE_OK ||
-            set_protocols(e) != CURLE_OK ||
+            curl_loop_http_only(e) != CURLE_OK ||
             curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 1L) != CURLE_OK ||
             curl_easy_setopt(e, CURLOPT_MAXREDIRS, 10L) != CURLE_OK ||
             curl_easy_setopt(e, CURLOPT_HTTPHEADER, s->headers) != CURLE_OK ||

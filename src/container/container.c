@@ -44,26 +44,6 @@ struct kc_container *kc_container_free(struct kc_container *c) {
         return NULL;
 }
 
-int kc_sandbox_copy(const struct kc_sandbox *s, struct kc_sandbox **ret) {
-        _cleanup_(kc_sandbox_freep) struct kc_sandbox *c = calloc(1, sizeof(*c));
-        if (!c)
-                return -ENOMEM;
-        *c = (struct kc_sandbox) {
-                .attempt = s->attempt,
-                .state = s->state,
-                .created_at = s->created_at,
-                .have_status = s->have_status,
-                .host_network = s->host_network,
-        };
-        if (dup_field(&c->id, s->id) < 0 || dup_field(&c->name, s->name) < 0 ||
-            dup_field(&c->namespace_, s->namespace_) < 0 || dup_field(&c->uid, s->uid) < 0 ||
-            dup_field(&c->ip, s->ip) < 0 || strmap_copy(&s->labels, &c->labels) < 0 ||
-            strmap_copy(&s->annotations, &c->annotations) < 0)
-                return -ENOMEM;
-        *ret = TAKE_PTR(c);
-        return 0;
-}
-
 int kc_container_copy(const struct kc_container *s, struct kc_container **ret) {
         _cleanup_(kc_container_freep) struct kc_container *c = calloc(1, sizeof(*c));
         if (!c)
@@ -87,10 +67,6 @@ int kc_container_copy(const struct kc_container *s, struct kc_container **ret) {
                 return -ENOMEM;
         *ret = TAKE_PTR(c);
         return 0;
-}
-
-const char *kc_sandbox_state_to_string(enum kc_sandbox_state s) {
-        return s == KC_SANDBOX_READY ? "SANDBOX_READY" : "SANDBOX_NOTREADY";
 }
 
 const char *kc_container_state_to_string(enum kc_container_state s) {

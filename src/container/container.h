@@ -70,10 +70,8 @@ struct kc_sandbox *kc_sandbox_free(struct kc_sandbox *s);
 struct kc_container *kc_container_free(struct kc_container *c);
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct kc_sandbox *, kc_sandbox_free)
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct kc_container *, kc_container_free)
-int kc_sandbox_copy(const struct kc_sandbox *s, struct kc_sandbox **ret);
 int kc_container_copy(const struct kc_container *c, struct kc_container **ret);
 
-const char *kc_sandbox_state_to_string(enum kc_sandbox_state s);
 const char *kc_container_state_to_string(enum kc_container_state s);
 
 /* All that is known of one pod in the runtime (kubecontainer.PodStatus). Sandboxes and containers are

@@ -133,13 +133,6 @@ struct cri_client *cri_client_free(struct cri_client *c) {
         return NULL;
 }
 
-int cri_client_set_user_agent(struct cri_client *c, const char *ua) {
-        int r = grpc_client_set_user_agent(c->runtime, ua);
-        if (r >= 0 && c->image != c->runtime)
-                r = grpc_client_set_user_agent(c->image, ua);
-        return r;
-}
-
 static int find_op(const struct cri_client *c, const char *method) {
         const char *slash = strrchr(method, '/');
         for (size_t i = 0; slash && i < c->n_ops; i++)

@@ -38,9 +38,6 @@ int cri_client_new(struct event_base *base, const char *runtime_endpoint, const 
 /* Fails all pending calls with -ECANCELED (callbacks run) and frees. Accepts NULL. */
 struct cri_client *cri_client_free(struct cri_client *c);
 
-/* The user-agent header (default "ckubelet/<version> grpc-c"). */
-int cri_client_set_user_agent(struct cri_client *c, const char *ua);
-
 /* Generic unary call. method: full path, "/runtime.v1.RuntimeService/Version". timeout_usec 0 = default.
  * Returns 0 if queued (the callback will run exactly once, never from inside this function), or a
  * negative errno (callback will not run). */

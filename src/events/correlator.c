@@ -99,10 +99,6 @@ static json_t *build_event(const struct event_input *in, const char *namespace_,
         return TAKE_PTR(e);
 }
 
-json_t *event_build(const struct event_input *in, const char *namespace_, const char *name, int64_t unix_nsec) {
-        return build_event(in, namespace_, name, in->message, unix_nsec, unix_nsec, 1, true);
-}
-
 /* ---------------------------------------------------------------- the correlator */
 
 struct spam_record {            /* a token bucket (flowcontrol's, over golang.org/x/time/rate) */

@@ -83,5 +83,3 @@ size_t event_correlator_entries(const struct event_correlator *c);
 /* ---- helpers ---- */
 /* The Event object's name: "<name>.<unix nanoseconds in lowercase hex>". NULL on OOM. */
 char *event_object_name(const char *involved_name, int64_t unix_nsec);
-/* The v1 Event (count 1, firstTimestamp = lastTimestamp = t). namespace: "" becomes "default". NULL on OOM. */
-json_t *event_build(const struct event_input *in, const char *namespace_, const char *name, int64_t unix_nsec);

@@ -14,42 +14,9 @@
 
 #include "basic/json.h"
 #include "basic/log.h"
+#include "basic/string.h"
 #include "basic/time.h"
 #include "client/client.h"
-
-/* Go's %q for a string, close enough: quotes, backslash escapes, \xNN for other control bytes */
-static int append_quoted(char **buf, size_t *len, size_t *cap, const char *s) {
-        s = strempty(s);
-        size_t need = *len + 4 * strlen(s) + 3;
-        if (need > *cap) {
-                char *n = realloc(*buf, need);
-                if (!n)
-                        return -ENOMEM;
-                *buf = n;
-                *cap = need;
-        }
-        char *p = *buf + *len;
-        *p++ = '"';
-        for (; *s; s++) {
-                unsigned char c = (unsigned char) *s;
-                switch (c) {
-                case '"': *p++ = '\\'; *p++ = '"'; break;
-                case '\\': *p++ = '\\'; *p++ = '\\'; break;
-                case '\n': *p++ = '\\'; *p++ = 'n'; break;
-                case '\r': *p++ = '\\'; *p++ = 'r'; break;
-                case '\t': *p++ = '\\'; *p++ = 't'; break;
-                default:
-                        if (c < 0x20 || c == 0x7f)
-                                p += sprintf(p, "\\x%02x", c);
-                        else
-                                *p++ = (char) c;
-                }
-        }
-        *p++ = '"';
-        *p = '\0';
-        *len = (size_t) (p - *buf);
-        return 0;
-}
 
 char *event_log_line(const struct event_ref *ref, const char *type, const char *reason, const char *message) {
         _cleanup_free_ char *object = NULL, *buf = NULL;
@@ -74,18 +41,23 @@ char *event_log_line(const struct event_ref *ref, const char *type, const char *
         if (!object)
                 return NULL;
         for (size_t i = 0; i < ELEMENTSOF(fields); i++) {
-                size_t l = strlen(fields[i].label);
-                if (len + l + 1 > cap) {
-                        char *n = realloc(buf, len + l + 1);
+                _cleanup_free_ char *q = go_quote(i == 0 ? object : fields[i].value);
+                size_t l = strlen(fields[i].label), ql;
+
+                if (!q)
+                        return NULL;
+                ql = strlen(q);
+                if (len + l + ql + 1 > cap) {
+                        char *n = realloc(buf, len + l + ql + 1);
                         if (!n)
                                 return NULL;
                         buf = n;
-                        cap = len + l + 1;
+                        cap = len + l + ql + 1;
                 }
-                memcpy(buf + len, fields[i].label, l + 1);
+                memcpy(buf + len, fields[i].label, l);
                 len += l;
-                if (append_quoted(&buf, &len, &cap, i == 0 ? object : fields[i].value) < 0)
-                        return NULL;
+                memcpy(buf + len, q, ql + 1);
+                len += ql;
         }
         return TAKE_PTR(buf);
 }

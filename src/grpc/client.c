@@ -673,10 +673,6 @@ int grpc_client_set_user_agent(struct grpc_client *conn, const char *ua) {
         return free_and_strdup(&conn->user_agent, ua);
 }
 
-const char *grpc_client_endpoint(const struct grpc_client *conn) {
-        return conn->endpoint;
-}
-
 int grpc_call(struct grpc_client *conn, const char *method, const ProtobufCMessage *req,
               const ProtobufCMessageDescriptor *resp_desc, uint64_t timeout_usec, grpc_callback_t cb, void *userdata) {
         struct grpc_call *p;

@@ -66,7 +66,6 @@ struct grpc_client *grpc_client_free(struct grpc_client *c);
 
 /* The user-agent header (default "ckubelet/<version> grpc-c"). */
 int grpc_client_set_user_agent(struct grpc_client *c, const char *ua);
-const char *grpc_client_endpoint(const struct grpc_client *c);
 
 /* A unary call. method: full path, "/runtime.v1.RuntimeService/Version"; req is borrowed (packed at once);
  * resp_desc: the reply's message type; timeout_usec 0 = the client's default. Returns 0 if queued (the

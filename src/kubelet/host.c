@@ -20,13 +20,6 @@ static bool spec_has_container(const struct pod *pod, const char *name) {
         return false;
 }
 
-int kubelet_pod_status_json(struct kubelet *k, const char *uid, json_t **ret) {
-        struct pod_worker *w = kubelet_find_worker(k, uid);
-        if (!w || !w->pod)
-                return -ENOENT;
-        return kubelet_worker_status_json(k, w, ret);
-}
-
 /* The pod object as the source gave it, with the kubelet's view of identity (static pods get their name,
  * namespace and UID here) and the live status. */
 static int pod_object_json(struct kubelet *k, struct pod_worker *w, json_t **ret) {

@@ -451,12 +451,6 @@ static bool desired_contains(const struct kubelet *k, const char *uid) {
         return false;
 }
 
-/* Say so when a pod asks for what ckubelet does not do yet, rather than ignore it silently. */
-static void warn_unsupported(const struct pod *p) {
-        (void) p; /* everything decoded is supported at the moment */
-}
-
-/* Pods admitted and still wanted (what counts against --max-pods). */
 /* The pods of the workers that have one (the admitted pods), only the static ones if asked; NULL on OOM. */
 static const struct pod **worker_pods(struct kubelet *k, bool static_only, size_t *ret_n) {
         const struct pod **pods = calloc(k->n_workers + 1, sizeof(*pods));
@@ -567,7 +561,6 @@ static void reconcile_workers(struct kubelet *k) {
                                 continue;
                         }
                         log_info("SyncLoop ADD: pod=\"%s/%s\" podUID=\"%s\"", p->namespace_, p->name, p->uid);
-                        warn_unsupported(p);
                         changed = true;
                 } else if (w->pod != p) {
                         if (!w->pod)

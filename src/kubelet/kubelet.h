@@ -33,8 +33,6 @@ struct kubelet *kubelet_free(struct kubelet *k);
 int kubelet_pods_json(struct kubelet *k, json_t **ret);
 /* v1 PodList of pods with running containers, as the runtime shows them (/runningpods/). */
 int kubelet_running_pods_json(struct kubelet *k, json_t **ret);
-/* The v1 PodStatus of a desired pod; -ENOENT if unknown. */
-int kubelet_pod_status_json(struct kubelet *k, const char *uid, json_t **ret);
 /* A copy of the newest (or, with previous, the one before) instance of a container of a desired pod.
  * -ENXIO: no such pod; -ENOENT: the pod has no such container; -ESRCH: no instance (yet). */
 int kubelet_lookup_container(struct kubelet *k, const char *ns, const char *pod_name, const char *container,

@@ -176,19 +176,6 @@ static int namespace_options(const struct pod *pod, bool for_container, Runtime_
         return 0;
 }
 
-/* GeneratePodHostNameAndDomain: spec.hostname or the pod name, at most 63 chars, no trailing '-'/'.' */
-static char *pod_hostname(const struct pod *pod) {
-        const char *h = !isempty(pod->spec.hostname) ? pod->spec.hostname : pod->name;
-        size_t l = strlen(h);
-        char *s;
-        if (l > 63)
-                l = 63;
-        while (l > 0 && (h[l - 1] == '-' || h[l - 1] == '.'))
-                l--;
-        s = strndup(h, l);
-        return s;
-}
-
 int kr_build_sandbox_config(const struct pod *pod, uint32_t attempt, const struct kc_build_context *ctx,
                             Runtime__V1__PodSandboxConfig **ret) {
         _cleanup_pb_ Runtime__V1__PodSandboxConfig *cfg = NULL;

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "basic/protobuf.h"
 #include "basic/string.h"
 #include "basic/strv.h"
 #include "kuberuntime/config.h"
@@ -53,22 +54,6 @@ static int int64_value(int64_t v, Runtime__V1__Int64Value **ret) {
         *i = (Runtime__V1__Int64Value) RUNTIME__V1__INT64_VALUE__INIT;
         i->value = v;
         *ret = i;
-        return 0;
-}
-
-static int strv_dup_pb(char *const *l, size_t *ret_n, char ***ret) {
-        size_t n = strv_length(l);
-        if (n == 0)
-                return 0;
-        *ret = calloc(n, sizeof(char *));
-        if (!*ret)
-                return -ENOMEM;
-        for (size_t i = 0; i < n; i++) {
-                (*ret)[i] = strdup(l[i]);
-                if (!(*ret)[i])
-                        return -ENOMEM;
-                *ret_n = i + 1;
-        }
         return 0;
 }
 
@@ -157,10 +142,10 @@ int kr_container_security_context(const struct pod *pod, const struct container 
                 if (!sc->capabilities)
                         return -ENOMEM;
                 *sc->capabilities = (Runtime__V1__Capability) RUNTIME__V1__CAPABILITY__INIT;
-                r = strv_dup_pb(e.capabilities_add, &sc->capabilities->n_add_capabilities,
+                r = pb_strv_copy(e.capabilities_add, &sc->capabilities->n_add_capabilities,
                                 &sc->capabilities->add_capabilities);
                 if (r >= 0)
-                        r = strv_dup_pb(e.capabilities_drop, &sc->capabilities->n_drop_capabilities,
+                        r = pb_strv_copy(e.capabilities_drop, &sc->capabilities->n_drop_capabilities,
                                         &sc->capabilities->drop_capabilities);
                 if (r < 0)
                         return r;
@@ -174,9 +159,9 @@ int kr_container_security_context(const struct pod *pod, const struct container 
         if (r < 0)
                 return r;
         if (!e.proc_mount || streq(e.proc_mount, "Default")) {
-                r = strv_dup_pb((char *const *) default_masked_paths, &sc->n_masked_paths, &sc->masked_paths);
+                r = pb_strv_copy((char *const *) default_masked_paths, &sc->n_masked_paths, &sc->masked_paths);
                 if (r >= 0)
-                        r = strv_dup_pb((char *const *) default_readonly_paths, &sc->n_readonly_paths, &sc->readonly_paths);
+                        r = pb_strv_copy((char *const *) default_readonly_paths, &sc->n_readonly_paths, &sc->readonly_paths);
                 if (r < 0)
                         return r;
         }

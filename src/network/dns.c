@@ -104,22 +104,6 @@ static int read_resolv_conf(const char *path, char ***servers, char ***searches,
         return dns_parse_resolv_conf(buf, servers, searches, options);
 }
 
-static int pb_strv(char **l, size_t *ret_n, char ***ret) {
-        size_t n = strv_length(l);
-        if (n == 0)
-                return 0;
-        *ret = calloc(n, sizeof(char *));
-        if (!*ret)
-                return -ENOMEM;
-        for (size_t i = 0; i < n; i++) {
-                (*ret)[i] = strdup(l[i]);
-                if (!(*ret)[i])
-                        return -ENOMEM;
-                *ret_n = i + 1;
-        }
-        return 0;
-}
-
 /* formDNSSearchFitsLimits: 32 paths, none over 253 characters, a line of at most 2048 */
 static int search_fits_limits(char ***searches, const struct kc_build_context *ctx) {
         char **s = *searches;
@@ -298,11 +282,11 @@ int dns_pod_config(const struct pod *pod, const struct kc_build_context *ctx, Ru
         if (!d)
                 return -ENOMEM;
         *d = (Runtime__V1__DNSConfig) RUNTIME__V1__DNSCONFIG__INIT;
-        r = pb_strv(servers, &d->n_servers, &d->servers);
+        r = pb_strv_copy(servers, &d->n_servers, &d->servers);
         if (r >= 0)
-                r = pb_strv(searches, &d->n_searches, &d->searches);
+                r = pb_strv_copy(searches, &d->n_searches, &d->searches);
         if (r >= 0)
-                r = pb_strv(options, &d->n_options, &d->options);
+                r = pb_strv_copy(options, &d->n_options, &d->options);
         if (r < 0) {
                 pb_free(d);
                 return r;

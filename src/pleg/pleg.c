@@ -35,8 +35,6 @@ struct pleg {
         bool failed;
         struct pleg_list next;
 
-        bool listed;
-        uint64_t last_relist;
         struct pleg_list current;
         char **uids;
         size_t n_sandboxes, n_running_sandboxes, n_containers, n_running_containers;
@@ -140,8 +138,6 @@ static void relist_finish(struct pleg *p) {
 
         if (ok) {
                 diff_and_swap(p);
-                p->listed = true;
-                p->last_relist = now_realtime_usec();
         } else
                 list_done(&p->next);
         p->in_flight = false;
@@ -253,21 +249,6 @@ int pleg_new(struct event_base *base, struct cri_client *cri, uint64_t period_us
 int pleg_start(struct pleg *p) {
         arm(p, 0);
         return 0;
-}
-
-void pleg_relist_now(struct pleg *p) {
-        if (p->in_flight)
-                p->again = true;
-        else
-                arm(p, 0);
-}
-
-bool pleg_has_listed(const struct pleg *p) {
-        return p->listed;
-}
-
-uint64_t pleg_last_relist_usec(const struct pleg *p) {
-        return p->last_relist;
 }
 
 char *const *pleg_pod_uids(const struct pleg *p) {

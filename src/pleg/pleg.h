@@ -25,12 +25,6 @@ int pleg_new(struct event_base *base, struct cri_client *cri, uint64_t period_us
              void *userdata, struct pleg **ret);
 struct pleg *pleg_free(struct pleg *p);
 int pleg_start(struct pleg *p);
-/* Ask for a relist as soon as possible (coalesced with one in flight). */
-void pleg_relist_now(struct pleg *p);
-
-bool pleg_has_listed(const struct pleg *p);
-/* Wall-clock usec of the last successful relist, 0 if none (the kubelet's PLEG health: 3 min). */
-uint64_t pleg_last_relist_usec(const struct pleg *p);
 /* UIDs of pods present in the last successful listing (borrowed, NULL-terminated strv). */
 char *const *pleg_pod_uids(const struct pleg *p);
 /* Counts from the last listing. */

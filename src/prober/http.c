@@ -146,14 +146,6 @@ static int start_request(struct http_op *h) {
         return curl_loop_add(h->env->curl, h->easy, on_done, h);
 }
 
-static CURLcode set_protocols(CURL *e) {
-#if LIBCURL_VERSION_NUM >= 0x075500
-        return curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
-#else
-        return curl_easy_setopt(e, CURLOPT_PROTOCOLS, (long) (CURLPROTO_HTTP | CURLPROTO_HTTPS));
-#endif
-}
-
 /* The request's headers: the probe's (a "Name;" line sends one with an empty value), then the defaults. */
 static int build_headers(const struct probe *spec, struct curl_slist **ret) {
         struct curl_slist *l = NULL, *n;
@@ -232,7 +224,7 @@ int probe_http_start(struct probe_env *env, const struct probe_request *req, pro
                 http_free(h);
                 return r;
         }
-        if (set_protocols(h->easy) != CURLE_OK ||
+        if (curl_loop_http_only(h->easy) != CURLE_OK ||
             curl_easy_setopt(h->easy, CURLOPT_HTTPGET, 1L) != CURLE_OK ||
             curl_easy_setopt(h->easy, CURLOPT_FOLLOWLOCATION, 0L) != CURLE_OK ||
             curl_easy_setopt(h->easy, CURLOPT_HTTPHEADER, h->headers) != CURLE_OK ||

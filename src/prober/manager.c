@@ -422,10 +422,6 @@ void prober_foreach_count(const struct prober *p, void (*fn)(const struct prober
                         }
 }
 
-void prober_totals(const struct prober *p, uint64_t ret[3]) {
-        memcpy(ret, p->totals, sizeof(p->totals));
-}
-
 int prober_new(struct event_base *base, struct cri_client *cri, uint64_t request_timeout_usec,
                const struct prober_callbacks *cb, void *userdata, struct prober **ret) {
         struct prober *p = calloc(1, sizeof(*p));

@@ -65,5 +65,4 @@ struct prober_count {
         uint64_t count;
 };
 void prober_foreach_count(const struct prober *p, void (*fn)(const struct prober_count *c, void *ud), void *ud);
-/* every probe run since start, by result (index enum probe_result); logged at exit with --v=1 */
-void prober_totals(const struct prober *p, uint64_t ret[3]);
+

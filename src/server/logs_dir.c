@@ -14,7 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <event2/buffer.h>
@@ -76,25 +75,6 @@ static int url_path_to_relative(const char *url_path, char **ret) {
         rel[o] = '\0';
         *ret = TAKE_PTR(rel);
         return 0;
-}
-
-/* ---- resolution with openat2 ---- */
-
-static int openat2_beneath(int rootfd, const char *rel, uint64_t flags) {
-        struct open_how how = {
-                .flags = flags,
-                .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS,
-        };
-
-        for (int attempt = 0;; attempt++) {
-                long fd = syscall(SYS_openat2, rootfd, rel, &how, sizeof(how));
-                if (fd >= 0)
-                        return (int) fd;
-                /* EAGAIN: a concurrent rename raced with the ".." check; retry a few times */
-                if ((errno == EAGAIN || errno == EINTR) && attempt < 8)
-                        continue;
-                return negative_errno();
-        }
 }
 
 /* ---- resolution by walking components ---- */

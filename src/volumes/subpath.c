@@ -4,13 +4,11 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "apis/pod_volumes.h"
@@ -76,21 +74,6 @@ int vol_subpath_expand(const struct container *c, const char *expr, char **ret) 
         out[len] = '\0';
         *ret = TAKE_PTR(out);
         return 0;
-}
-
-static int openat2_beneath(int rootfd, const char *rel, uint64_t flags) {
-        struct open_how how = {
-                .flags = flags | O_CLOEXEC,
-                .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS,
-        };
-        for (int attempt = 0;; attempt++) {
-                long fd = syscall(SYS_openat2, rootfd, rel, &how, sizeof(how));
-                if (fd >= 0)
-                        return (int) fd;
-                if ((errno == EAGAIN || errno == EINTR) && attempt < 8)
-                        continue;
-                return -errno;
-        }
 }
 
 int vol_subpath_open(int rootfd, const char *sub, int *ret_fd) {
@@ -161,19 +144,6 @@ int vol_subpath_open(int rootfd, const char *sub, int *ret_fd) {
         return 0;
 }
 
-static bool has_backsteps(const char *p) {
-        const char *s = p;
-        while (*s) {
-                size_t n = strcspn(s, "/");
-                if (n == 2 && s[0] == '.' && s[1] == '.')
-                        return true;
-                s += n;
-                while (*s == '/')
-                        s++;
-        }
-        return false;
-}
-
 static int is_mounted(const char *path, bool *ret) {
         return vol_is_mount_point(AT_FDCWD, path, ret);
 }
@@ -198,7 +168,7 @@ int vol_subpath_prepare(const struct pod *pod, const struct container *c, size_t
                         return r;
         } else if (!(sub = strdup(vm->sub_path)))
                 return -ENOMEM;
-        if (sub[0] == '/' || has_backsteps(sub)) {
+        if (sub[0] == '/' || pod_path_has_backsteps(sub)) {
                 log_error("pod %s: container %s: SubPath `%s` must be relative and must not contain '..'", pod->name,
                           c->name, sub);
                 return -EINVAL;

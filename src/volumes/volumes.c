@@ -264,17 +264,6 @@ static int append(char **buf, size_t *len, const char *fmt, ...) {
         return 0;
 }
 
-/* GetPodHostnameAndDomain: the hostname truncated to 63 characters, without trailing '-' / '.' */
-static char *pod_hostname(const struct pod *pod) {
-        const char *h = !isempty(pod->spec.hostname) ? pod->spec.hostname : pod->name;
-        size_t l = strlen(h);
-        if (l > 63)
-                l = 63;
-        while (l > 0 && (h[l - 1] == '-' || h[l - 1] == '.'))
-                l--;
-        return strndup(h, l);
-}
-
 int vol_hosts_file_content(const struct pod *pod, const char *pod_ip, const char *cluster_domain,
                            const char *host_hosts, char **ret) {
         const struct pod_volumes *pv = pod->spec.volumes;

@@ -13,26 +13,6 @@
 #include "basic/time.h"
 
 
-static void test_duration(void **state) {
-        int64_t u;
-        assert_int_equal(parse_duration_usec("20s", &u), 0);
-        assert_int_equal(u, 20000000);
-        assert_int_equal(parse_duration_usec("2m", &u), 0);
-        assert_int_equal(u, 120000000);
-        assert_int_equal(parse_duration_usec("1h30m", &u), 0);
-        assert_int_equal(u, 5400000000LL);
-        assert_int_equal(parse_duration_usec("500ms", &u), 0);
-        assert_int_equal(u, 500000);
-        assert_int_equal(parse_duration_usec("1.5s", &u), 0);
-        assert_int_equal(u, 1500000);
-        assert_int_equal(parse_duration_usec("0", &u), 0);
-        assert_int_equal(u, 0);
-        assert_int_equal(parse_duration_usec("20", &u), -EINVAL);
-        assert_int_equal(parse_duration_usec("abc", &u), -EINVAL);
-        assert_int_equal(parse_duration_usec("", &u), -EINVAL);
-        assert_int_equal(parse_duration_usec("5x", &u), -EINVAL);
-}
-
 static void test_atoi(void **state) {
         int64_t v;
         int i;
@@ -82,7 +62,7 @@ static void test_hash(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_duration), cmocka_unit_test(test_atoi), cmocka_unit_test(test_strv_strmap),
+                cmocka_unit_test(test_atoi), cmocka_unit_test(test_strv_strmap),
                 cmocka_unit_test(test_rfc3339), cmocka_unit_test(test_hash),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -29,11 +29,6 @@ struct ctx {
         char *error;
 };
 
-static void *mfree(void *p) {
-        free(p);
-        return NULL;
-}
-
 static int remove_entry(const char *p, const struct stat *st, int flag, struct FTW *ftw) {
         return remove(p);
 }
