@@ -13,7 +13,7 @@ import time
 import pytest
 
 from apiclient import CA, Client, WebSocket
-from conftest import BUSYBOX, SLEEPER, free_port, pod_manifest, wait_for
+from conftest import BUILD, BUSYBOX, SLEEPER, free_port, pod_manifest, wait_for
 
 
 class Api:
@@ -479,6 +479,20 @@ spec:
     assert re.search(r'^container_cpu_usage_seconds_total\{container="cpu",namespace="default",pod="burn-testnode"\} '
                      r'[0-9.e+]+ \d+$', m, re.M), m
     assert re.search(r'^node_memory_working_set_bytes [0-9.e+]+ \d+$', m, re.M)
+
+
+def test_stats_provider_against_the_runtime(api, runtime):
+    # the summary provider on its own (tests/unit/stats/cri.c, skipped under meson for want of a runtime) with
+    # this session's containerd: two samples, rates, the resource metrics, cancellation in flight and a client
+    # freed under a pending summary
+    exe = os.path.join(BUILD, "tests", "unit", "test-stats-cri")
+    assert os.path.exists(exe), f"{exe} is built with -Dtests=true"
+    api.k.write("sp.yaml", pod_manifest("sp", [("c", SLEEPER)]))
+    wait_for(lambda: runtime.running("sp-testnode", "c"), timeout=30, msg="container")
+    env = dict(os.environ, CKUBELET_TEST_CRI_ENDPOINT=runtime.endpoint, CKUBELET_TEST_EXPECT_POD="default/sp-testnode",
+               CKUBELET_TEST_ROOT_DIR=api.k.root, CKUBELET_TEST_POD_LOGS_DIR=api.k.logs)
+    p = subprocess.run([exe], env=env, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stdout + p.stderr
 
 
 def test_metrics_spec_configz(api, runtime):

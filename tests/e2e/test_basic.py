@@ -185,10 +185,17 @@ def test_max_pods_admission(kubelet_factory, runtime):
 
 
 def test_probes_are_validated(kubelet, runtime):
+    # a valid probe runs: its command leaves a line in the container at every period
     kubelet.write("probed.yaml", pod_manifest("probed", [("c", SLEEPER)]).replace(
-        "    command:", "    livenessProbe: {exec: {command: [\"true\"]}}\n    command:"))
-    wait_for(lambda: runtime.running(f"probed-{NODE}"), msg="pod with a probe running")
-    assert "probes are not run" not in kubelet.log()
+        "    command:", "    livenessProbe: {exec: {command: [sh, -c, \"echo ran >> /tmp/probed\"]}, periodSeconds: 1}\n"
+                       "    command:"))
+    c = wait_for(lambda: runtime.running(f"probed-{NODE}"), msg="pod with a probe running")[0]
+
+    def probe_runs():
+        p = runtime.crictl("exec", c["id"], "--", "sh", "-c", "cat /tmp/probed 2>/dev/null", check=False)
+        return p.stdout.count("ran") >= 2
+    wait_for(probe_runs, 60, 0.5, msg="the liveness probe ran twice")
+    assert [x["id"] for x in runtime.running(f"probed-{NODE}")] == [c["id"]], "a succeeding probe kills nothing"
     bad = kubelet.write("badprobe.yaml", pod_manifest("badprobe", [("c", SLEEPER)]).replace(
         "    command:", "    livenessProbe: {tcpSocket: {port: 0}}\n    command:"))
     kubelet.wait_log(r'Could not process manifest file "' + bad +
