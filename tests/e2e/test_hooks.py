@@ -173,6 +173,8 @@ def test_liveness_kill_runs_pre_stop(kubelet, runtime, tmp_path):
     pod = f"live-{NODE}"
     wait_for(lambda: any(int(c["annotations"]["io.kubernetes.container.restartCount"]) >= 1
                          for c in runtime.containers_of(pod, "c")), 40, 0.5, "restarted after the liveness kill")
+    # the new instance exists once created; it writes when it has started
+    wait_for(lambda: read(os.path.join(out, "order")).count("start\n") >= 2, 15, 0.2, "the new instance started")
     assert read(os.path.join(out, "order")).startswith("start\npreStop\nTERM\nstart\n")
 
 
