@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <string.h>
 
+#include "basic/error.h"
 #include "basic/log.h"
 #include "kubelet/kubelet.h"
 #include "options/options.h"
@@ -42,7 +43,7 @@ static int host_pod_sandbox_id(void *userdata, const char *ns, const char *pod_n
         return kubelet_pod_sandbox_id(userdata, ns, pod_name, ret);
 }
 
-static int host_sync_loop_health(void *userdata, char **ret_error) {
+static int host_sync_loop_health(void *userdata, struct ck_error **ret_error) {
         return kubelet_sync_loop_health(userdata, ret_error);
 }
 
@@ -86,7 +87,7 @@ int main(int argc, char **argv) {
         struct event *sigterm = NULL, *sigint = NULL;
         struct kubelet *k = NULL;
         struct api_server *server = NULL;
-        _cleanup_free_ char *err = NULL;
+        _cleanup_ck_error_ struct ck_error *err = NULL;
         int r, ret = 1;
 
         r = kubelet_options_init(&opts);
@@ -96,7 +97,7 @@ int main(int argc, char **argv) {
         }
         r = kubelet_options_parse(&opts, argc, argv, &err);
         if (r < 0) {
-                fprintf(stderr, "ckubelet: %s\n", err ? err : strerror(-r));
+                fprintf(stderr, "ckubelet: %s\n", err ? ck_error_message(err) : strerror(-r));
                 kubelet_options_done(&opts);
                 return 1;
         }

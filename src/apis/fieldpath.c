@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "apis/apis-internal.h"
+#include "basic/error.h"
 #include "basic/string.h"
 #include "basic/strmap.h"
 
@@ -66,24 +67,13 @@ int fieldpath_format_map(const struct strmap *m, char **ret) {
         return 0;
 }
 
-_printf_(2, 3) static int set_error(char **ret_error, const char *fmt, ...) {
-        char *m = NULL;
-        if (!ret_error)
-                return -EINVAL;
-        if (VA_FORMAT(m, fmt) < 0)
-                return -ENOMEM;
-        free(*ret_error);
-        *ret_error = m;
-        return -EINVAL;
-}
-
-int fieldpath_extract(const struct pod *pod, const char *fp, char **ret, char **ret_error) {
+int fieldpath_extract(const struct pod *pod, const char *fp, char **ret, struct ck_error **ret_error) {
         _cleanup_free_ char *path = NULL;
         const char *sub, *v;
         size_t sl;
 
         if (!fp)
-                return set_error(ret_error, "unsupported fieldPath: ");
+                return ck_error_set(ret_error, -EINVAL, "unsupported fieldPath: ");
         if (fieldpath_split_subscript(fp, &path, &sub, &sl)) {
                 _cleanup_free_ char *key = NULL, *q = NULL;
                 if (!path || !(key = strndup(sub, sl)))
@@ -96,7 +86,7 @@ int fieldpath_extract(const struct pod *pod, const char *fp, char **ret, char **
                         q = go_quote(fp);
                         if (!q)
                                 return -ENOMEM;
-                        return set_error(ret_error, "fieldPath %s does not support subscript", q);
+                        return ck_error_set(ret_error, -EINVAL, "fieldPath %s does not support subscript", q);
                 }
         } else if (streq(fp, "metadata.annotations"))
                 return fieldpath_format_map(&pod->annotations, ret);
@@ -109,7 +99,7 @@ int fieldpath_extract(const struct pod *pod, const char *fp, char **ret, char **
         else if (streq(fp, "metadata.uid"))
                 v = pod->uid;
         else
-                return set_error(ret_error, "unsupported fieldPath: %s", fp);
+                return ck_error_set(ret_error, -EINVAL, "unsupported fieldPath: %s", fp);
         *ret = strdup(strempty(v));
         return *ret ? 0 : -ENOMEM;
 }

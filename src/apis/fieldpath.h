@@ -8,6 +8,8 @@
 #include <stddef.h>
 
 #include "apis/pod.h"
+
+struct ck_error;
 #include "basic/strmap.h"
 
 /* "metadata.labels['k']" → "metadata.labels" (allocated, NULL on OOM) and the subscript (pointer into fp,
@@ -19,6 +21,6 @@ int fieldpath_format_map(const struct strmap *m, char **ret);
 
 /* ExtractFieldPathAsString: metadata.name, metadata.namespace, metadata.uid, metadata.labels,
  * metadata.annotations and one label or annotation by subscript (a missing key is ""). -EINVAL for any other
- * path, with upstream's message in *ret_error when given ("unsupported fieldPath: x", `fieldPath "x" does not
+ * path, with upstream's message in *ret_error ("unsupported fieldPath: x", `fieldPath "x" does not
  * support subscript`). Caller frees *ret. */
-int fieldpath_extract(const struct pod *pod, const char *field_path, char **ret, char **ret_error);
+int fieldpath_extract(const struct pod *pod, const char *field_path, char **ret, struct ck_error **ret_error);

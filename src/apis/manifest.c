@@ -14,6 +14,7 @@
 #include <yaml.h>
 
 #include "apis/apis-internal.h"
+#include "basic/error.h"
 #include "basic/string.h"
 
 #define TAG_STR "tag:yaml.org,2002:str"
@@ -24,27 +25,25 @@
 #define TAG_MAP "tag:yaml.org,2002:map"
 #define TAG_SEQ "tag:yaml.org,2002:seq"
 
-static int set_error(char **ret_error, const yaml_mark_t *mark, const char *fmt, ...) _printf_(3, 4);
-static int set_error(char **ret_error, const yaml_mark_t *mark, const char *fmt, ...) {
+static int set_error(struct ck_error **ret_error, const yaml_mark_t *mark, const char *fmt, ...) _printf_(3, 4);
+static int set_error(struct ck_error **ret_error, const yaml_mark_t *mark, const char *fmt, ...) {
         _cleanup_free_ char *msg = NULL;
-        int r;
 
         if (!ret_error)
                 return -EINVAL;
-        r = VA_FORMAT(msg, fmt);
-        if (r < 0)
+        if (VA_FORMAT(msg, fmt) < 0)
                 return -ENOMEM;
-        free(*ret_error);
-        *ret_error = NULL;
         if (mark)
-                r = asprintf(ret_error, "line %zu:%zu: %s", mark->line + 1, mark->column + 1, msg);
-        else
-                r = asprintf(ret_error, "%s", msg);
-        if (r < 0) {
-                *ret_error = NULL;
-                return -ENOMEM;
-        }
-        return -EINVAL;
+                return ck_error_set(ret_error, -EINVAL, "line %zu:%zu: %s", mark->line + 1, mark->column + 1, msg);
+        return ck_error_set(ret_error, -EINVAL, "%s", msg);
+}
+
+/* hand an error over to the caller's *ret_error (when it wants one) */
+static void error_hand_over(struct ck_error **ret_error, struct ck_error **e) {
+        if (!ret_error)
+                return;
+        ck_error_free(*ret_error);
+        *ret_error = TAKE_PTR(*e);
 }
 
 /* ---- YAML 1.2 core schema ---- */
@@ -171,7 +170,7 @@ struct converter {
         size_t depth;
         size_t nodes;
         json_t *root;       /* root of the current document (owned) */
-        char **ret_error;
+        struct ck_error **ret_error;
 };
 
 static void converter_reset(struct converter *c) {
@@ -318,7 +317,7 @@ static int on_collection_start(struct converter *c, const yaml_event_t *ev, bool
         return 0;
 }
 
-static int parser_error(const yaml_parser_t *p, const char *data, size_t size, char **ret_error) {
+static int parser_error(const yaml_parser_t *p, const char *data, size_t size, struct ck_error **ret_error) {
         const char *problem = p->problem ? p->problem : "invalid YAML";
 
         if (p->error == YAML_MEMORY_ERROR)
@@ -340,8 +339,8 @@ static int parser_error(const yaml_parser_t *p, const char *data, size_t size, c
         return set_error(ret_error, &p->problem_mark, "%s", problem);
 }
 
-int yaml_to_json_docs(const char *data, size_t size, json_t **ret_array, char **ret_error) {
-        _cleanup_free_ char *error = NULL;
+int yaml_to_json_docs(const char *data, size_t size, json_t **ret_array, struct ck_error **ret_error) {
+        _cleanup_ck_error_ struct ck_error *error = NULL;
         struct converter c = { .ret_error = &error };
         yaml_parser_t parser;
         json_auto_t *docs = NULL;
@@ -418,10 +417,10 @@ int yaml_to_json_docs(const char *data, size_t size, json_t **ret_array, char **
         return 0;
 
 finish_nodocs:
-        if (r == -EINVAL && ret_error && error)
-                *ret_error = TAKE_PTR(error);
-        else if (r == -ENOMEM && ret_error)
-                *ret_error = strdup("out of memory");
+        if (r == -EINVAL && error)
+                error_hand_over(ret_error, &error);
+        else if (r == -ENOMEM)
+                ck_error_set(ret_error, r, "out of memory");
         return r;
 }
 
@@ -432,7 +431,7 @@ static const char *object_name(json_t *obj) {
         return json_is_string(n) && json_string_length(n) > 0 ? json_string_value(n) : NULL;
 }
 
-static int decode_one(json_t *obj, size_t doc, ssize_t item, struct pod **ret, char **ret_error) {
+static int decode_one(json_t *obj, size_t doc, ssize_t item, struct pod **ret, struct ck_error **ret_error) {
         _cleanup_(field_errors_done) struct field_errors errs = {};
         _cleanup_free_ char *where = NULL, *detail = NULL, *qname = NULL;
         const char *name = object_name(obj);
@@ -464,14 +463,7 @@ static int decode_one(json_t *obj, size_t doc, ssize_t item, struct pod **ret, c
                              qname ? ")" : "");
         if (r < 0)
                 return -ENOMEM;
-        if (ret_error) {
-                free(*ret_error);
-                if (asprintf(ret_error, "%s: %s", where, detail) < 0) {
-                        *ret_error = NULL;
-                        return -ENOMEM;
-                }
-        }
-        return -EINVAL;
+        return ck_error_set(ret_error, -EINVAL, "%s: %s", where, detail);
 }
 
 struct origins {
@@ -496,27 +488,18 @@ static int origins_add(struct origins *o, size_t doc, ssize_t item) {
         return 0;
 }
 
-static int doc_error(char **ret_error, size_t doc, const char *fmt, ...) _printf_(3, 4);
-static int doc_error(char **ret_error, size_t doc, const char *fmt, ...) {
+static int doc_error(struct ck_error **ret_error, size_t doc, const char *fmt, ...) _printf_(3, 4);
+static int doc_error(struct ck_error **ret_error, size_t doc, const char *fmt, ...) {
         _cleanup_free_ char *msg = NULL;
-        int r;
 
-        r = VA_FORMAT(msg, fmt);
-        if (r < 0)
+        if (VA_FORMAT(msg, fmt) < 0)
                 return -ENOMEM;
-        if (!ret_error)
-                return -EINVAL;
-        free(*ret_error);
-        if (asprintf(ret_error, "document %zu: %s", doc, msg) < 0) {
-                *ret_error = NULL;
-                return -ENOMEM;
-        }
-        return -EINVAL;
+        return ck_error_set(ret_error, -EINVAL, "document %zu: %s", doc, msg);
 }
 
 int manifest_parse_with_origin(const char *data, size_t size, struct pod_set *ret, size_t **ret_docs,
-                               ssize_t **ret_items, char **ret_error) {
-        _cleanup_free_ char *error = NULL;
+                               ssize_t **ret_items, struct ck_error **ret_error) {
+        _cleanup_ck_error_ struct ck_error *error = NULL;
         struct pod_set set = {};
         struct origins o = {};
         json_auto_t *docs = NULL;
@@ -606,14 +589,12 @@ fail:
         pod_set_done(&set);
         free(o.docs);
         free(o.items);
-        if (ret_error) {
-                if (r == -ENOMEM && !error)
-                        error = strdup("out of memory");
-                *ret_error = TAKE_PTR(error);
-        }
+        if (r == -ENOMEM && !error)
+                ck_error_set(&error, r, "out of memory");
+        error_hand_over(ret_error, &error);
         return r;
 }
 
-int manifest_parse(const char *data, size_t size, struct pod_set *ret, char **ret_error) {
+int manifest_parse(const char *data, size_t size, struct pod_set *ret, struct ck_error **ret_error) {
         return manifest_parse_with_origin(data, size, ret, NULL, NULL, ret_error);
 }

@@ -1,5 +1,4 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#include <stdarg.h>
 /* Durations as Go's time package parses and prints them: a sequence of decimal numbers, each with an
  * optional fraction and a unit suffix (ns, us, µs, ms, s, m, h), optionally signed; "0" alone needs no unit.
  * Exponents, hex and whitespace are not accepted. Integer arithmetic in nanoseconds with overflow checks
@@ -11,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "basic/error.h"
 #include "basic/macro.h"
 
 #define NS_MAX ((uint64_t) INT64_MAX + 1) /* 1<<63: the magnitude of INT64_MIN */
@@ -29,24 +29,11 @@ static const struct {
         { "h", UINT64_C(3600000000000) },
 };
 
-static int duration_error(char **ret_error, int r, const char *fmt, ...) _printf_(3, 4);
-static int duration_error(char **ret_error, int r, const char *fmt, ...) {
-        va_list ap;
-
-        if (!ret_error)
-                return r;
-        va_start(ap, fmt);
-        if (vasprintf(ret_error, fmt, ap) < 0)
-                *ret_error = NULL;
-        va_end(ap);
-        return r;
-}
-
 static bool is_digit(char c) {
         return c >= '0' && c <= '9';
 }
 
-int go_duration_parse(const char *s, int64_t *ret_nsec, char **ret_error) {
+int go_duration_parse(const char *s, int64_t *ret_nsec, struct ck_error **ret_error) {
         const char *orig = s, *p = s;
         uint64_t total = 0;
         bool neg = false;
@@ -60,7 +47,7 @@ int go_duration_parse(const char *s, int64_t *ret_nsec, char **ret_error) {
                 return 0;
         }
         if (*p == '\0')
-                return duration_error(ret_error, -EINVAL, "time: invalid duration \"%s\"", orig);
+                return ck_error_set(ret_error, -EINVAL, "time: invalid duration \"%s\"", orig);
 
         while (*p) {
                 uint64_t v = 0, f = 0, scale = 1, unit = 0;
@@ -69,11 +56,11 @@ int go_duration_parse(const char *s, int64_t *ret_nsec, char **ret_error) {
                 size_t ul;
 
                 if (!is_digit(*p) && *p != '.')
-                        return duration_error(ret_error, -EINVAL, "time: invalid duration \"%s\"", orig);
+                        return ck_error_set(ret_error, -EINVAL, "time: invalid duration \"%s\"", orig);
                 for (; is_digit(*p); p++) {
                         uint64_t d = (uint64_t) (*p - '0');
                         if (v > (NS_MAX - d) / 10)
-                                return duration_error(ret_error, -ERANGE, "time: invalid duration \"%s\"", orig);
+                                return ck_error_set(ret_error, -ERANGE, "time: invalid duration \"%s\"", orig);
                         v = v * 10 + d;
                         pre = true;
                 }
@@ -92,33 +79,33 @@ int go_duration_parse(const char *s, int64_t *ret_nsec, char **ret_error) {
                         }
                 }
                 if (!pre && !post)
-                        return duration_error(ret_error, -EINVAL, "time: invalid duration \"%s\"", orig);
+                        return ck_error_set(ret_error, -EINVAL, "time: invalid duration \"%s\"", orig);
 
                 u = p;
                 while (*p && *p != '.' && !is_digit(*p))
                         p++;
                 ul = (size_t) (p - u);
                 if (ul == 0)
-                        return duration_error(ret_error, -EINVAL, "time: missing unit in duration \"%s\"", orig);
+                        return ck_error_set(ret_error, -EINVAL, "time: missing unit in duration \"%s\"", orig);
                 for (size_t i = 0; i < ELEMENTSOF(duration_units); i++)
                         if (strlen(duration_units[i].name) == ul && strneq(u, duration_units[i].name, ul)) {
                                 unit = duration_units[i].nsec;
                                 break;
                         }
                 if (unit == 0)
-                        return duration_error(ret_error, -EINVAL, "time: unknown unit \"%.*s\" in duration \"%s\"",
+                        return ck_error_set(ret_error, -EINVAL, "time: unknown unit \"%.*s\" in duration \"%s\"",
                                               (int) ul, u, orig);
                 if (v > NS_MAX / unit)
-                        return duration_error(ret_error, -ERANGE, "time: invalid duration \"%s\"", orig);
+                        return ck_error_set(ret_error, -ERANGE, "time: invalid duration \"%s\"", orig);
                 v *= unit;
                 if (f > 0) {
                         /* long double keeps fractions of hours exact to the nanosecond */
                         v += (uint64_t) ((long double) f * ((long double) unit / (long double) scale));
                         if (v > NS_MAX)
-                                return duration_error(ret_error, -ERANGE, "time: invalid duration \"%s\"", orig);
+                                return ck_error_set(ret_error, -ERANGE, "time: invalid duration \"%s\"", orig);
                 }
                 if (total > NS_MAX - v)
-                        return duration_error(ret_error, -ERANGE, "time: invalid duration \"%s\"", orig);
+                        return ck_error_set(ret_error, -ERANGE, "time: invalid duration \"%s\"", orig);
                 total += v;
         }
         if (neg) {
@@ -126,7 +113,7 @@ int go_duration_parse(const char *s, int64_t *ret_nsec, char **ret_error) {
                 return 0;
         }
         if (total > (uint64_t) INT64_MAX)
-                return duration_error(ret_error, -ERANGE, "time: invalid duration \"%s\"", orig);
+                return ck_error_set(ret_error, -ERANGE, "time: invalid duration \"%s\"", orig);
         *ret_nsec = (int64_t) total;
         return 0;
 }

@@ -145,7 +145,7 @@ void kube_request_detach(struct kube_request *r);
 /* Rate limiter slot, then start_transfer on the request's timer. */
 void kube_request_schedule(struct kube_request *r, uint64_t delay_usec);
 /* An easy handle with everything common set (URL, TLS, headers, token); callbacks are the caller's. */
-int kube_request_prepare(struct kube_request *r, char **ret_error);
+int kube_request_prepare(struct kube_request *r, struct ck_error **ret_error);
 void kube_request_release_easy(struct kube_request *r);
 int kube_buffer_append(struct kube_request *r, const char *p, size_t n, size_t max);
 void kube_log_transfer(struct kube_request *r, const char *verb, CURLcode result);

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "basic/curl_loop.h"
+#include "basic/error.h"
 #include "basic/fs.h"
 #include "basic/log.h"
 #include "basic/string.h"
@@ -317,7 +318,7 @@ void kube_request_release_easy(struct kube_request *r) {
 }
 
 /* token_file: re-read at most once a minute; on failure the last good token stays (cachingTokenSource) */
-static int refresh_token(struct kube_client *c, char **ret_error) {
+static int refresh_token(struct kube_client *c, struct ck_error **ret_error) {
         _cleanup_free_ char *data = NULL;
         size_t size = 0, b, e;
         uint64_t now = now_usec();
@@ -350,12 +351,9 @@ static int refresh_token(struct kube_client *c, char **ret_error) {
                 explicit_bzero(data, size);
         }
         if (r < 0) {
-                if (!c->token) {
-                        if (ret_error && asprintf(ret_error, "cannot read the token file %s: %s", c->token_file,
-                                                  r == -EINVAL ? "no valid token in it" : strerror(-r)) < 0)
-                                *ret_error = NULL;
-                        return r;
-                }
+                if (!c->token)
+                        return ck_error_set(ret_error, r, "cannot read the token file %s: %s", c->token_file,
+                                            r == -EINVAL ? "no valid token in it" : strerror(-r));
                 log_warning("Unable to rotate token from %s: %s", c->token_file,
                             r == -EINVAL ? "no valid token in it" : strerror(-r));
         }
@@ -428,7 +426,7 @@ static int headers_add(struct curl_slist **l, const char *fmt, ...) {
         return 0;
 }
 
-int kube_request_prepare(struct kube_request *r, char **ret_error) {
+int kube_request_prepare(struct kube_request *r, struct ck_error **ret_error) {
         struct kube_client *c = r->client;
         _cleanup_free_ char *url = NULL;
         CURLcode cc = CURLE_OK;
@@ -520,9 +518,8 @@ int kube_request_prepare(struct kube_request *r, char **ret_error) {
         return 0;
 
 fail:
-        if (ret_error && asprintf(ret_error, "cannot configure libcurl: %s", curl_easy_strerror(cc)) < 0)
-                *ret_error = NULL;
-        return cc == CURLE_OUT_OF_MEMORY ? -ENOMEM : -EINVAL;
+        return ck_error_set(ret_error, cc == CURLE_OUT_OF_MEMORY ? -ENOMEM : -EINVAL, "cannot configure libcurl: %s",
+                            curl_easy_strerror(cc));
 }
 
 /* ---------------------------------------------------------------- request life cycle */
@@ -792,7 +789,7 @@ static size_t on_request_write(char *p, size_t size, size_t nmemb, void *userdat
 
 static void request_start(struct kube_request *r) {
         struct kube_client *c = r->client;
-        char *error = NULL;
+        _cleanup_ck_error_ struct ck_error *error = NULL;
         CURLcode cc = CURLE_OK;
         CURL *e;
         int k;
@@ -805,7 +802,7 @@ static void request_start(struct kube_request *r) {
         r->retry_after_usec = 0;
         k = kube_request_prepare(r, &error);
         if (k < 0) {
-                request_finish(r, k, error);
+                request_finish(r, k, ck_error_take_message(TAKE_PTR(error)));
                 return;
         }
         e = r->easy;
@@ -822,10 +819,12 @@ static void request_start(struct kube_request *r) {
         }
         r->state = KUBE_REQ_RUNNING;
         return;
-fail:
-        if (asprintf(&error, "cannot configure libcurl: %s", curl_easy_strerror(cc)) < 0)
-                error = NULL;
-        request_finish(r, cc == CURLE_OUT_OF_MEMORY ? -ENOMEM : -EINVAL, error);
+fail: {
+        char *msg = NULL;
+        if (asprintf(&msg, "cannot configure libcurl: %s", curl_easy_strerror(cc)) < 0)
+                msg = NULL;
+        request_finish(r, cc == CURLE_OUT_OF_MEMORY ? -ENOMEM : -EINVAL, msg);
+}
 }
 
 static void request_deliver(struct kube_request *r) {

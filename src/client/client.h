@@ -11,6 +11,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+struct ck_error;
+
 /* ---------------------------------------------------------------- kubeconfig */
 
 /* What the current context of a kubeconfig says (clientcmd). Paths are absolute (relative ones are
@@ -37,7 +39,7 @@ struct kube_config {
 /* Load PATH (YAML or JSON, v1 Config): the current-context's cluster and user. Errors name the file and the
  * field ("/etc/kubernetes/kubelet.conf: context \"x\" not found", "...: users[0].user.client-key-data:
  * invalid base64"). */
-int kube_config_load(const char *path, struct kube_config *ret, char **ret_error);
+int kube_config_load(const char *path, struct kube_config *ret, struct ck_error **ret_error);
 void kube_config_done(struct kube_config *c); /* accepts NULL */
 
 /* ---------------------------------------------------------------- requests */

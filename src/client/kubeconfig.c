@@ -14,6 +14,7 @@
 
 #include "apis/manifest.h"
 #include "basic/base64.h"
+#include "basic/error.h"
 #include "basic/fs.h"
 #include "basic/log.h"
 #include "client/client-internal.h"
@@ -45,19 +46,18 @@ void kube_config_done(struct kube_config *c) {
 struct loader {
         const char *path;   /* the kubeconfig, for messages */
         char *dir;          /* its absolute directory */
-        char **ret_error;
+        struct ck_error **ret_error;
 };
 
 static int fail(struct loader *l, int r, const char *fmt, ...) _printf_(3, 4);
 static int fail(struct loader *l, int r, const char *fmt, ...) {
         _cleanup_free_ char *msg = NULL;
 
-        if (l->ret_error && VA_FORMAT(msg, fmt) >= 0) {
-                free(*l->ret_error);
-                if (asprintf(l->ret_error, "%s: %s", l->path, msg) < 0)
-                        *l->ret_error = NULL;
-        }
-        return r;
+        if (!l->ret_error)
+                return r;
+        if (VA_FORMAT(msg, fmt) < 0)
+                return ck_error_set(l->ret_error, r, "%s", strerror(-r));
+        return ck_error_set(l->ret_error, r, "%s: %s", l->path, msg);
 }
 
 
@@ -350,8 +350,9 @@ static int make_dir(const char *path, char **ret) {
         return 0;
 }
 
-int kube_config_load(const char *path, struct kube_config *ret, char **ret_error) {
-        _cleanup_free_ char *data = NULL, *yerr = NULL, *dir = NULL;
+int kube_config_load(const char *path, struct kube_config *ret, struct ck_error **ret_error) {
+        _cleanup_free_ char *data = NULL, *dir = NULL;
+        _cleanup_ck_error_ struct ck_error *yerr = NULL;
         _cleanup_(kube_config_done) struct kube_config c = {};
         struct loader l = { .path = path, .ret_error = ret_error };
         char cluster_where[64] = "", user_where[64] = "", context_where[64] = "";
@@ -361,8 +362,6 @@ int kube_config_load(const char *path, struct kube_config *ret, char **ret_error
         size_t size = 0;
         int r;
 
-        if (ret_error)
-                *ret_error = NULL;
         if (isempty(path) || !ret)
                 return -EINVAL;
         r = make_dir(path, &dir);
@@ -377,7 +376,7 @@ int kube_config_load(const char *path, struct kube_config *ret, char **ret_error
                 return fail(&l, r, "cannot read: %s", strerror(-r));
         r = yaml_to_json_docs(data, size, &docs, &yerr);
         if (r < 0)
-                return fail(&l, r, "%s", yerr ? yerr : strerror(-r));
+                return fail(&l, r, "%s", ck_error_message(yerr));
         if (json_array_size(docs) != 1) {
                 r = fail(&l, -EINVAL, json_array_size(docs) == 0 ? "no configuration has been provided"
                                                                   : "more than one document");

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "basic/error.h"
 #include "basic/log.h"
 #include "basic/time.h"
 #include "basic/timer.h"
@@ -207,7 +208,7 @@ static void on_watch_dispatch(evutil_socket_t fd, short what, void *userdata) {
 
 int kube_watch_start(struct kube_request *r) {
         struct kube_client *c = r->client;
-        char *error = NULL;
+        _cleanup_ck_error_ struct ck_error *error = NULL;
         CURLcode cc = CURLE_OK;
         CURL *e;
         int k;
@@ -217,7 +218,7 @@ int kube_watch_start(struct kube_request *r) {
         r->state = KUBE_REQ_RUNNING;
         k = kube_request_prepare(r, &error);
         if (k < 0) {
-                watch_transfer_over(r, k, error);
+                watch_transfer_over(r, k, ck_error_take_message(TAKE_PTR(error)));
                 return 0;
         }
         e = r->easy;
@@ -227,9 +228,10 @@ int kube_watch_start(struct kube_request *r) {
         if (cc == CURLE_OK)
                 cc = curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long) KUBE_CONNECT_TIMEOUT_MS);
         if (cc != CURLE_OK) {
-                if (asprintf(&error, "cannot configure libcurl: %s", curl_easy_strerror(cc)) < 0)
-                        error = NULL;
-                watch_transfer_over(r, -EINVAL, error);
+                char *msg = NULL;
+                if (asprintf(&msg, "cannot configure libcurl: %s", curl_easy_strerror(cc)) < 0)
+                        msg = NULL;
+                watch_transfer_over(r, -EINVAL, msg);
                 return 0;
         }
         k = curl_loop_add(c->loop, e, on_watch_done, r);

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "apis/manifest.h"
+#include "basic/error.h"
 #include "basic/hash.h"
 #include "basic/log.h"
 #include "basic/strmap.h"
@@ -163,44 +164,29 @@ static char *describe(size_t doc, ssize_t item, const char *name) {
         return r < 0 ? NULL : s;
 }
 
-static int fail(char **ret_error, size_t doc, ssize_t item, const char *name, const char *fmt, ...) _printf_(5, 6);
-static int fail(char **ret_error, size_t doc, ssize_t item, const char *name, const char *fmt, ...) {
+static int fail(struct ck_error **ret_error, size_t doc, ssize_t item, const char *name, const char *fmt, ...)
+        _printf_(5, 6);
+static int fail(struct ck_error **ret_error, size_t doc, ssize_t item, const char *name, const char *fmt, ...) {
         _cleanup_free_ char *where = describe(doc, item, name), *msg = NULL;
-        int r;
 
-        if (!where)
+        if (!where || VA_FORMAT(msg, fmt) < 0)
                 return -ENOMEM;
-        r = VA_FORMAT(msg, fmt);
-        if (r < 0)
-                return -ENOMEM;
-        if (ret_error) {
-                free(*ret_error); /* our own buffer, see the caller */
-                if (asprintf(ret_error, "%s: %s", where, msg) < 0) {
-                        *ret_error = NULL;
-                        return -ENOMEM;
-                }
-        }
-        return -EINVAL;
+        return ck_error_set(ret_error, -EINVAL, "%s: %s", where, msg);
 }
 
 int static_pods_from_manifest(const char *data, size_t size, const char *node_name, const char *source,
-                              const char *source_id, struct pod_set *ret, char **ret_error) {
+                              const char *source_id, struct pod_set *ret, struct ck_error **ret_error) {
         _cleanup_free_ size_t *docs = NULL;
         _cleanup_free_ ssize_t *items = NULL;
-        _cleanup_free_ char *error = NULL;
+        _cleanup_ck_error_ struct ck_error *error = NULL;
         struct pod_set set = {};
         int r = 0;
 
         if (isempty(node_name) || isempty(source))
                 return -EINVAL;
-        if (size > MANIFEST_MAX_SIZE) {
-                if (ret_error) {
-                        if (asprintf(ret_error, "manifest too large (%zu bytes, at most %u)", size,
-                                     MANIFEST_MAX_SIZE) < 0)
-                                *ret_error = NULL;
-                }
-                return -EFBIG;
-        }
+        if (size > MANIFEST_MAX_SIZE)
+                return ck_error_set(ret_error, -EFBIG, "manifest too large (%zu bytes, at most %u)", size,
+                                    MANIFEST_MAX_SIZE);
 
         r = manifest_parse_with_origin(data, size, &set, &docs, &items, &error);
         if (r < 0)
@@ -254,9 +240,10 @@ int static_pods_from_manifest(const char *data, size_t size, const char *node_na
 
 finish:
         pod_set_done(&set);
+        if (!error && r == -ENOMEM)
+                ck_error_set(&error, r, "out of memory");
         if (ret_error) {
-                if (!error && r == -ENOMEM)
-                        error = strdup("out of memory");
+                ck_error_free(*ret_error);
                 *ret_error = TAKE_PTR(error);
         }
         return r;

@@ -27,6 +27,7 @@
  * kubelet copies or references what it needs (pods are immutable once delivered; pod_ref below). */
 typedef void (*config_update_cb)(const struct pod_set *pods, void *userdata);
 
+struct ck_error;
 struct pod_config;
 int pod_config_new(struct event_base *base, const char *node_name, config_update_cb cb, void *userdata,
                    struct pod_config **ret);
@@ -66,4 +67,4 @@ int static_pod_apply_defaults(struct pod *p, const char *node_name, const char *
  * *ret_error names the document and field ("document 2 (pod \"web\"): spec.containers[0].name: Required
  * value"). */
 int static_pods_from_manifest(const char *data, size_t size, const char *node_name, const char *source,
-                              const char *source_id, struct pod_set *ret, char **ret_error);
+                              const char *source_id, struct pod_set *ret, struct ck_error **ret_error);

@@ -19,6 +19,7 @@
 #include <sys/inotify.h>
 #include <sys/stat.h>
 
+#include "basic/error.h"
 #include "basic/fs.h"
 #include "basic/hash.h"
 #include "basic/log.h"
@@ -193,7 +194,8 @@ static struct manifest_file *file_get(struct file_source *s, const char *path) {
 /* Read and, if its content changed, parse one file. Returns true when its pods changed. A file that is gone
  * by the time we read it is left unseen (and so removed). */
 static bool process_file(struct file_source *s, const char *path, const struct stat *st) {
-        _cleanup_free_ char *data = NULL, *key = NULL, *error = NULL;
+        _cleanup_free_ char *data = NULL, *key = NULL;
+        _cleanup_ck_error_ struct ck_error *error = NULL;
         struct pod_set set = {};
         struct manifest_file *f;
         char hex[65];
@@ -230,13 +232,12 @@ static bool process_file(struct file_source *s, const char *path, const struct s
         free(f->key);
         f->key = TAKE_PTR(key);
 
-        if (r == -EFBIG) {
-                if (asprintf(&error, "file is larger than %u bytes", MANIFEST_MAX_SIZE) < 0)
-                        error = NULL;
-        } else if (r < 0)
-                error = strdup(strerror(-r));
+        if (r == -EFBIG)
+                ck_error_set(&error, r, "file is larger than %u bytes", MANIFEST_MAX_SIZE);
+        else if (r < 0)
+                ck_error_set(&error, r, "%s", strerror(-r));
         else if (size == 0)
-                error = strdup("empty manifest file");
+                ck_error_set(&error, -EINVAL, "empty manifest file");
         else {
                 log_v(3, "Reading manifest file \"%s\"", path);
                 r = static_pods_from_manifest(data, size, pod_config_get_node_name(s->config), CONFIG_SOURCE_FILE, path,
@@ -250,15 +251,15 @@ static bool process_file(struct file_source *s, const char *path, const struct s
                         return true;
                 }
                 if (!error)
-                        error = strdup(strerror(-r));
+                        ck_error_set(&error, r, "%s", strerror(-r));
         }
 
         f->has_error = true;
         if (f->pods.n > 0)
                 log_error("Could not process manifest file \"%s\": %s (keeping the %zu pod%s it defined before)", path,
-                          strna(error), f->pods.n, f->pods.n == 1 ? "" : "s");
+                          ck_error_message(error), f->pods.n, f->pods.n == 1 ? "" : "s");
         else
-                log_error("Could not process manifest file \"%s\": %s", path, strna(error));
+                log_error("Could not process manifest file \"%s\": %s", path, ck_error_message(error));
         return false;
 }
 

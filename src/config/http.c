@@ -15,6 +15,7 @@
 #include <strings.h>
 
 #include "basic/curl_loop.h"
+#include "basic/error.h"
 #include "basic/hash.h"
 #include "basic/log.h"
 #include "basic/timer.h"
@@ -109,7 +110,7 @@ static void fetch_succeeded(struct http_source *s) {
 }
 
 static void process_body(struct http_source *s) {
-        _cleanup_free_ char *error = NULL;
+        _cleanup_ck_error_ struct ck_error *error = NULL;
         struct pod_set set = {};
         char hex[65];
         int r;
@@ -141,10 +142,10 @@ static void process_body(struct http_source *s) {
                 r = static_pods_from_manifest(s->body, s->body_len, pod_config_get_node_name(s->config),
                                               CONFIG_SOURCE_HTTP, s->url, &set, &error);
                 if (r < 0) {
-                        s->last_body_error = strdup(error ? error : strerror(-r));
+                        s->last_body_error = strdup(error ? ck_error_message(error) : strerror(-r));
                         if (!s->last_body_error)
                                 s->last_body_hash[0] = '\0';
-                        fetch_failed(s, NULL, "%s", error ? error : strerror(-r));
+                        fetch_failed(s, NULL, "%s", error ? ck_error_message(error) : strerror(-r));
                         return;
                 }
                 fetch_succeeded(s);

@@ -6,12 +6,13 @@
 #include <sys/sysinfo.h>
 #include <unistd.h>
 
+#include "basic/error.h"
 #include "basic/strv.h"
 
 void kc_build_report_done(struct kc_build_report *r) {
         if (!r)
                 return;
-        free(r->error);
+        ck_error_free(r->error);
         strv_free(r->event_reasons);
         strv_free(r->event_messages);
         *r = (struct kc_build_report) {};

@@ -10,12 +10,13 @@
 
 #include "apis/resource.h"
 
+struct ck_error;
 struct pod_objects;
 
 /* What a builder reports besides its result (optional, see kc_build_context.report): the message of a
  * configuration error (for the container's CreateContainerConfigError) and warning events to record. */
 struct kc_build_report {
-        char *error;
+        struct ck_error *error;
         char **event_reasons;   /* strv, parallel to event_messages */
         char **event_messages;
 };

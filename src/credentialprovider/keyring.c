@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "basic/base64.h"
+#include "basic/error.h"
 #include "basic/string.h"
 
 #define MAX_DOCKERCONFIG_SIZE (4 * 1024 * 1024)
@@ -93,7 +94,7 @@ int cred_keyring_add_config(struct cred_keyring *k, const json_t *auths) {
         return 0;
 }
 
-int cred_keyring_add_secret(struct cred_keyring *k, const json_t *secret, char **ret_error) {
+int cred_keyring_add_secret(struct cred_keyring *k, const json_t *secret, struct ck_error **ret_error) {
         const char *type = json_string_value(json_object_get(secret, "type"));
         const json_t *data = json_object_get(secret, "data");
         const char *field;
@@ -107,29 +108,21 @@ int cred_keyring_add_secret(struct cred_keyring *k, const json_t *secret, char *
                 field = ".dockerconfigjson";
         else if (streq_ptr(type, "kubernetes.io/dockercfg"))
                 field = ".dockercfg";
-        else {
-                if (ret_error && asprintf(ret_error, "secret type %s is not kubernetes.io/dockerconfigjson nor "
-                                                     "kubernetes.io/dockercfg", type ? type : "(none)") < 0)
-                        *ret_error = NULL;
-                return -EINVAL;
-        }
+        else
+                return ck_error_set(ret_error, -EINVAL,
+                                    "secret type %s is not kubernetes.io/dockerconfigjson nor kubernetes.io/dockercfg",
+                                    type ? type : "(none)");
         b64 = json_string_value(json_object_get(data, field));
-        if (!b64 || strlen(b64) > MAX_DOCKERCONFIG_SIZE || base64_decode(b64, MAX_DOCKERCONFIG_SIZE, &text, &len) < 0) {
-                if (ret_error && asprintf(ret_error, "data[%s]: missing or not base64", field) < 0)
-                        *ret_error = NULL;
-                return -EINVAL;
-        }
+        if (!b64 || strlen(b64) > MAX_DOCKERCONFIG_SIZE || base64_decode(b64, MAX_DOCKERCONFIG_SIZE, &text, &len) < 0)
+                return ck_error_set(ret_error, -EINVAL, "data[%s]: missing or not base64", field);
         doc = json_loadb(text, len, 0, NULL);
         explicit_bzero(text, len);
-        if (!doc) {
-                if (ret_error && asprintf(ret_error, "data[%s]: not JSON", field) < 0)
-                        *ret_error = NULL;
-                return -EINVAL;
-        }
+        if (!doc)
+                return ck_error_set(ret_error, -EINVAL, "data[%s]: not JSON", field);
         r = cred_keyring_add_config(k, streq(field, ".dockercfg") ? doc : json_object_get(doc, "auths"));
-        if (r == -EINVAL && ret_error &&
-            asprintf(ret_error, "data[%s]: invalid docker config (auth must be base64(username:password))", field) < 0)
-                *ret_error = NULL;
+        if (r == -EINVAL)
+                return ck_error_set(ret_error, r, "data[%s]: invalid docker config (auth must be base64(username:password))",
+                                    field);
         return r;
 }
 

@@ -7,6 +7,8 @@
 #include <jansson.h>
 #include <stddef.h>
 
+struct ck_error;
+
 struct cred_auth {
         char *key;       /* the registry key as given ("https://index.docker.io/v1/"), normalized */
         char *username;
@@ -24,7 +26,7 @@ void cred_keyring_done(struct cred_keyring *k); /* accepts NULL */
 int cred_keyring_add_config(struct cred_keyring *k, const json_t *auths);
 /* A Secret of type kubernetes.io/dockerconfigjson (.dockerconfigjson: {"auths": {...}}) or
  * kubernetes.io/dockercfg (.dockercfg: the map itself). Other types: -EINVAL with a message. */
-int cred_keyring_add_secret(struct cred_keyring *k, const json_t *secret, char **ret_error);
+int cred_keyring_add_secret(struct cred_keyring *k, const json_t *secret, struct ck_error **ret_error);
 
 /* Every credential matching the image, the most specific key first (keys sorted in reverse), as
  * BasicDockerKeyring.Lookup; ret is an array of borrowed pointers (free() it). 0 matches: *ret = NULL. */

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "basic/error.h"
 #include "basic/macro.h"
 
 static int64_t sat_add(int64_t a, int64_t b) {
@@ -61,13 +62,13 @@ static int insufficient(const char *resource, int64_t requested, int64_t used, i
 int pod_admit(const struct pod *p, const struct pod *const *admitted, size_t n, const struct admission_node *node,
               const char **ret_reason, char **ret_message) {
         int64_t cpu, mem, used_cpu = 0, used_mem = 0, c, m;
-        _cleanup_free_ char *sysctl_msg = NULL;
+        _cleanup_ck_error_ struct ck_error *sysctl_error = NULL;
         int r;
 
         /* the sysctl allowlist admit handler runs before the resource predicates, as upstream registers them */
-        r = kr_sysctls_admit(p, node->allowed_unsafe_sysctls, &sysctl_msg);
+        r = kr_sysctls_admit(p, node->allowed_unsafe_sysctls, &sysctl_error);
         if (r == -EPERM) {
-                if (asprintf(ret_message, "Pod was rejected: %s", sysctl_msg) < 0)
+                if (asprintf(ret_message, "Pod was rejected: %s", ck_error_message(sysctl_error)) < 0)
                         return -ENOMEM;
                 *ret_reason = "SysctlForbidden";
                 return -ENOSPC;

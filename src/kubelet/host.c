@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "basic/error.h"
 #include "basic/log.h"
 #include "basic/time.h"
 #include "kubelet/kubelet-internal.h"
@@ -197,15 +198,12 @@ const char *kubelet_node_ip(struct kubelet *k) {
 }
 
 /* syncLoopHealthCheck: the loop's last iteration must be recent (2 × syncFrequency, at least 5 minutes) */
-int kubelet_sync_loop_health(struct kubelet *k, char **ret_error) {
+int kubelet_sync_loop_health(struct kubelet *k, struct ck_error **ret_error) {
         uint64_t limit = MAX(2 * k->opts->sync_frequency_usec, 300 * USEC_PER_SEC);
         uint64_t last = k->last_loop_usec;
 
-        if (last && now_usec() > last + limit) {
-                if (asprintf(ret_error, "sync Loop took longer than expected") < 0)
-                        return -ENOMEM;
-                return -ETIMEDOUT;
-        }
+        if (last && now_usec() > last + limit)
+                return ck_error_set(ret_error, -ETIMEDOUT, "sync Loop took longer than expected");
         return 0;
 }
 

@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <string.h>
 
+#include "basic/error.h"
 #include "basic/fs.h"
 #include "basic/log.h"
 #include "basic/string.h"
@@ -798,14 +799,14 @@ static int admission_setup(struct kubelet *k) {
                 if (!copy)
                         return -ENOMEM;
                 for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-                        _cleanup_free_ char *msg = NULL;
+                        _cleanup_ck_error_ struct ck_error *error = NULL;
                         while (*t == ' ')
                                 t++;
                         if (!*t)
                                 continue;
-                        r = kr_sysctl_check_allowed_unsafe(t, &msg);
+                        r = kr_sysctl_check_allowed_unsafe(t, &error);
                         if (r < 0)
-                                return log_error_errno(r, "invalid --allowed-unsafe-sysctls: %s", msg ? msg : strerror(-r));
+                                return log_error_errno(r, "invalid --allowed-unsafe-sysctls: %s", ck_error_message(error));
                         r = strv_extend(&k->admission.allowed_unsafe_sysctls, t);
                         if (r < 0)
                                 return -ENOMEM;
@@ -884,11 +885,11 @@ int kubelet_start(struct kubelet *k) {
         if (!isempty(o->kubeconfig)) {
                 struct kube_config kc = {};
                 struct kube_client_options co = { .qps = o->kube_api_qps, .burst = o->kube_api_burst };
-                _cleanup_free_ char *why = NULL;
+                _cleanup_ck_error_ struct ck_error *why = NULL;
 
                 r = kube_config_load(o->kubeconfig, &kc, &why);
                 if (r < 0)
-                        return log_error_errno(r, "invalid --kubeconfig: %s", strna(why));
+                        return log_error_errno(r, "invalid --kubeconfig: %s", ck_error_message(why));
                 r = kube_client_new(k->base, &kc, &co, &k->client);
                 kube_config_done(&kc);
                 if (r < 0)

@@ -18,6 +18,7 @@
 
 struct kubelet;
 struct prober;
+struct ck_error;
 struct kube_client;
 struct machine_info;
 
@@ -49,7 +50,7 @@ const char *kubelet_node_ip(struct kubelet *k);
 /* The machine's description, read once at start (valid while k lives). */
 const struct machine_info *kubelet_machine_info(struct kubelet *k);
 /* /healthz/syncloop: 0, or -ETIMEDOUT with the reason */
-int kubelet_sync_loop_health(struct kubelet *k, char **ret_error);
+int kubelet_sync_loop_health(struct kubelet *k, struct ck_error **ret_error);
 
 struct kubelet_counts {
         size_t running_pods;       /* kubelet_running_pods: ready sandboxes */

@@ -9,6 +9,7 @@
 #include <inttypes.h>
 #include <string.h>
 
+#include "basic/error.h"
 #include "basic/fs.h"
 #include "basic/log.h"
 #include "basic/string.h"
@@ -128,7 +129,7 @@ void sync_sandbox(struct pod_sync *s) {
                 pod_worker_event(s->w, NULL, "Warning", report.event_reasons[i], "%s", report.event_messages[i]);
         if (r < 0) {
                 if (report.error)
-                        log_error("pod %s: building the sandbox config: %s", sync_pod_desc(s), report.error);
+                        log_error("pod %s: building the sandbox config: %s", sync_pod_desc(s), ck_error_message(report.error));
                 kc_build_report_done(&report);
                 sync_call_failed(s, "building the sandbox config", r);
                 pod_sync_finish(s);

@@ -18,6 +18,7 @@
 #include <inttypes.h>
 #include <string.h>
 
+#include "basic/error.h"
 #include "basic/fs.h"
 #include "basic/log.h"
 #include "basic/string.h"
@@ -542,7 +543,7 @@ static void create_container(struct pod_sync *s) {
         for (size_t i = 0; report.event_reasons && report.event_reasons[i]; i++)
                 pod_worker_event(s->w, NULL, "Warning", report.event_reasons[i], "%s", report.event_messages[i]);
         if (r < 0) {
-                const char *msg = report.error ? report.error : strerror(-r);
+                const char *msg = report.error ? ck_error_message(report.error) : strerror(-r);
                 pod_worker_set_waiting(s->w, c->name, "CreateContainerConfigError", "%s", msg);
                 pod_worker_event(s->w, c->name, "Warning", "Failed", "Error: %s", msg);
                 log_error("pod %s: container %s: CreateContainerConfigError: %s", sync_pod_desc(s), c->name, msg);

@@ -10,6 +10,7 @@
 
 #include <string.h>
 
+#include "basic/error.h"
 #include "basic/log.h"
 #include "objects/manager.h"
 #include "volumes/volumes.h"
@@ -59,7 +60,7 @@ static void build_keyring(struct pod_sync *s) {
 
         for (size_t i = 0; i < s->refs.n_objs; i++) {
                 const struct obj_ref *ref = &s->refs.objs[i];
-                _cleanup_free_ char *why = NULL;
+                _cleanup_ck_error_ struct ck_error *why = NULL;
                 const char *msg = NULL;
                 json_t *secret;
                 char *n = NULL;
@@ -73,7 +74,7 @@ static void build_keyring(struct pod_sync *s) {
                 if (r >= 0)
                         continue;
                 log_warning("pod %s: Unable to retrieve pull secret %s/%s, the image pull may not succeed: %s",
-                            sync_pod_desc(s), s->pod->namespace_, ref->name, why ? why : msg ? msg : strerror(-r));
+                            sync_pod_desc(s), s->pod->namespace_, ref->name, why ? ck_error_message(why) : msg ? msg : strerror(-r));
                 if (asprintf(&n, "%s%s%s/%s", strempty(failed), failed ? ", " : "", s->pod->namespace_, ref->name) < 0)
                         return;
                 free(failed);
@@ -145,7 +146,7 @@ void sync_objects(struct pod_sync *s) {
 /* A failure leaves the containers to start waiting (ContainerCreating with the FailedMount message) and the
  * pod is retried. */
 int sync_volumes(struct pod_sync *s) {
-        _cleanup_free_ char *msg = NULL;
+        _cleanup_ck_error_ struct ck_error *msg = NULL;
         struct kc_build_context ctx;
         int r;
 
@@ -153,11 +154,11 @@ int sync_volumes(struct pod_sync *s) {
         r = vol_setup_pod(s->pod, &ctx, &msg);
         if (r >= 0)
                 return 0;
-        log_error("pod %s: Unable to attach or mount volumes: %s", sync_pod_desc(s), msg ? msg : strerror(-r));
-        pod_worker_event(s->w, NULL, "Warning", "FailedMount", "%s", msg ? msg : strerror(-r));
+        log_error("pod %s: Unable to attach or mount volumes: %s", sync_pod_desc(s), ck_error_message(msg));
+        pod_worker_event(s->w, NULL, "Warning", "FailedMount", "%s", ck_error_message(msg));
         for (size_t i = 0; i < s->actions.n_start; i++)
                 pod_worker_set_waiting(s->w, s->pod->spec.containers[s->actions.start[i]].name, "ContainerCreating",
-                                       "%s", msg ? msg : strerror(-r));
+                                       "%s", ck_error_message(msg));
         s->error = true;
         return r;
 }

@@ -376,13 +376,8 @@ int kr_build_container_config(const struct pod *pod, const struct container *c, 
                 /* getImageUser: no numeric user and no name is root */
                 const int64_t root = 0, *uid = ctx->image_uid_set ? &ctx->image_uid
                                                  : isempty(ctx->image_username) ? &root : NULL;
-                char *msg = NULL;
-                r = kr_verify_run_as_non_root(pod, c, uid, ctx->image_username, &msg);
-                if (msg && ctx->report) {
-                        free(ctx->report->error);
-                        ctx->report->error = msg;
-                } else
-                        free(msg);
+                r = kr_verify_run_as_non_root(pod, c, uid, ctx->image_username,
+                                              ctx->report ? &ctx->report->error : NULL);
         }
         if (r < 0)
                 return r;

@@ -8,26 +8,22 @@
 #include "apis/fieldpath.h"
 #include "apis/resource.h"
 #include "basic/base64.h"
+#include "basic/error.h"
 #include "basic/strmap.h"
 #include "basic/strv.h"
 #include "kuberuntime/config.h"
 #include "objects/objects.h"
 
-_printf_(2, 3) static int report_error(const struct kc_build_context *ctx, const char *fmt, ...) {
-        va_list ap;
-        char *s = NULL;
-        int k;
+/* The error of a build, for the container's CreateContainerConfigError (when the caller collects one); returns
+ * code. */
+_printf_(3, 4) static int report_error(const struct kc_build_context *ctx, int code, const char *fmt, ...) {
+        _cleanup_free_ char *m = NULL;
 
         if (!ctx->report)
-                return 0;
-        va_start(ap, fmt);
-        k = vasprintf(&s, fmt, ap);
-        va_end(ap);
-        if (k < 0)
-                return -ENOMEM;
-        free(ctx->report->error);
-        ctx->report->error = s;
-        return 0;
+                return code;
+        if (VA_FORMAT(m, fmt) < 0)
+                return ck_error_set(&ctx->report->error, -ENOMEM, "out of memory");
+        return ck_error_set(&ctx->report->error, code, "%s", m);
 }
 
 /* ---------------------------------------------------------------- expansion */
@@ -124,15 +120,12 @@ static int lookup_object(const struct pod *pod, const struct kc_build_context *c
                         return 0;
                 /* the kubelet's object managers: apierrors.NewNotFound(corev1.Resource("configmap"), name) */
                 if (msg)
-                        report_error(ctx, "%s", msg);
-                else
-                        report_error(ctx, "%s \"%s\" not found", kind == SOURCE_SECRET ? "secret" : "configmap", name);
-                return -ENOENT;
+                        return report_error(ctx, -ENOENT, "%s", msg);
+                return report_error(ctx, -ENOENT, "%s \"%s\" not found", kind == SOURCE_SECRET ? "secret" : "configmap",
+                                    name);
         }
-        if (r < 0) {
-                report_error(ctx, "%s", msg ? msg : strerror(-r));
-                return r;
-        }
+        if (r < 0)
+                return report_error(ctx, r, "%s", msg ? msg : strerror(-r));
         data = json_object_get(obj, "data");
         *ret_data = json_is_object(data) ? data : NULL;
         return 1;
@@ -197,7 +190,7 @@ static int add_env_from(const struct pod *pod, const struct env_from_source *ef,
                 r = data_value(kind, data, keys[i], &value);
                 if (r < 0) {
                         if (r == -EINVAL)
-                                report_error(ctx, "illegal base64 data in Secret %s/%s key %s", pod->namespace_,
+                                report_error(ctx, r, "illegal base64 data in Secret %s/%s key %s", pod->namespace_,
                                              ref->name, keys[i]);
                         return r;
                 }
@@ -225,7 +218,7 @@ static int add_env_from(const struct pod *pod, const struct env_from_source *ef,
 static int field_ref_value(const struct pod *pod, const struct object_field_selector *fs,
                            const struct kc_build_context *ctx, char **ret) {
         const char *fp = fs->field_path, *v;
-        _cleanup_free_ char *error = NULL;
+        _cleanup_ck_error_ struct ck_error *error = NULL;
         int r;
 
         if (!fp)
@@ -243,7 +236,7 @@ static int field_ref_value(const struct pod *pod, const struct object_field_sele
         else {
                 r = fieldpath_extract(pod, fp, ret, &error);
                 if (r < 0 && error)
-                        report_error(ctx, "%s", error);
+                        report_error(ctx, r, "%s", ck_error_message(error));
                 return r;
         }
         *ret = strdup(strempty(v));
@@ -261,15 +254,13 @@ static int resource_field_value(const struct pod *pod, const struct container *s
 
         if (!isempty(fs->container_name)) {
                 c = pod_find_container(pod, fs->container_name);
-                if (!c) {
-                        report_error(ctx, "container %s not found", fs->container_name);
-                        return -EINVAL;
-                }
+                if (!c)
+                        return report_error(ctx, -EINVAL, "container %s not found", fs->container_name);
         }
         kc_build_allocatable(ctx, &alloc);
         r = resource_container_value(c, fs->resource, fs->has_divisor ? &fs->divisor : NULL, &alloc, ret);
         if (r == -EINVAL)
-                report_error(ctx, "unsupported container resource : %s", strna(fs->resource));
+                report_error(ctx, r, "unsupported container resource : %s", strna(fs->resource));
         return r;
 }
 
@@ -283,14 +274,13 @@ static int key_ref_value(const struct pod *pod, enum source_kind kind, const str
                 return r;
         r = data_value(kind, data, k->key, ret);
         if (r == -EINVAL)
-                report_error(ctx, "illegal base64 data in Secret %s/%s key %s", pod->namespace_, k->name, k->key);
+                report_error(ctx, r, "illegal base64 data in Secret %s/%s key %s", pod->namespace_, k->name, k->key);
         if (r != 0)
                 return r;
         if (k->optional)
                 return 0;
-        report_error(ctx, "couldn't find key %s in %s %s/%s", k->key, kind == SOURCE_SECRET ? "Secret" : "ConfigMap",
-                     pod->namespace_, k->name);
-        return -ENOENT;
+        return report_error(ctx, -ENOENT, "couldn't find key %s in %s %s/%s", k->key,
+                            kind == SOURCE_SECRET ? "Secret" : "ConfigMap", pod->namespace_, k->name);
 }
 
 int kr_make_environment(const struct pod *pod, const struct container *c, const struct kc_build_context *ctx,
@@ -321,7 +311,7 @@ int kr_make_environment(const struct pod *pod, const struct container *c, const 
                                 continue;
                 }
                 if (r == -E2BIG)
-                        report_error(ctx, "the value of environment variable %s is longer than %d bytes", ev->name,
+                        report_error(ctx, r, "the value of environment variable %s is longer than %d bytes", ev->name,
                                      KR_ENV_VALUE_MAX);
                 if (r >= 0)
                         r = strmap_set(&env, ev->name, value ? value : "");
@@ -383,7 +373,7 @@ int kr_build_env(const struct pod *pod, const struct container *c, const struct 
         if (r >= 0)
                 r = expand_strv(c->args, &env, &cfg->n_args, &cfg->args);
         if (r == -E2BIG)
-                report_error(ctx, "the expanded command of container %s is longer than %d bytes", c->name,
+                report_error(ctx, r, "the expanded command of container %s is longer than %d bytes", c->name,
                              KR_ENV_VALUE_MAX);
         strmap_done(&env);
         return r;

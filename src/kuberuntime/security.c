@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "basic/error.h"
 #include "basic/protobuf.h"
 #include "basic/string.h"
 #include "basic/strv.h"
@@ -220,33 +221,29 @@ int kr_sandbox_security_context(const struct pod *pod, const struct kc_build_con
 }
 
 int kr_verify_run_as_non_root(const struct pod *pod, const struct container *c, const int64_t *image_uid,
-                              const char *image_username, char **ret_message) {
+                              const char *image_username, struct ck_error **ret_error) {
         struct security_context e;
-        int k;
 
         if (!kr_effective_security_context(pod, c, &e) || !e.has_run_as_non_root || !e.run_as_non_root)
                 return 0;
         if (e.has_run_as_user) {
                 if (e.run_as_user != 0)
                         return 0;
-                k = asprintf(ret_message, "container's runAsUser breaks non-root policy (pod: \"%s_%s(%s)\", container: %s)",
-                             pod->name, pod->namespace_, pod->uid, c->name);
-        } else if (image_uid && *image_uid == 0)
-                k = asprintf(ret_message,
-                             "container has runAsNonRoot and image will run as root (pod: \"%s_%s(%s)\", container: %s)",
-                             pod->name, pod->namespace_, pod->uid, c->name);
-        else if (!image_uid && !isempty(image_username))
-                k = asprintf(ret_message,
-                             "container has runAsNonRoot and image has non-numeric user (%s), cannot verify user is "
-                             "non-root (pod: \"%s_%s(%s)\", container: %s)",
-                             image_username, pod->name, pod->namespace_, pod->uid, c->name);
-        else
-                return 0;
-        if (k < 0) {
-                *ret_message = NULL;
-                return -ENOMEM;
+                return ck_error_set(ret_error, -EPERM,
+                                    "container's runAsUser breaks non-root policy (pod: \"%s_%s(%s)\", container: %s)",
+                                    pod->name, pod->namespace_, pod->uid, c->name);
         }
-        return -EPERM;
+        if (image_uid && *image_uid == 0)
+                return ck_error_set(ret_error, -EPERM,
+                                    "container has runAsNonRoot and image will run as root (pod: \"%s_%s(%s)\", "
+                                    "container: %s)",
+                                    pod->name, pod->namespace_, pod->uid, c->name);
+        if (!image_uid && !isempty(image_username))
+                return ck_error_set(ret_error, -EPERM,
+                                    "container has runAsNonRoot and image has non-numeric user (%s), cannot verify user "
+                                    "is non-root (pod: \"%s_%s(%s)\", container: %s)",
+                                    image_username, pod->name, pod->namespace_, pod->uid, c->name);
+        return 0;
 }
 
 /* ---------------------------------------------------------------- sysctls */
@@ -279,7 +276,7 @@ static const char *const safe_sysctls[] = {
         "net.ipv4.tcp_wmem",
 };
 
-int kr_sysctl_check_allowed_unsafe(const char *pattern, char **ret_message) {
+int kr_sysctl_check_allowed_unsafe(const char *pattern, struct ck_error **ret_error) {
         _cleanup_free_ char *base = strdup(pattern);
         size_t l;
 
@@ -290,19 +287,14 @@ int kr_sysctl_check_allowed_unsafe(const char *pattern, char **ret_message) {
                 base[l - 1] = 0;
         if (sysctl_namespace(base) != SYSCTL_NS_UNKNOWN)
                 return 0;
-        if (asprintf(ret_message, "the sysctls \"%s\" are not known to be namespaced", pattern) < 0) {
-                *ret_message = NULL;
-                return -ENOMEM;
-        }
-        return -EINVAL;
+        return ck_error_set(ret_error, -EINVAL, "the sysctls \"%s\" are not known to be namespaced", pattern);
 }
 
 static int sysctl_allowed(const char *name, char *const *allowed_unsafe, bool host_net, bool host_ipc,
-                          char **ret_message) {
+                          struct ck_error **ret_error) {
         _cleanup_free_ char *s = strdup(name);
         bool found = false;
         enum sysctl_ns ns;
-        int k;
 
         if (!s)
                 return -ENOMEM;
@@ -318,34 +310,22 @@ static int sysctl_allowed(const char *name, char *const *allowed_unsafe, bool ho
                 size_t l = strlen(a);
                 found = (l > 0 && a[l - 1] == '*') ? strncmp(s, a, l - 1) == 0 : streq(s, a);
         }
-        if (!found) {
-                k = asprintf(ret_message, "forbidden sysctl: \"%s\" not allowlisted", s);
-                goto fail;
-        }
+        if (!found)
+                return ck_error_set(ret_error, -EPERM, "forbidden sysctl: \"%s\" not allowlisted", s);
         ns = sysctl_namespace(s);
-        if (ns == SYSCTL_NS_IPC && host_ipc) {
-                k = asprintf(ret_message, "forbidden sysctl: \"%s\" not allowed with host ipc enabled", s);
-                goto fail;
-        }
-        if (ns == SYSCTL_NS_NET && host_net) {
-                k = asprintf(ret_message, "forbidden sysctl: \"%s\" not allowed with host net enabled", s);
-                goto fail;
-        }
+        if (ns == SYSCTL_NS_IPC && host_ipc)
+                return ck_error_set(ret_error, -EPERM, "forbidden sysctl: \"%s\" not allowed with host ipc enabled", s);
+        if (ns == SYSCTL_NS_NET && host_net)
+                return ck_error_set(ret_error, -EPERM, "forbidden sysctl: \"%s\" not allowed with host net enabled", s);
         return 0;
-fail:
-        if (k < 0) {
-                *ret_message = NULL;
-                return -ENOMEM;
-        }
-        return -EPERM;
 }
 
-int kr_sysctls_admit(const struct pod *pod, char *const *allowed_unsafe, char **ret_message) {
+int kr_sysctls_admit(const struct pod *pod, char *const *allowed_unsafe, struct ck_error **ret_error) {
         const struct pod_security_context *ps = pod->spec.security_context;
 
         for (size_t i = 0; ps && i < ps->n_sysctls; i++) {
                 int r = sysctl_allowed(strempty(ps->sysctls[i].name), allowed_unsafe, pod->spec.host_network,
-                                       pod->spec.host_ipc, ret_message);
+                                       pod->spec.host_ipc, ret_error);
                 if (r < 0)
                         return r;
         }

@@ -8,6 +8,7 @@
 #include "apis/pod.h"
 #include "cri/cri.h"
 
+struct ck_error;
 struct kc_build_context;
 
 /* DetermineEffectiveSecurityContext: the pod's runAsUser/runAsGroup/runAsNonRoot overridden by the
@@ -24,15 +25,15 @@ int kr_container_security_context(const struct pod *pod, const struct container 
 int kr_sandbox_security_context(const struct pod *pod, const struct kc_build_context *ctx,
                                 Runtime__V1__LinuxPodSandboxConfig *lx);
 
-/* verifyRunAsNonRoot: 0, or -EPERM with *ret_message (allocated) as upstream words it. image_uid NULL: the image
+/* verifyRunAsNonRoot: 0, or -EPERM with *ret_error as upstream words it. image_uid NULL: the image
  * names a user that is not numeric (image_username) or none. */
 int kr_verify_run_as_non_root(const struct pod *pod, const struct container *c, const int64_t *image_uid,
-                              const char *image_username, char **ret_message);
+                              const char *image_username, struct ck_error **ret_error);
 
 /* pkg/kubelet/sysctl: the safe sysctls, and the pod admission check against them and --allowed-unsafe-sysctls
- * (names, or prefixes ending in '*'). 0 = allowed; -EPERM with *ret_message (allocated; "forbidden sysctl:
+ * (names, or prefixes ending in '*'). 0 = allowed; -EPERM with *ret_error ("forbidden sysctl:
  * \"x\" not allowlisted") otherwise. */
-int kr_sysctls_admit(const struct pod *pod, char *const *allowed_unsafe, char **ret_message);
+int kr_sysctls_admit(const struct pod *pod, char *const *allowed_unsafe, struct ck_error **ret_error);
 /* Check an --allowed-unsafe-sysctls entry: it must be namespaced (kernel.shm*, kernel.msg*, kernel.sem,
- * fs.mqueue.*, net.*). 0 or -EINVAL with *ret_message (allocated). */
-int kr_sysctl_check_allowed_unsafe(const char *pattern, char **ret_message);
+ * fs.mqueue.*, net.*). 0 or -EINVAL with *ret_error. */
+int kr_sysctl_check_allowed_unsafe(const char *pattern, struct ck_error **ret_error);

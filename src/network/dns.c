@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "basic/error.h"
 #include "basic/protobuf.h"
 #include "basic/strv.h"
 #include "container/build.h"
@@ -172,15 +173,9 @@ int dns_pod_config(const struct pod *pod, const struct kc_build_context *ctx, Ru
 
         if (!isempty(ctx->resolv_conf)) {
                 r = read_resolv_conf(ctx->resolv_conf, &servers, &searches, &options);
-                if (r < 0) {
-                        if (ctx->report) {
-                                free(ctx->report->error);
-                                if (asprintf(&ctx->report->error, "cannot read --resolv-conf %s: %s", ctx->resolv_conf,
-                                             strerror(-r)) < 0)
-                                        ctx->report->error = NULL;
-                        }
-                        return r;
-                }
+                if (r < 0)
+                        return ck_error_set(ctx->report ? &ctx->report->error : NULL, r, "cannot read --resolv-conf %s: %s",
+                                            ctx->resolv_conf, strerror(-r));
         }
         /* getPodDNSType */
         if (streq(policy, "None"))

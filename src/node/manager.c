@@ -8,6 +8,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include "basic/error.h"
 #include "basic/log.h"
 #include "basic/strv.h"
 #include "basic/time.h"
@@ -395,13 +396,13 @@ static void on_node_created(const struct kube_response *resp, void *userdata) {
 static void register_tick(evutil_socket_t fd, short what, void *userdata) {
         struct node_manager *m = userdata;
         struct node_status_input in;
-        _cleanup_free_ char *why = NULL;
+        _cleanup_ck_error_ struct ck_error *why = NULL;
         json_auto_t *node = NULL;
 
         log_info("Attempting to register node: node=\"%s\"", m->o->node_name);
         fill_input(m, &in);
         if (node_object_build(&in, m->o->node_labels, m->o->register_with_taints, &node, &why) < 0) {
-                log_error("cannot build the Node object: %s", strna(why));
+                log_error("cannot build the Node object: %s", ck_error_message(why));
                 return;
         }
         if (kube_request(m->client, "POST", "/api/v1/nodes", node, NULL, 0, on_node_created, m, &m->register_req) < 0)
@@ -415,7 +416,7 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(struct node_manager *, node_manager_free)
 int node_manager_new(struct event_base *base, const struct kubelet_options *o, const char *node_ip,
                      const struct machine_info *machine, struct kube_client *client, struct cri_client *cri,
                      struct node_manager **ret) {
-        _cleanup_free_ char *why = NULL;
+        _cleanup_ck_error_ struct ck_error *why = NULL;
         _cleanup_(node_manager_freep) struct node_manager *m = NULL;
         struct node_status_input in = {};
         json_auto_t *probe = NULL;
@@ -424,9 +425,9 @@ int node_manager_new(struct event_base *base, const struct kubelet_options *o, c
         int r;
 
         if (node_parse_reserved(o->kube_reserved, &a, &b, &c, &why) < 0)
-                return log_error_errno(-EINVAL, "invalid --kube-reserved: %s", strna(why));
+                return log_error_errno(-EINVAL, "invalid --kube-reserved: %s", ck_error_message(why));
         if (node_parse_reserved(o->system_reserved, &a, &b, &c, &why) < 0)
-                return log_error_errno(-EINVAL, "invalid --system-reserved: %s", strna(why));
+                return log_error_errno(-EINVAL, "invalid --system-reserved: %s", ck_error_message(why));
         m = calloc(1, sizeof(*m));
         if (!m)
                 return -ENOMEM;
@@ -449,7 +450,7 @@ int node_manager_new(struct event_base *base, const struct kubelet_options *o, c
         fill_input(m, &in);
         r = node_object_build(&in, o->node_labels, o->register_with_taints, &probe, &why);
         if (r < 0)
-                return log_error_errno(r, "%s", strna(why));
+                return log_error_errno(r, "%s", ck_error_message(why));
         m->register_timer = evtimer_new(base, register_tick, m);
         m->status_timer = evtimer_new(base, status_tick, m);
         m->lease_timer = evtimer_new(base, lease_tick, m);

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "apis/pod.h"
+#include "basic/error.h"
 #include "basic/string.h"
 #include "basic/time.h"
 
@@ -40,7 +41,7 @@ static char *cpu_quantity(int64_t milli) {
 }
 
 int node_parse_reserved(const char *s, int64_t *ret_cpu_milli, int64_t *ret_memory_bytes, int64_t *ret_storage_bytes,
-                        char **ret_error) {
+                        struct ck_error **ret_error) {
         _cleanup_free_ char *copy = s ? strdup(s) : NULL;
         int64_t cpu = 0, mem = 0, storage = 0;
         char *save = NULL;
@@ -55,15 +56,11 @@ int node_parse_reserved(const char *s, int64_t *ret_cpu_milli, int64_t *ret_memo
                 char *eq = strchr(item, '=');
                 struct quantity q;
 
-                if (!eq) {
-                        (void) asprintf(ret_error, "invalid reserved resource \"%s\": want name=quantity", item);
-                        return -EINVAL;
-                }
+                if (!eq)
+                        return ck_error_set(ret_error, -EINVAL, "invalid reserved resource \"%s\": want name=quantity", item);
                 *eq = '\0';
-                if (quantity_parse(eq + 1, &q) < 0 || q.milli < 0) {
-                        (void) asprintf(ret_error, "invalid quantity \"%s\" for reserved %s", eq + 1, item);
-                        return -EINVAL;
-                }
+                if (quantity_parse(eq + 1, &q) < 0 || q.milli < 0)
+                        return ck_error_set(ret_error, -EINVAL, "invalid quantity \"%s\" for reserved %s", eq + 1, item);
                 if (streq(item, "cpu"))
                         cpu = q.milli;
                 else if (streq(item, "memory"))
@@ -72,8 +69,7 @@ int node_parse_reserved(const char *s, int64_t *ret_cpu_milli, int64_t *ret_memo
                         storage = q.value;
                 else if (!streq(item, "pid")) {
                         quantity_done(&q);
-                        (void) asprintf(ret_error, "unsupported reserved resource \"%s\"", item);
-                        return -EINVAL;
+                        return ck_error_set(ret_error, -EINVAL, "unsupported reserved resource \"%s\"", item);
                 }
                 quantity_done(&q);
         }
@@ -198,20 +194,8 @@ json_t *node_status_without_heartbeats(const json_t *status) {
         return copy;
 }
 
-static int set_error(char **ret_error, const char *fmt, ...) _printf_(2, 3);
-static int set_error(char **ret_error, const char *fmt, ...) {
-        va_list ap;
-        if (ret_error) {
-                va_start(ap, fmt);
-                if (vasprintf(ret_error, fmt, ap) < 0)
-                        *ret_error = NULL;
-                va_end(ap);
-        }
-        return -EINVAL;
-}
-
 int node_object_build(const struct node_status_input *in, const char *node_labels, const char *taints, json_t **ret,
-                      char **ret_error) {
+                      struct ck_error **ret_error) {
         _cleanup_free_ char *lcopy = node_labels ? strdup(node_labels) : NULL, *tcopy = taints ? strdup(taints) : NULL;
         const char *arch = strempty(in->machine->architecture);
         json_auto_t *labels = NULL, *taint_list = NULL, *status = NULL, *node = NULL;
@@ -228,10 +212,10 @@ int node_object_build(const struct node_status_input *in, const char *node_label
                 char *eq = strchr(item, '=');
                 const char *why;
                 if (!eq)
-                        return set_error(ret_error, "--node-labels: invalid label \"%s\"%s: want key=value", item, "");
+                        return ck_error_set(ret_error, -EINVAL, "--node-labels: invalid label \"%s\"%s: want key=value", item, "");
                 *eq = '\0';
                 if ((why = validate_qualified_name(item)) || (why = validate_label_value(eq + 1)))
-                        return set_error(ret_error, "--node-labels: invalid label \"%s\": %s", item, why);
+                        return ck_error_set(ret_error, -EINVAL, "--node-labels: invalid label \"%s\": %s", item, why);
                 json_object_set_new(labels, item, json_string(eq + 1));
         }
         save = NULL;
@@ -240,7 +224,7 @@ int node_object_build(const struct node_status_input *in, const char *node_label
                 json_t *t;
                 if (!colon || (!streq(colon + 1, "NoSchedule") && !streq(colon + 1, "PreferNoSchedule") &&
                                !streq(colon + 1, "NoExecute"))) {
-                        return set_error(ret_error, "--register-with-taints: invalid taint \"%s\"%s: want "
+                        return ck_error_set(ret_error, -EINVAL, "--register-with-taints: invalid taint \"%s\"%s: want "
                                                  "key=value:NoSchedule|PreferNoSchedule|NoExecute", item, "");
                 }
                 *colon = '\0';
@@ -248,7 +232,7 @@ int node_object_build(const struct node_status_input *in, const char *node_label
                 if (eq)
                         *eq = '\0';
                 if (validate_qualified_name(item)) {
-                        return set_error(ret_error, "--register-with-taints: invalid taint key \"%s\": %s", item,
+                        return ck_error_set(ret_error, -EINVAL, "--register-with-taints: invalid taint key \"%s\": %s", item,
                                       validate_qualified_name(item));
                 }
                 t = json_pack("{s:s, s:s}", "key", item, "effect", colon + 1);

@@ -9,6 +9,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+struct ck_error;
+
 #include "basic/time.h"
 #include "stats/machine.h"
 
@@ -47,7 +49,7 @@ json_t *node_status_without_heartbeats(const json_t *status);
  * ones) plus node_labels ("k=v,k2=v2"), spec.taints from taints ("key=value:Effect,..."), and the status.
  * -EINVAL with *ret_error naming the flag for a bad label or taint. */
 int node_object_build(const struct node_status_input *in, const char *node_labels, const char *taints,
-                      json_t **ret, char **ret_error);
+                      json_t **ret, struct ck_error **ret_error);
 
 /* Allocatable: capacity minus --kube-reserved, --system-reserved and the hard eviction thresholds (memory
  * 100Mi, nodefs 10%), never below 0. */
@@ -56,4 +58,4 @@ void node_allocatable(const struct node_status_input *in, int64_t *ret_cpu_milli
 
 /* Parse "cpu=100m,memory=256Mi" into value pairs (validated quantities); -EINVAL with a reason. */
 int node_parse_reserved(const char *s, int64_t *ret_cpu_milli, int64_t *ret_memory_bytes, int64_t *ret_storage_bytes,
-                        char **ret_error);
+                        struct ck_error **ret_error);

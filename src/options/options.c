@@ -19,6 +19,7 @@
 #include "basic/fs.h"
 #include "basic/log.h"
 #include "basic/duration.h"
+#include "basic/error.h"
 #include "basic/string.h"
 #include "basic/strv.h"
 #include "basic/time.h"
@@ -231,22 +232,6 @@ static bool strv_const_contains(const char *const *l, size_t n, const char *s) {
         return false;
 }
 
-/* ---- errors ---- */
-
-static int set_error(char **ret_error, int r, const char *fmt, ...) _printf_(3, 4);
-static int set_error(char **ret_error, int r, const char *fmt, ...) {
-        va_list ap;
-
-        if (!ret_error)
-                return r;
-        free(*ret_error);
-        va_start(ap, fmt);
-        if (vasprintf(ret_error, fmt, ap) < 0)
-                *ret_error = NULL;
-        va_end(ap);
-        return r;
-}
-
 /* ---- defaults ---- */
 
 int kubelet_options_init(struct kubelet_options *o) {
@@ -336,7 +321,7 @@ void kubelet_options_done(struct kubelet_options *o) {
 
 /* A duration for a uint64_t usec field. Negative durations are refused here (upstream accepts and then
  * misbehaves); sub-microsecond remainders round up so that "1ns" stays non-zero. */
-static int parse_duration_value(const char *s, uint64_t *ret_usec, char **ret_error) {
+static int parse_duration_value(const char *s, uint64_t *ret_usec, struct ck_error **ret_error) {
         int64_t nsec;
         int r;
 
@@ -344,7 +329,7 @@ static int parse_duration_value(const char *s, uint64_t *ret_usec, char **ret_er
         if (r < 0)
                 return r;
         if (nsec < 0)
-                return set_error(ret_error, -ERANGE, "must not be negative");
+                return ck_error_set(ret_error, -ERANGE, "must not be negative");
         *ret_usec = ((uint64_t) nsec + 999) / 1000;
         return 0;
 }
@@ -361,20 +346,20 @@ static char *trim(char *s) {
         return s;
 }
 
-static int header_valid(const char *k, const char *v, char **ret_error) {
+static int header_valid(const char *k, const char *v, struct ck_error **ret_error) {
         /* keep CR/LF out of the request: libcurl sends the line as given */
         if (isempty(k))
-                return set_error(ret_error, -EINVAL, "empty header name");
+                return ck_error_set(ret_error, -EINVAL, "empty header name");
         for (const char *c = k; *c; c++)
                 if ((unsigned char) *c <= ' ' || *c == ':' || (unsigned char) *c == 0x7f)
-                        return set_error(ret_error, -EINVAL, "invalid header name \"%s\"", k);
+                        return ck_error_set(ret_error, -EINVAL, "invalid header name \"%s\"", k);
         for (const char *c = v; *c; c++)
                 if (*c == '\r' || *c == '\n' || *c == '\0')
-                        return set_error(ret_error, -EINVAL, "invalid value for header \"%s\"", k);
+                        return ck_error_set(ret_error, -EINVAL, "invalid value for header \"%s\"", k);
         return 0;
 }
 
-static int header_add(char ***l, const char *k, const char *v, char **ret_error) {
+static int header_add(char ***l, const char *k, const char *v, struct ck_error **ret_error) {
         char *line;
         int r;
 
@@ -386,7 +371,7 @@ static int header_add(char ***l, const char *k, const char *v, char **ret_error)
         return strv_push(l, line);
 }
 
-static int parse_headers_value(const char *value, char ***l, char **ret_error) {
+static int parse_headers_value(const char *value, char ***l, struct ck_error **ret_error) {
         _cleanup_free_ char *copy = strdup(value);
         char *save = NULL;
 
@@ -398,7 +383,7 @@ static int parse_headers_value(const char *value, char ***l, char **ret_error) {
                 int r;
 
                 if (!colon)
-                        return set_error(ret_error, -EINVAL, "malformed pair, expect string:string");
+                        return ck_error_set(ret_error, -EINVAL, "malformed pair, expect string:string");
                 *colon = '\0';
                 r = header_add(l, trim(item), trim(colon + 1), ret_error);
                 if (r < 0)
@@ -434,8 +419,8 @@ static bool flag_is_bool(const struct flag_def *f) {
 }
 
 static int apply_flag(struct kubelet_options *o, struct parse_state *st, const struct flag_def *f, const char *value,
-                      char **ret_error) {
-        _cleanup_free_ char *why = NULL;
+                      struct ck_error **ret_error) {
+        _cleanup_ck_error_ struct ck_error *why = NULL;
         char *base = (char *) o;
         int r = 0;
 
@@ -457,7 +442,7 @@ static int apply_flag(struct kubelet_options *o, struct parse_state *st, const s
                 if (r >= 0)
                         *(int *) (base + f->offset) = v;
                 else
-                        why = strdup(r == -ERANGE ? "value out of range" : "not an integer");
+                        (void) ck_error_set(&why, r, "%s", r == -ERANGE ? "value out of range" : "not an integer");
                 break;
         }
 
@@ -467,7 +452,7 @@ static int apply_flag(struct kubelet_options *o, struct parse_state *st, const s
                 if (r >= 0)
                         *(int64_t *) (base + f->offset) = v;
                 else
-                        why = strdup(r == -ERANGE ? "value out of range" : "not an integer");
+                        (void) ck_error_set(&why, r, "%s", r == -ERANGE ? "value out of range" : "not an integer");
                 break;
         }
 
@@ -477,7 +462,7 @@ static int apply_flag(struct kubelet_options *o, struct parse_state *st, const s
                 if (r >= 0)
                         *(bool *) (base + f->offset) = b;
                 else
-                        why = strdup("must be a boolean (true or false)");
+                        (void) ck_error_set(&why, r, "must be a boolean (true or false)");
                 break;
         }
 
@@ -489,7 +474,7 @@ static int apply_flag(struct kubelet_options *o, struct parse_state *st, const s
                 if (r >= 0)
                         o->verbosity = (int) v;
                 else
-                        why = strdup("must be a non-negative integer");
+                        (void) ck_error_set(&why, r, "must be a non-negative integer");
                 break;
         }
 
@@ -523,7 +508,7 @@ static int apply_flag(struct kubelet_options *o, struct parse_state *st, const s
                         else
                                 st->version = b;
                 } else
-                        why = strdup("must be a boolean (true or false)");
+                        (void) ck_error_set(&why, r, "must be a boolean (true or false)");
                 break;
         }
         }
@@ -531,12 +516,12 @@ static int apply_flag(struct kubelet_options *o, struct parse_state *st, const s
         if (r == -ENOMEM)
                 return r;
         if (r < 0)
-                return set_error(ret_error, -EINVAL, "invalid value \"%s\" for flag --%s: %s", value, f->name,
-                                 why ? why : "invalid value");
+                return ck_error_set(ret_error, -EINVAL, "invalid value \"%s\" for flag --%s: %s", value, f->name,
+                                    why ? ck_error_message(why) : "invalid value");
         return 0;
 }
 
-static int parse_argv(struct kubelet_options *o, struct parse_state *st, int argc, char **argv, char **ret_error) {
+static int parse_argv(struct kubelet_options *o, struct parse_state *st, int argc, char **argv, struct ck_error **ret_error) {
         for (int i = 1; i < argc; i++) {
                 const char *a = argv[i], *value = NULL;
                 const struct flag_def *f;
@@ -544,7 +529,7 @@ static int parse_argv(struct kubelet_options *o, struct parse_state *st, int arg
 
                 if (streq(a, "--")) {
                         if (i + 1 < argc)
-                                return set_error(ret_error, -EINVAL, "unknown command \"%s\"", argv[i + 1]);
+                                return ck_error_set(ret_error, -EINVAL, "unknown command \"%s\"", argv[i + 1]);
                         break;
                 }
                 if (startswith(a, "--")) {
@@ -553,24 +538,24 @@ static int parse_argv(struct kubelet_options *o, struct parse_state *st, int arg
 
                         f = flag_find(name, len);
                         if (!f)
-                                return set_error(ret_error, -EINVAL, "unknown flag: --%.*s", (int) len, name);
+                                return ck_error_set(ret_error, -EINVAL, "unknown flag: --%.*s", (int) len, name);
                         if (eq)
                                 value = eq + 1;
                 } else if (a[0] == '-' && a[1] != '\0') {
                         /* shorthands: -h, -v 2, -v=2, -v2 */
                         f = flag_find_short(a[1]);
                         if (!f)
-                                return set_error(ret_error, -EINVAL, "unknown shorthand flag: '%c' in %s", a[1], a);
+                                return ck_error_set(ret_error, -EINVAL, "unknown shorthand flag: '%c' in %s", a[1], a);
                         if (a[2] == '=')
                                 value = a + 3;
                         else if (a[2] != '\0') {
                                 if (flag_is_bool(f))
-                                        return set_error(ret_error, -EINVAL, "unknown shorthand flag: '%c' in %s",
+                                        return ck_error_set(ret_error, -EINVAL, "unknown shorthand flag: '%c' in %s",
                                                          a[2], a);
                                 value = a + 2;
                         }
                 } else
-                        return set_error(ret_error, -EINVAL, "unknown command \"%s\"", a);
+                        return ck_error_set(ret_error, -EINVAL, "unknown command \"%s\"", a);
 
                 if (!value) {
                         if (flag_is_bool(f))
@@ -578,7 +563,7 @@ static int parse_argv(struct kubelet_options *o, struct parse_state *st, int arg
                         else if (i + 1 < argc)
                                 value = argv[++i];
                         else
-                                return set_error(ret_error, -EINVAL, "flag needs an argument: --%s", f->name);
+                                return ck_error_set(ret_error, -EINVAL, "flag needs an argument: --%s", f->name);
                 }
                 r = apply_flag(o, st, f, value, ret_error);
                 if (r < 0)
@@ -592,21 +577,16 @@ static int parse_argv(struct kubelet_options *o, struct parse_state *st, int arg
 struct config_ctx {
         const char *path;
         const char *dir; /* directory of the config file, for relative paths */
-        char **error;
+        struct ck_error **error;
 };
 
 static int config_error(struct config_ctx *c, int r, const char *fmt, ...) _printf_(3, 4);
 static int config_error(struct config_ctx *c, int r, const char *fmt, ...) {
         _cleanup_free_ char *msg = NULL;
-        va_list ap;
 
-        va_start(ap, fmt);
-        if (vasprintf(&msg, fmt, ap) < 0)
-                msg = NULL;
-        va_end(ap);
-        if (!msg)
+        if (VA_FORMAT(msg, fmt) < 0)
                 return -ENOMEM;
-        return set_error(c->error, r, "%s: %s", c->path, msg);
+        return ck_error_set(c->error, r, "%s: %s", c->path, msg);
 }
 
 static const char *json_type_name(const json_t *v) {
@@ -655,7 +635,7 @@ static int config_string(struct config_ctx *c, const char *field, json_t *v, boo
 
 /* metav1.Duration: a string for time.ParseDuration. Zero means "use the default" (SetDefaults_*). */
 static int config_duration(struct config_ctx *c, const char *field, json_t *v, uint64_t *target) {
-        _cleanup_free_ char *why = NULL;
+        _cleanup_ck_error_ struct ck_error *why = NULL;
         uint64_t usec = 0;
         int r;
 
@@ -667,7 +647,7 @@ static int config_duration(struct config_ctx *c, const char *field, json_t *v, u
                 return r;
         if (r < 0)
                 return config_error(c, -EINVAL, "%s: invalid duration \"%s\": %s", field, json_string_value(v),
-                                    why ? why : "invalid value");
+                                    why ? ck_error_message(why) : "invalid value");
         if (usec > 0)
                 *target = usec;
         return 0;
@@ -854,7 +834,7 @@ static int config_headers(struct config_ctx *c, json_t *v, char ***target) {
                         return config_error(c, -EINVAL, "staticPodURLHeader.%s: expected a list of strings, got %s", key,
                                             json_type_name(values));
                 json_array_foreach(values, i, e) {
-                        _cleanup_free_ char *why = NULL;
+                        _cleanup_ck_error_ struct ck_error *why = NULL;
                         int r;
 
                         if (!json_is_string(e))
@@ -865,7 +845,7 @@ static int config_headers(struct config_ctx *c, json_t *v, char ***target) {
                                 return r;
                         if (r < 0)
                                 return config_error(c, -EINVAL, "staticPodURLHeader.%s[%zu]: %s", key, i,
-                                                    strna(why));
+                                                    why ? ck_error_message(why) : "n/a");
                 }
         }
         strv_free(*target);
@@ -1011,8 +991,9 @@ static int check_type_meta(struct config_ctx *c, json_t *doc, const char *key, c
         return 0;
 }
 
-static int load_config_file(struct kubelet_options *o, const char *path, char **ret_error) {
-        _cleanup_free_ char *data = NULL, *yerr = NULL, *dir = NULL;
+static int load_config_file(struct kubelet_options *o, const char *path, struct ck_error **ret_error) {
+        _cleanup_free_ char *data = NULL, *dir = NULL;
+        _cleanup_ck_error_ struct ck_error *yerr = NULL;
         struct config_ctx c = { .path = path, .error = ret_error };
         json_auto_t *docs = NULL;
         json_t *doc, *v;
@@ -1038,7 +1019,7 @@ static int load_config_file(struct kubelet_options *o, const char *path, char **
         if (r == -ENOMEM)
                 return r;
         if (r < 0)
-                return config_error(&c, -EINVAL, "%s", yerr ? yerr : "cannot parse YAML/JSON");
+                return config_error(&c, -EINVAL, "%s", yerr ? ck_error_message(yerr) : "cannot parse YAML/JSON");
 
         if (json_array_size(docs) == 0)
                 return config_error(&c, -EINVAL, "config file is empty");
@@ -1064,7 +1045,7 @@ static int load_config_file(struct kubelet_options *o, const char *path, char **
 
 /* ---- after parsing ---- */
 
-static int derive_node_name(struct kubelet_options *o, char **ret_error) {
+static int derive_node_name(struct kubelet_options *o, struct ck_error **ret_error) {
         _cleanup_free_ char *name = NULL;
         char host[HOST_NAME_MAX + 1];
         const char *src = o->hostname_override;
@@ -1072,7 +1053,7 @@ static int derive_node_name(struct kubelet_options *o, char **ret_error) {
 
         if (isempty(src)) {
                 if (gethostname(host, sizeof(host)) < 0)
-                        return set_error(ret_error, negative_errno(), "cannot get the hostname: %m");
+                        return ck_error_set(ret_error, negative_errno(), "cannot get the hostname: %m");
                 host[sizeof(host) - 1] = '\0';
                 src = host;
         }
@@ -1081,7 +1062,7 @@ static int derive_node_name(struct kubelet_options *o, char **ret_error) {
                 return -ENOMEM;
         t = trim(name);
         if (isempty(t))
-                return set_error(ret_error, -EINVAL, "empty hostname is invalid");
+                return ck_error_set(ret_error, -EINVAL, "empty hostname is invalid");
         for (char *s = t; *s; s++)
                 *s = (char) tolower((unsigned char) *s);
         free(o->node_name);
@@ -1089,18 +1070,18 @@ static int derive_node_name(struct kubelet_options *o, char **ret_error) {
         return o->node_name ? 0 : -ENOMEM;
 }
 
-static int validate_duration(const char *field, const char *flag, uint64_t usec, char **ret_error) {
+static int validate_duration(const char *field, const char *flag, uint64_t usec, struct ck_error **ret_error) {
         if (usec == 0)
-                return set_error(ret_error, -EINVAL, "invalid configuration: %s (--%s) must be greater than 0", field,
+                return ck_error_set(ret_error, -EINVAL, "invalid configuration: %s (--%s) must be greater than 0", field,
                                  flag);
         if (usec > (uint64_t) INT64_MAX / 1000)
-                return set_error(ret_error, -EINVAL, "invalid configuration: %s (--%s) is too large", field, flag);
+                return ck_error_set(ret_error, -EINVAL, "invalid configuration: %s (--%s) is too large", field, flag);
         return 0;
 }
 
 /* upstream ValidateKubeletConfiguration's cgroup rules; the enforcement levels ckubelet does not implement
  * (system-reserved, kube-reserved and their -compressible forms) are refused */
-static int validate_cgroups(const struct kubelet_options *o, char **ret_error) {
+static int validate_cgroups(const struct kubelet_options *o, struct ck_error **ret_error) {
         static const char *const unsupported[] = { "system-reserved", "kube-reserved", "system-reserved-compressible",
                                                    "kube-reserved-compressible" };
         _cleanup_free_ char *copy = NULL;
@@ -1109,16 +1090,16 @@ static int validate_cgroups(const struct kubelet_options *o, char **ret_error) {
         bool none = false;
 
         if (!streq_ptr(o->cgroup_driver, "cgroupfs") && !streq_ptr(o->cgroup_driver, "systemd"))
-                return set_error(ret_error, -EINVAL, "invalid configuration: cgroupDriver (--cgroup-driver) \"%s\": must "
+                return ck_error_set(ret_error, -EINVAL, "invalid configuration: cgroupDriver (--cgroup-driver) \"%s\": must "
                                  "be cgroupfs or systemd", strempty(o->cgroup_driver));
         if (o->cgroups_per_qos && isempty(o->cgroup_root))
-                return set_error(ret_error, -EINVAL, "invalid configuration: cgroupRoot (--cgroup-root) must be specified "
+                return ck_error_set(ret_error, -EINVAL, "invalid configuration: cgroupRoot (--cgroup-root) must be specified "
                                  "if cgroupsPerQOS (--cgroups-per-qos) is enabled");
         if (!isempty(o->cgroup_root) && o->cgroup_root[0] != '/')
-                return set_error(ret_error, -EINVAL, "invalid configuration: cgroupRoot (--cgroup-root) \"%s\" must be "
+                return ck_error_set(ret_error, -EINVAL, "invalid configuration: cgroupRoot (--cgroup-root) \"%s\" must be "
                                  "an absolute path", o->cgroup_root);
         if (o->cgroup_root && (strstr(o->cgroup_root, "/../") || endswith(o->cgroup_root, "/..")))
-                return set_error(ret_error, -EINVAL, "invalid configuration: cgroupRoot (--cgroup-root) \"%s\" must not "
+                return ck_error_set(ret_error, -EINVAL, "invalid configuration: cgroupRoot (--cgroup-root) \"%s\" must not "
                                  "contain \"..\"", o->cgroup_root);
         copy = strdup(strempty(o->enforce_node_allocatable));
         if (!copy)
@@ -1128,64 +1109,64 @@ static int validate_cgroups(const struct kubelet_options *o, char **ret_error) {
                 if (streq(tok, "none"))
                         none = true;
                 else if (strv_const_contains(unsupported, ELEMENTSOF(unsupported), tok))
-                        return set_error(ret_error, -EINVAL, "invalid configuration: enforceNodeAllocatable "
+                        return ck_error_set(ret_error, -EINVAL, "invalid configuration: enforceNodeAllocatable "
                                          "(--enforce-node-allocatable) option \"%s\" is not supported by ckubelet", tok);
                 else if (!streq(tok, "pods"))
-                        return set_error(ret_error, -EINVAL, "invalid configuration: option \"%s\" specified for "
+                        return ck_error_set(ret_error, -EINVAL, "invalid configuration: option \"%s\" specified for "
                                          "enforceNodeAllocatable (--enforce-node-allocatable). Valid options are "
                                          "\"pods\", \"system-reserved\", \"kube-reserved\", "
                                          "\"system-reserved-compressible\", \"kube-reserved-compressible\", or \"none\"",
                                          tok);
         }
         if (none && n > 1)
-                return set_error(ret_error, -EINVAL, "invalid configuration: enforceNodeAllocatable "
+                return ck_error_set(ret_error, -EINVAL, "invalid configuration: enforceNodeAllocatable "
                                  "(--enforce-node-allocatable) may not contain additional enforcements when \"none\" is "
                                  "specified");
         if (!o->cgroups_per_qos && n > 0 && !none)
-                return set_error(ret_error, -EINVAL, "invalid configuration: enforceNodeAllocatable "
+                return ck_error_set(ret_error, -EINVAL, "invalid configuration: enforceNodeAllocatable "
                                  "(--enforce-node-allocatable) is not supported unless cgroupsPerQOS (--cgroups-per-qos) "
                                  "feature is turned on");
         return 0;
 }
 
-static int validate(const struct kubelet_options *o, char **ret_error) {
+static int validate(const struct kubelet_options *o, struct ck_error **ret_error) {
         unsigned char addr[sizeof(struct in6_addr)];
         int r;
 
         if (!isempty(o->node_ip) && inet_pton(AF_INET, o->node_ip, addr) != 1 && inet_pton(AF_INET6, o->node_ip, addr) != 1)
-                return set_error(ret_error, -EINVAL, "failed to parse node IP \"%s\"", o->node_ip);
+                return ck_error_set(ret_error, -EINVAL, "failed to parse node IP \"%s\"", o->node_ip);
 
         if (isempty(o->address) ||
             (inet_pton(AF_INET, o->address, addr) != 1 && inet_pton(AF_INET6, o->address, addr) != 1))
-                return set_error(ret_error, -EINVAL, "invalid configuration: address (--address) \"%s\" is not a valid IP "
+                return ck_error_set(ret_error, -EINVAL, "invalid configuration: address (--address) \"%s\" is not a valid IP "
                                  "address", strempty(o->address));
         if (o->healthz_port != 0 && (isempty(o->healthz_bind_address) ||
                                      (inet_pton(AF_INET, o->healthz_bind_address, addr) != 1 &&
                                       inet_pton(AF_INET6, o->healthz_bind_address, addr) != 1)))
-                return set_error(ret_error, -EINVAL, "invalid configuration: healthzBindAddress (--healthz-bind-address) "
+                return ck_error_set(ret_error, -EINVAL, "invalid configuration: healthzBindAddress (--healthz-bind-address) "
                                  "\"%s\" is not a valid IP address", strempty(o->healthz_bind_address));
         if (o->port < 1 || o->port > 65535)
-                return set_error(ret_error, -EINVAL, "invalid configuration: port (--port) %d must be between 1 and 65535, "
+                return ck_error_set(ret_error, -EINVAL, "invalid configuration: port (--port) %d must be between 1 and 65535, "
                                  "inclusive", o->port);
         if (o->read_only_port < 0 || o->read_only_port > 65535)
-                return set_error(ret_error, -EINVAL, "invalid configuration: readOnlyPort (--read-only-port) %d must be "
+                return ck_error_set(ret_error, -EINVAL, "invalid configuration: readOnlyPort (--read-only-port) %d must be "
                                  "between 0 and 65535, inclusive", o->read_only_port);
         if (o->healthz_port < 0 || o->healthz_port > 65535)
-                return set_error(ret_error, -EINVAL, "invalid configuration: healthzPort (--healthz-port) %d must be "
+                return ck_error_set(ret_error, -EINVAL, "invalid configuration: healthzPort (--healthz-port) %d must be "
                                  "between 0 and 65535, inclusive", o->healthz_port);
         if (!streq_ptr(o->authorization_mode, "AlwaysAllow") && !streq_ptr(o->authorization_mode, "Webhook"))
-                return set_error(ret_error, -EINVAL, "invalid configuration: authorization.mode (--authorization-mode) "
+                return ck_error_set(ret_error, -EINVAL, "invalid configuration: authorization.mode (--authorization-mode) "
                                  "\"%s\": must be AlwaysAllow or Webhook", strempty(o->authorization_mode));
         if (isempty(o->tls_cert_file) != isempty(o->tls_private_key_file))
-                return set_error(ret_error, -EINVAL, "invalid configuration: tlsCertFile (--tls-cert-file) and "
+                return ck_error_set(ret_error, -EINVAL, "invalid configuration: tlsCertFile (--tls-cert-file) and "
                                  "tlsPrivateKeyFile (--tls-private-key-file) must be given together");
         if (o->kube_api_qps < 0 || o->kube_api_burst < 0)
-                return set_error(ret_error, -EINVAL, "invalid configuration: kubeAPIQPS (--kube-api-qps) and kubeAPIBurst "
+                return ck_error_set(ret_error, -EINVAL, "invalid configuration: kubeAPIQPS (--kube-api-qps) and kubeAPIBurst "
                                  "(--kube-api-burst) must not be negative");
         if (o->node_lease_duration_seconds <= 0)
-                return set_error(ret_error, -EINVAL, "invalid configuration: nodeLeaseDurationSeconds must be greater than 0");
+                return ck_error_set(ret_error, -EINVAL, "invalid configuration: nodeLeaseDurationSeconds must be greater than 0");
         if (o->max_pods < 0)
-                return set_error(ret_error, -EINVAL,
+                return ck_error_set(ret_error, -EINVAL,
                                  "invalid configuration: maxPods (--max-pods) %d must not be a negative number", o->max_pods);
         r = validate_duration("fileCheckFrequency", "file-check-frequency", o->file_check_frequency_usec, ret_error);
         if (r >= 0)
@@ -1199,16 +1180,16 @@ static int validate(const struct kubelet_options *o, char **ret_error) {
         if (r < 0)
                 return r;
         if (isempty(o->container_runtime_endpoint))
-                return set_error(ret_error, -EINVAL,
+                return ck_error_set(ret_error, -EINVAL,
                                  "invalid configuration: containerRuntimeEndpoint (--container-runtime-endpoint) must "
                                  "not be empty");
         if (isempty(o->root_dir))
-                return set_error(ret_error, -EINVAL, "invalid configuration: --root-dir must not be empty");
+                return ck_error_set(ret_error, -EINVAL, "invalid configuration: --root-dir must not be empty");
         r = validate_cgroups(o, ret_error);
         if (r < 0)
                 return r;
         if (isempty(o->pod_logs_dir) || o->pod_logs_dir[0] != '/')
-                return set_error(ret_error, -EINVAL, "invalid configuration: pod logs path \"%s\" must be absolute path",
+                return ck_error_set(ret_error, -EINVAL, "invalid configuration: pod logs path \"%s\" must be absolute path",
                                  strempty(o->pod_logs_dir));
         return 0;
 }
@@ -1217,11 +1198,10 @@ static void print_version(void) {
         printf("ckubelet v%s\n", CKUBELET_VERSION);
 }
 
-int kubelet_options_parse(struct kubelet_options *o, int argc, char **argv, char **ret_error) {
+int kubelet_options_parse(struct kubelet_options *o, int argc, char **argv, struct ck_error **ret_error) {
         struct kubelet_options scratch = {};
         struct parse_state st = {};
         _cleanup_free_ char *config_path = NULL;
-        char *error = NULL;
         int r;
 
         if (!o || argc < 0 || (argc > 0 && !argv))
@@ -1230,7 +1210,7 @@ int kubelet_options_parse(struct kubelet_options *o, int argc, char **argv, char
         /* pass 1: syntax and values of every flag, --config, --help, --version */
         r = kubelet_options_init(&scratch);
         if (r >= 0)
-                r = parse_argv(&scratch, &st, argc, argv, &error);
+                r = parse_argv(&scratch, &st, argc, argv, ret_error);
         if (r >= 0 && scratch.config_path) {
                 config_path = strdup(scratch.config_path);
                 if (!config_path)
@@ -1250,31 +1230,26 @@ int kubelet_options_parse(struct kubelet_options *o, int argc, char **argv, char
 
         /* the config file on top of the defaults, then the flags again on top of that */
         if (config_path) {
-                r = load_config_file(o, config_path, &error);
+                r = load_config_file(o, config_path, ret_error);
                 if (r < 0)
                         goto fail;
         }
         st = (struct parse_state){};
-        r = parse_argv(o, &st, argc, argv, &error);
+        r = parse_argv(o, &st, argc, argv, ret_error);
         if (r < 0)
                 goto fail;
 
-        r = validate(o, &error);
+        r = validate(o, ret_error);
         if (r < 0)
                 goto fail;
-        r = derive_node_name(o, &error);
+        r = derive_node_name(o, ret_error);
         if (r < 0)
                 goto fail;
-        free(error);
         return 0;
 
 fail:
-        if (!error && r == -ENOMEM)
-                error = strdup("out of memory");
-        if (ret_error)
-                *ret_error = error;
-        else
-                free(error);
+        if (ret_error && !*ret_error)
+                ck_error_set(ret_error, r, "%s", strerror(-r));
         return r;
 }
 

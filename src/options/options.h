@@ -7,6 +7,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+struct ck_error;
+
 struct kubelet_options {
         /* static pods */
         char *pod_manifest_path;             /* --pod-manifest-path / staticPodPath */
@@ -89,7 +91,7 @@ void kubelet_options_done(struct kubelet_options *o);
  * "unknown flag: --foo", "invalid value \"x\" for flag --max-pods: ...",
  * "/etc/kubelet.yaml: fileCheckFrequency: invalid duration \"abc\"", "/etc/kubelet.yaml: unknown field
  * \"fooBar\"". */
-int kubelet_options_parse(struct kubelet_options *o, int argc, char **argv, char **ret_error);
+int kubelet_options_parse(struct kubelet_options *o, int argc, char **argv, struct ck_error **ret_error);
 
 /* Usage text for --help. */
 void kubelet_options_print_help(void);

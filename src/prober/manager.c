@@ -4,6 +4,7 @@
 #include <string.h>
 #include <sys/random.h>
 
+#include "basic/error.h"
 #include "basic/log.h"
 #include "basic/string.h"
 #include "basic/time.h"
@@ -205,7 +206,7 @@ static void on_timer(evutil_socket_t fd, short what, void *userdata) {
                 .timeout_usec = (uint64_t) MAX(w->spec->timeout_seconds, 1) * USEC_PER_SEC,
         };
         struct prober *p = w->pp->p;
-        _cleanup_free_ char *why = NULL;
+        _cleanup_ck_error_ struct ck_error *why = NULL;
         int r = 0;
 
         if (!w->running || w->on_hold || w->op || !w->container_id)
@@ -241,7 +242,7 @@ static void on_timer(evutil_socket_t fd, short what, void *userdata) {
                 w->op = NULL;
                 log_v(1, "Probe errored: probeType=\"%s\" pod=\"%s/%s\" containerName=\"%s\" err=\"%s\"",
                       probe_type_to_string(w->type), pod_ns(w), pod_name(w), w->container_name,
-                      why ? why : r == -EADDRNOTAVAIL ? "the pod has no IP address yet" : strerror(-r));
+                      why ? ck_error_message(why) : r == -EADDRNOTAVAIL ? "the pod has no IP address yet" : strerror(-r));
                 worker_next(w);
         }
 }

@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include <string.h>
 
+#include "basic/error.h"
 #include "basic/string.h"
 #include "container/container.h"
 #include "prober/prober.h"
 
 int probe_resolve_port(const struct int_or_string *port, const struct container *c, int *ret_port,
-                       char **ret_error) {
+                       struct ck_error **ret_error) {
         int v = -1;
 
         if (!port->is_string)
@@ -18,19 +19,13 @@ int probe_resolve_port(const struct int_or_string *port, const struct container 
                                 v = c->ports[i].container_port;
                                 break;
                         }
-                if (v < 0 && safe_atoi(name, &v) < 0) {
-                        if (ret_error && asprintf(ret_error,
-                                                  "port \"%s\" is neither a port name of container \"%s\" "
-                                                  "nor a number", name, strempty(c->name)) < 0)
-                                *ret_error = NULL;
-                        return -ENOENT;
-                }
+                if (v < 0 && safe_atoi(name, &v) < 0)
+                        return ck_error_set(ret_error, -ENOENT,
+                                            "port \"%s\" is neither a port name of container \"%s\" nor a number", name,
+                                            strempty(c->name));
         }
-        if (v < 1 || v > 65535) {
-                if (ret_error && asprintf(ret_error, "invalid port number: %d", v) < 0)
-                        *ret_error = NULL;
-                return -ERANGE;
-        }
+        if (v < 1 || v > 65535)
+                return ck_error_set(ret_error, -ERANGE, "invalid port number: %d", v);
         *ret_port = v;
         return 0;
 }

@@ -11,12 +11,13 @@
 #include "apis/pod.h"
 #include "prober/results.h"
 
+struct ck_error;
 struct kc_container;
 
 /* extractPort: a number, or a name looked up in the container's ports, or a numeric string; the result
  * must be 1-65535. On failure *ret_error says why ("couldn't find port: http in ..."), as upstream. */
 int probe_resolve_port(const struct int_or_string *port, const struct container *c, int *ret_port,
-                       char **ret_error);
+                       struct ck_error **ret_error);
 
 /* net.JoinHostPort: "[::1]:8080" for IPv6 literals, "10.0.0.1:80" otherwise. */
 char *probe_join_host_port(const char *host, int port);

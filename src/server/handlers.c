@@ -7,6 +7,7 @@
 
 #include "basic/log.h"
 #include "basic/duration.h"
+#include "basic/error.h"
 #include "basic/evbuffer.h"
 #include "basic/string.h"
 #include "basic/strv.h"
@@ -18,18 +19,18 @@
 /* ---------------------------------------------------------------- /healthz */
 
 void api_handle_healthz(struct api_request *r, const char *check) {
-        _cleanup_free_ char *why = NULL;
+        _cleanup_ck_error_ struct ck_error *why = NULL;
         int sync = api_host_sync_loop_health(r->s, &why);
 
         if (check) {
                 if (streq(check, "syncloop") && sync < 0)
-                        api_reply_text(r->req, 500, "internal server error: %s\n", strna(why));
+                        api_reply_text(r->req, 500, "internal server error: %s\n", ck_error_message(why));
                 else
                         api_reply_text(r->req, 200, "ok");
                 return;
         }
         if (sync < 0) {
-                log_info("healthz check failed: syncloop: %s", strna(why));
+                log_info("healthz check failed: syncloop: %s", ck_error_message(why));
                 api_reply_text(r->req, 500, "[+]ping ok\n[+]log ok\n[-]syncloop failed: reason withheld\n"
                                             "healthz check failed\n");
                 return;

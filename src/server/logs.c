@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "basic/error.h"
 #include "basic/evbuffer.h"
 #include "basic/log.h"
 #include "basic/string.h"
@@ -102,7 +103,7 @@ static void on_follow_done(int r, void *userdata) {
 
 void api_handle_container_logs(struct api_request *r, const char *rest) {
         _cleanup_strv_free_ char **parts = NULL;
-        _cleanup_free_ char *why = NULL;
+        _cleanup_ck_error_ struct ck_error *why = NULL;
         _cleanup_(kc_container_freep) struct kc_container *c = NULL;
         _cleanup_close_ int fd = -1;
         struct logs_options o;
@@ -129,7 +130,7 @@ void api_handle_container_logs(struct api_request *r, const char *rest) {
         if (k < 0) {
                 /* upstream answers "Unable to decode query." / "Invalid request."; we say which parameter */
                 api_reply_text(r->req, 400, "{\"message\": \"%s: %s\"}",
-                               k == -EBADMSG ? "Unable to decode query" : "Invalid request", strna(why));
+                               k == -EBADMSG ? "Unable to decode query" : "Invalid request", ck_error_message(why));
                 return;
         }
         k = api_host_lookup_container(r->s, ns, pod, container, o.previous, &c, NULL);

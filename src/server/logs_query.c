@@ -14,6 +14,7 @@
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 
+#include "basic/error.h"
 #include "basic/time.h"
 
 /* Longest query string accepted. */
@@ -100,17 +101,6 @@ static const char *const query_names[_Q_MAX] = {
         [Q_SINCE_TIME] = "sinceTime",
 };
 
-static int set_error(char **ret_error, const char *fmt, ...) _printf_(2, 3);
-static int set_error(char **ret_error, const char *fmt, ...) {
-        char *s = NULL;
-        if (!ret_error)
-                return 0;
-        if (VA_FORMAT(s, fmt) < 0)
-                return -ENOMEM;
-        *ret_error = s;
-        return 0;
-}
-
 /* Append one validation error, upstream's aggregate style: "a" or "[a, b]" (brackets added at the end). */
 static int add_invalid(char **errs, size_t *n, const char *fmt, ...) _printf_(3, 4);
 static int add_invalid(char **errs, size_t *n, const char *fmt, ...) {
@@ -130,7 +120,7 @@ static int add_invalid(char **errs, size_t *n, const char *fmt, ...) {
 }
 
 int api_log_options_from_query_at(const char *query_string, int64_t now_nsec, struct logs_options *ret,
-                                  char **ret_error) {
+                                  struct ck_error **ret_error) {
         struct evkeyvalq q;
         struct evkeyval *kv;
         _cleanup_free_ char *norm = NULL, *errs = NULL;
@@ -147,13 +137,11 @@ int api_log_options_from_query_at(const char *query_string, int64_t now_nsec, st
                 return 0;
         }
         if (strlen(query_string) > QUERY_MAX) {
-                r = set_error(ret_error, "Unable to decode query: query string too long");
-                return r < 0 ? r : -EBADMSG;
+                return ck_error_set(ret_error, -EBADMSG, "Unable to decode query: query string too long");
         }
         /* libevent decodes "%00" into a string end, which would hide trailing garbage */
         if (strstr(query_string, "%00")) {
-                r = set_error(ret_error, "Unable to decode query: NUL byte in query");
-                return r < 0 ? r : -EBADMSG;
+                return ck_error_set(ret_error, -EBADMSG, "Unable to decode query: NUL byte in query");
         }
         r = normalize_query(query_string, &norm);
         if (r < 0)
@@ -161,8 +149,7 @@ int api_log_options_from_query_at(const char *query_string, int64_t now_nsec, st
 
         TAILQ_INIT(&q);
         if (evhttp_parse_query_str(norm, &q) < 0) {
-                r = set_error(ret_error, "Unable to decode query.");
-                return r < 0 ? r : -EBADMSG;
+                return ck_error_set(ret_error, -EBADMSG, "Unable to decode query.");
         }
 
         TAILQ_FOREACH(kv, &q, next) {
@@ -192,27 +179,24 @@ int api_log_options_from_query_at(const char *query_string, int64_t now_nsec, st
 
         if (val[Q_TAIL_LINES]) {
                 if (parse_int64_strict(val[Q_TAIL_LINES], &tail) < 0) {
-                        r = set_error(ret_error, "Unable to decode query: tailLines: invalid value \"%s\"",
+                        r = ck_error_set(ret_error, -EBADMSG, "Unable to decode query: tailLines: invalid value \"%s\"",
                                       val[Q_TAIL_LINES]);
-                        r = r < 0 ? r : -EBADMSG;
                         goto finish;
                 }
                 have_tail = true;
         }
         if (val[Q_LIMIT_BYTES]) {
                 if (parse_int64_strict(val[Q_LIMIT_BYTES], &limit) < 0) {
-                        r = set_error(ret_error, "Unable to decode query: limitBytes: invalid value \"%s\"",
+                        r = ck_error_set(ret_error, -EBADMSG, "Unable to decode query: limitBytes: invalid value \"%s\"",
                                       val[Q_LIMIT_BYTES]);
-                        r = r < 0 ? r : -EBADMSG;
                         goto finish;
                 }
                 have_limit = true;
         }
         if (val[Q_SINCE_SECONDS]) {
                 if (parse_int64_strict(val[Q_SINCE_SECONDS], &since_seconds) < 0) {
-                        r = set_error(ret_error, "Unable to decode query: sinceSeconds: invalid value \"%s\"",
+                        r = ck_error_set(ret_error, -EBADMSG, "Unable to decode query: sinceSeconds: invalid value \"%s\"",
                                       val[Q_SINCE_SECONDS]);
-                        r = r < 0 ? r : -EBADMSG;
                         goto finish;
                 }
                 have_since_seconds = true;
@@ -222,8 +206,7 @@ int api_log_options_from_query_at(const char *query_string, int64_t now_nsec, st
                 int32_t off;
                 /* metav1.Time's UnmarshalQueryParameter: "" and "null" are the zero time, still "set" */
                 if (!isempty(s) && !streq(s, "null") && logs_parse_timestamp(s, strlen(s), &since_time, &off) < 0) {
-                        r = set_error(ret_error, "Unable to decode query: sinceTime: invalid value \"%s\"", s);
-                        r = r < 0 ? r : -EBADMSG;
+                        r = ck_error_set(ret_error, -EBADMSG, "Unable to decode query: sinceTime: invalid value \"%s\"", s);
                         goto finish;
                 }
                 have_since_time = true;
@@ -248,8 +231,7 @@ int api_log_options_from_query_at(const char *query_string, int64_t now_nsec, st
                         goto finish;
         }
         if (nerr > 0) {
-                r = nerr > 1 ? set_error(ret_error, "[%s]", errs) : set_error(ret_error, "%s", errs);
-                r = r < 0 ? r : -EINVAL;
+                r = nerr > 1 ? ck_error_set(ret_error, -EINVAL, "[%s]", errs) : ck_error_set(ret_error, -EINVAL, "%s", errs);
                 goto finish;
         }
 
@@ -274,6 +256,6 @@ finish:
         return r;
 }
 
-int api_log_options_from_query(const char *query_string, struct logs_options *ret, char **ret_error) {
+int api_log_options_from_query(const char *query_string, struct logs_options *ret, struct ck_error **ret_error) {
         return api_log_options_from_query_at(query_string, 0, ret, ret_error);
 }

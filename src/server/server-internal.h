@@ -93,7 +93,7 @@ static inline bool api_host_pod_exists(struct api_server *s, const char *ns, con
 static inline int api_host_pod_sandbox_id(struct api_server *s, const char *ns, const char *pod_name, char **ret) {
         return s->host.pod_sandbox_id(s->host.userdata, ns, pod_name, ret);
 }
-static inline int api_host_sync_loop_health(struct api_server *s, char **ret_error) {
+static inline int api_host_sync_loop_health(struct api_server *s, struct ck_error **ret_error) {
         return s->host.sync_loop_health(s->host.userdata, ret_error);
 }
 static inline void api_host_counts(struct api_server *s, struct api_host_counts *ret) {

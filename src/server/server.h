@@ -14,6 +14,7 @@
 #include <stddef.h>
 
 struct api_server;
+struct ck_error;
 struct cri_client;
 struct histogram;
 struct kc_container;
@@ -44,7 +45,7 @@ struct api_host {
         /* the ready sandbox of a desired pod: -ENXIO no such pod, -ESRCH none ready */
         int (*pod_sandbox_id)(void *userdata, const char *ns, const char *pod_name, char **ret);
         /* /healthz/syncloop: 0, or a negative errno and why in *ret_error */
-        int (*sync_loop_health)(void *userdata, char **ret_error);
+        int (*sync_loop_health)(void *userdata, struct ck_error **ret_error);
         void (*counts)(void *userdata, struct api_host_counts *ret);
         void *userdata;
 };

@@ -11,6 +11,7 @@
 #include "apis/fieldpath.h"
 #include "apis/resource.h"
 #include "basic/base64.h"
+#include "basic/error.h"
 #include "basic/macro.h"
 #include "objects/objects.h"
 #include "volumes/contents.h"
@@ -36,21 +37,6 @@ int vol_downward_value(const struct pod *pod, const struct downward_item *it, co
 
 /* ---------------------------------------------------------------- payloads */
 
-static int set_msg(char **m, const char *fmt, ...) _printf_(2, 3);
-static int set_msg(char **m, const char *fmt, ...) {
-        va_list ap;
-        char *s = NULL;
-        int r;
-        va_start(ap, fmt);
-        r = vasprintf(&s, fmt, ap);
-        va_end(ap);
-        if (r < 0)
-                return -ENOMEM;
-        free(*m);
-        *m = s;
-        return 0;
-}
-
 /* the value of key in a ConfigMap (data, then binaryData) or a Secret (data, base64) */
 static int object_value(json_t *obj, bool secret, const char *key, char **ret, size_t *ret_size) {
         json_t *data = json_object_get(obj, "data"), *v = json_object_get(data, key);
@@ -72,7 +58,7 @@ static int object_value(json_t *obj, bool secret, const char *key, char **ret, s
 }
 
 static int object_payload(const struct pod *pod, const struct object_volume *o, bool secret, int default_mode,
-                          const struct kc_build_context *ctx, struct vol_payload *p, char **msg) {
+                          const struct kc_build_context *ctx, struct vol_payload *p, struct ck_error **ret_error) {
         const char *kind = secret ? "Secret" : "ConfigMap", *fetch_msg = NULL;
         json_t *obj = NULL;
         int r;
@@ -81,11 +67,11 @@ static int object_payload(const struct pod *pod, const struct object_volume *o, 
         if (r == -ENOENT) {
                 if (o->optional)
                         return 0;
-                return set_msg(msg, "%s \"%s\" not found", secret ? "secret" : "configmap", o->name) < 0 ? -ENOMEM : r;
+                return ck_error_set(ret_error, r, "%s \"%s\" not found", secret ? "secret" : "configmap", o->name);
         }
         if (r < 0)
-                return set_msg(msg, "cannot get %s \"%s\": %s", secret ? "secret" : "configmap", o->name,
-                               fetch_msg ? fetch_msg : strerror(-r)) < 0 ? -ENOMEM : r;
+                return ck_error_set(ret_error, r, "cannot get %s \"%s\": %s", secret ? "secret" : "configmap", o->name,
+                               fetch_msg ? fetch_msg : strerror(-r));
         if (o->n_items == 0) {
                 const char *sections[] = { "data", secret ? NULL : "binaryData" };
                 for (size_t s = 0; s < 2 && sections[s]; s++) {
@@ -98,9 +84,8 @@ static int object_payload(const struct pod *pod, const struct object_volume *o, 
                                 if (r == -ENOENT)
                                         continue;
                                 if (r < 0)
-                                        return set_msg(msg, "%s \"%s\": key %s: %s", secret ? "secret" : "configmap",
-                                                       o->name, k, r == -EINVAL ? "illegal base64 data" : strerror(-r)) < 0
-                                                       ? -ENOMEM : r;
+                                        return ck_error_set(ret_error, r, "%s \"%s\": key %s: %s", secret ? "secret" : "configmap",
+                                                       o->name, k, r == -EINVAL ? "illegal base64 data" : strerror(-r));
                                 r = vol_payload_add(p, k, val, size, default_mode);
                                 if (r < 0)
                                         return r;
@@ -116,12 +101,12 @@ static int object_payload(const struct pod *pod, const struct object_volume *o, 
                 if (r == -ENOENT) {
                         if (o->optional)
                                 continue;
-                        return set_msg(msg, "%s references non-existent %s key: %s", secret ? "secret" : "configmap",
-                                       secret ? "secret" : "config", it->key) < 0 ? -ENOMEM : -ENOENT;
+                        return ck_error_set(ret_error, -ENOENT, "%s references non-existent %s key: %s", secret ? "secret" : "configmap",
+                                       secret ? "secret" : "config", it->key);
                 }
                 if (r < 0)
-                        return set_msg(msg, "%s \"%s\": key %s: %s", secret ? "secret" : "configmap", o->name, it->key,
-                                       r == -EINVAL ? "illegal base64 data" : strerror(-r)) < 0 ? -ENOMEM : r;
+                        return ck_error_set(ret_error, r, "%s \"%s\": key %s: %s", secret ? "secret" : "configmap", o->name, it->key,
+                                       r == -EINVAL ? "illegal base64 data" : strerror(-r));
                 r = vol_payload_add(p, it->path, val, size, it->has_mode ? it->mode : default_mode);
                 if (r < 0)
                         return r;
@@ -130,15 +115,15 @@ static int object_payload(const struct pod *pod, const struct object_volume *o, 
 }
 
 static int downward_payload(const struct pod *pod, const struct downward_volume *d, int default_mode,
-                            const struct kc_build_context *ctx, struct vol_payload *p, char **msg) {
+                            const struct kc_build_context *ctx, struct vol_payload *p, struct ck_error **ret_error) {
         for (size_t i = 0; i < d->n_items; i++) {
                 const struct downward_item *it = &d->items[i];
                 _cleanup_free_ char *v = NULL;
                 int r = vol_downward_value(pod, it, ctx, &v);
                 if (r < 0)
-                        return set_msg(msg, "unable to get the value of %s for downward API file \"%s\": %s",
+                        return ck_error_set(ret_error, r, "unable to get the value of %s for downward API file \"%s\": %s",
                                        it->field_path ? it->field_path : strna(it->resource), it->path,
-                                       r == -ESRCH ? "container not found" : strerror(-r)) < 0 ? -ENOMEM : r;
+                                       r == -ESRCH ? "container not found" : strerror(-r));
                 r = vol_payload_add(p, it->path, v, strlen(v), it->has_mode ? it->mode : default_mode);
                 if (r < 0)
                         return r;
@@ -147,17 +132,17 @@ static int downward_payload(const struct pod *pod, const struct downward_volume 
 }
 
 int vol_volume_payload(const struct pod *pod, const struct volume *v, const struct kc_build_context *ctx,
-                       struct vol_payload *ret, char **ret_message) {
+                       struct vol_payload *ret, struct ck_error **ret_error) {
         struct vol_payload p = {};
         int r = 0;
 
         switch (v->type) {
         case VOLUME_CONFIG_MAP:
         case VOLUME_SECRET:
-                r = object_payload(pod, &v->object, v->type == VOLUME_SECRET, v->object.default_mode, ctx, &p, ret_message);
+                r = object_payload(pod, &v->object, v->type == VOLUME_SECRET, v->object.default_mode, ctx, &p, ret_error);
                 break;
         case VOLUME_DOWNWARD_API:
-                r = downward_payload(pod, &v->downward, v->downward.default_mode, ctx, &p, ret_message);
+                r = downward_payload(pod, &v->downward, v->downward.default_mode, ctx, &p, ret_error);
                 break;
         case VOLUME_PROJECTED:
                 for (size_t i = 0; r >= 0 && i < v->n_sources; i++) {
@@ -167,10 +152,10 @@ int vol_volume_payload(const struct pod *pod, const struct volume *v, const stru
                         case PROJECTION_CONFIG_MAP:
                         case PROJECTION_SECRET:
                                 r = object_payload(pod, &s->object, s->type == PROJECTION_SECRET, mode, ctx, &p,
-                                                   ret_message);
+                                                   ret_error);
                                 break;
                         case PROJECTION_DOWNWARD_API:
-                                r = downward_payload(pod, &s->downward, mode, ctx, &p, ret_message);
+                                r = downward_payload(pod, &s->downward, mode, ctx, &p, ret_error);
                                 break;
                         case PROJECTION_SERVICE_ACCOUNT_TOKEN: {
                                 const char *sa = !isempty(pod->spec.service_account_name) ? pod->spec.service_account_name
@@ -180,16 +165,15 @@ int vol_volume_payload(const struct pod *pod, const struct volume *v, const stru
                                 r = pod_objects_lookup_token(ctx->objects, pod->namespace_, sa, strempty(s->token_audience),
                                                              s->token_expiration_seconds, &st, &fetch_msg);
                                 if (r < 0) {
-                                        r = set_msg(ret_message, "failed to fetch token: %s",
+                                        r = ck_error_set(ret_error, r, "failed to fetch token: %s",
                                                     fetch_msg ? fetch_msg
                                                               : r == -ENOENT ? "no token for the service account (no API server)"
-                                                                             : strerror(-r)) < 0 ? -ENOMEM : r;
+                                                                             : strerror(-r));
                                         break;
                                 }
                                 tok = json_object_get(st, "token");
                                 if (!json_is_string(tok)) {
-                                        r = set_msg(ret_message, "failed to fetch token: no token in the TokenRequest status") < 0
-                                                    ? -ENOMEM : -EINVAL;
+                                        r = ck_error_set(ret_error, -EINVAL, "failed to fetch token: no token in the TokenRequest status");
                                         break;
                                 }
                                 r = vol_payload_add(&p, s->token_path, json_string_value(tok), json_string_length(tok), mode);

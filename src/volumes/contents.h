@@ -16,7 +16,7 @@ int vol_downward_value(const struct pod *pod, const struct downward_item *it, co
                        char **ret);
 
 
-/* The payload of one volume. On failure *ret_message (caller frees) says why, as upstream words it
- * ("configmap \"x\" not found", "configmap references non-existent config key: k", ...). */
+/* The payload of one volume. On failure *ret_error says why, as upstream words it ("configmap \"x\" not found",
+ * "configmap references non-existent config key: k", ...). */
 int vol_volume_payload(const struct pod *pod, const struct volume *v, const struct kc_build_context *ctx,
-                       struct vol_payload *ret, char **ret_message);
+                       struct vol_payload *ret, struct ck_error **ret_error);

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "apis/pod_volumes.h"
+#include "basic/error.h"
 #include "basic/fs.h"
 #include "basic/log.h"
 #include "basic/macro.h"
@@ -72,22 +73,6 @@ static char *volume_host_path(const struct pod *pod, const struct volume *v, con
         return p;
 }
 
-static int set_message(char **ret_message, const char *fmt, ...) _printf_(2, 3);
-static int set_message(char **ret_message, const char *fmt, ...) {
-        va_list ap;
-        char *m = NULL;
-        int r;
-
-        va_start(ap, fmt);
-        r = vasprintf(&m, fmt, ap);
-        va_end(ap);
-        if (r < 0)
-                return -ENOMEM;
-        free(*ret_message);
-        *ret_message = m;
-        return 0;
-}
-
 int vol_is_mount_point(int dirfd, const char *name, bool *ret) {
         _cleanup_free_ char *parent = NULL;
         struct statx a, b;
@@ -130,29 +115,29 @@ static uint64_t node_memory_bytes(void) {
 
 /* emptyDir: a 0777 directory (umask aside), or a tmpfs on it for medium Memory, sized by sizeLimit or else
  * the node's memory (upstream: node allocatable memory / the pod's memory limit). */
-static int setup_empty_dir(const struct volume *v, const char *dir, char **msg) {
+static int setup_empty_dir(const struct volume *v, const char *dir, struct ck_error **ret_error) {
         bool mounted = false;
         int r;
 
         if (!isempty(v->medium) && !streq(v->medium, "Memory"))
-                return set_message(msg, "unknown storage medium \"%s\"", v->medium) < 0 ? -ENOMEM : -EINVAL;
+                return ck_error_set(ret_error, -EINVAL, "unknown storage medium \"%s\"", v->medium);
         r = mkdir_p(dir, 0750);
         if (r < 0)
-                return set_message(msg, "mkdir %s: %s", dir, strerror(-r)) < 0 ? -ENOMEM : r;
+                return ck_error_set(ret_error, r, "mkdir %s: %s", dir, strerror(-r));
         if (isempty(v->medium)) {
                 if (chmod(dir, 0777) < 0)
-                        return set_message(msg, "chmod %s: %m", dir) < 0 ? -ENOMEM : -errno;
+                        return ck_error_set(ret_error, -errno, "chmod %s: %m", dir);
                 return 0;
         }
         r = is_mount_point(dir, &mounted);
         if (r < 0)
-                return set_message(msg, "stat %s: %s", dir, strerror(-r)) < 0 ? -ENOMEM : r;
+                return ck_error_set(ret_error, r, "stat %s: %s", dir, strerror(-r));
         if (mounted) {
                 struct statfs sfs;
                 if (statfs(dir, &sfs) < 0)
-                        return set_message(msg, "statfs %s: %m", dir) < 0 ? -ENOMEM : -errno;
+                        return ck_error_set(ret_error, -errno, "statfs %s: %m", dir);
                 if ((unsigned long) sfs.f_type != TMPFS_MAGIC)
-                        return set_message(msg, "%s is a mount point but not a tmpfs", dir) < 0 ? -ENOMEM : -EBUSY;
+                        return ck_error_set(ret_error, -EBUSY, "%s is a mount point but not a tmpfs", dir);
                 return 0;
         }
         {
@@ -164,29 +149,29 @@ static int setup_empty_dir(const struct volume *v, const char *dir, char **msg) 
                 else
                         snprintf(opts, sizeof(opts), "mode=0777");
                 if (mount("tmpfs", dir, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0)
-                        return set_message(msg, "mount tmpfs on %s: %m", dir) < 0 ? -ENOMEM : -errno;
+                        return ck_error_set(ret_error, -errno, "mount tmpfs on %s: %m", dir);
                 log_v(2, "mounted tmpfs on %s (%s)", dir, opts);
         }
         return 0;
 }
 
 /* hostPath type checks (pkg/volume/hostpath checkType). */
-static int setup_host_path(const struct volume *v, char **msg) {
+static int setup_host_path(const struct volume *v, struct ck_error **ret_error) {
         const char *t = v->host_path_type, *p = v->host_path;
         struct stat st;
         int r;
 
-#define TYPE_FAIL(what) (set_message(msg, "hostPath type check failed: %s is not " what, p) < 0 ? -ENOMEM : -EINVAL)
+#define TYPE_FAIL(what) ck_error_set(ret_error, -EINVAL, "hostPath type check failed: %s is not " what, p)
         if (isempty(t))
                 return 0;
         if (streq(t, "DirectoryOrCreate")) {
                 if (stat(p, &st) < 0) {
                         r = mkdir_p(p, 0755);
                         if (r < 0)
-                                return set_message(msg, "hostPath type check failed: cannot create directory %s: %s", p,
-                                                   strerror(-r)) < 0 ? -ENOMEM : r;
+                                return ck_error_set(ret_error, r, "hostPath type check failed: cannot create directory %s: %s", p,
+                                                   strerror(-r));
                         if (chmod(p, 0755) < 0)
-                                return set_message(msg, "chmod %s: %m", p) < 0 ? -ENOMEM : -errno;
+                                return ck_error_set(ret_error, -errno, "chmod %s: %m", p);
                         return 0;
                 }
                 return S_ISDIR(st.st_mode) ? 0 : TYPE_FAIL("a directory");
@@ -195,8 +180,7 @@ static int setup_host_path(const struct volume *v, char **msg) {
                 if (stat(p, &st) < 0) {
                         int fd = open(p, O_CREAT | O_RDONLY | O_CLOEXEC | O_NOFOLLOW, 0644);
                         if (fd < 0)
-                                return set_message(msg, "hostPath type check failed: cannot create file %s: %m", p) < 0
-                                               ? -ENOMEM : -errno;
+                                return ck_error_set(ret_error, -errno, "hostPath type check failed: cannot create file %s: %m", p);
                         close(fd);
                         return 0;
                 }
@@ -215,27 +199,27 @@ static int setup_host_path(const struct volume *v, char **msg) {
         if (streq(t, "BlockDevice"))
                 return S_ISBLK(st.st_mode) ? 0 : TYPE_FAIL("a block device");
 #undef TYPE_FAIL
-        return set_message(msg, "invalid HostPathType %s", t) < 0 ? -ENOMEM : -EINVAL;
+        return ck_error_set(ret_error, -EINVAL, "invalid HostPathType %s", t);
 }
 
 /* configMap, secret, downwardAPI, projected: a directory (a tmpfs for secrets and projected volumes, which
  * may hold tokens and secrets, as upstream) written by the atomic writer, rewritten when the content changes */
 static int setup_written_volume(const struct pod *pod, const struct volume *v, const char *dir,
-                                const struct kc_build_context *ctx, char **msg) {
+                                const struct kc_build_context *ctx, struct ck_error **ret_error) {
         struct volume wrapper = { .medium = (char *) (v->type == VOLUME_SECRET || v->type == VOLUME_PROJECTED ? "Memory" : "") };
         struct vol_payload payload = {};
         int r;
 
-        r = setup_empty_dir(&wrapper, dir, msg);
+        r = setup_empty_dir(&wrapper, dir, ret_error);
         if (r < 0)
                 return r;
-        r = vol_volume_payload(pod, v, ctx, &payload, msg);
+        r = vol_volume_payload(pod, v, ctx, &payload, ret_error);
         if (r < 0)
                 return r;
         r = vol_atomic_write(dir, &payload);
         vol_payload_done(&payload);
         if (r < 0)
-                return set_message(msg, "cannot write the files of the volume: %s", strerror(-r)) < 0 ? -ENOMEM : r;
+                return ck_error_set(ret_error, r, "cannot write the files of the volume: %s", strerror(-r));
         return 0;
 }
 
@@ -317,7 +301,7 @@ static bool mounts_etc_hosts(const struct volume_mounts *m) {
         return false;
 }
 
-static int write_hosts_file(const struct pod *pod, const struct kc_build_context *ctx, char **msg) {
+static int write_hosts_file(const struct pod *pod, const struct kc_build_context *ctx, struct ck_error **ret_error) {
         _cleanup_free_ char *pd = NULL, *path = NULL, *content = NULL, *old = NULL;
         size_t old_len = 0;
         int r;
@@ -327,32 +311,29 @@ static int write_hosts_file(const struct pod *pod, const struct kc_build_context
                 return -ENOMEM;
         r = vol_hosts_file_content(pod, ctx->pod_ip, "", NULL, &content);
         if (r < 0)
-                return set_message(msg, "cannot make the hosts file: %s", strerror(-r)) < 0 ? -ENOMEM : r;
+                return ck_error_set(ret_error, r, "cannot make the hosts file: %s", strerror(-r));
         if (read_full_file(path, HOSTS_FILE_MAX, &old, &old_len) >= 0 && old_len == strlen(content) &&
             memcmp(old, content, old_len) == 0)
                 return 0;
         r = write_file_atomic(path, content, strlen(content), 0644);
         if (r < 0)
-                return set_message(msg, "cannot write %s: %s", path, strerror(-r)) < 0 ? -ENOMEM : r;
+                return ck_error_set(ret_error, r, "cannot write %s: %s", path, strerror(-r));
         return 0;
 }
 
 /* ---------------------------------------------------------------- setup */
 
-int vol_setup_pod(const struct pod *pod, const struct kc_build_context *ctx, char **ret_message) {
+int vol_setup_pod(const struct pod *pod, const struct kc_build_context *ctx, struct ck_error **ret_error) {
         const struct pod_volumes *pv = pod->spec.volumes;
-        _cleanup_free_ char *pd = NULL, *msg = NULL;
+        _cleanup_free_ char *pd = NULL;
         int r;
 
         pd = vol_pod_dir(ctx->root_dir, pod->uid);
         if (!pd)
                 return -ENOMEM;
         r = mkdir_p(pd, 0750);
-        if (r < 0) {
-                if (set_message(ret_message, "cannot create the pod directory %s: %s", pd, strerror(-r)) < 0)
-                        return -ENOMEM;
-                return r;
-        }
+        if (r < 0)
+                return ck_error_set(ret_error, r, "cannot create the pod directory %s: %s", pd, strerror(-r));
         for (size_t i = 0; pv && i < pv->n_volumes; i++) {
                 const struct volume *v = &pv->volumes[i];
                 _cleanup_free_ char *dir = NULL;
@@ -360,37 +341,31 @@ int vol_setup_pod(const struct pod *pod, const struct kc_build_context *ctx, cha
                 switch (v->type) {
                 case VOLUME_EMPTY_DIR:
                         dir = volume_host_path(pod, v, ctx->root_dir);
-                        r = dir ? setup_empty_dir(v, dir, &msg) : -ENOMEM;
+                        r = dir ? setup_empty_dir(v, dir, ret_error) : -ENOMEM;
                         break;
                 case VOLUME_HOST_PATH:
-                        r = setup_host_path(v, &msg);
+                        r = setup_host_path(v, ret_error);
                         break;
                 case VOLUME_CONFIG_MAP:
                 case VOLUME_SECRET:
                 case VOLUME_DOWNWARD_API:
                 case VOLUME_PROJECTED:
                         dir = volume_host_path(pod, v, ctx->root_dir);
-                        r = dir ? setup_written_volume(pod, v, dir, ctx, &msg) : -ENOMEM;
+                        r = dir ? setup_written_volume(pod, v, dir, ctx, ret_error) : -ENOMEM;
                         break;
                 default:
-                        r = set_message(&msg, "unsupported volume type \"%s\"", strna(v->type_name)) < 0 ? -ENOMEM
-                                                                                                         : -EOPNOTSUPP;
+                        r = ck_error_set(ret_error, -EOPNOTSUPP, "unsupported volume type \"%s\"", strna(v->type_name));
                         break;
                 }
-                if (r < 0) {
-                        if (set_message(ret_message, "MountVolume.SetUp failed for volume \"%s\" : %s", v->name,
-                                        msg ? msg : strerror(-r)) < 0)
-                                return -ENOMEM;
-                        return r;
-                }
+                if (r < 0)
+                        /* upstream's wording, " : " included */
+                        return ck_error_set(ret_error, r, "MountVolume.SetUp failed for volume \"%s\" : %s", v->name,
+                                            ret_error && *ret_error ? ck_error_message(*ret_error) : strerror(-r));
         }
-        r = write_hosts_file(pod, ctx, &msg);
-        if (r < 0) {
-                if (set_message(ret_message, "%s", msg ? msg : strerror(-r)) < 0)
-                        return -ENOMEM;
-                return r;
-        }
-        return 0;
+        r = write_hosts_file(pod, ctx, ret_error);
+        if (r < 0 && ret_error && !*ret_error)
+                return ck_error_set(ret_error, r, "%s", strerror(-r));
+        return r;
 }
 
 /* ---------------------------------------------------------------- mounts */

@@ -20,9 +20,9 @@
 /* "<root_dir>/pods/<uid>" (caller frees; NULL on OOM) */
 char *vol_pod_dir(const char *root_dir, const char *uid);
 
-/* Set up the pod's volumes and its etc-hosts file. On failure returns a negative errno and *ret_message (caller
- * frees) is the FailedMount message, as upstream words it ("MountVolume.SetUp failed for volume \"v\" : ..."). */
-int vol_setup_pod(const struct pod *pod, const struct kc_build_context *ctx, char **ret_message);
+/* Set up the pod's volumes and its etc-hosts file. On failure returns a negative errno and *ret_error is the
+ * FailedMount message, as upstream words it ("MountVolume.SetUp failed for volume \"v\" : ..."). */
+int vol_setup_pod(const struct pod *pod, const struct kc_build_context *ctx, struct ck_error **ret_error);
 
 /* The CRI mounts of one container (makeMounts): its volumeMounts in order, then /etc/hosts unless the container
  * mounts /etc/hosts itself or the pod has no IP yet. */

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "basic/error.h"
 #include "apis/manifest.h"
 #include "basic/strmap.h"
 #include "basic/strv.h"
@@ -71,11 +72,11 @@ static const char full_pod[] =
 
 static struct pod *parse_one(const char *yaml) {
         struct pod_set set = {};
-        char *err = NULL;
+        struct ck_error *err = NULL;
         struct pod *p;
 
         if (manifest_parse(yaml, strlen(yaml), &set, &err) < 0)
-                fail_msg("manifest_parse: %s", err);
+                fail_msg("manifest_parse: %s", ck_error_message(err));
         assert_int_equal(set.n, 1);
         p = pod_ref(set.pods[0]);
         pod_set_done(&set);
@@ -215,7 +216,7 @@ static void test_pod_list(void **state) {
         struct pod_set set = {};
         size_t *docs = NULL;
         ssize_t *items = NULL;
-        char *err = NULL;
+        struct ck_error *err = NULL;
 
         assert_int_equal(manifest_parse_with_origin(yaml, strlen(yaml), &set, &docs, &items, &err), 0);
         assert_null(err);
@@ -244,15 +245,15 @@ static void test_pod_list(void **state) {
 
 static void expect_manifest_error(const char *yaml, const char *msg) {
         struct pod_set set = { .n = 99 };
-        char *err = NULL;
+        struct ck_error *err = NULL;
         int r = manifest_parse(yaml, strlen(yaml), &set, &err);
         if (r != -EINVAL)
                 fail_msg("manifest_parse returned %d for:\n%s", r, yaml);
         assert_int_equal(set.n, 99); /* untouched */
         assert_non_null(err);
-        if (!streq(err, msg))
-                fail_msg("error:\n  %s\nwant:\n  %s", err, msg);
-        free(err);
+        if (!streq(ck_error_message(err), msg))
+                fail_msg("error:\n  %s\nwant:\n  %s", ck_error_message(err), msg);
+        ck_error_free(err);
 }
 
 static void test_type_errors(void **state) {

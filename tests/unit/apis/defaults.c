@@ -6,15 +6,16 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "basic/error.h"
 #include "apis/manifest.h"
 
 static struct pod *parse_one(const char *yaml) {
         struct pod_set set = {};
-        char *err = NULL;
+        struct ck_error *err = NULL;
         struct pod *p;
 
         if (manifest_parse(yaml, strlen(yaml), &set, &err) < 0)
-                fail_msg("manifest_parse: %s", err);
+                fail_msg("manifest_parse: %s", ck_error_message(err));
         assert_int_equal(set.n, 1);
         p = pod_ref(set.pods[0]);
         pod_set_done(&set);

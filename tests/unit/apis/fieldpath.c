@@ -8,6 +8,7 @@
 #include <cmocka.h>
 
 #include "apis/fieldpath.h"
+#include "basic/error.h"
 #include "apis/resource.h"
 #include "basic/strmap.h"
 
@@ -24,17 +25,19 @@ static struct pod *make_pod(void) {
 }
 
 static void check_value(const struct pod *p, const char *path, const char *want) {
-        _cleanup_free_ char *v = NULL, *error = NULL;
+        _cleanup_free_ char *v = NULL;
+        _cleanup_ck_error_ struct ck_error *error = NULL;
         assert_int_equal(fieldpath_extract(p, path, &v, &error), 0);
         assert_null(error);
         assert_string_equal(v, want);
 }
 
 static void check_error(const struct pod *p, const char *path, const char *want) {
-        _cleanup_free_ char *v = NULL, *error = NULL;
+        _cleanup_free_ char *v = NULL;
+        _cleanup_ck_error_ struct ck_error *error = NULL;
         assert_int_equal(fieldpath_extract(p, path, &v, &error), -EINVAL);
         assert_null(v);
-        assert_string_equal(error, want);
+        assert_string_equal(ck_error_message(error), want);
 }
 
 static void test_extract(void **state) {

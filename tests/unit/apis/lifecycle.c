@@ -8,10 +8,12 @@
 #include <errno.h>
 
 #include "apis/manifest.h"
+#include "basic/error.h"
 
 /* The validation errors of a pod as one string ("" when valid). */
 static char *errors_of(const char *spec) {
-        _cleanup_free_ char *yaml = NULL, *err = NULL;
+        _cleanup_free_ char *yaml = NULL;
+        _cleanup_ck_error_ struct ck_error *err = NULL;
         struct pod_set set = {};
         struct field_errors e = {};
         char *s;
@@ -19,7 +21,7 @@ static char *errors_of(const char *spec) {
         assert_true(asprintf(&yaml, "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: default}\nspec:\n%s",
                              spec) > 0);
         if (manifest_parse(yaml, strlen(yaml), &set, &err) < 0)
-                fail_msg("manifest: %s", err);
+                fail_msg("manifest: %s", ck_error_message(err));
         if (pod_validate(set.pods[0], &e) == 0)
                 s = strdup("");
         else
@@ -34,7 +36,7 @@ static void test_sidecar_decoded(void **state) {
                            "  initContainers:\n  - {name: s, image: busybox, restartPolicy: Always}\n"
                            "  - {name: i, image: busybox}\n"
                            "  containers:\n  - {name: c, image: busybox}\n";
-        _cleanup_free_ char *err = NULL;
+        _cleanup_ck_error_ struct ck_error *err = NULL;
         struct pod_set set = {};
 
         assert_int_equal(manifest_parse(yaml, strlen(yaml), &set, &err), 0);
@@ -75,7 +77,7 @@ static void test_hooks_decoded(void **state) {
                 "{postStart: {exec: {command: [sh, -c, 'echo hi']}}, preStop: {httpGet: {port: web, host: h, "
                 "httpHeaders: [{name: X-A, value: b}]}}}")
                 "  initContainers:\n  - {name: s, image: busybox, restartPolicy: Always, lifecycle: {preStop: {sleep: {seconds: 3}}}}\n";
-        _cleanup_free_ char *err = NULL;
+        _cleanup_ck_error_ struct ck_error *err = NULL;
         struct pod_set set = {};
         const struct container *c;
 
@@ -104,11 +106,11 @@ static void test_hooks_decoded(void **state) {
 
 static void test_hooks_decode_errors(void **state) {
         const char *yaml = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n" APP("{preStop: {exec: {command: 3}}}");
-        _cleanup_free_ char *err = NULL;
+        _cleanup_ck_error_ struct ck_error *err = NULL;
         struct pod_set set = {};
 
         assert_true(manifest_parse(yaml, strlen(yaml), &set, &err) < 0);
-        assert_non_null(strstr(err, "spec.containers[0].lifecycle.preStop.exec.command"));
+        assert_non_null(strstr(ck_error_message(err), "spec.containers[0].lifecycle.preStop.exec.command"));
         pod_set_done(&set);
 }
 

@@ -6,11 +6,13 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "basic/error.h"
 #include "apis/manifest.h"
 #include "basic/strv.h"
 
 static struct pod *parse(const char *container_extra) {
-        _cleanup_free_ char *yaml = NULL, *err = NULL;
+        _cleanup_free_ char *yaml = NULL;
+        _cleanup_ck_error_ struct ck_error *err = NULL;
         struct pod_set set = {};
         struct pod *p;
 
@@ -20,7 +22,7 @@ static struct pod *parse(const char *container_extra) {
                              "    ports: [{name: http, containerPort: 8080}]\n%s",
                              container_extra) > 0);
         if (manifest_parse(yaml, strlen(yaml), &set, &err) < 0)
-                fail_msg("manifest: %s", err);
+                fail_msg("manifest: %s", ck_error_message(err));
         p = pod_ref(set.pods[0]);
         pod_set_done(&set);
         return p;
@@ -135,18 +137,18 @@ static void test_invalid_probes(void **state) {
 }
 
 static void test_type_errors(void **state) {
-        _cleanup_free_ char *err = NULL;
+        _cleanup_ck_error_ struct ck_error *err = NULL;
         struct pod_set set = {};
         const char *yaml = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n"
                            "  - {name: c, image: busybox, livenessProbe: {httpGet: {port: [1]}}}\n";
 
         assert_int_equal(manifest_parse(yaml, strlen(yaml), &set, &err), -EINVAL);
-        assert_non_null(strstr(err, "spec.containers[0].livenessProbe.httpGet.port: Invalid value: \"array\": "
+        assert_non_null(strstr(ck_error_message(err), "spec.containers[0].livenessProbe.httpGet.port: Invalid value: \"array\": "
                                     "must be of type int or string"));
 }
 
 static void test_init_containers_may_not_have_probes(void **state) {
-        _cleanup_free_ char *err = NULL;
+        _cleanup_ck_error_ struct ck_error *err = NULL;
         struct pod_set set = {};
         const char *yaml = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n"
                            "  initContainers:\n  - {name: i, image: busybox, livenessProbe: {exec: {command: [\"true\"]}}}\n"

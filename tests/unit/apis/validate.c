@@ -6,6 +6,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "basic/error.h"
 #include "apis/manifest.h"
 #include "basic/string.h"
 
@@ -14,12 +15,13 @@
 
 static struct pod *parse(const char *meta, const char *spec) {
         struct pod_set set = {};
-        char *yaml = NULL, *err = NULL;
+        char *yaml = NULL;
+        struct ck_error *err = NULL;
         struct pod *p;
 
         assert_true(asprintf(&yaml, "apiVersion: v1\nkind: Pod\nmetadata: %s\nspec: %s\n", meta, spec) > 0);
         if (manifest_parse(yaml, strlen(yaml), &set, &err) < 0)
-                fail_msg("manifest_parse: %s\n%s", err, yaml);
+                fail_msg("manifest_parse: %s\n%s", ck_error_message(err), yaml);
         free(yaml);
         assert_int_equal(set.n, 1);
         p = pod_ref(set.pods[0]);

@@ -6,13 +6,14 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "basic/error.h"
 #include "apis/manifest.h"
 
 static json_t *convert(const char *yaml) {
-        char *err = NULL;
+        struct ck_error *err = NULL;
         json_t *docs = NULL;
         if (yaml_to_json_docs(yaml, strlen(yaml), &docs, &err) < 0)
-                fail_msg("yaml_to_json_docs: %s", err);
+                fail_msg("yaml_to_json_docs: %s", ck_error_message(err));
         assert_null(err);
         return docs;
 }
@@ -28,16 +29,16 @@ static void expect_json(const char *yaml, const char *json) {
 }
 
 static void expect_error(const char *yaml, int code, const char *msg) {
-        char *err = NULL;
+        struct ck_error *err = NULL;
         json_t *docs = (json_t *) 0x1;
         int r = yaml_to_json_docs(yaml, strlen(yaml), &docs, &err);
         if (r != code)
-                fail_msg("YAML:\n%s\nreturned %d, want %d (%s)", yaml, r, code, strna(err));
+                fail_msg("YAML:\n%s\nreturned %d, want %d (%s)", yaml, r, code, strna(ck_error_message(err)));
         assert_ptr_equal(docs, (json_t *) 0x1); /* untouched on failure */
         assert_non_null(err);
-        if (!strstr(err, msg))
-                fail_msg("YAML:\n%s\nerror \"%s\" does not contain \"%s\"", yaml, err, msg);
-        free(err);
+        if (!strstr(ck_error_message(err), msg))
+                fail_msg("YAML:\n%s\nerror \"%s\" does not contain \"%s\"", yaml, ck_error_message(err), msg);
+        ck_error_free(err);
 }
 
 static void test_scalars(void **state) {
@@ -134,12 +135,12 @@ static void test_caps(void **state) {
 
         /* input size */
         {
-                char *err = NULL;
+                struct ck_error *err = NULL;
                 json_t *docs = NULL;
                 assert_int_equal(yaml_to_json_docs("a", YAML_MAX_SIZE + 1, &docs, &err), -EINVAL);
                 assert_null(docs);
-                assert_non_null(strstr(err, "too large"));
-                free(err);
+                assert_non_null(strstr(ck_error_message(err), "too large"));
+                ck_error_free(err);
         }
 }
 

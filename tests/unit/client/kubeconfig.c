@@ -14,6 +14,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "basic/error.h"
 #include "basic/fs.h"
 #include "basic/string.h"
 #include "client/client-internal.h"
@@ -26,7 +27,7 @@ struct ctx {
         char dir[64];
         char path[128]; /* dir/config */
         struct kube_config cfg;
-        char *error;
+        struct ck_error *error;
 };
 
 static int remove_entry(const char *p, const struct stat *st, int flag, struct FTW *ftw) {
@@ -50,7 +51,7 @@ static int teardown(void **state) {
         struct ctx *t = *state;
 
         kube_config_done(&t->cfg);
-        free(t->error);
+        ck_error_free(t->error);
         nftw(t->dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
         free(t);
         return 0;
@@ -103,7 +104,7 @@ static char *base64(const char *s, size_t wrap) {
 
 static int load(struct ctx *t, const char *config) {
         kube_config_done(&t->cfg);
-        t->error = mfree(t->error);
+        t->error = ck_error_free(t->error);
         write_file(t, "config", config);
         return kube_config_load(t->path, &t->cfg, &t->error);
 }
@@ -124,8 +125,8 @@ static void expect_error(struct ctx *t, const char *config, int r, const char *n
         assert_int_equal(load(t, config), r);
         assert_non_null(t->error);
         assert_true(asprintf(&prefix, "%s: ", t->path) > 0);
-        if (!startswith(t->error, prefix) || !strstr(t->error, needle))
-                fail_msg("error \"%s\" does not start with \"%s\" or lacks \"%s\"", t->error, prefix, needle);
+        if (!startswith(ck_error_message(t->error), prefix) || !strstr(ck_error_message(t->error), needle))
+                fail_msg("error \"%s\" does not start with \"%s\" or lacks \"%s\"", ck_error_message(t->error), prefix, needle);
         /* nothing was returned */
         assert_null(t->cfg.server);
         assert_null(t->cfg.token);
@@ -483,7 +484,7 @@ static void test_error_bad_base64(void **state) {
                                      cert, bad[i]) > 0);
                 expect_error(t, config, -EINVAL, "users[1].user.client-key-data: invalid base64");
                 /* the secret is not in the message */
-                assert_null(strstr(t->error, "c2Vj"));
+                assert_null(strstr(ck_error_message(t->error), "c2Vj"));
         }
 }
 
@@ -515,7 +516,7 @@ static void test_error_user(void **state) {
                 assert_true(asprintf(&config, HEAD "current-context: c\n" CLUSTER CTX "users:\n- name: u\n  user: {%s}\n",
                                      cases[i].user) > 0);
                 expect_error(t, config, cases[i].r, cases[i].needle);
-                assert_null(strstr(t->error, "SECRET"));
+                assert_null(strstr(ck_error_message(t->error), "SECRET"));
         }
         /* the missing token file is named with its absolute path */
         {
@@ -523,7 +524,7 @@ static void test_error_user(void **state) {
                 assert_true(asprintf(&config, HEAD "current-context: c\n" CLUSTER CTX
                                                    "users:\n- name: u\n  user: {tokenFile: no-such-token}\n") > 0);
                 expect_error(t, config, -ENOENT, at(t, "no-such-token"));
-                assert_non_null(strstr(t->error, "No such file or directory"));
+                assert_non_null(strstr(ck_error_message(t->error), "No such file or directory"));
                 /* and the error pointer is optional */
                 kube_config_done(&t->cfg);
                 assert_int_equal(kube_config_load(t->path, &t->cfg, NULL), -ENOENT);
@@ -542,19 +543,19 @@ static void test_error_file(void **state) {
         write_at(t, "config", big, n);
         assert_int_equal(kube_config_load(t->path, &t->cfg, &t->error), -EFBIG);
         assert_true(asprintf(&prefix, "%s: ", t->path) > 0);
-        assert_true(startswith(t->error, prefix));
-        assert_non_null(strstr(t->error, "larger than 1048576 bytes"));
+        assert_true(startswith(ck_error_message(t->error), prefix));
+        assert_non_null(strstr(ck_error_message(t->error), "larger than 1048576 bytes"));
         /* exactly the limit is fine as far as size goes (a comment-only file: no configuration) */
         write_at(t, "config", big, n - 1);
-        t->error = mfree(t->error);
+        t->error = ck_error_free(t->error);
         assert_int_equal(kube_config_load(t->path, &t->cfg, &t->error), -EINVAL);
-        assert_non_null(strstr(t->error, "no configuration has been provided"));
+        assert_non_null(strstr(ck_error_message(t->error), "no configuration has been provided"));
 
         /* missing */
-        t->error = mfree(t->error);
+        t->error = ck_error_free(t->error);
         assert_int_equal(kube_config_load(at(t, "nope/config"), &t->cfg, &t->error), -ENOENT);
-        assert_true(startswith(t->error, at(t, "nope/config")));
-        assert_non_null(strstr(t->error, "cannot read: No such file or directory"));
+        assert_true(startswith(ck_error_message(t->error), at(t, "nope/config")));
+        assert_non_null(strstr(ck_error_message(t->error), "cannot read: No such file or directory"));
 
         expect_error(t, "", -EINVAL, "no configuration has been provided");
         expect_error(t, HEAD "---\n" HEAD, -EINVAL, "more than one document");
@@ -563,7 +564,7 @@ static void test_error_file(void **state) {
         expect_error(t, "apiVersion: v2\nkind: Config\n", -EINVAL, "apiVersion: got \"v2\", want \"v1\"");
         /* a syntax error: named with the file */
         assert_true(load(t, "clusters: [\n  {name: x\n") < 0);
-        assert_true(startswith(t->error, prefix));
+        assert_true(startswith(ck_error_message(t->error), prefix));
 
         /* bad arguments */
         assert_int_equal(kube_config_load(NULL, &t->cfg, NULL), -EINVAL);

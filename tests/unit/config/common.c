@@ -6,6 +6,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "basic/error.h"
 #include "basic/hash.h"
 #include "basic/string.h"
 #include "basic/strmap.h"
@@ -41,9 +42,9 @@ static const char web_json[] =
 
 static struct pod_set load(const char *text, const char *node, const char *source, const char *id) {
         struct pod_set set = {};
-        char *err = NULL;
+        struct ck_error *err = NULL;
         if (static_pods_from_manifest(text, strlen(text), node, source, id, &set, &err) < 0)
-                fail_msg("static_pods_from_manifest: %s", err);
+                fail_msg("static_pods_from_manifest: %s", ck_error_message(err));
         assert_null(err);
         return set;
 }
@@ -59,12 +60,12 @@ static char *uid_of(const char *text, const char *node, const char *source, cons
 
 static void expect_error_node(const char *text, const char *node, const char *prefix) {
         struct pod_set set = {};
-        char *err = NULL;
+        struct ck_error *err = NULL;
         assert_int_equal(static_pods_from_manifest(text, strlen(text), node, CONFIG_SOURCE_FILE, PATH, &set, &err), -EINVAL);
         assert_int_equal(set.n, 0);
-        if (!startswith(err, prefix))
-                fail_msg("error %s", err);
-        free(err);
+        if (!startswith(ck_error_message(err), prefix))
+                fail_msg("error %s", ck_error_message(err));
+        ck_error_free(err);
 }
 
 static void test_naming_and_annotations(void **state) {
@@ -186,15 +187,15 @@ static void test_uid_value(void **state) {
 
 static void expect_error(const char *text, int code, const char *msg) {
         struct pod_set set = { .n = 77 };
-        char *err = NULL;
+        struct ck_error *err = NULL;
         int r = static_pods_from_manifest(text, strlen(text), NODE, CONFIG_SOURCE_FILE, PATH, &set, &err);
         if (r != code)
-                fail_msg("returned %d (%s), want %d", r, strna(err), code);
+                fail_msg("returned %d (%s), want %d", r, strna(ck_error_message(err)), code);
         assert_int_equal(set.n, 77); /* nothing returned */
         assert_non_null(err);
-        if (!streq(err, msg))
-                fail_msg("error:\n  %s\nwant:\n  %s", err, msg);
-        free(err);
+        if (!streq(ck_error_message(err), msg))
+                fail_msg("error:\n  %s\nwant:\n  %s", ck_error_message(err), msg);
+        ck_error_free(err);
 }
 
 static void test_errors(void **state) {
@@ -241,12 +242,12 @@ static void test_errors(void **state) {
         /* size cap */
         {
                 struct pod_set set = {};
-                char *err = NULL;
+                struct ck_error *err = NULL;
                 assert_int_equal(static_pods_from_manifest("x", MANIFEST_MAX_SIZE + 1, NODE, CONFIG_SOURCE_FILE, PATH,
                                                            &set, &err),
                                  -EFBIG);
-                assert_non_null(strstr(err, "too large"));
-                free(err);
+                assert_non_null(strstr(ck_error_message(err), "too large"));
+                ck_error_free(err);
         }
 }
 

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "basic/error.h"
 #include "basic/strmap.h"
 #include "basic/time.h"
 #include "config/config-internal.h"
@@ -40,9 +41,9 @@ static char *pod_yaml(const char *name, const char *image, const char *uid) {
 
 static struct pod_set pods_from(const char *source, const char *id, const char *yaml) {
         struct pod_set set = {};
-        char *err = NULL;
+        struct ck_error *err = NULL;
         if (static_pods_from_manifest(yaml, strlen(yaml), NODE, source, id, &set, &err) < 0)
-                fail_msg("static_pods_from_manifest: %s", err);
+                fail_msg("static_pods_from_manifest: %s", ck_error_message(err));
         return set;
 }
 

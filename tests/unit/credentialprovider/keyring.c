@@ -8,6 +8,7 @@
 #include <cmocka.h>
 
 #include "basic/base64.h"
+#include "basic/error.h"
 #include "credentialprovider/keyring.h"
 
 static void test_base64(void **state) {
@@ -87,7 +88,7 @@ static void test_keyring(void **state) {
         struct cred_keyring k = {};
         const struct cred_auth **got = NULL;
         size_t n = 0;
-        char *err = NULL;
+        struct ck_error *err = NULL;
         json_t *s1 = secret("kubernetes.io/dockerconfigjson", ".dockerconfigjson",
                             "{\"auths\": {\"https://127.0.0.1:5000/v2/\": {\"auth\": \"dXNlcjpwYXNz\"},"
                             " \"*.example.com\": {\"username\": \"wild\", \"password\": \"card\"},"
@@ -102,12 +103,12 @@ static void test_keyring(void **state) {
         assert_int_equal(cred_keyring_add_secret(&k, s1, &err), 0);
         assert_int_equal(cred_keyring_add_secret(&k, s2, &err), 0);
         assert_int_equal(cred_keyring_add_secret(&k, bad_type, &err), -EINVAL);
-        assert_non_null(strstr(err, "kubernetes.io/dockerconfigjson"));
-        free(err);
+        assert_non_null(strstr(ck_error_message(err), "kubernetes.io/dockerconfigjson"));
+        ck_error_free(err);
         err = NULL;
         assert_int_equal(cred_keyring_add_secret(&k, bad_auth, &err), -EINVAL);
-        assert_non_null(strstr(err, "base64(username:password)"));
-        free(err);
+        assert_non_null(strstr(ck_error_message(err), "base64(username:password)"));
+        ck_error_free(err);
 
         /* both credentials for the registry, in turn */
         assert_int_equal(cred_keyring_lookup(&k, "127.0.0.1:5000/busybox:1", &got, &n), 0);

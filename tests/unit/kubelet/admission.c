@@ -6,17 +6,19 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "basic/error.h"
 #include "apis/manifest.h"
 #include "kubelet/admission.h"
 
 static struct pod *parse_pod(const char *spec) {
-        _cleanup_free_ char *yaml = NULL, *err = NULL;
+        _cleanup_free_ char *yaml = NULL;
+        _cleanup_ck_error_ struct ck_error *err = NULL;
         struct pod_set set = {};
         struct pod *p;
 
         assert_true(asprintf(&yaml, "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n%s", spec) > 0);
         if (manifest_parse(yaml, strlen(yaml), &set, &err) < 0)
-                fail_msg("manifest: %s", err);
+                fail_msg("manifest: %s", ck_error_message(err));
         p = pod_ref(set.pods[0]);
         pod_set_done(&set);
         return p;

@@ -9,6 +9,7 @@
 #include <cmocka.h>
 #include <errno.h>
 
+#include "basic/error.h"
 #include "apis/manifest.h"
 #include "basic/time.h"
 #include "kubelet/hooks.h"
@@ -31,7 +32,8 @@ static void on_done(void *userdata, int error, const char *message) {
 }
 
 static struct pod *load(const char *lifecycle) {
-        _cleanup_free_ char *yaml = NULL, *err = NULL;
+        _cleanup_free_ char *yaml = NULL;
+        _cleanup_ck_error_ struct ck_error *err = NULL;
         struct pod_set set = {};
         struct pod *p;
 
@@ -39,7 +41,7 @@ static struct pod *load(const char *lifecycle) {
                                     "  - name: c\n    image: busybox\n    ports: [{name: web, containerPort: 80}]\n"
                                     "    lifecycle: %s\n", lifecycle) > 0);
         if (manifest_parse(yaml, strlen(yaml), &set, &err) < 0)
-                fail_msg("manifest: %s", err);
+                fail_msg("manifest: %s", ck_error_message(err));
         p = pod_ref(set.pods[0]);
         pod_set_done(&set);
         return p;

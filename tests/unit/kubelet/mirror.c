@@ -6,20 +6,22 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "basic/error.h"
 #include "apis/manifest.h"
 #include "basic/strmap.h"
 #include "config/config.h"
 #include "kubelet/mirror.h"
 
 static struct pod *static_pod(const char *name, const char *hash) {
-        _cleanup_free_ char *yaml = NULL, *err = NULL;
+        _cleanup_free_ char *yaml = NULL;
+        _cleanup_ck_error_ struct ck_error *err = NULL;
         struct pod_set set = {};
         struct pod *p;
 
         assert_true(asprintf(&yaml, "apiVersion: v1\nkind: Pod\nmetadata: {name: %s, namespace: kube-system, labels: {app: x}}\n"
                              "spec:\n  containers:\n  - {name: a, image: i}\n", name) > 0);
         if (manifest_parse(yaml, strlen(yaml), &set, &err) < 0)
-                fail_msg("manifest: %s", err);
+                fail_msg("manifest: %s", ck_error_message(err));
         p = pod_ref(set.pods[0]);
         pod_set_done(&set);
         assert_int_equal(strmap_set(&p->annotations, ANNOTATION_CONFIG_HASH, hash), 0);

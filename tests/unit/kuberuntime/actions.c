@@ -7,6 +7,7 @@
 #include <cmocka.h>
 
 #include "apis/manifest.h"
+#include "basic/error.h"
 #include "kuberuntime/actions.h"
 #include "prober/prober.h"
 #include "basic/backoff.h"
@@ -15,7 +16,7 @@
 
 static struct pod *parse_pod(const char *yaml) {
         struct pod_set set = {};
-        _cleanup_free_ char *err = NULL;
+        _cleanup_ck_error_ struct ck_error *err = NULL;
         struct pod *p;
 
         if (manifest_parse(yaml, strlen(yaml), &set, &err) < 0)

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "basic/error.h"
 #include "apis/manifest.h"
 #include "basic/strmap.h"
 #include "basic/strv.h"
@@ -15,7 +16,8 @@
 #include "objects/objects.h"
 
 static struct pod *parse_pod(const char *labels, const char *containers) {
-        _cleanup_free_ char *yaml = NULL, *err = NULL;
+        _cleanup_free_ char *yaml = NULL;
+        _cleanup_ck_error_ struct ck_error *err = NULL;
         struct pod_set set = {};
         struct pod *p;
 
@@ -24,7 +26,7 @@ static struct pod *parse_pod(const char *labels, const char *containers) {
                              "spec:\n  nodeName: node1\n  serviceAccountName: sa1\n  containers:\n%s",
                              labels, containers) > 0);
         if (manifest_parse(yaml, strlen(yaml), &set, &err) < 0)
-                fail_msg("manifest: %s", err);
+                fail_msg("manifest: %s", ck_error_message(err));
         assert_int_equal(set.n, 1);
         p = pod_ref(set.pods[0]);
         pod_set_done(&set);
@@ -201,7 +203,7 @@ static void expect_env_error(struct pod_objects *objs, const char *env_yaml, con
         p = parse_pod("labels: {}", c);
         assert_true(kr_make_environment(p, &p->spec.containers[0], &ctx, &env) < 0);
         assert_non_null(report.error);
-        assert_string_equal(report.error, message);
+        assert_string_equal(ck_error_message(report.error), message);
         assert_int_equal(env.n, 0);
         kc_build_report_done(&report);
         pod_free(p);

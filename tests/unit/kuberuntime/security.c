@@ -7,19 +7,21 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "basic/error.h"
 #include "apis/manifest.h"
 #include "kuberuntime/config.h"
 #include "kuberuntime/security.h"
 
 static struct pod *parse_spec(const char *spec) {
-        _cleanup_free_ char *yaml = NULL, *err = NULL;
+        _cleanup_free_ char *yaml = NULL;
+        _cleanup_ck_error_ struct ck_error *err = NULL;
         struct pod_set set = {};
         struct pod *p;
 
         assert_true(asprintf(&yaml, "apiVersion: v1\nkind: Pod\nmetadata: {name: web, namespace: ns1, uid: u-1}\n"
                                     "spec:\n%s", spec) > 0);
         if (manifest_parse(yaml, strlen(yaml), &set, &err) < 0)
-                fail_msg("manifest: %s", err);
+                fail_msg("manifest: %s", ck_error_message(err));
         assert_int_equal(set.n, 1);
         p = pod_ref(set.pods[0]);
         pod_set_done(&set);
@@ -129,26 +131,26 @@ static void test_image_user_and_non_root(void **state) {
         Runtime__V1__ContainerConfig *cfg = NULL;
         struct pod *p;
         int64_t root = 0, user = 1000;
-        char *msg = NULL;
+        struct ck_error *msg = NULL;
 
         p = parse_spec("  securityContext: {runAsNonRoot: true}\n  containers: [{name: a, image: busybox}]\n");
         /* the image runs as root (no user: root, as getImageUser) */
         assert_int_equal(kr_verify_run_as_non_root(p, &p->spec.containers[0], &root, NULL, &msg), -EPERM);
-        assert_string_equal(msg, "container has runAsNonRoot and image will run as root (pod: \"web_ns1(u-1)\", "
+        assert_string_equal(ck_error_message(msg), "container has runAsNonRoot and image will run as root (pod: \"web_ns1(u-1)\", "
                                  "container: a)");
-        free(msg);
+        ck_error_free(msg);
         msg = NULL;
         assert_int_equal(kr_verify_run_as_non_root(p, &p->spec.containers[0], NULL, "nobody", &msg), -EPERM);
-        assert_string_equal(msg, "container has runAsNonRoot and image has non-numeric user (nobody), cannot verify "
+        assert_string_equal(ck_error_message(msg), "container has runAsNonRoot and image has non-numeric user (nobody), cannot verify "
                                  "user is non-root (pod: \"web_ns1(u-1)\", container: a)");
-        free(msg);
+        ck_error_free(msg);
         msg = NULL;
         assert_int_equal(kr_verify_run_as_non_root(p, &p->spec.containers[0], &user, NULL, &msg), 0);
         assert_null(msg);
         /* through the builder: a config error with the message */
         assert_true(kr_build_container_config(p, &p->spec.containers[0], 0, "sha256:x", &ctx, &cfg) < 0);
         assert_null(cfg);
-        assert_string_equal(report.error, "container has runAsNonRoot and image will run as root (pod: "
+        assert_string_equal(ck_error_message(report.error), "container has runAsNonRoot and image will run as root (pod: "
                                           "\"web_ns1(u-1)\", container: a)");
         kc_build_report_done(&report);
         /* an image with a numeric user: it becomes run_as_user */
@@ -162,8 +164,8 @@ static void test_image_user_and_non_root(void **state) {
         /* runAsUser 0 with runAsNonRoot */
         p = parse_spec("  containers: [{name: a, image: busybox, securityContext: {runAsNonRoot: true, runAsUser: 0}}]\n");
         assert_int_equal(kr_verify_run_as_non_root(p, &p->spec.containers[0], &user, NULL, &msg), -EPERM);
-        assert_string_equal(msg, "container's runAsUser breaks non-root policy (pod: \"web_ns1(u-1)\", container: a)");
-        free(msg);
+        assert_string_equal(ck_error_message(msg), "container's runAsUser breaks non-root policy (pod: \"web_ns1(u-1)\", container: a)");
+        ck_error_free(msg);
         pod_free(p);
 
         /* an image user name without a number: run_as_username */
@@ -179,7 +181,7 @@ static void test_image_user_and_non_root(void **state) {
 
 static void test_sysctls(void **state) {
         char *allowed[] = { "kernel.msg*", "net.core.somaxconn", NULL };
-        char *msg = NULL;
+        struct ck_error *msg = NULL;
         struct pod *p;
 
         p = parse_spec("  securityContext: {sysctls: [{name: kernel.shm_rmid_forced, value: '1'}, "
@@ -190,8 +192,8 @@ static void test_sysctls(void **state) {
         p = parse_spec("  securityContext: {sysctls: [{name: kernel.msgmax, value: '1'}, "
                        "{name: net.core.somaxconn, value: '1024'}]}\n  containers: [{name: a, image: busybox}]\n");
         assert_int_equal(kr_sysctls_admit(p, NULL, &msg), -EPERM);
-        assert_string_equal(msg, "forbidden sysctl: \"kernel.msgmax\" not allowlisted");
-        free(msg);
+        assert_string_equal(ck_error_message(msg), "forbidden sysctl: \"kernel.msgmax\" not allowlisted");
+        ck_error_free(msg);
         msg = NULL;
         assert_int_equal(kr_sysctls_admit(p, allowed, &msg), 0);
         pod_free(p);
@@ -199,16 +201,16 @@ static void test_sysctls(void **state) {
         p = parse_spec("  hostNetwork: true\n  securityContext: {sysctls: [{name: net.ipv4.tcp_syncookies, value: '1'}]}\n"
                        "  containers: [{name: a, image: busybox}]\n");
         assert_int_equal(kr_sysctls_admit(p, NULL, &msg), -EPERM);
-        assert_string_equal(msg, "forbidden sysctl: \"net.ipv4.tcp_syncookies\" not allowed with host net enabled");
-        free(msg);
+        assert_string_equal(ck_error_message(msg), "forbidden sysctl: \"net.ipv4.tcp_syncookies\" not allowed with host net enabled");
+        ck_error_free(msg);
         msg = NULL;
         pod_free(p);
 
         assert_int_equal(kr_sysctl_check_allowed_unsafe("net.*", &msg), 0);
         assert_int_equal(kr_sysctl_check_allowed_unsafe("kernel.sem", &msg), 0);
         assert_int_equal(kr_sysctl_check_allowed_unsafe("vm.swappiness", &msg), -EINVAL);
-        assert_string_equal(msg, "the sysctls \"vm.swappiness\" are not known to be namespaced");
-        free(msg);
+        assert_string_equal(ck_error_message(msg), "the sysctls \"vm.swappiness\" are not known to be namespaced");
+        ck_error_free(msg);
 }
 
 /* ---- validation ---- */

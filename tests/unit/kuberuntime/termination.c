@@ -9,6 +9,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "basic/error.h"
 #include "apis/manifest.h"
 #include "basic/strmap.h"
 #include "container/labels.h"
@@ -37,7 +38,8 @@ static struct kc_container *exited(int exit_code, const char *policy, const char
 static void test_mount_and_read(void **state) {
         const char *yaml = "apiVersion: v1\nkind: Pod\nmetadata: {name: p, uid: u1}\nspec:\n"
                            "  containers:\n  - {name: c, image: busybox}\n";
-        _cleanup_free_ char *err = NULL, *log = NULL;
+        _cleanup_free_ char *log = NULL;
+        _cleanup_ck_error_ struct ck_error *err = NULL;
         struct pod_set set = {};
         Runtime__V1__ContainerConfig cfg = RUNTIME__V1__CONTAINER_CONFIG__INIT;
         Runtime__V1__ContainerStatus st = RUNTIME__V1__CONTAINER_STATUS__INIT;

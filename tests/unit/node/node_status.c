@@ -6,6 +6,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "basic/error.h"
 #include "basic/time.h"
 #include "node/node_status.h"
 
@@ -108,7 +109,7 @@ static void test_status(void **state) {
 
 static void test_object(void **state) {
         struct node_status_input in;
-        _cleanup_free_ char *why = NULL;
+        _cleanup_ck_error_ struct ck_error *why = NULL;
         json_t *node = NULL, *labels, *taints;
 
         input(&in);
@@ -128,22 +129,22 @@ static void test_object(void **state) {
         json_decref(node);
 
         assert_int_equal(node_object_build(&in, "novalue", NULL, &node, &why), -EINVAL);
-        assert_non_null(strstr(why, "--node-labels"));
-        why = (free(why), NULL);
+        assert_non_null(strstr(ck_error_message(why), "--node-labels"));
+        why = ck_error_free(why);
         assert_int_equal(node_object_build(&in, NULL, "a=b:Sometimes", &node, &why), -EINVAL);
-        assert_non_null(strstr(why, "--register-with-taints"));
+        assert_non_null(strstr(ck_error_message(why), "--register-with-taints"));
 }
 
 static void test_reserved(void **state) {
         int64_t c, m, s;
-        _cleanup_free_ char *why = NULL;
+        _cleanup_ck_error_ struct ck_error *why = NULL;
 
         assert_int_equal(node_parse_reserved("cpu=250m,memory=1Gi,ephemeral-storage=2G,pid=100", &c, &m, &s, &why), 0);
         assert_int_equal(c, 250);
         assert_int_equal(m, 1LL << 30);
         assert_int_equal(s, 2000000000LL);
         assert_int_equal(node_parse_reserved("gpu=1", &c, &m, &s, &why), -EINVAL);
-        assert_non_null(strstr(why, "gpu"));
+        assert_non_null(strstr(ck_error_message(why), "gpu"));
 }
 
 int main(void) {

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <cmocka.h>
 
+#include "basic/error.h"
 #include "basic/duration.h"
 #include "basic/string.h"
 #include "basic/strv.h"
@@ -46,7 +47,7 @@ static char *write_tmp(const char *name, const char *content) {
 }
 
 /* parse argv into fresh options; returns r, error in *err (caller frees) */
-static int parse(struct kubelet_options *o, int argc, char **argv, char **err) {
+static int parse(struct kubelet_options *o, int argc, char **argv, struct ck_error **err) {
         *err = NULL;
         assert_int_equal(kubelet_options_init(o), 0);
         return kubelet_options_parse(o, argc, argv, err);
@@ -54,20 +55,21 @@ static int parse(struct kubelet_options *o, int argc, char **argv, char **err) {
 
 static void expect_error(int argc, char **argv, const char *prefix) {
         struct kubelet_options o;
-        char *err = NULL;
+        struct ck_error *err = NULL;
         int r = parse(&o, argc, argv, &err);
 
         assert_true(r < 0);
         assert_non_null(err);
-        if (!startswith(err, prefix))
-                fail_msg("error \"%s\" does not start with \"%s\"", err, prefix);
-        free(err);
+        if (!startswith(ck_error_message(err), prefix))
+                fail_msg("error \"%s\" does not start with \"%s\"", ck_error_message(err), prefix);
+        ck_error_free(err);
         kubelet_options_done(&o);
 }
 
 static void test_defaults(void **state) {
         struct kubelet_options o;
-        char *err, host[256];
+        struct ck_error *err = NULL;
+        char host[256];
         char *argv[] = { "ckubelet", NULL };
 
         assert_int_equal(parse(&o, 1, argv, &err), 0);
@@ -99,7 +101,7 @@ static void test_defaults(void **state) {
 
 static void test_every_flag(void **state) {
         struct kubelet_options o;
-        char *err;
+        struct ck_error *err;
         char **argv = ARGV("--pod-manifest-path=/etc/kubernetes/manifests", "--file-check-frequency", "5s",
                            "--manifest-url=http://example.com/pods", "--manifest-url-header", "a:hello, b : again,,",
                            "--manifest-url-header=b:beautiful", "--http-check-frequency=1m30s",
@@ -131,7 +133,7 @@ static void test_every_flag(void **state) {
 
 static void test_shorthand_and_repeats(void **state) {
         struct kubelet_options o;
-        char *err;
+        struct ck_error *err;
         char **a1 = ARGV("-v", "4", "--max-pods=1", "--max-pods=2");
         char **a2 = ARGV("-v=5");
         char **a3 = ARGV("-v6", "--max-pods=0", "--pod-manifest-path=");
@@ -152,7 +154,7 @@ static void test_shorthand_and_repeats(void **state) {
 
 static void test_help_version(void **state) {
         struct kubelet_options o;
-        char *err;
+        struct ck_error *err;
         char **a1 = ARGV("--help");
         char **a2 = ARGV("--version");
         char **a3 = ARGV("--max-pods=3", "-h");
@@ -252,20 +254,20 @@ static void test_duration_parse(void **state) {
         };
         for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
                 int64_t v = 42;
-                char *err = NULL;
+                struct ck_error *err = NULL;
                 if (go_duration_parse(ok[i].s, &v, &err) != 0)
-                        fail_msg("\"%s\": %s", ok[i].s, err);
+                        fail_msg("\"%s\": %s", ok[i].s, ck_error_message(err));
                 if (v != ok[i].nsec)
                         fail_msg("\"%s\": got %lld want %lld", ok[i].s, (long long) v, (long long) ok[i].nsec);
         }
         for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
                 int64_t v = 42;
-                char *err = NULL;
+                struct ck_error *err = NULL;
                 assert_true(go_duration_parse(bad[i].s, &v, &err) < 0);
                 assert_int_equal(v, 42); /* untouched */
                 assert_non_null(err);
-                assert_string_equal(err, bad[i].err);
-                free(err);
+                assert_string_equal(ck_error_message(err), bad[i].err);
+                ck_error_free(err);
         }
         assert_int_equal(go_duration_parse(NULL, &(int64_t){ 0 }, NULL), -EINVAL);
         assert_int_equal(go_duration_parse("zz", &(int64_t){ 0 }, NULL), -EINVAL);
@@ -299,7 +301,7 @@ static void test_duration_format(void **state) {
 
 static void test_sub_usec_rounds_up(void **state) {
         struct kubelet_options o;
-        char *err;
+        struct ck_error *err;
         char **a = ARGV("--sync-frequency=1ns", "--file-check-frequency=1500ns");
 
         assert_int_equal(parse(&o, ARGC(a), a, &err), 0);
@@ -336,7 +338,7 @@ static const char full_config[] = "apiVersion: kubelet.config.k8s.io/v1beta1\n"
 static void test_config_file(void **state) {
         _cleanup_free_ char *path = write_tmp("full.yaml", full_config), *want_static = NULL;
         struct kubelet_options o;
-        char *err;
+        struct ck_error *err;
         char **a = ARGV("--config", path);
 
         assert_int_equal(parse(&o, ARGC(a), a, &err), 0);
@@ -366,7 +368,7 @@ static void test_config_json_and_zero_defaults(void **state) {
                 "c.json", "{\"kind\":\"KubeletConfiguration\",\"apiVersion\":\"kubelet.config.k8s.io/v1beta1\","
                           "\"fileCheckFrequency\":\"0s\",\"maxPods\":0,\"staticPodPath\":\"/abs\",\"podLogsDir\":null}");
         struct kubelet_options o;
-        char *err;
+        struct ck_error *err;
         char **a = ARGV("--config=" "PLACEHOLDER");
         char *arg;
 
@@ -384,7 +386,7 @@ static void test_config_json_and_zero_defaults(void **state) {
 static void test_flags_override_config(void **state) {
         _cleanup_free_ char *path = write_tmp("full2.yaml", full_config);
         struct kubelet_options o;
-        char *err;
+        struct ck_error *err;
         char **a = ARGV("--max-pods=5", "--manifest-url-header=X-New:1", "--config", path, "--sync-frequency=2s",
                         "--pod-manifest-path=/flag/path", "--v=1");
 
@@ -405,15 +407,15 @@ static void test_flags_override_config(void **state) {
 static void config_error(const char *name, const char *content, const char *want_suffix) {
         _cleanup_free_ char *path = write_tmp(name, content), *want = NULL;
         struct kubelet_options o;
-        char *err;
+        struct ck_error *err;
         char **a = ARGV("--config", path);
 
         assert_true(parse(&o, ARGC(a), a, &err) < 0);
         assert_non_null(err);
         assert_true(asprintf(&want, "%s: %s", path, want_suffix) > 0);
-        if (!startswith(err, want))
-                fail_msg("error \"%s\" does not start with \"%s\"", err, want);
-        free(err);
+        if (!startswith(ck_error_message(err), want))
+                fail_msg("error \"%s\" does not start with \"%s\"", ck_error_message(err), want);
+        ck_error_free(err);
         kubelet_options_done(&o);
 }
 
@@ -445,20 +447,20 @@ static void test_config_errors(void **state) {
         {
                 _cleanup_free_ char *path = write_tmp("reldir.yaml", HDR "podLogsDir: \"\"\n");
                 struct kubelet_options o;
-                char *err;
+                struct ck_error *err;
                 char **a = ARGV("--config", path);
                 assert_true(parse(&o, ARGC(a), a, &err) < 0);
-                assert_string_equal(err, "invalid configuration: pod logs path \"\" must be absolute path");
-                free(err);
+                assert_string_equal(ck_error_message(err), "invalid configuration: pod logs path \"\" must be absolute path");
+                ck_error_free(err);
                 kubelet_options_done(&o);
         }
         {
                 struct kubelet_options o;
-                char *err;
+                struct ck_error *err;
                 char **a = ARGV("--config=/nonexistent/kubelet.yaml");
                 assert_true(parse(&o, ARGC(a), a, &err) < 0);
-                assert_string_equal(err, "/nonexistent/kubelet.yaml: cannot read config file: No such file or directory");
-                free(err);
+                assert_string_equal(ck_error_message(err), "/nonexistent/kubelet.yaml: cannot read config file: No such file or directory");
+                ck_error_free(err);
                 kubelet_options_done(&o);
         }
 }
@@ -472,7 +474,7 @@ static void test_server_options(void **state) {
                 "authorization:\n  mode: AlwaysAllow\n  webhook:\n    cacheAuthorizedTTL: 1m\n");
         _cleanup_free_ char *want_cert = NULL, *want_ca = NULL;
         struct kubelet_options o;
-        char *err;
+        struct ck_error *err;
         char **a = ARGV("--config", path, "--anonymous-auth=false", "--enable-debugging-handlers=false");
 
         /* upstream's config-file defaults: anonymous off, webhook authn on, Webhook authz, 10250, 10248 */
@@ -541,7 +543,7 @@ static void test_server_options(void **state) {
 static void test_config_too_large(void **state) {
         _cleanup_free_ char *big = malloc(2 * 1024 * 1024 + 1), *path = NULL;
         struct kubelet_options o;
-        char *err;
+        struct ck_error *err;
 
         assert_non_null(big);
         memset(big, '#', 2 * 1024 * 1024);
@@ -549,14 +551,14 @@ static void test_config_too_large(void **state) {
         path = write_tmp("big.yaml", big);
         char **a = ARGV("--config", path);
         assert_true(parse(&o, ARGC(a), a, &err) < 0);
-        assert_non_null(strstr(err, "config file is too large"));
-        free(err);
+        assert_non_null(strstr(ck_error_message(err), "config file is too large"));
+        ck_error_free(err);
         kubelet_options_done(&o);
 }
 
 static void test_cgroup_options(void **state) {
         struct kubelet_options o;
-        char *err;
+        struct ck_error *err;
         char **def = ARGV("ckubelet");
         char **flags = ARGV("--cgroups-per-qos=true", "--cgroup-root=/custom", "--cgroup-driver", "systemd",
                             "--enforce-node-allocatable=pods", "--pod-max-pids=1024");

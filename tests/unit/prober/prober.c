@@ -6,6 +6,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "basic/error.h"
 #include "prober/prober.h"
 
 static void test_resolve_port(void **state) {
@@ -13,7 +14,7 @@ static void test_resolve_port(void **state) {
                                           { .name = (char *) "metrics", .container_port = 9100 } };
         struct container c = { .name = (char *) "app", .ports = ports, .n_ports = 2 };
         struct int_or_string p;
-        char *err = NULL;
+        struct ck_error *err = NULL;
         int port = 0;
 
         p = (struct int_or_string) { .int_val = 80 };
@@ -31,13 +32,13 @@ static void test_resolve_port(void **state) {
         p = (struct int_or_string) { .is_string = true, .str_val = (char *) "grpc" };
         assert_int_equal(probe_resolve_port(&p, &c, &port, &err), -ENOENT);
         assert_int_equal(port, 7); /* untouched on failure */
-        assert_string_equal(err, "port \"grpc\" is neither a port name of container \"app\" nor a number");
-        free(err);
+        assert_string_equal(ck_error_message(err), "port \"grpc\" is neither a port name of container \"app\" nor a number");
+        ck_error_free(err);
         err = NULL;
         p = (struct int_or_string) { .int_val = 0 };
         assert_int_equal(probe_resolve_port(&p, &c, &port, &err), -ERANGE);
-        assert_string_equal(err, "invalid port number: 0");
-        free(err);
+        assert_string_equal(ck_error_message(err), "invalid port number: 0");
+        ck_error_free(err);
         err = NULL;
         p = (struct int_or_string) { .is_string = true, .str_val = (char *) "70000" };
         assert_int_equal(probe_resolve_port(&p, &c, &port, NULL), -ERANGE);

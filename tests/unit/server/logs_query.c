@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "basic/error.h"
 #include "basic/time.h"
 #include "server/logs_query.h"
 
@@ -18,7 +19,7 @@
 
 static void test_options_defaults_and_values(void **state) {
         struct logs_options o;
-        char *err = NULL;
+        struct ck_error *err = NULL;
 
         assert_int_equal(api_log_options_from_query_at(NULL, NOW, &o, &err), 0);
         assert_false(o.follow || o.timestamps || o.previous);
@@ -80,14 +81,14 @@ static void test_options_defaults_and_values(void **state) {
 
 static void expect_error(const char *q, int code, const char *message) {
         struct logs_options o = { .tail_lines = 42 };
-        char *err = NULL;
+        struct ck_error *err = NULL;
 
         assert_int_equal(api_log_options_from_query_at(q, NOW, &o, &err), code);
         assert_non_null(err);
         if (message)
-                assert_string_equal(err, message);
+                assert_string_equal(ck_error_message(err), message);
         assert_int_equal(o.tail_lines, 42); /* untouched */
-        free(err);
+        ck_error_free(err);
 }
 
 static void test_options_errors(void **state) {

@@ -6,12 +6,14 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "basic/error.h"
 #include "apis/manifest.h"
 #include "status/status.h"
 
 static struct pod *parse_pod(const char *policy) {
         struct pod_set set = {};
-        _cleanup_free_ char *err = NULL, *yaml = NULL;
+        _cleanup_free_ char *yaml = NULL;
+        _cleanup_ck_error_ struct ck_error *err = NULL;
         struct pod *p;
 
         assert_true(asprintf(&yaml,
@@ -21,7 +23,7 @@ static struct pod *parse_pod(const char *policy) {
                              "  - {name: a, image: busybox:1.36, resources: {limits: {cpu: 1, memory: 1Gi}}}\n",
                              policy) > 0);
         if (manifest_parse(yaml, strlen(yaml), &set, &err) < 0)
-                fail_msg("manifest: %s", err);
+                fail_msg("manifest: %s", ck_error_message(err));
         p = pod_ref(set.pods[0]);
         pod_set_done(&set);
         return p;
@@ -164,7 +166,8 @@ static void test_generate(void **state) {
 
 static struct pod *parse_init_pod(const char *policy) {
         struct pod_set set = {};
-        _cleanup_free_ char *err = NULL, *yaml = NULL;
+        _cleanup_free_ char *yaml = NULL;
+        _cleanup_ck_error_ struct ck_error *err = NULL;
         struct pod *p;
 
         assert_true(asprintf(&yaml,
@@ -174,7 +177,7 @@ static struct pod *parse_init_pod(const char *policy) {
                              "  containers:\n  - {name: a, image: busybox:1.36}\n",
                              policy) > 0);
         if (manifest_parse(yaml, strlen(yaml), &set, &err) < 0)
-                fail_msg("manifest: %s", err);
+                fail_msg("manifest: %s", ck_error_message(err));
         p = pod_ref(set.pods[0]);
         pod_set_done(&set);
         return p;

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "basic/error.h"
 #include "apis/manifest.h"
 #include "basic/base64.h"
 #include "basic/fs.h"
@@ -22,13 +23,14 @@ static char tmp[] = "/tmp/ckubelet-aw-XXXXXX";
 
 static struct pod *parse(const char *meta, const char *spec) {
         struct pod_set set = {};
-        char *yaml = NULL, *err = NULL;
+        char *yaml = NULL;
+        struct ck_error *err = NULL;
         struct pod *p;
         struct field_errors errs = {};
 
         assert_true(asprintf(&yaml, "apiVersion: v1\nkind: Pod\nmetadata: %s\nspec: %s\n", meta, spec) > 0);
         if (manifest_parse(yaml, strlen(yaml), &set, &err) < 0)
-                fail_msg("manifest_parse: %s\n%s", err, yaml);
+                fail_msg("manifest_parse: %s\n%s", ck_error_message(err), yaml);
         free(yaml);
         p = pod_ref(set.pods[0]);
         pod_set_done(&set);
@@ -236,13 +238,13 @@ static void test_base64(void **state) {
 static struct vol_payload payload_of(const struct pod *p, const struct kc_build_context *ctx, size_t vi,
                                      int expect_r, const char *expect_msg) {
         struct vol_payload pl = {};
-        char *msg = NULL;
+        struct ck_error *msg = NULL;
         int r = vol_volume_payload(p, &p->spec.volumes->volumes[vi], ctx, &pl, &msg);
         if (r != expect_r)
-                fail_msg("volume %zu: r=%d msg=%s", vi, r, msg ? msg : "(none)");
+                fail_msg("volume %zu: r=%d msg=%s", vi, r, msg ? ck_error_message(msg) : "(none)");
         if (expect_msg)
-                assert_string_equal(msg, expect_msg);
-        free(msg);
+                assert_string_equal(ck_error_message(msg), expect_msg);
+        ck_error_free(msg);
         return pl;
 }
 

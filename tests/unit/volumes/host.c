@@ -16,6 +16,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "basic/error.h"
 #include "apis/manifest.h"
 #include "apis/pod_volumes.h"
 #include "basic/fs.h"
@@ -26,12 +27,13 @@ static char tmp[] = "/tmp/ckubelet-volumes-XXXXXX";
 
 static struct pod *parse(const char *meta, const char *spec) {
         struct pod_set set = {};
-        char *yaml = NULL, *err = NULL;
+        char *yaml = NULL;
+        struct ck_error *err = NULL;
         struct pod *p;
 
         assert_true(asprintf(&yaml, "apiVersion: v1\nkind: Pod\nmetadata: %s\nspec: %s\n", meta, spec) > 0);
         if (manifest_parse(yaml, strlen(yaml), &set, &err) < 0)
-                fail_msg("manifest_parse: %s\n%s", err, yaml);
+                fail_msg("manifest_parse: %s\n%s", ck_error_message(err), yaml);
         free(yaml);
         p = pod_ref(set.pods[0]);
         pod_set_done(&set);
@@ -101,7 +103,8 @@ static void test_hosts_content(void **state) {
 }
 
 static void test_setup_host_path_and_empty_dir(void **state) {
-        char *spec = NULL, *msg = NULL, *dir = NULL, *sock = NULL, *hosts = NULL, *data = NULL;
+        char *spec = NULL, *dir = NULL, *sock = NULL, *hosts = NULL, *data = NULL;
+        struct ck_error *msg = NULL;
         struct kc_build_context ctx = { .root_dir = tmp, .pod_ip = "10.0.0.7" };
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
         struct stat st;
@@ -127,7 +130,7 @@ static void test_setup_host_path_and_empty_dir(void **state) {
         p = parse("{name: web, namespace: default, uid: uid-1}", spec);
         free(spec);
         if (vol_setup_pod(p, &ctx, &msg) < 0)
-                fail_msg("setup: %s", msg);
+                fail_msg("setup: %s", ck_error_message(msg));
         dir = in_tmp("pods/uid-1/volumes/kubernetes.io~empty-dir/e");
         assert_int_equal(stat(dir, &st), 0);
         assert_true(S_ISDIR(st.st_mode));
@@ -192,10 +195,10 @@ static void test_setup_host_path_and_empty_dir(void **state) {
                 assert_true(asprintf(&inner, "hostPath type check failed: %s/%s is not %s", tmp, bad[i].path,
                                      bad[i].what) > 0);
                 assert_true(asprintf(&want, "MountVolume.SetUp failed for volume \"v\" : %s", inner) > 0);
-                assert_string_equal(msg, want);
+                assert_string_equal(ck_error_message(msg), want);
                 free(want);
                 free(inner);
-                free(msg);
+                ck_error_free(msg);
                 pod_free(p);
         }
 
@@ -204,8 +207,8 @@ static void test_setup_host_path_and_empty_dir(void **state) {
                                              "containers: [{name: a, image: b}]}");
         msg = NULL;
         assert_true(vol_setup_pod(p, &ctx, &msg) < 0);
-        assert_string_equal(msg, "MountVolume.SetUp failed for volume \"data\" : unsupported volume type \"persistentVolumeClaim\"");
-        free(msg);
+        assert_string_equal(ck_error_message(msg), "MountVolume.SetUp failed for volume \"data\" : unsupported volume type \"persistentVolumeClaim\"");
+        ck_error_free(msg);
         pod_free(p);
         close(fd);
         free(sock);

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "basic/error.h"
 #include "apis/manifest.h"
 #include "apis/pod_volumes.h"
 
@@ -13,12 +14,13 @@
 
 static struct pod *parse(const char *spec) {
         struct pod_set set = {};
-        char *yaml = NULL, *err = NULL;
+        char *yaml = NULL;
+        struct ck_error *err = NULL;
         struct pod *p;
 
         assert_true(asprintf(&yaml, "apiVersion: v1\nkind: Pod\nmetadata: " META "\nspec: %s\n", spec) > 0);
         if (manifest_parse(yaml, strlen(yaml), &set, &err) < 0)
-                fail_msg("manifest_parse: %s\n%s", err, yaml);
+                fail_msg("manifest_parse: %s\n%s", ck_error_message(err), yaml);
         free(yaml);
         assert_int_equal(set.n, 1);
         p = pod_ref(set.pods[0]);
@@ -212,18 +214,18 @@ static void test_mounts(void **state) {
 
 static void test_type_errors(void **state) {
         struct pod_set set = {};
-        char *err = NULL;
+        struct ck_error *err = NULL;
         const char *y = "apiVersion: v1\nkind: Pod\nmetadata: {name: a}\nspec: {volumes: {x: 1}, "
                         "containers: [{name: a, image: b}]}\n";
         assert_true(manifest_parse(y, strlen(y), &set, &err) < 0);
-        assert_non_null(strstr(err, "spec.volumes: Invalid value: \"object\": must be of type array"));
-        free(err);
+        assert_non_null(strstr(ck_error_message(err), "spec.volumes: Invalid value: \"object\": must be of type array"));
+        ck_error_free(err);
         err = NULL;
         y = "apiVersion: v1\nkind: Pod\nmetadata: {name: a}\nspec: {volumes: [{name: v, emptyDir: {sizeLimit: lots}}], "
             "containers: [{name: a, image: b}]}\n";
         assert_true(manifest_parse(y, strlen(y), &set, &err) < 0);
-        assert_non_null(strstr(err, "spec.volumes[0].emptyDir.sizeLimit: Invalid value: \"lots\""));
-        free(err);
+        assert_non_null(strstr(ck_error_message(err), "spec.volumes[0].emptyDir.sizeLimit: Invalid value: \"lots\""));
+        ck_error_free(err);
         pod_set_done(&set);
 }
 

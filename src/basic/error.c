@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "basic/error.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* what *ret becomes when there is no memory for an error: never freed */
+static struct ck_error oom_error = { .code = -ENOMEM };
+
+struct ck_error *ck_error_free(struct ck_error *e) {
+        if (!e || e == &oom_error)
+                return NULL;
+        free(e->message);
+        free(e);
+        return NULL;
+}
+
+int ck_error_set(struct ck_error **ret, int code, const char *fmt, ...) {
+        struct ck_error *e;
+        char *m = NULL;
+
+        assert(code < 0);
+        if (!ret)
+                return code;
+        /* first: the format may use %m, and errno is as the caller left it only until we allocate */
+        if (VA_FORMAT(m, fmt) < 0)
+                m = NULL;
+        ck_error_free(*ret);
+        *ret = &oom_error;
+        e = malloc(sizeof(*e));
+        if (!e) {
+                free(m);
+                return code;
+        }
+        *e = (struct ck_error) { .code = code, .message = m };
+        *ret = e;
+        return code;
+}
+
+int ck_error_prefix(struct ck_error **e, const char *fmt, ...) {
+        char *prefix = NULL, *m = NULL;
+
+        if (!e || !*e)
+                return 0;
+        if (*e == &oom_error || VA_FORMAT(prefix, fmt) < 0)
+                return (*e)->code;
+        if (asprintf(&m, "%s: %s", prefix, ck_error_message(*e)) >= 0) {
+                free((*e)->message);
+                (*e)->message = m;
+        }
+        free(prefix);
+        return (*e)->code;
+}
+
+const char *ck_error_message(const struct ck_error *e) {
+        if (!e)
+                return "";
+        if (e->message)
+                return e->message;
+        return strerror(e->code < 0 ? -e->code : EIO);
+}
+
+char *ck_error_take_message(struct ck_error *e) {
+        char *m;
+
+        if (!e)
+                return NULL;
+        if (e->message && e != &oom_error) {
+                m = e->message;
+                e->message = NULL;
+        } else
+                m = strdup(ck_error_message(e));
+        ck_error_free(e);
+        return m;
+}

@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/* One error convention (docs/design.md, "Errors"): a function returns a negative errno for what failed; where
+ * a message must travel too, it also fills a `struct ck_error **ret_error` output: the errno and a malloc'ed
+ * message in words a person reads (naming the file, field, object or request, and the reason). The layer that
+ * knows the cause creates it, the layers above may prefix context, and the layer that decides (logs, events,
+ * status, an HTTP reply) uses it once and frees it. Programmer errors are assert()s, not errors.
+ *
+ *         return ck_error_set(ret_error, -EINVAL, "invalid --node-labels \"%s\": %s", item, why);
+ */
+
+#include "basic/macro.h"
+
+struct ck_error {
+        int code;      /* negative errno */
+        char *message; /* may be NULL (out of memory): ck_error_message() falls back on strerror */
+};
+
+/* Make *ret an error (replacing one already there) and return code, which must be negative. ret may be NULL
+ * (the caller wants no message). The format may use %m (errno as the caller left it) and the message of the error
+ * it replaces (wrapping it: ck_error_set(e, r, "cannot x: %s", ck_error_message(*e))). After it *ret is never NULL: without memory it is a shared "out of memory"
+ * error that ck_error_free() leaves alone. */
+int ck_error_set(struct ck_error **ret, int code, const char *fmt, ...) _printf_(3, 4);
+/* Put context before the message of *e ("<context>: <message>") and return its code; nothing when e or *e is
+ * NULL (then 0). */
+int ck_error_prefix(struct ck_error **e, const char *fmt, ...) _printf_(2, 3);
+/* The message; strerror of the code when there is none; "" for NULL. Valid while e lives. */
+const char *ck_error_message(const struct ck_error *e);
+/* The message handed over (caller frees; a copy of the strerror text when there is none); NULL on OOM or for
+ * NULL. The error is freed. */
+char *ck_error_take_message(struct ck_error *e);
+struct ck_error *ck_error_free(struct ck_error *e); /* accepts NULL, returns NULL */
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct ck_error *, ck_error_free)
+#define _cleanup_ck_error_ _cleanup_(ck_error_freep)
