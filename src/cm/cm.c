@@ -468,7 +468,7 @@ int cm_new(const struct kubelet_options *o, int64_t cpu_milli_capacity, int64_t 
                 r = qos_name(m, "besteffort", &besteffort);
         if (r < 0)
                 return r;
-        rc = (struct cm_resource_config) { .cpu_shares = milli_cpu_to_shares(cpu), .memory_limit = mem };
+        rc = (struct cm_resource_config) { .cpu_shares = kr_milli_cpu_to_shares(cpu), .memory_limit = mem };
         r = ensure_cgroup(m, kubepods, &rc);
         if (r < 0)
                 return r;
@@ -532,7 +532,7 @@ int cm_update_qos(struct cm *m, const struct pod *const *pods, size_t n) {
                         int64_t c = cm_pod_cpu_requests(pods[i]);
                         milli = milli > INT64_MAX - c ? INT64_MAX : milli + c;
                 }
-        shares = milli_cpu_to_shares(milli);
+        shares = kr_milli_cpu_to_shares(milli);
         if (shares == m->burstable_shares)
                 return 0;
         r = qos_name(m, "burstable", &burstable);

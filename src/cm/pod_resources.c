@@ -53,16 +53,16 @@ void cm_resource_config_for_pod(const struct pod *pod, struct cm_resource_config
 
         switch (pod_qos_class(pod)) {
         case QOS_GUARANTEED:
-                r.cpu_shares = milli_cpu_to_shares(cpu_requests);
+                r.cpu_shares = kr_milli_cpu_to_shares(cpu_requests);
                 r.cpu_period = CPU_QUOTA_PERIOD_USEC;
-                r.cpu_quota = milli_cpu_to_quota(cpu_limits, CPU_QUOTA_PERIOD_USEC);
+                r.cpu_quota = kr_milli_cpu_to_quota(cpu_limits, CPU_QUOTA_PERIOD_USEC);
                 r.memory_limit = memory_limits;
                 break;
         case QOS_BURSTABLE:
-                r.cpu_shares = milli_cpu_to_shares(cpu_requests);
+                r.cpu_shares = kr_milli_cpu_to_shares(cpu_requests);
                 if (cpu_limits_declared) {
                         r.cpu_period = CPU_QUOTA_PERIOD_USEC;
-                        r.cpu_quota = milli_cpu_to_quota(cpu_limits, CPU_QUOTA_PERIOD_USEC);
+                        r.cpu_quota = kr_milli_cpu_to_quota(cpu_limits, CPU_QUOTA_PERIOD_USEC);
                 }
                 if (memory_limits_declared)
                         r.memory_limit = memory_limits;

@@ -91,7 +91,7 @@ oom:
         return -ENOMEM;
 }
 
-int static_pod_apply_defaults(struct pod *p, const char *node_name, const char *source, const char *source_id) {
+int pod_config_static_pod_defaults(struct pod *p, const char *node_name, const char *source, const char *source_id) {
         _cleanup_free_ char *uid = NULL, *name = NULL, *ns = NULL, *node = NULL;
         struct strmap annotations = {};
         char seen[64];
@@ -174,7 +174,7 @@ static int fail(struct ck_error **ret_error, size_t doc, ssize_t item, const cha
         return ck_error_set(ret_error, -EINVAL, "%s: %s", where, msg);
 }
 
-int static_pods_from_manifest(const char *data, size_t size, const char *node_name, const char *source,
+int pod_config_static_pods_from_manifest(const char *data, size_t size, const char *node_name, const char *source,
                               const char *source_id, struct pod_set *ret, struct ck_error **ret_error) {
         _cleanup_free_ size_t *docs = NULL;
         _cleanup_free_ ssize_t *items = NULL;
@@ -204,7 +204,7 @@ int static_pods_from_manifest(const char *data, size_t size, const char *node_na
                                 goto finish;
                         }
                 }
-                r = static_pod_apply_defaults(p, node_name, source, source_id);
+                r = pod_config_static_pod_defaults(p, node_name, source, source_id);
                 if (r < 0)
                         goto finish;
                 r = pod_validate(p, &errs);

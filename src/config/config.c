@@ -99,7 +99,7 @@ const char *pod_config_get_node_name(struct pod_config *c) {
         return c->node_name;
 }
 
-bool pod_is_static(const struct pod *p) {
+bool pod_config_is_static(const struct pod *p) {
         return !streq_ptr(strmap_get(&p->annotations, ANNOTATION_CONFIG_SOURCE), CONFIG_SOURCE_API);
 }
 

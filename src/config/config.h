@@ -44,7 +44,7 @@ struct kube_client;
 int pod_config_add_api_source(struct pod_config *c, struct kube_client *client);
 
 /* A pod from a file or URL source (kubetypes.IsStaticPod): not from the API server. */
-bool pod_is_static(const struct pod *p);
+bool pod_config_is_static(const struct pod *p);
 
 /* Mirror pods (the API server's copies of static pods, annotation kubernetes.io/config.mirror) are never run:
  * the apiserver source hands them to this callback instead, the complete list (a JSON array of Pod objects,
@@ -60,11 +60,11 @@ int pod_config_set_source_pods(struct pod_config *c, const char *source, struct 
  * UID or derive one (md5 over the pod document, "host:<node>" and "file:<path>" — or "url:<url>"), name
  * "<name>-<node>", namespace "default" if unset, spec.nodeName = node, annotations config.hash (=UID),
  * config.source and config.seen. */
-int static_pod_apply_defaults(struct pod *p, const char *node_name, const char *source, const char *source_id);
+int pod_config_static_pod_defaults(struct pod *p, const char *node_name, const char *source, const char *source_id);
 
 /* Parse a manifest file's content into static pods: manifest_parse (apis/manifest.h), then
- * static_pod_apply_defaults and pod_validate on each. All or nothing: on any error nothing is returned and
+ * pod_config_static_pod_defaults and pod_validate on each. All or nothing: on any error nothing is returned and
  * *ret_error names the document and field ("document 2 (pod \"web\"): spec.containers[0].name: Required
  * value"). */
-int static_pods_from_manifest(const char *data, size_t size, const char *node_name, const char *source,
+int pod_config_static_pods_from_manifest(const char *data, size_t size, const char *node_name, const char *source,
                               const char *source_id, struct pod_set *ret, struct ck_error **ret_error);

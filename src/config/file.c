@@ -240,7 +240,7 @@ static bool process_file(struct file_source *s, const char *path, const struct s
                 ck_error_set(&error, -EINVAL, "empty manifest file");
         else {
                 log_v(3, "Reading manifest file \"%s\"", path);
-                r = static_pods_from_manifest(data, size, pod_config_get_node_name(s->config), CONFIG_SOURCE_FILE, path,
+                r = pod_config_static_pods_from_manifest(data, size, pod_config_get_node_name(s->config), CONFIG_SOURCE_FILE, path,
                                               &set, &error);
                 if (r >= 0) {
                         if (f->has_error)

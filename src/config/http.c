@@ -139,7 +139,7 @@ static void process_body(struct http_source *s) {
                 log_warning("Zero-length data received from %s: no pods from this URL", s->url);
                 fetch_succeeded(s);
         } else {
-                r = static_pods_from_manifest(s->body, s->body_len, pod_config_get_node_name(s->config),
+                r = pod_config_static_pods_from_manifest(s->body, s->body_len, pod_config_get_node_name(s->config),
                                               CONFIG_SOURCE_HTTP, s->url, &set, &error);
                 if (r < 0) {
                         s->last_body_error = strdup(error ? ck_error_message(error) : strerror(-r));

@@ -28,7 +28,7 @@ static void container_requests(const struct container *c, int64_t *cpu, int64_t 
         *mem = q ? MAX(q->value, (int64_t) 0) : 0;
 }
 
-void pod_requests(const struct pod *p, int64_t *ret_cpu_milli, int64_t *ret_memory_bytes) {
+void kubelet_pod_requests(const struct pod *p, int64_t *ret_cpu_milli, int64_t *ret_memory_bytes) {
         int64_t cpu = 0, mem = 0, c, m;
 
         for (size_t i = 0; i < p->spec.n_containers; i++) {
@@ -59,7 +59,7 @@ static int insufficient(const char *resource, int64_t requested, int64_t used, i
         return -ENOSPC;
 }
 
-int pod_admit(const struct pod *p, const struct pod *const *admitted, size_t n, const struct admission_node *node,
+int kubelet_admit(const struct pod *p, const struct pod *const *admitted, size_t n, const struct admission_node *node,
               const char **ret_reason, char **ret_message) {
         int64_t cpu, mem, used_cpu = 0, used_mem = 0, c, m;
         _cleanup_ck_error_ struct ck_error *sysctl_error = NULL;
@@ -77,11 +77,11 @@ int pod_admit(const struct pod *p, const struct pod *const *admitted, size_t n, 
                 return r;
         if (node->max_pods > 0 && (int64_t) n + 1 > node->max_pods)
                 return insufficient("pods", 1, (int64_t) n, node->max_pods, ret_reason, ret_message);
-        pod_requests(p, &cpu, &mem);
+        kubelet_pod_requests(p, &cpu, &mem);
         if (cpu == 0 && mem == 0)
                 return 0;
         for (size_t i = 0; i < n; i++) {
-                pod_requests(admitted[i], &c, &m);
+                kubelet_pod_requests(admitted[i], &c, &m);
                 used_cpu = sat_add(used_cpu, c);
                 used_mem = sat_add(used_mem, m);
         }

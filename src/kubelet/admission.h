@@ -19,10 +19,10 @@ struct admission_node {
 };
 
 /* What the pod asks for, as the scheduler counts it: max(sum of app containers, largest init container). */
-void pod_requests(const struct pod *p, int64_t *ret_cpu_milli, int64_t *ret_memory_bytes);
+void kubelet_pod_requests(const struct pod *p, int64_t *ret_cpu_milli, int64_t *ret_memory_bytes);
 
 /* 0 when p fits next to the n admitted pods; -ENOSPC with *ret_reason ("SysctlForbidden" for a sysctl that is
  * neither safe nor allowed, "OutOfpods", "OutOfcpu", "OutOfmemory", static storage) and *ret_message
  * (allocated) when it does not; -ENOMEM. */
-int pod_admit(const struct pod *p, const struct pod *const *admitted, size_t n, const struct admission_node *node,
+int kubelet_admit(const struct pod *p, const struct pod *const *admitted, size_t n, const struct admission_node *node,
               const char **ret_reason, char **ret_message);

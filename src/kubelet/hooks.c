@@ -74,7 +74,7 @@ static char *format_command(char **argv) {
         return s;
 }
 
-char *hook_failure_message(const struct lifecycle_handler *h, const struct hook_target *t, const char *error,
+char *kubelet_hook_failure_message(const struct lifecycle_handler *h, const struct hook_target *t, const char *error,
                            const char *output) {
         _cleanup_free_ char *cmd = NULL, *out = NULL;
         char *m = NULL;
@@ -127,7 +127,7 @@ static void run_finish(struct hook_run *r, int error, const char *error_text, co
         void *ud = r->userdata;
 
         if (error < 0 && error != -ECANCELED) {
-                msg = hook_failure_message(r->h, &r->t, error_text ? error_text : strerror(-error), output);
+                msg = kubelet_hook_failure_message(r->h, &r->t, error_text ? error_text : strerror(-error), output);
                 if (!msg)
                         error = -ENOMEM;
         }
@@ -289,7 +289,7 @@ static int start_exec(struct hook_run *r, uint64_t timeout_usec) {
         return 0;
 }
 
-int hook_run_start(struct probe_env *env, struct hook_run **list, const struct lifecycle_handler *h,
+int kubelet_hook_run_start(struct probe_env *env, struct hook_run **list, const struct lifecycle_handler *h,
                    const struct hook_target *t, uint64_t timeout_usec, hook_done_t done, void *userdata) {
         struct hook_run *r;
         struct timeval tv = { .tv_sec = (time_t) (timeout_usec / USEC_PER_SEC),
@@ -346,7 +346,7 @@ int hook_run_start(struct probe_env *env, struct hook_run **list, const struct l
         return 0;
 }
 
-void hook_run_cancel_all(struct hook_run **list) {
+void kubelet_hook_run_cancel_all(struct hook_run **list) {
         while (*list)
                 run_finish(*list, -ECANCELED, NULL, NULL);
 }

@@ -30,20 +30,20 @@ struct hook_target {
         const char *ports_json;             /* else the ports as kept in the container's annotation (JSON), or NULL */
 };
 
-/* error: 0 on success; -ETIME past the deadline; -ECANCELED from hook_run_cancel_all (free your context
+/* error: 0 on success; -ETIME past the deadline; -ECANCELED from kubelet_hook_run_cancel_all (free your context
  * only); other negative errno on failure. message: upstream's wording of the failure (NULL on success). The
  * run is gone when this returns. */
 typedef void (*hook_done_t)(void *userdata, int error, const char *message);
 
 /* Start h. The handler and the target's strings must stay valid until done runs. The run is linked into
- * *list (for hook_run_cancel_all). Returns 0 (done runs later, exactly once) or a negative errno (never
+ * *list (for kubelet_hook_run_cancel_all). Returns 0 (done runs later, exactly once) or a negative errno (never
  * runs). */
-int hook_run_start(struct probe_env *env, struct hook_run **list, const struct lifecycle_handler *h,
+int kubelet_hook_run_start(struct probe_env *env, struct hook_run **list, const struct lifecycle_handler *h,
                    const struct hook_target *t, uint64_t timeout_usec, hook_done_t done, void *userdata);
 
 /* Abandon every run in *list: each one's callback runs now with -ECANCELED. */
-void hook_run_cancel_all(struct hook_run **list);
+void kubelet_hook_run_cancel_all(struct hook_run **list);
 
 /* The message of a failed hook, as upstream formats it (exposed for tests). Caller frees; NULL on OOM. */
-char *hook_failure_message(const struct lifecycle_handler *h, const struct hook_target *t, const char *error,
+char *kubelet_hook_failure_message(const struct lifecycle_handler *h, const struct hook_target *t, const char *error,
                            const char *output);

@@ -102,23 +102,23 @@ struct kubelet {
 
 /* kubelet.c: the pod workers (pod_workers.go) */
 struct pod_worker *kubelet_find_worker(struct kubelet *k, const char *uid);
-void pod_worker_request_sync(struct pod_worker *w);
-void pod_worker_schedule(struct pod_worker *w, uint64_t delay_usec);
-void pod_worker_free(struct pod_worker *w);
+void kubelet_worker_request_sync(struct pod_worker *w);
+void kubelet_worker_schedule(struct pod_worker *w, uint64_t delay_usec);
+void kubelet_worker_free(struct pod_worker *w);
 /* a terminating worker finished: wake the workers waiting for its full name, drop it */
 void kubelet_worker_terminated(struct kubelet *k, struct pod_worker *w);
 /* is another worker with the same full name still holding runtime state? */
 bool kubelet_name_is_busy(struct kubelet *k, const struct pod_worker *w);
-int pod_worker_set_waiting(struct pod_worker *w, const char *name, const char *reason, const char *fmt, ...)
+int kubelet_worker_set_waiting(struct pod_worker *w, const char *name, const char *reason, const char *fmt, ...)
         _printf_(4, 5);
-void pod_worker_clear_waiting(struct pod_worker *w, const char *name);
+void kubelet_worker_clear_waiting(struct pod_worker *w, const char *name);
 
 /* A sync pass observed the runtime for a desired pod: takes the status; updates probes and conditions. */
-void pod_worker_observed(struct pod_worker *w, struct pod *pod, struct kc_pod_status *status);
+void kubelet_worker_observed(struct pod_worker *w, struct pod *pod, struct kc_pod_status *status);
 
 /* An event about the worker's pod (or one of its containers when container is not NULL): Pulling, Created,
  * Killing, ... as upstream words them. */
-void pod_worker_event(struct pod_worker *w, const char *container, const char *type, const char *reason,
+void kubelet_worker_event(struct pod_worker *w, const char *container, const char *type, const char *reason,
                       const char *fmt, ...) _printf_(5, 6);
 
 /* kubelet.c: update the QoS cgroups for the admitted pods and create the pod's cgroup (before its sandbox) */
@@ -127,9 +127,9 @@ int kubelet_pod_cgroup_ensure(struct kubelet *k, const struct pod *pod);
 /* kubelet.c: the pod's v1 PodStatus from its spec, the last observation and the probe results */
 int kubelet_worker_status_json(struct kubelet *k, struct pod_worker *w, json_t **ret);
 
-/* pod_sync.c: run one reconcile pass for the worker; calls pod_worker_sync_done() at the end. */
-void pod_sync_start(struct pod_worker *w);
-void pod_sync_free(struct pod_sync *s);
+/* pod_sync.c: run one reconcile pass for the worker; calls kubelet_worker_sync_done() at the end. */
+void kubelet_pod_sync_start(struct pod_worker *w);
+void kubelet_pod_sync_free(struct pod_sync *s);
 /* did_work: actions were issued (re-evaluate at once); wake_usec: monotonic time to re-evaluate (0 none);
  * error: a failure happened (requeue with back-off); gone: the pod has nothing left in the runtime */
-void pod_worker_sync_done(struct pod_worker *w, bool did_work, uint64_t wake_usec, bool error, bool gone);
+void kubelet_worker_sync_done(struct pod_worker *w, bool did_work, uint64_t wake_usec, bool error, bool gone);

@@ -63,7 +63,7 @@ static struct pod_worker *worker_new(struct kubelet *k, const char *uid) {
         w->uid = strdup(uid);
         w->timer = evtimer_new(k->base, worker_timer_cb, w);
         if (!w->uid || !w->timer) {
-                pod_worker_free(w);
+                kubelet_worker_free(w);
                 return NULL;
         }
         w->next = k->workers;
@@ -74,7 +74,7 @@ static struct pod_worker *worker_new(struct kubelet *k, const char *uid) {
         return w;
 }
 
-void pod_worker_free(struct pod_worker *w) {
+void kubelet_worker_free(struct pod_worker *w) {
         if (!w)
                 return;
         if (w->k && (w->prev || w->next || w->k->workers == w)) {
@@ -93,7 +93,7 @@ void pod_worker_free(struct pod_worker *w) {
         if (w->timer)
                 event_free(w->timer);
         if (w->k && w->k->prober)
-                prober_remove_pod(w->k->prober, w->uid);
+                probe_manager_remove_pod(w->k->prober, w->uid);
         kc_pod_status_free(w->observed);
         pod_free(w->pod);
         for (size_t i = 0; i < w->n_waiting; i++) {
@@ -108,7 +108,7 @@ void pod_worker_free(struct pod_worker *w) {
         free(w);
 }
 
-int pod_worker_set_waiting(struct pod_worker *w, const char *name, const char *reason, const char *fmt, ...) {
+int kubelet_worker_set_waiting(struct pod_worker *w, const char *name, const char *reason, const char *fmt, ...) {
         _cleanup_free_ char *msg = NULL;
         struct container_waiting *n;
         int r;
@@ -136,7 +136,7 @@ int pod_worker_set_waiting(struct pod_worker *w, const char *name, const char *r
         return 0;
 }
 
-void pod_worker_clear_waiting(struct pod_worker *w, const char *name) {
+void kubelet_worker_clear_waiting(struct pod_worker *w, const char *name) {
         for (size_t i = 0; i < w->n_waiting; i++)
                 if (streq(w->waiting[i].name, name)) {
                         free(w->waiting[i].name);
@@ -146,7 +146,7 @@ void pod_worker_clear_waiting(struct pod_worker *w, const char *name) {
                 }
 }
 
-void pod_worker_schedule(struct pod_worker *w, uint64_t delay_usec) {
+void kubelet_worker_schedule(struct pod_worker *w, uint64_t delay_usec) {
         uint64_t at = now_usec() + delay_usec;
 
         /* keep the earlier of two wake-ups */
@@ -156,7 +156,7 @@ void pod_worker_schedule(struct pod_worker *w, uint64_t delay_usec) {
         evtimer_add_usec(w->timer, delay_usec);
 }
 
-void pod_worker_request_sync(struct pod_worker *w) {
+void kubelet_worker_request_sync(struct pod_worker *w) {
         struct kubelet *k = w->k;
 
         if (k->stopping || !k->runtime_listed)
@@ -167,13 +167,13 @@ void pod_worker_request_sync(struct pod_worker *w) {
         }
         w->busy = true;
         w->pending = false;
-        pod_sync_start(w);
+        kubelet_pod_sync_start(w);
 }
 
 static void worker_timer_cb(evutil_socket_t fd, short what, void *userdata) {
         struct pod_worker *w = userdata;
         w->timer_at = 0;
-        pod_worker_request_sync(w);
+        kubelet_worker_request_sync(w);
 }
 
 /* ---------------------------------------------------------------- status: readiness */
@@ -185,7 +185,7 @@ static void update_conditions(struct pod_worker *w) {
 
         if (!w->pod || !w->observed)
                 return;
-        prober_results(w->k->prober, &probes);
+        probe_manager_results(w->k->prober, &probes);
         for (size_t i = 0; i < w->pod->spec.n_containers && ready; i++) {
                 const struct container *c = &w->pod->spec.containers[i];
                 if (!probe_container_ready(c, kc_pod_status_find_container(w->observed, c->name), &probes))
@@ -222,9 +222,9 @@ int kubelet_worker_status_json(struct kubelet *k, struct pod_worker *w, json_t *
                 .initialized_usec = w->first_seen_realtime_usec,
         };
 
-        prober_results(k->prober, &probes);
+        probe_manager_results(k->prober, &probes);
         in.probes = &probes;
-        return pod_status_generate(&in, ret);
+        return status_pod_generate(&in, ret);
 }
 
 /* Hand the pod's status to the status manager (with an API server): an API pod's under its UID, a static pod's
@@ -235,10 +235,10 @@ static void report_status(struct kubelet *k, struct pod_worker *w) {
 
         if (!k->status || !w->pod)
                 return;
-        if (!pod_is_static(w->pod))
+        if (!pod_config_is_static(w->pod))
                 uid = w->pod->uid;
         else
-                uid = mirror_manager_uid(k->mirror, w->pod->namespace_, w->pod->name); /* a static pod */
+                uid = kubelet_mirror_uid(k->mirror, w->pod->namespace_, w->pod->name); /* a static pod */
         if (!uid || kubelet_worker_status_json(k, w, &status) < 0)
                 return;
         status_manager_set(k->status, uid, w->pod->namespace_, w->pod->name, status);
@@ -252,7 +252,7 @@ static const char *pod_host(const struct kubelet *k, const struct pod *pod, cons
         return NULL;
 }
 
-void pod_worker_observed(struct pod_worker *w, struct pod *pod, struct kc_pod_status *status) {
+void kubelet_worker_observed(struct pod_worker *w, struct pod *pod, struct kc_pod_status *status) {
         struct kubelet *k = w->k;
         int r;
 
@@ -270,14 +270,14 @@ void pod_worker_observed(struct pod_worker *w, struct pod *pod, struct kc_pod_st
                 }
         }
         /* at shutdown the prober is freed before the CRI client, whose cancelled calls still end syncs here */
-        r = k->prober ? prober_update_pod(k->prober, pod, pod_host(k, pod, status), status) : 0;
+        r = k->prober ? probe_manager_update_pod(k->prober, pod, pod_host(k, pod, status), status) : 0;
         if (r < 0)
                 log_error("pod %s: cannot set up its probes: %s", strna(w->full_name), strerror(-r));
         update_conditions(w);
         report_status(k, w);
 }
 
-void pod_worker_event(struct pod_worker *w, const char *container, const char *type, const char *reason,
+void kubelet_worker_event(struct pod_worker *w, const char *container, const char *type, const char *reason,
                       const char *fmt, ...) {
         _cleanup_free_ char *msg = NULL, *field = NULL;
         struct event_ref ref;
@@ -310,7 +310,7 @@ static void on_probe_failed(void *userdata, const char *pod_uid, const char *con
                                              [PROBE_STARTUP] = "Startup" };
 
         if (w && (size_t) type < ELEMENTSOF(names) && names[type])
-                pod_worker_event(w, container, "Warning", "Unhealthy", "%s probe failed: %s", names[type], output);
+                kubelet_worker_event(w, container, "Warning", "Unhealthy", "%s probe failed: %s", names[type], output);
 }
 
 static void on_probe_result(void *userdata, const char *pod_uid, const char *container, enum probe_type type,
@@ -321,11 +321,11 @@ static void on_probe_result(void *userdata, const char *pod_uid, const char *con
         if (!w)
                 return;
         if ((type == PROBE_LIVENESS || type == PROBE_STARTUP) && result == PROBE_RESULT_FAILURE) {
-                pod_worker_request_sync(w); /* the sync kills and restarts the container */
+                kubelet_worker_request_sync(w); /* the sync kills and restarts the container */
                 return;
         }
         if (type == PROBE_STARTUP)
-                pod_worker_request_sync(w); /* a started sidecar lets the next init container start */
+                kubelet_worker_request_sync(w); /* a started sidecar lets the next init container start */
         update_conditions(w);
         report_status(k, w);
 }
@@ -409,15 +409,15 @@ void kubelet_worker_terminated(struct kubelet *k, struct pod_worker *w) {
         log_info("pod %s (%s) terminated and removed from the runtime", strna(w->full_name), w->uid);
         if (w->deleting)
                 delete_from_api(k, w);
-        pod_worker_free(w);
+        kubelet_worker_free(w);
         if (!name)
                 return;
         for (struct pod_worker *o = k->workers; o; o = o->next)
                 if (o->pod && o->full_name && streq(o->full_name, name))
-                        pod_worker_request_sync(o);
+                        kubelet_worker_request_sync(o);
 }
 
-void pod_worker_sync_done(struct pod_worker *w, bool did_work, uint64_t wake_usec, bool error, bool gone) {
+void kubelet_worker_sync_done(struct pod_worker *w, bool did_work, uint64_t wake_usec, bool error, bool gone) {
         struct kubelet *k = w->k;
 
         w->busy = false;
@@ -430,17 +430,17 @@ void pod_worker_sync_done(struct pod_worker *w, bool did_work, uint64_t wake_use
         if (error) {
                 uint64_t d = WORKER_BACKOFF_MIN_USEC << MIN(w->failures, 4u);
                 w->failures++;
-                pod_worker_schedule(w, MIN(d, WORKER_BACKOFF_MAX_USEC));
+                kubelet_worker_schedule(w, MIN(d, WORKER_BACKOFF_MAX_USEC));
                 w->pending = false;
                 return;
         }
         w->failures = 0;
         if (wake_usec) {
                 uint64_t now = now_usec();
-                pod_worker_schedule(w, wake_usec > now ? wake_usec - now : 0);
+                kubelet_worker_schedule(w, wake_usec > now ? wake_usec - now : 0);
         }
         if (did_work || w->pending)
-                pod_worker_request_sync(w);
+                kubelet_worker_request_sync(w);
 }
 
 /* ---------------------------------------------------------------- desired pods */
@@ -460,7 +460,7 @@ static const struct pod **worker_pods(struct kubelet *k, bool static_only, size_
         if (!pods)
                 return NULL;
         for (const struct pod_worker *w = k->workers; w; w = w->next)
-                if (w->pod && (!static_only || pod_is_static(w->pod)) && n < k->n_workers)
+                if (w->pod && (!static_only || pod_config_is_static(w->pod)) && n < k->n_workers)
                         pods[n++] = w->pod;
         *ret_n = n;
         return pods;
@@ -470,7 +470,7 @@ static const struct pod **worker_pods(struct kubelet *k, bool static_only, size_
 static bool pod_is_terminal_in_api(const struct pod *p) {
         const char *phase = json_string_value(json_object_get(json_object_get(p->raw, "status"), "phase"));
 
-        return !pod_is_static(p) &&
+        return !pod_config_is_static(p) &&
                (streq_ptr(phase, "Succeeded") || streq_ptr(phase, "Failed"));
 }
 
@@ -486,7 +486,7 @@ static bool admit(struct kubelet *k, const struct pod *p) {
         admitted = worker_pods(k, false, &n);
         if (!admitted)
                 return false;
-        r = pod_admit(p, admitted, n, &k->admission, &reason, &message);
+        r = kubelet_admit(p, admitted, n, &k->admission, &reason, &message);
         if (r >= 0)
                 return true;
         if (r != -ENOSPC)
@@ -494,7 +494,7 @@ static bool admit(struct kubelet *k, const struct pod *p) {
         log_error("Pod admission denied: pod=\"%s/%s\" podUID=\"%s\" reason=\"%s\" message=\"%s\"", p->namespace_,
                   p->name, p->uid, reason, message);
         (void) strv_extend(&k->rejected, p->uid);
-        if (k->status && !pod_is_static(p))
+        if (k->status && !pod_config_is_static(p))
                 status_manager_set(k->status, p->uid, p->namespace_, p->name,
                                    json_pack("{s:s, s:s, s:s}", "phase", "Failed", "reason", reason, "message", message));
         return false;
@@ -514,7 +514,7 @@ static void reconcile_workers(struct kubelet *k) {
                 if (w->pod && !desired_contains(k, w->uid)) {
                         log_info("SyncLoop REMOVE: pod=\"%s\" podUID=\"%s\"", strna(w->full_name), w->uid);
                         w->pod = pod_free(w->pod);
-                        pod_worker_request_sync(w);
+                        kubelet_worker_request_sync(w);
                 }
         }
 
@@ -543,7 +543,7 @@ static void reconcile_workers(struct kubelet *k) {
                         log_info("SyncLoop DELETE: pod=\"%s/%s\" podUID=\"%s\" gracePeriod=%" PRId64, p->namespace_, p->name,
                                  p->uid, w->grace_seconds);
                         w->pod = pod_free(w->pod);
-                        pod_worker_request_sync(w);
+                        kubelet_worker_request_sync(w);
                         continue;
                 }
                 if (w && w->deleting)
@@ -579,7 +579,7 @@ static void reconcile_workers(struct kubelet *k) {
                         free(w->full_name);
                         w->full_name = make_full_name(p->namespace_, p->name);
                         w->failures = 0;
-                        pod_worker_request_sync(w);
+                        kubelet_worker_request_sync(w);
                 }
         }
 
@@ -589,7 +589,7 @@ static void reconcile_workers(struct kubelet *k) {
                         if (!w)
                                 continue;
                         log_info("Found a pod in the runtime that is not desired, killing it: podUID=\"%s\"", *u);
-                        pod_worker_request_sync(w);
+                        kubelet_worker_request_sync(w);
                 }
 }
 
@@ -603,17 +603,17 @@ static void sync_mirror_pods(struct kubelet *k) {
         pods = worker_pods(k, true, &n);
         if (!pods)
                 return;
-        mirror_manager_sync(k->mirror, pods, n, node_manager_node_uid(k->node));
+        kubelet_mirror_sync(k->mirror, pods, n, node_manager_node_uid(k->node));
 }
 
 static void on_mirror_pods(const json_t *mirror_pods, void *userdata) {
         struct kubelet *k = userdata;
 
-        mirror_manager_observed(k->mirror, mirror_pods);
+        kubelet_mirror_observed(k->mirror, mirror_pods);
         sync_mirror_pods(k);
         /* a new mirror pod gets the static pod's status */
         for (struct pod_worker *w = k->workers; w; w = w->next)
-                if (w->pod && pod_is_static(w->pod))
+                if (w->pod && pod_config_is_static(w->pod))
                         report_status(k, w);
 }
 
@@ -648,7 +648,7 @@ static void on_objects_changed(const char *uid, void *userdata) {
         struct pod_worker *w = kubelet_find_worker(k, uid);
 
         if (w && w->pod)
-                pod_worker_request_sync(w);
+                kubelet_worker_request_sync(w);
 }
 
 /* ---------------------------------------------------------------- PLEG */
@@ -659,7 +659,7 @@ static void on_pod_changed(const char *uid, void *userdata) {
 
         log_v(4, "PLEG: pod %s changed", uid);
         if (w)
-                pod_worker_request_sync(w);
+                kubelet_worker_request_sync(w);
         /* an unknown UID gets a terminating worker in reconcile_workers() after the relist */
 }
 
@@ -678,7 +678,7 @@ static void on_relisted(bool ok, void *userdata) {
                 k->runtime_down = false;
                 for (struct pod_worker *w = k->workers; w; w = w->next) {
                         w->failures = 0;
-                        pod_worker_request_sync(w);
+                        kubelet_worker_request_sync(w);
                 }
         }
         if (!k->runtime_listed) {
@@ -745,7 +745,7 @@ static void housekeeping(evutil_socket_t fd, short what, void *userdata) {
         if (k->runtime_listed && now - k->last_full_resync >= k->opts->sync_frequency_usec) {
                 k->last_full_resync = now;
                 for (struct pod_worker *w = k->workers; w; w = w->next)
-                        pod_worker_request_sync(w);
+                        kubelet_worker_request_sync(w);
         }
         sync_mirror_pods(k);
         /* cleanupOrphanedPodDirs: only once every source has spoken and the runtime has been listed */
@@ -862,7 +862,7 @@ int kubelet_start(struct kubelet *k) {
                 return r;
         log_v(1, "node IP: %s", k->node_ip);
         /* the machine's description, read once (cadvisor's cached MachineInfo) */
-        r = machine_info_read(NULL, &k->machine);
+        r = stats_machine_info_read(NULL, &k->machine);
         if (r < 0)
                 return log_error_errno(r, "cannot read the machine's description: %s", strerror(-r));
         r = admission_setup(k);
@@ -873,7 +873,7 @@ int kubelet_start(struct kubelet *k) {
                 return r;
         k->hook_env = (struct probe_env) { .base = k->base, .cri = k->cri,
                                            .request_timeout_usec = o->runtime_request_timeout_usec };
-        r = prober_new(k->base, k->cri, o->runtime_request_timeout_usec, &prober_cb, k, &k->prober);
+        r = probe_manager_new(k->base, k->cri, o->runtime_request_timeout_usec, &prober_cb, k, &k->prober);
         if (r < 0)
                 return r;
         r = pleg_new(k->base, k->cri, PLEG_RELIST_PERIOD_USEC, &pleg_cb, k, &k->pleg);
@@ -900,7 +900,7 @@ int kubelet_start(struct kubelet *k) {
                 r = status_manager_new(k->base, k->client, &k->status);
                 if (r < 0)
                         return r;
-                r = mirror_manager_new(k->client, o->node_name, &k->mirror);
+                r = kubelet_mirror_new(k->client, o->node_name, &k->mirror);
                 if (r < 0)
                         return r;
                 pod_config_set_mirror_callback(k->config, on_mirror_pods, k);
@@ -947,7 +947,7 @@ struct kubelet *kubelet_free(struct kubelet *k) {
                 event_free(k->housekeeping);
         pod_config_free(k->config);
         /* probes first: in-flight ones are abandoned (exec probes end with the CRI client below) */
-        k->prober = prober_free(k->prober);
+        k->prober = probe_manager_free(k->prober);
         /* cancels in-flight calls: their callbacks run now and see k->stopping */
         k->cri = cri_client_free(k->cri);
         /* after the CRI client: the node status' CRI calls (Version, Status, ListImages) end above */
@@ -956,14 +956,14 @@ struct kubelet *kubelet_free(struct kubelet *k) {
         while (k->workers) {
                 struct pod_worker *w = k->workers;
                 if (w->sync) {
-                        pod_sync_free(w->sync);
+                        kubelet_pod_sync_free(w->sync);
                         w->sync = NULL;
                 }
-                pod_worker_free(w);
+                kubelet_worker_free(w);
         }
         probe_env_done(&k->hook_env); /* after the pod syncs: their hooks are gone */
         k->status = status_manager_free(k->status);
-        k->mirror = mirror_manager_free(k->mirror);
+        k->mirror = kubelet_mirror_free(k->mirror);
         k->events = event_recorder_free(k->events);
         k->objects = objects_manager_free(k->objects);
         while (k->deletes)
@@ -975,7 +975,7 @@ struct kubelet *kubelet_free(struct kubelet *k) {
         backoff_done(&k->crash_backoff);
         backoff_done(&k->image_backoff);
         k->cm = cm_free(k->cm);
-        machine_info_done(&k->machine); /* after the node manager: it borrows it */
+        stats_machine_info_done(&k->machine); /* after the node manager: it borrows it */
         free(k);
         return NULL;
 }

@@ -23,7 +23,7 @@ static const struct mirror_observed *find_observed(const struct mirror_observed 
         return NULL;
 }
 
-int mirror_plan(const struct pod *const *static_pods, size_t n_static, const struct mirror_observed *observed,
+int kubelet_mirror_plan(const struct pod *const *static_pods, size_t n_static, const struct mirror_observed *observed,
                 size_t n_observed, struct mirror_action **ret_actions, size_t *ret_n) {
         struct mirror_action *a = calloc(n_static + n_observed + 1, sizeof(*a));
         size_t n = 0;
@@ -60,7 +60,7 @@ int mirror_plan(const struct pod *const *static_pods, size_t n_static, const str
         return 0;
 }
 
-json_t *mirror_pod_build(const struct pod *p, const char *node_name, const char *node_uid) {
+json_t *kubelet_mirror_pod_build(const struct pod *p, const char *node_name, const char *node_uid) {
         json_auto_t *pod = p->raw ? json_deep_copy(p->raw) : json_object();
         json_auto_t *meta = NULL, *ann = NULL;
         json_t *spec;
@@ -146,7 +146,7 @@ static void op_free(struct mirror_op *o) {
         free(o);
 }
 
-struct mirror_manager *mirror_manager_free(struct mirror_manager *m) {
+struct mirror_manager *kubelet_mirror_free(struct mirror_manager *m) {
         if (!m)
                 return NULL;
         while (m->ops) {
@@ -164,7 +164,7 @@ struct mirror_manager *mirror_manager_free(struct mirror_manager *m) {
         return NULL;
 }
 
-int mirror_manager_new(struct kube_client *client, const char *node_name, struct mirror_manager **ret) {
+int kubelet_mirror_new(struct kube_client *client, const char *node_name, struct mirror_manager **ret) {
         struct mirror_manager *m = calloc(1, sizeof(*m));
 
         if (!m)
@@ -172,7 +172,7 @@ int mirror_manager_new(struct kube_client *client, const char *node_name, struct
         m->client = client;
         m->node_name = strdup(node_name);
         if (!m->node_name)
-                return mirror_manager_free(m), -ENOMEM;
+                return kubelet_mirror_free(m), -ENOMEM;
         *ret = m;
         return 0;
 }
@@ -181,7 +181,7 @@ static const char *meta_string(const json_t *pod, const char *key) {
         return json_string_value(json_object_get(json_object_get(pod, "metadata"), key));
 }
 
-void mirror_manager_observed(struct mirror_manager *m, const json_t *mirror_pods) {
+void kubelet_mirror_observed(struct mirror_manager *m, const json_t *mirror_pods) {
         struct mirror_observed *o;
         size_t i, n = 0;
         json_t *pod;
@@ -219,10 +219,10 @@ void mirror_manager_observed(struct mirror_manager *m, const json_t *mirror_pods
         m->observed = o;
         m->n_observed = n;
         m->seen = true;
-        mirror_manager_sync(m, (const struct pod *const *) m->last, m->n_last, m->node_uid);
+        kubelet_mirror_sync(m, (const struct pod *const *) m->last, m->n_last, m->node_uid);
 }
 
-const char *mirror_manager_uid(const struct mirror_manager *m, const char *namespace_, const char *name) {
+const char *kubelet_mirror_uid(const struct mirror_manager *m, const char *namespace_, const char *name) {
         for (size_t i = 0; m && i < m->n_observed; i++)
                 if (streq_ptr(m->observed[i].namespace_, namespace_) && streq_ptr(m->observed[i].name, name) &&
                     !m->observed[i].deleting)
@@ -251,7 +251,7 @@ static void op_done(struct mirror_op *o) {
 
 static void resync(struct mirror_manager *m) {
         /* the plan may go on (a create after a delete) */
-        mirror_manager_sync(m, (const struct pod *const *) m->last, m->n_last, m->node_uid);
+        kubelet_mirror_sync(m, (const struct pod *const *) m->last, m->n_last, m->node_uid);
 }
 
 static void on_deleted(const struct kube_response *resp, void *userdata) {
@@ -320,7 +320,7 @@ static int op_start(struct mirror_manager *m, const char *ns, const char *name, 
         return 0;
 }
 
-void mirror_manager_sync(struct mirror_manager *m, const struct pod *const *static_pods, size_t n,
+void kubelet_mirror_sync(struct mirror_manager *m, const struct pod *const *static_pods, size_t n,
                          const char *node_uid) {
         _cleanup_free_ struct mirror_action *actions = NULL;
         struct pod **keep;
@@ -343,7 +343,7 @@ void mirror_manager_sync(struct mirror_manager *m, const struct pod *const *stat
                 (void) free_and_strdup(&m->node_uid, node_uid);
         if (!m->seen || !m->node_uid)
                 return;
-        if (mirror_plan(static_pods, n, m->observed, m->n_observed, &actions, &n_actions) < 0)
+        if (kubelet_mirror_plan(static_pods, n, m->observed, m->n_observed, &actions, &n_actions) < 0)
                 return;
         for (size_t i = 0; i < n_actions; i++) {
                 _cleanup_free_ char *key = NULL;
@@ -360,7 +360,7 @@ void mirror_manager_sync(struct mirror_manager *m, const struct pod *const *stat
                 if (asprintf(&key, "%s/%s", ns, name) < 0 || op_pending(m, key))
                         continue;
                 if (actions[i].kind == MIRROR_CREATE) {
-                        json_auto_t *body = mirror_pod_build(static_pods[actions[i].index], m->node_name, m->node_uid);
+                        json_auto_t *body = kubelet_mirror_pod_build(static_pods[actions[i].index], m->node_name, m->node_uid);
                         if (!body)
                                 continue;
                         log_v(2, "Creating a mirror pod for static pod: pod=\"%s\"", key);

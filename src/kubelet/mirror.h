@@ -32,25 +32,25 @@ struct mirror_action {
 /* The actions that make the observed mirror pods match the static pods. A CREATE for a pod whose outdated
  * mirror is deleted in the same plan comes after that DELETE. *ret_actions is allocated (n <= n_static +
  * n_observed). */
-int mirror_plan(const struct pod *const *static_pods, size_t n_static, const struct mirror_observed *observed,
+int kubelet_mirror_plan(const struct pod *const *static_pods, size_t n_static, const struct mirror_observed *observed,
                 size_t n_observed, struct mirror_action **ret_actions, size_t *ret_n);
 
 /* The mirror pod to create for a static pod: its document with the kubelet's name, namespace, annotations
  * (config.mirror = the config hash), spec.nodeName and an ownerReference to the Node. NULL on OOM. */
-json_t *mirror_pod_build(const struct pod *static_pod, const char *node_name, const char *node_uid);
+json_t *kubelet_mirror_pod_build(const struct pod *static_pod, const char *node_name, const char *node_uid);
 
 /* ---------------------------------------------------------------- the manager */
 
 struct mirror_manager;
 
-int mirror_manager_new(struct kube_client *client, const char *node_name, struct mirror_manager **ret);
-struct mirror_manager *mirror_manager_free(struct mirror_manager *m); /* accepts NULL; cancels requests */
+int kubelet_mirror_new(struct kube_client *client, const char *node_name, struct mirror_manager **ret);
+struct mirror_manager *kubelet_mirror_free(struct mirror_manager *m); /* accepts NULL; cancels requests */
 
 /* The mirror pods the API server holds for this node (array of Pod objects, borrowed), after every change. */
-void mirror_manager_observed(struct mirror_manager *m, const json_t *mirror_pods);
-/* Issue what mirror_plan() says for these static pods; nothing before the API server's pods were seen or
+void kubelet_mirror_observed(struct mirror_manager *m, const json_t *mirror_pods);
+/* Issue what kubelet_mirror_plan() says for these static pods; nothing before the API server's pods were seen or
  * while node_uid is unknown (the Node is not registered yet). Requests in flight are not repeated. */
-void mirror_manager_sync(struct mirror_manager *m, const struct pod *const *static_pods, size_t n,
+void kubelet_mirror_sync(struct mirror_manager *m, const struct pod *const *static_pods, size_t n,
                          const char *node_uid);
 /* The UID of the mirror pod of namespace/name (where the static pod's status is reported), or NULL. */
-const char *mirror_manager_uid(const struct mirror_manager *m, const char *namespace_, const char *name);
+const char *kubelet_mirror_uid(const struct mirror_manager *m, const char *namespace_, const char *name);

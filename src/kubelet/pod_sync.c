@@ -14,7 +14,7 @@
 
 /* ---------------------------------------------------------------- the pass, in order */
 
-void pod_sync_start(struct pod_worker *w) {
+void kubelet_pod_sync_start(struct pod_worker *w) {
         struct pod_sync *s = calloc(1, sizeof(*s));
 
         if (!w->pod)
@@ -23,7 +23,7 @@ void pod_sync_start(struct pod_worker *w) {
         if (!s || kc_pod_status_new(w->uid, &s->status) < 0) {
                 free(s);
                 log_error("pod %s: out of memory", w->uid);
-                pod_worker_sync_done(w, false, 0, true, false);
+                kubelet_worker_sync_done(w, false, 0, true, false);
                 return;
         }
         s->w = w;
@@ -45,7 +45,7 @@ void pod_sync_observed(struct pod_sync *s) {
         if (!s->pod)
                 s->actions = (struct kr_pod_actions) { .kill_pod = true };
         else {
-                prober_results(s->k->prober, &probes);
+                probe_manager_results(s->k->prober, &probes);
                 r = kr_compute_pod_actions(s->pod, s->status, &probes, &s->actions);
                 if (r < 0) {
                         sync_call_failed(s, "computing pod actions", r);
@@ -105,16 +105,16 @@ void pod_sync_done(struct pod_sync *s) {
         /* not while shutting down: the calls cancelled by the CRI client's release end here, after the prober
          * is gone */
         if (s->decided && s->pod && !s->k->stopping)
-                pod_worker_observed(w, s->pod, TAKE_PTR(s->status));
+                kubelet_worker_observed(w, s->pod, TAKE_PTR(s->status));
         w->sync = NULL;
-        pod_worker_sync_done(w, s->did_work, s->wake_usec, s->error, gone);
-        pod_sync_free(s);
+        kubelet_worker_sync_done(w, s->did_work, s->wake_usec, s->error, gone);
+        kubelet_pod_sync_free(s);
 }
 
-void pod_sync_free(struct pod_sync *s) {
+void kubelet_pod_sync_free(struct pod_sync *s) {
         if (!s)
                 return;
-        hook_run_cancel_all(&s->hooks);
+        kubelet_hook_run_cancel_all(&s->hooks);
         sync_start_step_free(s);
         sync_cleanup_free(s);
         free(s->hook_pod_desc);
@@ -127,8 +127,8 @@ void pod_sync_free(struct pod_sync *s) {
         free(s->cgroup_parent);
         if (s->waiting_objects)
                 objects_manager_cancel_wait(s->k->objects, s->w->uid);
-        pod_refs_done(&s->refs);
-        pod_objects_free(s->objects);
+        objects_refs_done(&s->refs);
+        objects_pod_free(s->objects);
         cred_keyring_done(&s->keyring);
         free(s);
 }

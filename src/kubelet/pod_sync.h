@@ -14,7 +14,7 @@
  *   start     sync_start.c     per container: back-off, image (status, pull), create, start, postStart
  *   clean up  sync_cleanup.c   once the pod is settled, remove dead containers and sandboxes (GC)
  *
- * Every step is asynchronous; the pass ends in pod_worker_sync_done(), which runs the pass again at once when
+ * Every step is asynchronous; the pass ends in kubelet_worker_sync_done(), which runs the pass again at once when
  * it changed anything (level-triggered: the next pass observes the result). Every decision is made by pure
  * functions in src/kuberuntime/actions.c; the phases carry them out. A phase that needs state beyond the pass
  * keeps it in its own struct, freed when the phase ends. */

@@ -110,7 +110,7 @@ static void on_pre_stop_done(void *userdata, int error, const char *message) {
         else if (error < 0) {
                 log_error("PreStop hook failed: pod=\"%s\" containerName=\"%s\" containerID=\"%.12s\": %s",
                           sync_pod_desc(s), c->name, c->id, message ? message : strerror(-error));
-                pod_worker_event(s->w, c->name, "Warning", "FailedPreStopHook", "%s",
+                kubelet_worker_event(s->w, c->name, "Warning", "FailedPreStopHook", "%s",
                                  message ? message : strerror(-error));
         } else
                 log_v(3, "PreStop hook completed: pod=\"%s\" containerName=\"%s\"", sync_pod_desc(s), c->name);
@@ -157,7 +157,7 @@ int sync_kill_container(struct pod_sync *s, struct kill_target_ext *t, void (*do
                 c->hook_start_usec = now_usec();
                 log_v(3, "Running preStop hook: pod=\"%s\" containerName=\"%s\" containerID=\"%.12s\"",
                       sync_pod_desc(s), c->name, c->id);
-                r = hook_run_start(&s->k->hook_env, &s->hooks, pre_stop, &ht, (uint64_t) c->grace * USEC_PER_SEC,
+                r = kubelet_hook_run_start(&s->k->hook_env, &s->hooks, pre_stop, &ht, (uint64_t) c->grace * USEC_PER_SEC,
                                    on_pre_stop_done, c);
                 if (r >= 0)
                         return 0;
@@ -232,9 +232,9 @@ static void kill_one(struct pod_sync *s, const struct kr_kill_target *t) {
                  sync_pod_desc(s), s->w->uid, kc->name, kc->id, x.grace, t->reason, t->message ? " message=\"" : "",
                  t->message ? t->message : "", t->message ? "\"" : "");
         if (t->message)
-                pod_worker_event(s->w, kc->name, "Normal", "Killing", "%s", t->message);
+                kubelet_worker_event(s->w, kc->name, "Normal", "Killing", "%s", t->message);
         else
-                pod_worker_event(s->w, kc->name, "Normal", "Killing", "Stopping container %s", kc->name);
+                kubelet_worker_event(s->w, kc->name, "Normal", "Killing", "Stopping container %s", kc->name);
         /* as upstream, no preStop without a grace period (a force deletion) */
         if (raw > 0)
                 pre_stop_of(s, kc, &x);

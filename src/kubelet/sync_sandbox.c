@@ -34,7 +34,7 @@ static void on_run_sandbox(const struct cri_reply *reply, void *userdata) {
         if (reply->r < 0) {
                 log_error("pod %s: Failed to create pod sandbox (FailedCreatePodSandBox): %s", sync_pod_desc(s),
                           reply->message);
-                pod_worker_event(s->w, NULL, "Warning", "FailedCreatePodSandBox", "Failed to create pod sandbox: %s",
+                kubelet_worker_event(s->w, NULL, "Warning", "FailedCreatePodSandBox", "Failed to create pod sandbox: %s",
                                  reply->message);
                 s->error = true;
         } else {
@@ -126,7 +126,7 @@ void sync_sandbox(struct pod_sync *s) {
         r = kr_build_sandbox_config(s->pod, s->actions.attempt, &ctx, &s->sandbox_config);
         /* the DNS events (MissingClusterDNS, DNSConfigForming), when a sandbox is made, as upstream */
         for (size_t i = 0; s->actions.create_sandbox && report.event_reasons && report.event_reasons[i]; i++)
-                pod_worker_event(s->w, NULL, "Warning", report.event_reasons[i], "%s", report.event_messages[i]);
+                kubelet_worker_event(s->w, NULL, "Warning", report.event_reasons[i], "%s", report.event_messages[i]);
         if (r < 0) {
                 if (report.error)
                         log_error("pod %s: building the sandbox config: %s", sync_pod_desc(s), ck_error_message(report.error));

@@ -84,12 +84,12 @@ static bool in_crash_backoff(struct pod_sync *s, const struct container *c) {
                 (void) backoff_next(&s->k->crash_backoff, d.key, d.finished_usec, now);
                 return false;
         }
-        pod_worker_set_waiting(s->w, c->name, "CrashLoopBackOff",
+        kubelet_worker_set_waiting(s->w, c->name, "CrashLoopBackOff",
                                "back-off %" PRIu64 "s restarting failed container=%s pod=%s_%s(%s)",
                                d.delay_usec / USEC_PER_SEC, c->name, s->pod->name, s->pod->namespace_, s->pod->uid);
         log_info("Back-off %" PRIu64 "s restarting failed container=%s pod=%s", d.delay_usec / USEC_PER_SEC, c->name,
                  sync_pod_desc(s));
-        pod_worker_event(s->w, c->name, "Warning", "BackOff", "Back-off restarting failed container %s in pod %s_%s(%s)",
+        kubelet_worker_event(s->w, c->name, "Warning", "BackOff", "Back-off restarting failed container %s in pod %s_%s(%s)",
                          c->name, s->pod->name, s->pod->namespace_, s->pod->uid);
         /* wake when it ends, converted to the monotonic clock */
         until = now_usec() + (d.until_usec > now ? d.until_usec - now : 0);
@@ -167,7 +167,7 @@ static bool image_status_failed(struct pod_sync *s, const struct cri_reply *repl
         if (reply->r >= 0)
                 return false;
         log_error("pod %s: container %s: ImageStatus \"%s\": %s", sync_pod_desc(s), c->name, c->image, reply->message);
-        pod_worker_set_waiting(s->w, c->name, "ErrImageInspect", "%s", reply->message);
+        kubelet_worker_set_waiting(s->w, c->name, "ErrImageInspect", "%s", reply->message);
         s->error = true;
         step_done(s);
         return true;
@@ -227,23 +227,23 @@ static void image_decided(struct pod_sync *s, bool present) {
         switch (kr_decide_image(c->image_pull_policy, present, backoff)) {
         case KR_IMAGE_USE_PRESENT:
                 log_v(3, "pod %s: container image \"%s\" already present on machine", sync_pod_desc(s), c->image);
-                pod_worker_event(s->w, c->name, "Normal", "Pulled", "Container image \"%s\" already present on machine",
+                kubelet_worker_event(s->w, c->name, "Normal", "Pulled", "Container image \"%s\" already present on machine",
                                  c->image);
                 create_container(s);
                 return;
         case KR_IMAGE_NEVER_PULL:
                 log_error("pod %s: container %s: Container image \"%s\" is not present with pull policy of Never "
                           "(ErrImageNeverPull)", sync_pod_desc(s), c->name, c->image);
-                pod_worker_set_waiting(s->w, c->name, "ErrImageNeverPull",
+                kubelet_worker_set_waiting(s->w, c->name, "ErrImageNeverPull",
                                        "Container image \"%s\" is not present with pull policy of Never", c->image);
                 s->error = true;
                 step_done(s);
                 return;
         case KR_IMAGE_PULL_BACKOFF:
-                pod_worker_set_waiting(s->w, c->name, "ImagePullBackOff", "Back-off pulling image \"%s\"", c->image);
+                kubelet_worker_set_waiting(s->w, c->name, "ImagePullBackOff", "Back-off pulling image \"%s\"", c->image);
                 log_v(2, "pod %s: container %s: Back-off pulling image \"%s\"", sync_pod_desc(s), c->name, c->image);
-                pod_worker_event(s->w, c->name, "Normal", "BackOff", "Back-off pulling image \"%s\"", c->image);
-                pod_worker_event(s->w, c->name, "Warning", "Failed", "Error: ImagePullBackOff");
+                kubelet_worker_event(s->w, c->name, "Normal", "BackOff", "Back-off pulling image \"%s\"", c->image);
+                kubelet_worker_event(s->w, c->name, "Warning", "Failed", "Error: ImagePullBackOff");
                 if (!s->wake_usec || until < s->wake_usec)
                         s->wake_usec = until;
                 step_done(s);
@@ -260,8 +260,8 @@ static void pull(struct pod_sync *s) {
         int r;
 
         log_info("Pulling image: pod=\"%s\" image=\"%s\"", sync_pod_desc(s), c->image);
-        pod_worker_event(s->w, c->name, "Normal", "Pulling", "Pulling image \"%s\"", c->image);
-        pod_worker_set_waiting(s->w, c->name, "ContainerCreating", "%s", "");
+        kubelet_worker_event(s->w, c->name, "Normal", "Pulling", "Pulling image \"%s\"", c->image);
+        kubelet_worker_set_waiting(s->w, c->name, "ContainerCreating", "%s", "");
         r = cred_keyring_lookup(&s->keyring, c->image, &st->creds, &st->n_creds);
         if (r < 0) {
                 sync_call_failed(s, "looking up pull credentials", r);
@@ -311,10 +311,10 @@ static void on_pull_image(const struct cri_reply *reply, void *userdata) {
                         message = agg;
                 log_error("pod %s: container %s: Failed to pull image \"%s\": %s (ErrImagePull)", sync_pod_desc(s),
                           c->name, c->image, message);
-                pod_worker_event(s->w, c->name, "Warning", "Failed", "Failed to pull image \"%s\": %s", c->image,
+                kubelet_worker_event(s->w, c->name, "Warning", "Failed", "Failed to pull image \"%s\": %s", c->image,
                                  message);
-                pod_worker_event(s->w, c->name, "Warning", "Failed", "Error: ErrImagePull");
-                pod_worker_set_waiting(s->w, c->name, "ErrImagePull", "%s", message);
+                kubelet_worker_event(s->w, c->name, "Warning", "Failed", "Error: ErrImagePull");
+                kubelet_worker_set_waiting(s->w, c->name, "ErrImagePull", "%s", message);
                 if (key)
                         (void) backoff_next(&s->k->image_backoff, key, now_usec(), now_usec());
                 s->error = true;
@@ -322,7 +322,7 @@ static void on_pull_image(const struct cri_reply *reply, void *userdata) {
                 return;
         }
         log_info("Successfully pulled image: pod=\"%s\" image=\"%s\"", sync_pod_desc(s), c->image);
-        pod_worker_event(s->w, c->name, "Normal", "Pulled", "Successfully pulled image \"%s\"", c->image);
+        kubelet_worker_event(s->w, c->name, "Normal", "Pulled", "Successfully pulled image \"%s\"", c->image);
         if (key)
                 backoff_reset(&s->k->image_backoff, key);
         if (free_and_strdup(&st->image_ref,
@@ -422,8 +422,8 @@ static void on_post_start_done(void *userdata, int error, const char *message) {
                 message = strerror(-error);
         log_error("Failed to execute PostStartHook: pod=\"%s\" podUID=\"%s\" containerName=\"%s\" "
                   "containerID=\"%.12s\": %s", sync_pod_desc(s), s->w->uid, c->name, st->started_id, message);
-        pod_worker_event(s->w, c->name, "Warning", "FailedPostStartHook", "%s", message);
-        pod_worker_set_waiting(s->w, c->name, "PostStartHookError", "%s", message);
+        kubelet_worker_event(s->w, c->name, "Warning", "FailedPostStartHook", "%s", message);
+        kubelet_worker_set_waiting(s->w, c->name, "PostStartHookError", "%s", message);
         s->error = true;
         t = (struct kill_target_ext) {
                 .id = st->started_id,
@@ -436,7 +436,7 @@ static void on_post_start_done(void *userdata, int error, const char *message) {
         log_info("Killing container with a grace period: pod=\"%s\" podUID=\"%s\" containerName=\"%s\" "
                  "containerID=\"%.12s\" gracePeriod=%" PRId64 " reason=\"FailedPostStartHook\"",
                  sync_pod_desc(s), s->w->uid, c->name, st->started_id, t.grace);
-        pod_worker_event(s->w, c->name, "Normal", "Killing", "FailedPostStartHook");
+        kubelet_worker_event(s->w, c->name, "Normal", "Killing", "FailedPostStartHook");
         r = sync_kill_container(s, &t, step_done);
         if (r < 0) {
                 sync_call_failed(s, "StopContainer", r);
@@ -451,15 +451,15 @@ static void on_start_container(const struct cri_reply *reply, void *userdata) {
 
         if (reply->r < 0) {
                 log_error("pod %s: container %s: RunContainerError: %s", sync_pod_desc(s), c->name, reply->message);
-                pod_worker_event(s->w, c->name, "Warning", "Failed", "Error: %s", reply->message);
-                pod_worker_set_waiting(s->w, c->name, "RunContainerError", "%s", reply->message);
+                kubelet_worker_event(s->w, c->name, "Warning", "Failed", "Error: %s", reply->message);
+                kubelet_worker_set_waiting(s->w, c->name, "RunContainerError", "%s", reply->message);
                 s->error = true;
                 step_done(s);
                 return;
         }
         log_info("Started container: pod=\"%s\" containerName=\"%s\"", sync_pod_desc(s), c->name);
-        pod_worker_event(s->w, c->name, "Normal", "Started", "Started container %s", c->name);
-        pod_worker_clear_waiting(s->w, c->name);
+        kubelet_worker_event(s->w, c->name, "Normal", "Started", "Started container %s", c->name);
+        kubelet_worker_clear_waiting(s->w, c->name);
         if (c->post_start && !s->k->stopping) {
                 struct hook_target t = {
                         .pod_desc = sync_hook_desc(s),
@@ -468,7 +468,7 @@ static void on_start_container(const struct cri_reply *reply, void *userdata) {
                         .pod_ip = s->pod->spec.host_network ? s->k->node_ip : s->pod_ip,
                         .spec = c,
                 };
-                int r = hook_run_start(&s->k->hook_env, &s->hooks, c->post_start, &t, post_start_timeout_usec(s),
+                int r = kubelet_hook_run_start(&s->k->hook_env, &s->hooks, c->post_start, &t, post_start_timeout_usec(s),
                                        on_post_start_done, s);
                 if (r >= 0)
                         return; /* the step waits for the hook */
@@ -489,8 +489,8 @@ static void on_create_container(const struct cri_reply *reply, void *userdata) {
 
         if (reply->r < 0) {
                 log_error("pod %s: container %s: CreateContainerError: %s", sync_pod_desc(s), c->name, reply->message);
-                pod_worker_event(s->w, c->name, "Warning", "Failed", "Error: %s", reply->message);
-                pod_worker_set_waiting(s->w, c->name, "CreateContainerError", "%s", reply->message);
+                kubelet_worker_event(s->w, c->name, "Warning", "Failed", "Error: %s", reply->message);
+                kubelet_worker_set_waiting(s->w, c->name, "CreateContainerError", "%s", reply->message);
                 s->error = true;
                 step_done(s);
                 return;
@@ -501,7 +501,7 @@ static void on_create_container(const struct cri_reply *reply, void *userdata) {
         }
         log_info("Created container: pod=\"%s\" containerName=\"%s\" containerID=\"%.12s\"", sync_pod_desc(s), c->name,
                  resp->container_id);
-        pod_worker_event(s->w, c->name, "Normal", "Created", "Created container %s", c->name);
+        kubelet_worker_event(s->w, c->name, "Normal", "Created", "Created container %s", c->name);
         if (free_and_strdup(&st->started_id, resp->container_id) < 0) {
                 sync_call_failed(s, "StartContainer", -ENOMEM);
                 step_done(s);
@@ -541,11 +541,11 @@ static void create_container(struct pod_sync *s) {
         ctx.report = &report;
         r = kr_build_container_config(s->pod, c, restart_count, st->image_ref, &ctx, &cfg);
         for (size_t i = 0; report.event_reasons && report.event_reasons[i]; i++)
-                pod_worker_event(s->w, NULL, "Warning", report.event_reasons[i], "%s", report.event_messages[i]);
+                kubelet_worker_event(s->w, NULL, "Warning", report.event_reasons[i], "%s", report.event_messages[i]);
         if (r < 0) {
                 const char *msg = report.error ? ck_error_message(report.error) : strerror(-r);
-                pod_worker_set_waiting(s->w, c->name, "CreateContainerConfigError", "%s", msg);
-                pod_worker_event(s->w, c->name, "Warning", "Failed", "Error: %s", msg);
+                kubelet_worker_set_waiting(s->w, c->name, "CreateContainerConfigError", "%s", msg);
+                kubelet_worker_event(s->w, c->name, "Warning", "Failed", "Error: %s", msg);
                 log_error("pod %s: container %s: CreateContainerConfigError: %s", sync_pod_desc(s), c->name, msg);
                 kc_build_report_done(&report);
                 s->error = true;

@@ -24,16 +24,16 @@ static bool volume_ref_blocks(struct pod_sync *s, const struct obj_ref *ref) {
         _cleanup_free_ char *nf = NULL;
         const char *msg = NULL;
         json_t *obj;
-        int r = pod_objects_lookup(s->objects, ref->kind, s->pod->namespace_, ref->name, &obj, &msg);
+        int r = objects_pod_lookup(s->objects, ref->kind, s->pod->namespace_, ref->name, &obj, &msg);
 
         if (r >= 0 || (r == -ENOENT && ref->optional))
                 return false;
         if (!msg)
-                msg = nf = obj_not_found_message(ref->kind, ref->name);
+                msg = nf = objects_not_found_message(ref->kind, ref->name);
         if (!msg)
                 msg = strerror(-r);
         log_error("pod %s: MountVolume.SetUp failed for volume \"%s\" : %s", sync_pod_desc(s), strna(ref->where), msg);
-        pod_worker_event(s->w, NULL, "Warning", "FailedMount", "MountVolume.SetUp failed for volume \"%s\" : %s",
+        kubelet_worker_event(s->w, NULL, "Warning", "FailedMount", "MountVolume.SetUp failed for volume \"%s\" : %s",
                          strna(ref->where), msg);
         return true;
 }
@@ -41,14 +41,14 @@ static bool volume_ref_blocks(struct pod_sync *s, const struct obj_ref *ref) {
 static bool token_ref_blocks(struct pod_sync *s, const struct token_ref *t) {
         const char *msg = NULL;
         json_t *st;
-        int r = pod_objects_lookup_token(s->objects, s->pod->namespace_, t->service_account, t->audience,
+        int r = objects_pod_lookup_token(s->objects, s->pod->namespace_, t->service_account, t->audience,
                                          t->expiration_seconds, &st, &msg);
 
         if (r >= 0)
                 return false;
         log_error("pod %s: MountVolume.SetUp failed for volume \"%s\" : %s", sync_pod_desc(s), strna(t->volume),
                   strna(msg));
-        pod_worker_event(s->w, NULL, "Warning", "FailedMount", "MountVolume.SetUp failed for volume \"%s\" : %s",
+        kubelet_worker_event(s->w, NULL, "Warning", "FailedMount", "MountVolume.SetUp failed for volume \"%s\" : %s",
                          strna(t->volume), strna(msg));
         return true;
 }
@@ -68,7 +68,7 @@ static void build_keyring(struct pod_sync *s) {
 
                 if (ref->use != OBJ_REF_PULL_SECRET)
                         continue;
-                r = pod_objects_lookup(s->objects, "Secret", s->pod->namespace_, ref->name, &secret, &msg);
+                r = objects_pod_lookup(s->objects, "Secret", s->pod->namespace_, ref->name, &secret, &msg);
                 if (r >= 0)
                         r = cred_keyring_add_secret(&s->keyring, secret, &why);
                 if (r >= 0)
@@ -81,7 +81,7 @@ static void build_keyring(struct pod_sync *s) {
                 failed = n;
         }
         if (failed)
-                pod_worker_event(s->w, NULL, "Warning", "FailedToRetrieveImagePullSecret",
+                kubelet_worker_event(s->w, NULL, "Warning", "FailedToRetrieveImagePullSecret",
                                  "Unable to retrieve some image pull secrets (%s); attempting to pull the image may "
                                  "not succeed.", failed);
 }
@@ -96,7 +96,7 @@ static void objects_ready(void *userdata) {
                 pod_sync_finish(s);
                 return;
         }
-        r = pod_objects_new(&s->objects);
+        r = objects_pod_new(&s->objects);
         if (r >= 0)
                 r = objects_manager_fill(s->k->objects, s->w->uid, s->objects);
         if (r < 0) {
@@ -122,10 +122,10 @@ static void objects_ready(void *userdata) {
 void sync_objects(struct pod_sync *s) {
         int r;
 
-        r = pod_refs_collect(s->pod->raw, &s->refs);
+        r = objects_refs_collect(s->pod->raw, &s->refs);
         if (r >= 0)
                 r = objects_manager_register(s->k->objects, s->w->uid, s->pod->namespace_, s->pod->name,
-                                             !pod_is_static(s->pod), &s->refs);
+                                             !pod_config_is_static(s->pod), &s->refs);
         if (r >= 0)
                 r = objects_manager_wait(s->k->objects, s->w->uid, objects_ready, s);
         if (r < 0) {
@@ -155,9 +155,9 @@ int sync_volumes(struct pod_sync *s) {
         if (r >= 0)
                 return 0;
         log_error("pod %s: Unable to attach or mount volumes: %s", sync_pod_desc(s), ck_error_message(msg));
-        pod_worker_event(s->w, NULL, "Warning", "FailedMount", "%s", ck_error_message(msg));
+        kubelet_worker_event(s->w, NULL, "Warning", "FailedMount", "%s", ck_error_message(msg));
         for (size_t i = 0; i < s->actions.n_start; i++)
-                pod_worker_set_waiting(s->w, s->pod->spec.containers[s->actions.start[i]].name, "ContainerCreating",
+                kubelet_worker_set_waiting(s->w, s->pod->spec.containers[s->actions.start[i]].name, "ContainerCreating",
                                        "%s", ck_error_message(msg));
         s->error = true;
         return r;

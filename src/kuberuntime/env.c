@@ -114,7 +114,7 @@ static int lookup_object(const struct pod *pod, const struct kc_build_context *c
         json_t *obj = NULL, *data;
         int r;
 
-        r = pod_objects_lookup(ctx->objects, kind_s, pod->namespace_, name, &obj, &msg);
+        r = objects_pod_lookup(ctx->objects, kind_s, pod->namespace_, name, &obj, &msg);
         if (r == -ENOENT) {
                 if (optional)
                         return 0;

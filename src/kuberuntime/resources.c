@@ -3,7 +3,7 @@
 
 #include "kuberuntime/resources.h"
 
-int64_t milli_cpu_to_shares(int64_t milli) {
+int64_t kr_milli_cpu_to_shares(int64_t milli) {
         int64_t shares;
         if (milli <= 0)
                 return CPU_MIN_SHARES;
@@ -13,7 +13,7 @@ int64_t milli_cpu_to_shares(int64_t milli) {
         return shares < CPU_MIN_SHARES ? CPU_MIN_SHARES : shares > CPU_MAX_SHARES ? CPU_MAX_SHARES : shares;
 }
 
-int64_t milli_cpu_to_quota(int64_t milli, int64_t period) {
+int64_t kr_milli_cpu_to_quota(int64_t milli, int64_t period) {
         int64_t quota;
         if (milli <= 0)
                 return 0;
@@ -23,7 +23,7 @@ int64_t milli_cpu_to_quota(int64_t milli, int64_t period) {
         return quota < CPU_MIN_QUOTA_USEC ? CPU_MIN_QUOTA_USEC : quota;
 }
 
-int64_t container_oom_score_adj(const struct pod *pod, const struct container *c, uint64_t node_memory_bytes) {
+int64_t kr_container_oom_score_adj(const struct pod *pod, const struct container *c, uint64_t node_memory_bytes) {
         const struct quantity *req;
         int64_t adj;
 
@@ -53,12 +53,12 @@ void kr_container_resources(const struct pod *pod, const struct container *c, ui
         const struct quantity *mem_lim = resource_list_get(&c->resources.limits, "memory");
 
         *ret = (struct kr_linux_resources) {
-                .cpu_shares = milli_cpu_to_shares(cpu_req ? cpu_req->milli : 0),
+                .cpu_shares = kr_milli_cpu_to_shares(cpu_req ? cpu_req->milli : 0),
                 .memory_limit_in_bytes = mem_lim ? mem_lim->value : 0,
-                .oom_score_adj = container_oom_score_adj(pod, c, node_memory_bytes),
+                .oom_score_adj = kr_container_oom_score_adj(pod, c, node_memory_bytes),
         };
         if (cpu_lim && cpu_lim->milli > 0) {
                 ret->cpu_period = CPU_QUOTA_PERIOD_USEC;
-                ret->cpu_quota = milli_cpu_to_quota(cpu_lim->milli, CPU_QUOTA_PERIOD_USEC);
+                ret->cpu_quota = kr_milli_cpu_to_quota(cpu_lim->milli, CPU_QUOTA_PERIOD_USEC);
         }
 }

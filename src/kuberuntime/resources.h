@@ -24,11 +24,11 @@ struct kr_linux_resources {
         int64_t oom_score_adj;
 };
 
-int64_t milli_cpu_to_shares(int64_t milli);
-int64_t milli_cpu_to_quota(int64_t milli, int64_t period);
+int64_t kr_milli_cpu_to_shares(int64_t milli);
+int64_t kr_milli_cpu_to_quota(int64_t milli, int64_t period);
 
 /* GetContainerOOMScoreAdjust: node_memory_bytes is the node's memory capacity. */
-int64_t container_oom_score_adj(const struct pod *pod, const struct container *c, uint64_t node_memory_bytes);
+int64_t kr_container_oom_score_adj(const struct pod *pod, const struct container *c, uint64_t node_memory_bytes);
 
 void kr_container_resources(const struct pod *pod, const struct container *c, uint64_t node_memory_bytes,
                             struct kr_linux_resources *ret);

@@ -209,7 +209,7 @@ static void obj_on_watch_event(const char *type, json_t *object, void *userdata)
         if (streq(type, "ADDED") || streq(type, "MODIFIED"))
                 changed = obj_set(o, object, 0, NULL);
         else if (streq(type, "DELETED")) {
-                _cleanup_free_ char *msg = obj_not_found_message(o->kind, o->name);
+                _cleanup_free_ char *msg = objects_not_found_message(o->kind, o->name);
                 changed = obj_set(o, NULL, -ENOENT, msg);
         }
         if (changed)
@@ -301,7 +301,7 @@ static void obj_on_list(const struct kube_response *resp, void *userdata) {
         if (found)
                 changed = obj_set(o, found, 0, NULL);
         else {
-                _cleanup_free_ char *msg = obj_not_found_message(o->kind, o->name);
+                _cleanup_free_ char *msg = objects_not_found_message(o->kind, o->name);
                 changed = obj_set(o, NULL, -ENOENT, msg);
         }
         o->delay = 0;
@@ -598,20 +598,20 @@ int objects_manager_fill(struct objects_manager *m, const char *uid, struct pod_
         for (size_t i = 0; i < p->n_objs; i++) {
                 const struct mobj *x = p->objs[i];
                 if (!x->answered)
-                        r = pod_objects_put_error(o, x->kind, x->ns, x->name, -EAGAIN, "not fetched yet");
+                        r = objects_pod_put_error(o, x->kind, x->ns, x->name, -EAGAIN, "not fetched yet");
                 else if (x->obj)
-                        r = pod_objects_put(o, x->kind, x->ns, x->name, x->obj);
+                        r = objects_pod_put(o, x->kind, x->ns, x->name, x->obj);
                 else
-                        r = pod_objects_put_error(o, x->kind, x->ns, x->name, x->err, x->message);
+                        r = objects_pod_put_error(o, x->kind, x->ns, x->name, x->err, x->message);
                 if (r < 0)
                         return r;
         }
         for (size_t i = 0; i < p->n_tokens; i++) {
                 const struct mtoken *t = p->tokens[i];
                 if (t->status && t->expires > now)
-                        r = pod_objects_put_token(o, p->ns, t->sa, t->audience, t->expiration_seconds, t->status);
+                        r = objects_pod_put_token(o, p->ns, t->sa, t->audience, t->expiration_seconds, t->status);
                 else
-                        r = pod_objects_put_token_error(o, p->ns, t->sa, t->audience, t->expiration_seconds,
+                        r = objects_pod_put_token_error(o, p->ns, t->sa, t->audience, t->expiration_seconds,
                                                         t->err < 0 ? t->err : -EAGAIN,
                                                         t->message ? t->message : "token not fetched yet");
                 if (r < 0)

@@ -43,7 +43,7 @@ void objects_manager_unregister(struct objects_manager *m, const char *uid);
 int objects_manager_wait(struct objects_manager *m, const char *uid, objects_ready_t ready, void *userdata);
 void objects_manager_cancel_wait(struct objects_manager *m, const char *uid);
 
-/* Put the pod's objects and tokens, as known now, into o (pod_objects_put / put_error / put_token). */
+/* Put the pod's objects and tokens, as known now, into o (objects_pod_put / put_error / put_token). */
 int objects_manager_fill(struct objects_manager *m, const char *uid, struct pod_objects *o);
 
 /* token_manager.go requiresRefresh (without its jitter): now, the token's expiration and its requested

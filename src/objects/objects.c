@@ -22,7 +22,7 @@ struct pod_objects {
         size_t n;
 };
 
-int pod_objects_new(struct pod_objects **ret) {
+int objects_pod_new(struct pod_objects **ret) {
         struct pod_objects *o = calloc(1, sizeof(*o));
         if (!o)
                 return -ENOMEM;
@@ -30,7 +30,7 @@ int pod_objects_new(struct pod_objects **ret) {
         return 0;
 }
 
-struct pod_objects *pod_objects_free(struct pod_objects *o) {
+struct pod_objects *objects_pod_free(struct pod_objects *o) {
         if (!o)
                 return NULL;
         for (size_t i = 0; i < o->n; i++) {
@@ -106,35 +106,35 @@ static int lookup(const struct pod_objects *o, char *key, json_t **ret, const ch
         return 0;
 }
 
-int pod_objects_put(struct pod_objects *o, const char *kind, const char *ns, const char *name, json_t *obj) {
+int objects_pod_put(struct pod_objects *o, const char *kind, const char *ns, const char *name, json_t *obj) {
         if (!obj)
                 return -EINVAL;
         return put(o, object_key(kind, ns, name), obj, 0, NULL);
 }
 
-int pod_objects_put_error(struct pod_objects *o, const char *kind, const char *ns, const char *name, int err,
+int objects_pod_put_error(struct pod_objects *o, const char *kind, const char *ns, const char *name, int err,
                           const char *message) {
         return put(o, object_key(kind, ns, name), NULL, err, message);
 }
 
-int pod_objects_lookup(const struct pod_objects *o, const char *kind, const char *ns, const char *name, json_t **ret,
+int objects_pod_lookup(const struct pod_objects *o, const char *kind, const char *ns, const char *name, json_t **ret,
                        const char **ret_message) {
         return lookup(o, object_key(kind, ns, name), ret, ret_message);
 }
 
-int pod_objects_put_token(struct pod_objects *o, const char *ns, const char *service_account, const char *audience,
+int objects_pod_put_token(struct pod_objects *o, const char *ns, const char *service_account, const char *audience,
                           int64_t expiration_seconds, json_t *status) {
         if (!status)
                 return -EINVAL;
         return put(o, token_key(ns, service_account, audience, expiration_seconds), status, 0, NULL);
 }
 
-int pod_objects_put_token_error(struct pod_objects *o, const char *ns, const char *service_account,
+int objects_pod_put_token_error(struct pod_objects *o, const char *ns, const char *service_account,
                                 const char *audience, int64_t expiration_seconds, int err, const char *message) {
         return put(o, token_key(ns, service_account, audience, expiration_seconds), NULL, err, message);
 }
 
-int pod_objects_lookup_token(const struct pod_objects *o, const char *ns, const char *service_account,
+int objects_pod_lookup_token(const struct pod_objects *o, const char *ns, const char *service_account,
                              const char *audience, int64_t expiration_seconds, json_t **ret,
                              const char **ret_message) {
         return lookup(o, token_key(ns, service_account, audience, expiration_seconds), ret, ret_message);

@@ -18,24 +18,24 @@
 
 struct pod_objects;
 
-int pod_objects_new(struct pod_objects **ret);
-struct pod_objects *pod_objects_free(struct pod_objects *o); /* accepts NULL, returns NULL */
+int objects_pod_new(struct pod_objects **ret);
+struct pod_objects *objects_pod_free(struct pod_objects *o); /* accepts NULL, returns NULL */
 
 /* kind: "ConfigMap" or "Secret". obj: a new reference is taken. */
-int pod_objects_put(struct pod_objects *o, const char *kind, const char *ns, const char *name, json_t *obj);
+int objects_pod_put(struct pod_objects *o, const char *kind, const char *ns, const char *name, json_t *obj);
 /* Record that the object could not be had: err is -ENOENT (not found) or another negative errno; message
  * (may be NULL) is kept for the error the sync reports. */
-int pod_objects_put_error(struct pod_objects *o, const char *kind, const char *ns, const char *name, int err,
+int objects_pod_put_error(struct pod_objects *o, const char *kind, const char *ns, const char *name, int err,
                           const char *message);
 /* An object never put nor put_error'ed is -ENOENT with message NULL. */
-int pod_objects_lookup(const struct pod_objects *o, const char *kind, const char *ns, const char *name,
+int objects_pod_lookup(const struct pod_objects *o, const char *kind, const char *ns, const char *name,
                        json_t **ret, const char **ret_message);
 
 /* Service account tokens (TokenRequest), keyed by service account, audience ("" = the API server's) and
  * requested expiration. */
-int pod_objects_put_token(struct pod_objects *o, const char *ns, const char *service_account, const char *audience,
+int objects_pod_put_token(struct pod_objects *o, const char *ns, const char *service_account, const char *audience,
                           int64_t expiration_seconds, json_t *status);
-int pod_objects_put_token_error(struct pod_objects *o, const char *ns, const char *service_account,
+int objects_pod_put_token_error(struct pod_objects *o, const char *ns, const char *service_account,
                                 const char *audience, int64_t expiration_seconds, int err, const char *message);
-int pod_objects_lookup_token(const struct pod_objects *o, const char *ns, const char *service_account,
+int objects_pod_lookup_token(const struct pod_objects *o, const char *ns, const char *service_account,
                              const char *audience, int64_t expiration_seconds, json_t **ret, const char **ret_message);

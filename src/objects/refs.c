@@ -8,7 +8,7 @@
 
 #include "basic/macro.h"
 
-void pod_refs_done(struct pod_refs *r) {
+void objects_refs_done(struct pod_refs *r) {
         if (!r)
                 return;
         for (size_t i = 0; i < r->n_objs; i++) {
@@ -79,7 +79,7 @@ static int add_token(struct pod_refs *r, const char *sa, const json_t *src, cons
         return 0;
 }
 
-const char *pod_refs_service_account(const json_t *pod) {
+const char *objects_refs_service_account(const json_t *pod) {
         const json_t *spec = json_object_get(pod, "spec");
         const char *sa = json_string_value(json_object_get(spec, "serviceAccountName"));
 
@@ -108,7 +108,7 @@ static int collect_volumes(struct pod_refs *r, const json_t *pod) {
                                          vname)) < 0 ||
                             (q = add_obj(r, "Secret", json_object_get(src, "secret"), "name", OBJ_REF_VOLUME, vname)) < 0)
                                 return q;
-                        if (json_is_object(tok) && (q = add_token(r, pod_refs_service_account(pod), tok, vname)) < 0)
+                        if (json_is_object(tok) && (q = add_token(r, objects_refs_service_account(pod), tok, vname)) < 0)
                                 return q;
                 }
         }
@@ -140,7 +140,7 @@ static int collect_containers(struct pod_refs *r, const json_t *list) {
         return 0;
 }
 
-int pod_refs_collect(const json_t *pod, struct pod_refs *ret) {
+int objects_refs_collect(const json_t *pod, struct pod_refs *ret) {
         const json_t *spec = json_object_get(pod, "spec"), *s;
         struct pod_refs r = {};
         size_t i;
@@ -157,11 +157,11 @@ int pod_refs_collect(const json_t *pod, struct pod_refs *ret) {
         *ret = r;
         return 0;
 fail:
-        pod_refs_done(&r);
+        objects_refs_done(&r);
         return q;
 }
 
-char *obj_not_found_message(const char *kind, const char *name) {
+char *objects_not_found_message(const char *kind, const char *name) {
         char *m = NULL;
         if (asprintf(&m, "%s \"%s\" not found", streq(kind, "ConfigMap") ? "configmap" : "secret", name) < 0)
                 return NULL;

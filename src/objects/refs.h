@@ -40,12 +40,12 @@ struct pod_refs {
 
 /* Every reference of the pod, in document order (volumes, init containers, containers, ephemeral
  * containers, imagePullSecrets); an object named by several references appears once per reference. */
-int pod_refs_collect(const json_t *pod, struct pod_refs *ret);
-void pod_refs_done(struct pod_refs *r); /* accepts NULL */
+int objects_refs_collect(const json_t *pod, struct pod_refs *ret);
+void objects_refs_done(struct pod_refs *r); /* accepts NULL */
 
 /* The pod's service account: spec.serviceAccountName, else the deprecated spec.serviceAccount, else
  * "default" (the ServiceAccount admission's default). Borrowed. */
-const char *pod_refs_service_account(const json_t *pod);
+const char *objects_refs_service_account(const json_t *pod);
 
 /* configmap "x" not found / secret "x" not found (the message of the kubelet's managers) */
-char *obj_not_found_message(const char *kind, const char *name);
+char *objects_not_found_message(const char *kind, const char *name);

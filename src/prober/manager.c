@@ -31,7 +31,7 @@ struct probe_worker {
         struct probe_op *op;               /* in flight */
         uint64_t op_started;               /* monotonic usec */
         uint64_t counts[3];                /* by enum probe_result */
-        bool seen;                         /* mark for prober_update_pod */
+        bool seen;                         /* mark for probe_manager_update_pod */
 };
 
 struct probe_pod {
@@ -184,7 +184,7 @@ static void on_probe_done(void *userdata, enum probe_result result, bool warning
                         w->on_hold = true;
                         w->state.run = 0;
                 }
-                publish(w); /* may call back into prober_update_pod: w stays valid (same spec) */
+                publish(w); /* may call back into probe_manager_update_pod: w stays valid (same spec) */
         }
         if (w->on_hold)
                 return;
@@ -314,7 +314,7 @@ static const struct container *probed_container(const struct pod *pod, size_t i)
         return container_is_sidecar(&pod->spec.init_containers[i]) ? &pod->spec.init_containers[i] : NULL;
 }
 
-int prober_update_pod(struct prober *p, const struct pod *pod, const char *host, const struct kc_pod_status *st) {
+int probe_manager_update_pod(struct prober *p, const struct pod *pod, const char *host, const struct kc_pod_status *st) {
         size_t n_probed = pod->spec.n_containers + pod->spec.n_init_containers;
         struct probe_pod *pp = find_pod(p, pod->uid);
         int r;
@@ -381,7 +381,7 @@ int prober_update_pod(struct prober *p, const struct pod *pod, const char *host,
         return 0;
 }
 
-void prober_remove_pod(struct prober *p, const char *pod_uid) {
+void probe_manager_remove_pod(struct prober *p, const char *pod_uid) {
         for (struct probe_pod **pp = &p->pods; *pp; pp = &(*pp)->next)
                 if (streq((*pp)->uid, pod_uid)) {
                         struct probe_pod *x = *pp;
@@ -391,7 +391,7 @@ void prober_remove_pod(struct prober *p, const char *pod_uid) {
                 }
 }
 
-bool prober_get_result(const struct prober *p, enum probe_type type, const char *pod_uid, const char *container_name,
+bool probe_manager_get_result(const struct prober *p, enum probe_type type, const char *pod_uid, const char *container_name,
                        const char *container_id, enum probe_result *ret) {
         const struct probe_worker *w = find_worker(find_pod(p, pod_uid), container_name, type);
 
@@ -403,14 +403,14 @@ bool prober_get_result(const struct prober *p, enum probe_type type, const char 
 
 static bool results_get(const void *userdata, enum probe_type type, const struct kc_container *instance,
                         enum probe_result *ret) {
-        return prober_get_result(userdata, type, instance->pod_uid, instance->name, instance->id, ret);
+        return probe_manager_get_result(userdata, type, instance->pod_uid, instance->name, instance->id, ret);
 }
 
-void prober_results(const struct prober *p, struct probe_results *ret) {
+void probe_manager_results(const struct prober *p, struct probe_results *ret) {
         *ret = (struct probe_results) { .get = results_get, .userdata = p };
 }
 
-void prober_foreach_count(const struct prober *p, void (*fn)(const struct prober_count *c, void *ud), void *ud) {
+void probe_manager_foreach_count(const struct prober *p, void (*fn)(const struct prober_count *c, void *ud), void *ud) {
         for (const struct probe_pod *pp = p->pods; pp; pp = pp->next)
                 for (const struct probe_worker *w = pp->workers; w; w = w->next)
                         for (int r = PROBE_RESULT_UNKNOWN; r <= PROBE_RESULT_FAILURE; r++) {
@@ -423,7 +423,7 @@ void prober_foreach_count(const struct prober *p, void (*fn)(const struct prober
                         }
 }
 
-int prober_new(struct event_base *base, struct cri_client *cri, uint64_t request_timeout_usec,
+int probe_manager_new(struct event_base *base, struct cri_client *cri, uint64_t request_timeout_usec,
                const struct prober_callbacks *cb, void *userdata, struct prober **ret) {
         struct prober *p = calloc(1, sizeof(*p));
 
@@ -439,7 +439,7 @@ int prober_new(struct event_base *base, struct cri_client *cri, uint64_t request
         return 0;
 }
 
-struct prober *prober_free(struct prober *p) {
+struct prober *probe_manager_free(struct prober *p) {
         if (!p)
                 return NULL;
         log_v(1, "Probes run since start: %" PRIu64 " successful, %" PRIu64 " failed, %" PRIu64 " unknown",

@@ -14,7 +14,7 @@
  *  - a liveness or startup failure is published once and the worker holds until the container is replaced;
  *  - errors (the probe could not run: bad port, runtime error) are logged and not counted.
  *
- * Published results are looked up by container instance (prober_get_result); changes are reported to the
+ * Published results are looked up by container instance (probe_manager_get_result); changes are reported to the
  * kubelet through the callback. */
 
 #include <event2/event.h>
@@ -36,26 +36,26 @@ struct prober_callbacks {
                        const char *output);
 };
 
-int prober_new(struct event_base *base, struct cri_client *cri, uint64_t request_timeout_usec,
+int probe_manager_new(struct event_base *base, struct cri_client *cri, uint64_t request_timeout_usec,
                const struct prober_callbacks *cb, void *userdata, struct prober **ret);
 /* Stops every worker (in-flight probes are abandoned). Accepts NULL. */
-struct prober *prober_free(struct prober *p);
+struct prober *probe_manager_free(struct prober *p);
 
 /* The pod's spec and what the runtime shows for it (after a sync pass): workers are added for new probes,
  * dropped for removed ones, and follow the newest instance of their container. host: where httpGet,
  * tcpSocket and grpc probes connect when the probe names no host (the pod IP; the node IP with
  * hostNetwork), NULL if unknown yet. */
-int prober_update_pod(struct prober *p, const struct pod *pod, const char *host, const struct kc_pod_status *st);
+int probe_manager_update_pod(struct prober *p, const struct pod *pod, const char *host, const struct kc_pod_status *st);
 /* The pod is gone: stop its workers. */
-void prober_remove_pod(struct prober *p, const char *pod_uid);
+void probe_manager_remove_pod(struct prober *p, const char *pod_uid);
 
 /* The published result of a probe kind for a container instance; false when there is none (no such probe,
  * or the worker follows another instance). */
-bool prober_get_result(const struct prober *p, enum probe_type type, const char *pod_uid, const char *container_name,
+bool probe_manager_get_result(const struct prober *p, enum probe_type type, const char *pod_uid, const char *container_name,
                        const char *container_id, enum probe_result *ret);
 
 /* The results as the sync and the status read them (valid while p lives). */
-void prober_results(const struct prober *p, struct probe_results *ret);
+void probe_manager_results(const struct prober *p, struct probe_results *ret);
 
 /* Probe counts by result (prober_probe_total). */
 struct prober_count {
@@ -64,5 +64,5 @@ struct prober_count {
         enum probe_result result;
         uint64_t count;
 };
-void prober_foreach_count(const struct prober *p, void (*fn)(const struct prober_count *c, void *ud), void *ud);
+void probe_manager_foreach_count(const struct prober *p, void (*fn)(const struct prober_count *c, void *ud), void *ud);
 

@@ -66,7 +66,7 @@ void api_handle_spec(struct api_request *r) {
         json_t *j = NULL;
         int k;
 
-        k = machine_info_to_json(r->s->machine, &j);
+        k = stats_machine_info_to_json(r->s->machine, &j);
         if (k < 0) {
                 api_reply_text(r->req, 500, "Internal Error: cannot read the machine info: %s\n", strerror(-k));
                 return;

@@ -336,7 +336,7 @@ void api_handle_logs_dir(struct api_request *r, const char *rest) {
         struct stat st;
         int k;
 
-        k = logs_dir_open(LOGS_ROOT, rest, &fd, &is_dir);
+        k = api_logs_dir_open(LOGS_ROOT, rest, &fd, &is_dir);
         if (k == -ENOENT || k == -ENOTDIR) {
                 api_reply_text(r->req, 404, "404 page not found\n");
                 return;
@@ -366,7 +366,7 @@ void api_handle_logs_dir(struct api_request *r, const char *rest) {
                         api_reply_text(r->req, 301, "Moved Permanently\n");
                         return;
                 }
-                k = logs_dir_list_html(TAKE_FD(fd), rest, out);
+                k = api_logs_dir_list_html(TAKE_FD(fd), rest, out);
                 if (k < 0) {
                         api_reply_text(r->req, 500, "Internal Error: cannot list the directory: %s\n", strerror(-k));
                         return;
@@ -379,7 +379,7 @@ void api_handle_logs_dir(struct api_request *r, const char *rest) {
                 return;
         }
         {
-                const char *type = logs_dir_content_type_fd(fd, rest); /* sniffed: binary logs are not text */
+                const char *type = api_logs_dir_content_type_fd(fd, rest); /* sniffed: binary logs are not text */
                 file_stream_start(r, TAKE_FD(fd), (uint64_t) st.st_size, type);
         }
 }

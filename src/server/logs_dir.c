@@ -281,7 +281,7 @@ static int open_resolved(int rootfd, const char *rel, bool use_openat2, int pfd,
         return 0;
 }
 
-int logs_dir_openat(int rootfd, const char *url_path, unsigned flags, int *ret_fd, bool *ret_is_dir) {
+int api_logs_dir_openat(int rootfd, const char *url_path, unsigned flags, int *ret_fd, bool *ret_is_dir) {
         _cleanup_free_ char *rel = NULL;
         bool use_openat2 = !(flags & LOGS_DIR_NO_OPENAT2);
         int r;
@@ -317,7 +317,7 @@ int logs_dir_openat(int rootfd, const char *url_path, unsigned flags, int *ret_f
         return -EAGAIN;
 }
 
-int logs_dir_open(const char *root, const char *url_path, int *ret_fd, bool *ret_is_dir) {
+int api_logs_dir_open(const char *root, const char *url_path, int *ret_fd, bool *ret_is_dir) {
         _cleanup_close_ int rootfd = -1;
 
         if (!root || !ret_fd || !ret_is_dir)
@@ -325,7 +325,7 @@ int logs_dir_open(const char *root, const char *url_path, int *ret_fd, bool *ret
         rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
         if (rootfd < 0)
                 return negative_errno();
-        return logs_dir_openat(rootfd, url_path, 0, ret_fd, ret_is_dir);
+        return api_logs_dir_openat(rootfd, url_path, 0, ret_fd, ret_is_dir);
 }
 
 /* ---- listing ---- */
@@ -395,7 +395,7 @@ static int add_url_path_escaped(struct evbuffer *out, const char *s) {
         return 0;
 }
 
-int logs_dir_list_html(int fd_in, const char *display_path, struct evbuffer *out) {
+int api_logs_dir_list_html(int fd_in, const char *display_path, struct evbuffer *out) {
         _cleanup_close_ int owned = fd_in;
         struct dir_entry *e = NULL;
         size_t n = 0, allocated = 0;
@@ -527,7 +527,7 @@ static const char *content_type_by_extension(const char *name) {
         return NULL;
 }
 
-const char *logs_dir_content_type(const char *name) {
+const char *api_logs_dir_content_type(const char *name) {
         const char *t = content_type_by_extension(name);
         return t ? t : TEXT_PLAIN;
 }
@@ -536,7 +536,7 @@ static bool has_prefix(const unsigned char *p, size_t len, const char *sig, size
         return len >= siglen && memcmp(p, sig, siglen) == 0;
 }
 
-const char *logs_dir_sniff_content_type(const char *name, const void *head, size_t len) {
+const char *api_logs_dir_sniff_content_type(const char *name, const void *head, size_t len) {
         const unsigned char *p = head;
         const char *t = content_type_by_extension(name);
 
@@ -573,7 +573,7 @@ const char *logs_dir_sniff_content_type(const char *name, const void *head, size
         return TEXT_PLAIN;
 }
 
-const char *logs_dir_content_type_fd(int fd, const char *name) {
+const char *api_logs_dir_content_type_fd(int fd, const char *name) {
         unsigned char head[SNIFF_LEN];
         ssize_t n = 0;
 
@@ -584,5 +584,5 @@ const char *logs_dir_content_type_fd(int fd, const char *name) {
                 if (n < 0)
                         n = 0;
         }
-        return logs_dir_sniff_content_type(name, head, (size_t) n);
+        return api_logs_dir_sniff_content_type(name, head, (size_t) n);
 }

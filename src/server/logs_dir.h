@@ -20,28 +20,28 @@ struct evbuffer;
  *   -EINVAL   the path does not decode (embedded NUL) or is too long
  *   -ENOENT, -ENOTDIR  nothing there
  *   other negative errno from the kernel */
-int logs_dir_open(const char *root, const char *url_path, int *ret_fd, bool *ret_is_dir);
+int api_logs_dir_open(const char *root, const char *url_path, int *ret_fd, bool *ret_is_dir);
 
 /* The same beneath an already open root directory fd (not consumed). With LOGS_DIR_NO_OPENAT2 the
  * component walk is used even where openat2 works (tests). */
 #define LOGS_DIR_NO_OPENAT2 (1U << 0)
-int logs_dir_openat(int rootfd, const char *url_path, unsigned flags, int *ret_fd, bool *ret_is_dir);
+int api_logs_dir_openat(int rootfd, const char *url_path, unsigned flags, int *ret_fd, bool *ret_is_dir);
 
 /* Append Go http.FileServer's directory listing of dirfd to out:
  *     <pre>\n<a href="name">name</a>\n...</pre>\n
  * entries sorted by name (bytewise), directories with a trailing '/', names HTML-escaped and hrefs
  * URL-escaped as Go's url.URL{Path: name}.String(). Takes ownership of dirfd: it is closed in all cases.
  * display_path is only used in log messages. -E2BIG for directories with more than 65536 entries. */
-int logs_dir_list_html(int dirfd, const char *display_path, struct evbuffer *out);
+int api_logs_dir_list_html(int dirfd, const char *display_path, struct evbuffer *out);
 
 /* Content-Type from the file name's extension, Go's mime.TypeByExtension table plus "application/gzip"
  * for .gz; everything else, and types that a browser would execute (.html, .htm, .svg, .js, .mjs, .xml),
  * is "text/plain; charset=utf-8". name may be a path; only its last component counts. */
-const char *logs_dir_content_type(const char *name);
+const char *api_logs_dir_content_type(const char *name);
 
 /* Content-Type as Go's http.ServeContent finds it: by extension when known, else by sniffing the first
  * bytes (text is "text/plain; charset=utf-8", gzip/zip/pdf/images by their signatures, other binary data
  * "application/octet-stream"). HTML is never sniffed. */
-const char *logs_dir_sniff_content_type(const char *name, const void *head, size_t len);
+const char *api_logs_dir_sniff_content_type(const char *name, const void *head, size_t len);
 /* The same, reading up to 512 bytes of fd at offset 0 (pread: the fd's offset is not changed). */
-const char *logs_dir_content_type_fd(int fd, const char *name);
+const char *api_logs_dir_content_type_fd(int fd, const char *name);

@@ -171,6 +171,6 @@ void api_handle_metrics_probes(struct api_request *r) {
         }
         header(b, "prober_probe_total", "counter", "[ALPHA] Cumulative number of a liveness, readiness or startup probe "
                                                   "for a container by result.");
-        prober_foreach_count(r->s->prober, add_probe_count, b);
+        probe_manager_foreach_count(r->s->prober, add_probe_count, b);
         api_reply_buffer(r->req, 200, CONTENT_TYPE, b);
 }

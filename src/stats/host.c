@@ -194,7 +194,7 @@ static uint64_t keyed_or_zero(const char *text, const char *key, const char *fal
         return 0;
 }
 
-int cgroup_v1_parse_memory(const char *usage_text, const char *stat_text, struct cgroup_cpu_memory *m) {
+int stats_cgroup_v1_parse_memory(const char *usage_text, const char *stat_text, struct cgroup_cpu_memory *m) {
         uint64_t usage;
         int r;
 
@@ -213,7 +213,7 @@ int cgroup_v1_parse_memory(const char *usage_text, const char *stat_text, struct
         return 0;
 }
 
-int cgroup_v2_parse_memory(const char *current_text, const char *stat_text, struct cgroup_cpu_memory *m) {
+int stats_cgroup_v2_parse_memory(const char *current_text, const char *stat_text, struct cgroup_cpu_memory *m) {
         uint64_t usage;
         int r;
 
@@ -242,7 +242,7 @@ int cgroup_v2_parse_memory(const char *current_text, const char *stat_text, stru
         return 0;
 }
 
-int cgroup_v2_parse_cpu(const char *cpu_stat_text, uint64_t *ret_nsec) {
+int stats_cgroup_v2_parse_cpu(const char *cpu_stat_text, uint64_t *ret_nsec) {
         uint64_t usec;
         int r = stats_parse_keyed(cpu_stat_text, "usage_usec", &usec);
         if (r < 0)
@@ -253,7 +253,7 @@ int cgroup_v2_parse_cpu(const char *cpu_stat_text, uint64_t *ret_nsec) {
         return 0;
 }
 
-bool cgroup_is_unified(const char *root) {
+bool stats_cgroup_is_unified(const char *root) {
         _cleanup_free_ char *p = NULL;
         if (asprintf(&p, "%s/sys/fs/cgroup/cgroup.controllers", strempty(root)) < 0)
                 return false;
@@ -289,19 +289,19 @@ static int root_memory_from_meminfo(const char *root, struct cgroup_cpu_memory *
         return 0;
 }
 
-int cgroup_read_root(const char *root, struct cgroup_cpu_memory *ret) {
+int stats_cgroup_read_root(const char *root, struct cgroup_cpu_memory *ret) {
         struct cgroup_cpu_memory m = {};
         int r;
 
-        if (cgroup_is_unified(root)) {
+        if (stats_cgroup_is_unified(root)) {
                 _cleanup_free_ char *cpu = NULL, *cur = NULL, *st = NULL;
                 if (stats_read_file(root, "/sys/fs/cgroup/cpu.stat", SMALL_FILE_MAX, &cpu) >= 0 &&
-                    cgroup_v2_parse_cpu(cpu, &m.cpu_usage_nsec) >= 0)
+                    stats_cgroup_v2_parse_cpu(cpu, &m.cpu_usage_nsec) >= 0)
                         m.has_cpu = true;
                 (void) stats_read_file(root, "/sys/fs/cgroup/memory.current", SMALL_FILE_MAX, &cur);
                 r = stats_read_file(root, "/sys/fs/cgroup/memory.stat", SMALL_FILE_MAX, &st);
                 if (r >= 0)
-                        r = cgroup_v2_parse_memory(cur, st, &m);
+                        r = stats_cgroup_v2_parse_memory(cur, st, &m);
                 if (r < 0)
                         (void) root_memory_from_meminfo(root, &m);
         } else {
@@ -316,7 +316,7 @@ int cgroup_read_root(const char *root, struct cgroup_cpu_memory *ret) {
                                 m.has_cpu = true;
                 if (stats_read_file(root, "/sys/fs/cgroup/memory/memory.usage_in_bytes", SMALL_FILE_MAX, &usage) >= 0 &&
                     stats_read_file(root, "/sys/fs/cgroup/memory/memory.stat", SMALL_FILE_MAX, &st) >= 0)
-                        (void) cgroup_v1_parse_memory(usage, st, &m);
+                        (void) stats_cgroup_v1_parse_memory(usage, st, &m);
         }
         if (!m.has_cpu && !m.has_memory)
                 return -ENOENT;
@@ -326,7 +326,7 @@ int cgroup_read_root(const char *root, struct cgroup_cpu_memory *ret) {
 
 /* ---------------------------------------------------------------- network */
 
-int proc_net_dev_parse(const char *text, struct net_dev_stats **ret, size_t *ret_n) {
+int stats_proc_net_dev_parse(const char *text, struct net_dev_stats **ret, size_t *ret_n) {
         _cleanup_free_ struct net_dev_stats *v = NULL;
         size_t n = 0, alloc = 0;
 
@@ -374,7 +374,7 @@ int proc_net_dev_parse(const char *text, struct net_dev_stats **ret, size_t *ret
         return 0;
 }
 
-int proc_net_route_default(const char *text, char ret[static IF_NAMESIZE]) {
+int stats_proc_net_route_default(const char *text, char ret[static IF_NAMESIZE]) {
         char best[IF_NAMESIZE] = "";
         unsigned long best_metric = 0;
 
@@ -403,7 +403,7 @@ int proc_net_route_default(const char *text, char ret[static IF_NAMESIZE]) {
         return 0;
 }
 
-bool net_iface_ignored(const char *name) {
+bool stats_net_iface_ignored(const char *name) {
         static const char *const prefixes[] = {
                 "veth", "cni", "docker", "nerdctl", "flannel", "cali", "cilium", "vxlan", "tunl", "weave", "kube-",
         };
@@ -429,7 +429,7 @@ static bool iface_driver_is_bridge(int sock, const char *name) {
         return strneq(info.driver, "bridge", sizeof(info.driver));
 }
 
-int node_network_read(const char *root, struct net_dev_stats **ret, size_t *ret_n, char **ret_default) {
+int stats_node_network_read(const char *root, struct net_dev_stats **ret, size_t *ret_n, char **ret_default) {
         _cleanup_free_ char *dev = NULL, *route = NULL, *def = NULL;
         _cleanup_free_ struct net_dev_stats *all = NULL;
         char defname[IF_NAMESIZE] = "";
@@ -440,17 +440,17 @@ int node_network_read(const char *root, struct net_dev_stats **ret, size_t *ret_
         r = stats_read_file(root, "/proc/net/dev", TABLE_FILE_MAX, &dev);
         if (r < 0)
                 return r;
-        r = proc_net_dev_parse(dev, &all, &n);
+        r = stats_proc_net_dev_parse(dev, &all, &n);
         if (r < 0)
                 return r;
         if (stats_read_file(root, "/proc/net/route", TABLE_FILE_MAX, &route) >= 0)
-                (void) proc_net_route_default(route, defname);
+                (void) stats_proc_net_route_default(route, defname);
         if (isempty(root))
                 sock = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 
         for (size_t i = 0; i < n; i++) {
                 _cleanup_free_ char *bridge = NULL;
-                if (net_iface_ignored(all[i].name))
+                if (stats_net_iface_ignored(all[i].name))
                         continue;
                 if (asprintf(&bridge, "%s/sys/class/net/%s/bridge", strempty(root), all[i].name) < 0)
                         return -ENOMEM;
@@ -491,7 +491,7 @@ bool stats_nano_cores(uint64_t prev_usage_nsec, int64_t prev_time_nsec, uint64_t
 
 /* ---------------------------------------------------------------- filesystems */
 
-int fs_usage_statvfs(const char *path, struct fs_usage *ret) {
+int stats_fs_usage_statvfs(const char *path, struct fs_usage *ret) {
         struct statvfs s;
 
         if (statvfs(path, &s) < 0)
@@ -539,7 +539,7 @@ static void du_dir(int fd, unsigned depth, struct du_state *s) {
         }
 }
 
-int dir_disk_usage(const char *path, uint64_t *ret_bytes, uint64_t *ret_inodes) {
+int stats_dir_disk_usage(const char *path, uint64_t *ret_bytes, uint64_t *ret_inodes) {
         struct du_state s = {};
         struct stat st;
         int fd;

@@ -47,19 +47,19 @@ struct cgroup_cpu_memory {
 uint64_t stats_working_set(uint64_t usage, uint64_t inactive_file);
 
 /* Memory of a cgroup v1 group from memory.usage_in_bytes and memory.stat (total_* keys of the hierarchy). */
-int cgroup_v1_parse_memory(const char *usage_text, const char *stat_text, struct cgroup_cpu_memory *m);
+int stats_cgroup_v1_parse_memory(const char *usage_text, const char *stat_text, struct cgroup_cpu_memory *m);
 /* Memory of a cgroup v2 group from memory.current and memory.stat. usage_text NULL (the root group has no
  * memory.current): usage is anon + file, as runc computes it for the root. */
-int cgroup_v2_parse_memory(const char *current_text, const char *stat_text, struct cgroup_cpu_memory *m);
+int stats_cgroup_v2_parse_memory(const char *current_text, const char *stat_text, struct cgroup_cpu_memory *m);
 /* CPU of a cgroup v2 group from cpu.stat usage_usec. */
-int cgroup_v2_parse_cpu(const char *cpu_stat_text, uint64_t *ret_nsec);
+int stats_cgroup_v2_parse_cpu(const char *cpu_stat_text, uint64_t *ret_nsec);
 
 /* Whether <root>/sys/fs/cgroup is the unified (v2) hierarchy: cgroup.controllers exists there. */
-bool cgroup_is_unified(const char *root);
+bool stats_cgroup_is_unified(const char *root);
 /* CPU and memory of the root cgroup (the whole node), v1 or v2. Missing controllers leave has_cpu/has_memory
  * false; fails only if neither could be read. On v2 without a root memory.stat, falls back to /proc/meminfo
  * (MemTotal - MemFree, Inactive(file), AnonPages). */
-int cgroup_read_root(const char *root, struct cgroup_cpu_memory *ret);
+int stats_cgroup_read_root(const char *root, struct cgroup_cpu_memory *ret);
 
 /* ---- network (/proc/net/dev) ---- */
 
@@ -70,15 +70,15 @@ struct net_dev_stats {
 };
 
 /* Parse /proc/net/dev; interfaces in file order. */
-int proc_net_dev_parse(const char *text, struct net_dev_stats **ret, size_t *ret_n);
+int stats_proc_net_dev_parse(const char *text, struct net_dev_stats **ret, size_t *ret_n);
 /* The interface of the first IPv4 default route in /proc/net/route text; -ENOENT if none. */
-int proc_net_route_default(const char *text, char ret[static IF_NAMESIZE]);
+int stats_proc_net_route_default(const char *text, char ret[static IF_NAMESIZE]);
 /* Names never counted as node interfaces: loopback, veth pairs, CNI/container bridges and tunnels. */
-bool net_iface_ignored(const char *name);
+bool stats_net_iface_ignored(const char *name);
 /* The node's interfaces from <root>/proc/net/dev: not ignored by name and not a bridge
  * (<root>/sys/class/net/<name>/bridge). *ret_default: the default route's interface if among them, else the
  * first one, else NULL. */
-int node_network_read(const char *root, struct net_dev_stats **ret, size_t *ret_n, char **ret_default);
+int stats_node_network_read(const char *root, struct net_dev_stats **ret, size_t *ret_n, char **ret_default);
 
 /* ---- cpu rate ---- */
 
@@ -95,10 +95,10 @@ struct fs_usage {
 };
 
 /* statvfs of path: used = (blocks - bfree) * frsize, available = bavail * frsize, as cadvisor. */
-int fs_usage_statvfs(const char *path, struct fs_usage *ret);
+int stats_fs_usage_statvfs(const char *path, struct fs_usage *ret);
 /* Disk usage of a directory tree (du): bytes = sum of st_blocks * 512, inodes = entries including the directory
  * itself; symlinks are not followed, other filesystems are not entered, the depth is bounded. */
-int dir_disk_usage(const char *path, uint64_t *ret_bytes, uint64_t *ret_inodes);
+int stats_dir_disk_usage(const char *path, uint64_t *ret_bytes, uint64_t *ret_inodes);
 
 /* ---- processes ---- */
 

@@ -5,7 +5,7 @@
 #include "basic/macro.h"
 #include "stats/stats-internal.h"
 
-json_t *jstr(const char *s) {
+json_t *stats_jstr(const char *s) {
         _cleanup_free_ char *copy = NULL;
         json_t *j;
 
@@ -22,6 +22,6 @@ json_t *jstr(const char *s) {
         return json_string(copy);
 }
 
-json_t *juint(uint64_t v) {
+json_t *stats_juint(uint64_t v) {
         return json_integer(v > (uint64_t) INT64_MAX ? INT64_MAX : (json_int_t) v);
 }

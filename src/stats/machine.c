@@ -305,7 +305,7 @@ static int read_network_devices(const char *root, struct machine_info *m) {
 
 /* ---------------------------------------------------------------- os-release, arch */
 
-char *os_release_unquote(const char *v) {
+char *stats_os_release_unquote(const char *v) {
         size_t n = strlen(v);
         char *out, *o;
         char q = 0;
@@ -329,7 +329,7 @@ char *os_release_unquote(const char *v) {
         return out;
 }
 
-int os_release_pretty_name(const char *text, char **ret) {
+int stats_os_release_pretty_name(const char *text, char **ret) {
         for (const char *l = text; l && *l;) {
                 const char *eol = strchrnul(l, '\n');
                 while (l < eol && (*l == ' ' || *l == '\t'))
@@ -343,7 +343,7 @@ int os_release_pretty_name(const char *text, char **ret) {
                         raw = strndup(l + 12, (size_t) (e - (l + 12)));
                         if (!raw)
                                 return -ENOMEM;
-                        v = os_release_unquote(raw);
+                        v = stats_os_release_unquote(raw);
                         if (!v)
                                 return -ENOMEM;
                         *ret = v;
@@ -354,7 +354,7 @@ int os_release_pretty_name(const char *text, char **ret) {
         return -ENOENT;
 }
 
-const char *machine_goarch(const char *m) {
+const char *stats_machine_goarch(const char *m) {
         static const struct {
                 const char *uname, *goarch;
         } map[] = {
@@ -372,7 +372,7 @@ const char *machine_goarch(const char *m) {
 
 /* ---------------------------------------------------------------- machine_info */
 
-void machine_info_done(struct machine_info *m) {
+void stats_machine_info_done(struct machine_info *m) {
         if (!m)
                 return;
         free(m->vendor_id);
@@ -391,12 +391,12 @@ void machine_info_done(struct machine_info *m) {
         *m = (struct machine_info) {};
 }
 
-static void machine_info_donep(struct machine_info *m) {
-        machine_info_done(m);
+static void stats_machine_info_donep(struct machine_info *m) {
+        stats_machine_info_done(m);
 }
 
-int machine_info_read(const char *root, struct machine_info *ret) {
-        _cleanup_(machine_info_donep) struct machine_info m = {};
+int stats_machine_info_read(const char *root, struct machine_info *ret) {
+        _cleanup_(stats_machine_info_donep) struct machine_info m = {};
         _cleanup_free_ char *cpuinfo = NULL, *online = NULL, *meminfo = NULL, *osr = NULL;
         _cleanup_free_ struct cpuinfo_scan *scan = NULL;
         uint64_t khz;
@@ -479,14 +479,14 @@ int machine_info_read(const char *root, struct machine_info *ret) {
         }
         if (stats_read_file(root, "/etc/os-release", SMALL_FILE_MAX, &osr) < 0)
                 (void) stats_read_file(root, "/usr/lib/os-release", SMALL_FILE_MAX, &osr);
-        if (osr && os_release_pretty_name(osr, &m.os_image) == -ENOMEM)
+        if (osr && stats_os_release_pretty_name(osr, &m.os_image) == -ENOMEM)
                 return -ENOMEM;
         if (!m.os_image) {
                 m.os_image = strdup("Linux");
                 if (!m.os_image)
                         return -ENOMEM;
         }
-        m.architecture = strdup(machine_goarch(u.machine));
+        m.architecture = strdup(stats_machine_goarch(u.machine));
         if (!m.architecture)
                 return -ENOMEM;
 
@@ -497,7 +497,7 @@ int machine_info_read(const char *root, struct machine_info *ret) {
 
 /* ---------------------------------------------------------------- JSON */
 
-int machine_info_to_json(const struct machine_info *m, json_t **ret) {
+int stats_machine_info_to_json(const struct machine_info *m, json_t **ret) {
         json_auto_t *o = json_object();
         json_t *hp, *nd, *nvm;
         char ts[64];
@@ -520,13 +520,13 @@ int machine_info_to_json(const struct machine_info *m, json_t **ret) {
                 }
         }
         if (json_object_set_new(o, "timestamp", json_string(ts)) < 0 ||
-            json_object_set_new(o, "vendor_id", jstr(m->vendor_id)) < 0 ||
+            json_object_set_new(o, "vendor_id", stats_jstr(m->vendor_id)) < 0 ||
             json_object_set_new(o, "num_cores", json_integer(m->num_cores)) < 0 ||
             json_object_set_new(o, "num_physical_cores", json_integer(m->num_physical_cores)) < 0 ||
             json_object_set_new(o, "num_sockets", json_integer(m->num_sockets)) < 0 ||
-            json_object_set_new(o, "cpu_frequency_khz", juint(m->cpu_frequency_khz)) < 0 ||
-            json_object_set_new(o, "memory_capacity", juint(m->memory_capacity)) < 0 ||
-            json_object_set_new(o, "swap_capacity", juint(m->swap_capacity)) < 0 ||
+            json_object_set_new(o, "cpu_frequency_khz", stats_juint(m->cpu_frequency_khz)) < 0 ||
+            json_object_set_new(o, "memory_capacity", stats_juint(m->memory_capacity)) < 0 ||
+            json_object_set_new(o, "swap_capacity", stats_juint(m->swap_capacity)) < 0 ||
             json_object_set_new(o, "memory_by_type", json_object()) < 0)
                 return -ENOMEM;
         nvm = json_pack("{s:i,s:i,s:i}", "memory_mode_capacity", 0, "app direct_mode_capacity", 0, "avg_power_budget", 0);
@@ -539,9 +539,9 @@ int machine_info_to_json(const struct machine_info *m, json_t **ret) {
                 if (json_array_append_new(hp, json_pack("{s:I,s:I}", "page_size", (json_int_t) m->hugepages[i].page_size_kb,
                                                         "num_pages", (json_int_t) m->hugepages[i].num_pages)) < 0)
                         return -ENOMEM;
-        if (json_object_set_new(o, "machine_id", jstr(m->machine_id)) < 0 ||
-            json_object_set_new(o, "system_uuid", jstr(m->system_uuid)) < 0 ||
-            json_object_set_new(o, "boot_id", jstr(m->boot_id)) < 0 ||
+        if (json_object_set_new(o, "machine_id", stats_jstr(m->machine_id)) < 0 ||
+            json_object_set_new(o, "system_uuid", stats_jstr(m->system_uuid)) < 0 ||
+            json_object_set_new(o, "boot_id", stats_jstr(m->boot_id)) < 0 ||
             json_object_set_new(o, "filesystems", json_array()) < 0 ||
             json_object_set_new(o, "disk_map", json_object()) < 0)
                 return -ENOMEM;
@@ -550,8 +550,8 @@ int machine_info_to_json(const struct machine_info *m, json_t **ret) {
                 return -ENOMEM;
         for (size_t i = 0; i < m->n_network_devices; i++) {
                 const struct net_device_info *d = &m->network_devices[i];
-                if (json_array_append_new(nd, json_pack("{s:o,s:o,s:I,s:I}", "name", jstr(d->name), "mac_address",
-                                                        jstr(d->mac_address), "speed", (json_int_t) d->speed, "mtu",
+                if (json_array_append_new(nd, json_pack("{s:o,s:o,s:I,s:I}", "name", stats_jstr(d->name), "mac_address",
+                                                        stats_jstr(d->mac_address), "speed", (json_int_t) d->speed, "mtu",
                                                         (json_int_t) d->mtu)) < 0)
                         return -ENOMEM;
         }
@@ -560,8 +560,8 @@ int machine_info_to_json(const struct machine_info *m, json_t **ret) {
             json_object_set_new(o, "instance_type", json_string("Unknown")) < 0 ||
             json_object_set_new(o, "instance_id", json_string("None")) < 0 ||
             /* not in cadvisor's MachineInfo (they are in its VersionInfo / the node's nodeInfo) */
-            json_object_set_new(o, "kernel_version", jstr(m->kernel_version)) < 0 ||
-            json_object_set_new(o, "os_image", jstr(m->os_image)) < 0)
+            json_object_set_new(o, "kernel_version", stats_jstr(m->kernel_version)) < 0 ||
+            json_object_set_new(o, "os_image", stats_jstr(m->os_image)) < 0)
                 return -ENOMEM;
         *ret = TAKE_PTR(o);
         return 0;

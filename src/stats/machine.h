@@ -43,16 +43,16 @@ struct machine_info {
 
 /* Read the machine's description. root: prefix for every path ("" or NULL: the real host). Fails only when
  * the essentials (CPU count, MemTotal) cannot be found; other fields default to "" / 0. ret is filled only on
- * success; free it with machine_info_done(). */
-int machine_info_read(const char *root, struct machine_info *ret);
+ * success; free it with stats_machine_info_done(). */
+int stats_machine_info_read(const char *root, struct machine_info *ret);
 /* Frees the contents; accepts NULL. */
-void machine_info_done(struct machine_info *m);
+void stats_machine_info_done(struct machine_info *m);
 /* cadvisor v1 MachineInfo JSON (upstream field names), plus kernel_version and os_image. */
-int machine_info_to_json(const struct machine_info *m, json_t **ret);
+int stats_machine_info_to_json(const struct machine_info *m, json_t **ret);
 
 /* Unquote an os-release value ("Debian GNU\/Linux", 'x', or bare). Returns a new string or NULL on OOM. */
-char *os_release_unquote(const char *v);
+char *stats_os_release_unquote(const char *v);
 /* PRETTY_NAME from os-release text; -ENOENT if absent. */
-int os_release_pretty_name(const char *text, char **ret);
+int stats_os_release_pretty_name(const char *text, char **ret);
 /* GOARCH name for a uname machine ("x86_64" → "amd64"); unknown ones are returned as is. */
-const char *machine_goarch(const char *uname_machine);
+const char *stats_machine_goarch(const char *uname_machine);

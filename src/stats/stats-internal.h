@@ -7,9 +7,9 @@
 #include <stdint.h>
 
 /* A JSON string; NULL becomes "", bytes that are not valid UTF-8 become '?'. NULL only on OOM. */
-json_t *jstr(const char *s);
+json_t *stats_jstr(const char *s);
 /* A JSON integer from an unsigned value (saturated at INT64_MAX). */
-json_t *juint(uint64_t v);
+json_t *stats_juint(uint64_t v);
 
 #include "cri/cri.h"
 

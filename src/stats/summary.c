@@ -298,7 +298,7 @@ static void put(struct build *b, json_t *o, const char *key, json_t *v) {
 
 static void put_opt(struct build *b, json_t *o, const char *key, struct opt v) {
         if (v.set)
-                put(b, o, key, juint(v.v));
+                put(b, o, key, stats_juint(v.v));
 }
 
 static void append(struct build *b, json_t *a, json_t *v) {
@@ -344,13 +344,13 @@ static json_t *fs_json(struct build *b, int64_t time_nsec, const struct fs_usage
         json_t *o = json_object();
         put(b, o, "time", time_json(time_nsec, b));
         if (fs) {
-                put(b, o, "availableBytes", juint(fs->available_bytes));
-                put(b, o, "capacityBytes", juint(fs->capacity_bytes));
+                put(b, o, "availableBytes", stats_juint(fs->available_bytes));
+                put(b, o, "capacityBytes", stats_juint(fs->capacity_bytes));
         }
         put_opt(b, o, "usedBytes", used);
         if (fs) {
-                put(b, o, "inodesFree", juint(fs->inodes_free));
-                put(b, o, "inodes", juint(fs->inodes));
+                put(b, o, "inodesFree", stats_juint(fs->inodes_free));
+                put(b, o, "inodes", stats_juint(fs->inodes));
         }
         put_opt(b, o, "inodesUsed", inodes_used);
         return o;
@@ -359,7 +359,7 @@ static json_t *fs_json(struct build *b, int64_t time_nsec, const struct fs_usage
 static json_t *iface_json(struct build *b, const char *name, struct opt rx, struct opt rx_err, struct opt tx,
                           struct opt tx_err) {
         json_t *o = json_object();
-        put(b, o, "name", jstr(name));
+        put(b, o, "name", stats_jstr(name));
         put_opt(b, o, "rxBytes", rx);
         put_opt(b, o, "rxErrors", rx_err);
         put_opt(b, o, "txBytes", tx);
@@ -387,7 +387,7 @@ static const struct fs_usage *mount_fs(struct build *b, const char *path) {
         b->mounts = m;
         m = &b->mounts[b->n_mounts++];
         m->path = copy;
-        m->ok = fs_usage_statvfs(path, &m->fs) >= 0;
+        m->ok = stats_fs_usage_statvfs(path, &m->fs) >= 0;
         return m->ok ? &m->fs : NULL;
 }
 
@@ -498,7 +498,7 @@ static json_t *container_json(struct build *b, const struct pod *pod, const stru
         bool running = k->c->state == RUNTIME__V1__CONTAINER_STATE__CONTAINER_RUNNING; /* all are, for now */
         struct opt used = NONE, inodes = NONE;
 
-        put(b, o, "name", jstr(k->name));
+        put(b, o, "name", stats_jstr(k->name));
         put(b, o, "startTime", time_json(k->c->created_at, b));
 
         if (s->cpu) {
@@ -558,7 +558,7 @@ static json_t *container_json(struct build *b, const struct pod *pod, const stru
                 if (asprintf(&dir, "%s/%s_%s_%s/%s", b->p->pod_logs_dir, pod->namespace_, pod->name, pod->uid,
                              k->name) < 0)
                         b->oom = true;
-                else if (dir_disk_usage(dir, &bytes, &n) >= 0) {
+                else if (stats_dir_disk_usage(dir, &bytes, &n) >= 0) {
                         put(b, o, "logs", fs_json(b, 0, mount_fs(b, b->p->pod_logs_dir), OPT(bytes), OPT(n)));
                         add_usage(eph_used, OPT(bytes));
                         add_usage(eph_inodes, OPT(n));
@@ -573,7 +573,7 @@ static json_t *network_from_cri(struct build *b, const Runtime__V1__NetworkUsage
 
         put(b, o, "time", time_json(n->timestamp, b));
         if (d) {
-                put(b, o, "name", jstr(d->name));
+                put(b, o, "name", stats_jstr(d->name));
                 put_opt(b, o, "rxBytes", opt_pb(d->rx_bytes));
                 put_opt(b, o, "rxErrors", opt_pb(d->rx_errors));
                 put_opt(b, o, "txBytes", opt_pb(d->tx_bytes));
@@ -611,10 +611,10 @@ static json_t *network_from_proc(struct build *b, const char *sandbox_id) {
                 return NULL;
         }
         if (stats_read_file(b->p->host_root, path, 4u * 1024u * 1024u, &text) < 0 ||
-            proc_net_dev_parse(text, &ifs, &n) < 0)
+            stats_proc_net_dev_parse(text, &ifs, &n) < 0)
                 return NULL;
         for (size_t i = 0; i < n; i++)
-                if (!net_iface_ignored(ifs[i].name))
+                if (!stats_net_iface_ignored(ifs[i].name))
                         ifs[k++] = ifs[i];
         if (k == 0)
                 return NULL;
@@ -625,11 +625,11 @@ static json_t *network_from_proc(struct build *b, const char *sandbox_id) {
                 def = &ifs[0];
         o = json_object();
         put(b, o, "time", json_string(b->now));
-        put(b, o, "name", jstr(def->name));
-        put(b, o, "rxBytes", juint(def->rx_bytes));
-        put(b, o, "rxErrors", juint(def->rx_errors));
-        put(b, o, "txBytes", juint(def->tx_bytes));
-        put(b, o, "txErrors", juint(def->tx_errors));
+        put(b, o, "name", stats_jstr(def->name));
+        put(b, o, "rxBytes", stats_juint(def->rx_bytes));
+        put(b, o, "rxErrors", stats_juint(def->rx_errors));
+        put(b, o, "txBytes", stats_juint(def->tx_bytes));
+        put(b, o, "txErrors", stats_juint(def->tx_errors));
         a = json_array();
         put(b, o, "interfaces", a);
         for (size_t i = 0; a && i < k; i++)
@@ -644,9 +644,9 @@ static json_t *pod_json(struct build *b, struct pod *pod, Runtime__V1__Container
         struct totals t = { .all_nano = true };
         struct opt eph_used = OPT(0), eph_inodes = OPT(0);
 
-        put(b, ref, "name", jstr(pod->name));
-        put(b, ref, "namespace", jstr(pod->namespace_));
-        put(b, ref, "uid", jstr(pod->uid));
+        put(b, ref, "name", stats_jstr(pod->name));
+        put(b, ref, "namespace", stats_jstr(pod->namespace_));
+        put(b, ref, "uid", stats_jstr(pod->uid));
         put(b, o, "podRef", ref);
         put(b, o, "startTime", time_json(pod->sb->created_at, b));
         put(b, o, "containers", cs);
@@ -700,7 +700,7 @@ static json_t *pod_json(struct build *b, struct pod *pod, Runtime__V1__Container
         if (pod->stats && pod->stats->linux && pod->stats->linux->process &&
             pod->stats->linux->process->process_count) {
                 json_t *ps = json_object();
-                put(b, ps, "process_count", juint(pod->stats->linux->process->process_count->value));
+                put(b, ps, "process_count", stats_juint(pod->stats->linux->process->process_count->value));
                 put(b, o, "process_stats", ps);
         }
         return o;
@@ -882,7 +882,7 @@ static json_t *node_network_json(struct build *b) {
         json_t *o, *a;
         int r;
 
-        r = node_network_read(b->p->host_root, &ifs, &n, &def);
+        r = stats_node_network_read(b->p->host_root, &ifs, &n, &def);
         if (r < 0) {
                 log_v(4, "stats: cannot read the node's network interfaces: %s", strerror(-r));
                 return NULL;
@@ -893,11 +893,11 @@ static json_t *node_network_json(struct build *b) {
         put(b, o, "time", json_string(b->now));
         for (size_t i = 0; i < n; i++)
                 if (def && streq(ifs[i].name, def)) {
-                        put(b, o, "name", jstr(ifs[i].name));
-                        put(b, o, "rxBytes", juint(ifs[i].rx_bytes));
-                        put(b, o, "rxErrors", juint(ifs[i].rx_errors));
-                        put(b, o, "txBytes", juint(ifs[i].tx_bytes));
-                        put(b, o, "txErrors", juint(ifs[i].tx_errors));
+                        put(b, o, "name", stats_jstr(ifs[i].name));
+                        put(b, o, "rxBytes", stats_juint(ifs[i].rx_bytes));
+                        put(b, o, "rxErrors", stats_juint(ifs[i].rx_errors));
+                        put(b, o, "txBytes", stats_juint(ifs[i].tx_bytes));
+                        put(b, o, "txErrors", stats_juint(ifs[i].tx_errors));
                 }
         a = json_array();
         put(b, o, "interfaces", a);
@@ -915,14 +915,14 @@ static json_t *node_json(struct build *b, const struct summary_input *in, const 
         char buf[32];
         int r;
 
-        put(b, o, "nodeName", jstr(p->node_name));
+        put(b, o, "nodeName", stats_jstr(p->node_name));
         put(b, o, "systemContainers", system_containers_json(b, pods));
         put(b, o, "startTime",
             json_string(p->boot_time_sec > 0
                                 ? format_rfc3339((uint64_t) p->boot_time_sec * USEC_PER_SEC, buf, sizeof(buf))
                                 : format_rfc3339(p->start_realtime_usec, buf, sizeof(buf))));
 
-        r = cgroup_read_root(p->host_root, &cg);
+        r = stats_cgroup_read_root(p->host_root, &cg);
         if (r < 0)
                 log_v(4, "stats: cannot read the root cgroup: %s", strerror(-r));
         else {

@@ -157,7 +157,7 @@ static json_t *container_status_json(const struct pod_status_input *in, const st
         return st;
 }
 
-const char *pod_status_phase(const struct pod_status_input *in) {
+const char *status_pod_phase(const struct pod_status_input *in) {
         const struct pod *pod = in->pod;
         size_t unknown = 0, running = 0, waiting = 0, stopped = 0, succeeded = 0;
         size_t pending_init = 0, failed_init = 0;
@@ -280,7 +280,7 @@ static int init_container_statuses(const struct pod_status_input *in, json_t **r
                 if (c && (c->state == KC_CONTAINER_RUNNING || c->state == KC_CONTAINER_EXITED))
                         app_started = true;
         }
-        if (incomplete && !app_started && !streq(pod_status_phase(in), "Succeeded")) {
+        if (incomplete && !app_started && !streq(status_pod_phase(in), "Succeeded")) {
                 list = strv_join(incomplete, " ");
                 if (!list || asprintf(&msg, "containers with incomplete status: [%s]", list) < 0) {
                         msg = NULL;
@@ -313,12 +313,12 @@ static int name_cmp(const void *a, const void *b) {
                       json_string_value(json_object_get(*(json_t *const *) b, "name")));
 }
 
-int pod_status_generate(const struct pod_status_input *in, json_t **ret) {
+int status_pod_generate(const struct pod_status_input *in, json_t **ret) {
         const struct pod *pod = in->pod;
         _cleanup_free_ json_t **sorted = NULL;
         _cleanup_strv_free_ char **unready = NULL;
         _cleanup_free_ char *unready_list = NULL, *message = NULL;
-        const char *phase = pod_status_phase(in), *ip = sandbox_ip(in);
+        const char *phase = status_pod_phase(in), *ip = sandbox_ip(in);
         bool completed = streq(phase, "Succeeded") || streq(phase, "Failed");
         int64_t ready_at = in->ready_transition_usec ? in->ready_transition_usec : in->initialized_usec;
         json_auto_t *statuses = NULL, *init_statuses = NULL;

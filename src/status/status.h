@@ -33,7 +33,7 @@ struct pod_status_input {
 };
 
 /* "Pending", "Running", "Succeeded", "Failed" (getPhase). */
-const char *pod_status_phase(const struct pod_status_input *in);
+const char *status_pod_phase(const struct pod_status_input *in);
 
 /* The whole v1 PodStatus object. */
-int pod_status_generate(const struct pod_status_input *in, json_t **ret);
+int status_pod_generate(const struct pod_status_input *in, json_t **ret);

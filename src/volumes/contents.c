@@ -63,7 +63,7 @@ static int object_payload(const struct pod *pod, const struct object_volume *o, 
         json_t *obj = NULL;
         int r;
 
-        r = pod_objects_lookup(ctx->objects, kind, pod->namespace_, o->name, &obj, &fetch_msg);
+        r = objects_pod_lookup(ctx->objects, kind, pod->namespace_, o->name, &obj, &fetch_msg);
         if (r == -ENOENT) {
                 if (o->optional)
                         return 0;
@@ -162,7 +162,7 @@ int vol_volume_payload(const struct pod *pod, const struct volume *v, const stru
                                                                                           : "default";
                                 const char *fetch_msg = NULL;
                                 json_t *st = NULL, *tok;
-                                r = pod_objects_lookup_token(ctx->objects, pod->namespace_, sa, strempty(s->token_audience),
+                                r = objects_pod_lookup_token(ctx->objects, pod->namespace_, sa, strempty(s->token_audience),
                                                              s->token_expiration_seconds, &st, &fetch_msg);
                                 if (r < 0) {
                                         r = ck_error_set(ret_error, r, "failed to fetch token: %s",

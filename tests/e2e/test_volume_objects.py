@@ -127,7 +127,7 @@ def test_configmap_update_reaches_running_container_atomically(kubelet_factory, 
     # Flip the value a few times. What sets the delay: nothing periodic (upstream's kubelet only rewrites the
     # volume on its next periodic sync, up to the sync period plus the ConfigMap cache TTL, about a minute).
     # Here the fake apiserver's WATCH event reaches the object manager (src/objects/) at once, which requests a
-    # sync of the pods using the ConfigMap (pod_worker_request_sync: immediate, or right after a pass in
+    # sync of the pods using the ConfigMap (kubelet_worker_request_sync: immediate, or right after a pass in
     # progress, no back-off), and that sync's volume setup runs the atomic writer: milliseconds, plus up to
     # the reader's 0.2 s sleep. 30 s bounds it generously for a loaded machine.
     values = [two, one, two, one, two]

@@ -43,8 +43,8 @@ static const char web_json[] =
 static struct pod_set load(const char *text, const char *node, const char *source, const char *id) {
         struct pod_set set = {};
         struct ck_error *err = NULL;
-        if (static_pods_from_manifest(text, strlen(text), node, source, id, &set, &err) < 0)
-                fail_msg("static_pods_from_manifest: %s", ck_error_message(err));
+        if (pod_config_static_pods_from_manifest(text, strlen(text), node, source, id, &set, &err) < 0)
+                fail_msg("pod_config_static_pods_from_manifest: %s", ck_error_message(err));
         assert_null(err);
         return set;
 }
@@ -61,7 +61,7 @@ static char *uid_of(const char *text, const char *node, const char *source, cons
 static void expect_error_node(const char *text, const char *node, const char *prefix) {
         struct pod_set set = {};
         struct ck_error *err = NULL;
-        assert_int_equal(static_pods_from_manifest(text, strlen(text), node, CONFIG_SOURCE_FILE, PATH, &set, &err), -EINVAL);
+        assert_int_equal(pod_config_static_pods_from_manifest(text, strlen(text), node, CONFIG_SOURCE_FILE, PATH, &set, &err), -EINVAL);
         assert_int_equal(set.n, 0);
         if (!startswith(ck_error_message(err), prefix))
                 fail_msg("error %s", ck_error_message(err));
@@ -188,7 +188,7 @@ static void test_uid_value(void **state) {
 static void expect_error(const char *text, int code, const char *msg) {
         struct pod_set set = { .n = 77 };
         struct ck_error *err = NULL;
-        int r = static_pods_from_manifest(text, strlen(text), NODE, CONFIG_SOURCE_FILE, PATH, &set, &err);
+        int r = pod_config_static_pods_from_manifest(text, strlen(text), NODE, CONFIG_SOURCE_FILE, PATH, &set, &err);
         if (r != code)
                 fail_msg("returned %d (%s), want %d", r, strna(ck_error_message(err)), code);
         assert_int_equal(set.n, 77); /* nothing returned */
@@ -243,7 +243,7 @@ static void test_errors(void **state) {
         {
                 struct pod_set set = {};
                 struct ck_error *err = NULL;
-                assert_int_equal(static_pods_from_manifest("x", MANIFEST_MAX_SIZE + 1, NODE, CONFIG_SOURCE_FILE, PATH,
+                assert_int_equal(pod_config_static_pods_from_manifest("x", MANIFEST_MAX_SIZE + 1, NODE, CONFIG_SOURCE_FILE, PATH,
                                                            &set, &err),
                                  -EFBIG);
                 assert_non_null(strstr(ck_error_message(err), "too large"));
@@ -274,12 +274,12 @@ static void test_pod_list(void **state) {
 static void test_apply_defaults_direct(void **state) {
         struct pod *p = pod_new();
 
-        assert_int_equal(static_pod_apply_defaults(p, NODE, CONFIG_SOURCE_FILE, PATH), -EINVAL); /* no document */
+        assert_int_equal(pod_config_static_pod_defaults(p, NODE, CONFIG_SOURCE_FILE, PATH), -EINVAL); /* no document */
         assert_null(p->uid);
-        assert_int_equal(static_pod_apply_defaults(p, "", CONFIG_SOURCE_FILE, PATH), -EINVAL);
+        assert_int_equal(pod_config_static_pod_defaults(p, "", CONFIG_SOURCE_FILE, PATH), -EINVAL);
         p->uid = strdup("given");
         p->name = strdup("n");
-        assert_int_equal(static_pod_apply_defaults(p, "NODE", CONFIG_SOURCE_HTTP, "http://x"), 0);
+        assert_int_equal(pod_config_static_pod_defaults(p, "NODE", CONFIG_SOURCE_HTTP, "http://x"), 0);
         assert_string_equal(p->uid, "given");
         assert_string_equal(p->name, "n-node");
         assert_string_equal(p->spec.node_name, "NODE");

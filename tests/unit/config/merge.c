@@ -42,8 +42,8 @@ static char *pod_yaml(const char *name, const char *image, const char *uid) {
 static struct pod_set pods_from(const char *source, const char *id, const char *yaml) {
         struct pod_set set = {};
         struct ck_error *err = NULL;
-        if (static_pods_from_manifest(yaml, strlen(yaml), NODE, source, id, &set, &err) < 0)
-                fail_msg("static_pods_from_manifest: %s", ck_error_message(err));
+        if (pod_config_static_pods_from_manifest(yaml, strlen(yaml), NODE, source, id, &set, &err) < 0)
+                fail_msg("pod_config_static_pods_from_manifest: %s", ck_error_message(err));
         return set;
 }
 

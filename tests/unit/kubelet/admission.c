@@ -31,7 +31,7 @@ static void test_requests(void **state) {
         struct pod *p;
 
         p = parse_pod("  containers:\n  - {name: a, image: i}\n");
-        pod_requests(p, &cpu, &mem);
+        kubelet_pod_requests(p, &cpu, &mem);
         assert_int_equal(cpu, 0);
         assert_int_equal(mem, 0);
         pod_free(p);
@@ -39,14 +39,14 @@ static void test_requests(void **state) {
         p = parse_pod("  containers:\n"
                       "  - {name: a, image: i, resources: {requests: {cpu: 100m, memory: 64Mi}}}\n"
                       "  - {name: b, image: i, resources: {limits: {cpu: 250m, memory: 1Gi}}}\n");
-        pod_requests(p, &cpu, &mem);
+        kubelet_pod_requests(p, &cpu, &mem);
         assert_int_equal(cpu, 350);
         assert_int_equal(mem, 64 * MIB + 1024 * MIB);
         pod_free(p);
         /* the largest init container wins when larger than the sum */
         p = parse_pod("  initContainers:\n  - {name: i, image: i, resources: {requests: {cpu: '2', memory: 16Mi}}}\n"
                       "  containers:\n  - {name: a, image: i, resources: {requests: {cpu: 100m, memory: 64Mi}}}\n");
-        pod_requests(p, &cpu, &mem);
+        kubelet_pod_requests(p, &cpu, &mem);
         assert_int_equal(cpu, 2000);
         assert_int_equal(mem, 64 * MIB);
         pod_free(p);
@@ -61,18 +61,18 @@ static void test_admit(void **state) {
         const char *reason = NULL;
         char *msg = NULL;
 
-        assert_int_equal(pod_admit(mid, admitted, 0, &node, &reason, &msg), 0);
+        assert_int_equal(kubelet_admit(mid, admitted, 0, &node, &reason, &msg), 0);
         assert_null(msg);
         /* cpu: 600 + 1500 > 2000 */
-        assert_int_equal(pod_admit(mid, admitted, 1, &node, &reason, &msg), -ENOSPC);
+        assert_int_equal(kubelet_admit(mid, admitted, 1, &node, &reason, &msg), -ENOSPC);
         assert_string_equal(reason, "OutOfcpu");
         assert_string_equal(msg, "Pod was rejected: Node didn't have enough resource: cpu, requested: 600, used: 1500, "
                                  "capacity: 2000");
         free(msg);
         msg = NULL;
         /* a pod without requests always fits the resources, but not the pod count */
-        assert_int_equal(pod_admit(none, admitted, 2, &node, &reason, &msg), 0);
-        assert_int_equal(pod_admit(none, admitted, 3, &node, &reason, &msg), -ENOSPC);
+        assert_int_equal(kubelet_admit(none, admitted, 2, &node, &reason, &msg), 0);
+        assert_int_equal(kubelet_admit(none, admitted, 3, &node, &reason, &msg), -ENOSPC);
         assert_string_equal(reason, "OutOfpods");
         assert_string_equal(msg, "Pod was rejected: Node didn't have enough resource: pods, requested: 1, used: 3, "
                                  "capacity: 3");
@@ -81,13 +81,13 @@ static void test_admit(void **state) {
         /* memory */
         node.cpu_milli = 8000;
         admitted[0] = mid;
-        assert_int_equal(pod_admit(mid, admitted, 1, &node, &reason, &msg), -ENOSPC);
+        assert_int_equal(kubelet_admit(mid, admitted, 1, &node, &reason, &msg), -ENOSPC);
         assert_string_equal(reason, "OutOfmemory");
         assert_non_null(strstr(msg, "memory, requested: 943718400, used: 943718400, capacity: 1073741824"));
         free(msg);
         /* no pod limit */
         node.max_pods = 0;
-        assert_int_equal(pod_admit(none, admitted, 3, &node, &reason, &msg), 0);
+        assert_int_equal(kubelet_admit(none, admitted, 3, &node, &reason, &msg), 0);
         pod_free(big);
         pod_free(mid);
         pod_free(none);
@@ -103,13 +103,13 @@ static void test_sysctls(void **state) {
         p = parse_pod("  securityContext: {sysctls: [{name: net.ipv4.tcp_syncookies, value: '1'}, "
                       "{name: net.core.somaxconn, value: '1024'}]}\n  containers:\n  - {name: a, image: i}\n");
         /* checked before the resources: a forbidden sysctl is reported even when the node is full */
-        assert_int_equal(pod_admit(p, (const struct pod *const *) &p, 1, &node, &reason, &message), -ENOSPC);
+        assert_int_equal(kubelet_admit(p, (const struct pod *const *) &p, 1, &node, &reason, &message), -ENOSPC);
         assert_string_equal(reason, "SysctlForbidden");
         assert_string_equal(message, "Pod was rejected: forbidden sysctl: \"net.core.somaxconn\" not allowlisted");
         free(message);
         message = NULL;
         node.allowed_unsafe_sysctls = allowed;
-        assert_int_equal(pod_admit(p, NULL, 0, &node, &reason, &message), 0);
+        assert_int_equal(kubelet_admit(p, NULL, 0, &node, &reason, &message), 0);
         assert_null(message);
         pod_free(p);
 }

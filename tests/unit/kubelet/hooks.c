@@ -55,9 +55,9 @@ static struct hook_target target(const struct pod *p) {
 static void test_messages(void **state) {
         struct pod *p = load("{postStart: {exec: {command: [sh, -c, 'exit 1']}}, preStop: {httpGet: {port: 80, path: /x}}}");
         struct hook_target t = target(p);
-        _cleanup_free_ char *e = hook_failure_message(p->spec.containers[0].post_start, &t,
+        _cleanup_free_ char *e = kubelet_hook_failure_message(p->spec.containers[0].post_start, &t,
                                                       "command 'sh -c exit 1' exited with 1: ", "out\n\"q\"");
-        _cleanup_free_ char *h = hook_failure_message(p->spec.containers[0].pre_stop, &t, "boom", NULL);
+        _cleanup_free_ char *h = kubelet_hook_failure_message(p->spec.containers[0].pre_stop, &t, "boom", NULL);
 
         assert_string_equal(e, "Exec lifecycle hook ([sh -c exit 1]) for Container \"c\" in Pod \"p_default(u)\" failed - "
                                "error: command 'sh -c exit 1' exited with 1: , message: \"out\\n\\\"q\\\"\"");
@@ -76,7 +76,7 @@ static void run(const char *lifecycle, bool pre_stop, uint64_t timeout_usec, str
 
         o->base = base;
         o->calls = 0;
-        assert_int_equal(hook_run_start(&env, &list, pre_stop ? c->pre_stop : c->post_start, &t, timeout_usec, on_done,
+        assert_int_equal(kubelet_hook_run_start(&env, &list, pre_stop ? c->pre_stop : c->post_start, &t, timeout_usec, on_done,
                                         o), 0);
         assert_non_null(list);
         assert_int_equal(o->calls, 0); /* never from inside the start */
@@ -132,9 +132,9 @@ static void test_cancel(void **state) {
         struct hook_target t = target(p);
         struct outcome a = {}, b = {};
 
-        assert_int_equal(hook_run_start(&env, &list, p->spec.containers[0].pre_stop, &t, USEC_PER_SEC * 10, on_done, &a), 0);
-        assert_int_equal(hook_run_start(&env, &list, p->spec.containers[0].post_start, &t, USEC_PER_SEC * 10, on_done, &b), 0);
-        hook_run_cancel_all(&list);
+        assert_int_equal(kubelet_hook_run_start(&env, &list, p->spec.containers[0].pre_stop, &t, USEC_PER_SEC * 10, on_done, &a), 0);
+        assert_int_equal(kubelet_hook_run_start(&env, &list, p->spec.containers[0].post_start, &t, USEC_PER_SEC * 10, on_done, &b), 0);
+        kubelet_hook_run_cancel_all(&list);
         assert_null(list);
         assert_int_equal(a.calls, 1);
         assert_int_equal(a.error, -ECANCELED);

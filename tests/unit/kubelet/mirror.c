@@ -41,7 +41,7 @@ static void test_plan(void **state) {
         struct mirror_action *act = NULL;
         size_t n = 0;
 
-        assert_int_equal(mirror_plan(pods, 3, observed, 4, &act, &n), 0);
+        assert_int_equal(kubelet_mirror_plan(pods, 3, observed, 4, &act, &n), 0);
         assert_int_equal(n, 3);
         assert_int_equal(act[0].kind, MIRROR_DELETE); /* b's outdated mirror; created after it is gone */
         assert_int_equal(act[0].index, 1);
@@ -53,10 +53,10 @@ static void test_plan(void **state) {
 
         /* a mirror being deleted (by a user) is waited for, then created again */
         const struct mirror_observed going[] = { { "kube-system", "a", "u-a", "h1", true } };
-        assert_int_equal(mirror_plan(pods, 1, going, 1, &act, &n), 0);
+        assert_int_equal(kubelet_mirror_plan(pods, 1, going, 1, &act, &n), 0);
         assert_int_equal(n, 0);
         free(act);
-        assert_int_equal(mirror_plan(pods, 1, NULL, 0, &act, &n), 0);
+        assert_int_equal(kubelet_mirror_plan(pods, 1, NULL, 0, &act, &n), 0);
         assert_int_equal(n, 1);
         assert_int_equal(act[0].kind, MIRROR_CREATE);
         free(act);
@@ -67,7 +67,7 @@ static void test_plan(void **state) {
 
 static void test_build(void **state) {
         struct pod *a = static_pod("web-n1", "abc");
-        json_t *m = mirror_pod_build(a, "n1", "node-uid");
+        json_t *m = kubelet_mirror_pod_build(a, "n1", "node-uid");
         json_t *meta = json_object_get(m, "metadata"), *own;
 
         assert_non_null(m);

@@ -86,11 +86,11 @@ static void test_env_all_sources(void **state) {
         json_t *cm, *sec;
         struct pod *p;
 
-        assert_int_equal(pod_objects_new(&objs), 0);
+        assert_int_equal(objects_pod_new(&objs), 0);
         cm = json_pack("{s:{s:s,s:s,s:s,s:s}}", "data", "LEVEL", "debug", "MODE", "from-cm", "1BAD", "x", "b.c", "y");
         sec = json_pack("{s:{s:s,s:s}}", "data", "password", "czNjcjN0", "token", "dG9r");
-        assert_int_equal(pod_objects_put(objs, "ConfigMap", "ns1", "cfg", cm), 0);
-        assert_int_equal(pod_objects_put(objs, "Secret", "ns1", "sec", sec), 0);
+        assert_int_equal(objects_pod_put(objs, "ConfigMap", "ns1", "cfg", cm), 0);
+        assert_int_equal(objects_pod_put(objs, "Secret", "ns1", "sec", sec), 0);
         json_decref(cm);
         json_decref(sec);
         ctx.objects = objs;
@@ -189,7 +189,7 @@ static void test_env_all_sources(void **state) {
                 kc_build_report_done(&report);
         }
         pod_free(p);
-        pod_objects_free(objs);
+        objects_pod_free(objs);
 }
 
 static void expect_env_error(struct pod_objects *objs, const char *env_yaml, const char *message) {
@@ -214,10 +214,10 @@ static void test_env_errors(void **state) {
         json_t *cm = json_pack("{s:{s:s}}", "data", "a", "b");
         json_t *sec = json_pack("{s:{s:s}}", "data", "a", "!!notbase64");
 
-        assert_int_equal(pod_objects_new(&objs), 0);
-        assert_int_equal(pod_objects_put(objs, "ConfigMap", "ns1", "cfg", cm), 0);
-        assert_int_equal(pod_objects_put(objs, "Secret", "ns1", "bad", sec), 0);
-        assert_int_equal(pod_objects_put_error(objs, "Secret", "ns1", "forbidden", -EACCES,
+        assert_int_equal(objects_pod_new(&objs), 0);
+        assert_int_equal(objects_pod_put(objs, "ConfigMap", "ns1", "cfg", cm), 0);
+        assert_int_equal(objects_pod_put(objs, "Secret", "ns1", "bad", sec), 0);
+        assert_int_equal(objects_pod_put_error(objs, "Secret", "ns1", "forbidden", -EACCES,
                                                "secrets \"forbidden\" is forbidden: no relationship found"),
                          0);
         json_decref(cm);
@@ -239,7 +239,7 @@ static void test_env_errors(void **state) {
         /* no objects at all (standalone): not found */
         expect_env_error(NULL, "    env: [{name: A, valueFrom: {secretKeyRef: {name: s, key: k}}}]\n",
                          "secret \"s\" not found");
-        pod_objects_free(objs);
+        objects_pod_free(objs);
 }
 
 /* ---- validation ---- */

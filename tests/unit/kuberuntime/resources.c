@@ -52,33 +52,33 @@ static void test_qos_classes(void **state) {
 }
 
 static void test_cpu_conversions(void **state) {
-        assert_int_equal(milli_cpu_to_shares(0), 2);
-        assert_int_equal(milli_cpu_to_shares(1), 2);
-        assert_int_equal(milli_cpu_to_shares(100), 102);
-        assert_int_equal(milli_cpu_to_shares(1000), 1024);
-        assert_int_equal(milli_cpu_to_shares(1000000), 262144);
-        assert_int_equal(milli_cpu_to_quota(0, 100000), 0);
-        assert_int_equal(milli_cpu_to_quota(5, 100000), 1000); /* minimum quota */
-        assert_int_equal(milli_cpu_to_quota(250, 100000), 25000);
-        assert_int_equal(milli_cpu_to_quota(2000, 100000), 200000);
+        assert_int_equal(kr_milli_cpu_to_shares(0), 2);
+        assert_int_equal(kr_milli_cpu_to_shares(1), 2);
+        assert_int_equal(kr_milli_cpu_to_shares(100), 102);
+        assert_int_equal(kr_milli_cpu_to_shares(1000), 1024);
+        assert_int_equal(kr_milli_cpu_to_shares(1000000), 262144);
+        assert_int_equal(kr_milli_cpu_to_quota(0, 100000), 0);
+        assert_int_equal(kr_milli_cpu_to_quota(5, 100000), 1000); /* minimum quota */
+        assert_int_equal(kr_milli_cpu_to_quota(250, 100000), 25000);
+        assert_int_equal(kr_milli_cpu_to_quota(2000, 100000), 200000);
 }
 
 static void test_oom_score_adj(void **state) {
         struct pod *p;
 
         p = parse_pod("  - {name: a, image: i, resources: {limits: {cpu: 1, memory: 1Gi}}}\n");
-        assert_int_equal(container_oom_score_adj(p, &p->spec.containers[0], 8 * GIB), -997);
+        assert_int_equal(kr_container_oom_score_adj(p, &p->spec.containers[0], 8 * GIB), -997);
         pod_free(p);
         p = parse_pod("  - {name: a, image: i}\n");
-        assert_int_equal(container_oom_score_adj(p, &p->spec.containers[0], 8 * GIB), 1000);
+        assert_int_equal(kr_container_oom_score_adj(p, &p->spec.containers[0], 8 * GIB), 1000);
         pod_free(p);
         /* burstable: 1000 - 1000*request/capacity, within [3, 999] */
         p = parse_pod("  - {name: a, image: i, resources: {requests: {memory: 2Gi}}}\n"
                       "  - {name: b, image: i, resources: {requests: {cpu: 100m}}}\n"
                       "  - {name: c, image: i, resources: {requests: {memory: 8Gi}}}\n");
-        assert_int_equal(container_oom_score_adj(p, &p->spec.containers[0], 8 * GIB), 750);
-        assert_int_equal(container_oom_score_adj(p, &p->spec.containers[1], 8 * GIB), 999);
-        assert_int_equal(container_oom_score_adj(p, &p->spec.containers[2], 8 * GIB), 3);
+        assert_int_equal(kr_container_oom_score_adj(p, &p->spec.containers[0], 8 * GIB), 750);
+        assert_int_equal(kr_container_oom_score_adj(p, &p->spec.containers[1], 8 * GIB), 999);
+        assert_int_equal(kr_container_oom_score_adj(p, &p->spec.containers[2], 8 * GIB), 3);
         pod_free(p);
 }
 

@@ -46,7 +46,7 @@ static void test_collect(void **state) {
         struct pod_refs r = {};
 
         assert_non_null(pod);
-        assert_int_equal(pod_refs_collect(pod, &r), 0);
+        assert_int_equal(objects_refs_collect(pod, &r), 0);
         assert_int_equal(r.n_objs, 9);
         check(&r.objs[0], "ConfigMap", "cm1", false, OBJ_REF_VOLUME, "v1");
         check(&r.objs[1], "Secret", "s1", true, OBJ_REF_VOLUME, "v2");
@@ -65,8 +65,8 @@ static void test_collect(void **state) {
         assert_string_equal(r.tokens[0].volume, "v4");
         assert_string_equal(r.tokens[1].audience, "vault");
         assert_int_equal(r.tokens[1].expiration_seconds, 7200);
-        pod_refs_done(&r);
-        pod_refs_done(NULL);
+        objects_refs_done(&r);
+        objects_refs_done(NULL);
         json_decref(pod);
 }
 
@@ -74,10 +74,10 @@ static void test_collect_none(void **state) {
         json_t *pod = json_pack("{s:{s:[{s:s}]}}", "spec", "containers", "name", "c");
         struct pod_refs r = {};
 
-        assert_int_equal(pod_refs_collect(pod, &r), 0);
+        assert_int_equal(objects_refs_collect(pod, &r), 0);
         assert_int_equal(r.n_objs, 0);
         assert_int_equal(r.n_tokens, 0);
-        pod_refs_done(&r);
+        objects_refs_done(&r);
         json_decref(pod);
 }
 
@@ -86,19 +86,19 @@ static void test_service_account(void **state) {
         json_t *b = json_pack("{s:{s:s}}", "spec", "serviceAccount", "old");
         json_t *c = json_pack("{s:{s:s, s:s}}", "spec", "serviceAccount", "old", "serviceAccountName", "new");
 
-        assert_string_equal(pod_refs_service_account(a), "default");
-        assert_string_equal(pod_refs_service_account(b), "old");
-        assert_string_equal(pod_refs_service_account(c), "new");
+        assert_string_equal(objects_refs_service_account(a), "default");
+        assert_string_equal(objects_refs_service_account(b), "old");
+        assert_string_equal(objects_refs_service_account(c), "new");
         json_decref(a);
         json_decref(b);
         json_decref(c);
 }
 
 static void test_not_found_message(void **state) {
-        char *m = obj_not_found_message("ConfigMap", "x");
+        char *m = objects_not_found_message("ConfigMap", "x");
         assert_string_equal(m, "configmap \"x\" not found");
         free(m);
-        m = obj_not_found_message("Secret", "y");
+        m = objects_not_found_message("Secret", "y");
         assert_string_equal(m, "secret \"y\" not found");
         free(m);
 }
@@ -130,19 +130,19 @@ static void test_manager_without_api(void **state) {
         int calls = 0;
 
         assert_int_equal(objects_manager_new(NULL, NULL, changed, &calls, &m), 0);
-        assert_int_equal(pod_refs_collect(pod, &r), 0);
+        assert_int_equal(objects_refs_collect(pod, &r), 0);
         assert_int_equal(objects_manager_register(m, "uid1", "ns", "p", true, &r), 0);
         assert_int_equal(objects_manager_register(m, "uid1", "ns", "p", true, &r), 0);
         assert_int_equal(objects_manager_wait(m, "uid1", NULL, NULL), 0);
-        assert_int_equal(pod_objects_new(&o), 0);
+        assert_int_equal(objects_pod_new(&o), 0);
         assert_int_equal(objects_manager_fill(m, "uid1", o), 0);
-        assert_int_equal(pod_objects_lookup(o, "ConfigMap", "ns", "cm1", &got, NULL), -ENOENT);
-        assert_int_equal(pod_objects_lookup_token(o, "ns", "builder", "", 3600, &got, NULL), -ENOENT);
+        assert_int_equal(objects_pod_lookup(o, "ConfigMap", "ns", "cm1", &got, NULL), -ENOENT);
+        assert_int_equal(objects_pod_lookup_token(o, "ns", "builder", "", 3600, &got, NULL), -ENOENT);
         objects_manager_unregister(m, "uid1");
         objects_manager_unregister(m, "unknown");
         assert_int_equal(calls, 0);
-        pod_objects_free(o);
-        pod_refs_done(&r);
+        objects_pod_free(o);
+        objects_refs_done(&r);
         assert_null(objects_manager_free(m));
         assert_null(objects_manager_free(NULL));
         json_decref(pod);

@@ -104,10 +104,10 @@ static unsigned modes[] = { 0, LOGS_DIR_NO_OPENAT2 };
 static int open_in(unsigned flags, const char *url_path, int *ret_fd, bool *ret_is_dir) {
         int rootfd, r;
         if (flags == 0)
-                return logs_dir_open(root, url_path, ret_fd, ret_is_dir);
+                return api_logs_dir_open(root, url_path, ret_fd, ret_is_dir);
         rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
         assert_true(rootfd >= 0);
-        r = logs_dir_openat(rootfd, url_path, flags, ret_fd, ret_is_dir);
+        r = api_logs_dir_openat(rootfd, url_path, flags, ret_fd, ret_is_dir);
         close(rootfd);
         return r;
 }
@@ -216,9 +216,9 @@ static char *list(const char *rel, int *ret_fd) {
         size_t n;
         char *s;
 
-        assert_int_equal(logs_dir_open(root, rel, &fd, &is_dir), 0);
+        assert_int_equal(api_logs_dir_open(root, rel, &fd, &is_dir), 0);
         assert_true(is_dir);
-        assert_int_equal(logs_dir_list_html(fd, rel, b), 0);
+        assert_int_equal(api_logs_dir_list_html(fd, rel, b), 0);
         if (ret_fd)
                 *ret_fd = fd;
         n = evbuffer_get_length(b);
@@ -301,38 +301,38 @@ static void test_list_escaping(void **state) {
 static void test_content_type(void **state) {
         int fd;
 
-        assert_string_equal(logs_dir_content_type("kubelet.log"), "text/plain; charset=utf-8");
-        assert_string_equal(logs_dir_content_type("pods/x/c/0.LOG"), "text/plain; charset=utf-8");
-        assert_string_equal(logs_dir_content_type("notes.txt"), "text/plain; charset=utf-8");
-        assert_string_equal(logs_dir_content_type("syslog"), "text/plain; charset=utf-8");
-        assert_string_equal(logs_dir_content_type("syslog.1"), "text/plain; charset=utf-8");
-        assert_string_equal(logs_dir_content_type("dir.d/syslog"), "text/plain; charset=utf-8");
-        assert_string_equal(logs_dir_content_type("syslog.2.gz"), "application/gzip");
-        assert_string_equal(logs_dir_content_type("x.json"), "application/json");
-        assert_string_equal(logs_dir_content_type("x.css"), "text/css; charset=utf-8");
-        assert_string_equal(logs_dir_content_type("x.png"), "image/png");
+        assert_string_equal(api_logs_dir_content_type("kubelet.log"), "text/plain; charset=utf-8");
+        assert_string_equal(api_logs_dir_content_type("pods/x/c/0.LOG"), "text/plain; charset=utf-8");
+        assert_string_equal(api_logs_dir_content_type("notes.txt"), "text/plain; charset=utf-8");
+        assert_string_equal(api_logs_dir_content_type("syslog"), "text/plain; charset=utf-8");
+        assert_string_equal(api_logs_dir_content_type("syslog.1"), "text/plain; charset=utf-8");
+        assert_string_equal(api_logs_dir_content_type("dir.d/syslog"), "text/plain; charset=utf-8");
+        assert_string_equal(api_logs_dir_content_type("syslog.2.gz"), "application/gzip");
+        assert_string_equal(api_logs_dir_content_type("x.json"), "application/json");
+        assert_string_equal(api_logs_dir_content_type("x.css"), "text/css; charset=utf-8");
+        assert_string_equal(api_logs_dir_content_type("x.png"), "image/png");
         /* nothing a browser would run */
-        assert_string_equal(logs_dir_content_type("x.html"), "text/plain; charset=utf-8");
-        assert_string_equal(logs_dir_content_type("x.svg"), "text/plain; charset=utf-8");
-        assert_string_equal(logs_dir_content_type("x.js"), "text/plain; charset=utf-8");
+        assert_string_equal(api_logs_dir_content_type("x.html"), "text/plain; charset=utf-8");
+        assert_string_equal(api_logs_dir_content_type("x.svg"), "text/plain; charset=utf-8");
+        assert_string_equal(api_logs_dir_content_type("x.js"), "text/plain; charset=utf-8");
 
         /* sniffing for unknown extensions */
-        assert_string_equal(logs_dir_sniff_content_type("wtmp", "\x07\x00\x00\x00", 4), "application/octet-stream");
-        assert_string_equal(logs_dir_sniff_content_type("syslog", "Jan  1 kernel: hi\r\n\tmore\x1b[0m\n", 29),
+        assert_string_equal(api_logs_dir_sniff_content_type("wtmp", "\x07\x00\x00\x00", 4), "application/octet-stream");
+        assert_string_equal(api_logs_dir_sniff_content_type("syslog", "Jan  1 kernel: hi\r\n\tmore\x1b[0m\n", 29),
                             "text/plain; charset=utf-8");
-        assert_string_equal(logs_dir_sniff_content_type("old", "\x1f\x8b\x08\x00", 4), "application/x-gzip");
-        assert_string_equal(logs_dir_sniff_content_type("x", "<html><script>", 14), "text/plain; charset=utf-8");
-        assert_string_equal(logs_dir_sniff_content_type("x", "", 0), "text/plain; charset=utf-8");
-        assert_string_equal(logs_dir_sniff_content_type("x.log", "\x00\x01", 2), "text/plain; charset=utf-8");
-        assert_string_equal(logs_dir_sniff_content_type("x", "\xff\xfeh\x00", 4), "text/plain; charset=utf-16le");
+        assert_string_equal(api_logs_dir_sniff_content_type("old", "\x1f\x8b\x08\x00", 4), "application/x-gzip");
+        assert_string_equal(api_logs_dir_sniff_content_type("x", "<html><script>", 14), "text/plain; charset=utf-8");
+        assert_string_equal(api_logs_dir_sniff_content_type("x", "", 0), "text/plain; charset=utf-8");
+        assert_string_equal(api_logs_dir_sniff_content_type("x.log", "\x00\x01", 2), "text/plain; charset=utf-8");
+        assert_string_equal(api_logs_dir_sniff_content_type("x", "\xff\xfeh\x00", 4), "text/plain; charset=utf-16le");
 
         fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         assert_true(fd >= 0);
         close(fd);
         {
                 bool is_dir;
-                assert_int_equal(logs_dir_open(root, "noext", &fd, &is_dir), 0);
-                assert_string_equal(logs_dir_content_type_fd(fd, "noext"), "text/plain; charset=utf-8");
+                assert_int_equal(api_logs_dir_open(root, "noext", &fd, &is_dir), 0);
+                assert_string_equal(api_logs_dir_content_type_fd(fd, "noext"), "text/plain; charset=utf-8");
                 /* the fd offset is not moved */
                 assert_int_equal(lseek(fd, 0, SEEK_CUR), 0);
                 close(fd);

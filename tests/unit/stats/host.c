@@ -58,7 +58,7 @@ static void test_cgroup_v1(void **state) {
         char *root = fake_root_new();
 
         assert_non_null(root);
-        assert_int_equal(cgroup_v1_parse_memory("603996160\n", v1_memory_stat, &m), 0);
+        assert_int_equal(stats_cgroup_v1_parse_memory("603996160\n", v1_memory_stat, &m), 0);
         assert_true(m.has_memory);
         assert_int_equal(m.memory_usage_bytes, 603996160);
         assert_int_equal(m.memory_working_set_bytes, 603996160 - 196190208);
@@ -66,19 +66,19 @@ static void test_cgroup_v1(void **state) {
         assert_int_equal(m.memory_page_faults, 10628592);
         assert_int_equal(m.memory_major_page_faults, 1179);
         /* working set floored at 0 */
-        assert_int_equal(cgroup_v1_parse_memory("100", "total_inactive_file 200\n", &m), 0);
+        assert_int_equal(stats_cgroup_v1_parse_memory("100", "total_inactive_file 200\n", &m), 0);
         assert_int_equal(m.memory_working_set_bytes, 0);
         assert_int_equal(stats_working_set(5, 7), 0);
-        assert_int_equal(cgroup_v1_parse_memory("x", v1_memory_stat, &m), -EINVAL);
+        assert_int_equal(stats_cgroup_v1_parse_memory("x", v1_memory_stat, &m), -EINVAL);
 
         /* a fake v1 hierarchy with split cpu and cpuacct mounts (as on this host) */
         assert_int_equal(fake_write(root, "/sys/fs/cgroup/cpuacct/cpuacct.usage", "379793781517\n"), 0);
         assert_int_equal(fake_write(root, "/sys/fs/cgroup/memory/memory.usage_in_bytes", "603996160\n"), 0);
         assert_int_equal(fake_write(root, "/sys/fs/cgroup/memory/memory.stat", v1_memory_stat), 0);
         assert_int_equal(fake_write(root, "/sys/fs/cgroup/unified/cgroup.controllers", "\n"), 0); /* hybrid */
-        assert_false(cgroup_is_unified(root));
+        assert_false(stats_cgroup_is_unified(root));
         m = (struct cgroup_cpu_memory) {};
-        assert_int_equal(cgroup_read_root(root, &m), 0);
+        assert_int_equal(stats_cgroup_read_root(root, &m), 0);
         assert_true(m.has_cpu);
         assert_int_equal(m.cpu_usage_nsec, UINT64_C(379793781517));
         assert_true(m.has_memory);
@@ -86,7 +86,7 @@ static void test_cgroup_v1(void **state) {
 
         /* the combined cpu,cpuacct mount wins */
         assert_int_equal(fake_write(root, "/sys/fs/cgroup/cpu,cpuacct/cpuacct.usage", "42\n"), 0);
-        assert_int_equal(cgroup_read_root(root, &m), 0);
+        assert_int_equal(stats_cgroup_read_root(root, &m), 0);
         assert_int_equal(m.cpu_usage_nsec, 42);
 
         fake_root_free(root);
@@ -97,11 +97,11 @@ static void test_cgroup_v2(void **state) {
         char *root = fake_root_new();
         uint64_t ns = 0;
 
-        assert_int_equal(cgroup_v2_parse_cpu("usage_usec 1500\nuser_usec 1000\nsystem_usec 500\n", &ns), 0);
+        assert_int_equal(stats_cgroup_v2_parse_cpu("usage_usec 1500\nuser_usec 1000\nsystem_usec 500\n", &ns), 0);
         assert_int_equal(ns, 1500000);
-        assert_int_equal(cgroup_v2_parse_cpu("user_usec 1000\n", &ns), -ENOENT);
+        assert_int_equal(stats_cgroup_v2_parse_cpu("user_usec 1000\n", &ns), -ENOENT);
 
-        assert_int_equal(cgroup_v2_parse_memory("1000\n", "anon 300\nfile 600\ninactive_file 250\npgfault 9\npgmajfault 2\n",
+        assert_int_equal(stats_cgroup_v2_parse_memory("1000\n", "anon 300\nfile 600\ninactive_file 250\npgfault 9\npgmajfault 2\n",
                                                 &m), 0);
         assert_int_equal(m.memory_usage_bytes, 1000);
         assert_int_equal(m.memory_working_set_bytes, 750);
@@ -109,7 +109,7 @@ static void test_cgroup_v2(void **state) {
         assert_int_equal(m.memory_page_faults, 9);
         assert_int_equal(m.memory_major_page_faults, 2);
         /* the root group has no memory.current: anon + file */
-        assert_int_equal(cgroup_v2_parse_memory(NULL, "anon 300\nfile 600\ninactive_file 250\n", &m), 0);
+        assert_int_equal(stats_cgroup_v2_parse_memory(NULL, "anon 300\nfile 600\ninactive_file 250\n", &m), 0);
         assert_int_equal(m.memory_usage_bytes, 900);
         assert_int_equal(m.memory_working_set_bytes, 650);
 
@@ -118,9 +118,9 @@ static void test_cgroup_v2(void **state) {
         assert_int_equal(fake_write(root, "/sys/fs/cgroup/cpu.stat", "usage_usec 2000000\nuser_usec 1\n"), 0);
         assert_int_equal(fake_write(root, "/sys/fs/cgroup/memory.stat",
                                     "anon 4096\nfile 8192\ninactive_file 1024\npgfault 5\npgmajfault 1\n"), 0);
-        assert_true(cgroup_is_unified(root));
+        assert_true(stats_cgroup_is_unified(root));
         m = (struct cgroup_cpu_memory) {};
-        assert_int_equal(cgroup_read_root(root, &m), 0);
+        assert_int_equal(stats_cgroup_read_root(root, &m), 0);
         assert_true(m.has_cpu);
         assert_int_equal(m.cpu_usage_nsec, UINT64_C(2000000000));
         assert_true(m.has_memory);
@@ -133,7 +133,7 @@ static void test_cgroup_v2(void **state) {
         assert_int_equal(fake_write(root, "/proc/meminfo",
                                     "MemTotal: 1000 kB\nMemFree: 400 kB\nInactive(file): 100 kB\nAnonPages: 50 kB\n"), 0);
         assert_int_equal(fake_write(root, "/proc/vmstat", "pgfault 77\npgmajfault 3\n"), 0);
-        assert_int_equal(cgroup_read_root(root, &m), 0);
+        assert_int_equal(stats_cgroup_read_root(root, &m), 0);
         assert_int_equal(m.memory_usage_bytes, 600 * 1024);
         assert_int_equal(m.memory_working_set_bytes, 500 * 1024);
         assert_int_equal(m.memory_rss_bytes, 50 * 1024);
@@ -146,7 +146,7 @@ static void test_cgroup_v2(void **state) {
 static void test_cgroup_missing(void **state) {
         struct cgroup_cpu_memory m = { .cpu_usage_nsec = 99 };
         char *root = fake_root_new();
-        assert_int_equal(cgroup_read_root(root, &m), -ENOENT);
+        assert_int_equal(stats_cgroup_read_root(root, &m), -ENOENT);
         assert_int_equal(m.cpu_usage_nsec, 99);
         fake_root_free(root);
 }
@@ -173,7 +173,7 @@ static void test_net_dev(void **state) {
         size_t n = 0;
         char def[IF_NAMESIZE] = "";
 
-        assert_int_equal(proc_net_dev_parse(net_dev, &v, &n), 0);
+        assert_int_equal(stats_proc_net_dev_parse(net_dev, &v, &n), 0);
         assert_int_equal(n, 5);
         assert_string_equal(v[0].name, "lo");
         assert_string_equal(v[1].name, "eth0");
@@ -190,22 +190,22 @@ static void test_net_dev(void **state) {
         assert_string_equal(v[4].name, "eth1");
         free(v);
 
-        assert_int_equal(proc_net_dev_parse("", &v, &n), 0);
+        assert_int_equal(stats_proc_net_dev_parse("", &v, &n), 0);
         assert_int_equal(n, 0);
         free(v);
 
         /* lowest metric among the up default routes */
-        assert_int_equal(proc_net_route_default(net_route, def), 0);
+        assert_int_equal(stats_proc_net_route_default(net_route, def), 0);
         assert_string_equal(def, "eth0");
-        assert_int_equal(proc_net_route_default("Iface\tDestination\n", def), -ENOENT);
+        assert_int_equal(stats_proc_net_route_default("Iface\tDestination\n", def), -ENOENT);
 
-        assert_true(net_iface_ignored("lo"));
-        assert_true(net_iface_ignored("veth1234"));
-        assert_true(net_iface_ignored("cni0"));
-        assert_true(net_iface_ignored("docker0"));
-        assert_true(net_iface_ignored("flannel.1"));
-        assert_false(net_iface_ignored("eth0"));
-        assert_false(net_iface_ignored("local0"));
+        assert_true(stats_net_iface_ignored("lo"));
+        assert_true(stats_net_iface_ignored("veth1234"));
+        assert_true(stats_net_iface_ignored("cni0"));
+        assert_true(stats_net_iface_ignored("docker0"));
+        assert_true(stats_net_iface_ignored("flannel.1"));
+        assert_false(stats_net_iface_ignored("eth0"));
+        assert_false(stats_net_iface_ignored("local0"));
 }
 
 static void test_node_network(void **state) {
@@ -217,7 +217,7 @@ static void test_node_network(void **state) {
         assert_int_equal(fake_write(root, "/proc/net/dev", net_dev), 0);
         assert_int_equal(fake_write(root, "/proc/net/route", net_route), 0);
         assert_int_equal(fake_mkdir(root, "/sys/class/net/ck68/bridge"), 0); /* a bridge */
-        assert_int_equal(node_network_read(root, &v, &n, &def), 0);
+        assert_int_equal(stats_node_network_read(root, &v, &n, &def), 0);
         assert_int_equal(n, 2);
         assert_string_equal(v[0].name, "eth0");
         assert_string_equal(v[1].name, "eth1");
@@ -227,7 +227,7 @@ static void test_node_network(void **state) {
 
         /* no default route: the first interface */
         assert_int_equal(fake_write(root, "/proc/net/route", "Iface\tDestination\n"), 0);
-        assert_int_equal(node_network_read(root, &v, &n, &def), 0);
+        assert_int_equal(stats_node_network_read(root, &v, &n, &def), 0);
         assert_string_equal(def, "eth0");
         free(v);
         free(def);
@@ -289,12 +289,12 @@ static void test_disk_usage(void **state) {
         assert_int_equal(fake_write(root, "/logs/app/1.log", "hello\n"), 0);
         assert_int_equal(fake_mkdir(root, "/logs/app/sub"), 0);
         assert_int_equal(asprintf(&dir, "%s/logs/app", root) > 0, true);
-        assert_int_equal(dir_disk_usage(dir, &bytes, &inodes), 0);
+        assert_int_equal(stats_dir_disk_usage(dir, &bytes, &inodes), 0);
         assert_int_equal(inodes, 4); /* app, 0.log, 1.log, sub */
         assert_true(bytes >= 10000);
-        assert_int_equal(dir_disk_usage("/nonexistent/ckubelet", &bytes, &inodes), -ENOENT);
+        assert_int_equal(stats_dir_disk_usage("/nonexistent/ckubelet", &bytes, &inodes), -ENOENT);
 
-        assert_int_equal(fs_usage_statvfs(root, &fs), 0);
+        assert_int_equal(stats_fs_usage_statvfs(root, &fs), 0);
         assert_true(fs.capacity_bytes > 0);
         assert_true(fs.capacity_bytes >= fs.available_bytes);
         assert_true(fs.inodes == 0 || fs.inodes >= fs.inodes_free);

@@ -46,7 +46,7 @@ static void test_read(void **state) {
         char *root = make_root();
         struct machine_info m = {};
 
-        assert_int_equal(machine_info_read(root, &m), 0);
+        assert_int_equal(stats_machine_info_read(root, &m), 0);
         assert_int_equal(m.num_cores, 4);
         /* no sysfs topology in the fake root: cpuinfo's (physical id, core id) pairs */
         assert_int_equal(m.num_physical_cores, 3);
@@ -70,9 +70,9 @@ static void test_read(void **state) {
         assert_string_equal(m.network_devices[0].mac_address, "02:fc:00:00:00:01");
         assert_int_equal(m.network_devices[0].mtu, 1500);
         assert_int_equal(m.network_devices[0].speed, 10000);
-        machine_info_done(&m);
-        machine_info_done(&m); /* idempotent */
-        machine_info_done(NULL);
+        stats_machine_info_done(&m);
+        stats_machine_info_done(&m); /* idempotent */
+        stats_machine_info_done(NULL);
         fake_root_free(root);
 }
 
@@ -96,42 +96,42 @@ static void test_sysfs_and_fallbacks(void **state) {
         assert_int_equal(unlink(tpath(root, "/etc/machine-id")), 0);
         assert_int_equal(fake_write(root, "/var/lib/dbus/machine-id", "abc\n"), 0);
 
-        assert_int_equal(machine_info_read(root, &m), 0);
+        assert_int_equal(stats_machine_info_read(root, &m), 0);
         assert_int_equal(m.num_physical_cores, 2);
         assert_int_equal(m.num_sockets, 1);
         assert_int_equal(m.cpu_frequency_khz, 3500000);
         assert_string_equal(m.system_uuid, "");
         assert_string_equal(m.os_image, "Fake OS \"1\"");
         assert_string_equal(m.machine_id, "abc");
-        machine_info_done(&m);
+        stats_machine_info_done(&m);
 
         /* no os-release at all */
         assert_int_equal(unlink(tpath(root, "/usr/lib/os-release")), 0);
-        assert_int_equal(machine_info_read(root, &m), 0);
+        assert_int_equal(stats_machine_info_read(root, &m), 0);
         assert_string_equal(m.os_image, "Linux");
-        machine_info_done(&m);
+        stats_machine_info_done(&m);
 
         /* no MemTotal: an error, ret untouched */
         assert_int_equal(fake_write(root, "/proc/meminfo", "MemFree: 1 kB\n"), 0);
         m.num_cores = 77;
-        assert_int_equal(machine_info_read(root, &m), -ENOENT);
+        assert_int_equal(stats_machine_info_read(root, &m), -ENOENT);
         assert_int_equal(m.num_cores, 77);
         fake_root_free(root);
 }
 
 static void test_os_release(void **state) {
         char *s = NULL;
-        assert_int_equal(os_release_pretty_name("ID=x\n  PRETTY_NAME=\"A \\\"quoted\\\" \\$name\"  \n", &s), 0);
+        assert_int_equal(stats_os_release_pretty_name("ID=x\n  PRETTY_NAME=\"A \\\"quoted\\\" \\$name\"  \n", &s), 0);
         assert_string_equal(s, "A \"quoted\" $name");
         free(s);
-        assert_int_equal(os_release_pretty_name("PRETTY_NAME=bare\n", &s), 0);
+        assert_int_equal(stats_os_release_pretty_name("PRETTY_NAME=bare\n", &s), 0);
         assert_string_equal(s, "bare");
         free(s);
-        assert_int_equal(os_release_pretty_name("NAME=x\n", &s), -ENOENT);
-        assert_string_equal(machine_goarch("x86_64"), "amd64");
-        assert_string_equal(machine_goarch("aarch64"), "arm64");
-        assert_string_equal(machine_goarch("armv7l"), "arm");
-        assert_string_equal(machine_goarch("weird"), "weird");
+        assert_int_equal(stats_os_release_pretty_name("NAME=x\n", &s), -ENOENT);
+        assert_string_equal(stats_machine_goarch("x86_64"), "amd64");
+        assert_string_equal(stats_machine_goarch("aarch64"), "arm64");
+        assert_string_equal(stats_machine_goarch("armv7l"), "arm");
+        assert_string_equal(stats_machine_goarch("weird"), "weird");
 }
 
 static void test_json(void **state) {
@@ -147,8 +147,8 @@ static void test_json(void **state) {
         json_t *v;
         size_t i = 0;
 
-        assert_int_equal(machine_info_read(root, &m), 0);
-        assert_int_equal(machine_info_to_json(&m, &j), 0);
+        assert_int_equal(stats_machine_info_read(root, &m), 0);
+        assert_int_equal(stats_machine_info_to_json(&m, &j), 0);
         /* cadvisor's field order */
         json_object_foreach(j, key, v) {
                 assert_true(i < ELEMENTSOF(keys));
@@ -165,11 +165,11 @@ static void test_json(void **state) {
                 assert_true(ts[strlen(ts) - 1] == 'Z');
                 m.timestamp_usec = UINT64_C(1700000000120000);
                 json_decref(j);
-                assert_int_equal(machine_info_to_json(&m, &j), 0);
+                assert_int_equal(stats_machine_info_to_json(&m, &j), 0);
                 assert_string_equal(json_string_value(json_object_get(j, "timestamp")), "2023-11-14T22:13:20.12Z");
                 m.timestamp_usec = UINT64_C(1700000000000000);
                 json_decref(j);
-                assert_int_equal(machine_info_to_json(&m, &j), 0);
+                assert_int_equal(stats_machine_info_to_json(&m, &j), 0);
                 assert_string_equal(json_string_value(json_object_get(j, "timestamp")), "2023-11-14T22:13:20Z");
         }
         assert_int_equal(json_integer_value(json_object_get(j, "cpu_frequency_khz")), 2096023);
@@ -188,7 +188,7 @@ static void test_json(void **state) {
         assert_int_equal(json_integer_value(json_object_get(v, "speed")), 10000);
         assert_int_equal(json_integer_value(json_object_get(v, "mtu")), 1500);
         json_decref(j);
-        machine_info_done(&m);
+        stats_machine_info_done(&m);
         fake_root_free(root);
 }
 
@@ -197,18 +197,18 @@ static void test_real_host(void **state) {
         json_t *j = NULL;
 
         /* the machine we run on: whatever it is, the essentials are there */
-        assert_int_equal(machine_info_read("", &m), 0);
+        assert_int_equal(stats_machine_info_read("", &m), 0);
         assert_true(m.num_cores >= 1);
         assert_true(m.num_physical_cores >= 1 && m.num_physical_cores <= m.num_cores);
         assert_true(m.num_sockets >= 1);
         assert_true(m.memory_capacity > 0);
         assert_non_null(m.kernel_version);
         assert_true(m.kernel_version[0] != '\0');
-        assert_int_equal(machine_info_to_json(&m, &j), 0);
+        assert_int_equal(stats_machine_info_to_json(&m, &j), 0);
         json_decref(j);
-        machine_info_done(&m);
-        assert_int_equal(machine_info_read(NULL, &m), 0);
-        machine_info_done(&m);
+        stats_machine_info_done(&m);
+        assert_int_equal(stats_machine_info_read(NULL, &m), 0);
+        stats_machine_info_done(&m);
 }
 
 int main(void) {

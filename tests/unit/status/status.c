@@ -63,7 +63,7 @@ static void add(struct kc_pod_status *s, const char *name, const char *id, enum 
 
 static const char *phase(const struct pod *p, const struct kc_pod_status *s) {
         struct pod_status_input in = { .pod = p, .observed = s };
-        return pod_status_phase(&in);
+        return status_pod_phase(&in);
 }
 
 static void test_phase(void **state) {
@@ -111,7 +111,7 @@ static void test_generate(void **state) {
         add(s, "a", "a2", KC_CONTAINER_RUNNING, 0, 9, 1);
         add(s, "a", "a1", KC_CONTAINER_EXITED, 137, 3, 0);
         add(s, "b", "b1", KC_CONTAINER_EXITED, 3, 5, 4);
-        assert_int_equal(pod_status_generate(&in, &st), 0);
+        assert_int_equal(status_pod_generate(&in, &st), 0);
 
         assert_string_equal(json_string_value(json_object_get(st, "phase")), "Running");
         assert_string_equal(json_string_value(json_object_get(st, "qosClass")), "Guaranteed");
@@ -153,7 +153,7 @@ static void test_generate(void **state) {
         /* nothing in the runtime yet */
         in.observed = NULL;
         in.n_waiting = 0;
-        assert_int_equal(pod_status_generate(&in, &st), 0);
+        assert_int_equal(status_pod_generate(&in, &st), 0);
         assert_string_equal(json_string_value(json_object_get(st, "phase")), "Pending");
         assert_null(json_object_get(st, "podIP"));
         a = find(json_object_get(st, "containerStatuses"), "name", "a");
@@ -199,7 +199,7 @@ static void test_init_containers_status(void **state) {
         json_t *st, *ics;
 
         add(s, "i1", "c-i1", KC_CONTAINER_RUNNING, 0, 2, 0);
-        assert_int_equal(pod_status_generate(&in, &st), 0);
+        assert_int_equal(status_pod_generate(&in, &st), 0);
         assert_string_equal(json_string_value(json_object_get(st, "phase")), "Pending");
         assert_string_equal(cond_field(st, "Initialized", "status"), "False");
         assert_string_equal(cond_field(st, "Initialized", "reason"), "ContainersNotInitialized");
@@ -218,13 +218,13 @@ static void test_init_containers_status(void **state) {
         /* i1 failed with restartPolicy Never: the pod failed */
         s->containers[0]->state = KC_CONTAINER_EXITED;
         s->containers[0]->exit_code = 1;
-        assert_string_equal(pod_status_phase(&in), "Failed");
+        assert_string_equal(status_pod_phase(&in), "Failed");
 
         /* both completed and the app runs: initialized, ready init containers, Running */
         s->containers[0]->exit_code = 0;
         add(s, "i2", "c-i2", KC_CONTAINER_EXITED, 0, 3, 0);
         add(s, "a", "c-a", KC_CONTAINER_RUNNING, 0, 5, 0);
-        assert_int_equal(pod_status_generate(&in, &st), 0);
+        assert_int_equal(status_pod_generate(&in, &st), 0);
         assert_string_equal(json_string_value(json_object_get(st, "phase")), "Running");
         assert_string_equal(cond_field(st, "Initialized", "status"), "True");
         assert_null(cond_field(st, "Initialized", "message"));

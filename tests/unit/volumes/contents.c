@@ -280,21 +280,21 @@ static void test_object_payloads(void **state) {
         struct vol_payload pl;
         int mode = 0;
 
-        assert_int_equal(pod_objects_new(&o), 0);
+        assert_int_equal(objects_pod_new(&o), 0);
         ctx.objects = o;
         {
                 json_t *cm = json_pack("{s:{s:s, s:s}, s:{s:s}}", "data", "a", "alpha", "b", "beta", "binaryData", "bin",
                                        "AAEC");
                 json_t *sec = json_pack("{s:{s:s}}", "data", "password", "czNjcjN0");
                 json_t *tok = json_pack("{s:s}", "token", "tok-123");
-                assert_int_equal(pod_objects_put(o, "ConfigMap", "ns", "cm", cm), 0);
-                assert_int_equal(pod_objects_put(o, "Secret", "ns", "s", sec), 0);
-                assert_int_equal(pod_objects_put_token(o, "ns", "robot", "vault", 7200, tok), 0);
+                assert_int_equal(objects_pod_put(o, "ConfigMap", "ns", "cm", cm), 0);
+                assert_int_equal(objects_pod_put(o, "Secret", "ns", "s", sec), 0);
+                assert_int_equal(objects_pod_put_token(o, "ns", "robot", "vault", 7200, tok), 0);
                 json_decref(cm);
                 json_decref(sec);
                 json_decref(tok);
         }
-        assert_int_equal(pod_objects_put_error(o, "ConfigMap", "ns", "forbidden", -EACCES, "configmaps \"forbidden\" is forbidden"), 0);
+        assert_int_equal(objects_pod_put_error(o, "ConfigMap", "ns", "forbidden", -EACCES, "configmaps \"forbidden\" is forbidden"), 0);
 
         pl = payload_of(p, &ctx, 0, 0, NULL);
         assert_int_equal(pl.n, 3);
@@ -342,7 +342,7 @@ static void test_object_payloads(void **state) {
         payload_of(p, &ctx, 0, -ENOENT, "configmap \"cm\" not found");
         pl = payload_of(p, &ctx, 5, 0, NULL);
         vol_payload_done(&pl);
-        pod_objects_free(o);
+        objects_pod_free(o);
         pod_free(p);
 }
 
