@@ -2,9 +2,10 @@
 # The whole test suite, on a fresh Debian 12 machine as root:
 #   1. install the Debian packages (scripts/install-deps.sh)
 #   2. check that no two src/ folders include each other (scripts/check-include-cycles.py): one test
-#   3. build (build/) and run the unit tests
-#   4. build with ASan+UBSan (build-asan/) and run the unit tests again
-#   5. run the end-to-end tests (tests/e2e, pytest) against a private containerd, with the sanitized ckubelet
+#   3. check the format of the C sources against .clang-format (clang-format --dry-run --Werror): one test
+#   4. build (build/) and run the unit tests
+#   5. build with ASan+UBSan (build-asan/) and run the unit tests again
+#   6. run the end-to-end tests (tests/e2e, pytest) against a private containerd, with the sanitized ckubelet
 # The last line is "N passed, N failed" (", N skipped" when any were skipped), summed over all stages.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -61,6 +62,14 @@ if python3 scripts/check-include-cycles.py; then
         passed=$((passed + 1))
 else
         echo "tests/run.sh: src/ folders include each other (see above)" >&2
+        failed=$((failed + 1))
+fi
+
+note "format of the C sources (.clang-format)"
+if find src tests/unit tools -name '*.[ch]' -print0 | sort -z | xargs -0 clang-format --dry-run --Werror; then
+        passed=$((passed + 1))
+else
+        echo "tests/run.sh: clang-format would change the files above (run: clang-format -i FILE)" >&2
         failed=$((failed + 1))
 fi
 

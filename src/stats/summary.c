@@ -58,6 +58,12 @@ struct req_slot {
         enum query q;
 };
 
+/* a PodSandboxStatus call for a sandbox whose pid is not known */
+struct status_slot {
+        struct summary_req *req;
+        char *sandbox_id;
+};
+
 struct summary_req {
         struct summary_req *prev, *next;
         struct stats_provider *p;    /* NULL once cancelled: the request only waits for its CRI calls */
@@ -67,12 +73,15 @@ struct summary_req {
         int error;
         ProtobufCMessage *resp[_Q_MAX];
         struct req_slot slots[_Q_MAX];
-        struct status_slot {
-                struct summary_req *req;
-                char *sandbox_id;
-        } *status;                   /* PodSandboxStatus calls for sandboxes whose pid is not known */
+        struct status_slot *status;  /* PodSandboxStatus calls for sandboxes whose pid is not known */
         size_t n_status;
         struct event *defer;         /* completion without CRI calls */
+};
+
+struct sandbox_pid {
+        char *id;
+        int pid;
+        uint64_t seen_usec; /* monotonic */
 };
 
 struct stats_provider {
@@ -84,11 +93,7 @@ struct stats_provider {
         uint64_t start_realtime_usec; /* this process */
         struct cpu_sample *cache;     /* sorted by key */
         size_t n_cache, alloc_cache;
-        struct sandbox_pid {
-                char *id;
-                int pid;
-                uint64_t seen_usec;   /* monotonic */
-        } *pids;                      /* sandbox → pid of its infra process, for the pod network */
+        struct sandbox_pid *pids;     /* sandbox → pid of its infra process, for the pod network */
         size_t n_pids;
         uint64_t pod_stats_retry_usec; /* ListPodSandboxStats failed: not before this (monotonic) */
         struct summary_req *reqs;
@@ -278,16 +283,18 @@ static struct opt opt_pb(const Runtime__V1__UInt64Value *v) {
         return v ? OPT(v->value) : NONE;
 }
 
+struct mount_fs {
+        char *path;
+        bool ok;
+        struct fs_usage fs;
+};
+
 struct build {
         struct stats_provider *p;
         uint64_t now_usec;            /* realtime */
         char now[32];                 /* RFC 3339 */
         bool oom;
-        struct mount_fs {
-                char *path;
-                bool ok;
-                struct fs_usage fs;
-        } *mounts;                    /* statvfs results of this build, by path */
+        struct mount_fs *mounts;      /* statvfs results of this build, by path */
         size_t n_mounts;
 };
 
