@@ -30,16 +30,16 @@ void kubelet_pod_sync_start(struct pod_worker *w) {
         s->k = w->k;
         s->pod = pod_ref(w->pod);
         w->sync = s;
-        sync_observe(s);
+        kubelet_sync_observe(s);
 }
 
 /* decide: computePodActions for a desired pod, KillPod for one that is not */
-void pod_sync_observed(struct pod_sync *s) {
+void kubelet_pod_sync_observed(struct pod_sync *s) {
         struct probe_results probes;
         int r;
 
         if (s->error) {
-                pod_sync_finish(s);
+                kubelet_pod_sync_finish(s);
                 return;
         }
         if (!s->pod)
@@ -48,57 +48,57 @@ void pod_sync_observed(struct pod_sync *s) {
                 probe_manager_results(s->k->prober, &probes);
                 r = kr_compute_pod_actions(s->pod, s->status, &probes, &s->actions);
                 if (r < 0) {
-                        sync_call_failed(s, "computing pod actions", r);
-                        pod_sync_finish(s);
+                        kubelet_sync_call_failed(s, "computing pod actions", r);
+                        kubelet_pod_sync_finish(s);
                         return;
                 }
                 log_v(4, "pod %s: actions: killPod=%d createSandbox=%d attempt=%" PRIu32 " startInit=%zu start=%zu "
-                      "kill=%zu", sync_pod_desc(s), s->actions.kill_pod, s->actions.create_sandbox, s->actions.attempt,
+                      "kill=%zu", kubelet_sync_pod_desc(s), s->actions.kill_pod, s->actions.create_sandbox, s->actions.attempt,
                       s->actions.n_init_start, s->actions.n_start, s->actions.n_kill);
         }
         s->decided = true;
-        sync_kill(s);
+        kubelet_sync_kill(s);
 }
 
-void pod_sync_killed(struct pod_sync *s) {
+void kubelet_pod_sync_killed(struct pod_sync *s) {
         if (s->error || !s->pod) {
-                pod_sync_finish(s);
+                kubelet_pod_sync_finish(s);
                 return;
         }
-        sync_objects(s);
+        kubelet_sync_objects(s);
 }
 
-void pod_sync_objects_ready(struct pod_sync *s) {
-        sync_sandbox(s);
+void kubelet_pod_sync_objects_ready(struct pod_sync *s) {
+        kubelet_sync_sandbox(s);
 }
 
-void pod_sync_sandbox_ready(struct pod_sync *s) {
+void kubelet_pod_sync_sandbox_ready(struct pod_sync *s) {
         if (s->k->stopping || isempty(s->sandbox_id)) {
-                pod_sync_finish(s);
+                kubelet_pod_sync_finish(s);
                 return;
         }
         /* on every pass, also with nothing to start: a changed ConfigMap or Secret reaches the volumes here */
-        if (sync_volumes(s) < 0) {
-                pod_sync_finish(s);
+        if (kubelet_sync_volumes(s) < 0) {
+                kubelet_pod_sync_finish(s);
                 return;
         }
-        sync_start(s);
+        kubelet_sync_start(s);
 }
 
-void pod_sync_started(struct pod_sync *s) {
-        pod_sync_finish(s);
+void kubelet_pod_sync_started(struct pod_sync *s) {
+        kubelet_pod_sync_finish(s);
 }
 
 /* The pass is over. One that changed nothing and failed nowhere collects the pod's garbage first. */
-void pod_sync_finish(struct pod_sync *s) {
+void kubelet_pod_sync_finish(struct pod_sync *s) {
         if (!s->error && !s->did_work && s->decided && !s->k->stopping) {
-                sync_cleanup(s);
+                kubelet_sync_cleanup(s);
                 return;
         }
-        pod_sync_done(s);
+        kubelet_pod_sync_done(s);
 }
 
-void pod_sync_done(struct pod_sync *s) {
+void kubelet_pod_sync_done(struct pod_sync *s) {
         struct pod_worker *w = s->w;
         bool gone = s->status && s->status->n_sandboxes == 0 && s->status->n_containers == 0 && !s->did_work;
 
@@ -115,8 +115,8 @@ void kubelet_pod_sync_free(struct pod_sync *s) {
         if (!s)
                 return;
         kubelet_hook_run_cancel_all(&s->hooks);
-        sync_start_step_free(s);
-        sync_cleanup_free(s);
+        kubelet_sync_start_step_free(s);
+        kubelet_sync_cleanup_free(s);
         free(s->hook_pod_desc);
         pod_free(s->pod);
         kc_pod_status_free(s->status);
@@ -135,49 +135,49 @@ void kubelet_pod_sync_free(struct pod_sync *s) {
 
 /* ---------------------------------------------------------------- shared by the phases */
 
-void sync_fanout_begin(struct pod_sync *s, void (*next)(struct pod_sync *s)) {
+void kubelet_sync_fanout_begin(struct pod_sync *s, void (*next)(struct pod_sync *s)) {
         assert(s->pending == 0);
-        s->pending = 1; /* held by the phase itself until sync_fanout_end() */
+        s->pending = 1; /* held by the phase itself until kubelet_sync_fanout_end() */
         s->next = next;
 }
 
-void sync_fanout_add(struct pod_sync *s) {
+void kubelet_sync_fanout_add(struct pod_sync *s) {
         s->pending++;
 }
 
-void sync_fanout_release(struct pod_sync *s) {
+void kubelet_sync_fanout_release(struct pod_sync *s) {
         assert(s->pending > 0);
         if (--s->pending > 0)
                 return;
         if (s->k->stopping)
-                pod_sync_finish(s); /* shutting down: issue nothing more */
+                kubelet_pod_sync_finish(s); /* shutting down: issue nothing more */
         else
                 s->next(s);
 }
 
-void sync_fanout_end(struct pod_sync *s) {
-        sync_fanout_release(s);
+void kubelet_sync_fanout_end(struct pod_sync *s) {
+        kubelet_sync_fanout_release(s);
 }
 
-void sync_call_failed(struct pod_sync *s, const char *what, int r) {
-        log_error("pod %s: %s: %s", sync_pod_desc(s), what, strerror(-r));
+void kubelet_sync_call_failed(struct pod_sync *s, const char *what, int r) {
+        log_error("pod %s: %s: %s", kubelet_sync_pod_desc(s), what, strerror(-r));
         s->error = true;
 }
 
-const char *sync_pod_desc(const struct pod_sync *s) {
+const char *kubelet_sync_pod_desc(const struct pod_sync *s) {
         return s->w->full_name ? s->w->full_name : s->w->uid;
 }
 
-const char *sync_hook_desc(struct pod_sync *s) {
+const char *kubelet_sync_hook_desc(struct pod_sync *s) {
         const char *name = s->pod ? s->pod->name : s->status ? s->status->name : NULL;
         const char *ns = s->pod ? s->pod->namespace_ : s->status ? s->status->namespace_ : NULL;
 
         if (!s->hook_pod_desc && asprintf(&s->hook_pod_desc, "%s_%s(%s)", strempty(name), strempty(ns), s->w->uid) < 0)
                 s->hook_pod_desc = NULL;
-        return s->hook_pod_desc ? s->hook_pod_desc : sync_pod_desc(s);
+        return s->hook_pod_desc ? s->hook_pod_desc : kubelet_sync_pod_desc(s);
 }
 
-const struct container *sync_spec_container(const struct pod_sync *s, const char *name) {
+const struct container *kubelet_sync_spec_container(const struct pod_sync *s, const char *name) {
         if (!s->pod || !name)
                 return NULL;
         for (size_t i = 0; i < s->pod->spec.n_containers; i++)
@@ -190,7 +190,7 @@ const struct container *sync_spec_container(const struct pod_sync *s, const char
 }
 
 /* What the CRI config builders need besides the spec (the start step adds the image's user). */
-void sync_build_context(const struct pod_sync *s, struct kc_build_context *ret) {
+void kubelet_sync_build_context(const struct pod_sync *s, struct kc_build_context *ret) {
         *ret = (struct kc_build_context) {
                 .pod_logs_dir = s->k->opts->pod_logs_dir,
                 .root_dir = s->k->opts->root_dir,

@@ -74,43 +74,43 @@ struct pod_sync {
 };
 
 /* ---- the phases, in the order they run (each ends by calling the next one through pod_sync.c) ---- */
-void sync_observe(struct pod_sync *s);      /* → pod_sync_observed */
-void sync_kill(struct pod_sync *s);         /* → pod_sync_killed */
-void sync_objects(struct pod_sync *s);      /* → pod_sync_objects_ready */
-void sync_sandbox(struct pod_sync *s);      /* → pod_sync_sandbox_ready */
-int sync_volumes(struct pod_sync *s);       /* inline, 0 or negative errno (reported) */
-void sync_start(struct pod_sync *s);        /* → pod_sync_started */
-void sync_cleanup(struct pod_sync *s);      /* → pod_sync_done */
+void kubelet_sync_observe(struct pod_sync *s);      /* → kubelet_pod_sync_observed */
+void kubelet_sync_kill(struct pod_sync *s);         /* → kubelet_pod_sync_killed */
+void kubelet_sync_objects(struct pod_sync *s);      /* → kubelet_pod_sync_objects_ready */
+void kubelet_sync_sandbox(struct pod_sync *s);      /* → kubelet_pod_sync_sandbox_ready */
+int kubelet_sync_volumes(struct pod_sync *s);       /* inline, 0 or negative errno (reported) */
+void kubelet_sync_start(struct pod_sync *s);        /* → kubelet_pod_sync_started */
+void kubelet_sync_cleanup(struct pod_sync *s);      /* → kubelet_pod_sync_done */
 /* the phases' own state, when the pass ends early */
-void sync_start_step_free(struct pod_sync *s);
-void sync_cleanup_free(struct pod_sync *s);
+void kubelet_sync_start_step_free(struct pod_sync *s);
+void kubelet_sync_cleanup_free(struct pod_sync *s);
 
-void pod_sync_observed(struct pod_sync *s);
-void pod_sync_killed(struct pod_sync *s);
-void pod_sync_objects_ready(struct pod_sync *s);
-void pod_sync_sandbox_ready(struct pod_sync *s);
-void pod_sync_started(struct pod_sync *s);
-void pod_sync_finish(struct pod_sync *s);   /* ends the pass early (error, shutdown) or normally */
-void pod_sync_done(struct pod_sync *s);     /* hands the result to the worker and frees the pass */
+void kubelet_pod_sync_observed(struct pod_sync *s);
+void kubelet_pod_sync_killed(struct pod_sync *s);
+void kubelet_pod_sync_objects_ready(struct pod_sync *s);
+void kubelet_pod_sync_sandbox_ready(struct pod_sync *s);
+void kubelet_pod_sync_started(struct pod_sync *s);
+void kubelet_pod_sync_finish(struct pod_sync *s);   /* ends the pass early (error, shutdown) or normally */
+void kubelet_pod_sync_done(struct pod_sync *s);     /* hands the result to the worker and frees the pass */
 
 /* ---- shared by the phases (pod_sync.c) ---- */
 
-/* Fan-out: a phase opens it with its continuation, counts each call it issues with sync_fanout_add() and
- * closes it with sync_fanout_end(); every completion calls sync_fanout_release(). The continuation runs once
+/* Fan-out: a phase opens it with its continuation, counts each call it issues with kubelet_sync_fanout_add() and
+ * closes it with kubelet_sync_fanout_end(); every completion calls kubelet_sync_fanout_release(). The continuation runs once
  * the phase is closed and the last call completed (or the pass ends, when the kubelet is stopping). */
-void sync_fanout_begin(struct pod_sync *s, void (*next)(struct pod_sync *s));
-void sync_fanout_add(struct pod_sync *s);
-void sync_fanout_release(struct pod_sync *s);
-void sync_fanout_end(struct pod_sync *s);
+void kubelet_sync_fanout_begin(struct pod_sync *s, void (*next)(struct pod_sync *s));
+void kubelet_sync_fanout_add(struct pod_sync *s);
+void kubelet_sync_fanout_release(struct pod_sync *s);
+void kubelet_sync_fanout_end(struct pod_sync *s);
 
 /* A call could not be issued or failed: logged, and the pass ends in error (retried with back-off). */
-void sync_call_failed(struct pod_sync *s, const char *what, int r);
+void kubelet_sync_call_failed(struct pod_sync *s, const char *what, int r);
 
-const char *sync_pod_desc(const struct pod_sync *s);  /* "namespace/name", or the UID */
-const char *sync_hook_desc(struct pod_sync *s);       /* format.Pod: "name_namespace(uid)" */
-void sync_build_context(const struct pod_sync *s, struct kc_build_context *ret);
+const char *kubelet_sync_pod_desc(const struct pod_sync *s);  /* "namespace/name", or the UID */
+const char *kubelet_sync_hook_desc(struct pod_sync *s);       /* format.Pod: "name_namespace(uid)" */
+void kubelet_sync_build_context(const struct pod_sync *s, struct kc_build_context *ret);
 /* The container of the desired spec with this name (regular, then init), or NULL. */
-const struct container *sync_spec_container(const struct pod_sync *s, const char *name);
+const struct container *kubelet_sync_spec_container(const struct pod_sync *s, const char *name);
 
 /* killContainer (sync_kill.c): the preStop hook, then StopContainer with what is left of the grace period;
  * done runs once it is stopped. Used by the kill phase and by the start phase for a failed postStart. */
@@ -126,7 +126,7 @@ struct kill_target_ext {
 };
 /* Returns 0 when done will run (exactly once, possibly before this returns), or a negative errno when it will
  * not. */
-int sync_kill_container(struct pod_sync *s, struct kill_target_ext *t, void (*done)(struct pod_sync *s));
+int kubelet_sync_kill_container(struct pod_sync *s, struct kill_target_ext *t, void (*done)(struct pod_sync *s));
 /* killContainer's grace period for an instance (before the minimum is applied): the pod's deletion grace, else
  * the spec's, else (a pod no longer known) the instance's annotation or the worker's last known. */
-int64_t sync_grace_raw(const struct pod_sync *s, const struct kc_container *c);
+int64_t kubelet_sync_grace_raw(const struct pod_sync *s, const struct kc_container *c);

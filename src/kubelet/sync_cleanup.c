@@ -19,13 +19,13 @@ static void on_remove(const struct cri_reply *reply, void *userdata) {
         struct pod_sync *s = userdata;
 
         if (reply->r < 0 && reply->r != -ENOENT) {
-                log_error("pod %s: remove: %s", sync_pod_desc(s), reply->message);
+                log_error("pod %s: remove: %s", kubelet_sync_pod_desc(s), reply->message);
                 s->error = true;
         }
-        sync_fanout_release(s);
+        kubelet_sync_fanout_release(s);
 }
 
-void sync_cleanup(struct pod_sync *s) {
+void kubelet_sync_cleanup(struct pod_sync *s) {
         struct cleanup_step *c = calloc(1, sizeof(*c));
 
         s->cleanup = c;
@@ -33,46 +33,46 @@ void sync_cleanup(struct pod_sync *s) {
                 cleanup_done(s);
                 return;
         }
-        sync_fanout_begin(s, remove_sandboxes);
+        kubelet_sync_fanout_begin(s, remove_sandboxes);
         for (size_t i = 0; i < c->gc.n_containers; i++) {
                 Runtime__V1__RemoveContainerRequest req = RUNTIME__V1__REMOVE_CONTAINER_REQUEST__INIT;
                 int r;
 
-                log_v(2, "pod %s: removing container %.12s", sync_pod_desc(s), c->gc.containers[i]);
+                log_v(2, "pod %s: removing container %.12s", kubelet_sync_pod_desc(s), c->gc.containers[i]);
                 req.container_id = (char *) c->gc.containers[i];
                 r = cri_remove_container(s->k->cri, &req, 0, on_remove, s);
                 if (r < 0)
-                        sync_call_failed(s, "RemoveContainer", r);
+                        kubelet_sync_call_failed(s, "RemoveContainer", r);
                 else {
-                        sync_fanout_add(s);
+                        kubelet_sync_fanout_add(s);
                         s->did_work = true;
                 }
         }
-        sync_fanout_end(s);
+        kubelet_sync_fanout_end(s);
 }
 
 static void remove_sandboxes(struct pod_sync *s) {
         struct cleanup_step *c = s->cleanup;
 
-        sync_fanout_begin(s, cleanup_done);
+        kubelet_sync_fanout_begin(s, cleanup_done);
         for (size_t i = 0; i < c->gc.n_sandboxes; i++) {
                 Runtime__V1__RemovePodSandboxRequest req = RUNTIME__V1__REMOVE_POD_SANDBOX_REQUEST__INIT;
                 int r;
 
-                log_v(2, "pod %s: removing sandbox %.12s", sync_pod_desc(s), c->gc.sandboxes[i]);
+                log_v(2, "pod %s: removing sandbox %.12s", kubelet_sync_pod_desc(s), c->gc.sandboxes[i]);
                 req.pod_sandbox_id = (char *) c->gc.sandboxes[i];
                 r = cri_remove_pod_sandbox(s->k->cri, &req, 0, on_remove, s);
                 if (r < 0)
-                        sync_call_failed(s, "RemovePodSandbox", r);
+                        kubelet_sync_call_failed(s, "RemovePodSandbox", r);
                 else {
-                        sync_fanout_add(s);
+                        kubelet_sync_fanout_add(s);
                         s->did_work = true;
                 }
         }
-        sync_fanout_end(s);
+        kubelet_sync_fanout_end(s);
 }
 
-void sync_cleanup_free(struct pod_sync *s) {
+void kubelet_sync_cleanup_free(struct pod_sync *s) {
         struct cleanup_step *c = TAKE_PTR(s->cleanup);
 
         if (!c)
@@ -82,6 +82,6 @@ void sync_cleanup_free(struct pod_sync *s) {
 }
 
 static void cleanup_done(struct pod_sync *s) {
-        sync_cleanup_free(s);
-        pod_sync_done(s);
+        kubelet_sync_cleanup_free(s);
+        kubelet_pod_sync_done(s);
 }

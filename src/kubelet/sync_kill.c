@@ -49,7 +49,7 @@ static void on_remove_stopped(const struct cri_reply *reply, void *userdata) {
 
         if (reply->r < 0 && reply->r != -ENOENT) {
                 /* e.g. still "starting": nothing new may start before it is gone; retried with back-off */
-                log_error("pod %s: RemoveContainer %.12s: %s", sync_pod_desc(s), c->id, reply->message);
+                log_error("pod %s: RemoveContainer %.12s: %s", kubelet_sync_pod_desc(s), c->id, reply->message);
                 s->error = true;
         }
         kill_call_end(c);
@@ -60,7 +60,7 @@ static void on_stop_container(const struct cri_reply *reply, void *userdata) {
         struct pod_sync *s = c->s;
 
         if (reply->r < 0 && reply->r != -ENOENT) {
-                log_error("pod %s: StopContainer %.12s: %s", sync_pod_desc(s), c->id, reply->message);
+                log_error("pod %s: StopContainer %.12s: %s", kubelet_sync_pod_desc(s), c->id, reply->message);
                 s->error = true;
         } else if (c->remove && !s->k->stopping) {
                 Runtime__V1__RemoveContainerRequest req = RUNTIME__V1__REMOVE_CONTAINER_REQUEST__INIT;
@@ -84,7 +84,7 @@ static void issue_stop(struct kill_call *c) {
                                (uint64_t) c->grace * USEC_PER_SEC + s->k->opts->runtime_request_timeout_usec,
                                on_stop_container, c);
         if (r < 0) {
-                sync_call_failed(s, "StopContainer", r);
+                kubelet_sync_call_failed(s, "StopContainer", r);
                 kill_call_end(c);
         }
 }
@@ -105,15 +105,15 @@ static void on_pre_stop_done(void *userdata, int error, const char *message) {
         elapsed = (int64_t) ((now_usec() - c->hook_start_usec) / USEC_PER_SEC);
         if (error == -ETIME)
                 log_info("PreStop hook not completed in grace period: pod=\"%s\" podUID=\"%s\" containerName=\"%s\" "
-                         "containerID=\"%.12s\" gracePeriod=%" PRId64, sync_pod_desc(s), s->w->uid, c->name, c->id,
+                         "containerID=\"%.12s\" gracePeriod=%" PRId64, kubelet_sync_pod_desc(s), s->w->uid, c->name, c->id,
                          c->grace);
         else if (error < 0) {
                 log_error("PreStop hook failed: pod=\"%s\" containerName=\"%s\" containerID=\"%.12s\": %s",
-                          sync_pod_desc(s), c->name, c->id, message ? message : strerror(-error));
+                          kubelet_sync_pod_desc(s), c->name, c->id, message ? message : strerror(-error));
                 kubelet_worker_event(s->w, c->name, "Warning", "FailedPreStopHook", "%s",
                                  message ? message : strerror(-error));
         } else
-                log_v(3, "PreStop hook completed: pod=\"%s\" containerName=\"%s\"", sync_pod_desc(s), c->name);
+                log_v(3, "PreStop hook completed: pod=\"%s\" containerName=\"%s\"", kubelet_sync_pod_desc(s), c->name);
         c->grace = MAX(c->grace - elapsed, (int64_t) MINIMUM_GRACE_PERIOD_SECONDS);
         if (s->k->stopping) {
                 kill_call_end(c);
@@ -122,7 +122,7 @@ static void on_pre_stop_done(void *userdata, int error, const char *message) {
         issue_stop(c);
 }
 
-int sync_kill_container(struct pod_sync *s, struct kill_target_ext *t, void (*done)(struct pod_sync *s)) {
+int kubelet_sync_kill_container(struct pod_sync *s, struct kill_target_ext *t, void (*done)(struct pod_sync *s)) {
         _cleanup_(lifecycle_handler_freep) struct lifecycle_handler *owned = TAKE_PTR(t->owned_pre_stop);
         const struct lifecycle_handler *pre_stop = t->pre_stop ? t->pre_stop : owned;
         struct kill_call *c = calloc(1, sizeof(*c));
@@ -142,7 +142,7 @@ int sync_kill_container(struct pod_sync *s, struct kill_target_ext *t, void (*do
         s->did_work = true;
         if (pre_stop && !s->k->stopping) {
                 struct hook_target ht = {
-                        .pod_desc = sync_hook_desc(s),
+                        .pod_desc = kubelet_sync_hook_desc(s),
                         .container_name = c->name,
                         .container_id = c->id,
                         .pod_ip = NULL,
@@ -156,19 +156,19 @@ int sync_kill_container(struct pod_sync *s, struct kill_target_ext *t, void (*do
                 }
                 c->hook_start_usec = now_usec();
                 log_v(3, "Running preStop hook: pod=\"%s\" containerName=\"%s\" containerID=\"%.12s\"",
-                      sync_pod_desc(s), c->name, c->id);
+                      kubelet_sync_pod_desc(s), c->name, c->id);
                 r = kubelet_hook_run_start(&s->k->hook_env, &s->hooks, pre_stop, &ht, (uint64_t) c->grace * USEC_PER_SEC,
                                    on_pre_stop_done, c);
                 if (r >= 0)
                         return 0;
-                log_error("pod %s: container %s: cannot run the preStop hook: %s", sync_pod_desc(s), c->name,
+                log_error("pod %s: container %s: cannot run the preStop hook: %s", kubelet_sync_pod_desc(s), c->name,
                           strerror(-r));
         }
         issue_stop(c);
         return 0;
 }
 
-int64_t sync_grace_raw(const struct pod_sync *s, const struct kc_container *c) {
+int64_t kubelet_sync_grace_raw(const struct pod_sync *s, const struct kc_container *c) {
         int64_t g;
 
         if (s->pod)
@@ -205,13 +205,13 @@ static void pre_stop_of(struct pod_sync *s, const struct kc_container *kc, struc
                 return;
         j = json_loadb(v, strlen(v), JSON_REJECT_DUPLICATES, NULL);
         if (lifecycle_handler_from_json(j, &t->owned_pre_stop) < 0)
-                log_error("pod %s: container %s: cannot decode the preStop handler annotation", sync_pod_desc(s),
+                log_error("pod %s: container %s: cannot decode the preStop handler annotation", kubelet_sync_pod_desc(s),
                           kc->name);
 }
 
 static void kill_one(struct pod_sync *s, const struct kr_kill_target *t) {
         const struct kc_container *kc = t->container;
-        int64_t raw = sync_grace_raw(s, kc);
+        int64_t raw = kubelet_sync_grace_raw(s, kc);
         struct kill_target_ext x;
         int r;
 
@@ -222,14 +222,14 @@ static void kill_one(struct pod_sync *s, const struct kr_kill_target *t) {
                 .id = kc->id,
                 .name = kc->name,
                 .grace = MAX(raw, (int64_t) MINIMUM_GRACE_PERIOD_SECONDS),
-                .spec = sync_spec_container(s, kc->name),
+                .spec = kubelet_sync_spec_container(s, kc->name),
                 .sandbox_id = kc->sandbox_id,
                 .ports_json = strmap_get(&kc->annotations, ANNOTATION_CONTAINER_PORTS),
                 .remove = t->remove,
         };
         log_info("Killing container with a grace period: pod=\"%s\" podUID=\"%s\" containerName=\"%s\" "
                  "containerID=\"%.12s\" gracePeriod=%" PRId64 " reason=\"%s\"%s%s%s",
-                 sync_pod_desc(s), s->w->uid, kc->name, kc->id, x.grace, t->reason, t->message ? " message=\"" : "",
+                 kubelet_sync_pod_desc(s), s->w->uid, kc->name, kc->id, x.grace, t->reason, t->message ? " message=\"" : "",
                  t->message ? t->message : "", t->message ? "\"" : "");
         if (t->message)
                 kubelet_worker_event(s->w, kc->name, "Normal", "Killing", "%s", t->message);
@@ -238,11 +238,11 @@ static void kill_one(struct pod_sync *s, const struct kr_kill_target *t) {
         /* as upstream, no preStop without a grace period (a force deletion) */
         if (raw > 0)
                 pre_stop_of(s, kc, &x);
-        sync_fanout_add(s);
-        r = sync_kill_container(s, &x, sync_fanout_release);
+        kubelet_sync_fanout_add(s);
+        r = kubelet_sync_kill_container(s, &x, kubelet_sync_fanout_release);
         if (r < 0) {
-                sync_call_failed(s, "StopContainer", r);
-                sync_fanout_release(s);
+                kubelet_sync_call_failed(s, "StopContainer", r);
+                kubelet_sync_fanout_release(s);
         }
 }
 
@@ -255,16 +255,16 @@ static void kill_round(struct pod_sync *s, unsigned round) {
         size_t n = 0;
         int r;
 
-        sync_fanout_begin(s, round == 0 ? kill_round_0_done : stop_sandboxes);
+        kubelet_sync_fanout_begin(s, round == 0 ? kill_round_0_done : stop_sandboxes);
         r = kr_compute_kill_round(s->status, &s->actions, round, &targets, &n);
         if (r < 0)
-                sync_call_failed(s, "computing what to kill", r);
+                kubelet_sync_call_failed(s, "computing what to kill", r);
         for (size_t i = 0; i < n; i++)
                 kill_one(s, &targets[i]);
-        sync_fanout_end(s);
+        kubelet_sync_fanout_end(s);
 }
 
-void sync_kill(struct pod_sync *s) {
+void kubelet_sync_kill(struct pod_sync *s) {
         kill_round(s, 0);
 }
 
@@ -274,34 +274,34 @@ static void on_stop_sandbox(const struct cri_reply *reply, void *userdata) {
         struct pod_sync *s = userdata;
 
         if (reply->r < 0 && reply->r != -ENOENT) {
-                log_error("pod %s: StopPodSandbox: %s", sync_pod_desc(s), reply->message);
+                log_error("pod %s: StopPodSandbox: %s", kubelet_sync_pod_desc(s), reply->message);
                 s->error = true;
         }
-        sync_fanout_release(s);
+        kubelet_sync_fanout_release(s);
 }
 
 static void stop_sandboxes(struct pod_sync *s) {
         if (s->error) {
-                pod_sync_finish(s);
+                kubelet_pod_sync_finish(s);
                 return;
         }
-        sync_fanout_begin(s, pod_sync_killed);
+        kubelet_sync_fanout_begin(s, kubelet_pod_sync_killed);
         for (size_t i = 0; s->actions.kill_pod && i < s->status->n_sandboxes; i++) {
                 Runtime__V1__StopPodSandboxRequest req = RUNTIME__V1__STOP_POD_SANDBOX_REQUEST__INIT;
                 int r;
 
                 if (s->status->sandboxes[i]->state != KC_SANDBOX_READY)
                         continue;
-                log_info("Stopping pod sandbox: pod=\"%s\" podSandboxID=\"%.12s\"", sync_pod_desc(s),
+                log_info("Stopping pod sandbox: pod=\"%s\" podSandboxID=\"%.12s\"", kubelet_sync_pod_desc(s),
                          s->status->sandboxes[i]->id);
                 req.pod_sandbox_id = s->status->sandboxes[i]->id;
                 r = cri_stop_pod_sandbox(s->k->cri, &req, 0, on_stop_sandbox, s);
                 if (r < 0)
-                        sync_call_failed(s, "StopPodSandbox", r);
+                        kubelet_sync_call_failed(s, "StopPodSandbox", r);
                 else {
-                        sync_fanout_add(s);
+                        kubelet_sync_fanout_add(s);
                         s->did_work = true;
                 }
         }
-        sync_fanout_end(s);
+        kubelet_sync_fanout_end(s);
 }

@@ -18,7 +18,7 @@ static void on_list_sandboxes(const struct cri_reply *reply, void *userdata) {
         struct pod_sync *s = userdata;
 
         if (reply->r < 0) {
-                log_error("pod %s: ListPodSandbox: %s", sync_pod_desc(s), reply->message);
+                log_error("pod %s: ListPodSandbox: %s", kubelet_sync_pod_desc(s), reply->message);
                 s->error = true;
         } else {
                 const Runtime__V1__ListPodSandboxResponse *resp = (const void *) reply->msg;
@@ -29,14 +29,14 @@ static void on_list_sandboxes(const struct cri_reply *reply, void *userdata) {
                                 s->error = true;
                 }
         }
-        sync_fanout_release(s);
+        kubelet_sync_fanout_release(s);
 }
 
 static void on_list_containers(const struct cri_reply *reply, void *userdata) {
         struct pod_sync *s = userdata;
 
         if (reply->r < 0) {
-                log_error("pod %s: ListContainers: %s", sync_pod_desc(s), reply->message);
+                log_error("pod %s: ListContainers: %s", kubelet_sync_pod_desc(s), reply->message);
                 s->error = true;
         } else {
                 const Runtime__V1__ListContainersResponse *resp = (const void *) reply->msg;
@@ -47,10 +47,10 @@ static void on_list_containers(const struct cri_reply *reply, void *userdata) {
                                 s->error = true;
                 }
         }
-        sync_fanout_release(s);
+        kubelet_sync_fanout_release(s);
 }
 
-void sync_observe(struct pod_sync *s) {
+void kubelet_sync_observe(struct pod_sync *s) {
         Runtime__V1__ListPodSandboxRequest sreq = RUNTIME__V1__LIST_POD_SANDBOX_REQUEST__INIT;
         Runtime__V1__PodSandboxFilter sf = RUNTIME__V1__POD_SANDBOX_FILTER__INIT;
         Runtime__V1__PodSandboxFilter__LabelSelectorEntry se =
@@ -69,18 +69,18 @@ void sync_observe(struct pod_sync *s) {
         sreq.filter = &sf;
         creq.filter = &cf;
 
-        sync_fanout_begin(s, list_done);
+        kubelet_sync_fanout_begin(s, list_done);
         r = cri_list_pod_sandbox(s->k->cri, &sreq, 0, on_list_sandboxes, s);
         if (r < 0)
-                sync_call_failed(s, "ListPodSandbox", r);
+                kubelet_sync_call_failed(s, "ListPodSandbox", r);
         else
-                sync_fanout_add(s);
+                kubelet_sync_fanout_add(s);
         r = cri_list_containers(s->k->cri, &creq, 0, on_list_containers, s);
         if (r < 0)
-                sync_call_failed(s, "ListContainers", r);
+                kubelet_sync_call_failed(s, "ListContainers", r);
         else
-                sync_fanout_add(s);
-        sync_fanout_end(s);
+                kubelet_sync_fanout_add(s);
+        kubelet_sync_fanout_end(s);
 }
 
 /* ---------------------------------------------------------------- statuses */
@@ -105,14 +105,14 @@ static void on_sandbox_status(const struct cri_reply *reply, void *userdata) {
         if (reply->r == -ENOENT) {
                 /* removed meanwhile: the next pass will see it gone */
         } else if (reply->r < 0) {
-                log_error("pod %s: PodSandboxStatus: %s", sync_pod_desc(s), reply->message);
+                log_error("pod %s: PodSandboxStatus: %s", kubelet_sync_pod_desc(s), reply->message);
                 s->error = true;
         } else {
                 const Runtime__V1__PodSandboxStatusResponse *resp = (const void *) reply->msg;
                 if (resp->status && kr_sandbox_set_status(s->status->sandboxes[c->index], resp->status) < 0)
                         s->error = true;
         }
-        sync_fanout_release(s);
+        kubelet_sync_fanout_release(s);
 }
 
 static void on_container_status(const struct cri_reply *reply, void *userdata) {
@@ -122,7 +122,7 @@ static void on_container_status(const struct cri_reply *reply, void *userdata) {
         if (reply->r == -ENOENT) {
                 /* removed meanwhile */
         } else if (reply->r < 0) {
-                log_error("pod %s: ContainerStatus: %s", sync_pod_desc(s), reply->message);
+                log_error("pod %s: ContainerStatus: %s", kubelet_sync_pod_desc(s), reply->message);
                 s->error = true;
         } else {
                 const Runtime__V1__ContainerStatusResponse *resp = (const void *) reply->msg;
@@ -131,18 +131,18 @@ static void on_container_status(const struct cri_reply *reply, void *userdata) {
                                      kr_container_read_termination_message(kc, resp->status) < 0))
                         s->error = true;
         }
-        sync_fanout_release(s);
+        kubelet_sync_fanout_release(s);
 }
 
 /* the newest sandbox's status (its IP, its network mode) and every container's */
 static void list_done(struct pod_sync *s) {
         if (s->error) {
-                pod_sync_finish(s);
+                kubelet_pod_sync_finish(s);
                 return;
         }
         kc_pod_status_sort(s->status);
 
-        sync_fanout_begin(s, pod_sync_observed);
+        kubelet_sync_fanout_begin(s, kubelet_pod_sync_observed);
         if (s->status->n_sandboxes > 0) {
                 Runtime__V1__PodSandboxStatusRequest req = RUNTIME__V1__POD_SANDBOX_STATUS_REQUEST__INIT;
                 struct status_call *c = status_call_new(s, 0);
@@ -153,9 +153,9 @@ static void list_done(struct pod_sync *s) {
                         r = cri_pod_sandbox_status(s->k->cri, &req, 0, on_sandbox_status, c);
                 if (r < 0) {
                         free(c);
-                        sync_call_failed(s, "PodSandboxStatus", r);
+                        kubelet_sync_call_failed(s, "PodSandboxStatus", r);
                 } else
-                        sync_fanout_add(s);
+                        kubelet_sync_fanout_add(s);
         }
         for (size_t i = 0; i < s->status->n_containers && !s->error; i++) {
                 Runtime__V1__ContainerStatusRequest req = RUNTIME__V1__CONTAINER_STATUS_REQUEST__INIT;
@@ -167,9 +167,9 @@ static void list_done(struct pod_sync *s) {
                         r = cri_container_status(s->k->cri, &req, 0, on_container_status, c);
                 if (r < 0) {
                         free(c);
-                        sync_call_failed(s, "ContainerStatus", r);
+                        kubelet_sync_call_failed(s, "ContainerStatus", r);
                 } else
-                        sync_fanout_add(s);
+                        kubelet_sync_fanout_add(s);
         }
-        sync_fanout_end(s);
+        kubelet_sync_fanout_end(s);
 }

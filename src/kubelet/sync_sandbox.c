@@ -18,21 +18,21 @@ static void on_new_sandbox_status(const struct cri_reply *reply, void *userdata)
         struct pod_sync *s = userdata;
 
         if (reply->r < 0)
-                log_warning("pod %s: PodSandboxStatus of the new sandbox failed: %s", sync_pod_desc(s), reply->message);
+                log_warning("pod %s: PodSandboxStatus of the new sandbox failed: %s", kubelet_sync_pod_desc(s), reply->message);
         else {
                 const Runtime__V1__PodSandboxStatusResponse *resp = (const void *) reply->msg;
                 const char *ip = resp->status && resp->status->network ? resp->status->network->ip : NULL;
                 if (!isempty(ip) && free_and_strdup(&s->pod_ip, ip) < 0)
                         s->error = true;
         }
-        sync_fanout_release(s);
+        kubelet_sync_fanout_release(s);
 }
 
 static void on_run_sandbox(const struct cri_reply *reply, void *userdata) {
         struct pod_sync *s = userdata;
 
         if (reply->r < 0) {
-                log_error("pod %s: Failed to create pod sandbox (FailedCreatePodSandBox): %s", sync_pod_desc(s),
+                log_error("pod %s: Failed to create pod sandbox (FailedCreatePodSandBox): %s", kubelet_sync_pod_desc(s),
                           reply->message);
                 kubelet_worker_event(s->w, NULL, "Warning", "FailedCreatePodSandBox", "Failed to create pod sandbox: %s",
                                  reply->message);
@@ -41,7 +41,7 @@ static void on_run_sandbox(const struct cri_reply *reply, void *userdata) {
                 const Runtime__V1__RunPodSandboxResponse *resp = (const void *) reply->msg;
                 Runtime__V1__PodSandboxStatusRequest req = RUNTIME__V1__POD_SANDBOX_STATUS_REQUEST__INIT;
 
-                log_info("Created pod sandbox: pod=\"%s\" podSandboxID=\"%.12s\"", sync_pod_desc(s),
+                log_info("Created pod sandbox: pod=\"%s\" podSandboxID=\"%.12s\"", kubelet_sync_pod_desc(s),
                          resp->pod_sandbox_id);
                 if (free_and_strdup(&s->sandbox_id, resp->pod_sandbox_id) < 0)
                         s->error = true;
@@ -49,10 +49,10 @@ static void on_run_sandbox(const struct cri_reply *reply, void *userdata) {
                         /* the IP goes into the containers' env (status.podIP), /etc/hosts and their probes */
                         req.pod_sandbox_id = s->sandbox_id;
                         if (cri_pod_sandbox_status(s->k->cri, &req, 0, on_new_sandbox_status, s) >= 0)
-                                sync_fanout_add(s);
+                                kubelet_sync_fanout_add(s);
                 }
         }
-        sync_fanout_release(s);
+        kubelet_sync_fanout_release(s);
 }
 
 /* the sandbox the decision kept, with the IP it was observed with */
@@ -65,7 +65,7 @@ static void use_existing(struct pod_sync *s) {
                     free_and_strdup(&s->pod_ip, sb->ip) < 0)
                         s->error = true;
         }
-        pod_sync_sandbox_ready(s);
+        kubelet_pod_sync_sandbox_ready(s);
 }
 
 static void create_sandbox(struct pod_sync *s) {
@@ -74,54 +74,54 @@ static void create_sandbox(struct pod_sync *s) {
         int r;
 
         if (kubelet_name_is_busy(s->k, s->w)) {
-                log_info("pod %s: waiting for the previous pod with the same name to terminate", sync_pod_desc(s));
+                log_info("pod %s: waiting for the previous pod with the same name to terminate", kubelet_sync_pod_desc(s));
                 s->w->waiting_for_name = true;
-                pod_sync_finish(s);
+                kubelet_pod_sync_finish(s);
                 return;
         }
         s->w->waiting_for_name = false;
 
         logdir = kr_pod_log_dir(s->k->opts->pod_logs_dir, s->pod);
         if (!logdir || mkdir_p(logdir, 0755) < 0) {
-                log_error("pod %s: cannot create log directory %s: %m", sync_pod_desc(s), strna(logdir));
+                log_error("pod %s: cannot create log directory %s: %m", kubelet_sync_pod_desc(s), strna(logdir));
                 s->error = true;
-                pod_sync_finish(s);
+                kubelet_pod_sync_finish(s);
                 return;
         }
         /* the pod cgroup before the sandbox that goes into it (upstream: UpdateQOSCgroups, then EnsureExists) */
         r = kubelet_pod_cgroup_ensure(s->k, s->pod);
         if (r < 0) {
-                log_error("pod %s: cannot create the pod cgroup: %s", sync_pod_desc(s), strerror(-r));
+                log_error("pod %s: cannot create the pod cgroup: %s", kubelet_sync_pod_desc(s), strerror(-r));
                 s->error = true;
-                pod_sync_finish(s);
+                kubelet_pod_sync_finish(s);
                 return;
         }
-        log_info("Creating pod sandbox: pod=\"%s\" attempt=%" PRIu32 " reason=\"%s\"", sync_pod_desc(s),
+        log_info("Creating pod sandbox: pod=\"%s\" attempt=%" PRIu32 " reason=\"%s\"", kubelet_sync_pod_desc(s),
                  s->actions.attempt, strna(s->actions.sandbox_reason));
         req.config = s->sandbox_config;
-        sync_fanout_begin(s, pod_sync_sandbox_ready);
+        kubelet_sync_fanout_begin(s, kubelet_pod_sync_sandbox_ready);
         r = cri_run_pod_sandbox(s->k->cri, &req, 0, on_run_sandbox, s);
         if (r < 0)
-                sync_call_failed(s, "RunPodSandbox", r);
+                kubelet_sync_call_failed(s, "RunPodSandbox", r);
         else {
-                sync_fanout_add(s);
+                kubelet_sync_fanout_add(s);
                 s->did_work = true;
         }
-        sync_fanout_end(s);
+        kubelet_sync_fanout_end(s);
 }
 
-void sync_sandbox(struct pod_sync *s) {
+void kubelet_sync_sandbox(struct pod_sync *s) {
         struct kc_build_context ctx;
         struct kc_build_report report = {};
         int r;
 
         r = cm_pod_cgroup_parent(s->k->cm, s->pod, &s->cgroup_parent);
         if (r < 0) {
-                sync_call_failed(s, "naming the pod cgroup", r);
-                pod_sync_finish(s);
+                kubelet_sync_call_failed(s, "naming the pod cgroup", r);
+                kubelet_pod_sync_finish(s);
                 return;
         }
-        sync_build_context(s, &ctx);
+        kubelet_sync_build_context(s, &ctx);
         ctx.report = &report;
         r = kr_build_sandbox_config(s->pod, s->actions.attempt, &ctx, &s->sandbox_config);
         /* the DNS events (MissingClusterDNS, DNSConfigForming), when a sandbox is made, as upstream */
@@ -129,10 +129,10 @@ void sync_sandbox(struct pod_sync *s) {
                 kubelet_worker_event(s->w, NULL, "Warning", report.event_reasons[i], "%s", report.event_messages[i]);
         if (r < 0) {
                 if (report.error)
-                        log_error("pod %s: building the sandbox config: %s", sync_pod_desc(s), ck_error_message(report.error));
+                        log_error("pod %s: building the sandbox config: %s", kubelet_sync_pod_desc(s), ck_error_message(report.error));
                 kc_build_report_done(&report);
-                sync_call_failed(s, "building the sandbox config", r);
-                pod_sync_finish(s);
+                kubelet_sync_call_failed(s, "building the sandbox config", r);
+                kubelet_pod_sync_finish(s);
                 return;
         }
         kc_build_report_done(&report);

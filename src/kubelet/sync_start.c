@@ -44,7 +44,7 @@ static void image_decided(struct pod_sync *s, bool present);
 static void pull_try(struct pod_sync *s);
 static void create_container(struct pod_sync *s);
 
-void sync_start_step_free(struct pod_sync *s) {
+void kubelet_sync_start_step_free(struct pod_sync *s) {
         struct start_step *st = TAKE_PTR(s->start);
 
         if (!st)
@@ -74,7 +74,7 @@ static bool in_crash_backoff(struct pod_sync *s, const struct container *c) {
 
         r = kr_check_crash_backoff(s->pod, c, s->status, &s->actions, &s->k->crash_backoff, now, &d);
         if (r < 0) {
-                log_error("pod %s: container %s: cannot check its back-off: %s", sync_pod_desc(s), c->name,
+                log_error("pod %s: container %s: cannot check its back-off: %s", kubelet_sync_pod_desc(s), c->name,
                           strerror(-r));
                 return false;
         }
@@ -88,7 +88,7 @@ static bool in_crash_backoff(struct pod_sync *s, const struct container *c) {
                                "back-off %" PRIu64 "s restarting failed container=%s pod=%s_%s(%s)",
                                d.delay_usec / USEC_PER_SEC, c->name, s->pod->name, s->pod->namespace_, s->pod->uid);
         log_info("Back-off %" PRIu64 "s restarting failed container=%s pod=%s", d.delay_usec / USEC_PER_SEC, c->name,
-                 sync_pod_desc(s));
+                 kubelet_sync_pod_desc(s));
         kubelet_worker_event(s->w, c->name, "Warning", "BackOff", "Back-off restarting failed container %s in pod %s_%s(%s)",
                          c->name, s->pod->name, s->pod->namespace_, s->pod->uid);
         /* wake when it ends, converted to the monotonic clock */
@@ -104,13 +104,13 @@ static void start_next(struct pod_sync *s) {
         struct start_step *st;
 
         if (s->k->stopping || s->next_start >= s->actions.n_init_start + s->actions.n_start) {
-                pod_sync_started(s);
+                kubelet_pod_sync_started(s);
                 return;
         }
         st = calloc(1, sizeof(*st));
         if (!st) {
-                sync_call_failed(s, "starting a container", -ENOMEM);
-                pod_sync_started(s);
+                kubelet_sync_call_failed(s, "starting a container", -ENOMEM);
+                kubelet_pod_sync_started(s);
                 return;
         }
         st->c = container_to_start(s, s->next_start);
@@ -123,12 +123,12 @@ static void start_next(struct pod_sync *s) {
 }
 
 static void step_done(struct pod_sync *s) {
-        sync_start_step_free(s);
+        kubelet_sync_start_step_free(s);
         s->next_start++;
         start_next(s);
 }
 
-void sync_start(struct pod_sync *s) {
+void kubelet_sync_start(struct pod_sync *s) {
         s->next_start = 0;
         start_next(s);
 }
@@ -156,7 +156,7 @@ static void image_status(struct pod_sync *s, const char *image, cri_callback_t c
         req.image = &spec;
         r = cri_image_status(s->k->cri, &req, 0, cb, s);
         if (r < 0) {
-                sync_call_failed(s, "ImageStatus", r);
+                kubelet_sync_call_failed(s, "ImageStatus", r);
                 step_done(s);
         }
 }
@@ -166,7 +166,7 @@ static bool image_status_failed(struct pod_sync *s, const struct cri_reply *repl
 
         if (reply->r >= 0)
                 return false;
-        log_error("pod %s: container %s: ImageStatus \"%s\": %s", sync_pod_desc(s), c->name, c->image, reply->message);
+        log_error("pod %s: container %s: ImageStatus \"%s\": %s", kubelet_sync_pod_desc(s), c->name, c->image, reply->message);
         kubelet_worker_set_waiting(s->w, c->name, "ErrImageInspect", "%s", reply->message);
         s->error = true;
         step_done(s);
@@ -186,7 +186,7 @@ static void on_image_present(const struct cri_reply *reply, void *userdata) {
         if (present > 0 && free_and_strdup(&st->image_ref, resp->image->id) < 0)
                 present = -ENOMEM;
         if (present < 0) {
-                sync_call_failed(s, "ImageStatus", present);
+                kubelet_sync_call_failed(s, "ImageStatus", present);
                 step_done(s);
                 return;
         }
@@ -226,14 +226,14 @@ static void image_decided(struct pod_sync *s, bool present) {
 
         switch (kr_decide_image(c->image_pull_policy, present, backoff)) {
         case KR_IMAGE_USE_PRESENT:
-                log_v(3, "pod %s: container image \"%s\" already present on machine", sync_pod_desc(s), c->image);
+                log_v(3, "pod %s: container image \"%s\" already present on machine", kubelet_sync_pod_desc(s), c->image);
                 kubelet_worker_event(s->w, c->name, "Normal", "Pulled", "Container image \"%s\" already present on machine",
                                  c->image);
                 create_container(s);
                 return;
         case KR_IMAGE_NEVER_PULL:
                 log_error("pod %s: container %s: Container image \"%s\" is not present with pull policy of Never "
-                          "(ErrImageNeverPull)", sync_pod_desc(s), c->name, c->image);
+                          "(ErrImageNeverPull)", kubelet_sync_pod_desc(s), c->name, c->image);
                 kubelet_worker_set_waiting(s->w, c->name, "ErrImageNeverPull",
                                        "Container image \"%s\" is not present with pull policy of Never", c->image);
                 s->error = true;
@@ -241,7 +241,7 @@ static void image_decided(struct pod_sync *s, bool present) {
                 return;
         case KR_IMAGE_PULL_BACKOFF:
                 kubelet_worker_set_waiting(s->w, c->name, "ImagePullBackOff", "Back-off pulling image \"%s\"", c->image);
-                log_v(2, "pod %s: container %s: Back-off pulling image \"%s\"", sync_pod_desc(s), c->name, c->image);
+                log_v(2, "pod %s: container %s: Back-off pulling image \"%s\"", kubelet_sync_pod_desc(s), c->name, c->image);
                 kubelet_worker_event(s->w, c->name, "Normal", "BackOff", "Back-off pulling image \"%s\"", c->image);
                 kubelet_worker_event(s->w, c->name, "Warning", "Failed", "Error: ImagePullBackOff");
                 if (!s->wake_usec || until < s->wake_usec)
@@ -259,12 +259,12 @@ static void pull(struct pod_sync *s) {
         const struct container *c = st->c;
         int r;
 
-        log_info("Pulling image: pod=\"%s\" image=\"%s\"", sync_pod_desc(s), c->image);
+        log_info("Pulling image: pod=\"%s\" image=\"%s\"", kubelet_sync_pod_desc(s), c->image);
         kubelet_worker_event(s->w, c->name, "Normal", "Pulling", "Pulling image \"%s\"", c->image);
         kubelet_worker_set_waiting(s->w, c->name, "ContainerCreating", "%s", "");
         r = cred_keyring_lookup(&s->keyring, c->image, &st->creds, &st->n_creds);
         if (r < 0) {
-                sync_call_failed(s, "looking up pull credentials", r);
+                kubelet_sync_call_failed(s, "looking up pull credentials", r);
                 step_done(s);
                 return;
         }
@@ -279,7 +279,7 @@ static void on_pulled_image_status(const struct cri_reply *reply, void *userdata
                 return;
         /* just pulled, yet not listed: created anyway (the image's user stays unknown) */
         if (take_image_user(s->start, (const void *) reply->msg) < 0) {
-                sync_call_failed(s, "ImageStatus", -ENOMEM);
+                kubelet_sync_call_failed(s, "ImageStatus", -ENOMEM);
                 step_done(s);
                 return;
         }
@@ -309,7 +309,7 @@ static void on_pull_image(const struct cri_reply *reply, void *userdata) {
                 const char *message = reply->message;
                 if (st->n_creds > 1 && st->pull_errors && asprintf(&agg, "[%s]", st->pull_errors) >= 0)
                         message = agg;
-                log_error("pod %s: container %s: Failed to pull image \"%s\": %s (ErrImagePull)", sync_pod_desc(s),
+                log_error("pod %s: container %s: Failed to pull image \"%s\": %s (ErrImagePull)", kubelet_sync_pod_desc(s),
                           c->name, c->image, message);
                 kubelet_worker_event(s->w, c->name, "Warning", "Failed", "Failed to pull image \"%s\": %s", c->image,
                                  message);
@@ -321,13 +321,13 @@ static void on_pull_image(const struct cri_reply *reply, void *userdata) {
                 step_done(s);
                 return;
         }
-        log_info("Successfully pulled image: pod=\"%s\" image=\"%s\"", sync_pod_desc(s), c->image);
+        log_info("Successfully pulled image: pod=\"%s\" image=\"%s\"", kubelet_sync_pod_desc(s), c->image);
         kubelet_worker_event(s->w, c->name, "Normal", "Pulled", "Successfully pulled image \"%s\"", c->image);
         if (key)
                 backoff_reset(&s->k->image_backoff, key);
         if (free_and_strdup(&st->image_ref,
                             ((const Runtime__V1__PullImageResponse *) (const void *) reply->msg)->image_ref) < 0) {
-                sync_call_failed(s, "PullImage", -ENOMEM);
+                kubelet_sync_call_failed(s, "PullImage", -ENOMEM);
                 step_done(s);
                 return;
         }
@@ -350,14 +350,14 @@ static void pull_try(struct pod_sync *s) {
                 auth.username = st->creds[st->cred_index]->username;
                 auth.password = st->creds[st->cred_index]->password;
                 req.auth = &auth;
-                log_v(3, "pod %s: pulling image \"%s\" with the credentials for %s", sync_pod_desc(s), st->c->image,
+                log_v(3, "pod %s: pulling image \"%s\" with the credentials for %s", kubelet_sync_pod_desc(s), st->c->image,
                       st->creds[st->cred_index]->key);
         }
         /* pulls can take long: no shorter deadline than the request timeout, as upstream (image pull progress
          * deadline aside) */
         r = cri_pull_image(s->k->cri, &req, 0, on_pull_image, s);
         if (r < 0) {
-                sync_call_failed(s, "PullImage", r);
+                kubelet_sync_call_failed(s, "PullImage", r);
                 step_done(s);
                 return;
         }
@@ -421,25 +421,25 @@ static void on_post_start_done(void *userdata, int error, const char *message) {
         if (!message)
                 message = strerror(-error);
         log_error("Failed to execute PostStartHook: pod=\"%s\" podUID=\"%s\" containerName=\"%s\" "
-                  "containerID=\"%.12s\": %s", sync_pod_desc(s), s->w->uid, c->name, st->started_id, message);
+                  "containerID=\"%.12s\": %s", kubelet_sync_pod_desc(s), s->w->uid, c->name, st->started_id, message);
         kubelet_worker_event(s->w, c->name, "Warning", "FailedPostStartHook", "%s", message);
         kubelet_worker_set_waiting(s->w, c->name, "PostStartHookError", "%s", message);
         s->error = true;
         t = (struct kill_target_ext) {
                 .id = st->started_id,
                 .name = c->name,
-                .grace = MAX(sync_grace_raw(s, NULL), (int64_t) MINIMUM_GRACE_PERIOD_SECONDS),
-                .pre_stop = sync_grace_raw(s, NULL) > 0 ? c->pre_stop : NULL,
+                .grace = MAX(kubelet_sync_grace_raw(s, NULL), (int64_t) MINIMUM_GRACE_PERIOD_SECONDS),
+                .pre_stop = kubelet_sync_grace_raw(s, NULL) > 0 ? c->pre_stop : NULL,
                 .spec = c,
                 .sandbox_id = s->sandbox_id,
         };
         log_info("Killing container with a grace period: pod=\"%s\" podUID=\"%s\" containerName=\"%s\" "
                  "containerID=\"%.12s\" gracePeriod=%" PRId64 " reason=\"FailedPostStartHook\"",
-                 sync_pod_desc(s), s->w->uid, c->name, st->started_id, t.grace);
+                 kubelet_sync_pod_desc(s), s->w->uid, c->name, st->started_id, t.grace);
         kubelet_worker_event(s->w, c->name, "Normal", "Killing", "FailedPostStartHook");
-        r = sync_kill_container(s, &t, step_done);
+        r = kubelet_sync_kill_container(s, &t, step_done);
         if (r < 0) {
-                sync_call_failed(s, "StopContainer", r);
+                kubelet_sync_call_failed(s, "StopContainer", r);
                 step_done(s);
         }
 }
@@ -450,19 +450,19 @@ static void on_start_container(const struct cri_reply *reply, void *userdata) {
         const struct container *c = st->c;
 
         if (reply->r < 0) {
-                log_error("pod %s: container %s: RunContainerError: %s", sync_pod_desc(s), c->name, reply->message);
+                log_error("pod %s: container %s: RunContainerError: %s", kubelet_sync_pod_desc(s), c->name, reply->message);
                 kubelet_worker_event(s->w, c->name, "Warning", "Failed", "Error: %s", reply->message);
                 kubelet_worker_set_waiting(s->w, c->name, "RunContainerError", "%s", reply->message);
                 s->error = true;
                 step_done(s);
                 return;
         }
-        log_info("Started container: pod=\"%s\" containerName=\"%s\"", sync_pod_desc(s), c->name);
+        log_info("Started container: pod=\"%s\" containerName=\"%s\"", kubelet_sync_pod_desc(s), c->name);
         kubelet_worker_event(s->w, c->name, "Normal", "Started", "Started container %s", c->name);
         kubelet_worker_clear_waiting(s->w, c->name);
         if (c->post_start && !s->k->stopping) {
                 struct hook_target t = {
-                        .pod_desc = sync_hook_desc(s),
+                        .pod_desc = kubelet_sync_hook_desc(s),
                         .container_name = c->name,
                         .container_id = st->started_id,
                         .pod_ip = s->pod->spec.host_network ? s->k->node_ip : s->pod_ip,
@@ -472,7 +472,7 @@ static void on_start_container(const struct cri_reply *reply, void *userdata) {
                                        on_post_start_done, s);
                 if (r >= 0)
                         return; /* the step waits for the hook */
-                log_error("pod %s: container %s: cannot run the postStart hook: %s", sync_pod_desc(s), c->name,
+                log_error("pod %s: container %s: cannot run the postStart hook: %s", kubelet_sync_pod_desc(s), c->name,
                           strerror(-r));
                 s->error = true;
         }
@@ -488,7 +488,7 @@ static void on_create_container(const struct cri_reply *reply, void *userdata) {
         int r;
 
         if (reply->r < 0) {
-                log_error("pod %s: container %s: CreateContainerError: %s", sync_pod_desc(s), c->name, reply->message);
+                log_error("pod %s: container %s: CreateContainerError: %s", kubelet_sync_pod_desc(s), c->name, reply->message);
                 kubelet_worker_event(s->w, c->name, "Warning", "Failed", "Error: %s", reply->message);
                 kubelet_worker_set_waiting(s->w, c->name, "CreateContainerError", "%s", reply->message);
                 s->error = true;
@@ -499,18 +499,18 @@ static void on_create_container(const struct cri_reply *reply, void *userdata) {
                 step_done(s);
                 return;
         }
-        log_info("Created container: pod=\"%s\" containerName=\"%s\" containerID=\"%.12s\"", sync_pod_desc(s), c->name,
+        log_info("Created container: pod=\"%s\" containerName=\"%s\" containerID=\"%.12s\"", kubelet_sync_pod_desc(s), c->name,
                  resp->container_id);
         kubelet_worker_event(s->w, c->name, "Normal", "Created", "Created container %s", c->name);
         if (free_and_strdup(&st->started_id, resp->container_id) < 0) {
-                sync_call_failed(s, "StartContainer", -ENOMEM);
+                kubelet_sync_call_failed(s, "StartContainer", -ENOMEM);
                 step_done(s);
                 return;
         }
         req.container_id = st->started_id;
         r = cri_start_container(s->k->cri, &req, 0, on_start_container, s);
         if (r < 0) {
-                sync_call_failed(s, "StartContainer", r);
+                kubelet_sync_call_failed(s, "StartContainer", r);
                 step_done(s);
         }
 }
@@ -528,12 +528,12 @@ static void create_container(struct pod_sync *s) {
 
         podlog = kr_pod_log_dir(s->k->opts->pod_logs_dir, s->pod);
         if (!podlog || asprintf(&dir, "%s/%s", podlog, c->name) < 0 || mkdir_p(dir, 0755) < 0) {
-                log_error("pod %s: cannot create the log directory of container %s", sync_pod_desc(s), c->name);
+                log_error("pod %s: cannot create the log directory of container %s", kubelet_sync_pod_desc(s), c->name);
                 s->error = true;
                 step_done(s);
                 return;
         }
-        sync_build_context(s, &ctx);
+        kubelet_sync_build_context(s, &ctx);
         ctx.image_user_known = st->image_user_known;
         ctx.image_uid_set = st->image_uid_set;
         ctx.image_uid = st->image_uid;
@@ -546,7 +546,7 @@ static void create_container(struct pod_sync *s) {
                 const char *msg = report.error ? ck_error_message(report.error) : strerror(-r);
                 kubelet_worker_set_waiting(s->w, c->name, "CreateContainerConfigError", "%s", msg);
                 kubelet_worker_event(s->w, c->name, "Warning", "Failed", "Error: %s", msg);
-                log_error("pod %s: container %s: CreateContainerConfigError: %s", sync_pod_desc(s), c->name, msg);
+                log_error("pod %s: container %s: CreateContainerConfigError: %s", kubelet_sync_pod_desc(s), c->name, msg);
                 kc_build_report_done(&report);
                 s->error = true;
                 step_done(s);
@@ -559,7 +559,7 @@ static void create_container(struct pod_sync *s) {
         r = cri_create_container(s->k->cri, &req, 0, on_create_container, s);
         pb_free(cfg);
         if (r < 0) {
-                sync_call_failed(s, "CreateContainer", r);
+                kubelet_sync_call_failed(s, "CreateContainer", r);
                 step_done(s);
                 return;
         }

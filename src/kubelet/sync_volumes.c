@@ -32,7 +32,7 @@ static bool volume_ref_blocks(struct pod_sync *s, const struct obj_ref *ref) {
                 msg = nf = objects_not_found_message(ref->kind, ref->name);
         if (!msg)
                 msg = strerror(-r);
-        log_error("pod %s: MountVolume.SetUp failed for volume \"%s\" : %s", sync_pod_desc(s), strna(ref->where), msg);
+        log_error("pod %s: MountVolume.SetUp failed for volume \"%s\" : %s", kubelet_sync_pod_desc(s), strna(ref->where), msg);
         kubelet_worker_event(s->w, NULL, "Warning", "FailedMount", "MountVolume.SetUp failed for volume \"%s\" : %s",
                          strna(ref->where), msg);
         return true;
@@ -46,7 +46,7 @@ static bool token_ref_blocks(struct pod_sync *s, const struct token_ref *t) {
 
         if (r >= 0)
                 return false;
-        log_error("pod %s: MountVolume.SetUp failed for volume \"%s\" : %s", sync_pod_desc(s), strna(t->volume),
+        log_error("pod %s: MountVolume.SetUp failed for volume \"%s\" : %s", kubelet_sync_pod_desc(s), strna(t->volume),
                   strna(msg));
         kubelet_worker_event(s->w, NULL, "Warning", "FailedMount", "MountVolume.SetUp failed for volume \"%s\" : %s",
                          strna(t->volume), strna(msg));
@@ -74,7 +74,7 @@ static void build_keyring(struct pod_sync *s) {
                 if (r >= 0)
                         continue;
                 log_warning("pod %s: Unable to retrieve pull secret %s/%s, the image pull may not succeed: %s",
-                            sync_pod_desc(s), s->pod->namespace_, ref->name, why ? ck_error_message(why) : msg ? msg : strerror(-r));
+                            kubelet_sync_pod_desc(s), s->pod->namespace_, ref->name, why ? ck_error_message(why) : msg ? msg : strerror(-r));
                 if (asprintf(&n, "%s%s%s/%s", strempty(failed), failed ? ", " : "", s->pod->namespace_, ref->name) < 0)
                         return;
                 free(failed);
@@ -93,15 +93,15 @@ static void objects_ready(void *userdata) {
 
         s->waiting_objects = false;
         if (s->k->stopping) {
-                pod_sync_finish(s);
+                kubelet_pod_sync_finish(s);
                 return;
         }
         r = objects_pod_new(&s->objects);
         if (r >= 0)
                 r = objects_manager_fill(s->k->objects, s->w->uid, s->objects);
         if (r < 0) {
-                sync_call_failed(s, "gathering the pod's API objects", r);
-                pod_sync_finish(s);
+                kubelet_sync_call_failed(s, "gathering the pod's API objects", r);
+                kubelet_pod_sync_finish(s);
                 return;
         }
         for (size_t i = 0; i < s->refs.n_objs; i++)
@@ -112,14 +112,14 @@ static void objects_ready(void *userdata) {
                         blocked = true;
         if (blocked) {
                 s->error = true;
-                pod_sync_finish(s);
+                kubelet_pod_sync_finish(s);
                 return;
         }
         build_keyring(s);
-        pod_sync_objects_ready(s);
+        kubelet_pod_sync_objects_ready(s);
 }
 
-void sync_objects(struct pod_sync *s) {
+void kubelet_sync_objects(struct pod_sync *s) {
         int r;
 
         r = objects_refs_collect(s->pod->raw, &s->refs);
@@ -129,12 +129,12 @@ void sync_objects(struct pod_sync *s) {
         if (r >= 0)
                 r = objects_manager_wait(s->k->objects, s->w->uid, objects_ready, s);
         if (r < 0) {
-                sync_call_failed(s, "registering the pod's API objects", r);
-                pod_sync_finish(s);
+                kubelet_sync_call_failed(s, "registering the pod's API objects", r);
+                kubelet_pod_sync_finish(s);
                 return;
         }
         if (r > 0) {
-                log_v(3, "pod %s: waiting for its ConfigMaps, Secrets and tokens", sync_pod_desc(s));
+                log_v(3, "pod %s: waiting for its ConfigMaps, Secrets and tokens", kubelet_sync_pod_desc(s));
                 s->waiting_objects = true;
                 return;
         }
@@ -145,16 +145,16 @@ void sync_objects(struct pod_sync *s) {
 
 /* A failure leaves the containers to start waiting (ContainerCreating with the FailedMount message) and the
  * pod is retried. */
-int sync_volumes(struct pod_sync *s) {
+int kubelet_sync_volumes(struct pod_sync *s) {
         _cleanup_ck_error_ struct ck_error *msg = NULL;
         struct kc_build_context ctx;
         int r;
 
-        sync_build_context(s, &ctx);
+        kubelet_sync_build_context(s, &ctx);
         r = vol_setup_pod(s->pod, &ctx, &msg);
         if (r >= 0)
                 return 0;
-        log_error("pod %s: Unable to attach or mount volumes: %s", sync_pod_desc(s), ck_error_message(msg));
+        log_error("pod %s: Unable to attach or mount volumes: %s", kubelet_sync_pod_desc(s), ck_error_message(msg));
         kubelet_worker_event(s->w, NULL, "Warning", "FailedMount", "%s", ck_error_message(msg));
         for (size_t i = 0; i < s->actions.n_start; i++)
                 kubelet_worker_set_waiting(s->w, s->pod->spec.containers[s->actions.start[i]].name, "ContainerCreating",
