@@ -69,8 +69,7 @@ static json_t *value_to_json(const ProtobufCFieldDescriptor *f, const void *v) {
         case PROTOBUF_C_TYPE_BOOL:
                 return json_boolean(*(const protobuf_c_boolean *) v);
         case PROTOBUF_C_TYPE_ENUM: {
-                const ProtobufCEnumValue *ev =
-                        protobuf_c_enum_descriptor_get_value(f->descriptor, *(const int *) v);
+                const ProtobufCEnumValue *ev = protobuf_c_enum_descriptor_get_value(f->descriptor, *(const int *) v);
                 return ev ? json_string(ev->name) : json_integer(*(const int *) v);
         }
         case PROTOBUF_C_TYPE_STRING:
@@ -158,7 +157,8 @@ static void print_json(struct ctx *x, const ProtobufCMessage *m) {
 static void on_reply(const struct cri_reply *reply, void *userdata) {
         struct ctx *x = userdata;
         if (reply->r < 0) {
-                fprintf(stderr, "ckubelet-crictl: rpc error: code = %d desc = %s\n", reply->grpc_status, reply->message);
+                fprintf(stderr, "ckubelet-crictl: rpc error: code = %d desc = %s\n", reply->grpc_status,
+                        reply->message);
                 x->exit_code = 1;
         } else if (x->print)
                 x->print(x, reply->msg);
@@ -190,7 +190,14 @@ static int usage(void) {
         return 2;
 }
 
-#define KV(Type, INIT, k, v) ({ Type *_e = malloc(sizeof(Type)); *_e = (Type) INIT; _e->key = (char *) (k); _e->value = (char *) (v); _e; })
+#define KV(Type, INIT, k, v)                     \
+        ({                                       \
+                Type *_e = malloc(sizeof(Type)); \
+                *_e = (Type) INIT;               \
+                _e->key = (char *) (k);          \
+                _e->value = (char *) (v);        \
+                _e;                              \
+        })
 
 int main(int argc, char **argv) {
         const char *endpoint = getenv("CONTAINER_RUNTIME_ENDPOINT");
@@ -332,7 +339,8 @@ int main(int argc, char **argv) {
                 req.pod_sandbox_id = (char *) id;
                 x.print = NULL;
                 r = cri_remove_pod_sandbox(c, &req, 0, on_reply, &x);
-        } else if ((streq(cmd, "runp") && name && uid) || (streq(cmd, "create") && pod && name && image && n_rest > 0)) {
+        } else if ((streq(cmd, "runp") && name && uid) ||
+                   (streq(cmd, "create") && pod && name && image && n_rest > 0)) {
                 Runtime__V1__PodSandboxConfig sc = RUNTIME__V1__POD_SANDBOX_CONFIG__INIT;
                 Runtime__V1__PodSandboxMetadata md = RUNTIME__V1__POD_SANDBOX_METADATA__INIT;
                 Runtime__V1__PodSandboxConfig__LabelsEntry *labels[3];
@@ -368,7 +376,8 @@ int main(int argc, char **argv) {
                                            RUNTIME__V1__CONTAINER_CONFIG__LABELS_ENTRY__INIT, labels[j]->key,
                                            labels[j]->value);
                         cl[3] = KV(Runtime__V1__ContainerConfig__LabelsEntry,
-                                   RUNTIME__V1__CONTAINER_CONFIG__LABELS_ENTRY__INIT, "io.kubernetes.container.name", name);
+                                   RUNTIME__V1__CONTAINER_CONFIG__LABELS_ENTRY__INIT, "io.kubernetes.container.name",
+                                   name);
                         cm.name = (char *) name;
                         spec.image = (char *) image;
                         cc.metadata = &cm;

@@ -23,7 +23,6 @@ size_t check_qualified_name(const char *s, const char *msgs[static NAME_MAX_MSGS
 size_t check_label_value(const char *s, const char *msgs[static NAME_MAX_MSGS]);
 size_t check_env_var_name(const char *s, const char *msgs[static NAME_MAX_MSGS]);
 
-
 /* The exact value of a quantity in nano units (|value| capped at INT64_MAX units), and its format. On a syntax
  * error returns -EINVAL and *ret_msg is upstream's message (ErrFormatWrong or ErrSuffix). */
 enum quantity_format {
@@ -45,21 +44,18 @@ char *path_key(const char *parent, const char *key);
 
 const char *dec_json_type_name(const json_t *v);
 int dec_type_error(struct field_errors *e, const char *path, const json_t *v, const char *expected);
-int dec_child_error(struct field_errors *e, const char *parent, const char *key, const json_t *v,
-                    const char *expected);
+int dec_child_error(struct field_errors *e, const char *parent, const char *key, const json_t *v, const char *expected);
 json_t *dec_get(json_t *obj, const char *key); /* NULL when absent or null */
 int dec_dup_string(struct field_errors *e, const char *path, json_t *v, char **ret);
 int dec_get_string(struct field_errors *e, json_t *obj, const char *parent, const char *key, char **ret);
 int dec_get_bool(struct field_errors *e, json_t *obj, const char *parent, const char *key, bool *ret);
-int dec_get_integer(struct field_errors *e, json_t *obj, const char *parent, const char *key, int64_t min,
-                    int64_t max, const char *type, bool *ret_set, int64_t *ret);
+int dec_get_integer(struct field_errors *e, json_t *obj, const char *parent, const char *key, int64_t min, int64_t max,
+                    const char *type, bool *ret_set, int64_t *ret);
 int dec_get_int32(struct field_errors *e, json_t *obj, const char *parent, const char *key, int32_t *ret);
 int dec_get_object(struct field_errors *e, json_t *obj, const char *parent, const char *key, json_t **ret);
-int dec_get_array(struct field_errors *e, json_t *obj, const char *parent, const char *key, size_t max,
-                  json_t **ret);
+int dec_get_array(struct field_errors *e, json_t *obj, const char *parent, const char *key, size_t max, json_t **ret);
 int dec_get_strv(struct field_errors *e, json_t *obj, const char *parent, const char *key, char ***ret);
-int dec_get_string_map(struct field_errors *e, json_t *obj, const char *parent, const char *key,
-                       struct strmap *ret);
+int dec_get_string_map(struct field_errors *e, json_t *obj, const char *parent, const char *key, struct strmap *ret);
 int dec_get_timestamp(struct field_errors *e, json_t *obj, const char *parent, const char *key, bool *ret_set,
                       int64_t *ret);
 /* "<parent>.<key>: Unsupported value: \"v\": supported values: ..." */
@@ -79,7 +75,7 @@ int dec_object_list(struct field_errors *e, json_t *obj, const char *parent, con
 /* ---- environment sources (pod_env.c) ---- */
 int dec_env_var_source(struct field_errors *e, json_t *env_item, const char *path, struct env_var_source **ret);
 int dec_env_from(struct field_errors *e, json_t *c, const char *cpath, struct container *ret);
-void env_var_source_free(struct env_var_source *s);  /* accepts NULL */
+void env_var_source_free(struct env_var_source *s); /* accepts NULL */
 void container_env_from_done(struct container *c);
 
 /* ---- security contexts (pod_security.c) ---- */
@@ -98,14 +94,14 @@ struct vctx {
         int r; /* first allocation failure */
 };
 
-#define CHECK_OOM(c, expr)                    \
-        do {                                  \
-                int _k = (expr);              \
-                if (_k < 0 && (c)->r == 0)    \
-                        (c)->r = _k;          \
+#define CHECK_OOM(c, expr)                 \
+        do {                               \
+                int _k = (expr);           \
+                if (_k < 0 && (c)->r == 0) \
+                        (c)->r = _k;       \
         } while (0)
 
-void val_required(struct vctx *c, const char *path, const char *detail);        /* "Required value[: detail]" */
+void val_required(struct vctx *c, const char *path, const char *detail); /* "Required value[: detail]" */
 void val_invalid_str(struct vctx *c, const char *path, const char *value, const char *msg);
 void val_invalid_int(struct vctx *c, const char *path, int64_t value, const char *msg);
 void val_duplicate_str(struct vctx *c, const char *path, const char *value);
@@ -117,7 +113,7 @@ void val_port_num_or_name(struct vctx *c, const struct int_or_string *port, cons
 void val_http_get(struct vctx *c, const struct probe *p, const char *hp);
 /* Run a name check and report every message as Invalid(path, value, msg). */
 void val_check_name(struct vctx *c, const char *path, const char *value,
-                    size_t (*check)(const char *, const char *[static NAME_MAX_MSGS]));
+                    size_t (*check)(const char *, const char * [static NAME_MAX_MSGS]));
 /* Paths, recording -ENOMEM in c on failure (then NULL). */
 char *val_child(struct vctx *c, const char *parent, const char *name);
 char *val_idx(struct vctx *c, const char *parent, size_t i);

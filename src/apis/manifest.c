@@ -149,8 +149,8 @@ static enum resolved resolve_plain(const char *s, json_t **ret) {
         }
         {
                 const char *t = (s[0] == '-' || s[0] == '+') ? s + 1 : s;
-                if (streq(t, ".inf") || streq(t, ".Inf") || streq(t, ".INF") || streq(s, ".nan") ||
-                    streq(s, ".NaN") || streq(s, ".NAN"))
+                if (streq(t, ".inf") || streq(t, ".Inf") || streq(t, ".INF") || streq(s, ".nan") || streq(s, ".NaN") ||
+                    streq(s, ".NAN"))
                         return RESOLVED_INVALID; /* JSON has no infinities or NaN */
         }
         *ret = json_string(s);
@@ -160,16 +160,16 @@ static enum resolved resolve_plain(const char *s, json_t **ret) {
 /* ---- event loop ---- */
 
 struct frame {
-        json_t *value;      /* object or array (borrowed: owned by its parent or by the frame stack) */
-        char *pending_key;  /* mappings: the key waiting for its value */
-        bool owned;         /* the root frame owns its value */
+        json_t *value;     /* object or array (borrowed: owned by its parent or by the frame stack) */
+        char *pending_key; /* mappings: the key waiting for its value */
+        bool owned;        /* the root frame owns its value */
 };
 
 struct converter {
         struct frame stack[YAML_MAX_DEPTH];
         size_t depth;
         size_t nodes;
-        json_t *root;       /* root of the current document (owned) */
+        json_t *root; /* root of the current document (owned) */
         struct ck_error **ret_error;
 };
 
@@ -456,8 +456,8 @@ static int decode_one(json_t *obj, size_t doc, ssize_t item, struct pod **ret, s
         if (!detail || (name && !qname))
                 return -ENOMEM;
         if (item >= 0)
-                r = asprintf(&where, "document %zu items[%zd]%s%s%s", doc, item, qname ? " (pod " : "",
-                             strempty(qname), qname ? ")" : "");
+                r = asprintf(&where, "document %zu items[%zd]%s%s%s", doc, item, qname ? " (pod " : "", strempty(qname),
+                             qname ? ")" : "");
         else
                 r = asprintf(&where, "document %zu%s%s%s", doc, qname ? " (pod " : "", strempty(qname),
                              qname ? ")" : "");
@@ -535,7 +535,8 @@ int manifest_parse_with_origin(const char *data, size_t size, struct pod_set *re
                 kind = json_string_value(kv);
                 if (!streq(api, "v1") || (!streq(kind, "Pod") && !streq(kind, "PodList"))) {
                         _cleanup_free_ char *qk = go_quote(kind), *qa = go_quote(api);
-                        r = doc_error(&error, n, "kind %s of apiVersion %s is not supported (expected v1 Pod or PodList)",
+                        r = doc_error(&error, n,
+                                      "kind %s of apiVersion %s is not supported (expected v1 Pod or PodList)",
                                       qk ? qk : "", qa ? qa : "");
                         goto fail;
                 }

@@ -11,7 +11,6 @@
 
 #include "basic/strmap.h"
 
-
 enum restart_policy {
         RESTART_POLICY_ALWAYS,
         RESTART_POLICY_ON_FAILURE,
@@ -41,7 +40,7 @@ struct quantity {
 
 struct resource_list {
         size_t n;
-        char **names;              /* "cpu", "memory", "ephemeral-storage", ... */
+        char **names; /* "cpu", "memory", "ephemeral-storage", ... */
         struct quantity *values;
 };
 
@@ -59,7 +58,7 @@ struct int_or_string {
 
 /* env[].valueFrom (EnvVarSource); decoded and validated in pod_security.c */
 struct object_field_selector {
-        char *api_version;   /* NULL = "v1" */
+        char *api_version; /* NULL = "v1" */
         char *field_path;
 };
 
@@ -70,7 +69,7 @@ struct resource_field_selector {
         struct quantity divisor;
 };
 
-struct key_selector {        /* configMapKeyRef, secretKeyRef */
+struct key_selector { /* configMapKeyRef, secretKeyRef */
         char *name;
         char *key;
         bool optional;
@@ -85,11 +84,11 @@ struct env_var_source {
 
 struct env_var {
         char *name;
-        char *value; /* may be NULL when only valueFrom is set */
+        char *value;                       /* may be NULL when only valueFrom is set */
         struct env_var_source *value_from; /* NULL when not set */
 };
 
-struct env_ref {             /* envFrom[].configMapRef, envFrom[].secretRef */
+struct env_ref { /* envFrom[].configMapRef, envFrom[].secretRef */
         char *name;
         bool optional;
 };
@@ -108,7 +107,7 @@ struct seccomp_profile {
 };
 
 struct security_context {
-        char **capabilities_add;  /* strv or NULL */
+        char **capabilities_add; /* strv or NULL */
         char **capabilities_drop;
         bool has_privileged, privileged;
         bool has_run_as_user;
@@ -118,7 +117,7 @@ struct security_context {
         bool has_run_as_non_root, run_as_non_root;
         bool has_read_only_root_filesystem, read_only_root_filesystem;
         bool has_allow_privilege_escalation, allow_privilege_escalation;
-        char *proc_mount;         /* Default (NULL = Default), Unmasked */
+        char *proc_mount; /* Default (NULL = Default), Unmasked */
         struct seccomp_profile *seccomp_profile;
 };
 
@@ -156,10 +155,10 @@ struct pod_security_context {
 };
 
 struct container_port {
-        char *name;          /* optional IANA_SVC_NAME */
+        char *name; /* optional IANA_SVC_NAME */
         int32_t container_port;
-        int32_t host_port;   /* 0 = unset */
-        char *protocol;      /* TCP (default), UDP, SCTP */
+        int32_t host_port; /* 0 = unset */
+        char *protocol;    /* TCP (default), UDP, SCTP */
         char *host_ip;
 };
 
@@ -178,22 +177,22 @@ struct http_header {
 
 /* A v1 Probe (liveness, readiness or startup). */
 struct probe {
-        enum probe_handler handler;       /* the first handler given */
-        unsigned n_handlers;              /* how many were given: validation wants exactly one */
-        char **exec_command;              /* exec.command */
-        char *host;                       /* httpGet.host / tcpSocket.host, NULL = the pod IP */
-        struct int_or_string port;        /* httpGet.port / tcpSocket.port */
-        char *path;                       /* httpGet.path, default "/" */
-        char *scheme;                     /* httpGet.scheme, default "HTTP" */
+        enum probe_handler handler; /* the first handler given */
+        unsigned n_handlers;        /* how many were given: validation wants exactly one */
+        char **exec_command;        /* exec.command */
+        char *host;                 /* httpGet.host / tcpSocket.host, NULL = the pod IP */
+        struct int_or_string port;  /* httpGet.port / tcpSocket.port */
+        char *path;                 /* httpGet.path, default "/" */
+        char *scheme;               /* httpGet.scheme, default "HTTP" */
         struct http_header *http_headers;
         size_t n_http_headers;
-        int32_t grpc_port;                /* grpc.port */
-        char *grpc_service;               /* grpc.service, NULL = "" */
+        int32_t grpc_port;  /* grpc.port */
+        char *grpc_service; /* grpc.service, NULL = "" */
         int32_t initial_delay_seconds;
-        int32_t timeout_seconds;          /* default 1 */
-        int32_t period_seconds;           /* default 10 */
-        int32_t success_threshold;        /* default 1 */
-        int32_t failure_threshold;        /* default 3 */
+        int32_t timeout_seconds;   /* default 1 */
+        int32_t period_seconds;    /* default 10 */
+        int32_t success_threshold; /* default 1 */
+        int32_t failure_threshold; /* default 3 */
         bool has_termination_grace_period;
         int64_t termination_grace_period_seconds;
 };
@@ -220,8 +219,8 @@ struct lifecycle_handler {
 struct container {
         char *name;
         char *image;
-        char **command;      /* strv, may be NULL */
-        char **args;         /* strv, may be NULL */
+        char **command; /* strv, may be NULL */
+        char **args;    /* strv, may be NULL */
         char *working_dir;
         struct env_var *env;
         size_t n_env;
@@ -231,14 +230,14 @@ struct container {
         size_t n_ports;
         enum pull_policy image_pull_policy;
         struct resource_requirements resources;
-        char *termination_message_path;        /* default /dev/termination-log */
+        char *termination_message_path; /* default /dev/termination-log */
         enum termination_message_policy termination_message_policy;
         bool stdin_, stdin_once, tty;
         struct probe *liveness_probe, *readiness_probe, *startup_probe; /* NULL when not set */
         struct lifecycle_handler *post_start, *pre_stop; /* lifecycle.postStart / preStop, NULL when not set */
         char *restart_policy; /* init containers only: "Always" makes it a sidecar; NULL when not set */
-        struct security_context *security_context;                     /* NULL when not set */
-        json_t *raw;         /* the container object as decoded (owned reference), for hashing: exactly as given in
+        struct security_context *security_context; /* NULL when not set */
+        json_t *raw; /* the container object as decoded (owned reference), for hashing: exactly as given in
                               * the document, before defaults (defaults are a function of it, so a hash over it
                               * changes exactly when the container's spec does) */
 };
@@ -263,12 +262,13 @@ struct pod_spec {
         char *hostname;
         char *subdomain;
         char *service_account_name;
-        char *dns_policy;    /* default ClusterFirst */
+        char *dns_policy;                              /* default ClusterFirst */
         struct pod_security_context *security_context; /* NULL when not set */
         struct pod_dns_config *dns_config;             /* NULL when not set */
         char *scheduler_name;
         int32_t priority;
-        struct pod_volumes *volumes; /* spec.volumes, volumeMounts, hostAliases (pod_volumes.h); never NULL once decoded */
+        struct pod_volumes
+                *volumes; /* spec.volumes, volumeMounts, hostAliases (pod_volumes.h); never NULL once decoded */
         /* set by pod_decode when the document gives terminationGracePeriodSeconds (0 is a valid value), and by
          * pod_apply_defaults after defaulting it to 30 */
         bool termination_grace_period_set;
@@ -285,7 +285,7 @@ struct pod {
         char *generate_name;
         struct strmap labels;
         struct strmap annotations;
-        int64_t creation_timestamp_nsec;  /* 0 = unset */
+        int64_t creation_timestamp_nsec; /* 0 = unset */
         bool has_deletion_timestamp;
         int64_t deletion_timestamp_nsec;
         int64_t deletion_grace_period_seconds;
@@ -314,13 +314,13 @@ int field_errors_add(struct field_errors *e, const char *field, const char *fmt,
 /* "field: detail; field: detail" — caller frees */
 char *field_errors_to_string(const struct field_errors *e);
 
-struct pod *pod_new(void);            /* zeroed, n_ref = 1 */
-struct pod *pod_ref(struct pod *p);   /* accepts NULL */
-struct pod *pod_free(struct pod *p);  /* drops one reference, frees at zero; accepts NULL, returns NULL */
+struct pod *pod_new(void);           /* zeroed, n_ref = 1 */
+struct pod *pod_ref(struct pod *p);  /* accepts NULL */
+struct pod *pod_free(struct pod *p); /* drops one reference, frees at zero; accepts NULL, returns NULL */
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct pod *, pod_free)
 #define _cleanup_pod_free_ _cleanup_(pod_freep)
 void container_done(struct container *c);
-void probe_free(struct probe *p); /* accepts NULL */
+void probe_free(struct probe *p);                         /* accepts NULL */
 void lifecycle_handler_free(struct lifecycle_handler *h); /* accepts NULL */
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct lifecycle_handler *, lifecycle_handler_free)
 /* Decode one LifecycleHandler object (as kept in the preStop annotation) and apply its defaults: -EINVAL
@@ -366,15 +366,15 @@ const struct quantity *resource_list_get(const struct resource_list *l, const ch
 const char *validate_dns1123_label(const char *s);
 const char *validate_dns1123_subdomain(const char *s);
 const char *validate_iana_svc_name(const char *s);
-const char *validate_qualified_name(const char *s);  /* label and annotation keys */
+const char *validate_qualified_name(const char *s); /* label and annotation keys */
 const char *validate_label_value(const char *s);
-const char *validate_env_var_name(const char *s);    /* IsEnvVarName */
-bool sysctl_name_is_valid(const char *s);            /* IsValidSysctlName */
+const char *validate_env_var_name(const char *s); /* IsEnvVarName */
+bool sysctl_name_is_valid(const char *s);         /* IsValidSysctlName */
 
 /* A set of pods, owned. */
 struct pod_set {
         size_t n;
         struct pod **pods;
 };
-void pod_set_done(struct pod_set *s); /* frees the pods too; accepts NULL */
+void pod_set_done(struct pod_set *s);              /* frees the pods too; accepts NULL */
 int pod_set_add(struct pod_set *s, struct pod *p); /* takes ownership, even on failure */

@@ -21,17 +21,23 @@
 /* Sizes beyond these are refused: a kubelet has no business with 10000 containers. */
 #define MAX_CONTAINERS 1000
 
-
 const char *dec_json_type_name(const json_t *v) {
         switch (json_typeof(v)) {
-        case JSON_OBJECT: return "object";
-        case JSON_ARRAY: return "array";
-        case JSON_STRING: return "string";
-        case JSON_INTEGER: return "integer";
-        case JSON_REAL: return "number";
+        case JSON_OBJECT:
+                return "object";
+        case JSON_ARRAY:
+                return "array";
+        case JSON_STRING:
+                return "string";
+        case JSON_INTEGER:
+                return "integer";
+        case JSON_REAL:
+                return "number";
         case JSON_TRUE:
-        case JSON_FALSE: return "boolean";
-        case JSON_NULL: return "null";
+        case JSON_FALSE:
+                return "boolean";
+        case JSON_NULL:
+                return "null";
         }
         return "unknown";
 }
@@ -42,7 +48,7 @@ int dec_type_error(struct field_errors *e, const char *path, const json_t *v, co
 }
 
 int dec_child_error(struct field_errors *e, const char *parent, const char *key, const json_t *v,
-                       const char *expected) {
+                    const char *expected) {
         _cleanup_free_ char *p = path_child(parent, key);
         if (!p)
                 return -ENOMEM;
@@ -101,8 +107,8 @@ int dec_get_bool(struct field_errors *e, json_t *obj, const char *parent, const 
 }
 
 /* Integers; a number with no fractional part (80.0) is accepted too, as YAML tools often produce those. */
-int dec_get_integer(struct field_errors *e, json_t *obj, const char *parent, const char *key, int64_t min,
-                       int64_t max, const char *type, bool *ret_set, int64_t *ret) {
+int dec_get_integer(struct field_errors *e, json_t *obj, const char *parent, const char *key, int64_t min, int64_t max,
+                    const char *type, bool *ret_set, int64_t *ret) {
         json_t *v = dec_get(obj, key);
         int64_t i;
 
@@ -145,8 +151,7 @@ int dec_get_object(struct field_errors *e, json_t *obj, const char *parent, cons
         return 0;
 }
 
-int dec_get_array(struct field_errors *e, json_t *obj, const char *parent, const char *key, size_t max,
-                     json_t **ret) {
+int dec_get_array(struct field_errors *e, json_t *obj, const char *parent, const char *key, size_t max, json_t **ret) {
         json_t *v = dec_get(obj, key);
         *ret = NULL;
         if (!v)
@@ -224,8 +229,7 @@ static int strmap_append(struct strmap *m, const char *k, char *v /* takes owner
         return 0;
 }
 
-int dec_get_string_map(struct field_errors *e, json_t *obj, const char *parent, const char *key,
-                          struct strmap *ret) {
+int dec_get_string_map(struct field_errors *e, json_t *obj, const char *parent, const char *key, struct strmap *ret) {
         _cleanup_free_ char *p = NULL;
         const char *k;
         json_t *m, *v;
@@ -257,7 +261,7 @@ int dec_get_string_map(struct field_errors *e, json_t *obj, const char *parent, 
 }
 
 int dec_get_timestamp(struct field_errors *e, json_t *obj, const char *parent, const char *key, bool *ret_set,
-                         int64_t *ret) {
+                      int64_t *ret) {
         _cleanup_free_ char *p = NULL;
         json_t *v = dec_get(obj, key);
         int64_t t;
@@ -283,7 +287,7 @@ int dec_get_timestamp(struct field_errors *e, json_t *obj, const char *parent, c
 
 /* "Unsupported value: \"X\": supported values: \"A\", \"B\"" */
 int dec_unsupported(struct field_errors *e, const char *parent, const char *key, const char *value,
-                       const char *supported) {
+                    const char *supported) {
         _cleanup_free_ char *p = path_child(parent, key), *q = go_quote(value);
         if (!p || !q)
                 return -ENOMEM;
@@ -479,7 +483,7 @@ static int decode_env_var(struct field_errors *e, json_t *v, const char *ip, voi
 
 static int decode_env(struct field_errors *e, json_t *c, const char *cpath, struct container *ret) {
         return dec_object_list(e, c, cpath, "env", sizeof(struct env_var), (void **) &ret->env, &ret->n_env,
-                                  decode_env_var);
+                               decode_env_var);
 }
 
 static int decode_port(struct field_errors *e, json_t *v, const char *ip, void *item) {
@@ -504,13 +508,13 @@ static int decode_port(struct field_errors *e, json_t *v, const char *ip, void *
 
 static int decode_ports(struct field_errors *e, json_t *c, const char *cpath, struct container *ret) {
         return dec_object_list(e, c, cpath, "ports", sizeof(struct container_port), (void **) &ret->ports,
-                                  &ret->n_ports, decode_port);
+                               &ret->n_ports, decode_port);
 }
 
 /* ---- probes ---- */
 
 int dec_get_int_or_string(struct field_errors *e, json_t *obj, const char *parent, const char *key,
-                             struct int_or_string *ret) {
+                          struct int_or_string *ret) {
         json_t *v = dec_get(obj, key);
 
         if (!v)
@@ -532,8 +536,8 @@ static int decode_http_header(struct field_errors *e, json_t *v, const char *ip,
 }
 
 static int decode_http_headers(struct field_errors *e, json_t *h, const char *hpath, struct probe *p) {
-        return dec_object_list(e, h, hpath, "httpHeaders", sizeof(struct http_header),
-                                  (void **) &p->http_headers, &p->n_http_headers, decode_http_header);
+        return dec_object_list(e, h, hpath, "httpHeaders", sizeof(struct http_header), (void **) &p->http_headers,
+                               &p->n_http_headers, decode_http_header);
 }
 
 static int decode_probe(struct field_errors *e, json_t *c, const char *cpath, const char *key, struct probe **ret) {
@@ -620,7 +624,7 @@ static int decode_probe(struct field_errors *e, json_t *c, const char *cpath, co
                 r = dec_get_int32(e, o, pp, "failureThreshold", &p->failure_threshold);
         if (r >= 0)
                 r = dec_get_integer(e, o, pp, "terminationGracePeriodSeconds", INT64_MIN, INT64_MAX, "int64",
-                                &p->has_termination_grace_period, &p->termination_grace_period_seconds);
+                                    &p->has_termination_grace_period, &p->termination_grace_period_seconds);
         return r;
 }
 
@@ -732,12 +736,12 @@ static int decode_spec(struct field_errors *e, json_t *spec, struct pod_spec *s)
         if (r >= 0) {
                 v = s->termination_grace_period_seconds;
                 r = dec_get_integer(e, spec, "spec", "terminationGracePeriodSeconds", INT64_MIN, INT64_MAX, "int64",
-                                &s->termination_grace_period_set, &v);
+                                    &s->termination_grace_period_set, &v);
                 s->termination_grace_period_seconds = v;
         }
         if (r >= 0)
                 r = dec_get_integer(e, spec, "spec", "activeDeadlineSeconds", INT64_MIN, INT64_MAX, "int64",
-                                &s->has_active_deadline, &s->active_deadline_seconds);
+                                    &s->has_active_deadline, &s->active_deadline_seconds);
         if (r >= 0)
                 r = dec_get_bool(e, spec, "spec", "hostNetwork", &s->host_network);
         if (r >= 0)
@@ -809,13 +813,14 @@ static int decode_metadata(struct field_errors *e, json_t *md, struct pod *p) {
         if (r >= 0)
                 r = dec_get_string_map(e, md, "metadata", "annotations", &p->annotations);
         if (r >= 0)
-                r = dec_get_timestamp(e, md, "metadata", "creationTimestamp", &has_created, &p->creation_timestamp_nsec);
+                r = dec_get_timestamp(e, md, "metadata", "creationTimestamp", &has_created,
+                                      &p->creation_timestamp_nsec);
         if (r >= 0)
                 r = dec_get_timestamp(e, md, "metadata", "deletionTimestamp", &p->has_deletion_timestamp,
-                                  &p->deletion_timestamp_nsec);
+                                      &p->deletion_timestamp_nsec);
         if (r >= 0)
-                r = dec_get_integer(e, md, "metadata", "deletionGracePeriodSeconds", INT64_MIN, INT64_MAX, "int64", NULL,
-                                &p->deletion_grace_period_seconds);
+                r = dec_get_integer(e, md, "metadata", "deletionGracePeriodSeconds", INT64_MIN, INT64_MAX, "int64",
+                                    NULL, &p->deletion_grace_period_seconds);
         if (r < 0)
                 return r;
         /* "" is the same as unset for these */

@@ -86,13 +86,15 @@ void val_pod_dns_config(struct vctx *c, const struct pod_spec *s) {
         for (size_t i = 0; i < n; i++) {
                 unsigned char addr[16];
                 _cleanup_free_ char *p = NULL;
-                if (inet_pton(AF_INET, d->nameservers[i], addr) == 1 || inet_pton(AF_INET6, d->nameservers[i], addr) == 1)
+                if (inet_pton(AF_INET, d->nameservers[i], addr) == 1 ||
+                    inet_pton(AF_INET6, d->nameservers[i], addr) == 1)
                         continue;
                 if (asprintf(&p, "spec.dnsConfig.nameservers[%zu]", i) < 0) {
                         CHECK_OOM(c, -ENOMEM);
                         return;
                 }
-                val_invalid_str(c, p, d->nameservers[i], "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)");
+                val_invalid_str(c, p, d->nameservers[i],
+                                "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)");
         }
         n = strv_length(d->searches);
         for (size_t i = 0; i < n; i++)
@@ -109,7 +111,8 @@ void val_pod_dns_config(struct vctx *c, const struct pod_spec *s) {
                 if (total > 2048)
                         CHECK_OOM(c, field_errors_add(c->errs, "spec.dnsConfig.searches",
                                                       "Invalid value: %s: must not have more than 2048 characters "
-                                                      "(including spaces) in the search list", v));
+                                                      "(including spaces) in the search list",
+                                                      v));
         }
         for (size_t i = 0; i < n; i++) {
                 _cleanup_free_ char *p = NULL, *trimmed = strdup(d->searches[i]);

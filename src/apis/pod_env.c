@@ -129,8 +129,7 @@ int dec_env_var_source(struct field_errors *e, json_t *obj, const char *path, st
         return r;
 }
 
-static int dec_env_ref(struct field_errors *e, json_t *obj, const char *parent, const char *key,
-                       struct env_ref **ret) {
+static int dec_env_ref(struct field_errors *e, json_t *obj, const char *parent, const char *key, struct env_ref **ret) {
         _cleanup_free_ char *p = NULL;
         struct env_ref *ref;
         json_t *o;
@@ -169,14 +168,15 @@ int dec_env_from(struct field_errors *e, json_t *c, const char *cpath, struct co
 /* ---------------------------------------------------------------- validation */
 
 static const char *const downward_field_labels[] = {
-        "metadata.annotations", "metadata.labels", "metadata.name", "metadata.namespace", "metadata.uid",
-        "spec.nodeName", "spec.restartPolicy", "spec.serviceAccountName", "spec.schedulerName", "status.phase",
-        "status.hostIP", "status.hostIPs", "status.podIP", "status.podIPs",
+        "metadata.annotations", "metadata.labels", "metadata.name",      "metadata.namespace",
+        "metadata.uid",         "spec.nodeName",   "spec.restartPolicy", "spec.serviceAccountName",
+        "spec.schedulerName",   "status.phase",    "status.hostIP",      "status.hostIPs",
+        "status.podIP",         "status.podIPs",
 };
 
 static const char *const env_field_paths[] = {
         "metadata.name", "metadata.namespace", "metadata.uid", "spec.nodeName", "spec.serviceAccountName",
-        "status.hostIP", "status.hostIPs", "status.podIP", "status.podIPs",
+        "status.hostIP", "status.hostIPs",     "status.podIP", "status.podIPs",
 };
 
 static bool in_list(const char *s, const char *const *l, size_t n) {
@@ -255,7 +255,7 @@ static void validate_field_ref(struct vctx *c, const struct object_field_selecto
 }
 
 static const char *const resource_field_paths[] = {
-        "limits.cpu", "limits.ephemeral-storage", "limits.memory",
+        "limits.cpu",   "limits.ephemeral-storage",   "limits.memory",
         "requests.cpu", "requests.ephemeral-storage", "requests.memory",
 };
 
@@ -264,10 +264,9 @@ static bool divisor_in(const char *canon, const char *const *l, size_t n) {
 }
 
 /* validateContainerResourceFieldSelector (volume = false) and validateContainerResourceDivisor */
-static void validate_resource_field_ref(struct vctx *c, const struct resource_field_selector *fs,
-                                        const char *fpath) {
+static void validate_resource_field_ref(struct vctx *c, const struct resource_field_selector *fs, const char *fpath) {
         static const char *const cpu_divisors[] = { "1m", "1" };
-        static const char *const mem_divisors[] = { "1",  "1k", "1M", "1G", "1T", "1P", "1E",
+        static const char *const mem_divisors[] = { "1",   "1k",  "1M",  "1G",  "1T",  "1P", "1E",
                                                     "1Ki", "1Mi", "1Gi", "1Ti", "1Pi", "1Ei" };
         _cleanup_free_ char *rp = val_child(c, fpath, "resource"), *dp = val_child(c, fpath, "divisor");
         _cleanup_free_ char *canon = NULL;
@@ -293,7 +292,8 @@ static void validate_resource_field_ref(struct vctx *c, const struct resource_fi
         }
         if (streq(res, "limits.cpu") || streq(res, "requests.cpu")) {
                 if (!divisor_in(canon, cpu_divisors, ELEMENTSOF(cpu_divisors)))
-                        val_invalid_str(c, dp, res, "only divisor's values 1m and 1 are supported with the cpu resource");
+                        val_invalid_str(c, dp, res,
+                                        "only divisor's values 1m and 1 are supported with the cpu resource");
         } else if (streq(res, "limits.memory") || streq(res, "requests.memory")) {
                 if (!divisor_in(canon, mem_divisors, ELEMENTSOF(mem_divisors)))
                         val_invalid_str(c, dp, res,
@@ -326,8 +326,8 @@ static void validate_config_map_key(struct vctx *c, const char *path, const char
                 val_invalid_str(c, path, key, m);
         }
         for (const char *p = key; *p; p++)
-                if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
-                      *p == '-' || *p == '_' || *p == '.'))
+                if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '-' ||
+                      *p == '_' || *p == '.'))
                         ok = false;
         if (!ok)
                 val_invalid_str(c, path, key,
@@ -386,7 +386,9 @@ void val_env_value_from(struct vctx *c, const struct env_var *ev, const char *vp
                         validate_key_selector(c, s->secret_key_ref, p);
         }
         if (n == 0)
-                val_invalid_str(c, vpath, "", "must specify one of: `fieldRef`, `resourceFieldRef`, `configMapKeyRef` or `secretKeyRef`");
+                val_invalid_str(
+                        c, vpath, "",
+                        "must specify one of: `fieldRef`, `resourceFieldRef`, `configMapKeyRef` or `secretKeyRef`");
         else if (!isempty(ev->value))
                 val_invalid_str(c, vpath, "", "may not be specified when `value` is not empty");
         else if (n > 1)

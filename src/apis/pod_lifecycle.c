@@ -195,7 +195,6 @@ static void validate_restart_policy(struct vctx *c, const struct container *ctr,
                 val_not_supported(c, pp, ctr->restart_policy, "\"Always\"");
 }
 
-
 /* validateHandler: exactly one handler; a second one is "Forbidden" at its own path, as upstream (which checks
  * exec, httpGet, tcpSocket, sleep in this order: the first one given is the one validated). */
 static void validate_handler(struct vctx *c, const struct lifecycle_handler *h, int64_t grace, const char *lp,
@@ -240,7 +239,8 @@ static void validate_handler(struct vctx *c, const struct lifecycle_handler *h, 
         case LIFECYCLE_HANDLER_SLEEP:
                 if (h->sleep_seconds <= 0 || h->sleep_seconds > grace) {
                         _cleanup_free_ char *msg = NULL;
-                        if (asprintf(&msg, "must be greater than 0 and less than terminationGracePeriodSeconds (%" PRId64 ")",
+                        if (asprintf(&msg,
+                                     "must be greater than 0 and less than terminationGracePeriodSeconds (%" PRId64 ")",
                                      grace) < 0)
                                 CHECK_OOM(c, -ENOMEM);
                         else

@@ -41,8 +41,7 @@ void pod_security_context_free(struct pod_security_context *sc) {
         free(sc);
 }
 
-static int dec_seccomp_profile(struct field_errors *e, json_t *obj, const char *parent,
-                               struct seccomp_profile **ret) {
+static int dec_seccomp_profile(struct field_errors *e, json_t *obj, const char *parent, struct seccomp_profile **ret) {
         _cleanup_free_ char *p = NULL;
         struct seccomp_profile *s;
         json_t *o;
@@ -306,10 +305,12 @@ void val_container_security_context(struct vctx *c, const struct container *ctr,
                 validate_seccomp_profile(c, sc->seccomp_profile, p);
         if (sc->has_allow_privilege_escalation && !sc->allow_privilege_escalation) {
                 if (sc->has_privileged && sc->privileged)
-                        val_invalid_str(c, p, "object", "cannot set `allowPrivilegeEscalation` to false and `privileged` to true");
+                        val_invalid_str(c, p, "object",
+                                        "cannot set `allowPrivilegeEscalation` to false and `privileged` to true");
                 for (size_t i = 0; sc->capabilities_add && sc->capabilities_add[i]; i++)
                         if (streq(sc->capabilities_add[i], "CAP_SYS_ADMIN"))
-                                val_invalid_str(c, p, "object",
-                                                "cannot set `allowPrivilegeEscalation` to false and `capabilities.Add` CAP_SYS_ADMIN");
+                                val_invalid_str(
+                                        c, p, "object",
+                                        "cannot set `allowPrivilegeEscalation` to false and `capabilities.Add` CAP_SYS_ADMIN");
         }
 }

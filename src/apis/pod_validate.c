@@ -19,7 +19,6 @@
 #define TOTAL_ANNOTATION_SIZE_LIMIT (256 * 1024)
 #define MIRROR_POD_ANNOTATION "kubernetes.io/config.mirror"
 
-
 void val_required(struct vctx *c, const char *path, const char *detail) {
         if (isempty(detail))
                 CHECK_OOM(c, field_errors_add(c->errs, path, "Required value"));
@@ -60,7 +59,7 @@ void val_not_supported(struct vctx *c, const char *path, const char *value, cons
 
 /* Run a name check and report every message as Invalid(path, value, msg). */
 void val_check_name(struct vctx *c, const char *path, const char *value,
-                       size_t (*check)(const char *, const char *[static NAME_MAX_MSGS])) {
+                    size_t (*check)(const char *, const char * [static NAME_MAX_MSGS])) {
         const char *msgs[NAME_MAX_MSGS];
         size_t n = check(value, msgs);
         for (size_t i = 0; i < n; i++)
@@ -142,14 +141,14 @@ static void validate_metadata(struct vctx *c, const struct pod *p) {
                 total += strlen(p->annotations.keys[i]) + strlen(p->annotations.values[i]);
         }
         if (total > TOTAL_ANNOTATION_SIZE_LIMIT)
-                CHECK_OOM(c, field_errors_add(c->errs, "metadata.annotations", "Too long: may not be more than %d bytes",
-                                              TOTAL_ANNOTATION_SIZE_LIMIT));
+                CHECK_OOM(c, field_errors_add(c->errs, "metadata.annotations",
+                                              "Too long: may not be more than %d bytes", TOTAL_ANNOTATION_SIZE_LIMIT));
 
         /* ValidatePodSpecificAnnotations */
         const char *mirror = strmap_get(&p->annotations, MIRROR_POD_ANNOTATION);
         if (mirror && isempty(p->spec.node_name))
                 val_invalid_str(c, "metadata.annotations[" MIRROR_POD_ANNOTATION "]", mirror,
-                            "must set spec.nodeName if mirror pod annotation is set");
+                                "must set spec.nodeName if mirror pod annotation is set");
 }
 
 /* ---- containers ---- */
@@ -240,10 +239,26 @@ static bool is_extended_resource(const char *name) {
 
 static bool is_standard_resource(const char *name) {
         static const char *const standard[] = {
-                "cpu", "memory", "ephemeral-storage", "requests.cpu", "requests.memory",
-                "requests.ephemeral-storage", "limits.cpu", "limits.memory", "limits.ephemeral-storage", "pods",
-                "quotas", "services", "replicationcontrollers", "resourcequotas", "secrets", "configmaps",
-                "persistentvolumeclaims", "storage", "requests.storage", "services.nodeports",
+                "cpu",
+                "memory",
+                "ephemeral-storage",
+                "requests.cpu",
+                "requests.memory",
+                "requests.ephemeral-storage",
+                "limits.cpu",
+                "limits.memory",
+                "limits.ephemeral-storage",
+                "pods",
+                "quotas",
+                "services",
+                "replicationcontrollers",
+                "resourcequotas",
+                "secrets",
+                "configmaps",
+                "persistentvolumeclaims",
+                "storage",
+                "requests.storage",
+                "services.nodeports",
                 "services.loadbalancers",
         };
         for (size_t i = 0; i < ELEMENTSOF(standard); i++)
@@ -254,8 +269,15 @@ static bool is_standard_resource(const char *name) {
 
 static bool is_integer_resource(const char *name) {
         static const char *const integer[] = {
-                "pods", "quotas", "services", "replicationcontrollers", "secrets", "configmaps",
-                "persistentvolumeclaims", "services.nodeports", "services.loadbalancers",
+                "pods",
+                "quotas",
+                "services",
+                "replicationcontrollers",
+                "secrets",
+                "configmaps",
+                "persistentvolumeclaims",
+                "services.nodeports",
+                "services.loadbalancers",
         };
         for (size_t i = 0; i < ELEMENTSOF(integer); i++)
                 if (streq(integer[i], name))
@@ -380,7 +402,8 @@ static void check_host_port_conflicts(struct vctx *c, const struct container *ct
                         for (size_t cj = from; !dup && cj <= ci; cj++)
                                 for (size_t pj = 0; pj < ctrs[cj].n_ports && !(cj == ci && pj >= pi); pj++) {
                                         const struct container_port *o = &ctrs[cj].ports[pj];
-                                        if (o->host_port == p->host_port && streq(strempty(o->protocol), strempty(p->protocol)) &&
+                                        if (o->host_port == p->host_port &&
+                                            streq(strempty(o->protocol), strempty(p->protocol)) &&
                                             streq(strempty(o->host_ip), strempty(p->host_ip))) {
                                                 dup = true;
                                                 break;
@@ -451,8 +474,8 @@ void val_http_get(struct vctx *c, const struct probe *p, const char *hp) {
                         return;
                 if (!is_http_header_name(p->http_headers[i].name))
                         val_invalid_str(c, np, strempty(p->http_headers[i].name),
-                                    "a valid HTTP header must consist of alphanumeric characters or '-' (e.g. "
-                                    "'X-Header-Name', regex used for validation is '[-A-Za-z0-9]+')");
+                                        "a valid HTTP header must consist of alphanumeric characters or '-' (e.g. "
+                                        "'X-Header-Name', regex used for validation is '[-A-Za-z0-9]+')");
         }
 }
 
@@ -500,7 +523,8 @@ static void validate_probe(struct vctx *c, const struct probe *p, const char *cp
                         if (p->grpc_port < 1 || p->grpc_port > 65535) {
                                 _cleanup_free_ char *portp = val_child(c, hp, "port");
                                 if (portp)
-                                        val_invalid_int(c, portp, p->grpc_port, "must be between 1 and 65535, inclusive");
+                                        val_invalid_int(c, portp, p->grpc_port,
+                                                        "must be between 1 and 65535, inclusive");
                         }
                         break;
                 default:
@@ -515,7 +539,8 @@ static void validate_probe(struct vctx *c, const struct probe *p, const char *cp
         if (p->has_termination_grace_period) {
                 _cleanup_free_ char *gp = val_child(c, pp, "terminationGracePeriodSeconds");
                 if (gp && streq(kind, "readinessProbe"))
-                        val_invalid_int(c, gp, p->termination_grace_period_seconds, "must not be set for readinessProbes");
+                        val_invalid_int(c, gp, p->termination_grace_period_seconds,
+                                        "must not be set for readinessProbes");
                 else if (gp && p->termination_grace_period_seconds <= 0)
                         val_invalid_int(c, gp, p->termination_grace_period_seconds, "must be greater than 0");
         }
@@ -589,7 +614,8 @@ static void validate_init_containers(struct vctx *c, const struct pod_spec *s) {
                 for (size_t j = 0; !dup && j < s->n_containers; j++)
                         dup = streq(strempty(s->containers[j].name), strempty(ctr->name));
                 for (size_t j = 0; !dup && j < i; j++)
-                        dup = !isempty(s->init_containers[j].name) && streq(s->init_containers[j].name, strempty(ctr->name));
+                        dup = !isempty(s->init_containers[j].name) &&
+                              streq(s->init_containers[j].name, strempty(ctr->name));
                 if (dup) {
                         _cleanup_free_ char *np = val_child(c, cp, "name");
                         if (np)
@@ -627,7 +653,8 @@ static void validate_dns(struct vctx *c, const struct pod *p) {
         }
         if (!streq(d, "ClusterFirstWithHostNet") && !streq(d, "ClusterFirst") && !streq(d, "Default") &&
             !streq(d, "None")) {
-                val_not_supported(c, "spec.dnsPolicy", d, "\"ClusterFirstWithHostNet\", \"ClusterFirst\", \"Default\", \"None\"");
+                val_not_supported(c, "spec.dnsPolicy", d,
+                                  "\"ClusterFirstWithHostNet\", \"ClusterFirst\", \"Default\", \"None\"");
                 return;
         }
         if (!streq(d, "None"))
@@ -636,7 +663,8 @@ static void validate_dns(struct vctx *c, const struct pod *p) {
         if (!json_is_object(cfg))
                 val_required(c, "spec.dnsConfig", "must provide `dnsConfig` when `dnsPolicy` is None");
         else if (json_array_size(json_object_get(cfg, "nameservers")) == 0)
-                val_required(c, "spec.dnsConfig.nameservers", "must provide at least one DNS nameserver when `dnsPolicy` is None");
+                val_required(c, "spec.dnsConfig.nameservers",
+                             "must provide at least one DNS nameserver when `dnsPolicy` is None");
 }
 
 static void validate_image_whitespace(struct vctx *c, const struct container *ctrs, size_t n, const char *lpath) {
@@ -664,7 +692,7 @@ static void validate_spec(struct vctx *c, const struct pod *p) {
                 val_required(c, "spec.terminationGracePeriodSeconds", NULL);
         else if (s->termination_grace_period_seconds < 0)
                 val_invalid_int(c, "spec.terminationGracePeriodSeconds", s->termination_grace_period_seconds,
-                            "must be greater than or equal to 0");
+                                "must be greater than or equal to 0");
         validate_containers(c, s);
         validate_init_containers(c, s);
         pod_validate_lifecycle(c, s);
@@ -680,7 +708,7 @@ static void validate_spec(struct vctx *c, const struct pod *p) {
                 val_check_name(c, "spec.nodeName", s->node_name, check_dns1123_subdomain);
         if (s->has_active_deadline && (s->active_deadline_seconds < 1 || s->active_deadline_seconds > INT32_MAX))
                 val_invalid_int(c, "spec.activeDeadlineSeconds", s->active_deadline_seconds,
-                            "must be between 1 and 2147483647, inclusive");
+                                "must be between 1 and 2147483647, inclusive");
         if (!isempty(s->hostname))
                 val_check_name(c, "spec.hostname", s->hostname, check_dns1123_label);
         if (!isempty(s->subdomain))

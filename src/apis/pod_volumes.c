@@ -163,8 +163,8 @@ static int decode_downward_item(struct field_errors *e, json_t *v, const char *i
 
 static int decode_downward(struct field_errors *e, json_t *o, const char *path, bool volume,
                            struct downward_volume *ret) {
-        int r = dec_object_list(e, o, path, "items", sizeof(struct downward_item), (void **) &ret->items,
-                                &ret->n_items, decode_downward_item);
+        int r = dec_object_list(e, o, path, "items", sizeof(struct downward_item), (void **) &ret->items, &ret->n_items,
+                                decode_downward_item);
         if (r >= 0 && volume)
                 r = dec_mode(e, o, path, "defaultMode", &ret->has_default_mode, &ret->default_mode);
         if (r >= 0 && volume && !ret->has_default_mode) {
@@ -502,8 +502,10 @@ static void validate_downward(struct vctx *c, const char *path, const struct dow
                         validate_local_non_reserved_path(c, pp, it->path);
                 validate_mode(c, ip, "mode", it->has_mode, it->mode);
                 if (it->field_path && it->has_resource_field_ref) {
-                        CHECK_OOM(c, field_errors_add(c->errs, ip, "Invalid value: \"resource\": "
-                                                      "fieldRef and resourceFieldRef can not be specified simultaneously"));
+                        CHECK_OOM(c, field_errors_add(
+                                             c->errs, ip,
+                                             "Invalid value: \"resource\": "
+                                             "fieldRef and resourceFieldRef can not be specified simultaneously"));
                 } else if (it->field_path) {
                         _cleanup_free_ char *fp = NULL;
                         if (asprintf(&fp, "%s.fieldRef.fieldPath", ip) < 0) {
@@ -534,9 +536,10 @@ static void validate_downward(struct vctx *c, const char *path, const struct dow
                                  !streq(it->resource, "limits.ephemeral-storage") &&
                                  !streq(it->resource, "requests.cpu") && !streq(it->resource, "requests.memory") &&
                                  !streq(it->resource, "requests.ephemeral-storage"))
-                                val_not_supported(c, resp, it->resource,
-                                                  "\"limits.cpu\", \"limits.ephemeral-storage\", \"limits.memory\", "
-                                                  "\"requests.cpu\", \"requests.ephemeral-storage\", \"requests.memory\"");
+                                val_not_supported(
+                                        c, resp, it->resource,
+                                        "\"limits.cpu\", \"limits.ephemeral-storage\", \"limits.memory\", "
+                                        "\"requests.cpu\", \"requests.ephemeral-storage\", \"requests.memory\"");
                         if (it->divisor.str && it->divisor.milli <= 0) {
                                 _cleanup_free_ char *dp = val_child(c, rp, "divisor");
                                 if (dp)
@@ -557,7 +560,8 @@ static void validate_projected(struct vctx *c, const char *path, const struct vo
                 if (!ip)
                         return;
                 if (p->n_types == 0) {
-                        val_required(c, ip, "must specify exactly 1 of configMap, secret, downwardAPI, serviceAccountToken");
+                        val_required(c, ip,
+                                     "must specify exactly 1 of configMap, secret, downwardAPI, serviceAccountToken");
                         continue;
                 }
                 if (p->n_types > 1) {
@@ -579,8 +583,8 @@ static void validate_projected(struct vctx *c, const char *path, const struct vo
                         break;
                 case PROJECTION_SERVICE_ACCOUNT_TOKEN: {
                         _cleanup_free_ char *ep = NULL, *pp = NULL;
-                        if (!(sp = val_child(c, ip, "serviceAccountToken")) || !(ep = val_child(c, sp, "expirationSeconds")) ||
-                            !(pp = val_child(c, sp, "path")))
+                        if (!(sp = val_child(c, ip, "serviceAccountToken")) ||
+                            !(ep = val_child(c, sp, "expirationSeconds")) || !(pp = val_child(c, sp, "path")))
                                 return;
                         if (p->token_expiration_seconds < 600)
                                 val_invalid_int(c, ep, p->token_expiration_seconds,
@@ -634,9 +638,10 @@ static void validate_volume(struct vctx *c, const struct volume *v, const char *
                 if (t && !streq(t, "") && !streq(t, "DirectoryOrCreate") && !streq(t, "Directory") &&
                     !streq(t, "FileOrCreate") && !streq(t, "File") && !streq(t, "Socket") && !streq(t, "CharDevice") &&
                     !streq(t, "BlockDevice"))
-                        val_not_supported(c, tp, t,
-                                          "\"\", \"BlockDevice\", \"CharDevice\", \"Directory\", \"DirectoryOrCreate\", "
-                                          "\"File\", \"FileOrCreate\", \"Socket\"");
+                        val_not_supported(
+                                c, tp, t,
+                                "\"\", \"BlockDevice\", \"CharDevice\", \"Directory\", \"DirectoryOrCreate\", "
+                                "\"File\", \"FileOrCreate\", \"Socket\"");
                 break;
         }
         case VOLUME_CONFIG_MAP:
@@ -664,8 +669,7 @@ static void validate_mounts(struct vctx *c, const struct pod *p, const struct vo
         lp = val_child(c, cpath, "volumeMounts");
         for (size_t i = 0; lp && i < m->n; i++) {
                 const struct volume_mount *vm = &m->items[i];
-                _cleanup_free_ char *ip = val_idx(c, lp, i), *np = NULL, *mp = NULL, *sp = NULL, *ep = NULL,
-                                    *pp = NULL;
+                _cleanup_free_ char *ip = val_idx(c, lp, i), *np = NULL, *mp = NULL, *sp = NULL, *ep = NULL, *pp = NULL;
                 if (!ip || !(np = val_child(c, ip, "name")) || !(mp = val_child(c, ip, "mountPath")) ||
                     !(sp = val_child(c, ip, "subPath")) || !(ep = val_child(c, ip, "subPathExpr")) ||
                     !(pp = val_child(c, ip, "mountPropagation")))
@@ -695,7 +699,8 @@ static void validate_mounts(struct vctx *c, const struct pod *p, const struct vo
                         validate_local_descending_path(c, ep, vm->sub_path_expr);
                 if (vm->mount_propagation && !streq(vm->mount_propagation, "Bidirectional") &&
                     !streq(vm->mount_propagation, "HostToContainer") && !streq(vm->mount_propagation, "None"))
-                        val_not_supported(c, pp, vm->mount_propagation, "\"Bidirectional\", \"HostToContainer\", \"None\"");
+                        val_not_supported(c, pp, vm->mount_propagation,
+                                          "\"Bidirectional\", \"HostToContainer\", \"None\"");
                 /* Bidirectional needs a privileged container: pod.h has no securityContext.privileged yet */
         }
 }

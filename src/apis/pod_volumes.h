@@ -12,7 +12,7 @@
 #include "apis/pod.h"
 
 enum volume_type {
-        VOLUME_NONE,        /* no source given (invalid) */
+        VOLUME_NONE, /* no source given (invalid) */
         VOLUME_EMPTY_DIR,
         VOLUME_HOST_PATH,
         VOLUME_CONFIG_MAP,
@@ -34,7 +34,7 @@ struct key_to_path {
 
 /* configMap and secret volumes and projections */
 struct object_volume {
-        char *name;           /* configMap.name / secret.secretName */
+        char *name; /* configMap.name / secret.secretName */
         struct key_to_path *items;
         size_t n_items;
         bool has_default_mode;
@@ -44,7 +44,7 @@ struct object_volume {
 
 struct downward_item {
         char *path;
-        char *field_path;     /* fieldRef.fieldPath, or NULL */
+        char *field_path; /* fieldRef.fieldPath, or NULL */
         bool has_resource_field_ref;
         char *container_name; /* resourceFieldRef */
         char *resource;
@@ -71,7 +71,7 @@ enum projection_type {
 struct projection {
         enum projection_type type; /* the first given */
         unsigned n_types;
-        struct object_volume object;     /* configMap / secret */
+        struct object_volume object; /* configMap / secret */
         struct downward_volume downward;
         char *token_audience;
         int64_t token_expiration_seconds; /* default 3600 */
@@ -80,15 +80,15 @@ struct projection {
 
 struct volume {
         char *name;
-        enum volume_type type;     /* the first source given */
-        unsigned n_types;          /* how many sources were given: validation wants exactly one */
-        char *type_name;           /* the JSON key of the source ("emptyDir", "persistentVolumeClaim", ...) */
+        enum volume_type type; /* the first source given */
+        unsigned n_types;      /* how many sources were given: validation wants exactly one */
+        char *type_name;       /* the JSON key of the source ("emptyDir", "persistentVolumeClaim", ...) */
         /* emptyDir */
-        char *medium;              /* "" / "Memory" / ... */
+        char *medium;               /* "" / "Memory" / ... */
         struct quantity size_limit; /* str NULL = unset */
         /* hostPath */
         char *host_path;
-        char *host_path_type;      /* NULL = "" (no check) */
+        char *host_path_type; /* NULL = "" (no check) */
         /* configMap / secret */
         struct object_volume object;
         /* downwardAPI */

@@ -19,7 +19,8 @@ enum qos_class pod_qos_class(const struct pod *pod) {
                         const struct resource_requirements *r = &cs[i].resources;
                         size_t limits_found = 0;
                         for (size_t j = 0; j < r->requests.n; j++)
-                                if (is_supported_qos_resource(r->requests.names[j]) && r->requests.values[j].milli != 0) {
+                                if (is_supported_qos_resource(r->requests.names[j]) &&
+                                    r->requests.values[j].milli != 0) {
                                         const struct quantity *l = resource_list_get(&r->limits, r->requests.names[j]);
                                         any = true;
                                         if (!l || l->milli != r->requests.values[j].milli)

@@ -86,11 +86,11 @@ static int interpret_suffix(const char *s, size_t n, int64_t *ret_exp10, int64_t
                 int exp10, exp2;
                 enum quantity_format f;
         } table[] = {
-                { "", 0, 0, QUANTITY_DECIMAL_SI },    { "n", -9, 0, QUANTITY_DECIMAL_SI },
-                { "u", -6, 0, QUANTITY_DECIMAL_SI },  { "m", -3, 0, QUANTITY_DECIMAL_SI },
-                { "k", 3, 0, QUANTITY_DECIMAL_SI },   { "M", 6, 0, QUANTITY_DECIMAL_SI },
-                { "G", 9, 0, QUANTITY_DECIMAL_SI },   { "T", 12, 0, QUANTITY_DECIMAL_SI },
-                { "P", 15, 0, QUANTITY_DECIMAL_SI },  { "E", 18, 0, QUANTITY_DECIMAL_SI },
+                { "", 0, 0, QUANTITY_DECIMAL_SI },   { "n", -9, 0, QUANTITY_DECIMAL_SI },
+                { "u", -6, 0, QUANTITY_DECIMAL_SI }, { "m", -3, 0, QUANTITY_DECIMAL_SI },
+                { "k", 3, 0, QUANTITY_DECIMAL_SI },  { "M", 6, 0, QUANTITY_DECIMAL_SI },
+                { "G", 9, 0, QUANTITY_DECIMAL_SI },  { "T", 12, 0, QUANTITY_DECIMAL_SI },
+                { "P", 15, 0, QUANTITY_DECIMAL_SI }, { "E", 18, 0, QUANTITY_DECIMAL_SI },
                 { "Ki", 0, 10, QUANTITY_BINARY_SI }, { "Mi", 0, 20, QUANTITY_BINARY_SI },
                 { "Gi", 0, 30, QUANTITY_BINARY_SI }, { "Ti", 0, 40, QUANTITY_BINARY_SI },
                 { "Pi", 0, 50, QUANTITY_BINARY_SI }, { "Ei", 0, 60, QUANTITY_BINARY_SI },

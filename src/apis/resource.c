@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <string.h>
 
-
 static int64_t ceil_div(int64_t a, int64_t b) {
         if (b <= 0)
                 return 0;

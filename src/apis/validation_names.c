@@ -17,29 +17,28 @@
 #define REGEX(fmt) "regex used for validation is '" fmt "')"
 
 #define DNS1123_LABEL_FMT "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-#define DNS1123_LABEL_MSG                                                                                    \
+#define DNS1123_LABEL_MSG                                                                                       \
         "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start " \
         "and end with an alphanumeric character"
 #define DNS1123_SUBDOMAIN_FMT DNS1123_LABEL_FMT "(\\." DNS1123_LABEL_FMT ")*"
-#define DNS1123_SUBDOMAIN_MSG                                                                                \
-        "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and "  \
+#define DNS1123_SUBDOMAIN_MSG                                                                                 \
+        "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and " \
         "must start and end with an alphanumeric character"
 #define QNAME_FMT "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
-#define QNAME_MSG                                                                                            \
-        "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an "           \
+#define QNAME_MSG                                                                                   \
+        "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an " \
         "alphanumeric character"
 #define LABEL_VALUE_FMT "(" QNAME_FMT ")?"
 #define LABEL_VALUE_MSG                                                                                      \
-        "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and "  \
+        "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and " \
         "must start and end with an alphanumeric character"
 #define ENV_FMT "[-._a-zA-Z][-._a-zA-Z0-9]*"
-#define ENV_MSG                                                                                              \
+#define ENV_MSG                                                                                               \
         "a valid environment variable name must consist of alphabetic characters, digits, '_', '-', or '.', " \
         "and must not start with a digit"
 
 static const char dns1123_label_regex_err[] = DNS1123_LABEL_MSG EG2("my-name", "123-abc") REGEX(DNS1123_LABEL_FMT);
-static const char dns1123_subdomain_regex_err[] =
-        DNS1123_SUBDOMAIN_MSG EG1("example.com") REGEX(DNS1123_SUBDOMAIN_FMT);
+static const char dns1123_subdomain_regex_err[] = DNS1123_SUBDOMAIN_MSG EG1("example.com") REGEX(DNS1123_SUBDOMAIN_FMT);
 
 static bool is_lower_alnum(char c) {
         return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
@@ -136,8 +135,8 @@ size_t check_qualified_name(const char *s, const char *msgs[static NAME_MAX_MSGS
         static const char too_many[] = "a qualified name " QNAME_MSG EG3("MyName", "my.name", "123-abc")
                 REGEX(QNAME_FMT) " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')";
         static const char prefix_too_long[] = "prefix part must be no more than 253 characters";
-        static const char prefix_regex[] =
-                "prefix part " DNS1123_SUBDOMAIN_MSG EG1("example.com") REGEX(DNS1123_SUBDOMAIN_FMT);
+        static const char prefix_regex[] = "prefix part " DNS1123_SUBDOMAIN_MSG EG1("example.com")
+                REGEX(DNS1123_SUBDOMAIN_FMT);
         static const char name_regex[] = "name part " QNAME_MSG EG3("MyName", "my.name", "123-abc") REGEX(QNAME_FMT);
         const char *slash, *name;
         size_t n = 0, name_len;
@@ -204,10 +203,10 @@ size_t check_env_var_name(const char *s, const char *msgs[static NAME_MAX_MSGS])
         return n;
 }
 
-#define FIRST_MSG(check, s)                          \
-        ({                                           \
-                const char *_m[NAME_MAX_MSGS];       \
-                check((s), _m) > 0 ? _m[0] : NULL;   \
+#define FIRST_MSG(check, s)                        \
+        ({                                         \
+                const char *_m[NAME_MAX_MSGS];     \
+                check((s), _m) > 0 ? _m[0] : NULL; \
         })
 
 const char *validate_dns1123_label(const char *s) {

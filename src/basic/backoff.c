@@ -4,7 +4,6 @@
 
 #include <string.h>
 
-
 void backoff_init(struct backoff *b, uint64_t initial_usec, uint64_t max_usec) {
         *b = (struct backoff) { .initial_usec = initial_usec, .max_usec = max_usec };
 }
@@ -52,8 +51,8 @@ int backoff_next(struct backoff *b, const char *key, uint64_t event_time_usec, u
         return 0;
 }
 
-bool backoff_in_backoff_since(const struct backoff *b, const char *key, uint64_t event_time_usec,
-                              uint64_t now_usec, uint64_t *ret_until_usec) {
+bool backoff_in_backoff_since(const struct backoff *b, const char *key, uint64_t event_time_usec, uint64_t now_usec,
+                              uint64_t *ret_until_usec) {
         const struct backoff_entry *e = find(b, key);
 
         if (!e || has_expired(b, event_time_usec, e->last_update_usec))

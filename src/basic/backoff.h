@@ -30,8 +30,8 @@ void backoff_done(struct backoff *b);
 /* Record an event (a restart): the delay doubles, or starts at initial if unknown/expired. */
 int backoff_next(struct backoff *b, const char *key, uint64_t event_time_usec, uint64_t now_usec);
 /* True if an event at event_time is still inside the current delay; *ret_until (optional) gets the end. */
-bool backoff_in_backoff_since(const struct backoff *b, const char *key, uint64_t event_time_usec,
-                              uint64_t now_usec, uint64_t *ret_until_usec);
+bool backoff_in_backoff_since(const struct backoff *b, const char *key, uint64_t event_time_usec, uint64_t now_usec,
+                              uint64_t *ret_until_usec);
 /* When the key was last updated (backoff_next), 0 if unknown. */
 uint64_t backoff_last_update(const struct backoff *b, const char *key);
 /* Current delay of a key, 0 if unknown. */

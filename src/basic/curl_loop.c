@@ -159,8 +159,7 @@ int curl_loop_new(struct event_base *base, struct curl_loop **ret) {
         l->base = base;
         l->multi = curl_multi_init();
         l->timer = evtimer_new(base, on_timer, l);
-        if (!l->multi || !l->timer ||
-            curl_multi_setopt(l->multi, CURLMOPT_SOCKETFUNCTION, socket_cb) != CURLM_OK ||
+        if (!l->multi || !l->timer || curl_multi_setopt(l->multi, CURLMOPT_SOCKETFUNCTION, socket_cb) != CURLM_OK ||
             curl_multi_setopt(l->multi, CURLMOPT_SOCKETDATA, l) != CURLM_OK ||
             curl_multi_setopt(l->multi, CURLMOPT_TIMERFUNCTION, timer_cb) != CURLM_OK ||
             curl_multi_setopt(l->multi, CURLMOPT_TIMERDATA, l) != CURLM_OK) {
@@ -234,6 +233,7 @@ CURLcode curl_loop_http_only(CURL *e) {
         return c != CURLE_OK ? c : curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
 #else
         CURLcode c = curl_easy_setopt(e, CURLOPT_PROTOCOLS, (long) (CURLPROTO_HTTP | CURLPROTO_HTTPS));
-        return c != CURLE_OK ? c : curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS, (long) (CURLPROTO_HTTP | CURLPROTO_HTTPS));
+        return c != CURLE_OK ? c
+                             : curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS, (long) (CURLPROTO_HTTP | CURLPROTO_HTTPS));
 #endif
 }

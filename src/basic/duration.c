@@ -94,7 +94,7 @@ int go_duration_parse(const char *s, int64_t *ret_nsec, struct ck_error **ret_er
                         }
                 if (unit == 0)
                         return ck_error_set(ret_error, -EINVAL, "time: unknown unit \"%.*s\" in duration \"%s\"",
-                                              (int) ul, u, orig);
+                                            (int) ul, u, orig);
                 if (v > NS_MAX / unit)
                         return ck_error_set(ret_error, -ERANGE, "time: invalid duration \"%s\"", orig);
                 v *= unit;

@@ -10,7 +10,7 @@
 
 struct histogram {
         size_t n_buckets;
-        double bounds[HISTOGRAM_MAX_BUCKETS]; /* upper bounds, ascending (+Inf implied) */
+        double bounds[HISTOGRAM_MAX_BUCKETS];   /* upper bounds, ascending (+Inf implied) */
         uint64_t counts[HISTOGRAM_MAX_BUCKETS]; /* observations <= bounds[i] (not cumulative) */
         uint64_t count;
         double sum;

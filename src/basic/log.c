@@ -34,7 +34,7 @@ void log_internal(enum log_level level, const char *file, int line, const char *
         vsnprintf(msg, sizeof(msg), fmt, ap);
         va_end(ap);
 
-        fprintf(stderr, "%c%02d%02d %02d:%02d:%02d.%06ld %7d %s:%d] %s\n", letters[level], tm.tm_mon + 1,
-                tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (long) tv.tv_usec, (int) getpid(), base, line, msg);
+        fprintf(stderr, "%c%02d%02d %02d:%02d:%02d.%06ld %7d %s:%d] %s\n", letters[level], tm.tm_mon + 1, tm.tm_mday,
+                tm.tm_hour, tm.tm_min, tm.tm_sec, (long) tv.tv_usec, (int) getpid(), base, line, msg);
         errno = saved;
 }

@@ -28,9 +28,9 @@ void log_internal(enum log_level level, const char *file, int line, const char *
         } while (0)
 
 /* Log an error and return the given negative errno. */
-#define log_error_errno(r, ...)          \
-        ({                               \
-                int _r_ = (r);           \
-                log_error(__VA_ARGS__);  \
-                _r_ < 0 ? _r_ : -_r_;    \
+#define log_error_errno(r, ...)         \
+        ({                              \
+                int _r_ = (r);          \
+                log_error(__VA_ARGS__); \
+                _r_ < 0 ? _r_ : -_r_;   \
         })

@@ -18,18 +18,18 @@
 #define MAX(a, b) ((a) > (b) ? (a) : (b))
 
 /* Take ownership of a pointer: returns it and sets the variable to NULL. */
-#define TAKE_PTR(p)                          \
-        ({                                   \
-                __typeof__(p) _p_ = (p);     \
-                (p) = NULL;                  \
-                _p_;                         \
+#define TAKE_PTR(p)                      \
+        ({                               \
+                __typeof__(p) _p_ = (p); \
+                (p) = NULL;              \
+                _p_;                     \
         })
 
-#define TAKE_FD(fd)                          \
-        ({                                   \
-                int _fd_ = (fd);             \
-                (fd) = -1;                   \
-                _fd_;                        \
+#define TAKE_FD(fd)              \
+        ({                       \
+                int _fd_ = (fd); \
+                (fd) = -1;       \
+                _fd_;            \
         })
 
 /* free() that returns NULL: p = mfree(p); */
@@ -88,16 +88,16 @@ static inline DIR *safe_closedir(DIR *d) {
 
 /* In a variadic function: format its (fmt, ...) arguments into a new string stored in ret (NULL on
  * failure). Evaluates to 0 or -ENOMEM. */
-#define VA_FORMAT(ret, fmt)                                      \
-        ({                                                       \
-                va_list _ap_;                                    \
-                int _r_;                                         \
-                va_start(_ap_, fmt);                             \
-                _r_ = vasprintf(&(ret), (fmt), _ap_);            \
-                va_end(_ap_);                                    \
-                if (_r_ < 0)                                     \
-                        (ret) = NULL;                            \
-                _r_ < 0 ? -ENOMEM : 0;                           \
+#define VA_FORMAT(ret, fmt)                           \
+        ({                                            \
+                va_list _ap_;                         \
+                int _r_;                              \
+                va_start(_ap_, fmt);                  \
+                _r_ = vasprintf(&(ret), (fmt), _ap_); \
+                va_end(_ap_);                         \
+                if (_r_ < 0)                          \
+                        (ret) = NULL;                 \
+                _r_ < 0 ? -ENOMEM : 0;                \
         })
 
 /* Return a negative errno for a failed libc call that sets errno. */

@@ -88,15 +88,33 @@ char *go_quote(const char *s) {
         *p++ = '"';
         for (const unsigned char *c = (const unsigned char *) strempty(s); *c; c++) {
                 switch (*c) {
-                case '"':  p = stpcpy(p, "\\\""); break;
-                case '\\': p = stpcpy(p, "\\\\"); break;
-                case '\a': p = stpcpy(p, "\\a"); break;
-                case '\b': p = stpcpy(p, "\\b"); break;
-                case '\f': p = stpcpy(p, "\\f"); break;
-                case '\n': p = stpcpy(p, "\\n"); break;
-                case '\r': p = stpcpy(p, "\\r"); break;
-                case '\t': p = stpcpy(p, "\\t"); break;
-                case '\v': p = stpcpy(p, "\\v"); break;
+                case '"':
+                        p = stpcpy(p, "\\\"");
+                        break;
+                case '\\':
+                        p = stpcpy(p, "\\\\");
+                        break;
+                case '\a':
+                        p = stpcpy(p, "\\a");
+                        break;
+                case '\b':
+                        p = stpcpy(p, "\\b");
+                        break;
+                case '\f':
+                        p = stpcpy(p, "\\f");
+                        break;
+                case '\n':
+                        p = stpcpy(p, "\\n");
+                        break;
+                case '\r':
+                        p = stpcpy(p, "\\r");
+                        break;
+                case '\t':
+                        p = stpcpy(p, "\\t");
+                        break;
+                case '\v':
+                        p = stpcpy(p, "\\v");
+                        break;
                 default:
                         if (*c < 0x20 || *c == 0x7f)
                                 p += sprintf(p, "\\x%02x", *c);

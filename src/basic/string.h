@@ -9,9 +9,11 @@
 
 #include "basic/macro.h"
 
-char *strdup_or_null(const char *s);     /* NULL stays NULL; NULL on OOM too */
+char *strdup_or_null(const char *s); /* NULL stays NULL; NULL on OOM too */
 int free_and_strdup(char **p, const char *s);
-static inline bool streq_ptr(const char *a, const char *b) { return a && b ? streq(a, b) : a == b; }
+static inline bool streq_ptr(const char *a, const char *b) {
+        return a && b ? streq(a, b) : a == b;
+}
 bool startswith(const char *s, const char *prefix);
 bool endswith(const char *s, const char *suffix);
 /* Parse a decimal integer with full-string and range checks; -EINVAL/-ERANGE. */

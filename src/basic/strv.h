@@ -14,8 +14,8 @@ void strv_remove_at(char **l, size_t i);
 char **strv_free(char **l); /* accepts NULL, returns NULL */
 DEFINE_TRIVIAL_CLEANUP_FUNC(char **, strv_free)
 #define _cleanup_strv_free_ _cleanup_(strv_freep)
-int strv_push(char ***l, char *value);          /* takes ownership of value, even on failure */
-int strv_extend(char ***l, const char *value);  /* copies value */
+int strv_push(char ***l, char *value);         /* takes ownership of value, even on failure */
+int strv_extend(char ***l, const char *value); /* copies value */
 int strv_copy(char *const *l, char ***ret);
 bool strv_equal(char *const *a, char *const *b);
 bool strv_contains(char *const *l, const char *s);

@@ -14,7 +14,8 @@ uint64_t now_usec(void) {
 }
 
 struct timeval timeval_from_usec(uint64_t usec) {
-        return (struct timeval) { .tv_sec = (time_t) (usec / USEC_PER_SEC), .tv_usec = (suseconds_t) (usec % USEC_PER_SEC) };
+        return (struct timeval) { .tv_sec = (time_t) (usec / USEC_PER_SEC),
+                                  .tv_usec = (suseconds_t) (usec % USEC_PER_SEC) };
 }
 
 int64_t now_realtime_nsec(void) {

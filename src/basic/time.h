@@ -13,7 +13,7 @@
 #define USEC_PER_MSEC UINT64_C(1000)
 #define NSEC_PER_SEC INT64_C(1000000000)
 
-uint64_t now_usec(void);       /* CLOCK_MONOTONIC */
+uint64_t now_usec(void); /* CLOCK_MONOTONIC */
 uint64_t now_realtime_usec(void);
 int64_t now_realtime_nsec(void); /* unix nanoseconds */
 struct timeval timeval_from_usec(uint64_t usec);

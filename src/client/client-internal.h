@@ -15,24 +15,24 @@
 #include "basic/time.h"
 #include "client/client.h"
 
-#define KUBE_CONFIG_MAX_SIZE (1024u * 1024u)     /* a kubeconfig file */
-#define KUBE_TOKEN_MAX_SIZE (1024u * 1024u)      /* a token file */
-#define KUBE_WATCH_MAX_EVENT (16u * 1024u * 1024u) /* one line of a watch stream */
+#define KUBE_CONFIG_MAX_SIZE (1024u * 1024u)              /* a kubeconfig file */
+#define KUBE_TOKEN_MAX_SIZE (1024u * 1024u)               /* a token file */
+#define KUBE_WATCH_MAX_EVENT (16u * 1024u * 1024u)        /* one line of a watch stream */
 #define KUBE_WATCH_MAX_BUFFER (2u * KUBE_WATCH_MAX_EVENT) /* undelivered bytes; the transfer pauses above */
 #define KUBE_MAX_ATTEMPTS 5u
 #define KUBE_BACKOFF_BASE_USEC (100u * 1000u)
 #define KUBE_BACKOFF_MAX_USEC (10u * 1000u * 1000u)
 #define KUBE_RETRY_AFTER_MAX_USEC (60u * 1000u * 1000u)
 #define KUBE_TOKEN_REFRESH_USEC (60u * 1000u * 1000u) /* client-go's cachingTokenSource period */
-#define KUBE_CONNECT_TIMEOUT_MS 30000L            /* net.Dialer{Timeout: 30s} */
+#define KUBE_CONNECT_TIMEOUT_MS 30000L                /* net.Dialer{Timeout: 30s} */
 #define KUBE_EASY_POOL_MAX 8
 
 /* ---- token bucket (golang.org/x/time/rate semantics: a reservation may drive the level negative, the
  * caller then waits until its token has been refilled; requests are served in the order they reserve) ---- */
 struct kube_token_bucket {
-        double qps;      /* tokens per second, > 0 */
-        double burst;    /* capacity, >= 1 */
-        double tokens;   /* current level (negative: tokens owed to reservations) */
+        double qps;    /* tokens per second, > 0 */
+        double burst;  /* capacity, >= 1 */
+        double tokens; /* current level (negative: tokens owed to reservations) */
         uint64_t last_usec;
 };
 void kube_token_bucket_init(struct kube_token_bucket *b, double qps, int burst, uint64_t now_usec);
@@ -75,8 +75,8 @@ struct kube_request {
         size_t body_len;
         char *content_type;
         int flags;
-        unsigned attempts;          /* transfers started */
-        uint64_t start_usec;        /* of the current transfer */
+        unsigned attempts;   /* transfers started */
+        uint64_t start_usec; /* of the current transfer */
 
         kube_callback_t cb;
         kube_watch_event_t event;
@@ -103,8 +103,8 @@ struct kube_request {
         /* watch */
         uint64_t idle_usec;
         struct event *idle_timer, *dispatch_ev;
-        size_t consumed;            /* bytes of buf already delivered */
-        size_t line_start;          /* start of the unterminated line at the end of buf */
+        size_t consumed;   /* bytes of buf already delivered */
+        size_t line_start; /* start of the unterminated line at the end of buf */
         bool paused, transfer_done, dispatching, cancelled;
 };
 
@@ -112,10 +112,10 @@ struct kube_client {
         struct event_base *base;
         struct curl_loop *loop;
 
-        char *url_base;             /* what request paths are appended to */
-        char *server;               /* as configured, for logs */
+        char *url_base; /* what request paths are appended to */
+        char *server;   /* as configured, for logs */
         struct curl_slist *connect_to;
-        char *host_header;          /* "Host: ..." when tls_server_name rewrites the URL */
+        char *host_header; /* "Host: ..." when tls_server_name rewrites the URL */
         char *proxy_url;
         bool compression;
 
@@ -124,7 +124,7 @@ struct kube_client {
         bool insecure;
 
         char *token, *token_file;
-        uint64_t token_read_usec;   /* last attempt to read token_file, 0 = never */
+        uint64_t token_read_usec; /* last attempt to read token_file, 0 = never */
 
         char *user_agent;
         uint64_t timeout_usec;

@@ -111,15 +111,35 @@ const char *kube_status_text(long status) {
                 long code;
                 const char *text;
         } table[] = {
-                { 100, "Continue" }, { 200, "OK" }, { 201, "Created" }, { 202, "Accepted" },
-                { 204, "No Content" }, { 206, "Partial Content" }, { 301, "Moved Permanently" }, { 302, "Found" },
-                { 303, "See Other" }, { 304, "Not Modified" }, { 307, "Temporary Redirect" },
-                { 308, "Permanent Redirect" }, { 400, "Bad Request" }, { 401, "Unauthorized" },
-                { 403, "Forbidden" }, { 404, "Not Found" }, { 405, "Method Not Allowed" },
-                { 406, "Not Acceptable" }, { 408, "Request Timeout" }, { 409, "Conflict" }, { 410, "Gone" },
-                { 413, "Request Entity Too Large" }, { 415, "Unsupported Media Type" },
-                { 422, "Unprocessable Entity" }, { 429, "Too Many Requests" }, { 500, "Internal Server Error" },
-                { 501, "Not Implemented" }, { 502, "Bad Gateway" }, { 503, "Service Unavailable" },
+                { 100, "Continue" },
+                { 200, "OK" },
+                { 201, "Created" },
+                { 202, "Accepted" },
+                { 204, "No Content" },
+                { 206, "Partial Content" },
+                { 301, "Moved Permanently" },
+                { 302, "Found" },
+                { 303, "See Other" },
+                { 304, "Not Modified" },
+                { 307, "Temporary Redirect" },
+                { 308, "Permanent Redirect" },
+                { 400, "Bad Request" },
+                { 401, "Unauthorized" },
+                { 403, "Forbidden" },
+                { 404, "Not Found" },
+                { 405, "Method Not Allowed" },
+                { 406, "Not Acceptable" },
+                { 408, "Request Timeout" },
+                { 409, "Conflict" },
+                { 410, "Gone" },
+                { 413, "Request Entity Too Large" },
+                { 415, "Unsupported Media Type" },
+                { 422, "Unprocessable Entity" },
+                { 429, "Too Many Requests" },
+                { 500, "Internal Server Error" },
+                { 501, "Not Implemented" },
+                { 502, "Bad Gateway" },
+                { 503, "Service Unavailable" },
                 { 504, "Gateway Timeout" },
         };
         for (size_t i = 0; i < ELEMENTSOF(table); i++)
@@ -250,8 +270,8 @@ char *kube_escape(const char *s) {
                 return NULL;
         o = out;
         for (const unsigned char *p = (const unsigned char *) s; *p; p++) {
-                if ((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') ||
-                    *p == '-' || *p == '.' || *p == '_' || *p == '~')
+                if ((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '-' ||
+                    *p == '.' || *p == '_' || *p == '~')
                         *o++ = (char) *p;
                 else {
                         *o++ = '%';
@@ -287,7 +307,6 @@ static void slist_free_secret(struct curl_slist *l) {
                         explicit_bzero(i->data, strlen(i->data));
         curl_slist_free_all(l);
 }
-
 
 /* ---------------------------------------------------------------- easy handles and tokens */
 
@@ -400,13 +419,13 @@ int kube_buffer_append(struct kube_request *r, const char *p, size_t n, size_t m
         return 0;
 }
 
-#define SETOPT(opt, val)                                                  \
-        do {                                                              \
-                CURLcode _cc_ = curl_easy_setopt(e, (opt), (val));        \
-                if (_cc_ != CURLE_OK) {                                   \
-                        cc = _cc_;                                        \
-                        goto fail;                                        \
-                }                                                         \
+#define SETOPT(opt, val)                                           \
+        do {                                                       \
+                CURLcode _cc_ = curl_easy_setopt(e, (opt), (val)); \
+                if (_cc_ != CURLE_OK) {                            \
+                        cc = _cc_;                                 \
+                        goto fail;                                 \
+                }                                                  \
         } while (0)
 
 static int headers_add(struct curl_slist **l, const char *fmt, ...) _printf_(2, 3);
@@ -642,15 +661,17 @@ void kube_log_transfer(struct kube_request *r, const char *verb, CURLcode result
         else
                 log_v(4, "\"HTTP\" verb=\"%s\" URL=\"%s%s\" status=\"%s\" milliseconds=%llu err=\"%s\"", verb,
                       r->client->server, r->path, status, ms,
-                      r->too_large ? "response too large" : r->errbuf[0] ? r->errbuf : curl_easy_strerror(result));
+                      r->too_large   ? "response too large"
+                      : r->errbuf[0] ? r->errbuf
+                                     : curl_easy_strerror(result));
 }
 
 char *kube_transfer_error(struct kube_request *r, CURLcode result) {
         const char *m = r->errbuf[0] ? r->errbuf : curl_easy_strerror(result);
         char *s;
 
-        if (asprintf(&s, "%s %s%s: %s", r->is_watch ? "GET" : r->method, r->client ? r->client->server : "",
-                     r->path, m) < 0)
+        if (asprintf(&s, "%s %s%s: %s", r->is_watch ? "GET" : r->method, r->client ? r->client->server : "", r->path,
+                     m) < 0)
                 return NULL;
         return s;
 }
@@ -809,8 +830,8 @@ static void request_start(struct kube_request *r) {
         SETOPT(CURLOPT_WRITEFUNCTION, on_request_write);
         SETOPT(CURLOPT_WRITEDATA, r);
         SETOPT(CURLOPT_TIMEOUT_MS, (long) MAX(c->timeout_usec / 1000, (uint64_t) 1));
-        SETOPT(CURLOPT_CONNECTTIMEOUT_MS, (long) MIN(MAX(c->timeout_usec / 1000, (uint64_t) 1),
-                                                     (uint64_t) KUBE_CONNECT_TIMEOUT_MS));
+        SETOPT(CURLOPT_CONNECTTIMEOUT_MS,
+               (long) MIN(MAX(c->timeout_usec / 1000, (uint64_t) 1), (uint64_t) KUBE_CONNECT_TIMEOUT_MS));
         SETOPT(CURLOPT_MAXFILESIZE_LARGE, (curl_off_t) c->max_response_size);
         k = curl_loop_add(c->loop, e, on_transfer_done, r);
         if (k < 0) {
@@ -819,7 +840,7 @@ static void request_start(struct kube_request *r) {
         }
         r->state = KUBE_REQ_RUNNING;
         return;
-fail: {
+fail : {
         char *msg = NULL;
         if (asprintf(&msg, "cannot configure libcurl: %s", curl_easy_strerror(cc)) < 0)
                 msg = NULL;

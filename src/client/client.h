@@ -19,16 +19,16 @@ struct ck_error;
  * resolved against the kubeconfig's directory, as clientcmd does). *_data fields hold the decoded PEM of
  * certificate-authority-data / client-certificate-data / client-key-data. */
 struct kube_config {
-        char *server;               /* "https://10.0.0.1:6443" (no trailing slash) */
+        char *server; /* "https://10.0.0.1:6443" (no trailing slash) */
         char *ca_file, *ca_data;
         char *cert_file, *cert_data;
         char *key_file, *key_data;
-        char *token, *token_file;   /* token wins over token_file, as clientcmd */
+        char *token, *token_file; /* token wins over token_file, as clientcmd */
         bool insecure_skip_tls_verify;
         char *tls_server_name;
         /* added: */
-        char *proxy_url;            /* cluster.proxy-url (http://, https://, socks5://), NULL = environment */
-        bool disable_compression;   /* cluster.disable-compression: no "Accept-Encoding: gzip" */
+        char *proxy_url;          /* cluster.proxy-url (http://, https://, socks5://), NULL = environment */
+        bool disable_compression; /* cluster.disable-compression: no "Accept-Encoding: gzip" */
 };
 /* How kube_config_load() fills token/token_file: a user with "token" gets token (its tokenFile, if any, is
  * ignored); a user with only "tokenFile" gets token_file (absolute) and token = its content, read at load
@@ -47,11 +47,11 @@ void kube_config_done(struct kube_config *c); /* accepts NULL */
 struct kube_client;
 
 struct kube_client_options {
-        double qps;                 /* --kube-api-qps, 50 */
-        int burst;                  /* --kube-api-burst, 100 */
-        uint64_t timeout_usec;      /* per request (not watches), default 30 s */
-        size_t max_response_size;   /* default 64 MiB */
-        const char *user_agent;     /* default "ckubelet/<version> (linux/amd64) kubernetes/<api>" */
+        double qps;               /* --kube-api-qps, 50 */
+        int burst;                /* --kube-api-burst, 100 */
+        uint64_t timeout_usec;    /* per request (not watches), default 30 s */
+        size_t max_response_size; /* default 64 MiB */
+        const char *user_agent;   /* default "ckubelet/<version> (linux/amd64) kubernetes/<api>" */
 };
 /* o may be NULL; zero fields take the defaults. qps < 0 disables rate limiting (as client-go). The server may
  * be http:// (tests). Keep-alive connections are shared by all requests of a client (HTTP/1.1). */
@@ -62,12 +62,12 @@ int kube_client_new(struct event_base *base, const struct kube_config *cfg, cons
 struct kube_client *kube_client_free(struct kube_client *c);
 
 struct kube_response {
-        int r;                      /* 0, or a negative errno for a transport failure (no HTTP status) */
-        long status;                /* HTTP status, 0 on transport failure */
-        json_t *body;               /* the decoded JSON body (borrowed, valid during the callback), or NULL */
-        const char *error;          /* a message when r < 0 or status >= 400 (the Status' message if any); never
+        int r;              /* 0, or a negative errno for a transport failure (no HTTP status) */
+        long status;        /* HTTP status, 0 on transport failure */
+        json_t *body;       /* the decoded JSON body (borrowed, valid during the callback), or NULL */
+        const char *error;  /* a message when r < 0 or status >= 400 (the Status' message if any); never
                                        NULL ("" when fine) */
-        const char *reason;         /* the Status' reason ("NotFound", "AlreadyExists", "Conflict", "Expired",
+        const char *reason; /* the Status' reason ("NotFound", "AlreadyExists", "Conflict", "Expired",
                                        "Gone"), "" if none */
 };
 
@@ -76,7 +76,7 @@ struct kube_request;
 
 /* Flags for kube_request(). */
 enum {
-        KUBE_NO_RETRY = 1 << 0,     /* by default transport errors, 429 and 5xx are retried (jittered back-off
+        KUBE_NO_RETRY = 1 << 0, /* by default transport errors, 429 and 5xx are retried (jittered back-off
                                        from 100 ms doubling to 10 s, up to 5 attempts; Retry-After honoured) */
 };
 /* Retry details: a retry waits max(back-off, Retry-After (seconds, capped at 60 s)) and then takes a

@@ -44,8 +44,8 @@ void kube_config_done(struct kube_config *c) {
 }
 
 struct loader {
-        const char *path;   /* the kubeconfig, for messages */
-        char *dir;          /* its absolute directory */
+        const char *path; /* the kubeconfig, for messages */
+        char *dir;        /* its absolute directory */
         struct ck_error **ret_error;
 };
 
@@ -59,7 +59,6 @@ static int fail(struct loader *l, int r, const char *fmt, ...) {
                 return ck_error_set(l->ret_error, r, "%s", strerror(-r));
         return ck_error_set(l->ret_error, r, "%s: %s", l->path, msg);
 }
-
 
 /* obj[key] as a string: NULL when absent, null or ""; an error for another type. */
 static int get_string(struct loader *l, json_t *obj, const char *where, const char *key, const char **ret) {
@@ -137,8 +136,7 @@ static int get_pem_data(struct loader *l, json_t *obj, const char *where, const 
         return 0;
 }
 
-static int check_readable(struct loader *l, const char *file, const char *what, const char *where,
-                          const char *name) {
+static int check_readable(struct loader *l, const char *file, const char *what, const char *where, const char *name) {
         _cleanup_close_ int fd = -1;
 
         fd = open(file, O_RDONLY | O_CLOEXEC | O_NOCTTY);
@@ -181,8 +179,7 @@ static int find_named(struct loader *l, json_t *root, const char *list_key, cons
         return 0;
 }
 
-static int load_cluster(struct loader *l, json_t *cluster, const char *where, const char *name,
-                        struct kube_config *c) {
+static int load_cluster(struct loader *l, json_t *cluster, const char *where, const char *name, struct kube_config *c) {
         const char *server, *s;
         int r;
 
@@ -217,8 +214,10 @@ static int load_cluster(struct loader *l, json_t *cluster, const char *where, co
                 return r;
 
         if (c->ca_file && c->ca_data)
-                return fail(l, -EINVAL, "%s: certificate-authority-data and certificate-authority are both specified "
-                            "for %s", where, name);
+                return fail(l, -EINVAL,
+                            "%s: certificate-authority-data and certificate-authority are both specified "
+                            "for %s",
+                            where, name);
         if (c->ca_file && (r = check_readable(l, c->ca_file, "certificate-authority", where, name)) < 0)
                 return r;
         if (c->insecure_skip_tls_verify && (c->ca_file || c->ca_data))
@@ -277,21 +276,25 @@ static int load_user(struct loader *l, json_t *user, const char *where, const ch
 
         if (c->cert_file || c->cert_data) {
                 if (c->cert_file && c->cert_data)
-                        return fail(l, -EINVAL, "%s: client-cert-data and client-cert are both specified for %s",
-                                    where, name);
+                        return fail(l, -EINVAL, "%s: client-cert-data and client-cert are both specified for %s", where,
+                                    name);
                 if (c->key_file && c->key_data)
-                        return fail(l, -EINVAL, "%s: client-key-data and client-key are both specified for %s",
-                                    where, name);
+                        return fail(l, -EINVAL, "%s: client-key-data and client-key are both specified for %s", where,
+                                    name);
                 if (!c->key_file && !c->key_data)
-                        return fail(l, -EINVAL, "%s: client-key-data or client-key must be specified for %s to use "
-                                    "the clientCert authentication method", where, name);
+                        return fail(l, -EINVAL,
+                                    "%s: client-key-data or client-key must be specified for %s to use "
+                                    "the clientCert authentication method",
+                                    where, name);
                 if (c->cert_file && (r = check_readable(l, c->cert_file, "client-cert", where, name)) < 0)
                         return r;
                 if (c->key_file && (r = check_readable(l, c->key_file, "client-key", where, name)) < 0)
                         return r;
         } else if (c->key_file || c->key_data)
-                return fail(l, -EINVAL, "%s: client-certificate-data or client-certificate must be specified for %s "
-                            "to use the clientCert authentication method", where, name);
+                return fail(l, -EINVAL,
+                            "%s: client-certificate-data or client-certificate must be specified for %s "
+                            "to use the clientCert authentication method",
+                            where, name);
 
         if (token) {
                 /* the token wins; the file is not read (clientcmd) */
@@ -378,8 +381,8 @@ int kube_config_load(const char *path, struct kube_config *ret, struct ck_error 
         if (r < 0)
                 return fail(&l, r, "%s", ck_error_message(yerr));
         if (json_array_size(docs) != 1) {
-                r = fail(&l, -EINVAL, json_array_size(docs) == 0 ? "no configuration has been provided"
-                                                                  : "more than one document");
+                r = fail(&l, -EINVAL,
+                         json_array_size(docs) == 0 ? "no configuration has been provided" : "more than one document");
                 goto finish;
         }
         root = json_array_get(docs, 0);
@@ -418,7 +421,8 @@ int kube_config_load(const char *path, struct kube_config *ret, struct ck_error 
             (r = get_string(&l, context, context_where, "user", &user_name)) < 0)
                 goto finish;
         if (!cluster_name) {
-                r = fail(&l, -EINVAL, "%s.cluster: cluster was not specified for context \"%s\"", context_where, current);
+                r = fail(&l, -EINVAL, "%s.cluster: cluster was not specified for context \"%s\"", context_where,
+                         current);
                 goto finish;
         }
         if (!user_name) {

@@ -15,7 +15,6 @@
 #include "basic/timer.h"
 #include "client/client-internal.h"
 
-
 /* The transfer is over (finished, failed, or stopped by us): deliver what is left, then done(). */
 static void watch_transfer_over(struct kube_request *r, int rc, char *error) {
         if (rc < 0 && r->r == 0)
@@ -58,7 +57,8 @@ static size_t on_watch_write(char *p, size_t size, size_t nmemb, void *userdata)
         if (kube_buffer_append(r, p, n, SIZE_MAX / 2) < 0)
                 return 0;
         /* a line longer than the cap: the stream is broken */
-        if (r->len - r->line_start > KUBE_WATCH_MAX_EVENT && !memchr(r->buf + r->line_start, '\n', r->len - r->line_start)) {
+        if (r->len - r->line_start > KUBE_WATCH_MAX_EVENT &&
+            !memchr(r->buf + r->line_start, '\n', r->len - r->line_start)) {
                 r->too_large = true;
                 return 0;
         }
@@ -133,8 +133,7 @@ static bool deliver_line(struct kube_request *r, const char *line, size_t n) {
         if (!type || !json_is_object(obj)) {
                 char *msg = NULL;
                 if (asprintf(&msg, "GET %s%s: a watch event that is not {type, object}: %s",
-                             r->client ? r->client->server : "", r->path,
-                             ev ? "missing fields" : jerr.text) < 0)
+                             r->client ? r->client->server : "", r->path, ev ? "missing fields" : jerr.text) < 0)
                         msg = NULL;
                 if (r->client)
                         kube_request_release_easy(r);

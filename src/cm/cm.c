@@ -20,23 +20,23 @@
 #include "node/node_status.h"
 
 #define MOUNTINFO_MAX (1024u * 1024u)
-#define CGROUP_FILE_MAX (1024u * 1024u)   /* cgroup.procs of a pod cgroup */
-#define CGROUP_DEPTH_MAX 16               /* pod cgroup → sandbox/container cgroups → whatever they made */
+#define CGROUP_FILE_MAX (1024u * 1024u) /* cgroup.procs of a pod cgroup */
+#define CGROUP_DEPTH_MAX 16             /* pod cgroup → sandbox/container cgroups → whatever they made */
 
 struct cm_hierarchy {
-        char *mount;    /* where it is mounted, e.g. /sys/fs/cgroup/memory */
-        bool cpuset;    /* v1 cpuset: new cgroups need cpuset.cpus/mems */
+        char *mount; /* where it is mounted, e.g. /sys/fs/cgroup/memory */
+        bool cpuset; /* v1 cpuset: new cgroups need cpuset.cpus/mems */
 };
 
 struct cm {
         bool enabled;
         bool unified;
-        char *root;                     /* --cgroup-root as given */
-        char *root_name;                /* its name ("" for /) */
+        char *root;      /* --cgroup-root as given */
+        char *root_name; /* its name ("" for /) */
         struct cm_hierarchy *h;
         size_t n_h;
-        int64_t pids_limit;             /* --pod-max-pids, <= 0 none */
-        int64_t burstable_shares;       /* last written, -1 none */
+        int64_t pids_limit;       /* --pod-max-pids, <= 0 none */
+        int64_t burstable_shares; /* last written, -1 none */
 };
 
 bool cm_enabled(const struct cm *m) {
@@ -327,7 +327,8 @@ static void kill_procs(const char *dir, unsigned depth) {
         size_t size;
         _cleanup_closedir_ DIR *d = NULL;
 
-        if (asprintf(&procs, "%s/cgroup.procs", dir) >= 0 && read_full_file(procs, CGROUP_FILE_MAX, &data, &size) >= 0) {
+        if (asprintf(&procs, "%s/cgroup.procs", dir) >= 0 &&
+            read_full_file(procs, CGROUP_FILE_MAX, &data, &size) >= 0) {
                 char *sp = NULL;
                 for (char *tok = strtok_r(data, "\n", &sp); tok; tok = strtok_r(NULL, "\n", &sp)) {
                         int pid;
@@ -421,7 +422,8 @@ int cm_new(const struct kubelet_options *o, int64_t cpu_milli_capacity, int64_t 
         int r;
 
         if (streq_ptr(o->cgroup_driver, "systemd"))
-                return log_error_errno(-EOPNOTSUPP, "--cgroup-driver=systemd is not supported by ckubelet: it creates the "
+                return log_error_errno(-EOPNOTSUPP,
+                                       "--cgroup-driver=systemd is not supported by ckubelet: it creates the "
                                        "pod cgroups with the cgroupfs layout; use --cgroup-driver=cgroupfs (and "
                                        "SystemdCgroup = false in containerd's runc options)");
         m = calloc(1, sizeof(*m));
@@ -449,7 +451,8 @@ int cm_new(const struct kubelet_options *o, int64_t cpu_milli_capacity, int64_t 
                 if (asprintf(&p, "%s/%s", m->h[i].mount, m->root_name) < 0)
                         return -ENOMEM;
                 if (stat(p, &st) < 0 || !S_ISDIR(st.st_mode))
-                        return log_error_errno(-ENOENT, "invalid configuration: cgroup-root \"%s\" doesn't exist (no %s)",
+                        return log_error_errno(-ENOENT,
+                                               "invalid configuration: cgroup-root \"%s\" doesn't exist (no %s)",
                                                m->root, p);
         }
 
@@ -547,7 +550,8 @@ int cm_update_qos(struct cm *m, const struct pod *const *pods, size_t n) {
                 else
                         cg_set_int(path, "cpu.shares", shares);
         }
-        log_v(2, "QoS cgroup /%s: cpu shares %" PRId64 " (burstable pods request %" PRId64 "m)", burstable, shares, milli);
+        log_v(2, "QoS cgroup /%s: cpu shares %" PRId64 " (burstable pods request %" PRId64 "m)", burstable, shares,
+              milli);
         m->burstable_shares = shares;
         return 0;
 }

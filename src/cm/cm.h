@@ -39,10 +39,10 @@ int cm_name_to_systemd(const char *name, char **ret);
 /* Unset values are 0 (upstream's nil pointers); cpu_quota is set together with cpu_period. */
 struct cm_resource_config {
         int64_t cpu_shares;
-        int64_t cpu_quota;      /* usec per cpu_period; 0 = unset */
-        int64_t cpu_period;     /* usec; 0 = unset */
-        int64_t memory_limit;   /* bytes; 0 = unset */
-        int64_t pids_limit;     /* 0 = unset */
+        int64_t cpu_quota;    /* usec per cpu_period; 0 = unset */
+        int64_t cpu_period;   /* usec; 0 = unset */
+        int64_t memory_limit; /* bytes; 0 = unset */
+        int64_t pids_limit;   /* 0 = unset */
 };
 
 /* ResourceConfigForPod (enforceCPULimits = true, period 100ms): cpu shares from the pod's cpu requests

@@ -17,12 +17,12 @@
 #include "client/client.h"
 #include "config/config-internal.h"
 
-#define WATCH_IDLE_TIMEOUT_USEC (120 * USEC_PER_SEC)  /* bookmarks come every minute; nothing for 2 min is dead */
+#define WATCH_IDLE_TIMEOUT_USEC (120 * USEC_PER_SEC) /* bookmarks come every minute; nothing for 2 min is dead */
 #define RETRY_MIN_USEC (800 * 1000)
 #define RETRY_MAX_USEC (30 * USEC_PER_SEC)
 
 struct api_pod {
-        char *key;          /* namespace/name */
+        char *key; /* namespace/name */
         json_t *obj;
 };
 
@@ -31,14 +31,14 @@ struct api_source {
         struct event_base *base;
         struct kube_client *client;
         char *node;
-        char *selector;     /* fieldSelector=spec.nodeName%3D<node> */
+        char *selector; /* fieldSelector=spec.nodeName%3D<node> */
 
         struct kube_request *req;
         struct event *timer;
-        struct event *deliver_ev;   /* coalesces a burst of watch events into one delivery */
+        struct event *deliver_ev; /* coalesces a burst of watch events into one delivery */
         uint64_t retry_usec;
         char *resource_version;
-        bool listed;        /* delivered a set at least once */
+        bool listed; /* delivered a set at least once */
 
         struct api_pod *pods;
         size_t n_pods;
@@ -237,8 +237,10 @@ static void start_watch(struct api_source *s) {
         /* a random timeout spreads watch restarts, as the reflector does (5–10 min) */
         unsigned timeout = 300 + (unsigned) (now_usec() % 300);
 
-        if (!rv || asprintf(&path, "/api/v1/pods?%s&resourceVersion=%s&allowWatchBookmarks=true&watch=true"
-                                   "&timeoutSeconds=%u", s->selector, rv, timeout) < 0) {
+        if (!rv || asprintf(&path,
+                            "/api/v1/pods?%s&resourceVersion=%s&allowWatchBookmarks=true&watch=true"
+                            "&timeoutSeconds=%u",
+                            s->selector, rv, timeout) < 0) {
                 retry_later(s);
                 return;
         }

@@ -175,7 +175,7 @@ static int fail(struct ck_error **ret_error, size_t doc, ssize_t item, const cha
 }
 
 int pod_config_static_pods_from_manifest(const char *data, size_t size, const char *node_name, const char *source,
-                              const char *source_id, struct pod_set *ret, struct ck_error **ret_error) {
+                                         const char *source_id, struct pod_set *ret, struct ck_error **ret_error) {
         _cleanup_free_ size_t *docs = NULL;
         _cleanup_free_ ssize_t *items = NULL;
         _cleanup_ck_error_ struct ck_error *error = NULL;
@@ -220,8 +220,8 @@ int pod_config_static_pods_from_manifest(const char *data, size_t size, const ch
                         const struct pod *o = set.pods[j];
                         if (streq(o->name, p->name) && streq(o->namespace_, p->namespace_)) {
                                 r = fail(&error, docs[i], items[i], orig,
-                                         "duplicate pod name \"%s\" in namespace \"%s\" (also in document %zu)", p->name,
-                                         p->namespace_, docs[j]);
+                                         "duplicate pod name \"%s\" in namespace \"%s\" (also in document %zu)",
+                                         p->name, p->namespace_, docs[j]);
                                 goto finish;
                         }
                         if (streq(o->uid, p->uid)) {

@@ -133,7 +133,7 @@ static int source_add(struct pod_config *c, const char *name, struct source_entr
                 return -ENOMEM;
         }
         c->sources = n;
-        c->sources[c->n_sources] = (struct source_entry){ .name = copy };
+        c->sources[c->n_sources] = (struct source_entry) { .name = copy };
         *ret = &c->sources[c->n_sources++];
         return 0;
 }
@@ -179,9 +179,9 @@ bool pod_config_pods_equal(const struct pod *a, const struct pod *b) {
         if (!streq_ptr(a->uid, b->uid) || !streq_ptr(a->name, b->name) || !streq_ptr(a->namespace_, b->namespace_))
                 return false;
         if (!streq_ptr(strmap_get(&a->annotations, ANNOTATION_CONFIG_HASH),
-                    strmap_get(&b->annotations, ANNOTATION_CONFIG_HASH)) ||
+                       strmap_get(&b->annotations, ANNOTATION_CONFIG_HASH)) ||
             !streq_ptr(strmap_get(&a->annotations, ANNOTATION_CONFIG_SOURCE),
-                    strmap_get(&b->annotations, ANNOTATION_CONFIG_SOURCE)))
+                       strmap_get(&b->annotations, ANNOTATION_CONFIG_SOURCE)))
                 return false;
         /* a pod that sets metadata.uid keeps its UID (and hash) across edits: the document tells */
         if (!a->raw || !b->raw)

@@ -67,4 +67,4 @@ int pod_config_static_pod_defaults(struct pod *p, const char *node_name, const c
  * *ret_error names the document and field ("document 2 (pod \"web\"): spec.containers[0].name: Required
  * value"). */
 int pod_config_static_pods_from_manifest(const char *data, size_t size, const char *node_name, const char *source,
-                              const char *source_id, struct pod_set *ret, struct ck_error **ret_error);
+                                         const char *source_id, struct pod_set *ret, struct ck_error **ret_error);

@@ -32,8 +32,8 @@
 #define FILE_DEBOUNCE_USEC (10 * USEC_PER_MSEC)
 #define FILE_MISSING_RETRY_USEC USEC_PER_SEC
 #define FILE_MAX_ENTRIES 4096
-#define FILE_INOTIFY_MASK                                                                                            \
-        (IN_CREATE | IN_DELETE | IN_MOVED_TO | IN_MOVED_FROM | IN_CLOSE_WRITE | IN_MODIFY | IN_ATTRIB |          \
+#define FILE_INOTIFY_MASK                                                                               \
+        (IN_CREATE | IN_DELETE | IN_MOVED_TO | IN_MOVED_FROM | IN_CLOSE_WRITE | IN_MODIFY | IN_ATTRIB | \
          IN_DELETE_SELF | IN_MOVE_SELF)
 
 struct manifest_file {
@@ -187,7 +187,7 @@ static struct manifest_file *file_get(struct file_source *s, const char *path) {
                 return NULL;
         }
         s->files = n;
-        s->files[s->n_files] = (struct manifest_file){ .path = copy };
+        s->files[s->n_files] = (struct manifest_file) { .path = copy };
         return &s->files[s->n_files++];
 }
 
@@ -240,8 +240,8 @@ static bool process_file(struct file_source *s, const char *path, const struct s
                 ck_error_set(&error, -EINVAL, "empty manifest file");
         else {
                 log_v(3, "Reading manifest file \"%s\"", path);
-                r = pod_config_static_pods_from_manifest(data, size, pod_config_get_node_name(s->config), CONFIG_SOURCE_FILE, path,
-                                              &set, &error);
+                r = pod_config_static_pods_from_manifest(data, size, pod_config_get_node_name(s->config),
+                                                         CONFIG_SOURCE_FILE, path, &set, &error);
                 if (r >= 0) {
                         if (f->has_error)
                                 log_info("Manifest file \"%s\" is valid again (%zu pods)", path, set.n);
@@ -378,7 +378,6 @@ static void deliver(struct file_source *s) {
                 s->delivered = true;
 }
 
-
 static void scan(struct file_source *s) {
         uint64_t next = s->interval_usec;
         bool changed = false;
@@ -388,7 +387,8 @@ static void scan(struct file_source *s) {
         if (stat(s->path, &st) < 0) {
                 r = negative_errno();
                 if (r == -ENOENT || r == -ENOTDIR) {
-                        path_problem(s, false, "Manifest path \"%s\" does not exist, ignoring it; checking again every second",
+                        path_problem(s, false,
+                                     "Manifest path \"%s\" does not exist, ignoring it; checking again every second",
                                      s->path);
                         watch_stop(s);
                         for (size_t i = 0; i < s->n_files; i++)
@@ -409,8 +409,8 @@ static void scan(struct file_source *s) {
                 watch_set(s, s->path, NULL);
                 r = scan_dir(s);
                 if (r < 0) {
-                        path_problem(s, true, "Unable to read manifest directory \"%s\": %s (keeping its pods)", s->path,
-                                     strerror(-r));
+                        path_problem(s, true, "Unable to read manifest directory \"%s\": %s (keeping its pods)",
+                                     s->path, strerror(-r));
                         pod_config_source_attempted(s->config, CONFIG_SOURCE_FILE);
                         evtimer_add_usec(s->scan_timer, next);
                         return;
@@ -420,7 +420,8 @@ static void scan(struct file_source *s) {
                 _cleanup_free_ char *dir = NULL;
                 const char *slash = strrchr(s->path, '/');
 
-                dir = slash ? (slash == s->path ? strdup("/") : strndup(s->path, (size_t) (slash - s->path))) : strdup(".");
+                dir = slash ? (slash == s->path ? strdup("/") : strndup(s->path, (size_t) (slash - s->path)))
+                            : strdup(".");
                 if (dir)
                         watch_set(s, dir, slash ? slash + 1 : s->path);
                 for (size_t i = 0; i < s->n_files; i++)

@@ -77,7 +77,6 @@ static void http_source_free(void *data) {
         free(s);
 }
 
-
 /* ---- results ---- */
 
 /* "key" says which errors count as the same one (libcurl's messages carry timings); NULL: the message */
@@ -140,7 +139,7 @@ static void process_body(struct http_source *s) {
                 fetch_succeeded(s);
         } else {
                 r = pod_config_static_pods_from_manifest(s->body, s->body_len, pod_config_get_node_name(s->config),
-                                              CONFIG_SOURCE_HTTP, s->url, &set, &error);
+                                                         CONFIG_SOURCE_HTTP, s->url, &set, &error);
                 if (r < 0) {
                         s->last_body_error = strdup(error ? ck_error_message(error) : strerror(-r));
                         if (!s->last_body_error)
@@ -166,7 +165,8 @@ static void on_transfer_done(CURL *easy, CURLcode result, void *userdata) {
         if (s->too_large || result == CURLE_FILESIZE_EXCEEDED)
                 fetch_failed(s, NULL, "response body is larger than %u bytes", MANIFEST_MAX_SIZE);
         else if (result != CURLE_OK)
-                fetch_failed(s, curl_easy_strerror(result), "%s", s->errbuf[0] ? s->errbuf : curl_easy_strerror(result));
+                fetch_failed(s, curl_easy_strerror(result), "%s",
+                             s->errbuf[0] ? s->errbuf : curl_easy_strerror(result));
         else if (status != 200)
                 fetch_failed(s, NULL, "server returned HTTP status %ld", status);
         else
@@ -208,8 +208,7 @@ static int start_fetch(struct http_source *s) {
         if (!e)
                 return -ENOMEM;
         s->errbuf[0] = '\0';
-        if (curl_easy_setopt(e, CURLOPT_URL, s->url) != CURLE_OK ||
-            curl_loop_http_only(e) != CURLE_OK ||
+        if (curl_easy_setopt(e, CURLOPT_URL, s->url) != CURLE_OK || curl_loop_http_only(e) != CURLE_OK ||
             curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 1L) != CURLE_OK ||
             curl_easy_setopt(e, CURLOPT_MAXREDIRS, 10L) != CURLE_OK ||
             curl_easy_setopt(e, CURLOPT_HTTPHEADER, s->headers) != CURLE_OK ||

@@ -17,32 +17,32 @@ struct pod_objects;
  * configuration error (for the container's CreateContainerConfigError) and warning events to record. */
 struct kc_build_report {
         struct ck_error *error;
-        char **event_reasons;   /* strv, parallel to event_messages */
+        char **event_reasons; /* strv, parallel to event_messages */
         char **event_messages;
 };
-void kc_build_report_done(struct kc_build_report *r); /* accepts NULL */
+void kc_build_report_done(struct kc_build_report *r);                                          /* accepts NULL */
 int kc_build_report_event(struct kc_build_report *r, const char *reason, const char *message); /* r may be NULL */
 
 /* What the builders need beyond the pod spec, gathered by the sync pass (kubelet/pod_sync.c). Any
  * field may be unset (NULL / 0) when the sync does not know it yet. */
 struct kc_build_context {
-        const char *pod_logs_dir;           /* --pod-logs-dir */
-        const char *root_dir;               /* --root-dir: pod directories live in <root_dir>/pods/<uid> */
+        const char *pod_logs_dir; /* --pod-logs-dir */
+        const char *root_dir;     /* --root-dir: pod directories live in <root_dir>/pods/<uid> */
         const char *node_name;
-        const char *node_ip;                /* status.hostIP */
-        const char *pod_ip;                 /* status.podIP: known once the sandbox runs (NULL before) */
-        const struct pod_objects *objects;  /* the ConfigMaps, Secrets and tokens fetched for this pod */
-        const char *cgroup_parent;          /* the pod cgroup (src/cm), NULL without --cgroups-per-qos */
-        int64_t alloc_cpu_milli;            /* node allocatable (resourceFieldRef without a limit), 0 = unknown */
+        const char *node_ip;               /* status.hostIP */
+        const char *pod_ip;                /* status.podIP: known once the sandbox runs (NULL before) */
+        const struct pod_objects *objects; /* the ConfigMaps, Secrets and tokens fetched for this pod */
+        const char *cgroup_parent;         /* the pod cgroup (src/cm), NULL without --cgroups-per-qos */
+        int64_t alloc_cpu_milli;           /* node allocatable (resourceFieldRef without a limit), 0 = unknown */
         int64_t alloc_memory_bytes;
-        bool image_user_known;              /* the image's user from ImageStatus (runAsUser default, runAsNonRoot) */
+        bool image_user_known; /* the image's user from ImageStatus (runAsUser default, runAsNonRoot) */
         bool image_uid_set;
         int64_t image_uid;
         const char *image_username;
-        char *const *cluster_dns;           /* --cluster-dns (strv, NULL = none) */
-        const char *cluster_domain;         /* --cluster-domain */
-        const char *resolv_conf;            /* --resolv-conf; NULL or "" = none */
-        struct kc_build_report *report;     /* output, may be NULL */
+        char *const *cluster_dns;       /* --cluster-dns (strv, NULL = none) */
+        const char *cluster_domain;     /* --cluster-domain */
+        const char *resolv_conf;        /* --resolv-conf; NULL or "" = none */
+        struct kc_build_report *report; /* output, may be NULL */
 };
 
 /* The node's allocatable for resourceFieldRefs of limits a container does not set: ctx's when known, else the

@@ -11,7 +11,6 @@
 
 #include "basic/strmap.h"
 
-
 enum kc_sandbox_state {
         KC_SANDBOX_READY,
         KC_SANDBOX_NOTREADY,
@@ -52,9 +51,9 @@ struct kc_container {
         char *image_ref;    /* resolved image id */
         struct strmap labels;
         struct strmap annotations;
-        char *pod_uid;      /* from labels */
-        char *hash;         /* ANNOTATION_CONTAINER_HASH, "" if absent */
-        int restart_count;  /* ANNOTATION_CONTAINER_RESTART_COUNT */
+        char *pod_uid;     /* from labels */
+        char *hash;        /* ANNOTATION_CONTAINER_HASH, "" if absent */
+        int restart_count; /* ANNOTATION_CONTAINER_RESTART_COUNT */
 
         /* from ContainerStatus (have_status) */
         bool have_status;

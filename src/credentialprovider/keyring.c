@@ -89,7 +89,9 @@ int cred_keyring_add_config(struct cred_keyring *k, const json_t *auths) {
                 if (!a)
                         return -ENOMEM;
                 k->auths = a;
-                a[k->n++] = (struct cred_auth) { .key = TAKE_PTR(nk), .username = TAKE_PTR(u), .password = TAKE_PTR(p) };
+                a[k->n++] = (struct cred_auth) { .key = TAKE_PTR(nk),
+                                                 .username = TAKE_PTR(u),
+                                                 .password = TAKE_PTR(p) };
         }
         return 0;
 }
@@ -121,8 +123,8 @@ int cred_keyring_add_secret(struct cred_keyring *k, const json_t *secret, struct
                 return ck_error_set(ret_error, -EINVAL, "data[%s]: not JSON", field);
         r = cred_keyring_add_config(k, streq(field, ".dockercfg") ? doc : json_object_get(doc, "auths"));
         if (r == -EINVAL)
-                return ck_error_set(ret_error, r, "data[%s]: invalid docker config (auth must be base64(username:password))",
-                                    field);
+                return ck_error_set(ret_error, r,
+                                    "data[%s]: invalid docker config (auth must be base64(username:password))", field);
         return r;
 }
 
@@ -216,8 +218,7 @@ char *cred_image_repository(const char *image) {
                 return out;
         }
         first_len = (size_t) (first_end - s);
-        if (memchr(s, '.', first_len) || memchr(s, ':', first_len) ||
-            (first_len == 9 && !strncmp(s, "localhost", 9)))
+        if (memchr(s, '.', first_len) || memchr(s, ':', first_len) || (first_len == 9 && !strncmp(s, "localhost", 9)))
                 return TAKE_PTR(s);
         if (asprintf(&out, "docker.io/%s", s) < 0)
                 return NULL;

@@ -10,7 +10,7 @@
 struct ck_error;
 
 struct cred_auth {
-        char *key;       /* the registry key as given ("https://index.docker.io/v1/"), normalized */
+        char *key; /* the registry key as given ("https://index.docker.io/v1/"), normalized */
         char *username;
         char *password;
 };

@@ -170,7 +170,7 @@ void cri_client_foreach_stats(struct cri_client *c, void (*fn)(const struct cri_
 
 /* ---------------------------------------------------------------- typed wrappers */
 
-#define CRI_DEFINE(fn, Svc, Method, Req, resp_desc)                                                          \
+#define CRI_DEFINE(fn, Svc, Method, Req, resp_desc)                                                           \
         int fn(struct cri_client *c, const Runtime__V1__##Req *req, uint64_t timeout_usec, cri_callback_t cb, \
                void *userdata) {                                                                              \
                 return cri_call(c, "/runtime.v1." #Svc "/" #Method, &req->base, &resp_desc, timeout_usec, cb, \
@@ -217,5 +217,4 @@ CRI_DEFINE(cri_list_pod_sandbox_stats, RuntimeService, ListPodSandboxStats, List
            runtime__v1__list_pod_sandbox_stats_response__descriptor)
 CRI_DEFINE(cri_image_fs_info, ImageService, ImageFsInfo, ImageFsInfoRequest,
            runtime__v1__image_fs_info_response__descriptor)
-CRI_DEFINE(cri_list_images, ImageService, ListImages, ListImagesRequest,
-           runtime__v1__list_images_response__descriptor)
+CRI_DEFINE(cri_list_images, ImageService, ListImages, ListImagesRequest, runtime__v1__list_images_response__descriptor)

@@ -19,10 +19,10 @@
 #include "grpc/client.h"
 
 struct cri_reply {
-        int r;                   /* 0 or negative errno (mapped from grpc status, see grpc_status_to_errno) */
-        int grpc_status;         /* enum grpc_code; GRPC_UNAVAILABLE for transport failures */
-        const char *message;     /* grpc-message or transport error text; never NULL ("" on success) */
-        ProtobufCMessage *msg;   /* decoded response, NULL on error; owned by the client, valid only during
+        int r;                 /* 0 or negative errno (mapped from grpc status, see grpc_status_to_errno) */
+        int grpc_status;       /* enum grpc_code; GRPC_UNAVAILABLE for transport failures */
+        const char *message;   /* grpc-message or transport error text; never NULL ("" on success) */
+        ProtobufCMessage *msg; /* decoded response, NULL on error; owned by the client, valid only during
                                     the callback */
 };
 
@@ -46,7 +46,7 @@ int cri_call(struct cri_client *c, const char *method, const ProtobufCMessage *r
 
 /* Per-method counters for the metrics endpoint (kubelet_runtime_operations_*). */
 struct cri_op_stats {
-        const char *operation;   /* "run_podsandbox", "create_container", ... as upstream */
+        const char *operation; /* "run_podsandbox", "create_container", ... as upstream */
         uint64_t count;
         uint64_t errors;
         double seconds_sum;
@@ -56,7 +56,7 @@ struct cri_op_stats {
 void cri_client_foreach_stats(struct cri_client *c, void (*fn)(const struct cri_op_stats *s, void *ud), void *ud);
 
 /* Typed wrappers: req is borrowed; the callback's reply->msg is the matching *Response type. */
-#define CRI_DECLARE(fn, Svc, Method, Req)                                                              \
+#define CRI_DECLARE(fn, Svc, Method, Req)                                                                     \
         int fn(struct cri_client *c, const Runtime__V1__##Req *req, uint64_t timeout_usec, cri_callback_t cb, \
                void *userdata)
 

@@ -67,9 +67,8 @@ static json_t *involved_object_json(const struct event_ref *ref) {
 
 /* A v1 Event. reporting: set reportingComponent/reportingInstance from the source (recorder.generateEvent
  * does; the EventAggregator's aggregate copy does not, so they marshal as ""). */
-static json_t *build_event(const struct event_input *in, const char *namespace_, const char *name,
-                           const char *message, int64_t first_nsec, int64_t last_nsec, unsigned count,
-                           bool reporting) {
+static json_t *build_event(const struct event_input *in, const char *namespace_, const char *name, const char *message,
+                           int64_t first_nsec, int64_t last_nsec, unsigned count, bool reporting) {
         json_auto_t *e = NULL, *meta = NULL, *involved = NULL, *source = NULL;
 
         e = json_object();
@@ -79,7 +78,8 @@ static json_t *build_event(const struct event_input *in, const char *namespace_,
         if (!e || !meta || !source || !involved)
                 return NULL;
         if (json_object_set_new(meta, "name", json_string(name)) < 0 ||
-            json_object_set_new(meta, "namespace", json_string(isempty(namespace_) ? DEFAULT_NAMESPACE : namespace_)) < 0)
+            json_object_set_new(meta, "namespace", json_string(isempty(namespace_) ? DEFAULT_NAMESPACE : namespace_)) <
+                    0)
                 return NULL;
         if (!set_nonempty(source, "component", in->component) || !set_nonempty(source, "host", in->host))
                 return NULL;
@@ -101,18 +101,18 @@ static json_t *build_event(const struct event_input *in, const char *namespace_,
 
 /* ---------------------------------------------------------------- the correlator */
 
-struct spam_record {            /* a token bucket (flowcontrol's, over golang.org/x/time/rate) */
+struct spam_record { /* a token bucket (flowcontrol's, over golang.org/x/time/rate) */
         double tokens;
         int64_t last_nsec;
 };
 
 struct aggregate_record {
-        uint64_t *local_keys;   /* hashes of the messages seen in the group, at most max_events */
+        uint64_t *local_keys; /* hashes of the messages seen in the group, at most max_events */
         unsigned n_local_keys;
-        int64_t last_nsec;      /* the last time a similar event was seen */
+        int64_t last_nsec; /* the last time a similar event was seen */
 };
 
-struct log_record {             /* eventLog */
+struct log_record { /* eventLog */
         unsigned count;
         int64_t first_nsec;
         char *name;
@@ -201,8 +201,9 @@ static char *event_key(const char *component, const char *host, const char *kind
                        const char *field_path, const char *uid, const char *api_version, const char *type,
                        const char *reason, const char *message) {
         char *s;
-        if (asprintf(&s, "%s" KEY_SEP "%s" KEY_SEP "%s" KEY_SEP "%s" KEY_SEP "%s" KEY_SEP "%s" KEY_SEP "%s" KEY_SEP
-                         "%s" KEY_SEP "%s" KEY_SEP "%s" KEY_SEP "%s",
+        if (asprintf(&s,
+                     "%s" KEY_SEP "%s" KEY_SEP "%s" KEY_SEP "%s" KEY_SEP "%s" KEY_SEP "%s" KEY_SEP "%s" KEY_SEP
+                     "%s" KEY_SEP "%s" KEY_SEP "%s" KEY_SEP "%s",
                      strempty(component), strempty(host), strempty(kind), strempty(ns), strempty(name),
                      strempty(field_path), strempty(uid), strempty(api_version), strempty(type), strempty(reason),
                      strempty(message)) < 0)
@@ -215,8 +216,9 @@ static char *event_key(const char *component, const char *host, const char *kind
 static char *aggregate_key(const struct event_input *in) {
         const struct event_ref *ref = in->ref;
         char *s;
-        if (asprintf(&s, "%s" KEY_SEP "%s" KEY_SEP "%s" KEY_SEP "%s" KEY_SEP "%s" KEY_SEP "%s" KEY_SEP "%s" KEY_SEP
-                         "%s" KEY_SEP "%s" KEY_SEP "%s" KEY_SEP "%s",
+        if (asprintf(&s,
+                     "%s" KEY_SEP "%s" KEY_SEP "%s" KEY_SEP "%s" KEY_SEP "%s" KEY_SEP "%s" KEY_SEP "%s" KEY_SEP
+                     "%s" KEY_SEP "%s" KEY_SEP "%s" KEY_SEP "%s",
                      strempty(in->component), strempty(in->host), strempty(ref->kind), ref_namespace(ref),
                      strempty(ref->name), strempty(ref->uid), strempty(ref->api_version), strempty(in->type),
                      strempty(in->reason), strempty(in->component), strempty(in->host)) < 0)
@@ -420,11 +422,13 @@ void event_correlator_update_state(struct event_correlator *c, const json_t *eve
         if (!isempty(first) && parse_rfc3339(first, &first_nsec) < 0)
                 first_nsec = 0;
         key = event_key(json_string_at(event, "source", "component"), json_string_at(event, "source", "host"),
-                        json_string_at(event, "involvedObject", "kind"), json_string_at(event, "involvedObject", "namespace"),
-                        json_string_at(event, "involvedObject", "name"), json_string_at(event, "involvedObject", "fieldPath"),
-                        json_string_at(event, "involvedObject", "uid"), json_string_at(event, "involvedObject", "apiVersion"),
-                        json_string_at(event, "type", NULL), json_string_at(event, "reason", NULL),
-                        json_string_at(event, "message", NULL));
+                        json_string_at(event, "involvedObject", "kind"),
+                        json_string_at(event, "involvedObject", "namespace"),
+                        json_string_at(event, "involvedObject", "name"),
+                        json_string_at(event, "involvedObject", "fieldPath"),
+                        json_string_at(event, "involvedObject", "uid"),
+                        json_string_at(event, "involvedObject", "apiVersion"), json_string_at(event, "type", NULL),
+                        json_string_at(event, "reason", NULL), json_string_at(event, "message", NULL));
         if (!key)
                 return;
         obs = event_lru_get(c->log, key);

@@ -15,8 +15,8 @@ struct lru_entry {
         char *key;
         void *value;
         uint64_t hash;
-        struct lru_entry *hnext;        /* hash chain */
-        struct lru_entry *prev, *next;  /* recency: head is the most recently used */
+        struct lru_entry *hnext;       /* hash chain */
+        struct lru_entry *prev, *next; /* recency: head is the most recently used */
 };
 
 struct event_lru {

@@ -62,14 +62,13 @@ char *event_log_line(const struct event_ref *ref, const char *type, const char *
         return TAKE_PTR(buf);
 }
 
-
 struct event_pending {
         struct event_recorder *r;
         struct event_pending *prev, *next; /* in r->queue or r->in_flight */
         bool in_flight;
         char *namespace_, *name;
-        json_t *event;  /* POST this (or after a PATCH's 404) */
-        json_t *patch;  /* PATCH this first, if set */
+        json_t *event; /* POST this (or after a PATCH's 404) */
+        json_t *patch; /* PATCH this first, if set */
         struct kube_request *req;
 };
 
@@ -250,8 +249,8 @@ static void on_response(const struct kube_response *resp, void *userdata) {
         } else {
                 r->stats.failed++;
                 if (resp->r < 0)
-                        log_error("Unable to write event (will not retry!): %s err=\"%s\"", describe(p, desc, sizeof(desc)),
-                                  resp->error);
+                        log_error("Unable to write event (will not retry!): %s err=\"%s\"",
+                                  describe(p, desc, sizeof(desc)), resp->error);
                 else if (streq(resp->reason, "AlreadyExists") || namespace_terminating(resp->body))
                         log_v(5, "Server rejected event (will not retry!): %s status=%ld err=\"%s\"",
                               describe(p, desc, sizeof(desc)), resp->status, resp->error);
@@ -328,8 +327,9 @@ static void enqueue(struct event_recorder *r, struct event_decision *d) {
         }
         if (r->queue.n >= EVENT_QUEUE_MAX) {
                 r->stats.queue_dropped++;
-                log_error("Unable to record event: too many queued events, dropped event: event=\"%s/%s\" reason=\"%s\"",
-                          d->namespace_, d->name, json_string_at(d->event, "reason", NULL));
+                log_error(
+                        "Unable to record event: too many queued events, dropped event: event=\"%s/%s\" reason=\"%s\"",
+                        d->namespace_, d->name, json_string_at(d->event, "reason", NULL));
                 return;
         }
         p = calloc(1, sizeof(*p));

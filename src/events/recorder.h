@@ -22,7 +22,7 @@
 
 struct kube_client;
 
-#define EVENT_QUEUE_MAX 1000    /* client-go maxQueuedEvents */
+#define EVENT_QUEUE_MAX 1000 /* client-go maxQueuedEvents */
 #define EVENT_MAX_IN_FLIGHT 4
 
 struct event_recorder;
@@ -42,12 +42,12 @@ void event_recorder_eventf(struct event_recorder *r, const struct event_ref *ref
 
 /* Counters, for tests and metrics. */
 struct event_recorder_stats {
-        uint64_t recorded;    /* accepted by eventf (valid type) */
-        uint64_t spam_dropped;/* dropped by the spam filter */
+        uint64_t recorded;      /* accepted by eventf (valid type) */
+        uint64_t spam_dropped;  /* dropped by the spam filter */
         uint64_t queue_dropped; /* dropped because the queue was full (or out of memory) */
-        uint64_t coalesced;   /* absorbed by a queued update of the same Event object */
-        uint64_t sent;        /* requests that succeeded (2xx) */
-        uint64_t failed;      /* requests that failed (logged) */
+        uint64_t coalesced;     /* absorbed by a queued update of the same Event object */
+        uint64_t sent;          /* requests that succeeded (2xx) */
+        uint64_t failed;        /* requests that failed (logged) */
         size_t queued, in_flight;
 };
 void event_recorder_get_stats(const struct event_recorder *r, struct event_recorder_stats *ret);

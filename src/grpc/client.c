@@ -32,22 +32,22 @@ struct grpc_call {
         struct grpc_call *prev, *next;
         struct grpc_client *conn;
         char *method;
-        uint8_t *req;            /* framed request */
+        uint8_t *req; /* framed request */
         size_t req_len, req_off;
         uint8_t *resp;
         size_t resp_len, resp_cap;
         bool resp_too_big;
         int http_status;
-        int grpc_status;         /* -1 until seen */
+        int grpc_status; /* -1 until seen */
         char *grpc_message;
-        int32_t stream_id;       /* 0 until submitted */
+        int32_t stream_id; /* 0 until submitted */
         const ProtobufCMessageDescriptor *resp_desc;
         grpc_callback_t cb;
         void *userdata;
         struct event *timer;
         uint64_t start_usec;
         uint64_t timeout_usec;
-        bool done;               /* outcome decided, waiting for delivery */
+        bool done; /* outcome decided, waiting for delivery */
         int final_status;
         char *final_message;
 };
@@ -57,17 +57,17 @@ struct grpc_client {
         uint64_t default_timeout_usec;
         bool freeing;
         char *user_agent;
-        char *endpoint;          /* as given, for messages */
-        char *path;              /* unix socket path, or "host:port" for tcp:// (also the :authority) */
+        char *endpoint; /* as given, for messages */
+        char *path;     /* unix socket path, or "host:port" for tcp:// (also the :authority) */
         bool tcp;
         struct sockaddr_storage addr; /* tcp */
         socklen_t addr_len;
         int fd;
-        bool connecting;         /* tcp connect in progress */
+        bool connecting; /* tcp connect in progress */
         bool connected;
         nghttp2_session *session;
         struct event *ev_read, *ev_write, *ev_kick;
-        struct grpc_call *calls; /* all calls of this connection, submitted or not */
+        struct grpc_call *calls;                 /* all calls of this connection, submitted or not */
         struct grpc_call *done_head, *done_tail; /* delivered by deliver_done() */
 };
 
@@ -222,7 +222,6 @@ static void conn_close(struct grpc_client *conn, int status, const char *why) {
                 call_finish(p, status, "%s", why);
         }
 }
-
 
 static ssize_t on_send(nghttp2_session *session, const uint8_t *data, size_t length, int flags, void *user_data) {
         struct grpc_client *conn = user_data;

@@ -13,7 +13,7 @@
 #include <protobuf-c/protobuf-c.h>
 #include <stdint.h>
 
-#define GRPC_MAX_MESSAGE_SIZE (16u * 1024u * 1024u)    /* the kubelet's CRI maxMsgSize, for requests and replies */
+#define GRPC_MAX_MESSAGE_SIZE (16u * 1024u * 1024u)         /* the kubelet's CRI maxMsgSize, for requests and replies */
 #define GRPC_DEFAULT_TIMEOUT_USEC (120 * UINT64_C(1000000)) /* when the client is given none */
 
 /* gRPC status codes (google.golang.org/grpc/codes) */
@@ -43,12 +43,12 @@ enum grpc_code {
 int grpc_status_to_errno(int grpc_status);
 
 struct grpc_reply {
-        int r;                   /* 0 or negative errno (grpc_status_to_errno) */
-        int grpc_status;         /* enum grpc_code; GRPC_UNAVAILABLE for transport failures */
-        const char *message;     /* grpc-message or transport error text; never NULL ("" on success) */
-        ProtobufCMessage *msg;   /* decoded response, NULL on error; owned by the client, valid only during
+        int r;                  /* 0 or negative errno (grpc_status_to_errno) */
+        int grpc_status;        /* enum grpc_code; GRPC_UNAVAILABLE for transport failures */
+        const char *message;    /* grpc-message or transport error text; never NULL ("" on success) */
+        ProtobufCMessage *msg;  /* decoded response, NULL on error; owned by the client, valid only during
                                     the callback */
-        uint64_t duration_usec;  /* from grpc_call() to the outcome */
+        uint64_t duration_usec; /* from grpc_call() to the outcome */
 };
 
 typedef void (*grpc_callback_t)(const struct grpc_reply *reply, void *userdata);

@@ -51,8 +51,10 @@ static int insufficient(const char *resource, int64_t requested, int64_t used, i
         const char *reason = streq(resource, "pods") ? reasons[0] : streq(resource, "cpu") ? reasons[1] : reasons[2];
         char *m;
 
-        if (asprintf(&m, "Pod was rejected: Node didn't have enough resource: %s, requested: %" PRId64 ", used: %" PRId64
-                         ", capacity: %" PRId64, resource, requested, used, capacity) < 0)
+        if (asprintf(&m,
+                     "Pod was rejected: Node didn't have enough resource: %s, requested: %" PRId64 ", used: %" PRId64
+                     ", capacity: %" PRId64,
+                     resource, requested, used, capacity) < 0)
                 return -ENOMEM;
         *ret_reason = reason;
         *ret_message = m;
@@ -60,7 +62,7 @@ static int insufficient(const char *resource, int64_t requested, int64_t used, i
 }
 
 int kubelet_admit(const struct pod *p, const struct pod *const *admitted, size_t n, const struct admission_node *node,
-              const char **ret_reason, char **ret_message) {
+                  const char **ret_reason, char **ret_message) {
         int64_t cpu, mem, used_cpu = 0, used_mem = 0, c, m;
         _cleanup_ck_error_ struct ck_error *sysctl_error = NULL;
         int r;

@@ -12,9 +12,9 @@
 #include "apis/pod.h"
 
 struct admission_node {
-        int max_pods;            /* 0 = no limit */
-        int64_t cpu_milli;       /* allocatable */
-        int64_t memory_bytes;    /* allocatable */
+        int max_pods;                  /* 0 = no limit */
+        int64_t cpu_milli;             /* allocatable */
+        int64_t memory_bytes;          /* allocatable */
         char **allowed_unsafe_sysctls; /* --allowed-unsafe-sysctls (strv) */
 };
 
@@ -25,4 +25,4 @@ void kubelet_pod_requests(const struct pod *p, int64_t *ret_cpu_milli, int64_t *
  * neither safe nor allowed, "OutOfpods", "OutOfcpu", "OutOfmemory", static storage) and *ret_message
  * (allocated) when it does not; -ENOMEM. */
 int kubelet_admit(const struct pod *p, const struct pod *const *admitted, size_t n, const struct admission_node *node,
-              const char **ret_reason, char **ret_message);
+                  const char **ret_reason, char **ret_message);

@@ -15,17 +15,17 @@
 #include "kubelet/hooks.h"
 
 struct hook_run {
-        struct hook_run *next, **prevp;    /* in the owner's list */
+        struct hook_run *next, **prevp; /* in the owner's list */
         struct probe_env *env;
         const struct lifecycle_handler *h;
         struct hook_target t;
         hook_done_t done;
         void *userdata;
-        struct probe_op *op;               /* httpGet in flight */
-        struct event *timer;               /* sleep, or the immediate failure of tcpSocket */
+        struct probe_op *op; /* httpGet in flight */
+        struct event *timer; /* sleep, or the immediate failure of tcpSocket */
         struct event *deadline;
-        struct hook_exec *exec;            /* exec in flight */
-        char *early_error;                 /* a failure known at start (no pod IP, unknown port), reported by timer */
+        struct hook_exec *exec; /* exec in flight */
+        char *early_error;      /* a failure known at start (no pod IP, unknown port), reported by timer */
 };
 
 /* An ExecSync in flight: outlives its run when the run ends first (freed by the reply). */
@@ -75,7 +75,7 @@ static char *format_command(char **argv) {
 }
 
 char *kubelet_hook_failure_message(const struct lifecycle_handler *h, const struct hook_target *t, const char *error,
-                           const char *output) {
+                                   const char *output) {
         _cleanup_free_ char *cmd = NULL, *out = NULL;
         char *m = NULL;
         int k = -1;
@@ -85,15 +85,18 @@ char *kubelet_hook_failure_message(const struct lifecycle_handler *h, const stru
                 cmd = format_command(h->action.exec_command);
                 out = quote(strempty(output));
                 if (cmd && out)
-                        k = asprintf(&m, "Exec lifecycle hook (%s) for Container \"%s\" in Pod \"%s\" failed - error: %s, "
-                                     "message: %s", cmd, t->container_name, t->pod_desc, error, out);
+                        k = asprintf(&m,
+                                     "Exec lifecycle hook (%s) for Container \"%s\" in Pod \"%s\" failed - error: %s, "
+                                     "message: %s",
+                                     cmd, t->container_name, t->pod_desc, error, out);
                 break;
         case LIFECYCLE_HANDLER_HTTP_GET:
                 k = asprintf(&m, "HTTP lifecycle hook (%s) for Container \"%s\" in Pod \"%s\" failed - error: %s",
                              strempty(h->action.path), t->container_name, t->pod_desc, error);
                 break;
         case LIFECYCLE_HANDLER_SLEEP:
-                k = asprintf(&m, "Sleep lifecycle hook (%" PRId64 ") for Container \"%s\" in Pod \"%s\" failed - error: %s",
+                k = asprintf(&m,
+                             "Sleep lifecycle hook (%" PRId64 ") for Container \"%s\" in Pod \"%s\" failed - error: %s",
                              h->sleep_seconds, t->container_name, t->pod_desc, error);
                 break;
         default:
@@ -187,8 +190,9 @@ static void on_exec_reply(const struct cri_reply *reply, void *userdata) {
                 return;
         }
         cmd = strv_join(r->h->action.exec_command, " ");
-        if (!cmd || asprintf(&err, "command '%s' exited with %d: %.*s", cmd, resp->exit_code,
-                             (int) MIN(resp->stderr.len, (size_t) PROBE_MAX_OUTPUT), (const char *) resp->stderr.data) < 0) {
+        if (!cmd ||
+            asprintf(&err, "command '%s' exited with %d: %.*s", cmd, resp->exit_code,
+                     (int) MIN(resp->stderr.len, (size_t) PROBE_MAX_OUTPUT), (const char *) resp->stderr.data) < 0) {
                 err = NULL;
                 run_finish(r, -ENOMEM, NULL, NULL);
                 return;
@@ -280,7 +284,8 @@ static int start_exec(struct hook_run *r, uint64_t timeout_usec) {
         req.n_cmd = strv_length(r->h->action.exec_command);
         req.cmd = r->h->action.exec_command;
         req.timeout = (int64_t) timeout_sec;
-        k = cri_exec_sync(r->env->cri, &req, timeout_sec * USEC_PER_SEC + r->env->request_timeout_usec, on_exec_reply, e);
+        k = cri_exec_sync(r->env->cri, &req, timeout_sec * USEC_PER_SEC + r->env->request_timeout_usec, on_exec_reply,
+                          e);
         if (k < 0) {
                 free(e);
                 return k;
@@ -290,7 +295,7 @@ static int start_exec(struct hook_run *r, uint64_t timeout_usec) {
 }
 
 int kubelet_hook_run_start(struct probe_env *env, struct hook_run **list, const struct lifecycle_handler *h,
-                   const struct hook_target *t, uint64_t timeout_usec, hook_done_t done, void *userdata) {
+                           const struct hook_target *t, uint64_t timeout_usec, hook_done_t done, void *userdata) {
         struct hook_run *r;
         struct timeval tv = { .tv_sec = (time_t) (timeout_usec / USEC_PER_SEC),
                               .tv_usec = (suseconds_t) (timeout_usec % USEC_PER_SEC) };
@@ -317,7 +322,9 @@ int kubelet_hook_run_start(struct probe_env *env, struct hook_run **list, const 
                 break;
         case LIFECYCLE_HANDLER_SLEEP:
         case LIFECYCLE_HANDLER_TCP_SOCKET: {
-                struct timeval s = { .tv_sec = h->type == LIFECYCLE_HANDLER_SLEEP ? (time_t) MAX(h->sleep_seconds, (int64_t) 0) : 0 };
+                struct timeval s = { .tv_sec = h->type == LIFECYCLE_HANDLER_SLEEP
+                                                       ? (time_t) MAX(h->sleep_seconds, (int64_t) 0)
+                                                       : 0 };
                 r->timer = evtimer_new(env->base, on_timer, r);
                 if (!r->timer || evtimer_add(r->timer, &s) < 0)
                         k = -ENOMEM;

@@ -22,12 +22,12 @@
 struct hook_run;
 
 struct hook_target {
-        const char *pod_desc;               /* format.Pod: "name_namespace(uid)" */
+        const char *pod_desc; /* format.Pod: "name_namespace(uid)" */
         const char *container_name;
         const char *container_id;
-        const char *pod_ip;                 /* httpGet host when the handler names none (NULL: none known) */
-        const struct container *spec;       /* for named ports; NULL when the pod is no longer known */
-        const char *ports_json;             /* else the ports as kept in the container's annotation (JSON), or NULL */
+        const char *pod_ip;           /* httpGet host when the handler names none (NULL: none known) */
+        const struct container *spec; /* for named ports; NULL when the pod is no longer known */
+        const char *ports_json;       /* else the ports as kept in the container's annotation (JSON), or NULL */
 };
 
 /* error: 0 on success; -ETIME past the deadline; -ECANCELED from kubelet_hook_run_cancel_all (free your context
@@ -39,11 +39,11 @@ typedef void (*hook_done_t)(void *userdata, int error, const char *message);
  * *list (for kubelet_hook_run_cancel_all). Returns 0 (done runs later, exactly once) or a negative errno (never
  * runs). */
 int kubelet_hook_run_start(struct probe_env *env, struct hook_run **list, const struct lifecycle_handler *h,
-                   const struct hook_target *t, uint64_t timeout_usec, hook_done_t done, void *userdata);
+                           const struct hook_target *t, uint64_t timeout_usec, hook_done_t done, void *userdata);
 
 /* Abandon every run in *list: each one's callback runs now with -ECANCELED. */
 void kubelet_hook_run_cancel_all(struct hook_run **list);
 
 /* The message of a failed hook, as upstream formats it (exposed for tests). Caller frees; NULL on OOM. */
 char *kubelet_hook_failure_message(const struct lifecycle_handler *h, const struct hook_target *t, const char *error,
-                           const char *output);
+                                   const char *output);

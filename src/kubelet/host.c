@@ -103,8 +103,8 @@ int kubelet_running_pods_json(struct kubelet *k, json_t **ret) {
                                 continue;
                         if (!containers)
                                 containers = json_array();
-                        json_array_append_new(containers, json_pack("{s:s, s:s}", "name", c->name, "image",
-                                                                     strempty(c->image)));
+                        json_array_append_new(containers,
+                                              json_pack("{s:s, s:s}", "name", c->name, "image", strempty(c->image)));
                 }
                 if (!containers)
                         continue;

@@ -24,7 +24,6 @@
 #include "cm/cm.h"
 #include "stats/machine.h"
 
-
 struct pod_sync;
 
 struct pod_worker {
@@ -32,31 +31,31 @@ struct pod_worker {
         struct pod_worker *prev, *next;
 
         char *uid;
-        char *full_name;          /* "namespace/name", for the one-pod-per-name rule of static pods */
-        struct pod *pod;          /* desired spec (a reference), NULL when not desired */
-        int64_t grace_seconds;    /* for killing when not desired: the last known spec's, or 30 */
+        char *full_name;       /* "namespace/name", for the one-pod-per-name rule of static pods */
+        struct pod *pod;       /* desired spec (a reference), NULL when not desired */
+        int64_t grace_seconds; /* for killing when not desired: the last known spec's, or 30 */
 
-        bool busy;                /* a sync is in flight */
-        bool pending;             /* another sync was requested meanwhile */
+        bool busy;    /* a sync is in flight */
+        bool pending; /* another sync was requested meanwhile */
         struct pod_sync *sync;
-        struct event *timer;      /* requeue after an error, or when a back-off ends */
-        uint64_t timer_at;        /* monotonic usec the timer is armed for, 0 = not armed */
-        unsigned failures;        /* consecutive failed syncs */
+        struct event *timer; /* requeue after an error, or when a back-off ends */
+        uint64_t timer_at;   /* monotonic usec the timer is armed for, 0 = not armed */
+        unsigned failures;   /* consecutive failed syncs */
 
-        bool waiting_for_name;    /* blocked until a terminating pod with the same full name is gone */
+        bool waiting_for_name; /* blocked until a terminating pod with the same full name is gone */
         size_t n_waiting;
         struct container_waiting *waiting;
 
-        struct kc_pod_status *observed; /* the last complete observation of the runtime (for the status) */
-        bool ready_known;                /* the conditions below have been computed once */
-        bool containers_ready;           /* ContainersReady (= Ready: no readiness gates) */
-        int64_t ready_transition;        /* unix usec of its last transition */
+        struct kc_pod_status *observed;   /* the last complete observation of the runtime (for the status) */
+        bool ready_known;                 /* the conditions below have been computed once */
+        bool containers_ready;            /* ContainersReady (= Ready: no readiness gates) */
+        int64_t ready_transition;         /* unix usec of its last transition */
         int64_t first_seen_realtime_usec; /* when the kubelet first saw the pod (conditions' first transition) */
-        uint64_t first_seen_usec;        /* monotonic, for kubelet_pod_start_duration_seconds */
-        int64_t start_time_usec;         /* status.startTime: when the first sync pass began work on the pod */
-        bool start_observed;             /* the pod start duration was recorded */
-        bool deleting;                   /* an API pod with a deletionTimestamp: stop it, then delete it */
-        char *api_ns, *api_name;         /* where to DELETE it once stopped */
+        uint64_t first_seen_usec;         /* monotonic, for kubelet_pod_start_duration_seconds */
+        int64_t start_time_usec;          /* status.startTime: when the first sync pass began work on the pod */
+        bool start_observed;              /* the pod start duration was recorded */
+        bool deleting;                    /* an API pod with a deletionTimestamp: stop it, then delete it */
+        char *api_ns, *api_name;          /* where to DELETE it once stopped */
 };
 
 struct kubelet {
@@ -71,23 +70,23 @@ struct kubelet {
         struct event *housekeeping;
 
         bool stopping;
-        bool runtime_listed;      /* the PLEG has listed once: workers may act */
-        bool runtime_down;        /* the last relist failed */
-        bool config_received;     /* every source delivered (or failed) once: undesired pods may be killed */
+        bool runtime_listed;  /* the PLEG has listed once: workers may act */
+        bool runtime_down;    /* the last relist failed */
+        bool config_received; /* every source delivered (or failed) once: undesired pods may be killed */
 
-        struct pod_set desired;   /* references */
-        char **rejected;          /* UIDs refused by admission (OutOfpods); never started, as upstream */
+        struct pod_set desired; /* references */
+        char **rejected;        /* UIDs refused by admission (OutOfpods); never started, as upstream */
         struct pod_worker *workers;
         size_t n_workers;
 
         struct backoff crash_backoff; /* CrashLoopBackOff, 10s..5m */
         struct backoff image_backoff; /* ImagePullBackOff, 10s..5m */
         uint64_t last_full_resync;
-        uint64_t last_loop_usec;       /* monotonic time of the last housekeeping tick (/healthz/syncloop) */
+        uint64_t last_loop_usec; /* monotonic time of the last housekeeping tick (/healthz/syncloop) */
         struct histogram pod_start_hist;
         struct admission_node admission;
-        char **cluster_dns;               /* --cluster-dns, parsed */
-        struct machine_info machine;      /* read once at start (cadvisor's cached MachineInfo) */
+        char **cluster_dns;          /* --cluster-dns, parsed */
+        struct machine_info machine; /* read once at start (cadvisor's cached MachineInfo) */
 
         /* with --kubeconfig */
         struct kube_client *client;
@@ -119,7 +118,7 @@ void kubelet_worker_observed(struct pod_worker *w, struct pod *pod, struct kc_po
 /* An event about the worker's pod (or one of its containers when container is not NULL): Pulling, Created,
  * Killing, ... as upstream words them. */
 void kubelet_worker_event(struct pod_worker *w, const char *container, const char *type, const char *reason,
-                      const char *fmt, ...) _printf_(5, 6);
+                          const char *fmt, ...) _printf_(5, 6);
 
 /* kubelet.c: update the QoS cgroups for the admitted pods and create the pod's cgroup (before its sandbox) */
 int kubelet_pod_cgroup_ensure(struct kubelet *k, const struct pod *pod);

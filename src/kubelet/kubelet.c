@@ -127,7 +127,9 @@ int kubelet_worker_set_waiting(struct pod_worker *w, const char *name, const cha
         if (!n)
                 return -ENOMEM;
         w->waiting = n;
-        n[w->n_waiting] = (struct container_waiting) { .name = strdup(name), .reason = reason, .message = TAKE_PTR(msg) };
+        n[w->n_waiting] = (struct container_waiting) { .name = strdup(name),
+                                                       .reason = reason,
+                                                       .message = TAKE_PTR(msg) };
         if (!n[w->n_waiting].name) {
                 free(n[w->n_waiting].message);
                 return -ENOMEM;
@@ -261,7 +263,8 @@ void kubelet_worker_observed(struct pod_worker *w, struct pod *pod, struct kc_po
         if (!w->start_observed && pod->spec.n_containers > 0) {
                 bool all_running = true;
                 for (size_t i = 0; i < pod->spec.n_containers && all_running; i++) {
-                        const struct kc_container *c = kc_pod_status_find_container(status, pod->spec.containers[i].name);
+                        const struct kc_container *c = kc_pod_status_find_container(status,
+                                                                                    pod->spec.containers[i].name);
                         all_running = c && c->state == KC_CONTAINER_RUNNING;
                 }
                 if (all_running) {
@@ -278,7 +281,7 @@ void kubelet_worker_observed(struct pod_worker *w, struct pod *pod, struct kc_po
 }
 
 void kubelet_worker_event(struct pod_worker *w, const char *container, const char *type, const char *reason,
-                      const char *fmt, ...) {
+                          const char *fmt, ...) {
         _cleanup_free_ char *msg = NULL, *field = NULL;
         struct event_ref ref;
         va_list ap;
@@ -296,8 +299,13 @@ void kubelet_worker_event(struct pod_worker *w, const char *container, const cha
         if (container && asprintf(&field, "spec.containers{%s}", container) < 0)
                 field = NULL;
         ref = (struct event_ref) {
-                .kind = "Pod", .namespace_ = w->pod->namespace_, .name = w->pod->name, .uid = w->pod->uid,
-                .api_version = "v1", .field_path = field, .resource_version = w->pod->resource_version,
+                .kind = "Pod",
+                .namespace_ = w->pod->namespace_,
+                .name = w->pod->name,
+                .uid = w->pod->uid,
+                .api_version = "v1",
+                .field_path = field,
+                .resource_version = w->pod->resource_version,
         };
         event_recorder_eventf(w->k->events, &ref, type, reason, "%s", msg);
 }
@@ -306,8 +314,9 @@ static void on_probe_failed(void *userdata, const char *pod_uid, const char *con
                             const char *output) {
         struct kubelet *k = userdata;
         struct pod_worker *w = kubelet_find_worker(k, pod_uid);
-        static const char *const names[] = { [PROBE_LIVENESS] = "Liveness", [PROBE_READINESS] = "Readiness",
-                                             [PROBE_STARTUP] = "Startup" };
+        static const char *const names[] = {
+                [PROBE_LIVENESS] = "Liveness", [PROBE_READINESS] = "Readiness", [PROBE_STARTUP] = "Startup"
+        };
 
         if (w && (size_t) type < ELEMENTSOF(names) && names[type])
                 kubelet_worker_event(w, container, "Warning", "Unhealthy", "%s probe failed: %s", names[type], output);
@@ -395,8 +404,8 @@ static void delete_from_api(struct kubelet *k, struct pod_worker *w) {
                 api_delete_free(d);
                 return;
         }
-        body = json_pack("{s:s, s:s, s:i, s:{s:s}}", "kind", "DeleteOptions", "apiVersion", "v1", "gracePeriodSeconds", 0,
-                         "preconditions", "uid", w->uid);
+        body = json_pack("{s:s, s:s, s:i, s:{s:s}}", "kind", "DeleteOptions", "apiVersion", "v1", "gracePeriodSeconds",
+                         0, "preconditions", "uid", w->uid);
         if (kube_request(k->client, "DELETE", path, body, NULL, 0, on_pod_deleted, d, &d->req) < 0) {
                 log_error("Failed to delete pod %s from the API server: out of memory", d->what);
                 api_delete_free(d);
@@ -470,8 +479,7 @@ static const struct pod **worker_pods(struct kubelet *k, bool static_only, size_
 static bool pod_is_terminal_in_api(const struct pod *p) {
         const char *phase = json_string_value(json_object_get(json_object_get(p->raw, "status"), "phase"));
 
-        return !pod_config_is_static(p) &&
-               (streq_ptr(phase, "Succeeded") || streq_ptr(phase, "Failed"));
+        return !pod_config_is_static(p) && (streq_ptr(phase, "Succeeded") || streq_ptr(phase, "Failed"));
 }
 
 /* Admission (lifecycle.PredicateAdmitHandler): a pod that does not fit next to the admitted ones is rejected
@@ -496,7 +504,8 @@ static bool admit(struct kubelet *k, const struct pod *p) {
         (void) strv_extend(&k->rejected, p->uid);
         if (k->status && !pod_config_is_static(p))
                 status_manager_set(k->status, p->uid, p->namespace_, p->name,
-                                   json_pack("{s:s, s:s, s:s}", "phase", "Failed", "reason", reason, "message", message));
+                                   json_pack("{s:s, s:s, s:s}", "phase", "Failed", "reason", reason, "message",
+                                             message));
         return false;
 }
 
@@ -534,14 +543,15 @@ static void reconcile_workers(struct kubelet *k) {
                         if (w->deleting)
                                 continue;
                         w->deleting = true;
-                        w->grace_seconds = p->deletion_grace_period_seconds >= 0 ? p->deletion_grace_period_seconds
-                                                                                 : p->spec.termination_grace_period_seconds;
+                        w->grace_seconds = p->deletion_grace_period_seconds >= 0
+                                                   ? p->deletion_grace_period_seconds
+                                                   : p->spec.termination_grace_period_seconds;
                         free(w->api_ns);
                         free(w->api_name);
                         w->api_ns = strdup(p->namespace_);
                         w->api_name = strdup(p->name);
-                        log_info("SyncLoop DELETE: pod=\"%s/%s\" podUID=\"%s\" gracePeriod=%" PRId64, p->namespace_, p->name,
-                                 p->uid, w->grace_seconds);
+                        log_info("SyncLoop DELETE: pod=\"%s/%s\" podUID=\"%s\" gracePeriod=%" PRId64, p->namespace_,
+                                 p->name, p->uid, w->grace_seconds);
                         w->pod = pod_free(w->pod);
                         kubelet_worker_request_sync(w);
                         continue;
@@ -567,7 +577,8 @@ static void reconcile_workers(struct kubelet *k) {
                         if (!w->pod)
                                 log_info("pod %s/%s (%s) is desired again", p->namespace_, p->name, p->uid);
                         else
-                                log_info("SyncLoop UPDATE: pod=\"%s/%s\" podUID=\"%s\"", p->namespace_, p->name, p->uid);
+                                log_info("SyncLoop UPDATE: pod=\"%s/%s\" podUID=\"%s\"", p->namespace_, p->name,
+                                         p->uid);
                         changed = true;
                 }
                 if (changed) {
@@ -771,8 +782,8 @@ int kubelet_new(struct event_base *base, const struct kubelet_options *opts, str
         backoff_init(&k->image_backoff, CRASH_BACKOFF_INITIAL_USEC, CRASH_BACKOFF_MAX_USEC);
         {
                 /* upstream's buckets for kubelet_pod_start_duration_seconds */
-                static const double b[] = { 0.5, 1, 2, 3, 4, 5, 6, 8, 10, 20, 30, 45, 60, 120, 180, 240, 300, 360, 480,
-                                            600, 900, 1200, 1800, 2700, 3600 };
+                static const double b[] = { 0.5, 1,   2,   3,   4,   5,   6,   8,   10,   20,   30,   45,  60,
+                                            120, 180, 240, 300, 360, 480, 600, 900, 1200, 1800, 2700, 3600 };
                 histogram_init(&k->pod_start_hist, b, ELEMENTSOF(b));
         }
         *ret = k;
@@ -806,7 +817,8 @@ static int admission_setup(struct kubelet *k) {
                                 continue;
                         r = kr_sysctl_check_allowed_unsafe(t, &error);
                         if (r < 0)
-                                return log_error_errno(r, "invalid --allowed-unsafe-sysctls: %s", ck_error_message(error));
+                                return log_error_errno(r, "invalid --allowed-unsafe-sysctls: %s",
+                                                       ck_error_message(error));
                         r = strv_extend(&k->admission.allowed_unsafe_sysctls, t);
                         if (r < 0)
                                 return -ENOMEM;
@@ -871,7 +883,8 @@ int kubelet_start(struct kubelet *k) {
         r = cgroups_setup(k);
         if (r < 0)
                 return r;
-        k->hook_env = (struct probe_env) { .base = k->base, .cri = k->cri,
+        k->hook_env = (struct probe_env) { .base = k->base,
+                                           .cri = k->cri,
                                            .request_timeout_usec = o->runtime_request_timeout_usec };
         r = probe_manager_new(k->base, k->cri, o->runtime_request_timeout_usec, &prober_cb, k, &k->prober);
         if (r < 0)

@@ -24,7 +24,7 @@ static const struct mirror_observed *find_observed(const struct mirror_observed 
 }
 
 int kubelet_mirror_plan(const struct pod *const *static_pods, size_t n_static, const struct mirror_observed *observed,
-                size_t n_observed, struct mirror_action **ret_actions, size_t *ret_n) {
+                        size_t n_observed, struct mirror_action **ret_actions, size_t *ret_n) {
         struct mirror_action *a = calloc(n_static + n_observed + 1, sizeof(*a));
         size_t n = 0;
 
@@ -110,21 +110,21 @@ json_t *kubelet_mirror_pod_build(const struct pod *p, const char *node_name, con
 struct mirror_op {
         struct mirror_manager *m;
         struct mirror_op *next;
-        char *key;               /* namespace/name */
-        char *uid;               /* DELETE: the mirror pod's UID */
+        char *key; /* namespace/name */
+        char *uid; /* DELETE: the mirror pod's UID */
         struct kube_request *req;
 };
 
 struct mirror_manager {
         struct kube_client *client;
         char *node_name;
-        bool seen;               /* the API server's pods were listed */
-        json_t *observed_json;   /* the mirror pods as last reported */
+        bool seen;             /* the API server's pods were listed */
+        json_t *observed_json; /* the mirror pods as last reported */
         struct mirror_observed *observed;
         size_t n_observed;
-        char **deleted;          /* UIDs we deleted that the watch has not reported gone yet */
-        struct mirror_op *ops;   /* in flight */
-        struct pod **last;       /* the static pods of the last sync (references) */
+        char **deleted;        /* UIDs we deleted that the watch has not reported gone yet */
+        struct mirror_op *ops; /* in flight */
+        struct pod **last;     /* the static pods of the last sync (references) */
         size_t n_last;
         char *node_uid;
 };
@@ -199,9 +199,9 @@ void kubelet_mirror_observed(struct mirror_manager *m, const json_t *mirror_pods
                         .namespace_ = meta_string(pod, "namespace"),
                         .name = meta_string(pod, "name"),
                         .uid = uid,
-                        .hash = json_string_value(json_object_get(json_object_get(json_object_get(pod, "metadata"),
-                                                                                  "annotations"),
-                                                                  ANNOTATION_CONFIG_MIRROR)),
+                        .hash = json_string_value(
+                                json_object_get(json_object_get(json_object_get(pod, "metadata"), "annotations"),
+                                                ANNOTATION_CONFIG_MIRROR)),
                         .deleting = json_object_get(json_object_get(pod, "metadata"), "deletionTimestamp") != NULL,
                 };
         }
@@ -278,8 +278,7 @@ static void on_created(const struct kube_response *resp, void *userdata) {
         struct mirror_op *o = userdata;
 
         if (resp->r >= 0 && resp->status < 300)
-                log_info("Created mirror pod: pod=\"%s\" podUID=\"%s\"", o->key,
-                         strna(meta_string(resp->body, "uid")));
+                log_info("Created mirror pod: pod=\"%s\" podUID=\"%s\"", o->key, strna(meta_string(resp->body, "uid")));
         else if (resp->status != 409) /* AlreadyExists: the watch brings it */
                 log_error("Failed creating a mirror pod: pod=\"%s\" err=\"%s\"", o->key, resp->error);
         op_done(o);
@@ -309,7 +308,8 @@ static int op_start(struct mirror_manager *m, const char *ns, const char *name, 
                 op_free(o);
                 return -ENOMEM;
         }
-        r = kube_request(m->client, uid ? "DELETE" : "POST", path, body, NULL, 0, uid ? on_deleted : on_created, o, &o->req);
+        r = kube_request(m->client, uid ? "DELETE" : "POST", path, body, NULL, 0, uid ? on_deleted : on_created, o,
+                         &o->req);
         if (r < 0) {
                 o->req = NULL;
                 op_free(o);
@@ -360,16 +360,18 @@ void kubelet_mirror_sync(struct mirror_manager *m, const struct pod *const *stat
                 if (asprintf(&key, "%s/%s", ns, name) < 0 || op_pending(m, key))
                         continue;
                 if (actions[i].kind == MIRROR_CREATE) {
-                        json_auto_t *body = kubelet_mirror_pod_build(static_pods[actions[i].index], m->node_name, m->node_uid);
+                        json_auto_t *body = kubelet_mirror_pod_build(static_pods[actions[i].index], m->node_name,
+                                                                     m->node_uid);
                         if (!body)
                                 continue;
                         log_v(2, "Creating a mirror pod for static pod: pod=\"%s\"", key);
                         r = op_start(m, ns, name, NULL, body);
                 } else {
-                        json_auto_t *body = json_pack("{s:s, s:s, s:i, s:{s:s}}", "kind", "DeleteOptions", "apiVersion", "v1",
-                                                 "gracePeriodSeconds", 0, "preconditions", "uid",
-                                                 m->observed[actions[i].index].uid);
-                        log_v(2, "Deleting a mirror pod: pod=\"%s\" podUID=\"%s\"", key, m->observed[actions[i].index].uid);
+                        json_auto_t *body = json_pack("{s:s, s:s, s:i, s:{s:s}}", "kind", "DeleteOptions", "apiVersion",
+                                                      "v1", "gracePeriodSeconds", 0, "preconditions", "uid",
+                                                      m->observed[actions[i].index].uid);
+                        log_v(2, "Deleting a mirror pod: pod=\"%s\" podUID=\"%s\"", key,
+                              m->observed[actions[i].index].uid);
                         r = op_start(m, ns, name, m->observed[actions[i].index].uid, body);
                 }
                 if (r < 0)

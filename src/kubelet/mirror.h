@@ -16,24 +16,24 @@
 
 /* ---------------------------------------------------------------- the decision (pure) */
 
-struct mirror_observed {     /* a mirror pod as the API server has it */
+struct mirror_observed { /* a mirror pod as the API server has it */
         const char *namespace_, *name, *uid;
-        const char *hash;        /* its kubernetes.io/config.mirror annotation */
-        bool deleting;           /* has a deletionTimestamp */
+        const char *hash; /* its kubernetes.io/config.mirror annotation */
+        bool deleting;    /* has a deletionTimestamp */
 };
 
 enum mirror_action_kind { MIRROR_CREATE, MIRROR_DELETE };
 
 struct mirror_action {
         enum mirror_action_kind kind;
-        size_t index;            /* CREATE: into the static pods; DELETE: into the observed mirror pods */
+        size_t index; /* CREATE: into the static pods; DELETE: into the observed mirror pods */
 };
 
 /* The actions that make the observed mirror pods match the static pods. A CREATE for a pod whose outdated
  * mirror is deleted in the same plan comes after that DELETE. *ret_actions is allocated (n <= n_static +
  * n_observed). */
 int kubelet_mirror_plan(const struct pod *const *static_pods, size_t n_static, const struct mirror_observed *observed,
-                size_t n_observed, struct mirror_action **ret_actions, size_t *ret_n);
+                        size_t n_observed, struct mirror_action **ret_actions, size_t *ret_n);
 
 /* The mirror pod to create for a static pod: its document with the kubelet's name, namespace, annotations
  * (config.mirror = the config hash), spec.nodeName and an ownerReference to the Node. NULL on OOM. */

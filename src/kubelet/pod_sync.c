@@ -52,8 +52,10 @@ void kubelet_pod_sync_observed(struct pod_sync *s) {
                         kubelet_pod_sync_finish(s);
                         return;
                 }
-                log_v(4, "pod %s: actions: killPod=%d createSandbox=%d attempt=%" PRIu32 " startInit=%zu start=%zu "
-                      "kill=%zu", kubelet_sync_pod_desc(s), s->actions.kill_pod, s->actions.create_sandbox, s->actions.attempt,
+                log_v(4,
+                      "pod %s: actions: killPod=%d createSandbox=%d attempt=%" PRIu32 " startInit=%zu start=%zu "
+                      "kill=%zu",
+                      kubelet_sync_pod_desc(s), s->actions.kill_pod, s->actions.create_sandbox, s->actions.attempt,
                       s->actions.n_init_start, s->actions.n_start, s->actions.n_kill);
         }
         s->decided = true;

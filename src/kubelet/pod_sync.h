@@ -37,7 +37,7 @@ struct cleanup_step;
 struct pod_sync {
         struct pod_worker *w;
         struct kubelet *k;
-        struct pod *pod;               /* desired spec (a reference), or NULL: terminate the pod */
+        struct pod *pod; /* desired spec (a reference), or NULL: terminate the pod */
 
         struct kc_pod_status *status;  /* observe: what the runtime has for the pod */
         struct kr_pod_actions actions; /* decide */
@@ -54,33 +54,33 @@ struct pod_sync {
         struct cred_keyring keyring;
 
         /* sandbox: where the containers go */
-        char *cgroup_parent;           /* the pod cgroup (src/cm), NULL without --cgroups-per-qos */
+        char *cgroup_parent; /* the pod cgroup (src/cm), NULL without --cgroups-per-qos */
         Runtime__V1__PodSandboxConfig *sandbox_config;
         char *sandbox_id;
-        char *pod_ip;                  /* the sandbox's IP (NULL: none known, or host network) */
+        char *pod_ip; /* the sandbox's IP (NULL: none known, or host network) */
 
         /* start: index into the containers to start (init ones first), the current one's step */
         size_t next_start;
         struct start_step *start;
 
-        struct cleanup_step *cleanup;  /* clean up: what it removes */
+        struct cleanup_step *cleanup; /* clean up: what it removes */
 
-        struct hook_run *hooks;        /* lifecycle hooks in flight (hooks.c) */
-        char *hook_pod_desc;           /* format.Pod for the hooks' messages */
+        struct hook_run *hooks; /* lifecycle hooks in flight (hooks.c) */
+        char *hook_pod_desc;    /* format.Pod for the hooks' messages */
 
-        bool did_work;                 /* something was changed: observe again at once */
-        bool error;                    /* something failed: retry with the worker's back-off */
-        uint64_t wake_usec;            /* monotonic time to run again (a back-off ends), 0 = none */
+        bool did_work;      /* something was changed: observe again at once */
+        bool error;         /* something failed: retry with the worker's back-off */
+        uint64_t wake_usec; /* monotonic time to run again (a back-off ends), 0 = none */
 };
 
 /* ---- the phases, in the order they run (each ends by calling the next one through pod_sync.c) ---- */
-void kubelet_sync_observe(struct pod_sync *s);      /* → kubelet_pod_sync_observed */
-void kubelet_sync_kill(struct pod_sync *s);         /* → kubelet_pod_sync_killed */
-void kubelet_sync_objects(struct pod_sync *s);      /* → kubelet_pod_sync_objects_ready */
-void kubelet_sync_sandbox(struct pod_sync *s);      /* → kubelet_pod_sync_sandbox_ready */
-int kubelet_sync_volumes(struct pod_sync *s);       /* inline, 0 or negative errno (reported) */
-void kubelet_sync_start(struct pod_sync *s);        /* → kubelet_pod_sync_started */
-void kubelet_sync_cleanup(struct pod_sync *s);      /* → kubelet_pod_sync_done */
+void kubelet_sync_observe(struct pod_sync *s); /* → kubelet_pod_sync_observed */
+void kubelet_sync_kill(struct pod_sync *s);    /* → kubelet_pod_sync_killed */
+void kubelet_sync_objects(struct pod_sync *s); /* → kubelet_pod_sync_objects_ready */
+void kubelet_sync_sandbox(struct pod_sync *s); /* → kubelet_pod_sync_sandbox_ready */
+int kubelet_sync_volumes(struct pod_sync *s);  /* inline, 0 or negative errno (reported) */
+void kubelet_sync_start(struct pod_sync *s);   /* → kubelet_pod_sync_started */
+void kubelet_sync_cleanup(struct pod_sync *s); /* → kubelet_pod_sync_done */
 /* the phases' own state, when the pass ends early */
 void kubelet_sync_start_step_free(struct pod_sync *s);
 void kubelet_sync_cleanup_free(struct pod_sync *s);
@@ -90,8 +90,8 @@ void kubelet_pod_sync_killed(struct pod_sync *s);
 void kubelet_pod_sync_objects_ready(struct pod_sync *s);
 void kubelet_pod_sync_sandbox_ready(struct pod_sync *s);
 void kubelet_pod_sync_started(struct pod_sync *s);
-void kubelet_pod_sync_finish(struct pod_sync *s);   /* ends the pass early (error, shutdown) or normally */
-void kubelet_pod_sync_done(struct pod_sync *s);     /* hands the result to the worker and frees the pass */
+void kubelet_pod_sync_finish(struct pod_sync *s); /* ends the pass early (error, shutdown) or normally */
+void kubelet_pod_sync_done(struct pod_sync *s);   /* hands the result to the worker and frees the pass */
 
 /* ---- shared by the phases (pod_sync.c) ---- */
 
@@ -106,8 +106,8 @@ void kubelet_sync_fanout_end(struct pod_sync *s);
 /* A call could not be issued or failed: logged, and the pass ends in error (retried with back-off). */
 void kubelet_sync_call_failed(struct pod_sync *s, const char *what, int r);
 
-const char *kubelet_sync_pod_desc(const struct pod_sync *s);  /* "namespace/name", or the UID */
-const char *kubelet_sync_hook_desc(struct pod_sync *s);       /* format.Pod: "name_namespace(uid)" */
+const char *kubelet_sync_pod_desc(const struct pod_sync *s); /* "namespace/name", or the UID */
+const char *kubelet_sync_hook_desc(struct pod_sync *s);      /* format.Pod: "name_namespace(uid)" */
 void kubelet_sync_build_context(const struct pod_sync *s, struct kc_build_context *ret);
 /* The container of the desired spec with this name (regular, then init), or NULL. */
 const struct container *kubelet_sync_spec_container(const struct pod_sync *s, const char *name);
@@ -116,13 +116,13 @@ const struct container *kubelet_sync_spec_container(const struct pod_sync *s, co
  * done runs once it is stopped. Used by the kill phase and by the start phase for a failed postStart. */
 struct kill_target_ext {
         const char *id, *name;
-        int64_t grace;                                   /* after the minimum */
-        const struct lifecycle_handler *pre_stop;        /* NULL: none */
-        struct lifecycle_handler *owned_pre_stop;        /* or this one, taken over by the call (even on failure) */
-        const struct container *spec;                    /* for named ports; NULL when unknown */
-        const char *sandbox_id;                          /* for the hook's pod IP */
-        const char *ports_json;                          /* the ports annotation, when spec is NULL */
-        bool remove;                                     /* RemoveContainer once stopped */
+        int64_t grace;                            /* after the minimum */
+        const struct lifecycle_handler *pre_stop; /* NULL: none */
+        struct lifecycle_handler *owned_pre_stop; /* or this one, taken over by the call (even on failure) */
+        const struct container *spec;             /* for named ports; NULL when unknown */
+        const char *sandbox_id;                   /* for the hook's pod IP */
+        const char *ports_json;                   /* the ports annotation, when spec is NULL */
+        bool remove;                              /* RemoveContainer once stopped */
 };
 /* Returns 0 when done will run (exactly once, possibly before this returns), or a negative errno when it will
  * not. */

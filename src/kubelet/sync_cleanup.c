@@ -29,7 +29,8 @@ void kubelet_sync_cleanup(struct pod_sync *s) {
         struct cleanup_step *c = calloc(1, sizeof(*c));
 
         s->cleanup = c;
-        if (!c || kr_compute_pod_gc(s->pod, s->status, &c->gc) < 0 || (c->gc.n_containers == 0 && c->gc.n_sandboxes == 0)) {
+        if (!c || kr_compute_pod_gc(s->pod, s->status, &c->gc) < 0 ||
+            (c->gc.n_containers == 0 && c->gc.n_sandboxes == 0)) {
                 cleanup_done(s);
                 return;
         }

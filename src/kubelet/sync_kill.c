@@ -34,7 +34,7 @@ struct kill_call {
 
 static void kill_call_end(struct kill_call *c) {
         struct pod_sync *s = c->s;
-        void (*done)(struct pod_sync *s) = c->done;
+        void (*done)(struct pod_sync * s) = c->done;
 
         lifecycle_handler_free(c->owned_pre_stop);
         free(c->id);
@@ -105,13 +105,13 @@ static void on_pre_stop_done(void *userdata, int error, const char *message) {
         elapsed = (int64_t) ((now_usec() - c->hook_start_usec) / USEC_PER_SEC);
         if (error == -ETIME)
                 log_info("PreStop hook not completed in grace period: pod=\"%s\" podUID=\"%s\" containerName=\"%s\" "
-                         "containerID=\"%.12s\" gracePeriod=%" PRId64, kubelet_sync_pod_desc(s), s->w->uid, c->name, c->id,
-                         c->grace);
+                         "containerID=\"%.12s\" gracePeriod=%" PRId64,
+                         kubelet_sync_pod_desc(s), s->w->uid, c->name, c->id, c->grace);
         else if (error < 0) {
                 log_error("PreStop hook failed: pod=\"%s\" containerName=\"%s\" containerID=\"%.12s\": %s",
                           kubelet_sync_pod_desc(s), c->name, c->id, message ? message : strerror(-error));
                 kubelet_worker_event(s->w, c->name, "Warning", "FailedPreStopHook", "%s",
-                                 message ? message : strerror(-error));
+                                     message ? message : strerror(-error));
         } else
                 log_v(3, "PreStop hook completed: pod=\"%s\" containerName=\"%s\"", kubelet_sync_pod_desc(s), c->name);
         c->grace = MAX(c->grace - elapsed, (int64_t) MINIMUM_GRACE_PERIOD_SECONDS);
@@ -130,8 +130,12 @@ int kubelet_sync_kill_container(struct pod_sync *s, struct kill_target_ext *t, v
 
         if (!c)
                 return -ENOMEM;
-        *c = (struct kill_call) { .s = s, .done = done, .grace = t->grace, .remove = t->remove,
-                                  .id = strdup(t->id), .name = strdup(t->name) };
+        *c = (struct kill_call) { .s = s,
+                                  .done = done,
+                                  .grace = t->grace,
+                                  .remove = t->remove,
+                                  .id = strdup(t->id),
+                                  .name = strdup(t->name) };
         if (!c->id || !c->name) {
                 free(c->id);
                 free(c->name);
@@ -157,8 +161,8 @@ int kubelet_sync_kill_container(struct pod_sync *s, struct kill_target_ext *t, v
                 c->hook_start_usec = now_usec();
                 log_v(3, "Running preStop hook: pod=\"%s\" containerName=\"%s\" containerID=\"%.12s\"",
                       kubelet_sync_pod_desc(s), c->name, c->id);
-                r = kubelet_hook_run_start(&s->k->hook_env, &s->hooks, pre_stop, &ht, (uint64_t) c->grace * USEC_PER_SEC,
-                                   on_pre_stop_done, c);
+                r = kubelet_hook_run_start(&s->k->hook_env, &s->hooks, pre_stop, &ht,
+                                           (uint64_t) c->grace * USEC_PER_SEC, on_pre_stop_done, c);
                 if (r >= 0)
                         return 0;
                 log_error("pod %s: container %s: cannot run the preStop hook: %s", kubelet_sync_pod_desc(s), c->name,
@@ -205,8 +209,8 @@ static void pre_stop_of(struct pod_sync *s, const struct kc_container *kc, struc
                 return;
         j = json_loadb(v, strlen(v), JSON_REJECT_DUPLICATES, NULL);
         if (lifecycle_handler_from_json(j, &t->owned_pre_stop) < 0)
-                log_error("pod %s: container %s: cannot decode the preStop handler annotation", kubelet_sync_pod_desc(s),
-                          kc->name);
+                log_error("pod %s: container %s: cannot decode the preStop handler annotation",
+                          kubelet_sync_pod_desc(s), kc->name);
 }
 
 static void kill_one(struct pod_sync *s, const struct kr_kill_target *t) {
@@ -229,8 +233,8 @@ static void kill_one(struct pod_sync *s, const struct kr_kill_target *t) {
         };
         log_info("Killing container with a grace period: pod=\"%s\" podUID=\"%s\" containerName=\"%s\" "
                  "containerID=\"%.12s\" gracePeriod=%" PRId64 " reason=\"%s\"%s%s%s",
-                 kubelet_sync_pod_desc(s), s->w->uid, kc->name, kc->id, x.grace, t->reason, t->message ? " message=\"" : "",
-                 t->message ? t->message : "", t->message ? "\"" : "");
+                 kubelet_sync_pod_desc(s), s->w->uid, kc->name, kc->id, x.grace, t->reason,
+                 t->message ? " message=\"" : "", t->message ? t->message : "", t->message ? "\"" : "");
         if (t->message)
                 kubelet_worker_event(s->w, kc->name, "Normal", "Killing", "%s", t->message);
         else

@@ -53,12 +53,13 @@ static void on_list_containers(const struct cri_reply *reply, void *userdata) {
 void kubelet_sync_observe(struct pod_sync *s) {
         Runtime__V1__ListPodSandboxRequest sreq = RUNTIME__V1__LIST_POD_SANDBOX_REQUEST__INIT;
         Runtime__V1__PodSandboxFilter sf = RUNTIME__V1__POD_SANDBOX_FILTER__INIT;
-        Runtime__V1__PodSandboxFilter__LabelSelectorEntry se =
-                RUNTIME__V1__POD_SANDBOX_FILTER__LABEL_SELECTOR_ENTRY__INIT, *sep = &se;
+        Runtime__V1__PodSandboxFilter__LabelSelectorEntry
+                se = RUNTIME__V1__POD_SANDBOX_FILTER__LABEL_SELECTOR_ENTRY__INIT,
+                *sep = &se;
         Runtime__V1__ListContainersRequest creq = RUNTIME__V1__LIST_CONTAINERS_REQUEST__INIT;
         Runtime__V1__ContainerFilter cf = RUNTIME__V1__CONTAINER_FILTER__INIT;
-        Runtime__V1__ContainerFilter__LabelSelectorEntry ce =
-                RUNTIME__V1__CONTAINER_FILTER__LABEL_SELECTOR_ENTRY__INIT, *cep = &ce;
+        Runtime__V1__ContainerFilter__LabelSelectorEntry ce = RUNTIME__V1__CONTAINER_FILTER__LABEL_SELECTOR_ENTRY__INIT,
+                                                         *cep = &ce;
         int r;
 
         se.key = ce.key = (char *) LABEL_POD_UID;

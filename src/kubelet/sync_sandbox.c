@@ -18,7 +18,8 @@ static void on_new_sandbox_status(const struct cri_reply *reply, void *userdata)
         struct pod_sync *s = userdata;
 
         if (reply->r < 0)
-                log_warning("pod %s: PodSandboxStatus of the new sandbox failed: %s", kubelet_sync_pod_desc(s), reply->message);
+                log_warning("pod %s: PodSandboxStatus of the new sandbox failed: %s", kubelet_sync_pod_desc(s),
+                            reply->message);
         else {
                 const Runtime__V1__PodSandboxStatusResponse *resp = (const void *) reply->msg;
                 const char *ip = resp->status && resp->status->network ? resp->status->network->ip : NULL;
@@ -34,8 +35,8 @@ static void on_run_sandbox(const struct cri_reply *reply, void *userdata) {
         if (reply->r < 0) {
                 log_error("pod %s: Failed to create pod sandbox (FailedCreatePodSandBox): %s", kubelet_sync_pod_desc(s),
                           reply->message);
-                kubelet_worker_event(s->w, NULL, "Warning", "FailedCreatePodSandBox", "Failed to create pod sandbox: %s",
-                                 reply->message);
+                kubelet_worker_event(s->w, NULL, "Warning", "FailedCreatePodSandBox",
+                                     "Failed to create pod sandbox: %s", reply->message);
                 s->error = true;
         } else {
                 const Runtime__V1__RunPodSandboxResponse *resp = (const void *) reply->msg;
@@ -74,7 +75,8 @@ static void create_sandbox(struct pod_sync *s) {
         int r;
 
         if (kubelet_name_is_busy(s->k, s->w)) {
-                log_info("pod %s: waiting for the previous pod with the same name to terminate", kubelet_sync_pod_desc(s));
+                log_info("pod %s: waiting for the previous pod with the same name to terminate",
+                         kubelet_sync_pod_desc(s));
                 s->w->waiting_for_name = true;
                 kubelet_pod_sync_finish(s);
                 return;
@@ -129,7 +131,8 @@ void kubelet_sync_sandbox(struct pod_sync *s) {
                 kubelet_worker_event(s->w, NULL, "Warning", report.event_reasons[i], "%s", report.event_messages[i]);
         if (r < 0) {
                 if (report.error)
-                        log_error("pod %s: building the sandbox config: %s", kubelet_sync_pod_desc(s), ck_error_message(report.error));
+                        log_error("pod %s: building the sandbox config: %s", kubelet_sync_pod_desc(s),
+                                  ck_error_message(report.error));
                 kc_build_report_done(&report);
                 kubelet_sync_call_failed(s, "building the sandbox config", r);
                 kubelet_pod_sync_finish(s);

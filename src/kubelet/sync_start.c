@@ -26,16 +26,16 @@
 #include "kubelet/hooks.h"
 
 struct start_step {
-        const struct container *c;     /* in s->pod */
-        char *image_ref;               /* the resolved image (ImageStatus id, or PullImage's image_ref) */
-        bool image_user_known;         /* the image's user from ImageStatus */
+        const struct container *c; /* in s->pod */
+        char *image_ref;           /* the resolved image (ImageStatus id, or PullImage's image_ref) */
+        bool image_user_known;     /* the image's user from ImageStatus */
         bool image_uid_set;
         int64_t image_uid;
         char *image_username;
-        const struct cred_auth **creds;  /* pull credentials matching the image, tried in turn */
+        const struct cred_auth **creds; /* pull credentials matching the image, tried in turn */
         size_t n_creds, cred_index;
-        char *pull_errors;             /* the errors of each credential tried so far */
-        char *started_id;              /* the container created */
+        char *pull_errors; /* the errors of each credential tried so far */
+        char *started_id;  /* the container created */
 };
 
 static void step_done(struct pod_sync *s);
@@ -85,12 +85,13 @@ static bool in_crash_backoff(struct pod_sync *s, const struct container *c) {
                 return false;
         }
         kubelet_worker_set_waiting(s->w, c->name, "CrashLoopBackOff",
-                               "back-off %" PRIu64 "s restarting failed container=%s pod=%s_%s(%s)",
-                               d.delay_usec / USEC_PER_SEC, c->name, s->pod->name, s->pod->namespace_, s->pod->uid);
+                                   "back-off %" PRIu64 "s restarting failed container=%s pod=%s_%s(%s)",
+                                   d.delay_usec / USEC_PER_SEC, c->name, s->pod->name, s->pod->namespace_, s->pod->uid);
         log_info("Back-off %" PRIu64 "s restarting failed container=%s pod=%s", d.delay_usec / USEC_PER_SEC, c->name,
                  kubelet_sync_pod_desc(s));
-        kubelet_worker_event(s->w, c->name, "Warning", "BackOff", "Back-off restarting failed container %s in pod %s_%s(%s)",
-                         c->name, s->pod->name, s->pod->namespace_, s->pod->uid);
+        kubelet_worker_event(s->w, c->name, "Warning", "BackOff",
+                             "Back-off restarting failed container %s in pod %s_%s(%s)", c->name, s->pod->name,
+                             s->pod->namespace_, s->pod->uid);
         /* wake when it ends, converted to the monotonic clock */
         until = now_usec() + (d.until_usec > now ? d.until_usec - now : 0);
         if (!s->wake_usec || until < s->wake_usec)
@@ -166,7 +167,8 @@ static bool image_status_failed(struct pod_sync *s, const struct cri_reply *repl
 
         if (reply->r >= 0)
                 return false;
-        log_error("pod %s: container %s: ImageStatus \"%s\": %s", kubelet_sync_pod_desc(s), c->name, c->image, reply->message);
+        log_error("pod %s: container %s: ImageStatus \"%s\": %s", kubelet_sync_pod_desc(s), c->name, c->image,
+                  reply->message);
         kubelet_worker_set_waiting(s->w, c->name, "ErrImageInspect", "%s", reply->message);
         s->error = true;
         step_done(s);
@@ -213,8 +215,8 @@ static char *image_backoff_key(const struct pod_sync *s, const struct container 
 static bool in_pull_backoff(struct pod_sync *s, const struct container *c, uint64_t *ret_until) {
         _cleanup_free_ char *key = image_backoff_key(s, c);
 
-        return key && backoff_in_backoff_since(&s->k->image_backoff, key, backoff_last_update(&s->k->image_backoff, key),
-                                               now_usec(), ret_until);
+        return key && backoff_in_backoff_since(&s->k->image_backoff, key,
+                                               backoff_last_update(&s->k->image_backoff, key), now_usec(), ret_until);
 }
 
 static void pull(struct pod_sync *s);
@@ -226,22 +228,26 @@ static void image_decided(struct pod_sync *s, bool present) {
 
         switch (kr_decide_image(c->image_pull_policy, present, backoff)) {
         case KR_IMAGE_USE_PRESENT:
-                log_v(3, "pod %s: container image \"%s\" already present on machine", kubelet_sync_pod_desc(s), c->image);
-                kubelet_worker_event(s->w, c->name, "Normal", "Pulled", "Container image \"%s\" already present on machine",
-                                 c->image);
+                log_v(3, "pod %s: container image \"%s\" already present on machine", kubelet_sync_pod_desc(s),
+                      c->image);
+                kubelet_worker_event(s->w, c->name, "Normal", "Pulled",
+                                     "Container image \"%s\" already present on machine", c->image);
                 create_container(s);
                 return;
         case KR_IMAGE_NEVER_PULL:
                 log_error("pod %s: container %s: Container image \"%s\" is not present with pull policy of Never "
-                          "(ErrImageNeverPull)", kubelet_sync_pod_desc(s), c->name, c->image);
+                          "(ErrImageNeverPull)",
+                          kubelet_sync_pod_desc(s), c->name, c->image);
                 kubelet_worker_set_waiting(s->w, c->name, "ErrImageNeverPull",
-                                       "Container image \"%s\" is not present with pull policy of Never", c->image);
+                                           "Container image \"%s\" is not present with pull policy of Never", c->image);
                 s->error = true;
                 step_done(s);
                 return;
         case KR_IMAGE_PULL_BACKOFF:
-                kubelet_worker_set_waiting(s->w, c->name, "ImagePullBackOff", "Back-off pulling image \"%s\"", c->image);
-                log_v(2, "pod %s: container %s: Back-off pulling image \"%s\"", kubelet_sync_pod_desc(s), c->name, c->image);
+                kubelet_worker_set_waiting(s->w, c->name, "ImagePullBackOff", "Back-off pulling image \"%s\"",
+                                           c->image);
+                log_v(2, "pod %s: container %s: Back-off pulling image \"%s\"", kubelet_sync_pod_desc(s), c->name,
+                      c->image);
                 kubelet_worker_event(s->w, c->name, "Normal", "BackOff", "Back-off pulling image \"%s\"", c->image);
                 kubelet_worker_event(s->w, c->name, "Warning", "Failed", "Error: ImagePullBackOff");
                 if (!s->wake_usec || until < s->wake_usec)
@@ -295,7 +301,8 @@ static void on_pull_image(const struct cri_reply *reply, void *userdata) {
         if (reply->r < 0 && st->n_creds > 1) {
                 /* with several matching credentials, each is tried in turn; the error aggregates them all */
                 char *n = NULL;
-                if (asprintf(&n, "%s%s%s", strempty(st->pull_errors), st->pull_errors ? ", " : "", reply->message) >= 0) {
+                if (asprintf(&n, "%s%s%s", strempty(st->pull_errors), st->pull_errors ? ", " : "", reply->message) >=
+                    0) {
                         free(st->pull_errors);
                         st->pull_errors = n;
                 }
@@ -309,10 +316,10 @@ static void on_pull_image(const struct cri_reply *reply, void *userdata) {
                 const char *message = reply->message;
                 if (st->n_creds > 1 && st->pull_errors && asprintf(&agg, "[%s]", st->pull_errors) >= 0)
                         message = agg;
-                log_error("pod %s: container %s: Failed to pull image \"%s\": %s (ErrImagePull)", kubelet_sync_pod_desc(s),
-                          c->name, c->image, message);
+                log_error("pod %s: container %s: Failed to pull image \"%s\": %s (ErrImagePull)",
+                          kubelet_sync_pod_desc(s), c->name, c->image, message);
                 kubelet_worker_event(s->w, c->name, "Warning", "Failed", "Failed to pull image \"%s\": %s", c->image,
-                                 message);
+                                     message);
                 kubelet_worker_event(s->w, c->name, "Warning", "Failed", "Error: ErrImagePull");
                 kubelet_worker_set_waiting(s->w, c->name, "ErrImagePull", "%s", message);
                 if (key)
@@ -350,8 +357,8 @@ static void pull_try(struct pod_sync *s) {
                 auth.username = st->creds[st->cred_index]->username;
                 auth.password = st->creds[st->cred_index]->password;
                 req.auth = &auth;
-                log_v(3, "pod %s: pulling image \"%s\" with the credentials for %s", kubelet_sync_pod_desc(s), st->c->image,
-                      st->creds[st->cred_index]->key);
+                log_v(3, "pod %s: pulling image \"%s\" with the credentials for %s", kubelet_sync_pod_desc(s),
+                      st->c->image, st->creds[st->cred_index]->key);
         }
         /* pulls can take long: no shorter deadline than the request timeout, as upstream (image pull progress
          * deadline aside) */
@@ -421,7 +428,8 @@ static void on_post_start_done(void *userdata, int error, const char *message) {
         if (!message)
                 message = strerror(-error);
         log_error("Failed to execute PostStartHook: pod=\"%s\" podUID=\"%s\" containerName=\"%s\" "
-                  "containerID=\"%.12s\": %s", kubelet_sync_pod_desc(s), s->w->uid, c->name, st->started_id, message);
+                  "containerID=\"%.12s\": %s",
+                  kubelet_sync_pod_desc(s), s->w->uid, c->name, st->started_id, message);
         kubelet_worker_event(s->w, c->name, "Warning", "FailedPostStartHook", "%s", message);
         kubelet_worker_set_waiting(s->w, c->name, "PostStartHookError", "%s", message);
         s->error = true;
@@ -450,7 +458,8 @@ static void on_start_container(const struct cri_reply *reply, void *userdata) {
         const struct container *c = st->c;
 
         if (reply->r < 0) {
-                log_error("pod %s: container %s: RunContainerError: %s", kubelet_sync_pod_desc(s), c->name, reply->message);
+                log_error("pod %s: container %s: RunContainerError: %s", kubelet_sync_pod_desc(s), c->name,
+                          reply->message);
                 kubelet_worker_event(s->w, c->name, "Warning", "Failed", "Error: %s", reply->message);
                 kubelet_worker_set_waiting(s->w, c->name, "RunContainerError", "%s", reply->message);
                 s->error = true;
@@ -468,8 +477,8 @@ static void on_start_container(const struct cri_reply *reply, void *userdata) {
                         .pod_ip = s->pod->spec.host_network ? s->k->node_ip : s->pod_ip,
                         .spec = c,
                 };
-                int r = kubelet_hook_run_start(&s->k->hook_env, &s->hooks, c->post_start, &t, post_start_timeout_usec(s),
-                                       on_post_start_done, s);
+                int r = kubelet_hook_run_start(&s->k->hook_env, &s->hooks, c->post_start, &t,
+                                               post_start_timeout_usec(s), on_post_start_done, s);
                 if (r >= 0)
                         return; /* the step waits for the hook */
                 log_error("pod %s: container %s: cannot run the postStart hook: %s", kubelet_sync_pod_desc(s), c->name,
@@ -488,7 +497,8 @@ static void on_create_container(const struct cri_reply *reply, void *userdata) {
         int r;
 
         if (reply->r < 0) {
-                log_error("pod %s: container %s: CreateContainerError: %s", kubelet_sync_pod_desc(s), c->name, reply->message);
+                log_error("pod %s: container %s: CreateContainerError: %s", kubelet_sync_pod_desc(s), c->name,
+                          reply->message);
                 kubelet_worker_event(s->w, c->name, "Warning", "Failed", "Error: %s", reply->message);
                 kubelet_worker_set_waiting(s->w, c->name, "CreateContainerError", "%s", reply->message);
                 s->error = true;
@@ -499,8 +509,8 @@ static void on_create_container(const struct cri_reply *reply, void *userdata) {
                 step_done(s);
                 return;
         }
-        log_info("Created container: pod=\"%s\" containerName=\"%s\" containerID=\"%.12s\"", kubelet_sync_pod_desc(s), c->name,
-                 resp->container_id);
+        log_info("Created container: pod=\"%s\" containerName=\"%s\" containerID=\"%.12s\"", kubelet_sync_pod_desc(s),
+                 c->name, resp->container_id);
         kubelet_worker_event(s->w, c->name, "Normal", "Created", "Created container %s", c->name);
         if (free_and_strdup(&st->started_id, resp->container_id) < 0) {
                 kubelet_sync_call_failed(s, "StartContainer", -ENOMEM);
@@ -546,7 +556,8 @@ static void create_container(struct pod_sync *s) {
                 const char *msg = report.error ? ck_error_message(report.error) : strerror(-r);
                 kubelet_worker_set_waiting(s->w, c->name, "CreateContainerConfigError", "%s", msg);
                 kubelet_worker_event(s->w, c->name, "Warning", "Failed", "Error: %s", msg);
-                log_error("pod %s: container %s: CreateContainerConfigError: %s", kubelet_sync_pod_desc(s), c->name, msg);
+                log_error("pod %s: container %s: CreateContainerConfigError: %s", kubelet_sync_pod_desc(s), c->name,
+                          msg);
                 kc_build_report_done(&report);
                 s->error = true;
                 step_done(s);

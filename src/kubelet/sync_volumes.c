@@ -32,9 +32,10 @@ static bool volume_ref_blocks(struct pod_sync *s, const struct obj_ref *ref) {
                 msg = nf = objects_not_found_message(ref->kind, ref->name);
         if (!msg)
                 msg = strerror(-r);
-        log_error("pod %s: MountVolume.SetUp failed for volume \"%s\" : %s", kubelet_sync_pod_desc(s), strna(ref->where), msg);
+        log_error("pod %s: MountVolume.SetUp failed for volume \"%s\" : %s", kubelet_sync_pod_desc(s),
+                  strna(ref->where), msg);
         kubelet_worker_event(s->w, NULL, "Warning", "FailedMount", "MountVolume.SetUp failed for volume \"%s\" : %s",
-                         strna(ref->where), msg);
+                             strna(ref->where), msg);
         return true;
 }
 
@@ -49,7 +50,7 @@ static bool token_ref_blocks(struct pod_sync *s, const struct token_ref *t) {
         log_error("pod %s: MountVolume.SetUp failed for volume \"%s\" : %s", kubelet_sync_pod_desc(s), strna(t->volume),
                   strna(msg));
         kubelet_worker_event(s->w, NULL, "Warning", "FailedMount", "MountVolume.SetUp failed for volume \"%s\" : %s",
-                         strna(t->volume), strna(msg));
+                             strna(t->volume), strna(msg));
         return true;
 }
 
@@ -74,16 +75,21 @@ static void build_keyring(struct pod_sync *s) {
                 if (r >= 0)
                         continue;
                 log_warning("pod %s: Unable to retrieve pull secret %s/%s, the image pull may not succeed: %s",
-                            kubelet_sync_pod_desc(s), s->pod->namespace_, ref->name, why ? ck_error_message(why) : msg ? msg : strerror(-r));
+                            kubelet_sync_pod_desc(s), s->pod->namespace_, ref->name,
+                            why   ? ck_error_message(why)
+                            : msg ? msg
+                                  : strerror(-r));
                 if (asprintf(&n, "%s%s%s/%s", strempty(failed), failed ? ", " : "", s->pod->namespace_, ref->name) < 0)
                         return;
                 free(failed);
                 failed = n;
         }
         if (failed)
-                kubelet_worker_event(s->w, NULL, "Warning", "FailedToRetrieveImagePullSecret",
-                                 "Unable to retrieve some image pull secrets (%s); attempting to pull the image may "
-                                 "not succeed.", failed);
+                kubelet_worker_event(
+                        s->w, NULL, "Warning", "FailedToRetrieveImagePullSecret",
+                        "Unable to retrieve some image pull secrets (%s); attempting to pull the image may "
+                        "not succeed.",
+                        failed);
 }
 
 static void objects_ready(void *userdata) {
@@ -158,7 +164,7 @@ int kubelet_sync_volumes(struct pod_sync *s) {
         kubelet_worker_event(s->w, NULL, "Warning", "FailedMount", "%s", ck_error_message(msg));
         for (size_t i = 0; i < s->actions.n_start; i++)
                 kubelet_worker_set_waiting(s->w, s->pod->spec.containers[s->actions.start[i]].name, "ContainerCreating",
-                                       "%s", ck_error_message(msg));
+                                           "%s", ck_error_message(msg));
         s->error = true;
         return r;
 }

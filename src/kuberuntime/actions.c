@@ -55,8 +55,9 @@ static int add_kill(struct kr_pod_actions *a, const struct kc_container *c, cons
                 return -ENOMEM;
         }
         a->kill = n;
-        a->kill[a->n_kill++] = (struct kr_container_kill) { .container = c, .reason = reason, .message = message,
-                                                            .grace_override = -1 };
+        a->kill[a->n_kill++] = (struct kr_container_kill) {
+                .container = c, .reason = reason, .message = message, .grace_override = -1
+        };
         return 0;
 }
 
@@ -82,7 +83,8 @@ bool kr_should_restart_container(const struct pod *pod, const struct container *
 const struct kc_container *kr_pod_status_find_in_sandbox(const struct kc_pod_status *status, const char *name,
                                                          const char *sandbox_id) {
         for (size_t i = 0; status && i < status->n_containers; i++)
-                if (streq(status->containers[i]->name, name) && streq_ptr(status->containers[i]->sandbox_id, sandbox_id))
+                if (streq(status->containers[i]->name, name) &&
+                    streq_ptr(status->containers[i]->sandbox_id, sandbox_id))
                         return status->containers[i];
         return NULL;
 }
@@ -134,8 +136,8 @@ _printf_(5, 6) static int kill_msg(struct kr_pod_actions *a, const struct kc_con
 
 /* A running sidecar: is it started (its startup probe, if any, succeeded)? Kills and restarts it for a
  * failed startup or liveness probe or a changed spec. */
-static int sidecar_running(const struct container *c, const struct kc_container *cs,
-                           const struct probe_results *probes, size_t idx, struct kr_pod_actions *a, bool *ret_started) {
+static int sidecar_running(const struct container *c, const struct kc_container *cs, const struct probe_results *probes,
+                           size_t idx, struct kr_pod_actions *a, bool *ret_started) {
         char hash[KR_HASH_MAX];
         enum probe_result pr;
         int r;
@@ -179,8 +181,7 @@ static int sidecar_running(const struct container *c, const struct kc_container 
  * container again). Walks the init containers backwards to the last one that has an instance: it decides
  * what comes next; sidecars before it are kept running. *ret_initialized: the app containers may run. */
 static int init_container_actions(const struct pod *pod, const struct kc_pod_status *status,
-                                  const struct probe_results *probes, struct kr_pod_actions *a,
-                                  bool *ret_initialized) {
+                                  const struct probe_results *probes, struct kr_pod_actions *a, bool *ret_initialized) {
         const struct pod_spec *spec = &pod->spec;
         bool initialized = false, previously;
         int r;
@@ -191,7 +192,8 @@ static int init_container_actions(const struct pod *pod, const struct kc_pod_sta
         }
         /* an app container created or running here: initialized before */
         for (size_t i = 0; i < spec->n_containers && !initialized; i++) {
-                const struct kc_container *cs = kr_pod_status_find_in_sandbox(status, spec->containers[i].name, a->sandbox_id);
+                const struct kc_container *cs = kr_pod_status_find_in_sandbox(status, spec->containers[i].name,
+                                                                              a->sandbox_id);
                 initialized = cs && (cs->state == KC_CONTAINER_RUNNING || cs->state == KC_CONTAINER_CREATED);
         }
         previously = initialized;
@@ -402,7 +404,8 @@ int kr_compute_pod_actions(const struct pod *pod, const struct kc_pod_status *st
                                                 r = -ENOMEM;
                                                 goto fail;
                                         }
-                                        r = add_kill(&a, cs, cs->state == KC_CONTAINER_UNKNOWN ? "Unknown" : "Created", msg);
+                                        r = add_kill(&a, cs, cs->state == KC_CONTAINER_UNKNOWN ? "Unknown" : "Created",
+                                                     msg);
                                         if (r < 0)
                                                 goto fail;
                                         a.kill[a.n_kill - 1].remove = cs->state == KC_CONTAINER_CREATED;
@@ -584,7 +587,7 @@ int kr_check_crash_backoff(const struct pod *pod, const struct container *c, con
         if (asprintf(&d.key, "%s_%s_%s_%s_%s", pod->name, pod->namespace_, pod->uid, c->name, hash) < 0)
                 return -ENOMEM;
         d.finished_usec = cs->state == KC_CONTAINER_EXITED && cs->finished_at > 0 ? (uint64_t) cs->finished_at / 1000
-                                                                                    : now_realtime_usec;
+                                                                                  : now_realtime_usec;
         d.in_backoff = backoff_in_backoff_since(b, d.key, d.finished_usec, now_realtime_usec, &d.until_usec);
         d.delay_usec = backoff_get(b, d.key);
         *ret = d;
@@ -628,9 +631,12 @@ int kr_compute_kill_round(const struct kc_pod_status *status, const struct kr_po
         if (!actions->kill_pod) {
                 for (size_t i = 0; round == 0 && i < actions->n_kill; i++) {
                         const struct kr_container_kill *k = &actions->kill[i];
-                        r = push_target(&l, &n, (struct kr_kill_target) {
-                                .container = k->container, .reason = k->reason, .message = k->message,
-                                .remove = k->remove, .grace_override = k->grace_override });
+                        r = push_target(&l, &n,
+                                        (struct kr_kill_target) { .container = k->container,
+                                                                  .reason = k->reason,
+                                                                  .message = k->message,
+                                                                  .remove = k->remove,
+                                                                  .grace_override = k->grace_override });
                         if (r < 0)
                                 return r;
                 }
@@ -642,11 +648,11 @@ int kr_compute_kill_round(const struct kc_pod_status *status, const struct kr_po
                                 continue;
                         if (kr_container_is_sidecar_instance(cs) != (round == 1))
                                 continue;
-                        r = push_target(&l, &n, (struct kr_kill_target) {
-                                .container = cs,
-                                .reason = k ? k->reason : "Killing",
-                                .message = k ? k->message : actions->sandbox_reason,
-                                .grace_override = k ? k->grace_override : -1 });
+                        r = push_target(&l, &n,
+                                        (struct kr_kill_target) { .container = cs,
+                                                                  .reason = k ? k->reason : "Killing",
+                                                                  .message = k ? k->message : actions->sandbox_reason,
+                                                                  .grace_override = k ? k->grace_override : -1 });
                         if (r < 0)
                                 return r;
                 }

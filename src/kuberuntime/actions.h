@@ -23,20 +23,20 @@ struct kr_container_kill {
         const struct kc_container *container; /* borrowed from the status */
         const char *reason;                   /* static string */
         char *message;
-        bool remove;                          /* remove it too before anything new starts (never-started) */
-        bool probe_failure;                   /* killed for a failed liveness or startup probe */
-        int64_t grace_override;               /* the probe's terminationGracePeriodSeconds, or -1 */
+        bool remove;            /* remove it too before anything new starts (never-started) */
+        bool probe_failure;     /* killed for a failed liveness or startup probe */
+        int64_t grace_override; /* the probe's terminationGracePeriodSeconds, or -1 */
 };
 
 struct kr_pod_actions {
-        bool kill_pod;              /* stop every container and sandbox of the pod first */
-        bool create_sandbox;        /* then run a new sandbox */
-        uint32_t attempt;           /* attempt number of the sandbox to create */
-        const char *sandbox_id;     /* existing sandbox to use when !create_sandbox (borrowed), may be "" */
+        bool kill_pod;          /* stop every container and sandbox of the pod first */
+        bool create_sandbox;    /* then run a new sandbox */
+        uint32_t attempt;       /* attempt number of the sandbox to create */
+        const char *sandbox_id; /* existing sandbox to use when !create_sandbox (borrowed), may be "" */
         size_t n_start;
-        size_t *start;              /* indices into pod->spec.containers, in spec order */
+        size_t *start; /* indices into pod->spec.containers, in spec order */
         size_t n_init_start;
-        size_t *init_start;         /* indices into pod->spec.init_containers, in spec order, started before the
+        size_t *init_start; /* indices into pod->spec.init_containers, in spec order, started before the
                                      * app containers: the next init container, sidecars to (re)start */
         size_t n_kill;
         struct kr_container_kill *kill;

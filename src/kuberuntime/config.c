@@ -24,27 +24,27 @@ char *kr_pod_log_dir(const char *pod_logs_dir, const struct pod *pod) {
 
 /* Build a protobuf-c map (array of entries) from a strmap. Entry types differ per message but share the
  * { base, key, value } shape, so this is a macro over the entry type and its INIT. */
-#define PB_MAP_FROM_STRMAP(EntryType, ENTRY_INIT, src, ret_n, ret_entries)                           \
-        ({                                                                                            \
-                int _r = 0;                                                                           \
-                EntryType **_e = calloc((src)->n ? (src)->n : 1, sizeof(EntryType *));                \
-                if (!_e)                                                                              \
-                        _r = -ENOMEM;                                                                 \
-                for (size_t _i = 0; _r == 0 && _i < (src)->n; _i++) {                                 \
-                        _e[_i] = malloc(sizeof(EntryType));                                           \
-                        if (!_e[_i]) {                                                                \
-                                _r = -ENOMEM;                                                         \
-                                break;                                                                \
-                        }                                                                             \
-                        *_e[_i] = (EntryType) ENTRY_INIT;                                             \
-                        (ret_n) = _i + 1;                                                             \
-                        _e[_i]->key = strdup((src)->keys[_i]);                                        \
-                        _e[_i]->value = strdup((src)->values[_i]);                                    \
-                        if (!_e[_i]->key || !_e[_i]->value)                                           \
-                                _r = -ENOMEM;                                                         \
-                }                                                                                     \
-                (ret_entries) = _e;                                                                   \
-                _r;                                                                                   \
+#define PB_MAP_FROM_STRMAP(EntryType, ENTRY_INIT, src, ret_n, ret_entries)             \
+        ({                                                                             \
+                int _r = 0;                                                            \
+                EntryType **_e = calloc((src)->n ? (src)->n : 1, sizeof(EntryType *)); \
+                if (!_e)                                                               \
+                        _r = -ENOMEM;                                                  \
+                for (size_t _i = 0; _r == 0 && _i < (src)->n; _i++) {                  \
+                        _e[_i] = malloc(sizeof(EntryType));                            \
+                        if (!_e[_i]) {                                                 \
+                                _r = -ENOMEM;                                          \
+                                break;                                                 \
+                        }                                                              \
+                        *_e[_i] = (EntryType) ENTRY_INIT;                              \
+                        (ret_n) = _i + 1;                                              \
+                        _e[_i]->key = strdup((src)->keys[_i]);                         \
+                        _e[_i]->value = strdup((src)->values[_i]);                     \
+                        if (!_e[_i]->key || !_e[_i]->value)                            \
+                                _r = -ENOMEM;                                          \
+                }                                                                      \
+                (ret_entries) = _e;                                                    \
+                _r;                                                                    \
         })
 
 int kr_sandbox_labels(const struct pod *pod, struct strmap *ret) {
@@ -330,13 +330,12 @@ int kr_build_container_config(const struct pod *pod, const struct container *c, 
         if (r < 0)
                 return r;
         r = PB_MAP_FROM_STRMAP(Runtime__V1__ContainerConfig__LabelsEntry,
-                               RUNTIME__V1__CONTAINER_CONFIG__LABELS_ENTRY__INIT, &labels, cfg->n_labels,
-                               cfg->labels);
+                               RUNTIME__V1__CONTAINER_CONFIG__LABELS_ENTRY__INIT, &labels, cfg->n_labels, cfg->labels);
         if (r < 0)
                 return r;
         r = PB_MAP_FROM_STRMAP(Runtime__V1__ContainerConfig__AnnotationsEntry,
-                               RUNTIME__V1__CONTAINER_CONFIG__ANNOTATIONS_ENTRY__INIT, &annotations,
-                               cfg->n_annotations, cfg->annotations);
+                               RUNTIME__V1__CONTAINER_CONFIG__ANNOTATIONS_ENTRY__INIT, &annotations, cfg->n_annotations,
+                               cfg->annotations);
         if (r < 0)
                 return r;
 
@@ -374,8 +373,9 @@ int kr_build_container_config(const struct pod *pod, const struct container *c, 
                 r = kr_container_security_context(pod, c, ctx, sc);
         if (r >= 0 && ctx->image_user_known) {
                 /* getImageUser: no numeric user and no name is root */
-                const int64_t root = 0, *uid = ctx->image_uid_set ? &ctx->image_uid
-                                                 : isempty(ctx->image_username) ? &root : NULL;
+                const int64_t root = 0, *uid = ctx->image_uid_set             ? &ctx->image_uid
+                                               : isempty(ctx->image_username) ? &root
+                                                                              : NULL;
                 r = kr_verify_run_as_non_root(pod, c, uid, ctx->image_username,
                                               ctx->report ? &ctx->report->error : NULL);
         }

@@ -8,12 +8,12 @@
 #include "container/labels.h"
 
 /* protobuf-c map entries of every message share the shape { base, key, value } */
-#define STRMAP_FROM_PB(m, n, entries)                                                      \
-        ({                                                                                 \
-                int _r = 0;                                                                \
-                for (size_t _i = 0; _i < (n) && _r >= 0; _i++)                            \
-                        _r = strmap_set((m), (entries)[_i]->key, (entries)[_i]->value);   \
-                _r;                                                                        \
+#define STRMAP_FROM_PB(m, n, entries)                                                   \
+        ({                                                                              \
+                int _r = 0;                                                             \
+                for (size_t _i = 0; _i < (n) && _r >= 0; _i++)                          \
+                        _r = strmap_set((m), (entries)[_i]->key, (entries)[_i]->value); \
+                _r;                                                                     \
         })
 
 static int dup_field(char **dst, const char *src) {
@@ -130,4 +130,3 @@ int kr_container_set_status(struct kc_container *c, const Runtime__V1__Container
         c->have_status = true;
         return 0;
 }
-

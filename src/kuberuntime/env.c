@@ -199,11 +199,11 @@ static int add_env_from(const struct pod *pod, const struct env_from_source *ef,
         }
         if (invalid) {
                 _cleanup_free_ char *joined = strv_join(invalid, ", "), *msg = NULL;
-                if (!joined || asprintf(&msg,
-                                        "Keys [%s] from the EnvFrom %s %s/%s were skipped since they are considered "
-                                        "invalid environment variable names.",
-                                        joined, kind == SOURCE_SECRET ? "secret" : "configMap", pod->namespace_,
-                                        ref->name) < 0) {
+                if (!joined ||
+                    asprintf(&msg,
+                             "Keys [%s] from the EnvFrom %s %s/%s were skipped since they are considered "
+                             "invalid environment variable names.",
+                             joined, kind == SOURCE_SECRET ? "secret" : "configMap", pod->namespace_, ref->name) < 0) {
                         msg = NULL;
                         return -ENOMEM;
                 }

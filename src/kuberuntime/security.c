@@ -40,9 +40,11 @@ bool kr_effective_security_context(const struct pod *pod, const struct container
                 if (cs->has_run_as_non_root)
                         e.has_run_as_non_root = true, e.run_as_non_root = cs->run_as_non_root;
                 if (cs->has_read_only_root_filesystem)
-                        e.has_read_only_root_filesystem = true, e.read_only_root_filesystem = cs->read_only_root_filesystem;
+                        e.has_read_only_root_filesystem = true,
+                        e.read_only_root_filesystem = cs->read_only_root_filesystem;
                 if (cs->has_allow_privilege_escalation)
-                        e.has_allow_privilege_escalation = true, e.allow_privilege_escalation = cs->allow_privilege_escalation;
+                        e.has_allow_privilege_escalation = true,
+                        e.allow_privilege_escalation = cs->allow_privilege_escalation;
         }
         *ret = e;
         return true;
@@ -77,7 +79,8 @@ static int seccomp_profile(const struct seccomp_profile *container_sp, const str
                 p->profile_type = RUNTIME__V1__SECURITY_PROFILE__PROFILE_TYPE__RuntimeDefault;
         else {
                 p->profile_type = RUNTIME__V1__SECURITY_PROFILE__PROFILE_TYPE__Localhost;
-                if (asprintf(&p->localhost_ref, "%s/seccomp/%s", ctx && ctx->root_dir ? ctx->root_dir : "/var/lib/kubelet",
+                if (asprintf(&p->localhost_ref, "%s/seccomp/%s",
+                             ctx && ctx->root_dir ? ctx->root_dir : "/var/lib/kubelet",
                              strempty(sp->localhost_profile)) < 0) {
                         p->localhost_ref = NULL;
                         return -ENOMEM;
@@ -105,8 +108,18 @@ static int add_groups(const struct pod_security_context *ps, size_t *ret_n, int6
 
 /* securitycontext.ConvertToRuntimeMaskedPaths / ReadonlyPaths for procMount Default */
 static const char *const default_masked_paths[] = {
-        "/proc/asound", "/proc/acpi", "/proc/kcore", "/proc/keys", "/proc/latency_stats", "/proc/timer_list",
-        "/proc/timer_stats", "/proc/sched_debug", "/proc/scsi", "/sys/firmware", "/sys/devices/virtual/powercap", NULL,
+        "/proc/asound",
+        "/proc/acpi",
+        "/proc/kcore",
+        "/proc/keys",
+        "/proc/latency_stats",
+        "/proc/timer_list",
+        "/proc/timer_stats",
+        "/proc/sched_debug",
+        "/proc/scsi",
+        "/sys/firmware",
+        "/sys/devices/virtual/powercap",
+        NULL,
 };
 static const char *const default_readonly_paths[] = {
         "/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger", NULL,
@@ -144,10 +157,10 @@ int kr_container_security_context(const struct pod *pod, const struct container 
                         return -ENOMEM;
                 *sc->capabilities = (Runtime__V1__Capability) RUNTIME__V1__CAPABILITY__INIT;
                 r = pb_strv_copy(e.capabilities_add, &sc->capabilities->n_add_capabilities,
-                                &sc->capabilities->add_capabilities);
+                                 &sc->capabilities->add_capabilities);
                 if (r >= 0)
                         r = pb_strv_copy(e.capabilities_drop, &sc->capabilities->n_drop_capabilities,
-                                        &sc->capabilities->drop_capabilities);
+                                         &sc->capabilities->drop_capabilities);
                 if (r < 0)
                         return r;
         }
@@ -162,7 +175,8 @@ int kr_container_security_context(const struct pod *pod, const struct container 
         if (!e.proc_mount || streq(e.proc_mount, "Default")) {
                 r = pb_strv_copy((char *const *) default_masked_paths, &sc->n_masked_paths, &sc->masked_paths);
                 if (r >= 0)
-                        r = pb_strv_copy((char *const *) default_readonly_paths, &sc->n_readonly_paths, &sc->readonly_paths);
+                        r = pb_strv_copy((char *const *) default_readonly_paths, &sc->n_readonly_paths,
+                                         &sc->readonly_paths);
                 if (r < 0)
                         return r;
         }
@@ -239,10 +253,11 @@ int kr_verify_run_as_non_root(const struct pod *pod, const struct container *c, 
                                     "container: %s)",
                                     pod->name, pod->namespace_, pod->uid, c->name);
         if (!image_uid && !isempty(image_username))
-                return ck_error_set(ret_error, -EPERM,
-                                    "container has runAsNonRoot and image has non-numeric user (%s), cannot verify user "
-                                    "is non-root (pod: \"%s_%s(%s)\", container: %s)",
-                                    image_username, pod->name, pod->namespace_, pod->uid, c->name);
+                return ck_error_set(
+                        ret_error, -EPERM,
+                        "container has runAsNonRoot and image has non-numeric user (%s), cannot verify user "
+                        "is non-root (pod: \"%s_%s(%s)\", container: %s)",
+                        image_username, pod->name, pod->namespace_, pod->uid, c->name);
         return 0;
 }
 

@@ -12,9 +12,9 @@
 #include "cri/cri.h"
 #include "container/container.h"
 
-#define KR_TERMINATION_MESSAGE_MAX 4096        /* MaxContainerTerminationMessageLength */
-#define KR_TERMINATION_LOG_LINES 80            /* MaxContainerTerminationMessageLogLines */
-#define KR_TERMINATION_LOG_MAX 2048            /* MaxContainerTerminationMessageLogLength */
+#define KR_TERMINATION_MESSAGE_MAX 4096 /* MaxContainerTerminationMessageLength */
+#define KR_TERMINATION_LOG_LINES 80     /* MaxContainerTerminationMessageLogLines */
+#define KR_TERMINATION_LOG_MAX 2048     /* MaxContainerTerminationMessageLogLength */
 
 /* Create the message file of a new instance of c and add its mount to cfg. Nothing when the container has
  * no terminationMessagePath or root_dir is NULL. */

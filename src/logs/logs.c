@@ -41,9 +41,9 @@
 static int64_t days_from_civil(int64_t y, int m, int d) {
         y -= m <= 2;
         int64_t era = (y >= 0 ? y : y - 399) / 400;
-        int64_t yoe = y - era * 400;                                  /* [0, 399] */
+        int64_t yoe = y - era * 400;                                   /* [0, 399] */
         int64_t doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1; /* [0, 365] */
-        int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;          /* [0, 146096] */
+        int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;           /* [0, 146096] */
         return era * 146097 + doe - 719468;
 }
 
@@ -932,8 +932,8 @@ struct logs_follower *logs_follower_free(struct logs_follower *f) {
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct logs_follower *, logs_follower_free)
 
 int logs_follow(struct event_base *base, const char *path, const struct logs_options *o,
-                   const struct logs_cursor *start, logs_write_t write, logs_running_t still_running,
-                   logs_done_t done, void *userdata, struct logs_follower **ret) {
+                const struct logs_cursor *start, logs_write_t write, logs_running_t still_running, logs_done_t done,
+                void *userdata, struct logs_follower **ret) {
         _cleanup_(logs_follower_freep) struct logs_follower *f = NULL;
         const struct timeval period = { FOLLOW_PERIOD_SEC, 0 };
         struct stat st;

@@ -29,11 +29,11 @@ enum logs_stream {
 };
 
 struct logs_msg {
-        int64_t timestamp_nsec;   /* unix nanoseconds */
-        int32_t tz_offset_sec;    /* offset the timestamp was written with (0 for "Z") */
+        int64_t timestamp_nsec; /* unix nanoseconds */
+        int32_t tz_offset_sec;  /* offset the timestamp was written with (0 for "Z") */
         enum logs_stream stream;
-        bool partial;             /* tag P */
-        const char *content;      /* points into the line; without the trailing newline */
+        bool partial;        /* tag P */
+        const char *content; /* points into the line; without the trailing newline */
         size_t content_len;
 };
 
@@ -55,7 +55,7 @@ struct logs_options {
         int64_t limit_bytes; /* -1 = no limit */
         int64_t since_nsec;  /* 0 = none; unix nsec */
         bool follow;
-        bool previous;       /* the previous instance of the container was asked for */
+        bool previous; /* the previous instance of the container was asked for */
 };
 
 /* Defaults: everything, no timestamps, no follow. */
@@ -80,12 +80,12 @@ struct logs_pending {
  * logs_cursor_done(). */
 struct logs_cursor {
         uint64_t offset;
-        int64_t remaining;    /* output bytes still allowed, -1 = no limit */
-        bool limit_reached;   /* limitBytes exhausted: nothing more is to be written */
+        int64_t remaining;              /* output bytes still allowed, -1 = no limit */
+        bool limit_reached;             /* limitBytes exhausted: nothing more is to be written */
         struct logs_pending pending[2]; /* by enum logs_stream */
-        struct {              /* a raw line longer than the read block, consumed piecewise */
+        struct {                        /* a raw line longer than the read block, consumed piecewise */
                 bool active;
-                bool skip;    /* not in CRI format: discarded up to its newline */
+                bool skip; /* not in CRI format: discarded up to its newline */
                 bool partial;
                 enum logs_stream stream;
         } line;
@@ -128,7 +128,7 @@ typedef bool (*logs_running_t)(void *userdata);
 typedef void (*logs_done_t)(int r, void *userdata);
 
 int logs_follow(struct event_base *base, const char *path, const struct logs_options *o,
-                   const struct logs_cursor *start, logs_write_t write, logs_running_t still_running,
-                   logs_done_t done, void *userdata, struct logs_follower **ret);
+                const struct logs_cursor *start, logs_write_t write, logs_running_t still_running, logs_done_t done,
+                void *userdata, struct logs_follower **ret);
 /* Stop without calling done. Accepts NULL, returns NULL. Not from inside write(). */
 struct logs_follower *logs_follower_free(struct logs_follower *f);

@@ -50,7 +50,8 @@ int dns_parse_resolv_conf(const char *text, char ***ret_servers, char ***ret_sea
                         for (char *v; r >= 0 && (v = strtok_r(NULL, " \t\r\f\v", &fsave));) {
                                 size_t nl = strcspn(v, ":");
                                 for (size_t i = 0; options && options[i]; i++)
-                                        if (strncmp(options[i], v, nl) == 0 && (options[i][nl] == 0 || options[i][nl] == ':')) {
+                                        if (strncmp(options[i], v, nl) == 0 &&
+                                            (options[i][nl] == 0 || options[i][nl] == ':')) {
                                                 strv_remove_at(options, i);
                                                 break;
                                         }
@@ -134,8 +135,10 @@ static int search_fits_limits(char ***searches, const struct kc_build_context *c
         }
         if (exceeded) {
                 _cleanup_free_ char *line = strv_join(s, " "), *msg = NULL;
-                if (!line || asprintf(&msg, "Search Line limits were exceeded, some search paths have been omitted, "
-                                            "the applied search line is: %s", line) < 0) {
+                if (!line || asprintf(&msg,
+                                      "Search Line limits were exceeded, some search paths have been omitted, "
+                                      "the applied search line is: %s",
+                                      line) < 0) {
                         msg = NULL;
                         return -ENOMEM;
                 }
@@ -153,8 +156,10 @@ static int servers_fit_limits(char **servers, const struct kc_build_context *ctx
         while (n > 3)
                 strv_remove_at(servers, --n);
         line = strv_join(servers, " ");
-        if (!line || asprintf(&msg, "Nameserver limits were exceeded, some nameservers have been omitted, the "
-                                    "applied nameserver line is: %s", line) < 0) {
+        if (!line || asprintf(&msg,
+                              "Nameserver limits were exceeded, some nameservers have been omitted, the "
+                              "applied nameserver line is: %s",
+                              line) < 0) {
                 msg = NULL;
                 return -ENOMEM;
         }
@@ -174,8 +179,8 @@ int dns_pod_config(const struct pod *pod, const struct kc_build_context *ctx, Ru
         if (!isempty(ctx->resolv_conf)) {
                 r = read_resolv_conf(ctx->resolv_conf, &servers, &searches, &options);
                 if (r < 0)
-                        return ck_error_set(ctx->report ? &ctx->report->error : NULL, r, "cannot read --resolv-conf %s: %s",
-                                            ctx->resolv_conf, strerror(-r));
+                        return ck_error_set(ctx->report ? &ctx->report->error : NULL, r,
+                                            "cannot read --resolv-conf %s: %s", ctx->resolv_conf, strerror(-r));
         }
         /* getPodDNSType */
         if (streq(policy, "None"))
@@ -221,9 +226,11 @@ int dns_pod_config(const struct pod *pod, const struct kc_build_context *ctx, Ru
         } else {
                 if (type == DNS_CLUSTER) {
                         _cleanup_free_ char *msg = NULL;
-                        if (asprintf(&msg, "pod: \"%s_%s(%s)\". kubelet does not have ClusterDNS IP configured and "
-                                           "cannot create Pod using \"ClusterFirst\" policy. Falling back to "
-                                           "\"Default\" policy.", pod->name, pod->namespace_, pod->uid) < 0)
+                        if (asprintf(&msg,
+                                     "pod: \"%s_%s(%s)\". kubelet does not have ClusterDNS IP configured and "
+                                     "cannot create Pod using \"ClusterFirst\" policy. Falling back to "
+                                     "\"Default\" policy.",
+                                     pod->name, pod->namespace_, pod->uid) < 0)
                                 return -ENOMEM;
                         r = kc_build_report_event(ctx->report, "MissingClusterDNS", msg);
                         if (r < 0)

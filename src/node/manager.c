@@ -25,9 +25,9 @@ struct node_manager {
         struct cri_client *cri;
         char *node_ip;
         char *hostname;
-        char *path;          /* /api/v1/nodes/<name> */
-        char *status_path;   /* /api/v1/nodes/<name>/status: the status subresource (the Node itself ignores status) */
-        char *lease_path;    /* /apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/<name> */
+        char *path;        /* /api/v1/nodes/<name> */
+        char *status_path; /* /api/v1/nodes/<name>/status: the status subresource (the Node itself ignores status) */
+        char *lease_path;  /* /apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/<name> */
         const struct machine_info *machine; /* the kubelet's */
 
         bool registered;
@@ -45,10 +45,10 @@ struct node_manager {
         size_t n_images;
         int cri_pending;
 
-        json_t *last_status;         /* the last status sent */
-        uint64_t last_report_usec;   /* monotonic */
+        json_t *last_status;       /* the last status sent */
+        uint64_t last_report_usec; /* monotonic */
 
-        json_t *lease;               /* the last Lease read or written */
+        json_t *lease; /* the last Lease read or written */
 };
 
 static void images_free(struct node_manager *m) {
@@ -89,7 +89,6 @@ struct node_manager *node_manager_free(struct node_manager *m) {
 const char *node_manager_node_uid(const struct node_manager *m) {
         return m ? m->node_uid : NULL;
 }
-
 
 static uint64_t fs_capacity(const char *dir) {
         struct statvfs st;
@@ -151,14 +150,15 @@ static void lease_write(struct node_manager *m) {
                 json_object_set_new(body, "spec", lease_spec(m));
                 r = kube_request(m->client, "PUT", m->lease_path, body, NULL, 0, on_lease_reply, m, &m->lease_req);
         } else {
-                body = json_pack("{s:s, s:s, s:{s:s, s:s}, s:o}", "apiVersion", "coordination.k8s.io/v1", "kind", "Lease",
-                                 "metadata", "name", m->o->node_name, "namespace", "kube-node-lease", "spec", lease_spec(m));
+                body = json_pack("{s:s, s:s, s:{s:s, s:s}, s:o}", "apiVersion", "coordination.k8s.io/v1", "kind",
+                                 "Lease", "metadata", "name", m->o->node_name, "namespace", "kube-node-lease", "spec",
+                                 lease_spec(m));
                 if (body && m->node_uid)
                         json_object_set_new(json_object_get(body, "metadata"), "ownerReferences",
-                                            json_pack("[{s:s, s:s, s:s, s:s}]", "apiVersion", "v1", "kind", "Node", "name",
-                                                      m->o->node_name, "uid", m->node_uid));
-                r = kube_request(m->client, "POST", "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases", body,
-                                 NULL, 0, on_lease_reply, m, &m->lease_req);
+                                            json_pack("[{s:s, s:s, s:s, s:s}]", "apiVersion", "v1", "kind", "Node",
+                                                      "name", m->o->node_name, "uid", m->node_uid));
+                r = kube_request(m->client, "POST", "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases",
+                                 body, NULL, 0, on_lease_reply, m, &m->lease_req);
         }
         if (r < 0) {
                 m->lease_req = NULL;
@@ -242,8 +242,8 @@ static void status_send(struct node_manager *m) {
         m->last_status = json_incref(status);
         m->last_report_usec = now_usec();
         patch = json_pack("{s:O}", "status", status);
-        if (kube_request(m->client, "PATCH", m->status_path, patch, "application/strategic-merge-patch+json", 0, on_status_patched,
-                         m, &m->status_req) < 0) {
+        if (kube_request(m->client, "PATCH", m->status_path, patch, "application/strategic-merge-patch+json", 0,
+                         on_status_patched, m, &m->status_req) < 0) {
                 m->status_req = NULL;
                 m->status_busy = false;
                 status_schedule(m);
@@ -291,9 +291,11 @@ static void on_runtime_status(const struct cri_reply *reply, void *userdata) {
                         else if (streq(c->type, "NetworkReady"))
                                 m->network_ready = c->status;
                         if (!c->status && !m->runtime_message)
-                                (void) asprintf(&m->runtime_message, "container runtime %s not ready: %s=false reason:%s "
-                                                "message:%s", streq(c->type, "NetworkReady") ? "network" : "",
-                                                c->type, c->reason, c->message);
+                                (void) asprintf(&m->runtime_message,
+                                                "container runtime %s not ready: %s=false reason:%s "
+                                                "message:%s",
+                                                streq(c->type, "NetworkReady") ? "network" : "", c->type, c->reason,
+                                                c->message);
                 }
         }
         cri_part_done(m);

@@ -42,7 +42,8 @@ int node_ip_detect(const char *node_ip_flag, char **ret) {
                                 if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET || !(i->ifa_flags & IFF_UP) ||
                                     (i->ifa_flags & IFF_LOOPBACK))
                                         continue;
-                                if (!inet_ntop(AF_INET, &((struct sockaddr_in *) i->ifa_addr)->sin_addr, buf, sizeof(buf)))
+                                if (!inet_ntop(AF_INET, &((struct sockaddr_in *) i->ifa_addr)->sin_addr, buf,
+                                               sizeof(buf)))
                                         continue;
                                 if (streq(i->ifa_name, ifname)) {
                                         strcpy(best, buf);

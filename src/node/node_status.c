@@ -57,10 +57,12 @@ int node_parse_reserved(const char *s, int64_t *ret_cpu_milli, int64_t *ret_memo
                 struct quantity q;
 
                 if (!eq)
-                        return ck_error_set(ret_error, -EINVAL, "invalid reserved resource \"%s\": want name=quantity", item);
+                        return ck_error_set(ret_error, -EINVAL, "invalid reserved resource \"%s\": want name=quantity",
+                                            item);
                 *eq = '\0';
                 if (quantity_parse(eq + 1, &q) < 0 || q.milli < 0)
-                        return ck_error_set(ret_error, -EINVAL, "invalid quantity \"%s\" for reserved %s", eq + 1, item);
+                        return ck_error_set(ret_error, -EINVAL, "invalid quantity \"%s\" for reserved %s", eq + 1,
+                                            item);
                 if (streq(item, "cpu"))
                         cpu = q.milli;
                 else if (streq(item, "memory"))
@@ -140,7 +142,8 @@ static json_t *images_json(const struct node_status_input *in) {
         for (size_t i = 0; i < in->n_images; i++)
                 order[i] = i;
         for (size_t i = 1; i < in->n_images; i++)
-                for (size_t j = i; j > 0 && in->images[order[j]].size_bytes > in->images[order[j - 1]].size_bytes; j--) {
+                for (size_t j = i; j > 0 && in->images[order[j]].size_bytes > in->images[order[j - 1]].size_bytes;
+                     j--) {
                         size_t t = order[j];
                         order[j] = order[j - 1];
                         order[j - 1] = t;
@@ -150,7 +153,8 @@ static json_t *images_json(const struct node_status_input *in) {
                 json_t *names = json_array();
                 for (char **n = im->names; n && *n; n++)
                         json_array_append_new(names, json_string(*n));
-                json_array_append_new(a, json_pack("{s:o, s:I}", "names", names, "sizeBytes", (json_int_t) im->size_bytes));
+                json_array_append_new(a, json_pack("{s:o, s:I}", "names", names, "sizeBytes",
+                                                   (json_int_t) im->size_bytes));
         }
         return TAKE_PTR(a);
 }
@@ -166,16 +170,18 @@ int node_status_build(const struct node_status_input *in, json_t **ret) {
                        condition(in, "MemoryPressure", false, "KubeletHasSufficientMemory",
                                  "kubelet has sufficient memory available"),
                        condition(in, "DiskPressure", false, "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
-                       condition(in, "PIDPressure", false, "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
+                       condition(in, "PIDPressure", false, "KubeletHasSufficientPID",
+                                 "kubelet has sufficient PID available"),
                        condition(in, "Ready", ready, ready ? "KubeletReady" : "KubeletNotReady",
                                  ready ? "kubelet is posting ready status" : strempty(in->runtime_message)),
-                       "addresses", "type", "InternalIP", "address", strempty(in->node_ip), "type", "Hostname", "address",
-                       strempty(in->hostname), "daemonEndpoints", "kubeletEndpoint", "Port", in->kubelet_port, "nodeInfo",
-                       "machineID", strempty(mi->machine_id), "systemUUID", strempty(mi->system_uuid), "bootID",
-                       strempty(mi->boot_id), "kernelVersion", strempty(mi->kernel_version), "osImage",
-                       strempty(mi->os_image), "containerRuntimeVersion", strempty(in->runtime_version),
-                       "kubeletVersion", strempty(in->kubelet_version), "operatingSystem", "linux", "architecture",
-                       strempty(mi->architecture), "images", images_json(in));
+                       "addresses", "type", "InternalIP", "address", strempty(in->node_ip), "type", "Hostname",
+                       "address", strempty(in->hostname), "daemonEndpoints", "kubeletEndpoint", "Port",
+                       in->kubelet_port, "nodeInfo", "machineID", strempty(mi->machine_id), "systemUUID",
+                       strempty(mi->system_uuid), "bootID", strempty(mi->boot_id), "kernelVersion",
+                       strempty(mi->kernel_version), "osImage", strempty(mi->os_image), "containerRuntimeVersion",
+                       strempty(in->runtime_version), "kubeletVersion", strempty(in->kubelet_version),
+                       "operatingSystem", "linux", "architecture", strempty(mi->architecture), "images",
+                       images_json(in));
         if (!st)
                 return -ENOMEM;
         *ret = st;
@@ -203,8 +209,8 @@ int node_object_build(const struct node_status_input *in, const char *node_label
         int r;
 
         labels = json_pack("{s:s, s:s, s:s, s:s, s:s}", "kubernetes.io/hostname", in->hostname, "kubernetes.io/os",
-                           "linux", "kubernetes.io/arch", arch, "beta.kubernetes.io/os", "linux", "beta.kubernetes.io/arch",
-                           arch);
+                           "linux", "kubernetes.io/arch", arch, "beta.kubernetes.io/os", "linux",
+                           "beta.kubernetes.io/arch", arch);
         taint_list = json_array();
         if (!labels || !taint_list)
                 return -ENOMEM;
@@ -212,7 +218,8 @@ int node_object_build(const struct node_status_input *in, const char *node_label
                 char *eq = strchr(item, '=');
                 const char *why;
                 if (!eq)
-                        return ck_error_set(ret_error, -EINVAL, "--node-labels: invalid label \"%s\"%s: want key=value", item, "");
+                        return ck_error_set(ret_error, -EINVAL, "--node-labels: invalid label \"%s\"%s: want key=value",
+                                            item, "");
                 *eq = '\0';
                 if ((why = validate_qualified_name(item)) || (why = validate_label_value(eq + 1)))
                         return ck_error_set(ret_error, -EINVAL, "--node-labels: invalid label \"%s\": %s", item, why);
@@ -224,16 +231,18 @@ int node_object_build(const struct node_status_input *in, const char *node_label
                 json_t *t;
                 if (!colon || (!streq(colon + 1, "NoSchedule") && !streq(colon + 1, "PreferNoSchedule") &&
                                !streq(colon + 1, "NoExecute"))) {
-                        return ck_error_set(ret_error, -EINVAL, "--register-with-taints: invalid taint \"%s\"%s: want "
-                                                 "key=value:NoSchedule|PreferNoSchedule|NoExecute", item, "");
+                        return ck_error_set(ret_error, -EINVAL,
+                                            "--register-with-taints: invalid taint \"%s\"%s: want "
+                                            "key=value:NoSchedule|PreferNoSchedule|NoExecute",
+                                            item, "");
                 }
                 *colon = '\0';
                 eq = strchr(item, '=');
                 if (eq)
                         *eq = '\0';
                 if (validate_qualified_name(item)) {
-                        return ck_error_set(ret_error, -EINVAL, "--register-with-taints: invalid taint key \"%s\": %s", item,
-                                      validate_qualified_name(item));
+                        return ck_error_set(ret_error, -EINVAL, "--register-with-taints: invalid taint key \"%s\": %s",
+                                            item, validate_qualified_name(item));
                 }
                 t = json_pack("{s:s, s:s}", "key", item, "effect", colon + 1);
                 if (eq)

@@ -15,7 +15,7 @@ struct ck_error;
 #include "stats/machine.h"
 
 struct node_image {
-        char **names;          /* repo digests then repo tags, as upstream */
+        char **names; /* repo digests then repo tags, as upstream */
         uint64_t size_bytes;
 };
 
@@ -24,19 +24,19 @@ struct node_status_input {
         const char *hostname;
         const char *node_ip;
         const struct machine_info *machine;
-        const char *runtime_version;   /* "containerd://1.6.20" */
-        const char *kubelet_version;   /* "v1.31.0" */
+        const char *runtime_version; /* "containerd://1.6.20" */
+        const char *kubelet_version; /* "v1.31.0" */
         int max_pods;
         uint64_t ephemeral_storage_bytes; /* capacity of the kubelet root dir's filesystem */
-        const char *kube_reserved;     /* "cpu=100m,memory=256Mi" or NULL */
+        const char *kube_reserved;        /* "cpu=100m,memory=256Mi" or NULL */
         const char *system_reserved;
         bool runtime_ready, network_ready;
-        const char *runtime_message;   /* why not ready ("container runtime network not ready: ...") */
+        const char *runtime_message; /* why not ready ("container runtime network not ready: ...") */
         const struct node_image *images;
         size_t n_images;
         int kubelet_port;
-        int64_t now_usec;              /* realtime: heartbeats */
-        const json_t *previous;        /* the last status sent (lastTransitionTime is kept while a condition's
+        int64_t now_usec;       /* realtime: heartbeats */
+        const json_t *previous; /* the last status sent (lastTransitionTime is kept while a condition's
                                           status does not change), or NULL */
 };
 
@@ -48,8 +48,8 @@ json_t *node_status_without_heartbeats(const json_t *status);
 /* The Node to create: labels kubernetes.io/hostname, kubernetes.io/os, kubernetes.io/arch (and the beta.
  * ones) plus node_labels ("k=v,k2=v2"), spec.taints from taints ("key=value:Effect,..."), and the status.
  * -EINVAL with *ret_error naming the flag for a bad label or taint. */
-int node_object_build(const struct node_status_input *in, const char *node_labels, const char *taints,
-                      json_t **ret, struct ck_error **ret_error);
+int node_object_build(const struct node_status_input *in, const char *node_labels, const char *taints, json_t **ret,
+                      struct ck_error **ret_error);
 
 /* Allocatable: capacity minus --kube-reserved, --system-reserved and the hard eviction thresholds (memory
  * 100Mi, nodefs 10%), never below 0. */

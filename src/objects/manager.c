@@ -20,26 +20,26 @@
 struct mobj {
         struct mobj *prev, *next;
         struct objects_manager *m;
-        const char *kind;              /* "ConfigMap" / "Secret" */
+        const char *kind; /* "ConfigMap" / "Secret" */
         char *ns, *name;
-        unsigned refs;                 /* pods referencing it */
-        bool answered;                 /* a first answer (object, not found or error) is known */
+        unsigned refs; /* pods referencing it */
+        bool answered; /* a first answer (object, not found or error) is known */
         json_t *obj;
         int err;
         char *message;
-        char *rv;                      /* the resourceVersion to watch from */
-        struct kube_request *req;      /* the list or the watch in flight */
+        char *rv;                 /* the resourceVersion to watch from */
+        struct kube_request *req; /* the list or the watch in flight */
         struct event *retry;
         uint64_t delay;
-        uint64_t watch_started;        /* monotonic usec */
+        uint64_t watch_started; /* monotonic usec */
 };
 
 struct mtoken {
         char *sa, *audience;
         int64_t expiration_seconds;
-        json_t *status;                /* the last TokenRequest status, or NULL */
-        int64_t expires;               /* unix seconds of status.expirationTimestamp */
-        int err;                       /* the last request's error when there is no usable token */
+        json_t *status;  /* the last TokenRequest status, or NULL */
+        int64_t expires; /* unix seconds of status.expirationTimestamp */
+        int err;         /* the last request's error when there is no usable token */
         char *message;
         bool answered;
         struct kube_request *req;
@@ -242,8 +242,9 @@ static void obj_watch(struct mobj *o) {
         _cleanup_free_ char *esel = sel ? kube_escape(sel) : NULL;
         rv = kube_escape(o->rv);
         if (!ns || !esel || !rv ||
-            asprintf(&path, "/api/v1/namespaces/%s/%s?fieldSelector=%s&resourceVersion=%s&watch=true"
-                            "&allowWatchBookmarks=true&timeoutSeconds=%u",
+            asprintf(&path,
+                     "/api/v1/namespaces/%s/%s?fieldSelector=%s&resourceVersion=%s&watch=true"
+                     "&allowWatchBookmarks=true&timeoutSeconds=%u",
                      ns, resource_of(o->kind), esel, rv, timeout) < 0) {
                 obj_schedule(o, true);
                 return;
@@ -261,10 +262,13 @@ static int errno_of(const struct kube_response *resp) {
         if (resp->r < 0)
                 return resp->r;
         switch (resp->status) {
-        case 404: return -ENOENT;
+        case 404:
+                return -ENOENT;
         case 401:
-        case 403: return -EACCES;
-        default: return -EIO;
+        case 403:
+                return -EACCES;
+        default:
+                return -EIO;
         }
 }
 
@@ -323,8 +327,8 @@ static void obj_start(struct mobj *o) {
         if (asprintf(&sel, "metadata.name=%s", o->name) < 0)
                 sel = NULL;
         esel = sel ? kube_escape(sel) : NULL;
-        if (!ns || !esel || asprintf(&path, "/api/v1/namespaces/%s/%s?fieldSelector=%s", ns, resource_of(o->kind),
-                                     esel) < 0) {
+        if (!ns || !esel ||
+            asprintf(&path, "/api/v1/namespaces/%s/%s?fieldSelector=%s", ns, resource_of(o->kind), esel) < 0) {
                 obj_schedule(o, true);
                 return;
         }
@@ -425,8 +429,7 @@ static void token_request(struct mtoken *t) {
                 goto fail;
         spec = json_pack("{s:I, s:{s:s, s:s, s:s, s:s}}", "expirationSeconds", (json_int_t) t->expiration_seconds,
                          "boundObjectRef", "apiVersion", "v1", "kind", "Pod", "name", p->name, "uid", p->uid);
-        if (spec && !isempty(t->audience) &&
-            json_object_set_new(spec, "audiences", json_pack("[s]", t->audience)) < 0)
+        if (spec && !isempty(t->audience) && json_object_set_new(spec, "audiences", json_pack("[s]", t->audience)) < 0)
                 goto fail;
         body = spec ? json_pack("{s:s, s:s, s:O}", "apiVersion", "authentication.k8s.io/v1", "kind", "TokenRequest",
                                 "spec", spec)
@@ -489,8 +492,8 @@ static struct mtoken **token_find(struct mpod *p, const struct token_ref *t) {
         return NULL;
 }
 
-int objects_manager_register(struct objects_manager *m, const char *uid, const char *ns, const char *pod_name,
-                             bool api, const struct pod_refs *refs) {
+int objects_manager_register(struct objects_manager *m, const char *uid, const char *ns, const char *pod_name, bool api,
+                             const struct pod_refs *refs) {
         struct mpod *old, *p;
         bool use_api;
 
@@ -620,8 +623,8 @@ int objects_manager_fill(struct objects_manager *m, const char *uid, struct pod_
         return 0;
 }
 
-int objects_manager_new(struct event_base *base, struct kube_client *client, objects_changed_t changed,
-                        void *userdata, struct objects_manager **ret) {
+int objects_manager_new(struct event_base *base, struct kube_client *client, objects_changed_t changed, void *userdata,
+                        struct objects_manager **ret) {
         struct objects_manager *m = calloc(1, sizeof(*m));
         if (!m)
                 return -ENOMEM;

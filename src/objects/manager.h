@@ -29,13 +29,13 @@ typedef void (*objects_changed_t)(const char *pod_uid, void *userdata);
 typedef void (*objects_ready_t)(void *userdata);
 
 /* client may be NULL (no API server). */
-int objects_manager_new(struct event_base *base, struct kube_client *client, objects_changed_t changed,
-                        void *userdata, struct objects_manager **ret);
+int objects_manager_new(struct event_base *base, struct kube_client *client, objects_changed_t changed, void *userdata,
+                        struct objects_manager **ret);
 struct objects_manager *objects_manager_free(struct objects_manager *m); /* accepts NULL, returns NULL */
 
 /* (Re)register the references of a pod: objects no longer referenced by any pod stop being watched. */
-int objects_manager_register(struct objects_manager *m, const char *uid, const char *ns, const char *pod_name,
-                             bool api, const struct pod_refs *refs);
+int objects_manager_register(struct objects_manager *m, const char *uid, const char *ns, const char *pod_name, bool api,
+                             const struct pod_refs *refs);
 void objects_manager_unregister(struct objects_manager *m, const char *uid);
 
 /* Starts the token requests that are due. Returns 0 when every object and token of the pod has an answer

@@ -135,7 +135,6 @@ int objects_pod_put_token_error(struct pod_objects *o, const char *ns, const cha
 }
 
 int objects_pod_lookup_token(const struct pod_objects *o, const char *ns, const char *service_account,
-                             const char *audience, int64_t expiration_seconds, json_t **ret,
-                             const char **ret_message) {
+                             const char *audience, int64_t expiration_seconds, json_t **ret, const char **ret_message) {
         return lookup(o, token_key(ns, service_account, audience, expiration_seconds), ret, ret_message);
 }

@@ -28,8 +28,8 @@ int objects_pod_put(struct pod_objects *o, const char *kind, const char *ns, con
 int objects_pod_put_error(struct pod_objects *o, const char *kind, const char *ns, const char *name, int err,
                           const char *message);
 /* An object never put nor put_error'ed is -ENOENT with message NULL. */
-int objects_pod_lookup(const struct pod_objects *o, const char *kind, const char *ns, const char *name,
-                       json_t **ret, const char **ret_message);
+int objects_pod_lookup(const struct pod_objects *o, const char *kind, const char *ns, const char *name, json_t **ret,
+                       const char **ret_message);
 
 /* Service account tokens (TokenRequest), keyed by service account, audience ("" = the API server's) and
  * requested expiration. */

@@ -67,8 +67,10 @@ static int add_token(struct pod_refs *r, const char *sa, const json_t *src, cons
                 return -ENOMEM;
         r->tokens = a;
         a = &a[r->n_tokens];
-        *a = (struct token_ref) { .service_account = strdup(sa), .audience = strdup(strempty(aud)),
-                                  .expiration_seconds = exp, .volume = strdup(strempty(volume)) };
+        *a = (struct token_ref) { .service_account = strdup(sa),
+                                  .audience = strdup(strempty(aud)),
+                                  .expiration_seconds = exp,
+                                  .volume = strdup(strempty(volume)) };
         if (!a->service_account || !a->audience || !a->volume) {
                 free(a->service_account);
                 free(a->audience);
@@ -106,9 +108,11 @@ static int collect_volumes(struct pod_refs *r, const json_t *pod) {
                         const json_t *tok = json_object_get(src, "serviceAccountToken");
                         if ((q = add_obj(r, "ConfigMap", json_object_get(src, "configMap"), "name", OBJ_REF_VOLUME,
                                          vname)) < 0 ||
-                            (q = add_obj(r, "Secret", json_object_get(src, "secret"), "name", OBJ_REF_VOLUME, vname)) < 0)
+                            (q = add_obj(r, "Secret", json_object_get(src, "secret"), "name", OBJ_REF_VOLUME, vname)) <
+                                    0)
                                 return q;
-                        if (json_is_object(tok) && (q = add_token(r, objects_refs_service_account(pod), tok, vname)) < 0)
+                        if (json_is_object(tok) &&
+                            (q = add_token(r, objects_refs_service_account(pod), tok, vname)) < 0)
                                 return q;
                 }
         }
@@ -126,14 +130,16 @@ static int collect_containers(struct pod_refs *r, const json_t *list) {
                 size_t j;
 
                 json_array_foreach(json_object_get(c, "envFrom"), j, e)
-                        if ((q = add_obj(r, "ConfigMap", json_object_get(e, "configMapRef"), "name", OBJ_REF_ENV, cname)) < 0 ||
+                        if ((q = add_obj(r, "ConfigMap", json_object_get(e, "configMapRef"), "name", OBJ_REF_ENV,
+                                         cname)) < 0 ||
                             (q = add_obj(r, "Secret", json_object_get(e, "secretRef"), "name", OBJ_REF_ENV, cname)) < 0)
                                 return q;
                 json_array_foreach(json_object_get(c, "env"), j, e) {
                         const json_t *vf = json_object_get(e, "valueFrom");
                         if ((q = add_obj(r, "ConfigMap", json_object_get(vf, "configMapKeyRef"), "name", OBJ_REF_ENV,
                                          cname)) < 0 ||
-                            (q = add_obj(r, "Secret", json_object_get(vf, "secretKeyRef"), "name", OBJ_REF_ENV, cname)) < 0)
+                            (q = add_obj(r, "Secret", json_object_get(vf, "secretKeyRef"), "name", OBJ_REF_ENV,
+                                         cname)) < 0)
                                 return q;
                 }
         }

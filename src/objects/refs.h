@@ -17,7 +17,7 @@ enum obj_ref_use {
 };
 
 struct obj_ref {
-        const char *kind;    /* "ConfigMap" or "Secret" (static) */
+        const char *kind; /* "ConfigMap" or "Secret" (static) */
         char *name;
         bool optional;
         enum obj_ref_use use;
@@ -26,16 +26,16 @@ struct obj_ref {
 
 struct token_ref {
         char *service_account;
-        char *audience;      /* "" = the API server's */
+        char *audience; /* "" = the API server's */
         int64_t expiration_seconds;
-        char *volume;        /* the first projected volume asking for it */
+        char *volume; /* the first projected volume asking for it */
 };
 
 struct pod_refs {
         struct obj_ref *objs;
         size_t n_objs;
         struct token_ref *tokens;
-        size_t n_tokens;     /* distinct (service account, audience, expiration) */
+        size_t n_tokens; /* distinct (service account, audience, expiration) */
 };
 
 /* Every reference of the pod, in document order (volumes, init containers, containers, ephemeral

@@ -77,7 +77,8 @@ static const struct flag_def flag_defs[] = {
           "method are treated as anonymous requests. Anonymous requests have a username of system:anonymous, and a "
           "group name of system:unauthenticated." },
         { "authentication-token-webhook", 0, FLAG_BOOL, OFF(authentication_token_webhook),
-          "authentication.webhook.enabled", "", "Use the TokenReview API to determine authentication for bearer "
+          "authentication.webhook.enabled", "",
+          "Use the TokenReview API to determine authentication for bearer "
           "tokens (needs an API server)." },
         { "authorization-mode", 0, FLAG_STRING, OFF(authorization_mode), "authorization.mode", "string",
           "Authorization mode for Kubelet server. Valid options are AlwaysAllow or Webhook. Webhook mode uses the "
@@ -108,13 +109,15 @@ static const struct flag_def flag_defs[] = {
           "at the Kubelet's current working directory. Omit this flag to use the built-in default configuration "
           "values. Command-line flags override configuration from this file." },
         { "container-runtime-endpoint", 0, FLAG_STRING, OFF(container_runtime_endpoint), "containerRuntimeEndpoint",
-          "string", "The endpoint of container runtime service. Only unix domain sockets are supported. Example: "
+          "string",
+          "The endpoint of container runtime service. Only unix domain sockets are supported. Example: "
           "'unix:///path/to/runtime.sock'" },
         { "enable-debugging-handlers", 0, FLAG_BOOL, OFF(enable_debugging_handlers), "enableDebuggingHandlers", "",
           "Enables server endpoints for log collection and local running of containers and commands" },
         { "enable-server", 0, FLAG_BOOL, OFF(enable_server), "enableServer", "", "Enable the Kubelet's server" },
         { "enforce-node-allocatable", 0, FLAG_STRING, OFF(enforce_node_allocatable), "enforceNodeAllocatable",
-          "strings", "A comma separated list of levels of node allocatable enforcement to be enforced by kubelet. "
+          "strings",
+          "A comma separated list of levels of node allocatable enforcement to be enforced by kubelet. "
           "Acceptable options are 'none' and 'pods' (ckubelet does not enforce 'system-reserved' and "
           "'kube-reserved')." },
         { "file-check-frequency", 0, FLAG_DURATION, OFF(file_check_frequency_usec), "fileCheckFrequency", "duration",
@@ -130,7 +133,8 @@ static const struct flag_def flag_defs[] = {
         { "node-labels", 0, FLAG_STRING, OFF(node_labels), NULL, "mapStringString",
           "Labels to add when registering the node in the cluster. Labels must be key=value pairs separated by ','." },
         { "node-status-update-frequency", 0, FLAG_DURATION, OFF(node_status_update_frequency_usec),
-          "nodeStatusUpdateFrequency", "duration", "Specifies how often kubelet computes node status and posts it to "
+          "nodeStatusUpdateFrequency", "duration",
+          "Specifies how often kubelet computes node status and posts it to "
           "master when there is a change (and at least every nodeStatusReportFrequency)." },
         { "node-ip", 0, FLAG_STRING, OFF(node_ip), NULL, "string",
           "IP address of the node. If set, kubelet will use this IP address for the node (the pod IP of hostNetwork "
@@ -177,7 +181,8 @@ static const struct flag_def flag_defs[] = {
         { "root-dir", 0, FLAG_STRING, OFF(root_dir), NULL, "string",
           "Directory path for managing kubelet files (volume mounts,etc)." },
         { "runtime-request-timeout", 0, FLAG_DURATION, OFF(runtime_request_timeout_usec), "runtimeRequestTimeout",
-          "duration", "Timeout of all runtime requests except long running request - pull, logs, exec and attach. "
+          "duration",
+          "Timeout of all runtime requests except long running request - pull, logs, exec and attach. "
           "When timeout exceeded, kubelet will cancel the request, throw out an error and retry later." },
         { "sync-frequency", 0, FLAG_DURATION, OFF(sync_frequency_usec), "syncFrequency", "duration",
           "Max period between synchronizing running containers and config" },
@@ -199,27 +204,94 @@ static const struct flag_def flag_defs[] = {
 /* KubeletConfiguration (v1beta1) fields that upstream has and ckubelet does not implement: accepted, with a
  * warning. Anything else that we do not implement either is an unknown field: an error. */
 static const char *const unsupported_fields[] = {
-        "allowedUnsafeSysctls", "clusterDNS", "clusterDomain",
-        "configMapAndSecretChangeDetectionStrategy", "containerLogMaxFiles", "containerLogMaxSize",
-        "containerLogMaxWorkers", "containerLogMonitorInterval", "contentType", "cpuCFSQuota", "cpuCFSQuotaPeriod",
-        "cpuManagerPolicy", "cpuManagerPolicyOptions", "cpuManagerReconcilePeriod", "crashLoopBackOff",
-        "draManagerReconcilePeriod", "enableContentionProfiling", "enableControllerAttachDetach",
-        "enableDebugFlagsHandler", "enableProfilingHandler", "enableSystemLogHandler", "enableSystemLogQuery",
-        "eventBurst", "eventRecordQPS", "evictionHard", "evictionMaxPodGracePeriod",
-        "evictionMinimumReclaim", "evictionPressureTransitionPeriod", "evictionSoft", "evictionSoftGracePeriod",
-        "failSwapOn", "featureGates", "hairpinMode", "imageGCHighThresholdPercent", "imageGCLowThresholdPercent",
-        "imageMaximumGCAge", "imageMinimumGCAge", "imagePullCredentialsVerificationPolicy", "iptablesDropBit",
-        "iptablesMasqueradeBit", "kernelMemcgNotification", "kubeReservedCgroup", "kubeletCgroups",
-        "localStorageCapacityIsolation", "makeIPTablesUtilChains", "maxOpenFiles", "maxParallelImagePulls",
-        "memoryManagerPolicy", "memoryReservationPolicy", "memorySwap", "memoryThrottlingFactor",
-        "mergeDefaultEvictionSettings", "nodeStatusMaxImages", "oomScoreAdj", "podCIDR", "podsPerCore", "preloadedImagesVerificationAllowlist", "protectKernelDefaults", "providerID", "qosReserved",
-        "registryBurst", "registryPullQPS", "reservedMemory", "reservedSystemCPUs", "resolvConf",
-        "rotateCertificates", "runOnce", "seccompDefault", "serializeImagePulls", "serverTLSBootstrap",
-        "showHiddenMetricsForVersion", "shutdownGracePeriod", "shutdownGracePeriodByPodPriority",
-        "shutdownGracePeriodCriticalPods", "singleProcessOOMKill", "streamingConnectionIdleTimeout",
-        "systemCgroups", "systemReservedCgroup", "tlsCipherSuites", "tlsCurvePreferences", "tlsMinVersion",
-        "topologyManagerPolicy", "topologyManagerPolicyOptions", "topologyManagerScope", "tracing",
-        "userNamespaces", "volumePluginDir", "volumeStatsAggPeriod",
+        "allowedUnsafeSysctls",
+        "clusterDNS",
+        "clusterDomain",
+        "configMapAndSecretChangeDetectionStrategy",
+        "containerLogMaxFiles",
+        "containerLogMaxSize",
+        "containerLogMaxWorkers",
+        "containerLogMonitorInterval",
+        "contentType",
+        "cpuCFSQuota",
+        "cpuCFSQuotaPeriod",
+        "cpuManagerPolicy",
+        "cpuManagerPolicyOptions",
+        "cpuManagerReconcilePeriod",
+        "crashLoopBackOff",
+        "draManagerReconcilePeriod",
+        "enableContentionProfiling",
+        "enableControllerAttachDetach",
+        "enableDebugFlagsHandler",
+        "enableProfilingHandler",
+        "enableSystemLogHandler",
+        "enableSystemLogQuery",
+        "eventBurst",
+        "eventRecordQPS",
+        "evictionHard",
+        "evictionMaxPodGracePeriod",
+        "evictionMinimumReclaim",
+        "evictionPressureTransitionPeriod",
+        "evictionSoft",
+        "evictionSoftGracePeriod",
+        "failSwapOn",
+        "featureGates",
+        "hairpinMode",
+        "imageGCHighThresholdPercent",
+        "imageGCLowThresholdPercent",
+        "imageMaximumGCAge",
+        "imageMinimumGCAge",
+        "imagePullCredentialsVerificationPolicy",
+        "iptablesDropBit",
+        "iptablesMasqueradeBit",
+        "kernelMemcgNotification",
+        "kubeReservedCgroup",
+        "kubeletCgroups",
+        "localStorageCapacityIsolation",
+        "makeIPTablesUtilChains",
+        "maxOpenFiles",
+        "maxParallelImagePulls",
+        "memoryManagerPolicy",
+        "memoryReservationPolicy",
+        "memorySwap",
+        "memoryThrottlingFactor",
+        "mergeDefaultEvictionSettings",
+        "nodeStatusMaxImages",
+        "oomScoreAdj",
+        "podCIDR",
+        "podsPerCore",
+        "preloadedImagesVerificationAllowlist",
+        "protectKernelDefaults",
+        "providerID",
+        "qosReserved",
+        "registryBurst",
+        "registryPullQPS",
+        "reservedMemory",
+        "reservedSystemCPUs",
+        "resolvConf",
+        "rotateCertificates",
+        "runOnce",
+        "seccompDefault",
+        "serializeImagePulls",
+        "serverTLSBootstrap",
+        "showHiddenMetricsForVersion",
+        "shutdownGracePeriod",
+        "shutdownGracePeriodByPodPriority",
+        "shutdownGracePeriodCriticalPods",
+        "singleProcessOOMKill",
+        "streamingConnectionIdleTimeout",
+        "systemCgroups",
+        "systemReservedCgroup",
+        "tlsCipherSuites",
+        "tlsCurvePreferences",
+        "tlsMinVersion",
+        "topologyManagerPolicy",
+        "topologyManagerPolicyOptions",
+        "topologyManagerScope",
+        "tracing",
+        "userNamespaces",
+        "volumePluginDir",
+        "volumeStatsAggPeriod",
 };
 
 /* logging (component-base LoggingConfiguration): only verbosity is implemented */
@@ -237,7 +309,7 @@ static bool strv_const_contains(const char *const *l, size_t n, const char *s) {
 int kubelet_options_init(struct kubelet_options *o) {
         if (!o)
                 return -EINVAL;
-        *o = (struct kubelet_options){
+        *o = (struct kubelet_options) {
                 .file_check_frequency_usec = DEFAULT_FILE_CHECK_FREQUENCY_USEC,
                 .http_check_frequency_usec = DEFAULT_HTTP_CHECK_FREQUENCY_USEC,
                 .runtime_request_timeout_usec = DEFAULT_RUNTIME_REQUEST_TIMEOUT_USEC,
@@ -314,7 +386,7 @@ void kubelet_options_done(struct kubelet_options *o) {
         free(o->cluster_dns);
         free(o->cluster_domain);
         free(o->resolv_conf);
-        *o = (struct kubelet_options){};
+        *o = (struct kubelet_options) {};
 }
 
 /* ---- values ---- */
@@ -521,7 +593,8 @@ static int apply_flag(struct kubelet_options *o, struct parse_state *st, const s
         return 0;
 }
 
-static int parse_argv(struct kubelet_options *o, struct parse_state *st, int argc, char **argv, struct ck_error **ret_error) {
+static int parse_argv(struct kubelet_options *o, struct parse_state *st, int argc, char **argv,
+                      struct ck_error **ret_error) {
         for (int i = 1; i < argc; i++) {
                 const char *a = argv[i], *value = NULL;
                 const struct flag_def *f;
@@ -551,7 +624,7 @@ static int parse_argv(struct kubelet_options *o, struct parse_state *st, int arg
                         else if (a[2] != '\0') {
                                 if (flag_is_bool(f))
                                         return ck_error_set(ret_error, -EINVAL, "unknown shorthand flag: '%c' in %s",
-                                                         a[2], a);
+                                                            a[2], a);
                                 value = a + 2;
                         }
                 } else
@@ -822,8 +895,10 @@ static int config_headers(struct config_ctx *c, json_t *v, char ***target) {
         json_t *values;
 
         if (!json_is_object(v))
-                return config_error(c, -EINVAL, "staticPodURLHeader: expected a map of header names to lists of values, "
-                                    "got %s", json_type_name(v));
+                return config_error(c, -EINVAL,
+                                    "staticPodURLHeader: expected a map of header names to lists of values, "
+                                    "got %s",
+                                    json_type_name(v));
         json_object_foreach(v, key, values) {
                 size_t i;
                 json_t *e;
@@ -831,8 +906,8 @@ static int config_headers(struct config_ctx *c, json_t *v, char ***target) {
                 if (json_is_null(values))
                         continue;
                 if (!json_is_array(values))
-                        return config_error(c, -EINVAL, "staticPodURLHeader.%s: expected a list of strings, got %s", key,
-                                            json_type_name(values));
+                        return config_error(c, -EINVAL, "staticPodURLHeader.%s: expected a list of strings, got %s",
+                                            key, json_type_name(values));
                 json_array_foreach(values, i, e) {
                         _cleanup_ck_error_ struct ck_error *why = NULL;
                         int r;
@@ -1072,8 +1147,8 @@ static int derive_node_name(struct kubelet_options *o, struct ck_error **ret_err
 
 static int validate_duration(const char *field, const char *flag, uint64_t usec, struct ck_error **ret_error) {
         if (usec == 0)
-                return ck_error_set(ret_error, -EINVAL, "invalid configuration: %s (--%s) must be greater than 0", field,
-                                 flag);
+                return ck_error_set(ret_error, -EINVAL, "invalid configuration: %s (--%s) must be greater than 0",
+                                    field, flag);
         if (usec > (uint64_t) INT64_MAX / 1000)
                 return ck_error_set(ret_error, -EINVAL, "invalid configuration: %s (--%s) is too large", field, flag);
         return 0;
@@ -1090,17 +1165,24 @@ static int validate_cgroups(const struct kubelet_options *o, struct ck_error **r
         bool none = false;
 
         if (!streq_ptr(o->cgroup_driver, "cgroupfs") && !streq_ptr(o->cgroup_driver, "systemd"))
-                return ck_error_set(ret_error, -EINVAL, "invalid configuration: cgroupDriver (--cgroup-driver) \"%s\": must "
-                                 "be cgroupfs or systemd", strempty(o->cgroup_driver));
+                return ck_error_set(ret_error, -EINVAL,
+                                    "invalid configuration: cgroupDriver (--cgroup-driver) \"%s\": must "
+                                    "be cgroupfs or systemd",
+                                    strempty(o->cgroup_driver));
         if (o->cgroups_per_qos && isempty(o->cgroup_root))
-                return ck_error_set(ret_error, -EINVAL, "invalid configuration: cgroupRoot (--cgroup-root) must be specified "
-                                 "if cgroupsPerQOS (--cgroups-per-qos) is enabled");
+                return ck_error_set(ret_error, -EINVAL,
+                                    "invalid configuration: cgroupRoot (--cgroup-root) must be specified "
+                                    "if cgroupsPerQOS (--cgroups-per-qos) is enabled");
         if (!isempty(o->cgroup_root) && o->cgroup_root[0] != '/')
-                return ck_error_set(ret_error, -EINVAL, "invalid configuration: cgroupRoot (--cgroup-root) \"%s\" must be "
-                                 "an absolute path", o->cgroup_root);
+                return ck_error_set(ret_error, -EINVAL,
+                                    "invalid configuration: cgroupRoot (--cgroup-root) \"%s\" must be "
+                                    "an absolute path",
+                                    o->cgroup_root);
         if (o->cgroup_root && (strstr(o->cgroup_root, "/../") || endswith(o->cgroup_root, "/..")))
-                return ck_error_set(ret_error, -EINVAL, "invalid configuration: cgroupRoot (--cgroup-root) \"%s\" must not "
-                                 "contain \"..\"", o->cgroup_root);
+                return ck_error_set(ret_error, -EINVAL,
+                                    "invalid configuration: cgroupRoot (--cgroup-root) \"%s\" must not "
+                                    "contain \"..\"",
+                                    o->cgroup_root);
         copy = strdup(strempty(o->enforce_node_allocatable));
         if (!copy)
                 return -ENOMEM;
@@ -1109,23 +1191,31 @@ static int validate_cgroups(const struct kubelet_options *o, struct ck_error **r
                 if (streq(tok, "none"))
                         none = true;
                 else if (strv_const_contains(unsupported, ELEMENTSOF(unsupported), tok))
-                        return ck_error_set(ret_error, -EINVAL, "invalid configuration: enforceNodeAllocatable "
-                                         "(--enforce-node-allocatable) option \"%s\" is not supported by ckubelet", tok);
+                        return ck_error_set(ret_error, -EINVAL,
+                                            "invalid configuration: enforceNodeAllocatable "
+                                            "(--enforce-node-allocatable) option \"%s\" is not supported by ckubelet",
+                                            tok);
                 else if (!streq(tok, "pods"))
-                        return ck_error_set(ret_error, -EINVAL, "invalid configuration: option \"%s\" specified for "
-                                         "enforceNodeAllocatable (--enforce-node-allocatable). Valid options are "
-                                         "\"pods\", \"system-reserved\", \"kube-reserved\", "
-                                         "\"system-reserved-compressible\", \"kube-reserved-compressible\", or \"none\"",
-                                         tok);
+                        return ck_error_set(
+                                ret_error, -EINVAL,
+                                "invalid configuration: option \"%s\" specified for "
+                                "enforceNodeAllocatable (--enforce-node-allocatable). Valid options are "
+                                "\"pods\", \"system-reserved\", \"kube-reserved\", "
+                                "\"system-reserved-compressible\", \"kube-reserved-compressible\", or \"none\"",
+                                tok);
         }
         if (none && n > 1)
-                return ck_error_set(ret_error, -EINVAL, "invalid configuration: enforceNodeAllocatable "
-                                 "(--enforce-node-allocatable) may not contain additional enforcements when \"none\" is "
-                                 "specified");
+                return ck_error_set(
+                        ret_error, -EINVAL,
+                        "invalid configuration: enforceNodeAllocatable "
+                        "(--enforce-node-allocatable) may not contain additional enforcements when \"none\" is "
+                        "specified");
         if (!o->cgroups_per_qos && n > 0 && !none)
-                return ck_error_set(ret_error, -EINVAL, "invalid configuration: enforceNodeAllocatable "
-                                 "(--enforce-node-allocatable) is not supported unless cgroupsPerQOS (--cgroups-per-qos) "
-                                 "feature is turned on");
+                return ck_error_set(
+                        ret_error, -EINVAL,
+                        "invalid configuration: enforceNodeAllocatable "
+                        "(--enforce-node-allocatable) is not supported unless cgroupsPerQOS (--cgroups-per-qos) "
+                        "feature is turned on");
         return 0;
 }
 
@@ -1133,41 +1223,58 @@ static int validate(const struct kubelet_options *o, struct ck_error **ret_error
         unsigned char addr[sizeof(struct in6_addr)];
         int r;
 
-        if (!isempty(o->node_ip) && inet_pton(AF_INET, o->node_ip, addr) != 1 && inet_pton(AF_INET6, o->node_ip, addr) != 1)
+        if (!isempty(o->node_ip) && inet_pton(AF_INET, o->node_ip, addr) != 1 &&
+            inet_pton(AF_INET6, o->node_ip, addr) != 1)
                 return ck_error_set(ret_error, -EINVAL, "failed to parse node IP \"%s\"", o->node_ip);
 
         if (isempty(o->address) ||
             (inet_pton(AF_INET, o->address, addr) != 1 && inet_pton(AF_INET6, o->address, addr) != 1))
-                return ck_error_set(ret_error, -EINVAL, "invalid configuration: address (--address) \"%s\" is not a valid IP "
-                                 "address", strempty(o->address));
-        if (o->healthz_port != 0 && (isempty(o->healthz_bind_address) ||
-                                     (inet_pton(AF_INET, o->healthz_bind_address, addr) != 1 &&
-                                      inet_pton(AF_INET6, o->healthz_bind_address, addr) != 1)))
-                return ck_error_set(ret_error, -EINVAL, "invalid configuration: healthzBindAddress (--healthz-bind-address) "
-                                 "\"%s\" is not a valid IP address", strempty(o->healthz_bind_address));
+                return ck_error_set(ret_error, -EINVAL,
+                                    "invalid configuration: address (--address) \"%s\" is not a valid IP "
+                                    "address",
+                                    strempty(o->address));
+        if (o->healthz_port != 0 &&
+            (isempty(o->healthz_bind_address) || (inet_pton(AF_INET, o->healthz_bind_address, addr) != 1 &&
+                                                  inet_pton(AF_INET6, o->healthz_bind_address, addr) != 1)))
+                return ck_error_set(ret_error, -EINVAL,
+                                    "invalid configuration: healthzBindAddress (--healthz-bind-address) "
+                                    "\"%s\" is not a valid IP address",
+                                    strempty(o->healthz_bind_address));
         if (o->port < 1 || o->port > 65535)
-                return ck_error_set(ret_error, -EINVAL, "invalid configuration: port (--port) %d must be between 1 and 65535, "
-                                 "inclusive", o->port);
+                return ck_error_set(ret_error, -EINVAL,
+                                    "invalid configuration: port (--port) %d must be between 1 and 65535, "
+                                    "inclusive",
+                                    o->port);
         if (o->read_only_port < 0 || o->read_only_port > 65535)
-                return ck_error_set(ret_error, -EINVAL, "invalid configuration: readOnlyPort (--read-only-port) %d must be "
-                                 "between 0 and 65535, inclusive", o->read_only_port);
+                return ck_error_set(ret_error, -EINVAL,
+                                    "invalid configuration: readOnlyPort (--read-only-port) %d must be "
+                                    "between 0 and 65535, inclusive",
+                                    o->read_only_port);
         if (o->healthz_port < 0 || o->healthz_port > 65535)
-                return ck_error_set(ret_error, -EINVAL, "invalid configuration: healthzPort (--healthz-port) %d must be "
-                                 "between 0 and 65535, inclusive", o->healthz_port);
+                return ck_error_set(ret_error, -EINVAL,
+                                    "invalid configuration: healthzPort (--healthz-port) %d must be "
+                                    "between 0 and 65535, inclusive",
+                                    o->healthz_port);
         if (!streq_ptr(o->authorization_mode, "AlwaysAllow") && !streq_ptr(o->authorization_mode, "Webhook"))
-                return ck_error_set(ret_error, -EINVAL, "invalid configuration: authorization.mode (--authorization-mode) "
-                                 "\"%s\": must be AlwaysAllow or Webhook", strempty(o->authorization_mode));
+                return ck_error_set(ret_error, -EINVAL,
+                                    "invalid configuration: authorization.mode (--authorization-mode) "
+                                    "\"%s\": must be AlwaysAllow or Webhook",
+                                    strempty(o->authorization_mode));
         if (isempty(o->tls_cert_file) != isempty(o->tls_private_key_file))
-                return ck_error_set(ret_error, -EINVAL, "invalid configuration: tlsCertFile (--tls-cert-file) and "
-                                 "tlsPrivateKeyFile (--tls-private-key-file) must be given together");
+                return ck_error_set(ret_error, -EINVAL,
+                                    "invalid configuration: tlsCertFile (--tls-cert-file) and "
+                                    "tlsPrivateKeyFile (--tls-private-key-file) must be given together");
         if (o->kube_api_qps < 0 || o->kube_api_burst < 0)
-                return ck_error_set(ret_error, -EINVAL, "invalid configuration: kubeAPIQPS (--kube-api-qps) and kubeAPIBurst "
-                                 "(--kube-api-burst) must not be negative");
+                return ck_error_set(ret_error, -EINVAL,
+                                    "invalid configuration: kubeAPIQPS (--kube-api-qps) and kubeAPIBurst "
+                                    "(--kube-api-burst) must not be negative");
         if (o->node_lease_duration_seconds <= 0)
-                return ck_error_set(ret_error, -EINVAL, "invalid configuration: nodeLeaseDurationSeconds must be greater than 0");
+                return ck_error_set(ret_error, -EINVAL,
+                                    "invalid configuration: nodeLeaseDurationSeconds must be greater than 0");
         if (o->max_pods < 0)
                 return ck_error_set(ret_error, -EINVAL,
-                                 "invalid configuration: maxPods (--max-pods) %d must not be a negative number", o->max_pods);
+                                    "invalid configuration: maxPods (--max-pods) %d must not be a negative number",
+                                    o->max_pods);
         r = validate_duration("fileCheckFrequency", "file-check-frequency", o->file_check_frequency_usec, ret_error);
         if (r >= 0)
                 r = validate_duration("httpCheckFrequency", "http-check-frequency", o->http_check_frequency_usec,
@@ -1180,17 +1287,19 @@ static int validate(const struct kubelet_options *o, struct ck_error **ret_error
         if (r < 0)
                 return r;
         if (isempty(o->container_runtime_endpoint))
-                return ck_error_set(ret_error, -EINVAL,
-                                 "invalid configuration: containerRuntimeEndpoint (--container-runtime-endpoint) must "
-                                 "not be empty");
+                return ck_error_set(
+                        ret_error, -EINVAL,
+                        "invalid configuration: containerRuntimeEndpoint (--container-runtime-endpoint) must "
+                        "not be empty");
         if (isempty(o->root_dir))
                 return ck_error_set(ret_error, -EINVAL, "invalid configuration: --root-dir must not be empty");
         r = validate_cgroups(o, ret_error);
         if (r < 0)
                 return r;
         if (isempty(o->pod_logs_dir) || o->pod_logs_dir[0] != '/')
-                return ck_error_set(ret_error, -EINVAL, "invalid configuration: pod logs path \"%s\" must be absolute path",
-                                 strempty(o->pod_logs_dir));
+                return ck_error_set(ret_error, -EINVAL,
+                                    "invalid configuration: pod logs path \"%s\" must be absolute path",
+                                    strempty(o->pod_logs_dir));
         return 0;
 }
 
@@ -1234,7 +1343,7 @@ int kubelet_options_parse(struct kubelet_options *o, int argc, char **argv, stru
                 if (r < 0)
                         goto fail;
         }
-        st = (struct parse_state){};
+        st = (struct parse_state) {};
         r = parse_argv(o, &st, argc, argv, ret_error);
         if (r < 0)
                 goto fail;
@@ -1320,7 +1429,8 @@ void kubelet_options_print_help(void) {
                         printf(" [config: %s]", f->field);
                 printf("\n");
         }
-        printf("\nThe --config file may also set podLogsDir (default \"%s\"). See docs/flags.md.\n", DEFAULT_POD_LOGS_DIR);
+        printf("\nThe --config file may also set podLogsDir (default \"%s\"). See docs/flags.md.\n",
+               DEFAULT_POD_LOGS_DIR);
         if (have_defaults)
                 kubelet_options_done(&d);
 }

@@ -11,74 +11,75 @@ struct ck_error;
 
 struct kubelet_options {
         /* static pods */
-        char *pod_manifest_path;             /* --pod-manifest-path / staticPodPath */
-        uint64_t file_check_frequency_usec;  /* --file-check-frequency / fileCheckFrequency, 20s */
-        char *manifest_url;                  /* --manifest-url / staticPodURL */
-        char **manifest_url_headers;         /* strv of "Key: value"; --manifest-url-header 'a:x,b:y' /
+        char *pod_manifest_path;            /* --pod-manifest-path / staticPodPath */
+        uint64_t file_check_frequency_usec; /* --file-check-frequency / fileCheckFrequency, 20s */
+        char *manifest_url;                 /* --manifest-url / staticPodURL */
+        char **manifest_url_headers;        /* strv of "Key: value"; --manifest-url-header 'a:x,b:y' /
                                                 staticPodURLHeader */
-        uint64_t http_check_frequency_usec;  /* --http-check-frequency / httpCheckFrequency, 20s */
+        uint64_t http_check_frequency_usec; /* --http-check-frequency / httpCheckFrequency, 20s */
 
         /* runtime */
-        char *container_runtime_endpoint;    /* unix:///run/containerd/containerd.sock */
-        char *image_service_endpoint;        /* "" = same as runtime */
+        char *container_runtime_endpoint;      /* unix:///run/containerd/containerd.sock */
+        char *image_service_endpoint;          /* "" = same as runtime */
         uint64_t runtime_request_timeout_usec; /* 2m */
 
         /* kubelet */
-        uint64_t sync_frequency_usec;        /* --sync-frequency / syncFrequency, 1m */
-        char *hostname_override;             /* --hostname-override */
-        char *node_ip;                       /* --node-ip, NULL = detected */
-        char *node_name;                     /* derived: hostname-override or hostname, lowercased */
-        char *root_dir;                      /* --root-dir, /var/lib/kubelet */
-        char *pod_logs_dir;                  /* podLogsDir, /var/log/pods */
-        int max_pods;                        /* --max-pods / maxPods, 110 */
-        int verbosity;                       /* --v / logging.verbosity, 0 */
+        uint64_t sync_frequency_usec; /* --sync-frequency / syncFrequency, 1m */
+        char *hostname_override;      /* --hostname-override */
+        char *node_ip;                /* --node-ip, NULL = detected */
+        char *node_name;              /* derived: hostname-override or hostname, lowercased */
+        char *root_dir;               /* --root-dir, /var/lib/kubelet */
+        char *pod_logs_dir;           /* podLogsDir, /var/log/pods */
+        int max_pods;                 /* --max-pods / maxPods, 110 */
+        int verbosity;                /* --v / logging.verbosity, 0 */
 
         /* the kubelet HTTP API (pkg/kubelet/server) */
-        bool enable_server;                  /* --enable-server / enableServer, true */
-        bool enable_debugging_handlers;      /* --enable-debugging-handlers / enableDebuggingHandlers, true: logs,
+        bool enable_server;                /* --enable-server / enableServer, true */
+        bool enable_debugging_handlers;    /* --enable-debugging-handlers / enableDebuggingHandlers, true: logs,
                                                 exec, attach, portForward, run, containerLogs */
-        char *address;                       /* --address / address, 0.0.0.0 */
-        int port;                            /* --port / port, 10250 (TLS) */
-        int read_only_port;                  /* --read-only-port / readOnlyPort, 0 = off */
-        char *healthz_bind_address;          /* --healthz-bind-address / healthzBindAddress, 127.0.0.1 */
-        int healthz_port;                    /* --healthz-port / healthzPort, 10248, 0 = off */
-        char *tls_cert_file;                 /* --tls-cert-file / tlsCertFile */
-        char *tls_private_key_file;          /* --tls-private-key-file / tlsPrivateKeyFile */
-        char *cert_dir;                      /* --cert-dir, /var/lib/kubelet/pki: the self-signed pair */
-        char *client_ca_file;                /* --client-ca-file / authentication.x509.clientCAFile */
-        bool anonymous_auth;                 /* --anonymous-auth / authentication.anonymous.enabled, false */
-        bool authentication_token_webhook;   /* --authentication-token-webhook / authentication.webhook.enabled,
+        char *address;                     /* --address / address, 0.0.0.0 */
+        int port;                          /* --port / port, 10250 (TLS) */
+        int read_only_port;                /* --read-only-port / readOnlyPort, 0 = off */
+        char *healthz_bind_address;        /* --healthz-bind-address / healthzBindAddress, 127.0.0.1 */
+        int healthz_port;                  /* --healthz-port / healthzPort, 10248, 0 = off */
+        char *tls_cert_file;               /* --tls-cert-file / tlsCertFile */
+        char *tls_private_key_file;        /* --tls-private-key-file / tlsPrivateKeyFile */
+        char *cert_dir;                    /* --cert-dir, /var/lib/kubelet/pki: the self-signed pair */
+        char *client_ca_file;              /* --client-ca-file / authentication.x509.clientCAFile */
+        bool anonymous_auth;               /* --anonymous-auth / authentication.anonymous.enabled, false */
+        bool authentication_token_webhook; /* --authentication-token-webhook / authentication.webhook.enabled,
                                                 true */
         uint64_t authentication_token_webhook_cache_ttl_usec; /* authentication.webhook.cacheTTL, 2m */
-        char *authorization_mode;            /* --authorization-mode / authorization.mode: Webhook | AlwaysAllow */
+        char *authorization_mode; /* --authorization-mode / authorization.mode: Webhook | AlwaysAllow */
         uint64_t authorization_webhook_cache_authorized_ttl_usec;   /* 5m */
         uint64_t authorization_webhook_cache_unauthorized_ttl_usec; /* 30s */
 
         /* joining a cluster (the API server) */
-        char *kubeconfig;                    /* --kubeconfig: empty = standalone */
-        bool register_node;                  /* --register-node / registerNode, true */
-        char *node_labels;                   /* --node-labels "k=v,k2=v2" */
-        char *register_with_taints;          /* --register-with-taints / registerWithTaints: "key=value:Effect,..." */
-        int kube_api_qps;                    /* --kube-api-qps / kubeAPIQPS, 50 */
-        int kube_api_burst;                  /* --kube-api-burst / kubeAPIBurst, 100 */
-        uint64_t node_status_update_frequency_usec; /* --node-status-update-frequency / nodeStatusUpdateFrequency, 10s */
+        char *kubeconfig;           /* --kubeconfig: empty = standalone */
+        bool register_node;         /* --register-node / registerNode, true */
+        char *node_labels;          /* --node-labels "k=v,k2=v2" */
+        char *register_with_taints; /* --register-with-taints / registerWithTaints: "key=value:Effect,..." */
+        int kube_api_qps;           /* --kube-api-qps / kubeAPIQPS, 50 */
+        int kube_api_burst;         /* --kube-api-burst / kubeAPIBurst, 100 */
+        uint64_t
+                node_status_update_frequency_usec; /* --node-status-update-frequency / nodeStatusUpdateFrequency, 10s */
         uint64_t node_status_report_frequency_usec; /* nodeStatusReportFrequency, 5m */
-        int node_lease_duration_seconds;     /* nodeLeaseDurationSeconds, 40 */
-        char *kube_reserved;                 /* --kube-reserved / kubeReserved: "cpu=100m,memory=256Mi" */
-        char *system_reserved;               /* --system-reserved / systemReserved */
-        char *config_path;                   /* --config */
+        int node_lease_duration_seconds;            /* nodeLeaseDurationSeconds, 40 */
+        char *kube_reserved;                        /* --kube-reserved / kubeReserved: "cpu=100m,memory=256Mi" */
+        char *system_reserved;                      /* --system-reserved / systemReserved */
+        char *config_path;                          /* --config */
 
         /* cgroups (pkg/kubelet/cm) */
-        bool cgroups_per_qos;                /* --cgroups-per-qos / cgroupsPerQOS, true */
-        char *cgroup_root;                   /* --cgroup-root / cgroupRoot, "/" */
-        char *cgroup_driver;                 /* --cgroup-driver / cgroupDriver: cgroupfs (systemd is refused) */
-        char *enforce_node_allocatable;      /* --enforce-node-allocatable / enforceNodeAllocatable: comma list,
+        bool cgroups_per_qos;           /* --cgroups-per-qos / cgroupsPerQOS, true */
+        char *cgroup_root;              /* --cgroup-root / cgroupRoot, "/" */
+        char *cgroup_driver;            /* --cgroup-driver / cgroupDriver: cgroupfs (systemd is refused) */
+        char *enforce_node_allocatable; /* --enforce-node-allocatable / enforceNodeAllocatable: comma list,
                                                 "pods" (default) or "" */
-        int64_t pod_pids_limit;              /* --pod-max-pids / podPidsLimit, -1 = no limit */
-        char *allowed_unsafe_sysctls;        /* --allowed-unsafe-sysctls: "kernel.msg*,net.core.somaxconn" */
-        char *cluster_dns;                   /* --cluster-dns: comma-separated IPs */
-        char *cluster_domain;                /* --cluster-domain */
-        char *resolv_conf;                   /* --resolv-conf, default /etc/resolv.conf; "" = none */
+        int64_t pod_pids_limit;         /* --pod-max-pids / podPidsLimit, -1 = no limit */
+        char *allowed_unsafe_sysctls;   /* --allowed-unsafe-sysctls: "kernel.msg*,net.core.somaxconn" */
+        char *cluster_dns;              /* --cluster-dns: comma-separated IPs */
+        char *cluster_domain;           /* --cluster-domain */
+        char *resolv_conf;              /* --resolv-conf, default /etc/resolv.conf; "" = none */
 };
 
 /* Fill defaults. */

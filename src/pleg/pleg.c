@@ -30,8 +30,8 @@ struct pleg {
         struct event *timer;
 
         bool in_flight;
-        bool again;      /* a relist was requested while one was in flight */
-        int pending;     /* outstanding calls of the relist in flight */
+        bool again;  /* a relist was requested while one was in flight */
+        int pending; /* outstanding calls of the relist in flight */
         bool failed;
         struct pleg_list next;
 
@@ -256,8 +256,8 @@ char *const *pleg_pod_uids(const struct pleg *p) {
         return p->uids ? p->uids : empty;
 }
 
-void pleg_counts(const struct pleg *p, size_t *ret_sandboxes, size_t *ret_running_sandboxes,
-                 size_t *ret_containers, size_t *ret_running_containers) {
+void pleg_counts(const struct pleg *p, size_t *ret_sandboxes, size_t *ret_running_sandboxes, size_t *ret_containers,
+                 size_t *ret_running_containers) {
         if (ret_sandboxes)
                 *ret_sandboxes = p->n_sandboxes;
         if (ret_running_sandboxes)

@@ -28,5 +28,5 @@ int pleg_start(struct pleg *p);
 /* UIDs of pods present in the last successful listing (borrowed, NULL-terminated strv). */
 char *const *pleg_pod_uids(const struct pleg *p);
 /* Counts from the last listing. */
-void pleg_counts(const struct pleg *p, size_t *ret_sandboxes, size_t *ret_running_sandboxes,
-                 size_t *ret_containers, size_t *ret_running_containers);
+void pleg_counts(const struct pleg *p, size_t *ret_sandboxes, size_t *ret_running_sandboxes, size_t *ret_containers,
+                 size_t *ret_running_containers);

@@ -51,14 +51,17 @@ static void on_reply(const struct grpc_reply *reply, void *userdata) {
                         probe_op_report(&g->op, PROBE_RESULT_SUCCESS, false, "", 0);
                 else {
                         const ProtobufCEnumValue *v = protobuf_c_enum_descriptor_get_value(
-                                &grpc__health__v1__health_check_response__serving_status__descriptor, (int) resp->status);
+                                &grpc__health__v1__health_check_response__serving_status__descriptor,
+                                (int) resp->status);
                         r = asprintf(&msg, "service unhealthy (responded with \"%s\")", v ? v->name : "UNKNOWN");
                         probe_op_report(&g->op, PROBE_RESULT_FAILURE, false, r >= 0 ? msg : "service unhealthy", 0);
                 }
         } else {
                 if (reply->grpc_status == GRPC_UNIMPLEMENTED)
-                        r = asprintf(&msg, "this server does not implement the grpc health protocol "
-                                           "(grpc.health.v1.Health): %s", reply->message);
+                        r = asprintf(&msg,
+                                     "this server does not implement the grpc health protocol "
+                                     "(grpc.health.v1.Health): %s",
+                                     reply->message);
                 else if (reply->grpc_status == GRPC_DEADLINE_EXCEEDED)
                         r = asprintf(&msg, "timeout: health rpc did not complete within %gs", secs);
                 else if (reply->grpc_status == GRPC_UNAVAILABLE && strstr(reply->message, "Error while dialing"))
@@ -84,7 +87,9 @@ int probe_grpc_start(struct probe_env *env, const struct probe_request *req, pro
         g = calloc(1, sizeof(*g));
         if (!g)
                 return -ENOMEM;
-        g->op = (struct probe_op) { .cancel = grpc_probe_cancel, .free = grpc_probe_op_free, .done = done, .userdata = userdata };
+        g->op = (struct probe_op) {
+                .cancel = grpc_probe_cancel, .free = grpc_probe_op_free, .done = done, .userdata = userdata
+        };
         g->env = env;
         g->timeout_usec = req->timeout_usec;
         g->target = probe_join_host_port(req->host, req->port);
@@ -103,7 +108,7 @@ int probe_grpc_start(struct probe_env *env, const struct probe_request *req, pro
         }
         hc.service = g->service;
         r = grpc_call(g->client, "/grpc.health.v1.Health/Check", &hc.base,
-                     &grpc__health__v1__health_check_response__descriptor, req->timeout_usec, on_reply, g);
+                      &grpc__health__v1__health_check_response__descriptor, req->timeout_usec, on_reply, g);
         if (r < 0) {
                 grpc_probe_free(g);
                 return r;

@@ -25,7 +25,7 @@ struct probe_env {
         uint64_t request_timeout_usec; /* --runtime-request-timeout, added to exec deadlines as upstream */
         struct curl_loop *curl;
         struct evdns_base *dns;
-        struct probe_op *dead;       /* finished operations to free from the loop (see probe_env_bury) */
+        struct probe_op *dead; /* finished operations to free from the loop (see probe_env_bury) */
         struct event *reaper;
 };
 
@@ -41,14 +41,13 @@ struct probe_request {
 
 /* The outcome. error < 0: the probe could not be run at all (upstream's "Probe errored"): the result is not
  * counted. warning: a success that deserves a warning (HTTP redirect to another host not followed). */
-typedef void (*probe_done_t)(void *userdata, enum probe_result result, bool warning, const char *output,
-                             int error);
+typedef void (*probe_done_t)(void *userdata, enum probe_result result, bool warning, const char *output, int error);
 
 /* Every handler's operation starts with this. */
 struct probe_op {
         void (*cancel)(struct probe_op *op);
         void (*free)(struct probe_op *op); /* for probe_env_bury */
-        probe_done_t done;        /* NULL once cancelled */
+        probe_done_t done;                 /* NULL once cancelled */
         void *userdata;
         struct probe_op *next_dead;
 };

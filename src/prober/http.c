@@ -24,8 +24,8 @@ struct http_op {
         struct probe_env *env;
         CURL *easy;
         struct curl_slist *headers;
-        char *url;               /* the current request's */
-        char *first_host;        /* host name of the first request */
+        char *url;        /* the current request's */
+        char *first_host; /* host name of the first request */
         int redirects;
         char *body;
         size_t body_len;
@@ -93,7 +93,8 @@ static void on_done(CURL *easy, CURLcode result, void *userdata) {
                 /* a timeout reads as Go's net/http says it (upstream's probe output); other errors as libcurl does */
                 const char *why = result == CURLE_OPERATION_TIMEDOUT
                                           ? "context deadline exceeded (Client.Timeout exceeded while awaiting headers)"
-                                          : h->errbuf[0] ? h->errbuf : curl_easy_strerror(result);
+                                  : h->errbuf[0] ? h->errbuf
+                                                 : curl_easy_strerror(result);
                 if (asprintf(&msg, "Get \"%s\": %s", h->url, why) < 0)
                         msg = NULL;
                 probe_op_report(&h->op, PROBE_RESULT_FAILURE, false, msg ? msg : "request failed", 0);
@@ -106,15 +107,18 @@ static void on_done(CURL *easy, CURLcode result, void *userdata) {
                 if (host && h->first_host && strcasecmp(host, h->first_host) == 0) {
                         if (h->redirects >= MAX_REDIRECTS) {
                                 _cleanup_free_ char *msg = NULL;
-                                if (asprintf(&msg, "Get \"%s\": stopped after %d redirects", redirect, MAX_REDIRECTS) < 0)
+                                if (asprintf(&msg, "Get \"%s\": stopped after %d redirects", redirect, MAX_REDIRECTS) <
+                                    0)
                                         msg = NULL;
-                                probe_op_report(&h->op, PROBE_RESULT_FAILURE, false, msg ? msg : "too many redirects", 0);
+                                probe_op_report(&h->op, PROBE_RESULT_FAILURE, false, msg ? msg : "too many redirects",
+                                                0);
                                 http_free(h);
                                 return;
                         }
                         h->redirects++;
                         if (free_and_strdup(&h->url, redirect) < 0 || start_request(h) < 0) {
-                                probe_op_report(&h->op, PROBE_RESULT_UNKNOWN, false, "cannot follow the redirect", -ENOMEM);
+                                probe_op_report(&h->op, PROBE_RESULT_UNKNOWN, false, "cannot follow the redirect",
+                                                -ENOMEM);
                                 http_free(h);
                         }
                         return;
@@ -224,8 +228,7 @@ int probe_http_start(struct probe_env *env, const struct probe_request *req, pro
                 http_free(h);
                 return r;
         }
-        if (curl_loop_http_only(h->easy) != CURLE_OK ||
-            curl_easy_setopt(h->easy, CURLOPT_HTTPGET, 1L) != CURLE_OK ||
+        if (curl_loop_http_only(h->easy) != CURLE_OK || curl_easy_setopt(h->easy, CURLOPT_HTTPGET, 1L) != CURLE_OK ||
             curl_easy_setopt(h->easy, CURLOPT_FOLLOWLOCATION, 0L) != CURLE_OK ||
             curl_easy_setopt(h->easy, CURLOPT_HTTPHEADER, h->headers) != CURLE_OK ||
             curl_easy_setopt(h->easy, CURLOPT_TIMEOUT_MS, timeout_ms) != CURLE_OK ||

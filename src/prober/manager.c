@@ -23,22 +23,22 @@ struct probe_worker {
         const struct container *container; /* into pp->pod */
         struct event *timer;
 
-        char *container_id;                /* the instance followed, NULL = none yet */
+        char *container_id; /* the instance followed, NULL = none yet */
         bool running;
-        int64_t started_at;                /* unix nsec */
-        bool on_hold;                      /* liveness/startup failed: wait for a new instance */
+        int64_t started_at; /* unix nsec */
+        bool on_hold;       /* liveness/startup failed: wait for a new instance */
         struct probe_state state;
-        struct probe_op *op;               /* in flight */
-        uint64_t op_started;               /* monotonic usec */
-        uint64_t counts[3];                /* by enum probe_result */
-        bool seen;                         /* mark for probe_manager_update_pod */
+        struct probe_op *op; /* in flight */
+        uint64_t op_started; /* monotonic usec */
+        uint64_t counts[3];  /* by enum probe_result */
+        bool seen;           /* mark for probe_manager_update_pod */
 };
 
 struct probe_pod {
         struct probe_pod *next;
         struct prober *p;
         char *uid;
-        struct pod *pod;                   /* reference */
+        struct pod *pod; /* reference */
         char *host;
         struct probe_worker *workers;
 };
@@ -48,9 +48,9 @@ struct prober {
         struct probe_env env;
         struct prober_callbacks cb;
         void *userdata;
-        int64_t start_realtime;            /* unix nsec */
+        int64_t start_realtime; /* unix nsec */
         struct probe_pod *pods;
-        uint64_t totals[3];                /* every probe run since start, by result */
+        uint64_t totals[3]; /* every probe run since start, by result */
 };
 
 static const struct probe *container_probe(const struct container *c, enum probe_type t) {
@@ -162,22 +162,28 @@ static void on_probe_done(void *userdata, enum probe_result result, bool warning
         w->counts[result]++;
         w->pp->p->totals[result]++;
         if (result == PROBE_RESULT_FAILURE) {
-                log_v(1, "Probe failed: probeType=\"%s\" pod=\"%s/%s\" containerName=\"%s\" probeResult=\"failure\" "
-                      "output=\"%s\"", type, pod_ns(w), pod_name(w), w->container_name, strempty(output));
+                log_v(1,
+                      "Probe failed: probeType=\"%s\" pod=\"%s/%s\" containerName=\"%s\" probeResult=\"failure\" "
+                      "output=\"%s\"",
+                      type, pod_ns(w), pod_name(w), w->container_name, strempty(output));
                 if (w->pp->p->cb.failed)
-                        w->pp->p->cb.failed(w->pp->p->userdata, w->pp->uid, w->container_name, w->type, strempty(output));
-        }
-        else if (warning)
-                log_v(3, "Probe succeeded with a warning: probeType=\"%s\" pod=\"%s/%s\" containerName=\"%s\" "
-                      "output=\"%s\"", type, pod_ns(w), pod_name(w), w->container_name, strempty(output));
+                        w->pp->p->cb.failed(w->pp->p->userdata, w->pp->uid, w->container_name, w->type,
+                                            strempty(output));
+        } else if (warning)
+                log_v(3,
+                      "Probe succeeded with a warning: probeType=\"%s\" pod=\"%s/%s\" containerName=\"%s\" "
+                      "output=\"%s\"",
+                      type, pod_ns(w), pod_name(w), w->container_name, strempty(output));
         else
                 log_v(4, "Probe succeeded: probeType=\"%s\" pod=\"%s/%s\" containerName=\"%s\"", type, pod_ns(w),
                       pod_name(w), w->container_name);
 
         if (probe_state_record(&w->state, w->spec, result)) {
-                log_v(2, "Probe result changed: probeType=\"%s\" pod=\"%s/%s\" containerName=\"%s\" "
-                      "containerID=\"%.12s\" result=\"%s\"", type, pod_ns(w), pod_name(w), w->container_name,
-                      w->container_id, probe_result_to_string(w->state.published));
+                log_v(2,
+                      "Probe result changed: probeType=\"%s\" pod=\"%s/%s\" containerName=\"%s\" "
+                      "containerID=\"%.12s\" result=\"%s\"",
+                      type, pod_ns(w), pod_name(w), w->container_name, w->container_id,
+                      probe_result_to_string(w->state.published));
                 if ((w->type == PROBE_LIVENESS || w->type == PROBE_STARTUP) &&
                     w->state.published == PROBE_RESULT_FAILURE) {
                         /* the container will be killed: stop until a new instance shows up */
@@ -228,8 +234,9 @@ static void on_timer(evutil_socket_t fd, short what, void *userdata) {
                 if (r >= 0 && isempty(req.host))
                         r = -EADDRNOTAVAIL;
                 if (r >= 0)
-                        r = w->spec->handler == PROBE_HANDLER_HTTP_GET ? probe_http_start(&p->env, &req, on_probe_done, w, &w->op)
-                                                                      : probe_tcp_start(&p->env, &req, on_probe_done, w, &w->op);
+                        r = w->spec->handler == PROBE_HANDLER_HTTP_GET
+                                    ? probe_http_start(&p->env, &req, on_probe_done, w, &w->op)
+                                    : probe_tcp_start(&p->env, &req, on_probe_done, w, &w->op);
                 break;
         case PROBE_HANDLER_GRPC:
                 req.port = w->spec->grpc_port;
@@ -242,7 +249,9 @@ static void on_timer(evutil_socket_t fd, short what, void *userdata) {
                 w->op = NULL;
                 log_v(1, "Probe errored: probeType=\"%s\" pod=\"%s/%s\" containerName=\"%s\" err=\"%s\"",
                       probe_type_to_string(w->type), pod_ns(w), pod_name(w), w->container_name,
-                      why ? ck_error_message(why) : r == -EADDRNOTAVAIL ? "the pod has no IP address yet" : strerror(-r));
+                      why                   ? ck_error_message(why)
+                      : r == -EADDRNOTAVAIL ? "the pod has no IP address yet"
+                                            : strerror(-r));
                 worker_next(w);
         }
 }
@@ -314,7 +323,8 @@ static const struct container *probed_container(const struct pod *pod, size_t i)
         return container_is_sidecar(&pod->spec.init_containers[i]) ? &pod->spec.init_containers[i] : NULL;
 }
 
-int probe_manager_update_pod(struct prober *p, const struct pod *pod, const char *host, const struct kc_pod_status *st) {
+int probe_manager_update_pod(struct prober *p, const struct pod *pod, const char *host,
+                             const struct kc_pod_status *st) {
         size_t n_probed = pod->spec.n_containers + pod->spec.n_init_containers;
         struct probe_pod *pp = find_pod(p, pod->uid);
         int r;
@@ -391,8 +401,8 @@ void probe_manager_remove_pod(struct prober *p, const char *pod_uid) {
                 }
 }
 
-bool probe_manager_get_result(const struct prober *p, enum probe_type type, const char *pod_uid, const char *container_name,
-                       const char *container_id, enum probe_result *ret) {
+bool probe_manager_get_result(const struct prober *p, enum probe_type type, const char *pod_uid,
+                              const char *container_name, const char *container_id, enum probe_result *ret) {
         const struct probe_worker *w = find_worker(find_pod(p, pod_uid), container_name, type);
 
         if (!w || !w->container_id || !container_id || !streq(w->container_id, container_id))
@@ -415,16 +425,20 @@ void probe_manager_foreach_count(const struct prober *p, void (*fn)(const struct
                 for (const struct probe_worker *w = pp->workers; w; w = w->next)
                         for (int r = PROBE_RESULT_UNKNOWN; r <= PROBE_RESULT_FAILURE; r++) {
                                 struct prober_count c = {
-                                        .pod_namespace = pp->pod->namespace_, .pod_name = pp->pod->name,
-                                        .pod_uid = pp->uid, .container = w->container_name, .type = w->type,
-                                        .result = r, .count = w->counts[r],
+                                        .pod_namespace = pp->pod->namespace_,
+                                        .pod_name = pp->pod->name,
+                                        .pod_uid = pp->uid,
+                                        .container = w->container_name,
+                                        .type = w->type,
+                                        .result = r,
+                                        .count = w->counts[r],
                                 };
                                 fn(&c, ud);
                         }
 }
 
 int probe_manager_new(struct event_base *base, struct cri_client *cri, uint64_t request_timeout_usec,
-               const struct prober_callbacks *cb, void *userdata, struct prober **ret) {
+                      const struct prober_callbacks *cb, void *userdata, struct prober **ret) {
         struct prober *p = calloc(1, sizeof(*p));
 
         if (!p)

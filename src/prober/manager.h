@@ -37,7 +37,7 @@ struct prober_callbacks {
 };
 
 int probe_manager_new(struct event_base *base, struct cri_client *cri, uint64_t request_timeout_usec,
-               const struct prober_callbacks *cb, void *userdata, struct prober **ret);
+                      const struct prober_callbacks *cb, void *userdata, struct prober **ret);
 /* Stops every worker (in-flight probes are abandoned). Accepts NULL. */
 struct prober *probe_manager_free(struct prober *p);
 
@@ -51,8 +51,8 @@ void probe_manager_remove_pod(struct prober *p, const char *pod_uid);
 
 /* The published result of a probe kind for a container instance; false when there is none (no such probe,
  * or the worker follows another instance). */
-bool probe_manager_get_result(const struct prober *p, enum probe_type type, const char *pod_uid, const char *container_name,
-                       const char *container_id, enum probe_result *ret);
+bool probe_manager_get_result(const struct prober *p, enum probe_type type, const char *pod_uid,
+                              const char *container_name, const char *container_id, enum probe_result *ret);
 
 /* The results as the sync and the status read them (valid while p lives). */
 void probe_manager_results(const struct prober *p, struct probe_results *ret);
@@ -65,4 +65,3 @@ struct prober_count {
         uint64_t count;
 };
 void probe_manager_foreach_count(const struct prober *p, void (*fn)(const struct prober_count *c, void *ud), void *ud);
-

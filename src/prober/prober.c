@@ -41,7 +41,7 @@ char *probe_join_host_port(const char *host, int port) {
 void probe_state_init(struct probe_state *s, enum probe_type t) {
         *s = (struct probe_state) {
                 .last = PROBE_RESULT_UNKNOWN,
-                .published = t == PROBE_READINESS ? PROBE_RESULT_FAILURE
+                .published = t == PROBE_READINESS  ? PROBE_RESULT_FAILURE
                              : t == PROBE_LIVENESS ? PROBE_RESULT_SUCCESS
                                                    : PROBE_RESULT_UNKNOWN,
         };

@@ -25,9 +25,9 @@ char *probe_join_host_port(const char *host, int port);
 /* One worker's threshold state (worker.go): the published result changes only after failureThreshold
  * failures or successThreshold successes in a row. */
 struct probe_state {
-        enum probe_result last;       /* last raw result */
-        int32_t run;                  /* how many times in a row */
-        enum probe_result published;  /* what the kubelet acts on */
+        enum probe_result last;      /* last raw result */
+        int32_t run;                 /* how many times in a row */
+        enum probe_result published; /* what the kubelet acts on */
 };
 
 /* Initial published result: readiness starts as failure, liveness as success, startup as unknown. */

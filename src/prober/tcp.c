@@ -19,11 +19,11 @@ struct tcp_op {
         struct probe_env *env;
         int fd;
         int port;
-        int err;                 /* a failure known before any event (delivered from the loop) */
+        int err; /* a failure known before any event (delivered from the loop) */
         struct event *ev;
         struct evdns_getaddrinfo_request *dns;
         uint64_t timeout_usec;
-        char *target;            /* "host:port" for messages */
+        char *target; /* "host:port" for messages */
         char *lookup_error;
 };
 
@@ -158,14 +158,15 @@ int probe_tcp_start(struct probe_env *env, const struct probe_request *req, prob
                 in6->sin6_port = htons((uint16_t) req->port);
                 connect_to(t, (struct sockaddr *) in6, sizeof(*in6));
         } else {
-                struct evutil_addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+                struct evutil_addrinfo hints = { .ai_family = AF_UNSPEC,
+                                                 .ai_socktype = SOCK_STREAM,
                                                  .ai_flags = EVUTIL_AI_ADDRCONFIG };
                 char port[8];
                 struct evdns_getaddrinfo_request *q;
 
                 if (!env->dns) {
-                        env->dns = evdns_base_new(env->base, EVDNS_BASE_INITIALIZE_NAMESERVERS |
-                                                                     EVDNS_BASE_DISABLE_WHEN_INACTIVE);
+                        env->dns = evdns_base_new(env->base,
+                                                  EVDNS_BASE_INITIALIZE_NAMESERVERS | EVDNS_BASE_DISABLE_WHEN_INACTIVE);
                         if (!env->dns) {
                                 tcp_free(t);
                                 return -ENOMEM;

@@ -74,7 +74,8 @@ static int generate_self_signed(struct api_server *s, const char *cert_path, con
         X509_NAME_add_entry_by_txt(X509_get_subject_name(cert), "CN", MBSTRING_UTF8, (const unsigned char *) cn, -1, -1,
                                    0);
         X509_set_issuer_name(cert, X509_get_subject_name(cert));
-        if (add_ext(cert, NID_subject_alt_name, san) < 0 || add_ext(cert, NID_basic_constraints, "critical,CA:TRUE") < 0 ||
+        if (add_ext(cert, NID_subject_alt_name, san) < 0 ||
+            add_ext(cert, NID_basic_constraints, "critical,CA:TRUE") < 0 ||
             add_ext(cert, NID_key_usage, "critical,digitalSignature,keyEncipherment,keyCertSign") < 0 ||
             add_ext(cert, NID_ext_key_usage, "serverAuth") < 0) {
                 r = -EINVAL;
@@ -124,7 +125,8 @@ int api_tls_setup(struct api_server *s) {
                 if (!cert || !key)
                         return -ENOMEM;
         } else {
-                if (asprintf(&cert, "%s/kubelet.crt", o->cert_dir) < 0 || asprintf(&key, "%s/kubelet.key", o->cert_dir) < 0)
+                if (asprintf(&cert, "%s/kubelet.crt", o->cert_dir) < 0 ||
+                    asprintf(&key, "%s/kubelet.key", o->cert_dir) < 0)
                         return -ENOMEM;
                 if (access(cert, R_OK) < 0 || access(key, R_OK) < 0) {
                         r = generate_self_signed(s, cert, key);
@@ -139,14 +141,16 @@ int api_tls_setup(struct api_server *s) {
         SSL_CTX_set_options(s->ssl_ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE);
         if (SSL_CTX_use_certificate_chain_file(s->ssl_ctx, cert) != 1) {
                 err = ssl_error_string();
-                return log_error_errno(-EINVAL, "invalid serving certificate (--tls-cert-file) %s: %s", cert, strna(err));
+                return log_error_errno(-EINVAL, "invalid serving certificate (--tls-cert-file) %s: %s", cert,
+                                       strna(err));
         }
-        if (SSL_CTX_use_PrivateKey_file(s->ssl_ctx, key, SSL_FILETYPE_PEM) != 1 || SSL_CTX_check_private_key(s->ssl_ctx) != 1) {
+        if (SSL_CTX_use_PrivateKey_file(s->ssl_ctx, key, SSL_FILETYPE_PEM) != 1 ||
+            SSL_CTX_check_private_key(s->ssl_ctx) != 1) {
                 err = ssl_error_string();
                 return log_error_errno(-EINVAL, "invalid serving key (--tls-private-key-file) %s: %s", key, strna(err));
         }
         if (!isempty(o->client_ca_file)) {
-                STACK_OF(X509_NAME) *names;
+                STACK_OF(X509_NAME) * names;
                 if (SSL_CTX_load_verify_locations(s->ssl_ctx, o->client_ca_file, NULL) != 1) {
                         err = ssl_error_string();
                         return log_error_errno(-EINVAL, "unable to load client CA file (--client-ca-file) %s: %s",
@@ -159,11 +163,12 @@ int api_tls_setup(struct api_server *s) {
                 s->have_client_ca = true;
         }
         if ((streq(o->authorization_mode, "Webhook") || o->authentication_token_webhook) && isempty(o->kubeconfig))
-                log_warning("kubelet API: %s%s%s needs an API server, and none is configured: such requests are "
-                            "refused (use --authorization-mode=AlwaysAllow with --client-ca-file for a standalone node)",
-                            o->authentication_token_webhook ? "token authentication (authentication.webhook)" : "",
-                            o->authentication_token_webhook && streq(o->authorization_mode, "Webhook") ? " and " : "",
-                            streq(o->authorization_mode, "Webhook") ? "Webhook authorization" : "");
+                log_warning(
+                        "kubelet API: %s%s%s needs an API server, and none is configured: such requests are "
+                        "refused (use --authorization-mode=AlwaysAllow with --client-ca-file for a standalone node)",
+                        o->authentication_token_webhook ? "token authentication (authentication.webhook)" : "",
+                        o->authentication_token_webhook && streq(o->authorization_mode, "Webhook") ? " and " : "",
+                        streq(o->authorization_mode, "Webhook") ? "Webhook authorization" : "");
         return 0;
 }
 
@@ -254,8 +259,9 @@ int api_authenticate(struct api_request *r, const char **ret_token) {
                 token += strspn(token, " ");
                 if (!r->s->o->authentication_token_webhook || !r->s->client || isempty(token)) {
                         log_v(2, "API: bearer token for %s refused: %s", r->path,
-                              !r->s->o->authentication_token_webhook ? "token authentication (authentication.webhook) is off"
-                                                                     : "no API server for TokenReview");
+                              !r->s->o->authentication_token_webhook
+                                      ? "token authentication (authentication.webhook) is off"
+                                      : "no API server for TokenReview");
                         unauthorized(r);
                         return -EACCES;
                 }
@@ -331,8 +337,10 @@ int api_authorize(struct api_request *r) {
                 log_v(2, "API: forbidden (cached): user=%s verb=%s subresource=%s path=%s", r->user.name, verb, sub,
                       r->path);
         } else
-                log_v(2, "API: forbidden: user=%s verb=%s subresource=%s path=%s: Webhook authorization without an API "
-                         "server", r->user.name, verb, sub, r->path);
+                log_v(2,
+                      "API: forbidden: user=%s verb=%s subresource=%s path=%s: Webhook authorization without an API "
+                      "server",
+                      r->user.name, verb, sub, r->path);
         api_reply_text(r->req, 403, "Forbidden (user=%s, verb=%s, resource=%s, subresource(s)=[%s])\n", r->user.name,
                        verb, "nodes", sub);
         return -EPERM;

@@ -31,8 +31,9 @@ void api_handle_healthz(struct api_request *r, const char *check) {
         }
         if (sync < 0) {
                 log_info("healthz check failed: syncloop: %s", ck_error_message(why));
-                api_reply_text(r->req, 500, "[+]ping ok\n[+]log ok\n[-]syncloop failed: reason withheld\n"
-                                            "healthz check failed\n");
+                api_reply_text(r->req, 500,
+                               "[+]ping ok\n[+]log ok\n[-]syncloop failed: reason withheld\n"
+                               "healthz check failed\n");
                 return;
         }
         api_reply_text(r->req, 200, "ok");
@@ -103,12 +104,14 @@ void api_handle_configz(struct api_request *r) {
         }
         json_object_set_new(c, "authentication",
                             json_pack("{s:{s:s}, s:{s:b, s:o}, s:{s:b}}", "x509", "clientCAFile",
-                                      strempty(o->client_ca_file), "webhook", "enabled", o->authentication_token_webhook,
-                                      "cacheTTL", duration_json(o->authentication_token_webhook_cache_ttl_usec),
-                                      "anonymous", "enabled", o->anonymous_auth));
+                                      strempty(o->client_ca_file), "webhook", "enabled",
+                                      o->authentication_token_webhook, "cacheTTL",
+                                      duration_json(o->authentication_token_webhook_cache_ttl_usec), "anonymous",
+                                      "enabled", o->anonymous_auth));
         json_object_set_new(c, "authorization",
                             json_pack("{s:s, s:{s:o, s:o}}", "mode", o->authorization_mode, "webhook",
-                                      "cacheAuthorizedTTL", duration_json(o->authorization_webhook_cache_authorized_ttl_usec),
+                                      "cacheAuthorizedTTL",
+                                      duration_json(o->authorization_webhook_cache_authorized_ttl_usec),
                                       "cacheUnauthorizedTTL",
                                       duration_json(o->authorization_webhook_cache_unauthorized_ttl_usec)));
         api_reply_json(r->req, 200, json_pack("{s:o}", "kubeletconfig", c));
@@ -192,7 +195,8 @@ void api_handle_stats_summary(struct api_request *r, bool resource_metrics) {
                 _cleanup_free_ char *only = api_query_get(r->query, "only_cpu_and_memory");
                 bool b;
                 if (only && parse_bool(only, &b) < 0) {
-                        api_reply_text(r->req, 400, "invalid only_cpu_and_memory value \"%s\": must be a boolean\n", only);
+                        api_reply_text(r->req, 400, "invalid only_cpu_and_memory value \"%s\": must be a boolean\n",
+                                       only);
                         return;
                 }
         }

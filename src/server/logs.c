@@ -115,8 +115,9 @@ void api_handle_container_logs(struct api_request *r, const char *rest) {
 
         k = api_path_components(rest, &parts);
         if (k < 0 || strv_length(parts) != 3) {
-                api_reply_text(r->req, 400, "{\"message\": \"invalid path: want "
-                                            "/containerLogs/{podNamespace}/{podID}/{containerName}\"}");
+                api_reply_text(r->req, 400,
+                               "{\"message\": \"invalid path: want "
+                               "/containerLogs/{podNamespace}/{podID}/{containerName}\"}");
                 return;
         }
         ns = parts[0];
@@ -147,8 +148,10 @@ void api_handle_container_logs(struct api_request *r, const char *rest) {
                         api_reply_text(r->req, 400, "previous terminated container \"%s\" in pod \"%s\" not found\n",
                                        container, pod);
                 else
-                        api_reply_text(r->req, 400, "container \"%s\" in pod \"%s\" is waiting to start: "
-                                                    "ContainerCreating\n", container, pod);
+                        api_reply_text(r->req, 400,
+                                       "container \"%s\" in pod \"%s\" is waiting to start: "
+                                       "ContainerCreating\n",
+                                       container, pod);
                 return;
         }
         if (k < 0) {
@@ -209,7 +212,7 @@ void api_handle_container_logs(struct api_request *r, const char *rest) {
                 return;
         }
         k = logs_follow(r->s->base, c->log_path, &o, &cursor, on_follow_write, on_follow_running, on_follow_done, ls,
-                           &ls->follower);
+                        &ls->follower);
         logs_cursor_done(&cursor);
         if (k < 0) {
                 log_stream_free(ls);

@@ -354,12 +354,23 @@ static int add_html_escaped(struct evbuffer *out, const char *s) {
                         return -ENOMEM;
                 p += l;
                 switch (*p) {
-                case '&': rep = "&amp;"; break;
-                case '<': rep = "&lt;"; break;
-                case '>': rep = "&gt;"; break;
-                case '"': rep = "&#34;"; break;
-                case '\'': rep = "&#39;"; break;
-                default: break;
+                case '&':
+                        rep = "&amp;";
+                        break;
+                case '<':
+                        rep = "&lt;";
+                        break;
+                case '>':
+                        rep = "&gt;";
+                        break;
+                case '"':
+                        rep = "&#34;";
+                        break;
+                case '\'':
+                        rep = "&#39;";
+                        break;
+                default:
+                        break;
                 }
                 if (!rep)
                         break;

@@ -180,23 +180,25 @@ int api_log_options_from_query_at(const char *query_string, int64_t now_nsec, st
         if (val[Q_TAIL_LINES]) {
                 if (parse_int64_strict(val[Q_TAIL_LINES], &tail) < 0) {
                         r = ck_error_set(ret_error, -EBADMSG, "Unable to decode query: tailLines: invalid value \"%s\"",
-                                      val[Q_TAIL_LINES]);
+                                         val[Q_TAIL_LINES]);
                         goto finish;
                 }
                 have_tail = true;
         }
         if (val[Q_LIMIT_BYTES]) {
                 if (parse_int64_strict(val[Q_LIMIT_BYTES], &limit) < 0) {
-                        r = ck_error_set(ret_error, -EBADMSG, "Unable to decode query: limitBytes: invalid value \"%s\"",
-                                      val[Q_LIMIT_BYTES]);
+                        r = ck_error_set(ret_error, -EBADMSG,
+                                         "Unable to decode query: limitBytes: invalid value \"%s\"",
+                                         val[Q_LIMIT_BYTES]);
                         goto finish;
                 }
                 have_limit = true;
         }
         if (val[Q_SINCE_SECONDS]) {
                 if (parse_int64_strict(val[Q_SINCE_SECONDS], &since_seconds) < 0) {
-                        r = ck_error_set(ret_error, -EBADMSG, "Unable to decode query: sinceSeconds: invalid value \"%s\"",
-                                      val[Q_SINCE_SECONDS]);
+                        r = ck_error_set(ret_error, -EBADMSG,
+                                         "Unable to decode query: sinceSeconds: invalid value \"%s\"",
+                                         val[Q_SINCE_SECONDS]);
                         goto finish;
                 }
                 have_since_seconds = true;
@@ -206,7 +208,8 @@ int api_log_options_from_query_at(const char *query_string, int64_t now_nsec, st
                 int32_t off;
                 /* metav1.Time's UnmarshalQueryParameter: "" and "null" are the zero time, still "set" */
                 if (!isempty(s) && !streq(s, "null") && logs_parse_timestamp(s, strlen(s), &since_time, &off) < 0) {
-                        r = ck_error_set(ret_error, -EBADMSG, "Unable to decode query: sinceTime: invalid value \"%s\"", s);
+                        r = ck_error_set(ret_error, -EBADMSG, "Unable to decode query: sinceTime: invalid value \"%s\"",
+                                         s);
                         goto finish;
                 }
                 have_since_time = true;
@@ -218,10 +221,12 @@ int api_log_options_from_query_at(const char *query_string, int64_t now_nsec, st
                              tail)) < 0)
                 goto finish;
         if (have_limit && limit < 1 &&
-            (r = add_invalid(&errs, &nerr, "limitBytes: Invalid value: %" PRId64 ": must be greater than 0", limit)) < 0)
+            (r = add_invalid(&errs, &nerr, "limitBytes: Invalid value: %" PRId64 ": must be greater than 0", limit)) <
+                    0)
                 goto finish;
         if (have_since_seconds && have_since_time) {
-                r = add_invalid(&errs, &nerr, "Forbidden: at most one of `sinceTime` or `sinceSeconds` may be specified");
+                r = add_invalid(&errs, &nerr,
+                                "Forbidden: at most one of `sinceTime` or `sinceSeconds` may be specified");
                 if (r < 0)
                         goto finish;
         } else if (have_since_seconds && since_seconds < 1) {
@@ -231,7 +236,8 @@ int api_log_options_from_query_at(const char *query_string, int64_t now_nsec, st
                         goto finish;
         }
         if (nerr > 0) {
-                r = nerr > 1 ? ck_error_set(ret_error, -EINVAL, "[%s]", errs) : ck_error_set(ret_error, -EINVAL, "%s", errs);
+                r = nerr > 1 ? ck_error_set(ret_error, -EINVAL, "[%s]", errs)
+                             : ck_error_set(ret_error, -EINVAL, "%s", errs);
                 goto finish;
         }
 

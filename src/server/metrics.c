@@ -87,12 +87,13 @@ static void add_op(const struct cri_op_stats *s, void *ud) {
                 return;
         switch (c->pass) {
         case 0:
-                evbuffer_add_printf(c->b, "kubelet_runtime_operations_total{operation_type=\"%s\"} %llu\n", s->operation,
-                                    (unsigned long long) s->count);
+                evbuffer_add_printf(c->b, "kubelet_runtime_operations_total{operation_type=\"%s\"} %llu\n",
+                                    s->operation, (unsigned long long) s->count);
                 break;
         case 1:
                 if (s->errors > 0)
-                        evbuffer_add_printf(c->b, "kubelet_runtime_operations_errors_total{operation_type=\"%s\"} %llu\n",
+                        evbuffer_add_printf(c->b,
+                                            "kubelet_runtime_operations_errors_total{operation_type=\"%s\"} %llu\n",
                                             s->operation, (unsigned long long) s->errors);
                 break;
         default:
@@ -115,8 +116,9 @@ void api_handle_metrics(struct api_request *r) {
         evbuffer_add_printf(b, "kubelet_running_pods %zu\n", n.running_pods);
         header(b, "kubelet_running_containers", "gauge", "[ALPHA] Number of containers currently running");
         evbuffer_add_printf(b, "kubelet_running_containers{container_state=\"running\"} %zu\n", n.running_containers);
-        header(b, "kubelet_desired_pods", "gauge", "[ALPHA] The number of pods the kubelet is being instructed to run. "
-                                                    "static is true if the pod is not from the apiserver.");
+        header(b, "kubelet_desired_pods", "gauge",
+               "[ALPHA] The number of pods the kubelet is being instructed to run. "
+               "static is true if the pod is not from the apiserver.");
         evbuffer_add_printf(b, "kubelet_desired_pods{static=\"true\"} %zu\n", n.desired_pods);
         header(b, "kubelet_pod_start_duration_seconds", "histogram",
                "[ALPHA] Duration in seconds from kubelet seeing a pod for the first time to the pod starting to run");
@@ -169,8 +171,9 @@ void api_handle_metrics_probes(struct api_request *r) {
                 api_reply_text(r->req, 500, "Internal Error: out of memory\n");
                 return;
         }
-        header(b, "prober_probe_total", "counter", "[ALPHA] Cumulative number of a liveness, readiness or startup probe "
-                                                  "for a container by result.");
+        header(b, "prober_probe_total", "counter",
+               "[ALPHA] Cumulative number of a liveness, readiness or startup probe "
+               "for a container by result.");
         probe_manager_foreach_count(r->s->prober, add_probe_count, b);
         api_reply_buffer(r->req, 200, CONTENT_TYPE, b);
 }

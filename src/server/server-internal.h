@@ -14,9 +14,9 @@
 /* limits on what a client may send or hold */
 #define API_MAX_HEADERS_SIZE (64 * 1024)
 #define API_MAX_BODY_SIZE (1024 * 1024)
-#define API_REQUEST_TIMEOUT_SEC 60          /* reading a request, writing a reply (streams lift it) */
-#define API_MAX_CONNECTIONS 512            /* TLS connections at once; more are refused at accept */
-#define API_MAX_STREAMS 256                /* follow/exec/attach/port-forward at once */
+#define API_REQUEST_TIMEOUT_SEC 60 /* reading a request, writing a reply (streams lift it) */
+#define API_MAX_CONNECTIONS 512    /* TLS connections at once; more are refused at accept */
+#define API_MAX_STREAMS 256        /* follow/exec/attach/port-forward at once */
 
 enum api_port {
         API_PORT_SECURE,   /* --port: TLS, authn/authz, debugging handlers */
@@ -43,7 +43,7 @@ struct api_server {
         const struct kubelet_options *o;
         struct cri_client *cri;
         struct prober *prober;
-        struct kube_client *client;         /* NULL without an API server */
+        struct kube_client *client; /* NULL without an API server */
         const char *node_ip;
         const struct machine_info *machine;
         struct api_host host;
@@ -55,7 +55,7 @@ struct api_server {
         struct api_conn_counter *conns;
         struct api_cache *token_cache, *authz_cache;
         unsigned n_streams;
-        struct api_stream *streams;         /* long-running responses, cancelled at free */
+        struct api_stream *streams; /* long-running responses, cancelled at free */
         struct stats_provider *stats;
 };
 
@@ -69,8 +69,8 @@ struct api_request {
         struct api_server *s;
         struct evhttp_request *req;
         enum api_port port;
-        const char *path;   /* raw (still percent-encoded) path */
-        const char *query;  /* raw query or NULL */
+        const char *path;  /* raw (still percent-encoded) path */
+        const char *query; /* raw query or NULL */
         enum evhttp_cmd_type method;
         struct api_user user;
 };
@@ -131,10 +131,10 @@ int api_webhook_authenticate_cached(struct api_request *r, const char *token);
 int api_webhook_authorize_cached(struct api_request *r);
 void api_webhook_review_token(struct api_request *r, const char *token);
 void api_webhook_authorize(struct api_request *r);
-const char *api_subresource(const char *path);                /* "stats", "metrics", "log", "proxy" */
-const char *api_verb(enum evhttp_cmd_type method);            /* "get", "create", ... */
+const char *api_subresource(const char *path);     /* "stats", "metrics", "log", "proxy" */
+const char *api_verb(enum evhttp_cmd_type method); /* "get", "create", ... */
 void api_user_done(struct api_user *u);
-int api_tls_setup(struct api_server *s);                      /* SSL_CTX with the serving pair and client CA */
+int api_tls_setup(struct api_server *s); /* SSL_CTX with the serving pair and client CA */
 
 /* handlers */
 void api_handle_healthz(struct api_request *r, const char *check);

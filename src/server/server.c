@@ -318,8 +318,10 @@ static void on_request(struct evhttp_request *req, void *userdata) {
                 return;
         }
         log_v(4, "API request: port=%s method=%d path=\"%s\"",
-              l->port == API_PORT_SECURE ? "secure" : l->port == API_PORT_READONLY ? "read-only" : "healthz", r.method,
-              r.path);
+              l->port == API_PORT_SECURE     ? "secure"
+              : l->port == API_PORT_READONLY ? "read-only"
+                                             : "healthz",
+              r.method, r.path);
         if (l->port == API_PORT_SECURE) {
                 const char *token = NULL;
                 int k = api_authenticate(&r, &token);
@@ -395,15 +397,18 @@ static int listen_on(struct api_server *s, enum api_port port, const char *addre
                 int r = errno > 0 ? -errno : -EADDRINUSE;
                 snprintf(addr, sizeof(addr), strchr(address, ':') ? "[%s]" : "%s", address);
                 return log_error_errno(r, "failed to listen on %s:%d (%s): %s", addr, portnum,
-                                       port == API_PORT_SECURE ? "--port" : port == API_PORT_READONLY ? "--read-only-port"
-                                                                                                      : "--healthz-port",
+                                       port == API_PORT_SECURE     ? "--port"
+                                       : port == API_PORT_READONLY ? "--read-only-port"
+                                                                   : "--healthz-port",
                                        strerror(-r));
         }
         /* accepted sockets inherit it: a reply written in two pieces (headers, body; TLS records) must not wait
          * for the client's delayed ACK */
         (void) setsockopt(evhttp_bound_socket_get_fd(bound), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
         log_info("Starting to listen: address=\"%s\" port=%d%s", address, portnum,
-                 port == API_PORT_SECURE ? "" : port == API_PORT_READONLY ? " (read-only)" : " (healthz)");
+                 port == API_PORT_SECURE     ? ""
+                 : port == API_PORT_READONLY ? " (read-only)"
+                                             : " (healthz)");
         return 0;
 }
 
@@ -411,7 +416,10 @@ int api_server_new(struct event_base *base, const struct api_server_config *cfg,
         const struct kubelet_options *o = cfg->opts;
         struct api_server *s;
         struct stats_config sc = {
-                .node_name = o->node_name, .root_dir = o->root_dir, .pod_logs_dir = o->pod_logs_dir, .host_root = "",
+                .node_name = o->node_name,
+                .root_dir = o->root_dir,
+                .pod_logs_dir = o->pod_logs_dir,
+                .host_root = "",
         };
         int r;
 

@@ -53,10 +53,10 @@ struct api_host {
 /* Everything the server works with; the pointers are borrowed and must outlive the server. */
 struct api_server_config {
         const struct kubelet_options *opts;
-        struct cri_client *cri;     /* exec, attach, port-forward, /run, stats, runtime metrics */
-        struct prober *prober;      /* probe counts (/metrics/probes) */
-        struct kube_client *client; /* the API server (TokenReview, SubjectAccessReview); NULL without one */
-        const char *node_ip;        /* for the self-signed serving certificate */
+        struct cri_client *cri;             /* exec, attach, port-forward, /run, stats, runtime metrics */
+        struct prober *prober;              /* probe counts (/metrics/probes) */
+        struct kube_client *client;         /* the API server (TokenReview, SubjectAccessReview); NULL without one */
+        const char *node_ip;                /* for the self-signed serving certificate */
         const struct machine_info *machine; /* /spec (GetCachedMachineInfo) */
         struct api_host host;
 };

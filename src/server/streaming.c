@@ -24,11 +24,11 @@
 struct proxy {
         struct api_stream stream;
         struct api_server *s;
-        struct evhttp_request *req;       /* until the CRI call answers and the connection is taken over */
-        struct evhttp_connection *evcon;  /* the client's connection, taken over from evhttp */
+        struct evhttp_request *req;      /* until the CRI call answers and the connection is taken over */
+        struct evhttp_connection *evcon; /* the client's connection, taken over from evhttp */
         struct bufferevent *client, *backend;
         char *kind;
-        char *what;                       /* "ns/pod/container", for logs */
+        char *what; /* "ns/pod/container", for logs */
         bool closing;
 };
 
@@ -118,7 +118,8 @@ static void on_event(struct bufferevent *bev, short what, void *userdata) {
                 maybe_finish(p);
         } else {
                 /* the client left: nothing more to deliver to it */
-                evbuffer_drain(bufferevent_get_output(p->client), evbuffer_get_length(bufferevent_get_output(p->client)));
+                evbuffer_drain(bufferevent_get_output(p->client),
+                               evbuffer_get_length(bufferevent_get_output(p->client)));
                 if (p->backend) {
                         bufferevent_free(p->backend);
                         p->backend = NULL;
@@ -217,7 +218,8 @@ static void on_stream_url(const struct cri_reply *reply, void *userdata) {
         r = parse_stream_url(strempty(url), &addr, &alen, &hostport, &path);
         if (r < 0) {
                 api_stream_unregister(&p->stream);
-                api_reply_text(req, 500, "Internal Error: unusable streaming URL \"%s\" from the runtime\n", strempty(url));
+                api_reply_text(req, 500, "Internal Error: unusable streaming URL \"%s\" from the runtime\n",
+                               strempty(url));
                 p->req = NULL;
                 proxy_free(p);
                 return;
@@ -246,8 +248,8 @@ static void on_stream_url(const struct cri_reply *reply, void *userdata) {
         /* replay the request: the runtime's path, the client's query and headers (Host rewritten) */
         uri = evhttp_request_get_evhttp_uri(req);
         out = bufferevent_get_output(p->backend);
-        evbuffer_add_printf(out, "%s %s%s%s HTTP/1.1\r\nHost: %s\r\n", method_name(evhttp_request_get_command(req)), path,
-                            evhttp_uri_get_query(uri) ? "?" : "", strempty(evhttp_uri_get_query(uri)), hostport);
+        evbuffer_add_printf(out, "%s %s%s%s HTTP/1.1\r\nHost: %s\r\n", method_name(evhttp_request_get_command(req)),
+                            path, evhttp_uri_get_query(uri) ? "?" : "", strempty(evhttp_uri_get_query(uri)), hostport);
         TAILQ_FOREACH(h, evhttp_request_get_input_headers(req), next) {
                 if (strcasecmp(h->key, "Host") == 0 || strcasecmp(h->key, "Authorization") == 0)
                         continue;
@@ -397,7 +399,8 @@ void api_handle_streaming(struct api_request *r, const char *kind, const char *r
                 for (size_t i = 0; i < np; i++) {
                         int v;
                         if (safe_atoi(ports[i], &v) < 0 || v < 1 || v > 65535) {
-                                api_reply_text(r->req, 400, "invalid port \"%s\": must be between 1 and 65535\n", ports[i]);
+                                api_reply_text(r->req, 400, "invalid port \"%s\": must be between 1 and 65535\n",
+                                               ports[i]);
                                 return;
                         }
                         pv[i] = v;

@@ -24,10 +24,10 @@
 
 struct api_cache_entry {
         char *key;
-        uint64_t expires_usec;  /* monotonic */
-        bool yes;               /* authenticated / allowed */
-        struct api_user user;   /* tokens: who it is */
-        char *reason;           /* authorization: the reviewer's reason */
+        uint64_t expires_usec; /* monotonic */
+        bool yes;              /* authenticated / allowed */
+        struct api_user user;  /* tokens: who it is */
+        char *reason;          /* authorization: the reviewer's reason */
 };
 
 struct api_cache {
@@ -124,8 +124,8 @@ static char *authz_key(const struct api_request *r) {
         _cleanup_free_ char *groups = strv_join(r->user.groups, ",");
         char *k;
 
-        if (!groups || asprintf(&k, "%s\n%s\n%s\n%s", r->user.name, groups, api_verb(r->method),
-                                api_subresource(r->path)) < 0)
+        if (!groups ||
+            asprintf(&k, "%s\n%s\n%s\n%s", r->user.name, groups, api_verb(r->method), api_subresource(r->path)) < 0)
                 return NULL;
         return k;
 }
@@ -160,10 +160,10 @@ int api_webhook_authorize_cached(struct api_request *r) {
 /* ---------------------------------------------------------------- reviews in flight */
 
 struct api_pending {
-        struct api_request r;       /* path and query point into the evhttp request, alive until it is answered */
+        struct api_request r; /* path and query point into the evhttp request, alive until it is answered */
         struct evhttp_connection *conn;
         struct kube_request *kreq;
-        char *key;                  /* cache key of the review in flight */
+        char *key; /* cache key of the review in flight */
 };
 
 static void pending_free(struct api_pending *p) {
@@ -232,10 +232,10 @@ static void pending_authorize(struct api_pending *p) {
                 json_array_append_new(groups, json_string(*g));
         body = json_pack("{s:s, s:s, s:{s:s, s:o, s:{s:s, s:s, s:s, s:s, s:s, s:s}}}", "apiVersion",
                          "authorization.k8s.io/v1", "kind", "SubjectAccessReview", "spec", "user", p->r.user.name,
-                         "groups", groups, "resourceAttributes", "verb", api_verb(p->r.method), "group", "",
-                         "version", "v1", "resource", "nodes", "subresource", api_subresource(p->r.path), "name",
-                         o->node_name);
-        if (!p->key || !body || start_review(p, "/apis/authorization.k8s.io/v1/subjectaccessreviews", body, on_sar) < 0) {
+                         "groups", groups, "resourceAttributes", "verb", api_verb(p->r.method), "group", "", "version",
+                         "v1", "resource", "nodes", "subresource", api_subresource(p->r.path), "name", o->node_name);
+        if (!p->key || !body ||
+            start_review(p, "/apis/authorization.k8s.io/v1/subjectaccessreviews", body, on_sar) < 0) {
                 forbidden(&p->r, "the SubjectAccessReview could not be sent");
                 pending_free(p);
         }
@@ -256,7 +256,8 @@ static void on_sar(const struct kube_response *resp, void *userdata) {
                 pending_free(p);
                 return;
         }
-        e = cache_put(&p->r.s->authz_cache, TAKE_PTR(p->key), allowed, allowed ? AUTHORIZED_TTL_USEC : UNAUTHORIZED_TTL_USEC);
+        e = cache_put(&p->r.s->authz_cache, TAKE_PTR(p->key), allowed,
+                      allowed ? AUTHORIZED_TTL_USEC : UNAUTHORIZED_TTL_USEC);
         if (e && reason)
                 e->reason = strdup(reason);
         if (!allowed) {

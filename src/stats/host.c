@@ -21,8 +21,8 @@
 #include "basic/fs.h"
 #include "basic/string.h"
 
-#define SMALL_FILE_MAX (64u * 1024u)          /* cgroup files, meminfo, loadavg */
-#define TABLE_FILE_MAX (4u * 1024u * 1024u)   /* /proc/net/dev, /proc/net/route, /proc/stat */
+#define SMALL_FILE_MAX (64u * 1024u)        /* cgroup files, meminfo, loadavg */
+#define TABLE_FILE_MAX (4u * 1024u * 1024u) /* /proc/net/dev, /proc/net/route, /proc/stat */
 #define DU_MAX_DEPTH 16
 #define DU_MAX_ENTRIES 1000000u
 
@@ -205,8 +205,8 @@ int stats_cgroup_v1_parse_memory(const char *usage_text, const char *stat_text, 
                 return -EINVAL;
         m->has_memory = true;
         m->memory_usage_bytes = usage;
-        m->memory_working_set_bytes =
-                stats_working_set(usage, keyed_or_zero(stat_text, "total_inactive_file", "inactive_file"));
+        m->memory_working_set_bytes = stats_working_set(usage, keyed_or_zero(stat_text, "total_inactive_file",
+                                                                             "inactive_file"));
         m->memory_rss_bytes = keyed_or_zero(stat_text, "total_rss", "rss");
         m->memory_page_faults = keyed_or_zero(stat_text, "total_pgfault", "pgfault");
         m->memory_major_page_faults = keyed_or_zero(stat_text, "total_pgmajfault", "pgmajfault");
@@ -360,13 +360,19 @@ int stats_proc_net_dev_parse(const char *text, struct net_dev_stats **ret, size_
                         alloc = na;
                 }
                 v[n] = (struct net_dev_stats) {
-                        .rx_bytes = f[0], .rx_packets = f[1], .rx_errors = f[2], .rx_dropped = f[3],
-                        .tx_bytes = f[8], .tx_packets = f[9], .tx_errors = f[10], .tx_dropped = f[11],
+                        .rx_bytes = f[0],
+                        .rx_packets = f[1],
+                        .rx_errors = f[2],
+                        .rx_dropped = f[3],
+                        .tx_bytes = f[8],
+                        .tx_packets = f[9],
+                        .tx_errors = f[10],
+                        .tx_dropped = f[11],
                 };
                 memcpy(v[n].name, b, (size_t) (colon - b));
                 v[n].name[colon - b] = '\0';
                 n++;
-        next:
+next:
                 l = *eol ? eol + 1 : eol;
         }
         *ret = TAKE_PTR(v);
@@ -477,8 +483,8 @@ int stats_node_network_read(const char *root, struct net_dev_stats **ret, size_t
 
 /* ---------------------------------------------------------------- cpu rate */
 
-bool stats_nano_cores(uint64_t prev_usage_nsec, int64_t prev_time_nsec, uint64_t cur_usage_nsec,
-                      int64_t cur_time_nsec, uint64_t *ret) {
+bool stats_nano_cores(uint64_t prev_usage_nsec, int64_t prev_time_nsec, uint64_t cur_usage_nsec, int64_t cur_time_nsec,
+                      uint64_t *ret) {
         double v;
 
         if (cur_time_nsec <= prev_time_nsec || cur_usage_nsec < prev_usage_nsec)

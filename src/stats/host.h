@@ -34,7 +34,7 @@ int stats_parse_cpu_list(const char *text, unsigned *ret);
 
 struct cgroup_cpu_memory {
         bool has_cpu;
-        uint64_t cpu_usage_nsec;          /* cumulative, all cores */
+        uint64_t cpu_usage_nsec; /* cumulative, all cores */
         bool has_memory;
         uint64_t memory_usage_bytes;
         uint64_t memory_working_set_bytes; /* usage - inactive_file, floored at 0 */
@@ -84,8 +84,8 @@ int stats_node_network_read(const char *root, struct net_dev_stats **ret, size_t
 
 /* usageNanoCores from two cumulative samples (ns of CPU, sample time in ns). false when it cannot be computed
  * (no time elapsed, or the counter went backwards). */
-bool stats_nano_cores(uint64_t prev_usage_nsec, int64_t prev_time_nsec, uint64_t cur_usage_nsec,
-                      int64_t cur_time_nsec, uint64_t *ret);
+bool stats_nano_cores(uint64_t prev_usage_nsec, int64_t prev_time_nsec, uint64_t cur_usage_nsec, int64_t cur_time_nsec,
+                      uint64_t *ret);
 
 /* ---- filesystems ---- */
 

@@ -59,8 +59,8 @@ static int read_trimmed_or_empty(const char *root, const char *path, char **ret)
 }
 
 /* /proc/cpuinfo lines are "key<tabs>: value". Calls fn for each key/value; a blank line ends a processor. */
-static void cpuinfo_foreach(const char *text, void (*fn)(const char *key, size_t klen, const char *value, size_t vlen,
-                                                         void *ud),
+static void cpuinfo_foreach(const char *text,
+                            void (*fn)(const char *key, size_t klen, const char *value, size_t vlen, void *ud),
                             void *ud) {
         for (const char *l = text; *l;) {
                 const char *eol = strchrnul(l, '\n'), *colon = memchr(l, ':', (size_t) (eol - l));
@@ -80,10 +80,10 @@ static void cpuinfo_foreach(const char *text, void (*fn)(const char *key, size_t
 struct cpuinfo_scan {
         unsigned processors;
         char vendor[64];
-        double mhz;                 /* first "cpu MHz", 0 if none */
+        double mhz; /* first "cpu MHz", 0 if none */
         bool have_mhz;
-        long cur_phys, cur_core;    /* of the processor being scanned, -1 until seen */
-        long pairs[MAX_CPUS][2];    /* unique (physical id, core id) */
+        long cur_phys, cur_core; /* of the processor being scanned, -1 until seen */
+        long pairs[MAX_CPUS][2]; /* unique (physical id, core id) */
         unsigned n_pairs;
         long sockets[MAX_CPUS];
         unsigned n_sockets;
@@ -154,7 +154,7 @@ static void cpuinfo_line(const char *key, size_t klen, const char *value, size_t
 
 /* unique physical cores and sockets from sysfs topology of the online CPUs; false if unavailable */
 static bool sysfs_topology(const char *root, unsigned *ret_cores, unsigned *ret_sockets) {
-        _cleanup_free_ long (*pairs)[2] = NULL;
+        _cleanup_free_ long(*pairs)[2] = NULL;
         _cleanup_free_ long *sockets = NULL;
         _cleanup_free_ char *dir = NULL;
         unsigned n_pairs = 0, n_sockets = 0;
@@ -358,10 +358,22 @@ const char *stats_machine_goarch(const char *m) {
         static const struct {
                 const char *uname, *goarch;
         } map[] = {
-                { "x86_64", "amd64" },   { "amd64", "amd64" },     { "aarch64", "arm64" },  { "arm64", "arm64" },
-                { "armv7l", "arm" },     { "armv6l", "arm" },      { "armv8l", "arm" },     { "i386", "386" },
-                { "i486", "386" },       { "i586", "386" },        { "i686", "386" },       { "ppc64le", "ppc64le" },
-                { "ppc64", "ppc64" },    { "s390x", "s390x" },     { "riscv64", "riscv64" }, { "mips64", "mips64" },
+                { "x86_64", "amd64" },
+                { "amd64", "amd64" },
+                { "aarch64", "arm64" },
+                { "arm64", "arm64" },
+                { "armv7l", "arm" },
+                { "armv6l", "arm" },
+                { "armv8l", "arm" },
+                { "i386", "386" },
+                { "i486", "386" },
+                { "i586", "386" },
+                { "i686", "386" },
+                { "ppc64le", "ppc64le" },
+                { "ppc64", "ppc64" },
+                { "s390x", "s390x" },
+                { "riscv64", "riscv64" },
+                { "mips64", "mips64" },
                 { "loongarch64", "loong64" },
         };
         for (size_t i = 0; i < ELEMENTSOF(map); i++)
@@ -529,15 +541,17 @@ int stats_machine_info_to_json(const struct machine_info *m, json_t **ret) {
             json_object_set_new(o, "swap_capacity", stats_juint(m->swap_capacity)) < 0 ||
             json_object_set_new(o, "memory_by_type", json_object()) < 0)
                 return -ENOMEM;
-        nvm = json_pack("{s:i,s:i,s:i}", "memory_mode_capacity", 0, "app direct_mode_capacity", 0, "avg_power_budget", 0);
+        nvm = json_pack("{s:i,s:i,s:i}", "memory_mode_capacity", 0, "app direct_mode_capacity", 0, "avg_power_budget",
+                        0);
         if (json_object_set_new(o, "nvm", nvm) < 0)
                 return -ENOMEM;
         hp = json_array();
         if (json_object_set_new(o, "hugepages", hp) < 0)
                 return -ENOMEM;
         for (size_t i = 0; i < m->n_hugepages; i++)
-                if (json_array_append_new(hp, json_pack("{s:I,s:I}", "page_size", (json_int_t) m->hugepages[i].page_size_kb,
-                                                        "num_pages", (json_int_t) m->hugepages[i].num_pages)) < 0)
+                if (json_array_append_new(hp,
+                                          json_pack("{s:I,s:I}", "page_size", (json_int_t) m->hugepages[i].page_size_kb,
+                                                    "num_pages", (json_int_t) m->hugepages[i].num_pages)) < 0)
                         return -ENOMEM;
         if (json_object_set_new(o, "machine_id", stats_jstr(m->machine_id)) < 0 ||
             json_object_set_new(o, "system_uuid", stats_jstr(m->system_uuid)) < 0 ||
@@ -551,8 +565,8 @@ int stats_machine_info_to_json(const struct machine_info *m, json_t **ret) {
         for (size_t i = 0; i < m->n_network_devices; i++) {
                 const struct net_device_info *d = &m->network_devices[i];
                 if (json_array_append_new(nd, json_pack("{s:o,s:o,s:I,s:I}", "name", stats_jstr(d->name), "mac_address",
-                                                        stats_jstr(d->mac_address), "speed", (json_int_t) d->speed, "mtu",
-                                                        (json_int_t) d->mtu)) < 0)
+                                                        stats_jstr(d->mac_address), "speed", (json_int_t) d->speed,
+                                                        "mtu", (json_int_t) d->mtu)) < 0)
                         return -ENOMEM;
         }
         if (json_object_set_new(o, "topology", json_array()) < 0 ||

@@ -16,29 +16,29 @@ struct hugepages_info {
 struct net_device_info {
         char *name;
         char *mac_address;
-        int64_t speed;           /* Mbit/s, 0 when unknown */
+        int64_t speed; /* Mbit/s, 0 when unknown */
         int64_t mtu;
 };
 
 struct machine_info {
-        uint64_t timestamp_usec;     /* realtime, when read */
-        char *vendor_id;             /* /proc/cpuinfo vendor_id, "" if unknown */
-        unsigned num_cores;          /* online CPUs */
+        uint64_t timestamp_usec; /* realtime, when read */
+        char *vendor_id;         /* /proc/cpuinfo vendor_id, "" if unknown */
+        unsigned num_cores;      /* online CPUs */
         unsigned num_physical_cores;
         unsigned num_sockets;
-        uint64_t cpu_frequency_khz;  /* cpufreq max, else /proc/cpuinfo "cpu MHz", else 0 */
-        uint64_t memory_capacity;    /* MemTotal, bytes */
-        uint64_t swap_capacity;      /* SwapTotal, bytes */
+        uint64_t cpu_frequency_khz; /* cpufreq max, else /proc/cpuinfo "cpu MHz", else 0 */
+        uint64_t memory_capacity;   /* MemTotal, bytes */
+        uint64_t swap_capacity;     /* SwapTotal, bytes */
         struct hugepages_info *hugepages;
         size_t n_hugepages;
         struct net_device_info *network_devices; /* physical interfaces (those with a device link in sysfs) */
         size_t n_network_devices;
-        char *machine_id;            /* /etc/machine-id */
-        char *system_uuid;           /* /sys/class/dmi/id/product_uuid, "" if unreadable */
-        char *boot_id;               /* /proc/sys/kernel/random/boot_id */
-        char *kernel_version;        /* uname release */
-        char *os_image;              /* PRETTY_NAME of os-release, "Linux" if unknown */
-        char *architecture;          /* GOARCH spelling: amd64, arm64, ... */
+        char *machine_id;     /* /etc/machine-id */
+        char *system_uuid;    /* /sys/class/dmi/id/product_uuid, "" if unreadable */
+        char *boot_id;        /* /proc/sys/kernel/random/boot_id */
+        char *kernel_version; /* uname release */
+        char *os_image;       /* PRETTY_NAME of os-release, "Linux" if unknown */
+        char *architecture;   /* GOARCH spelling: amd64, arm64, ... */
 };
 
 /* Read the machine's description. root: prefix for every path ("" or NULL: the real host). Fails only when

@@ -50,7 +50,7 @@ struct sample {
         const char *container, *namespace_, *pod; /* borrowed from the summary */
         bool has_cpu, has_mem, has_start;
         double cpu, mem, start;
-        int64_t cpu_ms, mem_ms;                   /* -1: no timestamp */
+        int64_t cpu_ms, mem_ms; /* -1: no timestamp */
 };
 
 static int64_t time_ms(const json_t *stat) {
@@ -172,8 +172,7 @@ static int add_family(struct evbuffer *out, const char *name, const char *help, 
                                 return r;
                         header = true;
                 }
-                r = add_sample(out, name, with_container ? v[i].container : NULL, v[i].namespace_, v[i].pod, value,
-                               ts);
+                r = add_sample(out, name, with_container ? v[i].container : NULL, v[i].namespace_, v[i].pod, value, ts);
                 if (r < 0)
                         return r;
         }
@@ -220,8 +219,9 @@ int stats_resource_metrics(const json_t *summary, struct evbuffer *out) {
                                         cs = nv;
                                         acs = na;
                                 }
-                                cs[ncs] = (struct sample) { .container = cname, .namespace_ = ns, .pod = name,
-                                                            .cpu_ms = -1, .mem_ms = -1 };
+                                cs[ncs] = (struct sample) {
+                                        .container = cname, .namespace_ = ns, .pod = name, .cpu_ms = -1, .mem_ms = -1
+                                };
                                 read_cpu_mem(c, &cs[ncs]);
                                 /* upstream skips a start time at or before the epoch */
                                 if (start && parse_rfc3339(start, &start_ns) >= 0 && start_ns / NSEC_PER_SEC > 0) {
@@ -252,8 +252,8 @@ int stats_resource_metrics(const json_t *summary, struct evbuffer *out) {
                                "[STABLE] Cumulative cpu time consumed by the node in core-seconds", "counter", &node, 1,
                                F_CPU, false);
         if (r >= 0)
-                r = add_family(out, "node_memory_working_set_bytes", "[STABLE] Current working set of the node in bytes",
-                               "gauge", &node, 1, F_MEM, false);
+                r = add_family(out, "node_memory_working_set_bytes",
+                               "[STABLE] Current working set of the node in bytes", "gauge", &node, 1, F_MEM, false);
         if (r >= 0)
                 r = add_family(out, "pod_cpu_usage_seconds_total",
                                "[STABLE] Cumulative cpu time consumed by the pod in core-seconds", "counter", ps, nps,
@@ -263,7 +263,8 @@ int stats_resource_metrics(const json_t *summary, struct evbuffer *out) {
                                "gauge", ps, nps, F_MEM, false);
         if (r >= 0)
                 r = add_header(out, "resource_scrape_error",
-                               "[STABLE] 1 if there was an error while getting container metrics, 0 otherwise", "gauge");
+                               "[STABLE] 1 if there was an error while getting container metrics, 0 otherwise",
+                               "gauge");
         if (r >= 0)
                 r = add_sample(out, "resource_scrape_error", NULL, NULL, NULL, summary ? 0 : 1, -1);
         if (r >= 0)

@@ -22,8 +22,8 @@
 #include "stats/host.h"
 #include "stats/stats-internal.h"
 
-#define CACHE_MAX_AGE_USEC (10 * 60 * USEC_PER_SEC)   /* forget objects not seen for this long */
-#define POD_STATS_RETRY_USEC (5 * 60 * USEC_PER_SEC)  /* after ListPodSandboxStats failed */
+#define CACHE_MAX_AGE_USEC (10 * 60 * USEC_PER_SEC)  /* forget objects not seen for this long */
+#define POD_STATS_RETRY_USEC (5 * 60 * USEC_PER_SEC) /* after ListPodSandboxStats failed */
 
 /* ---------------------------------------------------------------- provider */
 
@@ -66,16 +66,16 @@ struct status_slot {
 
 struct summary_req {
         struct summary_req *prev, *next;
-        struct stats_provider *p;    /* NULL once cancelled: the request only waits for its CRI calls */
+        struct stats_provider *p; /* NULL once cancelled: the request only waits for its CRI calls */
         stats_summary_cb cb;
         void *userdata;
-        unsigned pending;            /* CRI calls in flight */
+        unsigned pending; /* CRI calls in flight */
         int error;
         ProtobufCMessage *resp[_Q_MAX];
         struct req_slot slots[_Q_MAX];
-        struct status_slot *status;  /* PodSandboxStatus calls for sandboxes whose pid is not known */
+        struct status_slot *status; /* PodSandboxStatus calls for sandboxes whose pid is not known */
         size_t n_status;
-        struct event *defer;         /* completion without CRI calls */
+        struct event *defer; /* completion without CRI calls */
 };
 
 struct sandbox_pid {
@@ -93,7 +93,7 @@ struct stats_provider {
         uint64_t start_realtime_usec; /* this process */
         struct cpu_sample *cache;     /* sorted by key */
         size_t n_cache, alloc_cache;
-        struct sandbox_pid *pids;     /* sandbox → pid of its infra process, for the pod network */
+        struct sandbox_pid *pids; /* sandbox → pid of its infra process, for the pod network */
         size_t n_pids;
         uint64_t pod_stats_retry_usec; /* ListPodSandboxStats failed: not before this (monotonic) */
         struct summary_req *reqs;
@@ -164,8 +164,9 @@ bool stats_provider_nano_cores(struct stats_provider *p, const char *key, uint64
                         p->alloc_cache = na;
                 }
                 memmove(p->cache + pos + 1, p->cache + pos, (p->n_cache - pos) * sizeof(*p->cache));
-                p->cache[pos] = (struct cpu_sample) { .key = k, .usage_nsec = usage_nsec, .time_nsec = time_nsec,
-                                                      .seen_usec = now_usec() };
+                p->cache[pos] = (struct cpu_sample) {
+                        .key = k, .usage_nsec = usage_nsec, .time_nsec = time_nsec, .seen_usec = now_usec()
+                };
                 p->n_cache++;
                 return false;
         }
@@ -291,10 +292,10 @@ struct mount_fs {
 
 struct build {
         struct stats_provider *p;
-        uint64_t now_usec;            /* realtime */
-        char now[32];                 /* RFC 3339 */
+        uint64_t now_usec; /* realtime */
+        char now[32];      /* RFC 3339 */
         bool oom;
-        struct mount_fs *mounts;      /* statvfs results of this build, by path */
+        struct mount_fs *mounts; /* statvfs results of this build, by path */
         size_t n_mounts;
 };
 
@@ -439,7 +440,7 @@ struct pod {
 struct totals {
         bool has_cpu, has_mem;
         uint64_t cpu_usage, cpu_nano;
-        bool all_nano;                             /* every contributor had usageNanoCores */
+        bool all_nano; /* every contributor had usageNanoCores */
         int64_t cpu_time, mem_time;
         uint64_t mem_usage, mem_ws, mem_rss, mem_pf, mem_mpf;
 };
@@ -531,8 +532,9 @@ static json_t *container_json(struct build *b, const struct pod *pod, const stru
                 struct mem mj = {
                         .time_nsec = m->timestamp,
                         /* an unlimited container has none; 0 from the runtime means the same */
-                        .available = m->available_bytes && m->available_bytes->value > 0 ? OPT(m->available_bytes->value)
-                                                                                        : NONE,
+                        .available = m->available_bytes && m->available_bytes->value > 0
+                                             ? OPT(m->available_bytes->value)
+                                             : NONE,
                         .usage = opt_pb(m->usage_bytes),
                         .working_set = opt_pb(m->working_set_bytes),
                         .rss = opt_pb(m->rss_bytes),
@@ -592,8 +594,9 @@ static json_t *network_from_cri(struct build *b, const Runtime__V1__NetworkUsage
                 put(b, o, "interfaces", ifs);
                 for (size_t i = 0; ifs && i < n->n_interfaces; i++) {
                         const Runtime__V1__NetworkInterfaceUsage *x = n->interfaces[i];
-                        append(b, ifs, iface_json(b, x->name, opt_pb(x->rx_bytes), opt_pb(x->rx_errors),
-                                                  opt_pb(x->tx_bytes), opt_pb(x->tx_errors)));
+                        append(b, ifs,
+                               iface_json(b, x->name, opt_pb(x->rx_bytes), opt_pb(x->rx_errors), opt_pb(x->tx_bytes),
+                                          opt_pb(x->tx_errors)));
                 }
         }
         return o;
@@ -640,8 +643,9 @@ static json_t *network_from_proc(struct build *b, const char *sandbox_id) {
         a = json_array();
         put(b, o, "interfaces", a);
         for (size_t i = 0; a && i < k; i++)
-                append(b, a, iface_json(b, ifs[i].name, OPT(ifs[i].rx_bytes), OPT(ifs[i].rx_errors),
-                                        OPT(ifs[i].tx_bytes), OPT(ifs[i].tx_errors)));
+                append(b, a,
+                       iface_json(b, ifs[i].name, OPT(ifs[i].rx_bytes), OPT(ifs[i].rx_errors), OPT(ifs[i].tx_bytes),
+                                  OPT(ifs[i].tx_errors)));
         return o;
 }
 
@@ -684,8 +688,12 @@ static json_t *pod_json(struct build *b, struct pod *pod, Runtime__V1__Container
                 all->cpu_time = MAX(all->cpu_time, t.cpu_time);
         }
         if (t.has_mem) {
-                struct mem m = { .time_nsec = t.mem_time, .usage = OPT(t.mem_usage), .working_set = OPT(t.mem_ws),
-                                 .rss = OPT(t.mem_rss), .page_faults = OPT(t.mem_pf), .major_page_faults = OPT(t.mem_mpf) };
+                struct mem m = { .time_nsec = t.mem_time,
+                                 .usage = OPT(t.mem_usage),
+                                 .working_set = OPT(t.mem_ws),
+                                 .rss = OPT(t.mem_rss),
+                                 .page_faults = OPT(t.mem_pf),
+                                 .major_page_faults = OPT(t.mem_mpf) };
                 put(b, o, "memory", memory_json(b, &m));
                 all->has_mem = true;
                 all->mem_time = MAX(all->mem_time, t.mem_time);
@@ -750,7 +758,9 @@ static int build_pods(struct build *b, const struct summary_input *in, json_t *p
                                         pods[j].sb = sb;
                         }
                 if (!dup)
-                        pods[n_pods++] = (struct pod) { .sb = sb, .name = name, .namespace_ = strempty(ns), .uid = uid };
+                        pods[n_pods++] = (struct pod) {
+                                .sb = sb, .name = name, .namespace_ = strempty(ns), .uid = uid
+                        };
         }
 
         /* sandbox stats, by sandbox ID */
@@ -857,8 +867,11 @@ static json_t *system_containers_json(struct build *b, const struct totals *pods
         put(b, k, "startTime", json_string(start));
         if (read_self(&cpu, &rss, &minflt, &majflt) >= 0) {
                 int64_t t = (int64_t) b->now_usec * 1000;
-                struct mem m = { .usage = OPT(rss), .working_set = OPT(rss), .rss = OPT(rss),
-                                 .page_faults = OPT(minflt), .major_page_faults = OPT(majflt) };
+                struct mem m = { .usage = OPT(rss),
+                                 .working_set = OPT(rss),
+                                 .rss = OPT(rss),
+                                 .page_faults = OPT(minflt),
+                                 .major_page_faults = OPT(majflt) };
                 bool has_rate = stats_provider_nano_cores(b->p, "system/kubelet", cpu, t, &rate);
                 put(b, k, "cpu", cpu_json(b, 0, has_rate ? OPT(rate) : NONE, OPT(cpu)));
                 put(b, k, "memory", memory_json(b, &m));
@@ -873,9 +886,12 @@ static json_t *system_containers_json(struct build *b, const struct totals *pods
                 put(b, pc, "cpu", cpu_json(b, pods->cpu_time, has_rate ? OPT(rate) : NONE, OPT(pods->cpu_usage)));
         }
         if (pods->has_mem) {
-                struct mem m = { .time_nsec = pods->mem_time, .usage = OPT(pods->mem_usage),
-                                 .working_set = OPT(pods->mem_ws), .rss = OPT(pods->mem_rss),
-                                 .page_faults = OPT(pods->mem_pf), .major_page_faults = OPT(pods->mem_mpf) };
+                struct mem m = { .time_nsec = pods->mem_time,
+                                 .usage = OPT(pods->mem_usage),
+                                 .working_set = OPT(pods->mem_ws),
+                                 .rss = OPT(pods->mem_rss),
+                                 .page_faults = OPT(pods->mem_pf),
+                                 .major_page_faults = OPT(pods->mem_mpf) };
                 put(b, pc, "memory", memory_json(b, &m));
         }
         append(b, a, pc);
@@ -909,8 +925,9 @@ static json_t *node_network_json(struct build *b) {
         a = json_array();
         put(b, o, "interfaces", a);
         for (size_t i = 0; a && i < n; i++)
-                append(b, a, iface_json(b, ifs[i].name, OPT(ifs[i].rx_bytes), OPT(ifs[i].rx_errors),
-                                        OPT(ifs[i].tx_bytes), OPT(ifs[i].tx_errors)));
+                append(b, a,
+                       iface_json(b, ifs[i].name, OPT(ifs[i].rx_bytes), OPT(ifs[i].rx_errors), OPT(ifs[i].tx_bytes),
+                                  OPT(ifs[i].tx_errors)));
         return o;
 }
 
@@ -942,7 +959,8 @@ static json_t *node_json(struct build *b, const struct summary_input *in, const 
                 if (cg.has_memory) {
                         struct mem m = {
                                 .available = p->memory_capacity > 0
-                                                     ? OPT(stats_working_set(p->memory_capacity, cg.memory_working_set_bytes))
+                                                     ? OPT(stats_working_set(p->memory_capacity,
+                                                                             cg.memory_working_set_bytes))
                                                      : NONE,
                                 .usage = OPT(cg.memory_usage_bytes),
                                 .working_set = OPT(cg.memory_working_set_bytes),
@@ -971,8 +989,8 @@ static json_t *node_json(struct build *b, const struct summary_input *in, const 
                 if (f->fs_id && !isempty(f->fs_id->mountpoint) &&
                     asprintf(&mp, "%s%s", strempty(p->host_root), f->fs_id->mountpoint) < 0)
                         b->oom = true;
-                put(b, rt, "imageFs", fs_json(b, f->timestamp, mount_fs(b, mp), opt_pb(f->used_bytes),
-                                              opt_pb(f->inodes_used)));
+                put(b, rt, "imageFs",
+                    fs_json(b, f->timestamp, mount_fs(b, mp), opt_pb(f->used_bytes), opt_pb(f->inodes_used)));
                 put(b, o, "runtime", rt);
         }
 
@@ -1024,7 +1042,8 @@ static void req_complete(struct summary_req *req) {
                 struct summary_input in = {
                         .sandboxes = (const Runtime__V1__ListPodSandboxResponse *) req->resp[Q_SANDBOXES],
                         .containers = (const Runtime__V1__ListContainersResponse *) req->resp[Q_CONTAINERS],
-                        .container_stats = (const Runtime__V1__ListContainerStatsResponse *) req->resp[Q_CONTAINER_STATS],
+                        .container_stats = (const Runtime__V1__ListContainerStatsResponse *)
+                                                   req->resp[Q_CONTAINER_STATS],
                         .pod_stats = (const Runtime__V1__ListPodSandboxStatsResponse *) req->resp[Q_POD_STATS],
                         .image_fs = (const Runtime__V1__ImageFsInfoResponse *) req->resp[Q_IMAGE_FS],
                 };
@@ -1062,7 +1081,8 @@ static void on_status_reply(const struct cri_reply *reply, void *userdata) {
         struct summary_req *req = slot->req;
 
         if (req->p && reply->r >= 0 && reply->msg) {
-                const Runtime__V1__PodSandboxStatusResponse *resp = (const Runtime__V1__PodSandboxStatusResponse *) reply->msg;
+                const Runtime__V1__PodSandboxStatusResponse *resp = (const Runtime__V1__PodSandboxStatusResponse *)
+                                                                            reply->msg;
                 const char *info = map_get((void *const *) resp->info, resp->n_info, "info");
                 int pid;
                 if (stats_sandbox_pid_from_info(info, &pid) < 0) {
@@ -1129,7 +1149,8 @@ static void on_reply(const struct cri_reply *reply, void *userdata) {
                         if (!req->resp[slot->q] && query_required[slot->q] && req->error >= 0)
                                 req->error = -ENOMEM;
                         if (slot->q == Q_SANDBOXES && req->resp[slot->q] && req->error >= 0)
-                                resolve_sandbox_pids(req, (const Runtime__V1__ListPodSandboxResponse *) req->resp[slot->q]);
+                                resolve_sandbox_pids(req,
+                                                     (const Runtime__V1__ListPodSandboxResponse *) req->resp[slot->q]);
                 }
         }
         req_step_done(req);

@@ -26,9 +26,9 @@
 
 struct stats_config {
         const char *node_name;
-        const char *root_dir;      /* --root-dir: node fs stats (statvfs), pod ephemeral-storage capacity */
-        const char *pod_logs_dir;  /* podLogsDir: <dir>/<namespace>_<name>_<uid>/<container>/ holds the logs */
-        const char *host_root;     /* prefix for /proc, /sys and cgroupfs paths; "" or NULL: the real host */
+        const char *root_dir;     /* --root-dir: node fs stats (statvfs), pod ephemeral-storage capacity */
+        const char *pod_logs_dir; /* podLogsDir: <dir>/<namespace>_<name>_<uid>/<container>/ holds the logs */
+        const char *host_root;    /* prefix for /proc, /sys and cgroupfs paths; "" or NULL: the real host */
 };
 
 struct stats_provider;

@@ -17,9 +17,9 @@ struct status_entry {
         struct status_manager *m;
         struct status_entry *next;
         char *uid, *ns, *name;
-        json_t *wanted;     /* the newest status */
-        json_t *sent;       /* what the API server accepted last */
-        json_t *inflight;   /* what the request in flight carries */
+        json_t *wanted;   /* the newest status */
+        json_t *sent;     /* what the API server accepted last */
+        json_t *inflight; /* what the request in flight carries */
         struct kube_request *req;
         struct event *retry;
         uint64_t retry_usec;
@@ -86,7 +86,8 @@ static void on_patched(const struct kube_response *resp, void *userdata) {
         e->inflight = (json_decref(e->inflight), NULL);
         if (resp->status == 404 || resp->status == 409) {
                 /* the pod is gone, or it is another pod with that name now: nothing to report */
-                log_v(2, "Pod status not updated: pod=\"%s/%s\" podUID=\"%s\": %s", e->ns, e->name, e->uid, resp->error);
+                log_v(2, "Pod status not updated: pod=\"%s/%s\" podUID=\"%s\": %s", e->ns, e->name, e->uid,
+                      resp->error);
                 return;
         }
         log_warning("Failed to update status for pod: pod=\"%s/%s\" podUID=\"%s\" err=\"%s\"", e->ns, e->name, e->uid,
@@ -107,7 +108,8 @@ static void entry_send(struct status_entry *e) {
         patch = json_pack("{s:{s:s}, s:O}", "metadata", "uid", e->uid, "status", e->wanted);
         if (!patch)
                 return;
-        if (kube_request(e->m->client, "PATCH", path, patch, "application/merge-patch+json", 0, on_patched, e, &e->req) < 0)
+        if (kube_request(e->m->client, "PATCH", path, patch, "application/merge-patch+json", 0, on_patched, e,
+                         &e->req) < 0)
                 e->req = NULL;
         else {
                 json_decref(e->inflight);

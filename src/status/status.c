@@ -64,15 +64,16 @@ static json_t *terminated_json(const struct kc_container *c) {
         json_t *t;
         bool unknown = c->state == KC_CONTAINER_UNKNOWN;
 
-        t = json_pack("{s:i, s:o, s:o, s:o}", "exitCode", unknown ? 137 : (json_int_t) c->exit_code,
-                      "startedAt", time_json(c->started_at), "finishedAt", time_json(c->finished_at),
-                      "containerID", container_id_json(c));
+        t = json_pack("{s:i, s:o, s:o, s:o}", "exitCode", unknown ? 137 : (json_int_t) c->exit_code, "startedAt",
+                      time_json(c->started_at), "finishedAt", time_json(c->finished_at), "containerID",
+                      container_id_json(c));
         if (!t)
                 return NULL;
         if (unknown) {
                 json_object_set_new(t, "reason", json_string("ContainerStatusUnknown"));
-                json_object_set_new(t, "message", json_string("The container could not be located when the pod was "
-                                                              "terminated"));
+                json_object_set_new(t, "message",
+                                    json_string("The container could not be located when the pod was "
+                                                "terminated"));
         } else {
                 if (!isempty(c->reason))
                         json_object_set_new(t, "reason", json_string(c->reason));
@@ -148,11 +149,11 @@ static json_t *container_status_json(const struct pod_status_input *in, const st
                 last = state;
                 state = waiting_json(w->reason, w->message);
         }
-        st = json_pack("{s:s, s:o, s:o, s:b, s:i, s:s, s:s, s:o, s:b}", "name", spec->name, "state", state,
-                       "lastState", last ? last : json_object(), "ready",
-                       init ? init_container_ready(in, spec, c) : container_ready(in, spec, c),
-                       "restartCount", (json_int_t) c->restart_count, "image", spec->image, "imageID",
-                       strempty(c->image_ref), "containerID", container_id_json(c), "started",
+        st = json_pack("{s:s, s:o, s:o, s:b, s:i, s:s, s:s, s:o, s:b}", "name", spec->name, "state", state, "lastState",
+                       last ? last : json_object(), "ready",
+                       init ? init_container_ready(in, spec, c) : container_ready(in, spec, c), "restartCount",
+                       (json_int_t) c->restart_count, "image", spec->image, "imageID", strempty(c->image_ref),
+                       "containerID", container_id_json(c), "started",
                        c->state == KC_CONTAINER_RUNNING && probe_container_started(spec, c, in->probes));
         return st;
 }
@@ -166,8 +167,8 @@ const char *status_pod_phase(const struct pod_status_input *in) {
          * keeps the pod pending */
         for (size_t i = 0; i < pod->spec.n_init_containers; i++) {
                 const struct container *spec = &pod->spec.init_containers[i];
-                const struct kc_container *c =
-                        in->observed ? kc_pod_status_find_container(in->observed, spec->name) : NULL;
+                const struct kc_container *c = in->observed ? kc_pod_status_find_container(in->observed, spec->name)
+                                                            : NULL;
                 const struct kc_container *prev = previous_instance(in->observed, spec->name);
 
                 if (container_is_sidecar(spec)) {
@@ -190,8 +191,8 @@ const char *status_pod_phase(const struct pod_status_input *in) {
 
         for (size_t i = 0; i < pod->spec.n_containers; i++) {
                 const struct container *spec = &pod->spec.containers[i];
-                const struct kc_container *c =
-                        in->observed ? kc_pod_status_find_container(in->observed, spec->name) : NULL;
+                const struct kc_container *c = in->observed ? kc_pod_status_find_container(in->observed, spec->name)
+                                                            : NULL;
 
                 if (!c) {
                         /* not created yet: waiting (ContainerCreating, or a pull error) */
@@ -267,8 +268,8 @@ static int init_container_statuses(const struct pod_status_input *in, json_t **r
                 return -ENOMEM;
         for (size_t i = 0; i < pod->spec.n_init_containers; i++) {
                 const struct container *spec = &pod->spec.init_containers[i];
-                const struct kc_container *c =
-                        in->observed ? kc_pod_status_find_container(in->observed, spec->name) : NULL;
+                const struct kc_container *c = in->observed ? kc_pod_status_find_container(in->observed, spec->name)
+                                                            : NULL;
 
                 if (json_array_append_new(a, container_status_json(in, spec, true)) < 0)
                         return -ENOMEM;
@@ -334,7 +335,8 @@ int status_pod_generate(const struct pod_status_input *in, json_t **ret) {
         for (size_t i = 0; i < pod->spec.n_init_containers; i++) {
                 const struct container *spec = &pod->spec.init_containers[i];
                 if (container_is_sidecar(spec) &&
-                    !container_ready(in, spec, in->observed ? kc_pod_status_find_container(in->observed, spec->name) : NULL) &&
+                    !container_ready(in, spec,
+                                     in->observed ? kc_pod_status_find_container(in->observed, spec->name) : NULL) &&
                     strv_extend(&unready, spec->name) < 0)
                         return -ENOMEM;
         }
@@ -343,8 +345,8 @@ int status_pod_generate(const struct pod_status_input *in, json_t **ret) {
                 return -ENOMEM;
         for (size_t i = 0; i < pod->spec.n_containers; i++) {
                 const struct container *spec = &pod->spec.containers[i];
-                const struct kc_container *c =
-                        in->observed ? kc_pod_status_find_container(in->observed, spec->name) : NULL;
+                const struct kc_container *c = in->observed ? kc_pod_status_find_container(in->observed, spec->name)
+                                                            : NULL;
 
                 sorted[i] = container_status_json(in, spec, false);
                 if (!sorted[i]) {
@@ -370,7 +372,8 @@ int status_pod_generate(const struct pod_status_input *in, json_t **ret) {
         }
         /* conditions in upstream's order */
         conditions = json_pack("[o, o, o, o, o]",
-                               condition("PodReadyToStartContainers", sandbox_ready(in), in->initialized_usec, NULL, NULL),
+                               condition("PodReadyToStartContainers", sandbox_ready(in), in->initialized_usec, NULL,
+                                         NULL),
                                condition("Initialized", !init_message, in->initialized_usec,
                                          init_message ? "ContainersNotInitialized" : NULL, init_message),
                                condition("Ready", !unready, ready_at,
@@ -382,7 +385,8 @@ int status_pod_generate(const struct pod_status_input *in, json_t **ret) {
                                condition("PodScheduled", true, in->initialized_usec, NULL, NULL));
 
         status = json_pack("{s:s, s:o, s:O, s:s, s:s}", "phase", phase, "conditions", conditions, "containerStatuses",
-                           statuses, "qosClass", qos_class_to_string(pod_qos_class(pod)), "hostIP", strempty(in->host_ip));
+                           statuses, "qosClass", qos_class_to_string(pod_qos_class(pod)), "hostIP",
+                           strempty(in->host_ip));
         if (!status)
                 return -ENOMEM;
         if (pod->spec.n_init_containers > 0)

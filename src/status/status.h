@@ -21,15 +21,15 @@ struct container_waiting {
 };
 
 struct pod_status_input {
-        const struct pod *pod;                  /* desired spec */
-        const struct kc_pod_status *observed;   /* NULL: not observed yet */
+        const struct pod *pod;                /* desired spec */
+        const struct kc_pod_status *observed; /* NULL: not observed yet */
         const struct container_waiting *waiting;
         size_t n_waiting;
-        const struct probe_results *probes;     /* may be NULL */
-        const char *host_ip;                    /* the node IP */
-        int64_t start_time_usec;                /* realtime; 0 = not started yet */
-        int64_t ready_transition_usec;          /* realtime of the last ContainersReady/Ready change; 0 = now */
-        int64_t initialized_usec;               /* realtime of the first status (Initialized, PodScheduled) */
+        const struct probe_results *probes; /* may be NULL */
+        const char *host_ip;                /* the node IP */
+        int64_t start_time_usec;            /* realtime; 0 = not started yet */
+        int64_t ready_transition_usec;      /* realtime of the last ContainersReady/Ready change; 0 = now */
+        int64_t initialized_usec;           /* realtime of the first status (Initialized, PodScheduled) */
 };
 
 /* "Pending", "Running", "Succeeded", "Failed" (getPhase). */

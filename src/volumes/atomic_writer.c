@@ -182,7 +182,8 @@ static int write_version(int dirfd_, const char *ts, const struct vol_payload *p
                         while (slash[1] == '/')
                                 slash++;
                 }
-                fd = openat(parent, strrchr(p->files[i].path, '/') ? strrchr(p->files[i].path, '/') + 1 : p->files[i].path,
+                fd = openat(parent,
+                            strrchr(p->files[i].path, '/') ? strrchr(p->files[i].path, '/') + 1 : p->files[i].path,
                             O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
                 if (fd < 0)
                         return -errno;
@@ -304,8 +305,8 @@ user_visible:
                         return -errno;
                 rewinddir(d);
                 while ((e = readdir(d))) {
-                        if (strncmp(e->d_name, "..", 2) != 0 || streq(e->d_name, "..") || streq(e->d_name, DATA_DIR_NAME) ||
-                            streq(e->d_name, cur) || e->d_type != DT_DIR)
+                        if (strncmp(e->d_name, "..", 2) != 0 || streq(e->d_name, "..") ||
+                            streq(e->d_name, DATA_DIR_NAME) || streq(e->d_name, cur) || e->d_type != DT_DIR)
                                 continue;
                         (void) remove_tree(dirfd(d), e->d_name, 0);
                 }

@@ -14,7 +14,7 @@
 #include <stddef.h>
 
 struct vol_file {
-        char *path;  /* relative, no ".." element, not starting with ".." */
+        char *path; /* relative, no ".." element, not starting with ".." */
         char *data;
         size_t size;
         int mode;

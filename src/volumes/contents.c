@@ -71,7 +71,7 @@ static int object_payload(const struct pod *pod, const struct object_volume *o, 
         }
         if (r < 0)
                 return ck_error_set(ret_error, r, "cannot get %s \"%s\": %s", secret ? "secret" : "configmap", o->name,
-                               fetch_msg ? fetch_msg : strerror(-r));
+                                    fetch_msg ? fetch_msg : strerror(-r));
         if (o->n_items == 0) {
                 const char *sections[] = { "data", secret ? NULL : "binaryData" };
                 for (size_t s = 0; s < 2 && sections[s]; s++) {
@@ -84,8 +84,9 @@ static int object_payload(const struct pod *pod, const struct object_volume *o, 
                                 if (r == -ENOENT)
                                         continue;
                                 if (r < 0)
-                                        return ck_error_set(ret_error, r, "%s \"%s\": key %s: %s", secret ? "secret" : "configmap",
-                                                       o->name, k, r == -EINVAL ? "illegal base64 data" : strerror(-r));
+                                        return ck_error_set(ret_error, r, "%s \"%s\": key %s: %s",
+                                                            secret ? "secret" : "configmap", o->name, k,
+                                                            r == -EINVAL ? "illegal base64 data" : strerror(-r));
                                 r = vol_payload_add(p, k, val, size, default_mode);
                                 if (r < 0)
                                         return r;
@@ -101,12 +102,12 @@ static int object_payload(const struct pod *pod, const struct object_volume *o, 
                 if (r == -ENOENT) {
                         if (o->optional)
                                 continue;
-                        return ck_error_set(ret_error, -ENOENT, "%s references non-existent %s key: %s", secret ? "secret" : "configmap",
-                                       secret ? "secret" : "config", it->key);
+                        return ck_error_set(ret_error, -ENOENT, "%s references non-existent %s key: %s",
+                                            secret ? "secret" : "configmap", secret ? "secret" : "config", it->key);
                 }
                 if (r < 0)
-                        return ck_error_set(ret_error, r, "%s \"%s\": key %s: %s", secret ? "secret" : "configmap", o->name, it->key,
-                                       r == -EINVAL ? "illegal base64 data" : strerror(-r));
+                        return ck_error_set(ret_error, r, "%s \"%s\": key %s: %s", secret ? "secret" : "configmap",
+                                            o->name, it->key, r == -EINVAL ? "illegal base64 data" : strerror(-r));
                 r = vol_payload_add(p, it->path, val, size, it->has_mode ? it->mode : default_mode);
                 if (r < 0)
                         return r;
@@ -121,9 +122,10 @@ static int downward_payload(const struct pod *pod, const struct downward_volume 
                 _cleanup_free_ char *v = NULL;
                 int r = vol_downward_value(pod, it, ctx, &v);
                 if (r < 0)
-                        return ck_error_set(ret_error, r, "unable to get the value of %s for downward API file \"%s\": %s",
-                                       it->field_path ? it->field_path : strna(it->resource), it->path,
-                                       r == -ESRCH ? "container not found" : strerror(-r));
+                        return ck_error_set(ret_error, r,
+                                            "unable to get the value of %s for downward API file \"%s\": %s",
+                                            it->field_path ? it->field_path : strna(it->resource), it->path,
+                                            r == -ESRCH ? "container not found" : strerror(-r));
                 r = vol_payload_add(p, it->path, v, strlen(v), it->has_mode ? it->mode : default_mode);
                 if (r < 0)
                         return r;
@@ -139,7 +141,8 @@ int vol_volume_payload(const struct pod *pod, const struct volume *v, const stru
         switch (v->type) {
         case VOLUME_CONFIG_MAP:
         case VOLUME_SECRET:
-                r = object_payload(pod, &v->object, v->type == VOLUME_SECRET, v->object.default_mode, ctx, &p, ret_error);
+                r = object_payload(pod, &v->object, v->type == VOLUME_SECRET, v->object.default_mode, ctx, &p,
+                                   ret_error);
                 break;
         case VOLUME_DOWNWARD_API:
                 r = downward_payload(pod, &v->downward, v->downward.default_mode, ctx, &p, ret_error);
@@ -158,25 +161,30 @@ int vol_volume_payload(const struct pod *pod, const struct volume *v, const stru
                                 r = downward_payload(pod, &s->downward, mode, ctx, &p, ret_error);
                                 break;
                         case PROJECTION_SERVICE_ACCOUNT_TOKEN: {
-                                const char *sa = !isempty(pod->spec.service_account_name) ? pod->spec.service_account_name
-                                                                                          : "default";
+                                const char *sa = !isempty(pod->spec.service_account_name)
+                                                         ? pod->spec.service_account_name
+                                                         : "default";
                                 const char *fetch_msg = NULL;
                                 json_t *st = NULL, *tok;
-                                r = objects_pod_lookup_token(ctx->objects, pod->namespace_, sa, strempty(s->token_audience),
-                                                             s->token_expiration_seconds, &st, &fetch_msg);
+                                r = objects_pod_lookup_token(ctx->objects, pod->namespace_, sa,
+                                                             strempty(s->token_audience), s->token_expiration_seconds,
+                                                             &st, &fetch_msg);
                                 if (r < 0) {
                                         r = ck_error_set(ret_error, r, "failed to fetch token: %s",
-                                                    fetch_msg ? fetch_msg
-                                                              : r == -ENOENT ? "no token for the service account (no API server)"
-                                                                             : strerror(-r));
+                                                         fetch_msg ? fetch_msg
+                                                         : r == -ENOENT
+                                                                 ? "no token for the service account (no API server)"
+                                                                 : strerror(-r));
                                         break;
                                 }
                                 tok = json_object_get(st, "token");
                                 if (!json_is_string(tok)) {
-                                        r = ck_error_set(ret_error, -EINVAL, "failed to fetch token: no token in the TokenRequest status");
+                                        r = ck_error_set(ret_error, -EINVAL,
+                                                         "failed to fetch token: no token in the TokenRequest status");
                                         break;
                                 }
-                                r = vol_payload_add(&p, s->token_path, json_string_value(tok), json_string_length(tok), mode);
+                                r = vol_payload_add(&p, s->token_path, json_string_value(tok), json_string_length(tok),
+                                                    mode);
                                 break;
                         }
                         default:

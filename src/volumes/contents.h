@@ -15,7 +15,6 @@
 int vol_downward_value(const struct pod *pod, const struct downward_item *it, const struct kc_build_context *ctx,
                        char **ret);
 
-
 /* The payload of one volume. On failure *ret_error says why, as upstream words it ("configmap \"x\" not found",
  * "configmap references non-existent config key: k", ...). */
 int vol_volume_payload(const struct pod *pod, const struct volume *v, const struct kc_build_context *ctx,

@@ -28,21 +28,21 @@ int vol_subpath_expand(const struct container *c, const char *expr, char **ret) 
         out = malloc(cap);
         if (!out)
                 return -ENOMEM;
-#define PUT(s, n)                                                       \
-        do {                                                            \
-                size_t _n = (n);                                        \
-                if (len + _n + 1 > cap) {                               \
-                        char *_x;                                       \
-                        cap = (len + _n + 1) * 2;                       \
-                        if (cap > SUBPATH_MAX * 4)                      \
-                                return -E2BIG;                          \
-                        _x = realloc(out, cap);                         \
-                        if (!_x)                                        \
-                                return -ENOMEM;                         \
-                        out = _x;                                       \
-                }                                                       \
-                memcpy(out + len, (s), _n);                             \
-                len += _n;                                              \
+#define PUT(s, n)                                  \
+        do {                                       \
+                size_t _n = (n);                   \
+                if (len + _n + 1 > cap) {          \
+                        char *_x;                  \
+                        cap = (len + _n + 1) * 2;  \
+                        if (cap > SUBPATH_MAX * 4) \
+                                return -E2BIG;     \
+                        _x = realloc(out, cap);    \
+                        if (!_x)                   \
+                                return -ENOMEM;    \
+                        out = _x;                  \
+                }                                  \
+                memcpy(out + len, (s), _n);        \
+                len += _n;                         \
         } while (0)
         while (*p) {
                 if (p[0] == '$' && p[1] == '$') {
@@ -178,8 +178,9 @@ int vol_subpath_prepare(const struct pod *pod, const struct container *c, size_t
                 return -errno;
         r = vol_subpath_open(rootfd, sub, &fd);
         if (r < 0) {
-                log_error("pod %s: container %s: subPath \"%s\" of volume \"%s\" cannot be resolved inside the volume: %s",
-                          pod->name, c->name, sub, vm->name, strerror(-r));
+                log_error(
+                        "pod %s: container %s: subPath \"%s\" of volume \"%s\" cannot be resolved inside the volume: %s",
+                        pod->name, c->name, sub, vm->name, strerror(-r));
                 return r;
         }
         if (fstat(fd, &st) < 0)
@@ -211,8 +212,8 @@ int vol_subpath_prepare(const struct pod *pod, const struct container *c, size_t
         snprintf(src, sizeof(src), "/proc/self/fd/%d", fd);
         if (mount(src, target, NULL, MS_BIND, NULL) < 0)
                 return -errno;
-        log_v(3, "pod %s: container %s: subPath \"%s\" of volume \"%s\" bound at %s", pod->name, c->name, sub,
-              vm->name, target);
+        log_v(3, "pod %s: container %s: subPath \"%s\" of volume \"%s\" bound at %s", pod->name, c->name, sub, vm->name,
+              target);
         *ret = TAKE_PTR(target);
         return 0;
 }
@@ -233,7 +234,8 @@ int vol_subpath_unmount_all(const char *pod_dir) {
                         _cleanup_free_ char *p1 = NULL;
                         _cleanup_closedir_ DIR *d2 = NULL;
                         struct dirent *e2;
-                        if (e1->d_name[0] == '.' || e1->d_type != DT_DIR || asprintf(&p1, "%s/%s", base, e1->d_name) < 0)
+                        if (e1->d_name[0] == '.' || e1->d_type != DT_DIR ||
+                            asprintf(&p1, "%s/%s", base, e1->d_name) < 0)
                                 continue;
                         d2 = opendir(p1);
                         while (d2 && (e2 = readdir(d2))) {
@@ -249,7 +251,8 @@ int vol_subpath_unmount_all(const char *pod_dir) {
                                         bool mounted = false;
                                         if (e3->d_name[0] == '.' || asprintf(&p3, "%s/%s", p2, e3->d_name) < 0)
                                                 continue;
-                                        if (is_mounted(p3, &mounted) >= 0 && mounted && umount2(p3, MNT_DETACH | UMOUNT_NOFOLLOW) < 0) {
+                                        if (is_mounted(p3, &mounted) >= 0 && mounted &&
+                                            umount2(p3, MNT_DETACH | UMOUNT_NOFOLLOW) < 0) {
                                                 log_warning("cannot unmount %s: %m", p3);
                                                 r = -errno;
                                         }

@@ -97,8 +97,8 @@ int vol_is_mount_point(int dirfd, const char *name, bool *ret) {
                 return -errno;
         if (!(a.stx_mask & STATX_MNT_ID) || !(b.stx_mask & STATX_MNT_ID))
                 return -EOPNOTSUPP;
-        *ret = a.stx_mnt_id != b.stx_mnt_id || a.stx_dev_major != b.stx_dev_major || a.stx_dev_minor != b.stx_dev_minor ||
-               (a.stx_ino == b.stx_ino && a.stx_dev_minor == b.stx_dev_minor);
+        *ret = a.stx_mnt_id != b.stx_mnt_id || a.stx_dev_major != b.stx_dev_major ||
+               a.stx_dev_minor != b.stx_dev_minor || (a.stx_ino == b.stx_ino && a.stx_dev_minor == b.stx_dev_minor);
         return 0;
 }
 
@@ -143,7 +143,7 @@ static int setup_empty_dir(const struct volume *v, const char *dir, struct ck_er
         {
                 char opts[64];
                 uint64_t size = v->size_limit.str && v->size_limit.value > 0 ? (uint64_t) v->size_limit.value
-                                                                              : node_memory_bytes();
+                                                                             : node_memory_bytes();
                 if (size > 0)
                         snprintf(opts, sizeof(opts), "mode=0777,size=%" PRIu64, size);
                 else
@@ -168,8 +168,9 @@ static int setup_host_path(const struct volume *v, struct ck_error **ret_error) 
                 if (stat(p, &st) < 0) {
                         r = mkdir_p(p, 0755);
                         if (r < 0)
-                                return ck_error_set(ret_error, r, "hostPath type check failed: cannot create directory %s: %s", p,
-                                                   strerror(-r));
+                                return ck_error_set(ret_error, r,
+                                                    "hostPath type check failed: cannot create directory %s: %s", p,
+                                                    strerror(-r));
                         if (chmod(p, 0755) < 0)
                                 return ck_error_set(ret_error, -errno, "chmod %s: %m", p);
                         return 0;
@@ -180,7 +181,8 @@ static int setup_host_path(const struct volume *v, struct ck_error **ret_error) 
                 if (stat(p, &st) < 0) {
                         int fd = open(p, O_CREAT | O_RDONLY | O_CLOEXEC | O_NOFOLLOW, 0644);
                         if (fd < 0)
-                                return ck_error_set(ret_error, -errno, "hostPath type check failed: cannot create file %s: %m", p);
+                                return ck_error_set(ret_error, -errno,
+                                                    "hostPath type check failed: cannot create file %s: %m", p);
                         close(fd);
                         return 0;
                 }
@@ -206,7 +208,8 @@ static int setup_host_path(const struct volume *v, struct ck_error **ret_error) 
  * may hold tokens and secrets, as upstream) written by the atomic writer, rewritten when the content changes */
 static int setup_written_volume(const struct pod *pod, const struct volume *v, const char *dir,
                                 const struct kc_build_context *ctx, struct ck_error **ret_error) {
-        struct volume wrapper = { .medium = (char *) (v->type == VOLUME_SECRET || v->type == VOLUME_PROJECTED ? "Memory" : "") };
+        struct volume wrapper = { .medium = (char *) (v->type == VOLUME_SECRET || v->type == VOLUME_PROJECTED ? "Memory"
+                                                                                                              : "") };
         struct vol_payload payload = {};
         int r;
 
@@ -268,13 +271,14 @@ int vol_hosts_file_content(const struct pod *pod, const char *pod_ip, const char
                 if (!hostname)
                         return -ENOMEM;
                 r = append(&buf, &len,
-                           MANAGED_HOSTS_HEADER "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n"
-                                                "fe00::0\tip6-localnet\nfe00::0\tip6-mcastprefix\nfe00::1\tip6-allnodes\n"
-                                                "fe00::2\tip6-allrouters\n");
+                           MANAGED_HOSTS_HEADER
+                           "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n"
+                           "fe00::0\tip6-localnet\nfe00::0\tip6-mcastprefix\nfe00::1\tip6-allnodes\n"
+                           "fe00::2\tip6-allrouters\n");
                 if (r >= 0 && !isempty(pod_ip)) {
                         if (!isempty(pod->spec.subdomain))
-                                r = append(&buf, &len, "%s\t%s.%s.%s.svc.%s\t%s\n", pod_ip, hostname, pod->spec.subdomain,
-                                           pod->namespace_, strempty(cluster_domain), hostname);
+                                r = append(&buf, &len, "%s\t%s.%s.%s.svc.%s\t%s\n", pod_ip, hostname,
+                                           pod->spec.subdomain, pod->namespace_, strempty(cluster_domain), hostname);
                         else
                                 r = append(&buf, &len, "%s\t%s\n", pod_ip, hostname);
                 }

@@ -150,7 +150,7 @@ static void test_full_pod(void **state) {
         assert_string_equal(c->ports[0].protocol, "UDP");
         assert_string_equal(c->ports[0].host_ip, "127.0.0.1");
         assert_int_equal(c->ports[1].container_port, 9090);
-        assert_int_equal(c->ports[1].host_port, 9090);     /* hostNetwork default */
+        assert_int_equal(c->ports[1].host_port, 9090);    /* hostNetwork default */
         assert_string_equal(c->ports[1].protocol, "TCP"); /* default */
         assert_int_equal(c->image_pull_policy, PULL_POLICY_NEVER);
         assert_int_equal(resource_list_get(&c->resources.limits, "cpu")->milli, 500);
@@ -172,7 +172,8 @@ static void test_full_pod(void **state) {
         assert_non_null(json_object_get(c->raw, "livenessProbe"));
         assert_null(json_object_get(json_array_get(json_object_get(c->raw, "ports"), 1), "protocol"));
         s = json_dumps(ic->raw, JSON_COMPACT | JSON_SORT_KEYS);
-        assert_string_equal(s, "{\"command\":[\"sh\",\"-c\",\"echo hi\"],\"image\":\"busybox:1.36\",\"name\":\"init\"}");
+        assert_string_equal(s,
+                            "{\"command\":[\"sh\",\"-c\",\"echo hi\"],\"image\":\"busybox:1.36\",\"name\":\"init\"}");
         free(s);
 
         s = pod_full_name(p);
@@ -198,21 +199,20 @@ static void test_json_manifest(void **state) {
 }
 
 static void test_pod_list(void **state) {
-        static const char yaml[] =
-                "apiVersion: v1\n"
-                "kind: PodList\n"
-                "items:\n"
-                "- metadata: {name: a}\n"
-                "  spec: {containers: [{name: c, image: x}]}\n"
-                "- apiVersion: v1\n"
-                "  kind: Pod\n"
-                "  metadata: {name: b}\n"
-                "  spec: {containers: [{name: c, image: y}]}\n"
-                "---\n"
-                "apiVersion: v1\n"
-                "kind: Pod\n"
-                "metadata: {name: c}\n"
-                "spec: {containers: [{name: c, image: z}]}\n";
+        static const char yaml[] = "apiVersion: v1\n"
+                                   "kind: PodList\n"
+                                   "items:\n"
+                                   "- metadata: {name: a}\n"
+                                   "  spec: {containers: [{name: c, image: x}]}\n"
+                                   "- apiVersion: v1\n"
+                                   "  kind: Pod\n"
+                                   "  metadata: {name: b}\n"
+                                   "  spec: {containers: [{name: c, image: y}]}\n"
+                                   "---\n"
+                                   "apiVersion: v1\n"
+                                   "kind: Pod\n"
+                                   "metadata: {name: c}\n"
+                                   "spec: {containers: [{name: c, image: z}]}\n";
         struct pod_set set = {};
         size_t *docs = NULL;
         ssize_t *items = NULL;
@@ -257,49 +257,65 @@ static void expect_manifest_error(const char *yaml, const char *msg) {
 }
 
 static void test_type_errors(void **state) {
-        expect_manifest_error("apiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec: {containers: nginx}\n",
-                              "document 1 (pod \"web\"): spec.containers: Invalid value: \"string\": must be of type array");
+        expect_manifest_error(
+                "apiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec: {containers: nginx}\n",
+                "document 1 (pod \"web\"): spec.containers: Invalid value: \"string\": must be of type array");
         expect_manifest_error("apiVersion: v1\nkind: Pod\nmetadata: {name: 5}\nspec: {containers: []}\n",
                               "document 1: metadata.name: Invalid value: \"integer\": must be of type string");
-        expect_manifest_error("apiVersion: v1\nkind: Pod\nmetadata: {name: w}\nspec:\n  containers:\n  - {name: a, ports: [{containerPort: \"80\"}]}\n",
-                              "document 1 (pod \"w\"): spec.containers[0].ports[0].containerPort: Invalid value: \"string\": must be of type integer");
-        expect_manifest_error("apiVersion: v1\nkind: Pod\nmetadata: {name: w}\nspec:\n  containers:\n  - {name: a, ports: [{containerPort: 1.5}]}\n",
-                              "document 1 (pod \"w\"): spec.containers[0].ports[0].containerPort: Invalid value: \"number\": must be of type integer");
-        expect_manifest_error("apiVersion: v1\nkind: Pod\nmetadata: {name: w}\nspec:\n  containers:\n  - {name: a, ports: [{containerPort: 99999999999}]}\n",
-                              "document 1 (pod \"w\"): spec.containers[0].ports[0].containerPort: Invalid value: 99999999999: must be of type int32");
-        expect_manifest_error("apiVersion: v1\nkind: Pod\nmetadata: {name: w, labels: {a: 1}}\nspec: {}\n",
-                              "document 1 (pod \"w\"): metadata.labels[a]: Invalid value: \"integer\": must be of type string");
-        expect_manifest_error("apiVersion: v1\nkind: Pod\nmetadata: {name: w}\nspec: {hostNetwork: \"yes\", containers: [{command: sleep}]}\n",
-                              "document 1 (pod \"w\"): spec.containers[0].command: Invalid value: \"string\": must be of type array; "
-                              "spec.hostNetwork: Invalid value: \"string\": must be of type boolean");
-        expect_manifest_error("apiVersion: v1\nkind: Pod\nmetadata: {name: w}\nspec: {restartPolicy: Sometimes}\n",
-                              "document 1 (pod \"w\"): spec.restartPolicy: Unsupported value: \"Sometimes\": supported values: \"Always\", \"OnFailure\", \"Never\"");
-        expect_manifest_error("apiVersion: v1\nkind: Pod\nmetadata: {name: w}\nspec: {containers: [{name: a, imagePullPolicy: always}]}\n",
-                              "document 1 (pod \"w\"): spec.containers[0].imagePullPolicy: Unsupported value: \"always\": supported values: \"Always\", \"IfNotPresent\", \"Never\"");
-        expect_manifest_error("apiVersion: v1\nkind: Pod\nmetadata: {name: w}\nspec: {containers: [{name: a, terminationMessagePolicy: Logs}]}\n",
-                              "document 1 (pod \"w\"): spec.containers[0].terminationMessagePolicy: Unsupported value: \"Logs\": supported values: \"File\", \"FallbackToLogsOnError\"");
-        expect_manifest_error("apiVersion: v1\nkind: Pod\nmetadata: {name: w}\nspec: {containers: [{name: a, resources: {limits: {cpu: lots}}}]}\n",
-                              "document 1 (pod \"w\"): spec.containers[0].resources.limits[cpu]: Invalid value: \"lots\": quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'");
-        expect_manifest_error("apiVersion: v1\nkind: Pod\nmetadata: {name: w}\nspec: {containers: [{name: a, resources: {requests: {memory: 1Gb}}}]}\n",
-                              "document 1 (pod \"w\"): spec.containers[0].resources.requests[memory]: Invalid value: \"1Gb\": quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'");
-        expect_manifest_error("apiVersion: v1\nkind: Pod\nmetadata: {name: w, creationTimestamp: yesterday}\n",
-                              "document 1 (pod \"w\"): metadata.creationTimestamp: Invalid value: \"yesterday\": must be an RFC 3339 date-time");
-        expect_manifest_error("apiVersion: v1\nkind: PodList\nitems:\n- metadata: {name: ok}\n- metadata: {name: bad}\n  spec: []\n",
-                              "document 1 items[1] (pod \"bad\"): spec: Invalid value: \"array\": must be of type object");
+        expect_manifest_error(
+                "apiVersion: v1\nkind: Pod\nmetadata: {name: w}\nspec:\n  containers:\n  - {name: a, ports: [{containerPort: \"80\"}]}\n",
+                "document 1 (pod \"w\"): spec.containers[0].ports[0].containerPort: Invalid value: \"string\": must be of type integer");
+        expect_manifest_error(
+                "apiVersion: v1\nkind: Pod\nmetadata: {name: w}\nspec:\n  containers:\n  - {name: a, ports: [{containerPort: 1.5}]}\n",
+                "document 1 (pod \"w\"): spec.containers[0].ports[0].containerPort: Invalid value: \"number\": must be of type integer");
+        expect_manifest_error(
+                "apiVersion: v1\nkind: Pod\nmetadata: {name: w}\nspec:\n  containers:\n  - {name: a, ports: [{containerPort: 99999999999}]}\n",
+                "document 1 (pod \"w\"): spec.containers[0].ports[0].containerPort: Invalid value: 99999999999: must be of type int32");
+        expect_manifest_error(
+                "apiVersion: v1\nkind: Pod\nmetadata: {name: w, labels: {a: 1}}\nspec: {}\n",
+                "document 1 (pod \"w\"): metadata.labels[a]: Invalid value: \"integer\": must be of type string");
+        expect_manifest_error(
+                "apiVersion: v1\nkind: Pod\nmetadata: {name: w}\nspec: {hostNetwork: \"yes\", containers: [{command: sleep}]}\n",
+                "document 1 (pod \"w\"): spec.containers[0].command: Invalid value: \"string\": must be of type array; "
+                "spec.hostNetwork: Invalid value: \"string\": must be of type boolean");
+        expect_manifest_error(
+                "apiVersion: v1\nkind: Pod\nmetadata: {name: w}\nspec: {restartPolicy: Sometimes}\n",
+                "document 1 (pod \"w\"): spec.restartPolicy: Unsupported value: \"Sometimes\": supported values: \"Always\", \"OnFailure\", \"Never\"");
+        expect_manifest_error(
+                "apiVersion: v1\nkind: Pod\nmetadata: {name: w}\nspec: {containers: [{name: a, imagePullPolicy: always}]}\n",
+                "document 1 (pod \"w\"): spec.containers[0].imagePullPolicy: Unsupported value: \"always\": supported values: \"Always\", \"IfNotPresent\", \"Never\"");
+        expect_manifest_error(
+                "apiVersion: v1\nkind: Pod\nmetadata: {name: w}\nspec: {containers: [{name: a, terminationMessagePolicy: Logs}]}\n",
+                "document 1 (pod \"w\"): spec.containers[0].terminationMessagePolicy: Unsupported value: \"Logs\": supported values: \"File\", \"FallbackToLogsOnError\"");
+        expect_manifest_error(
+                "apiVersion: v1\nkind: Pod\nmetadata: {name: w}\nspec: {containers: [{name: a, resources: {limits: {cpu: lots}}}]}\n",
+                "document 1 (pod \"w\"): spec.containers[0].resources.limits[cpu]: Invalid value: \"lots\": quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'");
+        expect_manifest_error(
+                "apiVersion: v1\nkind: Pod\nmetadata: {name: w}\nspec: {containers: [{name: a, resources: {requests: {memory: 1Gb}}}]}\n",
+                "document 1 (pod \"w\"): spec.containers[0].resources.requests[memory]: Invalid value: \"1Gb\": quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'");
+        expect_manifest_error(
+                "apiVersion: v1\nkind: Pod\nmetadata: {name: w, creationTimestamp: yesterday}\n",
+                "document 1 (pod \"w\"): metadata.creationTimestamp: Invalid value: \"yesterday\": must be an RFC 3339 date-time");
+        expect_manifest_error(
+                "apiVersion: v1\nkind: PodList\nitems:\n- metadata: {name: ok}\n- metadata: {name: bad}\n  spec: []\n",
+                "document 1 items[1] (pod \"bad\"): spec: Invalid value: \"array\": must be of type object");
 }
 
 static void test_document_errors(void **state) {
         expect_manifest_error("kind: Pod\nmetadata: {name: x}\n", "document 1: Object 'apiVersion' is missing");
         expect_manifest_error("apiVersion: v1\nmetadata: {name: x}\n", "document 1: Object 'Kind' is missing");
-        expect_manifest_error("apiVersion: v1\nkind: Pod\nmetadata: {name: x}\n---\napiVersion: apps/v1\nkind: Deployment\n",
-                              "document 2: kind \"Deployment\" of apiVersion \"apps/v1\" is not supported (expected v1 Pod or PodList)");
-        expect_manifest_error("apiVersion: v1\nkind: Service\n",
-                              "document 1: kind \"Service\" of apiVersion \"v1\" is not supported (expected v1 Pod or PodList)");
+        expect_manifest_error(
+                "apiVersion: v1\nkind: Pod\nmetadata: {name: x}\n---\napiVersion: apps/v1\nkind: Deployment\n",
+                "document 2: kind \"Deployment\" of apiVersion \"apps/v1\" is not supported (expected v1 Pod or PodList)");
+        expect_manifest_error(
+                "apiVersion: v1\nkind: Service\n",
+                "document 1: kind \"Service\" of apiVersion \"v1\" is not supported (expected v1 Pod or PodList)");
         expect_manifest_error("- a\n- b\n", "document 1: expected a v1 Pod or PodList object, not a YAML sequence");
         expect_manifest_error("just text\n", "document 1: expected a v1 Pod or PodList object, not a YAML scalar");
         expect_manifest_error("apiVersion: v1\nkind: PodList\nitems: {a: b}\n",
                               "document 1: items: Invalid value: \"object\": must be of type array");
-        expect_manifest_error("apiVersion: v1\nkind: Pod\nmetadata:\n  name: [x\n", "line 5:1: did not find expected ',' or ']' (while parsing a flow sequence at line 4:9)");
+        expect_manifest_error("apiVersion: v1\nkind: Pod\nmetadata:\n  name: [x\n",
+                              "line 5:1: did not find expected ',' or ']' (while parsing a flow sequence at line 4:9)");
 }
 
 static void test_decode_direct(void **state) {
@@ -319,8 +335,8 @@ static void test_decode_direct(void **state) {
         json_decref(j);
 
         /* nulls mean unset; the caller's object is copied, so changing it later does not reach the pod */
-        j = json_pack("{s:{s:s,s:n},s:{s:n,s:[{s:s,s:n}]}}", "metadata", "name", "n", "namespace", "spec",
-                      "nodeName", "containers", "name", "c", "image");
+        j = json_pack("{s:{s:s,s:n},s:{s:n,s:[{s:s,s:n}]}}", "metadata", "name", "n", "namespace", "spec", "nodeName",
+                      "containers", "name", "c", "image");
         assert_int_equal(pod_decode(j, &p, NULL), 0);
         assert_string_equal(p->name, "n");
         assert_null(p->namespace_);
@@ -349,12 +365,9 @@ static void test_decode_direct(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_full_pod),
-                cmocka_unit_test(test_json_manifest),
-                cmocka_unit_test(test_pod_list),
-                cmocka_unit_test(test_type_errors),
-                cmocka_unit_test(test_document_errors),
-                cmocka_unit_test(test_decode_direct),
+                cmocka_unit_test(test_full_pod),        cmocka_unit_test(test_json_manifest),
+                cmocka_unit_test(test_pod_list),        cmocka_unit_test(test_type_errors),
+                cmocka_unit_test(test_document_errors), cmocka_unit_test(test_decode_direct),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

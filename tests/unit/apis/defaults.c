@@ -37,9 +37,12 @@ static void test_pull_policy_matrix(void **state) {
                 { "registry.example.com:5000/team/app:v2", PULL_POLICY_IF_NOT_PRESENT },
                 { "localhost:5000/app", PULL_POLICY_ALWAYS },
                 { "localhost/app:latest", PULL_POLICY_ALWAYS },
-                { "nginx@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", PULL_POLICY_IF_NOT_PRESENT },
-                { "nginx:1.25@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", PULL_POLICY_IF_NOT_PRESENT },
-                { "nginx:latest@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", PULL_POLICY_ALWAYS },
+                { "nginx@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+                  PULL_POLICY_IF_NOT_PRESENT },
+                { "nginx:1.25@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+                  PULL_POLICY_IF_NOT_PRESENT },
+                { "nginx:latest@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+                  PULL_POLICY_ALWAYS },
                 { "my_org/my__app-x.y", PULL_POLICY_ALWAYS },
                 /* not a valid reference: ParseImageName fails, tag "" -> IfNotPresent */
                 { "", PULL_POLICY_IF_NOT_PRESENT },
@@ -57,15 +60,14 @@ static void test_pull_policy_matrix(void **state) {
 }
 
 static void test_pull_policy_in_pod(void **state) {
-        struct pod *p = parse_one(
-                "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: default}\nspec:\n"
-                "  initContainers: [{name: i, image: 'busybox'}]\n"
-                "  containers:\n"
-                "  - {name: a, image: 'nginx:latest'}\n"
-                "  - {name: b, image: 'nginx:1.25'}\n"
-                "  - {name: c, image: 'nginx:1.25', imagePullPolicy: Always}\n"
-                "  - {name: d, image: 'nginx', imagePullPolicy: Never}\n"
-                "  - {name: e, image: 'nginx', imagePullPolicy: ''}\n");
+        struct pod *p = parse_one("apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: default}\nspec:\n"
+                                  "  initContainers: [{name: i, image: 'busybox'}]\n"
+                                  "  containers:\n"
+                                  "  - {name: a, image: 'nginx:latest'}\n"
+                                  "  - {name: b, image: 'nginx:1.25'}\n"
+                                  "  - {name: c, image: 'nginx:1.25', imagePullPolicy: Always}\n"
+                                  "  - {name: d, image: 'nginx', imagePullPolicy: Never}\n"
+                                  "  - {name: e, image: 'nginx', imagePullPolicy: ''}\n");
         assert_int_equal(p->spec.init_containers[0].image_pull_policy, PULL_POLICY_ALWAYS);
         assert_int_equal(p->spec.containers[0].image_pull_policy, PULL_POLICY_ALWAYS);
         assert_int_equal(p->spec.containers[1].image_pull_policy, PULL_POLICY_IF_NOT_PRESENT);
@@ -99,9 +101,10 @@ static void test_spec_defaults(void **state) {
         pod_free(p);
 
         /* explicit values are kept, "" is unset */
-        p = parse_one("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n"
-                      "  restartPolicy: Never\n  terminationGracePeriodSeconds: 5\n  dnsPolicy: Default\n  schedulerName: ''\n"
-                      "  containers: [{name: a, image: x, terminationMessagePath: '/x', ports: [{containerPort: 53, protocol: UDP}]}]\n");
+        p = parse_one(
+                "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n"
+                "  restartPolicy: Never\n  terminationGracePeriodSeconds: 5\n  dnsPolicy: Default\n  schedulerName: ''\n"
+                "  containers: [{name: a, image: x, terminationMessagePath: '/x', ports: [{containerPort: 53, protocol: UDP}]}]\n");
         assert_int_equal(p->spec.restart_policy, RESTART_POLICY_NEVER);
         assert_int_equal(p->spec.termination_grace_period_seconds, 5);
         assert_string_equal(p->spec.dns_policy, "Default");
@@ -112,10 +115,11 @@ static void test_spec_defaults(void **state) {
 }
 
 static void test_host_network_ports(void **state) {
-        struct pod *p = parse_one("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  hostNetwork: true\n"
-                                  "  initContainers: [{name: i, image: x, ports: [{containerPort: 7000}]}]\n"
-                                  "  containers:\n"
-                                  "  - {name: a, image: x, ports: [{containerPort: 80}, {containerPort: 81, hostPort: 81}]}\n");
+        struct pod *p = parse_one(
+                "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  hostNetwork: true\n"
+                "  initContainers: [{name: i, image: x, ports: [{containerPort: 7000}]}]\n"
+                "  containers:\n"
+                "  - {name: a, image: x, ports: [{containerPort: 80}, {containerPort: 81, hostPort: 81}]}\n");
         assert_int_equal(p->spec.containers[0].ports[0].host_port, 80);
         assert_int_equal(p->spec.containers[0].ports[1].host_port, 81);
         assert_int_equal(p->spec.init_containers[0].ports[0].host_port, 7000);
@@ -123,12 +127,13 @@ static void test_host_network_ports(void **state) {
 }
 
 static void test_requests_from_limits(void **state) {
-        struct pod *p = parse_one("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n"
-                                  "  initContainers: [{name: i, image: x, resources: {limits: {memory: 1Gi}}}]\n"
-                                  "  containers:\n"
-                                  "  - name: a\n    image: x\n"
-                                  "    resources:\n      limits: {cpu: '2', memory: 256Mi}\n      requests: {cpu: 500m}\n"
-                                  "  - {name: b, image: x, resources: {requests: {cpu: 100m}}}\n");
+        struct pod *p = parse_one(
+                "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n"
+                "  initContainers: [{name: i, image: x, resources: {limits: {memory: 1Gi}}}]\n"
+                "  containers:\n"
+                "  - name: a\n    image: x\n"
+                "    resources:\n      limits: {cpu: '2', memory: 256Mi}\n      requests: {cpu: 500m}\n"
+                "  - {name: b, image: x, resources: {requests: {cpu: 100m}}}\n");
         const struct resource_list *r0 = &p->spec.containers[0].resources.requests;
         const struct resource_list *r1 = &p->spec.containers[1].resources.requests;
 
@@ -144,10 +149,8 @@ static void test_requests_from_limits(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_pull_policy_matrix),
-                cmocka_unit_test(test_pull_policy_in_pod),
-                cmocka_unit_test(test_spec_defaults),
-                cmocka_unit_test(test_host_network_ports),
+                cmocka_unit_test(test_pull_policy_matrix),   cmocka_unit_test(test_pull_policy_in_pod),
+                cmocka_unit_test(test_spec_defaults),        cmocka_unit_test(test_host_network_ports),
                 cmocka_unit_test(test_requests_from_limits),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -50,12 +50,14 @@ static void test_restart_policy_validation(void **state) {
         _cleanup_free_ char *ok = NULL, *app = NULL, *bad = NULL, *empty = NULL, *probes = NULL;
 
         /* a sidecar may have probes */
-        ok = errors_of("  initContainers:\n  - name: s\n    image: busybox\n    restartPolicy: Always\n"
-                       "    startupProbe: {exec: {command: ['true']}}\n    readinessProbe: {exec: {command: ['true']}}\n"
-                       "  containers:\n  - {name: c, image: busybox}\n");
+        ok = errors_of(
+                "  initContainers:\n  - name: s\n    image: busybox\n    restartPolicy: Always\n"
+                "    startupProbe: {exec: {command: ['true']}}\n    readinessProbe: {exec: {command: ['true']}}\n"
+                "  containers:\n  - {name: c, image: busybox}\n");
         assert_string_equal(ok, "");
         app = errors_of("  containers:\n  - {name: c, image: busybox, restartPolicy: Always}\n");
-        assert_non_null(strstr(app, "spec.containers[0].restartPolicy: Forbidden: may not be set for non-init containers"));
+        assert_non_null(
+                strstr(app, "spec.containers[0].restartPolicy: Forbidden: may not be set for non-init containers"));
         bad = errors_of("  initContainers:\n  - {name: i, image: busybox, restartPolicy: OnFailure}\n"
                         "  containers:\n  - {name: c, image: busybox}\n");
         assert_non_null(strstr(bad, "spec.initContainers[0].restartPolicy: Unsupported value: \"OnFailure\": "
@@ -64,19 +66,22 @@ static void test_restart_policy_validation(void **state) {
                           "  containers:\n  - {name: c, image: busybox}\n");
         assert_non_null(strstr(empty, "spec.initContainers[0].restartPolicy: Required value"));
         /* without restartPolicy Always, probes stay forbidden */
-        probes = errors_of("  initContainers:\n  - {name: i, image: busybox, startupProbe: {exec: {command: ['true']}}}\n"
-                           "  containers:\n  - {name: c, image: busybox}\n");
-        assert_non_null(strstr(probes, "spec.initContainers[0].startupProbe: Forbidden: may not be set for init containers "
-                                       "without restartPolicy=Always"));
+        probes = errors_of(
+                "  initContainers:\n  - {name: i, image: busybox, startupProbe: {exec: {command: ['true']}}}\n"
+                "  containers:\n  - {name: c, image: busybox}\n");
+        assert_non_null(strstr(probes,
+                               "spec.initContainers[0].startupProbe: Forbidden: may not be set for init containers "
+                               "without restartPolicy=Always"));
 }
 
-#define APP(lc) "  containers:\n  - name: c\n    image: busybox\n    ports: [{name: web, containerPort: 80}]\n    lifecycle: " lc "\n"
+#define APP(lc)                                                                                                           \
+        "  containers:\n  - name: c\n    image: busybox\n    ports: [{name: web, containerPort: 80}]\n    lifecycle: " lc \
+        "\n"
 
 static void test_hooks_decoded(void **state) {
         const char *yaml = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n" APP(
                 "{postStart: {exec: {command: [sh, -c, 'echo hi']}}, preStop: {httpGet: {port: web, host: h, "
-                "httpHeaders: [{name: X-A, value: b}]}}}")
-                "  initContainers:\n  - {name: s, image: busybox, restartPolicy: Always, lifecycle: {preStop: {sleep: {seconds: 3}}}}\n";
+                "httpHeaders: [{name: X-A, value: b}]}}}") "  initContainers:\n  - {name: s, image: busybox, restartPolicy: Always, lifecycle: {preStop: {sleep: {seconds: 3}}}}\n";
         _cleanup_ck_error_ struct ck_error *err = NULL;
         struct pod_set set = {};
         const struct container *c;
@@ -105,7 +110,8 @@ static void test_hooks_decoded(void **state) {
 }
 
 static void test_hooks_decode_errors(void **state) {
-        const char *yaml = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n" APP("{preStop: {exec: {command: 3}}}");
+        const char *yaml = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n" APP(
+                "{preStop: {exec: {command: 3}}}");
         _cleanup_ck_error_ struct ck_error *err = NULL;
         struct pod_set set = {};
 
@@ -118,32 +124,41 @@ static void test_hooks_validation(void **state) {
         _cleanup_free_ char *ok = NULL, *none = NULL, *two = NULL, *cmd = NULL, *http = NULL, *sleep0 = NULL,
                             *sleep_long = NULL, *init = NULL, *tcp = NULL;
 
-        ok = errors_of(APP("{postStart: {httpGet: {port: 80, path: /x, scheme: HTTPS}}, preStop: {sleep: {seconds: 30}}}"));
+        ok = errors_of(
+                APP("{postStart: {httpGet: {port: 80, path: /x, scheme: HTTPS}}, preStop: {sleep: {seconds: 30}}}"));
         assert_string_equal(ok, "");
         /* tcpSocket is accepted (deprecated; it fails when run) */
         tcp = errors_of(APP("{preStop: {tcpSocket: {port: web}}}"));
         assert_string_equal(tcp, "");
         none = errors_of(APP("{postStart: {}}"));
-        assert_string_equal(none, "spec.containers[0].lifecycle.postStart: Required value: must specify a handler type");
+        assert_string_equal(none,
+                            "spec.containers[0].lifecycle.postStart: Required value: must specify a handler type");
         two = errors_of(APP("{preStop: {exec: {command: ['true']}, sleep: {seconds: 1}}}"));
-        assert_string_equal(two, "spec.containers[0].lifecycle.preStop.sleep: Forbidden: may not specify more than 1 handler type");
+        assert_string_equal(
+                two, "spec.containers[0].lifecycle.preStop.sleep: Forbidden: may not specify more than 1 handler type");
         cmd = errors_of(APP("{preStop: {exec: {command: []}}}"));
         assert_string_equal(cmd, "spec.containers[0].lifecycle.preStop.exec.command: Required value");
         http = errors_of(APP("{postStart: {httpGet: {port: 0, scheme: FTP, httpHeaders: [{name: 'a b', value: c}]}}}"));
         assert_non_null(strstr(http, "spec.containers[0].lifecycle.postStart.httpGet.port: Invalid value: 0: must be "
                                      "between 1 and 65535, inclusive"));
-        assert_non_null(strstr(http, "spec.containers[0].lifecycle.postStart.httpGet.scheme: Unsupported value: \"FTP\": "
-                                     "supported values: \"HTTP\", \"HTTPS\""));
-        assert_non_null(strstr(http, "spec.containers[0].lifecycle.postStart.httpGet.httpHeaders[0].name: Invalid value: \"a b\""));
+        assert_non_null(strstr(http,
+                               "spec.containers[0].lifecycle.postStart.httpGet.scheme: Unsupported value: \"FTP\": "
+                               "supported values: \"HTTP\", \"HTTPS\""));
+        assert_non_null(
+                strstr(http,
+                       "spec.containers[0].lifecycle.postStart.httpGet.httpHeaders[0].name: Invalid value: \"a b\""));
         sleep0 = errors_of(APP("{preStop: {sleep: {seconds: 0}}}"));
-        assert_string_equal(sleep0, "spec.containers[0].lifecycle.preStop.sleep: Invalid value: 0: must be greater than 0 "
-                                    "and less than terminationGracePeriodSeconds (30)");
+        assert_string_equal(sleep0,
+                            "spec.containers[0].lifecycle.preStop.sleep: Invalid value: 0: must be greater than 0 "
+                            "and less than terminationGracePeriodSeconds (30)");
         sleep_long = errors_of("  terminationGracePeriodSeconds: 5\n" APP("{preStop: {sleep: {seconds: 6}}}"));
-        assert_string_equal(sleep_long, "spec.containers[0].lifecycle.preStop.sleep: Invalid value: 6: must be greater than "
-                                        "0 and less than terminationGracePeriodSeconds (5)");
+        assert_string_equal(sleep_long,
+                            "spec.containers[0].lifecycle.preStop.sleep: Invalid value: 6: must be greater than "
+                            "0 and less than terminationGracePeriodSeconds (5)");
         /* regular init containers may not have hooks */
-        init = errors_of("  initContainers:\n  - {name: i, image: busybox, lifecycle: {preStop: {exec: {command: ['true']}}}}\n"
-                         "  containers:\n  - {name: c, image: busybox}\n");
+        init = errors_of(
+                "  initContainers:\n  - {name: i, image: busybox, lifecycle: {preStop: {exec: {command: ['true']}}}}\n"
+                "  containers:\n  - {name: c, image: busybox}\n");
         assert_string_equal(init, "spec.initContainers[0].lifecycle: Forbidden: may not be set for init containers "
                                   "without restartPolicy=Always");
 }
@@ -168,12 +183,9 @@ static void test_handler_from_json(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_sidecar_decoded),
-                cmocka_unit_test(test_restart_policy_validation),
-                cmocka_unit_test(test_hooks_decoded),
-                cmocka_unit_test(test_hooks_decode_errors),
-                cmocka_unit_test(test_hooks_validation),
-                cmocka_unit_test(test_handler_from_json),
+                cmocka_unit_test(test_sidecar_decoded),  cmocka_unit_test(test_restart_policy_validation),
+                cmocka_unit_test(test_hooks_decoded),    cmocka_unit_test(test_hooks_decode_errors),
+                cmocka_unit_test(test_hooks_validation), cmocka_unit_test(test_handler_from_json),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

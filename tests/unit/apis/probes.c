@@ -65,8 +65,8 @@ static void test_decode_and_defaults(void **state) {
         assert_int_equal(l->handler, PROBE_HANDLER_HTTP_GET);
         assert_true(l->port.is_string);
         assert_string_equal(l->port.str_val, "http");
-        assert_string_equal(l->path, "/");        /* defaulted */
-        assert_string_equal(l->scheme, "HTTP");   /* defaulted */
+        assert_string_equal(l->path, "/");      /* defaulted */
+        assert_string_equal(l->scheme, "HTTP"); /* defaulted */
         assert_int_equal(l->n_http_headers, 1);
         assert_string_equal(l->http_headers[0].name, "X-A");
         assert_int_equal(l->initial_delay_seconds, 5);
@@ -110,30 +110,39 @@ static void test_invalid_probes(void **state) {
                      "spec.containers[0].livenessProbe: Forbidden: may not specify more than 1 handler type");
         expect_error("    readinessProbe: {exec: {}}\n",
                      "spec.containers[0].readinessProbe.exec.command: Required value");
-        expect_error("    livenessProbe: {tcpSocket: {port: 0}}\n",
-                     "spec.containers[0].livenessProbe.tcpSocket.port: Invalid value: 0: must be between 1 and 65535, inclusive");
-        expect_error("    livenessProbe: {httpGet: {port: 70000}}\n",
-                     "spec.containers[0].livenessProbe.httpGet.port: Invalid value: 70000: must be between 1 and 65535, inclusive");
+        expect_error(
+                "    livenessProbe: {tcpSocket: {port: 0}}\n",
+                "spec.containers[0].livenessProbe.tcpSocket.port: Invalid value: 0: must be between 1 and 65535, inclusive");
+        expect_error(
+                "    livenessProbe: {httpGet: {port: 70000}}\n",
+                "spec.containers[0].livenessProbe.httpGet.port: Invalid value: 70000: must be between 1 and 65535, inclusive");
         expect_error("    livenessProbe: {httpGet: {port: Not_A_Name}}\n",
                      "spec.containers[0].livenessProbe.httpGet.port: Invalid value: \"Not_A_Name\"");
-        expect_error("    livenessProbe: {httpGet: {port: 80, scheme: FTP}}\n",
-                     "spec.containers[0].livenessProbe.httpGet.scheme: Unsupported value: \"FTP\": supported values: \"HTTP\", \"HTTPS\"");
-        expect_error("    livenessProbe: {httpGet: {port: 80, httpHeaders: [{name: \"a b\", value: x}]}}\n",
-                     "spec.containers[0].livenessProbe.httpGet.httpHeaders[0].name: Invalid value: \"a b\": a valid HTTP header must consist of alphanumeric characters or '-'");
-        expect_error("    livenessProbe: {grpc: {port: 0}}\n",
-                     "spec.containers[0].livenessProbe.grpc.port: Invalid value: 0: must be between 1 and 65535, inclusive");
+        expect_error(
+                "    livenessProbe: {httpGet: {port: 80, scheme: FTP}}\n",
+                "spec.containers[0].livenessProbe.httpGet.scheme: Unsupported value: \"FTP\": supported values: \"HTTP\", \"HTTPS\"");
+        expect_error(
+                "    livenessProbe: {httpGet: {port: 80, httpHeaders: [{name: \"a b\", value: x}]}}\n",
+                "spec.containers[0].livenessProbe.httpGet.httpHeaders[0].name: Invalid value: \"a b\": a valid HTTP header must consist of alphanumeric characters or '-'");
+        expect_error(
+                "    livenessProbe: {grpc: {port: 0}}\n",
+                "spec.containers[0].livenessProbe.grpc.port: Invalid value: 0: must be between 1 and 65535, inclusive");
         expect_error("    livenessProbe: {exec: {command: [\"true\"]}, successThreshold: 2}\n",
                      "spec.containers[0].livenessProbe.successThreshold: Invalid value: 2: must be 1");
         expect_error("    startupProbe: {exec: {command: [\"true\"]}, successThreshold: 2}\n",
                      "spec.containers[0].startupProbe.successThreshold: Invalid value: 2: must be 1");
-        expect_error("    readinessProbe: {exec: {command: [\"true\"]}, terminationGracePeriodSeconds: 5}\n",
-                     "spec.containers[0].readinessProbe.terminationGracePeriodSeconds: Invalid value: 5: must not be set for readinessProbes");
-        expect_error("    livenessProbe: {exec: {command: [\"true\"]}, terminationGracePeriodSeconds: 0}\n",
-                     "spec.containers[0].livenessProbe.terminationGracePeriodSeconds: Invalid value: 0: must be greater than 0");
-        expect_error("    livenessProbe: {exec: {command: [\"true\"]}, initialDelaySeconds: -1}\n",
-                     "spec.containers[0].livenessProbe.initialDelaySeconds: Invalid value: -1: must be greater than or equal to 0");
-        expect_error("    livenessProbe: {exec: {command: [\"true\"]}, periodSeconds: -3}\n",
-                     "spec.containers[0].livenessProbe.periodSeconds: Invalid value: -3: must be greater than or equal to 0");
+        expect_error(
+                "    readinessProbe: {exec: {command: [\"true\"]}, terminationGracePeriodSeconds: 5}\n",
+                "spec.containers[0].readinessProbe.terminationGracePeriodSeconds: Invalid value: 5: must not be set for readinessProbes");
+        expect_error(
+                "    livenessProbe: {exec: {command: [\"true\"]}, terminationGracePeriodSeconds: 0}\n",
+                "spec.containers[0].livenessProbe.terminationGracePeriodSeconds: Invalid value: 0: must be greater than 0");
+        expect_error(
+                "    livenessProbe: {exec: {command: [\"true\"]}, initialDelaySeconds: -1}\n",
+                "spec.containers[0].livenessProbe.initialDelaySeconds: Invalid value: -1: must be greater than or equal to 0");
+        expect_error(
+                "    livenessProbe: {exec: {command: [\"true\"]}, periodSeconds: -3}\n",
+                "spec.containers[0].livenessProbe.periodSeconds: Invalid value: -3: must be greater than or equal to 0");
 }
 
 static void test_type_errors(void **state) {
@@ -143,33 +152,34 @@ static void test_type_errors(void **state) {
                            "  - {name: c, image: busybox, livenessProbe: {httpGet: {port: [1]}}}\n";
 
         assert_int_equal(manifest_parse(yaml, strlen(yaml), &set, &err), -EINVAL);
-        assert_non_null(strstr(ck_error_message(err), "spec.containers[0].livenessProbe.httpGet.port: Invalid value: \"array\": "
-                                    "must be of type int or string"));
+        assert_non_null(strstr(ck_error_message(err),
+                               "spec.containers[0].livenessProbe.httpGet.port: Invalid value: \"array\": "
+                               "must be of type int or string"));
 }
 
 static void test_init_containers_may_not_have_probes(void **state) {
         _cleanup_ck_error_ struct ck_error *err = NULL;
         struct pod_set set = {};
-        const char *yaml = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n"
-                           "  initContainers:\n  - {name: i, image: busybox, livenessProbe: {exec: {command: [\"true\"]}}}\n"
-                           "  containers:\n  - {name: c, image: busybox}\n";
+        const char *yaml =
+                "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n"
+                "  initContainers:\n  - {name: i, image: busybox, livenessProbe: {exec: {command: [\"true\"]}}}\n"
+                "  containers:\n  - {name: c, image: busybox}\n";
         struct field_errors e = {};
         _cleanup_free_ char *s = NULL;
 
         assert_int_equal(manifest_parse(yaml, strlen(yaml), &set, &err), 0);
         assert_int_equal(pod_validate(set.pods[0], &e), -EINVAL);
         s = field_errors_to_string(&e);
-        assert_non_null(strstr(s, "spec.initContainers[0].livenessProbe: Forbidden: may not be set for init containers"));
+        assert_non_null(
+                strstr(s, "spec.initContainers[0].livenessProbe: Forbidden: may not be set for init containers"));
         field_errors_done(&e);
         pod_set_done(&set);
 }
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_decode_and_defaults),
-                cmocka_unit_test(test_valid_probes),
-                cmocka_unit_test(test_invalid_probes),
-                cmocka_unit_test(test_init_containers_may_not_have_probes),
+                cmocka_unit_test(test_decode_and_defaults), cmocka_unit_test(test_valid_probes),
+                cmocka_unit_test(test_invalid_probes),      cmocka_unit_test(test_init_containers_may_not_have_probes),
                 cmocka_unit_test(test_type_errors),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -67,17 +67,18 @@ static void expect_valid(const char *meta, const char *spec) {
 
 static void test_valid(void **state) {
         expect_valid(META, SPEC);
-        expect_valid("{name: a.b-c, namespace: kube-system, labels: {app.kubernetes.io/name: x, empty: ''}, "
-                     "annotations: {Example.com/Some_Key: anything at all}}",
-                     "{restartPolicy: Never, terminationGracePeriodSeconds: 0, activeDeadlineSeconds: 1, "
-                     "hostname: h, subdomain: s, nodeName: node.example.com, serviceAccountName: sa, dnsPolicy: None, "
-                     "dnsConfig: {nameservers: [1.1.1.1]}, "
-                     "initContainers: [{name: init, image: busybox}], "
-                     "containers: [{name: app, image: nginx, ports: [{name: http, containerPort: 80, hostPort: 8080}, "
-                     "{name: metrics, containerPort: 9090}], env: [{name: my.env-name, value: x}, "
-                     "{name: FROM, valueFrom: {secretKeyRef: {name: s, key: k}}}], "
-                     "resources: {limits: {cpu: '1', memory: 1Gi, example.com/gpu: 2}, requests: {cpu: 500m, example.com/gpu: 2}}}, "
-                     "{name: side, image: 'busybox:1.36', ports: [{containerPort: 80, hostPort: 8080, protocol: UDP}]}]}");
+        expect_valid(
+                "{name: a.b-c, namespace: kube-system, labels: {app.kubernetes.io/name: x, empty: ''}, "
+                "annotations: {Example.com/Some_Key: anything at all}}",
+                "{restartPolicy: Never, terminationGracePeriodSeconds: 0, activeDeadlineSeconds: 1, "
+                "hostname: h, subdomain: s, nodeName: node.example.com, serviceAccountName: sa, dnsPolicy: None, "
+                "dnsConfig: {nameservers: [1.1.1.1]}, "
+                "initContainers: [{name: init, image: busybox}], "
+                "containers: [{name: app, image: nginx, ports: [{name: http, containerPort: 80, hostPort: 8080}, "
+                "{name: metrics, containerPort: 9090}], env: [{name: my.env-name, value: x}, "
+                "{name: FROM, valueFrom: {secretKeyRef: {name: s, key: k}}}], "
+                "resources: {limits: {cpu: '1', memory: 1Gi, example.com/gpu: 2}, requests: {cpu: 500m, example.com/gpu: 2}}}, "
+                "{name: side, image: 'busybox:1.36', ports: [{containerPort: 80, hostPort: 8080, protocol: UDP}]}]}");
 }
 
 static void test_metadata(void **state) {
@@ -86,8 +87,10 @@ static void test_metadata(void **state) {
                        "characters, '-' or '.', and must start and end with an alphanumeric character (e.g. "
                        "'example.com', regex used for validation is "
                        "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')");
-        expect_invalid("{namespace: default}", SPEC, "metadata.name", "Required value: name or generateName is required");
-        expect_invalid("{name: web-, namespace: default}", SPEC, "metadata.name", "Invalid value: \"web-\": a lowercase RFC 1123 subdomain");
+        expect_invalid("{namespace: default}", SPEC, "metadata.name",
+                       "Required value: name or generateName is required");
+        expect_invalid("{name: web-, namespace: default}", SPEC, "metadata.name",
+                       "Invalid value: \"web-\": a lowercase RFC 1123 subdomain");
         {
                 char meta[400];
                 char name[300];
@@ -98,7 +101,8 @@ static void test_metadata(void **state) {
                 struct field_errors errs = {};
                 struct pod *p = parse(meta, SPEC);
                 assert_int_equal(pod_validate(p, &errs), -EINVAL);
-                assert_string_equal(errs.items[0].detail + strlen(errs.items[0].detail) - strlen("must be no more than 253 characters"),
+                assert_string_equal(errs.items[0].detail + strlen(errs.items[0].detail) -
+                                            strlen("must be no more than 253 characters"),
                                     "must be no more than 253 characters");
                 field_errors_done(&errs);
                 pod_free(p);
@@ -110,13 +114,15 @@ static void test_metadata(void **state) {
                        "'123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')");
         expect_invalid("{name: web, namespace: default, generateName: Bad-}", SPEC, "metadata.generateName",
                        "Invalid value: \"Bad-\": a lowercase RFC 1123 subdomain");
-        expect_invalid("{name: web, namespace: default, labels: {'bad key': x}}", SPEC, "metadata.labels",
-                       "Invalid value: \"bad key\": name part must consist of alphanumeric characters, '-', '_' or '.', "
-                       "and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc'");
+        expect_invalid(
+                "{name: web, namespace: default, labels: {'bad key': x}}", SPEC, "metadata.labels",
+                "Invalid value: \"bad key\": name part must consist of alphanumeric characters, '-', '_' or '.', "
+                "and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc'");
         expect_invalid("{name: web, namespace: default, labels: {'/x': y}}", SPEC, "metadata.labels",
                        "Invalid value: \"/x\": prefix part must be non-empty");
-        expect_invalid("{name: web, namespace: default, labels: {app: -x}}", SPEC, "metadata.labels",
-                       "Invalid value: \"-x\": a valid label must be an empty string or consist of alphanumeric characters");
+        expect_invalid(
+                "{name: web, namespace: default, labels: {app: -x}}", SPEC, "metadata.labels",
+                "Invalid value: \"-x\": a valid label must be an empty string or consist of alphanumeric characters");
         expect_invalid("{name: web, namespace: default, annotations: {a/b/c: x}}", SPEC, "metadata.annotations",
                        "Invalid value: \"a/b/c\": a qualified name must consist of alphanumeric characters");
         expect_invalid("{name: web, namespace: default, annotations: {kubernetes.io/config.mirror: x}}", SPEC,
@@ -136,8 +142,10 @@ static void test_containers(void **state) {
                        "spec.containers[1].name", "Duplicate value: \"app\"");
         expect_invalid(META, "{initContainers: [{name: app, image: x}], containers: [{name: app, image: nginx}]}",
                        "spec.initContainers[0].name", "Duplicate value: \"app\"");
-        expect_invalid(META, "{initContainers: [{name: i, image: x}, {name: i, image: x}], containers: [{name: app, image: nginx}]}",
-                       "spec.initContainers[1].name", "Duplicate value: \"i\"");
+        expect_invalid(
+                META,
+                "{initContainers: [{name: i, image: x}, {name: i, image: x}], containers: [{name: app, image: nginx}]}",
+                "spec.initContainers[1].name", "Duplicate value: \"i\"");
         expect_invalid(META, "{containers: [{name: app}]}", "spec.containers[0].image", "Required value");
         expect_invalid(META, "{initContainers: [{name: i}], containers: [{name: app, image: x}]}",
                        "spec.initContainers[0].image", "Required value");
@@ -149,33 +157,47 @@ static void test_ports(void **state) {
         expect_invalid(META, "{containers: [{name: app, image: x, ports: [{name: http}]}]}",
                        "spec.containers[0].ports[0].containerPort", "Required value");
         expect_invalid(META, "{containers: [{name: app, image: x, ports: [{containerPort: 70000}]}]}",
-                       "spec.containers[0].ports[0].containerPort", "Invalid value: 70000: must be between 1 and 65535, inclusive");
+                       "spec.containers[0].ports[0].containerPort",
+                       "Invalid value: 70000: must be between 1 and 65535, inclusive");
         expect_invalid(META, "{containers: [{name: app, image: x, ports: [{containerPort: -5}]}]}",
-                       "spec.containers[0].ports[0].containerPort", "Invalid value: -5: must be between 1 and 65535, inclusive");
+                       "spec.containers[0].ports[0].containerPort",
+                       "Invalid value: -5: must be between 1 and 65535, inclusive");
         expect_invalid(META, "{containers: [{name: app, image: x, ports: [{containerPort: 80, hostPort: 65536}]}]}",
-                       "spec.containers[0].ports[0].hostPort", "Invalid value: 65536: must be between 1 and 65535, inclusive");
-        expect_invalid(META, "{containers: [{name: app, image: x, ports: [{name: HTTP, containerPort: 80}]}]}",
-                       "spec.containers[0].ports[0].name",
-                       "Invalid value: \"HTTP\": must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)");
+                       "spec.containers[0].ports[0].hostPort",
+                       "Invalid value: 65536: must be between 1 and 65535, inclusive");
+        expect_invalid(
+                META, "{containers: [{name: app, image: x, ports: [{name: HTTP, containerPort: 80}]}]}",
+                "spec.containers[0].ports[0].name",
+                "Invalid value: \"HTTP\": must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)");
         expect_invalid(META, "{containers: [{name: app, image: x, ports: [{name: '8080', containerPort: 80}]}]}",
-                       "spec.containers[0].ports[0].name", "Invalid value: \"8080\": must contain at least one letter (a-z)");
+                       "spec.containers[0].ports[0].name",
+                       "Invalid value: \"8080\": must contain at least one letter (a-z)");
         expect_invalid(META, "{containers: [{name: app, image: x, ports: [{name: a--b, containerPort: 80}]}]}",
-                       "spec.containers[0].ports[0].name", "Invalid value: \"a--b\": must not contain consecutive hyphens");
+                       "spec.containers[0].ports[0].name",
+                       "Invalid value: \"a--b\": must not contain consecutive hyphens");
         expect_invalid(META, "{containers: [{name: app, image: x, ports: [{name: -ab, containerPort: 80}]}]}",
-                       "spec.containers[0].ports[0].name", "Invalid value: \"-ab\": must not begin or end with a hyphen");
-        expect_invalid(META, "{containers: [{name: app, image: x, ports: [{name: this-is-too-long, containerPort: 80}]}]}",
-                       "spec.containers[0].ports[0].name", "Invalid value: \"this-is-too-long\": must be no more than 15 characters");
-        expect_invalid(META, "{containers: [{name: app, image: x, ports: [{name: http, containerPort: 80}, {name: http, containerPort: 81}]}]}",
-                       "spec.containers[0].ports[1].name", "Duplicate value: \"http\"");
+                       "spec.containers[0].ports[0].name",
+                       "Invalid value: \"-ab\": must not begin or end with a hyphen");
+        expect_invalid(META,
+                       "{containers: [{name: app, image: x, ports: [{name: this-is-too-long, containerPort: 80}]}]}",
+                       "spec.containers[0].ports[0].name",
+                       "Invalid value: \"this-is-too-long\": must be no more than 15 characters");
+        expect_invalid(
+                META,
+                "{containers: [{name: app, image: x, ports: [{name: http, containerPort: 80}, {name: http, containerPort: 81}]}]}",
+                "spec.containers[0].ports[1].name", "Duplicate value: \"http\"");
         expect_invalid(META, "{containers: [{name: app, image: x, ports: [{containerPort: 80, protocol: ICMP}]}]}",
                        "spec.containers[0].ports[0].protocol",
                        "Unsupported value: \"ICMP\": supported values: \"SCTP\", \"TCP\", \"UDP\"");
-        expect_invalid(META, "{containers: [{name: a, image: x, ports: [{containerPort: 80, hostPort: 8080}]}, "
-                             "{name: b, image: x, ports: [{containerPort: 81, hostPort: 8080}]}]}",
+        expect_invalid(META,
+                       "{containers: [{name: a, image: x, ports: [{containerPort: 80, hostPort: 8080}]}, "
+                       "{name: b, image: x, ports: [{containerPort: 81, hostPort: 8080}]}]}",
                        "spec.containers[1].ports[0].hostPort", "Duplicate value: \"TCP//8080\"");
-        expect_invalid(META, "{hostNetwork: true, containers: [{name: a, image: x, ports: [{containerPort: 80, hostPort: 8081}]}]}",
-                       "spec.containers[0].ports[0].hostPort",
-                       "Invalid value: 8081: must match `containerPort` when `hostNetwork` is true");
+        expect_invalid(
+                META,
+                "{hostNetwork: true, containers: [{name: a, image: x, ports: [{containerPort: 80, hostPort: 8081}]}]}",
+                "spec.containers[0].ports[0].hostPort",
+                "Invalid value: 8081: must match `containerPort` when `hostNetwork` is true");
         /* same host port with different protocols is fine; init containers are checked one by one */
         expect_valid(META, "{initContainers: [{name: i, image: x, ports: [{containerPort: 80, hostPort: 80}]}], "
                            "containers: [{name: a, image: x, ports: [{containerPort: 80, hostPort: 80}, "
@@ -183,50 +205,63 @@ static void test_ports(void **state) {
 }
 
 static void test_env(void **state) {
-        expect_invalid(META, "{containers: [{name: app, image: x, env: [{name: 1BAD, value: x}]}]}",
-                       "spec.containers[0].env[0].name",
-                       "Invalid value: \"1BAD\": a valid environment variable name must consist of alphabetic characters, "
-                       "digits, '_', '-', or '.', and must not start with a digit (e.g. 'my.env-name',  or 'MY_ENV.NAME',  or "
-                       "'MyEnvName1', regex used for validation is '[-._a-zA-Z][-._a-zA-Z0-9]*')");
+        expect_invalid(
+                META, "{containers: [{name: app, image: x, env: [{name: 1BAD, value: x}]}]}",
+                "spec.containers[0].env[0].name",
+                "Invalid value: \"1BAD\": a valid environment variable name must consist of alphabetic characters, "
+                "digits, '_', '-', or '.', and must not start with a digit (e.g. 'my.env-name',  or 'MY_ENV.NAME',  or "
+                "'MyEnvName1', regex used for validation is '[-._a-zA-Z][-._a-zA-Z0-9]*')");
         expect_invalid(META, "{containers: [{name: app, image: x, env: [{name: 'A=B'}]}]}",
                        "spec.containers[0].env[0].name", "Invalid value: \"A=B\": a valid environment variable name");
         expect_invalid(META, "{containers: [{name: app, image: x, env: [{name: '..'}]}]}",
                        "spec.containers[0].env[0].name", "Invalid value: \"..\": must not be '..'");
         expect_invalid(META, "{containers: [{name: app, image: x, env: [{value: x}]}]}",
                        "spec.containers[0].env[0].name", "Required value");
-        expect_invalid(META, "{containers: [{name: app, image: x, env: [{name: A, value: x, valueFrom: {fieldRef: {fieldPath: metadata.name}}}]}]}",
-                       "spec.containers[0].env[0].valueFrom",
-                       "Invalid value: \"\": may not be specified when `value` is not empty");
-        expect_invalid(META, "{containers: [{name: app, image: x, env: [{name: A, valueFrom: {}}]}]}",
-                       "spec.containers[0].env[0].valueFrom",
-                       "Invalid value: \"\": must specify one of: `fieldRef`, `resourceFieldRef`, `configMapKeyRef` or `secretKeyRef`");
-        expect_invalid(META, "{containers: [{name: app, image: x, env: [{name: A, valueFrom: {secretKeyRef: {name: s}}}]}]}",
+        expect_invalid(
+                META,
+                "{containers: [{name: app, image: x, env: [{name: A, value: x, valueFrom: {fieldRef: {fieldPath: metadata.name}}}]}]}",
+                "spec.containers[0].env[0].valueFrom",
+                "Invalid value: \"\": may not be specified when `value` is not empty");
+        expect_invalid(
+                META, "{containers: [{name: app, image: x, env: [{name: A, valueFrom: {}}]}]}",
+                "spec.containers[0].env[0].valueFrom",
+                "Invalid value: \"\": must specify one of: `fieldRef`, `resourceFieldRef`, `configMapKeyRef` or `secretKeyRef`");
+        expect_invalid(META,
+                       "{containers: [{name: app, image: x, env: [{name: A, valueFrom: {secretKeyRef: {name: s}}}]}]}",
                        "spec.containers[0].env[0].valueFrom.secretKeyRef.key", "Required value");
 }
 
 static void test_resources(void **state) {
-        expect_invalid(META, "{containers: [{name: app, image: x, resources: {limits: {cpu: '1'}, requests: {cpu: '2'}}}]}",
+        expect_invalid(META,
+                       "{containers: [{name: app, image: x, resources: {limits: {cpu: '1'}, requests: {cpu: '2'}}}]}",
                        "spec.containers[0].resources.requests",
                        "Invalid value: \"2\": must be less than or equal to cpu limit of 1");
-        expect_invalid(META, "{containers: [{name: app, image: x, resources: {limits: {memory: 0.5Gi}, requests: {memory: 1Gi}}}]}",
-                       "spec.containers[0].resources.requests",
-                       "Invalid value: \"1Gi\": must be less than or equal to memory limit of 512Mi");
-        expect_invalid(META, "{containers: [{name: app, image: x, resources: {limits: {cpu: 250m}, requests: {cpu: 0.5}}}]}",
+        expect_invalid(
+                META,
+                "{containers: [{name: app, image: x, resources: {limits: {memory: 0.5Gi}, requests: {memory: 1Gi}}}]}",
+                "spec.containers[0].resources.requests",
+                "Invalid value: \"1Gi\": must be less than or equal to memory limit of 512Mi");
+        expect_invalid(META,
+                       "{containers: [{name: app, image: x, resources: {limits: {cpu: 250m}, requests: {cpu: 0.5}}}]}",
                        "spec.containers[0].resources.requests",
                        "Invalid value: \"500m\": must be less than or equal to cpu limit of 250m");
         expect_invalid(META, "{containers: [{name: app, image: x, resources: {limits: {memory: '-1'}}}]}",
-                       "spec.containers[0].resources.limits[memory]", "Invalid value: \"-1\": must be greater than or equal to 0");
+                       "spec.containers[0].resources.limits[memory]",
+                       "Invalid value: \"-1\": must be greater than or equal to 0");
         expect_invalid(META, "{containers: [{name: app, image: x, resources: {requests: {foo: '1'}}}]}",
                        "spec.containers[0].resources.requests[foo]",
                        "Invalid value: \"foo\": must be a standard resource type or fully qualified");
         expect_invalid(META, "{containers: [{name: app, image: x, resources: {requests: {pods: '1'}}}]}",
                        "spec.containers[0].resources.requests[pods]",
                        "Invalid value: \"pods\": must be a standard resource for containers");
-        expect_invalid(META, "{containers: [{name: app, image: x, resources: {limits: {example.com/gpu: 2}, requests: {example.com/gpu: 1}}}]}",
-                       "spec.containers[0].resources.requests",
-                       "Invalid value: \"1\": must be equal to example.com/gpu limit of 2");
+        expect_invalid(
+                META,
+                "{containers: [{name: app, image: x, resources: {limits: {example.com/gpu: 2}, requests: {example.com/gpu: 1}}}]}",
+                "spec.containers[0].resources.requests",
+                "Invalid value: \"1\": must be equal to example.com/gpu limit of 2");
         expect_invalid(META, "{containers: [{name: app, image: x, resources: {limits: {example.com/gpu: 500m}}}]}",
-                       "spec.containers[0].resources.limits[example.com/gpu]", "Invalid value: \"500m\": must be an integer");
+                       "spec.containers[0].resources.limits[example.com/gpu]",
+                       "Invalid value: \"500m\": must be an integer");
         /* requests default to limits, so a request alone for an extended resource needs its limit */
         expect_invalid(META, "{containers: [{name: app, image: x, resources: {requests: {example.com/gpu: 1}}}]}",
                        "spec.containers[0].resources.limits",
@@ -238,9 +273,10 @@ static void test_spec_fields(void **state) {
                        "spec.terminationGracePeriodSeconds", "Invalid value: -1: must be greater than or equal to 0");
         expect_invalid(META, "{activeDeadlineSeconds: 0, containers: [{name: app, image: x}]}",
                        "spec.activeDeadlineSeconds", "Invalid value: 0: must be between 1 and 2147483647, inclusive");
-        expect_invalid(META, "{dnsPolicy: Cluster, containers: [{name: app, image: x}]}", "spec.dnsPolicy",
-                       "Unsupported value: \"Cluster\": supported values: \"ClusterFirstWithHostNet\", \"ClusterFirst\", "
-                       "\"Default\", \"None\"");
+        expect_invalid(
+                META, "{dnsPolicy: Cluster, containers: [{name: app, image: x}]}", "spec.dnsPolicy",
+                "Unsupported value: \"Cluster\": supported values: \"ClusterFirstWithHostNet\", \"ClusterFirst\", "
+                "\"Default\", \"None\"");
         expect_invalid(META, "{dnsPolicy: None, containers: [{name: app, image: x}]}", "spec.dnsConfig",
                        "Required value: must provide `dnsConfig` when `dnsPolicy` is None");
         expect_invalid(META, "{hostname: Web_1, containers: [{name: app, image: x}]}", "spec.hostname",
@@ -249,8 +285,8 @@ static void test_spec_fields(void **state) {
                        "Invalid value: \"a.b\": must not contain dots");
         expect_invalid(META, "{nodeName: Node_1, containers: [{name: app, image: x}]}", "spec.nodeName",
                        "Invalid value: \"Node_1\": a lowercase RFC 1123 subdomain");
-        expect_invalid(META, "{serviceAccountName: 'my sa', containers: [{name: app, image: x}]}", "spec.serviceAccountName",
-                       "Invalid value: \"my sa\": a lowercase RFC 1123 subdomain");
+        expect_invalid(META, "{serviceAccountName: 'my sa', containers: [{name: app, image: x}]}",
+                       "spec.serviceAccountName", "Invalid value: \"my sa\": a lowercase RFC 1123 subdomain");
 }
 
 static void test_error_string(void **state) {
@@ -260,7 +296,8 @@ static void test_error_string(void **state) {
 
         assert_int_equal(pod_validate(p, &errs), -EINVAL);
         s = field_errors_to_string(&errs);
-        assert_string_equal(s, "spec.containers[1].image: Required value; spec.containers[1].name: Duplicate value: \"app\"");
+        assert_string_equal(
+                s, "spec.containers[1].image: Required value; spec.containers[1].name: Duplicate value: \"app\"");
         free(s);
         field_errors_done(&errs);
         field_errors_done(&errs); /* twice is fine */

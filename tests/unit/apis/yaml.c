@@ -42,15 +42,19 @@ static void expect_error(const char *yaml, int code, const char *msg) {
 }
 
 static void test_scalars(void **state) {
-        expect_json("a: 1\nb: -2\nc: +3\nd: 0x1F\ne: 0o17\nf: 007\n", "[{\"a\":1,\"b\":-2,\"c\":3,\"d\":31,\"e\":15,\"f\":7}]");
+        expect_json("a: 1\nb: -2\nc: +3\nd: 0x1F\ne: 0o17\nf: 007\n",
+                    "[{\"a\":1,\"b\":-2,\"c\":3,\"d\":31,\"e\":15,\"f\":7}]");
         expect_json("a: 1.5\nb: .5\nc: 1e3\nd: -2.5E-1\n", "[{\"a\":1.5,\"b\":0.5,\"c\":1000.0,\"d\":-0.25}]");
         expect_json("a: true\nb: False\nc: TRUE\nd: yes\ne: on\nf: no\n",
                     "[{\"a\":true,\"b\":false,\"c\":true,\"d\":\"yes\",\"e\":\"on\",\"f\":\"no\"}]");
-        expect_json("a: null\nb: ~\nc:\nd: Null\ne: 'null'\n", "[{\"a\":null,\"b\":null,\"c\":null,\"d\":null,\"e\":\"null\"}]");
+        expect_json("a: null\nb: ~\nc:\nd: Null\ne: 'null'\n",
+                    "[{\"a\":null,\"b\":null,\"c\":null,\"d\":null,\"e\":\"null\"}]");
         expect_json("a: '1'\nb: \"true\"\nc: 1.2.3\nd: 0x\ne: 12abc\nf: \"\"\n",
                     "[{\"a\":\"1\",\"b\":\"true\",\"c\":\"1.2.3\",\"d\":\"0x\",\"e\":\"12abc\",\"f\":\"\"}]");
-        expect_json("a: !!str 80\nb: !!int \"80\"\nc: !!float 1\nd: ! 12\n", "[{\"a\":\"80\",\"b\":80,\"c\":1.0,\"d\":\"12\"}]");
-        expect_json("a: |\n  line1\n  line2\nb: >\n  folded\n  text\n", "[{\"a\":\"line1\\nline2\\n\",\"b\":\"folded text\\n\"}]");
+        expect_json("a: !!str 80\nb: !!int \"80\"\nc: !!float 1\nd: ! 12\n",
+                    "[{\"a\":\"80\",\"b\":80,\"c\":1.0,\"d\":\"12\"}]");
+        expect_json("a: |\n  line1\n  line2\nb: >\n  folded\n  text\n",
+                    "[{\"a\":\"line1\\nline2\\n\",\"b\":\"folded text\\n\"}]");
         expect_json("1: one\ntrue: yes\n", "[{\"1\":\"one\",\"true\":\"yes\"}]");
         expect_json("a: 99999999999999999999\n", "[{\"a\":1e20}]");
         expect_json("- a\n- [1, 2, {b: c}]\n- {}\n- []\n", "[[\"a\",[1,2,{\"b\":\"c\"}],{},[]]]");
@@ -58,8 +62,9 @@ static void test_scalars(void **state) {
 }
 
 static void test_json_input(void **state) {
-        expect_json("{\"apiVersion\": \"v1\", \"kind\": \"Pod\", \"spec\": {\"containers\": [{\"name\": \"a\", \"ports\": [{\"containerPort\": 80}]}]}}",
-                    "[{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"spec\":{\"containers\":[{\"name\":\"a\",\"ports\":[{\"containerPort\":80}]}]}}]");
+        expect_json(
+                "{\"apiVersion\": \"v1\", \"kind\": \"Pod\", \"spec\": {\"containers\": [{\"name\": \"a\", \"ports\": [{\"containerPort\": 80}]}]}}",
+                "[{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"spec\":{\"containers\":[{\"name\":\"a\",\"ports\":[{\"containerPort\":80}]}]}}]");
 }
 
 static void test_multi_doc(void **state) {
@@ -146,12 +151,8 @@ static void test_caps(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_scalars),
-                cmocka_unit_test(test_json_input),
-                cmocka_unit_test(test_multi_doc),
-                cmocka_unit_test(test_refusals),
-                cmocka_unit_test(test_syntax_errors),
-                cmocka_unit_test(test_caps),
+                cmocka_unit_test(test_scalars),  cmocka_unit_test(test_json_input),    cmocka_unit_test(test_multi_doc),
+                cmocka_unit_test(test_refusals), cmocka_unit_test(test_syntax_errors), cmocka_unit_test(test_caps),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -12,7 +12,6 @@
 #include "basic/strv.h"
 #include "basic/time.h"
 
-
 static void test_atoi(void **state) {
         int64_t v;
         int i;
@@ -62,8 +61,10 @@ static void test_hash(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_atoi), cmocka_unit_test(test_strv_strmap),
-                cmocka_unit_test(test_rfc3339), cmocka_unit_test(test_hash),
+                cmocka_unit_test(test_atoi),
+                cmocka_unit_test(test_strv_strmap),
+                cmocka_unit_test(test_rfc3339),
+                cmocka_unit_test(test_hash),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -211,7 +211,8 @@ static const struct generic_case generic_cases[] = {
         { 404, "GET", NULL, "NotFound", "the server could not find the requested resource" },
         { 404, "DELETE", "404 page not found", "NotFound", "the server could not find the requested resource" },
         { 405, "PATCH", NULL, "MethodNotAllowed", "the server does not allow this method on the requested resource" },
-        { 406, "GET", NULL, "NotAcceptable", "the server was unable to respond with a content type that the client supports" },
+        { 406, "GET", NULL, "NotAcceptable",
+          "the server was unable to respond with a content type that the client supports" },
         { 406, "GET", "unknown", "NotAcceptable",
           "the server was unable to respond with a content type that the client supports" },
         { 406, "GET", "only application/yaml is supported", "NotAcceptable", "only application/yaml is supported" },
@@ -226,8 +227,10 @@ static const struct generic_case generic_cases[] = {
         { 422, "PUT", NULL, "Invalid", "the server rejected our request due to an error in our request" },
         { 429, "GET", NULL, "TooManyRequests",
           "the server has received too many requests and has asked us to try again later" },
-        { 500, "GET", "boom", "InternalError", "an error on the server (\"boom\") has prevented the request from succeeding" },
-        { 500, "GET", NULL, "InternalError", "an error on the server (\"unknown\") has prevented the request from succeeding" },
+        { 500, "GET", "boom", "InternalError",
+          "an error on the server (\"boom\") has prevented the request from succeeding" },
+        { 500, "GET", NULL, "InternalError",
+          "an error on the server (\"unknown\") has prevented the request from succeeding" },
         { 502, "PUT", "Bad Gateway", "InternalError",
           "an error on the server (\"Bad Gateway\") has prevented the request from succeeding" },
         /* quoted as Go's %q: one line, quotes and backslashes escaped */
@@ -237,9 +240,11 @@ static const struct generic_case generic_cases[] = {
         { 503, "GET", "down", "ServiceUnavailable", "the server is currently unable to handle the request" },
         { 504, "GET", NULL, "Timeout",
           "the server was unable to return a response in the time allotted, but may still be processing the request" },
-        { 599, "GET", NULL, "InternalError", "an error on the server (\"unknown\") has prevented the request from succeeding" },
+        { 599, "GET", NULL, "InternalError",
+          "an error on the server (\"unknown\") has prevented the request from succeeding" },
         { 302, "GET", NULL, "", "the server responded with the status code 302 but did not return more information" },
-        { 418, "GET", "teapot", "", "the server responded with the status code 418 but did not return more information" },
+        { 418, "GET", "teapot", "",
+          "the server responded with the status code 418 but did not return more information" },
 };
 
 static void test_generic_error(void **state) {

@@ -126,7 +126,8 @@ static void expect_error(struct ctx *t, const char *config, int r, const char *n
         assert_non_null(t->error);
         assert_true(asprintf(&prefix, "%s: ", t->path) > 0);
         if (!startswith(ck_error_message(t->error), prefix) || !strstr(ck_error_message(t->error), needle))
-                fail_msg("error \"%s\" does not start with \"%s\" or lacks \"%s\"", ck_error_message(t->error), prefix, needle);
+                fail_msg("error \"%s\" does not start with \"%s\" or lacks \"%s\"", ck_error_message(t->error), prefix,
+                         needle);
         /* nothing was returned */
         assert_null(t->cfg.server);
         assert_null(t->cfg.token);
@@ -134,37 +135,36 @@ static void expect_error(struct ctx *t, const char *config, int r, const char *n
 
 /* ---------------------------------------------------------------- good configs */
 
-static const char multi_yaml[] =
-        "apiVersion: v1\n"
-        "kind: Config\n"
-        "preferences: {}\n"
-        "current-context: %s\n"
-        "clusters:\n"
-        "- name: other\n"
-        "  cluster:\n"
-        "    server: https://other.example.com:6443\n"
-        "    insecure-skip-tls-verify: true\n"
-        "- name: local\n"
-        "  cluster:\n"
-        "    server: https://10.0.0.1:6443/\n"
-        "    certificate-authority: pki/ca.crt\n"
-        "    tls-server-name: api.internal\n"
-        "    proxy-url: http://proxy.example.com:3128\n"
-        "    disable-compression: true\n"
-        "contexts:\n"
-        "- name: admin\n"
-        "  context: {cluster: other, user: admin, namespace: kube-system}\n"
-        "- name: kubelet\n"
-        "  context:\n"
-        "    cluster: local\n"
-        "    user: kubelet\n"
-        "users:\n"
-        "- name: admin\n"
-        "  user: {token: admin-token-123}\n"
-        "- name: kubelet\n"
-        "  user:\n"
-        "    client-certificate: pki/kubelet.crt\n"
-        "    client-key: %s\n";
+static const char multi_yaml[] = "apiVersion: v1\n"
+                                 "kind: Config\n"
+                                 "preferences: {}\n"
+                                 "current-context: %s\n"
+                                 "clusters:\n"
+                                 "- name: other\n"
+                                 "  cluster:\n"
+                                 "    server: https://other.example.com:6443\n"
+                                 "    insecure-skip-tls-verify: true\n"
+                                 "- name: local\n"
+                                 "  cluster:\n"
+                                 "    server: https://10.0.0.1:6443/\n"
+                                 "    certificate-authority: pki/ca.crt\n"
+                                 "    tls-server-name: api.internal\n"
+                                 "    proxy-url: http://proxy.example.com:3128\n"
+                                 "    disable-compression: true\n"
+                                 "contexts:\n"
+                                 "- name: admin\n"
+                                 "  context: {cluster: other, user: admin, namespace: kube-system}\n"
+                                 "- name: kubelet\n"
+                                 "  context:\n"
+                                 "    cluster: local\n"
+                                 "    user: kubelet\n"
+                                 "users:\n"
+                                 "- name: admin\n"
+                                 "  user: {token: admin-token-123}\n"
+                                 "- name: kubelet\n"
+                                 "  user:\n"
+                                 "    client-certificate: pki/kubelet.crt\n"
+                                 "    client-key: %s\n";
 
 static void test_yaml_files_and_context(void **state) {
         struct ctx *t = *state;
@@ -337,19 +337,20 @@ static void test_tokens(void **state) {
 static void test_insecure_and_default_scheme(void **state) {
         struct ctx *t = *state;
 
-        assert_int_equal(load(t, "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
-                                "clusters:\n- name: k\n  cluster: {server: '10.0.0.1:6443', insecure-skip-tls-verify: true}\n"
-                                "contexts:\n- name: c\n  context: {cluster: k, user: u}\n"
-                                "users:\n- name: u\n  user: {token: t}\n"),
-                         0);
+        assert_int_equal(
+                load(t, "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+                        "clusters:\n- name: k\n  cluster: {server: '10.0.0.1:6443', insecure-skip-tls-verify: true}\n"
+                        "contexts:\n- name: c\n  context: {cluster: k, user: u}\n"
+                        "users:\n- name: u\n  user: {token: t}\n"),
+                0);
         assert_true(t->cfg.insecure_skip_tls_verify);
         assert_string_equal(t->cfg.server, "https://10.0.0.1:6443"); /* TLS configured: https */
 
         /* no TLS settings and no scheme: http, as clientcmd's DefaultServerURL */
         assert_int_equal(load(t, "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
-                                "clusters:\n- name: k\n  cluster: {server: 'localhost:8080'}\n"
-                                "contexts:\n- name: c\n  context: {cluster: k, user: u}\n"
-                                "users:\n- name: u\n  user: {}\n"),
+                                 "clusters:\n- name: k\n  cluster: {server: 'localhost:8080'}\n"
+                                 "contexts:\n- name: c\n  context: {cluster: k, user: u}\n"
+                                 "users:\n- name: u\n  user: {}\n"),
                          0);
         assert_false(t->cfg.insecure_skip_tls_verify);
         assert_string_equal(t->cfg.server, "http://localhost:8080");
@@ -466,10 +467,11 @@ static void test_error_bad_base64(void **state) {
         struct ctx *t = *state;
         static const char *const bad[] = {
                 "c2VjcmV0LXZhbHVl!!", /* not in the alphabet */
-                "c2VjcmV0LXZhbHVl" "Q", /* not a multiple of 4 */
-                "c2Vj=mV0",             /* data after padding */
-                "c2VjcmV0LXZhbH===",    /* too much padding */
-                "c2VjcmV0-XZhbHVl",     /* URL alphabet */
+                "c2VjcmV0LXZhbHVl"
+                "Q",                 /* not a multiple of 4 */
+                "c2Vj=mV0",          /* data after padding */
+                "c2VjcmV0LXZhbH===", /* too much padding */
+                "c2VjcmV0-XZhbHVl",  /* URL alphabet */
         };
         _cleanup_free_ char *cert = base64(CERT_PEM, 0);
 
@@ -494,18 +496,25 @@ static void test_error_user(void **state) {
                 const char *user, *needle;
                 int r;
         } cases[] = {
-                { "exec: {apiVersion: client.authentication.k8s.io/v1, command: aws}", "users[0].user.exec: exec credential plugins are not supported", -EOPNOTSUPP },
-                { "auth-provider: {name: gcp}", "users[0].user.auth-provider: auth providers are not supported", -EOPNOTSUPP },
-                { "username: admin, password: SECRET-PASSWORD", "users[0].user.username: basic authentication is not supported", -EOPNOTSUPP },
-                { "password: SECRET-PASSWORD", "users[0].user.password: basic authentication is not supported", -EOPNOTSUPP },
-                { "token: SECRET-TOKEN, as: 'system:admin'", "users[0].user.as: impersonation is not supported", -EOPNOTSUPP },
+                { "exec: {apiVersion: client.authentication.k8s.io/v1, command: aws}",
+                  "users[0].user.exec: exec credential plugins are not supported", -EOPNOTSUPP },
+                { "auth-provider: {name: gcp}", "users[0].user.auth-provider: auth providers are not supported",
+                  -EOPNOTSUPP },
+                { "username: admin, password: SECRET-PASSWORD",
+                  "users[0].user.username: basic authentication is not supported", -EOPNOTSUPP },
+                { "password: SECRET-PASSWORD", "users[0].user.password: basic authentication is not supported",
+                  -EOPNOTSUPP },
+                { "token: SECRET-TOKEN, as: 'system:admin'", "users[0].user.as: impersonation is not supported",
+                  -EOPNOTSUPP },
                 { "token: SECRET-TOKEN, exec: {command: x}", "users[0].user.exec:", -EOPNOTSUPP },
                 { "tokenFile: no-such-token", "users[0].user.tokenFile: cannot read ", -ENOENT },
                 { "tokenFile: empty-token", "users[0].user.tokenFile: ", -EINVAL },
                 { "token: 42", "users[0].user.token: must be a string", -EINVAL },
-                { "client-certificate-data: LS0tLS1CRUdJTiBYLS0tLS0K", "client-key-data or client-key must be specified", -EINVAL },
+                { "client-certificate-data: LS0tLS1CRUdJTiBYLS0tLS0K",
+                  "client-key-data or client-key must be specified", -EINVAL },
                 { "client-key: key.pem", "client-certificate-data or client-certificate must be specified", -EINVAL },
-                { "client-certificate: missing.crt, client-key: key.pem", "users[0].user: unable to read client-cert", -ENOENT },
+                { "client-certificate: missing.crt, client-key: key.pem", "users[0].user: unable to read client-cert",
+                  -ENOENT },
         };
 
         write_file(t, "empty-token", " \n\t\n");
@@ -513,7 +522,8 @@ static void test_error_user(void **state) {
         for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
                 _cleanup_free_ char *config = NULL;
 
-                assert_true(asprintf(&config, HEAD "current-context: c\n" CLUSTER CTX "users:\n- name: u\n  user: {%s}\n",
+                assert_true(asprintf(&config,
+                                     HEAD "current-context: c\n" CLUSTER CTX "users:\n- name: u\n  user: {%s}\n",
                                      cases[i].user) > 0);
                 expect_error(t, config, cases[i].r, cases[i].needle);
                 assert_null(strstr(ck_error_message(t->error), "SECRET"));

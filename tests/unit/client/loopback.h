@@ -23,7 +23,6 @@
 #include "basic/strv.h"
 #include "basic/time.h"
 
-
 #define SRV_MAX_HELD 64
 #define SRV_MAX_HITS 64
 
@@ -323,9 +322,9 @@ static inline void run_for(struct event_base *base, long ms) {
         run_until(base, NULL, 0, ms);
 }
 
-#define assert_reached(base, counter, target, timeout_ms)                                                  \
-        do {                                                                                              \
-                if (!run_until((base), (counter), (target), (timeout_ms)))                               \
-                        fail_msg("%s reached %u, not %u, within %ld ms", #counter, *(counter),           \
-                                 (unsigned) (target), (long) (timeout_ms));                                \
+#define assert_reached(base, counter, target, timeout_ms)                                                           \
+        do {                                                                                                        \
+                if (!run_until((base), (counter), (target), (timeout_ms)))                                          \
+                        fail_msg("%s reached %u, not %u, within %ld ms", #counter, *(counter), (unsigned) (target), \
+                                 (long) (timeout_ms));                                                              \
         } while (0)

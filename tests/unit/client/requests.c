@@ -31,7 +31,7 @@ struct ctx {
         unsigned completed; /* callbacks run, over all calls */
 
         /* per-test server script */
-        int codes[8];        /* status of hit i (the last one repeats) */
+        int codes[8]; /* status of hit i (the last one repeats) */
         const char *bodies[8];
         const char *retry_after;
         size_t big_len;
@@ -114,16 +114,16 @@ static void new_client(struct ctx *t, const struct kube_config *cfg, const struc
         assert_int_equal(kube_client_new(t->base, cfg ? cfg : &def, o, &t->client), 0);
 }
 
-static void request(struct ctx *t, const char *method, const char *path, const json_t *body, const char *ct,
-                    int flags, struct call *c, struct kube_request **ret) {
+static void request(struct ctx *t, const char *method, const char *path, const json_t *body, const char *ct, int flags,
+                    struct call *c, struct kube_request **ret) {
         c->t = t;
         assert_int_equal(kube_request(t->client, method, path, body, ct, flags, on_response, c, ret), 0);
         assert_int_equal(c->calls, 0); /* never inside kube_request() */
 }
 
 /* Request and wait for its callback. */
-static void roundtrip(struct ctx *t, const char *method, const char *path, const json_t *body, const char *ct, int flags,
-                      struct call *c) {
+static void roundtrip(struct ctx *t, const char *method, const char *path, const json_t *body, const char *ct,
+                      int flags, struct call *c) {
         unsigned before = t->completed;
 
         call_done(c);
@@ -330,7 +330,8 @@ static void test_errors(void **state) {
         assert_string_equal(c.error, "the server reported a conflict");
 
         /* a Status without message and reason: the generic ones */
-        script(t, 422, "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\",\"code\":422}", 0, NULL, 0, NULL);
+        script(t, 422, "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\",\"code\":422}", 0, NULL, 0,
+               NULL);
         roundtrip(t, "PATCH", "/api/v1/nodes/n1/status", t->empty, "application/merge-patch+json", 0, &c);
         assert_string_equal(c.reason, "Invalid");
         assert_string_equal(c.error, "the server rejected our request due to an error in our request");
@@ -409,8 +410,9 @@ static void test_retries(void **state) {
         assert_int_equal(t->srv.hits, 1);
 
         /* always 503: five attempts, then the last answer */
-        script(t, 503, "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"message\":\"etcd is down\",\"reason\":"
-                       "\"ServiceUnavailable\",\"code\":503}",
+        script(t, 503,
+               "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"message\":\"etcd is down\",\"reason\":"
+               "\"ServiceUnavailable\",\"code\":503}",
                0, NULL, 0, NULL);
         roundtrip(t, "GET", "/api/v1/nodes/n1", NULL, NULL, 0, &c);
         assert_int_equal(c.r, 0);
@@ -612,7 +614,8 @@ static void test_bearer_token(void **state) {
         assert_string_equal(srv_header(&t->srv, "Authorization"), "Bearer " TOKEN);
 
         /* errors, retries and transport failures are logged at high verbosity: never with the token */
-        script(t, 500, "", 401, "{\"kind\":\"Status\",\"message\":\"Unauthorized\",\"reason\":\"Unauthorized\"}", 0, NULL);
+        script(t, 500, "", 401, "{\"kind\":\"Status\",\"message\":\"Unauthorized\",\"reason\":\"Unauthorized\"}", 0,
+               NULL);
         roundtrip(t, "POST", "/api/v1/namespaces/default/events", t->empty, NULL, 0, &c);
         assert_int_equal(c.status, 401);
         assert_string_equal(c.reason, "Unauthorized");
@@ -676,7 +679,7 @@ static void test_bearer_token(void **state) {
                 assert_int_equal(write_file_atomic(path, "tok2\n", 5, 0600), 0);
                 roundtrip(t, "GET", "/api/v1/nodes", NULL, NULL, 0, &c);
                 assert_string_equal(srv_header(&t->srv, "Authorization"), "Bearer tok1"); /* not yet */
-                t->client->token_read_usec -= 61 * 1000 * MS;                              /* a minute later */
+                t->client->token_read_usec -= 61 * 1000 * MS;                             /* a minute later */
                 roundtrip(t, "GET", "/api/v1/nodes", NULL, NULL, 0, &c);
                 assert_string_equal(srv_header(&t->srv, "Authorization"), "Bearer tok2");
 

@@ -155,8 +155,8 @@ static void test_events_split_across_chunks(void **state) {
                 EV("MODIFIED", "f"),
                 NULL,
         };
-        static const char *const types[] = { "ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ADDED", "ERROR", "MODIFIED",
-                                             NULL };
+        static const char *const types[] = { "ADDED", "MODIFIED", "DELETED",  "BOOKMARK",
+                                             "ADDED", "ERROR",    "MODIFIED", NULL };
         static const char *const names[] = { "a", "b", "c", "d", "e", "-", "f", NULL };
 
         serve(t, 200, 15, SRV_END, chunks);
@@ -197,7 +197,7 @@ static void test_bad_lines(void **state) {
         struct ctx *t = *state;
         static const char *const not_json[] = { EV("ADDED", "a") "\nthis is not json\n" EV("ADDED", "b") "\n", NULL };
         static const char *const no_object[] = { EV("ADDED", "a") "\n", "{\"type\":\"ADDED\"}\n" EV("ADDED", "b") "\n",
-                                                  NULL };
+                                                 NULL };
         static const char *const no_type[] = { "{\"object\":{}}\n", NULL };
         static const char *const array[] = { "[1,2]\n", NULL };
 
@@ -313,8 +313,9 @@ static void test_error_status(void **state) {
         watch(t, "/api/v1/pods?watch=true", 0);
         assert_reached(t->base, &t->dones, 1, 10000);
         assert_int_equal(t->status, 500);
-        assert_string_equal(t->error,
-                            "an error on the server (\"upstream connect error\") has prevented the request from succeeding");
+        assert_string_equal(
+                t->error,
+                "an error on the server (\"upstream connect error\") has prevented the request from succeeding");
         run_for(t->base, 300);
         assert_int_equal(t->srv.hits, 1);
 
@@ -395,7 +396,8 @@ static void test_dropped_and_large(void **state) {
         many = malloc(40 * (big + 64));
         assert_non_null(many);
         for (unsigned i = 0; i < 40; i++) {
-                n += (size_t) sprintf(many + n, "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"%u\"},\"d\":\"", i);
+                n += (size_t) sprintf(many + n,
+                                      "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"%u\"},\"d\":\"", i);
                 memset(many + n, 'd', big);
                 n += big;
                 n += (size_t) sprintf(many + n, "\"}}\n");

@@ -16,7 +16,8 @@ static struct pod *parse_pod(const char *spec) {
         struct pod_set set = {};
         struct pod *p;
 
-        assert_true(asprintf(&yaml, "apiVersion: v1\nkind: Pod\nmetadata: {name: p, uid: 1234-5678}\nspec:\n%s", spec) > 0);
+        assert_true(asprintf(&yaml, "apiVersion: v1\nkind: Pod\nmetadata: {name: p, uid: 1234-5678}\nspec:\n%s", spec) >
+                    0);
         if (manifest_parse(yaml, strlen(yaml), &set, &err) < 0)
                 fail_msg("manifest: %s", ck_error_message(err));
         p = pod_ref(set.pods[0]);
@@ -24,7 +25,8 @@ static struct pod *parse_pod(const char *spec) {
         return p;
 }
 
-static void check_name(const char *root, enum qos_class q, const char *uid, const char *want_fs, const char *want_systemd) {
+static void check_name(const char *root, enum qos_class q, const char *uid, const char *want_fs,
+                       const char *want_systemd) {
         _cleanup_free_ char *name = NULL, *fs = NULL, *sd = NULL;
 
         assert_int_equal(cm_pod_cgroup_name(root, q, uid, &name), 0);
@@ -103,8 +105,8 @@ static void test_resource_config_for_pod(void **state) {
         /* Burstable with memory requests only: 2 shares (no cpu request) */
         check_config("  containers:\n  - {name: a, image: i, resources: {requests: {memory: 16Mi}}}\n", 2, 0, 0, 0);
         /* a tiny cpu limit gets the minimum quota (1ms) */
-        check_config("  containers:\n  - {name: a, image: i, resources: {limits: {cpu: 1m, memory: 8Mi}}}\n",
-                     2, 1000, 100000, 8 * MI);
+        check_config("  containers:\n  - {name: a, image: i, resources: {limits: {cpu: 1m, memory: 8Mi}}}\n", 2, 1000,
+                     100000, 8 * MI);
         /* init containers count: the larger of their request and the app containers' sum */
         p = parse_pod("  initContainers:\n"
                       "  - {name: i, image: i, resources: {requests: {cpu: '2'}}}\n"

@@ -16,17 +16,16 @@
 #define NODE "node-1"
 #define PATH "/etc/kubernetes/manifests/web.yaml"
 
-static const char web_yaml[] =
-        "apiVersion: v1\n"
-        "kind: Pod\n"
-        "metadata:\n"
-        "  name: web\n"
-        "  labels: {app: web}\n"
-        "spec:\n"
-        "  containers:\n"
-        "  - name: app\n"
-        "    image: nginx:1.25\n"
-        "    ports: [{containerPort: 80}]\n";
+static const char web_yaml[] = "apiVersion: v1\n"
+                               "kind: Pod\n"
+                               "metadata:\n"
+                               "  name: web\n"
+                               "  labels: {app: web}\n"
+                               "spec:\n"
+                               "  containers:\n"
+                               "  - name: app\n"
+                               "    image: nginx:1.25\n"
+                               "    ports: [{containerPort: 80}]\n";
 
 /* the same pod: other key order, flow style, JSON quoting, comments */
 static const char web_yaml_reordered[] =
@@ -61,7 +60,9 @@ static char *uid_of(const char *text, const char *node, const char *source, cons
 static void expect_error_node(const char *text, const char *node, const char *prefix) {
         struct pod_set set = {};
         struct ck_error *err = NULL;
-        assert_int_equal(pod_config_static_pods_from_manifest(text, strlen(text), node, CONFIG_SOURCE_FILE, PATH, &set, &err), -EINVAL);
+        assert_int_equal(pod_config_static_pods_from_manifest(text, strlen(text), node, CONFIG_SOURCE_FILE, PATH, &set,
+                                                              &err),
+                         -EINVAL);
         assert_int_equal(set.n, 0);
         if (!startswith(ck_error_message(err), prefix))
                 fail_msg("error %s", ck_error_message(err));
@@ -103,8 +104,9 @@ static void test_naming_and_annotations(void **state) {
 
         /* the pod name gets the node name lowercased (generatePodName); spec.nodeName is the node name as given,
          * so an upper-case node name fails validation, as upstream (whose kubelet lowercases its hostname) */
-        expect_error_node(web_yaml, "Node-1", "document 1 (pod \"web\"): spec.nodeName: Invalid value: \"Node-1\": "
-                                              "a lowercase RFC 1123 subdomain must consist of");
+        expect_error_node(web_yaml, "Node-1",
+                          "document 1 (pod \"web\"): spec.nodeName: Invalid value: \"Node-1\": "
+                          "a lowercase RFC 1123 subdomain must consist of");
 }
 
 static void test_uid_stable(void **state) {
@@ -207,33 +209,42 @@ static void test_errors(void **state) {
         expect_error(two_docs_bad_second, -EINVAL, "document 2 (pod \"web\"): spec.containers[0].name: Required value");
         expect_error("apiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec: {}\n", -EINVAL,
                      "document 1 (pod \"web\"): spec.containers: Required value");
-        expect_error("apiVersion: v1\nkind: Pod\nmetadata: {name: Web}\nspec: {containers: [{name: a, image: x}]}\n", -EINVAL,
-                     "document 1 (pod \"Web\"): metadata.name: Invalid value: \"Web-node-1\": a lowercase RFC 1123 subdomain "
-                     "must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an "
-                     "alphanumeric character (e.g. 'example.com', regex used for validation is "
-                     "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')");
+        expect_error(
+                "apiVersion: v1\nkind: Pod\nmetadata: {name: Web}\nspec: {containers: [{name: a, image: x}]}\n",
+                -EINVAL,
+                "document 1 (pod \"Web\"): metadata.name: Invalid value: \"Web-node-1\": a lowercase RFC 1123 subdomain "
+                "must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an "
+                "alphanumeric character (e.g. 'example.com', regex used for validation is "
+                "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')");
         expect_error("apiVersion: v1\nkind: Pod\nmetadata: {}\nspec: {containers: [{name: a, image: x}]}\n", -EINVAL,
                      "document 1: metadata.name: Required value: name or generateName is required");
-        expect_error("apiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec: {containers: [{name: a, image: x, imagePullPolicy: Sometimes}]}\n",
-                     -EINVAL,
-                     "document 1 (pod \"web\"): spec.containers[0].imagePullPolicy: Unsupported value: \"Sometimes\": "
-                     "supported values: \"Always\", \"IfNotPresent\", \"Never\"");
-        expect_error("apiVersion: v1\nkind: PodList\nitems:\n- metadata: {name: a}\n  spec: {containers: [{name: a, image: x}]}\n"
-                     "- metadata: {name: b}\n  spec: {containers: [{name: a, image: x, ports: [{containerPort: 0}]}]}\n",
-                     -EINVAL, "document 1 items[1] (pod \"b\"): spec.containers[0].ports[0].containerPort: Required value");
-        expect_error("a: [1\n", -EINVAL, "line 2:1: did not find expected ',' or ']' (while parsing a flow sequence at line 1:4)");
-        expect_error("apiVersion: v1\nkind: Pod\nmetadata: {name: w}\nspec: {containers: [{name: a, image: x}]}\n---\n"
-                     "apiVersion: v1\nkind: Pod\nmetadata: {name: w}\nspec: {containers: [{name: b, image: y}]}\n",
-                     -EINVAL, "document 2 (pod \"w\"): duplicate pod name \"w-node-1\" in namespace \"default\" (also in document 1)");
-        expect_error("apiVersion: v1\nkind: Pod\nmetadata: {name: w, uid: u1}\nspec: {containers: [{name: a, image: x}]}\n---\n"
-                     "apiVersion: v1\nkind: Pod\nmetadata: {name: v, uid: u1}\nspec: {containers: [{name: b, image: y}]}\n",
-                     -EINVAL, "document 2 (pod \"v\"): duplicate pod UID u1 (also in document 1)");
+        expect_error(
+                "apiVersion: v1\nkind: Pod\nmetadata: {name: web}\nspec: {containers: [{name: a, image: x, imagePullPolicy: Sometimes}]}\n",
+                -EINVAL,
+                "document 1 (pod \"web\"): spec.containers[0].imagePullPolicy: Unsupported value: \"Sometimes\": "
+                "supported values: \"Always\", \"IfNotPresent\", \"Never\"");
+        expect_error(
+                "apiVersion: v1\nkind: PodList\nitems:\n- metadata: {name: a}\n  spec: {containers: [{name: a, image: x}]}\n"
+                "- metadata: {name: b}\n  spec: {containers: [{name: a, image: x, ports: [{containerPort: 0}]}]}\n",
+                -EINVAL, "document 1 items[1] (pod \"b\"): spec.containers[0].ports[0].containerPort: Required value");
+        expect_error("a: [1\n", -EINVAL,
+                     "line 2:1: did not find expected ',' or ']' (while parsing a flow sequence at line 1:4)");
+        expect_error(
+                "apiVersion: v1\nkind: Pod\nmetadata: {name: w}\nspec: {containers: [{name: a, image: x}]}\n---\n"
+                "apiVersion: v1\nkind: Pod\nmetadata: {name: w}\nspec: {containers: [{name: b, image: y}]}\n",
+                -EINVAL,
+                "document 2 (pod \"w\"): duplicate pod name \"w-node-1\" in namespace \"default\" (also in document 1)");
+        expect_error(
+                "apiVersion: v1\nkind: Pod\nmetadata: {name: w, uid: u1}\nspec: {containers: [{name: a, image: x}]}\n---\n"
+                "apiVersion: v1\nkind: Pod\nmetadata: {name: v, uid: u1}\nspec: {containers: [{name: b, image: y}]}\n",
+                -EINVAL, "document 2 (pod \"v\"): duplicate pod UID u1 (also in document 1)");
 
         /* same name in different namespaces is fine */
         {
-                struct pod_set set = load("apiVersion: v1\nkind: Pod\nmetadata: {name: w}\nspec: {containers: [{name: a, image: x}]}\n---\n"
-                                          "apiVersion: v1\nkind: Pod\nmetadata: {name: w, namespace: other}\nspec: {containers: [{name: a, image: x}]}\n",
-                                          NODE, CONFIG_SOURCE_FILE, PATH);
+                struct pod_set set = load(
+                        "apiVersion: v1\nkind: Pod\nmetadata: {name: w}\nspec: {containers: [{name: a, image: x}]}\n---\n"
+                        "apiVersion: v1\nkind: Pod\nmetadata: {name: w, namespace: other}\nspec: {containers: [{name: a, image: x}]}\n",
+                        NODE, CONFIG_SOURCE_FILE, PATH);
                 assert_int_equal(set.n, 2);
                 assert_string_not_equal(set.pods[0]->uid, set.pods[1]->uid);
                 pod_set_done(&set);
@@ -243,8 +254,8 @@ static void test_errors(void **state) {
         {
                 struct pod_set set = {};
                 struct ck_error *err = NULL;
-                assert_int_equal(pod_config_static_pods_from_manifest("x", MANIFEST_MAX_SIZE + 1, NODE, CONFIG_SOURCE_FILE, PATH,
-                                                           &set, &err),
+                assert_int_equal(pod_config_static_pods_from_manifest("x", MANIFEST_MAX_SIZE + 1, NODE,
+                                                                      CONFIG_SOURCE_FILE, PATH, &set, &err),
                                  -EFBIG);
                 assert_non_null(strstr(ck_error_message(err), "too large"));
                 ck_error_free(err);
@@ -252,12 +263,13 @@ static void test_errors(void **state) {
 }
 
 static void test_pod_list(void **state) {
-        struct pod_set set = load("apiVersion: v1\nkind: PodList\nitems:\n"
-                                  "- metadata: {name: a}\n  spec: {containers: [{name: c, image: x}]}\n"
-                                  "- metadata: {name: b}\n  spec: {containers: [{name: c, image: x}]}\n"
-                                  "---\n"
-                                  "apiVersion: v1\nkind: Pod\nmetadata: {name: c}\nspec: {containers: [{name: c, image: x}]}\n",
-                                  "n", CONFIG_SOURCE_FILE, PATH);
+        struct pod_set set =
+                load("apiVersion: v1\nkind: PodList\nitems:\n"
+                     "- metadata: {name: a}\n  spec: {containers: [{name: c, image: x}]}\n"
+                     "- metadata: {name: b}\n  spec: {containers: [{name: c, image: x}]}\n"
+                     "---\n"
+                     "apiVersion: v1\nkind: Pod\nmetadata: {name: c}\nspec: {containers: [{name: c, image: x}]}\n",
+                     "n", CONFIG_SOURCE_FILE, PATH);
         assert_int_equal(set.n, 3);
         assert_string_equal(set.pods[0]->name, "a-n");
         assert_string_equal(set.pods[1]->name, "b-n");

@@ -210,7 +210,7 @@ static void expect_names(struct ctx *t, const char *const *want) {
         for (size_t i = 0; i < n; i++)
                 assert_string_equal(t->names[i], want[i]);
 }
-#define EXPECT_NAMES(t, ...) expect_names(t, (const char *const[]){ __VA_ARGS__, NULL })
+#define EXPECT_NAMES(t, ...) expect_names(t, (const char *const[]) { __VA_ARGS__, NULL })
 
 static void test_directory(void **state) {
         struct ctx *t = *state;
@@ -222,7 +222,8 @@ static void test_directory(void **state) {
         write_pod(t, ".hidden.yaml", "hidden", "busybox:1");
         assert_int_equal(mkdir(sub, 0755), 0);
         assert_true(asprintf(&subfile, "%s/c.yaml", sub) > 0);
-        write_at(subfile, "apiVersion: v1\nkind: Pod\nmetadata: {name: nested}\nspec: {containers: [{name: c, image: x}]}\n");
+        write_at(subfile,
+                 "apiVersion: v1\nkind: Pod\nmetadata: {name: nested}\nspec: {containers: [{name: c, image: x}]}\n");
 
         /* trailing slashes are fine */
         {
@@ -279,7 +280,8 @@ static void test_bad_file_logged_once(void **state) {
         EXPECT_NAMES(t, "good-" NODE);
 
         /* a new bad file: logged once with file, document, field and reason, however often we look */
-        write_file(t, "bad.yaml", "apiVersion: v1\nkind: Pod\nmetadata:\n  name: x\nspec:\n  containers:\n  - name: c\n");
+        write_file(t, "bad.yaml",
+                   "apiVersion: v1\nkind: Pod\nmetadata:\n  name: x\nspec:\n  containers:\n  - name: c\n");
         expect_no_update(t, 300);
         assert_true(asprintf(&needle_bad, "Could not process manifest file \"%s\"", bad) > 0);
         assert_int_equal(count_logged(t, needle_bad), 1);

@@ -198,11 +198,12 @@ static int teardown(void **state) {
         return 0;
 }
 
-static const char two_pods[] = "apiVersion: v1\nkind: Pod\nmetadata: {name: web}\n"
-                               "spec: {containers: [{name: c, image: nginx}]}\n"
-                               "---\n"
-                               "{\"apiVersion\": \"v1\", \"kind\": \"PodList\", \"items\": [{\"metadata\": {\"name\": \"db\"}, "
-                               "\"spec\": {\"containers\": [{\"name\": \"c\", \"image\": \"postgres\"}]}}]}\n";
+static const char two_pods[] =
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: web}\n"
+        "spec: {containers: [{name: c, image: nginx}]}\n"
+        "---\n"
+        "{\"apiVersion\": \"v1\", \"kind\": \"PodList\", \"items\": [{\"metadata\": {\"name\": \"db\"}, "
+        "\"spec\": {\"containers\": [{\"name\": \"c\", \"image\": \"postgres\"}]}}]}\n";
 static const char one_pod[] = "apiVersion: v1\nkind: Pod\nmetadata: {name: web}\n"
                               "spec: {containers: [{name: c, image: nginx:2}]}\n";
 
@@ -273,7 +274,8 @@ static void test_http(void **state) {
         assert_int_equal(strv_length(t->names), 1);
 
         /* a body that is not a valid manifest: error with document and field, pods kept */
-        static const char no_image[] = "apiVersion: v1\nkind: Pod\nmetadata: {name: x}\nspec: {containers: [{name: c}]}\n";
+        static const char no_image[] =
+                "apiVersion: v1\nkind: Pod\nmetadata: {name: x}\nspec: {containers: [{name: c}]}\n";
         serve(t, 200, no_image, strlen(no_image), false);
         expect_no_update(t, 350);
         assert_int_equal(count_logged(t, "document 1 (pod \"x\"): spec.containers[0].image: Required value"), 1);

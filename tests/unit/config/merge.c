@@ -76,7 +76,7 @@ static void test_deferred_and_change_detection(void **state) {
 
         set = one(CONFIG_SOURCE_FILE, "/m/web.yaml", "web", "nginx:1", NULL);
         assert_int_equal(pod_config_set_source_pods(c, CONFIG_SOURCE_FILE, &set), 0);
-        assert_int_equal(set.n, 0); /* ownership moved */
+        assert_int_equal(set.n, 0);     /* ownership moved */
         assert_int_equal(rec.calls, 0); /* never from inside set_source_pods */
         run(base);
         assert_int_equal(rec.calls, 1);
@@ -103,7 +103,7 @@ static void test_deferred_and_change_detection(void **state) {
         assert_string_not_equal(rec.last.pods[0]->uid, uid1);
 
         /* back to an empty set */
-        set = (struct pod_set){};
+        set = (struct pod_set) {};
         assert_int_equal(pod_config_set_source_pods(c, CONFIG_SOURCE_FILE, &set), 0);
         run(base);
         assert_int_equal(rec.calls, 3);
@@ -199,7 +199,7 @@ static void test_duplicates_across_sources(void **state) {
         assert_string_equal(strmap_get(&rec.last.pods[0]->annotations, ANNOTATION_CONFIG_SOURCE), CONFIG_SOURCE_FILE);
 
         /* the file pod goes away: the http one with the same name takes its place */
-        set = (struct pod_set){};
+        set = (struct pod_set) {};
         assert_int_equal(pod_config_set_source_pods(c, CONFIG_SOURCE_FILE, &set), 0);
         run(base);
         assert_int_equal(rec.calls, 2);
@@ -268,9 +268,9 @@ static void test_first_delivery_waits_for_all_sources(void **state) {
         event_base_free(base);
 
         base = event_base_new();
-        rec = (struct recorder){};
+        rec = (struct recorder) {};
         assert_int_equal(pod_config_new(base, NODE, on_update, &rec, &c), 0);
-        set = (struct pod_set){};
+        set = (struct pod_set) {};
         assert_int_equal(pod_config_set_source_pods(c, CONFIG_SOURCE_FILE, &set), 0);
         run(base);
         assert_int_equal(rec.calls, 1);
@@ -280,7 +280,7 @@ static void test_first_delivery_waits_for_all_sources(void **state) {
 
         /* no source at all: one empty update */
         base = event_base_new();
-        rec = (struct recorder){};
+        rec = (struct recorder) {};
         assert_int_equal(pod_config_new(base, NODE, on_update, &rec, &c), 0);
         assert_int_equal(rec.calls, 0);
         run(base);

@@ -48,7 +48,7 @@ static void test_image_repository(void **state) {
 static void test_url_match(void **state) {
         assert_int_equal(cred_url_match("registry.example.com", "registry.example.com/app"), 1);
         assert_int_equal(cred_url_match("*.example.com", "registry.example.com/app"), 1);
-        assert_int_equal(cred_url_match("*.example.com", "example.com/app"), 0);       /* part count differs */
+        assert_int_equal(cred_url_match("*.example.com", "example.com/app"), 0); /* part count differs */
         assert_int_equal(cred_url_match("*.example.com", "a.b.example.com/app"), 0);
         assert_int_equal(cred_url_match("*.*.com", "a.example.com/app"), 1);
         assert_int_equal(cred_url_match("registry.example.com:5000", "registry.example.com/app"), 0); /* port */

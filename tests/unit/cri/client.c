@@ -15,7 +15,6 @@
 #include "basic/time.h"
 #include "cri/cri.h"
 
-
 /* ---------------------------------------------------------------- client transport */
 
 struct result {

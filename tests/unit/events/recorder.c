@@ -64,7 +64,12 @@ static struct event_correlator *correlator_new(size_t lru_size) {
 static struct event_input input(const struct event_ref *ref, const char *type, const char *reason,
                                 const char *message) {
         return (struct event_input) {
-                .ref = ref, .component = "kubelet", .host = NODE, .type = type, .reason = reason, .message = message,
+                .ref = ref,
+                .component = "kubelet",
+                .host = NODE,
+                .type = type,
+                .reason = reason,
+                .message = message,
         };
 }
 
@@ -193,7 +198,8 @@ static void test_identical_events_count(void **state) {
                 /* the patch: exactly count, lastTimestamp and message */
                 assert_int_equal(json_object_size(d.patch), 3);
                 assert_int_equal(json_integer_value(json_object_get(d.patch, "count")), n);
-                assert_string_equal(str(d.patch, "lastTimestamp"), n == 2 ? "2023-11-14T22:13:30Z" : "2023-11-14T22:13:40Z");
+                assert_string_equal(str(d.patch, "lastTimestamp"),
+                                    n == 2 ? "2023-11-14T22:13:30Z" : "2023-11-14T22:13:40Z");
                 assert_string_equal(str(d.patch, "message"), "Back-off restarting failed container");
                 /* the whole event (POSTed if the PATCH finds nothing) keeps the first occurrence */
                 assert_string_equal(str(d.event, "firstTimestamp"), "2023-11-14T22:13:20Z");
@@ -243,7 +249,8 @@ static void test_aggregation(void **state) {
         correlate(c, &pod_ref, "Unhealthy", "Liveness probe failed: attempt 9", EVENT_ACTION_CREATE, &d);
         assert_true(d.aggregated);
         assert_int_equal(d.count, 1);
-        assert_string_equal(str(d.event, "message"), "(combined from similar events): Liveness probe failed: attempt 9");
+        assert_string_equal(str(d.event, "message"),
+                            "(combined from similar events): Liveness probe failed: attempt 9");
         assert_string_equal(str(d.event, "reason"), "Unhealthy");
         assert_string_equal(str(d.event, "type"), "Normal");
         assert_string_equal(str(json_object_get(d.event, "involvedObject"), "fieldPath"), "spec.containers{app}");
@@ -258,7 +265,8 @@ static void test_aggregation(void **state) {
         assert_true(d.aggregated);
         assert_string_equal(d.name, aggregate_name);
         assert_int_equal(d.count, 2);
-        assert_string_equal(str(d.patch, "message"), "(combined from similar events): Liveness probe failed: attempt 10");
+        assert_string_equal(str(d.patch, "message"),
+                            "(combined from similar events): Liveness probe failed: attempt 10");
         /* and the 12th */
         fake_now += 30 * SEC;
         correlate(c, &pod_ref, "Unhealthy", "Liveness probe failed: attempt 11", EVENT_ACTION_PATCH, &d);
@@ -492,7 +500,7 @@ struct ctx {
         struct request_seen seen[64];
         unsigned n_seen;
         bool patch_404;
-        int post_status;      /* 0 = 201 */
+        int post_status; /* 0 = 201 */
         char log_path[64];
         int saved_stderr;
 };
@@ -521,9 +529,15 @@ static void on_request(struct evhttp_request *req, void *userdata) {
         json = json_loads(body, 0, NULL);
         s = &t->seen[t->n_seen++];
         switch (evhttp_request_get_command(req)) {
-        case EVHTTP_REQ_POST: s->method = strdup("POST"); break;
-        case EVHTTP_REQ_PATCH: s->method = strdup("PATCH"); break;
-        default: s->method = strdup("OTHER"); break;
+        case EVHTTP_REQ_POST:
+                s->method = strdup("POST");
+                break;
+        case EVHTTP_REQ_PATCH:
+                s->method = strdup("PATCH");
+                break;
+        default:
+                s->method = strdup("OTHER");
+                break;
         }
         s->uri = strdup(evhttp_request_get_uri(req));
         ct = evhttp_find_header(evhttp_request_get_input_headers(req), "Content-Type");
@@ -533,12 +547,15 @@ static void on_request(struct evhttp_request *req, void *userdata) {
         evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "application/json");
         if (streq(s->method, "PATCH") && t->patch_404) {
                 status = 404;
-                evbuffer_add_printf(out, "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\","
-                                         "\"message\":\"events \\\"x\\\" not found\",\"reason\":\"NotFound\",\"code\":404}");
+                evbuffer_add_printf(out,
+                                    "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\","
+                                    "\"message\":\"events \\\"x\\\" not found\",\"reason\":\"NotFound\",\"code\":404}");
         } else if (streq(s->method, "POST") && t->post_status) {
                 status = t->post_status;
-                evbuffer_add_printf(out, "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\","
-                                         "\"message\":\"forbidden\",\"reason\":\"Forbidden\",\"code\":%d}", status);
+                evbuffer_add_printf(out,
+                                    "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\","
+                                    "\"message\":\"forbidden\",\"reason\":\"Forbidden\",\"code\":%d}",
+                                    status);
         } else {
                 status = streq(s->method, "POST") ? 201 : 200;
                 evbuffer_add(out, body, len); /* echo: the server's view is what we sent */
@@ -670,7 +687,8 @@ static void test_recorder(void **state) {
 
         /* three identical events before the loop runs: one POST carrying count 3 */
         for (unsigned i = 0; i < 3; i++)
-                event_recorder_eventf(t->recorder, &pod_ref, "Normal", "Pulling", "Pulling image \"%s\"", "busybox:1.36");
+                event_recorder_eventf(t->recorder, &pod_ref, "Normal", "Pulling", "Pulling image \"%s\"",
+                                      "busybox:1.36");
         assert_int_equal(t->n_seen, 0); /* nothing is sent from inside eventf */
         event_recorder_get_stats(t->recorder, &st);
         assert_int_equal(st.recorded, 3);
@@ -735,8 +753,8 @@ static void test_recorder(void **state) {
         assert_int_equal(count_logged(t, "Unsupported event type"), 1);
 
         event_recorder_get_stats(t->recorder, &st);
-        assert_int_equal(st.recorded, 7);   /* the unsupported one is not */
-        assert_int_equal(st.sent, 4);       /* POST, PATCH, POST after the 404, the node's POST */
+        assert_int_equal(st.recorded, 7); /* the unsupported one is not */
+        assert_int_equal(st.sent, 4);     /* POST, PATCH, POST after the 404, the node's POST */
         assert_int_equal(st.failed, 1);
         assert_int_equal(st.queued, 0);
         assert_int_equal(st.in_flight, 0);

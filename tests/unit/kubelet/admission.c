@@ -55,7 +55,8 @@ static void test_requests(void **state) {
 static void test_admit(void **state) {
         struct admission_node node = { .max_pods = 3, .cpu_milli = 2000, .memory_bytes = 1024 * MIB };
         struct pod *big = parse_pod("  containers:\n  - {name: a, image: i, resources: {requests: {cpu: 1500m}}}\n");
-        struct pod *mid = parse_pod("  containers:\n  - {name: a, image: i, resources: {requests: {cpu: 600m, memory: 900Mi}}}\n");
+        struct pod *mid = parse_pod(
+                "  containers:\n  - {name: a, image: i, resources: {requests: {cpu: 600m, memory: 900Mi}}}\n");
         struct pod *none = parse_pod("  containers:\n  - {name: a, image: i}\n");
         const struct pod *admitted[3] = { big, none, none };
         const char *reason = NULL;

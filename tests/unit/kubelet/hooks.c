@@ -37,9 +37,11 @@ static struct pod *load(const char *lifecycle) {
         struct pod_set set = {};
         struct pod *p;
 
-        assert_true(asprintf(&yaml, "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n"
-                                    "  - name: c\n    image: busybox\n    ports: [{name: web, containerPort: 80}]\n"
-                                    "    lifecycle: %s\n", lifecycle) > 0);
+        assert_true(asprintf(&yaml,
+                             "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n"
+                             "  - name: c\n    image: busybox\n    ports: [{name: web, containerPort: 80}]\n"
+                             "    lifecycle: %s\n",
+                             lifecycle) > 0);
         if (manifest_parse(yaml, strlen(yaml), &set, &err) < 0)
                 fail_msg("manifest: %s", ck_error_message(err));
         p = pod_ref(set.pods[0]);
@@ -48,20 +50,26 @@ static struct pod *load(const char *lifecycle) {
 }
 
 static struct hook_target target(const struct pod *p) {
-        return (struct hook_target) { .pod_desc = "p_default(u)", .container_name = "c", .container_id = "abc",
-                                      .pod_ip = NULL, .spec = &p->spec.containers[0] };
+        return (struct hook_target) { .pod_desc = "p_default(u)",
+                                      .container_name = "c",
+                                      .container_id = "abc",
+                                      .pod_ip = NULL,
+                                      .spec = &p->spec.containers[0] };
 }
 
 static void test_messages(void **state) {
-        struct pod *p = load("{postStart: {exec: {command: [sh, -c, 'exit 1']}}, preStop: {httpGet: {port: 80, path: /x}}}");
+        struct pod *p = load(
+                "{postStart: {exec: {command: [sh, -c, 'exit 1']}}, preStop: {httpGet: {port: 80, path: /x}}}");
         struct hook_target t = target(p);
         _cleanup_free_ char *e = kubelet_hook_failure_message(p->spec.containers[0].post_start, &t,
-                                                      "command 'sh -c exit 1' exited with 1: ", "out\n\"q\"");
+                                                              "command 'sh -c exit 1' exited with 1: ", "out\n\"q\"");
         _cleanup_free_ char *h = kubelet_hook_failure_message(p->spec.containers[0].pre_stop, &t, "boom", NULL);
 
-        assert_string_equal(e, "Exec lifecycle hook ([sh -c exit 1]) for Container \"c\" in Pod \"p_default(u)\" failed - "
-                               "error: command 'sh -c exit 1' exited with 1: , message: \"out\\n\\\"q\\\"\"");
-        assert_string_equal(h, "HTTP lifecycle hook (/x) for Container \"c\" in Pod \"p_default(u)\" failed - error: boom");
+        assert_string_equal(e,
+                            "Exec lifecycle hook ([sh -c exit 1]) for Container \"c\" in Pod \"p_default(u)\" failed - "
+                            "error: command 'sh -c exit 1' exited with 1: , message: \"out\\n\\\"q\\\"\"");
+        assert_string_equal(
+                h, "HTTP lifecycle hook (/x) for Container \"c\" in Pod \"p_default(u)\" failed - error: boom");
         pod_free(p);
 }
 
@@ -76,8 +84,9 @@ static void run(const char *lifecycle, bool pre_stop, uint64_t timeout_usec, str
 
         o->base = base;
         o->calls = 0;
-        assert_int_equal(kubelet_hook_run_start(&env, &list, pre_stop ? c->pre_stop : c->post_start, &t, timeout_usec, on_done,
-                                        o), 0);
+        assert_int_equal(kubelet_hook_run_start(&env, &list, pre_stop ? c->pre_stop : c->post_start, &t, timeout_usec,
+                                                on_done, o),
+                         0);
         assert_non_null(list);
         assert_int_equal(o->calls, 0); /* never from inside the start */
         event_base_dispatch(base);
@@ -112,7 +121,8 @@ static void test_tcp_socket_and_http_errors(void **state) {
 
         run("{postStart: {tcpSocket: {port: 80}}}", false, 5 * USEC_PER_SEC, &o, &took);
         assert_true(o.error < 0);
-        assert_string_equal(o.message, "Cannot run handler: invalid handler: tcpSocket is not supported as a lifecycle handler");
+        assert_string_equal(o.message,
+                            "Cannot run handler: invalid handler: tcpSocket is not supported as a lifecycle handler");
         /* no pod IP known and no host given */
         run("{postStart: {httpGet: {port: web}}}", false, 5 * USEC_PER_SEC, &o, &took);
         assert_true(o.error < 0);
@@ -132,8 +142,12 @@ static void test_cancel(void **state) {
         struct hook_target t = target(p);
         struct outcome a = {}, b = {};
 
-        assert_int_equal(kubelet_hook_run_start(&env, &list, p->spec.containers[0].pre_stop, &t, USEC_PER_SEC * 10, on_done, &a), 0);
-        assert_int_equal(kubelet_hook_run_start(&env, &list, p->spec.containers[0].post_start, &t, USEC_PER_SEC * 10, on_done, &b), 0);
+        assert_int_equal(kubelet_hook_run_start(&env, &list, p->spec.containers[0].pre_stop, &t, USEC_PER_SEC * 10,
+                                                on_done, &a),
+                         0);
+        assert_int_equal(kubelet_hook_run_start(&env, &list, p->spec.containers[0].post_start, &t, USEC_PER_SEC * 10,
+                                                on_done, &b),
+                         0);
         kubelet_hook_run_cancel_all(&list);
         assert_null(list);
         assert_int_equal(a.calls, 1);

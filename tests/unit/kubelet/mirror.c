@@ -18,8 +18,11 @@ static struct pod *static_pod(const char *name, const char *hash) {
         struct pod_set set = {};
         struct pod *p;
 
-        assert_true(asprintf(&yaml, "apiVersion: v1\nkind: Pod\nmetadata: {name: %s, namespace: kube-system, labels: {app: x}}\n"
-                             "spec:\n  containers:\n  - {name: a, image: i}\n", name) > 0);
+        assert_true(
+                asprintf(&yaml,
+                         "apiVersion: v1\nkind: Pod\nmetadata: {name: %s, namespace: kube-system, labels: {app: x}}\n"
+                         "spec:\n  containers:\n  - {name: a, image: i}\n",
+                         name) > 0);
         if (manifest_parse(yaml, strlen(yaml), &set, &err) < 0)
                 fail_msg("manifest: %s", ck_error_message(err));
         p = pod_ref(set.pods[0]);
@@ -75,9 +78,11 @@ static void test_build(void **state) {
         assert_string_equal(json_string_value(json_object_get(meta, "name")), "web-n1");
         assert_string_equal(json_string_value(json_object_get(meta, "namespace")), "kube-system");
         assert_null(json_object_get(meta, "uid"));
-        assert_string_equal(json_string_value(json_object_get(json_object_get(meta, "annotations"), ANNOTATION_CONFIG_MIRROR)),
+        assert_string_equal(json_string_value(
+                                    json_object_get(json_object_get(meta, "annotations"), ANNOTATION_CONFIG_MIRROR)),
                             "abc");
-        assert_string_equal(json_string_value(json_object_get(json_object_get(meta, "annotations"), ANNOTATION_CONFIG_HASH)),
+        assert_string_equal(json_string_value(
+                                    json_object_get(json_object_get(meta, "annotations"), ANNOTATION_CONFIG_HASH)),
                             "abc");
         assert_string_equal(json_string_value(json_object_get(json_object_get(meta, "labels"), "app")), "x");
         own = json_array_get(json_object_get(meta, "ownerReferences"), 0);
@@ -86,7 +91,10 @@ static void test_build(void **state) {
         assert_string_equal(json_string_value(json_object_get(own, "uid")), "node-uid");
         assert_string_equal(json_string_value(json_object_get(json_object_get(m, "spec"), "nodeName")), "n1");
         assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(json_object_get(m, "spec"),
-                                                                                              "containers"), 0), "image")), "i");
+                                                                                             "containers"),
+                                                                             0),
+                                                              "image")),
+                            "i");
         json_decref(m);
         pod_free(a);
 }

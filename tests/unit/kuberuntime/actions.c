@@ -29,12 +29,12 @@ static struct pod *parse_pod(const char *yaml) {
         return p;
 }
 
-#define POD(policy)                                        \
-        "apiVersion: v1\nkind: Pod\n"                      \
-        "metadata: {name: web, namespace: default}\n"      \
-        "spec:\n"                                          \
-        "  restartPolicy: " policy "\n"                    \
-        "  containers:\n"                                  \
+#define POD(policy)                                                      \
+        "apiVersion: v1\nkind: Pod\n"                                    \
+        "metadata: {name: web, namespace: default}\n"                    \
+        "spec:\n"                                                        \
+        "  restartPolicy: " policy "\n"                                  \
+        "  containers:\n"                                                \
         "  - {name: a, image: busybox:1.36, command: [sleep, '3600']}\n" \
         "  - {name: b, image: busybox:1.36, command: [sleep, '3600']}\n"
 
@@ -79,28 +79,30 @@ static void add_container(struct kc_pod_status *s, const struct pod *p, size_t i
 /* ---- probe results → actions (computePodActions with the liveness/startup managers) */
 
 struct fake_probes {
-        const char *id;           /* the instance the results are for */
+        const char *id;                      /* the instance the results are for */
         enum probe_result liveness, startup; /* UNKNOWN = no result */
 };
 
 static bool fake_get(const void *userdata, enum probe_type t, const struct kc_container *c, enum probe_result *ret) {
         const struct fake_probes *f = userdata;
-        enum probe_result r = t == PROBE_LIVENESS ? f->liveness : t == PROBE_STARTUP ? f->startup : PROBE_RESULT_UNKNOWN;
+        enum probe_result r = t == PROBE_LIVENESS  ? f->liveness
+                              : t == PROBE_STARTUP ? f->startup
+                                                   : PROBE_RESULT_UNKNOWN;
         if (!streq(c->id, f->id) || r == PROBE_RESULT_UNKNOWN)
                 return false;
         *ret = r;
         return true;
 }
 
-#define PROBE_POD(policy)                                                                              \
-        "apiVersion: v1\nkind: Pod\n"                                                                  \
-        "metadata: {name: web, namespace: default}\n"                                                  \
-        "spec:\n"                                                                                      \
-        "  restartPolicy: " policy "\n"                                                                \
-        "  containers:\n"                                                                              \
-        "  - name: a\n    image: busybox:1.36\n"                                                        \
-        "    livenessProbe: {exec: {command: ['true']}, terminationGracePeriodSeconds: 5}\n"           \
-        "    startupProbe: {exec: {command: ['true']}}\n"                                              \
+#define PROBE_POD(policy)                                                                    \
+        "apiVersion: v1\nkind: Pod\n"                                                        \
+        "metadata: {name: web, namespace: default}\n"                                        \
+        "spec:\n"                                                                            \
+        "  restartPolicy: " policy "\n"                                                      \
+        "  containers:\n"                                                                    \
+        "  - name: a\n    image: busybox:1.36\n"                                             \
+        "    livenessProbe: {exec: {command: ['true']}, terminationGracePeriodSeconds: 5}\n" \
+        "    startupProbe: {exec: {command: ['true']}}\n"                                    \
         "  - {name: b, image: busybox:1.36, command: [sleep, '3600']}\n"
 
 /* a ready sandbox with both containers running: instances "c-a" and "c-b" */
@@ -252,8 +254,8 @@ static void test_restart_policies(void **state) {
                 int exit_code;
                 bool restart;
         } table[] = {
-                { "Always", 0, true },     { "Always", 1, true },   { "OnFailure", 0, false },
-                { "OnFailure", 2, true },  { "Never", 0, false },   { "Never", 137, false },
+                { "Always", 0, true },    { "Always", 1, true }, { "OnFailure", 0, false },
+                { "OnFailure", 2, true }, { "Never", 0, false }, { "Never", 137, false },
         };
         for (size_t i = 0; i < ELEMENTSOF(table); i++) {
                 char yaml[1024];
@@ -432,19 +434,18 @@ static void test_gc_keeps_previous_of_running_instance(void **state) {
         kr_pod_gc_done(&g);
 }
 
-
 /* ---- init containers (computeInitContainerActions) */
 
-#define INIT_POD(policy)                                                        \
-        "apiVersion: v1\nkind: Pod\n"                                           \
-        "metadata: {name: web, namespace: default}\n"                           \
-        "spec:\n"                                                               \
-        "  restartPolicy: " policy "\n"                                         \
-        "  initContainers:\n"                                                   \
-        "  - {name: i1, image: busybox:1.36, command: ['true']}\n"              \
-        "  - {name: i2, image: busybox:1.36, command: ['true']}\n"              \
-        "  containers:\n"                                                       \
-        "  - {name: a, image: busybox:1.36, command: [sleep, '3600']}\n"        \
+#define INIT_POD(policy)                                                 \
+        "apiVersion: v1\nkind: Pod\n"                                    \
+        "metadata: {name: web, namespace: default}\n"                    \
+        "spec:\n"                                                        \
+        "  restartPolicy: " policy "\n"                                  \
+        "  initContainers:\n"                                            \
+        "  - {name: i1, image: busybox:1.36, command: ['true']}\n"       \
+        "  - {name: i2, image: busybox:1.36, command: ['true']}\n"       \
+        "  containers:\n"                                                \
+        "  - {name: a, image: busybox:1.36, command: [sleep, '3600']}\n" \
         "  - {name: b, image: busybox:1.36, command: [sleep, '3600']}\n"
 
 static void add_instance(struct kc_pod_status *s, const struct container *spec, const char *id, const char *sandbox,
@@ -630,18 +631,17 @@ static void test_init_reruns_after_sandbox_recreation(void **state) {
         kr_pod_actions_done(&a);
 }
 
-
 /* ---- sidecars: init containers with restartPolicy Always */
 
-#define SIDECAR_POD(policy, probe)                                                                   \
-        "apiVersion: v1\nkind: Pod\n"                                                                \
-        "metadata: {name: web, namespace: default}\n"                                                \
-        "spec:\n"                                                                                    \
-        "  restartPolicy: " policy "\n"                                                              \
-        "  initContainers:\n"                                                                        \
+#define SIDECAR_POD(policy, probe)                                                                        \
+        "apiVersion: v1\nkind: Pod\n"                                                                     \
+        "metadata: {name: web, namespace: default}\n"                                                     \
+        "spec:\n"                                                                                         \
+        "  restartPolicy: " policy "\n"                                                                   \
+        "  initContainers:\n"                                                                             \
         "  - {name: s1, image: busybox:1.36, restartPolicy: Always, command: [sleep, '3600']" probe "}\n" \
-        "  - {name: i2, image: busybox:1.36, command: ['true']}\n"                                   \
-        "  containers:\n"                                                                            \
+        "  - {name: i2, image: busybox:1.36, command: ['true']}\n"                                        \
+        "  containers:\n"                                                                                 \
         "  - {name: a, image: busybox:1.36, command: [sleep, '3600']}\n"
 
 static void test_sidecar_gates_the_next_init_container(void **state) {
@@ -672,8 +672,8 @@ static void test_sidecar_gates_the_next_init_container(void **state) {
 }
 
 static void test_sidecar_startup_probe_gates(void **state) {
-        _cleanup_pod_free_ struct pod *p =
-                parse_pod(SIDECAR_POD("Always", ", startupProbe: {exec: {command: ['true']}}"));
+        _cleanup_pod_free_ struct pod *p = parse_pod(
+                SIDECAR_POD("Always", ", startupProbe: {exec: {command: ['true']}}"));
         _cleanup_(kc_pod_status_freep) struct kc_pod_status *s = status_new();
         struct fake_probes f = { .id = "c-s1" };
         struct probe_results probes = { .get = fake_get, .userdata = &f };
@@ -752,7 +752,8 @@ static void test_decide_image_table(void **state) {
         };
         for (size_t i = 0; i < ELEMENTSOF(t); i++) {
                 if (kr_decide_image(t[i].policy, t[i].present, t[i].backoff) != t[i].want)
-                        fail_msg("case %zu: policy %d present %d backoff %d", i, t[i].policy, t[i].present, t[i].backoff);
+                        fail_msg("case %zu: policy %d present %d backoff %d", i, t[i].policy, t[i].present,
+                                 t[i].backoff);
         }
         assert_false(kr_image_status_first(PULL_POLICY_ALWAYS));
         assert_true(kr_image_status_first(PULL_POLICY_IF_NOT_PRESENT));
@@ -814,8 +815,9 @@ static void test_crash_backoff_decision(void **state) {
         /* a running instance killed in this pass for a failed probe counts as finished now */
         a.kill = calloc(1, sizeof(*a.kill));
         a.n_kill = 1;
-        a.kill[0] = (struct kr_container_kill) { .container = cb, .reason = "LivenessProbe",
-                                                 .probe_failure = true, .grace_override = -1 };
+        a.kill[0] = (struct kr_container_kill) {
+                .container = cb, .reason = "LivenessProbe", .probe_failure = true, .grace_override = -1
+        };
         assert_int_equal(kr_check_crash_backoff(p, &p->spec.containers[1], s, &a, &b, finished + 50 * SEC, &d), 0);
         assert_non_null(d.key);
         assert_false(d.in_backoff);
@@ -846,7 +848,9 @@ static void test_kill_rounds(void **state) {
         kc_pod_status_sort(s);
         for (size_t i = 0; i < s->n_containers; i++)
                 if (streq(s->containers[i]->id, "c-side"))
-                        assert_int_equal(strmap_set(&s->containers[i]->annotations, ANNOTATION_CONTAINER_SIDECAR, "true"), 0);
+                        assert_int_equal(strmap_set(&s->containers[i]->annotations, ANNOTATION_CONTAINER_SIDECAR,
+                                                    "true"),
+                                         0);
 
         /* KillPod, round 0: the running and unknown regular containers, with the sandbox's reason */
         assert_int_equal(kr_compute_kill_round(s, &a, 0, &t, &n), 0);
@@ -869,8 +873,11 @@ static void test_kill_rounds(void **state) {
         a.kill_pod = false;
         a.kill = calloc(1, sizeof(*a.kill));
         a.n_kill = 1;
-        a.kill[0] = (struct kr_container_kill) { .container = s->containers[0], .reason = "LivenessProbe",
-                                                 .message = strdup("m"), .remove = true, .grace_override = 7 };
+        a.kill[0] = (struct kr_container_kill) { .container = s->containers[0],
+                                                 .reason = "LivenessProbe",
+                                                 .message = strdup("m"),
+                                                 .remove = true,
+                                                 .grace_override = 7 };
         assert_int_equal(kr_compute_kill_round(s, &a, 0, &t, &n), 0);
         assert_int_equal(n, 1);
         assert_ptr_equal(t[0].container, s->containers[0]);

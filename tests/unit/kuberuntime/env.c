@@ -57,8 +57,8 @@ static void test_expand(void **state) {
         expect_expand(&env, "$(VAR_REF)", "$(VAR_A)"); /* no recursion */
         expect_expand(&env, "$(VAR_EMPTY)", "");
         expect_expand(&env, "$(UNKNOWN)", "$(UNKNOWN)");
-        expect_expand(&env, "$(VAR_A", "$(VAR_A");      /* incomplete reference */
-        expect_expand(&env, "$VAR_A", "$VAR_A");        /* not an expression */
+        expect_expand(&env, "$(VAR_A", "$(VAR_A"); /* incomplete reference */
+        expect_expand(&env, "$VAR_A", "$VAR_A");   /* not an expression */
         expect_expand(&env, "$", "$");
         expect_expand(&env, "foo$", "foo$");
         expect_expand(&env, "$$$$$$(VAR_A)", "$$$(VAR_A)");
@@ -79,8 +79,11 @@ static const char *get(const struct strmap *m, const char *k) {
 static void test_env_all_sources(void **state) {
         struct pod_objects *objs = NULL;
         struct kc_build_report report = {};
-        struct kc_build_context ctx = { .node_name = "node1", .node_ip = "10.0.0.1", .pod_ip = "10.88.0.5",
-                                        .alloc_cpu_milli = 4000, .alloc_memory_bytes = 8LL << 30,
+        struct kc_build_context ctx = { .node_name = "node1",
+                                        .node_ip = "10.0.0.1",
+                                        .pod_ip = "10.88.0.5",
+                                        .alloc_cpu_milli = 4000,
+                                        .alloc_memory_bytes = 8LL << 30,
                                         .report = &report };
         struct strmap env = {};
         json_t *cm, *sec;
@@ -95,44 +98,45 @@ static void test_env_all_sources(void **state) {
         json_decref(sec);
         ctx.objects = objs;
 
-        p = parse_pod("labels: {app: web}, annotations: {team: blue}",
-                      "  - name: app\n"
-                      "    image: busybox\n"
-                      "    command: [sh, -c, 'echo $(MODE) $(POD_NAME) $$(HOME) $(NOPE)']\n"
-                      "    args: ['$(LEVEL)']\n"
-                      "    resources: {limits: {cpu: 1500m, memory: 100Mi}}\n"
-                      "    envFrom:\n"
-                      "    - configMapRef: {name: cfg}\n"
-                      "    - {prefix: S_, secretRef: {name: sec}}\n"
-                      "    - configMapRef: {name: missing, optional: true}\n"
-                      "    env:\n"
-                      "    - {name: MODE, value: plain}\n"
-                      "    - {name: REF, value: '$(MODE)-$(LEVEL)-$(LATER)-$$(MODE)'}\n"
-                      "    - {name: LATER, value: x}\n"
-                      "    - {name: POD_NAME, valueFrom: {fieldRef: {fieldPath: metadata.name}}}\n"
-                      "    - {name: POD_NS, valueFrom: {fieldRef: {fieldPath: metadata.namespace}}}\n"
-                      "    - {name: POD_UID, valueFrom: {fieldRef: {fieldPath: metadata.uid}}}\n"
-                      "    - {name: NODE, valueFrom: {fieldRef: {fieldPath: spec.nodeName}}}\n"
-                      "    - {name: SA, valueFrom: {fieldRef: {fieldPath: spec.serviceAccountName}}}\n"
-                      "    - {name: POD_IP, valueFrom: {fieldRef: {fieldPath: status.podIP}}}\n"
-                      "    - {name: POD_IPS, valueFrom: {fieldRef: {fieldPath: status.podIPs}}}\n"
-                      "    - {name: HOST_IP, valueFrom: {fieldRef: {fieldPath: status.hostIP}}}\n"
-                      "    - {name: APP, valueFrom: {fieldRef: {fieldPath: \"metadata.labels['app']\"}}}\n"
-                      "    - {name: TEAM, valueFrom: {fieldRef: {fieldPath: \"metadata.annotations['team']\"}}}\n"
-                      "    - {name: NOLABEL, valueFrom: {fieldRef: {fieldPath: \"metadata.labels['none']\"}}}\n"
-                      "    - {name: CPU_M, valueFrom: {resourceFieldRef: {resource: limits.cpu, divisor: 1m}}}\n"
-                      "    - {name: CPU, valueFrom: {resourceFieldRef: {resource: limits.cpu}}}\n"
-                      "    - {name: MEM_MI, valueFrom: {resourceFieldRef: {resource: limits.memory, divisor: 1Mi}}}\n"
-                      "    - {name: MEM_REQ, valueFrom: {resourceFieldRef: {resource: requests.memory}}}\n"
-                      "    - {name: SIDE_CPU, valueFrom: {resourceFieldRef: {containerName: side, resource: limits.cpu}}}\n"
-                      "    - {name: SIDE_MEM_G, valueFrom: {resourceFieldRef: {containerName: side, resource: limits.memory, divisor: 1Gi}}}\n"
-                      "    - {name: SIDE_REQ, valueFrom: {resourceFieldRef: {containerName: side, resource: requests.cpu}}}\n"
-                      "    - {name: FROM_CM, valueFrom: {configMapKeyRef: {name: cfg, key: LEVEL}}}\n"
-                      "    - {name: FROM_SECRET, valueFrom: {secretKeyRef: {name: sec, key: password}}}\n"
-                      "    - {name: OPT_KEY, valueFrom: {configMapKeyRef: {name: cfg, key: nokey, optional: true}}}\n"
-                      "    - {name: OPT_OBJ, valueFrom: {secretKeyRef: {name: nosuch, key: k, optional: true}}}\n"
-                      "    - {name: EMPTY}\n"
-                      "  - {name: side, image: busybox}\n");
+        p = parse_pod(
+                "labels: {app: web}, annotations: {team: blue}",
+                "  - name: app\n"
+                "    image: busybox\n"
+                "    command: [sh, -c, 'echo $(MODE) $(POD_NAME) $$(HOME) $(NOPE)']\n"
+                "    args: ['$(LEVEL)']\n"
+                "    resources: {limits: {cpu: 1500m, memory: 100Mi}}\n"
+                "    envFrom:\n"
+                "    - configMapRef: {name: cfg}\n"
+                "    - {prefix: S_, secretRef: {name: sec}}\n"
+                "    - configMapRef: {name: missing, optional: true}\n"
+                "    env:\n"
+                "    - {name: MODE, value: plain}\n"
+                "    - {name: REF, value: '$(MODE)-$(LEVEL)-$(LATER)-$$(MODE)'}\n"
+                "    - {name: LATER, value: x}\n"
+                "    - {name: POD_NAME, valueFrom: {fieldRef: {fieldPath: metadata.name}}}\n"
+                "    - {name: POD_NS, valueFrom: {fieldRef: {fieldPath: metadata.namespace}}}\n"
+                "    - {name: POD_UID, valueFrom: {fieldRef: {fieldPath: metadata.uid}}}\n"
+                "    - {name: NODE, valueFrom: {fieldRef: {fieldPath: spec.nodeName}}}\n"
+                "    - {name: SA, valueFrom: {fieldRef: {fieldPath: spec.serviceAccountName}}}\n"
+                "    - {name: POD_IP, valueFrom: {fieldRef: {fieldPath: status.podIP}}}\n"
+                "    - {name: POD_IPS, valueFrom: {fieldRef: {fieldPath: status.podIPs}}}\n"
+                "    - {name: HOST_IP, valueFrom: {fieldRef: {fieldPath: status.hostIP}}}\n"
+                "    - {name: APP, valueFrom: {fieldRef: {fieldPath: \"metadata.labels['app']\"}}}\n"
+                "    - {name: TEAM, valueFrom: {fieldRef: {fieldPath: \"metadata.annotations['team']\"}}}\n"
+                "    - {name: NOLABEL, valueFrom: {fieldRef: {fieldPath: \"metadata.labels['none']\"}}}\n"
+                "    - {name: CPU_M, valueFrom: {resourceFieldRef: {resource: limits.cpu, divisor: 1m}}}\n"
+                "    - {name: CPU, valueFrom: {resourceFieldRef: {resource: limits.cpu}}}\n"
+                "    - {name: MEM_MI, valueFrom: {resourceFieldRef: {resource: limits.memory, divisor: 1Mi}}}\n"
+                "    - {name: MEM_REQ, valueFrom: {resourceFieldRef: {resource: requests.memory}}}\n"
+                "    - {name: SIDE_CPU, valueFrom: {resourceFieldRef: {containerName: side, resource: limits.cpu}}}\n"
+                "    - {name: SIDE_MEM_G, valueFrom: {resourceFieldRef: {containerName: side, resource: limits.memory, divisor: 1Gi}}}\n"
+                "    - {name: SIDE_REQ, valueFrom: {resourceFieldRef: {containerName: side, resource: requests.cpu}}}\n"
+                "    - {name: FROM_CM, valueFrom: {configMapKeyRef: {name: cfg, key: LEVEL}}}\n"
+                "    - {name: FROM_SECRET, valueFrom: {secretKeyRef: {name: sec, key: password}}}\n"
+                "    - {name: OPT_KEY, valueFrom: {configMapKeyRef: {name: cfg, key: nokey, optional: true}}}\n"
+                "    - {name: OPT_OBJ, valueFrom: {secretKeyRef: {name: nosuch, key: k, optional: true}}}\n"
+                "    - {name: EMPTY}\n"
+                "  - {name: side, image: busybox}\n");
         assert_int_equal(kr_make_environment(p, &p->spec.containers[0], &ctx, &env), 0);
         assert_string_equal(get(&env, "LEVEL"), "debug");
         assert_string_equal(get(&env, "MODE"), "plain"); /* env overrides envFrom, in envFrom's place */
@@ -155,10 +159,10 @@ static void test_env_all_sources(void **state) {
         assert_string_equal(get(&env, "TEAM"), "blue");
         assert_string_equal(get(&env, "NOLABEL"), "");
         assert_string_equal(get(&env, "CPU_M"), "1500");
-        assert_string_equal(get(&env, "CPU"), "2");          /* ceil(1.5) */
+        assert_string_equal(get(&env, "CPU"), "2"); /* ceil(1.5) */
         assert_string_equal(get(&env, "MEM_MI"), "100");
         assert_string_equal(get(&env, "MEM_REQ"), "104857600"); /* requests default to limits */
-        assert_string_equal(get(&env, "SIDE_CPU"), "4");     /* no limit: node allocatable */
+        assert_string_equal(get(&env, "SIDE_CPU"), "4");        /* no limit: node allocatable */
         assert_string_equal(get(&env, "SIDE_MEM_G"), "8");
         assert_string_equal(get(&env, "SIDE_REQ"), "0");
         assert_string_equal(get(&env, "FROM_CM"), "debug");
@@ -234,8 +238,10 @@ static void test_env_errors(void **state) {
                          "secrets \"forbidden\" is forbidden: no relationship found");
         expect_env_error(objs, "    env: [{name: A, valueFrom: {secretKeyRef: {name: bad, key: a}}}]\n",
                          "illegal base64 data in Secret ns1/bad key a");
-        expect_env_error(objs, "    env: [{name: A, valueFrom: {resourceFieldRef: {containerName: nosuch, resource: limits.cpu}}}]\n",
-                         "container nosuch not found");
+        expect_env_error(
+                objs,
+                "    env: [{name: A, valueFrom: {resourceFieldRef: {containerName: nosuch, resource: limits.cpu}}}]\n",
+                "container nosuch not found");
         /* no objects at all (standalone): not found */
         expect_env_error(NULL, "    env: [{name: A, valueFrom: {secretKeyRef: {name: s, key: k}}}]\n",
                          "secret \"s\" not found");
@@ -252,10 +258,11 @@ static int decode_validate(const char *container_json, struct field_errors *errs
         json_error_t jerr;
         json_t *j;
 
-        assert_true(asprintf(&doc,
-                             "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"p\",\"namespace\":\"d\"},"
-                             "\"spec\":{\"containers\":[%s]}}",
-                             container_json) > 0);
+        assert_true(
+                asprintf(&doc,
+                         "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"p\",\"namespace\":\"d\"},"
+                         "\"spec\":{\"containers\":[%s]}}",
+                         container_json) > 0);
         j = json_loads(doc, 0, &jerr);
         if (!j)
                 fail_msg("json: %s: %s", jerr.text, doc);
@@ -298,41 +305,48 @@ static void expect_valid(const char *container_json) {
 #define C(env) "{\"name\":\"c\",\"image\":\"i\"," env "}"
 
 static void test_validate(void **state) {
-        expect_valid(C("\"env\":[{\"name\":\"A\",\"valueFrom\":{\"fieldRef\":{\"fieldPath\":\"metadata.labels['a']\"}}},"
-                       "{\"name\":\"B\",\"valueFrom\":{\"fieldRef\":{\"apiVersion\":\"v1\",\"fieldPath\":\"status.podIP\"}}},"
-                       "{\"name\":\"C\",\"valueFrom\":{\"resourceFieldRef\":{\"resource\":\"limits.memory\",\"divisor\":\"1Mi\"}}},"
-                       "{\"name\":\"D\",\"valueFrom\":{\"resourceFieldRef\":{\"resource\":\"requests.cpu\",\"divisor\":\"0.001\"}}},"
-                       "{\"name\":\"E\",\"valueFrom\":{\"configMapKeyRef\":{\"name\":\"cm\",\"key\":\"k.1\",\"optional\":true}}}],"
-                       "\"envFrom\":[{\"prefix\":\"P_\",\"configMapRef\":{\"name\":\"cm\"}},{\"secretRef\":{\"name\":\"s\"}}]"));
+        expect_valid(C(
+                "\"env\":[{\"name\":\"A\",\"valueFrom\":{\"fieldRef\":{\"fieldPath\":\"metadata.labels['a']\"}}},"
+                "{\"name\":\"B\",\"valueFrom\":{\"fieldRef\":{\"apiVersion\":\"v1\",\"fieldPath\":\"status.podIP\"}}},"
+                "{\"name\":\"C\",\"valueFrom\":{\"resourceFieldRef\":{\"resource\":\"limits.memory\",\"divisor\":\"1Mi\"}}},"
+                "{\"name\":\"D\",\"valueFrom\":{\"resourceFieldRef\":{\"resource\":\"requests.cpu\",\"divisor\":\"0.001\"}}},"
+                "{\"name\":\"E\",\"valueFrom\":{\"configMapKeyRef\":{\"name\":\"cm\",\"key\":\"k.1\",\"optional\":true}}}],"
+                "\"envFrom\":[{\"prefix\":\"P_\",\"configMapRef\":{\"name\":\"cm\"}},{\"secretRef\":{\"name\":\"s\"}}]"));
         expect_invalid(C("\"env\":[{\"name\":\"A\",\"valueFrom\":{\"fieldRef\":{\"fieldPath\":\"metadata.labels\"}}}]"),
                        "spec.containers[0].env[0].valueFrom.fieldRef.fieldPath",
                        "Unsupported value: \"metadata.labels\": supported values: \"metadata.name\", "
                        "\"metadata.namespace\", \"metadata.uid\", \"spec.nodeName\", \"spec.serviceAccountName\", "
                        "\"status.hostIP\", \"status.hostIPs\", \"status.podIP\", \"status.podIPs\"");
-        expect_invalid(C("\"env\":[{\"name\":\"A\",\"valueFrom\":{\"fieldRef\":{\"fieldPath\":\"spec.bogus\"}}}]"),
-                       "spec.containers[0].env[0].valueFrom.fieldRef.fieldPath",
-                       "Invalid value: \"spec.bogus\": error converting fieldPath: field label not supported: spec.bogus");
-        expect_invalid(C("\"env\":[{\"name\":\"A\",\"valueFrom\":{\"fieldRef\":{\"apiVersion\":\"v2\",\"fieldPath\":\"metadata.name\"}}}]"),
-                       "spec.containers[0].env[0].valueFrom.fieldRef.fieldPath",
-                       "Invalid value: \"metadata.name\": error converting fieldPath: unsupported pod version: v2");
+        expect_invalid(
+                C("\"env\":[{\"name\":\"A\",\"valueFrom\":{\"fieldRef\":{\"fieldPath\":\"spec.bogus\"}}}]"),
+                "spec.containers[0].env[0].valueFrom.fieldRef.fieldPath",
+                "Invalid value: \"spec.bogus\": error converting fieldPath: field label not supported: spec.bogus");
+        expect_invalid(
+                C("\"env\":[{\"name\":\"A\",\"valueFrom\":{\"fieldRef\":{\"apiVersion\":\"v2\",\"fieldPath\":\"metadata.name\"}}}]"),
+                "spec.containers[0].env[0].valueFrom.fieldRef.fieldPath",
+                "Invalid value: \"metadata.name\": error converting fieldPath: unsupported pod version: v2");
         expect_invalid(C("\"env\":[{\"name\":\"A\",\"valueFrom\":{\"fieldRef\":{}}}]"),
                        "spec.containers[0].env[0].valueFrom.fieldRef.fieldPath", "Required value");
-        expect_invalid(C("\"env\":[{\"name\":\"A\",\"valueFrom\":{\"resourceFieldRef\":{\"resource\":\"limits.foo\"}}}]"),
-                       "spec.containers[0].env[0].valueFrom.resourceFieldRef.resource",
-                       "Unsupported value: \"limits.foo\": supported values: \"limits.cpu\", \"limits.ephemeral-storage\", "
-                       "\"limits.memory\", \"requests.cpu\", \"requests.ephemeral-storage\", \"requests.memory\"");
-        expect_invalid(C("\"env\":[{\"name\":\"A\",\"valueFrom\":{\"resourceFieldRef\":{\"resource\":\"limits.cpu\",\"divisor\":\"2\"}}}]"),
-                       "spec.containers[0].env[0].valueFrom.resourceFieldRef.divisor",
-                       "Invalid value: \"limits.cpu\": only divisor's values 1m and 1 are supported with the cpu resource");
-        expect_invalid(C("\"env\":[{\"name\":\"A\",\"valueFrom\":{\"resourceFieldRef\":{\"resource\":\"limits.memory\",\"divisor\":\"3Mi\"}}}]"),
-                       "spec.containers[0].env[0].valueFrom.resourceFieldRef.divisor",
-                       "Invalid value: \"limits.memory\": only divisor's values 1, 1k, 1M, 1G, 1T, 1P, 1E, 1Ki, 1Mi, "
-                       "1Gi, 1Ti, 1Pi, 1Ei are supported with the memory resource");
-        expect_invalid(C("\"env\":[{\"name\":\"A\",\"valueFrom\":{\"configMapKeyRef\":{\"name\":\"cm\",\"key\":\"a/b\"}}}]"),
-                       "spec.containers[0].env[0].valueFrom.configMapKeyRef.key",
-                       "Invalid value: \"a/b\": a valid config key must consist of alphanumeric characters, '-', '_' "
-                       "or '.' (e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for validation is "
-                       "'[-._a-zA-Z0-9]+')");
+        expect_invalid(
+                C("\"env\":[{\"name\":\"A\",\"valueFrom\":{\"resourceFieldRef\":{\"resource\":\"limits.foo\"}}}]"),
+                "spec.containers[0].env[0].valueFrom.resourceFieldRef.resource",
+                "Unsupported value: \"limits.foo\": supported values: \"limits.cpu\", \"limits.ephemeral-storage\", "
+                "\"limits.memory\", \"requests.cpu\", \"requests.ephemeral-storage\", \"requests.memory\"");
+        expect_invalid(
+                C("\"env\":[{\"name\":\"A\",\"valueFrom\":{\"resourceFieldRef\":{\"resource\":\"limits.cpu\",\"divisor\":\"2\"}}}]"),
+                "spec.containers[0].env[0].valueFrom.resourceFieldRef.divisor",
+                "Invalid value: \"limits.cpu\": only divisor's values 1m and 1 are supported with the cpu resource");
+        expect_invalid(
+                C("\"env\":[{\"name\":\"A\",\"valueFrom\":{\"resourceFieldRef\":{\"resource\":\"limits.memory\",\"divisor\":\"3Mi\"}}}]"),
+                "spec.containers[0].env[0].valueFrom.resourceFieldRef.divisor",
+                "Invalid value: \"limits.memory\": only divisor's values 1, 1k, 1M, 1G, 1T, 1P, 1E, 1Ki, 1Mi, "
+                "1Gi, 1Ti, 1Pi, 1Ei are supported with the memory resource");
+        expect_invalid(
+                C("\"env\":[{\"name\":\"A\",\"valueFrom\":{\"configMapKeyRef\":{\"name\":\"cm\",\"key\":\"a/b\"}}}]"),
+                "spec.containers[0].env[0].valueFrom.configMapKeyRef.key",
+                "Invalid value: \"a/b\": a valid config key must consist of alphanumeric characters, '-', '_' "
+                "or '.' (e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for validation is "
+                "'[-._a-zA-Z0-9]+')");
         expect_invalid(C("\"env\":[{\"name\":\"A\",\"valueFrom\":{\"configMapKeyRef\":{\"name\":\"cm\",\"key\":\"k\"},"
                          "\"secretKeyRef\":{\"name\":\"s\",\"key\":\"k\"}}}]"),
                        "spec.containers[0].env[0].valueFrom",
@@ -340,11 +354,12 @@ static void test_validate(void **state) {
         expect_invalid(C("\"env\":[{\"name\":\"A\",\"valueFrom\":{\"fieldRef\":\"x\"}}]"),
                        "spec.containers[0].env[0].valueFrom.fieldRef",
                        "Invalid value: \"string\": must be of type object");
-        expect_invalid(C("\"envFrom\":[{\"prefix\":\"1x\",\"configMapRef\":{\"name\":\"cm\"}}]"),
-                       "spec.containers[0].envFrom[0].prefix",
-                       "Invalid value: \"1x\": a valid environment variable name must consist of alphabetic "
-                       "characters, digits, '_', '-', or '.', and must not start with a digit (e.g. 'my.env-name',  "
-                       "or 'MY_ENV.NAME',  or 'MyEnvName1', regex used for validation is '[-._a-zA-Z][-._a-zA-Z0-9]*')");
+        expect_invalid(
+                C("\"envFrom\":[{\"prefix\":\"1x\",\"configMapRef\":{\"name\":\"cm\"}}]"),
+                "spec.containers[0].envFrom[0].prefix",
+                "Invalid value: \"1x\": a valid environment variable name must consist of alphabetic "
+                "characters, digits, '_', '-', or '.', and must not start with a digit (e.g. 'my.env-name',  "
+                "or 'MY_ENV.NAME',  or 'MyEnvName1', regex used for validation is '[-._a-zA-Z][-._a-zA-Z0-9]*')");
         expect_invalid(C("\"envFrom\":[{\"prefix\":\"x\"}]"), "spec.containers[0].envFrom",
                        "Invalid value: \"\": must specify one of: `configMapRef` or `secretRef`");
         expect_invalid(C("\"envFrom\":[{\"configMapRef\":{\"name\":\"a\"},\"secretRef\":{\"name\":\"b\"}}]"),

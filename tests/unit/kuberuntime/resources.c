@@ -41,7 +41,8 @@ static void test_qos_classes(void **state) {
                       "  - {name: b, image: i}\n");
         assert_int_equal(pod_qos_class(p), QOS_BURSTABLE);
         pod_free(p);
-        p = parse_pod("  - {name: a, image: i, resources: {requests: {cpu: 100m}, limits: {cpu: 500m, memory: 1Gi}}}\n");
+        p = parse_pod(
+                "  - {name: a, image: i, resources: {requests: {cpu: 100m}, limits: {cpu: 500m, memory: 1Gi}}}\n");
         assert_int_equal(pod_qos_class(p), QOS_BURSTABLE);
         pod_free(p);
         /* only non-compute resources: still BestEffort */

@@ -18,8 +18,10 @@ static struct pod *parse_spec(const char *spec) {
         struct pod_set set = {};
         struct pod *p;
 
-        assert_true(asprintf(&yaml, "apiVersion: v1\nkind: Pod\nmetadata: {name: web, namespace: ns1, uid: u-1}\n"
-                                    "spec:\n%s", spec) > 0);
+        assert_true(asprintf(&yaml,
+                             "apiVersion: v1\nkind: Pod\nmetadata: {name: web, namespace: ns1, uid: u-1}\n"
+                             "spec:\n%s",
+                             spec) > 0);
         if (manifest_parse(yaml, strlen(yaml), &set, &err) < 0)
                 fail_msg("manifest: %s", ck_error_message(err));
         assert_int_equal(set.n, 1);
@@ -28,26 +30,25 @@ static struct pod *parse_spec(const char *spec) {
         return p;
 }
 
-static const char SPEC[] =
-        "  securityContext:\n"
-        "    runAsUser: 1000\n"
-        "    runAsGroup: 3000\n"
-        "    fsGroup: 2000\n"
-        "    supplementalGroups: [4000, 5000]\n"
-        "    seccompProfile: {type: RuntimeDefault}\n"
-        "    sysctls: [{name: net.ipv4.ip_unprivileged_port_start, value: '80'}]\n"
-        "  containers:\n"
-        "  - name: app\n"
-        "    image: busybox\n"
-        "    securityContext:\n"
-        "      runAsUser: 1001\n"
-        "      readOnlyRootFilesystem: true\n"
-        "      allowPrivilegeEscalation: false\n"
-        "      capabilities: {add: [NET_ADMIN], drop: [ALL]}\n"
-        "      seccompProfile: {type: Localhost, localhostProfile: profiles/audit.json}\n"
-        "  - name: priv\n"
-        "    image: busybox\n"
-        "    securityContext: {privileged: true}\n";
+static const char SPEC[] = "  securityContext:\n"
+                           "    runAsUser: 1000\n"
+                           "    runAsGroup: 3000\n"
+                           "    fsGroup: 2000\n"
+                           "    supplementalGroups: [4000, 5000]\n"
+                           "    seccompProfile: {type: RuntimeDefault}\n"
+                           "    sysctls: [{name: net.ipv4.ip_unprivileged_port_start, value: '80'}]\n"
+                           "  containers:\n"
+                           "  - name: app\n"
+                           "    image: busybox\n"
+                           "    securityContext:\n"
+                           "      runAsUser: 1001\n"
+                           "      readOnlyRootFilesystem: true\n"
+                           "      allowPrivilegeEscalation: false\n"
+                           "      capabilities: {add: [NET_ADMIN], drop: [ALL]}\n"
+                           "      seccompProfile: {type: Localhost, localhostProfile: profiles/audit.json}\n"
+                           "  - name: priv\n"
+                           "    image: busybox\n"
+                           "    securityContext: {privileged: true}\n";
 
 static void test_container_mapping(void **state) {
         struct kc_build_context ctx = { .root_dir = "/var/lib/ck", .pod_logs_dir = "/tmp" };
@@ -58,7 +59,7 @@ static void test_container_mapping(void **state) {
         assert_int_equal(kr_build_container_config(p, &p->spec.containers[0], 0, "sha256:x", &ctx, &cfg), 0);
         sc = cfg->linux->security_context;
         assert_non_null(sc->run_as_user);
-        assert_int_equal(sc->run_as_user->value, 1001);  /* the container's wins */
+        assert_int_equal(sc->run_as_user->value, 1001); /* the container's wins */
         assert_non_null(sc->run_as_group);
         assert_int_equal(sc->run_as_group->value, 3000); /* the pod's */
         assert_int_equal(sc->n_supplemental_groups, 3);  /* fsGroup first */
@@ -126,8 +127,9 @@ static void test_sandbox_mapping(void **state) {
 
 static void test_image_user_and_non_root(void **state) {
         struct kc_build_report report = {};
-        struct kc_build_context ctx = { .root_dir = "/r", .pod_logs_dir = "/tmp", .image_user_known = true,
-                                        .report = &report };
+        struct kc_build_context ctx = {
+                .root_dir = "/r", .pod_logs_dir = "/tmp", .image_user_known = true, .report = &report
+        };
         Runtime__V1__ContainerConfig *cfg = NULL;
         struct pod *p;
         int64_t root = 0, user = 1000;
@@ -136,13 +138,15 @@ static void test_image_user_and_non_root(void **state) {
         p = parse_spec("  securityContext: {runAsNonRoot: true}\n  containers: [{name: a, image: busybox}]\n");
         /* the image runs as root (no user: root, as getImageUser) */
         assert_int_equal(kr_verify_run_as_non_root(p, &p->spec.containers[0], &root, NULL, &msg), -EPERM);
-        assert_string_equal(ck_error_message(msg), "container has runAsNonRoot and image will run as root (pod: \"web_ns1(u-1)\", "
-                                 "container: a)");
+        assert_string_equal(ck_error_message(msg),
+                            "container has runAsNonRoot and image will run as root (pod: \"web_ns1(u-1)\", "
+                            "container: a)");
         ck_error_free(msg);
         msg = NULL;
         assert_int_equal(kr_verify_run_as_non_root(p, &p->spec.containers[0], NULL, "nobody", &msg), -EPERM);
-        assert_string_equal(ck_error_message(msg), "container has runAsNonRoot and image has non-numeric user (nobody), cannot verify "
-                                 "user is non-root (pod: \"web_ns1(u-1)\", container: a)");
+        assert_string_equal(ck_error_message(msg),
+                            "container has runAsNonRoot and image has non-numeric user (nobody), cannot verify "
+                            "user is non-root (pod: \"web_ns1(u-1)\", container: a)");
         ck_error_free(msg);
         msg = NULL;
         assert_int_equal(kr_verify_run_as_non_root(p, &p->spec.containers[0], &user, NULL, &msg), 0);
@@ -150,8 +154,9 @@ static void test_image_user_and_non_root(void **state) {
         /* through the builder: a config error with the message */
         assert_true(kr_build_container_config(p, &p->spec.containers[0], 0, "sha256:x", &ctx, &cfg) < 0);
         assert_null(cfg);
-        assert_string_equal(ck_error_message(report.error), "container has runAsNonRoot and image will run as root (pod: "
-                                          "\"web_ns1(u-1)\", container: a)");
+        assert_string_equal(ck_error_message(report.error),
+                            "container has runAsNonRoot and image will run as root (pod: "
+                            "\"web_ns1(u-1)\", container: a)");
         kc_build_report_done(&report);
         /* an image with a numeric user: it becomes run_as_user */
         ctx.image_uid_set = true;
@@ -162,9 +167,11 @@ static void test_image_user_and_non_root(void **state) {
         pod_free(p);
 
         /* runAsUser 0 with runAsNonRoot */
-        p = parse_spec("  containers: [{name: a, image: busybox, securityContext: {runAsNonRoot: true, runAsUser: 0}}]\n");
+        p = parse_spec(
+                "  containers: [{name: a, image: busybox, securityContext: {runAsNonRoot: true, runAsUser: 0}}]\n");
         assert_int_equal(kr_verify_run_as_non_root(p, &p->spec.containers[0], &user, NULL, &msg), -EPERM);
-        assert_string_equal(ck_error_message(msg), "container's runAsUser breaks non-root policy (pod: \"web_ns1(u-1)\", container: a)");
+        assert_string_equal(ck_error_message(msg),
+                            "container's runAsUser breaks non-root policy (pod: \"web_ns1(u-1)\", container: a)");
         ck_error_free(msg);
         pod_free(p);
 
@@ -198,10 +205,12 @@ static void test_sysctls(void **state) {
         assert_int_equal(kr_sysctls_admit(p, allowed, &msg), 0);
         pod_free(p);
 
-        p = parse_spec("  hostNetwork: true\n  securityContext: {sysctls: [{name: net.ipv4.tcp_syncookies, value: '1'}]}\n"
-                       "  containers: [{name: a, image: busybox}]\n");
+        p = parse_spec(
+                "  hostNetwork: true\n  securityContext: {sysctls: [{name: net.ipv4.tcp_syncookies, value: '1'}]}\n"
+                "  containers: [{name: a, image: busybox}]\n");
         assert_int_equal(kr_sysctls_admit(p, NULL, &msg), -EPERM);
-        assert_string_equal(ck_error_message(msg), "forbidden sysctl: \"net.ipv4.tcp_syncookies\" not allowed with host net enabled");
+        assert_string_equal(ck_error_message(msg),
+                            "forbidden sysctl: \"net.ipv4.tcp_syncookies\" not allowed with host net enabled");
         ck_error_free(msg);
         msg = NULL;
         pod_free(p);
@@ -265,15 +274,20 @@ static void test_validate(void **state) {
         expect_invalid("{\"securityContext\":{\"seccompProfile\":{\"type\":\"Localhost\"}}," CTR "}",
                        "spec.securityContext.seccompProfile.localhostProfile",
                        "Required value: must be set when seccomp type is Localhost");
-        expect_invalid("{\"securityContext\":{\"seccompProfile\":{\"type\":\"Localhost\",\"localhostProfile\":\"../x\"}}," CTR "}",
-                       "spec.securityContext.seccompProfile.localhostProfile",
-                       "Invalid value: \"../x\": must not contain '..'");
-        expect_invalid("{\"securityContext\":{\"seccompProfile\":{\"type\":\"Localhost\",\"localhostProfile\":\"/x\"}}," CTR "}",
-                       "spec.securityContext.seccompProfile.localhostProfile",
-                       "Invalid value: \"/x\": must be a relative path");
-        expect_invalid("{" CTR_SC("{\"seccompProfile\":{\"type\":\"Bogus\"}}") "}",
-                       "spec.containers[0].securityContext.seccompProfile.type",
-                       "Unsupported value: \"Bogus\": supported values: \"Localhost\", \"RuntimeDefault\", \"Unconfined\"");
+        expect_invalid(
+                "{\"securityContext\":{\"seccompProfile\":{\"type\":\"Localhost\",\"localhostProfile\":\"../x\"}}," CTR
+                "}",
+                "spec.securityContext.seccompProfile.localhostProfile",
+                "Invalid value: \"../x\": must not contain '..'");
+        expect_invalid(
+                "{\"securityContext\":{\"seccompProfile\":{\"type\":\"Localhost\",\"localhostProfile\":\"/x\"}}," CTR
+                "}",
+                "spec.securityContext.seccompProfile.localhostProfile",
+                "Invalid value: \"/x\": must be a relative path");
+        expect_invalid(
+                "{" CTR_SC("{\"seccompProfile\":{\"type\":\"Bogus\"}}") "}",
+                "spec.containers[0].securityContext.seccompProfile.type",
+                "Unsupported value: \"Bogus\": supported values: \"Localhost\", \"RuntimeDefault\", \"Unconfined\"");
         expect_invalid("{" CTR_SC("{\"seccompProfile\":{}}") "}",
                        "spec.containers[0].securityContext.seccompProfile.type",
                        "Required value: type is required when seccompProfile is set");
@@ -284,9 +298,10 @@ static void test_validate(void **state) {
                        "Unsupported value: \"Weird\": supported values: \"Default\", \"Unmasked\"");
         expect_invalid("{" CTR_SC("{\"runAsGroup\":-2}") "}", "spec.containers[0].securityContext.runAsGroup",
                        "Invalid value: -2: must be between 0 and 2147483647, inclusive");
-        expect_invalid("{" CTR_SC("{\"privileged\":true,\"allowPrivilegeEscalation\":false}") "}",
-                       "spec.containers[0].securityContext",
-                       "Invalid value: \"object\": cannot set `allowPrivilegeEscalation` to false and `privileged` to true");
+        expect_invalid(
+                "{" CTR_SC("{\"privileged\":true,\"allowPrivilegeEscalation\":false}") "}",
+                "spec.containers[0].securityContext",
+                "Invalid value: \"object\": cannot set `allowPrivilegeEscalation` to false and `privileged` to true");
         expect_invalid("{" CTR_SC("{\"privileged\":\"yes\"}") "}", "spec.containers[0].securityContext.privileged",
                        "Invalid value: \"string\": must be of type boolean");
 }

@@ -82,11 +82,11 @@ static char *read_with(const char *content, const struct logs_options *o, struct
         return s;
 }
 
-#define assert_read(content, o, expected)                       \
-        do {                                                    \
-                char *_s = read_with((content), (o), NULL);     \
-                assert_string_equal(_s, (expected));            \
-                free(_s);                                       \
+#define assert_read(content, o, expected)                   \
+        do {                                                \
+                char *_s = read_with((content), (o), NULL); \
+                assert_string_equal(_s, (expected));        \
+                free(_s);                                   \
         } while (0)
 
 /* ---- parser ---- */
@@ -157,19 +157,19 @@ static void test_parse_timestamps(void **state) {
 
         /* bad ones */
         static const char *const bad[] = {
-                "2016-13-06T00:17:09Z stdout F x",           /* month */
-                "2023-02-29T00:17:09Z stdout F x",           /* not a leap year */
-                "2016-10-06T24:00:00Z stdout F x",           /* hour */
-                "2016-10-06T00:60:00Z stdout F x",           /* minute */
-                "2016-10-06T00:00:60Z stdout F x",           /* second */
-                "2016-10-06T00:17:09 stdout F x",            /* no zone */
-                "2016-10-06 00:17:09Z stdout F x",           /* space instead of T */
-                "2016-10-06t00:17:09Z stdout F x",           /* lower-case t */
-                "2016-10-06T00:17:09.Z stdout F x",          /* dot without digits */
-                "2016-10-06T00:17:09+0200 stdout F x",       /* offset without colon */
-                "16-10-06T00:17:09Z stdout F x",             /* year */
+                "2016-13-06T00:17:09Z stdout F x",     /* month */
+                "2023-02-29T00:17:09Z stdout F x",     /* not a leap year */
+                "2016-10-06T24:00:00Z stdout F x",     /* hour */
+                "2016-10-06T00:60:00Z stdout F x",     /* minute */
+                "2016-10-06T00:00:60Z stdout F x",     /* second */
+                "2016-10-06T00:17:09 stdout F x",      /* no zone */
+                "2016-10-06 00:17:09Z stdout F x",     /* space instead of T */
+                "2016-10-06t00:17:09Z stdout F x",     /* lower-case t */
+                "2016-10-06T00:17:09.Z stdout F x",    /* dot without digits */
+                "2016-10-06T00:17:09+0200 stdout F x", /* offset without colon */
+                "16-10-06T00:17:09Z stdout F x",       /* year */
                 "garbage stdout F x",
-                "9999-12-31T23:59:59Z stdout F x",           /* beyond int64 nanoseconds */
+                "9999-12-31T23:59:59Z stdout F x", /* beyond int64 nanoseconds */
         };
         for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
                 m.stream = 42;
@@ -186,9 +186,9 @@ static void test_parse_missing_fields(void **state) {
                 TS1 "\n",
                 TS1 " stdout",
                 TS1 " stdout\n",
-                TS1 " stdout F",   /* no delimiter after the tag */
+                TS1 " stdout F", /* no delimiter after the tag */
                 TS1 " stdout F\n",
-                TS1 " stdin F x",  /* unknown stream */
+                TS1 " stdin F x", /* unknown stream */
                 TS1 " STDOUT F x",
                 TS1 "  stdout F x", /* empty stream */
                 "not a log line at all\n",
@@ -203,12 +203,11 @@ static void test_format_timestamp(void **state) {
         char buf[48];
         assert_string_equal(logs_format_timestamp(TS1_NSEC, 0, buf, sizeof(buf)), TS1);
         assert_string_equal(logs_format_timestamp(INT64_C(1475713029) * NSEC_PER_SEC + 500000000, 7200, buf,
-                                                     sizeof(buf)),
+                                                  sizeof(buf)),
                             "2016-10-06T02:17:09.500000000+02:00");
         assert_string_equal(logs_format_timestamp(INT64_C(1475713029) * NSEC_PER_SEC, -3600, buf, sizeof(buf)),
                             "2016-10-05T23:17:09.000000000-01:00");
-        assert_string_equal(logs_format_timestamp(-500000000, 0, buf, sizeof(buf)),
-                            "1969-12-31T23:59:59.500000000Z");
+        assert_string_equal(logs_format_timestamp(-500000000, 0, buf, sizeof(buf)), "1969-12-31T23:59:59.500000000Z");
         assert_string_equal(logs_format_timestamp(0, 0, buf, sizeof(buf)), "1970-01-01T00:00:00.000000000Z");
 }
 
@@ -219,14 +218,9 @@ static void test_format_timestamp(void **state) {
 #define L(ts, stream, tag, text) ts " " stream " " tag " " text "\n"
 #define T(s) "2020-01-01T00:00:0" #s ".000000000Z"
 
-static const char *const basic_log =
-        L(T(1), "stdout", "F", "one")
-        L(T(2), "stderr", "F", "two")
-        "this line is not CRI\n"
-        L(T(3), "stdout", "P", "thr")
-        L(T(4), "stdout", "F", "ee")
-        L(T(5), "stdout", "F", "")
-        L(T(6), "stderr", "F", "six");
+static const char *const basic_log = L(T(1), "stdout", "F", "one")
+        L(T(2), "stderr", "F", "two") "this line is not CRI\n" L(T(3), "stdout", "P", "thr")
+                L(T(4), "stdout", "F", "ee") L(T(5), "stdout", "F", "") L(T(6), "stderr", "F", "six");
 
 static void test_read_all(void **state) {
         struct logs_options o;
@@ -243,8 +237,7 @@ static void test_read_timestamps(void **state) {
         logs_options_init(&o);
         o.timestamps = true;
         /* a joined line carries the timestamp of its first piece */
-        assert_read(basic_log, &o,
-                    T(1) " one\n" T(2) " two\n" T(3) " three\n" T(5) " \n" T(6) " six\n");
+        assert_read(basic_log, &o, T(1) " one\n" T(2) " two\n" T(3) " three\n" T(5) " \n" T(6) " six\n");
         /* the offset the runtime wrote is kept; lenient input, fixed output */
         assert_read("2020-01-01T02:00:00.5+02:00 stdout F x\n", &o, "2020-01-01T02:00:00.500000000+02:00 x\n");
 }
@@ -327,11 +320,8 @@ static void test_read_since(void **state) {
 
 static void test_read_interleaved_partials(void **state) {
         struct logs_options o;
-        const char *log = L(T(1), "stdout", "P", "out-a ")
-                          L(T(2), "stderr", "P", "err-a ")
-                          L(T(3), "stderr", "F", "err-b")
-                          L(T(4), "stdout", "F", "out-b")
-                          L(T(5), "stdout", "P", "dangling");
+        const char *log = L(T(1), "stdout", "P", "out-a ") L(T(2), "stderr", "P", "err-a ")
+                L(T(3), "stderr", "F", "err-b") L(T(4), "stdout", "F", "out-b") L(T(5), "stdout", "P", "dangling");
 
         logs_options_init(&o);
         assert_read(log, &o, "err-a err-b\nout-a out-b\ndangling");

@@ -38,8 +38,10 @@ static struct pod *parse_spec(const char *spec) {
         struct pod_set set = {};
         struct pod *p;
 
-        assert_true(asprintf(&yaml, "apiVersion: v1\nkind: Pod\nmetadata: {name: web, namespace: ns1, uid: u1}\n"
-                                    "spec:\n%s  containers: [{name: a, image: busybox}]\n", spec) > 0);
+        assert_true(asprintf(&yaml,
+                             "apiVersion: v1\nkind: Pod\nmetadata: {name: web, namespace: ns1, uid: u1}\n"
+                             "spec:\n%s  containers: [{name: a, image: busybox}]\n",
+                             spec) > 0);
         if (manifest_parse(yaml, strlen(yaml), &set, &err) < 0)
                 fail_msg("manifest: %s", ck_error_message(err));
         p = pod_ref(set.pods[0]);
@@ -70,10 +72,11 @@ static Runtime__V1__DNSConfig *build(const char *spec, struct kc_build_context *
 
 static void test_parse(void **state) {
         char **servers = NULL, **searches = NULL, **options = NULL;
-        assert_int_equal(dns_parse_resolv_conf("nameserver 1.1.1.1\nsearch a.b. c\ndomain d\noptions x y:1\n",
-                                              &servers, &searches, &options), 0);
+        assert_int_equal(dns_parse_resolv_conf("nameserver 1.1.1.1\nsearch a.b. c\ndomain d\noptions x y:1\n", &servers,
+                                               &searches, &options),
+                         0);
         expect_list(servers, strv_length(servers), L("1.1.1.1"));
-        expect_list(searches, strv_length(searches), L("d"));  /* the last search/domain line wins */
+        expect_list(searches, strv_length(searches), L("d")); /* the last search/domain line wins */
         expect_list(options, strv_length(options), L("x", "y:1"));
         strv_free(servers);
         strv_free(searches);
@@ -83,8 +86,9 @@ static void test_parse(void **state) {
 static void test_policies(void **state) {
         char *cluster_dns[] = { "10.96.0.10", NULL };
         struct kc_build_report report = {};
-        struct kc_build_context ctx = { .resolv_conf = resolv, .cluster_dns = cluster_dns,
-                                        .cluster_domain = "cluster.local", .report = &report };
+        struct kc_build_context ctx = {
+                .resolv_conf = resolv, .cluster_dns = cluster_dns, .cluster_domain = "cluster.local", .report = &report
+        };
         Runtime__V1__DNSConfig *d;
 
         /* ClusterFirst: the cluster's server, the cluster searches then the host's, ndots:5 */
@@ -109,7 +113,8 @@ static void test_policies(void **state) {
 
         /* None with dnsConfig */
         d = build("  dnsPolicy: None\n  dnsConfig: {nameservers: [1.2.3.4], searches: [a.example], "
-                  "options: [{name: ndots, value: '1'}, {name: edns0}]}\n", &ctx);
+                  "options: [{name: ndots, value: '1'}, {name: edns0}]}\n",
+                  &ctx);
         expect_list(d->servers, d->n_servers, L("1.2.3.4"));
         expect_list(d->searches, d->n_searches, L("a.example"));
         expect_list(d->options, d->n_options, L("ndots:1", "edns0"));
@@ -117,7 +122,8 @@ static void test_policies(void **state) {
 
         /* dnsConfig merged into ClusterFirst: duplicates dropped, options replaced by name */
         d = build("  dnsConfig: {nameservers: [10.96.0.10, 8.8.8.8], searches: [cluster.local, x.example], "
-                  "options: [{name: ndots, value: '2'}]}\n", &ctx);
+                  "options: [{name: ndots, value: '2'}]}\n",
+                  &ctx);
         expect_list(d->servers, d->n_servers, L("10.96.0.10", "8.8.8.8"));
         assert_string_equal(d->searches[d->n_searches - 1], "x.example");
         assert_int_equal(d->n_searches, 6);
@@ -157,8 +163,9 @@ static void test_limits(void **state) {
         expect_list(d->servers, d->n_servers, L("127.0.0.1", "1.1.1.1", "2.2.2.2"));
         pb_free(d);
         assert_string_equal(report.event_reasons[0], "DNSConfigForming");
-        assert_string_equal(report.event_messages[0], "Nameserver limits were exceeded, some nameservers have been "
-                                                      "omitted, the applied nameserver line is: 127.0.0.1 1.1.1.1 2.2.2.2");
+        assert_string_equal(report.event_messages[0],
+                            "Nameserver limits were exceeded, some nameservers have been "
+                            "omitted, the applied nameserver line is: 127.0.0.1 1.1.1.1 2.2.2.2");
         kc_build_report_done(&report);
 
         /* 40 searches of 82 characters: cut to 32, then to 2048 characters (24 of them) */
@@ -195,8 +202,10 @@ static void expect_invalid(const char *spec_json, const char *field, const char 
         bool found = false;
         json_t *j;
 
-        assert_true(asprintf(&doc, "{\"metadata\":{\"name\":\"p\",\"namespace\":\"d\"},\"spec\":{%s,"
-                                   "\"containers\":[{\"name\":\"c\",\"image\":\"i\"}]}}", spec_json) > 0);
+        assert_true(asprintf(&doc,
+                             "{\"metadata\":{\"name\":\"p\",\"namespace\":\"d\"},\"spec\":{%s,"
+                             "\"containers\":[{\"name\":\"c\",\"image\":\"i\"}]}}",
+                             spec_json) > 0);
         j = json_loads(doc, 0, NULL);
         assert_non_null(j);
         assert_int_equal(pod_decode(j, &p, &errs), 0);

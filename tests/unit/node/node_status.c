@@ -22,16 +22,28 @@ static struct machine_info machine = {
 };
 
 static void input(struct node_status_input *in) {
-        static char *names_a[] = { (char *) "docker.io/library/busybox@sha256:1", (char *) "docker.io/library/busybox:1.36", NULL };
+        static char *names_a[] = { (char *) "docker.io/library/busybox@sha256:1",
+                                   (char *) "docker.io/library/busybox:1.36", NULL };
         static char *names_b[] = { (char *) "registry.k8s.io/pause:3.9", NULL };
         static struct node_image images[] = { { names_b, 100 }, { names_a, 2000 } };
 
         *in = (struct node_status_input) {
-                .node_name = "n1", .hostname = "n1", .node_ip = "192.0.2.2", .machine = &machine,
-                .runtime_version = "containerd://1.6.20", .kubelet_version = "v1.31.0", .max_pods = 110,
-                .ephemeral_storage_bytes = 100ULL << 30, .kube_reserved = "cpu=500m,memory=1Gi",
-                .system_reserved = "memory=512Mi,ephemeral-storage=1Gi", .runtime_ready = true, .network_ready = true,
-                .images = images, .n_images = 2, .kubelet_port = 10250, .now_usec = 1700000000000000,
+                .node_name = "n1",
+                .hostname = "n1",
+                .node_ip = "192.0.2.2",
+                .machine = &machine,
+                .runtime_version = "containerd://1.6.20",
+                .kubelet_version = "v1.31.0",
+                .max_pods = 110,
+                .ephemeral_storage_bytes = 100ULL << 30,
+                .kube_reserved = "cpu=500m,memory=1Gi",
+                .system_reserved = "memory=512Mi,ephemeral-storage=1Gi",
+                .runtime_ready = true,
+                .network_ready = true,
+                .images = images,
+                .n_images = 2,
+                .kubelet_port = 10250,
+                .now_usec = 1700000000000000,
         };
 }
 
@@ -70,12 +82,12 @@ static void test_status(void **state) {
                                                                             "kubeletEndpoint"),
                                                             "Port")),
                          10250);
-        assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(st, "addresses"), 0),
-                                                              "address")),
+        assert_string_equal(json_string_value(
+                                    json_object_get(json_array_get(json_object_get(st, "addresses"), 0), "address")),
                             "192.0.2.2");
         /* images: largest first */
-        assert_int_equal(json_integer_value(json_object_get(json_array_get(json_object_get(st, "images"), 0),
-                                                            "sizeBytes")),
+        assert_int_equal(json_integer_value(
+                                 json_object_get(json_array_get(json_object_get(st, "images"), 0), "sizeBytes")),
                          2000);
         assert_string_equal(json_string_value(json_object_get(cond(st, "Ready"), "reason")), "KubeletReady");
         assert_string_equal(json_string_value(json_object_get(cond(st, "MemoryPressure"), "status")), "False");
@@ -113,8 +125,8 @@ static void test_object(void **state) {
         json_t *node = NULL, *labels, *taints;
 
         input(&in);
-        assert_int_equal(node_object_build(&in, "role=edge,example.com/zone=a", "dedicated=gpu:NoSchedule,spot:NoExecute",
-                                           &node, &why),
+        assert_int_equal(node_object_build(&in, "role=edge,example.com/zone=a",
+                                           "dedicated=gpu:NoSchedule,spot:NoExecute", &node, &why),
                          0);
         labels = json_object_get(json_object_get(node, "metadata"), "labels");
         assert_string_equal(json_string_value(json_object_get(labels, "kubernetes.io/hostname")), "n1");

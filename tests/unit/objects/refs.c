@@ -9,7 +9,8 @@
 #include "objects/manager.h"
 #include "objects/refs.h"
 
-static const char POD[] = "{\"metadata\": {\"name\": \"p\", \"namespace\": \"ns\"}, \"spec\": {"
+static const char POD[] =
+        "{\"metadata\": {\"name\": \"p\", \"namespace\": \"ns\"}, \"spec\": {"
         "\"serviceAccountName\": \"builder\","
         "\"volumes\": ["
         " {\"name\": \"v1\", \"configMap\": {\"name\": \"cm1\"}},"
@@ -150,12 +151,9 @@ static void test_manager_without_api(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_collect),
-                cmocka_unit_test(test_collect_none),
-                cmocka_unit_test(test_service_account),
-                cmocka_unit_test(test_not_found_message),
-                cmocka_unit_test(test_token_refresh),
-                cmocka_unit_test(test_manager_without_api),
+                cmocka_unit_test(test_collect),         cmocka_unit_test(test_collect_none),
+                cmocka_unit_test(test_service_account), cmocka_unit_test(test_not_found_message),
+                cmocka_unit_test(test_token_refresh),   cmocka_unit_test(test_manager_without_api),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -14,7 +14,7 @@
 #include "basic/time.h"
 #include "options/options.h"
 
-#define ARGV(...) ((char *[]){ "ckubelet", __VA_ARGS__, NULL })
+#define ARGV(...) ((char *[]) { "ckubelet", __VA_ARGS__, NULL })
 static int ARGC(char **a) {
         int n = 0;
         while (a[n])
@@ -107,8 +107,8 @@ static void test_every_flag(void **state) {
                            "--manifest-url-header=b:beautiful", "--http-check-frequency=1m30s",
                            "--container-runtime-endpoint", "unix:///run/crio/crio.sock",
                            "--image-service-endpoint=unix:///run/img.sock", "--runtime-request-timeout=30s",
-                           "--sync-frequency=10s", "--hostname-override", "  My-Node.Example  ", "--root-dir=/srv/kubelet",
-                           "--max-pods", "7", "--v=3");
+                           "--sync-frequency=10s", "--hostname-override", "  My-Node.Example  ",
+                           "--root-dir=/srv/kubelet", "--max-pods", "7", "--v=3");
 
         assert_int_equal(parse(&o, ARGC(argv), argv, &err), 0);
         assert_string_equal(o.pod_manifest_path, "/etc/kubernetes/manifests");
@@ -269,8 +269,8 @@ static void test_duration_parse(void **state) {
                 assert_string_equal(ck_error_message(err), bad[i].err);
                 ck_error_free(err);
         }
-        assert_int_equal(go_duration_parse(NULL, &(int64_t){ 0 }, NULL), -EINVAL);
-        assert_int_equal(go_duration_parse("zz", &(int64_t){ 0 }, NULL), -EINVAL);
+        assert_int_equal(go_duration_parse(NULL, &(int64_t) { 0 }, NULL), -EINVAL);
+        assert_int_equal(go_duration_parse("zz", &(int64_t) { 0 }, NULL), -EINVAL);
 }
 
 static void test_duration_format(void **state) {
@@ -365,11 +365,13 @@ static void test_config_file(void **state) {
 
 static void test_config_json_and_zero_defaults(void **state) {
         _cleanup_free_ char *path = write_tmp(
-                "c.json", "{\"kind\":\"KubeletConfiguration\",\"apiVersion\":\"kubelet.config.k8s.io/v1beta1\","
-                          "\"fileCheckFrequency\":\"0s\",\"maxPods\":0,\"staticPodPath\":\"/abs\",\"podLogsDir\":null}");
+                "c.json",
+                "{\"kind\":\"KubeletConfiguration\",\"apiVersion\":\"kubelet.config.k8s.io/v1beta1\","
+                "\"fileCheckFrequency\":\"0s\",\"maxPods\":0,\"staticPodPath\":\"/abs\",\"podLogsDir\":null}");
         struct kubelet_options o;
         struct ck_error *err;
-        char **a = ARGV("--config=" "PLACEHOLDER");
+        char **a = ARGV("--config="
+                        "PLACEHOLDER");
         char *arg;
 
         assert_true(asprintf(&arg, "--config=%s", path) > 0);
@@ -427,10 +429,12 @@ static void test_config_errors(void **state) {
         config_error("dur.yaml", HDR "fileCheckFrequency: abc\n",
                      "fileCheckFrequency: invalid duration \"abc\": time: invalid duration \"abc\"");
         config_error("durnum.yaml", HDR "syncFrequency: 20\n", "syncFrequency: expected a duration string");
-        config_error("durneg.yaml", HDR "syncFrequency: -1s\n", "syncFrequency: invalid duration \"-1s\": must not be negative");
+        config_error("durneg.yaml", HDR "syncFrequency: -1s\n",
+                     "syncFrequency: invalid duration \"-1s\": must not be negative");
         config_error("maxpods.yaml", HDR "maxPods: \"10\"\n", "maxPods: expected an integer, got string");
         config_error("maxpods2.yaml", HDR "maxPods: 1.5\n", "maxPods: expected an integer, got number");
-        config_error("hdr.yaml", HDR "staticPodURLHeader:\n  A: b\n", "staticPodURLHeader.A: expected a list of strings");
+        config_error("hdr.yaml", HDR "staticPodURLHeader:\n  A: b\n",
+                     "staticPodURLHeader.A: expected a list of strings");
         config_error("hdr2.yaml", HDR "staticPodURLHeader: [a]\n", "staticPodURLHeader: expected a map");
         config_error("verb.yaml", HDR "logging:\n  verbosity: -2\n", "logging.verbosity: -2 is out of range");
         config_error("str.yaml", HDR "staticPodPath: [a]\n", "staticPodPath: expected a string, got array");
@@ -450,7 +454,8 @@ static void test_config_errors(void **state) {
                 struct ck_error *err;
                 char **a = ARGV("--config", path);
                 assert_true(parse(&o, ARGC(a), a, &err) < 0);
-                assert_string_equal(ck_error_message(err), "invalid configuration: pod logs path \"\" must be absolute path");
+                assert_string_equal(ck_error_message(err),
+                                    "invalid configuration: pod logs path \"\" must be absolute path");
                 ck_error_free(err);
                 kubelet_options_done(&o);
         }
@@ -459,19 +464,21 @@ static void test_config_errors(void **state) {
                 struct ck_error *err;
                 char **a = ARGV("--config=/nonexistent/kubelet.yaml");
                 assert_true(parse(&o, ARGC(a), a, &err) < 0);
-                assert_string_equal(ck_error_message(err), "/nonexistent/kubelet.yaml: cannot read config file: No such file or directory");
+                assert_string_equal(ck_error_message(err),
+                                    "/nonexistent/kubelet.yaml: cannot read config file: No such file or directory");
                 ck_error_free(err);
                 kubelet_options_done(&o);
         }
 }
 
 static void test_server_options(void **state) {
-        _cleanup_free_ char *path = write_tmp("server.yaml", HDR
-                "address: 127.0.0.1\nport: 11250\nreadOnlyPort: 11255\nhealthzPort: 0\nenableServer: true\n"
-                "tlsCertFile: certs/kubelet.crt\ntlsPrivateKeyFile: /k.key\n"
-                "authentication:\n  x509:\n    clientCAFile: ca.crt\n  anonymous:\n    enabled: true\n"
-                "  webhook:\n    enabled: false\n    cacheTTL: 10s\n"
-                "authorization:\n  mode: AlwaysAllow\n  webhook:\n    cacheAuthorizedTTL: 1m\n");
+        _cleanup_free_ char *path =
+                write_tmp("server.yaml", HDR
+                          "address: 127.0.0.1\nport: 11250\nreadOnlyPort: 11255\nhealthzPort: 0\nenableServer: true\n"
+                          "tlsCertFile: certs/kubelet.crt\ntlsPrivateKeyFile: /k.key\n"
+                          "authentication:\n  x509:\n    clientCAFile: ca.crt\n  anonymous:\n    enabled: true\n"
+                          "  webhook:\n    enabled: false\n    cacheTTL: 10s\n"
+                          "authorization:\n  mode: AlwaysAllow\n  webhook:\n    cacheAuthorizedTTL: 1m\n");
         _cleanup_free_ char *want_cert = NULL, *want_ca = NULL;
         struct kubelet_options o;
         struct ck_error *err;
@@ -479,7 +486,8 @@ static void test_server_options(void **state) {
 
         /* upstream's config-file defaults: anonymous off, webhook authn on, Webhook authz, 10250, 10248 */
         assert_int_equal(kubelet_options_init(&o), 0);
-        assert_true(o.enable_server && o.enable_debugging_handlers && !o.anonymous_auth && o.authentication_token_webhook);
+        assert_true(o.enable_server && o.enable_debugging_handlers && !o.anonymous_auth &&
+                    o.authentication_token_webhook);
         assert_string_equal(o.authorization_mode, "Webhook");
         assert_int_equal(o.port, 10250);
         assert_int_equal(o.read_only_port, 0);
@@ -515,7 +523,8 @@ static void test_server_options(void **state) {
         config_error("authz.yaml", HDR "authorization: Webhook\n", "authorization: expected an object, got string");
         {
                 char **b = ARGV("--authorization-mode", "RBAC");
-                expect_error(ARGC(b), b, "invalid configuration: authorization.mode (--authorization-mode) \"RBAC\": "
+                expect_error(ARGC(b), b,
+                             "invalid configuration: authorization.mode (--authorization-mode) \"RBAC\": "
                              "must be AlwaysAllow or Webhook");
         }
         {
@@ -593,9 +602,10 @@ static void test_cgroup_options(void **state) {
 
         expect_error(ARGC(ARGV("--cgroup-driver=foo")), ARGV("--cgroup-driver=foo"),
                      "invalid configuration: cgroupDriver (--cgroup-driver) \"foo\": must be cgroupfs or systemd");
-        expect_error(ARGC(ARGV("--cgroups-per-qos=false")), ARGV("--cgroups-per-qos=false"),
-                     "invalid configuration: enforceNodeAllocatable (--enforce-node-allocatable) is not supported unless "
-                     "cgroupsPerQOS (--cgroups-per-qos) feature is turned on");
+        expect_error(
+                ARGC(ARGV("--cgroups-per-qos=false")), ARGV("--cgroups-per-qos=false"),
+                "invalid configuration: enforceNodeAllocatable (--enforce-node-allocatable) is not supported unless "
+                "cgroupsPerQOS (--cgroups-per-qos) feature is turned on");
         expect_error(ARGC(ARGV("--cgroup-root=")), ARGV("--cgroup-root="),
                      "invalid configuration: cgroupRoot (--cgroup-root) must be specified if cgroupsPerQOS");
         expect_error(ARGC(ARGV("--cgroup-root=rel")), ARGV("--cgroup-root=rel"),

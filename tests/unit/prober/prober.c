@@ -32,7 +32,8 @@ static void test_resolve_port(void **state) {
         p = (struct int_or_string) { .is_string = true, .str_val = (char *) "grpc" };
         assert_int_equal(probe_resolve_port(&p, &c, &port, &err), -ENOENT);
         assert_int_equal(port, 7); /* untouched on failure */
-        assert_string_equal(ck_error_message(err), "port \"grpc\" is neither a port name of container \"app\" nor a number");
+        assert_string_equal(ck_error_message(err),
+                            "port \"grpc\" is neither a port name of container \"app\" nor a number");
         ck_error_free(err);
         err = NULL;
         p = (struct int_or_string) { .int_val = 0 };

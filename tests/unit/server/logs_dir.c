@@ -170,9 +170,9 @@ static void test_open_inside(void **state) {
         expect_file("sub/b.txt", "B");
         expect_file("sub%2Fb.txt", "B");
         expect_file("sub/deeper/c", "C");
-        expect_file("in_link", "B");          /* relative symlink staying inside */
+        expect_file("in_link", "B"); /* relative symlink staying inside */
         expect_file("dir_link/deeper/c", "C");
-        expect_file("sub/up", "A");           /* "../" inside a link that stays inside */
+        expect_file("sub/up", "A"); /* "../" inside a link that stays inside */
         expect_file("dir_link/up", "A");
 }
 
@@ -280,17 +280,18 @@ static void test_list_escaping(void **state) {
         put_dir("root/esc/empty");
 
         s = list("esc/", NULL);
-        assert_string_equal(s, "<pre>\n"
-                               "<a href=\"*\">*</a>\n" /* bytewise order: '*' < 'Z' < 'a' ... */
-                               "<a href=\"Z~$&+,;=@-_.\">Z~$&amp;+,;=@-_.</a>\n"
-                               "<a href=\"a&b%3Cc%3E%22q%22%27s%27.log\">a&amp;b&lt;c&gt;&#34;q&#34;&#39;s&#39;.log</a>\n"
-                               "<a href=\"./d:ir/\">d:ir/</a>\n"
-                               "<a href=\"empty/\">empty/</a>\n"
-                               "<a href=\"q%3F%23frag\">q?#frag</a>\n"
-                               "<a href=\"sp%20ace%25.txt\">sp ace%.txt</a>\n"
-                               "<a href=\"./x:y\">x:y</a>\n"
-                               "<a href=\"%C3%A9t%C3%A9\">\xc3\xa9t\xc3\xa9</a>\n"
-                               "</pre>\n");
+        assert_string_equal(s,
+                            "<pre>\n"
+                            "<a href=\"*\">*</a>\n" /* bytewise order: '*' < 'Z' < 'a' ... */
+                            "<a href=\"Z~$&+,;=@-_.\">Z~$&amp;+,;=@-_.</a>\n"
+                            "<a href=\"a&b%3Cc%3E%22q%22%27s%27.log\">a&amp;b&lt;c&gt;&#34;q&#34;&#39;s&#39;.log</a>\n"
+                            "<a href=\"./d:ir/\">d:ir/</a>\n"
+                            "<a href=\"empty/\">empty/</a>\n"
+                            "<a href=\"q%3F%23frag\">q?#frag</a>\n"
+                            "<a href=\"sp%20ace%25.txt\">sp ace%.txt</a>\n"
+                            "<a href=\"./x:y\">x:y</a>\n"
+                            "<a href=\"%C3%A9t%C3%A9\">\xc3\xa9t\xc3\xa9</a>\n"
+                            "</pre>\n");
         free(s);
 
         s = list("esc/empty", NULL);
@@ -341,11 +342,8 @@ static void test_content_type(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_open_inside),
-                cmocka_unit_test(test_open_refused),
-                cmocka_unit_test(test_list),
-                cmocka_unit_test(test_list_escaping),
-                cmocka_unit_test(test_content_type),
+                cmocka_unit_test(test_open_inside),   cmocka_unit_test(test_open_refused), cmocka_unit_test(test_list),
+                cmocka_unit_test(test_list_escaping), cmocka_unit_test(test_content_type),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -68,7 +68,8 @@ static void test_options_defaults_and_values(void **state) {
         assert_int_equal(o.since_nsec, 0);
         assert_int_equal(api_log_options_from_query_at("sinceTime=" TS1, NOW, &o, &err), 0);
         assert_int_equal(o.since_nsec, TS1_NSEC);
-        assert_int_equal(api_log_options_from_query_at("sinceTime=2016-10-06T02%3A17%3A09%2B02%3A00", NOW, &o, &err), 0);
+        assert_int_equal(api_log_options_from_query_at("sinceTime=2016-10-06T02%3A17%3A09%2B02%3A00", NOW, &o, &err),
+                         0);
         assert_int_equal(o.since_nsec, INT64_C(1475713029) * NSEC_PER_SEC);
         assert_int_equal(api_log_options_from_query_at("sinceTime=", NOW, &o, &err), 0);
         assert_int_equal(o.since_nsec, 0);

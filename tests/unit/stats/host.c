@@ -31,7 +31,8 @@ static void test_parse_basic(void **state) {
         assert_int_equal(stats_parse_keyed("a 1\nb zz\n", "b", &v), -EINVAL);
 
         assert_int_equal(stats_parse_meminfo("MemTotal:       16318412 kB\nMemFree:  1 kB\nHugePages_Total:       4\n",
-                                             "MemTotal", &v), 0);
+                                             "MemTotal", &v),
+                         0);
         assert_int_equal(v, UINT64_C(16318412) * 1024);
         assert_int_equal(stats_parse_meminfo("MemTotal: 2 kB\nHugePages_Total:       4\n", "HugePages_Total", &v), 0);
         assert_int_equal(v, 4);
@@ -101,8 +102,9 @@ static void test_cgroup_v2(void **state) {
         assert_int_equal(ns, 1500000);
         assert_int_equal(stats_cgroup_v2_parse_cpu("user_usec 1000\n", &ns), -ENOENT);
 
-        assert_int_equal(stats_cgroup_v2_parse_memory("1000\n", "anon 300\nfile 600\ninactive_file 250\npgfault 9\npgmajfault 2\n",
-                                                &m), 0);
+        assert_int_equal(stats_cgroup_v2_parse_memory(
+                                 "1000\n", "anon 300\nfile 600\ninactive_file 250\npgfault 9\npgmajfault 2\n", &m),
+                         0);
         assert_int_equal(m.memory_usage_bytes, 1000);
         assert_int_equal(m.memory_working_set_bytes, 750);
         assert_int_equal(m.memory_rss_bytes, 300);
@@ -117,7 +119,8 @@ static void test_cgroup_v2(void **state) {
         assert_int_equal(fake_write(root, "/sys/fs/cgroup/cgroup.controllers", "cpuset cpu io memory pids\n"), 0);
         assert_int_equal(fake_write(root, "/sys/fs/cgroup/cpu.stat", "usage_usec 2000000\nuser_usec 1\n"), 0);
         assert_int_equal(fake_write(root, "/sys/fs/cgroup/memory.stat",
-                                    "anon 4096\nfile 8192\ninactive_file 1024\npgfault 5\npgmajfault 1\n"), 0);
+                                    "anon 4096\nfile 8192\ninactive_file 1024\npgfault 5\npgmajfault 1\n"),
+                         0);
         assert_true(stats_cgroup_is_unified(root));
         m = (struct cgroup_cpu_memory) {};
         assert_int_equal(stats_cgroup_read_root(root, &m), 0);
@@ -131,7 +134,8 @@ static void test_cgroup_v2(void **state) {
         /* no root memory.stat (older kernels): /proc/meminfo and /proc/vmstat */
         assert_int_equal(unlink(tpath(root, "/sys/fs/cgroup/memory.stat")), 0);
         assert_int_equal(fake_write(root, "/proc/meminfo",
-                                    "MemTotal: 1000 kB\nMemFree: 400 kB\nInactive(file): 100 kB\nAnonPages: 50 kB\n"), 0);
+                                    "MemTotal: 1000 kB\nMemFree: 400 kB\nInactive(file): 100 kB\nAnonPages: 50 kB\n"),
+                         0);
         assert_int_equal(fake_write(root, "/proc/vmstat", "pgfault 77\npgmajfault 3\n"), 0);
         assert_int_equal(stats_cgroup_read_root(root, &m), 0);
         assert_int_equal(m.memory_usage_bytes, 600 * 1024);
@@ -161,12 +165,11 @@ static const char net_dev[] =
         "  eth1: 100 1 0 0 0 0 0 0 200 2 0 0 0 0 0 0\n"
         " bad: 1 2 3\n";
 
-static const char net_route[] =
-        "Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT\n"
-        "ck68\t0000A80A\t00000000\t0001\t0\t0\t0\t0000FFFF\t0\t0\t0\n"
-        "eth1\t00000000\t010200C0\t0003\t0\t0\t200\t00000000\t0\t0\t0\n"
-        "eth0\t00000000\t010200C0\t0003\t0\t0\t100\t00000000\t0\t0\t0\n"
-        "eth0\t000200C0\t00000000\t0001\t0\t0\t0\t00FFFFFF\t0\t0\t0\n";
+static const char net_route[] = "Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT\n"
+                                "ck68\t0000A80A\t00000000\t0001\t0\t0\t0\t0000FFFF\t0\t0\t0\n"
+                                "eth1\t00000000\t010200C0\t0003\t0\t0\t200\t00000000\t0\t0\t0\n"
+                                "eth0\t00000000\t010200C0\t0003\t0\t0\t100\t00000000\t0\t0\t0\n"
+                                "eth0\t000200C0\t00000000\t0001\t0\t0\t0\t00FFFFFF\t0\t0\t0\n";
 
 static void test_net_dev(void **state) {
         struct net_dev_stats *v = NULL;
@@ -243,11 +246,11 @@ static void test_nano_cores(void **state) {
         assert_true(stats_nano_cores(0, 0, UINT64_C(30000000000), 10 * NSEC_PER_SEC, &r));
         assert_int_equal(r, UINT64_C(3000000000));
         r = 7;
-        assert_false(stats_nano_cores(100, 10, 200, 10, &r));  /* no time elapsed */
-        assert_false(stats_nano_cores(100, 10, 200, 9, &r));   /* time went back */
-        assert_false(stats_nano_cores(200, 10, 100, 20, &r));  /* counter reset */
+        assert_false(stats_nano_cores(100, 10, 200, 10, &r)); /* no time elapsed */
+        assert_false(stats_nano_cores(100, 10, 200, 9, &r));  /* time went back */
+        assert_false(stats_nano_cores(200, 10, 100, 20, &r)); /* counter reset */
         assert_int_equal(r, 7);
-        assert_true(stats_nano_cores(100, 10, 100, 20, &r));   /* idle */
+        assert_true(stats_nano_cores(100, 10, 100, 20, &r)); /* idle */
         assert_int_equal(r, 0);
 }
 
@@ -303,9 +306,11 @@ static void test_disk_usage(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_parse_basic),  cmocka_unit_test(test_cgroup_v1),   cmocka_unit_test(test_cgroup_v2),
-                cmocka_unit_test(test_cgroup_missing), cmocka_unit_test(test_net_dev),   cmocka_unit_test(test_node_network),
-                cmocka_unit_test(test_nano_cores),   cmocka_unit_test(test_rlimit_boot), cmocka_unit_test(test_disk_usage),
+                cmocka_unit_test(test_parse_basic), cmocka_unit_test(test_cgroup_v1),
+                cmocka_unit_test(test_cgroup_v2),   cmocka_unit_test(test_cgroup_missing),
+                cmocka_unit_test(test_net_dev),     cmocka_unit_test(test_node_network),
+                cmocka_unit_test(test_nano_cores),  cmocka_unit_test(test_rlimit_boot),
+                cmocka_unit_test(test_disk_usage),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -22,16 +22,20 @@ static char *make_root(void) {
         assert_non_null(root);
         assert_int_equal(fake_write(root, "/proc/cpuinfo", cpuinfo), 0);
         assert_int_equal(fake_write(root, "/sys/devices/system/cpu/online", "0-3\n"), 0);
-        assert_int_equal(fake_write(root, "/proc/meminfo",
-                                    "MemTotal:       16318412 kB\nMemFree:         1000 kB\nSwapTotal:       2097148 kB\n"),
-                         0);
+        assert_int_equal(
+                fake_write(root, "/proc/meminfo",
+                           "MemTotal:       16318412 kB\nMemFree:         1000 kB\nSwapTotal:       2097148 kB\n"),
+                0);
         assert_int_equal(fake_write(root, "/etc/machine-id", "3d1219c7c4c5404aaa1f6d2a48adfda4\n"), 0);
-        assert_int_equal(fake_write(root, "/sys/class/dmi/id/product_uuid", "EC2A1B2C-0000-1111-2222-333344445555\n"), 0);
-        assert_int_equal(fake_write(root, "/proc/sys/kernel/random/boot_id", "db78cbc0-ce77-47a0-8404-f154b7cc7e18\n"), 0);
-        assert_int_equal(fake_write(root, "/proc/sys/kernel/osrelease", "6.1.0-test-amd64\n"), 0);
-        assert_int_equal(fake_write(root, "/etc/os-release",
-                                    "NAME=\"Debian GNU/Linux\"\nPRETTY_NAME=\"Debian GNU/Linux 12 (bookworm)\"\nID=debian\n"),
+        assert_int_equal(fake_write(root, "/sys/class/dmi/id/product_uuid", "EC2A1B2C-0000-1111-2222-333344445555\n"),
                          0);
+        assert_int_equal(fake_write(root, "/proc/sys/kernel/random/boot_id", "db78cbc0-ce77-47a0-8404-f154b7cc7e18\n"),
+                         0);
+        assert_int_equal(fake_write(root, "/proc/sys/kernel/osrelease", "6.1.0-test-amd64\n"), 0);
+        assert_int_equal(
+                fake_write(root, "/etc/os-release",
+                           "NAME=\"Debian GNU/Linux\"\nPRETTY_NAME=\"Debian GNU/Linux 12 (bookworm)\"\nID=debian\n"),
+                0);
         assert_int_equal(fake_write(root, "/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages", "16\n"), 0);
         assert_int_equal(fake_write(root, "/sys/kernel/mm/hugepages/hugepages-1048576kB/nr_hugepages", "0\n"), 0);
         assert_int_equal(fake_write(root, "/sys/class/net/eth0/address", "02:fc:00:00:00:01\n"), 0);
@@ -138,11 +142,18 @@ static void test_json(void **state) {
         char *root = make_root();
         struct machine_info m = {};
         json_t *j = NULL;
-        const char *keys[] = { "timestamp", "vendor_id", "num_cores", "num_physical_cores", "num_sockets",
-                               "cpu_frequency_khz", "memory_capacity", "swap_capacity", "memory_by_type", "nvm",
-                               "hugepages", "machine_id", "system_uuid", "boot_id", "filesystems", "disk_map",
-                               "network_devices", "topology", "cloud_provider", "instance_type", "instance_id",
-                               "kernel_version", "os_image" };
+        const char *keys[] = { "timestamp",       "vendor_id",
+                               "num_cores",       "num_physical_cores",
+                               "num_sockets",     "cpu_frequency_khz",
+                               "memory_capacity", "swap_capacity",
+                               "memory_by_type",  "nvm",
+                               "hugepages",       "machine_id",
+                               "system_uuid",     "boot_id",
+                               "filesystems",     "disk_map",
+                               "network_devices", "topology",
+                               "cloud_provider",  "instance_type",
+                               "instance_id",     "kernel_version",
+                               "os_image" };
         const char *key;
         json_t *v;
         size_t i = 0;
@@ -175,7 +186,8 @@ static void test_json(void **state) {
         assert_int_equal(json_integer_value(json_object_get(j, "cpu_frequency_khz")), 2096023);
         assert_int_equal(json_integer_value(json_object_get(j, "memory_capacity")), INT64_C(16710053888));
         assert_string_equal(json_string_value(json_object_get(j, "machine_id")), "3d1219c7c4c5404aaa1f6d2a48adfda4");
-        assert_string_equal(json_string_value(json_object_get(j, "system_uuid")), "EC2A1B2C-0000-1111-2222-333344445555");
+        assert_string_equal(json_string_value(json_object_get(j, "system_uuid")),
+                            "EC2A1B2C-0000-1111-2222-333344445555");
         assert_string_equal(json_string_value(json_object_get(j, "boot_id")), "db78cbc0-ce77-47a0-8404-f154b7cc7e18");
         assert_string_equal(json_string_value(json_object_get(j, "kernel_version")), "6.1.0-test-amd64");
         assert_string_equal(json_string_value(json_object_get(j, "os_image")), "Debian GNU/Linux 12 (bookworm)");
@@ -213,8 +225,9 @@ static void test_real_host(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_read), cmocka_unit_test(test_sysfs_and_fallbacks), cmocka_unit_test(test_os_release),
-                cmocka_unit_test(test_json), cmocka_unit_test(test_real_host),
+                cmocka_unit_test(test_read),       cmocka_unit_test(test_sysfs_and_fallbacks),
+                cmocka_unit_test(test_os_release), cmocka_unit_test(test_json),
+                cmocka_unit_test(test_real_host),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

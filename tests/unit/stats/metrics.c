@@ -139,14 +139,16 @@ static void test_resource_metrics_error(void **state) {
 
 static void test_label_escaping(void **state) {
         json_t *s = json_pack("{s:{s:s},s:[{s:{s:s,s:s},s:[{s:s,s:{s:s,s:I}}]}]}", "node", "nodeName", "n", "pods",
-                              "podRef", "name", "a\"b", "namespace", "x\\y\nz", "containers", "name", "c",
-                              "memory", "time", "bad time", "workingSetBytes", (json_int_t) 1);
+                              "podRef", "name", "a\"b", "namespace", "x\\y\nz", "containers", "name", "c", "memory",
+                              "time", "bad time", "workingSetBytes", (json_int_t) 1);
         char *text;
 
         assert_non_null(s);
         text = render(s);
         /* a time that does not parse: no timestamp */
-        assert_non_null(strstr(text, "container_memory_working_set_bytes{container=\"c\",namespace=\"x\\\\y\\nz\",pod=\"a\\\"b\"} 1\n"));
+        assert_non_null(strstr(
+                text,
+                "container_memory_working_set_bytes{container=\"c\",namespace=\"x\\\\y\\nz\",pod=\"a\\\"b\"} 1\n"));
         assert_null(strstr(text, "node_cpu"));
         assert_null(strstr(text, "container_start_time_seconds"));
         free(text);

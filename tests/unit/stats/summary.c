@@ -12,7 +12,7 @@
 #include "stats/summary.h"
 #include "testutil.h"
 
-#define SEC(x) ((int64_t) (x) * NSEC_PER_SEC)
+#define SEC(x) ((int64_t) (x) *NSEC_PER_SEC)
 #define T0 INT64_C(1700000000)
 
 /* ---------------------------------------------------------------- cache */
@@ -54,7 +54,8 @@ static void test_cache(void **state) {
 
 /* ---------------------------------------------------------------- build */
 
-#define LABELS_ENTRY(T, k, v) { PROTOBUF_C_MESSAGE_INIT(&runtime__v1__##T##__labels_entry__descriptor), (char *) (k), (char *) (v) }
+#define LABELS_ENTRY(T, k, v) \
+        { PROTOBUF_C_MESSAGE_INIT(&runtime__v1__##T##__labels_entry__descriptor), (char *) (k), (char *) (v) }
 
 static Runtime__V1__PodSandbox__LabelsEntry sb1_l[] = {
         LABELS_ENTRY(pod_sandbox, "io.kubernetes.pod.name", "web"),
@@ -185,8 +186,9 @@ static struct fixture *fixture_new(void) {
 
         /* containers and their stats */
         for (int i = 0; i < 4; i++) {
-                f->cl[i][0] = (Runtime__V1__Container__LabelsEntry) LABELS_ENTRY(container, "io.kubernetes.container.name",
-                                                                                  names[i]);
+                f->cl[i][0] = (Runtime__V1__Container__LabelsEntry) LABELS_ENTRY(container,
+                                                                                 "io.kubernetes.container.name",
+                                                                                 names[i]);
                 f->clp[i][0] = &f->cl[i][0];
                 f->c[i] = (Runtime__V1__Container) RUNTIME__V1__CONTAINER__INIT;
                 f->c[i].id = (char *) ids[i];
@@ -285,8 +287,10 @@ static void fixture_free(struct fixture *f) {
 }
 
 static struct summary_input fixture_input(struct fixture *f) {
-        return (struct summary_input) { .sandboxes = &f->sandboxes, .containers = &f->containers,
-                                        .container_stats = &f->stats, .pod_stats = &f->pod_stats,
+        return (struct summary_input) { .sandboxes = &f->sandboxes,
+                                        .containers = &f->containers,
+                                        .container_stats = &f->stats,
+                                        .pod_stats = &f->pod_stats,
                                         .image_fs = &f->image_fs };
 }
 
@@ -491,7 +495,9 @@ static void on_summary(int r, json_t *summary, void *userdata) {
 
 static void test_get_without_runtime(void **state) {
         struct event_base *base = event_base_new();
-        struct stats_config cfg = { .node_name = "n", .root_dir = "/", .pod_logs_dir = "/nonexistent", .host_root = "" };
+        struct stats_config cfg = {
+                .node_name = "n", .root_dir = "/", .pod_logs_dir = "/nonexistent", .host_root = ""
+        };
         struct stats_provider *p = NULL;
         struct result res = {}, res2 = {};
 

@@ -12,7 +12,6 @@
 #include "basic/fs.h"
 #include "basic/string.h"
 
-
 static inline char *fake_root_new(void) {
         char tmpl[] = "/tmp/ckubelet-stats-test-XXXXXX";
         char *d = mkdtemp(tmpl);

@@ -70,7 +70,7 @@ static void test_phase(void **state) {
         _cleanup_pod_free_ struct pod *always = parse_pod("Always"), *never = parse_pod("Never"),
                                       *onfail = parse_pod("OnFailure");
         _cleanup_(kc_pod_status_freep) struct kc_pod_status *none = status_new(true), *mixed = status_new(true),
-                                                           *done = status_new(true), *failed = status_new(true);
+                                                            *done = status_new(true), *failed = status_new(true);
 
         assert_string_equal(phase(always, NULL), "Pending");
         assert_string_equal(phase(always, none), "Pending");
@@ -102,10 +102,16 @@ static json_t *find(json_t *arr, const char *key, const char *value) {
 static void test_generate(void **state) {
         _cleanup_pod_free_ struct pod *p = parse_pod("Always");
         _cleanup_(kc_pod_status_freep) struct kc_pod_status *s = status_new(true);
-        struct container_waiting w = { .name = (char *) "b", .reason = "CrashLoopBackOff",
+        struct container_waiting w = { .name = (char *) "b",
+                                       .reason = "CrashLoopBackOff",
                                        .message = (char *) "back-off 10s restarting failed container=b" };
-        struct pod_status_input in = { .pod = p, .observed = s, .waiting = &w, .n_waiting = 1, .host_ip = "192.0.2.2",
-                                       .start_time_usec = 1700000000000000, .initialized_usec = 1700000000000000 };
+        struct pod_status_input in = { .pod = p,
+                                       .observed = s,
+                                       .waiting = &w,
+                                       .n_waiting = 1,
+                                       .host_ip = "192.0.2.2",
+                                       .start_time_usec = 1700000000000000,
+                                       .initialized_usec = 1700000000000000 };
         json_t *st = NULL, *cs, *a, *b, *ready;
 
         add(s, "a", "a2", KC_CONTAINER_RUNNING, 0, 9, 1);
@@ -128,22 +134,25 @@ static void test_generate(void **state) {
         assert_int_equal(json_integer_value(json_object_get(a, "restartCount")), 1);
         assert_string_equal(json_string_value(json_object_get(a, "containerID")), "containerd://a2");
         assert_non_null(json_object_get(json_object_get(a, "state"), "running"));
-        assert_int_equal(json_integer_value(json_object_get(
-                                 json_object_get(json_object_get(a, "lastState"), "terminated"), "exitCode")),
+        assert_int_equal(json_integer_value(
+                                 json_object_get(json_object_get(json_object_get(a, "lastState"), "terminated"),
+                                                 "exitCode")),
                          137);
         b = find(cs, "name", "b");
         assert_false(json_is_true(json_object_get(b, "ready")));
-        assert_string_equal(json_string_value(json_object_get(json_object_get(json_object_get(b, "state"), "waiting"),
-                                                              "reason")),
+        assert_string_equal(json_string_value(
+                                    json_object_get(json_object_get(json_object_get(b, "state"), "waiting"), "reason")),
                             "CrashLoopBackOff");
         /* what it was becomes the last state */
-        assert_string_equal(json_string_value(json_object_get(
-                                    json_object_get(json_object_get(b, "lastState"), "terminated"), "reason")),
+        assert_string_equal(json_string_value(
+                                    json_object_get(json_object_get(json_object_get(b, "lastState"), "terminated"),
+                                                    "reason")),
                             "Error");
         ready = find(json_object_get(st, "conditions"), "type", "Ready");
         assert_string_equal(json_string_value(json_object_get(ready, "status")), "False");
         assert_string_equal(json_string_value(json_object_get(ready, "reason")), "ContainersNotReady");
-        assert_string_equal(json_string_value(json_object_get(ready, "message")), "containers with unready status: [b]");
+        assert_string_equal(json_string_value(json_object_get(ready, "message")),
+                            "containers with unready status: [b]");
         assert_string_equal(json_string_value(json_object_get(find(json_object_get(st, "conditions"), "type",
                                                                    "PodReadyToStartContainers"),
                                                               "status")),
@@ -157,12 +166,11 @@ static void test_generate(void **state) {
         assert_string_equal(json_string_value(json_object_get(st, "phase")), "Pending");
         assert_null(json_object_get(st, "podIP"));
         a = find(json_object_get(st, "containerStatuses"), "name", "a");
-        assert_string_equal(json_string_value(json_object_get(json_object_get(json_object_get(a, "state"), "waiting"),
-                                                              "reason")),
+        assert_string_equal(json_string_value(
+                                    json_object_get(json_object_get(json_object_get(a, "state"), "waiting"), "reason")),
                             "ContainerCreating");
         json_decref(st);
 }
-
 
 static struct pod *parse_init_pod(const char *policy) {
         struct pod_set set = {};
@@ -208,11 +216,19 @@ static void test_init_containers_status(void **state) {
         assert_int_equal(json_array_size(ics), 2);
         assert_string_equal(json_string_value(json_object_get(json_array_get(ics, 0), "name")), "i1");
         assert_non_null(json_object_get(json_object_get(json_array_get(ics, 0), "state"), "running"));
-        assert_string_equal(json_string_value(json_object_get(json_object_get(json_object_get(
-                                    json_array_get(ics, 1), "state"), "waiting"), "reason")), "PodInitializing");
-        assert_string_equal(json_string_value(json_object_get(json_object_get(json_object_get(
-                                    json_array_get(json_object_get(st, "containerStatuses"), 0), "state"), "waiting"),
-                                    "reason")), "PodInitializing");
+        assert_string_equal(json_string_value(
+                                    json_object_get(json_object_get(json_object_get(json_array_get(ics, 1), "state"),
+                                                                    "waiting"),
+                                                    "reason")),
+                            "PodInitializing");
+        assert_string_equal(json_string_value(json_object_get(
+                                    json_object_get(json_object_get(json_array_get(json_object_get(st,
+                                                                                                   "containerStatuses"),
+                                                                                   0),
+                                                                    "state"),
+                                                    "waiting"),
+                                    "reason")),
+                            "PodInitializing");
         json_decref(st);
 
         /* i1 failed with restartPolicy Never: the pod failed */

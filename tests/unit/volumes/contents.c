@@ -166,12 +166,12 @@ static void test_downward_values(void **state) {
         struct kc_build_context ctx = { .root_dir = tmp };
         char *v = NULL;
 
-#define FIELD(f, want)                                                         \
-        do {                                                                   \
-                it = (struct downward_item) { .field_path = (char *) (f) };    \
-                assert_int_equal(vol_downward_value(p, &it, &ctx, &v), 0);      \
-                assert_string_equal(v, want);                                  \
-                free(v);                                                       \
+#define FIELD(f, want)                                                      \
+        do {                                                                \
+                it = (struct downward_item) { .field_path = (char *) (f) }; \
+                assert_int_equal(vol_downward_value(p, &it, &ctx, &v), 0);  \
+                assert_string_equal(v, want);                               \
+                free(v);                                                    \
         } while (0)
         FIELD("metadata.name", "web");
         FIELD("metadata.namespace", "prod");
@@ -181,20 +181,21 @@ static void test_downward_values(void **state) {
         FIELD("metadata.labels['app']", "web");
         FIELD("metadata.annotations['missing']", "");
 #undef FIELD
-#define RES(c, r, div, want)                                                                    \
-        do {                                                                                    \
-                it = (struct downward_item) { .has_resource_field_ref = true, .container_name = (char *) (c), \
-                                              .resource = (char *) (r) };                       \
-                if (div)                                                                        \
-                        assert_int_equal(quantity_parse(div, &it.divisor), 0);                  \
-                assert_int_equal(vol_downward_value(p, &it, &ctx, &v), 0);                       \
-                assert_string_equal(v, (const char *) (want));                                  \
-                free(v);                                                                        \
-                quantity_done(&it.divisor);                                                     \
+#define RES(c, r, div, want)                                                   \
+        do {                                                                   \
+                it = (struct downward_item) { .has_resource_field_ref = true,  \
+                                              .container_name = (char *) (c),  \
+                                              .resource = (char *) (r) };      \
+                if (div)                                                       \
+                        assert_int_equal(quantity_parse(div, &it.divisor), 0); \
+                assert_int_equal(vol_downward_value(p, &it, &ctx, &v), 0);     \
+                assert_string_equal(v, (const char *) (want));                 \
+                free(v);                                                       \
+                quantity_done(&it.divisor);                                    \
         } while (0)
-        RES("app", "limits.cpu", NULL, "1");        /* 250m rounded up to cores */
+        RES("app", "limits.cpu", NULL, "1"); /* 250m rounded up to cores */
         RES("app", "limits.cpu", "1m", "250");
-        RES("app", "requests.cpu", "1m", "250");    /* requests default to limits */
+        RES("app", "requests.cpu", "1m", "250"); /* requests default to limits */
         RES("app", "limits.memory", NULL, "67108864");
         RES("app", "limits.memory", "1Mi", "64");
         RES("app", "limits.memory", "1G", "1");
@@ -205,7 +206,8 @@ static void test_downward_values(void **state) {
                 RES("side", "limits.cpu", NULL, want); /* unset limit: the node's allocatable */
         }
 #undef RES
-        it = (struct downward_item) { .has_resource_field_ref = true, .container_name = (char *) "nope",
+        it = (struct downward_item) { .has_resource_field_ref = true,
+                                      .container_name = (char *) "nope",
                                       .resource = (char *) "limits.cpu" };
         assert_int_equal(vol_downward_value(p, &it, &ctx, &v), -ESRCH);
         pod_free(p);
@@ -235,8 +237,8 @@ static void test_base64(void **state) {
         assert_int_equal(base64_decode("a$==", 1 << 20, &s, &n), -EINVAL);
 }
 
-static struct vol_payload payload_of(const struct pod *p, const struct kc_build_context *ctx, size_t vi,
-                                     int expect_r, const char *expect_msg) {
+static struct vol_payload payload_of(const struct pod *p, const struct kc_build_context *ctx, size_t vi, int expect_r,
+                                     const char *expect_msg) {
         struct vol_payload pl = {};
         struct ck_error *msg = NULL;
         int r = vol_volume_payload(p, &p->spec.volumes->volumes[vi], ctx, &pl, &msg);
@@ -260,22 +262,23 @@ static const char *file(const struct vol_payload *pl, const char *path, int *mod
 
 static void test_object_payloads(void **state) {
         struct pod_objects *o = NULL;
-        struct pod *p = parse("{name: web, namespace: ns, uid: u}",
-                              "{serviceAccountName: robot, volumes: ["
-                              " {name: all, configMap: {name: cm}},"
-                              " {name: items, configMap: {name: cm, defaultMode: 256, items: [{key: a, path: x/a}, {key: bin, path: b, mode: 384}]}},"
-                              " {name: missingkey, configMap: {name: cm, items: [{key: nope, path: n}]}},"
-                              " {name: optkey, configMap: {name: cm, optional: true, items: [{key: nope, path: n}, {key: a, path: a}]}},"
-                              " {name: gone, configMap: {name: absent}},"
-                              " {name: optgone, configMap: {name: absent, optional: true}},"
-                              " {name: sec, secret: {secretName: s}},"
-                              " {name: secgone, secret: {secretName: absent}},"
-                              " {name: broken, configMap: {name: forbidden}},"
-                              " {name: proj, projected: {defaultMode: 288, sources: [{configMap: {name: cm, items: [{key: a, path: cm-a}]}},"
-                              "   {secret: {name: s}}, {downwardAPI: {items: [{path: name, fieldRef: {fieldPath: metadata.name}}]}},"
-                              "   {serviceAccountToken: {path: token, audience: vault, expirationSeconds: 7200}}]}},"
-                              " {name: notoken, projected: {sources: [{serviceAccountToken: {path: token}}]}}],"
-                              " containers: [{name: app, image: b}]}");
+        struct pod *p = parse(
+                "{name: web, namespace: ns, uid: u}",
+                "{serviceAccountName: robot, volumes: ["
+                " {name: all, configMap: {name: cm}},"
+                " {name: items, configMap: {name: cm, defaultMode: 256, items: [{key: a, path: x/a}, {key: bin, path: b, mode: 384}]}},"
+                " {name: missingkey, configMap: {name: cm, items: [{key: nope, path: n}]}},"
+                " {name: optkey, configMap: {name: cm, optional: true, items: [{key: nope, path: n}, {key: a, path: a}]}},"
+                " {name: gone, configMap: {name: absent}},"
+                " {name: optgone, configMap: {name: absent, optional: true}},"
+                " {name: sec, secret: {secretName: s}},"
+                " {name: secgone, secret: {secretName: absent}},"
+                " {name: broken, configMap: {name: forbidden}},"
+                " {name: proj, projected: {defaultMode: 288, sources: [{configMap: {name: cm, items: [{key: a, path: cm-a}]}},"
+                "   {secret: {name: s}}, {downwardAPI: {items: [{path: name, fieldRef: {fieldPath: metadata.name}}]}},"
+                "   {serviceAccountToken: {path: token, audience: vault, expirationSeconds: 7200}}]}},"
+                " {name: notoken, projected: {sources: [{serviceAccountToken: {path: token}}]}}],"
+                " containers: [{name: app, image: b}]}");
         struct kc_build_context ctx = { .root_dir = tmp };
         struct vol_payload pl;
         int mode = 0;
@@ -283,8 +286,8 @@ static void test_object_payloads(void **state) {
         assert_int_equal(objects_pod_new(&o), 0);
         ctx.objects = o;
         {
-                json_t *cm = json_pack("{s:{s:s, s:s}, s:{s:s}}", "data", "a", "alpha", "b", "beta", "binaryData", "bin",
-                                       "AAEC");
+                json_t *cm = json_pack("{s:{s:s, s:s}, s:{s:s}}", "data", "a", "alpha", "b", "beta", "binaryData",
+                                       "bin", "AAEC");
                 json_t *sec = json_pack("{s:{s:s}}", "data", "password", "czNjcjN0");
                 json_t *tok = json_pack("{s:s}", "token", "tok-123");
                 assert_int_equal(objects_pod_put(o, "ConfigMap", "ns", "cm", cm), 0);
@@ -294,7 +297,9 @@ static void test_object_payloads(void **state) {
                 json_decref(sec);
                 json_decref(tok);
         }
-        assert_int_equal(objects_pod_put_error(o, "ConfigMap", "ns", "forbidden", -EACCES, "configmaps \"forbidden\" is forbidden"), 0);
+        assert_int_equal(objects_pod_put_error(o, "ConfigMap", "ns", "forbidden", -EACCES,
+                                               "configmaps \"forbidden\" is forbidden"),
+                         0);
 
         pl = payload_of(p, &ctx, 0, 0, NULL);
         assert_int_equal(pl.n, 3);

@@ -61,9 +61,10 @@ static char *in_tmp(const char *rel) {
 }
 
 static void test_hosts_content(void **state) {
-        struct pod *p = parse("{name: web, namespace: prod, uid: u1}",
-                              "{hostname: h1, subdomain: sub, hostAliases: [{ip: 10.1.2.3, hostnames: [foo.local, bar]}, "
-                              "{ip: 'fd00::1', hostnames: [six]}], containers: [{name: a, image: b}]}");
+        struct pod *p =
+                parse("{name: web, namespace: prod, uid: u1}",
+                      "{hostname: h1, subdomain: sub, hostAliases: [{ip: 10.1.2.3, hostnames: [foo.local, bar]}, "
+                      "{ip: 'fd00::1', hostnames: [six]}], containers: [{name: a, image: b}]}");
         char *s = NULL;
 
         assert_int_equal(vol_hosts_file_content(p, "10.88.0.5", "cluster.local", NULL, &s), 0);
@@ -93,8 +94,9 @@ static void test_hosts_content(void **state) {
         pod_free(p);
 
         /* host network: the node's file, then the aliases */
-        p = parse("{name: hn, namespace: default, uid: u3}", "{hostNetwork: true, hostAliases: [{ip: 1.2.3.4, hostnames: [x]}], "
-                                         "containers: [{name: a, image: b}]}");
+        p = parse("{name: hn, namespace: default, uid: u3}",
+                  "{hostNetwork: true, hostAliases: [{ip: 1.2.3.4, hostnames: [x]}], "
+                  "containers: [{name: a, image: b}]}");
         assert_int_equal(vol_hosts_file_content(p, "192.168.1.1", "", "127.0.0.1 localhost\n", &s), 0);
         assert_string_equal(s, "# Kubernetes-managed hosts file (host network).\n127.0.0.1 localhost\n"
                                "\n# Entries added by HostAliases.\n1.2.3.4\tx\n");
@@ -116,17 +118,19 @@ static void test_setup_host_path_and_empty_dir(void **state) {
         fd = socket(AF_UNIX, SOCK_STREAM, 0);
         snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock);
         assert_int_equal(bind(fd, (struct sockaddr *) &sa, sizeof(sa)), 0);
-        assert_true(asprintf(&spec,
-                             "{volumes: [{name: e, emptyDir: {}}, {name: d, hostPath: {path: %s/host/dir, type: Directory}},"
-                             " {name: f, hostPath: {path: %s/host/file, type: File}},"
-                             " {name: s, hostPath: {path: %s, type: Socket}},"
-                             " {name: c, hostPath: {path: /dev/null, type: CharDevice}},"
-                             " {name: dc, hostPath: {path: %s/host/new/deep, type: DirectoryOrCreate}},"
-                             " {name: fc, hostPath: {path: %s/host/newfile, type: FileOrCreate}},"
-                             " {name: any, hostPath: {path: /nonexistent-is-fine-without-type}}],"
-                             " containers: [{name: a, image: b, volumeMounts: [{name: e, mountPath: /e},"
-                             " {name: d, mountPath: /d, readOnly: true, mountPropagation: HostToContainer}]}]}",
-                             tmp, tmp, sock, tmp, tmp) > 0);
+        assert_true(
+                asprintf(
+                        &spec,
+                        "{volumes: [{name: e, emptyDir: {}}, {name: d, hostPath: {path: %s/host/dir, type: Directory}},"
+                        " {name: f, hostPath: {path: %s/host/file, type: File}},"
+                        " {name: s, hostPath: {path: %s, type: Socket}},"
+                        " {name: c, hostPath: {path: /dev/null, type: CharDevice}},"
+                        " {name: dc, hostPath: {path: %s/host/new/deep, type: DirectoryOrCreate}},"
+                        " {name: fc, hostPath: {path: %s/host/newfile, type: FileOrCreate}},"
+                        " {name: any, hostPath: {path: /nonexistent-is-fine-without-type}}],"
+                        " containers: [{name: a, image: b, volumeMounts: [{name: e, mountPath: /e},"
+                        " {name: d, mountPath: /d, readOnly: true, mountPropagation: HostToContainer}]}]}",
+                        tmp, tmp, sock, tmp, tmp) > 0);
         p = parse("{name: web, namespace: default, uid: uid-1}", spec);
         free(spec);
         if (vol_setup_pod(p, &ctx, &msg) < 0)
@@ -186,8 +190,10 @@ static void test_setup_host_path_and_empty_dir(void **state) {
         };
         for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
                 char *want = NULL, *inner = NULL;
-                assert_true(asprintf(&spec, "{volumes: [{name: v, hostPath: {path: %s/%s, type: %s}}], "
-                                            "containers: [{name: a, image: b}]}", tmp, bad[i].path, bad[i].type) > 0);
+                assert_true(asprintf(&spec,
+                                     "{volumes: [{name: v, hostPath: {path: %s/%s, type: %s}}], "
+                                     "containers: [{name: a, image: b}]}",
+                                     tmp, bad[i].path, bad[i].type) > 0);
                 p = parse("{name: web, namespace: default, uid: uid-2}", spec);
                 free(spec);
                 msg = NULL;
@@ -203,11 +209,14 @@ static void test_setup_host_path_and_empty_dir(void **state) {
         }
 
         /* a type ckubelet does not handle */
-        p = parse("{name: web, namespace: default, uid: uid-3}", "{volumes: [{name: data, persistentVolumeClaim: {claimName: c}}], "
-                                             "containers: [{name: a, image: b}]}");
+        p = parse("{name: web, namespace: default, uid: uid-3}",
+                  "{volumes: [{name: data, persistentVolumeClaim: {claimName: c}}], "
+                  "containers: [{name: a, image: b}]}");
         msg = NULL;
         assert_true(vol_setup_pod(p, &ctx, &msg) < 0);
-        assert_string_equal(ck_error_message(msg), "MountVolume.SetUp failed for volume \"data\" : unsupported volume type \"persistentVolumeClaim\"");
+        assert_string_equal(
+                ck_error_message(msg),
+                "MountVolume.SetUp failed for volume \"data\" : unsupported volume type \"persistentVolumeClaim\"");
         ck_error_free(msg);
         pod_free(p);
         close(fd);

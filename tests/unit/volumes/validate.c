@@ -79,10 +79,10 @@ static void test_valid_and_defaults(void **state) {
                 "   {configMap: {name: x}}]}},"
                 " {name: claim, persistentVolumeClaim: {claimName: data}}],"
                 " hostAliases: [{ip: 10.1.2.3, hostnames: [foo.local, bar]}, {ip: 'fd00::1', hostnames: [six]}],"
-                " initContainers: [{name: init, image: busybox, volumeMounts: [{name: scratch, mountPath: /s}]}],"
-                C("[{name: scratch, mountPath: /scratch}, {name: host, mountPath: /logs, readOnly: true,"
-                  " mountPropagation: HostToContainer}, {name: scratch, mountPath: /sub, subPath: a/b},"
-                  " {name: scratch, mountPath: /expr, subPathExpr: '$(POD)/x'}]") "}");
+                " initContainers: [{name: init, image: busybox, volumeMounts: [{name: scratch, mountPath: /s}]}]," C(
+                        "[{name: scratch, mountPath: /scratch}, {name: host, mountPath: /logs, readOnly: true,"
+                        " mountPropagation: HostToContainer}, {name: scratch, mountPath: /sub, subPath: a/b},"
+                        " {name: scratch, mountPath: /expr, subPathExpr: '$(POD)/x'}]") "}");
         const struct pod_volumes *v = p->spec.volumes;
         const struct volume_mounts *m;
 
@@ -134,47 +134,56 @@ static void test_volumes(void **state) {
                        "spec.volumes[0].emptyDir", "Forbidden: may not specify more than 1 volume type");
         expect_invalid("{volumes: [{emptyDir: {}}], containers: [{name: a, image: b}]}", "spec.volumes[0].name",
                        "Required value");
-        expect_invalid("{volumes: [{name: Bad_Name, emptyDir: {}}], containers: [{name: a, image: b}]}",
-                       "spec.volumes[0].name",
-                       "Invalid value: \"Bad_Name\": a lowercase RFC 1123 label must consist of lower case alphanumeric "
-                       "characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or "
-                       "'123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')");
-        expect_invalid("{volumes: [{name: x, emptyDir: {}}, {name: x, emptyDir: {}}], containers: [{name: a, image: b}]}",
-                       "spec.volumes[1].name", "Duplicate value: \"x\"");
+        expect_invalid(
+                "{volumes: [{name: Bad_Name, emptyDir: {}}], containers: [{name: a, image: b}]}",
+                "spec.volumes[0].name",
+                "Invalid value: \"Bad_Name\": a lowercase RFC 1123 label must consist of lower case alphanumeric "
+                "characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or "
+                "'123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')");
+        expect_invalid(
+                "{volumes: [{name: x, emptyDir: {}}, {name: x, emptyDir: {}}], containers: [{name: a, image: b}]}",
+                "spec.volumes[1].name", "Duplicate value: \"x\"");
         expect_invalid("{volumes: [{name: c, configMap: {}}], containers: [{name: a, image: b}]}",
                        "spec.volumes[0].configMap.name", "Required value");
         expect_invalid("{volumes: [{name: s, secret: {defaultMode: 1000}}], containers: [{name: a, image: b}]}",
                        "spec.volumes[0].secret.secretName", "Required value");
-        expect_invalid("{volumes: [{name: s, secret: {secretName: x, defaultMode: 1000}}], containers: [{name: a, image: b}]}",
-                       "spec.volumes[0].secret.defaultMode",
-                       "Invalid value: 1000: must be a number between 0 and 0777 (octal), both inclusive");
+        expect_invalid(
+                "{volumes: [{name: s, secret: {secretName: x, defaultMode: 1000}}], containers: [{name: a, image: b}]}",
+                "spec.volumes[0].secret.defaultMode",
+                "Invalid value: 1000: must be a number between 0 and 0777 (octal), both inclusive");
         expect_invalid("{volumes: [{name: c, configMap: {name: x, items: [{key: k, path: /abs}]}}], "
                        "containers: [{name: a, image: b}]}",
                        "spec.volumes[0].configMap.items[0].path", "Invalid value: \"/abs\": must be a relative path");
-        expect_invalid("{volumes: [{name: c, configMap: {name: x, items: [{path: ..x}]}}], containers: [{name: a, image: b}]}",
-                       "spec.volumes[0].configMap.items[0].path", "Invalid value: \"..x\": must not start with '..'");
-        expect_invalid("{volumes: [{name: c, configMap: {name: x, items: [{path: p}]}}], containers: [{name: a, image: b}]}",
-                       "spec.volumes[0].configMap.items[0].key", "Required value");
-        expect_invalid("{volumes: [{name: d, downwardAPI: {items: [{path: p, fieldRef: {fieldPath: spec.nodeName}}]}}], "
-                       "containers: [{name: a, image: b}]}",
-                       "spec.volumes[0].downwardAPI.items[0].fieldRef.fieldPath",
-                       "Unsupported value: \"spec.nodeName\": supported values: \"metadata.annotations\", "
-                       "\"metadata.labels\", \"metadata.name\", \"metadata.namespace\", \"metadata.uid\"");
-        expect_invalid("{volumes: [{name: d, downwardAPI: {items: [{path: p, resourceFieldRef: {resource: limits.cpu}}]}}], "
-                       "containers: [{name: a, image: b}]}",
-                       "spec.volumes[0].downwardAPI.items[0].resourceFieldRef.containerName", "Required value");
+        expect_invalid(
+                "{volumes: [{name: c, configMap: {name: x, items: [{path: ..x}]}}], containers: [{name: a, image: b}]}",
+                "spec.volumes[0].configMap.items[0].path", "Invalid value: \"..x\": must not start with '..'");
+        expect_invalid(
+                "{volumes: [{name: c, configMap: {name: x, items: [{path: p}]}}], containers: [{name: a, image: b}]}",
+                "spec.volumes[0].configMap.items[0].key", "Required value");
+        expect_invalid(
+                "{volumes: [{name: d, downwardAPI: {items: [{path: p, fieldRef: {fieldPath: spec.nodeName}}]}}], "
+                "containers: [{name: a, image: b}]}",
+                "spec.volumes[0].downwardAPI.items[0].fieldRef.fieldPath",
+                "Unsupported value: \"spec.nodeName\": supported values: \"metadata.annotations\", "
+                "\"metadata.labels\", \"metadata.name\", \"metadata.namespace\", \"metadata.uid\"");
+        expect_invalid(
+                "{volumes: [{name: d, downwardAPI: {items: [{path: p, resourceFieldRef: {resource: limits.cpu}}]}}], "
+                "containers: [{name: a, image: b}]}",
+                "spec.volumes[0].downwardAPI.items[0].resourceFieldRef.containerName", "Required value");
         expect_invalid("{volumes: [{name: d, downwardAPI: {items: [{path: p}]}}], containers: [{name: a, image: b}]}",
                        "spec.volumes[0].downwardAPI.items[0]",
                        "Required value: one of fieldRef and resourceFieldRef is required");
-        expect_invalid("{volumes: [{name: p, projected: {sources: [{serviceAccountToken: {path: t, expirationSeconds: 599}}]}}], "
-                       "containers: [{name: a, image: b}]}",
-                       "spec.volumes[0].projected.sources[0].serviceAccountToken.expirationSeconds",
-                       "Invalid value: 599: may not specify a duration less than 10 minutes");
+        expect_invalid(
+                "{volumes: [{name: p, projected: {sources: [{serviceAccountToken: {path: t, expirationSeconds: 599}}]}}], "
+                "containers: [{name: a, image: b}]}",
+                "spec.volumes[0].projected.sources[0].serviceAccountToken.expirationSeconds",
+                "Invalid value: 599: may not specify a duration less than 10 minutes");
         expect_invalid("{volumes: [{name: p, projected: {sources: [{serviceAccountToken: {}}]}}], "
                        "containers: [{name: a, image: b}]}",
                        "spec.volumes[0].projected.sources[0].serviceAccountToken.path", "Required value");
         expect_invalid("{volumes: [{name: e, emptyDir: {sizeLimit: -1Mi}}], containers: [{name: a, image: b}]}",
-                       "spec.volumes[0].emptyDir.sizeLimit", "Forbidden: SizeLimit field must be a valid resource quantity");
+                       "spec.volumes[0].emptyDir.sizeLimit",
+                       "Forbidden: SizeLimit field must be a valid resource quantity");
 }
 
 static void test_mounts(void **state) {
@@ -186,17 +195,20 @@ static void test_mounts(void **state) {
         expect_invalid(V C("[{name: v, mountPath: /x}, {name: v, mountPath: /x}]") "}",
                        "spec.containers[0].volumeMounts[1].mountPath", "Invalid value: \"/x\": must be unique");
         expect_invalid(V C("[{name: v, mountPath: /x, subPath: ../etc}]") "}",
-                       "spec.containers[0].volumeMounts[0].subPath", "Invalid value: \"../etc\": must not contain '..'");
+                       "spec.containers[0].volumeMounts[0].subPath",
+                       "Invalid value: \"../etc\": must not contain '..'");
         expect_invalid(V C("[{name: v, mountPath: /x, subPath: /etc}]") "}",
-                       "spec.containers[0].volumeMounts[0].subPath", "Invalid value: \"/etc\": must be a relative path");
+                       "spec.containers[0].volumeMounts[0].subPath",
+                       "Invalid value: \"/etc\": must be a relative path");
         expect_invalid(V C("[{name: v, mountPath: /x, subPath: a, subPathExpr: b}]") "}",
                        "spec.containers[0].volumeMounts[0].subPathExpr",
                        "Invalid value: \"b\": subPathExpr and subPath are mutually exclusive");
-        expect_invalid(V C("[{name: v, mountPath: /x, mountPropagation: Shared}]") "}",
-                       "spec.containers[0].volumeMounts[0].mountPropagation",
-                       "Unsupported value: \"Shared\": supported values: \"Bidirectional\", \"HostToContainer\", \"None\"");
+        expect_invalid(
+                V C("[{name: v, mountPath: /x, mountPropagation: Shared}]") "}",
+                "spec.containers[0].volumeMounts[0].mountPropagation",
+                "Unsupported value: \"Shared\": supported values: \"Bidirectional\", \"HostToContainer\", \"None\"");
         expect_invalid(V "initContainers: [{name: i, image: b, volumeMounts: [{name: w, mountPath: /x}]}], "
-                       "containers: [{name: a, image: b}]}",
+                         "containers: [{name: a, image: b}]}",
                        "spec.initContainers[0].volumeMounts[0].name", "Not found: \"w\"");
         expect_invalid("{hostAliases: [{ip: 1.2.3, hostnames: [a]}], containers: [{name: a, image: b}]}",
                        "spec.hostAliases[0].ip",
@@ -218,7 +230,8 @@ static void test_type_errors(void **state) {
         const char *y = "apiVersion: v1\nkind: Pod\nmetadata: {name: a}\nspec: {volumes: {x: 1}, "
                         "containers: [{name: a, image: b}]}\n";
         assert_true(manifest_parse(y, strlen(y), &set, &err) < 0);
-        assert_non_null(strstr(ck_error_message(err), "spec.volumes: Invalid value: \"object\": must be of type array"));
+        assert_non_null(
+                strstr(ck_error_message(err), "spec.volumes: Invalid value: \"object\": must be of type array"));
         ck_error_free(err);
         err = NULL;
         y = "apiVersion: v1\nkind: Pod\nmetadata: {name: a}\nspec: {volumes: [{name: v, emptyDir: {sizeLimit: lots}}], "
