@@ -27,8 +27,11 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "basic/error.h"
+#include "basic/fs.h"
 #include "basic/log.h"
-#include "basic/util.h"
+#include "basic/strv.h"
+#include "basic/time.h"
 #include "cm/cm.h"
 #include "config/config.h"
 #include "cri/cri.h"
@@ -59,7 +62,7 @@ struct pod_run {
         char *cgroup_parent;
         char *sandbox_id;
         char *pod_ip;
-        size_t step;      /* the container being started */
+        size_t step; /* the container being started */
         bool failed;
 };
 
@@ -78,15 +81,15 @@ struct floor {
         struct image *images;
         size_t n_images;
 
-        size_t pending;   /* calls in flight (image status before t0, pod starts after) */
+        size_t pending; /* calls in flight (image status before t0, pod starts after) */
         size_t containers, started;
         unsigned errors;
         int64_t t0_realtime_usec, last_reply_realtime_usec;
 };
 
-static void floor_context(const struct pod_run *p, const struct image *img, struct kr_build_context *ret) {
+static void floor_context(const struct pod_run *p, const struct image *img, struct kc_build_context *ret) {
         const struct floor *f = p->f;
-        *ret = (struct kr_build_context) {
+        *ret = (struct kc_build_context) {
                 .pod_logs_dir = f->opts.pod_logs_dir,
                 .root_dir = f->opts.root_dir,
                 .node_name = f->opts.node_name,
@@ -154,7 +157,8 @@ static int load_manifests(struct floor *f) {
         if (n > 1)
                 qsort(names, n, sizeof(char *), cmp_str);
         for (size_t i = 0; i < n; i++) {
-                _cleanup_free_ char *path = NULL, *data = NULL, *error = NULL;
+                _cleanup_free_ char *path = NULL, *data = NULL;
+                _cleanup_ck_error_ struct ck_error *error = NULL;
                 struct pod_set set = {};
                 size_t size = 0;
                 int r;
@@ -164,9 +168,10 @@ static int load_manifests(struct floor *f) {
                 r = read_full_file(path, MANIFEST_MAX_SIZE, &data, &size);
                 if (r < 0)
                         return log_error_errno(r, "%s: %s", path, strerror(-r));
-                r = static_pods_from_manifest(data, size, f->opts.node_name, CONFIG_SOURCE_FILE, path, &set, &error);
+                r = pod_config_static_pods_from_manifest(data, size, f->opts.node_name, CONFIG_SOURCE_FILE, path, &set,
+                                                         &error);
                 if (r < 0)
-                        return log_error_errno(r, "%s: %s", path, error ? error : strerror(-r));
+                        return log_error_errno(r, "%s: %s", path, ck_error_message(error));
                 for (size_t j = 0; j < set.n; j++) {
                         r = pod_set_add(&f->pods, TAKE_PTR(set.pods[j]));
                         if (r < 0) {
@@ -187,7 +192,8 @@ static void on_image_status(const struct cri_reply *reply, void *userdata) {
         const Runtime__V1__ImageStatusResponse *resp = (const void *) reply->msg;
 
         if (reply->r < 0 || !resp->image || isempty(resp->image->id)) {
-                log_error("image %s: %s", img->name, reply->r < 0 ? reply->message : "not present (the floor never pulls)");
+                log_error("image %s: %s", img->name,
+                          reply->r < 0 ? reply->message : "not present (the floor never pulls)");
                 f->errors++;
         } else {
                 img->id = strdup(resp->image->id);
@@ -247,7 +253,7 @@ static int node_setup(struct floor *f) {
         r = node_ip_detect(f->opts.node_ip, &f->node_ip);
         if (r < 0)
                 return r;
-        r = machine_info_read(NULL, &machine);
+        r = stats_machine_info_read(NULL, &machine);
         if (r < 0)
                 return log_error_errno(r, "cannot read the machine's description: %s", strerror(-r));
         in = (struct node_status_input) {
@@ -257,7 +263,7 @@ static int node_setup(struct floor *f) {
         };
         node_allocatable(&in, &f->alloc_cpu_milli, &f->alloc_memory_bytes, &storage);
         r = cm_new(&f->opts, (int64_t) machine.num_cores * 1000, (int64_t) machine.memory_capacity, &f->cm);
-        machine_info_done(&machine);
+        stats_machine_info_done(&machine);
         if (r < 0)
                 return r;
         if (!isempty(f->opts.cluster_dns)) {
@@ -292,8 +298,8 @@ static int prepare_pods(struct floor *f) {
         for (size_t i = 0; i < f->pods.n; i++) {
                 struct pod_run *p = &f->runs[i];
                 _cleanup_free_ char *logdir = NULL;
-                struct kr_build_context ctx;
-                struct kr_build_report report = {};
+                struct kc_build_context ctx;
+                struct kc_build_report report = {};
 
                 p->f = f;
                 p->pod = f->pods.pods[i];
@@ -316,8 +322,9 @@ static int prepare_pods(struct floor *f) {
                 ctx.report = &report;
                 r = kr_build_sandbox_config(p->pod, 0, &ctx, &p->sandbox_config);
                 if (r < 0)
-                        log_error("pod %s: the sandbox config: %s", p->pod->name, report.error ? report.error : strerror(-r));
-                kr_build_report_done(&report);
+                        log_error("pod %s: the sandbox config: %s", p->pod->name,
+                                  report.error ? ck_error_message(report.error) : strerror(-r));
+                kc_build_report_done(&report);
                 if (r < 0)
                         return r;
         }
@@ -367,8 +374,8 @@ static void start_next(struct pod_run *p) {
         Runtime__V1__ContainerConfig *cfg = NULL;
         _cleanup_free_ char *podlog = NULL, *dir = NULL;
         const struct container *c;
-        struct kr_build_context ctx;
-        struct kr_build_report report = {};
+        struct kc_build_context ctx;
+        struct kc_build_report report = {};
         int r;
 
         if (p->failed || p->step >= p->pod->spec.n_containers)
@@ -387,16 +394,16 @@ static void start_next(struct pod_run *p) {
         ctx.report = &report;
         r = kr_build_container_config(p->pod, c, 0, find_image(p->f, c->image)->id, &ctx, &cfg);
         if (r < 0) {
-                pod_failed(p, "the container config", report.error ? report.error : strerror(-r));
-                kr_build_report_done(&report);
+                pod_failed(p, "the container config", report.error ? ck_error_message(report.error) : strerror(-r));
+                kc_build_report_done(&report);
                 return;
         }
-        kr_build_report_done(&report);
+        kc_build_report_done(&report);
         req.pod_sandbox_id = p->sandbox_id;
         req.config = cfg;
         req.sandbox_config = p->sandbox_config;
         r = cri_create_container(p->f->cri, &req, 0, on_create, p);
-        kr_pb_free(cfg);
+        pb_free(cfg);
         if (r < 0)
                 pod_failed(p, "CreateContainer", strerror(-r));
         else
@@ -406,8 +413,8 @@ static void start_next(struct pod_run *p) {
 static void on_sandbox_status(const struct cri_reply *reply, void *userdata) {
         struct pod_run *p = userdata;
         const Runtime__V1__PodSandboxStatusResponse *resp = (const void *) reply->msg;
-        _cleanup_free_ char *msg = NULL;
-        struct kr_build_context ctx;
+        _cleanup_ck_error_ struct ck_error *msg = NULL;
+        struct kc_build_context ctx;
         int r;
 
         if (reply->r < 0) {
@@ -427,7 +434,7 @@ static void on_sandbox_status(const struct cri_reply *reply, void *userdata) {
         floor_context(p, NULL, &ctx);
         r = vol_setup_pod(p->pod, &ctx, &msg);
         if (r < 0)
-                pod_failed(p, "volumes", msg ? msg : strerror(-r));
+                pod_failed(p, "volumes", ck_error_message(msg));
         else
                 start_next(p);
         call_done(p->f);
@@ -481,7 +488,7 @@ static int run_all(struct floor *f) {
 
 static void floor_done(struct floor *f) {
         for (size_t i = 0; i < f->n_runs; i++) {
-                kr_pb_free(f->runs[i].sandbox_config);
+                pb_free(f->runs[i].sandbox_config);
                 free(f->runs[i].cgroup_parent);
                 free(f->runs[i].sandbox_id);
                 free(f->runs[i].pod_ip);
@@ -515,7 +522,7 @@ int main(int argc, char **argv) {
                 {},
         };
         struct floor f = {};
-        _cleanup_free_ char *err = NULL;
+        _cleanup_ck_error_ struct ck_error *err = NULL;
         bool json = false;
         int r, c, ret = 1;
 
@@ -542,7 +549,7 @@ int main(int argc, char **argv) {
         r = kubelet_options_parse(&f.opts, argc - optind + 1, argv + optind - 1, &err);
         if (r != 0) {
                 if (r < 0)
-                        fprintf(stderr, "ckubelet-cri-floor: %s\n", err ? err : strerror(-r));
+                        fprintf(stderr, "ckubelet-cri-floor: %s\n", ck_error_message(err));
                 kubelet_options_done(&f.opts);
                 return r < 0 ? 1 : 0;
         }
@@ -554,7 +561,8 @@ int main(int argc, char **argv) {
         r = cri_client_new(f.base, f.opts.container_runtime_endpoint, f.opts.image_service_endpoint,
                            f.opts.runtime_request_timeout_usec, &f.cri);
         if (r < 0) {
-                log_error("invalid --container-runtime-endpoint %s: %s", f.opts.container_runtime_endpoint, strerror(-r));
+                log_error("invalid --container-runtime-endpoint %s: %s", f.opts.container_runtime_endpoint,
+                          strerror(-r));
                 goto out;
         }
         if (mkdir_p(f.opts.root_dir, 0750) < 0 || mkdir_p(f.opts.pod_logs_dir, 0755) < 0) {
@@ -570,9 +578,9 @@ int main(int argc, char **argv) {
                 double secs = f.last_reply_realtime_usec ? t1 - t0 : 0;
                 if (json) {
                         json_t *o = json_pack("{s:I, s:I, s:I, s:f, s:f, s:f, s:I}", "pods", (json_int_t) f.n_runs,
-                                              "containers", (json_int_t) f.containers, "started", (json_int_t) f.started,
-                                              "t0_unix", t0, "last_start_reply_unix", t1, "seconds", secs, "errors",
-                                              (json_int_t) f.errors);
+                                              "containers", (json_int_t) f.containers, "started",
+                                              (json_int_t) f.started, "t0_unix", t0, "last_start_reply_unix", t1,
+                                              "seconds", secs, "errors", (json_int_t) f.errors);
                         if (!o || json_dumpf(o, stdout, JSON_COMPACT) < 0)
                                 log_error("cannot print the result");
                         putchar('\n');
