@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "apis/pod.h"
+#include "basic/json.h"
 #include "basic/string.h"
 #include "basic/strmap.h"
 
@@ -42,7 +43,6 @@ char *path_key(const char *parent, const char *key);
  * ("<path>: Invalid value: \"string\": must be of type array"). Absent and null values leave *ret as is. */
 #define MAX_LIST_ITEMS 10000
 
-const char *dec_json_type_name(const json_t *v);
 int dec_type_error(struct field_errors *e, const char *path, const json_t *v, const char *expected);
 int dec_child_error(struct field_errors *e, const char *parent, const char *key, const json_t *v, const char *expected);
 json_t *dec_get(json_t *obj, const char *key); /* NULL when absent or null */

@@ -21,30 +21,9 @@
 /* Sizes beyond these are refused: a kubelet has no business with 10000 containers. */
 #define MAX_CONTAINERS 1000
 
-const char *dec_json_type_name(const json_t *v) {
-        switch (json_typeof(v)) {
-        case JSON_OBJECT:
-                return "object";
-        case JSON_ARRAY:
-                return "array";
-        case JSON_STRING:
-                return "string";
-        case JSON_INTEGER:
-                return "integer";
-        case JSON_REAL:
-                return "number";
-        case JSON_TRUE:
-        case JSON_FALSE:
-                return "boolean";
-        case JSON_NULL:
-                return "null";
-        }
-        return "unknown";
-}
-
 /* Record "<path>: Invalid value: \"<type>\": must be of type <expected>". Returns 0, or -ENOMEM. */
 int dec_type_error(struct field_errors *e, const char *path, const json_t *v, const char *expected) {
-        return field_errors_add(e, path, "Invalid value: \"%s\": must be of type %s", dec_json_type_name(v), expected);
+        return field_errors_add(e, path, "Invalid value: \"%s\": must be of type %s", json_type_name(v), expected);
 }
 
 int dec_child_error(struct field_errors *e, const char *parent, const char *key, const json_t *v,

@@ -15,3 +15,26 @@ static inline const char *json_string_at(const json_t *o, const char *a, const c
                 v = json_object_get(v, b);
         return json_is_string(v) ? json_string_value(v) : "";
 }
+
+/* The JSON type of a value as the apiserver names it in errors ("object", "array", "string", "integer",
+ * "number", "boolean", "null"). */
+static inline const char *json_type_name(const json_t *v) {
+        switch (json_typeof(v)) {
+        case JSON_OBJECT:
+                return "object";
+        case JSON_ARRAY:
+                return "array";
+        case JSON_STRING:
+                return "string";
+        case JSON_INTEGER:
+                return "integer";
+        case JSON_REAL:
+                return "number";
+        case JSON_TRUE:
+        case JSON_FALSE:
+                return "boolean";
+        case JSON_NULL:
+                return "null";
+        }
+        return "unknown";
+}

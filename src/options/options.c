@@ -17,6 +17,7 @@
 
 #include "apis/manifest.h"
 #include "basic/fs.h"
+#include "basic/json.h"
 #include "basic/log.h"
 #include "basic/duration.h"
 #include "basic/error.h"
@@ -660,27 +661,6 @@ static int config_error(struct config_ctx *c, int r, const char *fmt, ...) {
         if (VA_FORMAT(msg, fmt) < 0)
                 return -ENOMEM;
         return ck_error_set(c->error, r, "%s: %s", c->path, msg);
-}
-
-static const char *json_type_name(const json_t *v) {
-        switch (json_typeof(v)) {
-        case JSON_OBJECT:
-                return "object";
-        case JSON_ARRAY:
-                return "array";
-        case JSON_STRING:
-                return "string";
-        case JSON_INTEGER:
-                return "integer";
-        case JSON_REAL:
-                return "number";
-        case JSON_TRUE:
-        case JSON_FALSE:
-                return "boolean";
-        case JSON_NULL:
-        default:
-                return "null";
-        }
 }
 
 static int config_string(struct config_ctx *c, const char *field, json_t *v, bool is_path, char **target) {
