@@ -354,6 +354,7 @@ struct api_delete {
         struct api_delete *next, *prev;
         struct kube_request *req;
         char *what; /* namespace/name, for the log */
+        char *uid;
 };
 
 static void api_delete_free(struct api_delete *d) {
@@ -367,6 +368,7 @@ static void api_delete_free(struct api_delete *d) {
                 d->next->prev = d->prev;
         kube_request_cancel(d->req);
         free(d->what);
+        free(d->uid);
         free(d);
 }
 
@@ -374,9 +376,15 @@ static void on_pod_deleted(const struct kube_response *resp, void *userdata) {
         struct api_delete *d = userdata;
 
         d->req = NULL;
-        if (resp->r < 0 || (resp->status >= 300 && resp->status != 404))
+        if (resp->r < 0 || (resp->status >= 300 && resp->status != 404)) {
                 log_error("Failed to delete pod %s from the API server: %s", d->what, resp->error);
-        else
+                /* the next reconcile gives the pod a worker again, whose end sends the DELETE again */
+                for (size_t i = 0; d->k->api_deleted && d->k->api_deleted[i]; i++)
+                        if (streq(d->k->api_deleted[i], d->uid)) {
+                                strv_remove_at(d->k->api_deleted, i);
+                                break;
+                        }
+        } else
                 log_info("Pod deleted from the API server: pod=\"%s\"", d->what);
         api_delete_free(d);
 }
@@ -401,6 +409,12 @@ static void delete_from_api(struct kubelet *k, struct pod_worker *w) {
         if (asprintf(&path, "/api/v1/namespaces/%s/pods/%s", w->api_ns, w->api_name) < 0 ||
             asprintf(&d->what, "%s/%s", w->api_ns, w->api_name) < 0) {
                 d->what = NULL;
+                api_delete_free(d);
+                return;
+        }
+        d->uid = strdup(w->uid);
+        if (!d->uid || (!strv_contains(k->api_deleted, w->uid) && strv_extend(&k->api_deleted, w->uid) < 0)) {
+                log_error("Failed to delete pod %s from the API server: out of memory", d->what);
                 api_delete_free(d);
                 return;
         }
@@ -534,6 +548,8 @@ static void reconcile_workers(struct kubelet *k) {
 
                 if (p->has_deletion_timestamp) {
                         /* graceful deletion from the API: stop within deletionGracePeriodSeconds, then delete */
+                        if (!w && strv_contains(k->api_deleted, p->uid))
+                                continue; /* stopped and deleted; the watch has not said so yet */
                         if (!w) {
                                 w = worker_new(k, p->uid);
                                 if (!w)
@@ -641,10 +657,16 @@ static void on_config_update(const struct pod_set *pods, void *userdata) {
         pod_set_done(&k->desired);
         k->desired = n;
         k->config_received = true;
-        /* a rejected pod that goes away and comes back is considered again */
+        /* a rejected pod that goes away and comes back is considered again; a deleted one is forgotten */
         for (size_t i = 0; k->rejected && k->rejected[i];) {
                 if (!desired_contains(k, k->rejected[i]))
                         strv_remove_at(k->rejected, i);
+                else
+                        i++;
+        }
+        for (size_t i = 0; k->api_deleted && k->api_deleted[i];) {
+                if (!desired_contains(k, k->api_deleted[i]))
+                        strv_remove_at(k->api_deleted, i);
                 else
                         i++;
         }
@@ -984,6 +1006,7 @@ struct kubelet *kubelet_free(struct kubelet *k) {
         k->client = kube_client_free(k->client);
         pod_set_done(&k->desired);
         strv_free(k->rejected);
+        strv_free(k->api_deleted);
         free(k->node_ip);
         backoff_done(&k->crash_backoff);
         backoff_done(&k->image_backoff);
