@@ -191,9 +191,10 @@ def remove_cgroup_root(name):
 class Kubelet:
     """One ckubelet process with its own manifest dir, root dir and pod logs dir."""
 
-    def __init__(self, runtime, dirpath):
+    def __init__(self, runtime, dirpath, node=NODE):
         self.runtime = runtime
         self.dir = dirpath
+        self.node = node
         self.manifests = os.path.join(dirpath, "manifests")
         self.root = os.path.join(dirpath, "root")
         self.logs = os.path.join(dirpath, "pods")
@@ -215,7 +216,7 @@ class Kubelet:
 
     def args(self):
         return [CKUBELET, "--config", self.config, "--pod-manifest-path", self.manifests,
-                "--container-runtime-endpoint", self.runtime.endpoint, "--hostname-override", NODE,
+                "--container-runtime-endpoint", self.runtime.endpoint, "--hostname-override", self.node,
                 "--root-dir", self.root, "--v", os.environ.get("CKUBELET_V", "4"), "--cert-dir", self.pki, "--port", str(self.port),
                 "--healthz-port", str(self.healthz_port), "--cgroup-root", self.cgroup_root, *self.extra_args]
 
@@ -314,41 +315,59 @@ def runtime():
         except Exception as e:
             print(f"cleaning the runtime failed: {e}")
         rt.stop()
-        shutil.rmtree(d, ignore_errors=True)
+        if os.environ.get("CKUBELET_E2E_KEEP"):
+            print(f"kept the session directory {d}")
+        else:
+            shutil.rmtree(d, ignore_errors=True)
 
 
-@pytest.fixture
-def kubelet_factory(runtime, request, tmp_path_factory):
-    made = []
+class KubeletSet:
+    """The kubelets of one test: made on demand, stopped at its end (exit status 0 required, so sanitizer
+    reports fail the test), their logs printed when the test failed, the runtime emptied."""
 
-    def make(start=True, *extra):
-        d = tempfile.mkdtemp(prefix="kubelet-", dir=runtime.dir)
-        k = Kubelet(runtime, d)
-        made.append(k)
+    def __init__(self, runtime):
+        self.runtime = runtime
+        self.made = []
+
+    def make(self, start=True, *extra, node=NODE):
+        d = tempfile.mkdtemp(prefix="kubelet-", dir=self.runtime.dir)
+        k = Kubelet(self.runtime, d, node=node)
+        self.made.append(k)
         if start:
             k.start(*extra)
         return k
 
-    yield make
-    failed = getattr(request.node, "rep_call", None) is not None and request.node.rep_call.failed
-    bad_exits = []
-    for k in made:
-        if k.alive():
-            k.proc.send_signal(signal.SIGTERM)
-            try:
-                rc = k.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                k.proc.kill()
-                rc = "hung on SIGTERM"
-            if rc != 0:  # a sanitizer report (leak, UB) or a crash on the way out
-                bad_exits.append((k, rc))
-        if failed or any(b[0] is k for b in bad_exits):
-            print(f"----- {k.logfile} (last 200 lines)")
-            print("\n".join(k.log().splitlines()[-200:]))
-    runtime.clean()
-    for k in made:
-        remove_cgroup_root(k.cgroup_root)
-    assert not bad_exits, f"ckubelet did not exit cleanly on SIGTERM: {[(b[0].logfile, b[1]) for b in bad_exits]}"
+    def teardown(self, failed):
+        bad_exits = []
+        for k in self.made:
+            if k.alive():
+                k.proc.send_signal(signal.SIGTERM)
+                try:
+                    rc = k.proc.wait(10)
+                except subprocess.TimeoutExpired:
+                    k.proc.kill()
+                    rc = "hung on SIGTERM"
+                if rc != 0:  # a sanitizer report (leak, UB) or a crash on the way out
+                    bad_exits.append((k, rc))
+            if failed or any(b[0] is k for b in bad_exits):
+                print(f"----- {k.logfile} (last 200 lines)")
+                print("\n".join(k.log().splitlines()[-200:]))
+        self.runtime.clean()
+        for k in self.made:
+            remove_cgroup_root(k.cgroup_root)
+        assert not bad_exits, \
+            f"ckubelet did not exit cleanly on SIGTERM: {[(b[0].logfile, b[1]) for b in bad_exits]}"
+
+
+def failed_in_call(request):
+    return getattr(request.node, "rep_call", None) is not None and request.node.rep_call.failed
+
+
+@pytest.fixture
+def kubelet_factory(runtime, request):
+    ks = KubeletSet(runtime)
+    yield ks.make
+    ks.teardown(failed_in_call(request))
 
 
 @pytest.fixture
@@ -361,3 +380,50 @@ def pytest_runtest_makereport(item, call):
     outcome = yield
     rep = outcome.get_result()
     setattr(item, "rep_" + rep.when, rep)
+
+
+# ---------------------------------------------------------------- the real control plane (controlplane.py)
+
+
+@pytest.fixture(scope="session")
+def cluster(runtime):
+    """etcd + kube-apiserver + kube-controller-manager v1.20.2 for the whole session (built first if the cache
+    has no build: scripts/build-kubernetes.sh). Its logs are under <session dir>/cluster."""
+    from controlplane import ControlPlane
+    d = os.path.join(runtime.dir, "cluster")
+    os.makedirs(d)
+    cp = ControlPlane(d)
+    try:
+        cp.start()
+        yield cp
+    finally:
+        cp.stop()
+
+
+@pytest.fixture
+def kube(cluster, runtime, request):
+    """One test's part of the cluster: its own node name (= namespace), its kubelets (kube.kubelet()), the
+    admin client. At the end the kubelets stop, the node's requests that the apiserver refused with 400, 403,
+    422 or 5xx fail the test (unless the test expects them: kube.expected_errors), and the test's node,
+    namespace and pods are removed."""
+    from controlplane import Kube
+    ks = KubeletSet(runtime)
+    k = Kube(cluster, ks, request.node.name)
+    try:
+        k.setup()
+        yield k
+    finally:
+        failed = failed_in_call(request)
+        try:
+            ks.teardown(failed)
+        finally:
+            refused = k.refused_requests()
+            if failed or refused:
+                print(cluster.tail_logs(40))
+            k.cleanup()
+        assert not refused, "the apiserver refused requests of the kubelet:\n" + "\n".join(refused)
+
+
+def pytest_collection_modifyitems(session, config, items):
+    """Tests without the control plane first (it may still be building in the background)."""
+    items.sort(key=lambda item: "cluster" in getattr(item, "fixturenames", ()))
