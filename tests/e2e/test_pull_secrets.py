@@ -1,4 +1,4 @@
-"""imagePullSecrets: an API pod pulls from a registry that requires basic authentication (Debian
+"""imagePullSecrets (through the real kube-apiserver): an API pod pulls from a registry that requires basic authentication (Debian
 docker-registry with an htpasswd file, on a free 127.0.0.1 port, which containerd reaches over plain HTTP
 as a loopback registry) with the credentials of its kubernetes.io/dockerconfigjson Secret; without them,
 or with wrong ones, the pull fails with ErrImagePull and backs off."""
@@ -12,7 +12,7 @@ import tempfile
 import pytest
 
 from conftest import IMAGE_CACHE, SCRIPTS, free_port
-from test_cluster import api_pod, apiserver, cstatus, join  # noqa: F401 (apiserver is a fixture)
+from apiobjects import api_pod, cstatus
 
 USER, PASSWORD = "puller", "s3cret-Pa55"
 
@@ -41,48 +41,58 @@ def dockerconfig_secret(name, registry, user, password, type_="kubernetes.io/doc
         key, cfg = ".dockerconfigjson", {"auths": {registry: entry}}
     else:
         key, cfg = ".dockercfg", {registry: entry}
-    return {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name, "namespace": "default"}, "type": type_,
+    return {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name}, "type": type_,
             "data": {key: base64.b64encode(json.dumps(cfg).encode()).decode()}}
 
 
-def private_pod(name, image, secrets):
+def private_pod(kube, name, image, secrets):
     return api_pod(name, [{"name": "app", "image": image, "command": ["sleep", "3600"],
-                           "imagePullPolicy": "Always"}],
+                           "imagePullPolicy": "Always"}], kube.node,
                    extra_spec={"imagePullSecrets": [{"name": s} for s in secrets]})
 
 
-def state(apiserver, name):
-    p = apiserver.pod(name)
+def reported_waiting(kube, name, reason):
+    """The waiting state with that reason of container app, as the kubelet PATCHed it (from the audit log: a
+    short-lived state such as ErrImagePull is easily missed by polling the pod)."""
+    for e in kube.audit():
+        ref = e["objectRef"]
+        if e["verb"] == "patch" and ref.get("name") == name and ref.get("subresource") == "status":
+            for c in e["requestObject"].get("status", {}).get("containerStatuses", []):
+                w = c.get("state", {}).get("waiting", {})
+                if c["name"] == "app" and w.get("reason") == reason:
+                    return w
+    return None
+
+
+def state(kube, name):
+    p = kube.pod(name)
     c = p and cstatus(p, "app")
     return (c or {}).get("state", {})
 
 
-def test_pull_with_and_without_secret(kubelet_factory, apiserver, auth_registry, runtime):
+def test_pull_with_and_without_secret(kube, auth_registry, runtime):
     image = f"{auth_registry}/private/busybox:1"
-    k = join(kubelet_factory, apiserver)
-    apiserver.create("secrets", dockerconfig_secret("regcred", f"https://{auth_registry}/v2/", USER, PASSWORD),
-                     namespace="default")
-    apiserver.create("secrets", dockerconfig_secret("wrongcred", auth_registry + "/private", USER, "nope",
-                                                    type_="kubernetes.io/dockercfg"), namespace="default")
+    k = kube.kubelet()
+    kube.create("secrets", dockerconfig_secret("regcred", f"https://{auth_registry}/v2/", USER, PASSWORD))
+    kube.create("secrets", dockerconfig_secret("wrongcred", auth_registry + "/private", USER, "nope",
+                                                    type_="kubernetes.io/dockercfg"))
 
-    # without a secret: ErrImagePull, then ImagePullBackOff
-    apiserver.create("pods", private_pod("nocreds", image, []), namespace="default")
-    w = apiserver.wait(lambda: (s := state(apiserver, "nocreds").get("waiting")) and
-                       s.get("reason") in ("ErrImagePull", "ImagePullBackOff") and s, timeout=60)
-    apiserver.wait(lambda: state(apiserver, "nocreds").get("waiting", {}).get("reason") == "ImagePullBackOff",
-                   timeout=60)
+    # without a secret: ErrImagePull (with the runtime's message), then ImagePullBackOff
+    kube.create("pods", private_pod(kube, "nocreds", image, []))
+    w = kube.wait(lambda: reported_waiting(kube, "nocreds", "ErrImagePull"), 60, msg="ErrImagePull reported")
+    kube.wait(lambda: state(kube, "nocreds").get("waiting", {}).get("reason") == "ImagePullBackOff",
+              timeout=60, msg="ImagePullBackOff")
     assert 'Failed to pull image "' + image + '"' in k.log()
     nocreds_msg = w["message"]
 
     # a wrong credential first, then the right one: each is tried in turn, the pull succeeds
-    apiserver.create("pods", private_pod("withcreds", image, ["wrongcred", "missing", "regcred"]),
-                     namespace="default")
-    apiserver.wait(lambda: "running" in state(apiserver, "withcreds"), timeout=90)
+    kube.create("pods", private_pod(kube, "withcreds", image, ["wrongcred", "missing", "regcred"]))
+    kube.wait(lambda: "running" in state(kube, "withcreds"), timeout=90)
     assert runtime.running("withcreds", "app")
-    ev = [e for e in apiserver.list("events", "default") if e["involvedObject"]["name"] == "withcreds"]
+    ev = [e for e in kube.list("events") if e["involvedObject"]["name"] == "withcreds"]
     missing = [e for e in ev if e["reason"] == "FailedToRetrieveImagePullSecret"]
     assert missing and missing[0]["message"] == (
-        "Unable to retrieve some image pull secrets (default/missing); attempting to pull the image may not succeed.")
+        f"Unable to retrieve some image pull secrets ({kube.ns}/missing); attempting to pull the image may not succeed.")
     assert any(e["reason"] == "Pulled" for e in ev)
     # the more specific key (with the path) first, then the registry's
     tries = [line.split("with the credentials for ")[1] for line in k.log().splitlines()
@@ -93,8 +103,7 @@ def test_pull_with_and_without_secret(kubelet_factory, apiserver, auth_registry,
     assert PASSWORD not in log and base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode() not in log
 
     # only wrong credentials: ErrImagePull with the runtime's message
-    apiserver.create("pods", private_pod("badcreds", image, ["wrongcred"]), namespace="default")
-    w = apiserver.wait(lambda: (s := state(apiserver, "badcreds").get("waiting")) and
-                       s.get("reason") == "ErrImagePull" and s, timeout=60)
+    kube.create("pods", private_pod(kube, "badcreds", image, ["wrongcred"]))
+    w = kube.wait(lambda: reported_waiting(kube, "badcreds", "ErrImagePull"), 60, msg="ErrImagePull reported")
     assert not runtime.pods_named("badcreds") or not runtime.running("badcreds", "app")
     assert "401 Unauthorized" in nocreds_msg and "401 Unauthorized" in w["message"]

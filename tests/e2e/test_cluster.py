@@ -1,0 +1,342 @@
+"""Joining a real cluster (--kubeconfig; kube-apiserver v1.20.2 with Node,RBAC authorization and the
+NodeRestriction admission plugin, kube-controller-manager: controlplane.py) on containerd: node registration
+and status, the lease, API pods from LIST+WATCH and their status (PATCHes the real validation accepts),
+crash loops, graceful deletion with the kubelet's final DELETE, pods deleted while the kubelet was down,
+admission, mirror pods of static pods, events, and webhook authentication/authorization of the kubelet API
+(TokenReview and SubjectAccessReview answered by the apiserver). Every test has a node and a namespace of its
+own; a request of the kubelet that the apiserver refuses fails the test (the kube fixture)."""
+import json
+import time
+
+from apiclient import Client
+from apiobjects import SLEEP, api_pod, cond, container, cstatus
+from conftest import BUSYBOX, wait_for
+
+
+def pod(kube, name, containers, **kw):
+    return kube.create("pods", api_pod(name, containers, kube.node, **kw))
+
+
+# ---------------------------------------------------------------- node
+
+
+def wait_ready(kube, timeout=60):
+    try:
+        return kube.wait(lambda: (n := kube.node_obj()) and (c := cond(n, "Ready")) and c["status"] == "True" and n,
+                         timeout=timeout, msg="the node Ready")
+    except AssertionError:
+        n = kube.node_obj()
+        raise AssertionError(f"node not Ready: {n and n['status'].get('conditions')}")
+
+
+def test_node_registers_ready_with_lease(kube):
+    kube.kubelet("--node-labels", "tier=edge,example.com/x=y", "--register-with-taints", "dedicated=edge:NoSchedule",
+                 "--kube-reserved", "cpu=100m,memory=100Mi")
+    node = wait_ready(kube)
+    meta, spec, st = node["metadata"], node["spec"], node["status"]
+    assert meta["labels"]["kubernetes.io/hostname"] == kube.node
+    assert meta["labels"]["kubernetes.io/os"] == "linux" and meta["labels"]["kubernetes.io/arch"]
+    assert meta["labels"]["tier"] == "edge" and meta["labels"]["example.com/x"] == "y"
+    assert {"key": "dedicated", "value": "edge", "effect": "NoSchedule"} in spec["taints"]
+    assert int(st["capacity"]["pods"]) == 110
+    assert st["allocatable"]["cpu"] and st["capacity"]["memory"].endswith("Ki")
+    assert st["nodeInfo"]["containerRuntimeVersion"].startswith("containerd://")
+    assert st["nodeInfo"]["kubeletVersion"].startswith("v1.") and st["nodeInfo"]["bootID"]
+    assert st["daemonEndpoints"]["kubeletEndpoint"]["Port"] > 0
+    assert any(a["type"] == "InternalIP" for a in st["addresses"])
+    assert any(a["type"] == "Hostname" for a in st["addresses"])
+    for t in ("MemoryPressure", "DiskPressure", "PIDPressure"):
+        assert cond(node, t)["status"] == "False"
+    assert cond(node, "Ready")["reason"] == "KubeletReady"
+    assert any(BUSYBOX in i["names"] for i in st["images"])
+    # the node lifecycle controller took the not-ready taint that admission put on the new node away
+    kube.wait(lambda: not any(t["key"] == "node.kubernetes.io/not-ready" for t in kube.node_obj()["spec"]["taints"]),
+              60, msg="the not-ready taint removed")
+
+    lease = kube.wait(kube.lease, timeout=30, msg="the lease")
+    assert lease["spec"]["holderIdentity"] == kube.node and lease["spec"]["leaseDurationSeconds"] == 40
+    owner = lease["metadata"]["ownerReferences"][0]
+    assert owner["kind"] == "Node" and owner["name"] == kube.node and owner["uid"] == meta["uid"]
+    first = lease["spec"]["renewTime"]
+    # renewed every 10 s (a quarter of the duration)
+    kube.wait(lambda: kube.lease()["spec"]["renewTime"] != first, timeout=30, msg="the lease renewed")
+    # the status was written by PATCHes of nodes/<name>/status, all accepted
+    patches = [e for e in kube.audit() if e["verb"] == "patch" and e["objectRef"].get("subresource") == "status"
+               and e["objectRef"]["resource"] == "nodes"]
+    assert patches and all(e["responseStatus"]["code"] == 200 for e in patches)
+
+
+def test_node_adopted_when_it_exists(kube):
+    kube.admin.create("nodes", {"apiVersion": "v1", "kind": "Node",
+                                "metadata": {"name": kube.node, "labels": {"pre": "existing"}}})
+    k = kube.kubelet()
+    node = wait_ready(kube)
+    assert node["metadata"]["labels"]["pre"] == "existing"
+    k.wait_log(r"Successfully registered node")
+
+
+# ---------------------------------------------------------------- pods
+
+
+def test_pod_runs_and_reports_status(kube, runtime):
+    kube.kubelet()
+    wait_ready(kube)
+    pod(kube, "web", [container("app", ["sh", "-c", "touch /tmp/ready; " + SLEEP[2]],
+                                readinessProbe={"exec": {"command": ["cat", "/tmp/ready"]}, "periodSeconds": 1},
+                                resources={"requests": {"cpu": "10m"}})])
+    uid = kube.pod("web")["metadata"]["uid"]
+    phases = []
+
+    def ready():
+        p = kube.pod("web")
+        ph = p["status"].get("phase")
+        if ph and (not phases or phases[-1] != ph):
+            phases.append(ph)
+        c = cond(p, "Ready")
+        return p if c and c["status"] == "True" else None
+    p = kube.wait(ready, timeout=90, msg="pod web Ready")
+    st = p["status"]
+    assert st["phase"] == "Running" and phases[-1] == "Running"
+    assert st["qosClass"] == "Burstable"
+    assert st["podIP"] and st["podIPs"] == [{"ip": st["podIP"]}] and st["hostIP"]
+    assert st["startTime"].endswith("Z")
+    for t in ("PodScheduled", "Initialized", "ContainersReady", "Ready"):
+        c = cond(p, t)
+        assert c["status"] == "True" and c["lastTransitionTime"].endswith("Z"), t
+    app = cstatus(p, "app")
+    assert app["ready"] and app["started"] and app["restartCount"] == 0
+    assert app["containerID"] == "containerd://" + runtime.running("web", "app")[0]["id"]
+    assert app["state"]["running"]["startedAt"].endswith("Z") and app["imageID"]
+    # the service account token volume the ServiceAccount admission plugin added is mounted
+    cid = runtime.running("web", "app")[0]["id"]
+    out = runtime.crictl("exec", cid, "--", "cat", "/var/run/secrets/kubernetes.io/serviceaccount/namespace").stdout
+    assert out == kube.ns
+
+    # every status write was a PATCH of pods/<name>/status carrying the pod's UID (a precondition)
+    def patches():
+        return [e for e in kube.audit() if e["verb"] == "patch" and e["objectRef"]["resource"] == "pods" and
+                e["objectRef"].get("name") == "web" and e["objectRef"].get("subresource") == "status"]
+    ps = kube.wait(patches, 20, msg="status patches in the audit log")
+    assert all(e["requestObject"]["metadata"]["uid"] == uid and e["responseStatus"]["code"] == 200 for e in ps)
+
+    # events about the pod, its container as fieldPath
+    def reasons():
+        evs = kube.events("web")
+        return evs if {"Pulled", "Created", "Started"} <= {e["reason"] for e in evs} else None
+    evs = kube.wait(reasons, timeout=30, msg="the pod's events")
+    started = next(e for e in evs if e["reason"] == "Started")
+    assert started["involvedObject"]["uid"] == uid and started["involvedObject"]["kind"] == "Pod"
+    assert started["involvedObject"]["fieldPath"] == "spec.containers{app}"
+    assert started["message"] == "Started container app" and started["type"] == "Normal"
+    assert started["source"] == {"component": "kubelet", "host": kube.node} and started["count"] == 1
+
+    # not on every tick: status is written when it changes
+    time.sleep(1)
+    n = len(patches())
+    time.sleep(3)
+    assert len(patches()) == n
+
+
+def test_crash_loop_and_terminated_fields(kube):
+    kube.kubelet()
+    pod(kube, "crash", [container("c", ["sh", "-c", "echo bye >&2; exit 3"])])
+
+    def looping():
+        c = cstatus(kube.pod("crash"), "c")
+        return c if c and c["state"].get("waiting", {}).get("reason") == "CrashLoopBackOff" else None
+    c = kube.wait(looping, timeout=90, msg="CrashLoopBackOff")
+    assert c["restartCount"] >= 1 and not c["ready"]
+    term = c["lastState"]["terminated"]
+    assert term["exitCode"] == 3 and term["reason"] == "Error"
+    assert term["startedAt"] and term["finishedAt"] and term["containerID"].startswith("containerd://")
+    p = kube.pod("crash")
+    assert p["status"]["phase"] == "Running"
+    assert cond(p, "Ready")["status"] == "False" and cond(p, "Ready")["reason"] == "ContainersNotReady"
+    backoff = kube.wait(lambda: kube.events("crash", "BackOff"), timeout=30, msg="a BackOff event")
+    assert backoff[0]["type"] == "Warning"
+    assert backoff[0]["message"] == "Back-off restarting failed container c in pod crash_%s(%s)" % (
+        kube.ns, p["metadata"]["uid"])
+
+
+def test_completed_pod_succeeds_and_is_not_rerun(kube, runtime):
+    k = kube.kubelet()
+    pod(kube, "job", [container("c", ["true"])], restart_policy="Never")
+    p = kube.wait(lambda: (p := kube.pod("job")) and p["status"].get("phase") == "Succeeded" and p, timeout=90,
+                  msg="phase Succeeded")
+    assert cstatus(p, "c")["state"]["terminated"]["reason"] == "Completed"
+    # a restart of the kubelet does not run it again
+    k.restart()
+    k.wait_log(r"Successfully registered node|Node .* registered", timeout=60)
+    time.sleep(4)
+    assert len(runtime.containers_of("job", "c")) <= 1
+    assert kube.pod("job")["status"]["phase"] == "Succeeded"
+
+
+def test_graceful_deletion(kube, runtime):
+    k = kube.kubelet()
+    pod(kube, "del", [container("c", ["sh", "-c", "trap 'echo got TERM; sleep 1; exit 0' TERM; "
+                                                  "while true; do sleep 0.2; done"])], grace=20)
+    kube.wait(lambda: (c := cstatus(kube.pod("del"), "c")) and c["ready"], timeout=90, msg="pod del ready")
+    uid = kube.pod("del")["metadata"]["uid"]
+    t0 = time.monotonic()
+    kube.delete("pods", "del")  # graceful: deletionTimestamp set, the kubelet stops it and deletes it for good
+    assert kube.pod("del")["metadata"]["deletionTimestamp"]
+    kube.wait(lambda: kube.pod("del") is None, timeout=60, msg="the pod gone from the API")
+    took = time.monotonic() - t0
+    assert took < 18  # stopped on SIGTERM (about 1 s), not at the 20 s deadline
+    assert not runtime.pods_named("del", ready_only=True)
+    # the kubelet's DELETE: grace period 0, the pod's UID as precondition, accepted
+    dels = kube.wait(lambda: [e for e in kube.audit() if e["verb"] == "delete" and
+                              e["objectRef"]["resource"] == "pods" and e["objectRef"].get("name") == "del"], 10,
+                     msg="the kubelet's DELETE in the audit log")
+    info = [(e["responseStatus"]["code"], e["requestObject"], e["requestReceivedTimestamp"]) for e in dels]
+    assert len(dels) == 1 and dels[0]["responseStatus"]["code"] == 200, info
+    assert dels[0]["requestObject"]["gracePeriodSeconds"] == 0
+    assert dels[0]["requestObject"]["preconditions"]["uid"] == uid
+    k.wait_log(r'SyncLoop DELETE: pod="%s/del"' % kube.ns)
+
+
+def test_pods_deleted_while_down_are_cleaned_up(kube, runtime):
+    k = kube.kubelet()
+    pod(kube, "gone", [container("c", SLEEP)])
+    kube.wait(lambda: runtime.running("gone", "c"), timeout=90, msg="pod gone running")
+    k.kill9()
+    kube.delete("pods", "gone", grace_seconds=0)
+    k.start()
+    wait_for(lambda: not runtime.pods_named("gone", ready_only=True), timeout=60, msg="the orphaned pod removed")
+
+
+def test_admission_out_of_cpu(kube):
+    kube.kubelet()
+    pod(kube, "huge", [container("c", SLEEP, resources={"requests": {"cpu": "500"}})])
+    p = kube.wait(lambda: (p := kube.pod("huge")) and p["status"].get("phase") == "Failed" and p, timeout=60,
+                  msg="phase Failed")
+    assert p["status"]["reason"] == "OutOfcpu"
+    assert p["status"]["message"].startswith("Pod was rejected: Node didn't have enough resource: cpu, requested: 500000")
+
+
+# ---------------------------------------------------------------- mirror pods
+
+
+def write_static(k, app_label):
+    k.write("static.yaml", f"""
+        apiVersion: v1
+        kind: Pod
+        metadata:
+          name: static
+          namespace: kube-system
+          labels: {{app: {app_label}}}
+        spec:
+          containers:
+          - name: c
+            image: {BUSYBOX}
+            command: {json.dumps(SLEEP)}
+        """)
+
+
+def test_mirror_pods(kube, runtime):
+    k = kube.kubelet()
+    write_static(k, "s")
+    name = f"static-{kube.node}"
+    m = kube.wait(lambda: kube.pod(name, "kube-system"), timeout=90, msg="the mirror pod")
+    ann = m["metadata"]["annotations"]
+    assert ann["kubernetes.io/config.mirror"] == ann["kubernetes.io/config.hash"]
+    assert ann["kubernetes.io/config.source"] == "file"
+    node = kube.node_obj()
+    assert m["metadata"]["ownerReferences"] == [{"apiVersion": "v1", "kind": "Node", "name": kube.node,
+                                                 "uid": node["metadata"]["uid"], "controller": True}]
+    assert m["spec"]["nodeName"] == kube.node and m["metadata"]["labels"] == {"app": "s"}
+    # the static pod's status is reported on its mirror pod
+    kube.wait(lambda: (p := kube.pod(name, "kube-system")) and p["status"].get("phase") == "Running", timeout=90,
+              msg="the mirror pod Running")
+    # the mirror pod is not run as a pod of its own
+    assert len(runtime.pods_named(name, ready_only=True)) == 1
+
+    # deleted by someone: it comes back (a new UID), the static pod keeps running
+    sandbox = runtime.pods_named(name, ready_only=True)[0]["id"]
+    old_uid = m["metadata"]["uid"]
+    kube.delete("pods", name, "kube-system", grace_seconds=0)
+    m2 = kube.wait(lambda: (p := kube.pod(name, "kube-system")) and p["metadata"]["uid"] != old_uid and p,
+                   timeout=60, msg="the mirror pod again")
+    assert runtime.pods_named(name, ready_only=True)[0]["id"] == sandbox
+
+    # the manifest changes: the mirror pod is replaced by one with the new hash
+    write_static(k, "s2")
+    m3 = kube.wait(lambda: (p := kube.pod(name, "kube-system")) and p["metadata"]["labels"] == {"app": "s2"} and p,
+                   timeout=90, msg="the new mirror pod")
+    assert m3["metadata"]["annotations"]["kubernetes.io/config.mirror"] != \
+        m2["metadata"]["annotations"]["kubernetes.io/config.mirror"]
+
+    # the manifest goes: so does the mirror pod
+    k.remove("static.yaml")
+    kube.wait(lambda: kube.pod(name, "kube-system") is None, timeout=90, msg="the mirror pod gone")
+    # every mirror pod write was one NodeRestriction accepts
+    writes = [e for e in kube.audit() if e["objectRef"].get("resource") == "pods" and
+              e["verb"] in ("create", "delete")]
+    assert writes and all(e["responseStatus"]["code"] in (200, 201, 404) for e in writes), \
+        [(e["verb"], e["responseStatus"]) for e in writes]
+
+
+# ---------------------------------------------------------------- webhook auth of the kubelet API
+
+
+def service_account_token(kube, name, rules=None):
+    """A token of a new service account (TokenRequest); rules: a ClusterRole's rules bound to it."""
+    kube.create("serviceaccounts", {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name}})
+    if rules is not None:
+        role = f"{kube.ns}-{name}"
+        kube.admin.create("clusterroles", {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+                                           "metadata": {"name": role}, "rules": rules})
+        kube.admin.create("clusterrolebindings", {
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": role},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
+            "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": kube.ns}]})
+    tr = kube.admin.call("POST", f"/api/v1/namespaces/{kube.ns}/serviceaccounts/{name}/token",
+                         {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}})
+    return tr["status"]["token"]
+
+
+def test_webhook_authn_authz(kube):
+    k = kube.kubelet("--authorization-mode", "Webhook")
+    wait_ready(kube)
+    alice_tok = service_account_token(kube, "alice", [
+        {"apiGroups": [""], "resources": ["nodes/proxy", "nodes/stats", "nodes/log", "nodes/metrics"],
+         "verbs": ["get", "create"]}])
+    bob_tok = service_account_token(kube, "bob", [
+        {"apiGroups": [""], "resources": ["nodes/proxy"], "verbs": ["get"]}])
+    carol_tok = service_account_token(kube, "carol")  # authenticated, no RBAC at all
+    alice_user = f"system:serviceaccount:{kube.ns}:alice"
+    bob_user = f"system:serviceaccount:{kube.ns}:bob"
+    wait_for(lambda: Client(k.healthz_port, tls=False).get("/healthz")[0] == 200, msg="healthz")
+    alice, bob = Client(k.port, token=alice_tok), Client(k.port, token=bob_tok)
+    carol, nobody = Client(k.port, token=carol_tok), Client(k.port, token="not-a-token")
+    # RBAC is evaluated by the apiserver (new bindings take a moment to reach its authorizer cache)
+    wait_for(lambda: alice.get("/pods")[0] == 200, 30, msg="alice allowed /pods")
+    assert alice.get("/stats/summary")[0] == 200
+    assert nobody.get("/pods")[0] == 401
+    assert bob.get("/pods")[0] == 200
+    st, body, _ = bob.get("/stats/summary")
+    assert st == 403 and body == (f"Forbidden (user={bob_user}, verb=get, resource=nodes, "
+                                  "subresource(s)=[stats])\n"), body
+    st, body, _ = carol.get("/pods")
+    assert st == 403 and "subresource(s)=[proxy]" in body
+    # what the kubelet asked: TokenReviews and SubjectAccessReviews, as the node, all answered
+    reviews = kube.audit()
+    trs = [e for e in reviews if e["objectRef"].get("resource") == "tokenreviews"]
+    sars = [e for e in reviews if e["objectRef"].get("resource") == "subjectaccessreviews"]
+    assert trs and all(e["responseStatus"]["code"] == 201 for e in trs)
+    assert any(e["requestObject"]["spec"]["user"] == alice_user and
+               e["requestObject"]["spec"]["resourceAttributes"] ==
+               {"verb": "get", "version": "v1", "resource": "nodes", "subresource": "proxy", "name": kube.node}
+               for e in sars), [e["requestObject"]["spec"] for e in sars]
+    assert all(f"system:serviceaccounts:{kube.ns}" in e["requestObject"]["spec"]["groups"]
+               for e in sars if e["requestObject"]["spec"]["user"] == alice_user)
+    # cached: the same requests again make no new reviews
+    n = len(trs) + len(sars)
+    assert alice.get("/pods")[0] == 200 and nobody.get("/pods")[0] == 401 and bob.get("/stats/summary")[0] == 403
+    time.sleep(1)
+    assert len([e for e in kube.audit() if e["objectRef"].get("resource") in ("tokenreviews",
+                                                                              "subjectaccessreviews")]) == n
+    # the tokens never show in the kubelet's log
+    log = k.log()
+    assert alice_tok not in log and bob_tok not in log and carol_tok not in log
