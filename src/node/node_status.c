@@ -12,6 +12,7 @@
 #include "apis/pod.h"
 #include "basic/error.h"
 #include "basic/string.h"
+#include "basic/strv.h"
 #include "basic/time.h"
 
 /* eviction-hard defaults (memory.available<100Mi, nodefs.available<10%) come off allocatable, as upstream */
@@ -200,6 +201,83 @@ json_t *node_status_without_heartbeats(const json_t *status) {
         return copy;
 }
 
+/* the label keys in the kubernetes.io and k8s.io namespaces that a kubelet may set on its own Node (upstream's
+ * kubeletapis.KubeletLabels and KubeletLabelNamespaces, which the NodeRestriction admission plugin enforces) */
+static const char *const kubelet_labels[] = {
+        "beta.kubernetes.io/arch",
+        "beta.kubernetes.io/instance-type",
+        "beta.kubernetes.io/os",
+        "failure-domain.beta.kubernetes.io/region",
+        "failure-domain.beta.kubernetes.io/zone",
+        "kubernetes.io/arch",
+        "kubernetes.io/hostname",
+        "kubernetes.io/os",
+        "node.kubernetes.io/instance-type",
+        "topology.kubernetes.io/region",
+        "topology.kubernetes.io/zone",
+        NULL,
+};
+static const char *const kubelet_label_namespaces[] = { "kubelet.kubernetes.io", "node.kubernetes.io", NULL };
+
+/* whether the prefix of key (before the first '/') is ns or a subdomain of it */
+static bool label_in_namespace(const char *key, const char *ns) {
+        const char *slash = strchr(key, '/');
+        size_t n, l = strlen(ns);
+
+        if (!slash)
+                return false;
+        n = (size_t) (slash - key);
+        return (n == l && strneq(key, ns, l)) || (n > l && key[n - l - 1] == '.' && strneq(key + n - l, ns, l));
+}
+
+bool node_label_is_kubelet_owned(const char *key) {
+        for (const char *const *k = kubelet_labels; *k; k++)
+                if (streq(key, *k))
+                        return true;
+        for (const char *const *ns = kubelet_label_namespaces; *ns; ns++)
+                if (label_in_namespace(key, *ns))
+                        return true;
+        return false;
+}
+
+static bool label_is_kubernetes(const char *key) {
+        return label_in_namespace(key, "kubernetes.io") || label_in_namespace(key, "k8s.io");
+}
+
+static int cmp_str(const void *a, const void *b) {
+        return strcmp(*(char *const *) a, *(char *const *) b);
+}
+
+/* upstream's ValidateKubeletFlags: --node-labels in the kubernetes.io and k8s.io namespaces must be ones the
+ * kubelet may set (NodeRestriction would refuse the Node otherwise) */
+static int check_kubelet_labels(json_t *labels, struct ck_error **ret_error) {
+        _cleanup_free_ char *unknown = NULL, *allowed = NULL, *prefixes = NULL;
+        _cleanup_free_ const char **keys = NULL;
+        const char *key;
+        json_t *v;
+        size_t n = 0;
+
+        keys = calloc(json_object_size(labels) + 1, sizeof(*keys));
+        if (!keys)
+                return -ENOMEM;
+        json_object_foreach(labels, key, v)
+                if (label_is_kubernetes(key) && !node_label_is_kubelet_owned(key))
+                        keys[n++] = key;
+        if (n == 0)
+                return 0;
+        qsort(keys, n, sizeof(*keys), cmp_str);
+        unknown = strv_join((char *const *) keys, " ");
+        allowed = strv_join((char *const *) kubelet_labels, ", ");
+        prefixes = strv_join((char *const *) kubelet_label_namespaces, ", ");
+        if (!unknown || !allowed || !prefixes)
+                return -ENOMEM;
+        return ck_error_set(ret_error, -EINVAL,
+                            "unknown 'kubernetes.io' or 'k8s.io' labels specified with --node-labels: [%s]\n"
+                            "--node-labels in the 'kubernetes.io' namespace must begin with an allowed prefix (%s) "
+                            "or be in the specifically allowed set (%s)",
+                            unknown, prefixes, allowed);
+}
+
 int node_object_build(const struct node_status_input *in, const char *node_labels, const char *taints, json_t **ret,
                       struct ck_error **ret_error) {
         _cleanup_free_ char *lcopy = node_labels ? strdup(node_labels) : NULL, *tcopy = taints ? strdup(taints) : NULL;
@@ -225,6 +303,9 @@ int node_object_build(const struct node_status_input *in, const char *node_label
                         return ck_error_set(ret_error, -EINVAL, "--node-labels: invalid label \"%s\": %s", item, why);
                 json_object_set_new(labels, item, json_string(eq + 1));
         }
+        r = check_kubelet_labels(labels, ret_error);
+        if (r < 0)
+                return r;
         save = NULL;
         for (char *item = tcopy ? strtok_r(tcopy, ",", &save) : NULL; item; item = strtok_r(NULL, ",", &save)) {
                 char *colon = strrchr(item, ':'), *eq;

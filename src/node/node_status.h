@@ -45,9 +45,13 @@ int node_status_build(const struct node_status_input *in, json_t **ret);
 /* The same status with the heartbeat times removed: two statuses that compare equal here need no update. */
 json_t *node_status_without_heartbeats(const json_t *status);
 
+/* whether a kubelet may set this label key on its own Node (upstream's kubeletapis.IsKubeletLabel) */
+bool node_label_is_kubelet_owned(const char *key);
+
 /* The Node to create: labels kubernetes.io/hostname, kubernetes.io/os, kubernetes.io/arch (and the beta.
  * ones) plus node_labels ("k=v,k2=v2"), spec.taints from taints ("key=value:Effect,..."), and the status.
- * -EINVAL with *ret_error naming the flag for a bad label or taint. */
+ * -EINVAL with *ret_error naming the flag for a bad label or taint, or (upstream's words) for labels in the
+ * kubernetes.io / k8s.io namespaces that a kubelet may not set on its Node. */
 int node_object_build(const struct node_status_input *in, const char *node_labels, const char *taints, json_t **ret,
                       struct ck_error **ret_error);
 

@@ -340,3 +340,22 @@ def test_webhook_authn_authz(kube):
     # the tokens never show in the kubelet's log
     log = k.log()
     assert alice_tok not in log and bob_tok not in log and carol_tok not in log
+
+
+def test_node_labels_outside_the_kubelet_namespaces_refused(kube):
+    # NodeRestriction lets a node set only kubernetes.io / k8s.io labels of the kubelet's own set and namespaces:
+    # like upstream, such --node-labels stop the kubelet at start instead of failing its registration for ever
+    k = kube.kubelet("--node-labels", "node-role.kubernetes.io/worker=,tier=edge,node.kubernetes.io/pool=a")
+    rc = k.proc.wait(30)
+    assert rc != 0
+    assert ("unknown 'kubernetes.io' or 'k8s.io' labels specified with --node-labels: [node-role.kubernetes.io/worker]"
+            in k.log()), k.log()[-2000:]
+    assert kube.node_obj() is None
+    # the allowed ones register
+    k2 = kube.kubelet("--node-labels", "tier=edge,node.kubernetes.io/pool=a,kubelet.kubernetes.io/x=y,"
+                      "topology.kubernetes.io/zone=z1,example.k8s.io.com/ok=1")
+    node = wait_ready(kube)
+    labels = node["metadata"]["labels"]
+    assert labels["node.kubernetes.io/pool"] == "a" and labels["topology.kubernetes.io/zone"] == "z1"
+    assert labels["kubelet.kubernetes.io/x"] == "y" and labels["tier"] == "edge"
+    assert k2.alive()

@@ -145,6 +145,34 @@ static void test_object(void **state) {
         why = ck_error_free(why);
         assert_int_equal(node_object_build(&in, NULL, "a=b:Sometimes", &node, &why), -EINVAL);
         assert_non_null(strstr(ck_error_message(why), "--register-with-taints"));
+        why = ck_error_free(why);
+
+        /* labels NodeRestriction would refuse: upstream's start-up error, the keys sorted */
+        assert_int_equal(node_object_build(&in, "x.k8s.io/b=1,node-role.kubernetes.io/worker=,tier=a", NULL, &node,
+                                           &why),
+                         -EINVAL);
+        assert_string_equal(ck_error_message(why),
+                            "unknown 'kubernetes.io' or 'k8s.io' labels specified with --node-labels: "
+                            "[node-role.kubernetes.io/worker x.k8s.io/b]\n--node-labels in the 'kubernetes.io' "
+                            "namespace must begin with an allowed prefix (kubelet.kubernetes.io, node.kubernetes.io) "
+                            "or be in the specifically allowed set (beta.kubernetes.io/arch, "
+                            "beta.kubernetes.io/instance-type, beta.kubernetes.io/os, "
+                            "failure-domain.beta.kubernetes.io/region, failure-domain.beta.kubernetes.io/zone, "
+                            "kubernetes.io/arch, kubernetes.io/hostname, kubernetes.io/os, "
+                            "node.kubernetes.io/instance-type, topology.kubernetes.io/region, "
+                            "topology.kubernetes.io/zone)");
+        why = ck_error_free(why);
+        assert_int_equal(node_object_build(&in,
+                                           "node.kubernetes.io/pool=a,a.kubelet.kubernetes.io/x=y,"
+                                           "topology.kubernetes.io/zone=z,example.k8s.io.com/ok=1,k8s.io.example/y=2",
+                                           NULL, &node, &why),
+                         0);
+        json_decref(node);
+        assert_true(node_label_is_kubelet_owned("kubernetes.io/hostname"));
+        assert_true(node_label_is_kubelet_owned("x.node.kubernetes.io/y"));
+        assert_false(node_label_is_kubelet_owned("xnode.kubernetes.io/y"));
+        assert_false(node_label_is_kubelet_owned("node-restriction.kubernetes.io/y"));
+        assert_false(node_label_is_kubelet_owned("node.kubernetes.io"));
 }
 
 static void test_reserved(void **state) {
