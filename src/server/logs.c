@@ -28,6 +28,8 @@ struct log_stream {
         struct evhttp_request *req;
         struct logs_follower *follower;
         char *ns, *pod, *container, *container_id;
+        bool unflushed; /* a chunk is queued and not yet written */
+        bool ending;    /* the follow ended: the reply ends once the queued chunks are written */
 };
 
 static void log_stream_free(struct log_stream *ls) {
@@ -59,6 +61,14 @@ static void log_stream_cancel(struct api_stream *st) {
         log_stream_end((struct log_stream *) st);
 }
 
+static void on_follow_flushed(struct evhttp_connection *evcon, void *userdata) {
+        struct log_stream *ls = userdata;
+
+        ls->unflushed = false;
+        if (ls->ending)
+                log_stream_end(ls);
+}
+
 static void on_client_closed(struct evhttp_connection *evcon, void *userdata) {
         struct log_stream *ls = userdata;
         log_v(3, "containerLogs %s/%s/%s: the client left", ls->ns, ls->pod, ls->container);
@@ -79,7 +89,8 @@ static int on_follow_write(const void *data, size_t len, void *userdata) {
         if (!b)
                 return -ENOMEM;
         evbuffer_add(b, data, len);
-        evhttp_send_reply_chunk(ls->req, b);
+        ls->unflushed = evhttp_request_get_command(ls->req) != EVHTTP_REQ_HEAD; /* HEAD: nothing is written */
+        evhttp_send_reply_chunk_with_cb(ls->req, b, on_follow_flushed, ls);
         return 0;
 }
 
@@ -98,6 +109,12 @@ static void on_follow_done(int r, void *userdata) {
         struct log_stream *ls = userdata;
         if (r < 0 && r != -ECONNRESET)
                 log_v(2, "containerLogs %s/%s/%s: follow ended: %s", ls->ns, ls->pod, ls->container, strerror(-r));
+        if (ls->unflushed && ls->req) {
+                /* the terminating chunk in a TLS record of its own, as api_reply_flushed() explains */
+                ls->follower = logs_follower_free(ls->follower);
+                ls->ending = true;
+                return;
+        }
         log_stream_end(ls);
 }
 
@@ -192,7 +209,7 @@ void api_handle_container_logs(struct api_request *r, const char *rest) {
                         o.follow = false;
                         k = logs_read(fd, &o, out, NULL);
                 }
-                api_reply_buffer(r->req, 200, "text/plain", out);
+                api_reply_flushed(r->req, "text/plain", out);
                 return;
         }
 
@@ -233,8 +250,10 @@ void api_handle_container_logs(struct api_request *r, const char *rest) {
         evhttp_add_header(evhttp_request_get_output_headers(r->req), "Content-Type", "text/plain");
         evhttp_add_header(evhttp_request_get_output_headers(r->req), "X-Content-Type-Options", "nosniff");
         evhttp_send_reply_start(r->req, 200, "OK");
-        if (evbuffer_get_length(out) > 0)
-                evhttp_send_reply_chunk(r->req, out);
+        if (evbuffer_get_length(out) > 0) {
+                ls->unflushed = evhttp_request_get_command(r->req) != EVHTTP_REQ_HEAD;
+                evhttp_send_reply_chunk_with_cb(r->req, out, on_follow_flushed, ls);
+        }
 }
 
 /* ---------------------------------------------------------------- /logs/ */

@@ -104,6 +104,8 @@ static inline void api_host_counts(struct api_server *s, struct api_host_counts 
 void api_reply_text(struct evhttp_request *req, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void api_reply_json(struct evhttp_request *req, int code, json_t *obj); /* takes obj */
 void api_reply_buffer(struct evhttp_request *req, int code, const char *content_type, struct evbuffer *body);
+/* 200 with body (emptied), chunked, the terminating chunk written only once the data is: see server.c */
+void api_reply_flushed(struct evhttp_request *req, const char *content_type, struct evbuffer *body);
 /* a Status-like error for an errno from the host's lookups */
 void api_reply_lookup_error(struct evhttp_request *req, int r, const char *ns, const char *pod, const char *container);
 

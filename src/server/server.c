@@ -33,6 +33,30 @@ void api_reply_buffer(struct evhttp_request *req, int code, const char *content_
         reply(req, code, content_type, body);
 }
 
+static void end_when_flushed(struct evhttp_connection *evcon, void *userdata) {
+        evhttp_send_reply_end(userdata);
+}
+
+/* A body sent the way upstream's handlers send theirs through a flushing writer: chunked, and the terminating
+ * chunk only once the data has been written, so that the two never share a TLS record. Go's HTTP client hands
+ * the last bytes of a body over together with io.EOF when the body's end is already in its buffer (always so
+ * for a Content-Length body), and kube-apiserver's WebSocket stream of pods/log (wsstream's messageCopy) drops
+ * the bytes of a read that also returns io.EOF: a plain reply made `pods/log` over WebSocket an empty stream.
+ * If the client leaves first, evhttp frees the request and the callback never runs. */
+void api_reply_flushed(struct evhttp_request *req, const char *content_type, struct evbuffer *body) {
+        struct evkeyvalq *h = evhttp_request_get_output_headers(req);
+
+        if (evhttp_request_get_command(req) == EVHTTP_REQ_HEAD || evbuffer_get_length(body) == 0) {
+                reply(req, 200, content_type, body);
+                return;
+        }
+        evhttp_add_header(h, "Content-Type", content_type);
+        evhttp_add_header(h, "X-Content-Type-Options", "nosniff");
+        evhttp_add_header(h, "Cache-Control", "no-cache, private");
+        evhttp_send_reply_start(req, 200, "OK");
+        evhttp_send_reply_chunk_with_cb(req, body, end_when_flushed, req);
+}
+
 void api_reply_text(struct evhttp_request *req, int code, const char *fmt, ...) {
         _cleanup_evbuffer_ struct evbuffer *b = evbuffer_new();
         va_list ap;
