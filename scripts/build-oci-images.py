@@ -11,7 +11,7 @@ def layer():
             ti = tarfile.TarInfo(dname); ti.type = tarfile.DIRTYPE; ti.mode = 0o1777 if dname=="tmp" else 0o755; t.addfile(ti)
         data = open("/bin/busybox", "rb").read()
         ti = tarfile.TarInfo("bin/busybox"); ti.size = len(data); ti.mode = 0o755; t.addfile(ti, io.BytesIO(data))
-        for n in ["sh","sleep","echo","cat","true","false","nc","httpd","wget","ls","env","date","kill","ps","trap","touch","mkdir","printf","test","[","grep","rm","mv","head","tail","tr","wc","sed","id","chmod","ln","dd","seq","sort","uname","hostname","stat"]:
+        for n in ["sh","sleep","echo","cat","true","false","nc","httpd","wget","ls","env","date","kill","ps","trap","touch","mkdir","printf","test","[","grep","rm","mv","head","tail","tr","wc","sed","id","chmod","ln","dd","seq","sort","uname","hostname","stat","tar"]:
             ti = tarfile.TarInfo("bin/"+n); ti.type = tarfile.SYMTYPE; ti.linkname = "busybox"; t.addfile(ti)
         pw = b"root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/false\n"
         ti = tarfile.TarInfo("etc/passwd"); ti.size = len(pw); ti.mode = 0o644; t.addfile(ti, io.BytesIO(pw))

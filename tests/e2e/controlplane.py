@@ -542,9 +542,14 @@ class ControlPlane:
         return kubeconfig(path, self.server, self.ca, "tls-bootstrap-token-user",
                           token=token or self.bootstrap_token, embed=True)
 
+    def kubectl_args(self, *args, kubeconfig=None):
+        return [self.kubectl_bin, "--kubeconfig", kubeconfig or self.admin_kubeconfig,
+                "--cache-dir", os.path.join(self.dir, "kubectl-cache"), *args]
+
     def kubectl(self, *args, kubeconfig=None, input=None, timeout=120, check=True, **kw):
-        p = subprocess.run([self.kubectl_bin, "--kubeconfig", kubeconfig or self.admin_kubeconfig, *args],
-                           input=input, capture_output=True, timeout=timeout, **kw)
+        """Run kubectl (as the admin by default) to completion: the CompletedProcess."""
+        p = subprocess.run(self.kubectl_args(*args, kubeconfig=kubeconfig), input=input, capture_output=True,
+                           timeout=timeout, **kw)
         if check and p.returncode != 0:
             err = p.stderr.decode(errors="replace") if isinstance(p.stderr, bytes) else p.stderr
             raise RuntimeError(f"kubectl {' '.join(args)}: exit {p.returncode}: {err}")
