@@ -12,6 +12,9 @@ pkgs=(
         # tests and examples
         busybox-static python3 python3-pytest python3-grpcio docker-registry skopeo curl openssl
         apache2-utils  # htpasswd -B for the authenticated registry of the pull secret tests
+        # the real control plane of the cluster tests (tests/e2e/controlplane.py): etcd, the WebSocket client,
+        # and what scripts/build-kubernetes.sh needs to build kube-apiserver, kube-controller-manager and kubectl
+        etcd-server python3-websocket golang-go dpkg-dev rsync
 )
 missing=()
 for p in "${pkgs[@]}"; do

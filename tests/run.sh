@@ -41,7 +41,12 @@ PY
         passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + s))
 }
 
+k8s_build=
 finish() {
+        if [ -n "$k8s_build" ] && kill -0 "$k8s_build" 2>/dev/null; then
+                kill -- -"$k8s_build" 2>/dev/null
+                wait "$k8s_build" 2>/dev/null
+        fi
         rm -rf "$results"
         local line="$passed passed, $failed failed"
         [ "$skipped" -gt 0 ] && line="$line, $skipped skipped"
@@ -56,6 +61,13 @@ if ! bash scripts/install-deps.sh; then
         echo "tests/run.sh: installing dependencies failed" >&2
         failed=$((failed + 1)); stage_failed=1; finish
 fi
+
+# The control plane of the cluster tests (v1.20.2 from Debian's source package, 10-20 minutes on 2 cores the
+# first time, cached outside the checkout) builds in the background meanwhile; the e2e tests that need it run
+# last, and their fixture waits for this build (scripts/build-kubernetes.sh holds a lock while it builds).
+note "building the Kubernetes control plane in the background (log: $results/build-kubernetes.log)"
+setsid bash scripts/build-kubernetes.sh >"$results/build-kubernetes.log" 2>&1 &
+k8s_build=$!  # its own process group: an early finish stops the whole build
 
 note "include cycles between src/ folders"
 if python3 scripts/check-include-cycles.py; then
@@ -102,5 +114,10 @@ e2e_build=build
 CKUBELET_BUILD="$repo/$e2e_build" ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
         /usr/bin/python3 -m pytest tests/e2e -p no:cacheprovider -q -rfE --junitxml="$results/e2e.xml" || true
 count_junit "$results/e2e.xml"
+if ! wait "$k8s_build"; then
+        echo "tests/run.sh: building the control plane failed:" >&2
+        tail -n 30 "$results/build-kubernetes.log" >&2
+fi
+k8s_build=
 
 finish
