@@ -210,6 +210,24 @@ static void update_conditions(struct pod_worker *w) {
               w->uid, ready ? "True" : "False");
 }
 
+/* the UID the pod's status is reported under: its own, or its mirror pod's for a static pod (NULL: none yet) */
+static const char *report_uid(struct kubelet *k, struct pod_worker *w) {
+        if (!pod_config_is_static(w->pod))
+                return w->pod->uid;
+        return kubelet_mirror_uid(k->mirror, w->pod->namespace_, w->pod->name);
+}
+
+/* the pod's previous status, as upstream's generateAPIPodStatus takes it: the status manager's, else the API
+ * server's (an API pod's document) */
+static const json_t *old_status(struct kubelet *k, struct pod_worker *w) {
+        const char *uid = k->status ? report_uid(k, w) : NULL;
+        const json_t *st = uid ? status_manager_get(k->status, uid) : NULL;
+
+        if (!st && !pod_config_is_static(w->pod))
+                st = json_object_get(w->pod->raw, "status");
+        return st;
+}
+
 /* The pod's v1 PodStatus as the kubelet sees it now (generateAPIPodStatus). */
 int kubelet_worker_status_json(struct kubelet *k, struct pod_worker *w, json_t **ret) {
         struct probe_results probes;
@@ -222,6 +240,7 @@ int kubelet_worker_status_json(struct kubelet *k, struct pod_worker *w, json_t *
                 .start_time_usec = w->start_time_usec,
                 .ready_transition_usec = w->ready_transition,
                 .initialized_usec = w->first_seen_realtime_usec,
+                .old_status = old_status(k, w),
         };
 
         probe_manager_results(k->prober, &probes);
@@ -232,17 +251,23 @@ int kubelet_worker_status_json(struct kubelet *k, struct pod_worker *w, json_t *
 /* Hand the pod's status to the status manager (with an API server): an API pod's under its UID, a static pod's
  * under its mirror pod's. */
 static void report_status(struct kubelet *k, struct pod_worker *w) {
+        _cleanup_ck_error_ struct ck_error *why = NULL;
         json_t *status = NULL;
         const char *uid;
 
         if (!k->status || !w->pod)
                 return;
-        if (!pod_config_is_static(w->pod))
-                uid = w->pod->uid;
-        else
-                uid = kubelet_mirror_uid(k->mirror, w->pod->namespace_, w->pod->name); /* a static pod */
+        uid = report_uid(k, w);
         if (!uid || kubelet_worker_status_json(k, w, &status) < 0)
                 return;
+        /* never ask the API server for what its validation refuses (the status manager's
+         * checkContainerStateTransition) */
+        if (status_pod_check_transition(old_status(k, w), status, w->pod->spec.restart_policy, &why) < 0) {
+                log_error("Status update on pod %s/%s aborted: %s", w->pod->namespace_, w->pod->name,
+                          ck_error_message(why));
+                json_decref(status);
+                return;
+        }
         status_manager_set(k->status, uid, w->pod->namespace_, w->pod->name, status);
 }
 

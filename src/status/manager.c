@@ -150,6 +150,13 @@ void status_manager_set(struct status_manager *m, const char *uid, const char *n
         entry_send(e);
 }
 
+const json_t *status_manager_get(struct status_manager *m, const char *uid) {
+        for (struct status_entry *e = m ? m->entries : NULL; e; e = e->next)
+                if (streq(e->uid, uid))
+                        return e->wanted;
+        return NULL;
+}
+
 void status_manager_forget(struct status_manager *m, const char *uid) {
         for (struct status_entry **p = m ? &m->entries : NULL; p && *p; p = &(*p)->next)
                 if (streq((*p)->uid, uid)) {

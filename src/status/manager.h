@@ -15,5 +15,7 @@ int status_manager_new(struct event_base *base, struct kube_client *client, stru
 struct status_manager *status_manager_free(struct status_manager *m);
 /* status: taken. */
 void status_manager_set(struct status_manager *m, const char *uid, const char *ns, const char *name, json_t *status);
+/* The newest status set for the pod (borrowed; valid until the next set or forget), NULL if none. */
+const json_t *status_manager_get(struct status_manager *m, const char *uid);
 /* The pod is gone: forget it. */
 void status_manager_forget(struct status_manager *m, const char *uid);

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 
 #include "apis/qos.h"
+#include "basic/error.h"
+#include "basic/string.h"
 #include "basic/strv.h"
 #include "basic/time.h"
 #include "prober/prober.h"
@@ -124,6 +126,17 @@ static bool init_container_done(const struct pod_status_input *in, const struct 
         return c && c->state == KC_CONTAINER_EXITED && c->exit_code == 0;
 }
 
+/* the status of a container in the previous PodStatus, NULL if none */
+static json_t *old_container_status(const struct pod_status_input *in, const char *name, bool init) {
+        json_t *list = json_object_get(in->old_status, init ? "initContainerStatuses" : "containerStatuses"), *c;
+        size_t i;
+
+        json_array_foreach(list, i, c)
+                if (streq_ptr(json_string_value(json_object_get(c, "name")), name))
+                        return c;
+        return NULL;
+}
+
 static json_t *container_status_json(const struct pod_status_input *in, const struct container *spec, bool init) {
         const struct kc_container *c = in->observed ? kc_pod_status_find_container(in->observed, spec->name) : NULL;
         const struct kc_container *prev = previous_instance(in->observed, spec->name);
@@ -133,10 +146,19 @@ static json_t *container_status_json(const struct pod_status_input *in, const st
         json_t *st, *state, *last = NULL;
 
         if (!c) {
+                json_t *old = old_container_status(in, spec->name, init), *old_last;
+                json_int_t restarts = json_integer_value(json_object_get(old, "restartCount"));
+
+                /* terminated before and gone from the runtime since (removed, the node restarted): it stays as
+                 * it was; otherwise its restarts and last state are kept */
+                if (json_is_object(json_object_get(json_object_get(old, "state"), "terminated")))
+                        return json_deep_copy(old);
+                old_last = json_object_get(old, "lastState");
                 state = waiting_json(w ? w->reason : def, w ? w->message : NULL);
-                return json_pack("{s:s, s:o, s:o, s:b, s:i, s:s, s:s, s:b}", "name", spec->name, "state", state,
-                                 "lastState", json_object(), "ready", 0, "restartCount", 0, "image", spec->image,
-                                 "imageID", "", "started", 0);
+                return json_pack("{s:s, s:o, s:o, s:b, s:I, s:s, s:s, s:b}", "name", spec->name, "state", state,
+                                 "lastState", json_is_object(old_last) ? json_deep_copy(old_last) : json_object(),
+                                 "ready", 0, "restartCount", restarts, "image", spec->image, "imageID", "", "started",
+                                 0);
         }
 
         state = state_of(c);
@@ -402,4 +424,43 @@ int status_pod_generate(const struct pod_status_input *in, json_t **ret) {
                                     json_string(format_rfc3339((uint64_t) in->start_time_usec, buf, sizeof(buf))));
         *ret = status;
         return 0;
+}
+
+static int check_transition(const json_t *old_list, const json_t *new_list, enum restart_policy policy,
+                            struct ck_error **ret_error) {
+        const json_t *o, *n;
+        size_t i, j;
+
+        json_array_foreach(old_list, i, o) {
+                const json_t *term = json_object_get(json_object_get(o, "state"), "terminated");
+                const char *name = json_string_value(json_object_get(o, "name"));
+
+                if (!json_is_object(term) || !name)
+                        continue;
+                if (json_integer_value(json_object_get(term, "exitCode")) != 0 && policy == RESTART_POLICY_ON_FAILURE)
+                        continue;
+                json_array_foreach(new_list, j, n)
+                        if (streq_ptr(json_string_value(json_object_get(n, "name")), name) &&
+                            !json_is_object(json_object_get(json_object_get(n, "state"), "terminated"))) {
+                                return ck_error_set(ret_error, -EINVAL,
+                                                    "terminated container %s attempted illegal transition to "
+                                                    "non-terminated state",
+                                                    name);
+                        }
+        }
+        return 0;
+}
+
+int status_pod_check_transition(const json_t *old_status, const json_t *new_status, enum restart_policy policy,
+                                struct ck_error **ret_error) {
+        int r;
+
+        if (policy == RESTART_POLICY_ALWAYS || !old_status)
+                return 0;
+        r = check_transition(json_object_get(old_status, "containerStatuses"),
+                             json_object_get(new_status, "containerStatuses"), policy, ret_error);
+        if (r < 0)
+                return r;
+        return check_transition(json_object_get(old_status, "initContainerStatuses"),
+                                json_object_get(new_status, "initContainerStatuses"), policy, ret_error);
 }

@@ -20,6 +20,8 @@ struct container_waiting {
         char *message;
 };
 
+struct ck_error;
+
 struct pod_status_input {
         const struct pod *pod;                /* desired spec */
         const struct kc_pod_status *observed; /* NULL: not observed yet */
@@ -30,10 +32,19 @@ struct pod_status_input {
         int64_t start_time_usec;            /* realtime; 0 = not started yet */
         int64_t ready_transition_usec;      /* realtime of the last ContainersReady/Ready change; 0 = now */
         int64_t initialized_usec;           /* realtime of the first status (Initialized, PodScheduled) */
+        const json_t *old_status;           /* the previous PodStatus (the status manager's, else the API server's);
+                                             * may be NULL */
 };
 
 /* "Pending", "Running", "Succeeded", "Failed" (getPhase). */
 const char *status_pod_phase(const struct pod_status_input *in);
 
-/* The whole v1 PodStatus object. */
+/* The whole v1 PodStatus object. A container the runtime does not know (any more) keeps a terminated state it
+ * had in old_status, else waits with the old restartCount and lastState (convertToAPIContainerStatuses). */
 int status_pod_generate(const struct pod_status_input *in, json_t **ret);
+
+/* The status manager's checkContainerStateTransition: unless the policy restarts them, containers terminated in
+ * old_status (exit code 0 for OnFailure) must stay terminated in new_status; else -EINVAL with *ret_error
+ * ("terminated container c attempted illegal transition to non-terminated state"). Init and app containers. */
+int status_pod_check_transition(const json_t *old_status, const json_t *new_status, enum restart_policy policy,
+                                struct ck_error **ret_error);

@@ -5,6 +5,7 @@ crash loops, graceful deletion with the kubelet's final DELETE, pods deleted whi
 admission, mirror pods of static pods, events, and webhook authentication/authorization of the kubelet API
 (TokenReview and SubjectAccessReview answered by the apiserver). Every test has a node and a namespace of its
 own; a request of the kubelet that the apiserver refuses fails the test (the kube fixture)."""
+import datetime
 import json
 import time
 
@@ -359,3 +360,33 @@ def test_node_labels_outside_the_kubelet_namespaces_refused(kube):
     assert labels["node.kubernetes.io/pool"] == "a" and labels["topology.kubernetes.io/zone"] == "z1"
     assert labels["kubelet.kubernetes.io/x"] == "y" and labels["tier"] == "edge"
     assert k2.alive()
+
+
+def test_completed_init_containers_gone_from_the_runtime_stay_terminated(kube, runtime):
+    # after a node restart (or a runtime cleanup) the completed init containers are gone while the app runs:
+    # their status stays terminated, as upstream keeps it, and no status the apiserver's validation refuses
+    # ("may not be transitioned to non-terminated state") is sent (the kube fixture fails the test on a 422)
+    k = kube.kubelet()
+    for name, policy in (("onf", "OnFailure"), ("nev", "Never")):
+        pod(kube, name, [container("app", SLEEP)], restart_policy=policy,
+            extra_spec={"initContainers": [container("init", ["true"])]})
+    for name in ("onf", "nev"):
+        kube.wait(lambda: (c := cstatus(kube.pod(name), "app")) and "running" in c["state"], 90,
+                  msg=f"{name} running")
+    k.kill9()
+    for c in runtime.containers():
+        if c["metadata"]["name"] == "init":
+            runtime.crictl("rm", c["id"])
+    started = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")  # as audit events
+    k.start()
+    for name in ("onf", "nev"):
+        # the status is written again after the restart (ready again), and the init container is as it was
+        kube.wait(lambda: [e for e in kube.audit() if e["verb"] == "patch" and e["objectRef"].get("name") == name
+                           and e["requestReceivedTimestamp"] > started and e["responseStatus"]["code"] == 200],
+                  60, msg=f"a status of {name} after the restart")
+        p = kube.pod(name)
+        init = p["status"]["initContainerStatuses"][0]
+        assert init["state"]["terminated"]["reason"] == "Completed", init
+        assert "running" in cstatus(p, "app")["state"] and p["status"]["phase"] == "Running"
+    assert not runtime.containers_of("onf", "init") and not runtime.containers_of("nev", "init")
+    assert "aborted" not in k.log()

@@ -3,6 +3,8 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
 
@@ -250,11 +252,88 @@ static void test_init_containers_status(void **state) {
         json_decref(st);
 }
 
+/* containers the runtime no longer knows keep their terminated state from the previous status, and a status that
+ * would take a terminated container back to waiting or running is refused (the apiserver's validation does) */
+static void test_old_status_and_transitions(void **state) {
+        _cleanup_pod_free_ struct pod *p = parse_init_pod("OnFailure");
+        _cleanup_(kc_pod_status_freep) struct kc_pod_status *s = status_new(true);
+        struct pod_status_input in = { .pod = p, .observed = s, .host_ip = "10.0.0.1" };
+        _cleanup_ck_error_ struct ck_error *why = NULL;
+        json_t *old, *st, *ics;
+
+        /* i1 and i2 completed and were removed from the runtime (a node restart); the app runs */
+        old = json_pack("{s:[{s:s, s:{s:{s:i, s:s}}, s:i}, {s:s, s:{s:{s:i, s:s}}, s:i}],"
+                        " s:[{s:s, s:{s:{s:s}}, s:i, s:{s:{s:i}}}]}",
+                        "initContainerStatuses", "name", "i1", "state", "terminated", "exitCode", 0, "reason",
+                        "Completed", "restartCount", 0, "name", "i2", "state", "terminated", "exitCode", 0, "reason",
+                        "Completed", "restartCount", 0, "containerStatuses", "name", "a", "state", "waiting", "reason",
+                        "CrashLoopBackOff", "restartCount", 4, "lastState", "terminated", "exitCode", 2);
+        assert_non_null(old);
+        in.old_status = old;
+        assert_int_equal(status_pod_generate(&in, &st), 0);
+        ics = json_object_get(st, "initContainerStatuses");
+        assert_true(
+                json_equal(json_array_get(ics, 0), json_array_get(json_object_get(old, "initContainerStatuses"), 0)));
+        assert_true(
+                json_equal(json_array_get(ics, 1), json_array_get(json_object_get(old, "initContainerStatuses"), 1)));
+        /* the app container, not created again yet: waiting, with its restarts and last state */
+        assert_int_equal(json_integer_value(json_object_get(json_array_get(json_object_get(st, "containerStatuses"), 0),
+                                                            "restartCount")),
+                         4);
+        assert_int_equal(json_integer_value(json_object_get(
+                                 json_object_get(json_object_get(json_array_get(json_object_get(st,
+                                                                                                "containerStatuses"),
+                                                                                0),
+                                                                 "lastState"),
+                                                 "terminated"),
+                                 "exitCode")),
+                         2);
+        assert_int_equal(status_pod_check_transition(old, st, RESTART_POLICY_ON_FAILURE, &why), 0);
+        json_decref(st);
+
+        /* without the previous status they would wait again: an illegal transition unless the policy is Always */
+        in.old_status = NULL;
+        assert_int_equal(status_pod_generate(&in, &st), 0);
+        assert_int_equal(status_pod_check_transition(old, st, RESTART_POLICY_ON_FAILURE, &why), -EINVAL);
+        assert_string_equal(ck_error_message(why),
+                            "terminated container i1 attempted illegal transition to non-terminated state");
+        why = ck_error_free(why);
+        assert_int_equal(status_pod_check_transition(old, st, RESTART_POLICY_ALWAYS, &why), 0);
+        assert_int_equal(status_pod_check_transition(NULL, st, RESTART_POLICY_NEVER, &why), 0);
+        json_decref(st);
+
+        /* a failed container may run again under OnFailure, not under Never */
+        json_integer_set(
+                json_object_get(json_object_get(json_object_get(json_array_get(json_object_get(old,
+                                                                                               "initContainerStatuses"),
+                                                                               0),
+                                                                "state"),
+                                                "terminated"),
+                                "exitCode"),
+                1);
+        json_integer_set(
+                json_object_get(json_object_get(json_object_get(json_array_get(json_object_get(old,
+                                                                                               "initContainerStatuses"),
+                                                                               1),
+                                                                "state"),
+                                                "terminated"),
+                                "exitCode"),
+                1);
+        add(s, "i1", "c-i1", KC_CONTAINER_RUNNING, 0, 2, 1);
+        add(s, "i2", "c-i2", KC_CONTAINER_RUNNING, 0, 2, 1);
+        assert_int_equal(status_pod_generate(&in, &st), 0);
+        assert_int_equal(status_pod_check_transition(old, st, RESTART_POLICY_ON_FAILURE, &why), 0);
+        assert_int_equal(status_pod_check_transition(old, st, RESTART_POLICY_NEVER, &why), -EINVAL);
+        json_decref(st);
+        json_decref(old);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_phase),
                 cmocka_unit_test(test_generate),
                 cmocka_unit_test(test_init_containers_status),
+                cmocka_unit_test(test_old_status_and_transitions),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
