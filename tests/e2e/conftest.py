@@ -380,6 +380,10 @@ def pytest_runtest_makereport(item, call):
     outcome = yield
     rep = outcome.get_result()
     setattr(item, "rep_" + rep.when, rep)
+    # a failed test that used the control plane shows the end of its components' logs
+    cp = item.funcargs.get("cluster") if rep.failed and hasattr(item, "funcargs") else None
+    if cp is not None:
+        rep.sections.append(("control plane logs", cp.tail_logs(40)))
 
 
 # ---------------------------------------------------------------- the real control plane (controlplane.py)
@@ -418,7 +422,7 @@ def kube(cluster, runtime, request):
             ks.teardown(failed)
         finally:
             refused = k.refused_requests()
-            if failed or refused:
+            if refused:
                 print(cluster.tail_logs(40))
             k.cleanup()
         assert not refused, "the apiserver refused requests of the kubelet:\n" + "\n".join(refused)
