@@ -311,8 +311,15 @@ def test_webhook_authn_authz(kube):
     wait_for(lambda: Client(k.healthz_port, tls=False).get("/healthz")[0] == 200, msg="healthz")
     alice, bob = Client(k.port, token=alice_tok), Client(k.port, token=bob_tok)
     carol, nobody = Client(k.port, token=carol_tok), Client(k.port, token="not-a-token")
-    # RBAC is evaluated by the apiserver (new bindings take a moment to reach its authorizer cache)
-    wait_for(lambda: alice.get("/pods")[0] == 200, 30, msg="alice allowed /pods")
+    # RBAC is evaluated by the apiserver: wait until its authorizer has the new bindings (the kubelet caches a
+    # denial for 30 s)
+    for user, sub, allowed in ((alice_user, "proxy", True), (alice_user, "stats", True), (bob_user, "proxy", True)):
+        kube.wait(lambda: kube.admin.create("subjectaccessreviews", {
+            "apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
+            "spec": {"user": user, "resourceAttributes": {"verb": "get", "resource": "nodes", "subresource": sub,
+                                                          "name": kube.node}}})["status"].get("allowed") == allowed,
+                  30, msg=f"{user} allowed nodes/{sub}")
+    assert alice.get("/pods")[0] == 200
     assert alice.get("/stats/summary")[0] == 200
     assert nobody.get("/pods")[0] == 401
     assert bob.get("/pods")[0] == 200
