@@ -15,6 +15,11 @@
 
 #define RETRY_MIN_USEC (1 * USEC_PER_SEC)
 #define RETRY_MAX_USEC (30 * USEC_PER_SEC)
+/* How long a first answer may be retried before its error is the answer (upstream's watch-based manager waits
+ * up to a second for its reflector to sync): the Node authorizer learns which objects a new pod refers to from
+ * its own watch, so the kubelet's first fetch for a pod it has just been given can be refused for a moment. */
+#define FIRST_ANSWER_WAIT_USEC (1 * USEC_PER_SEC)
+#define FIRST_ANSWER_RETRY_USEC (100 * 1000)
 #define TOKEN_MAX_TTL_SECONDS (24 * 3600)
 
 struct mobj {
@@ -32,6 +37,7 @@ struct mobj {
         struct event *retry;
         uint64_t delay;
         uint64_t watch_started; /* monotonic usec */
+        uint64_t first_try;     /* monotonic usec of the first list, 0 before it */
 };
 
 struct mtoken {
@@ -290,10 +296,20 @@ static void obj_on_list(const struct kube_response *resp, void *userdata) {
                 if (asprintf(&msg, "failed to get %s %s/%s: %s", streq(o->kind, "ConfigMap") ? "configmap" : "secret",
                              o->ns, o->name, isempty(resp->error) ? "invalid list" : resp->error) < 0)
                         msg = NULL;
+                if (!o->answered && now_usec() - o->first_try < FIRST_ANSWER_WAIT_USEC) {
+                        /* not an answer yet: try again soon (FIRST_ANSWER_WAIT_USEC) */
+                        log_v(2, "%s, trying again", strna(msg));
+                        o->delay = o->delay ? MIN(o->delay * 2, (uint64_t) FIRST_ANSWER_WAIT_USEC / 2)
+                                            : FIRST_ANSWER_RETRY_USEC;
+                        evtimer_add_usec(o->retry, o->delay);
+                        return;
+                }
                 log_warning("%s", strna(msg));
                 /* keep a value already known (the watch will be retried); a first answer is the error */
-                if (!o->answered)
+                if (!o->answered) {
                         (void) obj_set(o, NULL, err == -ENOENT ? -EIO : err, msg);
+                        o->delay = 0; /* the usual back-off from here */
+                }
                 obj_schedule(o, true);
                 wake_ready_pods(o->m);
                 return;
@@ -324,6 +340,8 @@ static void obj_start(struct mobj *o) {
                 obj_watch(o);
                 return;
         }
+        if (!o->first_try)
+                o->first_try = now_usec();
         if (asprintf(&sel, "metadata.name=%s", o->name) < 0)
                 sel = NULL;
         esel = sel ? kube_escape(sel) : NULL;
