@@ -19,10 +19,11 @@ def api_pod(kube, name, containers, **kw):
 
 
 def object_requests(kube, resource, name, watch):
-    """The kubelet's LISTs (or WATCHes) of one object by name, from the audit log."""
+    """The kubelet's answered LISTs (or WATCHes) of one object by name, from the audit log (a refusal by the Node
+    authorizer while it learns of a new pod is retried, and is not a list)."""
     sel = "fieldSelector=" + urllib.parse.quote("metadata.name=" + name, safe="")
     return [e for e in kube.audit()
-            if e["verb"] == ("watch" if watch else "list") and
+            if e["verb"] == ("watch" if watch else "list") and e.get("responseStatus", {}).get("code") == 200 and
             e["requestURI"].startswith(f"/api/v1/namespaces/{kube.ns}/{resource}?") and sel in e["requestURI"]]
 
 

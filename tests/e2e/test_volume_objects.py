@@ -192,7 +192,9 @@ def test_projected_all_sources_and_token(kube, runtime):
     assert token not in k.log()
 
     # the kubelet killed and restarted: the token cache was in memory only, so a new token is requested and
-    # written (as upstream); the file always holds a token the apiserver issued, the container keeps running
+    # written (as upstream); the file always holds a token the apiserver issued, the container keeps running.
+    # (Tokens are issued with times in seconds: one asked in the same second would be the same bytes.)
+    wait_for(lambda: time.time() >= claims["iat"] + 1.1, 5, msg="the next second")
     k.kill9()
     k.start()
     wait_for(lambda: len(token_requests(kube, "runner")) == 2, 30, msg="a new TokenRequest after the restart")
