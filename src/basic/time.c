@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "basic/time.h"
+#include "basic/vclock.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -9,6 +10,8 @@
 
 uint64_t now_usec(void) {
         struct timespec ts;
+        if (vclock_enabled())
+                return vclock_monotonic_usec();
         clock_gettime(CLOCK_MONOTONIC, &ts);
         return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / 1000;
 }
@@ -20,12 +23,16 @@ struct timeval timeval_from_usec(uint64_t usec) {
 
 int64_t now_realtime_nsec(void) {
         struct timespec ts;
+        if (vclock_enabled())
+                return (int64_t) vclock_realtime_usec() * 1000;
         clock_gettime(CLOCK_REALTIME, &ts);
         return (int64_t) ts.tv_sec * NSEC_PER_SEC + ts.tv_nsec;
 }
 
 uint64_t now_realtime_usec(void) {
         struct timespec ts;
+        if (vclock_enabled())
+                return vclock_realtime_usec();
         clock_gettime(CLOCK_REALTIME, &ts);
         return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / 1000;
 }

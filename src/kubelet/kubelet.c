@@ -796,6 +796,8 @@ static void housekeeping(evutil_socket_t fd, short what, void *userdata) {
         struct kubelet *k = userdata;
         uint64_t now = now_usec();
 
+        /* re-armed rather than EV_PERSIST: evtimer_add_usec follows the tests' virtual clock (basic/vclock.h) */
+        evtimer_add_usec(k->housekeeping, HOUSEKEEPING_PERIOD_USEC);
         k->last_loop_usec = now;
         backoff_gc(&k->crash_backoff, now_realtime_usec());
         backoff_gc(&k->image_backoff, now);
@@ -900,7 +902,6 @@ static int cgroups_setup(struct kubelet *k) {
 int kubelet_start(struct kubelet *k) {
         static const struct pleg_callbacks pleg_cb = { .pod_changed = on_pod_changed, .relisted = on_relisted };
         static const struct prober_callbacks prober_cb = { .changed = on_probe_result, .failed = on_probe_failed };
-        struct timeval tv = { .tv_sec = HOUSEKEEPING_PERIOD_USEC / USEC_PER_SEC };
         const struct kubelet_options *o = k->opts;
         int r;
 
@@ -988,10 +989,10 @@ int kubelet_start(struct kubelet *k) {
                 if (r < 0)
                         return r;
         }
-        k->housekeeping = event_new(k->base, -1, EV_PERSIST, housekeeping, k);
+        k->housekeeping = evtimer_new(k->base, housekeeping, k);
         if (!k->housekeeping)
                 return -ENOMEM;
-        evtimer_add(k->housekeeping, &tv);
+        evtimer_add_usec(k->housekeeping, HOUSEKEEPING_PERIOD_USEC);
         k->last_full_resync = now_usec();
         k->last_loop_usec = now_usec();
         return pleg_start(k->pleg);

@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/* A virtual clock, for unit tests that must see minutes pass (back-off of 10 s, 20 s, ... 5 min) without
+ * waiting for them. Production never enables it: now_usec(), now_realtime_usec() and evtimer_add_usec()
+ * (basic/time.h, basic/timer.h) then read the real clocks and arm real libevent timers, at the cost of one branch.
+ *
+ * Once enabled, both clocks stand still until the test moves them (vclock_set). A timer armed through
+ * evtimer_add_usec() fires when the virtual clock reaches its deadline, whatever the real time: the event is
+ * kept added in libevent (evtimer_pending() works as usual) with a far-away real timeout, and vclock_set()
+ * activates it. A timer armed for "now" (0) is activated at once. Timers armed with libevent's own calls keep
+ * running on real time. Persistent (EV_PERSIST) events must not be armed through evtimer_add_usec() while
+ * the clock is virtual. One event base at a time. */
+
+#include <event2/event.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+/* Start virtual time on base at the given clock readings (usec). Timers armed before keep their real timeouts. */
+void vclock_enable(struct event_base *base, uint64_t monotonic_usec, uint64_t realtime_usec);
+/* Back to the real clocks; virtual timers still armed are dropped (their events stay added, far away). */
+void vclock_disable(void);
+bool vclock_enabled(void);
+
+uint64_t vclock_monotonic_usec(void);
+uint64_t vclock_realtime_usec(void);
+
+/* evtimer_add_usec() while the clock is virtual. */
+void vclock_timer_add(struct event *ev, uint64_t usec);
+
+/* The earliest deadline (monotonic usec) of a virtual timer still armed; false if none. */
+bool vclock_next_deadline(uint64_t *ret_usec);
+/* Move the clock forward to monotonic_usec (never back) and activate, in deadline order, the timers due by
+ * then; the realtime clock moves by the same amount. Returns how many timers were activated. The callbacks
+ * run when the loop next runs. */
+unsigned vclock_set(uint64_t monotonic_usec);
