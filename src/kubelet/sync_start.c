@@ -18,6 +18,7 @@
 #include <inttypes.h>
 #include <string.h>
 
+#include "basic/duration.h"
 #include "basic/error.h"
 #include "basic/fs.h"
 #include "basic/log.h"
@@ -70,6 +71,7 @@ static const struct container *container_to_start(const struct pod_sync *s, size
 static bool in_crash_backoff(struct pod_sync *s, const struct container *c) {
         _cleanup_(kr_crash_backoff_done) struct kr_crash_backoff d = {};
         uint64_t now = now_realtime_usec(), until;
+        char delay[GO_DURATION_MAX];
         int r;
 
         r = kr_check_crash_backoff(s->pod, c, s->status, &s->actions, &s->k->crash_backoff, now, &d);
@@ -84,11 +86,12 @@ static bool in_crash_backoff(struct pod_sync *s, const struct container *c) {
                 (void) backoff_next(&s->k->crash_backoff, d.key, d.finished_usec, now);
                 return false;
         }
+        /* the delay as Go prints a time.Duration: "10s", "1m20s", "5m0s" */
+        go_duration_format((int64_t) d.delay_usec * 1000, delay, sizeof(delay));
         kubelet_worker_set_waiting(s->w, c->name, "CrashLoopBackOff",
-                                   "back-off %" PRIu64 "s restarting failed container=%s pod=%s_%s(%s)",
-                                   d.delay_usec / USEC_PER_SEC, c->name, s->pod->name, s->pod->namespace_, s->pod->uid);
-        log_info("Back-off %" PRIu64 "s restarting failed container=%s pod=%s", d.delay_usec / USEC_PER_SEC, c->name,
-                 kubelet_sync_pod_desc(s));
+                                   "back-off %s restarting failed container=%s pod=%s_%s(%s)", delay, c->name,
+                                   s->pod->name, s->pod->namespace_, s->pod->uid);
+        log_info("Back-off %s restarting failed container=%s pod=%s", delay, c->name, kubelet_sync_pod_desc(s));
         kubelet_worker_event(s->w, c->name, "Warning", "BackOff",
                              "Back-off restarting failed container %s in pod %s_%s(%s)", c->name, s->pod->name,
                              s->pod->namespace_, s->pod->uid);
