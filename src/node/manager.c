@@ -17,6 +17,8 @@
 #include "stats/machine.h"
 
 #define REGISTER_RETRY_MAX_USEC (7 * USEC_PER_SEC) /* upstream: 100ms doubling up to 7s */
+/* upstream's maxWaitForContainerRuntime: the runtime is "down" once its last good check is this old */
+#define RUNTIME_DOWN_AFTER_USEC (30 * USEC_PER_SEC)
 
 struct node_manager {
         struct event_base *base;
@@ -39,8 +41,10 @@ struct node_manager {
 
         /* what the status is computed from */
         char *runtime_version;
-        bool runtime_ready, network_ready;
-        char *runtime_message;
+        uint64_t last_runtime_sync; /* monotonic: the last Status that said the runtime is ready, 0 = none */
+        char *runtime_error;        /* RuntimeReady false, as the last Status said */
+        char *network_error;        /* NetworkReady false, likewise */
+        char *ready_message;        /* why not Ready (ready_errors), for the status being built */
         struct node_image *images;
         size_t n_images;
         int cri_pending;
@@ -75,7 +79,9 @@ struct node_manager *node_manager_free(struct node_manager *m) {
         json_decref(m->last_status);
         json_decref(m->lease);
         free(m->runtime_version);
-        free(m->runtime_message);
+        free(m->runtime_error);
+        free(m->network_error);
+        free(m->ready_message);
         free(m->node_uid);
         free(m->node_ip);
         free(m->hostname);
@@ -97,7 +103,49 @@ static uint64_t fs_capacity(const char *dir) {
         return (uint64_t) st.f_blocks * st.f_frsize;
 }
 
+/* Why the node is not Ready, as upstream's runtimeState.runtimeErrors and networkErrors put it (aggregated
+ * as utilerrors.NewAggregate prints them: one message alone, several as "[a, b]"). NULL when Ready. */
+static int ready_errors(struct node_manager *m, bool *ret_runtime_ok, bool *ret_network_ok, char **ret_message) {
+        _cleanup_strv_free_ char **errs = NULL;
+        _cleanup_free_ char *joined = NULL;
+        uint64_t now = now_usec();
+        int r = 0;
+
+        if (m->last_runtime_sync == 0)
+                r = strv_extend(&errs, "container runtime status check may not have completed yet");
+        else if (now >= m->last_runtime_sync + RUNTIME_DOWN_AFTER_USEC)
+                r = strv_extend(&errs, "container runtime is down");
+        if (r >= 0 && m->runtime_error)
+                r = strv_extend(&errs, m->runtime_error);
+        *ret_runtime_ok = strv_length(errs) == 0;
+        if (r >= 0 && m->network_error)
+                r = strv_extend(&errs, m->network_error);
+        *ret_network_ok = !m->network_error;
+        if (r < 0)
+                return -ENOMEM;
+        if (strv_length(errs) == 0) {
+                *ret_message = NULL;
+                return 0;
+        }
+        if (strv_length(errs) == 1) {
+                *ret_message = TAKE_PTR(errs[0]);
+                return 0;
+        }
+        joined = strv_join(errs, ", ");
+        if (!joined || asprintf(ret_message, "[%s]", joined) < 0)
+                return -ENOMEM;
+        return 0;
+}
+
 static void fill_input(struct node_manager *m, struct node_status_input *in) {
+        bool runtime_ok = false, network_ok = false;
+
+        free(m->ready_message);
+        m->ready_message = NULL;
+        if (ready_errors(m, &runtime_ok, &network_ok, &m->ready_message) < 0) {
+                runtime_ok = false;
+                m->ready_message = NULL;
+        }
         *in = (struct node_status_input) {
                 .node_name = m->o->node_name,
                 .hostname = m->hostname,
@@ -109,9 +157,9 @@ static void fill_input(struct node_manager *m, struct node_status_input *in) {
                 .ephemeral_storage_bytes = fs_capacity(m->o->root_dir),
                 .kube_reserved = m->o->kube_reserved,
                 .system_reserved = m->o->system_reserved,
-                .runtime_ready = m->runtime_ready,
-                .network_ready = m->network_ready,
-                .runtime_message = m->runtime_message,
+                .runtime_ready = runtime_ok,
+                .network_ready = network_ok,
+                .runtime_message = m->ready_message,
                 .images = m->images,
                 .n_images = m->n_images,
                 .kubelet_port = m->o->port,
@@ -271,33 +319,52 @@ static void on_version(const struct cri_reply *reply, void *userdata) {
         cri_part_done(m);
 }
 
+/* A runtime condition as upstream prints it (kubecontainer.RuntimeCondition.String), or "<nil>" when the
+ * runtime does not report it */
+static int condition_error(const char *what, const Runtime__V1__RuntimeCondition *c, char **ret) {
+        char *s = NULL;
+        int r = c ? asprintf(&s, "%s: %s=%s reason:%s message:%s", what, c->type, c->status ? "true" : "false",
+                             c->reason, c->message)
+                  : asprintf(&s, "%s: <nil>", what);
+        if (r < 0)
+                return -ENOMEM;
+        free(*ret);
+        *ret = s;
+        return 0;
+}
+
+/* updateRuntimeUp: a failed Status call changes nothing (the runtime becomes "down" when its last good check
+ * gets too old); an answer sets the network's and the runtime's errors, and a ready runtime is a good check. */
 static void on_runtime_status(const struct cri_reply *reply, void *userdata) {
         struct node_manager *m = userdata;
         const Runtime__V1__StatusResponse *s = (const void *) reply->msg;
+        const Runtime__V1__RuntimeCondition *runtime = NULL, *network = NULL;
 
-        free(m->runtime_message);
-        m->runtime_message = NULL;
-        m->runtime_ready = m->network_ready = false;
         if (reply->r < 0) {
-                (void) asprintf(&m->runtime_message, "container runtime status check may not have completed yet: %s",
-                                reply->message);
-        } else if (s && s->status) {
-                for (size_t i = 0; i < s->status->n_conditions; i++) {
-                        const Runtime__V1__RuntimeCondition *c = s->status->conditions[i];
-                        log_v(5, "runtime condition %s=%s reason=%s message=%s", c->type, c->status ? "true" : "false",
-                              c->reason, c->message);
-                        if (streq(c->type, "RuntimeReady"))
-                                m->runtime_ready = c->status;
-                        else if (streq(c->type, "NetworkReady"))
-                                m->network_ready = c->status;
-                        if (!c->status && !m->runtime_message)
-                                (void) asprintf(&m->runtime_message,
-                                                "container runtime %s not ready: %s=false reason:%s "
-                                                "message:%s",
-                                                streq(c->type, "NetworkReady") ? "network" : "", c->type, c->reason,
-                                                c->message);
-                }
+                log_error("Container runtime sanity check failed: %s", reply->message);
+                cri_part_done(m);
+                return;
         }
+        for (size_t i = 0; s && s->status && i < s->status->n_conditions; i++) {
+                const Runtime__V1__RuntimeCondition *c = s->status->conditions[i];
+                log_v(5, "runtime condition %s=%s reason=%s message=%s", c->type, c->status ? "true" : "false",
+                      c->reason, c->message);
+                if (streq(c->type, "RuntimeReady"))
+                        runtime = c;
+                else if (streq(c->type, "NetworkReady"))
+                        network = c;
+        }
+        if (network && network->status) {
+                free(m->network_error);
+                m->network_error = NULL;
+        } else if (condition_error("container runtime network not ready", network, &m->network_error) < 0)
+                log_error("out of memory");
+        if (runtime && runtime->status) {
+                free(m->runtime_error);
+                m->runtime_error = NULL;
+                m->last_runtime_sync = now_usec();
+        } else if (condition_error("container runtime not ready", runtime, &m->runtime_error) < 0)
+                log_error("out of memory");
         cri_part_done(m);
 }
 
