@@ -52,7 +52,7 @@ static int add_record(struct image_gc_records *r, const char *id, struct image_g
 }
 
 int image_gc_records_detect(struct image_gc_records *r, const struct image_gc_image *images, size_t n,
-                            char *const *in_use, int64_t now_usec) {
+                            char *const *in_use, int64_t detect_usec, int64_t now_usec) {
         int rr;
 
         for (size_t i = 0; i < n; i++) {
@@ -63,7 +63,7 @@ int image_gc_records_detect(struct image_gc_records *r, const struct image_gc_im
                         rr = add_record(r, images[i].id, &rec);
                         if (rr < 0)
                                 return rr;
-                        rec->first_detected_usec = now_usec;
+                        rec->first_detected_usec = detect_usec;
                 }
                 if (in_list(in_use, images[i].id))
                         rec->last_used_usec = now_usec;

@@ -48,10 +48,11 @@ struct image_gc_image {
         bool pinned;
 };
 
-/* detectImages: new images get first_detected = now; images in use (ids in in_use, a NULL-terminated list)
- * get last_used = now; sizes and pins are refreshed; records of images the runtime no longer has are dropped. */
+/* detectImages: new images get first_detected = detect_usec (0 on the first detection after a start: "at an
+ * unknown time in the past"); images in use (ids in in_use, a NULL-terminated list) get last_used = now; sizes and
+ * pins are refreshed; records of images the runtime no longer has are dropped. */
 int image_gc_records_detect(struct image_gc_records *r, const struct image_gc_image *images, size_t n,
-                            char *const *in_use, int64_t now_usec);
+                            char *const *in_use, int64_t detect_usec, int64_t now_usec);
 
 /* imagesInEvictionOrder: the records neither in use nor pinned, least recently used first, ties broken by first
  * detection. Returned pointers borrow from r. */

@@ -24,6 +24,7 @@
 
 enum run_mode {
         MODE_NONE,
+        MODE_DETECT,        /* detectImages only: the records, nothing removed */
         MODE_COLLECT,       /* GarbageCollect: down to the low threshold, plus MaxAge */
         MODE_DELETE_UNUSED, /* DeleteUnusedImages: everything unused */
 };
@@ -88,6 +89,7 @@ struct image_gc_manager {
 
         struct image_gc_records records;
         int64_t began_usec; /* realtime, when the manager started (MaxAge waits that long) */
+        bool initialized;   /* the first detection is done */
         struct event *timer;
         struct gc_run *run;         /* in flight */
         enum run_mode pending_mode; /* asked for while a run is in flight */
@@ -359,12 +361,18 @@ static void run_decide(struct gc_run *r) {
                 run_finish(r);
                 return;
         }
-        rr = image_gc_records_detect(&m->records, r->images, r->n_images, r->in_use, now);
+        /* the first detection makes the images found "detected at an unknown time in the past", as upstream's */
+        rr = image_gc_records_detect(&m->records, r->images, r->n_images, r->in_use, m->initialized ? now : 0, now);
         if (rr < 0)
                 goto oom;
+        m->initialized = true;
         m->dirty = true;
         if (m->records.n != before)
                 m->membership_changed = true;
+        if (r->mode == MODE_DETECT) {
+                run_finish(r);
+                return;
+        }
         rr = image_gc_records_eviction_order(&m->records, r->in_use, &order, &n_order);
         if (rr < 0)
                 goto oom;
@@ -647,13 +655,22 @@ static void on_timer(evutil_socket_t fd, short what, void *userdata) {
                 log_error("image GC: out of memory");
 }
 
+static void detect_done(int r, void *userdata) {
+        struct image_gc_manager *m = userdata;
+
+        if (r < 0 && r != -ECANCELED)
+                log_warning("[imageGCManager] Failed to monitor images: %s",
+                            m->last_error ? m->last_error : strerror(-r));
+}
+
 void image_gc_usage_observed(struct image_gc_manager *m, int64_t capacity, int64_t available) {
         int usage;
         int64_t amount;
         uint64_t now = now_usec();
 
-        if (!m || m->run || image_gc_amount_to_free(&m->policy, capacity, available, &usage, &amount) < 0 ||
-            amount <= 0)
+        /* 100: image GC is off (upstream stubs it) */
+        if (!m || m->run || m->policy.high_threshold_percent >= 100 ||
+            image_gc_amount_to_free(&m->policy, capacity, available, &usage, &amount) < 0 || amount <= 0)
                 return;
         if (m->last_observed_run_usec && now - m->last_observed_run_usec < OBSERVED_MIN_INTERVAL_USEC)
                 return;
@@ -691,7 +708,8 @@ int image_gc_manager_new(struct event_base *base, struct cri_client *cri, struct
 
 int image_gc_manager_start(struct image_gc_manager *m) {
         evtimer_add_usec(m->timer, IMAGE_GC_FIRST_USEC);
-        return 0;
+        /* the initial detection, now */
+        return request_run(m, MODE_DETECT, detect_done, m);
 }
 
 struct image_gc_manager *image_gc_manager_free(struct image_gc_manager *m) {

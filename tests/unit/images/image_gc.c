@@ -25,13 +25,13 @@ static void test_detect_and_order(void **state) {
         struct image_gc_record **order = NULL;
         size_t n = 0;
 
-        assert_int_equal(image_gc_records_detect(&r, imgs, 4, in_use1, T0), 0);
+        assert_int_equal(image_gc_records_detect(&r, imgs, 4, in_use1, T0, T0), 0);
         assert_int_equal(r.n, 4);
         assert_int_equal(image_gc_records_find(&r, "sha256:a")->first_detected_usec, T0);
         assert_int_equal(image_gc_records_find(&r, "sha256:a")->last_used_usec, 0);
         assert_int_equal(image_gc_records_find(&r, "sha256:b")->last_used_usec, T0);
         /* later: a is used, c is detected again (first detection kept) */
-        assert_int_equal(image_gc_records_detect(&r, imgs, 4, in_use2, T0 + 10 * SEC), 0);
+        assert_int_equal(image_gc_records_detect(&r, imgs, 4, in_use2, T0 + 10 * SEC, T0 + 10 * SEC), 0);
         assert_int_equal(image_gc_records_find(&r, "sha256:c")->first_detected_usec, T0);
         assert_int_equal(image_gc_records_find(&r, "sha256:a")->last_used_usec, T0 + 10 * SEC);
 
@@ -43,9 +43,34 @@ static void test_detect_and_order(void **state) {
         free(order);
 
         /* an image the runtime no longer lists is forgotten */
-        assert_int_equal(image_gc_records_detect(&r, imgs, 2, NULL, T0 + 20 * SEC), 0);
+        assert_int_equal(image_gc_records_detect(&r, imgs, 2, NULL, T0 + 20 * SEC, T0 + 20 * SEC), 0);
         assert_int_equal(r.n, 2);
         assert_null(image_gc_records_find(&r, "sha256:c"));
+        image_gc_records_done(&r);
+}
+
+/* the first detection after a start: the images found were detected "at an unknown time in the past", so
+ * imageMinimumGCAge does not hold them back; the ones in use still get their last use now */
+static void test_initial_detection(void **state) {
+        struct image_gc_records r = {};
+        struct image_gc_image imgs[] = { { "sha256:a", 100, false }, { "sha256:b", 200, false } };
+        char *in_use[] = { "sha256:b", NULL };
+        struct image_gc_record **order = NULL, **out = NULL;
+        size_t n = 0, n_out = 0;
+        int64_t freed = 0;
+
+        assert_int_equal(image_gc_records_detect(&r, imgs, 2, in_use, 0, T0), 0);
+        assert_int_equal(image_gc_records_find(&r, "sha256:a")->first_detected_usec, 0);
+        assert_int_equal(image_gc_records_find(&r, "sha256:b")->last_used_usec, T0);
+        assert_int_equal(image_gc_records_eviction_order(&r, in_use, &order, &n), 0);
+        assert_int_equal(n, 1);
+        /* a minimum age of 2 minutes, one second after the start: a is old enough */
+        assert_int_equal(image_gc_select_space(order, n, 100, T0 + SEC, 120 * SEC, &out, &n_out, &freed), 0);
+        assert_int_equal(n_out, 1);
+        assert_string_equal(out[0]->id, "sha256:a");
+        assert_int_equal(freed, 100);
+        free(out);
+        free(order);
         image_gc_records_done(&r);
 }
 
@@ -110,7 +135,7 @@ static void test_state_file(void **state) {
         json_t *j;
         char *text;
 
-        assert_int_equal(image_gc_records_detect(&r, imgs, 2, in_use, T0 + 123456), 0);
+        assert_int_equal(image_gc_records_detect(&r, imgs, 2, in_use, T0 + 123456, T0 + 123456), 0);
         j = image_gc_records_to_json(&r);
         assert_non_null(j);
         text = json_dumps(j, JSON_SORT_KEYS);
@@ -134,9 +159,8 @@ static void test_state_file(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_detect_and_order),
-                cmocka_unit_test(test_select),
-                cmocka_unit_test(test_amount),
+                cmocka_unit_test(test_detect_and_order), cmocka_unit_test(test_initial_detection),
+                cmocka_unit_test(test_select),           cmocka_unit_test(test_amount),
                 cmocka_unit_test(test_state_file),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
