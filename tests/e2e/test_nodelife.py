@@ -16,7 +16,6 @@ import pytest
 
 from apiclient import Client
 from conftest import BUSYBOX, NODE, Kubelet, pod_manifest, remove_cgroup_root, wait_for
-from fakeapi import FakeApiServer
 from nodelife import (IN_CREATE, IN_MOVED_FROM, Inotify, SmallNode, build_images, mem_total, memory_cgroup_dir,
                       working_set)
 
@@ -35,8 +34,8 @@ def kubelets(node, request):
     """Kubelets on the small node; every one is stopped (SIGTERM, exit 0 required) and the runtime emptied after."""
     made = []
 
-    def make(config="", *args, start=True):
-        k = Kubelet(node.runtime, node.kubelet_dir())
+    def make(config="", *args, start=True, node_name=NODE):
+        k = Kubelet(node.runtime, node.kubelet_dir(), node=node_name)
         with open(k.config, "a") as f:
             f.write(textwrap.dedent(config))
         k.links = os.path.join(k.dir, "containers")
@@ -70,12 +69,17 @@ def kubelets(node, request):
 
 
 @pytest.fixture
-def apiserver(tmp_path):
-    a = FakeApiServer(str(tmp_path / "apiserver"), node_name=NODE)
-    a.bookmark_interval = 1.0
-    a.start()
-    yield a
-    a.stop()
+def kube_node(cluster, request):
+    """The test's node and namespace on the real control plane (controlplane.Kube). A test asks for it before
+    `kubelets`, so that its kubelets stop before the node's pods, namespace and node are removed; any request of the
+    node that the apiserver refused fails the test."""
+    from controlplane import Kube
+    k = Kube(cluster, None, request.node.name)
+    k.setup()
+    yield k
+    refused = k.refused_requests()
+    k.cleanup()
+    assert not refused, "the apiserver refused requests of the kubelet:\n" + "\n".join(refused)
 
 
 # ---------------------------------------------------------------- container logs
@@ -342,14 +346,15 @@ def test_image_gc(node, kubelets, tmp_path):
 
 # ---------------------------------------------------------------- eviction
 
-def join(kubelets, apiserver, config, *args):
-    return kubelets(config, "--kubeconfig", apiserver.kubeconfig, "--node-status-update-frequency", "1s", *args)
+def join(kubelets, kube, config, *args):
+    return kubelets(config, "--kubeconfig", kube.kubeconfig, "--node-status-update-frequency", "1s",
+                    "--client-ca-file", kube.cp.ca, *args, node_name=kube.node)
 
 
-def api_pod(name, containers, extra_spec=None):
-    spec = {"nodeName": NODE, "containers": containers}
+def api_pod(kube, name, containers, extra_spec=None):
+    spec = {"nodeName": kube.node, "containers": containers}
     spec.update(extra_spec or {})
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default"}, "spec": spec}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": spec}
 
 
 def ctr(name, command, **kw):
@@ -361,35 +366,34 @@ def ctr(name, command, **kw):
 GUARANTEED = {"limits": {"cpu": "100m", "memory": "64Mi"}, "requests": {"cpu": "100m", "memory": "64Mi"}}
 
 
-def node_condition(apiserver, t):
-    n = apiserver.get("nodes", NODE)
+def node_condition(kube, t):
+    n = kube.node_obj()
     c = next((c for c in (n or {}).get("status", {}).get("conditions", []) if c["type"] == t), None)
     return c and c["status"]
 
 
-def phase(apiserver, name):
-    p = apiserver.pod(name)
+def phase(kube, name):
+    p = kube.pod(name)
     return p and p.get("status", {}).get("phase")
 
 
-def evicted(apiserver, name):
-    p = apiserver.pod(name)
+def evicted(kube, name):
+    p = kube.pod(name)
     st = (p or {}).get("status", {})
     return st.get("phase") == "Failed" and st.get("reason") == "Evicted" and p
 
 
-def running_restarts(apiserver, name):
+def running_restarts(kube, name):
     """The restarts of a pod whose containers all run, None when they do not."""
-    p = apiserver.pod(name)
+    p = kube.pod(name)
     cs = (p or {}).get("status", {}).get("containerStatuses", [])
     if not (p and p["status"].get("phase") == "Running" and cs and all("running" in c["state"] for c in cs)):
         return None
     return sum(c["restartCount"] for c in cs)
 
 
-def pod_events(apiserver, name, reason):
-    return [e for e in apiserver.list("events", namespace="default")
-            if e.get("involvedObject", {}).get("name") == name and e.get("reason") == reason]
+def pod_events(kube, name, reason):
+    return kube.events(involved=name, reason=reason)
 
 
 def klog_time(line):
@@ -417,27 +421,28 @@ class WorkingSetWatch(threading.Thread):
             time.sleep(0.005)
 
 
-def memory_kubelet(kubelets, apiserver, allocatable_mib, threshold_mib, extra=""):
+def memory_kubelet(kubelets, kube, allocatable_mib, threshold_mib, extra=""):
     """A kubelet whose pods' cgroup (kubepods) may hold allocatable_mib: the hard threshold memory.available <
     threshold_mib applies to it (allocatableMemory.available) and not to the whole machine, whatever else runs on it."""
     reserved = mem_total() - allocatable_mib * MIB
-    return join(kubelets, apiserver, textwrap.dedent(f"""\
+    return join(kubelets, kube, textwrap.dedent(f"""\
         evictionHard: {{memory.available: {threshold_mib}Mi}}
         evictionPressureTransitionPeriod: 8s
         """) + textwrap.dedent(extra), "--system-reserved", f"memory={reserved}")
 
 
-def test_memory_eviction(node, kubelets, apiserver):
+def test_memory_eviction(node, kube_node, kubelets):
+    kube = kube_node
     node.import_images()
-    k = memory_kubelet(kubelets, apiserver, 700, 300)
-    apiserver.wait(lambda: node_condition(apiserver, "Ready") == "True", timeout=30)
-    apiserver.create("pods", api_pod("guaranteed", [ctr("app", ["sleep", "3600"], resources=GUARANTEED)]))
-    wait_for(lambda: running_restarts(apiserver, "guaranteed") == 0, 60, msg="guaranteed running")
+    k = memory_kubelet(kubelets, kube, 700, 300)
+    kube.wait(lambda: node_condition(kube, "Ready") == "True", timeout=30)
+    kube.create("pods", api_pod(kube, "guaranteed", [ctr("app", ["sleep", "3600"], resources=GUARANTEED)]))
+    wait_for(lambda: running_restarts(kube, "guaranteed") == 0, 60, msg="guaranteed running")
     # the pods' cgroup may hold 700Mi; evicted when less than 300Mi is left, i.e. a working set above 400Mi
     watch = WorkingSetWatch(memory_cgroup_dir(k.cgroup_root + "/kubepods"), 400 * MIB)
     watch.start()
-    apiserver.create("pods", api_pod("hog", [ctr("hog", ["sh", "-c", "sleep 1; dd if=/dev/zero bs=450M count=1 | sleep 3600"])]))
-    p = apiserver.wait(lambda: evicted(apiserver, "hog"), timeout=60, msg="hog evicted")
+    kube.create("pods", api_pod(kube, "hog", [ctr("hog", ["sh", "-c", "sleep 1; dd if=/dev/zero bs=450M count=1 | sleep 3600"])]))
+    p = kube.wait(lambda: evicted(kube, "hog"), timeout=60, msg="hog evicted", interval=0.05)
     seen = time.monotonic()
     watch.stop.set()
     st = p["status"]
@@ -445,7 +450,7 @@ def test_memory_eviction(node, kubelets, apiserver):
                         r"Container hog was using \d+Ki, which exceeds its request of 0\. ", st["message"]), st["message"]
     dt = next(c for c in st["conditions"] if c["type"] == "DisruptionTarget")
     assert dt["status"] == "True" and dt["reason"] == "TerminationByKubelet" and dt["message"] == st["message"]
-    assert apiserver.wait(lambda: pod_events(apiserver, "hog", "Evicted"), timeout=20)[0]["message"] == st["message"]
+    assert kube.wait(lambda: pod_events(kube, "hog", "Evicted"), timeout=20)[0]["message"] == st["message"]
     # the crossing and the reaction, as the kubelet logged them, and as the test saw them
     log = k.log()
     crossed = [l for l in log.splitlines() if "memory eviction threshold crossed" in l]
@@ -458,47 +463,48 @@ def test_memory_eviction(node, kubelets, apiserver):
         print(f"memory eviction: kernel notification -> eviction decided in "
               f"{(klog_time(decided[0]) - klog_time(crossed[0])) * 1000:.0f} ms (kubelet log)")
     # MemoryPressure while it lasted; a BestEffort pod is refused meanwhile, a Burstable one admitted
-    apiserver.wait(lambda: node_condition(apiserver, "MemoryPressure") == "True", timeout=10, msg="MemoryPressure")
-    apiserver.create("pods", api_pod("late-be", [ctr("c", ["sleep", "3600"])]))
-    apiserver.create("pods", api_pod("late-burst", [ctr("c", ["sleep", "3600"],
+    kube.wait(lambda: node_condition(kube, "MemoryPressure") == "True", timeout=10, msg="MemoryPressure")
+    kube.create("pods", api_pod(kube, "late-be", [ctr("c", ["sleep", "3600"])]))
+    kube.create("pods", api_pod(kube, "late-burst", [ctr("c", ["sleep", "3600"],
                                                         resources={"requests": {"memory": "16Mi"}})]))
-    rej = apiserver.wait(lambda: (p := apiserver.pod("late-be")) and p.get("status", {}).get("phase") == "Failed" and p,
+    rej = kube.wait(lambda: (p := kube.pod("late-be")) and p.get("status", {}).get("phase") == "Failed" and p,
                          timeout=20, msg="late-be rejected")
     assert rej["status"]["reason"] == "Evicted" and rej["status"]["message"] == "The node had condition: [MemoryPressure]. "
-    wait_for(lambda: running_restarts(apiserver, "late-burst") == 0, 60, msg="late-burst running")
+    wait_for(lambda: running_restarts(kube, "late-burst") == 0, 60, msg="late-burst running")
     # the hog is stopped and stays so; the Guaranteed pod keeps running, never restarted
     wait_for(lambda: not node.runtime.running("hog"), 30, msg="hog stopped")
-    apiserver.wait(lambda: node_condition(apiserver, "MemoryPressure") == "False", timeout=40, msg="no MemoryPressure")
-    assert running_restarts(apiserver, "guaranteed") == 0
+    kube.wait(lambda: node_condition(kube, "MemoryPressure") == "False", timeout=40, msg="no MemoryPressure")
+    assert running_restarts(kube, "guaranteed") == 0
     assert len(node.runtime.containers_of("hog")) == 1
-    assert evicted(apiserver, "hog")
+    assert evicted(kube, "hog")
 
 
-def test_disk_pressure_and_local_storage(node, kubelets, apiserver):
+def test_disk_pressure_and_local_storage(node, kube_node, kubelets):
+    kube = kube_node
     node.import_images()
     # DiskPressure: nodefs.available below what is free now less 30Mi, once 80Mi more are written (more than the node
     # can reclaim: a leftover unused image, dead containers)
     _, avail, _, _ = node.fs.statvfs()
-    k = join(kubelets, apiserver, f"""\
+    k = join(kubelets, kube, f"""\
         evictionHard: {{nodefs.available: "{avail - 30 * MIB}", memory.available: 1Mi}}
         evictionPressureTransitionPeriod: 5s
         """)
-    apiserver.create("pods", api_pod("victim", [ctr("c", ["sleep", "3600"])]))
-    wait_for(lambda: running_restarts(apiserver, "victim") == 0, 60, msg="victim running")
+    kube.create("pods", api_pod(kube, "victim", [ctr("c", ["sleep", "3600"])]))
+    wait_for(lambda: running_restarts(kube, "victim") == 0, 60, msg="victim running")
     k.wait_log(r"eviction manager: no resources are starved", 30)  # this kubelet has looked once, before the filler
-    assert node_condition(apiserver, "DiskPressure") == "False"
+    assert node_condition(kube, "DiskPressure") == "False"
     filler = node.fs.fill("disk-filler", 80 * MIB)
     try:
-        apiserver.wait(lambda: node_condition(apiserver, "DiskPressure") == "True", timeout=30, msg="DiskPressure")
+        kube.wait(lambda: node_condition(kube, "DiskPressure") == "True", timeout=30, msg="DiskPressure")
         # node-level reclaim first (dead containers, unused images); not enough: the pod goes
-        p = apiserver.wait(lambda: evicted(apiserver, "victim"), timeout=60, msg="victim evicted")
+        p = kube.wait(lambda: evicted(kube, "victim"), timeout=60, msg="victim evicted")
         assert re.fullmatch(r"The node was low on resource: ephemeral-storage\. Threshold quantity: \d+, available: "
                             r"\d+(Ki)?\. (Container c was using \d+(Ki)?, which exceeds its request of 0\. )?",
                             p["status"]["message"]), p["status"]["message"]
         k.wait_log(r"EvictionThresholdMet.*Attempting to reclaim ephemeral-storage", 5)
         # admission refuses every pod that is not critical meanwhile
-        apiserver.create("pods", api_pod("late", [ctr("c", ["sleep", "3600"], resources=GUARANTEED)]))
-        rej = apiserver.wait(lambda: (p := apiserver.pod("late")) and p.get("status", {}).get("phase") == "Failed" and p,
+        kube.create("pods", api_pod(kube, "late", [ctr("c", ["sleep", "3600"], resources=GUARANTEED)]))
+        rej = kube.wait(lambda: (p := kube.pod("late")) and p.get("status", {}).get("phase") == "Failed" and p,
                              timeout=20, msg="late rejected")
         assert rej["status"]["message"] == "The node had condition: [DiskPressure]. "
     finally:
@@ -506,8 +512,8 @@ def test_disk_pressure_and_local_storage(node, kubelets, apiserver):
     # the condition clears once the signal has been fine for the transition period (5 s)
     gone = time.monotonic()
     time.sleep(3)
-    assert node_condition(apiserver, "DiskPressure") == "True", "DiskPressure cleared before the transition period"
-    apiserver.wait(lambda: node_condition(apiserver, "DiskPressure") == "False", timeout=40, msg="DiskPressure cleared")
+    assert node_condition(kube, "DiskPressure") == "True", "DiskPressure cleared before the transition period"
+    kube.wait(lambda: node_condition(kube, "DiskPressure") == "False", timeout=40, msg="DiskPressure cleared")
     print(f"\nDiskPressure cleared {time.monotonic() - gone:.1f} s after the filler went (transition period 5 s, "
           f"monitoring period 10 s)")
     k.term()
@@ -515,48 +521,52 @@ def test_disk_pressure_and_local_storage(node, kubelets, apiserver):
     # local ephemeral storage: an emptyDir past its sizeLimit; a container past its ephemeral-storage limit (its
     # writable layer), its pod within the sum of its containers' limits
     node.import_images()
-    k = join(kubelets, apiserver, """\
+    k = join(kubelets, kube, """\
         evictionHard: {memory.available: 1Mi}
         volumeStatsAggPeriod: 1s
         """)
-    apiserver.create("pods", api_pod("ed", [ctr("c", ["sh", "-c", "dd if=/dev/zero of=/scratch/f bs=1M count=20; sleep 3600"],
+    kube.create("pods", api_pod(kube, "ed", [ctr("c", ["sh", "-c", "dd if=/dev/zero of=/scratch/f bs=1M count=20; sleep 3600"],
                                                 volumeMounts=[{"name": "scratch", "mountPath": "/scratch"}])],
                                      {"volumes": [{"name": "scratch", "emptyDir": {"sizeLimit": "10Mi"}}]}))
-    apiserver.create("pods", api_pod("eph", [
+    kube.create("pods", api_pod(kube, "eph", [
         ctr("c1", ["sh", "-c", "dd if=/dev/zero of=/data bs=1M count=15; sleep 3600"],
             resources={"limits": {"ephemeral-storage": "10Mi"}}),
         ctr("c2", ["sleep", "3600"], resources={"limits": {"ephemeral-storage": "100Mi"}})]))
-    p = apiserver.wait(lambda: evicted(apiserver, "ed"), timeout=60, msg="ed evicted")
+    p = kube.wait(lambda: evicted(kube, "ed"), timeout=60, msg="ed evicted")
     assert p["status"]["message"] == 'Usage of EmptyDir volume "scratch" exceeds the limit "10Mi". '
-    p = apiserver.wait(lambda: evicted(apiserver, "eph"), timeout=60, msg="eph evicted")
+    p = kube.wait(lambda: evicted(kube, "eph"), timeout=60, msg="eph evicted")
     assert p["status"]["message"] == 'Container c1 exceeded its local ephemeral storage limit "10Mi". '
     wait_for(lambda: not node.runtime.running("ed") and not node.runtime.running("eph"), 30, msg="both stopped")
     assert len(node.runtime.containers_of("ed")) == 1 and len(node.runtime.containers_of("eph")) == 2
 
 
-def test_kill9_during_eviction(node, kubelets, apiserver):
+def test_kill9_during_eviction(node, kube_node, kubelets):
     """kill -9 while an evicted pod is being stopped (it ignores SIGTERM: the stop takes the minimum grace period,
     2 s): after the restart the pod is stopped, never started again, reported Evicted; the Guaranteed pod is
     untouched, although the memory stays short until the evicted pod is gone."""
+    kube = kube_node
     node.import_images()
-    k = memory_kubelet(kubelets, apiserver, 700, 300)
-    apiserver.wait(lambda: node_condition(apiserver, "Ready") == "True", timeout=30)
-    apiserver.create("pods", api_pod("guaranteed", [ctr("app", ["sleep", "3600"], resources=GUARANTEED)]))
-    wait_for(lambda: running_restarts(apiserver, "guaranteed") == 0, 60, msg="guaranteed running")
-    apiserver.create("pods", api_pod("hog", [ctr("hog", ["sh", "-c", "trap '' TERM; sleep 1; "
+    k = memory_kubelet(kubelets, kube, 700, 300)
+    kube.wait(lambda: node_condition(kube, "Ready") == "True", timeout=30)
+    kube.create("pods", api_pod(kube, "guaranteed", [ctr("app", ["sleep", "3600"], resources=GUARANTEED)]))
+    wait_for(lambda: running_restarts(kube, "guaranteed") == 0, 60, msg="guaranteed running")
+    kube.create("pods", api_pod(kube, "hog", [ctr("hog", ["sh", "-c", "trap '' TERM; sleep 1; "
                                                          "dd if=/dev/zero bs=450M count=1 | sleep 3600"])],
                                      {"terminationGracePeriodSeconds": 30}))
-    k.wait_log(r"Evicting pod: pod=\"default/hog\"", 60)
+    k.wait_log(rf"Evicting pod: pod=\"{kube.ns}/hog\"", 60)
+    # the kill cuts the eviction's requests in flight (its event, the pod's status): kube-apiserver 1.20 audits a
+    # request whose client went away as a 500 ("context canceled" in its log)
+    kube.expected_errors |= {("create", 500), ("patch", 500)}
     k.kill9()
     assert node.runtime.running("hog"), "the hog died before the kill -9: nothing was in the middle"
     k.start()
-    p = apiserver.wait(lambda: evicted(apiserver, "hog"), timeout=60, msg="hog evicted")
+    p = kube.wait(lambda: evicted(kube, "hog"), timeout=60, msg="hog evicted")
     assert p["status"]["message"].startswith("The node was low on resource: memory. Threshold quantity: 300Mi")
     wait_for(lambda: not node.runtime.running("hog"), 40, msg="hog stopped")
     # not restarted, the Guaranteed pod untouched
     time.sleep(2)
     assert len(node.runtime.containers_of("hog")) == 1 and not node.runtime.running("hog")
-    assert running_restarts(apiserver, "guaranteed") == 0
-    assert not evicted(apiserver, "guaranteed") and len(node.runtime.containers_of("guaranteed")) == 1
-    assert evicted(apiserver, "hog")
+    assert running_restarts(kube, "guaranteed") == 0
+    assert not evicted(kube, "guaranteed") and len(node.runtime.containers_of("guaranteed")) == 1
+    assert evicted(kube, "hog")
     k.wait_log(r"was evicted before the kubelet restarted", 5)
