@@ -193,7 +193,7 @@ def test_log_rotation_follow_and_links(node, kubelets):
     while time.monotonic() - t0 < 90:
         files = log_files(d)
         seen_max = max(seen_max, len([f for f in files if not f.endswith(".tmp")]))
-        rotated |= {f for f in files if f != "0.log"}
+        rotated |= {f for f in files if f != "0.log" and not f.endswith(".tmp")}  # .tmp: being compressed
         if len({f.removesuffix(".gz") for f in rotated}) >= 4:
             break
         time.sleep(0.2)
@@ -202,9 +202,14 @@ def test_log_rotation_follow_and_links(node, kubelets):
     for f in names:
         assert re.fullmatch(r"0\.log\.\d{8}-\d{6}", f), f
     assert seen_max <= 4, f"more than containerLogMaxFiles files: {seen_max}"
-    files = log_files(d)
-    old = sorted(f for f in files if f != "0.log")
-    assert all(f.endswith(".gz") for f in old[:-1]) and not old[-1].endswith(".tmp"), files
+
+    def settled():
+        """between two rotation passes: no compression under way, every rotated file but the newest gzipped"""
+        files = log_files(d)
+        old = sorted(f for f in files if f != "0.log")
+        return not any(f.endswith(".tmp") for f in files) and old and \
+            all(f.endswith(".gz") for f in old[:-1]) and not old[-1].endswith(".gz")
+    wait_for(settled, 10, msg=f"the rotated files of {d} settled")
     text = fol.stop()
     assert fol.error is None, fol.error
     # the follower went through every rotation: no line lost or repeated
