@@ -4,6 +4,8 @@
 #                                         bridge ck<N> and subnet 10.<100+N>.0.0/16 so instances don't clash
 #   containerd.sh stop DIR                stop it, its shims, and unmount what it left
 #   containerd.sh import DIR TAR          import an OCI image tar into the k8s.io namespace
+# CKUBELET_CONTAINERD_STATS_PERIOD=N (start): the CRI plugin's stats_collect_period, how often (seconds) it
+# measures the snapshots' usage (the containers' writable layers); containerd's default is 10.
 set -euo pipefail
 cmd=${1:?usage: containerd.sh start|stop|import DIR}
 dir=$(realpath -m "${2:?DIR}")
@@ -37,7 +39,8 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
 [ttrpc]
   address = "$sock.ttrpc"
 [plugins."io.containerd.grpc.v1.cri"]
-  restrict_oom_score_adj = true
+  restrict_oom_score_adj = true${CKUBELET_CONTAINERD_STATS_PERIOD:+
+  stats_collect_period = $CKUBELET_CONTAINERD_STATS_PERIOD}
   sandbox_image = "registry.k8s.io/pause:3.9"
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "/usr/lib/cni"

@@ -67,6 +67,8 @@ static int api_server_start(struct event_base *base, struct kubelet *k, struct a
                 .client = kubelet_kube_client(k),
                 .node_ip = kubelet_node_ip(k),
                 .machine = kubelet_machine_info(k),
+                .pods_cgroup = kubelet_pods_cgroup(k),
+                .volumes = kubelet_volume_stats(k),
                 .host = {
                         .pods_json = host_pods_json,
                         .running_pods_json = host_running_pods_json,

@@ -358,6 +358,8 @@ int quantity_cmp(const struct quantity *a, const struct quantity *b);
 /* The canonical form, as Quantity.String() prints it ("0.5" -> "500m", "2000" -> "2k", "1.5Gi" -> "1536Mi").
  * Caller frees; NULL on OOM or when q->str does not parse. */
 char *quantity_canonical(const struct quantity *q);
+/* resource.NewQuantity(value, BinarySI or DecimalSI).String(): "100Mi", "98632Ki", "1025", "1k". Caller frees. */
+char *quantity_format_int(int64_t value, bool binary_si);
 
 /* Look up a value in a resource list; NULL if absent. */
 const struct quantity *resource_list_get(const struct resource_list *l, const char *name);

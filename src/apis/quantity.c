@@ -3,6 +3,7 @@
  *
  * A quantity is kept exactly as an integer count of nano units (10^-9), as upstream rounds every value up to
  * nano precision; the magnitude is capped at INT64_MAX units. The count fits in a signed 128-bit integer. */
+#include <inttypes.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -350,5 +351,26 @@ char *quantity_canonical(const struct quantity *q) {
         format_u128(a, num);
         if (asprintf(&s, "%s%s%s", neg ? "-" : "", num, suffix) < 0)
                 return NULL;
+        return s;
+}
+
+char *quantity_format_int(int64_t value, bool binary_si) {
+        struct quantity q = {};
+        char *s;
+
+        /* a BinarySI quantity is written with the largest binary suffix that divides it ("98632Ki", "100Mi");
+         * quantity_canonical does that for a string in binary form, which "<n>Ki" gives when n is a multiple of
+         * 1024; anything else prints as DecimalSI or a plain number, as upstream */
+        if (binary_si && value % 1024 == 0 && (value >= 1024 || value <= -1024)) {
+                if (asprintf(&q.str, "%" PRId64 "Ki", value / 1024) < 0)
+                        return NULL;
+        } else if (binary_si && value != 0 && (value >= 1024 || value <= -1024)) {
+                if (asprintf(&s, "%" PRId64, value) < 0)
+                        return NULL;
+                return s;
+        } else if (asprintf(&q.str, "%" PRId64, value) < 0)
+                return NULL;
+        s = quantity_canonical(&q);
+        free(q.str);
         return s;
 }

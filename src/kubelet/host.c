@@ -185,6 +185,14 @@ struct kube_client *kubelet_kube_client(struct kubelet *k) {
         return k->client;
 }
 
+const char *kubelet_pods_cgroup(struct kubelet *k) {
+        return k->pods_cgroup;
+}
+
+const struct stats_volumes *kubelet_volume_stats(struct kubelet *k) {
+        return k->volume_stats;
+}
+
 const struct kubelet_options *kubelet_opts(struct kubelet *k) {
         return k->opts;
 }

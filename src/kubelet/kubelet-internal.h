@@ -23,6 +23,15 @@
 #include "events/recorder.h"
 #include "cm/cm.h"
 #include "stats/machine.h"
+#include "eviction/api.h"
+
+struct workpool;
+struct stats_volumes;
+struct stats_provider;
+struct logs_manager;
+struct kr_container_gc;
+struct image_gc_manager;
+struct eviction_manager;
 
 struct pod_sync;
 
@@ -56,6 +65,13 @@ struct pod_worker {
         bool start_observed;              /* the pod start duration was recorded */
         bool deleting;                    /* an API pod with a deletionTimestamp: stop it, then delete it */
         char *api_ns, *api_name;          /* where to DELETE it once stopped */
+
+        /* ended for good by the kubelet (eviction.c): killed, never started again, phase Failed with this reason
+         * and message; kept in <root-dir>/pods/<uid>/ so that a restart of the kubelet keeps it so */
+        bool terminated;
+        char *terminated_reason, *terminated_message;
+        int64_t terminated_usec; /* realtime */
+        int64_t grace_override;  /* >= 0: kill with this grace period (the eviction's); -1: the pod's */
 };
 
 struct kubelet {
@@ -99,6 +115,22 @@ struct kubelet {
                                           * desired set), so that a relist does not stop and delete them again */
         struct objects_manager *objects; /* ConfigMaps, Secrets and tokens of the pods (always) */
         struct cm *cm;                   /* QoS and pod cgroups (--cgroups-per-qos) */
+
+        /* a node that runs for months (gc.c, eviction.c) */
+        char *pods_cgroup;                  /* the pods' cgroup (cgroupfs path), NULL without QoS cgroups */
+        struct workpool *pool;              /* small file work: the image GC's state */
+        struct stats_volumes *volume_stats; /* the pods' volume usage */
+        struct stats_provider *stats;       /* the eviction manager's summaries */
+        struct logs_manager *logs;          /* rotation, /var/log/containers links, log cleanup */
+        struct kr_container_gc *container_gc;
+        struct image_gc_manager *image_gc;
+        struct event *gc_timer;   /* container GC every minute */
+        bool container_gc_failed; /* the last container GC failed (the next success is logged at v1) */
+        struct eviction_threshold *thresholds;
+        size_t n_thresholds;
+        struct eviction_manager *eviction;
+        unsigned node_conditions;  /* the eviction manager's, as last reported */
+        const struct pod **active; /* the eviction manager's candidates, kept until its next call */
 };
 
 /* kubelet.c: the pod workers (pod_workers.go) */
@@ -127,6 +159,35 @@ int kubelet_pod_cgroup_ensure(struct kubelet *k, const struct pod *pod);
 
 /* kubelet.c: the pod's v1 PodStatus from its spec, the last observation and the probe results */
 int kubelet_worker_status_json(struct kubelet *k, struct pod_worker *w, json_t **ret);
+
+/* kubelet.c */
+bool kubelet_pod_desired(const struct kubelet *k, const char *uid);
+bool kubelet_pod_terminal_in_api(const struct pod *p);
+
+/* gc.c: the container log manager, container and image GC and the volume stats: set up at start, freed at exit */
+int kubelet_gc_setup(struct kubelet *k);
+void kubelet_gc_free(struct kubelet *k);
+void kubelet_gc_housekeeping(struct kubelet *k);
+/* a container was started: its /var/log/containers link */
+void kubelet_container_started(struct kubelet *k, const struct pod *pod, const char *container,
+                               const char *container_id, uint32_t restart_count);
+
+/* an event about the node (upstream's nodeRef) */
+void kubelet_node_event(struct kubelet *k, const char *type, const char *reason, const char *fmt, ...) _printf_(4, 5);
+
+/* eviction.c: the eviction manager and what it does through the kubelet */
+int kubelet_eviction_parse(struct kubelet *k); /* the thresholds, before anything uses them */
+void kubelet_eviction_reservation(const struct kubelet *k, int64_t *ret_memory_bytes, float *ret_memory_fraction,
+                                  int64_t *ret_storage_bytes, float *ret_storage_fraction);
+int kubelet_eviction_setup(struct kubelet *k);
+void kubelet_eviction_free(struct kubelet *k);
+/* admission under node pressure: false with the reason and message (allocated) */
+bool kubelet_eviction_admit(struct kubelet *k, const struct pod *p, const char **ret_reason, char **ret_message);
+/* a new worker for a desired pod: it is terminated for good if a marker says it was evicted before */
+void kubelet_terminated_restore(struct kubelet *k, struct pod_worker *w);
+
+/* kubelet.c: hand the pod's status to the status manager now (an eviction changes it) */
+void kubelet_report_status(struct kubelet *k, struct pod_worker *w);
 
 /* pod_sync.c: run one reconcile pass for the worker; calls kubelet_worker_sync_done() at the end. */
 void kubelet_pod_sync_start(struct pod_worker *w);

@@ -58,6 +58,7 @@ static struct pod_worker *worker_new(struct kubelet *k, const char *uid) {
                 return NULL;
         w->k = k;
         w->grace_seconds = 30;
+        w->grace_override = -1;
         w->first_seen_usec = now_usec();
         w->first_seen_realtime_usec = (int64_t) now_realtime_usec();
         w->uid = strdup(uid);
@@ -101,6 +102,8 @@ void kubelet_worker_free(struct pod_worker *w) {
                 free(w->waiting[i].message);
         }
         free(w->waiting);
+        free(w->terminated_reason);
+        free(w->terminated_message);
         free(w->api_ns);
         free(w->api_name);
         free(w->full_name);
@@ -241,6 +244,9 @@ int kubelet_worker_status_json(struct kubelet *k, struct pod_worker *w, json_t *
                 .ready_transition_usec = w->ready_transition,
                 .initialized_usec = w->first_seen_realtime_usec,
                 .old_status = old_status(k, w),
+                .terminated_reason = w->terminated ? w->terminated_reason : NULL,
+                .terminated_message = w->terminated_message,
+                .terminated_usec = w->terminated_usec,
         };
 
         probe_manager_results(k->prober, &probes);
@@ -250,7 +256,7 @@ int kubelet_worker_status_json(struct kubelet *k, struct pod_worker *w, json_t *
 
 /* Hand the pod's status to the status manager (with an API server): an API pod's under its UID, a static pod's
  * under its mirror pod's. */
-static void report_status(struct kubelet *k, struct pod_worker *w) {
+void kubelet_report_status(struct kubelet *k, struct pod_worker *w) {
         _cleanup_ck_error_ struct ck_error *why = NULL;
         json_t *status = NULL;
         const char *uid;
@@ -302,7 +308,7 @@ void kubelet_worker_observed(struct pod_worker *w, struct pod *pod, struct kc_po
         if (r < 0)
                 log_error("pod %s: cannot set up its probes: %s", strna(w->full_name), strerror(-r));
         update_conditions(w);
-        report_status(k, w);
+        kubelet_report_status(k, w);
 }
 
 void kubelet_worker_event(struct pod_worker *w, const char *container, const char *type, const char *reason,
@@ -361,7 +367,7 @@ static void on_probe_result(void *userdata, const char *pod_uid, const char *con
         if (type == PROBE_STARTUP)
                 kubelet_worker_request_sync(w); /* a started sidecar lets the next init container start */
         update_conditions(w);
-        report_status(k, w);
+        kubelet_report_status(k, w);
 }
 
 bool kubelet_name_is_busy(struct kubelet *k, const struct pod_worker *w) {
@@ -500,6 +506,10 @@ static bool desired_contains(const struct kubelet *k, const char *uid) {
         return false;
 }
 
+bool kubelet_pod_desired(const struct kubelet *k, const char *uid) {
+        return desired_contains(k, uid);
+}
+
 /* The pods of the workers that have one (the admitted pods), only the static ones if asked; NULL on OOM. */
 static const struct pod **worker_pods(struct kubelet *k, bool static_only, size_t *ret_n) {
         const struct pod **pods = calloc(k->n_workers + 1, sizeof(*pods));
@@ -515,7 +525,7 @@ static const struct pod **worker_pods(struct kubelet *k, bool static_only, size_
 }
 
 /* an API pod whose status the API server already holds as Succeeded or Failed */
-static bool pod_is_terminal_in_api(const struct pod *p) {
+bool kubelet_pod_terminal_in_api(const struct pod *p) {
         const char *phase = json_string_value(json_object_get(json_object_get(p->raw, "status"), "phase"));
 
         return !pod_config_is_static(p) && (streq_ptr(phase, "Succeeded") || streq_ptr(phase, "Failed"));
@@ -533,7 +543,10 @@ static bool admit(struct kubelet *k, const struct pod *p) {
         admitted = worker_pods(k, false, &n);
         if (!admitted)
                 return false;
-        r = kubelet_admit(p, admitted, n, &k->admission, &reason, &message);
+        /* the eviction manager's handler first, as upstream registers it */
+        r = kubelet_eviction_admit(k, p, &reason, &message)
+                    ? kubelet_admit(p, admitted, n, &k->admission, &reason, &message)
+                    : -ENOSPC;
         if (r >= 0)
                 return true;
         if (r != -ENOSPC)
@@ -546,6 +559,27 @@ static bool admit(struct kubelet *k, const struct pod *p) {
                                    json_pack("{s:s, s:s, s:s}", "phase", "Failed", "reason", reason, "message",
                                              message));
         return false;
+}
+
+/* A worker for a desired pod that finished for good, with containers left in the runtime: they are stopped, the pod
+ * is not started again. */
+static void terminal_worker(struct kubelet *k, struct pod *p) {
+        const char *reason = json_string_value(json_object_get(json_object_get(p->raw, "status"), "reason"));
+        const char *message = json_string_value(json_object_get(json_object_get(p->raw, "status"), "message"));
+        struct pod_worker *w = worker_new(k, p->uid);
+
+        if (!w)
+                return;
+        w->pod = pod_ref(p);
+        w->full_name = make_full_name(p->namespace_, p->name);
+        w->grace_seconds = p->spec.termination_grace_period_seconds;
+        w->terminated = true;
+        w->terminated_reason = strdup_or_null(reason);
+        w->terminated_message = strdup_or_null(message);
+        w->terminated_usec = (int64_t) now_realtime_usec();
+        kubelet_terminated_restore(k, w); /* the eviction's grace period, if we evicted it */
+        log_info("pod %s/%s (%s) has finished but still has containers: stopping them", p->namespace_, p->name, p->uid);
+        kubelet_worker_request_sync(w);
 }
 
 /* Make the set of workers match desired + runtime: a worker per desired pod, a terminating worker per pod
@@ -603,8 +637,13 @@ static void reconcile_workers(struct kubelet *k) {
                 if (!w) {
                         if (strv_contains(k->rejected, p->uid))
                                 continue;
-                        if (pod_is_terminal_in_api(p))
-                                continue; /* finished before: not run again (filterOutInactivePods) */
+                        if (kubelet_pod_terminal_in_api(p)) {
+                                /* finished before: not run again (filterOutInactivePods); what is left of it in the
+                                 * runtime (a kubelet killed in the middle of evicting it) is stopped */
+                                if (strv_contains(pleg_pod_uids(k->pleg), p->uid))
+                                        terminal_worker(k, p);
+                                continue;
+                        }
                         if (!admit(k, p))
                                 continue;
                         w = worker_new(k, p->uid);
@@ -612,6 +651,7 @@ static void reconcile_workers(struct kubelet *k) {
                                 log_error("pod %s: out of memory", p->name);
                                 continue;
                         }
+                        kubelet_terminated_restore(k, w);
                         log_info("SyncLoop ADD: pod=\"%s/%s\" podUID=\"%s\"", p->namespace_, p->name, p->uid);
                         changed = true;
                 } else if (w->pod != p) {
@@ -666,7 +706,7 @@ static void on_mirror_pods(const json_t *mirror_pods, void *userdata) {
         /* a new mirror pod gets the static pod's status */
         for (struct pod_worker *w = k->workers; w; w = w->next)
                 if (w->pod && pod_config_is_static(w->pod))
-                        report_status(k, w);
+                        kubelet_report_status(k, w);
 }
 
 static void on_config_update(const struct pod_set *pods, void *userdata) {
@@ -817,6 +857,7 @@ static void housekeeping(evutil_socket_t fd, short what, void *userdata) {
                 if (k->runtime_listed && k->config_received && !k->runtime_down && !k->stopping)
                         cm_cleanup_orphans(k->cm, pod_uid_active, k);
         }
+        kubelet_gc_housekeeping(k);
 }
 
 /* ---------------------------------------------------------------- lifecycle */
@@ -849,7 +890,10 @@ static int admission_setup(struct kubelet *k) {
                 .machine = &k->machine,
                 .kube_reserved = k->opts->kube_reserved,
                 .system_reserved = k->opts->system_reserved,
+                .eviction_set = true,
         };
+        kubelet_eviction_reservation(k, &in.eviction_memory_bytes, &in.eviction_memory_fraction,
+                                     &in.eviction_storage_bytes, &in.eviction_storage_fraction);
         node_allocatable(&in, &k->admission.cpu_milli, &k->admission.memory_bytes, &storage);
         k->admission.max_pods = k->opts->max_pods;
         /* pkg/kubelet/sysctl NewAllowlist: every unsafe sysctl allowed must be namespaced */
@@ -925,12 +969,24 @@ int kubelet_start(struct kubelet *k) {
         r = stats_machine_info_read(NULL, &k->machine);
         if (r < 0)
                 return log_error_errno(r, "cannot read the machine's description: %s", strerror(-r));
+        r = kubelet_eviction_parse(k);
+        if (r < 0)
+                return r;
         r = admission_setup(k);
         if (r < 0)
                 return r;
         r = cgroups_setup(k);
         if (r < 0)
                 return r;
+        if (cm_enabled(k->cm)) {
+                static const char *const kubepods[] = { "kubepods" };
+                _cleanup_free_ char *name = NULL;
+                r = cm_cgroup_name(o->cgroup_root, kubepods, 1, &name);
+                if (r >= 0)
+                        r = cm_name_to_cgroupfs(name, &k->pods_cgroup);
+                if (r < 0)
+                        return r;
+        }
         k->hook_env = (struct probe_env) { .base = k->base,
                                            .cri = k->cri,
                                            .request_timeout_usec = o->runtime_request_timeout_usec };
@@ -958,6 +1014,12 @@ int kubelet_start(struct kubelet *k) {
                 r = node_manager_new(k->base, o, k->node_ip, &k->machine, k->client, k->cri, &k->node);
                 if (r < 0)
                         return r;
+                {
+                        int64_t mb, sb;
+                        float mf, sf;
+                        kubelet_eviction_reservation(k, &mb, &mf, &sb, &sf);
+                        node_manager_set_eviction_reservation(k->node, mb, mf, sb, sf);
+                }
                 r = status_manager_new(k->base, k->client, &k->status);
                 if (r < 0)
                         return r;
@@ -989,6 +1051,13 @@ int kubelet_start(struct kubelet *k) {
                 if (r < 0)
                         return r;
         }
+        r = kubelet_gc_setup(k);
+        if (r < 0)
+                return log_error_errno(r, "cannot set up garbage collection and the container log manager: %s",
+                                       strerror(-r));
+        r = kubelet_eviction_setup(k);
+        if (r < 0)
+                return log_error_errno(r, "cannot set up the eviction manager: %s", strerror(-r));
         k->housekeeping = evtimer_new(k->base, housekeeping, k);
         if (!k->housekeeping)
                 return -ENOMEM;
@@ -1013,6 +1082,8 @@ struct kubelet *kubelet_free(struct kubelet *k) {
         k->cri = cri_client_free(k->cri);
         /* after the CRI client: the node status' CRI calls (Version, Status, ListImages) end above */
         k->node = node_manager_free(k->node);
+        kubelet_eviction_free(k);
+        kubelet_gc_free(k);
         pleg_free(k->pleg);
         while (k->workers) {
                 struct pod_worker *w = k->workers;
@@ -1034,6 +1105,7 @@ struct kubelet *kubelet_free(struct kubelet *k) {
         strv_free(k->rejected);
         strv_free(k->api_deleted);
         free(k->node_ip);
+        free(k->pods_cgroup);
         backoff_done(&k->crash_backoff);
         backoff_done(&k->image_backoff);
         k->cm = cm_free(k->cm);

@@ -21,6 +21,7 @@ struct prober;
 struct ck_error;
 struct kube_client;
 struct machine_info;
+struct stats_volumes;
 
 int kubelet_new(struct event_base *base, const struct kubelet_options *opts, struct kubelet **ret);
 /* Connects the runtime, starts the PLEG and the config sources. */
@@ -49,6 +50,9 @@ struct kube_client *kubelet_kube_client(struct kubelet *k);
 const char *kubelet_node_ip(struct kubelet *k);
 /* The machine's description, read once at start (valid while k lives). */
 const struct machine_info *kubelet_machine_info(struct kubelet *k);
+/* For the Summary API: the pods' cgroup (cgroupfs path, NULL without QoS cgroups) and their volumes' usage. */
+const char *kubelet_pods_cgroup(struct kubelet *k);
+const struct stats_volumes *kubelet_volume_stats(struct kubelet *k);
 /* /healthz/syncloop: 0, or -ETIMEDOUT with the reason */
 int kubelet_sync_loop_health(struct kubelet *k, struct ck_error **ret_error);
 

@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The clean-up phase of a pod's pass, run only when the pass changed nothing and failed nowhere (the pod is
- * settled): the dead containers and sandboxes kr_compute_pod_gc picks (containerGC with MaxPerPodContainer 1,
+ * settled): the dead containers and sandboxes kr_compute_pod_gc picks (containerGC with the GC policy's MaxPerPodContainer,
  * sandbox GC) are removed, containers first. */
 
 #include "kubelet/pod_sync.h"
 
 #include "basic/log.h"
+#include "basic/time.h"
 
 /* the phase's own state: what to remove */
 struct cleanup_step {
@@ -27,9 +28,12 @@ static void on_remove(const struct cri_reply *reply, void *userdata) {
 
 void kubelet_sync_cleanup(struct pod_sync *s) {
         struct cleanup_step *c = calloc(1, sizeof(*c));
+        struct kr_gc_policy policy = { .min_age_usec = s->k->opts->minimum_container_ttl_usec,
+                                       .max_per_pod_container = s->k->opts->max_per_pod_container,
+                                       .max_containers = s->k->opts->max_containers };
 
         s->cleanup = c;
-        if (!c || kr_compute_pod_gc(s->pod, s->status, &c->gc) < 0 ||
+        if (!c || kr_compute_pod_gc(s->pod, s->status, &policy, (int64_t) now_realtime_usec() * 1000, &c->gc) < 0 ||
             (c->gc.n_containers == 0 && c->gc.n_sandboxes == 0)) {
                 cleanup_done(s);
                 return;

@@ -175,6 +175,8 @@ int kubelet_sync_kill_container(struct pod_sync *s, struct kill_target_ext *t, v
 int64_t kubelet_sync_grace_raw(const struct pod_sync *s, const struct kc_container *c) {
         int64_t g;
 
+        if (s->w->grace_override >= 0)
+                return s->w->grace_override; /* an eviction's */
         if (s->pod)
                 g = s->pod->spec.termination_grace_period_seconds;
         else {

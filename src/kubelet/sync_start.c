@@ -35,8 +35,9 @@ struct start_step {
         char *image_username;
         const struct cred_auth **creds; /* pull credentials matching the image, tried in turn */
         size_t n_creds, cred_index;
-        char *pull_errors; /* the errors of each credential tried so far */
-        char *started_id;  /* the container created */
+        char *pull_errors;      /* the errors of each credential tried so far */
+        char *started_id;       /* the container created */
+        uint32_t restart_count; /* its attempt */
 };
 
 static void step_done(struct pod_sync *s);
@@ -470,6 +471,7 @@ static void on_start_container(const struct cri_reply *reply, void *userdata) {
                 return;
         }
         log_info("Started container: pod=\"%s\" containerName=\"%s\"", kubelet_sync_pod_desc(s), c->name);
+        kubelet_container_started(s->k, s->pod, c->name, st->started_id, st->restart_count);
         kubelet_worker_event(s->w, c->name, "Normal", "Started", "Started container %s", c->name);
         kubelet_worker_clear_waiting(s->w, c->name);
         if (c->post_start && !s->k->stopping) {
@@ -539,6 +541,7 @@ static void create_container(struct pod_sync *s) {
         uint32_t restart_count = next_restart_count(s, c);
         int r;
 
+        st->restart_count = restart_count;
         podlog = kr_pod_log_dir(s->k->opts->pod_logs_dir, s->pod);
         if (!podlog || asprintf(&dir, "%s/%s", podlog, c->name) < 0 || mkdir_p(dir, 0755) < 0) {
                 log_error("pod %s: cannot create the log directory of container %s", kubelet_sync_pod_desc(s), c->name);

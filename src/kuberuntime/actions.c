@@ -492,15 +492,17 @@ static int push_id(const char ***l, size_t *n, const char *id) {
         return 0;
 }
 
-int kr_compute_pod_gc(const struct pod *pod, const struct kc_pod_status *st, struct kr_pod_gc *ret) {
+int kr_compute_pod_gc(const struct pod *pod, const struct kc_pod_status *st, const struct kr_gc_policy *policy,
+                      int64_t now_realtime_nsec, struct kr_pod_gc *ret) {
         struct kr_pod_gc g = {};
         int r;
 
-        /* containerGC with MaxPerPodContainer 1: per container name, the newest dead instance stays (restart
-         * count, exit code, `logs --previous`), older dead ones go; running ones never */
+        /* containerGC's MaxPerPodContainer (1 by default): per container name, the newest dead instances stay
+         * (restart count, exit code, `logs --previous`), older dead ones go, once MinAge old; running ones never */
         for (size_t i = 0; st && i < st->n_containers; i++) {
                 const struct kc_container *c = st->containers[i];
-                bool newest = true, newer_dead = false;
+                bool newest = true;
+                int newer_dead = 0;
 
                 if (c->state == KC_CONTAINER_RUNNING)
                         continue;
@@ -509,12 +511,15 @@ int kr_compute_pod_gc(const struct pod *pod, const struct kc_pod_status *st, str
                                 if (streq(st->containers[j]->name, c->name)) {
                                         newest = false;
                                         if (st->containers[j]->state == KC_CONTAINER_EXITED)
-                                                newer_dead = true;
+                                                newer_dead++;
                                 }
                 if (pod && newest && c->state != KC_CONTAINER_EXITED)
                         continue; /* created/unknown newest: the sync handles it */
-                if (pod && c->state == KC_CONTAINER_EXITED && !newer_dead)
-                        continue; /* the last dead instance */
+                if (pod && c->state == KC_CONTAINER_EXITED &&
+                    (policy->max_per_pod_container < 0 || newer_dead < policy->max_per_pod_container))
+                        continue; /* among the newest dead instances */
+                if (pod && c->created_at > now_realtime_nsec - (int64_t) policy->min_age_usec * 1000)
+                        continue; /* not MinAge old yet */
                 r = push_id(&g.containers, &g.n_containers, c->id);
                 if (r < 0)
                         goto fail;

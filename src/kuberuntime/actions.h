@@ -10,6 +10,7 @@
 
 #include "apis/pod.h"
 #include "basic/time.h"
+#include "kuberuntime/gc.h"
 #include "container/container.h"
 #include "prober/results.h"
 
@@ -61,17 +62,19 @@ const struct kc_container *kr_pod_status_find_in_sandbox(const struct kc_pod_sta
 /* Should the latest instance of this container be (re)started? (kubecontainer.ShouldContainerBeRestarted) */
 bool kr_should_restart_container(const struct pod *pod, const struct container *c, const struct kc_pod_status *status);
 
-/* Garbage to remove once a pod is settled (container GC with MaxPerPodContainer=1, sandbox GC): exited or
- * never-started containers that are not the newest of their name, and not-ready sandboxes other than the
- * newest that hold no remaining containers. For a pod that is not desired any more (pod == NULL) everything
- * that is not running. Returned ids are borrowed from status. */
+/* Garbage to remove once a pod is settled (container GC with the policy's MaxPerPodContainer and MinAge, sandbox GC):
+ * exited containers beyond the newest MaxPerPodContainer of their name and never-started ones that are not the
+ * newest, once MinAge old, and not-ready sandboxes other than the newest that hold no remaining containers. For a
+ * pod that is not desired any more (pod == NULL) everything that is not running. Returned ids are borrowed from
+ * status. */
 struct kr_pod_gc {
         size_t n_containers;
         const char **containers;
         size_t n_sandboxes;
         const char **sandboxes;
 };
-int kr_compute_pod_gc(const struct pod *pod, const struct kc_pod_status *status, struct kr_pod_gc *ret);
+int kr_compute_pod_gc(const struct pod *pod, const struct kc_pod_status *status, const struct kr_gc_policy *policy,
+                      int64_t now_realtime_nsec, struct kr_pod_gc *ret);
 void kr_pod_gc_done(struct kr_pod_gc *g);
 
 /* ---- decisions of the start step (kuberuntime_container.go doBackOff, images/image_manager.go) ---- */

@@ -35,6 +35,9 @@
 #define PENDING_KEEP (64 * 1024)
 
 #define FOLLOW_PERIOD_SEC 1
+/* After a rotation the runtime may still flush into the old file for a moment (containerd's old writer drains its
+ * pipe when it is replaced): the old file is read until its writer closed it, or this long at most. */
+#define ROTATION_GRACE_USEC (5 * USEC_PER_SEC)
 
 /* ---- timestamps ---- */
 
@@ -691,6 +694,10 @@ struct logs_follower {
         ino_t ino;
         int inotify_fd;
         int wd;
+        int wd_dir;             /* the directory: a new file at the path */
+        char *name;             /* the file's name in it */
+        bool old_closed;        /* the writer closed the file we read (IN_CLOSE_WRITE) */
+        uint64_t replaced_usec; /* when a new file was first seen at the path, 0: not yet */
         struct event *io, *timer, *kick;
         struct logs_options o;
         struct logs_cursor c;
@@ -706,6 +713,7 @@ struct logs_follower {
 };
 
 #define WATCH_MASK (IN_MODIFY | IN_CLOSE_WRITE | IN_MOVE_SELF | IN_DELETE_SELF)
+#define WATCH_DIR_MASK (IN_CREATE | IN_MOVED_TO)
 
 static void follower_kick(struct logs_follower *f) {
         static const struct timeval zero = { 0, 0 };
@@ -770,8 +778,10 @@ static int follower_pump(struct logs_follower *f) {
         return end < size && !f->c.limit_reached ? 1 : 0;
 }
 
-/* Switch to a new file at the path if the old one was replaced. 1 if switched. */
-static int follower_reopen(struct logs_follower *f) {
+/* Switch to a new file at the path if the old one was replaced: once the old one's writer closed it (everything it
+ * wrote has been read by the caller's pump just before), after ROTATION_GRACE_USEC, or at once with force (the
+ * container stopped: nothing more comes). 1 if switched. */
+static int follower_reopen(struct logs_follower *f, bool force) {
         struct stat st;
         _cleanup_close_ int fd = -1;
         int wd;
@@ -782,6 +792,10 @@ static int follower_reopen(struct logs_follower *f) {
                 f->check_rotation = false;
                 return 0;
         }
+        if (!f->replaced_usec)
+                f->replaced_usec = now_usec();
+        if (!force && !f->old_closed && now_usec() - f->replaced_usec < ROTATION_GRACE_USEC)
+                return 0; /* keep reading the old one */
         fd = open(f->path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
         if (fd < 0)
                 return errno == ENOENT ? 0 : negative_errno();
@@ -802,6 +816,8 @@ static int follower_reopen(struct logs_follower *f) {
         f->c.offset = 0;
         f->c.line.active = false;
         f->check_rotation = false;
+        f->old_closed = false;
+        f->replaced_usec = 0;
         return 1;
 }
 
@@ -824,8 +840,8 @@ static enum step_result follower_step_internal(struct logs_follower *f, bool tic
                 return STEP_AGAIN;
 
         /* caught up with the end of the file */
-        if (f->check_rotation || tick) {
-                r = follower_reopen(f);
+        if (f->check_rotation || tick || f->draining) {
+                r = follower_reopen(f, f->draining);
                 if (r < 0) {
                         *ret = r;
                         return STEP_DONE;
@@ -900,8 +916,17 @@ static void on_inotify(evutil_socket_t fd, short what, void *userdata) {
                         break;
                 for (char *p = buf; p < buf + n;) {
                         const struct inotify_event *e = (const struct inotify_event *) p;
-                        if (e->mask & (IN_MOVE_SELF | IN_DELETE_SELF | IN_IGNORED | IN_Q_OVERFLOW))
+                        if (e->mask & IN_Q_OVERFLOW)
                                 f->check_rotation = true;
+                        else if (e->wd == f->wd_dir) {
+                                if (e->len > 0 && streq(e->name, f->name))
+                                        f->check_rotation = true; /* a new file at the path */
+                        } else if (e->wd == f->wd) {
+                                if (e->mask & (IN_MOVE_SELF | IN_DELETE_SELF | IN_IGNORED))
+                                        f->check_rotation = true;
+                                if (e->mask & IN_CLOSE_WRITE)
+                                        f->old_closed = true;
+                        }
                         p += sizeof(struct inotify_event) + e->len;
                 }
         }
@@ -925,6 +950,7 @@ struct logs_follower *logs_follower_free(struct logs_follower *f) {
                 evbuffer_free(f->out);
         logs_cursor_done(&f->c);
         free(f->path);
+        free(f->name);
         free(f);
         return NULL;
 }
@@ -945,7 +971,7 @@ int logs_follow(struct event_base *base, const char *path, const struct logs_opt
         f = calloc(1, sizeof(*f));
         if (!f)
                 return -ENOMEM;
-        f->fd = f->inotify_fd = f->wd = -1;
+        f->fd = f->inotify_fd = f->wd = f->wd_dir = -1;
         f->base = base;
         f->o = *o;
         f->write = write;
@@ -980,6 +1006,20 @@ int logs_follow(struct event_base *base, const char *path, const struct logs_opt
         f->wd = inotify_add_watch(f->inotify_fd, path, WATCH_MASK);
         if (f->wd < 0)
                 return negative_errno();
+        {
+                /* the directory too: a rotation's new file is seen at once (else at the next tick) */
+                _cleanup_free_ char *dir = strdup(path);
+                char *slash = dir ? strrchr(dir, '/') : NULL;
+                if (!dir)
+                        return -ENOMEM;
+                f->name = strdup(slash ? slash + 1 : path);
+                if (!f->name)
+                        return -ENOMEM;
+                if (slash) {
+                        *slash = '\0';
+                        f->wd_dir = inotify_add_watch(f->inotify_fd, *dir ? dir : "/", WATCH_DIR_MASK | IN_ONLYDIR);
+                }
+        }
 
         f->io = event_new(base, f->inotify_fd, EV_READ | EV_PERSIST, on_inotify, f);
         f->timer = event_new(base, -1, EV_PERSIST, on_timer, f);

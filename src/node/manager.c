@@ -49,6 +49,12 @@ struct node_manager {
         size_t n_images;
         int cri_pending;
 
+        bool memory_pressure, disk_pressure, pid_pressure; /* the eviction manager's conditions */
+        bool eviction_set;
+        int64_t eviction_memory_bytes, eviction_storage_bytes;
+        float eviction_memory_fraction, eviction_storage_fraction;
+        bool pressure_changed; /* send the status as soon as the one in flight is done */
+
         json_t *last_status;       /* the last status sent */
         uint64_t last_report_usec; /* monotonic */
 
@@ -165,7 +171,26 @@ static void fill_input(struct node_manager *m, struct node_status_input *in) {
                 .kubelet_port = m->o->port,
                 .now_usec = (int64_t) now_realtime_usec(),
                 .previous = m->last_status,
+                .memory_pressure = m->memory_pressure,
+                .disk_pressure = m->disk_pressure,
+                .pid_pressure = m->pid_pressure,
+                .eviction_set = m->eviction_set,
+                .eviction_memory_bytes = m->eviction_memory_bytes,
+                .eviction_memory_fraction = m->eviction_memory_fraction,
+                .eviction_storage_bytes = m->eviction_storage_bytes,
+                .eviction_storage_fraction = m->eviction_storage_fraction,
         };
+}
+
+void node_manager_set_eviction_reservation(struct node_manager *m, int64_t memory_bytes, float memory_fraction,
+                                           int64_t storage_bytes, float storage_fraction) {
+        if (!m)
+                return;
+        m->eviction_set = true;
+        m->eviction_memory_bytes = memory_bytes;
+        m->eviction_memory_fraction = memory_fraction;
+        m->eviction_storage_bytes = storage_bytes;
+        m->eviction_storage_fraction = storage_fraction;
 }
 
 /* ---------------------------------------------------------------- lease */
@@ -249,7 +274,25 @@ static void lease_tick(evutil_socket_t fd, short what, void *userdata) {
 /* ---------------------------------------------------------------- status */
 
 static void status_schedule(struct node_manager *m) {
+        if (m->pressure_changed) {
+                m->pressure_changed = false;
+                evtimer_add_usec(m->status_timer, 0);
+                return;
+        }
         evtimer_add_usec(m->status_timer, m->o->node_status_update_frequency_usec);
+}
+
+void node_manager_set_pressure(struct node_manager *m, bool memory, bool disk, bool pid) {
+        if (!m || (m->memory_pressure == memory && m->disk_pressure == disk && m->pid_pressure == pid))
+                return;
+        m->memory_pressure = memory;
+        m->disk_pressure = disk;
+        m->pid_pressure = pid;
+        /* report it now rather than at the next period */
+        if (m->status_busy)
+                m->pressure_changed = true;
+        else if (m->registered)
+                evtimer_add_usec(m->status_timer, 0);
 }
 
 static void on_status_patched(const struct kube_response *resp, void *userdata) {

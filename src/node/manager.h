@@ -23,5 +23,11 @@ int node_manager_new(struct event_base *base, const struct kubelet_options *o, c
 int node_manager_start(struct node_manager *m);
 struct node_manager *node_manager_free(struct node_manager *m);
 
+/* The eviction manager's node conditions (bits of eviction/api.h: memory 1, disk 2, pid 4) and the hard eviction
+ * thresholds taken off allocatable (see node_status_input): a change of the conditions updates the status at once. */
+void node_manager_set_pressure(struct node_manager *m, bool memory, bool disk, bool pid);
+void node_manager_set_eviction_reservation(struct node_manager *m, int64_t memory_bytes, float memory_fraction,
+                                           int64_t storage_bytes, float storage_fraction);
+
 /* The Node's UID once registered (ownerReferences of the Lease and mirror pods), else NULL. */
 const char *node_manager_node_uid(const struct node_manager *m);

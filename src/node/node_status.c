@@ -89,9 +89,20 @@ void node_allocatable(const struct node_status_input *in, int64_t *ret_cpu_milli
 
         (void) node_parse_reserved(in->kube_reserved, &kc, &km, &ks, NULL);
         (void) node_parse_reserved(in->system_reserved, &sc, &sm, &ss, NULL);
+        int64_t mem_capacity = (int64_t) in->machine->memory_capacity;
+        int64_t ev_mem = EVICTION_MEMORY_BYTES, ev_storage = storage * EVICTION_NODEFS_PERCENT / 100;
+
+        if (in->eviction_set) {
+                ev_mem = in->eviction_memory_fraction > 0
+                                 ? (int64_t) ((double) mem_capacity * (double) in->eviction_memory_fraction)
+                                 : in->eviction_memory_bytes;
+                ev_storage = in->eviction_storage_fraction > 0
+                                     ? (int64_t) ((double) storage * (double) in->eviction_storage_fraction)
+                                     : in->eviction_storage_bytes;
+        }
         *ret_cpu_milli = MAX((int64_t) in->machine->num_cores * 1000 - kc - sc, (int64_t) 0);
-        *ret_memory_bytes = MAX((int64_t) in->machine->memory_capacity - km - sm - EVICTION_MEMORY_BYTES, (int64_t) 0);
-        *ret_storage_bytes = MAX(storage - ks - ss - storage * EVICTION_NODEFS_PERCENT / 100, (int64_t) 0);
+        *ret_memory_bytes = MAX(mem_capacity - km - sm - ev_mem, (int64_t) 0);
+        *ret_storage_bytes = MAX(storage - ks - ss - ev_storage, (int64_t) 0);
 }
 
 static json_t *resources(const struct node_status_input *in, bool allocatable) {
@@ -168,11 +179,18 @@ int node_status_build(const struct node_status_input *in, json_t **ret) {
         st = json_pack("{s:o, s:o, s:[o, o, o, o], s:[{s:s, s:s}, {s:s, s:s}], s:{s:{s:i}}, "
                        "s:{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s}, s:o}",
                        "capacity", resources(in, false), "allocatable", resources(in, true), "conditions",
-                       condition(in, "MemoryPressure", false, "KubeletHasSufficientMemory",
-                                 "kubelet has sufficient memory available"),
-                       condition(in, "DiskPressure", false, "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
-                       condition(in, "PIDPressure", false, "KubeletHasSufficientPID",
-                                 "kubelet has sufficient PID available"),
+                       in->memory_pressure ? condition(in, "MemoryPressure", true, "KubeletHasInsufficientMemory",
+                                                       "kubelet has insufficient memory available")
+                                           : condition(in, "MemoryPressure", false, "KubeletHasSufficientMemory",
+                                                       "kubelet has sufficient memory available"),
+                       in->disk_pressure ? condition(in, "DiskPressure", true, "KubeletHasDiskPressure",
+                                                     "kubelet has disk pressure")
+                                         : condition(in, "DiskPressure", false, "KubeletHasNoDiskPressure",
+                                                     "kubelet has no disk pressure"),
+                       in->pid_pressure ? condition(in, "PIDPressure", true, "KubeletHasInsufficientPID",
+                                                    "kubelet has insufficient PID available")
+                                        : condition(in, "PIDPressure", false, "KubeletHasSufficientPID",
+                                                    "kubelet has sufficient PID available"),
                        condition(in, "Ready", ready, ready ? "KubeletReady" : "KubeletNotReady",
                                  ready ? "kubelet is posting ready status" : strempty(in->runtime_message)),
                        "addresses", "type", "InternalIP", "address", strempty(in->node_ip), "type", "Hostname",

@@ -38,6 +38,15 @@ struct node_status_input {
         int64_t now_usec;       /* realtime: heartbeats */
         const json_t *previous; /* the last status sent (lastTransitionTime is kept while a condition's
                                           status does not change), or NULL */
+        bool memory_pressure, disk_pressure, pid_pressure; /* the eviction manager's node conditions */
+        /* the hard eviction thresholds on memory.available and nodefs.available come off allocatable
+         * (hardEvictionReservation): a quantity, or a fraction of the capacity; unset: upstream's defaults, 100Mi
+         * and 10% */
+        bool eviction_set;
+        int64_t eviction_memory_bytes;
+        float eviction_memory_fraction;
+        int64_t eviction_storage_bytes;
+        float eviction_storage_fraction;
 };
 
 /* The NodeStatus object. */
@@ -55,8 +64,8 @@ bool node_label_is_kubelet_owned(const char *key);
 int node_object_build(const struct node_status_input *in, const char *node_labels, const char *taints, json_t **ret,
                       struct ck_error **ret_error);
 
-/* Allocatable: capacity minus --kube-reserved, --system-reserved and the hard eviction thresholds (memory
- * 100Mi, nodefs 10%), never below 0. */
+/* Allocatable: capacity minus --kube-reserved, --system-reserved and the hard eviction thresholds (by default
+ * memory 100Mi, nodefs 10%), never below 0. */
 void node_allocatable(const struct node_status_input *in, int64_t *ret_cpu_milli, int64_t *ret_memory_bytes,
                       int64_t *ret_storage_bytes);
 

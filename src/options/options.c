@@ -16,6 +16,8 @@
 #include <string.h>
 
 #include "apis/manifest.h"
+#include "apis/pod.h"
+#include "basic/error.h"
 #include "basic/fs.h"
 #include "basic/json.h"
 #include "basic/log.h"
@@ -41,15 +43,21 @@
 #define DEFAULT_PORT 10250
 #define DEFAULT_HEALTHZ_PORT 10248
 #define DEFAULT_CERT_DIR "/var/lib/kubelet/pki"
+#define DEFAULT_CONTAINER_LOGS_DIR "/var/log/containers"
+#define DEFAULT_POD_INFRA_CONTAINER_IMAGE "registry.k8s.io/pause:3.10"
+/* v1beta1's DefaultEvictionHard */
+#define DEFAULT_EVICTION_HARD "memory.available=100Mi,nodefs.available=10%,imagefs.available=15%,nodefs.inodesFree=5%"
 
 enum flag_kind {
-        FLAG_STRING,    /* char * at offset */
-        FLAG_DURATION,  /* uint64_t usec at offset */
-        FLAG_INT,       /* int at offset */
-        FLAG_INT64,     /* int64_t at offset */
-        FLAG_BOOL,      /* bool at offset */
-        FLAG_HEADERS,   /* --manifest-url-header */
-        FLAG_VERBOSITY, /* --v / -v */
+        FLAG_STRING,     /* char * at offset */
+        FLAG_DURATION,   /* uint64_t usec at offset */
+        FLAG_INT,        /* int at offset */
+        FLAG_INT64,      /* int64_t at offset */
+        FLAG_BOOL,       /* bool at offset */
+        FLAG_HEADERS,    /* --manifest-url-header */
+        FLAG_MAP,        /* "k=v,k2=v2" (pflag mapStringString): char * at offset, repeated uses merge */
+        FLAG_LANGLE_MAP, /* "k<v,k2<v2" (langleSeparatedMapStringString), stored as "k=v,k2=v2" */
+        FLAG_VERBOSITY,  /* --v / -v */
         FLAG_HELP,
         FLAG_VERSION,
 };
@@ -109,6 +117,18 @@ static const struct flag_def flag_defs[] = {
           "kubelet.config.k8s.io/v1beta1, YAML or JSON). The path may be absolute or relative; relative paths start "
           "at the Kubelet's current working directory. Omit this flag to use the built-in default configuration "
           "values. Command-line flags override configuration from this file." },
+        { "container-log-max-files", 0, FLAG_INT, OFF(container_log_max_files), "containerLogMaxFiles", "int32",
+          "The most log files kept per container, the live one included (at least 2)." },
+        { "container-log-max-size", 0, FLAG_STRING, OFF(container_log_max_size), "containerLogMaxSize", "string",
+          "The size (a quantity such as 10Mi) at which a container's log file is rotated." },
+        { "container-log-max-workers", 0, FLAG_INT, OFF(container_log_max_workers), "containerLogMaxWorkers", "int32",
+          "How many containers' logs may be rotated (and compressed) at the same time (at least 1)." },
+        { "container-log-monitor-interval", 0, FLAG_DURATION, OFF(container_log_monitor_interval_usec),
+          "containerLogMonitorInterval", "duration",
+          "How often the container logs are checked for rotation (at least 3s)." },
+        { "container-logs-dir", 0, FLAG_STRING, OFF(container_logs_dir), NULL, "string",
+          "Where the <pod>_<namespace>_<container>-<id>.log links to the containers' live log files are kept for log "
+          "shippers (ckubelet only: upstream always uses /var/log/containers)." },
         { "container-runtime-endpoint", 0, FLAG_STRING, OFF(container_runtime_endpoint), "containerRuntimeEndpoint",
           "string",
           "The endpoint of container runtime service. Only unix domain sockets are supported. Example: "
@@ -121,6 +141,24 @@ static const struct flag_def flag_defs[] = {
           "A comma separated list of levels of node allocatable enforcement to be enforced by kubelet. "
           "Acceptable options are 'none' and 'pods' (ckubelet does not enforce 'system-reserved' and "
           "'kube-reserved')." },
+        { "eviction-hard", 0, FLAG_LANGLE_MAP, OFF(eviction_hard), "evictionHard", "mapStringString",
+          "Eviction thresholds that evict a pod as soon as they are met, such as memory.available<1Gi." },
+        { "eviction-max-pod-grace-period", 0, FLAG_INT, OFF(eviction_max_pod_grace_period), "evictionMaxPodGracePeriod",
+          "int32", "The grace period (seconds) given to a pod evicted for a soft threshold; negative: the pod's own." },
+        { "eviction-minimum-reclaim", 0, FLAG_MAP, OFF(eviction_minimum_reclaim), "evictionMinimumReclaim",
+          "mapStringString",
+          "How much of a resource under pressure must be reclaimed beyond its threshold before the "
+          "pressure counts as resolved, such as imagefs.available=2Gi." },
+        { "eviction-pressure-transition-period", 0, FLAG_DURATION, OFF(eviction_pressure_transition_period_usec),
+          "evictionPressureTransitionPeriod", "duration",
+          "How long a pressure condition stays after its threshold is no longer met." },
+        { "eviction-soft", 0, FLAG_LANGLE_MAP, OFF(eviction_soft), "evictionSoft", "mapStringString",
+          "Eviction thresholds that evict a pod once they have held for their grace period, such as "
+          "memory.available<1.5Gi." },
+        { "eviction-soft-grace-period", 0, FLAG_MAP, OFF(eviction_soft_grace_period), "evictionSoftGracePeriod",
+          "mapStringString",
+          "How long each soft eviction threshold must hold before a pod is evicted, such as "
+          "memory.available=1m30s." },
         { "file-check-frequency", 0, FLAG_DURATION, OFF(file_check_frequency_usec), "fileCheckFrequency", "duration",
           "Duration between checking config files for new data (changes are also picked up at once through inotify)" },
         { "healthz-bind-address", 0, FLAG_STRING, OFF(healthz_bind_address), "healthzBindAddress", "string",
@@ -131,6 +169,14 @@ static const struct flag_def flag_defs[] = {
         { "help", 'h', FLAG_HELP, 0, NULL, NULL, "help for ckubelet" },
         { "hostname-override", 0, FLAG_STRING, OFF(hostname_override), NULL, "string",
           "If non-empty, will use this string as identification instead of the actual hostname." },
+        { "maximum-dead-containers", 0, FLAG_INT, OFF(max_containers), NULL, "int32",
+          "The most dead containers kept on the node; negative: no limit." },
+        { "maximum-dead-containers-per-container", 0, FLAG_INT, OFF(max_per_pod_container), NULL, "int32",
+          "The most dead instances kept per container." },
+        { "minimum-container-ttl-duration", 0, FLAG_DURATION, OFF(minimum_container_ttl_usec), NULL, "duration",
+          "How old a dead container must be before it is garbage-collected." },
+        { "minimum-image-ttl-duration", 0, FLAG_DURATION, OFF(image_minimum_gc_age_usec), "imageMinimumGCAge",
+          "duration", "How long an unused image is kept at least after it was first seen." },
         { "node-labels", 0, FLAG_STRING, OFF(node_labels), NULL, "mapStringString",
           "Labels to add when registering the node in the cluster. Labels must be key=value pairs separated by ','." },
         { "node-status-update-frequency", 0, FLAG_DURATION, OFF(node_status_update_frequency_usec),
@@ -142,6 +188,14 @@ static const struct flag_def flag_defs[] = {
           "pods, where their probes connect). Default: the address of the interface of the default route." },
         { "http-check-frequency", 0, FLAG_DURATION, OFF(http_check_frequency_usec), "httpCheckFrequency", "duration",
           "Duration between checking http for new data" },
+        { "image-gc-high-threshold", 0, FLAG_INT, OFF(image_gc_high_threshold_percent), "imageGCHighThresholdPercent",
+          "int32",
+          "Image filesystem usage (percent) at which unused images are removed; 100 disables image garbage "
+          "collection." },
+        { "image-gc-low-threshold", 0, FLAG_INT, OFF(image_gc_low_threshold_percent), "imageGCLowThresholdPercent",
+          "int32",
+          "Image filesystem usage (percent) image garbage collection frees down to; below "
+          "--image-gc-high-threshold." },
         { "image-service-endpoint", 0, FLAG_STRING, OFF(image_service_endpoint), "imageServiceEndpoint", "string",
           "The endpoint of container image service. If not specified, it will be the same with "
           "--container-runtime-endpoint by default. Only unix domain sockets are supported." },
@@ -151,6 +205,9 @@ static const struct flag_def flag_defs[] = {
           "Comma-separated list of HTTP headers to use when accessing the url provided to --manifest-url. Multiple "
           "headers with the same name will be added in the same order provided. This flag can be repeatedly invoked. "
           "For example: --manifest-url-header 'a:hello,b:again,c:world' --manifest-url-header 'b:beautiful'" },
+        { "kernel-memcg-notification", 0, FLAG_BOOL, OFF(kernel_memcg_notification), "kernelMemcgNotification", "",
+          "React to memory eviction thresholds through the kernel's memory cgroup notifications, not only the "
+          "periodic check." },
         { "kube-api-burst", 0, FLAG_INT, OFF(kube_api_burst), "kubeAPIBurst", "int32",
           "Burst to use while talking with kubernetes apiserver." },
         { "kube-api-qps", 0, FLAG_INT, OFF(kube_api_qps), "kubeAPIQPS", "int32",
@@ -162,6 +219,9 @@ static const struct flag_def flag_defs[] = {
           "Path to a kubeconfig file, specifying how to connect to the API server. Providing --kubeconfig enables "
           "API server mode, omitting --kubeconfig enables standalone mode." },
         { "max-pods", 0, FLAG_INT, OFF(max_pods), "maxPods", "int32", "Number of Pods that can run on this Kubelet." },
+        { "pod-infra-container-image", 0, FLAG_STRING, OFF(pod_infra_container_image), NULL, "string",
+          "The sandbox image: image garbage collection never removes it (the runtime's own setting decides which image "
+          "sandboxes use)." },
         { "pod-manifest-path", 0, FLAG_STRING, OFF(pod_manifest_path), "staticPodPath", "string",
           "Path to the directory containing static pod files to run, or the path to a single static pod file. Files "
           "starting with dots will be ignored." },
@@ -197,6 +257,8 @@ static const struct flag_def flag_defs[] = {
           "--cert-dir." },
         { "tls-private-key-file", 0, FLAG_STRING, OFF(tls_private_key_file), "tlsPrivateKeyFile", "string",
           "File containing x509 private key matching --tls-cert-file." },
+        { "volume-stats-agg-period", 0, FLAG_DURATION, OFF(volume_stats_agg_period_usec), "volumeStatsAggPeriod",
+          "duration", "How often the disk usage of the pods' volumes is measured (for the Summary API and eviction)." },
         { "v", 'v', FLAG_VERBOSITY, OFF(verbosity), "logging.verbosity", "Level",
           "number for the log level verbosity" },
         { "version", 0, FLAG_VERSION, 0, NULL, "version[=true]", "Print version information and quit" },
@@ -209,10 +271,6 @@ static const char *const unsupported_fields[] = {
         "clusterDNS",
         "clusterDomain",
         "configMapAndSecretChangeDetectionStrategy",
-        "containerLogMaxFiles",
-        "containerLogMaxSize",
-        "containerLogMaxWorkers",
-        "containerLogMonitorInterval",
         "contentType",
         "cpuCFSQuota",
         "cpuCFSQuotaPeriod",
@@ -229,23 +287,12 @@ static const char *const unsupported_fields[] = {
         "enableSystemLogQuery",
         "eventBurst",
         "eventRecordQPS",
-        "evictionHard",
-        "evictionMaxPodGracePeriod",
-        "evictionMinimumReclaim",
-        "evictionPressureTransitionPeriod",
-        "evictionSoft",
-        "evictionSoftGracePeriod",
         "failSwapOn",
         "featureGates",
         "hairpinMode",
-        "imageGCHighThresholdPercent",
-        "imageGCLowThresholdPercent",
-        "imageMaximumGCAge",
-        "imageMinimumGCAge",
         "imagePullCredentialsVerificationPolicy",
         "iptablesDropBit",
         "iptablesMasqueradeBit",
-        "kernelMemcgNotification",
         "kubeReservedCgroup",
         "kubeletCgroups",
         "localStorageCapacityIsolation",
@@ -292,7 +339,6 @@ static const char *const unsupported_fields[] = {
         "tracing",
         "userNamespaces",
         "volumePluginDir",
-        "volumeStatsAggPeriod",
 };
 
 /* logging (component-base LoggingConfiguration): only verbosity is implemented */
@@ -345,9 +391,29 @@ int kubelet_options_init(struct kubelet_options *o) {
         o->enforce_node_allocatable = strdup("pods");
         o->pod_pids_limit = -1;
         o->resolv_conf = strdup("/etc/resolv.conf");
+        o->container_log_max_size = strdup("10Mi");
+        o->container_log_max_files = 5;
+        o->container_log_max_workers = 1;
+        o->container_log_monitor_interval_usec = 10 * USEC_PER_SEC;
+        o->container_logs_dir = strdup(DEFAULT_CONTAINER_LOGS_DIR);
+        o->max_per_pod_container = 1;
+        o->max_containers = -1;
+        o->image_gc_high_threshold_percent = 85;
+        o->image_gc_low_threshold_percent = 80;
+        o->image_minimum_gc_age_usec = 120 * USEC_PER_SEC;
+        o->pod_infra_container_image = strdup(DEFAULT_POD_INFRA_CONTAINER_IMAGE);
+        o->eviction_hard = strdup(DEFAULT_EVICTION_HARD);
+        o->eviction_soft = strdup("");
+        o->eviction_soft_grace_period = strdup("");
+        o->eviction_minimum_reclaim = strdup("");
+        o->eviction_pressure_transition_period_usec = 300 * USEC_PER_SEC;
+        o->kernel_memcg_notification = true;
+        o->volume_stats_agg_period_usec = 60 * USEC_PER_SEC;
         if (!o->container_runtime_endpoint || !o->root_dir || !o->pod_logs_dir || !o->address ||
             !o->healthz_bind_address || !o->cert_dir || !o->authorization_mode || !o->cgroup_root ||
-            !o->cgroup_driver || !o->enforce_node_allocatable || !o->resolv_conf) {
+            !o->cgroup_driver || !o->enforce_node_allocatable || !o->resolv_conf || !o->container_log_max_size ||
+            !o->container_logs_dir || !o->pod_infra_container_image || !o->eviction_hard || !o->eviction_soft ||
+            !o->eviction_soft_grace_period || !o->eviction_minimum_reclaim) {
                 kubelet_options_done(o);
                 return -ENOMEM;
         }
@@ -387,6 +453,13 @@ void kubelet_options_done(struct kubelet_options *o) {
         free(o->cluster_dns);
         free(o->cluster_domain);
         free(o->resolv_conf);
+        free(o->container_log_max_size);
+        free(o->container_logs_dir);
+        free(o->pod_infra_container_image);
+        free(o->eviction_hard);
+        free(o->eviction_soft);
+        free(o->eviction_soft_grace_period);
+        free(o->eviction_minimum_reclaim);
         *o = (struct kubelet_options) {};
 }
 
@@ -465,12 +538,42 @@ static int parse_headers_value(const char *value, char ***l, struct ck_error **r
         return 0;
 }
 
+/* pflag's map flags: "k=v,k2=v2" (mapStringString) or "k<v,k2<v2" (langleSeparatedMapStringString), keys and
+ * values trimmed, empty items skipped. Stored as "k=v,k2=v2"; a later key replaces an earlier one where the map is
+ * read. */
+static int parse_map_value(const char *value, char sep, char **ret, struct ck_error **ret_error) {
+        _cleanup_strv_free_ char **l = NULL;
+        _cleanup_free_ char *copy = strdup(value);
+        char *save = NULL;
+
+        if (!copy)
+                return -ENOMEM;
+        for (char *item = strtok_r(copy, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
+                char *at = strchr(item, sep), *k, *v, *pair;
+
+                if (isempty(trim(item)))
+                        continue;
+                if (!at)
+                        return ck_error_set(ret_error, -EINVAL, "malformed pair, expect string%cstring", sep);
+                *at = '\0';
+                k = trim(item);
+                v = trim(at + 1);
+                if (strchr(k, '='))
+                        return ck_error_set(ret_error, -EINVAL, "invalid key \"%s\"", k);
+                if (asprintf(&pair, "%s=%s", k, v) < 0 || strv_push(&l, pair) < 0)
+                        return -ENOMEM;
+        }
+        *ret = l ? strv_join(l, ",") : strdup("");
+        return *ret ? 0 : -ENOMEM;
+}
+
 /* ---- flags ---- */
 
 struct parse_state {
         bool help;
         bool version;
-        bool headers_seen; /* the first --manifest-url-header replaces what the config file gave */
+        bool headers_seen;  /* the first --manifest-url-header replaces what the config file gave */
+        uint64_t maps_seen; /* by flag index: the first use of a map flag replaces, later ones add */
 };
 
 static const struct flag_def *flag_find(const char *name, size_t len) {
@@ -564,6 +667,29 @@ static int apply_flag(struct kubelet_options *o, struct parse_state *st, const s
                         o->manifest_url_headers = TAKE_PTR(l);
                         st->headers_seen = true;
                 }
+                break;
+        }
+
+        case FLAG_MAP:
+        case FLAG_LANGLE_MAP: {
+                _cleanup_free_ char *parsed = NULL;
+                char **target = (char **) (base + f->offset);
+                uint64_t bit = UINT64_C(1) << ((size_t) (f - flag_defs) % 64);
+
+                r = parse_map_value(value, f->kind == FLAG_MAP ? '=' : '<', &parsed, &why);
+                if (r < 0)
+                        break;
+                if ((st->maps_seen & bit) && !isempty(*target) && !isempty(parsed)) {
+                        char *joined;
+                        if (asprintf(&joined, "%s,%s", *target, parsed) < 0)
+                                return -ENOMEM;
+                        free(*target);
+                        *target = joined;
+                } else {
+                        free(*target);
+                        *target = TAKE_PTR(parsed);
+                }
+                st->maps_seen |= bit;
                 break;
         }
 
@@ -1021,6 +1147,42 @@ static int config_apply_field(struct config_ctx *c, const char *key, json_t *v, 
         }
         if (streq(key, "registerWithTaints"))
                 return config_taints(c, key, v, &o->register_with_taints);
+        if (streq(key, "containerLogMaxSize")) {
+                r = config_string(c, key, v, false, &o->container_log_max_size);
+                if (r >= 0 && isempty(o->container_log_max_size))
+                        r = free_and_strdup(&o->container_log_max_size, "10Mi"); /* "" is the default */
+                return r;
+        }
+        if (streq(key, "containerLogMaxFiles"))
+                return config_port(c, key, v, &o->container_log_max_files);
+        if (streq(key, "containerLogMaxWorkers"))
+                return config_port(c, key, v, &o->container_log_max_workers);
+        if (streq(key, "containerLogMonitorInterval"))
+                return config_duration(c, key, v, &o->container_log_monitor_interval_usec);
+        if (streq(key, "imageGCHighThresholdPercent"))
+                return config_port(c, key, v, &o->image_gc_high_threshold_percent);
+        if (streq(key, "imageGCLowThresholdPercent"))
+                return config_port(c, key, v, &o->image_gc_low_threshold_percent);
+        if (streq(key, "imageMinimumGCAge"))
+                return config_duration(c, key, v, &o->image_minimum_gc_age_usec);
+        if (streq(key, "imageMaximumGCAge"))
+                return config_duration(c, key, v, &o->image_maximum_gc_age_usec);
+        if (streq(key, "evictionHard"))
+                return config_string_map(c, key, v, &o->eviction_hard);
+        if (streq(key, "evictionSoft"))
+                return config_string_map(c, key, v, &o->eviction_soft);
+        if (streq(key, "evictionSoftGracePeriod"))
+                return config_string_map(c, key, v, &o->eviction_soft_grace_period);
+        if (streq(key, "evictionMinimumReclaim"))
+                return config_string_map(c, key, v, &o->eviction_minimum_reclaim);
+        if (streq(key, "evictionMaxPodGracePeriod"))
+                return config_port(c, key, v, &o->eviction_max_pod_grace_period);
+        if (streq(key, "evictionPressureTransitionPeriod"))
+                return config_duration(c, key, v, &o->eviction_pressure_transition_period_usec);
+        if (streq(key, "kernelMemcgNotification"))
+                return config_bool(c, key, v, &o->kernel_memcg_notification);
+        if (streq(key, "volumeStatsAggPeriod"))
+                return config_duration(c, key, v, &o->volume_stats_agg_period_usec);
         if (streq(key, "authentication"))
                 return config_object(c, key, v, config_authn_field, o);
         if (streq(key, "authorization"))
@@ -1199,6 +1361,69 @@ static int validate_cgroups(const struct kubelet_options *o, struct ck_error **r
         return 0;
 }
 
+/* upstream's rules for image GC (ValidateKubeletConfiguration) and for the container log manager
+ * (NewContainerLogManager, which upstream checks at start-up) */
+static int validate_gc_and_logs(const struct kubelet_options *o, struct ck_error **ret_error) {
+        struct quantity q;
+        int r;
+
+        if (o->image_gc_high_threshold_percent < 0 || o->image_gc_high_threshold_percent > 100)
+                return ck_error_set(ret_error, -EINVAL,
+                                    "invalid configuration: imageGCHighThresholdPercent "
+                                    "(--image-gc-high-threshold) %d must be between 0 and 100, inclusive",
+                                    o->image_gc_high_threshold_percent);
+        if (o->image_gc_low_threshold_percent < 0 || o->image_gc_low_threshold_percent > 100)
+                return ck_error_set(ret_error, -EINVAL,
+                                    "invalid configuration: imageGCLowThresholdPercent "
+                                    "(--image-gc-low-threshold) %d must be between 0 and 100, inclusive",
+                                    o->image_gc_low_threshold_percent);
+        if (o->image_gc_low_threshold_percent >= o->image_gc_high_threshold_percent)
+                return ck_error_set(ret_error, -EINVAL,
+                                    "invalid configuration: imageGCLowThresholdPercent "
+                                    "(--image-gc-low-threshold) %d must be less than imageGCHighThresholdPercent "
+                                    "(--image-gc-high-threshold) %d",
+                                    o->image_gc_low_threshold_percent, o->image_gc_high_threshold_percent);
+        if (o->image_maximum_gc_age_usec > 0 && o->image_maximum_gc_age_usec <= o->image_minimum_gc_age_usec) {
+                char a[GO_DURATION_MAX], b[GO_DURATION_MAX];
+                return ck_error_set(ret_error, -EINVAL,
+                                    "invalid configuration: imageMaximumGCAge %s must be greater than "
+                                    "imageMinimumGCAge %s",
+                                    go_duration_format((int64_t) o->image_maximum_gc_age_usec * 1000, a, sizeof(a)),
+                                    go_duration_format((int64_t) o->image_minimum_gc_age_usec * 1000, b, sizeof(b)));
+        }
+        if (o->container_log_max_files <= 1)
+                return ck_error_set(ret_error, -EINVAL,
+                                    "failed to initialize container log manager: invalid MaxFiles %d, "
+                                    "must be > 1",
+                                    o->container_log_max_files);
+        r = quantity_parse(o->container_log_max_size, &q);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0 || q.value < 0) {
+                if (r >= 0)
+                        quantity_done(&q);
+                return ck_error_set(ret_error, -EINVAL,
+                                    "failed to initialize container log manager: failed to parse "
+                                    "container log max size \"%s\"",
+                                    o->container_log_max_size);
+        }
+        quantity_done(&q);
+        if (o->container_log_max_workers < 1)
+                return ck_error_set(ret_error, -EINVAL,
+                                    "invalid configuration: containerLogMaxWorkers must be greater than "
+                                    "or equal to 1");
+        if (o->container_log_monitor_interval_usec < 3 * USEC_PER_SEC)
+                return ck_error_set(ret_error, -EINVAL,
+                                    "invalid configuration: containerLogMonitorInterval must be a "
+                                    "positive time duration greater than or equal to 3s");
+        if (isempty(o->container_logs_dir) || o->container_logs_dir[0] != '/')
+                return ck_error_set(ret_error, -EINVAL,
+                                    "invalid configuration: --container-logs-dir \"%s\" must be an "
+                                    "absolute path",
+                                    strempty(o->container_logs_dir));
+        return 0;
+}
+
 static int validate(const struct kubelet_options *o, struct ck_error **ret_error) {
         unsigned char addr[sizeof(struct in6_addr)];
         int r;
@@ -1280,6 +1505,9 @@ static int validate(const struct kubelet_options *o, struct ck_error **ret_error
                 return ck_error_set(ret_error, -EINVAL,
                                     "invalid configuration: pod logs path \"%s\" must be absolute path",
                                     strempty(o->pod_logs_dir));
+        r = validate_gc_and_logs(o, ret_error);
+        if (r < 0)
+                return r;
         return 0;
 }
 
@@ -1331,6 +1559,14 @@ int kubelet_options_parse(struct kubelet_options *o, int argc, char **argv, stru
         r = validate(o, ret_error);
         if (r < 0)
                 goto fail;
+        {
+                struct quantity q;
+                r = quantity_parse(o->container_log_max_size, &q); /* checked by validate() */
+                if (r < 0)
+                        goto fail;
+                o->container_log_max_size_bytes = q.value;
+                quantity_done(&q);
+        }
         r = derive_node_name(o, ret_error);
         if (r < 0)
                 goto fail;
@@ -1373,6 +1609,19 @@ static void default_text(const struct kubelet_options *d, const struct flag_def 
         case FLAG_BOOL:
                 snprintf(buf, size, "%s", *(const bool *) (base + f->offset) ? "true" : "false");
                 break;
+        case FLAG_MAP:
+        case FLAG_LANGLE_MAP: {
+                const char *m = *(char *const *) (base + f->offset);
+                if (!isempty(m)) {
+                        /* as pflag prints it: "memory.available<100Mi,..." for the langle maps */
+                        snprintf(buf, size, "%s", m);
+                        if (f->kind == FLAG_LANGLE_MAP)
+                                for (char *c = buf; *c; c++)
+                                        if (*c == '=')
+                                                *c = '<';
+                }
+                break;
+        }
         case FLAG_HEADERS:
         case FLAG_HELP:
         case FLAG_VERSION:

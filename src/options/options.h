@@ -80,6 +80,38 @@ struct kubelet_options {
         char *cluster_dns;              /* --cluster-dns: comma-separated IPs */
         char *cluster_domain;           /* --cluster-domain */
         char *resolv_conf;              /* --resolv-conf, default /etc/resolv.conf; "" = none */
+
+        /* container logs (pkg/kubelet/logs) */
+        char *container_log_max_size;                 /* --container-log-max-size / containerLogMaxSize, "10Mi" */
+        int64_t container_log_max_size_bytes;         /* derived from it */
+        int container_log_max_files;                  /* --container-log-max-files / containerLogMaxFiles, 5 */
+        int container_log_max_workers;                /* --container-log-max-workers / containerLogMaxWorkers, 1 */
+        uint64_t container_log_monitor_interval_usec; /* --container-log-monitor-interval /
+                                                         containerLogMonitorInterval, 10s */
+        char *container_logs_dir;                     /* --container-logs-dir (ckubelet only; upstream hard-codes it):
+                                                /var/log/containers, the links log shippers read */
+
+        /* garbage collection (pkg/kubelet/container GC policy, pkg/kubelet/images) */
+        uint64_t minimum_container_ttl_usec; /* --minimum-container-ttl-duration, 0 */
+        int max_per_pod_container;           /* --maximum-dead-containers-per-container, 1 */
+        int max_containers;                  /* --maximum-dead-containers, -1 = no limit */
+        int image_gc_high_threshold_percent; /* --image-gc-high-threshold / imageGCHighThresholdPercent, 85 */
+        int image_gc_low_threshold_percent;  /* --image-gc-low-threshold / imageGCLowThresholdPercent, 80 */
+        uint64_t image_minimum_gc_age_usec;  /* --minimum-image-ttl-duration / imageMinimumGCAge, 2m */
+        uint64_t image_maximum_gc_age_usec;  /* imageMaximumGCAge, 0 = off */
+        char *pod_infra_container_image;     /* --pod-infra-container-image: never garbage-collected */
+
+        /* eviction (pkg/kubelet/eviction): maps as "signal=value,signal2=value2" */
+        char *eviction_hard;               /* --eviction-hard / evictionHard */
+        char *eviction_soft;               /* --eviction-soft / evictionSoft */
+        char *eviction_soft_grace_period;  /* --eviction-soft-grace-period / evictionSoftGracePeriod */
+        char *eviction_minimum_reclaim;    /* --eviction-minimum-reclaim / evictionMinimumReclaim */
+        int eviction_max_pod_grace_period; /* --eviction-max-pod-grace-period / evictionMaxPodGracePeriod, 0 */
+        uint64_t eviction_pressure_transition_period_usec; /* --eviction-pressure-transition-period /
+                                                              evictionPressureTransitionPeriod, 5m */
+        bool kernel_memcg_notification;        /* --kernel-memcg-notification / kernelMemcgNotification: true here
+                                                (upstream: false) */
+        uint64_t volume_stats_agg_period_usec; /* --volume-stats-agg-period / volumeStatsAggPeriod, 1m */
 };
 
 /* Fill defaults. */

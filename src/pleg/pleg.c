@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "pleg/pleg.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "basic/log.h"
@@ -35,6 +36,7 @@ struct pleg {
         bool failed;
         struct pleg_list next;
 
+        uint64_t next_started, last_relist_started; /* realtime: when the relist in flight / the last one began */
         struct pleg_list current;
         char **uids;
         size_t n_sandboxes, n_running_sandboxes, n_containers, n_running_containers;
@@ -138,6 +140,7 @@ static void relist_finish(struct pleg *p) {
 
         if (ok) {
                 diff_and_swap(p);
+                p->last_relist_started = p->next_started;
         } else
                 list_done(&p->next);
         p->in_flight = false;
@@ -208,6 +211,7 @@ static void relist(evutil_socket_t fd, short what, void *userdata) {
                 return;
         }
         p->in_flight = true;
+        p->next_started = now_realtime_usec();
         p->failed = false;
         p->pending = 2;
         p->next_sandboxes = p->next_running_sandboxes = p->next_containers = p->next_running_containers = 0;
@@ -249,6 +253,17 @@ int pleg_new(struct event_base *base, struct cri_client *cri, uint64_t period_us
 int pleg_start(struct pleg *p) {
         arm(p, 0);
         return 0;
+}
+
+uint64_t pleg_last_relist_started_usec(const struct pleg *p) {
+        return p->last_relist_started;
+}
+
+bool pleg_has_id(const struct pleg *p, const char *id) {
+        struct pleg_item key = { .id = (char *) id };
+        if (!p || !id || p->current.n == 0)
+                return false;
+        return bsearch(&key, p->current.items, p->current.n, sizeof(key), cmp_item) != NULL;
 }
 
 char *const *pleg_pod_uids(const struct pleg *p) {

@@ -25,6 +25,10 @@ int pleg_new(struct event_base *base, struct cri_client *cri, uint64_t period_us
              void *userdata, struct pleg **ret);
 struct pleg *pleg_free(struct pleg *p);
 int pleg_start(struct pleg *p);
+/* Wall-clock usec of when the last successful relist began, 0 if none. */
+uint64_t pleg_last_relist_started_usec(const struct pleg *p);
+/* Was this sandbox or container id in the last successful listing? */
+bool pleg_has_id(const struct pleg *p, const char *id);
 /* UIDs of pods present in the last successful listing (borrowed, NULL-terminated strv). */
 char *const *pleg_pod_uids(const struct pleg *p);
 /* Counts from the last listing. */

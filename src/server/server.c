@@ -444,6 +444,8 @@ int api_server_new(struct event_base *base, const struct api_server_config *cfg,
                 .root_dir = o->root_dir,
                 .pod_logs_dir = o->pod_logs_dir,
                 .host_root = "",
+                .pods_cgroup = cfg->pods_cgroup,
+                .volumes = cfg->volumes,
         };
         int r;
 

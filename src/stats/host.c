@@ -324,6 +324,37 @@ int stats_cgroup_read_root(const char *root, struct cgroup_cpu_memory *ret) {
         return 0;
 }
 
+int stats_cgroup_read_memory(const char *root, const char *cgroup, struct cgroup_cpu_memory *ret, uint64_t *ret_limit) {
+        _cleanup_free_ char *usage_path = NULL, *stat_path = NULL, *limit_path = NULL;
+        _cleanup_free_ char *usage = NULL, *st = NULL, *limit = NULL;
+        struct cgroup_cpu_memory m = {};
+        bool v2 = stats_cgroup_is_unified(root);
+        uint64_t lim = 0;
+        int r;
+
+        if (asprintf(&usage_path, "/sys/fs/cgroup%s%s/%s", v2 ? "" : "/memory", cgroup,
+                     v2 ? "memory.current" : "memory.usage_in_bytes") < 0 ||
+            asprintf(&stat_path, "/sys/fs/cgroup%s%s/memory.stat", v2 ? "" : "/memory", cgroup) < 0 ||
+            asprintf(&limit_path, "/sys/fs/cgroup%s%s/%s", v2 ? "" : "/memory", cgroup,
+                     v2 ? "memory.max" : "memory.limit_in_bytes") < 0)
+                return -ENOMEM;
+        r = stats_read_file(root, usage_path, SMALL_FILE_MAX, &usage);
+        if (r >= 0)
+                r = stats_read_file(root, stat_path, SMALL_FILE_MAX, &st);
+        if (r < 0)
+                return r;
+        r = v2 ? stats_cgroup_v2_parse_memory(usage, st, &m) : stats_cgroup_v1_parse_memory(usage, st, &m);
+        if (r < 0)
+                return r;
+        /* "max" (v2) or a huge page-rounded value (v1) means no limit */
+        if (stats_read_file(root, limit_path, SMALL_FILE_MAX, &limit) >= 0 && stats_parse_u64(limit, &lim) >= 0 &&
+            lim >= (UINT64_C(1) << 62))
+                lim = 0;
+        *ret = m;
+        *ret_limit = lim;
+        return 0;
+}
+
 /* ---------------------------------------------------------------- network */
 
 int stats_proc_net_dev_parse(const char *text, struct net_dev_stats **ret, size_t *ret_n) {

@@ -60,6 +60,10 @@ bool stats_cgroup_is_unified(const char *root);
  * false; fails only if neither could be read. On v2 without a root memory.stat, falls back to /proc/meminfo
  * (MemTotal - MemFree, Inactive(file), AnonPages). */
 int stats_cgroup_read_root(const char *root, struct cgroup_cpu_memory *ret);
+/* Memory of the cgroup at cgroupfs path `cgroup` ("/kubepods") in the memory hierarchy (v1: memory.usage_in_bytes,
+ * memory.stat, memory.limit_in_bytes; v2: memory.current, memory.stat, memory.max). *ret_limit: its limit, 0 when
+ * unlimited. */
+int stats_cgroup_read_memory(const char *root, const char *cgroup, struct cgroup_cpu_memory *ret, uint64_t *ret_limit);
 
 /* ---- network (/proc/net/dev) ---- */
 

@@ -17,10 +17,12 @@
 #include <unistd.h>
 
 #include "basic/log.h"
+#include "basic/string.h"
 #include "basic/time.h"
 #include "container/labels.h"
 #include "stats/host.h"
 #include "stats/stats-internal.h"
+#include "stats/volume_stats.h"
 
 #define CACHE_MAX_AGE_USEC (10 * 60 * USEC_PER_SEC)  /* forget objects not seen for this long */
 #define POD_STATS_RETRY_USEC (5 * 60 * USEC_PER_SEC) /* after ListPodSandboxStats failed */
@@ -88,6 +90,8 @@ struct stats_provider {
         struct event_base *base;
         struct cri_client *cri;
         char *node_name, *root_dir, *pod_logs_dir, *host_root;
+        char *pods_cgroup; /* NULL: the "pods" system container is the pods' sum */
+        const struct stats_volumes *volumes;
         uint64_t memory_capacity;     /* MemTotal, 0 if unknown */
         int64_t boot_time_sec;        /* 0 if unknown */
         uint64_t start_realtime_usec; /* this process */
@@ -710,7 +714,26 @@ static json_t *pod_json(struct build *b, struct pod *pod, Runtime__V1__Container
                 if (net)
                         put(b, o, "network", net);
         }
-        /* containers' writable layers and logs, on the node's filesystem */
+        /* the pod's volumes as last measured; the local ephemeral ones count as its ephemeral storage */
+        {
+                size_t nv = 0;
+                const struct stats_volume_usage *v = stats_volumes_pod(b->p->volumes, pod->uid, &nv);
+                json_t *va = nv > 0 ? json_array() : NULL;
+                for (size_t i = 0; i < nv; i++) {
+                        json_t *vo = fs_json(b, (int64_t) v[i].time_usec * 1000, mount_fs(b, b->p->root_dir),
+                                             OPT(v[i].used_bytes), OPT(v[i].inodes_used));
+                        if (vo)
+                                put(b, vo, "name", stats_jstr(v[i].name));
+                        append(b, va, vo);
+                        if (stats_volumes_is_local_ephemeral(&v[i])) {
+                                add_usage(&eph_used, OPT(v[i].used_bytes));
+                                add_usage(&eph_inodes, OPT(v[i].inodes_used));
+                        }
+                }
+                if (va)
+                        put(b, o, "volume", va);
+        }
+        /* containers' writable layers and logs, and local volumes, on the node's filesystem */
         put(b, o, "ephemeral-storage", fs_json(b, 0, mount_fs(b, b->p->root_dir), eph_used, eph_inodes));
         if (pod->stats && pod->stats->linux && pod->stats->linux->process &&
             pod->stats->linux->process->process_count) {
@@ -881,11 +904,28 @@ static json_t *system_containers_json(struct build *b, const struct totals *pods
         pc = json_object();
         put(b, pc, "name", json_string("pods"));
         put(b, pc, "startTime", json_string(start));
+        if (b->p->pods_cgroup) {
+                /* the pods' cgroup itself, as cadvisor reports it: its limit (node allocatable) less the working set is
+                 * what the pods have left (allocatableMemory.available) */
+                struct cgroup_cpu_memory cg;
+                uint64_t limit = 0;
+                if (stats_cgroup_read_memory(b->p->host_root, b->p->pods_cgroup, &cg, &limit) >= 0 && cg.has_memory) {
+                        struct mem m = { .time_nsec = (int64_t) b->now_usec * 1000,
+                                         .available = limit ? OPT(stats_working_set(limit, cg.memory_working_set_bytes))
+                                                            : NONE,
+                                         .usage = OPT(cg.memory_usage_bytes),
+                                         .working_set = OPT(cg.memory_working_set_bytes),
+                                         .rss = OPT(cg.memory_rss_bytes),
+                                         .page_faults = OPT(cg.memory_page_faults),
+                                         .major_page_faults = OPT(cg.memory_major_page_faults) };
+                        put(b, pc, "memory", memory_json(b, &m));
+                }
+        }
         if (pods->has_cpu) {
                 bool has_rate = stats_provider_nano_cores(b->p, "system/pods", pods->cpu_usage, pods->cpu_time, &rate);
                 put(b, pc, "cpu", cpu_json(b, pods->cpu_time, has_rate ? OPT(rate) : NONE, OPT(pods->cpu_usage)));
         }
-        if (pods->has_mem) {
+        if (pods->has_mem && !json_object_get(pc, "memory")) {
                 struct mem m = { .time_nsec = pods->mem_time,
                                  .usage = OPT(pods->mem_usage),
                                  .working_set = OPT(pods->mem_ws),
@@ -1252,7 +1292,10 @@ int stats_provider_new(struct event_base *base, struct cri_client *cri, const st
         p->root_dir = strdup(strempty(cfg->root_dir));
         p->pod_logs_dir = strdup(strempty(cfg->pod_logs_dir));
         p->host_root = strdup(strempty(cfg->host_root));
-        if (!p->node_name || !p->root_dir || !p->pod_logs_dir || !p->host_root) {
+        p->pods_cgroup = strdup_or_null(cfg->pods_cgroup);
+        p->volumes = cfg->volumes;
+        if (!p->node_name || !p->root_dir || !p->pod_logs_dir || !p->host_root ||
+            (cfg->pods_cgroup && !p->pods_cgroup)) {
                 stats_provider_free(p);
                 return -ENOMEM;
         }
@@ -1288,6 +1331,7 @@ struct stats_provider *stats_provider_free(struct stats_provider *p) {
         free(p->root_dir);
         free(p->pod_logs_dir);
         free(p->host_root);
+        free(p->pods_cgroup);
         free(p);
         return NULL;
 }

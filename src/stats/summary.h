@@ -24,11 +24,16 @@
 
 #include "cri/cri.h"
 
+struct stats_volumes;
+
 struct stats_config {
         const char *node_name;
         const char *root_dir;     /* --root-dir: node fs stats (statvfs), pod ephemeral-storage capacity */
         const char *pod_logs_dir; /* podLogsDir: <dir>/<namespace>_<name>_<uid>/<container>/ holds the logs */
         const char *host_root;    /* prefix for /proc, /sys and cgroupfs paths; "" or NULL: the real host */
+        const char *pods_cgroup;  /* the cgroup of all pods ("/kubepods", cgroupfs form) for the "pods" system
+                                      container (its limit gives availableBytes); NULL: the pods' sum */
+        const struct stats_volumes *volumes; /* the pods' volume usage (volume stats); NULL: none */
 };
 
 struct stats_provider;

@@ -341,7 +341,7 @@ int status_pod_generate(const struct pod_status_input *in, json_t **ret) {
         _cleanup_free_ json_t **sorted = NULL;
         _cleanup_strv_free_ char **unready = NULL;
         _cleanup_free_ char *unready_list = NULL, *message = NULL;
-        const char *phase = status_pod_phase(in), *ip = sandbox_ip(in);
+        const char *phase = in->terminated_reason ? "Failed" : status_pod_phase(in), *ip = sandbox_ip(in);
         bool completed = streq(phase, "Succeeded") || streq(phase, "Failed");
         int64_t ready_at = in->ready_transition_usec ? in->ready_transition_usec : in->initialized_usec;
         json_auto_t *statuses = NULL, *init_statuses = NULL;
@@ -406,11 +406,24 @@ int status_pod_generate(const struct pod_status_input *in, json_t **ret) {
                                          unready && !completed ? message : NULL),
                                condition("PodScheduled", true, in->initialized_usec, NULL, NULL));
 
+        if (conditions && in->terminated_reason) {
+                /* DisruptionTarget first, as the status manager puts it (PodDisruptionConditions) */
+                json_t *c = condition("DisruptionTarget", true, in->terminated_usec, "TerminationByKubelet",
+                                      strempty(in->terminated_message));
+                if (!c || json_array_insert_new(conditions, 0, c) < 0) {
+                        json_decref(conditions);
+                        conditions = NULL;
+                }
+        }
         status = json_pack("{s:s, s:o, s:O, s:s, s:s}", "phase", phase, "conditions", conditions, "containerStatuses",
                            statuses, "qosClass", qos_class_to_string(pod_qos_class(pod)), "hostIP",
                            strempty(in->host_ip));
         if (!status)
                 return -ENOMEM;
+        if (in->terminated_reason) {
+                json_object_set_new(status, "reason", json_string(in->terminated_reason));
+                json_object_set_new(status, "message", json_string(strempty(in->terminated_message)));
+        }
         if (pod->spec.n_init_containers > 0)
                 json_object_set_new(status, "initContainerStatuses", TAKE_PTR(init_statuses));
         if (!isempty(in->host_ip))

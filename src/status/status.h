@@ -34,6 +34,11 @@ struct pod_status_input {
         int64_t initialized_usec;           /* realtime of the first status (Initialized, PodScheduled) */
         const json_t *old_status;           /* the previous PodStatus (the status manager's, else the API server's);
                                              * may be NULL */
+        /* the kubelet ended the pod for good (an eviction): phase Failed with this reason and message, and the
+         * condition DisruptionTarget (reason TerminationByKubelet) since terminated_usec; NULL: not */
+        const char *terminated_reason;
+        const char *terminated_message;
+        int64_t terminated_usec;
 };
 
 /* "Pending", "Running", "Succeeded", "Failed" (getPhase). */

@@ -3,11 +3,13 @@
 #include "fake/fake_runtime.h"
 
 #include <assert.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "basic/log.h"
 #include "basic/hash.h"
@@ -759,6 +761,18 @@ static int not_found(struct call_ctx *x, const char *id) {
         return GRPC_NOT_FOUND;
 }
 
+/* containerd opens the container's log file when it starts it (and again on ReopenContainerLog): here only where the
+ * kubelet made the directory, never anywhere else on the host */
+static void ctr_open_log(const struct ctr *c) {
+        int fd;
+
+        if (isempty(c->c.log_path))
+                return;
+        fd = open(c->c.log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+        if (fd >= 0)
+                close(fd);
+}
+
 static int h_start_container(struct call_ctx *x) {
         const char *id = REQ(StartContainerRequest)->container_id;
         struct ctr *c = container_find(x->rt, id);
@@ -774,6 +788,7 @@ static int h_start_container(struct call_ctx *x) {
         }
         c->c.state = RUNTIME__V1__CONTAINER_STATE__CONTAINER_RUNNING;
         c->c.started_at = stamp(x->rt);
+        ctr_open_log(c);
         life = named_find(x->rt->lifetimes, x->rt->n_lifetimes, c->c.name);
         if (life && life->usec != UINT64_MAX) {
                 c->planned_exit = life->code;
@@ -805,6 +820,22 @@ static int h_remove_container(struct call_ctx *x) {
         if (c)
                 container_remove(x->rt, c);
         x->resp = &NEW(RemoveContainerResponse, RUNTIME__V1__REMOVE_CONTAINER_RESPONSE__INIT)->base;
+        return GRPC_OK;
+}
+
+/* containerd: the container must be running; its shim reopens the log file at the same path */
+static int h_reopen_container_log(struct call_ctx *x) {
+        const char *id = REQ(ReopenContainerLogRequest)->container_id;
+        struct ctr *c = container_find(x->rt, id);
+
+        if (!c)
+                return not_found(x, id);
+        if (c->c.state != RUNTIME__V1__CONTAINER_STATE__CONTAINER_RUNNING) {
+                x->message = a_printf(x->a, "container is not running");
+                return GRPC_UNKNOWN;
+        }
+        ctr_open_log(c);
+        x->resp = &NEW(ReopenContainerLogResponse, RUNTIME__V1__REOPEN_CONTAINER_LOG_RESPONSE__INIT)->base;
         return GRPC_OK;
 }
 
@@ -1186,6 +1217,8 @@ static const struct method methods[] = {
           h_list_containers, SUBJ_NONE, false),
         M("ContainerStatus", "container_status", false, container_status_request, container_status_response,
           h_container_status, SUBJ_CONTAINER_ID, false),
+        M("ReopenContainerLog", "reopen_container_log", false, reopen_container_log_request,
+          reopen_container_log_response, h_reopen_container_log, SUBJ_CONTAINER_ID, false),
         M("ExecSync", "exec_sync", false, exec_sync_request, exec_sync_response, h_exec_sync, SUBJ_CONTAINER_ID, false),
         M("Exec", "exec", false, exec_request, exec_response, h_exec, SUBJ_CONTAINER_ID, false),
         M("Attach", "attach", false, attach_request, attach_response, h_attach, SUBJ_CONTAINER_ID, false),
@@ -1606,6 +1639,10 @@ CRI_DEFINE(cri_list_pod_sandbox_stats, RuntimeService, ListPodSandboxStats, List
 CRI_DEFINE(cri_image_fs_info, ImageService, ImageFsInfo, ImageFsInfoRequest,
            runtime__v1__image_fs_info_response__descriptor)
 CRI_DEFINE(cri_list_images, ImageService, ListImages, ListImagesRequest, runtime__v1__list_images_response__descriptor)
+CRI_DEFINE(cri_remove_image, ImageService, RemoveImage, RemoveImageRequest,
+           runtime__v1__remove_image_response__descriptor)
+CRI_DEFINE(cri_reopen_container_log, RuntimeService, ReopenContainerLog, ReopenContainerLogRequest,
+           runtime__v1__reopen_container_log_response__descriptor)
 
 /* ---------------------------------------------------------------- the fake runtime */
 

@@ -48,6 +48,8 @@ struct test_kubelet *tk_new(void) {
         assert_true(asprintf(&root, "--root-dir=%s/root", t->dir) > 0);
         assert_true(asprintf(&ep, "--container-runtime-endpoint=%s", fake_runtime_endpoint(t->rt)) > 0);
         {
+                /* the host's memory and disks must not count: no eviction thresholds, no periodic image GC (the
+                 * fake's image filesystem is a path on the host) */
                 char *argv[] = { (char *) "ckubelet",
                                  (char *) "--hostname-override=" TK_NODE,
                                  (char *) "--node-ip=10.0.0.1",
@@ -57,6 +59,8 @@ struct test_kubelet *tk_new(void) {
                                  (char *) "--enforce-node-allocatable=",
                                  (char *) "--enable-server=false",
                                  (char *) "--resolv-conf=",
+                                 (char *) "--eviction-hard=",
+                                 (char *) "--image-gc-high-threshold=100",
                                  NULL };
                 if (kubelet_options_parse(&t->opts, (int) ELEMENTSOF(argv) - 1, argv, &err) < 0)
                         fail_msg("options: %s", ck_error_message(err));

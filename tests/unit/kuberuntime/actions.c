@@ -390,6 +390,8 @@ static void test_hash_depends_on_spec(void **state) {
         assert_int_equal(strlen(h0), 16);
 }
 
+static const struct kr_gc_policy GC_DEFAULT = { .max_per_pod_container = 1, .max_containers = -1 };
+
 static void test_gc_keeps_newest_dead_instance(void **state) {
         _cleanup_pod_free_ struct pod *p = parse_pod(POD("Always"));
         _cleanup_(kc_pod_status_freep) struct kc_pod_status *s = status_new();
@@ -402,7 +404,7 @@ static void test_gc_keeps_newest_dead_instance(void **state) {
         add_container(s, p, 0, "new-a", KC_CONTAINER_EXITED, 1, 5, true);
         add_container(s, p, 1, "run-b", KC_CONTAINER_RUNNING, 0, 4, true);
         kc_pod_status_sort(s);
-        assert_int_equal(kr_compute_pod_gc(p, s, &g), 0);
+        assert_int_equal(kr_compute_pod_gc(p, s, &GC_DEFAULT, INT64_MAX / 2, &g), 0);
         assert_int_equal(g.n_containers, 1);
         assert_string_equal(g.containers[0], "old-a");
         /* sb1 holds new-a and run-b (their sandbox_id is sb1): kept; sb0 is empty: removed */
@@ -411,7 +413,7 @@ static void test_gc_keeps_newest_dead_instance(void **state) {
         kr_pod_gc_done(&g);
 
         /* not desired any more: everything that is not running goes */
-        assert_int_equal(kr_compute_pod_gc(NULL, s, &g), 0);
+        assert_int_equal(kr_compute_pod_gc(NULL, s, &GC_DEFAULT, INT64_MAX / 2, &g), 0);
         assert_int_equal(g.n_containers, 2);
         assert_int_equal(g.n_sandboxes, 1);
         kr_pod_gc_done(&g);
@@ -428,10 +430,24 @@ static void test_gc_keeps_previous_of_running_instance(void **state) {
         add_container(s, p, 0, "second-a", KC_CONTAINER_EXITED, 1, 3, true);
         add_container(s, p, 0, "third-a", KC_CONTAINER_RUNNING, 0, 5, true);
         kc_pod_status_sort(s);
-        assert_int_equal(kr_compute_pod_gc(p, s, &g), 0);
+        assert_int_equal(kr_compute_pod_gc(p, s, &GC_DEFAULT, INT64_MAX / 2, &g), 0);
         assert_int_equal(g.n_containers, 1);
         assert_string_equal(g.containers[0], "first-a");
         kr_pod_gc_done(&g);
+
+        /* --maximum-dead-containers-per-container=2 keeps both; a MinAge the dead ones have not reached keeps them */
+        {
+                struct kr_gc_policy two = { .max_per_pod_container = 2, .max_containers = -1 };
+                struct kr_gc_policy young = { .min_age_usec = 3600 * 1000000ULL,
+                                              .max_per_pod_container = 1,
+                                              .max_containers = -1 };
+                assert_int_equal(kr_compute_pod_gc(p, s, &two, INT64_MAX / 2, &g), 0);
+                assert_int_equal(g.n_containers, 0);
+                kr_pod_gc_done(&g);
+                assert_int_equal(kr_compute_pod_gc(p, s, &young, 100, &g), 0);
+                assert_int_equal(g.n_containers, 0);
+                kr_pod_gc_done(&g);
+        }
 }
 
 /* ---- init containers (computeInitContainerActions) */

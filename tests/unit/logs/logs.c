@@ -655,6 +655,56 @@ static void test_follow_rotation(void **state) {
         ft_done_free(&t);
 }
 
+/* containerd's reopen: the new file appears (and gets lines) while the old writer still flushes into the renamed
+ * file; the follower reads the old file until its writer closes it, then the new one: nothing lost, nothing twice */
+static int late_fd = -1;
+
+static void rotate_late(evutil_socket_t fd, short what, void *ud) {
+        struct follow_test *t = ud;
+        struct timeval tv = { 0, 200 * 1000 };
+        char old[160];
+        const char *a = L(T(2), "stdout", "F", "last of old");
+        const char *b = L(T(3), "stdout", "F", "first of new");
+        const char *late = L(T(2), "stderr", "F", "flushed late into old");
+
+        if (t->step == 0) {
+                late_fd = open(t->path, O_WRONLY | O_APPEND | O_CLOEXEC);
+                assert_true(late_fd >= 0);
+                assert_int_equal(write(late_fd, a, strlen(a)), (ssize_t) strlen(a));
+                snprintf(old, sizeof(old), "%s.20240101-000000", t->path);
+                assert_int_equal(rename(t->path, old), 0);
+                write_file(t->path, b, strlen(b), false);
+        } else if (t->step == 1) {
+                assert_int_equal(write(late_fd, late, strlen(late)), (ssize_t) strlen(late));
+                close(late_fd);
+                late_fd = -1;
+        } else
+                t->running = false;
+        t->step++;
+        evtimer_add(t->append, &tv);
+}
+
+static void test_follow_rotation_late_writes(void **state) {
+        struct follow_test t;
+        struct logs_options o;
+        struct timeval tv = { 0, 50 * 1000 };
+        char *s;
+
+        ft_init(&t);
+        write_file(t.path, L(T(1), "stdout", "F", "first"), strlen(L(T(1), "stdout", "F", "first")), false);
+        logs_options_init(&o);
+        o.follow = true;
+        assert_int_equal(logs_follow(t.base, t.path, &o, NULL, ft_write, ft_running, ft_done, &t, &t.f), 0);
+        t.append = evtimer_new(t.base, rotate_late, &t);
+        evtimer_add(t.append, &tv);
+        ft_run(&t, 10);
+        assert_int_equal(t.done_calls, 1);
+        s = take_str(t.got);
+        assert_string_equal(s, "first\nlast of old\nflushed late into old\nfirst of new\n");
+        free(s);
+        ft_done_free(&t);
+}
+
 static int ft_write_fail(const void *data, size_t len, void *ud) {
         struct follow_test *t = ud;
         evbuffer_add(t->got, data, len);
@@ -757,6 +807,7 @@ int main(void) {
                 cmocka_unit_test(test_follow),
                 cmocka_unit_test(test_follow_limit_and_unfinished),
                 cmocka_unit_test(test_follow_rotation),
+                cmocka_unit_test(test_follow_rotation_late_writes),
                 cmocka_unit_test(test_follow_large_and_write_error),
                 cmocka_unit_test(test_follow_free_without_done),
         };

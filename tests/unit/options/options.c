@@ -622,6 +622,105 @@ static void test_cgroup_options(void **state) {
                      "invalid value \"x\" for flag --pod-max-pids: not an integer");
 }
 
+static void test_node_life_options(void **state) {
+        struct kubelet_options o;
+        struct ck_error *err;
+        char **def = ARGV("ckubelet");
+        char **flags = ARGV("--eviction-hard=memory.available<1Gi, nodefs.available < 5%", "--eviction-hard",
+                            "pid.available<100", "--eviction-soft-grace-period=memory.available=1m30s",
+                            "--container-log-max-size=1Mi", "--container-log-max-files=3",
+                            "--image-gc-high-threshold=90", "--image-gc-low-threshold=50",
+                            "--minimum-image-ttl-duration=1s", "--maximum-dead-containers-per-container=2",
+                            "--maximum-dead-containers=10", "--container-logs-dir=/tmp/links",
+                            "--kernel-memcg-notification=false");
+        _cleanup_free_ char *path = write_tmp("nl.yaml", "apiVersion: kubelet.config.k8s.io/v1beta1\n"
+                                                         "kind: KubeletConfiguration\n"
+                                                         "evictionHard:\n"
+                                                         "  memory.available: 200Mi\n"
+                                                         "evictionSoft: {nodefs.available: 20%}\n"
+                                                         "evictionSoftGracePeriod: {nodefs.available: 30s}\n"
+                                                         "evictionPressureTransitionPeriod: 5s\n"
+                                                         "evictionMaxPodGracePeriod: 7\n"
+                                                         "containerLogMaxWorkers: 2\n"
+                                                         "containerLogMonitorInterval: 3s\n"
+                                                         "imageMaximumGCAge: 1h\n"
+                                                         "volumeStatsAggPeriod: 2s\n");
+        char **cfg = ARGV("--config", path);
+
+        assert_int_equal(parse(&o, 1, def, &err), 0);
+        assert_string_equal(o.eviction_hard,
+                            "memory.available=100Mi,nodefs.available=10%,imagefs.available=15%,nodefs.inodesFree=5%");
+        assert_string_equal(o.eviction_soft, "");
+        assert_int_equal(o.eviction_pressure_transition_period_usec, 300 * USEC_PER_SEC);
+        assert_int_equal(o.container_log_max_size_bytes, 10 * 1024 * 1024);
+        assert_int_equal(o.container_log_max_files, 5);
+        assert_int_equal(o.container_log_max_workers, 1);
+        assert_int_equal(o.container_log_monitor_interval_usec, 10 * USEC_PER_SEC);
+        assert_string_equal(o.container_logs_dir, "/var/log/containers");
+        assert_int_equal(o.image_gc_high_threshold_percent, 85);
+        assert_int_equal(o.image_gc_low_threshold_percent, 80);
+        assert_int_equal(o.image_minimum_gc_age_usec, 120 * USEC_PER_SEC);
+        assert_int_equal(o.image_maximum_gc_age_usec, 0);
+        assert_int_equal(o.max_per_pod_container, 1);
+        assert_int_equal(o.max_containers, -1);
+        assert_int_equal(o.minimum_container_ttl_usec, 0);
+        assert_true(o.kernel_memcg_notification);
+        assert_int_equal(o.volume_stats_agg_period_usec, 60 * USEC_PER_SEC);
+        kubelet_options_done(&o);
+
+        /* the first use of a map flag replaces the default, later ones add to it */
+        assert_int_equal(parse(&o, ARGC(flags), flags, &err), 0);
+        assert_string_equal(o.eviction_hard, "memory.available=1Gi,nodefs.available=5%,pid.available=100");
+        assert_string_equal(o.eviction_soft_grace_period, "memory.available=1m30s");
+        assert_int_equal(o.container_log_max_size_bytes, 1024 * 1024);
+        assert_int_equal(o.container_log_max_files, 3);
+        assert_int_equal(o.image_gc_high_threshold_percent, 90);
+        assert_int_equal(o.image_gc_low_threshold_percent, 50);
+        assert_int_equal(o.image_minimum_gc_age_usec, USEC_PER_SEC);
+        assert_int_equal(o.max_per_pod_container, 2);
+        assert_int_equal(o.max_containers, 10);
+        assert_string_equal(o.container_logs_dir, "/tmp/links");
+        assert_false(o.kernel_memcg_notification);
+        kubelet_options_done(&o);
+
+        /* the config file's maps replace the defaults too */
+        assert_int_equal(parse(&o, ARGC(cfg), cfg, &err), 0);
+        assert_string_equal(o.eviction_hard, "memory.available=200Mi");
+        assert_string_equal(o.eviction_soft, "nodefs.available=20%");
+        assert_string_equal(o.eviction_soft_grace_period, "nodefs.available=30s");
+        assert_int_equal(o.eviction_pressure_transition_period_usec, 5 * USEC_PER_SEC);
+        assert_int_equal(o.eviction_max_pod_grace_period, 7);
+        assert_int_equal(o.container_log_max_workers, 2);
+        assert_int_equal(o.container_log_monitor_interval_usec, 3 * USEC_PER_SEC);
+        assert_int_equal(o.image_maximum_gc_age_usec, 3600 * USEC_PER_SEC);
+        assert_int_equal(o.volume_stats_agg_period_usec, 2 * USEC_PER_SEC);
+        kubelet_options_done(&o);
+
+        expect_error(ARGC(ARGV("--eviction-hard=memory.available=1Gi")), ARGV("--eviction-hard=memory.available=1Gi"),
+                     "invalid value \"memory.available=1Gi\" for flag --eviction-hard: malformed pair, expect "
+                     "string<string");
+        expect_error(ARGC(ARGV("--eviction-minimum-reclaim=x")), ARGV("--eviction-minimum-reclaim=x"),
+                     "invalid value \"x\" for flag --eviction-minimum-reclaim: malformed pair, expect string=string");
+        expect_error(ARGC(ARGV("--image-gc-high-threshold=101")), ARGV("--image-gc-high-threshold=101"),
+                     "invalid configuration: imageGCHighThresholdPercent (--image-gc-high-threshold) 101 must be "
+                     "between 0 and 100, inclusive");
+        expect_error(
+                ARGC(ARGV("--image-gc-low-threshold=85")), ARGV("--image-gc-low-threshold=85"),
+                "invalid configuration: imageGCLowThresholdPercent (--image-gc-low-threshold) 85 must be less than "
+                "imageGCHighThresholdPercent (--image-gc-high-threshold) 85");
+        expect_error(ARGC(ARGV("--container-log-max-files=1")), ARGV("--container-log-max-files=1"),
+                     "failed to initialize container log manager: invalid MaxFiles 1, must be > 1");
+        expect_error(ARGC(ARGV("--container-log-max-size=10Q")), ARGV("--container-log-max-size=10Q"),
+                     "failed to initialize container log manager: failed to parse container log max size \"10Q\"");
+        expect_error(ARGC(ARGV("--container-log-max-workers=0")), ARGV("--container-log-max-workers=0"),
+                     "invalid configuration: containerLogMaxWorkers must be greater than or equal to 1");
+        expect_error(ARGC(ARGV("--container-log-monitor-interval=2s")), ARGV("--container-log-monitor-interval=2s"),
+                     "invalid configuration: containerLogMonitorInterval must be a positive time duration greater than "
+                     "or equal to 3s");
+        expect_error(ARGC(ARGV("--container-logs-dir=rel")), ARGV("--container-logs-dir=rel"),
+                     "invalid configuration: --container-logs-dir \"rel\" must be an absolute path");
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_defaults),
@@ -639,6 +738,7 @@ int main(void) {
                 cmocka_unit_test(test_config_too_large),
                 cmocka_unit_test(test_server_options),
                 cmocka_unit_test(test_cgroup_options),
+                cmocka_unit_test(test_node_life_options),
         };
         return cmocka_run_group_tests(tests, setup_dir, teardown_dir);
 }

@@ -1,0 +1,212 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Garbage collection and container logs, as the kubelet wires them (kubelet.go StartGarbageCollection, the container
+ * log manager, the volume stats): the container GC every minute, the image GC (its own period, and whenever the image
+ * filesystem is seen above its high threshold), the /var/log/containers links, the volume usage measurements. What
+ * the GC needs to know about pods comes from the kubelet's desired set and workers. */
+
+#include <stdarg.h>
+#include <string.h>
+
+#include "basic/log.h"
+#include "basic/strv.h"
+#include "basic/time.h"
+#include "basic/timer.h"
+#include "basic/workpool.h"
+#include "images/image_gc_manager.h"
+#include "kubelet/kubelet-internal.h"
+#include "kuberuntime/config.h"
+#include "kuberuntime/container_gc.h"
+#include "logs/container_log_manager.h"
+#include "stats/volume_stats.h"
+
+#define CONTAINER_GC_PERIOD_USEC (60 * USEC_PER_SEC) /* ContainerGCPeriod */
+#define IMAGE_GC_STATE_FILE "image-gc-state.json"
+
+void kubelet_node_event(struct kubelet *k, const char *type, const char *reason, const char *fmt, ...) {
+        _cleanup_free_ char *msg = NULL;
+        struct event_ref ref;
+        va_list ap;
+        int r;
+
+        if (!k->events)
+                return;
+        va_start(ap, fmt);
+        r = vasprintf(&msg, fmt, ap);
+        va_end(ap);
+        if (r < 0)
+                return;
+        /* upstream's nodeRef: the node's name is its UID */
+        ref = (struct event_ref) { .kind = "Node", .name = k->opts->node_name, .uid = k->opts->node_name };
+        event_recorder_eventf(k->events, &ref, type, reason, "%s", msg);
+}
+
+/* ---------------------------------------------------------------- what GC knows about pods */
+
+/* IsPodDeleted: no source wants it and no worker holds it */
+static bool pod_deleted(const char *uid, void *userdata) {
+        struct kubelet *k = userdata;
+        return !kubelet_pod_desired(k, uid) && !kubelet_find_worker(k, uid);
+}
+
+/* IsPodTerminated: wanted, but finished for good */
+static bool pod_terminated(const char *uid, void *userdata) {
+        struct kubelet *k = userdata;
+        struct pod_worker *w = kubelet_find_worker(k, uid);
+
+        if (w && w->terminated)
+                return true;
+        for (size_t i = 0; i < k->desired.n; i++)
+                if (streq(k->desired.pods[i]->uid, uid))
+                        return kubelet_pod_terminal_in_api(k->desired.pods[i]);
+        return false;
+}
+
+static bool sources_ready(void *userdata) {
+        struct kubelet *k = userdata;
+        return k->runtime_listed && k->config_received && !k->runtime_down && !k->stopping;
+}
+
+/* a pod log directory goes once its pod is deleted and the runtime has nothing of it */
+static bool logs_pod_deleted(const char *uid, void *userdata) {
+        struct kubelet *k = userdata;
+
+        if (!sources_ready(k) || !pod_deleted(uid, k))
+                return false;
+        return !strv_contains(pleg_pod_uids(k->pleg), uid);
+}
+
+static void on_listed(const Runtime__V1__ListContainersResponse *containers, void *userdata) {
+        struct kubelet *k = userdata;
+        logs_manager_clean(k->logs, containers, logs_pod_deleted, k);
+}
+
+static void on_gc_done(int r, void *userdata) {
+        struct kubelet *k = userdata;
+
+        if (r == -ECANCELED)
+                return;
+        if (r < 0) {
+                log_error("Container garbage collection failed: %s", strerror(-r));
+                kubelet_node_event(k, "Warning", "ContainerGCFailed", "%s", strerror(-r));
+                k->container_gc_failed = true;
+                return;
+        }
+        log_v(k->container_gc_failed ? 1 : 4, "Container garbage collection succeeded");
+        k->container_gc_failed = false;
+}
+
+static void on_gc_timer(evutil_socket_t fd, short what, void *userdata) {
+        struct kubelet *k = userdata;
+
+        evtimer_add_usec(k->gc_timer, CONTAINER_GC_PERIOD_USEC);
+        if (!k->runtime_listed || k->stopping)
+                return;
+        if (kr_container_gc_collect(k->container_gc, false, on_gc_done, k) < 0)
+                log_error("Container garbage collection failed: out of memory");
+}
+
+static void on_image_gc_event(void *userdata, const char *reason, const char *message) {
+        kubelet_node_event(userdata, "Warning", reason, "%s", message);
+}
+
+/* ---------------------------------------------------------------- links */
+
+static bool has_container(const char *id, void *userdata) {
+        struct kubelet *k = userdata;
+        return pleg_has_id(k->pleg, id);
+}
+
+void kubelet_gc_housekeeping(struct kubelet *k) {
+        if (!k->runtime_listed || k->runtime_down || k->stopping)
+                return;
+        logs_manager_sweep_links(k->logs, has_container, k, pleg_last_relist_started_usec(k->pleg));
+}
+
+void kubelet_container_started(struct kubelet *k, const struct pod *pod, const char *container,
+                               const char *container_id, uint32_t restart_count) {
+        _cleanup_free_ char *dir = kr_pod_log_dir(k->opts->pod_logs_dir, pod), *path = NULL;
+
+        if (!dir || asprintf(&path, "%s/%s/%u.log", dir, container, restart_count) < 0)
+                return;
+        logs_manager_link(k->logs, pod->name, pod->namespace_, container, container_id, path);
+}
+
+/* ---------------------------------------------------------------- lifecycle */
+
+int kubelet_gc_setup(struct kubelet *k) {
+        const struct kubelet_options *o = k->opts;
+        struct logs_manager_config lc = {
+                .max_size = o->container_log_max_size_bytes,
+                .max_files = o->container_log_max_files,
+                .max_workers = o->container_log_max_workers,
+                .monitor_interval_usec = o->container_log_monitor_interval_usec,
+                .pod_logs_dir = o->pod_logs_dir,
+                .links_dir = o->container_logs_dir,
+        };
+        struct kr_container_gc_config gc = {
+                .policy = { .min_age_usec = o->minimum_container_ttl_usec,
+                            .max_per_pod_container = o->max_per_pod_container,
+                            .max_containers = o->max_containers },
+                .pods = { .deleted = pod_deleted, .terminated = pod_terminated, .userdata = k },
+                .all_sources_ready = sources_ready,
+                .listed = on_listed,
+                .userdata = k,
+        };
+        _cleanup_free_ char *state = NULL;
+        struct image_gc_config ic;
+        int r;
+
+        r = workpool_new(k->base, "kubelet", 1, &k->pool);
+        if (r < 0)
+                return r;
+        r = stats_volumes_new(k->base, o->root_dir, o->volume_stats_agg_period_usec, &k->volume_stats);
+        if (r < 0)
+                return r;
+        r = logs_manager_new(k->base, k->cri, &lc, &k->logs);
+        if (r < 0)
+                return r;
+        r = kr_container_gc_new(k->base, k->cri, &gc, &k->container_gc);
+        if (r < 0)
+                return r;
+        if (asprintf(&state, "%s/%s", o->root_dir, IMAGE_GC_STATE_FILE) < 0)
+                return -ENOMEM;
+        ic = (struct image_gc_config) {
+                .policy = { .high_threshold_percent = o->image_gc_high_threshold_percent,
+                            .low_threshold_percent = o->image_gc_low_threshold_percent,
+                            .min_age_usec = o->image_minimum_gc_age_usec,
+                            .max_age_usec = o->image_maximum_gc_age_usec },
+                .sandbox_image = o->pod_infra_container_image,
+                .state_path = state,
+                .event = on_image_gc_event,
+                .event_userdata = k,
+        };
+        r = image_gc_manager_new(k->base, k->cri, k->pool, &ic, &k->image_gc);
+        if (r < 0)
+                return r;
+        k->gc_timer = evtimer_new(k->base, on_gc_timer, k);
+        if (!k->gc_timer)
+                return -ENOMEM;
+        evtimer_add_usec(k->gc_timer, CONTAINER_GC_PERIOD_USEC);
+        (void) stats_volumes_start(k->volume_stats);
+        (void) logs_manager_start(k->logs);
+        /* as upstream's StartGarbageCollection: the periodic image GC is off at 100% (the eviction manager can still
+         * ask for unused images to go) */
+        if (o->image_gc_high_threshold_percent == 100)
+                log_v(2, "ImageGCHighThresholdPercent is set 100, Disable image GC");
+        else
+                (void) image_gc_manager_start(k->image_gc);
+        return 0;
+}
+
+void kubelet_gc_free(struct kubelet *k) {
+        if (k->gc_timer) {
+                event_free(k->gc_timer);
+                k->gc_timer = NULL;
+        }
+        /* the pool first: a save in flight ends (or is cancelled) while the image GC is still there */
+        k->pool = workpool_free(k->pool);
+        k->image_gc = image_gc_manager_free(k->image_gc);
+        k->container_gc = kr_container_gc_free(k->container_gc);
+        k->logs = logs_manager_free(k->logs);
+        k->volume_stats = stats_volumes_free(k->volume_stats);
+}
