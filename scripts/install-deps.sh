@@ -5,12 +5,13 @@ set -euo pipefail
 pkgs=(
         # build
         gcc meson ninja-build pkg-config protobuf-c-compiler libprotobuf-c-dev libnghttp2-dev
-        libcurl4-openssl-dev libyaml-dev libjansson-dev libevent-dev libssl-dev libcmocka-dev
+        libcurl4-openssl-dev libyaml-dev libjansson-dev libevent-dev libssl-dev libcmocka-dev zlib1g-dev
         clang-format   # the format check of tests/run.sh (.clang-format)
         # runtime
         containerd runc containernetworking-plugins iproute2 iptables procps
         # tests and examples
         busybox-static python3 python3-pytest python3-grpcio docker-registry skopeo curl openssl
+        e2fsprogs util-linux mount  # mkfs.ext4, losetup and mount for the small filesystem of the node-pressure tests
         apache2-utils  # htpasswd -B for the authenticated registry of the pull secret tests
         # the real control plane of the cluster tests (tests/e2e/controlplane.py): etcd, the WebSocket client,
         # and what scripts/build-kubernetes.sh needs to build kube-apiserver, kube-controller-manager and kubectl

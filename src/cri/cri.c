@@ -60,6 +60,7 @@ static const struct {
         { "/ListPodSandboxStats", "list_podsandbox_stats" },
         { "/PodSandboxStats", "podsandbox_stats" },
         { "/RemoveImage", "remove_image" },
+        { "/ReopenContainerLog", "reopen_container_log" },
 };
 
 _Static_assert(ELEMENTSOF(op_names) <= 32, "struct cri_client.ops is too small for op_names");
@@ -218,3 +219,6 @@ CRI_DEFINE(cri_list_pod_sandbox_stats, RuntimeService, ListPodSandboxStats, List
 CRI_DEFINE(cri_image_fs_info, ImageService, ImageFsInfo, ImageFsInfoRequest,
            runtime__v1__image_fs_info_response__descriptor)
 CRI_DEFINE(cri_list_images, ImageService, ListImages, ListImagesRequest, runtime__v1__list_images_response__descriptor)
+CRI_DEFINE(cri_remove_image, ImageService, RemoveImage, RemoveImageRequest, runtime__v1__remove_image_response__descriptor)
+CRI_DEFINE(cri_reopen_container_log, RuntimeService, ReopenContainerLog, ReopenContainerLogRequest,
+           runtime__v1__reopen_container_log_response__descriptor)

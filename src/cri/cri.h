@@ -84,3 +84,5 @@ CRI_DECLARE(cri_image_fs_info, ImageService, ImageFsInfo, ImageFsInfoRequest);
 CRI_DECLARE(cri_pull_image, ImageService, PullImage, PullImageRequest);
 CRI_DECLARE(cri_image_status, ImageService, ImageStatus, ImageStatusRequest);
 CRI_DECLARE(cri_list_images, ImageService, ListImages, ListImagesRequest);
+CRI_DECLARE(cri_remove_image, ImageService, RemoveImage, RemoveImageRequest);
+CRI_DECLARE(cri_reopen_container_log, RuntimeService, ReopenContainerLog, ReopenContainerLogRequest);
