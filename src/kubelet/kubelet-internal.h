@@ -23,6 +23,10 @@
 #include "events/recorder.h"
 #include "cm/cm.h"
 #include "stats/machine.h"
+#include "csi/drivers.h"
+#include "csi/nodeinfo.h"
+#include "pluginmanager/pluginmanager.h"
+#include "volumemanager/volumemanager.h"
 
 struct pod_sync;
 
@@ -55,6 +59,8 @@ struct pod_worker {
         int64_t start_time_usec;          /* status.startTime: when the first sync pass began work on the pod */
         bool start_observed;              /* the pod start duration was recorded */
         bool deleting;                    /* an API pod with a deletionTimestamp: stop it, then delete it */
+        bool runtime_gone;                /* not desired and nothing left in the runtime: its volumes may go */
+        char **owned_volumes;             /* emptyDir volumes given their fsGroup ownership (strv of names) */
         char *api_ns, *api_name;          /* where to DELETE it once stopped */
 };
 
@@ -99,6 +105,11 @@ struct kubelet {
                                           * desired set), so that a relist does not stop and delete them again */
         struct objects_manager *objects; /* ConfigMaps, Secrets and tokens of the pods (always) */
         struct cm *cm;                   /* QoS and pod cgroups (--cgroups-per-qos) */
+        /* storage: CSI drivers registered through the plugin manager, the volume manager */
+        struct csi_nodeinfo *csi_nodeinfo;
+        struct csi_drivers *csi;
+        struct pluginmanager *plugins;
+        struct volmgr *volumes;
 };
 
 /* kubelet.c: the pod workers (pod_workers.go) */

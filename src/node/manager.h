@@ -23,5 +23,10 @@ int node_manager_new(struct event_base *base, const struct kubelet_options *o, c
 int node_manager_start(struct node_manager *m);
 struct node_manager *node_manager_free(struct node_manager *m);
 
+/* The volume manager's volumesInUse for the status (in_use returns a strv the manager frees), and the names of a
+ * status the API server accepted (reported). */
+void node_manager_set_volumes(struct node_manager *m, char **(*in_use)(void *userdata),
+                              void (*reported)(char *const *names, void *userdata), void *userdata);
+
 /* The Node's UID once registered (ownerReferences of the Lease and mirror pods), else NULL. */
 const char *node_manager_node_uid(const struct node_manager *m);
