@@ -318,8 +318,9 @@ int persistent_volume_decode(const json_t *o, struct persistent_volume *ret, str
                         }
         }
         if (pv.source == PV_SOURCE_NONE) {
-                static const char *const not_sources[] = { "accessModes", "capacity", "claimRef", "mountOptions",
-                                                           "nodeAffinity", "persistentVolumeReclaimPolicy",
+                static const char *const not_sources[] = { "accessModes",      "capacity",
+                                                           "claimRef",         "mountOptions",
+                                                           "nodeAffinity",     "persistentVolumeReclaimPolicy",
                                                            "storageClassName", "volumeMode" };
                 json_object_foreach((json_t *) spec, key, v) {
                         bool skip = !json_is_object(v);

@@ -64,18 +64,18 @@ struct persistent_volume {
 
 struct persistent_volume_claim {
         char *namespace_, *name, *uid;
-        char *phase;       /* status.phase */
-        char *volume_name; /* spec.volumeName */
-        bool deleting;     /* metadata.deletionTimestamp is set */
-        char *controller_uid; /* the uid of the ownerReference with controller: true, or NULL */
+        char *phase;              /* status.phase */
+        char *volume_name;        /* spec.volumeName */
+        bool deleting;            /* metadata.deletionTimestamp is set */
+        char *controller_uid;     /* the uid of the ownerReference with controller: true, or NULL */
         struct quantity capacity; /* status.capacity.storage */
 };
 
 struct csi_driver_spec {
-        bool exists;           /* false: no CSIDriver object (defaults below) */
-        bool attach_required;  /* default true */
+        bool exists;            /* false: no CSIDriver object (defaults below) */
+        bool attach_required;   /* default true */
         bool pod_info_on_mount; /* default false */
-        char *fs_group_policy; /* default "ReadWriteOnceWithFSType" */
+        char *fs_group_policy;  /* default "ReadWriteOnceWithFSType" */
         char **lifecycle_modes; /* default ["Persistent"] */
 };
 

@@ -750,8 +750,7 @@ static void validate_volume(struct vctx *c, const struct volume *v, const char *
                         for (char *q = lower; *q; q++)
                                 *q = (char) tolower((unsigned char) *q);
                         if (strlen(v->csi_driver) > 63)
-                                CHECK_OOM(c, field_errors_add(c->errs, dp,
-                                                              "Too long: must have at most 63 bytes"));
+                                CHECK_OOM(c, field_errors_add(c->errs, dp, "Too long: must have at most 63 bytes"));
                         val_check_name(c, dp, lower, check_dns1123_subdomain);
                 }
                 if (v->csi_has_publish_secret_ref) {

@@ -105,12 +105,12 @@ struct volume {
         int32_t projected_default_mode;
         /* persistentVolumeClaim, ephemeral, csi, nfs */
         bool read_only;
-        char *claim_name;          /* persistentVolumeClaim.claimName */
-        bool has_claim_template;   /* ephemeral.volumeClaimTemplate was given */
-        char *csi_driver;          /* csi.driver */
-        char *csi_fs_type;         /* csi.fsType, NULL = unset */
+        char *claim_name;             /* persistentVolumeClaim.claimName */
+        bool has_claim_template;      /* ephemeral.volumeClaimTemplate was given */
+        char *csi_driver;             /* csi.driver */
+        char *csi_fs_type;            /* csi.fsType, NULL = unset */
         struct strmap csi_attributes; /* csi.volumeAttributes */
-        char *csi_publish_secret;  /* csi.nodePublishSecretRef.name, NULL = none */
+        char *csi_publish_secret;     /* csi.nodePublishSecretRef.name, NULL = none */
         bool csi_has_publish_secret_ref;
         char *nfs_server;
         char *nfs_path;

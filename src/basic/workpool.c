@@ -28,9 +28,9 @@ struct workpool {
         char *name;
         pthread_mutex_t lock;
         pthread_cond_t cond;
-        struct job *queue, **queue_tail;   /* not started, in order */
-        struct job *finished;              /* done, not delivered (any order) */
-        unsigned busy;                     /* queued + running + finished, not delivered (loop side) */
+        struct job *queue, **queue_tail; /* not started, in order */
+        struct job *finished;            /* done, not delivered (any order) */
+        unsigned busy;                   /* queued + running + finished, not delivered (loop side) */
         bool stopping;
         pthread_t *threads;
         unsigned n_threads, n_started;

@@ -219,6 +219,7 @@ CRI_DEFINE(cri_list_pod_sandbox_stats, RuntimeService, ListPodSandboxStats, List
 CRI_DEFINE(cri_image_fs_info, ImageService, ImageFsInfo, ImageFsInfoRequest,
            runtime__v1__image_fs_info_response__descriptor)
 CRI_DEFINE(cri_list_images, ImageService, ListImages, ListImagesRequest, runtime__v1__list_images_response__descriptor)
-CRI_DEFINE(cri_remove_image, ImageService, RemoveImage, RemoveImageRequest, runtime__v1__remove_image_response__descriptor)
+CRI_DEFINE(cri_remove_image, ImageService, RemoveImage, RemoveImageRequest,
+           runtime__v1__remove_image_response__descriptor)
 CRI_DEFINE(cri_reopen_container_log, RuntimeService, ReopenContainerLog, ReopenContainerLogRequest,
            runtime__v1__reopen_container_log_response__descriptor)

@@ -77,7 +77,10 @@ static void on_reply(const struct grpc_reply *g, void *userdata) {
         struct strmap topology = {};
 
         if (g->r < 0) {
-                msg = csi_rpc_error(g->grpc_status, g->message);
+                /* past the deadline Go's client reports its context's error, whoever noticed first */
+                msg = csi_rpc_error(g->grpc_status, g->grpc_status == GRPC_DEADLINE_EXCEEDED
+                                                            ? "context deadline exceeded"
+                                                            : g->message);
                 reply.message = msg ? msg : "rpc error";
                 reply.final = csi_is_final_error(g->grpc_status);
         } else
@@ -146,8 +149,8 @@ static void on_reply(const struct grpc_reply *g, void *userdata) {
                         break;
                 }
                 case CALL_EXPAND:
-                        reply.capacity_bytes = ((const Csi__V1__NodeExpandVolumeResponse *) (const void *) g->msg)
-                                                       ->capacity_bytes;
+                        reply.capacity_bytes =
+                                ((const Csi__V1__NodeExpandVolumeResponse *) (const void *) g->msg)->capacity_bytes;
                         break;
                 default:
                         break;
@@ -251,12 +254,12 @@ int csi_node_get_info(struct csi_client *c, csi_callback_t cb, void *userdata) {
                     cb, userdata);
 }
 
-#define REQUIRE(cond, what)                                                    \
-        do {                                                                   \
-                if (!(cond)) {                                                 \
-                        log_error("kubernetes.io/csi: %s", what);              \
-                        return -EINVAL;                                        \
-                }                                                              \
+#define REQUIRE(cond, what)                                       \
+        do {                                                      \
+                if (!(cond)) {                                    \
+                        log_error("kubernetes.io/csi: %s", what); \
+                        return -EINVAL;                           \
+                }                                                 \
         } while (0)
 
 int csi_node_stage_volume(struct csi_client *c, const struct csi_node_request *r, csi_callback_t cb, void *userdata) {
@@ -274,7 +277,8 @@ int csi_node_stage_volume(struct csi_client *c, const struct csi_node_request *r
         req.volume_id = (char *) r->volume_id;
         req.staging_target_path = (char *) r->staging_target_path;
         req.volume_capability = &cap;
-        k = kv_map_fill(&pc, r->publish_context, &csi__v1__node_stage_volume_request__publish_context_entry__descriptor);
+        k = kv_map_fill(&pc, r->publish_context,
+                        &csi__v1__node_stage_volume_request__publish_context_entry__descriptor);
         if (k >= 0)
                 k = kv_map_fill(&sec, r->secrets, &csi__v1__node_stage_volume_request__secrets_entry__descriptor);
         if (k >= 0)
@@ -308,8 +312,7 @@ int csi_node_unstage_volume(struct csi_client *c, const char *volume_id, const c
                     CALL_PLAIN, cb, userdata);
 }
 
-int csi_node_publish_volume(struct csi_client *c, const struct csi_node_request *r, csi_callback_t cb,
-                            void *userdata) {
+int csi_node_publish_volume(struct csi_client *c, const struct csi_node_request *r, csi_callback_t cb, void *userdata) {
         Csi__V1__NodePublishVolumeRequest req = CSI__V1__NODE_PUBLISH_VOLUME_REQUEST__INIT;
         Csi__V1__VolumeCapability cap = CSI__V1__VOLUME_CAPABILITY__INIT;
         Csi__V1__VolumeCapability__AccessMode am;

@@ -48,12 +48,12 @@ char *csi_ephemeral_volume_handle(const char *pod_uid, const char *volume_name);
 
 /* ---- vol_data.json ---- */
 struct csi_vol_data {
-        char *spec_vol_id;     /* specVolID */
-        char *volume_handle;   /* volumeHandle */
-        char *driver_name;     /* driverName */
-        char *node_name;       /* nodeName */
-        char *attachment_id;   /* attachmentID */
-        char *lifecycle_mode;  /* volumeLifecycleMode */
+        char *spec_vol_id;    /* specVolID */
+        char *volume_handle;  /* volumeHandle */
+        char *driver_name;    /* driverName */
+        char *node_name;      /* nodeName */
+        char *attachment_id;  /* attachmentID */
+        char *lifecycle_mode; /* volumeLifecycleMode */
 };
 void csi_vol_data_done(struct csi_vol_data *d);
 /* The JSON text of d (fields that are NULL are left out), sorted keys as Go's encoder. */

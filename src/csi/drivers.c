@@ -89,8 +89,9 @@ int csi_drivers_new(struct event_base *base, uint64_t timeout_usec, struct csi_n
         struct csi_drivers *d = calloc(1, sizeof(*d));
         if (!d)
                 return -ENOMEM;
-        *d = (struct csi_drivers) { .base = base, .timeout_usec = timeout_usec, .ni = ni, .changed = changed,
-                                    .userdata = userdata };
+        *d = (struct csi_drivers) {
+                .base = base, .timeout_usec = timeout_usec, .ni = ni, .changed = changed, .userdata = userdata
+        };
         d->reaper = event_new(base, -1, 0, reap, d);
         if (!d->reaper) {
                 free(d);
@@ -120,8 +121,8 @@ int csi_drivers_validate(struct csi_drivers *d, const char *name, const char *en
         _cleanup_ck_error_ struct ck_error *why = NULL;
         struct driver *x;
 
-        log_info("kubernetes.io/csi: Trying to validate a new CSI Driver with name: %s endpoint: %s versions: %s",
-                 name, endpoint, strempty(joined));
+        log_info("kubernetes.io/csi: Trying to validate a new CSI Driver with name: %s endpoint: %s versions: %s", name,
+                 endpoint, strempty(joined));
         if (!versions || !versions[0])
                 return ck_error_set(ret_error, -EINVAL,
                                     "validation failed for CSI Driver %s at endpoint %s: kubernetes.io/csi: "

@@ -38,11 +38,11 @@ struct csi_nodeinfo {
         bool init_wanted, init_done;
 
         /* the task in flight */
-        struct want *task;           /* NULL with busy: the start-up creation */
+        struct want *task; /* NULL with busy: the start-up creation */
         unsigned task_generation;
         bool busy;
         int step;
-        json_t *node;                /* the Node read by the task */
+        json_t *node; /* the Node read by the task */
         struct kube_request *req;
         struct event *retry;
         uint64_t delay;
@@ -98,8 +98,7 @@ json_t *csi_nodeinfo_drivers(const json_t *drivers, const char *driver, const ch
         if (!out)
                 return NULL;
         json_array_foreach(drivers, i, d)
-                if (!streq_ptr(json_string_value(json_object_get(d, "name")), driver) &&
-                    json_array_append(out, d) < 0)
+                if (!streq_ptr(json_string_value(json_object_get(d, "name")), driver) && json_array_append(out, d) < 0)
                         return NULL;
         if (node_id) {
                 json_auto_t *entry = json_pack("{s:s, s:s}", "name", driver, "nodeID", node_id);
@@ -253,7 +252,8 @@ static json_t *node_patch(struct csi_nodeinfo *ni, struct want *w, int *ret_r) {
 
 static void step(struct csi_nodeinfo *ni, const struct kube_response *resp) {
         struct want *w = ni->task;
-        const char *what = w ? (w->node_id ? "error adding CSI driver node info" : "error removing CSI driver node info")
+        const char *what = w ? (w->node_id ? "error adding CSI driver node info"
+                                           : "error removing CSI driver node info")
                              : "Failed to initialize CSINode";
         int r = 0;
 
@@ -440,8 +440,9 @@ int csi_nodeinfo_install(struct csi_nodeinfo *ni, const char *driver, const char
                 return -ENOMEM;
         w->generation++;
         if (max_volumes <= 0)
-                log_v(2, "kubernetes.io/csi: Invalid attach limit value %" PRId64
-                         " cannot be added to CSINode object for \"%s\"",
+                log_v(2,
+                      "kubernetes.io/csi: Invalid attach limit value %" PRId64
+                      " cannot be added to CSINode object for \"%s\"",
                       max_volumes, driver);
         run(ni);
         return 0;

@@ -78,7 +78,8 @@ static char *csi_sha_name(const char *a, const char *b, const char *c) {
         _cleanup_free_ char *in = NULL;
         char sha[65], *p = NULL;
 
-        if (asprintf(&in, "%s%s%s", a, b, strempty(c)) < 0 || sha256_hex(in, sha) < 0 || asprintf(&p, "csi-%s", sha) < 0)
+        if (asprintf(&in, "%s%s%s", a, b, strempty(c)) < 0 || sha256_hex(in, sha) < 0 ||
+            asprintf(&p, "csi-%s", sha) < 0)
                 return NULL;
         return p;
 }
@@ -223,10 +224,10 @@ int csi_access_mode(const char *m) {
 
 const char *csi_code_name(int c) {
         static const char *const names[] = {
-                "OK",           "Canceled",         "Unknown",            "InvalidArgument", "DeadlineExceeded",
-                "NotFound",     "AlreadyExists",    "PermissionDenied",   "ResourceExhausted", "FailedPrecondition",
-                "Aborted",      "OutOfRange",       "Unimplemented",      "Internal",        "Unavailable",
-                "DataLoss",     "Unauthenticated",
+                "OK",       "Canceled",        "Unknown",          "InvalidArgument",   "DeadlineExceeded",
+                "NotFound", "AlreadyExists",   "PermissionDenied", "ResourceExhausted", "FailedPrecondition",
+                "Aborted",  "OutOfRange",      "Unimplemented",    "Internal",          "Unavailable",
+                "DataLoss", "Unauthenticated",
         };
         return c >= 0 && (size_t) c < ELEMENTSOF(names) ? names[c] : "Unknown";
 }
@@ -301,7 +302,8 @@ int csi_highest_supported_version(char *const *versions, char **ret, struct ck_e
         for (size_t i = 0; versions[i]; i++) {
                 if (parse_version(versions[i], v) < 0 || v[0] > 1)
                         continue;
-                if (!found || v[0] > best[0] || (v[0] == best[0] && (v[1] > best[1] || (v[1] == best[1] && v[2] > best[2])))) {
+                if (!found || v[0] > best[0] ||
+                    (v[0] == best[0] && (v[1] > best[1] || (v[1] == best[1] && v[2] > best[2])))) {
                         memcpy(best, v, sizeof(best));
                         found = true;
                 }

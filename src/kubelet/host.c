@@ -219,3 +219,9 @@ void kubelet_counts(struct kubelet *k, struct kubelet_counts *ret) {
                 .pod_start = &k->pod_start_hist,
         };
 }
+
+size_t kubelet_volume_stats(struct kubelet *k, const char *pod_uid, const struct volmgr_volume_stats **ret) {
+        if (pod_uid)
+                return volmgr_pod_volume_stats(k->volumes, pod_uid, ret);
+        return volmgr_all_volume_stats(k->volumes, ret);
+}

@@ -730,11 +730,18 @@ static bool volumes_may_unmount(const char *uid, void *userdata) {
         struct kubelet *k = userdata;
         struct pod_worker *w = kubelet_find_worker(k, uid);
 
-        if (desired_contains(k, uid))
-                return false;
-        return !w || (!w->pod && w->runtime_gone);
+        if (w) /* a pod being deleted is still in the API (desired) but its worker no longer has it */
+                return !w->pod && w->runtime_gone;
+        /* no worker: a desired pod gets one at the next reconcile, unless it is being deleted, finished before or
+         * was rejected */
+        for (size_t i = 0; i < k->desired.n; i++) {
+                const struct pod *p = k->desired.pods[i];
+                if (streq(p->uid, uid))
+                        return p->has_deletion_timestamp || pod_is_terminal_in_api(p) ||
+                               strv_contains(k->rejected, uid);
+        }
+        return true;
 }
-
 
 /* the last volume of a terminated pod went: its worker may end */
 static void on_volumes_gone(const char *uid, void *userdata) {

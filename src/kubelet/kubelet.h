@@ -59,3 +59,8 @@ struct kubelet_counts {
         const struct histogram *pod_start; /* kubelet_pod_start_duration_seconds */
 };
 void kubelet_counts(struct kubelet *k, struct kubelet_counts *ret);
+
+/* The volume manager's measured volumes: a pod's, or (pod_uid NULL) every PersistentVolumeClaim's; borrowed until
+ * the next call. */
+struct volmgr_volume_stats;
+size_t kubelet_volume_stats(struct kubelet *k, const char *pod_uid, const struct volmgr_volume_stats **ret);

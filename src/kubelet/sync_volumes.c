@@ -184,8 +184,8 @@ static void volumes_mounted(void *userdata) {
                 return;
         }
         if (r < 0) {
-                log_error("Unable to attach or mount volumes for pod \"%s\": %s; skipping pod", kubelet_sync_pod_desc(s),
-                          strna(why));
+                log_error("Unable to attach or mount volumes for pod \"%s\": %s; skipping pod",
+                          kubelet_sync_pod_desc(s), strna(why));
                 kubelet_worker_event(s->w, NULL, "Warning", "FailedMount", "Unable to attach or mount volumes: %s",
                                      strna(why));
                 wait_containers(s, why ? why : "Unable to attach or mount volumes");

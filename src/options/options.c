@@ -1269,7 +1269,8 @@ static int validate(const struct kubelet_options *o, struct ck_error **ret_error
                 r = validate_duration("runtimeRequestTimeout", "runtime-request-timeout",
                                       o->runtime_request_timeout_usec, ret_error);
         if (r >= 0 && o->csi_request_timeout_usec == 0)
-                r = ck_error_set(ret_error, -EINVAL, "invalid configuration: --csi-request-timeout must be greater than 0");
+                r = ck_error_set(ret_error, -EINVAL,
+                                 "invalid configuration: --csi-request-timeout must be greater than 0");
         if (r < 0)
                 return r;
         if (isempty(o->container_runtime_endpoint))

@@ -56,7 +56,7 @@ struct plugin {
 
 struct attempt {
         struct pluginmanager *pm;
-        struct attempt *next; /* in pm->zombies once over */
+        struct attempt *next;      /* in pm->zombies once over */
         struct socket_entry *sock; /* NULL once the socket went away */
         char *path;
         uint64_t generation;

@@ -17,8 +17,8 @@
 #include "volumemanager/volumemanager-internal.h"
 
 bool volmgr_handles(const struct volume *v) {
-        return v && (v->type == VOLUME_PVC || v->type == VOLUME_EPHEMERAL || v->type == VOLUME_CSI ||
-                     v->type == VOLUME_NFS);
+        return v &&
+               (v->type == VOLUME_PVC || v->type == VOLUME_EPHEMERAL || v->type == VOLUME_CSI || v->type == VOLUME_NFS);
 }
 
 const char *volmgr_plugin_dir(enum vm_kind kind) {
@@ -443,8 +443,8 @@ int volmgr_pod_add(struct volmgr *vm, const struct pod *pod) {
                                         used = streq_ptr(ms->items[k].name, v->name);
                         }
                         for (size_t c = 0; c < pod->spec.n_init_containers && !used; c++) {
-                                const struct volume_mounts *ms =
-                                        pod_container_mounts(pod, &pod->spec.init_containers[c]);
+                                const struct volume_mounts *ms = pod_container_mounts(pod,
+                                                                                      &pod->spec.init_containers[c]);
                                 for (size_t k = 0; ms && k < ms->n && !used; k++)
                                         used = streq_ptr(ms->items[k].name, v->name);
                         }
@@ -525,9 +525,8 @@ static int pod_state(struct vm_pod *p, char **ret_error) {
                 return 0;
         if (!any_error && !p->timed_out)
                 return 1;
-        if (ret_error &&
-            asprintf(ret_error, "unmounted volumes=[%s], unattached volumes=[%s]: %s", strempty(unmounted),
-                     strempty(unmounted), any_error ? errors : "timed out waiting for the condition") < 0)
+        if (ret_error && asprintf(ret_error, "unmounted volumes=[%s], unattached volumes=[%s]: %s", strempty(unmounted),
+                                  strempty(unmounted), any_error ? errors : "timed out waiting for the condition") < 0)
                 *ret_error = NULL;
         return any_error ? -EINVAL : -ETIMEDOUT;
 }

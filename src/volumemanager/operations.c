@@ -39,8 +39,8 @@ enum step {
         S_START,
         S_CAPS,
         S_DRIVER,
-        S_NODE,          /* the Node: volumesAttached, labels */
-        S_ATTACHMENT,    /* the VolumeAttachment: attached, publish context */
+        S_NODE,       /* the Node: volumesAttached, labels */
+        S_ATTACHMENT, /* the VolumeAttachment: attached, publish context */
         S_STAGE_SECRETS,
         S_STAGE,
         S_PUBLISH_SECRETS,
@@ -232,7 +232,8 @@ static struct job *job_new(int (*work)(struct job *), void (*then)(struct vm_op 
 
 static void api_get(struct vm_op *op, const char *path, kube_callback_t cb) {
         if (!op->vm->client) {
-                struct kube_response resp = { .r = -ENOTCONN, .error = "no API server (standalone kubelet)",
+                struct kube_response resp = { .r = -ENOTCONN,
+                                              .error = "no API server (standalone kubelet)",
                                               .reason = "" };
                 cb(&resp, op);
                 return;
@@ -270,7 +271,8 @@ static void on_secret(const struct kube_response *resp, void *userdata) {
             secret_data(resp->body, stage ? &op->stage_secrets : &op->publish_secrets) < 0) {
                 op_fail(op, stage ? "MountVolume.MountDevice failed" : "MountVolume.SetUp failed",
                         "fetching %s %s/%s failed: %s", stage ? "NodeStageSecretRef" : "NodePublishSecretRef",
-                        strna(ref->namespace_), strna(ref->name), resp->r >= 0 && resp->status == 200 ? "bad data" : resp->error);
+                        strna(ref->namespace_), strna(ref->name),
+                        resp->r >= 0 && resp->status == 200 ? "bad data" : resp->error);
                 return;
         }
         op->step = stage ? S_STAGE : S_PUBLISH;
@@ -305,8 +307,10 @@ static void on_caps(const struct csi_reply *reply, void *userdata) {
                 if (op->type == OP_MOUNT)
                         op_fail(op, "MountVolume.MountDevice failed", "%s", reply->message);
                 else
-                        op_fail(op, "UnmountDevice failed", "kubernetes.io/csi: attacher.UnmountDevice failed to check "
-                                "whether STAGE_UNSTAGE_VOLUME set: %s", reply->message);
+                        op_fail(op, "UnmountDevice failed",
+                                "kubernetes.io/csi: attacher.UnmountDevice failed to check "
+                                "whether STAGE_UNSTAGE_VOLUME set: %s",
+                                reply->message);
                 return;
         }
         op->caps = reply->caps;
@@ -356,7 +360,8 @@ static void on_driver(const struct kube_response *resp, void *userdata) {
         /* supportsVolumeLifecycleMode */
         if (!op->driver.exists && streq(mode, CSI_LIFECYCLE_EPHEMERAL)) {
                 op_fail(op, "MountVolume.NewMounter initialization failed",
-                        "volume mode \"%s\" not supported by driver %s (no CSIDriver object)", mode, op->v->spec.driver);
+                        "volume mode \"%s\" not supported by driver %s (no CSIDriver object)", mode,
+                        op->v->spec.driver);
                 return;
         }
         if (op->driver.exists && !strv_contains(op->driver.lifecycle_modes, mode)) {
@@ -406,7 +411,8 @@ static void on_node(const struct kube_response *resp, void *userdata) {
                         r = persistent_volume_check_node_affinity(op->v->spec.pv, &labels, op->vm->node_name, &why);
                 strmap_done(&labels);
                 if (r < 0) {
-                        op_fail(op, "MountVolume.NodeAffinity check failed", "%s", why ? ck_error_message(why) : strerror(-r));
+                        op_fail(op, "MountVolume.NodeAffinity check failed", "%s",
+                                why ? ck_error_message(why) : strerror(-r));
                         return;
                 }
                 op->step = S_BIND;
@@ -522,8 +528,10 @@ static void stage(struct vm_op *op) {
         if (r >= 0)
                 r = csi_vol_data_save(dir, &data);
         if (r < 0) {
-                op_fail(op, "MountVolume.MountDevice failed", "kubernetes.io/csi: attacher.MountDevice failed to create "
-                        "dir %s: %s", op->staging, strerror(-r));
+                op_fail(op, "MountVolume.MountDevice failed",
+                        "kubernetes.io/csi: attacher.MountDevice failed to create "
+                        "dir %s: %s",
+                        op->staging, strerror(-r));
                 return;
         }
         if (!op->caps.stage_unstage) {
@@ -649,8 +657,9 @@ static void publish(struct vm_op *op) {
         _cleanup_ck_error_ struct ck_error *why = NULL;
         _cleanup_free_ char *dir = csi_pod_volume_dir(op->vm->root_dir, m->pod_uid, m->spec_name);
         _cleanup_free_ char *attach_id = csi_attachment_name(s->handle, s->driver, op->vm->node_name);
-        struct csi_pod_info pod = { .name = m->pod_name, .namespace_ = m->pod_ns, .uid = m->pod_uid,
-                                    .service_account = m->service_account };
+        struct csi_pod_info pod = {
+                .name = m->pod_name, .namespace_ = m->pod_ns, .uid = m->pod_uid, .service_account = m->service_account
+        };
         struct csi_vol_data data = {
                 .spec_vol_id = m->spec_name,
                 .volume_handle = s->handle,
@@ -670,8 +679,8 @@ static void publish(struct vm_op *op) {
         }
         c = csi_client(op, &why);
         if (!c) {
-                op_fail(op, "MountVolume.SetUp failed", "kubernetes.io/csi: mounter.SetUpAt failed to get CSI client: %s",
-                        ck_error_message(why));
+                op_fail(op, "MountVolume.SetUp failed",
+                        "kubernetes.io/csi: mounter.SetUpAt failed to get CSI client: %s", ck_error_message(why));
                 return;
         }
         r = mkdir_p(dir, 0750);
@@ -1247,24 +1256,23 @@ void volmgr_stats_refresh(struct volmgr *vm) {
                                 m->stats_busy = true;
                                 continue;
                         }
-                statfs: {
-                        struct statfs_job *j = calloc(1, sizeof(*j));
-                        if (!j)
-                                continue;
-                        j->vm = vm;
-                        j->unique_name = strdup(v->unique_name);
-                        j->pod_uid = strdup(m->pod_uid);
-                        j->path = TAKE_PTR(path);
-                        if (!j->unique_name || !j->pod_uid ||
-                            workpool_submit(vm->pool, work_statfs, statfs_done, j) < 0) {
-                                free(j->unique_name);
-                                free(j->pod_uid);
-                                free(j->path);
-                                free(j);
-                                continue;
-                        }
-                        m->stats_busy = true;
-                }
+statfs : {
+        struct statfs_job *j = calloc(1, sizeof(*j));
+        if (!j)
+                continue;
+        j->vm = vm;
+        j->unique_name = strdup(v->unique_name);
+        j->pod_uid = strdup(m->pod_uid);
+        j->path = TAKE_PTR(path);
+        if (!j->unique_name || !j->pod_uid || workpool_submit(vm->pool, work_statfs, statfs_done, j) < 0) {
+                free(j->unique_name);
+                free(j->pod_uid);
+                free(j->path);
+                free(j);
+                continue;
+        }
+        m->stats_busy = true;
+}
                 }
 }
 
@@ -1305,8 +1313,9 @@ int volmgr_apply_ownership(struct volmgr *vm, const char *path, int64_t fs_group
 
         if (!j)
                 return -ENOMEM;
-        *j = (struct ownership_job) { .fs_group = fs_group, .read_only = read_only, .done = done,
-                                      .userdata = userdata };
+        *j = (struct ownership_job) {
+                .fs_group = fs_group, .read_only = read_only, .done = done, .userdata = userdata
+        };
         j->path = strdup(path);
         j->policy = strdup_or_null(policy);
         if (!j->path || (policy && !j->policy)) {

@@ -300,7 +300,8 @@ static void on_pv(const struct kube_response *resp, void *userdata) {
         }
         r = volmgr_spec_from_pv(&vol, &spec, &unique, &err);
         if (r == -EOPNOTSUPP) {
-                resolve_failed(p, pv, "failed to get Plugin from volumeSpec for volume \"%s\" err=no volume plugin matched",
+                resolve_failed(p, pv,
+                               "failed to get Plugin from volumeSpec for volume \"%s\" err=no volume plugin matched",
                                vol.name);
                 persistent_volume_done(&vol);
                 return;
@@ -311,7 +312,7 @@ static void on_pv(const struct kube_response *resp, void *userdata) {
                 return;
         }
         *spec.pv = vol; /* owned by the spec now */
-        if (!unique) /* hostPath and nfs PVs are per pod */
+        if (!unique)    /* hostPath and nfs PVs are per pod */
                 unique = with_uid(spec.kind == VM_KIND_NFS ? "kubernetes.io/nfs" : "kubernetes.io/host-path", p->uid,
                                   spec.spec_name);
         if (!unique) {

@@ -255,7 +255,8 @@ static void adopt(struct volmgr *vm, const struct volmgr_found *f) {
         }
         if (f->global) {
                 v->dev = VM_STATE_UNCERTAIN;
-                log_info("reconstructed staged volume %s (%s, %s)", unique, f->path, f->mounted ? "mounted" : "not mounted");
+                log_info("reconstructed staged volume %s (%s, %s)", unique, f->path,
+                         f->mounted ? "mounted" : "not mounted");
                 return;
         }
         m = volmgr_mount_get(v, f->pod_uid, true);

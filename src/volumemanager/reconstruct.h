@@ -9,13 +9,13 @@
 #include "volumes/mountinfo.h"
 
 struct volmgr_found {
-        int kind;         /* enum vm_kind */
-        bool global;      /* a CSI global mount directory (staging), not a pod's */
-        char *pod_uid;    /* NULL for global */
-        char *spec_name;  /* the directory's name (pods), NULL for global */
+        int kind;                          /* enum vm_kind */
+        bool global;                       /* a CSI global mount directory (staging), not a pod's */
+        char *pod_uid;                     /* NULL for global */
+        char *spec_name;                   /* the directory's name (pods), NULL for global */
         char *driver, *handle, *lifecycle; /* CSI, from vol_data.json */
-        char *path;       /* the mount point */
-        bool mounted;     /* per the mount table */
+        char *path;                        /* the mount point */
+        bool mounted;                      /* per the mount table */
 };
 
 /* Read <root>/pods/<uid>/volumes/{kubernetes.io~csi,kubernetes.io~local-volume,kubernetes.io~nfs}/<name> and

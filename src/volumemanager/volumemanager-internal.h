@@ -10,9 +10,9 @@
 #include "basic/workpool.h"
 #include "volumemanager/volumemanager.h"
 
-#define VOLMGR_RETRY_MIN_USEC (500 * 1000)                 /* initialDurationBeforeRetry */
-#define VOLMGR_RETRY_MAX_USEC (122 * 1000000ULL)           /* maxDurationBeforeRetry: 2m2s */
-#define VOLMGR_WAIT_TIMEOUT_USEC (123 * 1000000ULL)        /* podAttachAndMountTimeout: 2m3s */
+#define VOLMGR_RETRY_MIN_USEC (500 * 1000)          /* initialDurationBeforeRetry */
+#define VOLMGR_RETRY_MAX_USEC (122 * 1000000ULL)    /* maxDurationBeforeRetry: 2m2s */
+#define VOLMGR_WAIT_TIMEOUT_USEC (123 * 1000000ULL) /* podAttachAndMountTimeout: 2m3s */
 #define VOLMGR_RECONCILE_PERIOD_USEC (1000 * 1000)
 #define VOLMGR_MOUNT_HELPER_TIMEOUT_USEC (120 * 1000000ULL) /* a mount(8) child is killed after this */
 #define VOLMGR_STATS_PERIOD_USEC (60 * 1000000ULL)          /* volumeStatsAggPeriod */
@@ -57,7 +57,7 @@ struct vm_mount {
         char *spec_name;  /* the directory below pods/<uid>/volumes/<plugin>/ */
         bool desired;
         enum vm_state state;
-        bool read_only;   /* the pod's readOnly */
+        bool read_only; /* the pod's readOnly */
         /* the pod, for SetUp */
         char *pod_name, *pod_ns, *service_account;
         bool has_fs_group;
@@ -89,12 +89,12 @@ struct vm_vol {
 
 /* a pod volume of the desired state, resolved to a volume */
 struct vm_pod_vol {
-        char *name;          /* the pod's volume name */
-        int type;            /* enum volume_type */
-        char *claim_name;    /* persistentVolumeClaim.claimName, or <pod>-<volume> for ephemeral */
+        char *name;       /* the pod's volume name */
+        int type;         /* enum volume_type */
+        char *claim_name; /* persistentVolumeClaim.claimName, or <pod>-<volume> for ephemeral */
         bool read_only;
-        char *unique_name;   /* NULL until resolved */
-        char *error;         /* the resolution's error, NULL when none */
+        char *unique_name; /* NULL until resolved */
+        char *error;       /* the resolution's error, NULL when none */
         bool resolving;
         struct kube_request *req;
         struct persistent_volume_claim pvc;
@@ -129,8 +129,8 @@ struct volmgr {
         bool started, reconstructed, sources_ready, freeing;
         struct vm_vol *vols;
         struct vm_pod *pods;
-        char **in_use_reported; /* the last volumesInUse the node status carried */
-        char **gone_pods;       /* pods whose last volume went: tell the kubelet (from ev_notify) */
+        char **in_use_reported;       /* the last volumesInUse the node status carried */
+        char **gone_pods;             /* pods whose last volume went: tell the kubelet (from ev_notify) */
         struct stats_req *stats_reqs; /* NodeGetVolumeStats calls in flight */
         struct volmgr_volume_stats *stats_out;
         size_t n_stats_out;
@@ -141,7 +141,7 @@ struct volmgr {
 void volmgr_kick(struct volmgr *vm);
 struct vm_vol *volmgr_vol_get(struct volmgr *vm, const char *unique_name, bool create);
 struct vm_mount *volmgr_mount_get(struct vm_vol *v, const char *uid, bool create);
-void volmgr_vol_failed(struct vm_vol *v);   /* back off before the next operation */
+void volmgr_vol_failed(struct vm_vol *v); /* back off before the next operation */
 void volmgr_vol_succeeded(struct vm_vol *v);
 void volmgr_pod_event(struct volmgr *vm, const char *uid, const char *reason, const char *fmt, ...) _printf_(4, 5);
 void volmgr_spec_done(struct vm_spec *s);

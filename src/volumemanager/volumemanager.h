@@ -93,7 +93,7 @@ void volmgr_mark_reported_in_use(struct volmgr *vm, char *const *names);
 
 /* ---- volume stats (the Summary API and kubelet_volume_stats_*) ---- */
 struct volmgr_volume_stats {
-        const char *pod_uid, *name; /* the pod's volume name */
+        const char *pod_uid, *name;           /* the pod's volume name */
         const char *pvc_namespace, *pvc_name; /* NULL when not a PVC */
         bool has_fs;
         uint64_t time_usec; /* realtime */

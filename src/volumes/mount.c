@@ -185,8 +185,9 @@ int vol_helper_mount(const char *fstype, const char *source, const char *target,
         if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
                 return 0;
         exit_text(status, why, sizeof(why));
-        return ck_error_set(ret_error, -EIO, "mount failed: %s\nMounting command: mount\nMounting arguments: %s\nOutput: %s",
-                            why, args, out);
+        return ck_error_set(ret_error, -EIO,
+                            "mount failed: %s\nMounting command: mount\nMounting arguments: %s\nOutput: %s", why, args,
+                            out);
 }
 
 int vol_unmount_and_remove(const char *target, struct ck_error **ret_error) {

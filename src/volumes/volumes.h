@@ -17,6 +17,8 @@
 #include "cri/cri.h"
 #include "container/build.h"
 
+struct volume;
+
 /* "<root_dir>/pods/<uid>" (caller frees; NULL on OOM) */
 char *vol_pod_dir(const char *root_dir, const char *uid);
 
