@@ -114,6 +114,7 @@ static void mount_free(struct vm_mount *m) {
         free(m->fs_group_policy);
         free(m->pvc_ns);
         free(m->pvc_name);
+        free(m->expand_to_str);
         free(m);
 }
 

@@ -629,6 +629,90 @@ static void apply_ownership(struct vm_op *op) {
         submit(op, j);
 }
 
+static void after_expansion(struct vm_op *op) {
+        if (csi_supports_fs_group(op)) {
+                op->step = S_OWNERSHIP;
+                apply_ownership(op);
+                return;
+        }
+        mounted(op);
+}
+
+/* MarkFSResizeFinished: the claim's status capacity is the PV's, its resize conditions go */
+static void on_claim_resized(const struct kube_response *resp, void *userdata) {
+        struct vm_op *op = userdata;
+
+        op->req = NULL;
+        if (resp->r < 0 || resp->status >= 300) {
+                op_fail(op, "MountVolume.Setup failed while expanding volume", "error updating PVC %s/%s: %s",
+                        op->m->pvc_ns, op->m->pvc_name, resp->error);
+                return;
+        }
+        log_info("MountVolume.NodeExpandVolume succeeded for volume \"%s\" (UniqueName: \"%s\"): claim %s/%s is "
+                 "now %s",
+                 op->v->spec.spec_name, op->v->unique_name, op->m->pvc_ns, op->m->pvc_name, op->m->expand_to_str);
+        for (struct vm_mount *m = op->v->mounts; m; m = m->next)
+                m->expand_to = 0; /* the volume's, not the mount's */
+        after_expansion(op);
+}
+
+static void on_expanded(const struct csi_reply *reply, void *userdata) {
+        struct vm_op *op = userdata;
+        _cleanup_free_ char *ns = NULL, *name = NULL, *path = NULL;
+        json_auto_t *patch = NULL;
+
+        op->in_flight = false;
+        if (!op->vm) {
+                op_free(op);
+                return;
+        }
+        if (reply->r < 0) {
+                op_fail(op, "MountVolume.Setup failed while expanding volume", "%s", reply->message);
+                return;
+        }
+        ns = kube_escape(op->m->pvc_ns);
+        name = kube_escape(op->m->pvc_name);
+        patch = json_pack("{s:{s:{s:s}, s:n}}", "status", "capacity", "storage", op->m->expand_to_str, "conditions");
+        if (!ns || !name || !patch ||
+            asprintf(&path, "/api/v1/namespaces/%s/persistentvolumeclaims/%s/status", ns, name) < 0) {
+                op_fail(op, "MountVolume.Setup failed while expanding volume", "out of memory");
+                return;
+        }
+        if (!op->vm->client || kube_request(op->vm->client, "PATCH", path, patch, "application/merge-patch+json", 0,
+                                            on_claim_resized, op, &op->req) < 0) {
+                op->req = NULL;
+                op_fail(op, "MountVolume.Setup failed while expanding volume", "cannot update the claim");
+        }
+}
+
+/* NodeExpandVolume of a published volume whose PV grew (the resizer expanded it in the controller) */
+static void expand(struct vm_op *op) {
+        struct vm_spec *s = &op->v->spec;
+        struct csi_node_request req = {
+                .volume_id = s->handle,
+                .target_path = op->target,
+                .staging_target_path = op->caps.stage_unstage ? op->staging : NULL,
+                .fs_type = s->fs_type,
+                .mount_flags = s->mount_options,
+                .access_mode = csi_access_mode(s->access_mode),
+                .required_bytes = op->m->expand_to,
+        };
+        _cleanup_ck_error_ struct ck_error *why = NULL;
+        struct csi_client *c = csi_client(op, &why);
+
+        if (!c || !op->m->pvc_name) {
+                op_fail(op, "MountVolume.Setup failed while expanding volume", "%s",
+                        c ? "not a PersistentVolumeClaim" : ck_error_message(why));
+                return;
+        }
+        log_v(2, "NodeExpandVolume of %s to %" PRId64 " bytes", op->v->unique_name, op->m->expand_to);
+        op->in_flight = true;
+        if (csi_node_expand_volume(c, &req, on_expanded, op) < 0) {
+                op->in_flight = false;
+                op_fail(op, "MountVolume.Setup failed while expanding volume", "cannot call NodeExpandVolume");
+        }
+}
+
 static void on_published(const struct csi_reply *reply, void *userdata) {
         struct vm_op *op = userdata;
 
@@ -642,12 +726,11 @@ static void on_published(const struct csi_reply *reply, void *userdata) {
                 op_fail(op, "MountVolume.SetUp failed", "%s", reply->message);
                 return;
         }
-        if (csi_supports_fs_group(op)) {
-                op->step = S_OWNERSHIP;
-                apply_ownership(op);
+        if (op->m->expand_to > 0 && op->caps.expand) {
+                expand(op);
                 return;
         }
-        mounted(op);
+        after_expansion(op);
 }
 
 static void publish(struct vm_op *op) {

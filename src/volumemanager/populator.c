@@ -179,6 +179,14 @@ static void claim(struct vm_pod *p, struct vm_pod_vol *pv, struct vm_spec *spec,
         }
         m->has_fs_group = sc && sc->has_fs_group;
         m->fs_group = sc ? sc->fs_group : 0;
+        /* volumeRequiresFSResize: the PV grew, the claim's status has not caught up */
+        m->expand_to = 0;
+        if (v->spec.kind == VM_KIND_CSI && v->spec.pv && v->spec.pv->capacity.str && pv->pvc.capacity.str &&
+            v->spec.pv->capacity.value > pv->pvc.capacity.value) {
+                m->expand_to = v->spec.pv->capacity.value;
+                if (free_and_strdup(&m->expand_to_str, v->spec.pv->capacity.str) < 0)
+                        m->expand_to = 0;
+        }
         m->read_only = pv->read_only;
         m->desired = true;
         pv->error = mfree(pv->error);

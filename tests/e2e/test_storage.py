@@ -368,6 +368,11 @@ def test_two_pods_share_a_staged_volume(kube, runtime, plugins, cleanup_cluster_
     its mount only (the other pod keeps the volume, nothing is unstaged); the second's deletion unstages it. A
     read-only claim reference gives a read-only publish and mount."""
     k, driver, plugin, handles = csi_setup(kube, plugins, cleanup_cluster_objects, access=("ReadWriteMany",))
+    # the volume was expanded in the controller (the PV grew, the claim's status did not): the first mount asks
+    # the node to expand it (NodeExpandVolume) and records the new size in the claim's status
+    pv_name = kube.get("persistentvolumeclaims", "data")["spec"]["volumeName"]
+    assert kube.get("persistentvolumeclaims", "data")["status"]["capacity"]["storage"] == "64Mi"
+    kube.patch("persistentvolumes", pv_name, {"spec": {"capacity": {"storage": "128Mi"}}})
     claim_pod(kube, "one", command=["sh", "-c", "echo shared > /data/f && " + SLEEP[2]])
     claim_pod(kube, "two", read_only=True)
     kube.wait(lambda: running(kube, "one") and running(kube, "two"), 120, msg="both pods running")
@@ -378,6 +383,10 @@ def test_two_pods_share_a_staged_volume(kube, runtime, plugins, cleanup_cluster_
     pubs = plugin.calls("NodePublishVolume")
     assert len(pubs) == 2 and sorted(p["readonly"] for p in pubs) == [False, True]
     assert all(p["access_mode"] == "MULTI_NODE_MULTI_WRITER" for p in pubs)
+    [exp] = plugin.calls("NodeExpandVolume")
+    assert exp["required_bytes"] == 128 * 2**20 and exp["volume_path"] in [p["target_path"] for p in pubs]
+    kube.wait(lambda: kube.get("persistentvolumeclaims", "data")["status"]["capacity"]["storage"] == "128Mi", 30,
+              msg="the claim's capacity updated")
 
     kube.delete("pods", "one")
     kube.wait(lambda: gone(kube, "one"), 90, msg="the first pod gone")
