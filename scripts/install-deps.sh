@@ -13,6 +13,7 @@ pkgs=(
         busybox-static python3 python3-pytest python3-grpcio docker-registry skopeo curl openssl
         e2fsprogs util-linux mount  # mkfs.ext4, losetup and mount for the small filesystem of the node-pressure tests
         apache2-utils  # htpasswd -B for the authenticated registry of the pull secret tests
+        python3-grpc-tools  # compiles proto/csi.proto and proto/pluginregistration.proto for the test CSI plugin
         # the real control plane of the cluster tests (tests/e2e/controlplane.py): etcd, the WebSocket client,
         # and what scripts/build-kubernetes.sh needs to build kube-apiserver, kube-controller-manager and kubectl
         etcd-server python3-websocket golang-go dpkg-dev rsync

@@ -6,6 +6,7 @@
 
 #include <event2/event.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "basic/error.h"
@@ -13,6 +14,7 @@
 #include "kubelet/kubelet.h"
 #include "options/options.h"
 #include "server/server.h"
+#include "volumemanager/volumemanager.h"
 
 static void on_signal(evutil_socket_t sig, short what, void *userdata) {
         struct event_base *base = userdata;
@@ -59,6 +61,37 @@ static void host_counts(void *userdata, struct api_host_counts *ret) {
         };
 }
 
+/* the volume manager's measurements as the Summary API and the metrics read them */
+static size_t host_volume_stats(void *userdata, const char *pod_uid, const struct stats_volume **ret) {
+        static struct stats_volume *buf;
+        const struct volmgr_volume_stats *v = NULL;
+        size_t n = kubelet_volume_stats(userdata, pod_uid, &v);
+        struct stats_volume *nb;
+
+        *ret = NULL;
+        if (n == 0)
+                return 0;
+        nb = realloc(buf, n * sizeof(*nb));
+        if (!nb)
+                return 0;
+        buf = nb;
+        for (size_t i = 0; i < n; i++)
+                buf[i] = (struct stats_volume) {
+                        .name = v[i].name,
+                        .pvc_namespace = v[i].pvc_namespace,
+                        .pvc_name = v[i].pvc_name,
+                        .time_usec = v[i].time_usec,
+                        .available_bytes = v[i].available_bytes,
+                        .capacity_bytes = v[i].capacity_bytes,
+                        .used_bytes = v[i].used_bytes,
+                        .inodes_free = v[i].inodes_free,
+                        .inodes = v[i].inodes,
+                        .inodes_used = v[i].inodes_used,
+                };
+        *ret = buf;
+        return n;
+}
+
 static int api_server_start(struct event_base *base, struct kubelet *k, struct api_server **ret) {
         const struct api_server_config cfg = {
                 .opts = kubelet_opts(k),
@@ -68,7 +101,7 @@ static int api_server_start(struct event_base *base, struct kubelet *k, struct a
                 .node_ip = kubelet_node_ip(k),
                 .machine = kubelet_machine_info(k),
                 .pods_cgroup = kubelet_pods_cgroup(k),
-                .volumes = kubelet_volume_stats(k),
+                .volumes = kubelet_pod_volume_usage(k),
                 .host = {
                         .pods_json = host_pods_json,
                         .running_pods_json = host_running_pods_json,
@@ -77,6 +110,7 @@ static int api_server_start(struct event_base *base, struct kubelet *k, struct a
                         .pod_sandbox_id = host_pod_sandbox_id,
                         .sync_loop_health = host_sync_loop_health,
                         .counts = host_counts,
+                        .volume_stats = host_volume_stats,
                         .userdata = k,
                 },
         };

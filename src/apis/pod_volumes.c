@@ -4,6 +4,7 @@
  * validateDownwardAPIVolumeFile, validateProjectionSources, ValidateVolumeMounts, validateHostAliases). */
 
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -53,6 +54,13 @@ static void volume_done(struct volume *v) {
                 free(v->sources[i].token_path);
         }
         free(v->sources);
+        free(v->claim_name);
+        free(v->csi_driver);
+        free(v->csi_fs_type);
+        strmap_done(&v->csi_attributes);
+        free(v->csi_publish_secret);
+        free(v->nfs_server);
+        free(v->nfs_path);
 }
 
 static void mounts_done(struct volume_mounts *m) {
@@ -255,6 +263,14 @@ static int decode_volume(struct field_errors *e, json_t *v, const char *ip, void
                         t = VOLUME_DOWNWARD_API;
                 else if (streq(key, "projected"))
                         t = VOLUME_PROJECTED;
+                else if (streq(key, "persistentVolumeClaim"))
+                        t = VOLUME_PVC;
+                else if (streq(key, "ephemeral"))
+                        t = VOLUME_EPHEMERAL;
+                else if (streq(key, "csi"))
+                        t = VOLUME_CSI;
+                else if (streq(key, "nfs"))
+                        t = VOLUME_NFS;
                 r = dec_get_object(e, v, ip, key, &o);
                 if (r < 0)
                         return r;
@@ -297,6 +313,46 @@ static int decode_volume(struct field_errors *e, json_t *v, const char *ip, void
                                 vol->has_projected_default_mode = true;
                                 vol->projected_default_mode = VOLUME_DEFAULT_MODE;
                         }
+                        break;
+                case VOLUME_PVC:
+                        r = dec_get_string(e, o, sp, "claimName", &vol->claim_name);
+                        if (r >= 0)
+                                r = dec_get_bool(e, o, sp, "readOnly", &vol->read_only);
+                        break;
+                case VOLUME_EPHEMERAL: {
+                        json_t *tmpl = NULL;
+                        r = dec_get_object(e, o, sp, "volumeClaimTemplate", &tmpl);
+                        vol->has_claim_template = tmpl != NULL;
+                        if (r >= 0)
+                                r = dec_get_bool(e, o, sp, "readOnly", &vol->read_only);
+                        break;
+                }
+                case VOLUME_CSI: {
+                        json_t *ref = NULL;
+                        r = dec_get_string(e, o, sp, "driver", &vol->csi_driver);
+                        if (r >= 0)
+                                r = dec_get_bool(e, o, sp, "readOnly", &vol->read_only);
+                        if (r >= 0)
+                                r = dec_get_string(e, o, sp, "fsType", &vol->csi_fs_type);
+                        if (r >= 0)
+                                r = dec_get_string_map(e, o, sp, "volumeAttributes", &vol->csi_attributes);
+                        if (r >= 0)
+                                r = dec_get_object(e, o, sp, "nodePublishSecretRef", &ref);
+                        if (r >= 0 && ref) {
+                                _cleanup_free_ char *rp = path_child(sp, "nodePublishSecretRef");
+                                if (!rp)
+                                        return -ENOMEM;
+                                vol->csi_has_publish_secret_ref = true;
+                                r = dec_get_string(e, ref, rp, "name", &vol->csi_publish_secret);
+                        }
+                        break;
+                }
+                case VOLUME_NFS:
+                        r = dec_get_string(e, o, sp, "server", &vol->nfs_server);
+                        if (r >= 0)
+                                r = dec_get_string(e, o, sp, "path", &vol->nfs_path);
+                        if (r >= 0)
+                                r = dec_get_bool(e, o, sp, "readOnly", &vol->read_only);
                         break;
                 default:
                         break;
@@ -604,7 +660,7 @@ static void validate_projected(struct vctx *c, const char *path, const struct vo
         }
 }
 
-static void validate_volume(struct vctx *c, const struct volume *v, const char *ip) {
+static void validate_volume(struct vctx *c, const struct volume *v, const char *ip, const char *pod_name) {
         _cleanup_free_ char *sp = NULL;
 
         if (v->n_types == 0) {
@@ -656,6 +712,66 @@ static void validate_volume(struct vctx *c, const struct volume *v, const char *
         case VOLUME_PROJECTED:
                 validate_projected(c, sp, v);
                 break;
+        case VOLUME_PVC: {
+                _cleanup_free_ char *np = val_child(c, sp, "claimName");
+                if (np && isempty(v->claim_name))
+                        val_required(c, np, NULL);
+                break;
+        }
+        case VOLUME_EPHEMERAL: {
+                _cleanup_free_ char *tp = val_child(c, sp, "volumeClaimTemplate"), *nm = NULL, *np = NULL;
+                if (tp && !v->has_claim_template)
+                        val_required(c, tp, NULL);
+                /* the PVC <pod>-<volume> must be a valid object name */
+                if (!isempty(pod_name) && !isempty(v->name) && asprintf(&nm, "%s-%s", pod_name, v->name) >= 0 &&
+                    (np = val_child(c, sp, "name"))) {
+                        const char *msgs[NAME_MAX_MSGS];
+                        size_t n = check_dns1123_subdomain(nm, msgs);
+                        for (size_t i = 0; i < n; i++) {
+                                _cleanup_free_ char *m = NULL;
+                                if (asprintf(&m, "PVC name \"%s\": %s", nm, msgs[i]) >= 0)
+                                        val_invalid_str(c, np, v->name, m);
+                        }
+                }
+                break;
+        }
+        case VOLUME_CSI: {
+                _cleanup_free_ char *dp = val_child(c, sp, "driver");
+                if (!dp)
+                        return;
+                if (isempty(v->csi_driver))
+                        val_required(c, dp, NULL);
+                else {
+                        _cleanup_free_ char *lower = strdup(v->csi_driver);
+                        if (!lower) {
+                                CHECK_OOM(c, -ENOMEM);
+                                return;
+                        }
+                        for (char *q = lower; *q; q++)
+                                *q = (char) tolower((unsigned char) *q);
+                        if (strlen(v->csi_driver) > 63)
+                                CHECK_OOM(c, field_errors_add(c->errs, dp, "Too long: must have at most 63 bytes"));
+                        val_check_name(c, dp, lower, check_dns1123_subdomain);
+                }
+                if (v->csi_has_publish_secret_ref) {
+                        _cleanup_free_ char *rp = val_child(c, sp, "nodePublishSecretRef"), *np = NULL;
+                        if (rp && (np = val_child(c, rp, "name")) && isempty(v->csi_publish_secret))
+                                val_required(c, np, NULL);
+                }
+                break;
+        }
+        case VOLUME_NFS: {
+                _cleanup_free_ char *srv = val_child(c, sp, "server"), *pp = val_child(c, sp, "path");
+                if (!srv || !pp)
+                        return;
+                if (isempty(v->nfs_server))
+                        val_required(c, srv, NULL);
+                if (isempty(v->nfs_path))
+                        val_required(c, pp, NULL);
+                if (!v->nfs_path || v->nfs_path[0] != '/')
+                        val_invalid_str(c, pp, strempty(v->nfs_path), "must be an absolute path");
+                break;
+        }
         default:
                 break; /* other types are refused when the pod starts (FailedMount) */
         }
@@ -749,7 +865,7 @@ void pod_volumes_validate(struct vctx *c, const struct pod *p) {
                                         break;
                                 }
                 }
-                validate_volume(c, vol, ip);
+                validate_volume(c, vol, ip, p->name);
         }
         for (size_t i = 0; i < p->spec.n_containers && i < v->n_containers; i++) {
                 _cleanup_free_ char *cp = NULL;

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "apis/pod.h"
+#include "basic/strmap.h"
 
 enum volume_type {
         VOLUME_NONE, /* no source given (invalid) */
@@ -19,7 +20,11 @@ enum volume_type {
         VOLUME_SECRET,
         VOLUME_DOWNWARD_API,
         VOLUME_PROJECTED,
-        VOLUME_UNSUPPORTED, /* persistentVolumeClaim, nfs, csi, ...: kept by name and type only */
+        VOLUME_PVC,         /* persistentVolumeClaim */
+        VOLUME_EPHEMERAL,   /* ephemeral (a generic ephemeral volume: the PVC <pod>-<volume>) */
+        VOLUME_CSI,         /* csi (inline, ephemeral lifecycle) */
+        VOLUME_NFS,         /* nfs */
+        VOLUME_UNSUPPORTED, /* iscsi, rbd, ...: kept by name and type only */
 };
 
 #define VOLUME_DEFAULT_MODE 0644
@@ -98,6 +103,17 @@ struct volume {
         size_t n_sources;
         bool has_projected_default_mode;
         int32_t projected_default_mode;
+        /* persistentVolumeClaim, ephemeral, csi, nfs */
+        bool read_only;
+        char *claim_name;             /* persistentVolumeClaim.claimName */
+        bool has_claim_template;      /* ephemeral.volumeClaimTemplate was given */
+        char *csi_driver;             /* csi.driver */
+        char *csi_fs_type;            /* csi.fsType, NULL = unset */
+        struct strmap csi_attributes; /* csi.volumeAttributes */
+        char *csi_publish_secret;     /* csi.nodePublishSecretRef.name, NULL = none */
+        bool csi_has_publish_secret_ref;
+        char *nfs_server;
+        char *nfs_path;
 };
 
 struct volume_mount {

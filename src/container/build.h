@@ -43,6 +43,11 @@ struct kc_build_context {
         const char *cluster_domain;     /* --cluster-domain */
         const char *resolv_conf;        /* --resolv-conf; NULL or "" = none */
         struct kc_build_report *report; /* output, may be NULL */
+        /* the volumes mounted by the volume manager (persistentVolumeClaim, csi, nfs, ...): the host path of the
+         * pod's volume `name` (caller frees) and whether it must be mounted read-only; NULL when not mounted. NULL
+         * hook: there are none. */
+        char *(*managed_volume_path)(void *userdata, const char *name, bool *ret_read_only);
+        void *managed_volume_userdata;
 };
 
 /* The node's allocatable for resourceFieldRefs of limits a container does not set: ctx's when known, else the

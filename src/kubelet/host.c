@@ -189,7 +189,7 @@ const char *kubelet_pods_cgroup(struct kubelet *k) {
         return k->pods_cgroup;
 }
 
-const struct stats_volumes *kubelet_volume_stats(struct kubelet *k) {
+const struct stats_volumes *kubelet_pod_volume_usage(struct kubelet *k) {
         return k->volume_stats;
 }
 
@@ -226,4 +226,10 @@ void kubelet_counts(struct kubelet *k, struct kubelet_counts *ret) {
                 .desired_pods = k->desired.n,
                 .pod_start = &k->pod_start_hist,
         };
+}
+
+size_t kubelet_volume_stats(struct kubelet *k, const char *pod_uid, const struct volmgr_volume_stats **ret) {
+        if (pod_uid)
+                return volmgr_pod_volume_stats(k->volumes, pod_uid, ret);
+        return volmgr_all_volume_stats(k->volumes, ret);
 }

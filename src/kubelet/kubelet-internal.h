@@ -23,6 +23,10 @@
 #include "events/recorder.h"
 #include "cm/cm.h"
 #include "stats/machine.h"
+#include "csi/drivers.h"
+#include "csi/nodeinfo.h"
+#include "pluginmanager/pluginmanager.h"
+#include "volumemanager/volumemanager.h"
 #include "eviction/api.h"
 
 struct workpool;
@@ -64,6 +68,8 @@ struct pod_worker {
         int64_t start_time_usec;          /* status.startTime: when the first sync pass began work on the pod */
         bool start_observed;              /* the pod start duration was recorded */
         bool deleting;                    /* an API pod with a deletionTimestamp: stop it, then delete it */
+        bool runtime_gone;                /* not desired and nothing left in the runtime: its volumes may go */
+        char **owned_volumes;             /* emptyDir volumes given their fsGroup ownership (strv of names) */
         char *api_ns, *api_name;          /* where to DELETE it once stopped */
 
         /* ended for good by the kubelet (eviction.c): killed, never started again, phase Failed with this reason
@@ -131,6 +137,11 @@ struct kubelet {
         struct eviction_manager *eviction;
         unsigned node_conditions;  /* the eviction manager's, as last reported */
         const struct pod **active; /* the eviction manager's candidates, kept until its next call */
+        /* storage: CSI drivers registered through the plugin manager, the volume manager */
+        struct csi_nodeinfo *csi_nodeinfo;
+        struct csi_drivers *csi;
+        struct pluginmanager *plugins;
+        struct volmgr *volumes;
 };
 
 /* kubelet.c: the pod workers (pod_workers.go) */

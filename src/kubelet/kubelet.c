@@ -16,6 +16,7 @@
 #include "basic/time.h"
 #include "basic/timer.h"
 #include "kubelet/kubelet-internal.h"
+#include "kubelet/pod_sync.h"
 #include "kubelet/admission.h"
 #include "kuberuntime/security.h"
 #include "kubelet/mirror.h"
@@ -106,6 +107,7 @@ void kubelet_worker_free(struct pod_worker *w) {
         free(w->terminated_message);
         free(w->api_ns);
         free(w->api_name);
+        strv_free(w->owned_volumes);
         free(w->full_name);
         free(w->uid);
         free(w);
@@ -168,6 +170,9 @@ void kubelet_worker_request_sync(struct pod_worker *w) {
                 return;
         if (w->busy) {
                 w->pending = true;
+                /* a pass waiting for its volumes gives way to the new request */
+                if (w->sync && w->sync->waiting_volumes)
+                        volmgr_pod_poke(k->volumes, w->uid);
                 return;
         }
         w->busy = true;
@@ -478,6 +483,15 @@ void kubelet_worker_sync_done(struct pod_worker *w, bool did_work, uint64_t wake
         if (k->stopping)
                 return;
         if (!w->pod && gone && !error) {
+                /* its volumes go first (the pod's resources are reclaimed before the API forgets it); the volume
+                 * manager tells when they are gone (on_volumes_gone) */
+                w->runtime_gone = true;
+                volmgr_pod_remove(k->volumes, w->uid);
+                if (volmgr_pod_has_volumes(k->volumes, w->uid)) {
+                        log_v(3, "pod %s: waiting for its volumes to be unmounted", w->uid);
+                        kubelet_worker_schedule(w, WORKER_BACKOFF_MAX_USEC);
+                        return;
+                }
                 kubelet_worker_terminated(k, w);
                 return;
         }
@@ -749,6 +763,127 @@ static void on_objects_changed(const char *uid, void *userdata) {
                 kubelet_worker_request_sync(w);
 }
 
+/* ---------------------------------------------------------------- volumes */
+
+/* a pod's volumes may be unmounted once it is not desired and nothing of it is left in the runtime */
+static bool volumes_may_unmount(const char *uid, void *userdata) {
+        struct kubelet *k = userdata;
+        struct pod_worker *w = kubelet_find_worker(k, uid);
+
+        if (w) /* a pod being deleted is still in the API (desired) but its worker no longer has it */
+                return !w->pod && w->runtime_gone;
+        /* no worker: a desired pod gets one at the next reconcile, unless it is being deleted, finished before or
+         * was rejected */
+        for (size_t i = 0; i < k->desired.n; i++) {
+                const struct pod *p = k->desired.pods[i];
+                if (streq(p->uid, uid))
+                        return p->has_deletion_timestamp || pod_is_terminal_in_api(p) ||
+                               strv_contains(k->rejected, uid);
+        }
+        return true;
+}
+
+/* the last volume of a terminated pod went: its worker may end */
+static void on_volumes_gone(const char *uid, void *userdata) {
+        struct kubelet *k = userdata;
+        struct pod_worker *w = kubelet_find_worker(k, uid);
+
+        if (w && !w->pod)
+                kubelet_worker_request_sync(w);
+}
+
+static void on_volume_event(const char *uid, const char *type, const char *reason, const char *message,
+                            void *userdata) {
+        struct kubelet *k = userdata;
+        struct pod_worker *w = kubelet_find_worker(k, uid);
+
+        if (w)
+                kubelet_worker_event(w, NULL, type, reason, "%s", message);
+}
+
+static void on_csi_driver(const char *driver, bool registered, void *userdata) {
+        struct kubelet *k = userdata;
+        volmgr_driver_changed(k->volumes, driver);
+}
+
+static int csi_validate(void *userdata, const char *name, const char *endpoint, char *const *versions,
+                        struct ck_error **ret_error) {
+        struct kubelet *k = userdata;
+        return csi_drivers_validate(k->csi, name, endpoint, versions, ret_error);
+}
+
+static int csi_register(void *userdata, const char *name, const char *endpoint, char *const *versions,
+                        void (*done)(int r, const char *error, void *cbdata), void *cbdata) {
+        struct kubelet *k = userdata;
+        return csi_drivers_register(k->csi, name, endpoint, versions, done, cbdata);
+}
+
+static void csi_deregister(void *userdata, const char *name) {
+        struct kubelet *k = userdata;
+        csi_drivers_deregister(k->csi, name);
+}
+
+static char **volumes_in_use(void *userdata) {
+        struct kubelet *k = userdata;
+        return volmgr_volumes_in_use(k->volumes);
+}
+
+static void volumes_reported(char *const *names, void *userdata) {
+        struct kubelet *k = userdata;
+        volmgr_mark_reported_in_use(k->volumes, names);
+}
+
+static int storage_setup(struct kubelet *k) {
+        static const struct pluginmanager_handler csi_handler_template = {
+                .type = "CSIPlugin",
+                .validate = csi_validate,
+                .register_plugin = csi_register,
+                .deregister = csi_deregister,
+        };
+        const struct kubelet_options *o = k->opts;
+        struct pluginmanager_handler h = csi_handler_template;
+        _cleanup_free_ char *registry = NULL;
+        struct volmgr_config vc = {
+                .base = k->base,
+                .root_dir = o->root_dir,
+                .node_name = o->node_name,
+                .client = k->client,
+                .pod_may_unmount = volumes_may_unmount,
+                .pod_changed = on_volumes_gone,
+                .event = on_volume_event,
+                .userdata = k,
+        };
+        int r;
+
+        r = csi_nodeinfo_new(k->base, k->client, o->node_name, &k->csi_nodeinfo);
+        if (r < 0)
+                return r;
+        r = csi_drivers_new(k->base, o->csi_request_timeout_usec, k->csi_nodeinfo, on_csi_driver, k, &k->csi);
+        if (r < 0)
+                return r;
+        vc.csi = k->csi;
+        r = volmgr_new(&vc, &k->volumes);
+        if (r < 0)
+                return r;
+        r = volmgr_start(k->volumes);
+        if (r < 0)
+                return log_error_errno(r, "cannot start the volume manager: %s", strerror(-r));
+        if (k->node)
+                node_manager_set_volumes(k->node, volumes_in_use, volumes_reported, k);
+        if (k->client)
+                csi_nodeinfo_start(k->csi_nodeinfo);
+        if (asprintf(&registry, "%s/plugins_registry", o->root_dir) < 0)
+                return -ENOMEM;
+        r = pluginmanager_new(k->base, registry, &k->plugins);
+        if (r < 0)
+                return r;
+        h.userdata = k;
+        r = pluginmanager_add_handler(k->plugins, &h);
+        if (r < 0)
+                return r;
+        return pluginmanager_start(k->plugins);
+}
+
 /* ---------------------------------------------------------------- PLEG */
 
 static void on_pod_changed(const char *uid, void *userdata) {
@@ -824,7 +959,7 @@ static bool pod_uid_active(const char *uid, void *userdata) {
 /* a pod directory is kept while its pod is desired, has a worker or has anything in the runtime */
 static bool pod_dir_wanted(const char *uid, void *userdata) {
         struct kubelet *k = userdata;
-        if (desired_contains(k, uid) || kubelet_find_worker(k, uid))
+        if (desired_contains(k, uid) || kubelet_find_worker(k, uid) || volmgr_pod_has_volumes(k->volumes, uid))
                 return true;
         for (char *const *u = pleg_pod_uids(k->pleg); u && *u; u++)
                 if (streq(*u, uid))
@@ -849,8 +984,10 @@ static void housekeeping(evutil_socket_t fd, short what, void *userdata) {
         }
         sync_mirror_pods(k);
         /* cleanupOrphanedPodDirs: only once every source has spoken and the runtime has been listed */
-        if (k->runtime_listed && k->config_received && !k->stopping)
+        if (k->runtime_listed && k->config_received && !k->stopping) {
+                volmgr_set_sources_ready(k->volumes);
                 (void) vol_cleanup_orphans(k->opts->root_dir, pod_dir_wanted, k);
+        }
         if (cm_enabled(k->cm)) {
                 (void) update_qos_cgroups(k);
                 /* as reconcile_workers: only once the runtime and every source have been heard */
@@ -1040,6 +1177,9 @@ int kubelet_start(struct kubelet *k) {
         r = objects_manager_new(k->base, k->client, on_objects_changed, k, &k->objects);
         if (r < 0)
                 return r;
+        r = storage_setup(k);
+        if (r < 0)
+                return r;
         if (!isempty(o->pod_manifest_path)) {
                 r = pod_config_add_file_source(k->config, o->pod_manifest_path, o->file_check_frequency_usec);
                 if (r < 0)
@@ -1080,6 +1220,11 @@ struct kubelet *kubelet_free(struct kubelet *k) {
         k->prober = probe_manager_free(k->prober);
         /* cancels in-flight calls: their callbacks run now and see k->stopping */
         k->cri = cri_client_free(k->cri);
+        /* storage: the volume manager's operations are abandoned (CSI calls end with their drivers' clients, which
+         * go before the plugin manager, whose registrations they may be answering) */
+        k->volumes = volmgr_free(k->volumes);
+        k->csi = csi_drivers_free(k->csi);
+        k->plugins = pluginmanager_free(k->plugins);
         /* after the CRI client: the node status' CRI calls (Version, Status, ListImages) end above */
         k->node = node_manager_free(k->node);
         kubelet_eviction_free(k);
@@ -1098,6 +1243,7 @@ struct kubelet *kubelet_free(struct kubelet *k) {
         k->mirror = kubelet_mirror_free(k->mirror);
         k->events = event_recorder_free(k->events);
         k->objects = objects_manager_free(k->objects);
+        k->csi_nodeinfo = csi_nodeinfo_free(k->csi_nodeinfo);
         while (k->deletes)
                 api_delete_free(k->deletes);
         k->client = kube_client_free(k->client);

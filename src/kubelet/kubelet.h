@@ -52,7 +52,7 @@ const char *kubelet_node_ip(struct kubelet *k);
 const struct machine_info *kubelet_machine_info(struct kubelet *k);
 /* For the Summary API: the pods' cgroup (cgroupfs path, NULL without QoS cgroups) and their volumes' usage. */
 const char *kubelet_pods_cgroup(struct kubelet *k);
-const struct stats_volumes *kubelet_volume_stats(struct kubelet *k);
+const struct stats_volumes *kubelet_pod_volume_usage(struct kubelet *k);
 /* /healthz/syncloop: 0, or -ETIMEDOUT with the reason */
 int kubelet_sync_loop_health(struct kubelet *k, struct ck_error **ret_error);
 
@@ -63,3 +63,8 @@ struct kubelet_counts {
         const struct histogram *pod_start; /* kubelet_pod_start_duration_seconds */
 };
 void kubelet_counts(struct kubelet *k, struct kubelet_counts *ret);
+
+/* The volume manager's measured volumes: a pod's, or (pod_uid NULL) every PersistentVolumeClaim's; borrowed until
+ * the next call. */
+struct volmgr_volume_stats;
+size_t kubelet_volume_stats(struct kubelet *k, const char *pod_uid, const struct volmgr_volume_stats **ret);

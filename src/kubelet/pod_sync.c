@@ -71,6 +71,10 @@ void kubelet_pod_sync_killed(struct pod_sync *s) {
 }
 
 void kubelet_pod_sync_objects_ready(struct pod_sync *s) {
+        kubelet_sync_mount(s);
+}
+
+void kubelet_pod_sync_mounted(struct pod_sync *s) {
         kubelet_sync_sandbox(s);
 }
 
@@ -80,7 +84,11 @@ void kubelet_pod_sync_sandbox_ready(struct pod_sync *s) {
                 return;
         }
         /* on every pass, also with nothing to start: a changed ConfigMap or Secret reaches the volumes here */
-        if (kubelet_sync_volumes(s) < 0) {
+        kubelet_sync_volumes(s);
+}
+
+void kubelet_pod_sync_volumes_ready(struct pod_sync *s) {
+        if (s->error || s->k->stopping) {
                 kubelet_pod_sync_finish(s);
                 return;
         }
@@ -129,6 +137,8 @@ void kubelet_pod_sync_free(struct pod_sync *s) {
         free(s->cgroup_parent);
         if (s->waiting_objects)
                 objects_manager_cancel_wait(s->k->objects, s->w->uid);
+        if (s->waiting_volumes)
+                volmgr_pod_cancel_wait(s->k->volumes, s->w->uid);
         objects_refs_done(&s->refs);
         objects_pod_free(s->objects);
         cred_keyring_done(&s->keyring);
@@ -191,9 +201,17 @@ const struct container *kubelet_sync_spec_container(const struct pod_sync *s, co
         return NULL;
 }
 
+/* the host path of a volume the volume manager mounted for the pod */
+static char *managed_volume_path(void *userdata, const char *name, bool *ret_read_only) {
+        const struct pod_sync *s = userdata;
+        return volmgr_pod_volume_path(s->k->volumes, s->w->uid, name, ret_read_only);
+}
+
 /* What the CRI config builders need besides the spec (the start step adds the image's user). */
 void kubelet_sync_build_context(const struct pod_sync *s, struct kc_build_context *ret) {
         *ret = (struct kc_build_context) {
+                .managed_volume_path = managed_volume_path,
+                .managed_volume_userdata = (void *) s,
                 .pod_logs_dir = s->k->opts->pod_logs_dir,
                 .root_dir = s->k->opts->root_dir,
                 .node_name = s->k->opts->node_name,

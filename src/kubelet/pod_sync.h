@@ -9,8 +9,9 @@
  *   decide    pod_sync.c       kr_compute_pod_actions (or "kill everything" for a pod no longer desired)
  *   kill      sync_kill.c      stop containers (preStop, then StopContainer), sidecars last, then sandboxes
  *   objects   sync_volumes.c   the ConfigMaps, Secrets, tokens and pull secrets the pod refers to
+ *   mount     sync_volumes.c   the volume manager's volumes (PVCs, csi, nfs) attached and mounted (WaitForAttachAndMount)
  *   sandbox   sync_sandbox.c   the pod cgroup, RunPodSandbox (or reuse the ready one) and its IP
- *   volumes   sync_volumes.c   volume directories and /etc/hosts, before any container is created
+ *   volumes   sync_volumes.c   volume directories, fsGroup ownership and /etc/hosts, before any container is created
  *   start     sync_start.c     per container: back-off, image (status, pull), create, start, postStart
  *   clean up  sync_cleanup.c   once the pod is settled, remove dead containers and sandboxes (GC)
  *
@@ -53,6 +54,9 @@ struct pod_sync {
         bool waiting_objects;
         struct cred_keyring keyring;
 
+        /* mount: waiting for the volume manager */
+        bool waiting_volumes;
+
         /* sandbox: where the containers go */
         char *cgroup_parent; /* the pod cgroup (src/cm), NULL without --cgroups-per-qos */
         Runtime__V1__PodSandboxConfig *sandbox_config;
@@ -77,8 +81,9 @@ struct pod_sync {
 void kubelet_sync_observe(struct pod_sync *s); /* → kubelet_pod_sync_observed */
 void kubelet_sync_kill(struct pod_sync *s);    /* → kubelet_pod_sync_killed */
 void kubelet_sync_objects(struct pod_sync *s); /* → kubelet_pod_sync_objects_ready */
+void kubelet_sync_mount(struct pod_sync *s);   /* → kubelet_pod_sync_mounted */
 void kubelet_sync_sandbox(struct pod_sync *s); /* → kubelet_pod_sync_sandbox_ready */
-int kubelet_sync_volumes(struct pod_sync *s);  /* inline, 0 or negative errno (reported) */
+void kubelet_sync_volumes(struct pod_sync *s); /* → kubelet_pod_sync_volumes_ready */
 void kubelet_sync_start(struct pod_sync *s);   /* → kubelet_pod_sync_started */
 void kubelet_sync_cleanup(struct pod_sync *s); /* → kubelet_pod_sync_done */
 /* the phases' own state, when the pass ends early */
@@ -88,7 +93,9 @@ void kubelet_sync_cleanup_free(struct pod_sync *s);
 void kubelet_pod_sync_observed(struct pod_sync *s);
 void kubelet_pod_sync_killed(struct pod_sync *s);
 void kubelet_pod_sync_objects_ready(struct pod_sync *s);
+void kubelet_pod_sync_mounted(struct pod_sync *s);
 void kubelet_pod_sync_sandbox_ready(struct pod_sync *s);
+void kubelet_pod_sync_volumes_ready(struct pod_sync *s);
 void kubelet_pod_sync_started(struct pod_sync *s);
 void kubelet_pod_sync_finish(struct pod_sync *s); /* ends the pass early (error, shutdown) or normally */
 void kubelet_pod_sync_done(struct pod_sync *s);   /* hands the result to the worker and frees the pass */

@@ -3,8 +3,12 @@
  *  - objects, before the sandbox: the ConfigMaps, Secrets and service account tokens the pod refers to are
  *    fetched (or found in the managers' caches); a volume's object that cannot be had blocks the pod
  *    (FailedMount), as upstream's WaitForAttachAndMount does; the imagePullSecrets become the pull keyring;
+ *  - mount, before the sandbox: the volume manager's volumes (persistentVolumeClaim, ephemeral, csi, nfs) are
+ *    attached and mounted (WaitForAttachAndMount); the pass waits for them, without blocking the loop, and gives
+ *    way when another pass is requested meanwhile;
  *  - volumes, once the sandbox runs (its IP is in /etc/hosts): the pod's volume directories and hosts file,
- *    set up idempotently on every pass, so that a changed object reaches the volumes. */
+ *    set up idempotently on every pass, so that a changed object reaches the volumes, and their fsGroup
+ *    ownership on the volume manager's worker threads. */
 
 #include "kubelet/pod_sync.h"
 
@@ -13,7 +17,10 @@
 #include "basic/error.h"
 #include "basic/log.h"
 #include "objects/manager.h"
+#include "apis/pod_volumes.h"
+#include "basic/strv.h"
 #include "volumes/volumes.h"
+#include "volumemanager/volumemanager.h"
 
 /* ---------------------------------------------------------------- objects */
 
@@ -147,24 +154,152 @@ void kubelet_sync_objects(struct pod_sync *s) {
         objects_ready(s);
 }
 
+/* ---------------------------------------------------------------- mount (WaitForAttachAndMount) */
+
+static void wait_containers(struct pod_sync *s, const char *msg) {
+        for (size_t i = 0; i < s->actions.n_start; i++)
+                kubelet_worker_set_waiting(s->w, s->pod->spec.containers[s->actions.start[i]].name, "ContainerCreating",
+                                           "%s", msg);
+}
+
+static void volumes_mounted(void *userdata) {
+        struct pod_sync *s = userdata;
+        _cleanup_free_ char *why = NULL;
+        int r;
+
+        s->waiting_volumes = false;
+        if (s->k->stopping) {
+                kubelet_pod_sync_finish(s);
+                return;
+        }
+        r = volmgr_pod_wait(s->k->volumes, s->w->uid, volumes_mounted, s, &why);
+        if (r > 0) {
+                if (s->w->pending) {
+                        /* another pass was asked for: this one ends here, the next one waits again */
+                        volmgr_pod_cancel_wait(s->k->volumes, s->w->uid);
+                        kubelet_pod_sync_finish(s);
+                        return;
+                }
+                s->waiting_volumes = true;
+                return;
+        }
+        if (r < 0) {
+                log_error("Unable to attach or mount volumes for pod \"%s\": %s; skipping pod",
+                          kubelet_sync_pod_desc(s), strna(why));
+                kubelet_worker_event(s->w, NULL, "Warning", "FailedMount", "Unable to attach or mount volumes: %s",
+                                     strna(why));
+                wait_containers(s, why ? why : "Unable to attach or mount volumes");
+                s->error = true;
+                kubelet_pod_sync_finish(s);
+                return;
+        }
+        kubelet_pod_sync_mounted(s);
+}
+
+void kubelet_sync_mount(struct pod_sync *s) {
+        int r;
+
+        r = volmgr_pod_add(s->k->volumes, s->pod);
+        if (r < 0) {
+                kubelet_sync_call_failed(s, "adding the pod's volumes to the volume manager", r);
+                kubelet_pod_sync_finish(s);
+                return;
+        }
+        /* nothing to create: a running or finished pod does not wait for its volumes (upstream waits only for pods
+         * that are not terminated; here a running pod's volumes are mounted already) */
+        if (!s->actions.create_sandbox && s->actions.n_start == 0 && s->actions.n_init_start == 0) {
+                kubelet_pod_sync_mounted(s);
+                return;
+        }
+        volumes_mounted(s);
+}
+
 /* ---------------------------------------------------------------- volumes */
+
+/* the volumes the sync sets up itself that take the pod's fsGroup (the volume manager's volumes get theirs when
+ * mounted): emptyDir once per pod, the files of configMap, secret, downwardAPI and projected volumes on every
+ * pass (they are rewritten), as upstream's SetUp does each time (policy Always) */
+static bool takes_ownership(const struct pod_worker *w, const struct volume *v) {
+        switch (v->type) {
+        case VOLUME_EMPTY_DIR:
+                return !strv_contains(w->owned_volumes, v->name);
+        case VOLUME_CONFIG_MAP:
+        case VOLUME_SECRET:
+        case VOLUME_DOWNWARD_API:
+        case VOLUME_PROJECTED:
+                return true;
+        default:
+                return false;
+        }
+}
+
+struct ownership {
+        struct pod_sync *s;
+        char *name;
+        bool empty_dir;
+};
+
+static void ownership_done(int r, const char *message, void *userdata) {
+        struct ownership *o = userdata;
+        struct pod_sync *s = o->s;
+
+        if (r < 0 && r != -ECANCELED) {
+                log_error("pod %s: MountVolume.SetUp failed for volume \"%s\" : %s", kubelet_sync_pod_desc(s), o->name,
+                          strna(message));
+                kubelet_worker_event(s->w, NULL, "Warning", "FailedMount",
+                                     "MountVolume.SetUp failed for volume \"%s\" : %s", o->name, strna(message));
+                s->error = true;
+        } else if (r >= 0 && o->empty_dir)
+                (void) strv_extend(&s->w->owned_volumes, o->name);
+        free(o->name);
+        free(o);
+        kubelet_sync_fanout_release(s);
+}
 
 /* A failure leaves the containers to start waiting (ContainerCreating with the FailedMount message) and the
  * pod is retried. */
-int kubelet_sync_volumes(struct pod_sync *s) {
+void kubelet_sync_volumes(struct pod_sync *s) {
+        const struct pod_security_context *sc = s->pod->spec.security_context;
+        const struct pod_volumes *pv = s->pod->spec.volumes;
         _cleanup_ck_error_ struct ck_error *msg = NULL;
         struct kc_build_context ctx;
         int r;
 
         kubelet_sync_build_context(s, &ctx);
         r = vol_setup_pod(s->pod, &ctx, &msg);
-        if (r >= 0)
-                return 0;
-        log_error("pod %s: Unable to attach or mount volumes: %s", kubelet_sync_pod_desc(s), ck_error_message(msg));
-        kubelet_worker_event(s->w, NULL, "Warning", "FailedMount", "%s", ck_error_message(msg));
-        for (size_t i = 0; i < s->actions.n_start; i++)
-                kubelet_worker_set_waiting(s->w, s->pod->spec.containers[s->actions.start[i]].name, "ContainerCreating",
-                                           "%s", ck_error_message(msg));
-        s->error = true;
-        return r;
+        if (r < 0) {
+                log_error("pod %s: Unable to attach or mount volumes: %s", kubelet_sync_pod_desc(s),
+                          ck_error_message(msg));
+                kubelet_worker_event(s->w, NULL, "Warning", "FailedMount", "%s", ck_error_message(msg));
+                wait_containers(s, ck_error_message(msg));
+                s->error = true;
+                kubelet_pod_sync_volumes_ready(s);
+                return;
+        }
+        kubelet_sync_fanout_begin(s, kubelet_pod_sync_volumes_ready);
+        for (size_t i = 0; sc && sc->has_fs_group && pv && i < pv->n_volumes; i++) {
+                const struct volume *v = &pv->volumes[i];
+                _cleanup_free_ char *path = NULL;
+                struct ownership *o;
+
+                if (!takes_ownership(s->w, v) || !(path = vol_volume_host_path(s->pod, v, ctx.root_dir)))
+                        continue;
+                o = calloc(1, sizeof(*o));
+                if (!o || !(o->name = strdup(v->name))) {
+                        free(o);
+                        kubelet_sync_call_failed(s, "fsGroup ownership", -ENOMEM);
+                        break;
+                }
+                o->s = s;
+                o->empty_dir = v->type == VOLUME_EMPTY_DIR;
+                r = volmgr_apply_ownership(s->k->volumes, path, sc->fs_group, NULL, false, ownership_done, o);
+                if (r < 0) {
+                        free(o->name);
+                        free(o);
+                        kubelet_sync_call_failed(s, "fsGroup ownership", r);
+                        break;
+                }
+                kubelet_sync_fanout_add(s);
+        }
+        kubelet_sync_fanout_end(s);
 }

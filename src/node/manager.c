@@ -59,7 +59,21 @@ struct node_manager {
         uint64_t last_report_usec; /* monotonic */
 
         json_t *lease; /* the last Lease read or written */
+
+        /* volumesInUse, from the volume manager */
+        char **(*volumes_in_use)(void *userdata);
+        void (*volumes_reported)(char *const *names, void *userdata);
+        void *volumes_userdata;
+        char **in_use;      /* in the status being computed or sent */
+        char **in_use_sent; /* in the status PATCH in flight */
 };
+
+void node_manager_set_volumes(struct node_manager *m, char **(*in_use)(void *userdata),
+                              void (*reported)(char *const *names, void *userdata), void *userdata) {
+        m->volumes_in_use = in_use;
+        m->volumes_reported = reported;
+        m->volumes_userdata = userdata;
+}
 
 static void images_free(struct node_manager *m) {
         for (size_t i = 0; i < m->n_images; i++)
@@ -82,6 +96,8 @@ struct node_manager *node_manager_free(struct node_manager *m) {
         if (m->lease_timer)
                 event_free(m->lease_timer);
         images_free(m);
+        strv_free(m->in_use);
+        strv_free(m->in_use_sent);
         json_decref(m->last_status);
         json_decref(m->lease);
         free(m->runtime_version);
@@ -179,6 +195,7 @@ static void fill_input(struct node_manager *m, struct node_status_input *in) {
                 .eviction_memory_fraction = m->eviction_memory_fraction,
                 .eviction_storage_bytes = m->eviction_storage_bytes,
                 .eviction_storage_fraction = m->eviction_storage_fraction,
+                .volumes_in_use = m->in_use,
         };
 }
 
@@ -304,7 +321,9 @@ static void on_status_patched(const struct kube_response *resp, void *userdata) 
                 log_error("Error updating node status, will retry: err=\"%s\"", resp->error);
                 json_decref(m->last_status);
                 m->last_status = NULL; /* send in full next time */
-        }
+        } else if (m->volumes_reported)
+                m->volumes_reported(m->in_use_sent, m->volumes_userdata); /* MarkVolumesAsReportedInUse */
+        m->in_use_sent = strv_free(m->in_use_sent);
         status_schedule(m);
 }
 
@@ -313,6 +332,8 @@ static void status_send(struct node_manager *m) {
         json_auto_t *status = NULL, *a = NULL, *b = NULL, *patch = NULL;
         bool changed;
 
+        strv_free(m->in_use);
+        m->in_use = m->volumes_in_use ? m->volumes_in_use(m->volumes_userdata) : NULL;
         fill_input(m, &in);
         if (node_status_build(&in, &status) < 0) {
                 m->status_busy = false;
@@ -332,6 +353,8 @@ static void status_send(struct node_manager *m) {
         json_decref(m->last_status);
         m->last_status = json_incref(status);
         m->last_report_usec = now_usec();
+        strv_free(m->in_use_sent);
+        m->in_use_sent = TAKE_PTR(m->in_use);
         patch = json_pack("{s:O}", "status", status);
         if (kube_request(m->client, "PATCH", m->status_path, patch, "application/strategic-merge-patch+json", 0,
                          on_status_patched, m, &m->status_req) < 0) {

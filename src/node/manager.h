@@ -29,5 +29,10 @@ void node_manager_set_pressure(struct node_manager *m, bool memory, bool disk, b
 void node_manager_set_eviction_reservation(struct node_manager *m, int64_t memory_bytes, float memory_fraction,
                                            int64_t storage_bytes, float storage_fraction);
 
+/* The volume manager's volumesInUse for the status (in_use returns a strv the manager frees), and the names of a
+ * status the API server accepted (reported). */
+void node_manager_set_volumes(struct node_manager *m, char **(*in_use)(void *userdata),
+                              void (*reported)(char *const *names, void *userdata), void *userdata);
+
 /* The Node's UID once registered (ownerReferences of the Lease and mirror pods), else NULL. */
 const char *node_manager_node_uid(const struct node_manager *m);

@@ -203,6 +203,21 @@ int node_status_build(const struct node_status_input *in, json_t **ret) {
                        images_json(in));
         if (!st)
                 return -ENOMEM;
+        /* volumesInUse (setVolumesInUse): the list when there is one; null once to clear one sent before, since the
+         * status goes out as a strategic merge patch */
+        if (in->volumes_in_use && in->volumes_in_use[0]) {
+                json_t *l = json_array();
+                for (size_t i = 0; l && in->volumes_in_use[i]; i++)
+                        json_array_append_new(l, json_string(in->volumes_in_use[i]));
+                if (!l || json_object_set_new(st, "volumesInUse", l) < 0) {
+                        json_decref(st);
+                        return -ENOMEM;
+                }
+        } else if (json_array_size(json_object_get(in->previous, "volumesInUse")) > 0 &&
+                   json_object_set_new(st, "volumesInUse", json_null()) < 0) {
+                json_decref(st);
+                return -ENOMEM;
+        }
         *ret = st;
         return 0;
 }
@@ -351,8 +366,10 @@ int node_object_build(const struct node_status_input *in, const char *node_label
         r = node_status_build(in, &status);
         if (r < 0)
                 return r;
-        node = json_pack("{s:s, s:s, s:{s:s, s:O}, s:{}, s:O}", "kind", "Node", "apiVersion", "v1", "metadata", "name",
-                         in->node_name, "labels", labels, "spec", "status", status);
+        /* the attach/detach controller attaches this node's volumes (enableControllerAttachDetach, always on) */
+        node = json_pack("{s:s, s:s, s:{s:s, s:O, s:{s:s}}, s:{}, s:O}", "kind", "Node", "apiVersion", "v1", "metadata",
+                         "name", in->node_name, "labels", labels, "annotations",
+                         "volumes.kubernetes.io/controller-managed-attach-detach", "true", "spec", "status", status);
         if (!node)
                 return -ENOMEM;
         if (json_array_size(taint_list) > 0)

@@ -35,8 +35,9 @@ struct node_status_input {
         const struct node_image *images;
         size_t n_images;
         int kubelet_port;
-        int64_t now_usec;       /* realtime: heartbeats */
-        const json_t *previous; /* the last status sent (lastTransitionTime is kept while a condition's
+        int64_t now_usec;            /* realtime: heartbeats */
+        char *const *volumes_in_use; /* the volume manager's volumesInUse (sorted strv), NULL = none */
+        const json_t *previous;      /* the last status sent (lastTransitionTime is kept while a condition's
                                           status does not change), or NULL */
         bool memory_pressure, disk_pressure, pid_pressure; /* the eviction manager's node conditions */
         /* the hard eviction thresholds on memory.available and nodefs.available come off allocatable

@@ -133,6 +133,9 @@ static const struct flag_def flag_defs[] = {
           "string",
           "The endpoint of container runtime service. Only unix domain sockets are supported. Example: "
           "'unix:///path/to/runtime.sock'" },
+        { "csi-request-timeout", 0, FLAG_DURATION, OFF(csi_request_timeout_usec), NULL, "duration",
+          "ckubelet only: the deadline of every call to a CSI node plugin (NodeStageVolume, NodePublishVolume, ...); "
+          "upstream's is a fixed 2m." },
         { "enable-debugging-handlers", 0, FLAG_BOOL, OFF(enable_debugging_handlers), "enableDebuggingHandlers", "",
           "Enables server endpoints for log collection and local running of containers and commands" },
         { "enable-server", 0, FLAG_BOOL, OFF(enable_server), "enableServer", "", "Enable the Kubelet's server" },
@@ -360,6 +363,7 @@ int kubelet_options_init(struct kubelet_options *o) {
                 .file_check_frequency_usec = DEFAULT_FILE_CHECK_FREQUENCY_USEC,
                 .http_check_frequency_usec = DEFAULT_HTTP_CHECK_FREQUENCY_USEC,
                 .runtime_request_timeout_usec = DEFAULT_RUNTIME_REQUEST_TIMEOUT_USEC,
+                .csi_request_timeout_usec = DEFAULT_RUNTIME_REQUEST_TIMEOUT_USEC,
                 .sync_frequency_usec = DEFAULT_SYNC_FREQUENCY_USEC,
                 .max_pods = DEFAULT_MAX_PODS,
                 .verbosity = 0,
@@ -1489,6 +1493,9 @@ static int validate(const struct kubelet_options *o, struct ck_error **ret_error
         if (r >= 0)
                 r = validate_duration("runtimeRequestTimeout", "runtime-request-timeout",
                                       o->runtime_request_timeout_usec, ret_error);
+        if (r >= 0 && o->csi_request_timeout_usec == 0)
+                r = ck_error_set(ret_error, -EINVAL,
+                                 "invalid configuration: --csi-request-timeout must be greater than 0");
         if (r < 0)
                 return r;
         if (isempty(o->container_runtime_endpoint))

@@ -22,6 +22,7 @@ struct kubelet_options {
         char *container_runtime_endpoint;      /* unix:///run/containerd/containerd.sock */
         char *image_service_endpoint;          /* "" = same as runtime */
         uint64_t runtime_request_timeout_usec; /* 2m */
+        uint64_t csi_request_timeout_usec;     /* 2m (csiTimeout); ckubelet only */
 
         /* kubelet */
         uint64_t sync_frequency_usec; /* --sync-frequency / syncFrequency, 1m */

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* /metrics and /metrics/probes: Prometheus text format 0.0.4 with upstream's metric names. */
 #include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
 #include <event2/buffer.h>
 #include <math.h>
 #include <stdlib.h>
@@ -9,6 +11,7 @@
 #include "basic/evbuffer.h"
 #include "basic/histogram.h"
 #include "basic/macro.h"
+#include "basic/string.h"
 #include "cri/cri.h"
 #include "prober/manager.h"
 #include "server/server-internal.h"
@@ -123,6 +126,50 @@ void api_handle_metrics(struct api_request *r) {
         header(b, "kubelet_pod_start_duration_seconds", "histogram",
                "[ALPHA] Duration in seconds from kubelet seeing a pod for the first time to the pod starting to run");
         add_histogram(b, "kubelet_pod_start_duration_seconds", NULL, NULL, n.pod_start);
+        /* kubelet_volume_stats_*, per PersistentVolumeClaim (collectors/volume_stats.go) */
+        if (r->s->host.volume_stats) {
+                const struct stats_volume *v = NULL;
+                size_t nv = r->s->host.volume_stats(r->s->host.userdata, NULL, &v);
+                static const struct {
+                        const char *name, *help;
+                        size_t off;
+                } fams[] = {
+                        { "kubelet_volume_stats_available_bytes", "Number of available bytes in the volume",
+                          offsetof(struct stats_volume, available_bytes) },
+                        { "kubelet_volume_stats_capacity_bytes", "Capacity in bytes of the volume",
+                          offsetof(struct stats_volume, capacity_bytes) },
+                        { "kubelet_volume_stats_inodes", "Maximum number of inodes in the volume",
+                          offsetof(struct stats_volume, inodes) },
+                        { "kubelet_volume_stats_inodes_free", "Number of free inodes in the volume",
+                          offsetof(struct stats_volume, inodes_free) },
+                        { "kubelet_volume_stats_inodes_used", "Number of used inodes in the volume",
+                          offsetof(struct stats_volume, inodes_used) },
+                        { "kubelet_volume_stats_used_bytes", "Number of used bytes in the volume",
+                          offsetof(struct stats_volume, used_bytes) },
+                };
+                for (size_t f = 0; nv > 0 && f < ELEMENTSOF(fams); f++) {
+                        _cleanup_free_ char *help = NULL;
+                        if (asprintf(&help, "[ALPHA] %s", fams[f].help) < 0)
+                                break;
+                        header(b, fams[f].name, "gauge", help);
+                        for (size_t i = 0; i < nv; i++) {
+                                int64_t val;
+                                /* a claim used by several pods is one series: its first measurement */
+                                bool dup = false;
+                                for (size_t j = 0; j < i && !dup; j++)
+                                        dup = streq_ptr(v[j].pvc_namespace, v[i].pvc_namespace) &&
+                                              streq_ptr(v[j].pvc_name, v[i].pvc_name);
+                                if (dup || !v[i].pvc_name)
+                                        continue;
+                                memcpy(&val, (const char *) &v[i] + fams[f].off, sizeof(val));
+                                evbuffer_add_printf(b, "%s{namespace=\"", fams[f].name);
+                                add_label_value(b, v[i].pvc_namespace);
+                                evbuffer_add_printf(b, "\",persistentvolumeclaim=\"");
+                                add_label_value(b, v[i].pvc_name);
+                                evbuffer_add_printf(b, "\"} %lld\n", (long long) val);
+                        }
+                }
+        }
         header(b, "kubelet_runtime_operations_total", "counter",
                "[ALPHA] Cumulative number of runtime operations by operation type.");
         ctx.pass = 0;

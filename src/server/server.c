@@ -440,6 +440,8 @@ int api_server_new(struct event_base *base, const struct api_server_config *cfg,
         const struct kubelet_options *o = cfg->opts;
         struct api_server *s;
         struct stats_config sc = {
+                .pod_volumes = cfg->host.volume_stats,
+                .pod_volumes_userdata = cfg->host.userdata,
                 .node_name = o->node_name,
                 .root_dir = o->root_dir,
                 .pod_logs_dir = o->pod_logs_dir,

@@ -13,6 +13,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "stats/summary.h"
+
 struct api_server;
 struct stats_volumes;
 struct ck_error;
@@ -48,6 +50,9 @@ struct api_host {
         /* /healthz/syncloop: 0, or a negative errno and why in *ret_error */
         int (*sync_loop_health)(void *userdata, struct ck_error **ret_error);
         void (*counts)(void *userdata, struct api_host_counts *ret);
+        /* the volumes the volume manager measured: a pod's (pod_uid), or every PersistentVolumeClaim's (NULL), for
+         * the Summary API and kubelet_volume_stats_*; borrowed until the next call. May be NULL. */
+        size_t (*volume_stats)(void *userdata, const char *pod_uid, const struct stats_volume **ret);
         void *userdata;
 };
 

@@ -92,6 +92,8 @@ struct stats_provider {
         char *node_name, *root_dir, *pod_logs_dir, *host_root;
         char *pods_cgroup; /* NULL: the "pods" system container is the pods' sum */
         const struct stats_volumes *volumes;
+        size_t (*pod_volumes)(void *userdata, const char *pod_uid, const struct stats_volume **ret);
+        void *pod_volumes_userdata;
         uint64_t memory_capacity;     /* MemTotal, 0 if unknown */
         int64_t boot_time_sec;        /* 0 if unknown */
         uint64_t start_realtime_usec; /* this process */
@@ -735,6 +737,33 @@ static json_t *pod_json(struct build *b, struct pod *pod, Runtime__V1__Container
         }
         /* containers' writable layers and logs, and local volumes, on the node's filesystem */
         put(b, o, "ephemeral-storage", fs_json(b, 0, mount_fs(b, b->p->root_dir), eph_used, eph_inodes));
+        /* the volumes the volume manager measured (PersistentVolumeClaims, csi, nfs, local) */
+        if (b->p->pod_volumes) {
+                const struct stats_volume *v = NULL;
+                size_t nv = b->p->pod_volumes(b->p->pod_volumes_userdata, pod->uid, &v);
+                json_t *va = json_object_get(o, "volume");
+                if (nv > 0 && !va) {
+                        va = json_array();
+                        put(b, o, "volume", va);
+                }
+                for (size_t i = 0; va && i < nv; i++) {
+                        struct fs_usage fs = {
+                                .capacity_bytes = (uint64_t) MAX(v[i].capacity_bytes, 0),
+                                .available_bytes = (uint64_t) MAX(v[i].available_bytes, 0),
+                                .inodes = (uint64_t) MAX(v[i].inodes, 0),
+                                .inodes_free = (uint64_t) MAX(v[i].inodes_free, 0),
+                        };
+                        json_t *vo = fs_json(b, (int64_t) v[i].time_usec * 1000, &fs,
+                                             OPT((uint64_t) MAX(v[i].used_bytes, 0)),
+                                             OPT((uint64_t) MAX(v[i].inodes_used, 0)));
+                        put(b, vo, "name", stats_jstr(v[i].name));
+                        if (v[i].pvc_name)
+                                put(b, vo, "pvcRef",
+                                    json_pack("{s:s, s:s}", "name", v[i].pvc_name, "namespace",
+                                              strempty(v[i].pvc_namespace)));
+                        append(b, va, vo);
+                }
+        }
         if (pod->stats && pod->stats->linux && pod->stats->linux->process &&
             pod->stats->linux->process->process_count) {
                 json_t *ps = json_object();
@@ -1294,6 +1323,8 @@ int stats_provider_new(struct event_base *base, struct cri_client *cri, const st
         p->host_root = strdup(strempty(cfg->host_root));
         p->pods_cgroup = strdup_or_null(cfg->pods_cgroup);
         p->volumes = cfg->volumes;
+        p->pod_volumes = cfg->pod_volumes;
+        p->pod_volumes_userdata = cfg->pod_volumes_userdata;
         if (!p->node_name || !p->root_dir || !p->pod_logs_dir || !p->host_root ||
             (cfg->pods_cgroup && !p->pods_cgroup)) {
                 stats_provider_free(p);

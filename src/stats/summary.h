@@ -26,7 +26,19 @@
 
 struct stats_volumes;
 
+/* A pod volume measured by the volume manager (the Summary API's VolumeStats). */
+struct stats_volume {
+        const char *name;                     /* the pod's volume name */
+        const char *pvc_namespace, *pvc_name; /* pvcRef, NULL when not a PersistentVolumeClaim */
+        uint64_t time_usec;                   /* realtime */
+        int64_t available_bytes, capacity_bytes, used_bytes;
+        int64_t inodes_free, inodes, inodes_used;
+};
+
 struct stats_config {
+        /* the pod's volumes measured elsewhere (the volume manager), borrowed until the next call; NULL: none */
+        size_t (*pod_volumes)(void *userdata, const char *pod_uid, const struct stats_volume **ret);
+        void *pod_volumes_userdata;
         const char *node_name;
         const char *root_dir;     /* --root-dir: node fs stats (statvfs), pod ephemeral-storage capacity */
         const char *pod_logs_dir; /* podLogsDir: <dir>/<namespace>_<name>_<uid>/<container>/ holds the logs */

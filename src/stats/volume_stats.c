@@ -86,6 +86,15 @@ static int add(struct measurement *m, const char *uid, const char *plugin, const
         return 0;
 }
 
+/* The in-tree volumes that live in the pod's directory and are measured by du (upstream's MetricsDu). The volumes
+ * mounted from elsewhere (kubernetes.io~csi, ~nfs, ~local-volume) are measured by the volume manager with statfs or
+ * NodeGetVolumeStats, never walked here: a stalled NFS server would hold a worker for good. */
+static bool measured_plugin(const char *plugin) {
+        return streq(plugin, "kubernetes.io~empty-dir") || streq(plugin, "kubernetes.io~configmap") ||
+               streq(plugin, "kubernetes.io~secret") || streq(plugin, "kubernetes.io~downward-api") ||
+               streq(plugin, "kubernetes.io~projected") || streq(plugin, "kubernetes.io~git-repo");
+}
+
 /* on the worker: <root>/pods/<uid>/volumes/<plugin>/<name> */
 static int measure(void *userdata) {
         struct measurement *m = userdata;
@@ -116,7 +125,7 @@ static int measure(void *userdata) {
                         struct dirent *ve;
                         DIR *vd;
 
-                        if (ke->d_name[0] == '.' || asprintf(&kp, "%s/%s", vols, ke->d_name) < 0)
+                        if (!measured_plugin(ke->d_name) || asprintf(&kp, "%s/%s", vols, ke->d_name) < 0)
                                 continue;
                         vd = opendir(kp);
                         if (!vd)

@@ -73,6 +73,12 @@ static char *volume_host_path(const struct pod *pod, const struct volume *v, con
         return p;
 }
 
+char *vol_volume_host_path(const struct pod *pod, const struct volume *v, const char *root_dir) {
+        if (!plugin_name(v->type))
+                return NULL;
+        return volume_host_path(pod, v, root_dir);
+}
+
 int vol_is_mount_point(int dirfd, const char *name, bool *ret) {
         _cleanup_free_ char *parent = NULL;
         struct statx a, b;
@@ -157,7 +163,10 @@ static int setup_empty_dir(const struct volume *v, const char *dir, struct ck_er
 
 /* hostPath type checks (pkg/volume/hostpath checkType). */
 static int setup_host_path(const struct volume *v, struct ck_error **ret_error) {
-        const char *t = v->host_path_type, *p = v->host_path;
+        return vol_host_path_check(v->host_path, v->host_path_type, ret_error);
+}
+
+int vol_host_path_check(const char *p, const char *t, struct ck_error **ret_error) {
         struct stat st;
         int r;
 
@@ -357,6 +366,12 @@ int vol_setup_pod(const struct pod *pod, const struct kc_build_context *ctx, str
                         dir = volume_host_path(pod, v, ctx->root_dir);
                         r = dir ? setup_written_volume(pod, v, dir, ctx, ret_error) : -ENOMEM;
                         break;
+                case VOLUME_PVC:
+                case VOLUME_EPHEMERAL:
+                case VOLUME_CSI:
+                case VOLUME_NFS:
+                        r = 0; /* mounted by the volume manager before the sandbox */
+                        break;
                 default:
                         r = ck_error_set(ret_error, -EOPNOTSUPP, "unsupported volume type \"%s\"", strna(v->type_name));
                         break;
@@ -424,14 +439,23 @@ int vol_container_mounts(const struct pod *pod, const struct container *c, const
                 const struct volume *v = pod_volume_find(pod, vm->name);
                 _cleanup_free_ char *hp = NULL;
 
-                if (!v || !plugin_name(v->type)) {
+                bool must_ro = false;
+
+                if (v && !plugin_name(v->type) && ctx->managed_volume_path) {
+                        hp = ctx->managed_volume_path(ctx->managed_volume_userdata, v->name, &must_ro);
+                        if (!hp) {
+                                r = -ENOENT; /* not mounted (yet): the pass waited for it, so it went away */
+                                break;
+                        }
+                } else if (!v || !plugin_name(v->type)) {
                         r = -EOPNOTSUPP; /* refused by vol_setup_pod already */
                         break;
-                }
-                hp = volume_host_path(pod, v, ctx->root_dir);
-                if (!hp) {
-                        r = -ENOMEM;
-                        break;
+                } else {
+                        hp = volume_host_path(pod, v, ctx->root_dir);
+                        if (!hp) {
+                                r = -ENOMEM;
+                                break;
+                        }
                 }
                 if (!isempty(vm->sub_path) || !isempty(vm->sub_path_expr)) {
                         _cleanup_free_ char *bound = NULL;
@@ -441,7 +465,7 @@ int vol_container_mounts(const struct pod *pod, const struct container *c, const
                         free(hp);
                         hp = TAKE_PTR(bound);
                 }
-                r = add_mount(&l, &n, vm->mount_path, hp, vm->read_only, vm->mount_propagation);
+                r = add_mount(&l, &n, vm->mount_path, hp, vm->read_only || must_ro, vm->mount_propagation);
                 if (r < 0)
                         break;
         }

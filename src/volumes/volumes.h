@@ -17,12 +17,22 @@
 #include "cri/cri.h"
 #include "container/build.h"
 
+struct volume;
+
 /* "<root_dir>/pods/<uid>" (caller frees; NULL on OOM) */
 char *vol_pod_dir(const char *root_dir, const char *uid);
+
+/* The host directory (or path, for hostPath) of one of the volumes vol_setup_pod() sets up; NULL for the others
+ * (and on OOM). Caller frees. */
+char *vol_volume_host_path(const struct pod *pod, const struct volume *v, const char *root_dir);
 
 /* Set up the pod's volumes and its etc-hosts file. On failure returns a negative errno and *ret_error is the
  * FailedMount message, as upstream words it ("MountVolume.SetUp failed for volume \"v\" : ..."). */
 int vol_setup_pod(const struct pod *pod, const struct kc_build_context *ctx, struct ck_error **ret_error);
+
+/* hostPath's type check (DirectoryOrCreate creates 0755, FileOrCreate 0644; "" checks nothing), with upstream's
+ * messages ("hostPath type check failed: /x is not a directory"). Used for hostPath PersistentVolumes too. */
+int vol_host_path_check(const char *path, const char *type, struct ck_error **ret_error);
 
 /* The CRI mounts of one container (makeMounts): its volumeMounts in order, then /etc/hosts unless the container
  * mounts /etc/hosts itself or the pod has no IP yet. */

@@ -52,6 +52,9 @@ RESOURCES = {
     "rolebindings": ("/apis/rbac.authorization.k8s.io/v1", True),
     "tokenreviews": ("/apis/authentication.k8s.io/v1", False),
     "subjectaccessreviews": ("/apis/authorization.k8s.io/v1", False),
+    "persistentvolumes": ("/api/v1", False), "persistentvolumeclaims": ("/api/v1", True),
+    "csidrivers": ("/apis/storage.k8s.io/v1", False), "csinodes": ("/apis/storage.k8s.io/v1", False),
+    "volumeattachments": ("/apis/storage.k8s.io/v1", False),
 }
 
 # what kubeadm's bootstrap tokens carry
@@ -361,6 +364,7 @@ class ControlPlane:
                 "--client-ca-file", self.ca,
                 "--authorization-mode", "Node,RBAC",
                 "--enable-admission-plugins", "NodeRestriction",
+                "--feature-gates", "GenericEphemeralVolume=true",
                 "--enable-bootstrap-token-auth",
                 "--service-account-issuer", "https://kubernetes.default.svc.cluster.local",
                 "--service-account-key-file", self.sa_pub, "--service-account-signing-key-file", self.sa_key,
@@ -390,7 +394,9 @@ class ControlPlane:
     def _start_controller_manager(self):
         controllers = ["csrsigning", "csrapproving", "csrcleaner", "namespace", "garbagecollector", "nodelifecycle",
                        "serviceaccount", "serviceaccount-token", "root-ca-cert-publisher", "bootstrapsigner",
-                       "tokencleaner"]
+                       "tokencleaner",
+                       # storage (test_storage.py): binding, attaching, protection, generic ephemeral volumes
+                       "persistentvolume-binder", "attachdetach", "pv-protection", "pvc-protection", "ephemeral-volume"]
         self.cm_port = free_port()
         self._spawn("kube-controller-manager", [
             os.path.join(self.bin, "kube-controller-manager"),
@@ -399,6 +405,7 @@ class ControlPlane:
             "--bind-address", "127.0.0.1", "--secure-port", str(self.cm_port), "--port", "0",
             "--cert-dir", os.path.join(self.dir, "controller-manager-certs"),
             "--leader-elect=false", "--controllers", ",".join(controllers),
+            "--feature-gates", "GenericEphemeralVolume=true",
             "--cluster-name", "ckubelet-e2e",
             "--cluster-signing-cert-file", self.ca, "--cluster-signing-key-file", self.pki.key,
             "--cluster-signing-duration", self.signing_duration,
@@ -698,7 +705,9 @@ class Kube:
             code = e.get("responseStatus", {}).get("code", 0)
             if not (code in (400, 403, 422) or code >= 500) or (e["verb"], code) in self.expected_errors:
                 continue
-            if code == 403 and e["objectRef"].get("resource") in ("secrets", "configmaps", "serviceaccounts") and \
+            if code == 403 and e["objectRef"].get("resource") in ("secrets", "configmaps", "serviceaccounts",
+                                                                  "persistentvolumeclaims", "persistentvolumes",
+                                                                  "volumeattachments") and \
                     any(l["verb"] == e["verb"] and l["requestURI"] == e["requestURI"] and
                         l.get("responseStatus", {}).get("code", 0) < 400 for l in evs[i + 1:]):
                 continue

@@ -210,13 +210,12 @@ static void test_setup_host_path_and_empty_dir(void **state) {
 
         /* a type ckubelet does not handle */
         p = parse("{name: web, namespace: default, uid: uid-3}",
-                  "{volumes: [{name: data, persistentVolumeClaim: {claimName: c}}], "
+                  "{volumes: [{name: data, iscsi: {targetPortal: p, iqn: q, lun: 0}}], "
                   "containers: [{name: a, image: b}]}");
         msg = NULL;
         assert_true(vol_setup_pod(p, &ctx, &msg) < 0);
-        assert_string_equal(
-                ck_error_message(msg),
-                "MountVolume.SetUp failed for volume \"data\" : unsupported volume type \"persistentVolumeClaim\"");
+        assert_string_equal(ck_error_message(msg),
+                            "MountVolume.SetUp failed for volume \"data\" : unsupported volume type \"iscsi\"");
         ck_error_free(msg);
         pod_free(p);
         close(fd);

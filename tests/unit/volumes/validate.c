@@ -102,7 +102,7 @@ static void test_valid_and_defaults(void **state) {
         assert_string_equal(v->volumes[5].downward.items[2].divisor.str, "1m");
         assert_int_equal(v->volumes[6].sources[0].token_expiration_seconds, 3600);
         assert_int_equal(v->volumes[6].projected_default_mode, 0644);
-        assert_int_equal(v->volumes[7].type, VOLUME_UNSUPPORTED);
+        assert_int_equal(v->volumes[7].type, VOLUME_PVC);
         assert_string_equal(v->volumes[7].type_name, "persistentVolumeClaim");
         assert_int_equal(v->n_host_aliases, 2);
         assert_string_equal(v->host_aliases[0].hostnames[1], "bar");
