@@ -777,7 +777,7 @@ static bool volumes_may_unmount(const char *uid, void *userdata) {
         for (size_t i = 0; i < k->desired.n; i++) {
                 const struct pod *p = k->desired.pods[i];
                 if (streq(p->uid, uid))
-                        return p->has_deletion_timestamp || pod_is_terminal_in_api(p) ||
+                        return p->has_deletion_timestamp || kubelet_pod_terminal_in_api(p) ||
                                strv_contains(k->rejected, uid);
         }
         return true;
