@@ -7,9 +7,11 @@
 
 #include "basic/error.h"
 #include "basic/log.h"
+#include "basic/strmap.h"
 #include "basic/time.h"
 #include "kubelet/kubelet-internal.h"
 #include "container/labels.h"
+#include "credentialprovider/keyring.h"
 
 static bool spec_has_container(const struct pod *pod, const char *name) {
         for (size_t i = 0; i < pod->spec.n_containers; i++)
@@ -218,4 +220,67 @@ void kubelet_counts(struct kubelet *k, struct kubelet_counts *ret) {
                 .desired_pods = k->desired.n,
                 .pod_start = &k->pod_start_hist,
         };
+}
+
+/* "busybox" → "docker.io/library/busybox:latest", as the runtime names the image it resolved */
+static char *image_reference(const char *image) {
+        _cleanup_free_ char *repo = NULL;
+        const char *at = strchr(image, '@'), *slash = strrchr(image, '/'), *colon;
+        char *out = NULL;
+
+        repo = cred_image_repository(image);
+        if (!repo)
+                return NULL;
+        if (at) {
+                if (asprintf(&out, "%s%s", repo, at) < 0)
+                        return NULL;
+                return out;
+        }
+        colon = strrchr(slash ? slash : image, ':');
+        if (asprintf(&out, "%s:%s", repo, colon ? colon + 1 : "latest") < 0)
+                return NULL;
+        return out;
+}
+
+void kubelet_foreach_container(struct kubelet *k, void (*cb)(const struct kubelet_container_info *c, void *userdata),
+                               void *userdata) {
+        for (struct pod_worker *w = k->workers; w; w = w->next) {
+                const struct kc_pod_status *st = w->observed;
+                if (!st)
+                        continue;
+                for (size_t i = 0; i < st->n_sandboxes; i++) {
+                        const struct kc_sandbox *sb = st->sandboxes[i];
+                        struct kubelet_container_info info = {
+                                .id = sb->id,
+                                .pod_uid = st->uid,
+                                .pod_name = sb->name,
+                                .pod_namespace = sb->namespace_,
+                                .name = "",
+                                .image = "",
+                                .created_at_nsec = sb->created_at,
+                                .sandbox = true,
+                        };
+                        if (sb->state == KC_SANDBOX_READY)
+                                cb(&info, userdata);
+                }
+                for (size_t i = 0; i < st->n_containers; i++) {
+                        const struct kc_container *c = st->containers[i];
+                        const struct container *spec = w->pod ? pod_find_container(w->pod, c->name) : NULL;
+                        _cleanup_free_ char *image = NULL;
+                        struct kubelet_container_info info = {
+                                .id = c->id,
+                                .pod_uid = st->uid,
+                                .pod_name = strmap_get(&c->labels, LABEL_POD_NAME),
+                                .pod_namespace = strmap_get(&c->labels, LABEL_POD_NAMESPACE),
+                                .name = c->name,
+                                .created_at_nsec = c->created_at,
+                        };
+                        if (c->state != KC_CONTAINER_RUNNING)
+                                continue;
+                        if (spec)
+                                image = image_reference(spec->image);
+                        info.image = strempty(image);
+                        cb(&info, userdata);
+                }
+        }
 }

@@ -12,6 +12,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 struct api_server;
 struct ck_error;
@@ -28,6 +29,16 @@ struct api_host_counts {
         size_t running_containers; /* kubelet_running_containers{container_state="running"} */
         size_t desired_pods;
         const struct histogram *pod_start; /* kubelet_pod_start_duration_seconds */
+};
+
+/* A running container or ready sandbox as the kubelet last observed it (the labels of /metrics/cadvisor). */
+struct api_host_container {
+        const char *id;
+        const char *pod_uid, *pod_name, *pod_namespace;
+        const char *name; /* "" for a sandbox */
+        const char *image;
+        int64_t created_at_nsec;
+        bool sandbox;
 };
 
 /* What the handlers ask of the kubelet; every function gets `userdata` first and runs on the loop. */
@@ -47,6 +58,9 @@ struct api_host {
         /* /healthz/syncloop: 0, or a negative errno and why in *ret_error */
         int (*sync_loop_health)(void *userdata, struct ck_error **ret_error);
         void (*counts)(void *userdata, struct api_host_counts *ret);
+        /* every running container and ready sandbox */
+        void (*foreach_container)(void *userdata, void (*cb)(const struct api_host_container *c, void *cb_userdata),
+                                  void *cb_userdata);
         void *userdata;
 };
 
