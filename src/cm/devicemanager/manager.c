@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "basic/error.h"
 #include "basic/fs.h"
 #include "basic/log.h"
 #include "basic/string.h"
@@ -232,7 +233,8 @@ oom:
 }
 
 static void read_checkpoint(struct devicemanager *m) {
-        _cleanup_free_ char *text = NULL, *err = NULL;
+        _cleanup_free_ char *text = NULL;
+        _cleanup_ck_error_ struct ck_error *err = NULL;
         struct dm_registered *reg = NULL;
         size_t size, n_reg = 0;
         int r;
@@ -247,7 +249,7 @@ static void read_checkpoint(struct devicemanager *m) {
         if (r < 0) {
                 log_warning("Continue after failing to read checkpoint file. Device allocation info may NOT be "
                             "up-to-date. Err: %s",
-                            err ? err : strerror(-r));
+                            err ? ck_error_message(err) : strerror(-r));
                 return;
         }
         /* the resources come back with no devices until their plugins register again (a stopped endpoint) */
@@ -645,6 +647,7 @@ static void job_advance(struct devicemanager *m, struct job *j) {
                         struct resource *r;
                         _cleanup_strv_free_ char **healthy = NULL, **in_use = NULL, **chosen = NULL;
                         _cleanup_free_ char *err = NULL;
+                        _cleanup_ck_error_ struct ck_error *cerr = NULL;
                         _cleanup_free_ int64_t *numa = NULL;
                         struct pending *p;
                         int k;
@@ -708,9 +711,9 @@ static void job_advance(struct devicemanager *m, struct job *j) {
                                 }
                         }
                         k = dm_choose_devices(name, healthy, in_use, reuse_of(j, name), j->preferred, (size_t) needed,
-                                              &chosen, &err);
+                                              &chosen, &cerr);
                         if (k < 0) {
-                                job_finish(m, j, err ? err : "out of memory");
+                                job_finish(m, j, ck_error_message(cerr));
                                 return;
                         }
                         if (!r->ep) {
@@ -818,7 +821,7 @@ static bool pod_fully_allocated(const struct devicemanager *m, const struct pod 
         return true;
 }
 
-int dm_admit(struct devicemanager *m, const struct pod *pod, char **ret_message) {
+int dm_admit(struct devicemanager *m, const struct pod *pod, struct ck_error **ret_error) {
         int r;
 
         if (!m || !dm_pod_uses_devices(m, pod))
@@ -828,12 +831,9 @@ int dm_admit(struct devicemanager *m, const struct pod *pod, char **ret_message)
                         struct result *res = *p;
                         *p = res->next;
                         r = 0;
-                        if (res->error) {
-                                r = asprintf(ret_message, "Allocate failed due to %s, which is unexpected",
-                                             res->error) < 0
-                                            ? -ENOMEM
-                                            : -ENOSPC;
-                        }
+                        if (res->error)
+                                r = ck_error_set(ret_error, -ENOSPC, "Allocate failed due to %s, which is unexpected",
+                                                 res->error);
                         free(res->uid);
                         free(res->error);
                         free(res);

@@ -44,10 +44,10 @@ struct devicemanager *dm_free(struct devicemanager *m);
  * are freed. Before that nothing is freed. */
 void dm_update_active(struct devicemanager *m, char *const *active, bool sources_ready);
 
-/* Admission: 0 when the pod has its devices (or needs none); -EINPROGRESS while its allocation runs (on_change
- * tells when to ask again); -EAGAIN while another pod's runs; -ENOSPC with *ret_message
- * ("Allocate failed due to ..., which is unexpected") when it cannot have them. */
-int dm_admit(struct devicemanager *m, const struct pod *pod, char **ret_message);
+/* Admission: 0 when the pod has its devices (or needs none); -EINPROGRESS while its allocation runs or waits for
+ * another pod's (on_change tells when to ask again); -ENOSPC with *ret_error ("Allocate failed due to ..., which
+ * is unexpected") when it cannot have them. */
+int dm_admit(struct devicemanager *m, const struct pod *pod, struct ck_error **ret_error);
 /* Whether the pod asks for a device plugin resource. */
 bool dm_pod_uses_devices(const struct devicemanager *m, const struct pod *pod);
 

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "basic/base64.h"
+#include "basic/error.h"
 #include "basic/json.h"
 #include "basic/log.h"
 #include "basic/string.h"
@@ -163,7 +164,7 @@ static int take_from(char *const *candidates, char *const *available, char ***ch
 }
 
 int dm_choose_devices(const char *resource, char *const *healthy, char *const *in_use, char *const *reusable,
-                      char *const *preferred, size_t needed, char ***ret, char **ret_error) {
+                      char *const *preferred, size_t needed, char ***ret, struct ck_error **ret_error) {
         _cleanup_strv_free_ char **chosen = NULL, **available = NULL;
         size_t from_reuse;
 
@@ -183,13 +184,10 @@ int dm_choose_devices(const char *resource, char *const *healthy, char *const *i
                 if (!strv_contains(in_use, healthy[i]) && !strv_contains(chosen, healthy[i]) &&
                     strv_extend(&available, healthy[i]) < 0)
                         return -ENOMEM;
-        if (strv_length(available) < needed - from_reuse) {
-                if (asprintf(ret_error,
-                             "requested number of devices unavailable for %s. Requested: %zu, Available: %zu", resource,
-                             needed - from_reuse, strv_length(available)) < 0)
-                        return -ENOMEM;
-                return -ENOSPC;
-        }
+        if (strv_length(available) < needed - from_reuse)
+                return ck_error_set(ret_error, -ENOSPC,
+                                    "requested number of devices unavailable for %s. Requested: %zu, Available: %zu",
+                                    resource, needed - from_reuse, strv_length(available));
         if (take_from(preferred, available, &chosen, needed) < 0 || take_from(available, NULL, &chosen, needed) < 0)
                 return -ENOMEM;
         *ret = TAKE_PTR(chosen);
@@ -417,14 +415,12 @@ char *dm_checkpoint_encode(const struct dm_pod_devices *p, const struct dm_regis
         return doc ? json_dumps(doc, JSON_COMPACT) : NULL;
 }
 
-static int bad(char **ret_error, const char *why) {
-        if (ret_error)
-                *ret_error = strdup(why);
-        return -EBADMSG;
+static int bad(struct ck_error **ret_error, const char *why) {
+        return ck_error_set(ret_error, -EBADMSG, "%s", why);
 }
 
 int dm_checkpoint_decode(const char *text, size_t len, struct dm_pod_devices *ret, struct dm_registered **ret_reg,
-                         size_t *ret_n_reg, char **ret_error) {
+                         size_t *ret_n_reg, struct ck_error **ret_error) {
         json_auto_t *doc = json_loadb(text, len, 0, NULL);
         json_t *data, *entries, *registered, *e;
         struct dm_pod_devices p = {};

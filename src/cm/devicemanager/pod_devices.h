@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "basic/error.h"
 #include "deviceplugin.pb-c.h"
 
 /* one (pod, container, resource): DevicesPerNUMA and the packed ContainerAllocateResponse */
@@ -53,7 +54,7 @@ int dm_pod_devices_pods(const struct dm_pod_devices *p, char ***ret);
  * -ENOSPC with *ret_error "requested number of devices unavailable for R. Requested: N, Available: M" as
  * upstream when there are not enough. */
 int dm_choose_devices(const char *resource, char *const *healthy, char *const *in_use, char *const *reusable,
-                      char *const *preferred, size_t needed, char ***ret, char **ret_error);
+                      char *const *preferred, size_t needed, char ***ret, struct ck_error **ret_error);
 
 /* ---- what the container gets (deviceRunContainerOptions) ---- */
 
@@ -85,5 +86,5 @@ int dm_run_options_build(const struct dm_pod_devices *p, const char *pod_uid, co
 char *dm_checkpoint_encode(const struct dm_pod_devices *p, const struct dm_registered *reg, size_t n_reg);
 /* -EBADMSG with *ret_error for a corrupt file (bad JSON, checksum mismatch, undecodable AllocResp). */
 int dm_checkpoint_decode(const char *text, size_t len, struct dm_pod_devices *ret, struct dm_registered **ret_reg,
-                         size_t *ret_n_reg, char **ret_error);
+                         size_t *ret_n_reg, struct ck_error **ret_error);
 void dm_registered_free(struct dm_registered *reg, size_t n);

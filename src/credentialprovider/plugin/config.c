@@ -55,19 +55,6 @@ void credprov_config_done(struct credprov_config *c) {
         *c = (struct credprov_config) {};
 }
 
-static int set_error(char **ret_error, const char *fmt, ...) _printf_(2, 3);
-static int set_error(char **ret_error, const char *fmt, ...) {
-        char *m = NULL;
-
-        if (ret_error) {
-                if (VA_FORMAT(m, fmt) < 0)
-                        return -ENOMEM;
-                free(*ret_error);
-                *ret_error = m;
-        }
-        return -EINVAL;
-}
-
 /* ---------------------------------------------------------------- decoding */
 
 static bool key_known(const char *key, const char *const *known) {
@@ -78,18 +65,18 @@ static bool key_known(const char *key, const char *const *known) {
 }
 
 /* strict decoding: every key must be one the type has */
-static int check_fields(const json_t *obj, const char *path, const char *const *known, char **ret_error) {
+static int check_fields(const json_t *obj, const char *path, const char *const *known, struct ck_error **ret_error) {
         const char *key;
         json_t *v;
 
         json_object_foreach((json_t *) obj, key, v)
                 if (!key_known(key, known))
-                        return set_error(ret_error, "strict decoding error: unknown field \"%s%s%s\"", strempty(path),
-                                         isempty(path) ? "" : ".", key);
+                        return ck_error_set(ret_error, -EINVAL, "strict decoding error: unknown field \"%s%s%s\"",
+                                            strempty(path), isempty(path) ? "" : ".", key);
         return 0;
 }
 
-static int get_string(const json_t *obj, const char *key, const char *path, char **ret, char **ret_error) {
+static int get_string(const json_t *obj, const char *key, const char *path, char **ret, struct ck_error **ret_error) {
         const json_t *v = json_object_get(obj, key);
 
         if (!v || json_is_null(v)) {
@@ -97,16 +84,17 @@ static int get_string(const json_t *obj, const char *key, const char *path, char
                 return 0;
         }
         if (!json_is_string(v))
-                return set_error(ret_error, "json: cannot unmarshal %s into Go struct field %s.%s of type string",
-                                 json_is_object(v)  ? "object"
-                                 : json_is_array(v) ? "array"
-                                                    : "number",
-                                 path, key);
+                return ck_error_set(ret_error, -EINVAL,
+                                    "json: cannot unmarshal %s into Go struct field %s.%s of type string",
+                                    json_is_object(v)  ? "object"
+                                    : json_is_array(v) ? "array"
+                                                       : "number",
+                                    path, key);
         *ret = strdup(json_string_value(v));
         return *ret ? 0 : -ENOMEM;
 }
 
-static int get_strv(const json_t *obj, const char *key, const char *path, char ***ret, char **ret_error) {
+static int get_strv(const json_t *obj, const char *key, const char *path, char ***ret, struct ck_error **ret_error) {
         const json_t *v = json_object_get(obj, key), *e;
         _cleanup_strv_free_ char **l = NULL;
         size_t i;
@@ -115,12 +103,13 @@ static int get_strv(const json_t *obj, const char *key, const char *path, char *
         if (!v || json_is_null(v))
                 return 0;
         if (!json_is_array(v))
-                return set_error(ret_error, "json: cannot unmarshal into Go struct field %s.%s of type []string", path,
-                                 key);
+                return ck_error_set(ret_error, -EINVAL,
+                                    "json: cannot unmarshal into Go struct field %s.%s of type []string", path, key);
         json_array_foreach(v, i, e) {
                 if (!json_is_string(e))
-                        return set_error(ret_error, "json: cannot unmarshal into Go struct field %s.%s of type string",
-                                         path, key);
+                        return ck_error_set(ret_error, -EINVAL,
+                                            "json: cannot unmarshal into Go struct field %s.%s of type string", path,
+                                            key);
                 if (strv_extend(&l, json_string_value(e)) < 0)
                         return -ENOMEM;
         }
@@ -130,7 +119,7 @@ static int get_strv(const json_t *obj, const char *key, const char *path, char *
 
 #define NO_DURATION INT64_MIN
 
-static int decode_provider(const json_t *o, size_t index, struct credprov_provider *p, char **ret_error) {
+static int decode_provider(const json_t *o, size_t index, struct credprov_provider *p, struct ck_error **ret_error) {
         static const char *const fields[] = { "name", "matchImages", "defaultCacheDuration", "apiVersion",
                                               "args", "env",         "tokenAttributes",      NULL };
         static const char *const env_fields[] = { "name", "value", NULL };
@@ -141,10 +130,10 @@ static int decode_provider(const json_t *o, size_t index, struct credprov_provid
 
         snprintf(path, sizeof(path), "providers[%zu]", index);
         if (!json_is_object(o))
-                return set_error(ret_error,
-                                 "json: cannot unmarshal into Go struct field %s of type "
-                                 "CredentialProvider",
-                                 path);
+                return ck_error_set(ret_error, -EINVAL,
+                                    "json: cannot unmarshal into Go struct field %s of type "
+                                    "CredentialProvider",
+                                    path);
         r = check_fields(o, path, fields, ret_error);
         if (r < 0)
                 return r;
@@ -156,18 +145,17 @@ static int decode_provider(const json_t *o, size_t index, struct credprov_provid
         p->default_cache_duration_nsec = NO_DURATION;
         d = json_object_get(o, "defaultCacheDuration");
         if (d && !json_is_null(d)) {
-                _cleanup_ck_error_ struct ck_error *err = NULL;
-                if (!json_is_string(d) ||
-                    go_duration_parse(json_string_value(d), &p->default_cache_duration_nsec, &err) < 0)
-                        return set_error(ret_error, "%s",
-                                         err ? ck_error_message(err) : "defaultCacheDuration: not a duration string");
+                if (!json_is_string(d))
+                        return ck_error_set(ret_error, -EINVAL, "defaultCacheDuration: not a duration string");
+                if (go_duration_parse(json_string_value(d), &p->default_cache_duration_nsec, ret_error) < 0)
+                        return -EINVAL;
         }
         env = json_object_get(o, "env");
         if (env && !json_is_null(env)) {
                 if (!json_is_array(env))
-                        return set_error(ret_error,
-                                         "json: cannot unmarshal into Go struct field CredentialProvider.env "
-                                         "of type []ExecEnvVar");
+                        return ck_error_set(ret_error, -EINVAL,
+                                            "json: cannot unmarshal into Go struct field CredentialProvider.env "
+                                            "of type []ExecEnvVar");
                 p->env = calloc(json_array_size(env) ? json_array_size(env) : 1, sizeof(*p->env));
                 if (!p->env)
                         return -ENOMEM;
@@ -175,8 +163,9 @@ static int decode_provider(const json_t *o, size_t index, struct credprov_provid
                         char epath[96];
                         snprintf(epath, sizeof(epath), "%s.env[%zu]", path, i);
                         if (!json_is_object(e))
-                                return set_error(ret_error, "json: cannot unmarshal into Go struct field "
-                                                            "CredentialProvider.env of type ExecEnvVar");
+                                return ck_error_set(ret_error, -EINVAL,
+                                                    "json: cannot unmarshal into Go struct field "
+                                                    "CredentialProvider.env of type ExecEnvVar");
                         r = check_fields(e, epath, env_fields, ret_error);
                         if (r < 0)
                                 return r;
@@ -196,7 +185,8 @@ static int decode_provider(const json_t *o, size_t index, struct credprov_provid
 }
 
 /* decode one document, appending its providers to c */
-static int decode(const json_t *doc, struct credprov_config *c, bool *ret_token_attributes, char **ret_error) {
+static int decode(const json_t *doc, struct credprov_config *c, bool *ret_token_attributes,
+                  struct ck_error **ret_error) {
         static const char *const fields[] = { "apiVersion", "kind", "providers", NULL };
         const char *api = json_string_at(doc, "apiVersion", NULL), *kind = json_string_at(doc, "kind", NULL);
         const json_t *providers, *p;
@@ -205,35 +195,37 @@ static int decode(const json_t *doc, struct credprov_config *c, bool *ret_token_
         int r;
 
         if (!json_is_object(doc))
-                return set_error(ret_error, "couldn't get version/kind; json parse error: not an object");
+                return ck_error_set(ret_error, -EINVAL, "couldn't get version/kind; json parse error: not an object");
         if (isempty(kind))
-                return set_error(ret_error, "Object 'Kind' is missing in the document");
+                return ck_error_set(ret_error, -EINVAL, "Object 'Kind' is missing in the document");
         for (size_t k = 0; k < ELEMENTSOF(config_versions); k++)
                 known = known || streq(api, config_versions[k]);
         if (!known) {
                 const char *slash = strrchr(api, '/');
                 if (slash && strneq(api, "kubelet.config.k8s.io/", strlen("kubelet.config.k8s.io/")))
-                        return set_error(ret_error, "no kind \"%s\" is registered for version \"%s\" in scheme", kind,
-                                         api);
+                        return ck_error_set(ret_error, -EINVAL,
+                                            "no kind \"%s\" is registered for version \"%s\" in scheme", kind, api);
                 if (!slash)
-                        return set_error(ret_error, "failed to decode CredentialProviderConfig, unexpected Group: %s",
-                                         "");
-                return set_error(ret_error, "failed to decode CredentialProviderConfig, unexpected Group: %.*s",
-                                 (int) (slash - api), api);
+                        return ck_error_set(ret_error, -EINVAL,
+                                            "failed to decode CredentialProviderConfig, unexpected Group: %s", "");
+                return ck_error_set(ret_error, -EINVAL,
+                                    "failed to decode CredentialProviderConfig, unexpected Group: %.*s",
+                                    (int) (slash - api), api);
         }
         if (!streq(kind, "CredentialProviderConfig"))
-                return set_error(ret_error, "failed to decode \"%s\" (wrong Kind)", kind);
+                return ck_error_set(ret_error, -EINVAL, "failed to decode \"%s\" (wrong Kind)", kind);
         r = check_fields(doc, NULL, fields, ret_error);
         if (r < 0)
                 return r;
         providers = json_object_get(doc, "providers");
         if (providers && !json_is_null(providers) && !json_is_array(providers))
-                return set_error(ret_error, "json: cannot unmarshal into Go struct field "
-                                            "CredentialProviderConfig.providers of type []CredentialProvider");
+                return ck_error_set(ret_error, -EINVAL,
+                                    "json: cannot unmarshal into Go struct field "
+                                    "CredentialProviderConfig.providers of type []CredentialProvider");
         json_array_foreach(providers, i, p) {
                 struct credprov_provider *np;
                 if (c->n >= PROVIDERS_MAX)
-                        return set_error(ret_error, "too many providers (at most %d)", PROVIDERS_MAX);
+                        return ck_error_set(ret_error, -EINVAL, "too many providers (at most %d)", PROVIDERS_MAX);
                 np = reallocarray(c->providers, c->n + 1, sizeof(*np));
                 if (!np)
                         return -ENOMEM;
@@ -288,7 +280,7 @@ static int add_err(struct errs *e, const char *fmt, ...) {
         return strv_push(&e->items, m);
 }
 
-static int validate(const struct credprov_config *c, bool token_attributes, char **ret_error) {
+static int validate(const struct credprov_config *c, bool token_attributes, struct ck_error **ret_error) {
         struct errs e = {};
         _cleanup_strv_free_ char **seen = NULL;
         _cleanup_free_ char *joined = NULL;
@@ -358,8 +350,10 @@ static int validate(const struct credprov_config *c, bool token_attributes, char
                 return 0;
         joined = strv_join(e.items, ", ");
         r = strv_length(e.items) > 1
-                    ? set_error(ret_error, "failed to validate credential provider config: [%s]", strempty(joined))
-                    : set_error(ret_error, "failed to validate credential provider config: %s", strempty(joined));
+                    ? ck_error_set(ret_error, -EINVAL, "failed to validate credential provider config: [%s]",
+                                   strempty(joined))
+                    : ck_error_set(ret_error, -EINVAL, "failed to validate credential provider config: %s",
+                                   strempty(joined));
         strv_free(e.items);
         return r;
 }
@@ -367,24 +361,20 @@ static int validate(const struct credprov_config *c, bool token_attributes, char
 /* ---------------------------------------------------------------- entry points */
 
 static int parse_doc(const char *data, size_t size, struct credprov_config *c, bool *token_attributes,
-                     char **ret_error) {
+                     struct ck_error **ret_error) {
         json_auto_t *docs = NULL;
-        _cleanup_free_ char *yerr = NULL;
         int r;
 
-        r = yaml_to_json_docs(data, size, &docs, &yerr);
-        if (r < 0) {
-                if (r == -ENOMEM)
-                        return r;
-                return set_error(ret_error, "%s", strna(yerr));
-        }
+        r = yaml_to_json_docs(data, size, &docs, ret_error);
+        if (r < 0)
+                return r;
         if (json_array_size(docs) != 1)
-                return set_error(ret_error, "want one CredentialProviderConfig document, found %zu",
-                                 json_array_size(docs));
+                return ck_error_set(ret_error, -EINVAL, "want one CredentialProviderConfig document, found %zu",
+                                    json_array_size(docs));
         return decode(json_array_get(docs, 0), c, token_attributes, ret_error);
 }
 
-int credprov_config_parse(const char *data, size_t size, struct credprov_config *ret, char **ret_error) {
+int credprov_config_parse(const char *data, size_t size, struct credprov_config *ret, struct ck_error **ret_error) {
         struct credprov_config c = {};
         bool token_attributes = false;
         int r;
@@ -408,7 +398,7 @@ static int cmp_str(const void *a, const void *b) {
         return strcmp(*(char *const *) a, *(char *const *) b);
 }
 
-int credprov_config_load(const char *path, struct credprov_config *ret, char **ret_error) {
+int credprov_config_load(const char *path, struct credprov_config *ret, struct ck_error **ret_error) {
         struct credprov_config c = {};
         _cleanup_strv_free_ char **files = NULL;
         bool token_attributes = false;
@@ -416,55 +406,58 @@ int credprov_config_load(const char *path, struct credprov_config *ret, char **r
         int r = 0;
 
         if (isempty(path))
-                return set_error(ret_error, "credential provider config path is empty");
+                return ck_error_set(ret_error, -EINVAL, "credential provider config path is empty");
         if (stat(path, &st) < 0)
-                return set_error(ret_error, "unable to access path \"%s\": %s", path, strerror(errno));
+                return ck_error_set(ret_error, -EINVAL, "unable to access path \"%s\": %s", path, strerror(errno));
         if (S_ISDIR(st.st_mode)) {
                 _cleanup_closedir_ DIR *d = opendir(path);
                 struct dirent *de;
                 if (!d)
-                        return set_error(ret_error, "unable to read directory \"%s\": %s", path, strerror(errno));
+                        return ck_error_set(ret_error, -EINVAL, "unable to read directory \"%s\": %s", path,
+                                            strerror(errno));
                 while ((de = readdir(d))) {
                         char *full;
                         struct stat fst;
                         if (!config_file_name(de->d_name))
                                 continue;
                         if (strv_length(files) >= CONFIG_FILES_MAX)
-                                return set_error(ret_error, "too many configuration files in directory \"%s\"", path);
+                                return ck_error_set(ret_error, -EINVAL,
+                                                    "too many configuration files in directory \"%s\"", path);
                         if (asprintf(&full, "%s/%s", path, de->d_name) < 0 || strv_push(&files, full) < 0)
                                 return -ENOMEM;
                         if (stat(full, &fst) == 0 && S_ISDIR(fst.st_mode))
                                 strv_remove_at(files, strv_length(files) - 1);
                 }
                 if (!files)
-                        return set_error(ret_error, "no configuration files found in directory \"%s\"", path);
+                        return ck_error_set(ret_error, -EINVAL, "no configuration files found in directory \"%s\"",
+                                            path);
                 qsort(files, strv_length(files), sizeof(char *), cmp_str);
         } else if (strv_extend(&files, path) < 0)
                 return -ENOMEM;
 
         for (size_t i = 0; files[i]; i++) {
-                _cleanup_free_ char *data = NULL, *err = NULL;
+                _cleanup_free_ char *data = NULL;
                 size_t size;
                 size_t before = c.n;
 
                 r = read_full_file(files[i], CONFIG_FILE_MAX, &data, &size);
                 if (r < 0) {
-                        r = set_error(ret_error, "unable to read file \"%s\": %s", files[i], strerror(-r));
+                        r = ck_error_set(ret_error, -EINVAL, "unable to read file \"%s\": %s", files[i], strerror(-r));
                         goto fail;
                 }
-                r = parse_doc(data, size, &c, &token_attributes, &err);
+                r = parse_doc(data, size, &c, &token_attributes, ret_error);
                 if (r < 0) {
-                        if (r != -ENOMEM)
-                                r = set_error(ret_error, "error decoding config \"%s\": %s", files[i], strna(err));
+                        ck_error_prefix(ret_error, "error decoding config \"%s\"", files[i]);
                         goto fail;
                 }
                 /* a name given again in another file */
                 for (size_t j = before; j < c.n; j++)
                         for (size_t k = 0; k < before; k++)
                                 if (streq_ptr(c.providers[j].name, c.providers[k].name)) {
-                                        r = set_error(ret_error,
-                                                      "duplicate provider name \"%s\" found in configuration file(s)",
-                                                      strempty(c.providers[j].name));
+                                        r = ck_error_set(
+                                                ret_error, -EINVAL,
+                                                "duplicate provider name \"%s\" found in configuration file(s)",
+                                                strempty(c.providers[j].name));
                                         goto fail;
                                 }
         }

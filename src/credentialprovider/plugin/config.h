@@ -9,6 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "basic/error.h"
+
 struct credprov_env {
         char *name, *value;
 };
@@ -30,11 +32,11 @@ struct credprov_config {
 
 void credprov_config_done(struct credprov_config *c); /* accepts NULL */
 
-/* One document (YAML or JSON) decoded and validated. *ret_error (allocated): what is wrong, as upstream words
- * it ("failed to validate credential provider config: ...", or a decoding error). */
-int credprov_config_parse(const char *data, size_t size, struct credprov_config *ret, char **ret_error);
+/* One document (YAML or JSON) decoded and validated. *ret_error: what is wrong, as upstream words it
+ * ("failed to validate credential provider config: ...", or a decoding error). */
+int credprov_config_parse(const char *data, size_t size, struct credprov_config *ret, struct ck_error **ret_error);
 /* A file or a directory, merged; then validated. */
-int credprov_config_load(const char *path, struct credprov_config *ret, char **ret_error);
+int credprov_config_load(const char *path, struct credprov_config *ret, struct ck_error **ret_error);
 
 /* ParseSchemelessURL's checks on a matchImages entry: NULL when valid, else the reason (static text). */
 const char *credprov_match_image_invalid(const char *s);

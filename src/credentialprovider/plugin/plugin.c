@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "basic/duration.h"
+#include "basic/error.h"
 #include "basic/json.h"
 #include "basic/log.h"
 #include "basic/spawn.h"
@@ -38,18 +39,8 @@ char *credprov_request_encode(const char *api_version, const char *image) {
         return o ? json_dumps(o, JSON_COMPACT) : NULL;
 }
 
-static int set_error(char **ret_error, const char *msg) {
-        if (ret_error) {
-                free(*ret_error);
-                *ret_error = strdup(msg);
-                if (!*ret_error)
-                        return -ENOMEM;
-        }
-        return -EINVAL;
-}
-
 int credprov_response_decode(const char *out, size_t len, const char *api_version, struct credprov_response *ret,
-                             char **ret_error) {
+                             struct ck_error **ret_error) {
         static const char *const fields[] = { "kind", "apiVersion", "cacheKeyType", "cacheDuration", "auth" };
         json_auto_t *doc = NULL;
         json_error_t jerr;
@@ -58,25 +49,18 @@ int credprov_response_decode(const char *out, size_t len, const char *api_versio
         struct credprov_response r = {};
 
         doc = json_loadb(out, len, JSON_REJECT_DUPLICATES, &jerr);
-        if (!doc || !json_is_object(doc)) {
+        if (!doc || !json_is_object(doc))
                 /* json.DefaultMetaFactory.Interpret failed; the text of the output is not repeated */
-                _cleanup_free_ char *m = NULL;
-                if (asprintf(&m, "error reading GVK from response: couldn't get version/kind; json parse error: %s",
-                             doc ? "not an object" : jerr.text) < 0)
-                        return -ENOMEM;
-                return set_error(ret_error, m);
-        }
+                return ck_error_set(ret_error, -EINVAL,
+                                    "error reading GVK from response: couldn't get version/kind; json parse error: %s",
+                                    doc ? "not an object" : jerr.text);
         api = json_string_at(doc, "apiVersion", NULL);
         kind = json_string_at(doc, "kind", NULL);
-        if (!streq(api, api_version)) {
-                _cleanup_free_ char *m = NULL;
-                if (asprintf(&m,
-                             "apiVersion from credential plugin response did not match expected apiVersion:%s, "
-                             "actual apiVersion:%s",
-                             api_version, api) < 0)
-                        return -ENOMEM;
-                return set_error(ret_error, m);
-        }
+        if (!streq(api, api_version))
+                return ck_error_set(ret_error, -EINVAL,
+                                    "apiVersion from credential plugin response did not match expected apiVersion:%s, "
+                                    "actual apiVersion:%s",
+                                    api_version, api);
         /* the decoder's errors may quote the credentials: upstream replaces them with one message */
         if (!streq(kind, "CredentialProviderResponse"))
                 goto bad;
@@ -113,20 +97,17 @@ int credprov_response_decode(const char *out, size_t len, const char *api_versio
                 r.cache_key_type = CREDPROV_CACHE_REGISTRY;
         else if (streq_ptr(ckt, "Global"))
                 r.cache_key_type = CREDPROV_CACHE_GLOBAL;
-        else {
-                _cleanup_free_ char *m = NULL;
-                if (asprintf(&m, "credential provider plugin did not return a valid cacheKeyType: \"%s\"",
-                             strempty(ckt)) < 0)
-                        return -ENOMEM;
-                return set_error(ret_error, m);
-        }
+        else
+                return ck_error_set(ret_error, -EINVAL,
+                                    "credential provider plugin did not return a valid cacheKeyType: \"%s\"",
+                                    strempty(ckt));
         r.auth = auth && json_is_object(auth) ? json_incref(auth) : json_object();
         if (!r.auth)
                 return -ENOMEM;
         *ret = r;
         return 0;
 bad:
-        return set_error(ret_error, "error decoding credential provider plugin response from stdout");
+        return ck_error_set(ret_error, -EINVAL, "error decoding credential provider plugin response from stdout");
 }
 
 char *credprov_registry_of(const char *image) {
@@ -382,6 +363,7 @@ static void on_exec_done(const struct spawn_result *r, void *userdata) {
         struct provider *pv = e->prov;
         struct credprov_response resp = {};
         _cleanup_free_ char *error = NULL;
+        _cleanup_ck_error_ struct ck_error *derr = NULL;
         double secs = (double) (now_usec() - e->started_usec) / 1e6;
 
         exec_unlink(e);
@@ -390,7 +372,9 @@ static void on_exec_done(const struct spawn_result *r, void *userdata) {
         if (r->timed_out || r->output_capped || r->signal || r->exit_code != 0)
                 error = exec_error(pv, e->image, r);
         else {
-                int k = credprov_response_decode(r->out, r->out_len, pv->cfg->api_version, &resp, &error);
+                int k = credprov_response_decode(r->out, r->out_len, pv->cfg->api_version, &resp, &derr);
+                if (k < 0)
+                        error = ck_error_take_message(TAKE_PTR(derr));
                 if (k >= 0) {
                         if (credprov_cache_add(&pv->cache, e->image, &resp, pv->cfg->default_cache_duration_nsec,
                                                now_usec()) < 0)
@@ -565,7 +549,7 @@ struct credprov *credprov_free(struct credprov *p) {
         return NULL;
 }
 
-static int provider_setup(struct provider *pv, const char *bin_dir, char **ret_error) {
+static int provider_setup(struct provider *pv, const char *bin_dir, struct ck_error **ret_error) {
         const struct credprov_provider *c = pv->cfg;
         struct stat st;
 
@@ -573,11 +557,8 @@ static int provider_setup(struct provider *pv, const char *bin_dir, char **ret_e
                 return -ENOMEM;
         if (stat(pv->path, &st) < 0) {
                 if (errno == ENOENT)
-                        return asprintf(ret_error, "plugin binary executable %s did not exist", pv->path) < 0 ? -ENOMEM
-                                                                                                              : -ENOENT;
-                return asprintf(ret_error, "error inspecting binary executable %s: %s", pv->path, strerror(errno)) < 0
-                               ? -ENOMEM
-                               : -EINVAL;
+                        return ck_error_set(ret_error, -ENOENT, "plugin binary executable %s did not exist", pv->path);
+                return ck_error_set(ret_error, -errno, "error inspecting binary executable %s: %m", pv->path);
         }
         if (strv_extend(&pv->argv, pv->path) < 0)
                 return -ENOMEM;
@@ -599,19 +580,16 @@ static int provider_setup(struct provider *pv, const char *bin_dir, char **ret_e
 }
 
 int credprov_new(struct event_base *base, const char *config_path, const char *bin_dir, struct credprov **ret,
-                 char **ret_error) {
+                 struct ck_error **ret_error) {
         struct credprov *p;
         struct stat st;
         int r;
 
         if (isempty(bin_dir) || stat(bin_dir, &st) < 0) {
                 if (isempty(bin_dir) || errno == ENOENT)
-                        return asprintf(ret_error, "plugin binary directory %s did not exist", strempty(bin_dir)) < 0
-                                       ? -ENOMEM
-                                       : -ENOENT;
-                return asprintf(ret_error, "error inspecting binary directory %s: %s", bin_dir, strerror(errno)) < 0
-                               ? -ENOMEM
-                               : -EINVAL;
+                        return ck_error_set(ret_error, -ENOENT, "plugin binary directory %s did not exist",
+                                            strempty(bin_dir));
+                return ck_error_set(ret_error, -errno, "error inspecting binary directory %s: %m", bin_dir);
         }
         p = calloc(1, sizeof(*p));
         if (!p)

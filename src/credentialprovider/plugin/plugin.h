@@ -48,7 +48,7 @@ char *credprov_request_encode(const char *api_version, const char *image);
  * CredentialProviderResponse, no unknown field, cacheKeyType one of the three. *ret_error says why not (never
  * quoting the output, which may hold credentials). */
 int credprov_response_decode(const char *out, size_t len, const char *api_version, struct credprov_response *ret,
-                             char **ret_error);
+                             struct ck_error **ret_error);
 /* The registry part of an image ("127.0.0.1:5000/a/b" → "127.0.0.1:5000"); allocated. */
 char *credprov_registry_of(const char *image);
 
@@ -82,7 +82,7 @@ struct credprov_lookup;
 /* Reads and validates the config, checks the bin dir and each provider's executable (RegisterCredentialProvider
  * Plugins). *ret_error says what is wrong (the kubelet does not start). */
 int credprov_new(struct event_base *base, const char *config_path, const char *bin_dir, struct credprov **ret,
-                 char **ret_error);
+                 struct ck_error **ret_error);
 /* Kills running plugins; pending lookups end without their callback. Accepts NULL. */
 struct credprov *credprov_free(struct credprov *p);
 

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "basic/error.h"
 #include "basic/strv.h"
 #include "cm/devicemanager/pod_devices.h"
 
@@ -27,7 +28,8 @@ static char *joined(char **l) {
 static void check_choice(const char *healthy, const char *in_use, const char *reusable, const char *preferred,
                          size_t needed, const char *want) {
         char **h = L(healthy), **u = L(in_use), **r = L(reusable), **p = L(preferred), **got = NULL;
-        char *err = NULL, *s;
+        struct ck_error *err = NULL;
+        char *s;
 
         assert_int_equal(dm_choose_devices("example.com/dev", h, u, r, p, needed, &got, &err), 0);
         s = joined(got);
@@ -42,7 +44,7 @@ static void check_choice(const char *healthy, const char *in_use, const char *re
 
 static void test_choose(void **state) {
         char **h = L("d1 d2 d3"), **u = L("d1 d2"), **got = NULL;
-        char *err = NULL;
+        struct ck_error *err = NULL;
 
         /* in name order, skipping those in use */
         check_choice("d3 d1 d2 d4", "d2", "", "", 2, "d1 d3");
@@ -54,10 +56,10 @@ static void test_choose(void **state) {
         check_choice("d1 d2", "", "", "", 0, "");
         /* not enough: upstream's message, counting only what is still needed */
         assert_int_equal(dm_choose_devices("example.com/dev", h, u, NULL, NULL, 2, &got, &err), -ENOSPC);
-        assert_string_equal(err, "requested number of devices unavailable for example.com/dev. Requested: 2, "
-                                 "Available: 1");
+        assert_string_equal(ck_error_message(err), "requested number of devices unavailable for example.com/dev. "
+                                                   "Requested: 2, Available: 1");
         assert_null(got);
-        free(err);
+        ck_error_free(err);
         strv_free(h);
         strv_free(u);
 }
@@ -149,7 +151,8 @@ static void test_pod_devices_and_options(void **state) {
 static void test_checkpoint(void **state) {
         struct dm_pod_devices p = {}, q = {};
         struct dm_registered reg[] = { { (char *) "example.com/dev", NULL } }, *got_reg = NULL;
-        char **ids = L("d1 d2"), *text, *err = NULL;
+        char **ids = L("d1 d2"), *text;
+        struct ck_error *err = NULL;
         int64_t numa[] = { 0, 1 };
         size_t len, n_reg = 0;
         uint8_t *r1 = pack_resp("d1,d2", "/host/a", "/dev/null", "one", &len);
@@ -184,12 +187,12 @@ static void test_checkpoint(void **state) {
                 char *bad = strdup(text), *d = strstr(bad, "\"d1\"");
                 d[2] = '9';
                 assert_int_equal(dm_checkpoint_decode(bad, strlen(bad), &q, &got_reg, &n_reg, &err), -EBADMSG);
-                assert_string_equal(err, "checkpoint is corrupted");
-                free(err);
+                assert_string_equal(ck_error_message(err), "checkpoint is corrupted");
+                err = ck_error_free(err);
                 free(bad);
         }
         assert_int_equal(dm_checkpoint_decode("{", 1, &q, &got_reg, &n_reg, &err), -EBADMSG);
-        free(err);
+        ck_error_free(err);
         free(text);
         dm_pod_devices_done(&p);
         strv_free(ids);

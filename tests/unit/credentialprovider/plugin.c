@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "basic/error.h"
 #include "basic/fs.h"
 #include "basic/spawn.h"
 #include "basic/string.h"
@@ -26,13 +27,13 @@ static int write_text(const char *path, const char *text) {
         return write_file_atomic(path, text, strlen(text), 0644);
 }
 
-static int parse(const char *text, struct credprov_config *c, char **err) {
+static int parse(const char *text, struct credprov_config *c, struct ck_error **err) {
         return credprov_config_parse(text, strlen(text), c, err);
 }
 
 static void test_config_ok(void **state) {
         struct credprov_config c = {};
-        char *err = NULL;
+        struct ck_error *err = NULL;
 
         assert_int_equal(parse("apiVersion: kubelet.config.k8s.io/v1\n"
                                "kind: CredentialProviderConfig\n"
@@ -58,13 +59,13 @@ static void test_config_ok(void **state) {
 
 static void check_error(const char *text, const char *want) {
         struct credprov_config c = {};
-        char *err = NULL;
+        struct ck_error *err = NULL;
 
         assert_int_equal(parse(text, &c, &err), -EINVAL);
         assert_non_null(err);
-        if (!strstr(err, want))
-                fail_msg("error \"%s\" does not contain \"%s\"", err, want);
-        free(err);
+        if (!strstr(ck_error_message(err), want))
+                fail_msg("error \"%s\" does not contain \"%s\"", ck_error_message(err), want);
+        ck_error_free(err);
 }
 
 static void test_config_errors(void **state) {
@@ -114,7 +115,7 @@ static void test_config_directory(void **state) {
         char tmpl[] = "/tmp/ckubelet-credprov-XXXXXX";
         char *d = mkdtemp(tmpl), path[256];
         struct credprov_config c = {};
-        char *err = NULL;
+        struct ck_error *err = NULL;
 
         assert_non_null(d);
         snprintf(path, sizeof(path), "%s/b.yaml", d);
@@ -146,12 +147,11 @@ static void test_config_directory(void **state) {
                                           "credentialprovider.kubelet.k8s.io/v1}\n"),
                          0);
         assert_int_equal(credprov_config_load(d, &c, &err), -EINVAL);
-        assert_string_equal(err, "duplicate provider name \"first\" found in configuration file(s)");
-        free(err);
-        err = NULL;
+        assert_string_equal(ck_error_message(err), "duplicate provider name \"first\" found in configuration file(s)");
+        err = ck_error_free(err);
         assert_int_equal(credprov_config_load("/nonexistent/x.yaml", &c, &err), -EINVAL);
-        assert_true(startswith(err, "unable to access path \"/nonexistent/x.yaml\": "));
-        free(err);
+        assert_true(startswith(ck_error_message(err), "unable to access path \"/nonexistent/x.yaml\": "));
+        ck_error_free(err);
         for (const char *f = "a.json\0b.yaml\0c.yml\0ignored.txt\0"; *f; f += strlen(f) + 1) {
                 snprintf(path, sizeof(path), "%s/%s", d, f);
                 unlink(path);
@@ -181,7 +181,7 @@ static void test_match_images(void **state) {
 static void test_request_and_response(void **state) {
         _cleanup_free_ char *req = credprov_request_encode("credentialprovider.kubelet.k8s.io/v1", "reg.io/app");
         struct credprov_response r = {};
-        char *err = NULL;
+        struct ck_error *err = NULL;
         const char *ok =
                 "{\"kind\":\"CredentialProviderResponse\",\"apiVersion\":\"credentialprovider.kubelet.k8s.io/v1\","
                 "\"cacheKeyType\":\"Registry\",\"cacheDuration\":\"5m\","
@@ -201,10 +201,9 @@ static void test_request_and_response(void **state) {
                 assert_int_equal(credprov_response_decode(text, strlen(text), "credentialprovider.kubelet.k8s.io/v1", \
                                                           &r, &err),                                                  \
                                  -EINVAL);                                                                            \
-                if (!strstr(err, want))                                                                               \
-                        fail_msg("\"%s\" lacks \"%s\"", err, want);                                                   \
-                free(err);                                                                                            \
-                err = NULL;                                                                                           \
+                if (!strstr(ck_error_message(err), want))                                                             \
+                        fail_msg("\"%s\" lacks \"%s\"", ck_error_message(err), want);                                 \
+                err = ck_error_free(err);                                                                             \
         } while (0)
         BAD("garbage", "error reading GVK from response: couldn't get version/kind; json parse error:");
         BAD("{\"kind\":\"CredentialProviderResponse\",\"apiVersion\":\"credentialprovider.kubelet.k8s.io/v1beta1\"}",
@@ -366,7 +365,7 @@ static void test_providers(void **state) {
         struct event_base *base = event_base_new();
         struct credprov *cp = NULL;
         struct lookup_out a = {}, b = {}, c = {};
-        char *err = NULL;
+        struct ck_error *err = NULL;
         _cleanup_free_ char *runs = NULL;
         const char *config;
 
@@ -400,9 +399,8 @@ static void test_providers(void **state) {
         assert_int_equal(write_file_atomic(cfg, config, strlen(config), 0644), 0);
 
         assert_int_equal(credprov_new(base, cfg, "/nonexistent-dir", &cp, &err), -ENOENT);
-        assert_string_equal(err, "plugin binary directory /nonexistent-dir did not exist");
-        free(err);
-        err = NULL;
+        assert_string_equal(ck_error_message(err), "plugin binary directory /nonexistent-dir did not exist");
+        err = ck_error_free(err);
         assert_int_equal(credprov_new(base, cfg, d, &cp, &err), 0);
 
         /* two lookups at once: one run; a third later comes from the cache */
