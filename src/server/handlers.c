@@ -208,7 +208,8 @@ void api_handle_stats_summary(struct api_request *r, bool resource_metrics) {
         if (!op)
                 return;
         op->resource_metrics = resource_metrics;
-        k = stats_summary_get(r->s->stats, on_summary, op);
+        k = resource_metrics ? stats_summary_get_precise(r->s->stats, on_summary, op)
+                             : stats_summary_get(r->s->stats, on_summary, op);
         if (k < 0) {
                 struct evhttp_request *req = op_finish(op);
                 free(op);
