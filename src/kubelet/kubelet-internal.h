@@ -22,6 +22,10 @@
 #include "kubelet/mirror.h"
 #include "events/recorder.h"
 #include "cm/cm.h"
+#include "credentialprovider/plugin/plugin.h"
+#include "apis/podresources/server.h"
+#include "node/node_status.h"
+#include "kubelet/plugins.h"
 #include "stats/machine.h"
 
 struct pod_sync;
@@ -99,6 +103,14 @@ struct kubelet {
                                           * desired set), so that a relist does not stop and delete them again */
         struct objects_manager *objects; /* ConfigMaps, Secrets and tokens of the pods (always) */
         struct cm *cm;                   /* QoS and pod cgroups (--cgroups-per-qos) */
+
+        /* plug-in interfaces (plugins.c) */
+        struct credprov *credprov;     /* --image-credential-provider-config, else NULL */
+        struct devicemanager *devices; /* device plugins */
+        struct podresources_server *podresources;
+        struct admission_extended *admission_extended; /* admission.extended points here */
+        struct node_extended_resource *node_extended;  /* what the node status reports */
+        size_t n_node_extended;
 };
 
 /* kubelet.c: the pod workers (pod_workers.go) */
@@ -127,6 +139,9 @@ int kubelet_pod_cgroup_ensure(struct kubelet *k, const struct pod *pod);
 
 /* kubelet.c: the pod's v1 PodStatus from its spec, the last observation and the probe results */
 int kubelet_worker_status_json(struct kubelet *k, struct pod_worker *w, json_t **ret);
+
+/* kubelet.c: make the workers match the desired pods again (admission included) */
+void kubelet_reconcile(struct kubelet *k);
 
 /* pod_sync.c: run one reconcile pass for the worker; calls kubelet_worker_sync_done() at the end. */
 void kubelet_pod_sync_start(struct pod_worker *w);

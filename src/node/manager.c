@@ -49,6 +49,9 @@ struct node_manager {
         size_t n_images;
         int cri_pending;
 
+        void (*get_extended)(void *userdata, const struct node_extended_resource **ret, size_t *ret_n);
+        void *extended_userdata;
+
         json_t *last_status;       /* the last status sent */
         uint64_t last_report_usec; /* monotonic */
 
@@ -166,6 +169,16 @@ static void fill_input(struct node_manager *m, struct node_status_input *in) {
                 .now_usec = (int64_t) now_realtime_usec(),
                 .previous = m->last_status,
         };
+        if (m->get_extended)
+                m->get_extended(m->extended_userdata, &in->extended, &in->n_extended);
+}
+
+void node_manager_set_extended_source(struct node_manager *m,
+                                      void (*get)(void *userdata, const struct node_extended_resource **ret,
+                                                  size_t *ret_n),
+                                      void *userdata) {
+        m->get_extended = get;
+        m->extended_userdata = userdata;
 }
 
 /* ---------------------------------------------------------------- lease */

@@ -19,6 +19,12 @@ struct node_image {
         uint64_t size_bytes;
 };
 
+/* an extended resource of a device plugin: its capacity and allocatable device counts */
+struct node_extended_resource {
+        const char *name;
+        int64_t capacity, allocatable;
+};
+
 struct node_status_input {
         const char *node_name;
         const char *hostname;
@@ -35,6 +41,9 @@ struct node_status_input {
         const struct node_image *images;
         size_t n_images;
         int kubelet_port;
+        const struct node_extended_resource *extended; /* device plugin resources (a dropped one with 0, as upstream
+                                                          sets removed device plugin resources to 0) */
+        size_t n_extended;
         int64_t now_usec;       /* realtime: heartbeats */
         const json_t *previous; /* the last status sent (lastTransitionTime is kept while a condition's
                                           status does not change), or NULL */

@@ -225,6 +225,8 @@ spec:
     assert {t["labels"]["job"] for t in targets} == set(JOBS)
     for t in targets:
         assert t["health"] == "up" and t["lastError"] == "", t
+    with open(p.log) as f:
+        print("PROMLOG", f.read()[-4000:])
     own = p.get("/metrics")[1]
     for name in ("prometheus_target_scrapes_sample_duplicate_timestamp_total",
                  "prometheus_target_scrapes_sample_out_of_order_total",

@@ -68,8 +68,11 @@ struct job {
 struct result {
         struct result *next;
         char *uid;
-        char *error; /* NULL: allocated */
+        char *error;      /* NULL: allocated */
+        uint64_t at_usec; /* a result not asked for within RESULT_KEEP_USEC is dropped */
 };
+
+#define RESULT_KEEP_USEC (10 * 60 * UINT64_C(1000000))
 
 struct dm_request {
         struct devicemanager *m;
@@ -509,8 +512,16 @@ static void result_set(struct devicemanager *m, const char *uid, const char *err
                 free(r);
                 return;
         }
+        r->at_usec = now_usec();
         r->next = m->results;
         m->results = r;
+}
+
+static const struct result *result_find(const struct devicemanager *m, const char *uid) {
+        for (const struct result *r = m->results; r; r = r->next)
+                if (streq(r->uid, uid))
+                        return r;
+        return NULL;
 }
 
 static void requests_job_done(struct devicemanager *m, const char *uid, const char *error);
@@ -679,36 +690,43 @@ static void job_advance(struct devicemanager *m, struct job *j) {
                                 job_finish(m, j, "out of memory");
                                 return;
                         }
-                        /* the plugin's preference first, when it has one and there is a choice to make */
+                        /* enough devices? (devicesToAllocate fails before asking the plugin) */
+                        k = dm_choose_devices(name, healthy, in_use, reuse_of(j, name), NULL, (size_t) needed, &chosen,
+                                              &cerr);
+                        if (k < 0) {
+                                job_finish(m, j, ck_error_message(cerr));
+                                return;
+                        }
+                        chosen = strv_free(chosen);
+                        /* the plugin's preference, when it offers one: from what is available and what the pod's
+                         * init containers held (which it must include) */
                         if (r->preferred_available && r->ep && !j->have_preferred) {
                                 _cleanup_strv_free_ char **available = NULL, **must = NULL;
+                                char **reuse = reuse_of(j, name);
                                 for (size_t i = 0; healthy && healthy[i]; i++)
                                         if (!strv_contains(in_use, healthy[i]) &&
                                             strv_extend(&available, healthy[i]) < 0)
                                                 break;
-                                for (size_t i = 0; reuse_of(j, name) && reuse_of(j, name)[i]; i++) {
-                                        if (strv_extend(&must, reuse_of(j, name)[i]) < 0 ||
-                                            (!strv_contains(available, reuse_of(j, name)[i]) &&
-                                             strv_extend(&available, reuse_of(j, name)[i]) < 0))
+                                for (size_t i = 0; reuse && reuse[i]; i++)
+                                        if (strv_extend(&must, reuse[i]) < 0 || (!strv_contains(available, reuse[i]) &&
+                                                                                 strv_extend(&available, reuse[i]) < 0))
                                                 break;
-                                }
-                                if ((int64_t) strv_length(available) > needed ||
-                                    (strv_length(must) > 0 && (int64_t) strv_length(must) < needed)) {
-                                        p = pending_new(m, j, NULL, name);
-                                        if (!p) {
-                                                job_finish(m, j, "out of memory");
-                                                return;
-                                        }
-                                        k = dm_endpoint_get_preferred_allocation(r->ep, available, must,
-                                                                                 (int32_t) needed, on_preferred, p);
-                                        if (k < 0) {
-                                                pending_free(p);
-                                                job_finish(m, j, "device plugin GetPreferredAllocation rpc failed");
-                                                return;
-                                        }
-                                        j->busy = p;
+                                p = pending_new(m, j, NULL, name);
+                                if (!p) {
+                                        job_finish(m, j, "out of memory");
                                         return;
                                 }
+                                log_v(4, "Issuing a GetPreferredAllocation call for container, %s, of pod %s", c->name,
+                                      j->uid);
+                                k = dm_endpoint_get_preferred_allocation(r->ep, available, must, (int32_t) needed,
+                                                                         on_preferred, p);
+                                if (k < 0) {
+                                        pending_free(p);
+                                        job_finish(m, j, "device plugin GetPreferredAllocation rpc failed");
+                                        return;
+                                }
+                                j->busy = p;
+                                return;
                         }
                         k = dm_choose_devices(name, healthy, in_use, reuse_of(j, name), j->preferred, (size_t) needed,
                                               &chosen, &cerr);
@@ -855,17 +873,10 @@ void dm_update_active(struct devicemanager *m, char *const *active, bool sources
                 return;
         if (dm_pod_devices_pods(&m->pd, &pods) < 0)
                 return;
-        for (size_t i = 0; pods && pods[i]; i++) {
-                if (strv_contains(active, pods[i]) || job_find(m, pods[i]))
-                        continue;
-                log_v(3, "device manager: pod %s is gone: its devices are free", pods[i]);
-                dm_pod_devices_remove_pod(&m->pd, pods[i]);
-                removed = true;
-        }
-        /* results nobody will ask for */
+        /* results nobody asked for in a long while (the pod went away before its admission ended) */
         for (struct result **p = &m->results; *p;) {
                 struct result *res = *p;
-                if (strv_contains(active, res->uid)) {
+                if (now_usec() - res->at_usec < RESULT_KEEP_USEC) {
                         p = &res->next;
                         continue;
                 }
@@ -873,6 +884,14 @@ void dm_update_active(struct devicemanager *m, char *const *active, bool sources
                 free(res->uid);
                 free(res->error);
                 free(res);
+        }
+        for (size_t i = 0; pods && pods[i]; i++) {
+                /* admitted, being allocated, or allocated and not yet told to admission: kept */
+                if (strv_contains(active, pods[i]) || job_find(m, pods[i]) || result_find(m, pods[i]))
+                        continue;
+                log_v(3, "device manager: pod %s is gone: its devices are free", pods[i]);
+                dm_pod_devices_remove_pod(&m->pd, pods[i]);
+                removed = true;
         }
         if (removed) {
                 write_checkpoint(m);
