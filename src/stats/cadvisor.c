@@ -11,10 +11,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/statvfs.h>
+#include <linux/magic.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "basic/fs.h"
 #include "basic/log.h"
 #include "basic/string.h"
 #include "basic/strv.h"
@@ -43,6 +46,18 @@ struct cadvisor {
         size_t n_mounts;
         uint64_t mounts_read_usec;
         long ticks;
+        int proc_fd;         /* <root>/proc */
+        bool proc_is_procfs; /* (the tests' fake trees are not): sizes of /proc/<pid>/fd mean something */
+        /* the directories of the cgroup being read, one per hierarchy (a path walk per file costs more than the
+         * read itself) */
+        struct {
+                const char *name;
+                struct {
+                        const char *mount;
+                        int fd;
+                } dirs[8];
+                size_t n;
+        } cur;
 };
 
 /* ---------------------------------------------------------------- set-up */
@@ -57,9 +72,20 @@ static void mounts_free(struct cadvisor *c) {
         c->n_mounts = 0;
 }
 
+static void cur_reset(struct cadvisor *c) {
+        for (size_t i = 0; i < c->cur.n; i++)
+                if (c->cur.dirs[i].fd >= 0)
+                        close(c->cur.dirs[i].fd);
+        c->cur.n = 0;
+        c->cur.name = NULL;
+}
+
 struct cadvisor *cadvisor_free(struct cadvisor *c) {
         if (!c)
                 return NULL;
+        cur_reset(c);
+        if (c->proc_fd >= 0)
+                close(c->proc_fd);
         free(c->root);
         free(c->kubepods);
         cadvisor_hierarchies_done(&c->h);
@@ -182,9 +208,20 @@ int cadvisor_new(const struct cadvisor_config *cfg, struct cadvisor **ret) {
         c = calloc(1, sizeof(*c));
         if (!c)
                 return -ENOMEM;
+        c->proc_fd = -1;
         c->root = strdup(strempty(cfg->host_root));
         if (!c->root)
                 return -ENOMEM;
+        {
+                _cleanup_free_ char *proc = NULL;
+                if (asprintf(&proc, "%s/proc", c->root) < 0)
+                        return -ENOMEM;
+                c->proc_fd = open(proc, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                if (c->proc_fd >= 0) {
+                        struct statfs sfs;
+                        c->proc_is_procfs = fstatfs(c->proc_fd, &sfs) == 0 && sfs.f_type == PROC_SUPER_MAGIC;
+                }
+        }
         c->ticks = sysconf(_SC_CLK_TCK);
         if (c->ticks <= 0)
                 c->ticks = 100;
@@ -222,19 +259,44 @@ int cadvisor_new(const struct cadvisor_config *cfg, struct cadvisor **ret) {
 
 /* ---------------------------------------------------------------- reading one cgroup */
 
-/* <root><mount><name>/<file> */
-static int cg_read(const struct cadvisor *c, const char *mount, const char *name, const char *file, size_t max,
-                   char **ret) {
+/* the directory <root><mount><name>, opened once per cgroup read; -1 when it is not there */
+static int cg_dir(struct cadvisor *c, const char *mount, const char *name) {
         _cleanup_free_ char *p = NULL;
+        int fd;
+
+        if (c->cur.name != name)
+                cur_reset(c);
+        c->cur.name = name;
+        for (size_t i = 0; i < c->cur.n; i++)
+                if (streq(c->cur.dirs[i].mount, mount))
+                        return c->cur.dirs[i].fd;
+        if (asprintf(&p, "%s%s%s", c->root, mount, streq(name, "/") ? "" : name) < 0)
+                return -1;
+        fd = open(p, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (c->cur.n < ELEMENTSOF(c->cur.dirs)) {
+                c->cur.dirs[c->cur.n].mount = mount;
+                c->cur.dirs[c->cur.n].fd = fd;
+                c->cur.n++;
+        } else if (fd >= 0) {
+                close(fd);
+                fd = -1;
+        }
+        return fd;
+}
+
+/* <root><mount><name>/<file> */
+static int cg_read(struct cadvisor *c, const char *mount, const char *name, const char *file, size_t max, char **ret) {
+        int fd;
 
         if (!mount)
                 return -ENOENT;
-        if (asprintf(&p, "%s%s/%s", mount, streq(name, "/") ? "" : name, file) < 0)
-                return -ENOMEM;
-        return stats_read_file(c->root, p, max, ret);
+        fd = cg_dir(c, mount, name);
+        if (fd < 0)
+                return -ENOENT;
+        return read_full_file_at(fd, file, max, ret, NULL);
 }
 
-static int cg_u64(const struct cadvisor *c, const char *mount, const char *name, const char *file, uint64_t *ret) {
+static int cg_u64(struct cadvisor *c, const char *mount, const char *name, const char *file, uint64_t *ret) {
         _cleanup_free_ char *t = NULL;
         int r = cg_read(c, mount, name, file, SMALL_FILE_MAX, &t);
         if (r < 0)
@@ -249,30 +311,29 @@ static uint64_t keyed(const char *text, const char *key) {
         return v;
 }
 
-static const char *cpu_mount(const struct cadvisor *c) {
+static const char *cpu_mount(struct cadvisor *c) {
         return c->h.v2 ? c->h.unified : c->h.cpu;
 }
 
 /* the lowest modification time of the cgroup directory and of a file that rarely changes in it, as cAdvisor
  * takes a cgroup's creation time */
-static int64_t cgroup_time(const struct cadvisor *c, const char *mount, const char *name) {
-        _cleanup_free_ char *dir = NULL, *file = NULL;
+static int64_t cgroup_time(struct cadvisor *c, const char *mount, const char *name) {
         struct stat st;
         int64_t t = (int64_t) (now_realtime_usec() / USEC_PER_SEC);
+        int fd;
 
-        if (!mount || asprintf(&dir, "%s%s%s", c->root, mount, streq(name, "/") ? "" : name) < 0)
+        if (!mount || (fd = cg_dir(c, mount, name)) < 0)
                 return t;
-        if (stat(dir, &st) >= 0 && st.st_mtim.tv_sec < t)
+        if (fstatat(fd, "", &st, AT_EMPTY_PATH) >= 0 && st.st_mtim.tv_sec < t)
                 t = st.st_mtim.tv_sec;
-        if (asprintf(&file, "%s/%s", dir, c->h.v2 ? "cgroup.events" : "cgroup.clone_children") >= 0 &&
-            stat(file, &st) >= 0 && st.st_mtim.tv_sec < t)
+        if (fstatat(fd, c->h.v2 ? "cgroup.events" : "cgroup.clone_children", &st, 0) >= 0 && st.st_mtim.tv_sec < t)
                 t = st.st_mtim.tv_sec;
         return t;
 }
 
 /* processes in the cgroup itself (not its children, as cAdvisor reads cgroup.procs of the cpu controller) and
  * their open file descriptors; *ret_first_pid: the first one (0 if none) */
-static void read_processes(const struct cadvisor *c, const char *name, struct cadvisor_stats *s, int *ret_first_pid) {
+static void read_processes(struct cadvisor *c, const char *name, struct cadvisor_stats *s, int *ret_first_pid) {
         _cleanup_free_ char *procs = NULL;
         uint64_t n = 0, fds = 0;
 
@@ -283,7 +344,9 @@ static void read_processes(const struct cadvisor *c, const char *name, struct ca
                 const char *eol = strchrnul(l, '\n');
                 char pid[16], path[64];
                 size_t len = (size_t) (eol - l);
+                struct stat st;
                 DIR *d;
+                int fdfd;
                 struct dirent *de;
 
                 l = *eol ? eol + 1 : eol;
@@ -296,15 +359,19 @@ static void read_processes(const struct cadvisor *c, const char *name, struct ca
                         *ret_first_pid = atoi(pid);
                 if (fds >= FDS_COUNTED_MAX)
                         continue;
-                {
-                        _cleanup_free_ char *fdpath = NULL;
-                        snprintf(path, sizeof(path), "/proc/%s/fd", pid);
-                        if (asprintf(&fdpath, "%s%s", c->root, path) < 0)
-                                continue;
-                        d = opendir(fdpath);
-                }
-                if (!d)
+                snprintf(path, sizeof(path), "%s/fd", pid);
+                /* Linux 6.2 and later give the count as the size of /proc/<pid>/fd; else it is listed */
+                if (c->proc_is_procfs && fstatat(c->proc_fd, path, &st, 0) >= 0 && st.st_size > 0) {
+                        fds += (uint64_t) st.st_size;
                         continue;
+                }
+                fdfd = c->proc_fd >= 0 ? openat(c->proc_fd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+                d = fdfd >= 0 ? fdopendir(fdfd) : NULL;
+                if (!d) {
+                        if (fdfd >= 0)
+                                close(fdfd);
+                        continue;
+                }
                 while ((de = readdir(d)) && fds < FDS_COUNTED_MAX)
                         if (de->d_name[0] != '.')
                                 fds++;
@@ -312,10 +379,10 @@ static void read_processes(const struct cadvisor *c, const char *name, struct ca
         }
         s->has_processes = true;
         s->processes = n;
-        s->file_descriptors = fds;
+        s->file_descriptors = MIN(fds, (uint64_t) FDS_COUNTED_MAX);
 }
 
-static void read_pids(const struct cadvisor *c, const char *name, struct cadvisor_stats *s) {
+static void read_pids(struct cadvisor *c, const char *name, struct cadvisor_stats *s) {
         const char *m = c->h.v2 ? c->h.unified : c->h.pids;
         uint64_t v;
 
@@ -326,7 +393,7 @@ static void read_pids(const struct cadvisor *c, const char *name, struct cadviso
                 s->threads_max = v == UINT64_MAX ? 0 : v;
 }
 
-static void read_blkio(const struct cadvisor *c, const char *name, struct cadvisor_stats *s) {
+static void read_blkio(struct cadvisor *c, const char *name, struct cadvisor_stats *s) {
         static const char *const v1_files[] = {
                 "blkio.bfq.io_service_bytes_recursive",
                 "blkio.io_service_bytes_recursive",
@@ -354,7 +421,7 @@ static void read_blkio(const struct cadvisor *c, const char *name, struct cadvis
         }
 }
 
-static void read_cpu_v1(const struct cadvisor *c, const char *name, struct cadvisor_stats *s) {
+static void read_cpu_v1(struct cadvisor *c, const char *name, struct cadvisor_stats *s) {
         _cleanup_free_ char *stat = NULL, *cpustat = NULL;
         uint64_t v;
         const char *acct = c->h.cpuacct ? c->h.cpuacct : c->h.cpu;
@@ -383,7 +450,7 @@ static void read_cpu_v1(const struct cadvisor *c, const char *name, struct cadvi
         }
 }
 
-static void read_cpu_v2(const struct cadvisor *c, const char *name, struct cadvisor_stats *s) {
+static void read_cpu_v2(struct cadvisor *c, const char *name, struct cadvisor_stats *s) {
         _cleanup_free_ char *cpustat = NULL, *max = NULL;
         uint64_t weight;
 
@@ -405,7 +472,7 @@ static void read_cpu_v2(const struct cadvisor *c, const char *name, struct cadvi
         }
 }
 
-static void read_memory_v1(const struct cadvisor *c, const char *name, struct cadvisor_stats *s) {
+static void read_memory_v1(struct cadvisor *c, const char *name, struct cadvisor_stats *s) {
         _cleanup_free_ char *stat = NULL, *oom = NULL;
         const char *m = c->h.memory;
         bool total;
@@ -436,7 +503,7 @@ static void read_memory_v1(const struct cadvisor *c, const char *name, struct ca
         }
 }
 
-static void read_memory_v2(const struct cadvisor *c, const char *name, struct cadvisor_stats *s) {
+static void read_memory_v2(struct cadvisor *c, const char *name, struct cadvisor_stats *s) {
         _cleanup_free_ char *stat = NULL, *events = NULL;
         const char *m = c->h.unified;
         bool root = streq(name, "/");
@@ -539,8 +606,10 @@ static bool read_cgroup(struct cadvisor *c, const char *name, bool network, stru
                 read_cpu_v1(c, name, s);
                 read_memory_v1(c, name, s);
         }
-        if (!s->has_cpu && !s->has_memory)
+        if (!s->has_cpu && !s->has_memory) {
+                cur_reset(c);
                 return false;
+        }
         read_blkio(c, name, s);
         read_pids(c, name, s);
         read_processes(c, name, s, &pid);
@@ -548,6 +617,7 @@ static bool read_cgroup(struct cadvisor *c, const char *name, bool network, stru
                 read_pid_network(c, pid, s);
         s->start_time_sec = cgroup_time(c, c->h.v2 ? c->h.unified : c->h.memory, name);
         s->creation_time_sec = s->start_time_sec;
+        cur_reset(c);
         return true;
 }
 

@@ -111,14 +111,19 @@ static int sample_cmp(const void *a, const void *b) {
         return 0;
 }
 
+/* a label value with \\, " and newline escaped; the runs between them in one piece */
 static void add_escaped(struct evbuffer *b, const char *v) {
-        for (const char *p = strempty(v); *p; p++) {
-                if (*p == '\\' || *p == '"')
-                        evbuffer_add_printf(b, "\\%c", *p);
-                else if (*p == '\n')
-                        evbuffer_add(b, "\\n", 2);
-                else
-                        evbuffer_add(b, p, 1);
+        const char *p = strempty(v);
+
+        for (;;) {
+                size_t n = strcspn(p, "\\\"\n");
+                if (n > 0)
+                        evbuffer_add(b, p, n);
+                p += n;
+                if (!*p)
+                        return;
+                evbuffer_add(b, *p == '\n' ? "\\n" : *p == '"' ? "\\\"" : "\\\\", 2);
+                p++;
         }
 }
 
