@@ -99,34 +99,54 @@ def prom(kubelet_factory, tmp_path):
         p.stop()
 
 
-def container_cgroups(runtime, cid):
-    """cpuacct and memory cgroup directories of a container (cgroup v1, as on this host), from its init pid."""
-    pid = runtime.container_pid(cid)
-    paths = {}
-    with open(f"/proc/{pid}/cgroup") as f:
-        for line in f:
-            _, ctrls, path = line.strip().split(":", 2)
-            for c in ctrls.split(","):
-                paths[c] = path
-    cpu = "/sys/fs/cgroup/cpu,cpuacct" if os.path.isdir("/sys/fs/cgroup/cpu,cpuacct") else "/sys/fs/cgroup/cpuacct"
-    return cpu + paths["cpuacct"], "/sys/fs/cgroup/memory" + paths["memory"], paths["memory"]
+class CgroupOf:
+    """A container's own cgroup counters, read as the test's reference: cgroup v1 (cpuacct, memory; the hybrid
+    layout too) or the unified hierarchy of a pure v2 host."""
+
+    def __init__(self, runtime, cid):
+        pid = runtime.container_pid(cid)
+        paths = {}
+        with open(f"/proc/{pid}/cgroup") as f:
+            for line in f:
+                _, ctrls, path = line.strip().split(":", 2)
+                for c in (ctrls.split(",") if ctrls else [""]):
+                    paths[c] = path
+        self.v2 = os.path.exists("/sys/fs/cgroup/cgroup.controllers")
+        if self.v2:
+            self.dir = "/sys/fs/cgroup" + paths[""]
+            self.id = paths[""]
+        else:
+            cpu = "/sys/fs/cgroup/cpu,cpuacct" if os.path.isdir("/sys/fs/cgroup/cpu,cpuacct") else "/sys/fs/cgroup/cpuacct"
+            self.cpu_dir = cpu + paths["cpuacct"]
+            self.mem_dir = "/sys/fs/cgroup/memory" + paths["memory"]
+            self.id = paths["memory"]
+
+    @staticmethod
+    def keyed(path):
+        out = {}
+        with open(path) as f:
+            for line in f:
+                k, v = line.split()[:2]
+                out[k] = int(v)
+        return out
+
+    def cpu_ns(self):
+        if self.v2:
+            return self.keyed(self.dir + "/cpu.stat")["usage_usec"] * 1000
+        with open(self.cpu_dir + "/cpuacct.usage") as f:
+            return int(f.read())
+
+    def working_set(self):
+        """usage less the inactive file pages, as cAdvisor and the kubelet define it"""
+        if self.v2:
+            with open(self.dir + "/memory.current") as f:
+                usage = int(f.read())
+            return max(usage - self.keyed(self.dir + "/memory.stat")["inactive_file"], 0)
+        with open(self.mem_dir + "/memory.usage_in_bytes") as f:
+            usage = int(f.read())
+        return max(usage - self.keyed(self.mem_dir + "/memory.stat")["total_inactive_file"], 0)
 
 
-def read_int(path):
-    with open(path) as f:
-        return int(f.read().split()[0])
-
-
-def working_set(mem_dir):
-    stat = {}
-    with open(mem_dir + "/memory.stat") as f:
-        for line in f:
-            k, v = line.split()
-            stat[k] = int(v)
-    return max(read_int(mem_dir + "/memory.usage_in_bytes") - stat["total_inactive_file"], 0)
-
-
-@pytest.mark.skipif(not os.path.isdir("/sys/fs/cgroup/memory"), reason="the comparison reads cgroup v1 files")
 def test_prometheus_scrapes_kubelet(prom, runtime):
     k, p, client, healthz = prom
     # the busy loop requests a core so that it gets one on a busy machine; the holder keeps 40 MB
@@ -156,8 +176,8 @@ spec:
 """)
     cpu_c = wait_for(lambda: runtime.running("burn-testnode", "cpu"), timeout=60, msg="cpu container")[0]
     mem_c = wait_for(lambda: runtime.running("hold-testnode", "mem"), timeout=60, msg="mem container")[0]
-    cpu_dir, _, cpu_cgroup = container_cgroups(runtime, cpu_c["id"])
-    _, mem_dir, mem_cgroup = container_cgroups(runtime, mem_c["id"])
+    cpu_cg = CgroupOf(runtime, cpu_c["id"])
+    mem_cg = CgroupOf(runtime, mem_c["id"])
     for _ in range(3):
         assert healthz.get("/healthz")[0] == 200
 
@@ -172,15 +192,15 @@ spec:
            'cpu="total"}')
     series = wait_for(lambda: p.query(sel), timeout=60, interval=0.5, msg="the burning container's series")
     labels = series[0]["metric"]
-    assert labels["id"] == cpu_cgroup, (labels, cpu_cgroup)
+    assert labels["id"] == cpu_cg.id, (labels, cpu_cg.id)
     assert labels["image"] == BUSYBOX and labels["name"] == cpu_c["id"], labels
 
     # the CPU rate over a window, against the cgroup's own counter over the same window
     wait_for(lambda: (p.value(f"count_over_time({sel}[30s])") or 0) >= 5, timeout=60, interval=1,
              msg="samples for a rate")
-    t0, u0 = time.time(), read_int(cpu_dir + "/cpuacct.usage")
+    t0, u0 = time.time(), cpu_cg.cpu_ns()
     time.sleep(15)
-    t1, u1 = time.time(), read_int(cpu_dir + "/cpuacct.usage")
+    t1, u1 = time.time(), cpu_cg.cpu_ns()
     cgroup_rate = (u1 - u0) / 1e9 / (t1 - t0)
     time.sleep(2.5)  # the scrapes up to t1 are stored
     prom_rate = p.value(f"rate({sel}[{int((t1 - t0) * 1000)}ms])", at=t1)
@@ -192,14 +212,14 @@ spec:
     msel = 'container_memory_working_set_bytes{job="cadvisor",pod="hold-testnode",container="mem",namespace="default"}'
 
     def ws_close():
-        want = working_set(mem_dir)
+        want = mem_cg.working_set()
         got = p.value(msel)
         return got is not None and want > 40_000_000 and abs(got - want) <= 0.1 * want and (got, want)
     got, want = wait_for(ws_close, timeout=60, interval=1, msg="the working set within 10% of the cgroup's")
     print(f"working set: prometheus {got:.0f} B, cgroup {want} B")
 
     # the pod-level cgroup (pod and namespace, no container), the sandbox's network, the root and the machine
-    pod_id = os.path.dirname(mem_cgroup)
+    pod_id = os.path.dirname(mem_cg.id)
     pod_series = p.query(f'container_memory_working_set_bytes{{id="{pod_id}"}}')
     assert len(pod_series) == 1 and pod_series[0]["metric"]["pod"] == "hold-testnode" and \
         "container" not in pod_series[0]["metric"], pod_series
