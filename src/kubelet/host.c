@@ -246,6 +246,17 @@ void kubelet_foreach_container(struct kubelet *k, void (*cb)(const struct kubele
                                void *userdata) {
         for (struct pod_worker *w = k->workers; w; w = w->next) {
                 const struct kc_pod_status *st = w->observed;
+                if (w->pod) {
+                        /* the pod itself, known before its sandbox is (its cgroup is made first) */
+                        struct kubelet_container_info info = {
+                                .pod_uid = w->uid,
+                                .pod_name = w->pod->name,
+                                .pod_namespace = w->pod->namespace_,
+                                .name = "",
+                                .image = "",
+                        };
+                        cb(&info, userdata);
+                }
                 if (!st)
                         continue;
                 for (size_t i = 0; i < st->n_sandboxes; i++) {

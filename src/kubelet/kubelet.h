@@ -69,6 +69,7 @@ struct kubelet_container_info {
         int64_t created_at_nsec;
         bool sandbox;
 };
-/* Calls cb for every running container and ready sandbox of every pod the kubelet has observed. */
+/* Calls cb for every running container and ready sandbox of every pod the kubelet has observed, and for every
+ * desired pod itself (id NULL, before its containers). */
 void kubelet_foreach_container(struct kubelet *k, void (*cb)(const struct kubelet_container_info *c, void *userdata),
                                void *userdata);

@@ -33,25 +33,27 @@ static void add_known(const struct api_host_container *c, void *userdata) {
         struct cadvisor_known_container *nc;
         bool have_pod = false;
 
-        if (b->oom || isempty(c->id))
+        if (b->oom)
                 return;
-        nc = reallocarray(b->containers, b->n_containers + 1, sizeof(*nc));
-        if (!nc) {
-                b->oom = true;
-                return;
+        if (!isempty(c->id)) { /* else the pod alone */
+                nc = reallocarray(b->containers, b->n_containers + 1, sizeof(*nc));
+                if (!nc) {
+                        b->oom = true;
+                        return;
+                }
+                b->containers = nc;
+                /* borrowed: the host's strings live until the handler returns (nothing runs on the loop meanwhile) */
+                nc[b->n_containers++] = (struct cadvisor_known_container) {
+                        .id = c->id,
+                        .pod_uid = c->pod_uid,
+                        .pod_name = c->pod_name,
+                        .pod_namespace = c->pod_namespace,
+                        .container = c->name,
+                        .image = c->image,
+                        .created_at_nsec = c->created_at_nsec,
+                        .sandbox = c->sandbox,
+                };
         }
-        b->containers = nc;
-        /* borrowed: the host's strings live until the handler returns (nothing runs on the loop meanwhile) */
-        nc[b->n_containers++] = (struct cadvisor_known_container) {
-                .id = c->id,
-                .pod_uid = c->pod_uid,
-                .pod_name = c->pod_name,
-                .pod_namespace = c->pod_namespace,
-                .container = c->name,
-                .image = c->image,
-                .created_at_nsec = c->created_at_nsec,
-                .sandbox = c->sandbox,
-        };
         for (size_t i = 0; i < b->n_pods; i++)
                 have_pod = have_pod || streq_ptr(b->pods[i].uid, c->pod_uid);
         if (!have_pod && c->pod_uid) {
