@@ -734,7 +734,7 @@ static void on_pod_changed(const char *uid, void *userdata) {
         log_v(4, "PLEG: pod %s changed", uid);
         if (w)
                 kubelet_worker_request_sync(w);
-        /* an unknown UID gets a terminating worker in reconcile_workers() after the relist */
+        /* an unknown UID gets a terminating worker in kubelet_reconcile() after the relist */
 }
 
 static void on_relisted(bool ok, void *userdata) {
@@ -830,7 +830,7 @@ static void housekeeping(evutil_socket_t fd, short what, void *userdata) {
                 (void) vol_cleanup_orphans(k->opts->root_dir, pod_dir_wanted, k);
         if (cm_enabled(k->cm)) {
                 (void) update_qos_cgroups(k);
-                /* as reconcile_workers: only once the runtime and every source have been heard */
+                /* as kubelet_reconcile(): only once the runtime and every source have been heard */
                 if (k->runtime_listed && k->config_received && !k->runtime_down && !k->stopping)
                         cm_cleanup_orphans(k->cm, pod_uid_active, k);
         }
