@@ -17,6 +17,8 @@ pkgs=(
         # the real control plane of the cluster tests (tests/e2e/controlplane.py): etcd, the WebSocket client,
         # and what scripts/build-kubernetes.sh needs to build kube-apiserver, kube-controller-manager and kubectl
         etcd-server python3-websocket golang-go dpkg-dev rsync
+        prometheus           # a real Prometheus scrapes the metrics endpoints (test_prometheus.py)
+        python3-grpc-tools   # compiles the device plugin and pod resources protos for the test plugin and client
 )
 missing=()
 for p in "${pkgs[@]}"; do
@@ -28,8 +30,10 @@ if [ ${#missing[@]} -gt 0 ]; then
         apt-get update -qq
         apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
-# Debian's docker-registry package starts a system registry on :5000 where an init system runs; the tests
-# run their own, so stop that one if it is there.
-if command -v systemctl >/dev/null && systemctl is-active --quiet docker-registry 2>/dev/null; then
-        systemctl stop docker-registry || true
-fi
+# Debian's docker-registry and prometheus packages start system services where an init system runs; the tests
+# run their own, so stop those if they are there.
+for svc in docker-registry prometheus; do
+        if command -v systemctl >/dev/null && systemctl is-active --quiet "$svc" 2>/dev/null; then
+                systemctl stop "$svc" || true
+        fi
+done

@@ -92,6 +92,32 @@ static size_t host_volume_stats(void *userdata, const char *pod_uid, const struc
         return n;
 }
 
+struct host_foreach {
+        void (*cb)(const struct api_host_container *c, void *userdata);
+        void *userdata;
+};
+
+static void host_container(const struct kubelet_container_info *c, void *userdata) {
+        const struct host_foreach *f = userdata;
+        const struct api_host_container hc = {
+                .id = c->id,
+                .pod_uid = c->pod_uid,
+                .pod_name = c->pod_name,
+                .pod_namespace = c->pod_namespace,
+                .name = c->name,
+                .image = c->image,
+                .created_at_nsec = c->created_at_nsec,
+                .sandbox = c->sandbox,
+        };
+        f->cb(&hc, f->userdata);
+}
+
+static void host_foreach_container(void *userdata, void (*cb)(const struct api_host_container *c, void *cb_userdata),
+                                   void *cb_userdata) {
+        struct host_foreach f = { .cb = cb, .userdata = cb_userdata };
+        kubelet_foreach_container(userdata, host_container, &f);
+}
+
 static int api_server_start(struct event_base *base, struct kubelet *k, struct api_server **ret) {
         const struct api_server_config cfg = {
                 .opts = kubelet_opts(k),
@@ -111,6 +137,7 @@ static int api_server_start(struct event_base *base, struct kubelet *k, struct a
                         .sync_loop_health = host_sync_loop_health,
                         .counts = host_counts,
                         .volume_stats = host_volume_stats,
+                        .foreach_container = host_foreach_container,
                         .userdata = k,
                 },
         };

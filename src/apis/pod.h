@@ -364,6 +364,8 @@ char *quantity_format_int(int64_t value, bool binary_si);
 
 /* Look up a value in a resource list; NULL if absent. */
 const struct quantity *resource_list_get(const struct resource_list *l, const char *name);
+/* helper.IsExtendedResourceName: a domain-prefixed name outside kubernetes.io ("example.com/gpu") */
+bool resource_is_extended(const char *name);
 
 /* Name validators (k8s.io/apimachinery/pkg/util/validation); return NULL if valid or a static message. */
 const char *validate_dns1123_label(const char *s);

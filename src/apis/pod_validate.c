@@ -226,7 +226,7 @@ static bool is_hugepages(const char *name) {
         return startswith(name, "hugepages-");
 }
 
-static bool is_extended_resource(const char *name) {
+bool resource_is_extended(const char *name) {
         _cleanup_free_ char *quota = NULL;
         const char *msgs[NAME_MAX_MSGS];
 
@@ -282,7 +282,7 @@ static bool is_integer_resource(const char *name) {
         for (size_t i = 0; i < ELEMENTSOF(integer); i++)
                 if (streq(integer[i], name))
                         return true;
-        return is_extended_resource(name);
+        return resource_is_extended(name);
 }
 
 static void validate_resource_name(struct vctx *c, const char *path, const char *name) {
@@ -299,7 +299,7 @@ static void validate_resource_name(struct vctx *c, const char *path, const char 
                 if (!streq(name, "cpu") && !streq(name, "memory") && !streq(name, "ephemeral-storage") &&
                     !is_hugepages(name))
                         val_invalid_str(c, path, name, "must be a standard resource for containers");
-        } else if (!is_native_resource(name) && !is_extended_resource(name))
+        } else if (!is_native_resource(name) && !resource_is_extended(name))
                 val_invalid_str(c, path, name, "doesn't follow extended resource name standard");
 }
 

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <openssl/evp.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -44,4 +45,16 @@ int base64_decode(const char *in, size_t max_size, char **ret, size_t *ret_size)
         if (ret_size)
                 *ret_size = (size_t) len;
         return 0;
+}
+
+char *base64_encode(const void *in, size_t size) {
+        char *out;
+
+        if (size > (SIZE_MAX / 4) * 3 - 3)
+                return NULL;
+        out = malloc(4 * ((size + 2) / 3) + 1);
+        if (!out)
+                return NULL;
+        EVP_EncodeBlock((unsigned char *) out, in, (int) size);
+        return out;
 }

@@ -9,3 +9,5 @@
  * -E2BIG. *ret is NUL-terminated (the data may hold NULs: *ret_size says how long it is). The decoding itself
  * is OpenSSL's (EVP_DecodeBlock). */
 int base64_decode(const char *in, size_t max_size, char **ret, size_t *ret_size);
+/* Standard base64 with padding (Go's base64.StdEncoding, how encoding/json writes []byte). NULL on OOM. */
+char *base64_encode(const void *in, size_t size);

@@ -13,12 +13,16 @@
 #include <unistd.h>
 
 int read_full_file(const char *path, size_t max_size, char **ret_data, size_t *ret_size) {
+        return read_full_file_at(AT_FDCWD, path, max_size, ret_data, ret_size);
+}
+
+int read_full_file_at(int dirfd, const char *path, size_t max_size, char **ret_data, size_t *ret_size) {
         _cleanup_close_ int fd = -1;
         _cleanup_free_ char *buf = NULL;
         size_t size = 0, alloc = 0;
         struct stat st;
 
-        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
         if (fd < 0)
                 return negative_errno();
         if (fstat(fd, &st) < 0)

@@ -10,6 +10,8 @@
 
 /* Read a whole file, refusing files larger than max_size (-EFBIG). Result is NUL-terminated. */
 int read_full_file(const char *path, size_t max_size, char **ret_data, size_t *ret_size);
+/* The same, path relative to the directory dirfd (or AT_FDCWD). */
+int read_full_file_at(int dirfd, const char *path, size_t max_size, char **ret_data, size_t *ret_size);
 /* Write atomically (temp file + rename) with O_CLOEXEC. */
 int write_file_atomic(const char *path, const void *data, size_t size, int mode);
 int mkdir_p(const char *path, int mode);

@@ -50,6 +50,17 @@ struct grpc_call {
         bool done; /* outcome decided, waiting for delivery */
         int final_status;
         char *final_message;
+        /* server streaming (grpc_call_stream): each message is decoded as it completes and delivered apart */
+        grpc_stream_cb msg_cb;
+        struct stream_msg *msgs_head, *msgs_tail;
+        bool ready; /* in the connection's ready list */
+        struct grpc_call *ready_next;
+        bool cancelled; /* grpc_call_cancel(): no more callbacks */
+};
+
+struct stream_msg {
+        struct stream_msg *next;
+        ProtobufCMessage *msg;
 };
 
 struct grpc_client {
@@ -67,8 +78,9 @@ struct grpc_client {
         bool connected;
         nghttp2_session *session;
         struct event *ev_read, *ev_write, *ev_kick;
-        struct grpc_call *calls;                 /* all calls of this connection, submitted or not */
-        struct grpc_call *done_head, *done_tail; /* delivered by deliver_done() */
+        struct grpc_call *calls;                   /* all calls of this connection, submitted or not */
+        struct grpc_call *done_head, *done_tail;   /* delivered by deliver_done() */
+        struct grpc_call *ready_head, *ready_tail; /* streams with decoded messages to deliver */
 };
 
 int grpc_status_to_errno(int grpc_status) {
@@ -103,6 +115,12 @@ int grpc_status_to_errno(int grpc_status) {
 static void pending_free(struct grpc_call *p) {
         if (!p)
                 return;
+        while (p->msgs_head) {
+                struct stream_msg *m = p->msgs_head;
+                p->msgs_head = m->next;
+                protobuf_c_message_free_unpacked(m->msg, NULL);
+                free(m);
+        }
         if (p->timer)
                 event_free(p->timer);
         free(p->method);
@@ -128,7 +146,11 @@ static void deliver(struct grpc_call *p) {
         struct grpc_reply reply = { .grpc_status = p->final_status, .message = strempty(p->final_message) };
         ProtobufCMessage *msg = NULL;
 
-        if (p->final_status == GRPC_OK) {
+        if (p->cancelled) {
+                pending_free(p);
+                return;
+        }
+        if (p->final_status == GRPC_OK && !p->msg_cb) {
                 /* exactly one length-prefixed, uncompressed message */
                 uint32_t len = 0;
                 if (p->resp_len < GRPC_FRAME_HEADER || p->resp[0] != 0 ||
@@ -188,15 +210,96 @@ static void call_finish(struct grpc_call *p, int status, const char *fmt, ...) {
         event_active(conn->ev_kick, EV_TIMEOUT, 0);
 }
 
-static void deliver_done(struct grpc_client *conn) {
-        while (conn->done_head) {
-                struct grpc_call *p = conn->done_head;
-                conn->done_head = p->next;
-                if (!conn->done_head)
-                        conn->done_tail = NULL;
-                p->next = p->prev = NULL;
-                deliver(p);
+/* a stream's decoded messages, in order; stops when the stream is cancelled from a callback */
+static void deliver_messages(struct grpc_call *p) {
+        while (p->msgs_head && !p->cancelled) {
+                struct stream_msg *m = p->msgs_head;
+                p->msgs_head = m->next;
+                if (!p->msgs_head)
+                        p->msgs_tail = NULL;
+                p->msg_cb(m->msg, p->userdata);
+                protobuf_c_message_free_unpacked(m->msg, NULL);
+                free(m);
         }
+}
+
+/* Streams' messages first (a stream's end comes after its messages), then finished calls. A call is only freed
+ * here, after it left the ready list. */
+static void deliver_done(struct grpc_client *conn) {
+        for (;;) {
+                if (conn->ready_head) {
+                        struct grpc_call *p = conn->ready_head;
+                        conn->ready_head = p->ready_next;
+                        if (!conn->ready_head)
+                                conn->ready_tail = NULL;
+                        p->ready_next = NULL;
+                        p->ready = false;
+                        deliver_messages(p);
+                        continue;
+                }
+                if (conn->done_head) {
+                        struct grpc_call *p = conn->done_head;
+                        conn->done_head = p->next;
+                        if (!conn->done_head)
+                                conn->done_tail = NULL;
+                        p->next = p->prev = NULL;
+                        if (p->ready) {
+                                /* its messages are still queued: they go first */
+                                p->next = conn->done_head;
+                                conn->done_head = p;
+                                if (!conn->done_tail)
+                                        conn->done_tail = p;
+                                continue;
+                        }
+                        deliver(p);
+                        continue;
+                }
+                break;
+        }
+}
+
+/* decode the complete frames at the start of a stream's buffer and queue them */
+static int stream_take_frames(struct grpc_client *conn, struct grpc_call *p) {
+        size_t off = 0;
+        bool any = false;
+
+        while (p->resp_len - off >= GRPC_FRAME_HEADER) {
+                uint32_t len = grpc_frame_length(p->resp + off);
+                struct stream_msg *m;
+                if (p->resp[off] != 0 || len > GRPC_MAX_MESSAGE_SIZE)
+                        return -EBADMSG;
+                if (p->resp_len - off - GRPC_FRAME_HEADER < len)
+                        break;
+                m = calloc(1, sizeof(*m));
+                if (!m)
+                        return -ENOMEM;
+                m->msg = protobuf_c_message_unpack(p->resp_desc, NULL, len, p->resp + off + GRPC_FRAME_HEADER);
+                if (!m->msg) {
+                        free(m);
+                        return -EBADMSG;
+                }
+                if (p->msgs_tail)
+                        p->msgs_tail->next = m;
+                else
+                        p->msgs_head = m;
+                p->msgs_tail = m;
+                off += GRPC_FRAME_HEADER + len;
+                any = true;
+        }
+        if (off > 0) {
+                memmove(p->resp, p->resp + off, p->resp_len - off);
+                p->resp_len -= off;
+        }
+        if (any && !p->ready) {
+                p->ready = true;
+                if (conn->ready_tail)
+                        conn->ready_tail->ready_next = p;
+                else
+                        conn->ready_head = p;
+                conn->ready_tail = p;
+                event_active(conn->ev_kick, EV_TIMEOUT, 0);
+        }
+        return 0;
 }
 
 /* ---------------------------------------------------------------- connection */
@@ -269,7 +372,8 @@ static int on_data_chunk(nghttp2_session *session, uint8_t flags, int32_t stream
 
         if (!p || p->resp_too_big)
                 return 0;
-        if (p->resp_len + len > GRPC_MAX_MESSAGE_SIZE + GRPC_FRAME_HEADER) {
+        /* a stream's buffer holds at most one incomplete message and the chunk that completes it */
+        if (p->resp_len + len > (p->msg_cb ? 2 : 1) * (GRPC_MAX_MESSAGE_SIZE + GRPC_FRAME_HEADER)) {
                 p->resp_too_big = true;
                 free(p->resp);
                 p->resp = NULL;
@@ -289,6 +393,10 @@ static int on_data_chunk(nghttp2_session *session, uint8_t flags, int32_t stream
         }
         memcpy(p->resp + p->resp_len, data, len);
         p->resp_len += len;
+        if (p->msg_cb && !p->done && stream_take_frames(user_data, p) < 0) {
+                nghttp2_submit_rst_stream(session, NGHTTP2_FLAG_NONE, stream_id, NGHTTP2_CANCEL);
+                call_finish(p, GRPC_INTERNAL, "malformed or undecodable message in the response stream");
+        }
         return 0;
 }
 
@@ -328,6 +436,7 @@ static int conn_submit(struct grpc_client *conn, struct grpc_call *p) {
         nghttp2_data_provider dp = { .source.ptr = p, .read_callback = read_request };
         uint64_t left = p->timeout_usec, elapsed = now_usec() - p->start_usec;
 #define NV(n, v) { (uint8_t *) (n), (uint8_t *) (v), sizeof(n) - 1, strlen(v), NGHTTP2_NV_FLAG_NONE }
+        /* a stream without a deadline sends none (its grpc-timeout, the last header, is left out) */
         left = left > elapsed ? left - elapsed : 1;
         grpc_format_timeout(left, timeout, sizeof(timeout));
         nghttp2_nv hdrs[] = {
@@ -337,11 +446,12 @@ static int conn_submit(struct grpc_client *conn, struct grpc_call *p) {
                 NV(":authority", conn->tcp ? conn->path : "localhost"),
                 NV("content-type", "application/grpc"),
                 NV("te", "trailers"),
-                NV("grpc-timeout", timeout),
                 NV("user-agent", conn->user_agent ? conn->user_agent : "ckubelet/" CKUBELET_VERSION " grpc-c"),
+                NV("grpc-timeout", timeout),
         };
 #undef NV
-        int32_t id = nghttp2_submit_request(conn->session, NULL, hdrs, ELEMENTSOF(hdrs), &dp, p);
+        int32_t id = nghttp2_submit_request(conn->session, NULL, hdrs,
+                                            ELEMENTSOF(hdrs) - (p->timeout_usec == UINT64_MAX ? 1 : 0), &dp, p);
         if (id < 0)
                 return -EIO;
         p->stream_id = id;
@@ -672,8 +782,9 @@ int grpc_client_set_user_agent(struct grpc_client *conn, const char *ua) {
         return free_and_strdup(&conn->user_agent, ua);
 }
 
-int grpc_call(struct grpc_client *conn, const char *method, const ProtobufCMessage *req,
-              const ProtobufCMessageDescriptor *resp_desc, uint64_t timeout_usec, grpc_callback_t cb, void *userdata) {
+static int call_start(struct grpc_client *conn, const char *method, const ProtobufCMessage *req,
+                      const ProtobufCMessageDescriptor *resp_desc, uint64_t timeout_usec, grpc_stream_cb msg_cb,
+                      grpc_callback_t cb, void *userdata, struct grpc_call **ret) {
         struct grpc_call *p;
         size_t len;
 
@@ -701,16 +812,61 @@ int grpc_call(struct grpc_client *conn, const char *method, const ProtobufCMessa
         protobuf_c_message_pack(req, p->req + GRPC_FRAME_HEADER);
         p->req_len = len + GRPC_FRAME_HEADER;
         p->resp_desc = resp_desc;
+        p->msg_cb = msg_cb;
         p->cb = cb;
         p->userdata = userdata;
         p->start_usec = now_usec();
         p->timeout_usec = timeout_usec ? timeout_usec : conn->default_timeout_usec;
-        evtimer_add_usec(p->timer, p->timeout_usec);
+        if (p->timeout_usec != UINT64_MAX)
+                evtimer_add_usec(p->timer, p->timeout_usec);
 
         p->next = conn->calls;
         if (conn->calls)
                 conn->calls->prev = p;
         conn->calls = p;
         event_active(conn->ev_kick, EV_TIMEOUT, 0);
+        if (ret)
+                *ret = p;
         return 0;
+}
+
+int grpc_call(struct grpc_client *conn, const char *method, const ProtobufCMessage *req,
+              const ProtobufCMessageDescriptor *resp_desc, uint64_t timeout_usec, grpc_callback_t cb, void *userdata) {
+        return call_start(conn, method, req, resp_desc, timeout_usec, NULL, cb, userdata, NULL);
+}
+
+int grpc_call_stream(struct grpc_client *conn, const char *method, const ProtobufCMessage *req,
+                     const ProtobufCMessageDescriptor *resp_desc, grpc_stream_cb on_message, grpc_callback_t on_end,
+                     void *userdata, struct grpc_call **ret) {
+        if (!on_message)
+                return -EINVAL;
+        return call_start(conn, method, req, resp_desc, UINT64_MAX, on_message, on_end, userdata, ret);
+}
+
+void grpc_call_cancel(struct grpc_call *p) {
+        struct grpc_client *conn;
+
+        if (!p || p->cancelled)
+                return;
+        conn = p->conn;
+        p->cancelled = true;
+        if (p->done)
+                return; /* already on its way to delivery, which now only frees it */
+        if (p->stream_id > 0 && conn->session) {
+                nghttp2_submit_rst_stream(conn->session, NGHTTP2_FLAG_NONE, p->stream_id, NGHTTP2_CANCEL);
+                if (nghttp2_session_want_write(conn->session))
+                        event_add(conn->ev_write, NULL);
+        }
+        call_finish(p, GRPC_CANCELLED, "cancelled");
+}
+
+const char *grpc_code_to_string(int code) {
+        /* as Go's codes.Code.String() */
+        static const char *const names[] = {
+                "OK",       "Canceled",        "Unknown",          "InvalidArgument",   "DeadlineExceeded",
+                "NotFound", "AlreadyExists",   "PermissionDenied", "ResourceExhausted", "FailedPrecondition",
+                "Aborted",  "OutOfRange",      "Unimplemented",    "Internal",          "Unavailable",
+                "DataLoss", "Unauthenticated",
+        };
+        return code >= 0 && (size_t) code < ELEMENTSOF(names) ? names[code] : "Unknown";
 }

@@ -41,6 +41,8 @@ enum grpc_code {
  * UNAVAILABLE→-ECONNREFUSED, ALREADY_EXISTS→-EEXIST, INVALID_ARGUMENT→-EINVAL, UNIMPLEMENTED→-EOPNOTSUPP,
  * PERMISSION_DENIED→-EACCES, RESOURCE_EXHAUSTED→-ENOSPC, CANCELLED→-ECANCELED, others→-EIO. */
 int grpc_status_to_errno(int grpc_status);
+/* "Unavailable", "DeadlineExceeded", ...: the names Go's gRPC errors print ("rpc error: code = %s desc = %s") */
+const char *grpc_code_to_string(int grpc_status);
 
 struct grpc_reply {
         int r;                  /* 0 or negative errno (grpc_status_to_errno) */
@@ -73,3 +75,19 @@ int grpc_client_set_user_agent(struct grpc_client *c, const char *ua);
  * not run): -ESHUTDOWN while the client is being freed, -EMSGSIZE for a request over the cap. */
 int grpc_call(struct grpc_client *c, const char *method, const ProtobufCMessage *req,
               const ProtobufCMessageDescriptor *resp_desc, uint64_t timeout_usec, grpc_callback_t cb, void *userdata);
+
+/* ---- server streaming ---- */
+
+struct grpc_call;
+/* One message of a stream: borrowed, valid during the callback. */
+typedef void (*grpc_stream_cb)(const ProtobufCMessage *msg, void *userdata);
+
+/* A server-streaming call (ListAndWatch): on_message gets each response message in order as it arrives; on_end
+ * runs once when the stream ends (its status; reply->msg is NULL). No deadline. Callbacks run on the loop, never
+ * inside this function nor inside nghttp2; they must not free the client (defer that to an event). *ret: the
+ * call, for grpc_call_cancel(), valid until on_end has run. */
+int grpc_call_stream(struct grpc_client *c, const char *method, const ProtobufCMessage *req,
+                     const ProtobufCMessageDescriptor *resp_desc, grpc_stream_cb on_message, grpc_callback_t on_end,
+                     void *userdata, struct grpc_call **ret);
+/* Ends a call (the stream is reset); none of its callbacks run after this. Accepts NULL. */
+void grpc_call_cancel(struct grpc_call *call);

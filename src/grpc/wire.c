@@ -2,6 +2,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "grpc/wire.h"
 
@@ -58,6 +59,25 @@ char *grpc_percent_decode(const char *s, size_t len) {
                         i += 2;
                 } else
                         *o++ = s[i];
+        }
+        *o = '\0';
+        return out;
+}
+
+char *grpc_percent_encode(const char *s) {
+        size_t n = strlen(s);
+        char *out = malloc(n * 3 + 1), *o = out;
+
+        if (!out)
+                return NULL;
+        for (const unsigned char *p = (const unsigned char *) s; *p; p++) {
+                if (*p < 0x20 || *p > 0x7e || *p == '%') {
+                        static const char hex[] = "0123456789ABCDEF";
+                        *o++ = '%';
+                        *o++ = hex[*p >> 4];
+                        *o++ = hex[*p & 0xf];
+                } else
+                        *o++ = (char) *p;
         }
         *o = '\0';
         return out;

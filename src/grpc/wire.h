@@ -19,3 +19,5 @@ void grpc_format_timeout(uint64_t usec, char *buf, size_t size);
 /* Decode a percent-encoded grpc-message (invalid escapes are kept as-is). Returns a NUL-terminated copy,
  * NULL on OOM. */
 char *grpc_percent_decode(const char *s, size_t len);
+/* Percent-encode a grpc-message: bytes outside 0x20..0x7E and '%' become %XX. NULL on OOM. */
+char *grpc_percent_encode(const char *s);

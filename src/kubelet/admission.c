@@ -45,24 +45,47 @@ void kubelet_pod_requests(const struct pod *p, int64_t *ret_cpu_milli, int64_t *
         *ret_memory_bytes = mem;
 }
 
-static int insufficient(const char *resource, int64_t requested, int64_t used, int64_t capacity,
-                        const char **ret_reason, char **ret_message) {
-        static const char *const reasons[] = { "OutOfpods", "OutOfcpu", "OutOfmemory" };
-        const char *reason = streq(resource, "pods") ? reasons[0] : streq(resource, "cpu") ? reasons[1] : reasons[2];
-        char *m;
+int64_t pod_request_units(const struct pod *p, const char *resource) {
+        int64_t sum = 0, init = 0;
 
+        for (size_t i = 0; i < p->spec.n_containers + p->spec.n_init_containers; i++) {
+                bool is_init = i >= p->spec.n_containers;
+                const struct container *c = is_init ? &p->spec.init_containers[i - p->spec.n_containers]
+                                                    : &p->spec.containers[i];
+                const struct quantity *q = resource_list_get(&c->resources.requests, resource);
+                int64_t v;
+                if (!q)
+                        q = resource_list_get(&c->resources.limits, resource);
+                v = q ? MAX(q->value, (int64_t) 0) : 0;
+                if (is_init)
+                        init = MAX(init, v);
+                else
+                        sum = sat_add(sum, v);
+        }
+        return MAX(sum, init);
+}
+
+/* InsufficientResourceError, as the kubelet reports it: reason "OutOf<resource>" */
+static int insufficient(const char *resource, int64_t requested, int64_t used, int64_t capacity, char **ret_reason,
+                        char **ret_message) {
+        char *m = NULL, *reason = NULL;
+
+        if (asprintf(&reason, "OutOf%s", resource) < 0)
+                return -ENOMEM;
         if (asprintf(&m,
                      "Pod was rejected: Node didn't have enough resource: %s, requested: %" PRId64 ", used: %" PRId64
                      ", capacity: %" PRId64,
-                     resource, requested, used, capacity) < 0)
+                     resource, requested, used, capacity) < 0) {
+                free(reason);
                 return -ENOMEM;
+        }
         *ret_reason = reason;
         *ret_message = m;
         return -ENOSPC;
 }
 
 int kubelet_admit(const struct pod *p, const struct pod *const *admitted, size_t n, const struct admission_node *node,
-                  const char **ret_reason, char **ret_message) {
+                  char **ret_reason, char **ret_message) {
         int64_t cpu, mem, used_cpu = 0, used_mem = 0, c, m;
         _cleanup_ck_error_ struct ck_error *sysctl_error = NULL;
         int r;
@@ -72,7 +95,11 @@ int kubelet_admit(const struct pod *p, const struct pod *const *admitted, size_t
         if (r == -EPERM) {
                 if (asprintf(ret_message, "Pod was rejected: %s", ck_error_message(sysctl_error)) < 0)
                         return -ENOMEM;
-                *ret_reason = "SysctlForbidden";
+                *ret_reason = strdup("SysctlForbidden");
+                if (!*ret_reason) {
+                        free(*ret_message);
+                        return -ENOMEM;
+                }
                 return -ENOSPC;
         }
         if (r < 0)
@@ -80,8 +107,6 @@ int kubelet_admit(const struct pod *p, const struct pod *const *admitted, size_t
         if (node->max_pods > 0 && (int64_t) n + 1 > node->max_pods)
                 return insufficient("pods", 1, (int64_t) n, node->max_pods, ret_reason, ret_message);
         kubelet_pod_requests(p, &cpu, &mem);
-        if (cpu == 0 && mem == 0)
-                return 0;
         for (size_t i = 0; i < n; i++) {
                 kubelet_pod_requests(admitted[i], &c, &m);
                 used_cpu = sat_add(used_cpu, c);
@@ -91,5 +116,16 @@ int kubelet_admit(const struct pod *p, const struct pod *const *admitted, size_t
                 return insufficient("cpu", cpu, used_cpu, node->cpu_milli, ret_reason, ret_message);
         if (mem > 0 && sat_add(mem, used_mem) > node->memory_bytes)
                 return insufficient("memory", mem, used_mem, node->memory_bytes, ret_reason, ret_message);
+        /* the node's extended resources (scalar resources); one it does not have is not counted */
+        for (size_t k = 0; k < node->n_extended; k++) {
+                const char *name = node->extended[k].name;
+                int64_t want = pod_request_units(p, name), used = 0;
+                if (want <= 0)
+                        continue;
+                for (size_t i = 0; i < n; i++)
+                        used = sat_add(used, pod_request_units(admitted[i], name));
+                if (sat_add(want, used) > node->extended[k].allocatable)
+                        return insufficient(name, want, used, node->extended[k].allocatable, ret_reason, ret_message);
+        }
         return 0;
 }

@@ -11,18 +11,31 @@
 
 #include "apis/pod.h"
 
+/* an extended resource (a device plugin's) the node has, and what admission compares requests with */
+struct admission_extended {
+        const char *name;
+        int64_t allocatable;
+};
+
 struct admission_node {
         int max_pods;                  /* 0 = no limit */
         int64_t cpu_milli;             /* allocatable */
         int64_t memory_bytes;          /* allocatable */
         char **allowed_unsafe_sysctls; /* --allowed-unsafe-sysctls (strv) */
+        /* extended resources the node has; requests for others are ignored (removeMissingExtendedResources) */
+        const struct admission_extended *extended;
+        size_t n_extended;
 };
 
 /* What the pod asks for, as the scheduler counts it: max(sum of app containers, largest init container). */
 void kubelet_pod_requests(const struct pod *p, int64_t *ret_cpu_milli, int64_t *ret_memory_bytes);
 
+/* What the pod asks for of a resource that only has whole units (an extended resource): requests default to
+ * limits; the app containers' sum, at least the largest init container's. */
+int64_t pod_request_units(const struct pod *p, const char *resource);
+
 /* 0 when p fits next to the n admitted pods; -ENOSPC with *ret_reason ("SysctlForbidden" for a sysctl that is
- * neither safe nor allowed, "OutOfpods", "OutOfcpu", "OutOfmemory", static storage) and *ret_message
- * (allocated) when it does not; -ENOMEM. */
+ * neither safe nor allowed, "OutOfpods", "OutOfcpu", "OutOfmemory", "OutOf<extended resource>") and
+ * *ret_message, both allocated, when it does not; -ENOMEM. */
 int kubelet_admit(const struct pod *p, const struct pod *const *admitted, size_t n, const struct admission_node *node,
-                  const char **ret_reason, char **ret_message);
+                  char **ret_reason, char **ret_message);

@@ -7,9 +7,11 @@
 
 #include "basic/error.h"
 #include "basic/log.h"
+#include "basic/strmap.h"
 #include "basic/time.h"
 #include "kubelet/kubelet-internal.h"
 #include "container/labels.h"
+#include "credentialprovider/keyring.h"
 
 static bool spec_has_container(const struct pod *pod, const char *name) {
         for (size_t i = 0; i < pod->spec.n_containers; i++)
@@ -232,4 +234,78 @@ size_t kubelet_volume_stats(struct kubelet *k, const char *pod_uid, const struct
         if (pod_uid)
                 return volmgr_pod_volume_stats(k->volumes, pod_uid, ret);
         return volmgr_all_volume_stats(k->volumes, ret);
+}
+
+/* "busybox" → "docker.io/library/busybox:latest", as the runtime names the image it resolved */
+static char *image_reference(const char *image) {
+        _cleanup_free_ char *repo = NULL;
+        const char *at = strchr(image, '@'), *slash = strrchr(image, '/'), *colon;
+        char *out = NULL;
+
+        repo = cred_image_repository(image);
+        if (!repo)
+                return NULL;
+        if (at) {
+                if (asprintf(&out, "%s%s", repo, at) < 0)
+                        return NULL;
+                return out;
+        }
+        colon = strrchr(slash ? slash : image, ':');
+        if (asprintf(&out, "%s:%s", repo, colon ? colon + 1 : "latest") < 0)
+                return NULL;
+        return out;
+}
+
+void kubelet_foreach_container(struct kubelet *k, void (*cb)(const struct kubelet_container_info *c, void *userdata),
+                               void *userdata) {
+        for (struct pod_worker *w = k->workers; w; w = w->next) {
+                const struct kc_pod_status *st = w->observed;
+                if (w->pod) {
+                        /* the pod itself, known before its sandbox is (its cgroup is made first) */
+                        struct kubelet_container_info info = {
+                                .pod_uid = w->uid,
+                                .pod_name = w->pod->name,
+                                .pod_namespace = w->pod->namespace_,
+                                .name = "",
+                                .image = "",
+                        };
+                        cb(&info, userdata);
+                }
+                if (!st)
+                        continue;
+                for (size_t i = 0; i < st->n_sandboxes; i++) {
+                        const struct kc_sandbox *sb = st->sandboxes[i];
+                        struct kubelet_container_info info = {
+                                .id = sb->id,
+                                .pod_uid = st->uid,
+                                .pod_name = sb->name,
+                                .pod_namespace = sb->namespace_,
+                                .name = "",
+                                .image = "",
+                                .created_at_nsec = sb->created_at,
+                                .sandbox = true,
+                        };
+                        if (sb->state == KC_SANDBOX_READY)
+                                cb(&info, userdata);
+                }
+                for (size_t i = 0; i < st->n_containers; i++) {
+                        const struct kc_container *c = st->containers[i];
+                        const struct container *spec = w->pod ? pod_find_container(w->pod, c->name) : NULL;
+                        _cleanup_free_ char *image = NULL;
+                        struct kubelet_container_info info = {
+                                .id = c->id,
+                                .pod_uid = st->uid,
+                                .pod_name = strmap_get(&c->labels, LABEL_POD_NAME),
+                                .pod_namespace = strmap_get(&c->labels, LABEL_POD_NAMESPACE),
+                                .name = c->name,
+                                .created_at_nsec = c->created_at,
+                        };
+                        if (c->state != KC_CONTAINER_RUNNING)
+                                continue;
+                        if (spec)
+                                image = image_reference(spec->image);
+                        info.image = strempty(image);
+                        cb(&info, userdata);
+                }
+        }
 }

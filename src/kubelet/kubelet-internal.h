@@ -22,6 +22,10 @@
 #include "kubelet/mirror.h"
 #include "events/recorder.h"
 #include "cm/cm.h"
+#include "credentialprovider/plugin/plugin.h"
+#include "apis/podresources/server.h"
+#include "node/node_status.h"
+#include "kubelet/plugins.h"
 #include "stats/machine.h"
 #include "csi/drivers.h"
 #include "csi/nodeinfo.h"
@@ -142,6 +146,13 @@ struct kubelet {
         struct csi_drivers *csi;
         struct pluginmanager *plugins;
         struct volmgr *volumes;
+        /* plug-in interfaces (plugins.c) */
+        struct credprov *credprov;     /* --image-credential-provider-config, else NULL */
+        struct devicemanager *devices; /* device plugins */
+        struct podresources_server *podresources;
+        struct admission_extended *admission_extended; /* admission.extended points here */
+        struct node_extended_resource *node_extended;  /* what the node status reports */
+        size_t n_node_extended;
 };
 
 /* kubelet.c: the pod workers (pod_workers.go) */
@@ -199,6 +210,9 @@ void kubelet_terminated_restore(struct kubelet *k, struct pod_worker *w);
 
 /* kubelet.c: hand the pod's status to the status manager now (an eviction changes it) */
 void kubelet_report_status(struct kubelet *k, struct pod_worker *w);
+
+/* kubelet.c: make the workers match the desired pods again (admission included) */
+void kubelet_reconcile(struct kubelet *k);
 
 /* pod_sync.c: run one reconcile pass for the worker; calls kubelet_worker_sync_done() at the end. */
 void kubelet_pod_sync_start(struct pod_worker *w);

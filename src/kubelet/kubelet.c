@@ -549,8 +549,7 @@ bool kubelet_pod_terminal_in_api(const struct pod *p) {
  * for good, and an API pod is told so through its status (rejectPod). */
 static bool admit(struct kubelet *k, const struct pod *p) {
         _cleanup_free_ const struct pod **admitted = NULL;
-        _cleanup_free_ char *message = NULL;
-        const char *reason = NULL;
+        _cleanup_free_ char *message = NULL, *reason = NULL;
         size_t n = 0;
         int r;
 
@@ -558,13 +557,36 @@ static bool admit(struct kubelet *k, const struct pod *p) {
         if (!admitted)
                 return false;
         /* the eviction manager's handler first, as upstream registers it */
-        r = kubelet_eviction_admit(k, p, &reason, &message)
-                    ? kubelet_admit(p, admitted, n, &k->admission, &reason, &message)
-                    : -ENOSPC;
-        if (r >= 0)
-                return true;
-        if (r != -ENOSPC)
-                return false; /* out of memory: tried again at the next change */
+        {
+                const char *eviction_reason = NULL;
+                if (!kubelet_eviction_admit(k, p, &eviction_reason, &message)) {
+                        reason = strdup(eviction_reason);
+                        if (!reason)
+                                return false;
+                }
+        }
+        /* the device manager's handler first (resourceAllocator, registered before the predicates): the pod's
+         * devices are allocated, which may take plugin calls; the pod waits for them */
+        if (!reason && k->devices) {
+                _cleanup_ck_error_ struct ck_error *err = NULL;
+                kubelet_devices_gc(k);
+                r = dm_admit(k->devices, p, &err);
+                if (r == -EINPROGRESS || r == -ENOMEM)
+                        return false; /* asked again when the allocation ends (or at the next change) */
+                if (r < 0) {
+                        reason = strdup("UnexpectedAdmissionError");
+                        if (!reason || asprintf(&message, "Pod was rejected: %s", ck_error_message(err)) < 0)
+                                return false;
+                }
+                kubelet_admission_refresh(k);
+        }
+        if (!reason) {
+                r = kubelet_admit(p, admitted, n, &k->admission, &reason, &message);
+                if (r >= 0)
+                        return true;
+                if (r != -ENOSPC)
+                        return false; /* out of memory: tried again at the next change */
+        }
         log_error("Pod admission denied: pod=\"%s/%s\" podUID=\"%s\" reason=\"%s\" message=\"%s\"", p->namespace_,
                   p->name, p->uid, reason, message);
         (void) strv_extend(&k->rejected, p->uid);
@@ -598,7 +620,7 @@ static void terminal_worker(struct kubelet *k, struct pod *p) {
 
 /* Make the set of workers match desired + runtime: a worker per desired pod, a terminating worker per pod
  * found in the runtime that is not desired. */
-static void reconcile_workers(struct kubelet *k) {
+void kubelet_reconcile(struct kubelet *k) {
         /* Like upstream (sourcesReady), nothing is killed before every source has spoken: after a restart the
          * runtime holds pods that are still wanted. */
         if (!k->runtime_listed || !k->config_received || k->stopping)
@@ -750,7 +772,7 @@ static void on_config_update(const struct pod_set *pods, void *userdata) {
                         i++;
         }
         log_v(2, "desired pods: %zu", n.n);
-        reconcile_workers(k);
+        kubelet_reconcile(k);
         sync_mirror_pods(k);
 }
 
@@ -893,7 +915,7 @@ static void on_pod_changed(const char *uid, void *userdata) {
         log_v(4, "PLEG: pod %s changed", uid);
         if (w)
                 kubelet_worker_request_sync(w);
-        /* an unknown UID gets a terminating worker in reconcile_workers() after the relist */
+        /* an unknown UID gets a terminating worker in kubelet_reconcile() after the relist */
 }
 
 static void on_relisted(bool ok, void *userdata) {
@@ -920,7 +942,7 @@ static void on_relisted(bool ok, void *userdata) {
                 log_info("runtime listed: %zu sandboxes (%zu ready), %zu containers (%zu running)", sb, rsb, c, rc);
                 k->runtime_listed = true;
         }
-        reconcile_workers(k);
+        kubelet_reconcile(k);
 }
 
 /* ---------------------------------------------------------------- cgroups (src/cm) */
@@ -983,6 +1005,7 @@ static void housekeeping(evutil_socket_t fd, short what, void *userdata) {
                         kubelet_worker_request_sync(w);
         }
         sync_mirror_pods(k);
+        kubelet_devices_gc(k);
         /* cleanupOrphanedPodDirs: only once every source has spoken and the runtime has been listed */
         if (k->runtime_listed && k->config_received && !k->stopping) {
                 volmgr_set_sources_ready(k->volumes);
@@ -990,7 +1013,7 @@ static void housekeeping(evutil_socket_t fd, short what, void *userdata) {
         }
         if (cm_enabled(k->cm)) {
                 (void) update_qos_cgroups(k);
-                /* as reconcile_workers: only once the runtime and every source have been heard */
+                /* as kubelet_reconcile(): only once the runtime and every source have been heard */
                 if (k->runtime_listed && k->config_received && !k->runtime_down && !k->stopping)
                         cm_cleanup_orphans(k->cm, pod_uid_active, k);
         }
@@ -1198,6 +1221,9 @@ int kubelet_start(struct kubelet *k) {
         r = kubelet_eviction_setup(k);
         if (r < 0)
                 return log_error_errno(r, "cannot set up the eviction manager: %s", strerror(-r));
+        r = kubelet_plugins_start(k);
+        if (r < 0)
+                return r;
         k->housekeeping = evtimer_new(k->base, housekeeping, k);
         if (!k->housekeeping)
                 return -ENOMEM;
@@ -1255,6 +1281,7 @@ struct kubelet *kubelet_free(struct kubelet *k) {
         backoff_done(&k->crash_backoff);
         backoff_done(&k->image_backoff);
         k->cm = cm_free(k->cm);
+        kubelet_plugins_free(k);              /* after the pod syncs: they may hold requests of its */
         stats_machine_info_done(&k->machine); /* after the node manager: it borrows it */
         free(k);
         return NULL;

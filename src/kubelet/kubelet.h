@@ -68,3 +68,17 @@ void kubelet_counts(struct kubelet *k, struct kubelet_counts *ret);
  * the next call. */
 struct volmgr_volume_stats;
 size_t kubelet_volume_stats(struct kubelet *k, const char *pod_uid, const struct volmgr_volume_stats **ret);
+
+/* A running container or ready sandbox as the last sync pass of its pod observed it (cadvisor's labels). */
+struct kubelet_container_info {
+        const char *id;
+        const char *pod_uid, *pod_name, *pod_namespace;
+        const char *name;  /* "" for a sandbox */
+        const char *image; /* the image the spec names, normalized as the runtime reports it */
+        int64_t created_at_nsec;
+        bool sandbox;
+};
+/* Calls cb for every running container and ready sandbox of every pod the kubelet has observed, and for every
+ * desired pod itself (id NULL, before its containers). */
+void kubelet_foreach_container(struct kubelet *k, void (*cb)(const struct kubelet_container_info *c, void *userdata),
+                               void *userdata);

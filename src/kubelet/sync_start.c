@@ -4,9 +4,11 @@
  *
  *   back-off    a container whose last instance exited waits out its CrashLoopBackOff (kr_check_crash_backoff)
  *   image       ImageStatus unless the pull policy is Always, then kr_decide_image: use the present image, pull
- *               it (with each matching pull credential in turn), wait out ImagePullBackOff, or ErrImageNeverPull;
- *               a pulled image's ImageStatus gives its user (runAsUser default, runAsNonRoot)
- *   create      the container config (kr_build_container_config) and CreateContainer
+ *               it (with each matching pull credential in turn: the pull secrets', then the credential provider
+ *               plugins'), wait out ImagePullBackOff, or ErrImageNeverPull; a pulled image's ImageStatus gives its
+ *               user (runAsUser default, runAsNonRoot)
+ *   create      the device plugins' options (src/cm/devicemanager, for a container with devices), the container
+ *               config (kr_build_container_config) and CreateContainer
  *   start       StartContainer, then the postStart hook; a failed hook kills the container (sync_kill.c)
  *
  * The state of the container being started is its step (struct start_step), freed when it ends. A failure is
@@ -35,8 +37,14 @@ struct start_step {
         char *image_username;
         const struct cred_auth **creds; /* pull credentials matching the image, tried in turn */
         size_t n_creds, cred_index;
-        char *pull_errors;      /* the errors of each credential tried so far */
-        char *started_id;       /* the container created */
+        char *pull_errors; /* the errors of each credential tried so far */
+        /* the credential provider plugins' answer for the image (after the pull secrets) */
+        struct credprov_lookup *cred_lookup;
+        struct cred_keyring provider_keyring;
+        char *provider_error;
+        struct dm_request
+                *dev_request; /* the device plugins' options of the container (GetDeviceRunContainerOptions) */
+        char *started_id;     /* the container created */
         uint32_t restart_count; /* its attempt */
 };
 
@@ -55,6 +63,10 @@ void kubelet_sync_start_step_free(struct pod_sync *s) {
         free(st->image_username);
         free(st->creds);
         free(st->pull_errors);
+        credprov_lookup_cancel(st->cred_lookup);
+        cred_keyring_done(&st->provider_keyring);
+        free(st->provider_error);
+        dm_request_cancel(st->dev_request);
         free(st->started_id);
         free(st);
 }
@@ -264,6 +276,41 @@ static void image_decided(struct pod_sync *s, bool present) {
         }
 }
 
+/* The plugins answered: their credentials come after the pull secrets' (UnionDockerKeyring: the secrets' keyring,
+ * then the providers'), each tried in turn. A plugin that failed gives none; its error goes with a pull that
+ * then fails. */
+static void on_provider_credentials(struct cred_keyring *creds, const char *error, void *userdata) {
+        struct pod_sync *s = userdata;
+        struct start_step *st = s->start;
+        const struct cred_auth **more = NULL, **all;
+        size_t n_more = 0;
+
+        st->cred_lookup = NULL;
+        st->provider_keyring = *creds;
+        *creds = (struct cred_keyring) {};
+        if (error)
+                st->provider_error = strdup(error);
+        if (cred_keyring_lookup(&st->provider_keyring, st->c->image, &more, &n_more) < 0) {
+                kubelet_sync_call_failed(s, "looking up pull credentials", -ENOMEM);
+                step_done(s);
+                return;
+        }
+        if (n_more > 0) {
+                all = reallocarray(st->creds, st->n_creds + n_more, sizeof(*all));
+                if (!all) {
+                        free(more);
+                        kubelet_sync_call_failed(s, "looking up pull credentials", -ENOMEM);
+                        step_done(s);
+                        return;
+                }
+                memcpy(all + st->n_creds, more, n_more * sizeof(*all));
+                st->creds = all;
+                st->n_creds += n_more;
+        }
+        free(more);
+        pull_try(s);
+}
+
 static void pull(struct pod_sync *s) {
         struct start_step *st = s->start;
         const struct container *c = st->c;
@@ -275,6 +322,17 @@ static void pull(struct pod_sync *s) {
         r = cred_keyring_lookup(&s->keyring, c->image, &st->creds, &st->n_creds);
         if (r < 0) {
                 kubelet_sync_call_failed(s, "looking up pull credentials", r);
+                step_done(s);
+                return;
+        }
+        if (s->k->credprov) {
+                /* the plugins for the image's repository, asked off the loop (a child process each) */
+                _cleanup_free_ char *repo = cred_image_repository(c->image);
+                r = repo ? credprov_lookup(s->k->credprov, repo, on_provider_credentials, s, &st->cred_lookup)
+                         : -ENOMEM;
+                if (r >= 0)
+                        return;
+                kubelet_sync_call_failed(s, "asking the credential provider plugins", r);
                 step_done(s);
                 return;
         }
@@ -316,10 +374,15 @@ static void on_pull_image(const struct cri_reply *reply, void *userdata) {
                 }
         }
         if (reply->r < 0) {
-                _cleanup_free_ char *agg = NULL;
+                _cleanup_free_ char *agg = NULL, *with_plugin = NULL;
                 const char *message = reply->message;
                 if (st->n_creds > 1 && st->pull_errors && asprintf(&agg, "[%s]", st->pull_errors) >= 0)
                         message = agg;
+                /* a credential provider plugin that failed (hung, crashed, answered garbage) says so here: the
+                 * pull went on without its credentials, as upstream, and that is likely why it failed */
+                if (st->provider_error && asprintf(&with_plugin, "%s; credential provider plugin failed: %s", message,
+                                                   st->provider_error) >= 0)
+                        message = with_plugin;
                 log_error("pod %s: container %s: Failed to pull image \"%s\": %s (ErrImagePull)",
                           kubelet_sync_pod_desc(s), c->name, c->image, message);
                 kubelet_worker_event(s->w, c->name, "Warning", "Failed", "Failed to pull image \"%s\": %s", c->image,
@@ -530,7 +593,7 @@ static void on_create_container(const struct cri_reply *reply, void *userdata) {
         }
 }
 
-static void create_container(struct pod_sync *s) {
+static void create_container_with(struct pod_sync *s, const struct dm_run_options *devices) {
         struct start_step *st = s->start;
         const struct container *c = st->c;
         Runtime__V1__CreateContainerRequest req = RUNTIME__V1__CREATE_CONTAINER_REQUEST__INIT;
@@ -570,6 +633,12 @@ static void create_container(struct pod_sync *s) {
                 return;
         }
         kc_build_report_done(&report);
+        if (devices && kubelet_apply_device_options(cfg, devices) < 0) {
+                pb_free(cfg);
+                kubelet_sync_call_failed(s, "adding the devices to the container", -ENOMEM);
+                step_done(s);
+                return;
+        }
         req.pod_sandbox_id = s->sandbox_id;
         req.config = cfg;
         req.sandbox_config = s->sandbox_config;
@@ -581,4 +650,38 @@ static void create_container(struct pod_sync *s) {
                 return;
         }
         s->did_work = true;
+}
+
+/* the device plugins' part of the container (PreStartContainer done): its config can be built */
+static void on_device_options(const struct dm_run_options *opts, const char *error, void *userdata) {
+        struct pod_sync *s = userdata;
+        const struct container *c = s->start->c;
+
+        s->start->dev_request = NULL;
+        if (error) {
+                /* GetDeviceRunContainerOptions failed: generateContainerConfig's error */
+                kubelet_worker_set_waiting(s->w, c->name, "CreateContainerConfigError", "%s", error);
+                kubelet_worker_event(s->w, c->name, "Warning", "Failed", "Error: %s", error);
+                log_error("pod %s: container %s: CreateContainerConfigError: %s", kubelet_sync_pod_desc(s), c->name,
+                          error);
+                s->error = true;
+                step_done(s);
+                return;
+        }
+        create_container_with(s, opts);
+}
+
+static void create_container(struct pod_sync *s) {
+        struct start_step *st = s->start;
+        int r;
+
+        if (!s->k->devices || !dm_pod_uses_devices(s->k->devices, s->pod)) {
+                create_container_with(s, NULL);
+                return;
+        }
+        r = dm_container_options(s->k->devices, s->pod, st->c->name, on_device_options, s, &st->dev_request);
+        if (r < 0) {
+                kubelet_sync_call_failed(s, "getting the container's devices", r);
+                step_done(s);
+        }
 }

@@ -54,6 +54,8 @@ struct node_manager {
         int64_t eviction_memory_bytes, eviction_storage_bytes;
         float eviction_memory_fraction, eviction_storage_fraction;
         bool pressure_changed; /* send the status as soon as the one in flight is done */
+        void (*get_extended)(void *userdata, const struct node_extended_resource **ret, size_t *ret_n);
+        void *extended_userdata;
 
         json_t *last_status;       /* the last status sent */
         uint64_t last_report_usec; /* monotonic */
@@ -197,6 +199,16 @@ static void fill_input(struct node_manager *m, struct node_status_input *in) {
                 .eviction_storage_fraction = m->eviction_storage_fraction,
                 .volumes_in_use = m->in_use,
         };
+        if (m->get_extended)
+                m->get_extended(m->extended_userdata, &in->extended, &in->n_extended);
+}
+
+void node_manager_set_extended_source(struct node_manager *m,
+                                      void (*get)(void *userdata, const struct node_extended_resource **ret,
+                                                  size_t *ret_n),
+                                      void *userdata) {
+        m->get_extended = get;
+        m->extended_userdata = userdata;
 }
 
 void node_manager_set_eviction_reservation(struct node_manager *m, int64_t memory_bytes, float memory_fraction,

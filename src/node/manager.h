@@ -21,6 +21,13 @@ int node_manager_new(struct event_base *base, const struct kubelet_options *o, c
                      const struct machine_info *machine, struct kube_client *client, struct cri_client *cri,
                      struct node_manager **ret);
 int node_manager_start(struct node_manager *m);
+/* Where the status gets the device plugin resources from (called at each status computation; the array is
+ * borrowed until the next call). */
+struct node_extended_resource;
+void node_manager_set_extended_source(struct node_manager *m,
+                                      void (*get)(void *userdata, const struct node_extended_resource **ret,
+                                                  size_t *ret_n),
+                                      void *userdata);
 struct node_manager *node_manager_free(struct node_manager *m);
 
 /* The eviction manager's node conditions (bits of eviction/api.h: memory 1, disk 2, pid 4) and the hard eviction

@@ -117,8 +117,17 @@ static json_t *resources(const struct node_status_input *in, bool allocatable) {
         m = bytes_quantity(mem);
         e = bytes_quantity(storage);
         snprintf(pods, sizeof(pods), "%d", in->max_pods);
-        return json_pack("{s:s?, s:s?, s:s?, s:s, s:s, s:s}", "cpu", c, "memory", m, "ephemeral-storage", e, "pods",
-                         pods, "hugepages-1Gi", "0", "hugepages-2Mi", "0");
+        json_t *r = json_pack("{s:s?, s:s?, s:s?, s:s, s:s, s:s}", "cpu", c, "memory", m, "ephemeral-storage", e,
+                              "pods", pods, "hugepages-1Gi", "0", "hugepages-2Mi", "0");
+        /* device plugin resources (setters.go MachineInfo: capacity from the device manager, allocatable its
+         * healthy devices) */
+        for (size_t i = 0; r && i < in->n_extended; i++) {
+                char n[32];
+                snprintf(n, sizeof(n), "%" PRId64,
+                         allocatable ? in->extended[i].allocatable : in->extended[i].capacity);
+                json_object_set_new(r, in->extended[i].name, json_string(n));
+        }
+        return r;
 }
 
 static const json_t *previous_condition(const json_t *previous, const char *type) {

@@ -191,6 +191,12 @@ static const struct flag_def flag_defs[] = {
           "pods, where their probes connect). Default: the address of the interface of the default route." },
         { "http-check-frequency", 0, FLAG_DURATION, OFF(http_check_frequency_usec), "httpCheckFrequency", "duration",
           "Duration between checking http for new data" },
+        { "image-credential-provider-bin-dir", 0, FLAG_STRING, OFF(image_credential_provider_bin_dir), NULL, "string",
+          "The directory holding the credential provider plugins (executables named as the providers in "
+          "--image-credential-provider-config)." },
+        { "image-credential-provider-config", 0, FLAG_STRING, OFF(image_credential_provider_config), NULL, "string",
+          "A CredentialProviderConfig file, or a directory of them (*.json, *.yaml, *.yml), naming the exec plugins "
+          "that supply image pull credentials and the images each one serves." },
         { "image-gc-high-threshold", 0, FLAG_INT, OFF(image_gc_high_threshold_percent), "imageGCHighThresholdPercent",
           "int32",
           "Image filesystem usage (percent) at which unused images are removed; 100 disables image garbage "
@@ -454,6 +460,8 @@ void kubelet_options_done(struct kubelet_options *o) {
         free(o->cgroup_driver);
         free(o->enforce_node_allocatable);
         free(o->allowed_unsafe_sysctls);
+        free(o->image_credential_provider_config);
+        free(o->image_credential_provider_bin_dir);
         free(o->cluster_dns);
         free(o->cluster_domain);
         free(o->resolv_conf);

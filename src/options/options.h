@@ -71,16 +71,18 @@ struct kubelet_options {
         char *config_path;                          /* --config */
 
         /* cgroups (pkg/kubelet/cm) */
-        bool cgroups_per_qos;           /* --cgroups-per-qos / cgroupsPerQOS, true */
-        char *cgroup_root;              /* --cgroup-root / cgroupRoot, "/" */
-        char *cgroup_driver;            /* --cgroup-driver / cgroupDriver: cgroupfs (systemd is refused) */
-        char *enforce_node_allocatable; /* --enforce-node-allocatable / enforceNodeAllocatable: comma list,
+        bool cgroups_per_qos;                    /* --cgroups-per-qos / cgroupsPerQOS, true */
+        char *cgroup_root;                       /* --cgroup-root / cgroupRoot, "/" */
+        char *cgroup_driver;                     /* --cgroup-driver / cgroupDriver: cgroupfs (systemd is refused) */
+        char *enforce_node_allocatable;          /* --enforce-node-allocatable / enforceNodeAllocatable: comma list,
                                                 "pods" (default) or "" */
-        int64_t pod_pids_limit;         /* --pod-max-pids / podPidsLimit, -1 = no limit */
-        char *allowed_unsafe_sysctls;   /* --allowed-unsafe-sysctls: "kernel.msg*,net.core.somaxconn" */
-        char *cluster_dns;              /* --cluster-dns: comma-separated IPs */
-        char *cluster_domain;           /* --cluster-domain */
-        char *resolv_conf;              /* --resolv-conf, default /etc/resolv.conf; "" = none */
+        int64_t pod_pids_limit;                  /* --pod-max-pids / podPidsLimit, -1 = no limit */
+        char *image_credential_provider_config;  /* --image-credential-provider-config */
+        char *image_credential_provider_bin_dir; /* --image-credential-provider-bin-dir */
+        char *allowed_unsafe_sysctls;            /* --allowed-unsafe-sysctls: "kernel.msg*,net.core.somaxconn" */
+        char *cluster_dns;                       /* --cluster-dns: comma-separated IPs */
+        char *cluster_domain;                    /* --cluster-domain */
+        char *resolv_conf;                       /* --resolv-conf, default /etc/resolv.conf; "" = none */
 
         /* container logs (pkg/kubelet/logs) */
         char *container_log_max_size;                 /* --container-log-max-size / containerLogMaxSize, "10Mi" */

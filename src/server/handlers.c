@@ -29,6 +29,10 @@ void api_handle_healthz(struct api_request *r, const char *check) {
                         api_reply_text(r->req, 200, "ok");
                 return;
         }
+        /* the root handler runs every check and records its result (healthz.handleRootHealth) */
+        api_sli_observe(r->s, API_SLI_PING, true);
+        api_sli_observe(r->s, API_SLI_LOG, true);
+        api_sli_observe(r->s, API_SLI_SYNCLOOP, sync >= 0);
         if (sync < 0) {
                 log_info("healthz check failed: syncloop: %s", ck_error_message(why));
                 api_reply_text(r->req, 500,
@@ -204,7 +208,8 @@ void api_handle_stats_summary(struct api_request *r, bool resource_metrics) {
         if (!op)
                 return;
         op->resource_metrics = resource_metrics;
-        k = stats_summary_get(r->s->stats, on_summary, op);
+        k = resource_metrics ? stats_summary_get_precise(r->s->stats, on_summary, op)
+                             : stats_summary_get(r->s->stats, on_summary, op);
         if (k < 0) {
                 struct evhttp_request *req = op_finish(op);
                 free(op);

@@ -33,6 +33,15 @@ struct api_listener {
 
 struct api_stream;
 
+/* The checks /healthz runs, in its order, and what /metrics/slis reports of them (component-base's
+ * kubernetes_healthcheck / kubernetes_healthchecks_total, type "healthz"). */
+enum { API_SLI_PING, API_SLI_LOG, API_SLI_SYNCLOOP, API_SLI_CHECKS };
+struct api_sli {
+        bool observed; /* /healthz ran it at least once */
+        bool last_ok;
+        uint64_t success, error;
+};
+
 struct api_conn_counter {
         unsigned n;
         bool orphan; /* the server is gone: the last connection frees the counter */
@@ -57,6 +66,8 @@ struct api_server {
         unsigned n_streams;
         struct api_stream *streams; /* long-running responses, cancelled at free */
         struct stats_provider *stats;
+        struct cadvisor *cadvisor;           /* /metrics/cadvisor; NULL when the cgroups could not be found */
+        struct api_sli slis[API_SLI_CHECKS]; /* /metrics/slis: the results of /healthz's checks */
 };
 
 /* the authenticated user of a request */
@@ -98,6 +109,12 @@ static inline int api_host_sync_loop_health(struct api_server *s, struct ck_erro
 }
 static inline void api_host_counts(struct api_server *s, struct api_host_counts *ret) {
         s->host.counts(s->host.userdata, ret);
+}
+static inline void api_host_foreach_container(struct api_server *s,
+                                              void (*cb)(const struct api_host_container *c, void *userdata),
+                                              void *userdata) {
+        if (s->host.foreach_container)
+                s->host.foreach_container(s->host.userdata, cb, userdata);
 }
 
 /* replies (they complete the request) */
@@ -146,6 +163,10 @@ void api_handle_spec(struct api_request *r);
 void api_handle_configz(struct api_request *r);
 void api_handle_metrics(struct api_request *r);
 void api_handle_metrics_probes(struct api_request *r);
+void api_handle_metrics_slis(struct api_request *r);
+void api_handle_metrics_cadvisor(struct api_request *r);
+/* /healthz ran its checks: count each result for /metrics/slis */
+void api_sli_observe(struct api_server *s, int check, bool ok);
 void api_handle_stats_summary(struct api_request *r, bool resource_metrics);
 void api_handle_run(struct api_request *r, const char *rest);
 void api_handle_container_logs(struct api_request *r, const char *rest);

@@ -17,6 +17,8 @@
 #include "basic/string.h"
 #include "basic/strv.h"
 #include "server/server-internal.h"
+#include "stats/cadvisor.h"
+#include "stats/machine.h"
 #include "stats/summary.h"
 
 /* ---------------------------------------------------------------- replies */
@@ -257,6 +259,16 @@ void api_route(struct api_request *r) {
                         api_handle_stats_summary(r, true);
                 return;
         }
+        if (streq(p, "/metrics/cadvisor")) {
+                if (method_is(r, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD))
+                        api_handle_metrics_cadvisor(r);
+                return;
+        }
+        if (streq(p, "/metrics/slis")) {
+                if (method_is(r, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD))
+                        api_handle_metrics_slis(r);
+                return;
+        }
         if (streq(p, "/metrics/probes")) {
                 if (method_is(r, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD))
                         api_handle_metrics_probes(r);
@@ -436,6 +448,25 @@ static int listen_on(struct api_server *s, enum api_port port, const char *addre
         return 0;
 }
 
+/* /metrics/cadvisor's reader: the hierarchies and block devices are found once. A host without cgroups still
+ * serves the endpoint (container_scrape_error 1). */
+static int cadvisor_setup(struct api_server *s) {
+        _cleanup_strv_free_ char **devices = NULL;
+        struct cadvisor_config cc = { .host_root = "", .cgroup_root = s->o->cgroup_root };
+        int r;
+
+        for (size_t i = 0; s->machine && i < s->machine->n_network_devices; i++)
+                if (strv_extend(&devices, s->machine->network_devices[i].name) < 0)
+                        return -ENOMEM;
+        cc.net_devices = (const char *const *) devices;
+        r = cadvisor_new(&cc, &s->cadvisor);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0)
+                log_warning("/metrics/cadvisor will report errors: %s", strerror(-r));
+        return 0;
+}
+
 int api_server_new(struct event_base *base, const struct api_server_config *cfg, struct api_server **ret) {
         const struct kubelet_options *o = cfg->opts;
         struct api_server *s;
@@ -472,6 +503,9 @@ int api_server_new(struct event_base *base, const struct api_server_config *cfg,
         r = stats_provider_new(base, s->cri, &sc, &s->stats);
         if (r < 0)
                 goto fail;
+        r = cadvisor_setup(s);
+        if (r < 0)
+                goto fail;
         r = api_tls_setup(s);
         if (r < 0)
                 goto fail;
@@ -504,6 +538,7 @@ struct api_server *api_server_free(struct api_server *s) {
                 if (s->listeners[i].http)
                         evhttp_free(s->listeners[i].http);
         s->stats = stats_provider_free(s->stats);
+        s->cadvisor = cadvisor_free(s->cadvisor);
         api_cache_free(s->token_cache);
         api_cache_free(s->authz_cache);
         if (s->ssl_ctx)

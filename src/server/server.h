@@ -12,6 +12,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "stats/summary.h"
 
@@ -31,6 +32,16 @@ struct api_host_counts {
         size_t running_containers; /* kubelet_running_containers{container_state="running"} */
         size_t desired_pods;
         const struct histogram *pod_start; /* kubelet_pod_start_duration_seconds */
+};
+
+/* A running container or ready sandbox as the kubelet last observed it (the labels of /metrics/cadvisor). */
+struct api_host_container {
+        const char *id;
+        const char *pod_uid, *pod_name, *pod_namespace;
+        const char *name; /* "" for a sandbox */
+        const char *image;
+        int64_t created_at_nsec;
+        bool sandbox;
 };
 
 /* What the handlers ask of the kubelet; every function gets `userdata` first and runs on the loop. */
@@ -53,6 +64,9 @@ struct api_host {
         /* the volumes the volume manager measured: a pod's (pod_uid), or every PersistentVolumeClaim's (NULL), for
          * the Summary API and kubelet_volume_stats_*; borrowed until the next call. May be NULL. */
         size_t (*volume_stats)(void *userdata, const char *pod_uid, const struct stats_volume **ret);
+        /* every running container and ready sandbox */
+        void (*foreach_container)(void *userdata, void (*cb)(const struct api_host_container *c, void *cb_userdata),
+                                  void *cb_userdata);
         void *userdata;
 };
 

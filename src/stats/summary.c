@@ -73,6 +73,7 @@ struct summary_req {
         void *userdata;
         unsigned pending; /* CRI calls in flight */
         int error;
+        bool precise; /* stats_summary_get_precise */
         ProtobufCMessage *resp[_Q_MAX];
         struct req_slot slots[_Q_MAX];
         struct status_slot *status; /* PodSandboxStatus calls for sandboxes whose pid is not known */
@@ -299,7 +300,8 @@ struct mount_fs {
 struct build {
         struct stats_provider *p;
         uint64_t now_usec; /* realtime */
-        char now[32];      /* RFC 3339 */
+        bool precise;      /* times with nanoseconds (for the metrics), else seconds (the JSON's) */
+        char now[48];      /* RFC 3339 */
         bool oom;
         struct mount_fs *mounts; /* statvfs results of this build, by path */
         size_t n_mounts;
@@ -321,9 +323,11 @@ static void append(struct build *b, json_t *a, json_t *v) {
 }
 
 static json_t *time_json(int64_t unix_nsec, const struct build *b) {
-        char buf[32];
+        char buf[48];
         if (unix_nsec <= 0)
                 return json_string(b->now);
+        if (b->precise)
+                return json_string(format_rfc3339nano(unix_nsec, buf, sizeof(buf)) ?: b->now);
         return json_string(format_rfc3339((uint64_t) (unix_nsec / 1000), buf, sizeof(buf)) ?: b->now);
 }
 
@@ -1074,14 +1078,21 @@ static json_t *node_json(struct build *b, const struct summary_input *in, const 
 }
 
 int stats_summary_build(struct stats_provider *p, const struct summary_input *in, json_t **ret) {
-        struct build b = { .p = p, .now_usec = now_realtime_usec() };
+        return stats_summary_build_times(p, in, false, ret);
+}
+
+int stats_summary_build_times(struct stats_provider *p, const struct summary_input *in, bool precise, json_t **ret) {
+        struct build b = { .p = p, .now_usec = now_realtime_usec(), .precise = precise };
         struct totals pods_total = {};
         json_auto_t *doc = json_object(), *pods = json_array();
         int r;
 
         if (!doc || !pods)
                 return -ENOMEM;
-        format_rfc3339(b.now_usec, b.now, sizeof(b.now));
+        if (precise)
+                format_rfc3339nano((int64_t) b.now_usec * 1000, b.now, sizeof(b.now));
+        else
+                format_rfc3339(b.now_usec, b.now, sizeof(b.now));
         r = build_pods(&b, in, pods, &pods_total);
         if (r < 0) {
                 build_done(&b);
@@ -1116,7 +1127,7 @@ static void req_complete(struct summary_req *req) {
                         .pod_stats = (const Runtime__V1__ListPodSandboxStatsResponse *) req->resp[Q_POD_STATS],
                         .image_fs = (const Runtime__V1__ImageFsInfoResponse *) req->resp[Q_IMAGE_FS],
                 };
-                r = stats_summary_build(p, &in, &summary);
+                r = stats_summary_build_times(p, &in, req->precise, &summary);
         }
         req_unlink(p, req);
         req_free(req);
@@ -1229,7 +1240,17 @@ static void on_defer(evutil_socket_t fd, short what, void *userdata) {
         req_complete(userdata);
 }
 
+static int stats_summary_get_times(struct stats_provider *p, bool precise, stats_summary_cb cb, void *userdata);
+
 int stats_summary_get(struct stats_provider *p, stats_summary_cb cb, void *userdata) {
+        return stats_summary_get_times(p, false, cb, userdata);
+}
+
+int stats_summary_get_precise(struct stats_provider *p, stats_summary_cb cb, void *userdata) {
+        return stats_summary_get_times(p, true, cb, userdata);
+}
+
+static int stats_summary_get_times(struct stats_provider *p, bool precise, stats_summary_cb cb, void *userdata) {
         struct summary_req *req;
         int r;
 
@@ -1239,6 +1260,7 @@ int stats_summary_get(struct stats_provider *p, stats_summary_cb cb, void *userd
         if (!req)
                 return -ENOMEM;
         req->p = p;
+        req->precise = precise;
         req->cb = cb;
         req->userdata = userdata;
         for (size_t i = 0; i < _Q_MAX; i++)

@@ -66,6 +66,10 @@ typedef void (*stats_summary_cb)(int r, json_t *summary, void *userdata);
  * ListContainers or ListContainerStats fails the summary; a failed ImageFsInfo or ListPodSandboxStats only
  * leaves out runtime.imageFs or the pods' network/process_stats. */
 int stats_summary_get(struct stats_provider *p, stats_summary_cb cb, void *userdata);
+/* The same with the stats' times to the nanosecond (the JSON's metav1.Time has seconds): what /metrics/resource
+ * stamps its samples with, as upstream's collector takes them from the stats (two scrapes within a second must
+ * not send different values with one timestamp). */
+int stats_summary_get_precise(struct stats_provider *p, stats_summary_cb cb, void *userdata);
 
 /* Prometheus text (format 0.0.4) for /metrics/resource from a summary, as upstream's resource metrics
  * collector: node_cpu_usage_seconds_total, node_memory_working_set_bytes,

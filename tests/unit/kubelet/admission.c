@@ -59,7 +59,7 @@ static void test_admit(void **state) {
                 "  containers:\n  - {name: a, image: i, resources: {requests: {cpu: 600m, memory: 900Mi}}}\n");
         struct pod *none = parse_pod("  containers:\n  - {name: a, image: i}\n");
         const struct pod *admitted[3] = { big, none, none };
-        const char *reason = NULL;
+        char *reason = NULL;
         char *msg = NULL;
 
         assert_int_equal(kubelet_admit(mid, admitted, 0, &node, &reason, &msg), 0);
@@ -70,7 +70,8 @@ static void test_admit(void **state) {
         assert_string_equal(msg, "Pod was rejected: Node didn't have enough resource: cpu, requested: 600, used: 1500, "
                                  "capacity: 2000");
         free(msg);
-        msg = NULL;
+        free(reason);
+        msg = reason = NULL;
         /* a pod without requests always fits the resources, but not the pod count */
         assert_int_equal(kubelet_admit(none, admitted, 2, &node, &reason, &msg), 0);
         assert_int_equal(kubelet_admit(none, admitted, 3, &node, &reason, &msg), -ENOSPC);
@@ -78,7 +79,8 @@ static void test_admit(void **state) {
         assert_string_equal(msg, "Pod was rejected: Node didn't have enough resource: pods, requested: 1, used: 3, "
                                  "capacity: 3");
         free(msg);
-        msg = NULL;
+        free(reason);
+        msg = reason = NULL;
         /* memory */
         node.cpu_milli = 8000;
         admitted[0] = mid;
@@ -86,6 +88,7 @@ static void test_admit(void **state) {
         assert_string_equal(reason, "OutOfmemory");
         assert_non_null(strstr(msg, "memory, requested: 943718400, used: 943718400, capacity: 1073741824"));
         free(msg);
+        free(reason);
         /* no pod limit */
         node.max_pods = 0;
         assert_int_equal(kubelet_admit(none, admitted, 3, &node, &reason, &msg), 0);
@@ -97,7 +100,7 @@ static void test_admit(void **state) {
 static void test_sysctls(void **state) {
         char *allowed[] = { "net.core.somaxconn", NULL };
         struct admission_node node = { .max_pods = 1, .cpu_milli = 1000, .memory_bytes = 1024 * MIB };
-        const char *reason = NULL;
+        char *reason = NULL;
         char *message = NULL;
         struct pod *p;
 
@@ -108,16 +111,51 @@ static void test_sysctls(void **state) {
         assert_string_equal(reason, "SysctlForbidden");
         assert_string_equal(message, "Pod was rejected: forbidden sysctl: \"net.core.somaxconn\" not allowlisted");
         free(message);
-        message = NULL;
+        free(reason);
+        message = reason = NULL;
         node.allowed_unsafe_sysctls = allowed;
         assert_int_equal(kubelet_admit(p, NULL, 0, &node, &reason, &message), 0);
         assert_null(message);
         pod_free(p);
 }
 
+/* device plugin resources: requests default to limits, init containers count as for cpu, a resource the node
+ * does not have is not counted (removeMissingExtendedResources) */
+static void test_extended(void **state) {
+        const struct admission_extended ext[] = { { "example.com/dev", 3 } };
+        struct admission_node node = {
+                .cpu_milli = 1000, .memory_bytes = 1024 * MIB, .extended = ext, .n_extended = 1
+        };
+        struct pod *two = parse_pod(
+                "  containers:\n  - {name: a, image: i, resources: {limits: {example.com/dev: 2}}}\n");
+        struct pod *init = parse_pod(
+                "  initContainers:\n  - {name: i, image: i, resources: {limits: {example.com/dev: 2}}}\n"
+                "  containers:\n  - {name: a, image: i, resources: {limits: {example.com/dev: 1}}}\n");
+        struct pod *other = parse_pod(
+                "  containers:\n  - {name: a, image: i, resources: {limits: {other.com/x: 9}}}\n");
+        const struct pod *admitted[] = { two };
+        char *reason = NULL, *msg = NULL;
+
+        assert_int_equal(pod_request_units(two, "example.com/dev"), 2);
+        assert_int_equal(pod_request_units(init, "example.com/dev"), 2);
+        assert_int_equal(pod_request_units(other, "example.com/dev"), 0);
+        assert_int_equal(kubelet_admit(two, NULL, 0, &node, &reason, &msg), 0);
+        assert_int_equal(kubelet_admit(init, admitted, 1, &node, &reason, &msg), -ENOSPC);
+        assert_string_equal(reason, "OutOfexample.com/dev");
+        assert_string_equal(msg, "Pod was rejected: Node didn't have enough resource: example.com/dev, requested: 2, "
+                                 "used: 2, capacity: 3");
+        free(reason);
+        free(msg);
+        assert_int_equal(kubelet_admit(other, admitted, 1, &node, &reason, &msg), 0);
+        pod_free(two);
+        pod_free(init);
+        pod_free(other);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_requests),
+                cmocka_unit_test(test_extended),
                 cmocka_unit_test(test_admit),
                 cmocka_unit_test(test_sysctls),
         };

@@ -1,0 +1,320 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* podresources/v1 on the kubelet's loop: the answers are built from the provider and packed at once. */
+#include "apis/podresources/server.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "basic/fs.h"
+#include "basic/log.h"
+#include "basic/string.h"
+#include "basic/time.h"
+#include "grpc/client.h"
+#include "grpc/server.h"
+#include "podresources.pb-c.h"
+
+struct podresources_server {
+        struct podresources_provider p;
+        struct grpc_server *server;
+        double tokens; /* the rate limiter's bucket */
+        uint64_t last_usec;
+};
+
+/* ---------------------------------------------------------------- an arena for the answer's messages */
+
+struct arena {
+        void **ptrs;
+        size_t n;
+        bool oom;
+};
+
+static void *arena_alloc(struct arena *a, size_t size) {
+        void *p, **np;
+
+        if (a->oom)
+                return NULL;
+        p = calloc(1, size ? size : 1);
+        np = p ? reallocarray(a->ptrs, a->n + 1, sizeof(*np)) : NULL;
+        if (!np) {
+                free(p);
+                a->oom = true;
+                return NULL;
+        }
+        a->ptrs = np;
+        np[a->n++] = p;
+        return p;
+}
+
+/* append one pointer to a growing array that the arena owns (it starts NULL) */
+static void **arena_push(struct arena *a, void **array, size_t *n, void *item) {
+        void **na, **np;
+        size_t slot = a->n;
+
+        if (a->oom || !item)
+                return array;
+        if (array)
+                for (slot = 0; slot < a->n && a->ptrs[slot] != array; slot++)
+                        ;
+        if (array && slot == a->n) {
+                a->oom = true; /* not ours: cannot happen */
+                return array;
+        }
+        if (!array) {
+                np = reallocarray(a->ptrs, a->n + 1, sizeof(*np));
+                if (!np) {
+                        a->oom = true;
+                        return array;
+                }
+                a->ptrs = np;
+                a->ptrs[a->n] = NULL;
+        }
+        na = reallocarray(array, *n + 1, sizeof(*na));
+        if (!na) {
+                a->oom = true;
+                return array;
+        }
+        if (!array)
+                a->n++;
+        a->ptrs[slot] = na;
+        na[(*n)++] = item;
+        return na;
+}
+
+static char *arena_strdup(struct arena *a, const char *s) {
+        char *d = arena_alloc(a, strlen(strempty(s)) + 1);
+        if (d)
+                strcpy(d, strempty(s));
+        return d;
+}
+
+static void arena_free(struct arena *a) {
+        for (size_t i = 0; i < a->n; i++)
+                free(a->ptrs[i]);
+        free(a->ptrs);
+        *a = (struct arena) {};
+}
+
+/* ---------------------------------------------------------------- devices */
+
+struct devices_builder {
+        struct arena *a;
+        V1__ContainerDevices **v;
+        size_t n;
+        bool group; /* one entry per (resource, NUMA node) as getContainerDevices; else per device */
+};
+
+static V1__TopologyInfo *topology(struct arena *a, int64_t numa) {
+        V1__TopologyInfo *t = arena_alloc(a, sizeof(*t));
+        V1__NUMANode *node = arena_alloc(a, sizeof(*node));
+
+        if (!t || !node)
+                return NULL;
+        v1__topology_info__init(t);
+        v1__numanode__init(node);
+        node->id = numa;
+        t->nodes = (V1__NUMANode **) arena_push(a, NULL, &t->n_nodes, node);
+        return t;
+}
+
+static void add_device(const char *resource, const char *id, int64_t numa, bool has_numa, void *userdata) {
+        struct devices_builder *b = userdata;
+        V1__ContainerDevices *cd = NULL;
+
+        if (b->group)
+                for (size_t i = 0; i < b->n; i++)
+                        if (streq(b->v[i]->resource_name, resource) && b->v[i]->topology &&
+                            b->v[i]->topology->n_nodes == 1 && b->v[i]->topology->nodes[0]->id == numa)
+                                cd = b->v[i];
+        if (!cd) {
+                cd = arena_alloc(b->a, sizeof(*cd));
+                if (!cd)
+                        return;
+                v1__container_devices__init(cd);
+                cd->resource_name = arena_strdup(b->a, resource);
+                /* a container's devices always carry their NUMA node (0 without topology), allocatable ones only
+                 * when the plugin gave one */
+                if (b->group || has_numa)
+                        cd->topology = topology(b->a, numa);
+                b->v = (V1__ContainerDevices **) arena_push(b->a, (void **) b->v, &b->n, cd);
+        }
+        cd->device_ids = (char **) arena_push(b->a, (void **) cd->device_ids, &cd->n_device_ids,
+                                              arena_strdup(b->a, id));
+}
+
+/* ---------------------------------------------------------------- handlers */
+
+/* the rate limiter (golang.org/x/time/rate with DefaultQPS and DefaultBurstTokens) */
+static bool allow(struct podresources_server *s) {
+        uint64_t now = now_usec();
+
+        if (s->last_usec) {
+                s->tokens += (double) (now - s->last_usec) / 1e6 * PODRESOURCES_QPS;
+                if (s->tokens > PODRESOURCES_BURST)
+                        s->tokens = PODRESOURCES_BURST;
+        }
+        s->last_usec = now;
+        if (s->tokens < 1)
+                return false;
+        s->tokens -= 1;
+        return true;
+}
+
+static V1__PodResources *pod_resources(struct podresources_server *s, struct arena *a,
+                                       const struct podresources_pod *p) {
+        V1__PodResources *pr = arena_alloc(a, sizeof(*pr));
+
+        if (!pr)
+                return NULL;
+        v1__pod_resources__init(pr);
+        pr->name = arena_strdup(a, p->name);
+        pr->namespace_ = arena_strdup(a, p->namespace_);
+        for (size_t i = 0; i < p->n_containers; i++) {
+                V1__ContainerResources *cr = arena_alloc(a, sizeof(*cr));
+                struct devices_builder b = { .a = a, .group = true };
+                if (!cr)
+                        return NULL;
+                v1__container_resources__init(cr);
+                cr->name = arena_strdup(a, p->containers[i]);
+                s->p.container_devices(s->p.userdata, p->uid, p->containers[i], add_device, &b);
+                cr->devices = b.v;
+                cr->n_devices = b.n;
+                /* no CPU manager, no memory manager: cpu_ids and memory stay empty */
+                pr->containers = (V1__ContainerResources **) arena_push(a, (void **) pr->containers, &pr->n_containers,
+                                                                        cr);
+        }
+        return pr;
+}
+
+struct list_ctx {
+        struct podresources_server *s;
+        struct arena *a;
+        V1__ListPodResourcesResponse *resp;
+        const char *want_name, *want_ns; /* Get */
+        V1__PodResources *found;
+};
+
+static void add_pod(const struct podresources_pod *p, void *userdata) {
+        struct list_ctx *c = userdata;
+        V1__PodResources *pr;
+
+        if (c->want_name) {
+                if (c->found || !streq_ptr(p->name, c->want_name) || !streq_ptr(p->namespace_, c->want_ns))
+                        return;
+                c->found = pod_resources(c->s, c->a, p);
+                return;
+        }
+        pr = pod_resources(c->s, c->a, p);
+        c->resp->pod_resources = (V1__PodResources **) arena_push(c->a, (void **) c->resp->pod_resources,
+                                                                  &c->resp->n_pod_resources, pr);
+}
+
+static void on_list(struct grpc_server_call *call, const ProtobufCMessage *req, void *userdata) {
+        struct podresources_server *s = userdata;
+        V1__ListPodResourcesResponse resp = V1__LIST_POD_RESOURCES_RESPONSE__INIT;
+        struct arena a = {};
+        struct list_ctx c = { .s = s, .a = &a, .resp = &resp };
+
+        if (!allow(s)) {
+                grpc_server_reply_error(call, GRPC_RESOURCE_EXHAUSTED, "rejected by rate limit");
+                return;
+        }
+        s->p.foreach_pod(s->p.userdata, add_pod, &c);
+        if (a.oom)
+                grpc_server_reply_error(call, GRPC_RESOURCE_EXHAUSTED, "out of memory");
+        else
+                grpc_server_reply(call, &resp.base);
+        arena_free(&a);
+}
+
+static void on_get(struct grpc_server_call *call, const ProtobufCMessage *msg, void *userdata) {
+        struct podresources_server *s = userdata;
+        const V1__GetPodResourcesRequest *req = (const V1__GetPodResourcesRequest *) msg;
+        V1__GetPodResourcesResponse resp = V1__GET_POD_RESOURCES_RESPONSE__INIT;
+        struct arena a = {};
+        struct list_ctx c = {
+                .s = s, .a = &a, .want_name = strempty(req->pod_name), .want_ns = strempty(req->pod_namespace)
+        };
+
+        if (!allow(s)) {
+                grpc_server_reply_error(call, GRPC_RESOURCE_EXHAUSTED, "rejected by rate limit");
+                return;
+        }
+        s->p.foreach_pod(s->p.userdata, add_pod, &c);
+        if (a.oom)
+                grpc_server_reply_error(call, GRPC_RESOURCE_EXHAUSTED, "out of memory");
+        else if (!c.found)
+                grpc_server_reply_error(call, GRPC_UNKNOWN, "pod %s in namespace %s not found", c.want_name, c.want_ns);
+        else {
+                resp.pod_resources = c.found;
+                grpc_server_reply(call, &resp.base);
+        }
+        arena_free(&a);
+}
+
+static void on_allocatable(struct grpc_server_call *call, const ProtobufCMessage *req, void *userdata) {
+        struct podresources_server *s = userdata;
+        V1__AllocatableResourcesResponse resp = V1__ALLOCATABLE_RESOURCES_RESPONSE__INIT;
+        struct arena a = {};
+        struct devices_builder b = { .a = &a, .group = false };
+
+        if (!allow(s)) {
+                grpc_server_reply_error(call, GRPC_RESOURCE_EXHAUSTED, "rejected by rate limit");
+                return;
+        }
+        s->p.allocatable_devices(s->p.userdata, add_device, &b);
+        resp.devices = b.v;
+        resp.n_devices = b.n;
+        /* cpu_ids and memory: none without CPU and memory managers */
+        if (a.oom)
+                grpc_server_reply_error(call, GRPC_RESOURCE_EXHAUSTED, "out of memory");
+        else
+                grpc_server_reply(call, &resp.base);
+        arena_free(&a);
+}
+
+static const struct grpc_server_method methods[] = {
+        { "/v1.PodResourcesLister/List", &v1__list_pod_resources_request__descriptor, on_list },
+        { "/v1.PodResourcesLister/GetAllocatableResources", &v1__allocatable_resources_request__descriptor,
+          on_allocatable },
+        { "/v1.PodResourcesLister/Get", &v1__get_pod_resources_request__descriptor, on_get },
+};
+
+int podresources_server_new(struct event_base *base, const char *socket_path,
+                            const struct podresources_provider *provider, struct podresources_server **ret) {
+        struct podresources_server *s;
+        _cleanup_free_ char *dir = strdup(socket_path);
+        char *slash;
+        int r;
+
+        if (!dir)
+                return -ENOMEM;
+        slash = strrchr(dir, '/');
+        if (slash && slash != dir) {
+                *slash = '\0';
+                r = mkdir_p(dir, 0750);
+                if (r < 0)
+                        return log_error_errno(r, "cannot create %s: %s", dir, strerror(-r));
+        }
+        s = calloc(1, sizeof(*s));
+        if (!s)
+                return -ENOMEM;
+        s->p = *provider;
+        s->tokens = PODRESOURCES_BURST;
+        r = grpc_server_new(base, socket_path, methods, ELEMENTSOF(methods), s, &s->server);
+        if (r < 0) {
+                free(s);
+                return log_error_errno(r, "failed to serve the pod resources API on %s: %s", socket_path, strerror(-r));
+        }
+        log_v(2, "Serving the pod resources API on \"%s\"", socket_path);
+        *ret = s;
+        return 0;
+}
+
+struct podresources_server *podresources_server_free(struct podresources_server *s) {
+        if (!s)
+                return NULL;
+        grpc_server_free(s->server);
+        free(s);
+        return NULL;
+}

@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/* The pod resources API, podresources/v1 (pkg/kubelet/apis/podresources): List, GetAllocatableResources and Get
+ * on <root-dir>/pod-resources/kubelet.sock, served by src/grpc/server.c on the loop. What it reports comes from
+ * a provider the kubelet fills: the active pods and their containers (app containers and sidecars, as upstream
+ * lists them), the devices of each container and the allocatable devices. ckubelet has no CPU or memory manager
+ * (upstream's "none" policies): cpu_ids and memory are always empty. Requests are rate limited as upstream
+ * (100 per second, bursts of 10: ResourceExhausted "rejected by rate limit"). */
+
+#include <event2/event.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define PODRESOURCES_QPS 100
+#define PODRESOURCES_BURST 10
+
+struct podresources_pod {
+        const char *name, *namespace_, *uid;
+        const char *const *containers; /* the containers to report, in order */
+        size_t n_containers;
+};
+
+typedef void (*podresources_pod_cb)(const struct podresources_pod *p, void *userdata);
+typedef void (*podresources_device_cb)(const char *resource, const char *id, int64_t numa, bool has_numa,
+                                       void *userdata);
+
+struct podresources_provider {
+        /* the active pods (admitted and not finished) */
+        void (*foreach_pod)(void *userdata, podresources_pod_cb cb, void *cb_userdata);
+        /* the devices a container holds */
+        void (*container_devices)(void *userdata, const char *pod_uid, const char *container, podresources_device_cb cb,
+                                  void *cb_userdata);
+        /* the devices that can be allocated (healthy ones) */
+        void (*allocatable_devices)(void *userdata, podresources_device_cb cb, void *cb_userdata);
+        void *userdata;
+};
+
+struct podresources_server;
+
+/* socket_path's directory is created (0750) if missing. The provider is copied. */
+int podresources_server_new(struct event_base *base, const char *socket_path,
+                            const struct podresources_provider *provider, struct podresources_server **ret);
+struct podresources_server *podresources_server_free(struct podresources_server *s);

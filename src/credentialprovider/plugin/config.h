@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/* The credential provider configuration (--image-credential-provider-config; pkg/credentialprovider/plugin
+ * config.go): a CredentialProviderConfig of kubelet.config.k8s.io/v1 (v1beta1, v1alpha1 alike), in YAML or JSON,
+ * one file or a directory of *.json, *.yaml and *.yml files read in name order and merged. Decoded strictly
+ * (an unknown field is an error) and validated with upstream's rules and words. Pure but for reading files. */
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "basic/error.h"
+
+struct credprov_env {
+        char *name, *value;
+};
+
+struct credprov_provider {
+        char *name;          /* the executable in --image-credential-provider-bin-dir */
+        char **match_images; /* globs of registry[:port][/path], as URLsMatchStr matches them */
+        int64_t default_cache_duration_nsec;
+        char *api_version; /* credentialprovider.kubelet.k8s.io/v1, v1beta1 or v1alpha1 */
+        char **args;
+        struct credprov_env *env;
+        size_t n_env;
+};
+
+struct credprov_config {
+        struct credprov_provider *providers;
+        size_t n;
+};
+
+void credprov_config_done(struct credprov_config *c); /* accepts NULL */
+
+/* One document (YAML or JSON) decoded and validated. *ret_error: what is wrong, as upstream words it
+ * ("failed to validate credential provider config: ...", or a decoding error). */
+int credprov_config_parse(const char *data, size_t size, struct credprov_config *ret, struct ck_error **ret_error);
+/* A file or a directory, merged; then validated. */
+int credprov_config_load(const char *path, struct credprov_config *ret, struct ck_error **ret_error);
+
+/* ParseSchemelessURL's checks on a matchImages entry: NULL when valid, else the reason (static text). */
+const char *credprov_match_image_invalid(const char *s);

@@ -1,0 +1,286 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The kubelet's side of its plug-in interfaces: the credential provider plugins, the device manager and the pod
+ * resources API are started here, and fed what they need of the kubelet (active pods, the node's extended
+ * resources, a device allocation's outcome). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "basic/error.h"
+#include "basic/log.h"
+#include "basic/string.h"
+#include "basic/strv.h"
+#include "kubelet/kubelet-internal.h"
+#include "kubelet/plugins.h"
+
+/* ---------------------------------------------------------------- device manager */
+
+static void on_devices_changed(void *userdata) {
+        struct kubelet *k = userdata;
+
+        /* an allocation ended, or the devices changed: pods waiting for admission are looked at again */
+        kubelet_reconcile(k);
+}
+
+/* the active pods (GetActivePods: every pod the sources want that was not refused, admitted or not yet: after a
+ * restart the running ones are only being admitted again) and the admitted ones still running */
+int kubelet_active_pod_uids(struct kubelet *k, char ***ret) {
+        _cleanup_strv_free_ char **l = NULL;
+
+        for (size_t i = 0; i < k->desired.n; i++)
+                if (!strv_contains(k->rejected, k->desired.pods[i]->uid) &&
+                    strv_extend(&l, k->desired.pods[i]->uid) < 0)
+                        return -ENOMEM;
+        for (struct pod_worker *w = k->workers; w; w = w->next)
+                if (w->pod && !strv_contains(l, w->uid) && strv_extend(&l, w->uid) < 0)
+                        return -ENOMEM;
+        *ret = TAKE_PTR(l);
+        return 0;
+}
+
+void kubelet_devices_gc(struct kubelet *k) {
+        _cleanup_strv_free_ char **active = NULL;
+
+        if (!k->devices || kubelet_active_pod_uids(k, &active) < 0)
+                return;
+        dm_update_active(k->devices, active, k->config_received);
+}
+
+struct extended_builder {
+        struct kubelet *k;
+        size_t n_admission, n_node;
+};
+
+static void add_extended(const struct dm_resource_count *c, void *userdata) {
+        struct extended_builder *b = userdata;
+        struct kubelet *k = b->k;
+        struct admission_extended *na;
+        struct node_extended_resource *nn;
+
+        na = reallocarray(k->admission_extended, b->n_admission + 1, sizeof(*na));
+        if (!na)
+                return;
+        k->admission_extended = na;
+        nn = reallocarray(k->node_extended, b->n_node + 1, sizeof(*nn));
+        if (!nn)
+                return;
+        k->node_extended = nn;
+        nn[b->n_node++] = (struct node_extended_resource) {
+                .name = c->name,
+                .capacity = c->deleted ? 0 : c->capacity,
+                .allocatable = c->deleted ? 0 : c->allocatable,
+        };
+        if (!c->deleted)
+                na[b->n_admission++] = (struct admission_extended) {
+                        .name = c->name,
+                        .allocatable = dm_admission_allocatable(k->devices, c->name),
+                };
+}
+
+/* the node's extended resources, as admission and the node status read them (the names are the device
+ * manager's, valid until the next call) */
+static void refresh_extended(struct kubelet *k) {
+        struct extended_builder b = { .k = k };
+
+        if (!k->devices)
+                return;
+        dm_foreach_resource(k->devices, add_extended, &b);
+        k->admission.extended = k->admission_extended;
+        k->admission.n_extended = b.n_admission;
+        k->n_node_extended = b.n_node;
+}
+
+void kubelet_admission_refresh(struct kubelet *k) {
+        refresh_extended(k);
+}
+
+static void node_extended(void *userdata, const struct node_extended_resource **ret, size_t *ret_n) {
+        struct kubelet *k = userdata;
+
+        refresh_extended(k);
+        *ret = k->node_extended;
+        *ret_n = k->n_node_extended;
+}
+
+/* ---------------------------------------------------------------- pod resources */
+
+static void pr_foreach_pod(void *userdata, podresources_pod_cb cb, void *cb_userdata) {
+        struct kubelet *k = userdata;
+
+        for (struct pod_worker *w = k->workers; w; w = w->next) {
+                const struct pod *p = w->pod;
+                _cleanup_free_ const char **names = NULL;
+                size_t n = 0;
+
+                if (!p)
+                        continue;
+                names = calloc(p->spec.n_init_containers + p->spec.n_containers + 1, sizeof(*names));
+                if (!names)
+                        return;
+                /* sidecars first (restartable init containers), then the app containers, as upstream lists them */
+                for (size_t i = 0; i < p->spec.n_init_containers; i++)
+                        if (container_is_sidecar(&p->spec.init_containers[i]))
+                                names[n++] = p->spec.init_containers[i].name;
+                for (size_t i = 0; i < p->spec.n_containers; i++)
+                        names[n++] = p->spec.containers[i].name;
+                cb(&(struct podresources_pod) { .name = p->name,
+                                                .namespace_ = p->namespace_,
+                                                .uid = p->uid,
+                                                .containers = names,
+                                                .n_containers = n },
+                   cb_userdata);
+        }
+}
+
+static void pr_container_devices(void *userdata, const char *pod_uid, const char *container, podresources_device_cb cb,
+                                 void *cb_userdata) {
+        struct kubelet *k = userdata;
+        dm_foreach_container_device(k->devices, pod_uid, container, cb, cb_userdata);
+}
+
+static void pr_allocatable(void *userdata, podresources_device_cb cb, void *cb_userdata) {
+        struct kubelet *k = userdata;
+        dm_foreach_allocatable_device(k->devices, cb, cb_userdata);
+}
+
+/* ---------------------------------------------------------------- start, stop */
+
+int kubelet_plugins_start(struct kubelet *k) {
+        const struct kubelet_options *o = k->opts;
+        _cleanup_free_ char *dm_dir = NULL, *pr_socket = NULL;
+        int r;
+
+        if (!isempty(o->image_credential_provider_config)) {
+                _cleanup_ck_error_ struct ck_error *err = NULL;
+                r = credprov_new(k->base, o->image_credential_provider_config, o->image_credential_provider_bin_dir,
+                                 &k->credprov, &err);
+                if (r < 0)
+                        return log_error_errno(r, "Failed to register CRI auth plugins: %s", ck_error_message(err));
+                log_info("Registered credential provider plugins from %s", o->image_credential_provider_config);
+        }
+        if (asprintf(&dm_dir, "%s/device-plugins", o->root_dir) < 0 ||
+            asprintf(&pr_socket, "%s/pod-resources/kubelet.sock", o->root_dir) < 0)
+                return -ENOMEM;
+        r = dm_new(k->base, dm_dir, on_devices_changed, k, &k->devices);
+        if (r < 0)
+                return log_error_errno(r, "failed to start the device manager: %s", strerror(-r));
+        r = podresources_server_new(k->base, pr_socket,
+                                    &(struct podresources_provider) {
+                                            .foreach_pod = pr_foreach_pod,
+                                            .container_devices = pr_container_devices,
+                                            .allocatable_devices = pr_allocatable,
+                                            .userdata = k,
+                                    },
+                                    &k->podresources);
+        if (r < 0)
+                return r;
+        if (k->node)
+                node_manager_set_extended_source(k->node, node_extended, k);
+        return 0;
+}
+
+void kubelet_plugins_free(struct kubelet *k) {
+        k->podresources = podresources_server_free(k->podresources);
+        k->devices = dm_free(k->devices);
+        k->credprov = credprov_free(k->credprov);
+        free(k->admission_extended);
+        k->admission_extended = NULL;
+        k->admission.extended = NULL;
+        k->admission.n_extended = 0;
+        free(k->node_extended);
+        k->node_extended = NULL;
+}
+
+/* ---------------------------------------------------------------- the container's devices in its CRI config */
+
+static char *dup_str(const char *s) {
+        return strdup(strempty(s));
+}
+
+/* The device plugins' envs, mounts and devices come before the container's own (the runtime lets a later env of
+ * the same name win: the container's), their annotations give way to the kubelet's. */
+int kubelet_apply_device_options(Runtime__V1__ContainerConfig *cfg, const struct dm_run_options *o) {
+        size_t n_env = strv_length(o->env_names), n_ann = strv_length(o->annotation_names);
+
+        if (n_env > 0) {
+                Runtime__V1__KeyValue **envs = calloc(cfg->n_envs + n_env, sizeof(*envs));
+                if (!envs)
+                        return -ENOMEM;
+                for (size_t i = 0; i < n_env; i++) {
+                        Runtime__V1__KeyValue *kv = malloc(sizeof(*kv));
+                        if (!kv) {
+                                for (size_t j = 0; j < i; j++)
+                                        protobuf_c_message_free_unpacked(&envs[j]->base, NULL);
+                                free(envs);
+                                return -ENOMEM;
+                        }
+                        runtime__v1__key_value__init(kv);
+                        kv->key = dup_str(o->env_names[i]);
+                        kv->value = dup_str(o->env_values[i]);
+                        envs[i] = kv;
+                }
+                memcpy(envs + n_env, cfg->envs, cfg->n_envs * sizeof(*envs));
+                free(cfg->envs);
+                cfg->envs = envs;
+                cfg->n_envs += n_env;
+        }
+        if (o->n_mounts > 0) {
+                Runtime__V1__Mount **mounts = calloc(cfg->n_mounts + o->n_mounts, sizeof(*mounts));
+                if (!mounts)
+                        return -ENOMEM;
+                for (size_t i = 0; i < o->n_mounts; i++) {
+                        Runtime__V1__Mount *m = malloc(sizeof(*m));
+                        if (!m) {
+                                for (size_t j = 0; j < i; j++)
+                                        protobuf_c_message_free_unpacked(&mounts[j]->base, NULL);
+                                free(mounts);
+                                return -ENOMEM;
+                        }
+                        runtime__v1__mount__init(m);
+                        m->container_path = dup_str(o->mounts[i]->container_path);
+                        m->host_path = dup_str(o->mounts[i]->host_path);
+                        m->readonly = o->mounts[i]->read_only;
+                        mounts[i] = m;
+                }
+                memcpy(mounts + o->n_mounts, cfg->mounts, cfg->n_mounts * sizeof(*mounts));
+                free(cfg->mounts);
+                cfg->mounts = mounts;
+                cfg->n_mounts += o->n_mounts;
+        }
+        if (o->n_devices > 0) {
+                Runtime__V1__Device **devs = reallocarray(cfg->devices, cfg->n_devices + o->n_devices, sizeof(*devs));
+                if (!devs)
+                        return -ENOMEM;
+                cfg->devices = devs;
+                for (size_t i = 0; i < o->n_devices; i++) {
+                        Runtime__V1__Device *d = malloc(sizeof(*d));
+                        if (!d)
+                                return -ENOMEM;
+                        runtime__v1__device__init(d);
+                        d->container_path = dup_str(o->devices[i]->container_path);
+                        d->host_path = dup_str(o->devices[i]->host_path);
+                        d->permissions = dup_str(o->devices[i]->permissions);
+                        devs[cfg->n_devices++] = d;
+                }
+        }
+        for (size_t i = 0; i < n_ann; i++) {
+                Runtime__V1__ContainerConfig__AnnotationsEntry **na, *e;
+                bool taken = false;
+                for (size_t j = 0; j < cfg->n_annotations; j++)
+                        taken = taken || streq(cfg->annotations[j]->key, o->annotation_names[i]);
+                if (taken)
+                        continue;
+                na = reallocarray(cfg->annotations, cfg->n_annotations + 1, sizeof(*na));
+                if (!na)
+                        return -ENOMEM;
+                cfg->annotations = na;
+                e = malloc(sizeof(*e));
+                if (!e)
+                        return -ENOMEM;
+                runtime__v1__container_config__annotations_entry__init(e);
+                e->key = dup_str(o->annotation_names[i]);
+                e->value = dup_str(o->annotation_values[i]);
+                na[cfg->n_annotations++] = e;
+        }
+        return 0;
+}

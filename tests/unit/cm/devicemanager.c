@@ -1,0 +1,210 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The device manager's pure parts: choosing devices, the assignments, the container's options, the checkpoint. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "basic/error.h"
+#include "basic/strv.h"
+#include "cm/devicemanager/pod_devices.h"
+
+static char **L(const char *s) {
+        /* "a b c" → strv */
+        char **l = NULL, *copy = strdup(s), *save = NULL;
+        for (char *t = strtok_r(copy, " ", &save); t; t = strtok_r(NULL, " ", &save))
+                assert_int_equal(strv_extend(&l, t), 0);
+        free(copy);
+        return l;
+}
+
+static char *joined(char **l) {
+        return l ? strv_join(l, " ") : strdup("");
+}
+
+static void check_choice(const char *healthy, const char *in_use, const char *reusable, const char *preferred,
+                         size_t needed, const char *want) {
+        char **h = L(healthy), **u = L(in_use), **r = L(reusable), **p = L(preferred), **got = NULL;
+        struct ck_error *err = NULL;
+        char *s;
+
+        assert_int_equal(dm_choose_devices("example.com/dev", h, u, r, p, needed, &got, &err), 0);
+        s = joined(got);
+        assert_string_equal(s, want);
+        free(s);
+        strv_free(h);
+        strv_free(u);
+        strv_free(r);
+        strv_free(p);
+        strv_free(got);
+}
+
+static void test_choose(void **state) {
+        char **h = L("d1 d2 d3"), **u = L("d1 d2"), **got = NULL;
+        struct ck_error *err = NULL;
+
+        /* in name order, skipping those in use */
+        check_choice("d3 d1 d2 d4", "d2", "", "", 2, "d1 d3");
+        /* the plugin's preference first (only where available), then the rest */
+        check_choice("d1 d2 d3 d4", "", "", "d4 d9 d2", 2, "d2 d4");
+        check_choice("d1 d2 d3 d4", "d4", "", "d4", 2, "d1 d2");
+        /* what the init containers held first */
+        check_choice("d1 d2 d3 d4", "d3", "d3", "", 2, "d3 d1");
+        check_choice("d1 d2", "", "", "", 0, "");
+        /* not enough: upstream's message, counting only what is still needed */
+        assert_int_equal(dm_choose_devices("example.com/dev", h, u, NULL, NULL, 2, &got, &err), -ENOSPC);
+        assert_string_equal(ck_error_message(err), "requested number of devices unavailable for example.com/dev. "
+                                                   "Requested: 2, Available: 1");
+        assert_null(got);
+        ck_error_free(err);
+        strv_free(h);
+        strv_free(u);
+}
+
+static uint8_t *pack_resp(const char *env, const char *mount, const char *dev, const char *ann, size_t *len) {
+        V1beta1__ContainerAllocateResponse r = V1BETA1__CONTAINER_ALLOCATE_RESPONSE__INIT;
+        V1beta1__ContainerAllocateResponse__EnvsEntry e = V1BETA1__CONTAINER_ALLOCATE_RESPONSE__ENVS_ENTRY__INIT,
+                                                      *es[] = { &e };
+        V1beta1__ContainerAllocateResponse__AnnotationsEntry
+                a = V1BETA1__CONTAINER_ALLOCATE_RESPONSE__ANNOTATIONS_ENTRY__INIT,
+                *as[] = { &a };
+        V1beta1__Mount m = V1BETA1__MOUNT__INIT, *ms[] = { &m };
+        V1beta1__DeviceSpec d = V1BETA1__DEVICE_SPEC__INIT, *ds[] = { &d };
+        uint8_t *buf;
+
+        e.key = "FAKE_DEVICES";
+        e.value = (char *) env;
+        r.envs = es;
+        r.n_envs = 1;
+        m.container_path = "/fake";
+        m.host_path = (char *) mount;
+        m.read_only = true;
+        r.mounts = ms;
+        r.n_mounts = 1;
+        d.container_path = "/dev/fake0";
+        d.host_path = (char *) dev;
+        d.permissions = "rw";
+        r.devices = ds;
+        r.n_devices = 1;
+        a.key = "example.com/ann";
+        a.value = (char *) ann;
+        r.annotations = as;
+        r.n_annotations = 1;
+        *len = v1beta1__container_allocate_response__get_packed_size(&r);
+        buf = malloc(*len);
+        v1beta1__container_allocate_response__pack(&r, buf);
+        return buf;
+}
+
+static void test_pod_devices_and_options(void **state) {
+        struct dm_pod_devices p = {};
+        struct dm_run_options o = {};
+        char **ids = L("d1 d2"), **ids2 = L("x1"), **in_use = NULL, **pods = NULL;
+        int64_t numa[] = { 0, 1 };
+        size_t l1, l2;
+        uint8_t *r1 = pack_resp("d1,d2", "/host/a", "/dev/null", "one", &l1);
+        uint8_t *r2 = pack_resp("x1", "/host/b", "/dev/zero", "two", &l2);
+
+        assert_int_equal(dm_pod_devices_insert(&p, "u1", "c", "example.com/dev", ids, numa, r1, l1), 0);
+        /* chosen but not answered yet: in use only when asked for pending ones */
+        assert_int_equal(dm_pod_devices_insert(&p, "u1", "c", "example.com/other", ids2, NULL, NULL, 0), 0);
+        assert_int_equal(dm_pod_devices_insert(&p, "u2", "c", "example.com/dev", ids2, NULL, r2, l2), 0);
+        assert_int_equal(dm_pod_devices_in_use(&p, "example.com/other", false, &in_use), 0);
+        assert_null(in_use);
+        assert_int_equal(dm_pod_devices_in_use(&p, "example.com/other", true, &in_use), 0);
+        assert_string_equal(in_use[0], "x1");
+        strv_free(in_use);
+        assert_int_equal(dm_pod_devices_pods(&p, &pods), 0);
+        assert_int_equal(strv_length(pods), 2);
+        strv_free(pods);
+        /* replacing the pending one with its answer */
+        assert_int_equal(dm_pod_devices_insert(&p, "u1", "c", "example.com/other", ids2, NULL, r2, l2), 0);
+        assert_int_equal(p.n, 3);
+
+        /* both resources' answers merged; the first of each name or path wins */
+        assert_int_equal(dm_run_options_build(&p, "u1", "c", &o), 0);
+        assert_int_equal(strv_length(o.env_names), 1);
+        assert_string_equal(o.env_names[0], "FAKE_DEVICES");
+        assert_string_equal(o.env_values[0], "d1,d2");
+        assert_int_equal(o.n_mounts, 1);
+        assert_string_equal(o.mounts[0]->host_path, "/host/a");
+        assert_true(o.mounts[0]->read_only);
+        assert_int_equal(o.n_devices, 1);
+        assert_string_equal(o.devices[0]->host_path, "/dev/null");
+        assert_string_equal(o.annotation_values[0], "one");
+        dm_run_options_done(&o);
+
+        dm_pod_devices_remove_pod(&p, "u1");
+        assert_int_equal(p.n, 1);
+        assert_false(dm_pod_devices_has_pod(&p, "u1"));
+        assert_true(dm_pod_devices_has_pod(&p, "u2"));
+        dm_pod_devices_done(&p);
+        strv_free(ids);
+        strv_free(ids2);
+        free(r1);
+        free(r2);
+}
+
+static void test_checkpoint(void **state) {
+        struct dm_pod_devices p = {}, q = {};
+        struct dm_registered reg[] = { { (char *) "example.com/dev", NULL } }, *got_reg = NULL;
+        char **ids = L("d1 d2"), *text;
+        struct ck_error *err = NULL;
+        int64_t numa[] = { 0, 1 };
+        size_t len, n_reg = 0;
+        uint8_t *r1 = pack_resp("d1,d2", "/host/a", "/dev/null", "one", &len);
+        const struct dm_alloc *a;
+
+        reg[0].device_ids = L("d1 d2 d3");
+        assert_int_equal(dm_pod_devices_insert(&p, "u1", "c", "example.com/dev", ids, numa, r1, len), 0);
+        /* not answered: left out */
+        assert_int_equal(dm_pod_devices_insert(&p, "u2", "c", "example.com/dev", NULL, NULL, NULL, 0), 0);
+        text = dm_checkpoint_encode(&p, reg, 1);
+        assert_non_null(text);
+        assert_non_null(strstr(text, "\"PodDeviceEntries\":[{"));
+        assert_non_null(strstr(text, "\"DeviceIDs\":{\"0\":[\"d1\"],\"1\":[\"d2\"]}"));
+        assert_non_null(strstr(text, "\"RegisteredDevices\":{\"example.com/dev\":[\"d1\",\"d2\",\"d3\"]}"));
+        assert_non_null(strstr(text, "\"Checksum\":"));
+
+        assert_int_equal(dm_checkpoint_decode(text, strlen(text), &q, &got_reg, &n_reg, &err), 0);
+        assert_int_equal(q.n, 1);
+        a = dm_pod_devices_find(&q, "u1", "c", "example.com/dev");
+        assert_non_null(a);
+        assert_int_equal(strv_length(a->device_ids), 2);
+        assert_int_equal(a->resp_len, len);
+        assert_memory_equal(a->resp, r1, len);
+        assert_int_equal(n_reg, 1);
+        assert_string_equal(got_reg[0].resource, "example.com/dev");
+        assert_int_equal(strv_length(got_reg[0].device_ids), 3);
+        dm_registered_free(got_reg, n_reg);
+        dm_pod_devices_done(&q);
+
+        /* a changed byte breaks the checksum */
+        {
+                char *bad = strdup(text), *d = strstr(bad, "\"d1\"");
+                d[2] = '9';
+                assert_int_equal(dm_checkpoint_decode(bad, strlen(bad), &q, &got_reg, &n_reg, &err), -EBADMSG);
+                assert_string_equal(ck_error_message(err), "checkpoint is corrupted");
+                err = ck_error_free(err);
+                free(bad);
+        }
+        assert_int_equal(dm_checkpoint_decode("{", 1, &q, &got_reg, &n_reg, &err), -EBADMSG);
+        ck_error_free(err);
+        free(text);
+        dm_pod_devices_done(&p);
+        strv_free(ids);
+        strv_free(reg[0].device_ids);
+        free(r1);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_choose),
+                cmocka_unit_test(test_pod_devices_and_options),
+                cmocka_unit_test(test_checkpoint),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}

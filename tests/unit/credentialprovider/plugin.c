@@ -1,0 +1,470 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Credential provider plugins: the config (decoding, upstream's validation messages), matchImages globs, the
+ * response decoding, the cache keys and expiry, and real exec plugins (shell scripts) on an event loop: an
+ * answer, the cache, one run for concurrent lookups, a hang cut at the timeout, garbage, a crash. */
+#include <errno.h>
+#include <signal.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include <event2/event.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "basic/error.h"
+#include "basic/fs.h"
+#include "basic/spawn.h"
+#include "basic/string.h"
+#include "credentialprovider/plugin/plugin.h"
+
+/* ---------------------------------------------------------------- config */
+
+static int write_text(const char *path, const char *text) {
+        return write_file_atomic(path, text, strlen(text), 0644);
+}
+
+static int parse(const char *text, struct credprov_config *c, struct ck_error **err) {
+        return credprov_config_parse(text, strlen(text), c, err);
+}
+
+static void test_config_ok(void **state) {
+        struct credprov_config c = {};
+        struct ck_error *err = NULL;
+
+        assert_int_equal(parse("apiVersion: kubelet.config.k8s.io/v1\n"
+                               "kind: CredentialProviderConfig\n"
+                               "providers:\n"
+                               "- name: ecr\n"
+                               "  matchImages: ['*.dkr.ecr.*.amazonaws.com', 'registry.io:8080/path']\n"
+                               "  defaultCacheDuration: 12h\n"
+                               "  apiVersion: credentialprovider.kubelet.k8s.io/v1\n"
+                               "  args: [get-credentials]\n"
+                               "  env: [{name: AWS_PROFILE, value: prod}]\n",
+                               &c, &err),
+                         0);
+        assert_null(err);
+        assert_int_equal(c.n, 1);
+        assert_string_equal(c.providers[0].name, "ecr");
+        assert_string_equal(c.providers[0].match_images[1], "registry.io:8080/path");
+        assert_int_equal(c.providers[0].default_cache_duration_nsec, INT64_C(12) * 3600 * 1000000000);
+        assert_string_equal(c.providers[0].args[0], "get-credentials");
+        assert_int_equal(c.providers[0].n_env, 1);
+        assert_string_equal(c.providers[0].env[0].value, "prod");
+        credprov_config_done(&c);
+}
+
+static void check_error(const char *text, const char *want) {
+        struct credprov_config c = {};
+        struct ck_error *err = NULL;
+
+        assert_int_equal(parse(text, &c, &err), -EINVAL);
+        assert_non_null(err);
+        if (!strstr(ck_error_message(err), want))
+                fail_msg("error \"%s\" does not contain \"%s\"", ck_error_message(err), want);
+        ck_error_free(err);
+}
+
+static void test_config_errors(void **state) {
+        check_error("apiVersion: kubelet.config.k8s.io/v1\nkind: CredentialProviderConfig\nproviders: []\n",
+                    "failed to validate credential provider config: providers: Required value: at least 1 item in "
+                    "plugins is required");
+        check_error("apiVersion: kubelet.config.k8s.io/v1\nkind: CredentialProviderConfig\nproviders:\n"
+                    "- name: a/b\n  matchImages: [x.io]\n  defaultCacheDuration: 1m\n"
+                    "  apiVersion: credentialprovider.kubelet.k8s.io/v1\n",
+                    "failed to validate credential provider config: providers.name: Invalid value: \"a/b\": provider "
+                    "name cannot contain '/'");
+        /* several errors: an aggregate in brackets */
+        check_error("apiVersion: kubelet.config.k8s.io/v1\nkind: CredentialProviderConfig\nproviders:\n"
+                    "- name: p\n  apiVersion: credentialprovider.kubelet.k8s.io/v2\n",
+                    "failed to validate credential provider config: [providers.apiVersion: Unsupported value: "
+                    "\"credentialprovider.kubelet.k8s.io/v2\": supported values: "
+                    "\"credentialprovider.kubelet.k8s.io/v1\", \"credentialprovider.kubelet.k8s.io/v1alpha1\", "
+                    "\"credentialprovider.kubelet.k8s.io/v1beta1\", providers.matchImages: Required value: at least 1 "
+                    "item in matchImages is required, providers.defaultCacheDuration: Required value]");
+        check_error("apiVersion: kubelet.config.k8s.io/v1\nkind: CredentialProviderConfig\nproviders:\n"
+                    "- {name: p, matchImages: [x.io], defaultCacheDuration: 1m, apiVersion: "
+                    "credentialprovider.kubelet.k8s.io/v1}\n"
+                    "- {name: p, matchImages: ['x.io:port'], defaultCacheDuration: -1s, apiVersion: "
+                    "credentialprovider.kubelet.k8s.io/v1}\n",
+                    "providers.name: Duplicate value: \"p\", providers.matchImages: Invalid value: \"x.io:port\": "
+                    "match image is invalid: parse \"https://x.io:port\": invalid port after host, "
+                    "providers.defaultCacheDuration: Invalid value: \"-1s\": defaultCacheDuration must be greater than "
+                    "or equal to 0]");
+        check_error("apiVersion: kubelet.config.k8s.io/v1\nkind: KubeletConfiguration\n",
+                    "failed to decode \"KubeletConfiguration\" (wrong Kind)");
+        check_error("apiVersion: v1\nkind: CredentialProviderConfig\n",
+                    "failed to decode CredentialProviderConfig, unexpected Group: ");
+        check_error("apiVersion: kubelet.config.k8s.io/v1\nkind: CredentialProviderConfig\nprovider: []\n",
+                    "strict decoding error: unknown field \"provider\"");
+        check_error("apiVersion: kubelet.config.k8s.io/v1\nkind: CredentialProviderConfig\nproviders:\n"
+                    "- {name: p, matchImages: [x.io], defaultCacheDuration: 1m, cacheDuration: 1m, apiVersion: "
+                    "credentialprovider.kubelet.k8s.io/v1}\n",
+                    "strict decoding error: unknown field \"providers[0].cacheDuration\"");
+        check_error("apiVersion: kubelet.config.k8s.io/v1\nkind: CredentialProviderConfig\nproviders:\n"
+                    "- {name: p, matchImages: [x.io], defaultCacheDuration: 1m, apiVersion: "
+                    "credentialprovider.kubelet.k8s.io/v1, tokenAttributes: {serviceAccountTokenAudience: a}}\n",
+                    "providers.tokenAttributes: Forbidden: tokenAttributes is not supported when "
+                    "KubeletServiceAccountTokenForCredentialProviders feature gate is disabled");
+}
+
+static void test_config_directory(void **state) {
+        char tmpl[] = "/tmp/ckubelet-credprov-XXXXXX";
+        char *d = mkdtemp(tmpl), path[256];
+        struct credprov_config c = {};
+        struct ck_error *err = NULL;
+
+        assert_non_null(d);
+        snprintf(path, sizeof(path), "%s/b.yaml", d);
+        assert_int_equal(write_text(path, "apiVersion: kubelet.config.k8s.io/v1\nkind: CredentialProviderConfig\n"
+                                          "providers:\n- {name: second, matchImages: [b.io], "
+                                          "defaultCacheDuration: 0s, apiVersion: "
+                                          "credentialprovider.kubelet.k8s.io/v1}\n"),
+                         0);
+        snprintf(path, sizeof(path), "%s/a.json", d);
+        {
+                const char *j =
+                        "{\"apiVersion\":\"kubelet.config.k8s.io/v1\",\"kind\":\"CredentialProviderConfig\","
+                        "\"providers\":[{\"name\":\"first\",\"matchImages\":[\"a.io\"],"
+                        "\"defaultCacheDuration\":\"1m\",\"apiVersion\":\"credentialprovider.kubelet.k8s.io/v1\"}]}";
+                assert_int_equal(write_file_atomic(path, j, strlen(j), 0644), 0);
+        }
+        snprintf(path, sizeof(path), "%s/ignored.txt", d);
+        assert_int_equal(write_file_atomic(path, "x", 1, 0644), 0);
+        assert_int_equal(credprov_config_load(d, &c, &err), 0);
+        assert_int_equal(c.n, 2);
+        assert_string_equal(c.providers[0].name, "first"); /* files in name order */
+        assert_string_equal(c.providers[1].name, "second");
+        credprov_config_done(&c);
+        /* the same name in two files */
+        snprintf(path, sizeof(path), "%s/c.yml", d);
+        assert_int_equal(write_text(path, "apiVersion: kubelet.config.k8s.io/v1\nkind: CredentialProviderConfig\n"
+                                          "providers:\n- {name: first, matchImages: [c.io], "
+                                          "defaultCacheDuration: 0s, apiVersion: "
+                                          "credentialprovider.kubelet.k8s.io/v1}\n"),
+                         0);
+        assert_int_equal(credprov_config_load(d, &c, &err), -EINVAL);
+        assert_string_equal(ck_error_message(err), "duplicate provider name \"first\" found in configuration file(s)");
+        err = ck_error_free(err);
+        assert_int_equal(credprov_config_load("/nonexistent/x.yaml", &c, &err), -EINVAL);
+        assert_true(startswith(ck_error_message(err), "unable to access path \"/nonexistent/x.yaml\": "));
+        ck_error_free(err);
+        for (const char *f = "a.json\0b.yaml\0c.yml\0ignored.txt\0"; *f; f += strlen(f) + 1) {
+                snprintf(path, sizeof(path), "%s/%s", d, f);
+                unlink(path);
+        }
+        rmdir(d);
+}
+
+/* ---------------------------------------------------------------- matching, wire, cache */
+
+static void test_match_images(void **state) {
+        /* URLsMatchStr as the plugin provider uses it: same number of host parts, each glob matching one part,
+         * port equal, path a prefix */
+        assert_int_equal(cred_url_match("*.azurecr.io", "myreg.azurecr.io/app"), 1);
+        assert_int_equal(cred_url_match("*.azurecr.io", "a.b.azurecr.io/app"), 0);
+        assert_int_equal(cred_url_match("*.io", "k8s.gcr.io/pause"), 0);
+        assert_int_equal(cred_url_match("k8s.*.io", "k8s.gcr.io/pause"), 1);
+        assert_int_equal(cred_url_match("app*.k8s.io", "app1.k8s.io/x"), 1);
+        assert_int_equal(cred_url_match("registry.io:8080/path", "registry.io:8080/path/img"), 1);
+        assert_int_equal(cred_url_match("registry.io:8080/path", "registry.io/path/img"), 0);
+        assert_int_equal(cred_url_match("registry.io/path", "registry.io/other"), 0);
+        assert_int_equal(cred_url_match("127.0.0.1:5000", "127.0.0.1:5000/busybox"), 1);
+        assert_null(credprov_match_image_invalid("*.*.registry.io"));
+        assert_non_null(credprov_match_image_invalid("reg.io:80a"));
+        assert_non_null(credprov_match_image_invalid(""));
+}
+
+static void test_request_and_response(void **state) {
+        _cleanup_free_ char *req = credprov_request_encode("credentialprovider.kubelet.k8s.io/v1", "reg.io/app");
+        struct credprov_response r = {};
+        struct ck_error *err = NULL;
+        const char *ok =
+                "{\"kind\":\"CredentialProviderResponse\",\"apiVersion\":\"credentialprovider.kubelet.k8s.io/v1\","
+                "\"cacheKeyType\":\"Registry\",\"cacheDuration\":\"5m\","
+                "\"auth\":{\"reg.io\":{\"username\":\"u\",\"password\":\"p\"}}}";
+
+        assert_string_equal(req, "{\"kind\":\"CredentialProviderRequest\",\"apiVersion\":"
+                                 "\"credentialprovider.kubelet.k8s.io/v1\",\"image\":\"reg.io/app\"}");
+        assert_int_equal(credprov_response_decode(ok, strlen(ok), "credentialprovider.kubelet.k8s.io/v1", &r, &err), 0);
+        assert_int_equal(r.cache_key_type, CREDPROV_CACHE_REGISTRY);
+        assert_true(r.has_cache_duration);
+        assert_int_equal(r.cache_duration_nsec, INT64_C(300000000000));
+        assert_string_equal(json_string_value(json_object_get(json_object_get(r.auth, "reg.io"), "username")), "u");
+        credprov_response_done(&r);
+
+#define BAD(text, want)                                                                                               \
+        do {                                                                                                          \
+                assert_int_equal(credprov_response_decode(text, strlen(text), "credentialprovider.kubelet.k8s.io/v1", \
+                                                          &r, &err),                                                  \
+                                 -EINVAL);                                                                            \
+                if (!strstr(ck_error_message(err), want))                                                             \
+                        fail_msg("\"%s\" lacks \"%s\"", ck_error_message(err), want);                                 \
+                err = ck_error_free(err);                                                                             \
+        } while (0)
+        BAD("garbage", "error reading GVK from response: couldn't get version/kind; json parse error:");
+        BAD("{\"kind\":\"CredentialProviderResponse\",\"apiVersion\":\"credentialprovider.kubelet.k8s.io/v1beta1\"}",
+            "apiVersion from credential plugin response did not match expected "
+            "apiVersion:credentialprovider.kubelet.k8s.io/v1, actual apiVersion:credentialprovider.kubelet.k8s.io/v1beta1");
+        BAD("{\"kind\":\"CredentialProviderResponse\",\"apiVersion\":\"credentialprovider.kubelet.k8s.io/v1\","
+            "\"cacheKeyType\":\"Forever\"}",
+            "credential provider plugin did not return a valid cacheKeyType: \"Forever\"");
+        /* an unknown field or a wrong type: one message that never quotes the output */
+        BAD("{\"kind\":\"CredentialProviderResponse\",\"apiVersion\":\"credentialprovider.kubelet.k8s.io/v1\","
+            "\"cacheKeyType\":\"Image\",\"auth\":{\"r\":{\"username\":\"u\",\"passwd\":\"secret\"}}}",
+            "error decoding credential provider plugin response from stdout");
+        BAD("{\"kind\":\"CredentialProviderResponse\",\"apiVersion\":\"credentialprovider.kubelet.k8s.io/v1\","
+            "\"cacheKeyType\":\"Image\",\"cacheDuration\":5}",
+            "error decoding credential provider plugin response from stdout");
+#undef BAD
+}
+
+static void test_cache(void **state) {
+        struct credprov_cache c = {};
+        struct credprov_response img = { .cache_key_type = CREDPROV_CACHE_IMAGE, .auth = json_pack("{s:{}}", "a") };
+        struct credprov_response reg = { .cache_key_type = CREDPROV_CACHE_REGISTRY,
+                                         .auth = json_pack("{s:{}}", "b"),
+                                         .has_cache_duration = true,
+                                         .cache_duration_nsec = INT64_C(10000000000) };
+        struct credprov_response glob = { .cache_key_type = CREDPROV_CACHE_GLOBAL, .auth = json_pack("{s:{}}", "c") };
+        struct credprov_response nocache = { .cache_key_type = CREDPROV_CACHE_GLOBAL,
+                                             .auth = json_object(),
+                                             .has_cache_duration = true,
+                                             .cache_duration_nsec = 0 };
+        const int64_t minute = INT64_C(60000000000);
+        char *r;
+
+        r = credprov_registry_of("reg.io:5000/team/app");
+        assert_string_equal(r, "reg.io:5000");
+        free(r);
+        assert_null(credprov_cache_get(&c, "reg.io/app", 0));
+        assert_int_equal(credprov_cache_add(&c, "reg.io/app", &img, minute, 0), 0);
+        assert_ptr_equal(credprov_cache_get(&c, "reg.io/app", 1000), img.auth);
+        assert_null(credprov_cache_get(&c, "reg.io/other", 1000)); /* Image: only that image */
+        assert_int_equal(credprov_cache_add(&c, "reg.io/other", &reg, minute, 0), 0);
+        /* Registry: every image of it, for the response's own duration (10 s) */
+        assert_ptr_equal(credprov_cache_get(&c, "reg.io/third", 1000), reg.auth);
+        assert_ptr_equal(credprov_cache_get(&c, "reg.io/app", 1000), img.auth); /* the image key first */
+        assert_null(credprov_cache_get(&c, "reg.io/third", 10000001));          /* expired after 10 s */
+        assert_ptr_equal(credprov_cache_get(&c, "reg.io/app", 10000001), img.auth);
+        assert_null(credprov_cache_get(&c, "reg.io/app", 60000001)); /* the default minute */
+        assert_int_equal(c.n, 0);
+        assert_int_equal(credprov_cache_add(&c, "x.io/y", &glob, minute, 0), 0);
+        assert_ptr_equal(credprov_cache_get(&c, "any.io/thing", 1), glob.auth);
+        /* a duration of 0, or a default of 0 without one, caches nothing */
+        assert_int_equal(credprov_cache_add(&c, "x.io/y", &nocache, minute, 0), 0);
+        assert_int_equal(credprov_cache_add(&c, "x.io/z", &img, 0, 0), 0);
+        assert_int_equal(c.n, 1);
+        credprov_cache_done(&c);
+        credprov_response_done(&img);
+        credprov_response_done(&reg);
+        credprov_response_done(&glob);
+        credprov_response_done(&nocache);
+}
+
+/* ---------------------------------------------------------------- spawn */
+
+struct spawn_out {
+        bool done;
+        int exit_code, signal;
+        bool timed_out, capped;
+        char out[256], err[256];
+        size_t out_len;
+};
+
+static void on_spawn(const struct spawn_result *r, void *userdata) {
+        struct spawn_out *o = userdata;
+        o->done = true;
+        o->exit_code = r->exit_code;
+        o->signal = r->signal;
+        o->timed_out = r->timed_out;
+        o->capped = r->output_capped;
+        o->out_len = r->out_len;
+        snprintf(o->out, sizeof(o->out), "%.*s", (int) r->out_len, r->out);
+        snprintf(o->err, sizeof(o->err), "%.*s", (int) r->err_len, r->err);
+}
+
+static void run_loop(struct event_base *base, bool *done) {
+        while (!*done)
+                event_base_loop(base, EVLOOP_ONCE);
+}
+
+static void test_spawn(void **state) {
+        struct event_base *base = event_base_new();
+        char *sh_cat[] = { "/bin/sh", "-c", "cat; echo err >&2; exit 3", NULL };
+        char *sh_hang[] = { "/bin/sh", "-c", "sleep 30 & sleep 30; echo never", NULL };
+        char *sh_big[] = { "/bin/sh", "-c", "yes", NULL };
+        char *envp[] = { "PATH=/usr/bin:/bin", NULL };
+        struct spawn_out o = {};
+        struct spawn *s = NULL;
+
+        assert_int_equal(spawn_start(base, "/bin/sh", sh_cat, envp, "hello", 5, 1024, 1024, 10000000, on_spawn, &o, &s),
+                         0);
+        assert_false(o.done); /* never from inside */
+        run_loop(base, &o.done);
+        assert_int_equal(o.exit_code, 3);
+        assert_string_equal(o.out, "hello");
+        assert_string_equal(o.err, "err\n");
+
+        /* a hang is cut at the timeout, with its background child (the whole process group) */
+        memset(&o, 0, sizeof(o));
+        assert_int_equal(spawn_start(base, "/bin/sh", sh_hang, envp, NULL, 0, 1024, 1024, 200000, on_spawn, &o, NULL),
+                         0);
+        run_loop(base, &o.done);
+        assert_true(o.timed_out);
+        assert_int_equal(o.signal, 9);
+        assert_string_equal(o.out, "");
+
+        /* endless output is cut at the cap */
+        memset(&o, 0, sizeof(o));
+        assert_int_equal(spawn_start(base, "/bin/sh", sh_big, envp, NULL, 0, 100, 1024, 10000000, on_spawn, &o, NULL),
+                         0);
+        run_loop(base, &o.done);
+        assert_true(o.capped);
+        assert_int_equal(o.out_len, 100);
+
+        /* cancel: no callback */
+        memset(&o, 0, sizeof(o));
+        assert_int_equal(spawn_start(base, "/bin/sh", sh_hang, envp, NULL, 0, 1024, 1024, 0, on_spawn, &o, &s), 0);
+        spawn_cancel(s);
+        event_base_loop(base, EVLOOP_NONBLOCK);
+        assert_false(o.done);
+        /* a program that is not there */
+        assert_int_equal(spawn_start(base, "/nonexistent", sh_cat, envp, NULL, 0, 1, 1, 0, on_spawn, &o, NULL),
+                         -ENOENT);
+        event_base_free(base);
+}
+
+/* ---------------------------------------------------------------- providers, on a loop */
+
+struct lookup_out {
+        bool done;
+        size_t n;
+        char user[64];
+        char error[512];
+};
+
+static void on_lookup(struct cred_keyring *creds, const char *error, void *userdata) {
+        struct lookup_out *o = userdata;
+        o->done = true;
+        o->n = creds->n;
+        snprintf(o->user, sizeof(o->user), "%s", creds->n ? creds->auths[0].username : "");
+        snprintf(o->error, sizeof(o->error), "%s", strempty(error));
+}
+
+static void write_exec(const char *path, const char *script) {
+        assert_int_equal(write_file_atomic(path, script, strlen(script), 0755), 0);
+}
+
+static void test_providers(void **state) {
+        char tmpl[] = "/tmp/ckubelet-credprov-XXXXXX";
+        char *d = mkdtemp(tmpl), cfg[256], p[256], count[256];
+        struct event_base *base = event_base_new();
+        struct credprov *cp = NULL;
+        struct lookup_out a = {}, b = {}, c = {};
+        struct ck_error *err = NULL;
+        _cleanup_free_ char *runs = NULL;
+        const char *config;
+
+        assert_non_null(d);
+        snprintf(count, sizeof(count), "%s/count", d);
+        /* "good" counts its runs and answers for the registry for 1h; "garbage"; "crash" */
+        snprintf(p, sizeof(p), "%s/good", d);
+        {
+                _cleanup_free_ char *script = NULL;
+                assert_true(asprintf(&script,
+                                     "#!/bin/sh\nread req\necho run >> %s\n"
+                                     "case \"$req\" in *'\"image\":\"reg.io/app\"'*) ;; *) exit 9;; esac\n"
+                                     "echo '{\"kind\":\"CredentialProviderResponse\",\"apiVersion\":"
+                                     "\"credentialprovider.kubelet.k8s.io/v1\",\"cacheKeyType\":\"Registry\","
+                                     "\"auth\":{\"reg.io\":{\"username\":\"'$CRED_USER'\",\"password\":\"pw\"}}}'\n",
+                                     count) > 0);
+                write_exec(p, script);
+        }
+        snprintf(p, sizeof(p), "%s/garbage", d);
+        write_exec(p, "#!/bin/sh\necho 'not json, and a s3cret'\n");
+        snprintf(p, sizeof(p), "%s/crash", d);
+        write_exec(p, "#!/bin/sh\necho 'plugin: no such account' >&2\nexit 2\n");
+        snprintf(cfg, sizeof(cfg), "%s/config.yaml", d);
+        config = "apiVersion: kubelet.config.k8s.io/v1\nkind: CredentialProviderConfig\nproviders:\n"
+                 "- {name: good, matchImages: ['reg.io'], defaultCacheDuration: 1h, apiVersion: "
+                 "credentialprovider.kubelet.k8s.io/v1, env: [{name: CRED_USER, value: alice}]}\n"
+                 "- {name: garbage, matchImages: ['bad.io'], defaultCacheDuration: 1h, apiVersion: "
+                 "credentialprovider.kubelet.k8s.io/v1}\n"
+                 "- {name: crash, matchImages: ['bad.io'], defaultCacheDuration: 1h, apiVersion: "
+                 "credentialprovider.kubelet.k8s.io/v1}\n";
+        assert_int_equal(write_file_atomic(cfg, config, strlen(config), 0644), 0);
+
+        assert_int_equal(credprov_new(base, cfg, "/nonexistent-dir", &cp, &err), -ENOENT);
+        assert_string_equal(ck_error_message(err), "plugin binary directory /nonexistent-dir did not exist");
+        err = ck_error_free(err);
+        assert_int_equal(credprov_new(base, cfg, d, &cp, &err), 0);
+
+        /* two lookups at once: one run; a third later comes from the cache */
+        assert_int_equal(credprov_lookup(cp, "reg.io/app", on_lookup, &a, NULL), 0);
+        assert_int_equal(credprov_lookup(cp, "reg.io/app", on_lookup, &b, NULL), 0);
+        assert_false(a.done);
+        run_loop(base, &a.done);
+        run_loop(base, &b.done);
+        assert_int_equal(a.n, 1);
+        assert_string_equal(a.user, "alice");
+        assert_string_equal(a.error, "");
+        assert_string_equal(b.user, "alice");
+        assert_int_equal(credprov_lookup(cp, "reg.io/other", on_lookup, &c, NULL), 0); /* Registry key: cached */
+        run_loop(base, &c.done);
+        assert_string_equal(c.user, "alice");
+        assert_int_equal(read_full_file(count, 4096, &runs, NULL), 0);
+        assert_string_equal(runs, "run\n");
+
+        /* nothing matches: no credentials, no error */
+        memset(&a, 0, sizeof(a));
+        assert_int_equal(credprov_lookup(cp, "other.io/x", on_lookup, &a, NULL), 0);
+        run_loop(base, &a.done);
+        assert_int_equal(a.n, 0);
+        assert_string_equal(a.error, "");
+
+        /* garbage and a crash: no credentials, both errors, the output not repeated */
+        memset(&a, 0, sizeof(a));
+        assert_int_equal(credprov_lookup(cp, "bad.io/x", on_lookup, &a, NULL), 0);
+        run_loop(base, &a.done);
+        assert_int_equal(a.n, 0);
+        assert_non_null(strstr(a.error, "error reading GVK from response"));
+        assert_null(strstr(a.error, "s3cret"));
+        assert_non_null(strstr(a.error, "error execing credential provider plugin crash for image bad.io/x: exit "
+                                        "status 2: plugin: no such account"));
+
+        /* a lookup cancelled while its plugin runs: no callback */
+        memset(&b, 0, sizeof(b));
+        {
+                struct credprov_lookup *l = NULL;
+                assert_int_equal(credprov_lookup(cp, "bad.io/y", on_lookup, &b, &l), 0);
+                credprov_lookup_cancel(l);
+        }
+        credprov_free(cp); /* kills the run */
+        assert_false(b.done);
+        event_base_free(base);
+        for (const char *f = "good\0garbage\0crash\0config.yaml\0count\0"; *f; f += strlen(f) + 1) {
+                snprintf(p, sizeof(p), "%s/%s", d, f);
+                unlink(p);
+        }
+        rmdir(d);
+}
+
+int main(void) {
+        /* as ckubelet's main: a child that does not read its stdin must not kill us */
+        signal(SIGPIPE, SIG_IGN);
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_config_ok),
+                cmocka_unit_test(test_config_errors),
+                cmocka_unit_test(test_config_directory),
+                cmocka_unit_test(test_match_images),
+                cmocka_unit_test(test_request_and_response),
+                cmocka_unit_test(test_cache),
+                cmocka_unit_test(test_spawn),
+                cmocka_unit_test(test_providers),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,258 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The gRPC server and client against each other on a unix socket, on one loop: replies, error statuses with
+ * percent-encoded messages, unknown methods, a handler that gives no answer, many calls at once, and the pod
+ * resources API (List, Get, GetAllocatableResources, the rate limit) through a fake provider. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+#include <unistd.h>
+
+#include "apis/podresources/server.h"
+#include "basic/time.h"
+#include "grpc/client.h"
+#include "grpc/server.h"
+#include "health.pb-c.h"
+#include "podresources.pb-c.h"
+
+struct reply {
+        int calls;
+        int status;
+        char message[256];
+        ProtobufCMessage *msg;
+};
+
+static void on_reply(const struct grpc_reply *r, void *userdata) {
+        struct reply *out = userdata;
+        out->calls++;
+        out->status = r->grpc_status;
+        snprintf(out->message, sizeof(out->message), "%s", r->message);
+        if (r->msg) {
+                /* keep a copy past the callback */
+                size_t len = protobuf_c_message_get_packed_size(r->msg);
+                uint8_t *buf = malloc(len + 1);
+                protobuf_c_message_pack(r->msg, buf);
+                out->msg = protobuf_c_message_unpack(r->msg->descriptor, NULL, len, buf);
+                free(buf);
+        }
+}
+
+static void run_until(struct event_base *base, int *counter, int want) {
+        uint64_t deadline = now_usec() + 10 * USEC_PER_SEC;
+        while (*counter < want && now_usec() < deadline)
+                event_base_loop(base, EVLOOP_ONCE);
+        assert_true(*counter >= want);
+}
+
+static void h_echo(struct grpc_server_call *call, const ProtobufCMessage *msg, void *userdata) {
+        const Grpc__Health__V1__HealthCheckRequest *req = (const void *) msg;
+        Grpc__Health__V1__HealthCheckResponse resp = GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__INIT;
+
+        (*(int *) userdata)++;
+        if (streq(req->service, "fail")) {
+                grpc_server_reply_error(call, GRPC_NOT_FOUND, "no such thing: 100%% \xc3\xa9t\xc3\xa9\nnext line");
+                return;
+        }
+        if (streq(req->service, "silent"))
+                return; /* no answer: the server says so */
+        resp.status = GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVING;
+        grpc_server_reply(call, &resp.base);
+}
+
+static const struct grpc_server_method echo_methods[] = {
+        { "/test.Echo/Check", &grpc__health__v1__health_check_request__descriptor, h_echo },
+};
+
+static char *socket_path(const char *name) {
+        char *p;
+        assert_true(asprintf(&p, "/tmp/ckubelet-grpc-test-%d-%s.sock", (int) getpid(), name) > 0);
+        return p;
+}
+
+static void call_echo(struct grpc_client *c, const char *method, const char *service, struct reply *out) {
+        Grpc__Health__V1__HealthCheckRequest req = GRPC__HEALTH__V1__HEALTH_CHECK_REQUEST__INIT;
+        req.service = (char *) service;
+        assert_int_equal(grpc_call(c, method, &req.base, &grpc__health__v1__health_check_response__descriptor, 0,
+                                   on_reply, out),
+                         0);
+}
+
+static void test_unary(void **state) {
+        struct event_base *base = event_base_new();
+        _cleanup_free_ char *path = socket_path("echo");
+        struct grpc_server *s = NULL;
+        struct grpc_client *c = NULL;
+        struct reply r[4] = {}, many[50] = {};
+        int handled = 0, done = 0;
+
+        assert_int_equal(grpc_server_new(base, path, echo_methods, 1, &handled, &s), 0);
+        assert_int_equal(grpc_client_new(base, path, 5 * USEC_PER_SEC, &c), 0);
+
+        call_echo(c, "/test.Echo/Check", "ok", &r[0]);
+        call_echo(c, "/test.Echo/Check", "fail", &r[1]);
+        call_echo(c, "/test.Echo/Nope", "ok", &r[2]);
+        call_echo(c, "/test.Echo/Check", "silent", &r[3]);
+        for (size_t i = 0; i < 4; i++)
+                run_until(base, &r[i].calls, 1);
+        assert_int_equal(r[0].status, GRPC_OK);
+        assert_int_equal(((Grpc__Health__V1__HealthCheckResponse *) r[0].msg)->status,
+                         GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVING);
+        assert_int_equal(r[1].status, GRPC_NOT_FOUND);
+        assert_string_equal(r[1].message, "no such thing: 100% \xc3\xa9t\xc3\xa9\nnext line");
+        assert_int_equal(r[2].status, GRPC_UNIMPLEMENTED);
+        assert_string_equal(r[2].message, "unknown method /test.Echo/Nope");
+        assert_int_equal(r[3].status, GRPC_INTERNAL);
+        assert_int_equal(handled, 3);
+
+        /* many at once, on the one connection */
+        for (size_t i = 0; i < 50; i++)
+                call_echo(c, "/test.Echo/Check", "ok", &many[i]);
+        for (size_t i = 0; i < 50; i++) {
+                run_until(base, &many[i].calls, 1);
+                done += many[i].status == GRPC_OK;
+                if (many[i].msg)
+                        protobuf_c_message_free_unpacked(many[i].msg, NULL);
+        }
+        assert_int_equal(done, 50);
+
+        for (size_t i = 0; i < 4; i++)
+                if (r[i].msg)
+                        protobuf_c_message_free_unpacked(r[i].msg, NULL);
+        grpc_client_free(c);
+        grpc_server_free(s);
+        assert_int_equal(access(path, F_OK), -1); /* the socket is removed */
+        event_base_free(base);
+}
+
+/* ---------------------------------------------------------------- pod resources */
+
+static void fake_pods(void *userdata, podresources_pod_cb cb, void *cb_userdata) {
+        static const char *const c1[] = { "app", "sidecar" };
+        static const char *const c2[] = { "main" };
+        const struct podresources_pod pods[] = {
+                { .name = "gpu-pod", .namespace_ = "default", .uid = "u1", .containers = c1, .n_containers = 2 },
+                { .name = "plain", .namespace_ = "kube-system", .uid = "u2", .containers = c2, .n_containers = 1 },
+        };
+        for (size_t i = 0; i < 2; i++)
+                cb(&pods[i], cb_userdata);
+}
+
+static void fake_container_devices(void *userdata, const char *uid, const char *container, podresources_device_cb cb,
+                                   void *cb_userdata) {
+        if (streq(uid, "u1") && streq(container, "app")) {
+                cb("example.com/dev", "d1", 0, false, cb_userdata);
+                cb("example.com/dev", "d2", 0, false, cb_userdata);
+                cb("example.com/dev", "d3", 1, true, cb_userdata);
+        }
+}
+
+static void fake_allocatable(void *userdata, podresources_device_cb cb, void *cb_userdata) {
+        cb("example.com/dev", "d4", 0, false, cb_userdata);
+        cb("example.com/dev", "d5", 1, true, cb_userdata);
+}
+
+static void test_podresources(void **state) {
+        struct event_base *base = event_base_new();
+        _cleanup_free_ char *path = socket_path("podres");
+        struct podresources_provider prov = {
+                .foreach_pod = fake_pods,
+                .container_devices = fake_container_devices,
+                .allocatable_devices = fake_allocatable,
+        };
+        struct podresources_server *s = NULL;
+        struct grpc_client *c = NULL;
+        V1__ListPodResourcesRequest lreq = V1__LIST_POD_RESOURCES_REQUEST__INIT;
+        V1__GetPodResourcesRequest greq = V1__GET_POD_RESOURCES_REQUEST__INIT;
+        V1__AllocatableResourcesRequest areq = V1__ALLOCATABLE_RESOURCES_REQUEST__INIT;
+        struct reply list = {}, get = {}, missing = {}, alloc = {}, burst[12] = {};
+        const V1__ListPodResourcesResponse *lr;
+        const V1__ContainerResources *app;
+        int limited = 0;
+
+        assert_int_equal(podresources_server_new(base, path, &prov, &s), 0);
+        assert_int_equal(grpc_client_new(base, path, 5 * USEC_PER_SEC, &c), 0);
+
+        assert_int_equal(grpc_call(c, "/v1.PodResourcesLister/List", &lreq.base,
+                                   &v1__list_pod_resources_response__descriptor, 0, on_reply, &list),
+                         0);
+        run_until(base, &list.calls, 1);
+        assert_int_equal(list.status, GRPC_OK);
+        lr = (const void *) list.msg;
+        assert_int_equal(lr->n_pod_resources, 2);
+        assert_string_equal(lr->pod_resources[0]->name, "gpu-pod");
+        assert_int_equal(lr->pod_resources[0]->n_containers, 2);
+        app = lr->pod_resources[0]->containers[0];
+        assert_string_equal(app->name, "app");
+        /* grouped by resource and NUMA node, the node always given for a container's devices */
+        assert_int_equal(app->n_devices, 2);
+        assert_string_equal(app->devices[0]->resource_name, "example.com/dev");
+        assert_int_equal(app->devices[0]->n_device_ids, 2);
+        assert_string_equal(app->devices[0]->device_ids[1], "d2");
+        assert_int_equal(app->devices[0]->topology->nodes[0]->id, 0);
+        assert_int_equal(app->devices[1]->topology->nodes[0]->id, 1);
+        assert_int_equal(app->n_cpu_ids, 0);
+        assert_int_equal(lr->pod_resources[0]->containers[1]->n_devices, 0);
+        protobuf_c_message_free_unpacked(list.msg, NULL);
+
+        greq.pod_name = "plain";
+        greq.pod_namespace = "kube-system";
+        assert_int_equal(grpc_call(c, "/v1.PodResourcesLister/Get", &greq.base,
+                                   &v1__get_pod_resources_response__descriptor, 0, on_reply, &get),
+                         0);
+        greq.pod_namespace = "default";
+        assert_int_equal(grpc_call(c, "/v1.PodResourcesLister/Get", &greq.base,
+                                   &v1__get_pod_resources_response__descriptor, 0, on_reply, &missing),
+                         0);
+        assert_int_equal(grpc_call(c, "/v1.PodResourcesLister/GetAllocatableResources", &areq.base,
+                                   &v1__allocatable_resources_response__descriptor, 0, on_reply, &alloc),
+                         0);
+        run_until(base, &get.calls, 1);
+        run_until(base, &missing.calls, 1);
+        run_until(base, &alloc.calls, 1);
+        assert_int_equal(get.status, GRPC_OK);
+        assert_string_equal(((V1__GetPodResourcesResponse *) get.msg)->pod_resources->containers[0]->name, "main");
+        protobuf_c_message_free_unpacked(get.msg, NULL);
+        assert_int_equal(missing.status, GRPC_UNKNOWN);
+        assert_string_equal(missing.message, "pod plain in namespace default not found");
+        assert_int_equal(alloc.status, GRPC_OK);
+        {
+                const V1__AllocatableResourcesResponse *ar = (const void *) alloc.msg;
+                /* one entry per device; a topology only where the plugin gave one */
+                assert_int_equal(ar->n_devices, 2);
+                assert_null(ar->devices[0]->topology);
+                assert_int_equal(ar->devices[1]->topology->nodes[0]->id, 1);
+                assert_int_equal(ar->n_cpu_ids, 0);
+                assert_int_equal(ar->n_memory, 0);
+        }
+        protobuf_c_message_free_unpacked(alloc.msg, NULL);
+
+        /* the rate limit: 4 calls so far from a bucket of 10; a burst of 12 more gets some refused */
+        for (size_t i = 0; i < 12; i++)
+                assert_int_equal(grpc_call(c, "/v1.PodResourcesLister/List", &lreq.base,
+                                           &v1__list_pod_resources_response__descriptor, 0, on_reply, &burst[i]),
+                                 0);
+        for (size_t i = 0; i < 12; i++) {
+                run_until(base, &burst[i].calls, 1);
+                if (burst[i].status == GRPC_RESOURCE_EXHAUSTED) {
+                        assert_string_equal(burst[i].message, "rejected by rate limit");
+                        limited++;
+                }
+                if (burst[i].msg)
+                        protobuf_c_message_free_unpacked(burst[i].msg, NULL);
+        }
+        assert_true(limited >= 1);
+
+        grpc_client_free(c);
+        podresources_server_free(s);
+        event_base_free(base);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_unary),
+                cmocka_unit_test(test_podresources),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
