@@ -26,7 +26,13 @@ struct curl_loop {
         struct event *timer;
         struct curl_loop_socket *sockets;
         struct curl_loop_transfer *transfers; /* running */
+        /* kept for reuse, so that a transfer allocates nothing here once the loop is warm (HTTP probes) */
+        struct curl_loop_socket *free_sockets;
+        struct curl_loop_transfer *free_transfers;
+        size_t n_free_sockets, n_free_transfers;
 };
+
+#define MAX_FREE 64
 
 static void transfer_unlink(struct curl_loop *l, struct curl_loop_transfer *t) {
         if (t->prev)
@@ -46,6 +52,28 @@ static void socket_free(struct curl_loop_socket *s) {
         free(s);
 }
 
+static void socket_recycle(struct curl_loop *l, struct curl_loop_socket *s) {
+        if (s->ev)
+                event_del(s->ev);
+        if (l->n_free_sockets >= MAX_FREE) {
+                socket_free(s);
+                return;
+        }
+        s->next = l->free_sockets;
+        l->free_sockets = s;
+        l->n_free_sockets++;
+}
+
+static void transfer_recycle(struct curl_loop *l, struct curl_loop_transfer *t) {
+        if (l->n_free_transfers >= MAX_FREE) {
+                free(t);
+                return;
+        }
+        t->next = l->free_transfers;
+        l->free_transfers = t;
+        l->n_free_transfers++;
+}
+
 static void check_done(struct curl_loop *l) {
         CURLMsg *msg;
         int left;
@@ -63,7 +91,7 @@ static void check_done(struct curl_loop *l) {
                 if (t) {
                         struct curl_loop_transfer copy = *t;
                         transfer_unlink(l, t);
-                        free(t);
+                        transfer_recycle(l, t);
                         copy.done(easy, result, copy.userdata);
                 }
         }
@@ -101,7 +129,7 @@ static int socket_cb(CURL *easy, curl_socket_t fd, int what, void *userp, void *
                                         *p = s->next;
                                         break;
                                 }
-                        socket_free(s);
+                        socket_recycle(l, s);
                         curl_multi_assign(l->multi, fd, NULL);
                 }
                 return 0;
@@ -111,17 +139,23 @@ static int socket_cb(CURL *easy, curl_socket_t fd, int what, void *userp, void *
         if (what & CURL_POLL_OUT)
                 events |= EV_WRITE;
         if (!s) {
-                s = calloc(1, sizeof(*s));
-                if (!s)
+                if (l->free_sockets) {
+                        s = l->free_sockets;
+                        l->free_sockets = s->next;
+                        l->n_free_sockets--;
+                } else if (!(s = calloc(1, sizeof(*s))))
                         return -1;
                 s->fd = fd;
                 s->next = l->sockets;
                 l->sockets = s;
                 curl_multi_assign(l->multi, fd, s);
         }
-        if (s->ev)
+        if (s->ev) {
+                if (event_get_fd(s->ev) == fd && (event_get_events(s->ev) & (EV_READ | EV_WRITE)) == events &&
+                    event_pending(s->ev, EV_READ | EV_WRITE, NULL))
+                        return 0; /* no change */
                 event_del(s->ev);
-        else {
+        } else {
                 s->ev = event_new(l->base, fd, 0, on_socket_event, l);
                 if (!s->ev)
                         return -1;
@@ -138,7 +172,13 @@ static int timer_cb(CURLM *multi, long timeout_ms, void *userp) {
                 evtimer_del(l->timer);
                 return 0;
         }
-        /* 0 means "call socket_action soon": do it from the loop, not from inside libcurl */
+        if (timeout_ms == 0) {
+                /* "call socket_action soon": from the loop, not from inside libcurl; made active rather than armed,
+                 * it runs in this round of the loop without another wait for events */
+                evtimer_del(l->timer);
+                event_active(l->timer, EV_TIMEOUT, 0);
+                return 0;
+        }
         tv = (struct timeval) { .tv_sec = timeout_ms / 1000, .tv_usec = (timeout_ms % 1000) * 1000 };
         evtimer_add(l->timer, &tv);
         return 0;
@@ -180,7 +220,7 @@ void curl_loop_cancel(struct curl_loop *l, CURL *easy) {
         curl_easy_setopt(easy, CURLOPT_PRIVATE, NULL);
         if (t) {
                 transfer_unlink(l, t);
-                free(t);
+                transfer_recycle(l, t);
         }
 }
 
@@ -197,6 +237,16 @@ struct curl_loop *curl_loop_free(struct curl_loop *l) {
                 l->sockets = s->next;
                 socket_free(s);
         }
+        while (l->free_sockets) {
+                struct curl_loop_socket *s = l->free_sockets;
+                l->free_sockets = s->next;
+                socket_free(s);
+        }
+        while (l->free_transfers) {
+                struct curl_loop_transfer *t = l->free_transfers;
+                l->free_transfers = t->next;
+                free(t);
+        }
         if (l->timer)
                 event_free(l->timer);
         free(l);
@@ -208,8 +258,11 @@ int curl_loop_add(struct curl_loop *l, CURL *easy, curl_loop_done_t done, void *
 
         if (!l || !easy || !done)
                 return -EINVAL;
-        t = malloc(sizeof(*t));
-        if (!t)
+        if (l->free_transfers) {
+                t = l->free_transfers;
+                l->free_transfers = t->next;
+                l->n_free_transfers--;
+        } else if (!(t = malloc(sizeof(*t))))
                 return -ENOMEM;
         *t = (struct curl_loop_transfer) { .easy = easy, .done = done, .userdata = userdata };
         if (curl_easy_setopt(easy, CURLOPT_PRIVATE, t) != CURLE_OK ||
@@ -217,7 +270,7 @@ int curl_loop_add(struct curl_loop *l, CURL *easy, curl_loop_done_t done, void *
             curl_easy_setopt(easy, CURLOPT_OPENSOCKETFUNCTION, open_socket_cb) != CURLE_OK ||
             curl_multi_add_handle(l->multi, easy) != CURLM_OK) {
                 curl_easy_setopt(easy, CURLOPT_PRIVATE, NULL);
-                free(t);
+                transfer_recycle(l, t);
                 return -ENOMEM;
         }
         t->next = l->transfers;

@@ -25,6 +25,14 @@
                 _p_;                     \
         })
 
+/* Free what a points to and move b into it (b becomes NULL). */
+#define free_and_replace(a, b)     \
+        ({                         \
+                free(a);           \
+                (a) = TAKE_PTR(b); \
+                0;                 \
+        })
+
 #define TAKE_FD(fd)              \
         ({                       \
                 int _fd_ = (fd); \

@@ -53,7 +53,7 @@ struct probe_op {
 };
 
 /* Each returns 0 and the operation (the callback runs later, exactly once, unless cancelled), or a negative
- * errno (no callback). */
+ * errno (no callback). The operation frees itself once it reported (or was cancelled). */
 int probe_exec_start(struct probe_env *env, const struct probe_request *req, probe_done_t done, void *userdata,
                      struct probe_op **ret);
 int probe_tcp_start(struct probe_env *env, const struct probe_request *req, probe_done_t done, void *userdata,
@@ -62,6 +62,23 @@ int probe_http_start(struct probe_env *env, const struct probe_request *req, pro
                      struct probe_op **ret);
 int probe_grpc_start(struct probe_env *env, const struct probe_request *req, probe_done_t done, void *userdata,
                      struct probe_op **ret);
+
+/* The httpGet and tcpSocket handlers of a probe worker, kept between its runs: *state is the worker's (NULL
+ * before the first run; created then), set up on the first run and reused while the request stays the same
+ * (the same spec, host, port and timeout), so that a run allocates nothing. The operation returned is part of
+ * the state: cancelling it stops the run and keeps the state. probe_*_invalidate: the spec the state was set
+ * up for is going away (set it up again at the next run); probe_*_free: stops a run in flight, frees (also from
+ * inside the run's own callback). */
+struct probe_http;
+struct probe_tcp;
+int probe_http_run(struct probe_env *env, struct probe_http **state, const struct probe_request *req, probe_done_t done,
+                   void *userdata, struct probe_op **ret);
+void probe_http_invalidate(struct probe_http *h);
+struct probe_http *probe_http_free(struct probe_http *h);
+int probe_tcp_run(struct probe_env *env, struct probe_tcp **state, const struct probe_request *req, probe_done_t done,
+                  void *userdata, struct probe_op **ret);
+void probe_tcp_invalidate(struct probe_tcp *t);
+struct probe_tcp *probe_tcp_free(struct probe_tcp *t);
 
 /* Abandon an operation in flight: its callback will not run; its memory goes when it is safe. */
 void probe_op_cancel(struct probe_op *op);

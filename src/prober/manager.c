@@ -5,12 +5,27 @@
 #include <sys/random.h>
 
 #include "basic/error.h"
+#include "basic/hashmap.h"
+#include "basic/histogram.h"
 #include "basic/log.h"
 #include "basic/string.h"
 #include "basic/time.h"
-#include "basic/timer.h"
+#include "basic/timer_queue.h"
 #include "prober/handlers.h"
 #include "prober/manager.h"
+
+/* Wake-ups cost: on a virtual machine a wake-up of the process can cost more than a probe's own work, so the
+ * probes are batched.
+ *  - All workers share one timer (basic/timer_queue.h) that fires on a 10 ms grid: probes due within the
+ *    same 10 ms start in one wake-up, at most 10 ms after their time (plus the loop's own delay; the lateness
+ *    histogram shows what it was).
+ *  - The periodic runs are aligned on 100 ms slots: after a run, the next is due one period after this one's
+ *    schedule, moved back to the start of its 100 ms slot (so once per schedule a probe runs up to 100 ms
+ *    early, never late; after that the period keeps it on the slot). However many probes there are, the
+ *    periodic ones then wake the process at most ten times a second. The first probe of a container is not
+ *    moved earlier: it honours initialDelaySeconds. */
+#define PROBE_TIMER_GRANULARITY_USEC (10 * USEC_PER_MSEC)
+#define PROBE_SLOT_USEC (100 * USEC_PER_MSEC)
 
 struct probe_pod;
 
@@ -21,7 +36,10 @@ struct probe_worker {
         enum probe_type type;
         const struct probe *spec;          /* into pp->pod */
         const struct container *container; /* into pp->pod */
-        struct event *timer;
+        struct timer_entry timer;
+        uint64_t due;            /* monotonic usec of the current or next run's schedule */
+        struct probe_http *http; /* the handler's state, kept between runs */
+        struct probe_tcp *tcp;
 
         char *container_id; /* the instance followed, NULL = none yet */
         bool running;
@@ -29,13 +47,11 @@ struct probe_worker {
         bool on_hold;       /* liveness/startup failed: wait for a new instance */
         struct probe_state state;
         struct probe_op *op; /* in flight */
-        uint64_t op_started; /* monotonic usec */
         uint64_t counts[3];  /* by enum probe_result */
         bool seen;           /* mark for probe_manager_update_pod */
 };
 
 struct probe_pod {
-        struct probe_pod *next;
         struct prober *p;
         char *uid;
         struct pod *pod; /* reference */
@@ -49,8 +65,11 @@ struct prober {
         struct prober_callbacks cb;
         void *userdata;
         int64_t start_realtime; /* unix nsec */
-        struct probe_pod *pods;
-        uint64_t totals[3]; /* every probe run since start, by result */
+        struct timer_queue *timers;
+        struct hashmap pods; /* uid → struct probe_pod */
+        uint64_t totals[3];  /* every probe run since start, by result */
+        struct histogram lateness;
+        double lateness_max;
 };
 
 static const struct probe *container_probe(const struct container *c, enum probe_type t) {
@@ -61,8 +80,9 @@ static struct probe_worker *worker_free(struct probe_worker *w) {
         if (!w)
                 return NULL;
         probe_op_cancel(w->op);
-        if (w->timer)
-                event_free(w->timer);
+        probe_http_free(w->http);
+        probe_tcp_free(w->tcp);
+        timer_queue_disarm(w->pp->p->timers, &w->timer);
         free(w->container_name);
         free(w->container_id);
         free(w);
@@ -85,10 +105,7 @@ static struct probe_pod *probe_pod_free(struct probe_pod *pp) {
 }
 
 static struct probe_pod *find_pod(const struct prober *p, const char *uid) {
-        for (struct probe_pod *pp = p->pods; pp; pp = pp->next)
-                if (streq(pp->uid, uid))
-                        return pp;
-        return NULL;
+        return hashmap_get(&p->pods, uid);
 }
 
 static struct probe_worker *find_worker(const struct probe_pod *pp, const char *name, enum probe_type t) {
@@ -106,8 +123,19 @@ static const char *pod_name(const struct probe_worker *w) {
         return w->pp->pod->name;
 }
 
+static void arm_at(struct probe_worker *w, uint64_t due) {
+        w->due = due;
+        if (timer_queue_arm(w->pp->p->timers, &w->timer, due) < 0)
+                log_error("pod %s/%s: container %s: cannot schedule its %s probe: out of memory", pod_ns(w),
+                          pod_name(w), w->container_name, probe_type_to_string(w->type));
+}
+
 static void arm(struct probe_worker *w, uint64_t delay_usec) {
-        evtimer_add_usec(w->timer, delay_usec);
+        arm_at(w, now_usec() + delay_usec);
+}
+
+static void disarm(struct probe_worker *w) {
+        timer_queue_disarm(w->pp->p->timers, &w->timer);
 }
 
 static void publish(struct probe_worker *w) {
@@ -142,10 +170,16 @@ static uint64_t first_delay(const struct probe_worker *w) {
         return delay;
 }
 
+/* The next run: one period after this one's schedule, as a ticker (a run that started late does not push the
+ * next ones back), at the start of its slot; at once when that time has passed already (the probe outlasted
+ * its period). */
 static void worker_next(struct probe_worker *w) {
         uint64_t period = (uint64_t) w->spec->period_seconds * USEC_PER_SEC, now = now_usec();
-        uint64_t due = w->op_started + period;
-        arm(w, due > now ? due - now : 0);
+        uint64_t due = w->due + period, slot = due / PROBE_SLOT_USEC * PROBE_SLOT_USEC;
+
+        if (slot > now)
+                due = slot;
+        arm_at(w, MAX(due, now));
 }
 
 static void on_probe_done(void *userdata, enum probe_result result, bool warning, const char *output, int error) {
@@ -204,8 +238,8 @@ static void on_probe_done(void *userdata, enum probe_result result, bool warning
         worker_next(w);
 }
 
-static void on_timer(evutil_socket_t fd, short what, void *userdata) {
-        struct probe_worker *w = userdata;
+static void on_timer(struct timer_entry *e, uint64_t now) {
+        struct probe_worker *w = (struct probe_worker *) ((char *) e - offsetof(struct probe_worker, timer));
         struct probe_request req = {
                 .spec = w->spec,
                 .container_id = w->container_id,
@@ -222,7 +256,13 @@ static void on_timer(evutil_socket_t fd, short what, void *userdata) {
         if (w->type == PROBE_STARTUP && w->state.published == PROBE_RESULT_SUCCESS)
                 return;
 
-        w->op_started = now_usec();
+        {
+                uint64_t started = now_usec();
+                double late = started > w->due ? (double) (started - w->due) / 1e6 : 0;
+                histogram_observe(&p->lateness, late);
+                if (late > p->lateness_max)
+                        p->lateness_max = late;
+        }
         req.host = !isempty(w->spec->host) ? w->spec->host : w->pp->host;
         switch (w->spec->handler) {
         case PROBE_HANDLER_EXEC:
@@ -235,8 +275,8 @@ static void on_timer(evutil_socket_t fd, short what, void *userdata) {
                         r = -EADDRNOTAVAIL;
                 if (r >= 0)
                         r = w->spec->handler == PROBE_HANDLER_HTTP_GET
-                                    ? probe_http_start(&p->env, &req, on_probe_done, w, &w->op)
-                                    : probe_tcp_start(&p->env, &req, on_probe_done, w, &w->op);
+                                    ? probe_http_run(&p->env, &w->http, &req, on_probe_done, w, &w->op)
+                                    : probe_tcp_run(&p->env, &w->tcp, &req, on_probe_done, w, &w->op);
                 break;
         case PROBE_HANDLER_GRPC:
                 req.port = w->spec->grpc_port;
@@ -266,7 +306,7 @@ static void worker_observe(struct probe_worker *w, const struct kc_container *c)
 
                 probe_op_cancel(w->op);
                 w->op = NULL;
-                evtimer_del(w->timer);
+                disarm(w);
                 if (free_and_strdup(&w->container_id, c->id) < 0)
                         return;
                 probe_state_init(&w->state, w->type);
@@ -283,7 +323,7 @@ static void worker_observe(struct probe_worker *w, const struct kc_container *c)
                 if (w->running) {
                         probe_op_cancel(w->op);
                         w->op = NULL;
-                        evtimer_del(w->timer);
+                        disarm(w);
                 }
                 w->running = false;
                 return;
@@ -304,8 +344,8 @@ static int worker_new(struct probe_pod *pp, const struct container *c, enum prob
         w->pp = pp;
         w->type = t;
         w->container_name = strdup(c->name);
-        w->timer = evtimer_new(pp->p->base, on_timer, w);
-        if (!w->container_name || !w->timer) {
+        timer_entry_init(&w->timer, on_timer);
+        if (!w->container_name) {
                 worker_free(w);
                 return -ENOMEM;
         }
@@ -338,13 +378,13 @@ int probe_manager_update_pod(struct prober *p, const struct pod *pod, const char
                 if (!any)
                         return 0; /* nothing to probe */
                 pp = calloc(1, sizeof(*pp));
-                if (!pp || !(pp->uid = strdup(pod->uid))) {
+                if (!pp || !(pp->uid = strdup(pod->uid)) || hashmap_put(&p->pods, pp->uid, pp) < 0) {
+                        if (pp)
+                                free(pp->uid);
                         free(pp);
                         return -ENOMEM;
                 }
                 pp->p = p;
-                pp->next = p->pods;
-                p->pods = pp;
         }
         if (pp->pod != pod) {
                 pod_free(pp->pod);
@@ -372,6 +412,11 @@ int probe_manager_update_pod(struct prober *p, const struct pod *pod, const char
                                 w->next = pp->workers;
                                 pp->workers = w;
                         }
+                        if (w->spec != spec) {
+                                /* the handlers' state was set up for the old spec, which goes with the old pod */
+                                probe_http_invalidate(w->http);
+                                probe_tcp_invalidate(w->tcp);
+                        }
                         w->spec = spec;
                         w->container = c;
                         w->seen = true;
@@ -392,13 +437,7 @@ int probe_manager_update_pod(struct prober *p, const struct pod *pod, const char
 }
 
 void probe_manager_remove_pod(struct prober *p, const char *pod_uid) {
-        for (struct probe_pod **pp = &p->pods; *pp; pp = &(*pp)->next)
-                if (streq((*pp)->uid, pod_uid)) {
-                        struct probe_pod *x = *pp;
-                        *pp = x->next;
-                        probe_pod_free(x);
-                        return;
-                }
+        probe_pod_free(hashmap_remove(&p->pods, pod_uid));
 }
 
 bool probe_manager_get_result(const struct prober *p, enum probe_type type, const char *pod_uid,
@@ -421,7 +460,10 @@ void probe_manager_results(const struct prober *p, struct probe_results *ret) {
 }
 
 void probe_manager_foreach_count(const struct prober *p, void (*fn)(const struct prober_count *c, void *ud), void *ud) {
-        for (const struct probe_pod *pp = p->pods; pp; pp = pp->next)
+        void *v;
+
+        for (size_t i = 0; hashmap_iterate(&p->pods, &i, NULL, &v);) {
+                const struct probe_pod *pp = v;
                 for (const struct probe_worker *w = pp->workers; w; w = w->next)
                         for (int r = PROBE_RESULT_UNKNOWN; r <= PROBE_RESULT_FAILURE; r++) {
                                 struct prober_count c = {
@@ -435,6 +477,19 @@ void probe_manager_foreach_count(const struct prober *p, void (*fn)(const struct
                                 };
                                 fn(&c, ud);
                         }
+        }
+}
+
+/* from 100 µs to 5 s */
+static const double lateness_buckets[] = { 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
+                                           0.05,   0.1,     0.25,   0.5,   1,      2.5,   5 };
+
+const struct histogram *probe_manager_lateness(const struct prober *p) {
+        return &p->lateness;
+}
+
+double probe_manager_lateness_max(const struct prober *p) {
+        return p->lateness_max;
 }
 
 int probe_manager_new(struct event_base *base, struct cri_client *cri, uint64_t request_timeout_usec,
@@ -449,6 +504,11 @@ int probe_manager_new(struct event_base *base, struct cri_client *cri, uint64_t 
                 p->cb = *cb;
         p->userdata = userdata;
         p->start_realtime = (int64_t) now_realtime_usec() * 1000;
+        histogram_init(&p->lateness, lateness_buckets, ELEMENTSOF(lateness_buckets));
+        if (timer_queue_new(base, PROBE_TIMER_GRANULARITY_USEC, &p->timers) < 0) {
+                free(p);
+                return -ENOMEM;
+        }
         *ret = p;
         return 0;
 }
@@ -458,12 +518,14 @@ struct prober *probe_manager_free(struct prober *p) {
                 return NULL;
         log_v(1, "Probes run since start: %" PRIu64 " successful, %" PRIu64 " failed, %" PRIu64 " unknown",
               p->totals[PROBE_RESULT_SUCCESS], p->totals[PROBE_RESULT_FAILURE], p->totals[PROBE_RESULT_UNKNOWN]);
-        while (p->pods) {
-                struct probe_pod *pp = p->pods;
-                p->pods = pp->next;
-                probe_pod_free(pp);
+        {
+                void *v;
+                for (size_t i = 0; hashmap_iterate(&p->pods, &i, NULL, &v);)
+                        probe_pod_free(v);
+                hashmap_done(&p->pods);
         }
         probe_env_done(&p->env);
+        p->timers = timer_queue_free(p->timers);
         free(p);
         return NULL;
 }

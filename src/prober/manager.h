@@ -65,3 +65,9 @@ struct prober_count {
         uint64_t count;
 };
 void probe_manager_foreach_count(const struct prober *p, void (*fn)(const struct prober_count *c, void *ud), void *ud);
+
+/* How late the probes started against their schedule (seconds; ckubelet's own, no upstream counterpart): every
+ * probe run since start, and the largest. */
+struct histogram;
+const struct histogram *probe_manager_lateness(const struct prober *p);
+double probe_manager_lateness_max(const struct prober *p);

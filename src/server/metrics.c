@@ -222,5 +222,15 @@ void api_handle_metrics_probes(struct api_request *r) {
                "[ALPHA] Cumulative number of a liveness, readiness or startup probe "
                "for a container by result.");
         probe_manager_foreach_count(r->s->prober, add_probe_count, b);
+        /* ckubelet's own (no upstream counterpart): how late the probes started against their schedule */
+        header(b, "ckubelet_prober_probe_lateness_seconds", "histogram",
+               "Time from when a probe was due to when it started: the probe timers' delay (ckubelet only).");
+        add_histogram(b, "ckubelet_prober_probe_lateness_seconds", NULL, NULL, probe_manager_lateness(r->s->prober));
+        header(b, "ckubelet_prober_probe_lateness_max_seconds", "gauge",
+               "The largest probe lateness since the kubelet started (ckubelet only).");
+        evbuffer_add(b, "ckubelet_prober_probe_lateness_max_seconds ",
+                     strlen("ckubelet_prober_probe_lateness_max_seconds "));
+        add_double(b, probe_manager_lateness_max(r->s->prober));
+        evbuffer_add(b, "\n", 1);
         api_reply_buffer(r->req, 200, CONTENT_TYPE, b);
 }

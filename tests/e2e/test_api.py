@@ -514,6 +514,12 @@ def test_metrics_spec_configz(api, runtime):
                                         r'pod_uid="[^"]+",probe_type="Readiness",result="successful"\} [1-9]',
                                         api.admin.get("/metrics/probes")[1], re.M), timeout=10)
     assert probes
+    # ckubelet's own: the probes' lateness against their schedule, a histogram whose +Inf bucket is its count
+    m = api.admin.get("/metrics/probes")[1]
+    count = re.search(r'^ckubelet_prober_probe_lateness_seconds_count (\d+)$', m, re.M)
+    assert count and int(count.group(1)) >= 1, m
+    assert re.search(r'^ckubelet_prober_probe_lateness_seconds_bucket\{le="\+Inf"\} %s$' % count.group(1), m, re.M)
+    assert re.search(r'^ckubelet_prober_probe_lateness_max_seconds [0-9.e+-]+$', m, re.M)
     spec = api.admin.json("/spec/")
     assert spec["num_cores"] == os.cpu_count()
     with open("/etc/machine-id") as f:

@@ -280,7 +280,9 @@ class Redirector(BaseHTTPRequestHandler):
             self.send_response(302)
             self.send_header("Location", "http://other.invalid/ok")
         elif self.path == "/ok":
-            ok = self.headers.get("User-Agent", "").startswith("kube-probe/") and self.headers.get("Accept") == "*/*"
+            # upstream's default headers, and Go's client with keep-alives off: Connection: close
+            ok = (self.headers.get("User-Agent", "").startswith("kube-probe/") and self.headers.get("Accept") == "*/*"
+                  and self.headers.get("Connection") == "close")
             self.send_response(200 if ok else 400)
         else:
             self.send_response(404)
@@ -334,7 +336,8 @@ def test_http_redirects_and_ipv6(kubelet, runtime, redirect_server):
           periodSeconds: 1
         """)], host_network=True))
     pod = f"redir-{NODE}"
-    # same host: followed to /ok (200 with upstream's default headers); other host: the 302 counts as success
+    # same host: followed to /ok (200 with upstream's default headers and Connection: close); other host: the 302
+    # counts as success
     wait_ready(kubelet, pod, ["False", "True"], 30)
     kubelet.wait_log(r'Probe succeeded with a warning: probeType="Readiness" pod="default/%s" '
                      r'containerName="other" output="Probe terminated redirects' % pod, 10)
