@@ -43,8 +43,8 @@ struct start_step {
         struct cred_keyring provider_keyring;
         char *provider_error;
         struct dm_request
-                *dev_request; /* the device plugins' options of the container (GetDeviceRunContainerOptions) */
-        char *started_id;     /* the container created */
+                *dev_request;   /* the device plugins' options of the container (GetDeviceRunContainerOptions) */
+        char *started_id;       /* the container created */
         uint32_t restart_count; /* its attempt */
 };
 

@@ -44,9 +44,9 @@ struct node_status_input {
         const struct node_extended_resource *extended; /* device plugin resources (a dropped one with 0, as upstream
                                                           sets removed device plugin resources to 0) */
         size_t n_extended;
-        int64_t now_usec;       /* realtime: heartbeats */
+        int64_t now_usec;            /* realtime: heartbeats */
         char *const *volumes_in_use; /* the volume manager's volumesInUse (sorted strv), NULL = none */
-        const json_t *previous; /* the last status sent (lastTransitionTime is kept while a condition's
+        const json_t *previous;      /* the last status sent (lastTransitionTime is kept while a condition's
                                           status does not change), or NULL */
         bool memory_pressure, disk_pressure, pid_pressure; /* the eviction manager's node conditions */
         /* the hard eviction thresholds on memory.available and nodefs.available come off allocatable

@@ -69,8 +69,8 @@ struct vm_mount {
         char *pvc_ns, *pvc_name;
         bool stats_busy;
         /* expansion (volumeRequiresFSResize): the PV is bigger than the claim's status says */
-        int64_t expand_to;     /* bytes, 0 = nothing to do */
-        char *expand_to_str;   /* the PV's capacity as written, for the claim's status */
+        int64_t expand_to;   /* bytes, 0 = nothing to do */
+        char *expand_to_str; /* the PV's capacity as written, for the claim's status */
 };
 
 struct vm_op;
