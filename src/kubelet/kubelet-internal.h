@@ -33,6 +33,8 @@ struct pod_worker {
         char *uid;
         char *full_name;       /* "namespace/name", for the one-pod-per-name rule of static pods */
         struct pod *pod;       /* desired spec (a reference), NULL when not desired */
+        struct pod *last_pod;  /* not desired any more: its last spec while it terminates (kill order, the status
+                                * of a static pod's mirror pod), NULL when unknown (after a restart) */
         int64_t grace_seconds; /* for killing when not desired: the last known spec's, or 30 */
 
         bool busy;    /* a sync is in flight */

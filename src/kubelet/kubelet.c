@@ -96,6 +96,7 @@ void kubelet_worker_free(struct pod_worker *w) {
                 probe_manager_remove_pod(w->k->prober, w->uid);
         kc_pod_status_free(w->observed);
         pod_free(w->pod);
+        pod_free(w->last_pod);
         for (size_t i = 0; i < w->n_waiting; i++) {
                 free(w->waiting[i].name);
                 free(w->waiting[i].message);
@@ -561,7 +562,8 @@ static void reconcile_workers(struct kubelet *k) {
                 next = w->next;
                 if (w->pod && !desired_contains(k, w->uid)) {
                         log_info("SyncLoop REMOVE: pod=\"%s\" podUID=\"%s\"", strna(w->full_name), w->uid);
-                        w->pod = pod_free(w->pod);
+                        pod_free(w->last_pod);
+                        w->last_pod = TAKE_PTR(w->pod);
                         kubelet_worker_request_sync(w);
                 }
         }
@@ -593,7 +595,8 @@ static void reconcile_workers(struct kubelet *k) {
                         w->api_name = strdup(p->name);
                         log_info("SyncLoop DELETE: pod=\"%s/%s\" podUID=\"%s\" gracePeriod=%" PRId64, p->namespace_,
                                  p->name, p->uid, w->grace_seconds);
-                        w->pod = pod_free(w->pod);
+                        pod_free(w->last_pod);
+                        w->last_pod = w->pod ? TAKE_PTR(w->pod) : pod_ref(p);
                         kubelet_worker_request_sync(w);
                         continue;
                 }
@@ -623,6 +626,7 @@ static void reconcile_workers(struct kubelet *k) {
                         changed = true;
                 }
                 if (changed) {
+                        w->last_pod = pod_free(w->last_pod);
                         if (!w->start_time_usec)
                                 w->start_time_usec = (int64_t) now_realtime_usec();
                         pod_free(w->pod);

@@ -117,6 +117,7 @@ void kubelet_pod_sync_free(struct pod_sync *s) {
         if (!s)
                 return;
         kubelet_hook_run_cancel_all(&s->hooks);
+        kubelet_sync_kill_free(s);
         kubelet_sync_start_step_free(s);
         kubelet_sync_cleanup_free(s);
         free(s->hook_pod_desc);

@@ -31,6 +31,7 @@
 #define MINIMUM_GRACE_PERIOD_SECONDS 2
 
 struct hook_run;
+struct kill_step;
 struct start_step;
 struct cleanup_step;
 
@@ -46,6 +47,8 @@ struct pod_sync {
         /* the fan-out in flight: calls issued by the current phase; next runs when the last one ends */
         int pending;
         void (*next)(struct pod_sync *s);
+
+        struct kill_step *kill; /* kill: the targets and their order */
 
         /* objects: the API objects of the pod and the pull credentials */
         struct pod_refs refs;
@@ -82,6 +85,7 @@ int kubelet_sync_volumes(struct pod_sync *s);  /* inline, 0 or negative errno (r
 void kubelet_sync_start(struct pod_sync *s);   /* → kubelet_pod_sync_started */
 void kubelet_sync_cleanup(struct pod_sync *s); /* → kubelet_pod_sync_done */
 /* the phases' own state, when the pass ends early */
+void kubelet_sync_kill_free(struct pod_sync *s);
 void kubelet_sync_start_step_free(struct pod_sync *s);
 void kubelet_sync_cleanup_free(struct pod_sync *s);
 
@@ -123,6 +127,8 @@ struct kill_target_ext {
         const char *sandbox_id;                   /* for the hook's pod IP */
         const char *ports_json;                   /* the ports annotation, when spec is NULL */
         bool remove;                              /* RemoveContainer once stopped */
+        bool ordered;                             /* s->kill->targets[index]: waits for its turn to stop */
+        size_t index;
 };
 /* Returns 0 when done will run (exactly once, possibly before this returns), or a negative errno when it will
  * not. */

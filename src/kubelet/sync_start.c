@@ -444,8 +444,8 @@ static void on_post_start_done(void *userdata, int error, const char *message) {
                 .spec = c,
                 .sandbox_id = s->sandbox_id,
         };
-        log_info("Killing container with a grace period: pod=\"%s\" podUID=\"%s\" containerName=\"%s\" "
-                 "containerID=\"%.12s\" gracePeriod=%" PRId64 " reason=\"FailedPostStartHook\"",
+        log_info("Stopping container: pod=\"%s\" podUID=\"%s\" containerName=\"%s\" containerID=\"%.12s\" "
+                 "gracePeriod=%" PRId64 " reason=\"FailedPostStartHook\"",
                  kubelet_sync_pod_desc(s), s->w->uid, c->name, st->started_id, t.grace);
         kubelet_worker_event(s->w, c->name, "Normal", "Killing", "FailedPostStartHook");
         r = kubelet_sync_kill_container(s, &t, step_done);

@@ -612,6 +612,12 @@ bool kr_container_is_sidecar_instance(const struct kc_container *c) {
         return streq_ptr(strmap_get(&c->annotations, ANNOTATION_CONTAINER_SIDECAR), "true");
 }
 
+void kr_kill_targets_free(struct kr_kill_target *t, size_t n) {
+        for (size_t i = 0; t && i < n; i++)
+                free(t[i].after);
+        free(t);
+}
+
 static int push_target(struct kr_kill_target **l, size_t *n, struct kr_kill_target t) {
         struct kr_kill_target *x = realloc(*l, sizeof(*x) * (*n + 1));
         if (!x)
@@ -621,15 +627,50 @@ static int push_target(struct kr_kill_target **l, size_t *n, struct kr_kill_targ
         return 0;
 }
 
-int kr_compute_kill_round(const struct kc_pod_status *status, const struct kr_pod_actions *actions, unsigned round,
-                          struct kr_kill_target **ret, size_t *ret_n) {
-        _cleanup_free_ struct kr_kill_target *l = NULL;
-        size_t n = 0;
+static int push_after(struct kr_kill_target *t, size_t idx) {
+        size_t *x = realloc(t->after, sizeof(*x) * (t->n_after + 1));
+        if (!x)
+                return -ENOMEM;
+        t->after = x;
+        x[t->n_after++] = idx;
+        return 0;
+}
+
+/* A sidecar's place in the start order: its index in spec.initContainers when the pod names it as a sidecar,
+ * else after those, by creation time. */
+struct sidecar_rank {
+        size_t target;
+        bool in_spec;
+        int64_t key;
+};
+
+static int cmp_rank(const void *x, const void *y) {
+        const struct sidecar_rank *a = x, *b = y;
+        if (a->in_spec != b->in_spec)
+                return a->in_spec ? -1 : 1;
+        return a->key < b->key ? -1 : a->key > b->key;
+}
+
+static bool is_main_container(const struct pod *pod, const struct kc_container *c) {
+        if (kr_container_is_sidecar_instance(c))
+                return false;
+        if (!pod)
+                return true;
+        for (size_t i = 0; i < pod->spec.n_containers; i++)
+                if (streq_ptr(pod->spec.containers[i].name, c->name))
+                        return true;
+        return false;
+}
+
+int kr_compute_kill_order(const struct pod *pod, const struct kc_pod_status *status,
+                          const struct kr_pod_actions *actions, struct kr_kill_target **ret, size_t *ret_n) {
+        _cleanup_free_ struct sidecar_rank *ranks = NULL;
+        struct kr_kill_target *l = NULL;
+        size_t n = 0, n_ranks = 0;
         int r;
 
-        assert(round < KR_KILL_ROUNDS);
         if (!actions->kill_pod) {
-                for (size_t i = 0; round == 0 && i < actions->n_kill; i++) {
+                for (size_t i = 0; i < actions->n_kill; i++) {
                         const struct kr_container_kill *k = &actions->kill[i];
                         r = push_target(&l, &n,
                                         (struct kr_kill_target) { .container = k->container,
@@ -638,25 +679,68 @@ int kr_compute_kill_round(const struct kc_pod_status *status, const struct kr_po
                                                                   .remove = k->remove,
                                                                   .grace_override = k->grace_override });
                         if (r < 0)
-                                return r;
+                                goto fail;
                 }
-        } else
-                for (size_t i = 0; status && i < status->n_containers; i++) {
-                        const struct kc_container *cs = status->containers[i];
-                        const struct kr_container_kill *k = kill_of(actions, cs);
-                        if (cs->state != KC_CONTAINER_RUNNING && cs->state != KC_CONTAINER_UNKNOWN)
-                                continue;
-                        if (kr_container_is_sidecar_instance(cs) != (round == 1))
-                                continue;
-                        r = push_target(&l, &n,
-                                        (struct kr_kill_target) { .container = cs,
-                                                                  .reason = k ? k->reason : "Killing",
-                                                                  .message = k ? k->message : actions->sandbox_reason,
-                                                                  .grace_override = k ? k->grace_override : -1 });
+                *ret = l;
+                *ret_n = n;
+                return 0;
+        }
+
+        for (size_t i = 0; status && i < status->n_containers; i++) {
+                const struct kc_container *cs = status->containers[i];
+                const struct kr_container_kill *k = kill_of(actions, cs);
+                if (cs->state != KC_CONTAINER_RUNNING && cs->state != KC_CONTAINER_UNKNOWN)
+                        continue;
+                r = push_target(&l, &n,
+                                (struct kr_kill_target) { .container = cs,
+                                                          .reason = k ? k->reason : "Killing",
+                                                          .message = k ? k->message : actions->sandbox_reason,
+                                                          .grace_override = k ? k->grace_override : -1 });
+                if (r < 0)
+                        goto fail;
+        }
+
+        /* the sidecars in the order they started */
+        ranks = calloc(n + 1, sizeof(*ranks));
+        if (!ranks) {
+                r = -ENOMEM;
+                goto fail;
+        }
+        for (size_t i = 0; i < n; i++) {
+                const struct kc_container *cs = l[i].container;
+                struct sidecar_rank rk = { .target = i, .key = cs->created_at };
+
+                if (!kr_container_is_sidecar_instance(cs))
+                        continue;
+                for (size_t j = 0; pod && j < pod->spec.n_init_containers; j++)
+                        if (streq_ptr(pod->spec.init_containers[j].name, cs->name) &&
+                            container_is_sidecar(&pod->spec.init_containers[j])) {
+                                rk.in_spec = true;
+                                rk.key = (int64_t) j;
+                        }
+                ranks[n_ranks++] = rk;
+        }
+        qsort(ranks, n_ranks, sizeof(*ranks), cmp_rank);
+
+        /* each waits for the main containers and for the sidecar started after it */
+        for (size_t j = 0; j < n_ranks; j++) {
+                struct kr_kill_target *t = &l[ranks[j].target];
+                for (size_t i = 0; i < n; i++)
+                        if (is_main_container(pod, l[i].container)) {
+                                r = push_after(t, i);
+                                if (r < 0)
+                                        goto fail;
+                        }
+                if (j + 1 < n_ranks) {
+                        r = push_after(t, ranks[j + 1].target);
                         if (r < 0)
-                                return r;
+                                goto fail;
                 }
-        *ret = TAKE_PTR(l);
+        }
+        *ret = l;
         *ret_n = n;
         return 0;
+fail:
+        kr_kill_targets_free(l, n);
+        return r;
 }

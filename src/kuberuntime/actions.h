@@ -118,14 +118,21 @@ struct kr_kill_target {
         const char *message;                  /* borrowed from the actions, or NULL ("Stopping container <name>") */
         bool remove;                          /* remove it after it stopped (never-started instances) */
         int64_t grace_override;               /* a failed probe's terminationGracePeriodSeconds, or -1 */
+        size_t n_after;
+        size_t *after; /* indices into the targets this one waits for (after its preStop hook, at most for what is
+                        * left of its grace period) before StopContainer is sent */
 };
 
-/* What the kill step stops, in rounds: with kill_pod, round 0 is every running (or unknown) regular
- * container and round 1 every sidecar, stopped once the others are down; without kill_pod, round 0 is the
- * actions' kill list and round 1 is empty. The targets borrow from status and actions. */
-#define KR_KILL_ROUNDS 2
-int kr_compute_kill_round(const struct kc_pod_status *status, const struct kr_pod_actions *actions, unsigned round,
-                          struct kr_kill_target **ret, size_t *ret_n);
+/* What the kill step stops, and in which order (killContainersWithSyncResult with newTerminationOrdering). With
+ * kill_pod: every running (or unknown) instance; the regular containers (and regular init and ephemeral
+ * containers) are stopped at once, a sidecar only once every regular container is down and the sidecar started
+ * after it too: sidecars stop after the main containers, in reverse order of their start. The order of the
+ * sidecars is their order in spec.initContainers when the pod is known (pod != NULL), else (a pod no longer
+ * known) the order their running instances were created in. Without kill_pod: the actions' kill list, in no
+ * order. The targets borrow from status and actions; free them with kr_kill_targets_free(). */
+int kr_compute_kill_order(const struct pod *pod, const struct kc_pod_status *status,
+                          const struct kr_pod_actions *actions, struct kr_kill_target **ret, size_t *ret_n);
+void kr_kill_targets_free(struct kr_kill_target *t, size_t n);
 
 /* an instance of a sidecar (as created: a pod no longer desired has no spec) */
 bool kr_container_is_sidecar_instance(const struct kc_container *c);

@@ -13,6 +13,7 @@
 #include "basic/backoff.h"
 #include "basic/strmap.h"
 #include "container/labels.h"
+#include "basic/strv.h"
 
 static struct pod *parse_pod(const char *yaml) {
         struct pod_set set = {};
@@ -831,45 +832,120 @@ static void test_crash_backoff_decision(void **state) {
         backoff_done(&b);
 }
 
-/* ---- the kill step's rounds */
+/* ---- the kill step's order (newTerminationOrdering) */
 
-static void test_kill_rounds(void **state) {
-        _cleanup_pod_free_ struct pod *p = parse_pod(POD("Always"));
+#define ORDER_POD                                                      \
+        "apiVersion: v1\nkind: Pod\n"                                  \
+        "metadata: {name: web, namespace: default}\n"                  \
+        "spec:\n"                                                      \
+        "  initContainers:\n"                                          \
+        "  - {name: s1, image: busybox:1.36, restartPolicy: Always}\n" \
+        "  - {name: init, image: busybox:1.36}\n"                      \
+        "  - {name: s2, image: busybox:1.36, restartPolicy: Always}\n" \
+        "  - {name: s3, image: busybox:1.36, restartPolicy: Always}\n" \
+        "  containers:\n"                                              \
+        "  - {name: a, image: busybox:1.36}\n"                         \
+        "  - {name: b, image: busybox:1.36}\n"
+
+static void add_named(struct kc_pod_status *s, const char *name, const char *id, enum kc_container_state st,
+                      int64_t created, bool sidecar) {
+        struct kc_container *c = calloc(1, sizeof(*c));
+        c->id = strdup(id);
+        c->sandbox_id = strdup("sb1");
+        c->name = strdup(name);
+        c->state = st;
+        c->created_at = created;
+        c->hash = strdup("");
+        c->have_status = true;
+        if (sidecar)
+                assert_int_equal(strmap_set(&c->annotations, ANNOTATION_CONTAINER_SIDECAR, "true"), 0);
+        assert_int_equal(kc_pod_status_add_container(s, c), 0);
+}
+
+static const struct kr_kill_target *target(const struct kr_kill_target *t, size_t n, const char *id) {
+        for (size_t i = 0; i < n; i++)
+                if (streq(t[i].container->id, id))
+                        return &t[i];
+        fail_msg("no target %s", id);
+        return NULL;
+}
+
+static int cmp_str(const void *x, const void *y) {
+        return strcmp(*(char *const *) x, *(char *const *) y);
+}
+
+/* the ids a target waits for, sorted, joined with ',' */
+static char *after_ids(const struct kr_kill_target *t, size_t n, const char *id) {
+        const struct kr_kill_target *x = target(t, n, id);
+        char **ids = NULL;
+        char *j;
+        for (size_t i = 0; i < x->n_after; i++)
+                assert_int_equal(strv_extend(&ids, t[x->after[i]].container->id), 0);
+        qsort(ids, strv_length(ids), sizeof(char *), cmp_str);
+        j = ids ? strv_join(ids, ",") : strdup("");
+        strv_free(ids);
+        return j;
+}
+
+static void test_kill_order(void **state) {
+        _cleanup_pod_free_ struct pod *p = parse_pod(ORDER_POD);
         _cleanup_(kc_pod_status_freep) struct kc_pod_status *s = status_new();
         struct kr_pod_actions a = { .kill_pod = true, .sandbox_reason = "why" };
         struct kr_kill_target *t = NULL;
         size_t n = 0;
+        static const struct {
+                const char *id, *after_with_spec, *after_without_spec;
+        } expect[] = {
+                /* main containers and a regular init container: at once */
+                { "c-a", "", "" },
+                { "c-unknown", "", "" },
+                { "c-init", "", "" },
+                /* s3 started last: it stops first, after the main containers */
+                { "c-s3", "c-a,c-unknown", "c-a,c-init,c-unknown" },
+                /* s2 after s3; s1 after s2 (spec order). Without the spec: creation order, where s1 was
+                 * restarted last (created after s3), so it stops first and s3 after it */
+                { "c-s2", "c-a,c-s3,c-unknown", "c-a,c-init,c-s3,c-unknown" },
+                { "c-s1", "c-a,c-s2,c-unknown", "c-a,c-init,c-unknown" },
+        };
 
         add_sandbox(s, "sb1", 0, KC_SANDBOX_READY, 1, false, "10.0.0.2");
-        add_container(s, p, 0, "c-a", KC_CONTAINER_RUNNING, 0, 2, true);
-        add_container(s, p, 1, "c-b", KC_CONTAINER_EXITED, 0, 3, true);
-        add_container(s, p, 1, "c-side", KC_CONTAINER_RUNNING, 0, 4, true);
-        add_container(s, p, 1, "c-unknown", KC_CONTAINER_UNKNOWN, 0, 5, true);
+        add_named(s, "s2", "c-s2", KC_CONTAINER_RUNNING, 3, true);
+        add_named(s, "s3", "c-s3", KC_CONTAINER_RUNNING, 4, true);
+        add_named(s, "s1", "c-s1", KC_CONTAINER_RUNNING, 9, true); /* restarted last */
+        add_named(s, "s1", "c-s1-old", KC_CONTAINER_EXITED, 2, true);
+        add_named(s, "init", "c-init", KC_CONTAINER_RUNNING, 5, false);
+        add_named(s, "a", "c-a", KC_CONTAINER_RUNNING, 6, false);
+        add_named(s, "b", "c-b", KC_CONTAINER_EXITED, 7, false);
+        add_named(s, "b", "c-unknown", KC_CONTAINER_UNKNOWN, 8, false);
         kc_pod_status_sort(s);
-        for (size_t i = 0; i < s->n_containers; i++)
-                if (streq(s->containers[i]->id, "c-side"))
-                        assert_int_equal(strmap_set(&s->containers[i]->annotations, ANNOTATION_CONTAINER_SIDECAR,
-                                                    "true"),
-                                         0);
 
-        /* KillPod, round 0: the running and unknown regular containers, with the sandbox's reason */
-        assert_int_equal(kr_compute_kill_round(s, &a, 0, &t, &n), 0);
-        assert_int_equal(n, 2);
-        for (size_t i = 0; i < n; i++) {
-                assert_true(streq(t[i].container->id, "c-a") || streq(t[i].container->id, "c-unknown"));
-                assert_string_equal(t[i].reason, "Killing");
-                assert_string_equal(t[i].message, "why");
-                assert_false(t[i].remove);
-                assert_int_equal(t[i].grace_override, -1);
+        /* KillPod with the spec: every running or unknown instance, with the sandbox's reason */
+        assert_int_equal(kr_compute_kill_order(p, s, &a, &t, &n), 0);
+        assert_int_equal(n, ELEMENTSOF(expect));
+        for (size_t i = 0; i < ELEMENTSOF(expect); i++) {
+                _cleanup_free_ char *got = after_ids(t, n, expect[i].id);
+                const struct kr_kill_target *x = target(t, n, expect[i].id);
+                assert_string_equal(got, expect[i].after_with_spec);
+                assert_string_equal(x->reason, "Killing");
+                assert_string_equal(x->message, "why");
+                assert_false(x->remove);
+                assert_int_equal(x->grace_override, -1);
         }
-        free(t);
-        /* round 1: the sidecars */
-        assert_int_equal(kr_compute_kill_round(s, &a, 1, &t, &n), 0);
-        assert_int_equal(n, 1);
-        assert_string_equal(t[0].container->id, "c-side");
-        free(t);
+        kr_kill_targets_free(t, n);
 
-        /* not KillPod: round 0 is the decision's kill list (its reasons), round 1 nothing */
+        /* a pod no longer known: sidecars by their annotation, in creation order; every other one is main */
+        assert_int_equal(kr_compute_kill_order(NULL, s, &a, &t, &n), 0);
+        assert_int_equal(n, ELEMENTSOF(expect));
+        for (size_t i = 0; i < ELEMENTSOF(expect); i++) {
+                _cleanup_free_ char *got = after_ids(t, n, expect[i].id);
+                if (streq(expect[i].id, "c-s3"))
+                        assert_string_equal(got, "c-a,c-init,c-s1,c-unknown");
+                else
+                        assert_string_equal(got, expect[i].after_without_spec);
+        }
+        kr_kill_targets_free(t, n);
+
+        /* not KillPod: the decision's kill list (its reasons), no order */
         a.kill_pod = false;
         a.kill = calloc(1, sizeof(*a.kill));
         a.n_kill = 1;
@@ -878,17 +954,15 @@ static void test_kill_rounds(void **state) {
                                                  .message = strdup("m"),
                                                  .remove = true,
                                                  .grace_override = 7 };
-        assert_int_equal(kr_compute_kill_round(s, &a, 0, &t, &n), 0);
+        assert_int_equal(kr_compute_kill_order(p, s, &a, &t, &n), 0);
         assert_int_equal(n, 1);
         assert_ptr_equal(t[0].container, s->containers[0]);
         assert_string_equal(t[0].reason, "LivenessProbe");
         assert_string_equal(t[0].message, "m");
         assert_true(t[0].remove);
         assert_int_equal(t[0].grace_override, 7);
-        free(t);
-        assert_int_equal(kr_compute_kill_round(s, &a, 1, &t, &n), 0);
-        assert_int_equal(n, 0);
-        free(t);
+        assert_int_equal(t[0].n_after, 0);
+        kr_kill_targets_free(t, n);
         kr_pod_actions_done(&a);
 }
 
@@ -920,7 +994,7 @@ int main(void) {
                 cmocka_unit_test(test_sidecar_restarted_whatever_the_policy),
                 cmocka_unit_test(test_decide_image_table),
                 cmocka_unit_test(test_crash_backoff_decision),
-                cmocka_unit_test(test_kill_rounds),
+                cmocka_unit_test(test_kill_order),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
