@@ -57,6 +57,8 @@ struct pod_worker {
         int64_t start_time_usec;          /* status.startTime: when the first sync pass began work on the pod */
         bool start_observed;              /* the pod start duration was recorded */
         bool deleting;                    /* an API pod with a deletionTimestamp: stop it, then delete it */
+        bool deadline_exceeded;           /* past its activeDeadlineSeconds: stopped, phase Failed, for good */
+        struct event *deadline_timer;     /* fires when the pod's activeDeadlineSeconds pass */
         char *api_ns, *api_name;          /* where to DELETE it once stopped */
 };
 

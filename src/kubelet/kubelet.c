@@ -16,6 +16,7 @@
 #include "basic/time.h"
 #include "basic/timer.h"
 #include "kubelet/kubelet-internal.h"
+#include "kubelet/active_deadline.h"
 #include "kubelet/admission.h"
 #include "kuberuntime/security.h"
 #include "kubelet/mirror.h"
@@ -33,6 +34,8 @@
 #define HOUSEKEEPING_PERIOD_USEC (2 * USEC_PER_SEC)
 
 static void worker_timer_cb(evutil_socket_t fd, short what, void *userdata);
+static void deadline_timer_cb(evutil_socket_t fd, short what, void *userdata);
+static void report_status(struct kubelet *k, struct pod_worker *w);
 
 /* ---------------------------------------------------------------- workers */
 
@@ -62,7 +65,8 @@ static struct pod_worker *worker_new(struct kubelet *k, const char *uid) {
         w->first_seen_realtime_usec = (int64_t) now_realtime_usec();
         w->uid = strdup(uid);
         w->timer = evtimer_new(k->base, worker_timer_cb, w);
-        if (!w->uid || !w->timer) {
+        w->deadline_timer = evtimer_new(k->base, deadline_timer_cb, w);
+        if (!w->uid || !w->timer || !w->deadline_timer) {
                 kubelet_worker_free(w);
                 return NULL;
         }
@@ -92,6 +96,8 @@ void kubelet_worker_free(struct pod_worker *w) {
                 objects_manager_unregister(w->k->objects, w->uid);
         if (w->timer)
                 event_free(w->timer);
+        if (w->deadline_timer)
+                event_free(w->deadline_timer);
         if (w->k && w->k->prober)
                 probe_manager_remove_pod(w->k->prober, w->uid);
         kc_pod_status_free(w->observed);
@@ -179,6 +185,47 @@ static void worker_timer_cb(evutil_socket_t fd, short what, void *userdata) {
         kubelet_worker_request_sync(w);
 }
 
+/* ---------------------------------------------------------------- activeDeadlineSeconds */
+
+/* The pod's deadline (active_deadline.go, ShouldSync/ShouldEvict): a timer armed for it; once it passed the pod is
+ * stopped for good and fails with DeadlineExceeded. Checked again whenever the spec changes, so that a deadline
+ * lowered on a running pod counts at once. */
+static void worker_check_deadline(struct pod_worker *w) {
+        int64_t now = (int64_t) now_realtime_usec(), deadline = 0;
+
+        if (!w->pod || w->deadline_exceeded)
+                return;
+        if (!kubelet_active_deadline_passed(w->pod, w->start_time_usec, now, &deadline)) {
+                if (deadline > 0)
+                        evtimer_add_usec(w->deadline_timer, (uint64_t) (deadline - now));
+                else
+                        evtimer_del(w->deadline_timer);
+                return;
+        }
+        evtimer_del(w->deadline_timer);
+        w->deadline_exceeded = true;
+        log_info("Pod was active on the node longer than the specified deadline: pod=\"%s\" podUID=\"%s\" "
+                 "activeDeadlineSeconds=%" PRId64,
+                 strna(w->full_name), w->uid, w->pod->spec.active_deadline_seconds);
+        kubelet_worker_event(w, NULL, "Normal", ACTIVE_DEADLINE_REASON, "%s", ACTIVE_DEADLINE_MESSAGE);
+        report_status(w->k, w);
+        kubelet_worker_request_sync(w);
+}
+
+static void deadline_timer_cb(evutil_socket_t fd, short what, void *userdata) {
+        worker_check_deadline(userdata);
+}
+
+/* status.startTime as the API server holds it (an API pod seen before a restart), 0 when none */
+static int64_t api_start_time_usec(const struct pod *p) {
+        const char *v = json_string_value(json_object_get(json_object_get(p->raw, "status"), "startTime"));
+        int64_t nsec;
+
+        if (!v || pod_config_is_static(p) || parse_rfc3339(v, &nsec) < 0 || nsec <= 0)
+                return 0;
+        return nsec / 1000;
+}
+
 /* ---------------------------------------------------------------- status: readiness */
 
 /* ContainersReady / Ready (status.GeneratePodReadyCondition): every container of the spec is ready. */
@@ -242,6 +289,8 @@ int kubelet_worker_status_json(struct kubelet *k, struct pod_worker *w, json_t *
                 .ready_transition_usec = w->ready_transition,
                 .initialized_usec = w->first_seen_realtime_usec,
                 .old_status = old_status(k, w),
+                .evict_reason = w->deadline_exceeded ? ACTIVE_DEADLINE_REASON : NULL,
+                .evict_message = w->deadline_exceeded ? ACTIVE_DEADLINE_MESSAGE : NULL,
         };
 
         probe_manager_results(k->prober, &probes);
@@ -628,6 +677,8 @@ static void reconcile_workers(struct kubelet *k) {
                 if (changed) {
                         w->last_pod = pod_free(w->last_pod);
                         if (!w->start_time_usec)
+                                w->start_time_usec = api_start_time_usec(p);
+                        if (!w->start_time_usec)
                                 w->start_time_usec = (int64_t) now_realtime_usec();
                         pod_free(w->pod);
                         w->pod = pod_ref(p);
@@ -636,6 +687,7 @@ static void reconcile_workers(struct kubelet *k) {
                         w->full_name = make_full_name(p->namespace_, p->name);
                         w->failures = 0;
                         kubelet_worker_request_sync(w);
+                        worker_check_deadline(w);
                 }
         }
 
@@ -741,6 +793,7 @@ static void on_relisted(bool ok, void *userdata) {
                 for (struct pod_worker *w = k->workers; w; w = w->next) {
                         w->failures = 0;
                         kubelet_worker_request_sync(w);
+                        worker_check_deadline(w);
                 }
         }
         if (!k->runtime_listed) {

@@ -42,8 +42,8 @@ void kubelet_pod_sync_observed(struct pod_sync *s) {
                 kubelet_pod_sync_finish(s);
                 return;
         }
-        if (!s->pod)
-                s->actions = (struct kr_pod_actions) { .kill_pod = true };
+        if (!s->pod || s->w->deadline_exceeded)
+                s->actions = (struct kr_pod_actions) { .kill_pod = true }; /* KillPod; a failed pod stays stopped */
         else {
                 probe_manager_results(s->k->prober, &probes);
                 r = kr_compute_pod_actions(s->pod, s->status, &probes, &s->actions);
@@ -63,7 +63,7 @@ void kubelet_pod_sync_observed(struct pod_sync *s) {
 }
 
 void kubelet_pod_sync_killed(struct pod_sync *s) {
-        if (s->error || !s->pod) {
+        if (s->error || !s->pod || s->w->deadline_exceeded) {
                 kubelet_pod_sync_finish(s);
                 return;
         }

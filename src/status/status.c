@@ -185,6 +185,9 @@ const char *status_pod_phase(const struct pod_status_input *in) {
         size_t unknown = 0, running = 0, waiting = 0, stopped = 0, succeeded = 0;
         size_t pending_init = 0, failed_init = 0;
 
+        if (in->evict_reason)
+                return "Failed";
+
         /* init containers (getPhase): a failed one fails a pod that never restarts; one not completed yet
          * keeps the pod pending */
         for (size_t i = 0; i < pod->spec.n_init_containers; i++) {
@@ -418,6 +421,10 @@ int status_pod_generate(const struct pod_status_input *in, json_t **ret) {
         if (ip) {
                 json_object_set_new(status, "podIP", json_string(ip));
                 json_object_set_new(status, "podIPs", json_pack("[{s:s}]", "ip", ip));
+        }
+        if (in->evict_reason) {
+                json_object_set_new(status, "reason", json_string(in->evict_reason));
+                json_object_set_new(status, "message", json_string(strempty(in->evict_message)));
         }
         if (in->start_time_usec > 0)
                 json_object_set_new(status, "startTime",

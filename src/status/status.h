@@ -34,6 +34,9 @@ struct pod_status_input {
         int64_t initialized_usec;           /* realtime of the first status (Initialized, PodScheduled) */
         const json_t *old_status;           /* the previous PodStatus (the status manager's, else the API server's);
                                              * may be NULL */
+        /* a pod sync handler's eviction (ShouldEvict: activeDeadlineSeconds): phase Failed with this reason and
+         * message; NULL: none */
+        const char *evict_reason, *evict_message;
 };
 
 /* "Pending", "Running", "Succeeded", "Failed" (getPhase). */

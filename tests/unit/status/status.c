@@ -328,9 +328,38 @@ static void test_old_status_and_transitions(void **state) {
         json_decref(old);
 }
 
+/* a pod past its activeDeadlineSeconds (ShouldEvict): Failed with the handler's reason and message, its
+ * containers' states as they are */
+static void test_evicted_by_sync_handler(void **state) {
+        _cleanup_pod_free_ struct pod *p = parse_pod("Always");
+        _cleanup_(kc_pod_status_freep) struct kc_pod_status *s = status_new(false);
+        struct pod_status_input in = {
+                .pod = p,
+                .observed = s,
+                .evict_reason = "DeadlineExceeded",
+                .evict_message = "Pod was active on the node longer than the specified deadline"
+        };
+        json_t *st;
+
+        add(s, "a", "a1", KC_CONTAINER_EXITED, 137, 5, 0);
+        add(s, "b", "b1", KC_CONTAINER_EXITED, 143, 4, 0);
+        assert_string_equal(status_pod_phase(&in), "Failed");
+        assert_int_equal(status_pod_generate(&in, &st), 0);
+        assert_string_equal(json_string_value(json_object_get(st, "phase")), "Failed");
+        assert_string_equal(json_string_value(json_object_get(st, "reason")), "DeadlineExceeded");
+        assert_string_equal(json_string_value(json_object_get(st, "message")),
+                            "Pod was active on the node longer than the specified deadline");
+        assert_string_equal(cond_field(st, "Ready", "reason"), "PodCompleted");
+        json_decref(st);
+        /* without it the same containers make a Running pod (restartPolicy Always) */
+        in.evict_reason = in.evict_message = NULL;
+        assert_string_equal(status_pod_phase(&in), "Running");
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_phase),
+                cmocka_unit_test(test_evicted_by_sync_handler),
                 cmocka_unit_test(test_generate),
                 cmocka_unit_test(test_init_containers_status),
                 cmocka_unit_test(test_old_status_and_transitions),
