@@ -153,6 +153,18 @@ void container_done(struct container *c) {
         resource_list_done(&c->resources.requests);
         free(c->termination_message_path);
         free(c->restart_policy);
+        for (size_t i = 0; i < c->n_restart_rules; i++) {
+                free(c->restart_rules[i].action);
+                free(c->restart_rules[i].exit_codes_operator);
+                free(c->restart_rules[i].exit_codes);
+        }
+        free(c->restart_rules);
+        for (size_t i = 0; i < c->n_resize_policy; i++) {
+                free(c->resize_policy[i].resource_name);
+                free(c->resize_policy[i].restart_policy);
+        }
+        free(c->resize_policy);
+        free(c->target_container_name);
         probe_free(c->liveness_probe);
         probe_free(c->readiness_probe);
         probe_free(c->startup_probe);
@@ -184,6 +196,12 @@ static void pod_spec_done(struct pod_spec *s) {
         for (size_t i = 0; i < s->n_init_containers; i++)
                 container_done(&s->init_containers[i]);
         free(s->init_containers);
+        for (size_t i = 0; i < s->n_ephemeral_containers; i++)
+                container_done(&s->ephemeral_containers[i]);
+        free(s->ephemeral_containers);
+        free(s->runtime_class_name);
+        resource_list_done(&s->overhead);
+        strv_free(s->readiness_gates);
         pod_volumes_free(s->volumes);
         free(s->node_name);
         free(s->hostname);
@@ -242,6 +260,9 @@ const struct container *pod_find_container(const struct pod *pod, const char *na
         for (size_t i = 0; i < pod->spec.n_init_containers; i++)
                 if (streq_ptr(pod->spec.init_containers[i].name, name))
                         return &pod->spec.init_containers[i];
+        for (size_t i = 0; i < pod->spec.n_ephemeral_containers; i++)
+                if (streq_ptr(pod->spec.ephemeral_containers[i].name, name))
+                        return &pod->spec.ephemeral_containers[i];
         return NULL;
 }
 
