@@ -77,6 +77,13 @@ int kubelet_admit(const struct pod *p, const struct pod *const *admitted, size_t
         }
         if (r < 0)
                 return r;
+        r = kr_apparmor_admit(p, node->apparmor_enabled, ret_message);
+        if (r == -EPERM) {
+                *ret_reason = "AppArmor";
+                return -ENOSPC;
+        }
+        if (r < 0)
+                return r;
         if (node->max_pods > 0 && (int64_t) n + 1 > node->max_pods)
                 return insufficient("pods", 1, (int64_t) n, node->max_pods, ret_reason, ret_message);
         kubelet_pod_requests(p, &cpu, &mem);

@@ -16,13 +16,14 @@ struct admission_node {
         int64_t cpu_milli;             /* allocatable */
         int64_t memory_bytes;          /* allocatable */
         char **allowed_unsafe_sysctls; /* --allowed-unsafe-sysctls (strv) */
+        bool apparmor_enabled;         /* the host has AppArmor on */
 };
 
 /* What the pod asks for, as the scheduler counts it: max(sum of app containers, largest init container). */
 void kubelet_pod_requests(const struct pod *p, int64_t *ret_cpu_milli, int64_t *ret_memory_bytes);
 
 /* 0 when p fits next to the n admitted pods; -ENOSPC with *ret_reason ("SysctlForbidden" for a sysctl that is
- * neither safe nor allowed, "OutOfpods", "OutOfcpu", "OutOfmemory", static storage) and *ret_message
+ * neither safe nor allowed, "AppArmor" for an AppArmor profile on a host without AppArmor, "OutOfpods", "OutOfcpu", "OutOfmemory", static storage) and *ret_message
  * (allocated) when it does not; -ENOMEM. */
 int kubelet_admit(const struct pod *p, const struct pod *const *admitted, size_t n, const struct admission_node *node,
                   const char **ret_reason, char **ret_message);

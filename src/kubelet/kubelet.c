@@ -909,6 +909,8 @@ static int admission_setup(struct kubelet *k) {
         };
         node_allocatable(&in, &k->admission.cpu_milli, &k->admission.memory_bytes, &storage);
         k->admission.max_pods = k->opts->max_pods;
+        k->admission.apparmor_enabled = kr_apparmor_host_enabled("");
+        log_v(1, "AppArmor is %s on this host", k->admission.apparmor_enabled ? "enabled" : "not enabled");
         /* pkg/kubelet/sysctl NewAllowlist: every unsafe sysctl allowed must be namespaced */
         if (!isempty(k->opts->allowed_unsafe_sysctls)) {
                 _cleanup_free_ char *copy = strdup(k->opts->allowed_unsafe_sysctls);

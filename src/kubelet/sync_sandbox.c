@@ -130,9 +130,14 @@ void kubelet_sync_sandbox(struct pod_sync *s) {
         for (size_t i = 0; s->actions.create_sandbox && report.event_reasons && report.event_reasons[i]; i++)
                 kubelet_worker_event(s->w, NULL, "Warning", report.event_reasons[i], "%s", report.event_messages[i]);
         if (r < 0) {
-                if (report.error)
-                        log_error("pod %s: building the sandbox config: %s", kubelet_sync_pod_desc(s),
+                if (report.error) {
+                        log_error("pod %s: Failed to generate sandbox config: %s", kubelet_sync_pod_desc(s),
                                   ck_error_message(report.error));
+                        if (s->actions.create_sandbox)
+                                kubelet_worker_event(s->w, NULL, "Warning", "FailedCreatePodSandBox",
+                                                     "Failed to create pod sandbox: %s",
+                                                     ck_error_message(report.error));
+                }
                 kc_build_report_done(&report);
                 kubelet_sync_call_failed(s, "building the sandbox config", r);
                 kubelet_pod_sync_finish(s);
