@@ -99,3 +99,73 @@ def test_sidecars_stop_in_reverse_order_after_the_app(kubelet_factory, runtime, 
     graces = {m.group(1): int(m.group(2)) for m in re.finditer(
         r'Killing container with a grace period: [^\n]*containerName="(\w+)"[^\n]*gracePeriod=(\d+)', k.log())}
     assert graces["app"] == 20 and graces["s2"] <= 17 and graces["s1"] <= 16, graces
+
+
+# ---------------------------------------------------------------- namespaces and names
+
+
+def exec_out(runtime, cid, *cmd):
+    p = runtime.crictl("exec", cid, "--", *cmd, check=False)
+    return p.stdout
+
+
+def test_share_process_namespace_and_fqdn_hostname(kubelet_factory, runtime):
+    k, api = start(kubelet_factory, "--cluster-domain", "cluster.local")
+    name = write_pod(k, "shared", {"shareProcessNamespace": True, "hostname": "web", "subdomain": "svc1",
+                                   "setHostnameAsFQDN": True, "terminationGracePeriodSeconds": 1,
+                                   "containers": [ctr("a", ["sh", "-c", "exec sleep 3600"]),
+                                                  ctr("b", SLEEPER)]})
+    [b] = wait_for(lambda: runtime.running(name, "b"), 30, msg="b running")
+    wait_for(lambda: runtime.running(name, "a"), 30, msg="a running")
+    # b sees a's process: one process namespace for the pod
+    wait_for(lambda: "sleep 3600" in exec_out(runtime, b["id"], "ps", "-o", "args"), 10,
+             msg="a's process visible from b")
+    assert exec_out(runtime, b["id"], "hostname").strip() == "web.svc1.default.svc.cluster.local"
+
+    # without shareProcessNamespace the containers do not see each other
+    name2 = write_pod(k, "apart", {"terminationGracePeriodSeconds": 1,
+                                   "containers": [ctr("a", ["sh", "-c", "exec sleep 3600"]), ctr("b", SLEEPER)]})
+    [b2] = wait_for(lambda: runtime.running(name2, "b"), 30, msg="b running")
+    wait_for(lambda: runtime.running(name2, "a"), 30, msg="a running")
+    assert "sleep 3600" not in exec_out(runtime, b2["id"], "ps", "-o", "args")
+    assert exec_out(runtime, b2["id"], "hostname").strip() == name2
+
+
+def test_fqdn_too_long_fails_the_sandbox(kubelet_factory, runtime):
+    k, api = start(kubelet_factory, "--cluster-domain", "cluster.local")
+    name = write_pod(k, "longfqdn", {"hostname": "a-rather-long-host-name", "subdomain": "and-a-long-subdomain",
+                                     "setHostnameAsFQDN": True, "containers": [ctr("a", SLEEPER)]})
+    k.wait_log(r"Failed to generate sandbox config: failed to construct FQDN from pod hostname and cluster domain, "
+               r"FQDN a-rather-long-host-name\.and-a-long-subdomain\.default\.svc\.cluster\.local is too long \(64 "
+               r"characters is the max, 70 characters requested\)", 30)
+    assert not runtime.pods_named(name)
+
+
+# ---------------------------------------------------------------- AppArmor
+
+
+def apparmor_enabled():
+    try:
+        with open("/sys/module/apparmor/parameters/enabled") as f:
+            return os.path.isdir("/sys/kernel/security/apparmor") and f.read().startswith("Y")
+    except OSError:
+        return False
+
+
+def test_apparmor_profile(kubelet_factory, runtime):
+    k, api = start(kubelet_factory)
+    # Unconfined needs nothing of the host
+    open_name = write_pod(k, "aa-open", {"securityContext": {"appArmorProfile": {"type": "Unconfined"}},
+                                         "terminationGracePeriodSeconds": 1, "containers": [ctr("a", SLEEPER)]})
+    wait_for(lambda: runtime.running(open_name, "a"), 30, msg="the Unconfined pod running")
+    name = write_pod(k, "aa", {"terminationGracePeriodSeconds": 1, "containers": [
+        ctr("a", SLEEPER, securityContext={"appArmorProfile": {"type": "RuntimeDefault"}})]})
+    if apparmor_enabled():
+        [c] = wait_for(lambda: runtime.running(name, "a"), 30, msg="the confined pod running")
+        assert "docker-default" in exec_out(runtime, c["id"], "cat", "/proc/self/attr/current") or \
+            "cri-containerd" in exec_out(runtime, c["id"], "cat", "/proc/self/attr/current")
+    else:
+        # this host has no AppArmor: refused at admission, as upstream's AppArmor admit handler
+        k.wait_log(r'Pod admission denied: pod="default/aa-testnode" podUID="[0-9a-f]+" reason="AppArmor" '
+                   r'message="Cannot enforce AppArmor: AppArmor is not enabled on the host"', 30)
+        assert not runtime.pods_named(name)
