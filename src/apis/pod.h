@@ -384,7 +384,15 @@ char *pod_full_name(const struct pod *p);
 /* The pod's hostname (GeneratePodHostNameAndDomain): spec.hostname or its name, truncated to 63 characters,
  * without trailing '-' or '.'. NULL on OOM. */
 char *pod_hostname(const struct pod *pod);
-/* A container or init container of the pod by name; NULL if none. */
+/* ContainerShouldRestart (ContainerRestartRules): would an instance of c that exited with exit_code be started
+ * again? The first of its restartPolicyRules whose exit codes match decides (action Restart), else its own
+ * restartPolicy, else the pod's (Always; OnFailure: a non-zero exit; Never). A sidecar always restarts. */
+bool container_should_restart_on_exit(const struct pod_spec *spec, const struct container *c, int32_t exit_code);
+/* Can any container of the pod be restarted after it exited? (the pod's restartPolicy is not Never, or a
+ * container has its own policy other than Never, or restart rules) */
+bool pod_may_restart_containers(const struct pod_spec *spec);
+
+/* A container, init container or ephemeral container of the pod by name; NULL if none. */
 const struct container *pod_find_container(const struct pod *pod, const char *name);
 
 /* Quantity parsing (resource.ParseQuantity). */

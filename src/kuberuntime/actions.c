@@ -73,11 +73,7 @@ bool kr_should_restart_container(const struct pod *pod, const struct container *
                 return false;
         if (cs->state == KC_CONTAINER_UNKNOWN || cs->state == KC_CONTAINER_CREATED)
                 return true;
-        if (pod->spec.restart_policy == RESTART_POLICY_NEVER)
-                return false;
-        if (pod->spec.restart_policy == RESTART_POLICY_ON_FAILURE && cs->exit_code == 0)
-                return false;
-        return true;
+        return container_should_restart_on_exit(&pod->spec, c, cs->exit_code);
 }
 
 const struct kc_container *kr_pod_status_find_in_sandbox(const struct kc_pod_status *status, const char *name,
@@ -241,7 +237,8 @@ static int init_container_actions(const struct pod *pod, const struct kc_pod_sta
                         if (sidecar)
                                 r = add_init_start(a, i); /* whatever the pod's restartPolicy */
                         else if (init_container_failed(cs)) {
-                                if (spec->restart_policy == RESTART_POLICY_NEVER)
+                                /* restartOnFailure: by its own restartPolicy and rules (OOM counts as 137) */
+                                if (!container_should_restart_on_exit(spec, c, cs->exit_code ? cs->exit_code : 137))
                                         goto fail_pod;
                                 r = add_init_start(a, i);
                         } else if (i == spec->n_init_containers - 1) {
@@ -252,7 +249,7 @@ static int init_container_actions(const struct pod *pod, const struct kc_pod_sta
                         break;
                 case KC_CONTAINER_UNKNOWN:
                 default:
-                        if (!sidecar && spec->restart_policy == RESTART_POLICY_NEVER)
+                        if (!sidecar && !container_should_restart_on_exit(spec, c, 137))
                                 goto fail_pod;
                         r = kill_msg(a, cs, "Unknown", false, "Container is in %s state, try killing it before restart",
                                      "CONTAINER_UNKNOWN");
@@ -344,15 +341,15 @@ int kr_compute_pod_actions(const struct pod *pod, const struct kc_pod_status *st
 
         if (a.create_sandbox) {
                 /* A pod that already ran and must not restart gets no new sandbox. */
-                if (pod->spec.restart_policy == RESTART_POLICY_NEVER && a.attempt != 0 && status &&
-                    status->n_containers != 0) {
+                if (!pod_may_restart_containers(&pod->spec) && a.attempt != 0 && status && status->n_containers != 0) {
                         a.create_sandbox = false;
                         *ret = a;
                         return 0;
                 }
                 for (size_t i = 0; i < pod->spec.n_containers; i++) {
-                        if (pod->spec.restart_policy == RESTART_POLICY_ON_FAILURE &&
-                            container_succeeded(&pod->spec.containers[i], status))
+                        /* a container that succeeded and would not restart after it stays done */
+                        if (container_succeeded(&pod->spec.containers[i], status) &&
+                            !container_should_restart_on_exit(&pod->spec, &pod->spec.containers[i], 0))
                                 continue;
                         r = add_start(&a, i);
                         if (r < 0)
@@ -437,7 +434,10 @@ int kr_compute_pod_actions(const struct pod *pod, const struct kc_pod_status *st
                 if (probe_failed(probes, PROBE_LIVENESS, cs) || probe_failed(probes, PROBE_STARTUP, cs)) {
                         bool liveness = probe_failed(probes, PROBE_LIVENESS, cs);
                         const struct probe *pr = liveness ? c->liveness_probe : c->startup_probe;
-                        bool restart = pod->spec.restart_policy != RESTART_POLICY_NEVER;
+                        /* killed by the kubelet: its restart policy (the container's own, else the pod's) decides, not
+                         * the rules on exit codes */
+                        bool restart = c->restart_policy ? !streq(c->restart_policy, "Never")
+                                                         : pod->spec.restart_policy != RESTART_POLICY_NEVER;
                         char *msg = NULL;
 
                         if (asprintf(&msg, "Container %s failed %s probe%s", c->name, liveness ? "liveness" : "startup",

@@ -14,16 +14,14 @@
 
 #define RUNTIME_TYPE "containerd" /* the scheme of containerID: <type>://<id> (CRI Version runtime_name) */
 
-static bool container_should_restart(const struct pod *pod, const struct kc_container *c) {
+static bool container_should_restart(const struct pod *pod, const struct container *spec,
+                                     const struct kc_container *c) {
         /* kubecontainer.ShouldContainerBeRestarted, for a container that exists */
         if (c->state == KC_CONTAINER_RUNNING || c->state == KC_CONTAINER_CREATED)
                 return false;
-        if (pod->spec.restart_policy == RESTART_POLICY_NEVER)
-                return false;
-        if (pod->spec.restart_policy == RESTART_POLICY_ON_FAILURE && c->state == KC_CONTAINER_EXITED &&
-            c->exit_code == 0)
-                return false;
-        return true;
+        if (c->state != KC_CONTAINER_EXITED)
+                return true;
+        return container_should_restart_on_exit(&pod->spec, spec, c->exit_code);
 }
 
 static const struct container_waiting *find_waiting(const struct pod_status_input *in, const char *name) {
@@ -166,7 +164,7 @@ static json_t *container_status_json(const struct pod_status_input *in, const st
                 last = json_pack("{s:o}", "terminated", terminated_json(prev));
         /* a container that will be restarted and has a reason (back-off, pull error) waits with it; what it
          * was becomes the last state (the reasonCache step of convertToAPIContainerStatuses) */
-        if (w && container_should_restart(in->pod, c)) {
+        if (w && container_should_restart(in->pod, spec, c)) {
                 json_decref(last);
                 last = state;
                 state = waiting_json(w->reason, w->message);
@@ -182,7 +180,7 @@ static json_t *container_status_json(const struct pod_status_input *in, const st
 
 const char *status_pod_phase(const struct pod_status_input *in) {
         const struct pod *pod = in->pod;
-        size_t unknown = 0, running = 0, waiting = 0, stopped = 0, succeeded = 0;
+        size_t unknown = 0, running = 0, waiting = 0, stopped = 0, succeeded = 0, restarting = 0;
         size_t pending_init = 0, failed_init = 0;
 
         if (in->evict_reason)
@@ -232,6 +230,9 @@ const char *status_pod_phase(const struct pod_status_input *in) {
                         stopped++;
                         if (c->exit_code == 0)
                                 succeeded++;
+                        /* it will be started again (its restart policy and rules, else the pod's) */
+                        if (container_should_restart_on_exit(&pod->spec, spec, c->exit_code))
+                                restarting++;
                         break;
                 case KC_CONTAINER_CREATED:
                         /* waiting; with a previous termination it counts as stopped (getPhase) */
@@ -246,8 +247,8 @@ const char *status_pod_phase(const struct pod_status_input *in) {
                         break;
                 }
         }
-        if (failed_init > 0 && pod->spec.restart_policy == RESTART_POLICY_NEVER)
-                return "Failed";
+        if (failed_init > 0)
+                return "Failed"; /* an init container failed and will not be started again */
         /* pending init containers of a pod whose app containers started before (the sandbox was re-created)
          * do not make it pending again */
         if ((pending_init > 0 && running == 0 && stopped == 0) || waiting > 0)
@@ -255,13 +256,11 @@ const char *status_pod_phase(const struct pod_status_input *in) {
         if (running > 0 && unknown == 0)
                 return "Running";
         if (running == 0 && stopped > 0 && unknown == 0) {
-                if (pod->spec.restart_policy == RESTART_POLICY_ALWAYS)
-                        return "Running"; /* all of them will be restarted */
+                if (restarting > 0)
+                        return "Running"; /* some of them will be started again */
                 if (stopped == succeeded)
                         return "Succeeded";
-                if (pod->spec.restart_policy == RESTART_POLICY_NEVER)
-                        return "Failed";
-                return "Running"; /* OnFailure: the failed ones will be restarted */
+                return "Failed";
         }
         return "Pending";
 }

@@ -169,3 +169,40 @@ def test_apparmor_profile(kubelet_factory, runtime):
         k.wait_log(r'Pod admission denied: pod="default/aa-testnode" podUID="[0-9a-f]+" reason="AppArmor" '
                    r'message="Cannot enforce AppArmor: AppArmor is not enabled on the host"', 30)
         assert not runtime.pods_named(name)
+
+
+# ---------------------------------------------------------------- container restart rules
+
+
+def test_container_restart_policy_and_rules(kubelet_factory, runtime, tmp_path):
+    k, api = start(kubelet_factory)
+    shared = tmp_path / "runs"
+    shared.mkdir()
+    mount = [{"name": "runs", "mountPath": "/runs"}]
+    # exits 42 twice (a rule restarts it), then 3 (no rule: its own Never)
+    retry = ["sh", "-c", "n=$(cat /runs/retry 2>/dev/null || echo 0); n=$((n+1)); echo $n > /runs/retry; "
+                         "[ $n -lt 3 ] && exit 42; exit 3"]
+    # exits 0 once, then runs: its own Always restarts it in a Never pod
+    once = ["sh", "-c", "[ -f /runs/once ] || { touch /runs/once; exit 0; }; exec sleep 3600"]
+    name = write_pod(k, "rules", {
+        "restartPolicy": "Never", "terminationGracePeriodSeconds": 1,
+        "volumes": [{"name": "runs", "hostPath": {"path": str(shared)}}],
+        "containers": [ctr("retry", retry, volumeMounts=mount, restartPolicy="Never",
+                           restartPolicyRules=[{"action": "Restart",
+                                                "exitCodes": {"operator": "In", "values": [42]}}]),
+                       ctr("always", once, volumeMounts=mount, restartPolicy="Always"),
+                       ctr("plain", ["sh", "-c", "exit 1"])]})
+    st = wait_for(lambda: (s := pod_status(api, name)) and (c := cstatus(s, "retry")) and
+                  c["state"].get("terminated", {}).get("exitCode") == 3 and s, 60, interval=0.2,
+                  msg="retry ran three times")
+    assert cstatus(st, "retry")["restartCount"] == 2
+    assert (shared / "retry").read_text().strip() == "3"
+    wait_for(lambda: runtime.running(name, "always"), 30, msg="always running again")
+    st = pod_status(api, name)
+    assert cstatus(st, "always")["restartCount"] == 1
+    assert cstatus(st, "plain")["state"]["terminated"]["exitCode"] == 1
+    assert st["phase"] == "Running"  # always keeps running
+    # nothing more is restarted
+    time.sleep(3)
+    assert len(runtime.containers_of(name, "plain")) == 1
+    assert (shared / "retry").read_text().strip() == "3"

@@ -832,6 +832,92 @@ static void test_crash_backoff_decision(void **state) {
         backoff_done(&b);
 }
 
+/* ---- container restart rules (ContainerRestartRules) */
+
+#define RULES_POD                                                                            \
+        "apiVersion: v1\nkind: Pod\n"                                                        \
+        "metadata: {name: web, namespace: default}\n"                                        \
+        "spec:\n"                                                                            \
+        "  restartPolicy: Never\n"                                                           \
+        "  containers:\n"                                                                    \
+        "  - name: rules\n    image: busybox:1.36\n    restartPolicy: Never\n"               \
+        "    restartPolicyRules:\n"                                                          \
+        "    - {action: Restart, exitCodes: {operator: In, values: [42, 43]}}\n"             \
+        "    - {action: Restart, exitCodes: {operator: NotIn, values: [0, 1, 2, 42, 43]}}\n" \
+        "  - {name: always, image: busybox:1.36, restartPolicy: Always}\n"                   \
+        "  - {name: onfailure, image: busybox:1.36, restartPolicy: OnFailure}\n"             \
+        "  - {name: pods, image: busybox:1.36}\n"
+
+static void test_restart_rules(void **state) {
+        _cleanup_pod_free_ struct pod *p = parse_pod(RULES_POD);
+        static const struct {
+                size_t container;
+                int32_t exit_code;
+                bool restart;
+        } cases[] = {
+                /* the rules first: In [42 43] restarts; NotIn [0 1 2 42 43] restarts anything else but 0, 1, 2;
+                 * then the container's own Never */
+                { 0, 42, true },
+                { 0, 43, true },
+                { 0, 0, false },
+                { 0, 1, false },
+                { 0, 2, false },
+                { 0, 7, true },
+                { 0, 137, true },
+                /* the container's own policy in a Never pod */
+                { 1, 0, true },
+                { 1, 1, true },
+                { 2, 0, false },
+                { 2, 3, true },
+                /* no policy of its own: the pod's Never */
+                { 3, 0, false },
+                { 3, 1, false },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                if (container_should_restart_on_exit(&p->spec, &p->spec.containers[cases[i].container],
+                                                     cases[i].exit_code) != cases[i].restart)
+                        fail_msg("case %zu: container %s exit %d: expected restart=%d", i,
+                                 p->spec.containers[cases[i].container].name, cases[i].exit_code, cases[i].restart);
+        }
+        assert_true(pod_may_restart_containers(&p->spec));
+
+        /* computePodActions: the exited containers that restart are started again, in the Never pod */
+        {
+                _cleanup_(kc_pod_status_freep) struct kc_pod_status *s = status_new();
+                struct kr_pod_actions a;
+
+                add_sandbox(s, "sb1", 0, KC_SANDBOX_READY, 1, false, "10.0.0.2");
+                add_container(s, p, 0, "c-rules", KC_CONTAINER_EXITED, 42, 2, true);
+                add_container(s, p, 1, "c-always", KC_CONTAINER_EXITED, 0, 3, true);
+                add_container(s, p, 2, "c-onfailure", KC_CONTAINER_EXITED, 0, 4, true);
+                add_container(s, p, 3, "c-pods", KC_CONTAINER_EXITED, 1, 5, true);
+                kc_pod_status_sort(s);
+                assert_int_equal(kr_compute_pod_actions(p, s, NULL, &a), 0);
+                assert_false(a.kill_pod);
+                assert_int_equal(a.n_start, 2);
+                assert_int_equal(a.start[0], 0);
+                assert_int_equal(a.start[1], 1);
+                kr_pod_actions_done(&a);
+        }
+        /* exit 1 matches no rule: the container's Never; nothing else to run: the pod is done */
+        {
+                _cleanup_(kc_pod_status_freep) struct kc_pod_status *s = status_new();
+                struct kr_pod_actions a;
+
+                add_sandbox(s, "sb1", 0, KC_SANDBOX_READY, 1, false, "10.0.0.2");
+                add_container(s, p, 0, "c-rules", KC_CONTAINER_EXITED, 1, 2, true);
+                add_container(s, p, 1, "c-always", KC_CONTAINER_RUNNING, 0, 3, true);
+                add_container(s, p, 2, "c-onfailure", KC_CONTAINER_EXITED, 0, 4, true);
+                add_container(s, p, 3, "c-pods", KC_CONTAINER_EXITED, 0, 5, true);
+                kc_pod_status_sort(s);
+                assert_int_equal(kr_compute_pod_actions(p, s, NULL, &a), 0);
+                assert_false(a.kill_pod); /* "always" still runs */
+                assert_int_equal(a.n_start, 0);
+                kr_pod_actions_done(&a);
+        }
+}
+
 /* ---- the kill step's order (newTerminationOrdering) */
 
 #define ORDER_POD                                                      \
@@ -994,6 +1080,7 @@ int main(void) {
                 cmocka_unit_test(test_sidecar_restarted_whatever_the_policy),
                 cmocka_unit_test(test_decide_image_table),
                 cmocka_unit_test(test_crash_backoff_decision),
+                cmocka_unit_test(test_restart_rules),
                 cmocka_unit_test(test_kill_order),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -356,10 +356,41 @@ static void test_evicted_by_sync_handler(void **state) {
         assert_string_equal(status_pod_phase(&in), "Running");
 }
 
+/* getPhase with a container's own restart policy and rules: a Never pod stays Running while one will restart */
+static void test_phase_with_restart_rules(void **state) {
+        const char *yaml = "apiVersion: v1\nkind: Pod\nmetadata: {name: web, namespace: default, uid: uid-1}\n"
+                           "spec:\n  restartPolicy: Never\n  containers:\n"
+                           "  - name: a\n    image: busybox\n    restartPolicy: Never\n"
+                           "    restartPolicyRules: [{action: Restart, exitCodes: {operator: In, values: [42]}}]\n"
+                           "  - {name: b, image: busybox}\n";
+        _cleanup_ck_error_ struct ck_error *err = NULL;
+        struct pod_set set = {};
+        struct kc_pod_status *s;
+
+        assert_int_equal(manifest_parse(yaml, strlen(yaml), &set, &err), 0);
+        s = status_new(true);
+        add(s, "a", "a1", KC_CONTAINER_EXITED, 42, 5, 0);
+        add(s, "b", "b1", KC_CONTAINER_EXITED, 0, 4, 0);
+        assert_string_equal(phase(set.pods[0], s), "Running"); /* a exited 42: it is restarted */
+        kc_pod_status_free(s);
+        s = status_new(true);
+        add(s, "a", "a1", KC_CONTAINER_EXITED, 3, 5, 0);
+        add(s, "b", "b1", KC_CONTAINER_EXITED, 0, 4, 0);
+        assert_string_equal(phase(set.pods[0], s), "Failed"); /* 3 matches no rule: a's Never */
+        kc_pod_status_free(s);
+        s = status_new(true);
+        add(s, "a", "a1", KC_CONTAINER_EXITED, 0, 5, 0);
+        add(s, "b", "b1", KC_CONTAINER_EXITED, 0, 4, 0);
+        assert_string_equal(phase(set.pods[0], s), "Succeeded");
+        kc_pod_status_free(s);
+        pod_set_done(&set);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_phase),
                 cmocka_unit_test(test_evicted_by_sync_handler),
+                cmocka_unit_test(test_phase_with_restart_rules),
                 cmocka_unit_test(test_generate),
                 cmocka_unit_test(test_init_containers_status),
                 cmocka_unit_test(test_old_status_and_transitions),
