@@ -289,6 +289,7 @@ int kubelet_worker_status_json(struct kubelet *k, struct pod_worker *w, json_t *
                 .ready_transition_usec = w->ready_transition,
                 .initialized_usec = w->first_seen_realtime_usec,
                 .old_status = old_status(k, w),
+                .now_usec = (int64_t) now_realtime_usec(),
                 .evict_reason = w->deadline_exceeded ? ACTIVE_DEADLINE_REASON : NULL,
                 .evict_message = w->deadline_exceeded ? ACTIVE_DEADLINE_MESSAGE : NULL,
         };
@@ -312,7 +313,7 @@ static void report_status(struct kubelet *k, struct pod_worker *w) {
                 return;
         /* never ask the API server for what its validation refuses (the status manager's
          * checkContainerStateTransition) */
-        if (status_pod_check_transition(old_status(k, w), status, w->pod->spec.restart_policy, &why) < 0) {
+        if (status_pod_check_transition(old_status(k, w), status, &w->pod->spec, &why) < 0) {
                 log_error("Status update on pod %s/%s aborted: %s", w->pod->namespace_, w->pod->name,
                           ck_error_message(why));
                 json_decref(status);

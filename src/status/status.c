@@ -265,6 +265,75 @@ const char *status_pod_phase(const struct pod_status_input *in) {
         return "Pending";
 }
 
+bool status_condition_by_kubelet(const char *type) {
+        static const char *const owned[] = { "PodScheduled",
+                                             "Ready",
+                                             "Initialized",
+                                             "ContainersReady",
+                                             "PodReadyToStartContainers",
+                                             "PodResizePending",
+                                             "PodResizeInProgress" };
+        for (size_t i = 0; type && i < ELEMENTSOF(owned); i++)
+                if (streq(owned[i], type))
+                        return true;
+        return false;
+}
+
+/* a condition of the pod as the API server has it (set by a client), NULL if none */
+static const json_t *pod_condition(const struct pod_status_input *in, const char *type) {
+        const json_t *list = json_object_get(json_object_get(in->pod->raw, "status"), "conditions"), *c;
+        size_t i;
+
+        json_array_foreach(list, i, c)
+                if (streq_ptr(json_string_value(json_object_get(c, "type")), type))
+                        return c;
+        return NULL;
+}
+
+/* GeneratePodReadyCondition's readiness gates: NULL when every gate's condition is True, else the message */
+static int readiness_gates_message(const struct pod_status_input *in, char **ret) {
+        _cleanup_free_ char *msg = NULL;
+        char *const *gates = in->pod->spec.readiness_gates;
+
+        for (size_t i = 0; gates && gates[i]; i++) {
+                const json_t *c = pod_condition(in, gates[i]);
+                const char *status = c ? json_string_value(json_object_get(c, "status")) : NULL;
+                _cleanup_free_ char *q = go_quote(gates[i]), *one = NULL, *joined = NULL;
+
+                if (!q)
+                        return -ENOMEM;
+                if (!c) {
+                        if (asprintf(&one, "corresponding condition of pod readiness gate %s does not exist.", q) < 0)
+                                return -ENOMEM;
+                } else if (!streq_ptr(status, "True")) {
+                        if (asprintf(&one, "the status of pod readiness gate %s is not \"True\", but %s", q,
+                                     strempty(status)) < 0)
+                                return -ENOMEM;
+                } else
+                        continue;
+                if (asprintf(&joined, "%s%s%s", strempty(msg), msg ? ", " : "", one) < 0)
+                        return -ENOMEM;
+                free(msg);
+                msg = TAKE_PTR(joined);
+        }
+        *ret = TAKE_PTR(msg);
+        return 0;
+}
+
+/* the lastTransitionTime of a condition in the previous status, when its status was the same; else 0 */
+static int64_t old_transition(const struct pod_status_input *in, const char *type, bool status) {
+        const json_t *list = json_object_get(in->old_status, "conditions"), *c;
+        size_t i;
+        int64_t t;
+
+        json_array_foreach(list, i, c)
+                if (streq_ptr(json_string_value(json_object_get(c, "type")), type) &&
+                    streq_ptr(json_string_value(json_object_get(c, "status")), status ? "True" : "False") &&
+                    parse_rfc3339(strempty(json_string_value(json_object_get(c, "lastTransitionTime"))), &t) >= 0)
+                        return t / 1000;
+        return 0;
+}
+
 static json_t *condition(const char *type, bool status, int64_t transition_usec, const char *reason,
                          const char *message) {
         char buf[64];
@@ -342,7 +411,8 @@ int status_pod_generate(const struct pod_status_input *in, json_t **ret) {
         const struct pod *pod = in->pod;
         _cleanup_free_ json_t **sorted = NULL;
         _cleanup_strv_free_ char **unready = NULL;
-        _cleanup_free_ char *unready_list = NULL, *message = NULL;
+        _cleanup_free_ char *unready_list = NULL, *message = NULL, *gates_message = NULL;
+        json_t *ready_cond = NULL;
         const char *phase = status_pod_phase(in), *ip = sandbox_ip(in);
         bool completed = streq(phase, "Succeeded") || streq(phase, "Failed");
         int64_t ready_at = in->ready_transition_usec ? in->ready_transition_usec : in->initialized_usec;
@@ -394,19 +464,49 @@ int status_pod_generate(const struct pod_status_input *in, json_t **ret) {
                 if (!unready_list || asprintf(&message, "containers with unready status: [%s]", unready_list) < 0)
                         return -ENOMEM;
         }
-        /* conditions in upstream's order */
-        conditions = json_pack("[o, o, o, o, o]",
-                               condition("PodReadyToStartContainers", sandbox_ready(in), in->initialized_usec, NULL,
-                                         NULL),
-                               condition("Initialized", !init_message, in->initialized_usec,
-                                         init_message ? "ContainersNotInitialized" : NULL, init_message),
-                               condition("Ready", !unready, ready_at,
-                                         unready ? (completed ? "PodCompleted" : "ContainersNotReady") : NULL,
-                                         unready && !completed ? message : NULL),
-                               condition("ContainersReady", !unready, ready_at,
-                                         unready ? (completed ? "PodCompleted" : "ContainersNotReady") : NULL,
-                                         unready && !completed ? message : NULL),
-                               condition("PodScheduled", true, in->initialized_usec, NULL, NULL));
+        /* readiness gates: Ready needs every gate's condition True too, once the containers are ready */
+        if (!unready) {
+                r = readiness_gates_message(in, &gates_message);
+                if (r < 0)
+                        return r;
+        }
+        /* the conditions of other clients first, kept as they are (generateAPIPodStatus), then the kubelet's in
+         * upstream's order */
+        conditions = json_array();
+        if (!conditions)
+                return -ENOMEM;
+        {
+                const json_t *list = json_object_get(json_object_get(pod->raw, "status"), "conditions"), *c;
+                size_t i;
+                json_array_foreach(list, i, c)
+                        if (json_is_object(c) &&
+                            !status_condition_by_kubelet(json_string_value(json_object_get(c, "type"))))
+                                json_array_append(conditions, (json_t *) c);
+        }
+        if (gates_message) {
+                int64_t t = old_transition(in, "Ready", false);
+                ready_cond = condition("Ready", false, t ? t : (in->now_usec ? in->now_usec : ready_at),
+                                       "ReadinessGatesNotReady", gates_message);
+        } else {
+                int64_t t = pod->spec.readiness_gates && !unready ? old_transition(in, "Ready", true) : 0;
+                ready_cond = condition("Ready", !unready, t ? t : ready_at,
+                                       unready ? (completed ? "PodCompleted" : "ContainersNotReady") : NULL,
+                                       unready && !completed ? message : NULL);
+        }
+        if (json_array_append_new(conditions, condition("PodReadyToStartContainers", sandbox_ready(in),
+                                                        in->initialized_usec, NULL, NULL)) < 0 ||
+            json_array_append_new(conditions,
+                                  condition("Initialized", !init_message, in->initialized_usec,
+                                            init_message ? "ContainersNotInitialized" : NULL, init_message)) < 0 ||
+            json_array_append_new(conditions, ready_cond) < 0 ||
+            json_array_append_new(conditions,
+                                  condition("ContainersReady", !unready, ready_at,
+                                            unready ? (completed ? "PodCompleted" : "ContainersNotReady") : NULL,
+                                            unready && !completed ? message : NULL)) < 0 ||
+            json_array_append_new(conditions, condition("PodScheduled", true, in->initialized_usec, NULL, NULL)) < 0) {
+                json_decref(conditions);
+                return -ENOMEM;
+        }
 
         status = json_pack("{s:s, s:o, s:O, s:s, s:s}", "phase", phase, "conditions", conditions, "containerStatuses",
                            statuses, "qosClass", qos_class_to_string(pod_qos_class(pod)), "hostIP",
@@ -432,7 +532,7 @@ int status_pod_generate(const struct pod_status_input *in, json_t **ret) {
         return 0;
 }
 
-static int check_transition(const json_t *old_list, const json_t *new_list, enum restart_policy policy,
+static int check_transition(const json_t *old_list, const json_t *new_list, const struct pod_spec *spec,
                             struct ck_error **ret_error) {
         const json_t *o, *n;
         size_t i, j;
@@ -440,10 +540,20 @@ static int check_transition(const json_t *old_list, const json_t *new_list, enum
         json_array_foreach(old_list, i, o) {
                 const json_t *term = json_object_get(json_object_get(o, "state"), "terminated");
                 const char *name = json_string_value(json_object_get(o, "name"));
+                const struct container *c = NULL;
+                int32_t code;
 
                 if (!json_is_object(term) || !name)
                         continue;
-                if (json_integer_value(json_object_get(term, "exitCode")) != 0 && policy == RESTART_POLICY_ON_FAILURE)
+                code = (int32_t) json_integer_value(json_object_get(term, "exitCode"));
+                for (size_t k = 0; !c && k < spec->n_containers; k++)
+                        if (streq_ptr(spec->containers[k].name, name))
+                                c = &spec->containers[k];
+                for (size_t k = 0; !c && k < spec->n_init_containers; k++)
+                        if (streq_ptr(spec->init_containers[k].name, name))
+                                c = &spec->init_containers[k];
+                /* a container that restarts after this exit (its own restart policy and rules, else the pod's) */
+                if (c ? container_should_restart_on_exit(spec, c, code) : spec->restart_policy != RESTART_POLICY_NEVER)
                         continue;
                 json_array_foreach(new_list, j, n)
                         if (streq_ptr(json_string_value(json_object_get(n, "name")), name) &&
@@ -457,16 +567,16 @@ static int check_transition(const json_t *old_list, const json_t *new_list, enum
         return 0;
 }
 
-int status_pod_check_transition(const json_t *old_status, const json_t *new_status, enum restart_policy policy,
+int status_pod_check_transition(const json_t *old_status, const json_t *new_status, const struct pod_spec *spec,
                                 struct ck_error **ret_error) {
         int r;
 
-        if (policy == RESTART_POLICY_ALWAYS || !old_status)
+        if (!old_status)
                 return 0;
         r = check_transition(json_object_get(old_status, "containerStatuses"),
-                             json_object_get(new_status, "containerStatuses"), policy, ret_error);
+                             json_object_get(new_status, "containerStatuses"), spec, ret_error);
         if (r < 0)
                 return r;
         return check_transition(json_object_get(old_status, "initContainerStatuses"),
-                                json_object_get(new_status, "initContainerStatuses"), policy, ret_error);
+                                json_object_get(new_status, "initContainerStatuses"), spec, ret_error);
 }

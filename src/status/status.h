@@ -37,7 +37,13 @@ struct pod_status_input {
         /* a pod sync handler's eviction (ShouldEvict: activeDeadlineSeconds): phase Failed with this reason and
          * message; NULL: none */
         const char *evict_reason, *evict_message;
+        int64_t now_usec; /* realtime: the transition of a Ready condition that readiness gates changed */
 };
+
+/* PodConditionByKubelet: the condition types the kubelet owns (PodScheduled, Ready, Initialized,
+ * ContainersReady, PodReadyToStartContainers, PodResizePending, PodResizeInProgress); the others (readiness gates'
+ * conditions, ...) belong to other clients and are kept as they are. */
+bool status_condition_by_kubelet(const char *type);
 
 /* "Pending", "Running", "Succeeded", "Failed" (getPhase). */
 const char *status_pod_phase(const struct pod_status_input *in);
@@ -46,8 +52,9 @@ const char *status_pod_phase(const struct pod_status_input *in);
  * had in old_status, else waits with the old restartCount and lastState (convertToAPIContainerStatuses). */
 int status_pod_generate(const struct pod_status_input *in, json_t **ret);
 
-/* The status manager's checkContainerStateTransition: unless the policy restarts them, containers terminated in
- * old_status (exit code 0 for OnFailure) must stay terminated in new_status; else -EINVAL with *ret_error
+/* The status manager's checkContainerStateTransition: unless their restart policy (the container's own and its
+ * rules, else the pod's) restarts them after that exit, containers terminated in old_status must stay terminated in
+ * new_status; else -EINVAL with *ret_error
  * ("terminated container c attempted illegal transition to non-terminated state"). Init and app containers. */
-int status_pod_check_transition(const json_t *old_status, const json_t *new_status, enum restart_policy policy,
+int status_pod_check_transition(const json_t *old_status, const json_t *new_status, const struct pod_spec *spec,
                                 struct ck_error **ret_error);
