@@ -160,6 +160,7 @@ int objects_refs_collect(const json_t *pod, struct pod_refs *ret) {
         json_array_foreach(json_object_get(spec, "imagePullSecrets"), i, s)
                 if ((q = add_obj(&r, "Secret", s, "name", OBJ_REF_PULL_SECRET, NULL)) < 0)
                         goto fail;
+        r.service_links = !json_is_false(json_object_get(spec, "enableServiceLinks"));
         *ret = r;
         return 0;
 fail:

@@ -70,3 +70,65 @@ def test_lowered_active_deadline_counts_at_once(kube):
     assert p["status"]["message"] == "Pod was active on the node longer than the specified deadline"
     kube.wait(lambda: "terminated" in cstatus(kube.pod("deadline"), "app")["state"], 30, msg="app terminated")
     assert kube.events(involved="deadline", reason="DeadlineExceeded")
+
+
+# ---------------------------------------------------------------- service environment variables
+
+
+def service(name, ports, cluster_ip=None):
+    spec = {"ports": ports, "selector": {"app": name}}
+    if cluster_ip:
+        spec["clusterIP"] = cluster_ip
+    return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name}, "spec": spec}
+
+
+def container_env(runtime, node, pod_name, cname="app"):
+    """The environment of the running container, read in it."""
+    for c in runtime.containers():
+        l = c["labels"]
+        if l.get("io.kubernetes.pod.name") == pod_name and l.get("io.kubernetes.container.name") == cname and \
+                c["state"] == "CONTAINER_RUNNING":
+            out = runtime.crictl("exec", c["id"], "--", "env").stdout
+            return dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
+    return None
+
+
+def test_service_environment_variables(kube, runtime):
+    web = kube.create("services", service("my-web", [{"name": "http", "port": 80, "protocol": "TCP"},
+                                                     {"name": "dns", "port": 53, "protocol": "UDP"}]))
+    kube.create("services", service("headless", [{"port": 9}], cluster_ip="None"))
+    master = kube.admin.get("services", "kubernetes", "default")
+    kube.kubelet()
+    pod(kube, "links", [container("app", SLEEP, env=[{"name": "URL", "value": "http://$(MY_WEB_SERVICE_HOST)/x"}])],
+        grace=1)
+    pod(kube, "nolinks", [container("app", SLEEP)], grace=1, extra_spec={"enableServiceLinks": False})
+    kube.wait(lambda: running(kube, "links") and running(kube, "nolinks"), 60, msg="both pods running")
+
+    ip, kip = web["spec"]["clusterIP"], master["spec"]["clusterIP"]
+    env = container_env(runtime, kube.node, "links")
+    assert env["KUBERNETES_SERVICE_HOST"] == kip and env["KUBERNETES_SERVICE_PORT"] == "443"
+    assert env["KUBERNETES_SERVICE_PORT_HTTPS"] == "443"
+    assert env["KUBERNETES_PORT"] == f"tcp://{kip}:443"
+    assert env["MY_WEB_SERVICE_HOST"] == ip and env["MY_WEB_SERVICE_PORT"] == "80"
+    assert env["MY_WEB_SERVICE_PORT_HTTP"] == "80" and env["MY_WEB_SERVICE_PORT_DNS"] == "53"
+    assert env["MY_WEB_PORT"] == f"tcp://{ip}:80"
+    assert env["MY_WEB_PORT_53_UDP"] == f"udp://{ip}:53"
+    assert env["MY_WEB_PORT_53_UDP_PROTO"] == "udp" and env["MY_WEB_PORT_53_UDP_PORT"] == "53"
+    assert env["MY_WEB_PORT_53_UDP_ADDR"] == ip
+    assert env["URL"] == f"http://{ip}/x"  # the container's own variables may refer to them
+    assert not any(k.startswith("HEADLESS_") for k in env)
+
+    env = container_env(runtime, kube.node, "nolinks")
+    assert env["KUBERNETES_SERVICE_HOST"] == kip  # the master service whatever enableServiceLinks says
+    assert not any(k.startswith("MY_WEB_") for k in env)
+
+    # a service made later reaches only containers created after it, as upstream
+    late = kube.create("services", service("late", [{"port": 8080}]))
+    kube.wait(lambda: any(s["metadata"]["name"] == "late" for s in kube.list("services")), 10, msg="late listed")
+    time.sleep(1)
+    assert "LATE_SERVICE_HOST" not in container_env(runtime, kube.node, "links")
+    [c] = [c for c in runtime.running(f"links") if c["metadata"]["name"] == "app"]
+    runtime.crictl("stop", "--timeout", "1", c["id"])
+    kube.wait(lambda: (e := container_env(runtime, kube.node, "links")) and "LATE_SERVICE_HOST" in e, 60,
+              msg="the restarted container with the late service")
+    assert container_env(runtime, kube.node, "links")["LATE_SERVICE_HOST"] == late["spec"]["clusterIP"]
