@@ -41,6 +41,15 @@ void kubelet_pod_requests(const struct pod *p, int64_t *ret_cpu_milli, int64_t *
                 cpu = MAX(cpu, c);
                 mem = MAX(mem, m);
         }
+        /* the pod's overhead (its RuntimeClass's) counts too */
+        {
+                const struct quantity *q = resource_list_get(&p->spec.overhead, "cpu");
+                if (q)
+                        cpu = sat_add(cpu, MAX(q->milli, (int64_t) 0));
+                q = resource_list_get(&p->spec.overhead, "memory");
+                if (q)
+                        mem = sat_add(mem, MAX(q->value, (int64_t) 0));
+        }
         *ret_cpu_milli = cpu;
         *ret_memory_bytes = mem;
 }

@@ -58,6 +58,7 @@ struct pod_worker {
         bool start_observed;              /* the pod start duration was recorded */
         bool deleting;                    /* an API pod with a deletionTimestamp: stop it, then delete it */
         bool deadline_exceeded;           /* past its activeDeadlineSeconds: stopped, phase Failed, for good */
+        bool runtime_class_warned;        /* its runtimeClassName was said to be ignored (no API server) */
         struct event *deadline_timer;     /* fires when the pod's activeDeadlineSeconds pass */
         char *api_ns, *api_name;          /* where to DELETE it once stopped */
 };

@@ -79,6 +79,18 @@ static const char *resource_of(const char *kind) {
         return streq(kind, "ConfigMap") ? "configmaps" : streq(kind, "Secret") ? "secrets" : "services";
 }
 
+/* where the object's kind is listed: a namespace's collection, or (RuntimeClass) the cluster's */
+static char *collection_path(const struct mobj *o) {
+        _cleanup_free_ char *ns = kube_escape(o->ns);
+        char *p = NULL;
+
+        if (streq(o->kind, OBJ_KIND_RUNTIME_CLASS))
+                return strdup("/apis/node.k8s.io/v1/runtimeclasses");
+        if (!ns || asprintf(&p, "/api/v1/namespaces/%s/%s", ns, resource_of(o->kind)) < 0)
+                return NULL;
+        return p;
+}
+
 static bool is_service(const struct mobj *o) {
         return streq(o->kind, OBJ_KIND_SERVICE) || o->list;
 }
@@ -134,8 +146,9 @@ static void notify_changed(struct objects_manager *m, struct mobj *o) {
         size_t n = 0;
         char **uids = NULL;
 
-        /* the service environment is made when a container is created, as upstream: nothing to sync */
-        if (is_service(o))
+        /* the service environment is made when a container is created and a RuntimeClass's handler is read when
+         * a sandbox is, as upstream: nothing to sync */
+        if (is_service(o) || streq(o->kind, OBJ_KIND_RUNTIME_CLASS))
                 return;
 
         /* collect first: the callback may change the registrations */
@@ -267,18 +280,16 @@ static void obj_on_watch_done(int r, long status, const char *error, void *userd
 }
 
 static void obj_watch(struct mobj *o) {
-        _cleanup_free_ char *ns = kube_escape(o->ns), *name = kube_escape(o->name), *path = NULL, *rv = NULL;
+        _cleanup_free_ char *coll = collection_path(o), *name = kube_escape(o->name), *path = NULL, *rv = NULL;
         unsigned timeout = 300 + (unsigned) (random() % 300); /* as the reflector: 5 to 10 min */
         int r;
 
         rv = kube_escape(o->rv);
         /* one object by its name, or (a namespace's services) the whole list */
-        if (!ns || !name || !rv ||
-            asprintf(&path,
-                     "/api/v1/namespaces/%s/%s?%s%s%sresourceVersion=%s&watch=true&allowWatchBookmarks=true"
-                     "&timeoutSeconds=%u",
-                     ns, resource_of(o->kind), o->list ? "" : "fieldSelector=metadata.name%3D", o->list ? "" : name,
-                     o->list ? "" : "&", rv, timeout) < 0) {
+        if (!coll || !name || !rv ||
+            asprintf(&path, "%s?%s%s%sresourceVersion=%s&watch=true&allowWatchBookmarks=true&timeoutSeconds=%u", coll,
+                     o->list ? "" : "fieldSelector=metadata.name%3D", o->list ? "" : name, o->list ? "" : "&", rv,
+                     timeout) < 0) {
                 obj_schedule(o, true);
                 return;
         }
@@ -321,6 +332,9 @@ static void obj_on_list(const struct kube_response *resp, void *userdata) {
                 if (resp->r >= 0 && resp->status == 200)
                         err = -EBADMSG;
                 if (o->list ? asprintf(&msg, "failed to list services of namespace %s: %s", o->ns,
+                                       isempty(resp->error) ? "invalid list" : resp->error) < 0
+                    : streq(o->kind, OBJ_KIND_RUNTIME_CLASS)
+                            ? asprintf(&msg, "failed to lookup RuntimeClass %s: %s", o->name,
                                        isempty(resp->error) ? "invalid list" : resp->error) < 0
                             : asprintf(&msg, "failed to get %s %s/%s: %s",
                                        streq(o->kind, "ConfigMap") ? "configmap"
@@ -378,7 +392,7 @@ static void obj_on_list(const struct kube_response *resp, void *userdata) {
 }
 
 static void obj_start(struct mobj *o) {
-        _cleanup_free_ char *ns = kube_escape(o->ns), *sel = NULL, *esel = NULL, *path = NULL;
+        _cleanup_free_ char *coll = collection_path(o), *sel = NULL, *esel = NULL, *path = NULL;
         int r;
 
         if (o->rv) {
@@ -390,10 +404,8 @@ static void obj_start(struct mobj *o) {
         if (asprintf(&sel, "metadata.name=%s", o->name) < 0)
                 sel = NULL;
         esel = sel ? kube_escape(sel) : NULL;
-        if (!ns || !esel ||
-            (o->list ? asprintf(&path, "/api/v1/namespaces/%s/%s", ns, resource_of(o->kind))
-                     : asprintf(&path, "/api/v1/namespaces/%s/%s?fieldSelector=%s", ns, resource_of(o->kind), esel)) <
-                    0) {
+        if (!coll || !esel ||
+            (o->list ? asprintf(&path, "%s", coll) : asprintf(&path, "%s?fieldSelector=%s", coll, esel)) < 0) {
                 obj_schedule(o, true);
                 return;
         }
@@ -414,10 +426,11 @@ static struct mobj *obj_get(struct objects_manager *m, const char *kind, const c
         if (!o)
                 return NULL;
         o->m = m;
-        o->kind = streq(kind, "ConfigMap")             ? "ConfigMap"
-                  : streq(kind, "Secret")              ? "Secret"
-                  : streq(kind, OBJ_KIND_SERVICE_LIST) ? OBJ_KIND_SERVICE_LIST
-                                                       : OBJ_KIND_SERVICE;
+        o->kind = streq(kind, "ConfigMap")              ? "ConfigMap"
+                  : streq(kind, "Secret")               ? "Secret"
+                  : streq(kind, OBJ_KIND_SERVICE_LIST)  ? OBJ_KIND_SERVICE_LIST
+                  : streq(kind, OBJ_KIND_RUNTIME_CLASS) ? OBJ_KIND_RUNTIME_CLASS
+                                                        : OBJ_KIND_SERVICE;
         o->list = streq(o->kind, OBJ_KIND_SERVICE_LIST);
         o->ns = strdup(ns);
         o->name = strdup(name);
@@ -605,6 +618,9 @@ int objects_manager_register(struct objects_manager *m, const char *uid, const c
                         goto oom;
                 if (pod_add_obj(m, p, OBJ_KIND_SERVICE, OBJ_MASTER_SERVICE_NAMESPACE, OBJ_MASTER_SERVICE_NAME) < 0 ||
                     (refs->service_links && pod_add_obj(m, p, OBJ_KIND_SERVICE_LIST, p->ns, "") < 0))
+                        goto oom;
+                /* its RuntimeClass (runtimeclass.Manager), cluster-scoped */
+                if (refs->runtime_class && pod_add_obj(m, p, OBJ_KIND_RUNTIME_CLASS, "", refs->runtime_class) < 0)
                         goto oom;
         }
         if (use_api) {

@@ -132,3 +132,71 @@ def test_service_environment_variables(kube, runtime):
     kube.wait(lambda: (e := container_env(runtime, kube.node, "links")) and "LATE_SERVICE_HOST" in e, 60,
               msg="the restarted container with the late service")
     assert container_env(runtime, kube.node, "links")["LATE_SERVICE_HOST"] == late["spec"]["clusterIP"]
+
+
+# ---------------------------------------------------------------- RuntimeClass and pod overhead
+
+
+def runtime_class(name, handler, overhead=None):
+    rc = {"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass", "metadata": {"name": name}, "handler": handler}
+    if overhead:
+        rc["overhead"] = {"podFixed": overhead}
+    return rc
+
+
+def pod_cgroup_value(runtime, pod_name, v1_ctrl, v1_file, v2_file):
+    """A value of the pod cgroup of a running pod (the parent of its container's cgroup): the cgroup v1 file of
+    that controller, else the unified hierarchy's."""
+    for c in runtime.running(pod_name):
+        pid = runtime.container_pid(c["id"])
+        with open(f"/proc/{pid}/cgroup") as f:
+            paths = {}
+            for line in f:
+                _, ctrls, path = line.strip().split(":", 2)
+                for ctrl in ctrls.split(","):
+                    paths[ctrl] = path
+        if v1_ctrl in paths and os.path.isdir(f"/sys/fs/cgroup/{v1_ctrl}"):
+            fn = f"/sys/fs/cgroup/{v1_ctrl}" + os.path.dirname(paths[v1_ctrl]) + "/" + v1_file
+        else:
+            fn = "/sys/fs/cgroup" + os.path.dirname(paths[""]) + "/" + v2_file
+        with open(fn) as f:
+            return f.read().strip()
+    return None
+
+
+def test_runtime_class_handler_and_overhead(kube, runtime):
+    suffix = kube.node[-6:]
+    good, bad = f"runc-{suffix}", f"nope-{suffix}"
+    kube.create("runtimeclasses", runtime_class(good, "runc", {"cpu": "100m", "memory": "32Mi"}))
+    kube.create("runtimeclasses", runtime_class(bad, "nope"))
+    try:
+        k = kube.kubelet()
+        pod(kube, "withrc", [container("app", SLEEP, resources={"limits": {"cpu": "200m", "memory": "64Mi"}})],
+            grace=1, extra_spec={"runtimeClassName": good})
+        pod(kube, "badrc", [container("app", SLEEP)], grace=1, extra_spec={"runtimeClassName": bad})
+        p = kube.wait(lambda: running(kube, "withrc"), 60, msg="the pod with RuntimeClass runc running")
+        # the RuntimeClass admission plugin copied the overhead; the pod cgroup is sized with it
+        assert p["spec"]["overhead"] == {"cpu": "100m", "memory": "32Mi"}
+        k.wait_log(r'Running pod with runtime handler: pod="[^"]*/withrc" runtimeHandler="runc"', 10)
+        [sb] = runtime.pods_named("withrc", ready_only=True)
+        assert runtime.json("inspectp", sb["id"])["status"].get("runtimeHandler") == "runc"
+        mem = pod_cgroup_value(runtime, "withrc", "memory", "memory.limit_in_bytes", "memory.max")
+        assert int(mem) == (64 + 32) * 1024 * 1024
+        quota = pod_cgroup_value(runtime, "withrc", "cpu", "cpu.cfs_quota_us", "cpu.max")
+        assert quota.split()[0] == "30000"  # (200m + 100m) of a 100 ms period
+        # a handler containerd does not have: the sandbox fails with the runtime's words
+        ev = kube.wait(lambda: kube.events(involved="badrc", reason="FailedCreatePodSandBox"), 60,
+                       msg="FailedCreatePodSandBox for the unknown handler")
+        assert ev[0]["message"].startswith("Failed to create pod sandbox: ") and "nope" in ev[0]["message"]
+        assert not runtime.pods_named("badrc")
+        # a static pod naming a RuntimeClass that does not exist (the apiserver's admission stops API pods, and
+        # refuses its mirror pod)
+        kube.expected_errors.add(("create", 403))
+        k.write("static.yaml", json.dumps({"apiVersion": "v1", "kind": "Pod",
+                                           "metadata": {"name": "static-rc", "namespace": kube.ns},
+                                           "spec": {"runtimeClassName": f"missing-{suffix}",
+                                                    "containers": [container("app", SLEEP)]}}))
+        k.wait_log(r'Failed to create sandbox for pod: runtimeclasses.node.k8s.io "missing-[0-9a-f]+" not found', 60)
+    finally:
+        kube.admin.delete("runtimeclasses", good)
+        kube.admin.delete("runtimeclasses", bad)

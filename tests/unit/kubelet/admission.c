@@ -50,6 +50,13 @@ static void test_requests(void **state) {
         assert_int_equal(cpu, 2000);
         assert_int_equal(mem, 64 * MIB);
         pod_free(p);
+        /* the pod's overhead counts too */
+        p = parse_pod("  overhead: {cpu: 250m, memory: 120Mi}\n"
+                      "  containers:\n  - {name: a, image: i, resources: {requests: {cpu: 100m, memory: 64Mi}}}\n");
+        kubelet_pod_requests(p, &cpu, &mem);
+        assert_int_equal(cpu, 350);
+        assert_int_equal(mem, 184 * MIB);
+        pod_free(p);
 }
 
 static void test_admit(void **state) {
