@@ -53,10 +53,10 @@ void kubelet_pod_sync_observed(struct pod_sync *s) {
                         return;
                 }
                 log_v(4,
-                      "pod %s: actions: killPod=%d createSandbox=%d attempt=%" PRIu32 " startInit=%zu start=%zu "
-                      "kill=%zu",
+                      "pod %s: actions: killPod=%d createSandbox=%d attempt=%" PRIu32 " startEphemeral=%zu "
+                      "startInit=%zu start=%zu kill=%zu",
                       kubelet_sync_pod_desc(s), s->actions.kill_pod, s->actions.create_sandbox, s->actions.attempt,
-                      s->actions.n_init_start, s->actions.n_start, s->actions.n_kill);
+                      s->actions.n_ephemeral_start, s->actions.n_init_start, s->actions.n_start, s->actions.n_kill);
         }
         s->decided = true;
         kubelet_sync_kill(s);
@@ -183,13 +183,7 @@ const char *kubelet_sync_hook_desc(struct pod_sync *s) {
 const struct container *kubelet_sync_spec_container(const struct pod_sync *s, const char *name) {
         if (!s->pod || !name)
                 return NULL;
-        for (size_t i = 0; i < s->pod->spec.n_containers; i++)
-                if (streq_ptr(s->pod->spec.containers[i].name, name))
-                        return &s->pod->spec.containers[i];
-        for (size_t i = 0; i < s->pod->spec.n_init_containers; i++)
-                if (streq_ptr(s->pod->spec.init_containers[i].name, name))
-                        return &s->pod->spec.init_containers[i];
-        return NULL;
+        return pod_find_container(s->pod, name);
 }
 
 /* What the CRI config builders need besides the spec (the start step adds the image's user). */

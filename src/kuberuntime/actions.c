@@ -33,6 +33,7 @@ void kr_pod_actions_done(struct kr_pod_actions *a) {
                 return;
         free(a->start);
         free(a->init_start);
+        free(a->ephemeral_start);
         for (size_t i = 0; i < a->n_kill; i++)
                 free(a->kill[i].message);
         free(a->kill);
@@ -368,6 +369,20 @@ int kr_compute_pod_actions(const struct pod *pod, const struct kc_pod_status *st
                 return 0;
         }
 
+        /* ephemeral containers may start while the pod initializes; once created they are never started again */
+        for (size_t i = 0; !pod->has_deletion_timestamp && i < pod->spec.n_ephemeral_containers; i++) {
+                size_t *n;
+                if (kc_pod_status_find_container(status, pod->spec.ephemeral_containers[i].name))
+                        continue;
+                n = realloc(a.ephemeral_start, sizeof(*n) * (a.n_ephemeral_start + 1));
+                if (!n) {
+                        r = -ENOMEM;
+                        goto fail;
+                }
+                a.ephemeral_start = n;
+                a.ephemeral_start[a.n_ephemeral_start++] = i;
+        }
+
         {
                 bool initialized;
                 r = init_container_actions(pod, status, probes, &a, &initialized);
@@ -375,6 +390,8 @@ int kr_compute_pod_actions(const struct pod *pod, const struct kc_pod_status *st
                         goto fail;
                 if (a.kill_pod || !initialized) {
                         /* initialization failed or still in progress: the app containers wait */
+                        if (a.kill_pod)
+                                a.n_ephemeral_start = 0;
                         *ret = a;
                         return 0;
                 }
@@ -466,6 +483,7 @@ int kr_compute_pod_actions(const struct pod *pod, const struct kc_pod_status *st
         if (keep == 0 && a.n_start == 0) {
                 a.kill_pod = true;
                 a.n_init_start = 0;
+                a.n_ephemeral_start = 0;
         }
 
         *ret = a;

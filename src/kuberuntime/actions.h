@@ -38,6 +38,9 @@ struct kr_pod_actions {
         size_t n_init_start;
         size_t *init_start; /* indices into pod->spec.init_containers, in spec order, started before the
                                      * app containers: the next init container, sidecars to (re)start */
+        size_t n_ephemeral_start;
+        size_t *ephemeral_start; /* indices into pod->spec.ephemeral_containers: those never started, started first
+                                  * (kubectl debug; never restarted) */
         size_t n_kill;
         struct kr_container_kill *kill;
         const char *sandbox_reason; /* why a new sandbox is needed (static), or NULL */
@@ -48,6 +51,7 @@ void kr_pod_actions_done(struct kr_pod_actions *a);
 /* Decide for a desired pod. status may describe nothing (no sandbox yet). probes: the published liveness and
  * startup results (NULL: none); a running container whose liveness or startup probe failed is killed
  * (reason "LivenessProbe"/"StartupProbe") and, unless restartPolicy is Never, started again.
+ * Ephemeral containers that were never started are started (also while the pod initializes), never again.
  * Init containers run one at a time, in order, in the current sandbox before any app container starts; a
  * sidecar (restartPolicy Always) lets the next one start once it runs and its startup probe succeeded, and
  * is restarted whenever it exits. */

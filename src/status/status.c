@@ -515,6 +515,40 @@ int status_pod_generate(const struct pod_status_input *in, json_t **ret) {
                 return -ENOMEM;
         if (pod->spec.n_init_containers > 0)
                 json_object_set_new(status, "initContainerStatuses", TAKE_PTR(init_statuses));
+        if (pod->spec.n_ephemeral_containers > 0) {
+                /* ephemeralContainerStatuses, sorted by name; never ready (not probed, not serving) */
+                json_t *eph = json_array();
+                for (size_t i = 0; eph && i < pod->spec.n_ephemeral_containers; i++) {
+                        json_t *cs = container_status_json(in, &pod->spec.ephemeral_containers[i], false);
+                        if (!cs || json_array_append_new(eph, cs) < 0) {
+                                json_decref(eph);
+                                eph = NULL;
+                                break;
+                        }
+                        json_object_set_new(cs, "ready", json_false());
+                }
+                if (!eph) {
+                        json_decref(status);
+                        return -ENOMEM;
+                }
+                if (json_array_size(eph) > 1) {
+                        json_t **items = calloc(json_array_size(eph), sizeof(json_t *));
+                        size_t n = json_array_size(eph);
+                        if (!items) {
+                                json_decref(eph);
+                                json_decref(status);
+                                return -ENOMEM;
+                        }
+                        for (size_t i = 0; i < n; i++)
+                                items[i] = json_incref(json_array_get(eph, i));
+                        qsort(items, n, sizeof(json_t *), name_cmp);
+                        json_array_clear(eph);
+                        for (size_t i = 0; i < n; i++)
+                                json_array_append_new(eph, items[i]);
+                        free(items);
+                }
+                json_object_set_new(status, "ephemeralContainerStatuses", eph);
+        }
         if (!isempty(in->host_ip))
                 json_object_set_new(status, "hostIPs", json_pack("[{s:s}]", "ip", in->host_ip));
         if (ip) {

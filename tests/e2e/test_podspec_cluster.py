@@ -200,3 +200,39 @@ def test_runtime_class_handler_and_overhead(kube, runtime):
     finally:
         kube.admin.delete("runtimeclasses", good)
         kube.admin.delete("runtimeclasses", bad)
+
+
+# ---------------------------------------------------------------- ephemeral containers (kubectl debug)
+
+
+def test_ephemeral_containers_with_kubectl_debug(kube, runtime):
+    from test_kubectl import Proc
+    kube.kubelet()
+    pod(kube, "target", [container("app", ["sh", "-c", "exec sleep 3600"])], grace=1)
+    kube.wait(lambda: running(kube, "target"), 60, msg="the pod running")
+    # kubectl debug adds an ephemeral container through the ephemeralcontainers subresource; with --target it
+    # joins app's process namespace
+    kube.kubectl("-n", kube.ns, "debug", "target", "--image", "docker.io/library/busybox:1.36", "--target", "app",
+                 "-c", "dbg", "--", "sh", "-c", "ps -o pid,args; echo debug-ready; while true; do echo tick; sleep 0.3; done")
+    p = kube.wait(lambda: (p := kube.pod("target")) and (c := next((c for c in p["status"].get(
+        "ephemeralContainerStatuses", []) if c["name"] == "dbg"), None)) and "running" in c["state"] and p, 60,
+        msg="the ephemeral container running")
+    [st] = p["status"]["ephemeralContainerStatuses"]
+    assert st["ready"] is False and st["restartCount"] == 0 and st["containerID"].startswith("containerd://")
+    # it sees app's process (pid namespace of its target) and its logs and output reach kubectl
+    out = kube.wait(lambda: (o := kube.kubectl("-n", kube.ns, "logs", "target", "-c", "dbg").stdout.decode())
+                    and "debug-ready" in o and o, 30, msg="the ephemeral container's log")
+    assert "sleep 3600" in out
+    a = Proc(kube, "attach", "target", "-c", "dbg")
+    try:
+        a.read_until(rb"tick\n", 60)
+    finally:
+        a.stop()
+    # the regular container is untouched; the ephemeral one is not restarted after it ends
+    assert cstatus(kube.pod("target"), "app")["restartCount"] == 0
+    [c] = [c for c in runtime.running("target") if c["metadata"]["name"] == "dbg"]
+    runtime.crictl("stop", "--timeout", "1", c["id"])
+    kube.wait(lambda: "terminated" in next(c for c in kube.pod("target")["status"]["ephemeralContainerStatuses"]
+                                           if c["name"] == "dbg")["state"], 30, msg="dbg terminated")
+    time.sleep(2)
+    assert len([c for c in runtime.containers_of("target", "dbg")]) == 1

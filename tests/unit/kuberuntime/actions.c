@@ -918,6 +918,48 @@ static void test_restart_rules(void **state) {
         }
 }
 
+/* ---- ephemeral containers */
+
+static void add_named(struct kc_pod_status *s, const char *name, const char *id, enum kc_container_state st,
+                      int64_t created, bool sidecar);
+
+static void test_ephemeral_containers(void **state) {
+        _cleanup_pod_free_ struct pod *p = parse_pod(
+                "apiVersion: v1\nkind: Pod\nmetadata: {name: web, namespace: default}\nspec:\n"
+                "  initContainers: [{name: init, image: busybox:1.36}]\n"
+                "  containers: [{name: a, image: busybox:1.36}]\n"
+                "  ephemeralContainers:\n"
+                "  - {name: dbg1, image: busybox:1.36, targetContainerName: a}\n"
+                "  - {name: dbg2, image: busybox:1.36}\n");
+        _cleanup_(kc_pod_status_freep) struct kc_pod_status *s = status_new();
+        struct kr_pod_actions a;
+
+        /* no sandbox yet: the sandbox and the first init container; ephemeral containers wait for it */
+        assert_int_equal(kr_compute_pod_actions(p, s, NULL, &a), 0);
+        assert_true(a.create_sandbox);
+        assert_int_equal(a.n_ephemeral_start, 0);
+        kr_pod_actions_done(&a);
+
+        /* while the init container runs: both ephemeral containers start */
+        add_sandbox(s, "sb1", 0, KC_SANDBOX_READY, 1, false, "10.0.0.2");
+        add_named(s, "init", "c-init", KC_CONTAINER_RUNNING, 2, false);
+        kc_pod_status_sort(s);
+        assert_int_equal(kr_compute_pod_actions(p, s, NULL, &a), 0);
+        assert_int_equal(a.n_ephemeral_start, 2);
+        assert_int_equal(a.ephemeral_start[0], 0);
+        assert_int_equal(a.ephemeral_start[1], 1);
+        assert_int_equal(a.n_start, 0);
+        kr_pod_actions_done(&a);
+
+        /* one has run and exited: never started again; the other still is to start */
+        add_named(s, "dbg1", "c-dbg1", KC_CONTAINER_EXITED, 3, false);
+        kc_pod_status_sort(s);
+        assert_int_equal(kr_compute_pod_actions(p, s, NULL, &a), 0);
+        assert_int_equal(a.n_ephemeral_start, 1);
+        assert_int_equal(a.ephemeral_start[0], 1);
+        kr_pod_actions_done(&a);
+}
+
 /* ---- the kill step's order (newTerminationOrdering) */
 
 #define ORDER_POD                                                      \
@@ -1081,6 +1123,7 @@ int main(void) {
                 cmocka_unit_test(test_decide_image_table),
                 cmocka_unit_test(test_crash_backoff_decision),
                 cmocka_unit_test(test_restart_rules),
+                cmocka_unit_test(test_ephemeral_containers),
                 cmocka_unit_test(test_kill_order),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
