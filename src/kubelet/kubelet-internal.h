@@ -119,6 +119,9 @@ int kubelet_worker_set_waiting(struct pod_worker *w, const char *name, const cha
         _printf_(4, 5);
 void kubelet_worker_clear_waiting(struct pod_worker *w, const char *name);
 
+/* A sync pass observed the runtime for a static pod that terminates: takes the status, reports it to its mirror. */
+void kubelet_worker_observed_terminating(struct pod_worker *w, struct kc_pod_status *status);
+
 /* A sync pass observed the runtime for a desired pod: takes the status; updates probes and conditions. */
 void kubelet_worker_observed(struct pod_worker *w, struct pod *pod, struct kc_pod_status *status);
 

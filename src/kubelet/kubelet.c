@@ -36,6 +36,7 @@
 static void worker_timer_cb(evutil_socket_t fd, short what, void *userdata);
 static void deadline_timer_cb(evutil_socket_t fd, short what, void *userdata);
 static void report_status(struct kubelet *k, struct pod_worker *w);
+static void sync_mirror_pods(struct kubelet *k);
 
 /* ---------------------------------------------------------------- workers */
 
@@ -259,10 +260,26 @@ static void update_conditions(struct pod_worker *w) {
 }
 
 /* the UID the pod's status is reported under: its own, or its mirror pod's for a static pod (NULL: none yet) */
+/* The pod whose status a worker reports: its desired pod, or a static pod's last spec while it terminates (its
+ * mirror pod keeps showing the pod's real status until it is gone); NULL: none. */
+static struct pod *status_pod(const struct pod_worker *w) {
+        if (w->pod)
+                return w->pod;
+        if (!w->last_pod || !pod_config_is_static(w->last_pod))
+                return NULL;
+        /* a new version of the static pod (same name) owns the mirror pod */
+        for (const struct pod_worker *o = w->k->workers; o; o = o->next)
+                if (o != w && o->pod && w->full_name && streq_ptr(o->full_name, w->full_name))
+                        return NULL;
+        return w->last_pod;
+}
+
 static const char *report_uid(struct kubelet *k, struct pod_worker *w) {
-        if (!pod_config_is_static(w->pod))
-                return w->pod->uid;
-        return kubelet_mirror_uid(k->mirror, w->pod->namespace_, w->pod->name);
+        const struct pod *p = status_pod(w);
+
+        if (!pod_config_is_static(p))
+                return p->uid;
+        return kubelet_mirror_uid(k->mirror, p->namespace_, p->name);
 }
 
 /* the pod's previous status, as upstream's generateAPIPodStatus takes it: the status manager's, else the API
@@ -271,8 +288,8 @@ static const json_t *old_status(struct kubelet *k, struct pod_worker *w) {
         const char *uid = k->status ? report_uid(k, w) : NULL;
         const json_t *st = uid ? status_manager_get(k->status, uid) : NULL;
 
-        if (!st && !pod_config_is_static(w->pod))
-                st = json_object_get(w->pod->raw, "status");
+        if (!st && !pod_config_is_static(status_pod(w)))
+                st = json_object_get(status_pod(w)->raw, "status");
         return st;
 }
 
@@ -280,7 +297,7 @@ static const json_t *old_status(struct kubelet *k, struct pod_worker *w) {
 int kubelet_worker_status_json(struct kubelet *k, struct pod_worker *w, json_t **ret) {
         struct probe_results probes;
         struct pod_status_input in = {
-                .pod = w->pod,
+                .pod = status_pod(w),
                 .observed = w->observed,
                 .waiting = w->waiting,
                 .n_waiting = w->n_waiting,
@@ -306,20 +323,20 @@ static void report_status(struct kubelet *k, struct pod_worker *w) {
         json_t *status = NULL;
         const char *uid;
 
-        if (!k->status || !w->pod)
+        if (!k->status || !status_pod(w))
                 return;
         uid = report_uid(k, w);
         if (!uid || kubelet_worker_status_json(k, w, &status) < 0)
                 return;
         /* never ask the API server for what its validation refuses (the status manager's
          * checkContainerStateTransition) */
-        if (status_pod_check_transition(old_status(k, w), status, &w->pod->spec, &why) < 0) {
-                log_error("Status update on pod %s/%s aborted: %s", w->pod->namespace_, w->pod->name,
+        if (status_pod_check_transition(old_status(k, w), status, &status_pod(w)->spec, &why) < 0) {
+                log_error("Status update on pod %s/%s aborted: %s", status_pod(w)->namespace_, status_pod(w)->name,
                           ck_error_message(why));
                 json_decref(status);
                 return;
         }
-        status_manager_set(k->status, uid, w->pod->namespace_, w->pod->name, status);
+        status_manager_set(k->status, uid, status_pod(w)->namespace_, status_pod(w)->name, status);
 }
 
 static const char *pod_host(const struct kubelet *k, const struct pod *pod, const struct kc_pod_status *st) {
@@ -509,6 +526,7 @@ void kubelet_worker_terminated(struct kubelet *k, struct pod_worker *w) {
         if (w->deleting)
                 delete_from_api(k, w);
         kubelet_worker_free(w);
+        sync_mirror_pods(k); /* a static pod's mirror pod goes now */
         if (!name)
                 return;
         for (struct pod_worker *o = k->workers; o; o = o->next)
@@ -703,16 +721,33 @@ static void reconcile_workers(struct kubelet *k) {
 }
 
 /* every admitted static pod that is not being removed gets a mirror pod in the API server */
+/* every admitted static pod that is not being removed gets a mirror pod in the API server; one that terminates
+ * keeps it, as it is, until it is gone */
 static void sync_mirror_pods(struct kubelet *k) {
         _cleanup_free_ const struct pod **pods = NULL;
+        _cleanup_free_ bool *terminating = NULL;
         size_t n = 0;
 
         if (!k->mirror)
                 return;
-        pods = worker_pods(k, true, &n);
-        if (!pods)
+        pods = calloc(k->n_workers + 1, sizeof(*pods));
+        terminating = calloc(k->n_workers + 1, sizeof(*terminating));
+        if (!pods || !terminating)
                 return;
-        kubelet_mirror_sync(k->mirror, pods, n, node_manager_node_uid(k->node));
+        for (const struct pod_worker *w = k->workers; w && n < k->n_workers; w = w->next) {
+                const struct pod *p = w->pod ? w->pod : w->last_pod;
+                if (!p || !pod_config_is_static(p))
+                        continue;
+                terminating[n] = !w->pod;
+                pods[n++] = p;
+        }
+        kubelet_mirror_sync(k->mirror, pods, terminating, n, node_manager_node_uid(k->node));
+}
+
+void kubelet_worker_observed_terminating(struct pod_worker *w, struct kc_pod_status *status) {
+        kc_pod_status_free(w->observed);
+        w->observed = status;
+        report_status(w->k, w);
 }
 
 static void on_mirror_pods(const json_t *mirror_pods, void *userdata) {
@@ -722,7 +757,7 @@ static void on_mirror_pods(const json_t *mirror_pods, void *userdata) {
         sync_mirror_pods(k);
         /* a new mirror pod gets the static pod's status */
         for (struct pod_worker *w = k->workers; w; w = w->next)
-                if (w->pod && pod_config_is_static(w->pod))
+                if (status_pod(w) && pod_config_is_static(status_pod(w)))
                         report_status(k, w);
 }
 

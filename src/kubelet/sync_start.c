@@ -563,8 +563,8 @@ static void create_container(struct pod_sync *s) {
                                                    "unable to find target container %s", c->target_container_name);
                         kubelet_worker_event(s->w, c->name, "Warning", "Failed",
                                              "Error: unable to find target container %s", c->target_container_name);
-                        log_error("pod %s: container %s: unable to find target container %s",
-                                  kubelet_sync_pod_desc(s), c->name, c->target_container_name);
+                        log_error("pod %s: container %s: unable to find target container %s", kubelet_sync_pod_desc(s),
+                                  c->name, c->target_container_name);
                         s->error = true;
                         step_done(s);
                         return;

@@ -236,3 +236,32 @@ def test_ephemeral_containers_with_kubectl_debug(kube, runtime):
                                            if c["name"] == "dbg")["state"], 30, msg="dbg terminated")
     time.sleep(2)
     assert len([c for c in runtime.containers_of("target", "dbg")]) == 1
+
+
+# ---------------------------------------------------------------- a mirror pod outlives its static pod's termination
+
+
+def test_mirror_pod_outlives_static_pod_termination(kube, runtime):
+    k = kube.kubelet()
+    slow = ["sh", "-c", "trap 'sleep 5; exit 0' TERM; while true; do sleep 0.2; done"]
+    k.write("slow.yaml", json.dumps({"apiVersion": "v1", "kind": "Pod",
+                                     "metadata": {"name": "slow", "namespace": kube.ns},
+                                     "spec": {"terminationGracePeriodSeconds": 30,
+                                              "containers": [container("app", slow)]}}))
+    name = f"slow-{kube.node}"
+    mirror = kube.wait(lambda: (p := kube.pod(name)) and (c := cstatus(p, "app")) and "running" in c["state"] and p,
+                       60, msg="the mirror pod showing the static pod running")
+    uid = mirror["metadata"]["uid"]
+    k.remove("slow.yaml")
+    k.wait_log(r"SyncLoop REMOVE", 10)
+    # while the container handles SIGTERM (5 s) the mirror pod stays, showing the pod as it is
+    time.sleep(1.5)
+    p = kube.pod(name)
+    assert p and p["metadata"]["uid"] == uid and "deletionTimestamp" not in p["metadata"]
+    assert p["status"]["phase"] == "Running" and "running" in cstatus(p, "app")["state"]
+    assert runtime.running(name, "app")
+    # deleted once the pod is gone from the runtime, not before
+    kube.wait(lambda: not any(x["metadata"]["name"] == name for x in kube.list("pods")), 60,
+              msg="the mirror pod deleted")
+    log = k.log()
+    assert log.index("terminated and removed from the runtime") < log.index("Deleted mirror pod")
