@@ -78,6 +78,11 @@ int cm_pod_cgroup_parent(const struct cm *m, const struct pod *pod, char **ret);
  * 0 when disabled. */
 int cm_pod_ensure(struct cm *m, const struct pod *pod);
 
+/* An in-place resize, before the containers are updated: raise the pod cgroup's memory and cpu quota limits where
+ * the pod's new values are larger (a container may not get more than its pod cgroup allows); cm_pod_ensure() sets
+ * every value once they are. 0 when disabled. */
+int cm_pod_grow(struct cm *m, const struct pod *pod);
+
 /* UpdateQOSCgroups: burstable cpu shares from the burstable pods among these. */
 int cm_update_qos(struct cm *m, const struct pod *const *pods, size_t n);
 

@@ -23,6 +23,7 @@
 #include "events/recorder.h"
 #include "cm/cm.h"
 #include "stats/machine.h"
+#include "kubelet/allocation.h"
 
 struct pod_sync;
 
@@ -59,8 +60,17 @@ struct pod_worker {
         bool deleting;                    /* an API pod with a deletionTimestamp: stop it, then delete it */
         bool deadline_exceeded;           /* past its activeDeadlineSeconds: stopped, phase Failed, for good */
         bool runtime_class_warned;        /* its runtimeClassName was said to be ignored (no API server) */
-        struct event *deadline_timer;     /* fires when the pod's activeDeadlineSeconds pass */
-        char *api_ns, *api_name;          /* where to DELETE it once stopped */
+        /* in-place resize (allocation.c): the pod as allocated when its spec asks for other resources, and the
+         * resize conditions */
+        struct pod *alloc_pod;
+        const char *resize_pending_reason; /* "Deferred", "Infeasible", NULL */
+        char *resize_pending_message;
+        int64_t resize_pending_usec;
+        bool resize_in_progress;
+        int64_t resize_in_progress_usec;
+        char *resize_error;
+        struct event *deadline_timer; /* fires when the pod's activeDeadlineSeconds pass */
+        char *api_ns, *api_name;      /* where to DELETE it once stopped */
 };
 
 struct kubelet {
@@ -98,13 +108,20 @@ struct kubelet {
         struct node_manager *node;
         struct status_manager *status;
         struct mirror_manager *mirror;
-        struct event_recorder *events;   /* always: without an API server events are only logged */
-        struct api_delete *deletes;      /* DELETEs of terminated pods in flight */
-        char **api_deleted;              /* UIDs of the pods whose final DELETE was sent (until they leave the
+        struct event_recorder *events;       /* always: without an API server events are only logged */
+        struct api_delete *deletes;          /* DELETEs of terminated pods in flight */
+        char **api_deleted;                  /* UIDs of the pods whose final DELETE was sent (until they leave the
                                           * desired set), so that a relist does not stop and delete them again */
-        struct objects_manager *objects; /* ConfigMaps, Secrets and tokens of the pods (always) */
-        struct cm *cm;                   /* QoS and pod cgroups (--cgroups-per-qos) */
+        struct objects_manager *objects;     /* ConfigMaps, Secrets and tokens of the pods (always) */
+        struct cm *cm;                       /* QoS and pod cgroups (--cgroups-per-qos) */
+        struct allocation_state *allocation; /* the pods' allocated resources (in-place resize), checkpointed */
 };
+
+/* kubelet.c: the pod a worker's sync runs: its desired pod as allocated (a resize not allocated yet is not run) */
+struct pod *kubelet_worker_sync_pod(const struct pod_worker *w);
+/* kubelet.c: an in-place resize could not be applied (UpdateContainerResources failed): PodResizeInProgress with
+ * reason Error; NULL clears it */
+void kubelet_worker_resize_error(struct pod_worker *w, const char *message);
 
 /* kubelet.c: the pod workers (pod_workers.go) */
 struct pod_worker *kubelet_find_worker(struct kubelet *k, const char *uid);

@@ -18,6 +18,7 @@
 #include "kubelet/kubelet-internal.h"
 #include "kubelet/active_deadline.h"
 #include "kubelet/admission.h"
+#include "kuberuntime/actions.h"
 #include "kuberuntime/security.h"
 #include "kubelet/mirror.h"
 #include "node/node_ip.h"
@@ -37,6 +38,8 @@ static void worker_timer_cb(evutil_socket_t fd, short what, void *userdata);
 static void deadline_timer_cb(evutil_socket_t fd, short what, void *userdata);
 static void report_status(struct kubelet *k, struct pod_worker *w);
 static void sync_mirror_pods(struct kubelet *k);
+static void retry_deferred_resizes(struct kubelet *k);
+static bool desired_contains(const struct kubelet *k, const char *uid);
 
 /* ---------------------------------------------------------------- workers */
 
@@ -104,6 +107,9 @@ void kubelet_worker_free(struct pod_worker *w) {
         kc_pod_status_free(w->observed);
         pod_free(w->pod);
         pod_free(w->last_pod);
+        pod_free(w->alloc_pod);
+        free(w->resize_pending_message);
+        free(w->resize_error);
         for (size_t i = 0; i < w->n_waiting; i++) {
                 free(w->waiting[i].name);
                 free(w->waiting[i].message);
@@ -227,6 +233,152 @@ static int64_t api_start_time_usec(const struct pod *p) {
         return nsec / 1000;
 }
 
+/* ---------------------------------------------------------------- in-place resize (allocation.c) */
+
+struct pod *kubelet_worker_sync_pod(const struct pod_worker *w) {
+        return w->alloc_pod ? w->alloc_pod : w->pod;
+}
+
+static int64_t pod_generation(const struct pod *p) {
+        return p ? json_integer_value(json_object_get(json_object_get(p->raw, "metadata"), "generation")) : 0;
+}
+
+static void set_resize_pending(struct pod_worker *w, const char *reason, char *message /* taken */) {
+        _cleanup_free_ char *msg = message;
+
+        if (streq_ptr(w->resize_pending_reason, reason) && streq_ptr(w->resize_pending_message, msg))
+                return;
+        if (!streq_ptr(w->resize_pending_reason, reason))
+                w->resize_pending_usec = (int64_t) now_realtime_usec();
+        w->resize_pending_reason = reason;
+        free(w->resize_pending_message);
+        w->resize_pending_message = TAKE_PTR(msg);
+}
+
+/* handlePodResourcesResize: a pod whose spec asks for other resources than it was allocated: allocate them if they
+ * fit (ResizeStarted: the sync applies them), else PodResizePending (Deferred: tried again later; Infeasible). The
+ * first time a pod is seen its spec is its allocation (admitted), unless the checkpoint knows better. */
+static void worker_update_allocation(struct kubelet *k, struct pod_worker *w) {
+        _cleanup_free_ const struct pod **others = NULL;
+        _cleanup_free_ char *message = NULL;
+        const json_t *alloc;
+        json_t *now = NULL;
+        enum resize_verdict v;
+        size_t n = 0;
+
+        if (!w->pod || !k->allocation)
+                return;
+        alloc = kubelet_allocation_get(k->allocation, w->uid);
+        if (!alloc || !kubelet_allocation_differs(alloc, w->pod)) {
+                if (!alloc && kubelet_allocation_from_pod(w->pod, &now) >= 0)
+                        (void) kubelet_allocation_set(k->allocation, w->uid, now);
+                w->alloc_pod = pod_free(w->alloc_pod);
+                set_resize_pending(w, NULL, NULL);
+                return;
+        }
+        others = calloc(k->n_workers + 1, sizeof(*others));
+        if (!others)
+                return;
+        for (const struct pod_worker *o = k->workers; o; o = o->next)
+                if (o != w && o->pod && n < k->n_workers)
+                        others[n++] = kubelet_worker_sync_pod(o);
+        v = kubelet_resize_decide(w->pod, pod_config_is_static(w->pod), others, n, &k->admission, &message);
+        if (v == RESIZE_ACCEPTED) {
+                _cleanup_free_ char *ev = NULL;
+                if (kubelet_allocation_from_pod(w->pod, &now) < 0 ||
+                    kubelet_allocation_set(k->allocation, w->uid, now) < 0)
+                        return; /* tried again at the next change */
+                w->alloc_pod = pod_free(w->alloc_pod);
+                set_resize_pending(w, NULL, NULL);
+                free(w->resize_error);
+                w->resize_error = NULL;
+                w->resize_in_progress = true;
+                w->resize_in_progress_usec = (int64_t) now_realtime_usec();
+                ev = kubelet_resize_message("Pod resize started", w->pod, pod_generation(w->pod), NULL);
+                log_info("Pod resize allocated: pod=\"%s\" podUID=\"%s\"", strna(w->full_name), w->uid);
+                kubelet_worker_event(w, NULL, "Normal", "ResizeStarted", "%s", strna(ev));
+                return;
+        }
+        /* not allocated (yet): the pod runs as allocated */
+        {
+                struct pod *ap = NULL;
+                if (kubelet_pod_with_allocation(w->pod, alloc, &ap) < 0) {
+                        log_error("pod %s: cannot apply its allocation", strna(w->full_name));
+                        return;
+                }
+                pod_free(w->alloc_pod);
+                w->alloc_pod = ap;
+        }
+        {
+                const char *reason = v == RESIZE_DEFERRED ? "Deferred" : "Infeasible";
+                bool changed = !streq_ptr(w->resize_pending_reason, reason) ||
+                               !streq_ptr(w->resize_pending_message, message);
+                if (changed) {
+                        _cleanup_free_ char *prefix = NULL, *ev = NULL;
+                        log_info("Pod resize %s: pod=\"%s\" podUID=\"%s\" message=\"%s\"", reason, strna(w->full_name),
+                                 w->uid, strna(message));
+                        if (asprintf(&prefix, "Pod resize %s", reason) >= 0)
+                                ev = kubelet_resize_message(prefix, w->pod, pod_generation(w->pod), message);
+                        kubelet_worker_event(w, NULL, "Warning",
+                                             v == RESIZE_DEFERRED ? "ResizeDeferred" : "ResizeInfeasible", "%s",
+                                             strna(ev));
+                }
+                set_resize_pending(w, reason, TAKE_PTR(message));
+        }
+}
+
+/* Deferred resizes are tried again when room may have been freed (a pod gone) and with housekeeping */
+static void retry_deferred_resizes(struct kubelet *k) {
+        for (struct pod_worker *w = k->workers; w; w = w->next)
+                if (w->pod && streq_ptr(w->resize_pending_reason, "Deferred")) {
+                        worker_update_allocation(k, w);
+                        if (!w->resize_pending_reason) {
+                                report_status(k, w);
+                                kubelet_worker_request_sync(w);
+                        }
+                }
+}
+
+/* an allocation is kept while its pod is desired or has a worker */
+static bool allocation_wanted(const char *uid, void *userdata) {
+        struct kubelet *k = userdata;
+        return desired_contains(k, uid) || kubelet_find_worker(k, uid);
+}
+
+void kubelet_worker_resize_error(struct pod_worker *w, const char *message) {
+        if (streq_ptr(w->resize_error, message))
+                return;
+        free(w->resize_error);
+        w->resize_error = message ? strdup(message) : NULL;
+}
+
+/* PodResizeInProgress: some running container does not run with its allocated resources yet (level-triggered, so
+ * it holds across restarts); its end is ResizeCompleted */
+static void worker_check_resize_done(struct pod_worker *w) {
+        const struct pod *p = kubelet_worker_sync_pod(w);
+        bool pending = false;
+
+        if (!p || !w->observed)
+                return;
+        for (size_t i = 0; i < p->spec.n_containers && !pending; i++) {
+                struct kr_linux_resources d;
+                const struct kc_container *cs = kc_pod_status_find_container(w->observed, p->spec.containers[i].name);
+                pending = kr_container_resize_action(p, &p->spec.containers[i], cs, &d) != KR_RESIZE_NONE;
+        }
+        if (pending && !w->resize_in_progress) {
+                w->resize_in_progress = true;
+                w->resize_in_progress_usec = (int64_t) now_realtime_usec();
+        } else if (!pending && w->resize_in_progress) {
+                _cleanup_free_ char *ev = kubelet_resize_message("Pod resize completed", p, pod_generation(w->pod),
+                                                                 NULL);
+                w->resize_in_progress = false;
+                free(w->resize_error);
+                w->resize_error = NULL;
+                log_info("Pod resize completed: pod=\"%s\" podUID=\"%s\"", strna(w->full_name), w->uid);
+                kubelet_worker_event(w, NULL, "Normal", "ResizeCompleted", "%s", strna(ev));
+        }
+}
+
 /* ---------------------------------------------------------------- status: readiness */
 
 /* ContainersReady / Ready (status.GeneratePodReadyCondition): every container of the spec is ready. */
@@ -307,6 +459,14 @@ int kubelet_worker_status_json(struct kubelet *k, struct pod_worker *w, json_t *
                 .initialized_usec = w->first_seen_realtime_usec,
                 .old_status = old_status(k, w),
                 .now_usec = (int64_t) now_realtime_usec(),
+                .allocation = w->pod ? kubelet_allocation_get(k->allocation, w->uid) : NULL,
+                .resize_pending_reason = w->pod ? w->resize_pending_reason : NULL,
+                .resize_pending_message = w->resize_pending_message,
+                .resize_pending_usec = w->resize_pending_usec,
+                .resize_in_progress = w->pod && w->resize_in_progress,
+                .resize_error = w->resize_error,
+                .resize_in_progress_usec = w->resize_in_progress_usec,
+                .generation = pod_generation(status_pod(w)),
                 .evict_reason = w->deadline_exceeded ? ACTIVE_DEADLINE_REASON : NULL,
                 .evict_message = w->deadline_exceeded ? ACTIVE_DEADLINE_MESSAGE : NULL,
         };
@@ -370,6 +530,7 @@ void kubelet_worker_observed(struct pod_worker *w, struct pod *pod, struct kc_po
         if (r < 0)
                 log_error("pod %s: cannot set up its probes: %s", strna(w->full_name), strerror(-r));
         update_conditions(w);
+        worker_check_resize_done(w);
         report_status(k, w);
 }
 
@@ -525,8 +686,10 @@ void kubelet_worker_terminated(struct kubelet *k, struct pod_worker *w) {
         log_info("pod %s (%s) terminated and removed from the runtime", strna(w->full_name), w->uid);
         if (w->deleting)
                 delete_from_api(k, w);
+        (void) kubelet_allocation_set(k->allocation, w->uid, NULL); /* its allocation goes with it */
         kubelet_worker_free(w);
-        sync_mirror_pods(k); /* a static pod's mirror pod goes now */
+        sync_mirror_pods(k);       /* a static pod's mirror pod goes now */
+        retry_deferred_resizes(k); /* room was freed */
         if (!name)
                 return;
         for (struct pod_worker *o = k->workers; o; o = o->next)
@@ -578,7 +741,7 @@ static const struct pod **worker_pods(struct kubelet *k, bool static_only, size_
                 return NULL;
         for (const struct pod_worker *w = k->workers; w; w = w->next)
                 if (w->pod && (!static_only || pod_config_is_static(w->pod)) && n < k->n_workers)
-                        pods[n++] = w->pod;
+                        pods[n++] = static_only ? w->pod : kubelet_worker_sync_pod(w); /* as allocated */
         *ret_n = n;
         return pods;
 }
@@ -705,6 +868,7 @@ static void reconcile_workers(struct kubelet *k) {
                         free(w->full_name);
                         w->full_name = make_full_name(p->namespace_, p->name);
                         w->failures = 0;
+                        worker_update_allocation(k, w);
                         kubelet_worker_request_sync(w);
                         worker_check_deadline(w);
                 }
@@ -828,6 +992,7 @@ static void on_relisted(bool ok, void *userdata) {
                 k->runtime_down = false;
                 for (struct pod_worker *w = k->workers; w; w = w->next) {
                         w->failures = 0;
+                        worker_update_allocation(k, w);
                         kubelet_worker_request_sync(w);
                         worker_check_deadline(w);
                 }
@@ -901,6 +1066,9 @@ static void housekeeping(evutil_socket_t fd, short what, void *userdata) {
                         kubelet_worker_request_sync(w);
         }
         sync_mirror_pods(k);
+        retry_deferred_resizes(k);
+        if (k->runtime_listed && k->config_received && !k->stopping)
+                kubelet_allocation_remove_orphans(k->allocation, allocation_wanted, k);
         /* cleanupOrphanedPodDirs: only once every source has spoken and the runtime has been listed */
         if (k->runtime_listed && k->config_received && !k->stopping)
                 (void) vol_cleanup_orphans(k->opts->root_dir, pod_dir_wanted, k);
@@ -1023,6 +1191,10 @@ int kubelet_start(struct kubelet *k) {
         r = admission_setup(k);
         if (r < 0)
                 return r;
+        /* the pods' allocated resources, from before a restart */
+        r = kubelet_allocation_load(o->root_dir, &k->allocation);
+        if (r < 0)
+                return log_error_errno(r, "cannot read the pods' allocations: %s", strerror(-r));
         r = cgroups_setup(k);
         if (r < 0)
                 return r;
@@ -1132,6 +1304,7 @@ struct kubelet *kubelet_free(struct kubelet *k) {
         backoff_done(&k->crash_backoff);
         backoff_done(&k->image_backoff);
         k->cm = cm_free(k->cm);
+        k->allocation = kubelet_allocation_free(k->allocation);
         stats_machine_info_done(&k->machine); /* after the node manager: it borrows it */
         free(k);
         return NULL;

@@ -28,7 +28,7 @@ void kubelet_pod_sync_start(struct pod_worker *w) {
         }
         s->w = w;
         s->k = w->k;
-        s->pod = pod_ref(w->pod);
+        s->pod = pod_ref(w->pod ? kubelet_worker_sync_pod(w) : NULL); /* as allocated */
         w->sync = s;
         kubelet_sync_observe(s);
 }
@@ -64,6 +64,14 @@ void kubelet_pod_sync_observed(struct pod_sync *s) {
 
 void kubelet_pod_sync_killed(struct pod_sync *s) {
         if (s->error || !s->pod || s->w->deadline_exceeded) {
+                kubelet_pod_sync_finish(s);
+                return;
+        }
+        kubelet_sync_resize(s);
+}
+
+void kubelet_pod_sync_resized(struct pod_sync *s) {
+        if (s->error || s->k->stopping) {
                 kubelet_pod_sync_finish(s);
                 return;
         }

@@ -8,6 +8,7 @@
  *   observe   sync_observe.c   ListPodSandbox + ListContainers for the pod's UID, then their statuses
  *   decide    pod_sync.c       kr_compute_pod_actions (or "kill everything" for a pod no longer desired)
  *   kill      sync_kill.c      stop containers (preStop, then StopContainer), sidecars last, then sandboxes
+ *   resize    sync_resize.c    in-place resizes: the pod cgroup and UpdateContainerResources
  *   objects   sync_volumes.c   the ConfigMaps, Secrets, tokens and pull secrets the pod refers to
  *   sandbox   sync_sandbox.c   the pod cgroup, RunPodSandbox (or reuse the ready one) and its IP
  *   volumes   sync_volumes.c   volume directories and /etc/hosts, before any container is created
@@ -79,6 +80,7 @@ struct pod_sync {
 /* ---- the phases, in the order they run (each ends by calling the next one through pod_sync.c) ---- */
 void kubelet_sync_observe(struct pod_sync *s); /* → kubelet_pod_sync_observed */
 void kubelet_sync_kill(struct pod_sync *s);    /* → kubelet_pod_sync_killed */
+void kubelet_sync_resize(struct pod_sync *s);  /* → kubelet_pod_sync_resized */
 void kubelet_sync_objects(struct pod_sync *s); /* → kubelet_pod_sync_objects_ready */
 void kubelet_sync_sandbox(struct pod_sync *s); /* → kubelet_pod_sync_sandbox_ready */
 int kubelet_sync_volumes(struct pod_sync *s);  /* inline, 0 or negative errno (reported) */
@@ -91,6 +93,7 @@ void kubelet_sync_cleanup_free(struct pod_sync *s);
 
 void kubelet_pod_sync_observed(struct pod_sync *s);
 void kubelet_pod_sync_killed(struct pod_sync *s);
+void kubelet_pod_sync_resized(struct pod_sync *s);
 void kubelet_pod_sync_objects_ready(struct pod_sync *s);
 void kubelet_pod_sync_sandbox_ready(struct pod_sync *s);
 void kubelet_pod_sync_started(struct pod_sync *s);

@@ -16,11 +16,21 @@
 
 int kr_container_hash(const struct container *c, char buf[static KR_HASH_MAX]) {
         _cleanup_free_ char *s = NULL;
+        json_auto_t *copy = NULL;
         uint64_t h;
 
         if (!c->raw)
                 return -EINVAL;
-        s = json_dumps(c->raw, JSON_SORT_KEYS | JSON_COMPACT | JSON_ENCODE_ANY);
+        /* resources and resizePolicy are left out: a resize is applied in place (or by a restart its resizePolicy
+         * asks for), not by the restart a changed hash means */
+        if (json_object_get(c->raw, "resources") || json_object_get(c->raw, "resizePolicy")) {
+                copy = json_copy(c->raw);
+                if (!copy)
+                        return -ENOMEM;
+                json_object_del(copy, "resources");
+                json_object_del(copy, "resizePolicy");
+        }
+        s = json_dumps(copy ? copy : c->raw, JSON_SORT_KEYS | JSON_COMPACT | JSON_ENCODE_ANY);
         if (!s)
                 return -ENOMEM;
         h = fnv1a64(FNV1A64_INIT, s, strlen(s));
@@ -34,6 +44,7 @@ void kr_pod_actions_done(struct kr_pod_actions *a) {
         free(a->start);
         free(a->init_start);
         free(a->ephemeral_start);
+        free(a->update);
         for (size_t i = 0; i < a->n_kill; i++)
                 free(a->kill[i].message);
         free(a->kill);
@@ -326,6 +337,32 @@ static bool sandbox_changed(const struct pod *pod, const struct kc_pod_status *s
         return false;
 }
 
+bool kr_resize_needs_restart(const struct container *c, const char *resource) {
+        for (size_t i = 0; i < c->n_resize_policy; i++)
+                if (streq_ptr(c->resize_policy[i].resource_name, resource))
+                        return streq_ptr(c->resize_policy[i].restart_policy, "RestartContainer");
+        return false;
+}
+
+enum kr_resize_action kr_container_resize_action(const struct pod *pod, const struct container *c,
+                                                 const struct kc_container *cs,
+                                                 struct kr_linux_resources *ret_desired) {
+        struct kr_linux_resources d;
+        bool cpu, memory;
+
+        kr_container_resources(pod, c, 0, &d);
+        d.oom_score_adj = 0;
+        *ret_desired = d;
+        if (!cs || cs->state != KC_CONTAINER_RUNNING || !cs->have_resources)
+                return KR_RESIZE_NONE;
+        cpu = d.cpu_shares != cs->res_cpu_shares ||
+              MAX(d.cpu_quota, (int64_t) 0) != MAX(cs->res_cpu_quota, (int64_t) 0);
+        memory = d.memory_limit_in_bytes != cs->res_memory_limit;
+        if ((cpu && kr_resize_needs_restart(c, "cpu")) || (memory && kr_resize_needs_restart(c, "memory")))
+                return KR_RESIZE_RESTART;
+        return cpu || memory ? KR_RESIZE_UPDATE : KR_RESIZE_NONE;
+}
+
 static bool probe_failed(const struct probe_results *probes, enum probe_type t, const struct kc_container *cs) {
         enum probe_result r;
         return probes && probes->get(probes->userdata, t, cs, &r) && r == PROBE_RESULT_FAILURE;
@@ -474,6 +511,39 @@ int kr_compute_pod_actions(const struct pod *pod, const struct kc_pod_status *st
                                         goto fail;
                         }
                         continue;
+                }
+
+                /* running: its allocated resources differ from those it runs with (an in-place resize) */
+                {
+                        struct kr_linux_resources desired;
+                        switch (kr_container_resize_action(pod, c, cs, &desired)) {
+                        case KR_RESIZE_RESTART: {
+                                char *msg = NULL;
+                                if (asprintf(&msg, "Container %s resize requires restart", c->name) < 0) {
+                                        r = -ENOMEM;
+                                        goto fail;
+                                }
+                                r = add_kill(&a, cs, "Killing", msg);
+                                if (r >= 0)
+                                        r = add_start(&a, i);
+                                if (r < 0)
+                                        goto fail;
+                                continue;
+                        }
+                        case KR_RESIZE_UPDATE: {
+                                struct kr_container_update *n = realloc(a.update, sizeof(*n) * (a.n_update + 1));
+                                if (!n) {
+                                        r = -ENOMEM;
+                                        goto fail;
+                                }
+                                a.update = n;
+                                a.update[a.n_update++] = (struct kr_container_update) { .container = cs, .index = i };
+                                break;
+                        }
+                        case KR_RESIZE_NONE:
+                        default:
+                                break;
+                        }
                 }
                 keep++;
         }

@@ -12,11 +12,13 @@
 #include "basic/time.h"
 #include "container/container.h"
 #include "prober/results.h"
+#include "kuberuntime/resources.h"
 
 #define KR_HASH_MAX 17 /* 16 hex digits + NUL */
 
-/* Hash of a container's spec: FNV-1a 64 over the canonical JSON of the container object, as hex.
- * Stored as ANNOTATION_CONTAINER_HASH; a running container whose hash differs is restarted. */
+/* Hash of a container's spec: FNV-1a 64 over the canonical JSON of the container object without its resources
+ * and resizePolicy (those are resized in place), as hex. Stored as ANNOTATION_CONTAINER_HASH; a running container
+ * whose hash differs is restarted. */
 int kr_container_hash(const struct container *c, char buf[static KR_HASH_MAX]);
 
 struct kr_container_kill {
@@ -26,6 +28,12 @@ struct kr_container_kill {
         bool remove;            /* remove it too before anything new starts (never-started) */
         bool probe_failure;     /* killed for a failed liveness or startup probe */
         int64_t grace_override; /* the probe's terminationGracePeriodSeconds, or -1 */
+};
+
+/* A running container whose resources change in place (UpdateContainerResources). */
+struct kr_container_update {
+        const struct kc_container *container; /* borrowed from the status */
+        size_t index;                         /* into pod->spec.containers */
 };
 
 struct kr_pod_actions {
@@ -43,7 +51,9 @@ struct kr_pod_actions {
                                   * (kubectl debug; never restarted) */
         size_t n_kill;
         struct kr_container_kill *kill;
-        const char *sandbox_reason; /* why a new sandbox is needed (static), or NULL */
+        size_t n_update;
+        struct kr_container_update *update; /* in-place resizes to apply (the pod given is the allocated one) */
+        const char *sandbox_reason;         /* why a new sandbox is needed (static), or NULL */
 };
 
 void kr_pod_actions_done(struct kr_pod_actions *a);
@@ -57,6 +67,20 @@ void kr_pod_actions_done(struct kr_pod_actions *a);
  * is restarted whenever it exits. */
 int kr_compute_pod_actions(const struct pod *pod, const struct kc_pod_status *status,
                            const struct probe_results *probes, struct kr_pod_actions *ret);
+
+/* computePodResizeAction for a running container: the resources it should run with (its allocated ones, those of
+ * the pod given) against those the runtime reports it runs with. NONE: the same (or unknown); UPDATE: apply them
+ * in place; RESTART: a changed resource whose resizePolicy is RestartContainer. *ret_desired: the container's
+ * LinuxContainerResources (oom_score_adj left 0). */
+enum kr_resize_action {
+        KR_RESIZE_NONE,
+        KR_RESIZE_UPDATE,
+        KR_RESIZE_RESTART,
+};
+enum kr_resize_action kr_container_resize_action(const struct pod *pod, const struct container *c,
+                                                 const struct kc_container *cs, struct kr_linux_resources *ret_desired);
+/* resizePolicy's restartPolicy for a resource: true when it is RestartContainer (NotRequired is the default) */
+bool kr_resize_needs_restart(const struct container *c, const char *resource);
 
 /* The newest instance of a container in the given sandbox, or NULL. */
 const struct kc_container *kr_pod_status_find_in_sandbox(const struct kc_pod_status *status, const char *name,

@@ -3,9 +3,11 @@
 #include "status/status.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 
 #include "apis/qos.h"
+#include "kuberuntime/resources.h"
 #include "basic/error.h"
 #include "basic/string.h"
 #include "basic/strv.h"
@@ -135,6 +137,106 @@ static json_t *old_container_status(const struct pod_status_input *in, const cha
         return NULL;
 }
 
+char *status_format_milli(int64_t milli) {
+        char *s = NULL;
+        if ((milli % 1000 == 0 ? asprintf(&s, "%" PRId64, milli / 1000) : asprintf(&s, "%" PRId64 "m", milli)) < 0)
+                return NULL;
+        return s;
+}
+
+char *status_format_bytes(int64_t bytes) {
+        static const char *const suffix[] = { "", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei" };
+        size_t i = 0;
+        char *s = NULL;
+
+        while (bytes != 0 && bytes % 1024 == 0 && i + 1 < ELEMENTSOF(suffix)) {
+                bytes /= 1024;
+                i++;
+        }
+        if (asprintf(&s, "%" PRId64 "%s", bytes, suffix[i]) < 0)
+                return NULL;
+        return s;
+}
+
+/* sharesToMilliCPU, taking the allocated request when the shares are what it gives */
+static int64_t shares_to_milli(int64_t shares) {
+        if (shares <= 2)
+                return 0;
+        return (shares * 1000 + 1023) / 1024;
+}
+
+static int set_quantity(json_t *list, const char *name, char *v) {
+        _cleanup_free_ char *owned = v;
+        if (!owned)
+                return -ENOMEM;
+        return json_object_set_new(list, name, json_string(owned));
+}
+
+/* status.containerStatuses[].resources of a running container: what the runtime says it runs with, the
+ * allocation for what it does not say (convertContainerStatusResources) */
+static json_t *actual_resources_json(const json_t *alloc, const struct kc_container *c) {
+        const json_t *al = json_object_get(alloc, "limits"), *rq = json_object_get(alloc, "requests");
+        json_auto_t *out = json_object(), *limits = NULL, *requests = NULL;
+        json_t *v;
+        const char *key;
+
+        if (!out)
+                return NULL;
+        if (json_is_object(al)) {
+                limits = json_deep_copy(al);
+                if (!limits)
+                        return NULL;
+                if (c->res_cpu_quota > 0 && c->res_cpu_period > 0 &&
+                    set_quantity(limits, "cpu", status_format_milli(c->res_cpu_quota * 1000 / c->res_cpu_period)) < 0)
+                        return NULL;
+                if (c->res_memory_limit > 0 && json_object_get(al, "memory") &&
+                    set_quantity(limits, "memory", status_format_bytes(c->res_memory_limit)) < 0)
+                        return NULL;
+                json_object_set(out, "limits", limits);
+        }
+        if (json_is_object(rq)) {
+                requests = json_object();
+                if (!requests)
+                        return NULL;
+                json_object_foreach((json_t *) rq, key, v)
+                        if (!streq(key, "cpu"))
+                                json_object_set(requests, key, v);
+                v = json_object_get(rq, "cpu");
+                if (v) {
+                        struct quantity q = {};
+                        bool same = json_is_string(v) && quantity_parse(json_string_value(v), &q) >= 0 &&
+                                    kr_milli_cpu_to_shares(q.milli) == c->res_cpu_shares;
+                        quantity_done(&q);
+                        if (same)
+                                json_object_set(requests, "cpu", v);
+                        else if (set_quantity(requests, "cpu",
+                                              status_format_milli(shares_to_milli(c->res_cpu_shares))) < 0)
+                                return NULL;
+                }
+                json_object_set(out, "requests", requests);
+        }
+        return TAKE_PTR(out);
+}
+
+/* allocatedResources (the allocated requests) and, while it runs, resources (what it runs with) */
+static void add_resources(const struct pod_status_input *in, const struct container *spec, const struct kc_container *c,
+                          json_t *st) {
+        const json_t *alloc = in->allocation ? json_object_get(in->allocation, spec->name) : NULL;
+        const json_t *req = json_object_get(alloc, "requests");
+
+        if (!st || !alloc)
+                return;
+        if (json_is_object(req) && json_object_size(req) > 0)
+                json_object_set_new(st, "allocatedResources", json_deep_copy(req));
+        if (c && c->state == KC_CONTAINER_RUNNING && c->have_resources) {
+                json_t *r = actual_resources_json(alloc, c);
+                if (r && json_object_size(r) > 0)
+                        json_object_set_new(st, "resources", r);
+                else
+                        json_decref(r);
+        }
+}
+
 static json_t *container_status_json(const struct pod_status_input *in, const struct container *spec, bool init) {
         const struct kc_container *c = in->observed ? kc_pod_status_find_container(in->observed, spec->name) : NULL;
         const struct kc_container *prev = previous_instance(in->observed, spec->name);
@@ -175,6 +277,7 @@ static json_t *container_status_json(const struct pod_status_input *in, const st
                        (json_int_t) c->restart_count, "image", spec->image, "imageID", strempty(c->image_ref),
                        "containerID", container_id_json(c), "started",
                        c->state == KC_CONTAINER_RUNNING && probe_container_started(spec, c, in->probes));
+        add_resources(in, spec, c, st);
         return st;
 }
 
@@ -493,6 +596,29 @@ int status_pod_generate(const struct pod_status_input *in, json_t **ret) {
                                        unready ? (completed ? "PodCompleted" : "ContainersNotReady") : NULL,
                                        unready && !completed ? message : NULL);
         }
+        /* the in-place resize conditions (the status manager's resize conditions) */
+        if (in->resize_pending_reason) {
+                json_t *c = condition("PodResizePending", true, in->resize_pending_usec, in->resize_pending_reason,
+                                      in->resize_pending_message);
+                if (c && in->generation > 0)
+                        json_object_set_new(c, "observedGeneration", json_integer(in->generation));
+                if (!c || json_array_append_new(conditions, c) < 0) {
+                        json_decref(conditions);
+                        json_decref(ready_cond);
+                        return -ENOMEM;
+                }
+        }
+        if (in->resize_in_progress) {
+                json_t *c = condition("PodResizeInProgress", true, in->resize_in_progress_usec,
+                                      in->resize_error ? "Error" : NULL, in->resize_error);
+                if (c && in->generation > 0)
+                        json_object_set_new(c, "observedGeneration", json_integer(in->generation));
+                if (!c || json_array_append_new(conditions, c) < 0) {
+                        json_decref(conditions);
+                        json_decref(ready_cond);
+                        return -ENOMEM;
+                }
+        }
         if (json_array_append_new(conditions, condition("PodReadyToStartContainers", sandbox_ready(in),
                                                         in->initialized_usec, NULL, NULL)) < 0 ||
             json_array_append_new(conditions,
@@ -559,6 +685,8 @@ int status_pod_generate(const struct pod_status_input *in, json_t **ret) {
                 json_object_set_new(status, "reason", json_string(in->evict_reason));
                 json_object_set_new(status, "message", json_string(strempty(in->evict_message)));
         }
+        if (in->generation > 0)
+                json_object_set_new(status, "observedGeneration", json_integer(in->generation));
         if (in->start_time_usec > 0)
                 json_object_set_new(status, "startTime",
                                     json_string(format_rfc3339((uint64_t) in->start_time_usec, buf, sizeof(buf))));
