@@ -306,10 +306,15 @@ const char *status_pod_phase(const struct pod_status_input *in) {
                 if (!c || c->state == KC_CONTAINER_RUNNING)
                         pending_init++;
                 else if (c->state == KC_CONTAINER_EXITED) {
-                        if (c->exit_code != 0)
+                        /* a failed one fails the pod unless it is started again (its restart policy, or the
+                         * pod's) */
+                        if (c->exit_code != 0 && !container_should_restart_on_exit(&pod->spec, spec, c->exit_code))
                                 failed_init++;
+                        else if (c->exit_code != 0)
+                                pending_init++;
                 } else if (c->state == KC_CONTAINER_CREATED && prev && prev->state == KC_CONTAINER_EXITED) {
-                        if (prev->exit_code != 0)
+                        if (prev->exit_code != 0 &&
+                            !container_should_restart_on_exit(&pod->spec, spec, prev->exit_code))
                                 failed_init++;
                 } else
                         pending_init++;

@@ -393,6 +393,32 @@ static void test_phase_with_restart_rules(void **state) {
         assert_string_equal(phase(set.pods[0], s), "Succeeded");
         kc_pod_status_free(s);
         pod_set_done(&set);
+
+        /* a failed init container: Failed only when it is not started again (the pod's Never, or its own) */
+        static const struct {
+                const char *pod_policy, *own, *phase;
+        } inits[] = {
+                { "Always", "", "Pending" },
+                { "OnFailure", "", "Pending" },
+                { "Never", "", "Failed" },
+                { "Never", ", restartPolicy: OnFailure", "Pending" },
+                { "Always", ", restartPolicy: Never", "Failed" },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(inits); i++) {
+                _cleanup_free_ char *y = NULL;
+                assert_true(asprintf(&y,
+                                     "apiVersion: v1\nkind: Pod\nmetadata: {name: web, namespace: default, uid: u}\n"
+                                     "spec:\n  restartPolicy: %s\n  initContainers: [{name: i, image: busybox%s}]\n"
+                                     "  containers: [{name: a, image: busybox}]\n",
+                                     inits[i].pod_policy, inits[i].own) > 0);
+                assert_int_equal(manifest_parse(y, strlen(y), &set, &err), 0);
+                s = status_new(true);
+                add(s, "i", "i1", KC_CONTAINER_EXITED, 1, 5, 0);
+                if (!streq(phase(set.pods[0], s), inits[i].phase))
+                        fail_msg("case %zu: %s", i, phase(set.pods[0], s));
+                kc_pod_status_free(s);
+                pod_set_done(&set);
+        }
 }
 
 /* readinessGates: Ready only when the containers are ready and every gate's condition (set by a client) is True;
