@@ -299,6 +299,7 @@ struct pod_spec {
         char *scheduler_name;
         int32_t priority;
         bool share_process_namespace;
+        bool has_host_users, host_users; /* spec.hostUsers: false asks for a user namespace */
         bool set_hostname_as_fqdn;
         bool enable_service_links; /* default true */
         char *runtime_class_name;
@@ -378,6 +379,11 @@ enum pull_policy image_default_pull_policy(const char *image);
 
 /* Validate as the apiserver does (ValidatePodCreate subset). Returns 0 or -EINVAL with errs filled. */
 int pod_validate(const struct pod *p, struct field_errors *errs);
+
+/* The fields of the pod present in its document that ckubelet accepts but does not act on as the upstream kubelet
+ * does (pod-level resources, SELinux options, fsGroup's volume ownership, ...), each as "<field path> (<why>)", in
+ * document order; NULL when none. For the kubelet to say once. */
+int pod_unsupported_fields(const struct pod *pod, char ***ret);
 
 /* Full name used by the kubelet for logs and uniqueness: "name_namespace". */
 char *pod_full_name(const struct pod *p);

@@ -795,6 +795,10 @@ static int decode_spec(struct field_errors *e, json_t *spec, struct pod_spec *s)
         if (r >= 0)
                 r = dec_get_bool(e, spec, "spec", "setHostnameAsFQDN", &s->set_hostname_as_fqdn);
         if (r >= 0) {
+                s->has_host_users = json_is_boolean(dec_get(spec, "hostUsers"));
+                r = dec_get_bool(e, spec, "spec", "hostUsers", &s->host_users);
+        }
+        if (r >= 0) {
                 s->enable_service_links = true; /* SetDefaults_PodSpec */
                 r = dec_get_bool(e, spec, "spec", "enableServiceLinks", &s->enable_service_links);
         }

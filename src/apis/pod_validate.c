@@ -838,6 +838,15 @@ static void validate_spec(struct vctx *c, const struct pod *p) {
                 const struct resource_requirements res = { .limits = s->overhead };
                 validate_resource_requirements(c, &res, "spec.overhead");
         }
+        /* validateHostUsers: a user namespace goes with none of the host's */
+        if (s->has_host_users && !s->host_users) {
+                if (s->host_network)
+                        val_forbidden(c, "spec.hostNetwork", "when `pod.Spec.HostUsers` is false");
+                if (s->host_pid)
+                        val_forbidden(c, "spec.HostPID", "when `pod.Spec.HostUsers` is false");
+                if (s->host_ipc)
+                        val_forbidden(c, "spec.HostIPC", "when `pod.Spec.HostUsers` is false");
+        }
         if (s->share_process_namespace && s->host_pid)
                 CHECK_OOM(c, field_errors_add(c->errs, "spec.securityContext.shareProcessNamespace",
                                               "Invalid value: true: ShareProcessNamespace and HostPID cannot both be "

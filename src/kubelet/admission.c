@@ -9,6 +9,7 @@
 
 #include "basic/error.h"
 #include "basic/macro.h"
+#include "basic/string.h"
 
 static int64_t sat_add(int64_t a, int64_t b) {
         return a > INT64_MAX - b ? INT64_MAX : a + b;
@@ -86,6 +87,24 @@ int kubelet_admit(const struct pod *p, const struct pod *const *admitted, size_t
         }
         if (r < 0)
                 return r;
+        /* the pod's OS must be the node's (linux): its kubernetes.io/os node selector, then its spec.os */
+        {
+                const json_t *spec = json_object_get(p->raw, "spec");
+                const char *sel = json_string_value(
+                        json_object_get(json_object_get(spec, "nodeSelector"), "kubernetes.io/os"));
+                const char *os = json_string_value(json_object_get(json_object_get(spec, "os"), "name"));
+                if (sel && !streq(sel, "linux")) {
+                        *ret_message = strdup("Failed to admit pod as the `kubernetes.io/os` label doesn't match node "
+                                              "label");
+                        *ret_reason = "PodOSSelectorNodeLabelDoesNotMatch";
+                        return *ret_message ? -ENOSPC : -ENOMEM;
+                }
+                if (os && !streq(os, "linux")) {
+                        *ret_message = strdup("Failed to admit pod as the OS field doesn't match node OS");
+                        *ret_reason = "PodOSNotSupported";
+                        return *ret_message ? -ENOSPC : -ENOMEM;
+                }
+        }
         r = kr_apparmor_admit(p, node->apparmor_enabled, ret_message);
         if (r == -EPERM) {
                 *ret_reason = "AppArmor";

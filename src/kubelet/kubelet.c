@@ -753,6 +753,17 @@ static bool pod_is_terminal_in_api(const struct pod *p) {
         return !pod_config_is_static(p) && (streq_ptr(phase, "Succeeded") || streq_ptr(phase, "Failed"));
 }
 
+/* The fields ckubelet does not act on, said once for the pod, by name */
+static void warn_unsupported_fields(const struct pod *p) {
+        _cleanup_strv_free_ char **fields = NULL;
+        _cleanup_free_ char *joined = NULL;
+
+        if (pod_unsupported_fields(p, &fields) < 0 || !fields)
+                return;
+        joined = strv_join(fields, ", ");
+        log_warning("pod %s/%s: fields that are not acted on: %s", p->namespace_, p->name, strna(joined));
+}
+
 /* Admission (lifecycle.PredicateAdmitHandler): a pod that does not fit next to the admitted ones is rejected
  * for good, and an API pod is told so through its status (rejectPod). */
 static bool admit(struct kubelet *k, const struct pod *p) {
@@ -847,6 +858,7 @@ static void reconcile_workers(struct kubelet *k) {
                                 continue;
                         }
                         log_info("SyncLoop ADD: pod=\"%s/%s\" podUID=\"%s\"", p->namespace_, p->name, p->uid);
+                        warn_unsupported_fields(p);
                         changed = true;
                 } else if (w->pod != p) {
                         if (!w->pod)

@@ -138,6 +138,20 @@ static void create_sandbox(struct pod_sync *s) {
                 kubelet_pod_sync_finish(s);
                 return;
         }
+        /* getOrCreateUserNamespaceMappings: containerd 1.6 does not say its handlers support user namespaces (CRI
+         * Status runtime_handlers), so a pod asking for one is not run without it */
+        if (s->pod->spec.has_host_users && !s->pod->spec.host_users) {
+                log_error("pod %s: Failed to create sandbox for pod: RuntimeClass handler \"%s\" does not support user "
+                          "namespaces",
+                          kubelet_sync_pod_desc(s), handler);
+                kubelet_worker_event(s->w, NULL, "Warning", "FailedCreatePodSandBox",
+                                     "Failed to create pod sandbox: RuntimeClass handler \"%s\" does not support user "
+                                     "namespaces",
+                                     handler);
+                s->error = true;
+                kubelet_pod_sync_finish(s);
+                return;
+        }
         if (!isempty(handler))
                 log_v(2, "Running pod with runtime handler: pod=\"%s\" runtimeHandler=\"%s\"", kubelet_sync_pod_desc(s),
                       handler);

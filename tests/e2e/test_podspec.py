@@ -206,3 +206,28 @@ def test_container_restart_policy_and_rules(kubelet_factory, runtime, tmp_path):
     time.sleep(3)
     assert len(runtime.containers_of(name, "plain")) == 1
     assert (shared / "retry").read_text().strip() == "3"
+
+
+# ---------------------------------------------------------------- fields not acted on: said, or refused
+
+
+def test_fields_not_acted_on_are_said_or_refused(kubelet_factory, runtime):
+    k, api = start(kubelet_factory)
+    # accepted, said once by name
+    name = write_pod(k, "said", {"terminationGracePeriodSeconds": 1, "resources": {"limits": {"cpu": "1"}},
+                                 "containers": [ctr("a", SLEEPER, securityContext={"seLinuxOptions": {"level": "s0"}})]})
+    wait_for(lambda: runtime.running(name, "a"), 30, msg="the pod running")
+    k.wait_log(r"pod default/said-testnode: fields that are not acted on: spec\.resources \(pod-level resources are "
+               r"not applied: the pod cgroup is sized from its containers\), spec\.containers\[0\]\.securityContext\."
+               r"seLinuxOptions \(SELinux labels are not applied\)", 10)
+    assert k.log().count("fields that are not acted on") == 1
+    # a user namespace the runtime cannot give: refused as upstream does, not run without it
+    userns = write_pod(k, "userns", {"hostUsers": False, "containers": [ctr("a", SLEEPER)]})
+    k.wait_log(r'pod default/userns-testnode: Failed to create sandbox for pod: RuntimeClass handler "" does not '
+               r'support user namespaces', 30)
+    # another OS: refused at admission
+    k.write("win.yaml", json.dumps({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "win"},
+                                    "spec": {"os": {"name": "windows"}, "containers": [ctr("a", SLEEPER)]}}))
+    k.wait_log(r'Pod admission denied: pod="default/win-testnode" podUID="[0-9a-f]+" reason="PodOSNotSupported" '
+               r'message="Failed to admit pod as the OS field doesn\'t match node OS"', 30)
+    assert not runtime.pods_named(userns) and not runtime.pods_named("win-testnode")

@@ -9,6 +9,7 @@
 #include "basic/error.h"
 #include "apis/manifest.h"
 #include "basic/string.h"
+#include "basic/strv.h"
 
 #define META "{name: web, namespace: default}"
 #define SPEC "{containers: [{name: app, image: nginx}]}"
@@ -377,6 +378,40 @@ static void test_newer_spec_fields(void **state) {
         }
 }
 
+/* the fields accepted but not acted on, said by name */
+static void test_unsupported_fields(void **state) {
+        static const struct {
+                const char *spec, *want; /* want: the joined list, "" for none */
+        } cases[] = {
+                { SPEC, "" },
+                { "{containers: [{name: app, image: nginx}], resources: {limits: {cpu: 1}}}",
+                  "spec.resources (pod-level resources are not applied: the pod cgroup is sized from its containers)" },
+                { "{containers: [{name: app, image: nginx, securityContext: {seLinuxOptions: {level: 's0:c1'}}}], "
+                  "securityContext: {fsGroup: 5, fsGroupChangePolicy: Always}, volumes: [{name: v, emptyDir: {}}]}",
+                  "spec.securityContext.fsGroupChangePolicy (volume ownership is not changed for fsGroup), "
+                  "spec.securityContext.fsGroup (volume ownership is not changed, it is only a supplemental group), "
+                  "spec.containers[0].securityContext.seLinuxOptions (SELinux labels are not applied)" },
+                /* fsGroup without volumes changes nothing upstream either */
+                { "{containers: [{name: app, image: nginx}], securityContext: {fsGroup: 5}}", "" },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                struct pod *p = parse(META, cases[i].spec);
+                char **l = NULL, *j;
+                assert_int_equal(pod_unsupported_fields(p, &l), 0);
+                j = l ? strv_join(l, ", ") : strdup("");
+                if (!streq(j, cases[i].want))
+                        fail_msg("case %zu: %s", i, j);
+                free(j);
+                strv_free(l);
+                pod_free(p);
+        }
+        /* a user namespace goes with none of the host's namespaces */
+        expect_invalid(META, "{containers: [{name: app, image: nginx}], hostUsers: false, hostNetwork: true}",
+                       "spec.hostNetwork", "Forbidden: when `pod.Spec.HostUsers` is false");
+        expect_valid(META, "{containers: [{name: app, image: nginx}], hostUsers: true, hostNetwork: true}");
+}
+
 static void test_error_string(void **state) {
         struct field_errors errs = {};
         struct pod *p = parse("{name: web, namespace: default}", "{containers: [{name: app, image: x}, {name: app}]}");
@@ -412,11 +447,17 @@ static void test_name_validators(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_valid),        cmocka_unit_test(test_metadata),
-                cmocka_unit_test(test_containers),   cmocka_unit_test(test_ports),
-                cmocka_unit_test(test_env),          cmocka_unit_test(test_resources),
-                cmocka_unit_test(test_spec_fields),  cmocka_unit_test(test_newer_spec_fields),
-                cmocka_unit_test(test_error_string), cmocka_unit_test(test_name_validators),
+                cmocka_unit_test(test_valid),
+                cmocka_unit_test(test_metadata),
+                cmocka_unit_test(test_containers),
+                cmocka_unit_test(test_ports),
+                cmocka_unit_test(test_env),
+                cmocka_unit_test(test_resources),
+                cmocka_unit_test(test_spec_fields),
+                cmocka_unit_test(test_newer_spec_fields),
+                cmocka_unit_test(test_error_string),
+                cmocka_unit_test(test_name_validators),
+                cmocka_unit_test(test_unsupported_fields),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

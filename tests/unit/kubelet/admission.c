@@ -122,8 +122,41 @@ static void test_sysctls(void **state) {
         pod_free(p);
 }
 
+/* the pod's OS: its kubernetes.io/os node selector, then spec.os, must be the node's (linux) */
+static void test_admit_os(void **state) {
+        struct admission_node node = { .cpu_milli = 2000, .memory_bytes = 1024 * MIB };
+        static const struct {
+                const char *spec, *reason, *message;
+        } cases[] = {
+                { "  os: {name: linux}\n  nodeSelector: {kubernetes.io/os: linux}\n", NULL, NULL },
+                { "  nodeSelector: {kubernetes.io/os: windows}\n", "PodOSSelectorNodeLabelDoesNotMatch",
+                  "Failed to admit pod as the `kubernetes.io/os` label doesn't match node label" },
+                { "  os: {name: windows}\n", "PodOSNotSupported",
+                  "Failed to admit pod as the OS field doesn't match node OS" },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                _cleanup_free_ char *spec = NULL;
+                const char *reason = NULL;
+                char *msg = NULL;
+                struct pod *p;
+                assert_true(asprintf(&spec, "%s  containers:\n  - {name: a, image: i}\n", cases[i].spec) > 0);
+                p = parse_pod(spec);
+                if (!cases[i].reason)
+                        assert_int_equal(kubelet_admit(p, NULL, 0, &node, &reason, &msg), 0);
+                else {
+                        assert_int_equal(kubelet_admit(p, NULL, 0, &node, &reason, &msg), -ENOSPC);
+                        assert_string_equal(reason, cases[i].reason);
+                        assert_string_equal(msg, cases[i].message);
+                }
+                free(msg);
+                pod_free(p);
+        }
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_admit_os),
                 cmocka_unit_test(test_requests),
                 cmocka_unit_test(test_admit),
                 cmocka_unit_test(test_sysctls),
