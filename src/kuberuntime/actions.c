@@ -293,9 +293,12 @@ fail_pod:
         return 0;
 }
 
-static bool container_succeeded(const struct container *c, const struct kc_pod_status *status) {
+/* The container's last instance exited and its restart policy and rules (else the pod's) do not start it again:
+ * a succeeded one under OnFailure, or one whose exit code no rule restarts. */
+static bool container_finished(const struct pod_spec *spec, const struct container *c,
+                               const struct kc_pod_status *status) {
         const struct kc_container *cs = kc_pod_status_find_container(status, c->name);
-        return cs && cs->state == KC_CONTAINER_EXITED && cs->exit_code == 0;
+        return cs && cs->state == KC_CONTAINER_EXITED && !container_should_restart_on_exit(spec, c, cs->exit_code);
 }
 
 /* podSandboxChanged: do we need a new sandbox, and with which attempt? */
@@ -385,9 +388,8 @@ int kr_compute_pod_actions(const struct pod *pod, const struct kc_pod_status *st
                         return 0;
                 }
                 for (size_t i = 0; i < pod->spec.n_containers; i++) {
-                        /* a container that succeeded and would not restart after it stays done */
-                        if (container_succeeded(&pod->spec.containers[i], status) &&
-                            !container_should_restart_on_exit(&pod->spec, &pod->spec.containers[i], 0))
+                        /* a container that exited and would not be started again stays done */
+                        if (container_finished(&pod->spec, &pod->spec.containers[i], status))
                                 continue;
                         r = add_start(&a, i);
                         if (r < 0)
