@@ -83,11 +83,20 @@ int kubelet_pod_with_allocation(const struct pod *pod, const json_t *alloc, stru
         if (r < 0)
                 return r;
         r = pod_apply_defaults_checked(p);
-        /* what the sources gave the pod besides its document (the config source annotations) */
+        /* what the sources gave the pod besides its document: the config source annotations, and for a static
+         * pod its UID, its name with the node's, its namespace and node (applyDefaults) */
         if (r >= 0) {
                 strmap_done(&p->annotations);
                 r = strmap_copy(&pod->annotations, &p->annotations);
         }
+        if (r >= 0)
+                r = free_and_strdup(&p->uid, pod->uid);
+        if (r >= 0)
+                r = free_and_strdup(&p->name, pod->name);
+        if (r >= 0)
+                r = free_and_strdup(&p->namespace_, pod->namespace_);
+        if (r >= 0)
+                r = free_and_strdup(&p->spec.node_name, pod->spec.node_name);
         if (r < 0) {
                 pod_free(p);
                 return r;
