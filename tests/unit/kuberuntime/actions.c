@@ -916,6 +916,45 @@ static void test_restart_rules(void **state) {
                 assert_int_equal(a.n_start, 0);
                 kr_pod_actions_done(&a);
         }
+        /* the sandbox is down: only the containers their rules start again get a new sandbox; when none does, no
+         * new sandbox is made (the pod is done, not started again) */
+        {
+                _cleanup_(kc_pod_status_freep) struct kc_pod_status *s = status_new();
+                struct kr_pod_actions a;
+
+                add_sandbox(s, "sb1", 0, KC_SANDBOX_NOTREADY, 1, false, "");
+                add_container(s, p, 0, "c-rules", KC_CONTAINER_EXITED, 1, 2, true);
+                add_container(s, p, 1, "c-always", KC_CONTAINER_EXITED, 137, 3, true);
+                add_container(s, p, 2, "c-onfailure", KC_CONTAINER_EXITED, 0, 4, true);
+                add_container(s, p, 3, "c-pods", KC_CONTAINER_EXITED, 137, 5, true);
+                kc_pod_status_sort(s);
+                assert_int_equal(kr_compute_pod_actions(p, s, NULL, &a), 0);
+                assert_true(a.create_sandbox);
+                assert_int_equal(a.n_start, 1);
+                assert_int_equal(a.start[0], 1);
+                kr_pod_actions_done(&a);
+        }
+        {
+                _cleanup_pod_free_ struct pod *q = parse_pod("apiVersion: v1\nkind: Pod\n"
+                                                             "metadata: {name: web, namespace: default}\n"
+                                                             "spec:\n  restartPolicy: Never\n  containers:\n"
+                                                             "  - name: rules\n    image: busybox:1.36\n"
+                                                             "    restartPolicyRules:\n"
+                                                             "    - {action: Restart, exitCodes: {operator: In, "
+                                                             "values: [42]}}\n"
+                                                             "  - {name: pods, image: busybox:1.36}\n");
+                _cleanup_(kc_pod_status_freep) struct kc_pod_status *s = status_new();
+                struct kr_pod_actions a;
+
+                add_sandbox(s, "sb1", 0, KC_SANDBOX_NOTREADY, 1, false, "");
+                add_container(s, q, 0, "c-rules", KC_CONTAINER_EXITED, 1, 2, true);
+                add_container(s, q, 1, "c-pods", KC_CONTAINER_EXITED, 0, 3, true);
+                kc_pod_status_sort(s);
+                assert_int_equal(kr_compute_pod_actions(q, s, NULL, &a), 0);
+                assert_false(a.create_sandbox);
+                assert_int_equal(a.n_start, 0);
+                kr_pod_actions_done(&a);
+        }
 }
 
 /* ---- ephemeral containers */
@@ -1009,7 +1048,8 @@ static char *after_ids(const struct kr_kill_target *t, size_t n, const char *id)
         char *j;
         for (size_t i = 0; i < x->n_after; i++)
                 assert_int_equal(strv_extend(&ids, t[x->after[i]].container->id), 0);
-        qsort(ids, strv_length(ids), sizeof(char *), cmp_str);
+        if (ids) /* qsort's array may not be NULL, even empty */
+                qsort(ids, strv_length(ids), sizeof(char *), cmp_str);
         j = ids ? strv_join(ids, ",") : strdup("");
         strv_free(ids);
         return j;
