@@ -91,7 +91,8 @@ void pod_dns_config_free(struct pod_dns_config *d); /* accepts NULL */
 /* ---- validation helpers (pod_validate.c), same purpose ---- */
 struct vctx {
         struct field_errors *errs;
-        int r; /* first allocation failure */
+        int r;                              /* first allocation failure */
+        enum restart_policy restart_policy; /* the pod's (validateResizePolicy) */
 };
 
 #define CHECK_OOM(c, expr)                 \
@@ -130,5 +131,6 @@ void val_env_from(struct vctx *c, const struct container *ctr, const char *cpath
 /* pod_security.c */
 void val_container_security_context(struct vctx *c, const struct container *ctr, const char *cpath);
 void val_pod_security_context(struct vctx *c, const struct pod_spec *s);
+void val_apparmor_annotations(struct vctx *c, const struct pod *pod);
 /* pod_dns.c */
 void val_pod_dns_config(struct vctx *c, const struct pod_spec *s);

@@ -153,6 +153,18 @@ void container_done(struct container *c) {
         resource_list_done(&c->resources.requests);
         free(c->termination_message_path);
         free(c->restart_policy);
+        for (size_t i = 0; i < c->n_restart_rules; i++) {
+                free(c->restart_rules[i].action);
+                free(c->restart_rules[i].exit_codes_operator);
+                free(c->restart_rules[i].exit_codes);
+        }
+        free(c->restart_rules);
+        for (size_t i = 0; i < c->n_resize_policy; i++) {
+                free(c->resize_policy[i].resource_name);
+                free(c->resize_policy[i].restart_policy);
+        }
+        free(c->resize_policy);
+        free(c->target_container_name);
         probe_free(c->liveness_probe);
         probe_free(c->readiness_probe);
         probe_free(c->startup_probe);
@@ -184,6 +196,12 @@ static void pod_spec_done(struct pod_spec *s) {
         for (size_t i = 0; i < s->n_init_containers; i++)
                 container_done(&s->init_containers[i]);
         free(s->init_containers);
+        for (size_t i = 0; i < s->n_ephemeral_containers; i++)
+                container_done(&s->ephemeral_containers[i]);
+        free(s->ephemeral_containers);
+        free(s->runtime_class_name);
+        resource_list_done(&s->overhead);
+        strv_free(s->readiness_gates);
         pod_volumes_free(s->volumes);
         free(s->node_name);
         free(s->hostname);
@@ -235,6 +253,49 @@ char *pod_hostname(const struct pod *pod) {
         return strndup(h, l);
 }
 
+static bool policy_restarts(const char *policy, int32_t exit_code) {
+        if (streq(policy, "Always"))
+                return true;
+        if (streq(policy, "OnFailure"))
+                return exit_code != 0;
+        return false;
+}
+
+bool container_should_restart_on_exit(const struct pod_spec *spec, const struct container *c, int32_t exit_code) {
+        for (size_t i = 0; i < c->n_restart_rules; i++) {
+                const struct container_restart_rule *rule = &c->restart_rules[i];
+                bool in = false;
+
+                if (!rule->has_exit_codes)
+                        continue;
+                for (size_t j = 0; j < rule->n_exit_codes; j++)
+                        in = in || rule->exit_codes[j] == exit_code;
+                if (streq_ptr(rule->exit_codes_operator, "NotIn"))
+                        in = !in;
+                else if (!streq_ptr(rule->exit_codes_operator, "In"))
+                        continue;
+                if (in)
+                        return streq_ptr(rule->action, "Restart");
+        }
+        if (c->restart_policy)
+                return policy_restarts(c->restart_policy, exit_code);
+        return policy_restarts(spec->restart_policy == RESTART_POLICY_ALWAYS       ? "Always"
+                               : spec->restart_policy == RESTART_POLICY_ON_FAILURE ? "OnFailure"
+                                                                                   : "Never",
+                               exit_code);
+}
+
+bool pod_may_restart_containers(const struct pod_spec *spec) {
+        if (spec->restart_policy != RESTART_POLICY_NEVER)
+                return true;
+        for (size_t i = 0; i < spec->n_containers; i++) {
+                const struct container *c = &spec->containers[i];
+                if (c->n_restart_rules > 0 || (c->restart_policy && !streq(c->restart_policy, "Never")))
+                        return true;
+        }
+        return false;
+}
+
 const struct container *pod_find_container(const struct pod *pod, const char *name) {
         for (size_t i = 0; i < pod->spec.n_containers; i++)
                 if (streq_ptr(pod->spec.containers[i].name, name))
@@ -242,6 +303,9 @@ const struct container *pod_find_container(const struct pod *pod, const char *na
         for (size_t i = 0; i < pod->spec.n_init_containers; i++)
                 if (streq_ptr(pod->spec.init_containers[i].name, name))
                         return &pod->spec.init_containers[i];
+        for (size_t i = 0; i < pod->spec.n_ephemeral_containers; i++)
+                if (streq_ptr(pod->spec.ephemeral_containers[i].name, name))
+                        return &pod->spec.ephemeral_containers[i];
         return NULL;
 }
 

@@ -106,6 +106,12 @@ struct seccomp_profile {
         char *localhost_profile; /* relative to <root-dir>/seccomp */
 };
 
+/* securityContext.appArmorProfile (pod and container level) */
+struct apparmor_profile {
+        char *type;              /* RuntimeDefault, Unconfined, Localhost */
+        char *localhost_profile; /* a profile loaded on the node, NULL when not given */
+};
+
 struct security_context {
         char **capabilities_add; /* strv or NULL */
         char **capabilities_drop;
@@ -119,6 +125,7 @@ struct security_context {
         bool has_allow_privilege_escalation, allow_privilege_escalation;
         char *proc_mount; /* Default (NULL = Default), Unmasked */
         struct seccomp_profile *seccomp_profile;
+        struct apparmor_profile *apparmor_profile;
 };
 
 /* spec.dnsConfig (pod_security.c) */
@@ -153,6 +160,7 @@ struct pod_security_context {
         struct sysctl *sysctls;
         size_t n_sysctls;
         struct seccomp_profile *seccomp_profile;
+        struct apparmor_profile *apparmor_profile;
 };
 
 struct container_port {
@@ -217,6 +225,22 @@ struct lifecycle_handler {
         int64_t sleep_seconds;            /* sleep.seconds */
 };
 
+/* resizePolicy[]: how a change of one resource is applied (in-place pod resize) */
+struct container_resize_policy {
+        char *resource_name;  /* cpu, memory */
+        char *restart_policy; /* NotRequired (default), RestartContainer */
+};
+
+/* restartPolicyRules[] (ContainerRestartRules): the first rule whose exitCodes match a container's exit decides,
+ * else its restartPolicy */
+struct container_restart_rule {
+        char *action; /* Restart */
+        bool has_exit_codes;
+        char *exit_codes_operator; /* In, NotIn */
+        int32_t *exit_codes;
+        size_t n_exit_codes;
+};
+
 struct container {
         char *name;
         char *image;
@@ -236,7 +260,12 @@ struct container {
         bool stdin_, stdin_once, tty;
         struct probe *liveness_probe, *readiness_probe, *startup_probe; /* NULL when not set */
         struct lifecycle_handler *post_start, *pre_stop; /* lifecycle.postStart / preStop, NULL when not set */
-        char *restart_policy; /* init containers only: "Always" makes it a sidecar; NULL when not set */
+        char *restart_policy; /* Always (on an init container: a sidecar), OnFailure, Never; NULL when not set */
+        struct container_restart_rule *restart_rules; /* restartPolicyRules */
+        size_t n_restart_rules;
+        struct container_resize_policy *resize_policy;
+        size_t n_resize_policy;
+        char *target_container_name;               /* ephemeral containers: whose process namespace to join */
         struct security_context *security_context; /* NULL when not set */
         json_t *raw; /* the container object as decoded (owned reference), for hashing: exactly as given in
                               * the document, before defaults (defaults are a function of it, so a hash over it
@@ -254,6 +283,8 @@ struct pod_spec {
         size_t n_containers;
         struct container *init_containers;
         size_t n_init_containers;
+        struct container *ephemeral_containers; /* spec.ephemeralContainers (kubectl debug) */
+        size_t n_ephemeral_containers;
         enum restart_policy restart_policy;
         int64_t termination_grace_period_seconds; /* default 30 */
         bool has_active_deadline;
@@ -268,6 +299,13 @@ struct pod_spec {
         struct pod_dns_config *dns_config;             /* NULL when not set */
         char *scheduler_name;
         int32_t priority;
+        bool share_process_namespace;
+        bool has_host_users, host_users; /* spec.hostUsers: false asks for a user namespace */
+        bool set_hostname_as_fqdn;
+        bool enable_service_links; /* default true */
+        char *runtime_class_name;
+        struct resource_list overhead; /* set by the apiserver from the RuntimeClass */
+        char **readiness_gates;        /* the readinessGates' conditionTypes (strv, NULL = none) */
         struct pod_volumes
                 *volumes; /* spec.volumes, volumeMounts, hostAliases (pod_volumes.h); never NULL once decoded */
         /* set by pod_decode when the document gives terminationGracePeriodSeconds (0 is a valid value), and by
@@ -343,12 +381,25 @@ enum pull_policy image_default_pull_policy(const char *image);
 /* Validate as the apiserver does (ValidatePodCreate subset). Returns 0 or -EINVAL with errs filled. */
 int pod_validate(const struct pod *p, struct field_errors *errs);
 
+/* The fields of the pod present in its document that ckubelet accepts but does not act on as the upstream kubelet
+ * does (pod-level resources, SELinux options, fsGroup's volume ownership, ...), each as "<field path> (<why>)", in
+ * document order; NULL when none. For the kubelet to say once. */
+int pod_unsupported_fields(const struct pod *pod, char ***ret);
+
 /* Full name used by the kubelet for logs and uniqueness: "name_namespace". */
 char *pod_full_name(const struct pod *p);
 /* The pod's hostname (GeneratePodHostNameAndDomain): spec.hostname or its name, truncated to 63 characters,
  * without trailing '-' or '.'. NULL on OOM. */
 char *pod_hostname(const struct pod *pod);
-/* A container or init container of the pod by name; NULL if none. */
+/* ContainerShouldRestart (ContainerRestartRules): would an instance of c that exited with exit_code be started
+ * again? The first of its restartPolicyRules whose exit codes match decides (action Restart), else its own
+ * restartPolicy, else the pod's (Always; OnFailure: a non-zero exit; Never). A sidecar always restarts. */
+bool container_should_restart_on_exit(const struct pod_spec *spec, const struct container *c, int32_t exit_code);
+/* Can any container of the pod be restarted after it exited? (the pod's restartPolicy is not Never, or a
+ * container has its own policy other than Never, or restart rules) */
+bool pod_may_restart_containers(const struct pod_spec *spec);
+
+/* A container, init container or ephemeral container of the pod by name; NULL if none. */
 const struct container *pod_find_container(const struct pod *pod, const char *name);
 
 /* Quantity parsing (resource.ParseQuantity). */

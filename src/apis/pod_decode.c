@@ -607,6 +607,12 @@ static int decode_probe(struct field_errors *e, json_t *c, const char *cpath, co
         return r;
 }
 
+static int decode_resize_policy_item(struct field_errors *e, json_t *v, const char *ip, void *item) {
+        struct container_resize_policy *rp = item;
+        int r = dec_get_string(e, v, ip, "resourceName", &rp->resource_name);
+        return r < 0 ? r : dec_get_string(e, v, ip, "restartPolicy", &rp->restart_policy);
+}
+
 static int decode_container(struct field_errors *e, json_t *c, const char *cpath, struct container *ret) {
         _cleanup_free_ char *pull = NULL, *tmp = NULL;
         json_t *res;
@@ -641,6 +647,9 @@ static int decode_container(struct field_errors *e, json_t *c, const char *cpath
                 if (r >= 0)
                         r = decode_resource_list(e, res, rp, "requests", &ret->resources.requests);
         }
+        if (r >= 0)
+                r = dec_object_list(e, c, cpath, "resizePolicy", sizeof(struct container_resize_policy),
+                                    (void **) &ret->resize_policy, &ret->n_resize_policy, decode_resize_policy_item);
         if (r >= 0)
                 r = dec_get_string(e, c, cpath, "terminationMessagePath", &ret->termination_message_path);
         if (r >= 0)
@@ -702,6 +711,41 @@ static int decode_containers(struct field_errors *e, json_t *spec, const char *k
                            decode_container_item);
 }
 
+/* an EphemeralContainer: the container's fields plus targetContainerName */
+static int decode_ephemeral_item(struct field_errors *e, json_t *v, const char *ip, void *item) {
+        struct container *c = item;
+        int r = decode_container(e, v, ip, c);
+        return r < 0 ? r : dec_get_string(e, v, ip, "targetContainerName", &c->target_container_name);
+}
+
+static int decode_readiness_gate(struct field_errors *e, json_t *v, const char *ip, void *item) {
+        return dec_get_string(e, v, ip, "conditionType", item);
+}
+
+static int decode_readiness_gates(struct field_errors *e, json_t *spec, struct pod_spec *s) {
+        _cleanup_free_ char **types = NULL;
+        size_t n = 0;
+        int r;
+
+        r = dec_object_list(e, spec, "spec", "readinessGates", sizeof(char *), (void **) &types, &n,
+                            decode_readiness_gate);
+        if (r >= 0 && n > 0) {
+                /* a strv: the types, then NULL (an absent conditionType is "") */
+                char **l = calloc(n + 1, sizeof(char *));
+                if (!l)
+                        r = -ENOMEM;
+                for (size_t i = 0; l && i < n; i++) {
+                        l[i] = types[i] ? TAKE_PTR(types[i]) : strdup("");
+                        if (!l[i])
+                                r = -ENOMEM;
+                }
+                s->readiness_gates = l;
+        }
+        for (size_t i = 0; types && i < n; i++)
+                free(types[i]);
+        return r;
+}
+
 static int decode_spec(struct field_errors *e, json_t *spec, struct pod_spec *s) {
         _cleanup_free_ char *restart = NULL, *deprecated_sa = NULL;
         int64_t v;
@@ -710,6 +754,9 @@ static int decode_spec(struct field_errors *e, json_t *spec, struct pod_spec *s)
         r = decode_containers(e, spec, "containers", &s->containers, &s->n_containers);
         if (r >= 0)
                 r = decode_containers(e, spec, "initContainers", &s->init_containers, &s->n_init_containers);
+        if (r >= 0)
+                r = decode_list(e, spec, "spec", "ephemeralContainers", MAX_CONTAINERS, true, sizeof(struct container),
+                                (void **) &s->ephemeral_containers, &s->n_ephemeral_containers, decode_ephemeral_item);
         if (r >= 0)
                 r = dec_get_string(e, spec, "spec", "restartPolicy", &restart);
         if (r >= 0) {
@@ -744,6 +791,24 @@ static int decode_spec(struct field_errors *e, json_t *spec, struct pod_spec *s)
         if (r >= 0)
                 r = dec_get_int32(e, spec, "spec", "priority", &s->priority);
         if (r >= 0)
+                r = dec_get_bool(e, spec, "spec", "shareProcessNamespace", &s->share_process_namespace);
+        if (r >= 0)
+                r = dec_get_bool(e, spec, "spec", "setHostnameAsFQDN", &s->set_hostname_as_fqdn);
+        if (r >= 0) {
+                s->has_host_users = json_is_boolean(dec_get(spec, "hostUsers"));
+                r = dec_get_bool(e, spec, "spec", "hostUsers", &s->host_users);
+        }
+        if (r >= 0) {
+                s->enable_service_links = true; /* SetDefaults_PodSpec */
+                r = dec_get_bool(e, spec, "spec", "enableServiceLinks", &s->enable_service_links);
+        }
+        if (r >= 0)
+                r = dec_get_string(e, spec, "spec", "runtimeClassName", &s->runtime_class_name);
+        if (r >= 0)
+                r = decode_resource_list(e, spec, "spec", "overhead", &s->overhead);
+        if (r >= 0)
+                r = decode_readiness_gates(e, spec, s);
+        if (r >= 0)
                 r = pod_volumes_decode(e, spec, &s->volumes);
         if (r >= 0)
                 r = dec_pod_security_context(e, spec, s);
@@ -762,6 +827,8 @@ static int decode_spec(struct field_errors *e, json_t *spec, struct pod_spec *s)
                 s->dns_policy = mfree(s->dns_policy);
         if (s->scheduler_name && s->scheduler_name[0] == '\0')
                 s->scheduler_name = mfree(s->scheduler_name);
+        if (s->runtime_class_name && s->runtime_class_name[0] == '\0')
+                s->runtime_class_name = mfree(s->runtime_class_name);
 
         if (isempty(restart) || streq(restart, "Always"))
                 s->restart_policy = RESTART_POLICY_ALWAYS;

@@ -256,6 +256,11 @@ int pod_apply_defaults_checked(struct pod *p) {
                 if (r < 0)
                         return r;
         }
+        for (size_t i = 0; i < s->n_ephemeral_containers; i++) {
+                r = default_container(&s->ephemeral_containers[i], s->host_network);
+                if (r < 0)
+                        return r;
+        }
         /* restart_policy: the zero value is Always already */
         if (!s->termination_grace_period_set) {
                 s->termination_grace_period_seconds = DEFAULT_TERMINATION_GRACE_PERIOD;

@@ -116,12 +116,59 @@ static int decode_hook(struct field_errors *e, json_t *lc, const char *lp, const
         return decode_handler(e, o, hp, h);
 }
 
+static int decode_exit_code(struct field_errors *e, json_t *v, const char *ip, int32_t *ret) {
+        json_auto_t *o = json_pack("{s:O}", "v", v);
+        if (!o)
+                return -ENOMEM;
+        return dec_get_int32(e, o, ip, "v", ret);
+}
+
+static int decode_restart_rule(struct field_errors *e, json_t *v, const char *ip, void *item) {
+        struct container_restart_rule *rule = item;
+        _cleanup_free_ char *xp = NULL, *vp = NULL;
+        json_t *x, *values, *code;
+        size_t i;
+        int r;
+
+        r = dec_get_string(e, v, ip, "action", &rule->action);
+        if (r >= 0)
+                r = dec_get_object(e, v, ip, "exitCodes", &x);
+        if (r < 0 || !x)
+                return r;
+        rule->has_exit_codes = true;
+        xp = path_child(ip, "exitCodes");
+        if (!xp)
+                return -ENOMEM;
+        r = dec_get_string(e, x, xp, "operator", &rule->exit_codes_operator);
+        if (r >= 0)
+                r = dec_get_array(e, x, xp, "values", MAX_LIST_ITEMS, &values);
+        if (r < 0 || !values || json_array_size(values) == 0)
+                return r;
+        vp = path_child(xp, "values");
+        rule->exit_codes = calloc(json_array_size(values), sizeof(int32_t));
+        if (!vp || !rule->exit_codes)
+                return -ENOMEM;
+        json_array_foreach(values, i, code) {
+                _cleanup_free_ char *cp = path_index(vp, i);
+                if (!cp)
+                        return -ENOMEM;
+                r = decode_exit_code(e, code, cp, &rule->exit_codes[rule->n_exit_codes]);
+                if (r < 0)
+                        return r;
+                rule->n_exit_codes++;
+        }
+        return 0;
+}
+
 int pod_decode_container_lifecycle(struct field_errors *e, json_t *c, const char *cpath, struct container *ret) {
         _cleanup_free_ char *lp = NULL;
         json_t *lc;
         int r;
 
         r = dec_get_string(e, c, cpath, "restartPolicy", &ret->restart_policy);
+        if (r >= 0)
+                r = dec_object_list(e, c, cpath, "restartPolicyRules", sizeof(struct container_restart_rule),
+                                    (void **) &ret->restart_rules, &ret->n_restart_rules, decode_restart_rule);
         if (r >= 0)
                 r = dec_get_object(e, c, cpath, "lifecycle", &lc);
         if (r < 0 || !lc)
@@ -177,22 +224,71 @@ int lifecycle_handler_from_json(json_t *obj, struct lifecycle_handler **ret) {
         return 0;
 }
 
-/* A container's restartPolicy: only init containers may have one, and only Always (upstream
- * validateInitContainers / validateContainers). */
+#define MAX_RESTART_RULES 20
+#define MAX_RESTART_RULE_EXIT_CODES 255
+
+/* restartPolicyRules (ContainerRestartRules): every rule restarts on a set of exit codes */
+static void validate_restart_rules(struct vctx *c, const struct container *ctr, const char *cpath, bool sidecar) {
+        _cleanup_free_ char *rp = NULL;
+
+        if (ctr->n_restart_rules == 0)
+                return;
+        rp = val_child(c, cpath, "restartPolicyRules");
+        if (!rp)
+                return;
+        if (sidecar) {
+                val_forbidden(c, rp, "may not be set for init containers with restartPolicy=Always");
+                return;
+        }
+        if (!ctr->restart_policy) {
+                _cleanup_free_ char *pp = val_child(c, cpath, "restartPolicy");
+                if (pp)
+                        val_required(c, pp, "must be set when restartPolicyRules are specified");
+        }
+        if (ctr->n_restart_rules > MAX_RESTART_RULES)
+                CHECK_OOM(c, field_errors_add(c->errs, rp, "Too many: %zu: must have at most %d items",
+                                              ctr->n_restart_rules, MAX_RESTART_RULES));
+        for (size_t i = 0; i < ctr->n_restart_rules; i++) {
+                const struct container_restart_rule *rule = &ctr->restart_rules[i];
+                _cleanup_free_ char *ip = val_idx(c, rp, i), *ap = NULL, *xp = NULL, *op = NULL, *vp = NULL;
+
+                if (!ip || !(ap = val_child(c, ip, "action")) || !(xp = val_child(c, ip, "exitCodes")) ||
+                    !(op = val_child(c, xp, "operator")) || !(vp = val_child(c, xp, "values")))
+                        return;
+                if (isempty(rule->action))
+                        val_required(c, ap, NULL);
+                else if (!streq(rule->action, "Restart"))
+                        val_not_supported(c, ap, rule->action, "\"Restart\"");
+                if (!rule->has_exit_codes) {
+                        val_required(c, xp, NULL);
+                        continue;
+                }
+                if (isempty(rule->exit_codes_operator))
+                        val_required(c, op, NULL);
+                else if (!streq(rule->exit_codes_operator, "In") && !streq(rule->exit_codes_operator, "NotIn"))
+                        val_not_supported(c, op, rule->exit_codes_operator, "\"In\", \"NotIn\"");
+                if (rule->n_exit_codes > MAX_RESTART_RULE_EXIT_CODES)
+                        CHECK_OOM(c, field_errors_add(c->errs, vp, "Too many: %zu: must have at most %d items",
+                                                      rule->n_exit_codes, MAX_RESTART_RULE_EXIT_CODES));
+        }
+}
+
+/* A container's restartPolicy: an init container's Always makes it a sidecar; a regular or init container may
+ * also have its own OnFailure or Never (ContainerRestartRules); an ephemeral container none. */
 static void validate_restart_policy(struct vctx *c, const struct container *ctr, const char *cpath, bool init) {
         _cleanup_free_ char *pp = NULL;
 
+        validate_restart_rules(c, ctr, cpath, init && container_is_sidecar(ctr));
         if (!ctr->restart_policy)
                 return;
         pp = val_child(c, cpath, "restartPolicy");
         if (!pp)
                 return;
-        if (!init)
-                val_forbidden(c, pp, "may not be set for non-init containers");
-        else if (ctr->restart_policy[0] == '\0')
+        if (ctr->restart_policy[0] == '\0')
                 val_required(c, pp, NULL);
-        else if (!streq(ctr->restart_policy, "Always"))
-                val_not_supported(c, pp, ctr->restart_policy, "\"Always\"");
+        else if (!streq(ctr->restart_policy, "Always") && !streq(ctr->restart_policy, "OnFailure") &&
+                 !streq(ctr->restart_policy, "Never"))
+                val_not_supported(c, pp, ctr->restart_policy, "\"Always\", \"Never\", \"OnFailure\"");
 }
 
 /* validateHandler: exactly one handler; a second one is "Forbidden" at its own path, as upstream (which checks

@@ -18,6 +18,14 @@ static void seccomp_profile_free(struct seccomp_profile *s) {
         free(s);
 }
 
+static void apparmor_profile_free(struct apparmor_profile *a) {
+        if (!a)
+                return;
+        free(a->type);
+        free(a->localhost_profile);
+        free(a);
+}
+
 void security_context_free(struct security_context *sc) {
         if (!sc)
                 return;
@@ -25,6 +33,7 @@ void security_context_free(struct security_context *sc) {
         strv_free(sc->capabilities_drop);
         free(sc->proc_mount);
         seccomp_profile_free(sc->seccomp_profile);
+        apparmor_profile_free(sc->apparmor_profile);
         free(sc);
 }
 
@@ -39,6 +48,7 @@ void pod_security_context_free(struct pod_security_context *sc) {
         }
         free(sc->sysctls);
         seccomp_profile_free(sc->seccomp_profile);
+        apparmor_profile_free(sc->apparmor_profile);
         free(sc);
 }
 
@@ -58,6 +68,26 @@ static int dec_seccomp_profile(struct field_errors *e, json_t *obj, const char *
         r = dec_get_string(e, o, p, "type", &s->type);
         if (r >= 0)
                 r = dec_get_string(e, o, p, "localhostProfile", &s->localhost_profile);
+        return r;
+}
+
+static int dec_apparmor_profile(struct field_errors *e, json_t *obj, const char *parent,
+                                struct apparmor_profile **ret) {
+        _cleanup_free_ char *p = NULL;
+        struct apparmor_profile *a;
+        json_t *o;
+        int r;
+
+        r = dec_get_object(e, obj, parent, "appArmorProfile", &o);
+        if (r < 0 || !o)
+                return r;
+        p = path_child(parent, "appArmorProfile");
+        a = *ret = calloc(1, sizeof(*a));
+        if (!p || !a)
+                return -ENOMEM;
+        r = dec_get_string(e, o, p, "type", &a->type);
+        if (r >= 0)
+                r = dec_get_string(e, o, p, "localhostProfile", &a->localhost_profile);
         return r;
 }
 
@@ -112,6 +142,8 @@ int dec_container_security_context(struct field_errors *e, json_t *c, const char
                 r = dec_get_string(e, o, p, "procMount", &sc->proc_mount);
         if (r >= 0)
                 r = dec_seccomp_profile(e, o, p, &sc->seccomp_profile);
+        if (r >= 0)
+                r = dec_apparmor_profile(e, o, p, &sc->apparmor_profile);
         return r;
 }
 
@@ -172,6 +204,8 @@ int dec_pod_security_context(struct field_errors *e, json_t *spec, struct pod_sp
                                     decode_sysctl);
         if (r >= 0)
                 r = dec_seccomp_profile(e, o, p, &sc->seccomp_profile);
+        if (r >= 0)
+                r = dec_apparmor_profile(e, o, p, &sc->apparmor_profile);
         return r;
 }
 
@@ -217,6 +251,67 @@ static void validate_seccomp_profile(struct vctx *c, const struct seccomp_profil
                 }
         } else if (sp->localhost_profile)
                 val_invalid_str(c, lp, sp->localhost_profile, "can only be set when seccomp type is Localhost");
+}
+
+/* ValidateAppArmorProfileField */
+static void validate_apparmor_profile(struct vctx *c, const struct apparmor_profile *a, const char *parent) {
+        _cleanup_free_ char *p = val_child(c, parent, "appArmorProfile"), *tp = NULL, *lp = NULL;
+        const char *t = strempty(a->type);
+
+        if (!p || !(tp = val_child(c, p, "type")) || !(lp = val_child(c, p, "localhostProfile")))
+                return;
+        if (streq(t, "Localhost")) {
+                const char *l = a->localhost_profile;
+                size_t n = l ? strlen(l) : 0, b = 0, e = n;
+                while (l && b < n && strchr(" \t\n\r\v\f", l[b]))
+                        b++;
+                while (l && e > b && strchr(" \t\n\r\v\f", l[e - 1]))
+                        e--;
+                if (!l)
+                        val_required(c, lp, "must be set when AppArmor type is Localhost");
+                else if (b != 0 || e != n)
+                        val_invalid_str(c, lp, l, "must not be padded with whitespace");
+                else if (n == 0)
+                        val_required(c, lp, "must be set when AppArmor type is Localhost");
+                if (l && n > 4095)
+                        CHECK_OOM(c, field_errors_add(c->errs, lp, "Too long: may not be more than %d bytes", 4095));
+        } else if (streq(t, "RuntimeDefault") || streq(t, "Unconfined")) {
+                if (a->localhost_profile)
+                        val_invalid_str(c, lp, a->localhost_profile, "can only be set when AppArmor type is Localhost");
+        } else if (isempty(t))
+                val_required(c, tp, "type is required when appArmorProfile is set");
+        else
+                val_not_supported(c, tp, t, "\"Localhost\", \"RuntimeDefault\", \"Unconfined\"");
+}
+
+/* ValidateAppArmorPodAnnotations: container.apparmor.security.beta.kubernetes.io/<container> names a container of
+ * the pod and a profile "runtime/default", "unconfined" or "localhost/<name>" */
+void val_apparmor_annotations(struct vctx *c, const struct pod *pod) {
+        static const char prefix[] = "container.apparmor.security.beta.kubernetes.io/";
+
+        for (size_t i = 0; i < pod->annotations.n; i++) {
+                const char *k = pod->annotations.keys[i], *v = pod->annotations.values[i], *name;
+                _cleanup_free_ char *path = NULL;
+
+                if (!startswith(k, prefix))
+                        continue;
+                name = k + strlen(prefix);
+                if (asprintf(&path, "metadata.annotations[%s]", k) < 0) {
+                        CHECK_OOM(c, -ENOMEM);
+                        return;
+                }
+                if (!pod_find_container(pod, name))
+                        val_invalid_str(c, path, name, "container not found");
+                if (!streq(v, "runtime/default") && !streq(v, "unconfined") &&
+                    !(startswith(v, "localhost/") && v[strlen("localhost/")] != '\0')) {
+                        _cleanup_free_ char *q = go_quote(v), *msg = NULL;
+                        if (!q || asprintf(&msg, "invalid AppArmor profile name: %s", q) < 0) {
+                                CHECK_OOM(c, -ENOMEM);
+                                return;
+                        }
+                        val_invalid_str(c, path, v, msg);
+                }
+        }
 }
 
 /* IsValidSysctlName: ^([a-z0-9]([-_a-z0-9]*[a-z0-9])?[\./])*[a-z0-9]([-_a-z0-9]*[a-z0-9])?$, at most 253 */
@@ -285,6 +380,8 @@ void val_pod_security_context(struct vctx *c, const struct pod_spec *s) {
         }
         if (sc->seccomp_profile)
                 validate_seccomp_profile(c, sc->seccomp_profile, p);
+        if (sc->apparmor_profile)
+                validate_apparmor_profile(c, sc->apparmor_profile, p);
 }
 
 /* ValidateSecurityContext */
@@ -310,6 +407,8 @@ void val_container_security_context(struct vctx *c, const struct container *ctr,
         }
         if (sc->seccomp_profile)
                 validate_seccomp_profile(c, sc->seccomp_profile, p);
+        if (sc->apparmor_profile)
+                validate_apparmor_profile(c, sc->apparmor_profile, p);
         if (sc->has_allow_privilege_escalation && !sc->allow_privilege_escalation) {
                 if (sc->has_privileged && sc->privileged)
                         val_invalid_str(c, p, "object",

@@ -316,12 +316,9 @@ static void validate_quantity_value(struct vctx *c, const char *path, const char
                 invalid_quantity(c, path, q, "must be an integer");
 }
 
-static void validate_resources(struct vctx *c, const struct container *ctr, const char *cpath) {
-        const struct resource_requirements *res = &ctr->resources;
-        _cleanup_free_ char *rp = val_child(c, cpath, "resources"), *lp = NULL, *qp = NULL;
+static void validate_resource_requirements(struct vctx *c, const struct resource_requirements *res, const char *rp) {
+        _cleanup_free_ char *lp = NULL, *qp = NULL;
 
-        if (!rp)
-                return;
         lp = val_child(c, rp, "limits");
         qp = val_child(c, rp, "requests");
         if (!lp || !qp)
@@ -369,6 +366,46 @@ static void validate_resources(struct vctx *c, const struct container *ctr, cons
         }
 }
 
+static void validate_resources(struct vctx *c, const struct container *ctr, const char *cpath) {
+        _cleanup_free_ char *rp = val_child(c, cpath, "resources");
+        if (rp)
+                validate_resource_requirements(c, &ctr->resources, rp);
+}
+
+/* validateResizePolicy */
+static void validate_resize_policy(struct vctx *c, const struct container *ctr, const char *cpath,
+                                   enum restart_policy pod_policy) {
+        _cleanup_free_ char *pp = NULL;
+
+        if (ctr->n_resize_policy == 0)
+                return;
+        pp = val_child(c, cpath, "resizePolicy");
+        if (!pp)
+                return;
+        for (size_t i = 0; i < ctr->n_resize_policy; i++) {
+                const struct container_resize_policy *p = &ctr->resize_policy[i];
+                const char *name = strempty(p->resource_name), *policy = strempty(p->restart_policy);
+
+                for (size_t j = 0; j < i; j++)
+                        if (streq(strempty(ctr->resize_policy[j].resource_name), name)) {
+                                _cleanup_free_ char *ip = val_idx(c, pp, i);
+                                if (ip)
+                                        val_duplicate_str(c, ip, name);
+                                break;
+                        }
+                if (isempty(name))
+                        val_required(c, pp, NULL);
+                else if (!streq(name, "cpu") && !streq(name, "memory"))
+                        val_not_supported(c, pp, name, "\"cpu\", \"memory\"");
+                if (isempty(policy))
+                        val_required(c, pp, NULL);
+                else if (!streq(policy, "NotRequired") && !streq(policy, "RestartContainer"))
+                        val_not_supported(c, pp, policy, "\"NotRequired\", \"RestartContainer\"");
+                if (pod_policy == RESTART_POLICY_NEVER && !streq(policy, "NotRequired"))
+                        val_invalid_str(c, pp, policy, "must be 'NotRequired' when `restartPolicy` is 'Never'");
+        }
+}
+
 static void validate_container_common(struct vctx *c, const struct container *ctr, const char *cpath) {
         _cleanup_free_ char *np = val_child(c, cpath, "name"), *ip = val_child(c, cpath, "image"),
                             *pp = val_child(c, cpath, "imagePullPolicy");
@@ -387,6 +424,7 @@ static void validate_container_common(struct vctx *c, const struct container *ct
         if (ctr->image_pull_policy == PULL_POLICY_UNSET)
                 val_required(c, pp, NULL);
         validate_resources(c, ctr, cpath);
+        validate_resize_policy(c, ctr, cpath, c->restart_policy);
 }
 
 /* AccumulateUniqueHostPorts over containers[from, to) */
@@ -623,6 +661,77 @@ static void validate_init_containers(struct vctx *c, const struct pod_spec *s) {
                 }
                 /* init containers run one by one: conflicts only within one */
                 check_host_port_conflicts(c, s->init_containers, i, i + 1, "spec.initContainers");
+                if (ctr->n_resize_policy > 0 && !container_is_sidecar(ctr)) {
+                        _cleanup_free_ char *rp = val_child(c, cp, "resizePolicy");
+                        _cleanup_free_ char *v = json_dumps(json_object_get(ctr->raw, "resizePolicy"),
+                                                            JSON_COMPACT | JSON_ENCODE_ANY);
+                        if (rp && v)
+                                CHECK_OOM(c, field_errors_add(c->errs, rp,
+                                                              "Invalid value: %s: must not be set for init containers",
+                                                              v));
+                }
+        }
+}
+
+/* validateEphemeralContainers: names unique across all containers, the target a regular or init container, and
+ * only the fields of allowedEphemeralContainerFields */
+static void validate_ephemeral_containers(struct vctx *c, const struct pod_spec *s) {
+        static const char *const forbidden[] = { "ports",          "resources",     "livenessProbe",
+                                                 "readinessProbe", "startupProbe",  "lifecycle",
+                                                 "resizePolicy",   "restartPolicy", "restartPolicyRules" };
+
+        for (size_t i = 0; i < s->n_ephemeral_containers; i++) {
+                const struct container *ec = &s->ephemeral_containers[i];
+                _cleanup_free_ char *cp = val_idx(c, "spec.ephemeralContainers", i);
+                bool dup = false, target = false;
+
+                if (!cp)
+                        return;
+                validate_container_common(c, ec, cp);
+                for (size_t j = 0; j < s->n_containers; j++) {
+                        dup = dup || streq(strempty(s->containers[j].name), strempty(ec->name));
+                        target = target || streq(strempty(s->containers[j].name), strempty(ec->target_container_name));
+                }
+                for (size_t j = 0; j < s->n_init_containers; j++) {
+                        dup = dup || streq(strempty(s->init_containers[j].name), strempty(ec->name));
+                        target = target ||
+                                 streq(strempty(s->init_containers[j].name), strempty(ec->target_container_name));
+                }
+                for (size_t j = 0; j < i; j++)
+                        dup = dup || streq(strempty(s->ephemeral_containers[j].name), strempty(ec->name));
+                if (dup) {
+                        _cleanup_free_ char *np = val_child(c, cp, "name");
+                        if (np)
+                                val_duplicate_str(c, np, strempty(ec->name));
+                }
+                if (!isempty(ec->target_container_name) && !target) {
+                        _cleanup_free_ char *tp = val_child(c, cp, "targetContainerName");
+                        _cleanup_free_ char *q = go_quote(ec->target_container_name);
+                        if (tp && q)
+                                CHECK_OOM(c, field_errors_add(c->errs, tp, "Not found: %s", q));
+                }
+                for (size_t j = 0; j < ELEMENTSOF(forbidden); j++) {
+                        json_t *v = json_object_get(ec->raw, forbidden[j]);
+                        if (v && !json_is_null(v) && !(json_is_array(v) && json_array_size(v) == 0) &&
+                            !(json_is_object(v) && json_object_size(v) == 0)) {
+                                _cleanup_free_ char *fp = val_child(c, cp, forbidden[j]);
+                                if (fp)
+                                        val_forbidden(c, fp, "cannot be set for an Ephemeral Container");
+                        }
+                }
+                for (size_t j = 0; ec->raw && j < json_array_size(json_object_get(ec->raw, "volumeMounts")); j++) {
+                        json_t *vm = json_array_get(json_object_get(ec->raw, "volumeMounts"), j);
+                        static const char *const sub[] = { "subPath", "subPathExpr" };
+                        for (size_t k = 0; k < ELEMENTSOF(sub); k++)
+                                if (!isempty(json_string_value(json_object_get(vm, sub[k])))) {
+                                        _cleanup_free_ char *fp = NULL;
+                                        if (asprintf(&fp, "%s.volumeMounts[%zu].%s", cp, j, sub[k]) < 0) {
+                                                CHECK_OOM(c, -ENOMEM);
+                                                return;
+                                        }
+                                        val_forbidden(c, fp, "cannot be set for an Ephemeral Container");
+                                }
+                }
         }
 }
 
@@ -695,6 +804,7 @@ static void validate_spec(struct vctx *c, const struct pod *p) {
                                 "must be greater than or equal to 0");
         validate_containers(c, s);
         validate_init_containers(c, s);
+        validate_ephemeral_containers(c, s);
         pod_validate_lifecycle(c, s);
         validate_host_network(c, s);
         /* restartPolicy: an enum, checked when decoding */
@@ -713,19 +823,50 @@ static void validate_spec(struct vctx *c, const struct pod *p) {
                 val_check_name(c, "spec.hostname", s->hostname, check_dns1123_label);
         if (!isempty(s->subdomain))
                 val_check_name(c, "spec.subdomain", s->subdomain, check_dns1123_label);
+        for (size_t i = 0; s->readiness_gates && s->readiness_gates[i]; i++) {
+                _cleanup_free_ char *gp = NULL;
+                if (asprintf(&gp, "spec.readinessGates[%zu].conditionType", i) < 0) {
+                        CHECK_OOM(c, -ENOMEM);
+                        return;
+                }
+                val_check_name(c, gp, s->readiness_gates[i], check_qualified_name);
+        }
+        if (s->runtime_class_name)
+                val_check_name(c, "spec.runtimeClassName", s->runtime_class_name, check_dns1123_subdomain);
+        if (s->overhead.n > 0) {
+                /* validateOverhead: the container resource rules, as limits */
+                const struct resource_requirements res = { .limits = s->overhead };
+                validate_resource_requirements(c, &res, "spec.overhead");
+        }
+        /* validateHostUsers: a user namespace goes with none of the host's */
+        if (s->has_host_users && !s->host_users) {
+                if (s->host_network)
+                        val_forbidden(c, "spec.hostNetwork", "when `pod.Spec.HostUsers` is false");
+                if (s->host_pid)
+                        val_forbidden(c, "spec.HostPID", "when `pod.Spec.HostUsers` is false");
+                if (s->host_ipc)
+                        val_forbidden(c, "spec.HostIPC", "when `pod.Spec.HostUsers` is false");
+        }
+        if (s->share_process_namespace && s->host_pid)
+                CHECK_OOM(c, field_errors_add(c->errs, "spec.securityContext.shareProcessNamespace",
+                                              "Invalid value: true: ShareProcessNamespace and HostPID cannot both be "
+                                              "enabled"));
 }
 
 int pod_validate(const struct pod *p, struct field_errors *errs) {
         _cleanup_(field_errors_done) struct field_errors local = {};
-        struct vctx c = { .errs = errs ? errs : &local };
+        struct vctx c = { .errs = errs ? errs : &local, .restart_policy = p ? p->spec.restart_policy : 0 };
         size_t before = c.errs->n;
 
         if (!p)
                 return -EINVAL;
         validate_metadata(&c, p);
+        val_apparmor_annotations(&c, p);
         validate_spec(&c, p);
         validate_image_whitespace(&c, p->spec.containers, p->spec.n_containers, "spec.containers");
         validate_image_whitespace(&c, p->spec.init_containers, p->spec.n_init_containers, "spec.initContainers");
+        validate_image_whitespace(&c, p->spec.ephemeral_containers, p->spec.n_ephemeral_containers,
+                                  "spec.ephemeralContainers");
         if (c.r < 0)
                 return c.r;
         return c.errs->n > before ? -EINVAL : 0;

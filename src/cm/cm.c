@@ -523,6 +523,62 @@ int cm_pod_ensure(struct cm *m, const struct pod *pod) {
         return ensure_cgroup(m, name, &rc);
 }
 
+/* a cgroup file's first number; -1 for "max" (unlimited), -ENOENT & co when it cannot be read */
+static int cg_read_first(const char *dir, const char *file, int64_t *ret) {
+        _cleanup_free_ char *p = NULL, *v = NULL;
+        size_t size;
+        int r;
+
+        if (asprintf(&p, "%s/%s", dir, file) < 0)
+                return -ENOMEM;
+        r = read_full_file(p, CGROUP_FILE_MAX, &v, &size);
+        if (r < 0)
+                return r;
+        if (startswith(v, "max")) {
+                *ret = -1;
+                return 0;
+        }
+        v[strcspn(v, " \n")] = '\0';
+        return safe_atoi64(v, ret);
+}
+
+int cm_pod_grow(struct cm *m, const struct pod *pod) {
+        _cleanup_free_ char *name = NULL;
+        struct cm_resource_config rc;
+        int r;
+
+        if (!cm_enabled(m))
+                return 0;
+        r = pod_name(m, pod, &name);
+        if (r < 0)
+                return r;
+        cm_resource_config_for_pod(pod, &rc);
+        for (size_t i = 0; i < m->n_h; i++) {
+                _cleanup_free_ char *dir = NULL;
+                int64_t cur;
+
+                if (asprintf(&dir, "%s/%s", m->h[i].mount, name) < 0)
+                        return -ENOMEM;
+                /* only raise: an unlimited value (-1, "max") or a larger one stays as it is */
+                if (rc.memory_limit > 0 &&
+                    cg_read_first(dir, m->unified ? "memory.max" : "memory.limit_in_bytes", &cur) >= 0 && cur >= 0 &&
+                    rc.memory_limit > cur)
+                        cg_set_int(dir, m->unified ? "memory.max" : "memory.limit_in_bytes", rc.memory_limit);
+                if (rc.cpu_quota > 0 && cg_read_first(dir, m->unified ? "cpu.max" : "cpu.cfs_quota_us", &cur) >= 0 &&
+                    cur >= 0 && rc.cpu_quota > cur) {
+                        if (m->unified) {
+                                char buf[64];
+                                snprintf(buf, sizeof(buf), "%" PRId64 " %" PRId64, rc.cpu_quota, rc.cpu_period);
+                                cg_set(dir, "cpu.max", buf);
+                        } else
+                                cg_set_int(dir, "cpu.cfs_quota_us", rc.cpu_quota);
+                }
+        }
+        log_v(3, "pod cgroup /%s raised for a resize: cpu quota %" PRId64 ", memory %" PRId64, name, rc.cpu_quota,
+              rc.memory_limit);
+        return 0;
+}
+
 int cm_update_qos(struct cm *m, const struct pod *const *pods, size_t n) {
         _cleanup_free_ char *burstable = NULL;
         int64_t milli = 0, shares;

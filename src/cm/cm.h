@@ -47,7 +47,8 @@ struct cm_resource_config {
 
 /* ResourceConfigForPod (enforceCPULimits = true, period 100ms): cpu shares from the pod's cpu requests
  * (BestEffort: 2); cfs quota/period when every container has a cpu limit (Guaranteed always); memory limit,
- * the sum of the limits, when every container has one. pids_limit is left 0. */
+ * the sum of the limits, when every container has one; the pod's overhead added to the requests and to the limits
+ * declared. pids_limit is left 0. */
 void cm_resource_config_for_pod(const struct pod *pod, struct cm_resource_config *ret);
 
 /* the pod's cpu request in millicores (resource.PodRequests: app containers summed, at least the largest init
@@ -76,6 +77,11 @@ int cm_pod_cgroup_parent(const struct cm *m, const struct pod *pod, char **ret);
 /* Create the pod cgroup if missing (in every hierarchy) and set its ResourceConfigForPod values.
  * 0 when disabled. */
 int cm_pod_ensure(struct cm *m, const struct pod *pod);
+
+/* An in-place resize, before the containers are updated: raise the pod cgroup's memory and cpu quota limits where
+ * the pod's new values are larger (a container may not get more than its pod cgroup allows); cm_pod_ensure() sets
+ * every value once they are. 0 when disabled. */
+int cm_pod_grow(struct cm *m, const struct pod *pod);
 
 /* UpdateQOSCgroups: burstable cpu shares from the burstable pods among these. */
 int cm_update_qos(struct cm *m, const struct pod *const *pods, size_t n);

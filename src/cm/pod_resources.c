@@ -22,14 +22,25 @@ static int64_t limit_of(const struct container *c, const char *name, bool milli)
         return q ? (milli ? q->milli : q->value) : 0;
 }
 
-/* resource.PodRequests / PodLimits: the sum over the app containers, at least the largest init container */
+/* resource.PodRequests / PodLimits: the sum over the app containers, at least the largest init container; then
+ * the pod's overhead (spec.overhead, from its RuntimeClass): added to the requests, and to a limit that some
+ * container declares */
 static int64_t pod_total(const struct pod *pod, int64_t (*get)(const struct container *, const char *, bool),
                          const char *name, bool milli) {
+        const struct quantity *overhead = resource_list_get(&pod->spec.overhead, name);
+        bool declared = false;
         int64_t sum = 0;
-        for (size_t i = 0; i < pod->spec.n_containers; i++)
+
+        for (size_t i = 0; i < pod->spec.n_containers; i++) {
                 sum = sat_add(sum, get(&pod->spec.containers[i], name, milli));
-        for (size_t i = 0; i < pod->spec.n_init_containers; i++)
+                declared = declared || get(&pod->spec.containers[i], name, milli) > 0;
+        }
+        for (size_t i = 0; i < pod->spec.n_init_containers; i++) {
                 sum = MAX(sum, get(&pod->spec.init_containers[i], name, milli));
+                declared = declared || get(&pod->spec.init_containers[i], name, milli) > 0;
+        }
+        if (overhead && (get == request_of || declared))
+                sum = sat_add(sum, MAX(milli ? overhead->milli : overhead->value, (int64_t) 0));
         return sum;
 }
 

@@ -57,6 +57,11 @@ int kc_container_copy(const struct kc_container *s, struct kc_container **ret) {
                 .started_at = s->started_at,
                 .finished_at = s->finished_at,
                 .exit_code = s->exit_code,
+                .have_resources = s->have_resources,
+                .res_cpu_period = s->res_cpu_period,
+                .res_cpu_quota = s->res_cpu_quota,
+                .res_cpu_shares = s->res_cpu_shares,
+                .res_memory_limit = s->res_memory_limit,
         };
         if (dup_field(&c->id, s->id) < 0 || dup_field(&c->sandbox_id, s->sandbox_id) < 0 ||
             dup_field(&c->name, s->name) < 0 || dup_field(&c->image, s->image) < 0 ||

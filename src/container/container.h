@@ -63,6 +63,8 @@ struct kc_container {
         char *reason;
         char *message;
         char *log_path;
+        bool have_resources; /* ContainerStatus.resources.linux: what it runs with now */
+        int64_t res_cpu_period, res_cpu_quota, res_cpu_shares, res_memory_limit;
 };
 
 struct kc_sandbox *kc_sandbox_free(struct kc_sandbox *s);

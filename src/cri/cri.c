@@ -44,6 +44,7 @@ static const struct {
         { "/CreateContainer", "create_container" },
         { "/StartContainer", "start_container" },
         { "/StopContainer", "stop_container" },
+        { "/UpdateContainerResources", "update_container" },
         { "/RemoveContainer", "remove_container" },
         { "/ListContainers", "list_containers" },
         { "/ContainerStatus", "container_status" },
@@ -196,6 +197,8 @@ CRI_DEFINE(cri_start_container, RuntimeService, StartContainer, StartContainerRe
            runtime__v1__start_container_response__descriptor)
 CRI_DEFINE(cri_stop_container, RuntimeService, StopContainer, StopContainerRequest,
            runtime__v1__stop_container_response__descriptor)
+CRI_DEFINE(cri_update_container_resources, RuntimeService, UpdateContainerResources, UpdateContainerResourcesRequest,
+           runtime__v1__update_container_resources_response__descriptor)
 CRI_DEFINE(cri_remove_container, RuntimeService, RemoveContainer, RemoveContainerRequest,
            runtime__v1__remove_container_response__descriptor)
 CRI_DEFINE(cri_list_containers, RuntimeService, ListContainers, ListContainersRequest,

@@ -70,6 +70,7 @@ CRI_DECLARE(cri_list_pod_sandbox, RuntimeService, ListPodSandbox, ListPodSandbox
 CRI_DECLARE(cri_create_container, RuntimeService, CreateContainer, CreateContainerRequest);
 CRI_DECLARE(cri_start_container, RuntimeService, StartContainer, StartContainerRequest);
 CRI_DECLARE(cri_stop_container, RuntimeService, StopContainer, StopContainerRequest);
+CRI_DECLARE(cri_update_container_resources, RuntimeService, UpdateContainerResources, UpdateContainerResourcesRequest);
 CRI_DECLARE(cri_remove_container, RuntimeService, RemoveContainer, RemoveContainerRequest);
 CRI_DECLARE(cri_list_containers, RuntimeService, ListContainers, ListContainersRequest);
 CRI_DECLARE(cri_container_status, RuntimeService, ContainerStatus, ContainerStatusRequest);

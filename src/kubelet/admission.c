@@ -9,6 +9,7 @@
 
 #include "basic/error.h"
 #include "basic/macro.h"
+#include "basic/string.h"
 
 static int64_t sat_add(int64_t a, int64_t b) {
         return a > INT64_MAX - b ? INT64_MAX : a + b;
@@ -40,6 +41,15 @@ void kubelet_pod_requests(const struct pod *p, int64_t *ret_cpu_milli, int64_t *
                 container_requests(&p->spec.init_containers[i], &c, &m);
                 cpu = MAX(cpu, c);
                 mem = MAX(mem, m);
+        }
+        /* the pod's overhead (its RuntimeClass's) counts too */
+        {
+                const struct quantity *q = resource_list_get(&p->spec.overhead, "cpu");
+                if (q)
+                        cpu = sat_add(cpu, MAX(q->milli, (int64_t) 0));
+                q = resource_list_get(&p->spec.overhead, "memory");
+                if (q)
+                        mem = sat_add(mem, MAX(q->value, (int64_t) 0));
         }
         *ret_cpu_milli = cpu;
         *ret_memory_bytes = mem;
@@ -84,6 +94,19 @@ static int insufficient(const char *resource, int64_t requested, int64_t used, i
         return -ENOSPC;
 }
 
+/* a rejection with a fixed reason: message is taken (NULL: out of memory) */
+static int rejected(const char *reason, char *message, char **ret_reason, char **ret_message) {
+        char *r = message ? strdup(reason) : NULL;
+
+        if (!r) {
+                free(message);
+                return -ENOMEM;
+        }
+        *ret_reason = r;
+        *ret_message = message;
+        return -ENOSPC;
+}
+
 int kubelet_admit(const struct pod *p, const struct pod *const *admitted, size_t n, const struct admission_node *node,
                   char **ret_reason, char **ret_message) {
         int64_t cpu, mem, used_cpu = 0, used_mem = 0, c, m;
@@ -101,6 +124,32 @@ int kubelet_admit(const struct pod *p, const struct pod *const *admitted, size_t
                         return -ENOMEM;
                 }
                 return -ENOSPC;
+        }
+        if (r < 0)
+                return r;
+        /* the pod's OS must be the node's (linux): its kubernetes.io/os node selector, then its spec.os */
+        {
+                const json_t *spec = json_object_get(p->raw, "spec");
+                const char *sel = json_string_value(
+                        json_object_get(json_object_get(spec, "nodeSelector"), "kubernetes.io/os"));
+                const char *os = json_string_value(json_object_get(json_object_get(spec, "os"), "name"));
+                if (sel && !streq(sel, "linux")) {
+                        return rejected("PodOSSelectorNodeLabelDoesNotMatch",
+                                        strdup("Failed to admit pod as the `kubernetes.io/os` label doesn't match "
+                                               "node label"),
+                                        ret_reason, ret_message);
+                }
+                if (os && !streq(os, "linux")) {
+                        return rejected("PodOSNotSupported",
+                                        strdup("Failed to admit pod as the OS field doesn't match node OS"), ret_reason,
+                                        ret_message);
+                }
+        }
+        {
+                char *apparmor_message = NULL;
+                r = kr_apparmor_admit(p, node->apparmor_enabled, &apparmor_message);
+                if (r == -EPERM)
+                        return rejected("AppArmor", apparmor_message, ret_reason, ret_message);
         }
         if (r < 0)
                 return r;

@@ -14,13 +14,7 @@
 #include "credentialprovider/keyring.h"
 
 static bool spec_has_container(const struct pod *pod, const char *name) {
-        for (size_t i = 0; i < pod->spec.n_containers; i++)
-                if (streq(pod->spec.containers[i].name, name))
-                        return true;
-        for (size_t i = 0; i < pod->spec.n_init_containers; i++)
-                if (streq(pod->spec.init_containers[i].name, name))
-                        return true;
-        return false;
+        return pod_find_container(pod, name) != NULL; /* regular, init or ephemeral */
 }
 
 /* The pod object as the source gave it, with the kubelet's view of identity (static pods get their name,

@@ -40,6 +40,7 @@ struct logs_manager;
 struct kr_container_gc;
 struct image_gc_manager;
 struct eviction_manager;
+#include "kubelet/allocation.h"
 
 struct pod_sync;
 
@@ -50,6 +51,8 @@ struct pod_worker {
         char *uid;
         char *full_name;       /* "namespace/name", for the one-pod-per-name rule of static pods */
         struct pod *pod;       /* desired spec (a reference), NULL when not desired */
+        struct pod *last_pod;  /* not desired any more: its last spec while it terminates (kill order, the status
+                                * of a static pod's mirror pod), NULL when unknown (after a restart) */
         int64_t grace_seconds; /* for killing when not desired: the last known spec's, or 30 */
 
         bool busy;    /* a sync is in flight */
@@ -72,9 +75,21 @@ struct pod_worker {
         int64_t start_time_usec;          /* status.startTime: when the first sync pass began work on the pod */
         bool start_observed;              /* the pod start duration was recorded */
         bool deleting;                    /* an API pod with a deletionTimestamp: stop it, then delete it */
-        bool runtime_gone;                /* not desired and nothing left in the runtime: its volumes may go */
-        char **owned_volumes;             /* emptyDir volumes given their fsGroup ownership (strv of names) */
-        char *api_ns, *api_name;          /* where to DELETE it once stopped */
+        bool deadline_exceeded;           /* past its activeDeadlineSeconds: stopped, phase Failed, for good */
+        bool runtime_class_warned;        /* its runtimeClassName was said to be ignored (no API server) */
+        /* in-place resize (allocation.c): the pod as allocated when its spec asks for other resources, and the
+         * resize conditions */
+        struct pod *alloc_pod;
+        const char *resize_pending_reason; /* "Deferred", "Infeasible", NULL */
+        char *resize_pending_message;
+        int64_t resize_pending_usec;
+        bool resize_in_progress;
+        int64_t resize_in_progress_usec;
+        char *resize_error;
+        struct event *deadline_timer; /* fires when the pod's activeDeadlineSeconds pass */
+        bool runtime_gone;            /* not desired and nothing left in the runtime: its volumes may go */
+        char **owned_volumes;         /* emptyDir volumes given their fsGroup ownership (strv of names) */
+        char *api_ns, *api_name;      /* where to DELETE it once stopped */
 
         /* ended for good by the kubelet (eviction.c): killed, never started again, phase Failed with this reason
          * and message; kept in <root-dir>/pods/<uid>/ so that a restart of the kubelet keeps it so */
@@ -153,7 +168,14 @@ struct kubelet {
         struct admission_extended *admission_extended; /* admission.extended points here */
         struct node_extended_resource *node_extended;  /* what the node status reports */
         size_t n_node_extended;
+        struct allocation_state *allocation; /* the pods' allocated resources (in-place resize), checkpointed */
 };
+
+/* kubelet.c: the pod a worker's sync runs: its desired pod as allocated (a resize not allocated yet is not run) */
+struct pod *kubelet_worker_sync_pod(const struct pod_worker *w);
+/* kubelet.c: an in-place resize could not be applied (UpdateContainerResources failed): PodResizeInProgress with
+ * reason Error; NULL clears it */
+void kubelet_worker_resize_error(struct pod_worker *w, const char *message);
 
 /* kubelet.c: the pod workers (pod_workers.go) */
 struct pod_worker *kubelet_find_worker(struct kubelet *k, const char *uid);
@@ -167,6 +189,9 @@ bool kubelet_name_is_busy(struct kubelet *k, const struct pod_worker *w);
 int kubelet_worker_set_waiting(struct pod_worker *w, const char *name, const char *reason, const char *fmt, ...)
         _printf_(4, 5);
 void kubelet_worker_clear_waiting(struct pod_worker *w, const char *name);
+
+/* A sync pass observed the runtime for a static pod that terminates: takes the status, reports it to its mirror. */
+void kubelet_worker_observed_terminating(struct pod_worker *w, struct kc_pod_status *status);
 
 /* A sync pass observed the runtime for a desired pod: takes the status; updates probes and conditions. */
 void kubelet_worker_observed(struct pod_worker *w, struct pod *pod, struct kc_pod_status *status);

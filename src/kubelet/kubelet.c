@@ -16,8 +16,10 @@
 #include "basic/time.h"
 #include "basic/timer.h"
 #include "kubelet/kubelet-internal.h"
+#include "kubelet/active_deadline.h"
 #include "kubelet/pod_sync.h"
 #include "kubelet/admission.h"
+#include "kuberuntime/actions.h"
 #include "kuberuntime/security.h"
 #include "kubelet/mirror.h"
 #include "node/node_ip.h"
@@ -34,6 +36,10 @@
 #define HOUSEKEEPING_PERIOD_USEC (2 * USEC_PER_SEC)
 
 static void worker_timer_cb(evutil_socket_t fd, short what, void *userdata);
+static void deadline_timer_cb(evutil_socket_t fd, short what, void *userdata);
+static void sync_mirror_pods(struct kubelet *k);
+static void retry_deferred_resizes(struct kubelet *k);
+static bool desired_contains(const struct kubelet *k, const char *uid);
 
 /* ---------------------------------------------------------------- workers */
 
@@ -64,7 +70,8 @@ static struct pod_worker *worker_new(struct kubelet *k, const char *uid) {
         w->first_seen_realtime_usec = (int64_t) now_realtime_usec();
         w->uid = strdup(uid);
         w->timer = evtimer_new(k->base, worker_timer_cb, w);
-        if (!w->uid || !w->timer) {
+        w->deadline_timer = evtimer_new(k->base, deadline_timer_cb, w);
+        if (!w->uid || !w->timer || !w->deadline_timer) {
                 kubelet_worker_free(w);
                 return NULL;
         }
@@ -94,10 +101,16 @@ void kubelet_worker_free(struct pod_worker *w) {
                 objects_manager_unregister(w->k->objects, w->uid);
         if (w->timer)
                 event_free(w->timer);
+        if (w->deadline_timer)
+                event_free(w->deadline_timer);
         if (w->k && w->k->prober)
                 probe_manager_remove_pod(w->k->prober, w->uid);
         kc_pod_status_free(w->observed);
         pod_free(w->pod);
+        pod_free(w->last_pod);
+        pod_free(w->alloc_pod);
+        free(w->resize_pending_message);
+        free(w->resize_error);
         for (size_t i = 0; i < w->n_waiting; i++) {
                 free(w->waiting[i].name);
                 free(w->waiting[i].message);
@@ -186,6 +199,193 @@ static void worker_timer_cb(evutil_socket_t fd, short what, void *userdata) {
         kubelet_worker_request_sync(w);
 }
 
+/* ---------------------------------------------------------------- activeDeadlineSeconds */
+
+/* The pod's deadline (active_deadline.go, ShouldSync/ShouldEvict): a timer armed for it; once it passed the pod is
+ * stopped for good and fails with DeadlineExceeded. Checked again whenever the spec changes, so that a deadline
+ * lowered on a running pod counts at once. */
+static void worker_check_deadline(struct pod_worker *w) {
+        int64_t now = (int64_t) now_realtime_usec(), deadline = 0;
+
+        if (!w->pod || w->deadline_exceeded)
+                return;
+        if (!kubelet_active_deadline_passed(w->pod, w->start_time_usec, now, &deadline)) {
+                if (deadline > 0)
+                        evtimer_add_usec(w->deadline_timer, (uint64_t) (deadline - now));
+                else
+                        evtimer_del(w->deadline_timer);
+                return;
+        }
+        evtimer_del(w->deadline_timer);
+        w->deadline_exceeded = true;
+        log_info("Pod was active on the node longer than the specified deadline: pod=\"%s\" podUID=\"%s\" "
+                 "activeDeadlineSeconds=%" PRId64,
+                 strna(w->full_name), w->uid, w->pod->spec.active_deadline_seconds);
+        kubelet_worker_event(w, NULL, "Normal", ACTIVE_DEADLINE_REASON, "%s", ACTIVE_DEADLINE_MESSAGE);
+        kubelet_report_status(w->k, w);
+        kubelet_worker_request_sync(w);
+}
+
+static void deadline_timer_cb(evutil_socket_t fd, short what, void *userdata) {
+        worker_check_deadline(userdata);
+}
+
+/* status.startTime as the API server holds it (an API pod seen before a restart), 0 when none */
+static int64_t api_start_time_usec(const struct pod *p) {
+        const char *v = json_string_value(json_object_get(json_object_get(p->raw, "status"), "startTime"));
+        int64_t nsec;
+
+        if (!v || pod_config_is_static(p) || parse_rfc3339(v, &nsec) < 0 || nsec <= 0)
+                return 0;
+        return nsec / 1000;
+}
+
+/* ---------------------------------------------------------------- in-place resize (allocation.c) */
+
+struct pod *kubelet_worker_sync_pod(const struct pod_worker *w) {
+        return w->alloc_pod ? w->alloc_pod : w->pod;
+}
+
+static int64_t pod_generation(const struct pod *p) {
+        return p ? json_integer_value(json_object_get(json_object_get(p->raw, "metadata"), "generation")) : 0;
+}
+
+static void set_resize_pending(struct pod_worker *w, const char *reason, char *message /* taken */) {
+        _cleanup_free_ char *msg = message;
+
+        if (streq_ptr(w->resize_pending_reason, reason) && streq_ptr(w->resize_pending_message, msg))
+                return;
+        if (!streq_ptr(w->resize_pending_reason, reason))
+                w->resize_pending_usec = (int64_t) now_realtime_usec();
+        w->resize_pending_reason = reason;
+        free(w->resize_pending_message);
+        w->resize_pending_message = TAKE_PTR(msg);
+}
+
+/* handlePodResourcesResize: a pod whose spec asks for other resources than it was allocated: allocate them if they
+ * fit (ResizeStarted: the sync applies them), else PodResizePending (Deferred: tried again later; Infeasible). The
+ * first time a pod is seen its spec is its allocation (admitted), unless the checkpoint knows better. */
+static void worker_update_allocation(struct kubelet *k, struct pod_worker *w) {
+        _cleanup_free_ const struct pod **others = NULL;
+        _cleanup_free_ char *message = NULL;
+        const json_t *alloc;
+        json_t *now = NULL;
+        enum resize_verdict v;
+        size_t n = 0;
+
+        if (!w->pod || !k->allocation)
+                return;
+        alloc = kubelet_allocation_get(k->allocation, w->uid);
+        if (!alloc || !kubelet_allocation_differs(alloc, w->pod)) {
+                if (!alloc && kubelet_allocation_from_pod(w->pod, &now) >= 0)
+                        (void) kubelet_allocation_set(k->allocation, w->uid, now);
+                w->alloc_pod = pod_free(w->alloc_pod);
+                set_resize_pending(w, NULL, NULL);
+                return;
+        }
+        others = calloc(k->n_workers + 1, sizeof(*others));
+        if (!others)
+                return;
+        for (const struct pod_worker *o = k->workers; o; o = o->next)
+                if (o != w && o->pod && n < k->n_workers)
+                        others[n++] = kubelet_worker_sync_pod(o);
+        v = kubelet_resize_decide(w->pod, pod_config_is_static(w->pod), others, n, &k->admission, &message);
+        if (v == RESIZE_ACCEPTED) {
+                _cleanup_free_ char *ev = NULL;
+                if (kubelet_allocation_from_pod(w->pod, &now) < 0 ||
+                    kubelet_allocation_set(k->allocation, w->uid, now) < 0)
+                        return; /* tried again at the next change */
+                w->alloc_pod = pod_free(w->alloc_pod);
+                set_resize_pending(w, NULL, NULL);
+                free(w->resize_error);
+                w->resize_error = NULL;
+                w->resize_in_progress = true;
+                w->resize_in_progress_usec = (int64_t) now_realtime_usec();
+                ev = kubelet_resize_message("Pod resize started", w->pod, pod_generation(w->pod), NULL);
+                log_info("Pod resize allocated: pod=\"%s\" podUID=\"%s\"", strna(w->full_name), w->uid);
+                kubelet_worker_event(w, NULL, "Normal", "ResizeStarted", "%s", strna(ev));
+                return;
+        }
+        /* not allocated (yet): the pod runs as allocated */
+        {
+                struct pod *ap = NULL;
+                if (kubelet_pod_with_allocation(w->pod, alloc, &ap) < 0) {
+                        log_error("pod %s: cannot apply its allocation", strna(w->full_name));
+                        return;
+                }
+                pod_free(w->alloc_pod);
+                w->alloc_pod = ap;
+        }
+        {
+                const char *reason = v == RESIZE_DEFERRED ? "Deferred" : "Infeasible";
+                bool changed = !streq_ptr(w->resize_pending_reason, reason) ||
+                               !streq_ptr(w->resize_pending_message, message);
+                if (changed) {
+                        _cleanup_free_ char *prefix = NULL, *ev = NULL;
+                        log_info("Pod resize %s: pod=\"%s\" podUID=\"%s\" message=\"%s\"", reason, strna(w->full_name),
+                                 w->uid, strna(message));
+                        if (asprintf(&prefix, "Pod resize %s", reason) >= 0)
+                                ev = kubelet_resize_message(prefix, w->pod, pod_generation(w->pod), message);
+                        kubelet_worker_event(w, NULL, "Warning",
+                                             v == RESIZE_DEFERRED ? "ResizeDeferred" : "ResizeInfeasible", "%s",
+                                             strna(ev));
+                }
+                set_resize_pending(w, reason, TAKE_PTR(message));
+        }
+}
+
+/* Deferred resizes are tried again when room may have been freed (a pod gone) and with housekeeping */
+static void retry_deferred_resizes(struct kubelet *k) {
+        for (struct pod_worker *w = k->workers; w; w = w->next)
+                if (w->pod && streq_ptr(w->resize_pending_reason, "Deferred")) {
+                        worker_update_allocation(k, w);
+                        if (!w->resize_pending_reason) {
+                                kubelet_report_status(k, w);
+                                kubelet_worker_request_sync(w);
+                        }
+                }
+}
+
+/* an allocation is kept while its pod is desired or has a worker */
+static bool allocation_wanted(const char *uid, void *userdata) {
+        struct kubelet *k = userdata;
+        return desired_contains(k, uid) || kubelet_find_worker(k, uid);
+}
+
+void kubelet_worker_resize_error(struct pod_worker *w, const char *message) {
+        if (streq_ptr(w->resize_error, message))
+                return;
+        free(w->resize_error);
+        w->resize_error = message ? strdup(message) : NULL;
+}
+
+/* PodResizeInProgress: some running container does not run with its allocated resources yet (level-triggered, so
+ * it holds across restarts); its end is ResizeCompleted */
+static void worker_check_resize_done(struct pod_worker *w) {
+        const struct pod *p = kubelet_worker_sync_pod(w);
+        bool pending = false;
+
+        if (!p || !w->observed)
+                return;
+        for (size_t i = 0; i < p->spec.n_containers && !pending; i++) {
+                struct kr_linux_resources d;
+                const struct kc_container *cs = kc_pod_status_find_container(w->observed, p->spec.containers[i].name);
+                pending = kr_container_resize_action(p, &p->spec.containers[i], cs, &d) != KR_RESIZE_NONE;
+        }
+        if (pending && !w->resize_in_progress) {
+                w->resize_in_progress = true;
+                w->resize_in_progress_usec = (int64_t) now_realtime_usec();
+        } else if (!pending && w->resize_in_progress) {
+                _cleanup_free_ char *ev = kubelet_resize_message("Pod resize completed", p, pod_generation(w->pod),
+                                                                 NULL);
+                w->resize_in_progress = false;
+                free(w->resize_error);
+                w->resize_error = NULL;
+                log_info("Pod resize completed: pod=\"%s\" podUID=\"%s\"", strna(w->full_name), w->uid);
+                kubelet_worker_event(w, NULL, "Normal", "ResizeCompleted", "%s", strna(ev));
+        }
+}
+
 /* ---------------------------------------------------------------- status: readiness */
 
 /* ContainersReady / Ready (status.GeneratePodReadyCondition): every container of the spec is ready. */
@@ -219,10 +419,26 @@ static void update_conditions(struct pod_worker *w) {
 }
 
 /* the UID the pod's status is reported under: its own, or its mirror pod's for a static pod (NULL: none yet) */
+/* The pod whose status a worker reports: its desired pod, or a static pod's last spec while it terminates (its
+ * mirror pod keeps showing the pod's real status until it is gone); NULL: none. */
+static struct pod *status_pod(const struct pod_worker *w) {
+        if (w->pod)
+                return w->pod;
+        if (!w->last_pod || !pod_config_is_static(w->last_pod))
+                return NULL;
+        /* a new version of the static pod (same name) owns the mirror pod */
+        for (const struct pod_worker *o = w->k->workers; o; o = o->next)
+                if (o != w && o->pod && w->full_name && streq_ptr(o->full_name, w->full_name))
+                        return NULL;
+        return w->last_pod;
+}
+
 static const char *report_uid(struct kubelet *k, struct pod_worker *w) {
-        if (!pod_config_is_static(w->pod))
-                return w->pod->uid;
-        return kubelet_mirror_uid(k->mirror, w->pod->namespace_, w->pod->name);
+        const struct pod *p = status_pod(w);
+
+        if (!pod_config_is_static(p))
+                return p->uid;
+        return kubelet_mirror_uid(k->mirror, p->namespace_, p->name);
 }
 
 /* the pod's previous status, as upstream's generateAPIPodStatus takes it: the status manager's, else the API
@@ -231,8 +447,8 @@ static const json_t *old_status(struct kubelet *k, struct pod_worker *w) {
         const char *uid = k->status ? report_uid(k, w) : NULL;
         const json_t *st = uid ? status_manager_get(k->status, uid) : NULL;
 
-        if (!st && !pod_config_is_static(w->pod))
-                st = json_object_get(w->pod->raw, "status");
+        if (!st && !pod_config_is_static(status_pod(w)))
+                st = json_object_get(status_pod(w)->raw, "status");
         return st;
 }
 
@@ -240,7 +456,7 @@ static const json_t *old_status(struct kubelet *k, struct pod_worker *w) {
 int kubelet_worker_status_json(struct kubelet *k, struct pod_worker *w, json_t **ret) {
         struct probe_results probes;
         struct pod_status_input in = {
-                .pod = w->pod,
+                .pod = status_pod(w),
                 .observed = w->observed,
                 .waiting = w->waiting,
                 .n_waiting = w->n_waiting,
@@ -252,6 +468,17 @@ int kubelet_worker_status_json(struct kubelet *k, struct pod_worker *w, json_t *
                 .terminated_reason = w->terminated ? w->terminated_reason : NULL,
                 .terminated_message = w->terminated_message,
                 .terminated_usec = w->terminated_usec,
+                .now_usec = (int64_t) now_realtime_usec(),
+                .allocation = w->pod ? kubelet_allocation_get(k->allocation, w->uid) : NULL,
+                .resize_pending_reason = w->pod ? w->resize_pending_reason : NULL,
+                .resize_pending_message = w->resize_pending_message,
+                .resize_pending_usec = w->resize_pending_usec,
+                .resize_in_progress = w->pod && w->resize_in_progress,
+                .resize_error = w->resize_error,
+                .resize_in_progress_usec = w->resize_in_progress_usec,
+                .generation = pod_generation(status_pod(w)),
+                .evict_reason = w->deadline_exceeded ? ACTIVE_DEADLINE_REASON : NULL,
+                .evict_message = w->deadline_exceeded ? ACTIVE_DEADLINE_MESSAGE : NULL,
         };
 
         probe_manager_results(k->prober, &probes);
@@ -266,20 +493,20 @@ void kubelet_report_status(struct kubelet *k, struct pod_worker *w) {
         json_t *status = NULL;
         const char *uid;
 
-        if (!k->status || !w->pod)
+        if (!k->status || !status_pod(w))
                 return;
         uid = report_uid(k, w);
         if (!uid || kubelet_worker_status_json(k, w, &status) < 0)
                 return;
         /* never ask the API server for what its validation refuses (the status manager's
          * checkContainerStateTransition) */
-        if (status_pod_check_transition(old_status(k, w), status, w->pod->spec.restart_policy, &why) < 0) {
-                log_error("Status update on pod %s/%s aborted: %s", w->pod->namespace_, w->pod->name,
+        if (status_pod_check_transition(old_status(k, w), status, &status_pod(w)->spec, &why) < 0) {
+                log_error("Status update on pod %s/%s aborted: %s", status_pod(w)->namespace_, status_pod(w)->name,
                           ck_error_message(why));
                 json_decref(status);
                 return;
         }
-        status_manager_set(k->status, uid, w->pod->namespace_, w->pod->name, status);
+        status_manager_set(k->status, uid, status_pod(w)->namespace_, status_pod(w)->name, status);
 }
 
 static const char *pod_host(const struct kubelet *k, const struct pod *pod, const struct kc_pod_status *st) {
@@ -313,6 +540,7 @@ void kubelet_worker_observed(struct pod_worker *w, struct pod *pod, struct kc_po
         if (r < 0)
                 log_error("pod %s: cannot set up its probes: %s", strna(w->full_name), strerror(-r));
         update_conditions(w);
+        worker_check_resize_done(w);
         kubelet_report_status(k, w);
 }
 
@@ -468,7 +696,10 @@ void kubelet_worker_terminated(struct kubelet *k, struct pod_worker *w) {
         log_info("pod %s (%s) terminated and removed from the runtime", strna(w->full_name), w->uid);
         if (w->deleting)
                 delete_from_api(k, w);
+        (void) kubelet_allocation_set(k->allocation, w->uid, NULL); /* its allocation goes with it */
         kubelet_worker_free(w);
+        sync_mirror_pods(k);       /* a static pod's mirror pod goes now */
+        retry_deferred_resizes(k); /* room was freed */
         if (!name)
                 return;
         for (struct pod_worker *o = k->workers; o; o = o->next)
@@ -533,7 +764,7 @@ static const struct pod **worker_pods(struct kubelet *k, bool static_only, size_
                 return NULL;
         for (const struct pod_worker *w = k->workers; w; w = w->next)
                 if (w->pod && (!static_only || pod_config_is_static(w->pod)) && n < k->n_workers)
-                        pods[n++] = w->pod;
+                        pods[n++] = static_only ? w->pod : kubelet_worker_sync_pod(w); /* as allocated */
         *ret_n = n;
         return pods;
 }
@@ -543,6 +774,17 @@ bool kubelet_pod_terminal_in_api(const struct pod *p) {
         const char *phase = json_string_value(json_object_get(json_object_get(p->raw, "status"), "phase"));
 
         return !pod_config_is_static(p) && (streq_ptr(phase, "Succeeded") || streq_ptr(phase, "Failed"));
+}
+
+/* The fields ckubelet does not act on, said once for the pod, by name */
+static void warn_unsupported_fields(const struct pod *p) {
+        _cleanup_strv_free_ char **fields = NULL;
+        _cleanup_free_ char *joined = NULL;
+
+        if (pod_unsupported_fields(p, &fields) < 0 || !fields)
+                return;
+        joined = strv_join(fields, ", ");
+        log_warning("pod %s/%s: fields that are not acted on: %s", p->namespace_, p->name, strna(joined));
 }
 
 /* Admission (lifecycle.PredicateAdmitHandler): a pod that does not fit next to the admitted ones is rejected
@@ -631,7 +873,8 @@ void kubelet_reconcile(struct kubelet *k) {
                 next = w->next;
                 if (w->pod && !desired_contains(k, w->uid)) {
                         log_info("SyncLoop REMOVE: pod=\"%s\" podUID=\"%s\"", strna(w->full_name), w->uid);
-                        w->pod = pod_free(w->pod);
+                        pod_free(w->last_pod);
+                        w->last_pod = TAKE_PTR(w->pod);
                         kubelet_worker_request_sync(w);
                 }
         }
@@ -663,7 +906,8 @@ void kubelet_reconcile(struct kubelet *k) {
                         w->api_name = strdup(p->name);
                         log_info("SyncLoop DELETE: pod=\"%s/%s\" podUID=\"%s\" gracePeriod=%" PRId64, p->namespace_,
                                  p->name, p->uid, w->grace_seconds);
-                        w->pod = pod_free(w->pod);
+                        pod_free(w->last_pod);
+                        w->last_pod = w->pod ? TAKE_PTR(w->pod) : pod_ref(p);
                         kubelet_worker_request_sync(w);
                         continue;
                 }
@@ -689,6 +933,7 @@ void kubelet_reconcile(struct kubelet *k) {
                         }
                         kubelet_terminated_restore(k, w);
                         log_info("SyncLoop ADD: pod=\"%s/%s\" podUID=\"%s\"", p->namespace_, p->name, p->uid);
+                        warn_unsupported_fields(p);
                         changed = true;
                 } else if (w->pod != p) {
                         if (!w->pod)
@@ -699,6 +944,9 @@ void kubelet_reconcile(struct kubelet *k) {
                         changed = true;
                 }
                 if (changed) {
+                        w->last_pod = pod_free(w->last_pod);
+                        if (!w->start_time_usec)
+                                w->start_time_usec = api_start_time_usec(p);
                         if (!w->start_time_usec)
                                 w->start_time_usec = (int64_t) now_realtime_usec();
                         pod_free(w->pod);
@@ -707,7 +955,9 @@ void kubelet_reconcile(struct kubelet *k) {
                         free(w->full_name);
                         w->full_name = make_full_name(p->namespace_, p->name);
                         w->failures = 0;
+                        worker_update_allocation(k, w);
                         kubelet_worker_request_sync(w);
+                        worker_check_deadline(w);
                 }
         }
 
@@ -722,16 +972,33 @@ void kubelet_reconcile(struct kubelet *k) {
 }
 
 /* every admitted static pod that is not being removed gets a mirror pod in the API server */
+/* every admitted static pod that is not being removed gets a mirror pod in the API server; one that terminates
+ * keeps it, as it is, until it is gone */
 static void sync_mirror_pods(struct kubelet *k) {
         _cleanup_free_ const struct pod **pods = NULL;
+        _cleanup_free_ bool *terminating = NULL;
         size_t n = 0;
 
         if (!k->mirror)
                 return;
-        pods = worker_pods(k, true, &n);
-        if (!pods)
+        pods = calloc(k->n_workers + 1, sizeof(*pods));
+        terminating = calloc(k->n_workers + 1, sizeof(*terminating));
+        if (!pods || !terminating)
                 return;
-        kubelet_mirror_sync(k->mirror, pods, n, node_manager_node_uid(k->node));
+        for (const struct pod_worker *w = k->workers; w && n < k->n_workers; w = w->next) {
+                const struct pod *p = w->pod ? w->pod : w->last_pod;
+                if (!p || !pod_config_is_static(p))
+                        continue;
+                terminating[n] = !w->pod;
+                pods[n++] = p;
+        }
+        kubelet_mirror_sync(k->mirror, pods, terminating, n, node_manager_node_uid(k->node));
+}
+
+void kubelet_worker_observed_terminating(struct pod_worker *w, struct kc_pod_status *status) {
+        kc_pod_status_free(w->observed);
+        w->observed = status;
+        kubelet_report_status(w->k, w);
 }
 
 static void on_mirror_pods(const json_t *mirror_pods, void *userdata) {
@@ -741,7 +1008,7 @@ static void on_mirror_pods(const json_t *mirror_pods, void *userdata) {
         sync_mirror_pods(k);
         /* a new mirror pod gets the static pod's status */
         for (struct pod_worker *w = k->workers; w; w = w->next)
-                if (w->pod && pod_config_is_static(w->pod))
+                if (status_pod(w) && pod_config_is_static(status_pod(w)))
                         kubelet_report_status(k, w);
 }
 
@@ -933,7 +1200,9 @@ static void on_relisted(bool ok, void *userdata) {
                 k->runtime_down = false;
                 for (struct pod_worker *w = k->workers; w; w = w->next) {
                         w->failures = 0;
+                        worker_update_allocation(k, w);
                         kubelet_worker_request_sync(w);
+                        worker_check_deadline(w);
                 }
         }
         if (!k->runtime_listed) {
@@ -1006,6 +1275,9 @@ static void housekeeping(evutil_socket_t fd, short what, void *userdata) {
         }
         sync_mirror_pods(k);
         kubelet_devices_gc(k);
+        retry_deferred_resizes(k);
+        if (k->runtime_listed && k->config_received && !k->stopping)
+                kubelet_allocation_remove_orphans(k->allocation, allocation_wanted, k);
         /* cleanupOrphanedPodDirs: only once every source has spoken and the runtime has been listed */
         if (k->runtime_listed && k->config_received && !k->stopping) {
                 volmgr_set_sources_ready(k->volumes);
@@ -1056,6 +1328,8 @@ static int admission_setup(struct kubelet *k) {
                                      &in.eviction_storage_bytes, &in.eviction_storage_fraction);
         node_allocatable(&in, &k->admission.cpu_milli, &k->admission.memory_bytes, &storage);
         k->admission.max_pods = k->opts->max_pods;
+        k->admission.apparmor_enabled = kr_apparmor_host_enabled("");
+        log_v(1, "AppArmor is %s on this host", k->admission.apparmor_enabled ? "enabled" : "not enabled");
         /* pkg/kubelet/sysctl NewAllowlist: every unsafe sysctl allowed must be namespaced */
         if (!isempty(k->opts->allowed_unsafe_sysctls)) {
                 _cleanup_free_ char *copy = strdup(k->opts->allowed_unsafe_sysctls);
@@ -1135,6 +1409,10 @@ int kubelet_start(struct kubelet *k) {
         r = admission_setup(k);
         if (r < 0)
                 return r;
+        /* the pods' allocated resources, from before a restart */
+        r = kubelet_allocation_load(o->root_dir, &k->allocation);
+        if (r < 0)
+                return log_error_errno(r, "cannot read the pods' allocations: %s", strerror(-r));
         r = cgroups_setup(k);
         if (r < 0)
                 return r;
@@ -1281,7 +1559,8 @@ struct kubelet *kubelet_free(struct kubelet *k) {
         backoff_done(&k->crash_backoff);
         backoff_done(&k->image_backoff);
         k->cm = cm_free(k->cm);
-        kubelet_plugins_free(k);              /* after the pod syncs: they may hold requests of its */
+        kubelet_plugins_free(k); /* after the pod syncs: they may hold requests of its */
+        k->allocation = kubelet_allocation_free(k->allocation);
         stats_machine_info_done(&k->machine); /* after the node manager: it borrows it */
         free(k);
         return NULL;

@@ -23,8 +23,9 @@ static const struct mirror_observed *find_observed(const struct mirror_observed 
         return NULL;
 }
 
-int kubelet_mirror_plan(const struct pod *const *static_pods, size_t n_static, const struct mirror_observed *observed,
-                        size_t n_observed, struct mirror_action **ret_actions, size_t *ret_n) {
+int kubelet_mirror_plan(const struct pod *const *static_pods, const bool *terminating, size_t n_static,
+                        const struct mirror_observed *observed, size_t n_observed, struct mirror_action **ret_actions,
+                        size_t *ret_n) {
         struct mirror_action *a = calloc(n_static + n_observed + 1, sizeof(*a));
         size_t n = 0;
 
@@ -36,6 +37,8 @@ int kubelet_mirror_plan(const struct pod *const *static_pods, size_t n_static, c
                 size_t j;
                 const struct mirror_observed *o = find_observed(observed, n_observed, p, &j);
 
+                if (terminating && terminating[i])
+                        continue; /* kept as it is until the pod is gone (its status still shows there) */
                 if (o && !o->deleting && streq_ptr(o->hash, hash))
                         continue; /* up to date */
                 if (o) {
@@ -125,6 +128,7 @@ struct mirror_manager {
         char **deleted;        /* UIDs we deleted that the watch has not reported gone yet */
         struct mirror_op *ops; /* in flight */
         struct pod **last;     /* the static pods of the last sync (references) */
+        bool *last_terminating;
         size_t n_last;
         char *node_uid;
 };
@@ -133,7 +137,9 @@ static void last_clear(struct mirror_manager *m) {
         for (size_t i = 0; i < m->n_last; i++)
                 pod_free(m->last[i]);
         free(m->last);
+        free(m->last_terminating);
         m->last = NULL;
+        m->last_terminating = NULL;
         m->n_last = 0;
 }
 
@@ -219,7 +225,7 @@ void kubelet_mirror_observed(struct mirror_manager *m, const json_t *mirror_pods
         m->observed = o;
         m->n_observed = n;
         m->seen = true;
-        kubelet_mirror_sync(m, (const struct pod *const *) m->last, m->n_last, m->node_uid);
+        kubelet_mirror_sync(m, (const struct pod *const *) m->last, m->last_terminating, m->n_last, m->node_uid);
 }
 
 const char *kubelet_mirror_uid(const struct mirror_manager *m, const char *namespace_, const char *name) {
@@ -251,7 +257,7 @@ static void op_done(struct mirror_op *o) {
 
 static void resync(struct mirror_manager *m) {
         /* the plan may go on (a create after a delete) */
-        kubelet_mirror_sync(m, (const struct pod *const *) m->last, m->n_last, m->node_uid);
+        kubelet_mirror_sync(m, (const struct pod *const *) m->last, m->last_terminating, m->n_last, m->node_uid);
 }
 
 static void on_deleted(const struct kube_response *resp, void *userdata) {
@@ -320,30 +326,39 @@ static int op_start(struct mirror_manager *m, const char *ns, const char *name, 
         return 0;
 }
 
-void kubelet_mirror_sync(struct mirror_manager *m, const struct pod *const *static_pods, size_t n,
-                         const char *node_uid) {
+void kubelet_mirror_sync(struct mirror_manager *m, const struct pod *const *static_pods, const bool *terminating,
+                         size_t n, const char *node_uid) {
         _cleanup_free_ struct mirror_action *actions = NULL;
         struct pod **keep;
+        bool *term;
         size_t n_actions = 0;
 
         if (!m)
                 return;
         if (static_pods != (const struct pod *const *) m->last) {
                 keep = calloc(n + 1, sizeof(*keep));
-                if (!keep)
+                term = calloc(n + 1, sizeof(*term));
+                if (!keep || !term) {
+                        free(keep);
+                        free(term);
                         return;
-                for (size_t i = 0; i < n; i++)
+                }
+                for (size_t i = 0; i < n; i++) {
                         keep[i] = pod_ref((struct pod *) static_pods[i]);
+                        term[i] = terminating && terminating[i];
+                }
                 last_clear(m);
                 m->last = keep;
+                m->last_terminating = term;
                 m->n_last = n;
                 static_pods = (const struct pod *const *) keep;
+                terminating = term;
         }
         if (node_uid && !streq_ptr(node_uid, m->node_uid))
                 (void) free_and_strdup(&m->node_uid, node_uid);
         if (!m->seen || !m->node_uid)
                 return;
-        if (kubelet_mirror_plan(static_pods, n, m->observed, m->n_observed, &actions, &n_actions) < 0)
+        if (kubelet_mirror_plan(static_pods, terminating, n, m->observed, m->n_observed, &actions, &n_actions) < 0)
                 return;
         for (size_t i = 0; i < n_actions; i++) {
                 _cleanup_free_ char *key = NULL;

@@ -30,10 +30,13 @@ struct mirror_action {
 };
 
 /* The actions that make the observed mirror pods match the static pods. A CREATE for a pod whose outdated
- * mirror is deleted in the same plan comes after that DELETE. *ret_actions is allocated (n <= n_static +
- * n_observed). */
-int kubelet_mirror_plan(const struct pod *const *static_pods, size_t n_static, const struct mirror_observed *observed,
-                        size_t n_observed, struct mirror_action **ret_actions, size_t *ret_n);
+ * mirror is deleted in the same plan comes after that DELETE. A static pod that is terminating (terminating[i], its
+ * manifest removed while its containers stop; terminating may be NULL) keeps its mirror pod as it is, showing its
+ * status, and gets none created: the mirror goes once the pod is gone. *ret_actions is allocated (n <= n_static
+ * + n_observed). */
+int kubelet_mirror_plan(const struct pod *const *static_pods, const bool *terminating, size_t n_static,
+                        const struct mirror_observed *observed, size_t n_observed, struct mirror_action **ret_actions,
+                        size_t *ret_n);
 
 /* The mirror pod to create for a static pod: its document with the kubelet's name, namespace, annotations
  * (config.mirror = the config hash), spec.nodeName and an ownerReference to the Node. NULL on OOM. */
@@ -50,7 +53,7 @@ struct mirror_manager *kubelet_mirror_free(struct mirror_manager *m); /* accepts
 void kubelet_mirror_observed(struct mirror_manager *m, const json_t *mirror_pods);
 /* Issue what kubelet_mirror_plan() says for these static pods; nothing before the API server's pods were seen or
  * while node_uid is unknown (the Node is not registered yet). Requests in flight are not repeated. */
-void kubelet_mirror_sync(struct mirror_manager *m, const struct pod *const *static_pods, size_t n,
-                         const char *node_uid);
+void kubelet_mirror_sync(struct mirror_manager *m, const struct pod *const *static_pods, const bool *terminating,
+                         size_t n, const char *node_uid);
 /* The UID of the mirror pod of namespace/name (where the static pod's status is reported), or NULL. */
 const char *kubelet_mirror_uid(const struct mirror_manager *m, const char *namespace_, const char *name);

@@ -28,7 +28,7 @@ void kubelet_pod_sync_start(struct pod_worker *w) {
         }
         s->w = w;
         s->k = w->k;
-        s->pod = pod_ref(w->pod);
+        s->pod = pod_ref(w->pod ? kubelet_worker_sync_pod(w) : NULL); /* as allocated */
         w->sync = s;
         kubelet_sync_observe(s);
 }
@@ -42,8 +42,9 @@ void kubelet_pod_sync_observed(struct pod_sync *s) {
                 kubelet_pod_sync_finish(s);
                 return;
         }
-        if (!s->pod || s->w->terminated)
-                s->actions = (struct kr_pod_actions) { .kill_pod = true }; /* gone, or ended for good (evicted) */
+        if (!s->pod || s->w->terminated || s->w->deadline_exceeded)
+                s->actions = (struct kr_pod_actions) { .kill_pod = true }; /* gone, or ended for good (evicted,
+                                                                              past its deadline): stays stopped */
         else {
                 probe_manager_results(s->k->prober, &probes);
                 r = kr_compute_pod_actions(s->pod, s->status, &probes, &s->actions);
@@ -53,17 +54,25 @@ void kubelet_pod_sync_observed(struct pod_sync *s) {
                         return;
                 }
                 log_v(4,
-                      "pod %s: actions: killPod=%d createSandbox=%d attempt=%" PRIu32 " startInit=%zu start=%zu "
-                      "kill=%zu",
+                      "pod %s: actions: killPod=%d createSandbox=%d attempt=%" PRIu32 " startEphemeral=%zu "
+                      "startInit=%zu start=%zu kill=%zu",
                       kubelet_sync_pod_desc(s), s->actions.kill_pod, s->actions.create_sandbox, s->actions.attempt,
-                      s->actions.n_init_start, s->actions.n_start, s->actions.n_kill);
+                      s->actions.n_ephemeral_start, s->actions.n_init_start, s->actions.n_start, s->actions.n_kill);
         }
         s->decided = true;
         kubelet_sync_kill(s);
 }
 
 void kubelet_pod_sync_killed(struct pod_sync *s) {
-        if (s->error || !s->pod || s->w->terminated) {
+        if (s->error || !s->pod || s->w->terminated || s->w->deadline_exceeded) {
+                kubelet_pod_sync_finish(s);
+                return;
+        }
+        kubelet_sync_resize(s);
+}
+
+void kubelet_pod_sync_resized(struct pod_sync *s) {
+        if (s->error || s->k->stopping) {
                 kubelet_pod_sync_finish(s);
                 return;
         }
@@ -116,6 +125,8 @@ void kubelet_pod_sync_done(struct pod_sync *s) {
          * is gone */
         if (s->decided && s->pod && !s->k->stopping)
                 kubelet_worker_observed(w, s->pod, TAKE_PTR(s->status));
+        else if (s->decided && !s->pod && w->last_pod && pod_config_is_static(w->last_pod) && !s->k->stopping)
+                kubelet_worker_observed_terminating(w, TAKE_PTR(s->status)); /* its mirror pod shows it */
         w->sync = NULL;
         kubelet_worker_sync_done(w, s->did_work, s->wake_usec, s->error, gone);
         kubelet_pod_sync_free(s);
@@ -125,6 +136,7 @@ void kubelet_pod_sync_free(struct pod_sync *s) {
         if (!s)
                 return;
         kubelet_hook_run_cancel_all(&s->hooks);
+        kubelet_sync_kill_free(s);
         kubelet_sync_start_step_free(s);
         kubelet_sync_cleanup_free(s);
         free(s->hook_pod_desc);
@@ -192,13 +204,7 @@ const char *kubelet_sync_hook_desc(struct pod_sync *s) {
 const struct container *kubelet_sync_spec_container(const struct pod_sync *s, const char *name) {
         if (!s->pod || !name)
                 return NULL;
-        for (size_t i = 0; i < s->pod->spec.n_containers; i++)
-                if (streq_ptr(s->pod->spec.containers[i].name, name))
-                        return &s->pod->spec.containers[i];
-        for (size_t i = 0; i < s->pod->spec.n_init_containers; i++)
-                if (streq_ptr(s->pod->spec.init_containers[i].name, name))
-                        return &s->pod->spec.init_containers[i];
-        return NULL;
+        return pod_find_container(s->pod, name);
 }
 
 /* the host path of a volume the volume manager mounted for the pod */
@@ -224,5 +230,6 @@ void kubelet_sync_build_context(const struct pod_sync *s, struct kc_build_contex
                 .cluster_dns = s->k->cluster_dns,
                 .cluster_domain = s->k->opts->cluster_domain,
                 .resolv_conf = s->k->opts->resolv_conf,
+                .static_pod = s->pod && pod_config_is_static(s->pod),
         };
 }

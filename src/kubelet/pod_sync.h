@@ -8,6 +8,7 @@
  *   observe   sync_observe.c   ListPodSandbox + ListContainers for the pod's UID, then their statuses
  *   decide    pod_sync.c       kr_compute_pod_actions (or "kill everything" for a pod no longer desired)
  *   kill      sync_kill.c      stop containers (preStop, then StopContainer), sidecars last, then sandboxes
+ *   resize    sync_resize.c    in-place resizes: the pod cgroup and UpdateContainerResources
  *   objects   sync_volumes.c   the ConfigMaps, Secrets, tokens and pull secrets the pod refers to
  *   mount     sync_volumes.c   the volume manager's volumes (PVCs, csi, nfs) attached and mounted (WaitForAttachAndMount)
  *   sandbox   sync_sandbox.c   the pod cgroup, RunPodSandbox (or reuse the ready one) and its IP
@@ -32,6 +33,7 @@
 #define MINIMUM_GRACE_PERIOD_SECONDS 2
 
 struct hook_run;
+struct kill_step;
 struct start_step;
 struct cleanup_step;
 
@@ -47,6 +49,8 @@ struct pod_sync {
         /* the fan-out in flight: calls issued by the current phase; next runs when the last one ends */
         int pending;
         void (*next)(struct pod_sync *s);
+
+        struct kill_step *kill; /* kill: the targets and their order */
 
         /* objects: the API objects of the pod and the pull credentials */
         struct pod_refs refs;
@@ -80,6 +84,7 @@ struct pod_sync {
 /* ---- the phases, in the order they run (each ends by calling the next one through pod_sync.c) ---- */
 void kubelet_sync_observe(struct pod_sync *s); /* → kubelet_pod_sync_observed */
 void kubelet_sync_kill(struct pod_sync *s);    /* → kubelet_pod_sync_killed */
+void kubelet_sync_resize(struct pod_sync *s);  /* → kubelet_pod_sync_resized */
 void kubelet_sync_objects(struct pod_sync *s); /* → kubelet_pod_sync_objects_ready */
 void kubelet_sync_mount(struct pod_sync *s);   /* → kubelet_pod_sync_mounted */
 void kubelet_sync_sandbox(struct pod_sync *s); /* → kubelet_pod_sync_sandbox_ready */
@@ -87,11 +92,13 @@ void kubelet_sync_volumes(struct pod_sync *s); /* → kubelet_pod_sync_volumes_r
 void kubelet_sync_start(struct pod_sync *s);   /* → kubelet_pod_sync_started */
 void kubelet_sync_cleanup(struct pod_sync *s); /* → kubelet_pod_sync_done */
 /* the phases' own state, when the pass ends early */
+void kubelet_sync_kill_free(struct pod_sync *s);
 void kubelet_sync_start_step_free(struct pod_sync *s);
 void kubelet_sync_cleanup_free(struct pod_sync *s);
 
 void kubelet_pod_sync_observed(struct pod_sync *s);
 void kubelet_pod_sync_killed(struct pod_sync *s);
+void kubelet_pod_sync_resized(struct pod_sync *s);
 void kubelet_pod_sync_objects_ready(struct pod_sync *s);
 void kubelet_pod_sync_mounted(struct pod_sync *s);
 void kubelet_pod_sync_sandbox_ready(struct pod_sync *s);
@@ -130,6 +137,8 @@ struct kill_target_ext {
         const char *sandbox_id;                   /* for the hook's pod IP */
         const char *ports_json;                   /* the ports annotation, when spec is NULL */
         bool remove;                              /* RemoveContainer once stopped */
+        bool ordered;                             /* s->kill->targets[index]: waits for its turn to stop */
+        size_t index;
 };
 /* Returns 0 when done will run (exactly once, possibly before this returns), or a negative errno when it will
  * not. */

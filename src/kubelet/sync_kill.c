@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The kill phase of a pod's pass (killPodWithSyncResult / killContainersWithSyncResult): the containers the
- * decision named, in rounds (kr_compute_kill_round: with KillPod the regular containers first, the sidecars once
- * they are down), then, with KillPod, the pod's ready sandboxes. Each container is stopped by killContainer:
- * its preStop hook, then StopContainer with what is left of the grace period. */
+ * decision named, all at once, in the order kr_compute_kill_order gives (newTerminationOrdering: with KillPod a
+ * sidecar waits for the main containers and for the sidecars started after it), then, with KillPod, the pod's
+ * ready sandboxes. Each container is stopped by killContainer: its preStop hook, then (a sidecar) its turn, then
+ * StopContainer with what is left of the grace period. */
 
 #include "kubelet/pod_sync.h"
 
@@ -13,11 +14,19 @@
 #include "basic/string.h"
 #include "basic/strmap.h"
 #include "basic/time.h"
+#include "basic/timer.h"
 #include "kubelet/hooks.h"
 #include "container/labels.h"
 
-static void kill_round(struct pod_sync *s, unsigned round);
 static void stop_sandboxes(struct pod_sync *s);
+
+/* the phase's own state: the targets and their order (terminationOrdering) */
+struct kill_step {
+        struct kr_kill_target *targets;
+        size_t n;
+        bool *terminated;           /* per target: StopContainer returned */
+        struct kill_call **waiting; /* per target: its call waiting for its turn, or NULL */
+};
 
 /* ---------------------------------------------------------------- killContainer */
 
@@ -30,17 +39,116 @@ struct kill_call {
         bool remove;
         uint64_t hook_start_usec;
         struct lifecycle_handler *owned_pre_stop; /* decoded from the container's annotation */
+        bool ordered;                             /* s->kill->targets[index] is this one */
+        size_t index;
+        struct event *turn_timer; /* waiting for its turn: what is left of the grace period */
+        uint64_t turn_start_usec;
 };
+
+static void kill_call_free(struct kill_call *c) {
+        if (!c)
+                return;
+        if (c->turn_timer)
+                event_free(c->turn_timer);
+        lifecycle_handler_free(c->owned_pre_stop);
+        free(c->id);
+        free(c->name);
+        free(c);
+}
 
 static void kill_call_end(struct kill_call *c) {
         struct pod_sync *s = c->s;
         void (*done)(struct pod_sync * s) = c->done;
 
-        lifecycle_handler_free(c->owned_pre_stop);
-        free(c->id);
-        free(c->name);
-        free(c);
+        kill_call_free(c);
         done(s);
+}
+
+void kubelet_sync_kill_free(struct pod_sync *s) {
+        struct kill_step *k = TAKE_PTR(s->kill);
+
+        if (!k)
+                return;
+        for (size_t i = 0; k->waiting && i < k->n; i++)
+                kill_call_free(k->waiting[i]); /* the pass is being freed while it waits for its turn */
+        kr_kill_targets_free(k->targets, k->n);
+        free(k->terminated);
+        free(k->waiting);
+        free(k);
+}
+
+static void issue_stop(struct kill_call *c);
+
+/* has every container this one waits for stopped? */
+static bool turn_arrived(const struct kill_step *k, size_t index) {
+        for (size_t i = 0; i < k->targets[index].n_after; i++)
+                if (!k->terminated[k->targets[index].after[i]])
+                        return false;
+        return true;
+}
+
+/* its turn came (or its grace period ran out waiting): StopContainer with what is left, at least the minimum */
+static void take_turn(struct kill_call *c) {
+        struct pod_sync *s = c->s;
+        int64_t waited = (int64_t) ((now_usec() - c->turn_start_usec) / USEC_PER_SEC);
+
+        s->kill->waiting[c->index] = NULL;
+        if (c->turn_timer) {
+                event_free(c->turn_timer);
+                c->turn_timer = NULL;
+        }
+        c->grace = MAX(c->grace - waited, (int64_t) MINIMUM_GRACE_PERIOD_SECONDS);
+        if (s->k->stopping) {
+                kill_call_end(c);
+                return;
+        }
+        log_v(3, "pod %s: container %s: its turn to stop came after %" PRId64 "s", kubelet_sync_pod_desc(s), c->name,
+              waited);
+        issue_stop(c);
+}
+
+static void on_turn_timeout(evutil_socket_t fd, short what, void *userdata) {
+        struct kill_call *c = userdata;
+        log_info("pod %s: container %s: the grace period ran out waiting for the containers it stops after",
+                 kubelet_sync_pod_desc(c->s), c->name);
+        take_turn(c);
+}
+
+/* a container stopped: the ones waiting for it may go (containerTerminated) */
+static void mark_terminated(struct kill_call *c) {
+        struct kill_step *k = c->s->kill;
+
+        if (!c->ordered || !k)
+                return;
+        k->terminated[c->index] = true;
+        for (size_t i = 0; i < k->n; i++)
+                if (k->waiting[i] && turn_arrived(k, i))
+                        take_turn(k->waiting[i]);
+}
+
+/* after the preStop hook: wait for its turn with what is left of the grace period (waitForTurn), then stop it */
+static void stop_in_turn(struct kill_call *c, int64_t remaining) {
+        struct pod_sync *s = c->s;
+        struct kill_step *k = s->kill;
+
+        if (c->ordered && remaining > 0 && !s->k->stopping && !turn_arrived(k, c->index)) {
+                c->grace = remaining;
+                c->turn_start_usec = now_usec();
+                c->turn_timer = evtimer_new(s->k->base, on_turn_timeout, c);
+                if (c->turn_timer) {
+                        k->waiting[c->index] = c;
+                        evtimer_add_usec(c->turn_timer, (uint64_t) remaining * USEC_PER_SEC);
+                        log_v(3, "pod %s: container %s waits for its turn to stop (at most %" PRId64 "s)",
+                              kubelet_sync_pod_desc(s), c->name, remaining);
+                        return;
+                }
+        }
+        c->grace = MAX(remaining, (int64_t) MINIMUM_GRACE_PERIOD_SECONDS);
+        if (s->k->stopping) {
+                kill_call_end(c);
+                return;
+        }
+        issue_stop(c);
 }
 
 static void on_remove_stopped(const struct cri_reply *reply, void *userdata) {
@@ -62,7 +170,9 @@ static void on_stop_container(const struct cri_reply *reply, void *userdata) {
         if (reply->r < 0 && reply->r != -ENOENT) {
                 log_error("pod %s: StopContainer %.12s: %s", kubelet_sync_pod_desc(s), c->id, reply->message);
                 s->error = true;
-        } else if (c->remove && !s->k->stopping) {
+        } else
+                mark_terminated(c);
+        if (reply->r >= 0 && c->remove && !s->k->stopping) {
                 Runtime__V1__RemoveContainerRequest req = RUNTIME__V1__REMOVE_CONTAINER_REQUEST__INIT;
                 req.container_id = c->id;
                 if (cri_remove_container(s->k->cri, &req, 0, on_remove_stopped, c) >= 0)
@@ -77,6 +187,10 @@ static void issue_stop(struct kill_call *c) {
         Runtime__V1__StopContainerRequest req = RUNTIME__V1__STOP_CONTAINER_REQUEST__INIT;
         int r;
 
+        /* upstream's words, right before StopContainer: the grace period is what is left of it */
+        log_info("Killing container with a grace period: pod=\"%s\" podUID=\"%s\" containerName=\"%s\" "
+                 "containerID=\"%.12s\" gracePeriod=%" PRId64,
+                 kubelet_sync_pod_desc(s), s->w->uid, c->name, c->id, c->grace);
         req.container_id = c->id;
         req.timeout = c->grace;
         /* the runtime may take the whole grace period: the call's deadline is grace + the request timeout */
@@ -96,10 +210,7 @@ static void on_pre_stop_done(void *userdata, int error, const char *message) {
         int64_t elapsed;
 
         if (error == -ECANCELED) { /* the pass is being freed */
-                lifecycle_handler_free(c->owned_pre_stop);
-                free(c->id);
-                free(c->name);
-                free(c);
+                kill_call_free(c);
                 return;
         }
         elapsed = (int64_t) ((now_usec() - c->hook_start_usec) / USEC_PER_SEC);
@@ -114,12 +225,7 @@ static void on_pre_stop_done(void *userdata, int error, const char *message) {
                                      message ? message : strerror(-error));
         } else
                 log_v(3, "PreStop hook completed: pod=\"%s\" containerName=\"%s\"", kubelet_sync_pod_desc(s), c->name);
-        c->grace = MAX(c->grace - elapsed, (int64_t) MINIMUM_GRACE_PERIOD_SECONDS);
-        if (s->k->stopping) {
-                kill_call_end(c);
-                return;
-        }
-        issue_stop(c);
+        stop_in_turn(c, c->grace - elapsed);
 }
 
 int kubelet_sync_kill_container(struct pod_sync *s, struct kill_target_ext *t, void (*done)(struct pod_sync *s)) {
@@ -134,6 +240,8 @@ int kubelet_sync_kill_container(struct pod_sync *s, struct kill_target_ext *t, v
                                   .done = done,
                                   .grace = t->grace,
                                   .remove = t->remove,
+                                  .ordered = t->ordered,
+                                  .index = t->index,
                                   .id = strdup(t->id),
                                   .name = strdup(t->name) };
         if (!c->id || !c->name) {
@@ -168,7 +276,7 @@ int kubelet_sync_kill_container(struct pod_sync *s, struct kill_target_ext *t, v
                 log_error("pod %s: container %s: cannot run the preStop hook: %s", kubelet_sync_pod_desc(s), c->name,
                           strerror(-r));
         }
-        issue_stop(c);
+        stop_in_turn(c, c->grace);
         return 0;
 }
 
@@ -215,7 +323,8 @@ static void pre_stop_of(struct pod_sync *s, const struct kc_container *kc, struc
                           kubelet_sync_pod_desc(s), kc->name);
 }
 
-static void kill_one(struct pod_sync *s, const struct kr_kill_target *t) {
+static void kill_one(struct pod_sync *s, size_t index) {
+        const struct kr_kill_target *t = &s->kill->targets[index];
         const struct kc_container *kc = t->container;
         int64_t raw = kubelet_sync_grace_raw(s, kc);
         struct kill_target_ext x;
@@ -232,9 +341,11 @@ static void kill_one(struct pod_sync *s, const struct kr_kill_target *t) {
                 .sandbox_id = kc->sandbox_id,
                 .ports_json = strmap_get(&kc->annotations, ANNOTATION_CONTAINER_PORTS),
                 .remove = t->remove,
+                .ordered = true,
+                .index = index,
         };
-        log_info("Killing container with a grace period: pod=\"%s\" podUID=\"%s\" containerName=\"%s\" "
-                 "containerID=\"%.12s\" gracePeriod=%" PRId64 " reason=\"%s\"%s%s%s",
+        log_info("Stopping container: pod=\"%s\" podUID=\"%s\" containerName=\"%s\" containerID=\"%.12s\" "
+                 "gracePeriod=%" PRId64 " reason=\"%s\"%s%s%s",
                  kubelet_sync_pod_desc(s), s->w->uid, kc->name, kc->id, x.grace, t->reason,
                  t->message ? " message=\"" : "", t->message ? t->message : "", t->message ? "\"" : "");
         if (t->message)
@@ -252,26 +363,26 @@ static void kill_one(struct pod_sync *s, const struct kr_kill_target *t) {
         }
 }
 
-static void kill_round_0_done(struct pod_sync *s) {
-        kill_round(s, 1);
-}
-
-static void kill_round(struct pod_sync *s, unsigned round) {
-        _cleanup_free_ struct kr_kill_target *targets = NULL;
-        size_t n = 0;
+void kubelet_sync_kill(struct pod_sync *s) {
+        struct kill_step *k = calloc(1, sizeof(*k));
         int r;
 
-        kubelet_sync_fanout_begin(s, round == 0 ? kill_round_0_done : stop_sandboxes);
-        r = kr_compute_kill_round(s->status, &s->actions, round, &targets, &n);
+        kubelet_sync_fanout_begin(s, stop_sandboxes);
+        s->kill = k;
+        r = k ? kr_compute_kill_order(s->pod ? s->pod : s->w->last_pod, s->status, &s->actions, &k->targets, &k->n)
+              : -ENOMEM;
+        if (r >= 0) {
+                k->terminated = calloc(k->n + 1, sizeof(*k->terminated));
+                k->waiting = calloc(k->n + 1, sizeof(*k->waiting));
+                if (!k->terminated || !k->waiting)
+                        r = -ENOMEM;
+        }
         if (r < 0)
                 kubelet_sync_call_failed(s, "computing what to kill", r);
-        for (size_t i = 0; i < n; i++)
-                kill_one(s, &targets[i]);
+        else
+                for (size_t i = 0; i < k->n; i++)
+                        kill_one(s, i);
         kubelet_sync_fanout_end(s);
-}
-
-void kubelet_sync_kill(struct pod_sync *s) {
-        kill_round(s, 0);
 }
 
 /* ---------------------------------------------------------------- sandboxes (KillPod) */
@@ -287,6 +398,7 @@ static void on_stop_sandbox(const struct cri_reply *reply, void *userdata) {
 }
 
 static void stop_sandboxes(struct pod_sync *s) {
+        kubelet_sync_kill_free(s);
         if (s->error) {
                 kubelet_pod_sync_finish(s);
                 return;

@@ -13,6 +13,7 @@
 #include "basic/fs.h"
 #include "basic/log.h"
 #include "basic/string.h"
+#include "objects/objects.h"
 
 static void on_new_sandbox_status(const struct cri_reply *reply, void *userdata) {
         struct pod_sync *s = userdata;
@@ -69,9 +70,38 @@ static void use_existing(struct pod_sync *s) {
         kubelet_pod_sync_sandbox_ready(s);
 }
 
+/* LookupRuntimeHandler: the handler of the pod's RuntimeClass ("" without one); -errno and the message when it
+ * cannot be had (not found, not fetched) */
+static int runtime_handler(struct pod_sync *s, const char **ret, char **ret_message) {
+        const char *name = s->pod->spec.runtime_class_name, *msg = NULL;
+        json_t *rc = NULL;
+        int r;
+
+        *ret = "";
+        if (isempty(name))
+                return 0;
+        if (!s->k->client) {
+                /* as upstream without an API server there is no RuntimeClass manager: said once per pod */
+                if (!s->w->runtime_class_warned)
+                        log_warning("pod %s: runtimeClassName \"%s\" is not acted on: there is no API server to "
+                                    "read RuntimeClasses from",
+                                    kubelet_sync_pod_desc(s), name);
+                s->w->runtime_class_warned = true;
+                return 0;
+        }
+        r = objects_pod_lookup(s->objects, OBJ_KIND_RUNTIME_CLASS, "", name, &rc, &msg);
+        if (r < 0) {
+                *ret_message = strdup(msg ? msg : strerror(-r));
+                return *ret_message ? r : -ENOMEM;
+        }
+        *ret = strempty(json_string_value(json_object_get(rc, "handler")));
+        return 0;
+}
+
 static void create_sandbox(struct pod_sync *s) {
         Runtime__V1__RunPodSandboxRequest req = RUNTIME__V1__RUN_POD_SANDBOX_REQUEST__INIT;
-        _cleanup_free_ char *logdir = NULL;
+        _cleanup_free_ char *logdir = NULL, *handler_error = NULL;
+        const char *handler = "";
         int r;
 
         if (kubelet_name_is_busy(s->k, s->w)) {
@@ -98,9 +128,37 @@ static void create_sandbox(struct pod_sync *s) {
                 kubelet_pod_sync_finish(s);
                 return;
         }
+        r = runtime_handler(s, &handler, &handler_error);
+        if (r < 0) {
+                log_error("pod %s: Failed to create sandbox for pod: %s", kubelet_sync_pod_desc(s),
+                          strna(handler_error));
+                kubelet_worker_event(s->w, NULL, "Warning", "FailedCreatePodSandBox",
+                                     "Failed to create pod sandbox: %s", strna(handler_error));
+                s->error = true;
+                kubelet_pod_sync_finish(s);
+                return;
+        }
+        /* getOrCreateUserNamespaceMappings: containerd 1.6 does not say its handlers support user namespaces (CRI
+         * Status runtime_handlers), so a pod asking for one is not run without it */
+        if (s->pod->spec.has_host_users && !s->pod->spec.host_users) {
+                log_error("pod %s: Failed to create sandbox for pod: RuntimeClass handler \"%s\" does not support user "
+                          "namespaces",
+                          kubelet_sync_pod_desc(s), handler);
+                kubelet_worker_event(s->w, NULL, "Warning", "FailedCreatePodSandBox",
+                                     "Failed to create pod sandbox: RuntimeClass handler \"%s\" does not support user "
+                                     "namespaces",
+                                     handler);
+                s->error = true;
+                kubelet_pod_sync_finish(s);
+                return;
+        }
+        if (!isempty(handler))
+                log_v(2, "Running pod with runtime handler: pod=\"%s\" runtimeHandler=\"%s\"", kubelet_sync_pod_desc(s),
+                      handler);
         log_info("Creating pod sandbox: pod=\"%s\" attempt=%" PRIu32 " reason=\"%s\"", kubelet_sync_pod_desc(s),
                  s->actions.attempt, strna(s->actions.sandbox_reason));
         req.config = s->sandbox_config;
+        req.runtime_handler = (char *) handler;
         kubelet_sync_fanout_begin(s, kubelet_pod_sync_sandbox_ready);
         r = cri_run_pod_sandbox(s->k->cri, &req, 0, on_run_sandbox, s);
         if (r < 0)
@@ -130,9 +188,14 @@ void kubelet_sync_sandbox(struct pod_sync *s) {
         for (size_t i = 0; s->actions.create_sandbox && report.event_reasons && report.event_reasons[i]; i++)
                 kubelet_worker_event(s->w, NULL, "Warning", report.event_reasons[i], "%s", report.event_messages[i]);
         if (r < 0) {
-                if (report.error)
-                        log_error("pod %s: building the sandbox config: %s", kubelet_sync_pod_desc(s),
+                if (report.error) {
+                        log_error("pod %s: Failed to generate sandbox config: %s", kubelet_sync_pod_desc(s),
                                   ck_error_message(report.error));
+                        if (s->actions.create_sandbox)
+                                kubelet_worker_event(s->w, NULL, "Warning", "FailedCreatePodSandBox",
+                                                     "Failed to create pod sandbox: %s",
+                                                     ck_error_message(report.error));
+                }
                 kc_build_report_done(&report);
                 kubelet_sync_call_failed(s, "building the sandbox config", r);
                 kubelet_pod_sync_finish(s);

@@ -71,11 +71,19 @@ void kubelet_sync_start_step_free(struct pod_sync *s) {
         free(st);
 }
 
-/* the n-th container to start: init containers first, then app containers */
+/* the n-th container to start: ephemeral containers first (they may start while an init container fails), then
+ * init containers, then app containers */
 static const struct container *container_to_start(const struct pod_sync *s, size_t n) {
+        if (n < s->actions.n_ephemeral_start)
+                return &s->pod->spec.ephemeral_containers[s->actions.ephemeral_start[n]];
+        n -= s->actions.n_ephemeral_start;
         if (n < s->actions.n_init_start)
                 return &s->pod->spec.init_containers[s->actions.init_start[n]];
         return &s->pod->spec.containers[s->actions.start[n - s->actions.n_init_start]];
+}
+
+static size_t containers_to_start(const struct pod_sync *s) {
+        return s->actions.n_ephemeral_start + s->actions.n_init_start + s->actions.n_start;
 }
 
 /* ---------------------------------------------------------------- back-off */
@@ -120,7 +128,7 @@ static bool in_crash_backoff(struct pod_sync *s, const struct container *c) {
 static void start_next(struct pod_sync *s) {
         struct start_step *st;
 
-        if (s->k->stopping || s->next_start >= s->actions.n_init_start + s->actions.n_start) {
+        if (s->k->stopping || s->next_start >= containers_to_start(s)) {
                 kubelet_pod_sync_started(s);
                 return;
         }
@@ -508,8 +516,8 @@ static void on_post_start_done(void *userdata, int error, const char *message) {
                 .spec = c,
                 .sandbox_id = s->sandbox_id,
         };
-        log_info("Killing container with a grace period: pod=\"%s\" podUID=\"%s\" containerName=\"%s\" "
-                 "containerID=\"%.12s\" gracePeriod=%" PRId64 " reason=\"FailedPostStartHook\"",
+        log_info("Stopping container: pod=\"%s\" podUID=\"%s\" containerName=\"%s\" containerID=\"%.12s\" "
+                 "gracePeriod=%" PRId64 " reason=\"FailedPostStartHook\"",
                  kubelet_sync_pod_desc(s), s->w->uid, c->name, st->started_id, t.grace);
         kubelet_worker_event(s->w, c->name, "Normal", "Killing", "FailedPostStartHook");
         r = kubelet_sync_kill_container(s, &t, step_done);
@@ -613,6 +621,22 @@ static void create_container_with(struct pod_sync *s, const struct dm_run_option
                 return;
         }
         kubelet_sync_build_context(s, &ctx);
+        if (!isempty(c->target_container_name)) {
+                /* getTargetID: an ephemeral container joins its target's running instance */
+                const struct kc_container *target = kc_pod_status_find_container(s->status, c->target_container_name);
+                if (!target || target->state != KC_CONTAINER_RUNNING) {
+                        kubelet_worker_set_waiting(s->w, c->name, "CreateContainerConfigError",
+                                                   "unable to find target container %s", c->target_container_name);
+                        kubelet_worker_event(s->w, c->name, "Warning", "Failed",
+                                             "Error: unable to find target container %s", c->target_container_name);
+                        log_error("pod %s: container %s: unable to find target container %s", kubelet_sync_pod_desc(s),
+                                  c->name, c->target_container_name);
+                        s->error = true;
+                        step_done(s);
+                        return;
+                }
+                ctx.target_id = target->id;
+        }
         ctx.image_user_known = st->image_user_known;
         ctx.image_uid_set = st->image_uid_set;
         ctx.image_uid = st->image_uid;

@@ -16,11 +16,21 @@
 
 int kr_container_hash(const struct container *c, char buf[static KR_HASH_MAX]) {
         _cleanup_free_ char *s = NULL;
+        json_auto_t *copy = NULL;
         uint64_t h;
 
         if (!c->raw)
                 return -EINVAL;
-        s = json_dumps(c->raw, JSON_SORT_KEYS | JSON_COMPACT | JSON_ENCODE_ANY);
+        /* resources and resizePolicy are left out: a resize is applied in place (or by a restart its resizePolicy
+         * asks for), not by the restart a changed hash means */
+        if (json_object_get(c->raw, "resources") || json_object_get(c->raw, "resizePolicy")) {
+                copy = json_copy(c->raw);
+                if (!copy)
+                        return -ENOMEM;
+                json_object_del(copy, "resources");
+                json_object_del(copy, "resizePolicy");
+        }
+        s = json_dumps(copy ? copy : c->raw, JSON_SORT_KEYS | JSON_COMPACT | JSON_ENCODE_ANY);
         if (!s)
                 return -ENOMEM;
         h = fnv1a64(FNV1A64_INIT, s, strlen(s));
@@ -33,6 +43,8 @@ void kr_pod_actions_done(struct kr_pod_actions *a) {
                 return;
         free(a->start);
         free(a->init_start);
+        free(a->ephemeral_start);
+        free(a->update);
         for (size_t i = 0; i < a->n_kill; i++)
                 free(a->kill[i].message);
         free(a->kill);
@@ -73,11 +85,7 @@ bool kr_should_restart_container(const struct pod *pod, const struct container *
                 return false;
         if (cs->state == KC_CONTAINER_UNKNOWN || cs->state == KC_CONTAINER_CREATED)
                 return true;
-        if (pod->spec.restart_policy == RESTART_POLICY_NEVER)
-                return false;
-        if (pod->spec.restart_policy == RESTART_POLICY_ON_FAILURE && cs->exit_code == 0)
-                return false;
-        return true;
+        return container_should_restart_on_exit(&pod->spec, c, cs->exit_code);
 }
 
 const struct kc_container *kr_pod_status_find_in_sandbox(const struct kc_pod_status *status, const char *name,
@@ -241,7 +249,8 @@ static int init_container_actions(const struct pod *pod, const struct kc_pod_sta
                         if (sidecar)
                                 r = add_init_start(a, i); /* whatever the pod's restartPolicy */
                         else if (init_container_failed(cs)) {
-                                if (spec->restart_policy == RESTART_POLICY_NEVER)
+                                /* restartOnFailure: by its own restartPolicy and rules (OOM counts as 137) */
+                                if (!container_should_restart_on_exit(spec, c, cs->exit_code ? cs->exit_code : 137))
                                         goto fail_pod;
                                 r = add_init_start(a, i);
                         } else if (i == spec->n_init_containers - 1) {
@@ -252,7 +261,7 @@ static int init_container_actions(const struct pod *pod, const struct kc_pod_sta
                         break;
                 case KC_CONTAINER_UNKNOWN:
                 default:
-                        if (!sidecar && spec->restart_policy == RESTART_POLICY_NEVER)
+                        if (!sidecar && !container_should_restart_on_exit(spec, c, 137))
                                 goto fail_pod;
                         r = kill_msg(a, cs, "Unknown", false, "Container is in %s state, try killing it before restart",
                                      "CONTAINER_UNKNOWN");
@@ -284,9 +293,12 @@ fail_pod:
         return 0;
 }
 
-static bool container_succeeded(const struct container *c, const struct kc_pod_status *status) {
+/* The container's last instance exited and its restart policy and rules (else the pod's) do not start it again:
+ * a succeeded one under OnFailure, or one whose exit code no rule restarts. */
+static bool container_finished(const struct pod_spec *spec, const struct container *c,
+                               const struct kc_pod_status *status) {
         const struct kc_container *cs = kc_pod_status_find_container(status, c->name);
-        return cs && cs->state == KC_CONTAINER_EXITED && cs->exit_code == 0;
+        return cs && cs->state == KC_CONTAINER_EXITED && !container_should_restart_on_exit(spec, c, cs->exit_code);
 }
 
 /* podSandboxChanged: do we need a new sandbox, and with which attempt? */
@@ -328,6 +340,32 @@ static bool sandbox_changed(const struct pod *pod, const struct kc_pod_status *s
         return false;
 }
 
+bool kr_resize_needs_restart(const struct container *c, const char *resource) {
+        for (size_t i = 0; i < c->n_resize_policy; i++)
+                if (streq_ptr(c->resize_policy[i].resource_name, resource))
+                        return streq_ptr(c->resize_policy[i].restart_policy, "RestartContainer");
+        return false;
+}
+
+enum kr_resize_action kr_container_resize_action(const struct pod *pod, const struct container *c,
+                                                 const struct kc_container *cs,
+                                                 struct kr_linux_resources *ret_desired) {
+        struct kr_linux_resources d;
+        bool cpu, memory;
+
+        kr_container_resources(pod, c, 0, &d);
+        d.oom_score_adj = 0;
+        *ret_desired = d;
+        if (!cs || cs->state != KC_CONTAINER_RUNNING || !cs->have_resources)
+                return KR_RESIZE_NONE;
+        cpu = d.cpu_shares != cs->res_cpu_shares ||
+              MAX(d.cpu_quota, (int64_t) 0) != MAX(cs->res_cpu_quota, (int64_t) 0);
+        memory = d.memory_limit_in_bytes != cs->res_memory_limit;
+        if ((cpu && kr_resize_needs_restart(c, "cpu")) || (memory && kr_resize_needs_restart(c, "memory")))
+                return KR_RESIZE_RESTART;
+        return cpu || memory ? KR_RESIZE_UPDATE : KR_RESIZE_NONE;
+}
+
 static bool probe_failed(const struct probe_results *probes, enum probe_type t, const struct kc_container *cs) {
         enum probe_result r;
         return probes && probes->get(probes->userdata, t, cs, &r) && r == PROBE_RESULT_FAILURE;
@@ -344,15 +382,14 @@ int kr_compute_pod_actions(const struct pod *pod, const struct kc_pod_status *st
 
         if (a.create_sandbox) {
                 /* A pod that already ran and must not restart gets no new sandbox. */
-                if (pod->spec.restart_policy == RESTART_POLICY_NEVER && a.attempt != 0 && status &&
-                    status->n_containers != 0) {
+                if (!pod_may_restart_containers(&pod->spec) && a.attempt != 0 && status && status->n_containers != 0) {
                         a.create_sandbox = false;
                         *ret = a;
                         return 0;
                 }
                 for (size_t i = 0; i < pod->spec.n_containers; i++) {
-                        if (pod->spec.restart_policy == RESTART_POLICY_ON_FAILURE &&
-                            container_succeeded(&pod->spec.containers[i], status))
+                        /* a container that exited and would not be started again stays done */
+                        if (container_finished(&pod->spec, &pod->spec.containers[i], status))
                                 continue;
                         r = add_start(&a, i);
                         if (r < 0)
@@ -371,6 +408,20 @@ int kr_compute_pod_actions(const struct pod *pod, const struct kc_pod_status *st
                 return 0;
         }
 
+        /* ephemeral containers may start while the pod initializes; once created they are never started again */
+        for (size_t i = 0; !pod->has_deletion_timestamp && i < pod->spec.n_ephemeral_containers; i++) {
+                size_t *n;
+                if (kc_pod_status_find_container(status, pod->spec.ephemeral_containers[i].name))
+                        continue;
+                n = realloc(a.ephemeral_start, sizeof(*n) * (a.n_ephemeral_start + 1));
+                if (!n) {
+                        r = -ENOMEM;
+                        goto fail;
+                }
+                a.ephemeral_start = n;
+                a.ephemeral_start[a.n_ephemeral_start++] = i;
+        }
+
         {
                 bool initialized;
                 r = init_container_actions(pod, status, probes, &a, &initialized);
@@ -378,6 +429,8 @@ int kr_compute_pod_actions(const struct pod *pod, const struct kc_pod_status *st
                         goto fail;
                 if (a.kill_pod || !initialized) {
                         /* initialization failed or still in progress: the app containers wait */
+                        if (a.kill_pod)
+                                a.n_ephemeral_start = 0;
                         *ret = a;
                         return 0;
                 }
@@ -437,7 +490,10 @@ int kr_compute_pod_actions(const struct pod *pod, const struct kc_pod_status *st
                 if (probe_failed(probes, PROBE_LIVENESS, cs) || probe_failed(probes, PROBE_STARTUP, cs)) {
                         bool liveness = probe_failed(probes, PROBE_LIVENESS, cs);
                         const struct probe *pr = liveness ? c->liveness_probe : c->startup_probe;
-                        bool restart = pod->spec.restart_policy != RESTART_POLICY_NEVER;
+                        /* killed by the kubelet: its restart policy (the container's own, else the pod's) decides, not
+                         * the rules on exit codes */
+                        bool restart = c->restart_policy ? !streq(c->restart_policy, "Never")
+                                                         : pod->spec.restart_policy != RESTART_POLICY_NEVER;
                         char *msg = NULL;
 
                         if (asprintf(&msg, "Container %s failed %s probe%s", c->name, liveness ? "liveness" : "startup",
@@ -458,6 +514,39 @@ int kr_compute_pod_actions(const struct pod *pod, const struct kc_pod_status *st
                         }
                         continue;
                 }
+
+                /* running: its allocated resources differ from those it runs with (an in-place resize) */
+                {
+                        struct kr_linux_resources desired;
+                        switch (kr_container_resize_action(pod, c, cs, &desired)) {
+                        case KR_RESIZE_RESTART: {
+                                char *msg = NULL;
+                                if (asprintf(&msg, "Container %s resize requires restart", c->name) < 0) {
+                                        r = -ENOMEM;
+                                        goto fail;
+                                }
+                                r = add_kill(&a, cs, "Killing", msg);
+                                if (r >= 0)
+                                        r = add_start(&a, i);
+                                if (r < 0)
+                                        goto fail;
+                                continue;
+                        }
+                        case KR_RESIZE_UPDATE: {
+                                struct kr_container_update *n = realloc(a.update, sizeof(*n) * (a.n_update + 1));
+                                if (!n) {
+                                        r = -ENOMEM;
+                                        goto fail;
+                                }
+                                a.update = n;
+                                a.update[a.n_update++] = (struct kr_container_update) { .container = cs, .index = i };
+                                break;
+                        }
+                        case KR_RESIZE_NONE:
+                        default:
+                                break;
+                        }
+                }
                 keep++;
         }
 
@@ -466,6 +555,7 @@ int kr_compute_pod_actions(const struct pod *pod, const struct kc_pod_status *st
         if (keep == 0 && a.n_start == 0) {
                 a.kill_pod = true;
                 a.n_init_start = 0;
+                a.n_ephemeral_start = 0;
         }
 
         *ret = a;
@@ -617,6 +707,12 @@ bool kr_container_is_sidecar_instance(const struct kc_container *c) {
         return streq_ptr(strmap_get(&c->annotations, ANNOTATION_CONTAINER_SIDECAR), "true");
 }
 
+void kr_kill_targets_free(struct kr_kill_target *t, size_t n) {
+        for (size_t i = 0; t && i < n; i++)
+                free(t[i].after);
+        free(t);
+}
+
 static int push_target(struct kr_kill_target **l, size_t *n, struct kr_kill_target t) {
         struct kr_kill_target *x = realloc(*l, sizeof(*x) * (*n + 1));
         if (!x)
@@ -626,15 +722,50 @@ static int push_target(struct kr_kill_target **l, size_t *n, struct kr_kill_targ
         return 0;
 }
 
-int kr_compute_kill_round(const struct kc_pod_status *status, const struct kr_pod_actions *actions, unsigned round,
-                          struct kr_kill_target **ret, size_t *ret_n) {
-        _cleanup_free_ struct kr_kill_target *l = NULL;
-        size_t n = 0;
+static int push_after(struct kr_kill_target *t, size_t idx) {
+        size_t *x = realloc(t->after, sizeof(*x) * (t->n_after + 1));
+        if (!x)
+                return -ENOMEM;
+        t->after = x;
+        x[t->n_after++] = idx;
+        return 0;
+}
+
+/* A sidecar's place in the start order: its index in spec.initContainers when the pod names it as a sidecar,
+ * else after those, by creation time. */
+struct sidecar_rank {
+        size_t target;
+        bool in_spec;
+        int64_t key;
+};
+
+static int cmp_rank(const void *x, const void *y) {
+        const struct sidecar_rank *a = x, *b = y;
+        if (a->in_spec != b->in_spec)
+                return a->in_spec ? -1 : 1;
+        return a->key < b->key ? -1 : a->key > b->key;
+}
+
+static bool is_main_container(const struct pod *pod, const struct kc_container *c) {
+        if (kr_container_is_sidecar_instance(c))
+                return false;
+        if (!pod)
+                return true;
+        for (size_t i = 0; i < pod->spec.n_containers; i++)
+                if (streq_ptr(pod->spec.containers[i].name, c->name))
+                        return true;
+        return false;
+}
+
+int kr_compute_kill_order(const struct pod *pod, const struct kc_pod_status *status,
+                          const struct kr_pod_actions *actions, struct kr_kill_target **ret, size_t *ret_n) {
+        _cleanup_free_ struct sidecar_rank *ranks = NULL;
+        struct kr_kill_target *l = NULL;
+        size_t n = 0, n_ranks = 0;
         int r;
 
-        assert(round < KR_KILL_ROUNDS);
         if (!actions->kill_pod) {
-                for (size_t i = 0; round == 0 && i < actions->n_kill; i++) {
+                for (size_t i = 0; i < actions->n_kill; i++) {
                         const struct kr_container_kill *k = &actions->kill[i];
                         r = push_target(&l, &n,
                                         (struct kr_kill_target) { .container = k->container,
@@ -643,25 +774,68 @@ int kr_compute_kill_round(const struct kc_pod_status *status, const struct kr_po
                                                                   .remove = k->remove,
                                                                   .grace_override = k->grace_override });
                         if (r < 0)
-                                return r;
+                                goto fail;
                 }
-        } else
-                for (size_t i = 0; status && i < status->n_containers; i++) {
-                        const struct kc_container *cs = status->containers[i];
-                        const struct kr_container_kill *k = kill_of(actions, cs);
-                        if (cs->state != KC_CONTAINER_RUNNING && cs->state != KC_CONTAINER_UNKNOWN)
-                                continue;
-                        if (kr_container_is_sidecar_instance(cs) != (round == 1))
-                                continue;
-                        r = push_target(&l, &n,
-                                        (struct kr_kill_target) { .container = cs,
-                                                                  .reason = k ? k->reason : "Killing",
-                                                                  .message = k ? k->message : actions->sandbox_reason,
-                                                                  .grace_override = k ? k->grace_override : -1 });
+                *ret = l;
+                *ret_n = n;
+                return 0;
+        }
+
+        for (size_t i = 0; status && i < status->n_containers; i++) {
+                const struct kc_container *cs = status->containers[i];
+                const struct kr_container_kill *k = kill_of(actions, cs);
+                if (cs->state != KC_CONTAINER_RUNNING && cs->state != KC_CONTAINER_UNKNOWN)
+                        continue;
+                r = push_target(&l, &n,
+                                (struct kr_kill_target) { .container = cs,
+                                                          .reason = k ? k->reason : "Killing",
+                                                          .message = k ? k->message : actions->sandbox_reason,
+                                                          .grace_override = k ? k->grace_override : -1 });
+                if (r < 0)
+                        goto fail;
+        }
+
+        /* the sidecars in the order they started */
+        ranks = calloc(n + 1, sizeof(*ranks));
+        if (!ranks) {
+                r = -ENOMEM;
+                goto fail;
+        }
+        for (size_t i = 0; i < n; i++) {
+                const struct kc_container *cs = l[i].container;
+                struct sidecar_rank rk = { .target = i, .key = cs->created_at };
+
+                if (!kr_container_is_sidecar_instance(cs))
+                        continue;
+                for (size_t j = 0; pod && j < pod->spec.n_init_containers; j++)
+                        if (streq_ptr(pod->spec.init_containers[j].name, cs->name) &&
+                            container_is_sidecar(&pod->spec.init_containers[j])) {
+                                rk.in_spec = true;
+                                rk.key = (int64_t) j;
+                        }
+                ranks[n_ranks++] = rk;
+        }
+        qsort(ranks, n_ranks, sizeof(*ranks), cmp_rank);
+
+        /* each waits for the main containers and for the sidecar started after it */
+        for (size_t j = 0; j < n_ranks; j++) {
+                struct kr_kill_target *t = &l[ranks[j].target];
+                for (size_t i = 0; i < n; i++)
+                        if (is_main_container(pod, l[i].container)) {
+                                r = push_after(t, i);
+                                if (r < 0)
+                                        goto fail;
+                        }
+                if (j + 1 < n_ranks) {
+                        r = push_after(t, ranks[j + 1].target);
                         if (r < 0)
-                                return r;
+                                goto fail;
                 }
-        *ret = TAKE_PTR(l);
+        }
+        *ret = l;
         *ret_n = n;
         return 0;
+fail:
+        kr_kill_targets_free(l, n);
+        return r;
 }

@@ -13,11 +13,13 @@
 #include "kuberuntime/gc.h"
 #include "container/container.h"
 #include "prober/results.h"
+#include "kuberuntime/resources.h"
 
 #define KR_HASH_MAX 17 /* 16 hex digits + NUL */
 
-/* Hash of a container's spec: FNV-1a 64 over the canonical JSON of the container object, as hex.
- * Stored as ANNOTATION_CONTAINER_HASH; a running container whose hash differs is restarted. */
+/* Hash of a container's spec: FNV-1a 64 over the canonical JSON of the container object without its resources
+ * and resizePolicy (those are resized in place), as hex. Stored as ANNOTATION_CONTAINER_HASH; a running container
+ * whose hash differs is restarted. */
 int kr_container_hash(const struct container *c, char buf[static KR_HASH_MAX]);
 
 struct kr_container_kill {
@@ -27,6 +29,12 @@ struct kr_container_kill {
         bool remove;            /* remove it too before anything new starts (never-started) */
         bool probe_failure;     /* killed for a failed liveness or startup probe */
         int64_t grace_override; /* the probe's terminationGracePeriodSeconds, or -1 */
+};
+
+/* A running container whose resources change in place (UpdateContainerResources). */
+struct kr_container_update {
+        const struct kc_container *container; /* borrowed from the status */
+        size_t index;                         /* into pod->spec.containers */
 };
 
 struct kr_pod_actions {
@@ -39,9 +47,14 @@ struct kr_pod_actions {
         size_t n_init_start;
         size_t *init_start; /* indices into pod->spec.init_containers, in spec order, started before the
                                      * app containers: the next init container, sidecars to (re)start */
+        size_t n_ephemeral_start;
+        size_t *ephemeral_start; /* indices into pod->spec.ephemeral_containers: those never started, started first
+                                  * (kubectl debug; never restarted) */
         size_t n_kill;
         struct kr_container_kill *kill;
-        const char *sandbox_reason; /* why a new sandbox is needed (static), or NULL */
+        size_t n_update;
+        struct kr_container_update *update; /* in-place resizes to apply (the pod given is the allocated one) */
+        const char *sandbox_reason;         /* why a new sandbox is needed (static), or NULL */
 };
 
 void kr_pod_actions_done(struct kr_pod_actions *a);
@@ -49,11 +62,26 @@ void kr_pod_actions_done(struct kr_pod_actions *a);
 /* Decide for a desired pod. status may describe nothing (no sandbox yet). probes: the published liveness and
  * startup results (NULL: none); a running container whose liveness or startup probe failed is killed
  * (reason "LivenessProbe"/"StartupProbe") and, unless restartPolicy is Never, started again.
+ * Ephemeral containers that were never started are started (also while the pod initializes), never again.
  * Init containers run one at a time, in order, in the current sandbox before any app container starts; a
  * sidecar (restartPolicy Always) lets the next one start once it runs and its startup probe succeeded, and
  * is restarted whenever it exits. */
 int kr_compute_pod_actions(const struct pod *pod, const struct kc_pod_status *status,
                            const struct probe_results *probes, struct kr_pod_actions *ret);
+
+/* computePodResizeAction for a running container: the resources it should run with (its allocated ones, those of
+ * the pod given) against those the runtime reports it runs with. NONE: the same (or unknown); UPDATE: apply them
+ * in place; RESTART: a changed resource whose resizePolicy is RestartContainer. *ret_desired: the container's
+ * LinuxContainerResources (oom_score_adj left 0). */
+enum kr_resize_action {
+        KR_RESIZE_NONE,
+        KR_RESIZE_UPDATE,
+        KR_RESIZE_RESTART,
+};
+enum kr_resize_action kr_container_resize_action(const struct pod *pod, const struct container *c,
+                                                 const struct kc_container *cs, struct kr_linux_resources *ret_desired);
+/* resizePolicy's restartPolicy for a resource: true when it is RestartContainer (NotRequired is the default) */
+bool kr_resize_needs_restart(const struct container *c, const char *resource);
 
 /* The newest instance of a container in the given sandbox, or NULL. */
 const struct kc_container *kr_pod_status_find_in_sandbox(const struct kc_pod_status *status, const char *name,
@@ -121,14 +149,21 @@ struct kr_kill_target {
         const char *message;                  /* borrowed from the actions, or NULL ("Stopping container <name>") */
         bool remove;                          /* remove it after it stopped (never-started instances) */
         int64_t grace_override;               /* a failed probe's terminationGracePeriodSeconds, or -1 */
+        size_t n_after;
+        size_t *after; /* indices into the targets this one waits for (after its preStop hook, at most for what is
+                        * left of its grace period) before StopContainer is sent */
 };
 
-/* What the kill step stops, in rounds: with kill_pod, round 0 is every running (or unknown) regular
- * container and round 1 every sidecar, stopped once the others are down; without kill_pod, round 0 is the
- * actions' kill list and round 1 is empty. The targets borrow from status and actions. */
-#define KR_KILL_ROUNDS 2
-int kr_compute_kill_round(const struct kc_pod_status *status, const struct kr_pod_actions *actions, unsigned round,
-                          struct kr_kill_target **ret, size_t *ret_n);
+/* What the kill step stops, and in which order (killContainersWithSyncResult with newTerminationOrdering). With
+ * kill_pod: every running (or unknown) instance; the regular containers (and regular init and ephemeral
+ * containers) are stopped at once, a sidecar only once every regular container is down and the sidecar started
+ * after it too: sidecars stop after the main containers, in reverse order of their start. The order of the
+ * sidecars is their order in spec.initContainers when the pod is known (pod != NULL), else (a pod no longer
+ * known) the order their running instances were created in. Without kill_pod: the actions' kill list, in no
+ * order. The targets borrow from status and actions; free them with kr_kill_targets_free(). */
+int kr_compute_kill_order(const struct pod *pod, const struct kc_pod_status *status,
+                          const struct kr_pod_actions *actions, struct kr_kill_target **ret, size_t *ret_n);
+void kr_kill_targets_free(struct kr_kill_target *t, size_t n);
 
 /* an instance of a sidecar (as created: a pod no longer desired has no spec) */
 bool kr_container_is_sidecar_instance(const struct kc_container *c);

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <sys/sysinfo.h>
 
+#include "basic/error.h"
 #include "basic/strmap.h"
 #include "kuberuntime/actions.h"
 #include "network/dns.h"
@@ -162,17 +163,47 @@ static Runtime__V1__Protocol protocol_to_cri(const char *p) {
         return RUNTIME__V1__PROTOCOL__TCP;
 }
 
-static int namespace_options(const struct pod *pod, bool for_container, Runtime__V1__NamespaceOption **ret) {
+/* namespacesForPod: the pid namespace is the node's (hostPID), the pod's (shareProcessNamespace) or the
+ * container's own; an ephemeral container with a target joins the target's (NamespaceMode TARGET) */
+static int namespace_options(const struct pod *pod, const char *target_id, Runtime__V1__NamespaceOption **ret) {
         Runtime__V1__NamespaceOption *o = malloc(sizeof(*o));
         if (!o)
                 return -ENOMEM;
         *o = (Runtime__V1__NamespaceOption) RUNTIME__V1__NAMESPACE_OPTION__INIT;
         o->network = pod->spec.host_network ? RUNTIME__V1__NAMESPACE_MODE__NODE : RUNTIME__V1__NAMESPACE_MODE__POD;
         o->ipc = pod->spec.host_ipc ? RUNTIME__V1__NAMESPACE_MODE__NODE : RUNTIME__V1__NAMESPACE_MODE__POD;
-        o->pid = pod->spec.host_pid ? RUNTIME__V1__NAMESPACE_MODE__NODE
-                                    : (for_container ? RUNTIME__V1__NAMESPACE_MODE__CONTAINER
-                                                     : RUNTIME__V1__NAMESPACE_MODE__CONTAINER);
+        o->pid = pod->spec.host_pid                  ? RUNTIME__V1__NAMESPACE_MODE__NODE
+                 : pod->spec.share_process_namespace ? RUNTIME__V1__NAMESPACE_MODE__POD
+                                                     : RUNTIME__V1__NAMESPACE_MODE__CONTAINER;
         *ret = o;
+        if (!isempty(target_id) && o->pid == RUNTIME__V1__NAMESPACE_MODE__CONTAINER) {
+                o->pid = RUNTIME__V1__NAMESPACE_MODE__TARGET;
+                o->target_id = strdup(target_id);
+                if (!o->target_id)
+                        return -ENOMEM;
+        }
+        return 0;
+}
+
+int kr_sandbox_hostname(const struct pod *pod, const char *cluster_domain, char **ret, struct ck_error **ret_error) {
+        _cleanup_free_ char *hostname = pod_hostname(pod), *fqdn = NULL;
+
+        if (!hostname)
+                return -ENOMEM;
+        /* GeneratePodHostNameAndDomain, then GetNodenameForKernel: the FQDN with setHostnameAsFQDN and a subdomain */
+        if (pod->spec.set_hostname_as_fqdn && !isempty(pod->spec.subdomain)) {
+                if (asprintf(&fqdn, "%s.%s.%s.svc.%s", hostname, pod->spec.subdomain, pod->namespace_,
+                             strempty(cluster_domain)) < 0)
+                        return -ENOMEM;
+                if (strlen(fqdn) > KR_FQDN_MAX)
+                        return ck_error_set(ret_error, -EINVAL,
+                                            "failed to construct FQDN from pod hostname and cluster domain, FQDN %s "
+                                            "is too long (%d characters is the max, %zu characters requested)",
+                                            fqdn, KR_FQDN_MAX, strlen(fqdn));
+                *ret = TAKE_PTR(fqdn);
+                return 0;
+        }
+        *ret = TAKE_PTR(hostname);
         return 0;
 }
 
@@ -203,9 +234,10 @@ int kr_build_sandbox_config(const struct pod *pod, uint32_t attempt, const struc
                 return -ENOMEM;
 
         if (!pod->spec.host_network) {
-                cfg->hostname = pod_hostname(pod);
-                if (!cfg->hostname)
-                        return -ENOMEM;
+                r = kr_sandbox_hostname(pod, ctx ? ctx->cluster_domain : NULL, &cfg->hostname,
+                                        ctx && ctx->report ? &ctx->report->error : NULL);
+                if (r < 0)
+                        return r;
         }
         cfg->log_directory = kr_pod_log_dir(ctx->pod_logs_dir, pod);
         if (!cfg->log_directory)
@@ -258,7 +290,7 @@ int kr_build_sandbox_config(const struct pod *pod, uint32_t attempt, const struc
         if (!sc)
                 return -ENOMEM;
         *sc = (Runtime__V1__LinuxSandboxSecurityContext) RUNTIME__V1__LINUX_SANDBOX_SECURITY_CONTEXT__INIT;
-        r = namespace_options(pod, false, &sc->namespace_options);
+        r = namespace_options(pod, NULL, &sc->namespace_options);
         if (r >= 0)
                 r = kr_sandbox_security_context(pod, ctx, lx);
         if (r < 0)
@@ -368,7 +400,7 @@ int kr_build_container_config(const struct pod *pod, const struct container *c, 
         if (!sc)
                 return -ENOMEM;
         *sc = (Runtime__V1__LinuxContainerSecurityContext) RUNTIME__V1__LINUX_CONTAINER_SECURITY_CONTEXT__INIT;
-        r = namespace_options(pod, true, &sc->namespace_options);
+        r = namespace_options(pod, ctx->target_id, &sc->namespace_options);
         if (r >= 0)
                 r = kr_container_security_context(pod, c, ctx, sc);
         if (r >= 0 && ctx->image_user_known) {

@@ -14,6 +14,12 @@
 /* "<pod_logs_dir>/<namespace>_<name>_<uid>" */
 char *kr_pod_log_dir(const char *pod_logs_dir, const struct pod *pod);
 
+/* The sandbox's hostname (GeneratePodHostNameAndDomain + GetNodenameForKernel): the pod's hostname, or with
+ * setHostnameAsFQDN and a subdomain its FQDN <hostname>.<subdomain>.<namespace>.svc.<cluster domain>, which must
+ * fit the kernel's 64 characters (-EINVAL and upstream's message otherwise). */
+#define KR_FQDN_MAX 64
+int kr_sandbox_hostname(const struct pod *pod, const char *cluster_domain, char **ret, struct ck_error **ret_error);
+
 int kr_build_sandbox_config(const struct pod *pod, uint32_t attempt, const struct kc_build_context *ctx,
                             Runtime__V1__PodSandboxConfig **ret);
 

@@ -127,6 +127,15 @@ int kr_container_set_status(struct kc_container *c, const Runtime__V1__Container
         }
         if (container_fill_from_labels(c) < 0)
                 return -ENOMEM;
+        /* the resources it runs with, as the runtime reports them (in-place resize compares them with the
+         * allocated ones) */
+        c->have_resources = st->resources && st->resources->linux;
+        if (c->have_resources) {
+                c->res_cpu_period = st->resources->linux->cpu_period;
+                c->res_cpu_quota = st->resources->linux->cpu_quota;
+                c->res_cpu_shares = st->resources->linux->cpu_shares;
+                c->res_memory_limit = st->resources->linux->memory_limit_in_bytes;
+        }
         c->have_status = true;
         return 0;
 }

@@ -13,6 +13,7 @@
 #include "basic/strv.h"
 #include "kuberuntime/config.h"
 #include "objects/objects.h"
+#include "objects/refs.h"
 
 /* The error of a build, for the container's CreateContainerConfigError (when the caller collects one); returns
  * code. */
@@ -51,6 +52,10 @@ static int buf_add(struct buf *b, const char *s, size_t n) {
 }
 
 int kr_expand(const char *input, const struct strmap *env, char **ret) {
+        return kr_expand2(input, env, NULL, ret);
+}
+
+int kr_expand2(const char *input, const struct strmap *env, const struct strmap *fallback, char **ret) {
         struct buf b = {};
         size_t len = strlen(input), checkpoint = 0;
         int r = buf_add(&b, "", 0);
@@ -75,6 +80,8 @@ int kr_expand(const char *input, const struct strmap *env, char **ret) {
                                         break;
                                 }
                                 v = strmap_get(env, name);
+                                if (!v && fallback)
+                                        v = strmap_get(fallback, name);
                                 if (v)
                                         r = buf_add(&b, v, strlen(v));
                                 else {
@@ -99,6 +106,197 @@ int kr_expand(const char *input, const struct strmap *env, char **ret) {
         }
         *ret = b.s;
         return 0;
+}
+
+/* ---------------------------------------------------------------- services */
+
+/* makeEnvVariableName: upper case, '-' becomes '_' */
+static char *env_name(const char *service, const char *suffix) {
+        char *n = NULL;
+        if (asprintf(&n, "%s%s", service, suffix) < 0)
+                return NULL;
+        for (char *c = n; *c; c++)
+                *c = *c == '-' ? '_' : (*c >= 'a' && *c <= 'z') ? (char) (*c - 'a' + 'A') : *c;
+        return n;
+}
+
+static int set_fmt(struct strmap *m, const char *name, const char *fmt, ...) _printf_(3, 4);
+static int set_fmt(struct strmap *m, const char *name, const char *fmt, ...) {
+        _cleanup_free_ char *v = NULL;
+        if (!name || VA_FORMAT(v, fmt) < 0)
+                return -ENOMEM;
+        return strmap_set(m, name, v);
+}
+
+/* v1helper.IsServiceIPSet */
+static const char *service_ip(const json_t *svc) {
+        const char *ip = json_string_value(json_object_get(json_object_get(svc, "spec"), "clusterIP"));
+        return isempty(ip) || streq(ip, "None") ? NULL : ip;
+}
+
+/* envvars.FromServices for one service: <NAME>_SERVICE_HOST, _SERVICE_PORT (the first port), _SERVICE_PORT_<PORT
+ * NAME> for named ports, and the Docker link variables (makeLinkVariables) */
+static int service_vars(const json_t *svc, struct strmap *m) {
+        const char *name = json_string_value(json_object_get(json_object_get(svc, "metadata"), "name"));
+        const char *ip = service_ip(svc);
+        const json_t *ports = json_object_get(json_object_get(svc, "spec"), "ports"), *p;
+        _cleanup_free_ char *host = NULL, *port_var = NULL, *prefix = NULL;
+        bool v6 = ip && strchr(ip, ':');
+        size_t i;
+        int r;
+
+        if (!name || !ip || !json_is_array(ports) || json_array_size(ports) == 0)
+                return 0;
+        host = env_name(name, "_SERVICE_HOST");
+        port_var = env_name(name, "_SERVICE_PORT");
+        prefix = env_name(name, "");
+        if (!host || !port_var || !prefix)
+                return -ENOMEM;
+        r = strmap_set(m, host, ip);
+        if (r >= 0)
+                r = set_fmt(m, port_var, "%" JSON_INTEGER_FORMAT,
+                            json_integer_value(json_object_get(json_array_get(ports, 0), "port")));
+        json_array_foreach(ports, i, p) {
+                const char *pn = json_string_value(json_object_get(p, "name"));
+                const char *proto = json_string_value(json_object_get(p, "protocol"));
+                json_int_t port = json_integer_value(json_object_get(p, "port"));
+                _cleanup_free_ char *lower = NULL, *upper = NULL, *pp = NULL, *hostport = NULL;
+
+                if (r < 0)
+                        break;
+                if (!isempty(pn)) {
+                        _cleanup_free_ char *suffix = NULL, *v = NULL;
+                        if (asprintf(&suffix, "_SERVICE_PORT_%s", pn) < 0)
+                                return -ENOMEM;
+                        v = env_name(name, suffix);
+                        r = set_fmt(m, v, "%" JSON_INTEGER_FORMAT, port);
+                        if (r < 0)
+                                break;
+                }
+                /* the link variables */
+                lower = strdup(isempty(proto) ? "tcp" : proto);
+                upper = strdup(isempty(proto) ? "TCP" : proto);
+                if (!lower || !upper)
+                        return -ENOMEM;
+                for (char *c = lower; *c; c++)
+                        *c = (*c >= 'A' && *c <= 'Z') ? (char) (*c - 'A' + 'a') : *c;
+                for (char *c = upper; *c; c++)
+                        *c = (*c >= 'a' && *c <= 'z') ? (char) (*c - 'a' + 'A') : *c;
+                /* net.JoinHostPort */
+                if (asprintf(&hostport, v6 ? "[%s]:%" JSON_INTEGER_FORMAT : "%s:%" JSON_INTEGER_FORMAT, ip, port) < 0 ||
+                    asprintf(&pp, "%s_PORT_%" JSON_INTEGER_FORMAT "_%s", prefix, port, upper) < 0)
+                        return -ENOMEM;
+                if (i == 0) {
+                        _cleanup_free_ char *first = env_name(name, "_PORT");
+                        r = set_fmt(m, first, "%s://%s", lower, hostport);
+                }
+                if (r >= 0)
+                        r = set_fmt(m, pp, "%s://%s", lower, hostport);
+                if (r >= 0) {
+                        _cleanup_free_ char *v = NULL;
+                        r = asprintf(&v, "%s_PROTO", pp) < 0 ? -ENOMEM : strmap_set(m, v, lower);
+                }
+                if (r >= 0) {
+                        _cleanup_free_ char *v = NULL;
+                        r = asprintf(&v, "%s_PORT", pp) < 0 ? -ENOMEM : set_fmt(m, v, "%" JSON_INTEGER_FORMAT, port);
+                }
+                if (r >= 0) {
+                        _cleanup_free_ char *v = NULL;
+                        r = asprintf(&v, "%s_ADDR", pp) < 0 ? -ENOMEM : strmap_set(m, v, ip);
+                }
+        }
+        return r;
+}
+
+static int cmp_service_name(const void *a, const void *b) {
+        return strcmp(strempty(json_string_value(
+                              json_object_get(json_object_get(*(json_t *const *) a, "metadata"), "name"))),
+                      strempty(json_string_value(
+                              json_object_get(json_object_get(*(json_t *const *) b, "metadata"), "name"))));
+}
+
+int kr_service_env(const json_t *master, const json_t *ns_services, const char *ns, bool links, struct strmap *ret) {
+        _cleanup_free_ const json_t **chosen = NULL;
+        struct strmap m = {};
+        size_t n = 0, i;
+        const json_t *svc;
+        int r = 0;
+
+        chosen = calloc(json_array_size(ns_services) + 2, sizeof(*chosen));
+        if (!chosen)
+                return -ENOMEM;
+        /* the master service of the default namespace, whatever enableServiceLinks says */
+        if (master && service_ip(master))
+                chosen[n++] = master;
+        /* the pod's namespace's, with enableServiceLinks; a service of the same name replaces an earlier one,
+         * never the master service */
+        json_array_foreach(ns_services, i, svc) {
+                const char *name = json_string_value(json_object_get(json_object_get(svc, "metadata"), "name"));
+                bool dup = false;
+
+                if (!name || !service_ip(svc))
+                        continue;
+                if (streq_ptr(ns, OBJ_MASTER_SERVICE_NAMESPACE) && streq(name, OBJ_MASTER_SERVICE_NAME)) {
+                        if (!master || !service_ip(master))
+                                chosen[n++] = svc;
+                        continue;
+                }
+                if (!links)
+                        continue;
+                for (size_t j = 0; j < n; j++)
+                        if (streq_ptr(json_string_value(
+                                              json_object_get(json_object_get(chosen[j], "metadata"), "name")),
+                                      name) &&
+                            !(chosen[j] == master)) {
+                                chosen[j] = svc;
+                                dup = true;
+                        }
+                if (!dup)
+                        chosen[n++] = svc;
+        }
+        qsort(chosen, n, sizeof(*chosen), cmp_service_name);
+        for (i = 0; r >= 0 && i < n; i++)
+                r = service_vars(chosen[i], &m);
+        if (r < 0) {
+                strmap_done(&m);
+                return r;
+        }
+        strmap_sort(&m);
+        *ret = m;
+        return 0;
+}
+
+/* The service environment of the pod from its fetched services; an error message when they are not known (for an
+ * API pod upstream waits until its service informer synced once). */
+static int pod_service_env(const struct pod *pod, const struct kc_build_context *ctx, struct strmap *ret) {
+        json_t *master = NULL, *list = NULL;
+        const char *msg = NULL;
+        int r;
+
+        *ret = (struct strmap) {};
+        if (!ctx->objects)
+                return 0;
+        r = objects_pod_lookup(ctx->objects, OBJ_KIND_SERVICE, OBJ_MASTER_SERVICE_NAMESPACE, OBJ_MASTER_SERVICE_NAME,
+                               &master, &msg);
+        /* a static pod does not wait for the services (the API server may be one of them): what is known */
+        if (r < 0 && ctx->static_pod)
+                master = NULL;
+        else if (r < 0 && r != -ENOENT)
+                return report_error(ctx, r,
+                                    r == -EAGAIN ? "services have not yet been read at least once, cannot "
+                                                   "construct envvars"
+                                                 : "failed to list services when setting up env vars");
+        if (pod->spec.enable_service_links) {
+                r = objects_pod_lookup(ctx->objects, OBJ_KIND_SERVICE_LIST, pod->namespace_, "", &list, &msg);
+                if (r < 0 && ctx->static_pod)
+                        list = NULL;
+                else if (r < 0 && r != -ENOENT)
+                        return report_error(ctx, r,
+                                            r == -EAGAIN ? "services have not yet been read at least once, cannot "
+                                                           "construct envvars"
+                                                         : "failed to list services when setting up env vars");
+        }
+        return kr_service_env(master, list, pod->namespace_, pod->spec.enable_service_links, ret);
 }
 
 /* ---------------------------------------------------------------- sources */
@@ -285,9 +483,11 @@ static int key_ref_value(const struct pod *pod, enum source_kind kind, const str
 
 int kr_make_environment(const struct pod *pod, const struct container *c, const struct kc_build_context *ctx,
                         struct strmap *ret) {
+        _cleanup_(strmap_done) struct strmap services = {};
         struct strmap env = {};
-        int r = 0;
+        int r;
 
+        r = pod_service_env(pod, ctx, &services);
         for (size_t i = 0; r >= 0 && i < c->n_env_from; i++)
                 r = add_env_from(pod, &c->env_from[i], ctx, &env);
         for (size_t i = 0; r >= 0 && i < c->n_env; i++) {
@@ -296,7 +496,7 @@ int kr_make_environment(const struct pod *pod, const struct container *c, const 
                 _cleanup_free_ char *value = NULL;
 
                 if (!isempty(ev->value))
-                        r = kr_expand(ev->value, &env, &value);
+                        r = kr_expand2(ev->value, &env, &services, &value); /* MappingFuncFor(tmpEnv, serviceEnv) */
                 else if (vf && vf->field_ref)
                         r = field_ref_value(pod, vf->field_ref, ctx, &value);
                 else if (vf && vf->resource_field_ref)
@@ -316,6 +516,10 @@ int kr_make_environment(const struct pod *pod, const struct container *c, const 
                 if (r >= 0)
                         r = strmap_set(&env, ev->name, value ? value : "");
         }
+        /* then the service variables the container does not define itself */
+        for (size_t i = 0; r >= 0 && i < services.n; i++)
+                if (!strmap_get(&env, services.keys[i]))
+                        r = strmap_set(&env, services.keys[i], services.values[i]);
         if (r < 0) {
                 strmap_done(&env);
                 return r;

@@ -3,10 +3,12 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "basic/error.h"
 #include "basic/protobuf.h"
 #include "basic/string.h"
+#include "basic/strmap.h"
 #include "basic/strv.h"
 #include "kuberuntime/config.h"
 
@@ -87,6 +89,120 @@ static int seccomp_profile(const struct seccomp_profile *container_sp, const str
                 }
         }
         return 0;
+}
+
+#define APPARMOR_ANNOTATION_PREFIX "container.apparmor.security.beta.kubernetes.io/"
+
+const struct apparmor_profile *kr_apparmor_profile(const struct pod *pod, const struct container *c,
+                                                   struct apparmor_profile *tmp) {
+        _cleanup_free_ char *key = NULL;
+        const char *v;
+
+        if (c->security_context && c->security_context->apparmor_profile)
+                return c->security_context->apparmor_profile;
+        if (asprintf(&key, APPARMOR_ANNOTATION_PREFIX "%s", strempty(c->name)) >= 0 &&
+            (v = strmap_get(&pod->annotations, key))) {
+                /* the deprecated annotation's values */
+                *tmp = (struct apparmor_profile) {};
+                if (streq(v, "runtime/default"))
+                        tmp->type = (char *) "RuntimeDefault";
+                else if (streq(v, "unconfined"))
+                        tmp->type = (char *) "Unconfined";
+                else if (startswith(v, "localhost/")) {
+                        tmp->type = (char *) "Localhost";
+                        tmp->localhost_profile = (char *) v + strlen("localhost/");
+                } else
+                        tmp->type = (char *) v; /* refused by validation */
+                return tmp;
+        }
+        if (pod->spec.security_context && pod->spec.security_context->apparmor_profile)
+                return pod->spec.security_context->apparmor_profile;
+        return NULL;
+}
+
+static bool container_requires_apparmor(const struct pod *pod, const struct container *c) {
+        struct apparmor_profile tmp;
+        const struct apparmor_profile *a = kr_apparmor_profile(pod, c, &tmp);
+        return a && !streq_ptr(a->type, "Unconfined");
+}
+
+bool kr_pod_requires_apparmor(const struct pod *pod) {
+        for (size_t i = 0; i < pod->spec.n_containers; i++)
+                if (container_requires_apparmor(pod, &pod->spec.containers[i]))
+                        return true;
+        for (size_t i = 0; i < pod->spec.n_init_containers; i++)
+                if (container_requires_apparmor(pod, &pod->spec.init_containers[i]))
+                        return true;
+        for (size_t i = 0; i < pod->spec.n_ephemeral_containers; i++)
+                if (container_requires_apparmor(pod, &pod->spec.ephemeral_containers[i]))
+                        return true;
+        return false;
+}
+
+int kr_apparmor_admit(const struct pod *pod, bool host_enabled, char **ret_message) {
+        const char *phase = json_string_value(json_object_get(json_object_get(pod->raw, "status"), "phase"));
+
+        /* a pod already running or terminated is not checked again */
+        if (!isempty(phase) && !streq(phase, "Pending"))
+                return 0;
+        if (!kr_pod_requires_apparmor(pod) || host_enabled)
+                return 0;
+        *ret_message = strdup("Cannot enforce AppArmor: AppArmor is not enabled on the host");
+        return *ret_message ? -EPERM : -ENOMEM;
+}
+
+bool kr_apparmor_host_enabled(const char *sysfs_root) {
+        _cleanup_free_ char *dir = NULL, *param = NULL;
+        char buf[8] = {};
+        FILE *f;
+        bool on;
+
+        if (asprintf(&dir, "%s/sys/kernel/security/apparmor", strempty(sysfs_root)) < 0 ||
+            asprintf(&param, "%s/sys/module/apparmor/parameters/enabled", strempty(sysfs_root)) < 0)
+                return false;
+        if (access(dir, F_OK) < 0)
+                return false;
+        f = fopen(param, "re");
+        if (!f)
+                return false;
+        on = fgets(buf, sizeof(buf), f) && buf[0] == 'Y';
+        fclose(f);
+        return on;
+}
+
+/* getAppArmorProfile: the CRI profile and the deprecated apparmor_profile string */
+static int apparmor_to_cri(const struct pod *pod, const struct container *c,
+                           Runtime__V1__LinuxContainerSecurityContext *sc) {
+        struct apparmor_profile tmp;
+        const struct apparmor_profile *a = kr_apparmor_profile(pod, c, &tmp);
+        Runtime__V1__SecurityProfile *p;
+        const char *deprecated;
+
+        if (!a)
+                return 0;
+        p = malloc(sizeof(*p));
+        if (!p)
+                return -ENOMEM;
+        *p = (Runtime__V1__SecurityProfile) RUNTIME__V1__SECURITY_PROFILE__INIT;
+        sc->apparmor = p;
+        if (streq_ptr(a->type, "RuntimeDefault")) {
+                p->profile_type = RUNTIME__V1__SECURITY_PROFILE__PROFILE_TYPE__RuntimeDefault;
+                deprecated = "runtime/default";
+        } else if (streq_ptr(a->type, "Unconfined")) {
+                p->profile_type = RUNTIME__V1__SECURITY_PROFILE__PROFILE_TYPE__Unconfined;
+                deprecated = "unconfined";
+        } else if (streq_ptr(a->type, "Localhost") && a->localhost_profile) {
+                p->profile_type = RUNTIME__V1__SECURITY_PROFILE__PROFILE_TYPE__Localhost;
+                p->localhost_ref = strdup(a->localhost_profile);
+                if (!p->localhost_ref || asprintf(&sc->apparmor_profile, "localhost/%s", a->localhost_profile) < 0) {
+                        sc->apparmor_profile = NULL;
+                        return -ENOMEM;
+                }
+                return 0;
+        } else
+                return -EINVAL; /* refused by validation */
+        sc->apparmor_profile = strdup(deprecated);
+        return sc->apparmor_profile ? 0 : -ENOMEM;
 }
 
 static int add_groups(const struct pod_security_context *ps, size_t *ret_n, int64_t **ret) {
@@ -170,6 +286,8 @@ int kr_container_security_context(const struct pod *pod, const struct container 
         /* AddNoNewPrivileges: only an explicit allowPrivilegeEscalation: false */
         sc->no_new_privs = e.has_allow_privilege_escalation && !e.allow_privilege_escalation;
         r = seccomp_profile(c->security_context ? c->security_context->seccomp_profile : NULL, pod, ctx, &sc->seccomp);
+        if (r >= 0)
+                r = apparmor_to_cri(pod, c, sc);
         if (r < 0)
                 return r;
         if (!e.proc_mount || streq(e.proc_mount, "Default")) {

@@ -25,6 +25,21 @@ int kr_container_security_context(const struct pod *pod, const struct container 
 int kr_sandbox_security_context(const struct pod *pod, const struct kc_build_context *ctx,
                                 Runtime__V1__LinuxPodSandboxConfig *lx);
 
+/* apparmor.GetProfile: the container's appArmorProfile, else its container.apparmor.security.beta.kubernetes.io
+ * annotation (converted into *tmp, whose strings point into the annotation), else the pod's; NULL when none. */
+const struct apparmor_profile *kr_apparmor_profile(const struct pod *pod, const struct container *c,
+                                                   struct apparmor_profile *tmp);
+/* Does any container of the pod need AppArmor (a profile other than Unconfined)? (the AppArmor validator's
+ * isRequired) */
+bool kr_pod_requires_apparmor(const struct pod *pod);
+/* The AppArmor admit handler (lifecycle.NewAppArmorAdmitHandler): 0, or -EPERM with *ret_message (allocated,
+ * "Cannot enforce AppArmor: AppArmor is not enabled on the host") for a pending pod that needs AppArmor on a host
+ * without it. */
+int kr_apparmor_admit(const struct pod *pod, bool host_enabled, char **ret_message);
+/* apparmor.IsEnabled: the kernel has AppArmor and it is on (/sys/kernel/security/apparmor,
+ * /sys/module/apparmor/parameters/enabled). sysfs_root: "" normally, a directory in tests. */
+bool kr_apparmor_host_enabled(const char *sysfs_root);
+
 /* verifyRunAsNonRoot: 0, or -EPERM with *ret_error as upstream words it. image_uid NULL: the image
  * names a user that is not numeric (image_username) or none. */
 int kr_verify_run_as_non_root(const struct pod *pod, const struct container *c, const int64_t *image_uid,

@@ -25,7 +25,8 @@
 struct mobj {
         struct mobj *prev, *next;
         struct objects_manager *m;
-        const char *kind; /* "ConfigMap" / "Secret" */
+        const char *kind; /* "ConfigMap" / "Secret" / "Service" / "ServiceList" (a namespace's, name "") */
+        bool list;        /* ServiceList: obj is the array of the namespace's services */
         char *ns, *name;
         unsigned refs; /* pods referencing it */
         bool answered; /* a first answer (object, not found or error) is known */
@@ -75,7 +76,23 @@ struct objects_manager {
 };
 
 static const char *resource_of(const char *kind) {
-        return streq(kind, "ConfigMap") ? "configmaps" : "secrets";
+        return streq(kind, "ConfigMap") ? "configmaps" : streq(kind, "Secret") ? "secrets" : "services";
+}
+
+/* where the object's kind is listed: a namespace's collection, or (RuntimeClass) the cluster's */
+static char *collection_path(const struct mobj *o) {
+        _cleanup_free_ char *ns = kube_escape(o->ns);
+        char *p = NULL;
+
+        if (streq(o->kind, OBJ_KIND_RUNTIME_CLASS))
+                return strdup("/apis/node.k8s.io/v1/runtimeclasses");
+        if (!ns || asprintf(&p, "/api/v1/namespaces/%s/%s", ns, resource_of(o->kind)) < 0)
+                return NULL;
+        return p;
+}
+
+static bool is_service(const struct mobj *o) {
+        return streq(o->kind, OBJ_KIND_SERVICE) || o->list;
 }
 
 bool objects_token_requires_refresh(int64_t now, int64_t expiration, int64_t expiration_seconds) {
@@ -97,7 +114,8 @@ static bool token_pending(const struct mtoken *t, int64_t now) {
 static bool pod_ready(const struct mpod *p) {
         int64_t now = (int64_t) (now_realtime_usec() / USEC_PER_SEC);
         for (size_t i = 0; i < p->n_objs; i++)
-                if (!p->objs[i]->answered)
+                /* a static pod does not wait for the services (serviceHasSynced is for API pods) */
+                if (!p->objs[i]->answered && (p->api || !is_service(p->objs[i])))
                         return false;
         for (size_t i = 0; i < p->n_tokens; i++)
                 if (token_pending(p->tokens[i], now))
@@ -127,6 +145,11 @@ static bool pod_uses(const struct mpod *p, const struct mobj *o) {
 static void notify_changed(struct objects_manager *m, struct mobj *o) {
         size_t n = 0;
         char **uids = NULL;
+
+        /* the service environment is made when a container is created and a RuntimeClass's handler is read when
+         * a sandbox is, as upstream: nothing to sync */
+        if (is_service(o) || streq(o->kind, OBJ_KIND_RUNTIME_CLASS))
+                return;
 
         /* collect first: the callback may change the registrations */
         for (struct mpod *p = m->pods; p; p = p->next)
@@ -187,7 +210,8 @@ static void obj_schedule(struct mobj *o, bool failed) {
 static bool obj_set(struct mobj *o, json_t *obj, int err, const char *message) {
         const char *old_rv = json_string_value(json_object_get(json_object_get(o->obj, "metadata"), "resourceVersion"));
         const char *new_rv = json_string_value(json_object_get(json_object_get(obj, "metadata"), "resourceVersion"));
-        bool changed = o->answered && (!!o->obj != !!obj || !streq_ptr(old_rv, new_rv) || (!obj && o->err != err));
+        bool changed = o->answered && (!!o->obj != !!obj || !streq_ptr(old_rv, new_rv) || (!obj && o->err != err) ||
+                                       (o->list && !json_equal(o->obj, obj)));
 
         json_decref(o->obj);
         o->obj = json_incref(obj);
@@ -212,6 +236,23 @@ static void obj_on_watch_event(const char *type, json_t *object, void *userdata)
         }
         if (rv)
                 (void) free_and_strdup(&o->rv, rv);
+        if (o->list) {
+                /* a namespace's services: the event's service replaces (or joins, or leaves) the list */
+                const char *name = json_string_value(json_object_get(json_object_get(object, "metadata"), "name"));
+                json_t *it;
+                size_t i;
+                if (!name || !json_is_array(o->obj) || streq(type, "BOOKMARK"))
+                        return;
+                json_array_foreach(o->obj, i, it)
+                        if (streq_ptr(json_string_value(json_object_get(json_object_get(it, "metadata"), "name")),
+                                      name)) {
+                                json_array_remove(o->obj, i);
+                                break;
+                        }
+                if ((streq(type, "ADDED") || streq(type, "MODIFIED")) && json_array_size(o->obj) < OBJ_MAX_SERVICES)
+                        json_array_append(o->obj, object);
+                return;
+        }
         if (streq(type, "ADDED") || streq(type, "MODIFIED"))
                 changed = obj_set(o, object, 0, NULL);
         else if (streq(type, "DELETED")) {
@@ -239,19 +280,16 @@ static void obj_on_watch_done(int r, long status, const char *error, void *userd
 }
 
 static void obj_watch(struct mobj *o) {
-        _cleanup_free_ char *ns = kube_escape(o->ns), *sel = NULL, *path = NULL, *rv = NULL;
+        _cleanup_free_ char *coll = collection_path(o), *name = kube_escape(o->name), *path = NULL, *rv = NULL;
         unsigned timeout = 300 + (unsigned) (random() % 300); /* as the reflector: 5 to 10 min */
         int r;
 
-        if (asprintf(&sel, "metadata.name=%s", o->name) < 0)
-                sel = NULL;
-        _cleanup_free_ char *esel = sel ? kube_escape(sel) : NULL;
         rv = kube_escape(o->rv);
-        if (!ns || !esel || !rv ||
-            asprintf(&path,
-                     "/api/v1/namespaces/%s/%s?fieldSelector=%s&resourceVersion=%s&watch=true"
-                     "&allowWatchBookmarks=true&timeoutSeconds=%u",
-                     ns, resource_of(o->kind), esel, rv, timeout) < 0) {
+        /* one object by its name, or (a namespace's services) the whole list */
+        if (!coll || !name || !rv ||
+            asprintf(&path, "%s?%s%s%sresourceVersion=%s&watch=true&allowWatchBookmarks=true&timeoutSeconds=%u", coll,
+                     o->list ? "" : "fieldSelector=metadata.name%3D", o->list ? "" : name, o->list ? "" : "&", rv,
+                     timeout) < 0) {
                 obj_schedule(o, true);
                 return;
         }
@@ -293,8 +331,16 @@ static void obj_on_list(const struct kube_response *resp, void *userdata) {
                 _cleanup_free_ char *msg = NULL;
                 if (resp->r >= 0 && resp->status == 200)
                         err = -EBADMSG;
-                if (asprintf(&msg, "failed to get %s %s/%s: %s", streq(o->kind, "ConfigMap") ? "configmap" : "secret",
-                             o->ns, o->name, isempty(resp->error) ? "invalid list" : resp->error) < 0)
+                if (o->list ? asprintf(&msg, "failed to list services of namespace %s: %s", o->ns,
+                                       isempty(resp->error) ? "invalid list" : resp->error) < 0
+                    : streq(o->kind, OBJ_KIND_RUNTIME_CLASS)
+                            ? asprintf(&msg, "failed to lookup RuntimeClass %s: %s", o->name,
+                                       isempty(resp->error) ? "invalid list" : resp->error) < 0
+                            : asprintf(&msg, "failed to get %s %s/%s: %s",
+                                       streq(o->kind, "ConfigMap") ? "configmap"
+                                       : streq(o->kind, "Secret")  ? "secret"
+                                                                   : "service",
+                                       o->ns, o->name, isempty(resp->error) ? "invalid list" : resp->error) < 0)
                         msg = NULL;
                 if (!o->answered && now_usec() - o->first_try < FIRST_ANSWER_WAIT_USEC) {
                         /* not an answer yet: try again soon (FIRST_ANSWER_WAIT_USEC) */
@@ -312,6 +358,19 @@ static void obj_on_list(const struct kube_response *resp, void *userdata) {
                 }
                 obj_schedule(o, true);
                 wake_ready_pods(o->m);
+                return;
+        }
+        if (o->list) {
+                json_auto_t *copy = json_array();
+                json_array_foreach(items, i, it)
+                        if (json_array_size(copy) < OBJ_MAX_SERVICES)
+                                json_array_append(copy, it);
+                log_v(2, "services of namespace %s: %zu (resourceVersion %s)", o->ns, json_array_size(copy), rv);
+                changed = copy && obj_set(o, copy, 0, NULL);
+                o->delay = 0;
+                (void) free_and_strdup(&o->rv, rv);
+                obj_watch(o);
+                wake_ready_pods(m);
                 return;
         }
         json_array_foreach(items, i, it)
@@ -333,7 +392,7 @@ static void obj_on_list(const struct kube_response *resp, void *userdata) {
 }
 
 static void obj_start(struct mobj *o) {
-        _cleanup_free_ char *ns = kube_escape(o->ns), *sel = NULL, *esel = NULL, *path = NULL;
+        _cleanup_free_ char *coll = collection_path(o), *sel = NULL, *esel = NULL, *path = NULL;
         int r;
 
         if (o->rv) {
@@ -345,8 +404,8 @@ static void obj_start(struct mobj *o) {
         if (asprintf(&sel, "metadata.name=%s", o->name) < 0)
                 sel = NULL;
         esel = sel ? kube_escape(sel) : NULL;
-        if (!ns || !esel ||
-            asprintf(&path, "/api/v1/namespaces/%s/%s?fieldSelector=%s", ns, resource_of(o->kind), esel) < 0) {
+        if (!coll || !esel ||
+            (o->list ? asprintf(&path, "%s", coll) : asprintf(&path, "%s?fieldSelector=%s", coll, esel)) < 0) {
                 obj_schedule(o, true);
                 return;
         }
@@ -367,7 +426,12 @@ static struct mobj *obj_get(struct objects_manager *m, const char *kind, const c
         if (!o)
                 return NULL;
         o->m = m;
-        o->kind = streq(kind, "ConfigMap") ? "ConfigMap" : "Secret";
+        o->kind = streq(kind, "ConfigMap")              ? "ConfigMap"
+                  : streq(kind, "Secret")               ? "Secret"
+                  : streq(kind, OBJ_KIND_SERVICE_LIST)  ? OBJ_KIND_SERVICE_LIST
+                  : streq(kind, OBJ_KIND_RUNTIME_CLASS) ? OBJ_KIND_RUNTIME_CLASS
+                                                        : OBJ_KIND_SERVICE;
+        o->list = streq(o->kind, OBJ_KIND_SERVICE_LIST);
         o->ns = strdup(ns);
         o->name = strdup(name);
         o->retry = evtimer_new(m->base, obj_retry_cb, o);
@@ -510,6 +574,22 @@ static struct mtoken **token_find(struct mpod *p, const struct token_ref *t) {
         return NULL;
 }
 
+/* take a reference of the object for the pod (once); p->objs has room */
+static int pod_add_obj(struct objects_manager *m, struct mpod *p, const char *kind, const char *ns, const char *name) {
+        struct mobj *o = obj_get(m, kind, ns, name);
+
+        if (!o)
+                return -ENOMEM;
+        if (pod_uses(p, o)) {
+                if (o->refs == 0)
+                        obj_free(o);
+                return 0;
+        }
+        o->refs++;
+        p->objs[p->n_objs++] = o;
+        return 0;
+}
+
 int objects_manager_register(struct objects_manager *m, const char *uid, const char *ns, const char *pod_name, bool api,
                              const struct pod_refs *refs) {
         struct mpod *old, *p;
@@ -530,23 +610,26 @@ int objects_manager_register(struct objects_manager *m, const char *uid, const c
         p->name = strdup(strempty(pod_name));
         if (!p->uid || !p->ns || !p->name)
                 goto oom;
+        if (m->client) {
+                /* the service environment's objects, for static pods too (upstream's service lister is the
+                 * node's): the master service, and the namespace's services with enableServiceLinks */
+                p->objs = calloc(refs->n_objs + 3, sizeof(*p->objs));
+                if (!p->objs)
+                        goto oom;
+                if (pod_add_obj(m, p, OBJ_KIND_SERVICE, OBJ_MASTER_SERVICE_NAMESPACE, OBJ_MASTER_SERVICE_NAME) < 0 ||
+                    (refs->service_links && pod_add_obj(m, p, OBJ_KIND_SERVICE_LIST, p->ns, "") < 0))
+                        goto oom;
+                /* its RuntimeClass (runtimeclass.Manager), cluster-scoped */
+                if (refs->runtime_class && pod_add_obj(m, p, OBJ_KIND_RUNTIME_CLASS, "", refs->runtime_class) < 0)
+                        goto oom;
+        }
         if (use_api) {
-                p->objs = calloc(refs->n_objs + 1, sizeof(*p->objs));
                 p->tokens = calloc(refs->n_tokens + 1, sizeof(*p->tokens));
                 if (!p->objs || !p->tokens)
                         goto oom;
-                for (size_t i = 0; i < refs->n_objs; i++) {
-                        struct mobj *o = obj_get(m, refs->objs[i].kind, p->ns, refs->objs[i].name);
-                        if (!o)
+                for (size_t i = 0; i < refs->n_objs; i++)
+                        if (pod_add_obj(m, p, refs->objs[i].kind, p->ns, refs->objs[i].name) < 0)
                                 goto oom;
-                        if (pod_uses(p, o)) {
-                                if (o->refs == 0)
-                                        obj_free(o);
-                                continue;
-                        }
-                        o->refs++;
-                        p->objs[p->n_objs++] = o;
-                }
                 for (size_t i = 0; i < refs->n_tokens; i++) {
                         struct mtoken **prev = token_find(old, &refs->tokens[i]), *t;
                         if (prev) {

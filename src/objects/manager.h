@@ -23,6 +23,9 @@
 #include "objects/objects.h"
 #include "objects/refs.h"
 
+/* At most this many services of one namespace are kept for the service environment variables. */
+#define OBJ_MAX_SERVICES 10000
+
 struct objects_manager;
 
 typedef void (*objects_changed_t)(const char *pod_uid, void *userdata);

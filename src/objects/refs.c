@@ -22,6 +22,7 @@ void objects_refs_done(struct pod_refs *r) {
                 free(r->tokens[i].volume);
         }
         free(r->tokens);
+        free(r->runtime_class);
         *r = (struct pod_refs) {};
 }
 
@@ -160,6 +161,12 @@ int objects_refs_collect(const json_t *pod, struct pod_refs *ret) {
         json_array_foreach(json_object_get(spec, "imagePullSecrets"), i, s)
                 if ((q = add_obj(&r, "Secret", s, "name", OBJ_REF_PULL_SECRET, NULL)) < 0)
                         goto fail;
+        r.service_links = !json_is_false(json_object_get(spec, "enableServiceLinks"));
+        if (!isempty(json_string_value(json_object_get(spec, "runtimeClassName"))) &&
+            !(r.runtime_class = strdup(json_string_value(json_object_get(spec, "runtimeClassName"))))) {
+                q = -ENOMEM;
+                goto fail;
+        }
         *ret = r;
         return 0;
 fail:
@@ -169,7 +176,13 @@ fail:
 
 char *objects_not_found_message(const char *kind, const char *name) {
         char *m = NULL;
-        if (asprintf(&m, "%s \"%s\" not found", streq(kind, "ConfigMap") ? "configmap" : "secret", name) < 0)
+        /* apierrors.NewNotFound: the resource as the kubelet's managers and listers name it */
+        if (asprintf(&m, "%s \"%s\" not found",
+                     streq(kind, "ConfigMap")              ? "configmap"
+                     : streq(kind, "Secret")               ? "secret"
+                     : streq(kind, OBJ_KIND_RUNTIME_CLASS) ? "runtimeclasses.node.k8s.io"
+                                                           : "services",
+                     name) < 0)
                 return NULL;
         return m;
 }

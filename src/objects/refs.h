@@ -34,9 +34,20 @@ struct token_ref {
 struct pod_refs {
         struct obj_ref *objs;
         size_t n_objs;
+        bool service_links;  /* spec.enableServiceLinks (default true): the services of its namespace */
+        char *runtime_class; /* spec.runtimeClassName, NULL when none */
         struct token_ref *tokens;
         size_t n_tokens; /* distinct (service account, audience, expiration) */
 };
+
+/* The service environment variables' objects (getServiceEnvVarMap): the services of a namespace (a list, kept
+ * current by one watch per namespace) and the master service default/kubernetes. */
+#define OBJ_KIND_SERVICE_LIST "ServiceList" /* name "" */
+#define OBJ_KIND_SERVICE "Service"
+#define OBJ_MASTER_SERVICE_NAMESPACE "default"
+#define OBJ_MASTER_SERVICE_NAME "kubernetes"
+/* A pod's RuntimeClass (node.k8s.io/v1, cluster-scoped: namespace "") */
+#define OBJ_KIND_RUNTIME_CLASS "RuntimeClass"
 
 /* Every reference of the pod, in document order (volumes, init containers, containers, ephemeral
  * containers, imagePullSecrets); an object named by several references appears once per reference. */

@@ -6,9 +6,11 @@
 #include <string.h>
 
 #include "basic/log.h"
+#include "basic/string.h"
 #include "basic/time.h"
 #include "basic/timer.h"
 #include "client/client.h"
+#include "status/status.h"
 
 #define RETRY_MIN_USEC (500 * 1000)
 #define RETRY_MAX_USEC (30 * USEC_PER_SEC)
@@ -96,6 +98,50 @@ static void on_patched(const struct kube_response *resp, void *userdata) {
         evtimer_add_usec(e->retry, e->retry_usec);
 }
 
+/* The status as a strategic merge patch (PatchPodStatus): conditions are merged by type, so only the kubelet's
+ * own are sent (a client's, a readiness gate's, are left as the API server has them), those it owned in the last
+ * status sent but no longer has are deleted; the IP lists replace the API server's. */
+int status_build_patch(const char *uid, const json_t *wanted, const json_t *sent, json_t **ret) {
+        json_auto_t *status = json_deep_copy(wanted), *conds = json_array(), *patch = NULL;
+        const json_t *c;
+        size_t i;
+
+        if (!status || !conds)
+                return -ENOMEM;
+        json_array_foreach(json_object_get(wanted, "conditions"), i, c)
+                if (status_condition_by_kubelet(json_string_value(json_object_get(c, "type"))) &&
+                    json_array_append(conds, (json_t *) c) < 0)
+                        return -ENOMEM;
+        json_array_foreach(json_object_get(sent, "conditions"), i, c) {
+                const char *type = json_string_value(json_object_get(c, "type"));
+                const json_t *w;
+                size_t j;
+                bool still = false;
+
+                if (!status_condition_by_kubelet(type))
+                        continue;
+                json_array_foreach(json_object_get(wanted, "conditions"), j, w)
+                        still = still || streq_ptr(json_string_value(json_object_get(w, "type")), type);
+                if (!still &&
+                    json_array_append_new(conds, json_pack("{s:s, s:s}", "type", type, "$patch", "delete")) < 0)
+                        return -ENOMEM;
+        }
+        if (json_object_set(status, "conditions", conds) < 0)
+                return -ENOMEM;
+        static const char *const ip_lists[] = { "podIPs", "hostIPs" };
+        for (size_t k = 0; k < ELEMENTSOF(ip_lists); k++) {
+                json_t *l = json_object_get(status, ip_lists[k]);
+                if (json_is_array(l) && json_array_insert_new(l, 0, json_pack("{s:s}", "$patch", "replace")) < 0)
+                        return -ENOMEM;
+        }
+        /* the UID makes the patch a precondition: a new pod with the same name is not touched */
+        patch = json_pack("{s:{s:s}, s:O}", "metadata", "uid", uid, "status", status);
+        if (!patch)
+                return -ENOMEM;
+        *ret = TAKE_PTR(patch);
+        return 0;
+}
+
 static void entry_send(struct status_entry *e) {
         _cleanup_free_ char *path = NULL;
         json_auto_t *patch = NULL;
@@ -104,11 +150,9 @@ static void entry_send(struct status_entry *e) {
                 return;
         if (asprintf(&path, "/api/v1/namespaces/%s/pods/%s/status", e->ns, e->name) < 0)
                 return;
-        /* the UID makes the patch a precondition: a new pod with the same name is not touched */
-        patch = json_pack("{s:{s:s}, s:O}", "metadata", "uid", e->uid, "status", e->wanted);
-        if (!patch)
+        if (status_build_patch(e->uid, e->wanted, e->sent, &patch) < 0)
                 return;
-        if (kube_request(e->m->client, "PATCH", path, patch, "application/merge-patch+json", 0, on_patched, e,
+        if (kube_request(e->m->client, "PATCH", path, patch, "application/strategic-merge-patch+json", 0, on_patched, e,
                          &e->req) < 0)
                 e->req = NULL;
         else {

@@ -17,5 +17,9 @@ struct status_manager *status_manager_free(struct status_manager *m);
 void status_manager_set(struct status_manager *m, const char *uid, const char *ns, const char *name, json_t *status);
 /* The newest status set for the pod (borrowed; valid until the next set or forget), NULL if none. */
 const json_t *status_manager_get(struct status_manager *m, const char *uid);
+/* The PATCH of a pod's status (pure): a strategic merge patch with the UID as precondition, the kubelet's own
+ * conditions merged by type (those of other clients untouched, those the kubelet dropped since the status sent
+ * deleted), the IP lists replaced. sent may be NULL. */
+int status_build_patch(const char *uid, const json_t *wanted, const json_t *sent, json_t **ret);
 /* The pod is gone: forget it. */
 void status_manager_forget(struct status_manager *m, const char *uid);

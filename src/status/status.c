@@ -3,9 +3,11 @@
 #include "status/status.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 
 #include "apis/qos.h"
+#include "kuberuntime/resources.h"
 #include "basic/error.h"
 #include "basic/string.h"
 #include "basic/strv.h"
@@ -14,16 +16,14 @@
 
 #define RUNTIME_TYPE "containerd" /* the scheme of containerID: <type>://<id> (CRI Version runtime_name) */
 
-static bool container_should_restart(const struct pod *pod, const struct kc_container *c) {
+static bool container_should_restart(const struct pod *pod, const struct container *spec,
+                                     const struct kc_container *c) {
         /* kubecontainer.ShouldContainerBeRestarted, for a container that exists */
         if (c->state == KC_CONTAINER_RUNNING || c->state == KC_CONTAINER_CREATED)
                 return false;
-        if (pod->spec.restart_policy == RESTART_POLICY_NEVER)
-                return false;
-        if (pod->spec.restart_policy == RESTART_POLICY_ON_FAILURE && c->state == KC_CONTAINER_EXITED &&
-            c->exit_code == 0)
-                return false;
-        return true;
+        if (c->state != KC_CONTAINER_EXITED)
+                return true;
+        return container_should_restart_on_exit(&pod->spec, spec, c->exit_code);
 }
 
 static const struct container_waiting *find_waiting(const struct pod_status_input *in, const char *name) {
@@ -137,6 +137,106 @@ static json_t *old_container_status(const struct pod_status_input *in, const cha
         return NULL;
 }
 
+char *status_format_milli(int64_t milli) {
+        char *s = NULL;
+        if ((milli % 1000 == 0 ? asprintf(&s, "%" PRId64, milli / 1000) : asprintf(&s, "%" PRId64 "m", milli)) < 0)
+                return NULL;
+        return s;
+}
+
+char *status_format_bytes(int64_t bytes) {
+        static const char *const suffix[] = { "", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei" };
+        size_t i = 0;
+        char *s = NULL;
+
+        while (bytes != 0 && bytes % 1024 == 0 && i + 1 < ELEMENTSOF(suffix)) {
+                bytes /= 1024;
+                i++;
+        }
+        if (asprintf(&s, "%" PRId64 "%s", bytes, suffix[i]) < 0)
+                return NULL;
+        return s;
+}
+
+/* sharesToMilliCPU, taking the allocated request when the shares are what it gives */
+static int64_t shares_to_milli(int64_t shares) {
+        if (shares <= 2)
+                return 0;
+        return (shares * 1000 + 1023) / 1024;
+}
+
+static int set_quantity(json_t *list, const char *name, char *v) {
+        _cleanup_free_ char *owned = v;
+        if (!owned)
+                return -ENOMEM;
+        return json_object_set_new(list, name, json_string(owned));
+}
+
+/* status.containerStatuses[].resources of a running container: what the runtime says it runs with, the
+ * allocation for what it does not say (convertContainerStatusResources) */
+static json_t *actual_resources_json(const json_t *alloc, const struct kc_container *c) {
+        const json_t *al = json_object_get(alloc, "limits"), *rq = json_object_get(alloc, "requests");
+        json_auto_t *out = json_object(), *limits = NULL, *requests = NULL;
+        json_t *v;
+        const char *key;
+
+        if (!out)
+                return NULL;
+        if (json_is_object(al)) {
+                limits = json_deep_copy(al);
+                if (!limits)
+                        return NULL;
+                if (c->res_cpu_quota > 0 && c->res_cpu_period > 0 &&
+                    set_quantity(limits, "cpu", status_format_milli(c->res_cpu_quota * 1000 / c->res_cpu_period)) < 0)
+                        return NULL;
+                if (c->res_memory_limit > 0 && json_object_get(al, "memory") &&
+                    set_quantity(limits, "memory", status_format_bytes(c->res_memory_limit)) < 0)
+                        return NULL;
+                json_object_set(out, "limits", limits);
+        }
+        if (json_is_object(rq)) {
+                requests = json_object();
+                if (!requests)
+                        return NULL;
+                json_object_foreach((json_t *) rq, key, v)
+                        if (!streq(key, "cpu"))
+                                json_object_set(requests, key, v);
+                v = json_object_get(rq, "cpu");
+                if (v) {
+                        struct quantity q = {};
+                        bool same = json_is_string(v) && quantity_parse(json_string_value(v), &q) >= 0 &&
+                                    kr_milli_cpu_to_shares(q.milli) == c->res_cpu_shares;
+                        quantity_done(&q);
+                        if (same)
+                                json_object_set(requests, "cpu", v);
+                        else if (set_quantity(requests, "cpu",
+                                              status_format_milli(shares_to_milli(c->res_cpu_shares))) < 0)
+                                return NULL;
+                }
+                json_object_set(out, "requests", requests);
+        }
+        return TAKE_PTR(out);
+}
+
+/* allocatedResources (the allocated requests) and, while it runs, resources (what it runs with) */
+static void add_resources(const struct pod_status_input *in, const struct container *spec, const struct kc_container *c,
+                          json_t *st) {
+        const json_t *alloc = in->allocation ? json_object_get(in->allocation, spec->name) : NULL;
+        const json_t *req = json_object_get(alloc, "requests");
+
+        if (!st || !alloc)
+                return;
+        if (json_is_object(req) && json_object_size(req) > 0)
+                json_object_set_new(st, "allocatedResources", json_deep_copy(req));
+        if (c && c->state == KC_CONTAINER_RUNNING && c->have_resources) {
+                json_t *r = actual_resources_json(alloc, c);
+                if (r && json_object_size(r) > 0)
+                        json_object_set_new(st, "resources", r);
+                else
+                        json_decref(r);
+        }
+}
+
 static json_t *container_status_json(const struct pod_status_input *in, const struct container *spec, bool init) {
         const struct kc_container *c = in->observed ? kc_pod_status_find_container(in->observed, spec->name) : NULL;
         const struct kc_container *prev = previous_instance(in->observed, spec->name);
@@ -166,7 +266,7 @@ static json_t *container_status_json(const struct pod_status_input *in, const st
                 last = json_pack("{s:o}", "terminated", terminated_json(prev));
         /* a container that will be restarted and has a reason (back-off, pull error) waits with it; what it
          * was becomes the last state (the reasonCache step of convertToAPIContainerStatuses) */
-        if (w && container_should_restart(in->pod, c)) {
+        if (w && container_should_restart(in->pod, spec, c)) {
                 json_decref(last);
                 last = state;
                 state = waiting_json(w->reason, w->message);
@@ -177,13 +277,17 @@ static json_t *container_status_json(const struct pod_status_input *in, const st
                        (json_int_t) c->restart_count, "image", spec->image, "imageID", strempty(c->image_ref),
                        "containerID", container_id_json(c), "started",
                        c->state == KC_CONTAINER_RUNNING && probe_container_started(spec, c, in->probes));
+        add_resources(in, spec, c, st);
         return st;
 }
 
 const char *status_pod_phase(const struct pod_status_input *in) {
         const struct pod *pod = in->pod;
-        size_t unknown = 0, running = 0, waiting = 0, stopped = 0, succeeded = 0;
+        size_t unknown = 0, running = 0, waiting = 0, stopped = 0, succeeded = 0, restarting = 0;
         size_t pending_init = 0, failed_init = 0;
+
+        if (in->evict_reason)
+                return "Failed";
 
         /* init containers (getPhase): a failed one fails a pod that never restarts; one not completed yet
          * keeps the pod pending */
@@ -202,10 +306,15 @@ const char *status_pod_phase(const struct pod_status_input *in) {
                 if (!c || c->state == KC_CONTAINER_RUNNING)
                         pending_init++;
                 else if (c->state == KC_CONTAINER_EXITED) {
-                        if (c->exit_code != 0)
+                        /* a failed one fails the pod unless it is started again (its restart policy, or the
+                         * pod's) */
+                        if (c->exit_code != 0 && !container_should_restart_on_exit(&pod->spec, spec, c->exit_code))
                                 failed_init++;
+                        else if (c->exit_code != 0)
+                                pending_init++;
                 } else if (c->state == KC_CONTAINER_CREATED && prev && prev->state == KC_CONTAINER_EXITED) {
-                        if (prev->exit_code != 0)
+                        if (prev->exit_code != 0 &&
+                            !container_should_restart_on_exit(&pod->spec, spec, prev->exit_code))
                                 failed_init++;
                 } else
                         pending_init++;
@@ -229,6 +338,9 @@ const char *status_pod_phase(const struct pod_status_input *in) {
                         stopped++;
                         if (c->exit_code == 0)
                                 succeeded++;
+                        /* it will be started again (its restart policy and rules, else the pod's) */
+                        if (container_should_restart_on_exit(&pod->spec, spec, c->exit_code))
+                                restarting++;
                         break;
                 case KC_CONTAINER_CREATED:
                         /* waiting; with a previous termination it counts as stopped (getPhase) */
@@ -243,8 +355,8 @@ const char *status_pod_phase(const struct pod_status_input *in) {
                         break;
                 }
         }
-        if (failed_init > 0 && pod->spec.restart_policy == RESTART_POLICY_NEVER)
-                return "Failed";
+        if (failed_init > 0)
+                return "Failed"; /* an init container failed and will not be started again */
         /* pending init containers of a pod whose app containers started before (the sandbox was re-created)
          * do not make it pending again */
         if ((pending_init > 0 && running == 0 && stopped == 0) || waiting > 0)
@@ -252,15 +364,82 @@ const char *status_pod_phase(const struct pod_status_input *in) {
         if (running > 0 && unknown == 0)
                 return "Running";
         if (running == 0 && stopped > 0 && unknown == 0) {
-                if (pod->spec.restart_policy == RESTART_POLICY_ALWAYS)
-                        return "Running"; /* all of them will be restarted */
+                if (restarting > 0)
+                        return "Running"; /* some of them will be started again */
                 if (stopped == succeeded)
                         return "Succeeded";
-                if (pod->spec.restart_policy == RESTART_POLICY_NEVER)
-                        return "Failed";
-                return "Running"; /* OnFailure: the failed ones will be restarted */
+                return "Failed";
         }
         return "Pending";
+}
+
+bool status_condition_by_kubelet(const char *type) {
+        static const char *const owned[] = { "PodScheduled",
+                                             "Ready",
+                                             "Initialized",
+                                             "ContainersReady",
+                                             "PodReadyToStartContainers",
+                                             "PodResizePending",
+                                             "PodResizeInProgress" };
+        for (size_t i = 0; type && i < ELEMENTSOF(owned); i++)
+                if (streq(owned[i], type))
+                        return true;
+        return false;
+}
+
+/* a condition of the pod as the API server has it (set by a client), NULL if none */
+static const json_t *pod_condition(const struct pod_status_input *in, const char *type) {
+        const json_t *list = json_object_get(json_object_get(in->pod->raw, "status"), "conditions"), *c;
+        size_t i;
+
+        json_array_foreach(list, i, c)
+                if (streq_ptr(json_string_value(json_object_get(c, "type")), type))
+                        return c;
+        return NULL;
+}
+
+/* GeneratePodReadyCondition's readiness gates: NULL when every gate's condition is True, else the message */
+static int readiness_gates_message(const struct pod_status_input *in, char **ret) {
+        _cleanup_free_ char *msg = NULL;
+        char *const *gates = in->pod->spec.readiness_gates;
+
+        for (size_t i = 0; gates && gates[i]; i++) {
+                const json_t *c = pod_condition(in, gates[i]);
+                const char *status = c ? json_string_value(json_object_get(c, "status")) : NULL;
+                _cleanup_free_ char *q = go_quote(gates[i]), *one = NULL, *joined = NULL;
+
+                if (!q)
+                        return -ENOMEM;
+                if (!c) {
+                        if (asprintf(&one, "corresponding condition of pod readiness gate %s does not exist.", q) < 0)
+                                return -ENOMEM;
+                } else if (!streq_ptr(status, "True")) {
+                        if (asprintf(&one, "the status of pod readiness gate %s is not \"True\", but %s", q,
+                                     strempty(status)) < 0)
+                                return -ENOMEM;
+                } else
+                        continue;
+                if (asprintf(&joined, "%s%s%s", strempty(msg), msg ? ", " : "", one) < 0)
+                        return -ENOMEM;
+                free(msg);
+                msg = TAKE_PTR(joined);
+        }
+        *ret = TAKE_PTR(msg);
+        return 0;
+}
+
+/* the lastTransitionTime of a condition in the previous status, when its status was the same; else 0 */
+static int64_t old_transition(const struct pod_status_input *in, const char *type, bool status) {
+        const json_t *list = json_object_get(in->old_status, "conditions"), *c;
+        size_t i;
+        int64_t t;
+
+        json_array_foreach(list, i, c)
+                if (streq_ptr(json_string_value(json_object_get(c, "type")), type) &&
+                    streq_ptr(json_string_value(json_object_get(c, "status")), status ? "True" : "False") &&
+                    parse_rfc3339(strempty(json_string_value(json_object_get(c, "lastTransitionTime"))), &t) >= 0)
+                        return t / 1000;
+        return 0;
 }
 
 static json_t *condition(const char *type, bool status, int64_t transition_usec, const char *reason,
@@ -340,7 +519,8 @@ int status_pod_generate(const struct pod_status_input *in, json_t **ret) {
         const struct pod *pod = in->pod;
         _cleanup_free_ json_t **sorted = NULL;
         _cleanup_strv_free_ char **unready = NULL;
-        _cleanup_free_ char *unready_list = NULL, *message = NULL;
+        _cleanup_free_ char *unready_list = NULL, *message = NULL, *gates_message = NULL;
+        json_t *ready_cond = NULL;
         const char *phase = in->terminated_reason ? "Failed" : status_pod_phase(in), *ip = sandbox_ip(in);
         bool completed = streq(phase, "Succeeded") || streq(phase, "Failed");
         int64_t ready_at = in->ready_transition_usec ? in->ready_transition_usec : in->initialized_usec;
@@ -392,19 +572,72 @@ int status_pod_generate(const struct pod_status_input *in, json_t **ret) {
                 if (!unready_list || asprintf(&message, "containers with unready status: [%s]", unready_list) < 0)
                         return -ENOMEM;
         }
-        /* conditions in upstream's order */
-        conditions = json_pack("[o, o, o, o, o]",
-                               condition("PodReadyToStartContainers", sandbox_ready(in), in->initialized_usec, NULL,
-                                         NULL),
-                               condition("Initialized", !init_message, in->initialized_usec,
-                                         init_message ? "ContainersNotInitialized" : NULL, init_message),
-                               condition("Ready", !unready, ready_at,
-                                         unready ? (completed ? "PodCompleted" : "ContainersNotReady") : NULL,
-                                         unready && !completed ? message : NULL),
-                               condition("ContainersReady", !unready, ready_at,
-                                         unready ? (completed ? "PodCompleted" : "ContainersNotReady") : NULL,
-                                         unready && !completed ? message : NULL),
-                               condition("PodScheduled", true, in->initialized_usec, NULL, NULL));
+        /* readiness gates: Ready needs every gate's condition True too, once the containers are ready */
+        if (!unready) {
+                r = readiness_gates_message(in, &gates_message);
+                if (r < 0)
+                        return r;
+        }
+        /* the conditions of other clients first, kept as they are (generateAPIPodStatus), then the kubelet's in
+         * upstream's order */
+        conditions = json_array();
+        if (!conditions)
+                return -ENOMEM;
+        {
+                const json_t *list = json_object_get(json_object_get(pod->raw, "status"), "conditions"), *c;
+                size_t i;
+                json_array_foreach(list, i, c)
+                        if (json_is_object(c) &&
+                            !status_condition_by_kubelet(json_string_value(json_object_get(c, "type"))))
+                                json_array_append(conditions, (json_t *) c);
+        }
+        if (gates_message) {
+                int64_t t = old_transition(in, "Ready", false);
+                ready_cond = condition("Ready", false, t ? t : (in->now_usec ? in->now_usec : ready_at),
+                                       "ReadinessGatesNotReady", gates_message);
+        } else {
+                int64_t t = pod->spec.readiness_gates && !unready ? old_transition(in, "Ready", true) : 0;
+                ready_cond = condition("Ready", !unready, t ? t : ready_at,
+                                       unready ? (completed ? "PodCompleted" : "ContainersNotReady") : NULL,
+                                       unready && !completed ? message : NULL);
+        }
+        /* the in-place resize conditions (the status manager's resize conditions) */
+        if (in->resize_pending_reason) {
+                json_t *c = condition("PodResizePending", true, in->resize_pending_usec, in->resize_pending_reason,
+                                      in->resize_pending_message);
+                if (c && in->generation > 0)
+                        json_object_set_new(c, "observedGeneration", json_integer(in->generation));
+                if (!c || json_array_append_new(conditions, c) < 0) {
+                        json_decref(conditions);
+                        json_decref(ready_cond);
+                        return -ENOMEM;
+                }
+        }
+        if (in->resize_in_progress) {
+                json_t *c = condition("PodResizeInProgress", true, in->resize_in_progress_usec,
+                                      in->resize_error ? "Error" : NULL, in->resize_error);
+                if (c && in->generation > 0)
+                        json_object_set_new(c, "observedGeneration", json_integer(in->generation));
+                if (!c || json_array_append_new(conditions, c) < 0) {
+                        json_decref(conditions);
+                        json_decref(ready_cond);
+                        return -ENOMEM;
+                }
+        }
+        if (json_array_append_new(conditions, condition("PodReadyToStartContainers", sandbox_ready(in),
+                                                        in->initialized_usec, NULL, NULL)) < 0 ||
+            json_array_append_new(conditions,
+                                  condition("Initialized", !init_message, in->initialized_usec,
+                                            init_message ? "ContainersNotInitialized" : NULL, init_message)) < 0 ||
+            json_array_append_new(conditions, ready_cond) < 0 ||
+            json_array_append_new(conditions,
+                                  condition("ContainersReady", !unready, ready_at,
+                                            unready ? (completed ? "PodCompleted" : "ContainersNotReady") : NULL,
+                                            unready && !completed ? message : NULL)) < 0 ||
+            json_array_append_new(conditions, condition("PodScheduled", true, in->initialized_usec, NULL, NULL)) < 0) {
+                json_decref(conditions);
+                return -ENOMEM;
+        }
 
         if (conditions && in->terminated_reason) {
                 /* DisruptionTarget first, as the status manager puts it (PodDisruptionConditions) */
@@ -426,12 +659,52 @@ int status_pod_generate(const struct pod_status_input *in, json_t **ret) {
         }
         if (pod->spec.n_init_containers > 0)
                 json_object_set_new(status, "initContainerStatuses", TAKE_PTR(init_statuses));
+        if (pod->spec.n_ephemeral_containers > 0) {
+                /* ephemeralContainerStatuses, sorted by name; never ready (not probed, not serving) */
+                json_t *eph = json_array();
+                for (size_t i = 0; eph && i < pod->spec.n_ephemeral_containers; i++) {
+                        json_t *cs = container_status_json(in, &pod->spec.ephemeral_containers[i], false);
+                        if (!cs || json_array_append_new(eph, cs) < 0) {
+                                json_decref(eph);
+                                eph = NULL;
+                                break;
+                        }
+                        json_object_set_new(cs, "ready", json_false());
+                }
+                if (!eph) {
+                        json_decref(status);
+                        return -ENOMEM;
+                }
+                if (json_array_size(eph) > 1) {
+                        json_t **items = calloc(json_array_size(eph), sizeof(json_t *));
+                        size_t n = json_array_size(eph);
+                        if (!items) {
+                                json_decref(eph);
+                                json_decref(status);
+                                return -ENOMEM;
+                        }
+                        for (size_t i = 0; i < n; i++)
+                                items[i] = json_incref(json_array_get(eph, i));
+                        qsort(items, n, sizeof(json_t *), name_cmp);
+                        json_array_clear(eph);
+                        for (size_t i = 0; i < n; i++)
+                                json_array_append_new(eph, items[i]);
+                        free(items);
+                }
+                json_object_set_new(status, "ephemeralContainerStatuses", eph);
+        }
         if (!isempty(in->host_ip))
                 json_object_set_new(status, "hostIPs", json_pack("[{s:s}]", "ip", in->host_ip));
         if (ip) {
                 json_object_set_new(status, "podIP", json_string(ip));
                 json_object_set_new(status, "podIPs", json_pack("[{s:s}]", "ip", ip));
         }
+        if (in->evict_reason) {
+                json_object_set_new(status, "reason", json_string(in->evict_reason));
+                json_object_set_new(status, "message", json_string(strempty(in->evict_message)));
+        }
+        if (in->generation > 0)
+                json_object_set_new(status, "observedGeneration", json_integer(in->generation));
         if (in->start_time_usec > 0)
                 json_object_set_new(status, "startTime",
                                     json_string(format_rfc3339((uint64_t) in->start_time_usec, buf, sizeof(buf))));
@@ -439,7 +712,7 @@ int status_pod_generate(const struct pod_status_input *in, json_t **ret) {
         return 0;
 }
 
-static int check_transition(const json_t *old_list, const json_t *new_list, enum restart_policy policy,
+static int check_transition(const json_t *old_list, const json_t *new_list, const struct pod_spec *spec,
                             struct ck_error **ret_error) {
         const json_t *o, *n;
         size_t i, j;
@@ -447,10 +720,20 @@ static int check_transition(const json_t *old_list, const json_t *new_list, enum
         json_array_foreach(old_list, i, o) {
                 const json_t *term = json_object_get(json_object_get(o, "state"), "terminated");
                 const char *name = json_string_value(json_object_get(o, "name"));
+                const struct container *c = NULL;
+                int32_t code;
 
                 if (!json_is_object(term) || !name)
                         continue;
-                if (json_integer_value(json_object_get(term, "exitCode")) != 0 && policy == RESTART_POLICY_ON_FAILURE)
+                code = (int32_t) json_integer_value(json_object_get(term, "exitCode"));
+                for (size_t k = 0; !c && k < spec->n_containers; k++)
+                        if (streq_ptr(spec->containers[k].name, name))
+                                c = &spec->containers[k];
+                for (size_t k = 0; !c && k < spec->n_init_containers; k++)
+                        if (streq_ptr(spec->init_containers[k].name, name))
+                                c = &spec->init_containers[k];
+                /* a container that restarts after this exit (its own restart policy and rules, else the pod's) */
+                if (c ? container_should_restart_on_exit(spec, c, code) : spec->restart_policy != RESTART_POLICY_NEVER)
                         continue;
                 json_array_foreach(new_list, j, n)
                         if (streq_ptr(json_string_value(json_object_get(n, "name")), name) &&
@@ -464,16 +747,16 @@ static int check_transition(const json_t *old_list, const json_t *new_list, enum
         return 0;
 }
 
-int status_pod_check_transition(const json_t *old_status, const json_t *new_status, enum restart_policy policy,
+int status_pod_check_transition(const json_t *old_status, const json_t *new_status, const struct pod_spec *spec,
                                 struct ck_error **ret_error) {
         int r;
 
-        if (policy == RESTART_POLICY_ALWAYS || !old_status)
+        if (!old_status)
                 return 0;
         r = check_transition(json_object_get(old_status, "containerStatuses"),
-                             json_object_get(new_status, "containerStatuses"), policy, ret_error);
+                             json_object_get(new_status, "containerStatuses"), spec, ret_error);
         if (r < 0)
                 return r;
         return check_transition(json_object_get(old_status, "initContainerStatuses"),
-                                json_object_get(new_status, "initContainerStatuses"), policy, ret_error);
+                                json_object_get(new_status, "initContainerStatuses"), spec, ret_error);
 }

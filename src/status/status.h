@@ -39,7 +39,30 @@ struct pod_status_input {
         const char *terminated_reason;
         const char *terminated_message;
         int64_t terminated_usec;
+        /* a pod sync handler's eviction (ShouldEvict: activeDeadlineSeconds): phase Failed with this reason and
+         * message; NULL: none */
+        const char *evict_reason, *evict_message;
+        int64_t now_usec; /* realtime: the transition of a Ready condition that readiness gates changed */
+        /* in-place resize: the containers' allocation ({"<container>": resources}, NULL: none known), the
+         * PodResizePending condition (reason NULL: none) and PodResizeInProgress (error: its reason Error) */
+        const json_t *allocation;
+        const char *resize_pending_reason, *resize_pending_message;
+        int64_t resize_pending_usec;
+        bool resize_in_progress;
+        const char *resize_error;
+        int64_t resize_in_progress_usec;
+        int64_t generation; /* metadata.generation, 0 when the API server has none */
 };
+
+/* PodConditionByKubelet: the condition types the kubelet owns (PodScheduled, Ready, Initialized,
+ * ContainersReady, PodReadyToStartContainers, PodResizePending, PodResizeInProgress); the others (readiness gates'
+ * conditions, ...) belong to other clients and are kept as they are. */
+bool status_condition_by_kubelet(const char *type);
+
+/* A quantity as resource.Quantity prints a value: cpu in millicores ("250m", "2"), bytes in binary SI when they
+ * are a multiple of 1024 ("64Mi"), else decimal. Caller frees. */
+char *status_format_milli(int64_t milli);
+char *status_format_bytes(int64_t bytes);
 
 /* "Pending", "Running", "Succeeded", "Failed" (getPhase). */
 const char *status_pod_phase(const struct pod_status_input *in);
@@ -48,8 +71,9 @@ const char *status_pod_phase(const struct pod_status_input *in);
  * had in old_status, else waits with the old restartCount and lastState (convertToAPIContainerStatuses). */
 int status_pod_generate(const struct pod_status_input *in, json_t **ret);
 
-/* The status manager's checkContainerStateTransition: unless the policy restarts them, containers terminated in
- * old_status (exit code 0 for OnFailure) must stay terminated in new_status; else -EINVAL with *ret_error
+/* The status manager's checkContainerStateTransition: unless their restart policy (the container's own and its
+ * rules, else the pod's) restarts them after that exit, containers terminated in old_status must stay terminated in
+ * new_status; else -EINVAL with *ret_error
  * ("terminated container c attempted illegal transition to non-terminated state"). Init and app containers. */
-int status_pod_check_transition(const json_t *old_status, const json_t *new_status, enum restart_policy policy,
+int status_pod_check_transition(const json_t *old_status, const json_t *new_status, const struct pod_spec *spec,
                                 struct ck_error **ret_error);

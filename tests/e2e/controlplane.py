@@ -45,6 +45,7 @@ RESOURCES = {
     "configmaps": ("/api/v1", True), "secrets": ("/api/v1", True), "serviceaccounts": ("/api/v1", True),
     "namespaces": ("/api/v1", False), "services": ("/api/v1", True), "endpoints": ("/api/v1", True),
     "leases": ("/apis/coordination.k8s.io/v1", True),
+    "runtimeclasses": ("/apis/node.k8s.io/v1", False),
     "certificatesigningrequests": ("/apis/certificates.k8s.io/v1", False),
     "clusterroles": ("/apis/rbac.authorization.k8s.io/v1", False),
     "clusterrolebindings": ("/apis/rbac.authorization.k8s.io/v1", False),
@@ -373,6 +374,8 @@ class ControlPlane:
                 "--kubelet-client-key", self.kubelet_client[1],
                 "--kubelet-preferred-address-types", "InternalIP,ExternalIP,Hostname",
                 "--allow-privileged",
+                # kubectl debug's ephemeral containers (alpha in 1.20)
+                "--feature-gates", "EphemeralContainers=true",
                 "--requestheader-client-ca-file", self.front_proxy.crt,
                 "--requestheader-allowed-names", "front-proxy-client",
                 "--requestheader-username-headers", "X-Remote-User",

@@ -7,7 +7,8 @@ protocol. Only the Python standard library.
 What it serves, with the apiserver's JSON shapes, status codes and error messages:
 
 - discovery: /version, /healthz (/livez, /readyz), /api, /apis, /api/v1, /apis/<group>/<version>
-- core/v1 pods (+ /status), nodes (+ /status), events, configmaps, secrets, serviceaccounts/<n>/token
+- core/v1 pods (+ /status, /resize), nodes (+ /status), events, configmaps, secrets, services (+ /status),
+  serviceaccounts/<n>/token; node.k8s.io/v1 runtimeclasses
   (TokenRequest); coordination.k8s.io/v1 leases; events.k8s.io/v1 events (the core events, converted);
   authentication.k8s.io/v1 tokenreviews and authorization.k8s.io/v1 subjectaccessreviews (create only)
 - every stored resource: GET (get, list, watch, also under the legacy /watch/ prefix), POST, PUT, PATCH,
@@ -27,7 +28,9 @@ period 0; a grace period of 0 still writes the deletionTimestamp before removing
 cannot change spec and a main-resource update cannot change status. A write that changes nothing is not
 stored and bumps no resourceVersion. A UID in a PUT or PATCH body is a precondition (409 on mismatch).
 Creating a pod applies the main API defaults (restartPolicy, dnsPolicy, terminationGracePeriodSeconds, ...)
-and resets status to {"phase": "Pending"}.
+and resets status to {"phase": "Pending"}. Pods have today's API's metadata.generation (1 on create, one more
+for every spec change) and the pods/resize subresource of in-place resize (GET, PUT, PATCH: only the containers'
+and sidecars' resources and resizePolicy change), which the v1.20 control plane of the other tests predates.
 
 Not modelled: admission (no service-account volume, no priority, no namespace existence checks), validation
 beyond metadata.name, managedFields, finalizers, qosClass, server-side apply, deletecollection.
@@ -253,6 +256,8 @@ _KINDS = [
                                  "regarding.namespace", "regarding.uid")}),
     _Kind("configmaps", "ConfigMap"),
     _Kind("secrets", "Secret", fields={"type": "type"}),
+    _Kind("services", "Service", status=True),  # the kubelet's service environment variables read them
+    _Kind("runtimeclasses", "RuntimeClass", group="node.k8s.io", namespaced=False),
 ]
 _ROUTES = {(k.group, k.resource): k for k in _KINDS}
 _STORES = {}  # store -> the kind the public methods use (the first listed; the others are conversions)
@@ -661,7 +666,8 @@ def _resolve(path):
         return _Target("token", ns=ns, name=name)
     kind = _ROUTES.get((group, resource))
     if (kind is None or (ns is not None and not kind.namespaced) or (watch and name is not None)
-            or (sub is not None and not (sub == "status" and kind.status))):
+            or (sub is not None and not (sub == "status" and kind.status)
+                                and not (sub == "resize" and resource == "pods"))):
         raise ApiError(_NOT_FOUND_PATH)
     return _Target("resource", kind, ns, name, sub, watch)
 
@@ -875,6 +881,14 @@ class FakeApiServer:
     def pod(self, name, namespace="default"):
         return self.get("pods", name, namespace)
 
+    def resize(self, name, patch, namespace="default"):
+        """A strategic merge patch through pods/resize, as `kubectl patch --subresource resize` sends it. Raises
+        ApiError. Returns the stored pod."""
+        kind = self._kind("pods")
+        with self._cond:
+            return copy.deepcopy(kind.wire(self._patch(kind, namespace, name,
+                                                       "application/strategic-merge-patch+json", patch, "resize")))
+
     def compact(self):
         """Forget the history: older resourceVersions now give 410 Expired (an ERROR event on a watch)."""
         with self._cond:
@@ -960,6 +974,7 @@ class FakeApiServer:
         meta.pop("deletionGracePeriodSeconds", None)
         if kind.store == "pods":
             _default_pod(obj)
+            meta["generation"] = 1  # pods have a generation (podObservedGenerationTracking, 1.33+)
         return self._commit(kind, "ADDED", key, obj, None)
 
     def _update(self, kind, ns, name, body, sub=None, force=False):
@@ -989,7 +1004,22 @@ class FakeApiServer:
         for field in ("namespace", "uid", "resourceVersion", "creationTimestamp", "deletionTimestamp",
                       "deletionGracePeriodSeconds", "generation"):
             _set_or_pop(meta, field, old_meta.get(field))
-        if kind.status and not force:
+        if sub == "resize" and kind.store == "pods" and not force:
+            # pods/resize (InPlacePodVerticalScaling, GA in 1.35): only the containers' resources and resizePolicy
+            # (regular containers and sidecars) change; everything else stays as it was
+            spec = copy.deepcopy(old.get("spec") or {})
+            for field in ("containers", "initContainers"):
+                wanted = {c.get("name"): c for c in (new.get("spec") or {}).get(field) or []}
+                for c in spec.get(field) or []:
+                    w = wanted.get(c.get("name"))
+                    if w is None or (field == "initContainers" and c.get("restartPolicy") != "Always"):
+                        continue
+                    for k in ("resources", "resizePolicy"):
+                        _set_or_pop(c, k, w.get(k))
+            new = copy.deepcopy(old)
+            new["spec"] = spec
+            meta = new["metadata"]
+        elif kind.status and not force:
             if sub == "status":  # the status endpoint cannot change spec (nor, for pods, ownerReferences)
                 _set_or_pop(new, "spec", old.get("spec"))
                 if kind.store == "pods":
@@ -998,6 +1028,8 @@ class FakeApiServer:
                 _set_or_pop(new, "status", old.get("status"))
         if new == old:  # a no-op write is not stored
             return old, False
+        if kind.store == "pods" and new.get("spec") != old.get("spec") and "generation" in meta:
+            meta["generation"] = old_meta.get("generation", 1) + 1  # a spec change is a new generation
         return self._commit(kind, "MODIFIED", key, new, old), False
 
     def _patch(self, kind, ns, name, content_type, patch, sub):

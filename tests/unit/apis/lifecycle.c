@@ -55,13 +55,14 @@ static void test_restart_policy_validation(void **state) {
                 "    startupProbe: {exec: {command: ['true']}}\n    readinessProbe: {exec: {command: ['true']}}\n"
                 "  containers:\n  - {name: c, image: busybox}\n");
         assert_string_equal(ok, "");
-        app = errors_of("  containers:\n  - {name: c, image: busybox, restartPolicy: Always}\n");
-        assert_non_null(
-                strstr(app, "spec.containers[0].restartPolicy: Forbidden: may not be set for non-init containers"));
-        bad = errors_of("  initContainers:\n  - {name: i, image: busybox, restartPolicy: OnFailure}\n"
+        /* ContainerRestartRules: a regular container (and a regular init container) may have its own */
+        app = errors_of("  containers:\n  - {name: c, image: busybox, restartPolicy: Never}\n"
+                        "  initContainers:\n  - {name: i, image: busybox, restartPolicy: OnFailure}\n");
+        assert_string_equal(app, "");
+        bad = errors_of("  initContainers:\n  - {name: i, image: busybox, restartPolicy: Sometimes}\n"
                         "  containers:\n  - {name: c, image: busybox}\n");
-        assert_non_null(strstr(bad, "spec.initContainers[0].restartPolicy: Unsupported value: \"OnFailure\": "
-                                    "supported values: \"Always\""));
+        assert_non_null(strstr(bad, "spec.initContainers[0].restartPolicy: Unsupported value: \"Sometimes\": "
+                                    "supported values: \"Always\", \"Never\", \"OnFailure\""));
         empty = errors_of("  initContainers:\n  - {name: i, image: busybox, restartPolicy: ''}\n"
                           "  containers:\n  - {name: c, image: busybox}\n");
         assert_non_null(strstr(empty, "spec.initContainers[0].restartPolicy: Required value"));
@@ -72,6 +73,47 @@ static void test_restart_policy_validation(void **state) {
         assert_non_null(strstr(probes,
                                "spec.initContainers[0].startupProbe: Forbidden: may not be set for init containers "
                                "without restartPolicy=Always"));
+}
+
+static void test_restart_rules_validation(void **state) {
+        static const struct {
+                const char *spec, *want; /* want: "" = valid, else a substring of the errors */
+        } cases[] = {
+                { "  containers:\n  - name: c\n    image: busybox\n    restartPolicy: Never\n"
+                  "    restartPolicyRules:\n    - {action: Restart, exitCodes: {operator: In, values: [42, 43]}}\n"
+                  "    - {action: Restart, exitCodes: {operator: NotIn, values: [0]}}\n",
+                  "" },
+                /* rules need the container's own restartPolicy */
+                { "  containers:\n  - name: c\n    image: busybox\n"
+                  "    restartPolicyRules: [{action: Restart, exitCodes: {operator: In, values: [42]}}]\n",
+                  "spec.containers[0].restartPolicy: Required value: must be set when restartPolicyRules are "
+                  "specified" },
+                { "  containers:\n  - name: c\n    image: busybox\n    restartPolicy: Never\n"
+                  "    restartPolicyRules: [{action: Ignore, exitCodes: {operator: In, values: [42]}}]\n",
+                  "spec.containers[0].restartPolicyRules[0].action: Unsupported value: \"Ignore\": supported values: "
+                  "\"Restart\"" },
+                { "  containers:\n  - name: c\n    image: busybox\n    restartPolicy: Never\n"
+                  "    restartPolicyRules: [{action: Restart, exitCodes: {operator: Is, values: [42]}}]\n",
+                  "spec.containers[0].restartPolicyRules[0].exitCodes.operator: Unsupported value: \"Is\": "
+                  "supported values: \"In\", \"NotIn\"" },
+                { "  containers:\n  - name: c\n    image: busybox\n    restartPolicy: Never\n"
+                  "    restartPolicyRules: [{action: Restart}]\n",
+                  "spec.containers[0].restartPolicyRules[0].exitCodes: Required value" },
+                /* a sidecar restarts anyway */
+                { "  initContainers:\n  - name: s\n    image: busybox\n    restartPolicy: Always\n"
+                  "    restartPolicyRules: [{action: Restart, exitCodes: {operator: In, values: [1]}}]\n"
+                  "  containers:\n  - {name: c, image: busybox}\n",
+                  "spec.initContainers[0].restartPolicyRules: Forbidden: may not be set for init containers with "
+                  "restartPolicy=Always" },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                _cleanup_free_ char *got = errors_of(cases[i].spec);
+                if (isempty(cases[i].want))
+                        assert_string_equal(got, "");
+                else if (!strstr(got, cases[i].want))
+                        fail_msg("case %zu: %s", i, got);
+        }
 }
 
 #define APP(lc)                                                                                                           \
@@ -183,9 +225,13 @@ static void test_handler_from_json(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_sidecar_decoded),  cmocka_unit_test(test_restart_policy_validation),
-                cmocka_unit_test(test_hooks_decoded),    cmocka_unit_test(test_hooks_decode_errors),
-                cmocka_unit_test(test_hooks_validation), cmocka_unit_test(test_handler_from_json),
+                cmocka_unit_test(test_sidecar_decoded),
+                cmocka_unit_test(test_restart_policy_validation),
+                cmocka_unit_test(test_hooks_decoded),
+                cmocka_unit_test(test_hooks_decode_errors),
+                cmocka_unit_test(test_hooks_validation),
+                cmocka_unit_test(test_handler_from_json),
+                cmocka_unit_test(test_restart_rules_validation),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

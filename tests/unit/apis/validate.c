@@ -9,6 +9,7 @@
 #include "basic/error.h"
 #include "apis/manifest.h"
 #include "basic/string.h"
+#include "basic/strv.h"
 
 #define META "{name: web, namespace: default}"
 #define SPEC "{containers: [{name: app, image: nginx}]}"
@@ -289,6 +290,128 @@ static void test_spec_fields(void **state) {
                        "spec.serviceAccountName", "Invalid value: \"my sa\": a lowercase RFC 1123 subdomain");
 }
 
+/* the fields of today's pod spec (issue 18): ephemeral containers, resizePolicy, shareProcessNamespace,
+ * readinessGates, runtimeClassName, overhead, AppArmor */
+static void test_newer_spec_fields(void **state) {
+        static const struct {
+                const char *meta, *spec, *field, *detail; /* field NULL: valid */
+        } cases[] = {
+                { META,
+                  "{containers: [{name: app, image: nginx, resizePolicy: [{resourceName: cpu, restartPolicy: "
+                  "NotRequired}, {resourceName: memory, restartPolicy: RestartContainer}]}], "
+                  "ephemeralContainers: [{name: dbg, image: busybox, targetContainerName: app}], "
+                  "shareProcessNamespace: true, setHostnameAsFQDN: true, readinessGates: [{conditionType: "
+                  "example.com/lb}], runtimeClassName: runc, overhead: {cpu: 100m, memory: 10Mi}, "
+                  "securityContext: {appArmorProfile: {type: RuntimeDefault}}}",
+                  NULL, NULL },
+                { META,
+                  "{containers: [{name: app, image: nginx, resizePolicy: [{resourceName: gpu, restartPolicy: "
+                  "NotRequired}]}]}",
+                  "spec.containers[0].resizePolicy",
+                  "Unsupported value: \"gpu\": supported values: \"cpu\", \"memory\"" },
+                { META,
+                  "{containers: [{name: app, image: nginx, resizePolicy: [{resourceName: cpu, restartPolicy: "
+                  "NotRequired}, {resourceName: cpu, restartPolicy: NotRequired}]}]}",
+                  "spec.containers[0].resizePolicy[1]", "Duplicate value: \"cpu\"" },
+                { META,
+                  "{restartPolicy: Never, containers: [{name: app, image: nginx, resizePolicy: [{resourceName: "
+                  "memory, restartPolicy: RestartContainer}]}]}",
+                  "spec.containers[0].resizePolicy",
+                  "Invalid value: \"RestartContainer\": must be 'NotRequired' when `restartPolicy` is 'Never'" },
+                { META,
+                  "{containers: [{name: app, image: nginx}], initContainers: [{name: i, image: nginx, "
+                  "resizePolicy: [{resourceName: cpu, restartPolicy: NotRequired}]}]}",
+                  "spec.initContainers[0].resizePolicy", "Invalid value: " },
+                { META, "{containers: [{name: app, image: nginx}], ephemeralContainers: [{name: app, image: busybox}]}",
+                  "spec.ephemeralContainers[0].name", "Duplicate value: \"app\"" },
+                { META,
+                  "{containers: [{name: app, image: nginx}], ephemeralContainers: [{name: d, image: busybox, "
+                  "targetContainerName: nope}]}",
+                  "spec.ephemeralContainers[0].targetContainerName", "Not found: \"nope\"" },
+                { META,
+                  "{containers: [{name: app, image: nginx}], ephemeralContainers: [{name: d, image: busybox, "
+                  "ports: [{containerPort: 80}]}]}",
+                  "spec.ephemeralContainers[0].ports", "Forbidden: cannot be set for an Ephemeral Container" },
+                { META,
+                  "{containers: [{name: app, image: nginx}], ephemeralContainers: [{name: d, image: busybox, "
+                  "volumeMounts: [{name: v, mountPath: /v, subPath: x}]}], volumes: [{name: v, emptyDir: {}}]}",
+                  "spec.ephemeralContainers[0].volumeMounts[0].subPath",
+                  "Forbidden: cannot be set for an Ephemeral Container" },
+                { META, "{containers: [{name: app, image: nginx}], hostPID: true, shareProcessNamespace: true}",
+                  "spec.securityContext.shareProcessNamespace",
+                  "Invalid value: true: ShareProcessNamespace and HostPID cannot both be enabled" },
+                { META, "{containers: [{name: app, image: nginx}], readinessGates: [{conditionType: 'bad type'}]}",
+                  "spec.readinessGates[0].conditionType", "Invalid value: \"bad type\": name part must consist of" },
+                { META, "{containers: [{name: app, image: nginx}], runtimeClassName: Bad_Name}",
+                  "spec.runtimeClassName", "Invalid value: \"Bad_Name\": a lowercase RFC 1123 subdomain" },
+                { META, "{containers: [{name: app, image: nginx}], overhead: {cpu: -1}}", "spec.overhead.limits[cpu]",
+                  "Invalid value: \"-1\": must be greater than or equal to 0" },
+                { META,
+                  "{containers: [{name: app, image: nginx, securityContext: {appArmorProfile: {type: "
+                  "Localhost}}}]}",
+                  "spec.containers[0].securityContext.appArmorProfile.localhostProfile",
+                  "Required value: must be set when AppArmor type is Localhost" },
+                { META,
+                  "{containers: [{name: app, image: nginx}], securityContext: {appArmorProfile: {type: "
+                  "RuntimeDefault, localhostProfile: x}}}",
+                  "spec.securityContext.appArmorProfile.localhostProfile",
+                  "Invalid value: \"x\": can only be set when AppArmor type is Localhost" },
+                { META, "{containers: [{name: app, image: nginx}], securityContext: {appArmorProfile: {type: Strict}}}",
+                  "spec.securityContext.appArmorProfile.type",
+                  "Unsupported value: \"Strict\": supported values: \"Localhost\", \"RuntimeDefault\", "
+                  "\"Unconfined\"" },
+                { "{name: web, namespace: default, annotations: {container.apparmor.security.beta.kubernetes.io/app: "
+                  "strict}}",
+                  SPEC, "metadata.annotations[container.apparmor.security.beta.kubernetes.io/app]",
+                  "Invalid value: \"strict\": invalid AppArmor profile name: \"strict\"" },
+                { "{name: web, namespace: default, annotations: {container.apparmor.security.beta.kubernetes.io/nope: "
+                  "runtime/default}}",
+                  SPEC, "metadata.annotations[container.apparmor.security.beta.kubernetes.io/nope]",
+                  "Invalid value: \"nope\": container not found" },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                if (!cases[i].field)
+                        expect_valid(cases[i].meta, cases[i].spec);
+                else
+                        expect_invalid(cases[i].meta, cases[i].spec, cases[i].field, cases[i].detail);
+        }
+}
+
+/* the fields accepted but not acted on, said by name */
+static void test_unsupported_fields(void **state) {
+        static const struct {
+                const char *spec, *want; /* want: the joined list, "" for none */
+        } cases[] = {
+                { SPEC, "" },
+                { "{containers: [{name: app, image: nginx}], resources: {limits: {cpu: 1}}}",
+                  "spec.resources (pod-level resources are not applied: the pod cgroup is sized from its containers)" },
+                { "{containers: [{name: app, image: nginx, securityContext: {seLinuxOptions: {level: 's0:c1'}}}], "
+                  "securityContext: {fsGroup: 5, fsGroupChangePolicy: Always}, volumes: [{name: v, emptyDir: {}}]}",
+                  "spec.securityContext.fsGroupChangePolicy (volume ownership is not changed for fsGroup), "
+                  "spec.securityContext.fsGroup (volume ownership is not changed, it is only a supplemental group), "
+                  "spec.containers[0].securityContext.seLinuxOptions (SELinux labels are not applied)" },
+                /* fsGroup without volumes changes nothing upstream either */
+                { "{containers: [{name: app, image: nginx}], securityContext: {fsGroup: 5}}", "" },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                struct pod *p = parse(META, cases[i].spec);
+                char **l = NULL, *j;
+                assert_int_equal(pod_unsupported_fields(p, &l), 0);
+                j = l ? strv_join(l, ", ") : strdup("");
+                if (!streq(j, cases[i].want))
+                        fail_msg("case %zu: %s", i, j);
+                free(j);
+                strv_free(l);
+                pod_free(p);
+        }
+        /* a user namespace goes with none of the host's namespaces */
+        expect_invalid(META, "{containers: [{name: app, image: nginx}], hostUsers: false, hostNetwork: true}",
+                       "spec.hostNetwork", "Forbidden: when `pod.Spec.HostUsers` is false");
+        expect_valid(META, "{containers: [{name: app, image: nginx}], hostUsers: true, hostNetwork: true}");
+}
+
 static void test_error_string(void **state) {
         struct field_errors errs = {};
         struct pod *p = parse("{name: web, namespace: default}", "{containers: [{name: app, image: x}, {name: app}]}");
@@ -331,8 +454,10 @@ int main(void) {
                 cmocka_unit_test(test_env),
                 cmocka_unit_test(test_resources),
                 cmocka_unit_test(test_spec_fields),
+                cmocka_unit_test(test_newer_spec_fields),
                 cmocka_unit_test(test_error_string),
                 cmocka_unit_test(test_name_validators),
+                cmocka_unit_test(test_unsupported_fields),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -114,6 +114,16 @@ static void test_resource_config_for_pod(void **state) {
                       "  - {name: a, image: i, resources: {requests: {cpu: 500m}}}\n");
         assert_int_equal(cm_pod_cpu_requests(p), 2000);
         pod_free(p);
+        /* the pod's overhead (RuntimeClass): added to the requests and to the limits declared */
+        check_config("  overhead: {cpu: 250m, memory: 120Mi}\n  containers:\n"
+                     "  - {name: a, image: i, resources: {limits: {cpu: 250m, memory: 64Mi}}}\n",
+                     512, 50000, 100000, 184 * MI);
+        check_config("  overhead: {cpu: 100m, memory: 120Mi}\n  containers:\n"
+                     "  - {name: a, image: i, resources: {requests: {cpu: 100m}, limits: {memory: 64Mi}}}\n",
+                     204, 0, 0, 184 * MI);
+        p = parse_pod("  overhead: {cpu: 100m}\n  containers:\n  - {name: a, image: i}\n");
+        assert_int_equal(cm_pod_cpu_requests(p), 100);
+        pod_free(p);
 }
 
 static void test_shares_to_weight(void **state) {

@@ -814,6 +814,31 @@ static int h_stop_container(struct call_ctx *x) {
         return GRPC_OK;
 }
 
+/* as containerd: the new values go into the container's config (what ContainerStatus reports) */
+static int h_update_container_resources(struct call_ctx *x) {
+        const Runtime__V1__UpdateContainerResourcesRequest *req = REQ(UpdateContainerResourcesRequest);
+        struct ctr *c = container_find(x->rt, req->container_id);
+        Runtime__V1__LinuxContainerResources *res;
+
+        if (!c)
+                return not_found(x, req->container_id);
+        if (c->c.state != RUNTIME__V1__CONTAINER_STATE__CONTAINER_RUNNING &&
+            c->c.state != RUNTIME__V1__CONTAINER_STATE__CONTAINER_CREATED) {
+                x->message = a_printf(x->a, "container %s is not running", req->container_id);
+                return GRPC_UNKNOWN;
+        }
+        res = c->c.config->linux ? c->c.config->linux->resources : NULL;
+        if (res && req->linux) {
+                res->cpu_period = req->linux->cpu_period;
+                res->cpu_quota = req->linux->cpu_quota;
+                res->cpu_shares = req->linux->cpu_shares;
+                res->memory_limit_in_bytes = req->linux->memory_limit_in_bytes;
+                res->memory_swap_limit_in_bytes = req->linux->memory_swap_limit_in_bytes;
+        }
+        x->resp = &NEW(UpdateContainerResourcesResponse, RUNTIME__V1__UPDATE_CONTAINER_RESOURCES_RESPONSE__INIT)->base;
+        return GRPC_OK;
+}
+
 static int h_remove_container(struct call_ctx *x) {
         struct ctr *c = container_find(x->rt, REQ(RemoveContainerRequest)->container_id);
 
@@ -905,6 +930,11 @@ static int h_container_status(struct call_ctx *x) {
         st->log_path = c->c.log_path;
         st->n_mounts = cfg->n_mounts;
         st->mounts = cfg->mounts;
+        if (cfg->linux && cfg->linux->resources) {
+                /* the resources it runs with, as containerd reports them */
+                st->resources = NEW(ContainerResources, RUNTIME__V1__CONTAINER_RESOURCES__INIT);
+                st->resources->linux = cfg->linux->resources;
+        }
         COPY_MAP(x->a, st->n_labels, st->labels, Runtime__V1__ContainerStatus__LabelsEntry,
                  RUNTIME__V1__CONTAINER_STATUS__LABELS_ENTRY__INIT, cfg->n_labels, cfg->labels);
         COPY_MAP(x->a, st->n_annotations, st->annotations, Runtime__V1__ContainerStatus__AnnotationsEntry,
@@ -1211,6 +1241,8 @@ static const struct method methods[] = {
           h_start_container, SUBJ_CONTAINER_ID, true),
         M("StopContainer", "stop_container", false, stop_container_request, stop_container_response, h_stop_container,
           SUBJ_CONTAINER_ID, true),
+        M("UpdateContainerResources", "update_container", false, update_container_resources_request,
+          update_container_resources_response, h_update_container_resources, SUBJ_CONTAINER_ID, true),
         M("RemoveContainer", "remove_container", false, remove_container_request, remove_container_response,
           h_remove_container, SUBJ_CONTAINER_ID, true),
         M("ListContainers", "list_containers", false, list_containers_request, list_containers_response,
@@ -1616,6 +1648,8 @@ CRI_DEFINE(cri_start_container, RuntimeService, StartContainer, StartContainerRe
            runtime__v1__start_container_response__descriptor)
 CRI_DEFINE(cri_stop_container, RuntimeService, StopContainer, StopContainerRequest,
            runtime__v1__stop_container_response__descriptor)
+CRI_DEFINE(cri_update_container_resources, RuntimeService, UpdateContainerResources, UpdateContainerResourcesRequest,
+           runtime__v1__update_container_resources_response__descriptor)
 CRI_DEFINE(cri_remove_container, RuntimeService, RemoveContainer, RemoveContainerRequest,
            runtime__v1__remove_container_response__descriptor)
 CRI_DEFINE(cri_list_containers, RuntimeService, ListContainers, ListContainersRequest,

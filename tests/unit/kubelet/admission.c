@@ -50,6 +50,13 @@ static void test_requests(void **state) {
         assert_int_equal(cpu, 2000);
         assert_int_equal(mem, 64 * MIB);
         pod_free(p);
+        /* the pod's overhead counts too */
+        p = parse_pod("  overhead: {cpu: 250m, memory: 120Mi}\n"
+                      "  containers:\n  - {name: a, image: i, resources: {requests: {cpu: 100m, memory: 64Mi}}}\n");
+        kubelet_pod_requests(p, &cpu, &mem);
+        assert_int_equal(cpu, 350);
+        assert_int_equal(mem, 184 * MIB);
+        pod_free(p);
 }
 
 static void test_admit(void **state) {
@@ -152,12 +159,43 @@ static void test_extended(void **state) {
         pod_free(other);
 }
 
+/* the pod's OS: its kubernetes.io/os node selector, then spec.os, must be the node's (linux) */
+static void test_admit_os(void **state) {
+        struct admission_node node = { .cpu_milli = 2000, .memory_bytes = 1024 * MIB };
+        static const struct {
+                const char *spec, *reason, *message;
+        } cases[] = {
+                { "  os: {name: linux}\n  nodeSelector: {kubernetes.io/os: linux}\n", NULL, NULL },
+                { "  nodeSelector: {kubernetes.io/os: windows}\n", "PodOSSelectorNodeLabelDoesNotMatch",
+                  "Failed to admit pod as the `kubernetes.io/os` label doesn't match node label" },
+                { "  os: {name: windows}\n", "PodOSNotSupported",
+                  "Failed to admit pod as the OS field doesn't match node OS" },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                _cleanup_free_ char *spec = NULL;
+                char *reason = NULL;
+                char *msg = NULL;
+                struct pod *p;
+                assert_true(asprintf(&spec, "%s  containers:\n  - {name: a, image: i}\n", cases[i].spec) > 0);
+                p = parse_pod(spec);
+                if (!cases[i].reason)
+                        assert_int_equal(kubelet_admit(p, NULL, 0, &node, &reason, &msg), 0);
+                else {
+                        assert_int_equal(kubelet_admit(p, NULL, 0, &node, &reason, &msg), -ENOSPC);
+                        assert_string_equal(reason, cases[i].reason);
+                        assert_string_equal(msg, cases[i].message);
+                }
+                free(reason);
+                free(msg);
+                pod_free(p);
+        }
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_requests),
-                cmocka_unit_test(test_extended),
-                cmocka_unit_test(test_admit),
-                cmocka_unit_test(test_sysctls),
+                cmocka_unit_test(test_admit_os), cmocka_unit_test(test_requests), cmocka_unit_test(test_extended),
+                cmocka_unit_test(test_admit),    cmocka_unit_test(test_sysctls),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

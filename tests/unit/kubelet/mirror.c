@@ -44,7 +44,7 @@ static void test_plan(void **state) {
         struct mirror_action *act = NULL;
         size_t n = 0;
 
-        assert_int_equal(kubelet_mirror_plan(pods, 3, observed, 4, &act, &n), 0);
+        assert_int_equal(kubelet_mirror_plan(pods, NULL, 3, observed, 4, &act, &n), 0);
         assert_int_equal(n, 3);
         assert_int_equal(act[0].kind, MIRROR_DELETE); /* b's outdated mirror; created after it is gone */
         assert_int_equal(act[0].index, 1);
@@ -56,13 +56,23 @@ static void test_plan(void **state) {
 
         /* a mirror being deleted (by a user) is waited for, then created again */
         const struct mirror_observed going[] = { { "kube-system", "a", "u-a", "h1", true } };
-        assert_int_equal(kubelet_mirror_plan(pods, 1, going, 1, &act, &n), 0);
+        assert_int_equal(kubelet_mirror_plan(pods, NULL, 1, going, 1, &act, &n), 0);
         assert_int_equal(n, 0);
         free(act);
-        assert_int_equal(kubelet_mirror_plan(pods, 1, NULL, 0, &act, &n), 0);
+        assert_int_equal(kubelet_mirror_plan(pods, NULL, 1, NULL, 0, &act, &n), 0);
         assert_int_equal(n, 1);
         assert_int_equal(act[0].kind, MIRROR_CREATE);
         free(act);
+        /* terminating static pods (their manifests removed, containers stopping): b's outdated mirror and a's stay,
+         * c gets none created; z's static pod is gone for good: its mirror goes */
+        {
+                const bool term[] = { true, true, true };
+                assert_int_equal(kubelet_mirror_plan(pods, term, 3, observed, 4, &act, &n), 0);
+                assert_int_equal(n, 1);
+                assert_int_equal(act[0].kind, MIRROR_DELETE);
+                assert_int_equal(act[0].index, 2);
+                free(act);
+        }
         pod_free(a);
         pod_free(b);
         pod_free(c);

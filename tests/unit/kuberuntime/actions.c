@@ -13,6 +13,7 @@
 #include "basic/backoff.h"
 #include "basic/strmap.h"
 #include "container/labels.h"
+#include "basic/strv.h"
 
 static struct pod *parse_pod(const char *yaml) {
         struct pod_set set = {};
@@ -847,45 +848,288 @@ static void test_crash_backoff_decision(void **state) {
         backoff_done(&b);
 }
 
-/* ---- the kill step's rounds */
+/* ---- container restart rules (ContainerRestartRules) */
 
-static void test_kill_rounds(void **state) {
-        _cleanup_pod_free_ struct pod *p = parse_pod(POD("Always"));
+#define RULES_POD                                                                            \
+        "apiVersion: v1\nkind: Pod\n"                                                        \
+        "metadata: {name: web, namespace: default}\n"                                        \
+        "spec:\n"                                                                            \
+        "  restartPolicy: Never\n"                                                           \
+        "  containers:\n"                                                                    \
+        "  - name: rules\n    image: busybox:1.36\n    restartPolicy: Never\n"               \
+        "    restartPolicyRules:\n"                                                          \
+        "    - {action: Restart, exitCodes: {operator: In, values: [42, 43]}}\n"             \
+        "    - {action: Restart, exitCodes: {operator: NotIn, values: [0, 1, 2, 42, 43]}}\n" \
+        "  - {name: always, image: busybox:1.36, restartPolicy: Always}\n"                   \
+        "  - {name: onfailure, image: busybox:1.36, restartPolicy: OnFailure}\n"             \
+        "  - {name: pods, image: busybox:1.36}\n"
+
+static void test_restart_rules(void **state) {
+        _cleanup_pod_free_ struct pod *p = parse_pod(RULES_POD);
+        static const struct {
+                size_t container;
+                int32_t exit_code;
+                bool restart;
+        } cases[] = {
+                /* the rules first: In [42 43] restarts; NotIn [0 1 2 42 43] restarts anything else but 0, 1, 2;
+                 * then the container's own Never */
+                { 0, 42, true },
+                { 0, 43, true },
+                { 0, 0, false },
+                { 0, 1, false },
+                { 0, 2, false },
+                { 0, 7, true },
+                { 0, 137, true },
+                /* the container's own policy in a Never pod */
+                { 1, 0, true },
+                { 1, 1, true },
+                { 2, 0, false },
+                { 2, 3, true },
+                /* no policy of its own: the pod's Never */
+                { 3, 0, false },
+                { 3, 1, false },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                if (container_should_restart_on_exit(&p->spec, &p->spec.containers[cases[i].container],
+                                                     cases[i].exit_code) != cases[i].restart)
+                        fail_msg("case %zu: container %s exit %d: expected restart=%d", i,
+                                 p->spec.containers[cases[i].container].name, cases[i].exit_code, cases[i].restart);
+        }
+        assert_true(pod_may_restart_containers(&p->spec));
+
+        /* computePodActions: the exited containers that restart are started again, in the Never pod */
+        {
+                _cleanup_(kc_pod_status_freep) struct kc_pod_status *s = status_new();
+                struct kr_pod_actions a;
+
+                add_sandbox(s, "sb1", 0, KC_SANDBOX_READY, 1, false, "10.0.0.2");
+                add_container(s, p, 0, "c-rules", KC_CONTAINER_EXITED, 42, 2, true);
+                add_container(s, p, 1, "c-always", KC_CONTAINER_EXITED, 0, 3, true);
+                add_container(s, p, 2, "c-onfailure", KC_CONTAINER_EXITED, 0, 4, true);
+                add_container(s, p, 3, "c-pods", KC_CONTAINER_EXITED, 1, 5, true);
+                kc_pod_status_sort(s);
+                assert_int_equal(kr_compute_pod_actions(p, s, NULL, &a), 0);
+                assert_false(a.kill_pod);
+                assert_int_equal(a.n_start, 2);
+                assert_int_equal(a.start[0], 0);
+                assert_int_equal(a.start[1], 1);
+                kr_pod_actions_done(&a);
+        }
+        /* exit 1 matches no rule: the container's Never; nothing else to run: the pod is done */
+        {
+                _cleanup_(kc_pod_status_freep) struct kc_pod_status *s = status_new();
+                struct kr_pod_actions a;
+
+                add_sandbox(s, "sb1", 0, KC_SANDBOX_READY, 1, false, "10.0.0.2");
+                add_container(s, p, 0, "c-rules", KC_CONTAINER_EXITED, 1, 2, true);
+                add_container(s, p, 1, "c-always", KC_CONTAINER_RUNNING, 0, 3, true);
+                add_container(s, p, 2, "c-onfailure", KC_CONTAINER_EXITED, 0, 4, true);
+                add_container(s, p, 3, "c-pods", KC_CONTAINER_EXITED, 0, 5, true);
+                kc_pod_status_sort(s);
+                assert_int_equal(kr_compute_pod_actions(p, s, NULL, &a), 0);
+                assert_false(a.kill_pod); /* "always" still runs */
+                assert_int_equal(a.n_start, 0);
+                kr_pod_actions_done(&a);
+        }
+        /* the sandbox is down: only the containers their rules start again get a new sandbox; when none does, no
+         * new sandbox is made (the pod is done, not started again) */
+        {
+                _cleanup_(kc_pod_status_freep) struct kc_pod_status *s = status_new();
+                struct kr_pod_actions a;
+
+                add_sandbox(s, "sb1", 0, KC_SANDBOX_NOTREADY, 1, false, "");
+                add_container(s, p, 0, "c-rules", KC_CONTAINER_EXITED, 1, 2, true);
+                add_container(s, p, 1, "c-always", KC_CONTAINER_EXITED, 137, 3, true);
+                add_container(s, p, 2, "c-onfailure", KC_CONTAINER_EXITED, 0, 4, true);
+                add_container(s, p, 3, "c-pods", KC_CONTAINER_EXITED, 137, 5, true);
+                kc_pod_status_sort(s);
+                assert_int_equal(kr_compute_pod_actions(p, s, NULL, &a), 0);
+                assert_true(a.create_sandbox);
+                assert_int_equal(a.n_start, 1);
+                assert_int_equal(a.start[0], 1);
+                kr_pod_actions_done(&a);
+        }
+        {
+                _cleanup_pod_free_ struct pod *q = parse_pod("apiVersion: v1\nkind: Pod\n"
+                                                             "metadata: {name: web, namespace: default}\n"
+                                                             "spec:\n  restartPolicy: Never\n  containers:\n"
+                                                             "  - name: rules\n    image: busybox:1.36\n"
+                                                             "    restartPolicyRules:\n"
+                                                             "    - {action: Restart, exitCodes: {operator: In, "
+                                                             "values: [42]}}\n"
+                                                             "  - {name: pods, image: busybox:1.36}\n");
+                _cleanup_(kc_pod_status_freep) struct kc_pod_status *s = status_new();
+                struct kr_pod_actions a;
+
+                add_sandbox(s, "sb1", 0, KC_SANDBOX_NOTREADY, 1, false, "");
+                add_container(s, q, 0, "c-rules", KC_CONTAINER_EXITED, 1, 2, true);
+                add_container(s, q, 1, "c-pods", KC_CONTAINER_EXITED, 0, 3, true);
+                kc_pod_status_sort(s);
+                assert_int_equal(kr_compute_pod_actions(q, s, NULL, &a), 0);
+                assert_false(a.create_sandbox);
+                assert_int_equal(a.n_start, 0);
+                kr_pod_actions_done(&a);
+        }
+}
+
+/* ---- ephemeral containers */
+
+static void add_named(struct kc_pod_status *s, const char *name, const char *id, enum kc_container_state st,
+                      int64_t created, bool sidecar);
+
+static void test_ephemeral_containers(void **state) {
+        _cleanup_pod_free_ struct pod *p = parse_pod(
+                "apiVersion: v1\nkind: Pod\nmetadata: {name: web, namespace: default}\nspec:\n"
+                "  initContainers: [{name: init, image: busybox:1.36}]\n"
+                "  containers: [{name: a, image: busybox:1.36}]\n"
+                "  ephemeralContainers:\n"
+                "  - {name: dbg1, image: busybox:1.36, targetContainerName: a}\n"
+                "  - {name: dbg2, image: busybox:1.36}\n");
+        _cleanup_(kc_pod_status_freep) struct kc_pod_status *s = status_new();
+        struct kr_pod_actions a;
+
+        /* no sandbox yet: the sandbox and the first init container; ephemeral containers wait for it */
+        assert_int_equal(kr_compute_pod_actions(p, s, NULL, &a), 0);
+        assert_true(a.create_sandbox);
+        assert_int_equal(a.n_ephemeral_start, 0);
+        kr_pod_actions_done(&a);
+
+        /* while the init container runs: both ephemeral containers start */
+        add_sandbox(s, "sb1", 0, KC_SANDBOX_READY, 1, false, "10.0.0.2");
+        add_named(s, "init", "c-init", KC_CONTAINER_RUNNING, 2, false);
+        kc_pod_status_sort(s);
+        assert_int_equal(kr_compute_pod_actions(p, s, NULL, &a), 0);
+        assert_int_equal(a.n_ephemeral_start, 2);
+        assert_int_equal(a.ephemeral_start[0], 0);
+        assert_int_equal(a.ephemeral_start[1], 1);
+        assert_int_equal(a.n_start, 0);
+        kr_pod_actions_done(&a);
+
+        /* one has run and exited: never started again; the other still is to start */
+        add_named(s, "dbg1", "c-dbg1", KC_CONTAINER_EXITED, 3, false);
+        kc_pod_status_sort(s);
+        assert_int_equal(kr_compute_pod_actions(p, s, NULL, &a), 0);
+        assert_int_equal(a.n_ephemeral_start, 1);
+        assert_int_equal(a.ephemeral_start[0], 1);
+        kr_pod_actions_done(&a);
+}
+
+/* ---- the kill step's order (newTerminationOrdering) */
+
+#define ORDER_POD                                                      \
+        "apiVersion: v1\nkind: Pod\n"                                  \
+        "metadata: {name: web, namespace: default}\n"                  \
+        "spec:\n"                                                      \
+        "  initContainers:\n"                                          \
+        "  - {name: s1, image: busybox:1.36, restartPolicy: Always}\n" \
+        "  - {name: init, image: busybox:1.36}\n"                      \
+        "  - {name: s2, image: busybox:1.36, restartPolicy: Always}\n" \
+        "  - {name: s3, image: busybox:1.36, restartPolicy: Always}\n" \
+        "  containers:\n"                                              \
+        "  - {name: a, image: busybox:1.36}\n"                         \
+        "  - {name: b, image: busybox:1.36}\n"
+
+static void add_named(struct kc_pod_status *s, const char *name, const char *id, enum kc_container_state st,
+                      int64_t created, bool sidecar) {
+        struct kc_container *c = calloc(1, sizeof(*c));
+        c->id = strdup(id);
+        c->sandbox_id = strdup("sb1");
+        c->name = strdup(name);
+        c->state = st;
+        c->created_at = created;
+        c->hash = strdup("");
+        c->have_status = true;
+        if (sidecar)
+                assert_int_equal(strmap_set(&c->annotations, ANNOTATION_CONTAINER_SIDECAR, "true"), 0);
+        assert_int_equal(kc_pod_status_add_container(s, c), 0);
+}
+
+static const struct kr_kill_target *target(const struct kr_kill_target *t, size_t n, const char *id) {
+        for (size_t i = 0; i < n; i++)
+                if (streq(t[i].container->id, id))
+                        return &t[i];
+        fail_msg("no target %s", id);
+        return NULL;
+}
+
+static int cmp_str(const void *x, const void *y) {
+        return strcmp(*(char *const *) x, *(char *const *) y);
+}
+
+/* the ids a target waits for, sorted, joined with ',' */
+static char *after_ids(const struct kr_kill_target *t, size_t n, const char *id) {
+        const struct kr_kill_target *x = target(t, n, id);
+        char **ids = NULL;
+        char *j;
+        for (size_t i = 0; i < x->n_after; i++)
+                assert_int_equal(strv_extend(&ids, t[x->after[i]].container->id), 0);
+        if (ids) /* qsort's array may not be NULL, even empty */
+                qsort(ids, strv_length(ids), sizeof(char *), cmp_str);
+        j = ids ? strv_join(ids, ",") : strdup("");
+        strv_free(ids);
+        return j;
+}
+
+static void test_kill_order(void **state) {
+        _cleanup_pod_free_ struct pod *p = parse_pod(ORDER_POD);
         _cleanup_(kc_pod_status_freep) struct kc_pod_status *s = status_new();
         struct kr_pod_actions a = { .kill_pod = true, .sandbox_reason = "why" };
         struct kr_kill_target *t = NULL;
         size_t n = 0;
+        static const struct {
+                const char *id, *after_with_spec, *after_without_spec;
+        } expect[] = {
+                /* main containers and a regular init container: at once */
+                { "c-a", "", "" },
+                { "c-unknown", "", "" },
+                { "c-init", "", "" },
+                /* s3 started last: it stops first, after the main containers */
+                { "c-s3", "c-a,c-unknown", "c-a,c-init,c-unknown" },
+                /* s2 after s3; s1 after s2 (spec order). Without the spec: creation order, where s1 was
+                 * restarted last (created after s3), so it stops first and s3 after it */
+                { "c-s2", "c-a,c-s3,c-unknown", "c-a,c-init,c-s3,c-unknown" },
+                { "c-s1", "c-a,c-s2,c-unknown", "c-a,c-init,c-unknown" },
+        };
 
         add_sandbox(s, "sb1", 0, KC_SANDBOX_READY, 1, false, "10.0.0.2");
-        add_container(s, p, 0, "c-a", KC_CONTAINER_RUNNING, 0, 2, true);
-        add_container(s, p, 1, "c-b", KC_CONTAINER_EXITED, 0, 3, true);
-        add_container(s, p, 1, "c-side", KC_CONTAINER_RUNNING, 0, 4, true);
-        add_container(s, p, 1, "c-unknown", KC_CONTAINER_UNKNOWN, 0, 5, true);
+        add_named(s, "s2", "c-s2", KC_CONTAINER_RUNNING, 3, true);
+        add_named(s, "s3", "c-s3", KC_CONTAINER_RUNNING, 4, true);
+        add_named(s, "s1", "c-s1", KC_CONTAINER_RUNNING, 9, true); /* restarted last */
+        add_named(s, "s1", "c-s1-old", KC_CONTAINER_EXITED, 2, true);
+        add_named(s, "init", "c-init", KC_CONTAINER_RUNNING, 5, false);
+        add_named(s, "a", "c-a", KC_CONTAINER_RUNNING, 6, false);
+        add_named(s, "b", "c-b", KC_CONTAINER_EXITED, 7, false);
+        add_named(s, "b", "c-unknown", KC_CONTAINER_UNKNOWN, 8, false);
         kc_pod_status_sort(s);
-        for (size_t i = 0; i < s->n_containers; i++)
-                if (streq(s->containers[i]->id, "c-side"))
-                        assert_int_equal(strmap_set(&s->containers[i]->annotations, ANNOTATION_CONTAINER_SIDECAR,
-                                                    "true"),
-                                         0);
 
-        /* KillPod, round 0: the running and unknown regular containers, with the sandbox's reason */
-        assert_int_equal(kr_compute_kill_round(s, &a, 0, &t, &n), 0);
-        assert_int_equal(n, 2);
-        for (size_t i = 0; i < n; i++) {
-                assert_true(streq(t[i].container->id, "c-a") || streq(t[i].container->id, "c-unknown"));
-                assert_string_equal(t[i].reason, "Killing");
-                assert_string_equal(t[i].message, "why");
-                assert_false(t[i].remove);
-                assert_int_equal(t[i].grace_override, -1);
+        /* KillPod with the spec: every running or unknown instance, with the sandbox's reason */
+        assert_int_equal(kr_compute_kill_order(p, s, &a, &t, &n), 0);
+        assert_int_equal(n, ELEMENTSOF(expect));
+        for (size_t i = 0; i < ELEMENTSOF(expect); i++) {
+                _cleanup_free_ char *got = after_ids(t, n, expect[i].id);
+                const struct kr_kill_target *x = target(t, n, expect[i].id);
+                assert_string_equal(got, expect[i].after_with_spec);
+                assert_string_equal(x->reason, "Killing");
+                assert_string_equal(x->message, "why");
+                assert_false(x->remove);
+                assert_int_equal(x->grace_override, -1);
         }
-        free(t);
-        /* round 1: the sidecars */
-        assert_int_equal(kr_compute_kill_round(s, &a, 1, &t, &n), 0);
-        assert_int_equal(n, 1);
-        assert_string_equal(t[0].container->id, "c-side");
-        free(t);
+        kr_kill_targets_free(t, n);
 
-        /* not KillPod: round 0 is the decision's kill list (its reasons), round 1 nothing */
+        /* a pod no longer known: sidecars by their annotation, in creation order; every other one is main */
+        assert_int_equal(kr_compute_kill_order(NULL, s, &a, &t, &n), 0);
+        assert_int_equal(n, ELEMENTSOF(expect));
+        for (size_t i = 0; i < ELEMENTSOF(expect); i++) {
+                _cleanup_free_ char *got = after_ids(t, n, expect[i].id);
+                if (streq(expect[i].id, "c-s3"))
+                        assert_string_equal(got, "c-a,c-init,c-s1,c-unknown");
+                else
+                        assert_string_equal(got, expect[i].after_without_spec);
+        }
+        kr_kill_targets_free(t, n);
+
+        /* not KillPod: the decision's kill list (its reasons), no order */
         a.kill_pod = false;
         a.kill = calloc(1, sizeof(*a.kill));
         a.n_kill = 1;
@@ -894,17 +1138,15 @@ static void test_kill_rounds(void **state) {
                                                  .message = strdup("m"),
                                                  .remove = true,
                                                  .grace_override = 7 };
-        assert_int_equal(kr_compute_kill_round(s, &a, 0, &t, &n), 0);
+        assert_int_equal(kr_compute_kill_order(p, s, &a, &t, &n), 0);
         assert_int_equal(n, 1);
         assert_ptr_equal(t[0].container, s->containers[0]);
         assert_string_equal(t[0].reason, "LivenessProbe");
         assert_string_equal(t[0].message, "m");
         assert_true(t[0].remove);
         assert_int_equal(t[0].grace_override, 7);
-        free(t);
-        assert_int_equal(kr_compute_kill_round(s, &a, 1, &t, &n), 0);
-        assert_int_equal(n, 0);
-        free(t);
+        assert_int_equal(t[0].n_after, 0);
+        kr_kill_targets_free(t, n);
         kr_pod_actions_done(&a);
 }
 
@@ -936,7 +1178,9 @@ int main(void) {
                 cmocka_unit_test(test_sidecar_restarted_whatever_the_policy),
                 cmocka_unit_test(test_decide_image_table),
                 cmocka_unit_test(test_crash_backoff_decision),
-                cmocka_unit_test(test_kill_rounds),
+                cmocka_unit_test(test_restart_rules),
+                cmocka_unit_test(test_ephemeral_containers),
+                cmocka_unit_test(test_kill_order),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

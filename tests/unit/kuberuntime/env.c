@@ -13,6 +13,7 @@
 #include "basic/strv.h"
 #include "kuberuntime/config.h"
 #include "kuberuntime/env.h"
+#include "basic/string.h"
 #include "objects/objects.h"
 
 static struct pod *parse_pod(const char *labels, const char *containers) {
@@ -304,6 +305,94 @@ static void expect_valid(const char *container_json) {
 
 #define C(env) "{\"name\":\"c\",\"image\":\"i\"," env "}"
 
+/* getServiceEnvVarMap + envvars.FromServices, and how makeEnvironmentVariables adds them */
+static void test_service_env(void **state) {
+        json_t *master = json_pack("{s:{s:s, s:s}, s:{s:s, s:[{s:s, s:i, s:s}]}}", "metadata", "name", "kubernetes",
+                                   "namespace", "default", "spec", "clusterIP", "10.96.0.1", "ports", "name", "https",
+                                   "port", 443, "protocol", "TCP");
+        json_t *list = json_pack("[{s:{s:s}, s:{s:s, s:[{s:i}, {s:s, s:i, s:s}]}},"
+                                 " {s:{s:s}, s:{s:s, s:[{s:i}]}},"
+                                 " {s:{s:s}, s:{s:s, s:[{s:i, s:s}]}}]",
+                                 "metadata", "name", "my-web", "spec", "clusterIP", "10.96.5.6", "ports", "port", 80,
+                                 "name", "metrics", "port", 9090, "protocol", "UDP", "metadata", "name", "headless",
+                                 "spec", "clusterIP", "None", "ports", "port", 53, "metadata", "name", "v6", "spec",
+                                 "clusterIP", "fd00::10", "ports", "port", 8080, "protocol", "SCTP");
+        static const struct {
+                const char *name, *value;
+        } want[] = {
+                { "KUBERNETES_SERVICE_HOST", "10.96.0.1" },
+                { "KUBERNETES_SERVICE_PORT", "443" },
+                { "KUBERNETES_SERVICE_PORT_HTTPS", "443" },
+                { "KUBERNETES_PORT", "tcp://10.96.0.1:443" },
+                { "KUBERNETES_PORT_443_TCP", "tcp://10.96.0.1:443" },
+                { "KUBERNETES_PORT_443_TCP_PROTO", "tcp" },
+                { "KUBERNETES_PORT_443_TCP_PORT", "443" },
+                { "KUBERNETES_PORT_443_TCP_ADDR", "10.96.0.1" },
+                { "MY_WEB_SERVICE_HOST", "10.96.5.6" },
+                { "MY_WEB_SERVICE_PORT", "80" },
+                { "MY_WEB_SERVICE_PORT_METRICS", "9090" },
+                { "MY_WEB_PORT", "tcp://10.96.5.6:80" },
+                { "MY_WEB_PORT_80_TCP", "tcp://10.96.5.6:80" },
+                { "MY_WEB_PORT_80_TCP_PROTO", "tcp" },
+                { "MY_WEB_PORT_80_TCP_PORT", "80" },
+                { "MY_WEB_PORT_80_TCP_ADDR", "10.96.5.6" },
+                { "MY_WEB_PORT_9090_UDP", "udp://10.96.5.6:9090" },
+                { "MY_WEB_PORT_9090_UDP_PROTO", "udp" },
+                { "MY_WEB_PORT_9090_UDP_PORT", "9090" },
+                { "MY_WEB_PORT_9090_UDP_ADDR", "10.96.5.6" },
+                { "V6_SERVICE_HOST", "fd00::10" },
+                { "V6_PORT", "sctp://[fd00::10]:8080" },
+                { "V6_PORT_8080_SCTP_ADDR", "fd00::10" },
+        };
+        struct strmap env = {};
+
+        assert_int_equal(kr_service_env(master, list, "ns1", true, &env), 0);
+        for (size_t i = 0; i < ELEMENTSOF(want); i++) {
+                const char *v = strmap_get(&env, want[i].name);
+                if (!streq_ptr(v, want[i].value))
+                        fail_msg("%s=%s, want %s", want[i].name, strna(v), want[i].value);
+        }
+        assert_int_equal(env.n, 8 + 12 + 7); /* nothing for the headless service */
+        assert_null(strmap_get(&env, "HEADLESS_SERVICE_HOST"));
+        strmap_done(&env);
+
+        /* enableServiceLinks false: only the master service */
+        assert_int_equal(kr_service_env(master, list, "ns1", false, &env), 0);
+        assert_int_equal(env.n, 8);
+        assert_string_equal(strmap_get(&env, "KUBERNETES_SERVICE_HOST"), "10.96.0.1");
+        strmap_done(&env);
+
+        /* no API server: nothing */
+        assert_int_equal(kr_service_env(NULL, NULL, "ns1", true, &env), 0);
+        assert_int_equal(env.n, 0);
+        strmap_done(&env);
+
+        /* makeEnvironmentVariables: services last, unless the container defines the name; $(VAR) sees them */
+        {
+                struct pod_objects *objs = NULL;
+                struct kc_build_context ctx = { .node_name = "node1" };
+                struct pod *p = parse_pod("", "  - name: app\n    image: busybox\n    env:\n"
+                                              "    - {name: URL, value: 'https://$(KUBERNETES_SERVICE_HOST):443'}\n"
+                                              "    - {name: MY_WEB_SERVICE_PORT, value: mine}\n");
+                assert_int_equal(objects_pod_new(&objs), 0);
+                assert_int_equal(objects_pod_put(objs, "Service", "default", "kubernetes", master), 0);
+                assert_int_equal(objects_pod_put(objs, "ServiceList", "ns1", "", list), 0);
+                ctx.objects = objs;
+                assert_int_equal(kr_make_environment(p, &p->spec.containers[0], &ctx, &env), 0);
+                assert_string_equal(env.keys[0], "URL");
+                assert_string_equal(env.values[0], "https://10.96.0.1:443");
+                assert_string_equal(env.keys[1], "MY_WEB_SERVICE_PORT");
+                assert_string_equal(env.values[1], "mine");
+                assert_string_equal(strmap_get(&env, "MY_WEB_SERVICE_HOST"), "10.96.5.6");
+                assert_int_equal(env.n, 2 + 27 - 1); /* MY_WEB_SERVICE_PORT is the container's */
+                strmap_done(&env);
+                objects_pod_free(objs);
+                pod_free(p);
+        }
+        json_decref(master);
+        json_decref(list);
+}
+
 static void test_validate(void **state) {
         expect_valid(C(
                 "\"env\":[{\"name\":\"A\",\"valueFrom\":{\"fieldRef\":{\"fieldPath\":\"metadata.labels['a']\"}}},"
@@ -371,9 +460,8 @@ static void test_validate(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_expand),
-                cmocka_unit_test(test_env_all_sources),
-                cmocka_unit_test(test_env_errors),
+                cmocka_unit_test(test_expand),     cmocka_unit_test(test_env_all_sources),
+                cmocka_unit_test(test_env_errors), cmocka_unit_test(test_service_env),
                 cmocka_unit_test(test_validate),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -11,6 +11,8 @@
 #include "apis/manifest.h"
 #include "kuberuntime/config.h"
 #include "kuberuntime/security.h"
+#include "basic/fs.h"
+#include "basic/string.h"
 
 static struct pod *parse_spec(const char *spec) {
         _cleanup_free_ char *yaml = NULL;
@@ -306,8 +308,171 @@ static void test_validate(void **state) {
                        "Invalid value: \"string\": must be of type boolean");
 }
 
+/* AppArmor: the container's field, its annotation, the pod's field, in that order; CRI's profile and the
+ * deprecated string; the admit handler on a host without AppArmor */
+static void test_apparmor(void **state) {
+        struct kc_build_context ctx = { .root_dir = "/var/lib/ck", .pod_logs_dir = "/tmp" };
+        Runtime__V1__ContainerConfig *cfg = NULL;
+        _cleanup_free_ char *msg = NULL;
+        struct pod *p;
+        static const struct {
+                const char *annotations, *pod_profile, *container_profile;
+                int type; /* -1: none */
+                const char *deprecated, *ref;
+        } cases[] = {
+                { "{}", NULL, NULL, -1, NULL, NULL },
+                { "{}", "{type: RuntimeDefault}", NULL, RUNTIME__V1__SECURITY_PROFILE__PROFILE_TYPE__RuntimeDefault,
+                  "runtime/default", NULL },
+                { "{}", "{type: RuntimeDefault}", "{type: Unconfined}",
+                  RUNTIME__V1__SECURITY_PROFILE__PROFILE_TYPE__Unconfined, "unconfined", NULL },
+                { "{container.apparmor.security.beta.kubernetes.io/app: localhost/k8s-deny}", "{type: RuntimeDefault}",
+                  NULL, RUNTIME__V1__SECURITY_PROFILE__PROFILE_TYPE__Localhost, "localhost/k8s-deny", "k8s-deny" },
+                { "{container.apparmor.security.beta.kubernetes.io/app: unconfined}", NULL,
+                  "{type: Localhost, localhostProfile: mine}", RUNTIME__V1__SECURITY_PROFILE__PROFILE_TYPE__Localhost,
+                  "localhost/mine", "mine" },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                _cleanup_free_ char *yaml = NULL, *sc = NULL, *csc = NULL;
+                _cleanup_ck_error_ struct ck_error *err = NULL;
+                struct pod_set set = {};
+                Runtime__V1__LinuxContainerSecurityContext *lsc;
+
+                if (cases[i].pod_profile)
+                        assert_true(asprintf(&sc, "  securityContext: {appArmorProfile: %s}\n", cases[i].pod_profile) >
+                                    0);
+                if (cases[i].container_profile)
+                        assert_true(asprintf(&csc, ", securityContext: {appArmorProfile: %s}",
+                                             cases[i].container_profile) > 0);
+                assert_true(asprintf(&yaml,
+                                     "apiVersion: v1\nkind: Pod\nmetadata: {name: web, namespace: ns1, uid: u-1, "
+                                     "annotations: %s}\nspec:\n%s  containers: [{name: app, image: busybox%s}]\n",
+                                     cases[i].annotations, strempty(sc), strempty(csc)) > 0);
+                if (manifest_parse(yaml, strlen(yaml), &set, &err) < 0)
+                        fail_msg("manifest: %s", ck_error_message(err));
+                p = set.pods[0];
+                assert_int_equal(kr_build_container_config(p, &p->spec.containers[0], 0, "sha256:x", &ctx, &cfg), 0);
+                lsc = cfg->linux->security_context;
+                if (cases[i].type < 0) {
+                        assert_null(lsc->apparmor);
+                        assert_true(isempty(lsc->apparmor_profile));
+                } else {
+                        assert_non_null(lsc->apparmor);
+                        assert_int_equal(lsc->apparmor->profile_type, cases[i].type);
+                        assert_string_equal(lsc->apparmor_profile, cases[i].deprecated);
+                        if (cases[i].ref)
+                                assert_string_equal(lsc->apparmor->localhost_ref, cases[i].ref);
+                }
+                /* only a profile other than Unconfined needs the host's AppArmor */
+                assert_int_equal(kr_pod_requires_apparmor(p),
+                                 cases[i].type >= 0 &&
+                                         cases[i].type != RUNTIME__V1__SECURITY_PROFILE__PROFILE_TYPE__Unconfined);
+                if (kr_pod_requires_apparmor(p)) {
+                        assert_int_equal(kr_apparmor_admit(p, false, &msg), -EPERM);
+                        assert_string_equal(msg, "Cannot enforce AppArmor: AppArmor is not enabled on the host");
+                        msg = mfree(msg);
+                        assert_int_equal(kr_apparmor_admit(p, true, &msg), 0);
+                } else
+                        assert_int_equal(kr_apparmor_admit(p, false, &msg), 0);
+                pb_free(cfg);
+                pod_set_done(&set);
+        }
+}
+
+/* apparmor.IsEnabled over a fake sysfs */
+static void test_apparmor_host(void **state) {
+        char dir[] = "/tmp/ck-apparmor-XXXXXX", path[256];
+        FILE *f;
+
+        assert_non_null(mkdtemp(dir));
+        assert_false(kr_apparmor_host_enabled(dir));
+        snprintf(path, sizeof(path), "%s/sys/kernel/security/apparmor", dir);
+        assert_int_equal(mkdir_p(path, 0755), 0);
+        assert_false(kr_apparmor_host_enabled(dir)); /* no module parameter */
+        snprintf(path, sizeof(path), "%s/sys/module/apparmor/parameters", dir);
+        assert_int_equal(mkdir_p(path, 0755), 0);
+        snprintf(path, sizeof(path), "%s/sys/module/apparmor/parameters/enabled", dir);
+        f = fopen(path, "we");
+        fputs("N\n", f);
+        fclose(f);
+        assert_false(kr_apparmor_host_enabled(dir));
+        f = fopen(path, "we");
+        fputs("Y\n", f);
+        fclose(f);
+        assert_true(kr_apparmor_host_enabled(dir));
+        {
+                _cleanup_free_ char *cmd = NULL;
+                assert_true(asprintf(&cmd, "rm -rf '%s'", dir) > 0);
+                assert_int_equal(system(cmd), 0);
+        }
+}
+
+/* namespacesForPod (shareProcessNamespace, an ephemeral container's target) and the sandbox's hostname
+ * (setHostnameAsFQDN) */
+static void test_namespaces_and_hostname(void **state) {
+        struct kc_build_context ctx = { .root_dir = "/var/lib/ck",
+                                        .pod_logs_dir = "/tmp",
+                                        .cluster_domain = "cluster.local" };
+        _cleanup_ck_error_ struct ck_error *err = NULL;
+        Runtime__V1__PodSandboxConfig *sb = NULL;
+        Runtime__V1__ContainerConfig *cfg = NULL;
+        struct kc_build_report report = {};
+        char *h = NULL;
+        struct pod *p;
+
+        p = parse_spec("  containers: [{name: a, image: busybox}]\n");
+        assert_int_equal(kr_build_sandbox_config(p, 0, &ctx, &sb), 0);
+        assert_int_equal(sb->linux->security_context->namespace_options->pid, RUNTIME__V1__NAMESPACE_MODE__CONTAINER);
+        assert_string_equal(sb->hostname, "web");
+        pb_free(sb);
+        ctx.target_id = "abc123";
+        assert_int_equal(kr_build_container_config(p, &p->spec.containers[0], 0, "sha256:x", &ctx, &cfg), 0);
+        assert_int_equal(cfg->linux->security_context->namespace_options->pid, RUNTIME__V1__NAMESPACE_MODE__TARGET);
+        assert_string_equal(cfg->linux->security_context->namespace_options->target_id, "abc123");
+        pb_free(cfg);
+        ctx.target_id = NULL;
+        pod_free(p);
+
+        p = parse_spec("  shareProcessNamespace: true\n  hostname: h\n  subdomain: sub\n  setHostnameAsFQDN: true\n"
+                       "  containers: [{name: a, image: busybox}]\n");
+        assert_int_equal(kr_build_sandbox_config(p, 0, &ctx, &sb), 0);
+        assert_int_equal(sb->linux->security_context->namespace_options->pid, RUNTIME__V1__NAMESPACE_MODE__POD);
+        assert_string_equal(sb->hostname, "h.sub.ns1.svc.cluster.local");
+        pb_free(sb);
+        ctx.target_id = "abc123"; /* the pod's namespace is shared already: no target */
+        assert_int_equal(kr_build_container_config(p, &p->spec.containers[0], 0, "sha256:x", &ctx, &cfg), 0);
+        assert_int_equal(cfg->linux->security_context->namespace_options->pid, RUNTIME__V1__NAMESPACE_MODE__POD);
+        pb_free(cfg);
+        ctx.target_id = NULL;
+        pod_free(p);
+
+        /* without a subdomain, setHostnameAsFQDN changes nothing */
+        p = parse_spec("  setHostnameAsFQDN: true\n  containers: [{name: a, image: busybox}]\n");
+        assert_int_equal(kr_sandbox_hostname(p, "cluster.local", &h, &err), 0);
+        assert_string_equal(h, "web");
+        h = mfree(h);
+        pod_free(p);
+
+        /* an FQDN longer than the kernel's 64 characters */
+        p = parse_spec("  hostname: a-rather-long-host-name\n  subdomain: and-a-long-subdomain\n"
+                       "  setHostnameAsFQDN: true\n  containers: [{name: a, image: busybox}]\n");
+        assert_int_equal(kr_sandbox_hostname(p, "cluster.local", &h, &err), -EINVAL);
+        assert_string_equal(ck_error_message(err),
+                            "failed to construct FQDN from pod hostname and cluster domain, FQDN "
+                            "a-rather-long-host-name.and-a-long-subdomain.ns1.svc.cluster.local is too long (64 "
+                            "characters is the max, 66 characters requested)");
+        ctx.report = &report;
+        assert_int_equal(kr_build_sandbox_config(p, 0, &ctx, &sb), -EINVAL);
+        assert_non_null(report.error);
+        kc_build_report_done(&report);
+        pod_free(p);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_apparmor),
+                cmocka_unit_test(test_apparmor_host),
+                cmocka_unit_test(test_namespaces_and_hostname),
                 cmocka_unit_test(test_container_mapping),
                 cmocka_unit_test(test_sandbox_mapping),
                 cmocka_unit_test(test_image_user_and_non_root),

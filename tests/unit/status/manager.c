@@ -117,7 +117,8 @@ static void test_patch_once(void **state) {
         assert_true(wait_hits(c, 1, 10 * USEC_PER_SEC));
         assert_string_equal(c->srv.method, "PATCH");
         assert_string_equal(c->srv.uri, "/api/v1/namespaces/ns1/pods/web/status");
-        assert_string_equal(srv_header(&c->srv, "Content-Type"), "application/merge-patch+json");
+        /* a strategic merge patch: the conditions of other clients are merged, not replaced */
+        assert_string_equal(srv_header(&c->srv, "Content-Type"), "application/strategic-merge-patch+json");
         /* the UID makes it a precondition: another pod with that name is not touched */
         assert_body(c, "u1", "Pending");
 

@@ -11,6 +11,8 @@
 #include "basic/error.h"
 #include "apis/manifest.h"
 #include "status/status.h"
+#include "status/manager.h"
+#include "basic/string.h"
 
 static struct pod *parse_pod(const char *policy) {
         struct pod_set set = {};
@@ -252,6 +254,13 @@ static void test_init_containers_status(void **state) {
         json_decref(st);
 }
 
+/* the transition check under a given pod restartPolicy */
+static int check_with(struct pod *p, const json_t *old, const json_t *st, enum restart_policy policy,
+                      struct ck_error **why) {
+        p->spec.restart_policy = policy;
+        return status_pod_check_transition(old, st, &p->spec, why);
+}
+
 /* containers the runtime no longer knows keep their terminated state from the previous status, and a status that
  * would take a terminated container back to waiting or running is refused (the apiserver's validation does) */
 static void test_old_status_and_transitions(void **state) {
@@ -288,18 +297,18 @@ static void test_old_status_and_transitions(void **state) {
                                                  "terminated"),
                                  "exitCode")),
                          2);
-        assert_int_equal(status_pod_check_transition(old, st, RESTART_POLICY_ON_FAILURE, &why), 0);
+        assert_int_equal(check_with(p, old, st, RESTART_POLICY_ON_FAILURE, &why), 0);
         json_decref(st);
 
         /* without the previous status they would wait again: an illegal transition unless the policy is Always */
         in.old_status = NULL;
         assert_int_equal(status_pod_generate(&in, &st), 0);
-        assert_int_equal(status_pod_check_transition(old, st, RESTART_POLICY_ON_FAILURE, &why), -EINVAL);
+        assert_int_equal(check_with(p, old, st, RESTART_POLICY_ON_FAILURE, &why), -EINVAL);
         assert_string_equal(ck_error_message(why),
                             "terminated container i1 attempted illegal transition to non-terminated state");
         why = ck_error_free(why);
-        assert_int_equal(status_pod_check_transition(old, st, RESTART_POLICY_ALWAYS, &why), 0);
-        assert_int_equal(status_pod_check_transition(NULL, st, RESTART_POLICY_NEVER, &why), 0);
+        assert_int_equal(check_with(p, old, st, RESTART_POLICY_ALWAYS, &why), 0);
+        assert_int_equal(check_with(p, NULL, st, RESTART_POLICY_NEVER, &why), 0);
         json_decref(st);
 
         /* a failed container may run again under OnFailure, not under Never */
@@ -322,15 +331,185 @@ static void test_old_status_and_transitions(void **state) {
         add(s, "i1", "c-i1", KC_CONTAINER_RUNNING, 0, 2, 1);
         add(s, "i2", "c-i2", KC_CONTAINER_RUNNING, 0, 2, 1);
         assert_int_equal(status_pod_generate(&in, &st), 0);
-        assert_int_equal(status_pod_check_transition(old, st, RESTART_POLICY_ON_FAILURE, &why), 0);
-        assert_int_equal(status_pod_check_transition(old, st, RESTART_POLICY_NEVER, &why), -EINVAL);
+        assert_int_equal(check_with(p, old, st, RESTART_POLICY_ON_FAILURE, &why), 0);
+        assert_int_equal(check_with(p, old, st, RESTART_POLICY_NEVER, &why), -EINVAL);
         json_decref(st);
         json_decref(old);
+}
+
+/* a pod past its activeDeadlineSeconds (ShouldEvict): Failed with the handler's reason and message, its
+ * containers' states as they are */
+static void test_evicted_by_sync_handler(void **state) {
+        _cleanup_pod_free_ struct pod *p = parse_pod("Always");
+        _cleanup_(kc_pod_status_freep) struct kc_pod_status *s = status_new(false);
+        struct pod_status_input in = {
+                .pod = p,
+                .observed = s,
+                .evict_reason = "DeadlineExceeded",
+                .evict_message = "Pod was active on the node longer than the specified deadline"
+        };
+        json_t *st;
+
+        add(s, "a", "a1", KC_CONTAINER_EXITED, 137, 5, 0);
+        add(s, "b", "b1", KC_CONTAINER_EXITED, 143, 4, 0);
+        assert_string_equal(status_pod_phase(&in), "Failed");
+        assert_int_equal(status_pod_generate(&in, &st), 0);
+        assert_string_equal(json_string_value(json_object_get(st, "phase")), "Failed");
+        assert_string_equal(json_string_value(json_object_get(st, "reason")), "DeadlineExceeded");
+        assert_string_equal(json_string_value(json_object_get(st, "message")),
+                            "Pod was active on the node longer than the specified deadline");
+        assert_string_equal(cond_field(st, "Ready", "reason"), "PodCompleted");
+        json_decref(st);
+        /* without it the same containers make a Running pod (restartPolicy Always) */
+        in.evict_reason = in.evict_message = NULL;
+        assert_string_equal(status_pod_phase(&in), "Running");
+}
+
+/* getPhase with a container's own restart policy and rules: a Never pod stays Running while one will restart */
+static void test_phase_with_restart_rules(void **state) {
+        const char *yaml = "apiVersion: v1\nkind: Pod\nmetadata: {name: web, namespace: default, uid: uid-1}\n"
+                           "spec:\n  restartPolicy: Never\n  containers:\n"
+                           "  - name: a\n    image: busybox\n    restartPolicy: Never\n"
+                           "    restartPolicyRules: [{action: Restart, exitCodes: {operator: In, values: [42]}}]\n"
+                           "  - {name: b, image: busybox}\n";
+        _cleanup_ck_error_ struct ck_error *err = NULL;
+        struct pod_set set = {};
+        struct kc_pod_status *s;
+
+        assert_int_equal(manifest_parse(yaml, strlen(yaml), &set, &err), 0);
+        s = status_new(true);
+        add(s, "a", "a1", KC_CONTAINER_EXITED, 42, 5, 0);
+        add(s, "b", "b1", KC_CONTAINER_EXITED, 0, 4, 0);
+        assert_string_equal(phase(set.pods[0], s), "Running"); /* a exited 42: it is restarted */
+        kc_pod_status_free(s);
+        s = status_new(true);
+        add(s, "a", "a1", KC_CONTAINER_EXITED, 3, 5, 0);
+        add(s, "b", "b1", KC_CONTAINER_EXITED, 0, 4, 0);
+        assert_string_equal(phase(set.pods[0], s), "Failed"); /* 3 matches no rule: a's Never */
+        kc_pod_status_free(s);
+        s = status_new(true);
+        add(s, "a", "a1", KC_CONTAINER_EXITED, 0, 5, 0);
+        add(s, "b", "b1", KC_CONTAINER_EXITED, 0, 4, 0);
+        assert_string_equal(phase(set.pods[0], s), "Succeeded");
+        kc_pod_status_free(s);
+        pod_set_done(&set);
+
+        /* a failed init container: Failed only when it is not started again (the pod's Never, or its own) */
+        static const struct {
+                const char *pod_policy, *own, *phase;
+        } inits[] = {
+                { "Always", "", "Pending" },
+                { "OnFailure", "", "Pending" },
+                { "Never", "", "Failed" },
+                { "Never", ", restartPolicy: OnFailure", "Pending" },
+                { "Always", ", restartPolicy: Never", "Failed" },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(inits); i++) {
+                _cleanup_free_ char *y = NULL;
+                assert_true(asprintf(&y,
+                                     "apiVersion: v1\nkind: Pod\nmetadata: {name: web, namespace: default, uid: u}\n"
+                                     "spec:\n  restartPolicy: %s\n  initContainers: [{name: i, image: busybox%s}]\n"
+                                     "  containers: [{name: a, image: busybox}]\n",
+                                     inits[i].pod_policy, inits[i].own) > 0);
+                assert_int_equal(manifest_parse(y, strlen(y), &set, &err), 0);
+                s = status_new(true);
+                add(s, "i", "i1", KC_CONTAINER_EXITED, 1, 5, 0);
+                if (!streq(phase(set.pods[0], s), inits[i].phase))
+                        fail_msg("case %zu: %s", i, phase(set.pods[0], s));
+                kc_pod_status_free(s);
+                pod_set_done(&set);
+        }
+}
+
+/* readinessGates: Ready only when the containers are ready and every gate's condition (set by a client) is True;
+ * the client's conditions are kept in the status, first */
+static void test_readiness_gates(void **state) {
+        static const struct {
+                const char *conditions; /* the pod's status.conditions as the API server has them */
+                bool containers_ready;
+                const char *ready, *reason, *message;
+        } cases[] = {
+                { "[]", true, "False", "ReadinessGatesNotReady",
+                  "corresponding condition of pod readiness gate \"example.com/lb\" does not exist., corresponding "
+                  "condition of pod readiness gate \"example.com/dns\" does not exist." },
+                { "[{type: example.com/lb, status: 'True'}, {type: example.com/dns, status: 'False'}]", true, "False",
+                  "ReadinessGatesNotReady",
+                  "the status of pod readiness gate \"example.com/dns\" is not \"True\", but False" },
+                { "[{type: example.com/lb, status: 'True'}, {type: example.com/dns, status: 'True'}, "
+                  "{type: Ready, status: 'False'}]",
+                  true, "True", NULL, NULL },
+                /* containers not ready: their reason, whatever the gates */
+                { "[{type: example.com/lb, status: 'True'}, {type: example.com/dns, status: 'True'}]", false, "False",
+                  "ContainersNotReady", "containers with unready status: [a]" },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                _cleanup_free_ char *yaml = NULL;
+                _cleanup_ck_error_ struct ck_error *err = NULL;
+                _cleanup_(kc_pod_status_freep) struct kc_pod_status *s = status_new(true);
+                struct pod_set set = {};
+                json_t *st, *conds;
+                size_t n_client = 0;
+
+                assert_true(asprintf(&yaml,
+                                     "apiVersion: v1\nkind: Pod\nmetadata: {name: web, namespace: default, uid: u}\n"
+                                     "spec:\n  readinessGates: [{conditionType: example.com/lb}, "
+                                     "{conditionType: example.com/dns}]\n"
+                                     "  containers: [{name: a, image: busybox}]\nstatus: {conditions: %s}\n",
+                                     cases[i].conditions) > 0);
+                if (manifest_parse(yaml, strlen(yaml), &set, &err) < 0)
+                        fail_msg("manifest: %s", ck_error_message(err));
+                if (cases[i].containers_ready)
+                        add(s, "a", "a1", KC_CONTAINER_RUNNING, 0, 5, 0);
+                {
+                        struct pod_status_input in = { .pod = set.pods[0], .observed = s, .now_usec = 1 };
+                        assert_int_equal(status_pod_generate(&in, &st), 0);
+                }
+                if (!streq(cond_field(st, "Ready", "status"), cases[i].ready))
+                        fail_msg("case %zu: Ready %s", i, cond_field(st, "Ready", "status"));
+                assert_true(streq_ptr(cond_field(st, "Ready", "reason"), cases[i].reason));
+                assert_true(streq_ptr(cond_field(st, "Ready", "message"), cases[i].message));
+                assert_string_equal(cond_field(st, "ContainersReady", "status"),
+                                    cases[i].containers_ready ? "True" : "False");
+                /* the client's conditions come first and as they are; the kubelet's Ready is its own */
+                conds = json_object_get(st, "conditions");
+                for (size_t j = 0; j < json_array_size(conds); j++)
+                        if (startswith(json_string_value(json_object_get(json_array_get(conds, j), "type")),
+                                       "example.com/"))
+                                assert_int_equal(j, n_client++);
+                assert_int_equal(json_array_size(conds), 5 + n_client);
+                json_decref(st);
+                pod_set_done(&set);
+        }
+}
+
+/* the status PATCH: a strategic merge patch that sends the kubelet's conditions only */
+static void test_status_patch(void **state) {
+        json_t *wanted = json_pack("{s:s, s:[{s:s, s:s}, {s:s, s:s}], s:[{s:s}]}", "phase", "Running", "conditions",
+                                   "type", "example.com/lb", "status", "True", "type", "Ready", "status", "True",
+                                   "podIPs", "ip", "10.0.0.2");
+        json_t *sent = json_pack("{s:[{s:s, s:s}, {s:s, s:s}]}", "conditions", "type", "Ready", "status", "False",
+                                 "type", "PodResizeInProgress", "status", "True");
+        json_t *patch = NULL;
+        _cleanup_free_ char *got = NULL;
+
+        assert_int_equal(status_build_patch("u-1", wanted, sent, &patch), 0);
+        got = json_dumps(patch, JSON_SORT_KEYS | JSON_COMPACT);
+        assert_string_equal(got, "{\"metadata\":{\"uid\":\"u-1\"},\"status\":{\"conditions\":[{\"status\":\"True\","
+                                 "\"type\":\"Ready\"},{\"$patch\":\"delete\",\"type\":\"PodResizeInProgress\"}],"
+                                 "\"phase\":\"Running\",\"podIPs\":[{\"$patch\":\"replace\"},{\"ip\":\"10.0.0.2\"}]}}");
+        json_decref(patch);
+        json_decref(wanted);
+        json_decref(sent);
 }
 
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_phase),
+                cmocka_unit_test(test_evicted_by_sync_handler),
+                cmocka_unit_test(test_phase_with_restart_rules),
+                cmocka_unit_test(test_readiness_gates),
+                cmocka_unit_test(test_status_patch),
                 cmocka_unit_test(test_generate),
                 cmocka_unit_test(test_init_containers_status),
                 cmocka_unit_test(test_old_status_and_transitions),
