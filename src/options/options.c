@@ -1643,18 +1643,28 @@ static void default_text(const struct kubelet_options *d, const struct flag_def 
         }
 }
 
+static int flag_def_ptr_compare(const void *a, const void *b) {
+        const struct flag_def *const *x = a, *const *y = b;
+
+        return strcmp((*x)->name, (*y)->name);
+}
+
 void kubelet_options_print_help(void) {
         struct kubelet_options d;
         bool have_defaults = kubelet_options_init(&d) >= 0;
-
+        const struct flag_def *sorted[ELEMENTSOF(flag_defs)];
         int width = 0;
 
-        for (size_t i = 0; i < ELEMENTSOF(flag_defs); i++)
+        /* listed by name, as pflag does, whatever the order of the table */
+        for (size_t i = 0; i < ELEMENTSOF(flag_defs); i++) {
+                sorted[i] = &flag_defs[i];
                 width = MAX(width, (int) (strlen(flag_defs[i].name) + strlen(strempty(flag_defs[i].type)) + 9));
+        }
+        qsort(sorted, ELEMENTSOF(sorted), sizeof(sorted[0]), flag_def_ptr_compare);
         printf("ckubelet: a Kubernetes node agent (kubelet) for static pods over CRI.\n\n"
                "Usage:\n  ckubelet [flags]\n\nFlags:\n");
-        for (size_t i = 0; i < ELEMENTSOF(flag_defs); i++) {
-                const struct flag_def *f = &flag_defs[i];
+        for (size_t i = 0; i < ELEMENTSOF(sorted); i++) {
+                const struct flag_def *f = sorted[i];
                 char def[128] = "";
                 char lhs[96];
 
