@@ -76,47 +76,44 @@ struct flag_def {
 
 static const struct flag_def flag_defs[] = {
         { "address", 0, FLAG_STRING, OFF(address), "address", "string",
-          "The IP address for the Kubelet to serve on (set to '0.0.0.0' or '::' for listening on all interfaces and "
-          "IP address families)" },
+          "IP address the kubelet API (--port, --read-only-port) listens on; 0.0.0.0 or :: listen on every "
+          "interface." },
         { "allowed-unsafe-sysctls", 0, FLAG_STRING, OFF(allowed_unsafe_sysctls), NULL, "strings",
-          "Comma-separated allowlist of unsafe sysctls or unsafe sysctl patterns (ending in *). Use these at your "
-          "own risk." },
+          "Sysctls outside the safe set that pods may set: comma-separated names, or prefixes ending in '*'. Each "
+          "must be a namespaced sysctl; pods asking for any other unsafe one are rejected." },
         { "anonymous-auth", 0, FLAG_BOOL, OFF(anonymous_auth), "authentication.anonymous.enabled", "",
-          "Enables anonymous requests to the Kubelet server. Requests that are not rejected by another authentication "
-          "method are treated as anonymous requests. Anonymous requests have a username of system:anonymous, and a "
-          "group name of system:unauthenticated." },
+          "Accept requests to the kubelet API that carry no credentials, as user system:anonymous in group "
+          "system:unauthenticated (authorization still applies)." },
         { "authentication-token-webhook", 0, FLAG_BOOL, OFF(authentication_token_webhook),
           "authentication.webhook.enabled", "",
-          "Use the TokenReview API to determine authentication for bearer "
-          "tokens (needs an API server)." },
+          "Check bearer tokens sent to the kubelet API with a TokenReview to the API server; without --kubeconfig, "
+          "requests with a token are refused (401)." },
         { "authorization-mode", 0, FLAG_STRING, OFF(authorization_mode), "authorization.mode", "string",
-          "Authorization mode for Kubelet server. Valid options are AlwaysAllow or Webhook. Webhook mode uses the "
-          "SubjectAccessReview API to determine authorization." },
+          "How requests to the kubelet API are authorized: AlwaysAllow, or Webhook (a SubjectAccessReview to the API "
+          "server; without --kubeconfig every such request is refused with 403)." },
         { "cert-dir", 0, FLAG_STRING, OFF(cert_dir), NULL, "string",
-          "The directory where the TLS certs are located. If --tls-cert-file and --tls-private-key-file are provided, "
-          "this flag will be ignored." },
+          "Where the self-signed serving certificate and key (kubelet.crt, kubelet.key) are made, and reused, when "
+          "--tls-cert-file is not given." },
         { "cgroup-driver", 0, FLAG_STRING, OFF(cgroup_driver), "cgroupDriver", "string",
-          "Driver that the kubelet uses to manipulate cgroups on the host. Possible values: 'cgroupfs', 'systemd' "
-          "(ckubelet refuses 'systemd' at start-up)" },
+          "The layout of the pod cgroups: 'cgroupfs' or 'systemd'. ckubelet only implements 'cgroupfs' and refuses "
+          "'systemd' at start-up." },
         { "cgroup-root", 0, FLAG_STRING, OFF(cgroup_root), "cgroupRoot", "string",
-          "Optional root cgroup to use for pods. This is handled by the container runtime on a best effort basis. "
-          "It must exist in every cgroup hierarchy." },
+          "The cgroup the pods' cgroups are made under: an absolute path that must already exist in every cgroup "
+          "hierarchy." },
         { "cgroups-per-qos", 0, FLAG_BOOL, OFF(cgroups_per_qos), "cgroupsPerQOS", "",
-          "Enable creation of QoS cgroup hierarchy, if true top level QoS and pod cgroups are created." },
+          "Make the QoS cgroups (kubepods, burstable, besteffort) and one cgroup per pod, and run the pods in them." },
         { "client-ca-file", 0, FLAG_STRING, OFF(client_ca_file), "authentication.x509.clientCAFile", "string",
-          "If set, any request presenting a client certificate signed by one of the authorities in the client-ca-file "
-          "is authenticated with an identity corresponding to the CommonName of the client certificate." },
+          "CA certificates for clients of the kubelet API: a client certificate one of them signed authenticates as "
+          "its CommonName, with its Organizations as groups." },
         { "cluster-dns", 0, FLAG_STRING, OFF(cluster_dns), NULL, "strings",
-          "Comma-separated list of DNS server IP address. This value is used for containers DNS server in case of "
-          "Pods with \"dnsPolicy=ClusterFirst\"." },
+          "Comma-separated nameserver IP addresses for pods whose dnsPolicy is ClusterFirst; without any, such pods "
+          "get the node's DNS settings (--resolv-conf)." },
         { "cluster-domain", 0, FLAG_STRING, OFF(cluster_domain), NULL, "string",
-          "Domain for this cluster. If set, kubelet will configure all containers to search this domain in addition "
-          "to the host's search domains" },
+          "The cluster's DNS domain: with --cluster-dns, ClusterFirst pods search <namespace>.svc.<domain>, "
+          "svc.<domain> and <domain> before the node's own search domains." },
         { "config", 0, FLAG_STRING, OFF(config_path), NULL, "string",
-          "The Kubelet will load its initial configuration from this file (KubeletConfiguration, "
-          "kubelet.config.k8s.io/v1beta1, YAML or JSON). The path may be absolute or relative; relative paths start "
-          "at the Kubelet's current working directory. Omit this flag to use the built-in default configuration "
-          "values. Command-line flags override configuration from this file." },
+          "A KubeletConfiguration file (kubelet.config.k8s.io/v1beta1, YAML or JSON) read at start-up; flags on the "
+          "command line win over it. A relative path starts at the working directory." },
         { "container-log-max-files", 0, FLAG_INT, OFF(container_log_max_files), "containerLogMaxFiles", "int32",
           "The most log files kept per container, the live one included (at least 2)." },
         { "container-log-max-size", 0, FLAG_STRING, OFF(container_log_max_size), "containerLogMaxSize", "string",
@@ -131,19 +128,20 @@ static const struct flag_def flag_defs[] = {
           "shippers (ckubelet only: upstream always uses /var/log/containers)." },
         { "container-runtime-endpoint", 0, FLAG_STRING, OFF(container_runtime_endpoint), "containerRuntimeEndpoint",
           "string",
-          "The endpoint of container runtime service. Only unix domain sockets are supported. Example: "
-          "'unix:///path/to/runtime.sock'" },
+          "The container runtime's CRI socket, as unix:///path/to/socket; it serves images too unless "
+          "--image-service-endpoint is set." },
         { "csi-request-timeout", 0, FLAG_DURATION, OFF(csi_request_timeout_usec), NULL, "duration",
           "ckubelet only: the deadline of every call to a CSI node plugin (NodeStageVolume, NodePublishVolume, ...); "
           "upstream's is a fixed 2m." },
         { "enable-debugging-handlers", 0, FLAG_BOOL, OFF(enable_debugging_handlers), "enableDebuggingHandlers", "",
-          "Enables server endpoints for log collection and local running of containers and commands" },
-        { "enable-server", 0, FLAG_BOOL, OFF(enable_server), "enableServer", "", "Enable the Kubelet's server" },
+          "Serve the debugging endpoints on --port: /run, /exec, /attach, /portForward, /containerLogs, /logs/, "
+          "/runningpods/ and /configz." },
+        { "enable-server", 0, FLAG_BOOL, OFF(enable_server), "enableServer", "",
+          "Run the kubelet's HTTP servers (--port, --read-only-port, --healthz-port); false: none of them." },
         { "enforce-node-allocatable", 0, FLAG_STRING, OFF(enforce_node_allocatable), "enforceNodeAllocatable",
           "strings",
-          "A comma separated list of levels of node allocatable enforcement to be enforced by kubelet. "
-          "Acceptable options are 'none' and 'pods' (ckubelet does not enforce 'system-reserved' and "
-          "'kube-reserved')." },
+          "Comma-separated enforcement levels: 'pods' caps the kubepods cgroup at the node's allocatable; 'none' (or "
+          "nothing) enforces nothing. ckubelet refuses 'system-reserved' and 'kube-reserved'." },
         { "eviction-hard", 0, FLAG_LANGLE_MAP, OFF(eviction_hard), "evictionHard", "mapStringString",
           "Eviction thresholds that evict a pod as soon as they are met, such as memory.available<1Gi." },
         { "eviction-max-pod-grace-period", 0, FLAG_INT, OFF(eviction_max_pod_grace_period), "evictionMaxPodGracePeriod",
@@ -160,37 +158,37 @@ static const struct flag_def flag_defs[] = {
           "memory.available<1.5Gi." },
         { "eviction-soft-grace-period", 0, FLAG_MAP, OFF(eviction_soft_grace_period), "evictionSoftGracePeriod",
           "mapStringString",
-          "How long each soft eviction threshold must hold before a pod is evicted, such as "
+          "Per signal, how long a soft threshold has to be met before it evicts a pod, such as "
           "memory.available=1m30s." },
         { "file-check-frequency", 0, FLAG_DURATION, OFF(file_check_frequency_usec), "fileCheckFrequency", "duration",
-          "Duration between checking config files for new data (changes are also picked up at once through inotify)" },
+          "How often --pod-manifest-path is read again in full (changes are also seen at once through inotify)." },
         { "healthz-bind-address", 0, FLAG_STRING, OFF(healthz_bind_address), "healthzBindAddress", "string",
-          "The IP address for the healthz server to serve on (set to '0.0.0.0' or '::' for listening in all "
-          "interfaces and IP families)" },
+          "IP address the /healthz endpoint (--healthz-port) listens on; 0.0.0.0 or :: listen on every interface." },
         { "healthz-port", 0, FLAG_INT, OFF(healthz_port), "healthzPort", "int32",
-          "The port of the localhost healthz endpoint (set to 0 to disable)" },
-        { "help", 'h', FLAG_HELP, 0, NULL, NULL, "help for ckubelet" },
+          "Port of the plain-HTTP /healthz endpoint; 0 turns it off." },
+        { "help", 'h', FLAG_HELP, 0, NULL, NULL, "Print this list of flags and exit." },
         { "hostname-override", 0, FLAG_STRING, OFF(hostname_override), NULL, "string",
-          "If non-empty, will use this string as identification instead of the actual hostname." },
+          "The node's name, used instead of the machine's hostname (lowercased either way)." },
         { "maximum-dead-containers", 0, FLAG_INT, OFF(max_containers), NULL, "int32",
           "The most dead containers kept on the node; negative: no limit." },
         { "maximum-dead-containers-per-container", 0, FLAG_INT, OFF(max_per_pod_container), NULL, "int32",
           "The most dead instances kept per container." },
         { "minimum-container-ttl-duration", 0, FLAG_DURATION, OFF(minimum_container_ttl_usec), NULL, "duration",
-          "How old a dead container must be before it is garbage-collected." },
+          "How old a dead container must be before it may be removed." },
         { "minimum-image-ttl-duration", 0, FLAG_DURATION, OFF(image_minimum_gc_age_usec), "imageMinimumGCAge",
           "duration", "How long an unused image is kept at least after it was first seen." },
         { "node-labels", 0, FLAG_STRING, OFF(node_labels), NULL, "mapStringString",
-          "Labels to add when registering the node in the cluster. Labels must be key=value pairs separated by ','." },
+          "Labels the Node is registered with, as key=value,key2=value2. Labels under kubernetes.io or "
+          "k8s.io must be ones a kubelet may set on its own Node, or ckubelet stops at start-up." },
         { "node-status-update-frequency", 0, FLAG_DURATION, OFF(node_status_update_frequency_usec),
           "nodeStatusUpdateFrequency", "duration",
-          "Specifies how often kubelet computes node status and posts it to "
-          "master when there is a change (and at least every nodeStatusReportFrequency)." },
+          "How often the node's status is computed; it is sent to the API server when it changed, and at least every "
+          "nodeStatusReportFrequency." },
         { "node-ip", 0, FLAG_STRING, OFF(node_ip), NULL, "string",
-          "IP address of the node. If set, kubelet will use this IP address for the node (the pod IP of hostNetwork "
-          "pods, where their probes connect). Default: the address of the interface of the default route." },
+          "The node's IPv4 or IPv6 address: its InternalIP, and the pod IP of hostNetwork pods (where their probes "
+          "connect). Default: the IPv4 address of the default route's interface." },
         { "http-check-frequency", 0, FLAG_DURATION, OFF(http_check_frequency_usec), "httpCheckFrequency", "duration",
-          "Duration between checking http for new data" },
+          "How long to wait after one fetch of --manifest-url ends before the next one starts." },
         { "image-credential-provider-bin-dir", 0, FLAG_STRING, OFF(image_credential_provider_bin_dir), NULL, "string",
           "The directory holding the credential provider plugins (executables named as the providers in "
           "--image-credential-provider-config)." },
@@ -206,71 +204,72 @@ static const struct flag_def flag_defs[] = {
           "Image filesystem usage (percent) image garbage collection frees down to; below "
           "--image-gc-high-threshold." },
         { "image-service-endpoint", 0, FLAG_STRING, OFF(image_service_endpoint), "imageServiceEndpoint", "string",
-          "The endpoint of container image service. If not specified, it will be the same with "
-          "--container-runtime-endpoint by default. Only unix domain sockets are supported." },
+          "The CRI image service's socket, when it is not the runtime's (empty: --container-runtime-endpoint)." },
         { "manifest-url", 0, FLAG_STRING, OFF(manifest_url), "staticPodURL", "string",
-          "URL for accessing additional Pod specifications to run" },
+          "An http:// or https:// URL to fetch static pods from, again every --http-check-frequency." },
         { "manifest-url-header", 0, FLAG_HEADERS, 0, "staticPodURLHeader", "colonSeparatedMultimapStringString",
-          "Comma-separated list of HTTP headers to use when accessing the url provided to --manifest-url. Multiple "
-          "headers with the same name will be added in the same order provided. This flag can be repeatedly invoked. "
-          "For example: --manifest-url-header 'a:hello,b:again,c:world' --manifest-url-header 'b:beautiful'" },
+          "HTTP headers sent with every fetch of --manifest-url, as 'name:value,name2:value2'. The flag may be given "
+          "several times and a name may repeat: every value is sent, in order. Example: --manifest-url-header "
+          "'X-A:1,X-B:2' --manifest-url-header 'X-B:3'" },
         { "kernel-memcg-notification", 0, FLAG_BOOL, OFF(kernel_memcg_notification), "kernelMemcgNotification", "",
           "React to memory eviction thresholds through the kernel's memory cgroup notifications, not only the "
           "periodic check." },
         { "kube-api-burst", 0, FLAG_INT, OFF(kube_api_burst), "kubeAPIBurst", "int32",
-          "Burst to use while talking with kubernetes apiserver." },
+          "How many requests to the API server may be sent at once before --kube-api-qps paces them." },
         { "kube-api-qps", 0, FLAG_INT, OFF(kube_api_qps), "kubeAPIQPS", "int32",
-          "QPS to use while talking with kubernetes apiserver." },
+          "Average number of requests per second sent to the API server." },
         { "kube-reserved", 0, FLAG_STRING, OFF(kube_reserved), "kubeReserved", "mapStringString",
-          "A set of ResourceName=ResourceQuantity (e.g. cpu=200m,memory=500Mi,ephemeral-storage=1Gi,pid=1000) pairs "
-          "that describe resources reserved for kubernetes system components." },
+          "Resources set aside for the Kubernetes daemons and taken off the node's allocatable, such as "
+          "cpu=100m,memory=256Mi,ephemeral-storage=1Gi (pid is accepted and ignored)." },
         { "kubeconfig", 0, FLAG_STRING, OFF(kubeconfig), NULL, "string",
-          "Path to a kubeconfig file, specifying how to connect to the API server. Providing --kubeconfig enables "
-          "API server mode, omitting --kubeconfig enables standalone mode." },
-        { "max-pods", 0, FLAG_INT, OFF(max_pods), "maxPods", "int32", "Number of Pods that can run on this Kubelet." },
+          "A kubeconfig naming the API server to join and the credentials to use; without it ckubelet runs "
+          "standalone, with static pods only." },
+        { "max-pods", 0, FLAG_INT, OFF(max_pods), "maxPods", "int32",
+          "The most pods that may run on this node at once (more are rejected at admission); also the node's pods "
+          "capacity." },
         { "pod-infra-container-image", 0, FLAG_STRING, OFF(pod_infra_container_image), NULL, "string",
           "The sandbox image: image garbage collection never removes it (the runtime's own setting decides which image "
           "sandboxes use)." },
         { "pod-manifest-path", 0, FLAG_STRING, OFF(pod_manifest_path), "staticPodPath", "string",
-          "Path to the directory containing static pod files to run, or the path to a single static pod file. Files "
-          "starting with dots will be ignored." },
+          "A static pod file, or a directory of them (files whose names start with '.' and subdirectories are "
+          "skipped)." },
         { "pod-max-pids", 0, FLAG_INT64, OFF(pod_pids_limit), "podPidsLimit", "int",
-          "Set the maximum number of processes per pod. If -1, the kubelet defaults to the node allocatable pid "
-          "capacity." },
-        { "port", 0, FLAG_INT, OFF(port), "port", "int32", "The port for the Kubelet to serve on." },
+          "The most processes each pod may run (pids.max of its cgroup, with --cgroups-per-qos); 0 or negative: no "
+          "limit." },
+        { "port", 0, FLAG_INT, OFF(port), "port", "int32",
+          "Port of the kubelet API over TLS, with authentication and authorization." },
         { "read-only-port", 0, FLAG_INT, OFF(read_only_port), "readOnlyPort", "int32",
-          "The read-only port for the Kubelet to serve on with no authentication/authorization (set to 0 to disable)" },
+          "Port of a plain-HTTP copy of the API's read-only endpoints, with no authentication or authorization and "
+          "no debugging endpoints; 0 turns it off." },
         { "register-node", 0, FLAG_BOOL, OFF(register_node), "registerNode", "",
-          "Register the node with the apiserver. If --kubeconfig is not provided, this flag is irrelevant, as the "
-          "Kubelet won't have an apiserver to register with." },
+          "Create (or adopt) this node's Node object in the API server; false: only report the status and renew the "
+          "lease of a Node made by someone else. Needs --kubeconfig." },
         { "register-with-taints", 0, FLAG_STRING, OFF(register_with_taints), "registerWithTaints", "string",
-          "Register the node with the given list of taints (comma separated \"<key>=<value>:<effect>\"). No-op if "
-          "register-node is false." },
+          "Taints the Node is registered with, as key=value:Effect separated by ',' (Effect: NoSchedule, "
+          "PreferNoSchedule or NoExecute)." },
         { "resolv-conf", 0, FLAG_STRING, OFF(resolv_conf), NULL, "string",
-          "Resolver configuration file used as the basis for the container DNS resolution configuration." },
+          "The resolv.conf the pods' DNS settings start from (nameservers, search domains, options); empty: none." },
         { "root-dir", 0, FLAG_STRING, OFF(root_dir), NULL, "string",
-          "Directory path for managing kubelet files (volume mounts,etc)." },
+          "Where the kubelet keeps its files: pod directories and their volumes, plugin sockets." },
         { "runtime-request-timeout", 0, FLAG_DURATION, OFF(runtime_request_timeout_usec), "runtimeRequestTimeout",
           "duration",
-          "Timeout of all runtime requests except long running request - pull, logs, exec and attach. "
-          "When timeout exceeded, kubelet will cancel the request, throw out an error and retry later." },
+          "Deadline of each call to the container runtime, image pulls included; calls that wait on purpose "
+          "(StopContainer, exec probes and hooks) get that wait on top." },
         { "sync-frequency", 0, FLAG_DURATION, OFF(sync_frequency_usec), "syncFrequency", "duration",
-          "Max period between synchronizing running containers and config" },
+          "How often every pod is synced again, even when nothing about it changed." },
         { "system-reserved", 0, FLAG_STRING, OFF(system_reserved), "systemReserved", "mapStringString",
-          "A set of ResourceName=ResourceQuantity (e.g. cpu=200m,memory=500Mi,ephemeral-storage=1Gi,pid=1000) pairs "
-          "that describe resources reserved for non-kubernetes components." },
+          "Resources set aside for the operating system's daemons and taken off the node's allocatable; the syntax "
+          "of --kube-reserved." },
         { "tls-cert-file", 0, FLAG_STRING, OFF(tls_cert_file), "tlsCertFile", "string",
-          "File containing x509 Certificate used for serving HTTPS (with intermediate certs, if any, concatenated "
-          "after server cert). If --tls-cert-file and --tls-private-key-file are not provided, a self-signed "
-          "certificate and key are generated for the public address and saved to the directory passed to "
-          "--cert-dir." },
+          "The kubelet API's serving certificate (PEM, any intermediates after it). Without it and "
+          "--tls-private-key-file, a self-signed one is made in --cert-dir." },
         { "tls-private-key-file", 0, FLAG_STRING, OFF(tls_private_key_file), "tlsPrivateKeyFile", "string",
-          "File containing x509 private key matching --tls-cert-file." },
+          "The private key of --tls-cert-file; give both or neither." },
         { "volume-stats-agg-period", 0, FLAG_DURATION, OFF(volume_stats_agg_period_usec), "volumeStatsAggPeriod",
           "duration", "How often the disk usage of the pods' volumes is measured (for the Summary API and eviction)." },
         { "v", 'v', FLAG_VERBOSITY, OFF(verbosity), "logging.verbosity", "Level",
-          "number for the log level verbosity" },
-        { "version", 0, FLAG_VERSION, 0, NULL, "version[=true]", "Print version information and quit" },
+          "Log verbosity: the higher, the more detail." },
+        { "version", 0, FLAG_VERSION, 0, NULL, "version[=true]", "Print ckubelet's version and exit." },
 };
 
 /* KubeletConfiguration (v1beta1) fields that upstream has and ckubelet does not implement: accepted, with a
@@ -1644,18 +1643,28 @@ static void default_text(const struct kubelet_options *d, const struct flag_def 
         }
 }
 
+static int flag_def_ptr_compare(const void *a, const void *b) {
+        const struct flag_def *const *x = a, *const *y = b;
+
+        return strcmp((*x)->name, (*y)->name);
+}
+
 void kubelet_options_print_help(void) {
         struct kubelet_options d;
         bool have_defaults = kubelet_options_init(&d) >= 0;
-
+        const struct flag_def *sorted[ELEMENTSOF(flag_defs)];
         int width = 0;
 
-        for (size_t i = 0; i < ELEMENTSOF(flag_defs); i++)
+        /* listed by name, as pflag does, whatever the order of the table */
+        for (size_t i = 0; i < ELEMENTSOF(flag_defs); i++) {
+                sorted[i] = &flag_defs[i];
                 width = MAX(width, (int) (strlen(flag_defs[i].name) + strlen(strempty(flag_defs[i].type)) + 9));
+        }
+        qsort(sorted, ELEMENTSOF(sorted), sizeof(sorted[0]), flag_def_ptr_compare);
         printf("ckubelet: a Kubernetes node agent (kubelet) for static pods over CRI.\n\n"
                "Usage:\n  ckubelet [flags]\n\nFlags:\n");
-        for (size_t i = 0; i < ELEMENTSOF(flag_defs); i++) {
-                const struct flag_def *f = &flag_defs[i];
+        for (size_t i = 0; i < ELEMENTSOF(sorted); i++) {
+                const struct flag_def *f = sorted[i];
                 char def[128] = "";
                 char lhs[96];
 
