@@ -435,9 +435,9 @@ static void pull_try(struct pod_sync *s) {
                 log_v(3, "pod %s: pulling image \"%s\" with the credentials for %s", kubelet_sync_pod_desc(s),
                       st->c->image, st->creds[st->cred_index]->key);
         }
-        /* pulls can take long: no shorter deadline than the request timeout, as upstream (image pull progress
-         * deadline aside) */
-        r = cri_pull_image(s->k->cri, &req, 0, on_pull_image, s);
+        /* pulls can take long: no deadline at all, as upstream's PullImage (the runtime's own progress timeout
+         * ends a stalled pull) */
+        r = cri_pull_image(s->k->cri, &req, UINT64_MAX, on_pull_image, s);
         if (r < 0) {
                 kubelet_sync_call_failed(s, "PullImage", r);
                 step_done(s);

@@ -253,7 +253,7 @@ static const struct flag_def flag_defs[] = {
           "Where the kubelet keeps its files: pod directories and their volumes, plugin sockets." },
         { "runtime-request-timeout", 0, FLAG_DURATION, OFF(runtime_request_timeout_usec), "runtimeRequestTimeout",
           "duration",
-          "Deadline of each call to the container runtime, image pulls included; calls that wait on purpose "
+          "Deadline of each call to the container runtime except image pulls (which have none); calls that wait on purpose "
           "(StopContainer, exec probes and hooks) get that wait on top." },
         { "sync-frequency", 0, FLAG_DURATION, OFF(sync_frequency_usec), "syncFrequency", "duration",
           "How often every pod is synced again, even when nothing about it changed." },
