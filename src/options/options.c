@@ -8,14 +8,17 @@
 
 #include <arpa/inet.h>
 #include <ctype.h>
+#include <dirent.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "apis/manifest.h"
+#include "features/features.h"
 #include "basic/fs.h"
 #include "basic/json.h"
 #include "basic/log.h"
@@ -29,6 +32,9 @@
 #define KUBELET_CONFIG_KIND "KubeletConfiguration"
 /* a KubeletConfiguration is a few kilobytes; anything near this is not one */
 #define KUBELET_CONFIG_MAX_SIZE (1024u * 1024u)
+/* --config-dir: how deep and how many files (a drop-in directory holds a handful) */
+#define KUBELET_CONFIG_DIR_MAX_DEPTH 8u
+#define KUBELET_CONFIG_DIR_MAX_FILES 1000u
 
 #define DEFAULT_CONTAINER_RUNTIME_ENDPOINT "unix:///run/containerd/containerd.sock"
 #define DEFAULT_ROOT_DIR "/var/lib/kubelet"
@@ -43,13 +49,14 @@
 #define DEFAULT_CERT_DIR "/var/lib/kubelet/pki"
 
 enum flag_kind {
-        FLAG_STRING,    /* char * at offset */
-        FLAG_DURATION,  /* uint64_t usec at offset */
-        FLAG_INT,       /* int at offset */
-        FLAG_INT64,     /* int64_t at offset */
-        FLAG_BOOL,      /* bool at offset */
-        FLAG_HEADERS,   /* --manifest-url-header */
-        FLAG_VERBOSITY, /* --v / -v */
+        FLAG_STRING,        /* char * at offset */
+        FLAG_DURATION,      /* uint64_t usec at offset */
+        FLAG_INT,           /* int at offset */
+        FLAG_INT64,         /* int64_t at offset */
+        FLAG_BOOL,          /* bool at offset */
+        FLAG_HEADERS,       /* --manifest-url-header */
+        FLAG_VERBOSITY,     /* --v / -v */
+        FLAG_FEATURE_GATES, /* --feature-gates: merged gate by gate */
         FLAG_HELP,
         FLAG_VERSION,
 };
@@ -62,152 +69,178 @@ struct flag_def {
         const char *field; /* KubeletConfiguration field, NULL for flag-only */
         const char *type;  /* as pflag prints it in --help */
         const char *help;
+        const char *deprecated; /* pflag's deprecation note, printed when the flag is used */
 };
 
 #define OFF(f) offsetof(struct kubelet_options, f)
 
 static const struct flag_def flag_defs[] = {
         { "address", 0, FLAG_STRING, OFF(address), "address", "string",
-          "The IP address for the Kubelet to serve on (set to '0.0.0.0' or '::' for listening on all interfaces and "
-          "IP address families)" },
-        { "allowed-unsafe-sysctls", 0, FLAG_STRING, OFF(allowed_unsafe_sysctls), NULL, "strings",
-          "Comma-separated allowlist of unsafe sysctls or unsafe sysctl patterns (ending in *). Use these at your "
-          "own risk." },
+          "IP address the kubelet API listens on; '0.0.0.0' or '::' listens on every interface", NULL },
+        { "allowed-unsafe-sysctls", 0, FLAG_STRING, OFF(allowed_unsafe_sysctls), "allowedUnsafeSysctls", "strings",
+          "Sysctls outside the safe set that pods may still set: comma-separated names, or prefixes ending in '*'. "
+          "Each must be namespaced; pods can affect one another through them",
+          NULL },
         { "anonymous-auth", 0, FLAG_BOOL, OFF(anonymous_auth), "authentication.anonymous.enabled", "",
-          "Enables anonymous requests to the Kubelet server. Requests that are not rejected by another authentication "
-          "method are treated as anonymous requests. Anonymous requests have a username of system:anonymous, and a "
-          "group name of system:unauthenticated." },
+          "Let requests without credentials through to authorization as user system:anonymous in group "
+          "system:unauthenticated",
+          NULL },
         { "authentication-token-webhook", 0, FLAG_BOOL, OFF(authentication_token_webhook),
           "authentication.webhook.enabled", "",
-          "Use the TokenReview API to determine authentication for bearer "
-          "tokens (needs an API server)." },
+          "Check bearer tokens sent to the kubelet API by a TokenReview at the "
+          "API server",
+          NULL },
         { "authorization-mode", 0, FLAG_STRING, OFF(authorization_mode), "authorization.mode", "string",
-          "Authorization mode for Kubelet server. Valid options are AlwaysAllow or Webhook. Webhook mode uses the "
-          "SubjectAccessReview API to determine authorization." },
+          "How requests to the kubelet API are authorized: 'Webhook' asks the API server with a SubjectAccessReview, "
+          "'AlwaysAllow' lets every authenticated request through",
+          NULL },
+        { "bootstrap-kubeconfig", 0, FLAG_STRING, OFF(bootstrap_kubeconfig), NULL, "string",
+          "Kubeconfig with temporary credentials (typically a bootstrap token). When --kubeconfig is missing or its "
+          "client certificate cannot be used, the kubelet uses these to request a client certificate through a "
+          "CertificateSigningRequest, stores it in --cert-dir and writes --kubeconfig to point at it",
+          NULL },
         { "cert-dir", 0, FLAG_STRING, OFF(cert_dir), NULL, "string",
-          "The directory where the TLS certs are located. If --tls-cert-file and --tls-private-key-file are provided, "
-          "this flag will be ignored." },
+          "Directory of the kubelet's certificates and keys: the client certificate from TLS bootstrapping "
+          "(kubelet-client-current.pem), the serving certificate (kubelet-server-current.pem, or the self-signed "
+          "kubelet.crt/kubelet.key when no --tls-cert-file is given)",
+          NULL },
         { "cgroup-driver", 0, FLAG_STRING, OFF(cgroup_driver), "cgroupDriver", "string",
-          "Driver that the kubelet uses to manipulate cgroups on the host. Possible values: 'cgroupfs', 'systemd' "
-          "(ckubelet refuses 'systemd' at start-up)" },
+          "How pod cgroups are created: 'cgroupfs' (ckubelet refuses 'systemd' at start-up)", NULL },
         { "cgroup-root", 0, FLAG_STRING, OFF(cgroup_root), "cgroupRoot", "string",
-          "Optional root cgroup to use for pods. This is handled by the container runtime on a best effort basis. "
-          "It must exist in every cgroup hierarchy." },
+          "Parent cgroup of the QoS and pod cgroups; it must already exist in every cgroup hierarchy", NULL },
         { "cgroups-per-qos", 0, FLAG_BOOL, OFF(cgroups_per_qos), "cgroupsPerQOS", "",
-          "Enable creation of QoS cgroup hierarchy, if true top level QoS and pod cgroups are created." },
+          "Create the kubepods QoS cgroups and a cgroup per pod", NULL },
         { "client-ca-file", 0, FLAG_STRING, OFF(client_ca_file), "authentication.x509.clientCAFile", "string",
-          "If set, any request presenting a client certificate signed by one of the authorities in the client-ca-file "
-          "is authenticated with an identity corresponding to the CommonName of the client certificate." },
-        { "cluster-dns", 0, FLAG_STRING, OFF(cluster_dns), NULL, "strings",
-          "Comma-separated list of DNS server IP address. This value is used for containers DNS server in case of "
-          "Pods with \"dnsPolicy=ClusterFirst\"." },
-        { "cluster-domain", 0, FLAG_STRING, OFF(cluster_domain), NULL, "string",
-          "Domain for this cluster. If set, kubelet will configure all containers to search this domain in addition "
-          "to the host's search domains" },
+          "PEM bundle of certificate authorities: a client certificate signed by one of them authenticates a request "
+          "to the kubelet API as its CommonName, with its Organizations as groups",
+          NULL },
+        { "cluster-dns", 0, FLAG_STRING, OFF(cluster_dns), "clusterDNS", "strings",
+          "Comma-separated IP addresses of the cluster's DNS servers, given to pods with dnsPolicy ClusterFirst",
+          NULL },
+        { "cluster-domain", 0, FLAG_STRING, OFF(cluster_domain), "clusterDomain", "string",
+          "The cluster's DNS domain: ClusterFirst pods search it before the host's search domains", NULL },
         { "config", 0, FLAG_STRING, OFF(config_path), NULL, "string",
-          "The Kubelet will load its initial configuration from this file (KubeletConfiguration, "
-          "kubelet.config.k8s.io/v1beta1, YAML or JSON). The path may be absolute or relative; relative paths start "
-          "at the Kubelet's current working directory. Omit this flag to use the built-in default configuration "
-          "values. Command-line flags override configuration from this file." },
+          "A KubeletConfiguration file (kubelet.config.k8s.io/v1beta1, YAML or JSON) to start from; a relative path "
+          "is taken from the working directory. Flags given on the command line win over it",
+          NULL },
+        { "config-dir", 0, FLAG_STRING, OFF(config_dir), NULL, "string",
+          "Directory of KubeletConfiguration drop-ins: every file ending in .conf, subdirectories included, in "
+          "lexical order, merged over --config as JSON merge patches; flags still win over the result",
+          NULL },
+        { "container-runtime", 0, FLAG_STRING, OFF(container_runtime), NULL, "string",
+          "Only 'remote' is accepted: the runtime is always reached through --container-runtime-endpoint",
+          "will be removed in 1.27 as the only valid value is 'remote'" },
         { "container-runtime-endpoint", 0, FLAG_STRING, OFF(container_runtime_endpoint), "containerRuntimeEndpoint",
-          "string",
-          "The endpoint of container runtime service. Only unix domain sockets are supported. Example: "
-          "'unix:///path/to/runtime.sock'" },
+          "string", "Unix socket of the CRI runtime service, e.g. 'unix:///run/containerd/containerd.sock'", NULL },
         { "enable-debugging-handlers", 0, FLAG_BOOL, OFF(enable_debugging_handlers), "enableDebuggingHandlers", "",
-          "Enables server endpoints for log collection and local running of containers and commands" },
-        { "enable-server", 0, FLAG_BOOL, OFF(enable_server), "enableServer", "", "Enable the Kubelet's server" },
+          "Serve the endpoints that reach into containers: logs, exec, attach, port-forward and run", NULL },
+        { "enable-server", 0, FLAG_BOOL, OFF(enable_server), "enableServer", "", "Serve the kubelet API", NULL },
         { "enforce-node-allocatable", 0, FLAG_STRING, OFF(enforce_node_allocatable), "enforceNodeAllocatable",
           "strings",
-          "A comma separated list of levels of node allocatable enforcement to be enforced by kubelet. "
-          "Acceptable options are 'none' and 'pods' (ckubelet does not enforce 'system-reserved' and "
-          "'kube-reserved')." },
+          "Comma-separated reservations to enforce with cgroups: 'pods' limits the kubepods cgroup to node "
+          "allocatable, 'none' or an empty value enforces nothing ('system-reserved' and 'kube-reserved' are refused)",
+          NULL },
+        { "feature-gates", 0, FLAG_FEATURE_GATES, 0, "featureGates", "mapStringBool",
+          "Turn upstream feature gates on or off: 'Name=true,Other=false'; an unknown name is an error. Repeatable; a "
+          "gate set here wins over the config file",
+          NULL },
         { "file-check-frequency", 0, FLAG_DURATION, OFF(file_check_frequency_usec), "fileCheckFrequency", "duration",
-          "Duration between checking config files for new data (changes are also picked up at once through inotify)" },
+          "How often --pod-manifest-path is read again in full (inotify reports changes sooner)", NULL },
         { "healthz-bind-address", 0, FLAG_STRING, OFF(healthz_bind_address), "healthzBindAddress", "string",
-          "The IP address for the healthz server to serve on (set to '0.0.0.0' or '::' for listening in all "
-          "interfaces and IP families)" },
+          "IP address of the /healthz listener; '0.0.0.0' or '::' for every interface", NULL },
         { "healthz-port", 0, FLAG_INT, OFF(healthz_port), "healthzPort", "int32",
-          "The port of the localhost healthz endpoint (set to 0 to disable)" },
-        { "help", 'h', FLAG_HELP, 0, NULL, NULL, "help for ckubelet" },
+          "Port of the /healthz listener; 0 turns it off", NULL },
+        { "help", 'h', FLAG_HELP, 0, NULL, NULL, "Print this text and exit", NULL },
         { "hostname-override", 0, FLAG_STRING, OFF(hostname_override), NULL, "string",
-          "If non-empty, will use this string as identification instead of the actual hostname." },
+          "Node name to use instead of the machine's hostname", NULL },
+        { "http-check-frequency", 0, FLAG_DURATION, OFF(http_check_frequency_usec), "httpCheckFrequency", "duration",
+          "Pause between the end of one fetch of --manifest-url and the start of the next", NULL },
+        { "image-service-endpoint", 0, FLAG_STRING, OFF(image_service_endpoint), "imageServiceEndpoint", "string",
+          "Unix socket of the CRI image service, when it is not the runtime's (--container-runtime-endpoint)", NULL },
+        { "kube-api-burst", 0, FLAG_INT, OFF(kube_api_burst), "kubeAPIBurst", "int32",
+          "Requests to the API server that may go out at once before --kube-api-qps applies", NULL },
+        { "kube-api-qps", 0, FLAG_INT, OFF(kube_api_qps), "kubeAPIQPS", "int32",
+          "Steady rate of requests to the API server, per second; negative: unlimited", NULL },
+        { "kube-reserved", 0, FLAG_STRING, OFF(kube_reserved), "kubeReserved", "mapStringString",
+          "Resources kept back for Kubernetes' own daemons, taken off node allocatable: 'cpu=100m,memory=256Mi,"
+          "ephemeral-storage=1Gi'",
+          NULL },
+        { "kubeconfig", 0, FLAG_STRING, OFF(kubeconfig), NULL, "string",
+          "Kubeconfig for the API server. With it the kubelet joins a cluster; without it (and without "
+          "--bootstrap-kubeconfig) it runs only static pods",
+          NULL },
+        { "logging-format", 0, FLAG_STRING, OFF(logging_format), "logging.format", "string",
+          "Log line format: 'text' (klog's header and message) or 'json' (one JSON object per line)", NULL },
+        { "manifest-url", 0, FLAG_STRING, OFF(manifest_url), "staticPodURL", "string",
+          "HTTP(S) URL polled for static pod manifests", NULL },
+        { "manifest-url-header", 0, FLAG_HEADERS, 0, "staticPodURLHeader", "colonSeparatedMultimapStringString",
+          "HTTP headers sent with every fetch of --manifest-url: 'Name:value,Other:value'. Repeatable; a name may "
+          "come more than once and every value is sent, in order",
+          NULL },
+        { "max-pods", 0, FLAG_INT, OFF(max_pods), "maxPods", "int32", "Most pods this node admits", NULL },
+        { "node-ip", 0, FLAG_STRING, OFF(node_ip), NULL, "string",
+          "The node's IP address (its InternalIP, and where probes of host-network pods connect); by default the "
+          "address of the default route's interface",
+          NULL },
         { "node-labels", 0, FLAG_STRING, OFF(node_labels), NULL, "mapStringString",
-          "Labels to add when registering the node in the cluster. Labels must be key=value pairs separated by ','." },
+          "Labels the Node gets when it is registered: 'key=value,key2=value2'", NULL },
         { "node-status-update-frequency", 0, FLAG_DURATION, OFF(node_status_update_frequency_usec),
           "nodeStatusUpdateFrequency", "duration",
-          "Specifies how often kubelet computes node status and posts it to "
-          "master when there is a change (and at least every nodeStatusReportFrequency)." },
-        { "node-ip", 0, FLAG_STRING, OFF(node_ip), NULL, "string",
-          "IP address of the node. If set, kubelet will use this IP address for the node (the pod IP of hostNetwork "
-          "pods, where their probes connect). Default: the address of the interface of the default route." },
-        { "http-check-frequency", 0, FLAG_DURATION, OFF(http_check_frequency_usec), "httpCheckFrequency", "duration",
-          "Duration between checking http for new data" },
-        { "image-service-endpoint", 0, FLAG_STRING, OFF(image_service_endpoint), "imageServiceEndpoint", "string",
-          "The endpoint of container image service. If not specified, it will be the same with "
-          "--container-runtime-endpoint by default. Only unix domain sockets are supported." },
-        { "manifest-url", 0, FLAG_STRING, OFF(manifest_url), "staticPodURL", "string",
-          "URL for accessing additional Pod specifications to run" },
-        { "manifest-url-header", 0, FLAG_HEADERS, 0, "staticPodURLHeader", "colonSeparatedMultimapStringString",
-          "Comma-separated list of HTTP headers to use when accessing the url provided to --manifest-url. Multiple "
-          "headers with the same name will be added in the same order provided. This flag can be repeatedly invoked. "
-          "For example: --manifest-url-header 'a:hello,b:again,c:world' --manifest-url-header 'b:beautiful'" },
-        { "kube-api-burst", 0, FLAG_INT, OFF(kube_api_burst), "kubeAPIBurst", "int32",
-          "Burst to use while talking with kubernetes apiserver." },
-        { "kube-api-qps", 0, FLAG_INT, OFF(kube_api_qps), "kubeAPIQPS", "int32",
-          "QPS to use while talking with kubernetes apiserver." },
-        { "kube-reserved", 0, FLAG_STRING, OFF(kube_reserved), "kubeReserved", "mapStringString",
-          "A set of ResourceName=ResourceQuantity (e.g. cpu=200m,memory=500Mi,ephemeral-storage=1Gi,pid=1000) pairs "
-          "that describe resources reserved for kubernetes system components." },
-        { "kubeconfig", 0, FLAG_STRING, OFF(kubeconfig), NULL, "string",
-          "Path to a kubeconfig file, specifying how to connect to the API server. Providing --kubeconfig enables "
-          "API server mode, omitting --kubeconfig enables standalone mode." },
-        { "max-pods", 0, FLAG_INT, OFF(max_pods), "maxPods", "int32", "Number of Pods that can run on this Kubelet." },
+          "How often the node status is computed; it is sent when it "
+          "changed, and at least every nodeStatusReportFrequency",
+          NULL },
+        { "pod-infra-container-image", 0, FLAG_STRING, OFF(pod_infra_container_image), NULL, "string",
+          "Only recorded: the sandbox image is the runtime's choice (containerd's sandbox_image)",
+          "will be removed in a future release. Image garbage collector will get sandbox image information from CRI." },
         { "pod-manifest-path", 0, FLAG_STRING, OFF(pod_manifest_path), "staticPodPath", "string",
-          "Path to the directory containing static pod files to run, or the path to a single static pod file. Files "
-          "starting with dots will be ignored." },
+          "Static pod manifests: a directory (every file not starting with '.') or a single file", NULL },
         { "pod-max-pids", 0, FLAG_INT64, OFF(pod_pids_limit), "podPidsLimit", "int",
-          "Set the maximum number of processes per pod. If -1, the kubelet defaults to the node allocatable pid "
-          "capacity." },
-        { "port", 0, FLAG_INT, OFF(port), "port", "int32", "The port for the Kubelet to serve on." },
+          "Most processes a pod may run (pids.max of its cgroup); -1: no limit of its own", NULL },
+        { "port", 0, FLAG_INT, OFF(port), "port", "int32", "TLS port of the kubelet API", NULL },
         { "read-only-port", 0, FLAG_INT, OFF(read_only_port), "readOnlyPort", "int32",
-          "The read-only port for the Kubelet to serve on with no authentication/authorization (set to 0 to disable)" },
+          "Plain-HTTP port of the kubelet API without authentication or debugging endpoints; 0 turns it off", NULL },
         { "register-node", 0, FLAG_BOOL, OFF(register_node), "registerNode", "",
-          "Register the node with the apiserver. If --kubeconfig is not provided, this flag is irrelevant, as the "
-          "Kubelet won't have an apiserver to register with." },
+          "Create the Node object at the API server (without it, only report the status of a Node made elsewhere)",
+          NULL },
         { "register-with-taints", 0, FLAG_STRING, OFF(register_with_taints), "registerWithTaints", "string",
-          "Register the node with the given list of taints (comma separated \"<key>=<value>:<effect>\"). No-op if "
-          "register-node is false." },
-        { "resolv-conf", 0, FLAG_STRING, OFF(resolv_conf), NULL, "string",
-          "Resolver configuration file used as the basis for the container DNS resolution configuration." },
+          "Taints the Node gets when it is registered: 'key=value:Effect,...'", NULL },
+        { "resolv-conf", 0, FLAG_STRING, OFF(resolv_conf), "resolvConf", "string",
+          "Resolver file whose servers and search domains pods start from; empty: none", NULL },
         { "root-dir", 0, FLAG_STRING, OFF(root_dir), NULL, "string",
-          "Directory path for managing kubelet files (volume mounts,etc)." },
+          "Directory of the kubelet's state: pod directories, volumes, plugins", NULL },
+        { "rotate-certificates", 0, FLAG_BOOL, OFF(rotate_certificates), "rotateCertificates", "",
+          "Renew the client certificate through the certificates.k8s.io API before it expires, and use the new one "
+          "without a restart",
+          NULL },
+        { "rotate-server-certificates", 0, FLAG_BOOL, OFF(server_tls_bootstrap), "serverTLSBootstrap", "",
+          "Get the serving certificate of the kubelet API from the certificates.k8s.io API (someone must approve "
+          "its CertificateSigningRequest) and renew it the same way; no self-signed certificate is made",
+          NULL },
         { "runtime-request-timeout", 0, FLAG_DURATION, OFF(runtime_request_timeout_usec), "runtimeRequestTimeout",
           "duration",
-          "Timeout of all runtime requests except long running request - pull, logs, exec and attach. "
-          "When timeout exceeded, kubelet will cancel the request, throw out an error and retry later." },
+          "Deadline of each CRI call other than image pulls; a call past it fails and is tried again "
+          "later",
+          NULL },
         { "sync-frequency", 0, FLAG_DURATION, OFF(sync_frequency_usec), "syncFrequency", "duration",
-          "Max period between synchronizing running containers and config" },
+          "Longest time between two reconciliations of a pod", NULL },
         { "system-reserved", 0, FLAG_STRING, OFF(system_reserved), "systemReserved", "mapStringString",
-          "A set of ResourceName=ResourceQuantity (e.g. cpu=200m,memory=500Mi,ephemeral-storage=1Gi,pid=1000) pairs "
-          "that describe resources reserved for non-kubernetes components." },
+          "Resources kept back for the operating system's daemons, taken off node allocatable: 'cpu=100m,"
+          "memory=256Mi'",
+          NULL },
         { "tls-cert-file", 0, FLAG_STRING, OFF(tls_cert_file), "tlsCertFile", "string",
-          "File containing x509 Certificate used for serving HTTPS (with intermediate certs, if any, concatenated "
-          "after server cert). If --tls-cert-file and --tls-private-key-file are not provided, a self-signed "
-          "certificate and key are generated for the public address and saved to the directory passed to "
-          "--cert-dir." },
+          "Serving certificate of the kubelet API, intermediates after it. Without it (and without "
+          "--rotate-server-certificates) a self-signed one is made in --cert-dir",
+          NULL },
         { "tls-private-key-file", 0, FLAG_STRING, OFF(tls_private_key_file), "tlsPrivateKeyFile", "string",
-          "File containing x509 private key matching --tls-cert-file." },
+          "Private key of --tls-cert-file", NULL },
         { "v", 'v', FLAG_VERBOSITY, OFF(verbosity), "logging.verbosity", "Level",
-          "number for the log level verbosity" },
-        { "version", 0, FLAG_VERSION, 0, NULL, "version[=true]", "Print version information and quit" },
+          "Log detail: 0 is quiet, higher numbers log more", NULL },
+        { "version", 0, FLAG_VERSION, 0, NULL, "version[=true]", "Print the version and exit", NULL },
 };
 
 /* KubeletConfiguration (v1beta1) fields that upstream has and ckubelet does not implement: accepted, with a
  * warning. Anything else that we do not implement either is an unknown field: an error. */
 static const char *const unsupported_fields[] = {
-        "allowedUnsafeSysctls",
-        "clusterDNS",
-        "clusterDomain",
         "configMapAndSecretChangeDetectionStrategy",
         "containerLogMaxFiles",
         "containerLogMaxSize",
@@ -235,8 +268,8 @@ static const char *const unsupported_fields[] = {
         "evictionPressureTransitionPeriod",
         "evictionSoft",
         "evictionSoftGracePeriod",
+        "failCgroupV1",
         "failSwapOn",
-        "featureGates",
         "hairpinMode",
         "imageGCHighThresholdPercent",
         "imageGCLowThresholdPercent",
@@ -260,6 +293,7 @@ static const char *const unsupported_fields[] = {
         "nodeStatusMaxImages",
         "oomScoreAdj",
         "podCIDR",
+        "podHousekeepingPeriod",
         "podsPerCore",
         "preloadedImagesVerificationAllowlist",
         "protectKernelDefaults",
@@ -269,12 +303,9 @@ static const char *const unsupported_fields[] = {
         "registryPullQPS",
         "reservedMemory",
         "reservedSystemCPUs",
-        "resolvConf",
-        "rotateCertificates",
         "runOnce",
         "seccompDefault",
         "serializeImagePulls",
-        "serverTLSBootstrap",
         "showHiddenMetricsForVersion",
         "shutdownGracePeriod",
         "shutdownGracePeriodByPodPriority",
@@ -295,8 +326,8 @@ static const char *const unsupported_fields[] = {
         "volumeStatsAggPeriod",
 };
 
-/* logging (component-base LoggingConfiguration): only verbosity is implemented */
-static const char *const unsupported_logging_fields[] = { "flushFrequency", "format", "options", "vmodule" };
+/* logging (component-base LoggingConfiguration): verbosity and format are implemented */
+static const char *const unsupported_logging_fields[] = { "flushFrequency", "options", "vmodule" };
 
 static bool strv_const_contains(const char *const *l, size_t n, const char *s) {
         for (size_t i = 0; i < n; i++)
@@ -345,7 +376,8 @@ int kubelet_options_init(struct kubelet_options *o) {
         o->enforce_node_allocatable = strdup("pods");
         o->pod_pids_limit = -1;
         o->resolv_conf = strdup("/etc/resolv.conf");
-        if (!o->container_runtime_endpoint || !o->root_dir || !o->pod_logs_dir || !o->address ||
+        o->logging_format = strdup("text");
+        if (!o->logging_format || !o->container_runtime_endpoint || !o->root_dir || !o->pod_logs_dir || !o->address ||
             !o->healthz_bind_address || !o->cert_dir || !o->authorization_mode || !o->cgroup_root ||
             !o->cgroup_driver || !o->enforce_node_allocatable || !o->resolv_conf) {
                 kubelet_options_done(o);
@@ -387,6 +419,12 @@ void kubelet_options_done(struct kubelet_options *o) {
         free(o->cluster_dns);
         free(o->cluster_domain);
         free(o->resolv_conf);
+        free(o->config_dir);
+        free(o->bootstrap_kubeconfig);
+        strv_free(o->feature_gates);
+        free(o->logging_format);
+        free(o->pod_infra_container_image);
+        free(o->container_runtime);
         *o = (struct kubelet_options) {};
 }
 
@@ -470,6 +508,7 @@ static int parse_headers_value(const char *value, char ***l, struct ck_error **r
 struct parse_state {
         bool help;
         bool version;
+        bool warn;         /* the first pass: print deprecation notes (once) */
         bool headers_seen; /* the first --manifest-url-header replaces what the config file gave */
 };
 
@@ -497,9 +536,15 @@ static int apply_flag(struct kubelet_options *o, struct parse_state *st, const s
         char *base = (char *) o;
         int r = 0;
 
+        if (f->deprecated && st->warn)
+                log_warning("Flag --%s has been deprecated, %s", f->name, f->deprecated);
         switch (f->kind) {
         case FLAG_STRING:
                 return free_and_strdup((char **) (base + f->offset), value);
+
+        case FLAG_FEATURE_GATES:
+                r = feature_gates_parse(&o->feature_gates, value, st->warn, &why);
+                break;
 
         case FLAG_DURATION: {
                 uint64_t usec = 0;
@@ -649,8 +694,9 @@ static int parse_argv(struct kubelet_options *o, struct parse_state *st, int arg
 /* ---- the config file ---- */
 
 struct config_ctx {
-        const char *path;
-        const char *dir; /* directory of the config file, for relative paths */
+        const char *path; /* what errors name: the file, or the merged configuration */
+        const char *dir;  /* directory of the config file, for relative paths; NULL: resolved already */
+        bool quiet;       /* a file checked on its own before the merge: no warnings */
         struct ck_error **error;
 };
 
@@ -672,7 +718,7 @@ static int config_string(struct config_ctx *c, const char *field, json_t *v, boo
         str = json_string_value(v);
         if (strlen(str) != json_string_length(v))
                 return config_error(c, -EINVAL, "%s: string contains a NUL byte", field);
-        if (is_path && !isempty(str) && str[0] != '/') {
+        if (is_path && c->dir && !isempty(str) && str[0] != '/') {
                 /* as upstream's resolveRelativePaths: relative to the config file's directory */
                 if (asprintf(&s, "%s/%s", c->dir, str) < 0)
                         return -ENOMEM;
@@ -684,6 +730,13 @@ static int config_string(struct config_ctx *c, const char *field, json_t *v, boo
         free(*target);
         *target = TAKE_PTR(s);
         return 0;
+}
+
+/* A string field whose empty value means "the default" (upstream's SetDefaults replaces ""). */
+static int config_string_default(struct config_ctx *c, const char *field, json_t *v, char **target) {
+        if (json_is_string(v) && json_string_length(v) == 0)
+                return 0;
+        return config_string(c, field, v, false, target);
 }
 
 /* metav1.Duration: a string for time.ParseDuration. Zero means "use the default" (SetDefaults_*). */
@@ -859,7 +912,7 @@ static int config_authn_field(struct config_ctx *c, const char *path, const char
 static int config_authz_field(struct config_ctx *c, const char *path, const char *key, json_t *v,
                               struct kubelet_options *o) {
         if (streq(path, "authorization.mode"))
-                return config_string(c, path, v, false, &o->authorization_mode);
+                return config_string_default(c, path, v, &o->authorization_mode);
         if (streq(path, "authorization.webhook"))
                 return config_object(c, path, v, config_authz_field, o);
         if (streq(path, "authorization.webhook.cacheAuthorizedTTL"))
@@ -908,6 +961,35 @@ static int config_headers(struct config_ctx *c, json_t *v, char ***target) {
         return 0;
 }
 
+/* Is V a zero value, the way kubeadm writes fields it leaves at their defaults ("0s", 0, false, "", {}, [],
+ * objects of such)? Those are not worth a warning: they ask for nothing. */
+static bool json_is_zero(json_t *v) {
+        const char *key;
+        json_t *e;
+
+        switch (json_typeof(v)) {
+        case JSON_NULL:
+        case JSON_FALSE:
+                return true;
+        case JSON_INTEGER:
+                return json_integer_value(v) == 0;
+        case JSON_REAL:
+                return json_real_value(v) == 0;
+        case JSON_STRING:
+                return json_string_length(v) == 0 || streq(json_string_value(v), "0") ||
+                       streq(json_string_value(v), "0s");
+        case JSON_ARRAY:
+                return json_array_size(v) == 0;
+        case JSON_OBJECT:
+                json_object_foreach(v, key, e)
+                        if (!json_is_zero(e))
+                                return false;
+                return true;
+        default:
+                return false;
+        }
+}
+
 static int config_logging(struct config_ctx *c, json_t *v, struct kubelet_options *o) {
         const char *key;
         json_t *value;
@@ -915,19 +997,50 @@ static int config_logging(struct config_ctx *c, json_t *v, struct kubelet_option
         if (!json_is_object(v))
                 return config_error(c, -EINVAL, "logging: expected an object, got %s", json_type_name(v));
         json_object_foreach(v, key, value) {
+                if (json_is_null(value))
+                        continue;
                 if (streq(key, "verbosity")) {
                         json_int_t i;
-                        int r;
-                        if (json_is_null(value))
-                                continue;
-                        r = config_int32(c, "logging.verbosity", value, 0, &i);
+                        int r = config_int32(c, "logging.verbosity", value, 0, &i);
                         if (r < 0)
                                 return r;
                         o->verbosity = (int) i;
-                } else if (strv_const_contains(unsupported_logging_fields, ELEMENTSOF(unsupported_logging_fields), key))
-                        log_warning("%s: field logging.%s is not supported by ckubelet, ignored", c->path, key);
-                else
+                } else if (streq(key, "format")) {
+                        int r = config_string_default(c, "logging.format", value, &o->logging_format);
+                        if (r < 0)
+                                return r;
+                } else if (strv_const_contains(unsupported_logging_fields, ELEMENTSOF(unsupported_logging_fields),
+                                               key)) {
+                        if (!c->quiet && !json_is_zero(value))
+                                log_warning("%s: field logging.%s is not supported by ckubelet, ignored", c->path, key);
+                } else
                         return config_error(c, -EINVAL, "unknown field \"logging.%s\"", key);
+        }
+        return 0;
+}
+
+/* featureGates: map of gate name to boolean, gate by gate on top of what is there */
+static int config_feature_gates(struct config_ctx *c, json_t *v, struct kubelet_options *o) {
+        const char *key;
+        json_t *value;
+
+        if (!json_is_object(v))
+                return config_error(c, -EINVAL, "featureGates: expected a map of gate names to booleans, got %s",
+                                    json_type_name(v));
+        json_object_foreach(v, key, value) {
+                _cleanup_ck_error_ struct ck_error *why = NULL;
+                int r;
+
+                if (json_is_null(value))
+                        continue;
+                if (!json_is_boolean(value))
+                        return config_error(c, -EINVAL, "featureGates.%s: expected a boolean, got %s", key,
+                                            json_type_name(value));
+                r = feature_gates_set(&o->feature_gates, key, json_is_true(value), !c->quiet, &why);
+                if (r == -ENOMEM)
+                        return r;
+                if (r < 0)
+                        return config_error(c, r, "featureGates: %s", ck_error_message(why));
         }
         return 0;
 }
@@ -943,12 +1056,15 @@ static int config_apply_field(struct config_ctx *c, const char *key, json_t *v, 
 
         if (streq(key, "staticPodPath"))
                 return config_string(c, key, v, true, &o->pod_manifest_path);
-        if (streq(key, "podLogsDir"))
+        if (streq(key, "podLogsDir")) {
+                if (json_is_string(v) && json_string_length(v) == 0)
+                        return 0; /* the default */
                 return config_string(c, key, v, true, &o->pod_logs_dir);
+        }
         if (streq(key, "staticPodURL"))
                 return config_string(c, key, v, false, &o->manifest_url);
         if (streq(key, "containerRuntimeEndpoint"))
-                return config_string(c, key, v, false, &o->container_runtime_endpoint);
+                return config_string_default(c, key, v, &o->container_runtime_endpoint);
         if (streq(key, "imageServiceEndpoint"))
                 return config_string(c, key, v, false, &o->image_service_endpoint);
         if (streq(key, "staticPodURLHeader"))
@@ -976,9 +1092,9 @@ static int config_apply_field(struct config_ctx *c, const char *key, json_t *v, 
         if (streq(key, "enableDebuggingHandlers"))
                 return config_bool(c, key, v, &o->enable_debugging_handlers);
         if (streq(key, "address"))
-                return config_string(c, key, v, false, &o->address);
+                return config_string_default(c, key, v, &o->address);
         if (streq(key, "healthzBindAddress"))
-                return config_string(c, key, v, false, &o->healthz_bind_address);
+                return config_string_default(c, key, v, &o->healthz_bind_address);
         if (streq(key, "tlsCertFile"))
                 return config_string(c, key, v, true, &o->tls_cert_file);
         if (streq(key, "tlsPrivateKeyFile"))
@@ -1008,9 +1124,9 @@ static int config_apply_field(struct config_ctx *c, const char *key, json_t *v, 
         if (streq(key, "cgroupsPerQOS"))
                 return config_bool(c, key, v, &o->cgroups_per_qos);
         if (streq(key, "cgroupRoot"))
-                return config_string(c, key, v, false, &o->cgroup_root);
+                return config_string_default(c, key, v, &o->cgroup_root);
         if (streq(key, "cgroupDriver"))
-                return config_string(c, key, v, false, &o->cgroup_driver);
+                return config_string_default(c, key, v, &o->cgroup_driver);
         if (streq(key, "enforceNodeAllocatable"))
                 return config_string_list(c, key, v, &o->enforce_node_allocatable);
         if (streq(key, "podPidsLimit")) {
@@ -1025,9 +1141,24 @@ static int config_apply_field(struct config_ctx *c, const char *key, json_t *v, 
                 return config_object(c, key, v, config_authn_field, o);
         if (streq(key, "authorization"))
                 return config_object(c, key, v, config_authz_field, o);
+        if (streq(key, "rotateCertificates"))
+                return config_bool(c, key, v, &o->rotate_certificates);
+        if (streq(key, "serverTLSBootstrap"))
+                return config_bool(c, key, v, &o->server_tls_bootstrap);
+        if (streq(key, "featureGates"))
+                return config_feature_gates(c, v, o);
+        if (streq(key, "clusterDNS"))
+                return config_string_list(c, key, v, &o->cluster_dns);
+        if (streq(key, "clusterDomain"))
+                return config_string(c, key, v, false, &o->cluster_domain);
+        if (streq(key, "resolvConf"))
+                return config_string(c, key, v, true, &o->resolv_conf);
+        if (streq(key, "allowedUnsafeSysctls"))
+                return config_string_list(c, key, v, &o->allowed_unsafe_sysctls);
 
         if (strv_const_contains(unsupported_fields, ELEMENTSOF(unsupported_fields), key)) {
-                log_warning("%s: field %s is not supported by ckubelet, ignored", c->path, key);
+                if (!c->quiet && !json_is_zero(v))
+                        log_warning("%s: field %s is not supported by ckubelet, ignored", c->path, key);
                 return 0;
         }
         return config_error(c, -EINVAL, "unknown field \"%s\"", key);
@@ -1046,13 +1177,12 @@ static int check_type_meta(struct config_ctx *c, json_t *doc, const char *key, c
         return 0;
 }
 
-static int load_config_file(struct kubelet_options *o, const char *path, struct ck_error **ret_error) {
-        _cleanup_free_ char *data = NULL, *dir = NULL;
+/* Read PATH: exactly one KubeletConfiguration object (type meta checked). */
+static int read_config_doc(const char *path, json_t **ret, struct ck_error **ret_error) {
+        _cleanup_free_ char *data = NULL;
         _cleanup_ck_error_ struct ck_error *yerr = NULL;
         struct config_ctx c = { .path = path, .error = ret_error };
-        json_auto_t *docs = NULL;
-        json_t *doc, *v;
-        const char *key, *slash;
+        json_t *docs = NULL, *doc;
         size_t size;
         int r;
 
@@ -1063,13 +1193,6 @@ static int load_config_file(struct kubelet_options *o, const char *path, struct 
                 return config_error(&c, r, "config file is too large (more than %u bytes)", KUBELET_CONFIG_MAX_SIZE);
         if (r < 0)
                 return config_error(&c, r, "cannot read config file: %s", strerror(-r));
-
-        slash = strrchr(path, '/');
-        dir = slash ? (slash == path ? strdup("/") : strndup(path, (size_t) (slash - path))) : strdup(".");
-        if (!dir)
-                return -ENOMEM;
-        c.dir = dir;
-
         r = yaml_to_json_docs(data, size, &docs, &yerr);
         if (r == -ENOMEM)
                 return r;
@@ -1077,18 +1200,167 @@ static int load_config_file(struct kubelet_options *o, const char *path, struct 
                 return config_error(&c, -EINVAL, "%s", yerr ? ck_error_message(yerr) : "cannot parse YAML/JSON");
 
         if (json_array_size(docs) == 0)
-                return config_error(&c, -EINVAL, "config file is empty");
-        if (json_array_size(docs) > 1)
-                return config_error(&c, -EINVAL, "expected one KubeletConfiguration document, found %zu",
-                                    json_array_size(docs));
-        doc = json_array_get(docs, 0);
-        if (!json_is_object(doc))
-                return config_error(&c, -EINVAL, "expected a KubeletConfiguration object, got %s", json_type_name(doc));
-        r = check_type_meta(&c, doc, "apiVersion", KUBELET_CONFIG_API_VERSION);
-        if (r >= 0)
-                r = check_type_meta(&c, doc, "kind", KUBELET_CONFIG_KIND);
+                r = config_error(&c, -EINVAL, "config file is empty");
+        else if (json_array_size(docs) > 1)
+                r = config_error(&c, -EINVAL, "expected one KubeletConfiguration document, found %zu",
+                                 json_array_size(docs));
+        else if (!json_is_object(doc = json_array_get(docs, 0)))
+                r = config_error(&c, -EINVAL, "expected a KubeletConfiguration object, got %s", json_type_name(doc));
+        else {
+                r = check_type_meta(&c, doc, "apiVersion", KUBELET_CONFIG_API_VERSION);
+                if (r >= 0)
+                        r = check_type_meta(&c, doc, "kind", KUBELET_CONFIG_KIND);
+                if (r >= 0)
+                        *ret = json_incref(doc);
+        }
+        json_decref(docs);
+        return r;
+}
+
+/* upstream's resolveRelativePaths on the --config document: relative paths of its path fields are taken from the
+ * file's directory (drop-ins are not resolved, as upstream) */
+static int resolve_relative_paths(json_t *doc, const char *path) {
+        static const char *const fields[][2] = {
+                { "staticPodPath", NULL },     { "podLogsDir", NULL }, { "tlsCertFile", NULL },
+                { "tlsPrivateKeyFile", NULL }, { "resolvConf", NULL }, { "authentication", "x509" },
+        };
+        _cleanup_free_ char *dir = NULL;
+        const char *slash = strrchr(path, '/');
+
+        dir = slash ? (slash == path ? strdup("/") : strndup(path, (size_t) (slash - path))) : strdup(".");
+        if (!dir)
+                return -ENOMEM;
+        for (size_t i = 0; i < ELEMENTSOF(fields); i++) {
+                json_t *parent = doc, *v;
+                const char *key = fields[i][0];
+                char *abs;
+
+                if (fields[i][1]) { /* authentication.x509.clientCAFile */
+                        parent = json_object_get(json_object_get(doc, key), fields[i][1]);
+                        key = "clientCAFile";
+                }
+                v = json_is_object(parent) ? json_object_get(parent, key) : NULL;
+                if (!json_is_string(v) || json_string_length(v) == 0 || json_string_value(v)[0] == '/')
+                        continue;
+                if (asprintf(&abs, "%s/%s", dir, json_string_value(v)) < 0)
+                        return -ENOMEM;
+                if (json_object_set_new(parent, key, json_string(abs)) < 0) {
+                        free(abs);
+                        return -ENOMEM;
+                }
+                free(abs);
+        }
+        return 0;
+}
+
+json_t *kubelet_options_merge_patch(json_t *target, json_t *patch) {
+        const char *key;
+        json_t *v;
+
+        if (!json_is_object(patch)) {
+                json_decref(target);
+                return json_incref(patch);
+        }
+        if (!json_is_object(target)) {
+                json_decref(target);
+                target = json_object();
+                if (!target)
+                        return NULL;
+        }
+        json_object_foreach(patch, key, v) {
+                if (json_is_null(v))
+                        json_object_del(target, key);
+                else {
+                        json_t *merged = kubelet_options_merge_patch(json_incref(json_object_get(target, key)), v);
+                        if (!merged || json_object_set_new(target, key, merged) < 0) {
+                                json_decref(target);
+                                return NULL;
+                        }
+                }
+        }
+        return target;
+}
+
+static int cmp_names(const void *a, const void *b) {
+        return strcmp(*(char *const *) a, *(char *const *) b);
+}
+
+static int dropins_walk(const char *dir, unsigned depth, char ***files, char ***skipped, struct ck_error **ret_error) {
+        _cleanup_strv_free_ char **names = NULL;
+        size_t n;
+        DIR *d;
+        struct dirent *de;
+        int r = 0;
+
+        if (depth > KUBELET_CONFIG_DIR_MAX_DEPTH)
+                return ck_error_set(ret_error, -ELOOP, "--config-dir: %s: more than %u directories deep", dir,
+                                    KUBELET_CONFIG_DIR_MAX_DEPTH);
+        d = opendir(dir);
+        if (!d)
+                return ck_error_set(ret_error, negative_errno(),
+                                    "failed to walk through kubelet dropin directory \"%s\": %m", dir);
+        while ((de = readdir(d))) {
+                if (streq(de->d_name, ".") || streq(de->d_name, ".."))
+                        continue;
+                if (strv_length(names) >= KUBELET_CONFIG_DIR_MAX_FILES) {
+                        r = ck_error_set(ret_error, -E2BIG, "--config-dir: %s: more than %u entries", dir,
+                                         KUBELET_CONFIG_DIR_MAX_FILES);
+                        break;
+                }
+                r = strv_extend(&names, de->d_name);
+                if (r < 0)
+                        break;
+        }
+        closedir(d);
         if (r < 0)
                 return r;
+        n = strv_length(names);
+        if (n > 1)
+                qsort(names, n, sizeof(char *), cmp_names);
+        /* as filepath.WalkDir: entries in lexical order, a directory's files where the directory comes */
+        for (size_t i = 0; i < n; i++) {
+                _cleanup_free_ char *path = NULL;
+                struct stat st;
+
+                if (asprintf(&path, "%s/%s", dir, names[i]) < 0)
+                        return -ENOMEM;
+                if (lstat(path, &st) < 0)
+                        return ck_error_set(ret_error, negative_errno(), "--config-dir: cannot read %s: %m", path);
+                if (S_ISDIR(st.st_mode)) {
+                        r = dropins_walk(path, depth + 1, files, skipped, ret_error);
+                        if (r < 0)
+                                return r;
+                        continue;
+                }
+                if (strv_length(*files) + strv_length(*skipped) >= KUBELET_CONFIG_DIR_MAX_FILES)
+                        return ck_error_set(ret_error, -E2BIG, "--config-dir %s: more than %u files", dir,
+                                            KUBELET_CONFIG_DIR_MAX_FILES);
+                r = strv_push(endswith(names[i], ".conf") ? files : skipped, TAKE_PTR(path));
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+int kubelet_options_dropins(const char *dir, char ***ret_files, char ***ret_skipped, struct ck_error **ret_error) {
+        _cleanup_strv_free_ char **files = NULL, **skipped = NULL;
+        int r;
+
+        r = dropins_walk(dir, 0, &files, &skipped, ret_error);
+        if (r < 0)
+                return r;
+        *ret_files = TAKE_PTR(files);
+        if (ret_skipped)
+                *ret_skipped = TAKE_PTR(skipped);
+        return 0;
+}
+
+static int apply_config_doc(struct kubelet_options *o, json_t *doc, const char *name, bool quiet,
+                            struct ck_error **ret_error) {
+        struct config_ctx c = { .path = name, .quiet = quiet, .error = ret_error };
+        const char *key;
+        json_t *v;
+        int r;
 
         json_object_foreach(doc, key, v) {
                 r = config_apply_field(&c, key, v, o);
@@ -1096,6 +1368,75 @@ static int load_config_file(struct kubelet_options *o, const char *path, struct 
                         return r;
         }
         return 0;
+}
+
+/* Check one document on its own (so that an error names its file), without warnings. */
+static int check_config_doc(json_t *doc, const char *name, struct ck_error **ret_error) {
+        struct kubelet_options scratch;
+        int r;
+
+        r = kubelet_options_init(&scratch);
+        if (r < 0)
+                return r;
+        r = apply_config_doc(&scratch, doc, name, true, ret_error);
+        kubelet_options_done(&scratch);
+        return r;
+}
+
+/* The --config file, then the --config-dir drop-ins merged over it in upstream's order (JSON merge patches, as
+ * mergeKubeletConfigurations), applied over the defaults. */
+static int load_configuration(struct kubelet_options *o, const char *path, const char *dropin_dir,
+                              struct ck_error **ret_error) {
+        _cleanup_strv_free_ char **files = NULL, **skipped = NULL;
+        _cleanup_free_ char *merged_name = NULL;
+        json_t *base = NULL;
+        int r;
+
+        if (path) {
+                r = read_config_doc(path, &base, ret_error);
+                if (r < 0)
+                        return r;
+                r = resolve_relative_paths(base, path);
+                if (r >= 0 && dropin_dir)
+                        r = check_config_doc(base, path, ret_error);
+                if (r < 0)
+                        goto finish;
+        }
+        if (dropin_dir) {
+                r = kubelet_options_dropins(dropin_dir, &files, &skipped, ret_error);
+                if (r < 0)
+                        goto finish;
+                for (char **s = skipped; s && *s; s++)
+                        log_v(4, "Skipped file in drop-in directory (does not have .conf extension): %s", *s);
+                for (char **f = files; f && *f; f++) {
+                        json_t *doc = NULL;
+
+                        r = read_config_doc(*f, &doc, ret_error);
+                        if (r >= 0)
+                                r = check_config_doc(doc, *f, ret_error);
+                        if (r < 0) {
+                                json_decref(doc);
+                                goto finish;
+                        }
+                        base = kubelet_options_merge_patch(base, doc);
+                        json_decref(doc);
+                        if (!base) {
+                                r = -ENOMEM;
+                                goto finish;
+                        }
+                        log_v(2, "Merged the kubelet configuration drop-in %s", *f);
+                }
+                if (asprintf(&merged_name, "%s%s%s (merged with --config-dir %s)", path ? "--config " : "",
+                             strempty(path), path ? "" : "the kubelet configuration", dropin_dir) < 0) {
+                        merged_name = NULL;
+                        r = -ENOMEM;
+                        goto finish;
+                }
+        }
+        r = base ? apply_config_doc(o, base, merged_name ? merged_name : path, false, ret_error) : 0;
+finish:
+        json_decref(base);
+        return r;
 }
 
 /* ---- after parsing ---- */
@@ -1280,6 +1621,23 @@ static int validate(const struct kubelet_options *o, struct ck_error **ret_error
                 return ck_error_set(ret_error, -EINVAL,
                                     "invalid configuration: pod logs path \"%s\" must be absolute path",
                                     strempty(o->pod_logs_dir));
+        if (!streq_ptr(o->logging_format, "text") && !streq_ptr(o->logging_format, "json"))
+                return ck_error_set(
+                        ret_error, -EINVAL,
+                        "invalid configuration: logging.format (--logging-format): Unsupported value: \"%s\": "
+                        "supported values: \"json\", \"text\"",
+                        strempty(o->logging_format));
+        if (o->container_runtime && !streq(o->container_runtime, "remote"))
+                return ck_error_set(ret_error, -EINVAL,
+                                    "unsupported CRI runtime: \"%s\", only \"remote\" is currently supported",
+                                    o->container_runtime);
+        if (o->server_tls_bootstrap && !feature_enabled(o->feature_gates, "RotateKubeletServerCertificate"))
+                return ck_error_set(ret_error, -EINVAL,
+                                    "invalid configuration: serverTLSBootstrap true requires feature gate "
+                                    "RotateKubeletServerCertificate");
+        if (o->server_tls_bootstrap && (!isempty(o->tls_cert_file) || !isempty(o->tls_private_key_file)))
+                log_warning("serverTLSBootstrap is set: the serving certificate comes from the certificates API, "
+                            "tlsCertFile and tlsPrivateKeyFile are only a first pair");
         return 0;
 }
 
@@ -1289,8 +1647,8 @@ static void print_version(void) {
 
 int kubelet_options_parse(struct kubelet_options *o, int argc, char **argv, struct ck_error **ret_error) {
         struct kubelet_options scratch = {};
-        struct parse_state st = {};
-        _cleanup_free_ char *config_path = NULL;
+        struct parse_state st = { .warn = true };
+        _cleanup_free_ char *config_path = NULL, *config_dir = NULL;
         int r;
 
         if (!o || argc < 0 || (argc > 0 && !argv))
@@ -1303,6 +1661,11 @@ int kubelet_options_parse(struct kubelet_options *o, int argc, char **argv, stru
         if (r >= 0 && scratch.config_path) {
                 config_path = strdup(scratch.config_path);
                 if (!config_path)
+                        r = -ENOMEM;
+        }
+        if (r >= 0 && !isempty(scratch.config_dir)) {
+                config_dir = strdup(scratch.config_dir);
+                if (!config_dir)
                         r = -ENOMEM;
         }
         kubelet_options_done(&scratch);
@@ -1318,8 +1681,8 @@ int kubelet_options_parse(struct kubelet_options *o, int argc, char **argv, stru
         }
 
         /* the config file on top of the defaults, then the flags again on top of that */
-        if (config_path) {
-                r = load_config_file(o, config_path, ret_error);
+        if (config_path || config_dir) {
+                r = load_configuration(o, config_path, config_dir, ret_error);
                 if (r < 0)
                         goto fail;
         }
@@ -1374,6 +1737,7 @@ static void default_text(const struct kubelet_options *d, const struct flag_def 
                 snprintf(buf, size, "%s", *(const bool *) (base + f->offset) ? "true" : "false");
                 break;
         case FLAG_HEADERS:
+        case FLAG_FEATURE_GATES:
         case FLAG_HELP:
         case FLAG_VERSION:
                 break;
@@ -1388,7 +1752,9 @@ void kubelet_options_print_help(void) {
 
         for (size_t i = 0; i < ELEMENTSOF(flag_defs); i++)
                 width = MAX(width, (int) (strlen(flag_defs[i].name) + strlen(strempty(flag_defs[i].type)) + 9));
-        printf("ckubelet: a Kubernetes node agent (kubelet) for static pods over CRI.\n\n"
+        printf("ckubelet runs the pods of one node through a CRI runtime (containerd): static pods from files or a URL,\n"
+               "and with --kubeconfig the pods the API server binds to the node, whose Node object it registers and\n"
+               "keeps up to date. It serves the kubelet API (logs, exec, port-forward, stats) on --port.\n\n"
                "Usage:\n  ckubelet [flags]\n\nFlags:\n");
         for (size_t i = 0; i < ELEMENTSOF(flag_defs); i++) {
                 const struct flag_def *f = &flag_defs[i];
@@ -1409,7 +1775,8 @@ void kubelet_options_print_help(void) {
                         printf(" [config: %s]", f->field);
                 printf("\n");
         }
-        printf("\nThe --config file may also set podLogsDir (default \"%s\"). See docs/flags.md.\n",
+        printf("\nThe --config file may also set podLogsDir (default \"%s\"); fields ckubelet does not act on are\n"
+               "accepted with a warning. Flags and fields: docs/flags.md (/usr/share/doc/ckubelet in the package).\n",
                DEFAULT_POD_LOGS_DIR);
         if (have_defaults)
                 kubelet_options_done(&d);
