@@ -7,11 +7,13 @@ pkgs=(
         gcc meson ninja-build pkg-config protobuf-c-compiler libprotobuf-c-dev libnghttp2-dev
         libcurl4-openssl-dev libyaml-dev libjansson-dev libevent-dev libssl-dev libcmocka-dev
         clang-format   # the format check of tests/run.sh (.clang-format)
+        libsystemd-dev
         # runtime
         containerd runc containernetworking-plugins iproute2 iptables procps
         # tests and examples
         busybox-static python3 python3-pytest python3-grpcio docker-registry skopeo curl openssl
         apache2-utils  # htpasswd -B for the authenticated registry of the pull secret tests
+        debhelper help2man lintian  # the Debian package (debian/) and its test (with dpkg-dev below)
         # the real control plane of the cluster tests (tests/e2e/controlplane.py): etcd, the WebSocket client,
         # and what scripts/build-kubernetes.sh needs to build kube-apiserver, kube-controller-manager and kubectl
         etcd-server python3-websocket golang-go dpkg-dev rsync

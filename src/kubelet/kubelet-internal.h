@@ -99,6 +99,20 @@ struct kubelet {
                                           * desired set), so that a relist does not stop and delete them again */
         struct objects_manager *objects; /* ConfigMaps, Secrets and tokens of the pods (always) */
         struct cm *cm;                   /* QoS and pod cgroups (--cgroups-per-qos) */
+
+        /* TLS bootstrapping and certificate rotation (credentials.c) */
+        struct cert_manager *client_certs;  /* --rotate-certificates or --bootstrap-kubeconfig */
+        struct cert_manager *serving_certs; /* serverTLSBootstrap */
+        kubelet_serving_cert_t serving_cb;  /* who serves the pair (kubelet_set_serving_cert_handler) */
+        void *serving_userdata;
+        struct kube_client *bootstrap_client; /* from --bootstrap-kubeconfig, while it is needed */
+        struct event *creds_retry;            /* the next attempt to get a usable client certificate */
+        unsigned creds_failures;
+        bool api_started; /* the node has credentials: the API parts run */
+
+        /* the service manager (notify.c) */
+        bool notified_ready;    /* READY=1 was sent */
+        struct event *watchdog; /* WATCHDOG=1 every WatchdogSec/2 */
 };
 
 /* kubelet.c: the pod workers (pod_workers.go) */
@@ -127,6 +141,17 @@ int kubelet_pod_cgroup_ensure(struct kubelet *k, const struct pod *pod);
 
 /* kubelet.c: the pod's v1 PodStatus from its spec, the last observation and the probe results */
 int kubelet_worker_status_json(struct kubelet *k, struct pod_worker *w, json_t **ret);
+
+/* kubelet.c: the parts that talk to the API server, once the node has a client (k->client) */
+int kubelet_api_start(struct kubelet *k);
+
+/* credentials.c: the API client's and the kubelet API's certificates; kubelet_api_start() once there is a client */
+int kubelet_credentials_start(struct kubelet *k);
+void kubelet_credentials_stop(struct kubelet *k);
+
+/* notify.c: READY=1 once the node does its work, the watchdog */
+void kubelet_notify_check_ready(struct kubelet *k);
+int kubelet_watchdog_start(struct kubelet *k);
 
 /* pod_sync.c: run one reconcile pass for the worker; calls kubelet_worker_sync_done() at the end. */
 void kubelet_pod_sync_start(struct pod_worker *w);

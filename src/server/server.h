@@ -47,6 +47,9 @@ struct api_host {
         /* /healthz/syncloop: 0, or a negative errno and why in *ret_error */
         int (*sync_loop_health)(void *userdata, struct ck_error **ret_error);
         void (*counts)(void *userdata, struct api_host_counts *ret);
+        /* the API server client (TokenReview, SubjectAccessReview) as it is now, NULL without one; optional (else
+         * the config's client) */
+        struct kube_client *(*kube_client)(void *userdata);
         void *userdata;
 };
 
@@ -63,5 +66,8 @@ struct api_server_config {
 
 /* Binds the listeners the options ask for. Errors name the address and the reason. */
 int api_server_new(struct event_base *base, const struct api_server_config *cfg, struct api_server **ret);
+/* serverTLSBootstrap: serve CERT_PEM (the leaf, then intermediates) with KEY_PEM to every new TLS connection from
+ * now on; connections already open keep theirs. -EINVAL (logged) when they do not parse or match. */
+int api_server_set_serving_cert(struct api_server *s, const char *cert_pem, const char *key_pem);
 /* Closes the listeners and every connection; cancels streams. Accepts NULL. */
 struct api_server *api_server_free(struct api_server *s);
