@@ -328,6 +328,8 @@ static void credentials_attempt(struct kubelet *k) {
                 log_error("no usable client certificate: %s; %s", strna(why),
                           *cert_manager_load_error(k->client_certs) ? cert_manager_load_error(k->client_certs)
                                                                     : "nothing in --cert-dir either");
+                /* read the store again next time: the file may have been repaired */
+                k->client_certs = cert_manager_free(k->client_certs);
                 goto retry;
         }
         log_warning("--kubeconfig cannot be used (%s): requesting a client certificate with --bootstrap-kubeconfig %s",
