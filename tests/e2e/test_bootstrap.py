@@ -9,6 +9,7 @@ Every bad input is a test of its own: the error names the file or object, and th
 import base64
 import json
 import os
+import re
 import signal
 import socket
 import ssl
@@ -133,7 +134,6 @@ def tls_handshake(port, ca):
 def rotation_outage(bnode, k, length=8.0):
     """Stop the kube-apiserver (SIGSTOP) from 2 s before the client certificate's rotation deadline (as the kubelet
     logs it) for LENGTH seconds. Returns (start, end) as Unix times, or None when the deadline is too close."""
-    import re
     m = re.findall(r"client certificate expiration is \S+, rotation deadline is (\S+)", k.log())
     deadline = time.mktime(time.strptime(m[-1], "%Y-%m-%dT%H:%M:%SZ")) - time.timezone if m else 0
     if deadline - time.time() < 4:
@@ -354,6 +354,34 @@ def test_corrupt_client_certificate(bnode):
     bnode.wait(lambda: bnode.lease()["spec"]["renewTime"] != lease, 60, msg="the lease renewed after the restart")
     bnode.wait_ready()
 
+
+def test_corrupt_client_certificate_without_bootstrap(bnode):
+    """With no --bootstrap-kubeconfig nothing can request a new certificate: the error names --kubeconfig and the
+    file, the kubelet keeps retrying (reading --cert-dir again each time, not a copy kept from the first attempt)
+    and carries on once the file is repaired."""
+    k = bnode.kubelet()
+    bnode.wait_ready()
+    assert k.term() == 0
+    current = link(k, "kubelet-client-current.pem")
+    with open(current) as f:
+        good = f.read()
+    requests = len(bnode.csrs(CLIENT_SIGNER))
+    with open(current, "w") as f:
+        f.write("-----BEGIN CERTIFICATE-----\nnot base64 at all\n-----END CERTIFICATE-----\n")
+    i = k.cluster_args.index("--bootstrap-kubeconfig")
+    k.start(*(k.cluster_args[:i] + k.cluster_args[i + 2:]))
+    error = re.compile(r"no usable client certificate: " + re.escape(k.kubeconfig) +
+                       r": unable to load its client certificate")
+    bnode.wait(lambda: len(error.findall(k.log())) >= 2, 60, msg="the error, then a retry failing again")
+    assert len(bnode.csrs(CLIENT_SIGNER)) == requests  # no credentials to ask with
+    lease = bnode.lease()["spec"]["renewTime"]
+    with open(current, "w") as f:
+        f.write(good)
+    bnode.wait(lambda: bnode.lease()["spec"]["renewTime"] != lease, 90, msg="the lease renewed after the repair")
+    bnode.wait_ready()
+    # the repaired pair is the certificate manager's (so that it is rotated), not only the kubeconfig's
+    run = k.log().rsplit("===== starting ckubelet", 1)[1]
+    assert re.search(r"Loaded the client certificate from " + re.escape(k.pki), run), run[-3000:]
 
 def test_expired_bootstrap_token(bnode):
     past = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 3600))
