@@ -7,6 +7,7 @@ pkgs=(
         gcc meson ninja-build pkg-config protobuf-c-compiler libprotobuf-c-dev libnghttp2-dev
         libcurl4-openssl-dev libyaml-dev libjansson-dev libevent-dev libssl-dev libcmocka-dev zlib1g-dev
         clang-format   # the format check of tests/run.sh (.clang-format)
+        libsystemd-dev
         # runtime
         containerd runc containernetworking-plugins iproute2 iptables procps
         # tests and examples
@@ -14,6 +15,7 @@ pkgs=(
         e2fsprogs util-linux mount  # mkfs.ext4, losetup and mount for the small filesystem of the node-pressure tests
         apache2-utils  # htpasswd -B for the authenticated registry of the pull secret tests
         python3-grpc-tools  # compiles proto/csi.proto and proto/pluginregistration.proto for the test CSI plugin
+        debhelper help2man lintian  # the Debian package (debian/) and its test (with dpkg-dev below)
         # the real control plane of the cluster tests (tests/e2e/controlplane.py): etcd, the WebSocket client,
         # and what scripts/build-kubernetes.sh needs to build kube-apiserver, kube-controller-manager and kubectl
         etcd-server python3-websocket golang-go dpkg-dev rsync

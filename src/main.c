@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "basic/error.h"
+#include "basic/daemon.h"
 #include "basic/log.h"
 #include "kubelet/kubelet.h"
 #include "options/options.h"
@@ -19,6 +20,7 @@
 static void on_signal(evutil_socket_t sig, short what, void *userdata) {
         struct event_base *base = userdata;
         log_info("received %s, shutting down (pods keep running)", strsignal((int) sig));
+        (void) daemon_notify("STOPPING=1");
         event_base_loopbreak(base);
 }
 
@@ -118,6 +120,15 @@ static void host_foreach_container(void *userdata, void (*cb)(const struct api_h
         kubelet_foreach_container(userdata, host_container, &f);
 }
 
+static struct kube_client *host_kube_client(void *userdata) {
+        return kubelet_kube_client(userdata);
+}
+
+/* serverTLSBootstrap: the kubelet's serving pair from the certificates API, served to new connections */
+static void on_serving_cert(const char *cert_pem, const char *key_pem, void *userdata) {
+        (void) api_server_set_serving_cert(userdata, cert_pem, key_pem);
+}
+
 static int api_server_start(struct event_base *base, struct kubelet *k, struct api_server **ret) {
         const struct api_server_config cfg = {
                 .opts = kubelet_opts(k),
@@ -138,6 +149,7 @@ static int api_server_start(struct event_base *base, struct kubelet *k, struct a
                         .counts = host_counts,
                         .volume_stats = host_volume_stats,
                         .foreach_container = host_foreach_container,
+                        .kube_client = host_kube_client,
                         .userdata = k,
                 },
         };
@@ -169,6 +181,11 @@ int main(int argc, char **argv) {
                 return 0;
         }
         log_set_verbosity(opts.verbosity);
+        {
+                enum log_format f = LOG_FORMAT_TEXT;
+                (void) log_format_from_string(opts.logging_format, &f); /* validated by the parser */
+                log_set_format(f);
+        }
         signal(SIGPIPE, SIG_IGN);
 
         base = event_base_new();
@@ -199,11 +216,14 @@ int main(int argc, char **argv) {
                         log_error("failed to start: %s", strerror(-r));
                         goto out;
                 }
+                kubelet_set_serving_cert_handler(k, on_serving_cert, server);
         }
         event_base_dispatch(base);
         ret = 0;
 out:
         /* the API first: its streams and calls hold the kubelet's CRI client and containers */
+        if (k)
+                kubelet_set_serving_cert_handler(k, NULL, NULL);
         api_server_free(server);
         kubelet_free(k);
         if (sigterm)

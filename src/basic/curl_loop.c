@@ -290,3 +290,7 @@ CURLcode curl_loop_http_only(CURL *e) {
                              : curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS, (long) (CURLPROTO_HTTP | CURLPROTO_HTTPS));
 #endif
 }
+
+bool curl_loop_idle(const struct curl_loop *l) {
+        return !l || !l->transfers;
+}

@@ -5,6 +5,7 @@
  * events, so transfers never block the loop. Shared by the http config source and the HTTP probes. */
 
 #include <curl/curl.h>
+#include <stdbool.h>
 #include <event2/event.h>
 
 struct curl_loop;
@@ -25,3 +26,5 @@ void curl_loop_cancel(struct curl_loop *l, CURL *easy);
 
 /* Restrict an easy handle to http and https, redirects included (no file://, gopher:// ...). */
 CURLcode curl_loop_http_only(CURL *easy);
+/* No transfer is running (the connection cache may still hold idle connections: curl_loop_free closes them). */
+bool curl_loop_idle(const struct curl_loop *l);

@@ -85,6 +85,7 @@ struct kube_request {
 
         struct event *timer;
         CURL *easy;
+        struct curl_loop *loop; /* the loop the transfer runs on (the client's, or one retired since) */
         struct curl_slist *headers;
         char errbuf[CURL_ERROR_SIZE];
 
@@ -135,6 +136,12 @@ struct kube_client {
         struct kube_request *requests;
         CURL *pool[KUBE_EASY_POOL_MAX];
         size_t n_pool;
+
+        /* loops replaced by kube_client_reset_connections(): their last requests finish there, then they are freed
+         * with their connections (from the reaper event, never inside libcurl) */
+        struct curl_loop **retired;
+        size_t n_retired;
+        struct event *reaper;
 };
 
 /* client.c, for watch.c */
@@ -153,5 +160,11 @@ void kube_log_transfer(struct kube_request *r, const char *verb, CURLcode result
 int kube_response_error(struct kube_request *r, json_t *body);
 char *kube_transfer_error(struct kube_request *r, CURLcode result);
 
+/* A transfer of a loop that is no longer the client's ended: free the retired loops that are idle (later, from
+ * the reaper event, never inside libcurl). */
+void kube_client_transfer_ended(struct kube_client *c);
+
 /* watch.c */
 int kube_watch_start(struct kube_request *r);
+/* End a running watch from our side: done() gets rc and error (taken). */
+void kube_watch_abort(struct kube_request *r, int rc, char *error);

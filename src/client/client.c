@@ -327,11 +327,17 @@ static void pool_put(struct kube_client *c, CURL *easy) {
 }
 
 void kube_request_release_easy(struct kube_request *r) {
+        struct kube_client *c = r->client;
+
         if (r->easy) {
-                curl_loop_cancel(r->client->loop, r->easy); /* a no-op when the transfer is over */
-                pool_put(r->client, r->easy);
+                /* a no-op when the transfer is over */
+                curl_loop_cancel(r->loop ? r->loop : c->loop, r->easy);
+                pool_put(c, r->easy);
                 r->easy = NULL;
         }
+        if (r->loop && r->loop != c->loop)
+                kube_client_transfer_ended(c); /* its retired loop may be idle now */
+        r->loop = NULL;
         slist_free_secret(r->headers);
         r->headers = NULL;
 }
@@ -838,6 +844,7 @@ static void request_start(struct kube_request *r) {
                 request_finish(r, k, NULL);
                 return;
         }
+        r->loop = c->loop;
         r->state = KUBE_REQ_RUNNING;
         return;
 fail : {
@@ -1057,6 +1064,84 @@ fail:
         return k;
 }
 
+/* ---------------------------------------------------------------- credentials and connections */
+
+static void on_reaper(evutil_socket_t fd, short what, void *userdata) {
+        struct kube_client *c = userdata;
+
+        for (size_t i = 0; i < c->n_retired;) {
+                if (curl_loop_idle(c->retired[i])) {
+                        log_v(4, "Closing the connections to %s that used the previous credentials", c->server);
+                        curl_loop_free(c->retired[i]);
+                        c->retired[i] = c->retired[--c->n_retired];
+                } else
+                        i++;
+        }
+}
+
+void kube_client_transfer_ended(struct kube_client *c) {
+        if (c->n_retired > 0 && c->reaper)
+                evtimer_add_usec(c->reaper, 0);
+}
+
+int kube_client_reset_connections(struct kube_client *c, const char *why) {
+        struct curl_loop *old, *fresh = NULL, **nr;
+        int k;
+
+        if (!c)
+                return -EINVAL;
+        if (!c->reaper) {
+                c->reaper = evtimer_new(c->base, on_reaper, c);
+                if (!c->reaper)
+                        return -ENOMEM;
+        }
+        nr = realloc(c->retired, (c->n_retired + 1) * sizeof(*c->retired));
+        if (!nr)
+                return -ENOMEM;
+        c->retired = nr;
+        k = curl_loop_new(c->base, &fresh);
+        if (k < 0)
+                return k;
+        old = c->loop;
+        c->loop = fresh;
+        c->retired[c->n_retired++] = old;
+        /* watches hold their connection for minutes: end them now, their owners start them again (upstream's
+         * connrotation CloseAll); requests in flight finish on the old connections */
+        for (struct kube_request *r = c->requests; r; r = r->next)
+                if (r->is_watch && r->loop == old && r->easy) {
+                        char *msg = NULL;
+                        if (asprintf(&msg, "GET %s%s: connection closed: %s", c->server, r->path,
+                                     why ? why : "the client's credentials changed") < 0)
+                                msg = NULL;
+                        kube_watch_abort(r, -ECONNRESET, msg);
+                }
+        kube_client_transfer_ended(c);
+        return 0;
+}
+
+int kube_client_set_client_cert(struct kube_client *c, const char *cert_pem, const char *key_pem) {
+        char *cert, *key;
+
+        if (!c || isempty(cert_pem) || isempty(key_pem))
+                return -EINVAL;
+        cert = strdup(cert_pem);
+        key = strdup(key_pem);
+        if (!cert || !key) {
+                free(cert);
+                free_secret(key);
+                return -ENOMEM;
+        }
+        free(c->cert_file);
+        free(c->key_file);
+        free(c->cert_data);
+        free_secret(c->key_data);
+        c->cert_file = c->key_file = NULL;
+        c->cert_data = cert;
+        c->key_data = key;
+        log_v(2, "The client for %s uses a new client certificate", c->server);
+        return kube_client_reset_connections(c, "the client certificate changed");
+}
+
 struct kube_client *kube_client_free(struct kube_client *c) {
         if (!c)
                 return NULL;
@@ -1070,6 +1155,11 @@ struct kube_client *kube_client_free(struct kube_client *c) {
                         kube_request_free(r);
         }
         curl_loop_free(c->loop);
+        while (c->n_retired > 0)
+                curl_loop_free(c->retired[--c->n_retired]);
+        free(c->retired);
+        if (c->reaper)
+                event_free(c->reaper);
         while (c->n_pool > 0)
                 curl_easy_cleanup(c->pool[--c->n_pool]);
         curl_slist_free_all(c->connect_to);

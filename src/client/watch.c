@@ -104,6 +104,14 @@ static void on_watch_idle(evutil_socket_t fd, short what, void *userdata) {
         watch_transfer_over(r, -ETIMEDOUT, msg);
 }
 
+void kube_watch_abort(struct kube_request *r, int rc, char *error) {
+        if (r->transfer_done) {
+                free(error);
+                return;
+        }
+        watch_transfer_over(r, rc, error);
+}
+
 static void watch_finish(struct kube_request *r) {
         kube_watch_done_t done = r->done;
         void *ud = r->userdata;
@@ -238,6 +246,7 @@ int kube_watch_start(struct kube_request *r) {
                 watch_transfer_over(r, k, NULL);
                 return 0;
         }
+        r->loop = c->loop;
         if (r->idle_usec > 0)
                 evtimer_add_usec(r->idle_timer, r->idle_usec);
         return 0;

@@ -315,6 +315,19 @@ int pod_config_add_api_source(struct pod_config *c, struct kube_client *client) 
                 api_source_free(s);
                 return r;
         }
+        if (client)
+                event_active(s->timer, EV_TIMEOUT, 0);
+        return 0;
+}
+
+int pod_config_start_api_source(struct pod_config *c, struct kube_client *client) {
+        struct api_source *s = pod_config_source_data(c, CONFIG_SOURCE_API);
+
+        if (!s || !client)
+                return -EINVAL;
+        if (s->client)
+                return -EBUSY;
+        s->client = client;
         event_active(s->timer, EV_TIMEOUT, 0);
         return 0;
 }

@@ -11,6 +11,8 @@ const char *pod_config_get_node_name(struct pod_config *c);
 /* Register a source under a unique name (-EEXIST if taken). "data" is freed with free_fn by pod_config_free
  * (before the merger's own state), and free_fn must not call back into the merger. */
 int pod_config_register_source(struct pod_config *c, const char *name, void *data, void (*free_fn)(void *data));
+/* The data a source registered with, NULL if there is no such source. */
+void *pod_config_source_data(struct pod_config *c, const char *name);
 
 /* A source that tried and failed before it ever delivered a set says so here: the first update to the
  * kubelet waits until every source has delivered or failed once, so that a restart does not briefly

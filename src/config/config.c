@@ -159,6 +159,12 @@ static void schedule_delivery(struct pod_config *c) {
         event_active(c->deliver_event, EV_TIMEOUT, 0);
 }
 
+void *pod_config_source_data(struct pod_config *c, const char *name) {
+        struct source_entry *e = c && name ? source_find(c, name) : NULL;
+
+        return e ? e->data : NULL;
+}
+
 void pod_config_source_attempted(struct pod_config *c, const char *name) {
         struct source_entry *e;
 

@@ -42,6 +42,9 @@ int pod_config_add_http_source(struct pod_config *c, const char *url, char *cons
 /* The apiserver source: the pods bound to this node (LIST + WATCH); see apiserver.c. */
 struct kube_client;
 int pod_config_add_api_source(struct pod_config *c, struct kube_client *client);
+/* With a NULL client the API source is registered but waits (and the first delivery with it) until
+ * pod_config_start_api_source() gives it one: the node is still getting its client certificate. */
+int pod_config_start_api_source(struct pod_config *c, struct kube_client *client);
 
 /* A pod from a file or URL source (kubetypes.IsStaticPod): not from the API server. */
 bool pod_config_is_static(const struct pod *p);

@@ -421,6 +421,13 @@ struct csi_nodeinfo *csi_nodeinfo_free(struct csi_nodeinfo *ni) {
         return NULL;
 }
 
+void csi_nodeinfo_set_client(struct csi_nodeinfo *ni, struct kube_client *client) {
+        if (!ni)
+                return;
+        ni->client = client;
+        run(ni);
+}
+
 void csi_nodeinfo_start(struct csi_nodeinfo *ni) {
         ni->init_wanted = true;
         run(ni);

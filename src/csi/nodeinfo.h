@@ -24,6 +24,8 @@ int csi_nodeinfo_new(struct event_base *base, struct kube_client *client, const 
                      struct csi_nodeinfo **ret);
 struct csi_nodeinfo *csi_nodeinfo_free(struct csi_nodeinfo *ni); /* accepts NULL */
 /* Create the CSINode now if it does not exist. */
+/* The API client once the node has credentials (TLS bootstrap may come after the start). */
+void csi_nodeinfo_set_client(struct csi_nodeinfo *ni, struct kube_client *client);
 void csi_nodeinfo_start(struct csi_nodeinfo *ni);
 /* InstallCSIDriver / UninstallCSIDriver. topology may be NULL. */
 int csi_nodeinfo_install(struct csi_nodeinfo *ni, const char *driver, const char *node_id, int64_t max_volumes,

@@ -396,3 +396,16 @@ void event_recorder_eventf(struct event_recorder *r, const struct event_ref *ref
                 enqueue(r, &d);
         event_decision_done(&d);
 }
+
+void event_recorder_set_client(struct event_recorder *r, struct kube_client *client) {
+        if (!r)
+                return;
+        if (client && !r->correlator) {
+                struct event_correlator_options o = { .clock = recorder_clock, .clock_userdata = r };
+                if (event_correlator_new(&o, &r->correlator) < 0) {
+                        log_error("out of memory: events are only logged");
+                        return;
+                }
+        }
+        r->client = client;
+}

@@ -31,6 +31,8 @@ struct event_recorder;
  * node_name}, reportingComponent/reportingInstance the same. */
 int event_recorder_new(struct event_base *base, struct kube_client *client, const char *node_name,
                        struct event_recorder **ret);
+/* Start writing events to the API server through CLIENT (the node got its client certificate only now). */
+void event_recorder_set_client(struct event_recorder *r, struct kube_client *client);
 /* Requests in flight are cancelled, queued ones dropped. Free it before the client. Accepts NULL; returns NULL. */
 struct event_recorder *event_recorder_free(struct event_recorder *r);
 

@@ -169,6 +169,20 @@ struct kubelet {
         struct node_extended_resource *node_extended;  /* what the node status reports */
         size_t n_node_extended;
         struct allocation_state *allocation; /* the pods' allocated resources (in-place resize), checkpointed */
+
+        /* TLS bootstrapping and certificate rotation (credentials.c) */
+        struct cert_manager *client_certs;  /* --rotate-certificates or --bootstrap-kubeconfig */
+        struct cert_manager *serving_certs; /* serverTLSBootstrap */
+        kubelet_serving_cert_t serving_cb;  /* who serves the pair (kubelet_set_serving_cert_handler) */
+        void *serving_userdata;
+        struct kube_client *bootstrap_client; /* from --bootstrap-kubeconfig, while it is needed */
+        struct event *creds_retry;            /* the next attempt to get a usable client certificate */
+        unsigned creds_failures;
+        bool api_started; /* the node has credentials: the API parts run */
+
+        /* the service manager (notify.c) */
+        bool notified_ready;    /* READY=1 was sent */
+        struct event *watchdog; /* WATCHDOG=1 every WatchdogSec/2 */
 };
 
 /* kubelet.c: the pod a worker's sync runs: its desired pod as allocated (a resize not allocated yet is not run) */
@@ -238,6 +252,17 @@ void kubelet_report_status(struct kubelet *k, struct pod_worker *w);
 
 /* kubelet.c: make the workers match the desired pods again (admission included) */
 void kubelet_reconcile(struct kubelet *k);
+
+/* kubelet.c: the parts that talk to the API server, once the node has a client (k->client) */
+int kubelet_api_start(struct kubelet *k);
+
+/* credentials.c: the API client's and the kubelet API's certificates; kubelet_api_start() once there is a client */
+int kubelet_credentials_start(struct kubelet *k);
+void kubelet_credentials_stop(struct kubelet *k);
+
+/* notify.c: READY=1 once the node does its work, the watchdog */
+void kubelet_notify_check_ready(struct kubelet *k);
+int kubelet_watchdog_start(struct kubelet *k);
 
 /* pod_sync.c: run one reconcile pass for the worker; calls kubelet_worker_sync_done() at the end. */
 void kubelet_pod_sync_start(struct pod_worker *w);

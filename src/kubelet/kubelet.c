@@ -1159,8 +1159,6 @@ static int storage_setup(struct kubelet *k) {
                 return log_error_errno(r, "cannot start the volume manager: %s", strerror(-r));
         if (k->node)
                 node_manager_set_volumes(k->node, volumes_in_use, volumes_reported, k);
-        if (k->client)
-                csi_nodeinfo_start(k->csi_nodeinfo);
         if (asprintf(&registry, "%s/plugins_registry", o->root_dir) < 0)
                 return -ENOMEM;
         r = pluginmanager_new(k->base, registry, &k->plugins);
@@ -1212,6 +1210,7 @@ static void on_relisted(bool ok, void *userdata) {
                 k->runtime_listed = true;
         }
         kubelet_reconcile(k);
+        kubelet_notify_check_ready(k);
 }
 
 /* ---------------------------------------------------------------- cgroups (src/cm) */
@@ -1276,6 +1275,8 @@ static void housekeeping(evutil_socket_t fd, short what, void *userdata) {
         sync_mirror_pods(k);
         kubelet_devices_gc(k);
         retry_deferred_resizes(k);
+        kubelet_notify_check_ready(k);
+        /* cleanupOrphanedPodDirs: only once every source has spoken and the runtime has been listed */
         if (k->runtime_listed && k->config_received && !k->stopping)
                 kubelet_allocation_remove_orphans(k->allocation, allocation_wanted, k);
         /* cleanupOrphanedPodDirs: only once every source has spoken and the runtime has been listed */
@@ -1377,6 +1378,31 @@ static int cgroups_setup(struct kubelet *k) {
         return cm_new(k->opts, (int64_t) k->machine.num_cores * 1000, (int64_t) k->machine.memory_capacity, &k->cm);
 }
 
+int kubelet_api_start(struct kubelet *k) {
+        const struct kubelet_options *o = k->opts;
+        int r;
+
+        assert(k->client && k->node);
+        node_manager_set_client(k->node, k->client);
+        r = status_manager_new(k->base, k->client, &k->status);
+        if (r < 0)
+                return r;
+        r = kubelet_mirror_new(k->client, o->node_name, &k->mirror);
+        if (r < 0)
+                return r;
+        pod_config_set_mirror_callback(k->config, on_mirror_pods, k);
+        event_recorder_set_client(k->events, k->client);
+        objects_manager_set_client(k->objects, k->client);
+        volmgr_set_client(k->volumes, k->client);
+        csi_nodeinfo_set_client(k->csi_nodeinfo, k->client);
+        if (k->csi_nodeinfo)
+                csi_nodeinfo_start(k->csi_nodeinfo); /* the nodeid annotation and the CSINode */
+        r = pod_config_start_api_source(k->config, k->client);
+        if (r < 0)
+                return r;
+        return node_manager_start(k->node);
+}
+
 int kubelet_start(struct kubelet *k) {
         static const struct pleg_callbacks pleg_cb = { .pod_changed = on_pod_changed, .relisted = on_relisted };
         static const struct prober_callbacks prober_cb = { .changed = on_probe_result, .failed = on_probe_failed };
@@ -1438,18 +1464,12 @@ int kubelet_start(struct kubelet *k) {
         if (r < 0)
                 return r;
         if (!isempty(o->kubeconfig)) {
-                struct kube_config kc = {};
-                struct kube_client_options co = { .qps = o->kube_api_qps, .burst = o->kube_api_burst };
-                _cleanup_ck_error_ struct ck_error *why = NULL;
-
-                r = kube_config_load(o->kubeconfig, &kc, &why);
+                /* registered now, started once the node has a client: until then no pod set is delivered */
+                r = pod_config_add_api_source(k->config, NULL);
                 if (r < 0)
-                        return log_error_errno(r, "invalid --kubeconfig: %s", ck_error_message(why));
-                r = kube_client_new(k->base, &kc, &co, &k->client);
-                kube_config_done(&kc);
-                if (r < 0)
-                        return log_error_errno(r, "cannot set up the API server client: %s", strerror(-r));
-                r = node_manager_new(k->base, o, k->node_ip, &k->machine, k->client, k->cri, &k->node);
+                        return r;
+                /* made now so that bad --node-labels or --register-with-taints stop the kubelet at start */
+                r = node_manager_new(k->base, o, k->node_ip, &k->machine, NULL, k->cri, &k->node);
                 if (r < 0)
                         return r;
                 {
@@ -1458,20 +1478,10 @@ int kubelet_start(struct kubelet *k) {
                         kubelet_eviction_reservation(k, &mb, &mf, &sb, &sf);
                         node_manager_set_eviction_reservation(k->node, mb, mf, sb, sf);
                 }
-                r = status_manager_new(k->base, k->client, &k->status);
                 if (r < 0)
                         return r;
-                r = kubelet_mirror_new(k->client, o->node_name, &k->mirror);
-                if (r < 0)
-                        return r;
-                pod_config_set_mirror_callback(k->config, on_mirror_pods, k);
-                r = pod_config_add_api_source(k->config, k->client);
-                if (r < 0)
-                        return r;
-                r = node_manager_start(k->node);
-                if (r < 0)
-                        return r;
-        }
+        } else if (!isempty(o->bootstrap_kubeconfig))
+                log_warning("--bootstrap-kubeconfig is ignored without --kubeconfig (standalone mode)");
         r = event_recorder_new(k->base, k->client, o->node_name, &k->events);
         if (r < 0)
                 return r;
@@ -1508,6 +1518,14 @@ int kubelet_start(struct kubelet *k) {
         evtimer_add_usec(k->housekeeping, HOUSEKEEPING_PERIOD_USEC);
         k->last_full_resync = now_usec();
         k->last_loop_usec = now_usec();
+        r = kubelet_watchdog_start(k);
+        if (r < 0)
+                return r;
+        if (!isempty(o->kubeconfig)) {
+                r = kubelet_credentials_start(k);
+                if (r < 0)
+                        return r;
+        }
         return pleg_start(k->pleg);
 }
 
@@ -1519,10 +1537,13 @@ struct kubelet *kubelet_free(struct kubelet *k) {
         k->cluster_dns = strv_free(k->cluster_dns);
         if (k->housekeeping)
                 event_free(k->housekeeping);
+        if (k->watchdog)
+                event_free(k->watchdog);
         pod_config_free(k->config);
         /* probes first: in-flight ones are abandoned (exec probes end with the CRI client below) */
         k->prober = probe_manager_free(k->prober);
         /* cancels in-flight calls: their callbacks run now and see k->stopping */
+        kubelet_credentials_stop(k);
         k->cri = cri_client_free(k->cri);
         /* storage: the volume manager's operations are abandoned (CSI calls end with their drivers' clients, which
          * go before the plugin manager, whose registrations they may be answering) */

@@ -24,6 +24,12 @@ struct machine_info;
 struct stats_volumes;
 
 int kubelet_new(struct event_base *base, const struct kubelet_options *opts, struct kubelet **ret);
+/* serverTLSBootstrap: CB gets the kubelet API's serving pair from the certificates API (PEM certificate chain
+ * and key) when there is one and each time it is renewed. Whoever runs the API server wires it (the kubelet does
+ * not know the server). */
+typedef void (*kubelet_serving_cert_t)(const char *cert_pem, const char *key_pem, void *userdata);
+void kubelet_set_serving_cert_handler(struct kubelet *k, kubelet_serving_cert_t cb, void *userdata);
+
 /* Connects the runtime, starts the PLEG and the config sources. */
 int kubelet_start(struct kubelet *k);
 /* Stops issuing work; pending CRI calls are cancelled. Pods are left running (as upstream). */

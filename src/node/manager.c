@@ -618,3 +618,12 @@ int node_manager_start(struct node_manager *m) {
         }
         return 0;
 }
+
+const char *node_manager_hostname(const struct node_manager *m) {
+        return m ? m->hostname : NULL;
+}
+
+void node_manager_set_client(struct node_manager *m, struct kube_client *client) {
+        if (m)
+                m->client = client;
+}

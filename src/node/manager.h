@@ -43,3 +43,8 @@ void node_manager_set_volumes(struct node_manager *m, char **(*in_use)(void *use
 
 /* The Node's UID once registered (ownerReferences of the Lease and mirror pods), else NULL. */
 const char *node_manager_node_uid(const struct node_manager *m);
+/* The client to register and report with, when it could not be given to node_manager_new() (the node was still
+ * getting its client certificate). Before node_manager_start(). */
+void node_manager_set_client(struct node_manager *m, struct kube_client *client);
+/* The node's Hostname address (the hostname, or --hostname-override's node name). */
+const char *node_manager_hostname(const struct node_manager *m);

@@ -744,3 +744,8 @@ struct objects_manager *objects_manager_free(struct objects_manager *m) {
         free(m);
         return NULL;
 }
+
+void objects_manager_set_client(struct objects_manager *m, struct kube_client *client) {
+        if (m)
+                m->client = client;
+}

@@ -34,6 +34,8 @@ typedef void (*objects_ready_t)(void *userdata);
 /* client may be NULL (no API server). */
 int objects_manager_new(struct event_base *base, struct kube_client *client, objects_changed_t changed, void *userdata,
                         struct objects_manager **ret);
+/* Fetch objects through CLIENT from now on (the node got its client certificate only now). */
+void objects_manager_set_client(struct objects_manager *m, struct kube_client *client);
 struct objects_manager *objects_manager_free(struct objects_manager *m); /* accepts NULL, returns NULL */
 
 /* (Re)register the references of a pod: objects no longer referenced by any pod stop being watched. */

@@ -8,16 +8,19 @@
 
 #include <arpa/inet.h>
 #include <ctype.h>
+#include <dirent.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "apis/manifest.h"
 #include "apis/pod.h"
 #include "basic/error.h"
+#include "features/features.h"
 #include "basic/fs.h"
 #include "basic/json.h"
 #include "basic/log.h"
@@ -31,6 +34,9 @@
 #define KUBELET_CONFIG_KIND "KubeletConfiguration"
 /* a KubeletConfiguration is a few kilobytes; anything near this is not one */
 #define KUBELET_CONFIG_MAX_SIZE (1024u * 1024u)
+/* --config-dir: how deep and how many files (a drop-in directory holds a handful) */
+#define KUBELET_CONFIG_DIR_MAX_DEPTH 8u
+#define KUBELET_CONFIG_DIR_MAX_FILES 1000u
 
 #define DEFAULT_CONTAINER_RUNTIME_ENDPOINT "unix:///run/containerd/containerd.sock"
 #define DEFAULT_ROOT_DIR "/var/lib/kubelet"
@@ -49,15 +55,16 @@
 #define DEFAULT_EVICTION_HARD "memory.available=100Mi,nodefs.available=10%,imagefs.available=15%,nodefs.inodesFree=5%"
 
 enum flag_kind {
-        FLAG_STRING,     /* char * at offset */
-        FLAG_DURATION,   /* uint64_t usec at offset */
-        FLAG_INT,        /* int at offset */
-        FLAG_INT64,      /* int64_t at offset */
-        FLAG_BOOL,       /* bool at offset */
-        FLAG_HEADERS,    /* --manifest-url-header */
-        FLAG_MAP,        /* "k=v,k2=v2" (pflag mapStringString): char * at offset, repeated uses merge */
-        FLAG_LANGLE_MAP, /* "k<v,k2<v2" (langleSeparatedMapStringString), stored as "k=v,k2=v2" */
-        FLAG_VERBOSITY,  /* --v / -v */
+        FLAG_STRING,        /* char * at offset */
+        FLAG_DURATION,      /* uint64_t usec at offset */
+        FLAG_INT,           /* int at offset */
+        FLAG_INT64,         /* int64_t at offset */
+        FLAG_BOOL,          /* bool at offset */
+        FLAG_HEADERS,       /* --manifest-url-header */
+        FLAG_MAP,           /* "k=v,k2=v2" (pflag mapStringString): char * at offset, repeated uses merge */
+        FLAG_LANGLE_MAP,    /* "k<v,k2<v2" (langleSeparatedMapStringString), stored as "k=v,k2=v2" */
+        FLAG_VERBOSITY,     /* --v / -v */
+        FLAG_FEATURE_GATES, /* --feature-gates: merged gate by gate */
         FLAG_HELP,
         FLAG_VERSION,
 };
@@ -70,214 +77,251 @@ struct flag_def {
         const char *field; /* KubeletConfiguration field, NULL for flag-only */
         const char *type;  /* as pflag prints it in --help */
         const char *help;
+        const char *deprecated; /* pflag's deprecation note, printed when the flag is used */
 };
 
 #define OFF(f) offsetof(struct kubelet_options, f)
 
 static const struct flag_def flag_defs[] = {
         { "address", 0, FLAG_STRING, OFF(address), "address", "string",
-          "IP address the kubelet API (--port, --read-only-port) listens on; 0.0.0.0 or :: listen on every "
-          "interface." },
-        { "allowed-unsafe-sysctls", 0, FLAG_STRING, OFF(allowed_unsafe_sysctls), NULL, "strings",
-          "Sysctls outside the safe set that pods may set: comma-separated names, or prefixes ending in '*'. Each "
-          "must be a namespaced sysctl; pods asking for any other unsafe one are rejected." },
+          "IP address the kubelet API listens on; '0.0.0.0' or '::' listens on every interface", NULL },
+        { "allowed-unsafe-sysctls", 0, FLAG_STRING, OFF(allowed_unsafe_sysctls), "allowedUnsafeSysctls", "strings",
+          "Sysctls outside the safe set that pods may still set: comma-separated names, or prefixes ending in '*'. "
+          "Each must be namespaced; pods can affect one another through them",
+          NULL },
         { "anonymous-auth", 0, FLAG_BOOL, OFF(anonymous_auth), "authentication.anonymous.enabled", "",
-          "Accept requests to the kubelet API that carry no credentials, as user system:anonymous in group "
-          "system:unauthenticated (authorization still applies)." },
+          "Let requests without credentials through to authorization as user system:anonymous in group "
+          "system:unauthenticated",
+          NULL },
         { "authentication-token-webhook", 0, FLAG_BOOL, OFF(authentication_token_webhook),
           "authentication.webhook.enabled", "",
-          "Check bearer tokens sent to the kubelet API with a TokenReview to the API server; without --kubeconfig, "
-          "requests with a token are refused (401)." },
+          "Check bearer tokens sent to the kubelet API by a TokenReview at the "
+          "API server",
+          NULL },
         { "authorization-mode", 0, FLAG_STRING, OFF(authorization_mode), "authorization.mode", "string",
-          "How requests to the kubelet API are authorized: AlwaysAllow, or Webhook (a SubjectAccessReview to the API "
-          "server; without --kubeconfig every such request is refused with 403)." },
+          "How requests to the kubelet API are authorized: 'Webhook' asks the API server with a SubjectAccessReview, "
+          "'AlwaysAllow' lets every authenticated request through",
+          NULL },
+        { "bootstrap-kubeconfig", 0, FLAG_STRING, OFF(bootstrap_kubeconfig), NULL, "string",
+          "Kubeconfig with temporary credentials (typically a bootstrap token). When --kubeconfig is missing or its "
+          "client certificate cannot be used, the kubelet uses these to request a client certificate through a "
+          "CertificateSigningRequest, stores it in --cert-dir and writes --kubeconfig to point at it",
+          NULL },
         { "cert-dir", 0, FLAG_STRING, OFF(cert_dir), NULL, "string",
-          "Where the self-signed serving certificate and key (kubelet.crt, kubelet.key) are made, and reused, when "
-          "--tls-cert-file is not given." },
+          "Directory of the kubelet's certificates and keys: the client certificate from TLS bootstrapping "
+          "(kubelet-client-current.pem), the serving certificate (kubelet-server-current.pem, or the self-signed "
+          "kubelet.crt/kubelet.key when no --tls-cert-file is given)",
+          NULL },
         { "cgroup-driver", 0, FLAG_STRING, OFF(cgroup_driver), "cgroupDriver", "string",
-          "The layout of the pod cgroups: 'cgroupfs' or 'systemd'. ckubelet only implements 'cgroupfs' and refuses "
-          "'systemd' at start-up." },
+          "How pod cgroups are created: 'cgroupfs' (ckubelet refuses 'systemd' at start-up)", NULL },
         { "cgroup-root", 0, FLAG_STRING, OFF(cgroup_root), "cgroupRoot", "string",
-          "The cgroup the pods' cgroups are made under: an absolute path that must already exist in every cgroup "
-          "hierarchy." },
+          "Parent cgroup of the QoS and pod cgroups; it must already exist in every cgroup hierarchy", NULL },
         { "cgroups-per-qos", 0, FLAG_BOOL, OFF(cgroups_per_qos), "cgroupsPerQOS", "",
-          "Make the QoS cgroups (kubepods, burstable, besteffort) and one cgroup per pod, and run the pods in them." },
+          "Create the kubepods QoS cgroups and a cgroup per pod", NULL },
         { "client-ca-file", 0, FLAG_STRING, OFF(client_ca_file), "authentication.x509.clientCAFile", "string",
-          "CA certificates for clients of the kubelet API: a client certificate one of them signed authenticates as "
-          "its CommonName, with its Organizations as groups." },
-        { "cluster-dns", 0, FLAG_STRING, OFF(cluster_dns), NULL, "strings",
-          "Comma-separated nameserver IP addresses for pods whose dnsPolicy is ClusterFirst; without any, such pods "
-          "get the node's DNS settings (--resolv-conf)." },
-        { "cluster-domain", 0, FLAG_STRING, OFF(cluster_domain), NULL, "string",
-          "The cluster's DNS domain: with --cluster-dns, ClusterFirst pods search <namespace>.svc.<domain>, "
-          "svc.<domain> and <domain> before the node's own search domains." },
+          "PEM bundle of certificate authorities: a client certificate signed by one of them authenticates a request "
+          "to the kubelet API as its CommonName, with its Organizations as groups",
+          NULL },
+        { "cluster-dns", 0, FLAG_STRING, OFF(cluster_dns), "clusterDNS", "strings",
+          "Comma-separated IP addresses of the cluster's DNS servers, given to pods with dnsPolicy ClusterFirst",
+          NULL },
+        { "cluster-domain", 0, FLAG_STRING, OFF(cluster_domain), "clusterDomain", "string",
+          "The cluster's DNS domain: ClusterFirst pods search it before the host's search domains", NULL },
         { "config", 0, FLAG_STRING, OFF(config_path), NULL, "string",
-          "A KubeletConfiguration file (kubelet.config.k8s.io/v1beta1, YAML or JSON) read at start-up; flags on the "
-          "command line win over it. A relative path starts at the working directory." },
-        { "container-log-max-files", 0, FLAG_INT, OFF(container_log_max_files), "containerLogMaxFiles", "int32",
-          "The most log files kept per container, the live one included (at least 2)." },
-        { "container-log-max-size", 0, FLAG_STRING, OFF(container_log_max_size), "containerLogMaxSize", "string",
-          "The size (a quantity such as 10Mi) at which a container's log file is rotated." },
-        { "container-log-max-workers", 0, FLAG_INT, OFF(container_log_max_workers), "containerLogMaxWorkers", "int32",
-          "How many containers' logs may be rotated (and compressed) at the same time (at least 1)." },
-        { "container-log-monitor-interval", 0, FLAG_DURATION, OFF(container_log_monitor_interval_usec),
-          "containerLogMonitorInterval", "duration",
-          "How often the container logs are checked for rotation (at least 3s)." },
-        { "container-logs-dir", 0, FLAG_STRING, OFF(container_logs_dir), NULL, "string",
-          "Where the <pod>_<namespace>_<container>-<id>.log links to the containers' live log files are kept for log "
-          "shippers (ckubelet only: upstream always uses /var/log/containers)." },
+          "A KubeletConfiguration file (kubelet.config.k8s.io/v1beta1, YAML or JSON) to start from; a relative path "
+          "is taken from the working directory. Flags given on the command line win over it",
+          NULL },
+        { "config-dir", 0, FLAG_STRING, OFF(config_dir), NULL, "string",
+          "Directory of KubeletConfiguration drop-ins: every file ending in .conf, subdirectories included, in "
+          "lexical order, merged over --config as JSON merge patches; flags still win over the result",
+          NULL },
+        { "container-runtime", 0, FLAG_STRING, OFF(container_runtime), NULL, "string",
+          "Only 'remote' is accepted: the runtime is always reached through --container-runtime-endpoint",
+          "will be removed in 1.27 as the only valid value is 'remote'" },
         { "container-runtime-endpoint", 0, FLAG_STRING, OFF(container_runtime_endpoint), "containerRuntimeEndpoint",
-          "string",
-          "The container runtime's CRI socket, as unix:///path/to/socket; it serves images too unless "
-          "--image-service-endpoint is set." },
-        { "csi-request-timeout", 0, FLAG_DURATION, OFF(csi_request_timeout_usec), NULL, "duration",
-          "ckubelet only: the deadline of every call to a CSI node plugin (NodeStageVolume, NodePublishVolume, ...); "
-          "upstream's is a fixed 2m." },
+          "string", "Unix socket of the CRI runtime service, e.g. 'unix:///run/containerd/containerd.sock'", NULL },
         { "enable-debugging-handlers", 0, FLAG_BOOL, OFF(enable_debugging_handlers), "enableDebuggingHandlers", "",
-          "Serve the debugging endpoints on --port: /run, /exec, /attach, /portForward, /containerLogs, /logs/, "
-          "/runningpods/ and /configz." },
-        { "enable-server", 0, FLAG_BOOL, OFF(enable_server), "enableServer", "",
-          "Run the kubelet's HTTP servers (--port, --read-only-port, --healthz-port); false: none of them." },
+          "Serve the endpoints that reach into containers: logs, exec, attach, port-forward and run", NULL },
+        { "enable-server", 0, FLAG_BOOL, OFF(enable_server), "enableServer", "", "Serve the kubelet API", NULL },
         { "enforce-node-allocatable", 0, FLAG_STRING, OFF(enforce_node_allocatable), "enforceNodeAllocatable",
           "strings",
-          "Comma-separated enforcement levels: 'pods' caps the kubepods cgroup at the node's allocatable; 'none' (or "
-          "nothing) enforces nothing. ckubelet refuses 'system-reserved' and 'kube-reserved'." },
+          "Comma-separated reservations to enforce with cgroups: 'pods' limits the kubepods cgroup to node "
+          "allocatable, 'none' or an empty value enforces nothing ('system-reserved' and 'kube-reserved' are refused)",
+          NULL },
+        { "feature-gates", 0, FLAG_FEATURE_GATES, 0, "featureGates", "mapStringBool",
+          "Turn upstream feature gates on or off: 'Name=true,Other=false'; an unknown name is an error. Repeatable; a "
+          "gate set here wins over the config file",
+          NULL },
+        { "file-check-frequency", 0, FLAG_DURATION, OFF(file_check_frequency_usec), "fileCheckFrequency", "duration",
+          "How often --pod-manifest-path is read again in full (inotify reports changes sooner)", NULL },
+        { "healthz-bind-address", 0, FLAG_STRING, OFF(healthz_bind_address), "healthzBindAddress", "string",
+          "IP address of the /healthz listener; '0.0.0.0' or '::' for every interface", NULL },
+        { "healthz-port", 0, FLAG_INT, OFF(healthz_port), "healthzPort", "int32",
+          "Port of the /healthz listener; 0 turns it off", NULL },
+        { "help", 'h', FLAG_HELP, 0, NULL, NULL, "Print this text and exit", NULL },
+        { "hostname-override", 0, FLAG_STRING, OFF(hostname_override), NULL, "string",
+          "Node name to use instead of the machine's hostname", NULL },
+        { "http-check-frequency", 0, FLAG_DURATION, OFF(http_check_frequency_usec), "httpCheckFrequency", "duration",
+          "Pause between the end of one fetch of --manifest-url and the start of the next", NULL },
+        { "image-service-endpoint", 0, FLAG_STRING, OFF(image_service_endpoint), "imageServiceEndpoint", "string",
+          "Unix socket of the CRI image service, when it is not the runtime's (--container-runtime-endpoint)", NULL },
+        { "kube-api-burst", 0, FLAG_INT, OFF(kube_api_burst), "kubeAPIBurst", "int32",
+          "Requests to the API server that may go out at once before --kube-api-qps applies", NULL },
+        { "kube-api-qps", 0, FLAG_INT, OFF(kube_api_qps), "kubeAPIQPS", "int32",
+          "Steady rate of requests to the API server, per second (0 or more)", NULL },
+        { "kube-reserved", 0, FLAG_STRING, OFF(kube_reserved), "kubeReserved", "mapStringString",
+          "Resources kept back for Kubernetes' own daemons, taken off node allocatable: 'cpu=100m,memory=256Mi,"
+          "ephemeral-storage=1Gi'",
+          NULL },
+        { "kubeconfig", 0, FLAG_STRING, OFF(kubeconfig), NULL, "string",
+          "Kubeconfig for the API server. With it the kubelet joins a cluster; without it (and without "
+          "--bootstrap-kubeconfig) it runs only static pods",
+          NULL },
+        { "logging-format", 0, FLAG_STRING, OFF(logging_format), "logging.format", "string",
+          "Log line format: 'text' (klog's header and message) or 'json' (one JSON object per line)", NULL },
+        { "manifest-url", 0, FLAG_STRING, OFF(manifest_url), "staticPodURL", "string",
+          "HTTP(S) URL polled for static pod manifests", NULL },
+        { "manifest-url-header", 0, FLAG_HEADERS, 0, "staticPodURLHeader", "colonSeparatedMultimapStringString",
+          "HTTP headers sent with every fetch of --manifest-url: 'Name:value,Other:value'. Repeatable; a name may "
+          "come more than once and every value is sent, in order",
+          NULL },
+        { "max-pods", 0, FLAG_INT, OFF(max_pods), "maxPods", "int32", "Most pods this node admits", NULL },
+        { "node-ip", 0, FLAG_STRING, OFF(node_ip), NULL, "string",
+          "The node's IP address (its InternalIP, and where probes of host-network pods connect); by default the "
+          "address of the default route's interface",
+          NULL },
+        { "node-labels", 0, FLAG_STRING, OFF(node_labels), NULL, "mapStringString",
+          "Labels the Node gets when it is registered: 'key=value,key2=value2'", NULL },
+        { "node-status-update-frequency", 0, FLAG_DURATION, OFF(node_status_update_frequency_usec),
+          "nodeStatusUpdateFrequency", "duration",
+          "How often the node status is computed; it is sent when it "
+          "changed, and at least every nodeStatusReportFrequency",
+          NULL },
+        { "pod-infra-container-image", 0, FLAG_STRING, OFF(pod_infra_container_image), NULL, "string",
+          "The sandbox image, which image garbage collection never removes; which image sandboxes run is the "
+          "runtime's choice (containerd's sandbox_image)",
+          "will be removed in a future release. Image garbage collector will get sandbox image information from CRI." },
+        { "pod-manifest-path", 0, FLAG_STRING, OFF(pod_manifest_path), "staticPodPath", "string",
+          "Static pod manifests: a directory (every file not starting with '.') or a single file", NULL },
+        { "pod-max-pids", 0, FLAG_INT64, OFF(pod_pids_limit), "podPidsLimit", "int",
+          "Most processes a pod may run (pids.max of its cgroup); -1: no limit of its own", NULL },
+        { "port", 0, FLAG_INT, OFF(port), "port", "int32", "TLS port of the kubelet API", NULL },
+        { "read-only-port", 0, FLAG_INT, OFF(read_only_port), "readOnlyPort", "int32",
+          "Plain-HTTP port of the kubelet API without authentication or debugging endpoints; 0 turns it off", NULL },
+        { "register-node", 0, FLAG_BOOL, OFF(register_node), "registerNode", "",
+          "Create the Node object at the API server (without it, only report the status of a Node made elsewhere)",
+          NULL },
+        { "register-with-taints", 0, FLAG_STRING, OFF(register_with_taints), "registerWithTaints", "string",
+          "Taints the Node gets when it is registered: 'key=value:Effect,...'", NULL },
+        { "resolv-conf", 0, FLAG_STRING, OFF(resolv_conf), "resolvConf", "string",
+          "Resolver file whose servers and search domains pods start from; empty: none", NULL },
+        { "root-dir", 0, FLAG_STRING, OFF(root_dir), NULL, "string",
+          "Directory of the kubelet's state: pod directories, volumes, plugins", NULL },
+        { "rotate-certificates", 0, FLAG_BOOL, OFF(rotate_certificates), "rotateCertificates", "",
+          "Renew the client certificate through the certificates.k8s.io API before it expires, and use the new one "
+          "without a restart",
+          NULL },
+        { "rotate-server-certificates", 0, FLAG_BOOL, OFF(server_tls_bootstrap), "serverTLSBootstrap", "",
+          "Get the serving certificate of the kubelet API from the certificates.k8s.io API (someone must approve "
+          "its CertificateSigningRequest) and renew it the same way; no self-signed certificate is made",
+          NULL },
+        { "runtime-request-timeout", 0, FLAG_DURATION, OFF(runtime_request_timeout_usec), "runtimeRequestTimeout",
+          "duration",
+          "Deadline of each CRI call other than image pulls; a call past it fails and is tried again "
+          "later",
+          NULL },
+        { "sync-frequency", 0, FLAG_DURATION, OFF(sync_frequency_usec), "syncFrequency", "duration",
+          "Longest time between two reconciliations of a pod", NULL },
+        { "system-reserved", 0, FLAG_STRING, OFF(system_reserved), "systemReserved", "mapStringString",
+          "Resources kept back for the operating system's daemons, taken off node allocatable: 'cpu=100m,"
+          "memory=256Mi'",
+          NULL },
+        { "tls-cert-file", 0, FLAG_STRING, OFF(tls_cert_file), "tlsCertFile", "string",
+          "Serving certificate of the kubelet API, intermediates after it. Without it (and without "
+          "--rotate-server-certificates) a self-signed one is made in --cert-dir",
+          NULL },
+        { "tls-private-key-file", 0, FLAG_STRING, OFF(tls_private_key_file), "tlsPrivateKeyFile", "string",
+          "Private key of --tls-cert-file", NULL },
+        { "v", 'v', FLAG_VERBOSITY, OFF(verbosity), "logging.verbosity", "Level",
+          "Log detail: 0 is quiet, higher numbers log more", NULL },
+        { "version", 0, FLAG_VERSION, 0, NULL, "version[=true]", "Print the version and exit", NULL },
+        { "container-log-max-files", 0, FLAG_INT, OFF(container_log_max_files), "containerLogMaxFiles", "int32",
+          "The most log files kept per container, the live one included (at least 2).", NULL },
+        { "container-log-max-size", 0, FLAG_STRING, OFF(container_log_max_size), "containerLogMaxSize", "string",
+          "The size (a quantity such as 10Mi) at which a container's log file is rotated.", NULL },
+        { "container-log-max-workers", 0, FLAG_INT, OFF(container_log_max_workers), "containerLogMaxWorkers", "int32",
+          "How many containers' logs may be rotated (and compressed) at the same time (at least 1).", NULL },
+        { "container-log-monitor-interval", 0, FLAG_DURATION, OFF(container_log_monitor_interval_usec),
+          "containerLogMonitorInterval", "duration",
+          "How often the container logs are checked for rotation (at least 3s).", NULL },
+        { "container-logs-dir", 0, FLAG_STRING, OFF(container_logs_dir), NULL, "string",
+          "Where the <pod>_<namespace>_<container>-<id>.log links to the containers' live log files are kept for log "
+          "shippers (ckubelet only: upstream always uses /var/log/containers).",
+          NULL },
+        { "csi-request-timeout", 0, FLAG_DURATION, OFF(csi_request_timeout_usec), NULL, "duration",
+          "ckubelet only: the deadline of every call to a CSI node plugin (NodeStageVolume, NodePublishVolume, ...); "
+          "upstream's is a fixed 2m.",
+          NULL },
         { "eviction-hard", 0, FLAG_LANGLE_MAP, OFF(eviction_hard), "evictionHard", "mapStringString",
-          "Eviction thresholds that evict a pod as soon as they are met, such as memory.available<1Gi." },
+          "Eviction thresholds that evict a pod as soon as they are met, such as memory.available<1Gi.", NULL },
         { "eviction-max-pod-grace-period", 0, FLAG_INT, OFF(eviction_max_pod_grace_period), "evictionMaxPodGracePeriod",
-          "int32", "The grace period (seconds) given to a pod evicted for a soft threshold; negative: the pod's own." },
+          "int32", "The grace period (seconds) given to a pod evicted for a soft threshold; negative: the pod's own.",
+          NULL },
         { "eviction-minimum-reclaim", 0, FLAG_MAP, OFF(eviction_minimum_reclaim), "evictionMinimumReclaim",
           "mapStringString",
           "How much of a resource under pressure must be reclaimed beyond its threshold before the "
-          "pressure counts as resolved, such as imagefs.available=2Gi." },
+          "pressure counts as resolved, such as imagefs.available=2Gi.",
+          NULL },
         { "eviction-pressure-transition-period", 0, FLAG_DURATION, OFF(eviction_pressure_transition_period_usec),
           "evictionPressureTransitionPeriod", "duration",
-          "How long a pressure condition stays after its threshold is no longer met." },
+          "How long a pressure condition stays after its threshold is no longer met.", NULL },
         { "eviction-soft", 0, FLAG_LANGLE_MAP, OFF(eviction_soft), "evictionSoft", "mapStringString",
           "Eviction thresholds that evict a pod once they have held for their grace period, such as "
-          "memory.available<1.5Gi." },
+          "memory.available<1.5Gi.",
+          NULL },
         { "eviction-soft-grace-period", 0, FLAG_MAP, OFF(eviction_soft_grace_period), "evictionSoftGracePeriod",
           "mapStringString",
           "Per signal, how long a soft threshold has to be met before it evicts a pod, such as "
-          "memory.available=1m30s." },
-        { "file-check-frequency", 0, FLAG_DURATION, OFF(file_check_frequency_usec), "fileCheckFrequency", "duration",
-          "How often --pod-manifest-path is read again in full (changes are also seen at once through inotify)." },
-        { "healthz-bind-address", 0, FLAG_STRING, OFF(healthz_bind_address), "healthzBindAddress", "string",
-          "IP address the /healthz endpoint (--healthz-port) listens on; 0.0.0.0 or :: listen on every interface." },
-        { "healthz-port", 0, FLAG_INT, OFF(healthz_port), "healthzPort", "int32",
-          "Port of the plain-HTTP /healthz endpoint; 0 turns it off." },
-        { "help", 'h', FLAG_HELP, 0, NULL, NULL, "Print this list of flags and exit." },
-        { "hostname-override", 0, FLAG_STRING, OFF(hostname_override), NULL, "string",
-          "The node's name, used instead of the machine's hostname (lowercased either way)." },
+          "memory.available=1m30s.",
+          NULL },
         { "maximum-dead-containers", 0, FLAG_INT, OFF(max_containers), NULL, "int32",
-          "The most dead containers kept on the node; negative: no limit." },
+          "The most dead containers kept on the node; negative: no limit.", NULL },
         { "maximum-dead-containers-per-container", 0, FLAG_INT, OFF(max_per_pod_container), NULL, "int32",
-          "The most dead instances kept per container." },
+          "The most dead instances kept per container.", NULL },
         { "minimum-container-ttl-duration", 0, FLAG_DURATION, OFF(minimum_container_ttl_usec), NULL, "duration",
-          "How old a dead container must be before it may be removed." },
+          "How old a dead container must be before it may be removed.", NULL },
         { "minimum-image-ttl-duration", 0, FLAG_DURATION, OFF(image_minimum_gc_age_usec), "imageMinimumGCAge",
-          "duration", "How long an unused image is kept at least after it was first seen." },
-        { "node-labels", 0, FLAG_STRING, OFF(node_labels), NULL, "mapStringString",
-          "Labels the Node is registered with, as key=value,key2=value2. Labels under kubernetes.io or "
-          "k8s.io must be ones a kubelet may set on its own Node, or ckubelet stops at start-up." },
-        { "node-status-update-frequency", 0, FLAG_DURATION, OFF(node_status_update_frequency_usec),
-          "nodeStatusUpdateFrequency", "duration",
-          "How often the node's status is computed; it is sent to the API server when it changed, and at least every "
-          "nodeStatusReportFrequency." },
-        { "node-ip", 0, FLAG_STRING, OFF(node_ip), NULL, "string",
-          "The node's IPv4 or IPv6 address: its InternalIP, and the pod IP of hostNetwork pods (where their probes "
-          "connect). Default: the IPv4 address of the default route's interface." },
-        { "http-check-frequency", 0, FLAG_DURATION, OFF(http_check_frequency_usec), "httpCheckFrequency", "duration",
-          "How long to wait after one fetch of --manifest-url ends before the next one starts." },
+          "duration", "How long an unused image is kept at least after it was first seen.", NULL },
         { "image-credential-provider-bin-dir", 0, FLAG_STRING, OFF(image_credential_provider_bin_dir), NULL, "string",
           "The directory holding the credential provider plugins (executables named as the providers in "
-          "--image-credential-provider-config)." },
+          "--image-credential-provider-config).",
+          NULL },
         { "image-credential-provider-config", 0, FLAG_STRING, OFF(image_credential_provider_config), NULL, "string",
           "A CredentialProviderConfig file, or a directory of them (*.json, *.yaml, *.yml), naming the exec plugins "
-          "that supply image pull credentials and the images each one serves." },
+          "that supply image pull credentials and the images each one serves.",
+          NULL },
         { "image-gc-high-threshold", 0, FLAG_INT, OFF(image_gc_high_threshold_percent), "imageGCHighThresholdPercent",
           "int32",
           "Image filesystem usage (percent) at which unused images are removed; 100 disables image garbage "
-          "collection." },
+          "collection.",
+          NULL },
         { "image-gc-low-threshold", 0, FLAG_INT, OFF(image_gc_low_threshold_percent), "imageGCLowThresholdPercent",
           "int32",
           "Image filesystem usage (percent) image garbage collection frees down to; below "
-          "--image-gc-high-threshold." },
-        { "image-service-endpoint", 0, FLAG_STRING, OFF(image_service_endpoint), "imageServiceEndpoint", "string",
-          "The CRI image service's socket, when it is not the runtime's (empty: --container-runtime-endpoint)." },
-        { "manifest-url", 0, FLAG_STRING, OFF(manifest_url), "staticPodURL", "string",
-          "An http:// or https:// URL to fetch static pods from, again every --http-check-frequency." },
-        { "manifest-url-header", 0, FLAG_HEADERS, 0, "staticPodURLHeader", "colonSeparatedMultimapStringString",
-          "HTTP headers sent with every fetch of --manifest-url, as 'name:value,name2:value2'. The flag may be given "
-          "several times and a name may repeat: every value is sent, in order. Example: --manifest-url-header "
-          "'X-A:1,X-B:2' --manifest-url-header 'X-B:3'" },
+          "--image-gc-high-threshold.",
+          NULL },
         { "kernel-memcg-notification", 0, FLAG_BOOL, OFF(kernel_memcg_notification), "kernelMemcgNotification", "",
           "React to memory eviction thresholds through the kernel's memory cgroup notifications, not only the "
-          "periodic check." },
-        { "kube-api-burst", 0, FLAG_INT, OFF(kube_api_burst), "kubeAPIBurst", "int32",
-          "How many requests to the API server may be sent at once before --kube-api-qps paces them." },
-        { "kube-api-qps", 0, FLAG_INT, OFF(kube_api_qps), "kubeAPIQPS", "int32",
-          "Average number of requests per second sent to the API server." },
-        { "kube-reserved", 0, FLAG_STRING, OFF(kube_reserved), "kubeReserved", "mapStringString",
-          "Resources set aside for the Kubernetes daemons and taken off the node's allocatable, such as "
-          "cpu=100m,memory=256Mi,ephemeral-storage=1Gi (pid is accepted and ignored)." },
-        { "kubeconfig", 0, FLAG_STRING, OFF(kubeconfig), NULL, "string",
-          "A kubeconfig naming the API server to join and the credentials to use; without it ckubelet runs "
-          "standalone, with static pods only." },
-        { "max-pods", 0, FLAG_INT, OFF(max_pods), "maxPods", "int32",
-          "The most pods that may run on this node at once (more are rejected at admission); also the node's pods "
-          "capacity." },
-        { "pod-infra-container-image", 0, FLAG_STRING, OFF(pod_infra_container_image), NULL, "string",
-          "The sandbox image: image garbage collection never removes it (the runtime's own setting decides which image "
-          "sandboxes use)." },
-        { "pod-manifest-path", 0, FLAG_STRING, OFF(pod_manifest_path), "staticPodPath", "string",
-          "A static pod file, or a directory of them (files whose names start with '.' and subdirectories are "
-          "skipped)." },
-        { "pod-max-pids", 0, FLAG_INT64, OFF(pod_pids_limit), "podPidsLimit", "int",
-          "The most processes each pod may run (pids.max of its cgroup, with --cgroups-per-qos); 0 or negative: no "
-          "limit." },
-        { "port", 0, FLAG_INT, OFF(port), "port", "int32",
-          "Port of the kubelet API over TLS, with authentication and authorization." },
-        { "read-only-port", 0, FLAG_INT, OFF(read_only_port), "readOnlyPort", "int32",
-          "Port of a plain-HTTP copy of the API's read-only endpoints, with no authentication or authorization and "
-          "no debugging endpoints; 0 turns it off." },
-        { "register-node", 0, FLAG_BOOL, OFF(register_node), "registerNode", "",
-          "Create (or adopt) this node's Node object in the API server; false: only report the status and renew the "
-          "lease of a Node made by someone else. Needs --kubeconfig." },
-        { "register-with-taints", 0, FLAG_STRING, OFF(register_with_taints), "registerWithTaints", "string",
-          "Taints the Node is registered with, as key=value:Effect separated by ',' (Effect: NoSchedule, "
-          "PreferNoSchedule or NoExecute)." },
-        { "resolv-conf", 0, FLAG_STRING, OFF(resolv_conf), NULL, "string",
-          "The resolv.conf the pods' DNS settings start from (nameservers, search domains, options); empty: none." },
-        { "root-dir", 0, FLAG_STRING, OFF(root_dir), NULL, "string",
-          "Where the kubelet keeps its files: pod directories and their volumes, plugin sockets." },
-        { "runtime-request-timeout", 0, FLAG_DURATION, OFF(runtime_request_timeout_usec), "runtimeRequestTimeout",
-          "duration",
-          "Deadline of each call to the container runtime except image pulls (which have none); calls that wait on purpose "
-          "(StopContainer, exec probes and hooks) get that wait on top." },
-        { "sync-frequency", 0, FLAG_DURATION, OFF(sync_frequency_usec), "syncFrequency", "duration",
-          "How often every pod is synced again, even when nothing about it changed." },
-        { "system-reserved", 0, FLAG_STRING, OFF(system_reserved), "systemReserved", "mapStringString",
-          "Resources set aside for the operating system's daemons and taken off the node's allocatable; the syntax "
-          "of --kube-reserved." },
-        { "tls-cert-file", 0, FLAG_STRING, OFF(tls_cert_file), "tlsCertFile", "string",
-          "The kubelet API's serving certificate (PEM, any intermediates after it). Without it and "
-          "--tls-private-key-file, a self-signed one is made in --cert-dir." },
-        { "tls-private-key-file", 0, FLAG_STRING, OFF(tls_private_key_file), "tlsPrivateKeyFile", "string",
-          "The private key of --tls-cert-file; give both or neither." },
+          "periodic check.",
+          NULL },
         { "volume-stats-agg-period", 0, FLAG_DURATION, OFF(volume_stats_agg_period_usec), "volumeStatsAggPeriod",
-          "duration", "How often the disk usage of the pods' volumes is measured (for the Summary API and eviction)." },
-        { "v", 'v', FLAG_VERBOSITY, OFF(verbosity), "logging.verbosity", "Level",
-          "Log verbosity: the higher, the more detail." },
-        { "version", 0, FLAG_VERSION, 0, NULL, "version[=true]", "Print ckubelet's version and exit." },
+          "duration", "How often the disk usage of the pods' volumes is measured (for the Summary API and eviction).",
+          NULL },
 };
 
 /* KubeletConfiguration (v1beta1) fields that upstream has and ckubelet does not implement: accepted, with a
  * warning. Anything else that we do not implement either is an unknown field: an error. */
 static const char *const unsupported_fields[] = {
-        "allowedUnsafeSysctls",
-        "clusterDNS",
-        "clusterDomain",
         "configMapAndSecretChangeDetectionStrategy",
         "contentType",
         "cpuCFSQuota",
@@ -295,8 +339,8 @@ static const char *const unsupported_fields[] = {
         "enableSystemLogQuery",
         "eventBurst",
         "eventRecordQPS",
+        "failCgroupV1",
         "failSwapOn",
-        "featureGates",
         "hairpinMode",
         "imagePullCredentialsVerificationPolicy",
         "iptablesDropBit",
@@ -315,6 +359,7 @@ static const char *const unsupported_fields[] = {
         "nodeStatusMaxImages",
         "oomScoreAdj",
         "podCIDR",
+        "podHousekeepingPeriod",
         "podsPerCore",
         "preloadedImagesVerificationAllowlist",
         "protectKernelDefaults",
@@ -324,12 +369,9 @@ static const char *const unsupported_fields[] = {
         "registryPullQPS",
         "reservedMemory",
         "reservedSystemCPUs",
-        "resolvConf",
-        "rotateCertificates",
         "runOnce",
         "seccompDefault",
         "serializeImagePulls",
-        "serverTLSBootstrap",
         "showHiddenMetricsForVersion",
         "shutdownGracePeriod",
         "shutdownGracePeriodByPodPriority",
@@ -349,8 +391,8 @@ static const char *const unsupported_fields[] = {
         "volumePluginDir",
 };
 
-/* logging (component-base LoggingConfiguration): only verbosity is implemented */
-static const char *const unsupported_logging_fields[] = { "flushFrequency", "format", "options", "vmodule" };
+/* logging (component-base LoggingConfiguration): verbosity and format are implemented */
+static const char *const unsupported_logging_fields[] = { "flushFrequency", "options", "vmodule" };
 
 static bool strv_const_contains(const char *const *l, size_t n, const char *s) {
         for (size_t i = 0; i < n; i++)
@@ -418,7 +460,8 @@ int kubelet_options_init(struct kubelet_options *o) {
         o->eviction_pressure_transition_period_usec = 300 * USEC_PER_SEC;
         o->kernel_memcg_notification = true;
         o->volume_stats_agg_period_usec = 60 * USEC_PER_SEC;
-        if (!o->container_runtime_endpoint || !o->root_dir || !o->pod_logs_dir || !o->address ||
+        o->logging_format = strdup("text");
+        if (!o->logging_format || !o->container_runtime_endpoint || !o->root_dir || !o->pod_logs_dir || !o->address ||
             !o->healthz_bind_address || !o->cert_dir || !o->authorization_mode || !o->cgroup_root ||
             !o->cgroup_driver || !o->enforce_node_allocatable || !o->resolv_conf || !o->container_log_max_size ||
             !o->container_logs_dir || !o->pod_infra_container_image || !o->eviction_hard || !o->eviction_soft ||
@@ -471,6 +514,11 @@ void kubelet_options_done(struct kubelet_options *o) {
         free(o->eviction_soft);
         free(o->eviction_soft_grace_period);
         free(o->eviction_minimum_reclaim);
+        free(o->config_dir);
+        free(o->bootstrap_kubeconfig);
+        strv_free(o->feature_gates);
+        free(o->logging_format);
+        free(o->container_runtime);
         *o = (struct kubelet_options) {};
 }
 
@@ -583,6 +631,7 @@ static int parse_map_value(const char *value, char sep, char **ret, struct ck_er
 struct parse_state {
         bool help;
         bool version;
+        bool warn;          /* the first pass: print deprecation notes (once) */
         bool headers_seen;  /* the first --manifest-url-header replaces what the config file gave */
         uint64_t maps_seen; /* by flag index: the first use of a map flag replaces, later ones add */
 };
@@ -611,9 +660,15 @@ static int apply_flag(struct kubelet_options *o, struct parse_state *st, const s
         char *base = (char *) o;
         int r = 0;
 
+        if (f->deprecated && st->warn)
+                log_warning("Flag --%s has been deprecated, %s", f->name, f->deprecated);
         switch (f->kind) {
         case FLAG_STRING:
                 return free_and_strdup((char **) (base + f->offset), value);
+
+        case FLAG_FEATURE_GATES:
+                r = feature_gates_parse(&o->feature_gates, value, st->warn, &why);
+                break;
 
         case FLAG_DURATION: {
                 uint64_t usec = 0;
@@ -786,8 +841,9 @@ static int parse_argv(struct kubelet_options *o, struct parse_state *st, int arg
 /* ---- the config file ---- */
 
 struct config_ctx {
-        const char *path;
-        const char *dir; /* directory of the config file, for relative paths */
+        const char *path; /* what errors name: the file, or the merged configuration */
+        const char *dir;  /* directory of the config file, for relative paths; NULL: resolved already */
+        bool quiet;       /* a file checked on its own before the merge: no warnings */
         struct ck_error **error;
 };
 
@@ -809,7 +865,7 @@ static int config_string(struct config_ctx *c, const char *field, json_t *v, boo
         str = json_string_value(v);
         if (strlen(str) != json_string_length(v))
                 return config_error(c, -EINVAL, "%s: string contains a NUL byte", field);
-        if (is_path && !isempty(str) && str[0] != '/') {
+        if (is_path && c->dir && !isempty(str) && str[0] != '/') {
                 /* as upstream's resolveRelativePaths: relative to the config file's directory */
                 if (asprintf(&s, "%s/%s", c->dir, str) < 0)
                         return -ENOMEM;
@@ -821,6 +877,13 @@ static int config_string(struct config_ctx *c, const char *field, json_t *v, boo
         free(*target);
         *target = TAKE_PTR(s);
         return 0;
+}
+
+/* A string field whose empty value means "the default" (upstream's SetDefaults replaces ""). */
+static int config_string_default(struct config_ctx *c, const char *field, json_t *v, char **target) {
+        if (json_is_string(v) && json_string_length(v) == 0)
+                return 0;
+        return config_string(c, field, v, false, target);
 }
 
 /* metav1.Duration: a string for time.ParseDuration. Zero means "use the default" (SetDefaults_*). */
@@ -996,7 +1059,7 @@ static int config_authn_field(struct config_ctx *c, const char *path, const char
 static int config_authz_field(struct config_ctx *c, const char *path, const char *key, json_t *v,
                               struct kubelet_options *o) {
         if (streq(path, "authorization.mode"))
-                return config_string(c, path, v, false, &o->authorization_mode);
+                return config_string_default(c, path, v, &o->authorization_mode);
         if (streq(path, "authorization.webhook"))
                 return config_object(c, path, v, config_authz_field, o);
         if (streq(path, "authorization.webhook.cacheAuthorizedTTL"))
@@ -1045,6 +1108,35 @@ static int config_headers(struct config_ctx *c, json_t *v, char ***target) {
         return 0;
 }
 
+/* Is V a zero value, the way kubeadm writes fields it leaves at their defaults ("0s", 0, false, "", {}, [],
+ * objects of such)? Those are not worth a warning: they ask for nothing. */
+static bool json_is_zero(json_t *v) {
+        const char *key;
+        json_t *e;
+
+        switch (json_typeof(v)) {
+        case JSON_NULL:
+        case JSON_FALSE:
+                return true;
+        case JSON_INTEGER:
+                return json_integer_value(v) == 0;
+        case JSON_REAL:
+                return json_real_value(v) == 0;
+        case JSON_STRING:
+                return json_string_length(v) == 0 || streq(json_string_value(v), "0") ||
+                       streq(json_string_value(v), "0s");
+        case JSON_ARRAY:
+                return json_array_size(v) == 0;
+        case JSON_OBJECT:
+                json_object_foreach(v, key, e)
+                        if (!json_is_zero(e))
+                                return false;
+                return true;
+        default:
+                return false;
+        }
+}
+
 static int config_logging(struct config_ctx *c, json_t *v, struct kubelet_options *o) {
         const char *key;
         json_t *value;
@@ -1052,19 +1144,50 @@ static int config_logging(struct config_ctx *c, json_t *v, struct kubelet_option
         if (!json_is_object(v))
                 return config_error(c, -EINVAL, "logging: expected an object, got %s", json_type_name(v));
         json_object_foreach(v, key, value) {
+                if (json_is_null(value))
+                        continue;
                 if (streq(key, "verbosity")) {
                         json_int_t i;
-                        int r;
-                        if (json_is_null(value))
-                                continue;
-                        r = config_int32(c, "logging.verbosity", value, 0, &i);
+                        int r = config_int32(c, "logging.verbosity", value, 0, &i);
                         if (r < 0)
                                 return r;
                         o->verbosity = (int) i;
-                } else if (strv_const_contains(unsupported_logging_fields, ELEMENTSOF(unsupported_logging_fields), key))
-                        log_warning("%s: field logging.%s is not supported by ckubelet, ignored", c->path, key);
-                else
+                } else if (streq(key, "format")) {
+                        int r = config_string_default(c, "logging.format", value, &o->logging_format);
+                        if (r < 0)
+                                return r;
+                } else if (strv_const_contains(unsupported_logging_fields, ELEMENTSOF(unsupported_logging_fields),
+                                               key)) {
+                        if (!c->quiet && !json_is_zero(value))
+                                log_warning("%s: field logging.%s is not supported by ckubelet, ignored", c->path, key);
+                } else
                         return config_error(c, -EINVAL, "unknown field \"logging.%s\"", key);
+        }
+        return 0;
+}
+
+/* featureGates: map of gate name to boolean, gate by gate on top of what is there */
+static int config_feature_gates(struct config_ctx *c, json_t *v, struct kubelet_options *o) {
+        const char *key;
+        json_t *value;
+
+        if (!json_is_object(v))
+                return config_error(c, -EINVAL, "featureGates: expected a map of gate names to booleans, got %s",
+                                    json_type_name(v));
+        json_object_foreach(v, key, value) {
+                _cleanup_ck_error_ struct ck_error *why = NULL;
+                int r;
+
+                if (json_is_null(value))
+                        continue;
+                if (!json_is_boolean(value))
+                        return config_error(c, -EINVAL, "featureGates.%s: expected a boolean, got %s", key,
+                                            json_type_name(value));
+                r = feature_gates_set(&o->feature_gates, key, json_is_true(value), !c->quiet, &why);
+                if (r == -ENOMEM)
+                        return r;
+                if (r < 0)
+                        return config_error(c, r, "featureGates: %s", ck_error_message(why));
         }
         return 0;
 }
@@ -1080,12 +1203,15 @@ static int config_apply_field(struct config_ctx *c, const char *key, json_t *v, 
 
         if (streq(key, "staticPodPath"))
                 return config_string(c, key, v, true, &o->pod_manifest_path);
-        if (streq(key, "podLogsDir"))
+        if (streq(key, "podLogsDir")) {
+                if (json_is_string(v) && json_string_length(v) == 0)
+                        return 0; /* the default */
                 return config_string(c, key, v, true, &o->pod_logs_dir);
+        }
         if (streq(key, "staticPodURL"))
                 return config_string(c, key, v, false, &o->manifest_url);
         if (streq(key, "containerRuntimeEndpoint"))
-                return config_string(c, key, v, false, &o->container_runtime_endpoint);
+                return config_string_default(c, key, v, &o->container_runtime_endpoint);
         if (streq(key, "imageServiceEndpoint"))
                 return config_string(c, key, v, false, &o->image_service_endpoint);
         if (streq(key, "staticPodURLHeader"))
@@ -1113,9 +1239,9 @@ static int config_apply_field(struct config_ctx *c, const char *key, json_t *v, 
         if (streq(key, "enableDebuggingHandlers"))
                 return config_bool(c, key, v, &o->enable_debugging_handlers);
         if (streq(key, "address"))
-                return config_string(c, key, v, false, &o->address);
+                return config_string_default(c, key, v, &o->address);
         if (streq(key, "healthzBindAddress"))
-                return config_string(c, key, v, false, &o->healthz_bind_address);
+                return config_string_default(c, key, v, &o->healthz_bind_address);
         if (streq(key, "tlsCertFile"))
                 return config_string(c, key, v, true, &o->tls_cert_file);
         if (streq(key, "tlsPrivateKeyFile"))
@@ -1145,9 +1271,9 @@ static int config_apply_field(struct config_ctx *c, const char *key, json_t *v, 
         if (streq(key, "cgroupsPerQOS"))
                 return config_bool(c, key, v, &o->cgroups_per_qos);
         if (streq(key, "cgroupRoot"))
-                return config_string(c, key, v, false, &o->cgroup_root);
+                return config_string_default(c, key, v, &o->cgroup_root);
         if (streq(key, "cgroupDriver"))
-                return config_string(c, key, v, false, &o->cgroup_driver);
+                return config_string_default(c, key, v, &o->cgroup_driver);
         if (streq(key, "enforceNodeAllocatable"))
                 return config_string_list(c, key, v, &o->enforce_node_allocatable);
         if (streq(key, "podPidsLimit")) {
@@ -1198,9 +1324,24 @@ static int config_apply_field(struct config_ctx *c, const char *key, json_t *v, 
                 return config_object(c, key, v, config_authn_field, o);
         if (streq(key, "authorization"))
                 return config_object(c, key, v, config_authz_field, o);
+        if (streq(key, "rotateCertificates"))
+                return config_bool(c, key, v, &o->rotate_certificates);
+        if (streq(key, "serverTLSBootstrap"))
+                return config_bool(c, key, v, &o->server_tls_bootstrap);
+        if (streq(key, "featureGates"))
+                return config_feature_gates(c, v, o);
+        if (streq(key, "clusterDNS"))
+                return config_string_list(c, key, v, &o->cluster_dns);
+        if (streq(key, "clusterDomain"))
+                return config_string(c, key, v, false, &o->cluster_domain);
+        if (streq(key, "resolvConf"))
+                return config_string(c, key, v, true, &o->resolv_conf);
+        if (streq(key, "allowedUnsafeSysctls"))
+                return config_string_list(c, key, v, &o->allowed_unsafe_sysctls);
 
         if (strv_const_contains(unsupported_fields, ELEMENTSOF(unsupported_fields), key)) {
-                log_warning("%s: field %s is not supported by ckubelet, ignored", c->path, key);
+                if (!c->quiet && !json_is_zero(v))
+                        log_warning("%s: field %s is not supported by ckubelet, ignored", c->path, key);
                 return 0;
         }
         return config_error(c, -EINVAL, "unknown field \"%s\"", key);
@@ -1219,13 +1360,12 @@ static int check_type_meta(struct config_ctx *c, json_t *doc, const char *key, c
         return 0;
 }
 
-static int load_config_file(struct kubelet_options *o, const char *path, struct ck_error **ret_error) {
-        _cleanup_free_ char *data = NULL, *dir = NULL;
+/* Read PATH: exactly one KubeletConfiguration object (type meta checked). */
+static int read_config_doc(const char *path, json_t **ret, struct ck_error **ret_error) {
+        _cleanup_free_ char *data = NULL;
         _cleanup_ck_error_ struct ck_error *yerr = NULL;
         struct config_ctx c = { .path = path, .error = ret_error };
-        json_auto_t *docs = NULL;
-        json_t *doc, *v;
-        const char *key, *slash;
+        json_t *docs = NULL, *doc;
         size_t size;
         int r;
 
@@ -1236,13 +1376,6 @@ static int load_config_file(struct kubelet_options *o, const char *path, struct 
                 return config_error(&c, r, "config file is too large (more than %u bytes)", KUBELET_CONFIG_MAX_SIZE);
         if (r < 0)
                 return config_error(&c, r, "cannot read config file: %s", strerror(-r));
-
-        slash = strrchr(path, '/');
-        dir = slash ? (slash == path ? strdup("/") : strndup(path, (size_t) (slash - path))) : strdup(".");
-        if (!dir)
-                return -ENOMEM;
-        c.dir = dir;
-
         r = yaml_to_json_docs(data, size, &docs, &yerr);
         if (r == -ENOMEM)
                 return r;
@@ -1250,18 +1383,167 @@ static int load_config_file(struct kubelet_options *o, const char *path, struct 
                 return config_error(&c, -EINVAL, "%s", yerr ? ck_error_message(yerr) : "cannot parse YAML/JSON");
 
         if (json_array_size(docs) == 0)
-                return config_error(&c, -EINVAL, "config file is empty");
-        if (json_array_size(docs) > 1)
-                return config_error(&c, -EINVAL, "expected one KubeletConfiguration document, found %zu",
-                                    json_array_size(docs));
-        doc = json_array_get(docs, 0);
-        if (!json_is_object(doc))
-                return config_error(&c, -EINVAL, "expected a KubeletConfiguration object, got %s", json_type_name(doc));
-        r = check_type_meta(&c, doc, "apiVersion", KUBELET_CONFIG_API_VERSION);
-        if (r >= 0)
-                r = check_type_meta(&c, doc, "kind", KUBELET_CONFIG_KIND);
+                r = config_error(&c, -EINVAL, "config file is empty");
+        else if (json_array_size(docs) > 1)
+                r = config_error(&c, -EINVAL, "expected one KubeletConfiguration document, found %zu",
+                                 json_array_size(docs));
+        else if (!json_is_object(doc = json_array_get(docs, 0)))
+                r = config_error(&c, -EINVAL, "expected a KubeletConfiguration object, got %s", json_type_name(doc));
+        else {
+                r = check_type_meta(&c, doc, "apiVersion", KUBELET_CONFIG_API_VERSION);
+                if (r >= 0)
+                        r = check_type_meta(&c, doc, "kind", KUBELET_CONFIG_KIND);
+                if (r >= 0)
+                        *ret = json_incref(doc);
+        }
+        json_decref(docs);
+        return r;
+}
+
+/* upstream's resolveRelativePaths on the --config document: relative paths of its path fields are taken from the
+ * file's directory (drop-ins are not resolved, as upstream) */
+static int resolve_relative_paths(json_t *doc, const char *path) {
+        static const char *const fields[][2] = {
+                { "staticPodPath", NULL },     { "podLogsDir", NULL }, { "tlsCertFile", NULL },
+                { "tlsPrivateKeyFile", NULL }, { "resolvConf", NULL }, { "authentication", "x509" },
+        };
+        _cleanup_free_ char *dir = NULL;
+        const char *slash = strrchr(path, '/');
+
+        dir = slash ? (slash == path ? strdup("/") : strndup(path, (size_t) (slash - path))) : strdup(".");
+        if (!dir)
+                return -ENOMEM;
+        for (size_t i = 0; i < ELEMENTSOF(fields); i++) {
+                json_t *parent = doc, *v;
+                const char *key = fields[i][0];
+                char *abs;
+
+                if (fields[i][1]) { /* authentication.x509.clientCAFile */
+                        parent = json_object_get(json_object_get(doc, key), fields[i][1]);
+                        key = "clientCAFile";
+                }
+                v = json_is_object(parent) ? json_object_get(parent, key) : NULL;
+                if (!json_is_string(v) || json_string_length(v) == 0 || json_string_value(v)[0] == '/')
+                        continue;
+                if (asprintf(&abs, "%s/%s", dir, json_string_value(v)) < 0)
+                        return -ENOMEM;
+                if (json_object_set_new(parent, key, json_string(abs)) < 0) {
+                        free(abs);
+                        return -ENOMEM;
+                }
+                free(abs);
+        }
+        return 0;
+}
+
+json_t *kubelet_options_merge_patch(json_t *target, json_t *patch) {
+        const char *key;
+        json_t *v;
+
+        if (!json_is_object(patch)) {
+                json_decref(target);
+                return json_incref(patch);
+        }
+        if (!json_is_object(target)) {
+                json_decref(target);
+                target = json_object();
+                if (!target)
+                        return NULL;
+        }
+        json_object_foreach(patch, key, v) {
+                if (json_is_null(v))
+                        json_object_del(target, key);
+                else {
+                        json_t *merged = kubelet_options_merge_patch(json_incref(json_object_get(target, key)), v);
+                        if (!merged || json_object_set_new(target, key, merged) < 0) {
+                                json_decref(target);
+                                return NULL;
+                        }
+                }
+        }
+        return target;
+}
+
+static int cmp_names(const void *a, const void *b) {
+        return strcmp(*(char *const *) a, *(char *const *) b);
+}
+
+static int dropins_walk(const char *dir, unsigned depth, char ***files, char ***skipped, struct ck_error **ret_error) {
+        _cleanup_strv_free_ char **names = NULL;
+        size_t n;
+        DIR *d;
+        struct dirent *de;
+        int r = 0;
+
+        if (depth > KUBELET_CONFIG_DIR_MAX_DEPTH)
+                return ck_error_set(ret_error, -ELOOP, "--config-dir: %s: more than %u directories deep", dir,
+                                    KUBELET_CONFIG_DIR_MAX_DEPTH);
+        d = opendir(dir);
+        if (!d)
+                return ck_error_set(ret_error, negative_errno(),
+                                    "failed to walk through kubelet dropin directory \"%s\": %m", dir);
+        while ((de = readdir(d))) {
+                if (streq(de->d_name, ".") || streq(de->d_name, ".."))
+                        continue;
+                if (strv_length(names) >= KUBELET_CONFIG_DIR_MAX_FILES) {
+                        r = ck_error_set(ret_error, -E2BIG, "--config-dir: %s: more than %u entries", dir,
+                                         KUBELET_CONFIG_DIR_MAX_FILES);
+                        break;
+                }
+                r = strv_extend(&names, de->d_name);
+                if (r < 0)
+                        break;
+        }
+        closedir(d);
         if (r < 0)
                 return r;
+        n = strv_length(names);
+        if (n > 1)
+                qsort(names, n, sizeof(char *), cmp_names);
+        /* as filepath.WalkDir: entries in lexical order, a directory's files where the directory comes */
+        for (size_t i = 0; i < n; i++) {
+                _cleanup_free_ char *path = NULL;
+                struct stat st;
+
+                if (asprintf(&path, "%s/%s", dir, names[i]) < 0)
+                        return -ENOMEM;
+                if (lstat(path, &st) < 0)
+                        return ck_error_set(ret_error, negative_errno(), "--config-dir: cannot read %s: %m", path);
+                if (S_ISDIR(st.st_mode)) {
+                        r = dropins_walk(path, depth + 1, files, skipped, ret_error);
+                        if (r < 0)
+                                return r;
+                        continue;
+                }
+                if (strv_length(*files) + strv_length(*skipped) >= KUBELET_CONFIG_DIR_MAX_FILES)
+                        return ck_error_set(ret_error, -E2BIG, "--config-dir %s: more than %u files", dir,
+                                            KUBELET_CONFIG_DIR_MAX_FILES);
+                r = strv_push(endswith(names[i], ".conf") ? files : skipped, TAKE_PTR(path));
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+int kubelet_options_dropins(const char *dir, char ***ret_files, char ***ret_skipped, struct ck_error **ret_error) {
+        _cleanup_strv_free_ char **files = NULL, **skipped = NULL;
+        int r;
+
+        r = dropins_walk(dir, 0, &files, &skipped, ret_error);
+        if (r < 0)
+                return r;
+        *ret_files = TAKE_PTR(files);
+        if (ret_skipped)
+                *ret_skipped = TAKE_PTR(skipped);
+        return 0;
+}
+
+static int apply_config_doc(struct kubelet_options *o, json_t *doc, const char *name, bool quiet,
+                            struct ck_error **ret_error) {
+        struct config_ctx c = { .path = name, .quiet = quiet, .error = ret_error };
+        const char *key;
+        json_t *v;
+        int r;
 
         json_object_foreach(doc, key, v) {
                 r = config_apply_field(&c, key, v, o);
@@ -1269,6 +1551,75 @@ static int load_config_file(struct kubelet_options *o, const char *path, struct 
                         return r;
         }
         return 0;
+}
+
+/* Check one document on its own (so that an error names its file), without warnings. */
+static int check_config_doc(json_t *doc, const char *name, struct ck_error **ret_error) {
+        struct kubelet_options scratch;
+        int r;
+
+        r = kubelet_options_init(&scratch);
+        if (r < 0)
+                return r;
+        r = apply_config_doc(&scratch, doc, name, true, ret_error);
+        kubelet_options_done(&scratch);
+        return r;
+}
+
+/* The --config file, then the --config-dir drop-ins merged over it in upstream's order (JSON merge patches, as
+ * mergeKubeletConfigurations), applied over the defaults. */
+static int load_configuration(struct kubelet_options *o, const char *path, const char *dropin_dir,
+                              struct ck_error **ret_error) {
+        _cleanup_strv_free_ char **files = NULL, **skipped = NULL;
+        _cleanup_free_ char *merged_name = NULL;
+        json_t *base = NULL;
+        int r;
+
+        if (path) {
+                r = read_config_doc(path, &base, ret_error);
+                if (r < 0)
+                        return r;
+                r = resolve_relative_paths(base, path);
+                if (r >= 0 && dropin_dir)
+                        r = check_config_doc(base, path, ret_error);
+                if (r < 0)
+                        goto finish;
+        }
+        if (dropin_dir) {
+                r = kubelet_options_dropins(dropin_dir, &files, &skipped, ret_error);
+                if (r < 0)
+                        goto finish;
+                for (char **s = skipped; s && *s; s++)
+                        log_v(4, "Skipped file in drop-in directory (does not have .conf extension): %s", *s);
+                for (char **f = files; f && *f; f++) {
+                        json_t *doc = NULL;
+
+                        r = read_config_doc(*f, &doc, ret_error);
+                        if (r >= 0)
+                                r = check_config_doc(doc, *f, ret_error);
+                        if (r < 0) {
+                                json_decref(doc);
+                                goto finish;
+                        }
+                        base = kubelet_options_merge_patch(base, doc);
+                        json_decref(doc);
+                        if (!base) {
+                                r = -ENOMEM;
+                                goto finish;
+                        }
+                        log_v(2, "Merged the kubelet configuration drop-in %s", *f);
+                }
+                if (asprintf(&merged_name, "%s%s%s (merged with --config-dir %s)", path ? "--config " : "",
+                             strempty(path), path ? "" : "the kubelet configuration", dropin_dir) < 0) {
+                        merged_name = NULL;
+                        r = -ENOMEM;
+                        goto finish;
+                }
+        }
+        r = base ? apply_config_doc(o, base, merged_name ? merged_name : path, false, ret_error) : 0;
+finish:
+        json_decref(base);
+        return r;
 }
 
 /* ---- after parsing ---- */
@@ -1522,6 +1873,23 @@ static int validate(const struct kubelet_options *o, struct ck_error **ret_error
         r = validate_gc_and_logs(o, ret_error);
         if (r < 0)
                 return r;
+        if (!streq_ptr(o->logging_format, "text") && !streq_ptr(o->logging_format, "json"))
+                return ck_error_set(
+                        ret_error, -EINVAL,
+                        "invalid configuration: logging.format (--logging-format): Unsupported value: \"%s\": "
+                        "supported values: \"json\", \"text\"",
+                        strempty(o->logging_format));
+        if (o->container_runtime && !streq(o->container_runtime, "remote"))
+                return ck_error_set(ret_error, -EINVAL,
+                                    "unsupported CRI runtime: \"%s\", only \"remote\" is currently supported",
+                                    o->container_runtime);
+        if (o->server_tls_bootstrap && !feature_enabled(o->feature_gates, "RotateKubeletServerCertificate"))
+                return ck_error_set(ret_error, -EINVAL,
+                                    "invalid configuration: serverTLSBootstrap true requires feature gate "
+                                    "RotateKubeletServerCertificate");
+        if (o->server_tls_bootstrap && (!isempty(o->tls_cert_file) || !isempty(o->tls_private_key_file)))
+                log_warning("serverTLSBootstrap is set: the serving certificate comes from the certificates API, "
+                            "tlsCertFile and tlsPrivateKeyFile are only a first pair");
         return 0;
 }
 
@@ -1531,8 +1899,8 @@ static void print_version(void) {
 
 int kubelet_options_parse(struct kubelet_options *o, int argc, char **argv, struct ck_error **ret_error) {
         struct kubelet_options scratch = {};
-        struct parse_state st = {};
-        _cleanup_free_ char *config_path = NULL;
+        struct parse_state st = { .warn = true };
+        _cleanup_free_ char *config_path = NULL, *config_dir = NULL;
         int r;
 
         if (!o || argc < 0 || (argc > 0 && !argv))
@@ -1545,6 +1913,11 @@ int kubelet_options_parse(struct kubelet_options *o, int argc, char **argv, stru
         if (r >= 0 && scratch.config_path) {
                 config_path = strdup(scratch.config_path);
                 if (!config_path)
+                        r = -ENOMEM;
+        }
+        if (r >= 0 && !isempty(scratch.config_dir)) {
+                config_dir = strdup(scratch.config_dir);
+                if (!config_dir)
                         r = -ENOMEM;
         }
         kubelet_options_done(&scratch);
@@ -1560,8 +1933,8 @@ int kubelet_options_parse(struct kubelet_options *o, int argc, char **argv, stru
         }
 
         /* the config file on top of the defaults, then the flags again on top of that */
-        if (config_path) {
-                r = load_config_file(o, config_path, ret_error);
+        if (config_path || config_dir) {
+                r = load_configuration(o, config_path, config_dir, ret_error);
                 if (r < 0)
                         goto fail;
         }
@@ -1637,6 +2010,7 @@ static void default_text(const struct kubelet_options *d, const struct flag_def 
                 break;
         }
         case FLAG_HEADERS:
+        case FLAG_FEATURE_GATES:
         case FLAG_HELP:
         case FLAG_VERSION:
                 break;
@@ -1661,7 +2035,9 @@ void kubelet_options_print_help(void) {
                 width = MAX(width, (int) (strlen(flag_defs[i].name) + strlen(strempty(flag_defs[i].type)) + 9));
         }
         qsort(sorted, ELEMENTSOF(sorted), sizeof(sorted[0]), flag_def_ptr_compare);
-        printf("ckubelet: a Kubernetes node agent (kubelet) for static pods over CRI.\n\n"
+        printf("ckubelet runs the pods of one node through a CRI runtime (containerd): static pods from files or a URL,\n"
+               "and with --kubeconfig the pods the API server binds to the node, whose Node object it registers and\n"
+               "keeps up to date. It serves the kubelet API (logs, exec, port-forward, stats) on --port.\n\n"
                "Usage:\n  ckubelet [flags]\n\nFlags:\n");
         for (size_t i = 0; i < ELEMENTSOF(sorted); i++) {
                 const struct flag_def *f = sorted[i];
@@ -1682,7 +2058,8 @@ void kubelet_options_print_help(void) {
                         printf(" [config: %s]", f->field);
                 printf("\n");
         }
-        printf("\nThe --config file may also set podLogsDir (default \"%s\"). See docs/flags.md.\n",
+        printf("\nThe --config file may also set podLogsDir (default \"%s\"); fields ckubelet does not act on are\n"
+               "accepted with a warning. Flags and fields: docs/flags.md (/usr/share/doc/ckubelet in the package).\n",
                DEFAULT_POD_LOGS_DIR);
         if (have_defaults)
                 kubelet_options_done(&d);

@@ -4,6 +4,7 @@
 /* Command-line flags and the KubeletConfiguration file (kubelet.config.k8s.io/v1beta1), with upstream
  * names and defaults. Flags given on the command line override the config file, as upstream. */
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -69,6 +70,18 @@ struct kubelet_options {
         char *kube_reserved;                        /* --kube-reserved / kubeReserved: "cpu=100m,memory=256Mi" */
         char *system_reserved;                      /* --system-reserved / systemReserved */
         char *config_path;                          /* --config */
+        char *config_dir;                           /* --config-dir: KubeletConfiguration drop-ins (*.conf) */
+
+        /* TLS bootstrap and certificate rotation (pkg/kubelet/certificate) */
+        char *bootstrap_kubeconfig; /* --bootstrap-kubeconfig: credentials to ask for a client certificate when
+                                       --kubeconfig is missing or unusable */
+        bool rotate_certificates;   /* --rotate-certificates / rotateCertificates, false */
+        bool server_tls_bootstrap;  /* --rotate-server-certificates / serverTLSBootstrap, false */
+        char **feature_gates;       /* --feature-gates / featureGates: "Name=true" entries, one per gate */
+
+        /* logging (component-base LoggingConfiguration) */
+        char *logging_format;    /* --logging-format / logging.format: "text" (klog) or "json" */
+        char *container_runtime; /* --container-runtime: deprecated, "remote" only */
 
         /* cgroups (pkg/kubelet/cm) */
         bool cgroups_per_qos;                    /* --cgroups-per-qos / cgroupsPerQOS, true */
@@ -131,3 +144,11 @@ int kubelet_options_parse(struct kubelet_options *o, int argc, char **argv, stru
 
 /* Usage text for --help. */
 void kubelet_options_print_help(void);
+
+/* ---- the pieces of --config-dir, for the unit tests ---- */
+/* RFC 7386 JSON merge patch of PATCH over TARGET (consumed; may be NULL): the merged document (new reference), NULL
+ * on OOM. Objects merge key by key, null deletes a key, anything else replaces. */
+json_t *kubelet_options_merge_patch(json_t *target, json_t *patch);
+/* The drop-ins of DIR in the order upstream merges them (filepath.WalkDir: lexical, subdirectories where they
+ * sort): the files ending in ".conf" in *ret_files, the others in *ret_skipped (optional). */
+int kubelet_options_dropins(const char *dir, char ***ret_files, char ***ret_skipped, struct ck_error **ret_error);

@@ -48,8 +48,11 @@ static int add_ext(X509 *cert, int nid, const char *value) {
         return 0;
 }
 
-/* GenerateSelfSignedCertKey: a self-signed certificate for the node's name, localhost and its IP. */
-static int generate_self_signed(struct api_server *s, const char *cert_path, const char *key_path) {
+/* GenerateSelfSignedCertKey: a self-signed certificate for the node's name, localhost and its IP, written to
+ * cert_path/key_path for the next start. A --cert-dir that cannot be written is logged and the pair is served from
+ * memory (*ret_cert_pem, *ret_key_pem), so that the API still comes up. */
+static int generate_self_signed(struct api_server *s, const char *cert_path, const char *key_path, char **ret_cert_pem,
+                                char **ret_key_pem) {
         const char *host = s->o->node_name, *ip = s->node_ip;
         _cleanup_free_ char *cn = NULL, *san = NULL;
         EVP_PKEY *pkey = NULL;
@@ -90,16 +93,22 @@ static int generate_self_signed(struct api_server *s, const char *cert_path, con
                 goto finish;
         klen = BIO_get_mem_data(kb, &kdata);
         clen = BIO_get_mem_data(cb, &cdata);
+        *ret_cert_pem = strndup(cdata, (size_t) clen);
+        *ret_key_pem = strndup(kdata, (size_t) klen);
+        if (!*ret_cert_pem || !*ret_key_pem)
+                goto finish;
         r = mkdir_p(s->o->cert_dir, 0700);
         if (r >= 0)
                 r = write_file_atomic(key_path, kdata, (size_t) klen, 0600);
         if (r >= 0)
                 r = write_file_atomic(cert_path, cdata, (size_t) clen, 0644);
         if (r < 0)
-                log_error("cannot write the self-signed serving certificate under --cert-dir %s: %s", s->o->cert_dir,
-                          strerror(-r));
+                log_error("cannot write the self-signed serving certificate under --cert-dir %s: %s; serving it from "
+                          "memory, a new one is made at the next start",
+                          s->o->cert_dir, strerror(-r));
         else
                 log_info("Generated self-signed cert: certFile=\"%s\" keyFile=\"%s\"", cert_path, key_path);
+        r = 0;
 finish:
         BIO_free(kb);
         BIO_free(cb);
@@ -114,9 +123,75 @@ static int verify_accept(int preverify_ok, X509_STORE_CTX *ctx) {
         return 1;
 }
 
-int api_tls_setup(struct api_server *s) {
+/* serverTLSBootstrap: the current pair on each handshake, or no handshake at all */
+static int serving_cert_cb(SSL *ssl, void *arg) {
+        struct api_server *s = arg;
+        uint64_t now = now_usec();
+
+        if (!s->serving_cert || !s->serving_key) {
+                if (s->serving_missing_logged_usec == 0 || now - s->serving_missing_logged_usec > 60 * USEC_PER_SEC) {
+                        log_warning("TLS handshake refused: no serving certificate available for the kubelet (waiting "
+                                    "for the certificate signing request to be approved and issued)");
+                        s->serving_missing_logged_usec = now;
+                }
+                return 0;
+        }
+        if (SSL_use_cert_and_key(ssl, s->serving_cert, s->serving_key, s->serving_chain, 1) != 1) {
+                ERR_clear_error();
+                return 0;
+        }
+        return 1;
+}
+
+int api_server_set_serving_cert(struct api_server *s, const char *cert_pem, const char *key_pem) {
+        BIO *cb = BIO_new_mem_buf(cert_pem, -1), *kb = BIO_new_mem_buf(key_pem, -1);
+        X509 *leaf = cb ? PEM_read_bio_X509(cb, NULL, NULL, NULL) : NULL, *x;
+        EVP_PKEY *key = kb ? PEM_read_bio_PrivateKey(kb, NULL, NULL, NULL) : NULL;
+        STACK_OF(X509) *chain = sk_X509_new_null();
+        int r = -EINVAL;
+
+        if (!leaf || !key || !chain || X509_check_private_key(leaf, key) != 1) {
+                _cleanup_free_ char *err = ssl_error_string();
+                log_error("cannot use the new serving certificate: %s", strna(err));
+                goto finish;
+        }
+        while ((x = PEM_read_bio_X509(cb, NULL, NULL, NULL)))
+                if (!sk_X509_push(chain, x)) {
+                        X509_free(x);
+                        r = -ENOMEM;
+                        goto finish;
+                }
+        ERR_clear_error();
+        X509_free(s->serving_cert);
+        EVP_PKEY_free(s->serving_key);
+        sk_X509_pop_free(s->serving_chain, X509_free);
+        s->serving_cert = TAKE_PTR(leaf);
+        s->serving_key = TAKE_PTR(key);
+        s->serving_chain = TAKE_PTR(chain);
+        log_info("The kubelet API serves a new certificate to new connections");
+        r = 0;
+finish:
+        X509_free(leaf);
+        EVP_PKEY_free(key);
+        sk_X509_pop_free(chain, X509_free);
+        BIO_free(cb);
+        BIO_free(kb);
+        return r;
+}
+
+void api_tls_done(struct api_server *s) {
+        X509_free(s->serving_cert);
+        EVP_PKEY_free(s->serving_key);
+        sk_X509_pop_free(s->serving_chain, X509_free);
+        s->serving_cert = NULL;
+        s->serving_key = NULL;
+        s->serving_chain = NULL;
+}
+
+/* the serving pair from --tls-cert-file/--tls-private-key-file, or the self-signed one in --cert-dir */
+static int load_serving_files(struct api_server *s) {
         const struct kubelet_options *o = s->o;
-        _cleanup_free_ char *cert = NULL, *key = NULL, *err = NULL;
+        _cleanup_free_ char *cert = NULL, *key = NULL, *err = NULL, *cert_pem = NULL, *key_pem = NULL;
         int r;
 
         if (!isempty(o->tls_cert_file)) {
@@ -129,16 +204,23 @@ int api_tls_setup(struct api_server *s) {
                     asprintf(&key, "%s/kubelet.key", o->cert_dir) < 0)
                         return -ENOMEM;
                 if (access(cert, R_OK) < 0 || access(key, R_OK) < 0) {
-                        r = generate_self_signed(s, cert, key);
-                        if (r < 0)
-                                return r;
+                        r = generate_self_signed(s, cert, key, &cert_pem, &key_pem);
+                        if (r >= 0) {
+                                BIO *cb = BIO_new_mem_buf(cert_pem, -1), *kb = BIO_new_mem_buf(key_pem, -1);
+                                X509 *x = cb ? PEM_read_bio_X509(cb, NULL, NULL, NULL) : NULL;
+                                EVP_PKEY *k = kb ? PEM_read_bio_PrivateKey(kb, NULL, NULL, NULL) : NULL;
+                                if (!x || !k || SSL_CTX_use_certificate(s->ssl_ctx, x) != 1 ||
+                                    SSL_CTX_use_PrivateKey(s->ssl_ctx, k) != 1)
+                                        r = -EINVAL;
+                                X509_free(x);
+                                EVP_PKEY_free(k);
+                                BIO_free(cb);
+                                BIO_free(kb);
+                                explicit_bzero(key_pem, strlen(key_pem));
+                        }
+                        return r;
                 }
         }
-        s->ssl_ctx = SSL_CTX_new(TLS_server_method());
-        if (!s->ssl_ctx)
-                return -ENOMEM;
-        SSL_CTX_set_min_proto_version(s->ssl_ctx, TLS1_2_VERSION);
-        SSL_CTX_set_options(s->ssl_ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE);
         if (SSL_CTX_use_certificate_chain_file(s->ssl_ctx, cert) != 1) {
                 err = ssl_error_string();
                 return log_error_errno(-EINVAL, "invalid serving certificate (--tls-cert-file) %s: %s", cert,
@@ -148,6 +230,27 @@ int api_tls_setup(struct api_server *s) {
             SSL_CTX_check_private_key(s->ssl_ctx) != 1) {
                 err = ssl_error_string();
                 return log_error_errno(-EINVAL, "invalid serving key (--tls-private-key-file) %s: %s", key, strna(err));
+        }
+        return 0;
+}
+
+int api_tls_setup(struct api_server *s) {
+        const struct kubelet_options *o = s->o;
+        _cleanup_free_ char *err = NULL;
+        int r;
+
+        s->ssl_ctx = SSL_CTX_new(TLS_server_method());
+        if (!s->ssl_ctx)
+                return -ENOMEM;
+        SSL_CTX_set_min_proto_version(s->ssl_ctx, TLS1_2_VERSION);
+        SSL_CTX_set_options(s->ssl_ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE);
+        if (o->server_tls_bootstrap) {
+                s->bootstrap_serving = true;
+                SSL_CTX_set_cert_cb(s->ssl_ctx, serving_cert_cb, s);
+        } else {
+                r = load_serving_files(s);
+                if (r < 0)
+                        return r;
         }
         if (!isempty(o->client_ca_file)) {
                 STACK_OF(X509_NAME) * names;
@@ -257,7 +360,7 @@ int api_authenticate(struct api_request *r, const char **ret_token) {
                 const char *token = authz + strlen("Bearer ");
 
                 token += strspn(token, " ");
-                if (!r->s->o->authentication_token_webhook || !r->s->client || isempty(token)) {
+                if (!r->s->o->authentication_token_webhook || !api_host_kube_client(r->s) || isempty(token)) {
                         log_v(2, "API: bearer token for %s refused: %s", r->path,
                               !r->s->o->authentication_token_webhook
                                       ? "token authentication (authentication.webhook) is off"
@@ -330,7 +433,7 @@ int api_authorize(struct api_request *r) {
         if (streq(r->s->o->authorization_mode, "AlwaysAllow"))
                 return 0;
         /* Webhook: a SubjectAccessReview for (user, verb, nodes/<node>/<subresource>) */
-        if (r->s->client) {
+        if (api_host_kube_client(r->s)) {
                 k = api_webhook_authorize_cached(r);
                 if (k != -EPERM)
                         return k; /* allowed, or -EINPROGRESS: to be reviewed */

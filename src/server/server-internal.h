@@ -58,6 +58,13 @@ struct api_server {
         struct api_host host;
         SSL_CTX *ssl_ctx;
         bool have_client_ca;
+        /* serverTLSBootstrap: the pair from the certificates API, set on each handshake by a certificate callback;
+         * until the first one is issued handshakes fail (no self-signed fallback, as upstream) */
+        bool bootstrap_serving;
+        X509 *serving_cert;
+        STACK_OF(X509) * serving_chain;
+        EVP_PKEY *serving_key;
+        uint64_t serving_missing_logged_usec;
         struct api_listener listeners[_API_PORT_MAX];
         /* live TLS connections; counted by the SSL objects, which libevent may free after the server (deferred
          * bufferevent frees run when the loop is freed): the counter outlives the server until the last one */
@@ -117,6 +124,11 @@ static inline void api_host_foreach_container(struct api_server *s,
                 s->host.foreach_container(s->host.userdata, cb, userdata);
 }
 
+/* the API server client now: the node may get its credentials (TLS bootstrap) after the server started */
+static inline struct kube_client *api_host_kube_client(struct api_server *s) {
+        return s->host.kube_client ? s->host.kube_client(s->host.userdata) : s->client;
+}
+
 /* replies (they complete the request) */
 void api_reply_text(struct evhttp_request *req, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void api_reply_json(struct evhttp_request *req, int code, json_t *obj); /* takes obj */
@@ -154,6 +166,7 @@ const char *api_subresource(const char *path);     /* "stats", "metrics", "log",
 const char *api_verb(enum evhttp_cmd_type method); /* "get", "create", ... */
 void api_user_done(struct api_user *u);
 int api_tls_setup(struct api_server *s); /* SSL_CTX with the serving pair and client CA */
+void api_tls_done(struct api_server *s); /* the serverTLSBootstrap pair */
 
 /* handlers */
 void api_handle_healthz(struct api_request *r, const char *check);

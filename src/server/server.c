@@ -543,6 +543,7 @@ struct api_server *api_server_free(struct api_server *s) {
         api_cache_free(s->authz_cache);
         if (s->ssl_ctx)
                 SSL_CTX_free(s->ssl_ctx);
+        api_tls_done(s);
         if (s->conns) {
                 if (s->conns->n > 0)
                         s->conns->orphan = true;

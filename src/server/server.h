@@ -67,6 +67,9 @@ struct api_host {
         /* every running container and ready sandbox */
         void (*foreach_container)(void *userdata, void (*cb)(const struct api_host_container *c, void *cb_userdata),
                                   void *cb_userdata);
+        /* the API server client (TokenReview, SubjectAccessReview) as it is now, NULL without one; optional (else
+         * the config's client) */
+        struct kube_client *(*kube_client)(void *userdata);
         void *userdata;
 };
 
@@ -85,5 +88,8 @@ struct api_server_config {
 
 /* Binds the listeners the options ask for. Errors name the address and the reason. */
 int api_server_new(struct event_base *base, const struct api_server_config *cfg, struct api_server **ret);
+/* serverTLSBootstrap: serve CERT_PEM (the leaf, then intermediates) with KEY_PEM to every new TLS connection from
+ * now on; connections already open keep theirs. -EINVAL (logged) when they do not parse or match. */
+int api_server_set_serving_cert(struct api_server *s, const char *cert_pem, const char *key_pem);
 /* Closes the listeners and every connection; cancels streams. Accepts NULL. */
 struct api_server *api_server_free(struct api_server *s);

@@ -193,7 +193,7 @@ static void forbidden(struct api_request *r, const char *why) {
 }
 
 static int start_review(struct api_pending *p, const char *path, json_t *body, kube_callback_t cb) {
-        struct kube_client *c = p->r.s->client;
+        struct kube_client *c = api_host_kube_client(p->r.s);
         int k;
 
         if (!c)

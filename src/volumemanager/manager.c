@@ -292,6 +292,11 @@ static void on_notify(evutil_socket_t fd, short what, void *userdata) {
 
 /* ---------------------------------------------------------------- lifecycle */
 
+void volmgr_set_client(struct volmgr *vm, struct kube_client *client) {
+        if (vm)
+                vm->client = client;
+}
+
 int volmgr_new(const struct volmgr_config *cfg, struct volmgr **ret) {
         struct volmgr *vm = calloc(1, sizeof(*vm));
         int r;

@@ -51,6 +51,8 @@ struct volmgr_config {
 bool volmgr_handles(const struct volume *v);
 
 int volmgr_new(const struct volmgr_config *cfg, struct volmgr **ret);
+/* The API client once the node has credentials (TLS bootstrap may come after the start). */
+void volmgr_set_client(struct volmgr *vm, struct kube_client *client);
 /* Operations in flight are abandoned (their results ignored). Accepts NULL. */
 struct volmgr *volmgr_free(struct volmgr *vm);
 /* Reconstruct the actual state (on a worker thread), then run the reconciler. */

@@ -202,6 +202,7 @@ class Kubelet:
         self.logfile = os.path.join(dirpath, "kubelet.log")
         self.proc = None
         self.extra_args = []
+        self.env = None                  # the environment to start with (None: the test's own)
         self.pki = os.path.join(dirpath, "pki")
         self.port = free_port()          # the kubelet API (TLS)
         self.healthz_port = free_port()
@@ -227,7 +228,7 @@ class Kubelet:
         log = open(self.logfile, "a")
         log.write(f"===== starting ckubelet {' '.join(self.args())}\n")
         log.flush()
-        self.proc = subprocess.Popen(self.args(), stdout=log, stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen(self.args(), stdout=log, stderr=subprocess.STDOUT, env=self.env)
         log.close()
         return self
 
