@@ -81,9 +81,18 @@ static const struct flag_def flag_defs[] = {
           "authentication.webhook.enabled", "",
           "Use the TokenReview API to determine authentication for bearer "
           "tokens (needs an API server)." },
+        { "authentication-token-webhook-cache-ttl", 0, FLAG_DURATION, OFF(authentication_token_webhook_cache_ttl_usec),
+          "authentication.webhook.cacheTTL", "duration",
+          "The duration to cache responses from the webhook token authenticator." },
         { "authorization-mode", 0, FLAG_STRING, OFF(authorization_mode), "authorization.mode", "string",
           "Authorization mode for Kubelet server. Valid options are AlwaysAllow or Webhook. Webhook mode uses the "
           "SubjectAccessReview API to determine authorization." },
+        { "authorization-webhook-cache-authorized-ttl", 0, FLAG_DURATION,
+          OFF(authorization_webhook_cache_authorized_ttl_usec), "authorization.webhook.cacheAuthorizedTTL", "duration",
+          "The duration to cache 'authorized' responses from the webhook authorizer." },
+        { "authorization-webhook-cache-unauthorized-ttl", 0, FLAG_DURATION,
+          OFF(authorization_webhook_cache_unauthorized_ttl_usec), "authorization.webhook.cacheUnauthorizedTTL",
+          "duration", "The duration to cache 'unauthorized' responses from the webhook authorizer." },
         { "cert-dir", 0, FLAG_STRING, OFF(cert_dir), NULL, "string",
           "The directory where the TLS certs are located. If --tls-cert-file and --tls-private-key-file are provided, "
           "this flag will be ignored." },
@@ -185,6 +194,10 @@ static const struct flag_def flag_defs[] = {
           "duration",
           "Timeout of all runtime requests except long running request - pull, logs, exec and attach. "
           "When timeout exceeded, kubelet will cancel the request, throw out an error and retry later." },
+        { "streaming-connection-idle-timeout", 0, FLAG_DURATION, OFF(streaming_connection_idle_timeout_usec),
+          "streamingConnectionIdleTimeout", "duration",
+          "Maximum time a streaming connection (exec, attach, port-forward) can be idle before the connection is "
+          "automatically closed. 0 indicates no timeout. Example: '5m'." },
         { "sync-frequency", 0, FLAG_DURATION, OFF(sync_frequency_usec), "syncFrequency", "duration",
           "Max period between synchronizing running containers and config" },
         { "system-reserved", 0, FLAG_STRING, OFF(system_reserved), "systemReserved", "mapStringString",
@@ -280,7 +293,6 @@ static const char *const unsupported_fields[] = {
         "shutdownGracePeriodByPodPriority",
         "shutdownGracePeriodCriticalPods",
         "singleProcessOOMKill",
-        "streamingConnectionIdleTimeout",
         "systemCgroups",
         "systemReservedCgroup",
         "tlsCipherSuites",
@@ -325,6 +337,7 @@ int kubelet_options_init(struct kubelet_options *o) {
                 .authentication_token_webhook_cache_ttl_usec = 120 * USEC_PER_SEC,
                 .authorization_webhook_cache_authorized_ttl_usec = 300 * USEC_PER_SEC,
                 .authorization_webhook_cache_unauthorized_ttl_usec = 30 * USEC_PER_SEC,
+                .streaming_connection_idle_timeout_usec = 4 * 3600 * USEC_PER_SEC,
         };
         o->address = strdup("0.0.0.0");
         o->healthz_bind_address = strdup("127.0.0.1");
@@ -961,6 +974,8 @@ static int config_apply_field(struct config_ctx *c, const char *key, json_t *v, 
                 return config_duration(c, key, v, &o->sync_frequency_usec);
         if (streq(key, "runtimeRequestTimeout"))
                 return config_duration(c, key, v, &o->runtime_request_timeout_usec);
+        if (streq(key, "streamingConnectionIdleTimeout"))
+                return config_duration(c, key, v, &o->streaming_connection_idle_timeout_usec);
         if (streq(key, "maxPods")) {
                 r = config_int32(c, key, v, INT32_MIN, &i);
                 if (r < 0)

@@ -180,7 +180,7 @@ void api_user_done(struct api_user *u) {
         *u = (struct api_user) {};
 }
 
-static int user_from_cert(X509 *cert, struct api_user *ret) {
+int api_user_from_cert(X509 *cert, struct api_user *ret) {
         X509_NAME *subject = X509_get_subject_name(cert);
         _cleanup_strv_free_ char **groups = NULL;
         _cleanup_free_ char *cn = NULL;
@@ -190,8 +190,14 @@ static int user_from_cert(X509 *cert, struct api_user *ret) {
         while ((i = X509_NAME_get_index_by_NID(subject, NID_commonName, i)) >= 0) {
                 ASN1_STRING *d = X509_NAME_ENTRY_get_data(X509_NAME_get_entry(subject, i));
                 unsigned char *u = NULL;
-                if (ASN1_STRING_to_UTF8(&u, d) < 0)
+                int len = ASN1_STRING_to_UTF8(&u, d);
+                if (len < 0)
                         return -EINVAL;
+                if (memchr(u, '\0', (size_t) len)) {
+                        /* "admin\0.tenant" must not be read as "admin" */
+                        OPENSSL_free(u);
+                        return -EINVAL;
+                }
                 free(cn);
                 cn = strdup((char *) u);
                 OPENSSL_free(u);
@@ -202,9 +208,13 @@ static int user_from_cert(X509 *cert, struct api_user *ret) {
         while ((i = X509_NAME_get_index_by_NID(subject, NID_organizationName, i)) >= 0) {
                 ASN1_STRING *d = X509_NAME_ENTRY_get_data(X509_NAME_get_entry(subject, i));
                 unsigned char *u = NULL;
-                if (ASN1_STRING_to_UTF8(&u, d) < 0)
+                int len = ASN1_STRING_to_UTF8(&u, d);
+                if (len < 0)
                         return -EINVAL;
-
+                if (memchr(u, '\0', (size_t) len)) {
+                        OPENSSL_free(u);
+                        return -EINVAL;
+                }
                 if (strv_extend(&groups, (char *) u) < 0) {
                         OPENSSL_free(u);
                         return -ENOMEM;
@@ -234,7 +244,7 @@ int api_authenticate(struct api_request *r, const char **ret_token) {
         if (peer) {
                 long v = SSL_get_verify_result(ssl);
                 if (r->s->have_client_ca && v == X509_V_OK) {
-                        k = user_from_cert(peer, &r->user);
+                        k = api_user_from_cert(peer, &r->user);
                         X509_free(peer);
                         if (k == -ENOMEM) {
                                 api_reply_text(r->req, 500, "Internal Error: out of memory\n");
@@ -323,8 +333,17 @@ const char *api_verb(enum evhttp_cmd_type method) {
         }
 }
 
+/* Exec, attach and port-forward run something in the pod whatever the method: a WebSocket client opens them
+ * with a GET, which upstream authorizes as "get", so that "get nodes/proxy" (read access, often granted to
+ * monitoring) is enough to run commands in every container of the node. They are "create" here. */
+const char *api_request_verb(enum evhttp_cmd_type method, const char *path) {
+        if (is_subpath(path, "/exec") || is_subpath(path, "/attach") || is_subpath(path, "/portForward"))
+                return "create";
+        return api_verb(method);
+}
+
 int api_authorize(struct api_request *r) {
-        const char *verb = api_verb(r->method), *sub = api_subresource(r->path);
+        const char *verb = api_request_verb(r->method, r->path), *sub = api_subresource(r->path);
         int k;
 
         if (streq(r->s->o->authorization_mode, "AlwaysAllow"))

@@ -135,6 +135,18 @@ void api_webhook_review_token(struct api_request *r, const char *token);
 void api_webhook_authorize(struct api_request *r);
 const char *api_subresource(const char *path);     /* "stats", "metrics", "log", "proxy" */
 const char *api_verb(enum evhttp_cmd_type method); /* "get", "create", ... */
+/* the verb a request is authorized as */
+const char *api_request_verb(enum evhttp_cmd_type method, const char *path);
+/* the authorization cache's key of (user and groups, verb, subresource); NULL on OOM */
+char *api_authz_key(const struct api_user *u, const char *verb, const char *subresource);
+enum api_cache_kind { API_CACHE_TOKEN, API_CACHE_AUTHZ };
+/* how long an answer is cached: the configured TTLs (yes: authenticated/allowed) */
+uint64_t api_webhook_ttl(const struct kubelet_options *o, enum api_cache_kind kind, bool yes);
+/* the caches at a given monotonic time (for tests): put takes key and returns NULL when nothing was cached */
+struct api_cache_entry *api_cache_get_at(struct api_cache *c, const char *key, uint64_t now);
+struct api_cache_entry *api_cache_put_at(struct api_cache **cp, char *key, bool yes, uint64_t ttl, uint64_t now);
+/* the user of a verified client certificate: CN the name, O the groups (plus system:authenticated) */
+int api_user_from_cert(X509 *cert, struct api_user *ret);
 void api_user_done(struct api_user *u);
 int api_tls_setup(struct api_server *s); /* SSL_CTX with the serving pair and client CA */
 

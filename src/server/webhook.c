@@ -2,9 +2,11 @@
 /* Webhook authentication and authorization of the kubelet API through the API server (as upstream's
  * authentication.webhook and authorization.mode=Webhook): a bearer token is checked with a TokenReview, a
  * request is authorized with a SubjectAccessReview for (user, verb, nodes/<node>/<subresource>). Both answers
- * are cached (tokens 2 min; authorized 5 min, unauthorized 30 s: the upstream defaults), keyed by a SHA-256
- * of the token so that no token is kept. While a review is in flight the request waits off the loop's stack;
- * a client that leaves meanwhile cancels it. */
+ * are cached for the configured TTLs (authentication.webhook.cacheTTL, authorization.webhook.cacheAuthorizedTTL
+ * and cacheUnauthorizedTTL; 2 min, 5 min and 30 s by default; 0 caches nothing), tokens keyed by a SHA-256 of
+ * the token so that no token is kept, authorizations by a JSON array of the user, its groups, the verb and the
+ * subresource, which no name can make ambiguous. While a review is in flight the request waits off the loop's
+ * stack; a client that leaves meanwhile cancels it. */
 
 #include <errno.h>
 #include <openssl/evp.h>
@@ -17,9 +19,6 @@
 #include "client/client.h"
 #include "server/server-internal.h"
 
-#define TOKEN_TTL_USEC (2 * 60 * USEC_PER_SEC)
-#define AUTHORIZED_TTL_USEC (5 * 60 * USEC_PER_SEC)
-#define UNAUTHORIZED_TTL_USEC (30 * USEC_PER_SEC)
 #define CACHE_MAX 1024
 
 struct api_cache_entry {
@@ -50,9 +49,7 @@ void api_cache_free(struct api_cache *c) {
         free(c);
 }
 
-static struct api_cache_entry *cache_get(struct api_cache *c, const char *key) {
-        uint64_t now = now_usec();
-
+struct api_cache_entry *api_cache_get_at(struct api_cache *c, const char *key, uint64_t now) {
         for (size_t i = 0; c && i < c->n; i++)
                 if (streq(c->e[i].key, key)) {
                         if (c->e[i].expires_usec > now)
@@ -64,12 +61,18 @@ static struct api_cache_entry *cache_get(struct api_cache *c, const char *key) {
         return NULL;
 }
 
-/* takes key; on failure nothing is cached (the next request asks again) */
-static struct api_cache_entry *cache_put(struct api_cache **cp, char *key, bool yes, uint64_t ttl) {
+static struct api_cache_entry *cache_get(struct api_cache *c, const char *key) {
+        return api_cache_get_at(c, key, now_usec());
+}
+
+struct api_cache_entry *api_cache_put_at(struct api_cache **cp, char *key, bool yes, uint64_t ttl, uint64_t now) {
         struct api_cache *c = *cp;
         struct api_cache_entry *e;
-        uint64_t now = now_usec();
 
+        if (ttl == 0) {
+                free(key);
+                return NULL;
+        }
         if (!c) {
                 c = *cp = calloc(1, sizeof(*c));
                 if (!c) {
@@ -105,6 +108,17 @@ static struct api_cache_entry *cache_put(struct api_cache **cp, char *key, bool 
         return e;
 }
 
+static struct api_cache_entry *cache_put(struct api_cache **cp, char *key, bool yes, uint64_t ttl) {
+        return api_cache_put_at(cp, key, yes, ttl, now_usec());
+}
+
+uint64_t api_webhook_ttl(const struct kubelet_options *o, enum api_cache_kind kind, bool yes) {
+        if (kind == API_CACHE_TOKEN)
+                return o->authentication_token_webhook_cache_ttl_usec;
+        return yes ? o->authorization_webhook_cache_authorized_ttl_usec
+                   : o->authorization_webhook_cache_unauthorized_ttl_usec;
+}
+
 static char *token_key(const char *token) {
         unsigned char md[EVP_MAX_MD_SIZE];
         unsigned int n = 0;
@@ -120,14 +134,22 @@ static char *token_key(const char *token) {
         return hex;
 }
 
-static char *authz_key(const struct api_request *r) {
-        _cleanup_free_ char *groups = strv_join(r->user.groups, ",");
-        char *k;
+char *api_authz_key(const struct api_user *u, const char *verb, const char *subresource) {
+        json_auto_t *key = NULL;
+        json_t *groups = json_array();
 
-        if (!groups ||
-            asprintf(&k, "%s\n%s\n%s\n%s", r->user.name, groups, api_verb(r->method), api_subresource(r->path)) < 0)
-                return NULL;
-        return k;
+        /* JSON quotes every string: no user or group name can stand for another split of the same bytes */
+        for (char **g = u->groups; groups && g && *g; g++)
+                if (json_array_append_new(groups, json_string(*g)) < 0) {
+                        json_decref(groups);
+                        return NULL;
+                }
+        key = json_pack("[s, o, s, s]", strempty(u->name), groups, verb, subresource);
+        return key ? json_dumps(key, JSON_COMPACT) : NULL;
+}
+
+static char *authz_key(const struct api_request *r) {
+        return api_authz_key(&r->user, api_request_verb(r->method, r->path), api_subresource(r->path));
 }
 
 /* ---------------------------------------------------------------- cached answers */
@@ -189,7 +211,7 @@ static void forbidden(struct api_request *r, const char *why) {
         log_v(2, "API: forbidden: user=%s verb=%s subresource=%s path=%s: %s", r->user.name, api_verb(r->method),
               api_subresource(r->path), r->path, why);
         api_reply_text(r->req, 403, "Forbidden (user=%s, verb=%s, resource=%s, subresource(s)=[%s])\n", r->user.name,
-                       api_verb(r->method), "nodes", api_subresource(r->path));
+                       api_request_verb(r->method, r->path), "nodes", api_subresource(r->path));
 }
 
 static int start_review(struct api_pending *p, const char *path, json_t *body, kube_callback_t cb) {
@@ -232,8 +254,9 @@ static void pending_authorize(struct api_pending *p) {
                 json_array_append_new(groups, json_string(*g));
         body = json_pack("{s:s, s:s, s:{s:s, s:o, s:{s:s, s:s, s:s, s:s, s:s, s:s}}}", "apiVersion",
                          "authorization.k8s.io/v1", "kind", "SubjectAccessReview", "spec", "user", p->r.user.name,
-                         "groups", groups, "resourceAttributes", "verb", api_verb(p->r.method), "group", "", "version",
-                         "v1", "resource", "nodes", "subresource", api_subresource(p->r.path), "name", o->node_name);
+                         "groups", groups, "resourceAttributes", "verb", api_request_verb(p->r.method, p->r.path),
+                         "group", "", "version", "v1", "resource", "nodes", "subresource", api_subresource(p->r.path),
+                         "name", o->node_name);
         if (!p->key || !body ||
             start_review(p, "/apis/authorization.k8s.io/v1/subjectaccessreviews", body, on_sar) < 0) {
                 forbidden(&p->r, "the SubjectAccessReview could not be sent");
@@ -257,7 +280,7 @@ static void on_sar(const struct kube_response *resp, void *userdata) {
                 return;
         }
         e = cache_put(&p->r.s->authz_cache, TAKE_PTR(p->key), allowed,
-                      allowed ? AUTHORIZED_TTL_USEC : UNAUTHORIZED_TTL_USEC);
+                      api_webhook_ttl(p->r.s->o, API_CACHE_AUTHZ, allowed));
         if (e && reason)
                 e->reason = strdup(reason);
         if (!allowed) {
@@ -287,7 +310,7 @@ static void on_token_review(const struct kube_response *resp, void *userdata) {
                 return;
         }
         ok = ok && !isempty(name);
-        e = cache_put(&p->r.s->token_cache, TAKE_PTR(p->key), ok, TOKEN_TTL_USEC);
+        e = cache_put(&p->r.s->token_cache, TAKE_PTR(p->key), ok, api_webhook_ttl(p->r.s->o, API_CACHE_TOKEN, ok));
         if (!ok) {
                 log_v(2, "API: bearer token not authenticated for %s: %s", p->r.path,
                       strna(json_string_value(json_object_get(st, "error"))));
