@@ -7,12 +7,15 @@
  *    "kube-probe/<major>.<minor>" and Accept "*" "/" "*" unless given;
  *  - 200-399 is success; a redirect is followed (up to 10) only while it stays on the same host name,
  *    else the 3xx itself is a success with a warning ("Probe terminated redirects");
- *  - at most 10 KiB of body is read (the rest is not waited for).
+ *  - at most 10 KiB of body is read (the rest is not waited for);
+ *  - a header name that is not a token or a value with a control character (CR/LF) fails the probe without
+ *    sending anything, as Go's client does (libcurl would send the value as it is: header injection).
  */
 #include <string.h>
 #include <strings.h>
 
 #include "basic/curl_loop.h"
+#include "basic/error.h"
 #include "basic/string.h"
 #include "basic/time.h"
 #include "prober/handlers.h"
@@ -31,6 +34,8 @@ struct http_op {
         size_t body_len;
         bool truncated;
         char errbuf[CURL_ERROR_SIZE];
+        struct event *refused; /* reports a request that is not sent (invalid headers) */
+        char *refused_msg;
 };
 
 static void http_free(struct http_op *h) {
@@ -39,6 +44,9 @@ static void http_free(struct http_op *h) {
                 curl_easy_cleanup(h->easy);
         }
         curl_slist_free_all(h->headers);
+        if (h->refused)
+                event_free(h->refused);
+        free(h->refused_msg);
         free(h->url);
         free(h->first_host);
         free(h->body);
@@ -150,6 +158,13 @@ static int start_request(struct http_op *h) {
         return curl_loop_add(h->env->curl, h->easy, on_done, h);
 }
 
+static void on_refused(evutil_socket_t fd, short what, void *userdata) {
+        struct http_op *h = userdata;
+
+        probe_op_report(&h->op, PROBE_RESULT_FAILURE, false, h->refused_msg, 0);
+        http_free(h);
+}
+
 /* The request's headers: the probe's (a "Name;" line sends one with an empty value), then the defaults. */
 static int build_headers(const struct probe *spec, struct curl_slist **ret) {
         struct curl_slist *l = NULL, *n;
@@ -223,6 +238,21 @@ int probe_http_start(struct probe_env *env, const struct probe_request *req, pro
                 return -ENOMEM;
         }
         h->first_host = url_host(h->url);
+        {
+                _cleanup_ck_error_ struct ck_error *bad = NULL;
+                if (probe_check_http_headers(spec->http_headers, spec->n_http_headers, &bad) < 0) {
+                        /* reported from the loop, never inside this call */
+                        if (asprintf(&h->refused_msg, "Get \"%s\": %s", h->url, ck_error_message(bad)) < 0)
+                                h->refused_msg = NULL;
+                        h->refused = evtimer_new(env->base, on_refused, h);
+                        if (!h->refused_msg || !h->refused || evtimer_add(h->refused, &(struct timeval) {}) < 0) {
+                                http_free(h);
+                                return -ENOMEM;
+                        }
+                        *ret = &h->op;
+                        return 0;
+                }
+        }
         r = build_headers(spec, &h->headers);
         if (r < 0) {
                 http_free(h);
