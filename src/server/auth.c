@@ -139,6 +139,10 @@ int api_tls_setup(struct api_server *s) {
                 return -ENOMEM;
         SSL_CTX_set_min_proto_version(s->ssl_ctx, TLS1_2_VERSION);
         SSL_CTX_set_options(s->ssl_ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE);
+        /* with client certificates requested, OpenSSL resumes a TLS 1.2 session only within a session id context;
+         * without one, a client that offers its session gets a handshake failure (internal error alert) */
+        if (SSL_CTX_set_session_id_context(s->ssl_ctx, (const unsigned char *) "ckubelet", strlen("ckubelet")) != 1)
+                return -ENOMEM;
         if (SSL_CTX_use_certificate_chain_file(s->ssl_ctx, cert) != 1) {
                 err = ssl_error_string();
                 return log_error_errno(-EINVAL, "invalid serving certificate (--tls-cert-file) %s: %s", cert,

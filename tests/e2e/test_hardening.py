@@ -3,8 +3,13 @@
 import json
 import os
 import re
+import socket
+import ssl
 
-from conftest import BUSYBOX, NODE, wait_for
+import pytest
+
+from apiclient import CA, Client
+from conftest import BUSYBOX, NODE, free_port, wait_for
 
 
 def read(path):
@@ -57,3 +62,66 @@ def test_crlf_in_probe_and_hook_headers_is_refused(kubelet, runtime):
     for name in ("crlf-hook", "crlf-probe"):
         log = container_log(kubelet, f"{name}-{NODE}", "c")
         assert "X-Injected" not in log and "GET /" not in log, log
+
+
+# ---------------------------------------------------------------- the kubelet API
+
+@pytest.fixture(scope="module")
+def cas(tmp_path_factory):
+    d = tmp_path_factory.mktemp("pki")
+    return CA(str(d / "ca")), CA(str(d / "other"), name="other-ca")
+
+
+class Api:
+    def __init__(self, kubelet, ca, read_only_port):
+        self.k = kubelet
+        self.ca = ca
+        self.admin_cert = ca.client("admin", ["system:masters"])
+        self.admin = Client(kubelet.port, cert=self.admin_cert)
+        self.anon = Client(kubelet.port)
+        self.readonly = Client(read_only_port, tls=False)
+        self.healthz = Client(kubelet.healthz_port, tls=False)
+
+
+def start_api(kubelet_factory, cas, *extra):
+    ca, _ = cas
+    k = kubelet_factory(start=False)
+    ro = free_port()
+    k.start("--client-ca-file", ca.crt, "--authorization-mode", "AlwaysAllow", "--read-only-port", str(ro), *extra)
+    api = Api(k, ca, ro)
+    wait_for(lambda: api.healthz.get("/healthz")[0] == 200, msg="the healthz port")
+    return api
+
+
+@pytest.fixture
+def api(kubelet_factory, cas):
+    return start_api(kubelet_factory, cas)
+
+
+def tls_get(sock, path, host="127.0.0.1"):
+    """One GET on an open (TLS) socket; the status code."""
+    sock.sendall(f"GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n".encode())
+    data = b""
+    while b"\r\n" not in data:
+        chunk = sock.recv(4096)
+        if not chunk:
+            break
+        data += chunk
+    return int(data.split(b" ", 2)[1]) if data.startswith(b"HTTP/1.1 ") else None
+
+
+# ---------------------------------------------------------------- 11: TLS 1.2 session resumption
+
+def test_tls12_session_resumption(api):
+    # with client certificates requested, OpenSSL refuses to resume a session that has no session id
+    # context: every reconnecting client (metrics-server, the apiserver) paid a full handshake, or failed
+    ctx = ssl._create_unverified_context()
+    ctx.maximum_version = ssl.TLSVersion.TLSv1_2
+    ctx.load_cert_chain(*api.admin_cert)
+    with ctx.wrap_socket(socket.create_connection(("127.0.0.1", api.k.port), timeout=30)) as s1:
+        assert tls_get(s1, "/healthz") == 200
+        session = s1.session
+    assert session is not None and session.has_ticket or session.id
+    with ctx.wrap_socket(socket.create_connection(("127.0.0.1", api.k.port), timeout=30), session=session) as s2:
+        assert s2.session_reused, "the TLS 1.2 session was not resumed"
+        assert tls_get(s2, "/healthz") == 200
