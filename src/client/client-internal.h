@@ -155,3 +155,6 @@ char *kube_transfer_error(struct kube_request *r, CURLcode result);
 
 /* watch.c */
 int kube_watch_start(struct kube_request *r);
+/* One line of a watch stream (trailing CR and blanks ignored): 0 and the event, an object with a string "type"
+ * and an object "object" (NULL for an empty line); or -EBADMSG and why in *ret_error (may be NULL on OOM). */
+int kube_watch_parse_event(const char *line, size_t n, json_t **ret_event, char **ret_error);
