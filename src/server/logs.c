@@ -11,6 +11,7 @@
 
 #include "basic/error.h"
 #include "basic/evbuffer.h"
+#include "basic/fs.h"
 #include "basic/log.h"
 #include "basic/string.h"
 #include "basic/strv.h"
@@ -179,7 +180,11 @@ void api_handle_container_logs(struct api_request *r, const char *rest) {
                 api_reply_text(r->req, 400, "container \"%s\" in pod \"%s\" has no log file\n", container, pod);
                 return;
         }
-        fd = open(c->log_path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        fd = open(c->log_path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+        if (fd >= 0 && fd_verify_regular(fd) < 0) {
+                api_reply_text(r->req, 500, "Internal Error: log file %s is not a regular file\n", c->log_path);
+                return;
+        }
         if (fd < 0) {
                 if (errno == ENOENT) {
                         /* the runtime has not written anything yet */

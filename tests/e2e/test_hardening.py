@@ -5,6 +5,7 @@ import os
 import re
 import socket
 import ssl
+import stat
 
 import pytest
 
@@ -29,6 +30,59 @@ def container_log(kubelet, pod, container, uid=None):
             for f in sorted(os.listdir(cdir)) if os.path.isdir(cdir) else []:
                 out += read(os.path.join(cdir, f))
     return out
+
+
+def healthz(kubelet, timeout=5):
+    """The healthz port's answer, or None when the kubelet does not answer within timeout seconds."""
+    try:
+        return Client(kubelet.healthz_port, tls=False).get("/healthz", timeout=timeout)[0]
+    except OSError:
+        return None
+
+
+def restarts(runtime, pod, name):
+    return max([int(c["annotations"]["io.kubernetes.container.restartCount"])
+                for c in runtime.containers_of(pod, name)] or [-1])
+
+
+# ---------------------------------------------------------------- 1: a pod hangs the kubelet through its volume
+
+def test_pod_cannot_hang_the_kubelet_through_its_volume(kubelet, runtime):
+    # a root container that mounts its downwardAPI volume without readOnly replaces a file of the current
+    # version with a FIFO and exits; the next sync compares the volume's content on the event loop
+    attack = ("f=$(readlink -f /vol/..data)/labels; rm -f $f && mkfifo $f && echo ATTACK-DONE; "
+              "touch /vol/x 2>&1; sleep 1; exit 1")
+    kubelet.write("fifo.json", json.dumps({"apiVersion": "v1", "kind": "Pod",
+                                           "metadata": {"name": "fifo", "labels": {"app": "x"}},
+                                           "spec": {"terminationGracePeriodSeconds": 1, "containers": [{
+                                               "name": "c", "image": BUSYBOX, "command": ["sh", "-c", attack],
+                                               "volumeMounts": [{"name": "d", "mountPath": "/vol"}]}],
+                                               "volumes": [{"name": "d", "downwardAPI": {"items": [
+                                                   {"path": "labels", "fieldRef": {"fieldPath": "metadata.labels"}}]}}]}}))
+    pod = f"fifo-{NODE}"
+    wait_for(lambda: restarts(runtime, pod, "c") >= 1, 90, interval=0.5, msg="the container restarted once")
+    # the volume is read-only in the container, whatever the volumeMount says (upstream's CVE-2017-1002102 fix)
+    c = runtime.containers_of(pod, "c")[0]
+    mounts = runtime.inspect(c["id"])["mounts"]
+    vol = [m for m in mounts if m["containerPath"] == "/vol"]
+    assert vol and vol[0].get("readonly") is True, mounts
+    log = container_log(kubelet, pod, "c")
+    assert "Read-only file system" in log and "ATTACK-DONE" not in log, log
+    assert healthz(kubelet) == 200
+
+    # and should a FIFO get there anyway (here: the test, as root on the host), the writer neither blocks nor
+    # keeps it: the next sync (the next restart) puts a regular file back
+    uid = c["labels"]["io.kubernetes.pod.uid"]
+    vdir = os.path.join(kubelet.root, "pods", uid, "volumes", "kubernetes.io~downward-api", "d")
+    target = os.path.join(vdir, os.readlink(os.path.join(vdir, "..data")), "labels")
+    os.unlink(target)
+    os.mkfifo(target)
+    before = restarts(runtime, pod, "c")
+    wait_for(lambda: restarts(runtime, pod, "c") > before, 90, interval=0.5, msg="another restart (a sync)")
+    assert healthz(kubelet) == 200, "the kubelet stopped answering"
+    now = os.path.join(vdir, os.readlink(os.path.join(vdir, "..data")), "labels")
+    wait_for(lambda: os.path.isfile(now) and not stat.S_ISFIFO(os.lstat(now).st_mode), 30, msg="a regular file back")
+    assert read(os.path.join(vdir, "labels")) == 'app="x"'
 
 
 # ---------------------------------------------------------------- 5: CR/LF in httpHeaders
