@@ -952,12 +952,21 @@ int kubelet_start(struct kubelet *k) {
                 if (r < 0)
                         return log_error_errno(r, "invalid --kubeconfig: %s", ck_error_message(why));
                 r = kube_client_new(k->base, &kc, &co, &k->client);
+                if (r >= 0) {
+                        /* upstream's heartbeatClient: no rate limit, the lease duration as its timeout */
+                        struct kube_client_options ho = {
+                                .qps = -1,
+                                .timeout_usec = (uint64_t) o->node_lease_duration_seconds * USEC_PER_SEC,
+                        };
+                        r = kube_client_new(k->base, &kc, &ho, &k->heartbeat_client);
+                }
                 kube_config_done(&kc);
                 if (r < 0)
                         return log_error_errno(r, "cannot set up the API server client: %s", strerror(-r));
                 r = node_manager_new(k->base, o, k->node_ip, &k->machine, k->client, k->cri, &k->node);
                 if (r < 0)
                         return r;
+                node_manager_set_heartbeat_client(k->node, k->heartbeat_client);
                 r = status_manager_new(k->base, k->client, &k->status);
                 if (r < 0)
                         return r;
@@ -1030,6 +1039,7 @@ struct kubelet *kubelet_free(struct kubelet *k) {
         while (k->deletes)
                 api_delete_free(k->deletes);
         k->client = kube_client_free(k->client);
+        k->heartbeat_client = kube_client_free(k->heartbeat_client);
         pod_set_done(&k->desired);
         strv_free(k->rejected);
         strv_free(k->api_deleted);

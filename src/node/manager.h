@@ -21,6 +21,10 @@ int node_manager_new(struct event_base *base, const struct kubelet_options *o, c
                      const struct machine_info *machine, struct kube_client *client, struct cri_client *cri,
                      struct node_manager **ret);
 int node_manager_start(struct node_manager *m);
+/* The client of the heartbeats (status updates and the lease), upstream's heartbeatClient: its own connections,
+ * queue and rate limit, so that nothing else the kubelet asks of the API server (a flood of TokenReviews) can
+ * delay them. Registration keeps the main client. Borrowed; NULL: the main client. */
+void node_manager_set_heartbeat_client(struct node_manager *m, struct kube_client *heartbeat);
 struct node_manager *node_manager_free(struct node_manager *m);
 
 /* The Node's UID once registered (ownerReferences of the Lease and mirror pods), else NULL. */
