@@ -29,8 +29,10 @@
 #define READ_BLOCK (64 * 1024)
 /* Bytes of a line start read to classify it while scanning backwards (timestamp, stream, tag). */
 #define HEADER_MAX 256
-/* File bytes decoded by a follower per loop iteration. */
-#define PUMP_MAX (1024 * 1024)
+/* File bytes decoded by a follower per loop iteration: a step is well under a millisecond's work. */
+#define PUMP_MAX (128 * 1024)
+/* File bytes scanned backwards per loop iteration while looking for where the last tail_lines lines start. */
+#define TAIL_SCAN_STEP (256 * 1024)
 /* Joined line buffers bigger than this are released when the line is done. */
 #define PENDING_KEEP (64 * 1024)
 
@@ -577,30 +579,33 @@ static int classify(int fd, const char *blk, uint64_t blk_start, uint64_t blk_en
         return 0;
 }
 
-int logs_tail_offset(int fd, uint64_t size, int64_t tail_lines, uint64_t *ret_offset) {
+void logs_tail_scan_init(struct logs_tail_scan *t, uint64_t size, int64_t tail_lines) {
+        *t = (struct logs_tail_scan) { .size = size, .tail_lines = tail_lines, .right = size, .e = size };
+        if (tail_lines < 0) {
+                t->done = true;
+                t->offset = 0;
+        } else if (tail_lines == 0 || size == 0) {
+                t->done = true;
+                t->offset = size;
+        }
+}
+
+/* Lines end at F lines; unfinished P lines at the very end count as one more line. The start is the end of the
+ * (tail_lines+1)-th F line from the end. The file is read backwards one block at a time; a step reads blocks
+ * until budget bytes were read, so a file of nothing but partial lines is scanned a piece per loop iteration. */
+int logs_tail_scan_step(int fd, struct logs_tail_scan *t, size_t budget) {
         _cleanup_free_ char *buf = NULL;
-        uint64_t right = size, e = size;
-        int64_t count = 0;
-        bool seen_full = false, dangling = false;
+        size_t used = 0;
         int r;
 
-        if (tail_lines < 0) {
-                *ret_offset = 0;
-                return 0;
-        }
-        if (tail_lines == 0 || size == 0) {
-                *ret_offset = size;
-                return 0;
-        }
+        if (t->done)
+                return 1;
         buf = malloc(READ_BLOCK);
         if (!buf)
                 return -ENOMEM;
-
-        /* Lines end at F lines; unfinished P lines at the very end count as one more line. The start is
-         * the end of the (tail_lines+1)-th F line from the end. */
-        for (;;) {
-                uint64_t left = right > READ_BLOCK ? right - READ_BLOCK : 0;
-                size_t blen = (size_t) (right - left), i = blen;
+        while (used < budget) {
+                uint64_t left = t->right > READ_BLOCK ? t->right - READ_BLOCK : 0;
+                size_t blen = (size_t) (t->right - left), i = blen;
                 ssize_t n;
 
                 if (blen > 0) {
@@ -609,6 +614,8 @@ int logs_tail_offset(int fd, uint64_t size, int64_t tail_lines, uint64_t *ret_of
                                 return (int) n;
                         if ((size_t) n != blen)
                                 return -EIO; /* truncated while reading */
+                        used += blen;
+                        t->scanned += blen;
                 }
                 for (;;) {
                         char *nl = i > 0 ? memrchr(buf, '\n', i) : NULL;
@@ -622,31 +629,47 @@ int logs_tail_offset(int fd, uint64_t size, int64_t tail_lines, uint64_t *ret_of
                                 s = 0; /* the first line of the file */
                         else
                                 break;
-                        if (s < e) {
-                                r = classify(fd, buf, left, right, s, e, &k);
+                        if (s < t->e) {
+                                r = classify(fd, buf, left, t->right, s, t->e, &k);
                                 if (r < 0)
                                         return r;
                                 if (k == LINE_FULL) {
-                                        if (count == tail_lines) {
-                                                *ret_offset = e;
-                                                return 0;
+                                        if (t->count == t->tail_lines) {
+                                                t->offset = t->e;
+                                                t->done = true;
+                                                return 1;
                                         }
-                                        count++;
-                                        seen_full = true;
-                                } else if (k == LINE_PARTIAL && !seen_full && !dangling) {
-                                        dangling = true;
-                                        count++;
+                                        t->count++;
+                                        t->seen_full = true;
+                                } else if (k == LINE_PARTIAL && !t->seen_full && !t->dangling) {
+                                        t->dangling = true;
+                                        t->count++;
                                 }
-                                e = s;
+                                t->e = s;
                         }
                         if (s == 0)
                                 break;
                 }
-                if (left == 0)
-                        break;
-                right = left;
+                if (left == 0) {
+                        t->offset = 0;
+                        t->done = true;
+                        return 1;
+                }
+                t->right = left;
         }
-        *ret_offset = 0;
+        return 0;
+}
+
+int logs_tail_offset(int fd, uint64_t size, int64_t tail_lines, uint64_t *ret_offset) {
+        struct logs_tail_scan t;
+        int r;
+
+        logs_tail_scan_init(&t, size, tail_lines);
+        while ((r = logs_tail_scan_step(fd, &t, SIZE_MAX)) == 0)
+                ;
+        if (r < 0)
+                return r;
+        *ret_offset = t.offset;
         return 0;
 }
 
@@ -700,9 +723,14 @@ struct logs_follower {
         logs_done_t done;
         void *userdata;
         bool asked;          /* still_running() asked at least once */
-        bool draining;       /* not running any more: read to the end, then done */
+        bool draining;       /* not running any more: read to drain_end, then done */
+        uint64_t drain_end;  /* the size when draining began: a writer that goes on cannot keep it going */
         bool check_rotation; /* the file was moved or deleted */
         bool stopped;
+        bool finished; /* draining: the last lines were decoded; what is left is handing them over */
+        bool blocked;  /* write() said -EAGAIN: nothing is read until logs_follower_resume() */
+        bool scanning; /* looking backwards for where the last tail_lines lines start */
+        struct logs_tail_scan scan;
 };
 
 #define WATCH_MASK (IN_MODIFY | IN_CLOSE_WRITE | IN_MOVE_SELF | IN_DELETE_SELF)
@@ -728,6 +756,8 @@ static void follower_finish(struct logs_follower *f, int r) {
                 done(r, ud);
 }
 
+/* Hand the decoded output to write(). -EAGAIN: it takes nothing more now (what it did not take stays here, and
+ * nothing more is read until logs_follower_resume()). */
 static int follower_flush(struct logs_follower *f) {
         while (evbuffer_get_length(f->out) > 0) {
                 struct evbuffer_iovec v;
@@ -735,6 +765,10 @@ static int follower_flush(struct logs_follower *f) {
                 if (evbuffer_peek(f->out, -1, NULL, &v, 1) < 1)
                         break;
                 r = f->write(v.iov_base, v.iov_len, f->userdata);
+                if (r == -EAGAIN) {
+                        f->blocked = true;
+                        return r;
+                }
                 evbuffer_drain(f->out, v.iov_len);
                 if (r < 0)
                         return r;
@@ -760,6 +794,8 @@ static int follower_pump(struct logs_follower *f) {
                 f->c.offset = 0;
                 f->c.line.active = false;
         }
+        if (f->draining && size > f->drain_end)
+                size = MAX(f->drain_end, f->c.offset);
         end = MIN(size, f->c.offset + PUMP_MAX);
         r = decode_range(f->fd, &d, end, false);
         if (r < 0)
@@ -811,7 +847,32 @@ enum step_result { STEP_WAIT, STEP_AGAIN, STEP_DONE };
 static enum step_result follower_step_internal(struct logs_follower *f, bool tick, int *ret) {
         int r;
 
+        if (f->blocked) {
+                /* the consumer takes nothing now: what was decoded waits, nothing more is read */
+                r = follower_flush(f);
+                if (r == -EAGAIN)
+                        return STEP_WAIT;
+                if (r < 0) {
+                        *ret = r;
+                        return STEP_DONE;
+                }
+                f->blocked = false;
+        }
+        if (f->scanning) {
+                r = logs_tail_scan_step(f->fd, &f->scan, TAIL_SCAN_STEP);
+                if (r < 0) {
+                        *ret = r;
+                        return STEP_DONE;
+                }
+                if (r == 0)
+                        return STEP_AGAIN;
+                f->scanning = false;
+                f->c.offset = f->scan.offset;
+                return STEP_AGAIN;
+        }
         r = follower_pump(f);
+        if (r == -EAGAIN)
+                return STEP_WAIT;
         if (r < 0) {
                 *ret = r;
                 return STEP_DONE;
@@ -823,8 +884,8 @@ static enum step_result follower_step_internal(struct logs_follower *f, bool tic
         if (r > 0)
                 return STEP_AGAIN;
 
-        /* caught up with the end of the file */
-        if (f->check_rotation || tick) {
+        /* caught up with the end of the file (a draining read ends with the file it began with) */
+        if (!f->draining && (f->check_rotation || tick)) {
                 r = follower_reopen(f);
                 if (r < 0) {
                         *ret = r;
@@ -834,25 +895,37 @@ static enum step_result follower_step_internal(struct logs_follower *f, bool tic
                         return STEP_AGAIN;
         }
         if (f->draining) {
+                /* caught up with drain_end (the pump stopped there): the unterminated rest and the unfinished
+                 * partial lines, then done */
                 struct decoder d = { .o = &f->o, .c = &f->c, .out = f->out };
-                struct stat st;
 
-                if (fstat(f->fd, &st) < 0)
-                        r = negative_errno();
-                else
-                        r = decode_range(f->fd, &d, st.st_size > 0 ? (uint64_t) st.st_size : 0, true);
-                if (r >= 0)
-                        r = finish_all(&d);
-                if (r >= 0)
-                        r = follower_flush(f);
+                if (!f->finished) {
+                        r = decode_range(f->fd, &d, MAX(f->drain_end, f->c.offset), true);
+                        if (r >= 0)
+                                r = finish_all(&d);
+                        if (r < 0) {
+                                *ret = r;
+                                return STEP_DONE;
+                        }
+                        f->finished = true;
+                }
+                r = follower_flush(f);
+                if (r == -EAGAIN)
+                        return STEP_WAIT;
                 *ret = r < 0 ? r : 0;
                 return STEP_DONE;
         }
         if (tick || !f->asked) {
                 f->asked = true;
                 if (f->still_running && !f->still_running(f->userdata)) {
-                        /* read what came in meanwhile, then the unfinished rest */
+                        struct stat st;
+                        /* read what came in meanwhile (up to the size now), then the unfinished rest */
+                        if (fstat(f->fd, &st) < 0) {
+                                *ret = negative_errno();
+                                return STEP_DONE;
+                        }
                         f->draining = true;
+                        f->drain_end = st.st_size > 0 ? (uint64_t) st.st_size : 0;
                         return STEP_AGAIN;
                 }
         }
@@ -906,6 +979,12 @@ static void on_inotify(evutil_socket_t fd, short what, void *userdata) {
                 }
         }
         follower_step(f, false);
+}
+
+void logs_follower_resume(struct logs_follower *f) {
+        if (!f || f->stopped || !f->blocked)
+                return;
+        follower_kick(f);
 }
 
 struct logs_follower *logs_follower_free(struct logs_follower *f) {
@@ -973,6 +1052,11 @@ int logs_follow(struct event_base *base, const char *path, const struct logs_opt
                 return -EBADFD;
         f->dev = st.st_dev;
         f->ino = st.st_ino;
+        if (!start && o->tail_lines >= 0) {
+                /* the last tail_lines lines: found from the loop, a step at a time */
+                logs_tail_scan_init(&f->scan, st.st_size > 0 ? (uint64_t) st.st_size : 0, o->tail_lines);
+                f->scanning = true;
+        }
 
         f->inotify_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
         if (f->inotify_fd < 0)

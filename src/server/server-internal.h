@@ -106,6 +106,8 @@ void api_reply_json(struct evhttp_request *req, int code, json_t *obj); /* takes
 void api_reply_buffer(struct evhttp_request *req, int code, const char *content_type, struct evbuffer *body);
 /* 200 with body (emptied), chunked, the terminating chunk written only once the data is: see server.c */
 void api_reply_flushed(struct evhttp_request *req, const char *content_type, struct evbuffer *body);
+/* bytes written to a client's connection and not yet sent (its bufferevent and any below it) */
+size_t api_connection_unsent(struct evhttp_connection *evcon);
 /* a Status-like error for an errno from the host's lookups */
 void api_reply_lookup_error(struct evhttp_request *req, int r, const char *ns, const char *pod, const char *container);
 

@@ -84,6 +84,19 @@ void api_reply_json(struct evhttp_request *req, int code, json_t *obj) {
         reply(req, code, "application/json", b);
 }
 
+size_t api_connection_unsent(struct evhttp_connection *evcon) {
+        struct bufferevent *bev = evhttp_connection_get_bufferevent(evcon), *below;
+        size_t n;
+
+        if (!bev)
+                return 0;
+        n = evbuffer_get_length(bufferevent_get_output(bev));
+        below = bufferevent_get_underlying(bev);
+        if (below)
+                n += evbuffer_get_length(bufferevent_get_output(below));
+        return n;
+}
+
 void api_reply_lookup_error(struct evhttp_request *req, int r, const char *ns, const char *pod, const char *container) {
         switch (r) {
         case -ENXIO:

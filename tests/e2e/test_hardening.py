@@ -12,7 +12,7 @@ import time
 import pytest
 
 from apiclient import CA, Client
-from conftest import BUSYBOX, NODE, free_port, wait_for
+from conftest import BUSYBOX, NODE, SLEEPER, free_port, pod_manifest, wait_for
 from fakeapi import FakeApiServer
 
 
@@ -230,3 +230,68 @@ def test_token_review_flood_does_not_delay_heartbeats(kubelet_factory, apiserver
         stop.set()
     # about 10 renewals in 20 s on their own client; behind 40 clients' TokenReviews at 2/s, barely any
     assert len(seen) >= 5, f"the lease was renewed {len(seen) - 1} times in 20 s during the flood"
+
+
+# ---------------------------------------------------------------- 2: kubectl logs runs the kubelet out of memory
+
+def rss_kib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        return int(re.search(r"VmRSS:\s+(\d+) kB", f.read()).group(1))
+
+
+def start_request(api, path):
+    """Send a GET on a new TLS connection and read nothing: a client that is slow to take the answer."""
+    s = api.admin.raw_socket(timeout=60)
+    s.sendall(f"GET {path} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+    return s
+
+
+def test_container_logs_are_streamed_in_bounded_chunks(api, runtime):
+    api.k.write("big.yaml", pod_manifest("big", [("c", SLEEPER)], grace=1))
+    pod = f"big-{NODE}"
+    wait_for(lambda: runtime.running(pod, "c"), 60, interval=0.2, msg="running")
+    log_path = runtime.inspect(runtime.running(pod, "c")[0]["id"])["logPath"]
+    # 128 MiB of partial lines (what a container writing without newlines leaves): one line for tailLines
+    piece = b"x" * 16384
+    line = b"2024-01-02T03:04:05.000000000Z stdout P " + piece + b"\n"
+    n = 128 * 1024 * 1024 // len(piece)
+    with open(log_path, "ab") as f:
+        for _ in range(n // 64):
+            f.write(line * 64)
+    wait_for(lambda: api.admin.get(f"/containerLogs/default/{pod}/c?limitBytes=10")[:2] == (200, "x" * 10), 30,
+             msg="the log served")
+    pid = api.k.proc.pid
+    before = rss_kib(pid)
+    # four clients that do not read: without a bound, each answer is the whole log in memory, read at once
+    socks = [start_request(api, f"/containerLogs/default/{pod}/c") for _ in range(3)]
+    socks.append(start_request(api, f"/containerLogs/default/{pod}/c?tailLines=1"))
+    worst = 0.0
+    try:
+        end = time.monotonic() + 8
+        while time.monotonic() < end:
+            t0 = time.monotonic()
+            code = healthz(api.k, timeout=30)
+            worst = max(worst, time.monotonic() - t0)
+            assert code == 200
+            time.sleep(0.1)
+        grown = rss_kib(pid) - before
+        print(f"RSS growth {grown} KiB, worst /healthz {worst * 1000:.0f} ms")
+        assert grown < 64 * 1024, f"the kubelet grew by {grown // 1024} MiB serving 4 log requests"
+        assert worst < 2.0, f"/healthz took {worst:.1f} s while logs were served (the loop was held)"
+        # the tail of a file of partial lines is the whole joined line: read one answer to the end
+        s = socks.pop()
+        s.settimeout(120)
+        data = bytearray()
+        while True:
+            chunk = s.recv(1 << 20)
+            if not chunk:
+                break
+            data += chunk
+            if data.endswith(b"\r\n0\r\n\r\n"):
+                break
+        head, _, body = bytes(data).partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 200"), head
+        assert body.count(b"x") == n * len(piece)
+    finally:
+        for s in socks:
+            s.close()
