@@ -37,6 +37,7 @@
 #define PENDING_KEEP (64 * 1024)
 
 #define FOLLOW_PERIOD_SEC 1
+#define WATCH_MASK (IN_MODIFY | IN_CLOSE_WRITE | IN_MOVE_SELF | IN_DELETE_SELF)
 
 /* ---- timestamps ---- */
 
@@ -706,13 +707,142 @@ int logs_read(int fd, const struct logs_options *o, struct evbuffer *out, struct
 
 /* ---- following ---- */
 
+/* One inotify instance for every follower on a loop: an instance per follower would meet the per-user limit
+ * (fs.inotify.max_user_instances, 128 by default, shared with every other process of the user) with a few
+ * hundred `kubectl logs -f`. A watch descriptor is shared by the followers of the same file (inotify gives
+ * one per inode and instance); it is removed with its last follower. Events only kick the followers: they run
+ * from their own timers, so that a follower freed by its done() never disturbs the hub's loop. */
+struct hub_watch {
+        int wd;
+        struct logs_follower *f;
+};
+
+struct inotify_hub {
+        struct event_base *base;
+        int fd;
+        struct event *io;
+        struct hub_watch *w;
+        size_t n, allocated, users;
+        struct inotify_hub *next;
+};
+
+static struct inotify_hub *hubs;
+
+static void follower_notified(struct logs_follower *f, uint32_t mask);
+
+static void on_hub_event(evutil_socket_t fd, short what, void *userdata) {
+        struct inotify_hub *h = userdata;
+        char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+
+        /* bounded: if more is queued the fd stays readable */
+        for (int i = 0; i < 16; i++) {
+                ssize_t n = read(h->fd, buf, sizeof(buf));
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        break; /* EAGAIN */
+                }
+                if (n == 0)
+                        break;
+                for (char *p = buf; p < buf + n;) {
+                        const struct inotify_event *e = (const struct inotify_event *) p;
+                        for (size_t j = 0; j < h->n; j++)
+                                if (h->w[j].wd == e->wd || (e->mask & IN_Q_OVERFLOW))
+                                        follower_notified(h->w[j].f, e->mask);
+                        p += sizeof(struct inotify_event) + e->len;
+                }
+        }
+}
+
+static struct inotify_hub *hub_ref(struct event_base *base) {
+        struct inotify_hub *h;
+
+        for (h = hubs; h; h = h->next)
+                if (h->base == base) {
+                        h->users++;
+                        return h;
+                }
+        h = calloc(1, sizeof(*h));
+        if (!h)
+                return NULL;
+        h->base = base;
+        h->fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+        if (h->fd < 0) {
+                free(h);
+                return NULL;
+        }
+        h->io = event_new(base, h->fd, EV_READ | EV_PERSIST, on_hub_event, h);
+        if (!h->io || event_add(h->io, NULL) < 0) {
+                if (h->io)
+                        event_free(h->io);
+                close(h->fd);
+                free(h);
+                return NULL;
+        }
+        h->users = 1;
+        h->next = hubs;
+        hubs = h;
+        return h;
+}
+
+static void hub_unref(struct inotify_hub *h) {
+        if (!h || --h->users > 0)
+                return;
+        for (struct inotify_hub **p = &hubs; *p; p = &(*p)->next)
+                if (*p == h) {
+                        *p = h->next;
+                        break;
+                }
+        event_free(h->io);
+        close(h->fd);
+        free(h->w);
+        free(h);
+}
+
+/* watch path for f; the wd, or a negative errno */
+static int hub_watch(struct inotify_hub *h, const char *path, struct logs_follower *f) {
+        int wd;
+
+        if (h->n == h->allocated) {
+                size_t a = h->allocated ? h->allocated * 2 : 16;
+                struct hub_watch *w = realloc(h->w, a * sizeof(*w));
+                if (!w)
+                        return -ENOMEM;
+                h->w = w;
+                h->allocated = a;
+        }
+        wd = inotify_add_watch(h->fd, path, WATCH_MASK);
+        if (wd < 0)
+                return negative_errno();
+        h->w[h->n++] = (struct hub_watch) { .wd = wd, .f = f };
+        return wd;
+}
+
+static void hub_unwatch(struct inotify_hub *h, int wd, struct logs_follower *f) {
+        bool shared = false;
+
+        if (!h || wd < 0)
+                return;
+        for (size_t i = 0; i < h->n;) {
+                if (h->w[i].f == f && h->w[i].wd == wd) {
+                        h->w[i] = h->w[--h->n];
+                        continue;
+                }
+                if (h->w[i].wd == wd)
+                        shared = true;
+                i++;
+        }
+        if (!shared)
+                (void) inotify_rm_watch(h->fd, wd); /* may be gone already */
+}
+
 struct logs_follower {
         struct event_base *base;
         char *path;
         int fd;
         dev_t dev;
         ino_t ino;
-        int inotify_fd;
+        struct inotify_hub *hub; /* NULL when not following */
         int wd;
         struct event *io, *timer, *kick;
         struct logs_options o;
@@ -733,8 +863,6 @@ struct logs_follower {
         struct logs_tail_scan scan;
 };
 
-#define WATCH_MASK (IN_MODIFY | IN_CLOSE_WRITE | IN_MOVE_SELF | IN_DELETE_SELF)
-
 static void follower_kick(struct logs_follower *f) {
         static const struct timeval zero = { 0, 0 };
         /* a zero timeout rather than event_active(): I/O is polled before it runs again */
@@ -746,7 +874,6 @@ static void follower_finish(struct logs_follower *f, int r) {
         void *ud = f->userdata;
 
         f->stopped = true;
-        event_del(f->io);
         event_del(f->timer);
         event_del(f->kick);
         if (r < 0)
@@ -827,9 +954,8 @@ static int follower_reopen(struct logs_follower *f) {
                 return 0;
 
         log_v(2, "Log file %s was replaced, following the new one", f->path);
-        if (f->wd >= 0)
-                (void) inotify_rm_watch(f->inotify_fd, f->wd); /* may be gone already */
-        wd = inotify_add_watch(f->inotify_fd, f->path, WATCH_MASK);
+        hub_unwatch(f->hub, f->wd, f);
+        wd = f->hub ? hub_watch(f->hub, f->path, f) : -1;
         f->wd = wd; /* on failure the timer still notices new data */
         close(f->fd);
         f->fd = TAKE_FD(fd);
@@ -917,7 +1043,7 @@ static enum step_result follower_step_internal(struct logs_follower *f, bool tic
         }
         if (tick || !f->asked) {
                 f->asked = true;
-                if (f->still_running && !f->still_running(f->userdata)) {
+                if (!f->hub || (f->still_running && !f->still_running(f->userdata))) {
                         struct stat st;
                         /* read what came in meanwhile (up to the size now), then the unfinished rest */
                         if (fstat(f->fd, &st) < 0) {
@@ -957,28 +1083,11 @@ static void on_timer(evutil_socket_t fd, short what, void *userdata) {
         follower_step(userdata, true);
 }
 
-static void on_inotify(evutil_socket_t fd, short what, void *userdata) {
-        struct logs_follower *f = userdata;
-        char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
-
-        /* bounded: if more is queued the fd stays readable */
-        for (int i = 0; i < 16; i++) {
-                ssize_t n = read(f->inotify_fd, buf, sizeof(buf));
-                if (n < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        break; /* EAGAIN */
-                }
-                if (n == 0)
-                        break;
-                for (char *p = buf; p < buf + n;) {
-                        const struct inotify_event *e = (const struct inotify_event *) p;
-                        if (e->mask & (IN_MOVE_SELF | IN_DELETE_SELF | IN_IGNORED | IN_Q_OVERFLOW))
-                                f->check_rotation = true;
-                        p += sizeof(struct inotify_event) + e->len;
-                }
-        }
-        follower_step(f, false);
+static void follower_notified(struct logs_follower *f, uint32_t mask) {
+        if (mask & (IN_MOVE_SELF | IN_DELETE_SELF | IN_IGNORED | IN_Q_OVERFLOW))
+                f->check_rotation = true;
+        if (!f->stopped && !f->blocked)
+                follower_kick(f);
 }
 
 void logs_follower_resume(struct logs_follower *f) {
@@ -990,14 +1099,12 @@ void logs_follower_resume(struct logs_follower *f) {
 struct logs_follower *logs_follower_free(struct logs_follower *f) {
         if (!f)
                 return NULL;
-        if (f->io)
-                event_free(f->io);
+        hub_unwatch(f->hub, f->wd, f);
+        hub_unref(f->hub);
         if (f->timer)
                 event_free(f->timer);
         if (f->kick)
                 event_free(f->kick);
-        if (f->inotify_fd >= 0)
-                close(f->inotify_fd);
         if (f->fd >= 0)
                 close(f->fd);
         if (f->out)
@@ -1024,7 +1131,7 @@ int logs_follow(struct event_base *base, const char *path, const struct logs_opt
         f = calloc(1, sizeof(*f));
         if (!f)
                 return -ENOMEM;
-        f->fd = f->inotify_fd = f->wd = -1;
+        f->fd = f->wd = -1;
         f->base = base;
         f->o = *o;
         f->write = write;
@@ -1058,20 +1165,22 @@ int logs_follow(struct event_base *base, const char *path, const struct logs_opt
                 f->scanning = true;
         }
 
-        f->inotify_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-        if (f->inotify_fd < 0)
-                return negative_errno();
-        f->wd = inotify_add_watch(f->inotify_fd, path, WATCH_MASK);
-        if (f->wd < 0)
-                return negative_errno();
-
-        f->io = event_new(base, f->inotify_fd, EV_READ | EV_PERSIST, on_inotify, f);
         f->timer = event_new(base, -1, EV_PERSIST, on_timer, f);
         f->kick = evtimer_new(base, on_kick, f);
-        if (!f->io || !f->timer || !f->kick)
+        if (!f->timer || !f->kick)
                 return -ENOMEM;
-        if (event_add(f->io, NULL) < 0 || event_add(f->timer, &period) < 0)
-                return -EIO;
+        if (o->follow || !still_running) {
+                /* following: woken by inotify (one instance per loop), and by the timer should that fail */
+                f->hub = hub_ref(base);
+                if (!f->hub)
+                        return errno > 0 ? -errno : -ENOMEM;
+                r = hub_watch(f->hub, path, f);
+                if (r < 0)
+                        return r;
+                f->wd = r;
+                if (event_add(f->timer, &period) < 0)
+                        return -EIO;
+        }
         /* the first read from the loop: callbacks never run inside this call */
         follower_kick(f);
 

@@ -136,8 +136,9 @@ int logs_tail_scan_step(int fd, struct logs_tail_scan *t, size_t budget);
  * After done() the follower is stopped and must still be freed.
  *
  * Without start, a tail_lines >= 0 in o is honoured: the last lines are found by a backward scan done from the
- * loop a piece at a time (logs_tail_scan). A still_running that answers false at once reads the file as it is
- * (up to its size at the first end of file) and ends: a non-follow read, made in steps.
+ * loop a piece at a time (logs_tail_scan). Without o->follow (and with a still_running), the file is read as it
+ * is (up to its size at the first end of file) and the reading ends: a non-follow read, made in steps, with no
+ * inotify watch. Followers share one inotify instance per loop.
  *
  * Work per loop iteration is bounded (128 KiB of file decoded, or 256 KiB scanned backwards), and so is memory:
  * write() may return -EAGAIN to take nothing now (back-pressure); the follower then keeps what it decoded (at

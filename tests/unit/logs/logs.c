@@ -15,6 +15,7 @@
 #include <event2/buffer.h>
 #include <event2/event.h>
 
+#include "basic/macro.h"
 #include "basic/string.h"
 #include "basic/time.h"
 #include "logs/logs.h"
@@ -853,6 +854,51 @@ static void test_follow_backpressure_and_tail(void **state) {
         evbuffer_free(in);
 }
 
+/* followers share one inotify instance per loop: 300 of them (more than the default per-user instance limit of
+ * 128) all start and all see a new line */
+struct many_test {
+        struct event_base *base;
+        size_t lines;
+};
+
+static int many_write(const void *data, size_t len, void *ud) {
+        struct many_test *m = ud;
+        if (memmem(data, len, "hello\n", 6))
+                m->lines++;
+        if (m->lines == 300)
+                event_base_loopbreak(m->base);
+        return 0;
+}
+
+static void many_append(evutil_socket_t fd, short what, void *ud) {
+        write_file(tmp_path("many.log"), L(T(1), "stdout", "F", "hello"), strlen(L(T(1), "stdout", "F", "hello")),
+                   true);
+}
+
+static void test_follow_many(void **state) {
+        struct many_test m = { .base = event_base_new() };
+        struct logs_follower *f[300];
+        struct logs_options o;
+        struct timeval tv = { 0, 50 * 1000 }, limit = { 20, 0 };
+        struct event *append;
+
+        write_file(tmp_path("many.log"), "", 0, false);
+        logs_options_init(&o);
+        o.follow = true;
+        for (size_t i = 0; i < ELEMENTSOF(f); i++)
+                assert_int_equal(
+                        logs_follow(m.base, tmp_path("many.log"), &o, NULL, many_write, NULL, NULL, &m, &f[i]), 0);
+        append = evtimer_new(m.base, many_append, NULL);
+        evtimer_add(append, &tv);
+        event_base_loopexit(m.base, &limit);
+        event_base_dispatch(m.base);
+        assert_int_equal(m.lines, 300);
+        for (size_t i = 0; i < ELEMENTSOF(f); i++)
+                logs_follower_free(f[i]);
+        event_free(append);
+        event_base_free(m.base);
+}
+
 static void stop_loop(evutil_socket_t fd, short what, void *ud) {
         event_base_loopbreak(ud);
 }
@@ -905,6 +951,7 @@ int main(void) {
                 cmocka_unit_test(test_follow_free_without_done),
                 cmocka_unit_test(test_tail_scan_steps),
                 cmocka_unit_test(test_follow_backpressure_and_tail),
+                cmocka_unit_test(test_follow_many),
         };
         return cmocka_run_group_tests(tests, setup_tmp, teardown_tmp);
 }
