@@ -5,7 +5,7 @@ set -euo pipefail
 pkgs=(
         # build
         gcc meson ninja-build pkg-config protobuf-c-compiler libprotobuf-c-dev libnghttp2-dev
-        libcurl4-openssl-dev libyaml-dev libjansson-dev libevent-dev libssl-dev libcmocka-dev
+        libcurl4-openssl-dev libyaml-dev libjansson-dev libevent-dev libssl-dev libcmocka-dev libhttp-parser-dev
         clang-format   # the format check of tests/run.sh (.clang-format)
         # runtime
         containerd runc containernetworking-plugins iproute2 iptables procps

@@ -260,6 +260,7 @@ void api_handle_container_logs(struct api_request *r, const char *rest) {
         }
         /* a container that is not running (or its previous instance) has all its log already */
         ls->follow = o.follow && !o.previous && c->state == KC_CONTAINER_RUNNING;
+        o.follow = ls->follow;
         ls->stream.cancel = log_stream_cancel;
         if (api_stream_register(r->s, &ls->stream) < 0) {
                 log_stream_free(ls);

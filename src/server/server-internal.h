@@ -16,7 +16,8 @@
 #define API_MAX_BODY_SIZE (1024 * 1024)
 #define API_REQUEST_TIMEOUT_SEC 60 /* reading a request, writing a reply (streams lift it) */
 #define API_MAX_CONNECTIONS 512    /* TLS connections at once; more are refused at accept */
-#define API_MAX_STREAMS 256        /* follow/exec/attach/port-forward at once */
+#define API_MAX_STREAMS 256        /* long answers at once: log reads, /logs/ files, exec/attach/port-forward */
+#define API_MAX_PENDING 256        /* short requests waiting for the runtime at once (/stats/summary, /run) */
 
 enum api_port {
         API_PORT_SECURE,   /* --port: TLS, authn/authz, debugging handlers */
@@ -54,7 +55,7 @@ struct api_server {
          * bufferevent frees run when the loop is freed): the counter outlives the server until the last one */
         struct api_conn_counter *conns;
         struct api_cache *token_cache, *authz_cache;
-        unsigned n_streams;
+        unsigned n_streams[2];      /* by enum api_stream_kind */
         struct api_stream *streams; /* long-running responses, cancelled at free */
         struct stats_provider *stats;
 };
@@ -111,6 +112,12 @@ size_t api_connection_unsent(struct evhttp_connection *evcon);
 /* a Status-like error for an errno from the host's lookups */
 void api_reply_lookup_error(struct evhttp_request *req, int r, const char *ns, const char *pod, const char *container);
 
+/* httpstream.IsUpgradeRequest: a Connection header with the token "upgrade" and an Upgrade header */
+bool api_is_upgrade_request(const struct evkeyvalq *headers);
+/* whether a request header is hop-by-hop (RFC 7230 6.1: the fixed ones and those the Connection header names),
+ * never to be passed on by a proxy */
+bool api_header_is_hop_by_hop(const struct evkeyvalq *headers, const char *name);
+
 /* split "/a/b/c" (after a prefix) into percent-decoded components; -EINVAL on an empty, "." or ".." component
  * or a NUL byte */
 int api_path_components(const char *path, char ***ret);
@@ -166,10 +173,17 @@ void api_handle_container_logs(struct api_request *r, const char *rest);
 void api_handle_logs_dir(struct api_request *r, const char *rest);
 void api_handle_streaming(struct api_request *r, const char *kind, const char *rest);
 
-/* long-running responses: registered so api_server_free can end them */
+/* responses in progress: registered so api_server_free can end them. Long ones (streams) and short ones
+ * (waiting for the runtime) have limits of their own, so that many slow log readers cannot make
+ * /stats/summary answer 503. */
+enum api_stream_kind {
+        API_STREAM_LONG,  /* API_MAX_STREAMS */
+        API_STREAM_SHORT, /* API_MAX_PENDING */
+};
 struct api_stream {
         struct api_server *s;
         struct api_stream *prev, *next;
+        enum api_stream_kind kind;
         void (*cancel)(struct api_stream *st); /* must unregister and free */
 };
 int api_stream_register(struct api_server *s, struct api_stream *st);

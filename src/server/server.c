@@ -11,6 +11,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "basic/evbuffer.h"
 #include "basic/log.h"
@@ -114,6 +115,63 @@ void api_reply_lookup_error(struct evhttp_request *req, int r, const char *ns, c
         }
 }
 
+/* ---------------------------------------------------------------- headers */
+
+/* whether the comma-separated list value holds token (case-insensitive) */
+static bool list_has_token(const char *value, const char *token) {
+        size_t n = strlen(token);
+
+        for (const char *p = value; p && *p;) {
+                const char *e = strchr(p, ',');
+                size_t l = e ? (size_t) (e - p) : strlen(p);
+
+                while (l > 0 && (*p == ' ' || *p == '\t')) {
+                        p++;
+                        l--;
+                }
+                while (l > 0 && (p[l - 1] == ' ' || p[l - 1] == '\t'))
+                        l--;
+                if (l == n && strncasecmp(p, token, n) == 0)
+                        return true;
+                p = e ? e + 1 : NULL;
+        }
+        return false;
+}
+
+bool api_is_upgrade_request(const struct evkeyvalq *headers) {
+        const struct evkeyval *h;
+        bool conn = false, upgrade = false;
+
+        TAILQ_FOREACH(h, headers, next) {
+                if (strcasecmp(h->key, "Connection") == 0 && list_has_token(h->value, "upgrade"))
+                        conn = true;
+                if (strcasecmp(h->key, "Upgrade") == 0 && !isempty(h->value))
+                        upgrade = true;
+        }
+        return conn && upgrade;
+}
+
+bool api_header_is_hop_by_hop(const struct evkeyvalq *headers, const char *name) {
+        static const char *const fixed[] = { "Connection",
+                                             "Keep-Alive",
+                                             "Proxy-Connection",
+                                             "Proxy-Authenticate",
+                                             "Proxy-Authorization",
+                                             "TE",
+                                             "Trailer",
+                                             "Transfer-Encoding",
+                                             "Upgrade" };
+        const struct evkeyval *h;
+
+        for (size_t i = 0; i < ELEMENTSOF(fixed); i++)
+                if (strcasecmp(name, fixed[i]) == 0)
+                        return true;
+        TAILQ_FOREACH(h, headers, next)
+                if (strcasecmp(h->key, "Connection") == 0 && list_has_token(h->value, name))
+                        return true;
+        return false;
+}
+
 /* ---------------------------------------------------------------- paths and queries */
 
 int api_path_components(const char *path, char ***ret) {
@@ -182,7 +240,7 @@ char *api_query_get(const char *query, const char *key) {
 /* ---------------------------------------------------------------- streams */
 
 int api_stream_register(struct api_server *s, struct api_stream *st) {
-        if (s->n_streams >= API_MAX_STREAMS)
+        if (s->n_streams[st->kind] >= (st->kind == API_STREAM_LONG ? API_MAX_STREAMS : API_MAX_PENDING))
                 return -EBUSY;
         st->s = s;
         st->prev = NULL;
@@ -190,7 +248,7 @@ int api_stream_register(struct api_server *s, struct api_stream *st) {
         if (s->streams)
                 s->streams->prev = st;
         s->streams = st;
-        s->n_streams++;
+        s->n_streams[st->kind]++;
         return 0;
 }
 
@@ -206,7 +264,7 @@ void api_stream_unregister(struct api_stream *st) {
                 st->next->prev = st->prev;
         st->prev = st->next = NULL;
         st->s = NULL;
-        s->n_streams--;
+        s->n_streams[st->kind]--;
 }
 
 /* ---------------------------------------------------------------- routing */

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from apiclient import CA, Client
+from apiclient import CA, Client, WebSocket
 from conftest import BUSYBOX, NODE, SLEEPER, free_port, pod_manifest, wait_for
 from fakeapi import FakeApiServer
 
@@ -295,3 +295,134 @@ def test_container_logs_are_streamed_in_bounded_chunks(api, runtime):
     finally:
         for s in socks:
             s.close()
+
+
+# ---------------------------------------------------------------- 6: streams time out, and have a pool of their own
+
+def test_slow_log_readers_do_not_starve_short_requests(api, runtime):
+    api.k.write("talk.yaml", pod_manifest("talk", [("c", ["sh", "-c", "while true; do echo tick; sleep 1; done"])],
+                                          grace=1))
+    pod = f"talk-{NODE}"
+    wait_for(lambda: api.admin.get(f"/containerLogs/default/{pod}/c?limitBytes=4")[:2] == (200, "tick"), 60,
+             interval=0.2, msg="the log")
+    # 256 followers (metrics-server and kubectl logs -f through the apiserver share the port)
+    socks = [start_request(api, f"/containerLogs/default/{pod}/c?follow=true") for _ in range(256)]
+    try:
+        for s in socks:
+            assert s.recv(12) == b"HTTP/1.1 200"
+        # the short requests have their own limit: /stats/summary and /pods still answer
+        status, body, _ = api.admin.get("/stats/summary", timeout=60)
+        assert status == 200, (status, body)
+        assert api.admin.get("/pods")[0] == 200
+        # and the streams keep theirs: one more follower is refused
+        st, body, _ = api.admin.get(f"/containerLogs/default/{pod}/c?follow=true", timeout=60)
+        assert st == 503 and "too many streams" in body, (st, body)
+    finally:
+        for s in socks:
+            s.close()
+
+
+def test_streaming_connection_idle_timeout(kubelet_factory, cas, runtime):
+    api = start_api(kubelet_factory, cas, "--streaming-connection-idle-timeout", "3s")
+    api.k.write("sh.yaml", pod_manifest("sh", [("c", SLEEPER)], grace=1))
+    pod = f"sh-{NODE}"
+    wait_for(lambda: runtime.running(pod, "c"), 60, interval=0.2, msg="running")
+    path = f"/exec/default/{pod}/c?command=cat&stdin=1&stdout=1"
+    # an active session outlives the timeout: a line every second for 8 s, each echoed back
+    ws = WebSocket(api.admin, path, ["v4.channel.k8s.io"])
+    assert ws.status == 101, ws.status_line
+    ws.s.settimeout(30)
+    for i in range(8):
+        ws.send(b"\x00line %d\n" % i)
+        got = b""
+        while (b"line %d\n" % i) not in got:
+            op, data = ws.recv()
+            if op == 2 and data[:1] == b"\x01":
+                got += data[1:]
+        time.sleep(1)
+    # an idle one is closed after the timeout (the connection ends without anything else)
+    t0 = time.monotonic()
+    closed = False
+    ws.s.settimeout(40)
+    try:
+        while time.monotonic() - t0 < 40:
+            op, _ = ws.recv()
+            if op == 8:
+                closed = True
+                break
+    except socket.timeout:
+        pass  # still open
+    except (EOFError, OSError):
+        closed = True
+    idle = time.monotonic() - t0
+    ws.close()
+    assert closed and idle < 30, f"the idle session was still open after {idle:.0f} s"
+    assert re.search(r"idle for 3s", api.k.log())
+
+
+# ---------------------------------------------------------------- 10: the streaming proxy
+
+def raw_exchange(api, request, more=None, timeout=30):
+    """Send request on a new TLS connection; the first answer's head and body; with more, send it after the
+    first answer and return (head, body, what came back for it, or None when the connection was closed)."""
+    s = api.admin.raw_socket(timeout=timeout)
+    s.sendall(request.encode())
+    buf = b""
+    while b"\r\n\r\n" not in buf:
+        chunk = s.recv(65536)
+        if not chunk:
+            break
+        buf += chunk
+    head, _, rest = buf.partition(b"\r\n\r\n")
+    m = re.search(rb"(?i)\r\ncontent-length: *(\d+)", head)
+    want = int(m.group(1)) if m else None
+    s.settimeout(5)
+    try:
+        while want is None or len(rest) < want:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            rest += chunk
+    except socket.timeout:
+        pass
+    body, after = (rest[:want], rest[want:]) if want is not None else (rest, b"")
+    second = None
+    if more is not None:
+        s.settimeout(timeout)
+        try:
+            s.sendall(more.encode())
+            second = after
+            while True:
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                second += chunk
+        except (OSError, ssl.SSLError):
+            pass
+        if not second:
+            second = None
+    s.close()
+    return head.decode(errors="replace"), body.decode(errors="replace"), second
+
+
+def test_streaming_proxy_needs_an_upgrade(api, runtime):
+    api.k.write("px.yaml", pod_manifest("px", [("c", SLEEPER)], grace=1))
+    pod = f"px-{NODE}"
+    wait_for(lambda: runtime.running(pod, "c"), 60, interval=0.2, msg="running")
+    path = f"/exec/default/{pod}/c?command=id&stdout=1"
+    # not an upgrade: refused by the kubelet itself, as upstream's proxy does, without asking the runtime
+    head, body, _ = raw_exchange(api, f"GET {path} HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert head.startswith("HTTP/1.1 400") and "Upgrade request required" in body, (head, body)
+    # an upgrade the runtime's streaming server does not accept: its answer is passed on, and the connection
+    # ends there; it never becomes a raw pipe to the runtime's streaming server
+    head, body, second = raw_exchange(
+        api, f"GET {path} HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: not-a-protocol\r\n\r\n",
+        more="GET /exec/anything HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert not head.startswith("HTTP/1.1 101"), head
+    assert second is None, f"the connection went on to the runtime: {second[:200]!r}"
+    # hop-by-hop headers are not passed on, and a real upgrade still works
+    ws = WebSocket(api.admin, f"/exec/default/{pod}/c?command=echo&command=hi&stdout=1", ["v4.channel.k8s.io"])
+    assert ws.status == 101, ws.status_line
+    out = ws.channels_until_close()
+    ws.close()
+    assert out.get(1) == b"hi\n", out
