@@ -886,8 +886,8 @@ static void test_follow_many(void **state) {
         logs_options_init(&o);
         o.follow = true;
         for (size_t i = 0; i < ELEMENTSOF(f); i++)
-                assert_int_equal(
-                        logs_follow(m.base, tmp_path("many.log"), &o, NULL, many_write, NULL, NULL, &m, &f[i]), 0);
+                assert_int_equal(logs_follow(m.base, tmp_path("many.log"), &o, NULL, many_write, NULL, NULL, &m, &f[i]),
+                                 0);
         append = evtimer_new(m.base, many_append, NULL);
         evtimer_add(append, &tv);
         event_base_loopexit(m.base, &limit);
