@@ -88,7 +88,11 @@ static void on_client_closed(struct evhttp_connection *evcon, void *userdata) {
         struct log_stream *ls = userdata;
         log_v(3, "containerLogs %s/%s/%s: the client left", ls->ns, ls->pod, ls->container);
         evhttp_connection_set_closecb(evcon, NULL, NULL);
-        ls->req = NULL; /* evhttp frees it with the connection */
+        /* a request still on the connection is freed with it; one that evhttp took off it (the client left while
+         * the answer was being written: evhttp_connection_incoming_fail) is ours to free */
+        if (ls->req && evhttp_request_get_connection(ls->req) != evcon)
+                evhttp_request_free(ls->req);
+        ls->req = NULL;
         log_stream_end(ls);
 }
 

@@ -203,6 +203,9 @@ static void on_client_closed(struct evhttp_connection *conn, void *userdata) {
         struct api_pending *p = userdata;
 
         log_v(2, "API: the client left while its request was being reviewed: %s", p->r.path);
+        /* taken off the connection by evhttp (a timeout or the client's end before the answer): ours to free */
+        if (p->r.req && evhttp_request_get_connection(p->r.req) != conn)
+                evhttp_request_free(p->r.req);
         p->conn = NULL;
         pending_free(p);
 }
