@@ -430,3 +430,25 @@ def test_streaming_proxy_needs_an_upgrade(api, runtime):
     out = ws.channels_until_close()
     ws.close()
     assert out.get(1) == b"hi\n", out
+
+
+# ---------------------------------------------------------------- 3: the open files limit
+
+def test_open_files_limit_is_raised(kubelet_factory):
+    import resource
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    # started with a low soft limit, as from a shell (1024): the kubelet raises it to the hard limit
+    low = min(1024, hard // 2) if hard != resource.RLIM_INFINITY else 1024
+    assert low < hard
+    k = kubelet_factory(start=False)
+    old = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (low, hard))
+    try:
+        k.start()
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, old)
+    wait_for(lambda: healthz(k) == 200, 30, msg="healthz")
+    with open(f"/proc/{k.proc.pid}/limits") as f:
+        fields = next(line for line in f if line.startswith("Max open files")).split()
+    want = "unlimited" if hard == resource.RLIM_INFINITY else str(hard)
+    assert fields[3] == fields[4] == want, fields
