@@ -3,6 +3,7 @@
  * cmd/kubelet/app/auth.go): x509 client certificates against --client-ca-file, anonymous requests when
  * enabled, bearer tokens and SubjectAccessReview through the API server (Webhook), or AlwaysAllow. */
 #include <errno.h>
+#include <stdarg.h>
 #include <event2/bufferevent_ssl.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
@@ -139,6 +140,7 @@ int api_tls_setup(struct api_server *s) {
                 return -ENOMEM;
         SSL_CTX_set_min_proto_version(s->ssl_ctx, TLS1_2_VERSION);
         SSL_CTX_set_options(s->ssl_ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE);
+        SSL_CTX_set_info_callback(s->ssl_ctx, api_conn_tls_info); /* the connection gate's handshake deadline */
         /* with client certificates requested, OpenSSL resumes a TLS 1.2 session only within a session id context;
          * without one, a client that offers its session gets a handshake failure (internal error alert) */
         if (SSL_CTX_set_session_id_context(s->ssl_ctx, (const unsigned char *) "ckubelet", strlen("ckubelet")) != 1)
@@ -234,70 +236,95 @@ int api_user_from_cert(X509 *cert, struct api_user *ret) {
         return 0;
 }
 
-static void unauthorized(struct api_request *r) {
-        api_reply_text(r->req, 401, "Unauthorized\n");
+int api_auth_refuse(struct api_auth *a, int status, const char *fmt, ...) {
+        va_list ap;
+
+        free(a->message);
+        va_start(ap, fmt);
+        if (vasprintf(&a->message, fmt, ap) < 0)
+                a->message = NULL;
+        va_end(ap);
+        a->status = status;
+        return status == 401 ? -EACCES : status == 403 ? -EPERM : -EIO;
 }
 
-int api_authenticate(struct api_request *r, const char **ret_token) {
-        struct evhttp_connection *conn = evhttp_request_get_connection(r->req);
-        SSL *ssl = conn ? bufferevent_openssl_get_ssl(evhttp_connection_get_bufferevent(conn)) : NULL;
-        const char *authz = evhttp_find_header(evhttp_request_get_input_headers(r->req), "Authorization");
+void api_auth_clear(struct api_auth *a) {
+        api_webhook_cancel(a);
+        api_user_done(&a->user);
+        free(a->message);
+        a->message = NULL;
+        a->status = 0;
+}
+
+static int unauthorized(struct api_auth *a) {
+        return api_auth_refuse(a, 401, "Unauthorized\n");
+}
+
+/* who sends the request: a verified client certificate, else a bearer token (TokenReview), else anonymous if
+ * allowed */
+static int authenticate(struct api_auth *a, SSL *ssl, const char *authz) {
         X509 *peer = ssl ? SSL_get1_peer_certificate(ssl) : NULL;
         int k;
 
         if (peer) {
                 long v = SSL_get_verify_result(ssl);
-                if (r->s->have_client_ca && v == X509_V_OK) {
-                        k = api_user_from_cert(peer, &r->user);
+                if (a->s->have_client_ca && v == X509_V_OK) {
+                        k = api_user_from_cert(peer, &a->user);
                         X509_free(peer);
                         if (k == -ENOMEM) {
-                                api_reply_text(r->req, 500, "Internal Error: out of memory\n");
+                                api_auth_refuse(a, 500, "Internal Error: out of memory\n");
                                 return -ENOMEM;
                         }
                         if (k >= 0)
                                 return 0;
-                        log_v(2, "API: client certificate without a common name: %s", r->path);
-                        unauthorized(r);
-                        return -EACCES;
+                        log_v(2, "API: client certificate without a usable common name: %s", a->path);
+                        return unauthorized(a);
                 }
                 X509_free(peer);
                 /* a certificate that does not verify is an authentication failure, not anonymous (as upstream) */
-                log_v(2, "API: client certificate rejected for %s: %s", r->path,
-                      r->s->have_client_ca ? X509_verify_cert_error_string(v) : "no --client-ca-file");
-                unauthorized(r);
-                return -EACCES;
+                log_v(2, "API: client certificate rejected for %s: %s", a->path,
+                      a->s->have_client_ca ? X509_verify_cert_error_string(v) : "no --client-ca-file");
+                return unauthorized(a);
         }
         if (authz && startswith(authz, "Bearer ")) {
                 const char *token = authz + strlen("Bearer ");
 
                 token += strspn(token, " ");
-                if (!r->s->o->authentication_token_webhook || !r->s->client || isempty(token)) {
-                        log_v(2, "API: bearer token for %s refused: %s", r->path,
-                              !r->s->o->authentication_token_webhook
+                if (!a->s->o->authentication_token_webhook || !a->s->client || isempty(token)) {
+                        log_v(2, "API: bearer token for %s refused: %s", a->path,
+                              !a->s->o->authentication_token_webhook
                                       ? "token authentication (authentication.webhook) is off"
                                       : "no API server for TokenReview");
-                        unauthorized(r);
-                        return -EACCES;
+                        return unauthorized(a);
                 }
-                k = api_webhook_authenticate_cached(r, token);
+                k = api_webhook_authenticate_cached(a, token);
                 if (k == -EINPROGRESS)
-                        *ret_token = token;
-                else if (k == -EACCES)
-                        unauthorized(r);
-                else if (k < 0)
-                        api_reply_text(r->req, 500, "Internal Error: out of memory\n");
-                return k;
-        }
-        if (r->s->o->anonymous_auth) {
-                r->user.name = strdup("system:anonymous");
-                if (!r->user.name || strv_extend(&r->user.groups, "system:unauthenticated") < 0) {
-                        api_reply_text(r->req, 500, "Internal Error: out of memory\n");
+                        return api_webhook_review_token(a, token);
+                if (k == -EACCES)
+                        return unauthorized(a);
+                if (k < 0) {
+                        api_auth_refuse(a, 500, "Internal Error: out of memory\n");
                         return -ENOMEM;
                 }
                 return 0;
         }
-        unauthorized(r);
-        return -EACCES;
+        if (a->s->o->anonymous_auth) {
+                a->user.name = strdup("system:anonymous");
+                if (!a->user.name || strv_extend(&a->user.groups, "system:unauthenticated") < 0) {
+                        api_auth_refuse(a, 500, "Internal Error: out of memory\n");
+                        return -ENOMEM;
+                }
+                return 0;
+        }
+        return unauthorized(a);
+}
+
+int api_auth_start(struct api_auth *a, SSL *ssl, const char *authorization) {
+        int k = authenticate(a, ssl, authorization);
+
+        if (k < 0)
+                return k; /* refused, or a TokenReview in flight (it authorizes when back) */
+        return api_auth_authorize(a);
 }
 
 /* ---------------------------------------------------------------- authorization */
@@ -346,25 +373,26 @@ const char *api_request_verb(enum evhttp_cmd_type method, const char *path) {
         return api_verb(method);
 }
 
-int api_authorize(struct api_request *r) {
-        const char *verb = api_request_verb(r->method, r->path), *sub = api_subresource(r->path);
+int api_auth_authorize(struct api_auth *a) {
+        const char *verb = api_request_verb(a->method, a->path), *sub = api_subresource(a->path);
         int k;
 
-        if (streq(r->s->o->authorization_mode, "AlwaysAllow"))
+        if (streq(a->s->o->authorization_mode, "AlwaysAllow"))
                 return 0;
         /* Webhook: a SubjectAccessReview for (user, verb, nodes/<node>/<subresource>) */
-        if (r->s->client) {
-                k = api_webhook_authorize_cached(r);
+        if (a->s->client) {
+                k = api_webhook_authorize_cached(a);
+                if (k == -EINPROGRESS)
+                        return api_webhook_review_access(a);
                 if (k != -EPERM)
-                        return k; /* allowed, or -EINPROGRESS: to be reviewed */
-                log_v(2, "API: forbidden (cached): user=%s verb=%s subresource=%s path=%s", r->user.name, verb, sub,
-                      r->path);
+                        return k; /* allowed */
+                log_v(2, "API: forbidden (cached): user=%s verb=%s subresource=%s path=%s", a->user.name, verb, sub,
+                      a->path);
         } else
                 log_v(2,
                       "API: forbidden: user=%s verb=%s subresource=%s path=%s: Webhook authorization without an API "
                       "server",
-                      r->user.name, verb, sub, r->path);
-        api_reply_text(r->req, 403, "Forbidden (user=%s, verb=%s, resource=%s, subresource(s)=[%s])\n", r->user.name,
-                       verb, "nodes", sub);
-        return -EPERM;
+                      a->user.name, verb, sub, a->path);
+        return api_auth_refuse(a, 403, "Forbidden (user=%s, verb=%s, resource=%s, subresource(s)=[%s])\n", a->user.name,
+                               verb, "nodes", sub);
 }

@@ -402,6 +402,7 @@ static void on_stream_url(const struct cri_reply *reply, void *userdata) {
         /* take the connection over from evhttp: it never answers this request; freeing the connection
          * (proxy_free) frees the request with it */
         p->client = evhttp_connection_get_bufferevent(p->evcon);
+        api_conn_set_raw(p->s, p->evcon); /* the connection's gate lets everything through from now */
         bufferevent_set_timeouts(p->client, NULL, NULL);
         bufferevent_setcb(p->client, on_read, on_write, on_event, p);
         bufferevent_setwatermark(p->client, EV_WRITE, 0, 0);

@@ -432,6 +432,153 @@ def test_streaming_proxy_needs_an_upgrade(api, runtime):
     assert out.get(1) == b"hi\n", out
 
 
+# ---------------------------------------------------------------- 3, 4: connection limits and deadlines
+
+def tcp(port, source="127.0.0.1", timeout=30):
+    return socket.create_connection(("127.0.0.1", port), timeout=timeout, source_address=(source, 0))
+
+
+def closed_within(sock, seconds):
+    """True if the peer closes the connection (or resets it) within seconds; False if it is still open."""
+    sock.settimeout(seconds)
+    try:
+        while True:
+            if not sock.recv(65536):
+                return True
+    except socket.timeout:
+        return False
+    except OSError:
+        return True
+
+
+def test_idle_connections_do_not_lock_anyone_out(api):
+    # 600 connections that never start TLS, from one address: before, the 513th connection made every request
+    # answer 503, whoever sent it
+    idle = []
+    for _ in range(600):
+        try:
+            idle.append(tcp(api.k.port))
+        except OSError:
+            break
+    try:
+        other = Client(api.k.port, cert=api.admin_cert)
+        s = other.context().wrap_socket(tcp(api.k.port, source="127.0.0.2"), server_hostname="127.0.0.1")
+        assert tls_get(s, "/pods") == 200
+        s.close()
+        # one address holds at most its share: most of the 600 were closed at once
+        closed = sum(1 for s in idle[-100:] if closed_within(s, 0.5))
+        assert closed >= 90, f"only {closed} of the last 100 connections from one address were refused"
+        # and the rest are dropped when their TLS handshake does not come (10 s)
+        t0 = time.monotonic()
+        assert closed_within(idle[0], 60) and time.monotonic() - t0 < 30, "an idle connection stayed open"
+    finally:
+        for s in idle:
+            s.close()
+
+
+def test_slow_request_heads_are_cut_off(api):
+    # a TLS client that dribbles its request head, a byte every 2 s (each byte reset the 60 s idle timeout)
+    ctx = Client(api.k.port, cert=api.admin_cert).context()
+    s = ctx.wrap_socket(tcp(api.k.port), server_hostname="127.0.0.1")
+    s.sendall(b"GET /pods HTTP/1.1\r\n")
+    t0 = time.monotonic()
+    closed = False
+    try:
+        while time.monotonic() - t0 < 60:
+            s.sendall(b"X")
+            if closed_within(s, 2):
+                closed = True
+                break
+    except OSError:
+        closed = True
+    elapsed = time.monotonic() - t0
+    s.close()
+    assert closed and elapsed < 45, f"a request head dribbled for {elapsed:.0f} s was not cut off"
+    # the same on the plain ports (healthz here)
+    p = tcp(api.k.healthz_port)
+    p.sendall(b"GET /healthz HTTP/1.1\r\n")
+    t0 = time.monotonic()
+    closed = False
+    try:
+        while time.monotonic() - t0 < 60:
+            p.sendall(b"X")
+            if closed_within(p, 2):
+                closed = True
+                break
+    except OSError:
+        closed = True
+    p.close()
+    assert closed and time.monotonic() - t0 < 45
+
+
+def test_no_body_is_read_before_authentication(api):
+    # an anonymous client announces a 1 MB body: it is answered 401 from the head, and nothing of the body is read
+    s = api.anon.raw_socket(timeout=30)
+    s.sendall(b"POST /run/default/x/c HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\n"
+              b"Content-Length: 1000000\r\n\r\n")
+    s.settimeout(20)
+    head = b""
+    try:
+        while b"\r\n\r\n" not in head:
+            chunk = s.recv(4096)
+            if not chunk:
+                break
+            head += chunk
+    except socket.timeout:
+        pass
+    s.close()
+    assert head.startswith(b"HTTP/1.1 401"), f"no 401 before the body: {head[:100]!r}"
+
+
+def test_every_port_has_connection_limits(api):
+    # the read-only and healthz ports cap connections per address too: a flood from one address does not take
+    # them from others
+    for port in (api.readonly.port, api.k.healthz_port):
+        flood = []
+        for _ in range(300):
+            try:
+                flood.append(tcp(port, source="127.0.0.3"))
+            except OSError:
+                break
+        try:
+            closed = sum(1 for s in flood[-100:] if closed_within(s, 0.5))
+            assert closed >= 90, f"port {port}: only {closed} of the last 100 connections from one address refused"
+            s = tcp(port, source="127.0.0.4")
+            s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+            assert s.recv(12) == b"HTTP/1.1 200"
+            s.close()
+        finally:
+            for s in flood:
+                s.close()
+
+
+def test_request_side_is_not_read_while_a_long_answer_streams(api, runtime):
+    api.k.write("follow.yaml", pod_manifest("follow", [("c", ["sh", "-c", "while true; do echo tick; sleep 1; done"])],
+                                            grace=1))
+    pod = f"follow-{NODE}"
+    wait_for(lambda: api.admin.get(f"/containerLogs/default/{pod}/c?limitBytes=4")[:2] == (200, "tick"), 60,
+             interval=0.2, msg="the log")
+    s = start_request(api, f"/containerLogs/default/{pod}/c?follow=true")
+    assert s.recv(12) == b"HTTP/1.1 200"
+    pid = api.k.proc.pid
+    before = rss_kib(pid)
+    # 32 MiB more on the request side while the follow streams: before, evhttp read all of it into memory
+    junk = b"J" * (1 << 20)
+    s.settimeout(10)
+    sent = 0
+    try:
+        for _ in range(32):
+            s.sendall(junk)
+            sent += len(junk)
+    except (socket.timeout, OSError):
+        pass  # the kubelet stopped reading (or dropped us): what we want
+    time.sleep(1)
+    grown = rss_kib(pid) - before
+    s.close()
+    assert grown < 8 * 1024, f"the kubelet grew by {grown // 1024} MiB while a client sent {sent >> 20} MiB"
+    assert api.admin.get("/healthz")[0] == 200
+
+
 # ---------------------------------------------------------------- 3: the open files limit
 
 def test_open_files_limit_is_raised(kubelet_factory):
