@@ -5,7 +5,7 @@ set -euo pipefail
 pkgs=(
         # build
         gcc meson ninja-build pkg-config protobuf-c-compiler libprotobuf-c-dev libnghttp2-dev
-        libcurl4-openssl-dev libyaml-dev libjansson-dev libevent-dev libssl-dev libcmocka-dev zlib1g-dev
+        libcurl4-openssl-dev libyaml-dev libjansson-dev libevent-dev libssl-dev libcmocka-dev zlib1g-dev libhttp-parser-dev
         clang-format   # the format check of tests/run.sh (.clang-format)
         libsystemd-dev
         # runtime

@@ -4,10 +4,12 @@
  * two meet: the API server reads the kubelet through the host interface filled here (server.h), so neither
  * includes the other. */
 
+#include <errno.h>
 #include <event2/event.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "basic/error.h"
 #include "basic/daemon.h"
@@ -16,6 +18,19 @@
 #include "options/options.h"
 #include "server/server.h"
 #include "volumemanager/volumemanager.h"
+
+/* Connections, followed logs, pods' files: the kubelet needs more descriptors than a shell's default soft limit
+ * (1024). Raise the soft limit to the hard one, as Go does for every program since 1.19. */
+static void raise_open_files_limit(void) {
+        struct rlimit rl;
+
+        if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur >= rl.rlim_max)
+                return;
+        rl.rlim_cur = rl.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+                log_warning("cannot raise the open files limit (RLIMIT_NOFILE) to %llu: %s",
+                            (unsigned long long) rl.rlim_max, strerror(errno));
+}
 
 static void on_signal(evutil_socket_t sig, short what, void *userdata) {
         struct event_base *base = userdata;
@@ -187,6 +202,7 @@ int main(int argc, char **argv) {
                 log_set_format(f);
         }
         signal(SIGPIPE, SIG_IGN);
+        raise_open_files_limit();
 
         base = event_base_new();
         if (!base) {

@@ -343,3 +343,13 @@ int pod_set_add(struct pod_set *s, struct pod *p) {
         s->pods[s->n++] = p;
         return 0;
 }
+
+bool pod_uid_is_valid(const char *uid) {
+        size_t n = uid ? strlen(uid) : 0;
+
+        if (n == 0 || n > 128)
+                return false;
+        if (!((uid[0] >= 'a' && uid[0] <= 'z') || (uid[0] >= 'A' && uid[0] <= 'Z') || (uid[0] >= '0' && uid[0] <= '9')))
+                return false;
+        return strspn(uid, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") == n;
+}

@@ -386,6 +386,14 @@ int pod_validate(const struct pod *p, struct field_errors *errs);
  * document order; NULL when none. For the kubelet to say once. */
 int pod_unsupported_fields(const struct pod *pod, char ***ret);
 
+/* Whether uid can name the pod's directories (<root-dir>/pods/<uid>, /var/log/pods/<ns>_<name>_<uid>): 1 to 128
+ * characters out of [A-Za-z0-9._-], the first alphanumeric (UUIDs and static pods' md5 hex are). The apiserver
+ * does not check UIDs; the kubelet must, since it joins them to paths. */
+bool pod_uid_is_valid(const char *uid);
+#define POD_UID_INVALID_MSG                                                                                         \
+        "a pod UID must consist of alphanumeric characters, '-', '_' or '.', start with an alphanumeric character " \
+        "and be at most 128 characters long"
+
 /* Full name used by the kubelet for logs and uniqueness: "name_namespace". */
 char *pod_full_name(const struct pod *p);
 /* The pod's hostname (GeneratePodHostNameAndDomain): spec.hostname or its name, truncated to 63 characters,

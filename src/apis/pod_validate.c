@@ -112,6 +112,9 @@ static void validate_metadata(struct vctx *c, const struct pod *p) {
         else
                 val_check_name(c, "metadata.name", p->name, check_dns1123_subdomain);
 
+        if (!isempty(p->uid) && !pod_uid_is_valid(p->uid))
+                val_invalid_str(c, "metadata.uid", p->uid, POD_UID_INVALID_MSG);
+
         if (isempty(p->namespace_))
                 val_required(c, "metadata.namespace", NULL);
         else

@@ -22,14 +22,16 @@ int read_full_file_at(int dirfd, const char *path, size_t max_size, char **ret_d
         size_t size = 0, alloc = 0;
         struct stat st;
 
-        fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
         if (fd < 0)
                 return negative_errno();
         if (fstat(fd, &st) < 0)
                 return negative_errno();
         if (S_ISDIR(st.st_mode))
                 return -EISDIR;
-        if (S_ISREG(st.st_mode) && (uint64_t) st.st_size > max_size)
+        if (!S_ISREG(st.st_mode))
+                return -EBADFD;
+        if ((uint64_t) st.st_size > max_size)
                 return -EFBIG;
         for (;;) {
                 ssize_t n;
@@ -130,4 +132,40 @@ int openat2_beneath(int rootfd, const char *rel, uint64_t flags) {
                         continue;
                 return negative_errno();
         }
+}
+
+int fd_verify_regular(int fd) {
+        struct stat st;
+
+        if (fstat(fd, &st) < 0)
+                return negative_errno();
+        if (S_ISDIR(st.st_mode))
+                return -EISDIR;
+        if (S_ISLNK(st.st_mode))
+                return -ELOOP;
+        if (!S_ISREG(st.st_mode))
+                return -EBADFD;
+        return 0;
+}
+
+int open_regular_beneath(int rootfd, const char *rel) {
+        struct open_how how = {
+                .flags = O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC,
+                .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+        };
+        _cleanup_close_ int fd = -EBADF;
+        int r;
+
+        for (int attempt = 0;; attempt++) {
+                fd = (int) syscall(SYS_openat2, rootfd, rel, &how, sizeof(how));
+                if (fd >= 0)
+                        break;
+                if ((errno == EAGAIN || errno == EINTR) && attempt < 8)
+                        continue;
+                return negative_errno();
+        }
+        r = fd_verify_regular(fd);
+        if (r < 0)
+                return r;
+        return TAKE_FD(fd);
 }

@@ -8,7 +8,9 @@
 
 #include "basic/macro.h"
 
-/* Read a whole file, refusing files larger than max_size (-EFBIG). Result is NUL-terminated. */
+/* Read a whole regular file, refusing files larger than max_size (-EFBIG). Result is NUL-terminated. Opened
+ * O_NONBLOCK, and anything but a regular file is refused (stat_verify_regular's errors), so that a FIFO or a
+ * device put where a file is expected cannot block the caller. */
 int read_full_file(const char *path, size_t max_size, char **ret_data, size_t *ret_size);
 /* The same, path relative to the directory dirfd (or AT_FDCWD). */
 int read_full_file_at(int dirfd, const char *path, size_t max_size, char **ret_data, size_t *ret_size);
@@ -20,3 +22,13 @@ int mkdir_p(const char *path, int mode);
  * out of it fail with -EXDEV) and never through /proc magic links; flags as open(2), O_CLOEXEC always added.
  * Retries a few times on EAGAIN (a concurrent rename raced with the ".." check). */
 int openat2_beneath(int rootfd, const char *rel, uint64_t flags);
+
+/* 0 for a regular file; -EISDIR (a directory), -ELOOP (a symlink) or -EBADFD (anything else: FIFO, socket,
+ * device), as systemd's stat_verify_regular. */
+int fd_verify_regular(int fd);
+
+/* Open for reading a regular file below rootfd in a tree that someone else (a pod) may write: never outside it,
+ * through no symlink at all (RESOLVE_NO_SYMLINKS: neither the last component nor a directory on the way), with
+ * O_NONBLOCK|O_NOFOLLOW|O_NOCTTY so that a FIFO or a device in its place cannot block, and only a regular file
+ * (fd_verify_regular's errors). The fd, or a negative errno. */
+int open_regular_beneath(int rootfd, const char *rel);

@@ -124,24 +124,42 @@ static void watch_finish(struct kube_request *r) {
         done(rc, status, error ? error : "", ud);
 }
 
+int kube_watch_parse_event(const char *line, size_t n, json_t **ret_event, char **ret_error) {
+        json_error_t jerr;
+        json_auto_t *ev = NULL;
+
+        while (n > 0 && (line[n - 1] == '\r' || line[n - 1] == ' '))
+                n--;
+        if (n == 0) {
+                *ret_event = NULL;
+                return 0;
+        }
+        ev = json_loadb(line, n, 0, &jerr);
+        if (!json_string_value(json_object_get(ev, "type")) || !json_is_object(json_object_get(ev, "object"))) {
+                if (asprintf(ret_error, "a watch event that is not {type, object}: %s",
+                             ev ? "missing fields" : jerr.text) < 0)
+                        *ret_error = NULL;
+                return -EBADMSG;
+        }
+        *ret_event = TAKE_PTR(ev);
+        return 0;
+}
+
 /* Deliver one line; false when the watch is gone (cancelled inside the callback) or broken. */
 static bool deliver_line(struct kube_request *r, const char *line, size_t n) {
-        json_error_t jerr;
+        _cleanup_free_ char *why = NULL;
         json_auto_t *ev = NULL;
         json_t *obj;
         const char *type;
 
-        while (n > 0 && (line[n - 1] == '\r' || line[n - 1] == ' '))
-                n--;
-        if (n == 0)
-                return true;
-        ev = json_loadb(line, n, 0, &jerr);
+        if (kube_watch_parse_event(line, n, &ev, &why) >= 0 && !ev)
+                return true; /* an empty line */
         type = json_string_value(json_object_get(ev, "type"));
         obj = json_object_get(ev, "object");
-        if (!type || !json_is_object(obj)) {
+        if (!ev) {
                 char *msg = NULL;
-                if (asprintf(&msg, "GET %s%s: a watch event that is not {type, object}: %s",
-                             r->client ? r->client->server : "", r->path, ev ? "missing fields" : jerr.text) < 0)
+                if (asprintf(&msg, "GET %s%s: %s", r->client ? r->client->server : "", r->path,
+                             why ? why : "a watch event that is not {type, object}") < 0)
                         msg = NULL;
                 if (r->client)
                         kube_request_release_easy(r);

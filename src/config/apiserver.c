@@ -159,6 +159,13 @@ static void deliver(struct api_source *s) {
                         continue;
                 }
                 field_errors_done(&errs);
+                if (!pod_uid_is_valid(p->uid)) {
+                        /* the UID names directories: never one that walks out of them */
+                        log_error("api source: pod %s cannot be used: metadata.uid: Invalid value: \"%s\": %s",
+                                  s->pods[i].key, strna(p->uid), POD_UID_INVALID_MSG);
+                        pod_free(p);
+                        continue;
+                }
                 if (pod_apply_defaults_checked(p) < 0 ||
                     strmap_set(&p->annotations, ANNOTATION_CONFIG_SOURCE, CONFIG_SOURCE_API) < 0) {
                         pod_free(p);

@@ -150,23 +150,9 @@ static void deliver(struct grpc_call *p) {
                 pending_free(p);
                 return;
         }
-        if (p->final_status == GRPC_OK && !p->msg_cb) {
-                /* exactly one length-prefixed, uncompressed message */
-                uint32_t len = 0;
-                if (p->resp_len < GRPC_FRAME_HEADER || p->resp[0] != 0 ||
-                    (len = grpc_frame_length(p->resp)) != p->resp_len - GRPC_FRAME_HEADER) {
-                        reply.grpc_status = GRPC_INTERNAL;
-                        reply.message = p->resp_len >= GRPC_FRAME_HEADER && p->resp[0] != 0
-                                                ? "compressed response not supported"
-                                                : "malformed gRPC response framing";
-                } else {
-                        msg = protobuf_c_message_unpack(p->resp_desc, NULL, len, p->resp + GRPC_FRAME_HEADER);
-                        if (!msg) {
-                                reply.grpc_status = GRPC_INTERNAL;
-                                reply.message = "cannot decode the response message";
-                        }
-                }
-        }
+        if (p->final_status == GRPC_OK && !p->msg_cb &&
+            grpc_decode_reply(p->resp, p->resp_len, p->resp_desc, &msg, &reply.message) < 0)
+                reply.grpc_status = GRPC_INTERNAL;
         reply.r = grpc_status_to_errno(reply.grpc_status);
         reply.msg = msg;
         reply.duration_usec = now_usec() - p->start_usec;

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,4 +82,22 @@ char *grpc_percent_encode(const char *s) {
         }
         *o = '\0';
         return out;
+}
+
+int grpc_decode_reply(const uint8_t *body, size_t len, const ProtobufCMessageDescriptor *desc, ProtobufCMessage **ret,
+                      const char **ret_why) {
+        ProtobufCMessage *msg;
+
+        if (len < GRPC_FRAME_HEADER || body[0] != 0 || grpc_frame_length(body) != len - GRPC_FRAME_HEADER) {
+                *ret_why = len >= GRPC_FRAME_HEADER && body[0] != 0 ? "compressed response not supported"
+                                                                    : "malformed gRPC response framing";
+                return -EBADMSG;
+        }
+        msg = protobuf_c_message_unpack(desc, NULL, len - GRPC_FRAME_HEADER, body + GRPC_FRAME_HEADER);
+        if (!msg) {
+                *ret_why = "cannot decode the response message";
+                return -EBADMSG;
+        }
+        *ret = msg;
+        return 0;
 }

@@ -3,6 +3,7 @@
 
 /* Pure helpers of the gRPC-over-HTTP/2 wire format (PROTOCOL-HTTP2.md in grpc/grpc). */
 
+#include <protobuf-c/protobuf-c.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -21,3 +22,8 @@ void grpc_format_timeout(uint64_t usec, char *buf, size_t size);
 char *grpc_percent_decode(const char *s, size_t len);
 /* Percent-encode a grpc-message: bytes outside 0x20..0x7E and '%' become %XX. NULL on OOM. */
 char *grpc_percent_encode(const char *s);
+
+/* The body of a unary reply: exactly one length-prefixed, uncompressed message of type desc. 0 and the message
+ * (free with protobuf_c_message_free_unpacked), or -EBADMSG and why in *ret_why (a static string). */
+int grpc_decode_reply(const uint8_t *body, size_t len, const ProtobufCMessageDescriptor *desc, ProtobufCMessage **ret,
+                      const char **ret_why);

@@ -147,7 +147,8 @@ static void client_cert_updated(void *userdata, const struct cert_pair *pair) {
                 credentials_attempt(k);
                 return;
         }
-        if (kube_client_set_client_cert(k->client, pair->cert_pem, pair->key_pem) < 0)
+        if (kube_client_set_client_cert(k->client, pair->cert_pem, pair->key_pem) < 0 ||
+            kube_client_set_client_cert(k->heartbeat_client, pair->cert_pem, pair->key_pem) < 0)
                 log_error("cannot hand the new client certificate %s to the API client", pair->path);
         else
                 log_info("certificate rotation detected, shutting down client connections to start using new "
@@ -239,17 +240,28 @@ static int load_cluster(struct kubelet *k, struct kube_config *ret, bool *ret_fr
 /* the API client with PAIR (NULL: the kubeconfig's own certificate), then the API parts. A failure to make the
  * client leaves k->api_started false and may be retried; one of the API parts (out of memory) is not. */
 static int start_with(struct kubelet *k, struct kube_config *kc, const struct cert_pair *pair) {
-        struct kube_client *c = NULL;
+        /* upstream's heartbeatClient: no rate limit, the lease duration as its timeout */
+        struct kube_client_options ho = {
+                .qps = -1,
+                .timeout_usec = (uint64_t) k->opts->node_lease_duration_seconds * USEC_PER_SEC,
+        };
+        struct kube_client *c = NULL, *hb = NULL;
         int r;
 
         r = make_client(k, kc, &c);
+        if (r >= 0)
+                r = kube_client_new(k->base, kc, &ho, &hb);
         if (r >= 0 && pair)
                 r = kube_client_set_client_cert(c, pair->cert_pem, pair->key_pem);
+        if (r >= 0 && pair)
+                r = kube_client_set_client_cert(hb, pair->cert_pem, pair->key_pem);
         if (r < 0) {
                 kube_client_free(c);
+                kube_client_free(hb);
                 return log_error_errno(r, "cannot set up the API server client: %s", strerror(-r));
         }
         k->client = c;
+        k->heartbeat_client = hb;
         k->bootstrap_client = kube_client_free(k->bootstrap_client);
         k->creds_failures = 0;
         k->api_started = true;

@@ -131,6 +131,7 @@ struct kubelet {
 
         /* with --kubeconfig */
         struct kube_client *client;
+        struct kube_client *heartbeat_client; /* the node's status updates and lease (upstream's heartbeatClient) */
         struct node_manager *node;
         struct status_manager *status;
         struct mirror_manager *mirror;

@@ -1384,6 +1384,7 @@ int kubelet_api_start(struct kubelet *k) {
 
         assert(k->client && k->node);
         node_manager_set_client(k->node, k->client);
+        node_manager_set_heartbeat_client(k->node, k->heartbeat_client);
         r = status_manager_new(k->base, k->client, &k->status);
         if (r < 0)
                 return r;
@@ -1572,6 +1573,7 @@ struct kubelet *kubelet_free(struct kubelet *k) {
         while (k->deletes)
                 api_delete_free(k->deletes);
         k->client = kube_client_free(k->client);
+        k->heartbeat_client = kube_client_free(k->heartbeat_client);
         pod_set_done(&k->desired);
         strv_free(k->rejected);
         strv_free(k->api_deleted);

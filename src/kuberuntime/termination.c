@@ -70,7 +70,7 @@ static int read_at_most(const char *path, size_t max, char **ret) {
         size_t len = 0;
         int fd;
 
-        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | O_NOFOLLOW);
         if (fd < 0)
                 return -errno;
         if (fstat(fd, &sb) < 0) {
@@ -107,9 +107,14 @@ static int read_log_tail(const char *log_path, char **ret) {
 
         if (isempty(log_path))
                 return -ENOENT;
-        fd = open(log_path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        fd = open(log_path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
         if (fd < 0)
                 return -errno;
+        r = fd_verify_regular(fd);
+        if (r < 0) {
+                close(fd);
+                return r;
+        }
         out = evbuffer_new();
         if (!out) {
                 close(fd);

@@ -29,12 +29,16 @@
 #define READ_BLOCK (64 * 1024)
 /* Bytes of a line start read to classify it while scanning backwards (timestamp, stream, tag). */
 #define HEADER_MAX 256
-/* File bytes decoded by a follower per loop iteration. */
-#define PUMP_MAX (1024 * 1024)
+/* File bytes decoded by a follower per loop iteration: a step is well under a millisecond's work. */
+#define PUMP_MAX (128 * 1024)
+/* File bytes scanned backwards per loop iteration while looking for where the last tail_lines lines start. */
+#define TAIL_SCAN_STEP (256 * 1024)
 /* Joined line buffers bigger than this are released when the line is done. */
 #define PENDING_KEEP (64 * 1024)
 
 #define FOLLOW_PERIOD_SEC 1
+#define WATCH_MASK (IN_MODIFY | IN_CLOSE_WRITE | IN_MOVE_SELF | IN_DELETE_SELF)
+#define WATCH_DIR_MASK (IN_CREATE | IN_MOVED_TO | IN_ONLYDIR)
 /* After a rotation the runtime may still flush into the old file for a moment (containerd's old writer drains its
  * pipe when it is replaced): the old file is read until its writer closed it, or this long at most. */
 #define ROTATION_GRACE_USEC (5 * USEC_PER_SEC)
@@ -580,30 +584,33 @@ static int classify(int fd, const char *blk, uint64_t blk_start, uint64_t blk_en
         return 0;
 }
 
-int logs_tail_offset(int fd, uint64_t size, int64_t tail_lines, uint64_t *ret_offset) {
+void logs_tail_scan_init(struct logs_tail_scan *t, uint64_t size, int64_t tail_lines) {
+        *t = (struct logs_tail_scan) { .size = size, .tail_lines = tail_lines, .right = size, .e = size };
+        if (tail_lines < 0) {
+                t->done = true;
+                t->offset = 0;
+        } else if (tail_lines == 0 || size == 0) {
+                t->done = true;
+                t->offset = size;
+        }
+}
+
+/* Lines end at F lines; unfinished P lines at the very end count as one more line. The start is the end of the
+ * (tail_lines+1)-th F line from the end. The file is read backwards one block at a time; a step reads blocks
+ * until budget bytes were read, so a file of nothing but partial lines is scanned a piece per loop iteration. */
+int logs_tail_scan_step(int fd, struct logs_tail_scan *t, size_t budget) {
         _cleanup_free_ char *buf = NULL;
-        uint64_t right = size, e = size;
-        int64_t count = 0;
-        bool seen_full = false, dangling = false;
+        size_t used = 0;
         int r;
 
-        if (tail_lines < 0) {
-                *ret_offset = 0;
-                return 0;
-        }
-        if (tail_lines == 0 || size == 0) {
-                *ret_offset = size;
-                return 0;
-        }
+        if (t->done)
+                return 1;
         buf = malloc(READ_BLOCK);
         if (!buf)
                 return -ENOMEM;
-
-        /* Lines end at F lines; unfinished P lines at the very end count as one more line. The start is
-         * the end of the (tail_lines+1)-th F line from the end. */
-        for (;;) {
-                uint64_t left = right > READ_BLOCK ? right - READ_BLOCK : 0;
-                size_t blen = (size_t) (right - left), i = blen;
+        while (used < budget) {
+                uint64_t left = t->right > READ_BLOCK ? t->right - READ_BLOCK : 0;
+                size_t blen = (size_t) (t->right - left), i = blen;
                 ssize_t n;
 
                 if (blen > 0) {
@@ -612,6 +619,8 @@ int logs_tail_offset(int fd, uint64_t size, int64_t tail_lines, uint64_t *ret_of
                                 return (int) n;
                         if ((size_t) n != blen)
                                 return -EIO; /* truncated while reading */
+                        used += blen;
+                        t->scanned += blen;
                 }
                 for (;;) {
                         char *nl = i > 0 ? memrchr(buf, '\n', i) : NULL;
@@ -625,31 +634,47 @@ int logs_tail_offset(int fd, uint64_t size, int64_t tail_lines, uint64_t *ret_of
                                 s = 0; /* the first line of the file */
                         else
                                 break;
-                        if (s < e) {
-                                r = classify(fd, buf, left, right, s, e, &k);
+                        if (s < t->e) {
+                                r = classify(fd, buf, left, t->right, s, t->e, &k);
                                 if (r < 0)
                                         return r;
                                 if (k == LINE_FULL) {
-                                        if (count == tail_lines) {
-                                                *ret_offset = e;
-                                                return 0;
+                                        if (t->count == t->tail_lines) {
+                                                t->offset = t->e;
+                                                t->done = true;
+                                                return 1;
                                         }
-                                        count++;
-                                        seen_full = true;
-                                } else if (k == LINE_PARTIAL && !seen_full && !dangling) {
-                                        dangling = true;
-                                        count++;
+                                        t->count++;
+                                        t->seen_full = true;
+                                } else if (k == LINE_PARTIAL && !t->seen_full && !t->dangling) {
+                                        t->dangling = true;
+                                        t->count++;
                                 }
-                                e = s;
+                                t->e = s;
                         }
                         if (s == 0)
                                 break;
                 }
-                if (left == 0)
-                        break;
-                right = left;
+                if (left == 0) {
+                        t->offset = 0;
+                        t->done = true;
+                        return 1;
+                }
+                t->right = left;
         }
-        *ret_offset = 0;
+        return 0;
+}
+
+int logs_tail_offset(int fd, uint64_t size, int64_t tail_lines, uint64_t *ret_offset) {
+        struct logs_tail_scan t;
+        int r;
+
+        logs_tail_scan_init(&t, size, tail_lines);
+        while ((r = logs_tail_scan_step(fd, &t, SIZE_MAX)) == 0)
+                ;
+        if (r < 0)
+                return r;
+        *ret_offset = t.offset;
         return 0;
 }
 
@@ -686,13 +711,142 @@ int logs_read(int fd, const struct logs_options *o, struct evbuffer *out, struct
 
 /* ---- following ---- */
 
+/* One inotify instance for every follower on a loop: an instance per follower would meet the per-user limit
+ * (fs.inotify.max_user_instances, 128 by default, shared with every other process of the user) with a few
+ * hundred `kubectl logs -f`. A watch descriptor is shared by the followers of the same file (inotify gives
+ * one per inode and instance); it is removed with its last follower. Events only kick the followers: they run
+ * from their own timers, so that a follower freed by its done() never disturbs the hub's loop. */
+struct hub_watch {
+        int wd;
+        struct logs_follower *f;
+};
+
+struct inotify_hub {
+        struct event_base *base;
+        int fd;
+        struct event *io;
+        struct hub_watch *w;
+        size_t n, allocated, users;
+        struct inotify_hub *next;
+};
+
+static struct inotify_hub *hubs;
+
+static void follower_notified(struct logs_follower *f, const struct inotify_event *e);
+
+static void on_hub_event(evutil_socket_t fd, short what, void *userdata) {
+        struct inotify_hub *h = userdata;
+        char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+
+        /* bounded: if more is queued the fd stays readable */
+        for (int i = 0; i < 16; i++) {
+                ssize_t n = read(h->fd, buf, sizeof(buf));
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        break; /* EAGAIN */
+                }
+                if (n == 0)
+                        break;
+                for (char *p = buf; p < buf + n;) {
+                        const struct inotify_event *e = (const struct inotify_event *) p;
+                        for (size_t j = 0; j < h->n; j++)
+                                if (h->w[j].wd == e->wd || (e->mask & IN_Q_OVERFLOW))
+                                        follower_notified(h->w[j].f, e);
+                        p += sizeof(struct inotify_event) + e->len;
+                }
+        }
+}
+
+static struct inotify_hub *hub_ref(struct event_base *base) {
+        struct inotify_hub *h;
+
+        for (h = hubs; h; h = h->next)
+                if (h->base == base) {
+                        h->users++;
+                        return h;
+                }
+        h = calloc(1, sizeof(*h));
+        if (!h)
+                return NULL;
+        h->base = base;
+        h->fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+        if (h->fd < 0) {
+                free(h);
+                return NULL;
+        }
+        h->io = event_new(base, h->fd, EV_READ | EV_PERSIST, on_hub_event, h);
+        if (!h->io || event_add(h->io, NULL) < 0) {
+                if (h->io)
+                        event_free(h->io);
+                close(h->fd);
+                free(h);
+                return NULL;
+        }
+        h->users = 1;
+        h->next = hubs;
+        hubs = h;
+        return h;
+}
+
+static void hub_unref(struct inotify_hub *h) {
+        if (!h || --h->users > 0)
+                return;
+        for (struct inotify_hub **p = &hubs; *p; p = &(*p)->next)
+                if (*p == h) {
+                        *p = h->next;
+                        break;
+                }
+        event_free(h->io);
+        close(h->fd);
+        free(h->w);
+        free(h);
+}
+
+/* watch path for f; the wd, or a negative errno */
+static int hub_watch(struct inotify_hub *h, const char *path, uint32_t mask, struct logs_follower *f) {
+        int wd;
+
+        if (h->n == h->allocated) {
+                size_t a = h->allocated ? h->allocated * 2 : 16;
+                struct hub_watch *w = realloc(h->w, a * sizeof(*w));
+                if (!w)
+                        return -ENOMEM;
+                h->w = w;
+                h->allocated = a;
+        }
+        wd = inotify_add_watch(h->fd, path, mask);
+        if (wd < 0)
+                return negative_errno();
+        h->w[h->n++] = (struct hub_watch) { .wd = wd, .f = f };
+        return wd;
+}
+
+static void hub_unwatch(struct inotify_hub *h, int wd, struct logs_follower *f) {
+        bool shared = false;
+
+        if (!h || wd < 0)
+                return;
+        for (size_t i = 0; i < h->n;) {
+                if (h->w[i].f == f && h->w[i].wd == wd) {
+                        h->w[i] = h->w[--h->n];
+                        continue;
+                }
+                if (h->w[i].wd == wd)
+                        shared = true;
+                i++;
+        }
+        if (!shared)
+                (void) inotify_rm_watch(h->fd, wd); /* may be gone already */
+}
+
 struct logs_follower {
         struct event_base *base;
         char *path;
         int fd;
         dev_t dev;
         ino_t ino;
-        int inotify_fd;
+        struct inotify_hub *hub; /* NULL when not following */
         int wd;
         int wd_dir;             /* the directory: a new file at the path */
         char *name;             /* the file's name in it */
@@ -707,13 +861,15 @@ struct logs_follower {
         logs_done_t done;
         void *userdata;
         bool asked;          /* still_running() asked at least once */
-        bool draining;       /* not running any more: read to the end, then done */
+        bool draining;       /* not running any more: read to drain_end, then done */
+        uint64_t drain_end;  /* the size when draining began: a writer that goes on cannot keep it going */
         bool check_rotation; /* the file was moved or deleted */
         bool stopped;
+        bool finished; /* draining: the last lines were decoded; what is left is handing them over */
+        bool blocked;  /* write() said -EAGAIN: nothing is read until logs_follower_resume() */
+        bool scanning; /* looking backwards for where the last tail_lines lines start */
+        struct logs_tail_scan scan;
 };
-
-#define WATCH_MASK (IN_MODIFY | IN_CLOSE_WRITE | IN_MOVE_SELF | IN_DELETE_SELF)
-#define WATCH_DIR_MASK (IN_CREATE | IN_MOVED_TO)
 
 static void follower_kick(struct logs_follower *f) {
         static const struct timeval zero = { 0, 0 };
@@ -726,7 +882,6 @@ static void follower_finish(struct logs_follower *f, int r) {
         void *ud = f->userdata;
 
         f->stopped = true;
-        event_del(f->io);
         event_del(f->timer);
         event_del(f->kick);
         if (r < 0)
@@ -736,6 +891,8 @@ static void follower_finish(struct logs_follower *f, int r) {
                 done(r, ud);
 }
 
+/* Hand the decoded output to write(). -EAGAIN: it takes nothing more now (what it did not take stays here, and
+ * nothing more is read until logs_follower_resume()). */
 static int follower_flush(struct logs_follower *f) {
         while (evbuffer_get_length(f->out) > 0) {
                 struct evbuffer_iovec v;
@@ -743,6 +900,10 @@ static int follower_flush(struct logs_follower *f) {
                 if (evbuffer_peek(f->out, -1, NULL, &v, 1) < 1)
                         break;
                 r = f->write(v.iov_base, v.iov_len, f->userdata);
+                if (r == -EAGAIN) {
+                        f->blocked = true;
+                        return r;
+                }
                 evbuffer_drain(f->out, v.iov_len);
                 if (r < 0)
                         return r;
@@ -768,6 +929,8 @@ static int follower_pump(struct logs_follower *f) {
                 f->c.offset = 0;
                 f->c.line.active = false;
         }
+        if (f->draining && size > f->drain_end)
+                size = MAX(f->drain_end, f->c.offset);
         end = MIN(size, f->c.offset + PUMP_MAX);
         r = decode_range(f->fd, &d, end, false);
         if (r < 0)
@@ -805,9 +968,8 @@ static int follower_reopen(struct logs_follower *f, bool force) {
                 return 0;
 
         log_v(2, "Log file %s was replaced, following the new one", f->path);
-        if (f->wd >= 0)
-                (void) inotify_rm_watch(f->inotify_fd, f->wd); /* may be gone already */
-        wd = inotify_add_watch(f->inotify_fd, f->path, WATCH_MASK);
+        hub_unwatch(f->hub, f->wd, f);
+        wd = f->hub ? hub_watch(f->hub, f->path, WATCH_MASK, f) : -1;
         f->wd = wd; /* on failure the timer still notices new data */
         close(f->fd);
         f->fd = TAKE_FD(fd);
@@ -818,6 +980,8 @@ static int follower_reopen(struct logs_follower *f, bool force) {
         f->check_rotation = false;
         f->old_closed = false;
         f->replaced_usec = 0;
+        if (f->draining)
+                f->drain_end = st.st_size > 0 ? (uint64_t) st.st_size : 0; /* the new file as it is now */
         return 1;
 }
 
@@ -827,7 +991,32 @@ enum step_result { STEP_WAIT, STEP_AGAIN, STEP_DONE };
 static enum step_result follower_step_internal(struct logs_follower *f, bool tick, int *ret) {
         int r;
 
+        if (f->blocked) {
+                /* the consumer takes nothing now: what was decoded waits, nothing more is read */
+                r = follower_flush(f);
+                if (r == -EAGAIN)
+                        return STEP_WAIT;
+                if (r < 0) {
+                        *ret = r;
+                        return STEP_DONE;
+                }
+                f->blocked = false;
+        }
+        if (f->scanning) {
+                r = logs_tail_scan_step(f->fd, &f->scan, TAIL_SCAN_STEP);
+                if (r < 0) {
+                        *ret = r;
+                        return STEP_DONE;
+                }
+                if (r == 0)
+                        return STEP_AGAIN;
+                f->scanning = false;
+                f->c.offset = f->scan.offset;
+                return STEP_AGAIN;
+        }
         r = follower_pump(f);
+        if (r == -EAGAIN)
+                return STEP_WAIT;
         if (r < 0) {
                 *ret = r;
                 return STEP_DONE;
@@ -839,8 +1028,9 @@ static enum step_result follower_step_internal(struct logs_follower *f, bool tic
         if (r > 0)
                 return STEP_AGAIN;
 
-        /* caught up with the end of the file */
-        if (f->check_rotation || tick || f->draining) {
+        /* caught up with the end of the file; a follower whose container stopped goes on at once with a file that
+         * replaced it (a rotation) and drains that one too; a read that does not follow ends with its file */
+        if (f->hub && (f->check_rotation || tick || f->draining)) {
                 r = follower_reopen(f, f->draining);
                 if (r < 0) {
                         *ret = r;
@@ -850,25 +1040,37 @@ static enum step_result follower_step_internal(struct logs_follower *f, bool tic
                         return STEP_AGAIN;
         }
         if (f->draining) {
+                /* caught up with drain_end (the pump stopped there): the unterminated rest and the unfinished
+                 * partial lines, then done */
                 struct decoder d = { .o = &f->o, .c = &f->c, .out = f->out };
-                struct stat st;
 
-                if (fstat(f->fd, &st) < 0)
-                        r = negative_errno();
-                else
-                        r = decode_range(f->fd, &d, st.st_size > 0 ? (uint64_t) st.st_size : 0, true);
-                if (r >= 0)
-                        r = finish_all(&d);
-                if (r >= 0)
-                        r = follower_flush(f);
+                if (!f->finished) {
+                        r = decode_range(f->fd, &d, MAX(f->drain_end, f->c.offset), true);
+                        if (r >= 0)
+                                r = finish_all(&d);
+                        if (r < 0) {
+                                *ret = r;
+                                return STEP_DONE;
+                        }
+                        f->finished = true;
+                }
+                r = follower_flush(f);
+                if (r == -EAGAIN)
+                        return STEP_WAIT;
                 *ret = r < 0 ? r : 0;
                 return STEP_DONE;
         }
         if (tick || !f->asked) {
                 f->asked = true;
-                if (f->still_running && !f->still_running(f->userdata)) {
-                        /* read what came in meanwhile, then the unfinished rest */
+                if (!f->hub || (f->still_running && !f->still_running(f->userdata))) {
+                        struct stat st;
+                        /* read what came in meanwhile (up to the size now), then the unfinished rest */
+                        if (fstat(f->fd, &st) < 0) {
+                                *ret = negative_errno();
+                                return STEP_DONE;
+                        }
                         f->draining = true;
+                        f->drain_end = st.st_size > 0 ? (uint64_t) st.st_size : 0;
                         return STEP_AGAIN;
                 }
         }
@@ -900,50 +1102,38 @@ static void on_timer(evutil_socket_t fd, short what, void *userdata) {
         follower_step(userdata, true);
 }
 
-static void on_inotify(evutil_socket_t fd, short what, void *userdata) {
-        struct logs_follower *f = userdata;
-        char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
-
-        /* bounded: if more is queued the fd stays readable */
-        for (int i = 0; i < 16; i++) {
-                ssize_t n = read(f->inotify_fd, buf, sizeof(buf));
-                if (n < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        break; /* EAGAIN */
-                }
-                if (n == 0)
-                        break;
-                for (char *p = buf; p < buf + n;) {
-                        const struct inotify_event *e = (const struct inotify_event *) p;
-                        if (e->mask & IN_Q_OVERFLOW)
-                                f->check_rotation = true;
-                        else if (e->wd == f->wd_dir) {
-                                if (e->len > 0 && streq(e->name, f->name))
-                                        f->check_rotation = true; /* a new file at the path */
-                        } else if (e->wd == f->wd) {
-                                if (e->mask & (IN_MOVE_SELF | IN_DELETE_SELF | IN_IGNORED))
-                                        f->check_rotation = true;
-                                if (e->mask & IN_CLOSE_WRITE)
-                                        f->old_closed = true;
-                        }
-                        p += sizeof(struct inotify_event) + e->len;
-                }
+static void follower_notified(struct logs_follower *f, const struct inotify_event *e) {
+        if (e->mask & IN_Q_OVERFLOW)
+                f->check_rotation = true;
+        else if (e->wd == f->wd_dir) {
+                if (e->len > 0 && streq(e->name, f->name))
+                        f->check_rotation = true; /* a new file at the path */
+        } else if (e->wd == f->wd) {
+                if (e->mask & (IN_MOVE_SELF | IN_DELETE_SELF | IN_IGNORED))
+                        f->check_rotation = true;
+                if (e->mask & IN_CLOSE_WRITE)
+                        f->old_closed = true;
         }
-        follower_step(f, false);
+        if (!f->stopped && !f->blocked)
+                follower_kick(f);
+}
+
+void logs_follower_resume(struct logs_follower *f) {
+        if (!f || f->stopped || !f->blocked)
+                return;
+        follower_kick(f);
 }
 
 struct logs_follower *logs_follower_free(struct logs_follower *f) {
         if (!f)
                 return NULL;
-        if (f->io)
-                event_free(f->io);
+        hub_unwatch(f->hub, f->wd, f);
+        hub_unwatch(f->hub, f->wd_dir, f);
+        hub_unref(f->hub);
         if (f->timer)
                 event_free(f->timer);
         if (f->kick)
                 event_free(f->kick);
-        if (f->inotify_fd >= 0)
-                close(f->inotify_fd);
         if (f->fd >= 0)
                 close(f->fd);
         if (f->out)
@@ -971,7 +1161,7 @@ int logs_follow(struct event_base *base, const char *path, const struct logs_opt
         f = calloc(1, sizeof(*f));
         if (!f)
                 return -ENOMEM;
-        f->fd = f->inotify_fd = f->wd = f->wd_dir = -1;
+        f->fd = f->wd = f->wd_dir = -1;
         f->base = base;
         f->o = *o;
         f->write = write;
@@ -999,35 +1189,43 @@ int logs_follow(struct event_base *base, const char *path, const struct logs_opt
                 return -EBADFD;
         f->dev = st.st_dev;
         f->ino = st.st_ino;
-
-        f->inotify_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-        if (f->inotify_fd < 0)
-                return negative_errno();
-        f->wd = inotify_add_watch(f->inotify_fd, path, WATCH_MASK);
-        if (f->wd < 0)
-                return negative_errno();
-        {
-                /* the directory too: a rotation's new file is seen at once (else at the next tick) */
-                _cleanup_free_ char *dir = strdup(path);
-                char *slash = dir ? strrchr(dir, '/') : NULL;
-                if (!dir)
-                        return -ENOMEM;
-                f->name = strdup(slash ? slash + 1 : path);
-                if (!f->name)
-                        return -ENOMEM;
-                if (slash) {
-                        *slash = '\0';
-                        f->wd_dir = inotify_add_watch(f->inotify_fd, *dir ? dir : "/", WATCH_DIR_MASK | IN_ONLYDIR);
-                }
+        if (!start && o->tail_lines >= 0) {
+                /* the last tail_lines lines: found from the loop, a step at a time */
+                logs_tail_scan_init(&f->scan, st.st_size > 0 ? (uint64_t) st.st_size : 0, o->tail_lines);
+                f->scanning = true;
         }
 
-        f->io = event_new(base, f->inotify_fd, EV_READ | EV_PERSIST, on_inotify, f);
         f->timer = event_new(base, -1, EV_PERSIST, on_timer, f);
         f->kick = evtimer_new(base, on_kick, f);
-        if (!f->io || !f->timer || !f->kick)
+        if (!f->timer || !f->kick)
                 return -ENOMEM;
-        if (event_add(f->io, NULL) < 0 || event_add(f->timer, &period) < 0)
-                return -EIO;
+        if (o->follow || !still_running) {
+                /* following: woken by inotify (one instance per loop), and by the timer should that fail */
+                f->hub = hub_ref(base);
+                if (!f->hub)
+                        return errno > 0 ? -errno : -ENOMEM;
+                r = hub_watch(f->hub, path, WATCH_MASK, f);
+                if (r < 0)
+                        return r;
+                f->wd = r;
+                {
+                        /* the directory too: a rotation's new file is seen at once (else at the next tick) */
+                        _cleanup_free_ char *dir = strdup(path);
+                        char *slash = dir ? strrchr(dir, '/') : NULL;
+                        if (!dir)
+                                return -ENOMEM;
+                        f->name = strdup(slash ? slash + 1 : path);
+                        if (!f->name)
+                                return -ENOMEM;
+                        if (slash) {
+                                *slash = '\0';
+                                r = hub_watch(f->hub, *dir ? dir : "/", WATCH_DIR_MASK, f);
+                                f->wd_dir = r >= 0 ? r : -1; /* without it the timer notices the new file */
+                        }
+                }
+                if (event_add(f->timer, &period) < 0)
+                        return -EIO;
+        }
         /* the first read from the loop: callbacks never run inside this call */
         follower_kick(f);
 

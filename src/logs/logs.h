@@ -61,8 +61,8 @@ struct logs_options {
 /* Defaults: everything, no timestamps, no follow. */
 void logs_options_init(struct logs_options *o);
 
-/* Longest joined line kept in memory; longer ones are written out in pieces. */
-#define LOGS_MAX_JOINED (1024 * 1024)
+/* Longest joined line kept in memory; longer ones are written out in pieces (the same bytes). */
+#define LOGS_MAX_JOINED (256 * 1024)
 
 /* Decoder state of one stream's line in progress. Internal; part of the cursor. */
 struct logs_pending {
@@ -106,6 +106,20 @@ int logs_read(int fd, const struct logs_options *o, struct evbuffer *out, struct
 /* Where the last tail_lines lines of fd start (0 for tail_lines < 0, the size for 0). Exposed for tests. */
 int logs_tail_offset(int fd, uint64_t size, int64_t tail_lines, uint64_t *ret_offset);
 
+/* The same, a bounded piece at a time (the file is scanned backwards from size): init, then step until it
+ * returns 1 (offset is the answer); 0 means more to scan; a negative errno on failure. A step reads about
+ * budget bytes (whole blocks, plus the headers of lines it classifies), so that a file of nothing but partial
+ * lines never holds the loop. */
+struct logs_tail_scan {
+        uint64_t size, right, e;
+        int64_t tail_lines, count;
+        bool seen_full, dangling, done;
+        uint64_t offset;  /* the answer, once done */
+        uint64_t scanned; /* bytes read so far (blocks) */
+};
+void logs_tail_scan_init(struct logs_tail_scan *t, uint64_t size, int64_t tail_lines);
+int logs_tail_scan_step(int fd, struct logs_tail_scan *t, size_t budget);
+
 /* Follow a log file on the loop: inotify (IN_MODIFY, IN_CLOSE_WRITE, IN_MOVE_SELF, IN_DELETE_SELF) plus a
  * 1 s timer. Starts at start (NULL: the beginning of the file with o's limit_bytes; the cursor is copied)
  * and writes complete decoded lines through write() as they appear; write() returns 0, or a negative
@@ -119,8 +133,16 @@ int logs_tail_offset(int fd, uint64_t size, int64_t tail_lines, uint64_t *ret_of
  * If the file is replaced (rotation), the old one is read to its end and the new one followed from its
  * start; a truncated file is read again from its start. Callbacks run only from the loop, never inside
  * logs_follow(). write() and still_running() must not free the follower; done() (may be NULL) may.
- * After done() the follower is stopped and must still be freed. Work per loop iteration is bounded
- * (1 MiB of file per iteration). */
+ * After done() the follower is stopped and must still be freed.
+ *
+ * Without start, a tail_lines >= 0 in o is honoured: the last lines are found by a backward scan done from the
+ * loop a piece at a time (logs_tail_scan). Without o->follow (and with a still_running), the file is read as it
+ * is (up to its size at the first end of file) and the reading ends: a non-follow read, made in steps, with no
+ * inotify watch. Followers share one inotify instance per loop.
+ *
+ * Work per loop iteration is bounded (128 KiB of file decoded, or 256 KiB scanned backwards), and so is memory:
+ * write() may return -EAGAIN to take nothing now (back-pressure); the follower then keeps what it decoded (at
+ * most a step's worth), reads nothing more, and goes on after logs_follower_resume(). */
 struct logs_follower;
 
 typedef int (*logs_write_t)(const void *data, size_t len, void *userdata);
@@ -130,5 +152,7 @@ typedef void (*logs_done_t)(int r, void *userdata);
 int logs_follow(struct event_base *base, const char *path, const struct logs_options *o,
                 const struct logs_cursor *start, logs_write_t write, logs_running_t still_running, logs_done_t done,
                 void *userdata, struct logs_follower **ret);
+/* After write() returned -EAGAIN: the consumer takes data again (from the loop, never inside this call). */
+void logs_follower_resume(struct logs_follower *f);
 /* Stop without calling done. Accepts NULL, returns NULL. Not from inside write(). */
 struct logs_follower *logs_follower_free(struct logs_follower *f);

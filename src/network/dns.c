@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "basic/error.h"
+#include "basic/fs.h"
 #include "basic/protobuf.h"
 #include "basic/strv.h"
 #include "container/build.h"
@@ -72,9 +73,14 @@ static int read_resolv_conf(const char *path, char ***servers, char ***searches,
         size_t n = 0, cap = 0;
         int fd, r;
 
-        fd = open(path, O_RDONLY | O_CLOEXEC);
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
         if (fd < 0)
                 return -errno;
+        r = fd_verify_regular(fd);
+        if (r < 0) {
+                close(fd);
+                return r;
+        }
         for (;;) {
                 ssize_t k;
                 if (n + 4096 + 1 > cap) {

@@ -2,6 +2,7 @@
 /* Node registration, node status updates and the node lease, on the loop. */
 #include "node/manager.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +25,7 @@ struct node_manager {
         struct event_base *base;
         const struct kubelet_options *o;
         struct kube_client *client;
+        struct kube_client *heartbeat; /* status updates and the lease: the client, or one of their own */
         struct cri_client *cri;
         char *node_ip;
         char *hostname;
@@ -250,7 +252,7 @@ static void lease_write(struct node_manager *m) {
         if (m->lease) {
                 body = json_deep_copy(m->lease);
                 json_object_set_new(body, "spec", lease_spec(m));
-                r = kube_request(m->client, "PUT", m->lease_path, body, NULL, 0, on_lease_reply, m, &m->lease_req);
+                r = kube_request(m->heartbeat, "PUT", m->lease_path, body, NULL, 0, on_lease_reply, m, &m->lease_req);
         } else {
                 body = json_pack("{s:s, s:s, s:{s:s, s:s}, s:o}", "apiVersion", "coordination.k8s.io/v1", "kind",
                                  "Lease", "metadata", "name", m->o->node_name, "namespace", "kube-node-lease", "spec",
@@ -259,7 +261,7 @@ static void lease_write(struct node_manager *m) {
                         json_object_set_new(json_object_get(body, "metadata"), "ownerReferences",
                                             json_pack("[{s:s, s:s, s:s, s:s}]", "apiVersion", "v1", "kind", "Node",
                                                       "name", m->o->node_name, "uid", m->node_uid));
-                r = kube_request(m->client, "POST", "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases",
+                r = kube_request(m->heartbeat, "POST", "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases",
                                  body, NULL, 0, on_lease_reply, m, &m->lease_req);
         }
         if (r < 0) {
@@ -284,7 +286,8 @@ static void on_lease_reply(const struct kube_response *resp, void *userdata) {
                 json_decref(m->lease);
                 m->lease = NULL;
                 if (resp->status == 409) {
-                        kube_request(m->client, "GET", m->lease_path, NULL, NULL, 0, on_lease_reply, m, &m->lease_req);
+                        kube_request(m->heartbeat, "GET", m->lease_path, NULL, NULL, 0, on_lease_reply, m,
+                                     &m->lease_req);
                         return;
                 }
                 lease_write(m);
@@ -368,7 +371,7 @@ static void status_send(struct node_manager *m) {
         strv_free(m->in_use_sent);
         m->in_use_sent = TAKE_PTR(m->in_use);
         patch = json_pack("{s:O}", "status", status);
-        if (kube_request(m->client, "PATCH", m->status_path, patch, "application/strategic-merge-patch+json", 0,
+        if (kube_request(m->heartbeat, "PATCH", m->status_path, patch, "application/strategic-merge-patch+json", 0,
                          on_status_patched, m, &m->status_req) < 0) {
                 m->status_req = NULL;
                 m->status_busy = false;
@@ -580,7 +583,7 @@ int node_manager_new(struct event_base *base, const struct kubelet_options *o, c
                 return -ENOMEM;
         m->base = base;
         m->o = o;
-        m->client = client;
+        m->client = m->heartbeat = client;
         m->cri = cri;
         m->machine = machine;
         if (gethostname(host, sizeof(host)) < 0)
@@ -624,6 +627,14 @@ const char *node_manager_hostname(const struct node_manager *m) {
 }
 
 void node_manager_set_client(struct node_manager *m, struct kube_client *client) {
-        if (m)
-                m->client = client;
+        if (!m)
+                return;
+        if (!m->heartbeat || m->heartbeat == m->client)
+                m->heartbeat = client;
+        m->client = client;
+}
+
+void node_manager_set_heartbeat_client(struct node_manager *m, struct kube_client *heartbeat) {
+        assert(m);
+        m->heartbeat = heartbeat ? heartbeat : m->client;
 }

@@ -28,6 +28,11 @@ void node_manager_set_extended_source(struct node_manager *m,
                                       void (*get)(void *userdata, const struct node_extended_resource **ret,
                                                   size_t *ret_n),
                                       void *userdata);
+
+/* The client of the heartbeats (status updates and the lease), upstream's heartbeatClient: its own connections,
+ * queue and rate limit, so that nothing else the kubelet asks of the API server (a flood of TokenReviews) can
+ * delay them. Registration keeps the main client. Borrowed; NULL: the main client. */
+void node_manager_set_heartbeat_client(struct node_manager *m, struct kube_client *heartbeat);
 struct node_manager *node_manager_free(struct node_manager *m);
 
 /* The eviction manager's node conditions (bits of eviction/api.h: memory 1, disk 2, pid 4) and the hard eviction

@@ -107,6 +107,15 @@ static const struct flag_def flag_defs[] = {
           "client certificate cannot be used, the kubelet uses these to request a client certificate through a "
           "CertificateSigningRequest, stores it in --cert-dir and writes --kubeconfig to point at it",
           NULL },
+        { "authentication-token-webhook-cache-ttl", 0, FLAG_DURATION, OFF(authentication_token_webhook_cache_ttl_usec),
+          "authentication.webhook.cacheTTL", "duration",
+          "How long an answer of the TokenReview webhook is kept and reused", NULL },
+        { "authorization-webhook-cache-authorized-ttl", 0, FLAG_DURATION,
+          OFF(authorization_webhook_cache_authorized_ttl_usec), "authorization.webhook.cacheAuthorizedTTL", "duration",
+          "How long an 'allowed' answer of the SubjectAccessReview webhook is kept and reused", NULL },
+        { "authorization-webhook-cache-unauthorized-ttl", 0, FLAG_DURATION,
+          OFF(authorization_webhook_cache_unauthorized_ttl_usec), "authorization.webhook.cacheUnauthorizedTTL",
+          "duration", "How long a 'denied' answer of the SubjectAccessReview webhook is kept and reused", NULL },
         { "cert-dir", 0, FLAG_STRING, OFF(cert_dir), NULL, "string",
           "Directory of the kubelet's certificates and keys: the client certificate from TLS bootstrapping "
           "(kubelet-client-current.pem), the serving certificate (kubelet-server-current.pem, or the self-signed "
@@ -230,6 +239,9 @@ static const struct flag_def flag_defs[] = {
           "Deadline of each CRI call other than image pulls; a call past it fails and is tried again "
           "later",
           NULL },
+        { "streaming-connection-idle-timeout", 0, FLAG_DURATION, OFF(streaming_connection_idle_timeout_usec),
+          "streamingConnectionIdleTimeout", "duration",
+          "How long an exec, attach or port-forward stream may pass no data before it is closed; 0: never", NULL },
         { "sync-frequency", 0, FLAG_DURATION, OFF(sync_frequency_usec), "syncFrequency", "duration",
           "Longest time between two reconciliations of a pod", NULL },
         { "system-reserved", 0, FLAG_STRING, OFF(system_reserved), "systemReserved", "mapStringString",
@@ -377,7 +389,6 @@ static const char *const unsupported_fields[] = {
         "shutdownGracePeriodByPodPriority",
         "shutdownGracePeriodCriticalPods",
         "singleProcessOOMKill",
-        "streamingConnectionIdleTimeout",
         "systemCgroups",
         "systemReservedCgroup",
         "tlsCipherSuites",
@@ -422,6 +433,7 @@ int kubelet_options_init(struct kubelet_options *o) {
                 .authentication_token_webhook_cache_ttl_usec = 120 * USEC_PER_SEC,
                 .authorization_webhook_cache_authorized_ttl_usec = 300 * USEC_PER_SEC,
                 .authorization_webhook_cache_unauthorized_ttl_usec = 30 * USEC_PER_SEC,
+                .streaming_connection_idle_timeout_usec = 4 * 3600 * USEC_PER_SEC,
         };
         o->address = strdup("0.0.0.0");
         o->healthz_bind_address = strdup("127.0.0.1");
@@ -1224,6 +1236,8 @@ static int config_apply_field(struct config_ctx *c, const char *key, json_t *v, 
                 return config_duration(c, key, v, &o->sync_frequency_usec);
         if (streq(key, "runtimeRequestTimeout"))
                 return config_duration(c, key, v, &o->runtime_request_timeout_usec);
+        if (streq(key, "streamingConnectionIdleTimeout"))
+                return config_duration(c, key, v, &o->streaming_connection_idle_timeout_usec);
         if (streq(key, "maxPods")) {
                 r = config_int32(c, key, v, INT32_MIN, &i);
                 if (r < 0)

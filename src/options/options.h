@@ -55,6 +55,7 @@ struct kubelet_options {
         char *authorization_mode; /* --authorization-mode / authorization.mode: Webhook | AlwaysAllow */
         uint64_t authorization_webhook_cache_authorized_ttl_usec;   /* 5m */
         uint64_t authorization_webhook_cache_unauthorized_ttl_usec; /* 30s */
+        uint64_t streaming_connection_idle_timeout_usec; /* --streaming-connection-idle-timeout, 4h; 0 = none */
 
         /* joining a cluster (the API server) */
         char *kubeconfig;           /* --kubeconfig: empty = standalone */

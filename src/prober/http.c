@@ -9,7 +9,9 @@
  *  - 200-399 is success; a redirect is followed (up to 10) only while it stays on the same host name,
  *    else the 3xx itself is a success with a warning ("Probe terminated redirects");
  *  - at most 10 KiB of body is read (the rest is not waited for); it is kept only where it is shown (the
- *    warning of a redirect not followed).
+ *    warning of a redirect not followed);
+ *  - a header name that is not a token or a value with a control character (CR/LF) fails the probe without
+ *    sending anything, as Go's client does (libcurl would send the value as it is: header injection).
  *
  * A probe worker keeps its struct probe_http between runs: the libcurl easy handle with its options, the URL,
  * the header list and the host of the first request are made once and reused for every period while the
@@ -18,6 +20,7 @@
 #include <strings.h>
 
 #include "basic/curl_loop.h"
+#include "basic/error.h"
 #include "basic/string.h"
 #include "basic/time.h"
 #include "prober/handlers.h"
@@ -49,6 +52,8 @@ struct probe_http {
         size_t body_len, body_seen;
         bool truncated;
         char errbuf[CURL_ERROR_SIZE];
+        struct event *refused; /* reports a request that is not sent (invalid headers) */
+        char *refused_msg;
 };
 
 static void http_destroy(struct probe_http *h) {
@@ -59,6 +64,9 @@ static void http_destroy(struct probe_http *h) {
         }
         curl_slist_free_all(h->headers);
         free(h->host);
+        if (h->refused)
+                event_free(h->refused);
+        free(h->refused_msg);
         free(h->url);
         free(h->first_host);
         free(h->redirect);
@@ -81,6 +89,8 @@ struct probe_http *probe_http_free(struct probe_http *h) {
 
 /* stop the run in flight, keep the handle for the next one */
 static void http_stop(struct probe_http *h) {
+        if (h->refused)
+                evtimer_del(h->refused);
         if (h->running) {
                 curl_loop_cancel(h->env->curl, h->easy);
                 h->running = false;
@@ -220,6 +230,12 @@ static int start_request(struct probe_http *h) {
         return 0;
 }
 
+static void on_refused(evutil_socket_t fd, short what, void *userdata) {
+        struct probe_http *h = userdata;
+
+        report(h, PROBE_RESULT_FAILURE, false, h->refused_msg, 0);
+}
+
 /* The request's headers: the probe's (a "Name;" line sends one with an empty value), then the defaults.
  * The default Accept ("*" "/" "*") is libcurl's own, left out of the list (a custom header costs libcurl more per
  * request); the probe's Accept header replaces it. */
@@ -355,6 +371,23 @@ static int http_run(struct probe_http *h, const struct probe_request *req, probe
         h->redirects = 0;
         h->op.done = done;
         h->op.userdata = userdata;
+        {
+                _cleanup_ck_error_ struct ck_error *bad = NULL;
+                if (probe_check_http_headers(req->spec->http_headers, req->spec->n_http_headers, &bad) < 0) {
+                        /* nothing is sent; the failure is reported from the loop, never inside this call */
+                        free(h->refused_msg);
+                        if (asprintf(&h->refused_msg, "Get \"%s\": %s", h->url, ck_error_message(bad)) < 0)
+                                h->refused_msg = NULL;
+                        if (!h->refused)
+                                h->refused = evtimer_new(h->env->base, on_refused, h);
+                        if (!h->refused_msg || !h->refused || evtimer_add(h->refused, &(struct timeval) {}) < 0) {
+                                h->op.done = NULL;
+                                return -ENOMEM;
+                        }
+                        *ret = &h->op;
+                        return 0;
+                }
+        }
         r = start_request(h);
         if (r < 0) {
                 h->op.done = NULL;

@@ -82,3 +82,31 @@ bool probe_container_ready(const struct container *c, const struct kc_container 
                 return false;
         return !c->readiness_probe || has_result(results, PROBE_READINESS, instance, PROBE_RESULT_SUCCESS);
 }
+
+/* RFC 7230 tchar */
+static bool is_token_char(unsigned char c) {
+        return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+               strchr("!#$%&'*+-.^_`|~", c);
+}
+
+int probe_check_http_headers(const struct http_header *headers, size_t n, struct ck_error **ret_error) {
+        for (size_t i = 0; i < n; i++) {
+                const char *name = strempty(headers[i].name), *value = strempty(headers[i].value);
+                bool name_ok = !isempty(name);
+
+                for (const unsigned char *p = (const unsigned char *) name; name_ok && *p; p++)
+                        name_ok = *p != 0 && is_token_char(*p);
+                if (!name_ok) {
+                        _cleanup_free_ char *q = go_quote(name);
+                        return ck_error_set(ret_error, -EINVAL, "net/http: invalid header field name %s", strna(q));
+                }
+                for (const unsigned char *p = (const unsigned char *) value; *p; p++)
+                        if ((*p < ' ' && *p != '\t') || *p == 0x7f) {
+                                _cleanup_free_ char *q = go_quote(value);
+                                return ck_error_set(ret_error, -EINVAL,
+                                                    "net/http: invalid header field value %s for key %s", strna(q),
+                                                    name);
+                        }
+        }
+        return 0;
+}

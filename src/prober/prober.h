@@ -19,6 +19,13 @@ struct kc_container;
 int probe_resolve_port(const struct int_or_string *port, const struct container *c, int *ret_port,
                        struct ck_error **ret_error);
 
+/* What Go's HTTP client checks before it sends a request (httpguts.ValidHeaderFieldName / ValidHeaderFieldValue):
+ * header names are tokens, values hold no control character but a tab. A CR/LF in a probe's or hook's
+ * httpHeaders would let the pod's author add header lines (or a whole request) to what the kubelet sends from
+ * the node. 0, or -EINVAL with Go's message ("net/http: invalid header field value \"a\\r\\nb\" for key X") in
+ * *ret_error. */
+int probe_check_http_headers(const struct http_header *headers, size_t n, struct ck_error **ret_error);
+
 /* net.JoinHostPort: "[::1]:8080" for IPv6 literals, "10.0.0.1:80" otherwise. */
 char *probe_join_host_port(const char *host, int port);
 

@@ -3,6 +3,7 @@
  * cmd/kubelet/app/auth.go): x509 client certificates against --client-ca-file, anonymous requests when
  * enabled, bearer tokens and SubjectAccessReview through the API server (Webhook), or AlwaysAllow. */
 #include <errno.h>
+#include <stdarg.h>
 #include <event2/bufferevent_ssl.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
@@ -244,6 +245,11 @@ int api_tls_setup(struct api_server *s) {
                 return -ENOMEM;
         SSL_CTX_set_min_proto_version(s->ssl_ctx, TLS1_2_VERSION);
         SSL_CTX_set_options(s->ssl_ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE);
+        SSL_CTX_set_info_callback(s->ssl_ctx, api_conn_tls_info); /* the connection gate's handshake deadline */
+        /* with client certificates requested, OpenSSL resumes a TLS 1.2 session only within a session id context;
+         * without one, a client that offers its session gets a handshake failure (internal error alert) */
+        if (SSL_CTX_set_session_id_context(s->ssl_ctx, (const unsigned char *) "ckubelet", strlen("ckubelet")) != 1)
+                return -ENOMEM;
         if (o->server_tls_bootstrap) {
                 s->bootstrap_serving = true;
                 SSL_CTX_set_cert_cb(s->ssl_ctx, serving_cert_cb, s);
@@ -283,7 +289,7 @@ void api_user_done(struct api_user *u) {
         *u = (struct api_user) {};
 }
 
-static int user_from_cert(X509 *cert, struct api_user *ret) {
+int api_user_from_cert(X509 *cert, struct api_user *ret) {
         X509_NAME *subject = X509_get_subject_name(cert);
         _cleanup_strv_free_ char **groups = NULL;
         _cleanup_free_ char *cn = NULL;
@@ -293,8 +299,14 @@ static int user_from_cert(X509 *cert, struct api_user *ret) {
         while ((i = X509_NAME_get_index_by_NID(subject, NID_commonName, i)) >= 0) {
                 ASN1_STRING *d = X509_NAME_ENTRY_get_data(X509_NAME_get_entry(subject, i));
                 unsigned char *u = NULL;
-                if (ASN1_STRING_to_UTF8(&u, d) < 0)
+                int len = ASN1_STRING_to_UTF8(&u, d);
+                if (len < 0)
                         return -EINVAL;
+                if (memchr(u, '\0', (size_t) len)) {
+                        /* "admin\0.tenant" must not be read as "admin" */
+                        OPENSSL_free(u);
+                        return -EINVAL;
+                }
                 free(cn);
                 cn = strdup((char *) u);
                 OPENSSL_free(u);
@@ -305,9 +317,13 @@ static int user_from_cert(X509 *cert, struct api_user *ret) {
         while ((i = X509_NAME_get_index_by_NID(subject, NID_organizationName, i)) >= 0) {
                 ASN1_STRING *d = X509_NAME_ENTRY_get_data(X509_NAME_get_entry(subject, i));
                 unsigned char *u = NULL;
-                if (ASN1_STRING_to_UTF8(&u, d) < 0)
+                int len = ASN1_STRING_to_UTF8(&u, d);
+                if (len < 0)
                         return -EINVAL;
-
+                if (memchr(u, '\0', (size_t) len)) {
+                        OPENSSL_free(u);
+                        return -EINVAL;
+                }
                 if (strv_extend(&groups, (char *) u) < 0) {
                         OPENSSL_free(u);
                         return -ENOMEM;
@@ -323,70 +339,95 @@ static int user_from_cert(X509 *cert, struct api_user *ret) {
         return 0;
 }
 
-static void unauthorized(struct api_request *r) {
-        api_reply_text(r->req, 401, "Unauthorized\n");
+int api_auth_refuse(struct api_auth *a, int status, const char *fmt, ...) {
+        va_list ap;
+
+        free(a->message);
+        va_start(ap, fmt);
+        if (vasprintf(&a->message, fmt, ap) < 0)
+                a->message = NULL;
+        va_end(ap);
+        a->status = status;
+        return status == 401 ? -EACCES : status == 403 ? -EPERM : -EIO;
 }
 
-int api_authenticate(struct api_request *r, const char **ret_token) {
-        struct evhttp_connection *conn = evhttp_request_get_connection(r->req);
-        SSL *ssl = conn ? bufferevent_openssl_get_ssl(evhttp_connection_get_bufferevent(conn)) : NULL;
-        const char *authz = evhttp_find_header(evhttp_request_get_input_headers(r->req), "Authorization");
+void api_auth_clear(struct api_auth *a) {
+        api_webhook_cancel(a);
+        api_user_done(&a->user);
+        free(a->message);
+        a->message = NULL;
+        a->status = 0;
+}
+
+static int unauthorized(struct api_auth *a) {
+        return api_auth_refuse(a, 401, "Unauthorized\n");
+}
+
+/* who sends the request: a verified client certificate, else a bearer token (TokenReview), else anonymous if
+ * allowed */
+static int authenticate(struct api_auth *a, SSL *ssl, const char *authz) {
         X509 *peer = ssl ? SSL_get1_peer_certificate(ssl) : NULL;
         int k;
 
         if (peer) {
                 long v = SSL_get_verify_result(ssl);
-                if (r->s->have_client_ca && v == X509_V_OK) {
-                        k = user_from_cert(peer, &r->user);
+                if (a->s->have_client_ca && v == X509_V_OK) {
+                        k = api_user_from_cert(peer, &a->user);
                         X509_free(peer);
                         if (k == -ENOMEM) {
-                                api_reply_text(r->req, 500, "Internal Error: out of memory\n");
+                                api_auth_refuse(a, 500, "Internal Error: out of memory\n");
                                 return -ENOMEM;
                         }
                         if (k >= 0)
                                 return 0;
-                        log_v(2, "API: client certificate without a common name: %s", r->path);
-                        unauthorized(r);
-                        return -EACCES;
+                        log_v(2, "API: client certificate without a usable common name: %s", a->path);
+                        return unauthorized(a);
                 }
                 X509_free(peer);
                 /* a certificate that does not verify is an authentication failure, not anonymous (as upstream) */
-                log_v(2, "API: client certificate rejected for %s: %s", r->path,
-                      r->s->have_client_ca ? X509_verify_cert_error_string(v) : "no --client-ca-file");
-                unauthorized(r);
-                return -EACCES;
+                log_v(2, "API: client certificate rejected for %s: %s", a->path,
+                      a->s->have_client_ca ? X509_verify_cert_error_string(v) : "no --client-ca-file");
+                return unauthorized(a);
         }
         if (authz && startswith(authz, "Bearer ")) {
                 const char *token = authz + strlen("Bearer ");
 
                 token += strspn(token, " ");
-                if (!r->s->o->authentication_token_webhook || !api_host_kube_client(r->s) || isempty(token)) {
-                        log_v(2, "API: bearer token for %s refused: %s", r->path,
-                              !r->s->o->authentication_token_webhook
+                if (!a->s->o->authentication_token_webhook || !api_host_kube_client(a->s) || isempty(token)) {
+                        log_v(2, "API: bearer token for %s refused: %s", a->path,
+                              !a->s->o->authentication_token_webhook
                                       ? "token authentication (authentication.webhook) is off"
                                       : "no API server for TokenReview");
-                        unauthorized(r);
-                        return -EACCES;
+                        return unauthorized(a);
                 }
-                k = api_webhook_authenticate_cached(r, token);
+                k = api_webhook_authenticate_cached(a, token);
                 if (k == -EINPROGRESS)
-                        *ret_token = token;
-                else if (k == -EACCES)
-                        unauthorized(r);
-                else if (k < 0)
-                        api_reply_text(r->req, 500, "Internal Error: out of memory\n");
-                return k;
-        }
-        if (r->s->o->anonymous_auth) {
-                r->user.name = strdup("system:anonymous");
-                if (!r->user.name || strv_extend(&r->user.groups, "system:unauthenticated") < 0) {
-                        api_reply_text(r->req, 500, "Internal Error: out of memory\n");
+                        return api_webhook_review_token(a, token);
+                if (k == -EACCES)
+                        return unauthorized(a);
+                if (k < 0) {
+                        api_auth_refuse(a, 500, "Internal Error: out of memory\n");
                         return -ENOMEM;
                 }
                 return 0;
         }
-        unauthorized(r);
-        return -EACCES;
+        if (a->s->o->anonymous_auth) {
+                a->user.name = strdup("system:anonymous");
+                if (!a->user.name || strv_extend(&a->user.groups, "system:unauthenticated") < 0) {
+                        api_auth_refuse(a, 500, "Internal Error: out of memory\n");
+                        return -ENOMEM;
+                }
+                return 0;
+        }
+        return unauthorized(a);
+}
+
+int api_auth_start(struct api_auth *a, SSL *ssl, const char *authorization) {
+        int k = authenticate(a, ssl, authorization);
+
+        if (k < 0)
+                return k; /* refused, or a TokenReview in flight (it authorizes when back) */
+        return api_auth_authorize(a);
 }
 
 /* ---------------------------------------------------------------- authorization */
@@ -426,25 +467,35 @@ const char *api_verb(enum evhttp_cmd_type method) {
         }
 }
 
-int api_authorize(struct api_request *r) {
-        const char *verb = api_verb(r->method), *sub = api_subresource(r->path);
+/* Exec, attach and port-forward run something in the pod whatever the method: a WebSocket client opens them
+ * with a GET, which upstream authorizes as "get", so that "get nodes/proxy" (read access, often granted to
+ * monitoring) is enough to run commands in every container of the node. They are "create" here. */
+const char *api_request_verb(enum evhttp_cmd_type method, const char *path) {
+        if (is_subpath(path, "/exec") || is_subpath(path, "/attach") || is_subpath(path, "/portForward"))
+                return "create";
+        return api_verb(method);
+}
+
+int api_auth_authorize(struct api_auth *a) {
+        const char *verb = api_request_verb(a->method, a->path), *sub = api_subresource(a->path);
         int k;
 
-        if (streq(r->s->o->authorization_mode, "AlwaysAllow"))
+        if (streq(a->s->o->authorization_mode, "AlwaysAllow"))
                 return 0;
         /* Webhook: a SubjectAccessReview for (user, verb, nodes/<node>/<subresource>) */
-        if (api_host_kube_client(r->s)) {
-                k = api_webhook_authorize_cached(r);
+        if (api_host_kube_client(a->s)) {
+                k = api_webhook_authorize_cached(a);
+                if (k == -EINPROGRESS)
+                        return api_webhook_review_access(a);
                 if (k != -EPERM)
-                        return k; /* allowed, or -EINPROGRESS: to be reviewed */
-                log_v(2, "API: forbidden (cached): user=%s verb=%s subresource=%s path=%s", r->user.name, verb, sub,
-                      r->path);
+                        return k; /* allowed */
+                log_v(2, "API: forbidden (cached): user=%s verb=%s subresource=%s path=%s", a->user.name, verb, sub,
+                      a->path);
         } else
                 log_v(2,
                       "API: forbidden: user=%s verb=%s subresource=%s path=%s: Webhook authorization without an API "
                       "server",
-                      r->user.name, verb, sub, r->path);
-        api_reply_text(r->req, 403, "Forbidden (user=%s, verb=%s, resource=%s, subresource(s)=[%s])\n", r->user.name,
-                       verb, "nodes", sub);
-        return -EPERM;
+                      a->user.name, verb, sub, a->path);
+        return api_auth_refuse(a, 403, "Forbidden (user=%s, verb=%s, resource=%s, subresource(s)=[%s])\n", a->user.name,
+                               verb, "nodes", sub);
 }

@@ -146,6 +146,7 @@ static struct api_op *op_new(struct api_request *r) {
                 return NULL;
         }
         op->stream.cancel = op_cancel;
+        op->stream.kind = API_STREAM_SHORT;
         op->req = r->req;
         if (api_stream_register(r->s, &op->stream) < 0) {
                 free(op);

@@ -11,6 +11,7 @@
 
 #include "basic/error.h"
 #include "basic/evbuffer.h"
+#include "basic/fs.h"
 #include "basic/log.h"
 #include "basic/string.h"
 #include "basic/strv.h"
@@ -20,17 +21,35 @@
 #include "server/server-internal.h"
 
 #define LOGS_ROOT "/var/log"
-#define FOLLOW_MAX_BACKLOG (4 * 1024 * 1024) /* a follower this far behind is cut off */
 #define LOGS_FILE_MAX_CHUNK (256 * 1024)
+/* A log answer is read from the file only while less than this waits to be sent to the client: whatever the
+ * log's size, a request holds about a read step, this, and its connection's buffers. */
+#define LOGS_MAX_UNSENT (256 * 1024)
 
+/* /containerLogs: every answer, follow or not, is read by a logs follower a step at a time from the loop and sent
+ * chunked as the client takes it (back-pressure); the terminating chunk is written once the data is, as
+ * upstream's flushing writer does. */
 struct log_stream {
         struct api_stream stream;
         struct evhttp_request *req;
         struct logs_follower *follower;
         char *ns, *pod, *container, *container_id;
+        bool follow;    /* follow=true and the container runs: still_running asks the kubelet */
+        bool started;   /* the reply's status line and headers are out */
         bool unflushed; /* a chunk is queued and not yet written */
-        bool ending;    /* the follow ended: the reply ends once the queued chunks are written */
+        bool ending;    /* the read ended: the reply ends once the queued chunks are written */
 };
+
+/* a log answer with nothing in it */
+static void reply_empty(struct evhttp_request *req) {
+        _cleanup_evbuffer_ struct evbuffer *b = evbuffer_new();
+
+        if (!b) {
+                api_reply_text(req, 500, "Internal Error: out of memory\n");
+                return;
+        }
+        api_reply_flushed(req, "text/plain", b);
+}
 
 static void log_stream_free(struct log_stream *ls) {
         if (!ls)
@@ -52,8 +71,12 @@ static void log_stream_end(struct log_stream *ls) {
         if (evcon)
                 evhttp_connection_set_closecb(evcon, NULL, NULL);
         ls->req = NULL;
-        if (req)
-                evhttp_send_reply_end(req);
+        if (req) {
+                if (ls->started)
+                        evhttp_send_reply_end(req);
+                else
+                        reply_empty(req);
+        }
         log_stream_free(ls);
 }
 
@@ -61,58 +84,93 @@ static void log_stream_cancel(struct api_stream *st) {
         log_stream_end((struct log_stream *) st);
 }
 
-static void on_follow_flushed(struct evhttp_connection *evcon, void *userdata) {
-        struct log_stream *ls = userdata;
-
-        ls->unflushed = false;
-        if (ls->ending)
-                log_stream_end(ls);
-}
-
 static void on_client_closed(struct evhttp_connection *evcon, void *userdata) {
         struct log_stream *ls = userdata;
         log_v(3, "containerLogs %s/%s/%s: the client left", ls->ns, ls->pod, ls->container);
         evhttp_connection_set_closecb(evcon, NULL, NULL);
+        /* a request still on the connection is freed with it; one that evhttp took off it (the client left while
+         * the answer was being written: evhttp_connection_incoming_fail) is ours to free */
+        if (ls->req && evhttp_request_get_connection(ls->req) != evcon)
+                evhttp_request_free(ls->req);
+        ls->req = NULL;
         log_stream_end(ls);
 }
 
-static int on_follow_write(const void *data, size_t len, void *userdata) {
+/* everything queued was written to the client: read on, or end */
+static void on_flushed(struct evhttp_connection *evcon, void *userdata) {
+        struct log_stream *ls = userdata;
+
+        ls->unflushed = false;
+        if (ls->ending) {
+                log_stream_end(ls);
+                return;
+        }
+        logs_follower_resume(ls->follower);
+}
+
+static void start_reply(struct log_stream *ls) {
+        struct evhttp_connection *evcon = evhttp_request_get_connection(ls->req);
+        struct bufferevent *bev = evcon ? evhttp_connection_get_bufferevent(evcon) : NULL;
+        struct timeval wt = { .tv_sec = API_REQUEST_TIMEOUT_SEC };
+
+        /* a follow may be quiet for hours: no read timeout; a client that stops reading still times out */
+        if (bev)
+                bufferevent_set_timeouts(bev, NULL, &wt);
+        evhttp_add_header(evhttp_request_get_output_headers(ls->req), "Content-Type", "text/plain");
+        evhttp_add_header(evhttp_request_get_output_headers(ls->req), "X-Content-Type-Options", "nosniff");
+        evhttp_add_header(evhttp_request_get_output_headers(ls->req), "Cache-Control", "no-cache, private");
+        evhttp_send_reply_start(ls->req, 200, "OK");
+        ls->started = true;
+}
+
+static int on_log_write(const void *data, size_t len, void *userdata) {
         struct log_stream *ls = userdata;
         struct evhttp_connection *evcon = ls->req ? evhttp_request_get_connection(ls->req) : NULL;
         _cleanup_evbuffer_ struct evbuffer *b = NULL;
 
         if (!evcon)
                 return -ECONNRESET;
-        if (evbuffer_get_length(bufferevent_get_output(evhttp_connection_get_bufferevent(evcon))) > FOLLOW_MAX_BACKLOG)
-                return -ENOBUFS;
+        if (api_connection_unsent(evcon) > LOGS_MAX_UNSENT)
+                return -EAGAIN; /* resumed by on_flushed */
         b = evbuffer_new();
-        if (!b)
+        if (!b || evbuffer_add(b, data, len) < 0)
                 return -ENOMEM;
-        evbuffer_add(b, data, len);
-        ls->unflushed = evhttp_request_get_command(ls->req) != EVHTTP_REQ_HEAD; /* HEAD: nothing is written */
-        evhttp_send_reply_chunk_with_cb(ls->req, b, on_follow_flushed, ls);
+        if (!ls->started)
+                start_reply(ls);
+        ls->unflushed = true;
+        evhttp_send_reply_chunk_with_cb(ls->req, b, on_flushed, ls);
         return 0;
 }
 
-static bool on_follow_running(void *userdata) {
+static bool on_log_running(void *userdata) {
         struct log_stream *ls = userdata;
         _cleanup_(kc_container_freep) struct kc_container *c = NULL;
 
-        if (!ls->stream.s)
-                return false;
+        if (!ls->follow || !ls->stream.s)
+                return false; /* not following: the file as it is now */
         if (api_host_lookup_container(ls->stream.s, ls->ns, ls->pod, ls->container, false, &c, NULL) < 0)
                 return false;
         return streq(c->id, ls->container_id) && c->state == KC_CONTAINER_RUNNING;
 }
 
-static void on_follow_done(int r, void *userdata) {
+static void on_log_done(int r, void *userdata) {
         struct log_stream *ls = userdata;
+
         if (r < 0 && r != -ECONNRESET)
-                log_v(2, "containerLogs %s/%s/%s: follow ended: %s", ls->ns, ls->pod, ls->container, strerror(-r));
+                log_v(2, "containerLogs %s/%s/%s: reading the log ended: %s", ls->ns, ls->pod, ls->container,
+                      strerror(-r));
+        ls->follower = logs_follower_free(ls->follower);
+        if (r < 0 && r != -ECONNRESET && !ls->started && ls->req) {
+                struct evhttp_request *req = TAKE_PTR(ls->req);
+                struct evhttp_connection *evcon = evhttp_request_get_connection(req);
+                if (evcon)
+                        evhttp_connection_set_closecb(evcon, NULL, NULL);
+                api_reply_text(req, 500, "Internal Error: failed to read the log file: %s\n", strerror(-r));
+                log_stream_free(ls);
+                return;
+        }
         if (ls->unflushed && ls->req) {
-                /* the terminating chunk in a TLS record of its own, as api_reply_flushed() explains */
-                ls->follower = logs_follower_free(ls->follower);
-                ls->ending = true;
+                ls->ending = true; /* the terminating chunk in a TLS record of its own, once the data is out */
                 return;
         }
         log_stream_end(ls);
@@ -124,10 +182,9 @@ void api_handle_container_logs(struct api_request *r, const char *rest) {
         _cleanup_(kc_container_freep) struct kc_container *c = NULL;
         _cleanup_close_ int fd = -1;
         struct logs_options o;
-        struct logs_cursor cursor = {};
         const char *ns, *pod, *container;
         struct log_stream *ls;
-        _cleanup_evbuffer_ struct evbuffer *out = NULL;
+        struct evhttp_connection *evcon;
         int k;
 
         k = api_path_components(rest, &parts);
@@ -179,37 +236,22 @@ void api_handle_container_logs(struct api_request *r, const char *rest) {
                 api_reply_text(r->req, 400, "container \"%s\" in pod \"%s\" has no log file\n", container, pod);
                 return;
         }
-        fd = open(c->log_path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        fd = open(c->log_path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+        if (fd >= 0 && fd_verify_regular(fd) < 0) {
+                api_reply_text(r->req, 500, "Internal Error: log file %s is not a regular file\n", c->log_path);
+                return;
+        }
         if (fd < 0) {
                 if (errno == ENOENT) {
                         /* the runtime has not written anything yet */
-                        api_reply_text(r->req, 200, "%s", "");
+                        reply_empty(r->req);
                         return;
                 }
                 api_reply_text(r->req, 500, "Internal Error: failed to open log file %s: %m\n", c->log_path);
                 return;
         }
-        out = evbuffer_new();
-        if (!out) {
-                api_reply_text(r->req, 500, "Internal Error: out of memory\n");
-                return;
-        }
-        k = logs_read(fd, &o, out, o.follow ? &cursor : NULL);
-        if (k < 0) {
-                logs_cursor_done(&cursor);
-                api_reply_text(r->req, 500, "Internal Error: failed to read log file %s: %s\n", c->log_path,
-                               strerror(-k));
-                return;
-        }
-        if (!o.follow || cursor.limit_reached || c->state != KC_CONTAINER_RUNNING || o.previous) {
-                if (o.follow) {
-                        /* not running: what is there is all there will be; finish the unfinished lines */
-                        logs_cursor_done(&cursor);
-                        evbuffer_drain(out, evbuffer_get_length(out));
-                        o.follow = false;
-                        k = logs_read(fd, &o, out, NULL);
-                }
-                api_reply_flushed(r->req, "text/plain", out);
+        if (r->method == EVHTTP_REQ_HEAD) {
+                reply_empty(r->req);
                 return;
         }
 
@@ -217,43 +259,29 @@ void api_handle_container_logs(struct api_request *r, const char *rest) {
         if (!ls || !(ls->ns = strdup(ns)) || !(ls->pod = strdup(pod)) || !(ls->container = strdup(container)) ||
             !(ls->container_id = strdup(c->id))) {
                 log_stream_free(ls);
-                logs_cursor_done(&cursor);
                 api_reply_text(r->req, 500, "Internal Error: out of memory\n");
                 return;
         }
+        /* a container that is not running (or its previous instance) has all its log already */
+        ls->follow = o.follow && !o.previous && c->state == KC_CONTAINER_RUNNING;
+        o.follow = ls->follow;
         ls->stream.cancel = log_stream_cancel;
         if (api_stream_register(r->s, &ls->stream) < 0) {
                 log_stream_free(ls);
-                logs_cursor_done(&cursor);
                 api_reply_text(r->req, 503, "Service Unavailable: too many streams\n");
                 return;
         }
-        k = logs_follow(r->s->base, c->log_path, &o, &cursor, on_follow_write, on_follow_running, on_follow_done, ls,
+        k = logs_follow(r->s->base, c->log_path, &o, NULL, on_log_write, on_log_running, on_log_done, ls,
                         &ls->follower);
-        logs_cursor_done(&cursor);
         if (k < 0) {
                 log_stream_free(ls);
-                api_reply_text(r->req, 500, "Internal Error: cannot follow %s: %s\n", c->log_path, strerror(-k));
+                api_reply_text(r->req, 500, "Internal Error: cannot read %s: %s\n", c->log_path, strerror(-k));
                 return;
         }
         ls->req = r->req;
-        {
-                struct evhttp_connection *evcon = evhttp_request_get_connection(r->req);
-                struct bufferevent *bev = evcon ? evhttp_connection_get_bufferevent(evcon) : NULL;
-                struct timeval wt = { .tv_sec = API_REQUEST_TIMEOUT_SEC };
-                /* a stream may be quiet for hours: no read timeout; a client that stops reading still times out */
-                if (bev)
-                        bufferevent_set_timeouts(bev, NULL, &wt);
-                if (evcon)
-                        evhttp_connection_set_closecb(evcon, on_client_closed, ls);
-        }
-        evhttp_add_header(evhttp_request_get_output_headers(r->req), "Content-Type", "text/plain");
-        evhttp_add_header(evhttp_request_get_output_headers(r->req), "X-Content-Type-Options", "nosniff");
-        evhttp_send_reply_start(r->req, 200, "OK");
-        if (evbuffer_get_length(out) > 0) {
-                ls->unflushed = evhttp_request_get_command(r->req) != EVHTTP_REQ_HEAD;
-                evhttp_send_reply_chunk_with_cb(r->req, out, on_follow_flushed, ls);
-        }
+        evcon = evhttp_request_get_connection(r->req);
+        if (evcon)
+                evhttp_connection_set_closecb(evcon, on_client_closed, ls);
 }
 
 /* ---------------------------------------------------------------- /logs/ */

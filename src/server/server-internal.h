@@ -14,9 +14,12 @@
 /* limits on what a client may send or hold */
 #define API_MAX_HEADERS_SIZE (64 * 1024)
 #define API_MAX_BODY_SIZE (1024 * 1024)
-#define API_REQUEST_TIMEOUT_SEC 60 /* reading a request, writing a reply (streams lift it) */
-#define API_MAX_CONNECTIONS 512    /* TLS connections at once; more are refused at accept */
-#define API_MAX_STREAMS 256        /* follow/exec/attach/port-forward at once */
+#define API_REQUEST_TIMEOUT_SEC 60   /* reading a request, writing a reply (streams lift it) */
+#define API_HANDSHAKE_TIMEOUT_SEC 10 /* the TLS handshake, from accept */
+#define API_HEAD_TIMEOUT_SEC 30      /* a request head, from its first byte (the first one's: from accept) */
+#define API_MAX_HELD (64 * 1024)     /* read ahead of the request being answered; reading stops above it */
+#define API_MAX_STREAMS 256          /* long answers at once: log reads, /logs/ files, exec/attach/port-forward */
+#define API_MAX_PENDING 256          /* short requests waiting for the runtime at once (/stats/summary, /run) */
 
 enum api_port {
         API_PORT_SECURE,   /* --port: TLS, authn/authz, debugging handlers */
@@ -25,10 +28,13 @@ enum api_port {
         _API_PORT_MAX,
 };
 
+struct api_conn_table;
+
 struct api_listener {
         struct api_server *s;
         enum api_port port;
         struct evhttp *http;
+        struct api_conn_table *conns; /* its connections and their limits (conn.c) */
 };
 
 struct api_stream;
@@ -40,11 +46,6 @@ struct api_sli {
         bool observed; /* /healthz ran it at least once */
         bool last_ok;
         uint64_t success, error;
-};
-
-struct api_conn_counter {
-        unsigned n;
-        bool orphan; /* the server is gone: the last connection frees the counter */
 };
 
 struct api_server {
@@ -66,11 +67,8 @@ struct api_server {
         EVP_PKEY *serving_key;
         uint64_t serving_missing_logged_usec;
         struct api_listener listeners[_API_PORT_MAX];
-        /* live TLS connections; counted by the SSL objects, which libevent may free after the server (deferred
-         * bufferevent frees run when the loop is freed): the counter outlives the server until the last one */
-        struct api_conn_counter *conns;
         struct api_cache *token_cache, *authz_cache;
-        unsigned n_streams;
+        unsigned n_streams[2];      /* by enum api_stream_kind */
         struct api_stream *streams; /* long-running responses, cancelled at free */
         struct stats_provider *stats;
         struct cadvisor *cadvisor;           /* /metrics/cadvisor; NULL when the cgroups could not be found */
@@ -135,8 +133,16 @@ void api_reply_json(struct evhttp_request *req, int code, json_t *obj); /* takes
 void api_reply_buffer(struct evhttp_request *req, int code, const char *content_type, struct evbuffer *body);
 /* 200 with body (emptied), chunked, the terminating chunk written only once the data is: see server.c */
 void api_reply_flushed(struct evhttp_request *req, const char *content_type, struct evbuffer *body);
+/* bytes written to a client's connection and not yet sent (its bufferevent and any below it) */
+size_t api_connection_unsent(struct evhttp_connection *evcon);
 /* a Status-like error for an errno from the host's lookups */
 void api_reply_lookup_error(struct evhttp_request *req, int r, const char *ns, const char *pod, const char *container);
+
+/* httpstream.IsUpgradeRequest: a Connection header with the token "upgrade" and an Upgrade header */
+bool api_is_upgrade_request(const struct evkeyvalq *headers);
+/* whether a request header is hop-by-hop (RFC 7230 6.1: the fixed ones and those the Connection header names),
+ * never to be passed on by a proxy */
+bool api_header_is_hop_by_hop(const struct evkeyvalq *headers, const char *name);
 
 /* split "/a/b/c" (after a prefix) into percent-decoded components; -EINVAL on an empty, "." or ".." component
  * or a NUL byte */
@@ -145,25 +151,97 @@ int api_path_components(const char *path, char ***ret);
 char *api_query_get(const char *query, const char *key);
 int api_query_get_all(const char *query, const char *key, char ***ret);
 
-/* auth.c */
-/* 0; or replies 401 and returns -EACCES; or -EINPROGRESS (no reply) with *ret_token: a bearer token to review */
-int api_authenticate(struct api_request *r, const char **ret_token);
-/* 0; or replies 403 and returns -EPERM; or -EINPROGRESS (no reply): a SubjectAccessReview is needed */
-int api_authorize(struct api_request *r);
-/* serve an authenticated, authorized request on the secure port (server.c) */
+/* conn.c: every connection of a listener passes through a gate between the socket (or TLS) and evhttp. It
+ * counts connections at accept (in all, and per source address: on the TLS port those that have not had a
+ * request authorized yet; more are closed at once), closes a TLS handshake or a request head that takes too long, reads each
+ * request head (http-parser) and has it authenticated and authorized before evhttp sees a byte of it (the body
+ * is not read before), hands evhttp one request at a time and reads ahead of it at most API_MAX_HELD, so that
+ * a client cannot make the kubelet buffer what it sends while a long answer streams. A refused request reaches
+ * evhttp as a bodiless stand-in whose decision says what to answer; the connection closes after it. */
+struct api_conn_limits {
+        unsigned max_total;      /* connections at once */
+        unsigned max_per_source; /* from one address (on the TLS port: not yet authorized) */
+};
+int api_conn_table_new(struct api_listener *l, const struct api_conn_limits *limits, struct api_conn_table **ret);
+/* detaches the connections still alive (evhttp frees them, maybe later) */
+struct api_conn_table *api_conn_table_free(struct api_conn_table *t);
+/* the bufferevent of a new connection (evhttp_set_bevcb) */
+struct bufferevent *api_conn_bevcb(struct event_base *base, void *userdata);
+/* the SSL_CTX info callback that tells a connection its handshake is done */
+void api_conn_tls_info(const SSL *ssl, int where, int ret);
+
+/* what the gate decided about the request evhttp hands over */
+struct api_decision {
+        enum evhttp_cmd_type method;
+        char *path; /* the raw path of the request target */
+        bool allowed;
+        struct api_user user;
+        int status;    /* refused: the answer's status */
+        char *message; /* and its body */
+};
+void api_decision_done(struct api_decision *d);
+/* the decision on the request evhttp is handing over on this connection (moved to *ret); -ENOENT if there is
+ * none (then the request must not be served) */
+int api_conn_take_decision(struct api_server *s, struct evhttp_connection *evcon, struct api_decision *ret);
+/* the connection is taken over (a stream proxy): bytes pass unparsed from now on */
+void api_conn_set_raw(struct api_server *s, struct evhttp_connection *evcon);
+/* the TLS session of a connection; NULL for plain ones */
+SSL *api_conn_ssl(struct api_server *s, struct evhttp_connection *evcon);
+
+/* auth.c: authentication and authorization of a request from its head */
+struct api_auth;
+typedef void (*api_auth_done_t)(struct api_auth *a, void *userdata);
+struct api_auth {
+        struct api_server *s;
+        enum evhttp_cmd_type method;
+        const char *path; /* raw path, borrowed */
+        struct api_user user;
+        int status;    /* refused: 401, 403, 500 */
+        char *message; /* refused: the answer's body */
+        /* a review in flight (webhook.c) */
+        struct kube_request *kreq;
+        char *key;
+        api_auth_done_t done;
+        void *userdata;
+};
+/* 0: allowed (a->user set); -EACCES / -EPERM / -ENOMEM: refused (a->status and a->message set); -EINPROGRESS: a
+ * review through the API server is in flight, a->done(a, userdata) runs from the loop once decided (then
+ * a->status is 0 when allowed). ssl: the connection's TLS session (its client certificate); authorization: the
+ * first Authorization header's value or NULL. */
+int api_auth_start(struct api_auth *a, SSL *ssl, const char *authorization);
+/* frees what a holds; a review in flight is cancelled (done is not called) */
+void api_auth_clear(struct api_auth *a);
+/* set a refusal: status and message (printf) */
+int api_auth_refuse(struct api_auth *a, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* authorize an authenticated request: 0, a refusal (-EPERM), or -EINPROGRESS (a SubjectAccessReview) */
+int api_auth_authorize(struct api_auth *a);
+/* serve an authenticated, authorized request (server.c) */
 void api_route(struct api_request *r);
 
 /* webhook.c: TokenReview and SubjectAccessReview through the API server, with caches. The *_cached lookups
- * answer 0 / -EACCES (token) / -EPERM (authorization) from the cache, or -EINPROGRESS. The others take over
- * the request (its user is moved) and answer it or route it when the review is back. */
+ * answer 0 / -EACCES (token) / -EPERM (authorization) from the cache, or -EINPROGRESS; the reviews run
+ * a->done when decided. */
 struct api_cache;
 void api_cache_free(struct api_cache *c);
-int api_webhook_authenticate_cached(struct api_request *r, const char *token);
-int api_webhook_authorize_cached(struct api_request *r);
-void api_webhook_review_token(struct api_request *r, const char *token);
-void api_webhook_authorize(struct api_request *r);
+int api_webhook_authenticate_cached(struct api_auth *a, const char *token);
+int api_webhook_authorize_cached(struct api_auth *a);
+int api_webhook_review_token(struct api_auth *a, const char *token);
+int api_webhook_review_access(struct api_auth *a);
+void api_webhook_cancel(struct api_auth *a);
 const char *api_subresource(const char *path);     /* "stats", "metrics", "log", "proxy" */
 const char *api_verb(enum evhttp_cmd_type method); /* "get", "create", ... */
+/* the verb a request is authorized as */
+const char *api_request_verb(enum evhttp_cmd_type method, const char *path);
+/* the authorization cache's key of (user and groups, verb, subresource); NULL on OOM */
+char *api_authz_key(const struct api_user *u, const char *verb, const char *subresource);
+enum api_cache_kind { API_CACHE_TOKEN, API_CACHE_AUTHZ };
+/* how long an answer is cached: the configured TTLs (yes: authenticated/allowed) */
+uint64_t api_webhook_ttl(const struct kubelet_options *o, enum api_cache_kind kind, bool yes);
+/* the caches at a given monotonic time (for tests): put takes key and returns NULL when nothing was cached */
+struct api_cache_entry *api_cache_get_at(struct api_cache *c, const char *key, uint64_t now);
+struct api_cache_entry *api_cache_put_at(struct api_cache **cp, char *key, bool yes, uint64_t ttl, uint64_t now);
+/* the user of a verified client certificate: CN the name, O the groups (plus system:authenticated) */
+int api_user_from_cert(X509 *cert, struct api_user *ret);
 void api_user_done(struct api_user *u);
 int api_tls_setup(struct api_server *s); /* SSL_CTX with the serving pair and client CA */
 void api_tls_done(struct api_server *s); /* the serverTLSBootstrap pair */
@@ -186,10 +264,17 @@ void api_handle_container_logs(struct api_request *r, const char *rest);
 void api_handle_logs_dir(struct api_request *r, const char *rest);
 void api_handle_streaming(struct api_request *r, const char *kind, const char *rest);
 
-/* long-running responses: registered so api_server_free can end them */
+/* responses in progress: registered so api_server_free can end them. Long ones (streams) and short ones
+ * (waiting for the runtime) have limits of their own, so that many slow log readers cannot make
+ * /stats/summary answer 503. */
+enum api_stream_kind {
+        API_STREAM_LONG,  /* API_MAX_STREAMS */
+        API_STREAM_SHORT, /* API_MAX_PENDING */
+};
 struct api_stream {
         struct api_server *s;
         struct api_stream *prev, *next;
+        enum api_stream_kind kind;
         void (*cancel)(struct api_stream *st); /* must unregister and free */
 };
 int api_stream_register(struct api_server *s, struct api_stream *st);

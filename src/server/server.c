@@ -11,6 +11,8 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <strings.h>
 
 #include "basic/evbuffer.h"
 #include "basic/log.h"
@@ -86,6 +88,19 @@ void api_reply_json(struct evhttp_request *req, int code, json_t *obj) {
         reply(req, code, "application/json", b);
 }
 
+size_t api_connection_unsent(struct evhttp_connection *evcon) {
+        struct bufferevent *bev = evhttp_connection_get_bufferevent(evcon), *below;
+        size_t n;
+
+        if (!bev)
+                return 0;
+        n = evbuffer_get_length(bufferevent_get_output(bev));
+        below = bufferevent_get_underlying(bev);
+        if (below)
+                n += evbuffer_get_length(bufferevent_get_output(below));
+        return n;
+}
+
 void api_reply_lookup_error(struct evhttp_request *req, int r, const char *ns, const char *pod, const char *container) {
         switch (r) {
         case -ENXIO:
@@ -101,6 +116,63 @@ void api_reply_lookup_error(struct evhttp_request *req, int r, const char *ns, c
         default:
                 api_reply_text(req, 500, "Internal Error: %s\n", strerror(-r));
         }
+}
+
+/* ---------------------------------------------------------------- headers */
+
+/* whether the comma-separated list value holds token (case-insensitive) */
+static bool list_has_token(const char *value, const char *token) {
+        size_t n = strlen(token);
+
+        for (const char *p = value; p && *p;) {
+                const char *e = strchr(p, ',');
+                size_t l = e ? (size_t) (e - p) : strlen(p);
+
+                while (l > 0 && (*p == ' ' || *p == '\t')) {
+                        p++;
+                        l--;
+                }
+                while (l > 0 && (p[l - 1] == ' ' || p[l - 1] == '\t'))
+                        l--;
+                if (l == n && strncasecmp(p, token, n) == 0)
+                        return true;
+                p = e ? e + 1 : NULL;
+        }
+        return false;
+}
+
+bool api_is_upgrade_request(const struct evkeyvalq *headers) {
+        const struct evkeyval *h;
+        bool conn = false, upgrade = false;
+
+        TAILQ_FOREACH(h, headers, next) {
+                if (strcasecmp(h->key, "Connection") == 0 && list_has_token(h->value, "upgrade"))
+                        conn = true;
+                if (strcasecmp(h->key, "Upgrade") == 0 && !isempty(h->value))
+                        upgrade = true;
+        }
+        return conn && upgrade;
+}
+
+bool api_header_is_hop_by_hop(const struct evkeyvalq *headers, const char *name) {
+        static const char *const fixed[] = { "Connection",
+                                             "Keep-Alive",
+                                             "Proxy-Connection",
+                                             "Proxy-Authenticate",
+                                             "Proxy-Authorization",
+                                             "TE",
+                                             "Trailer",
+                                             "Transfer-Encoding",
+                                             "Upgrade" };
+        const struct evkeyval *h;
+
+        for (size_t i = 0; i < ELEMENTSOF(fixed); i++)
+                if (strcasecmp(name, fixed[i]) == 0)
+                        return true;
+        TAILQ_FOREACH(h, headers, next)
+                if (strcasecmp(h->key, "Connection") == 0 && list_has_token(h->value, name))
+                        return true;
+        return false;
 }
 
 /* ---------------------------------------------------------------- paths and queries */
@@ -171,7 +243,7 @@ char *api_query_get(const char *query, const char *key) {
 /* ---------------------------------------------------------------- streams */
 
 int api_stream_register(struct api_server *s, struct api_stream *st) {
-        if (s->n_streams >= API_MAX_STREAMS)
+        if (s->n_streams[st->kind] >= (st->kind == API_STREAM_LONG ? API_MAX_STREAMS : API_MAX_PENDING))
                 return -EBUSY;
         st->s = s;
         st->prev = NULL;
@@ -179,7 +251,7 @@ int api_stream_register(struct api_server *s, struct api_stream *st) {
         if (s->streams)
                 s->streams->prev = st;
         s->streams = st;
-        s->n_streams++;
+        s->n_streams[st->kind]++;
         return 0;
 }
 
@@ -195,7 +267,7 @@ void api_stream_unregister(struct api_stream *st) {
                 st->next->prev = st->prev;
         st->prev = st->next = NULL;
         st->s = NULL;
-        s->n_streams--;
+        s->n_streams[st->kind]--;
 }
 
 /* ---------------------------------------------------------------- routing */
@@ -328,6 +400,7 @@ void api_route(struct api_request *r) {
 static void on_request(struct evhttp_request *req, void *userdata) {
         struct api_listener *l = userdata;
         const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
+        struct api_decision d = {};
         struct api_request r = {
                 .s = l->s,
                 .req = req,
@@ -337,20 +410,19 @@ static void on_request(struct evhttp_request *req, void *userdata) {
                 .query = uri ? evhttp_uri_get_query(uri) : NULL,
         };
 
-        if (l->port == API_PORT_SECURE &&
-            !bufferevent_openssl_get_ssl(evhttp_connection_get_bufferevent(evhttp_request_get_connection(req)))) {
+        /* the gate (conn.c) decided about this request from its head; evhttp must have framed the same one */
+        if (api_conn_take_decision(l->s, evhttp_request_get_connection(req), &d) < 0 || d.method != r.method ||
+            !streq_ptr(d.path, r.path)) {
+                log_v(2, "API: a request that the connection gate did not hand over (%s): not served", strna(r.path));
                 evhttp_add_header(evhttp_request_get_output_headers(req), "Connection", "close");
-                api_reply_text(req, 400, "Client sent an HTTP request to an HTTPS server.\n");
+                api_reply_text(req, 400, "400 Bad Request\n");
+                api_decision_done(&d);
                 return;
         }
-        if (l->port == API_PORT_SECURE && l->s->conns->n > API_MAX_CONNECTIONS) {
-                log_warning("API: refusing a request: %u connections are open", l->s->conns->n);
+        if (!d.allowed) {
                 evhttp_add_header(evhttp_request_get_output_headers(req), "Connection", "close");
-                api_reply_text(req, 503, "Service Unavailable: too many connections\n");
-                return;
-        }
-        if (isempty(r.path) || r.path[0] != '/') {
-                api_reply_text(req, 400, "400 Bad Request: invalid request path\n");
+                api_reply_text(req, d.status, "%s", strempty(d.message));
+                api_decision_done(&d);
                 return;
         }
         log_v(4, "API request: port=%s method=%d path=\"%s\"",
@@ -358,62 +430,21 @@ static void on_request(struct evhttp_request *req, void *userdata) {
               : l->port == API_PORT_READONLY ? "read-only"
                                              : "healthz",
               r.method, r.path);
-        if (l->port == API_PORT_SECURE) {
-                const char *token = NULL;
-                int k = api_authenticate(&r, &token);
-
-                if (k == -EINPROGRESS)
-                        api_webhook_review_token(&r, token); /* routes it when the TokenReview is back */
-                else if (k >= 0) {
-                        k = api_authorize(&r);
-                        if (k == -EINPROGRESS)
-                                api_webhook_authorize(&r); /* routes it when the SubjectAccessReview is back */
-                }
-                if (k < 0) {
-                        api_user_done(&r.user);
-                        return;
-                }
-        }
+        r.user = d.user;
+        d.user = (struct api_user) {};
         api_route(&r);
         api_user_done(&r.user);
+        api_decision_done(&d);
 }
 
 /* ---------------------------------------------------------------- listeners */
 
-static int ssl_conn_index = -1;
-
-/* called when the SSL of a connection is freed (with its bufferevent): one connection fewer */
-static void ssl_conn_free(void *parent, void *ptr, CRYPTO_EX_DATA *ad, int idx, long argl, void *argp) {
-        struct api_conn_counter *c = ptr;
-
-        if (!c)
-                return;
-        if (c->n > 0)
-                c->n--;
-        if (c->orphan && c->n == 0)
-                free(c);
-}
-
-static struct bufferevent *tls_bevcb(struct event_base *base, void *userdata) {
-        struct api_listener *l = userdata;
-        struct api_server *s = l->s;
-        SSL *ssl;
-
-        /* never return NULL: evhttp would serve the connection in clear text */
-        ssl = SSL_new(s->ssl_ctx);
-        if (!ssl)
-                return NULL; /* on_request refuses connections without TLS on this port */
-        SSL_set_ex_data(ssl, ssl_conn_index, s->conns);
-        s->conns->n++;
-        return bufferevent_openssl_socket_new(base, -1, ssl, BUFFEREVENT_SSL_ACCEPTING,
-                                              BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
-}
-
-static int listen_on(struct api_server *s, enum api_port port, const char *address, int portnum) {
+static int listen_on(struct api_server *s, enum api_port port, const char *address, int portnum,
+                     const struct api_conn_limits *limits) {
         struct api_listener *l = &s->listeners[port];
         struct evhttp_bound_socket *bound;
         char addr[INET6_ADDRSTRLEN + 2];
-        int one = 1;
+        int one = 1, r;
 
         l->s = s;
         l->port = port;
@@ -426,11 +457,13 @@ static int listen_on(struct api_server *s, enum api_port port, const char *addre
         evhttp_set_allowed_methods(l->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD | EVHTTP_REQ_PUT |
                                                     EVHTTP_REQ_DELETE | EVHTTP_REQ_PATCH | EVHTTP_REQ_OPTIONS);
         evhttp_set_gencb(l->http, on_request, l);
-        if (port == API_PORT_SECURE)
-                evhttp_set_bevcb(l->http, tls_bevcb, l);
+        r = api_conn_table_new(l, limits, &l->conns);
+        if (r < 0)
+                return r;
+        evhttp_set_bevcb(l->http, api_conn_bevcb, l);
         bound = evhttp_bind_socket_with_handle(l->http, address, (ev_uint16_t) portnum);
         if (!bound) {
-                int r = errno > 0 ? -errno : -EADDRINUSE;
+                r = errno > 0 ? -errno : -EADDRINUSE;
                 snprintf(addr, sizeof(addr), strchr(address, ':') ? "[%s]" : "%s", address);
                 return log_error_errno(r, "failed to listen on %s:%d (%s): %s", addr, portnum,
                                        port == API_PORT_SECURE     ? "--port"
@@ -467,8 +500,26 @@ static int cadvisor_setup(struct api_server *s) {
         return 0;
 }
 
+/* Connections each port accepts at once, in all and per address (for the TLS port: per address while none of
+ * their requests has been authorized, so that the API server's many proxied streams are not capped). Within
+ * what the open files limit leaves (main raised it to the hard limit). */
+static void connection_limits(struct api_conn_limits ret[_API_PORT_MAX]) {
+        struct rlimit rl = { .rlim_cur = 65536 };
+        unsigned budget;
+
+        (void) getrlimit(RLIMIT_NOFILE, &rl);
+        budget = rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > 65536 ? 32768 : (unsigned) rl.rlim_cur / 2;
+        ret[API_PORT_SECURE] = (struct api_conn_limits) { .max_total = MIN(1024u, budget * 3 / 4),
+                                                          .max_per_source = MIN(128u, budget / 8) };
+        ret[API_PORT_READONLY] = (struct api_conn_limits) { .max_total = MIN(256u, budget / 8),
+                                                            .max_per_source = MIN(64u, budget / 16) };
+        ret[API_PORT_HEALTHZ] = (struct api_conn_limits) { .max_total = MIN(64u, budget / 16),
+                                                           .max_per_source = MIN(32u, budget / 32) };
+}
+
 int api_server_new(struct event_base *base, const struct api_server_config *cfg, struct api_server **ret) {
         const struct kubelet_options *o = cfg->opts;
+        struct api_conn_limits limits[_API_PORT_MAX];
         struct api_server *s;
         struct stats_config sc = {
                 .pod_volumes = cfg->host.volume_stats,
@@ -482,8 +533,6 @@ int api_server_new(struct event_base *base, const struct api_server_config *cfg,
         };
         int r;
 
-        if (ssl_conn_index < 0)
-                ssl_conn_index = SSL_get_ex_new_index(0, NULL, NULL, NULL, ssl_conn_free);
         s = calloc(1, sizeof(*s));
         if (!s)
                 return -ENOMEM;
@@ -495,11 +544,6 @@ int api_server_new(struct event_base *base, const struct api_server_config *cfg,
         s->node_ip = cfg->node_ip;
         s->machine = cfg->machine;
         s->host = cfg->host;
-        s->conns = calloc(1, sizeof(*s->conns));
-        if (!s->conns) {
-                free(s);
-                return -ENOMEM;
-        }
         r = stats_provider_new(base, s->cri, &sc, &s->stats);
         if (r < 0)
                 goto fail;
@@ -509,16 +553,17 @@ int api_server_new(struct event_base *base, const struct api_server_config *cfg,
         r = api_tls_setup(s);
         if (r < 0)
                 goto fail;
-        r = listen_on(s, API_PORT_SECURE, o->address, o->port);
+        connection_limits(limits);
+        r = listen_on(s, API_PORT_SECURE, o->address, o->port, &limits[API_PORT_SECURE]);
         if (r < 0)
                 goto fail;
         if (o->read_only_port > 0) {
-                r = listen_on(s, API_PORT_READONLY, o->address, o->read_only_port);
+                r = listen_on(s, API_PORT_READONLY, o->address, o->read_only_port, &limits[API_PORT_READONLY]);
                 if (r < 0)
                         goto fail;
         }
         if (o->healthz_port > 0) {
-                r = listen_on(s, API_PORT_HEALTHZ, o->healthz_bind_address, o->healthz_port);
+                r = listen_on(s, API_PORT_HEALTHZ, o->healthz_bind_address, o->healthz_port, &limits[API_PORT_HEALTHZ]);
                 if (r < 0)
                         goto fail;
         }
@@ -534,9 +579,16 @@ struct api_server *api_server_free(struct api_server *s) {
                 return NULL;
         while (s->streams)
                 s->streams->cancel(s->streams);
-        for (size_t i = 0; i < _API_PORT_MAX; i++)
+        for (size_t i = 0; i < _API_PORT_MAX; i++) {
                 if (s->listeners[i].http)
-                        evhttp_free(s->listeners[i].http);
+                        evhttp_free(s->listeners[i].http); /* and its connections (libevent may free some later) */
+                s->listeners[i].conns = api_conn_table_free(s->listeners[i].conns);
+        }
+        /* libevent frees the connections' bufferevents from the loop, and their deferred callbacks hold references
+         * to them; event_base_free() drops such callbacks without running them, which would leak the connections
+         * that were busy at shutdown: let the loop run what is pending now (twice: a free may schedule another) */
+        for (int i = 0; i < 2; i++)
+                (void) event_base_loop(s->base, EVLOOP_NONBLOCK);
         s->stats = stats_provider_free(s->stats);
         s->cadvisor = cadvisor_free(s->cadvisor);
         api_cache_free(s->token_cache);
@@ -544,12 +596,6 @@ struct api_server *api_server_free(struct api_server *s) {
         if (s->ssl_ctx)
                 SSL_CTX_free(s->ssl_ctx);
         api_tls_done(s);
-        if (s->conns) {
-                if (s->conns->n > 0)
-                        s->conns->orphan = true;
-                else
-                        free(s->conns);
-        }
         free(s);
         return NULL;
 }

@@ -1,25 +1,41 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* /exec, /attach and /portForward: ask the runtime for a streaming URL (CRI Exec/Attach/PortForward) and proxy
- * the client's connection to it (upstream's proxyStream + UpgradeAwareHandler). The request is replayed to
- * the runtime's streaming server as it came (method, query, headers, upgrade), and from then on bytes flow
- * both ways unchanged, so SPDY/3.1 and WebSocket upgrades pass through. */
+ * the client's connection to it (upstream's proxyStream + UpgradeAwareHandler with UpgradeRequired). Only an
+ * upgrade request is proxied (others get 400 "Upgrade request required"). It is replayed to the runtime's
+ * streaming server with the runtime's path, the client's query, and its headers less the hop-by-hop ones and
+ * its credentials. Until the streaming server answers 101 Switching Protocols nothing of the client's goes to
+ * it; any other answer is passed on and the connection ends, so that it never becomes a raw pipe to the
+ * streaming server. After the 101, bytes flow both ways unchanged (SPDY/3.1, WebSocket), until either side
+ * closes or nothing has flowed for streamingConnectionIdleTimeout. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <event2/bufferevent.h>
 #include <sys/queue.h>
 #include <event2/keyvalq_struct.h>
+#include <http_parser.h>
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 
+#include "basic/duration.h"
 #include "basic/log.h"
 #include "basic/string.h"
 #include "basic/strv.h"
+#include "basic/time.h"
+#include "basic/timer.h"
 #include "cri/cri.h"
 #include "server/server-internal.h"
 
 #define PROXY_MAX_BUFFERED (1024 * 1024) /* per direction; reading pauses above it */
+#define PROXY_MAX_ANSWER (64 * 1024)     /* what is passed on of a streaming server's answer that is not a 101 */
+
+enum proxy_state {
+        PROXY_WAITING,  /* for the streaming server's answer: the client is not read */
+        PROXY_REFUSED,  /* the answer was not a 101: it is passed on, then everything closes */
+        PROXY_UPGRADED, /* bytes flow both ways */
+};
 
 struct proxy {
         struct api_stream stream;
@@ -29,19 +45,33 @@ struct proxy {
         struct bufferevent *client, *backend;
         char *kind;
         char *what; /* "ns/pod/container", for logs */
+        char *upgrade;
         bool closing;
+        enum proxy_state state;
+        http_parser answer; /* the streaming server's answer head, while waiting */
+        bool answer_done;   /* its head is complete */
+        bool answer_end;    /* a refused answer is complete */
+        size_t passed;      /* bytes of a refused answer passed on */
+        struct event *idle;
+        uint64_t idle_usec;   /* streamingConnectionIdleTimeout; 0: none */
+        struct event *finish; /* proxy_close's deferred maybe_finish */
 };
 
 static void proxy_free(struct proxy *p) {
         if (!p)
                 return;
         api_stream_unregister(&p->stream);
+        if (p->idle)
+                event_free(p->idle);
+        if (p->finish)
+                event_free(p->finish);
         if (p->backend)
                 bufferevent_free(p->backend);
         if (p->evcon)
                 evhttp_connection_free(p->evcon); /* frees the request and the client's bufferevent */
         free(p->kind);
         free(p->what);
+        free(p->upgrade);
         free(p);
 }
 
@@ -71,12 +101,144 @@ static void maybe_finish(struct proxy *p) {
         }
 }
 
+static void on_finish(evutil_socket_t fd, short what, void *userdata) {
+        maybe_finish(userdata);
+}
+
+/* stop everything once what is queued for the client is written; never frees p on the caller's stack */
+static void proxy_close(struct proxy *p) {
+        p->closing = true;
+        if (p->backend) {
+                bufferevent_free(p->backend);
+                p->backend = NULL;
+        }
+        bufferevent_disable(p->client, EV_READ);
+        bufferevent_enable(p->client, EV_WRITE);
+        evtimer_add_usec(p->finish, 0);
+}
+
+static void on_idle(evutil_socket_t fd, short what, void *userdata) {
+        struct proxy *p = userdata;
+        char d[GO_DURATION_MAX];
+
+        log_v(2, "%s %s: the stream was idle for %s (streamingConnectionIdleTimeout), closing it", p->kind, p->what,
+              go_duration_format((int64_t) p->idle_usec * 1000, d, sizeof(d)));
+        proxy_free(p);
+}
+
+static void touch(struct proxy *p) {
+        if (p->idle)
+                evtimer_add_usec(p->idle, p->idle_usec);
+}
+
+static int on_answer_headers(http_parser *hp) {
+        struct proxy *p = hp->data;
+
+        p->answer_done = true;
+        http_parser_pause(hp, 1); /* the rest is the upgraded protocol, or the answer's body */
+        return 0;
+}
+
+static int on_answer_end(http_parser *hp) {
+        struct proxy *p = hp->data;
+
+        p->answer_end = true;
+        http_parser_pause(hp, 1);
+        return 0;
+}
+
+static const http_parser_settings answer_settings = {
+        .on_headers_complete = on_answer_headers,
+        .on_message_complete = on_answer_end,
+};
+
+/* A refused upgrade: the rest of the answer (its body, as the parser frames it, up to a cap) goes to the client,
+ * then everything closes. */
+static void pass_refused(struct proxy *p) {
+        struct evbuffer *in = bufferevent_get_input(p->backend), *out = bufferevent_get_output(p->client);
+
+        while (!p->answer_end && evbuffer_get_length(in) > 0) {
+                struct evbuffer_iovec v;
+                size_t n;
+
+                if (evbuffer_peek(in, -1, NULL, &v, 1) < 1)
+                        break;
+                n = http_parser_execute(&p->answer, &answer_settings, v.iov_base, v.iov_len);
+                if (HTTP_PARSER_ERRNO(&p->answer) != HPE_OK && HTTP_PARSER_ERRNO(&p->answer) != HPE_PAUSED)
+                        break;
+                evbuffer_remove_buffer(in, out, n);
+                p->passed += n;
+                if (p->passed > PROXY_MAX_ANSWER)
+                        break;
+        }
+        if (p->answer_end || p->passed > PROXY_MAX_ANSWER || HTTP_PARSER_ERRNO(&p->answer) != HPE_OK)
+                proxy_close(p);
+}
+
+/* The streaming server's answer head, read while the client waits. */
+static void read_answer(struct proxy *p) {
+        struct evbuffer *in = bufferevent_get_input(p->backend), *out = bufferevent_get_output(p->client);
+
+        while (!p->answer_done && evbuffer_get_length(in) > 0) {
+                struct evbuffer_iovec v;
+                size_t n;
+
+                if (evbuffer_peek(in, -1, NULL, &v, 1) < 1)
+                        break;
+                n = http_parser_execute(&p->answer, &answer_settings, v.iov_base, v.iov_len);
+                if (HTTP_PARSER_ERRNO(&p->answer) != HPE_OK && HTTP_PARSER_ERRNO(&p->answer) != HPE_PAUSED) {
+                        log_warning("%s %s: the runtime's streaming server answered something that is not HTTP: %s",
+                                    p->kind, p->what, http_errno_description(HTTP_PARSER_ERRNO(&p->answer)));
+                        proxy_close(p);
+                        return;
+                }
+                evbuffer_remove_buffer(in, out, n); /* the head goes to the client as it came */
+                p->passed += n;
+                if (p->answer_done)
+                        p->passed = 0; /* from here: the body of a refused answer */
+                if (!p->answer_done && p->passed > PROXY_MAX_ANSWER) {
+                        log_warning("%s %s: the runtime's streaming server's answer head is too large", p->kind,
+                                    p->what);
+                        proxy_close(p);
+                        return;
+                }
+        }
+        if (!p->answer_done)
+                return;
+        if (p->answer.status_code == 101) {
+                p->state = PROXY_UPGRADED;
+                log_v(3, "%s %s: upgraded (%s)", p->kind, p->what, strna(p->upgrade));
+                /* what the client sent after its request, and what the server sent after its 101 */
+                evbuffer_add_buffer(bufferevent_get_output(p->backend), bufferevent_get_input(p->client));
+                evbuffer_add_buffer(out, in);
+                bufferevent_enable(p->client, EV_READ | EV_WRITE);
+                touch(p);
+                return;
+        }
+        log_v(2, "%s %s: the runtime's streaming server answered %u, not 101: passing it on and closing", p->kind,
+              p->what, p->answer.status_code);
+        p->state = PROXY_REFUSED;
+        http_parser_pause(&p->answer, 0);
+        pass_refused(p);
+}
+
 static void on_read(struct bufferevent *bev, void *userdata) {
         struct proxy *p = userdata;
         struct bufferevent *peer = peer_of(p, bev);
 
         if (!peer)
                 return;
+        if (p->state == PROXY_WAITING) {
+                if (bev == p->backend)
+                        read_answer(p);
+                return; /* the client's bytes wait for the 101; after it, read_answer passed on what was there */
+        }
+        if (p->state == PROXY_REFUSED) {
+                if (bev == p->backend && !p->closing)
+                        pass_refused(p);
+                return;
+        }
+        touch(p);
         bufferevent_write_buffer(peer, bufferevent_get_input(bev));
         if (evbuffer_get_length(bufferevent_get_output(peer)) > PROXY_MAX_BUFFERED)
                 bufferevent_disable(bev, EV_READ); /* resumed by the peer's write callback */
@@ -90,7 +252,7 @@ static void on_write(struct bufferevent *bev, void *userdata) {
                 maybe_finish(p);
                 return;
         }
-        if (peer)
+        if (peer && p->state == PROXY_UPGRADED)
                 bufferevent_enable(peer, EV_READ);
 }
 
@@ -99,6 +261,7 @@ static void on_event(struct bufferevent *bev, short what, void *userdata) {
         struct bufferevent *peer = peer_of(p, bev);
 
         if (what & BEV_EVENT_CONNECTED) {
+                /* the request is out; the client is read once the streaming server has upgraded */
                 bufferevent_enable(bev, EV_READ | EV_WRITE);
                 return;
         }
@@ -107,9 +270,13 @@ static void on_event(struct bufferevent *bev, short what, void *userdata) {
         if (bev == p->backend && (what & BEV_EVENT_ERROR) && !p->closing)
                 log_v(2, "%s %s: streaming server connection: %s", p->kind, p->what,
                       evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
-        /* pass on what is still buffered, then close everything */
-        if (peer)
+        /* pass on what is still buffered (only once upgraded, or the end of a refused answer), then close */
+        if (peer && bev == p->backend && p->state == PROXY_WAITING)
+                read_answer(p);
+        if (peer && p->state == PROXY_UPGRADED)
                 bufferevent_write_buffer(peer, bufferevent_get_input(bev));
+        if (p->closing && bev == p->backend && !p->backend)
+                return; /* read_answer closed it */
         p->closing = true;
         bufferevent_disable(bev, EV_READ);
         if (bev == p->backend) {
@@ -198,6 +365,7 @@ static void on_stream_url(const struct cri_reply *reply, void *userdata) {
         if (!req) { /* cancelled */
                 free(p->kind);
                 free(p->what);
+                free(p->upgrade);
                 free(p);
                 return;
         }
@@ -234,6 +402,7 @@ static void on_stream_url(const struct cri_reply *reply, void *userdata) {
         /* take the connection over from evhttp: it never answers this request; freeing the connection
          * (proxy_free) frees the request with it */
         p->client = evhttp_connection_get_bufferevent(p->evcon);
+        api_conn_set_raw(p->s, p->evcon); /* the connection's gate lets everything through from now */
         bufferevent_set_timeouts(p->client, NULL, NULL);
         bufferevent_setcb(p->client, on_read, on_write, on_event, p);
         bufferevent_setwatermark(p->client, EV_WRITE, 0, 0);
@@ -245,33 +414,60 @@ static void on_stream_url(const struct cri_reply *reply, void *userdata) {
                 return;
         }
         bufferevent_setcb(p->backend, on_read, on_write, on_event, p);
-        /* replay the request: the runtime's path, the client's query and headers (Host rewritten) */
+        /* replay the request: the runtime's path, the client's query and its end-to-end headers (Host rewritten,
+         * no credentials), asking for the client's upgrade */
         uri = evhttp_request_get_evhttp_uri(req);
         out = bufferevent_get_output(p->backend);
-        evbuffer_add_printf(out, "%s %s%s%s HTTP/1.1\r\nHost: %s\r\n", method_name(evhttp_request_get_command(req)),
-                            path, evhttp_uri_get_query(uri) ? "?" : "", strempty(evhttp_uri_get_query(uri)), hostport);
+        evbuffer_add_printf(out, "%s %s%s%s HTTP/1.1\r\nHost: %s\r\nConnection: Upgrade\r\nUpgrade: %s\r\n",
+                            method_name(evhttp_request_get_command(req)), path, evhttp_uri_get_query(uri) ? "?" : "",
+                            strempty(evhttp_uri_get_query(uri)), hostport, p->upgrade);
         TAILQ_FOREACH(h, evhttp_request_get_input_headers(req), next) {
-                if (strcasecmp(h->key, "Host") == 0 || strcasecmp(h->key, "Authorization") == 0)
+                if (api_header_is_hop_by_hop(evhttp_request_get_input_headers(req), h->key) ||
+                    strcasecmp(h->key, "Host") == 0 || strcasecmp(h->key, "Authorization") == 0 ||
+                    strcasecmp(h->key, "Content-Length") == 0)
                         continue;
                 evbuffer_add_printf(out, "%s: %s\r\n", h->key, h->value);
         }
         evbuffer_add(out, "\r\n", 2);
-        evbuffer_add_buffer(out, evhttp_request_get_input_buffer(req));
         p->req = NULL;
+        http_parser_init(&p->answer, HTTP_RESPONSE);
+        p->answer.data = p;
+        p->state = PROXY_WAITING;
+        p->finish = evtimer_new(p->s->base, on_finish, p);
+        if (!p->finish) {
+                proxy_free(p);
+                return;
+        }
+        if (p->s->o->streaming_connection_idle_timeout_usec > 0) {
+                p->idle_usec = p->s->o->streaming_connection_idle_timeout_usec;
+                p->idle = evtimer_new(p->s->base, on_idle, p);
+                if (!p->idle) {
+                        proxy_free(p);
+                        return;
+                }
+        }
         if (bufferevent_socket_connect(p->backend, (struct sockaddr *) &addr, (int) alen) < 0) {
                 log_warning("%s %s: cannot connect to the runtime's streaming server %s", p->kind, p->what, hostport);
                 proxy_free(p);
                 return;
         }
-        bufferevent_enable(p->client, EV_READ | EV_WRITE);
+        /* the client is not read until the streaming server upgraded: its bytes are for the new protocol */
+        bufferevent_disable(p->client, EV_READ);
+        bufferevent_enable(p->client, EV_WRITE);
         log_v(3, "%s %s: proxying to %s%s", p->kind, p->what, hostport, path);
 }
 
 /* a registered proxy waiting for the runtime's URL; NULL when refused (the request is answered) */
 static struct proxy *proxy_new(struct api_request *r, const char *kind, const char *ns, const char *pod,
                                const char *container) {
-        struct proxy *p = calloc(1, sizeof(*p));
+        struct proxy *p;
 
+        if (!api_is_upgrade_request(evhttp_request_get_input_headers(r->req))) {
+                /* upstream's proxy (UpgradeRequired), answered before the runtime is asked for anything */
+                api_reply_text(r->req, 400, "Upgrade request required\n");
+                return NULL;
+        }
+        p = calloc(1, sizeof(*p));
         if (!p) {
                 api_reply_text(r->req, 500, "Internal Error: out of memory\n");
                 return NULL;
@@ -280,6 +476,12 @@ static struct proxy *proxy_new(struct api_request *r, const char *kind, const ch
         p->stream.cancel = proxy_cancel;
         p->kind = strdup(kind);
         if (!p->kind || asprintf(&p->what, "%s/%s%s%s", ns, pod, container ? "/" : "", strempty(container)) < 0) {
+                proxy_free(p);
+                api_reply_text(r->req, 500, "Internal Error: out of memory\n");
+                return NULL;
+        }
+        p->upgrade = strdup(strempty(evhttp_find_header(evhttp_request_get_input_headers(r->req), "Upgrade")));
+        if (!p->upgrade) {
                 proxy_free(p);
                 api_reply_text(r->req, 500, "Internal Error: out of memory\n");
                 return NULL;

@@ -2,9 +2,11 @@
 /* Webhook authentication and authorization of the kubelet API through the API server (as upstream's
  * authentication.webhook and authorization.mode=Webhook): a bearer token is checked with a TokenReview, a
  * request is authorized with a SubjectAccessReview for (user, verb, nodes/<node>/<subresource>). Both answers
- * are cached (tokens 2 min; authorized 5 min, unauthorized 30 s: the upstream defaults), keyed by a SHA-256
- * of the token so that no token is kept. While a review is in flight the request waits off the loop's stack;
- * a client that leaves meanwhile cancels it. */
+ * are cached for the configured TTLs (authentication.webhook.cacheTTL, authorization.webhook.cacheAuthorizedTTL
+ * and cacheUnauthorizedTTL; 2 min, 5 min and 30 s by default; 0 caches nothing), tokens keyed by a SHA-256 of
+ * the token so that no token is kept, authorizations by a JSON array of the user, its groups, the verb and the
+ * subresource, which no name can make ambiguous. While a review is in flight the request waits off the loop's
+ * stack; a client that leaves meanwhile cancels it. */
 
 #include <errno.h>
 #include <openssl/evp.h>
@@ -17,9 +19,6 @@
 #include "client/client.h"
 #include "server/server-internal.h"
 
-#define TOKEN_TTL_USEC (2 * 60 * USEC_PER_SEC)
-#define AUTHORIZED_TTL_USEC (5 * 60 * USEC_PER_SEC)
-#define UNAUTHORIZED_TTL_USEC (30 * USEC_PER_SEC)
 #define CACHE_MAX 1024
 
 struct api_cache_entry {
@@ -50,9 +49,7 @@ void api_cache_free(struct api_cache *c) {
         free(c);
 }
 
-static struct api_cache_entry *cache_get(struct api_cache *c, const char *key) {
-        uint64_t now = now_usec();
-
+struct api_cache_entry *api_cache_get_at(struct api_cache *c, const char *key, uint64_t now) {
         for (size_t i = 0; c && i < c->n; i++)
                 if (streq(c->e[i].key, key)) {
                         if (c->e[i].expires_usec > now)
@@ -64,12 +61,18 @@ static struct api_cache_entry *cache_get(struct api_cache *c, const char *key) {
         return NULL;
 }
 
-/* takes key; on failure nothing is cached (the next request asks again) */
-static struct api_cache_entry *cache_put(struct api_cache **cp, char *key, bool yes, uint64_t ttl) {
+static struct api_cache_entry *cache_get(struct api_cache *c, const char *key) {
+        return api_cache_get_at(c, key, now_usec());
+}
+
+struct api_cache_entry *api_cache_put_at(struct api_cache **cp, char *key, bool yes, uint64_t ttl, uint64_t now) {
         struct api_cache *c = *cp;
         struct api_cache_entry *e;
-        uint64_t now = now_usec();
 
+        if (ttl == 0) {
+                free(key);
+                return NULL;
+        }
         if (!c) {
                 c = *cp = calloc(1, sizeof(*c));
                 if (!c) {
@@ -105,6 +108,17 @@ static struct api_cache_entry *cache_put(struct api_cache **cp, char *key, bool 
         return e;
 }
 
+static struct api_cache_entry *cache_put(struct api_cache **cp, char *key, bool yes, uint64_t ttl) {
+        return api_cache_put_at(cp, key, yes, ttl, now_usec());
+}
+
+uint64_t api_webhook_ttl(const struct kubelet_options *o, enum api_cache_kind kind, bool yes) {
+        if (kind == API_CACHE_TOKEN)
+                return o->authentication_token_webhook_cache_ttl_usec;
+        return yes ? o->authorization_webhook_cache_authorized_ttl_usec
+                   : o->authorization_webhook_cache_unauthorized_ttl_usec;
+}
+
 static char *token_key(const char *token) {
         unsigned char md[EVP_MAX_MD_SIZE];
         unsigned int n = 0;
@@ -120,37 +134,45 @@ static char *token_key(const char *token) {
         return hex;
 }
 
-static char *authz_key(const struct api_request *r) {
-        _cleanup_free_ char *groups = strv_join(r->user.groups, ",");
-        char *k;
+char *api_authz_key(const struct api_user *u, const char *verb, const char *subresource) {
+        json_auto_t *key = NULL;
+        json_t *groups = json_array();
 
-        if (!groups ||
-            asprintf(&k, "%s\n%s\n%s\n%s", r->user.name, groups, api_verb(r->method), api_subresource(r->path)) < 0)
-                return NULL;
-        return k;
+        /* JSON quotes every string: no user or group name can stand for another split of the same bytes */
+        for (char **g = u->groups; groups && g && *g; g++)
+                if (json_array_append_new(groups, json_string(*g)) < 0) {
+                        json_decref(groups);
+                        return NULL;
+                }
+        key = json_pack("[s, o, s, s]", strempty(u->name), groups, verb, subresource);
+        return key ? json_dumps(key, JSON_COMPACT) : NULL;
+}
+
+static char *authz_key(const struct api_auth *a) {
+        return api_authz_key(&a->user, api_request_verb(a->method, a->path), api_subresource(a->path));
 }
 
 /* ---------------------------------------------------------------- cached answers */
 
-int api_webhook_authenticate_cached(struct api_request *r, const char *token) {
+int api_webhook_authenticate_cached(struct api_auth *a, const char *token) {
         _cleanup_free_ char *key = token_key(token);
-        struct api_cache_entry *e = key ? cache_get(r->s->token_cache, key) : NULL;
+        struct api_cache_entry *e = key ? cache_get(a->s->token_cache, key) : NULL;
 
         if (!e)
                 return -EINPROGRESS;
         if (!e->yes)
                 return -EACCES;
-        r->user.name = strdup(e->user.name);
-        if (!r->user.name || strv_copy(e->user.groups, &r->user.groups) < 0) {
-                api_user_done(&r->user);
+        a->user.name = strdup(e->user.name);
+        if (!a->user.name || strv_copy(e->user.groups, &a->user.groups) < 0) {
+                api_user_done(&a->user);
                 return -ENOMEM;
         }
         return 0;
 }
 
-int api_webhook_authorize_cached(struct api_request *r) {
-        _cleanup_free_ char *key = authz_key(r);
-        struct api_cache_entry *e = key ? cache_get(r->s->authz_cache, key) : NULL;
+int api_webhook_authorize_cached(struct api_auth *a) {
+        _cleanup_free_ char *key = authz_key(a);
+        struct api_cache_entry *e = key ? cache_get(a->s->authz_cache, key) : NULL;
 
         if (!e)
                 return -EINPROGRESS;
@@ -159,200 +181,134 @@ int api_webhook_authorize_cached(struct api_request *r) {
 
 /* ---------------------------------------------------------------- reviews in flight */
 
-struct api_pending {
-        struct api_request r; /* path and query point into the evhttp request, alive until it is answered */
-        struct evhttp_connection *conn;
-        struct kube_request *kreq;
-        char *key; /* cache key of the review in flight */
-};
-
-static void pending_free(struct api_pending *p) {
-        if (!p)
-                return;
-        kube_request_cancel(p->kreq);
-        if (p->conn)
-                evhttp_connection_set_closecb(p->conn, NULL, NULL);
-        api_user_done(&p->r.user);
-        free(p->key);
-        free(p);
+void api_webhook_cancel(struct api_auth *a) {
+        kube_request_cancel(a->kreq);
+        a->kreq = NULL;
+        free(a->key);
+        a->key = NULL;
 }
 
-static void on_client_closed(struct evhttp_connection *conn, void *userdata) {
-        struct api_pending *p = userdata;
-
-        log_v(2, "API: the client left while its request was being reviewed: %s", p->r.path);
-        p->conn = NULL;
-        pending_free(p);
+/* decided: tell the one waiting (it may free a) */
+static void decided(struct api_auth *a) {
+        a->kreq = NULL;
+        free(a->key);
+        a->key = NULL;
+        a->done(a, a->userdata);
 }
 
-static void forbidden(struct api_request *r, const char *why) {
-        log_v(2, "API: forbidden: user=%s verb=%s subresource=%s path=%s: %s", r->user.name, api_verb(r->method),
-              api_subresource(r->path), r->path, why);
-        api_reply_text(r->req, 403, "Forbidden (user=%s, verb=%s, resource=%s, subresource(s)=[%s])\n", r->user.name,
-                       api_verb(r->method), "nodes", api_subresource(r->path));
-}
-
-static int start_review(struct api_pending *p, const char *path, json_t *body, kube_callback_t cb) {
-        struct kube_client *c = api_host_kube_client(p->r.s);
-        int k;
-
-        if (!c)
-                return -ENOTCONN;
-        k = kube_request(c, "POST", path, body, NULL, 0, cb, p, &p->kreq);
-        if (k < 0)
-                p->kreq = NULL;
-        return k;
-}
-
-static void on_sar(const struct kube_response *resp, void *userdata);
-
-/* the user is known: authorize (cached, or a SubjectAccessReview), then route */
-static void pending_authorize(struct api_pending *p) {
-        const struct kubelet_options *o = p->r.s->o;
-        json_auto_t *body = NULL;
-        json_t *groups;
-        int k;
-
-        k = api_authorize(&p->r);
-        if (k == 0) {
-                evhttp_connection_set_closecb(p->conn, NULL, NULL);
-                p->conn = NULL;
-                api_route(&p->r);
-                pending_free(p);
-                return;
-        }
-        if (k != -EINPROGRESS) {
-                pending_free(p); /* answered */
-                return;
-        }
-        free(p->key);
-        p->key = authz_key(&p->r);
-        groups = json_array();
-        for (char **g = p->r.user.groups; groups && g && *g; g++)
-                json_array_append_new(groups, json_string(*g));
-        body = json_pack("{s:s, s:s, s:{s:s, s:o, s:{s:s, s:s, s:s, s:s, s:s, s:s}}}", "apiVersion",
-                         "authorization.k8s.io/v1", "kind", "SubjectAccessReview", "spec", "user", p->r.user.name,
-                         "groups", groups, "resourceAttributes", "verb", api_verb(p->r.method), "group", "", "version",
-                         "v1", "resource", "nodes", "subresource", api_subresource(p->r.path), "name", o->node_name);
-        if (!p->key || !body ||
-            start_review(p, "/apis/authorization.k8s.io/v1/subjectaccessreviews", body, on_sar) < 0) {
-                forbidden(&p->r, "the SubjectAccessReview could not be sent");
-                pending_free(p);
-        }
+static int forbidden(struct api_auth *a, const char *why) {
+        log_v(2, "API: forbidden: user=%s verb=%s subresource=%s path=%s: %s", a->user.name,
+              api_request_verb(a->method, a->path), api_subresource(a->path), a->path, why);
+        return api_auth_refuse(a, 403, "Forbidden (user=%s, verb=%s, resource=%s, subresource(s)=[%s])\n", a->user.name,
+                               api_request_verb(a->method, a->path), "nodes", api_subresource(a->path));
 }
 
 static void on_sar(const struct kube_response *resp, void *userdata) {
-        struct api_pending *p = userdata;
+        struct api_auth *a = userdata;
         const json_t *st = json_object_get(resp->body, "status");
         bool allowed = json_is_true(json_object_get(st, "allowed")) && !json_is_true(json_object_get(st, "denied"));
         const char *reason = json_string_value(json_object_get(st, "reason"));
         struct api_cache_entry *e;
 
-        p->kreq = NULL;
+        a->kreq = NULL;
         if (resp->r < 0 || resp->status >= 300) {
                 /* no answer is not a "no": not cached */
                 log_error("API: SubjectAccessReview failed: %s", resp->error);
-                api_reply_text(p->r.req, 500, "Internal Server Error: authorization failed: %s\n", resp->error);
-                pending_free(p);
+                api_auth_refuse(a, 500, "Internal Server Error: authorization failed: %s\n", resp->error);
+                decided(a);
                 return;
         }
-        e = cache_put(&p->r.s->authz_cache, TAKE_PTR(p->key), allowed,
-                      allowed ? AUTHORIZED_TTL_USEC : UNAUTHORIZED_TTL_USEC);
+        e = cache_put(&a->s->authz_cache, TAKE_PTR(a->key), allowed,
+                      api_webhook_ttl(a->s->o, API_CACHE_AUTHZ, allowed));
         if (e && reason)
                 e->reason = strdup(reason);
-        if (!allowed) {
-                forbidden(&p->r, strempty(reason));
-                pending_free(p);
-                return;
+        if (!allowed)
+                forbidden(a, strempty(reason));
+        decided(a);
+}
+
+int api_webhook_review_access(struct api_auth *a) {
+        const struct kubelet_options *o = a->s->o;
+        json_auto_t *body = NULL;
+        json_t *groups;
+
+        free(a->key);
+        a->key = authz_key(a);
+        groups = json_array();
+        for (char **g = a->user.groups; groups && g && *g; g++)
+                json_array_append_new(groups, json_string(*g));
+        body = json_pack("{s:s, s:s, s:{s:s, s:o, s:{s:s, s:s, s:s, s:s, s:s, s:s}}}", "apiVersion",
+                         "authorization.k8s.io/v1", "kind", "SubjectAccessReview", "spec", "user", a->user.name,
+                         "groups", groups, "resourceAttributes", "verb", api_request_verb(a->method, a->path), "group",
+                         "", "version", "v1", "resource", "nodes", "subresource", api_subresource(a->path), "name",
+                         o->node_name);
+        if (!a->key || !body || !api_host_kube_client(a->s) ||
+            kube_request(api_host_kube_client(a->s), "POST", "/apis/authorization.k8s.io/v1/subjectaccessreviews", body,
+                         NULL, 0, on_sar, a, &a->kreq) < 0) {
+                a->kreq = NULL;
+                return forbidden(a, "the SubjectAccessReview could not be sent");
         }
-        evhttp_connection_set_closecb(p->conn, NULL, NULL);
-        p->conn = NULL;
-        api_route(&p->r);
-        pending_free(p);
+        return -EINPROGRESS;
 }
 
 static void on_token_review(const struct kube_response *resp, void *userdata) {
-        struct api_pending *p = userdata;
+        struct api_auth *a = userdata;
         const json_t *st = json_object_get(resp->body, "status"), *user = json_object_get(st, "user"), *g;
         bool ok = json_is_true(json_object_get(st, "authenticated"));
         const char *name = json_string_value(json_object_get(user, "username"));
         struct api_cache_entry *e;
         size_t i;
+        int k;
 
-        p->kreq = NULL;
+        a->kreq = NULL;
         if (resp->r < 0 || resp->status >= 300) {
                 log_error("API: TokenReview failed: %s", resp->error);
-                api_reply_text(p->r.req, 401, "Unauthorized\n");
-                pending_free(p);
+                api_auth_refuse(a, 401, "Unauthorized\n");
+                decided(a);
                 return;
         }
         ok = ok && !isempty(name);
-        e = cache_put(&p->r.s->token_cache, TAKE_PTR(p->key), ok, TOKEN_TTL_USEC);
+        e = cache_put(&a->s->token_cache, TAKE_PTR(a->key), ok, api_webhook_ttl(a->s->o, API_CACHE_TOKEN, ok));
         if (!ok) {
-                log_v(2, "API: bearer token not authenticated for %s: %s", p->r.path,
+                log_v(2, "API: bearer token not authenticated for %s: %s", a->path,
                       strna(json_string_value(json_object_get(st, "error"))));
-                api_reply_text(p->r.req, 401, "Unauthorized\n");
-                pending_free(p);
+                api_auth_refuse(a, 401, "Unauthorized\n");
+                decided(a);
                 return;
         }
-        p->r.user.name = strdup(name);
+        a->user.name = strdup(name);
         json_array_foreach(json_object_get(user, "groups"), i, g)
                 if (json_is_string(g))
-                        (void) strv_extend(&p->r.user.groups, json_string_value(g));
-        if (!p->r.user.name) {
-                api_reply_text(p->r.req, 500, "Internal Error: out of memory\n");
-                pending_free(p);
+                        (void) strv_extend(&a->user.groups, json_string_value(g));
+        if (!a->user.name) {
+                api_auth_refuse(a, 500, "Internal Error: out of memory\n");
+                decided(a);
                 return;
         }
         if (e) {
-                e->user.name = strdup(p->r.user.name);
-                (void) strv_copy(p->r.user.groups, &e->user.groups);
+                e->user.name = strdup(a->user.name);
+                (void) strv_copy(a->user.groups, &e->user.groups);
         }
-        pending_authorize(p);
+        k = api_auth_authorize(a);
+        if (k == -EINPROGRESS)
+                return; /* a SubjectAccessReview: decided when it is back */
+        decided(a);
 }
 
-static struct api_pending *pending_new(struct api_request *r) {
-        struct api_pending *p = calloc(1, sizeof(*p));
-
-        if (!p)
-                return NULL;
-        p->r = *r;
-        r->user = (struct api_user) {}; /* moved */
-        p->conn = evhttp_request_get_connection(r->req);
-        if (p->conn)
-                evhttp_connection_set_closecb(p->conn, on_client_closed, p);
-        return p;
-}
-
-void api_webhook_review_token(struct api_request *r, const char *token) {
-        struct api_pending *p = pending_new(r);
+int api_webhook_review_token(struct api_auth *a, const char *token) {
         json_auto_t *body = NULL;
 
-        if (!p) {
-                api_reply_text(r->req, 500, "Internal Error: out of memory\n");
-                return;
-        }
-        p->key = token_key(token);
+        free(a->key);
+        a->key = token_key(token);
         body = json_pack("{s:s, s:s, s:{s:s}}", "apiVersion", "authentication.k8s.io/v1", "kind", "TokenReview", "spec",
                          "token", token);
-        if (!p->key || !body ||
-            start_review(p, "/apis/authentication.k8s.io/v1/tokenreviews", body, on_token_review) < 0) {
-                api_reply_text(p->r.req, 401, "Unauthorized\n");
-                pending_free(p);
+        if (!a->key || !body || !api_host_kube_client(a->s) ||
+            kube_request(api_host_kube_client(a->s), "POST", "/apis/authentication.k8s.io/v1/tokenreviews", body, NULL,
+                         0, on_token_review, a, &a->kreq) < 0) {
+                a->kreq = NULL;
+                return api_auth_refuse(a, 401, "Unauthorized\n");
         }
-        if (body) {
-                /* the token is in the body: wipe the copy */
-                json_t *spec = json_object_get(body, "spec");
-                json_object_del(spec, "token");
-        }
-}
-
-void api_webhook_authorize(struct api_request *r) {
-        struct api_pending *p = pending_new(r);
-
-        if (!p) {
-                api_reply_text(r->req, 500, "Internal Error: out of memory\n");
-                return;
-        }
-        pending_authorize(p);
+        /* the token is in the body: wipe the copy */
+        json_object_del(json_object_get(body, "spec"), "token");
+        return -EINPROGRESS;
 }

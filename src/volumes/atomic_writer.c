@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "basic/fs.h"
 #include "basic/log.h"
 #include "basic/macro.h"
 #include "volumes/atomic_writer.h"
@@ -84,14 +85,16 @@ static char *first_element(const char *p) {
         return strndup(p, strcspn(p, "/"));
 }
 
-/* Does the version directory dfd hold exactly this payload (contents and modes)? */
+/* Does the version directory dfd hold exactly this payload (contents and modes)? The version directory is what
+ * the containers see: anything may have been put there. Files are opened through no symlink, without blocking,
+ * and only regular ones compare; anything else is a mismatch, and the new version replaces it. */
 static bool payload_matches(int dfd, const struct vol_payload *p) {
         for (size_t i = 0; i < p->n; i++) {
-                _cleanup_close_ int fd = openat(dfd, p->files[i].path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+                _cleanup_close_ int fd = open_regular_beneath(dfd, p->files[i].path);
                 struct stat st;
                 char *buf;
                 bool same;
-                if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (size_t) st.st_size != p->files[i].size ||
+                if (fd < 0 || fstat(fd, &st) < 0 || (size_t) st.st_size != p->files[i].size ||
                     (int) (st.st_mode & 07777) != p->files[i].mode)
                         return false;
                 buf = malloc(p->files[i].size + 1);

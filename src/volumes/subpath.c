@@ -204,7 +204,7 @@ int vol_subpath_prepare(const struct pod *pod, const struct container *c, size_t
                 if (mkdir(target, 0750) < 0 && errno != EEXIST)
                         return -errno;
         } else {
-                int t = open(target, O_CREAT | O_RDONLY | O_CLOEXEC | O_NOFOLLOW, 0640);
+                int t = open(target, O_CREAT | O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, 0640);
                 if (t < 0)
                         return -errno;
                 close(t);

@@ -188,7 +188,11 @@ int vol_host_path_check(const char *p, const char *t, struct ck_error **ret_erro
         }
         if (streq(t, "FileOrCreate")) {
                 if (stat(p, &st) < 0) {
-                        int fd = open(p, O_CREAT | O_RDONLY | O_CLOEXEC | O_NOFOLLOW, 0644);
+                        /* O_EXCL: something that appeared meanwhile (a FIFO from another pod) is never opened */
+                        int fd = open(p, O_CREAT | O_EXCL | O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY,
+                                      0644);
+                        if (fd < 0 && errno == EEXIST && lstat(p, &st) >= 0)
+                                return S_ISREG(st.st_mode) ? 0 : TYPE_FAIL("a file");
                         if (fd < 0)
                                 return ck_error_set(ret_error, -errno,
                                                     "hostPath type check failed: cannot create file %s: %m", p);
@@ -416,6 +420,13 @@ static int add_mount(Runtime__V1__Mount ***l, size_t *n, const char *container_p
         return 0;
 }
 
+/* The kubelet writes these and compares what it wrote on every sync: a container that could write to them could
+ * put a FIFO or a device where the atomic writer reads, and swap files under it. Upstream mounts them read-only
+ * whatever the volumeMount says (the mounters' ReadOnly attribute, CVE-2017-1002102); so do we. */
+static bool always_read_only(enum volume_type t) {
+        return t == VOLUME_CONFIG_MAP || t == VOLUME_SECRET || t == VOLUME_DOWNWARD_API || t == VOLUME_PROJECTED;
+}
+
 static void free_mounts(Runtime__V1__Mount **l, size_t n) {
         for (size_t i = 0; i < n; i++) {
                 if (!l[i])
@@ -465,7 +476,8 @@ int vol_container_mounts(const struct pod *pod, const struct container *c, const
                         free(hp);
                         hp = TAKE_PTR(bound);
                 }
-                r = add_mount(&l, &n, vm->mount_path, hp, vm->read_only || must_ro, vm->mount_propagation);
+                r = add_mount(&l, &n, vm->mount_path, hp, vm->read_only || must_ro || always_read_only(v->type),
+                              vm->mount_propagation);
                 if (r < 0)
                         break;
         }

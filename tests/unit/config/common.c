@@ -239,6 +239,35 @@ static void test_errors(void **state) {
                 "apiVersion: v1\nkind: Pod\nmetadata: {name: v, uid: u1}\nspec: {containers: [{name: b, image: y}]}\n",
                 -EINVAL, "document 2 (pod \"v\"): duplicate pod UID u1 (also in document 1)");
 
+        /* a UID names the pod's directories: nothing that walks out of them (through --manifest-url too) */
+        expect_error("apiVersion: v1\nkind: Pod\nmetadata: {name: w, uid: ../../../../tmp/x}\n"
+                     "spec: {containers: [{name: a, image: x}]}\n",
+                     -EINVAL,
+                     "document 1 (pod \"w\"): metadata.uid: Invalid value: \"../../../../tmp/x\": a pod UID must "
+                     "consist of alphanumeric characters, '-', '_' or '.', start with an alphanumeric character and "
+                     "be at most 128 characters long");
+        expect_error(
+                "apiVersion: v1\nkind: Pod\nmetadata: {name: w, uid: ..}\nspec: {containers: [{name: a, image: x}]}\n",
+                -EINVAL,
+                "document 1 (pod \"w\"): metadata.uid: Invalid value: \"..\": a pod UID must consist of "
+                "alphanumeric characters, '-', '_' or '.', start with an alphanumeric character and be at most "
+                "128 characters long");
+        expect_error("{\"apiVersion\": \"v1\", \"kind\": \"Pod\", \"metadata\": {\"name\": \"w\", \"uid\": \"a/b\"}, "
+                     "\"spec\": {\"containers\": [{\"name\": \"a\", \"image\": \"x\"}]}}",
+                     -EINVAL,
+                     "document 1 (pod \"w\"): metadata.uid: Invalid value: \"a/b\": a pod UID must consist of "
+                     "alphanumeric characters, '-', '_' or '.', start with an alphanumeric character and be at most "
+                     "128 characters long");
+        {
+                /* UUIDs and the static pods' md5 hex are fine */
+                struct pod_set set =
+                        load("apiVersion: v1\nkind: Pod\nmetadata: {name: w, uid: "
+                             "0b6f6f2e-8c3e-4d7a-9c56-3c2f7e2d1a10}\nspec: {containers: [{name: a, image: x}]}\n",
+                             NODE, CONFIG_SOURCE_FILE, PATH);
+                assert_int_equal(set.n, 1);
+                pod_set_done(&set);
+        }
+
         /* same name in different namespaces is fine */
         {
                 struct pod_set set = load(

@@ -15,6 +15,7 @@
 #include <event2/buffer.h>
 #include <event2/event.h>
 
+#include "basic/macro.h"
 #include "basic/string.h"
 #include "basic/time.h"
 #include "logs/logs.h"
@@ -759,6 +760,195 @@ static void test_follow_large_and_write_error(void **state) {
         evbuffer_free(in);
 }
 
+/* the backward scan of tailLines, a bounded piece at a time: over a file of nothing but partial lines (no F
+ * line to stop at, so the whole file is scanned) each step reads about its budget, and the answer is the
+ * one-shot scan's */
+static void test_tail_scan_steps(void **state) {
+        struct evbuffer *in = evbuffer_new();
+        char *content, piece[600];
+        struct logs_tail_scan t;
+        uint64_t want, size;
+        size_t steps = 0;
+        int fd, r;
+
+        memset(piece, 'x', sizeof(piece) - 1);
+        piece[sizeof(piece) - 1] = '\0';
+        for (int i = 0; i < 4000; i++) /* ~2.5 MiB of P lines */
+                evbuffer_add_printf(in, "%s stdout P %s\n", T(1), piece);
+        content = take_str(in);
+        size = strlen(content);
+        write_file(tmp_path("partials.log"), content, size, false);
+        fd = open_file(tmp_path("partials.log"));
+        for (int64_t tail = 0; tail <= 2; tail++) {
+                assert_int_equal(logs_tail_offset(fd, size, tail, &want), 0);
+                logs_tail_scan_init(&t, size, tail);
+                steps = 0;
+                for (;;) {
+                        uint64_t before = t.scanned;
+                        r = logs_tail_scan_step(fd, &t, 256 * 1024);
+                        assert_true(r >= 0);
+                        assert_true(t.scanned - before <= 256 * 1024 + 64 * 1024); /* whole blocks past the budget */
+                        steps++;
+                        if (r == 1)
+                                break;
+                }
+                assert_int_equal(t.offset, want);
+                if (tail > 0) {
+                        /* one joined line: everything is scanned, in many steps */
+                        assert_int_equal(want, 0);
+                        assert_true(steps >= size / (320 * 1024));
+                }
+        }
+        close(fd);
+        free(content);
+        evbuffer_free(in);
+}
+
+/* a consumer that takes at most 64 KiB and then says -EAGAIN until resumed from a timer */
+struct bp_test {
+        struct follow_test ft;
+        size_t taken, window, max_in_flight;
+        int blocks;
+        struct event *resume;
+};
+
+static int bp_write(const void *data, size_t len, void *ud) {
+        struct bp_test *b = ud;
+
+        if (b->taken >= b->window) {
+                struct timeval tv = { 0, 1000 };
+                b->blocks++;
+                evtimer_add(b->resume, &tv);
+                return -EAGAIN;
+        }
+        evbuffer_add(b->ft.got, data, len);
+        b->taken += len;
+        b->max_in_flight = MAX(b->max_in_flight, b->taken);
+        return 0;
+}
+
+static bool bp_running(void *ud) {
+        return ((struct bp_test *) ud)->ft.running;
+}
+
+static void bp_done(int r, void *ud) {
+        ft_done(r, &((struct bp_test *) ud)->ft);
+}
+
+static void bp_resume(evutil_socket_t fd, short what, void *ud) {
+        struct bp_test *b = ud;
+        b->taken = 0; /* the client read what it had */
+        logs_follower_resume(b->ft.f);
+}
+
+/* a non-follow read of a big file made through the follower (still_running false at once), a consumer that
+ * keeps pushing back: nothing is lost or repeated, what the consumer holds stays bounded, and the tail is
+ * honoured with the backward scan done from the loop */
+static void test_follow_backpressure_and_tail(void **state) {
+        struct evbuffer *in = evbuffer_new();
+        struct logs_options o;
+        struct bp_test b;
+        size_t expected = 0;
+        char *content, *s;
+
+        for (size_t i = 0; i < 60000; i++) {
+                char line[64];
+                int n = snprintf(line, sizeof(line), "line %06zu\n", i);
+                evbuffer_add_printf(in, "%s stdout F %s", T(1), line);
+                expected += (size_t) n;
+        }
+        evbuffer_add_printf(in, "%s stdout P unfinished", T(2)); /* a partial line at the end: written too */
+        expected += strlen("unfinished");
+        content = take_str(in);
+
+        ft_init(&b.ft);
+        b.ft.running = false;
+        b.taken = b.max_in_flight = 0;
+        b.blocks = 0;
+        b.window = 64 * 1024;
+        b.resume = evtimer_new(b.ft.base, bp_resume, &b);
+        write_file(b.ft.path, content, strlen(content), false);
+        logs_options_init(&o);
+        assert_int_equal(logs_follow(b.ft.base, b.ft.path, &o, NULL, bp_write, bp_running, bp_done, &b, &b.ft.f), 0);
+        ft_run(&b.ft, 30);
+        assert_int_equal(b.ft.done_calls, 1);
+        assert_int_equal(b.ft.done_r, 0);
+        assert_int_equal(evbuffer_get_length(b.ft.got), expected);
+        assert_true(b.blocks > 5);
+        assert_true(b.max_in_flight <= b.window + 256 * 1024); /* at most one write past the window */
+        s = take_str(b.ft.got);
+        assert_true(startswith(s, "line 000000\nline 000001\n"));
+        assert_true(endswith(s, "line 059999\nunfinished"));
+        free(s);
+        event_free(b.resume);
+        ft_done_free(&b.ft);
+
+        /* the last 3 lines (the unfinished one counts), found by the follower's backward scan */
+        ft_init(&b.ft);
+        b.ft.running = false;
+        b.taken = b.max_in_flight = 0;
+        b.window = 64 * 1024;
+        b.resume = evtimer_new(b.ft.base, bp_resume, &b);
+        write_file(b.ft.path, content, strlen(content), false);
+        o.tail_lines = 3;
+        assert_int_equal(logs_follow(b.ft.base, b.ft.path, &o, NULL, bp_write, bp_running, bp_done, &b, &b.ft.f), 0);
+        ft_run(&b.ft, 30);
+        assert_int_equal(b.ft.done_calls, 1);
+        s = take_str(b.ft.got);
+        assert_string_equal(s, "line 059998\nline 059999\nunfinished");
+        free(s);
+        event_free(b.resume);
+        ft_done_free(&b.ft);
+
+        free(content);
+        evbuffer_free(in);
+}
+
+/* followers share one inotify instance per loop: 300 of them (more than the default per-user instance limit of
+ * 128) all start and all see a new line */
+struct many_test {
+        struct event_base *base;
+        size_t lines;
+};
+
+static int many_write(const void *data, size_t len, void *ud) {
+        struct many_test *m = ud;
+        if (memmem(data, len, "hello\n", 6))
+                m->lines++;
+        if (m->lines == 300)
+                event_base_loopbreak(m->base);
+        return 0;
+}
+
+static void many_append(evutil_socket_t fd, short what, void *ud) {
+        write_file(tmp_path("many.log"), L(T(1), "stdout", "F", "hello"), strlen(L(T(1), "stdout", "F", "hello")),
+                   true);
+}
+
+static void test_follow_many(void **state) {
+        struct many_test m = { .base = event_base_new() };
+        struct logs_follower *f[300];
+        struct logs_options o;
+        struct timeval tv = { 0, 50 * 1000 }, limit = { 20, 0 };
+        struct event *append;
+
+        write_file(tmp_path("many.log"), "", 0, false);
+        logs_options_init(&o);
+        o.follow = true;
+        for (size_t i = 0; i < ELEMENTSOF(f); i++)
+                assert_int_equal(logs_follow(m.base, tmp_path("many.log"), &o, NULL, many_write, NULL, NULL, &m, &f[i]),
+                                 0);
+        append = evtimer_new(m.base, many_append, NULL);
+        evtimer_add(append, &tv);
+        event_base_loopexit(m.base, &limit);
+        event_base_dispatch(m.base);
+        assert_int_equal(m.lines, 300);
+        for (size_t i = 0; i < ELEMENTSOF(f); i++)
+                logs_follower_free(f[i]);
+        event_free(append);
+        event_base_free(m.base);
+}
+
 static void stop_loop(evutil_socket_t fd, short what, void *ud) {
         event_base_loopbreak(ud);
 }
@@ -810,6 +1000,9 @@ int main(void) {
                 cmocka_unit_test(test_follow_rotation_late_writes),
                 cmocka_unit_test(test_follow_large_and_write_error),
                 cmocka_unit_test(test_follow_free_without_done),
+                cmocka_unit_test(test_tail_scan_steps),
+                cmocka_unit_test(test_follow_backpressure_and_tail),
+                cmocka_unit_test(test_follow_many),
         };
         return cmocka_run_group_tests(tests, setup_tmp, teardown_tmp);
 }

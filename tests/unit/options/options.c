@@ -513,7 +513,29 @@ static void test_server_options(void **state) {
         assert_string_equal(o.authorization_mode, "AlwaysAllow");
         assert_int_equal(o.authorization_webhook_cache_authorized_ttl_usec, 60 * USEC_PER_SEC);
         assert_int_equal(o.authorization_webhook_cache_unauthorized_ttl_usec, 30 * USEC_PER_SEC);
+        assert_int_equal(o.streaming_connection_idle_timeout_usec, 4 * 3600 * USEC_PER_SEC);
         kubelet_options_done(&o);
+
+        /* the cache TTLs and the streaming idle timeout as flags and fields */
+        {
+                _cleanup_free_ char *p2 = write_tmp("stream.yaml", HDR "streamingConnectionIdleTimeout: 90s\n");
+                char **b = ARGV("--config", p2, "--authentication-token-webhook-cache-ttl=0s",
+                                "--authorization-webhook-cache-authorized-ttl=2m",
+                                "--authorization-webhook-cache-unauthorized-ttl=5s");
+
+                assert_int_equal(parse(&o, ARGC(b), b, &err), 0);
+                assert_int_equal(o.streaming_connection_idle_timeout_usec, 90 * USEC_PER_SEC);
+                assert_int_equal(o.authentication_token_webhook_cache_ttl_usec, 0);
+                assert_int_equal(o.authorization_webhook_cache_authorized_ttl_usec, 120 * USEC_PER_SEC);
+                assert_int_equal(o.authorization_webhook_cache_unauthorized_ttl_usec, 5 * USEC_PER_SEC);
+                kubelet_options_done(&o);
+        }
+        {
+                char **b = ARGV("--streaming-connection-idle-timeout=3s");
+                assert_int_equal(parse(&o, ARGC(b), b, &err), 0);
+                assert_int_equal(o.streaming_connection_idle_timeout_usec, 3 * USEC_PER_SEC);
+                kubelet_options_done(&o);
+        }
 
         config_error("authn.yaml", HDR "authentication:\n  x509:\n    clientCA: a\n",
                      "unknown field \"authentication.x509.clientCA\"");

@@ -102,6 +102,30 @@ static void test_liveness_default_thresholds(void **state) {
         assert_string_equal(probe_result_to_string(PROBE_RESULT_FAILURE), "failure");
 }
 
+/* httpguts.ValidHeaderFieldName / ValidHeaderFieldValue: what Go's client refuses to send, in its words */
+static void test_http_headers(void **state) {
+        struct http_header ok[] = { { .name = "X-Custom", .value = "a b\tc" }, { .name = "Host", .value = "" } };
+        struct http_header crlf[] = { { .name = "X-Test", .value = "a\r\nX-Injected: yes" } };
+        struct http_header lf[] = { { .name = "X", .value = "a\nb" } };
+        struct http_header bad_name[] = { { .name = "X Test", .value = "a" } };
+        struct http_header del[] = { { .name = "X", .value = "a\x7f" } };
+        struct ck_error *e = NULL;
+
+        assert_int_equal(probe_check_http_headers(ok, 2, &e), 0);
+        assert_null(e);
+        assert_int_equal(probe_check_http_headers(crlf, 1, &e), -EINVAL);
+        assert_string_equal(ck_error_message(e),
+                            "net/http: invalid header field value \"a\\r\\nX-Injected: yes\" for key X-Test");
+        e = ck_error_free(e);
+        assert_int_equal(probe_check_http_headers(lf, 1, &e), -EINVAL);
+        e = ck_error_free(e);
+        assert_int_equal(probe_check_http_headers(del, 1, &e), -EINVAL);
+        e = ck_error_free(e);
+        assert_int_equal(probe_check_http_headers(bad_name, 1, &e), -EINVAL);
+        assert_string_equal(ck_error_message(e), "net/http: invalid header field name \"X Test\"");
+        e = ck_error_free(e);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_resolve_port),
@@ -109,6 +133,7 @@ int main(void) {
                 cmocka_unit_test(test_initial_results),
                 cmocka_unit_test(test_thresholds),
                 cmocka_unit_test(test_liveness_default_thresholds),
+                cmocka_unit_test(test_http_headers),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -6,7 +6,10 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include <openssl/x509.h>
+
 #include "basic/strv.h"
+#include "basic/time.h"
 #include "server/server-internal.h"
 
 static void test_subresources(void **state) {
@@ -72,12 +75,117 @@ static void test_query(void **state) {
         assert_null(api_query_get(NULL, "b"));
 }
 
+/* a certificate with the given subject entries (field, value, value length: a NUL may be inside) */
+static X509 *cert_with(const char *cn, size_t cn_len, const char *o, size_t o_len) {
+        X509 *x = X509_new();
+        X509_NAME *n = X509_get_subject_name(x);
+
+        assert_non_null(x);
+        if (o)
+                assert_int_equal(X509_NAME_add_entry_by_txt(n, "O", MBSTRING_UTF8, (const unsigned char *) o,
+                                                            (int) o_len, -1, 0),
+                                 1);
+        if (cn)
+                assert_int_equal(X509_NAME_add_entry_by_txt(n, "CN", MBSTRING_UTF8, (const unsigned char *) cn,
+                                                            (int) cn_len, -1, 0),
+                                 1);
+        return x;
+}
+
+/* x509.CommonNameUserConversion: CN is the user, O the groups; a NUL inside either is refused, never cut
+ * ("admin\0.tenant" must not become "admin") */
+static void test_user_from_cert(void **state) {
+        struct api_user u = {};
+        X509 *x;
+
+        x = cert_with("alice", 5, "dev", 3);
+        assert_int_equal(api_user_from_cert(x, &u), 0);
+        assert_string_equal(u.name, "alice");
+        assert_string_equal(u.groups[0], "dev");
+        assert_string_equal(u.groups[1], "system:authenticated");
+        assert_null(u.groups[2]);
+        api_user_done(&u);
+        X509_free(x);
+
+        x = cert_with("admin\0.tenant", 13, NULL, 0);
+        assert_int_equal(api_user_from_cert(x, &u), -EINVAL);
+        assert_null(u.name);
+        X509_free(x);
+
+        x = cert_with("bob", 3, "system:masters\0x", 16);
+        assert_int_equal(api_user_from_cert(x, &u), -EINVAL);
+        assert_null(u.name);
+        assert_null(u.groups);
+        X509_free(x);
+
+        x = cert_with(NULL, 0, "dev", 3); /* no CN */
+        assert_int_equal(api_user_from_cert(x, &u), -EINVAL);
+        X509_free(x);
+}
+
+/* the authorization cache key keeps users and groups apart: user "a" in group "x,y" is not user "a" in groups
+ * "x" and "y", and no separator inside a name can make two requests share a key */
+static void test_authz_key(void **state) {
+        char *one[] = { "x,y", NULL }, *two[] = { "x", "y", NULL }, *nl[] = { "g\nget", NULL },
+             *plain[] = { "g", NULL };
+        struct api_user a = { .name = "a", .groups = one }, b = { .name = "a", .groups = two };
+        struct api_user c = { .name = "u", .groups = nl }, d = { .name = "u", .groups = plain };
+        _cleanup_free_ char *ka = api_authz_key(&a, "get", "proxy"), *kb = api_authz_key(&b, "get", "proxy");
+        _cleanup_free_ char *kc = api_authz_key(&c, "get", "proxy"), *kd = api_authz_key(&d, "get\nget", "proxy");
+        _cleanup_free_ char *ka2 = api_authz_key(&a, "get", "proxy");
+
+        assert_non_null(ka);
+        assert_non_null(kb);
+        assert_string_not_equal(ka, kb);
+        assert_string_not_equal(kc, kd);
+        assert_string_equal(ka, ka2);
+}
+
+/* the webhook caches live as long as the configuration says (authentication.webhook.cacheTTL,
+ * authorization.webhook.cacheAuthorizedTTL / cacheUnauthorizedTTL), not the defaults */
+static void test_cache_ttls(void **state) {
+        struct kubelet_options o = {
+                .authentication_token_webhook_cache_ttl_usec = 7 * USEC_PER_SEC,
+                .authorization_webhook_cache_authorized_ttl_usec = 11 * USEC_PER_SEC,
+                .authorization_webhook_cache_unauthorized_ttl_usec = 13 * USEC_PER_SEC,
+        };
+        struct api_cache *c = NULL;
+
+        assert_int_equal(api_webhook_ttl(&o, API_CACHE_TOKEN, true), 7 * USEC_PER_SEC);
+        assert_int_equal(api_webhook_ttl(&o, API_CACHE_TOKEN, false), 7 * USEC_PER_SEC);
+        assert_int_equal(api_webhook_ttl(&o, API_CACHE_AUTHZ, true), 11 * USEC_PER_SEC);
+        assert_int_equal(api_webhook_ttl(&o, API_CACHE_AUTHZ, false), 13 * USEC_PER_SEC);
+
+        /* an entry lives exactly its TTL */
+        assert_non_null(api_cache_put_at(&c, strdup("k"), true, 5 * USEC_PER_SEC, 100));
+        assert_non_null(api_cache_get_at(c, "k", 100 + 5 * USEC_PER_SEC - 1));
+        assert_null(api_cache_get_at(c, "k", 100 + 5 * USEC_PER_SEC));
+        /* a TTL of 0 caches nothing (as upstream's cache with a zero TTL) */
+        assert_null(api_cache_put_at(&c, strdup("z"), true, 0, 100));
+        assert_null(api_cache_get_at(c, "z", 100));
+        api_cache_free(c);
+}
+
+/* exec, attach and port-forward are authorized as "create" whatever the method: a WebSocket upgrade is a GET, and
+ * "get" on nodes/proxy must not be enough to run commands in containers (stricter than upstream) */
+static void test_request_verb(void **state) {
+        assert_string_equal(api_request_verb(EVHTTP_REQ_GET, "/exec/ns/pod/c"), "create");
+        assert_string_equal(api_request_verb(EVHTTP_REQ_GET, "/attach/ns/pod/c"), "create");
+        assert_string_equal(api_request_verb(EVHTTP_REQ_GET, "/portForward/ns/pod"), "create");
+        assert_string_equal(api_request_verb(EVHTTP_REQ_HEAD, "/exec/ns/pod/c"), "create");
+        assert_string_equal(api_request_verb(EVHTTP_REQ_POST, "/exec/ns/pod/c"), "create");
+        assert_string_equal(api_request_verb(EVHTTP_REQ_GET, "/execx"), "get");
+        assert_string_equal(api_request_verb(EVHTTP_REQ_GET, "/containerLogs/ns/pod/c"), "get");
+        assert_string_equal(api_request_verb(EVHTTP_REQ_GET, "/pods"), "get");
+        assert_string_equal(api_request_verb(EVHTTP_REQ_POST, "/run/ns/pod/c"), "create");
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_subresources),
-                cmocka_unit_test(test_verbs),
-                cmocka_unit_test(test_path_components),
-                cmocka_unit_test(test_query),
+                cmocka_unit_test(test_subresources),    cmocka_unit_test(test_verbs),
+                cmocka_unit_test(test_path_components), cmocka_unit_test(test_query),
+                cmocka_unit_test(test_user_from_cert),  cmocka_unit_test(test_authz_key),
+                cmocka_unit_test(test_cache_ttls),      cmocka_unit_test(test_request_verb),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "basic/error.h"
@@ -154,6 +155,87 @@ static void test_atomic_writer(void **state) {
         assert_int_equal(vol_atomic_write(dir, &p), 0);
         assert_null(readf(dir, "a"));
         assert_null(readf(dir, "c"));
+        free(dir);
+}
+
+/* the path of a file inside the current version directory (what a container sees as <mount>/..data/<rel>) */
+static char *in_version(const char *dir, const char *rel) {
+        char *dl = NULL, link[256], *p = NULL;
+        ssize_t l;
+
+        assert_true(asprintf(&dl, "%s/..data", dir) > 0);
+        l = readlink(dl, link, sizeof(link) - 1);
+        assert_true(l > 0);
+        link[l] = '\0';
+        assert_true(asprintf(&p, "%s/%s/%s", dir, link, rel) > 0);
+        free(dl);
+        return p;
+}
+
+/* A container that can write to its volume (or anything else that can) replaces a file of the current version
+ * with a FIFO, a device node, or a directory of it with a symlink to where a FIFO waits. The next write
+ * compares the contents on the event loop: it must neither block nor follow anything, and must put the
+ * payload back. (The test would hang on a blocking open; the unit test timeout fails it.) */
+static void test_atomic_writer_hostile_version(void **state) {
+        struct vol_payload p = {};
+        char *dir = NULL, *f = NULL, *s, *fifo_dir = NULL, *fifo = NULL;
+        struct stat st;
+
+        assert_true(asprintf(&dir, "%s/hostile", tmp) > 0);
+        assert_int_equal(mkdir(dir, 0755), 0);
+        assert_int_equal(vol_payload_add(&p, "labels", "app=\"x\"", 7, 0644), 0);
+        assert_int_equal(vol_payload_add(&p, "nested/value", "42", 2, 0644), 0);
+        assert_int_equal(vol_atomic_write(dir, &p), 0);
+
+        /* a FIFO in place of a file: opening it for reading would wait for a writer for ever */
+        f = in_version(dir, "labels");
+        assert_int_equal(unlink(f), 0);
+        assert_int_equal(mkfifo(f, 0644), 0);
+        free(f);
+        assert_int_equal(vol_atomic_write(dir, &p), 0);
+        assert_string_equal(s = readf(dir, "labels"), "app=\"x\"");
+        free(s);
+        f = in_version(dir, "labels");
+        assert_int_equal(lstat(f, &st), 0);
+        assert_true(S_ISREG(st.st_mode));
+        free(f);
+
+        /* a character device (a tty would block; /dev/zero would be read for ever) */
+        f = in_version(dir, "labels");
+        assert_int_equal(unlink(f), 0);
+        assert_int_equal(mknod(f, S_IFCHR | 0644, makedev(5, 0)), 0); /* /dev/tty */
+        free(f);
+        assert_int_equal(vol_atomic_write(dir, &p), 0);
+        assert_string_equal(s = readf(dir, "labels"), "app=\"x\"");
+        free(s);
+
+        /* a directory of the version replaced by a symlink to a directory outside, where a FIFO waits under the
+         * same name: O_NOFOLLOW guards only the last component */
+        assert_true(asprintf(&fifo_dir, "%s/outside", tmp) > 0);
+        assert_int_equal(mkdir(fifo_dir, 0755), 0);
+        assert_true(asprintf(&fifo, "%s/value", fifo_dir) > 0);
+        assert_int_equal(mkfifo(fifo, 0644), 0);
+        f = in_version(dir, "nested/value");
+        assert_int_equal(unlink(f), 0);
+        free(f);
+        f = in_version(dir, "nested");
+        assert_int_equal(rmdir(f), 0);
+        assert_int_equal(symlink(fifo_dir, f), 0);
+        free(f);
+        assert_int_equal(vol_atomic_write(dir, &p), 0);
+        assert_string_equal(s = readf(dir, "nested/value"), "42");
+        free(s);
+        f = in_version(dir, "nested");
+        assert_int_equal(lstat(f, &st), 0);
+        assert_true(S_ISDIR(st.st_mode));
+        free(f);
+        /* nothing outside was touched */
+        assert_int_equal(lstat(fifo, &st), 0);
+        assert_true(S_ISFIFO(st.st_mode));
+
+        vol_payload_done(&p);
+        free(fifo);
+        free(fifo_dir);
         free(dir);
 }
 
@@ -365,9 +447,8 @@ static int teardown(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_atomic_writer),
-                cmocka_unit_test(test_downward_values),
-                cmocka_unit_test(test_base64),
+                cmocka_unit_test(test_atomic_writer),   cmocka_unit_test(test_atomic_writer_hostile_version),
+                cmocka_unit_test(test_downward_values), cmocka_unit_test(test_base64),
                 cmocka_unit_test(test_object_payloads),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
