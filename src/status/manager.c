@@ -109,7 +109,8 @@ int status_build_patch(const char *uid, const json_t *wanted, const json_t *sent
         if (!status || !conds)
                 return -ENOMEM;
         json_array_foreach(json_object_get(wanted, "conditions"), i, c)
-                if (status_condition_by_kubelet(json_string_value(json_object_get(c, "type"))) &&
+                if ((status_condition_by_kubelet(json_string_value(json_object_get(c, "type"))) ||
+                     status_condition_shared_by_kubelet(json_string_value(json_object_get(c, "type")))) &&
                     json_array_append(conds, (json_t *) c) < 0)
                         return -ENOMEM;
         json_array_foreach(json_object_get(sent, "conditions"), i, c) {

@@ -373,6 +373,10 @@ const char *status_pod_phase(const struct pod_status_input *in) {
         return "Pending";
 }
 
+bool status_condition_shared_by_kubelet(const char *type) {
+        return streq_ptr(type, "DisruptionTarget");
+}
+
 bool status_condition_by_kubelet(const char *type) {
         static const char *const owned[] = { "PodScheduled",
                                              "Ready",
@@ -588,7 +592,9 @@ int status_pod_generate(const struct pod_status_input *in, json_t **ret) {
                 size_t i;
                 json_array_foreach(list, i, c)
                         if (json_is_object(c) &&
-                            !status_condition_by_kubelet(json_string_value(json_object_get(c, "type"))))
+                            !status_condition_by_kubelet(json_string_value(json_object_get(c, "type"))) &&
+                            !(in->terminated_reason &&
+                              status_condition_shared_by_kubelet(json_string_value(json_object_get(c, "type")))))
                                 json_array_append(conditions, (json_t *) c);
         }
         if (gates_message) {

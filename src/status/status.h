@@ -58,6 +58,9 @@ struct pod_status_input {
  * ContainersReady, PodReadyToStartContainers, PodResizePending, PodResizeInProgress); the others (readiness gates'
  * conditions, ...) belong to other clients and are kept as they are. */
 bool status_condition_by_kubelet(const char *type);
+/* Conditions the kubelet may set as others do (PodConditionSharedByKubelet: DisruptionTarget): sent when it has
+ * one, never deleted. */
+bool status_condition_shared_by_kubelet(const char *type);
 
 /* A quantity as resource.Quantity prints a value: cpu in millicores ("250m", "2"), bytes in binary SI when they
  * are a multiple of 1024 ("64Mi"), else decimal. Caller frees. */

@@ -503,8 +503,34 @@ static void test_status_patch(void **state) {
         json_decref(sent);
 }
 
+/* DisruptionTarget is shared (PodConditionSharedByKubelet): the kubelet's is sent, a client's is never deleted */
+static void test_status_patch_disruption_target(void **state) {
+        json_t *wanted = json_pack("{s:s, s:[{s:s, s:s, s:s}]}", "phase", "Failed", "conditions", "type",
+                                   "DisruptionTarget", "status", "True", "reason", "TerminationByKubelet");
+        json_t *none = json_pack("{s:s, s:[]}", "phase", "Failed", "conditions");
+        json_t *sent = json_pack("{s:[{s:s, s:s}]}", "conditions", "type", "DisruptionTarget", "status", "True");
+        json_t *patch = NULL;
+        _cleanup_free_ char *got = NULL, *got2 = NULL;
+
+        assert_int_equal(status_build_patch("u-1", wanted, NULL, &patch), 0);
+        got = json_dumps(patch, JSON_SORT_KEYS | JSON_COMPACT);
+        assert_string_equal(got, "{\"metadata\":{\"uid\":\"u-1\"},\"status\":{\"conditions\":[{\"reason\":"
+                                 "\"TerminationByKubelet\",\"status\":\"True\",\"type\":\"DisruptionTarget\"}],"
+                                 "\"phase\":\"Failed\"}}");
+        json_decref(patch);
+        assert_int_equal(status_build_patch("u-1", none, sent, &patch), 0);
+        got2 = json_dumps(patch, JSON_SORT_KEYS | JSON_COMPACT);
+        assert_string_equal(got2, "{\"metadata\":{\"uid\":\"u-1\"},\"status\":{\"conditions\":[],\"phase\":"
+                                  "\"Failed\"}}");
+        json_decref(patch);
+        json_decref(wanted);
+        json_decref(none);
+        json_decref(sent);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_status_patch_disruption_target),
                 cmocka_unit_test(test_phase),
                 cmocka_unit_test(test_evicted_by_sync_handler),
                 cmocka_unit_test(test_phase_with_restart_rules),
