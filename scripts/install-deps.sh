@@ -7,6 +7,7 @@ pkgs=(
         gcc meson ninja-build pkg-config protobuf-c-compiler libprotobuf-c-dev libnghttp2-dev
         libcurl4-openssl-dev libyaml-dev libjansson-dev libevent-dev libssl-dev libcmocka-dev zlib1g-dev libhttp-parser-dev
         clang-format   # the format check of tests/run.sh (.clang-format)
+        clang libclang-rt-14-dev  # the libFuzzer targets of tests/fuzz (libFuzzer and the sanitizers' runtimes)
         libsystemd-dev
         # runtime
         containerd runc containernetworking-plugins iproute2 iptables procps

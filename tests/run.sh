@@ -5,7 +5,9 @@
 #   3. check the format of the C sources against .clang-format (clang-format --dry-run --Werror): one test
 #   4. build (build/) and run the unit tests
 #   5. build with ASan+UBSan (build-asan/) and run the unit tests again
-#   6. run the end-to-end tests (tests/e2e, pytest) against a private containerd, with the sanitized ckubelet
+#   6. build the libFuzzer targets with clang (build-fuzz/) and run each for 30 s, two at a time (bench/fuzz.sh):
+#      one test per target, failed when it found a crash, leak, timeout or out-of-memory
+#   7. run the end-to-end tests (tests/e2e, pytest) against a private containerd, with the sanitized ckubelet
 # The last line is "N passed, N failed" (", N skipped" when any were skipped), summed over all stages.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -107,6 +109,32 @@ else
         echo "tests/run.sh: sanitized build failed" >&2
         failed=$((failed + 1))
 fi
+
+# Each target starts from its corpus in the tree (seeds and crash-* regression inputs, read only) and keeps what it
+# finds in a fresh directory, removed afterwards unless a target found something (its input is kept there).
+fuzz_stage() {
+        local work rc d p=0 f=0
+        work=$(mktemp -d /var/tmp/ckubelet-fuzz-XXXXXX)
+        FUZZ_WORK="$work" JOBS=2 bash bench/fuzz.sh 30
+        rc=$?
+        for d in "$work"/*/; do
+                [ -d "$d" ] || continue
+                if [ "$(cat "$d/rc" 2>/dev/null)" = 0 ]; then p=$((p + 1)); else f=$((f + 1)); fi
+        done
+        if [ $f -gt 0 ]; then
+                echo "tests/run.sh: $f fuzz target(s) found something; their inputs and logs are in $work" >&2
+        else
+                rm -rf "$work"
+                if [ $rc -ne 0 ]; then
+                        echo "tests/run.sh: bench/fuzz.sh failed (see above)" >&2
+                        f=1
+                fi
+        fi
+        passed=$((passed + p)) failed=$((failed + f))
+}
+
+note "fuzzing: every libFuzzer target for 30 s, two at a time (clang, build-fuzz/)"
+fuzz_stage
 
 note "end-to-end tests (private containerd, sanitized ckubelet)"
 e2e_build=build
