@@ -32,3 +32,9 @@ int fd_verify_regular(int fd);
  * O_NONBLOCK|O_NOFOLLOW|O_NOCTTY so that a FIFO or a device in its place cannot block, and only a regular file
  * (fd_verify_regular's errors). The fd, or a negative errno. */
 int open_regular_beneath(int rootfd, const char *rel);
+
+/* Remove name below the directory pfd (or AT_FDCWD) and everything below it, never following a symlink, and
+ * at most max_depth directories deep (-ELOOP below that). check (may be NULL) is asked first about name and
+ * about every directory below it: negative stops there with that error, positive leaves it be as if gone, 0
+ * goes on. A missing entry counts as removed; the first error is returned, but the rest is still removed. */
+int fs_remove_tree_at(int pfd, const char *name, unsigned max_depth, int (*check)(int pfd, const char *name));
