@@ -149,6 +149,20 @@ int fd_verify_regular(int fd) {
         return 0;
 }
 
+int open_regular(const char *path) {
+        int fd, r;
+
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+        if (fd < 0)
+                return -errno;
+        r = fd_verify_regular(fd);
+        if (r < 0) {
+                close(fd);
+                return r;
+        }
+        return fd;
+}
+
 int open_regular_beneath(int rootfd, const char *rel) {
         struct open_how how = {
                 .flags = O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC,
