@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "basic/fs.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
@@ -148,6 +149,20 @@ int fd_verify_regular(int fd) {
         return 0;
 }
 
+int open_regular(const char *path) {
+        int fd, r;
+
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+        if (fd < 0)
+                return -errno;
+        r = fd_verify_regular(fd);
+        if (r < 0) {
+                close(fd);
+                return r;
+        }
+        return fd;
+}
+
 int open_regular_beneath(int rootfd, const char *rel) {
         struct open_how how = {
                 .flags = O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC,
@@ -168,4 +183,53 @@ int open_regular_beneath(int rootfd, const char *rel) {
         if (r < 0)
                 return r;
         return TAKE_FD(fd);
+}
+
+static int remove_tree_at(int pfd, const char *name, unsigned depth, unsigned max_depth,
+                          int (*check)(int pfd, const char *name)) {
+        _cleanup_close_ int fd = -EBADF;
+        _cleanup_closedir_ DIR *d = NULL;
+        struct dirent *e;
+        int r = 0;
+
+        if (depth > max_depth)
+                return -ELOOP;
+        if (check) {
+                r = check(pfd, name);
+                if (r != 0)
+                        return r < 0 ? r : 0;
+        }
+        fd = openat(pfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0) {
+                if (errno == ENOTDIR || errno == ELOOP)
+                        return unlinkat(pfd, name, 0) < 0 && errno != ENOENT ? -errno : 0;
+                return errno == ENOENT ? 0 : -errno;
+        }
+        d = fdopendir(fd);
+        if (!d)
+                return -errno;
+        fd = -EBADF; /* owned by d now */
+        while ((e = readdir(d))) {
+                struct stat st;
+                int k;
+
+                if (streq(e->d_name, ".") || streq(e->d_name, ".."))
+                        continue;
+                if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                        continue;
+                if (S_ISDIR(st.st_mode))
+                        k = remove_tree_at(dirfd(d), e->d_name, depth + 1, max_depth, check);
+                else
+                        k = unlinkat(dirfd(d), e->d_name, 0) < 0 && errno != ENOENT ? -errno : 0;
+                if (k < 0 && r == 0)
+                        r = k;
+        }
+        d = safe_closedir(d);
+        if (r < 0)
+                return r;
+        return unlinkat(pfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT ? -errno : 0;
+}
+
+int fs_remove_tree_at(int pfd, const char *name, unsigned max_depth, int (*check)(int pfd, const char *name)) {
+        return remove_tree_at(pfd, name, 0, max_depth, check);
 }

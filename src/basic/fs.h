@@ -27,8 +27,18 @@ int openat2_beneath(int rootfd, const char *rel, uint64_t flags);
  * device), as systemd's stat_verify_regular. */
 int fd_verify_regular(int fd);
 
+/* Open path for reading, O_CLOEXEC|O_NOCTTY|O_NONBLOCK, and only if it is a regular file (fd_verify_regular's
+ * errors), so that a FIFO or a device in its place cannot block. The fd, or a negative errno. */
+int open_regular(const char *path);
+
 /* Open for reading a regular file below rootfd in a tree that someone else (a pod) may write: never outside it,
  * through no symlink at all (RESOLVE_NO_SYMLINKS: neither the last component nor a directory on the way), with
  * O_NONBLOCK|O_NOFOLLOW|O_NOCTTY so that a FIFO or a device in its place cannot block, and only a regular file
  * (fd_verify_regular's errors). The fd, or a negative errno. */
 int open_regular_beneath(int rootfd, const char *rel);
+
+/* Remove name below the directory pfd (or AT_FDCWD) and everything below it, never following a symlink, and
+ * at most max_depth directories deep (-ELOOP below that). check (may be NULL) is asked first about name and
+ * about every directory below it: negative stops there with that error, positive leaves it be as if gone, 0
+ * goes on. A missing entry counts as removed; the first error is returned, but the rest is still removed. */
+int fs_remove_tree_at(int pfd, const char *name, unsigned max_depth, int (*check)(int pfd, const char *name));

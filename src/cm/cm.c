@@ -491,6 +491,19 @@ static int pod_name(const struct cm *m, const struct pod *pod, char **ret) {
         return cm_pod_cgroup_name(m->root, pod_qos_class(pod), pod->uid, ret);
 }
 
+/* the pod's cgroup name and the resources it asks for: 1, or 0 when there are no pod cgroups (ret_ untouched) */
+static int pod_config(const struct cm *m, const struct pod *pod, char **ret_name, struct cm_resource_config *ret_rc) {
+        int r;
+
+        if (!cm_enabled(m))
+                return 0;
+        r = pod_name(m, pod, ret_name);
+        if (r < 0)
+                return r;
+        cm_resource_config_for_pod(pod, ret_rc);
+        return 1;
+}
+
 int cm_pod_cgroup_parent(const struct cm *m, const struct pod *pod, char **ret) {
         _cleanup_free_ char *name = NULL;
         int r;
@@ -510,12 +523,9 @@ int cm_pod_ensure(struct cm *m, const struct pod *pod) {
         struct cm_resource_config rc;
         int r;
 
-        if (!cm_enabled(m))
-                return 0;
-        r = pod_name(m, pod, &name);
-        if (r < 0)
+        r = pod_config(m, pod, &name, &rc);
+        if (r <= 0)
                 return r;
-        cm_resource_config_for_pod(pod, &rc);
         if (m->pids_limit > 0)
                 rc.pids_limit = m->pids_limit;
         log_v(4, "pod cgroup /%s: cpu shares %" PRId64 ", quota %" PRId64 "/%" PRId64 ", memory %" PRId64, name,
@@ -547,12 +557,9 @@ int cm_pod_grow(struct cm *m, const struct pod *pod) {
         struct cm_resource_config rc;
         int r;
 
-        if (!cm_enabled(m))
-                return 0;
-        r = pod_name(m, pod, &name);
-        if (r < 0)
+        r = pod_config(m, pod, &name, &rc);
+        if (r <= 0)
                 return r;
-        cm_resource_config_for_pod(pod, &rc);
         for (size_t i = 0; i < m->n_h; i++) {
                 _cleanup_free_ char *dir = NULL;
                 int64_t cur;

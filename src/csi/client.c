@@ -219,6 +219,32 @@ static int kv_map_fill(struct kv_map *m, const struct strmap *src, const Protobu
         return 0;
 }
 
+/* the publish context, secrets and volume context of a stage or publish request */
+struct node_maps {
+        struct kv_map publish_context;
+        struct kv_map secrets;
+        struct kv_map volume_context;
+};
+
+static void node_maps_done(struct node_maps *m) {
+        kv_map_done(&m->publish_context);
+        kv_map_done(&m->secrets);
+        kv_map_done(&m->volume_context);
+}
+
+/* fill the three maps from r, with each one's entry message type; on failure node_maps_done() still frees them */
+static int node_maps_fill(struct node_maps *m, const struct csi_node_request *r, const ProtobufCMessageDescriptor *pc,
+                          const ProtobufCMessageDescriptor *sec, const ProtobufCMessageDescriptor *vc) {
+        int k;
+
+        k = kv_map_fill(&m->publish_context, r->publish_context, pc);
+        if (k >= 0)
+                k = kv_map_fill(&m->secrets, r->secrets, sec);
+        if (k >= 0)
+                k = kv_map_fill(&m->volume_context, r->volume_context, vc);
+        return k;
+}
+
 static void capability(const struct csi_node_request *req, Csi__V1__VolumeCapability *cap,
                        Csi__V1__VolumeCapability__AccessMode *am, Csi__V1__VolumeCapability__MountVolume *mv,
                        Csi__V1__VolumeCapability__BlockVolume *bv) {
@@ -268,7 +294,7 @@ int csi_node_stage_volume(struct csi_client *c, const struct csi_node_request *r
         Csi__V1__VolumeCapability__AccessMode am;
         Csi__V1__VolumeCapability__MountVolume mv;
         Csi__V1__VolumeCapability__BlockVolume bv;
-        struct kv_map pc = {}, sec = {}, vc = {};
+        struct node_maps maps = {};
         int k;
 
         REQUIRE(!isempty(r->volume_id), "missing volume id");
@@ -277,26 +303,20 @@ int csi_node_stage_volume(struct csi_client *c, const struct csi_node_request *r
         req.volume_id = (char *) r->volume_id;
         req.staging_target_path = (char *) r->staging_target_path;
         req.volume_capability = &cap;
-        k = kv_map_fill(&pc, r->publish_context,
-                        &csi__v1__node_stage_volume_request__publish_context_entry__descriptor);
-        if (k >= 0)
-                k = kv_map_fill(&sec, r->secrets, &csi__v1__node_stage_volume_request__secrets_entry__descriptor);
-        if (k >= 0)
-                k = kv_map_fill(&vc, r->volume_context,
-                                &csi__v1__node_stage_volume_request__volume_context_entry__descriptor);
+        k = node_maps_fill(&maps, r, &csi__v1__node_stage_volume_request__publish_context_entry__descriptor,
+                           &csi__v1__node_stage_volume_request__secrets_entry__descriptor,
+                           &csi__v1__node_stage_volume_request__volume_context_entry__descriptor);
         if (k >= 0) {
-                req.n_publish_context = pc.n;
-                req.publish_context = (void *) pc.ptrs;
-                req.n_secrets = sec.n;
-                req.secrets = (void *) sec.ptrs;
-                req.n_volume_context = vc.n;
-                req.volume_context = (void *) vc.ptrs;
+                req.n_publish_context = maps.publish_context.n;
+                req.publish_context = (void *) maps.publish_context.ptrs;
+                req.n_secrets = maps.secrets.n;
+                req.secrets = (void *) maps.secrets.ptrs;
+                req.n_volume_context = maps.volume_context.n;
+                req.volume_context = (void *) maps.volume_context.ptrs;
                 k = call(c, "/csi.v1.Node/NodeStageVolume", &req.base, &csi__v1__node_stage_volume_response__descriptor,
                          CALL_PLAIN, cb, userdata);
         }
-        kv_map_done(&pc);
-        kv_map_done(&sec);
-        kv_map_done(&vc);
+        node_maps_done(&maps);
         return k;
 }
 
@@ -318,7 +338,7 @@ int csi_node_publish_volume(struct csi_client *c, const struct csi_node_request 
         Csi__V1__VolumeCapability__AccessMode am;
         Csi__V1__VolumeCapability__MountVolume mv;
         Csi__V1__VolumeCapability__BlockVolume bv;
-        struct kv_map pc = {}, sec = {}, vc = {};
+        struct node_maps maps = {};
         int k;
 
         REQUIRE(!isempty(r->volume_id), "missing volume id");
@@ -329,26 +349,20 @@ int csi_node_publish_volume(struct csi_client *c, const struct csi_node_request 
         req.target_path = (char *) r->target_path;
         req.volume_capability = &cap;
         req.readonly = r->read_only;
-        k = kv_map_fill(&pc, r->publish_context,
-                        &csi__v1__node_publish_volume_request__publish_context_entry__descriptor);
-        if (k >= 0)
-                k = kv_map_fill(&sec, r->secrets, &csi__v1__node_publish_volume_request__secrets_entry__descriptor);
-        if (k >= 0)
-                k = kv_map_fill(&vc, r->volume_context,
-                                &csi__v1__node_publish_volume_request__volume_context_entry__descriptor);
+        k = node_maps_fill(&maps, r, &csi__v1__node_publish_volume_request__publish_context_entry__descriptor,
+                           &csi__v1__node_publish_volume_request__secrets_entry__descriptor,
+                           &csi__v1__node_publish_volume_request__volume_context_entry__descriptor);
         if (k >= 0) {
-                req.n_publish_context = pc.n;
-                req.publish_context = (void *) pc.ptrs;
-                req.n_secrets = sec.n;
-                req.secrets = (void *) sec.ptrs;
-                req.n_volume_context = vc.n;
-                req.volume_context = (void *) vc.ptrs;
+                req.n_publish_context = maps.publish_context.n;
+                req.publish_context = (void *) maps.publish_context.ptrs;
+                req.n_secrets = maps.secrets.n;
+                req.secrets = (void *) maps.secrets.ptrs;
+                req.n_volume_context = maps.volume_context.n;
+                req.volume_context = (void *) maps.volume_context.ptrs;
                 k = call(c, "/csi.v1.Node/NodePublishVolume", &req.base,
                          &csi__v1__node_publish_volume_response__descriptor, CALL_PLAIN, cb, userdata);
         }
-        kv_map_done(&pc);
-        kv_map_done(&sec);
-        kv_map_done(&vc);
+        node_maps_done(&maps);
         return k;
 }
 

@@ -322,6 +322,20 @@ static void on_resummary(int r, json_t *summary, void *userdata) {
         evict_one(c);
 }
 
+static void warn_reclaim(const struct sync_ctx *c, const char *why) {
+        log_warning("eviction manager: unexpected error when attempting to reduce %s pressure: %s",
+                    eviction_resource_to_string(c->d.resource), why);
+}
+
+/* after reclaiming node-level resources: observe again, to see whether that was enough */
+static void resummarize(struct sync_ctx *c) {
+        if (stats_summary_get(c->m->stats, on_resummary, c) < 0) {
+                sync_end(c);
+                return;
+        }
+        c->pending++;
+}
+
 static void on_images_reclaimed(int r, void *userdata) {
         struct sync_ctx *c = userdata;
 
@@ -329,13 +343,8 @@ static void on_images_reclaimed(int r, void *userdata) {
         if (ctx_detached(c))
                 return;
         if (r < 0)
-                log_warning("eviction manager: unexpected error when attempting to reduce %s pressure: %s",
-                            eviction_resource_to_string(c->d.resource), strerror(-r));
-        if (stats_summary_get(c->m->stats, on_resummary, c) < 0) {
-                sync_end(c);
-                return;
-        }
-        c->pending++;
+                warn_reclaim(c, strerror(-r));
+        resummarize(c);
 }
 
 static void on_containers_reclaimed(int r, void *userdata) {
@@ -345,19 +354,13 @@ static void on_containers_reclaimed(int r, void *userdata) {
         if (ctx_detached(c))
                 return;
         if (r < 0)
-                log_warning("eviction manager: unexpected error when attempting to reduce %s pressure: %s",
-                            eviction_resource_to_string(c->d.resource), strerror(-r));
+                warn_reclaim(c, strerror(-r));
         if (c->m->ops.delete_unused_images(c->m->userdata, on_images_reclaimed, c) >= 0) {
                 c->pending++;
                 return;
         }
-        log_warning("eviction manager: unexpected error when attempting to reduce %s pressure: out of memory",
-                    eviction_resource_to_string(c->d.resource));
-        if (stats_summary_get(c->m->stats, on_resummary, c) < 0) {
-                sync_end(c);
-                return;
-        }
-        c->pending++;
+        warn_reclaim(c, "out of memory");
+        resummarize(c);
 }
 
 static void evict_one(struct sync_ctx *c) {

@@ -188,6 +188,15 @@ void kubelet_sync_call_failed(struct pod_sync *s, const char *what, int r) {
         s->error = true;
 }
 
+void kubelet_sync_fanout_sent(struct pod_sync *s, const char *what, int r) {
+        if (r < 0)
+                kubelet_sync_call_failed(s, what, r);
+        else {
+                kubelet_sync_fanout_add(s);
+                s->did_work = true;
+        }
+}
+
 const char *kubelet_sync_pod_desc(const struct pod_sync *s) {
         return s->w->full_name ? s->w->full_name : s->w->uid;
 }

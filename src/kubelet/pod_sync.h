@@ -119,6 +119,9 @@ void kubelet_sync_fanout_end(struct pod_sync *s);
 
 /* A call could not be issued or failed: logged, and the pass ends in error (retried with back-off). */
 void kubelet_sync_call_failed(struct pod_sync *s, const char *what, int r);
+/* A call that changes something was issued (r >= 0: counted in the fan-out, and the pass did work) or could not
+ * be (r < 0: kubelet_sync_call_failed() with what). */
+void kubelet_sync_fanout_sent(struct pod_sync *s, const char *what, int r);
 
 const char *kubelet_sync_pod_desc(const struct pod_sync *s); /* "namespace/name", or the UID */
 const char *kubelet_sync_hook_desc(struct pod_sync *s);      /* format.Pod: "name_namespace(uid)" */

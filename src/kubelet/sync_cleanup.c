@@ -46,12 +46,7 @@ void kubelet_sync_cleanup(struct pod_sync *s) {
                 log_v(2, "pod %s: removing container %.12s", kubelet_sync_pod_desc(s), c->gc.containers[i]);
                 req.container_id = (char *) c->gc.containers[i];
                 r = cri_remove_container(s->k->cri, &req, 0, on_remove, s);
-                if (r < 0)
-                        kubelet_sync_call_failed(s, "RemoveContainer", r);
-                else {
-                        kubelet_sync_fanout_add(s);
-                        s->did_work = true;
-                }
+                kubelet_sync_fanout_sent(s, "RemoveContainer", r);
         }
         kubelet_sync_fanout_end(s);
 }
@@ -67,12 +62,7 @@ static void remove_sandboxes(struct pod_sync *s) {
                 log_v(2, "pod %s: removing sandbox %.12s", kubelet_sync_pod_desc(s), c->gc.sandboxes[i]);
                 req.pod_sandbox_id = (char *) c->gc.sandboxes[i];
                 r = cri_remove_pod_sandbox(s->k->cri, &req, 0, on_remove, s);
-                if (r < 0)
-                        kubelet_sync_call_failed(s, "RemovePodSandbox", r);
-                else {
-                        kubelet_sync_fanout_add(s);
-                        s->did_work = true;
-                }
+                kubelet_sync_fanout_sent(s, "RemovePodSandbox", r);
         }
         kubelet_sync_fanout_end(s);
 }

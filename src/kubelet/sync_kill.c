@@ -414,12 +414,7 @@ static void stop_sandboxes(struct pod_sync *s) {
                          s->status->sandboxes[i]->id);
                 req.pod_sandbox_id = s->status->sandboxes[i]->id;
                 r = cri_stop_pod_sandbox(s->k->cri, &req, 0, on_stop_sandbox, s);
-                if (r < 0)
-                        kubelet_sync_call_failed(s, "StopPodSandbox", r);
-                else {
-                        kubelet_sync_fanout_add(s);
-                        s->did_work = true;
-                }
+                kubelet_sync_fanout_sent(s, "StopPodSandbox", r);
         }
         kubelet_sync_fanout_end(s);
 }

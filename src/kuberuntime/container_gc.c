@@ -154,17 +154,24 @@ static void pass_release(struct gc_pass *p) {
         pass_step(p);
 }
 
+/* a listing's reply: true when it has one to read; a cancel or a failure is noted in the pass instead */
+static bool pass_listed(struct gc_pass *p, const struct cri_reply *reply, const char *what) {
+        if (reply->r == -ECANCELED)
+                p->cancelled = true;
+        else if (reply->r < 0) {
+                log_error("container GC: failed to list %s: %s", what, reply->message);
+                p->error = reply->r;
+        } else
+                return reply->msg != NULL;
+        return false;
+}
+
 static void on_containers(const struct cri_reply *reply, void *userdata) {
         struct gc_pass *p = userdata;
         const Runtime__V1__ListContainersResponse *resp = (const void *) reply->msg;
         int r = 0;
 
-        if (reply->r == -ECANCELED)
-                p->cancelled = true;
-        else if (reply->r < 0) {
-                log_error("container GC: failed to list containers: %s", reply->message);
-                p->error = reply->r;
-        } else if (resp) {
+        if (pass_listed(p, reply, "containers")) {
                 p->l.containers = calloc(resp->n_containers + 1, sizeof(*p->l.containers));
                 if (!p->l.containers)
                         r = -ENOMEM;
@@ -202,12 +209,7 @@ static void on_sandboxes(const struct cri_reply *reply, void *userdata) {
         const Runtime__V1__ListPodSandboxResponse *resp = (const void *) reply->msg;
         int r = 0;
 
-        if (reply->r == -ECANCELED)
-                p->cancelled = true;
-        else if (reply->r < 0) {
-                log_error("container GC: failed to list pod sandboxes: %s", reply->message);
-                p->error = reply->r;
-        } else if (resp) {
+        if (pass_listed(p, reply, "pod sandboxes")) {
                 p->l.sandboxes = calloc(resp->n_items + 1, sizeof(*p->l.sandboxes));
                 if (!p->l.sandboxes)
                         r = -ENOMEM;

@@ -107,14 +107,9 @@ static int read_log_tail(const char *log_path, char **ret) {
 
         if (isempty(log_path))
                 return -ENOENT;
-        fd = open(log_path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+        fd = open_regular(log_path);
         if (fd < 0)
-                return -errno;
-        r = fd_verify_regular(fd);
-        if (r < 0) {
-                close(fd);
-                return r;
-        }
+                return fd;
         out = evbuffer_new();
         if (!out) {
                 close(fd);

@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "basic/fs.h"
 #include "basic/string.h"
 #include "basic/strv.h"
 
@@ -285,45 +286,6 @@ int logs_prune_instances(const char *dir, const int *keep, size_t n_keep) {
         return removed;
 }
 
-static int remove_tree_at(int pfd, const char *name, unsigned depth) {
-        _cleanup_close_ int fd = -1;
-        struct dirent *e;
-        DIR *d;
-        int r = 0;
-
-        if (depth > REMOVE_MAX_DEPTH)
-                return -ELOOP;
-        fd = openat(pfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (fd < 0) {
-                if (errno == ENOTDIR || errno == ELOOP)
-                        return unlinkat(pfd, name, 0) < 0 && errno != ENOENT ? -errno : 0;
-                return errno == ENOENT ? 0 : -errno;
-        }
-        d = fdopendir(fd);
-        if (!d)
-                return -errno;
-        fd = -1; /* owned by d */
-        while ((e = readdir(d))) {
-                struct stat st;
-                int k;
-
-                if (streq(e->d_name, ".") || streq(e->d_name, ".."))
-                        continue;
-                if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-                        continue;
-                if (S_ISDIR(st.st_mode))
-                        k = remove_tree_at(dirfd(d), e->d_name, depth + 1);
-                else
-                        k = unlinkat(dirfd(d), e->d_name, 0) < 0 && errno != ENOENT ? -errno : 0;
-                if (k < 0 && r == 0)
-                        r = k;
-        }
-        closedir(d);
-        if (r < 0)
-                return r;
-        return unlinkat(pfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT ? -errno : 0;
-}
-
 int logs_remove_tree(const char *path) {
-        return remove_tree_at(AT_FDCWD, path, 0);
+        return fs_remove_tree_at(AT_FDCWD, path, REMOVE_MAX_DEPTH, NULL);
 }

@@ -73,14 +73,9 @@ static int read_resolv_conf(const char *path, char ***servers, char ***searches,
         size_t n = 0, cap = 0;
         int fd, r;
 
-        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+        fd = open_regular(path);
         if (fd < 0)
-                return -errno;
-        r = fd_verify_regular(fd);
-        if (r < 0) {
-                close(fd);
-                return r;
-        }
+                return fd;
         for (;;) {
                 ssize_t k;
                 if (n + 4096 + 1 > cap) {

@@ -289,46 +289,50 @@ void api_user_done(struct api_user *u) {
         *u = (struct api_user) {};
 }
 
+/* the i-th entry of a certificate's subject as a string of our own */
+static int name_entry_string(X509_NAME *subject, int i, char **ret) {
+        ASN1_STRING *d = X509_NAME_ENTRY_get_data(X509_NAME_get_entry(subject, i));
+        unsigned char *u = NULL;
+        char *s;
+        int len;
+
+        len = ASN1_STRING_to_UTF8(&u, d);
+        if (len < 0)
+                return -EINVAL;
+        if (memchr(u, '\0', (size_t) len)) {
+                /* "admin\0.tenant" must not be read as "admin" */
+                OPENSSL_free(u);
+                return -EINVAL;
+        }
+        s = strdup((char *) u);
+        OPENSSL_free(u);
+        if (!s)
+                return -ENOMEM;
+        *ret = s;
+        return 0;
+}
+
 int api_user_from_cert(X509 *cert, struct api_user *ret) {
         X509_NAME *subject = X509_get_subject_name(cert);
         _cleanup_strv_free_ char **groups = NULL;
         _cleanup_free_ char *cn = NULL;
-        int i = -1;
+        char *s;
+        int i = -1, r;
 
         /* CommonName is the user, Organizations are the groups (x509.CommonNameUserConversion) */
         while ((i = X509_NAME_get_index_by_NID(subject, NID_commonName, i)) >= 0) {
-                ASN1_STRING *d = X509_NAME_ENTRY_get_data(X509_NAME_get_entry(subject, i));
-                unsigned char *u = NULL;
-                int len = ASN1_STRING_to_UTF8(&u, d);
-                if (len < 0)
-                        return -EINVAL;
-                if (memchr(u, '\0', (size_t) len)) {
-                        /* "admin\0.tenant" must not be read as "admin" */
-                        OPENSSL_free(u);
-                        return -EINVAL;
-                }
-                free(cn);
-                cn = strdup((char *) u);
-                OPENSSL_free(u);
-                if (!cn)
-                        return -ENOMEM;
+                r = name_entry_string(subject, i, &s);
+                if (r < 0)
+                        return r;
+                free_and_replace(cn, s);
         }
         i = -1;
         while ((i = X509_NAME_get_index_by_NID(subject, NID_organizationName, i)) >= 0) {
-                ASN1_STRING *d = X509_NAME_ENTRY_get_data(X509_NAME_get_entry(subject, i));
-                unsigned char *u = NULL;
-                int len = ASN1_STRING_to_UTF8(&u, d);
-                if (len < 0)
-                        return -EINVAL;
-                if (memchr(u, '\0', (size_t) len)) {
-                        OPENSSL_free(u);
-                        return -EINVAL;
-                }
-                if (strv_extend(&groups, (char *) u) < 0) {
-                        OPENSSL_free(u);
+                r = name_entry_string(subject, i, &s);
+                if (r < 0)
+                        return r;
+                if (strv_push(&groups, s) < 0)
                         return -ENOMEM;
-                }
-                OPENSSL_free(u);
         }
         if (isempty(cn))
                 return -EINVAL; /* "common name is empty" */

@@ -156,21 +156,17 @@ static int read_mounts(struct cadvisor *c) {
         for (const char *l = text; *l && c->n_mounts < 64;) {
                 const char *eol = strchrnul(l, '\n');
                 _cleanup_free_ char *line = strndup(l, (size_t) (eol - l));
-                char *sep, *save = NULL, *f[6], *fstype, *source;
-                size_t nf = 0;
+                char *tail, *save = NULL, *f[6], *fstype, *source;
+                size_t nf;
                 bool known = false, dup = false;
 
                 l = *eol ? eol + 1 : eol;
                 if (!line)
                         return -ENOMEM;
-                sep = strstr(line, " - ");
-                if (!sep)
+                nf = cadvisor_mountinfo_split(line, f, &tail);
+                if (!tail)
                         continue;
-                *sep = '\0';
-                for (char *t = strtok_r(line, " ", &save); t && nf < 6; t = strtok_r(NULL, " ", &save))
-                        f[nf++] = t;
-                save = NULL;
-                fstype = strtok_r(sep + 3, " ", &save);
+                fstype = strtok_r(tail, " ", &save);
                 source = fstype ? strtok_r(NULL, " ", &save) : NULL;
                 if (nf < 5 || !source || !startswith(source, "/dev/"))
                         continue;

@@ -129,6 +129,9 @@ struct cadvisor_hierarchies {
         char *unified;                               /* the cgroup2 mount point, NULL if none */
         bool v2;                                     /* pure v2: every controller in unified */
 };
+/* One line of /proc/self/mountinfo, split in place: its first fields (6 at the most) into f, their number returned;
+ * *ret_tail the part after " - " (filesystem type, source, super options), NULL for a line without one. */
+size_t cadvisor_mountinfo_split(char *line, char *f[static 6], char **ret_tail);
 int cadvisor_parse_mountinfo(const char *text, struct cadvisor_hierarchies *ret);
 void cadvisor_hierarchies_done(struct cadvisor_hierarchies *h);
 /* interfaces cAdvisor does not report for a container: lo, veth*, docker*, nerdctl* */

@@ -195,6 +195,22 @@ void cadvisor_hierarchies_done(struct cadvisor_hierarchies *h) {
         *h = (struct cadvisor_hierarchies) {};
 }
 
+size_t cadvisor_mountinfo_split(char *line, char *f[static 6], char **ret_tail) {
+        char *sep, *save = NULL;
+        size_t nf = 0;
+
+        sep = strstr(line, " - ");
+        if (!sep) {
+                *ret_tail = NULL;
+                return 0;
+        }
+        *sep = '\0';
+        for (char *t = strtok_r(line, " ", &save); t && nf < 6; t = strtok_r(NULL, " ", &save))
+                f[nf++] = t;
+        *ret_tail = sep + 3;
+        return nf;
+}
+
 int cadvisor_parse_mountinfo(const char *text, struct cadvisor_hierarchies *ret) {
         struct cadvisor_hierarchies h = {};
 
@@ -203,24 +219,19 @@ int cadvisor_parse_mountinfo(const char *text, struct cadvisor_hierarchies *ret)
         for (const char *l = text; *l;) {
                 const char *eol = strchrnul(l, '\n');
                 _cleanup_free_ char *line = strndup(l, (size_t) (eol - l));
-                char *f[16], *save = NULL, *sep;
-                size_t nf = 0;
+                char *f[16], *tail;
+                size_t nf;
 
                 l = *eol ? eol + 1 : eol;
                 if (!line) {
                         cadvisor_hierarchies_done(&h);
                         return -ENOMEM;
                 }
-                sep = strstr(line, " - ");
-                if (!sep)
-                        continue;
-                *sep = '\0';
-                for (char *t = strtok_r(line, " ", &save); t && nf < 6; t = strtok_r(NULL, " ", &save))
-                        f[nf++] = t;
-                if (nf < 5)
+                nf = cadvisor_mountinfo_split(line, f, &tail);
+                if (!tail || nf < 5)
                         continue;
                 {
-                        char *save2 = NULL, *fstype = strtok_r(sep + 3, " ", &save2), *source, *super;
+                        char *save2 = NULL, *fstype = strtok_r(tail, " ", &save2), *source, *super;
                         char **slot[5] = {};
                         source = fstype ? strtok_r(NULL, " ", &save2) : NULL;
                         super = source ? strtok_r(NULL, " ", &save2) : NULL;

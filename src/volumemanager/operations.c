@@ -148,6 +148,22 @@ static void op_fail(struct vm_op *op, const char *prefix, const char *fmt, ...) 
         op_end(op, false);
 }
 
+/* a call's reply (or a job's completion) is back: false when the op was orphaned meanwhile, and is now freed */
+static bool op_returned(struct vm_op *op) {
+        op->in_flight = false;
+        if (!op->vm) {
+                op_free(op);
+                return false;
+        }
+        return true;
+}
+
+/* the driver call could not be sent at all: the op fails with "cannot call <method>" */
+static void op_call_failed(struct vm_op *op, const char *prefix, const char *method) {
+        op->in_flight = false;
+        op_fail(op, prefix, "cannot call %s", method);
+}
+
 /* a condition to wait for, not an error worth an event (upstream logs and retries) */
 static void op_wait(struct vm_op *op, const char *fmt, ...) _printf_(2, 3);
 static void op_wait(struct vm_op *op, const char *fmt, ...) {
@@ -185,9 +201,7 @@ static void job_done(int r, void *userdata) {
         struct job *j = userdata;
         struct vm_op *op = j->op;
 
-        op->in_flight = false;
-        if (!op->vm) { /* orphaned */
-                op_free(op);
+        if (!op_returned(op)) {
                 job_free(j);
                 return;
         }
@@ -298,11 +312,8 @@ static struct csi_client *csi_client(struct vm_op *op, struct ck_error **ret_err
 static void on_caps(const struct csi_reply *reply, void *userdata) {
         struct vm_op *op = userdata;
 
-        op->in_flight = false;
-        if (!op->vm) {
-                op_free(op);
+        if (!op_returned(op))
                 return;
-        }
         if (reply->r < 0) {
                 if (op->type == OP_MOUNT)
                         op_fail(op, "MountVolume.MountDevice failed", "%s", reply->message);
@@ -335,8 +346,7 @@ static void get_caps(struct vm_op *op) {
         }
         op->in_flight = true;
         if (csi_node_get_capabilities(c, on_caps, op) < 0) {
-                op->in_flight = false;
-                op_fail(op, "MountVolume.MountDevice failed", "cannot call NodeGetCapabilities");
+                op_call_failed(op, "MountVolume.MountDevice failed", "NodeGetCapabilities");
         }
 }
 
@@ -490,11 +500,8 @@ static void get_attachment(struct vm_op *op) {
 static void on_staged(const struct csi_reply *reply, void *userdata) {
         struct vm_op *op = userdata;
 
-        op->in_flight = false;
-        if (!op->vm) {
-                op_free(op);
+        if (!op_returned(op))
                 return;
-        }
         if (reply->r < 0) {
                 /* finished or not, the driver may have left something: the volume is uncertain and gets
                  * unstaged (idempotently) when no pod wants it */
@@ -562,8 +569,7 @@ static void stage(struct vm_op *op) {
         };
         op->in_flight = true;
         if (csi_node_stage_volume(c, &req, on_staged, op) < 0) {
-                op->in_flight = false;
-                op_fail(op, "MountVolume.MountDevice failed", "cannot call NodeStageVolume");
+                op_call_failed(op, "MountVolume.MountDevice failed", "NodeStageVolume");
         }
 }
 
@@ -661,11 +667,8 @@ static void on_expanded(const struct csi_reply *reply, void *userdata) {
         _cleanup_free_ char *ns = NULL, *name = NULL, *path = NULL;
         json_auto_t *patch = NULL;
 
-        op->in_flight = false;
-        if (!op->vm) {
-                op_free(op);
+        if (!op_returned(op))
                 return;
-        }
         if (reply->r < 0) {
                 op_fail(op, "MountVolume.Setup failed while expanding volume", "%s", reply->message);
                 return;
@@ -708,19 +711,15 @@ static void expand(struct vm_op *op) {
         log_v(2, "NodeExpandVolume of %s to %" PRId64 " bytes", op->v->unique_name, op->m->expand_to);
         op->in_flight = true;
         if (csi_node_expand_volume(c, &req, on_expanded, op) < 0) {
-                op->in_flight = false;
-                op_fail(op, "MountVolume.Setup failed while expanding volume", "cannot call NodeExpandVolume");
+                op_call_failed(op, "MountVolume.Setup failed while expanding volume", "NodeExpandVolume");
         }
 }
 
 static void on_published(const struct csi_reply *reply, void *userdata) {
         struct vm_op *op = userdata;
 
-        op->in_flight = false;
-        if (!op->vm) {
-                op_free(op);
+        if (!op_returned(op))
                 return;
-        }
         if (reply->r < 0) {
                 op->m->state = reply->final && op->m->state == VM_STATE_NONE ? VM_STATE_NONE : VM_STATE_UNCERTAIN;
                 op_fail(op, "MountVolume.SetUp failed", "%s", reply->message);
@@ -796,8 +795,7 @@ static void publish(struct vm_op *op) {
         r = csi_node_publish_volume(c, &req, on_published, op);
         strmap_done(&ctx);
         if (r < 0) {
-                op->in_flight = false;
-                op_fail(op, "MountVolume.SetUp failed", "cannot call NodePublishVolume");
+                op_call_failed(op, "MountVolume.SetUp failed", "NodePublishVolume");
         }
 }
 
@@ -1030,11 +1028,8 @@ static void on_unpublished(const struct csi_reply *reply, void *userdata) {
         struct vm_op *op = userdata;
         struct job *j;
 
-        op->in_flight = false;
-        if (!op->vm) {
-                op_free(op);
+        if (!op_returned(op))
                 return;
-        }
         if (reply->r < 0) {
                 op->m->state = VM_STATE_UNCERTAIN;
                 op_fail(op, "UnmountVolume.TearDown failed", "kubernetes.io/csi: mounter.TearDownAt failed: %s",
@@ -1075,8 +1070,7 @@ int volmgr_op_unmount(struct vm_vol *v, struct vm_mount *m) {
                 }
                 op->in_flight = true;
                 if (csi_node_unpublish_volume(c, v->spec.handle, op->target, on_unpublished, op) < 0) {
-                        op->in_flight = false;
-                        op_fail(op, "UnmountVolume.TearDown failed", "cannot call NodeUnpublishVolume");
+                        op_call_failed(op, "UnmountVolume.TearDown failed", "NodeUnpublishVolume");
                 }
                 return 0;
         }
@@ -1116,11 +1110,8 @@ static void remove_global_dir(struct vm_op *op) {
 static void on_unstaged(const struct csi_reply *reply, void *userdata) {
         struct vm_op *op = userdata;
 
-        op->in_flight = false;
-        if (!op->vm) {
-                op_free(op);
+        if (!op_returned(op))
                 return;
-        }
         if (reply->r < 0) {
                 op_fail(op, "UnmountDevice failed", "kubernetes.io/csi: attacher.UnmountDevice failed: %s",
                         reply->message);
@@ -1146,19 +1137,15 @@ static void unstage_caps(struct vm_op *op) {
         }
         op->in_flight = true;
         if (csi_node_unstage_volume(c, op->v->spec.handle, op->staging, on_unstaged, op) < 0) {
-                op->in_flight = false;
-                op_fail(op, "UnmountDevice failed", "cannot call NodeUnstageVolume");
+                op_call_failed(op, "UnmountDevice failed", "NodeUnstageVolume");
         }
 }
 
 static void on_unstage_caps(const struct csi_reply *reply, void *userdata) {
         struct vm_op *op = userdata;
 
-        op->in_flight = false;
-        if (!op->vm) {
-                op_free(op);
+        if (!op_returned(op))
                 return;
-        }
         if (reply->r < 0) {
                 op_fail(op, "UnmountDevice failed",
                         "kubernetes.io/csi: attacher.UnmountDevice failed to check whether STAGE_UNSTAGE_VOLUME set: %s",
@@ -1200,8 +1187,7 @@ int volmgr_op_unstage(struct vm_vol *v) {
         }
         op->in_flight = true;
         if (csi_node_get_capabilities(c, on_unstage_caps, op) < 0) {
-                op->in_flight = false;
-                op_fail(op, "UnmountDevice failed", "cannot call NodeGetCapabilities");
+                op_call_failed(op, "UnmountDevice failed", "NodeGetCapabilities");
         }
         return 0;
 }

@@ -32,21 +32,29 @@ int vol_path_is_mount_point(const char *path, bool *ret) {
         return vol_is_mount_point(AT_FDCWD, path, ret);
 }
 
-int vol_bind_mount(const char *source, const char *target, bool read_only, struct ck_error **ret_error) {
+/* create the mount target; 1 when something is mounted on it already (nothing to do), 0 when not */
+static int mount_target_prepare(const char *target, struct ck_error **ret_error) {
         bool mounted = false;
-        struct stat st;
         int r;
 
-        if (stat(source, &st) < 0)
-                return ck_error_set(ret_error, -errno, "path \"%s\" does not exist", source);
         r = mkdir_p(target, 0750);
         if (r < 0)
                 return ck_error_set(ret_error, r, "mkdir %s: %s", target, strerror(-r));
         r = vol_path_is_mount_point(target, &mounted);
         if (r < 0)
                 return ck_error_set(ret_error, r, "cannot check whether %s is a mount point: %s", target, strerror(-r));
-        if (mounted)
-                return 0;
+        return mounted;
+}
+
+int vol_bind_mount(const char *source, const char *target, bool read_only, struct ck_error **ret_error) {
+        struct stat st;
+        int r;
+
+        if (stat(source, &st) < 0)
+                return ck_error_set(ret_error, -errno, "path \"%s\" does not exist", source);
+        r = mount_target_prepare(target, ret_error);
+        if (r != 0)
+                return r < 0 ? r : 0;
         if (mount(source, target, NULL, MS_BIND, NULL) < 0)
                 return ck_error_set(ret_error, -errno,
                                     "mount failed: %m\nMounting command: mount\nMounting arguments: -o bind %s %s",
@@ -145,19 +153,13 @@ int vol_helper_mount(const char *fstype, const char *source, const char *target,
                      uint64_t timeout_usec, struct ck_error **ret_error) {
         char out[VOL_MOUNT_OUTPUT_MAX], why[64];
         _cleanup_free_ char *args = NULL;
-        bool mounted = false;
         char *argv[10];
         size_t n = 0;
         int status = 0, r;
 
-        r = mkdir_p(target, 0750);
-        if (r < 0)
-                return ck_error_set(ret_error, r, "mkdir %s: %s", target, strerror(-r));
-        r = vol_path_is_mount_point(target, &mounted);
-        if (r < 0)
-                return ck_error_set(ret_error, r, "cannot check whether %s is a mount point: %s", target, strerror(-r));
-        if (mounted)
-                return 0;
+        r = mount_target_prepare(target, ret_error);
+        if (r != 0)
+                return r < 0 ? r : 0;
         argv[n++] = (char *) "mount";
         argv[n++] = (char *) "-t";
         argv[n++] = (char *) fstype;

@@ -501,52 +501,19 @@ int vol_container_mounts(const struct pod *pod, const struct container *c, const
 
 #define REMOVE_MAX_DEPTH 64
 
-static int remove_tree_at(int pfd, const char *name, unsigned depth) {
-        _cleanup_close_ int fd = -EBADF;
-        _cleanup_closedir_ DIR *d = NULL;
-        struct dirent *e;
+/* never delete through a live mount */
+static int check_not_mounted(int pfd, const char *name) {
         bool mounted = false;
-        int r = 0;
+        int r;
 
-        if (depth > REMOVE_MAX_DEPTH)
-                return -ELOOP;
         r = vol_is_mount_point(pfd, name, &mounted);
         if (r < 0)
-                return r == -ENOENT ? 0 : r;
-        if (mounted)
-                return -EBUSY; /* never delete through a live mount */
-        fd = openat(pfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (fd < 0) {
-                if (errno == ENOTDIR || errno == ELOOP)
-                        return unlinkat(pfd, name, 0) < 0 && errno != ENOENT ? -errno : 0;
-                return errno == ENOENT ? 0 : -errno;
-        }
-        d = fdopendir(fd);
-        if (!d)
-                return -errno;
-        fd = -EBADF; /* owned by d now */
-        while ((e = readdir(d))) {
-                struct stat st;
-                int k;
-                if (streq(e->d_name, ".") || streq(e->d_name, ".."))
-                        continue;
-                if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-                        continue;
-                if (S_ISDIR(st.st_mode))
-                        k = remove_tree_at(dirfd(d), e->d_name, depth + 1);
-                else
-                        k = unlinkat(dirfd(d), e->d_name, 0) < 0 && errno != ENOENT ? -errno : 0;
-                if (k < 0 && r == 0)
-                        r = k;
-        }
-        d = safe_closedir(d);
-        if (r < 0)
-                return r;
-        return unlinkat(pfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT ? -errno : 0;
+                return r == -ENOENT ? 1 : r;
+        return mounted ? -EBUSY : 0;
 }
 
 int vol_remove_tree(int dirfd, const char *name) {
-        return remove_tree_at(dirfd, name, 0);
+        return fs_remove_tree_at(dirfd, name, REMOVE_MAX_DEPTH, check_not_mounted);
 }
 
 /* unmount our tmpfs volumes (emptyDir medium Memory, secret, projected) of a pod directory */

@@ -209,20 +209,27 @@ static void add_pod(const struct podresources_pod *p, void *userdata) {
                                                                   &c->resp->n_pod_resources, pr);
 }
 
+/* List and Get: the pods into c, within the rate limit; false when an error went back instead */
+static bool gather_pods(struct grpc_server_call *call, struct list_ctx *c) {
+        if (!allow(c->s)) {
+                grpc_server_reply_error(call, GRPC_RESOURCE_EXHAUSTED, "rejected by rate limit");
+                return false;
+        }
+        c->s->p.foreach_pod(c->s->p.userdata, add_pod, c);
+        if (c->a->oom) {
+                grpc_server_reply_error(call, GRPC_RESOURCE_EXHAUSTED, "out of memory");
+                return false;
+        }
+        return true;
+}
+
 static void on_list(struct grpc_server_call *call, const ProtobufCMessage *req, void *userdata) {
         struct podresources_server *s = userdata;
         V1__ListPodResourcesResponse resp = V1__LIST_POD_RESOURCES_RESPONSE__INIT;
         struct arena a = {};
         struct list_ctx c = { .s = s, .a = &a, .resp = &resp };
 
-        if (!allow(s)) {
-                grpc_server_reply_error(call, GRPC_RESOURCE_EXHAUSTED, "rejected by rate limit");
-                return;
-        }
-        s->p.foreach_pod(s->p.userdata, add_pod, &c);
-        if (a.oom)
-                grpc_server_reply_error(call, GRPC_RESOURCE_EXHAUSTED, "out of memory");
-        else
+        if (gather_pods(call, &c))
                 grpc_server_reply(call, &resp.base);
         arena_free(&a);
 }
@@ -236,18 +243,14 @@ static void on_get(struct grpc_server_call *call, const ProtobufCMessage *msg, v
                 .s = s, .a = &a, .want_name = strempty(req->pod_name), .want_ns = strempty(req->pod_namespace)
         };
 
-        if (!allow(s)) {
-                grpc_server_reply_error(call, GRPC_RESOURCE_EXHAUSTED, "rejected by rate limit");
-                return;
-        }
-        s->p.foreach_pod(s->p.userdata, add_pod, &c);
-        if (a.oom)
-                grpc_server_reply_error(call, GRPC_RESOURCE_EXHAUSTED, "out of memory");
-        else if (!c.found)
-                grpc_server_reply_error(call, GRPC_UNKNOWN, "pod %s in namespace %s not found", c.want_name, c.want_ns);
-        else {
-                resp.pod_resources = c.found;
-                grpc_server_reply(call, &resp.base);
+        if (gather_pods(call, &c)) {
+                if (!c.found)
+                        grpc_server_reply_error(call, GRPC_UNKNOWN, "pod %s in namespace %s not found", c.want_name,
+                                                c.want_ns);
+                else {
+                        resp.pod_resources = c.found;
+                        grpc_server_reply(call, &resp.base);
+                }
         }
         arena_free(&a);
 }

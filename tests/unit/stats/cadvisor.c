@@ -89,6 +89,31 @@ static void test_parse_cpu_max_weight_limit(void **state) {
         assert_int_equal(cadvisor_parse_oom_kills("low 0\n"), 0);
 }
 
+static void test_mountinfo_split(void **state) {
+        char line[] = "36 30 0:32 / /sys/fs/cgroup/pids rw,nosuid shared:5 - cgroup cgroup rw,pids";
+        char optional[] = "36 30 0:32 / /mnt rw master:1 shared:5 - ext4 /dev/sda1 rw";
+        char none[] = "36 30 0:32 / /mnt rw ext4 /dev/sda1 rw";
+        char shortline[] = "1 2 - x";
+        char *f[6], *tail = NULL;
+
+        (void) state;
+        assert_int_equal(cadvisor_mountinfo_split(line, f, &tail), 6);
+        assert_string_equal(f[4], "/sys/fs/cgroup/pids");
+        assert_string_equal(f[5], "rw,nosuid");
+        assert_string_equal(tail, "cgroup cgroup rw,pids");
+        /* no more than 6 fields, whatever optional fields follow */
+        assert_int_equal(cadvisor_mountinfo_split(optional, f, &tail), 6);
+        assert_string_equal(f[5], "rw");
+        assert_string_equal(tail, "ext4 /dev/sda1 rw");
+        /* no " - ": no tail */
+        tail = line;
+        assert_int_equal(cadvisor_mountinfo_split(none, f, &tail), 0);
+        assert_null(tail);
+        assert_int_equal(cadvisor_mountinfo_split(shortline, f, &tail), 2);
+        assert_string_equal(f[1], "2");
+        assert_string_equal(tail, "x");
+}
+
 static void test_parse_mountinfo(void **state) {
         struct cadvisor_hierarchies h = {};
         const char *hybrid = "24 1 0:21 / /sys rw - sysfs sysfs rw\n"
@@ -525,6 +550,7 @@ int main(void) {
                 cmocka_unit_test(test_parse_cpuacct_stat),
                 cmocka_unit_test(test_parse_blkio),
                 cmocka_unit_test(test_parse_cpu_max_weight_limit),
+                cmocka_unit_test(test_mountinfo_split),
                 cmocka_unit_test(test_parse_mountinfo),
                 cmocka_unit_test(test_net_ignored),
                 cmocka_unit_test(test_render),
