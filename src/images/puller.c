@@ -18,7 +18,7 @@ struct ticket_list {
 };
 
 struct image_puller {
-        unsigned limit; /* 0: none */
+        unsigned limit;   /* 0: none */
         unsigned n_slots; /* tickets holding a slot: running, or starting with their turn */
         struct ticket_list waiting, starting;
         struct event *dispatch;

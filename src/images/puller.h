@@ -20,10 +20,10 @@ struct image_puller;
 typedef void (*image_pull_start_fn)(void *userdata, int r);
 
 enum image_pull_state {
-        IMAGE_PULL_IDLE,    /* not in the puller */
-        IMAGE_PULL_WAITING, /* in the queue */
+        IMAGE_PULL_IDLE,     /* not in the puller */
+        IMAGE_PULL_WAITING,  /* in the queue */
         IMAGE_PULL_STARTING, /* its turn came (or it was withdrawn); start is about to run */
-        IMAGE_PULL_RUNNING, /* started: holds a slot until released */
+        IMAGE_PULL_RUNNING,  /* started: holds a slot until released */
 };
 
 struct image_pull_ticket {

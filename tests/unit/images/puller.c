@@ -21,7 +21,7 @@ struct fixture {
         struct image_pull_ticket t[N];
         int order[3 * N]; /* the tickets as their start ran (index, negative - 1 for withdrawn) */
         size_t n_order;
-        bool in_call; /* a call of the puller is under way */
+        bool in_call;       /* a call of the puller is under way */
         int release_inside; /* -1, or a ticket whose start releases it at once (a pull that fails to issue) */
 };
 
@@ -187,8 +187,8 @@ static void test_cancel(void **state) {
                 assert_false(image_puller_withdraw(f.p, &f.t[0])); /* running: goes on */
                 assert_true(image_puller_withdraw(f.p, &f.t[2]));
                 assert_false(image_puller_withdraw(f.p, &f.t[2])); /* once */
-                assert_int_equal(f.n_order, 1);                     /* not inside the call */
-                release(&f, 3);                                     /* quietly */
+                assert_int_equal(f.n_order, 1);                    /* not inside the call */
+                release(&f, 3);                                    /* quietly */
                 assert_int_equal(image_puller_waiting(f.p), 2);
                 run(&f);
                 assert_order(&f, (int[]) { 0, -3 }, 2);
