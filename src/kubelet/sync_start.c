@@ -479,6 +479,13 @@ static void on_pull_turn(void *userdata, int r) {
 static void pull_queue(struct pod_sync *s) {
         struct start_step *st = s->start;
 
+        if (!s->w->pod || s->w->deleting) {
+                /* removed or deleted while its credentials were looked up: no pull, the next pass stops it */
+                s->did_work = true;
+                kubelet_pod_sync_finish(s);
+                return;
+        }
+
         if (image_puller_waiting(s->k->image_puller) > 0 || image_puller_running(s->k->image_puller) > 0)
                 log_v(3, "pod %s: container %s: the pull of image \"%s\" waits for its turn (%u running, %u waiting)",
                       kubelet_sync_pod_desc(s), st->c->name, st->c->image, image_puller_running(s->k->image_puller),
