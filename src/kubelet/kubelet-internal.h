@@ -32,6 +32,7 @@
 #include "pluginmanager/pluginmanager.h"
 #include "volumemanager/volumemanager.h"
 #include "eviction/api.h"
+#include "images/puller.h"
 
 struct workpool;
 struct stats_volumes;
@@ -150,8 +151,9 @@ struct kubelet {
         struct logs_manager *logs;          /* rotation, /var/log/containers links, log cleanup */
         struct kr_container_gc *container_gc;
         struct image_gc_manager *image_gc;
-        struct event *gc_timer;   /* container GC every minute */
-        bool container_gc_failed; /* the last container GC failed (the next success is logged at v1) */
+        struct image_puller *image_puller; /* every PullImage waits its turn here (serializeImagePulls) */
+        struct event *gc_timer;            /* container GC every minute */
+        bool container_gc_failed;          /* the last container GC failed (the next success is logged at v1) */
         struct eviction_threshold *thresholds;
         size_t n_thresholds;
         struct eviction_manager *eviction;

@@ -186,6 +186,9 @@ void kubelet_worker_request_sync(struct pod_worker *w) {
                 /* a pass waiting for its volumes gives way to the new request */
                 if (w->sync && w->sync->waiting_volumes)
                         volmgr_pod_poke(k->volumes, w->uid);
+                /* a pass whose pull waits in the queue for a pod no longer wanted gives way too */
+                if (w->sync && (!w->pod || w->deleting))
+                        kubelet_sync_start_withdraw(w->sync);
                 return;
         }
         w->busy = true;
@@ -1503,6 +1506,11 @@ int kubelet_start(struct kubelet *k) {
                 if (r < 0)
                         return r;
         }
+        r = image_puller_new(k->base, o->serialize_image_pulls,
+                             o->max_parallel_image_pulls_set ? (unsigned) o->max_parallel_image_pulls : 0,
+                             &k->image_puller);
+        if (r < 0)
+                return r;
         r = kubelet_gc_setup(k);
         if (r < 0)
                 return log_error_errno(r, "cannot set up garbage collection and the container log manager: %s",
@@ -1564,7 +1572,8 @@ struct kubelet *kubelet_free(struct kubelet *k) {
                 }
                 kubelet_worker_free(w);
         }
-        probe_env_done(&k->hook_env); /* after the pod syncs: their hooks are gone */
+        k->image_puller = image_puller_free(k->image_puller); /* after the pod syncs: they hold its tickets */
+        probe_env_done(&k->hook_env);                         /* after the pod syncs: their hooks are gone */
         k->status = status_manager_free(k->status);
         k->mirror = kubelet_mirror_free(k->mirror);
         k->events = event_recorder_free(k->events);

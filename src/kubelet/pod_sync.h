@@ -94,6 +94,8 @@ void kubelet_sync_cleanup(struct pod_sync *s); /* → kubelet_pod_sync_done */
 /* the phases' own state, when the pass ends early */
 void kubelet_sync_kill_free(struct pod_sync *s);
 void kubelet_sync_start_step_free(struct pod_sync *s);
+/* A pull waiting in the pull queue leaves it, and the pass ends (the pod is no longer desired or is being deleted) */
+void kubelet_sync_start_withdraw(struct pod_sync *s);
 void kubelet_sync_cleanup_free(struct pod_sync *s);
 
 void kubelet_pod_sync_observed(struct pod_sync *s);

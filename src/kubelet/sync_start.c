@@ -6,7 +6,10 @@
  *   image       ImageStatus unless the pull policy is Always, then kr_decide_image: use the present image, pull
  *               it (with each matching pull credential in turn: the pull secrets', then the credential provider
  *               plugins'), wait out ImagePullBackOff, or ErrImageNeverPull; a pulled image's ImageStatus gives its
- *               user (runAsUser default, runAsNonRoot)
+ *               user (runAsUser default, runAsNonRoot). A pull waits for its turn in the kubelet's pull queue
+ *               (src/images/puller.c: serializeImagePulls, maxParallelImagePulls) and holds its slot through all
+ *               its credentials; a pod no longer desired (or being deleted) while it waits leaves the queue and
+ *               the pass ends (kubelet_sync_start_withdraw)
  *   create      the device plugins' options (src/cm/devicemanager, for a container with devices), the container
  *               config (kr_build_container_config) and CreateContainer
  *   start       StartContainer, then the postStart hook; a failed hook kills the container (sync_kill.c)
@@ -42,6 +45,7 @@ struct start_step {
         struct credprov_lookup *cred_lookup;
         struct cred_keyring provider_keyring;
         char *provider_error;
+        struct image_pull_ticket pull; /* its place in the pull queue (k->image_puller) */
         struct dm_request
                 *dev_request;   /* the device plugins' options of the container (GetDeviceRunContainerOptions) */
         char *started_id;       /* the container created */
@@ -52,6 +56,7 @@ static void step_done(struct pod_sync *s);
 static void check_image(struct pod_sync *s);
 static void image_decided(struct pod_sync *s, bool present);
 static void pull_try(struct pod_sync *s);
+static void pull_queue(struct pod_sync *s);
 static void create_container(struct pod_sync *s);
 
 void kubelet_sync_start_step_free(struct pod_sync *s) {
@@ -63,6 +68,7 @@ void kubelet_sync_start_step_free(struct pod_sync *s) {
         free(st->image_username);
         free(st->creds);
         free(st->pull_errors);
+        image_puller_release(s->k->image_puller, &st->pull);
         credprov_lookup_cancel(st->cred_lookup);
         cred_keyring_done(&st->provider_keyring);
         free(st->provider_error);
@@ -316,7 +322,7 @@ static void on_provider_credentials(struct cred_keyring *creds, const char *erro
                 st->n_creds += n_more;
         }
         free(more);
-        pull_try(s);
+        pull_queue(s);
 }
 
 static void pull(struct pod_sync *s) {
@@ -344,7 +350,7 @@ static void pull(struct pod_sync *s) {
                 step_done(s);
                 return;
         }
-        pull_try(s);
+        pull_queue(s);
 }
 
 /* the pulled image's user, as getImageUser asks for it before creating the container */
@@ -381,6 +387,8 @@ static void on_pull_image(const struct cri_reply *reply, void *userdata) {
                         return;
                 }
         }
+        /* the pull is over (every credential tried): the next one in the queue may start */
+        image_puller_release(s->k->image_puller, &st->pull);
         if (reply->r < 0) {
                 _cleanup_free_ char *agg = NULL, *with_plugin = NULL;
                 const char *message = reply->message;
@@ -439,11 +447,55 @@ static void pull_try(struct pod_sync *s) {
          * ends a stalled pull) */
         r = cri_pull_image(s->k->cri, &req, UINT64_MAX, on_pull_image, s);
         if (r < 0) {
+                image_puller_release(s->k->image_puller, &st->pull);
                 kubelet_sync_call_failed(s, "PullImage", r);
                 step_done(s);
                 return;
         }
         s->did_work = true;
+}
+
+/* The pull's turn came: PullImage with the first credential; or it was withdrawn: the pass ends here and the
+ * next one (already asked for) sees the pod's new state. */
+static void on_pull_turn(void *userdata, int r) {
+        struct pod_sync *s = userdata;
+        struct start_step *st = s->start;
+
+        if (r < 0 || s->k->stopping) {
+                image_puller_release(s->k->image_puller, &st->pull);
+                log_v(2, "pod %s: container %s: the pull of image \"%s\" left the queue", kubelet_sync_pod_desc(s),
+                      st->c->name, st->c->image);
+                s->did_work = true; /* observe again at once */
+                kubelet_pod_sync_finish(s);
+                return;
+        }
+        log_v(2, "pod %s: container %s: pull of image \"%s\" started (%u running, %u waiting)",
+              kubelet_sync_pod_desc(s), st->c->name, st->c->image, image_puller_running(s->k->image_puller),
+              image_puller_waiting(s->k->image_puller));
+        pull_try(s);
+}
+
+/* wait for a slot in the pull queue (serializeImagePulls, maxParallelImagePulls) */
+static void pull_queue(struct pod_sync *s) {
+        struct start_step *st = s->start;
+
+        if (!s->w->pod || s->w->deleting) {
+                /* removed or deleted while its credentials were looked up: no pull, the next pass stops it */
+                s->did_work = true;
+                kubelet_pod_sync_finish(s);
+                return;
+        }
+
+        if (image_puller_waiting(s->k->image_puller) > 0 || image_puller_running(s->k->image_puller) > 0)
+                log_v(3, "pod %s: container %s: the pull of image \"%s\" waits for its turn (%u running, %u waiting)",
+                      kubelet_sync_pod_desc(s), st->c->name, st->c->image, image_puller_running(s->k->image_puller),
+                      image_puller_waiting(s->k->image_puller));
+        image_puller_enqueue(s->k->image_puller, &st->pull, on_pull_turn, s);
+}
+
+void kubelet_sync_start_withdraw(struct pod_sync *s) {
+        if (s->start)
+                (void) image_puller_withdraw(s->k->image_puller, &s->start->pull);
 }
 
 /* ---------------------------------------------------------------- create and start */

@@ -322,6 +322,10 @@ static const struct flag_def flag_defs[] = {
           "Image filesystem usage (percent) image garbage collection frees down to; below "
           "--image-gc-high-threshold.",
           NULL },
+        { "serialize-image-pulls", 0, FLAG_BOOL, OFF(serialize_image_pulls), "serializeImagePulls", "",
+          "Pull one image at a time, in the order the pulls were asked for; false: several at once (up to "
+          "maxParallelImagePulls in the config file, no limit without it).",
+          NULL },
         { "kernel-memcg-notification", 0, FLAG_BOOL, OFF(kernel_memcg_notification), "kernelMemcgNotification", "",
           "React to memory eviction thresholds through the kernel's memory cgroup notifications, not only the "
           "periodic check.",
@@ -362,7 +366,6 @@ static const char *const unsupported_fields[] = {
         "localStorageCapacityIsolation",
         "makeIPTablesUtilChains",
         "maxOpenFiles",
-        "maxParallelImagePulls",
         "memoryManagerPolicy",
         "memoryReservationPolicy",
         "memorySwap",
@@ -383,7 +386,6 @@ static const char *const unsupported_fields[] = {
         "reservedSystemCPUs",
         "runOnce",
         "seccompDefault",
-        "serializeImagePulls",
         "showHiddenMetricsForVersion",
         "shutdownGracePeriod",
         "shutdownGracePeriodByPodPriority",
@@ -461,6 +463,7 @@ int kubelet_options_init(struct kubelet_options *o) {
         o->container_logs_dir = strdup(DEFAULT_CONTAINER_LOGS_DIR);
         o->max_per_pod_container = 1;
         o->max_containers = -1;
+        o->serialize_image_pulls = true;
         o->image_gc_high_threshold_percent = 85;
         o->image_gc_low_threshold_percent = 80;
         o->image_minimum_gc_age_usec = 120 * USEC_PER_SEC;
@@ -1310,6 +1313,15 @@ static int config_apply_field(struct config_ctx *c, const char *key, json_t *v, 
                 return config_port(c, key, v, &o->container_log_max_workers);
         if (streq(key, "containerLogMonitorInterval"))
                 return config_duration(c, key, v, &o->container_log_monitor_interval_usec);
+        if (streq(key, "serializeImagePulls"))
+                return config_bool(c, key, v, &o->serialize_image_pulls);
+        if (streq(key, "maxParallelImagePulls")) {
+                /* any int32 is kept for the validation to judge (null, as for every field, leaves it unset) */
+                r = config_port(c, key, v, &o->max_parallel_image_pulls);
+                if (r >= 0)
+                        o->max_parallel_image_pulls_set = true;
+                return r;
+        }
         if (streq(key, "imageGCHighThresholdPercent"))
                 return config_port(c, key, v, &o->image_gc_high_threshold_percent);
         if (streq(key, "imageGCLowThresholdPercent"))
@@ -1742,6 +1754,16 @@ static int validate_cgroups(const struct kubelet_options *o, struct ck_error **r
 static int validate_gc_and_logs(const struct kubelet_options *o, struct ck_error **ret_error) {
         struct quantity q;
         int r;
+
+        /* the image pullers (ValidateKubeletConfiguration) */
+        if (o->max_parallel_image_pulls_set && o->max_parallel_image_pulls < 1)
+                return ck_error_set(ret_error, -EINVAL,
+                                    "invalid configuration: maxParallelImagePulls %d must be a positive number",
+                                    o->max_parallel_image_pulls);
+        if (o->serialize_image_pulls && o->max_parallel_image_pulls_set && o->max_parallel_image_pulls > 1)
+                return ck_error_set(ret_error, -EINVAL,
+                                    "invalid configuration: maxParallelImagePulls cannot be larger than 1 unless "
+                                    "SerializeImagePulls (--serialize-image-pulls) is set to false");
 
         if (o->image_gc_high_threshold_percent < 0 || o->image_gc_high_threshold_percent > 100)
                 return ck_error_set(ret_error, -EINVAL,

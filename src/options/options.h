@@ -118,6 +118,11 @@ struct kubelet_options {
         uint64_t image_maximum_gc_age_usec;  /* imageMaximumGCAge, 0 = off */
         char *pod_infra_container_image;     /* --pod-infra-container-image: never garbage-collected */
 
+        /* image pulls (pkg/kubelet/images puller) */
+        bool serialize_image_pulls;        /* --serialize-image-pulls / serializeImagePulls, true */
+        bool max_parallel_image_pulls_set; /* maxParallelImagePulls given (upstream: not nil) */
+        int max_parallel_image_pulls;      /* maxParallelImagePulls: the most pulls at once when not serialized */
+
         /* eviction (pkg/kubelet/eviction): maps as "signal=value,signal2=value2" */
         char *eviction_hard;               /* --eviction-hard / evictionHard */
         char *eviction_soft;               /* --eviction-soft / evictionSoft */

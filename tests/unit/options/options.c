@@ -742,6 +742,67 @@ static void test_node_life_options(void **state) {
                      "invalid configuration: --container-logs-dir \"rel\" must be an absolute path");
 }
 
+/* serializeImagePulls and maxParallelImagePulls, with upstream's validation */
+static void test_image_pulls(void **state) {
+        struct kubelet_options o;
+        struct ck_error *err;
+        char **def = ARGV("ckubelet");
+        char **flag = ARGV("--serialize-image-pulls=false");
+        _cleanup_free_ char *par = write_tmp("pulls.yaml",
+                                             HDR "serializeImagePulls: false\nmaxParallelImagePulls: 3\n"),
+                            *one = write_tmp("pulls1.yaml", HDR "maxParallelImagePulls: 1\n"),
+                            *two = write_tmp("pulls2.yaml", HDR "maxParallelImagePulls: 2\n"),
+                            *zero = write_tmp("pulls0.yaml",
+                                              HDR "serializeImagePulls: false\nmaxParallelImagePulls: 0\n"),
+                            *neg = write_tmp("pullsneg.yaml",
+                                             HDR "serializeImagePulls: false\nmaxParallelImagePulls: -2\n"),
+                            *nul = write_tmp("pullsnull.yaml",
+                                             HDR "serializeImagePulls: false\nmaxParallelImagePulls: null\n");
+        char **cfg = ARGV("--config", par), **cfg1 = ARGV("--config", one), **cfgnull = ARGV("--config", nul);
+        /* the flag overrides the file: serialized again, with a limit of 3 */
+        char **cfg_flag = ARGV("--config", par, "--serialize-image-pulls=true");
+
+        assert_int_equal(parse(&o, 1, def, &err), 0);
+        assert_true(o.serialize_image_pulls);
+        assert_false(o.max_parallel_image_pulls_set);
+        kubelet_options_done(&o);
+
+        assert_int_equal(parse(&o, ARGC(flag), flag, &err), 0);
+        assert_false(o.serialize_image_pulls);
+        assert_false(o.max_parallel_image_pulls_set);
+        kubelet_options_done(&o);
+
+        assert_int_equal(parse(&o, ARGC(cfg), cfg, &err), 0);
+        assert_false(o.serialize_image_pulls);
+        assert_true(o.max_parallel_image_pulls_set);
+        assert_int_equal(o.max_parallel_image_pulls, 3);
+        kubelet_options_done(&o);
+
+        assert_int_equal(parse(&o, ARGC(cfg1), cfg1, &err), 0); /* 1 is allowed while serialized */
+        assert_true(o.serialize_image_pulls);
+        assert_int_equal(o.max_parallel_image_pulls, 1);
+        kubelet_options_done(&o);
+
+        assert_int_equal(parse(&o, ARGC(cfgnull), cfgnull, &err), 0);
+        assert_false(o.max_parallel_image_pulls_set);
+        kubelet_options_done(&o);
+
+        expect_error(ARGC(ARGV("--config", two)), ARGV("--config", two),
+                     "invalid configuration: maxParallelImagePulls cannot be larger than 1 unless SerializeImagePulls "
+                     "(--serialize-image-pulls) is set to false");
+        expect_error(ARGC(cfg_flag), cfg_flag,
+                     "invalid configuration: maxParallelImagePulls cannot be larger than 1 unless SerializeImagePulls "
+                     "(--serialize-image-pulls) is set to false");
+        expect_error(ARGC(ARGV("--config", zero)), ARGV("--config", zero),
+                     "invalid configuration: maxParallelImagePulls 0 must be a positive number");
+        expect_error(ARGC(ARGV("--config", neg)), ARGV("--config", neg),
+                     "invalid configuration: maxParallelImagePulls -2 must be a positive number");
+        config_error("pullsstr.yaml", HDR "maxParallelImagePulls: \"2\"\n",
+                     "maxParallelImagePulls: expected an integer, got string");
+        config_error("pullsbool.yaml", HDR "serializeImagePulls: 1\n",
+                     "serializeImagePulls: expected a boolean, got integer");
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_defaults),
@@ -760,6 +821,7 @@ int main(void) {
                 cmocka_unit_test(test_server_options),
                 cmocka_unit_test(test_cgroup_options),
                 cmocka_unit_test(test_node_life_options),
+                cmocka_unit_test(test_image_pulls),
         };
         return cmocka_run_group_tests(tests, setup_dir, teardown_dir);
 }
