@@ -55,35 +55,68 @@ struct cri_op_stats {
 /* Iterates over operations seen so far. */
 void cri_client_foreach_stats(struct cri_client *c, void (*fn)(const struct cri_op_stats *s, void *ud), void *ud);
 
-/* Typed wrappers: req is borrowed; the callback's reply->msg is the matching *Response type. */
-#define CRI_DECLARE(fn, Svc, Method, Req)                                                                     \
-        int fn(struct cri_client *c, const Runtime__V1__##Req *req, uint64_t timeout_usec, cri_callback_t cb, \
-               void *userdata)
+/* The CRI methods, once: X(function, service, method, request type, response descriptor). The declarations below,
+ * the gRPC client's wrappers (cri.c) and the fake runtime of the unit tests are all made from this list. */
+#define CRI_METHODS(X)                                                                                                 \
+        X(cri_version, RuntimeService, Version, VersionRequest, runtime__v1__version_response__descriptor)             \
+        X(cri_status, RuntimeService, Status, StatusRequest, runtime__v1__status_response__descriptor)                 \
+        X(cri_run_pod_sandbox, RuntimeService, RunPodSandbox, RunPodSandboxRequest,                                    \
+          runtime__v1__run_pod_sandbox_response__descriptor)                                                           \
+        X(cri_stop_pod_sandbox, RuntimeService, StopPodSandbox, StopPodSandboxRequest,                                 \
+          runtime__v1__stop_pod_sandbox_response__descriptor)                                                          \
+        X(cri_remove_pod_sandbox, RuntimeService, RemovePodSandbox, RemovePodSandboxRequest,                           \
+          runtime__v1__remove_pod_sandbox_response__descriptor)                                                        \
+        X(cri_pod_sandbox_status, RuntimeService, PodSandboxStatus, PodSandboxStatusRequest,                           \
+          runtime__v1__pod_sandbox_status_response__descriptor)                                                        \
+        X(cri_list_pod_sandbox, RuntimeService, ListPodSandbox, ListPodSandboxRequest,                                 \
+          runtime__v1__list_pod_sandbox_response__descriptor)                                                          \
+        X(cri_create_container, RuntimeService, CreateContainer, CreateContainerRequest,                               \
+          runtime__v1__create_container_response__descriptor)                                                          \
+        X(cri_start_container, RuntimeService, StartContainer, StartContainerRequest,                                  \
+          runtime__v1__start_container_response__descriptor)                                                           \
+        X(cri_stop_container, RuntimeService, StopContainer, StopContainerRequest,                                     \
+          runtime__v1__stop_container_response__descriptor)                                                            \
+        X(cri_update_container_resources, RuntimeService, UpdateContainerResources, UpdateContainerResourcesRequest,   \
+          runtime__v1__update_container_resources_response__descriptor)                                                \
+        X(cri_remove_container, RuntimeService, RemoveContainer, RemoveContainerRequest,                               \
+          runtime__v1__remove_container_response__descriptor)                                                          \
+        X(cri_list_containers, RuntimeService, ListContainers, ListContainersRequest,                                  \
+          runtime__v1__list_containers_response__descriptor)                                                           \
+        X(cri_container_status, RuntimeService, ContainerStatus, ContainerStatusRequest,                               \
+          runtime__v1__container_status_response__descriptor)                                                          \
+        X(cri_exec_sync, RuntimeService, ExecSync, ExecSyncRequest, runtime__v1__exec_sync_response__descriptor)       \
+        X(cri_exec, RuntimeService, Exec, ExecRequest, runtime__v1__exec_response__descriptor)                         \
+        X(cri_attach, RuntimeService, Attach, AttachRequest, runtime__v1__attach_response__descriptor)                 \
+        X(cri_port_forward, RuntimeService, PortForward, PortForwardRequest,                                           \
+          runtime__v1__port_forward_response__descriptor)                                                              \
+        X(cri_container_stats, RuntimeService, ContainerStats, ContainerStatsRequest,                                  \
+          runtime__v1__container_stats_response__descriptor)                                                           \
+        X(cri_list_container_stats, RuntimeService, ListContainerStats, ListContainerStatsRequest,                     \
+          runtime__v1__list_container_stats_response__descriptor)                                                      \
+        X(cri_list_pod_sandbox_stats, RuntimeService, ListPodSandboxStats, ListPodSandboxStatsRequest,                 \
+          runtime__v1__list_pod_sandbox_stats_response__descriptor)                                                    \
+        X(cri_image_fs_info, ImageService, ImageFsInfo, ImageFsInfoRequest,                                            \
+          runtime__v1__image_fs_info_response__descriptor)                                                             \
+        X(cri_pull_image, ImageService, PullImage, PullImageRequest, runtime__v1__pull_image_response__descriptor)     \
+        X(cri_image_status, ImageService, ImageStatus, ImageStatusRequest,                                             \
+          runtime__v1__image_status_response__descriptor)                                                              \
+        X(cri_list_images, ImageService, ListImages, ListImagesRequest, runtime__v1__list_images_response__descriptor) \
+        X(cri_remove_image, ImageService, RemoveImage, RemoveImageRequest,                                             \
+          runtime__v1__remove_image_response__descriptor)                                                              \
+        X(cri_reopen_container_log, RuntimeService, ReopenContainerLog, ReopenContainerLogRequest,                     \
+          runtime__v1__reopen_container_log_response__descriptor)
 
-CRI_DECLARE(cri_version, RuntimeService, Version, VersionRequest);
-CRI_DECLARE(cri_status, RuntimeService, Status, StatusRequest);
-CRI_DECLARE(cri_run_pod_sandbox, RuntimeService, RunPodSandbox, RunPodSandboxRequest);
-CRI_DECLARE(cri_stop_pod_sandbox, RuntimeService, StopPodSandbox, StopPodSandboxRequest);
-CRI_DECLARE(cri_remove_pod_sandbox, RuntimeService, RemovePodSandbox, RemovePodSandboxRequest);
-CRI_DECLARE(cri_pod_sandbox_status, RuntimeService, PodSandboxStatus, PodSandboxStatusRequest);
-CRI_DECLARE(cri_list_pod_sandbox, RuntimeService, ListPodSandbox, ListPodSandboxRequest);
-CRI_DECLARE(cri_create_container, RuntimeService, CreateContainer, CreateContainerRequest);
-CRI_DECLARE(cri_start_container, RuntimeService, StartContainer, StartContainerRequest);
-CRI_DECLARE(cri_stop_container, RuntimeService, StopContainer, StopContainerRequest);
-CRI_DECLARE(cri_update_container_resources, RuntimeService, UpdateContainerResources, UpdateContainerResourcesRequest);
-CRI_DECLARE(cri_remove_container, RuntimeService, RemoveContainer, RemoveContainerRequest);
-CRI_DECLARE(cri_list_containers, RuntimeService, ListContainers, ListContainersRequest);
-CRI_DECLARE(cri_container_status, RuntimeService, ContainerStatus, ContainerStatusRequest);
-CRI_DECLARE(cri_exec_sync, RuntimeService, ExecSync, ExecSyncRequest);
-CRI_DECLARE(cri_exec, RuntimeService, Exec, ExecRequest);
-CRI_DECLARE(cri_attach, RuntimeService, Attach, AttachRequest);
-CRI_DECLARE(cri_port_forward, RuntimeService, PortForward, PortForwardRequest);
-CRI_DECLARE(cri_container_stats, RuntimeService, ContainerStats, ContainerStatsRequest);
-CRI_DECLARE(cri_list_container_stats, RuntimeService, ListContainerStats, ListContainerStatsRequest);
-CRI_DECLARE(cri_list_pod_sandbox_stats, RuntimeService, ListPodSandboxStats, ListPodSandboxStatsRequest);
-CRI_DECLARE(cri_image_fs_info, ImageService, ImageFsInfo, ImageFsInfoRequest);
-CRI_DECLARE(cri_pull_image, ImageService, PullImage, PullImageRequest);
-CRI_DECLARE(cri_image_status, ImageService, ImageStatus, ImageStatusRequest);
-CRI_DECLARE(cri_list_images, ImageService, ListImages, ListImagesRequest);
-CRI_DECLARE(cri_remove_image, ImageService, RemoveImage, RemoveImageRequest);
-CRI_DECLARE(cri_reopen_container_log, RuntimeService, ReopenContainerLog, ReopenContainerLogRequest);
+/* Typed wrappers: req is borrowed; the callback's reply->msg is the matching *Response type. */
+#define CRI_DECLARE(fn, Svc, Method, Req, resp_desc)                                                          \
+        int fn(struct cri_client *c, const Runtime__V1__##Req *req, uint64_t timeout_usec, cri_callback_t cb, \
+               void *userdata);
+CRI_METHODS(CRI_DECLARE)
+#undef CRI_DECLARE
+
+/* The wrappers as calls of cri_call(), for an implementation of this header (cri.c, the tests' fake runtime). */
+#define CRI_DEFINE(fn, Svc, Method, Req, resp_desc)                                                           \
+        int fn(struct cri_client *c, const Runtime__V1__##Req *req, uint64_t timeout_usec, cri_callback_t cb, \
+               void *userdata) {                                                                              \
+                return cri_call(c, "/runtime.v1." #Svc "/" #Method, &req->base, &resp_desc, timeout_usec, cb, \
+                                userdata);                                                                    \
+        }

@@ -1623,60 +1623,7 @@ int cri_call(struct cri_client *c, const char *method, const ProtobufCMessage *r
         return 0;
 }
 
-#define CRI_DEFINE(fn, Svc, Method, Req, resp_desc)                                                           \
-        int fn(struct cri_client *c, const Runtime__V1__##Req *req, uint64_t timeout_usec, cri_callback_t cb, \
-               void *userdata) {                                                                              \
-                return cri_call(c, "/runtime.v1." #Svc "/" #Method, &req->base, &resp_desc, timeout_usec, cb, \
-                                userdata);                                                                    \
-        }
-
-CRI_DEFINE(cri_version, RuntimeService, Version, VersionRequest, runtime__v1__version_response__descriptor)
-CRI_DEFINE(cri_status, RuntimeService, Status, StatusRequest, runtime__v1__status_response__descriptor)
-CRI_DEFINE(cri_run_pod_sandbox, RuntimeService, RunPodSandbox, RunPodSandboxRequest,
-           runtime__v1__run_pod_sandbox_response__descriptor)
-CRI_DEFINE(cri_stop_pod_sandbox, RuntimeService, StopPodSandbox, StopPodSandboxRequest,
-           runtime__v1__stop_pod_sandbox_response__descriptor)
-CRI_DEFINE(cri_remove_pod_sandbox, RuntimeService, RemovePodSandbox, RemovePodSandboxRequest,
-           runtime__v1__remove_pod_sandbox_response__descriptor)
-CRI_DEFINE(cri_pod_sandbox_status, RuntimeService, PodSandboxStatus, PodSandboxStatusRequest,
-           runtime__v1__pod_sandbox_status_response__descriptor)
-CRI_DEFINE(cri_list_pod_sandbox, RuntimeService, ListPodSandbox, ListPodSandboxRequest,
-           runtime__v1__list_pod_sandbox_response__descriptor)
-CRI_DEFINE(cri_create_container, RuntimeService, CreateContainer, CreateContainerRequest,
-           runtime__v1__create_container_response__descriptor)
-CRI_DEFINE(cri_start_container, RuntimeService, StartContainer, StartContainerRequest,
-           runtime__v1__start_container_response__descriptor)
-CRI_DEFINE(cri_stop_container, RuntimeService, StopContainer, StopContainerRequest,
-           runtime__v1__stop_container_response__descriptor)
-CRI_DEFINE(cri_update_container_resources, RuntimeService, UpdateContainerResources, UpdateContainerResourcesRequest,
-           runtime__v1__update_container_resources_response__descriptor)
-CRI_DEFINE(cri_remove_container, RuntimeService, RemoveContainer, RemoveContainerRequest,
-           runtime__v1__remove_container_response__descriptor)
-CRI_DEFINE(cri_list_containers, RuntimeService, ListContainers, ListContainersRequest,
-           runtime__v1__list_containers_response__descriptor)
-CRI_DEFINE(cri_container_status, RuntimeService, ContainerStatus, ContainerStatusRequest,
-           runtime__v1__container_status_response__descriptor)
-CRI_DEFINE(cri_exec_sync, RuntimeService, ExecSync, ExecSyncRequest, runtime__v1__exec_sync_response__descriptor)
-CRI_DEFINE(cri_pull_image, ImageService, PullImage, PullImageRequest, runtime__v1__pull_image_response__descriptor)
-CRI_DEFINE(cri_image_status, ImageService, ImageStatus, ImageStatusRequest,
-           runtime__v1__image_status_response__descriptor)
-CRI_DEFINE(cri_exec, RuntimeService, Exec, ExecRequest, runtime__v1__exec_response__descriptor)
-CRI_DEFINE(cri_attach, RuntimeService, Attach, AttachRequest, runtime__v1__attach_response__descriptor)
-CRI_DEFINE(cri_port_forward, RuntimeService, PortForward, PortForwardRequest,
-           runtime__v1__port_forward_response__descriptor)
-CRI_DEFINE(cri_container_stats, RuntimeService, ContainerStats, ContainerStatsRequest,
-           runtime__v1__container_stats_response__descriptor)
-CRI_DEFINE(cri_list_container_stats, RuntimeService, ListContainerStats, ListContainerStatsRequest,
-           runtime__v1__list_container_stats_response__descriptor)
-CRI_DEFINE(cri_list_pod_sandbox_stats, RuntimeService, ListPodSandboxStats, ListPodSandboxStatsRequest,
-           runtime__v1__list_pod_sandbox_stats_response__descriptor)
-CRI_DEFINE(cri_image_fs_info, ImageService, ImageFsInfo, ImageFsInfoRequest,
-           runtime__v1__image_fs_info_response__descriptor)
-CRI_DEFINE(cri_list_images, ImageService, ListImages, ListImagesRequest, runtime__v1__list_images_response__descriptor)
-CRI_DEFINE(cri_remove_image, ImageService, RemoveImage, RemoveImageRequest,
-           runtime__v1__remove_image_response__descriptor)
-CRI_DEFINE(cri_reopen_container_log, RuntimeService, ReopenContainerLog, ReopenContainerLogRequest,
-           runtime__v1__reopen_container_log_response__descriptor)
+CRI_METHODS(CRI_DEFINE)
 
 /* ---------------------------------------------------------------- the fake runtime */
 
