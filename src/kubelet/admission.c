@@ -116,14 +116,10 @@ int kubelet_admit(const struct pod *p, const struct pod *const *admitted, size_t
         /* the sysctl allowlist admit handler runs before the resource predicates, as upstream registers them */
         r = kr_sysctls_admit(p, node->allowed_unsafe_sysctls, &sysctl_error);
         if (r == -EPERM) {
-                if (asprintf(ret_message, "Pod was rejected: %s", ck_error_message(sysctl_error)) < 0)
-                        return -ENOMEM;
-                *ret_reason = strdup("SysctlForbidden");
-                if (!*ret_reason) {
-                        free(*ret_message);
-                        return -ENOMEM;
-                }
-                return -ENOSPC;
+                char *message = NULL;
+                if (asprintf(&message, "Pod was rejected: %s", ck_error_message(sysctl_error)) < 0)
+                        message = NULL;
+                return rejected("SysctlForbidden", message, ret_reason, ret_message);
         }
         if (r < 0)
                 return r;
