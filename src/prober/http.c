@@ -53,7 +53,7 @@ struct probe_http {
         bool truncated;
         char errbuf[CURL_ERROR_SIZE];
         struct event *refused; /* reports a request that is not sent (invalid headers) */
-        char *refused_msg;
+        char *refused_msg;     /* the spec's headers are invalid: this is the outcome of every run, NULL: valid */
 };
 
 static void http_destroy(struct probe_http *h) {
@@ -283,7 +283,8 @@ static int http_setup(struct probe_http *h, const struct probe_request *req) {
         const char *path = isempty(spec->path) ? "/" : spec->path;
         bool https = spec->scheme && strcasecmp(spec->scheme, "HTTPS") == 0;
         long timeout_ms = (long) MAX(req->timeout_usec / USEC_PER_MSEC, (uint64_t) 1);
-        _cleanup_free_ char *hostport = NULL, *url = NULL, *first_host = NULL, *host = NULL;
+        _cleanup_free_ char *hostport = NULL, *url = NULL, *first_host = NULL, *host = NULL, *refused_msg = NULL;
+        _cleanup_ck_error_ struct ck_error *bad = NULL;
         struct curl_slist *headers = NULL;
         int r;
 
@@ -295,6 +296,10 @@ static int http_setup(struct probe_http *h, const struct probe_request *req) {
                 return -ENOMEM;
         }
         first_host = url_host(url);
+        /* headers that would inject others: no request is ever sent for this spec (checked once per spec) */
+        if (probe_check_http_headers(spec->http_headers, spec->n_http_headers, &bad) < 0 &&
+            asprintf(&refused_msg, "Get \"%s\": %s", url, ck_error_message(bad)) < 0)
+                return -ENOMEM;
         r = build_headers(spec, !h->one_shot, &headers);
         if (r < 0)
                 return r;
@@ -308,6 +313,7 @@ static int http_setup(struct probe_http *h, const struct probe_request *req) {
         free_and_replace(h->url, url);
         free_and_replace(h->first_host, first_host);
         free_and_replace(h->host, host);
+        free_and_replace(h->refused_msg, refused_msg);
         h->spec = spec;
         h->port = req->port;
         h->timeout_usec = req->timeout_usec;
@@ -371,22 +377,16 @@ static int http_run(struct probe_http *h, const struct probe_request *req, probe
         h->redirects = 0;
         h->op.done = done;
         h->op.userdata = userdata;
-        {
-                _cleanup_ck_error_ struct ck_error *bad = NULL;
-                if (probe_check_http_headers(req->spec->http_headers, req->spec->n_http_headers, &bad) < 0) {
-                        /* nothing is sent; the failure is reported from the loop, never inside this call */
-                        free(h->refused_msg);
-                        if (asprintf(&h->refused_msg, "Get \"%s\": %s", h->url, ck_error_message(bad)) < 0)
-                                h->refused_msg = NULL;
-                        if (!h->refused)
-                                h->refused = evtimer_new(h->env->base, on_refused, h);
-                        if (!h->refused_msg || !h->refused || evtimer_add(h->refused, &(struct timeval) {}) < 0) {
-                                h->op.done = NULL;
-                                return -ENOMEM;
-                        }
-                        *ret = &h->op;
-                        return 0;
+        if (h->refused_msg) {
+                /* nothing is sent; the failure is reported from the loop, never inside this call */
+                if (!h->refused)
+                        h->refused = evtimer_new(h->env->base, on_refused, h);
+                if (!h->refused || evtimer_add(h->refused, &(struct timeval) {}) < 0) {
+                        h->op.done = NULL;
+                        return -ENOMEM;
                 }
+                *ret = &h->op;
+                return 0;
         }
         r = start_request(h);
         if (r < 0) {
