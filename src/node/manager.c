@@ -361,6 +361,11 @@ static void status_send(struct node_manager *m) {
         }
         changed = !m->last_status || !json_equal(a, b);
         if (!changed && now_usec() - m->last_report_usec < m->o->node_status_report_frequency_usec) {
+                /* nothing to send, but the volumes the API's status lists are reported in use all the same: a
+                 * volume wanted again with the same list (a pod deleted, another on its claim) or after a restart
+                 * waits for this (tryUpdateNodeStatus) */
+                if (m->volumes_reported)
+                        m->volumes_reported(m->in_use, m->volumes_userdata);
                 m->status_busy = false;
                 status_schedule(m);
                 return;

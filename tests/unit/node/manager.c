@@ -215,6 +215,42 @@ static void test_register_and_ready(void **state) {
         }
 }
 
+static char **in_use_list(void *userdata) {
+        char **l = NULL;
+        (void) userdata;
+        assert_int_equal(strv_extend(&l, "kubernetes.io/csi/drv^vol-1"), 0);
+        return l;
+}
+
+static void in_use_reported(char *const *names, void *userdata) {
+        unsigned *n = userdata;
+        assert_non_null(names);
+        assert_string_equal(names[0], "kubernetes.io/csi/drv^vol-1");
+        assert_null(names[1]);
+        (*n)++;
+}
+
+/* volumesInUse: the status carries the volume manager's list, and the volumes are marked as reported once the
+ * PATCH is written; and again at every period while the list stays as sent (no PATCH then), as upstream's
+ * tryUpdateNodeStatus does: a volume wanted again by a new pod after its last pod went, with the list the same
+ * as the one sent, waits for this mark. */
+static void test_volumes_in_use_reported(void **state) {
+        struct ctx *c = *state;
+        unsigned reported = 0, before;
+
+        node_manager_set_volumes(c->m, in_use_list, in_use_reported, &reported);
+        assert_int_equal(node_manager_start(c->m), 0);
+        wait_status(c, 1, 60 * USEC_PER_SEC);
+        assert_string_equal(json_string_value(json_array_get(json_object_get(c->status, "volumesInUse"), 0)),
+                            "kubernetes.io/csi/drv^vol-1");
+        assert_true(reported >= 1);
+        before = c->n_status;
+        reported = 0;
+        idle_for(c, 25 * USEC_PER_SEC);
+        assert_int_equal(c->n_status, before); /* unchanged: nothing sent */
+        assert_true(reported >= 2);            /* but marked at each 10 s period */
+}
+
 /* The runtime stops answering: Ready stays while its last good check is recent, then NotReady "container
  * runtime is down" (upstream's runtimeState: 30 s); back to Ready once it answers. */
 static void test_runtime_down(void **state) {
@@ -276,6 +312,7 @@ static void test_runtime_not_ready(void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_register_and_ready, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_volumes_in_use_reported, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_runtime_down, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_runtime_not_ready, setup, teardown),
         };
