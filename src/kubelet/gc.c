@@ -95,12 +95,15 @@ static void on_gc_done(int r, void *userdata) {
         k->container_gc_failed = false;
 }
 
+static void sweep_links(struct kubelet *k);
+
 static void on_gc_timer(evutil_socket_t fd, short what, void *userdata) {
         struct kubelet *k = userdata;
 
         evtimer_add_usec(k->gc_timer, CONTAINER_GC_PERIOD_USEC);
         if (!k->runtime_listed || k->stopping)
                 return;
+        sweep_links(k); /* evictPodLogsDirectories: the dead links, every GC period */
         if (kr_container_gc_collect(k->container_gc, false, on_gc_done, k) < 0)
                 log_error("Container garbage collection failed: out of memory");
 }
@@ -116,10 +119,20 @@ static bool has_container(const char *id, void *userdata) {
         return pleg_has_id(k->pleg, id);
 }
 
-void kubelet_gc_housekeeping(struct kubelet *k) {
-        if (!k->runtime_listed || k->runtime_down || k->stopping)
+static void sweep_links(struct kubelet *k) {
+        if (k->runtime_down)
                 return;
+        k->links_swept_gone = pleg_gone_count(k->pleg);
         logs_manager_sweep_links(k->logs, has_container, k, pleg_last_relist_started_usec(k->pleg));
+}
+
+/* A container's link goes soon after the container: the directory is swept at the first housekeeping after a
+ * relist saw something disappear, and otherwise only every GC period (a sweep reads every entry of a directory
+ * the node's other users may fill too). */
+void kubelet_gc_housekeeping(struct kubelet *k) {
+        if (!k->runtime_listed || k->stopping || pleg_gone_count(k->pleg) == k->links_swept_gone)
+                return;
+        sweep_links(k);
 }
 
 void kubelet_container_started(struct kubelet *k, const struct pod *pod, const char *container,

@@ -154,6 +154,7 @@ struct kubelet {
         struct image_puller *image_puller; /* every PullImage waits its turn here (serializeImagePulls) */
         struct event *gc_timer;            /* container GC every minute */
         bool container_gc_failed;          /* the last container GC failed (the next success is logged at v1) */
+        uint64_t links_swept_gone;         /* pleg_gone_count() at the last /var/log/containers sweep */
         struct eviction_threshold *thresholds;
         size_t n_thresholds;
         struct eviction_manager *eviction;

@@ -39,6 +39,7 @@ struct pleg {
         uint64_t next_started, last_relist_started; /* realtime: when the relist in flight / the last one began */
         struct pleg_list current;
         char **uids;
+        uint64_t gone; /* ids seen to disappear since start */
         size_t n_sandboxes, n_running_sandboxes, n_containers, n_running_containers;
         size_t next_sandboxes, next_running_sandboxes, next_containers, next_running_containers;
 };
@@ -109,6 +110,7 @@ static void diff_and_swap(struct pleg *p) {
                 int c = i >= o->n ? 1 : j >= n->n ? -1 : strcmp(o->items[i].id, n->items[j].id);
                 if (c < 0) {
                         notify(p, &notified, o->items[i].uid); /* gone */
+                        p->gone++;
                         i++;
                 } else if (c > 0) {
                         notify(p, &notified, n->items[j].uid); /* new */
@@ -264,6 +266,10 @@ bool pleg_has_id(const struct pleg *p, const char *id) {
         if (!p || !id || p->current.n == 0)
                 return false;
         return bsearch(&key, p->current.items, p->current.n, sizeof(key), cmp_item) != NULL;
+}
+
+uint64_t pleg_gone_count(const struct pleg *p) {
+        return p ? p->gone : 0;
 }
 
 char *const *pleg_pod_uids(const struct pleg *p) {

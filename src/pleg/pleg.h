@@ -29,6 +29,8 @@ int pleg_start(struct pleg *p);
 uint64_t pleg_last_relist_started_usec(const struct pleg *p);
 /* Was this sandbox or container id in the last successful listing? */
 bool pleg_has_id(const struct pleg *p, const char *id);
+/* How many sandbox and container ids the relists saw disappear since start (a counter: compare two readings). */
+uint64_t pleg_gone_count(const struct pleg *p);
 /* UIDs of pods present in the last successful listing (borrowed, NULL-terminated strv). */
 char *const *pleg_pod_uids(const struct pleg *p);
 /* Counts from the last listing. */

@@ -219,7 +219,9 @@ class Kubelet:
         return [CKUBELET, "--config", self.config, "--pod-manifest-path", self.manifests,
                 "--container-runtime-endpoint", self.runtime.endpoint, "--hostname-override", self.node,
                 "--root-dir", self.root, "--v", os.environ.get("CKUBELET_V", "4"), "--cert-dir", self.pki, "--port", str(self.port),
-                "--healthz-port", str(self.healthz_port), "--cgroup-root", self.cgroup_root, *self.extra_args]
+                "--healthz-port", str(self.healthz_port), "--cgroup-root", self.cgroup_root,
+                # the links log shippers read: the kubelet's own, not the machine's /var/log/containers
+                "--container-logs-dir", os.path.join(self.dir, "containers"), *self.extra_args]
 
     def start(self, *extra):
         if extra:

@@ -122,6 +122,7 @@ static void test_events(void **state) {
         relist(c);
         relist(c);
         assert_changed(c, "");
+        assert_int_equal(pleg_gone_count(c->pleg), 0);
 
         /* pod b appears with a created container: only b */
         assert_int_equal(fake_runtime_add_sandbox(c->rt, "uid-b", "b", 0, &sb), 0);
@@ -145,11 +146,13 @@ static void test_events(void **state) {
         pleg_counts(c->pleg, &n_sb, &n_rsb, &n_c, &n_rc);
         assert_int_equal(n_c, 2);
         assert_int_equal(n_rc, 1);
+        assert_int_equal(pleg_gone_count(c->pleg), 1); /* cb1 */
 
         /* a container removed: its pod */
         assert_int_equal(fake_runtime_vanish(c->rt, ca), 0);
         relist(c);
         assert_changed(c, "uid-a");
+        assert_int_equal(pleg_gone_count(c->pleg), 2);
 
         /* a sandbox that stops (NOTREADY): its pod */
         assert_int_equal(fake_runtime_sandbox_die(c->rt, sb), 0);
@@ -165,6 +168,7 @@ static void test_events(void **state) {
         assert_changed(c, "uid-a");
         assert_string_equal(pleg_pod_uids(c->pleg)[0], "uid-b");
         assert_null(pleg_pod_uids(c->pleg)[1]);
+        assert_int_equal(pleg_gone_count(c->pleg), 3);
 }
 
 static void test_period_and_no_overlap(void **state) {
