@@ -25,7 +25,7 @@
 #define CGROUP_DEPTH_MAX 16             /* pod cgroup → sandbox/container cgroups → whatever they made */
 
 struct cm_hierarchy {
-        char *mount; /* where it is mounted, e.g. /sys/fs/cgroup/memory */
+        char *mount;  /* where it is mounted, e.g. /sys/fs/cgroup/memory */
         bool cpuset;  /* v1 cpuset: new cgroups need cpuset.cpus/mems */
         bool systemd; /* name=systemd, or the unified hierarchy beside v1 ones: systemd makes the slices there */
 };
@@ -523,7 +523,8 @@ int cm_new(struct event_base *base, const struct kubelet_options *o, int64_t cpu
                 if (r == -EINVAL)
                         return log_error_errno(r,
                                                "invalid configuration: cgroup-root \"%s\" is not a systemd slice "
-                                               "(with --cgroup-driver=systemd it is \"/\" or a name ending in .slice)",
+                                               "name (with --cgroup-driver=systemd it is \"/\" or a slice such as "
+                                               "/system.slice/kubelet.slice)",
                                                o->cgroup_root);
         } else {
                 m->root = strdup(isempty(o->cgroup_root) ? "/" : o->cgroup_root);
@@ -537,11 +538,6 @@ int cm_new(struct event_base *base, const struct kubelet_options *o, int64_t cpu
         r = find_hierarchies(m);
         if (r < 0)
                 return r;
-        if (m->systemd) {
-                r = cm_sd_open(base, &m->sd);
-                if (r < 0)
-                        return r;
-        }
         for (size_t i = 0; i < m->n_h; i++) {
                 _cleanup_free_ char *p = NULL, *fs = NULL;
                 struct stat st;
@@ -553,7 +549,13 @@ int cm_new(struct event_base *base, const struct kubelet_options *o, int64_t cpu
                 if (stat(p, &st) < 0 || !S_ISDIR(st.st_mode))
                         return log_error_errno(-ENOENT,
                                                "invalid configuration: cgroup-root \"%s\" doesn't exist (no %s)",
-                                               m->root, p);
+                                               isempty(o->cgroup_root) ? "/" : o->cgroup_root, p);
+        }
+        /* the cgroup manager talks to systemd from here on (upstream: the first Create) */
+        if (m->systemd) {
+                r = cm_sd_open(base, &m->sd);
+                if (r < 0)
+                        return r;
         }
 
         /* kubepods: node allocatable when "pods" is enforced, else capacity (upstream createNodeAllocatableCgroups) */
@@ -587,7 +589,8 @@ int cm_new(struct event_base *base, const struct kubelet_options *o, int64_t cpu
                 log_info("QoS cgroups ready: /%s (cpu shares %" PRId64 ", memory limit %" PRId64
                          "), /%s, /%s, in %zu %s, cgroup driver %s",
                          f1, rc.cpu_shares, mem, f2, f3, m->n_h,
-                         m->unified ? "unified hierarchy" : "cgroup v1 hierarchies", m->systemd ? "systemd" : "cgroupfs");
+                         m->unified ? "unified hierarchy" : "cgroup v1 hierarchies",
+                         m->systemd ? "systemd" : "cgroupfs");
         }
         *ret = TAKE_PTR(m);
         return 0;
@@ -634,6 +637,12 @@ struct pod_start {
         void *userdata;
 };
 
+static void pod_start_free(void *userdata) {
+        struct pod_start *ps = userdata;
+        free(ps->name);
+        free(ps);
+}
+
 static void on_pod_slice(int r, const char *message, void *userdata) {
         struct pod_start *ps = userdata;
         _cleanup_free_ char *msg = NULL;
@@ -647,8 +656,7 @@ static void on_pod_slice(int r, const char *message, void *userdata) {
                 ps->done(r, msg, ps->userdata);
         else if (r < 0)
                 log_error("%s", msg ? msg : strerror(-r));
-        free(ps->name);
-        free(ps);
+        pod_start_free(ps);
 }
 
 int cm_pod_ensure_async(struct cm *m, const struct pod *pod, cm_done_fn done, void *userdata) {
@@ -677,7 +685,7 @@ int cm_pod_ensure_async(struct cm *m, const struct pod *pod, cm_done_fn done, vo
         if (!ps)
                 return -ENOMEM;
         *ps = (struct pod_start) { .m = m, .name = TAKE_PTR(name), .rc = rc, .done = done, .userdata = userdata };
-        r = cm_sd_start_slice(m->sd, unit, &props, on_pod_slice, ps);
+        r = cm_sd_start_slice(m->sd, unit, &props, on_pod_slice, pod_start_free, ps);
         if (r < 0) {
                 free(ps->name);
                 free(ps);
@@ -812,6 +820,12 @@ struct pod_stop {
         char *name;
 };
 
+static void pod_stop_free(void *userdata) {
+        struct pod_stop *st = userdata;
+        free(st->name);
+        free(st);
+}
+
 /* StopUnit ended (or failed: logged): what is left of the slice's directories goes as with cgroupfs
  * (runc's Destroy: RemovePaths after stopUnit) */
 static void on_pod_slice_stopped(int r, const char *message, void *userdata) {
@@ -830,8 +844,7 @@ static void on_pod_slice_stopped(int r, const char *message, void *userdata) {
                 log_v(3, "Orphaned pod cgroup /%s not removed yet: %s", st->name, strerror(-q));
         else
                 log_v(3, "Orphaned pod found, removing pod cgroups: cgroup=\"/%s\"", st->name);
-        free(st->name);
-        free(st);
+        pod_stop_free(st);
 }
 
 /* pod_container_manager Destroy: kill what runs in it, then the cgroup manager's Destroy (StopUnit of the slice with
@@ -869,7 +882,7 @@ static void destroy_pod_cgroup(struct cm *m, const char *name) {
                 return;
         }
         st->m = m;
-        r = cm_sd_stop_unit(m->sd, unit, on_pod_slice_stopped, st);
+        r = cm_sd_stop_unit(m->sd, unit, on_pod_slice_stopped, pod_stop_free, st);
         if (r < 0) {
                 log_warning("cannot send StopUnit for %s: %s", unit, strerror(-r));
                 on_pod_slice_stopped(0, NULL, st); /* the directories still go */

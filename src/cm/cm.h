@@ -40,8 +40,8 @@ int cm_name_to_systemd(const char *name, char **ret);
  * updateSystemdCgroupInfo: "kubepods/burstable/pod<uid>" → "kubepods-burstable-pod<uid_>.slice",
  * "kubepods-burstable.slice". -EINVAL for "" or a name systemd does not accept. */
 int cm_name_to_systemd_unit(const char *name, char **ret_unit, char **ret_parent);
-/* --cgroup-root with the systemd driver (ParseSystemdToCgroupName): "/" or "-.slice" → "", ".../a-b.slice" → "a/b";
- * -EINVAL for anything but a slice */
+/* --cgroup-root with the systemd driver (ParseSystemdToCgroupName): "/" or "-.slice" → "", ".../a-b.slice" → "a/b"
+ * (".slice" is optional: ".../a-b" is the same); -EINVAL for an empty part ("a--b.slice") */
 int cm_systemd_root_name(const char *cgroup_root, char **ret);
 /* The pod UID of a pod cgroup directory: "pod<uid>" (cgroupfs), "...-pod<uid with '_'>.slice" (systemd); -EINVAL
  * for another directory */
@@ -93,8 +93,8 @@ struct cm_slice_properties {
         struct cm_unit_property p[16];
         size_t n;
 };
-int cm_systemd_slice_properties(const char *unit, const char *parent, const struct cm_resource_config *rc,
-                                bool unified, int systemd_version, struct cm_slice_properties *ret);
+int cm_systemd_slice_properties(const char *unit, const char *parent, const struct cm_resource_config *rc, bool unified,
+                                int systemd_version, struct cm_slice_properties *ret);
 
 /* cgroup v2 cpu.weight from v1 shares (upstream CpuSharesToCpuWeight / runc ConvertCPUSharesToCgroupV2Value) */
 uint64_t cm_cpu_shares_to_weight(uint64_t shares);

@@ -35,6 +35,7 @@ struct sd_op {
         int r;
         char *message;
         cm_sd_done_fn done;
+        void (*destroy)(void *userdata); /* dropped without done (cm_sd_free) */
         void *userdata;
 };
 
@@ -275,8 +276,12 @@ int cm_sd_open(struct event_base *base, struct cm_sd **ret) {
 struct cm_sd *cm_sd_free(struct cm_sd *sd) {
         if (!sd)
                 return NULL;
-        while (sd->ops)
-                op_free(sd->ops);
+        while (sd->ops) {
+                struct sd_op *op = sd->ops;
+                if (op->destroy)
+                        op->destroy(op->userdata);
+                op_free(op);
+        }
         sd->match = sd_bus_slot_unref(sd->match);
         sd->bus = sd_bus_flush_close_unref(sd->bus);
         if (sd->ev)
@@ -316,8 +321,8 @@ static int append_properties(sd_bus_message *m, const struct cm_slice_properties
         return r;
 }
 
-static int op_new(struct cm_sd *sd, const char *unit, bool stop, cm_sd_done_fn done, void *userdata,
-                  struct sd_op **ret) {
+static int op_new(struct cm_sd *sd, const char *unit, bool stop, cm_sd_done_fn done, void (*destroy)(void *),
+                  void *userdata, struct sd_op **ret) {
         struct sd_op *op;
 
         if (sd->n_ops >= SD_OPS_MAX)
@@ -341,6 +346,7 @@ static int op_new(struct cm_sd *sd, const char *unit, bool stop, cm_sd_done_fn d
         }
         op->stop = stop;
         op->done = done;
+        op->destroy = destroy;
         op->userdata = userdata;
         op->sd = sd;
         op->next = sd->ops;
@@ -369,12 +375,12 @@ static int send_start(struct cm_sd *sd, struct sd_op *op, const struct cm_slice_
 }
 
 int cm_sd_start_slice(struct cm_sd *sd, const char *unit, const struct cm_slice_properties *p, cm_sd_done_fn done,
-                      void *userdata) {
+                      void (*destroy)(void *userdata), void *userdata) {
         struct sd_op *op;
         int r;
 
         assert(done);
-        r = op_new(sd, unit, false, done, userdata, &op);
+        r = op_new(sd, unit, false, done, destroy, userdata, &op);
         if (r < 0)
                 return r;
         r = send_start(sd, op, p);
@@ -386,12 +392,13 @@ int cm_sd_start_slice(struct cm_sd *sd, const char *unit, const struct cm_slice_
         return 0;
 }
 
-int cm_sd_stop_unit(struct cm_sd *sd, const char *unit, cm_sd_done_fn done, void *userdata) {
+int cm_sd_stop_unit(struct cm_sd *sd, const char *unit, cm_sd_done_fn done, void (*destroy)(void *userdata),
+                    void *userdata) {
         struct sd_op *op;
         int r;
 
         assert(done);
-        r = op_new(sd, unit, true, done, userdata, &op);
+        r = op_new(sd, unit, true, done, destroy, userdata, &op);
         if (r < 0)
                 return r;
         r = sd_bus_call_method_async(sd->bus, &op->slot, SD_DEST, SD_PATH, SD_MANAGER, "StopUnit", on_reply, op, "ss",
@@ -404,12 +411,13 @@ int cm_sd_stop_unit(struct cm_sd *sd, const char *unit, cm_sd_done_fn done, void
         return 0;
 }
 
-int cm_sd_start_slice_sync(struct cm_sd *sd, const char *unit, const struct cm_slice_properties *p, char **ret_message) {
+int cm_sd_start_slice_sync(struct cm_sd *sd, const char *unit, const struct cm_slice_properties *p,
+                           char **ret_message) {
         struct sd_op *op;
         uint64_t deadline = now_usec() + SD_CALL_TIMEOUT_USEC, job_deadline = 0;
         int r;
 
-        r = op_new(sd, unit, false, NULL, NULL, &op);
+        r = op_new(sd, unit, false, NULL, NULL, NULL, &op);
         if (r < 0)
                 return r;
         r = send_start(sd, op, p);

@@ -16,7 +16,7 @@ typedef void (*cm_sd_done_fn)(int r, const char *message, void *userdata);
 
 /* Connects and reads systemd's Version (blocking: start-up only). Errors are logged. */
 int cm_sd_open(struct event_base *base, struct cm_sd **ret);
-/* Pending calls are dropped without their callbacks. */
+/* Pending calls are dropped without their done callbacks; their destroy callbacks free their userdata. */
 struct cm_sd *cm_sd_free(struct cm_sd *sd);
 int cm_sd_version(const struct cm_sd *sd);
 
@@ -24,6 +24,7 @@ int cm_sd_version(const struct cm_sd *sd);
 int cm_sd_start_slice_sync(struct cm_sd *sd, const char *unit, const struct cm_slice_properties *p, char **ret_message);
 /* the same, from the loop: done is called once, later */
 int cm_sd_start_slice(struct cm_sd *sd, const char *unit, const struct cm_slice_properties *p, cm_sd_done_fn done,
-                      void *userdata);
+                      void (*destroy)(void *userdata), void *userdata);
 /* StopUnit(unit, "replace"); a failed job is a warning (runc stopUnit), done gets 0 then */
-int cm_sd_stop_unit(struct cm_sd *sd, const char *unit, cm_sd_done_fn done, void *userdata);
+int cm_sd_stop_unit(struct cm_sd *sd, const char *unit, cm_sd_done_fn done, void (*destroy)(void *userdata),
+                    void *userdata);

@@ -53,9 +53,11 @@ int cm_systemd_root_name(const char *cgroup_root, char **ret) {
         last = strrchr(cgroup_root, '/');
         last = last ? last + 1 : cgroup_root;
         len = strlen(last);
-        if (len <= 6 || !endswith(last, ".slice"))
+        if (endswith(last, ".slice"))
+                len -= strlen(".slice");
+        if (len == 0)
                 return -EINVAL;
-        s = strndup(last, len - 6);
+        s = strndup(last, len);
         if (!s)
                 return -ENOMEM;
         /* "a-b" is the child b of a: keep the innermost name only ("a-b" → "a/b") */
@@ -132,8 +134,8 @@ static void add(struct cm_slice_properties *p, const char *name, enum cm_propert
         p->p[p->n++] = (struct cm_unit_property) { .name = name, .type = type, .s = s, .u = u };
 }
 
-int cm_systemd_slice_properties(const char *unit, const char *parent, const struct cm_resource_config *rc,
-                                bool unified, int systemd_version, struct cm_slice_properties *ret) {
+int cm_systemd_slice_properties(const char *unit, const char *parent, const struct cm_resource_config *rc, bool unified,
+                                int systemd_version, struct cm_slice_properties *ret) {
         struct cm_slice_properties *p = ret;
         int n;
 

@@ -1389,7 +1389,8 @@ static int admission_setup(struct kubelet *k) {
 
 /* the QoS cgroups (kubepods gets the node's capacity less the reservations when "pods" is enforced) */
 static int cgroups_setup(struct kubelet *k) {
-        return cm_new(k->base, k->opts, (int64_t) k->machine.num_cores * 1000, (int64_t) k->machine.memory_capacity, &k->cm);
+        return cm_new(k->base, k->opts, (int64_t) k->machine.num_cores * 1000, (int64_t) k->machine.memory_capacity,
+                      &k->cm);
 }
 
 int kubelet_api_start(struct kubelet *k) {

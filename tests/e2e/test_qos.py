@@ -171,9 +171,12 @@ def test_cgroups_per_qos_false_unchanged(kubelet_factory, runtime):
 
 
 def test_bad_cgroup_flags_refused(kubelet_factory, runtime):
+    # the systemd driver reads the root as slices ("/ckubelet-<pid>-<n>" → ckubelet.slice/ckubelet-<pid>.slice/...),
+    # which do not exist (test_systemd_cgroup.py tests the driver)
     k = kubelet_factory(True, "--cgroup-driver=systemd")
-    wait_for(lambda: not k.alive(), 20, msg="ckubelet to refuse --cgroup-driver=systemd")
-    assert "--cgroup-driver=systemd is not supported by ckubelet" in k.log()
+    wait_for(lambda: not k.alive(), 20, msg="ckubelet to refuse a missing cgroup root with --cgroup-driver=systemd")
+    assert f'cgroup-root "{k.cgroup_root}" doesn\'t exist (no /sys/fs/cgroup/' in k.log()
+    assert "/ckubelet.slice/ckubelet-" in k.log()
     k2 = kubelet_factory(True, "--cgroup-root=/does-not-exist-ckubelet")
     wait_for(lambda: not k2.alive(), 20, msg="ckubelet to refuse a missing cgroup root")
     assert 'cgroup-root "/does-not-exist-ckubelet" doesn\'t exist' in k2.log()

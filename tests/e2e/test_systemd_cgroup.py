@@ -259,9 +259,11 @@ def test_failed_slice_job_keeps_the_sandbox_out(kubelet_factory, runtime, tmp_pa
 
 def test_no_bus_is_a_clear_startup_error(kubelet_factory, runtime):
     k = kubelet_factory(start=False)
+    remove_cgroup_root(k.cgroup_root)
+    k.cgroup_root = f"/{slice_root()}.slice"
     missing = os.path.join(k.dir, "no-such-bus")
     k.env = dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS=f"unix:path={missing}")
-    k.start("--cgroup-driver", "systemd", "--cgroup-root", "/ckubelet_nobus.slice")
+    k.start("--cgroup-driver", "systemd", "--cgroup-root", k.cgroup_root)
     assert k.proc.wait(60) != 0
     log = k.log()
     assert f"failed to connect to systemd over D-Bus for --cgroup-driver=systemd (system bus unix:path={missing})" \

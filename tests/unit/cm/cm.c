@@ -126,7 +126,6 @@ static void test_resource_config_for_pod(void **state) {
         pod_free(p);
 }
 
-
 static void test_systemd_unit_names(void **state) {
         _cleanup_free_ char *n = NULL, *u = NULL, *par = NULL, *r1 = NULL, *r2 = NULL, *r3 = NULL, *uid = NULL;
         char *x = (char *) 1, *y = (char *) 1;
@@ -156,7 +155,9 @@ static void test_systemd_unit_names(void **state) {
         assert_string_equal(r2, "my-x/foo");
         assert_int_equal(cm_systemd_root_name("-.slice", &r3), 0);
         assert_string_equal(r3, "");
-        assert_int_equal(cm_systemd_root_name("/kubelet", &x), -EINVAL);
+        free(r1);
+        assert_int_equal(cm_systemd_root_name("/kubelet-x_y", &r1), 0); /* as upstream, without .slice too */
+        assert_string_equal(r1, "kubelet/x-y");
         assert_int_equal(cm_systemd_root_name("a--b.slice", &x), -EINVAL);
         assert_ptr_equal(x, (char *) 1);
 
@@ -201,8 +202,10 @@ static void test_slice_properties(void **state) {
         struct cm_slice_properties p;
         struct cm_resource_config rc;
         struct pod *pod;
-        const char *common[] = { "Description", "Wants", "MemoryAccounting", "CPUAccounting", "BlockIOAccounting",
-                                 "DefaultDependencies", "DevicePolicy", "DeviceAllow" };
+        const char *common[] = { "Description",       "Wants",
+                                 "MemoryAccounting",  "CPUAccounting",
+                                 "BlockIOAccounting", "DefaultDependencies",
+                                 "DevicePolicy",      "DeviceAllow" };
 
         /* a Guaranteed pod: 500m and 96Mi, 2048 pids (--pod-max-pids), systemd 247 */
         pod = parse_pod("  containers:\n"
@@ -211,7 +214,8 @@ static void test_slice_properties(void **state) {
         cm_resource_config_for_pod(pod, &rc);
         pod_free(pod);
         rc.pids_limit = 2048;
-        assert_int_equal(cm_systemd_slice_properties("kubepods-pod1234_5678.slice", "kubepods.slice", &rc, false, 247, &p),
+        assert_int_equal(cm_systemd_slice_properties("kubepods-pod1234_5678.slice", "kubepods.slice", &rc, false, 247,
+                                                     &p),
                          0);
         for (size_t i = 0; i < ELEMENTSOF(common); i++)
                 assert_string_equal(p.p[i].name, common[i]); /* in runc's order */
@@ -268,10 +272,8 @@ static void test_shares_to_weight(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_naming),
-                cmocka_unit_test(test_resource_config_for_pod),
-                cmocka_unit_test(test_shares_to_weight),
-                cmocka_unit_test(test_systemd_unit_names),
+                cmocka_unit_test(test_naming),           cmocka_unit_test(test_resource_config_for_pod),
+                cmocka_unit_test(test_shares_to_weight), cmocka_unit_test(test_systemd_unit_names),
                 cmocka_unit_test(test_slice_properties),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
