@@ -231,8 +231,10 @@ static int connect_bus(struct cm_sd *sd) {
         r = sd_bus_open_system(&sd->bus);
         if (r < 0)
                 return r;
-        /* the jobs' completions (go-systemd adds the same match; systemd sends them to the job's client) */
-        r = sd_bus_match_signal(sd->bus, &sd->match, NULL, SD_PATH, SD_MANAGER, "JobRemoved", on_job_removed, sd);
+        /* the jobs' completions (go-systemd adds the same match; systemd sends them to the job's client). Not waited
+         * for: the bus handles AddMatch before the calls sent after it on this connection. */
+        r = sd_bus_match_signal_async(sd->bus, &sd->match, NULL, SD_PATH, SD_MANAGER, "JobRemoved", on_job_removed,
+                                      NULL, sd);
         if (r < 0)
                 return r;
         return 0;

@@ -5,7 +5,8 @@
 # directory in every cgroup hierarchy on start and removes it on stop, and announces each job's end with
 # JobRemoved. Every call is appended to a JSON-lines file for the test to read.
 #
-#   fakesystemd.py CALLS_FILE [--fail-prefix PREFIX]   (the jobs of units named PREFIX... end "failed")
+#   fakesystemd.py CALLS_FILE [--fail-prefix PREFIX] [--no-job-signal]
+# --fail-prefix: the jobs of units named PREFIX... end "failed"; --no-job-signal: no JobRemoved is sent.
 # with DBUS_SYSTEM_BUS_ADDRESS set to the bus. "ready" is printed on stdout once the name is owned.
 import json
 import os
@@ -63,8 +64,9 @@ def plain(v):
 
 
 class Manager(dbus.service.Object):
-    def __init__(self, bus, calls_file, fail_units):
+    def __init__(self, bus, calls_file, fail_units, job_signal):
         super().__init__(bus, PATH)
+        self.job_signal = job_signal
         self.calls_file = calls_file
         self.fail_units = fail_units
         self.units = set()
@@ -79,7 +81,8 @@ class Manager(dbus.service.Object):
         self.next_job += 1
         path = dbus.ObjectPath(f"{PATH}/job/{job}")
         # after the reply, as systemd runs the job later in its loop
-        GLib.idle_add(lambda: self.JobRemoved(dbus.UInt32(job), path, unit, result) and False)
+        if self.job_signal:
+            GLib.idle_add(lambda: self.JobRemoved(dbus.UInt32(job), path, unit, result) and False)
         return path
 
     def make_dirs(self, rel):
@@ -158,17 +161,21 @@ class Manager(dbus.service.Object):
 def main():
     calls_file = sys.argv[1]
     fail_units = set()
+    job_signal = True
     args = sys.argv[2:]
     while args:
         if args[0] == "--fail-prefix":
             fail_units.add(args[1])
             args = args[2:]
+        elif args[0] == "--no-job-signal":
+            job_signal = False
+            args = args[1:]
         else:
             sys.exit(f"unknown argument {args[0]}")
     DBusGMainLoop(set_as_default=True)
     bus = dbus.bus.BusConnection(os.environ["DBUS_SYSTEM_BUS_ADDRESS"])
     name = dbus.service.BusName("org.freedesktop.systemd1", bus)
-    manager = Manager(bus, calls_file, fail_units)
+    manager = Manager(bus, calls_file, fail_units, job_signal)
     print("ready", flush=True)
     loop = GLib.MainLoop()
     bus.call_on_disconnection(lambda _: loop.quit())

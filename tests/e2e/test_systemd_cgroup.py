@@ -24,6 +24,8 @@ V1 = os.path.isdir(MEMORY) and os.path.isdir(CPU)
 
 class FakeSystemd:
     def __init__(self, dirpath, *fake_args):
+        if os.path.exists(os.path.join(dirpath, "system_bus_socket")):
+            os.unlink(os.path.join(dirpath, "system_bus_socket"))  # a bus before this one
         self.dir = dirpath
         self.socket = os.path.join(dirpath, "system_bus_socket")
         self.address = f"unix:path={self.socket}"
@@ -214,21 +216,18 @@ def test_slices_made_and_stopped_over_dbus(kubelet_factory, runtime, fake_system
     assert len(fake.calls("StartTransientUnit")) == n_before
     k.remove("b.yaml")
     wait_for(lambda: fake.calls("StopUnit", bunit), 90, msg=f"StopUnit {bunit}")
-    remove_cgroup_root(f"/{base}.slice")
 
 
-def test_failed_slice_job_keeps_the_sandbox_out(kubelet_factory, runtime, tmp_path):
+def test_failed_slice_job_keeps_the_sandbox_out(kubelet_factory, runtime):
     """a pod slice whose job fails: no sandbox, the error named; the QoS slices were fine"""
     d = tempfile.mkdtemp(prefix="fakesystemd-", dir=runtime.dir)
     # the unit name depends on the pod UID: a static pod's UID is a hash of its manifest, known only once read,
     # so every pod slice of this root fails (--fail-unit takes a prefix)
-    base = f"ckubelet_{os.getpid()}_f"
+    base = slice_root()
     fake = FakeSystemd(d, "--fail-prefix", f"{base}-kubepods-pod")
     try:
         k = kubelet_factory(start=False)
         remove_cgroup_root(k.cgroup_root)
-        for h in cgroup_hierarchies():
-            os.makedirs(f"{h}/{base}.slice", exist_ok=True)
         k.cgroup_root = f"/{base}.slice"
         k.env = dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS=fake.address)
         k.start("--cgroup-driver", "systemd", "--cgroup-root", k.cgroup_root)
@@ -254,7 +253,6 @@ def test_failed_slice_job_keeps_the_sandbox_out(kubelet_factory, runtime, tmp_pa
         assert k.alive()
     finally:
         fake.stop()
-        remove_cgroup_root(f"/{base}.slice")
 
 
 def test_no_bus_is_a_clear_startup_error(kubelet_factory, runtime):
@@ -269,3 +267,44 @@ def test_no_bus_is_a_clear_startup_error(kubelet_factory, runtime):
     assert f"failed to connect to systemd over D-Bus for --cgroup-driver=systemd (system bus unix:path={missing})" \
         in log, log[-2000:]
     assert "QoS cgroups ready" not in log
+
+
+def pod_yaml(name, resources="{}"):
+    return f"""\
+        apiVersion: v1
+        kind: Pod
+        metadata: {{name: {name}}}
+        spec:
+          containers:
+          - name: a
+            image: {BUSYBOX}
+            command: {json.dumps(SLEEPER)}
+            resources: {resources}
+        """
+
+
+def test_bus_lost_and_back_and_no_job_signal(kubelet_factory, runtime):
+    """systemd's bus goes away: ckubelet keeps running, the next call connects again; a systemd that never sends
+    JobRemoved costs a second per slice (runc's wait) and a warning, not the pod"""
+    d = tempfile.mkdtemp(prefix="fakesystemd-", dir=runtime.dir)
+    fake = FakeSystemd(d)
+    try:
+        k, base = start_kubelet(kubelet_factory, fake)
+        k.wait_log(r"QoS cgroups ready", 60)
+        fake.stop()
+        k.wait_log(r"systemd cgroup driver: D-Bus connection: ", 30)
+        assert k.alive()
+        # a new systemd on the same socket, one that never signals its jobs' ends
+        fake = FakeSystemd(d, "--no-job-signal")
+        k.write("p.yaml", pod_yaml("p"))
+        wait_for(lambda: runtime.running(f"p-{k.node}"), 90, msg="pod p running")
+        [sb] = runtime.pods_named(f"p-{k.node}")
+        unit = f"{base}-kubepods-besteffort-pod{sb['metadata']['uid'].replace('-', '_')}.slice"
+        assert fake.calls("StartTransientUnit", unit)
+        k.wait_log(r"Timed out while waiting for StartTransientUnit\(" + unit +
+                   r"\) completion signal from dbus. Continuing...", 30)
+        k.remove("p.yaml")
+        wait_for(lambda: fake.calls("StopUnit", unit), 90, msg=f"StopUnit {unit}")
+        k.wait_log(r"Timed out while waiting for StopUnit\(" + unit + r"\) completion signal from dbus", 30)
+    finally:
+        fake.stop()  # the kubelet is stopped (exit status checked) and its root removed by the fixture
