@@ -143,6 +143,8 @@ static int on_job_removed(sd_bus_message *m, void *userdata, sd_bus_error *ret_e
         for (struct sd_op *op = sd->ops; op; op = op->next) {
                 if (!op->job || op->finished || !streq(op->job, job))
                         continue;
+                log_v(4, "systemd job %s for %s(%s) removed: %s", job, op->stop ? "StopUnit" : "StartTransientUnit",
+                      op->unit, result);
                 if (streq(result, "done")) {
                         op_finish(op, 0, NULL);
                         return 0;

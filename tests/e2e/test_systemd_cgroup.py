@@ -175,6 +175,10 @@ def test_slices_made_and_stopped_over_dbus(kubelet_factory, runtime, fake_system
     info = json.loads(runtime.json("inspectp", sb["id"])["info"]["info"])  # containerd's copy of the request
     assert info["config"]["linux"]["cgroup_parent"] == want_parent, info["config"]["linux"]
     wait_for(lambda: runtime.running(full), 90, msg="pod g running")
+    # the sandbox was asked for once the slice's job had ended
+    log = k.log()
+    job_done = log.index(f"for StartTransientUnit({unit}) removed: done")
+    assert job_done < log.index(f'Creating pod sandbox: pod="default/{full}"'), log[job_done - 500:job_done + 2000]
     # containerd turns a ".slice" parent into the systemd form "<slice>:cri-containerd:<id>" for runc; runc here
     # runs with its cgroupfs driver (no systemd for it), so where the container lands is not the slice: only
     # what ckubelet asked for and wrote is checked. The values it writes to cgroupfs itself, at the expanded paths:
