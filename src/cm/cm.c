@@ -649,9 +649,15 @@ static void on_pod_slice(int r, const char *message, void *userdata) {
 
         if (r >= 0)
                 r = ensure_cgroup(ps->m, ps->name, &ps->rc);
-        else if (asprintf(&msg, "failed to create the systemd slice of pod cgroup %s: %s", ps->name,
-                          message ? message : strerror(-r)) < 0)
-                msg = NULL;
+        else {
+                /* pod_container_manager EnsureExists's words; the name printed as the CgroupName list */
+                for (char *c = ps->name; *c; c++)
+                        if (*c == '/')
+                                *c = ' ';
+                if (asprintf(&msg, "failed to create container for [%s] : %s", ps->name,
+                             message ? message : strerror(-r)) < 0)
+                        msg = NULL;
+        }
         if (ps->done)
                 ps->done(r, msg, ps->userdata);
         else if (r < 0)

@@ -105,8 +105,10 @@ static void on_pod_cgroup(int r, const char *message, void *userdata) {
         struct pod_sync *s = userdata;
 
         if (r < 0) {
-                log_error("pod %s: cannot create the pod cgroup: %s", kubelet_sync_pod_desc(s),
-                          message ? message : strerror(-r));
+                log_error("pod %s: failed to ensure that the pod: %s cgroups exist and are correctly applied: %s",
+                          kubelet_sync_pod_desc(s), s->w->uid, message ? message : strerror(-r));
+                kubelet_worker_event(s->w, NULL, "Warning", "FailedCreatePodContainer",
+                                     "unable to ensure pod container exists: %s", message ? message : strerror(-r));
                 s->cgroup_failed = true;
                 s->error = true;
         }
@@ -139,7 +141,10 @@ static void create_sandbox(struct pod_sync *s) {
         kubelet_sync_fanout_begin(s, create_sandbox_in_cgroup);
         r = kubelet_pod_cgroup_ensure_async(s->k, s->pod, on_pod_cgroup, s);
         if (r < 0) {
-                log_error("pod %s: cannot create the pod cgroup: %s", kubelet_sync_pod_desc(s), strerror(-r));
+                log_error("pod %s: failed to ensure that the pod: %s cgroups exist and are correctly applied: %s",
+                          kubelet_sync_pod_desc(s), s->w->uid, strerror(-r));
+                kubelet_worker_event(s->w, NULL, "Warning", "FailedCreatePodContainer",
+                                     "unable to ensure pod container exists: %s", strerror(-r));
                 s->cgroup_failed = true;
                 s->error = true;
         } else if (r > 0)

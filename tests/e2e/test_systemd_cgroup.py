@@ -247,8 +247,11 @@ def test_failed_slice_job_keeps_the_sandbox_out(kubelet_factory, runtime):
                 command: {json.dumps(SLEEPER)}
                 resources: {{limits: {{cpu: 100m, memory: 32Mi}}}}
             """)
-        k.wait_log(r"cannot create the pod cgroup: failed to create the systemd slice of pod cgroup .*"
-                   r"error creating systemd unit `" + base + r"-kubepods-pod[0-9a-f_]+\.slice`: got `failed`", 60)
+        k.wait_log(r"failed to ensure that the pod: [0-9a-f]+ cgroups exist and are correctly applied: failed to "
+                   r"create container for \[[^]]*kubepods pod[0-9a-f]+\] : error creating systemd unit `" + base +
+                   r"-kubepods-pod[0-9a-f_]+\.slice`: got `failed`", 60)
+        k.wait_log(r'reason="FailedCreatePodContainer" message="unable to ensure pod container exists: failed to '
+                   r"create container for", 30)
         wait_for(lambda: len(fake.calls("ResetFailedUnit")) >= 1, 30, msg="ResetFailedUnit")
         # retried with back-off, never run without its cgroup
         wait_for(lambda: len([c for c in fake.calls("StartTransientUnit") if "-pod" in c["name"]]) >= 2, 60,
