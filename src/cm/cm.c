@@ -516,22 +516,12 @@ int cm_new(struct event_base *base, const struct kubelet_options *o, int64_t cpu
                 *ret = TAKE_PTR(m);
                 return 0;
         }
+        /* the root is read in the cgroupfs form with either driver (upstream ParseCgroupfsToCgroupName): with the
+         * systemd one "/a/b" is the slice a-b.slice (a.slice/a-b.slice on cgroupfs) */
         m->systemd = streq_ptr(o->cgroup_driver, "systemd");
-        if (m->systemd) {
-                /* the root is a slice ("/", "-.slice", "/system.slice/foo.slice"); names are built from its parts */
-                r = cm_systemd_root_name(isempty(o->cgroup_root) ? "/" : o->cgroup_root, &m->root);
-                if (r == -EINVAL)
-                        return log_error_errno(r,
-                                               "invalid configuration: cgroup-root \"%s\" is not a systemd slice "
-                                               "name (with --cgroup-driver=systemd it is \"/\" or a slice such as "
-                                               "/system.slice/kubelet.slice)",
-                                               o->cgroup_root);
-        } else {
-                m->root = strdup(isempty(o->cgroup_root) ? "/" : o->cgroup_root);
-                r = m->root ? 0 : -ENOMEM;
-        }
-        if (r < 0)
-                return r;
+        m->root = strdup(isempty(o->cgroup_root) ? "/" : o->cgroup_root);
+        if (!m->root)
+                return -ENOMEM;
         r = cm_cgroup_name(m->root, NULL, 0, &m->root_name);
         if (r < 0)
                 return r;

@@ -40,9 +40,6 @@ int cm_name_to_systemd(const char *name, char **ret);
  * updateSystemdCgroupInfo: "kubepods/burstable/pod<uid>" → "kubepods-burstable-pod<uid_>.slice",
  * "kubepods-burstable.slice". -EINVAL for "" or a name systemd does not accept. */
 int cm_name_to_systemd_unit(const char *name, char **ret_unit, char **ret_parent);
-/* --cgroup-root with the systemd driver (ParseSystemdToCgroupName): "/" or "-.slice" → "", ".../a-b.slice" → "a/b"
- * (".slice" is optional: ".../a-b" is the same); -EINVAL for an empty part ("a--b.slice") */
-int cm_systemd_root_name(const char *cgroup_root, char **ret);
 /* The pod UID of a pod cgroup directory: "pod<uid>" (cgroupfs), "...-pod<uid with '_'>.slice" (systemd); -EINVAL
  * for another directory */
 int cm_pod_uid_from_dir(bool systemd, const char *dirname, char **ret);

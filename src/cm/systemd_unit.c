@@ -37,42 +37,6 @@ int cm_name_to_systemd_unit(const char *name, char **ret_unit, char **ret_parent
         return 0;
 }
 
-int cm_systemd_root_name(const char *cgroup_root, char **ret) {
-        _cleanup_free_ char *s = NULL;
-        const char *last;
-        size_t len;
-
-        /* ParseSystemdToCgroupName: the last component of the path, a slice, unescaped into its parts */
-        if (isempty(cgroup_root) || streq(cgroup_root, "/") || streq(cgroup_root, "-.slice")) {
-                s = strdup("");
-                if (!s)
-                        return -ENOMEM;
-                *ret = TAKE_PTR(s);
-                return 0;
-        }
-        last = strrchr(cgroup_root, '/');
-        last = last ? last + 1 : cgroup_root;
-        len = strlen(last);
-        if (endswith(last, ".slice"))
-                len -= strlen(".slice");
-        if (len == 0)
-                return -EINVAL;
-        s = strndup(last, len);
-        if (!s)
-                return -ENOMEM;
-        /* "a-b" is the child b of a: keep the innermost name only ("a-b" → "a/b") */
-        for (char *p = s; *p; p++) {
-                if (*p == '-') {
-                        if (p == s || p[1] == '\0' || p[1] == '-')
-                                return -EINVAL;
-                        *p = '/';
-                } else if (*p == '_')
-                        *p = '-';
-        }
-        *ret = TAKE_PTR(s);
-        return 0;
-}
-
 int cm_pod_uid_from_dir(bool systemd, const char *dirname, char **ret) {
         const char *p;
         char *uid;

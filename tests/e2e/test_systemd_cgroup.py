@@ -83,7 +83,9 @@ def fake_systemd(runtime):
 
 
 def slice_root():
-    """a private root slice per kubelet (kubelets never share cgroups), made as systemd would have it"""
+    """A private root per kubelet (kubelets never share cgroups): the slice "ckubelet_<pid>_<n>.slice", made as
+    systemd would have it; --cgroup-root gives it in the cgroupfs form, "/ckubelet-<pid>-<n>", which upstream's
+    kubelet reads as that slice (ParseCgroupfsToCgroupName, then ToSystemd). Returns the slice's base name."""
     n = slice_root.n = getattr(slice_root, "n", 0) + 1
     base = f"ckubelet_{os.getpid()}_{n}"
     for h in cgroup_hierarchies():
@@ -108,9 +110,9 @@ def start_kubelet(kubelet_factory, fake):
     k = kubelet_factory(start=False)
     remove_cgroup_root(k.cgroup_root)  # the cgroupfs root the fixture made: not used here
     base = slice_root()
-    k.cgroup_root = f"/{base}.slice"
+    k.cgroup_root = f"/{base}.slice"  # what the fixture removes at the end
     k.env = dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS=fake.address)
-    k.start("--cgroup-driver", "systemd", "--cgroup-root", k.cgroup_root)
+    k.start("--cgroup-driver", "systemd", "--cgroup-root", "/" + base.replace("_", "-"))
     return k, base
 
 
@@ -234,7 +236,7 @@ def test_failed_slice_job_keeps_the_sandbox_out(kubelet_factory, runtime):
         remove_cgroup_root(k.cgroup_root)
         k.cgroup_root = f"/{base}.slice"
         k.env = dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS=fake.address)
-        k.start("--cgroup-driver", "systemd", "--cgroup-root", k.cgroup_root)
+        k.start("--cgroup-driver", "systemd", "--cgroup-root", "/" + base.replace("_", "-"))
         k.wait_log(r"QoS cgroups ready", 60)
         k.write("g.yaml", f"""\
             apiVersion: v1
@@ -265,10 +267,11 @@ def test_failed_slice_job_keeps_the_sandbox_out(kubelet_factory, runtime):
 def test_no_bus_is_a_clear_startup_error(kubelet_factory, runtime):
     k = kubelet_factory(start=False)
     remove_cgroup_root(k.cgroup_root)
-    k.cgroup_root = f"/{slice_root()}.slice"
+    base = slice_root()
+    k.cgroup_root = f"/{base}.slice"
     missing = os.path.join(k.dir, "no-such-bus")
     k.env = dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS=f"unix:path={missing}")
-    k.start("--cgroup-driver", "systemd", "--cgroup-root", k.cgroup_root)
+    k.start("--cgroup-driver", "systemd", "--cgroup-root", "/" + base.replace("_", "-"))
     assert k.proc.wait(60) != 0
     log = k.log()
     assert f"failed to connect to systemd over D-Bus for --cgroup-driver=systemd (system bus unix:path={missing})" \

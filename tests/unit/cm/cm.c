@@ -127,7 +127,8 @@ static void test_resource_config_for_pod(void **state) {
 }
 
 static void test_systemd_unit_names(void **state) {
-        _cleanup_free_ char *n = NULL, *u = NULL, *par = NULL, *r1 = NULL, *r2 = NULL, *r3 = NULL, *uid = NULL;
+        _cleanup_free_ char *n = NULL, *n2 = NULL, *u = NULL, *par = NULL, *r1 = NULL, *r2 = NULL, *r3 = NULL,
+                            *uid = NULL;
         char *x = (char *) 1, *y = (char *) 1;
 
         /* updateSystemdCgroupInfo: the last slice and its parent; a top-level slice's parent is "-.slice" */
@@ -148,18 +149,18 @@ static void test_systemd_unit_names(void **state) {
         assert_int_equal(cm_name_to_systemd_unit("", &x, &y), -EINVAL);
         assert_ptr_equal(x, (char *) 1);
 
-        /* --cgroup-root for the systemd driver */
-        assert_int_equal(cm_systemd_root_name("/", &r1), 0);
-        assert_string_equal(r1, "");
-        assert_int_equal(cm_systemd_root_name("/system.slice/my_x-foo.slice", &r2), 0);
-        assert_string_equal(r2, "my-x/foo");
-        assert_int_equal(cm_systemd_root_name("-.slice", &r3), 0);
-        assert_string_equal(r3, "");
-        free(r1);
-        assert_int_equal(cm_systemd_root_name("/kubelet-x_y", &r1), 0); /* as upstream, without .slice too */
-        assert_string_equal(r1, "kubelet/x-y");
-        assert_int_equal(cm_systemd_root_name("a--b.slice", &x), -EINVAL);
-        assert_ptr_equal(x, (char *) 1);
+        /* --cgroup-root is read in the cgroupfs form with the systemd driver too (upstream ParseCgroupfsToCgroupName) */
+        assert_int_equal(cm_cgroup_name("/ckubelet-1-2", NULL, 0, &r1), 0);
+        assert_int_equal(cm_name_to_systemd_unit(r1, &r2, &r3), 0);
+        assert_string_equal(r2, "ckubelet_1_2.slice");
+        assert_string_equal(r3, "-.slice");
+        free(r2);
+        free(r3);
+        r2 = r3 = NULL;
+        assert_int_equal(cm_pod_cgroup_name("/a/b-c", QOS_BEST_EFFORT, "u-1", &n2), 0);
+        assert_int_equal(cm_name_to_systemd(n2, &r2), 0);
+        assert_string_equal(r2, "/a.slice/a-b_c.slice/a-b_c-kubepods.slice/a-b_c-kubepods-besteffort.slice/"
+                                "a-b_c-kubepods-besteffort-podu_1.slice");
 
         /* pod directories back to UIDs */
         assert_int_equal(cm_pod_uid_from_dir(true, "kubepods-burstable-pod1234_5678.slice", &uid), 0);
