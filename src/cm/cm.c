@@ -470,6 +470,27 @@ static bool csv_contains(const char *csv, const char *want) {
         return false;
 }
 
+/* the "pid=N" of a --kube-reserved/--system-reserved list (validated at start-up), 0 without one */
+static int64_t reserved_pids(const char *csv) {
+        for (const char *p = strempty(csv); *p;) {
+                size_t len = strcspn(p, ",");
+                if (len > 4 && strneq(p, "pid=", 4)) {
+                        char buf[32];
+                        int64_t v;
+                        if (len - 4 < sizeof(buf)) {
+                                memcpy(buf, p + 4, len - 4);
+                                buf[len - 4] = '\0';
+                                if (safe_atoi64(buf, &v) >= 0 && v > 0)
+                                        return v;
+                        }
+                }
+                p += len;
+                if (*p)
+                        p++;
+        }
+        return 0;
+}
+
 static int qos_name(const struct cm *m, const char *qos, char **ret) {
         const char *parts[2] = { "kubepods", qos };
         return cm_cgroup_name(m->root, parts, qos ? 2 : 1, ret);
@@ -503,7 +524,7 @@ int cm_new(struct event_base *base, const struct kubelet_options *o, int64_t cpu
         _cleanup_(cm_freep) struct cm *m = NULL;
         _cleanup_free_ char *kubepods = NULL, *burstable = NULL, *besteffort = NULL;
         struct cm_resource_config rc = {};
-        int64_t cpu = cpu_milli_capacity, mem = memory_capacity;
+        int64_t cpu = cpu_milli_capacity, mem = memory_capacity, pids = 0;
         int r;
 
         m = calloc(1, sizeof(*m));
@@ -548,6 +569,16 @@ int cm_new(struct event_base *base, const struct kubelet_options *o, int64_t cpu
                         return r;
         }
 
+        /* the pid capacity: kernel.pid_max (upstream pidlimit.Stats) */
+        {
+                _cleanup_free_ char *v = NULL;
+                size_t size;
+                if (read_full_file("/proc/sys/kernel/pid_max", 64, &v, &size) >= 0) {
+                        v[strcspn(v, "\n")] = '\0';
+                        if (safe_atoi64(v, &pids) < 0)
+                                pids = 0;
+                }
+        }
         /* kubepods: node allocatable when "pods" is enforced, else capacity (upstream createNodeAllocatableCgroups) */
         if (csv_contains(o->enforce_node_allocatable, "pods")) {
                 int64_t kc = 0, km = 0, sc = 0, sm = 0, s;
@@ -555,6 +586,8 @@ int cm_new(struct event_base *base, const struct kubelet_options *o, int64_t cpu
                 (void) node_parse_reserved(o->system_reserved, &sc, &sm, &s, NULL);
                 cpu = MAX(cpu - kc - sc, (int64_t) 0);
                 mem = MAX(mem - km - sm, (int64_t) 0);
+                if (pids > 0)
+                        pids = MAX(pids - reserved_pids(o->kube_reserved) - reserved_pids(o->system_reserved), (int64_t) 0);
         }
         r = qos_name(m, NULL, &kubepods);
         if (r >= 0)
@@ -563,7 +596,9 @@ int cm_new(struct event_base *base, const struct kubelet_options *o, int64_t cpu
                 r = qos_name(m, "besteffort", &besteffort);
         if (r < 0)
                 return r;
-        rc = (struct cm_resource_config) { .cpu_shares = kr_milli_cpu_to_shares(cpu), .memory_limit = mem };
+        rc = (struct cm_resource_config) { .cpu_shares = kr_milli_cpu_to_shares(cpu),
+                                           .memory_limit = mem,
+                                           .pids_limit = pids };
         r = ensure_qos_cgroup(m, kubepods, &rc);
         if (r < 0)
                 return r;
@@ -576,9 +611,9 @@ int cm_new(struct event_base *base, const struct kubelet_options *o, int64_t cpu
                 _cleanup_free_ char *f1 = NULL, *f2 = NULL, *f3 = NULL;
                 if (fs_name(m, kubepods, &f1) < 0 || fs_name(m, burstable, &f2) < 0 || fs_name(m, besteffort, &f3) < 0)
                         return -ENOMEM;
-                log_info("QoS cgroups ready: /%s (cpu shares %" PRId64 ", memory limit %" PRId64
+                log_info("QoS cgroups ready: /%s (cpu shares %" PRId64 ", memory limit %" PRId64 ", pids %" PRId64
                          "), /%s, /%s, in %zu %s, cgroup driver %s",
-                         f1, rc.cpu_shares, mem, f2, f3, m->n_h,
+                         f1, rc.cpu_shares, mem, pids, f2, f3, m->n_h,
                          m->unified ? "unified hierarchy" : "cgroup v1 hierarchies",
                          m->systemd ? "systemd" : "cgroupfs");
         }

@@ -141,12 +141,15 @@ def test_slices_made_and_stopped_over_dbus(kubelet_factory, runtime, fake_system
     mem_total = int([l for l in read("/proc/meminfo").splitlines() if l.startswith("MemTotal:")][0].split()[1]) * 1024
     assert props(starts[0])["CPUShares"] == os.cpu_count() * 1024
     assert props(starts[0])["MemoryLimit"] == mem_total
+    pid_max = int(read("/proc/sys/kernel/pid_max"))  # the pid capacity, node allocatable's "pid"
+    assert props(starts[0])["TasksAccounting"] is True and props(starts[0])["TasksMax"] == pid_max
     assert "CPUShares" not in props(starts[1])
     assert props(starts[2])["CPUShares"] == 2
     # the values are also written to cgroupfs, at the expanded paths
     kdir = f"{base}.slice/{kp}"
     assert read(f"{CPU}/{kdir}/{be}/cpu.shares") == "2"
     assert int(read(f"{MEMORY}/{kdir}/memory.limit_in_bytes")) == mem_total // 4096 * 4096
+    assert read(f"/sys/fs/cgroup/pids/{kdir}/pids.max") == str(pid_max)
 
     # a Guaranteed pod: its slice below kubepods, with its resources
     k.write("g.yaml", f"""\
