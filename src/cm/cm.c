@@ -587,7 +587,8 @@ int cm_new(struct event_base *base, const struct kubelet_options *o, int64_t cpu
                 cpu = MAX(cpu - kc - sc, (int64_t) 0);
                 mem = MAX(mem - km - sm, (int64_t) 0);
                 if (pids > 0)
-                        pids = MAX(pids - reserved_pids(o->kube_reserved) - reserved_pids(o->system_reserved), (int64_t) 0);
+                        pids = MAX(pids - reserved_pids(o->kube_reserved) - reserved_pids(o->system_reserved),
+                                   (int64_t) 0);
         }
         r = qos_name(m, NULL, &kubepods);
         if (r >= 0)
