@@ -10,7 +10,11 @@
  *   <root>/kubepods/besteffort         cpu shares 2
  *   <root>/kubepods[/burstable|/besteffort]/pod<uid>   one per pod: ResourceConfigForPod
  * The pod cgroup is the sandbox's CRI linux.cgroup_parent, so the runtime puts the sandbox and the
- * containers inside it. Everything here runs on the loop: bounded local filesystem work only. */
+ * containers inside it. Everything here runs on the loop: bounded local filesystem work only.
+ *
+ * systemd driver: the same names as slices (<root parts>-kubepods[-<qos>][-pod<uid_>].slice), which systemd makes
+ * when asked over D-Bus (systemd.h; asynchronous once the loop runs); the cgroupfs paths are the expanded slices
+ * (kubepods.slice/kubepods-burstable.slice/...), where the values are written as with cgroupfs. */
 
 #include <stdbool.h>
 #include <stddef.h>
