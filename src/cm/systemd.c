@@ -117,7 +117,8 @@ static int on_reply(sd_bus_message *m, void *userdata, sd_bus_error *ret_error) 
                 }
                 if (asprintf(&msg, "%s: %s", strna(e->name), strna(e->message)) < 0)
                         msg = NULL;
-                op_finish(op, -sd_bus_error_get_errno(e) ?: -EIO, msg ? msg : "D-Bus error");
+                r = sd_bus_error_get_errno(e);
+                op_finish(op, r > 0 ? -r : -EIO, msg ? msg : "D-Bus error");
                 return 0;
         }
         r = sd_bus_message_read(m, "o", &job);
