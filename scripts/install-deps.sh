@@ -22,6 +22,7 @@ pkgs=(
         etcd-server python3-websocket golang-go dpkg-dev rsync
         prometheus           # a real Prometheus scrapes the metrics endpoints (test_prometheus.py)
         python3-grpc-tools   # compiles the device plugin and pod resources protos for the test plugin and client
+        dbus python3-dbus python3-gi  # the fake systemd of the systemd cgroup driver test (test_systemd_cgroup.py)
 )
 missing=()
 for p in "${pkgs[@]}"; do

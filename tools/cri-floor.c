@@ -262,7 +262,7 @@ static int node_setup(struct floor *f) {
                 .system_reserved = f->opts.system_reserved,
         };
         node_allocatable(&in, &f->alloc_cpu_milli, &f->alloc_memory_bytes, &storage);
-        r = cm_new(&f->opts, (int64_t) machine.num_cores * 1000, (int64_t) machine.memory_capacity, &f->cm);
+        r = cm_new(f->base, &f->opts, (int64_t) machine.num_cores * 1000, (int64_t) machine.memory_capacity, &f->cm);
         stats_machine_info_done(&machine);
         if (r < 0)
                 return r;

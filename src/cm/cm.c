@@ -17,6 +17,7 @@
 #include "basic/string.h"
 #include "basic/strv.h"
 #include "cm/cm.h"
+#include "cm/systemd.h"
 #include "node/node_status.h"
 
 #define MOUNTINFO_MAX (1024u * 1024u)
@@ -24,8 +25,9 @@
 #define CGROUP_DEPTH_MAX 16             /* pod cgroup → sandbox/container cgroups → whatever they made */
 
 struct cm_hierarchy {
-        char *mount; /* where it is mounted, e.g. /sys/fs/cgroup/memory */
-        bool cpuset; /* v1 cpuset: new cgroups need cpuset.cpus/mems */
+        char *mount;  /* where it is mounted, e.g. /sys/fs/cgroup/memory */
+        bool cpuset;  /* v1 cpuset: new cgroups need cpuset.cpus/mems */
+        bool systemd; /* name=systemd, or the unified hierarchy beside v1 ones: systemd makes the slices there */
 };
 
 struct cm {
@@ -37,6 +39,9 @@ struct cm {
         size_t n_h;
         int64_t pids_limit;       /* --pod-max-pids, <= 0 none */
         int64_t burstable_shares; /* last written, -1 none */
+        bool systemd;             /* --cgroup-driver=systemd: the cgroups are slices that systemd makes */
+        struct cm_sd *sd;         /* its D-Bus client */
+        char **stopping;          /* the pod slices a StopUnit is in flight for (their cgroup names) */
 };
 
 bool cm_enabled(const struct cm *m) {
@@ -49,6 +54,8 @@ struct cm *cm_free(struct cm *m) {
         for (size_t i = 0; i < m->n_h; i++)
                 free(m->h[i].mount);
         free(m->h);
+        m->sd = cm_sd_free(m->sd); /* drops the calls in flight (their pod syncs are gone) */
+        strv_free(m->stopping);
         free(m->root);
         free(m->root_name);
         free(m);
@@ -56,6 +63,27 @@ struct cm *cm_free(struct cm *m) {
 }
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct cm *, cm_free);
+
+/* where a cgroup name is below each hierarchy's mount: the name itself (cgroupfs), or its slices expanded
+ * ("kubepods.slice/kubepods-burstable.slice"; systemd), without a leading '/' */
+static int fs_name(const struct cm *m, const char *name, char **ret) {
+        _cleanup_free_ char *sd = NULL;
+        char *s;
+        int r;
+
+        if (!m->systemd) {
+                s = strdup(name);
+        } else {
+                r = cm_name_to_systemd(name, &sd);
+                if (r < 0)
+                        return r;
+                s = strdup(sd + 1);
+        }
+        if (!s)
+                return -ENOMEM;
+        *ret = s;
+        return 0;
+}
 
 /* ---------------------------------------------------------------- hierarchies */
 
@@ -85,7 +113,7 @@ static bool has_option(const char *opts, const char *want) {
         return false;
 }
 
-static int add_hierarchy(struct cm *m, const char *mount, bool cpuset) {
+static int add_hierarchy(struct cm *m, const char *mount, bool cpuset, bool systemd) {
         struct cm_hierarchy *n;
         for (size_t i = 0; i < m->n_h; i++)
                 if (streq(m->h[i].mount, mount))
@@ -98,6 +126,7 @@ static int add_hierarchy(struct cm *m, const char *mount, bool cpuset) {
         if (!n[m->n_h].mount)
                 return -ENOMEM;
         n[m->n_h].cpuset = cpuset;
+        n[m->n_h].systemd = systemd;
         m->n_h++;
         return 0;
 }
@@ -132,7 +161,8 @@ static int find_hierarchies(struct cm *m) {
                 unescape_octal(f[4]);
                 if (streq(tok, "cgroup")) {
                         char *source = strtok_r(NULL, " ", &sp), *super = source ? strtok_r(NULL, " ", &sp) : NULL;
-                        r = add_hierarchy(m, f[4], super && has_option(super, "cpuset"));
+                        r = add_hierarchy(m, f[4], super && has_option(super, "cpuset"),
+                                          super && has_option(super, "name=systemd"));
                         if (r < 0)
                                 return r;
                 } else if (streq(tok, "cgroup2") && !unified) {
@@ -145,7 +175,7 @@ static int find_hierarchies(struct cm *m) {
          * there), so the pod cgroups are made and removed there too */
         if (unified) {
                 m->unified = m->n_h == 0;
-                r = add_hierarchy(m, unified, false);
+                r = add_hierarchy(m, unified, false, true);
                 if (r < 0)
                         return r;
         }
@@ -306,17 +336,45 @@ static void apply_resources(const struct cm *m, const char *dir, const struct cm
                 cg_set_int(dir, "pids.max", rc->pids_limit);
 }
 
-/* create the cgroup in every hierarchy and apply rc (NULL: none) */
-static int ensure_cgroup(const struct cm *m, const char *name, const struct cm_resource_config *rc) {
+/* create the cgroup in every hierarchy and apply rc (NULL: none). With the systemd driver the slice exists (systemd
+ * made it in its own hierarchies); the controllers' directories are made here as runc's joinCgroups does, and the
+ * values are written to cgroupfs as upstream's Update. */
+static int ensure_cgroup(const struct cm *m, const char *cg_name, const struct cm_resource_config *rc) {
+        _cleanup_free_ char *name = NULL;
+        int r = fs_name(m, cg_name, &name);
+        if (r < 0)
+                return r;
         for (size_t i = 0; i < m->n_h; i++) {
                 _cleanup_free_ char *path = NULL;
-                int r = ensure_dir(m, &m->h[i], name, &path);
-                if (r < 0)
-                        return log_error_errno(r, "cannot create cgroup %s/%s: %s", m->h[i].mount, name, strerror(-r));
+                if (m->systemd && m->h[i].systemd) {
+                        if (asprintf(&path, "%s/%s", m->h[i].mount, name) < 0)
+                                return -ENOMEM;
+                        if (access(path, F_OK) < 0)
+                                continue;
+                } else {
+                        r = ensure_dir(m, &m->h[i], name, &path);
+                        if (r < 0)
+                                return log_error_errno(r, "cannot create cgroup %s/%s: %s", m->h[i].mount, name,
+                                                       strerror(-r));
+                }
                 if (rc)
                         apply_resources(m, path, rc);
         }
         return 0;
+}
+
+/* Exists: the cgroup's directory is there in every hierarchy */
+static bool cgroup_exists(const struct cm *m, const char *cg_name) {
+        _cleanup_free_ char *name = NULL;
+        if (fs_name(m, cg_name, &name) < 0)
+                return false;
+        for (size_t i = 0; i < m->n_h; i++) {
+                _cleanup_free_ char *path = NULL;
+                struct stat st;
+                if (asprintf(&path, "%s/%s", m->h[i].mount, name) < 0 || stat(path, &st) < 0 || !S_ISDIR(st.st_mode))
+                        return false;
+        }
+        return true;
 }
 
 /* ---------------------------------------------------------------- removal */
@@ -374,8 +432,11 @@ static int remove_tree(const char *dir, unsigned depth) {
         return r;
 }
 
-static int destroy_cgroup(const struct cm *m, const char *name) {
-        int r = 0;
+static int destroy_cgroup(const struct cm *m, const char *cg_name) {
+        _cleanup_free_ char *name = NULL;
+        int r = fs_name(m, cg_name, &name);
+        if (r < 0)
+                return r;
         for (size_t i = 0; i < m->n_h; i++) {
                 _cleanup_free_ char *path = NULL;
                 if (asprintf(&path, "%s/%s", m->h[i].mount, name) < 0)
@@ -409,23 +470,63 @@ static bool csv_contains(const char *csv, const char *want) {
         return false;
 }
 
+/* the "pid=N" of a --kube-reserved/--system-reserved list (validated at start-up), 0 without one */
+static int64_t reserved_pids(const char *csv) {
+        for (const char *p = strempty(csv); *p;) {
+                size_t len = strcspn(p, ",");
+                if (len > 4 && strneq(p, "pid=", 4)) {
+                        char buf[32];
+                        int64_t v;
+                        if (len - 4 < sizeof(buf)) {
+                                memcpy(buf, p + 4, len - 4);
+                                buf[len - 4] = '\0';
+                                if (safe_atoi64(buf, &v) >= 0 && v > 0)
+                                        return v;
+                        }
+                }
+                p += len;
+                if (*p)
+                        p++;
+        }
+        return 0;
+}
+
 static int qos_name(const struct cm *m, const char *qos, char **ret) {
         const char *parts[2] = { "kubepods", qos };
         return cm_cgroup_name(m->root, parts, qos ? 2 : 1, ret);
 }
 
-int cm_new(const struct kubelet_options *o, int64_t cpu_milli_capacity, int64_t memory_capacity, struct cm **ret) {
+/* Create: with the systemd driver the slice first (StartTransientUnit, blocking: start-up only) unless it exists,
+ * then the directories and the values on cgroupfs */
+static int ensure_qos_cgroup(struct cm *m, const char *name, const struct cm_resource_config *rc) {
+        if (m->systemd && !cgroup_exists(m, name)) {
+                _cleanup_free_ char *unit = NULL, *parent = NULL, *message = NULL;
+                struct cm_slice_properties props;
+                int r;
+
+                r = cm_name_to_systemd_unit(name, &unit, &parent);
+                if (r >= 0)
+                        r = cm_systemd_slice_properties(unit, parent, rc ? rc : &(struct cm_resource_config) {},
+                                                        m->unified, cm_sd_version(m->sd), &props);
+                if (r < 0)
+                        return log_error_errno(r, "cannot name the systemd slice of cgroup %s: %s", name, strerror(-r));
+                r = cm_sd_start_slice_sync(m->sd, unit, &props, &message);
+                if (r < 0)
+                        return log_error_errno(r, "failed to create the systemd slice %s: %s", unit,
+                                               message ? message : strerror(-r));
+                log_info("systemd slice %s created (Wants=%s)", unit, parent);
+        }
+        return ensure_cgroup(m, name, rc);
+}
+
+int cm_new(struct event_base *base, const struct kubelet_options *o, int64_t cpu_milli_capacity,
+           int64_t memory_capacity, struct cm **ret) {
         _cleanup_(cm_freep) struct cm *m = NULL;
         _cleanup_free_ char *kubepods = NULL, *burstable = NULL, *besteffort = NULL;
         struct cm_resource_config rc = {};
-        int64_t cpu = cpu_milli_capacity, mem = memory_capacity;
+        int64_t cpu = cpu_milli_capacity, mem = memory_capacity, pids = 0;
         int r;
 
-        if (streq_ptr(o->cgroup_driver, "systemd"))
-                return log_error_errno(-EOPNOTSUPP,
-                                       "--cgroup-driver=systemd is not supported by ckubelet: it creates the "
-                                       "pod cgroups with the cgroupfs layout; use --cgroup-driver=cgroupfs (and "
-                                       "SystemdCgroup = false in containerd's runc options)");
         m = calloc(1, sizeof(*m));
         if (!m)
                 return -ENOMEM;
@@ -436,6 +537,9 @@ int cm_new(const struct kubelet_options *o, int64_t cpu_milli_capacity, int64_t 
                 *ret = TAKE_PTR(m);
                 return 0;
         }
+        /* the root is read in the cgroupfs form with either driver (upstream ParseCgroupfsToCgroupName): with the
+         * systemd one "/a/b" is the slice a-b.slice (a.slice/a-b.slice on cgroupfs) */
+        m->systemd = streq_ptr(o->cgroup_driver, "systemd");
         m->root = strdup(isempty(o->cgroup_root) ? "/" : o->cgroup_root);
         if (!m->root)
                 return -ENOMEM;
@@ -446,16 +550,35 @@ int cm_new(const struct kubelet_options *o, int64_t cpu_milli_capacity, int64_t 
         if (r < 0)
                 return r;
         for (size_t i = 0; i < m->n_h; i++) {
-                _cleanup_free_ char *p = NULL;
+                _cleanup_free_ char *p = NULL, *fs = NULL;
                 struct stat st;
-                if (asprintf(&p, "%s/%s", m->h[i].mount, m->root_name) < 0)
+                r = fs_name(m, m->root_name, &fs);
+                if (r < 0)
+                        return r;
+                if (asprintf(&p, "%s/%s", m->h[i].mount, fs) < 0)
                         return -ENOMEM;
                 if (stat(p, &st) < 0 || !S_ISDIR(st.st_mode))
                         return log_error_errno(-ENOENT,
                                                "invalid configuration: cgroup-root \"%s\" doesn't exist (no %s)",
-                                               m->root, p);
+                                               isempty(o->cgroup_root) ? "/" : o->cgroup_root, p);
+        }
+        /* the cgroup manager talks to systemd from here on (upstream: the first Create) */
+        if (m->systemd) {
+                r = cm_sd_open(base, &m->sd);
+                if (r < 0)
+                        return r;
         }
 
+        /* the pid capacity: kernel.pid_max (upstream pidlimit.Stats) */
+        {
+                _cleanup_free_ char *v = NULL;
+                size_t size;
+                if (read_full_file("/proc/sys/kernel/pid_max", 64, &v, &size) >= 0) {
+                        v[strcspn(v, "\n")] = '\0';
+                        if (safe_atoi64(v, &pids) < 0)
+                                pids = 0;
+                }
+        }
         /* kubepods: node allocatable when "pods" is enforced, else capacity (upstream createNodeAllocatableCgroups) */
         if (csv_contains(o->enforce_node_allocatable, "pods")) {
                 int64_t kc = 0, km = 0, sc = 0, sm = 0, s;
@@ -463,6 +586,9 @@ int cm_new(const struct kubelet_options *o, int64_t cpu_milli_capacity, int64_t 
                 (void) node_parse_reserved(o->system_reserved, &sc, &sm, &s, NULL);
                 cpu = MAX(cpu - kc - sc, (int64_t) 0);
                 mem = MAX(mem - km - sm, (int64_t) 0);
+                if (pids > 0)
+                        pids = MAX(pids - reserved_pids(o->kube_reserved) - reserved_pids(o->system_reserved),
+                                   (int64_t) 0);
         }
         r = qos_name(m, NULL, &kubepods);
         if (r >= 0)
@@ -471,18 +597,27 @@ int cm_new(const struct kubelet_options *o, int64_t cpu_milli_capacity, int64_t 
                 r = qos_name(m, "besteffort", &besteffort);
         if (r < 0)
                 return r;
-        rc = (struct cm_resource_config) { .cpu_shares = kr_milli_cpu_to_shares(cpu), .memory_limit = mem };
-        r = ensure_cgroup(m, kubepods, &rc);
+        rc = (struct cm_resource_config) { .cpu_shares = kr_milli_cpu_to_shares(cpu),
+                                           .memory_limit = mem,
+                                           .pids_limit = pids };
+        r = ensure_qos_cgroup(m, kubepods, &rc);
         if (r < 0)
                 return r;
-        r = ensure_cgroup(m, burstable, NULL);
+        r = ensure_qos_cgroup(m, burstable, NULL);
         if (r >= 0)
-                r = ensure_cgroup(m, besteffort, &(struct cm_resource_config) { .cpu_shares = CPU_MIN_SHARES });
+                r = ensure_qos_cgroup(m, besteffort, &(struct cm_resource_config) { .cpu_shares = CPU_MIN_SHARES });
         if (r < 0)
                 return r;
-        log_info("QoS cgroups ready: /%s (cpu shares %" PRId64 ", memory limit %" PRId64 "), /%s, /%s, in %zu %s",
-                 kubepods, rc.cpu_shares, mem, burstable, besteffort, m->n_h,
-                 m->unified ? "unified hierarchy" : "cgroup v1 hierarchies");
+        {
+                _cleanup_free_ char *f1 = NULL, *f2 = NULL, *f3 = NULL;
+                if (fs_name(m, kubepods, &f1) < 0 || fs_name(m, burstable, &f2) < 0 || fs_name(m, besteffort, &f3) < 0)
+                        return -ENOMEM;
+                log_info("QoS cgroups ready: /%s (cpu shares %" PRId64 ", memory limit %" PRId64 ", pids %" PRId64
+                         "), /%s, /%s, in %zu %s, cgroup driver %s",
+                         f1, rc.cpu_shares, mem, pids, f2, f3, m->n_h,
+                         m->unified ? "unified hierarchy" : "cgroup v1 hierarchies",
+                         m->systemd ? "systemd" : "cgroupfs");
+        }
         *ret = TAKE_PTR(m);
         return 0;
 }
@@ -515,12 +650,52 @@ int cm_pod_cgroup_parent(const struct cm *m, const struct pod *pod, char **ret) 
         r = pod_name(m, pod, &name);
         if (r < 0)
                 return r;
-        return cm_name_to_cgroupfs(name, ret);
+        /* cgroupManager.Name(): the cgroupfs path, or the expanded slices
+         * ("/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod<uid_>.slice") */
+        return m->systemd ? cm_name_to_systemd(name, ret) : cm_name_to_cgroupfs(name, ret);
 }
 
-int cm_pod_ensure(struct cm *m, const struct pod *pod) {
-        _cleanup_free_ char *name = NULL;
+struct pod_start {
+        struct cm *m;
+        char *name;
         struct cm_resource_config rc;
+        cm_done_fn done;
+        void *userdata;
+};
+
+static void pod_start_free(void *userdata) {
+        struct pod_start *ps = userdata;
+        free(ps->name);
+        free(ps);
+}
+
+static void on_pod_slice(int r, const char *message, void *userdata) {
+        struct pod_start *ps = userdata;
+        _cleanup_free_ char *msg = NULL;
+
+        if (r >= 0)
+                r = ensure_cgroup(ps->m, ps->name, &ps->rc);
+        else {
+                /* pod_container_manager EnsureExists's words; the name printed as the CgroupName list */
+                for (char *c = ps->name; *c; c++)
+                        if (*c == '/')
+                                *c = ' ';
+                if (asprintf(&msg, "failed to create container for [%s] : %s", ps->name,
+                             message ? message : strerror(-r)) < 0)
+                        msg = NULL;
+        }
+        if (ps->done)
+                ps->done(r, msg, ps->userdata);
+        else if (r < 0)
+                log_error("%s", msg ? msg : strerror(-r));
+        pod_start_free(ps);
+}
+
+int cm_pod_ensure_async(struct cm *m, const struct pod *pod, cm_done_fn done, void *userdata) {
+        _cleanup_free_ char *name = NULL, *unit = NULL, *parent = NULL;
+        struct cm_slice_properties props;
+        struct cm_resource_config rc;
+        struct pod_start *ps;
         int r;
 
         r = pod_config(m, pod, &name, &rc);
@@ -530,7 +705,47 @@ int cm_pod_ensure(struct cm *m, const struct pod *pod) {
                 rc.pids_limit = m->pids_limit;
         log_v(4, "pod cgroup /%s: cpu shares %" PRId64 ", quota %" PRId64 "/%" PRId64 ", memory %" PRId64, name,
               rc.cpu_shares, rc.cpu_quota, rc.cpu_period, rc.memory_limit);
-        return ensure_cgroup(m, name, &rc);
+        /* an existing cgroup only gets its values (pod_container_manager EnsureExists → Update) */
+        if (!m->systemd || cgroup_exists(m, name))
+                return ensure_cgroup(m, name, &rc);
+        r = cm_name_to_systemd_unit(name, &unit, &parent);
+        if (r >= 0)
+                r = cm_systemd_slice_properties(unit, parent, &rc, m->unified, cm_sd_version(m->sd), &props);
+        if (r < 0)
+                return r;
+        ps = calloc(1, sizeof(*ps));
+        if (!ps)
+                return -ENOMEM;
+        *ps = (struct pod_start) { .m = m, .name = TAKE_PTR(name), .rc = rc, .done = done, .userdata = userdata };
+        r = cm_sd_start_slice(m->sd, unit, &props, on_pod_slice, pod_start_free, ps);
+        if (r < 0) {
+                free(ps->name);
+                free(ps);
+                return r;
+        }
+        log_v(3, "StartTransientUnit %s (Wants=%s) sent", unit, parent);
+        return 1;
+}
+
+int cm_pod_ensure(struct cm *m, const struct pod *pod) {
+        int r = cm_pod_ensure_async(m, pod, NULL, NULL);
+        return r < 0 ? r : 0;
+}
+
+int cm_pods_cgroup(const struct cm *m, char **ret) {
+        _cleanup_free_ char *name = NULL, *fs = NULL;
+        int r;
+
+        if (!cm_enabled(m)) {
+                *ret = NULL;
+                return 0;
+        }
+        r = qos_name(m, NULL, &name);
+        if (r >= 0)
+                r = fs_name(m, name, &fs);
+        if (r < 0)
+                return r;
+        return cm_name_to_cgroupfs(fs, ret);
 }
 
 /* a cgroup file's first number; -1 for "max" (unlimited), -ENOENT & co when it cannot be read */
@@ -560,6 +775,13 @@ int cm_pod_grow(struct cm *m, const struct pod *pod) {
         r = pod_config(m, pod, &name, &rc);
         if (r <= 0)
                 return r;
+        {
+                char *fs = NULL;
+                r = fs_name(m, name, &fs);
+                if (r < 0)
+                        return r;
+                free_and_replace(name, fs);
+        }
         for (size_t i = 0; i < m->n_h; i++) {
                 _cleanup_free_ char *dir = NULL;
                 int64_t cur;
@@ -602,6 +824,12 @@ int cm_update_qos(struct cm *m, const struct pod *const *pods, size_t n) {
         if (shares == m->burstable_shares)
                 return 0;
         r = qos_name(m, "burstable", &burstable);
+        if (r >= 0) {
+                char *fs = NULL;
+                r = fs_name(m, burstable, &fs);
+                if (r >= 0)
+                        free_and_replace(burstable, fs);
+        }
         if (r < 0)
                 return r;
         for (size_t i = 0; i < m->n_h; i++) {
@@ -619,6 +847,82 @@ int cm_update_qos(struct cm *m, const struct pod *const *pods, size_t n) {
         return 0;
 }
 
+struct pod_stop {
+        struct cm *m;
+        char *name;
+};
+
+static void pod_stop_free(void *userdata) {
+        struct pod_stop *st = userdata;
+        free(st->name);
+        free(st);
+}
+
+/* StopUnit ended (or failed: logged): what is left of the slice's directories goes as with cgroupfs
+ * (runc's Destroy: RemovePaths after stopUnit) */
+static void on_pod_slice_stopped(int r, const char *message, void *userdata) {
+        struct pod_stop *st = userdata;
+        int q;
+
+        if (r < 0)
+                log_warning("StopUnit of pod cgroup /%s: %s", st->name, message ? message : strerror(-r));
+        for (size_t i = 0; st->m->stopping && st->m->stopping[i]; i++)
+                if (streq(st->m->stopping[i], st->name)) {
+                        strv_remove_at(st->m->stopping, i);
+                        break;
+                }
+        q = destroy_cgroup(st->m, st->name);
+        if (q < 0)
+                log_v(3, "Orphaned pod cgroup /%s not removed yet: %s", st->name, strerror(-q));
+        else
+                log_v(3, "Orphaned pod found, removing pod cgroups: cgroup=\"/%s\"", st->name);
+        pod_stop_free(st);
+}
+
+/* pod_container_manager Destroy: kill what runs in it, then the cgroup manager's Destroy (StopUnit of the slice with
+ * the systemd driver, then the directories) */
+static void destroy_pod_cgroup(struct cm *m, const char *name) {
+        _cleanup_free_ char *unit = NULL, *parent = NULL, *fs = NULL;
+        struct pod_stop *st;
+        int r;
+
+        if (!m->systemd) {
+                r = destroy_cgroup(m, name);
+                if (r < 0)
+                        log_v(3, "Orphaned pod cgroup /%s not removed yet: %s", name, strerror(-r));
+                else
+                        log_v(3, "Orphaned pod found, removing pod cgroups: cgroup=\"/%s\"", name);
+                return;
+        }
+        if (strv_contains(m->stopping, name))
+                return; /* its StopUnit is in flight */
+        if (fs_name(m, name, &fs) < 0)
+                return;
+        for (size_t i = 0; i < m->n_h; i++) {
+                _cleanup_free_ char *path = NULL;
+                if (asprintf(&path, "%s/%s", m->h[i].mount, fs) >= 0)
+                        kill_procs(path, 0);
+        }
+        r = cm_name_to_systemd_unit(name, &unit, &parent);
+        if (r < 0)
+                return;
+        st = calloc(1, sizeof(*st));
+        if (!st || !(st->name = strdup(name)) || strv_extend(&m->stopping, name) < 0) {
+                if (st)
+                        free(st->name);
+                free(st);
+                return;
+        }
+        st->m = m;
+        r = cm_sd_stop_unit(m->sd, unit, on_pod_slice_stopped, pod_stop_free, st);
+        if (r < 0) {
+                log_warning("cannot send StopUnit for %s: %s", unit, strerror(-r));
+                on_pod_slice_stopped(0, NULL, st); /* the directories still go */
+                return;
+        }
+        log_v(3, "StopUnit %s sent", unit);
+}
+
 void cm_cleanup_orphans(struct cm *m, bool (*is_active)(const char *uid, void *userdata), void *userdata) {
         static const char *const qos[] = { NULL, "burstable", "besteffort" };
         char **orphans = NULL;
@@ -626,8 +930,8 @@ void cm_cleanup_orphans(struct cm *m, bool (*is_active)(const char *uid, void *u
         if (!cm_enabled(m))
                 return;
         for (size_t q = 0; q < ELEMENTSOF(qos); q++) {
-                _cleanup_free_ char *dir_name = NULL;
-                if (qos_name(m, qos[q], &dir_name) < 0)
+                _cleanup_free_ char *qos_cg = NULL, *dir_name = NULL;
+                if (qos_name(m, qos[q], &qos_cg) < 0 || fs_name(m, qos_cg, &dir_name) < 0)
                         goto finish;
                 for (size_t i = 0; i < m->n_h; i++) {
                         _cleanup_free_ char *path = NULL;
@@ -638,11 +942,13 @@ void cm_cleanup_orphans(struct cm *m, bool (*is_active)(const char *uid, void *u
                         if (!d)
                                 continue;
                         for (struct dirent *de; (de = readdir(d));) {
+                                _cleanup_free_ char *uid = NULL, *pod_dir = NULL;
                                 char *name;
-                                if (de->d_type != DT_DIR || !startswith(de->d_name, "pod") || !de->d_name[3] ||
-                                    is_active(de->d_name + 3, userdata))
+                                if (de->d_type != DT_DIR || cm_pod_uid_from_dir(m->systemd, de->d_name, &uid) < 0 ||
+                                    is_active(uid, userdata))
                                         continue;
-                                if (asprintf(&name, "%s/%s", dir_name, de->d_name) < 0)
+                                if (asprintf(&pod_dir, "pod%s", uid) < 0 ||
+                                    asprintf(&name, "%s%s%s", qos_cg, isempty(qos_cg) ? "" : "/", pod_dir) < 0)
                                         break;
                                 if (strv_contains(orphans, name))
                                         free(name);
@@ -651,13 +957,8 @@ void cm_cleanup_orphans(struct cm *m, bool (*is_active)(const char *uid, void *u
                         }
                 }
         }
-        for (size_t i = 0; orphans && orphans[i]; i++) {
-                int r = destroy_cgroup(m, orphans[i]);
-                if (r < 0)
-                        log_v(3, "Orphaned pod cgroup /%s not removed yet: %s", orphans[i], strerror(-r));
-                else
-                        log_v(3, "Orphaned pod found, removing pod cgroups: cgroup=\"/%s\"", orphans[i]);
-        }
+        for (size_t i = 0; orphans && orphans[i]; i++)
+                destroy_pod_cgroup(m, orphans[i]);
 finish:
         strv_free(orphans);
 }

@@ -10,11 +10,17 @@
  *   <root>/kubepods/besteffort         cpu shares 2
  *   <root>/kubepods[/burstable|/besteffort]/pod<uid>   one per pod: ResourceConfigForPod
  * The pod cgroup is the sandbox's CRI linux.cgroup_parent, so the runtime puts the sandbox and the
- * containers inside it. Everything here runs on the loop: bounded local filesystem work only. */
+ * containers inside it. Everything here runs on the loop: bounded local filesystem work only.
+ *
+ * systemd driver: the same names as slices (<root parts>-kubepods[-<qos>][-pod<uid_>].slice), which systemd makes
+ * when asked over D-Bus (systemd.h; asynchronous once the loop runs); the cgroupfs paths are the expanded slices
+ * (kubepods.slice/kubepods-burstable.slice/...), where the values are written as with cgroupfs. */
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include <event2/event.h>
 
 #include "apis/pod.h"
 #include "kuberuntime/resources.h"
@@ -33,6 +39,16 @@ int cm_name_to_cgroupfs(const char *name, char **ret);
  * ".slice", expanded to its parents: "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod<uid>.slice";
  * "/" for the root name. -EINVAL for a component that systemd does not accept (empty, or with '/'). */
 int cm_name_to_systemd(const char *name, char **ret);
+
+/* systemd unit of a (non-root) cgroup name and its parent slice ("-.slice" for a top-level one), as upstream
+ * updateSystemdCgroupInfo: "kubepods/burstable/pod<uid>" → "kubepods-burstable-pod<uid_>.slice",
+ * "kubepods-burstable.slice". -EINVAL for "" or a name systemd does not accept. */
+int cm_name_to_systemd_unit(const char *name, char **ret_unit, char **ret_parent);
+/* The pod UID of a pod cgroup directory: "pod<uid>" (cgroupfs), "...-pod<uid with '_'>.slice" (systemd); -EINVAL
+ * for another directory */
+int cm_pod_uid_from_dir(bool systemd, const char *dirname, char **ret);
+/* systemd's Version property ("v245.4-1.fc32", "247.3-7") → 245, 247; -EINVAL */
+int cm_systemd_version_parse(const char *s);
 
 /* ---- resources (pure) ---- */
 
@@ -55,6 +71,32 @@ void cm_resource_config_for_pod(const struct pod *pod, struct cm_resource_config
  * container; a request defaults to the limit) */
 int64_t cm_pod_cpu_requests(const struct pod *pod);
 
+/* The properties of a slice's StartTransientUnit (runc's systemd managers, Apply(-1) of a slice): Description
+ * "libcontainer container <unit>", Wants=<parent>, the accounting switches, DefaultDependencies=false, the allow-all
+ * device policy, then the resources (v1: MemoryLimit, CPUShares; v2: MemoryMax, CPUWeight; CPUQuotaPeriodUSec from
+ * systemd 242, CPUQuotaPerSecUSec, TasksAccounting/TasksMax). The strings point into ret. */
+enum cm_property_type {
+        CM_PROPERTY_STRING,       /* s */
+        CM_PROPERTY_BOOL,         /* b, u is 0 or 1 */
+        CM_PROPERTY_U64,          /* t */
+        CM_PROPERTY_UNITS,        /* as, the one unit s */
+        CM_PROPERTY_DEVICE_ALLOW, /* a(ss), empty */
+};
+struct cm_unit_property {
+        const char *name;
+        enum cm_property_type type;
+        const char *s;
+        uint64_t u;
+};
+struct cm_slice_properties {
+        char description[320];
+        char parent[256];
+        struct cm_unit_property p[16];
+        size_t n;
+};
+int cm_systemd_slice_properties(const char *unit, const char *parent, const struct cm_resource_config *rc, bool unified,
+                                int systemd_version, struct cm_slice_properties *ret);
+
 /* cgroup v2 cpu.weight from v1 shares (upstream CpuSharesToCpuWeight / runc ConvertCPUSharesToCgroupV2Value) */
 uint64_t cm_cpu_shares_to_weight(uint64_t shares);
 
@@ -62,20 +104,35 @@ uint64_t cm_cpu_shares_to_weight(uint64_t shares);
 
 struct cm;
 
-/* Checks the flags and the machine: the systemd driver is refused; with --cgroups-per-qos the cgroup root
- * must exist in every hierarchy (as upstream), and kubepods, kubepods/burstable and kubepods/besteffort are
- * created and configured. memory_capacity/cpu_milli_capacity: the node's; kubepods gets them less
- * --kube-reserved/--system-reserved when "pods" is enforced. Errors are logged. */
-int cm_new(const struct kubelet_options *o, int64_t cpu_milli_capacity, int64_t memory_capacity, struct cm **ret);
+/* Checks the flags and the machine: with --cgroups-per-qos the cgroup root must exist in every hierarchy (as
+ * upstream), and kubepods, kubepods/burstable and kubepods/besteffort are created and configured.
+ * memory_capacity/cpu_milli_capacity: the node's; kubepods gets them less --kube-reserved/--system-reserved when
+ * "pods" is enforced. With --cgroup-driver=systemd the cgroups are the slices kubepods.slice,
+ * kubepods-burstable.slice, kubepods-besteffort.slice and kubepods[-<qos>]-pod<uid_>.slice, made by systemd over
+ * D-Bus (src/cm/systemd.h; at start-up the calls block, afterwards they run on base's loop); systemd not reachable
+ * is an error here. Errors are logged. */
+int cm_new(struct event_base *base, const struct kubelet_options *o, int64_t cpu_milli_capacity,
+           int64_t memory_capacity, struct cm **ret);
 struct cm *cm_free(struct cm *m);
 
 bool cm_enabled(const struct cm *m); /* --cgroups-per-qos; false for NULL */
 
-/* The CRI cgroup_parent of the pod (cgroupfs path); NULL (and 0) when disabled. */
+/* The CRI cgroup_parent of the pod (upstream cgroupManager.Name(): the cgroupfs path "/kubepods/burstable/pod<uid>",
+ * or with the systemd driver the expanded slices "/kubepods.slice/kubepods-burstable.slice/
+ * kubepods-burstable-pod<uid_>.slice"); NULL (and 0) when disabled. */
 int cm_pod_cgroup_parent(const struct cm *m, const struct pod *pod, char **ret);
 
-/* Create the pod cgroup if missing (in every hierarchy) and set its ResourceConfigForPod values.
- * 0 when disabled. */
+/* The cgroupfs path of kubepods below each hierarchy's mount ("/kubepods", "/kubepods.slice"); NULL when disabled. */
+int cm_pods_cgroup(const struct cm *m, char **ret);
+
+/* r: 0 or negative, with a message */
+typedef void (*cm_done_fn)(int r, const char *message, void *userdata);
+
+/* Create the pod cgroup if missing (in every hierarchy) and set its ResourceConfigForPod values. 0 when done now
+ * (disabled, cgroupfs, or the cgroup exists), 1 when its slice is being made over D-Bus: done is called later, from
+ * the loop, once it is made and its values set, or with the error. */
+int cm_pod_ensure_async(struct cm *m, const struct pod *pod, cm_done_fn done, void *userdata);
+/* the same without waiting: a missing slice is asked for and its failure only logged */
 int cm_pod_ensure(struct cm *m, const struct pod *pod);
 
 /* An in-place resize, before the containers are updated: raise the pod cgroup's memory and cpu quota limits where

@@ -221,6 +221,8 @@ void kubelet_worker_event(struct pod_worker *w, const char *container, const cha
 
 /* kubelet.c: update the QoS cgroups for the admitted pods and create the pod's cgroup (before its sandbox) */
 int kubelet_pod_cgroup_ensure(struct kubelet *k, const struct pod *pod);
+/* cm_pod_ensure_async() after the QoS update: 0 done, 1 done is called later, negative an error */
+int kubelet_pod_cgroup_ensure_async(struct kubelet *k, const struct pod *pod, cm_done_fn done, void *userdata);
 
 /* kubelet.c: the pod's v1 PodStatus from its spec, the last observation and the probe results */
 int kubelet_worker_status_json(struct kubelet *k, struct pod_worker *w, json_t **ret);

@@ -1241,6 +1241,17 @@ int kubelet_pod_cgroup_ensure(struct kubelet *k, const struct pod *pod) {
         return cm_pod_ensure(k->cm, pod);
 }
 
+int kubelet_pod_cgroup_ensure_async(struct kubelet *k, const struct pod *pod, cm_done_fn done, void *userdata) {
+        int r;
+
+        if (!cm_enabled(k->cm))
+                return 0;
+        r = update_qos_cgroups(k);
+        if (r < 0)
+                return r;
+        return cm_pod_ensure_async(k->cm, pod, done, userdata);
+}
+
 /* a pod cgroup stays while a worker (desired, or terminating with runtime state) or a source holds its UID */
 static bool pod_uid_active(const char *uid, void *userdata) {
         struct kubelet *k = userdata;
@@ -1378,7 +1389,8 @@ static int admission_setup(struct kubelet *k) {
 
 /* the QoS cgroups (kubepods gets the node's capacity less the reservations when "pods" is enforced) */
 static int cgroups_setup(struct kubelet *k) {
-        return cm_new(k->opts, (int64_t) k->machine.num_cores * 1000, (int64_t) k->machine.memory_capacity, &k->cm);
+        return cm_new(k->base, k->opts, (int64_t) k->machine.num_cores * 1000, (int64_t) k->machine.memory_capacity,
+                      &k->cm);
 }
 
 int kubelet_api_start(struct kubelet *k) {
@@ -1446,15 +1458,9 @@ int kubelet_start(struct kubelet *k) {
         r = cgroups_setup(k);
         if (r < 0)
                 return r;
-        if (cm_enabled(k->cm)) {
-                static const char *const kubepods[] = { "kubepods" };
-                _cleanup_free_ char *name = NULL;
-                r = cm_cgroup_name(o->cgroup_root, kubepods, 1, &name);
-                if (r >= 0)
-                        r = cm_name_to_cgroupfs(name, &k->pods_cgroup);
-                if (r < 0)
-                        return r;
-        }
+        r = cm_pods_cgroup(k->cm, &k->pods_cgroup);
+        if (r < 0)
+                return r;
         k->hook_env = (struct probe_env) { .base = k->base,
                                            .cri = k->cri,
                                            .request_timeout_usec = o->runtime_request_timeout_usec };

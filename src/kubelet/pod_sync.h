@@ -63,6 +63,7 @@ struct pod_sync {
 
         /* sandbox: where the containers go */
         char *cgroup_parent; /* the pod cgroup (src/cm), NULL without --cgroups-per-qos */
+        bool cgroup_failed;  /* the pod cgroup could not be made: no sandbox */
         Runtime__V1__PodSandboxConfig *sandbox_config;
         char *sandbox_id;
         char *pod_ip; /* the sandbox's IP (NULL: none known, or host network) */

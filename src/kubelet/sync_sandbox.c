@@ -98,10 +98,25 @@ static int runtime_handler(struct pod_sync *s, const char **ret, char **ret_mess
         return 0;
 }
 
+static void create_sandbox_in_cgroup(struct pod_sync *s);
+
+/* the pod cgroup's slice was made (systemd driver) */
+static void on_pod_cgroup(int r, const char *message, void *userdata) {
+        struct pod_sync *s = userdata;
+
+        if (r < 0) {
+                log_error("pod %s: failed to ensure that the pod: %s cgroups exist and are correctly applied: %s",
+                          kubelet_sync_pod_desc(s), s->w->uid, message ? message : strerror(-r));
+                kubelet_worker_event(s->w, NULL, "Warning", "FailedCreatePodContainer",
+                                     "unable to ensure pod container exists: %s", message ? message : strerror(-r));
+                s->cgroup_failed = true;
+                s->error = true;
+        }
+        kubelet_sync_fanout_release(s);
+}
+
 static void create_sandbox(struct pod_sync *s) {
-        Runtime__V1__RunPodSandboxRequest req = RUNTIME__V1__RUN_POD_SANDBOX_REQUEST__INIT;
-        _cleanup_free_ char *logdir = NULL, *handler_error = NULL;
-        const char *handler = "";
+        _cleanup_free_ char *logdir = NULL;
         int r;
 
         if (kubelet_name_is_busy(s->k, s->w)) {
@@ -120,11 +135,30 @@ static void create_sandbox(struct pod_sync *s) {
                 kubelet_pod_sync_finish(s);
                 return;
         }
-        /* the pod cgroup before the sandbox that goes into it (upstream: UpdateQOSCgroups, then EnsureExists) */
-        r = kubelet_pod_cgroup_ensure(s->k, s->pod);
+        /* the pod cgroup before the sandbox that goes into it (upstream: UpdateQOSCgroups, then EnsureExists); with the
+         * systemd driver its slice is made over D-Bus, and the sandbox waits for it */
+        s->cgroup_failed = false;
+        kubelet_sync_fanout_begin(s, create_sandbox_in_cgroup);
+        r = kubelet_pod_cgroup_ensure_async(s->k, s->pod, on_pod_cgroup, s);
         if (r < 0) {
-                log_error("pod %s: cannot create the pod cgroup: %s", kubelet_sync_pod_desc(s), strerror(-r));
+                log_error("pod %s: failed to ensure that the pod: %s cgroups exist and are correctly applied: %s",
+                          kubelet_sync_pod_desc(s), s->w->uid, strerror(-r));
+                kubelet_worker_event(s->w, NULL, "Warning", "FailedCreatePodContainer",
+                                     "unable to ensure pod container exists: %s", strerror(-r));
+                s->cgroup_failed = true;
                 s->error = true;
+        } else if (r > 0)
+                kubelet_sync_fanout_add(s);
+        kubelet_sync_fanout_end(s);
+}
+
+static void create_sandbox_in_cgroup(struct pod_sync *s) {
+        Runtime__V1__RunPodSandboxRequest req = RUNTIME__V1__RUN_POD_SANDBOX_REQUEST__INIT;
+        _cleanup_free_ char *handler_error = NULL;
+        const char *handler = "";
+        int r;
+
+        if (s->cgroup_failed) {
                 kubelet_pod_sync_finish(s);
                 return;
         }

@@ -122,7 +122,9 @@ static const struct flag_def flag_defs[] = {
           "kubelet.crt/kubelet.key when no --tls-cert-file is given)",
           NULL },
         { "cgroup-driver", 0, FLAG_STRING, OFF(cgroup_driver), "cgroupDriver", "string",
-          "How pod cgroups are created: 'cgroupfs' (ckubelet refuses 'systemd' at start-up)", NULL },
+          "How the QoS and pod cgroups are created: 'cgroupfs' (directories), or 'systemd' (slices that systemd makes, asked "
+          "for over D-Bus)",
+          NULL },
         { "cgroup-root", 0, FLAG_STRING, OFF(cgroup_root), "cgroupRoot", "string",
           "Parent cgroup of the QoS and pod cgroups; it must already exist in every cgroup hierarchy", NULL },
         { "cgroups-per-qos", 0, FLAG_BOOL, OFF(cgroups_per_qos), "cgroupsPerQOS", "",

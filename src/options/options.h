@@ -87,7 +87,7 @@ struct kubelet_options {
         /* cgroups (pkg/kubelet/cm) */
         bool cgroups_per_qos;                    /* --cgroups-per-qos / cgroupsPerQOS, true */
         char *cgroup_root;                       /* --cgroup-root / cgroupRoot, "/" */
-        char *cgroup_driver;                     /* --cgroup-driver / cgroupDriver: cgroupfs (systemd is refused) */
+        char *cgroup_driver;                     /* --cgroup-driver / cgroupDriver: cgroupfs or systemd */
         char *enforce_node_allocatable;          /* --enforce-node-allocatable / enforceNodeAllocatable: comma list,
                                                 "pods" (default) or "" */
         int64_t pod_pids_limit;                  /* --pod-max-pids / podPidsLimit, -1 = no limit */

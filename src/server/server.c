@@ -483,9 +483,9 @@ static int listen_on(struct api_server *s, enum api_port port, const char *addre
 
 /* /metrics/cadvisor's reader: the hierarchies and block devices are found once. A host without cgroups still
  * serves the endpoint (container_scrape_error 1). */
-static int cadvisor_setup(struct api_server *s) {
+static int cadvisor_setup(struct api_server *s, const char *pods_cgroup) {
         _cleanup_strv_free_ char **devices = NULL;
-        struct cadvisor_config cc = { .host_root = "", .cgroup_root = s->o->cgroup_root };
+        struct cadvisor_config cc = { .host_root = "", .cgroup_root = s->o->cgroup_root, .pods_cgroup = pods_cgroup };
         int r;
 
         for (size_t i = 0; s->machine && i < s->machine->n_network_devices; i++)
@@ -547,7 +547,7 @@ int api_server_new(struct event_base *base, const struct api_server_config *cfg,
         r = stats_provider_new(base, s->cri, &sc, &s->stats);
         if (r < 0)
                 goto fail;
-        r = cadvisor_setup(s);
+        r = cadvisor_setup(s, cfg->pods_cgroup);
         if (r < 0)
                 goto fail;
         r = api_tls_setup(s);

@@ -227,8 +227,13 @@ int cadvisor_new(const struct cadvisor_config *cfg, struct cadvisor **ret) {
         r = cadvisor_parse_mountinfo(mi, &c->h);
         if (r < 0)
                 return r;
-        /* the kubepods cgroup: <cgroup-root>/kubepods (cm_cgroup_name's rule: empty components skipped) */
-        {
+        /* the kubepods cgroup: as the cgroup manager names it, else <cgroup-root>/kubepods (cm_cgroup_name's rule:
+         * empty components skipped) */
+        if (cfg->pods_cgroup) {
+                c->kubepods = strdup(cfg->pods_cgroup);
+                if (!c->kubepods)
+                        return -ENOMEM;
+        } else {
                 _cleanup_free_ char *rootcopy = strdup(strempty(cfg->cgroup_root));
                 char *save = NULL;
                 _cleanup_strv_free_ char **l = NULL;
@@ -630,18 +635,41 @@ static int set_labels(struct cadvisor_labels *l, const char *id, const char *con
         return l->id && l->container && l->image && l->name && l->namespace_ && l->pod ? 0 : -ENOMEM;
 }
 
-static const struct cadvisor_known_container *find_container(const struct cadvisor_known *k, const char *id) {
+static const struct cadvisor_known_container *find_container(const struct cadvisor_known *k, const char *dirname) {
+        const char *id = dirname;
+        size_t len;
+
+        /* a runtime on the systemd driver names them "cri-containerd-<id>.scope" */
+        if (startswith(id, "cri-containerd-") && endswith(id, ".scope"))
+                id += strlen("cri-containerd-");
+        len = strlen(id) - (id != dirname ? strlen(".scope") : 0);
         for (size_t i = 0; k && i < k->n_containers; i++)
-                if (streq_ptr(k->containers[i].id, id))
+                if (k->containers[i].id && strlen(k->containers[i].id) == len && strneq(k->containers[i].id, id, len))
                         return &k->containers[i];
         return NULL;
 }
 
+/* "pod<uid>", or with the systemd driver "kubepods[-<qos>]-pod<uid with '_' for '-'>.slice" */
+static bool pod_dir_matches(const char *dirname, const char *uid) {
+        const char *p = dirname;
+        size_t n = strlen(uid);
+
+        if (endswith(dirname, ".slice")) {
+                const char *dash = strrchr(dirname, '-');
+                p = dash ? dash + 1 : dirname;
+                if (!startswith(p, "pod") || strlen(p) != 3 + n + strlen(".slice"))
+                        return false;
+                for (size_t i = 0; i < n; i++)
+                        if (p[3 + i] != (uid[i] == '-' ? '_' : uid[i]))
+                                return false;
+                return true;
+        }
+        return startswith(p, "pod") && streq(p + 3, uid);
+}
+
 static const struct cadvisor_known_pod *find_pod(const struct cadvisor_known *k, const char *dirname) {
-        if (!startswith(dirname, "pod"))
-                return NULL;
         for (size_t i = 0; k && i < k->n_pods; i++)
-                if (streq_ptr(k->pods[i].uid, dirname + 3))
+                if (k->pods[i].uid && pod_dir_matches(dirname, k->pods[i].uid))
                         return &k->pods[i];
         return NULL;
 }

@@ -163,6 +163,7 @@ struct cadvisor_known {
 struct cadvisor_config {
         const char *host_root;          /* prefix of every path ("" or NULL: the real host) */
         const char *cgroup_root;        /* --cgroup-root: kubepods is below it */
+        const char *pods_cgroup;        /* the kubepods cgroup ("/kubepods.slice"), NULL: <cgroup_root>/kubepods */
         const char *const *net_devices; /* the machine's physical interfaces (root network series), NULL-terminated */
 };
 

@@ -126,6 +126,144 @@ static void test_resource_config_for_pod(void **state) {
         pod_free(p);
 }
 
+static void test_systemd_unit_names(void **state) {
+        _cleanup_free_ char *n = NULL, *n2 = NULL, *u = NULL, *par = NULL, *r1 = NULL, *r2 = NULL, *r3 = NULL,
+                            *uid = NULL;
+        char *x = (char *) 1, *y = (char *) 1;
+
+        /* updateSystemdCgroupInfo: the last slice and its parent; a top-level slice's parent is "-.slice" */
+        assert_int_equal(cm_pod_cgroup_name("/", QOS_BURSTABLE, "1234-5678", &n), 0);
+        assert_int_equal(cm_name_to_systemd_unit(n, &u, &par), 0);
+        assert_string_equal(u, "kubepods-burstable-pod1234_5678.slice");
+        assert_string_equal(par, "kubepods-burstable.slice");
+        free(u);
+        free(par);
+        assert_int_equal(cm_name_to_systemd_unit("kubepods", &u, &par), 0);
+        assert_string_equal(u, "kubepods.slice");
+        assert_string_equal(par, "-.slice");
+        free(u);
+        free(par);
+        assert_int_equal(cm_name_to_systemd_unit("kubepods/pod1234-5678", &u, &par), 0);
+        assert_string_equal(u, "kubepods-pod1234_5678.slice");
+        assert_string_equal(par, "kubepods.slice");
+        assert_int_equal(cm_name_to_systemd_unit("", &x, &y), -EINVAL);
+        assert_ptr_equal(x, (char *) 1);
+
+        /* --cgroup-root is read in the cgroupfs form with the systemd driver too (upstream ParseCgroupfsToCgroupName) */
+        assert_int_equal(cm_cgroup_name("/ckubelet-1-2", NULL, 0, &r1), 0);
+        assert_int_equal(cm_name_to_systemd_unit(r1, &r2, &r3), 0);
+        assert_string_equal(r2, "ckubelet_1_2.slice");
+        assert_string_equal(r3, "-.slice");
+        free(r2);
+        free(r3);
+        r2 = r3 = NULL;
+        assert_int_equal(cm_pod_cgroup_name("/a/b-c", QOS_BEST_EFFORT, "u-1", &n2), 0);
+        assert_int_equal(cm_name_to_systemd(n2, &r2), 0);
+        assert_string_equal(r2, "/a.slice/a-b_c.slice/a-b_c-kubepods.slice/a-b_c-kubepods-besteffort.slice/"
+                                "a-b_c-kubepods-besteffort-podu_1.slice");
+
+        /* pod directories back to UIDs */
+        assert_int_equal(cm_pod_uid_from_dir(true, "kubepods-burstable-pod1234_5678.slice", &uid), 0);
+        assert_string_equal(uid, "1234-5678");
+        free(uid);
+        assert_int_equal(cm_pod_uid_from_dir(true, "kubepods-pod9_9.slice", &uid), 0);
+        assert_string_equal(uid, "9-9");
+        free(uid);
+        assert_int_equal(cm_pod_uid_from_dir(false, "pod1234-5678", &uid), 0);
+        assert_string_equal(uid, "1234-5678");
+        assert_int_equal(cm_pod_uid_from_dir(true, "kubepods-burstable.slice", &x), -EINVAL);
+        assert_int_equal(cm_pod_uid_from_dir(true, "kubepods-pod.slice", &x), -EINVAL);
+        assert_int_equal(cm_pod_uid_from_dir(true, "pod1234", &x), -EINVAL);
+        assert_int_equal(cm_pod_uid_from_dir(false, "pod", &x), -EINVAL);
+        assert_int_equal(cm_pod_uid_from_dir(false, "cri-containerd-1.scope", &x), -EINVAL);
+        assert_ptr_equal(x, (char *) 1);
+
+        assert_int_equal(cm_systemd_version_parse("\"v245.4-1.fc32\""), 245);
+        assert_int_equal(cm_systemd_version_parse("247.3-7"), 247);
+        assert_int_equal(cm_systemd_version_parse("252"), 252);
+        assert_int_equal(cm_systemd_version_parse("abc"), -EINVAL);
+}
+
+static const struct cm_unit_property *prop(const struct cm_slice_properties *p, const char *name) {
+        for (size_t i = 0; i < p->n; i++)
+                if (streq(p->p[i].name, name))
+                        return &p->p[i];
+        return NULL;
+}
+
+static void check_u64(const struct cm_slice_properties *p, const char *name, uint64_t want) {
+        const struct cm_unit_property *x = prop(p, name);
+        if (!x)
+                fail_msg("no property %s", name);
+        assert_int_equal(x->type, CM_PROPERTY_U64);
+        assert_true(x->u == want);
+}
+
+static void test_slice_properties(void **state) {
+        struct cm_slice_properties p;
+        struct cm_resource_config rc;
+        struct pod *pod;
+        const char *common[] = { "Description",       "Wants",
+                                 "MemoryAccounting",  "CPUAccounting",
+                                 "BlockIOAccounting", "DefaultDependencies",
+                                 "DevicePolicy",      "DeviceAllow" };
+
+        /* a Guaranteed pod: 500m and 96Mi, 2048 pids (--pod-max-pids), systemd 247 */
+        pod = parse_pod("  containers:\n"
+                        "  - {name: a, image: i, resources: {limits: {cpu: 250m, memory: 64Mi}}}\n"
+                        "  - {name: b, image: i, resources: {limits: {cpu: 250m, memory: 32Mi}}}\n");
+        cm_resource_config_for_pod(pod, &rc);
+        pod_free(pod);
+        rc.pids_limit = 2048;
+        assert_int_equal(cm_systemd_slice_properties("kubepods-pod1234_5678.slice", "kubepods.slice", &rc, false, 247,
+                                                     &p),
+                         0);
+        for (size_t i = 0; i < ELEMENTSOF(common); i++)
+                assert_string_equal(p.p[i].name, common[i]); /* in runc's order */
+        assert_string_equal(p.p[0].s, "libcontainer container kubepods-pod1234_5678.slice");
+        assert_int_equal(p.p[1].type, CM_PROPERTY_UNITS);
+        assert_string_equal(p.p[1].s, "kubepods.slice");
+        assert_true(p.p[2].u == 1 && p.p[3].u == 1 && p.p[4].u == 1);
+        assert_true(p.p[5].type == CM_PROPERTY_BOOL && p.p[5].u == 0);
+        assert_string_equal(p.p[6].s, "auto");
+        assert_int_equal(p.p[7].type, CM_PROPERTY_DEVICE_ALLOW);
+        check_u64(&p, "MemoryLimit", 96 * MI);
+        check_u64(&p, "CPUShares", 512);
+        check_u64(&p, "CPUQuotaPeriodUSec", 100000);
+        check_u64(&p, "CPUQuotaPerSecUSec", 500000); /* 50ms per 100ms */
+        assert_non_null(prop(&p, "TasksAccounting"));
+        check_u64(&p, "TasksMax", 2048);
+        assert_int_equal(p.n, 14);
+
+        /* systemd before 242 has no CPUQuotaPeriodUSec; 1m (1ms per 100ms = 10ms/s) stays, 1.5ms rounds up */
+        rc = (struct cm_resource_config) { .cpu_shares = 2, .cpu_quota = 1500, .cpu_period = 100000 };
+        assert_int_equal(cm_systemd_slice_properties("a.slice", "-.slice", &rc, false, 241, &p), 0);
+        assert_null(prop(&p, "CPUQuotaPeriodUSec"));
+        check_u64(&p, "CPUQuotaPerSecUSec", 20000);
+        assert_null(prop(&p, "MemoryLimit"));
+        assert_null(prop(&p, "TasksMax"));
+
+        /* a BestEffort pod: only shares */
+        pod = parse_pod("  containers:\n  - {name: a, image: i}\n");
+        cm_resource_config_for_pod(pod, &rc);
+        pod_free(pod);
+        assert_int_equal(cm_systemd_slice_properties("kubepods-besteffort-pod1.slice", "kubepods-besteffort.slice", &rc,
+                                                     false, 247, &p),
+                         0);
+        check_u64(&p, "CPUShares", 2);
+        assert_null(prop(&p, "CPUQuotaPerSecUSec"));
+        assert_int_equal(p.n, 9);
+
+        /* kubepods on cgroup v2: MemoryMax, CPUWeight, IOAccounting; a period without quota is unlimited */
+        rc = (struct cm_resource_config) { .cpu_shares = 2048, .memory_limit = 8 * 1024 * MI, .cpu_period = 100000 };
+        assert_int_equal(cm_systemd_slice_properties("kubepods.slice", "-.slice", &rc, true, 252, &p), 0);
+        assert_string_equal(p.p[4].name, "IOAccounting");
+        check_u64(&p, "MemoryMax", 8 * 1024 * MI);
+        check_u64(&p, "CPUWeight", cm_cpu_shares_to_weight(2048));
+        check_u64(&p, "CPUQuotaPerSecUSec", UINT64_MAX);
+        assert_null(prop(&p, "CPUShares"));
+}
+
 static void test_shares_to_weight(void **state) {
         assert_int_equal(cm_cpu_shares_to_weight(2), 1);
         assert_int_equal(cm_cpu_shares_to_weight(1024), 39);
@@ -135,9 +273,9 @@ static void test_shares_to_weight(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_naming),
-                cmocka_unit_test(test_resource_config_for_pod),
-                cmocka_unit_test(test_shares_to_weight),
+                cmocka_unit_test(test_naming),           cmocka_unit_test(test_resource_config_for_pod),
+                cmocka_unit_test(test_shares_to_weight), cmocka_unit_test(test_systemd_unit_names),
+                cmocka_unit_test(test_slice_properties),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -471,6 +471,67 @@ static void test_collect_v1(void **state) {
         fake_root_free(root);
 }
 
+/* the systemd driver's layout: kubepods given as its slice, pods in "<qos>-pod<uid_>.slice", containers in the
+ * "cri-containerd-<id>.scope" of a runtime on the systemd driver */
+static void test_collect_v1_systemd_slices(void **state) {
+        char *root = fake_root_new();
+        struct cadvisor_config cfg = { .cgroup_root = "/", .pods_cgroup = "/kubepods.slice" };
+        struct cadvisor *c = NULL;
+        struct cadvisor_series *v = NULL;
+        size_t n = 0;
+        bool error = true;
+        const struct cadvisor_series *s;
+        const struct cadvisor_known_container kc[] = {
+                { .id = "c1",
+                  .pod_uid = "u-1",
+                  .pod_name = "p1",
+                  .pod_namespace = "ns",
+                  .container = "app",
+                  .image = "busybox" },
+        };
+        const struct cadvisor_known_pod kp[] = { { .uid = "u-1", .name = "p1", .namespace_ = "ns" } };
+        const struct cadvisor_known known = { kc, 1, kp, 1 };
+
+        assert_non_null(root);
+        cfg.host_root = root;
+        assert_int_equal(fake_write(root, "/proc/self/mountinfo",
+                                    "33 30 0:29 / /sys/fs/cgroup/cpu rw - cgroup cgroup rw,cpu\n"
+                                    "35 30 0:30 / /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory\n"),
+                         0);
+        write_v1_cgroup(root, "", "5000000000\n", "100000000\n");
+        write_v1_cgroup(root, "/kubepods.slice", "400\n", "1000\n");
+        write_v1_cgroup(root, "/kubepods.slice/kubepods-burstable.slice", "300\n", "1000\n");
+        write_v1_cgroup(root, "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-podu_1.slice", "200\n",
+                        "1000\n");
+        write_v1_cgroup(root,
+                        "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-podu_1.slice/"
+                        "cri-containerd-c1.scope",
+                        "100\n", "1000\n");
+        write_v1_cgroup(root, "/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-podu_2.slice", "1\n",
+                        "1000\n");
+
+        assert_int_equal(cadvisor_new(&cfg, &c), 0);
+        assert_int_equal(cadvisor_collect(c, &known, &v, &n, &error), 0);
+        s = find(v, n, "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-podu_1.slice");
+        assert_non_null(s);
+        assert_string_equal(s->labels.pod, "p1");
+        assert_string_equal(s->labels.namespace_, "ns");
+        assert_string_equal(s->labels.container, "");
+        s = find(v, n,
+                 "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-podu_1.slice/cri-containerd-c1.scope");
+        assert_non_null(s);
+        assert_string_equal(s->labels.container, "app");
+        assert_string_equal(s->labels.pod, "p1");
+        s = find(v, n, "/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-podu_2.slice");
+        assert_non_null(s);
+        assert_string_equal(s->labels.pod, ""); /* nobody knows u-2 */
+        assert_non_null(find(v, n, "/kubepods.slice"));
+
+        cadvisor_series_free_all(v, n);
+        cadvisor_free(c);
+        fake_root_free(root);
+}
+
 static void test_collect_v2(void **state) {
         char *root = fake_root_new();
         struct cadvisor_config cfg = { .cgroup_root = "/" };
@@ -556,6 +617,7 @@ int main(void) {
                 cmocka_unit_test(test_render),
                 cmocka_unit_test(test_render_errors),
                 cmocka_unit_test(test_collect_v1),
+                cmocka_unit_test(test_collect_v1_systemd_slices),
                 cmocka_unit_test(test_collect_v2),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
