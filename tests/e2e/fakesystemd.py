@@ -17,21 +17,10 @@ import dbus.service
 from dbus.mainloop.glib import DBusGMainLoop
 from gi.repository import GLib
 
+from conftest import cgroup_hierarchies
+
 MANAGER = "org.freedesktop.systemd1.Manager"
 PATH = "/org/freedesktop/systemd1"
-
-
-def hierarchies():
-    v1, v2 = [], []
-    with open("/proc/self/mountinfo") as f:
-        for line in f:
-            left, _, right = line.partition(" - ")
-            fstype, mnt = right.split()[0], left.split()[4]
-            if fstype == "cgroup" and mnt not in v1:
-                v1.append(mnt)
-            elif fstype == "cgroup2":
-                v2.append(mnt)
-    return v1 + v2[:1]
 
 
 def expand_slice(unit):
@@ -86,7 +75,7 @@ class Manager(dbus.service.Object):
         return path
 
     def make_dirs(self, rel):
-        for h in hierarchies():
+        for h in cgroup_hierarchies():
             parent = h
             for comp in rel.split("/"):
                 d = os.path.join(parent, comp)
@@ -100,7 +89,7 @@ class Manager(dbus.service.Object):
                 parent = d
 
     def remove_dirs(self, rel):
-        for h in hierarchies():
+        for h in cgroup_hierarchies():
             top = os.path.join(h, rel)
             if not os.path.isdir(top):
                 continue
