@@ -19,7 +19,9 @@ import argparse
 import collections
 import json
 import os
+import shlex
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -28,7 +30,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from harness import private_runtime  # noqa: E402  (it puts tests/e2e on the path)
 import conftest  # noqa: E402
-from compare import PROBE_POD, http_get, log, proc_cpu, proc_mem  # noqa: E402
+from compare import PROBE_POD, http_get, log, pct, proc_cpu, proc_mem  # noqa: E402
 from conftest import NODE, Kubelet, free_port, wait_for  # noqa: E402
 import results  # noqa: E402
 
@@ -37,6 +39,15 @@ ENDPOINTS = ["/pods", "/stats/summary", "/metrics", "/metrics/cadvisor"]
 
 def fd_count(pid):
     return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+def rss_anon(pid):
+    """RssAnon in kB: the heap and stacks, without the mapped binary and libraries (RssFile)"""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("RssAnon:"):
+                return int(line.split()[1])
+    return None
 
 
 def fd_kinds(pid):
@@ -153,11 +164,6 @@ class Starts(threading.Thread):
             self.done.wait(2)
 
 
-def pct(xs, p):
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))] if xs else None
-
-
 def chart(out):
     plt = results.pyplot()
     sm = out["samples"]
@@ -176,49 +182,6 @@ def chart(out):
         ax.set_xlabel("minutes (dashed: end of the warm-up)")
     results.save_png(fig, "soak", f"{out['date']}, {out['machine']['cpus']} CPUs {out['machine']['cpu_model']}, "
                      f"{out['machine']['containerd']}, ckubelet {out['machine']['ckubelet_commit']}")
-
-
-def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--seconds", type=float, default=600, help="how long the churn lasts")
-    ap.add_argument("--rate", type=float, default=2, help="pods created (and deleted) per second")
-    ap.add_argument("--lifetime", type=float, default=10, help="seconds from a pod's creation to its deletion")
-    ap.add_argument("--poll", type=float, default=1, help="seconds per round of API requests")
-    ap.add_argument("--sample", type=float, default=5, help="seconds between samples of RSS, fds and CPU")
-    ap.add_argument("--liveness-delay", type=int, default=2, help="initialDelaySeconds of the liveness probe")
-    ap.add_argument("--converge-timeout", type=float, default=300,
-                    help="how long to wait, after the last manifest is removed, for nothing to be left")
-    ap.add_argument("--verbosity", type=int, default=0, help="ckubelet's --v")
-    ap.add_argument("--net-index", type=int, default=66)
-    a = ap.parse_args()
-    if os.geteuid() != 0:
-        sys.exit("soak.py: run as root")
-    for tool in (conftest.CKUBELET, conftest.CRICTL):
-        if not os.access(tool, os.X_OK):
-            sys.exit(f"soak.py: {tool} is not built (meson setup build && ninja -C build)")
-    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
-    results.pyplot()  # install matplotlib now rather than after the run
-
-    out = {**results.header(), "rate_per_s": a.rate, "lifetime_s": a.lifetime, "seconds": a.seconds,
-           "options": vars(a), "load1_before": round(os.getloadavg()[0], 2)}
-    warm = min(120.0, a.seconds / 3)
-    out["warmup_s"] = warm
-    with private_runtime(a.net_index) as (rt, d):
-        k = Kubelet(rt, os.path.join(d, "kubelet"))
-        ro_port = free_port()
-        k.extra_args = ["--v", str(a.verbosity), "--read-only-port", str(ro_port),
-                        "--max-pods", str(110 + int(a.rate * a.lifetime))]
-        k.start()
-        try:
-            run(a, k, rt, ro_port, out, warm)
-        finally:
-            if k.alive():
-                k.proc.kill()
-                k.proc.wait(10)
-    results.write_json("soak", out)
-    chart(out)
-    print(f"wrote {os.path.join(results.RESULTS, 'soak.json')} and soak.png")
-    sys.exit(1 if out["bad"] else 0)
 
 
 def run(a, k, rt, ro_port, out, warm):
@@ -244,7 +207,8 @@ def run(a, k, rt, ro_port, out, warm):
                 break
             if now >= next_sample:
                 rss, _ = proc_mem(pid)
-                samples.append({"t": round(now - t_begin, 1), "rss_kb": rss, "fds": fd_count(pid),
+                samples.append({"t": round(now - t_begin, 1), "rss_kb": rss, "rss_anon_kb": rss_anon(pid),
+                                "fds": fd_count(pid),
                                 "cpu_s": round(proc_cpu(pid), 2), "pods": len(alive)})
                 if "warmup_end" not in fds_at and now - t_begin >= warm:
                     fds_at["warmup_end"] = fd_kinds(pid)
@@ -269,7 +233,8 @@ def run(a, k, rt, ro_port, out, warm):
                       alive[0][0] + a.lifetime if alive else t_end, t_end)
             time.sleep(max(0.0, nxt - time.time()))
         rss, _ = proc_mem(pid)
-        samples.append({"t": round(time.time() - t_begin, 1), "rss_kb": rss, "fds": fd_count(pid),
+        samples.append({"t": round(time.time() - t_begin, 1), "rss_kb": rss, "rss_anon_kb": rss_anon(pid),
+                    "fds": fd_count(pid),
                         "cpu_s": round(proc_cpu(pid), 2), "pods": len(alive)})
         fds_at["end"] = fd_kinds(pid)
     finally:
@@ -291,6 +256,8 @@ def run(a, k, rt, ro_port, out, warm):
         "rss_warmup_end_kb": w["rss_kb"], "rss_end_kb": e["rss_kb"], "rss_drift_kb": e["rss_kb"] - w["rss_kb"],
         "rss_slope_kb_per_min": slope([(s["t"] / 60, s["rss_kb"]) for s in after]),
         "rss_max_kb": max(s["rss_kb"] for s in samples),
+        "rss_anon_warmup_end_kb": w["rss_anon_kb"], "rss_anon_end_kb": e["rss_anon_kb"],
+        "rss_anon_slope_kb_per_min": slope([(s["t"] / 60, s["rss_anon_kb"]) for s in after]),
         "fds_warmup_end": w["fds"], "fds_end": e["fds"], "fds_drift": e["fds"] - w["fds"],
         "fds_slope_per_min": slope([(s["t"] / 60, s["fds"]) for s in after]),
         "fds_max": max(s["fds"] for s in samples),
@@ -307,6 +274,8 @@ def run(a, k, rt, ro_port, out, warm):
           f"{out['container_restarts']} container restarts), warm-up {warm:.0f} s")
     print(f"  VmRSS  warm-up end {w['rss_kb']} kB, end {e['rss_kb']} kB: drift {out['rss_drift_kb']:+d} kB, "
           f"slope {out['rss_slope_kb_per_min']} kB/min, max {out['rss_max_kb']} kB")
+    print(f"  RssAnon (heap) warm-up end {w['rss_anon_kb']} kB, end {e['rss_anon_kb']} kB, "
+          f"slope {out['rss_anon_slope_kb_per_min']} kB/min")
     print(f"  fds    warm-up end {w['fds']}, end {e['fds']}: drift {out['fds_drift']:+d}, "
           f"slope {out['fds_slope_per_min']} fds/min, max {out['fds_max']}")
     print(f"  CPU    {out['cpu_s_per_min']} s/min")
@@ -339,6 +308,60 @@ def run(a, k, rt, ro_port, out, warm):
     out["exit_status"] = rc
     print(f"  ckubelet exit status on SIGTERM: {rc}")
     out["bad"] = bad or rc != 0
+
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--seconds", type=float, default=600, help="how long the churn lasts")
+    ap.add_argument("--rate", type=float, default=2, help="pods created (and deleted) per second")
+    ap.add_argument("--lifetime", type=float, default=10, help="seconds from a pod's creation to its deletion")
+    ap.add_argument("--poll", type=float, default=1, help="seconds per round of API requests")
+    ap.add_argument("--sample", type=float, default=5, help="seconds between samples of RSS, fds and CPU")
+    ap.add_argument("--liveness-delay", type=int, default=2, help="initialDelaySeconds of the liveness probe")
+    ap.add_argument("--converge-timeout", type=float, default=300,
+                    help="how long to wait, after the last manifest is removed, for nothing to be left")
+    ap.add_argument("--verbosity", type=int, default=0, help="ckubelet's --v")
+    ap.add_argument("--net-index", type=int, default=66)
+    ap.add_argument("--wrapper", default="",
+                    help="a command ckubelet runs under, to find a leak: e.g. 'valgrind --tool=massif "
+                    "--massif-out-file=/tmp/massif.out' (the figures are then the wrapper's)")
+    a = ap.parse_args()
+    if os.geteuid() != 0:
+        sys.exit("soak.py: run as root")
+    for tool in (conftest.CKUBELET, conftest.CRICTL):
+        if not os.access(tool, os.X_OK):
+            sys.exit(f"soak.py: {tool} is not built (meson setup build && ninja -C build)")
+    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    results.pyplot()  # install matplotlib now rather than after the run
+
+    out = {**results.header(), "rate_per_s": a.rate, "lifetime_s": a.lifetime, "seconds": a.seconds,
+           "options": vars(a), "load1_before": round(os.getloadavg()[0], 2)}
+    warm = min(120.0, a.seconds / 3)
+    out["warmup_s"] = warm
+    with private_runtime(a.net_index) as (rt, d):
+        k = Kubelet(rt, os.path.join(d, "kubelet"))
+        if a.wrapper:
+            plain = k.args
+            k.args = lambda: shlex.split(a.wrapper) + plain()
+        ro_port = free_port()
+        k.extra_args = ["--v", str(a.verbosity), "--read-only-port", str(ro_port),
+                        "--max-pods", str(110 + int(a.rate * a.lifetime))]
+        k.start()
+        try:
+            run(a, k, rt, ro_port, out, warm)
+        finally:
+            if k.alive():  # interrupted: SIGTERM first (a wrapper such as massif writes its output then)
+                k.proc.terminate()
+                try:
+                    k.proc.wait(60)
+                except subprocess.TimeoutExpired:
+                    k.proc.kill()
+                    k.proc.wait(10)
+    results.write_json("soak", out)
+    chart(out)
+    print(f"wrote {os.path.join(results.RESULTS, 'soak.json')} and soak.png")
+    sys.exit(1 if out["bad"] else 0)
 
 
 if __name__ == "__main__":
