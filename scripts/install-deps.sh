@@ -14,6 +14,7 @@ pkgs=(
         # tests and examples
         busybox-static python3 python3-pytest python3-grpcio docker-registry skopeo curl openssl
         e2fsprogs util-linux mount  # mkfs.ext4, losetup and mount for the small filesystem of the node-pressure tests
+        valgrind       # the leak check of tests/run.sh (tests/valgrind.py: memcheck on a smoke run of build/)
         apache2-utils  # htpasswd -B for the authenticated registry of the pull secret tests
         python3-grpc-tools  # compiles proto/csi.proto and proto/pluginregistration.proto for the test CSI plugin
         debhelper help2man lintian  # the Debian package (debian/) and its test (with dpkg-dev below)

@@ -5,9 +5,11 @@
 #   3. check the format of the C sources against .clang-format (clang-format --dry-run --Werror): one test
 #   4. build (build/) and run the unit tests
 #   5. build with ASan+UBSan (build-asan/) and run the unit tests again
-#   6. build the libFuzzer targets with clang (build-fuzz/) and run each for 30 s, two at a time (bench/fuzz.sh):
+#   6. the valgrind leak check (tests/valgrind.py): a smoke run of the plain ckubelet (build/) under memcheck on a
+#      private containerd, failed on any memory error, definite leak or fd left open at exit: one test
+#   7. build the libFuzzer targets with clang (build-fuzz/) and run each for 30 s, two at a time (bench/fuzz.sh):
 #      one test per target, failed when it found a crash, leak, timeout or out-of-memory
-#   7. run the end-to-end tests (tests/e2e, pytest) against a private containerd, with the sanitized ckubelet
+#   8. run the end-to-end tests (tests/e2e, pytest) against a private containerd, with the sanitized ckubelet
 # The last line is "N passed, N failed" (", N skipped" when any were skipped), summed over all stages.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -107,6 +109,14 @@ if ninja -C build-asan; then
         count_meson build-asan
 else
         echo "tests/run.sh: sanitized build failed" >&2
+        failed=$((failed + 1))
+fi
+
+note "valgrind leak check: a smoke run of build/ckubelet under memcheck (tests/valgrind.py)"
+if CKUBELET_BUILD="$repo/build" /usr/bin/python3 tests/valgrind.py; then
+        passed=$((passed + 1))
+else
+        echo "tests/run.sh: the valgrind leak check failed (see above)" >&2
         failed=$((failed + 1))
 fi
 
