@@ -37,6 +37,8 @@ struct pleg {
         struct pleg_list next;
 
         uint64_t next_started, last_relist_started; /* realtime: when the relist in flight / the last one began */
+        uint64_t mono_started, mono_prev_started;   /* monotonic: the relist in flight's start, the one before's */
+        struct histogram duration, interval;        /* kubelet_pleg_relist_{duration,interval}_seconds */
         struct pleg_list current;
         char **uids;
         size_t n_sandboxes, n_running_sandboxes, n_containers, n_running_containers;
@@ -138,6 +140,7 @@ static void diff_and_swap(struct pleg *p) {
 static void relist_finish(struct pleg *p) {
         bool ok = !p->failed;
 
+        histogram_observe(&p->duration, (double) (now_usec() - p->mono_started) / 1e6);
         if (ok) {
                 diff_and_swap(p);
                 p->last_relist_started = p->next_started;
@@ -212,6 +215,10 @@ static void relist(evutil_socket_t fd, short what, void *userdata) {
         }
         p->in_flight = true;
         p->next_started = now_realtime_usec();
+        p->mono_started = now_usec();
+        if (p->mono_prev_started)
+                histogram_observe(&p->interval, (double) (p->mono_started - p->mono_prev_started) / 1e6);
+        p->mono_prev_started = p->mono_started;
         p->failed = false;
         p->pending = 2;
         p->next_sandboxes = p->next_running_sandboxes = p->next_containers = p->next_running_containers = 0;
@@ -233,9 +240,13 @@ static void relist(evutil_socket_t fd, short what, void *userdata) {
 
 int pleg_new(struct event_base *base, struct cri_client *cri, uint64_t period_usec, const struct pleg_callbacks *cb,
              void *userdata, struct pleg **ret) {
+        /* prometheus.DefBuckets */
+        static const double def_buckets[] = { .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10 };
         struct pleg *p = calloc(1, sizeof(*p));
         if (!p)
                 return -ENOMEM;
+        histogram_init(&p->duration, def_buckets, ELEMENTSOF(def_buckets));
+        histogram_init(&p->interval, def_buckets, ELEMENTSOF(def_buckets));
         p->base = base;
         p->cri = cri;
         p->period_usec = period_usec;
@@ -264,6 +275,14 @@ bool pleg_has_id(const struct pleg *p, const char *id) {
         if (!p || !id || p->current.n == 0)
                 return false;
         return bsearch(&key, p->current.items, p->current.n, sizeof(key), cmp_item) != NULL;
+}
+
+const struct histogram *pleg_relist_duration(const struct pleg *p) {
+        return &p->duration;
+}
+
+const struct histogram *pleg_relist_interval(const struct pleg *p) {
+        return &p->interval;
 }
 
 char *const *pleg_pod_uids(const struct pleg *p) {
