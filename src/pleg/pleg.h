@@ -30,7 +30,9 @@ int pleg_start(struct pleg *p);
 uint64_t pleg_last_relist_started_usec(const struct pleg *p);
 /* Was this sandbox or container id in the last successful listing? */
 bool pleg_has_id(const struct pleg *p, const char *id);
-/* UIDs of pods present in the last successful listing (borrowed, NULL-terminated strv). */
+/* Was this pod (by UID) in the last successful listing? O(log n). */
+bool pleg_has_pod(const struct pleg *p, const char *uid);
+/* UIDs of pods present in the last successful listing, sorted and distinct (borrowed, NULL-terminated strv). */
 char *const *pleg_pod_uids(const struct pleg *p);
 /* kubelet_pleg_relist_duration_seconds (a relist's start to its end, failed ones included) and
  * kubelet_pleg_relist_interval_seconds (one relist's start to the next's), both with Prometheus' default buckets
