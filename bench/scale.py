@@ -179,7 +179,7 @@ def per_pod(data):
     """the per-pod figures side by side, with the superlinear ones flagged"""
     out = {}
     for kind, series in data["kubelets"].items():
-        idle_cpu = (series.get("idle") or {}).get("cpu_s_per_min")
+        idle_cpu = (series.get("idle") or {}).get("cpu_s_per_min")  # None when it failed
         rows = []
         for r in series["runs"]:
             if "error" in r or "cpu_s_per_min" not in r:
@@ -227,7 +227,9 @@ def table(data, pp, limit):
     lines.append(hdr)
     for kind, rows in pp.items():
         idle = data["kubelets"][kind].get("idle") or {}
-        if idle:
+        if "error" in idle:
+            lines.append(f"{kind:<11}{0:>6}  not measured: {idle['error']}")
+        elif idle:
             rel = idle.get("relist") or {}
             lines.append(f"{kind:<11}{0:>6}{'':>12}{'':>8}{fmt(rel.get('mean_ms')):>15}{fmt(rel.get('p50_le_ms'), 0, '≤'):>7}"
                          f"{fmt(rel.get('p99_le_ms'), 0, '≤'):>7}{'':>8}{idle['vmrss_kb'] / 1024:>10.1f}{'':>8}"
@@ -319,6 +321,7 @@ def main():
                         break
                     log(f"{kind}: {n} pods")
                     r = b.run(kind, n, lambda s: sc.run_n(s, n))
+                    r.setdefault("n", n)  # Bench.run's own failure ({"error": ...}) does not say which N
                     series["runs"].append(r)
                     results.write_json("scale", data)
                     if "error" in r:
