@@ -24,7 +24,10 @@ def private_runtime(net_index):
         yield rt, d
     finally:
         try:
-            rt.clean()
+            try:
+                rt.clean()
+            except AssertionError as e:  # containerd refusing to delete (seen with 1,000 pods): still stop it below
+                print(f"cleaning the runtime: {e}", file=sys.stderr)
             # the cgroup roots this process's kubelets were given (conftest.make_cgroup_root: /ckubelet-<pid>-<n>)
             for h in conftest.cgroup_hierarchies()[:1]:
                 for name in os.listdir(h):

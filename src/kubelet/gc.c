@@ -72,7 +72,7 @@ static bool logs_pod_deleted(const char *uid, void *userdata) {
 
         if (!sources_ready(k) || !pod_deleted(uid, k))
                 return false;
-        return !strv_contains(pleg_pod_uids(k->pleg), uid);
+        return !pleg_has_pod(k->pleg, uid);
 }
 
 static void on_listed(const Runtime__V1__ListContainersResponse *containers, void *userdata) {

@@ -10,6 +10,7 @@
 #include "cri/cri.h"
 #include "kubelet/kubelet.h"
 #include "basic/backoff.h"
+#include "basic/hashmap.h"
 #include "options/options.h"
 #include "pleg/pleg.h"
 #include "prober/handlers.h"
@@ -116,10 +117,13 @@ struct kubelet {
         bool runtime_down;    /* the last relist failed */
         bool config_received; /* every source delivered (or failed) once: undesired pods may be killed */
 
-        struct pod_set desired; /* references */
-        char **rejected;        /* UIDs refused by admission (OutOfpods); never started, as upstream */
+        struct pod_set desired;        /* references */
+        struct hashmap desired_by_uid; /* UID → pod of desired (keys borrowed from its pods) */
+        bool desired_indexed;          /* desired_by_uid is complete (false after an allocation failure) */
+        char **rejected;               /* UIDs refused by admission (OutOfpods); never started, as upstream */
         struct pod_worker *workers;
         size_t n_workers;
+        struct hashmap workers_by_uid; /* UID → worker (keys borrowed from the workers) */
 
         struct backoff crash_backoff; /* CrashLoopBackOff, 10s..5m */
         struct backoff image_backoff; /* ImagePullBackOff, 10s..5m */

@@ -43,11 +43,10 @@ static bool desired_contains(const struct kubelet *k, const char *uid);
 
 /* ---------------------------------------------------------------- workers */
 
+/* by a hash of the UIDs: the reconcile after every relist and housekeeping look up every pod, so a walk of the
+ * list here made them quadratic in the number of pods */
 struct pod_worker *kubelet_find_worker(struct kubelet *k, const char *uid) {
-        for (struct pod_worker *w = k->workers; w; w = w->next)
-                if (streq(w->uid, uid))
-                        return w;
-        return NULL;
+        return hashmap_get(&k->workers_by_uid, uid);
 }
 
 static char *make_full_name(const char *ns, const char *name) {
@@ -71,7 +70,7 @@ static struct pod_worker *worker_new(struct kubelet *k, const char *uid) {
         w->uid = strdup(uid);
         w->timer = evtimer_new(k->base, worker_timer_cb, w);
         w->deadline_timer = evtimer_new(k->base, deadline_timer_cb, w);
-        if (!w->uid || !w->timer || !w->deadline_timer) {
+        if (!w->uid || !w->timer || !w->deadline_timer || hashmap_put(&k->workers_by_uid, w->uid, w) < 0) {
                 kubelet_worker_free(w);
                 return NULL;
         }
@@ -95,6 +94,8 @@ void kubelet_worker_free(struct pod_worker *w) {
                         w->next->prev = w->prev;
                 w->k->n_workers--;
         }
+        if (w->k && w->uid && hashmap_get(&w->k->workers_by_uid, w->uid) == w)
+                hashmap_remove(&w->k->workers_by_uid, w->uid);
         if (w->k && w->k->status)
                 status_manager_forget(w->k->status, w->uid);
         if (w->k && w->k->objects)
@@ -748,6 +749,8 @@ void kubelet_worker_sync_done(struct pod_worker *w, bool did_work, uint64_t wake
 /* ---------------------------------------------------------------- desired pods */
 
 static bool desired_contains(const struct kubelet *k, const char *uid) {
+        if (k->desired_indexed)
+                return hashmap_contains(&k->desired_by_uid, uid);
         for (size_t i = 0; i < k->desired.n; i++)
                 if (streq(k->desired.pods[i]->uid, uid))
                         return true;
@@ -923,7 +926,7 @@ void kubelet_reconcile(struct kubelet *k) {
                         if (kubelet_pod_terminal_in_api(p)) {
                                 /* finished before: not run again (filterOutInactivePods); what is left of it in the
                                  * runtime (a kubelet killed in the middle of evicting it) is stopped */
-                                if (strv_contains(pleg_pod_uids(k->pleg), p->uid))
+                                if (pleg_has_pod(k->pleg, p->uid))
                                         terminal_worker(k, p);
                                 continue;
                         }
@@ -1025,8 +1028,14 @@ static void on_config_update(const struct pod_set *pods, void *userdata) {
                         pod_set_done(&n);
                         return;
                 }
+        hashmap_done(&k->desired_by_uid);
+        k->desired_by_uid = (struct hashmap) {};
         pod_set_done(&k->desired);
         k->desired = n;
+        k->desired_indexed = true;
+        for (size_t i = 0; i < n.n && k->desired_indexed; i++)
+                if (hashmap_put(&k->desired_by_uid, n.pods[i]->uid, n.pods[i]) < 0)
+                        k->desired_indexed = false; /* desired_contains() searches the set itself then */
         k->config_received = true;
         /* a rejected pod that goes away and comes back is considered again; a deleted one is forgotten */
         for (size_t i = 0; k->rejected && k->rejected[i];) {
@@ -1263,12 +1272,8 @@ static bool pod_uid_active(const char *uid, void *userdata) {
 /* a pod directory is kept while its pod is desired, has a worker or has anything in the runtime */
 static bool pod_dir_wanted(const char *uid, void *userdata) {
         struct kubelet *k = userdata;
-        if (desired_contains(k, uid) || kubelet_find_worker(k, uid) || volmgr_pod_has_volumes(k->volumes, uid))
-                return true;
-        for (char *const *u = pleg_pod_uids(k->pleg); u && *u; u++)
-                if (streq(*u, uid))
-                        return true;
-        return false;
+        return desired_contains(k, uid) || kubelet_find_worker(k, uid) || volmgr_pod_has_volumes(k->volumes, uid) ||
+               pleg_has_pod(k->pleg, uid);
 }
 
 static void housekeeping(evutil_socket_t fd, short what, void *userdata) {
@@ -1578,6 +1583,7 @@ struct kubelet *kubelet_free(struct kubelet *k) {
                 }
                 kubelet_worker_free(w);
         }
+        hashmap_done(&k->workers_by_uid);
         k->image_puller = image_puller_free(k->image_puller); /* after the pod syncs: they hold its tickets */
         probe_env_done(&k->hook_env);                         /* after the pod syncs: their hooks are gone */
         k->status = status_manager_free(k->status);
@@ -1589,6 +1595,7 @@ struct kubelet *kubelet_free(struct kubelet *k) {
                 api_delete_free(k->deletes);
         k->client = kube_client_free(k->client);
         k->heartbeat_client = kube_client_free(k->heartbeat_client);
+        hashmap_done(&k->desired_by_uid);
         pod_set_done(&k->desired);
         strv_free(k->rejected);
         strv_free(k->api_deleted);

@@ -66,7 +66,9 @@ struct kubelet_counts {
         size_t running_pods;       /* kubelet_running_pods: ready sandboxes */
         size_t running_containers; /* kubelet_running_containers{container_state="running"} */
         size_t desired_pods;
-        const struct histogram *pod_start; /* kubelet_pod_start_duration_seconds */
+        const struct histogram *pod_start;            /* kubelet_pod_start_duration_seconds */
+        const struct histogram *pleg_relist_duration; /* kubelet_pleg_relist_duration_seconds; NULL: none yet */
+        const struct histogram *pleg_relist_interval; /* kubelet_pleg_relist_interval_seconds; NULL: none yet */
 };
 void kubelet_counts(struct kubelet *k, struct kubelet_counts *ret);
 

@@ -25,7 +25,8 @@ struct listing {
         size_t n_containers;
         struct kr_gc_sandbox *sandboxes;
         size_t n_sandboxes;
-        char **strings; /* owns every string the entries point to */
+        char **strings; /* owns every string the entries point to (NULL-terminated) */
+        size_t n_strings, cap_strings;
         bool have_containers, have_sandboxes;
 };
 
@@ -85,15 +86,31 @@ static void listing_done(struct listing *l) {
         *l = (struct listing) {};
 }
 
-/* keep a copy of s in l; NULL stays NULL */
+/* keep a copy of s in l; NULL stays NULL. The array grows by doubling: a listing of 1,000 pods keeps several
+ * thousand strings, and appending by strv_extend (a walk to the end and a realloc each time) was quadratic. */
 static const char *keep(struct listing *l, const char *s, int *r) {
+        char *c;
+
         if (!s)
                 return NULL;
-        if (strv_extend(&l->strings, s) < 0) {
+        if (l->n_strings + 1 >= l->cap_strings) {
+                size_t cap = MAX(l->cap_strings * 2, (size_t) 64);
+                char **n = reallocarray(l->strings, cap, sizeof(char *));
+                if (!n) {
+                        *r = -ENOMEM;
+                        return NULL;
+                }
+                l->strings = n;
+                l->cap_strings = cap;
+        }
+        c = strdup(s);
+        if (!c) {
                 *r = -ENOMEM;
                 return NULL;
         }
-        return l->strings[strv_length(l->strings) - 1];
+        l->strings[l->n_strings++] = c;
+        l->strings[l->n_strings] = NULL;
+        return c;
 }
 
 static const char *map_get(size_t n, Runtime__V1__Container__LabelsEntry **e, const char *key) {

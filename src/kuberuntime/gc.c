@@ -150,41 +150,57 @@ static int cmp_sandbox_newest_first(const void *a, const void *b) {
         return strcmp(x->id, y->id);
 }
 
+/* by pod UID, then newest first: a pod's sandboxes side by side */
+static int cmp_sandbox_by_pod(const void *a, const void *b) {
+        const struct kr_gc_sandbox *x = *(const struct kr_gc_sandbox *const *) a;
+        const struct kr_gc_sandbox *y = *(const struct kr_gc_sandbox *const *) b;
+        int c = strcmp(x->pod_uid, y->pod_uid);
+        return c != 0 ? c : cmp_sandbox_newest_first(a, b);
+}
+
+static int cmp_str(const void *a, const void *b) {
+        return strcmp(*(const char *const *) a, *(const char *const *) b);
+}
+
+/* Sorting (O(n log n)) rather than a search of every sandbox for each pod and of every container for each
+ * candidate: with 1,000 pods the pairwise searches were about a million string comparisons per pass. */
 int kr_gc_select_sandboxes(const struct kr_gc_sandbox *sandboxes, size_t n, const struct kr_gc_container *containers,
                            size_t n_containers, const struct kr_gc_pods *pods, bool evict_terminated_pods,
                            const struct kr_gc_sandbox ***ret, size_t *ret_n) {
-        _cleanup_free_ const struct kr_gc_sandbox **group = calloc(n + 1, sizeof(*group));
-        _cleanup_free_ bool *done = calloc(n + 1, sizeof(*done));
+        _cleanup_free_ const struct kr_gc_sandbox **sorted = calloc(n + 1, sizeof(*sorted));
+        _cleanup_free_ const char **in_use = calloc(n_containers + 1, sizeof(*in_use));
         const struct kr_gc_sandbox **out = calloc(n + 1, sizeof(*out));
-        size_t n_out = 0;
+        size_t n_out = 0, n_sorted = 0, n_in_use = 0;
 
-        if (!group || !done || !out) {
+        if (!sorted || !in_use || !out) {
                 free(out);
                 return -ENOMEM;
         }
-        for (size_t i = 0; i < n; i++) {
-                const char *uid = sandboxes[i].pod_uid;
-                size_t g = 0, keep;
+        for (size_t i = 0; i < n; i++)
+                if (sandboxes[i].pod_uid)
+                        sorted[n_sorted++] = &sandboxes[i];
+        qsort(sorted, n_sorted, sizeof(*sorted), cmp_sandbox_by_pod);
+        for (size_t c = 0; c < n_containers; c++)
+                if (containers[c].sandbox_id)
+                        in_use[n_in_use++] = containers[c].sandbox_id;
+        qsort(in_use, n_in_use, sizeof(*in_use), cmp_str);
+
+        for (size_t i = 0, g; i < n_sorted; i += g) {
+                const char *uid = sorted[i]->pod_uid;
+                size_t keep;
                 bool gone;
 
-                if (done[i] || !uid)
-                        continue;
-                for (size_t j = i; j < n; j++)
-                        if (!done[j] && streq_ptr(sandboxes[j].pod_uid, uid)) {
-                                done[j] = true;
-                                group[g++] = &sandboxes[j];
-                        }
-                qsort(group, g, sizeof(*group), cmp_sandbox_newest_first);
+                for (g = 1; i + g < n_sorted && streq(sorted[i + g]->pod_uid, uid); g++)
+                        ;
                 gone = pods->deleted(uid, pods->userdata) ||
                        (evict_terminated_pods && pods->terminated(uid, pods->userdata));
                 /* all of a pod that is gone, else all but the newest; only inactive ones (not ready, no containers) */
                 keep = gone ? 0 : 1;
                 for (size_t k = keep; k < g; k++) {
-                        bool active = group[k]->ready;
-                        for (size_t c = 0; c < n_containers && !active; c++)
-                                active = streq_ptr(containers[c].sandbox_id, group[k]->id);
-                        if (!active)
-                                out[n_out++] = group[k];
+                        const struct kr_gc_sandbox *s = sorted[i + k];
+                        if (s->ready || (n_in_use > 0 && bsearch(&s->id, in_use, n_in_use, sizeof(*in_use), cmp_str)))
+                                continue;
+                        out[n_out++] = s;
                 }
         }
         *ret = out;

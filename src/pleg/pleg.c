@@ -18,7 +18,7 @@ struct pleg_item {
 };
 
 struct pleg_list {
-        size_t n;
+        size_t n, cap;
         struct pleg_item *items;
 };
 
@@ -37,8 +37,11 @@ struct pleg {
         struct pleg_list next;
 
         uint64_t next_started, last_relist_started; /* realtime: when the relist in flight / the last one began */
+        uint64_t mono_started, mono_prev_started;   /* monotonic: the relist in flight's start, the one before's */
+        struct histogram duration, interval;        /* kubelet_pleg_relist_{duration,interval}_seconds */
         struct pleg_list current;
-        char **uids;
+        char **uids; /* sorted, distinct */
+        size_t n_uids;
         uint64_t gone; /* ids seen to disappear since start */
         size_t n_sandboxes, n_running_sandboxes, n_containers, n_running_containers;
         size_t next_sandboxes, next_running_sandboxes, next_containers, next_running_containers;
@@ -54,10 +57,17 @@ static void list_done(struct pleg_list *l) {
 }
 
 static int list_add(struct pleg_list *l, const char *id, const char *uid, int state) {
-        struct pleg_item *n = realloc(l->items, sizeof(*n) * (l->n + 1));
-        if (!n)
-                return -ENOMEM;
-        l->items = n;
+        struct pleg_item *n;
+
+        if (l->n == l->cap) { /* doubling: a listing of n items costs O(n), not n reallocations */
+                size_t cap = MAX(l->cap * 2, (size_t) 16);
+                n = reallocarray(l->items, cap, sizeof(*n));
+                if (!n)
+                        return -ENOMEM;
+                l->items = n;
+                l->cap = cap;
+        }
+        n = l->items;
         n[l->n] = (struct pleg_item) { .id = strdup(id), .uid = strdup(uid ? uid : ""), .state = state };
         if (!n[l->n].id || !n[l->n].uid) {
                 free(n[l->n].id);
@@ -88,49 +98,85 @@ static void arm(struct pleg *p, uint64_t usec) {
         evtimer_add_usec(p->timer, usec);
 }
 
-static void notify(struct pleg *p, char ***notified, const char *uid) {
-        if (isempty(uid) || strv_contains(*notified, uid))
-                return;
-        if (strv_extend(notified, uid) < 0)
-                return;
-        if (p->cb.pod_changed)
-                p->cb.pod_changed(uid, p->userdata);
+static int cmp_str(const void *a, const void *b) {
+        return strcmp(*(char *const *) a, *(char *const *) b);
 }
 
-/* Compare the two sorted lists and report pods whose items changed. */
+/* Sorts the n strings of v and moves the distinct ones to its front; returns how many there are. */
+static size_t sort_unique(const char **v, size_t n) {
+        size_t m = 0;
+
+        if (n == 0)
+                return 0;
+        qsort(v, n, sizeof(v[0]), cmp_str);
+        for (size_t i = 1; i < n; i++)
+                if (!streq(v[i], v[m]))
+                        v[++m] = v[i];
+        return m + 1;
+}
+
+/* Compare the two sorted lists and report pods whose items changed, each once. The sets of UIDs are made by
+ * sorting (O(n log n) in the sandboxes and containers): with 1,000 pods a relist compares ~2,000 items every
+ * second, where a pairwise search for duplicates costs millions of string comparisons. */
 static void diff_and_swap(struct pleg *p) {
-        _cleanup_strv_free_ char **notified = NULL;
-        _cleanup_strv_free_ char **uids = NULL;
-        size_t i = 0, j = 0;
+        _cleanup_free_ const char **changed = NULL, **all = NULL;
+        char **uids = NULL;
+        size_t i = 0, j = 0, n_changed = 0, n_all = 0;
         struct pleg_list *o = &p->current, *n = &p->next;
 
         if (n->n > 0)
                 qsort(n->items, n->n, sizeof(n->items[0]), cmp_item);
+        /* borrowed from o and n, both alive until after the callbacks */
+        changed = malloc(sizeof(*changed) * (o->n + n->n + 1));
+        all = malloc(sizeof(*all) * (n->n + 1));
+        if (!changed || !all) {
+                log_error("PLEG: out of memory comparing listings; keeping the previous one");
+                list_done(n);
+                return;
+        }
         while (i < o->n || j < n->n) {
                 int c = i >= o->n ? 1 : j >= n->n ? -1 : strcmp(o->items[i].id, n->items[j].id);
+                const char *uid = NULL;
                 if (c < 0) {
-                        notify(p, &notified, o->items[i].uid); /* gone */
+                        uid = o->items[i++].uid; /* gone */
                         p->gone++;
-                        i++;
-                } else if (c > 0) {
-                        notify(p, &notified, n->items[j].uid); /* new */
-                        j++;
-                } else {
+                } else if (c > 0)
+                        uid = n->items[j++].uid; /* new */
+                else {
                         if (o->items[i].state != n->items[j].state)
-                                notify(p, &notified, n->items[j].uid);
+                                uid = n->items[j].uid;
                         i++;
                         j++;
                 }
+                if (!isempty(uid))
+                        changed[n_changed++] = uid;
         }
         for (size_t k = 0; k < n->n; k++)
-                if (!isempty(n->items[k].uid) && !strv_contains(uids, n->items[k].uid))
-                        (void) strv_extend(&uids, n->items[k].uid);
+                if (!isempty(n->items[k].uid))
+                        all[n_all++] = n->items[k].uid;
+        n_changed = sort_unique(changed, n_changed);
+        n_all = sort_unique(all, n_all);
+
+        /* the sorted set of UIDs in the new listing (pleg_has_pod searches it) */
+        uids = calloc(n_all + 1, sizeof(char *));
+        for (size_t k = 0; uids && k < n_all; k++)
+                if (!(uids[k] = strdup(all[k])))
+                        uids = strv_free(uids);
+        if (!uids) {
+                log_error("PLEG: out of memory comparing listings; keeping the previous one");
+                list_done(n);
+                return;
+        }
+        for (size_t k = 0; k < n_changed; k++)
+                if (p->cb.pod_changed)
+                        p->cb.pod_changed(changed[k], p->userdata);
 
         list_done(&p->current);
         p->current = *n;
         *n = (struct pleg_list) {};
         strv_free(p->uids);
-        p->uids = TAKE_PTR(uids);
+        p->uids = uids;
+        p->n_uids = n_all;
         p->n_sandboxes = p->next_sandboxes;
         p->n_running_sandboxes = p->next_running_sandboxes;
         p->n_containers = p->next_containers;
@@ -140,6 +186,7 @@ static void diff_and_swap(struct pleg *p) {
 static void relist_finish(struct pleg *p) {
         bool ok = !p->failed;
 
+        histogram_observe(&p->duration, (double) (now_usec() - p->mono_started) / 1e6);
         if (ok) {
                 diff_and_swap(p);
                 p->last_relist_started = p->next_started;
@@ -214,6 +261,10 @@ static void relist(evutil_socket_t fd, short what, void *userdata) {
         }
         p->in_flight = true;
         p->next_started = now_realtime_usec();
+        p->mono_started = now_usec();
+        if (p->mono_prev_started)
+                histogram_observe(&p->interval, (double) (p->mono_started - p->mono_prev_started) / 1e6);
+        p->mono_prev_started = p->mono_started;
         p->failed = false;
         p->pending = 2;
         p->next_sandboxes = p->next_running_sandboxes = p->next_containers = p->next_running_containers = 0;
@@ -235,9 +286,13 @@ static void relist(evutil_socket_t fd, short what, void *userdata) {
 
 int pleg_new(struct event_base *base, struct cri_client *cri, uint64_t period_usec, const struct pleg_callbacks *cb,
              void *userdata, struct pleg **ret) {
+        /* prometheus.DefBuckets */
+        static const double def_buckets[] = { .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10 };
         struct pleg *p = calloc(1, sizeof(*p));
         if (!p)
                 return -ENOMEM;
+        histogram_init(&p->duration, def_buckets, ELEMENTSOF(def_buckets));
+        histogram_init(&p->interval, def_buckets, ELEMENTSOF(def_buckets));
         p->base = base;
         p->cri = cri;
         p->period_usec = period_usec;
@@ -270,6 +325,22 @@ bool pleg_has_id(const struct pleg *p, const char *id) {
 
 uint64_t pleg_gone_count(const struct pleg *p) {
         return p ? p->gone : 0;
+}
+
+const struct histogram *pleg_relist_duration(const struct pleg *p) {
+        return &p->duration;
+}
+
+const struct histogram *pleg_relist_interval(const struct pleg *p) {
+        return &p->interval;
+}
+
+bool pleg_has_pod(const struct pleg *p, const char *uid) {
+        char *const *found;
+        if (!p || !uid || p->n_uids == 0)
+                return false;
+        found = bsearch(&uid, p->uids, p->n_uids, sizeof(char *), cmp_str);
+        return found != NULL;
 }
 
 char *const *pleg_pod_uids(const struct pleg *p) {

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "basic/histogram.h"
 #include "cri/cri.h"
 
 struct pleg;
@@ -31,8 +32,15 @@ uint64_t pleg_last_relist_started_usec(const struct pleg *p);
 bool pleg_has_id(const struct pleg *p, const char *id);
 /* How many sandbox and container ids the relists saw disappear since start (a counter: compare two readings). */
 uint64_t pleg_gone_count(const struct pleg *p);
-/* UIDs of pods present in the last successful listing (borrowed, NULL-terminated strv). */
+/* Was this pod (by UID) in the last successful listing? O(log n). */
+bool pleg_has_pod(const struct pleg *p, const char *uid);
+/* UIDs of pods present in the last successful listing, sorted and distinct (borrowed, NULL-terminated strv). */
 char *const *pleg_pod_uids(const struct pleg *p);
+/* kubelet_pleg_relist_duration_seconds (a relist's start to its end, failed ones included) and
+ * kubelet_pleg_relist_interval_seconds (one relist's start to the next's), both with Prometheus' default buckets
+ * as upstream. Borrowed. */
+const struct histogram *pleg_relist_duration(const struct pleg *p);
+const struct histogram *pleg_relist_interval(const struct pleg *p);
 /* Counts from the last listing. */
 void pleg_counts(const struct pleg *p, size_t *ret_sandboxes, size_t *ret_running_sandboxes, size_t *ret_containers,
                  size_t *ret_running_containers);

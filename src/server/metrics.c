@@ -126,6 +126,16 @@ void api_handle_metrics(struct api_request *r) {
         header(b, "kubelet_pod_start_duration_seconds", "histogram",
                "[ALPHA] Duration in seconds from kubelet seeing a pod for the first time to the pod starting to run");
         add_histogram(b, "kubelet_pod_start_duration_seconds", NULL, NULL, n.pod_start);
+        if (n.pleg_relist_duration) {
+                header(b, "kubelet_pleg_relist_duration_seconds", "histogram",
+                       "[ALPHA] Duration in seconds for relisting pods in PLEG.");
+                add_histogram(b, "kubelet_pleg_relist_duration_seconds", NULL, NULL, n.pleg_relist_duration);
+        }
+        if (n.pleg_relist_interval) {
+                header(b, "kubelet_pleg_relist_interval_seconds", "histogram",
+                       "[ALPHA] Interval in seconds between relisting in PLEG.");
+                add_histogram(b, "kubelet_pleg_relist_interval_seconds", NULL, NULL, n.pleg_relist_interval);
+        }
         /* kubelet_volume_stats_*, per PersistentVolumeClaim (collectors/volume_stats.go) */
         if (r->s->host.volume_stats) {
                 const struct stats_volume *v = NULL;

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "basic/hashmap.h"
 #include "basic/log.h"
 #include "basic/string.h"
 #include "basic/time.h"
@@ -31,6 +32,8 @@ struct status_manager {
         struct event_base *base;
         struct kube_client *client;
         struct status_entry *entries;
+        struct hashmap by_uid; /* UID → entry (keys borrowed from the entries): a status set per pod per change
+                                * must not walk every pod's entry */
 };
 
 static void entry_free(struct status_entry *e) {
@@ -56,6 +59,7 @@ struct status_manager *status_manager_free(struct status_manager *m) {
                 m->entries = e->next;
                 entry_free(e);
         }
+        hashmap_done(&m->by_uid);
         free(m);
         return NULL;
 }
@@ -172,13 +176,11 @@ void status_manager_set(struct status_manager *m, const char *uid, const char *n
 
         if (!m || !status)
                 return;
-        for (e = m->entries; e; e = e->next)
-                if (streq(e->uid, uid))
-                        break;
+        e = hashmap_get(&m->by_uid, uid);
         if (!e) {
                 e = calloc(1, sizeof(*e));
                 if (!e || !(e->uid = strdup(uid)) || !(e->ns = strdup(ns)) || !(e->name = strdup(name)) ||
-                    !(e->retry = evtimer_new(m->base, on_retry, e))) {
+                    !(e->retry = evtimer_new(m->base, on_retry, e)) || hashmap_put(&m->by_uid, e->uid, e) < 0) {
                         entry_free(e);
                         return;
                 }
@@ -196,18 +198,20 @@ void status_manager_set(struct status_manager *m, const char *uid, const char *n
 }
 
 const json_t *status_manager_get(struct status_manager *m, const char *uid) {
-        for (struct status_entry *e = m ? m->entries : NULL; e; e = e->next)
-                if (streq(e->uid, uid))
-                        return e->wanted;
-        return NULL;
+        const struct status_entry *e = m ? hashmap_get(&m->by_uid, uid) : NULL;
+        return e ? e->wanted : NULL;
 }
 
 void status_manager_forget(struct status_manager *m, const char *uid) {
-        for (struct status_entry **p = m ? &m->entries : NULL; p && *p; p = &(*p)->next)
-                if (streq((*p)->uid, uid)) {
-                        struct status_entry *e = *p;
+        struct status_entry *e = m ? hashmap_get(&m->by_uid, uid) : NULL;
+
+        if (!e)
+                return;
+        for (struct status_entry **p = &m->entries; *p; p = &(*p)->next)
+                if (*p == e) {
                         *p = e->next;
-                        entry_free(e);
-                        return;
+                        break;
                 }
+        hashmap_remove(&m->by_uid, e->uid);
+        entry_free(e);
 }

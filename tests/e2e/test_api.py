@@ -509,6 +509,9 @@ def test_metrics_spec_configz(api, runtime):
     assert re.search(r'^kubelet_runtime_operations_duration_seconds_bucket\{operation_type="create_container",'
                      r'le="\+Inf"\} [1-9]', m, re.M)
     assert re.search(r'^kubelet_pod_start_duration_seconds_count [1-9]', m, re.M)
+    # the PLEG's relists: one per second at least since the kubelet started (the pod ran, so some were made)
+    assert re.search(r'^kubelet_pleg_relist_duration_seconds_bucket\{le="\+Inf"\} [1-9]', m, re.M)
+    assert re.search(r'^kubelet_pleg_relist_interval_seconds_count [1-9]', m, re.M)
     assert "# TYPE kubelet_runtime_operations_errors_total counter" in m
     probes = wait_for(lambda: re.search(r'^prober_probe_total\{container="c",namespace="default",pod="m-testnode",'
                                         r'pod_uid="[^"]+",probe_type="Readiness",result="successful"\} [1-9]',

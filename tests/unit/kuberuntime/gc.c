@@ -3,6 +3,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 #include <cmocka.h>
 
@@ -112,6 +113,13 @@ static void test_deleted_and_terminated(void **state) {
         free(out);
 }
 
+static bool has_sandbox(const struct kr_gc_sandbox **out, size_t n, const char *id) {
+        for (size_t i = 0; i < n; i++)
+                if (streq(out[i]->id, id))
+                        return true;
+        return false;
+}
+
 static void test_sandboxes(void **state) {
         const struct kr_gc_sandbox s[] = {
                 { .id = "p-old", .pod_uid = "p", .created_nsec = S(1) },
@@ -126,17 +134,48 @@ static void test_sandboxes(void **state) {
 
         assert_int_equal(kr_gc_select_sandboxes(s, ELEMENTSOF(s), c, ELEMENTSOF(c), &PODS, false, &out, &n), 0);
         assert_int_equal(n, 2);
-        assert_string_equal(out[0]->id, "p-old");
-        assert_string_equal(out[1]->id, "g-a"); /* a ready sandbox is never removed */
+        assert_true(has_sandbox(out, n, "p-old"));
+        assert_true(has_sandbox(out, n, "g-a")); /* a ready sandbox is never removed */
         free(out);
         assert_string_equal(kr_gc_pod_uid_from_logs_dir("default_web_1234-5678"), "1234-5678");
 }
 
+/* Many pods, their sandboxes interleaved: per pod all but the newest go unless a container still uses one */
+static void test_sandboxes_many(void **state) {
+        enum { PODS_N = 400, PER = 3 };
+        static struct kr_gc_sandbox s[PODS_N * PER];
+        static struct kr_gc_container c[PODS_N];
+        static char ids[PODS_N * PER][24], uids[PODS_N][16];
+        const struct kr_gc_sandbox **out = NULL;
+        size_t n = 0, k = 0;
+
+        for (size_t v = 0; v < PER; v++) /* every pod's first sandbox, then every pod's second, ... */
+                for (size_t p = 0; p < PODS_N; p++) {
+                        snprintf(uids[p], sizeof(uids[p]), "u%zu", p);
+                        snprintf(ids[k], sizeof(ids[k]), "s%zu-%zu", p, v);
+                        s[k] = (struct kr_gc_sandbox) { .id = ids[k], .pod_uid = uids[p], .created_nsec = S(v + 1) };
+                        k++;
+                }
+        /* pod p's oldest sandbox (v = 0, index p) still holds a container for even p */
+        for (size_t p = 0; p < PODS_N; p++)
+                c[p] = (struct kr_gc_container) {
+                        .id = "c", .pod_uid = uids[p], .name = "a", .sandbox_id = p % 2 == 0 ? ids[p] : "elsewhere"
+                };
+        assert_int_equal(kr_gc_select_sandboxes(s, ELEMENTSOF(s), c, ELEMENTSOF(c), &PODS, false, &out, &n), 0);
+        assert_int_equal(n, PODS_N * (PER - 1) - PODS_N / 2);
+        for (size_t i = 0; i < n; i++)
+                assert_true(out[i]->created_nsec < S(PER)); /* never a pod's newest */
+        assert_true(has_sandbox(out, n, ids[1]));           /* pod 1's oldest: no container */
+        assert_false(has_sandbox(out, n, ids[0]));          /* pod 0's oldest: a container uses it */
+        assert_true(has_sandbox(out, n, ids[PODS_N]));      /* pod 0's second */
+        assert_false(has_sandbox(out, n, ids[2 * PODS_N])); /* pod 0's newest */
+        free(out);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_per_container),
-                cmocka_unit_test(test_max_containers),
-                cmocka_unit_test(test_deleted_and_terminated),
+                cmocka_unit_test(test_per_container),  cmocka_unit_test(test_sandboxes_many),
+                cmocka_unit_test(test_max_containers), cmocka_unit_test(test_deleted_and_terminated),
                 cmocka_unit_test(test_sandboxes),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -171,6 +171,63 @@ static void test_events(void **state) {
         assert_int_equal(pleg_gone_count(c->pleg), 3);
 }
 
+/* Many pods, listed out of UID order, each with a sandbox and two containers: the set of pod UIDs is sorted and
+ * distinct, pleg_has_pod finds each one and no other, a pod whose several objects changed is reported once, and
+ * every relist is observed by the relist histograms. */
+static void test_many_pods(void **state) {
+        struct ctx *c = *state;
+        enum { N = 300 };
+        char *sandboxes[N] = {}, *containers[N] = {}, *extras[N] = {};
+        char **reported;
+
+        assert_int_equal(pleg_start(c->pleg), 0);
+        relist(c);
+        for (unsigned i = 0; i < N; i++) {
+                char uid[32], name[32];
+                unsigned k = (i * 7919) % N; /* not in UID order */
+                snprintf(uid, sizeof(uid), "uid-%04u", k);
+                snprintf(name, sizeof(name), "p%u", k);
+                assert_int_equal(fake_runtime_add_sandbox(c->rt, uid, name, 0, &sandboxes[k]), 0);
+                assert_int_equal(fake_runtime_add_container(c->rt, sandboxes[k], "a", 0, true, &containers[k]), 0);
+                assert_int_equal(fake_runtime_add_container(c->rt, sandboxes[k], "b", 0, true, &extras[k]), 0);
+        }
+        relist(c);
+        reported = c->changed;
+        assert_int_equal(strv_length(reported), N); /* each pod once, for its three new objects */
+        for (unsigned k = 0; k < N; k++) {
+                char uid[32];
+                snprintf(uid, sizeof(uid), "uid-%04u", k);
+                assert_string_equal(pleg_pod_uids(c->pleg)[k], uid); /* sorted, one entry per pod */
+                assert_true(pleg_has_pod(c->pleg, uid));
+        }
+        assert_null(pleg_pod_uids(c->pleg)[N]);
+        assert_false(pleg_has_pod(c->pleg, "uid-9999"));
+        assert_false(pleg_has_pod(c->pleg, ""));
+        c->changed = strv_free(c->changed);
+
+        /* pod 17's container dies and its sandbox stops: pod 17 alone, once */
+        assert_int_equal(fake_runtime_exit(c->rt, containers[17], 1, 0), 0);
+        assert_int_equal(fake_runtime_sandbox_die(c->rt, sandboxes[17]), 0);
+        relist(c);
+        assert_changed(c, "uid-0017");
+
+        /* pod 3 gone entirely: no longer in the set */
+        assert_int_equal(fake_runtime_vanish(c->rt, containers[3]), 0);
+        assert_int_equal(fake_runtime_vanish(c->rt, extras[3]), 0);
+        assert_int_equal(fake_runtime_sandbox_vanish(c->rt, sandboxes[3]), 0);
+        relist(c);
+        assert_changed(c, "uid-0003");
+        assert_false(pleg_has_pod(c->pleg, "uid-0003"));
+        assert_true(pleg_has_pod(c->pleg, "uid-0004"));
+        assert_int_equal(pleg_relist_duration(c->pleg)->count, c->relists + c->failed);
+        assert_int_equal(pleg_relist_interval(c->pleg)->count, c->relists + c->failed - 1);
+        for (unsigned k = 0; k < N; k++) {
+                free(sandboxes[k]);
+                free(containers[k]);
+                free(extras[k]);
+        }
+}
+
 static void test_period_and_no_overlap(void **state) {
         struct ctx *c = *state;
         size_t before;
@@ -247,6 +304,7 @@ static void test_one_call_fails(void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_events, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_many_pods, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_period_and_no_overlap, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_runtime_down, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_one_call_fails, setup, teardown),
