@@ -139,8 +139,10 @@ def test_container_restart_rules_of_an_api_pod(kubelet_factory, apiserver, runti
                   restartPolicyRules=[{"action": "Restart", "exitCodes": {"operator": "In", "values": [42]}}]),
         container("done", ["sh", "-c", "exit 3"])], NODE, restart_policy="Never", grace=1), "default")
     # restarted on 42 though the pod's restartPolicy is Never; the other one is not; the pod stays Running
+    # the two containers run side by side: wait until retry has restarted and done has exited, in any order
     p = apiserver.wait(lambda: (p := apiserver.pod("rules")) and (c := cstatus(p, "retry")) and
-                       c["restartCount"] >= 1 and p, 60, msg="retry restarted")
+                       c["restartCount"] >= 1 and "terminated" in (cstatus(p, "done") or {}).get("state", {}) and p,
+                       60, msg="retry restarted and done exited")
     assert p["status"]["phase"] == "Running"
     assert cstatus(p, "done")["restartCount"] == 0
     assert cstatus(p, "done")["state"]["terminated"]["exitCode"] == 3
