@@ -1,0 +1,120 @@
+"""The fault suite: containerd killed and hung, ckubelet killed at random moments during churn, the root dir's
+filesystem full, the apiserver black-holed. Every test ends with converged(): the runtime runs one sandbox and
+one container per expected pod (nothing duplicated, no restart beyond what the test allows), and nothing is
+left of the pods that are gone: no sandbox or container, no mount under the root dir, no pod cgroup, no pod
+directory, no pod log directory."""
+import os
+import signal
+import time
+
+from conftest import NODE, cgroup_hierarchies, pod_manifest, wait_for
+from test_crash import assert_one_of_each
+
+# a sleeper that forks nothing while it runs (50 of them on a loaded 2-core machine) and stops at once on TERM
+IDLE = ["sh", "-c", "trap 'exit 0' TERM; sleep 100000 & wait"]
+
+
+def _pod_uids(runtime):
+    """The pod UIDs the runtime has anything of (sandboxes or containers)."""
+    uids = {p["metadata"]["uid"] for p in runtime.pods()}
+    return uids | {c["labels"].get("io.kubernetes.pod.uid") for c in runtime.containers()}
+
+
+def _leftovers(kubelet, live_uids):
+    """What is left on the node of pods whose UID is not in live_uids: mounts under the root dir, pod cgroups,
+    pod directories, pod log directories. Empty when clean."""
+    left = []
+    root = os.path.realpath(kubelet.root)
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            mnt = line.split()[4]
+            if mnt.startswith(root + "/"):
+                rel = mnt[len(root) + 1:].split("/")
+                if len(rel) < 2 or rel[0] != "pods" or rel[1] not in live_uids:
+                    left.append(f"mount {mnt}")
+    for h in cgroup_hierarchies():
+        top = h + kubelet.cgroup_root
+        for d, subdirs, _ in os.walk(top):
+            for s in subdirs:
+                if s.startswith("pod") and s[3:] not in live_uids:
+                    left.append(f"cgroup {os.path.join(d, s)}")
+    pods_dir = os.path.join(kubelet.root, "pods")
+    for uid in os.listdir(pods_dir) if os.path.isdir(pods_dir) else []:
+        if uid not in live_uids:
+            left.append(f"pod directory {os.path.join(pods_dir, uid)}")
+    for d in os.listdir(kubelet.logs) if os.path.isdir(kubelet.logs) else []:
+        if d.rsplit("_", 1)[-1] not in live_uids:
+            left.append(f"pod log directory {os.path.join(kubelet.logs, d)}")
+    return left
+
+
+def converged(kubelet, runtime, names, interrupted_start_ok=False, timeout=90):
+    """Converged, nothing duplicated, nothing leaked: exactly the pods `names` (static pod names as the runtime
+    sees them) run, one sandbox and one running container each, never restarted (see assert_one_of_each for
+    interrupted_start_ok); nothing is left of any other pod. Polls until true, then asserts it held."""
+    names = set(names)
+
+    def state():
+        sandboxes = runtime.pods()
+        if {p["metadata"]["name"] for p in sandboxes} != names or len(sandboxes) != len(names):
+            return None
+        if any(p["state"] != "SANDBOX_READY" for p in sandboxes):
+            return None
+        if {c["labels"]["io.kubernetes.pod.name"] for c in runtime.containers()
+                if c["state"] == "CONTAINER_RUNNING"} != names:
+            return None
+        live = _pod_uids(runtime)
+        return not _leftovers(kubelet, live)
+
+    try:
+        wait_for(state, timeout, interval=0.5, msg="convergence")
+    except AssertionError:
+        live = _pod_uids(runtime)
+        raise AssertionError(f"not converged on {sorted(names)}: sandboxes "
+                             f"{sorted((p['metadata']['name'], p['state']) for p in runtime.pods())}, containers "
+                             f"{sorted((c['labels'].get('io.kubernetes.pod.name'), c['state']) for c in runtime.containers())}"
+                             f", leftovers {_leftovers(kubelet, live)}")
+    assert kubelet.alive(), "ckubelet died"
+    assert_one_of_each(runtime, sorted(names), interrupted_start_ok=interrupted_start_ok)
+    if not interrupted_start_ok:
+        for c in runtime.containers():
+            assert c["annotations"]["io.kubernetes.container.restartCount"] == "0", f"restarted: {c}"
+
+
+def _runtime_pid(runtime):
+    with open(os.path.join(runtime.dir, "containerd.pid")) as f:
+        return int(f.read())
+
+
+def _log_count(kubelet, text):
+    return kubelet.log().count(text)
+
+
+# ---------------------------------------------------------------- containerd killed six times
+
+
+def test_containerd_sigkilled_six_times_with_50_pods(kubelet, runtime):
+    names = [f"s{i:02d}-{NODE}" for i in range(50)]
+    for i in range(50):
+        kubelet.write(f"s{i:02d}.yaml", pod_manifest(f"s{i:02d}", [("c", IDLE)], grace=2))
+    converged(kubelet, runtime, names, timeout=300)
+    before = {c["id"] for c in runtime.containers()}
+    for round_ in range(6):
+        downs = _log_count(kubelet, "container runtime is down")
+        ups = _log_count(kubelet, "container runtime is up again")
+        pid = _runtime_pid(runtime)
+        os.kill(pid, signal.SIGKILL)
+        wait_for(lambda: not os.path.exists(f"/proc/{pid}") or open(f"/proc/{pid}/stat").read().split(")")[-1]
+                 .split()[0] == "Z", 20, msg="containerd gone")
+        os.unlink(os.path.join(runtime.dir, "containerd.pid"))
+        wait_for(lambda: _log_count(kubelet, "container runtime is down") > downs, 60,
+                 msg=f"round {round_}: ckubelet saw the runtime go down")
+        runtime.start()
+        wait_for(lambda: _log_count(kubelet, "container runtime is up again") > ups, 60,
+                 msg=f"round {round_}: ckubelet reconnected")
+        converged(kubelet, runtime, names, timeout=120)
+        assert {c["id"] for c in runtime.containers()} == before, f"round {round_}: containers replaced"
+    for i in range(50):
+        kubelet.remove(f"s{i:02d}.yaml")
+    converged(kubelet, runtime, [], timeout=300)
+
