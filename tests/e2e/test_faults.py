@@ -6,8 +6,13 @@ directory, no pod log directory."""
 import os
 import signal
 import time
+import urllib.request
 
+import pytest
+
+from apiobjects import api_pod, cond, container
 from conftest import NODE, cgroup_hierarchies, pod_manifest, wait_for
+from fakeapi import FakeApiServer
 from test_crash import assert_one_of_each
 
 # a sleeper that forks nothing while it runs (50 of them on a loaded 2-core machine) and stops at once on TERM
@@ -117,4 +122,80 @@ def test_containerd_sigkilled_six_times_with_50_pods(kubelet, runtime):
     for i in range(50):
         kubelet.remove(f"s{i:02d}.yaml")
     converged(kubelet, runtime, [], timeout=300)
+
+
+# ---------------------------------------------------------------- containerd hung (SIGSTOP)
+
+RUNTIME_REQUEST_TIMEOUT = 10  # seconds (--runtime-request-timeout)
+RUNTIME_DOWN_AFTER = 30  # upstream's maxWaitForContainerRuntime (pkg/kubelet/runtime.go), src/node/manager.c
+
+
+@pytest.fixture
+def apiserver(tmp_path):
+    a = FakeApiServer(str(tmp_path / "apiserver"), node_name=NODE)
+    a.start()
+    yield a
+    a.stop()
+
+
+def _node_ready(apiserver):
+    node = apiserver.get("nodes", NODE)
+    c = cond(node, "Ready") if node else None
+    return c["status"] if c else None, c.get("message", "") if c else ""
+
+
+def _lease_renew(apiserver):
+    lease = apiserver.get("leases", NODE, namespace="kube-node-lease")
+    return lease["spec"].get("renewTime") if lease else None
+
+
+def _healthz_seconds(kubelet):
+    """How long the kubelet's /healthz took to answer "ok" (fails if it did not within 3 s)."""
+    t = time.monotonic()
+    with urllib.request.urlopen(f"http://127.0.0.1:{kubelet.healthz_port}/healthz", timeout=3) as r:
+        assert r.status == 200 and r.read() == b"ok"
+    return time.monotonic() - t
+
+
+def test_containerd_sigstopped_node_not_ready_then_recovers(kubelet_factory, apiserver, runtime):
+    k = kubelet_factory(start=False)
+    k.start("--kubeconfig", apiserver.kubeconfig, "--node-status-update-frequency", "1s",
+            "--runtime-request-timeout", f"{RUNTIME_REQUEST_TIMEOUT}s")
+    k.write("st.yaml", pod_manifest("st", [("c", IDLE)]))
+    apiserver.create("pods", api_pod("a1", [container("c", IDLE)], NODE, namespace="default"))
+    names = [f"st-{NODE}", "a1"]
+    converged(k, runtime, names)
+    apiserver.wait(lambda: _node_ready(apiserver)[0] == "True", timeout=60, msg="node Ready")
+    before = {c["id"] for c in runtime.containers()}
+    pid = _runtime_pid(runtime)
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        t0 = time.monotonic()
+        lease0 = _lease_renew(apiserver)
+        slowest = 0.0
+        # the bound our code keeps: a Status call hangs for the request timeout at most, the runtime counts as
+        # down once its last good check is RUNTIME_DOWN_AFTER old, one status period (1 s) each side; plus a
+        # margin for this loaded machine
+        bound = RUNTIME_DOWN_AFTER + RUNTIME_REQUEST_TIMEOUT + 2 + 20
+        while True:
+            slowest = max(slowest, _healthz_seconds(k))  # the loop is not stalled by the hung runtime
+            status, message = _node_ready(apiserver)
+            if status == "False":
+                break
+            assert time.monotonic() - t0 < bound, f"node still Ready {bound}s after the runtime hung"
+            time.sleep(0.5)
+        elapsed = time.monotonic() - t0
+        assert "container runtime is down" in message, message
+        # upstream waits RUNTIME_DOWN_AFTER for the runtime: not NotReady much before that
+        assert elapsed > RUNTIME_DOWN_AFTER - 5, f"NotReady after {elapsed:.1f}s"
+        # the heartbeat does not wait on the runtime: the lease (renewed every 10 s) moves meanwhile
+        wait_for(lambda: _lease_renew(apiserver) != lease0, 20, msg="the lease renewed while the runtime hung")
+        assert k.alive()
+        print(f"NotReady {elapsed:.1f}s after SIGSTOP; slowest /healthz {slowest * 1000:.0f} ms")
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    apiserver.wait(lambda: _node_ready(apiserver)[0] == "True", timeout=60, msg="node Ready again after SIGCONT")
+    converged(k, runtime, names)
+    assert {c["id"] for c in runtime.containers()} == before, "pods disturbed by the hung runtime"
+    apiserver.wait(lambda: (p := apiserver.pod("a1")) and p["status"].get("phase") == "Running", timeout=30)
 
