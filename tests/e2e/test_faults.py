@@ -4,6 +4,7 @@ one container per expected pod (nothing duplicated, no restart beyond what the t
 left of the pods that are gone: no sandbox or container, no mount under the root dir, no pod cgroup, no pod
 directory, no pod log directory."""
 import os
+import random
 import signal
 import time
 import urllib.request
@@ -198,4 +199,46 @@ def test_containerd_sigstopped_node_not_ready_then_recovers(kubelet_factory, api
     converged(k, runtime, names)
     assert {c["id"] for c in runtime.containers()} == before, "pods disturbed by the hung runtime"
     apiserver.wait(lambda: (p := apiserver.pod("a1")) and p["status"].get("phase") == "Running", timeout=30)
+
+
+# ---------------------------------------------------------------- ckubelet kill -9ed during churn
+
+
+def _start_and_wait_listed(kubelet, timeout=60):
+    """Start ckubelet and wait until it has listed the runtime (read from where its log was at the start)."""
+    offset = os.path.getsize(kubelet.logfile) if os.path.exists(kubelet.logfile) else 0
+    kubelet.start()
+
+    def listed():
+        with open(kubelet.logfile, errors="replace") as f:
+            f.seek(offset)
+            return "runtime listed:" in f.read()
+    wait_for(listed, timeout, interval=0.02, msg="the restarted ckubelet listed the runtime")
+
+
+def test_kubelet_kill9_at_random_moments_during_churn(kubelet, runtime):
+    rng = random.Random(14)
+    keep = [f"keep{i}" for i in range(3)]
+    for n in keep:
+        kubelet.write(f"{n}.yaml", pod_manifest(n, [("c", IDLE)], grace=1))
+    converged(kubelet, runtime, [f"{n}-{NODE}" for n in keep], timeout=120)
+    kept = sorted(c["id"] for c in runtime.containers())
+    live = []  # churned manifests present now
+    t0 = time.monotonic()
+    for round_ in range(100):
+        # churn: a new pod most rounds, the oldest removed once there are a few
+        if rng.random() < 0.7:
+            name = f"churn{round_}"
+            kubelet.write(f"{name}.yaml", pod_manifest(name, [("c", IDLE)], grace=1))
+            live.append(name)
+        if len(live) > 4 or (live and rng.random() < 0.3):
+            kubelet.remove(f"{live.pop(0)}.yaml")
+        time.sleep(rng.uniform(0, 0.3))
+        kubelet.kill9()
+        _start_and_wait_listed(kubelet)
+    churn_seconds = time.monotonic() - t0
+    converged(kubelet, runtime, [f"{n}-{NODE}" for n in keep + live], interrupted_start_ok=True, timeout=180)
+    assert sorted(c["id"] for n in keep for c in runtime.containers_of(f"{n}-{NODE}")) == kept, \
+        "a pod that was never touched was restarted"
+    print(f"100 kills in {churn_seconds:.0f}s; {len(live)} churned pods left running")
 
