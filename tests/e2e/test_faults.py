@@ -3,8 +3,11 @@ filesystem full, the apiserver black-holed. Every test ends with converged(): th
 one container per expected pod (nothing duplicated, no restart beyond what the test allows), and nothing is
 left of the pods that are gone: no sandbox or container, no mount under the root dir, no pod cgroup, no pod
 directory, no pod log directory."""
+import errno
+import json
 import os
 import random
+import re
 import signal
 import time
 import urllib.request
@@ -14,6 +17,7 @@ import pytest
 from apiobjects import api_pod, cond, container
 from conftest import NODE, cgroup_hierarchies, pod_manifest, wait_for
 from fakeapi import FakeApiServer
+from nodelife import SmallFs
 from test_crash import assert_one_of_each
 
 # a sleeper that forks nothing while it runs (50 of them on a loaded 2-core machine) and stops at once on TERM
@@ -241,4 +245,94 @@ def test_kubelet_kill9_at_random_moments_during_churn(kubelet, runtime):
     assert sorted(c["id"] for n in keep for c in runtime.containers_of(f"{n}-{NODE}")) == kept, \
         "a pod that was never touched was restarted"
     print(f"100 kills in {churn_seconds:.0f}s; {len(live)} churned pods left running")
+
+
+# ---------------------------------------------------------------- the root dir's filesystem full
+
+
+def _fill(directory):
+    """Fill the filesystem of `directory` to the last block (ENOSPC): a big file, then small ones for the
+    inodes and directory blocks left. Returns the files made."""
+    made = [os.path.join(directory, "filler")]
+    fd = os.open(made[0], os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        for chunk in (1 << 20, 4096, 512):
+            try:
+                while os.write(fd, b"\0" * chunk) > 0:
+                    pass
+            except OSError as e:
+                assert e.errno == errno.ENOSPC, e
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    while True:
+        path = os.path.join(directory, f"filler{len(made)}")
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        except OSError as e:
+            assert e.errno == errno.ENOSPC, e
+            return made
+        made.append(path)
+        try:
+            os.write(fd, b"\0" * 512)
+        except OSError as e:
+            assert e.errno == errno.ENOSPC, e
+        finally:
+            os.close(fd)
+
+
+def _state_files(root):
+    """The kubelet's own state files (outside the pods' directories): path -> content."""
+    out = {}
+    for d, subdirs, files in os.walk(root):
+        if os.path.relpath(d, root).split("/")[0] in ("pods", "lost+found"):
+            subdirs[:] = []
+            continue
+        for name in files:
+            p = os.path.join(d, name)
+            if os.path.isfile(p) and not os.path.islink(p):
+                with open(p, "rb") as f:
+                    out[p] = f.read()
+    return out
+
+
+def test_root_dir_filesystem_full(kubelet_factory, runtime):
+    fs = SmallFs(24)
+    try:
+        k = kubelet_factory(start=False)
+        k.root = fs.mnt
+        # no disk eviction thresholds: this is about write errors, not about DiskPressure (tested elsewhere)
+        k.start("--eviction-hard", "memory.available<1Mi")
+        k.write("old.yaml", pod_manifest("old", [("c", IDLE)]))
+        converged(k, runtime, [f"old-{NODE}"])
+        [old] = runtime.containers()
+        fillers = _fill(fs.mnt)
+        k.write("new.yaml", pod_manifest("new", [("c", IDLE)]))
+        # a clear error naming the path and the reason, in the log and as an event
+        k.wait_log(re.escape(fs.mnt) + r"[^\n]*No space left on device|No space left on device[^\n]*" +
+                   re.escape(fs.mnt), 60,
+                   msg="an ENOSPC error naming the path")
+        k.wait_log(r'object="default/new-testnode"[^\n]*type="Warning"[^\n]*No space left on device', 60,
+                   msg="a Warning event of the new pod naming ENOSPC")
+        # the pod is retried (and fails the same way) while the filesystem stays full
+        wait_for(lambda: k.log().count("cannot create the pod directory") >= 3, 60, msg="retries while full")
+        assert k.alive()
+        assert [c["id"] for c in runtime.running(f"old-{NODE}")] == [old["id"]], "the running pod was disturbed"
+        # space returns; the kubelet restarts (a crash at the worst moment: kill -9) and everything converges
+        for p in fillers:
+            os.unlink(p)
+        k.kill9()
+        k.start()
+        converged(k, runtime, [f"old-{NODE}", f"new-{NODE}"], interrupted_start_ok=True, timeout=120)
+        assert [c["id"] for c in runtime.running(f"old-{NODE}")] == [old["id"]]
+        # no state file was left empty or cut short by the full filesystem
+        for p, content in _state_files(k.root).items():
+            if p.endswith(".json") or content[:1] in (b"{", b"["):
+                json.loads(content)
+            assert content or p.endswith((".lock", ".sock")), f"{p} is empty"
+        assert "corrupt" not in k.log().lower()
+        assert k.term() == 0
+        runtime.clean()
+    finally:
+        fs.destroy()
 
