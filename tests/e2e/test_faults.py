@@ -3,12 +3,16 @@ filesystem full, the apiserver black-holed. Every test ends with converged(): th
 one container per expected pod (nothing duplicated, no restart beyond what the test allows), and nothing is
 left of the pods that are gone: no sandbox or container, no mount under the root dir, no pod cgroup, no pod
 directory, no pod log directory."""
+import calendar
+import ctypes
 import errno
 import json
 import os
 import random
 import re
 import signal
+import subprocess
+import threading
 import time
 import urllib.request
 
@@ -336,3 +340,129 @@ def test_root_dir_filesystem_full(kubelet_factory, runtime):
     finally:
         fs.destroy()
 
+
+# ---------------------------------------------------------------- the apiserver black-holed
+
+IPTABLES = "/usr/sbin/iptables"
+OUTAGE = 120  # seconds of dropped packets
+CATCH_UP = 90  # seconds the node and pod statuses may take to flow again after the outage
+
+
+def _sh(*args):
+    subprocess.run(args, check=True, capture_output=True, text=True)
+
+
+def _in_netns(ns, fn):
+    """Run fn() on a thread that has joined the network namespace ns: sockets it makes live there."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    out = {}
+
+    def run():
+        fd = os.open(f"/run/netns/{ns}", os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            if libc.setns(fd, 0x40000000) != 0:  # CLONE_NEWNET
+                raise OSError(ctypes.get_errno(), "setns")
+        finally:
+            os.close(fd)
+        try:
+            out["value"] = fn()
+        except BaseException as e:  # re-raised on the caller's thread
+            out["error"] = e
+    t = threading.Thread(target=run)
+    t.start()
+    t.join()
+    if "error" in out:
+        raise out["error"]
+    return out.get("value")
+
+
+@pytest.fixture
+def blackholed_apiserver(tmp_path):
+    """The fake apiserver in a network namespace of its own, reached from the host over a veth pair (a /30 of
+    198.18.0.0/15, the benchmarking range). .drop(on) adds or removes an iptables DROP of its port inside the
+    namespace: the kubelet's packets then vanish (no refusal, no reset)."""
+    n = os.getpid() % 60000
+    ns, host_if, ns_if = f"ckfault{n}", f"ckfh{n}", f"ckfn{n}"
+    net = f"198.{18 + (n >> 14 & 1)}.{n >> 6 & 0xff}.{(n & 0x3f) << 2}"
+    base = net.rsplit(".", 1)[0]
+    last = int(net.rsplit(".", 1)[1])
+    host_ip, ns_ip = f"{base}.{last + 1}", f"{base}.{last + 2}"
+    a = None
+    try:
+        _sh("ip", "netns", "add", ns)
+        _sh("ip", "link", "add", host_if, "type", "veth", "peer", "name", ns_if)
+        _sh("ip", "link", "set", ns_if, "netns", ns)
+        _sh("ip", "addr", "add", f"{host_ip}/30", "dev", host_if)
+        _sh("ip", "link", "set", host_if, "up")
+        _sh("ip", "netns", "exec", ns, "ip", "addr", "add", f"{ns_ip}/30", "dev", ns_if)
+        _sh("ip", "netns", "exec", ns, "ip", "link", "set", ns_if, "up")
+        _sh("ip", "netns", "exec", ns, "ip", "link", "set", "lo", "up")
+        a = FakeApiServer(str(tmp_path / "apiserver"), node_name=NODE, host=ns_ip)
+        _in_netns(ns, a.start)
+        rule = ["INPUT", "-p", "tcp", "--dport", str(a.port), "-j", "DROP"]
+
+        def drop(on):
+            _sh("ip", "netns", "exec", ns, IPTABLES, "-w", "-A" if on else "-D", *rule)
+        a.drop = drop
+        yield a
+    finally:
+        if a is not None:
+            a.stop()
+        subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+        subprocess.run(["ip", "link", "del", host_if], capture_output=True)
+
+
+def _renewed_since(apiserver, t):
+    lease = apiserver.get("leases", NODE, namespace="kube-node-lease")
+    return lease and _parse_time(lease["spec"]["renewTime"]) >= t
+
+
+def _parse_time(s):
+    """A metav1.Time or MicroTime as seconds since the epoch."""
+    base, _, frac = s.rstrip("Z").partition(".")
+    return calendar.timegm(time.strptime(base, "%Y-%m-%dT%H:%M:%S")) + (float("0." + frac) if frac else 0)
+
+
+def test_apiserver_blackholed_for_two_minutes(kubelet_factory, blackholed_apiserver, runtime):
+    api = blackholed_apiserver
+    k = kubelet_factory(start=False)
+    with open(k.config, "a") as f:  # the node status is PATCHed at least this often, changed or not
+        f.write("nodeStatusReportFrequency: 5s\n")
+    k.start("--kubeconfig", api.kubeconfig, "--node-status-update-frequency", "1s")
+    k.write("st.yaml", pod_manifest("st", [("c", IDLE)]))
+    api.create("pods", api_pod("a1", [container("c", IDLE)], NODE, namespace="default"))
+    converged(k, runtime, [f"st-{NODE}", "a1"])
+    api.wait(lambda: (p := api.pod("a1")) and p["status"].get("phase") == "Running" and api.pod(f"st-{NODE}"),
+             timeout=60, msg="a1 Running and the mirror pod of st")
+    before = sorted(c["id"] for c in runtime.containers())
+    api.drop(True)
+    try:
+        t0 = time.monotonic()
+        # a static pod added during the outage starts without the apiserver
+        k.write("st2.yaml", pod_manifest("st2", [("c", IDLE)]))
+        started = False
+        while time.monotonic() - t0 < OUTAGE:
+            assert k.alive(), "ckubelet died during the outage"
+            started = started or bool(runtime.running(f"st2-{NODE}"))
+            for n in (f"st-{NODE}", "a1"):  # running, once, never restarted
+                assert len(runtime.pods_named(n)) == 1 and len(runtime.containers_of(n)) == 1, n
+            assert sorted(c["id"] for n in (f"st-{NODE}", "a1") for c in runtime.containers_of(n)) == before
+            time.sleep(1)
+        assert started, "a static pod added during the outage did not start"
+    finally:
+        api.drop(False)
+    t_end = time.time()
+    t1 = time.monotonic()
+    # the node's lease and status, and the pods' status, catch up
+    api.wait(lambda: _renewed_since(api, t_end), timeout=CATCH_UP, msg="the lease renewed after the outage")
+    api.wait(lambda: (c := cond(api.get("nodes", NODE), "Ready")) and c["status"] == "True" and
+             _parse_time(c["lastHeartbeatTime"]) >= int(t_end), timeout=CATCH_UP, msg="node status after the outage")
+    api.wait(lambda: (p := api.pod(f"st2-{NODE}")) and p["status"].get("phase") == "Running", timeout=CATCH_UP,
+             msg="the mirror pod of st2 and its status")
+    # the pod watch flows again
+    api.create("pods", api_pod("a2", [container("c", IDLE)], NODE, namespace="default"))
+    api.wait(lambda: (p := api.pod("a2")) and p["status"].get("phase") == "Running", timeout=CATCH_UP,
+             msg="a2 (created after the outage) Running")
+    print(f"status caught up {time.monotonic() - t1:.1f}s after the outage")
+    converged(k, runtime, [f"st-{NODE}", f"st2-{NODE}", "a1", "a2"])
+    assert set(before) <= {c["id"] for c in runtime.containers()}
