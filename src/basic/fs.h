@@ -12,6 +12,10 @@
  * O_NONBLOCK, and anything but a regular file is refused (stat_verify_regular's errors), so that a FIFO or a
  * device put where a file is expected cannot block the caller. */
 int read_full_file(const char *path, size_t max_size, char **ret_data, size_t *ret_size);
+/* The cap every reader of /proc/self/mountinfo uses. A node with thousands of mounts (pods' volumes, containers'
+ * rootfs with long overlay option strings, network namespaces) passes 1 MiB; refusing the file then stopped
+ * the kubelet at start. */
+#define PROC_MOUNTINFO_MAX (16u * 1024u * 1024u)
 /* The same, path relative to the directory dirfd (or AT_FDCWD). */
 int read_full_file_at(int dirfd, const char *path, size_t max_size, char **ret_data, size_t *ret_size);
 /* Write atomically (temp file + rename) with O_CLOEXEC. */

@@ -20,7 +20,6 @@
 #include "cm/systemd.h"
 #include "node/node_status.h"
 
-#define MOUNTINFO_MAX (1024u * 1024u)
 #define CGROUP_FILE_MAX (1024u * 1024u) /* cgroup.procs of a pod cgroup */
 #define CGROUP_DEPTH_MAX 16             /* pod cgroup → sandbox/container cgroups → whatever they made */
 
@@ -139,7 +138,7 @@ static int find_hierarchies(struct cm *m) {
         size_t size;
         int r;
 
-        r = read_full_file("/proc/self/mountinfo", MOUNTINFO_MAX, &data, &size);
+        r = read_full_file("/proc/self/mountinfo", PROC_MOUNTINFO_MAX, &data, &size);
         if (r < 0)
                 return log_error_errno(r, "cannot read /proc/self/mountinfo: %s", strerror(-r));
         for (line = strtok_r(data, "\n", &saveptr); line; line = strtok_r(NULL, "\n", &saveptr)) {

@@ -25,7 +25,7 @@
 
 #define SMALL_FILE_MAX (64u * 1024u)        /* a cgroup file */
 #define PROCS_FILE_MAX (1024u * 1024u)      /* cgroup.procs */
-#define TABLE_FILE_MAX (4u * 1024u * 1024u) /* mountinfo, /proc/<pid>/net/dev */
+#define TABLE_FILE_MAX (4u * 1024u * 1024u) /* /proc/<pid>/net/dev, io.stat, blkio tables */
 #define WALK_MAX_DEPTH 6                    /* <root...>/kubepods/<qos>/pod<uid>/<container> and some slack */
 #define WALK_MAX_CGROUPS 20000u
 #define FDS_COUNTED_MAX 65536u              /* file descriptors counted per cgroup */
@@ -150,7 +150,7 @@ static int read_mounts(struct cadvisor *c) {
 
         mounts_free(c);
         c->mounts_read_usec = now_usec();
-        r = stats_read_file(c->root, "/proc/self/mountinfo", TABLE_FILE_MAX, &text);
+        r = stats_read_file(c->root, "/proc/self/mountinfo", PROC_MOUNTINFO_MAX, &text);
         if (r < 0)
                 return r;
         for (const char *l = text; *l && c->n_mounts < 64;) {
@@ -221,7 +221,7 @@ int cadvisor_new(const struct cadvisor_config *cfg, struct cadvisor **ret) {
         c->ticks = sysconf(_SC_CLK_TCK);
         if (c->ticks <= 0)
                 c->ticks = 100;
-        r = stats_read_file(c->root, "/proc/self/mountinfo", TABLE_FILE_MAX, &mi);
+        r = stats_read_file(c->root, "/proc/self/mountinfo", PROC_MOUNTINFO_MAX, &mi);
         if (r < 0)
                 return log_error_errno(r, "cannot read /proc/self/mountinfo: %s", strerror(-r));
         r = cadvisor_parse_mountinfo(mi, &c->h);

@@ -8,7 +8,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#define VOL_MOUNTINFO_MAX (16u * 1024u * 1024u) /* the file is read whole, at most this much */
+#include "basic/fs.h"
+
+#define VOL_MOUNTINFO_MAX PROC_MOUNTINFO_MAX /* the file is read whole, at most this much */
 
 struct vol_mount {
         int id, parent_id;

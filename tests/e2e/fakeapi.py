@@ -522,8 +522,8 @@ class _Pki:
                  "-keyout", self.ca_key, "-out", self.ca_crt, "-days", "7", "-subj", "/CN=fakeapi-ca",
                  "-addext", "keyUsage=critical,keyCertSign,cRLSign")
 
-    def issue(self, filename, cn, orgs=(), server=False):
-        """Issue a certificate; returns (crt, key) paths."""
+    def issue(self, filename, cn, orgs=(), server=False, host="127.0.0.1"):
+        """Issue a certificate; returns (crt, key) paths. A server certificate names the IP address host."""
         base = os.path.join(self.dir, filename)
         subject = "".join(f"/O={o}" for o in orgs) + f"/CN={cn}"
         _openssl(self.dir, "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
@@ -531,7 +531,7 @@ class _Pki:
         with open(base + ".ext", "w") as f:
             f.write("basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\n"
                     "subjectKeyIdentifier=hash\nauthorityKeyIdentifier=keyid\n")
-            f.write("extendedKeyUsage=serverAuth\nsubjectAltName=IP:127.0.0.1,DNS:localhost\n" if server
+            f.write(f"extendedKeyUsage=serverAuth\nsubjectAltName=IP:{host},DNS:localhost\n" if server
                     else "extendedKeyUsage=clientAuth\n")
         _openssl(self.dir, "x509", "-req", "-in", base + ".csr", "-CA", self.ca_crt, "-CAkey", self.ca_key,
                  "-set_serial", "0x" + secrets.token_hex(8), "-days", "7", "-extfile", base + ".ext",
@@ -565,7 +565,7 @@ class _HTTPServer(http.server.ThreadingHTTPServer):
 
     def __init__(self, api, port):
         self.api = api
-        super().__init__(("127.0.0.1", port), _Handler)
+        super().__init__((api.host, port), _Handler)
 
     def server_bind(self):  # without HTTPServer's getfqdn()
         socketserver.TCPServer.server_bind(self)
@@ -731,9 +731,10 @@ class FakeApiServer:
     (bumping resourceVersions and feeding watches). Knobs a test may set at any time: faults, tokens, sar_rules,
     bookmark_interval, max_watch_seconds."""
 
-    def __init__(self, workdir, node_name="testnode"):
+    def __init__(self, workdir, node_name="testnode", host="127.0.0.1"):
         self.workdir = workdir
         self.node_name = node_name
+        self.host = host  # the IPv4 address it listens on (in the network namespace of the thread calling start())
         os.makedirs(workdir, exist_ok=True)
         self.url = self.kubeconfig = self.ca_file = self.client_cert = None
         self.port = 0
@@ -762,10 +763,10 @@ class FakeApiServer:
     # ---- lifecycle -------------------------------------------------------------------------------------------
 
     def start(self):
-        """Make the PKI, listen on 127.0.0.1 (a free port) and write the node's kubeconfig."""
+        """Make the PKI, listen on self.host (a free port) and write the node's kubeconfig."""
         self._pki = _Pki(os.path.join(self.workdir, "pki"))
         self.ca_file = self._pki.ca_crt
-        server_cert = self._pki.issue("server", "fakeapi", server=True)
+        server_cert = self._pki.issue("server", "fakeapi", server=True, host=self.host)
         self.client_cert = self._pki.issue("node", f"system:node:{self.node_name}", ["system:nodes"])
         self._tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         self._tls.load_cert_chain(*server_cert)
@@ -773,7 +774,7 @@ class FakeApiServer:
         self._tls.verify_mode = ssl.CERT_OPTIONAL
         self._tls.set_alpn_protocols(["http/1.1"])
         self._listen(0)
-        self.url = f"https://127.0.0.1:{self.port}"
+        self.url = f"https://{self.host}:{self.port}"
         self.kubeconfig = self._write_kubeconfig(f"system:node:{self.node_name}", [
             ("client-certificate", self.client_cert[0]), ("client-key", self.client_cert[1])])
 
@@ -1272,7 +1273,7 @@ class FakeApiServer:
             return _VERSION
         if t.endpoint == "api":
             return {"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": [
-                {"clientCIDR": "0.0.0.0/0", "serverAddress": f"127.0.0.1:{self.port}"}]}
+                {"clientCIDR": "0.0.0.0/0", "serverAddress": f"{self.host}:{self.port}"}]}
         if t.endpoint == "apis":
             return {"kind": "APIGroupList", "apiVersion": "v1", "groups": [
                 {"name": g, "versions": [{"groupVersion": f"{g}/v1", "version": "v1"}],
