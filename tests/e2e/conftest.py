@@ -26,11 +26,13 @@ _ports_given = set()
 
 
 def free_port():
-    """A TCP port nothing listens on now (never the same twice in one test session)."""
+    """A TCP port nothing listens on now (never the same twice in one test session). Asked for on every address:
+    ckubelet binds its ports on 0.0.0.0, which a socket on any address holding the port refuses (EADDRINUSE), a
+    client's TIME-WAIT from an earlier probe to a pod IP included; a port free on 127.0.0.1 alone may be such."""
     import socket
     while True:
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-            s.bind(("127.0.0.1", 0))
+            s.bind(("0.0.0.0", 0))
             port = s.getsockname()[1]
         if port not in _ports_given:
             _ports_given.add(port)

@@ -64,7 +64,7 @@ BOOTSTRAP_GROUP = "system:bootstrappers:kubeadm:default-node-token"
 
 def free_port():
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
+        s.bind(("0.0.0.0", 0))  # free on every address (a client's TIME-WAIT on another one would refuse it)
         return s.getsockname()[1]
 
 
