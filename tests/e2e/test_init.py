@@ -134,7 +134,7 @@ def test_sidecar_runs_alongside_the_app(kubelet_factory, runtime):
     sidecar = ["sh", "-c", "trap 'exit 0' TERM; sleep 2; touch /tmp/up; while true; do sleep 0.2; done"]
     k.write("side.yaml", manifest("side", [
         ("s1", sidecar, ["restartPolicy: Always",
-                         "startupProbe: {exec: {command: [test, -f, /tmp/up]}, periodSeconds: 1, timeoutSeconds: 10}"]),
+                         "startupProbe: {exec: {command: [test, -f, /tmp/up]}, periodSeconds: 1, timeoutSeconds: 10, failureThreshold: 30}"]),
         ("i2", ["sh", "-c", "echo two"])], [("app", SLEEPER)], restart_policy="Never"))
     name = f"side-{NODE}"
     wait_for(lambda: runtime.running(name, "s1"), 30, msg="sidecar running")
