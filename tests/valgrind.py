@@ -25,34 +25,10 @@ sys.path.insert(0, os.path.join(HERE, "..", "bench"))
 from harness import private_runtime  # noqa: E402  (it puts tests/e2e on the path)
 import conftest  # noqa: E402
 from conftest import NODE, SLEEPER, Kubelet, free_port, pod_manifest, wait_for  # noqa: E402
+from compare import PROBE_POD  # noqa: E402  (the httpd pod with an HTTP readiness and a TCP liveness probe)
 
 SUPP = os.path.join(HERE, "valgrind.supp")
 TIMEOUT = 180  # s, for each step: memcheck makes ckubelet 20-50 times slower, and the machine may be loaded
-
-PROBE_POD = """\
-apiVersion: v1
-kind: Pod
-metadata:
-  name: web
-spec:
-  terminationGracePeriodSeconds: 2
-  containers:
-  - name: web
-    image: docker.io/library/busybox:1.36
-    command: [sh, -c, "mkdir -p /www && echo ok > /www/index.html && exec httpd -f -p 8080 -h /www"]
-    ports:
-    - name: http
-      containerPort: 8080
-    readinessProbe:
-      httpGet:
-        path: /index.html
-        port: http
-      periodSeconds: 1
-    livenessProbe:
-      tcpSocket:
-        port: 8080
-      periodSeconds: 1
-"""
 
 
 class ValgrindKubelet(Kubelet):
@@ -105,7 +81,7 @@ def main():
         ro = free_port()
         k.extra_args = ["--v", "2", "--read-only-port", str(ro)]
         k.write("sleeper.yaml", pod_manifest("sleeper", [("c", SLEEPER)], grace=2))
-        k.write("web.yaml", PROBE_POD)
+        k.write("web.yaml", PROBE_POD.format(name="web", delay=0))
         k.start()
         try:
             wait_for(lambda: k.alive() and rt.running(f"sleeper-{NODE}") and rt.running(f"web-{NODE}"), TIMEOUT,

@@ -1239,26 +1239,27 @@ static int update_qos_cgroups(struct kubelet *k) {
         return cm_update_qos(k->cm, pods, n);
 }
 
-int kubelet_pod_cgroup_ensure(struct kubelet *k, const struct pod *pod) {
+/* 1: the cgroup manager is on and the QoS cgroups are up to date, so the pod's cgroup is to be made; 0: no cgroup
+ * manager; negative errno */
+static int pod_cgroup_prepare(struct kubelet *k) {
         int r;
 
         if (!cm_enabled(k->cm))
                 return 0;
         r = update_qos_cgroups(k);
-        if (r < 0)
-                return r;
-        return cm_pod_ensure(k->cm, pod);
+        return r < 0 ? r : 1;
+}
+
+int kubelet_pod_cgroup_ensure(struct kubelet *k, const struct pod *pod) {
+        int r = pod_cgroup_prepare(k);
+
+        return r <= 0 ? r : cm_pod_ensure(k->cm, pod);
 }
 
 int kubelet_pod_cgroup_ensure_async(struct kubelet *k, const struct pod *pod, cm_done_fn done, void *userdata) {
-        int r;
+        int r = pod_cgroup_prepare(k);
 
-        if (!cm_enabled(k->cm))
-                return 0;
-        r = update_qos_cgroups(k);
-        if (r < 0)
-                return r;
-        return cm_pod_ensure_async(k->cm, pod, done, userdata);
+        return r <= 0 ? r : cm_pod_ensure_async(k->cm, pod, done, userdata);
 }
 
 /* a pod cgroup stays while a worker (desired, or terminating with runtime state) or a source holds its UID */

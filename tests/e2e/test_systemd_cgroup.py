@@ -97,6 +97,20 @@ def slice_root():
     return base
 
 
+def pod_yaml(name, resources="{}"):
+    return f"""\
+        apiVersion: v1
+        kind: Pod
+        metadata: {{name: {name}}}
+        spec:
+          containers:
+          - name: a
+            image: {BUSYBOX}
+            command: {json.dumps(SLEEPER)}
+            resources: {resources}
+        """
+
+
 def props(call):
     return {k: v for k, v in call["properties"]}
 
@@ -152,17 +166,7 @@ def test_slices_made_and_stopped_over_dbus(kubelet_factory, runtime, fake_system
     assert read(f"/sys/fs/cgroup/pids/{kdir}/pids.max") == str(pid_max)
 
     # a Guaranteed pod: its slice below kubepods, with its resources
-    k.write("g.yaml", f"""\
-        apiVersion: v1
-        kind: Pod
-        metadata: {{name: g}}
-        spec:
-          containers:
-          - name: a
-            image: {BUSYBOX}
-            command: {json.dumps(SLEEPER)}
-            resources: {{limits: {{cpu: 250m, memory: 64Mi}}}}
-        """)
+    k.write("g.yaml", pod_yaml("g", "{limits: {cpu: 250m, memory: 64Mi}}"))
     full = f"g-{k.node}"
     wait_for(lambda: runtime.pods_named(full), 90, msg="the sandbox of pod g")
     [sb] = runtime.pods_named(full)
@@ -194,14 +198,7 @@ def test_slices_made_and_stopped_over_dbus(kubelet_factory, runtime, fake_system
     assert read(f"{CPU}{want_parent}/cpu.cfs_quota_us") == "25000"
 
     # a BestEffort pod: below kubepods-besteffort
-    k.write("b.yaml", f"""\
-        apiVersion: v1
-        kind: Pod
-        metadata: {{name: b}}
-        spec:
-          containers:
-          - {{name: a, image: {BUSYBOX}, command: {json.dumps(SLEEPER)}}}
-        """)
+    k.write("b.yaml", pod_yaml("b"))
     wait_for(lambda: runtime.running(f"b-{k.node}"), 90, msg="pod b running")
     [bsb] = runtime.pods_named(f"b-{k.node}")
     bunit = f"{base}-kubepods-besteffort-pod{bsb['metadata']['uid'].replace('-', '_')}.slice"
@@ -241,17 +238,7 @@ def test_failed_slice_job_keeps_the_sandbox_out(kubelet_factory, runtime):
         k.env = dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS=fake.address)
         k.start("--cgroup-driver", "systemd", "--cgroup-root", "/" + base.replace("_", "-"))
         k.wait_log(r"QoS cgroups ready", 60)
-        k.write("g.yaml", f"""\
-            apiVersion: v1
-            kind: Pod
-            metadata: {{name: g}}
-            spec:
-              containers:
-              - name: a
-                image: {BUSYBOX}
-                command: {json.dumps(SLEEPER)}
-                resources: {{limits: {{cpu: 100m, memory: 32Mi}}}}
-            """)
+        k.write("g.yaml", pod_yaml("g", "{limits: {cpu: 100m, memory: 32Mi}}"))
         k.wait_log(r"failed to ensure that the pod: [0-9a-f]+ cgroups exist and are correctly applied: failed to "
                    r"create container for \[[^]]*kubepods pod[0-9a-f]+\] : error creating systemd unit `" + base +
                    r"-kubepods-pod[0-9a-f_]+\.slice`: got `failed`", 60)
@@ -280,20 +267,6 @@ def test_no_bus_is_a_clear_startup_error(kubelet_factory, runtime):
     assert f"failed to connect to systemd over D-Bus for --cgroup-driver=systemd (system bus unix:path={missing})" \
         in log, log[-2000:]
     assert "QoS cgroups ready" not in log
-
-
-def pod_yaml(name, resources="{}"):
-    return f"""\
-        apiVersion: v1
-        kind: Pod
-        metadata: {{name: {name}}}
-        spec:
-          containers:
-          - name: a
-            image: {BUSYBOX}
-            command: {json.dumps(SLEEPER)}
-            resources: {resources}
-        """
 
 
 def test_bus_lost_and_back_and_no_job_signal(kubelet_factory, runtime):
