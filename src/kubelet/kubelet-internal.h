@@ -33,7 +33,7 @@
 #include "pluginmanager/pluginmanager.h"
 #include "volumemanager/volumemanager.h"
 #include "eviction/api.h"
-#include "images/puller.h"
+#include "basic/slots.h"
 
 struct workpool;
 struct stats_volumes;
@@ -155,10 +155,11 @@ struct kubelet {
         struct logs_manager *logs;          /* rotation, /var/log/containers links, log cleanup */
         struct kr_container_gc *container_gc;
         struct image_gc_manager *image_gc;
-        struct image_puller *image_puller; /* every PullImage waits its turn here (serializeImagePulls) */
-        struct event *gc_timer;            /* container GC every minute */
-        bool container_gc_failed;          /* the last container GC failed (the next success is logged at v1) */
-        uint64_t links_swept_gone;         /* pleg_gone_count() at the last /var/log/containers sweep */
+        struct slots *image_puller;  /* every PullImage waits its turn here (serializeImagePulls) */
+        struct slots *sandbox_slots; /* every RunPodSandbox too (--max-parallel-sandbox-creations) */
+        struct event *gc_timer;      /* container GC every minute */
+        bool container_gc_failed;    /* the last container GC failed (the next success is logged at v1) */
+        uint64_t links_swept_gone;   /* pleg_gone_count() at the last /var/log/containers sweep */
         struct eviction_threshold *thresholds;
         size_t n_thresholds;
         struct eviction_manager *eviction;

@@ -187,9 +187,11 @@ void kubelet_worker_request_sync(struct pod_worker *w) {
                 /* a pass waiting for its volumes gives way to the new request */
                 if (w->sync && w->sync->waiting_volumes)
                         volmgr_pod_poke(k->volumes, w->uid);
-                /* a pass whose pull waits in the queue for a pod no longer wanted gives way too */
-                if (w->sync && (!w->pod || w->deleting))
+                /* a pass whose pull or sandbox waits in its queue for a pod no longer wanted gives way too */
+                if (w->sync && (!w->pod || w->deleting)) {
                         kubelet_sync_start_withdraw(w->sync);
+                        kubelet_sync_sandbox_withdraw(w->sync);
+                }
                 return;
         }
         w->busy = true;
@@ -1518,9 +1520,16 @@ int kubelet_start(struct kubelet *k) {
                 if (r < 0)
                         return r;
         }
-        r = image_puller_new(k->base, o->serialize_image_pulls,
-                             o->max_parallel_image_pulls_set ? (unsigned) o->max_parallel_image_pulls : 0,
-                             &k->image_puller);
+        /* the pull queue (puller.go): serialized, one at a time; else up to maxParallelImagePulls (no limit unset) */
+        r = slots_new(k->base,
+                      o->serialize_image_pulls          ? 1
+                      : o->max_parallel_image_pulls_set ? (unsigned) o->max_parallel_image_pulls
+                                                        : 0,
+                      &k->image_puller);
+        if (r < 0)
+                return r;
+        /* the sandbox creations: a burst of pods is made faster a few sandboxes at a time than all at once */
+        r = slots_new(k->base, kubelet_options_sandbox_creations(o, (long) k->machine.num_cores), &k->sandbox_slots);
         if (r < 0)
                 return r;
         r = kubelet_gc_setup(k);
@@ -1585,8 +1594,9 @@ struct kubelet *kubelet_free(struct kubelet *k) {
                 kubelet_worker_free(w);
         }
         hashmap_done(&k->workers_by_uid);
-        k->image_puller = image_puller_free(k->image_puller); /* after the pod syncs: they hold its tickets */
-        probe_env_done(&k->hook_env);                         /* after the pod syncs: their hooks are gone */
+        k->image_puller = slots_free(k->image_puller); /* after the pod syncs: they hold its tickets */
+        k->sandbox_slots = slots_free(k->sandbox_slots);
+        probe_env_done(&k->hook_env); /* after the pod syncs: their hooks are gone */
         k->status = status_manager_free(k->status);
         k->mirror = kubelet_mirror_free(k->mirror);
         k->events = event_recorder_free(k->events);

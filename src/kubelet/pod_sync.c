@@ -139,6 +139,7 @@ void kubelet_pod_sync_free(struct pod_sync *s) {
         kubelet_sync_kill_free(s);
         kubelet_sync_start_step_free(s);
         kubelet_sync_cleanup_free(s);
+        slots_release(s->k->sandbox_slots, &s->sandbox_slot);
         free(s->hook_pod_desc);
         pod_free(s->pod);
         kc_pod_status_free(s->status);

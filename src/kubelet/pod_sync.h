@@ -24,6 +24,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "basic/slots.h"
 #include "kubelet/kubelet-internal.h"
 #include "kuberuntime/actions.h"
 #include "kuberuntime/config.h"
@@ -62,8 +63,9 @@ struct pod_sync {
         bool waiting_volumes;
 
         /* sandbox: where the containers go */
-        char *cgroup_parent; /* the pod cgroup (src/cm), NULL without --cgroups-per-qos */
-        bool cgroup_failed;  /* the pod cgroup could not be made: no sandbox */
+        char *cgroup_parent;             /* the pod cgroup (src/cm), NULL without --cgroups-per-qos */
+        bool cgroup_failed;              /* the pod cgroup could not be made: no sandbox */
+        struct slot_ticket sandbox_slot; /* its turn among the sandbox creations (k->sandbox_slots) */
         Runtime__V1__PodSandboxConfig *sandbox_config;
         char *sandbox_id;
         char *pod_ip; /* the sandbox's IP (NULL: none known, or host network) */
@@ -97,6 +99,8 @@ void kubelet_sync_kill_free(struct pod_sync *s);
 void kubelet_sync_start_step_free(struct pod_sync *s);
 /* A pull waiting in the pull queue leaves it, and the pass ends (the pod is no longer desired or is being deleted) */
 void kubelet_sync_start_withdraw(struct pod_sync *s);
+/* The same for a sandbox creation waiting for its turn (--max-parallel-sandbox-creations) */
+void kubelet_sync_sandbox_withdraw(struct pod_sync *s);
 void kubelet_sync_cleanup_free(struct pod_sync *s);
 
 void kubelet_pod_sync_observed(struct pod_sync *s);

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The sandbox phase of a pod's pass: the sandbox config (built on every pass: CreateContainer carries it), then
  * either the ready sandbox the decision kept, or a new one (createPodSandbox): the log directory, the pod
- * cgroup, RunPodSandbox, and the new sandbox's IP. A static pod replaced by a new version (new UID, same name)
+ * cgroup, RunPodSandbox, and the new sandbox's IP. RunPodSandbox waits for one of the node's sandbox slots
+ * (--max-parallel-sandbox-creations, a few per CPU): containerd makes a burst of sandboxes twice as fast a few at a
+ * time as all at once (bench/README.md), and the pods behind wait in the order they came. A static pod replaced by a new version (new UID, same name)
  * gets its sandbox only once the old one is gone: never two copies at once. */
 
 #include "kubelet/pod_sync.h"
@@ -33,6 +35,7 @@ static void on_new_sandbox_status(const struct cri_reply *reply, void *userdata)
 static void on_run_sandbox(const struct cri_reply *reply, void *userdata) {
         struct pod_sync *s = userdata;
 
+        slots_release(s->k->sandbox_slots, &s->sandbox_slot); /* the next pod's RunPodSandbox may go */
         if (reply->r < 0) {
                 log_error("pod %s: Failed to create pod sandbox (FailedCreatePodSandBox): %s", kubelet_sync_pod_desc(s),
                           reply->message);
@@ -152,13 +155,35 @@ static void create_sandbox(struct pod_sync *s) {
         kubelet_sync_fanout_end(s);
 }
 
+static void on_sandbox_turn(void *userdata, int r);
+
 static void create_sandbox_in_cgroup(struct pod_sync *s) {
+        if (s->cgroup_failed) {
+                kubelet_pod_sync_finish(s);
+                return;
+        }
+        if (slots_waiting(s->k->sandbox_slots) > 0 || slots_running(s->k->sandbox_slots) > 0)
+                log_v(3, "pod %s: the sandbox waits for its turn (%u being made, %u waiting)", kubelet_sync_pod_desc(s),
+                      slots_running(s->k->sandbox_slots), slots_waiting(s->k->sandbox_slots));
+        slots_enqueue(s->k->sandbox_slots, &s->sandbox_slot, on_sandbox_turn, s);
+}
+
+void kubelet_sync_sandbox_withdraw(struct pod_sync *s) {
+        (void) slots_withdraw(s->k->sandbox_slots, &s->sandbox_slot);
+}
+
+/* a sandbox slot is held: RunPodSandbox (released when it returns, or here when it is not issued) */
+static void on_sandbox_turn(void *userdata, int r) {
         Runtime__V1__RunPodSandboxRequest req = RUNTIME__V1__RUN_POD_SANDBOX_REQUEST__INIT;
         _cleanup_free_ char *handler_error = NULL;
+        struct pod_sync *s = userdata;
         const char *handler = "";
-        int r;
 
-        if (s->cgroup_failed) {
+        if (r < 0 || s->k->stopping) {
+                /* withdrawn: the pod is no longer wanted; the next pass (already asked for) sees its new state */
+                slots_release(s->k->sandbox_slots, &s->sandbox_slot);
+                log_v(2, "pod %s: the sandbox creation left the queue", kubelet_sync_pod_desc(s));
+                s->did_work = true;
                 kubelet_pod_sync_finish(s);
                 return;
         }
@@ -169,6 +194,7 @@ static void create_sandbox_in_cgroup(struct pod_sync *s) {
                 kubelet_worker_event(s->w, NULL, "Warning", "FailedCreatePodSandBox",
                                      "Failed to create pod sandbox: %s", strna(handler_error));
                 s->error = true;
+                slots_release(s->k->sandbox_slots, &s->sandbox_slot);
                 kubelet_pod_sync_finish(s);
                 return;
         }
@@ -183,6 +209,7 @@ static void create_sandbox_in_cgroup(struct pod_sync *s) {
                                      "namespaces",
                                      handler);
                 s->error = true;
+                slots_release(s->k->sandbox_slots, &s->sandbox_slot);
                 kubelet_pod_sync_finish(s);
                 return;
         }
@@ -195,9 +222,10 @@ static void create_sandbox_in_cgroup(struct pod_sync *s) {
         req.runtime_handler = (char *) handler;
         kubelet_sync_fanout_begin(s, kubelet_pod_sync_sandbox_ready);
         r = cri_run_pod_sandbox(s->k->cri, &req, 0, on_run_sandbox, s);
-        if (r < 0)
+        if (r < 0) {
+                slots_release(s->k->sandbox_slots, &s->sandbox_slot);
                 kubelet_sync_call_failed(s, "RunPodSandbox", r);
-        else {
+        } else {
                 kubelet_sync_fanout_add(s);
                 s->did_work = true;
         }

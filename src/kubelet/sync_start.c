@@ -7,7 +7,7 @@
  *               it (with each matching pull credential in turn: the pull secrets', then the credential provider
  *               plugins'), wait out ImagePullBackOff, or ErrImageNeverPull; a pulled image's ImageStatus gives its
  *               user (runAsUser default, runAsNonRoot). A pull waits for its turn in the kubelet's pull queue
- *               (src/images/puller.c: serializeImagePulls, maxParallelImagePulls) and holds its slot through all
+ *               (k->image_puller, src/basic/slots.c: serializeImagePulls, maxParallelImagePulls) and holds its slot through all
  *               its credentials; a pod no longer desired (or being deleted) while it waits leaves the queue and
  *               the pass ends (kubelet_sync_start_withdraw)
  *   create      the device plugins' options (src/cm/devicemanager, for a container with devices), the container
@@ -45,7 +45,7 @@ struct start_step {
         struct credprov_lookup *cred_lookup;
         struct cred_keyring provider_keyring;
         char *provider_error;
-        struct image_pull_ticket pull; /* its place in the pull queue (k->image_puller) */
+        struct slot_ticket pull; /* its place in the pull queue (k->image_puller) */
         struct dm_request
                 *dev_request;   /* the device plugins' options of the container (GetDeviceRunContainerOptions) */
         char *started_id;       /* the container created */
@@ -68,7 +68,7 @@ void kubelet_sync_start_step_free(struct pod_sync *s) {
         free(st->image_username);
         free(st->creds);
         free(st->pull_errors);
-        image_puller_release(s->k->image_puller, &st->pull);
+        slots_release(s->k->image_puller, &st->pull);
         credprov_lookup_cancel(st->cred_lookup);
         cred_keyring_done(&st->provider_keyring);
         free(st->provider_error);
@@ -388,7 +388,7 @@ static void on_pull_image(const struct cri_reply *reply, void *userdata) {
                 }
         }
         /* the pull is over (every credential tried): the next one in the queue may start */
-        image_puller_release(s->k->image_puller, &st->pull);
+        slots_release(s->k->image_puller, &st->pull);
         if (reply->r < 0) {
                 _cleanup_free_ char *agg = NULL, *with_plugin = NULL;
                 const char *message = reply->message;
@@ -447,7 +447,7 @@ static void pull_try(struct pod_sync *s) {
          * ends a stalled pull) */
         r = cri_pull_image(s->k->cri, &req, UINT64_MAX, on_pull_image, s);
         if (r < 0) {
-                image_puller_release(s->k->image_puller, &st->pull);
+                slots_release(s->k->image_puller, &st->pull);
                 kubelet_sync_call_failed(s, "PullImage", r);
                 step_done(s);
                 return;
@@ -462,7 +462,7 @@ static void on_pull_turn(void *userdata, int r) {
         struct start_step *st = s->start;
 
         if (r < 0 || s->k->stopping) {
-                image_puller_release(s->k->image_puller, &st->pull);
+                slots_release(s->k->image_puller, &st->pull);
                 log_v(2, "pod %s: container %s: the pull of image \"%s\" left the queue", kubelet_sync_pod_desc(s),
                       st->c->name, st->c->image);
                 s->did_work = true; /* observe again at once */
@@ -470,8 +470,8 @@ static void on_pull_turn(void *userdata, int r) {
                 return;
         }
         log_v(2, "pod %s: container %s: pull of image \"%s\" started (%u running, %u waiting)",
-              kubelet_sync_pod_desc(s), st->c->name, st->c->image, image_puller_running(s->k->image_puller),
-              image_puller_waiting(s->k->image_puller));
+              kubelet_sync_pod_desc(s), st->c->name, st->c->image, slots_running(s->k->image_puller),
+              slots_waiting(s->k->image_puller));
         pull_try(s);
 }
 
@@ -486,16 +486,16 @@ static void pull_queue(struct pod_sync *s) {
                 return;
         }
 
-        if (image_puller_waiting(s->k->image_puller) > 0 || image_puller_running(s->k->image_puller) > 0)
+        if (slots_waiting(s->k->image_puller) > 0 || slots_running(s->k->image_puller) > 0)
                 log_v(3, "pod %s: container %s: the pull of image \"%s\" waits for its turn (%u running, %u waiting)",
-                      kubelet_sync_pod_desc(s), st->c->name, st->c->image, image_puller_running(s->k->image_puller),
-                      image_puller_waiting(s->k->image_puller));
-        image_puller_enqueue(s->k->image_puller, &st->pull, on_pull_turn, s);
+                      kubelet_sync_pod_desc(s), st->c->name, st->c->image, slots_running(s->k->image_puller),
+                      slots_waiting(s->k->image_puller));
+        slots_enqueue(s->k->image_puller, &st->pull, on_pull_turn, s);
 }
 
 void kubelet_sync_start_withdraw(struct pod_sync *s) {
         if (s->start)
-                (void) image_puller_withdraw(s->k->image_puller, &s->start->pull);
+                (void) slots_withdraw(s->k->image_puller, &s->start->pull);
 }
 
 /* ---------------------------------------------------------------- create and start */

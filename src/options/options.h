@@ -24,6 +24,9 @@ struct kubelet_options {
         char *image_service_endpoint;          /* "" = same as runtime */
         uint64_t runtime_request_timeout_usec; /* 2m */
         uint64_t csi_request_timeout_usec;     /* 2m (csiTimeout); ckubelet only */
+        /* --max-parallel-sandbox-creations, ckubelet only: RunPodSandbox calls in flight at once; -1 (the default):
+         * kubelet_options_sandbox_creations() picks 4 per CPU; 0: no limit */
+        int max_parallel_sandbox_creations;
 
         /* kubelet */
         uint64_t sync_frequency_usec; /* --sync-frequency / syncFrequency, 1m */
@@ -150,6 +153,10 @@ int kubelet_options_parse(struct kubelet_options *o, int argc, char **argv, stru
 
 /* Usage text for --help. */
 void kubelet_options_print_help(void);
+
+/* The limit of RunPodSandbox calls in flight (--max-parallel-sandbox-creations): the flag, or with -1 4 per CPU of
+ * CPUS (at least 4); 0: no limit. */
+unsigned kubelet_options_sandbox_creations(const struct kubelet_options *o, long cpus);
 
 /* ---- the pieces of --config-dir, for the unit tests ---- */
 /* RFC 7386 JSON merge patch of PATCH over TARGET (consumed; may be NULL): the merged document (new reference), NULL

@@ -743,6 +743,39 @@ static void test_node_life_options(void **state) {
 }
 
 /* serializeImagePulls and maxParallelImagePulls, with upstream's validation */
+/* --max-parallel-sandbox-creations: -1 (4 per CPU, at least 4), 0 (no limit), a number; below -1 refused */
+static void test_sandbox_creations(void **state) {
+        struct kubelet_options o;
+        struct ck_error *err = NULL;
+        char **def = ARGV("ckubelet");
+        char **three = ARGV("--max-parallel-sandbox-creations=3");
+        char **none = ARGV("--max-parallel-sandbox-creations", "0");
+        char **bad = ARGV("--max-parallel-sandbox-creations=-2");
+
+        assert_int_equal(parse(&o, 1, def, &err), 0);
+        assert_int_equal(o.max_parallel_sandbox_creations, -1);
+        assert_int_equal(kubelet_options_sandbox_creations(&o, 2), 8);
+        assert_int_equal(kubelet_options_sandbox_creations(&o, 1), 4);
+        assert_int_equal(kubelet_options_sandbox_creations(&o, 0), 4); /* unknown: as one CPU */
+        assert_int_equal(kubelet_options_sandbox_creations(&o, 64), 256);
+        kubelet_options_done(&o);
+
+        assert_int_equal(parse(&o, ARGC(three), three, &err), 0);
+        assert_int_equal(kubelet_options_sandbox_creations(&o, 2), 3);
+        kubelet_options_done(&o);
+
+        assert_int_equal(parse(&o, ARGC(none), none, &err), 0);
+        assert_int_equal(kubelet_options_sandbox_creations(&o, 2), 0);
+        kubelet_options_done(&o);
+
+        assert_true(parse(&o, ARGC(bad), bad, &err) < 0);
+        assert_non_null(
+                strstr(ck_error_message(err), "--max-parallel-sandbox-creations -2 must be -1, 0 or a positive"));
+        ck_error_free(err);
+        kubelet_options_done(&o);
+        (void) state;
+}
+
 static void test_image_pulls(void **state) {
         struct kubelet_options o;
         struct ck_error *err;
@@ -822,6 +855,7 @@ int main(void) {
                 cmocka_unit_test(test_cgroup_options),
                 cmocka_unit_test(test_node_life_options),
                 cmocka_unit_test(test_image_pulls),
+                cmocka_unit_test(test_sandbox_creations),
         };
         return cmocka_run_group_tests(tests, setup_dir, teardown_dir);
 }

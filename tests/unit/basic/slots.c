@@ -11,17 +11,17 @@
 #include <event2/event.h>
 
 #include "basic/macro.h"
-#include "images/puller.h"
+#include "basic/slots.h"
 
 #define N 6
 
 struct fixture {
         struct event_base *base;
-        struct image_puller *p;
-        struct image_pull_ticket t[N];
+        struct slots *p;
+        struct slot_ticket t[N];
         int order[3 * N]; /* the tickets as their start ran (index, negative - 1 for withdrawn) */
         size_t n_order;
-        bool in_call;       /* a call of the puller is under way */
+        bool in_call;       /* a call of the slots module is under way */
         int release_inside; /* -1, or a ticket whose start releases it at once (a pull that fails to issue) */
 };
 
@@ -37,15 +37,15 @@ static void on_start(void *userdata, int r) {
         assert_false(f->in_call);
         assert_true(f->n_order < ELEMENTSOF(f->order));
         if (r == 0) {
-                assert_int_equal(f->t[w->i].state, IMAGE_PULL_RUNNING);
+                assert_int_equal(f->t[w->i].state, SLOT_RUNNING);
                 f->order[f->n_order++] = w->i;
         } else {
                 assert_int_equal(r, -ECANCELED);
-                assert_int_equal(f->t[w->i].state, IMAGE_PULL_IDLE);
+                assert_int_equal(f->t[w->i].state, SLOT_IDLE);
                 f->order[f->n_order++] = -w->i - 1;
         }
         if (r == 0 && f->release_inside == w->i)
-                image_puller_release(f->p, &f->t[w->i]);
+                slots_release(f->p, &f->t[w->i]);
 }
 
 static struct who whos[N];
@@ -59,15 +59,15 @@ static void run(struct fixture *f) {
 static void enqueue(struct fixture *f, int i) {
         whos[i] = (struct who) { f, i };
         f->in_call = true;
-        image_puller_enqueue(f->p, &f->t[i], on_start, &whos[i]);
+        slots_enqueue(f->p, &f->t[i], on_start, &whos[i]);
         f->in_call = false;
 }
 
 static void release(struct fixture *f, int i) {
         f->in_call = true;
-        image_puller_release(f->p, &f->t[i]);
+        slots_release(f->p, &f->t[i]);
         f->in_call = false;
-        assert_int_equal(f->t[i].state, IMAGE_PULL_IDLE);
+        assert_int_equal(f->t[i].state, SLOT_IDLE);
 }
 
 static void setup(struct fixture *f, bool serialize, unsigned max) {
@@ -75,13 +75,13 @@ static void setup(struct fixture *f, bool serialize, unsigned max) {
         f->release_inside = -1;
         f->base = event_base_new();
         assert_non_null(f->base);
-        assert_int_equal(image_puller_new(f->base, serialize, max, &f->p), 0);
+        assert_int_equal(slots_new(f->base, serialize ? 1 : max, &f->p), 0);
 }
 
 static void teardown(struct fixture *f) {
-        f->p = image_puller_free(f->p);
+        f->p = slots_free(f->p);
         for (int i = 0; i < N; i++)
-                assert_int_equal(f->t[i].state, IMAGE_PULL_IDLE);
+                assert_int_equal(f->t[i].state, SLOT_IDLE);
         event_base_free(f->base);
 }
 
@@ -102,8 +102,8 @@ static void test_serialized(void **state) {
         assert_int_equal(f.n_order, 0); /* never inside the call */
         run(&f);
         assert_order(&f, (int[]) { 0 }, 1);
-        assert_int_equal(image_puller_running(f.p), 1);
-        assert_int_equal(image_puller_waiting(f.p), 3);
+        assert_int_equal(slots_running(f.p), 1);
+        assert_int_equal(slots_waiting(f.p), 3);
         run(&f);
         assert_int_equal(f.n_order, 1); /* nothing more while the first one runs */
 
@@ -121,8 +121,8 @@ static void test_serialized(void **state) {
         assert_order(&f, (int[]) { 0, 1, 2, 3, 4 }, 5);
         release(&f, 4);
         run(&f);
-        assert_int_equal(image_puller_running(f.p), 0);
-        assert_int_equal(image_puller_waiting(f.p), 0);
+        assert_int_equal(slots_running(f.p), 0);
+        assert_int_equal(slots_waiting(f.p), 0);
         teardown(&f);
 }
 
@@ -135,12 +135,12 @@ static void test_parallel_limit(void **state) {
                 enqueue(&f, i);
         run(&f);
         assert_order(&f, (int[]) { 0, 1 }, 2);
-        assert_int_equal(image_puller_running(f.p), 2);
-        assert_int_equal(image_puller_waiting(f.p), 3);
+        assert_int_equal(slots_running(f.p), 2);
+        assert_int_equal(slots_waiting(f.p), 3);
         release(&f, 1); /* the second ends first: the third starts, the first still runs */
         run(&f);
         assert_order(&f, (int[]) { 0, 1, 2 }, 3);
-        assert_int_equal(image_puller_running(f.p), 2);
+        assert_int_equal(slots_running(f.p), 2);
         release(&f, 0);
         release(&f, 2);
         run(&f);
@@ -155,10 +155,10 @@ static void test_parallel_limit(void **state) {
                 enqueue(&f, i);
         run(&f);
         assert_order(&f, (int[]) { 0, 1, 2, 3, 4, 5 }, N);
-        assert_int_equal(image_puller_running(f.p), N);
+        assert_int_equal(slots_running(f.p), N);
         for (int i = 0; i < N; i++)
                 release(&f, i);
-        assert_int_equal(image_puller_running(f.p), 0);
+        assert_int_equal(slots_running(f.p), 0);
         teardown(&f);
 
         /* serialized wins over the limit (the validation forbids more than 1 then anyway) */
@@ -184,21 +184,21 @@ static void test_cancel(void **state) {
                         enqueue(&f, i);
                 run(&f);
                 assert_order(&f, (int[]) { 0 }, 1);
-                assert_false(image_puller_withdraw(f.p, &f.t[0])); /* running: goes on */
-                assert_true(image_puller_withdraw(f.p, &f.t[2]));
-                assert_false(image_puller_withdraw(f.p, &f.t[2])); /* once */
-                assert_int_equal(f.n_order, 1);                    /* not inside the call */
-                release(&f, 3);                                    /* quietly */
-                assert_int_equal(image_puller_waiting(f.p), 2);
+                assert_false(slots_withdraw(f.p, &f.t[0])); /* running: goes on */
+                assert_true(slots_withdraw(f.p, &f.t[2]));
+                assert_false(slots_withdraw(f.p, &f.t[2])); /* once */
+                assert_int_equal(f.n_order, 1);             /* not inside the call */
+                release(&f, 3);                             /* quietly */
+                assert_int_equal(slots_waiting(f.p), 2);
                 run(&f);
                 assert_order(&f, (int[]) { 0, -3 }, 2);
-                assert_int_equal(image_puller_running(f.p), 1);
+                assert_int_equal(slots_running(f.p), 1);
                 f.release_inside = 1;
                 release(&f, 0);
                 run(&f);
                 /* 1 started and was released at once; 4 had its turn next */
                 assert_order(&f, (int[]) { 0, -3, 1, 4 }, 4);
-                assert_int_equal(image_puller_running(f.p), 1);
+                assert_int_equal(slots_running(f.p), 1);
                 /* a withdrawn ticket can queue again, at the back */
                 enqueue(&f, 2);
                 enqueue(&f, 3);
@@ -221,7 +221,7 @@ static void test_cancel(void **state) {
         release(&f, 1); /* its turn is due, not yet told */
         run(&f);
         assert_order(&f, (int[]) { 0 }, 1);
-        assert_int_equal(image_puller_running(f.p), 0);
+        assert_int_equal(slots_running(f.p), 0);
         enqueue(&f, 2);
         run(&f);
         assert_order(&f, (int[]) { 0, 2 }, 2);
@@ -234,7 +234,7 @@ static void test_cancel(void **state) {
         enqueue(&f, 1);
         run(&f);
         enqueue(&f, 2);
-        assert_true(image_puller_withdraw(f.p, &f.t[1]));
+        assert_true(slots_withdraw(f.p, &f.t[1]));
         release(&f, 0);
         teardown(&f);
         assert_order(&f, (int[]) { 0 }, 1);
