@@ -451,7 +451,7 @@ class Bench:
                     nm = f"s{cycle}-{i}"
                     k.write(f"{nm}.yaml", SLEEP_POD.format(name=nm, cmd=json.dumps(SLEEPER)))
                 res.setdefault("machine_before", []).append(wait_quiet(a, f"floor N={n}"))
-                p = subprocess.run([FLOOR, "--json", "--", *k.args()[1:]], capture_output=True, text=True,
+                p = subprocess.run([FLOOR, "--json", *a.floor_args.split(), "--", *k.args()[1:]], capture_output=True, text=True,
                                    timeout=120 + 3 * n)
                 if p.returncode != 0:
                     raise RuntimeError(f"ckubelet-cri-floor failed ({p.returncode}): {p.stderr[-2000:]}")
@@ -1050,6 +1050,7 @@ def main():
     ap.add_argument("--only", default="start,probes,churn,api")
     ap.add_argument("--kubelets", default="ckubelet,go")
     ap.add_argument("--no-floor", action="store_true")
+    ap.add_argument("--floor-args", default="", help="more options of ckubelet-cri-floor (e.g. \"--parallel 8\")")
     ap.add_argument("--no-verify", dest="verify", action="store_false",
                     help="do not compare ckubelet's and the floor's requests at N=1")
     ap.add_argument("--max-busy", type=float, default=0.15, help="quiet: at most this fraction of the CPUs busy")
@@ -1059,10 +1060,16 @@ def main():
     ap.add_argument("--go-kubelet", help="the upstream kubelet binary (default: scripts/build-kubernetes.sh)")
     ap.add_argument("--quick", action="store_true",
                     help="a development run: N=1,30, 20 s windows, 10 probe pods, churn 30 s")
+    ap.add_argument("--merge", nargs="+", metavar="JSON",
+                    help="measure nothing: build compare.json, the charts and the table from the "
+                         "compare-<scenario>.json files of earlier runs (start entries are joined by N and kubelet, "
+                         "later files winning)")
     if ap.parse_known_args()[0].quick:  # other defaults; options given explicitly still win
         ap.set_defaults(pods="1,30", steady=20, settle=5, probe_pods=10, probe_seconds=20, churn_seconds=30,
                         api_pods=5, repeat=1, quiet_timeout=20)
     a = ap.parse_args()
+    if a.merge:
+        return merge(a.merge)
     if os.geteuid() != 0:
         sys.exit("compare.py: run as root")
     for tool in (conftest.CKUBELET, conftest.CRICTL, FLOOR):
@@ -1131,6 +1138,10 @@ def main():
         rt.stop()
         shutil.rmtree(d, ignore_errors=True)
 
+    report(data, sub)
+
+
+def report(data, sub):
     results.write_json("compare", data)
     charts(data, sub)
     text, md = table(data)
@@ -1139,12 +1150,36 @@ def main():
             f"kernel {m['kernel']}, Debian {m['debian']}, {m['containerd']}, runc {m['runc'].split()[-1] if m['runc'] else '?'}, "
             f"ckubelet {m['ckubelet_commit']}")
     with open(os.path.join(results.RESULTS, "compare.md"), "w") as f:
-        f.write(("**DEVELOPMENT RUN (--quick)**\n\n" if a.quick else "") + desc + "\n\n`" + data["command"] +
+        f.write(("**DEVELOPMENT RUN (--quick)**\n\n" if data.get("quick") else "") + desc + "\n\n`" + data["command"] +
                 "`\n\n" + md)
     print()
     print(desc)
     print(text)
     print(f"\nfigures: {results.RESULTS}/compare*.json, charts: {results.RESULTS}/compare-*.png")
+
+
+def merge(paths):
+    """compare.json, charts and table from the per-scenario files of several runs (each keeps its own header,
+    under "parts", so every figure still says when, where and by which command it was made)."""
+    data, starts = {"parts": []}, {}
+    for p in paths:
+        with open(p) as f:
+            part = json.load(f)
+        data["parts"].append({k: part.get(k) for k in ("date", "command", "machine", "quick")} | {"file": p})
+        for k in ("date", "machine", "quick"):
+            data.setdefault(k, part.get(k))
+        data["quick"] = data["quick"] or part.get("quick")
+        for e in part.get("start", []):  # by N, and within N by kubelet: a later file's ckubelet replaces an earlier's
+            starts.setdefault(e["n"], {}).update(e)
+        for k in ("probes", "churn", "api"):
+            if k in part:
+                data[k] = part[k]
+    if starts:
+        data["start"] = [starts[n] for n in sorted(starts)]
+    data["command"] = "; ".join(sorted({q["command"] for q in data["parts"]}))
+    data["date"] = " – ".join(sorted({q["date"] for q in data["parts"]}))
+    m = data["machine"]
+    report(data, f"{data['date']}, {m['cpus']} CPUs {m['cpu_model']}, {m['containerd']}")
 
 
 if __name__ == "__main__":

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* ckubelet-cri-floor: the true CRI floor of starting static pods. It takes ckubelet's own flags, reads the
  * manifests of --pod-manifest-path as ckubelet's file source does, builds every request with ckubelet's own
- * builders (src/kuberuntime) and then starts all the pods at once, with ckubelet's concurrency (every pod's
- * calls in flight together on one CRI connection, each pod's calls in order), issuing only what a pod start
- * needs:
+ * builders (src/kuberuntime) and then starts all the pods at once, with ckubelet's concurrency (on one CRI
+ * connection, each pod's calls in order, at most --max-parallel-sandbox-creations RunPodSandbox calls in flight
+ * as ckubelet, the rest of the calls all together), issuing only what a pod start needs:
  *
  *   RunPodSandbox → PodSandboxStatus (the pod IP: /etc/hosts and the env depend on it) →
  *   per container in spec order: CreateContainer → StartContainer
@@ -12,14 +12,18 @@
  * ckubelet does besides is done once before the clock starts (ImageStatus of each distinct image, the QoS and
  * pod cgroups, the pod log directories, the sandbox configs) or not at all (listing, status, probes).
  *
- *   ckubelet-cri-floor [--json] -- CKUBELET-FLAGS...
+ *   ckubelet-cri-floor [--json] [--parallel K | --parallel-sandboxes K] -- CKUBELET-FLAGS...
  *
+ * --parallel-sandboxes K instead keeps at most K RunPodSandbox calls in flight (0: all at once), and --parallel K
+ * at most K pods (a pod ends with its last StartContainer reply, then the next one's RunPodSandbox goes out): how
+ * the runtime's throughput depends on the concurrency it is offered.
  * Prints the time from the first request to the last StartContainer reply. With --json, one JSON object:
  * {"pods", "containers", "t0_unix", "last_start_reply_unix", "seconds", "errors"} (unix times in seconds, as
  * reals); the caller compares t0 with the containers' startedAt. Images must be present (no pulls), and pods
  * with init containers are refused: their start waits for exits, which is no CRI floor. */
 
 #include <dirent.h>
+#include <errno.h>
 #include <event2/event.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -62,7 +66,8 @@ struct pod_run {
         char *cgroup_parent;
         char *sandbox_id;
         char *pod_ip;
-        size_t step; /* the container being started */
+        size_t step;    /* the container being started */
+        unsigned calls; /* this pod's calls in flight */
         bool failed;
 };
 
@@ -81,7 +86,11 @@ struct floor {
         struct image *images;
         size_t n_images;
 
-        size_t pending; /* calls in flight (image status before t0, pod starts after) */
+        size_t pending;      /* calls in flight (image status before t0, pod starts after) */
+        size_t parallel;     /* pods (or RunPodSandbox calls) in flight at most; 0: all at once */
+        bool gate_sandboxes; /* K counts RunPodSandbox calls in flight (ckubelet's way), not whole pods (--parallel) */
+        bool parallel_given; /* --parallel or --parallel-sandboxes; else ckubelet's --max-parallel-sandbox-creations */
+        size_t next, inflight; /* the next pod to start, the pods (or sandbox calls) in flight */
         size_t containers, started;
         unsigned errors;
         int64_t t0_realtime_usec, last_reply_realtime_usec;
@@ -125,6 +134,23 @@ static void call_done(struct floor *f) {
         assert(f->pending > 0);
         if (--f->pending == 0)
                 event_base_loopbreak(f->base);
+}
+
+static void launch(struct floor *f);
+
+static void pod_issued(struct pod_run *p) {
+        p->calls++;
+        p->f->pending++;
+}
+
+/* the end of one of a pod's calls: when it issued no further call, the pod has ended and the next may start */
+static void pod_call_done(struct pod_run *p) {
+        assert(p->calls > 0);
+        if (--p->calls == 0 && !p->f->gate_sandboxes) {
+                p->f->inflight--;
+                launch(p->f);
+        }
+        call_done(p->f);
 }
 
 /* ---------------------------------------------------------------- before the clock: manifests, images */
@@ -262,6 +288,10 @@ static int node_setup(struct floor *f) {
                 .system_reserved = f->opts.system_reserved,
         };
         node_allocatable(&in, &f->alloc_cpu_milli, &f->alloc_memory_bytes, &storage);
+        if (!f->parallel_given) { /* ckubelet's own limit of RunPodSandbox calls in flight */
+                f->parallel = kubelet_options_sandbox_creations(&f->opts, (long) machine.num_cores);
+                f->gate_sandboxes = true;
+        }
         r = cm_new(f->base, &f->opts, (int64_t) machine.num_cores * 1000, (int64_t) machine.memory_capacity, &f->cm);
         stats_machine_info_done(&machine);
         if (r < 0)
@@ -346,7 +376,7 @@ static void on_start(const struct cri_reply *reply, void *userdata) {
         }
         p->step++;
         start_next(p);
-        call_done(p->f);
+        pod_call_done(p);
 }
 
 static void on_create(const struct cri_reply *reply, void *userdata) {
@@ -357,7 +387,7 @@ static void on_create(const struct cri_reply *reply, void *userdata) {
 
         if (reply->r < 0) {
                 pod_failed(p, "CreateContainer", reply->message);
-                call_done(p->f);
+                pod_call_done(p);
                 return;
         }
         req.container_id = resp->container_id;
@@ -365,8 +395,8 @@ static void on_create(const struct cri_reply *reply, void *userdata) {
         if (r < 0)
                 pod_failed(p, "StartContainer", strerror(-r));
         else
-                p->f->pending++;
-        call_done(p->f);
+                pod_issued(p);
+        pod_call_done(p);
 }
 
 static void start_next(struct pod_run *p) {
@@ -407,7 +437,7 @@ static void start_next(struct pod_run *p) {
         if (r < 0)
                 pod_failed(p, "CreateContainer", strerror(-r));
         else
-                p->f->pending++;
+                pod_issued(p);
 }
 
 static void on_sandbox_status(const struct cri_reply *reply, void *userdata) {
@@ -419,14 +449,14 @@ static void on_sandbox_status(const struct cri_reply *reply, void *userdata) {
 
         if (reply->r < 0) {
                 pod_failed(p, "PodSandboxStatus", reply->message);
-                call_done(p->f);
+                pod_call_done(p);
                 return;
         }
         if (resp->status && resp->status->network && !isempty(resp->status->network->ip)) {
                 p->pod_ip = strdup(resp->status->network->ip);
                 if (!p->pod_ip) {
                         pod_failed(p, "PodSandboxStatus", strerror(ENOMEM));
-                        call_done(p->f);
+                        pod_call_done(p);
                         return;
                 }
         }
@@ -437,7 +467,7 @@ static void on_sandbox_status(const struct cri_reply *reply, void *userdata) {
                 pod_failed(p, "volumes", ck_error_message(msg));
         else
                 start_next(p);
-        call_done(p->f);
+        pod_call_done(p);
 }
 
 static void on_run_sandbox(const struct cri_reply *reply, void *userdata) {
@@ -446,15 +476,19 @@ static void on_run_sandbox(const struct cri_reply *reply, void *userdata) {
         const Runtime__V1__RunPodSandboxResponse *resp = (const void *) reply->msg;
         int r;
 
+        if (p->f->gate_sandboxes) {
+                p->f->inflight--;
+                launch(p->f);
+        }
         if (reply->r < 0) {
                 pod_failed(p, "RunPodSandbox", reply->message);
-                call_done(p->f);
+                pod_call_done(p);
                 return;
         }
         p->sandbox_id = strdup(resp->pod_sandbox_id);
         if (!p->sandbox_id) {
                 pod_failed(p, "RunPodSandbox", strerror(ENOMEM));
-                call_done(p->f);
+                pod_call_done(p);
                 return;
         }
         req.pod_sandbox_id = p->sandbox_id;
@@ -462,23 +496,30 @@ static void on_run_sandbox(const struct cri_reply *reply, void *userdata) {
         if (r < 0)
                 pod_failed(p, "PodSandboxStatus", strerror(-r));
         else
-                p->f->pending++;
-        call_done(p->f);
+                pod_issued(p);
+        pod_call_done(p);
+}
+
+static void launch(struct floor *f) {
+        while (f->next < f->n_runs && (f->parallel == 0 || f->inflight < f->parallel)) {
+                Runtime__V1__RunPodSandboxRequest req = RUNTIME__V1__RUN_POD_SANDBOX_REQUEST__INIT;
+                struct pod_run *p = &f->runs[f->next++];
+                int r;
+
+                req.config = p->sandbox_config;
+                r = cri_run_pod_sandbox(f->cri, &req, 0, on_run_sandbox, p);
+                if (r < 0) {
+                        pod_failed(p, "RunPodSandbox", strerror(-r));
+                        continue;
+                }
+                f->inflight++;
+                pod_issued(p);
+        }
 }
 
 static int run_all(struct floor *f) {
         f->t0_realtime_usec = (int64_t) now_realtime_usec();
-        for (size_t i = 0; i < f->n_runs; i++) {
-                Runtime__V1__RunPodSandboxRequest req = RUNTIME__V1__RUN_POD_SANDBOX_REQUEST__INIT;
-                int r;
-
-                req.config = f->runs[i].sandbox_config;
-                r = cri_run_pod_sandbox(f->cri, &req, 0, on_run_sandbox, &f->runs[i]);
-                if (r < 0)
-                        pod_failed(&f->runs[i], "RunPodSandbox", strerror(-r));
-                else
-                        f->pending++;
-        }
+        launch(f);
         if (f->pending > 0)
                 event_base_dispatch(f->base);
         return 0;
@@ -511,13 +552,18 @@ static void floor_done(struct floor *f) {
 }
 
 static void usage(void) {
-        printf("usage: ckubelet-cri-floor [--json] -- CKUBELET-FLAGS...\n"
-               "Starts every pod of --pod-manifest-path with only the CRI calls a start needs and prints the time.\n");
+        printf("usage: ckubelet-cri-floor [--json] [--parallel K | --parallel-sandboxes K] -- CKUBELET-FLAGS...\n"
+               "Starts every pod of --pod-manifest-path with only the CRI calls a start needs and prints the time.\n"
+               "--parallel K: at most K pods in flight (the next starts when one's last StartContainer returns);\n"
+               "--parallel-sandboxes K: at most K RunPodSandbox calls in flight (the rest of a pod's calls run freely);\n"
+               "0: all at once. Without either, ckubelet's --max-parallel-sandbox-creations (4 per CPU by default).\n");
 }
 
 int main(int argc, char **argv) {
         static const struct option longopts[] = {
                 { "json", no_argument, NULL, 'j' },
+                { "parallel", required_argument, NULL, 'p' },
+                { "parallel-sandboxes", required_argument, NULL, 's' },
                 { "help", no_argument, NULL, 'h' },
                 {},
         };
@@ -531,6 +577,23 @@ int main(int argc, char **argv) {
                 case 'j':
                         json = true;
                         break;
+                case 'p':
+                case 's': {
+                        char *end;
+                        unsigned long v;
+
+                        errno = 0;
+                        v = strtoul(optarg, &end, 10);
+                        if (errno != 0 || end == optarg || *end != '\0' || v > FLOOR_MAX_MANIFESTS) {
+                                fprintf(stderr, "ckubelet-cri-floor: %s: not a count: %s\n",
+                                        c == 's' ? "--parallel-sandboxes" : "--parallel", optarg);
+                                return 2;
+                        }
+                        f.parallel = v;
+                        f.gate_sandboxes = c == 's';
+                        f.parallel_given = true;
+                        break;
+                }
                 case 'h':
                         usage();
                         return 0;
