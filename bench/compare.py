@@ -124,6 +124,29 @@ def proc_mem(pid):
     return out["VmRSS"], out["VmHWM"]
 
 
+def proc_mem_detail(pid, top=10):
+    """what VmRSS is made of: RssAnon (heap, stacks, written pages of mappings) and RssFile (pages of the binary
+    and the shared libraries mapped in, shared with every other process mapping them), in kB, and the largest
+    mappings by resident size ([name, kB], from /proc/PID/smaps; "[anon]" for anonymous mappings)"""
+    out = {}
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            k, _, v = line.partition(":")
+            if k in ("RssAnon", "RssFile", "RssShmem"):
+                out[k] = int(v.split()[0])
+    by = {}
+    name = ""
+    with open(f"/proc/{pid}/smaps") as f:
+        for line in f:
+            first = line.split(None, 5)
+            if re.match(r"^[0-9a-f]+-[0-9a-f]+$", first[0]):
+                name = first[5].strip() if len(first) > 5 else "[anon]"
+            elif first[0] == "Rss:":
+                by[name] = by.get(name, 0) + int(first[1])
+    return {"rss_anon_kb": out.get("RssAnon"), "rss_file_kb": out.get("RssFile"),
+            "smaps_top_kb": sorted(([n, v] for n, v in by.items() if v), key=lambda x: -x[1])[:top]}
+
+
 def cpu_times():
     with open("/proc/stat") as f:
         v = [int(x) for x in f.readline().split()[1:]]
@@ -430,8 +453,10 @@ class Bench:
                 res["steady_cpu_s_per_min"] = round((c1 - c0) * 60 / (t1 - t0), 3)
                 res["steady_window_s"] = round(t1 - t0, 1)
                 res["vmrss_kb"], res["vmhwm_kb"] = rss, hwm
+                res.update(proc_mem_detail(s.pid))
                 log(f"  {s.label:<11} N={n:<4} steady {res['steady_cpu_s_per_min']:.3f} CPU-s/min, VmRSS {rss} kB, "
-                    f"VmHWM {hwm} kB")
+                    f"VmHWM {hwm} kB (RssAnon {res['rss_anon_kb']} kB, RssFile {res['rss_file_kb']} kB; largest: "
+                    + ", ".join(f"{os.path.basename(m)} {v}" for m, v in res["smaps_top_kb"][:4]) + ")")
             self.remove_cycle(s, n, names, res)
         summarize_runs(res)
         return res
@@ -880,6 +905,10 @@ def table(data):
         row(f"{pods(n)} running: CPU (s/min)", ck.get("steady_cpu_s_per_min"), go.get("steady_cpu_s_per_min"), digits=3)
         row(f"{pods(n)} running: VmRSS (MB)", kb_mb(ck.get("vmrss_kb")), kb_mb(go.get("vmrss_kb")), digits=1)
         row(f"{pods(n)} running: VmHWM (MB)", kb_mb(ck.get("vmhwm_kb")), kb_mb(go.get("vmhwm_kb")), digits=1)
+        if ck.get("rss_anon_kb") is not None or go.get("rss_anon_kb") is not None:
+            row("  VmRSS: RssAnon (MB)", kb_mb(ck.get("rss_anon_kb")), kb_mb(go.get("rss_anon_kb")), digits=1)
+            row("  VmRSS: RssFile (MB)", kb_mb(ck.get("rss_file_kb")), kb_mb(go.get("rss_file_kb")), digits=1,
+                better="none")
         row(f"remove {pods(n)}: all stopped (s)", ck.get("remove_stopped_s"), go.get("remove_stopped_s"))
         row(f"remove {pods(n)}: runtime empty (s)", ck.get("remove_empty_s"), go.get("remove_empty_s"))
     p = data.get("probes")
