@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "basic/log.h"
+#include "basic/macro.h"
 #include "basic/hash.h"
 #include "basic/string.h"
 #include "basic/strv.h"
@@ -1702,6 +1703,23 @@ size_t fake_runtime_count(const struct fake_runtime *rt, const char *method) {
                 if (!method || streq(rt->calls[i].method, method))
                         n++;
         return n;
+}
+
+unsigned fake_runtime_max_in_flight(const struct fake_runtime *rt, const char *method, uint64_t duration_usec) {
+        unsigned most = 0;
+
+        assert(method);
+        for (size_t i = 0; i < rt->n_calls; i++) {
+                unsigned k = 0;
+                if (!streq(rt->calls[i].method, method))
+                        continue;
+                for (size_t j = 0; j < rt->n_calls; j++)
+                        if (streq(rt->calls[j].method, method) && rt->calls[j].at_usec <= rt->calls[i].at_usec &&
+                            rt->calls[i].at_usec < rt->calls[j].at_usec + duration_usec)
+                                k++;
+                most = MAX(most, k);
+        }
+        return most;
 }
 
 size_t fake_runtime_count_subject(const struct fake_runtime *rt, const char *method, const char *subject) {

@@ -91,6 +91,9 @@ const struct fake_call *fake_runtime_call(const struct fake_runtime *rt, size_t 
 size_t fake_runtime_count(const struct fake_runtime *rt, const char *method);
 /* ... of method about subject (a container or pod name, an image). */
 size_t fake_runtime_count_subject(const struct fake_runtime *rt, const char *method, const char *subject);
+/* The most calls of method that were in flight at once, counting each call as lasting duration_usec from when it
+ * was issued (the delay given to fake_runtime_set_delay). */
+unsigned fake_runtime_max_in_flight(const struct fake_runtime *rt, const char *method, uint64_t duration_usec);
 /* The newest call of method (about subject, when not NULL), or NULL. */
 const struct fake_call *fake_runtime_last(const struct fake_runtime *rt, const char *method, const char *subject);
 /* The calls from index since on that change something (Run/Stop/Remove sandbox, Create/Start/Stop/Remove

@@ -185,6 +185,14 @@ bool tk_running(void *want) {
         return c && c->state == RUNTIME__V1__CONTAINER_STATE__CONTAINER_RUNNING;
 }
 
+void tk_wait_running(struct test_kubelet *t, size_t n, const char *container, uint64_t cap_usec) {
+        for (size_t i = 0; i < n; i++) {
+                char uid[24];
+                snprintf(uid, sizeof(uid), "u%zu", i);
+                tk_wait(t, tk_running, (&(struct tk_want) { .t = t, .uid = uid, .container = container }), cap_usec);
+        }
+}
+
 bool tk_restarts(void *want) {
         const struct tk_want *w = want;
         const struct fake_container *c = fake_runtime_find(w->t->rt, w->uid, w->container);

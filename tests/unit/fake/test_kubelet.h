@@ -93,3 +93,5 @@ bool tk_phase_is(void *want);
 bool tk_pod_gone(void *want);
 /* At least n calls of method what were issued. */
 bool tk_calls(void *want);
+/* Runs until the container of every pod with uid u0 ... u<n-1> runs; fails the test after cap_usec. */
+void tk_wait_running(struct test_kubelet *t, size_t n, const char *container, uint64_t cap_usec);

@@ -47,40 +47,18 @@ static void start_pods(struct test_kubelet *t) {
         assert_int_equal(fake_runtime_set_delay(t->rt, "PullImage", PULL_USEC), 0);
         set_pods(t, NPODS);
         tk_start(t);
-        for (size_t i = 0; i < NPODS; i++) {
-                char uid[8];
-                snprintf(uid, sizeof(uid), "u%zu", i);
-                tk_wait(t, tk_running, (&(struct tk_want) { .t = t, .uid = uid, .container = "c" }), 5 * MIN_USEC);
-        }
+        tk_wait_running(t, NPODS, "c", 5 * MIN_USEC);
 }
 
 /* The most PullImage calls that were in flight at once (each lasts PULL_USEC), and every image pulled once. */
 static unsigned max_overlap(struct test_kubelet *t) {
-        uint64_t at[NPODS];
-        size_t n = 0;
-        unsigned most = 0;
-
-        for (size_t i = 0; i < fake_runtime_n_calls(t->rt); i++) {
-                const struct fake_call *c = fake_runtime_call(t->rt, i);
-                if (streq(c->method, "PullImage")) {
-                        assert_true(n < NPODS);
-                        at[n++] = c->at_usec;
-                }
-        }
-        assert_int_equal(n, NPODS);
+        assert_int_equal(fake_runtime_count(t->rt, "PullImage"), NPODS);
         for (size_t i = 0; i < NPODS; i++) {
                 char image[16];
                 snprintf(image, sizeof(image), "img%zu:1", i);
                 assert_int_equal(fake_runtime_count_subject(t->rt, "PullImage", image), 1);
         }
-        for (size_t i = 0; i < n; i++) {
-                unsigned k = 0;
-                for (size_t j = 0; j < n; j++)
-                        if (at[j] <= at[i] && at[i] < at[j] + PULL_USEC)
-                                k++;
-                most = MAX(most, k);
-        }
-        return most;
+        return fake_runtime_max_in_flight(t->rt, "PullImage", PULL_USEC);
 }
 
 static void test_serialized(void **state) {

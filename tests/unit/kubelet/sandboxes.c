@@ -55,35 +55,13 @@ static void start_pods(struct test_kubelet *t) {
         assert_int_equal(fake_runtime_set_delay(t->rt, "RunPodSandbox", SANDBOX_USEC), 0);
         set_pods(t, NPODS);
         tk_start(t);
-        for (size_t i = 0; i < NPODS; i++) {
-                char uid[8];
-                snprintf(uid, sizeof(uid), "u%zu", i);
-                tk_wait(t, tk_running, (&(struct tk_want) { .t = t, .uid = uid, .container = "c" }), 5 * MIN_USEC);
-        }
+        tk_wait_running(t, NPODS, "c", 5 * MIN_USEC);
 }
 
 /* The most RunPodSandbox calls that were in flight at once (each lasts SANDBOX_USEC); one per pod. */
 static unsigned max_overlap(struct test_kubelet *t) {
-        uint64_t at[NPODS];
-        size_t n = 0;
-        unsigned most = 0;
-
-        for (size_t i = 0; i < fake_runtime_n_calls(t->rt); i++) {
-                const struct fake_call *c = fake_runtime_call(t->rt, i);
-                if (streq(c->method, "RunPodSandbox")) {
-                        assert_true(n < NPODS);
-                        at[n++] = c->at_usec;
-                }
-        }
-        assert_int_equal(n, NPODS);
-        for (size_t i = 0; i < n; i++) {
-                unsigned k = 0;
-                for (size_t j = 0; j < n; j++)
-                        if (at[j] <= at[i] && at[i] < at[j] + SANDBOX_USEC)
-                                k++;
-                most = MAX(most, k);
-        }
-        return most;
+        assert_int_equal(fake_runtime_count(t->rt, "RunPodSandbox"), NPODS);
+        return fake_runtime_max_in_flight(t->rt, "RunPodSandbox", SANDBOX_USEC);
 }
 
 static void test_limit(void **state) {
