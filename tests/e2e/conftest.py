@@ -203,6 +203,7 @@ class Kubelet:
         self.config = os.path.join(dirpath, "kubelet-config.yaml")
         self.logfile = os.path.join(dirpath, "kubelet.log")
         self.proc = None
+        self.stops = []  # time.time() of every SIGTERM/SIGKILL sent (Kube.refused_requests reads them)
         self.extra_args = []
         self.env = None                  # the environment to start with (None: the test's own)
         self.pki = os.path.join(dirpath, "pki")
@@ -237,10 +238,12 @@ class Kubelet:
         return self
 
     def kill9(self):
+        self.stops.append(time.time())
         self.proc.send_signal(signal.SIGKILL)
         self.proc.wait(10)
 
     def term(self, timeout=10):
+        self.stops.append(time.time())
         self.proc.send_signal(signal.SIGTERM)
         return self.proc.wait(timeout)
 
@@ -346,6 +349,7 @@ class KubeletSet:
         bad_exits = []
         for k in self.made:
             if k.alive():
+                k.stops.append(time.time())
                 k.proc.send_signal(signal.SIGTERM)
                 try:
                     rc = k.proc.wait(10)
