@@ -34,6 +34,7 @@
 #include "basic/error.h"
 #include "basic/fs.h"
 #include "basic/log.h"
+#include "basic/slots.h"
 #include "basic/strv.h"
 #include "basic/time.h"
 #include "cm/cm.h"
@@ -66,8 +67,9 @@ struct pod_run {
         char *cgroup_parent;
         char *sandbox_id;
         char *pod_ip;
-        size_t step;    /* the container being started */
-        unsigned calls; /* this pod's calls in flight */
+        size_t step;             /* the container being started */
+        unsigned calls;          /* this pod's calls in flight */
+        struct slot_ticket slot; /* its turn (f->slots): RunPodSandbox, or with --parallel the whole pod */
         bool failed;
 };
 
@@ -86,11 +88,11 @@ struct floor {
         struct image *images;
         size_t n_images;
 
-        size_t pending;      /* calls in flight (image status before t0, pod starts after) */
+        size_t pending;      /* calls in flight and pods waiting for their turn (image status before t0) */
         size_t parallel;     /* pods (or RunPodSandbox calls) in flight at most; 0: all at once */
         bool gate_sandboxes; /* K counts RunPodSandbox calls in flight (ckubelet's way), not whole pods (--parallel) */
         bool parallel_given; /* --parallel or --parallel-sandboxes; else ckubelet's --max-parallel-sandbox-creations */
-        size_t next, inflight; /* the next pod to start, the pods (or sandbox calls) in flight */
+        struct slots *slots; /* the turns, kept by ckubelet's own queue (src/basic/slots.c) */
         size_t containers, started;
         unsigned errors;
         int64_t t0_realtime_usec, last_reply_realtime_usec;
@@ -136,8 +138,6 @@ static void call_done(struct floor *f) {
                 event_base_loopbreak(f->base);
 }
 
-static void launch(struct floor *f);
-
 static void pod_issued(struct pod_run *p) {
         p->calls++;
         p->f->pending++;
@@ -146,10 +146,8 @@ static void pod_issued(struct pod_run *p) {
 /* the end of one of a pod's calls: when it issued no further call, the pod has ended and the next may start */
 static void pod_call_done(struct pod_run *p) {
         assert(p->calls > 0);
-        if (--p->calls == 0 && !p->f->gate_sandboxes) {
-                p->f->inflight--;
-                launch(p->f);
-        }
+        if (--p->calls == 0 && !p->f->gate_sandboxes)
+                slots_release(p->f->slots, &p->slot);
         call_done(p->f);
 }
 
@@ -476,10 +474,8 @@ static void on_run_sandbox(const struct cri_reply *reply, void *userdata) {
         const Runtime__V1__RunPodSandboxResponse *resp = (const void *) reply->msg;
         int r;
 
-        if (p->f->gate_sandboxes) {
-                p->f->inflight--;
-                launch(p->f);
-        }
+        if (p->f->gate_sandboxes)
+                slots_release(p->f->slots, &p->slot);
         if (reply->r < 0) {
                 pod_failed(p, "RunPodSandbox", reply->message);
                 pod_call_done(p);
@@ -500,26 +496,33 @@ static void on_run_sandbox(const struct cri_reply *reply, void *userdata) {
         pod_call_done(p);
 }
 
-static void launch(struct floor *f) {
-        while (f->next < f->n_runs && (f->parallel == 0 || f->inflight < f->parallel)) {
-                Runtime__V1__RunPodSandboxRequest req = RUNTIME__V1__RUN_POD_SANDBOX_REQUEST__INIT;
-                struct pod_run *p = &f->runs[f->next++];
-                int r;
+/* the pod's turn: its RunPodSandbox goes out */
+static void on_turn(void *userdata, int r) {
+        Runtime__V1__RunPodSandboxRequest req = RUNTIME__V1__RUN_POD_SANDBOX_REQUEST__INIT;
+        struct pod_run *p = userdata;
 
-                req.config = p->sandbox_config;
-                r = cri_run_pod_sandbox(f->cri, &req, 0, on_run_sandbox, p);
-                if (r < 0) {
-                        pod_failed(p, "RunPodSandbox", strerror(-r));
-                        continue;
-                }
-                f->inflight++;
+        assert(r == 0); /* nothing is withdrawn */
+        req.config = p->sandbox_config;
+        r = cri_run_pod_sandbox(p->f->cri, &req, 0, on_run_sandbox, p);
+        if (r < 0) {
+                pod_failed(p, "RunPodSandbox", strerror(-r));
+                slots_release(p->f->slots, &p->slot);
+        } else
                 pod_issued(p);
-        }
+        call_done(p->f); /* the wait for the turn */
 }
 
 static int run_all(struct floor *f) {
+        int r;
+
+        r = slots_new(f->base, (unsigned) f->parallel, &f->slots);
+        if (r < 0)
+                return r;
         f->t0_realtime_usec = (int64_t) now_realtime_usec();
-        launch(f);
+        for (size_t i = 0; i < f->n_runs; i++) {
+                f->pending++;
+                slots_enqueue(f->slots, &f->runs[i].slot, on_turn, &f->runs[i]);
+        }
         if (f->pending > 0)
                 event_base_dispatch(f->base);
         return 0;
@@ -528,6 +531,7 @@ static int run_all(struct floor *f) {
 /* ---------------------------------------------------------------- main */
 
 static void floor_done(struct floor *f) {
+        f->slots = slots_free(f->slots);
         for (size_t i = 0; i < f->n_runs; i++) {
                 pb_free(f->runs[i].sandbox_config);
                 free(f->runs[i].cgroup_parent);
@@ -634,7 +638,11 @@ int main(int argc, char **argv) {
         }
         if (load_manifests(&f) < 0 || node_setup(&f) < 0 || resolve_images(&f) < 0 || prepare_pods(&f) < 0)
                 goto out;
-        run_all(&f);
+        r = run_all(&f);
+        if (r < 0) {
+                log_error("cannot start the pods: %s", strerror(-r));
+                goto out;
+        }
 
         {
                 double t0 = (double) f.t0_realtime_usec / 1e6, t1 = (double) f.last_reply_realtime_usec / 1e6;
