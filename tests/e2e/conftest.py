@@ -349,10 +349,8 @@ class KubeletSet:
         bad_exits = []
         for k in self.made:
             if k.alive():
-                k.stops.append(time.time())
-                k.proc.send_signal(signal.SIGTERM)
                 try:
-                    rc = k.proc.wait(10)
+                    rc = k.term(10)
                 except subprocess.TimeoutExpired:
                     k.proc.kill()
                     rc = "hung on SIGTERM"
