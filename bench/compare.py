@@ -113,27 +113,29 @@ def proc_cpu(pid):
     return sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")
 
 
-def proc_mem(pid):
-    """(VmRSS, VmHWM) in kB"""
-    out = {}
+def proc_status_kb(pid, keys):
+    """the fields KEYS of /proc/PID/status (memory figures, kB), read at one moment; a missing one is None"""
+    out = dict.fromkeys(keys)
     with open(f"/proc/{pid}/status") as f:
         for line in f:
             k, _, v = line.partition(":")
-            if k in ("VmRSS", "VmHWM"):
+            if k in out:
                 out[k] = int(v.split()[0])
-    return out["VmRSS"], out["VmHWM"]
+    return out
+
+
+def proc_mem(pid):
+    """(VmRSS, VmHWM) in kB"""
+    m = proc_status_kb(pid, ("VmRSS", "VmHWM"))
+    return m["VmRSS"], m["VmHWM"]
 
 
 def proc_mem_detail(pid, top=10):
     """what VmRSS is made of: RssAnon (heap, stacks, written pages of mappings) and RssFile (pages of the binary
     and the shared libraries mapped in, shared with every other process mapping them), in kB, and the largest
-    mappings by resident size ([name, kB], from /proc/PID/smaps; "[anon]" for anonymous mappings)"""
-    out = {}
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            k, _, v = line.partition(":")
-            if k in ("RssAnon", "RssFile", "RssShmem"):
-                out[k] = int(v.split()[0])
+    mappings by resident size ([name, kB], from /proc/PID/smaps; "[anon]" for anonymous mappings); also VmRSS and
+    VmHWM, read with them"""
+    out = proc_status_kb(pid, ("VmRSS", "VmHWM", "RssAnon", "RssFile"))
     by = {}
     name = ""
     with open(f"/proc/{pid}/smaps") as f:
@@ -143,7 +145,8 @@ def proc_mem_detail(pid, top=10):
                 name = first[5].strip() if len(first) > 5 else "[anon]"
             elif first[0] == "Rss:":
                 by[name] = by.get(name, 0) + int(first[1])
-    return {"rss_anon_kb": out.get("RssAnon"), "rss_file_kb": out.get("RssFile"),
+    return {"vmrss_kb": out["VmRSS"], "vmhwm_kb": out["VmHWM"],
+            "rss_anon_kb": out["RssAnon"], "rss_file_kb": out["RssFile"],
             "smaps_top_kb": sorted(([n, v] for n, v in by.items() if v), key=lambda x: -x[1])[:top]}
 
 
@@ -449,11 +452,10 @@ class Bench:
                 c0, t0 = proc_cpu(s.pid), time.monotonic()
                 time.sleep(a.steady)
                 c1, t1 = proc_cpu(s.pid), time.monotonic()
-                rss, hwm = proc_mem(s.pid)
                 res["steady_cpu_s_per_min"] = round((c1 - c0) * 60 / (t1 - t0), 3)
                 res["steady_window_s"] = round(t1 - t0, 1)
-                res["vmrss_kb"], res["vmhwm_kb"] = rss, hwm
-                res.update(proc_mem_detail(s.pid))
+                res.update(proc_mem_detail(s.pid))  # VmRSS, VmHWM, RssAnon, RssFile: one read of the status
+                rss, hwm = res["vmrss_kb"], res["vmhwm_kb"]
                 log(f"  {s.label:<11} N={n:<4} steady {res['steady_cpu_s_per_min']:.3f} CPU-s/min, VmRSS {rss} kB, "
                     f"VmHWM {hwm} kB (RssAnon {res['rss_anon_kb']} kB, RssFile {res['rss_file_kb']} kB; largest: "
                     + ", ".join(f"{os.path.basename(m)} {v}" for m, v in res["smaps_top_kb"][:4]) + ")")

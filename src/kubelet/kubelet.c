@@ -1521,11 +1521,7 @@ int kubelet_start(struct kubelet *k) {
                         return r;
         }
         /* the pull queue (puller.go): serialized, one at a time; else up to maxParallelImagePulls (no limit unset) */
-        r = slots_new(k->base,
-                      o->serialize_image_pulls          ? 1
-                      : o->max_parallel_image_pulls_set ? (unsigned) o->max_parallel_image_pulls
-                                                        : 0,
-                      &k->image_puller);
+        r = slots_new(k->base, kubelet_options_image_pulls(o), &k->image_puller);
         if (r < 0)
                 return r;
         /* the sandbox creations: a burst of pods is made faster a few sandboxes at a time than all at once */

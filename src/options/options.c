@@ -2114,6 +2114,13 @@ void kubelet_options_print_help(void) {
                 kubelet_options_done(&d);
 }
 
+unsigned kubelet_options_image_pulls(const struct kubelet_options *o) {
+        assert(o);
+        if (o->serialize_image_pulls)
+                return 1;
+        return o->max_parallel_image_pulls_set ? (unsigned) o->max_parallel_image_pulls : 0;
+}
+
 unsigned kubelet_options_sandbox_creations(const struct kubelet_options *o, long cpus) {
         assert(o);
         if (o->max_parallel_sandbox_creations >= 0)

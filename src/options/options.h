@@ -158,6 +158,10 @@ void kubelet_options_print_help(void);
  * CPUS (at least 4); 0: no limit. */
 unsigned kubelet_options_sandbox_creations(const struct kubelet_options *o, long cpus);
 
+/* The limit of image pulls in flight (upstream's puller.go): 1 while serializeImagePulls, else maxParallelImagePulls;
+ * 0 (no limit) when that is unset. */
+unsigned kubelet_options_image_pulls(const struct kubelet_options *o);
+
 /* ---- the pieces of --config-dir, for the unit tests ---- */
 /* RFC 7386 JSON merge patch of PATCH over TARGET (consumed; may be NULL): the merged document (new reference), NULL
  * on OOM. Objects merge key by key, null deletes a key, anything else replaces. */

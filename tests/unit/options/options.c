@@ -742,7 +742,6 @@ static void test_node_life_options(void **state) {
                      "invalid configuration: --container-logs-dir \"rel\" must be an absolute path");
 }
 
-/* serializeImagePulls and maxParallelImagePulls, with upstream's validation */
 /* --max-parallel-sandbox-creations: -1 (4 per CPU, at least 4), 0 (no limit), a number; below -1 refused */
 static void test_sandbox_creations(void **state) {
         struct kubelet_options o;
@@ -776,6 +775,7 @@ static void test_sandbox_creations(void **state) {
         (void) state;
 }
 
+/* serializeImagePulls and maxParallelImagePulls, with upstream's validation, and the pull queue's limit */
 static void test_image_pulls(void **state) {
         struct kubelet_options o;
         struct ck_error *err;
@@ -798,22 +798,26 @@ static void test_image_pulls(void **state) {
         assert_int_equal(parse(&o, 1, def, &err), 0);
         assert_true(o.serialize_image_pulls);
         assert_false(o.max_parallel_image_pulls_set);
+        assert_int_equal(kubelet_options_image_pulls(&o), 1);
         kubelet_options_done(&o);
 
         assert_int_equal(parse(&o, ARGC(flag), flag, &err), 0);
         assert_false(o.serialize_image_pulls);
         assert_false(o.max_parallel_image_pulls_set);
+        assert_int_equal(kubelet_options_image_pulls(&o), 0); /* parallel, no limit */
         kubelet_options_done(&o);
 
         assert_int_equal(parse(&o, ARGC(cfg), cfg, &err), 0);
         assert_false(o.serialize_image_pulls);
         assert_true(o.max_parallel_image_pulls_set);
         assert_int_equal(o.max_parallel_image_pulls, 3);
+        assert_int_equal(kubelet_options_image_pulls(&o), 3);
         kubelet_options_done(&o);
 
         assert_int_equal(parse(&o, ARGC(cfg1), cfg1, &err), 0); /* 1 is allowed while serialized */
         assert_true(o.serialize_image_pulls);
         assert_int_equal(o.max_parallel_image_pulls, 1);
+        assert_int_equal(kubelet_options_image_pulls(&o), 1);
         kubelet_options_done(&o);
 
         assert_int_equal(parse(&o, ARGC(cfgnull), cfgnull, &err), 0);
