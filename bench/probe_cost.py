@@ -12,6 +12,10 @@ other:
           (Connection: close), back to back, round-robin over the pods: the kernel's work per probe and the
           least user-space work a non-blocking prober needs (CPU µs per operation, user and system, from
           getrusage; system calls per operation by construction);
+  paced floor  the same operations at the engine's pace (--rate 2 N per second, one mode after the other,
+          --seconds each, a nanosleep until each is due): what the same work costs the kernel when it is spread
+          over time as a prober must spread it (caches and branch predictors are no longer warm from the
+          operation before, and each operation begins with a wake-up);
   engine  build/tools/ckubelet-probe-bench: ckubelet's prober (src/prober: the manager, its timers, the HTTP and
           TCP handlers) alone on an event loop, each pod with an HTTP readiness and a TCP liveness probe every
           second (2 N probes/s, the work of bench/probes.py): CPU µs per probe, system calls per probe (perf's
@@ -86,8 +90,8 @@ FLOOR_LINE = re.compile(r"^(tcp|http) .*CPU ([\d.]+) µs/op \(user ([\d.]+), sys
                         r"([\d.]+) syscalls/op, (\d+) failed", re.M)
 
 
-def run_floor(ips, ops):
-    cmd = [FLOOR, "--ops", str(ops)] + [f"{ip}:8080" for ip in ips]
+def run_floor(ips, ops, rate=0):
+    cmd = [FLOOR, "--ops", str(ops)] + (["--rate", str(rate)] if rate else []) + [f"{ip}:8080" for ip in ips]
     out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
     print("  " + out.strip().replace("\n", "\n  "))
     res = {}
@@ -181,15 +185,17 @@ def save(out):
     plt = results.pyplot()
     fig, ax = plt.subplots(figsize=(6.5, 4.5))
     labels, values = [], []
-    for mode in ("tcp", "http"):
-        if mode in out.get("floor", {}):
-            labels.append(f"floor {mode}")
-            values.append(out["floor"][mode]["cpu_us"])
+    for key, name in (("floor", "floor"), ("paced_floor", "paced")):
+        for mode in ("tcp", "http"):
+            if mode in out.get(key, {}):
+                labels.append(f"{name} {mode}")
+                values.append(out[key][mode]["cpu_us"])
     if out.get("engine", {}).get("cpu_us") is not None:
-        floor = out.get("floor", {})
-        if "tcp" in floor and "http" in floor:
-            labels.append("floor (tcp+http)/2")
-            values.append((floor["tcp"]["cpu_us"] + floor["http"]["cpu_us"]) / 2)
+        for key, name in (("floor", "floor"), ("paced_floor", "paced")):
+            floor = out.get(key, {})
+            if "tcp" in floor and "http" in floor:
+                labels.append(f"{name}\n(tcp+http)/2")
+                values.append((floor["tcp"]["cpu_us"] + floor["http"]["cpu_us"]) / 2)
         labels.append("ckubelet prober")
         values.append(out["engine"]["cpu_us"])
     bars = ax.bar(range(len(values)), values, color=["#7f7f7f"] * (len(values) - 1) + ["#1f77b4"])
@@ -237,6 +243,10 @@ def main():
             out["load_before"] = loadavg()
             print(f"floor (load {out['load_before']}):")
             out["floor"] = run_floor(ips, a.ops)
+            rate = 2 * len(ips)
+            out["load_paced_floor"] = loadavg()
+            print(f"paced floor, {rate} operations per second (load {out['load_paced_floor']}):")
+            out["paced_floor"] = run_floor(ips, rate * a.seconds, rate)
             out["load_engine"] = loadavg()
             print(f"engine, {n} pods (load {out['load_engine']}):")
             out["engine"] = run_engine(ips, a.seconds)
@@ -246,6 +256,11 @@ def main():
                 out["engine_over_floor"] = round(out["engine"]["cpu_us"] / f, 2)
                 print(f"  engine ÷ floor (mean of a TCP and an HTTP probe): {out['engine_over_floor']} "
                       f"(CPU time on a machine at load {out['load_engine']}: indicative only)")
+            pf = out["paced_floor"]
+            if "tcp" in pf and "http" in pf and out["engine"].get("cpu_us"):
+                f = (pf["tcp"]["cpu_us"] + pf["http"]["cpu_us"]) / 2
+                out["engine_over_paced_floor"] = round(out["engine"]["cpu_us"] / f, 2)
+                print(f"  engine ÷ paced floor: {out['engine_over_paced_floor']}")
             if a.callgrind:
                 cips = ips[:a.callgrind_pods]
                 print(f"engine under callgrind, {len(cips)} pods:")
