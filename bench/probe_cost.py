@@ -13,9 +13,10 @@ other:
           least user-space work a non-blocking prober needs (CPU µs per operation, user and system, from
           getrusage; system calls per operation by construction);
   paced floor  the same operations at the engine's pace (--rate 2 N per second, one mode after the other,
-          --seconds each, a nanosleep until each is due): what the same work costs the kernel when it is spread
-          over time as a prober must spread it (caches and branch predictors are no longer warm from the
-          operation before, and each operation begins with a wake-up);
+          --seconds each, a nanosleep until each is due): the same work spread over time as a prober must
+          spread it (caches and branch predictors no longer warm from the operation before), with one wake-up
+          per operation where the engine runs the probes of a 100 ms slot together: not a lower bound, but what
+          the simplest paced loop pays;
   engine  build/tools/ckubelet-probe-bench: ckubelet's prober (src/prober: the manager, its timers, the HTTP and
           TCP handlers) alone on an event loop, each pod with an HTTP readiness and a TCP liveness probe every
           second (2 N probes/s, the work of bench/probes.py): CPU µs per probe, system calls per probe (perf's
