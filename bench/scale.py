@@ -292,7 +292,7 @@ def main():
     if a.report:
         with open(a.report) as f:
             data = json.load(f)
-        report(data, a.superlinear, chart_too=False)
+        report(data, a.superlinear, write=False)
         return
     if os.geteuid() != 0:
         sys.exit("scale.py: run as root")
@@ -333,20 +333,20 @@ def main():
     report(data, a.superlinear)
 
 
-def report(data, limit, chart_too=True):
+def report(data, limit, write=True):
+    """the table and the chart (bench/results/scale.png); WRITE: also the figures (scale.json), after a run"""
     pp = per_pod(data)
     data["per_pod"] = pp
     data["superlinear"] = {k: flags(rows, limit) for k, rows in pp.items()}
     m = data["machine"]
-    if chart_too:
+    if write:
         results.write_json("scale", data)
-        chart(pp, f"{data['date']}, {m['cpus']} CPUs {m['cpu_model']}, {m['containerd']}, hostNetwork sleepers")
+    chart(pp, f"{data['date']}, {m['cpus']} CPUs {m['cpu_model']}, {m['containerd']}, hostNetwork sleepers")
     print()
     print(f"{data['date']} · {m['cpus']} CPUs ({m['cpu_model']}), {m['memory_gb']} GB, kernel {m['kernel']}, "
           f"{m['containerd']}, ckubelet {m['ckubelet_commit']}; pods: hostNetwork busybox sleepers")
     print(table(data, pp, limit))
-    if chart_too:
-        print(f"\nfigures: {results.RESULTS}/scale.json, chart: {results.RESULTS}/scale.png")
+    print(f"\n{'figures: ' + results.RESULTS + '/scale.json, ' if write else ''}chart: {results.RESULTS}/scale.png")
 
 
 if __name__ == "__main__":
