@@ -181,22 +181,32 @@ def run_callgrind(ips, seconds):
     return res
 
 
+FLOORS = (("floor", "floor"), ("paced_floor", "paced"))  # the key in the results, its label
+
+
+def floor_mean(floor):
+    """CPU µs of a mean probe (one TCP, one HTTP) by a floor's figures; None when it lacks one of them"""
+    if "tcp" in floor and "http" in floor:
+        return (floor["tcp"]["cpu_us"] + floor["http"]["cpu_us"]) / 2
+    return None
+
+
 def save(out):
     results.write_json("probe_cost", out)
     plt = results.pyplot()
     fig, ax = plt.subplots(figsize=(6.5, 4.5))
     labels, values = [], []
-    for key, name in (("floor", "floor"), ("paced_floor", "paced")):
+    for key, name in FLOORS:
         for mode in ("tcp", "http"):
             if mode in out.get(key, {}):
                 labels.append(f"{name} {mode}")
                 values.append(out[key][mode]["cpu_us"])
     if out.get("engine", {}).get("cpu_us") is not None:
-        for key, name in (("floor", "floor"), ("paced_floor", "paced")):
-            floor = out.get(key, {})
-            if "tcp" in floor and "http" in floor:
+        for key, name in FLOORS:
+            f = floor_mean(out.get(key, {}))
+            if f is not None:
                 labels.append(f"{name}\n(tcp+http)/2")
-                values.append((floor["tcp"]["cpu_us"] + floor["http"]["cpu_us"]) / 2)
+                values.append(f)
         labels.append("ckubelet prober")
         values.append(out["engine"]["cpu_us"])
     bars = ax.bar(range(len(values)), values, color=["#7f7f7f"] * (len(values) - 1) + ["#1f77b4"])
@@ -251,16 +261,13 @@ def main():
             out["load_engine"] = loadavg()
             print(f"engine, {n} pods (load {out['load_engine']}):")
             out["engine"] = run_engine(ips, a.seconds)
-            fl = out["floor"]
-            if "tcp" in fl and "http" in fl and out["engine"].get("cpu_us"):
-                f = (fl["tcp"]["cpu_us"] + fl["http"]["cpu_us"]) / 2
+            f, pf = floor_mean(out["floor"]), floor_mean(out["paced_floor"])
+            if f and out["engine"].get("cpu_us"):
                 out["engine_over_floor"] = round(out["engine"]["cpu_us"] / f, 2)
                 print(f"  engine ÷ floor (mean of a TCP and an HTTP probe): {out['engine_over_floor']} "
                       f"(CPU time on a machine at load {out['load_engine']}: indicative only)")
-            pf = out["paced_floor"]
-            if "tcp" in pf and "http" in pf and out["engine"].get("cpu_us"):
-                f = (pf["tcp"]["cpu_us"] + pf["http"]["cpu_us"]) / 2
-                out["engine_over_paced_floor"] = round(out["engine"]["cpu_us"] / f, 2)
+            if pf and out["engine"].get("cpu_us"):
+                out["engine_over_paced_floor"] = round(out["engine"]["cpu_us"] / pf, 2)
                 print(f"  engine ÷ paced floor: {out['engine_over_paced_floor']}")
             if a.callgrind:
                 cips = ips[:a.callgrind_pods]
