@@ -346,7 +346,8 @@ def report(data, limit, write=True):
     print(f"{data['date']} · {m['cpus']} CPUs ({m['cpu_model']}), {m['memory_gb']} GB, kernel {m['kernel']}, "
           f"{m['containerd']}, ckubelet {m['ckubelet_commit']}; pods: hostNetwork busybox sleepers")
     print(table(data, pp, limit))
-    print(f"\n{'figures: ' + results.RESULTS + '/scale.json, ' if write else ''}chart: {results.RESULTS}/scale.png")
+    written = f"figures: {results.RESULTS}/scale.json, " if write else ""
+    print(f"\n{written}chart: {results.RESULTS}/scale.png")
 
 
 if __name__ == "__main__":
