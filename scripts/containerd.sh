@@ -51,9 +51,7 @@ EOC
         if [ -S "$sock" ] && ctr -a "$sock" version >/dev/null 2>&1; then
                 return 0
         fi
-        # in a session of its own: a Ctrl-C in the caller's terminal (run-example.sh) must not stop containerd
-        # before the caller's clean-up has removed its pods through it (setsid execs in place: $! is containerd)
-        setsid containerd --config "$dir/config.toml" >>"$dir/containerd.log" 2>&1 &
+        containerd --config "$dir/config.toml" >>"$dir/containerd.log" 2>&1 &
         echo $! > "$dir/containerd.pid"
         for _ in $(seq 1 200); do
                 if ctr -a "$sock" version >/dev/null 2>&1; then
