@@ -49,7 +49,7 @@ cleanup() {
         trap - INT TERM EXIT
         echo
         echo "stopping ckubelet, removing the example pods, stopping containerd"
-        kill "$kubelet_pid" 2>/dev/null || true
+        kill "$kubelet_pid" ${tail_pid:-} 2>/dev/null || true
         wait "$kubelet_pid" 2>/dev/null || true
         for id in $($crictl pods | /usr/bin/python3 -c 'import json,sys; [print(p["id"]) for p in json.load(sys.stdin)["items"]]'); do
                 $crictl stopp "$id" >/dev/null 2>&1 || true
@@ -80,4 +80,5 @@ if [ -n "${CKUBELET_EXAMPLE_SECONDS:-}" ]; then
         exit 0
 fi
 tail -n +1 -f "$dir/kubelet.log" &
+tail_pid=$!
 wait "$kubelet_pid"
