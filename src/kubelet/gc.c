@@ -7,7 +7,9 @@
 #include <stdarg.h>
 #include <string.h>
 
+#include "basic/duration.h"
 #include "basic/log.h"
+#include "basic/string.h"
 #include "basic/strv.h"
 #include "basic/time.h"
 #include "basic/timer.h"
@@ -95,6 +97,48 @@ static void on_gc_done(int r, void *userdata) {
         k->container_gc_failed = false;
 }
 
+/* ---------------------------------------------------------------- removals the runtime refuses */
+
+/* containerd can refuse for ever to remove a dead container or sandbox (1.6: "cannot delete running task ...:
+ * failed precondition" when it kept the task of a container whose StartContainer was abandoned). Upstream's
+ * container GC tries again every minute and logs each failure; here each id waits out a back-off instead, so that
+ * the pod's clean-up and the GC try (and log) once per step, not at every pass. */
+
+bool kubelet_removal_blocked(struct kubelet *k, const char *id, uint64_t *ret_until_usec) {
+        uint64_t last = backoff_last_update(&k->removal_backoff, id);
+
+        return last != 0 && backoff_in_backoff_since(&k->removal_backoff, id, last, now_usec(), ret_until_usec);
+}
+
+void kubelet_removal_failed(struct kubelet *k, bool sandbox, const char *id, const char *pod_desc,
+                            const char *message) {
+        uint64_t now = now_usec();
+        char delay[GO_DURATION_MAX];
+
+        (void) backoff_next(&k->removal_backoff, id, now, now);
+        log_error("Failed to remove %s \"%s\"%s%s: %s; trying again in %s (back-off)",
+                  sandbox ? "pod sandbox" : "container", id, pod_desc ? " of pod " : "", strempty(pod_desc),
+                  strna(message),
+                  go_duration_format((int64_t) backoff_get(&k->removal_backoff, id) * 1000, delay, sizeof(delay)));
+}
+
+void kubelet_removal_succeeded(struct kubelet *k, const char *id) {
+        backoff_reset(&k->removal_backoff, id);
+}
+
+static bool gc_may_remove(const char *id, void *userdata) {
+        return !kubelet_removal_blocked(userdata, id, NULL);
+}
+
+static void gc_removed(bool sandbox, const char *id, const char *pod_uid, int r, const char *message, void *userdata) {
+        struct kubelet *k = userdata;
+
+        if (r >= 0)
+                kubelet_removal_succeeded(k, id);
+        else
+                kubelet_removal_failed(k, sandbox, id, pod_uid, message);
+}
+
 static void sweep_links(struct kubelet *k);
 
 static void on_gc_timer(evutil_socket_t fd, short what, void *userdata) {
@@ -163,6 +207,8 @@ int kubelet_gc_setup(struct kubelet *k) {
                 .pods = { .deleted = pod_deleted, .terminated = pod_terminated, .userdata = k },
                 .all_sources_ready = sources_ready,
                 .listed = on_listed,
+                .may_remove = gc_may_remove,
+                .removed = gc_removed,
                 .userdata = k,
         };
         _cleanup_free_ char *state = NULL;

@@ -90,8 +90,10 @@ struct pod_worker {
         char *resize_error;
         struct event *deadline_timer; /* fires when the pod's activeDeadlineSeconds pass */
         bool runtime_gone;            /* not desired and nothing left in the runtime: its volumes may go */
-        char **owned_volumes;         /* emptyDir volumes given their fsGroup ownership (strv of names) */
-        char *api_ns, *api_name;      /* where to DELETE it once stopped */
+        size_t leftovers;     /* the last pass of a pod no longer desired: how many of its dead containers and sandboxes
+                           * are left because the runtime refused to remove them (the container GC's, then) */
+        char **owned_volumes; /* emptyDir volumes given their fsGroup ownership (strv of names) */
+        char *api_ns, *api_name; /* where to DELETE it once stopped */
 
         /* ended for good by the kubelet (eviction.c): killed, never started again, phase Failed with this reason
          * and message; kept in <root-dir>/pods/<uid>/ so that a restart of the kubelet keeps it so */
@@ -127,6 +129,10 @@ struct kubelet {
 
         struct backoff crash_backoff; /* CrashLoopBackOff, 10s..5m */
         struct backoff image_backoff; /* ImagePullBackOff, 10s..5m */
+        /* dead containers and sandboxes the runtime refused to remove, by id: tried again only when their back-off
+         * (10s..5m) ends, by the pod's clean-up or the container GC (gc.c) */
+        struct backoff removal_backoff;
+        char **left_to_gc; /* UIDs of pods that terminated with such leftovers: no worker again while they last */
         uint64_t last_full_resync;
         uint64_t last_loop_usec; /* monotonic time of the last housekeeping tick (/healthz/syncloop) */
         struct histogram pod_start_hist;
@@ -223,6 +229,17 @@ void kubelet_worker_observed(struct pod_worker *w, struct pod *pod, struct kc_po
  * Killing, ... as upstream words them. */
 void kubelet_worker_event(struct pod_worker *w, const char *container, const char *type, const char *reason,
                           const char *fmt, ...) _printf_(5, 6);
+/* The same about a pod that is no longer desired too (its last known spec), while it terminates. */
+void kubelet_worker_event_any(struct pod_worker *w, const char *container, const char *type, const char *reason,
+                              const char *fmt, ...) _printf_(5, 6);
+
+/* gc.c: a dead container or sandbox whose removal the runtime refused waits out a back-off (10 s doubling to
+ * 5 min, monotonic) before anyone tries again. kubelet_removal_blocked(): is it in back-off now (*ret_until, if
+ * not NULL: when it ends)? kubelet_removal_failed(): records a refusal and logs it, once per back-off step
+ * (pod_desc may be NULL); kubelet_removal_succeeded(): forgets it. */
+bool kubelet_removal_blocked(struct kubelet *k, const char *id, uint64_t *ret_until_usec);
+void kubelet_removal_failed(struct kubelet *k, bool sandbox, const char *id, const char *pod_desc, const char *message);
+void kubelet_removal_succeeded(struct kubelet *k, const char *id);
 
 /* kubelet.c: update the QoS cgroups for the admitted pods and create the pod's cgroup (before its sandbox) */
 int kubelet_pod_cgroup_ensure(struct kubelet *k, const struct pod *pod);

@@ -32,6 +32,8 @@
 #define WORKER_BACKOFF_MAX_USEC (10 * USEC_PER_SEC)
 #define CRASH_BACKOFF_INITIAL_USEC (10 * USEC_PER_SEC)
 #define CRASH_BACKOFF_MAX_USEC (300 * USEC_PER_SEC)
+#define REMOVAL_BACKOFF_INITIAL_USEC (10 * USEC_PER_SEC)
+#define REMOVAL_BACKOFF_MAX_USEC (300 * USEC_PER_SEC)
 #define PLEG_RELIST_PERIOD_USEC (1 * USEC_PER_SEC)
 #define HOUSEKEEPING_PERIOD_USEC (2 * USEC_PER_SEC)
 
@@ -550,19 +552,14 @@ void kubelet_worker_observed(struct pod_worker *w, struct pod *pod, struct kc_po
         kubelet_report_status(k, w);
 }
 
-void kubelet_worker_event(struct pod_worker *w, const char *container, const char *type, const char *reason,
-                          const char *fmt, ...) {
+static void pod_eventv(struct kubelet *k, const struct pod *p, const char *container, const char *type,
+                       const char *reason, const char *fmt, va_list ap) {
         _cleanup_free_ char *msg = NULL, *field = NULL;
         struct event_ref ref;
-        va_list ap;
-        int r;
 
-        if (!w->k->events || !w->pod)
+        if (!k->events || !p)
                 return;
-        va_start(ap, fmt);
-        r = vasprintf(&msg, fmt, ap);
-        va_end(ap);
-        if (r < 0) {
+        if (vasprintf(&msg, fmt, ap) < 0) {
                 msg = NULL;
                 return;
         }
@@ -570,14 +567,32 @@ void kubelet_worker_event(struct pod_worker *w, const char *container, const cha
                 field = NULL;
         ref = (struct event_ref) {
                 .kind = "Pod",
-                .namespace_ = w->pod->namespace_,
-                .name = w->pod->name,
-                .uid = w->pod->uid,
+                .namespace_ = p->namespace_,
+                .name = p->name,
+                .uid = p->uid,
                 .api_version = "v1",
                 .field_path = field,
-                .resource_version = w->pod->resource_version,
+                .resource_version = p->resource_version,
         };
-        event_recorder_eventf(w->k->events, &ref, type, reason, "%s", msg);
+        event_recorder_eventf(k->events, &ref, type, reason, "%s", msg);
+}
+
+void kubelet_worker_event(struct pod_worker *w, const char *container, const char *type, const char *reason,
+                          const char *fmt, ...) {
+        va_list ap;
+
+        va_start(ap, fmt);
+        pod_eventv(w->k, w->pod, container, type, reason, fmt, ap);
+        va_end(ap);
+}
+
+void kubelet_worker_event_any(struct pod_worker *w, const char *container, const char *type, const char *reason,
+                              const char *fmt, ...) {
+        va_list ap;
+
+        va_start(ap, fmt);
+        pod_eventv(w->k, w->pod ? w->pod : w->last_pod, container, type, reason, fmt, ap);
+        va_end(ap);
 }
 
 static void on_probe_failed(void *userdata, const char *pod_uid, const char *container, enum probe_type type,
@@ -699,7 +714,16 @@ static void delete_from_api(struct kubelet *k, struct pod_worker *w) {
 void kubelet_worker_terminated(struct kubelet *k, struct pod_worker *w) {
         _cleanup_free_ char *name = w->full_name ? strdup(w->full_name) : NULL;
 
-        log_info("pod %s (%s) terminated and removed from the runtime", strna(w->full_name), w->uid);
+        if (w->leftovers > 0) {
+                /* podResourcesAreReclaimed: its containers are stopped; what the runtime would not remove stays for
+                 * the container GC, and no worker is made for it again while it lasts */
+                log_info("pod %s (%s) terminated; %zu of its dead containers and sandboxes that the runtime refused "
+                         "to remove are left to the container garbage collector",
+                         strna(w->full_name), w->uid, w->leftovers);
+                if (!strv_contains(k->left_to_gc, w->uid))
+                        (void) strv_extend(&k->left_to_gc, w->uid);
+        } else
+                log_info("pod %s (%s) terminated and removed from the runtime", strna(w->full_name), w->uid);
         if (w->deleting)
                 delete_from_api(k, w);
         (void) kubelet_allocation_set(k->allocation, w->uid, NULL); /* its allocation goes with it */
@@ -969,8 +993,15 @@ void kubelet_reconcile(struct kubelet *k) {
                 }
         }
 
+        /* a pod left to the container GC is forgotten once the runtime has nothing of it, or is desired again */
+        for (size_t i = 0; k->left_to_gc && k->left_to_gc[i];) {
+                if (!pleg_has_pod(k->pleg, k->left_to_gc[i]) || desired_contains(k, k->left_to_gc[i]))
+                        strv_remove_at(k->left_to_gc, i);
+                else
+                        i++;
+        }
         for (char *const *u = pleg_pod_uids(k->pleg); *u; u++)
-                if (!kubelet_find_worker(k, *u) && !desired_contains(k, *u)) {
+                if (!kubelet_find_worker(k, *u) && !desired_contains(k, *u) && !strv_contains(k->left_to_gc, *u)) {
                         struct pod_worker *w = worker_new(k, *u);
                         if (!w)
                                 continue;
@@ -1288,6 +1319,7 @@ static void housekeeping(evutil_socket_t fd, short what, void *userdata) {
         k->last_loop_usec = now;
         backoff_gc(&k->crash_backoff, now_realtime_usec());
         backoff_gc(&k->image_backoff, now);
+        backoff_gc(&k->removal_backoff, now);
         /* periodic resync of every worker (--sync-frequency) */
         if (k->runtime_listed && now - k->last_full_resync >= k->opts->sync_frequency_usec) {
                 k->last_full_resync = now;
@@ -1325,6 +1357,7 @@ int kubelet_new(struct event_base *base, const struct kubelet_options *opts, str
         k->opts = opts;
         backoff_init(&k->crash_backoff, CRASH_BACKOFF_INITIAL_USEC, CRASH_BACKOFF_MAX_USEC);
         backoff_init(&k->image_backoff, CRASH_BACKOFF_INITIAL_USEC, CRASH_BACKOFF_MAX_USEC);
+        backoff_init(&k->removal_backoff, REMOVAL_BACKOFF_INITIAL_USEC, REMOVAL_BACKOFF_MAX_USEC);
         {
                 /* upstream's buckets for kubelet_pod_start_duration_seconds */
                 static const double b[] = { 0.5, 1,   2,   3,   4,   5,   6,   8,   10,   20,   30,   45,  60,
@@ -1610,6 +1643,8 @@ struct kubelet *kubelet_free(struct kubelet *k) {
         free(k->pods_cgroup);
         backoff_done(&k->crash_backoff);
         backoff_done(&k->image_backoff);
+        backoff_done(&k->removal_backoff);
+        strv_free(k->left_to_gc);
         k->cm = cm_free(k->cm);
         kubelet_plugins_free(k); /* after the pod syncs: they may hold requests of its */
         k->allocation = kubelet_allocation_free(k->allocation);

@@ -117,9 +117,35 @@ void kubelet_pod_sync_finish(struct pod_sync *s) {
         kubelet_pod_sync_done(s);
 }
 
+/* A pod no longer desired whose pass found nothing to do: is all that is left of it stopped, and refused by the
+ * runtime when it was to be removed (in removal back-off)? Then its resources count as reclaimed (upstream's
+ * podResourcesAreReclaimed: dead containers are the container GC's), *ret_n the objects left. */
+static bool only_refused_left(const struct pod_sync *s, size_t *ret_n) {
+        const struct kc_pod_status *st = s->status;
+
+        if (s->pod || !s->decided || s->did_work || s->error || !st || st->n_sandboxes + st->n_containers == 0)
+                return false;
+        for (size_t i = 0; i < st->n_sandboxes; i++)
+                if (st->sandboxes[i]->state == KC_SANDBOX_READY ||
+                    !kubelet_removal_blocked(s->k, st->sandboxes[i]->id, NULL))
+                        return false;
+        for (size_t i = 0; i < st->n_containers; i++)
+                if (st->containers[i]->state == KC_CONTAINER_RUNNING ||
+                    st->containers[i]->state == KC_CONTAINER_UNKNOWN ||
+                    !kubelet_removal_blocked(s->k, st->containers[i]->id, NULL))
+                        return false;
+        *ret_n = st->n_sandboxes + st->n_containers;
+        return true;
+}
+
 void kubelet_pod_sync_done(struct pod_sync *s) {
         struct pod_worker *w = s->w;
         bool gone = s->status && s->status->n_sandboxes == 0 && s->status->n_containers == 0 && !s->did_work;
+        size_t left = 0;
+
+        if (!gone && !s->k->stopping && only_refused_left(s, &left))
+                gone = true;
+        w->leftovers = left;
 
         /* not while shutting down: the calls cancelled by the CRI client's release end here, after the prober
          * is gone */

@@ -13,17 +13,76 @@ struct cleanup_step {
         struct kr_pod_gc gc;
 };
 
+/* one removal in flight */
+struct removal {
+        struct pod_sync *s;
+        bool sandbox;
+        char *id;
+};
+
 static void remove_sandboxes(struct pod_sync *s);
 static void cleanup_done(struct pod_sync *s);
 
+/* A removal the runtime refuses is not the pass's error (the worker's back-off would try it again every few
+ * seconds, for ever): the id waits out its own back-off (kubelet_removal_failed, logged once per step), the pod gets
+ * a Warning event, and the pass wakes when the back-off ends. A pod no longer desired whose leftovers are all such
+ * is terminated anyway (kubelet_pod_sync_done); the container GC tries them again. */
 static void on_remove(const struct cri_reply *reply, void *userdata) {
-        struct pod_sync *s = userdata;
+        struct removal *x = userdata;
+        struct pod_sync *s = x->s;
 
-        if (reply->r < 0 && reply->r != -ENOENT) {
-                log_error("pod %s: remove: %s", kubelet_sync_pod_desc(s), reply->message);
-                s->error = true;
+        if (reply->r >= 0 || reply->r == -ENOENT)
+                kubelet_removal_succeeded(s->k, x->id);
+        else if (reply->r != -ECANCELED) {
+                kubelet_removal_failed(s->k, x->sandbox, x->id, kubelet_sync_pod_desc(s), reply->message);
+                /* upstream has no event of its own for this (its container GC only logs); the pod-level reason of a
+                 * kill that failed is the nearest */
+                kubelet_worker_event_any(s->w, NULL, "Warning", "FailedKillPod",
+                                         "error killing pod: failed to remove %s \"%s\": %s",
+                                         x->sandbox ? "pod sandbox" : "container", x->id, strna(reply->message));
         }
+        free(x->id);
+        free(x);
         kubelet_sync_fanout_release(s);
+}
+
+/* what may be removed now: not while a refusal's back-off runs (the pass wakes when the first one ends) */
+static bool may_remove(struct pod_sync *s, const char *id) {
+        uint64_t until;
+
+        if (!kubelet_removal_blocked(s->k, id, &until))
+                return true;
+        if (s->pod && (s->wake_usec == 0 || until < s->wake_usec))
+                s->wake_usec = until;
+        return false;
+}
+
+static void issue_remove(struct pod_sync *s, bool sandbox, const char *id) {
+        struct removal *x = calloc(1, sizeof(*x));
+        int r;
+
+        if (!x || !(x->id = strdup(id))) {
+                free(x);
+                kubelet_sync_call_failed(s, sandbox ? "RemovePodSandbox" : "RemoveContainer", -ENOMEM);
+                return;
+        }
+        x->s = s;
+        x->sandbox = sandbox;
+        log_v(2, "pod %s: removing %s %.12s", kubelet_sync_pod_desc(s), sandbox ? "sandbox" : "container", id);
+        if (sandbox) {
+                Runtime__V1__RemovePodSandboxRequest req = RUNTIME__V1__REMOVE_POD_SANDBOX_REQUEST__INIT;
+                req.pod_sandbox_id = x->id;
+                r = cri_remove_pod_sandbox(s->k->cri, &req, 0, on_remove, x);
+        } else {
+                Runtime__V1__RemoveContainerRequest req = RUNTIME__V1__REMOVE_CONTAINER_REQUEST__INIT;
+                req.container_id = x->id;
+                r = cri_remove_container(s->k->cri, &req, 0, on_remove, x);
+        }
+        if (r < 0) {
+                free(x->id);
+                free(x);
+        }
+        kubelet_sync_fanout_sent(s, sandbox ? "RemovePodSandbox" : "RemoveContainer", r);
 }
 
 void kubelet_sync_cleanup(struct pod_sync *s) {
@@ -39,15 +98,9 @@ void kubelet_sync_cleanup(struct pod_sync *s) {
                 return;
         }
         kubelet_sync_fanout_begin(s, remove_sandboxes);
-        for (size_t i = 0; i < c->gc.n_containers; i++) {
-                Runtime__V1__RemoveContainerRequest req = RUNTIME__V1__REMOVE_CONTAINER_REQUEST__INIT;
-                int r;
-
-                log_v(2, "pod %s: removing container %.12s", kubelet_sync_pod_desc(s), c->gc.containers[i]);
-                req.container_id = (char *) c->gc.containers[i];
-                r = cri_remove_container(s->k->cri, &req, 0, on_remove, s);
-                kubelet_sync_fanout_sent(s, "RemoveContainer", r);
-        }
+        for (size_t i = 0; i < c->gc.n_containers; i++)
+                if (may_remove(s, c->gc.containers[i]))
+                        issue_remove(s, false, c->gc.containers[i]);
         kubelet_sync_fanout_end(s);
 }
 
@@ -55,15 +108,9 @@ static void remove_sandboxes(struct pod_sync *s) {
         struct cleanup_step *c = s->cleanup;
 
         kubelet_sync_fanout_begin(s, cleanup_done);
-        for (size_t i = 0; i < c->gc.n_sandboxes; i++) {
-                Runtime__V1__RemovePodSandboxRequest req = RUNTIME__V1__REMOVE_POD_SANDBOX_REQUEST__INIT;
-                int r;
-
-                log_v(2, "pod %s: removing sandbox %.12s", kubelet_sync_pod_desc(s), c->gc.sandboxes[i]);
-                req.pod_sandbox_id = (char *) c->gc.sandboxes[i];
-                r = cri_remove_pod_sandbox(s->k->cri, &req, 0, on_remove, s);
-                kubelet_sync_fanout_sent(s, "RemovePodSandbox", r);
-        }
+        for (size_t i = 0; i < c->gc.n_sandboxes; i++)
+                if (may_remove(s, c->gc.sandboxes[i]))
+                        issue_remove(s, true, c->gc.sandboxes[i]);
         kubelet_sync_fanout_end(s);
 }
 

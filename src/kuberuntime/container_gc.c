@@ -274,22 +274,54 @@ static void list(struct gc_pass *p) {
 struct removal {
         struct gc_pass *p;
         char *id;
+        char *pod_uid;
 };
+
+static void removal_free(struct removal *x) {
+        if (!x)
+                return;
+        free(x->id);
+        free(x->pod_uid);
+        free(x);
+}
+
+/* a removal to issue: NULL when out of memory (noted in the pass) */
+static struct removal *removal_new(struct gc_pass *p, const char *id, const char *pod_uid) {
+        struct removal *x = calloc(1, sizeof(*x));
+
+        if (!x || !(x->id = strdup(id)) || (pod_uid && !(x->pod_uid = strdup(pod_uid)))) {
+                removal_free(x);
+                p->error = -ENOMEM;
+                return NULL;
+        }
+        x->p = p;
+        return x;
+}
+
+static bool may_remove(const struct kr_container_gc *g, const char *id) {
+        return !g->cfg.may_remove || g->cfg.may_remove(id, g->cfg.userdata);
+}
 
 static void on_removed(const struct cri_reply *reply, void *userdata) {
         struct removal *x = userdata;
         struct gc_pass *p = x->p;
 
+        bool sandbox = p->phase != PHASE_REMOVE_CONTAINERS;
+
         if (reply->r == -ECANCELED)
                 p->cancelled = true;
-        else if (reply->r < 0 && reply->r != -ENOENT)
-                log_error("container GC: failed to remove %s %s: %s",
-                          p->phase == PHASE_REMOVE_CONTAINERS ? "container" : "sandbox", x->id, reply->message);
-        else
-                log_v(2, "container GC: removed %s %.12s",
-                      p->phase == PHASE_REMOVE_CONTAINERS ? "container" : "sandbox", x->id);
-        free(x->id);
-        free(x);
+        else {
+                if (reply->r < 0 && reply->r != -ENOENT) {
+                        if (!p->g || !p->g->cfg.removed)
+                                log_error("container GC: failed to remove %s %s: %s", sandbox ? "sandbox" : "container",
+                                          x->id, reply->message);
+                } else
+                        log_v(2, "container GC: removed %s %.12s", sandbox ? "sandbox" : "container", x->id);
+                if (p->g && p->g->cfg.removed)
+                        p->g->cfg.removed(sandbox, x->id, x->pod_uid, reply->r == -ENOENT ? 0 : reply->r,
+                                          reply->message, p->g->cfg.userdata);
+        }
+        removal_free(x);
         pass_release(p);
 }
 
@@ -301,8 +333,7 @@ static void remove_container(struct removal *x) {
         r = cri_remove_container(x->p->g->cri, &req, 0, on_removed, x);
         if (r < 0) {
                 log_error("container GC: failed to remove container %s: %s", x->id, strerror(-r));
-                free(x->id);
-                free(x);
+                removal_free(x);
                 return;
         }
         x->p->pending++;
@@ -314,15 +345,13 @@ static void on_unknown_stopped(const struct cri_reply *reply, void *userdata) {
 
         if (reply->r == -ECANCELED || !p->g) {
                 p->cancelled = true;
-                free(x->id);
-                free(x);
+                removal_free(x);
                 pass_release(p);
                 return;
         }
         if (reply->r < 0 && reply->r != -ENOENT) {
                 log_error("Failed to stop container \"%s\": %s", x->id, reply->message);
-                free(x->id);
-                free(x);
+                removal_free(x);
                 pass_release(p);
                 return;
         }
@@ -346,13 +375,13 @@ static void remove_containers(struct gc_pass *p) {
         }
         p->pending = 1;
         for (size_t i = 0; i < n; i++) {
-                struct removal *x = calloc(1, sizeof(*x));
-                if (!x || !(x->id = strdup(sel[i]->id))) {
-                        free(x);
-                        p->error = -ENOMEM;
+                struct removal *x;
+
+                if (!may_remove(g, sel[i]->id))
+                        continue; /* refused before: in back-off */
+                x = removal_new(p, sel[i]->id, sel[i]->pod_uid);
+                if (!x)
                         break;
-                }
-                x->p = p;
                 if (sel[i]->unknown) {
                         /* it could still be running: stop it first */
                         Runtime__V1__StopContainerRequest req = RUNTIME__V1__STOP_CONTAINER_REQUEST__INIT;
@@ -362,8 +391,7 @@ static void remove_containers(struct gc_pass *p) {
                         req.timeout = UNKNOWN_STOP_TIMEOUT_SEC;
                         r = cri_stop_container(g->cri, &req, 0, on_unknown_stopped, x);
                         if (r < 0) {
-                                free(x->id);
-                                free(x);
+                                removal_free(x);
                                 continue;
                         }
                         p->pending++;
@@ -391,18 +419,17 @@ static void remove_sandboxes(struct gc_pass *p) {
         p->pending = 1;
         for (size_t i = 0; i < n; i++) {
                 Runtime__V1__RemovePodSandboxRequest req = RUNTIME__V1__REMOVE_POD_SANDBOX_REQUEST__INIT;
-                struct removal *x = calloc(1, sizeof(*x));
-                if (!x || !(x->id = strdup(sel[i]->id))) {
-                        free(x);
-                        p->error = -ENOMEM;
+                struct removal *x;
+
+                if (!may_remove(g, sel[i]->id))
+                        continue; /* refused before: in back-off */
+                x = removal_new(p, sel[i]->id, sel[i]->pod_uid);
+                if (!x)
                         break;
-                }
-                x->p = p;
                 req.pod_sandbox_id = x->id;
                 r = cri_remove_pod_sandbox(g->cri, &req, 0, on_removed, x);
                 if (r < 0) {
-                        free(x->id);
-                        free(x);
+                        removal_free(x);
                         continue;
                 }
                 p->pending++;

@@ -23,6 +23,11 @@ struct kr_container_gc_config {
         bool (*all_sources_ready)(void *userdata);
         /* after a pass: the containers the runtime has now (borrowed for the call) */
         void (*listed)(const Runtime__V1__ListContainersResponse *containers, void *userdata);
+        /* optional: may this container or sandbox be removed now? (false: a removal the runtime refused is in
+         * back-off); and the outcome of each removal tried (r < 0: the runtime's message; the callee logs it, the
+         * collector does not) */
+        bool (*may_remove)(const char *id, void *userdata);
+        void (*removed)(bool sandbox, const char *id, const char *pod_uid, int r, const char *message, void *userdata);
         void *userdata;
 };
 
