@@ -224,6 +224,27 @@ def _start_and_wait_listed(kubelet, timeout=60):
     wait_for(listed, timeout, interval=0.02, msg="the restarted ckubelet listed the runtime")
 
 
+def _recover_held_tasks(kubelet, runtime, live_names):
+    """A kill landing in a narrow window of StartContainer can leave the state of issue 36 (a runtime bug,
+    test_abandoned_start.py): an exited container whose task containerd keeps, which it then refuses to remove. For a
+    pod whose manifest is gone, ckubelet must have stopped it and terminated it, leaving the refused objects to its
+    container GC; then the task is deleted through ctr (the runtime bug is not ckubelet's to fix) and the GC must
+    remove what is left by itself, which converged() checks."""
+    tasks = runtime.tasks()
+    held = [c for c in runtime.containers() if c["state"] == "CONTAINER_EXITED" and c["id"] in tasks]
+    for c in held:
+        pod = c["labels"].get("io.kubernetes.pod.name")
+        print(f"runtime bug (issue 36): containerd kept the task of exited container {c['id'][:13]} of {pod} "
+              f"({tasks[c['id']]}); deleting it with ctr")
+        if pod not in live_names:
+            uid = c["labels"].get("io.kubernetes.pod.uid")
+            kubelet.wait_log(re.escape(f"({uid}) terminated; ") + r"\d+ of its dead containers and sandboxes that the "
+                             r"runtime refused to remove are left to the container garbage collector", 60,
+                             msg=f"{pod} terminated with what the runtime refused left to the GC")
+        assert runtime.delete_task(c["id"]), f"task {c['id']} not deleted"
+    return held
+
+
 def test_kubelet_kill9_at_random_moments_during_churn(kubelet, runtime):
     rng = random.Random(14)
     keep = [f"keep{i}" for i in range(3)]
@@ -245,6 +266,7 @@ def test_kubelet_kill9_at_random_moments_during_churn(kubelet, runtime):
         kubelet.kill9()
         _start_and_wait_listed(kubelet)
     churn_seconds = time.monotonic() - t0
+    _recover_held_tasks(kubelet, runtime, [f"{n}-{NODE}" for n in keep + live])
     converged(kubelet, runtime, [f"{n}-{NODE}" for n in keep + live], interrupted_start_ok=True, timeout=180)
     assert sorted(c["id"] for n in keep for c in runtime.containers_of(f"{n}-{NODE}")) == kept, \
         "a pod that was never touched was restarted"
