@@ -89,7 +89,8 @@ def test_kubelet_with_a_container_the_runtime_will_not_remove(kubelet, runtime, 
     """ckubelet and a dead container that containerd will not remove, in a static pod whose manifest goes: the pod
     is stopped and terminates (its mirror pod would go), the refusal is logged once per back-off step with a
     FailedKillPod event, the container GC tries again after the back-off (not every few seconds), no worker is
-    made for the pod again, and the node goes on running pods. The harness removes what is left at the end."""
+    made for the pod again, and the node goes on running pods. Once the task is deleted (through ctr), the container
+    GC removes the container and the sandbox by itself."""
     kubelet.write("victim.yaml", pod_manifest("victim", [("c", SLEEPER)], grace=1))
     victim = f"victim-{NODE}"
     wait_for(lambda: runtime.running(victim), 60, msg="the victim pod running")
@@ -121,4 +122,8 @@ def test_kubelet_with_a_container_the_runtime_will_not_remove(kubelet, runtime, 
     print(f"{tries_logged} removal tries logged in {waited:.0f} s")
     assert tries_logged == 2, f"{tries_logged} tries of the refused removal logged in {waited:.0f} s"
     assert log.count("Found a pod in the runtime that is not desired") == 0
+    # once the runtime lets it (the task deleted through ctr, as the harness would), ckubelet's GC removes the rest
+    assert runtime.delete_task(cid)
+    wait_for(lambda: not runtime.pods_named(victim) and not runtime.containers_of(victim), 150, interval=1,
+             msg="ckubelet's container GC to remove the victim's container and sandbox")
     assert kubelet.alive()
