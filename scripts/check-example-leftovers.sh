@@ -22,10 +22,14 @@ kind() { # name, then the leftovers one a line on stdin
 ls -d "$dir"/state/io.containerd.runtime.v2.task/k8s.io/* 2>/dev/null | kind "containerd tasks (running containers, sandboxes)"
 ls -d "$dir"/root/io.containerd.grpc.v1.cri/sandboxes/* 2>/dev/null | kind "CRI pod sandboxes"
 ls -d "$dir"/root/io.containerd.grpc.v1.cri/containers/* 2>/dev/null | kind "CRI containers"
-ls -d /run/netns/cni-* 2>/dev/null | kind "network namespaces (/run/netns/cni-*)"
-ip -o link show 2>/dev/null | awk -F': ' '$2 ~ /^(ck50|veth)/ { print $2 }' | kind "links (bridge ck50, veths)"
-{ iptables-save -t nat 2>/dev/null | grep -E '10\.150\.|CNI-' || true; } | kind "iptables nat rules (10.150.0.0/16, CNI-*)"
-awk -v d="$dir/" 'index($2, d) == 1 || $2 ~ "^/run/netns/cni-" { print $2 }' /proc/mounts | kind "mounts (under $dir, netns)"
+# the example's pods have addresses in 10.150.0.0/16 (containerd.sh start DIR 50); other containerd instances
+# (the tests') have other subnets and are not counted
+for ns in $(ip netns list 2>/dev/null | awk '{ print $1 }'); do
+        ip netns exec "$ns" ip -o -4 addr show 2>/dev/null | grep -q ' 10\.150\.' && echo "/run/netns/$ns"
+done | kind "network namespaces with a 10.150.0.0/16 address"
+ip -o link show 2>/dev/null | awk -F': ' '$2 == "ck50" || / master ck50 / { print $2 }' | kind "links (bridge ck50 and its ports)"
+{ iptables-save -t nat 2>/dev/null | grep -E '10\.150\.|ckubelet50' || true; } | kind "iptables nat rules (10.150.0.0/16, ckubelet50)"
+awk -v d="$dir/" 'index($2, d) == 1 { print $2 }' /proc/mounts | kind "mounts under $dir"
 awk '$3 == "cgroup" || $3 == "cgroup2" { print $2 }' /proc/mounts | sort -u | while read -r h; do
         [ -d "$h$cgroup_root" ] && find "$h$cgroup_root" -type d
         [ -d "$h/kubepods" ] && echo "$h/kubepods"

@@ -16,23 +16,11 @@ net=50                         # containerd.sh's NET_INDEX: bridge ck50, 10.150.
 cgroup_root=/ckubelet-example  # the kubelet's --cgroup-root: its QoS and pod cgroups, removed on the way out
 manifests=$dir/manifests
 
-bash scripts/install-deps.sh
-[ -f build/build.ninja ] || meson setup build >/dev/null
-ninja -C build >/dev/null
-bash scripts/build-images.sh /var/tmp/ckubelet-images
-mkdir -p "$dir"
-
-# a ckubelet left by a run that was killed (kill -9) holds the ports: stop it
-if [ -f "$dir/kubelet.pid" ]; then
-        old=$(cat "$dir/kubelet.pid")
-        if [ "$(cat "/proc/$old/comm" 2>/dev/null)" = ckubelet ]; then kill "$old" 2>/dev/null || true; sleep 1; fi
-        rm -f "$dir/kubelet.pid"
-fi
-
 # the sandboxes containerd knows (pods of this instance, whoever made them)
 sandboxes() {
-        ctr -a "$dir/containerd.sock" -n k8s.io containers list -q 'labels."io.cri-containerd.kind"==sandbox' \
-                2>/dev/null || true
+        [ -S "$dir/containerd.sock" ] || return 0
+        ctr --connect-timeout 2s -a "$dir/containerd.sock" -n k8s.io containers list -q \
+                'labels."io.cri-containerd.kind"==sandbox' 2>/dev/null || true
 }
 
 # every cgroup hierarchy's mount point (v1 controllers and the unified one)
@@ -42,23 +30,31 @@ cgroup_mounts() {
 
 cleanup_started=0
 cleanup() {
-        trap - INT TERM EXIT
-        # a second Ctrl-C during the clean-up would leave half of it undone
-        trap '' INT
+        # once only; a second Ctrl-C during the clean-up would leave half of it undone
+        trap - EXIT
+        trap '' INT TERM
         [ "$cleanup_started" = 1 ] && return
         cleanup_started=1
         echo
         echo "stopping ckubelet, removing the example pods, stopping containerd"
         [ -n "${tail_pid:-}" ] && { kill "$tail_pid" 2>/dev/null || true; }
+        # a containerd still starting is let come up (20 s at most), then stopped below
+        [ -n "${containerd_start:-}" ] && { wait "$containerd_start" 2>/dev/null || true; }
         if [ -n "${kubelet_pid:-}" ]; then
                 kill "$kubelet_pid" 2>/dev/null || true
                 wait "$kubelet_pid" 2>/dev/null || true
                 rm -f "$dir/kubelet.pid"
         fi
-        local id
-        for id in $(sandboxes); do
-                $crictl stopp "$id" >/dev/null 2>&1 || echo "run-example.sh: stopping pod sandbox $id failed" >&2
-                $crictl rmp "$id" >/dev/null 2>&1 || echo "run-example.sh: removing pod sandbox $id failed" >&2
+        # again while some are found: a sandbox ckubelet asked for just before it stopped may appear a little later
+        local id ids round
+        for round in 1 2 3; do
+                ids=$(sandboxes)
+                [ -n "$ids" ] || break
+                [ "$round" = 1 ] || sleep 1
+                for id in $ids; do
+                        $crictl stopp "$id" >/dev/null 2>&1 || echo "run-example.sh: stopping pod sandbox $id failed" >&2
+                        $crictl rmp "$id" >/dev/null 2>&1 || echo "run-example.sh: removing pod sandbox $id failed" >&2
+                done
         done
         bash scripts/containerd.sh stop "$dir" "$net"
         # what the kubelet made on the host: the links to the pods' logs, and its cgroups (empty now)
@@ -74,11 +70,33 @@ cleanup() {
         done
         echo "stopped"
 }
-trap cleanup INT TERM EXIT
+# set before anything starts: a Ctrl-C at any point runs the clean-up (once the command it interrupted returns)
+# and ends the script
+trap 'cleanup; exit 130' INT
+trap 'cleanup; exit 143' TERM
+trap cleanup EXIT
+
+bash scripts/install-deps.sh
+[ -f build/build.ninja ] || meson setup build >/dev/null
+ninja -C build >/dev/null
+bash scripts/build-images.sh /var/tmp/ckubelet-images
+mkdir -p "$dir"
+
+# a ckubelet left by a run that was killed (kill -9) holds the ports: stop it
+if [ -f "$dir/kubelet.pid" ]; then
+        old=$(cat "$dir/kubelet.pid")
+        if [ "$(cat "/proc/$old/comm" 2>/dev/null)" = ckubelet ]; then kill "$old" 2>/dev/null || true; sleep 1; fi
+        rm -f "$dir/kubelet.pid"
+fi
 
 # containerd in a session of its own: a Ctrl-C in the terminal goes to this script's process group (the script,
-# ckubelet, the log tail) and must not stop containerd before the clean-up below has removed the pods through it
-setsid --wait bash scripts/containerd.sh start "$dir" "$net"
+# ckubelet, the log tail) and must not stop containerd before the clean-up has removed the pods through it.
+# Waited for with the wait builtin, which a Ctrl-C interrupts at once (the trap would otherwise run only when
+# containerd answers; the clean-up then waits for the start before it stops containerd).
+setsid bash scripts/containerd.sh start "$dir" "$net" &
+containerd_start=$!
+wait "$containerd_start"
+containerd_start=
 bash scripts/containerd.sh import "$dir" /var/tmp/ckubelet-images/images.tar
 
 # the kubelet API: a throwaway client CA and an "admin" client certificate; requests with it are allowed
