@@ -45,17 +45,19 @@ cleanup() {
                 wait "$kubelet_pid" 2>/dev/null || true
                 rm -f "$dir/kubelet.pid"
         fi
-        # again while some are found: a sandbox ckubelet asked for just before it stopped may appear a little later
+        # again while some are found: a sandbox ckubelet asked for just before it stopped is still being made (stopping
+        # it fails until it is ready) or appears a little later
         local id ids round
-        for round in 1 2 3; do
+        for round in 1 2 3 4 5; do
                 ids=$(sandboxes)
                 [ -n "$ids" ] || break
                 [ "$round" = 1 ] || sleep 1
                 for id in $ids; do
-                        $crictl stopp "$id" >/dev/null 2>&1 || echo "run-example.sh: stopping pod sandbox $id failed" >&2
-                        $crictl rmp "$id" >/dev/null 2>&1 || echo "run-example.sh: removing pod sandbox $id failed" >&2
+                        $crictl stopp "$id" >/dev/null 2>&1 && $crictl rmp "$id" >/dev/null 2>&1 || true
                 done
         done
+        ids=$(sandboxes)
+        [ -z "$ids" ] || echo "run-example.sh: could not remove the pod sandboxes" $ids "(containerd.sh stop kills them)" >&2
         bash scripts/containerd.sh stop "$dir" "$net"
         # what the kubelet made on the host: the links to the pods' logs, and its cgroups (empty now)
         local l
