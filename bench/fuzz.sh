@@ -46,10 +46,15 @@ run_one() { # target -> prints one summary line, returns 0 if nothing was found
         local t=$1 exe="$repo/build-fuzz/tests/fuzz/fuzz-$1" dir="$work/$1" log rc
         mkdir -p "$dir/corpus"
         log="$dir/last.log"
+        # the target's own files (tests/fuzz/fuzz.h: fuzz_dir()) go to a TMPDIR of its own, removed after the run
+        # even when the target crashed (libFuzzer's _Exit skips the target's own clean-up)
+        export TMPDIR="$dir/tmp"
+        rm -rf "$TMPDIR" && mkdir -p "$TMPDIR"
         if [ "$replay" = 1 ]; then
                 # every input of the tree's corpus once: seeds and regression cases
                 "$exe" -runs=0 -close_fd_mask=3 -rss_limit_mb=2048 "$repo/tests/fuzz/corpus/$t" >"$log" 2>&1
                 rc=$?
+                rm -rf "$TMPDIR"
                 printf '%-15s replay %3d inputs  %s\n' "$t" "$(ls "$repo/tests/fuzz/corpus/$t" | wc -l)" \
                         "$([ $rc -eq 0 ] && echo ok || echo "FAILED (see $log)")"
                 return $rc
@@ -60,6 +65,7 @@ run_one() { # target -> prints one summary line, returns 0 if nothing was found
                 "$exe" -max_total_time="$seconds" -close_fd_mask=3 -rss_limit_mb=2048 -timeout=10 -max_len=65536 \
                 -print_final_stats=1 -artifact_prefix="$dir/" "$dir/corpus" "$repo/tests/fuzz/corpus/$t" >"$log" 2>&1
         rc=$?
+        rm -rf "$TMPDIR"
         local execs cov corp crashes out
         execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$')
         cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1 | grep -o '[0-9]*')

@@ -44,7 +44,8 @@ cd "$src"
 mkdir -p .go/src/k8s.io
 [ -L .go/src/k8s.io/kubernetes ] || ln -s ../../.. .go/src/k8s.io/kubernetes
 echo "build-kubernetes.sh: building ${bins[*]} in $cache/$src (10-20 min on 2 cores)" >&2
-env GOPATH="$PWD/.go" CGO_ENABLED=0 HOME=/tmp \
+mkdir -p "$cache/home"  # HOME of the build: Go keeps its settings there (it was /tmp, which kept a .config/go)
+env GOPATH="$PWD/.go" CGO_ENABLED=0 HOME="$cache/home" \
     KUBE_GIT_VERSION=v1.20.2 KUBE_GIT_TREE_STATE=clean KUBE_GIT_MAJOR=1 KUBE_GIT_MINOR=20 \
     make WHAT="$(printf 'cmd/%s ' "${bins[@]}")" >"$cache/build.log" 2>&1 || {
         tail -n 40 "$cache/build.log" >&2

@@ -1,30 +1,53 @@
 #!/bin/bash
-# Install the Debian 12 packages ckubelet needs to build, run and test. Idempotent; installs only what is
-# missing.
+# Install the Debian 12 packages ckubelet needs. Idempotent; installs only what is missing.
+#   install-deps.sh          what building and running need (scripts/run-example.sh): the compiler and
+#                            libraries, containerd, runc, the CNI plugins, busybox for the example's images
+#   install-deps.sh --deb    that and what building the Debian package needs (dpkg-buildpackage -us -uc -b)
+#   install-deps.sh --test   all of the above and what the test suite needs (tests/run.sh): clang, valgrind, a
+#                            registry, etcd and Go for the control plane of the cluster tests, Prometheus, ...
+# The lists: one or more Debian package names a line, a comment saying what needs them.
 set -euo pipefail
-pkgs=(
-        # build
+case "${1:-}" in
+"") deb=0 test=0 ;;
+--deb) deb=1 test=0 ;;
+--test) deb=1 test=1 ;;
+*) echo "usage: install-deps.sh [--deb | --test]" >&2; exit 2 ;;
+esac
+
+run_pkgs=(
+        # build (libcmocka-dev: meson's default build/ also builds the unit tests)
         gcc meson ninja-build pkg-config protobuf-c-compiler libprotobuf-c-dev libnghttp2-dev
-        libcurl4-openssl-dev libyaml-dev libjansson-dev libevent-dev libssl-dev libcmocka-dev zlib1g-dev libhttp-parser-dev
-        clang-format   # the format check of tests/run.sh (.clang-format)
-        clang libclang-rt-14-dev  # the libFuzzer targets of tests/fuzz (libFuzzer and the sanitizers' runtimes)
-        libsystemd-dev
+        libcurl4-openssl-dev libyaml-dev libjansson-dev libevent-dev libssl-dev libcmocka-dev zlib1g-dev
+        libhttp-parser-dev libsystemd-dev
         # runtime
         containerd runc containernetworking-plugins iproute2 iptables procps
-        # tests and examples
-        busybox-static python3 python3-pytest python3-grpcio docker-registry skopeo curl openssl
+        # the example: its images are built from busybox-static by a Python script; openssl makes its kubelet
+        # API certificates; curl to try the API
+        busybox-static python3 openssl curl
+)
+deb_pkgs=(
+        debhelper help2man dpkg-dev  # the Debian package (debian/)
+)
+test_pkgs=(
+        clang-format   # the format check of tests/run.sh (.clang-format)
+        clang libclang-rt-14-dev  # the libFuzzer targets of tests/fuzz (libFuzzer and the sanitizers' runtimes)
+        python3-pytest python3-grpcio docker-registry skopeo
         e2fsprogs util-linux mount  # mkfs.ext4, losetup and mount for the small filesystem of the node-pressure tests
         valgrind       # the leak check of tests/run.sh (tests/valgrind.py: memcheck on a smoke run of build/)
         apache2-utils  # htpasswd -B for the authenticated registry of the pull secret tests
-        python3-grpc-tools  # compiles proto/csi.proto and proto/pluginregistration.proto for the test CSI plugin
-        debhelper help2man lintian  # the Debian package (debian/) and its test (with dpkg-dev below)
+        python3-grpc-tools  # compiles the CSI, plugin registration, device plugin and pod resources protos
+        lintian        # the Debian package's test (test_deb.py)
         # the real control plane of the cluster tests (tests/e2e/controlplane.py): etcd, the WebSocket client,
         # and what scripts/build-kubernetes.sh needs to build kube-apiserver, kube-controller-manager and kubectl
-        etcd-server python3-websocket golang-go dpkg-dev rsync
+        # (with dpkg-dev, in deb_pkgs)
+        etcd-server python3-websocket golang-go rsync
         prometheus           # a real Prometheus scrapes the metrics endpoints (test_prometheus.py)
-        python3-grpc-tools   # compiles the device plugin and pod resources protos for the test plugin and client
         dbus python3-dbus python3-gi  # the fake systemd of the systemd cgroup driver test (test_systemd_cgroup.py)
 )
+pkgs=("${run_pkgs[@]}")
+[ "$deb" = 1 ] && pkgs+=("${deb_pkgs[@]}")
+[ "$test" = 1 ] && pkgs+=("${test_pkgs[@]}")
+
 missing=()
 for p in "${pkgs[@]}"; do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -37,8 +60,10 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 # Debian's docker-registry and prometheus packages start system services where an init system runs; the tests
 # run their own, so stop those if they are there.
-for svc in docker-registry prometheus; do
-        if command -v systemctl >/dev/null && systemctl is-active --quiet "$svc" 2>/dev/null; then
-                systemctl stop "$svc" || true
-        fi
-done
+if [ "$test" = 1 ]; then
+        for svc in docker-registry prometheus; do
+                if command -v systemctl >/dev/null && systemctl is-active --quiet "$svc" 2>/dev/null; then
+                        systemctl stop "$svc" || true
+                fi
+        done
+fi

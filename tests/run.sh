@@ -1,6 +1,6 @@
 #!/bin/bash
 # The whole test suite, on a fresh Debian 12 machine as root:
-#   1. install the Debian packages (scripts/install-deps.sh)
+#   1. install the Debian packages (scripts/install-deps.sh --test: what running and testing need)
 #   2. check that no two src/ folders include each other (scripts/check-include-cycles.py): one test
 #   3. check the format of the C sources against .clang-format (clang-format --dry-run --Werror): one test
 #   4. build (build/) and run the unit tests
@@ -61,7 +61,7 @@ finish() {
 }
 
 note "installing dependencies"
-if ! bash scripts/install-deps.sh; then
+if ! bash scripts/install-deps.sh --test; then
         echo "tests/run.sh: installing dependencies failed" >&2
         failed=$((failed + 1)); stage_failed=1; finish
 fi

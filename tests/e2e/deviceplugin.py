@@ -13,6 +13,7 @@ import argparse
 import importlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -26,15 +27,19 @@ PROTO_DIR = os.path.join(HERE, "..", "..", "proto")
 
 
 def load_protos(names=("deviceplugin", "podresources")):
-    """Compile the protos into a temp dir and import them: {name: (pb2, pb2_grpc)}."""
+    """Compile the protos into a temp dir and import them: {name: (pb2, pb2_grpc)}. The dir is removed once they
+    are imported (the modules live on in sys.modules), so that a plugin killed with SIGKILL leaves nothing."""
     out = tempfile.mkdtemp(prefix="ckubelet-protos-")
-    subprocess.run([sys.executable, "-m", "grpc_tools.protoc", f"-I{PROTO_DIR}", f"--python_out={out}",
-                    f"--grpc_python_out={out}"] + [f"{n}.proto" for n in names], check=True, cwd=PROTO_DIR)
-    sys.path.insert(0, out)
-    mods = {}
-    for n in names:
-        mods[n] = (importlib.import_module(f"{n}_pb2"), importlib.import_module(f"{n}_pb2_grpc"))
-    return mods
+    try:
+        subprocess.run([sys.executable, "-m", "grpc_tools.protoc", f"-I{PROTO_DIR}", f"--python_out={out}",
+                        f"--grpc_python_out={out}"] + [f"{n}.proto" for n in names], check=True, cwd=PROTO_DIR)
+        sys.path.insert(0, out)
+        try:
+            return {n: (importlib.import_module(f"{n}_pb2"), importlib.import_module(f"{n}_pb2_grpc")) for n in names}
+        finally:
+            sys.path.remove(out)
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
 
 
 class Plugin:

@@ -32,7 +32,7 @@ def source_files():
 @pytest.fixture(scope="module")
 def deb(tmp_path_factory):
     if shutil.which("dpkg-buildpackage") is None:
-        pytest.fail("dpkg-buildpackage is missing (scripts/install-deps.sh installs dpkg-dev and debhelper)")
+        pytest.fail("dpkg-buildpackage is missing (scripts/install-deps.sh --deb installs dpkg-dev and debhelper)")
     top = tmp_path_factory.mktemp("deb")
     src = top / "ckubelet"
     src.mkdir()

@@ -226,7 +226,7 @@ def free_port(family=socket.AF_INET, addr="127.0.0.1"):
 
 @pytest.fixture
 def grpc_health_server():
-    import grpc  # python3-grpcio (scripts/install-deps.sh): a real gRPC server
+    import grpc  # python3-grpcio (scripts/install-deps.sh --test): a real gRPC server
     statuses = {"": 1, "down": 2}  # SERVING, NOT_SERVING
 
     def check(request, context):

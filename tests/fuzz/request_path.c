@@ -30,10 +30,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         free(api_query_get(query, "cmd"));
         /* /logs/<rest> resolved beneath an empty directory: never anything outside it */
         if (rootfd < 0) {
-                char dir[] = "/tmp/ckubelet-fuzz-logs-XXXXXX";
-                if (!mkdtemp(dir))
-                        abort();
-                rootfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+                rootfd = open(fuzz_dir(), O_PATH | O_DIRECTORY | O_CLOEXEC);
                 if (rootfd < 0)
                         abort();
         }
