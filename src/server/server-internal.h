@@ -80,6 +80,8 @@ struct api_server {
 struct api_user {
         char *name;
         char **groups;
+        char *uid;     /* from a TokenReview, NULL if none */
+        json_t *extra; /* from a TokenReview: an object of string arrays (a reference), NULL if none */
 };
 
 struct api_request {
@@ -257,6 +259,9 @@ const char *api_verb(enum evhttp_cmd_type method); /* "get", "create", ... */
 /* the verb a request is authorized as */
 const char *api_request_verb(enum evhttp_cmd_type method, const char *path);
 /* the authorization cache's key of (user and groups, verb, subresource); NULL on OOM */
+/* the SubjectAccessReview for a user's request, as upstream's webhook authorizer sends it: user, groups, uid and
+ * extra from the TokenReview, the resource attributes (nodes/<node>/<subresource>) */
+json_t *api_sar_body(const struct api_user *u, const char *verb, const char *subresource, const char *node);
 char *api_authz_key(const struct api_user *u, const char *verb, const char *subresource);
 enum api_cache_kind { API_CACHE_TOKEN, API_CACHE_AUTHZ };
 /* how long an answer is cached: the configured TTLs (yes: authenticated/allowed) */
