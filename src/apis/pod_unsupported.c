@@ -20,7 +20,6 @@ static const struct unsupported pod_fields[] = {
         { "resourceClaims", "dynamic resource allocation is not supported" },
         { "securityContext.seLinuxOptions", "SELinux labels are not applied" },
         { "securityContext.seLinuxChangePolicy", "SELinux labels are not applied" },
-        { "securityContext.fsGroupChangePolicy", "volume ownership is not changed for fsGroup" },
         { "securityContext.supplementalGroupsPolicy", "the runtime's default supplemental groups policy is used" },
 };
 
@@ -65,11 +64,6 @@ int pod_unsupported_fields(const struct pod *pod, char ***ret) {
                         _cleanup_free_ char *p = NULL;
                         r = asprintf(&p, "spec.%s", pod_fields[i].field) < 0 ? -ENOMEM : add(&l, p, pod_fields[i].why);
                 }
-        /* fsGroup is a supplemental group of the containers; volumes do not get its ownership */
-        if (r >= 0 && pod->spec.security_context && pod->spec.security_context->has_fs_group && pod->spec.volumes &&
-            pod->spec.volumes->n_volumes > 0)
-                r = add(&l, "spec.securityContext.fsGroup",
-                        "volume ownership is not changed, it is only a supplemental group");
         for (size_t k = 0; r >= 0 && k < ELEMENTSOF(lists); k++) {
                 const json_t *list = json_object_get(spec, lists[k]), *c;
                 size_t i;

@@ -356,14 +356,22 @@ static void pull(struct pod_sync *s) {
 /* the pulled image's user, as getImageUser asks for it before creating the container */
 static void on_pulled_image_status(const struct cri_reply *reply, void *userdata) {
         struct pod_sync *s = userdata;
+        int r;
 
         if (image_status_failed(s, reply))
                 return;
-        /* just pulled, yet not listed: created anyway (the image's user stays unknown) */
-        if (take_image_user(s->start, (const void *) reply->msg) < 0) {
+        /* just pulled, yet not listed: as upstream's getImageUser, an image without a user is run as root (uid
+         * 0), so runAsNonRoot refuses it rather than creating the container unchecked */
+        r = take_image_user(s->start, (const void *) reply->msg);
+        if (r < 0) {
                 kubelet_sync_call_failed(s, "ImageStatus", -ENOMEM);
                 step_done(s);
                 return;
+        }
+        if (r == 0) {
+                s->start->image_user_known = true;
+                s->start->image_uid_set = false;
+                s->start->image_username = mfree(s->start->image_username);
         }
         create_container(s);
 }

@@ -292,7 +292,9 @@ void kubelet_sync_volumes(struct pod_sync *s) {
                 }
                 o->s = s;
                 o->empty_dir = v->type == VOLUME_EMPTY_DIR;
-                r = volmgr_apply_ownership(s->k->volumes, path, sc->fs_group, NULL, false, ownership_done, o);
+                /* configMap, secret, downwardAPI and projected volumes are read-only (their mounter's ReadOnly
+                 * attribute): the group gets read only (roMask 0440), emptyDir read and write (rwMask 0660) */
+                r = volmgr_apply_ownership(s->k->volumes, path, sc->fs_group, NULL, !o->empty_dir, ownership_done, o);
                 if (r < 0) {
                         free(o->name);
                         free(o);

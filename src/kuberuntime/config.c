@@ -403,8 +403,9 @@ int kr_build_container_config(const struct pod *pod, const struct container *c, 
         r = namespace_options(pod, ctx->target_id, &sc->namespace_options);
         if (r >= 0)
                 r = kr_container_security_context(pod, c, ctx, sc);
-        if (r >= 0 && ctx->image_user_known) {
-                /* getImageUser: no numeric user and no name is root */
+        if (r >= 0) {
+                /* getImageUser: no numeric user and no name is root, and so is an image ImageStatus did not
+                 * describe (unknown is never taken as non-root: runAsNonRoot must not fail open) */
                 const int64_t root = 0, *uid = ctx->image_uid_set             ? &ctx->image_uid
                                                : isempty(ctx->image_username) ? &root
                                                                               : NULL;

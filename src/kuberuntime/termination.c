@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -97,7 +98,53 @@ static int read_at_most(const char *path, size_t max, char **ret) {
         return 0;
 }
 
-/* readLastStringFromContainerLogs: the first 2048 bytes of the last 80 lines */
+/* The log fd itself when it is small, else (closing it) a memfd with its last KR_TERMINATION_LOG_WINDOW bytes from
+ * the first line boundary in them: what the tail is looked for in is bounded whatever the container wrote. */
+static int log_window(int fd) {
+        _cleanup_free_ char *buf = NULL;
+        struct stat sb;
+        size_t len = 0;
+        ssize_t n;
+        char *nl;
+        int mfd;
+
+        if (fstat(fd, &sb) < 0) {
+                int e = -errno;
+                close(fd);
+                return e;
+        }
+        if (!S_ISREG(sb.st_mode)) {
+                close(fd);
+                return -EINVAL;
+        }
+        if (sb.st_size <= KR_TERMINATION_LOG_WINDOW)
+                return fd;
+        buf = malloc(KR_TERMINATION_LOG_WINDOW);
+        if (!buf) {
+                close(fd);
+                return -ENOMEM;
+        }
+        while (len < KR_TERMINATION_LOG_WINDOW && (n = pread(fd, buf + len, KR_TERMINATION_LOG_WINDOW - len,
+                                                             sb.st_size - KR_TERMINATION_LOG_WINDOW + (off_t) len)) > 0)
+                len += (size_t) n;
+        close(fd);
+        nl = memchr(buf, '\n', len);
+        mfd = memfd_create("termination-log", MFD_CLOEXEC);
+        if (mfd < 0)
+                return -errno;
+        if (nl) {
+                size_t off = (size_t) (nl + 1 - buf);
+                if (len - off > 0 && write(mfd, nl + 1, len - off) != (ssize_t) (len - off)) {
+                        int e = -errno ?: -EIO;
+                        close(mfd);
+                        return e;
+                }
+        }
+        return mfd;
+}
+
+/* readLastStringFromContainerLogs: the first 2048 bytes of the last 80 lines (of the log's last
+ * KR_TERMINATION_LOG_WINDOW bytes) */
 static int read_log_tail(const char *log_path, char **ret) {
         struct logs_options o;
         _cleanup_evbuffer_ struct evbuffer *out = NULL;
@@ -110,6 +157,12 @@ static int read_log_tail(const char *log_path, char **ret) {
         fd = open_regular(log_path);
         if (fd < 0)
                 return fd;
+        r = log_window(fd);
+        if (r < 0) {
+                close(fd);
+                return r;
+        }
+        fd = r;
         out = evbuffer_new();
         if (!out) {
                 close(fd);

@@ -15,6 +15,9 @@
 #define KR_TERMINATION_MESSAGE_MAX 4096 /* MaxContainerTerminationMessageLength */
 #define KR_TERMINATION_LOG_LINES 80     /* MaxContainerTerminationMessageLogLines */
 #define KR_TERMINATION_LOG_MAX 2048     /* MaxContainerTerminationMessageLogLength */
+/* FallbackToLogsOnError reads at most this much of the log's end (issue 26): the last 80 lines are looked for in
+ * it, from its first line boundary, so that a log of partial lines or one huge line is never scanned whole. */
+#define KR_TERMINATION_LOG_WINDOW (64 * 1024)
 
 /* Create the message file of a new instance of c and add its mount to cfg. Nothing when the container has
  * no terminationMessagePath or root_dir is NULL. */

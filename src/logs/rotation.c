@@ -65,15 +65,22 @@ size_t logs_excess_count(size_t n, int max_files) {
 
 char *logs_link_path(const char *dir, const char *pod, const char *ns, const char *container,
                      const char *container_id) {
-        _cleanup_free_ char *name = NULL;
-        size_t max = EXT4_MAX_FILENAME_LEN - strlen(".log");
+        _cleanup_free_ char *prefix = NULL;
+        size_t tail = strlen("-") + strlen(container_id) + strlen(".log");
         char *s;
 
-        if (asprintf(&name, "%s_%s_%s-%s", pod, ns, container, container_id) < 0)
+        /* the container id is never cut (issue 26): upstream's logSymlink cuts the whole name at 255 bytes, so two
+         * containers of pods whose names share their first ~250 bytes got the same link, one log shipped as the
+         * other's. Here the <pod>_<namespace>_<container> part is cut instead, and the id keeps names apart. */
+        if (tail > EXT4_MAX_FILENAME_LEN - 1) {
+                errno = ENAMETOOLONG;
+                return NULL; /* no real container id is that long: refused, never truncated */
+        }
+        if (asprintf(&prefix, "%s_%s_%s", pod, ns, container) < 0)
                 return NULL;
-        if (strlen(name) > max)
-                name[max] = '\0';
-        if (asprintf(&s, "%s/%s.log", dir, name) < 0)
+        if (strlen(prefix) + tail > EXT4_MAX_FILENAME_LEN)
+                prefix[EXT4_MAX_FILENAME_LEN - tail] = '\0';
+        if (asprintf(&s, "%s/%s-%s.log", dir, prefix, container_id) < 0)
                 return NULL;
         return s;
 }

@@ -28,8 +28,9 @@ void logs_filter_unused(char *const *names, size_t n, bool *in_use);
 /* How many of n rotated files (sorted oldest first) removeExcessLogs removes: at most MaxFiles-2 stay. */
 size_t logs_excess_count(size_t n, int max_files);
 
-/* The link log shippers read: <dir>/<pod>_<namespace>_<container>-<container id>.log, the name cut to 255 bytes
- * with the suffix (ext4's limit), as upstream's logSymlink. NULL on OOM. */
+/* The link log shippers read: <dir>/<pod>_<namespace>_<container>-<container id>.log, at most 255 bytes (ext4's
+ * limit, as upstream's logSymlink) by cutting the <pod>_<namespace>_<container> part, never the container id, so
+ * that two containers never share a link. NULL on OOM, or (errno ENAMETOOLONG) for an id that leaves no room. */
 char *logs_link_path(const char *dir, const char *pod, const char *ns, const char *container, const char *container_id);
 /* The container id at the end of such a link name ("...-<64 hex>.log"); -EINVAL when there is none. */
 int logs_link_container_id(const char *name, char **ret);

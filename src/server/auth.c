@@ -286,6 +286,8 @@ int api_tls_setup(struct api_server *s) {
 void api_user_done(struct api_user *u) {
         free(u->name);
         strv_free(u->groups);
+        free(u->uid);
+        json_decref(u->extra);
         *u = (struct api_user) {};
 }
 

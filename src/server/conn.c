@@ -14,17 +14,20 @@
  * serves only requests whose method and path match a decision taken here, one at a time. */
 
 #include <arpa/inet.h>
+#include <assert.h>
 #include <errno.h>
 #include <event2/bufferevent.h>
 #include <event2/bufferevent_ssl.h>
 #include <http_parser.h>
 #include <netinet/in.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
 
 #include "basic/log.h"
+#include "basic/macro.h"
 #include "basic/string.h"
 #include "basic/time.h"
 #include "basic/timer.h"
@@ -57,10 +60,11 @@ struct api_conn {
         struct bufferevent *below; /* the socket or TLS bufferevent */
         SSL *ssl;                  /* the TLS session, or NULL */
         char source[INET6_ADDRSTRLEN];
-        bool checked;    /* counted at accept */
-        bool authorized; /* a request was allowed on it: no longer counted against its address */
-        bool handshaken; /* TLS: the handshake is done (plain: true) */
-        bool closing;    /* over a limit or past a deadline: being closed */
+        char key[API_SOURCE_KEY_MAX]; /* what the per-source cap counts (api_source_key) */
+        bool checked;                 /* counted at accept */
+        bool authorized;              /* a request was allowed on it: no longer counted against its address */
+        bool handshaken;              /* TLS: the handshake is done (plain: true) */
+        bool closing;                 /* over a limit or past a deadline: being closed */
         enum gate_state state;
         struct event *deadline; /* the handshake's or the current head's */
         struct event *kick;     /* runs the gate again from the loop */
@@ -225,54 +229,129 @@ static void disarm_deadline(struct api_conn *c) {
 
 /* ---------------------------------------------------------------- accept */
 
-/* the connections from source that count against its cap: on the TLS port those without an authorized request
- * yet, on the plain ports (no authentication) all of them */
-static unsigned unauthorized_from(struct api_conn_table *t, const char *source) {
-        bool secure = t->l->port == API_PORT_SECURE;
-        unsigned n = 0;
+void api_source_key(const struct sockaddr *sa, socklen_t len, char ret[API_SOURCE_KEY_MAX]) {
+        if (sa && sa->sa_family == AF_INET && len >= (socklen_t) sizeof(struct sockaddr_in)) {
+                inet_ntop(AF_INET, &((const struct sockaddr_in *) (const void *) sa)->sin_addr, ret,
+                          API_SOURCE_KEY_MAX);
+                return;
+        }
+        if (sa && sa->sa_family == AF_INET6 && len >= (socklen_t) sizeof(struct sockaddr_in6)) {
+                struct in6_addr a = ((const struct sockaddr_in6 *) (const void *) sa)->sin6_addr;
+                char buf[INET6_ADDRSTRLEN];
 
-        for (struct api_conn *c = t->conns; c; c = c->next)
-                if (c->checked && !c->closing && (!secure || !c->authorized) && streq(c->source, source))
-                        n++;
-        return n;
+                if (IN6_IS_ADDR_V4MAPPED(&a)) {
+                        inet_ntop(AF_INET, &a.s6_addr[12], ret, API_SOURCE_KEY_MAX);
+                        return;
+                }
+                memset(&a.s6_addr[8], 0, 8);
+                inet_ntop(AF_INET6, &a, buf, sizeof(buf));
+                snprintf(ret, API_SOURCE_KEY_MAX, "%s/64", buf);
+                return;
+        }
+        snprintf(ret, API_SOURCE_KEY_MAX, "?");
 }
 
-/* evhttp has set up the connections accepted since the last run: count them, close what is over the limits */
-static void on_accept_check(evutil_socket_t fd, short what, void *userdata) {
-        struct api_conn_table *t = userdata;
-        unsigned total = 0;
+enum api_admit api_conn_admit(const struct api_conn_view *open, size_t n, const char *key, bool secure,
+                              const struct api_conn_limits *limits, size_t *ret_victim) {
+        size_t from_source = 0;
+
+        assert(open || n == 0);
+        for (size_t i = 0; i < n; i++)
+                if ((!secure || !open[i].authorized) && streq(open[i].key, key))
+                        from_source++;
+        if (from_source + 1 > limits->max_per_source)
+                return API_REFUSE_SOURCE;
+        if (n + 1 <= limits->max_total)
+                return API_ADMIT;
+        for (size_t i = 0; i < n; i++)
+                if (!open[i].authorized) {
+                        *ret_victim = i;
+                        return API_ADMIT_EVICTING;
+                }
+        return API_REFUSE_FULL;
+}
+
+/* the connections counted (accepted before, not closing), oldest first: the list is newest first */
+static size_t open_conns(struct api_conn_table *t, struct api_conn **conns, struct api_conn_view *views) {
+        size_t n = 0;
 
         for (struct api_conn *c = t->conns; c; c = c->next)
                 if (c->checked && !c->closing)
-                        total++;
+                        n++;
+        {
+                size_t k = n;
+                for (struct api_conn *c = t->conns; c; c = c->next)
+                        if (c->checked && !c->closing) {
+                                k--;
+                                conns[k] = c;
+                                views[k] = (struct api_conn_view) { .key = c->key, .authorized = c->authorized };
+                        }
+        }
+        return n;
+}
+
+/* evhttp has set up the connections accepted since the last run: count them, make room or close what is over
+ * the limits */
+static void on_accept_check(evutil_socket_t fd, short what, void *userdata) {
+        struct api_conn_table *t = userdata;
+        bool secure = t->l->port == API_PORT_SECURE;
+        _cleanup_free_ struct api_conn **conns = NULL;
+        _cleanup_free_ struct api_conn_view *views = NULL;
+
+        conns = calloc(t->n + 1, sizeof(*conns));
+        views = calloc(t->n + 1, sizeof(*views));
         for (struct api_conn *c = t->conns, *next; c; c = next) {
                 struct sockaddr_storage sa;
                 socklen_t len = sizeof(sa);
                 int sfd = bufferevent_getfd(c->bev);
+                size_t n, victim = 0;
 
                 next = c->next;
                 if (c->checked)
                         continue;
-                c->checked = true;
-                if (sfd < 0 || getpeername(sfd, (struct sockaddr *) &sa, &len) < 0)
+                if (sfd < 0 || getpeername(sfd, (struct sockaddr *) &sa, &len) < 0) {
                         snprintf(c->source, sizeof(c->source), "?");
-                else if (sa.ss_family == AF_INET6)
-                        inet_ntop(AF_INET6, &((struct sockaddr_in6 *) &sa)->sin6_addr, c->source, sizeof(c->source));
-                else
-                        inet_ntop(AF_INET, &((struct sockaddr_in *) &sa)->sin_addr, c->source, sizeof(c->source));
-                total++;
-                if (total > t->limits.max_total) {
-                        log_warning("API %s: refusing a connection from %s: %u connections are open (at most %u)",
-                                    port_name(t->l->port), c->source, total - 1, t->limits.max_total);
-                        total--;
-                        conn_close(c, "too many connections");
+                        api_source_key(NULL, 0, c->key);
+                } else {
+                        if (sa.ss_family == AF_INET6)
+                                inet_ntop(AF_INET6, &((struct sockaddr_in6 *) &sa)->sin6_addr, c->source,
+                                          sizeof(c->source));
+                        else
+                                inet_ntop(AF_INET, &((struct sockaddr_in *) &sa)->sin_addr, c->source,
+                                          sizeof(c->source));
+                        api_source_key((struct sockaddr *) &sa, len, c->key);
+                }
+                if (!conns || !views) {
+                        c->checked = true;
+                        conn_close(c, "out of memory");
                         continue;
                 }
-                if (unauthorized_from(t, c->source) > t->limits.max_per_source) {
-                        log_v(2, "API %s: refusing a connection from %s: %u are open from there", port_name(t->l->port),
-                              c->source, t->limits.max_per_source);
-                        total--;
+                n = open_conns(t, conns, views);
+                c->checked = true;
+                switch (api_conn_admit(views, n, c->key, secure, &t->limits, &victim)) {
+                case API_ADMIT:
+                        break;
+                case API_ADMIT_EVICTING:
+                        log_v(2,
+                              "API %s: %u connections are open (at most %u): closing the oldest one not "
+                              "authorized, from %s, for a new one from %s",
+                              port_name(t->l->port), (unsigned) n, t->limits.max_total, conns[victim]->source,
+                              c->source);
+                        if (conns[victim] == next)
+                                next = next->next;
+                        conn_close(conns[victim], "too many connections: the oldest one not authorized");
+                        break;
+                case API_REFUSE_SOURCE:
+                        log_v(2, "API %s: refusing a connection from %s: %u are open from %s", port_name(t->l->port),
+                              c->source, t->limits.max_per_source, c->key);
                         conn_close(c, "too many connections from its address");
+                        break;
+                case API_REFUSE_FULL:
+                        log_warning("API %s: refusing a connection from %s: %u authorized connections are open (at "
+                                    "most %u)",
+                                    port_name(t->l->port), c->source, (unsigned) n, t->limits.max_total);
+                        conn_close(c, "too many connections");
+                        break;
                 }
         }
 }

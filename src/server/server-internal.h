@@ -6,6 +6,7 @@
 #include <jansson.h>
 #include <openssl/ssl.h>
 #include <stdbool.h>
+#include <sys/socket.h>
 
 #include "container/container.h"
 #include "options/options.h"
@@ -79,6 +80,8 @@ struct api_server {
 struct api_user {
         char *name;
         char **groups;
+        char *uid;     /* from a TokenReview, NULL if none */
+        json_t *extra; /* from a TokenReview: an object of string arrays (a reference), NULL if none */
 };
 
 struct api_request {
@@ -160,8 +163,31 @@ int api_query_get_all(const char *query, const char *key, char ***ret);
  * evhttp as a bodiless stand-in whose decision says what to answer; the connection closes after it. */
 struct api_conn_limits {
         unsigned max_total;      /* connections at once */
-        unsigned max_per_source; /* from one address (on the TLS port: not yet authorized) */
+        unsigned max_per_source; /* from one source (on the TLS port: not yet authorized) */
 };
+
+/* The source a connection counts against (issue 26): an IPv4 address (IPv4-mapped IPv6 too) as itself, an IPv6
+ * address by its /64 ("2001:db8:1:2::/64"), as one host commonly holds a whole /64. "?" when unknown. */
+#define API_SOURCE_KEY_MAX 64
+void api_source_key(const struct sockaddr *sa, socklen_t len, char ret[API_SOURCE_KEY_MAX]);
+/* One open connection as the admission sees it. */
+struct api_conn_view {
+        const char *key;
+        bool authorized; /* a request was allowed on it */
+};
+enum api_admit {
+        API_ADMIT,          /* within the limits */
+        API_ADMIT_EVICTING, /* all slots taken: *ret_victim, the oldest not authorized, is closed for it */
+        API_REFUSE_SOURCE,  /* its source holds max_per_source connections not yet authorized */
+        API_REFUSE_FULL,    /* all slots taken by authorized connections */
+};
+/* Admission of a new connection from source key, given the connections open (oldest first, the new one not
+ * among them). The per-source cap first (a flood from one source never evicts others), then the global one:
+ * when full, the oldest connection that has not had a request authorized is closed instead of refusing the
+ * new one, so handshakes that never finish cannot lock everyone out. On the plain ports every connection
+ * counts against its source. */
+enum api_admit api_conn_admit(const struct api_conn_view *open, size_t n, const char *key, bool secure,
+                              const struct api_conn_limits *limits, size_t *ret_victim);
 int api_conn_table_new(struct api_listener *l, const struct api_conn_limits *limits, struct api_conn_table **ret);
 /* detaches the connections still alive (evhttp frees them, maybe later) */
 struct api_conn_table *api_conn_table_free(struct api_conn_table *t);
@@ -233,6 +259,9 @@ const char *api_verb(enum evhttp_cmd_type method); /* "get", "create", ... */
 /* the verb a request is authorized as */
 const char *api_request_verb(enum evhttp_cmd_type method, const char *path);
 /* the authorization cache's key of (user and groups, verb, subresource); NULL on OOM */
+/* the SubjectAccessReview for a user's request, as upstream's webhook authorizer sends it: user, groups, uid and
+ * extra from the TokenReview, the resource attributes (nodes/<node>/<subresource>) */
+json_t *api_sar_body(const struct api_user *u, const char *verb, const char *subresource, const char *node);
 char *api_authz_key(const struct api_user *u, const char *verb, const char *subresource);
 enum api_cache_kind { API_CACHE_TOKEN, API_CACHE_AUTHZ };
 /* how long an answer is cached: the configured TTLs (yes: authenticated/allowed) */

@@ -360,7 +360,7 @@ static void on_stream_url(const struct cri_reply *reply, void *userdata) {
         const struct evhttp_uri *uri;
         struct evkeyval *h;
         struct evbuffer *out;
-        int r;
+        int r, fd;
 
         if (!req) { /* cancelled */
                 free(p->kind);
@@ -407,8 +407,13 @@ static void on_stream_url(const struct cri_reply *reply, void *userdata) {
         bufferevent_setcb(p->client, on_read, on_write, on_event, p);
         bufferevent_setwatermark(p->client, EV_WRITE, 0, 0);
 
-        p->backend = bufferevent_socket_new(p->s->base, -1, BEV_OPT_CLOSE_ON_FREE);
+        /* the socket made here, close-on-exec (libevent's own connect makes it without SOCK_CLOEXEC: a child
+         * spawned meanwhile would hold the runtime's stream) */
+        fd = socket(addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        p->backend = fd < 0 ? NULL : bufferevent_socket_new(p->s->base, fd, BEV_OPT_CLOSE_ON_FREE);
         if (!p->backend) {
+                if (fd >= 0)
+                        close(fd);
                 p->req = NULL;
                 proxy_free(p);
                 return;

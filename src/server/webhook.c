@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "basic/log.h"
+#include "basic/string.h"
 #include "basic/strv.h"
 #include "basic/time.h"
 #include "client/client.h"
@@ -144,7 +145,10 @@ char *api_authz_key(const struct api_user *u, const char *verb, const char *subr
                         json_decref(groups);
                         return NULL;
                 }
-        key = json_pack("[s, o, s, s]", strempty(u->name), groups, verb, subresource);
+        /* uid and extra too: the review is sent with them, so its answer is theirs (upstream caches by the whole
+         * review spec) */
+        key = json_pack("[s, o, s, s, s, O]", strempty(u->name), groups, verb, subresource, strempty(u->uid),
+                        u->extra ? u->extra : json_null());
         return key ? json_dumps(key, JSON_COMPACT) : NULL;
 }
 
@@ -163,7 +167,9 @@ int api_webhook_authenticate_cached(struct api_auth *a, const char *token) {
         if (!e->yes)
                 return -EACCES;
         a->user.name = strdup(e->user.name);
-        if (!a->user.name || strv_copy(e->user.groups, &a->user.groups) < 0) {
+        a->user.uid = strdup_or_null(e->user.uid);
+        a->user.extra = json_incref(e->user.extra);
+        if (!a->user.name || (e->user.uid && !a->user.uid) || strv_copy(e->user.groups, &a->user.groups) < 0) {
                 api_user_done(&a->user);
                 return -ENOMEM;
         }
@@ -227,21 +233,30 @@ static void on_sar(const struct kube_response *resp, void *userdata) {
         decided(a);
 }
 
+json_t *api_sar_body(const struct api_user *u, const char *verb, const char *subresource, const char *node) {
+        json_t *groups = json_array(), *body, *spec;
+
+        for (char **g = u->groups; groups && g && *g; g++)
+                json_array_append_new(groups, json_string(*g));
+        body = json_pack("{s:s, s:s, s:{s:s, s:o, s:{s:s, s:s, s:s, s:s, s:s, s:s}}}", "apiVersion",
+                         "authorization.k8s.io/v1", "kind", "SubjectAccessReview", "spec", "user", strempty(u->name),
+                         "groups", groups, "resourceAttributes", "verb", verb, "group", "", "version", "v1", "resource",
+                         "nodes", "subresource", subresource, "name", strempty(node));
+        spec = json_object_get(body, "spec");
+        if (spec && !isempty(u->uid) && json_object_set_new(spec, "uid", json_string(u->uid)) < 0)
+                return json_decref(body), NULL;
+        if (spec && u->extra && json_object_size(u->extra) > 0 && json_object_set(spec, "extra", u->extra) < 0)
+                return json_decref(body), NULL;
+        return body;
+}
+
 int api_webhook_review_access(struct api_auth *a) {
         const struct kubelet_options *o = a->s->o;
         json_auto_t *body = NULL;
-        json_t *groups;
 
         free(a->key);
         a->key = authz_key(a);
-        groups = json_array();
-        for (char **g = a->user.groups; groups && g && *g; g++)
-                json_array_append_new(groups, json_string(*g));
-        body = json_pack("{s:s, s:s, s:{s:s, s:o, s:{s:s, s:s, s:s, s:s, s:s, s:s}}}", "apiVersion",
-                         "authorization.k8s.io/v1", "kind", "SubjectAccessReview", "spec", "user", a->user.name,
-                         "groups", groups, "resourceAttributes", "verb", api_request_verb(a->method, a->path), "group",
-                         "", "version", "v1", "resource", "nodes", "subresource", api_subresource(a->path), "name",
-                         o->node_name);
+        body = api_sar_body(&a->user, api_request_verb(a->method, a->path), api_subresource(a->path), o->node_name);
         if (!a->key || !body || !api_host_kube_client(a->s) ||
             kube_request(api_host_kube_client(a->s), "POST", "/apis/authorization.k8s.io/v1/subjectaccessreviews", body,
                          NULL, 0, on_sar, a, &a->kreq) < 0) {
@@ -249,6 +264,32 @@ int api_webhook_review_access(struct api_auth *a) {
                 return forbidden(a, "the SubjectAccessReview could not be sent");
         }
         return -EINPROGRESS;
+}
+
+/* the TokenReview's user.extra, kept only as an object of string arrays (anything else is dropped) */
+static json_t *sanitized_extra(const json_t *extra) {
+        json_t *out, *vals;
+        const char *k;
+
+        if (!json_is_object(extra) || json_object_size(extra) == 0)
+                return NULL;
+        out = json_object();
+        json_object_foreach((json_t *) extra, k, vals) {
+                json_t *arr = json_array(), *v;
+                size_t i;
+
+                if (!out || !arr || !json_is_array(vals)) {
+                        json_decref(arr);
+                        continue;
+                }
+                json_array_foreach(vals, i, v)
+                        if (json_is_string(v))
+                                json_array_append(arr, v);
+                json_object_set_new(out, k, arr);
+        }
+        if (out && json_object_size(out) == 0)
+                return json_decref(out), NULL;
+        return out;
 }
 
 static void on_token_review(const struct kube_response *resp, void *userdata) {
@@ -277,6 +318,9 @@ static void on_token_review(const struct kube_response *resp, void *userdata) {
                 return;
         }
         a->user.name = strdup(name);
+        if (!isempty(json_string_value(json_object_get(user, "uid"))))
+                a->user.uid = strdup(json_string_value(json_object_get(user, "uid")));
+        a->user.extra = sanitized_extra(json_object_get(user, "extra"));
         json_array_foreach(json_object_get(user, "groups"), i, g)
                 if (json_is_string(g))
                         (void) strv_extend(&a->user.groups, json_string_value(g));
@@ -287,6 +331,8 @@ static void on_token_review(const struct kube_response *resp, void *userdata) {
         }
         if (e) {
                 e->user.name = strdup(a->user.name);
+                e->user.uid = strdup_or_null(a->user.uid);
+                e->user.extra = json_incref(a->user.extra);
                 (void) strv_copy(a->user.groups, &e->user.groups);
         }
         k = api_auth_authorize(a);

@@ -86,6 +86,7 @@ static int run_helper(char *const argv[], uint64_t timeout_usec, char *out, size
         posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
         posix_spawn_file_actions_adddup2(&fa, pipefd[1], 1);
         posix_spawn_file_actions_adddup2(&fa, pipefd[1], 2);
+        posix_spawn_file_actions_addclosefrom_np(&fa, 3); /* nothing else of the kubelet's (close_range) */
         r = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
         posix_spawn_file_actions_destroy(&fa);
         close(pipefd[1]);

@@ -7,7 +7,10 @@
  * With fsGroupChangePolicy OnRootMismatch the walk is skipped when the root already has the group and the bits.
  *
  * vol_ownership_apply() walks the tree and can take long on a big volume: it runs on a worker thread, never on
- * the event loop. It does not follow symlinks nor cross onto another filesystem, and is bounded in depth. */
+ * the event loop. It does not follow symlinks nor cross onto another mount (device and mount id), and is bounded in
+ * depth. The tree is pod-writable: every entry is opened O_PATH|O_NOFOLLOW relative to its parent's fd, checked
+ * with statx on that fd and changed through it (fchownat/fchmodat2 AT_EMPTY_PATH, or /proc/self/fd/N), so a name
+ * swapped for a symlink between the check and the change never redirects a chown or chmod (issue 26). */
 
 #include <stdbool.h>
 #include <stdint.h>

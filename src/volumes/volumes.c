@@ -131,7 +131,12 @@ static int setup_empty_dir(const struct volume *v, const char *dir, struct ck_er
         if (r < 0)
                 return ck_error_set(ret_error, r, "mkdir %s: %s", dir, strerror(-r));
         if (isempty(v->medium)) {
-                if (chmod(dir, 0777) < 0)
+                struct stat st;
+                /* as upstream's setupDir: only when the permission bits differ, so that the setgid bit fsGroup
+                 * gave the directory is kept on the next pass */
+                if (stat(dir, &st) < 0)
+                        return ck_error_set(ret_error, -errno, "stat %s: %m", dir);
+                if ((st.st_mode & 0777) != 0777 && chmod(dir, 0777) < 0)
                         return ck_error_set(ret_error, -errno, "chmod %s: %m", dir);
                 return 0;
         }

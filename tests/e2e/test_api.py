@@ -319,6 +319,21 @@ def exec_ws(api, path):
     return out
 
 
+def fds_without_cloexec(pid):
+    """The fds above 2 of a process that lack O_CLOEXEC (fdinfo's flags are octal)."""
+    bad = []
+    for fd in os.listdir(f"/proc/{pid}/fdinfo"):
+        try:
+            with open(f"/proc/{pid}/fdinfo/{fd}") as f:
+                flags = next(l.split()[1] for l in f if l.startswith("flags:"))
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except (FileNotFoundError, StopIteration):
+            continue
+        if int(fd) > 2 and not int(flags, 8) & 0o2000000:
+            bad.append((fd, target))
+    return bad
+
+
 def test_exec_and_attach_websocket(api, runtime):
     api.k.write("x.yaml", pod_manifest("x", [("c", ["sh", "-c", "while true; do echo tick; sleep 0.3; done"])]))
     wait_for(lambda: runtime.running("x-testnode", "c"), timeout=30, msg="container")
@@ -337,6 +352,8 @@ def test_exec_and_attach_websocket(api, runtime):
         op, data = ws.recv()
         if op == 2 and data[:1] == b"\x01":
             got += data[1:]
+    # every fd of the kubelet is close-on-exec, the stream's socket to the runtime included (issue 26)
+    assert not fds_without_cloexec(api.k.proc.pid)
     ws.close()
 
     # attach sees the container's output

@@ -490,6 +490,31 @@ def test_idle_connections_do_not_lock_anyone_out(api):
             s.close()
 
 
+def test_full_table_of_pending_handshakes_admits_a_new_client(api):
+    # issue 26: nine addresses (127.0.0.11-19) open 128 connections each that never start TLS, more than the 1024
+    # slots of --port; before, a new client was refused until the handshake deadline passed. Now the oldest
+    # connection that has not been authorized is closed for it.
+    import resource
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 1400:
+        pytest.skip("needs 1400 open files")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 1400), hard))
+    idle = []
+    try:
+        for src in range(11, 20):
+            for _ in range(128):
+                idle.append(tcp(api.k.port, source=f"127.0.0.{src}"))
+        time.sleep(1)  # counted by the kubelet
+        other = Client(api.k.port, cert=api.admin_cert)
+        s = other.context().wrap_socket(tcp(api.k.port, source="127.0.0.2"), server_hostname="127.0.0.1")
+        assert tls_get(s, "/pods") == 200
+        s.close()
+    finally:
+        for s in idle:
+            s.close()
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
 def test_slow_request_heads_are_cut_off(api):
     # a TLS client that dribbles its request head, a byte every 2 s (each byte reset the 60 s idle timeout)
     ctx = Client(api.k.port, cert=api.admin_cert).context()

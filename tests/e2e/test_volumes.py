@@ -234,3 +234,27 @@ def test_downward_api_and_missing_objects(kubelet, runtime):
     ], volumes=[{"name": "cm", "configMap": {"name": "settings"}}]))
     kubelet.wait_log(re.escape('MountVolume.SetUp failed for volume "cm" : configmap "settings" not found'))
     assert runtime.containers_of(f"req-{NODE}") == []
+
+
+def test_fs_group_read_only_volume_types(kubelet, runtime):
+    """fsGroup (issue 26 item 8, upstream's node conformance): a downwardAPI and a projected volume with
+    defaultMode 0440 show their files -r--r----- in the container (roMask: the group gets read only), while an
+    emptyDir gets the group's read and write (rwMask) and setgid."""
+    items = [{"path": "name", "fieldRef": {"fieldPath": "metadata.name"}}]
+    kubelet.write("fsg.json", json.dumps({
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "fsg"},
+        "spec": {"securityContext": {"fsGroup": 2000},
+                 "containers": [{"name": "c", "image": BUSYBOX, "command": SLEEP,
+                                 "volumeMounts": [{"name": "dw", "mountPath": "/dw"},
+                                                  {"name": "pj", "mountPath": "/pj"},
+                                                  {"name": "scratch", "mountPath": "/scratch"}]}],
+                 "volumes": [{"name": "dw", "downwardAPI": {"defaultMode": 0o440, "items": items}},
+                             {"name": "pj", "projected": {"defaultMode": 0o440,
+                                                          "sources": [{"downwardAPI": {"items": items}}]}},
+                             {"name": "scratch", "emptyDir": {}}]}}))
+    c = wait_for(lambda: one_running(runtime, "fsg", "c"), msg="fsGroup pod running")
+    out = sh(runtime, c["id"], "ls -lnL /dw/name /pj/name; ls -lnd /scratch").stdout.splitlines()
+    assert [l.split()[0] for l in out] == ["-r--r-----", "-r--r-----", "drwxrwsrwx"], out
+    assert [l.split()[3] for l in out] == ["2000", "2000", "2000"], out
+    sh(runtime, c["id"], "touch /scratch/f")
+    kubelet.remove("fsg.json")

@@ -223,3 +223,19 @@ events = [{"type": "ADDED", "object": pod}, {"type": "MODIFIED", "object": dict(
           {"type": "DELETED", "object": pod},
           {"type": "ERROR", "object": {"kind": "Status", "code": 410, "message": "too old resource version"}}]
 put("watch", "events", "".join(json.dumps(e) + "\n" for e in events) + "\r\n  \n{\"type\": 1}\n")
+
+# ---- the fsGroup ownership walk (issue 26): entries (kind 0 dir / 1 file / 2, 3 symlinks out; parent; mode),
+# then the entries a thread exchanges with symlinks to the outside, then the number of walks
+def own_tree(entries, swaps, walks):
+    out = bytes([len(entries) - 1, 7])
+    for kind, parent, mode in entries:
+        out += bytes([kind, parent, mode & 0xff])
+    out += bytes([len(swaps)])
+    for which, to in swaps:
+        out += bytes([which, to])
+    return out + bytes([walks - 1])
+
+
+put("ownership", "flat-files", own_tree([(1, 0, 0o777)] * 8, [(i, 0) for i in range(8)], 4))
+put("ownership", "nested", own_tree([(0, 0, 0), (1, 1, 0o777), (0, 1, 0o55), (1, 2, 0o777), (2, 2, 1), (3, 1, 0),
+                                     (1, 0, 0o666)], [(0, 1), (1, 0), (3, 0), (2, 1), (6, 0)], 4))

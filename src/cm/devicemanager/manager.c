@@ -21,6 +21,7 @@
 #include "basic/strv.h"
 #include "basic/time.h"
 #include "basic/timer.h"
+#include "cm/devicemanager/ckpt_writer.h"
 #include "cm/devicemanager/endpoint.h"
 #include "grpc/client.h"
 #include "grpc/server.h"
@@ -105,6 +106,7 @@ struct reaped {
 struct devicemanager {
         struct event_base *base;
         char *dir, *socket, *checkpoint;
+        struct dm_ckpt_writer *ckpt; /* writes the checkpoint off the loop, coalesced (NULL: written here) */
         struct grpc_server *server;
         struct resource *resources;
         size_t n_resources;
@@ -227,6 +229,11 @@ static void write_checkpoint(struct devicemanager *m) {
         free(reg);
         if (!text)
                 goto oom;
+        if (m->ckpt) {
+                /* a worker writes it; updates that come while it writes are coalesced (issue 26) */
+                dm_ckpt_writer_set(m->ckpt, TAKE_PTR(text));
+                return;
+        }
         r = write_file_atomic(m->checkpoint, text, strlen(text), 0600);
         if (r < 0)
                 log_warning("failed to write checkpoint file \"%s\": %s", DM_CHECKPOINT_FILE, strerror(-r));
@@ -1260,6 +1267,7 @@ struct devicemanager *dm_free(struct devicemanager *m) {
                 free(r->error);
                 free(r);
         }
+        m->ckpt = dm_ckpt_writer_free(m->ckpt); /* the last state written */
         dm_pod_devices_done(&m->pd);
         if (m->ev_work)
                 event_free(m->ev_work);
@@ -1298,6 +1306,8 @@ int dm_new(struct event_base *base, const char *dir, void (*on_change)(void *use
                 goto fail;
         }
         read_checkpoint(m);
+        if (dm_ckpt_writer_new(base, m->checkpoint, &m->ckpt) < 0)
+                log_warning("device manager: no checkpoint writer thread: the checkpoint is written on the loop");
         remove_stale(m);
         r = grpc_server_new(base, m->socket, registration_methods, ELEMENTSOF(registration_methods), m, &m->server);
         if (r < 0) {

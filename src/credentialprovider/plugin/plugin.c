@@ -232,6 +232,8 @@ struct exec {
         struct provider *prov;
         struct exec *prev, *next;
         char *image;
+        char *req;               /* the request, while it waits for its turn */
+        struct exec *queue_next; /* waiting for its turn (spawn NULL) */
         struct spawn *spawn;
         uint64_t started_usec;
         struct part *waiters;
@@ -255,6 +257,8 @@ struct credprov {
         struct provider *providers;
         size_t n;
         struct credprov_lookup *lookups;
+        unsigned running;                     /* plugin processes running, at most CREDPROV_MAX_RUNNING */
+        struct exec *queue_head, *queue_tail; /* runs waiting for their turn, in order */
 };
 
 static void lookup_free(struct credprov_lookup *l) {
@@ -325,6 +329,7 @@ static void exec_unlink(struct exec *e) {
 
 static void exec_free(struct exec *e) {
         free(e->image);
+        free(e->req);
         free(e);
 }
 
@@ -357,6 +362,8 @@ static char *exec_error(const struct provider *pv, const char *image, const stru
                 return NULL;
         return m;
 }
+
+static void start_queued(struct credprov *p);
 
 static void on_exec_done(const struct spawn_result *r, void *userdata) {
         struct exec *e = userdata;
@@ -400,6 +407,8 @@ static void on_exec_done(const struct spawn_result *r, void *userdata) {
         }
         credprov_response_done(&resp);
         exec_free(e);
+        pv->p->running--;
+        start_queued(pv->p);
 }
 
 static struct exec *exec_find(struct provider *pv, const char *image) {
@@ -409,8 +418,59 @@ static struct exec *exec_find(struct provider *pv, const char *image) {
         return NULL;
 }
 
+static int exec_spawn(struct exec *e) {
+        struct provider *pv = e->prov;
+        int r;
+
+        log_v(5, "Getting image %s credentials from external exec plugin %s", e->image, pv->cfg->name);
+        e->started_usec = now_usec();
+        r = spawn_start(pv->p->base, pv->path, pv->argv, pv->envp, e->req, strlen(e->req), CREDPROV_STDOUT_MAX,
+                        CREDPROV_STDERR_MAX, CREDPROV_EXEC_TIMEOUT_USEC, on_exec_done, e, &e->spawn);
+        if (r < 0)
+                return r;
+        e->req = mfree(e->req);
+        pv->p->running++;
+        return 0;
+}
+
+/* a queued run that could not be started: its waiters get the error */
+static void exec_failed(struct exec *e, int r) {
+        _cleanup_free_ char *error = NULL;
+
+        exec_unlink(e);
+        if (asprintf(&error, "error execing credential provider plugin %s for image %s: %s", e->prov->cfg->name,
+                     e->image, strerror(-r)) < 0)
+                error = NULL;
+        log_error("Failed getting credential from external registry credential provider: %s", strna(error));
+        for (struct part *pt = e->waiters, *next; pt; pt = next) {
+                next = pt->next_waiter;
+                pt->next_waiter = NULL;
+                pt->error = strdup_or_null(error);
+                part_finished(pt);
+        }
+        exec_free(e);
+}
+
+/* the next runs in order while there is room (issue 26: one plugin process at a time on the node by default, so
+ * that a pod of many images cannot fork one process per image at once) */
+static void start_queued(struct credprov *p) {
+        while (p->queue_head && p->running < CREDPROV_MAX_RUNNING) {
+                struct exec *e = p->queue_head;
+                int r;
+
+                p->queue_head = e->queue_next;
+                if (!p->queue_head)
+                        p->queue_tail = NULL;
+                e->queue_next = NULL;
+                r = exec_spawn(e);
+                if (r < 0)
+                        exec_failed(e, r);
+        }
+}
+
 static int exec_start(struct provider *pv, const char *image, struct exec **ret) {
         _cleanup_free_ char *req = credprov_request_encode(pv->cfg->api_version, image);
+        struct credprov *p = pv->p;
         struct exec *e;
         int r;
 
@@ -421,17 +481,25 @@ static int exec_start(struct provider *pv, const char *image, struct exec **ret)
                 return -ENOMEM;
         e->prov = pv;
         e->image = strdup(image);
-        e->started_usec = now_usec();
+        e->req = TAKE_PTR(req);
         if (!e->image) {
-                free(e);
+                exec_free(e);
                 return -ENOMEM;
         }
-        log_v(5, "Getting image %s credentials from external exec plugin %s", image, pv->cfg->name);
-        r = spawn_start(pv->p->base, pv->path, pv->argv, pv->envp, req, strlen(req), CREDPROV_STDOUT_MAX,
-                        CREDPROV_STDERR_MAX, CREDPROV_EXEC_TIMEOUT_USEC, on_exec_done, e, &e->spawn);
-        if (r < 0) {
-                exec_free(e);
-                return r;
+        if (p->running < CREDPROV_MAX_RUNNING && !p->queue_head) {
+                r = exec_spawn(e);
+                if (r < 0) {
+                        exec_free(e);
+                        return r;
+                }
+        } else {
+                log_v(5, "credential provider %s for image %s: waiting for the plugin runs before it", pv->cfg->name,
+                      image);
+                if (p->queue_tail)
+                        p->queue_tail->queue_next = e;
+                else
+                        p->queue_head = e;
+                p->queue_tail = e;
         }
         e->next = pv->execs;
         if (pv->execs)
@@ -530,12 +598,13 @@ struct credprov *credprov_free(struct credprov *p) {
                 return NULL;
         while (p->lookups)
                 credprov_lookup_cancel(p->lookups);
+        p->queue_head = p->queue_tail = NULL; /* its runs are freed with their providers */
         for (size_t i = 0; i < p->n; i++) {
                 struct provider *pv = &p->providers[i];
                 while (pv->execs) {
                         struct exec *e = pv->execs;
                         exec_unlink(e);
-                        spawn_cancel(e->spawn);
+                        spawn_cancel(e->spawn); /* NULL while queued */
                         exec_free(e);
                 }
                 credprov_cache_done(&pv->cache);

@@ -388,10 +388,8 @@ static void test_unsupported_fields(void **state) {
                   "spec.resources (pod-level resources are not applied: the pod cgroup is sized from its containers)" },
                 { "{containers: [{name: app, image: nginx, securityContext: {seLinuxOptions: {level: 's0:c1'}}}], "
                   "securityContext: {fsGroup: 5, fsGroupChangePolicy: Always}, volumes: [{name: v, emptyDir: {}}]}",
-                  "spec.securityContext.fsGroupChangePolicy (volume ownership is not changed for fsGroup), "
-                  "spec.securityContext.fsGroup (volume ownership is not changed, it is only a supplemental group), "
+                  /* fsGroup and fsGroupChangePolicy are acted on: the volumes' ownership (issue 26) */
                   "spec.containers[0].securityContext.seLinuxOptions (SELinux labels are not applied)" },
-                /* fsGroup without volumes changes nothing upstream either */
                 { "{containers: [{name: app, image: nginx}], securityContext: {fsGroup: 5}}", "" },
         };
 

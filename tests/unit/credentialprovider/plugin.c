@@ -453,6 +453,58 @@ static void test_providers(void **state) {
         rmdir(d);
 }
 
+/* issue 26: plugin runs are serialized over all providers: four lookups of four images through two providers, the
+ * plugins note when a run overlaps another (a lock directory), and every lookup still gets its answer */
+static void test_serialized(void **state) {
+        char tmpl[] = "/tmp/ckubelet-credprov-XXXXXX";
+        char *d = mkdtemp(tmpl), cfg[256], p[256], log[256];
+        struct event_base *base = event_base_new();
+        struct credprov *cp = NULL;
+        struct lookup_out o[4] = {};
+        struct ck_error *err = NULL;
+        _cleanup_free_ char *runs = NULL, *script = NULL;
+        const char *config, *images[] = { "a.io/one", "a.io/two", "b.io/one", "b.io/two" };
+
+        assert_non_null(d);
+        snprintf(log, sizeof(log), "%s/log", d);
+        assert_true(asprintf(&script,
+                             "#!/bin/sh\nread req\n"
+                             "if mkdir %s/lock 2>/dev/null; then echo run >> %s; else echo OVERLAP >> %s; fi\n"
+                             "sleep 0.2; rmdir %s/lock 2>/dev/null\n"
+                             "echo '{\"kind\":\"CredentialProviderResponse\",\"apiVersion\":"
+                             "\"credentialprovider.kubelet.k8s.io/v1\",\"cacheKeyType\":\"Image\","
+                             "\"auth\":{\"*.io\":{\"username\":\"u\",\"password\":\"pw\"}}}'\n",
+                             d, log, log, d) > 0);
+        snprintf(p, sizeof(p), "%s/pa", d);
+        write_exec(p, script);
+        snprintf(p, sizeof(p), "%s/pb", d);
+        write_exec(p, script);
+        snprintf(cfg, sizeof(cfg), "%s/config.yaml", d);
+        config = "apiVersion: kubelet.config.k8s.io/v1\nkind: CredentialProviderConfig\nproviders:\n"
+                 "- {name: pa, matchImages: ['a.io'], defaultCacheDuration: 1h, apiVersion: "
+                 "credentialprovider.kubelet.k8s.io/v1}\n"
+                 "- {name: pb, matchImages: ['b.io'], defaultCacheDuration: 1h, apiVersion: "
+                 "credentialprovider.kubelet.k8s.io/v1}\n";
+        assert_int_equal(write_file_atomic(cfg, config, strlen(config), 0644), 0);
+        assert_int_equal(credprov_new(base, cfg, d, &cp, &err), 0);
+        for (size_t i = 0; i < 4; i++)
+                assert_int_equal(credprov_lookup(cp, images[i], on_lookup, &o[i], NULL), 0);
+        for (size_t i = 0; i < 4; i++) {
+                run_loop(base, &o[i].done);
+                assert_string_equal(o[i].user, "u");
+                assert_string_equal(o[i].error, "");
+        }
+        assert_int_equal(read_full_file(log, 4096, &runs, NULL), 0);
+        assert_string_equal(runs, "run\nrun\nrun\nrun\n"); /* no OVERLAP */
+        credprov_free(cp);
+        event_base_free(base);
+        for (const char *f = "pa\0pb\0config.yaml\0log\0"; *f; f += strlen(f) + 1) {
+                snprintf(p, sizeof(p), "%s/%s", d, f);
+                unlink(p);
+        }
+        rmdir(d);
+}
+
 int main(void) {
         /* as ckubelet's main: a child that does not read its stdin must not kill us */
         signal(SIGPIPE, SIG_IGN);
@@ -465,6 +517,7 @@ int main(void) {
                 cmocka_unit_test(test_cache),
                 cmocka_unit_test(test_spawn),
                 cmocka_unit_test(test_providers),
+                cmocka_unit_test(test_serialized),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

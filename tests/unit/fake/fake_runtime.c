@@ -175,6 +175,7 @@ struct fake_runtime {
         struct fake_image **images;
         size_t n_images, cap_images;
         char **unpullable;
+        char **unlisted; /* images ImageStatus does not describe (normalized references) */
 
         struct named *execs, *lifetimes, *delays;
         size_t n_execs, cap_execs, n_lifetimes, cap_lifetimes, n_delays, cap_delays;
@@ -1148,6 +1149,9 @@ static int h_image_status(struct call_ctx *x) {
         Runtime__V1__ImageStatusResponse *r = NEW(ImageStatusResponse, RUNTIME__V1__IMAGE_STATUS_RESPONSE__INIT);
         const struct fake_image *im = spec ? image_find(x->rt, spec->image) : NULL;
 
+        for (size_t i = 0; im && im->tags && im->tags[i]; i++)
+                if (strv_contains(x->rt->unlisted, im->tags[i]))
+                        im = NULL;
         if (im)
                 r->image = image_msg(x, im); /* an image not present is no error: no image in the reply */
         x->resp = &r->base;
@@ -1670,6 +1674,7 @@ struct fake_runtime *fake_runtime_free(struct fake_runtime *rt) {
                 image_free(rt->images[i]);
         free(rt->images);
         strv_free(rt->unpullable);
+        strv_free(rt->unlisted);
         named_free(rt->execs, rt->n_execs);
         named_free(rt->lifetimes, rt->n_lifetimes);
         named_free(rt->delays, rt->n_delays);
@@ -1952,6 +1957,20 @@ int fake_runtime_set_pullable(struct fake_runtime *rt, const char *ref, bool pul
                         return 0;
                 }
         return pullable ? 0 : strv_extend(&rt->unpullable, n);
+}
+
+int fake_runtime_set_unlisted(struct fake_runtime *rt, const char *ref, bool unlisted) {
+        _cleanup_free_ char *n = normalize_image(ref);
+
+        if (!n)
+                return -ENOMEM;
+        for (size_t i = 0; rt->unlisted && rt->unlisted[i]; i++)
+                if (streq(rt->unlisted[i], n)) {
+                        if (!unlisted)
+                                strv_remove_at(rt->unlisted, i);
+                        return 0;
+                }
+        return unlisted ? strv_extend(&rt->unlisted, n) : 0;
 }
 
 int fake_runtime_set_exec(struct fake_runtime *rt, const char *container_name, int32_t exit_code, const char *out) {

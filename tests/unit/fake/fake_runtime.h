@@ -160,6 +160,8 @@ int fake_runtime_add_image(struct fake_runtime *rt, const char *ref, int64_t uid
 int fake_runtime_remove_image(struct fake_runtime *rt, const char *ref);
 /* Images that PullImage cannot find (NotFound, containerd's message); by default every pull succeeds. */
 int fake_runtime_set_pullable(struct fake_runtime *rt, const char *ref, bool pullable);
+/* unlisted: ImageStatus answers no image for it (pulled or not), as a runtime whose image store lags a pull. */
+int fake_runtime_set_unlisted(struct fake_runtime *rt, const char *ref, bool unlisted);
 /* ExecSync in containers with this name answers exit_code and stdout (default: 0, ""). */
 int fake_runtime_set_exec(struct fake_runtime *rt, const char *container_name, int32_t exit_code, const char *out);
 /* ... for commands whose argv[0] is command only (before the container's answer above). */

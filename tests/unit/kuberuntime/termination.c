@@ -91,6 +91,28 @@ static void test_mount_and_read(void **state) {
         assert_string_equal(c->message, "");
         kc_container_free(c);
 
+        /* issue 26: a log whose last line is huge (partial lines) is not read from its start: only its last
+         * KR_TERMINATION_LOG_WINDOW bytes are looked at */
+        {
+                FILE *f = fopen(log, "we");
+                char chunk[1024];
+                assert_non_null(f);
+                fputs("2024-01-01T00:00:00.000000000Z stdout P START-OF-THE-LINE\n", f);
+                memset(chunk, 'x', sizeof(chunk) - 1);
+                chunk[sizeof(chunk) - 1] = '\0';
+                for (int i = 0; i < 2 * KR_TERMINATION_LOG_WINDOW / 1024; i++)
+                        fprintf(f, "2024-01-01T00:00:00.000000000Z stdout P %s\n", chunk);
+                fputs("2024-01-01T00:00:00.000000000Z stdout F end\n", f);
+                fclose(f);
+        }
+        c = exited(2, "FallbackToLogsOnError", log);
+        assert_int_equal(kr_container_read_termination_message(c, &st), 0);
+        assert_null(strstr(c->message, "START-OF-THE-LINE"));
+        assert_int_equal(strlen(c->message), KR_TERMINATION_LOG_MAX);
+        assert_true(c->message[0] == 'x');
+        kc_container_free(c);
+        write_file(log, "2024-01-01T00:00:00.000000000Z stdout F one\n2024-01-01T00:00:00.000000000Z stdout F two\n");
+
         /* a running container: nothing read */
         write_file(cfg.mounts[0]->host_path, "x");
         c = exited(0, "File", log);

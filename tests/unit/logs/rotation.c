@@ -68,12 +68,28 @@ static void test_names(void **state) {
         assert_string_equal(id, "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef");
         assert_int_equal(logs_link_container_id("web_default_app.log", &id), -EINVAL);
         assert_int_equal(logs_link_container_id("web_default_app-xyz.log", &id), -EINVAL);
-        /* a long name is cut to 255 bytes with the suffix */
+        /* a long name is cut to 255 bytes with the suffix, the container id kept whole (issue 26: two pods whose
+         * names share their first 251 bytes had one link) */
         memset(longname, 'a', 260);
         longname[260] = '\0';
-        longl = logs_link_path("/d", longname, "ns", "c", "ff");
+        longl = logs_link_path("/d", longname, "ns", "c",
+                               "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef");
         assert_int_equal(strlen(strrchr(longl, '/') + 1), 255);
-        assert_true(endswith(longl, "aaaa.log"));
+        assert_true(endswith(longl, "aaaa-0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef.log"));
+        {
+                _cleanup_free_ char *other =
+                        logs_link_path("/d", longname, "ns", "c",
+                                       "fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210");
+                assert_string_not_equal(longl, other);
+                id = mfree(id);
+                assert_int_equal(logs_link_container_id(strrchr(other, '/') + 1, &id), 0);
+                assert_string_equal(id, "fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210");
+        }
+        memset(longname, 'f', 252);
+        longname[252] = '\0';
+        errno = 0;
+        assert_null(logs_link_path("/d", "p", "ns", "c", longname));
+        assert_int_equal(errno, ENAMETOOLONG);
 }
 
 static void test_unused_and_excess(void **state) {

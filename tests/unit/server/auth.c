@@ -141,6 +141,34 @@ static void test_authz_key(void **state) {
         assert_string_equal(ka, ka2);
 }
 
+/* issue 26: the SubjectAccessReview carries the TokenReview user's uid and extra, as upstream's, and they are
+ * part of the cache key (a review answered for one uid/extra is not another's) */
+static void test_sar_uid_extra(void **state) {
+        char *groups[] = { "system:authenticated", NULL };
+        json_t *extra = json_pack("{s:[s]}", "authentication.kubernetes.io/credential-id", "JTI=abc");
+        struct api_user u = { .name = "alice", .groups = groups, .uid = "u-123", .extra = extra },
+                        plain = { .name = "alice", .groups = groups };
+        json_t *body = api_sar_body(&u, "get", "proxy", "node1"), *spec = json_object_get(body, "spec");
+        json_t *body2 = api_sar_body(&plain, "get", "proxy", "node1"), *spec2 = json_object_get(body2, "spec");
+        _cleanup_free_ char *ku = api_authz_key(&u, "get", "proxy"), *kp = api_authz_key(&plain, "get", "proxy");
+
+        assert_string_equal(json_string_value(json_object_get(spec, "user")), "alice");
+        assert_string_equal(json_string_value(json_object_get(spec, "uid")), "u-123");
+        assert_true(json_equal(json_object_get(spec, "extra"), extra));
+        assert_string_equal(json_string_value(
+                                    json_object_get(json_object_get(spec, "resourceAttributes"), "subresource")),
+                            "proxy");
+        assert_string_equal(json_string_value(json_object_get(json_object_get(spec, "resourceAttributes"), "name")),
+                            "node1");
+        /* none: left out, as upstream's omitempty */
+        assert_null(json_object_get(spec2, "uid"));
+        assert_null(json_object_get(spec2, "extra"));
+        assert_string_not_equal(ku, kp);
+        json_decref(body);
+        json_decref(body2);
+        json_decref(extra);
+}
+
 /* the webhook caches live as long as the configuration says (authentication.webhook.cacheTTL,
  * authorization.webhook.cacheAuthorizedTTL / cacheUnauthorizedTTL), not the defaults */
 static void test_cache_ttls(void **state) {
@@ -186,6 +214,7 @@ int main(void) {
                 cmocka_unit_test(test_path_components), cmocka_unit_test(test_query),
                 cmocka_unit_test(test_user_from_cert),  cmocka_unit_test(test_authz_key),
                 cmocka_unit_test(test_cache_ttls),      cmocka_unit_test(test_request_verb),
+                cmocka_unit_test(test_sar_uid_extra),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
