@@ -12,5 +12,5 @@ if ! /usr/bin/python3 -c 'import matplotlib' 2>/dev/null; then
 fi
 [ -f build/build.ninja ] || meson setup build
 ninja -C build
-bash scripts/build-kubernetes.sh >/dev/null
+CKUBELET_K8S_VERSION=${CKUBELET_K8S_VERSION:-v1.20.2} bash scripts/build-kubernetes.sh >/dev/null
 exec /usr/bin/python3 bench/compare.py "$@"

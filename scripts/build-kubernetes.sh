@@ -1,59 +1,81 @@
 #!/bin/bash
-# Build the real control plane and the upstream kubelet from Debian's `kubernetes` source package
-# (v1.20.2, vendored) with Debian's golang-go, once per machine. The result is cached outside the checkout
-# (default /var/cache/ckubelet-k8s, or $CKUBELET_K8S_CACHE) and reused by later runs:
-#   <cache>/bin/{kube-apiserver,kube-controller-manager,kubectl,kubelet}
-# Prints the bin directory on its last line. Idempotent; safe to run while another run waits on the lock.
+# Build the upstream Kubernetes the cluster tests run against, once per machine and version:
+#   CKUBELET_K8S_VERSION=v1.37.2: from the tests' own Go module scripts/k8s (go.mod requires
+#     k8s.io/kubernetes v1.37.2 with one replace line per staging module, go.sum pins every dependency), with the
+#     Go first on PATH (>= 1.26), CGO_ENABLED=0 go build -trimpath:
+#       <cache>/v1.37.2/bin/{kube-apiserver,kube-controller-manager,kube-scheduler,kubectl,kubelet,kubeadm,
+#                            kube-proxy,etcd}
+#     etcd 3.7.0 (the version kubernetes pins) from the same module (scripts/k8s/etcd). With
+#     CKUBELET_K8S_E2E_NODE=1 also <cache>/v1.37.2/bin/e2e_node.test (go test -c k8s.io/kubernetes/test/e2e_node).
+#     The module and build caches live in $CKUBELET_GO_CACHE (default /var/cache/ckubelet-go: mod/, build/), so a
+#     rebuild after a cache wipe of bin/ is cheap.
+#   CKUBELET_K8S_VERSION=v1.20.2 (the default until the cluster tests pass on v1.37): the old control plane and kubelet from Debian's source package
+#     (scripts/build-kubernetes-1.20.sh, <cache>/bin), kept for bench/.
+# <cache> is $CKUBELET_K8S_CACHE, default /var/cache/ckubelet-k8s. Prints the bin directory on its last line.
+# Idempotent; a second run waits on the version's lock (<cache>/<version>/.lock) while a build runs.
 set -euo pipefail
-cache=${CKUBELET_K8S_CACHE:-/var/cache/ckubelet-k8s}
-bins=(kube-apiserver kube-controller-manager kubectl kubelet)
-mkdir -p "$cache"
+version=${CKUBELET_K8S_VERSION:-v1.20.2}
+here=$(cd "$(dirname "$0")" && pwd)
+case "$version" in
+v1.20.2) exec bash "$here/build-kubernetes-1.20.sh" ;;
+v1.37.2) ;;
+*)
+        echo "build-kubernetes.sh: CKUBELET_K8S_VERSION=$version: only v1.37.2 (scripts/k8s) and v1.20.2 are known" >&2
+        exit 2
+        ;;
+esac
+cache=${CKUBELET_K8S_CACHE:-/var/cache/ckubelet-k8s}/$version
+gocache=${CKUBELET_GO_CACHE:-/var/cache/ckubelet-go}
+bins=(kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet kubeadm kube-proxy etcd)
+[ "${CKUBELET_K8S_E2E_NODE:-0}" = 1 ] && bins+=(e2e_node.test)
+mkdir -p "$cache" "$gocache"
 exec 9>"$cache/.lock"
 flock 9
 have_all() { for b in "${bins[@]}"; do [ -x "$cache/bin/$b" ] || return 1; done; }
-if have_all; then echo "$cache/bin"; exit 0; fi
-
-export DEBIAN_FRONTEND=noninteractive
-need=()
-for p in golang-go dpkg-dev rsync etcd-server; do
-        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need+=("$p")
-done
-if ! grep -rqsE '^(Types: deb-src|deb-src )' /etc/apt/sources.list /etc/apt/sources.list.d/; then
-        cat >/etc/apt/sources.list.d/ckubelet-deb-src.sources <<'SRC'
-Types: deb-src
-URIs: http://deb.debian.org/debian
-Suites: bookworm
-Components: main
-Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
-SRC
-        apt-get update -qq
-fi
-if [ ${#need[@]} -gt 0 ]; then
-        apt-get update -qq
-        apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+if have_all; then
+        echo "$cache/bin"
+        exit 0
 fi
 
-cd "$cache"
-src=$(ls -d kubernetes-*/ 2>/dev/null | head -n1 || true)
-if [ -z "$src" ] || [ ! -f "$src/Makefile" ]; then
-        rm -rf kubernetes-* kubernetes_*
-        apt-get source -qq kubernetes >/dev/null 2>&1
-        src=$(ls -d kubernetes-*/ | head -n1)
-fi
-cd "$src"
-mkdir -p .go/src/k8s.io
-[ -L .go/src/k8s.io/kubernetes ] || ln -s ../../.. .go/src/k8s.io/kubernetes
-echo "build-kubernetes.sh: building ${bins[*]} in $cache/$src (10-20 min on 2 cores)" >&2
-mkdir -p "$cache/home"  # HOME of the build: Go keeps its settings there (it was /tmp, which kept a .config/go)
-env GOPATH="$PWD/.go" CGO_ENABLED=0 HOME="$cache/home" \
-    KUBE_GIT_VERSION=v1.20.2 KUBE_GIT_TREE_STATE=clean KUBE_GIT_MAJOR=1 KUBE_GIT_MINOR=20 \
-    make WHAT="$(printf 'cmd/%s ' "${bins[@]}")" >"$cache/build.log" 2>&1 || {
-        tail -n 40 "$cache/build.log" >&2
-        echo "build-kubernetes.sh: make failed (log: $cache/build.log)" >&2
+go=$(command -v go || true)
+[ -n "$go" ] || go=/usr/local/go/bin/go
+if [ ! -x "$go" ]; then
+        echo "build-kubernetes.sh: no go on PATH (Go 1.26 or newer builds k8s.io/kubernetes $version)" >&2
         exit 1
-}
+fi
+minor=${version#v1.}
+minor=${minor%%.*}
+ldflags="-s -w -X k8s.io/component-base/version.gitVersion=$version -X k8s.io/component-base/version.gitMajor=1"
+ldflags+=" -X k8s.io/component-base/version.gitMinor=$minor -X k8s.io/component-base/version.gitTreeState=clean"
+export GOMODCACHE="$gocache/mod" GOCACHE="$gocache/build" GOFLAGS="-modcacherw -mod=readonly" CGO_ENABLED=0
+export GOTOOLCHAIN=${GOTOOLCHAIN:-auto} HOME=${HOME:-/tmp}
+log="$cache/build.log"
+: >"$log"
+rm -rf "$cache/bin.tmp"
 mkdir -p "$cache/bin.tmp"
-for b in "${bins[@]}"; do cp "_output/bin/$b" "$cache/bin.tmp/$b"; done
+cd "$here/k8s"
+echo "build-kubernetes.sh: building ${bins[*]} $version in $cache with $("$go" version | cut -d' ' -f3)" \
+    "(about 8 min on 2 cores the first time; log: $log)" >&2
+start=$(date +%s)
+for b in "${bins[@]}"; do
+        if [ -x "$cache/bin/$b" ]; then
+                cp "$cache/bin/$b" "$cache/bin.tmp/$b"
+                continue
+        fi
+        case "$b" in
+        etcd) cmd=("$go" build -trimpath -o "$cache/bin.tmp/$b" ./etcd) ;;
+        e2e_node.test) cmd=("$go" test -c -trimpath -ldflags "$ldflags" -o "$cache/bin.tmp/$b" k8s.io/kubernetes/test/e2e_node) ;;
+        *) cmd=("$go" build -trimpath -ldflags "$ldflags" -o "$cache/bin.tmp/$b" "k8s.io/kubernetes/cmd/$b") ;;
+        esac
+        t0=$(date +%s)
+        if ! "${cmd[@]}" >>"$log" 2>&1; then
+                tail -n 40 "$log" >&2
+                echo "build-kubernetes.sh: building $b failed (log: $log)" >&2
+                exit 1
+        fi
+        echo "build-kubernetes.sh: $b in $(($(date +%s) - t0)) s" | tee -a "$log" >&2
+done
 rm -rf "$cache/bin"
 mv "$cache/bin.tmp" "$cache/bin"
+echo "build-kubernetes.sh: done in $(($(date +%s) - start)) s" | tee -a "$log" >&2
 echo "$cache/bin"

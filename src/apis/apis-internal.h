@@ -23,6 +23,7 @@ size_t check_iana_svc_name(const char *s, const char *msgs[static NAME_MAX_MSGS]
 size_t check_qualified_name(const char *s, const char *msgs[static NAME_MAX_MSGS]);
 size_t check_label_value(const char *s, const char *msgs[static NAME_MAX_MSGS]);
 size_t check_env_var_name(const char *s, const char *msgs[static NAME_MAX_MSGS]);
+size_t check_relaxed_env_var_name(const char *s, const char *msgs[static NAME_MAX_MSGS]);
 
 /* The exact value of a quantity in nano units (|value| capped at INT64_MAX units), and its format. On a syntax
  * error returns -EINVAL and *ret_msg is upstream's message (ErrFormatWrong or ErrSuffix). */

@@ -432,8 +432,9 @@ const char *validate_dns1123_subdomain(const char *s);
 const char *validate_iana_svc_name(const char *s);
 const char *validate_qualified_name(const char *s); /* label and annotation keys */
 const char *validate_label_value(const char *s);
-const char *validate_env_var_name(const char *s); /* IsEnvVarName */
-bool sysctl_name_is_valid(const char *s);         /* IsValidSysctlName */
+const char *validate_env_var_name(const char *s);         /* IsEnvVarName */
+const char *validate_relaxed_env_var_name(const char *s); /* IsRelaxedEnvVarName */
+bool sysctl_name_is_valid(const char *s);                 /* IsValidSysctlName */
 
 /* A set of pods, owned. */
 struct pod_set {

@@ -424,7 +424,7 @@ void val_env_from(struct vctx *c, const struct container *ctr, const char *cpath
                         _cleanup_free_ char *pp = val_child(c, ip, "prefix");
                         if (!pp)
                                 return;
-                        val_check_name(c, pp, ef->prefix, check_env_var_name);
+                        val_check_name(c, pp, ef->prefix, check_relaxed_env_var_name);
                 }
                 if (ef->config_map_ref) {
                         _cleanup_free_ char *p = val_child(c, ip, "configMapRef");

@@ -215,7 +215,7 @@ static void validate_env(struct vctx *c, const struct container *ctr, const char
                 if (isempty(ev->name))
                         val_required(c, np, NULL);
                 else
-                        val_check_name(c, np, ev->name, check_env_var_name);
+                        val_check_name(c, np, ev->name, check_relaxed_env_var_name);
                 val_env_value_from(c, ev, vp);
         }
 }

@@ -203,6 +203,23 @@ size_t check_env_var_name(const char *s, const char *msgs[static NAME_MAX_MSGS])
         return n;
 }
 
+/* IsRelaxedEnvVarName: what the apiserver and kubelet accept since RelaxedEnvironmentVariableValidation went GA
+ * (v1.34, locked on): any printable ASCII character but '=' */
+size_t check_relaxed_env_var_name(const char *s, const char *msgs[static NAME_MAX_MSGS]) {
+        size_t n = 0;
+
+        s = strempty(s);
+        if (!*s)
+                msgs[n++] = "environment variable name must be non-empty";
+        for (; *s; s++)
+                if (*s < 0x20 || *s > 0x7e || *s == '=') {
+                        msgs[n++] = "a valid environment variable name must consist only of printable ASCII "
+                                    "characters other than '='";
+                        break;
+                }
+        return n;
+}
+
 #define FIRST_MSG(check, s)                        \
         ({                                         \
                 const char *_m[NAME_MAX_MSGS];     \
@@ -231,4 +248,8 @@ const char *validate_label_value(const char *s) {
 
 const char *validate_env_var_name(const char *s) {
         return FIRST_MSG(check_env_var_name, s);
+}
+
+const char *validate_relaxed_env_var_name(const char *s) {
+        return FIRST_MSG(check_relaxed_env_var_name, s);
 }

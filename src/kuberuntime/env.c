@@ -379,7 +379,7 @@ static int add_env_from(const struct pod *pod, const struct env_from_source *ef,
                         name = NULL;
                         return -ENOMEM;
                 }
-                if (validate_env_var_name(name)) {
+                if (validate_relaxed_env_var_name(name)) {
                         r = strv_extend(&invalid, name);
                         if (r < 0)
                                 return r;

@@ -504,8 +504,9 @@ def pytest_runtest_makereport(item, call):
 
 @pytest.fixture(scope="session")
 def cluster(runtime):
-    """etcd + kube-apiserver + kube-controller-manager v1.20.2 for the whole session (built first if the cache
-    has no build: scripts/build-kubernetes.sh). Its logs are under <session dir>/cluster."""
+    """etcd + kube-apiserver + kube-controller-manager v1.20.2 (CKUBELET_K8S_VERSION=v1.37.2: v1.37.2 with
+    kube-scheduler) for the whole session (built first if the cache has no build: scripts/build-kubernetes.sh).
+    Its logs are under <session dir>/cluster."""
     from controlplane import ControlPlane
     d = os.path.join(runtime.dir, "cluster")
     os.makedirs(d)

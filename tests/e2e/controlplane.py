@@ -1,6 +1,8 @@
-"""A real Kubernetes control plane for the end-to-end tests: etcd (Debian's etcd-server), kube-apiserver and
-kube-controller-manager v1.20.2 (built from Debian's source package by scripts/build-kubernetes.sh into a
-cache outside the checkout), all on loopback with their own data directories and free ports, and kubectl.
+"""A real Kubernetes control plane for the end-to-end tests: etcd, kube-apiserver, kube-controller-manager and
+kube-scheduler, all on loopback with their own data directories and free ports, and kubectl. The version is
+CKUBELET_K8S_VERSION: v1.20.2 by default for now (Debian's source package and Debian's etcd 3.4, no scheduler),
+or v1.37.2 (etcd 3.7.0 and the Kubernetes commands built from the tests' own Go module scripts/k8s by
+scripts/build-kubernetes.sh into a cache outside the checkout).
 
 One ControlPlane per pytest session (the `cluster` fixture in conftest.py). What runs:
 
@@ -17,7 +19,12 @@ One ControlPlane per pytest session (the `cluster` fixture in conftest.py). What
 - What kubeadm creates for TLS bootstrapping: a bootstrap token Secret in kube-system, the ClusterRoleBindings
   of system:node-bootstrapper and the CSR auto-approval roles, the kube-public/cluster-info ConfigMap.
 
-No scheduler and no kube-proxy: tests bind pods with spec.nodeName. Everything uses only the Python standard
+- kube-scheduler (v1.37): its own kubeconfig (CN=system:kube-scheduler); tests still bind their pods with
+  spec.nodeName, so it only schedules what a test leaves unbound.
+
+kube-apiserver v1.37 does not proxy to a node whose address is a loopback one (logs, exec, port-forward):
+ckubelet reports the machine's own address (NODE_IP, its default detection, `hostname -I`'s first) as InternalIP.
+No kube-proxy. Everything uses only the Python standard
 library and the openssl command."""
 import base64
 import datetime
@@ -38,7 +45,12 @@ import urllib.parse
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BUILD_SCRIPT = os.path.join(REPO, "scripts", "build-kubernetes.sh")
-ETCD = os.environ.get("CKUBELET_ETCD", "/usr/bin/etcd")
+VERSION = os.environ.get("CKUBELET_K8S_VERSION", "v1.20.2")
+LEGACY = VERSION == "v1.20.2"  # Debian's v1.20.2: Debian's etcd 3.4, no scheduler, the flags v1.20 had
+
+
+def version_tuple(v=VERSION):
+    return tuple(int(x) for x in v.lstrip("v").split(".")[:2])
 
 # the resources the tests use: name -> (API path prefix, namespaced)
 RESOURCES = {
@@ -70,9 +82,10 @@ def free_port():
 
 
 def build_kubernetes():
-    """The bin directory of the cached v1.20.2 build (built now if it is not there; waits for a build
+    """The bin directory of the cached build of VERSION (built now if it is not there; waits for a build
     running elsewhere). Raises with the script's output when it cannot."""
-    p = subprocess.run(["bash", BUILD_SCRIPT], capture_output=True, text=True)
+    p = subprocess.run(["bash", BUILD_SCRIPT], capture_output=True, text=True,
+                       env=dict(os.environ, CKUBELET_K8S_VERSION=VERSION))
     lines = p.stdout.strip().splitlines()
     if p.returncode != 0 or not lines or not os.path.isdir(lines[-1]):
         raise RuntimeError(f"scripts/build-kubernetes.sh failed (exit {p.returncode}); the control plane cannot "
@@ -255,11 +268,14 @@ class ControlPlane:
         self.build_seconds = time.monotonic() - t0
         t1 = time.monotonic()
         self.kubectl_bin = os.path.join(self.bin, "kubectl")
+        self.etcd_bin = os.environ.get("CKUBELET_ETCD") or ("/usr/bin/etcd" if LEGACY else os.path.join(self.bin, "etcd"))
         self._make_pki()
         try:
             self._start_etcd()
             self._start_apiserver()
             self._start_controller_manager()
+            if not LEGACY:
+                self._start_scheduler()
             self._bootstrap_objects()
         except BaseException:
             print(self.tail_logs(80))
@@ -327,7 +343,7 @@ class ControlPlane:
                                          else self.dir)
         client, peer = free_port(), free_port()
         self.etcd_url = f"http://127.0.0.1:{client}"
-        self._spawn("etcd", [ETCD, "--name", "e2e", "--data-dir", os.path.join(self.etcd_dir, "data"),
+        self._spawn("etcd", [self.etcd_bin, "--name", "e2e", "--data-dir", os.path.join(self.etcd_dir, "data"),
                              "--listen-client-urls", self.etcd_url, "--advertise-client-urls", self.etcd_url,
                              "--listen-peer-urls", f"http://127.0.0.1:{peer}",
                              "--initial-advertise-peer-urls", f"http://127.0.0.1:{peer}",
@@ -359,14 +375,13 @@ class ControlPlane:
         args = [os.path.join(self.bin, "kube-apiserver"),
                 "--etcd-servers", self.etcd_url,
                 "--bind-address", "127.0.0.1", "--advertise-address", "127.0.0.1",
-                "--secure-port", str(self.port), "--insecure-port", "0",
+                "--secure-port", str(self.port),
                 "--endpoint-reconciler-type", "none",
                 "--cert-dir", os.path.join(self.dir, "apiserver-certs"),
                 "--tls-cert-file", self.serving[0], "--tls-private-key-file", self.serving[1],
                 "--client-ca-file", self.ca,
                 "--authorization-mode", "Node,RBAC",
                 "--enable-admission-plugins", "NodeRestriction",
-                "--feature-gates", "GenericEphemeralVolume=true",
                 "--enable-bootstrap-token-auth",
                 "--service-account-issuer", "https://kubernetes.default.svc.cluster.local",
                 "--service-account-key-file", self.sa_pub, "--service-account-signing-key-file", self.sa_key,
@@ -375,8 +390,6 @@ class ControlPlane:
                 "--kubelet-client-key", self.kubelet_client[1],
                 "--kubelet-preferred-address-types", "InternalIP,ExternalIP,Hostname",
                 "--allow-privileged",
-                # kubectl debug's ephemeral containers (alpha in 1.20)
-                "--feature-gates", "EphemeralContainers=true",
                 "--requestheader-client-ca-file", self.front_proxy.crt,
                 "--requestheader-allowed-names", "front-proxy-client",
                 "--requestheader-username-headers", "X-Remote-User",
@@ -388,6 +401,9 @@ class ControlPlane:
                 "--profiling=false"]
         if self.kubelet_ca:
             args += ["--kubelet-certificate-authority", self.ca]
+        if LEGACY:
+            # generic ephemeral volumes and kubectl debug's ephemeral containers were alpha in 1.20
+            args += ["--insecure-port", "0", "--feature-gates", "GenericEphemeralVolume=true,EphemeralContainers=true"]
         self._spawn("kube-apiserver", args)
 
         def ready():
@@ -406,10 +422,10 @@ class ControlPlane:
             os.path.join(self.bin, "kube-controller-manager"),
             "--kubeconfig", self.cm_kubeconfig,
             "--authentication-kubeconfig", self.cm_kubeconfig, "--authorization-kubeconfig", self.cm_kubeconfig,
-            "--bind-address", "127.0.0.1", "--secure-port", str(self.cm_port), "--port", "0",
+            "--bind-address", "127.0.0.1", "--secure-port", str(self.cm_port),
             "--cert-dir", os.path.join(self.dir, "controller-manager-certs"),
             "--leader-elect=false", "--controllers", ",".join(controllers),
-            "--feature-gates", "GenericEphemeralVolume=true",
+            *(["--port", "0", "--feature-gates", "GenericEphemeralVolume=true"] if LEGACY else []),
             "--cluster-name", "ckubelet-e2e",
             "--cluster-signing-cert-file", self.ca, "--cluster-signing-key-file", self.pki.key,
             "--cluster-signing-duration", self.signing_duration,
@@ -428,6 +444,27 @@ class ControlPlane:
         # its service account controller works once default/default exists
         self._wait("kube-controller-manager",
                    lambda: self.admin.get("serviceaccounts", "default", "default"), 120, "the default service account")
+
+    def _start_scheduler(self):
+        cert = self.pki.issue("scheduler", "system:kube-scheduler")
+        kc = kubeconfig(os.path.join(self.dir, "scheduler.kubeconfig"), self.server, self.ca, "system:kube-scheduler",
+                        *cert)
+        self.sched_port = free_port()
+        self._spawn("kube-scheduler", [
+            os.path.join(self.bin, "kube-scheduler"), "--kubeconfig", kc,
+            "--authentication-kubeconfig", kc, "--authorization-kubeconfig", kc,
+            "--bind-address", "127.0.0.1", "--secure-port", str(self.sched_port),
+            "--leader-elect=false", "--profiling=false"])
+
+        def healthy():
+            ctx = ssl._create_unverified_context()
+            c = http.client.HTTPSConnection("127.0.0.1", self.sched_port, timeout=5, context=ctx)
+            try:
+                c.request("GET", "/healthz")
+                return c.getresponse().status == 200
+            finally:
+                c.close()
+        self._wait("kube-scheduler", healthy, 120, "kube-scheduler /healthz")
 
     def _bootstrap_objects(self):
         """What kubeadm init creates for nodes joining with a bootstrap token."""
@@ -460,7 +497,7 @@ class ControlPlane:
 
     def stop(self):
         """Stop every component (SIGTERM, then SIGKILL after 20 s), controller-manager first, etcd last."""
-        for name in ("kube-controller-manager", "kube-apiserver", "etcd"):
+        for name in ("kube-scheduler", "kube-controller-manager", "kube-apiserver", "etcd"):
             p = self.procs.get(name)
             if not p or p.poll() is not None:
                 continue
@@ -491,7 +528,8 @@ class ControlPlane:
         return f"----- {path} (last {min(n, len(lines))} lines)\n" + "\n".join(lines[-n:])
 
     def tail_logs(self, n=60):
-        return "\n".join(self.tail(name, n) for name in ("etcd", "kube-apiserver", "kube-controller-manager"))
+        return "\n".join(self.tail(name, n) for name in ("etcd", "kube-apiserver", "kube-controller-manager",
+                                                          "kube-scheduler") if name in self.logs)
 
     def audit(self, user=None):
         """The audit events logged so far, in the order the requests arrived, of one user if given: each
@@ -608,8 +646,9 @@ class Kube:
 
     def setup(self):
         self.admin.create("namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": self.ns}})
-        # pods can be created once the namespace's default service account has its token Secret
-        self.wait(lambda: (sa := self.get("serviceaccounts", "default")) and sa.get("secrets"), 60,
+        # pods can be created once the namespace's default service account exists (and, before v1.24, has its
+        # token Secret)
+        self.wait(lambda: (sa := self.get("serviceaccounts", "default")) and (sa.get("secrets") or not LEGACY), 60,
                   msg=f"the service account {self.ns}/default and its token")
 
     def kubelet(self, *extra, start=True):

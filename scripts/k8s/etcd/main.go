@@ -1,0 +1,10 @@
+// etcd, the version Kubernetes pins, built in the same module as the control plane.
+package main
+
+import (
+	"os"
+
+	"go.etcd.io/etcd/server/v3/etcdmain"
+)
+
+func main() { etcdmain.Main(os.Args) }
