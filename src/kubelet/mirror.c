@@ -264,7 +264,9 @@ static void on_deleted(const struct kube_response *resp, void *userdata) {
         struct mirror_op *o = userdata;
         struct mirror_manager *m = o->m;
 
-        if (resp->r >= 0 && (resp->status < 300 || resp->status == 404)) {
+        /* gone already, or replaced by another pod of that name (the UID precondition failed, whatever code
+         * carries it): the mirror pod of that UID is no more */
+        if (resp->r >= 0 && (resp->status < 300 || resp->status == 404 || kube_response_uid_mismatch(resp))) {
                 log_info("Deleted mirror pod: pod=\"%s\" podUID=\"%s\"", o->key, o->uid);
                 if (strv_extend(&m->deleted, o->uid) >= 0) {
                         /* take it out of the observed set now */

@@ -26,6 +26,7 @@ struct status_entry {
         struct kube_request *req;
         struct event *retry;
         uint64_t retry_usec;
+        bool gone; /* the API server has no pod of this UID (deleted, or replaced by one of the same name) */
 };
 
 struct status_manager {
@@ -90,10 +91,12 @@ static void on_patched(const struct kube_response *resp, void *userdata) {
                 return;
         }
         e->inflight = (json_decref(e->inflight), NULL);
-        if (resp->status == 404 || resp->status == 409) {
-                /* the pod is gone, or it is another pod with that name now: nothing to report */
+        if (resp->status == 404 || resp->status == 409 || kube_response_uid_mismatch(resp)) {
+                /* the pod is gone, or it is another pod with that name now (a UID precondition failure comes as
+                 * 409, or as 422 from kube-apiserver v1.20): nothing to report for this UID, ever */
                 log_v(2, "Pod status not updated: pod=\"%s/%s\" podUID=\"%s\": %s", e->ns, e->name, e->uid,
                       resp->error);
+                e->gone = true;
                 return;
         }
         log_warning("Failed to update status for pod: pod=\"%s/%s\" podUID=\"%s\" err=\"%s\"", e->ns, e->name, e->uid,
@@ -151,7 +154,7 @@ static void entry_send(struct status_entry *e) {
         _cleanup_free_ char *path = NULL;
         json_auto_t *patch = NULL;
 
-        if (e->req || evtimer_pending(e->retry, NULL) || !e->wanted)
+        if (e->req || evtimer_pending(e->retry, NULL) || !e->wanted || e->gone)
                 return;
         if (asprintf(&path, "/api/v1/namespaces/%s/pods/%s/status", e->ns, e->name) < 0)
                 return;
