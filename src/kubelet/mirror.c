@@ -42,9 +42,11 @@ int kubelet_mirror_plan(const struct pod *const *static_pods, const bool *termin
                 if (o && !o->deleting && streq_ptr(o->hash, hash))
                         continue; /* up to date */
                 if (o) {
-                        /* outdated or going away: delete it; the new one is created once the old one is gone */
-                        if (!o->deleting)
-                                a[n++] = (struct mirror_action) { MIRROR_DELETE, j };
+                        /* outdated (no longer the mirror of this static pod) or deleted with a grace period
+                         * (deletionTimestamp set: no kubelet will finish that deletion, the static pod keeps
+                         * running): gone, as upstream treats it. Deleted for good (grace period 0, the UID as
+                         * precondition); the new one is created once the old one is gone */
+                        a[n++] = (struct mirror_action) { MIRROR_DELETE, j };
                         continue;
                 }
                 a[n++] = (struct mirror_action) { MIRROR_CREATE, i };
@@ -55,7 +57,7 @@ int kubelet_mirror_plan(const struct pod *const *static_pods, const bool *termin
                 for (size_t i = 0; i < n_static && !wanted; i++)
                         wanted = streq_ptr(observed[j].namespace_, static_pods[i]->namespace_) &&
                                  streq_ptr(observed[j].name, static_pods[i]->name);
-                if (!wanted && !observed[j].deleting)
+                if (!wanted) /* a graceful deletion of it is finished too, as upstream's DeleteMirrorPod does */
                         a[n++] = (struct mirror_action) { MIRROR_DELETE, j };
         }
         *ret_actions = a;
@@ -276,8 +278,12 @@ static void on_deleted(const struct kube_response *resp, void *userdata) {
                                         break;
                                 }
                 }
-        } else
+        } else {
+                /* tried again at the next sync, not at once (a refusal would loop) */
                 log_error("Failed deleting a mirror pod: pod=\"%s\" err=\"%s\"", o->key, resp->error);
+                op_done(o);
+                return;
+        }
         op_done(o);
         resync(m);
 }

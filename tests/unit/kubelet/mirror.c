@@ -45,19 +45,23 @@ static void test_plan(void **state) {
         size_t n = 0;
 
         assert_int_equal(kubelet_mirror_plan(pods, NULL, 3, observed, 4, &act, &n), 0);
-        assert_int_equal(n, 3);
+        assert_int_equal(n, 4);
         assert_int_equal(act[0].kind, MIRROR_DELETE); /* b's outdated mirror; created after it is gone */
         assert_int_equal(act[0].index, 1);
         assert_int_equal(act[1].kind, MIRROR_CREATE); /* c has none */
         assert_int_equal(act[1].index, 2);
         assert_int_equal(act[2].kind, MIRROR_DELETE); /* z's static pod is gone */
         assert_int_equal(act[2].index, 2);
+        assert_int_equal(act[3].kind, MIRROR_DELETE); /* y's graceful deletion is finished */
+        assert_int_equal(act[3].index, 3);
         free(act);
 
-        /* a mirror being deleted (by a user) is waited for, then created again */
+        /* a mirror pod deleted with a grace period (by a user) is gone: deleted for good, then created again */
         const struct mirror_observed going[] = { { "kube-system", "a", "u-a", "h1", true } };
         assert_int_equal(kubelet_mirror_plan(pods, NULL, 1, going, 1, &act, &n), 0);
-        assert_int_equal(n, 0);
+        assert_int_equal(n, 1);
+        assert_int_equal(act[0].kind, MIRROR_DELETE);
+        assert_int_equal(act[0].index, 0);
         free(act);
         assert_int_equal(kubelet_mirror_plan(pods, NULL, 1, NULL, 0, &act, &n), 0);
         assert_int_equal(n, 1);
@@ -68,9 +72,11 @@ static void test_plan(void **state) {
         {
                 const bool term[] = { true, true, true };
                 assert_int_equal(kubelet_mirror_plan(pods, term, 3, observed, 4, &act, &n), 0);
-                assert_int_equal(n, 1);
+                assert_int_equal(n, 2);
                 assert_int_equal(act[0].kind, MIRROR_DELETE);
                 assert_int_equal(act[0].index, 2);
+                assert_int_equal(act[1].kind, MIRROR_DELETE);
+                assert_int_equal(act[1].index, 3);
                 free(act);
         }
         pod_free(a);
