@@ -263,7 +263,10 @@ static const struct flag_def flag_defs[] = {
           "Private key of --tls-cert-file", NULL },
         { "v", 'v', FLAG_VERBOSITY, OFF(verbosity), "logging.verbosity", "Level",
           "Log detail: 0 is quiet, higher numbers log more", NULL },
-        { "version", 0, FLAG_VERSION, 0, NULL, "version[=true]", "Print the version and exit", NULL },
+        { "version", 0, FLAG_VERSION, 0, NULL, "version[=true]",
+          "--version, --version=raw prints version information and quits; --version=vX.Y.Z... sets the reported "
+          "version",
+          NULL },
         { "container-log-max-files", 0, FLAG_INT, OFF(container_log_max_files), "containerLogMaxFiles", "int32",
           "The most log files kept per container, the live one included (at least 2).", NULL },
         { "container-log-max-size", 0, FLAG_STRING, OFF(container_log_max_size), "containerLogMaxSize", "string",
@@ -506,6 +509,7 @@ void kubelet_options_done(struct kubelet_options *o) {
         free(o->hostname_override);
         free(o->node_ip);
         free(o->node_name);
+        free(o->reported_version);
         free(o->root_dir);
         free(o->pod_logs_dir);
         free(o->config_path);
@@ -653,11 +657,26 @@ static int parse_map_value(const char *value, char sep, char **ret, struct ck_er
 
 struct parse_state {
         bool help;
-        bool version;
+        int version;        /* VERSION_* */
         bool warn;          /* the first pass: print deprecation notes (once) */
         bool headers_seen;  /* the first --manifest-url-header replaces what the config file gave */
         uint64_t maps_seen; /* by flag index: the first use of a map flag replaces, later ones add */
 };
+
+enum { VERSION_NONE, VERSION_TRUE, VERSION_RAW };
+
+/* --version=vX.Y.Z... sets the version reported, as upstream's verflag: it must be the followed release's X.Y.Z,
+ * with a pre-release or build suffix at most (component-base's ValidateDynamicVersion) */
+static int parse_reported_version(const char *value, struct ck_error **ret_error) {
+        const char *rest = value + strlen(KUBE_VERSION);
+
+        if (!startswith(value, KUBE_VERSION) || (*rest != '\0' && *rest != '-' && *rest != '+'))
+                return ck_error_set(ret_error, -EINVAL,
+                                    "must be true, false, raw or a version with the major, minor and patch of "
+                                    "%s (%s-custom)",
+                                    KUBE_VERSION, KUBE_VERSION);
+        return 0;
+}
 
 static const struct flag_def *flag_find(const char *name, size_t len) {
         for (size_t i = 0; i < ELEMENTSOF(flag_defs); i++)
@@ -786,17 +805,27 @@ static int apply_flag(struct kubelet_options *o, struct parse_state *st, const s
         case FLAG_VERSION: {
                 bool b;
                 if (f->kind == FLAG_VERSION && streq(value, "raw")) {
-                        st->version = true;
+                        st->version = VERSION_RAW;
                         return 0;
+                }
+                if (f->kind == FLAG_VERSION && value[0] == 'v') {
+                        r = parse_reported_version(value, &why);
+                        if (r >= 0) {
+                                st->version = VERSION_NONE;
+                                r = free_and_strdup(&o->reported_version, value);
+                        }
+                        break;
                 }
                 r = parse_bool(value, &b);
                 if (r >= 0) {
                         if (f->kind == FLAG_HELP)
                                 st->help = b;
                         else
-                                st->version = b;
+                                st->version = b ? VERSION_TRUE : VERSION_NONE;
                 } else
-                        (void) ck_error_set(&why, r, "must be a boolean (true or false)");
+                        (void) ck_error_set(&why, r,
+                                            f->kind == FLAG_VERSION ? "must be true, false, raw or vX.Y.Z"
+                                                                    : "must be a boolean (true or false)");
                 break;
         }
         }
@@ -1942,8 +1971,33 @@ static int validate(const struct kubelet_options *o, struct ck_error **ret_error
         return 0;
 }
 
-static void print_version(void) {
-        printf("ckubelet v%s\n", CKUBELET_VERSION);
+#if defined(__x86_64__)
+#define VERSION_ARCH "amd64"
+#elif defined(__aarch64__)
+#define VERSION_ARCH "arm64"
+#elif defined(__arm__)
+#define VERSION_ARCH "arm"
+#else
+#define VERSION_ARCH "unknown"
+#endif
+#if defined(__clang__)
+#define VERSION_COMPILER "clang"
+#else
+#define VERSION_COMPILER "gcc"
+#endif
+
+/* As upstream's verflag: "Kubernetes <version>" for --version (kubeadm's preflight and scripts parse it), the
+ * version.Info struct as Go's %#v prints it for --version=raw, with ckubelet's own version as its last field
+ * (ckubelet has no Go build stamp: no commit, build date or Go version) */
+static void print_version(int how) {
+        if (how == VERSION_RAW)
+                printf("version.Info{Major:\"%s\", Minor:\"%s\", GitVersion:\"%s\", GitCommit:\"\", "
+                       "GitTreeState:\"\", BuildDate:\"\", GoVersion:\"\", Compiler:\"%s\", Platform:\"linux/%s\", "
+                       "Ckubelet:\"v%s\"}\n",
+                       KUBE_VERSION_MAJOR, KUBE_VERSION_MINOR, KUBE_VERSION, VERSION_COMPILER, VERSION_ARCH,
+                       CKUBELET_VERSION);
+        else
+                printf("Kubernetes %s\n", KUBE_VERSION);
 }
 
 int kubelet_options_parse(struct kubelet_options *o, int argc, char **argv, struct ck_error **ret_error) {
@@ -1976,8 +2030,8 @@ int kubelet_options_parse(struct kubelet_options *o, int argc, char **argv, stru
                 kubelet_options_print_help();
                 return 1;
         }
-        if (st.version) {
-                print_version();
+        if (st.version != VERSION_NONE) {
+                print_version(st.version);
                 return 1;
         }
 

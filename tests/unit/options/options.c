@@ -169,6 +169,25 @@ static void test_help_version(void **state) {
         assert_int_equal(parse(&o, ARGC(a4), a4, &err), 0);
         assert_int_equal(o.max_pods, 3);
         kubelet_options_done(&o);
+        /* verflag: raw prints and exits too; vX.Y.Z sets the version reported (the followed release's X.Y.Z
+         * with a suffix at most) and runs on */
+        char **a5 = ARGV("--version=raw");
+        char **a6 = ARGV("--version=" KUBE_VERSION "-custom.1", "--max-pods=4");
+        assert_int_equal(parse(&o, ARGC(a5), a5, &err), 1);
+        kubelet_options_done(&o);
+        assert_int_equal(parse(&o, ARGC(a6), a6, &err), 0);
+        assert_string_equal(o.reported_version, KUBE_VERSION "-custom.1");
+        assert_int_equal(o.max_pods, 4);
+        kubelet_options_done(&o);
+        assert_int_equal(parse(&o, ARGC(a4), a4, &err), 0);
+        assert_null(o.reported_version);
+        kubelet_options_done(&o);
+        expect_error(ARGC(ARGV("--version=v0.0.1")), ARGV("--version=v0.0.1"),
+                     "invalid value \"v0.0.1\" for flag --version: must be true, false, raw or a version");
+        expect_error(ARGC(ARGV("--version=" KUBE_VERSION "1")), ARGV("--version=" KUBE_VERSION "1"),
+                     "invalid value \"" KUBE_VERSION "1\" for flag --version");
+        expect_error(ARGC(ARGV("--version=maybe")), ARGV("--version=maybe"),
+                     "invalid value \"maybe\" for flag --version: must be true, false, raw or vX.Y.Z");
         /* a bad flag is reported even with --help, as pflag does */
         expect_error(ARGC(ARGV("--help", "--nope")), ARGV("--help", "--nope"), "unknown flag: --nope");
 }
