@@ -411,7 +411,7 @@ def test_mirror_status_patch_for_replaced_mirror_pod(kube, runtime):
 
         proxy.flowing.clear()
         # a status change while held: the container stops and is started again (restartCount 1)
-        runtime.crictl("stop", "-t", "0", c["id"])
+        runtime.crictl("stop", "--timeout", "0", c["id"])
         kube.wait(lambda: [x for x in runtime.running(name, "c") if x["id"] != c["id"]], timeout=60,
                   msg="the container started again")
         time.sleep(2)  # the kubelet has sent its status patch (for old_uid) into the proxy
