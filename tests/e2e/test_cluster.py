@@ -7,7 +7,10 @@ admission, mirror pods of static pods, events, and webhook authentication/author
 own; a request of the kubelet that the apiserver refuses fails the test (the kube fixture)."""
 import datetime
 import json
+import os
+import socket
 import subprocess
+import threading
 import time
 
 from apiclient import Client
@@ -333,8 +336,6 @@ class PausableProxy:
     connection: what the kubelet sends meanwhile waits in the proxy) and release."""
 
     def __init__(self, port):
-        import socket
-        import threading
         self.target = port
         self.flowing = threading.Event()
         self.flowing.set()
@@ -348,8 +349,6 @@ class PausableProxy:
         threading.Thread(target=self._accept, daemon=True).start()
 
     def _accept(self):
-        import socket
-        import threading
         while not self.stopped:
             try:
                 a, _ = self.sock.accept()
@@ -389,7 +388,6 @@ def test_mirror_status_patch_for_replaced_mirror_pod(kube, runtime):
     again by the admin; then released. kube-apiserver v1.20.2 answers that patch 422 (metadata.uid immutable):
     the kubelet takes the UID as replaced and never sends it again (before the fix: retried with back-off
     forever), and reports the status on the new mirror pod."""
-    import os
     proxy = PausableProxy(int(kube.cp.server.rsplit(":", 1)[1]))
     try:
         with open(kube.kubeconfig) as f:
