@@ -444,7 +444,7 @@ static const char *report_uid(struct kubelet *k, struct pod_worker *w) {
 
         if (!pod_config_is_static(p))
                 return p->uid;
-        return kubelet_mirror_uid(k->mirror, p->namespace_, p->name);
+        return kubelet_mirror_uid(k->mirror, p);
 }
 
 /* the pod's previous status, as upstream's generateAPIPodStatus takes it: the status manager's, else the API

@@ -230,10 +230,12 @@ void kubelet_mirror_observed(struct mirror_manager *m, const json_t *mirror_pods
         kubelet_mirror_sync(m, (const struct pod *const *) m->last, m->last_terminating, m->n_last, m->node_uid);
 }
 
-const char *kubelet_mirror_uid(const struct mirror_manager *m, const char *namespace_, const char *name) {
-        for (size_t i = 0; m && i < m->n_observed; i++)
-                if (streq_ptr(m->observed[i].namespace_, namespace_) && streq_ptr(m->observed[i].name, name) &&
-                    !m->observed[i].deleting)
+const char *kubelet_mirror_uid(const struct mirror_manager *m, const struct pod *p) {
+        const char *hash = p ? strmap_get(&p->annotations, ANNOTATION_CONFIG_HASH) : NULL;
+
+        for (size_t i = 0; m && p && i < m->n_observed; i++)
+                if (streq_ptr(m->observed[i].namespace_, p->namespace_) && streq_ptr(m->observed[i].name, p->name) &&
+                    !m->observed[i].deleting && streq_ptr(m->observed[i].hash, hash))
                         return m->observed[i].uid;
         return NULL;
 }

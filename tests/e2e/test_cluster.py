@@ -295,6 +295,17 @@ def test_mirror_pods(kube, runtime):
     # the manifest goes: so does the mirror pod
     k.remove("static.yaml")
     kube.wait(lambda: kube.pod(name, "kube-system") is None, timeout=90, msg="the mirror pod gone")
+    # a status patch already on its way when the mirror pod was replaced (deleted by the admin above) may land on
+    # the new one and be refused (kube-apiserver v1.20.2: 422, metadata.uid immutable): at most once per replaced
+    # UID, never retried (issue 27: it was retried for ever under load)
+    kube.expected_errors.add(("patch", 422))
+    refused = {}
+    for e in kube.audit():
+        if e["verb"] == "patch" and e["objectRef"].get("subresource") == "status" and \
+                e["responseStatus"]["code"] == 422:
+            uid = ((e.get("requestObject") or {}).get("metadata") or {}).get("uid")
+            refused[uid] = refused.get(uid, 0) + 1
+    assert all(uid in (old_uid, m2["metadata"]["uid"]) and n == 1 for uid, n in refused.items()), refused
     # every mirror pod write was one NodeRestriction accepts
     writes = [e for e in kube.audit() if e["objectRef"].get("resource") == "pods" and
               e["verb"] in ("create", "delete")]
