@@ -165,15 +165,7 @@ EOM
 
 if [ -n "${CKUBELET_EXAMPLE_SECONDS:-}" ]; then
         sleep "$CKUBELET_EXAMPLE_SECONDS"
-        $crictl ps | /usr/bin/python3 -c '
-import json, sys
-out = sys.stdin.read()
-try:
-    for c in json.loads(out)["containers"]:
-        print(c["labels"]["io.kubernetes.pod.name"], c["metadata"]["name"], c["state"])
-except (ValueError, KeyError):
-    print(out, end="")
-'
+        $crictl ps
         exit 0
 fi
 tail -n +1 -F "$dir/kubelet.log" &

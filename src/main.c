@@ -239,7 +239,8 @@ int main(int argc, char **argv) {
                 goto out;
         }
 
-        log_info("ckubelet %s starting: node=%s runtime=%s", CKUBELET_VERSION, opts.node_name,
+        log_info("ckubelet v%s (Kubernetes %s) starting: node=%s runtime=%s", CKUBELET_VERSION,
+                 opts.reported_version ? opts.reported_version : KUBE_VERSION, opts.node_name,
                  opts.container_runtime_endpoint);
         r = kubelet_new(base, &opts, &k);
         if (r < 0)

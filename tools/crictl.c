@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* ckubelet-crictl: a small crictl-alike on ckubelet's CRI client, used by the end-to-end tests (cri-tools
- * is not packaged in Debian). Output is JSON in the protobuf JSON mapping crictl prints (lowerCamelCase
- * names, enums by name, 64-bit integers as strings). */
+ * is not packaged in Debian). `pods` and `ps` print crictl's table by default (`ps` the running containers,
+ * `-a` all of them, `-q` the IDs only); `-o json` and the other commands print JSON in the protobuf JSON mapping
+ * crictl prints (lowerCamelCase names, enums by name, 64-bit integers as strings). */
 
 #include <event2/event.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <string.h>
+#include <time.h>
 
 #include "basic/duration.h"
 #include "basic/log.h"
@@ -20,6 +22,7 @@ struct ctx {
         int exit_code;
         bool done;
         void (*print)(struct ctx *x, const ProtobufCMessage *m);
+        bool quiet; /* -q: IDs only */
 };
 
 /* ---------------------------------------------------------------- protobuf → JSON */
@@ -152,6 +155,171 @@ static void print_json(struct ctx *x, const ProtobufCMessage *m) {
         json_decref(j);
 }
 
+/* ---------------------------------------------------------------- crictl's tables */
+
+/* docker/go-units' HumanDuration, as crictl prints CREATED ("2 minutes ago") */
+static void human_duration(int64_t usec, char *buf, size_t size) {
+        int64_t sec = usec / 1000000, min = sec / 60, hours = (usec + 1800LL * 1000000) / (3600LL * 1000000);
+
+        if (sec < 1)
+                snprintf(buf, size, "Less than a second");
+        else if (sec == 1)
+                snprintf(buf, size, "1 second");
+        else if (sec < 60)
+                snprintf(buf, size, "%" PRId64 " seconds", sec);
+        else if (min == 1)
+                snprintf(buf, size, "About a minute");
+        else if (min < 60)
+                snprintf(buf, size, "%" PRId64 " minutes", min);
+        else if (hours == 1)
+                snprintf(buf, size, "About an hour");
+        else if (hours < 48)
+                snprintf(buf, size, "%" PRId64 " hours", hours);
+        else if (hours < 24 * 7 * 2)
+                snprintf(buf, size, "%" PRId64 " days", hours / 24);
+        else if (hours < 24 * 30 * 2)
+                snprintf(buf, size, "%" PRId64 " weeks", hours / 24 / 7);
+        else if (hours < 24 * 365 * 2)
+                snprintf(buf, size, "%" PRId64 " months", hours / 24 / 30);
+        else
+                snprintf(buf, size, "%" PRId64 " years", hours / 24 / 365);
+}
+
+static void created_ago(int64_t created_ns, char *buf, size_t size) {
+        struct timespec now;
+        char d[48];
+
+        clock_gettime(CLOCK_REALTIME, &now);
+        human_duration(((int64_t) now.tv_sec * 1000000000 + now.tv_nsec - created_ns) / 1000, d, sizeof(d));
+        snprintf(buf, size, "%s ago", d);
+}
+
+#define TABLE_COLS 8
+#define TABLE_CELL 256
+
+struct table {
+        size_t n_cols, n_rows;
+        char (*cells)[TABLE_COLS][TABLE_CELL]; /* row 0: the header */
+};
+
+/* as Go's tabwriter with crictl's settings (minimum width 20, padding 3): every column but the last as wide as
+ * its widest cell plus 3, at least 20 */
+static void table_print(const struct table *t) {
+        size_t width[TABLE_COLS] = {};
+
+        for (size_t r = 0; r < t->n_rows; r++)
+                for (size_t c = 0; c < t->n_cols; c++)
+                        width[c] = MAX(width[c], MAX(strlen(t->cells[r][c]) + 3, (size_t) 20));
+        for (size_t r = 0; r < t->n_rows; r++) {
+                for (size_t c = 0; c + 1 < t->n_cols; c++)
+                        printf("%-*s", (int) width[c], t->cells[r][c]);
+                printf("%s\n", t->cells[r][t->n_cols - 1]);
+        }
+}
+
+static const char *trunc_id(const char *id, char *buf) {
+        snprintf(buf, 14, "%s", strempty(id)); /* crictl shows 13 characters of an ID */
+        return buf;
+}
+
+static const char *label(Runtime__V1__Container__LabelsEntry **l, size_t n, const char *key) {
+        for (size_t i = 0; i < n; i++)
+                if (streq_ptr(l[i]->key, key))
+                        return l[i]->value;
+        return "";
+}
+
+static void print_pods_table(struct ctx *x, const ProtobufCMessage *m) {
+        const Runtime__V1__ListPodSandboxResponse *r = (const void *) m;
+        static const char *const header[] = { "POD ID", "CREATED", "STATE", "NAME", "NAMESPACE", "ATTEMPT", "RUNTIME" };
+        struct table t = { .n_cols = ELEMENTSOF(header), .n_rows = r->n_items + 1 };
+        char id[14];
+
+        if (x->quiet) {
+                for (size_t i = 0; i < r->n_items; i++)
+                        printf("%s\n", r->items[i]->id);
+                return;
+        }
+        t.cells = calloc(t.n_rows, sizeof(*t.cells));
+        if (!t.cells)
+                return;
+        for (size_t c = 0; c < t.n_cols; c++)
+                snprintf(t.cells[0][c], TABLE_CELL, "%s", header[c]);
+        /* newest first, as crictl sorts them */
+        for (size_t i = 0; i < r->n_items; i++) {
+                const Runtime__V1__PodSandbox *p = r->items[i];
+                size_t row = 1;
+                for (size_t j = 0; j < r->n_items; j++)
+                        row += r->items[j]->created_at > p->created_at ||
+                               (r->items[j]->created_at == p->created_at && j < i);
+                snprintf(t.cells[row][0], TABLE_CELL, "%s", trunc_id(p->id, id));
+                created_ago(p->created_at, t.cells[row][1], TABLE_CELL);
+                snprintf(t.cells[row][2], TABLE_CELL, "%s",
+                         p->state == RUNTIME__V1__POD_SANDBOX_STATE__SANDBOX_READY ? "Ready" : "NotReady");
+                snprintf(t.cells[row][3], TABLE_CELL, "%s", p->metadata ? strempty(p->metadata->name) : "");
+                snprintf(t.cells[row][4], TABLE_CELL, "%s", p->metadata ? strempty(p->metadata->namespace_) : "");
+                snprintf(t.cells[row][5], TABLE_CELL, "%u", p->metadata ? p->metadata->attempt : 0);
+                snprintf(t.cells[row][6], TABLE_CELL, "%s",
+                         isempty(p->runtime_handler) ? "(default)" : p->runtime_handler);
+        }
+        table_print(&t);
+        free(t.cells);
+}
+
+static const char *container_state(Runtime__V1__ContainerState s) {
+        switch (s) {
+        case RUNTIME__V1__CONTAINER_STATE__CONTAINER_CREATED:
+                return "Created";
+        case RUNTIME__V1__CONTAINER_STATE__CONTAINER_RUNNING:
+                return "Running";
+        case RUNTIME__V1__CONTAINER_STATE__CONTAINER_EXITED:
+                return "Exited";
+        default:
+                return "Unknown";
+        }
+}
+
+static void print_containers_table(struct ctx *x, const ProtobufCMessage *m) {
+        const Runtime__V1__ListContainersResponse *r = (const void *) m;
+        static const char *const header[] = { "CONTAINER", "IMAGE",   "CREATED", "STATE",
+                                              "NAME",      "ATTEMPT", "POD ID",  "POD" };
+        struct table t = { .n_cols = ELEMENTSOF(header), .n_rows = r->n_containers + 1 };
+        char id[14];
+
+        if (x->quiet) {
+                for (size_t i = 0; i < r->n_containers; i++)
+                        printf("%s\n", r->containers[i]->id);
+                return;
+        }
+        t.cells = calloc(t.n_rows, sizeof(*t.cells));
+        if (!t.cells)
+                return;
+        for (size_t c = 0; c < t.n_cols; c++)
+                snprintf(t.cells[0][c], TABLE_CELL, "%s", header[c]);
+        for (size_t i = 0; i < r->n_containers; i++) {
+                const Runtime__V1__Container *c = r->containers[i];
+                const char *image = c->image && !isempty(c->image->image) ? c->image->image : strempty(c->image_ref);
+                size_t row = 1;
+                for (size_t j = 0; j < r->n_containers; j++)
+                        row += r->containers[j]->created_at > c->created_at ||
+                               (r->containers[j]->created_at == c->created_at && j < i);
+                snprintf(t.cells[row][0], TABLE_CELL, "%s", trunc_id(c->id, id));
+                /* an image ID (sha256:...) is shortened as crictl does, a name is shown whole */
+                if (startswith(image, "sha256:"))
+                        snprintf(t.cells[row][1], TABLE_CELL, "%s", trunc_id(image + strlen("sha256:"), id));
+                else
+                        snprintf(t.cells[row][1], TABLE_CELL, "%s", image);
+                created_ago(c->created_at, t.cells[row][2], TABLE_CELL);
+                snprintf(t.cells[row][3], TABLE_CELL, "%s", container_state(c->state));
+                snprintf(t.cells[row][4], TABLE_CELL, "%s", c->metadata ? strempty(c->metadata->name) : "");
+                snprintf(t.cells[row][5], TABLE_CELL, "%u", c->metadata ? c->metadata->attempt : 0);
+                snprintf(t.cells[row][6], TABLE_CELL, "%s", trunc_id(c->pod_sandbox_id, id));
+                snprintf(t.cells[row][7], TABLE_CELL, "%s", label(c->labels, c->n_labels, "io.kubernetes.pod.name"));
+        }
+        table_print(&t);
+        free(t.cells);
+}
+
 /* ---------------------------------------------------------------- calls */
 
 static void on_reply(const struct cri_reply *reply, void *userdata) {
@@ -181,12 +349,12 @@ static void print_exec(struct ctx *x, const ProtobufCMessage *m) {
 }
 
 static int usage(void) {
-        fprintf(stderr,
-                "usage: ckubelet-crictl [--runtime-endpoint EP] [--timeout DUR] CMD ...\n"
-                "  version | info | pods | ps | images | inspect ID | inspectp ID | inspecti IMAGE | pull IMAGE\n"
-                "  exec ID -- CMD... | stop ID [--timeout S] | rm ID | stopp ID | rmp ID | start ID\n"
-                "  runp --name N --namespace NS --uid U\n"
-                "  create --pod ID --name N --image IMG [--pod-name N --namespace NS --uid U] -- CMD...\n");
+        fprintf(stderr, "usage: ckubelet-crictl [--runtime-endpoint EP] [--timeout DUR] CMD ...\n"
+                        "  pods [-o json|table] [-q] | ps [-a] [-o json|table] [-q]\n"
+                        "  version | info | images | inspect ID | inspectp ID | inspecti IMAGE | pull IMAGE\n"
+                        "  exec ID -- CMD... | stop ID [--timeout S] | rm ID | stopp ID | rmp ID | start ID\n"
+                        "  runp --name N --namespace NS --uid U\n"
+                        "  create --pod ID --name N --image IMG [--pod-name N --namespace NS --uid U] -- CMD...\n");
         return 2;
 }
 
@@ -227,7 +395,29 @@ int main(int argc, char **argv) {
         /* command options */
         char **rest = NULL;
         int n_rest = 0;
+        const char *output = "table";
+        bool all = false;
         for (; i < argc; i++) {
+                if ((streq(argv[i], "-o") || streq(argv[i], "--output")) && i + 1 < argc) {
+                        output = argv[++i];
+                        if (!streq(output, "json") && !streq(output, "table"))
+                                return usage();
+                        continue;
+                }
+                if (startswith(argv[i], "--output=") || startswith(argv[i], "-o=")) {
+                        output = strchr(argv[i], '=') + 1;
+                        if (!streq(output, "json") && !streq(output, "table"))
+                                return usage();
+                        continue;
+                }
+                if (streq(argv[i], "-a") || streq(argv[i], "--all")) {
+                        all = true;
+                        continue;
+                }
+                if (streq(argv[i], "-q") || streq(argv[i], "--quiet")) {
+                        x.quiet = true;
+                        continue;
+                }
                 if (streq(argv[i], "--")) {
                         rest = argv + i + 1;
                         n_rest = argc - i - 1;
@@ -276,9 +466,21 @@ int main(int argc, char **argv) {
                 r = cri_status(c, &req, 0, on_reply, &x);
         } else if (streq(cmd, "pods")) {
                 Runtime__V1__ListPodSandboxRequest req = RUNTIME__V1__LIST_POD_SANDBOX_REQUEST__INIT;
+                if (x.quiet || streq(output, "table"))
+                        x.print = print_pods_table;
                 r = cri_list_pod_sandbox(c, &req, 0, on_reply, &x);
         } else if (streq(cmd, "ps")) {
                 Runtime__V1__ListContainersRequest req = RUNTIME__V1__LIST_CONTAINERS_REQUEST__INIT;
+                Runtime__V1__ContainerFilter filter = RUNTIME__V1__CONTAINER_FILTER__INIT;
+                Runtime__V1__ContainerStateValue running = RUNTIME__V1__CONTAINER_STATE_VALUE__INIT;
+                /* as crictl: the running containers unless -a */
+                if (!all) {
+                        running.state = RUNTIME__V1__CONTAINER_STATE__CONTAINER_RUNNING;
+                        filter.state = &running;
+                        req.filter = &filter;
+                }
+                if (x.quiet || streq(output, "table"))
+                        x.print = print_containers_table;
                 r = cri_list_containers(c, &req, 0, on_reply, &x);
         } else if (streq(cmd, "images")) {
                 Runtime__V1__ListImagesRequest req = RUNTIME__V1__LIST_IMAGES_REQUEST__INIT;

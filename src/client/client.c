@@ -715,6 +715,21 @@ int kube_response_error(struct kube_request *r, json_t *body) {
         return r->error && r->reason ? 0 : -ENOMEM;
 }
 
+bool kube_response_uid_mismatch(const struct kube_response *resp) {
+        const json_t *body = resp ? resp->body : NULL, *cause;
+        const char *message;
+        size_t i;
+
+        if (!resp || resp->status < 400 || !json_is_object(body) ||
+            !streq_ptr(json_string_value(json_object_get(body, "kind")), "Status"))
+                return false;
+        json_array_foreach(json_object_get(json_object_get(body, "details"), "causes"), i, cause)
+                if (streq_ptr(json_string_value(json_object_get(cause, "field")), "metadata.uid"))
+                        return true;
+        message = json_string_value(json_object_get(body, "message"));
+        return message && strstr(message, "Precondition failed: UID in precondition");
+}
+
 static void request_finish(struct kube_request *r, int rc, char *error) {
         if (rc < 0)
                 r->r = rc;

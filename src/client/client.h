@@ -80,6 +80,13 @@ struct kube_response {
                                        "Gone"), "" if none */
 };
 
+/* Whether resp is the API server's refusal of a UID precondition, whatever code carries it: the object of that
+ * UID is gone, possibly replaced by another of the same name. Recognised from the Status body: a cause on field
+ * "metadata.uid" (kube-apiserver v1.20 answers a PATCH carrying another object's metadata.uid with 422 Invalid,
+ * "field is immutable"), or the message "Precondition failed: UID in precondition: ..." (409 Conflict of a
+ * DELETE's or an update's preconditions). */
+bool kube_response_uid_mismatch(const struct kube_response *resp);
+
 typedef void (*kube_callback_t)(const struct kube_response *resp, void *userdata);
 struct kube_request;
 

@@ -369,8 +369,10 @@ void event_recorder_eventf(struct event_recorder *r, const struct event_ref *ref
                 return;
         }
         line = event_log_line(ref, type, strempty(reason), message);
+        /* at -v 3, as upstream's StartStructuredLogging(3): an event is for the API (kubectl describe), not a log
+         * line of every pod start at the -v 2 that installations run with */
         if (line)
-                log_v(2, "%s", line);
+                log_v(3, "%s", line);
         r->stats.recorded++;
         if (!r->client)
                 return; /* standalone: logged only */

@@ -446,7 +446,7 @@ static const char *report_uid(struct kubelet *k, struct pod_worker *w) {
 
         if (!pod_config_is_static(p))
                 return p->uid;
-        return kubelet_mirror_uid(k->mirror, p->namespace_, p->name);
+        return kubelet_mirror_uid(k->mirror, p);
 }
 
 /* the pod's previous status, as upstream's generateAPIPodStatus takes it: the status manager's, else the API
@@ -661,7 +661,8 @@ static void on_pod_deleted(const struct kube_response *resp, void *userdata) {
         struct api_delete *d = userdata;
 
         d->req = NULL;
-        if (resp->r < 0 || (resp->status >= 300 && resp->status != 404)) {
+        /* 404, or the UID precondition failed (another pod of that name now): the pod of that UID is gone */
+        if (resp->r < 0 || (resp->status >= 300 && resp->status != 404 && !kube_response_uid_mismatch(resp))) {
                 log_error("Failed to delete pod %s from the API server: %s", d->what, resp->error);
                 /* the next reconcile gives the pod a worker again, whose end sends the DELETE again */
                 for (size_t i = 0; d->k->api_deleted && d->k->api_deleted[i]; i++)

@@ -42,9 +42,11 @@ int kubelet_mirror_plan(const struct pod *const *static_pods, const bool *termin
                 if (o && !o->deleting && streq_ptr(o->hash, hash))
                         continue; /* up to date */
                 if (o) {
-                        /* outdated or going away: delete it; the new one is created once the old one is gone */
-                        if (!o->deleting)
-                                a[n++] = (struct mirror_action) { MIRROR_DELETE, j };
+                        /* outdated (no longer the mirror of this static pod) or deleted with a grace period
+                         * (deletionTimestamp set: no kubelet will finish that deletion, the static pod keeps
+                         * running): gone, as upstream treats it. Deleted for good (grace period 0, the UID as
+                         * precondition); the new one is created once the old one is gone */
+                        a[n++] = (struct mirror_action) { MIRROR_DELETE, j };
                         continue;
                 }
                 a[n++] = (struct mirror_action) { MIRROR_CREATE, i };
@@ -55,7 +57,7 @@ int kubelet_mirror_plan(const struct pod *const *static_pods, const bool *termin
                 for (size_t i = 0; i < n_static && !wanted; i++)
                         wanted = streq_ptr(observed[j].namespace_, static_pods[i]->namespace_) &&
                                  streq_ptr(observed[j].name, static_pods[i]->name);
-                if (!wanted && !observed[j].deleting)
+                if (!wanted) /* a graceful deletion of it is finished too, as upstream's DeleteMirrorPod does */
                         a[n++] = (struct mirror_action) { MIRROR_DELETE, j };
         }
         *ret_actions = a;
@@ -228,10 +230,12 @@ void kubelet_mirror_observed(struct mirror_manager *m, const json_t *mirror_pods
         kubelet_mirror_sync(m, (const struct pod *const *) m->last, m->last_terminating, m->n_last, m->node_uid);
 }
 
-const char *kubelet_mirror_uid(const struct mirror_manager *m, const char *namespace_, const char *name) {
-        for (size_t i = 0; m && i < m->n_observed; i++)
-                if (streq_ptr(m->observed[i].namespace_, namespace_) && streq_ptr(m->observed[i].name, name) &&
-                    !m->observed[i].deleting)
+const char *kubelet_mirror_uid(const struct mirror_manager *m, const struct pod *p) {
+        const char *hash = p ? strmap_get(&p->annotations, ANNOTATION_CONFIG_HASH) : NULL;
+
+        for (size_t i = 0; m && p && i < m->n_observed; i++)
+                if (streq_ptr(m->observed[i].namespace_, p->namespace_) && streq_ptr(m->observed[i].name, p->name) &&
+                    !m->observed[i].deleting && streq_ptr(m->observed[i].hash, hash))
                         return m->observed[i].uid;
         return NULL;
 }
@@ -264,7 +268,9 @@ static void on_deleted(const struct kube_response *resp, void *userdata) {
         struct mirror_op *o = userdata;
         struct mirror_manager *m = o->m;
 
-        if (resp->r >= 0 && (resp->status < 300 || resp->status == 404)) {
+        /* gone already, or replaced by another pod of that name (the UID precondition failed, whatever code
+         * carries it): the mirror pod of that UID is no more */
+        if (resp->r >= 0 && (resp->status < 300 || resp->status == 404 || kube_response_uid_mismatch(resp))) {
                 log_info("Deleted mirror pod: pod=\"%s\" podUID=\"%s\"", o->key, o->uid);
                 if (strv_extend(&m->deleted, o->uid) >= 0) {
                         /* take it out of the observed set now */
@@ -274,8 +280,12 @@ static void on_deleted(const struct kube_response *resp, void *userdata) {
                                         break;
                                 }
                 }
-        } else
+        } else {
+                /* tried again at the next sync, not at once (a refusal would loop) */
                 log_error("Failed deleting a mirror pod: pod=\"%s\" err=\"%s\"", o->key, resp->error);
+                op_done(o);
+                return;
+        }
         op_done(o);
         resync(m);
 }

@@ -55,5 +55,7 @@ void kubelet_mirror_observed(struct mirror_manager *m, const json_t *mirror_pods
  * while node_uid is unknown (the Node is not registered yet). Requests in flight are not repeated. */
 void kubelet_mirror_sync(struct mirror_manager *m, const struct pod *const *static_pods, const bool *terminating,
                          size_t n, const char *node_uid);
-/* The UID of the mirror pod of namespace/name (where the static pod's status is reported), or NULL. */
-const char *kubelet_mirror_uid(const struct mirror_manager *m, const char *namespace_, const char *name);
+/* The UID of the mirror pod of static pod p (where its status is reported), or NULL: a pod of its name that is
+ * being deleted or is the mirror of another version of it (another config hash) is not (its status would land on
+ * a pod about to be replaced, and be refused once the new one exists). */
+const char *kubelet_mirror_uid(const struct mirror_manager *m, const struct pod *p);

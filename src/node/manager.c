@@ -178,7 +178,7 @@ static void fill_input(struct node_manager *m, struct node_status_input *in) {
                 .node_ip = m->node_ip,
                 .machine = m->machine,
                 .runtime_version = m->runtime_version,
-                .kubelet_version = "v" KUBE_VERSION_MAJOR_MINOR ".0",
+                .kubelet_version = m->o->reported_version ? m->o->reported_version : KUBE_VERSION,
                 .max_pods = m->o->max_pods,
                 .ephemeral_storage_bytes = fs_capacity(m->o->root_dir),
                 .kube_reserved = m->o->kube_reserved,

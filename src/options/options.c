@@ -68,6 +68,7 @@ enum flag_kind {
         FLAG_FEATURE_GATES, /* --feature-gates: merged gate by gate */
         FLAG_HELP,
         FLAG_VERSION,
+        FLAG_COMPAT, /* an upstream kubelet flag ckubelet has no behaviour for: accepted, warned about once */
 };
 
 struct flag_def {
@@ -79,7 +80,17 @@ struct flag_def {
         const char *type;  /* as pflag prints it in --help */
         const char *help;
         const char *deprecated; /* pflag's deprecation note, printed when the flag is used */
+        const char *quiet;      /* FLAG_COMPAT: the value that is what ckubelet does anyway (no warning), or
+                                 * COMPAT_ALWAYS_QUIET */
 };
+
+#define COMPAT_ALWAYS_QUIET "\001"
+/* An upstream kubelet flag (of the release ckubelet follows, or an older one that distributions' unit files and
+ * kubeadm drop-ins still pass) that ckubelet has no behaviour for: accepted so that ckubelet starts wherever the
+ * upstream kubelet would, with one warning naming it unless its value is what ckubelet does anyway. type NULL:
+ * a boolean flag (its value is checked as one). */
+#define COMPAT(name, type, quiet, note) \
+        { name, 0, FLAG_COMPAT, 0, NULL, type, note, NULL, quiet }
 
 #define OFF(f) offsetof(struct kubelet_options, f)
 
@@ -263,7 +274,10 @@ static const struct flag_def flag_defs[] = {
           "Private key of --tls-cert-file", NULL },
         { "v", 'v', FLAG_VERBOSITY, OFF(verbosity), "logging.verbosity", "Level",
           "Log detail: 0 is quiet, higher numbers log more", NULL },
-        { "version", 0, FLAG_VERSION, 0, NULL, "version[=true]", "Print the version and exit", NULL },
+        { "version", 0, FLAG_VERSION, 0, NULL, "version[=true]",
+          "--version, --version=raw prints version information and quits; --version=vX.Y.Z... sets the reported "
+          "version",
+          NULL },
         { "container-log-max-files", 0, FLAG_INT, OFF(container_log_max_files), "containerLogMaxFiles", "int32",
           "The most log files kept per container, the live one included (at least 2).", NULL },
         { "container-log-max-size", 0, FLAG_STRING, OFF(container_log_max_size), "containerLogMaxSize", "string",
@@ -340,6 +354,151 @@ static const struct flag_def flag_defs[] = {
         { "volume-stats-agg-period", 0, FLAG_DURATION, OFF(volume_stats_agg_period_usec), "volumeStatsAggPeriod",
           "duration", "How often the disk usage of the pods' volumes is measured (for the Summary API and eviction).",
           NULL },
+        /* older upstream names of flags ckubelet has */
+        { "experimental-bootstrap-kubeconfig", 0, FLAG_STRING, OFF(bootstrap_kubeconfig), NULL, "string",
+          "The older name of --bootstrap-kubeconfig", "use --bootstrap-kubeconfig" },
+        { "experimental-kernel-memcg-notification", 0, FLAG_BOOL, OFF(kernel_memcg_notification),
+          "kernelMemcgNotification", "", "The older name of --kernel-memcg-notification",
+          "use --kernel-memcg-notification" },
+        /* upstream kubelet flags without a behaviour in ckubelet (docs/flags.md) */
+        COMPAT("add-dir-header", NULL, "false", "not implemented by ckubelet (a flag of older upstream kubelets)"),
+        COMPAT("alsologtostderr", NULL, COMPAT_ALWAYS_QUIET, "ckubelet always logs to stderr"),
+        COMPAT("application-metrics-count-limit", "string", "",
+               "not implemented by ckubelet (a flag of older upstream kubelets)"),
+        COMPAT("azure-container-registry-config", "string", "",
+               "not implemented by ckubelet (a flag of older upstream kubelets)"),
+        COMPAT("boot-id-file", "string", "", "not implemented by ckubelet (a flag of older upstream kubelets)"),
+        COMPAT("chaos-chance", "string", "", "not implemented by ckubelet (a flag of older upstream kubelets)"),
+        COMPAT("cloud-config", "string", "", "not implemented by ckubelet (a flag of older upstream kubelets)"),
+        COMPAT("cloud-provider", "string", "",
+               "ckubelet has no cloud provider integration (no node addresses or taints from a cloud); \"\" is what it does"),
+        COMPAT("cni-bin-dir", "string", "", "not implemented by ckubelet (a flag of older upstream kubelets)"),
+        COMPAT("cni-cache-dir", "string", "", "not implemented by ckubelet (a flag of older upstream kubelets)"),
+        COMPAT("cni-conf-dir", "string", "", "not implemented by ckubelet (a flag of older upstream kubelets)"),
+        COMPAT("container-hints", "string", "", "not implemented by ckubelet (a flag of older upstream kubelets)"),
+        COMPAT("containerd", "string", "", "not implemented by ckubelet (a flag of older upstream kubelets)"),
+        COMPAT("containerd-namespace", "string", "", "not implemented by ckubelet (a flag of older upstream kubelets)"),
+        COMPAT("contention-profiling", NULL, "false", "not implemented by ckubelet"),
+        COMPAT("cpu-cfs-quota", NULL, "true", "CPU limits always become CFS quotas"),
+        COMPAT("cpu-cfs-quota-period", "string", "", "not implemented by ckubelet"),
+        COMPAT("cpu-manager-policy", "string", "", "no CPU manager: the policy is always none"),
+        COMPAT("cpu-manager-policy-options", "string", "", "not implemented by ckubelet"),
+        COMPAT("cpu-manager-reconcile-period", "string", "", "not implemented by ckubelet"),
+        COMPAT("docker", "string", "", "not implemented by ckubelet (a flag of older upstream kubelets)"),
+        COMPAT("docker-endpoint", "string", "", "not implemented by ckubelet (a flag of older upstream kubelets)"),
+        COMPAT("docker-env-metadata-whitelist", "string", "",
+               "not implemented by ckubelet (a flag of older upstream kubelets)"),
+        COMPAT("docker-only", NULL, "false", "not implemented by ckubelet (a flag of older upstream kubelets)"),
+        COMPAT("docker-root", "string", "", "not implemented by ckubelet (a flag of older upstream kubelets)"),
+        COMPAT("docker-tls", NULL, "false", "not implemented by ckubelet (a flag of older upstream kubelets)"),
+        COMPAT("docker-tls-ca", "string", "", "not implemented by ckubelet (a flag of older upstream kubelets)"),
+        COMPAT("docker-tls-cert", "string", "", "not implemented by ckubelet (a flag of older upstream kubelets)"),
+        COMPAT("docker-tls-key", "string", "", "not implemented by ckubelet (a flag of older upstream kubelets)"),
+        COMPAT("dynamic-config-dir", "string", "", "not implemented by ckubelet (a flag of older upstream kubelets)"),
+        COMPAT("enable-cadvisor-json-endpoints", NULL, "false",
+               "not implemented by ckubelet (a flag of older upstream kubelets)"),
+        COMPAT("enable-controller-attach-detach", NULL, "true",
+               "ckubelet leaves attach and detach to the attach/detach controller"),
+        COMPAT("enable-load-reader", NULL, "false", "not implemented by ckubelet (a flag of older upstream kubelets)"),
+        COMPAT("event-burst", "string", "", "events are not rate limited by these settings"),
+        COMPAT("event-qps", "string", "", "events are not rate limited by these settings"),
+        COMPAT("event-storage-age-limit", "string", "",
+               "not implemented by ckubelet (a flag of older upstream kubelets)"),
+        COMPAT("event-storage-event-limit", "string", "",
+               "not implemented by ckubelet (a flag of older upstream kubelets)"),
+        COMPAT("exit-on-lock-contention", NULL, "false", "no lock file is taken"),
+        COMPAT("experimental-allocatable-ignore-eviction", NULL, "false", "not implemented by ckubelet"),
+        COMPAT("experimental-check-node-capabilities-before-mount", NULL, "false",
+               "not implemented by ckubelet (a flag of older upstream kubelets)"),
+        COMPAT("experimental-logging-sanitization", NULL, "false",
+               "not implemented by ckubelet (a flag of older upstream kubelets)"),
+        COMPAT("experimental-mounter-path", "string", "", "mounts are made by ckubelet itself"),
+        COMPAT("fail-cgroupv1", NULL, "false", "ckubelet runs on cgroup v1 and v2 alike"),
+        COMPAT("fail-swap-on", NULL, "false", "ckubelet does not refuse to start on a node with swap"),
+        COMPAT("global-housekeeping-interval", "string", "",
+               "not implemented by ckubelet (a flag of older upstream kubelets)"),
+        COMPAT("hairpin-mode", "string", "", "hairpin NAT is the CNI plugin's business"),
+        COMPAT("housekeeping-interval", "string", "",
+               "not implemented by ckubelet (a flag of older upstream kubelets)"),
+        COMPAT("image-pull-progress-deadline", "string", "",
+               "not implemented by ckubelet (a flag of older upstream kubelets)"),
+        COMPAT("iptables-drop-bit", "string", "", "not implemented by ckubelet (a flag of older upstream kubelets)"),
+        COMPAT("iptables-masquerade-bit", "string", "",
+               "not implemented by ckubelet (a flag of older upstream kubelets)"),
+        COMPAT("keep-terminated-pod-volumes", NULL, "false",
+               "not implemented by ckubelet (a flag of older upstream kubelets)"),
+        COMPAT("kube-api-content-type", "string", "", "ckubelet speaks JSON to the API server"),
+        COMPAT("kube-reserved-cgroup", "string", "", "the reserved resources are not enforced on a cgroup"),
+        COMPAT("kubelet-cgroups", "string", "", "ckubelet runs in the cgroup it was started in"),
+        COMPAT("local-storage-capacity-isolation", NULL, "true", "local ephemeral storage limits are always enforced"),
+        COMPAT("lock-file", "string", "", "no lock file is taken"),
+        COMPAT("log-backtrace-at", "string", "", "not implemented by ckubelet (a flag of older upstream kubelets)"),
+        COMPAT("log-cadvisor-usage", NULL, "false", "not implemented by ckubelet (a flag of older upstream kubelets)"),
+        COMPAT("log-dir", "string", "",
+               "ckubelet logs to stderr only (klog's file output, removed from the upstream kubelet in v1.26)"),
+        COMPAT("log-file", "string", "",
+               "ckubelet logs to stderr only (klog's file output, removed from the upstream kubelet in v1.26)"),
+        COMPAT("log-file-max-size", "string", "", "ckubelet logs to stderr only"),
+        COMPAT("log-flush-frequency", "string", COMPAT_ALWAYS_QUIET, "ckubelet writes each log line at once"),
+        COMPAT("log-text-info-buffer-size", "string", "", "not implemented by ckubelet"),
+        COMPAT("log-text-split-stream", NULL, "false", "not implemented by ckubelet"),
+        COMPAT("logtostderr", NULL, "true", "ckubelet always logs to stderr"),
+        COMPAT("machine-id-file", "string", "", "not implemented by ckubelet (a flag of older upstream kubelets)"),
+        COMPAT("make-iptables-util-chains", NULL, "false", "ckubelet does not create iptables chains"),
+        COMPAT("master-service-namespace", "string", "",
+               "not implemented by ckubelet (a flag of older upstream kubelets)"),
+        COMPAT("max-open-files", "string", "", "the kubelet process' open file limit is left as it was started with"),
+        COMPAT("memory-manager-policy", "string", "", "no memory manager: the policy is always None"),
+        COMPAT("network-plugin", "string", "", "not implemented by ckubelet (a flag of older upstream kubelets)"),
+        COMPAT("network-plugin-mtu", "string", "", "not implemented by ckubelet (a flag of older upstream kubelets)"),
+        COMPAT("node-status-max-images", "string", "", "the node status reports up to 50 images"),
+        COMPAT("non-masquerade-cidr", "string", "", "not implemented by ckubelet (a flag of older upstream kubelets)"),
+        COMPAT("one-output", NULL, "false", "not implemented by ckubelet (a flag of older upstream kubelets)"),
+        COMPAT("oom-score-adj", "string", "", "the kubelet process' oom_score_adj is left as it was started with"),
+        COMPAT("pod-cidr", "string", "", "the pod CIDR is the CNI configuration's business"),
+        COMPAT("pods-per-core", "string", "", "only --max-pods limits the number of pods"),
+        COMPAT("protect-kernel-defaults", NULL, "false", "kernel tunables are not checked"),
+        COMPAT("provider-id", "string", "", "the Node's spec.providerID is not set"),
+        COMPAT("qos-reserved", "string", "", "QoS-level memory reservation is not implemented"),
+        COMPAT("really-crash-for-testing", NULL, "false",
+               "not implemented by ckubelet (a flag of older upstream kubelets)"),
+        COMPAT("redirect-container-streaming", NULL, "false",
+               "not implemented by ckubelet (a flag of older upstream kubelets)"),
+        COMPAT("register-schedulable", NULL, "false",
+               "not implemented by ckubelet (a flag of older upstream kubelets)"),
+        COMPAT("registry-burst", "string", "",
+               "image pulls are limited by --serialize-image-pulls and maxParallelImagePulls only"),
+        COMPAT("registry-qps", "string", "",
+               "image pulls are limited by --serialize-image-pulls and maxParallelImagePulls only"),
+        COMPAT("reserved-cpus", "string", "", "no CPU manager"),
+        COMPAT("reserved-memory", "string", "", "no memory manager"),
+        COMPAT("runonce", NULL, "false", "the run-once mode is not implemented"),
+        COMPAT("runtime-cgroups", "string", "", "the runtime's cgroup is not managed"),
+        COMPAT("seccomp-default", NULL, "false",
+               "seccompDefault is not implemented: pods without a profile run Unconfined"),
+        COMPAT("seccomp-profile-root", "string", "", "not implemented by ckubelet (a flag of older upstream kubelets)"),
+        COMPAT("skip-headers", NULL, "false", "not implemented by ckubelet (a flag of older upstream kubelets)"),
+        COMPAT("skip-log-headers", NULL, "false", "not implemented by ckubelet (a flag of older upstream kubelets)"),
+        COMPAT("stderrthreshold", "string", "", "not implemented by ckubelet (a flag of older upstream kubelets)"),
+        COMPAT("storage-driver-buffer-duration", "string", "",
+               "not implemented by ckubelet (a flag of older upstream kubelets)"),
+        COMPAT("storage-driver-db", "string", "", "not implemented by ckubelet (a flag of older upstream kubelets)"),
+        COMPAT("storage-driver-host", "string", "", "not implemented by ckubelet (a flag of older upstream kubelets)"),
+        COMPAT("storage-driver-password", "string", "",
+               "not implemented by ckubelet (a flag of older upstream kubelets)"),
+        COMPAT("storage-driver-secure", NULL, "false",
+               "not implemented by ckubelet (a flag of older upstream kubelets)"),
+        COMPAT("storage-driver-table", "string", "", "not implemented by ckubelet (a flag of older upstream kubelets)"),
+        COMPAT("storage-driver-user", "string", "", "not implemented by ckubelet (a flag of older upstream kubelets)"),
+        COMPAT("system-cgroups", "string", "", "system processes are not moved into a cgroup"),
+        COMPAT("system-reserved-cgroup", "string", "", "the reserved resources are not enforced on a cgroup"),
+        COMPAT("tls-cipher-suites", "string", "", "the kubelet API uses OpenSSL's default cipher suites"),
+        COMPAT("tls-min-version", "string", "", "the kubelet API uses OpenSSL's default minimum TLS version"),
+        COMPAT("topology-manager-policy", "string", "", "no topology manager: the policy is always none"),
+        COMPAT("topology-manager-policy-options", "string", "", "not implemented by ckubelet"),
+        COMPAT("topology-manager-scope", "string", "", "not implemented by ckubelet"),
+        COMPAT("vmodule", "string", "", "per-file verbosity is not implemented (--v is)"),
+        COMPAT("volume-plugin-dir", "string", "", "FlexVolume plugins are not supported"),
 };
 
 /* KubeletConfiguration (v1beta1) fields that upstream has and ckubelet does not implement: accepted, with a
@@ -506,6 +665,7 @@ void kubelet_options_done(struct kubelet_options *o) {
         free(o->hostname_override);
         free(o->node_ip);
         free(o->node_name);
+        free(o->reported_version);
         free(o->root_dir);
         free(o->pod_logs_dir);
         free(o->config_path);
@@ -653,11 +813,27 @@ static int parse_map_value(const char *value, char sep, char **ret, struct ck_er
 
 struct parse_state {
         bool help;
-        bool version;
-        bool warn;          /* the first pass: print deprecation notes (once) */
+        int version;                               /* VERSION_* */
+        bool warn;                                 /* the first pass: print deprecation notes (once) */
+        bool compat_warned[ELEMENTSOF(flag_defs)]; /* FLAG_COMPAT: warned about already */
         bool headers_seen;  /* the first --manifest-url-header replaces what the config file gave */
         uint64_t maps_seen; /* by flag index: the first use of a map flag replaces, later ones add */
 };
+
+enum { VERSION_NONE, VERSION_TRUE, VERSION_RAW };
+
+/* --version=vX.Y.Z... sets the version reported, as upstream's verflag: it must be the followed release's X.Y.Z,
+ * with a pre-release or build suffix at most (component-base's ValidateDynamicVersion) */
+static int parse_reported_version(const char *value, struct ck_error **ret_error) {
+        const char *rest = value + strlen(KUBE_VERSION);
+
+        if (!startswith(value, KUBE_VERSION) || (*rest != '\0' && *rest != '-' && *rest != '+'))
+                return ck_error_set(ret_error, -EINVAL,
+                                    "must be true, false, raw or a version with the major, minor and patch of "
+                                    "%s (%s-custom)",
+                                    KUBE_VERSION, KUBE_VERSION);
+        return 0;
+}
 
 static const struct flag_def *flag_find(const char *name, size_t len) {
         for (size_t i = 0; i < ELEMENTSOF(flag_defs); i++)
@@ -674,7 +850,8 @@ static const struct flag_def *flag_find_short(char c) {
 }
 
 static bool flag_is_bool(const struct flag_def *f) {
-        return f->kind == FLAG_HELP || f->kind == FLAG_VERSION || f->kind == FLAG_BOOL;
+        return f->kind == FLAG_HELP || f->kind == FLAG_VERSION || f->kind == FLAG_BOOL ||
+               (f->kind == FLAG_COMPAT && !f->type);
 }
 
 static int apply_flag(struct kubelet_options *o, struct parse_state *st, const struct flag_def *f, const char *value,
@@ -782,21 +959,52 @@ static int apply_flag(struct kubelet_options *o, struct parse_state *st, const s
                 break;
         }
 
+        case FLAG_COMPAT: {
+                bool b = false, quiet;
+                size_t i = (size_t) (f - flag_defs);
+
+                if (!f->type) {
+                        r = parse_bool(value, &b);
+                        if (r < 0) {
+                                (void) ck_error_set(&why, r, "must be a boolean (true or false)");
+                                break;
+                        }
+                        quiet = streq_ptr(f->quiet, b ? "true" : "false");
+                } else
+                        quiet = isempty(value) || streq_ptr(f->quiet, value);
+                quiet = quiet || streq_ptr(f->quiet, COMPAT_ALWAYS_QUIET);
+                if (st->warn && !quiet && !st->compat_warned[i]) {
+                        st->compat_warned[i] = true;
+                        log_warning("Flag --%s of the upstream kubelet is accepted and ignored: %s", f->name, f->help);
+                }
+                break;
+        }
+
         case FLAG_HELP:
         case FLAG_VERSION: {
                 bool b;
                 if (f->kind == FLAG_VERSION && streq(value, "raw")) {
-                        st->version = true;
+                        st->version = VERSION_RAW;
                         return 0;
+                }
+                if (f->kind == FLAG_VERSION && value[0] == 'v') {
+                        r = parse_reported_version(value, &why);
+                        if (r >= 0) {
+                                st->version = VERSION_NONE;
+                                r = free_and_strdup(&o->reported_version, value);
+                        }
+                        break;
                 }
                 r = parse_bool(value, &b);
                 if (r >= 0) {
                         if (f->kind == FLAG_HELP)
                                 st->help = b;
                         else
-                                st->version = b;
+                                st->version = b ? VERSION_TRUE : VERSION_NONE;
                 } else
-                        (void) ck_error_set(&why, r, "must be a boolean (true or false)");
+                        (void) ck_error_set(&why, r,
+                                            f->kind == FLAG_VERSION ? "must be true, false, raw or vX.Y.Z"
+                                                                    : "must be a boolean (true or false)");
                 break;
         }
         }
@@ -1942,8 +2150,33 @@ static int validate(const struct kubelet_options *o, struct ck_error **ret_error
         return 0;
 }
 
-static void print_version(void) {
-        printf("ckubelet v%s\n", CKUBELET_VERSION);
+#if defined(__x86_64__)
+#define VERSION_ARCH "amd64"
+#elif defined(__aarch64__)
+#define VERSION_ARCH "arm64"
+#elif defined(__arm__)
+#define VERSION_ARCH "arm"
+#else
+#define VERSION_ARCH "unknown"
+#endif
+#if defined(__clang__)
+#define VERSION_COMPILER "clang"
+#else
+#define VERSION_COMPILER "gcc"
+#endif
+
+/* As upstream's verflag: "Kubernetes <version>" for --version (kubeadm's preflight and scripts parse it), the
+ * version.Info struct as Go's %#v prints it for --version=raw, with ckubelet's own version as its last field
+ * (ckubelet has no Go build stamp: no commit, build date or Go version) */
+static void print_version(int how) {
+        if (how == VERSION_RAW)
+                printf("version.Info{Major:\"%s\", Minor:\"%s\", GitVersion:\"%s\", GitCommit:\"\", "
+                       "GitTreeState:\"\", BuildDate:\"\", GoVersion:\"\", Compiler:\"%s\", Platform:\"linux/%s\", "
+                       "Ckubelet:\"v%s\"}\n",
+                       KUBE_VERSION_MAJOR, KUBE_VERSION_MINOR, KUBE_VERSION, VERSION_COMPILER, VERSION_ARCH,
+                       CKUBELET_VERSION);
+        else
+                printf("Kubernetes %s\n", KUBE_VERSION);
 }
 
 int kubelet_options_parse(struct kubelet_options *o, int argc, char **argv, struct ck_error **ret_error) {
@@ -1976,8 +2209,8 @@ int kubelet_options_parse(struct kubelet_options *o, int argc, char **argv, stru
                 kubelet_options_print_help();
                 return 1;
         }
-        if (st.version) {
-                print_version();
+        if (st.version != VERSION_NONE) {
+                print_version(st.version);
                 return 1;
         }
 
@@ -2062,6 +2295,7 @@ static void default_text(const struct kubelet_options *d, const struct flag_def 
         case FLAG_FEATURE_GATES:
         case FLAG_HELP:
         case FLAG_VERSION:
+        case FLAG_COMPAT:
                 break;
         }
 }
@@ -2100,7 +2334,11 @@ void kubelet_options_print_help(void) {
                         snprintf(lhs, sizeof(lhs), "      --%s%s%s", f->name, f->type ? " " : "", strempty(f->type));
                 if (have_defaults)
                         default_text(&d, f, def, sizeof(def));
-                printf("%-*s   %s", width, lhs, f->help);
+                if (f->kind == FLAG_COMPAT)
+                        printf("%-*s   Accepted for compatibility with the upstream kubelet, ignored: %s", width, lhs,
+                               f->help);
+                else
+                        printf("%-*s   %s", width, lhs, f->help);
                 if (def[0])
                         printf(" (default %s)", def);
                 if (f->field)

@@ -33,6 +33,8 @@ struct kubelet_options {
         char *hostname_override;      /* --hostname-override */
         char *node_ip;                /* --node-ip, NULL = detected */
         char *node_name;              /* derived: hostname-override or hostname, lowercased */
+        char *reported_version;       /* --version=vX.Y.Z...: the version reported (kubeletVersion), NULL =
+                                       * KUBE_VERSION */
         char *root_dir;               /* --root-dir, /var/lib/kubelet */
         char *pod_logs_dir;           /* podLogsDir, /var/log/pods */
         int max_pods;                 /* --max-pods / maxPods, 110 */

@@ -26,6 +26,7 @@ struct status_entry {
         struct kube_request *req;
         struct event *retry;
         uint64_t retry_usec;
+        bool gone; /* the API server has no pod of this UID (deleted, or replaced by one of the same name) */
 };
 
 struct status_manager {
@@ -90,10 +91,12 @@ static void on_patched(const struct kube_response *resp, void *userdata) {
                 return;
         }
         e->inflight = (json_decref(e->inflight), NULL);
-        if (resp->status == 404 || resp->status == 409) {
-                /* the pod is gone, or it is another pod with that name now: nothing to report */
+        if (resp->status == 404 || resp->status == 409 || kube_response_uid_mismatch(resp)) {
+                /* the pod is gone, or it is another pod with that name now (a UID precondition failure comes as
+                 * 409, or as 422 from kube-apiserver v1.20): nothing to report for this UID, ever */
                 log_v(2, "Pod status not updated: pod=\"%s/%s\" podUID=\"%s\": %s", e->ns, e->name, e->uid,
                       resp->error);
+                e->gone = true;
                 return;
         }
         log_warning("Failed to update status for pod: pod=\"%s/%s\" podUID=\"%s\" err=\"%s\"", e->ns, e->name, e->uid,
@@ -104,7 +107,9 @@ static void on_patched(const struct kube_response *resp, void *userdata) {
 
 /* The status as a strategic merge patch (PatchPodStatus): conditions are merged by type, so only the kubelet's
  * own are sent (a client's, a readiness gate's, are left as the API server has them), those it owned in the last
- * status sent but no longer has are deleted; the IP lists replace the API server's. */
+ * status sent but no longer has are deleted, and a condition's reason or message it no longer has is set to null
+ * (deleted); so is a field of the last status sent that the new one lacks; the IP lists replace the API
+ * server's. */
 int status_build_patch(const char *uid, const json_t *wanted, const json_t *sent, json_t **ret) {
         json_auto_t *status = json_deep_copy(wanted), *conds = json_array(), *patch = NULL;
         const json_t *c;
@@ -112,11 +117,23 @@ int status_build_patch(const char *uid, const json_t *wanted, const json_t *sent
 
         if (!status || !conds)
                 return -ENOMEM;
-        json_array_foreach(json_object_get(wanted, "conditions"), i, c)
-                if ((status_condition_by_kubelet(json_string_value(json_object_get(c, "type"))) ||
-                     status_condition_shared_by_kubelet(json_string_value(json_object_get(c, "type")))) &&
-                    json_array_append(conds, (json_t *) c) < 0)
+        json_array_foreach(json_object_get(wanted, "conditions"), i, c) {
+                json_t *copy;
+
+                if (!status_condition_by_kubelet(json_string_value(json_object_get(c, "type"))) &&
+                    !status_condition_shared_by_kubelet(json_string_value(json_object_get(c, "type"))))
+                        continue;
+                /* merged by type: a key the condition no longer has (Ready=True after ContainersNotReady) is
+                 * removed explicitly, as upstream's two-way patch does, or the API server keeps the stale one */
+                copy = json_deep_copy(c);
+                if (!copy || json_array_append_new(conds, copy) < 0)
                         return -ENOMEM;
+                static const char *const optional[] = { "reason", "message" };
+                for (size_t k = 0; k < ELEMENTSOF(optional); k++)
+                        if (!json_object_get(copy, optional[k]) &&
+                            json_object_set_new(copy, optional[k], json_null()) < 0)
+                                return -ENOMEM;
+        }
         json_array_foreach(json_object_get(sent, "conditions"), i, c) {
                 const char *type = json_string_value(json_object_get(c, "type"));
                 const json_t *w;
@@ -133,6 +150,12 @@ int status_build_patch(const char *uid, const json_t *wanted, const json_t *sent
         }
         if (json_object_set(status, "conditions", conds) < 0)
                 return -ENOMEM;
+        /* a field of the last status sent that no longer applies (the pod's reason, message, resize...) */
+        const char *key;
+        json_t *v;
+        json_object_foreach((json_t *) sent, key, v)
+                if (!json_object_get(status, key) && json_object_set_new(status, key, json_null()) < 0)
+                        return -ENOMEM;
         static const char *const ip_lists[] = { "podIPs", "hostIPs" };
         for (size_t k = 0; k < ELEMENTSOF(ip_lists); k++) {
                 json_t *l = json_object_get(status, ip_lists[k]);
@@ -151,7 +174,7 @@ static void entry_send(struct status_entry *e) {
         _cleanup_free_ char *path = NULL;
         json_auto_t *patch = NULL;
 
-        if (e->req || evtimer_pending(e->retry, NULL) || !e->wanted)
+        if (e->req || evtimer_pending(e->retry, NULL) || !e->wanted || e->gone)
                 return;
         if (asprintf(&path, "/api/v1/namespaces/%s/pods/%s/status", e->ns, e->name) < 0)
                 return;

@@ -93,10 +93,10 @@ class Runtime:
         return json.loads(self.crictl(*args).stdout)
 
     def pods(self):
-        return self.json("pods")["items"]
+        return self.json("pods", "-o", "json")["items"]
 
     def containers(self):
-        return self.json("ps")["containers"]
+        return self.json("ps", "-a", "-o", "json")["containers"]
 
     def inspect(self, cid):
         return self.json("inspect", cid)["status"]

@@ -7,11 +7,15 @@ admission, mirror pods of static pods, events, and webhook authentication/author
 own; a request of the kubelet that the apiserver refuses fails the test (the kube fixture)."""
 import datetime
 import json
+import os
+import socket
+import subprocess
+import threading
 import time
 
 from apiclient import Client
 from apiobjects import SLEEP, api_pod, cond, container, cstatus
-from conftest import BUSYBOX, wait_for
+from conftest import BUSYBOX, CKUBELET, wait_for
 
 
 def pod(kube, name, containers, **kw):
@@ -42,7 +46,10 @@ def test_node_registers_ready_with_lease(kube):
     assert int(st["capacity"]["pods"]) == 110
     assert st["allocatable"]["cpu"] and st["capacity"]["memory"].endswith("Ki")
     assert st["nodeInfo"]["containerRuntimeVersion"].startswith("containerd://")
-    assert st["nodeInfo"]["kubeletVersion"].startswith("v1.") and st["nodeInfo"]["bootID"]
+    assert st["nodeInfo"]["bootID"]
+    # the release ckubelet follows, as `ckubelet --version` prints it ("Kubernetes v1.x.y", as upstream's)
+    version = subprocess.run([CKUBELET, "--version"], capture_output=True, text=True, check=True).stdout.split()
+    assert version[0] == "Kubernetes" and st["nodeInfo"]["kubeletVersion"] == version[1]
     assert st["daemonEndpoints"]["kubeletEndpoint"]["Port"] > 0
     assert any(a["type"] == "InternalIP" for a in st["addresses"])
     assert any(a["type"] == "Hostname" for a in st["addresses"])
@@ -136,6 +143,23 @@ def test_pod_runs_and_reports_status(kube, runtime):
     n = len(patches())
     time.sleep(3)
     assert len(patches()) == n
+
+
+def test_ready_condition_loses_the_unready_reason(kube):
+    """Issue 37: once the container is ready, Ready and ContainersReady carry no reason or message any more (the
+    status patch sets ContainersNotReady's to null: conditions are merged by type, what is left out stays)."""
+    kube.kubelet()
+    wait_ready(kube)
+    pod(kube, "late", [container("c", ["sh", "-c", "sleep 3; touch /tmp/ready; trap 'exit 0' TERM; "
+                                        "while true; do sleep 0.2; done"],
+                                 readinessProbe={"exec": {"command": ["cat", "/tmp/ready"]}, "periodSeconds": 1})])
+    kube.wait(lambda: (p := kube.pod("late")) and cond(p, "Ready") and cond(p, "Ready")["status"] == "False" and
+              cond(p, "Ready").get("reason") == "ContainersNotReady", timeout=60, msg="Ready=False, ContainersNotReady")
+    p = kube.wait(lambda: (p := kube.pod("late")) and cond(p, "Ready")["status"] == "True" and p, timeout=60,
+                  msg="Ready=True")
+    for t in ("Ready", "ContainersReady"):
+        c = cond(p, t)
+        assert c["status"] == "True" and "reason" not in c and "message" not in c, c
 
 
 def test_crash_loop_and_terminated_fields(kube):
@@ -271,11 +295,162 @@ def test_mirror_pods(kube, runtime):
     # the manifest goes: so does the mirror pod
     k.remove("static.yaml")
     kube.wait(lambda: kube.pod(name, "kube-system") is None, timeout=90, msg="the mirror pod gone")
+    # a status patch already on its way when the mirror pod was replaced (deleted by the admin above) may land on
+    # the new one and be refused (kube-apiserver v1.20.2: 422, metadata.uid immutable): at most once per replaced
+    # UID, never retried (issue 27: it was retried for ever under load)
+    kube.expected_errors.add(("patch", 422))
+    refused = {}
+    for e in kube.audit():
+        if e["verb"] == "patch" and e["objectRef"].get("subresource") == "status" and \
+                e["responseStatus"]["code"] == 422:
+            uid = ((e.get("requestObject") or {}).get("metadata") or {}).get("uid")
+            refused[uid] = refused.get(uid, 0) + 1
+    assert all(uid in (old_uid, m2["metadata"]["uid"]) and n == 1 for uid, n in refused.items()), refused
     # every mirror pod write was one NodeRestriction accepts
     writes = [e for e in kube.audit() if e["objectRef"].get("resource") == "pods" and
               e["verb"] in ("create", "delete")]
     assert writes and all(e["responseStatus"]["code"] in (200, 201, 404) for e in writes), \
         [(e["verb"], e["responseStatus"]) for e in writes]
+
+
+def test_mirror_pod_graceful_delete(kube, runtime):
+    """Issue 27: a mirror pod deleted with a grace period (deletionTimestamp set, as `kubectl delete
+    --grace-period=1` leaves it) is gone for the kubelet, as upstream treats it: deleted for good and created
+    again with a new UID, the static pod's containers untouched."""
+    k = kube.kubelet()
+    write_static(k, "s")
+    name = f"static-{kube.node}"
+    m = kube.wait(lambda: (p := kube.pod(name, "kube-system")) and p["status"].get("phase") == "Running" and p,
+                  timeout=90, msg="the mirror pod Running")
+    c = kube.wait(lambda: runtime.running(name, "c"), timeout=30, msg="the static pod's container")[0]
+    sandbox = runtime.pods_named(name, ready_only=True)[0]["id"]
+    kube.kubectl("delete", "pod", name, "-n", "kube-system", "--grace-period=1", "--wait=false")
+    m2 = kube.wait(lambda: (p := kube.pod(name, "kube-system")) and p["metadata"]["uid"] != m["metadata"]["uid"]
+                   and not p["metadata"].get("deletionTimestamp") and p, timeout=20, msg="a new mirror pod")
+    assert m2["metadata"]["annotations"]["kubernetes.io/config.mirror"] == \
+        m["metadata"]["annotations"]["kubernetes.io/config.mirror"]
+    # the static pod kept running: same sandbox, same container, not restarted
+    assert runtime.pods_named(name, ready_only=True)[0]["id"] == sandbox
+    assert [x["id"] for x in runtime.running(name, "c")] == [c["id"]]
+    kube.wait(lambda: (p := kube.pod(name, "kube-system")) and cstatus(p, "c") and
+              cstatus(p, "c").get("containerID", "").endswith(c["id"]) and cstatus(p, "c")["restartCount"] == 0,
+              timeout=30, msg="the new mirror pod's status")
+    # the old one was deleted for good by the kubelet, with its UID as precondition
+    dels = [e for e in kube.audit() if e["verb"] == "delete" and e["objectRef"].get("resource") == "pods" and
+            e["objectRef"].get("name") == name]
+    assert any(((e.get("requestObject") or {}).get("preconditions") or {}).get("uid") == m["metadata"]["uid"] and
+               (e.get("requestObject") or {}).get("gracePeriodSeconds") == 0 for e in dels), dels
+
+
+class PausableProxy:
+    """A TCP proxy on loopback to the apiserver whose traffic the test can hold (in both directions, on every
+    connection: what the kubelet sends meanwhile waits in the proxy) and release."""
+
+    def __init__(self, port):
+        self.target = port
+        self.flowing = threading.Event()
+        self.flowing.set()
+        self.stopped = False
+        self.sock = socket.socket()
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(64)
+        self.port = self.sock.getsockname()[1]
+        self.conns = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while not self.stopped:
+            try:
+                a, _ = self.sock.accept()
+            except OSError:
+                return
+            b = socket.create_connection(("127.0.0.1", self.target))
+            self.conns += [a, b]
+            threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+            threading.Thread(target=self._pipe, args=(b, a), daemon=True).start()
+
+    def _pipe(self, src, dst):
+        while True:
+            try:
+                data = src.recv(65536)
+                self.flowing.wait()  # what arrived while held goes on once released
+                if not data:
+                    dst.shutdown(1)
+                    return
+                dst.sendall(data)
+            except OSError:
+                return
+
+    def close(self):
+        self.stopped = True
+        self.flowing.set()
+        for s in [self.sock] + self.conns:
+            try:
+                s.close()
+            except OSError:
+                pass
+
+
+def test_mirror_status_patch_for_replaced_mirror_pod(kube, runtime):
+    """Issue 27: a status PATCH for a mirror pod that was replaced (a new UID) before the patch landed. The ordering
+    is forced: the kubelet's traffic to the apiserver is held while its static pod's container restarts (a status
+    patch for the old mirror pod's UID goes out and waits in the proxy) and the mirror pod is deleted and created
+    again by the admin; then released. kube-apiserver v1.20.2 answers that patch 422 (metadata.uid immutable):
+    the kubelet takes the UID as replaced and never sends it again (before the fix: retried with back-off
+    forever), and reports the status on the new mirror pod."""
+    proxy = PausableProxy(int(kube.cp.server.rsplit(":", 1)[1]))
+    try:
+        with open(kube.kubeconfig) as f:
+            cfg = json.load(f)
+        cfg["clusters"][0]["cluster"]["server"] = f"https://127.0.0.1:{proxy.port}"
+        proxied = os.path.join(os.path.dirname(kube.kubeconfig), "proxied.kubeconfig")
+        with open(proxied, "w") as f:
+            json.dump(cfg, f)
+        k = kube.kubelet(start=False)
+        args = list(k.cluster_args)
+        args[args.index("--kubeconfig") + 1] = proxied
+        k.start(*args)
+        write_static(k, "s")
+        name = f"static-{kube.node}"
+        m = kube.wait(lambda: (p := kube.pod(name, "kube-system")) and p["status"].get("phase") == "Running" and
+                      cstatus(p, "c") and cstatus(p, "c").get("ready") and p, timeout=90, msg="the mirror pod Running")
+        old_uid = m["metadata"]["uid"]
+        c = runtime.running(name, "c")[0]
+
+        proxy.flowing.clear()
+        # a status change while held: the container stops and is started again (restartCount 1)
+        runtime.crictl("stop", "--timeout", "0", c["id"])
+        kube.wait(lambda: [x for x in runtime.running(name, "c") if x["id"] != c["id"]], timeout=60,
+                  msg="the container started again")
+        time.sleep(2)  # the kubelet has sent its status patch (for old_uid) into the proxy
+        # the mirror pod replaced behind the kubelet's back (a new UID), before that patch lands
+        kube.delete("pods", name, "kube-system", grace_seconds=0)
+        new = {"apiVersion": "v1", "kind": "Pod", "spec": m["spec"],
+               "metadata": {key: m["metadata"][key] for key in ("name", "namespace", "labels", "annotations",
+                                                                 "ownerReferences")}}
+        new_uid = kube.create("pods", new, namespace="kube-system")["metadata"]["uid"]
+        assert new_uid != old_uid
+        kube.expected_errors.add(("patch", 422))
+        proxy.flowing.set()
+
+        def old_patches():
+            return [e for e in kube.audit() if e["verb"] == "patch" and e["objectRef"].get("subresource") == "status"
+                    and e["objectRef"].get("name") == name and
+                    ((e.get("requestObject") or {}).get("metadata") or {}).get("uid") == old_uid and
+                    e["responseStatus"]["code"] >= 400]
+        refused = kube.wait(old_patches, timeout=30, msg="the held status patch refused")
+        assert refused[0]["responseStatus"]["code"] in (409, 422), refused[0]["responseStatus"]
+        # the new mirror pod gets the status (restartCount 1), and the old UID is not tried again (retries would
+        # come after 0.5, 1, 2, 4 and 8 s)
+        kube.wait(lambda: (p := kube.pod(name, "kube-system")) and p["metadata"]["uid"] == new_uid and
+                  cstatus(p, "c") and cstatus(p, "c")["restartCount"] >= 1, timeout=30,
+                  msg="the status on the new mirror pod")
+        time.sleep(10)
+        assert len(old_patches()) == 1, [e["responseStatus"] for e in old_patches()]
+        assert "Failed to update status for pod" not in k.log()
+    finally:
+        proxy.close()
 
 
 # ---------------------------------------------------------------- webhook auth of the kubelet API

@@ -124,7 +124,7 @@ def test_installed_and_started_as_the_unit_would(installed, runtime):
                  "/usr/share/man/man8/ckubelet.8.gz", "/usr/share/doc/ckubelet/cluster.md.gz"):
         assert os.path.exists(path), path
     assert subprocess.run(["/usr/bin/ckubelet", "--version"], capture_output=True, text=True).stdout.startswith(
-        "ckubelet v")
+        "Kubernetes v1.")
     unit = parse_unit(UNIT)
     service = dict(unit["Service"])
     assert service["Type"] == "notify" and service["Restart"] == "always"

@@ -683,7 +683,7 @@ static void test_recorder(void **state) {
         _cleanup_free_ char *name = NULL, *patch_uri = NULL;
 
         capture_stderr(t);
-        log_set_verbosity(2);
+        log_set_verbosity(3);
 
         /* three identical events before the loop runs: one POST carrying count 3 */
         for (unsigned i = 0; i < 3; i++)
@@ -707,7 +707,7 @@ static void test_recorder(void **state) {
         name = strdup(str(json_object_get(s->body, "metadata"), "name"));
         assert_true(startswith(name, "web."));
         assert_true(asprintf(&patch_uri, "/api/v1/namespaces/team-a/events/%s", name) > 0);
-        /* every event is logged at --v=2 */
+        /* every event is logged at --v=3 (upstream StartStructuredLogging(3)) */
         assert_int_equal(count_logged(t, "Event occurred: object=\"team-a/web\" fieldPath=\"spec.containers{app}\" "
                                          "kind=\"Pod\" apiVersion=\"v1\" type=\"Normal\" reason=\"Pulling\" "
                                          "message=\"Pulling image \\\"busybox:1.36\\\"\""),

@@ -45,19 +45,23 @@ static void test_plan(void **state) {
         size_t n = 0;
 
         assert_int_equal(kubelet_mirror_plan(pods, NULL, 3, observed, 4, &act, &n), 0);
-        assert_int_equal(n, 3);
+        assert_int_equal(n, 4);
         assert_int_equal(act[0].kind, MIRROR_DELETE); /* b's outdated mirror; created after it is gone */
         assert_int_equal(act[0].index, 1);
         assert_int_equal(act[1].kind, MIRROR_CREATE); /* c has none */
         assert_int_equal(act[1].index, 2);
         assert_int_equal(act[2].kind, MIRROR_DELETE); /* z's static pod is gone */
         assert_int_equal(act[2].index, 2);
+        assert_int_equal(act[3].kind, MIRROR_DELETE); /* y's graceful deletion is finished */
+        assert_int_equal(act[3].index, 3);
         free(act);
 
-        /* a mirror being deleted (by a user) is waited for, then created again */
+        /* a mirror pod deleted with a grace period (by a user) is gone: deleted for good, then created again */
         const struct mirror_observed going[] = { { "kube-system", "a", "u-a", "h1", true } };
         assert_int_equal(kubelet_mirror_plan(pods, NULL, 1, going, 1, &act, &n), 0);
-        assert_int_equal(n, 0);
+        assert_int_equal(n, 1);
+        assert_int_equal(act[0].kind, MIRROR_DELETE);
+        assert_int_equal(act[0].index, 0);
         free(act);
         assert_int_equal(kubelet_mirror_plan(pods, NULL, 1, NULL, 0, &act, &n), 0);
         assert_int_equal(n, 1);
@@ -68,9 +72,11 @@ static void test_plan(void **state) {
         {
                 const bool term[] = { true, true, true };
                 assert_int_equal(kubelet_mirror_plan(pods, term, 3, observed, 4, &act, &n), 0);
-                assert_int_equal(n, 1);
+                assert_int_equal(n, 2);
                 assert_int_equal(act[0].kind, MIRROR_DELETE);
                 assert_int_equal(act[0].index, 2);
+                assert_int_equal(act[1].kind, MIRROR_DELETE);
+                assert_int_equal(act[1].index, 3);
                 free(act);
         }
         pod_free(a);
@@ -109,10 +115,35 @@ static void test_build(void **state) {
         pod_free(a);
 }
 
+/* where a static pod's status goes: its mirror pod, not one being deleted nor the mirror of another version of it
+ * (issue 27: a status for the outdated mirror pod was refused with 422 once the new one existed) */
+static void test_mirror_uid(void **state) {
+        struct pod *a = static_pod("a", "h1"), *a2 = static_pod("a", "h2"), *b = static_pod("b", "h3");
+        struct mirror_manager *m = NULL;
+        json_t *observed = json_pack("[{s:{s:s, s:s, s:s, s:{s:s}}}, {s:{s:s, s:s, s:s, s:s, s:{s:s}}}]", "metadata",
+                                     "namespace", "kube-system", "name", "a", "uid", "u-a", "annotations",
+                                     "kubernetes.io/config.mirror", "h1", "metadata", "namespace", "kube-system",
+                                     "name", "b", "uid", "u-b", "deletionTimestamp", "2026-11-28T00:00:00Z",
+                                     "annotations", "kubernetes.io/config.mirror", "h3");
+
+        assert_non_null(observed);
+        assert_int_equal(kubelet_mirror_new(NULL, "n1", &m), 0); /* no node UID: nothing is sent */
+        kubelet_mirror_observed(m, observed);
+        assert_string_equal(kubelet_mirror_uid(m, a), "u-a");
+        assert_null(kubelet_mirror_uid(m, a2)); /* the manifest changed: u-a is about to be replaced */
+        assert_null(kubelet_mirror_uid(m, b));  /* being deleted */
+        kubelet_mirror_free(m);
+        json_decref(observed);
+        pod_free(a);
+        pod_free(a2);
+        pod_free(b);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_plan),
                 cmocka_unit_test(test_build),
+                cmocka_unit_test(test_mirror_uid),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -169,8 +169,255 @@ static void test_help_version(void **state) {
         assert_int_equal(parse(&o, ARGC(a4), a4, &err), 0);
         assert_int_equal(o.max_pods, 3);
         kubelet_options_done(&o);
+        /* verflag: raw prints and exits too; vX.Y.Z sets the version reported (the followed release's X.Y.Z
+         * with a suffix at most) and runs on */
+        char **a5 = ARGV("--version=raw");
+        char **a6 = ARGV("--version=" KUBE_VERSION "-custom.1", "--max-pods=4");
+        assert_int_equal(parse(&o, ARGC(a5), a5, &err), 1);
+        kubelet_options_done(&o);
+        assert_int_equal(parse(&o, ARGC(a6), a6, &err), 0);
+        assert_string_equal(o.reported_version, KUBE_VERSION "-custom.1");
+        assert_int_equal(o.max_pods, 4);
+        kubelet_options_done(&o);
+        assert_int_equal(parse(&o, ARGC(a4), a4, &err), 0);
+        assert_null(o.reported_version);
+        kubelet_options_done(&o);
+        expect_error(ARGC(ARGV("--version=v0.0.1")), ARGV("--version=v0.0.1"),
+                     "invalid value \"v0.0.1\" for flag --version: must be true, false, raw or a version");
+        expect_error(ARGC(ARGV("--version=" KUBE_VERSION "1")), ARGV("--version=" KUBE_VERSION "1"),
+                     "invalid value \"" KUBE_VERSION "1\" for flag --version");
+        expect_error(ARGC(ARGV("--version=maybe")), ARGV("--version=maybe"),
+                     "invalid value \"maybe\" for flag --version: must be true, false, raw or vX.Y.Z");
         /* a bad flag is reported even with --help, as pflag does */
         expect_error(ARGC(ARGV("--help", "--nope")), ARGV("--help", "--nope"), "unknown flag: --nope");
+}
+
+/* Issue 27: every flag of the upstream kubelet's --help (v1.37's, and v1.20's that unit files and kubeadm
+ * drop-ins may still pass) is known: a value may be refused, the flag never is; those ckubelet has no behaviour
+ * for are accepted with a warning and start ckubelet */
+static const char *const upstream_flags[] = {
+        "add-dir-header",
+        "address",
+        "allowed-unsafe-sysctls",
+        "alsologtostderr",
+        "anonymous-auth",
+        "application-metrics-count-limit",
+        "authentication-token-webhook",
+        "authentication-token-webhook-cache-ttl",
+        "authorization-mode",
+        "authorization-webhook-cache-authorized-ttl",
+        "authorization-webhook-cache-unauthorized-ttl",
+        "azure-container-registry-config",
+        "boot-id-file",
+        "bootstrap-kubeconfig",
+        "cert-dir",
+        "cgroup-driver",
+        "cgroup-root",
+        "cgroups-per-qos",
+        "chaos-chance",
+        "client-ca-file",
+        "cloud-config",
+        "cloud-provider",
+        "cluster-dns",
+        "cluster-domain",
+        "cni-bin-dir",
+        "cni-cache-dir",
+        "cni-conf-dir",
+        "config",
+        "config-dir",
+        "container-hints",
+        "container-log-max-files",
+        "container-log-max-size",
+        "container-runtime",
+        "container-runtime-endpoint",
+        "containerd",
+        "containerd-namespace",
+        "contention-profiling",
+        "cpu-cfs-quota",
+        "cpu-cfs-quota-period",
+        "cpu-manager-policy",
+        "cpu-manager-policy-options",
+        "cpu-manager-reconcile-period",
+        "docker",
+        "docker-endpoint",
+        "docker-env-metadata-whitelist",
+        "docker-only",
+        "docker-root",
+        "docker-tls",
+        "docker-tls-ca",
+        "docker-tls-cert",
+        "docker-tls-key",
+        "dynamic-config-dir",
+        "enable-cadvisor-json-endpoints",
+        "enable-controller-attach-detach",
+        "enable-debugging-handlers",
+        "enable-load-reader",
+        "enable-server",
+        "enforce-node-allocatable",
+        "event-burst",
+        "event-qps",
+        "event-storage-age-limit",
+        "event-storage-event-limit",
+        "eviction-hard",
+        "eviction-max-pod-grace-period",
+        "eviction-minimum-reclaim",
+        "eviction-pressure-transition-period",
+        "eviction-soft",
+        "eviction-soft-grace-period",
+        "exit-on-lock-contention",
+        "experimental-allocatable-ignore-eviction",
+        "experimental-bootstrap-kubeconfig",
+        "experimental-check-node-capabilities-before-mount",
+        "experimental-kernel-memcg-notification",
+        "experimental-logging-sanitization",
+        "experimental-mounter-path",
+        "fail-cgroupv1",
+        "fail-swap-on",
+        "feature-gates",
+        "file-check-frequency",
+        "global-housekeeping-interval",
+        "hairpin-mode",
+        "healthz-bind-address",
+        "healthz-port",
+        "hostname-override",
+        "housekeeping-interval",
+        "http-check-frequency",
+        "image-credential-provider-bin-dir",
+        "image-credential-provider-config",
+        "image-gc-high-threshold",
+        "image-gc-low-threshold",
+        "image-pull-progress-deadline",
+        "image-service-endpoint",
+        "iptables-drop-bit",
+        "iptables-masquerade-bit",
+        "keep-terminated-pod-volumes",
+        "kernel-memcg-notification",
+        "kube-api-burst",
+        "kube-api-content-type",
+        "kube-api-qps",
+        "kube-reserved",
+        "kube-reserved-cgroup",
+        "kubeconfig",
+        "kubelet-cgroups",
+        "local-storage-capacity-isolation",
+        "lock-file",
+        "log-backtrace-at",
+        "log-cadvisor-usage",
+        "log-dir",
+        "log-file",
+        "log-file-max-size",
+        "log-flush-frequency",
+        "log-text-info-buffer-size",
+        "log-text-split-stream",
+        "logging-format",
+        "logtostderr",
+        "machine-id-file",
+        "make-iptables-util-chains",
+        "manifest-url",
+        "manifest-url-header",
+        "master-service-namespace",
+        "max-open-files",
+        "max-pods",
+        "maximum-dead-containers",
+        "maximum-dead-containers-per-container",
+        "memory-manager-policy",
+        "minimum-container-ttl-duration",
+        "minimum-image-ttl-duration",
+        "network-plugin",
+        "network-plugin-mtu",
+        "node-ip",
+        "node-labels",
+        "node-status-max-images",
+        "node-status-update-frequency",
+        "non-masquerade-cidr",
+        "one-output",
+        "oom-score-adj",
+        "pod-cidr",
+        "pod-infra-container-image",
+        "pod-manifest-path",
+        "pod-max-pids",
+        "pods-per-core",
+        "port",
+        "protect-kernel-defaults",
+        "provider-id",
+        "qos-reserved",
+        "read-only-port",
+        "really-crash-for-testing",
+        "redirect-container-streaming",
+        "register-node",
+        "register-schedulable",
+        "register-with-taints",
+        "registry-burst",
+        "registry-qps",
+        "reserved-cpus",
+        "reserved-memory",
+        "resolv-conf",
+        "root-dir",
+        "rotate-certificates",
+        "rotate-server-certificates",
+        "runonce",
+        "runtime-cgroups",
+        "runtime-request-timeout",
+        "seccomp-default",
+        "seccomp-profile-root",
+        "serialize-image-pulls",
+        "skip-headers",
+        "skip-log-headers",
+        "stderrthreshold",
+        "storage-driver-buffer-duration",
+        "storage-driver-db",
+        "storage-driver-host",
+        "storage-driver-password",
+        "storage-driver-secure",
+        "storage-driver-table",
+        "storage-driver-user",
+        "streaming-connection-idle-timeout",
+        "sync-frequency",
+        "system-cgroups",
+        "system-reserved",
+        "system-reserved-cgroup",
+        "tls-cert-file",
+        "tls-cipher-suites",
+        "tls-min-version",
+        "tls-private-key-file",
+        "topology-manager-policy",
+        "topology-manager-policy-options",
+        "topology-manager-scope",
+        "v",
+        "vmodule",
+        "volume-plugin-dir",
+        "volume-stats-agg-period",
+};
+
+static void test_upstream_flags_accepted(void **state) {
+        struct kubelet_options o;
+        struct ck_error *err;
+
+        for (size_t i = 0; i < sizeof(upstream_flags) / sizeof(upstream_flags[0]); i++) {
+                _cleanup_free_ char *arg = NULL;
+                assert_true(asprintf(&arg, "--%s=1", upstream_flags[i]) > 0);
+                char **a = ARGV(arg);
+                int r = parse(&o, ARGC(a), a, &err);
+                if (r < 0 && startswith(ck_error_message(err), "unknown flag"))
+                        fail_msg("upstream flag --%s refused: %s", upstream_flags[i], ck_error_message(err));
+                ck_error_free(err);
+                kubelet_options_done(&o);
+        }
+
+        /* what kubeadm drop-ins and distributions' unit files pass: ckubelet starts */
+        char **a = ARGV("--fail-swap-on=false", "--cloud-provider=", "--provider-id", "aws:///eu-west-1a/i-1",
+                        "--logtostderr", "--log-dir=/var/log/kubernetes", "--kubelet-cgroups=/systemd/system.slice",
+                        "--runtime-cgroups", "/system.slice/containerd.service", "--register-schedulable=true",
+                        "--experimental-bootstrap-kubeconfig=/etc/kubernetes/bootstrap.conf", "--network-plugin=cni",
+                        "--seccomp-default", "--fail-swap-on", "--max-pods=5");
+        assert_int_equal(parse(&o, ARGC(a), a, &err), 0);
+        assert_int_equal(o.max_pods, 5);
+        assert_string_equal(o.bootstrap_kubeconfig, "/etc/kubernetes/bootstrap.conf"); /* acted on */
+        kubelet_options_done(&o);
+        /* a boolean is still checked as one */
+        expect_error(ARGC(ARGV("--fail-swap-on=maybe")), ARGV("--fail-swap-on=maybe"),
+                     "invalid value \"maybe\" for flag --fail-swap-on");
+        expect_error(ARGC(ARGV("--provider-id")), ARGV("--provider-id"), "flag needs an argument: --provider-id");
 }
 
 static void test_flag_errors(void **state) {
@@ -846,6 +1093,7 @@ int main(void) {
                 cmocka_unit_test(test_every_flag),
                 cmocka_unit_test(test_shorthand_and_repeats),
                 cmocka_unit_test(test_help_version),
+                cmocka_unit_test(test_upstream_flags_accepted),
                 cmocka_unit_test(test_flag_errors),
                 cmocka_unit_test(test_duration_parse),
                 cmocka_unit_test(test_duration_format),

@@ -20,8 +20,9 @@ struct ctx {
         struct srv srv;
         struct kube_client *client;
         struct status_manager *m;
-        int code;  /* the answer to PATCHes */
-        bool hold; /* keep the next request unanswered */
+        int code;          /* the answer to PATCHes */
+        const char *reply; /* its body, if not the default one */
+        bool hold;         /* keep the next request unanswered */
         struct evhttp_request *held;
 };
 
@@ -33,7 +34,9 @@ static void handler(struct srv *s, struct evhttp_request *req) {
                 c->held = req;
                 return;
         }
-        if (c->code == 404)
+        if (c->reply)
+                srv_reply_json(req, c->code, c->reply);
+        else if (c->code == 404)
                 srv_reply_json(req, 404,
                                "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\","
                                "\"reason\":\"NotFound\",\"code\":404,"
@@ -184,6 +187,53 @@ static void test_retry_and_gone(void **state) {
         assert_int_equal(c->srv.hits, 7);
 }
 
+/* kube-apiserver v1.20.2's answer to a status PATCH whose metadata.uid is not the pod's (the mirror pod was
+ * replaced by one with a new UID before the patch landed) */
+#define UID_MISMATCH_422                                                                                                 \
+        "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","                             \
+        "\"message\":\"Pod \\\"static-n1\\\" is invalid: metadata.uid: Invalid value: \\\"u1\\\": field is immutable\"," \
+        "\"reason\":\"Invalid\",\"details\":{\"name\":\"static-n1\",\"kind\":\"Pod\",\"causes\":[{\"reason\":"           \
+        "\"FieldValueInvalid\",\"message\":\"Invalid value: \\\"u1\\\": field is immutable\","                           \
+        "\"field\":\"metadata.uid\"}]},\"code\":422}"
+
+/* a UID precondition failure is "replaced" whatever code carries it: not retried, nothing more sent for that UID;
+ * a 422 on another field is an error like any other, retried */
+static void test_replaced_422(void **state) {
+        struct ctx *c = *state;
+
+        c->code = 422;
+        c->reply = UID_MISMATCH_422;
+        status_manager_set(c->m, "u1", "kube-system", "static-n1", status("Running"));
+        assert_true(wait_hits(c, 1, 10 * USEC_PER_SEC));
+        idle_for(c, 2 * 60 * USEC_PER_SEC);
+        assert_int_equal(c->srv.hits, 1);
+        /* a later status of that UID is not sent either; the new pod's (its own UID) is */
+        status_manager_set(c->m, "u1", "kube-system", "static-n1", status("Succeeded"));
+        idle_for(c, 60 * USEC_PER_SEC);
+        assert_int_equal(c->srv.hits, 1);
+        c->code = 200;
+        c->reply = NULL;
+        status_manager_set(c->m, "u2", "kube-system", "static-n1", status("Running"));
+        assert_true(wait_hits(c, 2, 10 * USEC_PER_SEC));
+        assert_body(c, "u2", "Running");
+
+        /* the 409 of a precondition, as newer API servers answer it */
+        c->code = 409;
+        c->reply = "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\",\"reason\":\"Conflict\","
+                   "\"message\":\"Precondition failed: UID in precondition: u2, UID in object meta: u3\",\"code\":409}";
+        status_manager_set(c->m, "u2", "kube-system", "static-n1", status("Succeeded"));
+        assert_true(wait_hits(c, 3, 10 * USEC_PER_SEC));
+        idle_for(c, 2 * 60 * USEC_PER_SEC);
+        assert_int_equal(c->srv.hits, 3);
+
+        /* invalid for another reason: retried */
+        c->code = 422;
+        c->reply = "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\",\"reason\":\"Invalid\","
+                   "\"details\":{\"causes\":[{\"field\":\"status.phase\"}]},\"code\":422}";
+        status_manager_set(c->m, "u4", "kube-system", "other", status("Running"));
+        assert_true(wait_hits(c, 6, 60 * USEC_PER_SEC));
+}
+
 /* a pod forgotten while its request is in flight: nothing more is sent for it */
 static void test_forget_in_flight(void **state) {
         struct ctx *c = *state;
@@ -205,6 +255,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_coalesced, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_retry_and_gone, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_forget_in_flight, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_replaced_422, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

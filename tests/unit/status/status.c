@@ -488,16 +488,22 @@ static void test_status_patch(void **state) {
         json_t *wanted = json_pack("{s:s, s:[{s:s, s:s}, {s:s, s:s}], s:[{s:s}]}", "phase", "Running", "conditions",
                                    "type", "example.com/lb", "status", "True", "type", "Ready", "status", "True",
                                    "podIPs", "ip", "10.0.0.2");
-        json_t *sent = json_pack("{s:[{s:s, s:s}, {s:s, s:s}]}", "conditions", "type", "Ready", "status", "False",
-                                 "type", "PodResizeInProgress", "status", "True");
+        /* issue 37: Ready=True after ContainersNotReady must not keep the stale reason and message (merged by
+         * type, they stay unless set to null); nor the status the pod's message no longer applies to */
+        json_t *sent = json_pack("{s:[{s:s, s:s, s:s, s:s}, {s:s, s:s}], s:s}", "conditions", "type", "Ready", "status",
+                                 "False", "reason", "ContainersNotReady", "message",
+                                 "containers with unready status: [c]", "type", "PodResizeInProgress", "status", "True",
+                                 "message", "stale");
         json_t *patch = NULL;
         _cleanup_free_ char *got = NULL;
 
         assert_int_equal(status_build_patch("u-1", wanted, sent, &patch), 0);
         got = json_dumps(patch, JSON_SORT_KEYS | JSON_COMPACT);
-        assert_string_equal(got, "{\"metadata\":{\"uid\":\"u-1\"},\"status\":{\"conditions\":[{\"status\":\"True\","
+        assert_string_equal(got, "{\"metadata\":{\"uid\":\"u-1\"},\"status\":{\"conditions\":[{\"message\":null,"
+                                 "\"reason\":null,\"status\":\"True\","
                                  "\"type\":\"Ready\"},{\"$patch\":\"delete\",\"type\":\"PodResizeInProgress\"}],"
-                                 "\"phase\":\"Running\",\"podIPs\":[{\"$patch\":\"replace\"},{\"ip\":\"10.0.0.2\"}]}}");
+                                 "\"message\":null,\"phase\":\"Running\",\"podIPs\":[{\"$patch\":\"replace\"},{\"ip\":"
+                                 "\"10.0.0.2\"}]}}");
         json_decref(patch);
         json_decref(wanted);
         json_decref(sent);
@@ -514,9 +520,10 @@ static void test_status_patch_disruption_target(void **state) {
 
         assert_int_equal(status_build_patch("u-1", wanted, NULL, &patch), 0);
         got = json_dumps(patch, JSON_SORT_KEYS | JSON_COMPACT);
-        assert_string_equal(got, "{\"metadata\":{\"uid\":\"u-1\"},\"status\":{\"conditions\":[{\"reason\":"
-                                 "\"TerminationByKubelet\",\"status\":\"True\",\"type\":\"DisruptionTarget\"}],"
-                                 "\"phase\":\"Failed\"}}");
+        assert_string_equal(got,
+                            "{\"metadata\":{\"uid\":\"u-1\"},\"status\":{\"conditions\":[{\"message\":null,\"reason\":"
+                            "\"TerminationByKubelet\",\"status\":\"True\",\"type\":\"DisruptionTarget\"}],"
+                            "\"phase\":\"Failed\"}}");
         json_decref(patch);
         assert_int_equal(status_build_patch("u-1", none, sent, &patch), 0);
         got2 = json_dumps(patch, JSON_SORT_KEYS | JSON_COMPACT);
