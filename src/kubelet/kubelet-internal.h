@@ -32,6 +32,7 @@
 #include "csi/nodeinfo.h"
 #include "pluginmanager/pluginmanager.h"
 #include "volumemanager/volumemanager.h"
+#include "volumes/reaper.h"
 #include "eviction/api.h"
 #include "basic/slots.h"
 
@@ -170,6 +171,7 @@ struct kubelet {
         struct csi_drivers *csi;
         struct pluginmanager *plugins;
         struct volmgr *volumes;
+        struct vol_reaper *reaper; /* removes the directories of pods that are gone, off the loop */
         /* plug-in interfaces (plugins.c) */
         struct credprov *credprov;     /* --image-credential-provider-config, else NULL */
         struct devicemanager *devices; /* device plugins */

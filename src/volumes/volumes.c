@@ -499,21 +499,8 @@ int vol_container_mounts(const struct pod *pod, const struct container *c, const
 
 /* ---------------------------------------------------------------- orphan cleanup */
 
-#define REMOVE_MAX_DEPTH 64
-
-/* never delete through a live mount */
-static int check_not_mounted(int pfd, const char *name) {
-        bool mounted = false;
-        int r;
-
-        r = vol_is_mount_point(pfd, name, &mounted);
-        if (r < 0)
-                return r == -ENOENT ? 1 : r;
-        return mounted ? -EBUSY : 0;
-}
-
 int vol_remove_tree(int dirfd, const char *name) {
-        return fs_remove_tree_at(dirfd, name, REMOVE_MAX_DEPTH, check_not_mounted);
+        return fs_remove_tree_at(dirfd, name);
 }
 
 /* unmount our tmpfs volumes (emptyDir medium Memory, secret, projected) of a pod directory */
@@ -552,37 +539,19 @@ static void unmount_empty_dirs(const char *pod_dir) {
         }
 }
 
-int vol_cleanup_orphans(const char *root_dir, bool (*keep)(const char *uid, void *userdata), void *userdata) {
-        _cleanup_free_ char *base = NULL;
+int vol_remove_pod_dir(const char *root_dir, const char *uid) {
+        _cleanup_free_ char *base = NULL, *pd = NULL;
         _cleanup_close_ int basefd = -EBADF;
-        _cleanup_closedir_ DIR *d = NULL;
-        struct dirent *e;
-        int removed = 0;
 
-        if (asprintf(&base, "%s/pods", root_dir ? root_dir : "/var/lib/kubelet") < 0)
+        if (isempty(uid) || strchr(uid, '/') || streq(uid, ".") || streq(uid, ".."))
+                return -EINVAL;
+        if (asprintf(&base, "%s/pods", root_dir ? root_dir : "/var/lib/kubelet") < 0 ||
+            asprintf(&pd, "%s/%s", base, uid) < 0)
                 return -ENOMEM;
         basefd = open(base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (basefd < 0)
                 return errno == ENOENT ? 0 : -errno;
-        d = opendir(base);
-        if (!d)
-                return -errno;
-        while ((e = readdir(d))) {
-                _cleanup_free_ char *pd = NULL;
-                int r;
-                if (e->d_name[0] == '.' || keep(e->d_name, userdata))
-                        continue;
-                if (asprintf(&pd, "%s/%s", base, e->d_name) < 0)
-                        break;
-                log_info("Cleaning up orphaned pod directories: podUID=\"%s\"", e->d_name);
-                (void) vol_subpath_unmount_all(pd);
-                unmount_empty_dirs(pd);
-                r = vol_remove_tree(basefd, e->d_name);
-                if (r < 0)
-                        log_warning("orphaned pod %s: cannot remove %s yet (%s); retrying at the next housekeeping",
-                                    e->d_name, pd, strerror(-r));
-                else
-                        removed++;
-        }
-        return removed;
+        (void) vol_subpath_unmount_all(pd);
+        unmount_empty_dirs(pd);
+        return vol_remove_tree(basefd, uid);
 }

@@ -7,8 +7,9 @@
  *   <root_dir>/pods/<uid>/volumes/kubernetes.io~empty-dir/<name>   emptyDir (a tmpfs for medium Memory)
  *   <root_dir>/pods/<uid>/etc-hosts                               the managed /etc/hosts
  *
- * Everything here is local filesystem work, bounded and small, done inline on the loop. Setup is idempotent:
- * the sync runs it before it creates containers, on every pass. */
+ * Setup is local filesystem work on directories the pod cannot replace, bounded and small, done inline on the loop;
+ * it is idempotent: the sync runs it before it creates containers, on every pass. The removal of pod data walks
+ * what the pod wrote, unbounded: it runs on the removal pool's workers (volumes/reaper.h). */
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -44,15 +45,15 @@ int vol_container_mounts(const struct pod *pod, const struct container *c, const
 int vol_hosts_file_content(const struct pod *pod, const char *pod_ip, const char *cluster_domain,
                            const char *host_hosts, char **ret);
 
-/* Housekeeping (cleanupOrphanedPodDirs): remove <root_dir>/pods/<uid> of every uid for which keep() is false.
- * tmpfs volumes are unmounted first; nothing is removed through a mount point that is still mounted (such a
- * directory is skipped and retried next time) and symlinks are never followed. Returns the number of pod
- * directories removed, or a negative errno when root_dir/pods cannot be read. */
-int vol_cleanup_orphans(const char *root_dir, bool (*keep)(const char *uid, void *userdata), void *userdata);
+/* Remove <root_dir>/pods/<uid> (cleanupOrphanedPodDirs, for one pod): its subPath bind mounts and tmpfs volumes
+ * are unmounted first; then the tree goes (fs_remove_tree_at: iterative, never through a mount point that is still
+ * mounted, -EBUSY then, never following a symlink). Blocking and unbounded in time: for the removal pool's workers
+ * only (volumes/reaper.h). 0 when it is gone (or was never there). */
+int vol_remove_pod_dir(const char *root_dir, const char *uid);
 
 /* Is name (relative to dirfd, never followed) a mount point: another mount id or device than dirfd's? */
 int vol_is_mount_point(int dirfd, const char *name, bool *ret);
 
-/* Remove a directory tree without following symlinks and without crossing onto another filesystem (an entry on
- * another st_dev than the top is a mount point: -EBUSY). dirfd/name as for openat. */
+/* Remove a directory tree without following symlinks and without crossing a mount point (-EBUSY): see
+ * fs_remove_tree_at. dirfd/name as for openat. For workers only. */
 int vol_remove_tree(int dirfd, const char *name);
