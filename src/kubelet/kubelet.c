@@ -25,6 +25,7 @@
 #include "node/node_ip.h"
 #include "node/node_status.h"
 #include "objects/manager.h"
+#include "basic/workpool.h"
 #include "volumes/volumes.h"
 #include "prober/prober.h"
 
@@ -1171,6 +1172,10 @@ static int storage_setup(struct kubelet *k) {
         r = vol_reaper_new(k->base, o->root_dir, &k->reaper);
         if (r < 0)
                 return r;
+        r = workpool_new_bounded(k->base, "volume contents", KUBELET_VOLUME_CONTENTS_THREADS,
+                                 KUBELET_VOLUME_CONTENTS_THREADS_MAX, &k->pool_contents);
+        if (r < 0)
+                return r;
         r = volmgr_start(k->volumes);
         if (r < 0)
                 return log_error_errno(r, "cannot start the volume manager: %s", strerror(-r));
@@ -1575,6 +1580,8 @@ struct kubelet *kubelet_free(struct kubelet *k) {
         /* cancels in-flight calls: their callbacks run now and see k->stopping */
         kubelet_credentials_stop(k);
         k->cri = cri_client_free(k->cri);
+        /* the same for the work on volumes' contents: done() runs now, with -ECANCELED */
+        k->pool_contents = workpool_free(k->pool_contents);
         /* storage: the volume manager's operations are abandoned (CSI calls end with their drivers' clients, which
          * go before the plugin manager, whose registrations they may be answering) */
         k->volumes = volmgr_free(k->volumes);

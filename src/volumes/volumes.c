@@ -438,6 +438,72 @@ static void free_mounts(Runtime__V1__Mount **l, size_t n) {
         free(l);
 }
 
+/* the host path of volumeMount vm's volume, and whether it must be mounted read-only */
+static int mount_host_path(const struct pod *pod, const struct volume_mount *vm, const struct kc_build_context *ctx,
+                           char **ret, bool *ret_must_ro) {
+        const struct volume *v = pod_volume_find(pod, vm->name);
+        char *hp;
+
+        *ret_must_ro = false;
+        if (v && !plugin_name(v->type) && ctx->managed_volume_path) {
+                hp = ctx->managed_volume_path(ctx->managed_volume_userdata, v->name, ret_must_ro);
+                if (!hp)
+                        return -ENOENT; /* not mounted (yet): the pass waited for it, so it went away */
+        } else if (!v || !plugin_name(v->type))
+                return -EOPNOTSUPP; /* refused by vol_setup_pod already */
+        else if (!(hp = volume_host_path(pod, v, ctx->root_dir)))
+                return -ENOMEM;
+        *ret = hp;
+        return 0;
+}
+
+static bool has_subpath(const struct volume_mount *vm) {
+        return !isempty(vm->sub_path) || !isempty(vm->sub_path_expr);
+}
+
+int vol_container_subpath_requests(const struct pod *pod, const struct container *c, const struct kc_build_context *ctx,
+                                   struct vol_subpath_req **ret, size_t *ret_n) {
+        const struct volume_mounts *m = pod_container_mounts(pod, c);
+        struct vol_subpath_req *l = NULL;
+        size_t n = 0;
+        int r = 0;
+
+        for (size_t i = 0; m && i < m->n; i++) {
+                _cleanup_free_ char *hp = NULL;
+                struct vol_subpath_req *nl;
+                bool must_ro;
+
+                if (!has_subpath(&m->items[i]))
+                        continue;
+                r = mount_host_path(pod, &m->items[i], ctx, &hp, &must_ro);
+                if (r < 0)
+                        break;
+                nl = realloc(l, (n + 1) * sizeof(*nl));
+                if (!nl) {
+                        r = -ENOMEM;
+                        break;
+                }
+                l = nl;
+                r = vol_subpath_request(pod, c, i, hp, ctx, &l[n]);
+                if (r < 0)
+                        break;
+                n++;
+        }
+        if (r < 0) {
+                vol_subpath_reqs_free(l, n);
+                return r;
+        }
+        *ret = l;
+        *ret_n = n;
+        return 0;
+}
+
+void vol_subpath_reqs_free(struct vol_subpath_req *l, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                vol_subpath_req_done(&l[i]);
+        free(l);
+}
+
 int vol_container_mounts(const struct pod *pod, const struct container *c, const struct kc_build_context *ctx,
                          Runtime__V1__Mount ***ret, size_t *ret_n) {
         const struct volume_mounts *m = pod_container_mounts(pod, c);
@@ -449,32 +515,24 @@ int vol_container_mounts(const struct pod *pod, const struct container *c, const
                 const struct volume_mount *vm = &m->items[i];
                 const struct volume *v = pod_volume_find(pod, vm->name);
                 _cleanup_free_ char *hp = NULL;
-
                 bool must_ro = false;
 
-                if (v && !plugin_name(v->type) && ctx->managed_volume_path) {
-                        hp = ctx->managed_volume_path(ctx->managed_volume_userdata, v->name, &must_ro);
-                        if (!hp) {
-                                r = -ENOENT; /* not mounted (yet): the pass waited for it, so it went away */
+                r = mount_host_path(pod, vm, ctx, &hp, &must_ro);
+                if (r < 0)
+                        break;
+                if (has_subpath(vm)) {
+                        /* bound on a worker beforehand (vol_container_subpath_requests, vol_subpath_bind): never here,
+                         * on the loop */
+                        if (!ctx->subpath_targets || i >= ctx->n_subpath_targets || !ctx->subpath_targets[i]) {
+                                r = -EAGAIN;
                                 break;
                         }
-                } else if (!v || !plugin_name(v->type)) {
-                        r = -EOPNOTSUPP; /* refused by vol_setup_pod already */
-                        break;
-                } else {
-                        hp = volume_host_path(pod, v, ctx->root_dir);
+                        free(hp);
+                        hp = strdup(ctx->subpath_targets[i]);
                         if (!hp) {
                                 r = -ENOMEM;
                                 break;
                         }
-                }
-                if (!isempty(vm->sub_path) || !isempty(vm->sub_path_expr)) {
-                        _cleanup_free_ char *bound = NULL;
-                        r = vol_subpath_prepare(pod, c, i, hp, ctx, &bound);
-                        if (r < 0)
-                                break;
-                        free(hp);
-                        hp = TAKE_PTR(bound);
                 }
                 r = add_mount(&l, &n, vm->mount_path, hp, vm->read_only || must_ro || always_read_only(v->type),
                               vm->mount_propagation);

@@ -36,9 +36,17 @@ int vol_setup_pod(const struct pod *pod, const struct kc_build_context *ctx, str
 int vol_host_path_check(const char *path, const char *type, struct ck_error **ret_error);
 
 /* The CRI mounts of one container (makeMounts): its volumeMounts in order, then /etc/hosts unless the container
- * mounts /etc/hosts itself or the pod has no IP yet. */
+ * mounts /etc/hosts itself or the pod has no IP yet. A subPath mount takes its host path from
+ * ctx->subpath_targets (bound on a worker beforehand); -EAGAIN when it has none. */
 int vol_container_mounts(const struct pod *pod, const struct container *c, const struct kc_build_context *ctx,
                          Runtime__V1__Mount ***ret, size_t *ret_n);
+
+/* The subPath bind mounts container c needs (on the loop: strings only), to be bound on a worker with
+ * vol_subpath_bind; their targets then go to vol_container_mounts through ctx->subpath_targets. */
+struct vol_subpath_req;
+int vol_container_subpath_requests(const struct pod *pod, const struct container *c, const struct kc_build_context *ctx,
+                                   struct vol_subpath_req **ret, size_t *ret_n);
+void vol_subpath_reqs_free(struct vol_subpath_req *l, size_t n);
 
 /* The managed hosts file (managedHostsFileContent / nodeHostsFileContent). cluster_domain may be "".
  * host_hosts: the node's /etc/hosts content for hostNetwork pods (NULL: read /etc/hosts). Caller frees. */
