@@ -3,6 +3,7 @@
 
 /* Small local files: read whole (with a cap), write atomically, create directories. */
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -53,6 +54,9 @@ int open_regular_beneath(int rootfd, const char *rel);
  * A missing entry counts as removed. The first error is returned, but everything else is still removed; an entry
  * that failed is not retried within this call. Slow on a big tree: call it from a worker thread. */
 int fs_remove_tree_at(int pfd, const char *name);
+/* The same, stopping with -ECANCELED (what is left stays) as soon as *cancel (may be NULL) is true: a kubelet that
+ * stops does not wait for a million files. */
+int fs_remove_tree_at_cancellable(int pfd, const char *name, const _Atomic bool *cancel);
 
 /* tests only: called before each entry is acted on (the fuzz and race tests swap it for a symlink there) */
 extern void (*fs_remove_tree_test_hook)(int dirfd, const char *name);

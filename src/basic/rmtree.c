@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -304,6 +305,10 @@ static void step(struct walk *w) {
 }
 
 int fs_remove_tree_at(int pfd, const char *name) {
+        return fs_remove_tree_at_cancellable(pfd, name, NULL);
+}
+
+int fs_remove_tree_at_cancellable(int pfd, const char *name, const _Atomic bool *cancel) {
         _cleanup_close_ int parent = -EBADF;
         _cleanup_free_ char *copy = NULL;
         struct walk w = {};
@@ -364,6 +369,10 @@ int fs_remove_tree_at(int pfd, const char *name) {
                 }
                 if (w.n_failed >= RMTREE_MAX_FAILED)
                         break;
+                if (cancel && atomic_load(cancel)) {
+                        note_error(&w, -ECANCELED);
+                        break;
+                }
                 step(&w);
         }
         for (size_t i = 0; i < w.n; i++) {

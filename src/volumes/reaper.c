@@ -6,6 +6,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,13 +28,15 @@
 struct vol_reaper {
         struct workpool *pool;
         char *root_dir;
-        char **busy; /* uids being removed */
+        char **busy;           /* uids being removed */
+        _Atomic bool stopping; /* read by the removals running: they stop where they are */
         void (*notify)(const char *uid, int r, void *userdata);
         void *notify_data;
 };
 
 struct removal {
         struct vol_reaper *reaper; /* NULL once the reaper is gone */
+        const _Atomic bool *stopping;
         char *root_dir, *uid;
         uint64_t started_usec;
 };
@@ -48,7 +51,7 @@ static void busy_remove(struct vol_reaper *rp, const char *uid) {
 
 static int removal_work(void *userdata) {
         struct removal *j = userdata;
-        return vol_remove_pod_dir(j->root_dir, j->uid);
+        return vol_remove_pod_dir(j->root_dir, j->uid, j->stopping);
 }
 
 static void removal_done(int r, void *userdata) {
@@ -93,6 +96,7 @@ struct vol_reaper *vol_reaper_free(struct vol_reaper *r) {
         if (!r)
                 return NULL;
         r->notify = NULL;
+        atomic_store(&r->stopping, true); /* a removal running stops: the next start goes on from there */
         r->pool = workpool_free(r->pool); /* the done callbacks run inside, r still valid */
         strv_free(r->busy);
         free(r->root_dir);
@@ -121,6 +125,7 @@ static int start(struct vol_reaper *rp, const char *uid) {
         if (!j)
                 return -ENOMEM;
         j->reaper = rp;
+        j->stopping = &rp->stopping;
         j->root_dir = strdup(rp->root_dir);
         j->uid = strdup(uid);
         j->started_usec = now_usec();

@@ -14,7 +14,8 @@
 struct vol_reaper;
 
 int vol_reaper_new(struct event_base *base, const char *root_dir, struct vol_reaper **ret);
-/* waits for the removals that are running (cancels the others). Accepts NULL, returns NULL. */
+/* stops the removal that is running where it is (what is left goes at the next start) and cancels the others.
+ * Accepts NULL, returns NULL. */
 struct vol_reaper *vol_reaper_free(struct vol_reaper *r);
 
 /* Start the removal of every pod directory for whose uid keep() is false and no removal runs. Returns the number

@@ -597,7 +597,7 @@ static void unmount_empty_dirs(const char *pod_dir) {
         }
 }
 
-int vol_remove_pod_dir(const char *root_dir, const char *uid) {
+int vol_remove_pod_dir(const char *root_dir, const char *uid, const _Atomic bool *cancel) {
         _cleanup_free_ char *base = NULL, *pd = NULL;
         _cleanup_close_ int basefd = -EBADF;
 
@@ -611,5 +611,5 @@ int vol_remove_pod_dir(const char *root_dir, const char *uid) {
                 return errno == ENOENT ? 0 : -errno;
         (void) vol_subpath_unmount_all(pd);
         unmount_empty_dirs(pd);
-        return vol_remove_tree(basefd, uid);
+        return fs_remove_tree_at_cancellable(basefd, uid, cancel);
 }

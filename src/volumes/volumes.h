@@ -56,8 +56,9 @@ int vol_hosts_file_content(const struct pod *pod, const char *pod_ip, const char
 /* Remove <root_dir>/pods/<uid> (cleanupOrphanedPodDirs, for one pod): its subPath bind mounts and tmpfs volumes
  * are unmounted first; then the tree goes (fs_remove_tree_at: iterative, never through a mount point that is still
  * mounted, -EBUSY then, never following a symlink). Blocking and unbounded in time: for the removal pool's workers
- * only (volumes/reaper.h). 0 when it is gone (or was never there). */
-int vol_remove_pod_dir(const char *root_dir, const char *uid);
+ * only (volumes/reaper.h). 0 when it is gone (or was never there); -ECANCELED as soon as *cancel (may be NULL) is
+ * true. */
+int vol_remove_pod_dir(const char *root_dir, const char *uid, const _Atomic bool *cancel);
 
 /* Is name (relative to dirfd, never followed) a mount point: another mount id or device than dirfd's? */
 int vol_is_mount_point(int dirfd, const char *name, bool *ret);

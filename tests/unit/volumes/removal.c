@@ -105,6 +105,19 @@ static void test_deep_trees_are_removed(void **state) {
         close(fd);
 }
 
+static void test_cancelled_removal_stops(void **state) {
+        int fd = open(tmp, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        _Atomic bool cancel = true;
+
+        make_chain("cancelled", 5);
+        assert_int_equal(fs_remove_tree_at_cancellable(fd, "cancelled", &cancel), -ECANCELED);
+        assert_true(exists("cancelled/d/d/d/d/d"));
+        cancel = false;
+        assert_int_equal(fs_remove_tree_at_cancellable(fd, "cancelled", &cancel), 0);
+        assert_false(exists("cancelled"));
+        close(fd);
+}
+
 static void test_symlinks_removed_not_followed(void **state) {
         int fd = open(tmp, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 
@@ -341,6 +354,7 @@ static int teardown(void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_deep_trees_are_removed),
+                cmocka_unit_test(test_cancelled_removal_stops),
                 cmocka_unit_test(test_symlinks_removed_not_followed),
                 cmocka_unit_test(test_mount_points_are_not_crossed),
                 cmocka_unit_test(test_swapped_symlinks_never_lead_outside),
