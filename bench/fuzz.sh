@@ -19,7 +19,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 repo=$(pwd)
 all_targets=(manifest quantity cri_log logs_query request_path kubeconfig watch grpc_frame cri_message kubelet_config)
-all_targets+=(ownership)
+all_targets+=(ownership pod_tree)
 work=${FUZZ_WORK:-/var/tmp/ckubelet-fuzz}
 jobs=${JOBS:-1}
 seconds=600

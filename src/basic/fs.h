@@ -3,6 +3,7 @@
 
 /* Small local files: read whole (with a cap), write atomically, create directories. */
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -41,8 +42,21 @@ int open_regular(const char *path);
  * (fd_verify_regular's errors). The fd, or a negative errno. */
 int open_regular_beneath(int rootfd, const char *rel);
 
-/* Remove name below the directory pfd (or AT_FDCWD) and everything below it, never following a symlink, and
- * at most max_depth directories deep (-ELOOP below that). check (may be NULL) is asked first about name and
- * about every directory below it: negative stops there with that error, positive leaves it be as if gone, 0
- * goes on. A missing entry counts as removed; the first error is returned, but the rest is still removed. */
-int fs_remove_tree_at(int pfd, const char *name, unsigned max_depth, int (*check)(int pfd, const char *name));
+/* Remove name below the directory pfd (or AT_FDCWD; name may then be a path) and everything below it, in a tree
+ * that someone else (a pod) may write while this runs (rmtree.c):
+ * - iterative: no recursion on the C stack and no depth limit (directory fds are held up to a bound, deeper
+ *   levels are reopened from their parent and checked to be the same directory, by device and inode);
+ * - never crosses a mount point (each directory opened with openat2 RESOLVE_NO_XDEV|RESOLVE_NO_SYMLINKS|
+ *   RESOLVE_BENEATH, relative to its parent's fd: a mount point, bind mounts of the same filesystem included,
+ *   fails with EXDEV without being entered, and is left with -EBUSY);
+ * - acts on the objects checked: every unlink and rmdir is relative to the fd of a directory opened O_NOFOLLOW
+ *   and fstat'ed, so a symlink swapped in is removed itself, never followed.
+ * A missing entry counts as removed. The first error is returned, but everything else is still removed; an entry
+ * that failed is not retried within this call. Slow on a big tree: call it from a worker thread. */
+int fs_remove_tree_at(int pfd, const char *name);
+/* The same, stopping with -ECANCELED (what is left stays) as soon as *cancel (may be NULL) is true: a kubelet that
+ * stops does not wait for a million files. */
+int fs_remove_tree_at_cancellable(int pfd, const char *name, const _Atomic bool *cancel);
+
+/* tests only: called before each entry is acted on (the fuzz and race tests swap it for a symlink there) */
+extern void (*fs_remove_tree_test_hook)(int dirfd, const char *name);

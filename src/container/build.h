@@ -50,6 +50,10 @@ struct kc_build_context {
          * hook: there are none. */
         char *(*managed_volume_path)(void *userdata, const char *name, bool *ret_read_only);
         void *managed_volume_userdata;
+        /* the host paths of the container's subPath mounts, by volumeMount index (NULL where none), bound on a
+         * worker beforehand: building the config never touches a volume's contents */
+        char *const *subpath_targets;
+        size_t n_subpath_targets;
 };
 
 /* The node's allocatable for resourceFieldRefs of limits a container does not set: ctx's when known, else the

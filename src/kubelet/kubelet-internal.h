@@ -32,6 +32,7 @@
 #include "csi/nodeinfo.h"
 #include "pluginmanager/pluginmanager.h"
 #include "volumemanager/volumemanager.h"
+#include "volumes/reaper.h"
 #include "eviction/api.h"
 #include "basic/slots.h"
 
@@ -102,6 +103,10 @@ struct pod_worker {
         int64_t terminated_usec; /* realtime */
         int64_t grace_override;  /* >= 0: kill with this grace period (the eviction's); -1: the pod's */
 };
+
+#define KUBELET_VOLUME_CONTENTS_THREADS 2
+#define KUBELET_VOLUME_CONTENTS_THREADS_MAX 8
+#define KUBELET_VOLUME_CONTENTS_TIMEOUT_USEC (30 * USEC_PER_SEC)
 
 struct kubelet {
         struct event_base *base;
@@ -176,6 +181,10 @@ struct kubelet {
         struct csi_drivers *csi;
         struct pluginmanager *plugins;
         struct volmgr *volumes;
+        struct vol_reaper *reaper; /* removes the directories of pods that are gone, off the loop */
+        /* work on the contents of pods' volumes (subPath binds, termination messages): keyed by pod, with a
+         * deadline, so that a volume that stopped answering fails that pod's container, never the loop */
+        struct workpool *pool_contents;
         /* plug-in interfaces (plugins.c) */
         struct credprov *credprov;     /* --image-credential-provider-config, else NULL */
         struct devicemanager *devices; /* device plugins */

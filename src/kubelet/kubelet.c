@@ -25,6 +25,7 @@
 #include "node/node_ip.h"
 #include "node/node_status.h"
 #include "objects/manager.h"
+#include "basic/workpool.h"
 #include "volumes/volumes.h"
 #include "prober/prober.h"
 
@@ -1200,6 +1201,13 @@ static int storage_setup(struct kubelet *k) {
         r = volmgr_new(&vc, &k->volumes);
         if (r < 0)
                 return r;
+        r = vol_reaper_new(k->base, o->root_dir, &k->reaper);
+        if (r < 0)
+                return r;
+        r = workpool_new_bounded(k->base, "volume contents", KUBELET_VOLUME_CONTENTS_THREADS,
+                                 KUBELET_VOLUME_CONTENTS_THREADS_MAX, &k->pool_contents);
+        if (r < 0)
+                return r;
         r = volmgr_start(k->volumes);
         if (r < 0)
                 return log_error_errno(r, "cannot start the volume manager: %s", strerror(-r));
@@ -1337,7 +1345,8 @@ static void housekeeping(evutil_socket_t fd, short what, void *userdata) {
         /* cleanupOrphanedPodDirs: only once every source has spoken and the runtime has been listed */
         if (k->runtime_listed && k->config_received && !k->stopping) {
                 volmgr_set_sources_ready(k->volumes);
-                (void) vol_cleanup_orphans(k->opts->root_dir, pod_dir_wanted, k);
+                /* the removals run on the removal pool: a pod's million files never stall the loop */
+                (void) vol_reaper_scan(k->reaper, pod_dir_wanted, k);
         }
         if (cm_enabled(k->cm)) {
                 (void) update_qos_cgroups(k);
@@ -1605,9 +1614,12 @@ struct kubelet *kubelet_free(struct kubelet *k) {
         /* cancels in-flight calls: their callbacks run now and see k->stopping */
         kubelet_credentials_stop(k);
         k->cri = cri_client_free(k->cri);
+        /* the same for the work on volumes' contents: done() runs now, with -ECANCELED */
+        k->pool_contents = workpool_free(k->pool_contents);
         /* storage: the volume manager's operations are abandoned (CSI calls end with their drivers' clients, which
          * go before the plugin manager, whose registrations they may be answering) */
         k->volumes = volmgr_free(k->volumes);
+        k->reaper = vol_reaper_free(k->reaper);
         k->csi = csi_drivers_free(k->csi);
         k->plugins = pluginmanager_free(k->plugins);
         /* after the CRI client: the node status' CRI calls (Version, Status, ListImages) end above */

@@ -29,7 +29,10 @@
 #include "basic/log.h"
 #include "basic/string.h"
 #include "basic/time.h"
+#include "basic/workpool.h"
 #include "kubelet/hooks.h"
+#include "volumes/subpath.h"
+#include "volumes/volumes.h"
 
 struct start_step {
         const struct container *c; /* in s->pod */
@@ -50,6 +53,20 @@ struct start_step {
                 *dev_request;   /* the device plugins' options of the container (GetDeviceRunContainerOptions) */
         char *started_id;       /* the container created */
         uint32_t restart_count; /* its attempt */
+        /* its subPath mounts, bound on the volume contents pool before the config is built */
+        struct subpath_job *subpath_job; /* in flight */
+        bool subpaths_ready;
+        char **subpath_targets; /* by volumeMount index, NULL where none */
+        size_t n_subpath_targets;
+};
+
+/* the subPath binds of one container, on a worker: owns its copies (a job past its deadline may outlive the step) */
+struct subpath_job {
+        struct pod_sync *s; /* NULL once the step is gone */
+        struct vol_subpath_req *reqs;
+        size_t n_reqs;
+        char *error; /* why one failed */
+        size_t failed_idx;
 };
 
 static void step_done(struct pod_sync *s);
@@ -74,6 +91,11 @@ void kubelet_sync_start_step_free(struct pod_sync *s) {
         free(st->provider_error);
         dm_request_cancel(st->dev_request);
         free(st->started_id);
+        if (st->subpath_job)
+                st->subpath_job->s = NULL; /* freed by subpath_job_free when its work is over */
+        for (size_t i = 0; i < st->n_subpath_targets; i++)
+                free(st->subpath_targets[i]);
+        free(st->subpath_targets);
         free(st);
 }
 
@@ -702,6 +724,8 @@ static void create_container_with(struct pod_sync *s, const struct dm_run_option
         ctx.image_uid = st->image_uid;
         ctx.image_username = st->image_username;
         ctx.report = &report;
+        ctx.subpath_targets = st->subpath_targets;
+        ctx.n_subpath_targets = st->n_subpath_targets;
         r = kr_build_container_config(s->pod, c, restart_count, st->image_ref, &ctx, &cfg);
         for (size_t i = 0; report.event_reasons && report.event_reasons[i]; i++)
                 kubelet_worker_event(s->w, NULL, "Warning", report.event_reasons[i], "%s", report.event_messages[i]);
@@ -755,10 +779,139 @@ static void on_device_options(const struct dm_run_options *opts, const char *err
         create_container_with(s, opts);
 }
 
+static void config_error(struct pod_sync *s, const char *msg) {
+        const struct container *c = s->start->c;
+
+        kubelet_worker_set_waiting(s->w, c->name, "CreateContainerConfigError", "%s", msg);
+        kubelet_worker_event(s->w, c->name, "Warning", "Failed", "Error: %s", msg);
+        log_error("pod %s: container %s: CreateContainerConfigError: %s", kubelet_sync_pod_desc(s), c->name, msg);
+        s->error = true;
+        step_done(s);
+}
+
+static int subpath_work(void *userdata) {
+        struct subpath_job *j = userdata;
+
+        for (size_t i = 0; i < j->n_reqs; i++) {
+                int r = vol_subpath_bind(&j->reqs[i], &j->error);
+                if (r < 0) {
+                        j->failed_idx = i;
+                        return r;
+                }
+        }
+        return 0;
+}
+
+static void subpath_job_free(void *userdata) {
+        struct subpath_job *j = userdata;
+
+        vol_subpath_reqs_free(j->reqs, j->n_reqs);
+        free(j->error);
+        free(j);
+}
+
+static void subpath_done(int r, void *userdata) {
+        struct subpath_job *j = userdata;
+        struct pod_sync *s = j->s;
+        struct start_step *st;
+        _cleanup_free_ char *msg = NULL;
+        size_t n = 0;
+
+        if (!s)
+                return; /* the step went meanwhile */
+        st = s->start;
+        st->subpath_job = NULL;
+        j->s = NULL;
+        if (r == -ECANCELED) {
+                step_done(s); /* the kubelet is stopping */
+                return;
+        }
+        if (r < 0) {
+                const struct vol_subpath_req *q = &j->reqs[r == -ETIMEDOUT ? 0 : j->failed_idx];
+                if (r == -ETIMEDOUT)
+                        r = asprintf(&msg,
+                                     "preparing the subPath mounts of container %s did not finish within %u s (a "
+                                     "volume that does not answer?)",
+                                     q->container_name,
+                                     (unsigned) (KUBELET_VOLUME_CONTENTS_TIMEOUT_USEC / USEC_PER_SEC));
+                else if (j->error) {
+                        log_error("pod %s: container %s: %s", kubelet_sync_pod_desc(s), q->container_name, j->error);
+                        r = asprintf(&msg, "%s", j->error);
+                } else
+                        r = asprintf(&msg, "failed to prepare subPath for volumeMount \"%s\" of container \"%s\": %s",
+                                     q->volume_name, q->container_name, strerror(-r));
+                config_error(s, r < 0 ? "cannot prepare the subPath mounts" : msg);
+                return;
+        }
+        for (size_t i = 0; i < j->n_reqs; i++)
+                n = MAX(n, j->reqs[i].idx + 1);
+        st->subpath_targets = calloc(n, sizeof(char *));
+        if (!st->subpath_targets && n > 0) {
+                kubelet_sync_call_failed(s, "preparing the subPath mounts", -ENOMEM);
+                step_done(s);
+                return;
+        }
+        st->n_subpath_targets = n;
+        for (size_t i = 0; i < j->n_reqs; i++) {
+                log_v(3, "pod %s: container %s: subPath \"%s\" of volume \"%s\" bound at %s", kubelet_sync_pod_desc(s),
+                      j->reqs[i].container_name, j->reqs[i].sub, j->reqs[i].volume_name, j->reqs[i].target);
+                st->subpath_targets[j->reqs[i].idx] = TAKE_PTR(j->reqs[i].target);
+        }
+        st->subpaths_ready = true;
+        create_container(s);
+}
+
+/* Bind the container's subPath mounts on the volume contents pool (they open, create and mount inside volumes,
+ * which may be network filesystems that stopped answering): false when there are none and the config can be
+ * built now. */
+static bool prepare_subpaths(struct pod_sync *s) {
+        struct start_step *st = s->start;
+        struct kc_build_context ctx;
+        struct subpath_job *j;
+        int r;
+
+        if (st->subpaths_ready)
+                return false;
+        kubelet_sync_build_context(s, &ctx);
+        j = calloc(1, sizeof(*j));
+        if (!j) {
+                kubelet_sync_call_failed(s, "preparing the subPath mounts", -ENOMEM);
+                step_done(s);
+                return true;
+        }
+        r = vol_container_subpath_requests(s->pod, st->c, &ctx, &j->reqs, &j->n_reqs);
+        if (r < 0) {
+                free(j);
+                config_error(s, r == -EINVAL ? "a subPath must be relative and must not contain '..'"
+                                             : "the volume of a subPath mount is not mounted");
+                return true;
+        }
+        if (j->n_reqs == 0) {
+                subpath_job_free(j);
+                st->subpaths_ready = true;
+                return false;
+        }
+        j->s = s;
+        /* keyed by pod: one pod's stalled volume holds one thread, never the other pods' containers */
+        r = workpool_submit_full(s->k->pool_contents, s->w->uid, KUBELET_VOLUME_CONTENTS_TIMEOUT_USEC, subpath_work,
+                                 subpath_done, subpath_job_free, j);
+        if (r < 0) {
+                subpath_job_free(j);
+                kubelet_sync_call_failed(s, "preparing the subPath mounts", r);
+                step_done(s);
+                return true;
+        }
+        st->subpath_job = j;
+        s->did_work = true;
+        return true;
+}
+
 static void create_container(struct pod_sync *s) {
         struct start_step *st = s->start;
         int r;
 
+        if (prepare_subpaths(s))
+                return; /* create_container again once they are bound */
         if (!s->k->devices || !dm_pod_uses_devices(s->k->devices, s->pod)) {
                 create_container_with(s, NULL);
                 return;

@@ -266,7 +266,13 @@ void kubelet_sync_volumes(struct pod_sync *s) {
         int r;
 
         kubelet_sync_build_context(s, &ctx);
-        r = vol_setup_pod(s->pod, &ctx, &msg);
+        /* a pod of the same UID (a static pod removed and added back) waits for the old directory to be gone */
+        if (vol_reaper_busy(s->k->reaper, s->w->uid))
+                r = ck_error_set(&msg, -EBUSY,
+                                 "the pod directory of a previous pod with this UID is still being "
+                                 "removed");
+        else
+                r = vol_setup_pod(s->pod, &ctx, &msg);
         if (r < 0) {
                 log_error("pod %s: Unable to attach or mount volumes: %s", kubelet_sync_pod_desc(s),
                           ck_error_message(msg));

@@ -21,7 +21,6 @@
 
 #define EXT4_MAX_FILENAME_LEN 255
 #define COMPRESS_CHUNK (256 * 1024)
-#define REMOVE_MAX_DEPTH 16
 #define MAX_ROTATED 4096 /* far more than any MaxFiles: a directory stuffed with names is not read to the end */
 
 char *logs_rotated_name(const char *log, int64_t realtime_usec) {
@@ -294,5 +293,5 @@ int logs_prune_instances(const char *dir, const int *keep, size_t n_keep) {
 }
 
 int logs_remove_tree(const char *path) {
-        return fs_remove_tree_at(AT_FDCWD, path, REMOVE_MAX_DEPTH, NULL);
+        return fs_remove_tree_at(AT_FDCWD, path);
 }

@@ -23,8 +23,6 @@
 
 #define SMALL_FILE_MAX (64u * 1024u)        /* cgroup files, meminfo, loadavg */
 #define TABLE_FILE_MAX (4u * 1024u * 1024u) /* /proc/net/dev, /proc/net/route, /proc/stat */
-#define DU_MAX_DEPTH 16
-#define DU_MAX_ENTRIES 1000000u
 
 /* ---------------------------------------------------------------- files */
 
@@ -541,60 +539,6 @@ int stats_fs_usage_statvfs(const char *path, struct fs_usage *ret) {
                 .inodes_free = s.f_ffree,
                 .inodes_used = s.f_files - MIN(s.f_ffree, s.f_files),
         };
-        return 0;
-}
-
-struct du_state {
-        uint64_t bytes, inodes;
-        unsigned entries;
-        dev_t dev;
-};
-
-/* Adds the entries of the directory open at fd (consumed) to *s. */
-static void du_dir(int fd, unsigned depth, struct du_state *s) {
-        _cleanup_closedir_ DIR *d = fdopendir(fd);
-        struct dirent *de;
-
-        if (!d) {
-                close(fd);
-                return;
-        }
-        while ((de = readdir(d)) && s->entries < DU_MAX_ENTRIES) {
-                struct stat st;
-                if (streq(de->d_name, ".") || streq(de->d_name, ".."))
-                        continue;
-                if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-                        continue; /* removed meanwhile (log rotation) */
-                s->entries++;
-                s->bytes += (uint64_t) st.st_blocks * 512;
-                s->inodes++;
-                if (S_ISDIR(st.st_mode) && st.st_dev == s->dev && depth < DU_MAX_DEPTH) {
-                        int sub = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-                        if (sub >= 0)
-                                du_dir(sub, depth + 1, s);
-                }
-        }
-}
-
-int stats_dir_disk_usage(const char *path, uint64_t *ret_bytes, uint64_t *ret_inodes) {
-        struct du_state s = {};
-        struct stat st;
-        int fd;
-
-        fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (fd < 0)
-                return negative_errno();
-        if (fstat(fd, &st) < 0) {
-                int r = negative_errno();
-                close(fd);
-                return r;
-        }
-        s.dev = st.st_dev;
-        s.bytes = (uint64_t) st.st_blocks * 512;
-        s.inodes = 1;
-        du_dir(fd, 1, &s);
-        *ret_bytes = s.bytes;
-        *ret_inodes = s.inodes;
         return 0;
 }
 

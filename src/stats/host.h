@@ -100,8 +100,12 @@ struct fs_usage {
 
 /* statvfs of path: used = (blocks - bfree) * frsize, available = bavail * frsize, as cadvisor. */
 int stats_fs_usage_statvfs(const char *path, struct fs_usage *ret);
-/* Disk usage of a directory tree (du): bytes = sum of st_blocks * 512, inodes = entries including the directory
- * itself; symlinks are not followed, other filesystems are not entered, the depth is bounded. */
+/* Disk usage of a directory tree (du, du.c): bytes = sum of st_blocks * 512, inodes = entries including the
+ * directory itself. Everything is counted: iterative, no depth or entry limit (slow on a big tree: workers only);
+ * symlinks are not followed, mount points (bind mounts included) are not entered. A tree that changed under the walk
+ * so that part of it could not be read (a deep directory replaced meanwhile) gives STATS_DU_UNKNOWN for both: the
+ * unknown remainder counts as over any limit, never as nothing. */
+#define STATS_DU_UNKNOWN (UINT64_C(1) << 60)
 int stats_dir_disk_usage(const char *path, uint64_t *ret_bytes, uint64_t *ret_inodes);
 
 /* ---- processes ---- */

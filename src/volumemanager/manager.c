@@ -319,7 +319,14 @@ int volmgr_new(const struct volmgr_config *cfg, struct volmgr **ret) {
                 volmgr_free(vm);
                 return -ENOMEM;
         }
-        r = workpool_new(vm->base, "volumes", 2, &vm->pool);
+        r = workpool_new_bounded(vm->base, "volume mounts", VOLMGR_MOUNT_THREADS, VOLMGR_MOUNT_THREADS_MAX,
+                                 &vm->pool_mount);
+        if (r >= 0)
+                r = workpool_new_bounded(vm->base, "volume stats", VOLMGR_STATS_THREADS, VOLMGR_STATS_THREADS_MAX,
+                                         &vm->pool_stats);
+        if (r >= 0)
+                r = workpool_new_bounded(vm->base, "volume ownership", VOLMGR_OWNERSHIP_THREADS,
+                                         VOLMGR_OWNERSHIP_THREADS_MAX, &vm->pool_own);
         if (r < 0) {
                 volmgr_free(vm);
                 return r;
@@ -357,7 +364,9 @@ struct volmgr *volmgr_free(struct volmgr *vm) {
         for (struct vm_vol *v = vm->vols; v; v = v->next)
                 if (v->op)
                         volmgr_op_orphan(TAKE_PTR(v->op));
-        vm->pool = workpool_free(vm->pool);
+        vm->pool_mount = workpool_free(vm->pool_mount);
+        vm->pool_stats = workpool_free(vm->pool_stats);
+        vm->pool_own = workpool_free(vm->pool_own);
         volmgr_stats_orphan(vm);
         while (vm->vols) {
                 struct vm_vol *v = vm->vols;

@@ -201,14 +201,19 @@ static void job_done(int r, void *userdata) {
         struct job *j = userdata;
         struct vm_op *op = j->op;
 
-        if (!op_returned(op)) {
-                job_free(j);
+        /* j itself is freed by job_destroy once the work is over too (a job past its deadline still runs) */
+        if (!op_returned(op))
                 return;
-        }
         if (r == -ECANCELED && !j->error)
                 (void) ck_error_set(&j->error, r, "cancelled");
+        if (r == -ETIMEDOUT)
+                (void) ck_error_set(&j->error, r, "the operation did not finish within %u s (a stalled filesystem?)",
+                                    (unsigned) (VOLMGR_OP_TIMEOUT_USEC / 1000000));
         j->then(op, j);
-        job_free(j);
+}
+
+static void job_destroy(void *userdata) {
+        job_free(userdata);
 }
 
 static void submit(struct vm_op *op, struct job *j) {
@@ -216,7 +221,8 @@ static void submit(struct vm_op *op, struct job *j) {
 
         j->op = op;
         op->in_flight = true;
-        r = workpool_submit(op->vm->pool, job_work, job_done, j);
+        r = workpool_submit_full(op->vm->pool_mount, op->v->unique_name, VOLMGR_OP_TIMEOUT_USEC, job_work, job_done,
+                                 job_destroy, j);
         if (r < 0) {
                 op->in_flight = false;
                 job_free(j);
@@ -1278,6 +1284,11 @@ static void statfs_done(int r, void *userdata) {
                         };
                 }
         }
+}
+
+static void statfs_destroy(void *userdata) {
+        struct statfs_job *j = userdata;
+
         free(j->unique_name);
         free(j->pod_uid);
         free(j->path);
@@ -1333,7 +1344,9 @@ statfs : {
         j->unique_name = strdup(v->unique_name);
         j->pod_uid = strdup(m->pod_uid);
         j->path = TAKE_PTR(path);
-        if (!j->unique_name || !j->pod_uid || workpool_submit(vm->pool, work_statfs, statfs_done, j) < 0) {
+        if (!j->unique_name || !j->pod_uid ||
+            workpool_submit_full(vm->pool_stats, j->unique_name, VOLMGR_STATFS_TIMEOUT_USEC, work_statfs, statfs_done,
+                                 statfs_destroy, j) < 0) {
                 free(j->unique_name);
                 free(j->pod_uid);
                 free(j->path);
@@ -1393,7 +1406,8 @@ int volmgr_apply_ownership(struct volmgr *vm, const char *path, int64_t fs_group
                 free(j);
                 return -ENOMEM;
         }
-        r = workpool_submit(vm->pool, work_own, own_done, j);
+        /* its own pool: a long walk (a million files) never holds up mounts or stats */
+        r = workpool_submit_full(vm->pool_own, path, 0, work_own, own_done, NULL, j);
         if (r < 0) {
                 free(j->path);
                 free(j->policy);

@@ -300,7 +300,7 @@ int volmgr_reconstruct_start(struct volmgr *vm) {
                 return -ENOMEM;
         }
         rc->vm = vm;
-        r = workpool_submit(vm->pool, work, done, rc);
+        r = workpool_submit(vm->pool_mount, work, done, rc);
         if (r < 0) {
                 free(rc->root_dir);
                 free(rc);

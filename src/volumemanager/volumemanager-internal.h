@@ -16,6 +16,17 @@
 #define VOLMGR_RECONCILE_PERIOD_USEC (1000 * 1000)
 #define VOLMGR_MOUNT_HELPER_TIMEOUT_USEC (120 * 1000000ULL) /* a mount(8) child is killed after this */
 #define VOLMGR_STATS_PERIOD_USEC (60 * 1000000ULL)          /* volumeStatsAggPeriod */
+/* per-operation deadlines of the worker jobs: past them the operation fails (and is retried with back-off), and
+ * the thread stuck in the kernel (a silent NFS server) is written off and replaced, within the pool's bound */
+#define VOLMGR_OP_TIMEOUT_USEC (VOLMGR_MOUNT_HELPER_TIMEOUT_USEC + 30 * 1000000ULL)
+#define VOLMGR_STATFS_TIMEOUT_USEC (30 * 1000000ULL)
+/* the pools, one per kind of blocking work: threads, and the bound once stuck threads are replaced */
+#define VOLMGR_MOUNT_THREADS 2
+#define VOLMGR_MOUNT_THREADS_MAX 8
+#define VOLMGR_STATS_THREADS 1
+#define VOLMGR_STATS_THREADS_MAX 4
+#define VOLMGR_OWNERSHIP_THREADS 1
+#define VOLMGR_OWNERSHIP_THREADS_MAX 4
 
 #define PLUGIN_DIR_LOCAL "kubernetes.io~local-volume"
 #define PLUGIN_DIR_NFS "kubernetes.io~nfs"
@@ -127,7 +138,10 @@ struct volmgr {
         void (*event)(const char *uid, const char *type, const char *reason, const char *message, void *userdata);
         void *userdata;
 
-        struct workpool *pool;
+        /* one pool per kind of blocking work, so that a stuck mount never holds up stats or ownership */
+        struct workpool *pool_mount; /* mount, unmount, unstage, reconstruction */
+        struct workpool *pool_stats; /* statfs of mounted volumes */
+        struct workpool *pool_own;   /* fsGroup ownership walks */
         struct event *ev_kick, *ev_tick, *ev_notify;
         bool started, reconstructed, sources_ready, freeing;
         struct vm_vol *vols;

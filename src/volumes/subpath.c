@@ -148,15 +148,25 @@ static int is_mounted(const char *path, bool *ret) {
         return vol_is_mount_point(AT_FDCWD, path, ret);
 }
 
-int vol_subpath_prepare(const struct pod *pod, const struct container *c, size_t idx, const char *volume_path,
-                        const struct kc_build_context *ctx, char **ret) {
+void vol_subpath_req_done(struct vol_subpath_req *q) {
+        if (!q)
+                return;
+        free(q->volume_path);
+        free(q->sub);
+        free(q->dir);
+        free(q->target);
+        free(q->pod_name);
+        free(q->container_name);
+        free(q->volume_name);
+        *q = (struct vol_subpath_req) {};
+}
+
+int vol_subpath_request(const struct pod *pod, const struct container *c, size_t idx, const char *volume_path,
+                        const struct kc_build_context *ctx, struct vol_subpath_req *ret) {
         const struct volume_mounts *m = pod_container_mounts(pod, c);
         const struct volume_mount *vm;
-        _cleanup_free_ char *sub = NULL, *pd = NULL, *dir = NULL, *target = NULL;
-        _cleanup_close_ int rootfd = -EBADF, fd = -EBADF;
-        char src[64];
-        struct stat st;
-        bool mounted = false;
+        _cleanup_free_ char *sub = NULL, *pd = NULL;
+        struct vol_subpath_req q = {};
         int r;
 
         if (!m || idx >= m->n)
@@ -173,48 +183,94 @@ int vol_subpath_prepare(const struct pod *pod, const struct container *c, size_t
                           c->name, sub);
                 return -EINVAL;
         }
-        rootfd = open(volume_path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        pd = vol_pod_dir(ctx->root_dir, pod->uid);
+        q.idx = idx;
+        q.sub = TAKE_PTR(sub);
+        q.volume_path = strdup(volume_path);
+        q.pod_name = strdup(strempty(pod->name));
+        q.container_name = strdup(c->name);
+        q.volume_name = strdup(vm->name);
+        if (!pd || !q.volume_path || !q.pod_name || !q.container_name || !q.volume_name ||
+            asprintf(&q.dir, "%s/volume-subpaths/%s/%s", pd, vm->name, c->name) < 0 ||
+            asprintf(&q.target, "%s/%zu", q.dir, idx) < 0) {
+                vol_subpath_req_done(&q);
+                return -ENOMEM;
+        }
+        *ret = q;
+        return 0;
+}
+
+int (*vol_subpath_bind_test_hook)(const struct vol_subpath_req *q) = NULL;
+
+int vol_subpath_bind(const struct vol_subpath_req *q, char **ret_error) {
+        _cleanup_close_ int rootfd = -EBADF, fd = -EBADF;
+        char src[64];
+        struct stat st;
+        bool mounted = false;
+        int r;
+
+        if (vol_subpath_bind_test_hook) {
+                r = vol_subpath_bind_test_hook(q);
+                if (r < 0)
+                        return r;
+        }
+        rootfd = open(q->volume_path, O_PATH | O_DIRECTORY | O_CLOEXEC);
         if (rootfd < 0)
                 return -errno;
-        r = vol_subpath_open(rootfd, sub, &fd);
+        r = vol_subpath_open(rootfd, q->sub, &fd);
         if (r < 0) {
-                log_error(
-                        "pod %s: container %s: subPath \"%s\" of volume \"%s\" cannot be resolved inside the volume: %s",
-                        pod->name, c->name, sub, vm->name, strerror(-r));
+                if (ret_error &&
+                    asprintf(ret_error, "subPath \"%s\" of volume \"%s\" cannot be resolved inside the volume: %s",
+                             q->sub, q->volume_name, strerror(-r)) < 0)
+                        *ret_error = NULL;
                 return r;
         }
         if (fstat(fd, &st) < 0)
                 return -errno;
-
-        pd = vol_pod_dir(ctx->root_dir, pod->uid);
-        if (!pd || asprintf(&dir, "%s/volume-subpaths/%s/%s", pd, vm->name, c->name) < 0 ||
-            asprintf(&target, "%s/%zu", dir, idx) < 0)
-                return -ENOMEM;
-        r = mkdir_p(dir, 0750);
+        r = mkdir_p(q->dir, 0750);
         if (r < 0)
                 return r;
         /* a bind mount left from the previous instance of the container is replaced: its subPath may have changed */
-        if (is_mounted(target, &mounted) >= 0 && mounted && umount2(target, MNT_DETACH) < 0)
+        if (is_mounted(q->target, &mounted) >= 0 && mounted && umount2(q->target, MNT_DETACH) < 0)
                 return -errno;
-        if (unlinkat(AT_FDCWD, target, 0) < 0 && errno != ENOENT && errno != EISDIR &&
-            !(errno == EPERM && rmdir(target) >= 0))
+        if (unlinkat(AT_FDCWD, q->target, 0) < 0 && errno != ENOENT && errno != EISDIR &&
+            !(errno == EPERM && rmdir(q->target) >= 0))
                 return -errno;
-        (void) rmdir(target);
+        (void) rmdir(q->target);
         if (S_ISDIR(st.st_mode)) {
-                if (mkdir(target, 0750) < 0 && errno != EEXIST)
+                if (mkdir(q->target, 0750) < 0 && errno != EEXIST)
                         return -errno;
         } else {
-                int t = open(target, O_CREAT | O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, 0640);
+                int t = open(q->target, O_CREAT | O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, 0640);
                 if (t < 0)
                         return -errno;
                 close(t);
         }
         snprintf(src, sizeof(src), "/proc/self/fd/%d", fd);
-        if (mount(src, target, NULL, MS_BIND, NULL) < 0)
+        if (mount(src, q->target, NULL, MS_BIND, NULL) < 0)
                 return -errno;
-        log_v(3, "pod %s: container %s: subPath \"%s\" of volume \"%s\" bound at %s", pod->name, c->name, sub, vm->name,
-              target);
-        *ret = TAKE_PTR(target);
+        return 0;
+}
+
+int vol_subpath_prepare(const struct pod *pod, const struct container *c, size_t idx, const char *volume_path,
+                        const struct kc_build_context *ctx, char **ret) {
+        struct vol_subpath_req q = {};
+        _cleanup_free_ char *error = NULL;
+        int r;
+
+        r = vol_subpath_request(pod, c, idx, volume_path, ctx, &q);
+        if (r < 0)
+                return r;
+        r = vol_subpath_bind(&q, &error);
+        if (r < 0) {
+                log_error("pod %s: container %s: %s", q.pod_name, q.container_name, error ? error : strerror(-r));
+                vol_subpath_req_done(&q);
+                return r;
+        }
+        log_v(3, "pod %s: container %s: subPath \"%s\" of volume \"%s\" bound at %s", q.pod_name, q.container_name,
+              q.sub, q.volume_name, q.target);
+        *ret = TAKE_PTR(q.target);
+        vol_subpath_req_done(&q);
         return 0;
 }
 

@@ -21,8 +21,32 @@ int vol_subpath_expand(const struct container *c, const char *expr, char **ret);
  * an O_PATH descriptor of the result. -EXDEV: it leaves the root; -ELOOP: too many links. */
 int vol_subpath_open(int rootfd, const char *sub, int *ret_fd);
 
-/* Prepare the bind mount of mount index idx of container c, whose volume lives at volume_path; *ret is the
- * host path to give to the runtime. */
+/* One subPath bind mount, split so that nothing touching the volume's contents runs on the loop: the request is
+ * made on the loop (pure: the expansion and the checks of the path as written), the bind on a worker. */
+struct vol_subpath_req {
+        size_t idx;         /* the volumeMount's index */
+        char *volume_path;  /* the volume's host directory */
+        char *sub;          /* the subPath, expanded */
+        char *dir, *target; /* <root_dir>/pods/<uid>/volume-subpaths/<volume>/<container>[/<idx>] */
+        char *pod_name, *container_name, *volume_name;
+};
+void vol_subpath_req_done(struct vol_subpath_req *q);
+
+/* On the loop: the request of mount index idx of container c, whose volume lives at volume_path. -EINVAL for an
+ * absolute subPath or one with "..". */
+int vol_subpath_request(const struct pod *pod, const struct container *c, size_t idx, const char *volume_path,
+                        const struct kc_build_context *ctx, struct vol_subpath_req *ret);
+
+/* On a worker (it opens, creates and mounts in the volume, which may be a stalled network filesystem): resolve the
+ * subPath inside the volume and bind the resolved fd onto q->target. On failure *ret_error may say why (caller
+ * frees). */
+int vol_subpath_bind(const struct vol_subpath_req *q, char **ret_error);
+
+/* tests only: called on the worker before each bind (a test blocks there, as a stalled NFS server would); a
+ * negative return fails the bind with it */
+extern int (*vol_subpath_bind_test_hook)(const struct vol_subpath_req *q);
+
+/* Request and bind in one (tests and tools; blocking): *ret is the host path to give to the runtime. */
 int vol_subpath_prepare(const struct pod *pod, const struct container *c, size_t idx, const char *volume_path,
                         const struct kc_build_context *ctx, char **ret);
 

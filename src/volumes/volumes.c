@@ -443,6 +443,72 @@ static void free_mounts(Runtime__V1__Mount **l, size_t n) {
         free(l);
 }
 
+/* the host path of volumeMount vm's volume, and whether it must be mounted read-only */
+static int mount_host_path(const struct pod *pod, const struct volume_mount *vm, const struct kc_build_context *ctx,
+                           char **ret, bool *ret_must_ro) {
+        const struct volume *v = pod_volume_find(pod, vm->name);
+        char *hp;
+
+        *ret_must_ro = false;
+        if (v && !plugin_name(v->type) && ctx->managed_volume_path) {
+                hp = ctx->managed_volume_path(ctx->managed_volume_userdata, v->name, ret_must_ro);
+                if (!hp)
+                        return -ENOENT; /* not mounted (yet): the pass waited for it, so it went away */
+        } else if (!v || !plugin_name(v->type))
+                return -EOPNOTSUPP; /* refused by vol_setup_pod already */
+        else if (!(hp = volume_host_path(pod, v, ctx->root_dir)))
+                return -ENOMEM;
+        *ret = hp;
+        return 0;
+}
+
+static bool has_subpath(const struct volume_mount *vm) {
+        return !isempty(vm->sub_path) || !isempty(vm->sub_path_expr);
+}
+
+int vol_container_subpath_requests(const struct pod *pod, const struct container *c, const struct kc_build_context *ctx,
+                                   struct vol_subpath_req **ret, size_t *ret_n) {
+        const struct volume_mounts *m = pod_container_mounts(pod, c);
+        struct vol_subpath_req *l = NULL;
+        size_t n = 0;
+        int r = 0;
+
+        for (size_t i = 0; m && i < m->n; i++) {
+                _cleanup_free_ char *hp = NULL;
+                struct vol_subpath_req *nl;
+                bool must_ro;
+
+                if (!has_subpath(&m->items[i]))
+                        continue;
+                r = mount_host_path(pod, &m->items[i], ctx, &hp, &must_ro);
+                if (r < 0)
+                        break;
+                nl = realloc(l, (n + 1) * sizeof(*nl));
+                if (!nl) {
+                        r = -ENOMEM;
+                        break;
+                }
+                l = nl;
+                r = vol_subpath_request(pod, c, i, hp, ctx, &l[n]);
+                if (r < 0)
+                        break;
+                n++;
+        }
+        if (r < 0) {
+                vol_subpath_reqs_free(l, n);
+                return r;
+        }
+        *ret = l;
+        *ret_n = n;
+        return 0;
+}
+
+void vol_subpath_reqs_free(struct vol_subpath_req *l, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                vol_subpath_req_done(&l[i]);
+        free(l);
+}
+
 int vol_container_mounts(const struct pod *pod, const struct container *c, const struct kc_build_context *ctx,
                          Runtime__V1__Mount ***ret, size_t *ret_n) {
         const struct volume_mounts *m = pod_container_mounts(pod, c);
@@ -454,32 +520,24 @@ int vol_container_mounts(const struct pod *pod, const struct container *c, const
                 const struct volume_mount *vm = &m->items[i];
                 const struct volume *v = pod_volume_find(pod, vm->name);
                 _cleanup_free_ char *hp = NULL;
-
                 bool must_ro = false;
 
-                if (v && !plugin_name(v->type) && ctx->managed_volume_path) {
-                        hp = ctx->managed_volume_path(ctx->managed_volume_userdata, v->name, &must_ro);
-                        if (!hp) {
-                                r = -ENOENT; /* not mounted (yet): the pass waited for it, so it went away */
+                r = mount_host_path(pod, vm, ctx, &hp, &must_ro);
+                if (r < 0)
+                        break;
+                if (has_subpath(vm)) {
+                        /* bound on a worker beforehand (vol_container_subpath_requests, vol_subpath_bind): never here,
+                         * on the loop */
+                        if (!ctx->subpath_targets || i >= ctx->n_subpath_targets || !ctx->subpath_targets[i]) {
+                                r = -EAGAIN;
                                 break;
                         }
-                } else if (!v || !plugin_name(v->type)) {
-                        r = -EOPNOTSUPP; /* refused by vol_setup_pod already */
-                        break;
-                } else {
-                        hp = volume_host_path(pod, v, ctx->root_dir);
+                        free(hp);
+                        hp = strdup(ctx->subpath_targets[i]);
                         if (!hp) {
                                 r = -ENOMEM;
                                 break;
                         }
-                }
-                if (!isempty(vm->sub_path) || !isempty(vm->sub_path_expr)) {
-                        _cleanup_free_ char *bound = NULL;
-                        r = vol_subpath_prepare(pod, c, i, hp, ctx, &bound);
-                        if (r < 0)
-                                break;
-                        free(hp);
-                        hp = TAKE_PTR(bound);
                 }
                 r = add_mount(&l, &n, vm->mount_path, hp, vm->read_only || must_ro || always_read_only(v->type),
                               vm->mount_propagation);
@@ -504,21 +562,8 @@ int vol_container_mounts(const struct pod *pod, const struct container *c, const
 
 /* ---------------------------------------------------------------- orphan cleanup */
 
-#define REMOVE_MAX_DEPTH 64
-
-/* never delete through a live mount */
-static int check_not_mounted(int pfd, const char *name) {
-        bool mounted = false;
-        int r;
-
-        r = vol_is_mount_point(pfd, name, &mounted);
-        if (r < 0)
-                return r == -ENOENT ? 1 : r;
-        return mounted ? -EBUSY : 0;
-}
-
 int vol_remove_tree(int dirfd, const char *name) {
-        return fs_remove_tree_at(dirfd, name, REMOVE_MAX_DEPTH, check_not_mounted);
+        return fs_remove_tree_at(dirfd, name);
 }
 
 /* unmount our tmpfs volumes (emptyDir medium Memory, secret, projected) of a pod directory */
@@ -557,37 +602,19 @@ static void unmount_empty_dirs(const char *pod_dir) {
         }
 }
 
-int vol_cleanup_orphans(const char *root_dir, bool (*keep)(const char *uid, void *userdata), void *userdata) {
-        _cleanup_free_ char *base = NULL;
+int vol_remove_pod_dir(const char *root_dir, const char *uid, const _Atomic bool *cancel) {
+        _cleanup_free_ char *base = NULL, *pd = NULL;
         _cleanup_close_ int basefd = -EBADF;
-        _cleanup_closedir_ DIR *d = NULL;
-        struct dirent *e;
-        int removed = 0;
 
-        if (asprintf(&base, "%s/pods", root_dir ? root_dir : "/var/lib/kubelet") < 0)
+        if (isempty(uid) || strchr(uid, '/') || streq(uid, ".") || streq(uid, ".."))
+                return -EINVAL;
+        if (asprintf(&base, "%s/pods", root_dir ? root_dir : "/var/lib/kubelet") < 0 ||
+            asprintf(&pd, "%s/%s", base, uid) < 0)
                 return -ENOMEM;
         basefd = open(base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (basefd < 0)
                 return errno == ENOENT ? 0 : -errno;
-        d = opendir(base);
-        if (!d)
-                return -errno;
-        while ((e = readdir(d))) {
-                _cleanup_free_ char *pd = NULL;
-                int r;
-                if (e->d_name[0] == '.' || keep(e->d_name, userdata))
-                        continue;
-                if (asprintf(&pd, "%s/%s", base, e->d_name) < 0)
-                        break;
-                log_info("Cleaning up orphaned pod directories: podUID=\"%s\"", e->d_name);
-                (void) vol_subpath_unmount_all(pd);
-                unmount_empty_dirs(pd);
-                r = vol_remove_tree(basefd, e->d_name);
-                if (r < 0)
-                        log_warning("orphaned pod %s: cannot remove %s yet (%s); retrying at the next housekeeping",
-                                    e->d_name, pd, strerror(-r));
-                else
-                        removed++;
-        }
-        return removed;
+        (void) vol_subpath_unmount_all(pd);
+        unmount_empty_dirs(pd);
+        return fs_remove_tree_at_cancellable(basefd, uid, cancel);
 }

@@ -7,8 +7,9 @@
  *   <root_dir>/pods/<uid>/volumes/kubernetes.io~empty-dir/<name>   emptyDir (a tmpfs for medium Memory)
  *   <root_dir>/pods/<uid>/etc-hosts                               the managed /etc/hosts
  *
- * Everything here is local filesystem work, bounded and small, done inline on the loop. Setup is idempotent:
- * the sync runs it before it creates containers, on every pass. */
+ * Setup is local filesystem work on directories the pod cannot replace, bounded and small, done inline on the loop;
+ * it is idempotent: the sync runs it before it creates containers, on every pass. The removal of pod data walks
+ * what the pod wrote, unbounded: it runs on the removal pool's workers (volumes/reaper.h). */
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -35,24 +36,33 @@ int vol_setup_pod(const struct pod *pod, const struct kc_build_context *ctx, str
 int vol_host_path_check(const char *path, const char *type, struct ck_error **ret_error);
 
 /* The CRI mounts of one container (makeMounts): its volumeMounts in order, then /etc/hosts unless the container
- * mounts /etc/hosts itself or the pod has no IP yet. */
+ * mounts /etc/hosts itself or the pod has no IP yet. A subPath mount takes its host path from
+ * ctx->subpath_targets (bound on a worker beforehand); -EAGAIN when it has none. */
 int vol_container_mounts(const struct pod *pod, const struct container *c, const struct kc_build_context *ctx,
                          Runtime__V1__Mount ***ret, size_t *ret_n);
+
+/* The subPath bind mounts container c needs (on the loop: strings only), to be bound on a worker with
+ * vol_subpath_bind; their targets then go to vol_container_mounts through ctx->subpath_targets. */
+struct vol_subpath_req;
+int vol_container_subpath_requests(const struct pod *pod, const struct container *c, const struct kc_build_context *ctx,
+                                   struct vol_subpath_req **ret, size_t *ret_n);
+void vol_subpath_reqs_free(struct vol_subpath_req *l, size_t n);
 
 /* The managed hosts file (managedHostsFileContent / nodeHostsFileContent). cluster_domain may be "".
  * host_hosts: the node's /etc/hosts content for hostNetwork pods (NULL: read /etc/hosts). Caller frees. */
 int vol_hosts_file_content(const struct pod *pod, const char *pod_ip, const char *cluster_domain,
                            const char *host_hosts, char **ret);
 
-/* Housekeeping (cleanupOrphanedPodDirs): remove <root_dir>/pods/<uid> of every uid for which keep() is false.
- * tmpfs volumes are unmounted first; nothing is removed through a mount point that is still mounted (such a
- * directory is skipped and retried next time) and symlinks are never followed. Returns the number of pod
- * directories removed, or a negative errno when root_dir/pods cannot be read. */
-int vol_cleanup_orphans(const char *root_dir, bool (*keep)(const char *uid, void *userdata), void *userdata);
+/* Remove <root_dir>/pods/<uid> (cleanupOrphanedPodDirs, for one pod): its subPath bind mounts and tmpfs volumes
+ * are unmounted first; then the tree goes (fs_remove_tree_at: iterative, never through a mount point that is still
+ * mounted, -EBUSY then, never following a symlink). Blocking and unbounded in time: for the removal pool's workers
+ * only (volumes/reaper.h). 0 when it is gone (or was never there); -ECANCELED as soon as *cancel (may be NULL) is
+ * true. */
+int vol_remove_pod_dir(const char *root_dir, const char *uid, const _Atomic bool *cancel);
 
 /* Is name (relative to dirfd, never followed) a mount point: another mount id or device than dirfd's? */
 int vol_is_mount_point(int dirfd, const char *name, bool *ret);
 
-/* Remove a directory tree without following symlinks and without crossing onto another filesystem (an entry on
- * another st_dev than the top is a mount point: -EBUSY). dirfd/name as for openat. */
+/* Remove a directory tree without following symlinks and without crossing a mount point (-EBUSY): see
+ * fs_remove_tree_at. dirfd/name as for openat. For workers only. */
 int vol_remove_tree(int dirfd, const char *name);

@@ -545,6 +545,27 @@ def test_disk_pressure_and_local_storage(node, kube_node, kubelets):
     assert len(node.runtime.containers_of("ed")) == 1 and len(node.runtime.containers_of("eph")) == 2
 
 
+def test_ephemeral_storage_counts_deep_empty_dir(node, kube_node, kubelets):
+    """Issue 26, item 3: 64 MiB written 17 levels deep in an emptyDir count toward the pod's ephemeral-storage limit
+    (30Mi): the pod is evicted. The old du stopped at 16 levels and the pod escaped its limit."""
+    kube = kube_node
+    node.import_images()
+    join(kubelets, kube, """\
+        evictionHard: {memory.available: 1Mi}
+        volumeStatsAggPeriod: 1s
+        """)
+    deep = "/scratch/" + "/".join(f"l{i}" for i in range(1, 18))
+    kube.create("pods", api_pod(kube, "deep", [
+        ctr("c", ["sh", "-c", f"mkdir -p {deep} && dd if=/dev/zero of={deep}/f bs=1M count=64 && sync; sleep 3600"],
+            resources={"limits": {"ephemeral-storage": "30Mi"}},
+            volumeMounts=[{"name": "scratch", "mountPath": "/scratch"}])],
+        {"volumes": [{"name": "scratch", "emptyDir": {}}]}))
+    p = kube.wait(lambda: evicted(kube, "deep"), timeout=90, msg="deep evicted")
+    assert p["status"]["message"] == ("Pod ephemeral local storage usage exceeds the total limit of containers "
+                                      "30Mi. "), p["status"]["message"]
+    wait_for(lambda: not node.runtime.running("deep"), 30, msg="deep stopped")
+
+
 def test_kill9_during_eviction(node, kube_node, kubelets):
     """kill -9 while an evicted pod is being stopped (it ignores SIGTERM: the stop takes the minimum grace period,
     2 s): after the restart the pod is stopped, never started again, reported Evicted; the Guaranteed pod is

@@ -239,3 +239,13 @@ def own_tree(entries, swaps, walks):
 put("ownership", "flat-files", own_tree([(1, 0, 0o777)] * 8, [(i, 0) for i in range(8)], 4))
 put("ownership", "nested", own_tree([(0, 0, 0), (1, 1, 0o777), (0, 1, 0o55), (1, 2, 0o777), (2, 2, 1), (3, 1, 0),
                                      (1, 0, 0o666)], [(0, 1), (1, 0), (3, 0), (2, 1), (6, 0)], 4))
+
+
+# ---- pod trees (pod_tree.c): [ops: (kind, arg) pairs][0xff][subPath][0xff][swap bytes]
+#      kinds: 0 mkdir, 1 file, 2 symlink out of the tree, 3 descend, 4 back to the top
+def tree_ops(*ops):
+    return bytes(b for op in ops for b in op)
+put("pod_tree", "flat", tree_ops((0, 0), (1, 1), (2, 2), (0, 3), (1, 4)) + b"\xffa/b/c\xff" + bytes([0, 4, 8, 1, 2]))
+put("pod_tree", "deep", tree_ops(*[(0, 0), (3, 0)] * 30, (1, 1), (2, 3)) + b"\xffa/a/a/x\xff" + bytes([0] * 40))
+put("pod_tree", "links", tree_ops((2, 0), (2, 1), (2, 6), (0, 3), (3, 3), (2, 4), (2, 5)) + b"\xffa/../d/new\xff" +
+    bytes(range(0, 64, 4)))

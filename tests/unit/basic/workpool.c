@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 #include <cmocka.h>
 
@@ -116,10 +118,128 @@ static void test_free_cancels_queued_jobs(void **state) {
         event_base_free(c.base);
 }
 
+/* ---------------------------------------------------------------- keys and deadlines */
+
+struct blocker {
+        int fd[2]; /* work() blocks reading fd[0] until the test writes fd[1] (a stand-in for a silent NFS server) */
+        atomic_int entered;
+};
+
+struct kjob {
+        struct ctx *c;
+        struct blocker *b; /* NULL: a quick job */
+        int i;
+        atomic_bool destroyed;
+};
+
+static int keyed_work(void *userdata) {
+        struct kjob *k = userdata;
+        char x;
+
+        if (k->b) {
+                atomic_fetch_add(&k->b->entered, 1);
+                if (read(k->b->fd[0], &x, 1) < 0)
+                        return -errno;
+        }
+        return k->i * 10;
+}
+
+static void keyed_done(int r, void *userdata) {
+        struct kjob *k = userdata;
+
+        k->c->results[k->i] = r;
+        if (++k->c->delivered == k->c->expected)
+                event_base_loopbreak(k->c->base);
+}
+
+static void keyed_destroy(void *userdata) {
+        struct kjob *k = userdata;
+        atomic_store(&k->destroyed, true);
+}
+
+static void test_stuck_key_does_not_starve_others(void **state) {
+        struct ctx c = { .expected = 9 };
+        struct blocker b = {};
+        struct kjob jobs[9] = {};
+        struct workpool *p = NULL;
+
+        c.base = event_base_new();
+        assert_int_equal(pipe(b.fd), 0);
+        /* two threads, room for two more: two pods' operations hang (two silent NFS mounts) */
+        assert_int_equal(workpool_new_bounded(c.base, "test", 2, 4, &p), 0);
+        for (int i = 0; i < 9; i++) {
+                jobs[i] = (struct kjob) { .c = &c, .i = i, .b = i < 2 ? &b : NULL };
+                c.results[i] = 1;
+        }
+        /* jobs 0 and 1: pods A and B, stuck; job 2: pod A again, queued behind its stuck job */
+        assert_int_equal(workpool_submit_full(p, "A", 100000, keyed_work, keyed_done, keyed_destroy, &jobs[0]), 0);
+        assert_int_equal(workpool_submit_full(p, "B", 100000, keyed_work, keyed_done, keyed_destroy, &jobs[1]), 0);
+        assert_int_equal(workpool_submit_full(p, "A", 200000, keyed_work, keyed_done, keyed_destroy, &jobs[2]), 0);
+        while (atomic_load(&b.entered) < 2)
+                usleep(1000);
+        /* the other pods' operations, submitted while both threads hang */
+        for (int i = 3; i < 9; i++) {
+                char key[8];
+                snprintf(key, sizeof(key), "P%d", i);
+                assert_int_equal(workpool_submit_full(p, key, 5000000, keyed_work, keyed_done, keyed_destroy, &jobs[i]),
+                                 0);
+        }
+        event_base_dispatch(c.base);
+        assert_int_equal(c.delivered, 9);
+        assert_int_equal(c.results[0], -ETIMEDOUT);
+        assert_int_equal(c.results[1], -ETIMEDOUT);
+        assert_int_equal(c.results[2], -ETIMEDOUT); /* never started: its key's job was still stuck */
+        for (int i = 3; i < 9; i++)
+                assert_int_equal(c.results[i], i * 10);
+        assert_true(atomic_load(&jobs[2].destroyed));
+        assert_false(atomic_load(&jobs[0].destroyed)); /* still running: its data still belongs to it */
+        assert_int_equal(workpool_stuck(p), 2);
+        assert_int_equal(workpool_busy(p), 0);
+        /* the servers answer again: the late results are thrown away, the data freed, no done() runs twice */
+        assert_int_equal(write(b.fd[1], "xx", 2), 2);
+        while (workpool_stuck(p) > 0)
+                event_base_loop(c.base, EVLOOP_ONCE);
+        assert_true(atomic_load(&jobs[0].destroyed));
+        assert_true(atomic_load(&jobs[1].destroyed));
+        assert_int_equal(c.results[0], -ETIMEDOUT);
+        assert_int_equal(c.delivered, 9);
+        /* and the pool still works, with its two threads */
+        c.expected = 10;
+        jobs[0] = (struct kjob) { .c = &c, .i = 0 };
+        assert_int_equal(workpool_submit_full(p, "A", 5000000, keyed_work, keyed_done, keyed_destroy, &jobs[0]), 0);
+        event_base_dispatch(c.base);
+        assert_int_equal(c.results[0], 0);
+        workpool_free(p);
+        close(b.fd[0]);
+        close(b.fd[1]);
+        event_base_free(c.base);
+}
+
+static void test_same_key_runs_one_at_a_time(void **state) {
+        struct ctx c = { .expected = 12, .done_on_loop_thread = true };
+        struct one jobs[12];
+        struct workpool *p = NULL;
+
+        c.base = event_base_new();
+        c.loop_thread = pthread_self();
+        assert_int_equal(workpool_new(c.base, "test", 3, &p), 0);
+        for (int i = 0; i < 12; i++) {
+                jobs[i] = (struct one) { .c = &c, .i = i };
+                assert_int_equal(workpool_submit_full(p, "same", 0, work, done, NULL, &jobs[i]), 0);
+        }
+        event_base_dispatch(c.base);
+        assert_int_equal(c.delivered, 12);
+        assert_int_equal(atomic_load(&c.max_running), 1);
+        workpool_free(p);
+        event_base_free(c.base);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_jobs_complete_on_the_loop),
                 cmocka_unit_test(test_free_cancels_queued_jobs),
+                cmocka_unit_test(test_stuck_key_does_not_starve_others),
+                cmocka_unit_test(test_same_key_runs_one_at_a_time),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

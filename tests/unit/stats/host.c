@@ -7,6 +7,13 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include "basic/time.h"
 #include "stats/host.h"
 #include "testutil.h"
@@ -279,6 +286,74 @@ static void test_rlimit_boot(void **state) {
         fake_root_free(root);
 }
 
+/* a chain of depth directories under dir, with a 64 KiB file at the bottom, built with dirfds (no PATH_MAX) */
+static void make_deep(const char *dir, unsigned depth) {
+        static char block[65536];
+        int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), f;
+
+        assert_true(fd >= 0);
+        for (unsigned i = 0; i < depth; i++) {
+                int nfd;
+                assert_int_equal(mkdirat(fd, "d", 0755), 0);
+                nfd = openat(fd, "d", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                assert_true(nfd >= 0);
+                close(fd);
+                fd = nfd;
+        }
+        memset(block, 'x', sizeof(block));
+        f = openat(fd, "f", O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+        assert_true(f >= 0);
+        assert_int_equal(write(f, block, sizeof(block)), (ssize_t) sizeof(block));
+        assert_int_equal(fsync(f), 0);
+        close(f);
+        close(fd);
+}
+
+/* issue 26 item 3: data at any depth is counted (the old walk stopped at 16 levels) */
+static void test_disk_usage_counts_every_depth(void **state) {
+        char *root = fake_root_new();
+        _cleanup_free_ char *d17 = NULL, *d300 = NULL;
+        uint64_t bytes = 0, inodes = 0;
+
+        assert_int_equal(fake_mkdir(root, "/d17"), 0);
+        assert_int_equal(fake_mkdir(root, "/d300"), 0);
+        assert_true(asprintf(&d17, "%s/d17", root) > 0);
+        assert_true(asprintf(&d300, "%s/d300", root) > 0);
+        make_deep(d17, 17);
+        assert_int_equal(stats_dir_disk_usage(d17, &bytes, &inodes), 0);
+        assert_int_equal(inodes, 1 + 17 + 1);
+        assert_true(bytes >= 65536);
+        /* deeper than the fds the walk holds at once: its deep levels are reopened and repositioned */
+        make_deep(d300, 300);
+        assert_int_equal(stats_dir_disk_usage(d300, &bytes, &inodes), 0);
+        assert_int_equal(inodes, 1 + 300 + 1);
+        assert_true(bytes >= 65536);
+        assert_true(bytes < STATS_DU_UNKNOWN);
+        fake_root_free(root);
+}
+
+static void test_disk_usage_does_not_enter_mounts(void **state) {
+        char *root = fake_root_new();
+        _cleanup_free_ char *vol = NULL, *other = NULL, *mp = NULL;
+        uint64_t bytes = 0, inodes = 0;
+
+        assert_int_equal(fake_mkdir(root, "/vol/m"), 0);
+        assert_int_equal(fake_write(root, "/other/a", "a"), 0);
+        assert_int_equal(fake_write(root, "/other/b", "b"), 0);
+        assert_int_equal(fake_write(root, "/vol/link", "x"), 0);
+        assert_true(asprintf(&vol, "%s/vol", root) > 0);
+        assert_true(asprintf(&other, "%s/other", root) > 0);
+        assert_true(asprintf(&mp, "%s/vol/m", root) > 0);
+        if (mount(other, mp, NULL, MS_BIND, NULL) < 0) {
+                fake_root_free(root);
+                skip(); /* not root */
+        }
+        assert_int_equal(stats_dir_disk_usage(vol, &bytes, &inodes), 0);
+        assert_int_equal(umount2(mp, MNT_DETACH), 0);
+        assert_int_equal(inodes, 2); /* vol and link: a bind mount of the same filesystem is another volume */
+        fake_root_free(root);
+}
+
 static void test_disk_usage(void **state) {
         char *root = fake_root_new();
         _cleanup_free_ char *dir = NULL;
@@ -306,11 +381,17 @@ static void test_disk_usage(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_parse_basic), cmocka_unit_test(test_cgroup_v1),
-                cmocka_unit_test(test_cgroup_v2),   cmocka_unit_test(test_cgroup_missing),
-                cmocka_unit_test(test_net_dev),     cmocka_unit_test(test_node_network),
-                cmocka_unit_test(test_nano_cores),  cmocka_unit_test(test_rlimit_boot),
+                cmocka_unit_test(test_parse_basic),
+                cmocka_unit_test(test_cgroup_v1),
+                cmocka_unit_test(test_cgroup_v2),
+                cmocka_unit_test(test_cgroup_missing),
+                cmocka_unit_test(test_net_dev),
+                cmocka_unit_test(test_node_network),
+                cmocka_unit_test(test_nano_cores),
+                cmocka_unit_test(test_rlimit_boot),
                 cmocka_unit_test(test_disk_usage),
+                cmocka_unit_test(test_disk_usage_counts_every_depth),
+                cmocka_unit_test(test_disk_usage_does_not_enter_mounts),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

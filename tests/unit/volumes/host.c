@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The node side of volumes in a temporary directory: /etc/hosts content, hostPath type checks, emptyDir
- * directories, subPath resolution against hostile symlinks, subPathExpr expansion, orphan removal that never
- * follows symlinks. (Mounts — tmpfs, bind mounts — are covered by tests/e2e/test_volumes.py.) */
+ * directories, subPath resolution against hostile symlinks, subPathExpr expansion (orphan removal: removal.c). (Mounts — tmpfs, bind mounts — are covered by tests/e2e/test_volumes.py.) */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -288,34 +287,6 @@ static void test_subpath_expand(void **state) {
         pod_free(p);
 }
 
-static bool keep_only_kept(const char *uid, void *userdata) {
-        return strcmp(uid, "kept") == 0;
-}
-
-static void test_cleanup_orphans(void **state) {
-        struct stat st;
-        char *p = NULL;
-
-        run("mkdir -p clean/pods/kept/x clean/pods/gone/volumes/kubernetes.io~empty-dir/e/sub clean/victim && "
-            "echo precious > clean/victim/file && ln -s ../../../victim clean/pods/gone/volumes/kubernetes.io~empty-dir/e/link && "
-            "ln -s ../../victim/file clean/pods/gone/etc-hosts && echo y > clean/pods/gone/volumes/kubernetes.io~empty-dir/e/sub/f");
-        p = in_tmp("clean");
-        assert_int_equal(vol_cleanup_orphans(p, keep_only_kept, NULL), 1);
-        free(p);
-        p = in_tmp("clean/pods/gone");
-        assert_int_equal(lstat(p, &st), -1);
-        free(p);
-        p = in_tmp("clean/pods/kept/x");
-        assert_int_equal(stat(p, &st), 0);
-        free(p);
-        p = in_tmp("clean/victim/file"); /* the symlinks were removed, not followed */
-        assert_int_equal(stat(p, &st), 0);
-        free(p);
-        p = in_tmp("nowhere");
-        assert_int_equal(vol_cleanup_orphans(p, keep_only_kept, NULL), 0);
-        free(p);
-}
-
 static int setup(void **state) {
         return mkdtemp(tmp) ? 0 : -1;
 }
@@ -334,7 +305,6 @@ int main(void) {
                 cmocka_unit_test(test_setup_host_path_and_empty_dir),
                 cmocka_unit_test(test_subpath_hostile_symlinks),
                 cmocka_unit_test(test_subpath_expand),
-                cmocka_unit_test(test_cleanup_orphans),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/* Removing the directories of pods that are gone (cleanupOrphanedPodDirs), off the event loop: housekeeping lists
+ * <root_dir>/pods on the loop (a directory only the kubelet writes) and hands every pod directory no pod wants any
+ * more to the removal pool (its own threads, one job per pod at a time), which unmounts what the pod left mounted
+ * and removes the tree (vol_remove_pod_dir). The result comes back to the loop; a failure is retried at the next
+ * scan. A pod whose directory is still being removed is not set up again meanwhile (vol_reaper_busy). */
+
+#include <stdbool.h>
+
+#include <event2/event.h>
+
+struct vol_reaper;
+
+int vol_reaper_new(struct event_base *base, const char *root_dir, struct vol_reaper **ret);
+/* stops the removal that is running where it is (what is left goes at the next start) and cancels the others.
+ * Accepts NULL, returns NULL. */
+struct vol_reaper *vol_reaper_free(struct vol_reaper *r);
+
+/* Start the removal of every pod directory for whose uid keep() is false and no removal runs. Returns the number
+ * of removals started, or a negative errno when root_dir/pods cannot be read. */
+int vol_reaper_scan(struct vol_reaper *r, bool (*keep)(const char *uid, void *userdata), void *userdata);
+
+/* A removal of the pod's directory is queued or running. */
+bool vol_reaper_busy(const struct vol_reaper *r, const char *uid);
+
+/* Removals queued or running. */
+unsigned vol_reaper_pending(const struct vol_reaper *r);
+
+/* Called on the loop after each removal (r: 0 removed, < 0 left for the next scan); for tests. */
+void vol_reaper_set_notify(struct vol_reaper *r, void (*notify)(const char *uid, int r, void *userdata),
+                           void *userdata);
