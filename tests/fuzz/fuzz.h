@@ -27,6 +27,14 @@ static inline char *fuzz_strndup(const uint8_t *data, size_t size) {
 
 #define FUZZ_DIR_MAX 4096
 
+/* where a target makes trees of its own: $TMPDIR (bench/fuzz.sh gives each target its own, removed after the
+ * run, so a tree left by a crash or by the end of the run goes with it) or /tmp */
+static inline const char *fuzz_tmpdir(void) {
+        const char *tmp = getenv("TMPDIR");
+
+        return tmp && tmp[0] == '/' ? tmp : "/tmp";
+}
+
 /* the path of fuzz_dir() ("" until made) */
 static inline char *fuzz_dir_path(void) {
         static char path[FUZZ_DIR_MAX];

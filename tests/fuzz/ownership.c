@@ -19,7 +19,7 @@
 #define MAX_ENTRIES 24
 #define MAX_SWAPS 8
 
-static char base[64];
+static char base[160];
 
 struct entry {
         char name[16];
@@ -68,7 +68,7 @@ static void *flip(void *userdata) {
 }
 
 static void make_outside(void) {
-        char p[128];
+        char p[256];
         int fd;
 
         snprintf(p, sizeof(p), "%s/outside", base);
@@ -95,7 +95,7 @@ static void make_outside(void) {
 
 static void check_outside(void) {
         static const char *const rel[] = { "outside", "outside/shadow", "outside/dir", "outside/dir/inner" };
-        char p[128];
+        char p[256];
         struct stat st;
 
         for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
@@ -114,13 +114,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         struct entry es[MAX_ENTRIES];
         struct flipper fl = {};
         size_t pos = 0, n, n_swaps, walks;
-        char p[600], vol[128];
+        char p[600], vol[256];
         pthread_t t;
         int64_t fs_group;
 
 #define NEXT() (pos < size ? data[pos++] : 0)
         if (!base[0]) {
-                snprintf(base, sizeof(base), "/tmp/ckubelet-fuzz-own-XXXXXX");
+                snprintf(base, sizeof(base), "%s/ckubelet-fuzz-own-XXXXXX", fuzz_tmpdir());
                 if (!mkdtemp(base))
                         abort();
         }
@@ -157,7 +157,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                         break;
                 }
                 default: {
-                        char target[128];
+                        char target[256];
                         if (mode & 1) /* absolute or relative */
                                 snprintf(target, sizeof(target), "%s/outside/%s", base,
                                          es[i].kind == 2 ? "shadow" : "dir");
@@ -179,7 +179,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 uint8_t which = NEXT(), to = NEXT();
                 const struct entry *e = &es[which % n];
                 struct swap *s = &fl.swaps[fl.n];
-                char parent[600], target[128];
+                char parent[600], target[256];
 
                 path_of(es, e->parent, parent, sizeof(parent));
                 snprintf(s->a, sizeof(s->a), "%s", e->name);

@@ -13,7 +13,7 @@
 #include "fuzz.h"
 #include "volumes/subpath.h"
 
-static char base[64];
+static char base[160];
 static int basefd = -1;
 static const uint8_t *swap_data;
 static size_t swap_size, swap_pos;
@@ -23,7 +23,7 @@ static const char *const targets[] = { "../victim", "../../victim", "../../../vi
                                        NULL /* base/victim, absolute */ };
 
 static const char *target(unsigned i) {
-        static char abs_victim[128];
+        static char abs_victim[256];
         i %= sizeof(targets) / sizeof(targets[0]);
         if (targets[i])
                 return targets[i];
@@ -36,7 +36,7 @@ static void setup_once(void) {
 
         if (basefd >= 0)
                 return;
-        snprintf(base, sizeof(base), "/tmp/ckubelet-fuzz-tree-XXXXXX");
+        snprintf(base, sizeof(base), "%s/ckubelet-fuzz-tree-XXXXXX", fuzz_tmpdir());
         if (!mkdtemp(base))
                 abort();
         basefd = open(base, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
