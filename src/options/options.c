@@ -440,6 +440,8 @@ static const struct flag_def flag_defs[] = {
                "ckubelet logs to stderr only (klog's file output, removed from the upstream kubelet in v1.26)"),
         COMPAT("log-file-max-size", "string", "", "ckubelet logs to stderr only"),
         COMPAT("log-flush-frequency", "string", COMPAT_ALWAYS_QUIET, "ckubelet writes each log line at once"),
+        COMPAT("log-json-info-buffer-size", "string", "", "not implemented by ckubelet"),
+        COMPAT("log-json-split-stream", NULL, "false", "not implemented by ckubelet"),
         COMPAT("log-text-info-buffer-size", "string", "", "not implemented by ckubelet"),
         COMPAT("log-text-split-stream", NULL, "false", "not implemented by ckubelet"),
         COMPAT("logtostderr", NULL, "true", "ckubelet always logs to stderr"),

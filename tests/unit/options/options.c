@@ -192,7 +192,7 @@ static void test_help_version(void **state) {
         expect_error(ARGC(ARGV("--help", "--nope")), ARGV("--help", "--nope"), "unknown flag: --nope");
 }
 
-/* Issue 27: every flag of the upstream kubelet's --help (v1.37's, and v1.20's that unit files and kubeadm
+/* Issue 27: every flag of the upstream kubelet's --help (v1.37.2's 131, and v1.20's that unit files and kubeadm
  * drop-ins may still pass) is known: a value may be refused, the flag never is; those ckubelet has no behaviour
  * for are accepted with a warning and start ckubelet */
 static const char *const upstream_flags[] = {
@@ -307,6 +307,8 @@ static const char *const upstream_flags[] = {
         "log-file",
         "log-file-max-size",
         "log-flush-frequency",
+        "log-json-info-buffer-size",
+        "log-json-split-stream",
         "log-text-info-buffer-size",
         "log-text-split-stream",
         "logging-format",
