@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 
 #include "basic/error.h"
 #include "basic/log.h"
@@ -23,6 +24,28 @@
 static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
         (void) remove(path);
         return 0;
+}
+
+/* the mounts a kubelet left beneath dir (the tmpfs of a projected or secret volume of a pod still there at the
+ * end of a test), deepest first, so that the directory can be removed; mountinfo escapes no character of the
+ * test's own paths (no space in them) */
+static void unmount_beneath(const char *dir) {
+        size_t n = strlen(dir);
+
+        for (;;) {
+                FILE *f = fopen("/proc/self/mountinfo", "re");
+                char line[4096], mnt[4096], deepest[4096] = "";
+
+                if (!f)
+                        return;
+                while (fgets(line, sizeof(line), f))
+                        if (sscanf(line, "%*s %*s %*s %*s %4095s", mnt) == 1 && strncmp(mnt, dir, n) == 0 &&
+                            mnt[n] == '/' && strlen(mnt) > strlen(deepest))
+                                snprintf(deepest, sizeof(deepest), "%s", mnt);
+                fclose(f);
+                if (!deepest[0] || umount2(deepest, MNT_DETACH) < 0)
+                        return;
+        }
 }
 
 struct test_kubelet *tk_new(void) {
@@ -80,8 +103,10 @@ void tk_free(struct test_kubelet *t) {
         event_base_free(t->base);
         vloop_disable();
         kubelet_options_done(&t->opts);
-        if (t->dir)
+        if (t->dir) {
+                unmount_beneath(t->dir);
                 (void) nftw(t->dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+        }
         free(t->dir);
         free(t->yaml);
         free(t);
