@@ -5,6 +5,7 @@
 #include <assert.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -54,6 +55,14 @@ struct workpool {
         int efd;
         struct event *ev;
 };
+
+/* every pool's busy jobs, for workpool_in_flight() */
+static atomic_uint in_flight;
+
+static void busy_dec(struct workpool *p) {
+        p->busy--;
+        atomic_fetch_sub(&in_flight, 1);
+}
 
 static bool key_running(const struct workpool *p, const char *key) {
         for (const struct job *j = p->running; j; j = j->next)
@@ -170,7 +179,7 @@ static void deliver(struct workpool *p) {
                         log_warning("%s: a job finished %s after its deadline (%s)", p->name,
                                     j->key ? j->key : "(no key)", j->r < 0 ? strerror(-j->r) : "ok");
                 } else {
-                        p->busy--;
+                        busy_dec(p);
                         j->done(j->r, j->userdata);
                 }
                 if (j->destroy)
@@ -215,7 +224,7 @@ static void on_deadline(evutil_socket_t fd, short what, void *userdata) {
                 return; /* delivered at the next wake-up, with its result */
         log_warning("%s: job %s passed its deadline %s", p->name, j->key ? j->key : "(no key)",
                     state == JOB_QUEUED ? "before it started" : "while running: its thread is written off");
-        p->busy--;
+        busy_dec(p);
         j->done(-ETIMEDOUT, j->userdata);
         if (state == JOB_QUEUED) {
                 if (j->destroy)
@@ -298,7 +307,7 @@ struct workpool *workpool_free(struct workpool *p) {
         while (queued) {
                 struct job *j = queued;
                 queued = j->next;
-                p->busy--;
+                busy_dec(p);
                 j->done(-ECANCELED, j->userdata);
                 if (j->destroy)
                         j->destroy(j->userdata);
@@ -362,6 +371,7 @@ int workpool_submit_full(struct workpool *p, const char *key, uint64_t timeout_u
         pthread_cond_broadcast(&p->cond);
         pthread_mutex_unlock(&p->lock);
         p->busy++;
+        atomic_fetch_add(&in_flight, 1);
         return 0;
 }
 
@@ -371,6 +381,10 @@ int workpool_submit(struct workpool *p, workpool_work_t work, workpool_done_t do
 
 unsigned workpool_busy(const struct workpool *p) {
         return p ? p->busy : 0;
+}
+
+unsigned workpool_in_flight(void) {
+        return atomic_load(&in_flight);
 }
 
 unsigned workpool_stuck(const struct workpool *p) {

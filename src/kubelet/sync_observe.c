@@ -6,6 +6,8 @@
 #include "kubelet/pod_sync.h"
 
 #include "basic/log.h"
+#include "basic/time.h"
+#include "basic/workpool.h"
 #include "container/labels.h"
 #include "kuberuntime/termination.h"
 #include "kuberuntime/convert.h"
@@ -116,6 +118,73 @@ static void on_sandbox_status(const struct cri_reply *reply, void *userdata) {
         kubelet_sync_fanout_release(s);
 }
 
+/* The termination message of an exited container is read on the volume contents pool (its file may sit on a
+ * filesystem that stopped answering; with FallbackToLogsOnError the end of its log is read too), keyed by pod, with
+ * the pool's deadline: the status waits for it in the fan-out, and comes without the message when the deadline
+ * passes. */
+struct message_job {
+        struct pod_sync *s;
+        size_t index;
+        struct kr_termination_read *t;
+};
+
+static void message_job_free(void *userdata) {
+        struct message_job *j = userdata;
+
+        kr_termination_read_free(j->t);
+        free(j);
+}
+
+static int message_work(void *userdata) {
+        struct message_job *j = userdata;
+
+        return kr_termination_read_run(j->t);
+}
+
+static void message_done(int r, void *userdata) {
+        struct message_job *j = userdata;
+        struct pod_sync *s = j->s;
+        struct kc_container *kc = s->status->containers[j->index];
+
+        if (r == -ETIMEDOUT)
+                log_warning("pod %s: container %s: reading its termination message did not finish within %u s (a "
+                            "volume that does not answer?): its status has none",
+                            kubelet_sync_pod_desc(s), kc->name,
+                            (unsigned) (KUBELET_VOLUME_CONTENTS_TIMEOUT_USEC / USEC_PER_SEC));
+        else if (r == -ECANCELED) {
+                /* the kubelet is stopping */
+        } else if (r < 0 || kr_termination_read_apply(j->t, kc) < 0) {
+                kubelet_sync_call_failed(s, "reading the termination message", r < 0 ? r : -ENOMEM);
+        }
+        kubelet_sync_fanout_release(s);
+}
+
+/* Nothing to read: 0 at once; else the read is queued and counted in the fan-out. */
+static int read_termination_message(struct pod_sync *s, size_t index, const Runtime__V1__ContainerStatus *st) {
+        struct message_job *j;
+        int r;
+
+        if (s->k->stopping || !s->k->pool_contents)
+                return 0; /* the pass ends anyway */
+        j = calloc(1, sizeof(*j));
+        if (!j)
+                return -ENOMEM;
+        *j = (struct message_job) { .s = s, .index = index };
+        r = kr_termination_read_new(s->status->containers[index], st, s->k->opts->root_dir, &j->t);
+        if (r < 0 || !j->t) {
+                free(j);
+                return r;
+        }
+        r = workpool_submit_full(s->k->pool_contents, s->w->uid, KUBELET_VOLUME_CONTENTS_TIMEOUT_USEC, message_work,
+                                 message_done, message_job_free, j);
+        if (r < 0) {
+                message_job_free(j);
+                return r;
+        }
+        kubelet_sync_fanout_add(s);
+        return 0;
+}
+
 static void on_container_status(const struct cri_reply *reply, void *userdata) {
         _cleanup_free_ struct status_call *c = userdata;
         struct pod_sync *s = c->s;
@@ -129,7 +198,7 @@ static void on_container_status(const struct cri_reply *reply, void *userdata) {
                 const Runtime__V1__ContainerStatusResponse *resp = (const void *) reply->msg;
                 struct kc_container *kc = s->status->containers[c->index];
                 if (resp->status && (kr_container_set_status(kc, resp->status) < 0 ||
-                                     kr_container_read_termination_message(kc, resp->status) < 0))
+                                     read_termination_message(s, c->index, resp->status) < 0))
                         s->error = true;
         }
         kubelet_sync_fanout_release(s);

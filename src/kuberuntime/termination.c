@@ -62,18 +62,56 @@ int kr_termination_message_mount(const struct pod *pod, const struct container *
         return 0;
 }
 
-/* tail.ReadAtMost: the last max bytes of the file */
-static int read_at_most(const char *path, size_t max, char **ret) {
+int (*kr_termination_read_test_hook)(const char *path) = NULL;
+
+/* The message file of a container instance: where kr_termination_message_mount made it (<root>/pods/<uid>/
+ * containers/<name>/<file>), resolved beneath <root>/pods with no symlink anywhere; a path elsewhere (a runtime that
+ * reports another host path) with no symlink as its last component. Only regular files. */
+static int open_message(const char *root_dir, const char *pod_uid, const char *name, const char *path) {
+        _cleanup_free_ char *pods = NULL, *expect = NULL;
+        _cleanup_close_ int dfd = -EBADF;
+        const char *rel = NULL;
+        int fd, r;
+
+        if (kr_termination_read_test_hook) {
+                r = kr_termination_read_test_hook(path);
+                if (r < 0)
+                        return r;
+        }
+        if (root_dir && pod_uid && name) {
+                if (asprintf(&pods, "%s/pods/", root_dir) < 0 ||
+                    asprintf(&expect, "%s/containers/%s/", pod_uid, name) < 0)
+                        return -ENOMEM;
+                rel = startswith(path, pods) ? path + strlen(pods) : NULL;
+                if (rel &&
+                    (!startswith(rel, expect) || strchr(rel + strlen(expect), '/') || isempty(rel + strlen(expect))))
+                        rel = NULL;
+        }
+        if (rel) {
+                dfd = open(pods, O_PATH | O_DIRECTORY | O_CLOEXEC);
+                if (dfd < 0)
+                        return -errno;
+                return open_regular_beneath(dfd, rel);
+        }
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | O_NOFOLLOW);
+        if (fd < 0)
+                return -errno;
+        r = fd_verify_regular(fd);
+        if (r < 0) {
+                close(fd);
+                return r;
+        }
+        return fd;
+}
+
+/* tail.ReadAtMost: the last max bytes of the file fd (taken over) */
+static int read_at_most(int fd, size_t max, char **ret) {
         _cleanup_free_ char *buf = NULL;
         struct stat sb;
         off_t off = 0;
         ssize_t n;
         size_t len = 0;
-        int fd;
 
-        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | O_NOFOLLOW);
-        if (fd < 0)
-                return -errno;
         if (fstat(fd, &sb) < 0) {
                 int e = -errno;
                 close(fd);
@@ -154,9 +192,14 @@ static int read_log_tail(const char *log_path, char **ret) {
 
         if (isempty(log_path))
                 return -ENOENT;
-        fd = open_regular(log_path);
+        if (kr_termination_read_test_hook) {
+                r = kr_termination_read_test_hook(log_path);
+                if (r < 0)
+                        return r;
+        }
+        fd = open(log_path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | O_NOFOLLOW);
         if (fd < 0)
-                return fd;
+                return -errno;
         r = log_window(fd);
         if (r < 0) {
                 close(fd);
@@ -189,47 +232,123 @@ static int read_log_tail(const char *log_path, char **ret) {
         return 0;
 }
 
-int kr_container_read_termination_message(struct kc_container *c, const Runtime__V1__ContainerStatus *st) {
+struct kr_termination_read {
+        char *root_dir, *pod_uid, *name; /* where the kubelet made the file, if known */
+        char *host_path;                 /* the message file, NULL: none mounted */
+        char *log_path;
+        bool fallback; /* FallbackToLogsOnError, and the container failed */
+        char *msg;     /* the result */
+};
+
+struct kr_termination_read *kr_termination_read_free(struct kr_termination_read *t) {
+        if (!t)
+                return NULL;
+        free(t->root_dir);
+        free(t->pod_uid);
+        free(t->name);
+        free(t->host_path);
+        free(t->log_path);
+        free(t->msg);
+        free(t);
+        return NULL;
+}
+
+static int strdup_ptr(const char *s, char **ret) {
+        if (!s)
+                return 0;
+        *ret = strdup(s);
+        return *ret ? 0 : -ENOMEM;
+}
+
+int kr_termination_read_new(const struct kc_container *c, const Runtime__V1__ContainerStatus *st, const char *root_dir,
+                            struct kr_termination_read **ret) {
         const char *path = strmap_get(&c->annotations, ANNOTATION_TERMINATION_MESSAGE_PATH);
         const char *policy = strmap_get(&c->annotations, ANNOTATION_TERMINATION_MESSAGE_POLICY);
+        struct kr_termination_read *t;
+        const char *host_path = NULL;
         bool fallback = streq_ptr(policy, "FallbackToLogsOnError") && c->exit_code != 0 &&
                         !streq_ptr(c->reason, "ContainerCannotRun");
-        bool check_logs = fallback;
-        _cleanup_free_ char *msg = NULL;
-        char *joined = NULL;
+
+        if (c->state != KC_CONTAINER_EXITED) {
+                *ret = NULL;
+                return 0;
+        }
+        for (size_t i = 0; !isempty(path) && i < st->n_mounts; i++)
+                if (st->mounts[i] && streq_ptr(st->mounts[i]->container_path, path)) {
+                        host_path = st->mounts[i]->host_path;
+                        break;
+                }
+        if (!host_path && !fallback) {
+                *ret = NULL;
+                return 0;
+        }
+        t = calloc(1, sizeof(*t));
+        if (!t)
+                return -ENOMEM;
+        t->fallback = fallback;
+        if (strdup_ptr(host_path, &t->host_path) < 0 || strdup_ptr(c->log_path, &t->log_path) < 0 ||
+            (root_dir && (strdup_ptr(root_dir, &t->root_dir) < 0 || strdup_ptr(c->pod_uid, &t->pod_uid) < 0 ||
+                          strdup_ptr(c->name, &t->name) < 0))) {
+                kr_termination_read_free(t);
+                return -ENOMEM;
+        }
+        *ret = t;
+        return 0;
+}
+
+int kr_termination_read_run(struct kr_termination_read *t) {
+        bool check_logs = t->fallback;
         int r;
 
-        if (c->state != KC_CONTAINER_EXITED)
-                return 0;
-        for (size_t i = 0; !isempty(path) && i < st->n_mounts; i++) {
-                if (!st->mounts[i] || !streq_ptr(st->mounts[i]->container_path, path))
-                        continue;
-                r = read_at_most(st->mounts[i]->host_path, KR_TERMINATION_MESSAGE_MAX, &msg);
-                if (r == -ENOENT)
-                        break;
+        if (t->host_path) {
+                r = open_message(t->root_dir, t->pod_uid, t->name, t->host_path);
+                if (r >= 0)
+                        r = read_at_most(r, KR_TERMINATION_MESSAGE_MAX, &t->msg);
                 if (r == -ENOMEM)
                         return r;
-                if (r < 0) {
-                        if (asprintf(&msg, "Error on reading termination log %s: %s", st->mounts[i]->host_path,
-                                     strerror(-r)) < 0)
+                if (r == -ENOENT) {
+                        /* as when no file is mounted */
+                } else if (r < 0) {
+                        if (asprintf(&t->msg, "Error on reading termination log %s: %s", t->host_path, strerror(-r)) <
+                            0) {
+                                t->msg = NULL;
                                 return -ENOMEM;
+                        }
                         check_logs = false;
                 } else
-                        check_logs = fallback && isempty(msg);
-                break;
+                        check_logs = t->fallback && isempty(t->msg);
         }
         if (check_logs) {
-                free(msg);
-                msg = NULL;
-                r = read_log_tail(c->log_path, &msg);
+                t->msg = mfree(t->msg);
+                r = read_log_tail(t->log_path, &t->msg);
                 if (r == -ENOMEM)
                         return r;
         }
-        if (isempty(msg))
+        return 0;
+}
+
+int kr_termination_read_apply(const struct kr_termination_read *t, struct kc_container *c) {
+        char *joined;
+
+        if (!t || isempty(t->msg))
                 return 0;
-        if (asprintf(&joined, "%s%s%s", strempty(c->message), isempty(c->message) ? "" : ": ", msg) < 0)
+        if (asprintf(&joined, "%s%s%s", strempty(c->message), isempty(c->message) ? "" : ": ", t->msg) < 0)
                 return -ENOMEM;
         free(c->message);
         c->message = joined;
         return 0;
+}
+
+int kr_container_read_termination_message(struct kc_container *c, const Runtime__V1__ContainerStatus *st) {
+        struct kr_termination_read *t = NULL;
+        int r;
+
+        r = kr_termination_read_new(c, st, NULL, &t);
+        if (r < 0 || !t)
+                return r;
+        r = kr_termination_read_run(t);
+        if (r >= 0)
+                r = kr_termination_read_apply(t, c);
+        kr_termination_read_free(t);
+        return r;
 }

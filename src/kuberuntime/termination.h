@@ -29,3 +29,21 @@ int kr_termination_message_mount(const struct pod *pod, const struct container *
  * non-zero exit code, from the end of its log; appended to c->message (after ": " when the runtime gave
  * one). Errors reading the file become the message, as upstream. */
 int kr_container_read_termination_message(struct kc_container *c, const Runtime__V1__ContainerStatus *st);
+
+/* The same in three steps, so that the reads (a file that may sit on a filesystem that stopped answering, and
+ * the log) run on a worker thread (issue 26 item 4):
+ *  - kr_termination_read_new, on the loop: what is to be read for c, copied from c and st (*ret NULL when nothing
+ *    is: c has not exited, or has no message file and no log fallback). With root_dir, a message file where
+ *    kr_termination_message_mount makes it is opened beneath <root_dir>/pods through no symlink at all; any other
+ *    path is opened without following a symlink as its last component.
+ *  - kr_termination_read_run, anywhere: the reads; touches nothing but t. -ENOMEM only.
+ *  - kr_termination_read_apply, on the loop: the message appended to c->message, as above. */
+struct kr_termination_read;
+int kr_termination_read_new(const struct kc_container *c, const Runtime__V1__ContainerStatus *st, const char *root_dir,
+                            struct kr_termination_read **ret);
+int kr_termination_read_run(struct kr_termination_read *t);
+int kr_termination_read_apply(const struct kr_termination_read *t, struct kc_container *c);
+struct kr_termination_read *kr_termination_read_free(struct kr_termination_read *t); /* accepts NULL */
+
+/* Tests only: called on the worker with the path before each file is opened; a negative return fails that read. */
+extern int (*kr_termination_read_test_hook)(const char *path);

@@ -10,6 +10,7 @@
 #include "basic/time.h"
 #include "basic/timer.h"
 #include "basic/vclock.h"
+#include "basic/workpool.h"
 
 /* Whatever the virtual clock says, a test run is bounded in real time too: a loop that never settles (a
  * timer re-armed for "now" forever) fails instead of hanging. */
@@ -21,7 +22,11 @@ static uint64_t real_usec(void) {
         return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / 1000;
 }
 
+/* worker jobs the test keeps blocked on purpose (vloop_allow_stuck_jobs) */
+static unsigned stuck_allowed;
+
 void vloop_enable(struct event_base *base) {
+        stuck_allowed = 0;
         vclock_enable(base, 1000 * USEC_PER_SEC, UINT64_C(1704067200) * USEC_PER_SEC);
 }
 
@@ -40,8 +45,50 @@ static bool settle_bounded(struct event_base *base, uint64_t real_deadline) {
         return true;
 }
 
+void vloop_allow_stuck_jobs(unsigned n) {
+        stuck_allowed = n;
+}
+
+static void on_guard(evutil_socket_t fd, short what, void *userdata) {
+        *(bool *) userdata = true;
+}
+
+/* Settle, and while worker jobs are in flight (their completions wake the loop through an eventfd, without time
+ * passing), wait for them in real time and settle again: the clock never moves under a job that runs. */
+static bool settle_with_workers(struct event_base *base, uint64_t real_deadline) {
+        struct timeval tv = { .tv_usec = 10000 };
+        bool fired;
+        struct event *guard;
+
+        if (!settle_bounded(base, real_deadline))
+                return false;
+        if (workpool_in_flight() <= stuck_allowed)
+                return true;
+        guard = evtimer_new(base, on_guard, &fired);
+        if (!guard)
+                abort();
+        while (workpool_in_flight() > stuck_allowed) {
+                if (real_usec() > real_deadline) {
+                        fprintf(stderr, "vloop: %u worker job(s) do not finish\n", workpool_in_flight());
+                        event_free(guard);
+                        return false;
+                }
+                /* libevent's own timer: real time, not the virtual clock */
+                fired = false;
+                evtimer_add(guard, &tv);
+                event_base_loop(base, EVLOOP_ONCE);
+                evtimer_del(guard);
+                if (!settle_bounded(base, real_deadline)) {
+                        event_free(guard);
+                        return false;
+                }
+        }
+        event_free(guard);
+        return true;
+}
+
 void vloop_settle(struct event_base *base) {
-        if (!settle_bounded(base, real_usec() + REAL_CAP_USEC))
+        if (!settle_with_workers(base, real_usec() + REAL_CAP_USEC))
                 abort();
 }
 
@@ -51,7 +98,7 @@ bool vloop_run_until(struct event_base *base, bool (*pred)(void *userdata), void
         for (;;) {
                 if (pred(userdata))
                         return true;
-                if (!settle_bounded(base, real_deadline))
+                if (!settle_with_workers(base, real_deadline))
                         return pred(userdata);
                 if (pred(userdata))
                         return true;
@@ -70,10 +117,6 @@ static bool never(void *userdata) {
 void vloop_run_for(struct event_base *base, uint64_t usec) {
         (void) vloop_run_until(base, never, NULL, usec);
         vloop_settle(base);
-}
-
-static void on_guard(evutil_socket_t fd, short what, void *userdata) {
-        *(bool *) userdata = true;
 }
 
 bool vloop_run_until_io(struct event_base *base, bool (*pred)(void *userdata), void *userdata, uint64_t cap_usec,

@@ -13,11 +13,17 @@
 void vloop_enable(struct event_base *base);
 void vloop_disable(void);
 
-/* Run everything that can run without time passing: active events and ready I/O, until nothing is left. */
+/* Run everything that can run without time passing: active events and ready I/O, and the jobs of worker threads
+ * (basic/workpool.h) in flight, waited for in real time, until nothing is left. */
 void vloop_settle(struct event_base *base);
 
-/* Run the loop until pred(userdata) holds. Whenever nothing can run without time passing, the virtual clock
- * jumps to the next timer, at most cap_usec of virtual time from now. Returns pred's last value. Only for
+/* Worker jobs the test keeps blocked on purpose (a read that never returns until the test lets it): with up to n
+ * jobs in flight, vloop_settle and vloop_run_until no longer wait for them and the clock moves (their deadlines
+ * can pass). 0 again at vloop_enable. */
+void vloop_allow_stuck_jobs(unsigned n);
+
+/* Run the loop until pred(userdata) holds. Whenever nothing can run without time passing (worker jobs in flight
+ * included, as vloop_settle), the virtual clock jumps to the next timer, at most cap_usec of virtual time from now. Returns pred's last value. Only for
  * tests whose only I/O is in process (the fake runtime): real I/O does not hold the clock back. */
 bool vloop_run_until(struct event_base *base, bool (*pred)(void *userdata), void *userdata, uint64_t cap_usec);
 

@@ -9,7 +9,11 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include "basic/error.h"
+#include "basic/fs.h"
 #include "apis/manifest.h"
 #include "basic/strmap.h"
 #include "container/labels.h"
@@ -22,6 +26,12 @@ static void write_file(const char *path, const char *data) {
         assert_non_null(f);
         fputs(data, f);
         fclose(f);
+}
+
+static const char *tmp_root(void) {
+        static char root[sizeof(tmpdir) + 8];
+        snprintf(root, sizeof(root), "%s/root", tmpdir);
+        return root;
 }
 
 static struct kc_container *exited(int exit_code, const char *policy, const char *log_path) {
@@ -127,9 +137,88 @@ static void test_mount_and_read(void **state) {
         pod_set_done(&set);
 }
 
+/* Issue 26 item 4: read in three steps (the middle one on a worker in the kubelet), the message file opened
+ * without following a symlink: beneath <root>/pods through no symlink at all where the kubelet made it, with
+ * O_NOFOLLOW on its last component elsewhere; a FIFO in its place neither blocks nor is read. */
+static char *read_through_steps(const char *uid, const char *name, const char *host_path, const char *root) {
+        Runtime__V1__Mount m = RUNTIME__V1__MOUNT__INIT, *mp = &m;
+        Runtime__V1__ContainerStatus st = RUNTIME__V1__CONTAINER_STATUS__INIT;
+        struct kr_termination_read *t = NULL;
+        struct kc_container *c = exited(1, "File", "/nonexistent.log");
+        char *msg;
+
+        c->pod_uid = strdup(uid);
+        c->name = strdup(name);
+        m.container_path = (char *) "/dev/termination-log";
+        m.host_path = (char *) host_path;
+        st.n_mounts = 1;
+        st.mounts = &mp;
+        assert_int_equal(kr_termination_read_new(c, &st, root, &t), 0);
+        assert_non_null(t);
+        assert_int_equal(kr_termination_read_run(t), 0);
+        assert_int_equal(kr_termination_read_apply(t, c), 0);
+        kr_termination_read_free(t);
+        msg = TAKE_PTR(c->message);
+        kc_container_free(c);
+        return msg;
+}
+
+static void test_no_symlink_followed(void **state) {
+        _cleanup_free_ char *dir = NULL, *file = NULL, *secret = NULL, *link = NULL, *linkdir = NULL, *via = NULL,
+                            *fifo = NULL, *msg = NULL;
+
+        assert_true(asprintf(&dir, "%s/root/pods/u9/containers/c", tmpdir) > 0);
+        assert_int_equal(mkdir_p(dir, 0750), 0);
+        assert_true(asprintf(&file, "%s/0001", dir) > 0);
+        assert_true(asprintf(&secret, "%s/secret", tmpdir) > 0);
+        write_file(file, "the message");
+        write_file(secret, "host secret");
+
+        /* where the kubelet made it: read */
+        msg = read_through_steps("u9", "c", file, tmp_root());
+        assert_string_equal(msg, "the message");
+        msg = mfree(msg);
+
+        /* a symlink in its place, where the kubelet makes it and elsewhere: not followed */
+        assert_true(asprintf(&link, "%s/0002", dir) > 0);
+        assert_int_equal(symlink(secret, link), 0);
+        msg = read_through_steps("u9", "c", link, tmp_root());
+        assert_null(strstr(msg, "host secret"));
+        assert_non_null(strstr(msg, "Error on reading termination log"));
+        msg = mfree(msg);
+        msg = read_through_steps("u9", "c", link, NULL);
+        assert_null(strstr(msg, "host secret"));
+        assert_non_null(strstr(msg, "Error on reading termination log"));
+        msg = mfree(msg);
+
+        /* a symlinked directory on the way below <root>/pods: not crossed */
+        assert_true(asprintf(&linkdir, "%s/root/pods/u8", tmpdir) > 0);
+        assert_int_equal(symlink(tmpdir, linkdir), 0);
+        assert_true(asprintf(&via, "%s/root/pods/u8/containers/c/secret", tmpdir) > 0);
+        {
+                _cleanup_free_ char *d = NULL;
+                assert_true(asprintf(&d, "%s/containers/c", tmpdir) > 0);
+                assert_int_equal(mkdir_p(d, 0750), 0);
+                free(secret);
+                assert_true(asprintf(&secret, "%s/secret", d) > 0);
+                write_file(secret, "host secret");
+        }
+        msg = read_through_steps("u8", "c", via, tmp_root());
+        assert_null(strstr(msg, "host secret"));
+        assert_non_null(strstr(msg, "Error on reading termination log"));
+        msg = mfree(msg);
+
+        /* a FIFO: neither blocks nor is read */
+        assert_true(asprintf(&fifo, "%s/0003", dir) > 0);
+        assert_int_equal(mkfifo(fifo, 0600), 0);
+        msg = read_through_steps("u9", "c", fifo, tmp_root());
+        assert_non_null(strstr(msg, "Error on reading termination log"));
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_mount_and_read),
+                cmocka_unit_test(test_no_symlink_followed),
         };
         char cmd[64];
         int r;
