@@ -104,8 +104,29 @@ static void on_gc_done(int r, void *userdata) {
  * container GC tries again every minute and logs each failure; here each id waits out a back-off instead, so that
  * the pod's clean-up and the GC try (and log) once per step, not at every pass. */
 
+static void removal_ended(struct kubelet *k, const char *id) {
+        for (size_t i = 0; k->removals_in_flight && k->removals_in_flight[i]; i++)
+                if (streq(k->removals_in_flight[i], id)) {
+                        strv_remove_at(k->removals_in_flight, i);
+                        return;
+                }
+}
+
+void kubelet_removal_started(struct kubelet *k, const char *id) {
+        if (!strv_contains(k->removals_in_flight, id))
+                (void) strv_extend(&k->removals_in_flight, id); /* out of memory: at worst tried twice at once */
+}
+
 bool kubelet_removal_blocked(struct kubelet *k, const char *id, uint64_t *ret_until_usec) {
-        uint64_t last = backoff_last_update(&k->removal_backoff, id);
+        uint64_t last;
+
+        if (strv_contains(k->removals_in_flight, id)) {
+                /* the other remover's call is in flight: look again in a second */
+                if (ret_until_usec)
+                        *ret_until_usec = now_usec() + USEC_PER_SEC;
+                return true;
+        }
+        last = backoff_last_update(&k->removal_backoff, id);
 
         return last != 0 && backoff_in_backoff_since(&k->removal_backoff, id, last, now_usec(), ret_until_usec);
 }
@@ -115,6 +136,7 @@ void kubelet_removal_failed(struct kubelet *k, bool sandbox, const char *id, con
         uint64_t now = now_usec();
         char delay[GO_DURATION_MAX];
 
+        removal_ended(k, id);
         (void) backoff_next(&k->removal_backoff, id, now, now);
         log_error("Failed to remove %s \"%s\"%s%s: %s; trying again in %s (back-off)",
                   sandbox ? "pod sandbox" : "container", id, pod_desc ? " of pod " : "", strempty(pod_desc),
@@ -123,11 +145,17 @@ void kubelet_removal_failed(struct kubelet *k, bool sandbox, const char *id, con
 }
 
 void kubelet_removal_succeeded(struct kubelet *k, const char *id) {
+        removal_ended(k, id);
         backoff_reset(&k->removal_backoff, id);
 }
 
+/* asked right before the GC sends the removal (or, for a container in unknown state, the stop before it); every
+ * one it allows ends in gc_removed */
 static bool gc_may_remove(const char *id, void *userdata) {
-        return !kubelet_removal_blocked(userdata, id, NULL);
+        if (kubelet_removal_blocked(userdata, id, NULL))
+                return false;
+        kubelet_removal_started(userdata, id);
+        return true;
 }
 
 static void gc_removed(bool sandbox, const char *id, const char *pod_uid, int r, const char *message, void *userdata) {

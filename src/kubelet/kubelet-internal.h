@@ -137,6 +137,7 @@ struct kubelet {
         /* dead containers and sandboxes the runtime refused to remove, by id: tried again only when their back-off
          * (10s..5m) ends, by the pod's clean-up or the container GC (gc.c) */
         struct backoff removal_backoff;
+        char **removals_in_flight; /* ids whose RemoveContainer/RemovePodSandbox is in flight (gc.c) */
         char **left_to_gc; /* UIDs of pods that terminated with such leftovers: no worker again while they last */
         uint64_t last_full_resync;
         uint64_t last_loop_usec; /* monotonic time of the last housekeeping tick (/healthz/syncloop) */
@@ -245,7 +246,10 @@ void kubelet_worker_event_any(struct pod_worker *w, const char *container, const
 /* gc.c: a dead container or sandbox whose removal the runtime refused waits out a back-off (10 s doubling to
  * 5 min, monotonic) before anyone tries again. kubelet_removal_blocked(): is it in back-off now (*ret_until, if
  * not NULL: when it ends)? kubelet_removal_failed(): records a refusal and logs it, once per back-off step
- * (pod_desc may be NULL); kubelet_removal_succeeded(): forgets it. */
+ * (pod_desc may be NULL); kubelet_removal_succeeded(): forgets it. kubelet_removal_started(): a removal of id is
+ * in flight (the pod's clean-up or the container GC): the other one does not try it meanwhile (blocked, for a
+ * second at a time) until failed or succeeded ends it. */
+void kubelet_removal_started(struct kubelet *k, const char *id);
 bool kubelet_removal_blocked(struct kubelet *k, const char *id, uint64_t *ret_until_usec);
 void kubelet_removal_failed(struct kubelet *k, bool sandbox, const char *id, const char *pod_desc, const char *message);
 void kubelet_removal_succeeded(struct kubelet *k, const char *id);

@@ -1658,6 +1658,7 @@ struct kubelet *kubelet_free(struct kubelet *k) {
         backoff_done(&k->image_backoff);
         backoff_done(&k->removal_backoff);
         strv_free(k->left_to_gc);
+        strv_free(k->removals_in_flight);
         k->cm = cm_free(k->cm);
         kubelet_plugins_free(k); /* after the pod syncs: they may hold requests of its */
         k->allocation = kubelet_allocation_free(k->allocation);

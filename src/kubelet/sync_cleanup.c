@@ -81,7 +81,8 @@ static void issue_remove(struct pod_sync *s, bool sandbox, const char *id) {
         if (r < 0) {
                 free(x->id);
                 free(x);
-        }
+        } else
+                kubelet_removal_started(s->k, id); /* the container GC leaves it alone until on_remove */
         kubelet_sync_fanout_sent(s, sandbox ? "RemovePodSandbox" : "RemoveContainer", r);
 }
 

@@ -302,6 +302,14 @@ static bool may_remove(const struct kr_container_gc *g, const char *id) {
         return !g->cfg.may_remove || g->cfg.may_remove(id, g->cfg.userdata);
 }
 
+/* a removal that may_remove allowed and that ends without a reply of RemoveContainer/RemovePodSandbox (it could not
+ * be sent, or the stop before it failed) is reported as failed too, so that the caller's bookkeeping of what is in
+ * flight ends with it */
+static void report_unsent(const struct kr_container_gc *g, bool sandbox, const char *id, const char *pod_uid, int r) {
+        if (g && g->cfg.removed)
+                g->cfg.removed(sandbox, id, pod_uid, r, strerror(-r), g->cfg.userdata);
+}
+
 static void on_removed(const struct cri_reply *reply, void *userdata) {
         struct removal *x = userdata;
         struct gc_pass *p = x->p;
@@ -333,6 +341,7 @@ static void remove_container(struct removal *x) {
         r = cri_remove_container(x->p->g->cri, &req, 0, on_removed, x);
         if (r < 0) {
                 log_error("container GC: failed to remove container %s: %s", x->id, strerror(-r));
+                report_unsent(x->p->g, false, x->id, x->pod_uid, r);
                 removal_free(x);
                 return;
         }
@@ -351,6 +360,7 @@ static void on_unknown_stopped(const struct cri_reply *reply, void *userdata) {
         }
         if (reply->r < 0 && reply->r != -ENOENT) {
                 log_error("Failed to stop container \"%s\": %s", x->id, reply->message);
+                report_unsent(p->g, false, x->id, x->pod_uid, reply->r);
                 removal_free(x);
                 pass_release(p);
                 return;
@@ -380,8 +390,10 @@ static void remove_containers(struct gc_pass *p) {
                 if (!may_remove(g, sel[i]->id))
                         continue; /* refused before: in back-off */
                 x = removal_new(p, sel[i]->id, sel[i]->pod_uid);
-                if (!x)
+                if (!x) {
+                        report_unsent(g, false, sel[i]->id, sel[i]->pod_uid, -ENOMEM);
                         break;
+                }
                 if (sel[i]->unknown) {
                         /* it could still be running: stop it first */
                         Runtime__V1__StopContainerRequest req = RUNTIME__V1__STOP_CONTAINER_REQUEST__INIT;
@@ -391,6 +403,7 @@ static void remove_containers(struct gc_pass *p) {
                         req.timeout = UNKNOWN_STOP_TIMEOUT_SEC;
                         r = cri_stop_container(g->cri, &req, 0, on_unknown_stopped, x);
                         if (r < 0) {
+                                report_unsent(g, false, x->id, x->pod_uid, r);
                                 removal_free(x);
                                 continue;
                         }
@@ -424,11 +437,14 @@ static void remove_sandboxes(struct gc_pass *p) {
                 if (!may_remove(g, sel[i]->id))
                         continue; /* refused before: in back-off */
                 x = removal_new(p, sel[i]->id, sel[i]->pod_uid);
-                if (!x)
+                if (!x) {
+                        report_unsent(g, true, sel[i]->id, sel[i]->pod_uid, -ENOMEM);
                         break;
+                }
                 req.pod_sandbox_id = x->id;
                 r = cri_remove_pod_sandbox(g->cri, &req, 0, on_removed, x);
                 if (r < 0) {
+                        report_unsent(g, true, x->id, x->pod_uid, r);
                         removal_free(x);
                         continue;
                 }

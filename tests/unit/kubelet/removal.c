@@ -100,13 +100,17 @@ static void test_refused_removal_retried_with_backoff(void **state) {
         assert_true(tries <= 2 * 8); /* but not at every pass */
         assert_non_null(fake_runtime_pod_sandbox(t->rt, "u1"));
 
-        /* a restart forgets the back-off: one try by the pod's worker, then the back-off again */
+        /* a restart forgets the back-off: one try by the pod's worker, then the back-off again. Whether the worker
+         * ends at the pass that made that try or at the one its back-off wakes 10 s later depends on the order in
+         * which the restarted kubelet's first passes and its start-up work on real threads (volume reconstruction)
+         * complete: so one or two steps of the back-off in these 30 s, never more */
         tk_stop(t);
         before = removals(t);
         tk_start(t);
         tk_run_for(t, 30 * USEC_PER_SEC);
         assert_null(kubelet_find_worker(t->k, "u1"));
-        assert_int_equal(removals(t) - before, 2);
+        tries = removals(t) - before;
+        assert_true(tries == 2 || tries == 4);
 
         fake_runtime_clear_failures(t->rt, NULL);
         tk_wait(t, tk_pod_gone, (&(struct tk_want) { .t = t, .uid = "u1" }), 10 * MIN_USEC);
