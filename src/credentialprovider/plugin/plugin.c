@@ -249,6 +249,8 @@ struct provider {
         struct exec *execs;
         uint64_t runs, errors;
         double duration_sum;
+        unsigned running;                     /* its plugin processes running, at most CREDPROV_MAX_RUNNING */
+        struct exec *queue_head, *queue_tail; /* its runs waiting for their turn, in order */
 };
 
 struct credprov {
@@ -257,8 +259,6 @@ struct credprov {
         struct provider *providers;
         size_t n;
         struct credprov_lookup *lookups;
-        unsigned running;                     /* plugin processes running, at most CREDPROV_MAX_RUNNING */
-        struct exec *queue_head, *queue_tail; /* runs waiting for their turn, in order */
 };
 
 static void lookup_free(struct credprov_lookup *l) {
@@ -363,7 +363,7 @@ static char *exec_error(const struct provider *pv, const char *image, const stru
         return m;
 }
 
-static void start_queued(struct credprov *p);
+static void start_queued(struct provider *p);
 
 static void on_exec_done(const struct spawn_result *r, void *userdata) {
         struct exec *e = userdata;
@@ -407,8 +407,8 @@ static void on_exec_done(const struct spawn_result *r, void *userdata) {
         }
         credprov_response_done(&resp);
         exec_free(e);
-        pv->p->running--;
-        start_queued(pv->p);
+        pv->running--;
+        start_queued(pv);
 }
 
 static struct exec *exec_find(struct provider *pv, const char *image) {
@@ -429,7 +429,7 @@ static int exec_spawn(struct exec *e) {
         if (r < 0)
                 return r;
         e->req = mfree(e->req);
-        pv->p->running++;
+        pv->running++;
         return 0;
 }
 
@@ -451,9 +451,10 @@ static void exec_failed(struct exec *e, int r) {
         exec_free(e);
 }
 
-/* the next runs in order while there is room (issue 26: one plugin process at a time on the node by default, so
- * that a pod of many images cannot fork one process per image at once) */
-static void start_queued(struct credprov *p) {
+/* the provider's next runs in order while there is room (issue 26: one process at a time per plugin by default, so
+ * that a pod of many images cannot fork one process per image at once, while a plugin that hangs holds up only the
+ * images it matches) */
+static void start_queued(struct provider *p) {
         while (p->queue_head && p->running < CREDPROV_MAX_RUNNING) {
                 struct exec *e = p->queue_head;
                 int r;
@@ -470,7 +471,7 @@ static void start_queued(struct credprov *p) {
 
 static int exec_start(struct provider *pv, const char *image, struct exec **ret) {
         _cleanup_free_ char *req = credprov_request_encode(pv->cfg->api_version, image);
-        struct credprov *p = pv->p;
+        struct provider *p = pv;
         struct exec *e;
         int r;
 
@@ -598,9 +599,10 @@ struct credprov *credprov_free(struct credprov *p) {
                 return NULL;
         while (p->lookups)
                 credprov_lookup_cancel(p->lookups);
-        p->queue_head = p->queue_tail = NULL; /* its runs are freed with their providers */
         for (size_t i = 0; i < p->n; i++) {
                 struct provider *pv = &p->providers[i];
+
+                pv->queue_head = pv->queue_tail = NULL; /* its runs are freed below */
                 while (pv->execs) {
                         struct exec *e = pv->execs;
                         exec_unlink(e);

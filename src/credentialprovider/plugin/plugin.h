@@ -5,7 +5,7 @@
  * match, run <bin-dir>/<name> <args> with a CredentialProviderRequest on stdin and read a
  * CredentialProviderResponse from stdout; cache its credentials by cacheKeyType (Image, Registry or Global) for
  * cacheDuration (else the provider's defaultCacheDuration; 0: not cached). Requests for the same provider and
- * image made while one runs wait for it (upstream's singleflight); runs are serialized over all providers
+ * image made while one runs wait for it (upstream's singleflight); each provider's runs are serialized
  * (CREDPROV_MAX_RUNNING), queued in order.
  *
  * The plugin is a child process watched by the event loop (basic/spawn.h): a one-minute timeout kills it (and
@@ -26,8 +26,9 @@
 #define CREDPROV_STDOUT_MAX (1024u * 1024u)
 #define CREDPROV_STDERR_MAX (16u * 1024u)
 #define CREDPROV_CACHE_MAX 1024 /* entries per provider */
-/* Plugin processes running at once on the node, over every provider: one (issue 26); the others wait in order,
- * their one-minute timeout counted from their start. */
+/* Plugin processes running at once for one provider: one (issue 26: a pod of many images cannot fork a process per
+ * image at once; a plugin that hangs holds up only the images it matches); the others wait in order, their
+ * one-minute timeout counted from their start. */
 #define CREDPROV_MAX_RUNNING 1
 
 /* ---- the wire (pure; exposed for tests) ---- */

@@ -453,8 +453,9 @@ static void test_providers(void **state) {
         rmdir(d);
 }
 
-/* issue 26: plugin runs are serialized over all providers: four lookups of four images through two providers, the
- * plugins note when a run overlaps another (a lock directory), and every lookup still gets its answer */
+/* issue 26: each provider's plugin runs are serialized: four lookups of four images through two providers, each
+ * plugin notes when a run of its own overlaps another (a lock directory per plugin), and every lookup still gets its
+ * answer */
 static void test_serialized(void **state) {
         char tmpl[] = "/tmp/ckubelet-credprov-XXXXXX";
         char *d = mkdtemp(tmpl), cfg[256], p[256], log[256];
@@ -469,8 +470,8 @@ static void test_serialized(void **state) {
         snprintf(log, sizeof(log), "%s/log", d);
         assert_true(asprintf(&script,
                              "#!/bin/sh\nread req\n"
-                             "if mkdir %s/lock 2>/dev/null; then echo run >> %s; else echo OVERLAP >> %s; fi\n"
-                             "sleep 0.2; rmdir %s/lock 2>/dev/null\n"
+                             "if mkdir %s/lock-${0##*/} 2>/dev/null; then echo run >> %s; else echo OVERLAP >> %s; fi\n"
+                             "sleep 0.2; rmdir %s/lock-${0##*/} 2>/dev/null\n"
                              "echo '{\"kind\":\"CredentialProviderResponse\",\"apiVersion\":"
                              "\"credentialprovider.kubelet.k8s.io/v1\",\"cacheKeyType\":\"Image\","
                              "\"auth\":{\"*.io\":{\"username\":\"u\",\"password\":\"pw\"}}}'\n",
