@@ -152,9 +152,11 @@ struct kubelet {
         struct node_manager *node;
         struct status_manager *status;
         struct mirror_manager *mirror;
-        struct event_recorder *events;   /* always: without an API server events are only logged */
-        struct api_delete *deletes;      /* DELETEs of terminated pods in flight */
-        char **api_deleted;              /* UIDs of the pods whose final DELETE was sent (until they leave the
+        struct event_recorder *events; /* always: without an API server events are only logged */
+        struct api_delete *deletes;    /* DELETEs of terminated pods in flight */
+        char **final_statuses;         /* "uid namespace/name" of the deleted API pods whose final status is on its way
+                                * (their DELETE follows it) */
+        char **api_deleted;            /* UIDs of the pods whose final DELETE was sent (until they leave the
                                           * desired set), so that a relist does not stop and delete them again */
         struct objects_manager *objects; /* ConfigMaps, Secrets and tokens of the pods (always) */
         struct cm *cm;                   /* QoS and pod cgroups (--cgroups-per-qos) */

@@ -427,14 +427,17 @@ static void update_conditions(struct pod_worker *w) {
               w->uid, ready ? "True" : "False");
 }
 
-/* the UID the pod's status is reported under: its own, or its mirror pod's for a static pod (NULL: none yet) */
 /* The pod whose status a worker reports: its desired pod, or a static pod's last spec while it terminates (its
  * mirror pod keeps showing the pod's real status until it is gone); NULL: none. */
 static struct pod *status_pod(const struct pod_worker *w) {
         if (w->pod)
                 return w->pod;
-        if (!w->last_pod || !pod_config_is_static(w->last_pod))
+        if (!w->last_pod)
                 return NULL;
+        if (!pod_config_is_static(w->last_pod))
+                /* an API pod deleted gracefully keeps its status reported until it is terminal (a finalizer may
+                 * keep it in the API server for good) */
+                return w->deleting ? w->last_pod : NULL;
         /* a new version of the static pod (same name) owns the mirror pod */
         for (const struct pod_worker *o = w->k->workers; o; o = o->next)
                 if (o != w && o->pod && w->full_name && streq_ptr(o->full_name, w->full_name))
@@ -459,6 +462,17 @@ static const json_t *old_status(struct kubelet *k, struct pod_worker *w) {
         if (!st && !pod_config_is_static(status_pod(w)))
                 st = json_object_get(status_pod(w)->raw, "status");
         return st;
+}
+
+/* podIsTerminal: an API pod being deleted whose containers are all stopped */
+static bool worker_terminal(const struct pod_worker *w) {
+        if (w->pod || !w->deleting || !w->last_pod || pod_config_is_static(w->last_pod))
+                return false;
+        for (size_t i = 0; w->observed && i < w->observed->n_containers; i++)
+                if (w->observed->containers[i]->state == KC_CONTAINER_RUNNING ||
+                    w->observed->containers[i]->state == KC_CONTAINER_UNKNOWN)
+                        return false;
+        return true;
 }
 
 /* The pod's v1 PodStatus as the kubelet sees it now (generateAPIPodStatus). */
@@ -488,6 +502,7 @@ int kubelet_worker_status_json(struct kubelet *k, struct pod_worker *w, json_t *
                 .generation = pod_generation(status_pod(w)),
                 .evict_reason = w->deadline_exceeded ? ACTIVE_DEADLINE_REASON : NULL,
                 .evict_message = w->deadline_exceeded ? ACTIVE_DEADLINE_MESSAGE : NULL,
+                .terminal = worker_terminal(w),
         };
 
         probe_manager_results(k->prober, &probes);
@@ -678,12 +693,12 @@ static void on_pod_deleted(const struct kube_response *resp, void *userdata) {
 
 /* the pod is stopped: delete it with grace period 0 so that it leaves the API (status manager's
  * canBeDeleted → Delete with a UID precondition) */
-static void delete_from_api(struct kubelet *k, struct pod_worker *w) {
+static void delete_from_api(struct kubelet *k, const char *ns, const char *name, const char *uid) {
         _cleanup_free_ char *path = NULL;
         struct api_delete *d;
         json_auto_t *body = NULL;
 
-        if (!k->client || !w->api_ns || !w->api_name)
+        if (!k->client || !ns || !name)
                 return;
         d = calloc(1, sizeof(*d));
         if (!d)
@@ -693,24 +708,77 @@ static void delete_from_api(struct kubelet *k, struct pod_worker *w) {
         if (k->deletes)
                 k->deletes->prev = d;
         k->deletes = d;
-        if (asprintf(&path, "/api/v1/namespaces/%s/pods/%s", w->api_ns, w->api_name) < 0 ||
-            asprintf(&d->what, "%s/%s", w->api_ns, w->api_name) < 0) {
+        if (asprintf(&path, "/api/v1/namespaces/%s/pods/%s", ns, name) < 0 ||
+            asprintf(&d->what, "%s/%s", ns, name) < 0) {
                 d->what = NULL;
                 api_delete_free(d);
                 return;
         }
-        d->uid = strdup(w->uid);
-        if (!d->uid || (!strv_contains(k->api_deleted, w->uid) && strv_extend(&k->api_deleted, w->uid) < 0)) {
+        d->uid = strdup(uid);
+        if (!d->uid || (!strv_contains(k->api_deleted, uid) && strv_extend(&k->api_deleted, uid) < 0)) {
                 log_error("Failed to delete pod %s from the API server: out of memory", d->what);
                 api_delete_free(d);
                 return;
         }
         body = json_pack("{s:s, s:s, s:i, s:{s:s}}", "kind", "DeleteOptions", "apiVersion", "v1", "gracePeriodSeconds",
-                         0, "preconditions", "uid", w->uid);
+                         0, "preconditions", "uid", uid);
         if (kube_request(k->client, "DELETE", path, body, NULL, 0, on_pod_deleted, d, &d->req) < 0) {
                 log_error("Failed to delete pod %s from the API server: out of memory", d->what);
                 api_delete_free(d);
         }
+}
+
+/* a deleted API pod's final status is in the API server (or the pod is gone): it may be deleted now */
+static void on_final_status(const char *uid, void *userdata) {
+        struct kubelet *k = userdata;
+        _cleanup_free_ char *ns = NULL, *name = NULL;
+        const char *slash;
+
+        for (size_t i = 0; k->final_statuses && k->final_statuses[i]; i++) {
+                /* "uid namespace/name" */
+                const char *e = k->final_statuses[i], *sp = strchr(e, ' ');
+                if (!sp || (size_t) (sp - e) != strlen(uid) || strncmp(e, uid, sp - e) != 0)
+                        continue;
+                slash = strchr(sp + 1, '/');
+                if (slash) {
+                        ns = strndup(sp + 1, slash - sp - 1);
+                        name = strdup(slash + 1);
+                }
+                strv_remove_at(k->final_statuses, i);
+                break;
+        }
+        if (k->stopping || !ns || !name)
+                return;
+        delete_from_api(k, ns, name, uid);
+}
+
+/* TerminatePod, then the DELETE once the API server has the final status (canBeDeleted: a terminal phase in the
+ * API server first); without a status manager, the DELETE at once */
+static void finish_api_pod(struct kubelet *k, struct pod_worker *w) {
+        _cleanup_free_ char *entry = NULL;
+        json_t *status = NULL, *final = NULL;
+        const json_t *base;
+        const struct pod *p = status_pod(w);
+
+        if (!k->status || !p || !w->api_ns || !w->api_name) {
+                delete_from_api(k, w->api_ns, w->api_name, w->uid);
+                return;
+        }
+        base = status_manager_get(k->status, w->uid);
+        if (!base && kubelet_worker_status_json(k, w, &status) >= 0)
+                base = status;
+        if (!base || status_pod_terminate(base, p->spec.n_init_containers > 0, false, &final) < 0 ||
+            asprintf(&entry, "%s %s/%s", w->uid, w->api_ns, w->api_name) < 0 ||
+            strv_extend(&k->final_statuses, entry) < 0 ||
+            (!strv_contains(k->api_deleted, w->uid) && strv_extend(&k->api_deleted, w->uid) < 0)) {
+                json_decref(status);
+                json_decref(final);
+                delete_from_api(k, w->api_ns, w->api_name, w->uid);
+                return;
+        }
+        json_decref(status);
+        if (status_manager_set_final(k->status, w->uid, w->api_ns, w->api_name, final, on_final_status, k) < 0)
+                delete_from_api(k, w->api_ns, w->api_name, w->uid);
 }
 
 void kubelet_worker_terminated(struct kubelet *k, struct pod_worker *w) {
@@ -727,7 +795,7 @@ void kubelet_worker_terminated(struct kubelet *k, struct pod_worker *w) {
         } else
                 log_info("pod %s (%s) terminated and removed from the runtime", strna(w->full_name), w->uid);
         if (w->deleting)
-                delete_from_api(k, w);
+                finish_api_pod(k, w);
         (void) kubelet_allocation_set(k->allocation, w->uid, NULL); /* its allocation goes with it */
         kubelet_worker_free(w);
         sync_mirror_pods(k);       /* a static pod's mirror pod goes now */
@@ -1037,6 +1105,11 @@ static void sync_mirror_pods(struct kubelet *k) {
 }
 
 void kubelet_worker_observed_terminating(struct pod_worker *w, struct kc_pod_status *status) {
+        /* a deleted API pod's containers removed after they stopped: its status keeps how they ended */
+        if (w->deleting && w->observed && w->observed->n_containers > 0 && status && status->n_containers == 0) {
+                kc_pod_status_free(status);
+                return;
+        }
         kc_pod_status_free(w->observed);
         w->observed = status;
         kubelet_report_status(w->k, w);
@@ -1652,6 +1725,7 @@ struct kubelet *kubelet_free(struct kubelet *k) {
         pod_set_done(&k->desired);
         strv_free(k->rejected);
         strv_free(k->api_deleted);
+        strv_free(k->final_statuses);
         free(k->node_ip);
         free(k->pods_cgroup);
         backoff_done(&k->crash_backoff);

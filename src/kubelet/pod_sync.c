@@ -151,8 +151,10 @@ void kubelet_pod_sync_done(struct pod_sync *s) {
          * is gone */
         if (s->decided && s->pod && !s->k->stopping)
                 kubelet_worker_observed(w, s->pod, TAKE_PTR(s->status));
-        else if (s->decided && !s->pod && w->last_pod && pod_config_is_static(w->last_pod) && !s->k->stopping)
-                kubelet_worker_observed_terminating(w, TAKE_PTR(s->status)); /* its mirror pod shows it */
+        else if (s->decided && !s->pod && w->last_pod && (pod_config_is_static(w->last_pod) || w->deleting) &&
+                 !s->k->stopping)
+                /* its mirror pod shows it; a deleted API pod keeps reporting until it is terminal */
+                kubelet_worker_observed_terminating(w, TAKE_PTR(s->status));
         w->sync = NULL;
         kubelet_worker_sync_done(w, s->did_work, s->wake_usec, s->error, gone);
         kubelet_pod_sync_free(s);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "status/manager.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +28,9 @@ struct status_entry {
         struct event *retry;
         uint64_t retry_usec;
         bool gone; /* the API server has no pod of this UID (deleted, or replaced by one of the same name) */
+        /* the final status (status_manager_set_final): done runs once the API server has it */
+        status_final_cb final_done;
+        void *final_userdata;
 };
 
 struct status_manager {
@@ -76,6 +80,20 @@ int status_manager_new(struct event_base *base, struct kube_client *client, stru
 }
 
 static void entry_send(struct status_entry *e);
+static void entry_remove(struct status_entry *e);
+
+/* a final status the API server has (or a pod it no longer has): tell, then forget the pod */
+static bool entry_finished(struct status_entry *e) {
+        status_final_cb done = e->final_done;
+
+        if (!done || e->req || !(e->gone || (e->sent && json_equal(e->sent, e->wanted))))
+                return false;
+        _cleanup_free_ char *uid = strdup(e->uid);
+        void *userdata = e->final_userdata;
+        entry_remove(e);
+        done(uid ? uid : "", userdata);
+        return true;
+}
 
 static void on_patched(const struct kube_response *resp, void *userdata) {
         struct status_entry *e = userdata;
@@ -88,6 +106,8 @@ static void on_patched(const struct kube_response *resp, void *userdata) {
                 log_v(3, "Patch status for pod: pod=\"%s/%s\" podUID=\"%s\"", e->ns, e->name, e->uid);
                 if (e->wanted && !json_equal(e->wanted, e->sent))
                         entry_send(e); /* it changed meanwhile */
+                else
+                        (void) entry_finished(e);
                 return;
         }
         e->inflight = (json_decref(e->inflight), NULL);
@@ -97,6 +117,7 @@ static void on_patched(const struct kube_response *resp, void *userdata) {
                 log_v(2, "Pod status not updated: pod=\"%s/%s\" podUID=\"%s\": %s", e->ns, e->name, e->uid,
                       resp->error);
                 e->gone = true;
+                (void) entry_finished(e);
                 return;
         }
         log_warning("Failed to update status for pod: pod=\"%s/%s\" podUID=\"%s\" err=\"%s\"", e->ns, e->name, e->uid,
@@ -190,7 +211,25 @@ static void entry_send(struct status_entry *e) {
 }
 
 static void on_retry(evutil_socket_t fd, short what, void *userdata) {
-        entry_send(userdata);
+        if (!entry_finished(userdata))
+                entry_send(userdata);
+}
+
+static struct status_entry *entry_get(struct status_manager *m, const char *uid, const char *ns, const char *name) {
+        struct status_entry *e = hashmap_get(&m->by_uid, uid);
+
+        if (e)
+                return e;
+        e = calloc(1, sizeof(*e));
+        if (!e || !(e->uid = strdup(uid)) || !(e->ns = strdup(ns)) || !(e->name = strdup(name)) ||
+            !(e->retry = evtimer_new(m->base, on_retry, e)) || hashmap_put(&m->by_uid, e->uid, e) < 0) {
+                entry_free(e);
+                return NULL;
+        }
+        e->m = m;
+        e->next = m->entries;
+        m->entries = e;
+        return e;
 }
 
 void status_manager_set(struct status_manager *m, const char *uid, const char *ns, const char *name, json_t *status) {
@@ -199,18 +238,9 @@ void status_manager_set(struct status_manager *m, const char *uid, const char *n
 
         if (!m || !status)
                 return;
-        e = hashmap_get(&m->by_uid, uid);
-        if (!e) {
-                e = calloc(1, sizeof(*e));
-                if (!e || !(e->uid = strdup(uid)) || !(e->ns = strdup(ns)) || !(e->name = strdup(name)) ||
-                    !(e->retry = evtimer_new(m->base, on_retry, e)) || hashmap_put(&m->by_uid, e->uid, e) < 0) {
-                        entry_free(e);
-                        return;
-                }
-                e->m = m;
-                e->next = m->entries;
-                m->entries = e;
-        }
+        e = entry_get(m, uid, ns, name);
+        if (!e)
+                return;
         if (e->wanted && json_equal(e->wanted, status))
                 return;
         json_decref(e->wanted);
@@ -220,16 +250,38 @@ void status_manager_set(struct status_manager *m, const char *uid, const char *n
         entry_send(e);
 }
 
+int status_manager_set_final(struct status_manager *m, const char *uid, const char *ns, const char *name,
+                             json_t *status, status_final_cb done, void *userdata) {
+        json_auto_t *owned = status;
+        struct status_entry *e;
+
+        assert(m && uid && ns && name && status && done);
+        e = entry_get(m, uid, ns, name);
+        if (!e)
+                return -ENOMEM;
+        e->final_done = done;
+        e->final_userdata = userdata;
+        if (!e->wanted || !json_equal(e->wanted, status)) {
+                json_decref(e->wanted);
+                e->wanted = TAKE_PTR(owned);
+        }
+        /* sent now when it can be; else by the request in flight's end or the retry; when the API server
+         * already has it (or has no such pod), the retry timer tells at once, outside this call */
+        if (!e->sent || !json_equal(e->sent, e->wanted))
+                entry_send(e);
+        if (!e->req && !evtimer_pending(e->retry, NULL))
+                evtimer_add_usec(e->retry, 0);
+        return 0;
+}
+
 const json_t *status_manager_get(struct status_manager *m, const char *uid) {
         const struct status_entry *e = m ? hashmap_get(&m->by_uid, uid) : NULL;
         return e ? e->wanted : NULL;
 }
 
-void status_manager_forget(struct status_manager *m, const char *uid) {
-        struct status_entry *e = m ? hashmap_get(&m->by_uid, uid) : NULL;
+static void entry_remove(struct status_entry *e) {
+        struct status_manager *m = e->m;
 
-        if (!e)
-                return;
         for (struct status_entry **p = &m->entries; *p; p = &(*p)->next)
                 if (*p == e) {
                         *p = e->next;
@@ -237,4 +289,12 @@ void status_manager_forget(struct status_manager *m, const char *uid) {
                 }
         hashmap_remove(&m->by_uid, e->uid);
         entry_free(e);
+}
+
+void status_manager_forget(struct status_manager *m, const char *uid) {
+        struct status_entry *e = m ? hashmap_get(&m->by_uid, uid) : NULL;
+
+        if (!e || e->final_done)
+                return;
+        entry_remove(e);
 }

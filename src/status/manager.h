@@ -21,5 +21,13 @@ const json_t *status_manager_get(struct status_manager *m, const char *uid);
  * conditions merged by type (those of other clients untouched, those the kubelet dropped since the status sent
  * deleted), the IP lists replaced. sent may be NULL. */
 int status_build_patch(const char *uid, const json_t *wanted, const json_t *sent, json_t **ret);
-/* The pod is gone: forget it. */
+/* Called once the API server has a pod's final status, or has no such pod (404, another UID). */
+typedef void (*status_final_cb)(const char *uid, void *userdata);
+/* The pod's final status (the status manager's TerminatePod: the pod's containers are stopped for good): sent as
+ * any other, retried with back-off; once the API server has it, or has no such pod, done(uid, userdata) runs
+ * (never inside this call) and the manager forgets the pod (status_manager_forget leaves it alone until then).
+ * status: taken. Nothing is called after status_manager_free. -ENOMEM: nothing set, done never called. */
+int status_manager_set_final(struct status_manager *m, const char *uid, const char *ns, const char *name,
+                             json_t *status, status_final_cb done, void *userdata);
+/* The pod is gone: forget it (not a pod whose final status is on its way). */
 void status_manager_forget(struct status_manager *m, const char *uid);

@@ -2,6 +2,7 @@
 /* generateAPIPodStatus: what the kubelet says about a pod, from its spec and the runtime's view. */
 #include "status/status.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
@@ -298,9 +299,12 @@ const char *status_pod_phase(const struct pod_status_input *in) {
                 const struct kc_container *prev = previous_instance(in->observed, spec->name);
 
                 if (container_is_sidecar(spec)) {
-                        /* a sidecar is pending until it started; its exits fail nothing (it is restarted) */
+                        /* a sidecar is pending until it started; its exits fail nothing (it is restarted) and a
+                         * terminated one does not count; a running one keeps the pod Running (getPhase) */
                         if (!probe_container_started(spec, c, in->probes))
                                 pending_init++;
+                        if (c && c->state == KC_CONTAINER_RUNNING)
+                                running++;
                         continue;
                 }
                 if (!c || c->state == KC_CONTAINER_RUNNING)
@@ -364,6 +368,9 @@ const char *status_pod_phase(const struct pod_status_input *in) {
         if (running > 0 && unknown == 0)
                 return "Running";
         if (running == 0 && stopped > 0 && unknown == 0) {
+                /* a terminal pod's containers are not started again, whatever its restart policy */
+                if (in->terminal)
+                        return stopped == succeeded ? "Succeeded" : "Failed";
                 if (restarting > 0)
                         return "Running"; /* some of them will be started again */
                 if (stopped == succeeded)
@@ -765,4 +772,96 @@ int status_pod_check_transition(const json_t *old_status, const json_t *new_stat
                 return r;
         return check_transition(json_object_get(old_status, "initContainerStatuses"),
                                 json_object_get(new_status, "initContainerStatuses"), spec, ret_error);
+}
+
+/* ---------------------------------------------------------------- TerminatePod */
+
+static bool status_is_waiting(const json_t *cs) {
+        return json_object_get(json_object_get(cs, "state"), "waiting") != NULL ||
+               json_object_size(json_object_get(cs, "state")) == 0;
+}
+
+static bool status_is_terminated(const json_t *cs) {
+        return json_object_get(json_object_get(cs, "state"), "terminated") != NULL;
+}
+
+static bool status_was_terminated(const json_t *cs) {
+        return json_object_get(json_object_get(cs, "lastState"), "terminated") != NULL;
+}
+
+static int mark_unknown(json_t *cs) {
+        json_t *state = json_pack("{s:{s:i, s:s, s:s}}", "terminated", "exitCode", 137, "reason",
+                                  "ContainerStatusUnknown", "message",
+                                  "The container could not be located when the pod was terminated");
+        if (!state)
+                return -ENOMEM;
+        if (json_object_set_new(cs, "state", state) < 0)
+                return -ENOMEM;
+        if (json_is_true(json_object_get(cs, "ready")))
+                (void) json_object_set_new(cs, "ready", json_false());
+        if (json_object_get(cs, "started"))
+                (void) json_object_set_new(cs, "started", json_false());
+        return 0;
+}
+
+/* hasPodInitialized, on the status itself: any app container out of waiting, or the last init container
+ * completed (a sidecar: started and running) */
+static bool status_has_initialized(const json_t *status, bool has_init_containers) {
+        const json_t *cs, *inits = json_object_get(status, "initContainerStatuses"), *last;
+        size_t i, n = json_array_size(inits);
+
+        if (!has_init_containers)
+                return true;
+        json_array_foreach(json_object_get(status, "containerStatuses"), i, cs)
+                if (status_was_terminated(cs) || !status_is_waiting(cs))
+                        return true;
+        if (n == 0)
+                return false;
+        last = json_array_get(inits, n - 1);
+        if (json_object_get(json_object_get(last, "state"), "running"))
+                return json_is_true(json_object_get(last, "started")); /* a sidecar that started */
+        for (const char *k = "state";; k = "lastState") {
+                const json_t *t = json_object_get(json_object_get(last, k), "terminated");
+                if (t && json_integer_value(json_object_get(t, "exitCode")) == 0)
+                        return true;
+                if (streq(k, "lastState"))
+                        return false;
+        }
+}
+
+int status_pod_terminate(const json_t *status, bool has_init_containers, bool is_static, json_t **ret) {
+        json_auto_t *copy = json_deep_copy(status);
+        json_t *cs, *inits;
+        const char *phase;
+        size_t i, started;
+        int r;
+
+        assert(ret);
+        if (!copy)
+                return -ENOMEM;
+        if (status_has_initialized(status, has_init_containers))
+                json_array_foreach(json_object_get(copy, "containerStatuses"), i, cs)
+                        if (!status_is_terminated(cs) && (r = mark_unknown(cs)) < 0)
+                                return r;
+        /* initializedContainers: all but the suffix still waiting with no termination before; at least one */
+        inits = json_object_get(copy, "initContainerStatuses");
+        started = json_array_size(inits) > 0 ? 1 : 0;
+        for (i = json_array_size(inits); i > 0; i--) {
+                cs = json_array_get(inits, i - 1);
+                if (!status_is_waiting(cs) || status_was_terminated(cs)) {
+                        started = i;
+                        break;
+                }
+        }
+        for (i = 0; i < started; i++) {
+                cs = json_array_get(inits, i);
+                if (!status_is_terminated(cs) && (r = mark_unknown(cs)) < 0)
+                        return r;
+        }
+        phase = json_string_value(json_object_get(copy, "phase"));
+        if (!is_static && !streq_ptr(phase, "Succeeded") && !streq_ptr(phase, "Failed") &&
+            json_object_set_new(copy, "phase", json_string("Failed")) < 0)
+                return -ENOMEM;
+        *ret = TAKE_PTR(copy);
+        return 0;
 }

@@ -52,6 +52,9 @@ struct pod_status_input {
         const char *resize_error;
         int64_t resize_in_progress_usec;
         int64_t generation; /* metadata.generation, 0 when the API server has none */
+        /* podIsTerminal: the pod was deleted (or ended) and its containers are stopped for good: a phase from
+         * stopped containers is Succeeded or Failed whatever the restart policy (not for a static pod) */
+        bool terminal;
 };
 
 /* PodConditionByKubelet: the condition types the kubelet owns (PodScheduled, Ready, Initialized,
@@ -73,6 +76,12 @@ const char *status_pod_phase(const struct pod_status_input *in);
 /* The whole v1 PodStatus object. A container the runtime does not know (any more) keeps a terminated state it
  * had in old_status, else waits with the old restartCount and lastState (convertToAPIContainerStatuses). */
 int status_pod_generate(const struct pod_status_input *in, json_t **ret);
+/* The status manager's TerminatePod, as a copy of status: once the pod has initialized, every container status
+ * that is not terminated becomes terminated (exit code 137, reason ContainerStatusUnknown, "The container could
+ * not be located when the pod was terminated"), so do the init containers that were started (all but the suffix
+ * still waiting, at least the first one), and a Pending or Running phase becomes Failed (not for a static pod,
+ * whose phase stays). has_init_containers: the spec has init containers. */
+int status_pod_terminate(const json_t *status, bool has_init_containers, bool is_static, json_t **ret);
 
 /* The status manager's checkContainerStateTransition: unless their restart policy (the container's own and its
  * rules, else the pod's) restarts them after that exit, containers terminated in old_status must stay terminated in

@@ -249,6 +249,66 @@ static void test_forget_in_flight(void **state) {
         assert_int_equal(c->srv.hits, 1);
 }
 
+struct final_seen {
+        unsigned calls, hits_then;
+        struct ctx *c;
+};
+
+static void on_final(const char *uid, void *userdata) {
+        struct final_seen *f = userdata;
+        assert_string_equal(uid, "u1");
+        f->calls++;
+        f->hits_then = f->c->srv.hits;
+}
+
+static bool final_called(void *userdata) {
+        return ((struct final_seen *) userdata)->calls > 0;
+}
+
+/* a final status: done only once the API server accepted it (after retries), never inside the call, once; the
+ * pod's entry survives the worker's forget until then */
+static void test_final_after_accepted(void **state) {
+        struct ctx *c = *state;
+        struct final_seen f = { .c = c };
+
+        c->code = 500;
+        status_manager_set(c->m, "u1", "ns1", "web", status("Running"));
+        assert_int_equal(status_manager_set_final(c->m, "u1", "ns1", "web", status("Failed"), on_final, &f), 0);
+        status_manager_forget(c->m, "u1"); /* the worker goes at once */
+        assert_int_equal(f.calls, 0);
+        assert_true(wait_hits(c, 3, 60 * USEC_PER_SEC));
+        assert_int_equal(f.calls, 0); /* refused so far */
+        c->code = 200;
+        assert_true(vloop_run_until_io(c->base, final_called, &f, 60 * USEC_PER_SEC, QUIET_USEC));
+        assert_body(c, "u1", "Failed");
+        assert_int_equal(f.hits_then, c->srv.hits);
+        idle_for(c, 2 * 60 * USEC_PER_SEC);
+        assert_int_equal(f.calls, 1);
+        assert_null(status_manager_get(c->m, "u1")); /* forgotten with it */
+}
+
+/* already accepted, or the pod is gone: done at once, but not inside the call */
+static void test_final_synced_or_gone(void **state) {
+        struct ctx *c = *state;
+        struct final_seen f = { .c = c };
+
+        status_manager_set(c->m, "u1", "ns1", "web", status("Failed"));
+        assert_true(wait_hits(c, 1, 10 * USEC_PER_SEC));
+        idle_for(c, USEC_PER_SEC);
+        assert_int_equal(status_manager_set_final(c->m, "u1", "ns1", "web", status("Failed"), on_final, &f), 0);
+        assert_int_equal(f.calls, 0);
+        assert_true(vloop_run_until_io(c->base, final_called, &f, 10 * USEC_PER_SEC, QUIET_USEC));
+        assert_int_equal(c->srv.hits, 1); /* nothing new to send */
+
+        f.calls = 0;
+        c->code = 404;
+        assert_int_equal(status_manager_set_final(c->m, "u1", "ns1", "web", status("Succeeded"), on_final, &f), 0);
+        assert_true(vloop_run_until_io(c->base, final_called, &f, 10 * USEC_PER_SEC, QUIET_USEC));
+        idle_for(c, 2 * 60 * USEC_PER_SEC);
+        assert_int_equal(f.calls, 1);
+        assert_int_equal(c->srv.hits, 2);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_patch_once, setup, teardown),
@@ -256,6 +316,8 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_retry_and_gone, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_forget_in_flight, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_replaced_422, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_final_after_accepted, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_final_synced_or_gone, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -535,10 +535,109 @@ static void test_status_patch_disruption_target(void **state) {
         json_decref(sent);
 }
 
+/* podIsTerminal: stopped containers give Succeeded or Failed whatever the restart policy */
+static void test_phase_terminal(void **state) {
+        _cleanup_pod_free_ struct pod *always = parse_pod("Always");
+        _cleanup_(kc_pod_status_freep) struct kc_pod_status *done = status_new(false), *killed = status_new(false),
+                                                            *running = status_new(true);
+        struct pod_status_input in = { .pod = always, .terminal = true };
+
+        add(done, "a", "a1", KC_CONTAINER_EXITED, 0, 4, 0);
+        add(done, "b", "b1", KC_CONTAINER_EXITED, 0, 4, 0);
+        add(killed, "a", "a1", KC_CONTAINER_EXITED, 0, 4, 0);
+        add(killed, "b", "b1", KC_CONTAINER_EXITED, 137, 4, 0);
+        add(running, "a", "a1", KC_CONTAINER_RUNNING, 0, 4, 0);
+        add(running, "b", "b1", KC_CONTAINER_EXITED, 137, 4, 0);
+        assert_string_equal(phase(always, done), "Running"); /* not terminal: restarted */
+        in.observed = done;
+        assert_string_equal(status_pod_phase(&in), "Succeeded");
+        in.observed = killed;
+        assert_string_equal(status_pod_phase(&in), "Failed");
+        in.observed = running;
+        assert_string_equal(status_pod_phase(&in), "Running"); /* still stopping */
+}
+
+static json_t *cstatus(const char *name, const char *state, int exit_code, bool last_terminated) {
+        json_t *st = streq(state, "terminated") ? json_pack("{s:{s:i}}", state, "exitCode", exit_code)
+                                                : json_pack("{s:{}}", state);
+        json_t *cs = json_pack("{s:s, s:o, s:o, s:b}", "name", name, "state", st, "lastState",
+                               last_terminated ? json_pack("{s:{s:i}}", "terminated", "exitCode", exit_code)
+                                               : json_object(),
+                               "ready", streq(state, "running"));
+        assert_non_null(cs);
+        return cs;
+}
+
+static const char *state_of(const json_t *status, const char *list, size_t i) {
+        const json_t *st = json_object_get(json_array_get(json_object_get(status, list), i), "state");
+        return json_object_get(st, "terminated")
+                       ? json_string_value(json_object_get(json_object_get(st, "terminated"), "reason")) ?: "terminated"
+               : json_object_get(st, "running") ? "running"
+                                                : "waiting";
+}
+
+/* TerminatePod: what never terminated is marked so (once initialized), a pending or running phase is Failed */
+static void test_terminate(void **state) {
+        json_auto_t *running = json_pack("{s:s, s:[o, o]}", "phase", "Running", "containerStatuses",
+                                         cstatus("a", "running", 0, false), cstatus("b", "terminated", 0, false));
+        json_auto_t *inits = json_pack("{s:s, s:[o, o, o], s:[o]}", "phase", "Pending", "initContainerStatuses",
+                                       cstatus("i1", "terminated", 0, false), cstatus("i2", "running", 0, false),
+                                       cstatus("i3", "waiting", 0, false), "containerStatuses",
+                                       cstatus("a", "waiting", 0, false));
+        json_auto_t *waiting = json_pack("{s:s, s:[o, o], s:[o]}", "phase", "Pending", "initContainerStatuses",
+                                         cstatus("i1", "waiting", 0, false), cstatus("i2", "waiting", 0, false),
+                                         "containerStatuses", cstatus("a", "waiting", 0, false));
+        json_auto_t *done = json_pack("{s:s, s:[o]}", "phase", "Succeeded", "containerStatuses",
+                                      cstatus("a", "terminated", 0, false));
+        json_t *out = NULL;
+
+        assert_int_equal(status_pod_terminate(running, false, false, &out), 0);
+        assert_string_equal(json_string_value(json_object_get(out, "phase")), "Failed");
+        assert_string_equal(state_of(out, "containerStatuses", 0), "ContainerStatusUnknown");
+        assert_int_equal(json_integer_value(json_object_get(
+                                 json_object_get(json_object_get(json_array_get(json_object_get(out,
+                                                                                                "containerStatuses"),
+                                                                                0),
+                                                                 "state"),
+                                                 "terminated"),
+                                 "exitCode")),
+                         137);
+        assert_true(
+                json_is_false(json_object_get(json_array_get(json_object_get(out, "containerStatuses"), 0), "ready")));
+        assert_string_equal(state_of(out, "containerStatuses", 1), "terminated");  /* kept */
+        assert_string_equal(state_of(running, "containerStatuses", 0), "running"); /* a copy */
+        json_decref(out);
+
+        /* not initialized: app containers stay waiting; init containers up to the last started are marked */
+        assert_int_equal(status_pod_terminate(inits, true, false, &out), 0);
+        assert_string_equal(state_of(out, "containerStatuses", 0), "waiting");
+        assert_string_equal(state_of(out, "initContainerStatuses", 0), "terminated");
+        assert_string_equal(state_of(out, "initContainerStatuses", 1), "ContainerStatusUnknown");
+        assert_string_equal(state_of(out, "initContainerStatuses", 2), "waiting");
+        assert_string_equal(json_string_value(json_object_get(out, "phase")), "Failed");
+        json_decref(out);
+
+        /* nothing started: the first init container is marked */
+        assert_int_equal(status_pod_terminate(waiting, true, false, &out), 0);
+        assert_string_equal(state_of(out, "initContainerStatuses", 0), "ContainerStatusUnknown");
+        assert_string_equal(state_of(out, "initContainerStatuses", 1), "waiting");
+        json_decref(out);
+
+        /* terminal already: kept; a static pod's phase stays */
+        assert_int_equal(status_pod_terminate(done, false, false, &out), 0);
+        assert_string_equal(json_string_value(json_object_get(out, "phase")), "Succeeded");
+        json_decref(out);
+        assert_int_equal(status_pod_terminate(running, false, true, &out), 0);
+        assert_string_equal(json_string_value(json_object_get(out, "phase")), "Running");
+        json_decref(out);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_status_patch_disruption_target),
                 cmocka_unit_test(test_phase),
+                cmocka_unit_test(test_phase_terminal),
+                cmocka_unit_test(test_terminate),
                 cmocka_unit_test(test_evicted_by_sync_handler),
                 cmocka_unit_test(test_phase_with_restart_rules),
                 cmocka_unit_test(test_readiness_gates),
