@@ -31,7 +31,7 @@ struct node_status_input {
         const char *node_ip;
         const struct machine_info *machine;
         const char *runtime_version; /* "containerd://1.6.20" */
-        const char *kubelet_version; /* "v1.31.0" */
+        const char *kubelet_version; /* "v1.37.2" */
         int max_pods;
         uint64_t ephemeral_storage_bytes; /* capacity of the kubelet root dir's filesystem */
         const char *kube_reserved;        /* "cpu=100m,memory=256Mi" or NULL */

@@ -79,8 +79,8 @@ _CONTINUE_EXPIRED = (
     "the results. Continuing with the provided token results in an inconsistent list - objects that were "
     "created, modified, or deleted between the time the first chunk was returned and now may show up in the "
     "list.")
-_VERSION = {"major": "1", "minor": "31", "gitVersion": "v1.31.0", "gitCommit": "0" * 40, "gitTreeState": "clean",
-            "buildDate": "2024-08-13T07:28:49Z", "goVersion": "go1.22.5", "compiler": "gc",
+_VERSION = {"major": "1", "minor": "37", "gitVersion": "v1.37.2", "gitCommit": "0" * 40, "gitTreeState": "clean",
+            "buildDate": "2026-10-27T00:00:00Z", "goVersion": "go1.26.8", "compiler": "gc",
             "platform": "linux/amd64"}
 _PATCH_TYPES = ("application/json-patch+json", "application/merge-patch+json",
                 "application/strategic-merge-patch+json")

@@ -33,7 +33,7 @@ static void input(struct node_status_input *in) {
                 .node_ip = "192.0.2.2",
                 .machine = &machine,
                 .runtime_version = "containerd://1.6.20",
-                .kubelet_version = "v1.31.0",
+                .kubelet_version = "v1.37.2",
                 .max_pods = 110,
                 .ephemeral_storage_bytes = 100ULL << 30,
                 .kube_reserved = "cpu=500m,memory=1Gi",
