@@ -43,6 +43,8 @@ test_pkgs=(
         etcd-server python3-websocket golang-go rsync
         prometheus           # a real Prometheus scrapes the metrics endpoints (test_prometheus.py)
         dbus python3-dbus python3-gi  # the fake systemd of the systemd cgroup driver test (test_systemd_cgroup.py)
+        # crun, built from Debian trixie's source by scripts/build-runtime.sh for the containerd 2.1 tier
+        make gperf libyajl-dev libseccomp-dev libcap-dev
 )
 pkgs=("${run_pkgs[@]}")
 [ "$deb" = 1 ] && pkgs+=("${deb_pkgs[@]}")
