@@ -6,28 +6,24 @@
 #   containerd.sh import DIR TAR          import an OCI image tar into the k8s.io namespace
 # CKUBELET_CONTAINERD_STATS_PERIOD=N (start): the CRI plugin's stats_collect_period, how often (seconds) it
 # measures the snapshots' usage (the containers' writable layers); containerd's default is 10.
+# CKUBELET_CONTAINERD_BIN=DIR: the containerd, containerd-shim-runc-v2 and ctr of DIR (first on PATH) instead of
+# Debian 12's 1.6.20, e.g. containerd 2.1.9 from scripts/build-runtime.sh; a 2.x gets a version 3 configuration.
+# CKUBELET_OCI_RUNTIME=PATH: the OCI runtime the runc shim runs (BinaryName), e.g. crun; default runc on PATH.
 set -euo pipefail
+if [ -n "${CKUBELET_CONTAINERD_BIN:-}" ]; then
+        export PATH="$CKUBELET_CONTAINERD_BIN:$PATH"
+fi
 cmd=${1:?usage: containerd.sh start|stop|import DIR}
 dir=$(realpath -m "${2:?DIR}")
 sock="$dir/containerd.sock"
 
-start() {
-        local n=${1:-0}
-        mkdir -p "$dir/cni/net.d" "$dir/cni/data"
-        cat > "$dir/cni/net.d/10-ckubelet.conflist" <<EOC
-{
-  "cniVersion": "1.0.0",
-  "name": "ckubelet$n",
-  "plugins": [
-    {"type": "bridge", "bridge": "ck$n", "isGateway": true, "ipMasq": true, "hairpinMode": true,
-     "ipam": {"type": "host-local", "dataDir": "$dir/cni/data",
-              "ranges": [[{"subnet": "10.$((100 + n)).0.0/16"}]], "routes": [{"dst": "0.0.0.0/0"}]}},
-    {"type": "portmap", "capabilities": {"portMappings": true}},
-    {"type": "loopback"}
-  ]
+oci_runtime() { # CRI plugin name: the runc runtime's binary, when CKUBELET_OCI_RUNTIME says
+        [ -n "${CKUBELET_OCI_RUNTIME:-}" ] || return 0
+        printf '  [plugins.%s.containerd.runtimes.runc.options]\n    BinaryName = "%s"\n' "$1" "$CKUBELET_OCI_RUNTIME"
 }
-EOC
-        cat > "$dir/config.toml" <<EOC
+
+config_v2() { # containerd 1.x
+        cat <<EOC
 version = 2
 root = "$dir/root"
 state = "$dir/state"
@@ -47,7 +43,67 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
     conf_dir = "$dir/cni/net.d"
   [plugins."io.containerd.grpc.v1.cri".registry.mirrors."127.0.0.1:5000"]
     endpoint = ["http://127.0.0.1:5000"]
+$(oci_runtime '"io.containerd.grpc.v1.cri"')
 EOC
+}
+
+config_v3() { # containerd 2.x: the CRI plugin split in images and runtime; registry hosts in hosts.toml files
+        mkdir -p "$dir/certs.d/127.0.0.1:5000"
+        cat >"$dir/certs.d/127.0.0.1:5000/hosts.toml" <<EOC
+server = "http://127.0.0.1:5000"
+[host."http://127.0.0.1:5000"]
+  capabilities = ["pull", "resolve"]
+EOC
+        cat <<EOC
+version = 3
+root = "$dir/root"
+state = "$dir/state"
+disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs",
+                    "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper",
+                    "io.containerd.snapshotter.v1.erofs", "io.containerd.differ.v1.erofs",
+                    "io.containerd.internal.v1.tracing"]
+[grpc]
+  address = "$sock"
+[ttrpc]
+  address = "$sock.ttrpc"
+[plugins."io.containerd.cri.v1.images"]${CKUBELET_CONTAINERD_STATS_PERIOD:+
+  stats_collect_period = $CKUBELET_CONTAINERD_STATS_PERIOD}
+  [plugins."io.containerd.cri.v1.images".pinned_images]
+    sandbox = "registry.k8s.io/pause:3.9"
+  [plugins."io.containerd.cri.v1.images".registry]
+    config_path = "$dir/certs.d"
+[plugins."io.containerd.cri.v1.runtime"]
+  restrict_oom_score_adj = true
+  [plugins."io.containerd.cri.v1.runtime".cni]
+    bin_dirs = ["/usr/lib/cni"]
+    conf_dir = "$dir/cni/net.d"
+$(oci_runtime '"io.containerd.cri.v1.runtime"')
+EOC
+}
+
+start() {
+        local n=${1:-0}
+        mkdir -p "$dir/cni/net.d" "$dir/cni/data"
+        cat > "$dir/cni/net.d/10-ckubelet.conflist" <<EOC
+{
+  "cniVersion": "1.0.0",
+  "name": "ckubelet$n",
+  "plugins": [
+    {"type": "bridge", "bridge": "ck$n", "isGateway": true, "ipMasq": true, "hairpinMode": true,
+     "ipam": {"type": "host-local", "dataDir": "$dir/cni/data",
+              "ranges": [[{"subnet": "10.$((100 + n)).0.0/16"}]], "routes": [{"dst": "0.0.0.0/0"}]}},
+    {"type": "portmap", "capabilities": {"portMappings": true}},
+    {"type": "loopback"}
+  ]
+}
+EOC
+        local major
+        major=$(containerd --version | awk '{print $3}' | sed 's/^v//; s/\..*//')
+        if [ "$major" -ge 2 ]; then
+                config_v3 >"$dir/config.toml"
+        else
+                config_v2 >"$dir/config.toml"
+        fi
         if [ -S "$sock" ] && ctr -a "$sock" version >/dev/null 2>&1; then
                 return 0
         fi

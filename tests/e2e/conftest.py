@@ -21,6 +21,18 @@ SCRIPTS = os.path.join(REPO, "scripts")
 IMAGE_CACHE = os.environ.get("CKUBELET_IMAGE_CACHE", "/var/tmp/ckubelet-images")
 NODE = "testnode"
 BUSYBOX = "docker.io/library/busybox:1.36"
+# The runtime (scripts/containerd.sh): Debian 12's containerd 1.6.20 and runc by default; CKUBELET_CONTAINERD_BIN
+# (containerd 2.1.9 from scripts/build-runtime.sh) puts its containerd, shim and ctr first on PATH, for the
+# harness's own ctr calls too; CKUBELET_OCI_RUNTIME (crun) is the runc shim's binary.
+CONTAINERD_BIN = os.environ.get("CKUBELET_CONTAINERD_BIN")
+if CONTAINERD_BIN:
+    os.environ["PATH"] = CONTAINERD_BIN + os.pathsep + os.environ.get("PATH", "")
+
+
+def containerd_major():
+    """The major version of the containerd the tests run (1 or 2)."""
+    out = subprocess.run(["containerd", "--version"], capture_output=True, text=True).stdout.split()
+    return int(out[2].lstrip("v").split(".")[0]) if len(out) > 2 else 1
 
 
 _ports_given = set()
@@ -504,8 +516,8 @@ def pytest_runtest_makereport(item, call):
 
 @pytest.fixture(scope="session")
 def cluster(runtime):
-    """etcd + kube-apiserver + kube-controller-manager v1.20.2 (CKUBELET_K8S_VERSION=v1.37.2: v1.37.2 with
-    kube-scheduler) for the whole session (built first if the cache has no build: scripts/build-kubernetes.sh).
+    """etcd + kube-apiserver + kube-controller-manager + kube-scheduler v1.37.2 (CKUBELET_K8S_VERSION=v1.20.2:
+    v1.20.2, no scheduler) for the whole session (built first if the cache has no build: scripts/build-kubernetes.sh).
     Its logs are under <session dir>/cluster."""
     from controlplane import ControlPlane
     d = os.path.join(runtime.dir, "cluster")
