@@ -2,12 +2,14 @@
 /* Manifests: YAML (or JSON) text → JSON documents → pods.
  *
  * YAML is read with libyaml's event parser and turned into jansson values directly; no YAML node tree is
- * built. Plain scalars resolve as the YAML 1.2 core schema, so "yes", "on" and "0777"-style octal are not
- * special (unlike YAML 1.1); quoted scalars are always strings. Anchors and aliases are refused: they are
+ * built. Plain scalars resolve as the YAML 1.2 core schema, except integers, which resolve as upstream's YAML
+ * reader does (go-yaml v2, YAML 1.1: "0440" is octal, "1_000" is 1000, 0b binary); "yes" and "on" stay strings
+ * (go-yaml v2 makes them booleans, which a string field then refuses); quoted scalars are always strings. Anchors and aliases are refused: they are
  * not needed for pods and are the classic amplification attack ("billion laughs"). Nesting depth and node
  * count are capped. */
 #include "apis/manifest.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <string.h>
@@ -103,7 +105,56 @@ enum resolved {
         RESOLVED_INVALID,
 };
 
+/* An integer as upstream reads one (sigs.k8s.io/yaml over go-yaml v2: Go's ParseInt with base 0 after dropping
+ * '_'): 0x hex, 0o octal, 0b binary, and a leading 0 octal as YAML 1.1 has it (defaultMode: 0440 is 288, not
+ * 440); "08" (not octal) stays decimal 8, as go-yaml's float fallback makes it. RESOLVED_STRING: not one. */
+static enum resolved resolve_int(const char *s, json_t **ret) {
+        char digits[80];
+        const char *set = "0123456789";
+        bool negative = false;
+        unsigned long long v;
+        size_t n = 0;
+        int base = 10;
+
+        if (*s == '-' || *s == '+')
+                negative = *s++ == '-';
+        if (!(*s >= '0' && *s <= '9'))
+                return RESOLVED_STRING;
+        for (; *s; s++) {
+                if (*s == '_')
+                        continue;
+                if (n + 1 >= sizeof(digits))
+                        return RESOLVED_STRING;
+                digits[n++] = *s;
+        }
+        digits[n] = '\0';
+        s = digits;
+        if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))
+                base = 16, set = "0123456789abcdefABCDEF", s += 2;
+        else if (s[0] == '0' && (s[1] == 'o' || s[1] == 'O'))
+                base = 8, set = "01234567", s += 2;
+        else if (s[0] == '0' && (s[1] == 'b' || s[1] == 'B'))
+                base = 2, set = "01", s += 2;
+        else if (s[0] == '0' && s[1] && is_digits(s + 1, "01234567"))
+                base = 8, set = "01234567", s += 1;
+        if (!is_digits(s, set))
+                return RESOLVED_STRING;
+        errno = 0;
+        v = strtoull(s, NULL, base);
+        if (errno == ERANGE || v > (unsigned long long) INT64_MAX + (negative ? 1 : 0)) {
+                if (base != 10)
+                        return RESOLVED_INVALID;
+                /* beyond int64: keep it as a number, as a JSON parser would */
+                *ret = json_real(negative ? -strtod(s, NULL) : strtod(s, NULL));
+                return *ret ? RESOLVED_FLOAT : RESOLVED_INVALID;
+        }
+        *ret = json_integer(negative ? (json_int_t) (0 - v) : (json_int_t) v);
+        return *ret ? RESOLVED_INT : RESOLVED_INVALID;
+}
+
 static enum resolved resolve_plain(const char *s, json_t **ret) {
+        enum resolved r;
+
         if (streq(s, "") || streq(s, "~") || streq(s, "null") || streq(s, "Null") || streq(s, "NULL")) {
                 *ret = json_null();
                 return RESOLVED_NULL;
@@ -116,30 +167,9 @@ static enum resolved resolve_plain(const char *s, json_t **ret) {
                 *ret = json_false();
                 return RESOLVED_BOOL;
         }
-        if (strlen(s) > 2 && s[0] == '0' && (s[1] == 'o' || s[1] == 'x')) {
-                const bool hex = s[1] == 'x';
-                if (is_digits(s + 2, hex ? "0123456789abcdefABCDEF" : "01234567")) {
-                        unsigned long long v;
-                        errno = 0;
-                        v = strtoull(s + 2, NULL, hex ? 16 : 8);
-                        if (errno == ERANGE || v > (unsigned long long) INT64_MAX)
-                                return RESOLVED_INVALID;
-                        *ret = json_integer((json_int_t) v);
-                        return RESOLVED_INT;
-                }
-        }
-        if (is_digits(s[0] == '-' || s[0] == '+' ? s + 1 : s, "0123456789")) {
-                long long v;
-                errno = 0;
-                v = strtoll(s, NULL, 10);
-                if (errno == ERANGE) {
-                        /* beyond int64: keep it as a number, as a JSON parser would */
-                        *ret = json_real(strtod(s, NULL));
-                        return *ret ? RESOLVED_FLOAT : RESOLVED_INVALID;
-                }
-                *ret = json_integer(v);
-                return RESOLVED_INT;
-        }
+        r = resolve_int(s, ret);
+        if (r != RESOLVED_STRING)
+                return r;
         if (is_float(s)) {
                 double d = strtod(s, NULL);
                 if (!isfinite(d))

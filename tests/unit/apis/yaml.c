@@ -44,6 +44,11 @@ static void expect_error(const char *yaml, int code, const char *msg) {
 static void test_scalars(void **state) {
         expect_json("a: 1\nb: -2\nc: +3\nd: 0x1F\ne: 0o17\nf: 007\n",
                     "[{\"a\":1,\"b\":-2,\"c\":3,\"d\":31,\"e\":15,\"f\":7}]");
+        /* as upstream's go-yaml v2 (YAML 1.1): a leading 0 is octal, '_' separates, 0b binary; 08 is decimal */
+        expect_json("a: 0440\nb: 0644\nc: -010\nd: 1_000\ne: 0b101\nf: 08\ng: 0\nh: -0x10\n",
+                    "[{\"a\":288,\"b\":420,\"c\":-8,\"d\":1000,\"e\":5,\"f\":8,\"g\":0,\"h\":-16}]");
+        expect_json("a: -9223372036854775808\nb: 0x\nc: 0b2\nd: _1\n",
+                    "[{\"a\":-9223372036854775808,\"b\":\"0x\",\"c\":\"0b2\",\"d\":\"_1\"}]");
         expect_json("a: 1.5\nb: .5\nc: 1e3\nd: -2.5E-1\n", "[{\"a\":1.5,\"b\":0.5,\"c\":1000.0,\"d\":-0.25}]");
         expect_json("a: true\nb: False\nc: TRUE\nd: yes\ne: on\nf: no\n",
                     "[{\"a\":true,\"b\":false,\"c\":true,\"d\":\"yes\",\"e\":\"on\",\"f\":\"no\"}]");
