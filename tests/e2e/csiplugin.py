@@ -27,36 +27,22 @@ makes it fail with INTERNAL and the file's content as message.
 The protos (proto/csi.proto, proto/pluginregistration.proto) are compiled at start with grpc_tools
 (python3-grpc-tools)."""
 import argparse
-import importlib
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from concurrent import futures
 
+import protos
+
 HERE = os.path.dirname(os.path.abspath(__file__))
-PROTO_DIR = os.path.join(HERE, "..", "..", "proto")
 
 
 def load_protos(names=("csi", "pluginregistration")):
-    """Compile the protos into a temp dir and import them: {name: (pb2, pb2_grpc)}. The dir is removed once they
-    are imported (the modules live on in sys.modules), so that a plugin killed with SIGKILL leaves nothing."""
-    out = tempfile.mkdtemp(prefix="ckubelet-csi-protos-")
-    try:
-        subprocess.run([sys.executable, "-m", "grpc_tools.protoc", f"-I{PROTO_DIR}", f"--python_out={out}",
-                        f"--grpc_python_out={out}"] + [f"{n}.proto" for n in names], check=True, cwd=PROTO_DIR)
-        sys.path.insert(0, out)
-        try:
-            return {n: (importlib.import_module(f"{n}_pb2"), importlib.import_module(f"{n}_pb2_grpc")) for n in names}
-        finally:
-            sys.path.remove(out)
-    finally:
-        shutil.rmtree(out, ignore_errors=True)
+    return protos.load_protos(names)
 
 
 def mount_points():
