@@ -333,10 +333,11 @@ static void validate_handler(struct vctx *c, const struct lifecycle_handler *h, 
                 break;
         }
         case LIFECYCLE_HANDLER_SLEEP:
-                if (h->sleep_seconds <= 0 || h->sleep_seconds > grace) {
+                /* 0 is legal since v1.34 (PodLifecycleSleepActionAllowZero, KEP-4818): the hook returns at once */
+                if (h->sleep_seconds < 0 || h->sleep_seconds > grace) {
                         _cleanup_free_ char *msg = NULL;
                         if (asprintf(&msg,
-                                     "must be greater than 0 and less than terminationGracePeriodSeconds (%" PRId64 ")",
+                                     "must be non-negative and less than terminationGracePeriodSeconds (%" PRId64 ")",
                                      grace) < 0)
                                 CHECK_OOM(c, -ENOMEM);
                         else

@@ -189,14 +189,17 @@ static void test_hooks_validation(void **state) {
         assert_non_null(
                 strstr(http,
                        "spec.containers[0].lifecycle.postStart.httpGet.httpHeaders[0].name: Invalid value: \"a b\""));
+        /* 0 is legal since v1.34 (KEP-4818), a negative value is not */
         sleep0 = errors_of(APP("{preStop: {sleep: {seconds: 0}}}"));
-        assert_string_equal(sleep0,
-                            "spec.containers[0].lifecycle.preStop.sleep: Invalid value: 0: must be greater than 0 "
-                            "and less than terminationGracePeriodSeconds (30)");
+        assert_string_equal(sleep0, "");
+        free(sleep0);
+        sleep0 = errors_of(APP("{preStop: {sleep: {seconds: -1}}}"));
+        assert_string_equal(sleep0, "spec.containers[0].lifecycle.preStop.sleep: Invalid value: -1: must be "
+                                    "non-negative and less than terminationGracePeriodSeconds (30)");
         sleep_long = errors_of("  terminationGracePeriodSeconds: 5\n" APP("{preStop: {sleep: {seconds: 6}}}"));
         assert_string_equal(sleep_long,
-                            "spec.containers[0].lifecycle.preStop.sleep: Invalid value: 6: must be greater than "
-                            "0 and less than terminationGracePeriodSeconds (5)");
+                            "spec.containers[0].lifecycle.preStop.sleep: Invalid value: 6: must be non-negative "
+                            "and less than terminationGracePeriodSeconds (5)");
         /* regular init containers may not have hooks */
         init = errors_of(
                 "  initContainers:\n  - {name: i, image: busybox, lifecycle: {preStop: {exec: {command: ['true']}}}}\n"
