@@ -269,5 +269,6 @@ void kubelet_sync_build_context(const struct pod_sync *s, struct kc_build_contex
                 .cluster_domain = s->k->opts->cluster_domain,
                 .resolv_conf = s->k->opts->resolv_conf,
                 .static_pod = s->pod && pod_config_is_static(s->pod),
+                .seccomp_default = s->k->opts->seccomp_default,
         };
 }

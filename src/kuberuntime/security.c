@@ -62,7 +62,8 @@ static int int64_value(int64_t v, Runtime__V1__Int64Value **ret) {
         return 0;
 }
 
-/* getSeccompProfile (no --seccomp-default: Unconfined when neither level sets one) */
+/* getSeccompProfile: the container's, else the pod's; neither: RuntimeDefault with --seccomp-default
+ * (fallbackToRuntimeDefault), else Unconfined */
 static int seccomp_profile(const struct seccomp_profile *container_sp, const struct pod *pod,
                            const struct kc_build_context *ctx, Runtime__V1__SecurityProfile **ret) {
         const struct seccomp_profile *sp = container_sp;
@@ -75,7 +76,11 @@ static int seccomp_profile(const struct seccomp_profile *container_sp, const str
                 return -ENOMEM;
         *p = (Runtime__V1__SecurityProfile) RUNTIME__V1__SECURITY_PROFILE__INIT;
         *ret = p;
-        if (!sp || isempty(sp->type) || streq(sp->type, "Unconfined"))
+        if (!sp || isempty(sp->type))
+                p->profile_type = ctx && ctx->seccomp_default
+                                          ? RUNTIME__V1__SECURITY_PROFILE__PROFILE_TYPE__RuntimeDefault
+                                          : RUNTIME__V1__SECURITY_PROFILE__PROFILE_TYPE__Unconfined;
+        else if (streq(sp->type, "Unconfined"))
                 p->profile_type = RUNTIME__V1__SECURITY_PROFILE__PROFILE_TYPE__Unconfined;
         else if (streq(sp->type, "RuntimeDefault"))
                 p->profile_type = RUNTIME__V1__SECURITY_PROFILE__PROFILE_TYPE__RuntimeDefault;

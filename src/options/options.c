@@ -343,6 +343,10 @@ static const struct flag_def flag_defs[] = {
           "Image filesystem usage (percent) image garbage collection frees down to; below "
           "--image-gc-high-threshold.",
           NULL },
+        { "seccomp-default", 0, FLAG_BOOL, OFF(seccomp_default), "seccompDefault", "",
+          "Use RuntimeDefault as the seccomp profile of every container and pod sandbox that sets none (instead "
+          "of Unconfined).",
+          NULL },
         { "serialize-image-pulls", 0, FLAG_BOOL, OFF(serialize_image_pulls), "serializeImagePulls", "",
           "Pull one image at a time, in the order the pulls were asked for; false: several at once (up to "
           "maxParallelImagePulls in the config file, no limit without it).",
@@ -476,8 +480,6 @@ static const struct flag_def flag_defs[] = {
         COMPAT("reserved-memory", "string", "", "no memory manager"),
         COMPAT("runonce", NULL, "false", "the run-once mode is not implemented"),
         COMPAT("runtime-cgroups", "string", "", "the runtime's cgroup is not managed"),
-        COMPAT("seccomp-default", NULL, "false",
-               "seccompDefault is not implemented: pods without a profile run Unconfined"),
         COMPAT("seccomp-profile-root", "string", "", "not implemented by ckubelet (a flag of older upstream kubelets)"),
         COMPAT("skip-headers", NULL, "false", "not implemented by ckubelet (a flag of older upstream kubelets)"),
         COMPAT("skip-log-headers", NULL, "false", "not implemented by ckubelet (a flag of older upstream kubelets)"),
@@ -553,7 +555,6 @@ static const char *const unsupported_fields[] = {
         "reservedMemory",
         "reservedSystemCPUs",
         "runOnce",
-        "seccompDefault",
         "showHiddenMetricsForVersion",
         "shutdownGracePeriod",
         "shutdownGracePeriodByPodPriority",
@@ -1533,6 +1534,8 @@ static int config_apply_field(struct config_ctx *c, const char *key, json_t *v, 
                 return config_duration(c, key, v, &o->container_log_monitor_interval_usec);
         if (streq(key, "serializeImagePulls"))
                 return config_bool(c, key, v, &o->serialize_image_pulls);
+        if (streq(key, "seccompDefault"))
+                return config_bool(c, key, v, &o->seccomp_default);
         if (streq(key, "maxParallelImagePulls")) {
                 /* any int32 is kept for the validation to judge (null, as for every field, leaves it unset) */
                 r = config_port(c, key, v, &o->max_parallel_image_pulls);

@@ -125,6 +125,7 @@ struct kubelet_options {
 
         /* image pulls (pkg/kubelet/images puller) */
         bool serialize_image_pulls;        /* --serialize-image-pulls / serializeImagePulls, true */
+        bool seccomp_default;              /* --seccomp-default / seccompDefault: RuntimeDefault when none set */
         bool max_parallel_image_pulls_set; /* maxParallelImagePulls given (upstream: not nil) */
         int max_parallel_image_pulls;      /* maxParallelImagePulls: the most pulls at once when not serialized */
 

@@ -124,6 +124,21 @@ static void test_sandbox_mapping(void **state) {
         assert_int_equal(sc->seccomp->profile_type, RUNTIME__V1__SECURITY_PROFILE__PROFILE_TYPE__Unconfined);
         assert_int_equal(cfg->linux->n_sysctls, 0);
         pb_free(cfg);
+
+        /* --seccomp-default: RuntimeDefault where nothing is set; an explicit Unconfined stays */
+        ctx.seccomp_default = true;
+        assert_int_equal(kr_build_sandbox_config(p, 0, &ctx, &cfg), 0);
+        assert_int_equal(cfg->linux->security_context->seccomp->profile_type,
+                         RUNTIME__V1__SECURITY_PROFILE__PROFILE_TYPE__RuntimeDefault);
+        pb_free(cfg);
+        pod_free(p);
+        p = parse_spec("  securityContext: {seccompProfile: {type: Unconfined}}\n"
+                       "  containers: [{name: a, image: busybox}]\n");
+        assert_int_equal(kr_build_sandbox_config(p, 0, &ctx, &cfg), 0);
+        assert_int_equal(cfg->linux->security_context->seccomp->profile_type,
+                         RUNTIME__V1__SECURITY_PROFILE__PROFILE_TYPE__Unconfined);
+        pb_free(cfg);
+        ctx.seccomp_default = false;
         pod_free(p);
 }
 
