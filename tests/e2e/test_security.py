@@ -108,6 +108,23 @@ def test_security_contexts(kubelet_factory, runtime):
     assert "100" in nopriv.splitlines()  # the pod's sysctl
 
 
+def test_seccomp_default(kubelet_factory, runtime):
+    """--seccomp-default: a container with no profile at either level runs with the runtime's default filter
+    (Seccomp: 2); one that asks for Unconfined does not."""
+    k, _ = start(kubelet_factory, "--seccomp-default")
+    k.write("sd.yaml", f"""\
+        apiVersion: v1
+        kind: Pod
+        metadata: {{name: sd}}
+        spec:
+          containers:
+        """.rstrip(" ") + container("none", "grep -E 'Seccomp:' /proc/self/status", "{}") +
+        container("unconfined", "grep -E 'Seccomp:' /proc/self/status", "{seccompProfile: {type: Unconfined}}"))
+    pod = f"sd-{NODE}"
+    assert status_field(output(k, runtime, pod, "none"), "Seccomp") == "2"
+    assert status_field(output(k, runtime, pod, "unconfined"), "Seccomp") == "0"
+
+
 def test_run_as_non_root_and_sysctls(kubelet_factory, runtime):
     k, api = start(kubelet_factory)
     k.write("nonroot.yaml", f"""\
