@@ -1434,11 +1434,16 @@ static void housekeeping(evutil_socket_t fd, short what, void *userdata) {
 
 int kubelet_new(struct event_base *base, const struct kubelet_options *opts, struct kubelet **ret) {
         struct kubelet *k = calloc(1, sizeof(*k));
+        uint64_t crash_max;
+
         if (!k)
                 return -ENOMEM;
         k->base = base;
         k->opts = opts;
-        backoff_init(&k->crash_backoff, CRASH_BACKOFF_INITIAL_USEC, CRASH_BACKOFF_MAX_USEC);
+        /* newCrashLoopBackOff: crashLoopBackOff.maxContainerRestartPeriod caps it, and the first step too */
+        crash_max = k->opts->crash_loop_backoff_max_usec ? k->opts->crash_loop_backoff_max_usec
+                                                         : CRASH_BACKOFF_MAX_USEC;
+        backoff_init(&k->crash_backoff, MIN(CRASH_BACKOFF_INITIAL_USEC, crash_max), crash_max);
         backoff_init(&k->image_backoff, CRASH_BACKOFF_INITIAL_USEC, CRASH_BACKOFF_MAX_USEC);
         backoff_init(&k->removal_backoff, REMOVAL_BACKOFF_INITIAL_USEC, REMOVAL_BACKOFF_MAX_USEC);
         {

@@ -515,7 +515,6 @@ static const char *const unsupported_fields[] = {
         "cpuManagerPolicy",
         "cpuManagerPolicyOptions",
         "cpuManagerReconcilePeriod",
-        "crashLoopBackOff",
         "draManagerReconcilePeriod",
         "enableContentionProfiling",
         "enableControllerAttachDetach",
@@ -634,6 +633,7 @@ int kubelet_options_init(struct kubelet_options *o) {
         o->max_per_pod_container = 1;
         o->max_containers = -1;
         o->serialize_image_pulls = true;
+        o->crash_loop_backoff_max_usec = 300 * USEC_PER_SEC; /* MaxContainerBackOff */
         o->image_gc_high_threshold_percent = 85;
         o->image_gc_low_threshold_percent = 80;
         o->image_minimum_gc_age_usec = 120 * USEC_PER_SEC;
@@ -1303,6 +1303,28 @@ static int config_authz_field(struct config_ctx *c, const char *path, const char
         return -ENOENT;
 }
 
+/* crashLoopBackOff (KubeletCrashLoopBackOffMax, beta on since v1.35): any duration is kept for the validation */
+static int config_crash_field(struct config_ctx *c, const char *path, const char *key, json_t *v,
+                              struct kubelet_options *o) {
+        _cleanup_ck_error_ struct ck_error *why = NULL;
+        uint64_t usec = 0;
+        int r;
+
+        if (!streq(path, "crashLoopBackOff.maxContainerRestartPeriod"))
+                return -ENOENT;
+        if (!json_is_string(v))
+                return config_error(c, -EINVAL, "%s: expected a duration string such as \"20s\", got %s", path,
+                                    json_type_name(v));
+        r = parse_duration_value(json_string_value(v), &usec, &why);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0)
+                return config_error(c, -EINVAL, "%s: invalid duration \"%s\": %s", path, json_string_value(v),
+                                    why ? ck_error_message(why) : "invalid value");
+        o->crash_loop_backoff_max_usec = usec;
+        return 0;
+}
+
 static int config_headers(struct config_ctx *c, json_t *v, char ***target) {
         _cleanup_strv_free_ char **l = NULL;
         const char *key;
@@ -1571,6 +1593,8 @@ static int config_apply_field(struct config_ctx *c, const char *key, json_t *v, 
                 return config_object(c, key, v, config_authn_field, o);
         if (streq(key, "authorization"))
                 return config_object(c, key, v, config_authz_field, o);
+        if (streq(key, "crashLoopBackOff"))
+                return config_object(c, key, v, config_crash_field, o);
         if (streq(key, "rotateCertificates"))
                 return config_bool(c, key, v, &o->rotate_certificates);
         if (streq(key, "serverTLSBootstrap"))
@@ -1975,6 +1999,12 @@ static int validate_cgroups(const struct kubelet_options *o, struct ck_error **r
 static int validate_gc_and_logs(const struct kubelet_options *o, struct ck_error **ret_error) {
         struct quantity q;
         int r;
+
+        if (o->crash_loop_backoff_max_usec < USEC_PER_SEC || o->crash_loop_backoff_max_usec > 300 * USEC_PER_SEC)
+                return ck_error_set(ret_error, -EINVAL,
+                                    "invalid configuration: CrashLoopBackOff.MaxContainerRestartPeriod (got: %g "
+                                    "seconds) must be set between 1s and 300s",
+                                    (double) o->crash_loop_backoff_max_usec / USEC_PER_SEC);
 
         /* the image pullers (ValidateKubeletConfiguration) */
         if (o->max_parallel_image_pulls_set && o->max_parallel_image_pulls < 1)

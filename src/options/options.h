@@ -124,7 +124,9 @@ struct kubelet_options {
         char *pod_infra_container_image;     /* --pod-infra-container-image: never garbage-collected */
 
         /* image pulls (pkg/kubelet/images puller) */
-        bool serialize_image_pulls;        /* --serialize-image-pulls / serializeImagePulls, true */
+        bool serialize_image_pulls; /* --serialize-image-pulls / serializeImagePulls, true */
+        /* crashLoopBackOff.maxContainerRestartPeriod: the containers' restart back-off's cap (1 s to 300 s) */
+        uint64_t crash_loop_backoff_max_usec;
         bool seccomp_default;              /* --seccomp-default / seccompDefault: RuntimeDefault when none set */
         bool max_parallel_image_pulls_set; /* maxParallelImagePulls given (upstream: not nil) */
         int max_parallel_image_pulls;      /* maxParallelImagePulls: the most pulls at once when not serialized */

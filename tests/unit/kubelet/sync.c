@@ -90,6 +90,30 @@ static size_t start_times(struct test_kubelet *t, const char *container, uint64_
         "apiVersion: v1\nkind: Pod\nmetadata: {name: web, namespace: ns1, uid: u1}\n" \
         "spec:\n  containers:\n  - {name: app, image: busybox:1.36, imagePullPolicy: IfNotPresent}\n"
 
+/* crashLoopBackOff.maxContainerRestartPeriod: 5 s caps every step, the first one (10 s) too */
+static void test_crash_loop_backoff_max(void **state) {
+        static const uint64_t delays[] = { 0, 5, 5, 5 };
+        struct test_kubelet *t = *state;
+        struct tk_want w = { .t = t, .uid = "u1", .container = "app", .n = ELEMENTSOF(delays) };
+        uint64_t starts[8];
+        size_t n;
+
+        t->opts.crash_loop_backoff_max_usec = 5 * USEC_PER_SEC;
+        assert_int_equal(fake_runtime_set_lifetime(t->rt, "app", USEC_PER_SEC, 1), 0);
+        tk_set_pods(t, "apiVersion: v1\nkind: Pod\nmetadata: {name: web, namespace: ns1, uid: u1}\n"
+                       "spec:\n  containers:\n  - {name: app, image: busybox:1.36, imagePullPolicy: IfNotPresent}\n");
+        tk_start(t);
+        tk_wait(t, tk_restarts, &w, 10 * MIN_USEC);
+        n = start_times(t, "app", starts, ELEMENTSOF(starts));
+        assert_true(n >= ELEMENTSOF(delays) + 1);
+        for (size_t i = 0; i < ELEMENTSOF(delays); i++) {
+                uint64_t gap = starts[i + 1] - (starts[i] + USEC_PER_SEC);
+                if (gap < delays[i] * USEC_PER_SEC || gap > delays[i] * USEC_PER_SEC + 1500 * USEC_PER_MSEC)
+                        fail_msg("restart %zu came %.3f s after the exit, expected %llu s", i + 1, (double) gap / 1e6,
+                                 (unsigned long long) delays[i]);
+        }
+}
+
 /* restartPolicy Always and a container that crashes a second after each start: restarted at once, then after
  * 10 s, 20 s, 40 s ... counted from its exit, capped at 5 min, waiting in CrashLoopBackOff meanwhile; a run of
  * more than 10 min resets the back-off. */
@@ -629,6 +653,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_pod_starts, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_crash_loop_backoff, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_crash_loop_backoff_max, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_restart_policies, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_adoption_after_kill, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_created_never_started_is_removed, setup, teardown),

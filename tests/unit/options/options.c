@@ -1024,6 +1024,37 @@ static void test_sandbox_creations(void **state) {
         (void) state;
 }
 
+/* crashLoopBackOff.maxContainerRestartPeriod (KubeletCrashLoopBackOffMax): 300 s by default, 1 s to 300 s */
+static void test_crash_loop_backoff(void **state) {
+        struct kubelet_options o;
+        struct ck_error *err;
+        char **def = ARGV("ckubelet");
+        _cleanup_free_ char *ok = write_tmp("crash.yaml", HDR "crashLoopBackOff:\n  maxContainerRestartPeriod: 30s\n"),
+                            *low = write_tmp("crashlow.yaml",
+                                             HDR "crashLoopBackOff: {maxContainerRestartPeriod: 500ms}\n"),
+                            *high = write_tmp("crashhigh.yaml",
+                                              HDR "crashLoopBackOff: {maxContainerRestartPeriod: 301s}\n"),
+                            *zero = write_tmp("crash0.yaml", HDR "crashLoopBackOff: {maxContainerRestartPeriod: 0s}\n");
+        char **cfg = ARGV("--config", ok);
+
+        assert_int_equal(parse(&o, 1, def, &err), 0);
+        assert_int_equal(o.crash_loop_backoff_max_usec, 300 * USEC_PER_SEC);
+        kubelet_options_done(&o);
+        assert_int_equal(parse(&o, ARGC(cfg), cfg, &err), 0);
+        assert_int_equal(o.crash_loop_backoff_max_usec, 30 * USEC_PER_SEC);
+        kubelet_options_done(&o);
+        expect_error(ARGC(ARGV("--config", low)), ARGV("--config", low),
+                     "invalid configuration: CrashLoopBackOff.MaxContainerRestartPeriod (got: 0.5 seconds) must be "
+                     "set between 1s and 300s");
+        expect_error(ARGC(ARGV("--config", high)), ARGV("--config", high),
+                     "invalid configuration: CrashLoopBackOff.MaxContainerRestartPeriod (got: 301 seconds) must be "
+                     "set between 1s and 300s");
+        expect_error(ARGC(ARGV("--config", zero)), ARGV("--config", zero),
+                     "invalid configuration: CrashLoopBackOff.MaxContainerRestartPeriod (got: 0 seconds) must be "
+                     "set between 1s and 300s");
+        config_error("crashx.yaml", HDR "crashLoopBackOff: {max: 1s}\n", "unknown field \"crashLoopBackOff.max\"");
+}
+
 /* serializeImagePulls and maxParallelImagePulls, with upstream's validation, and the pull queue's limit */
 static void test_image_pulls(void **state) {
         struct kubelet_options o;
@@ -1109,6 +1140,7 @@ int main(void) {
                 cmocka_unit_test(test_cgroup_options),
                 cmocka_unit_test(test_node_life_options),
                 cmocka_unit_test(test_image_pulls),
+                cmocka_unit_test(test_crash_loop_backoff),
                 cmocka_unit_test(test_sandbox_creations),
         };
         return cmocka_run_group_tests(tests, setup_dir, teardown_dir);
