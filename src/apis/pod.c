@@ -206,6 +206,7 @@ static void pod_spec_done(struct pod_spec *s) {
         free(s->node_name);
         free(s->hostname);
         free(s->subdomain);
+        free(s->hostname_override);
         free(s->service_account_name);
         free(s->dns_policy);
         pod_security_context_free(s->security_context);
@@ -244,7 +245,9 @@ char *pod_full_name(const struct pod *p) {
 }
 
 char *pod_hostname(const struct pod *pod) {
-        const char *h = !isempty(pod->spec.hostname) ? pod->spec.hostname : strempty(pod->name);
+        const char *h = pod->spec.has_hostname_override ? strempty(pod->spec.hostname_override)
+                        : !isempty(pod->spec.hostname)  ? pod->spec.hostname
+                                                        : strempty(pod->name);
         size_t l = strlen(h);
         if (l > 63)
                 l = 63;

@@ -292,6 +292,8 @@ struct pod_spec {
         bool host_network, host_pid, host_ipc;
         char *node_name;
         char *hostname;
+        char *hostname_override; /* hostnameOverride (beta on since v1.35): the pod's hostname, no domain */
+        bool has_hostname_override;
         char *subdomain;
         char *service_account_name;
         char *dns_policy;                              /* default ClusterFirst */

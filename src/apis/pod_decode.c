@@ -780,6 +780,10 @@ static int decode_spec(struct field_errors *e, json_t *spec, struct pod_spec *s)
                 r = dec_get_string(e, spec, "spec", "hostname", &s->hostname);
         if (r >= 0)
                 r = dec_get_string(e, spec, "spec", "subdomain", &s->subdomain);
+        if (r >= 0) {
+                s->has_hostname_override = json_is_string(dec_get(spec, "hostnameOverride"));
+                r = dec_get_string(e, spec, "spec", "hostnameOverride", &s->hostname_override);
+        }
         if (r >= 0)
                 r = dec_get_string(e, spec, "spec", "serviceAccountName", &s->service_account_name);
         if (r >= 0)

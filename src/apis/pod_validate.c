@@ -826,6 +826,18 @@ static void validate_spec(struct vctx *c, const struct pod *p) {
                 val_check_name(c, "spec.hostname", s->hostname, check_dns1123_label);
         if (!isempty(s->subdomain))
                 val_check_name(c, "spec.subdomain", s->subdomain, check_dns1123_label);
+        /* validatePodHostName */
+        if (s->has_hostname_override) {
+                if (s->set_hostname_as_fqdn)
+                        val_forbidden(c, "spec.hostnameOverride",
+                                      "may not be specified when setHostnameAsFQDN is true");
+                if (s->host_network)
+                        val_forbidden(c, "spec.hostnameOverride", "may not be specified when hostNetwork is true");
+                if (strlen(strempty(s->hostname_override)) > 64)
+                        CHECK_OOM(c, field_errors_add(c->errs, "spec.hostnameOverride",
+                                                      "Too long: may not be more than 64 bytes"));
+                val_check_name(c, "spec.hostnameOverride", strempty(s->hostname_override), check_dns1123_subdomain);
+        }
         for (size_t i = 0; s->readiness_gates && s->readiness_gates[i]; i++) {
                 _cleanup_free_ char *gp = NULL;
                 if (asprintf(&gp, "spec.readinessGates[%zu].conditionType", i) < 0) {

@@ -191,7 +191,7 @@ int kr_sandbox_hostname(const struct pod *pod, const char *cluster_domain, char 
         if (!hostname)
                 return -ENOMEM;
         /* GeneratePodHostNameAndDomain, then GetNodenameForKernel: the FQDN with setHostnameAsFQDN and a subdomain */
-        if (pod->spec.set_hostname_as_fqdn && !isempty(pod->spec.subdomain)) {
+        if (pod->spec.set_hostname_as_fqdn && !isempty(pod->spec.subdomain) && !pod->spec.has_hostname_override) {
                 if (asprintf(&fqdn, "%s.%s.%s.svc.%s", hostname, pod->spec.subdomain, pod->namespace_,
                              strempty(cluster_domain)) < 0)
                         return -ENOMEM;

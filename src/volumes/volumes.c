@@ -294,7 +294,7 @@ int vol_hosts_file_content(const struct pod *pod, const char *pod_ip, const char
                            "fe00::0\tip6-localnet\nfe00::0\tip6-mcastprefix\nfe00::1\tip6-allnodes\n"
                            "fe00::2\tip6-allrouters\n");
                 if (r >= 0 && !isempty(pod_ip)) {
-                        if (!isempty(pod->spec.subdomain))
+                        if (!isempty(pod->spec.subdomain) && !pod->spec.has_hostname_override)
                                 r = append(&buf, &len, "%s\t%s.%s.%s.svc.%s\t%s\n", pod_ip, hostname,
                                            pod->spec.subdomain, pod->namespace_, strempty(cluster_domain), hostname);
                         else

@@ -282,6 +282,18 @@ static void test_spec_fields(void **state) {
                        "Invalid value: \"Web_1\": a lowercase RFC 1123 label");
         expect_invalid(META, "{subdomain: a.b, containers: [{name: app, image: x}]}", "spec.subdomain",
                        "Invalid value: \"a.b\": must not contain dots");
+        /* hostnameOverride (validatePodHostName) */
+        expect_valid(META, "{hostnameOverride: my.host-1, containers: [{name: app, image: x}]}");
+        expect_invalid(META, "{hostnameOverride: My_Host, containers: [{name: app, image: x}]}",
+                       "spec.hostnameOverride", "Invalid value: \"My_Host\": a lowercase RFC 1123 subdomain");
+        expect_invalid(META, "{hostnameOverride: h, hostNetwork: true, containers: [{name: app, image: x}]}",
+                       "spec.hostnameOverride", "Forbidden: may not be specified when hostNetwork is true");
+        expect_invalid(META, "{hostnameOverride: h, setHostnameAsFQDN: true, containers: [{name: app, image: x}]}",
+                       "spec.hostnameOverride", "Forbidden: may not be specified when setHostnameAsFQDN is true");
+        expect_invalid(META,
+                       "{hostnameOverride: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa, "
+                       "containers: [{name: app, image: x}]}",
+                       "spec.hostnameOverride", "Too long: may not be more than 64 bytes");
         expect_invalid(META, "{nodeName: Node_1, containers: [{name: app, image: x}]}", "spec.nodeName",
                        "Invalid value: \"Node_1\": a lowercase RFC 1123 subdomain");
         expect_invalid(META, "{serviceAccountName: 'my sa', containers: [{name: app, image: x}]}",

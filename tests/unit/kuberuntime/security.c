@@ -468,6 +468,14 @@ static void test_namespaces_and_hostname(void **state) {
         h = mfree(h);
         pod_free(p);
 
+        /* hostnameOverride: the hostname as it is, no domain, whatever hostname and subdomain say */
+        p = parse_spec("  hostname: h\n  subdomain: sub\n  hostnameOverride: my.node-name\n"
+                       "  containers: [{name: a, image: busybox}]\n");
+        assert_int_equal(kr_sandbox_hostname(p, "cluster.local", &h, &err), 0);
+        assert_string_equal(h, "my.node-name");
+        h = mfree(h);
+        pod_free(p);
+
         /* an FQDN longer than the kernel's 64 characters */
         p = parse_spec("  hostname: a-rather-long-host-name\n  subdomain: and-a-long-subdomain\n"
                        "  setHostnameAsFQDN: true\n  containers: [{name: a, image: busybox}]\n");

@@ -92,6 +92,15 @@ static void test_hosts_content(void **state) {
         free(s);
         pod_free(p);
 
+        /* hostnameOverride: the name as it is, no domain (GeneratePodHostNameAndDomain) */
+        p = parse("{name: web, namespace: prod, uid: u4}",
+                  "{hostname: h1, subdomain: sub, hostnameOverride: my.host, containers: [{name: a, image: b}]}");
+        assert_int_equal(vol_hosts_file_content(p, "10.0.0.7", "cluster.local", NULL, &s), 0);
+        assert_non_null(strstr(s, "fe00::2\tip6-allrouters\n10.0.0.7\tmy.host\n"));
+        assert_null(strstr(s, "svc"));
+        free(s);
+        pod_free(p);
+
         /* host network: the node's file, then the aliases */
         p = parse("{name: hn, namespace: default, uid: u3}",
                   "{hostNetwork: true, hostAliases: [{ip: 1.2.3.4, hostnames: [x]}], "
