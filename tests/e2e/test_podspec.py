@@ -1,5 +1,5 @@
 # Pod spec fields of today's kubelet on static pods (issue 18): activeDeadlineSeconds, the sidecars' stop order,
-# shareProcessNamespace, hostname/subdomain/setHostnameAsFQDN, pod overhead, container restart rules, AppArmor
+# shareProcessNamespace, hostname/subdomain/setHostnameAsFQDN/hostnameOverride, pod overhead, container restart rules, AppArmor
 # and the fields ckubelet does not act on. The items that need the API server are in test_podspec_cluster.py.
 import json
 import os
@@ -129,6 +129,18 @@ def test_share_process_namespace_and_fqdn_hostname(kubelet_factory, runtime):
     wait_for(lambda: runtime.running(name2, "a"), 30, msg="a running")
     assert "sleep 3600" not in exec_out(runtime, b2["id"], "ps", "-o", "args")
     assert exec_out(runtime, b2["id"], "hostname").strip() == name2
+
+
+def test_hostname_override(kubelet_factory, runtime):
+    """hostnameOverride (beta on since v1.35): the container's hostname and its /etc/hosts line, no domain."""
+    k, api = start(kubelet_factory, "--cluster-domain", "cluster.local")
+    name = write_pod(k, "override", {"hostname": "web", "subdomain": "svc1", "hostnameOverride": "my.host-1",
+                                     "terminationGracePeriodSeconds": 1, "containers": [ctr("b", SLEEPER)]})
+    [b] = wait_for(lambda: runtime.running(name, "b"), 30, msg="b running")
+    assert exec_out(runtime, b["id"], "hostname").strip() == "my.host-1"
+    hosts = exec_out(runtime, b["id"], "cat", "/etc/hosts")
+    assert [l.split("\t")[1:] for l in hosts.splitlines() if l.endswith("my.host-1")] == [["my.host-1"]], hosts
+    assert "svc1" not in hosts
 
 
 def test_fqdn_too_long_fails_the_sandbox(kubelet_factory, runtime):
