@@ -477,6 +477,7 @@ static bool worker_terminal(const struct pod_worker *w) {
 
 /* The pod's v1 PodStatus as the kubelet sees it now (generateAPIPodStatus). */
 int kubelet_worker_status_json(struct kubelet *k, struct pod_worker *w, json_t **ret) {
+        json_auto_t *devices = kubelet_allocated_resources_status(k, w->pod);
         struct probe_results probes;
         struct pod_status_input in = {
                 .pod = status_pod(w),
@@ -503,6 +504,7 @@ int kubelet_worker_status_json(struct kubelet *k, struct pod_worker *w, json_t *
                 .evict_reason = w->deadline_exceeded ? ACTIVE_DEADLINE_REASON : NULL,
                 .evict_message = w->deadline_exceeded ? ACTIVE_DEADLINE_MESSAGE : NULL,
                 .terminal = worker_terminal(w),
+                .allocated_resources_status = devices,
         };
 
         probe_manager_results(k->prober, &probes);

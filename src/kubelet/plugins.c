@@ -18,12 +18,94 @@
 static void on_devices_changed(void *userdata) {
         struct kubelet *k = userdata;
 
-        /* an allocation ended, or the devices changed: pods waiting for admission are looked at again */
+        /* an allocation ended, or the devices changed: pods waiting for admission are looked at again, and the
+         * pods holding devices report their health (allocatedResourcesStatus) */
         kubelet_reconcile(k);
+        for (struct pod_worker *w = k->workers; w; w = w->next)
+                if (w->pod && dm_pod_uses_devices(k->devices, w->pod))
+                        kubelet_report_status(k, w);
 }
 
 /* the active pods (GetActivePods: every pod the sources want that was not refused, admitted or not yet: after a
  * restart the running ones are only being admitted again) and the admitted ones still running */
+struct device_collect {
+        const struct devicemanager *m;
+        json_t *by_resource; /* resource → [{resourceID, health}] */
+        bool oom;
+};
+
+static void collect_device(const char *resource, const char *id, int64_t numa, bool has_numa, void *userdata) {
+        struct device_collect *d = userdata;
+        json_t *list = json_object_get(d->by_resource, resource);
+
+        if (!list && json_object_set_new(d->by_resource, resource, list = json_array()) < 0)
+                list = NULL;
+        if (!list ||
+            json_array_append_new(list, json_pack("{s:s, s:s}", "resourceID", id, "health",
+                                                  dm_device_healthy(d->m, resource, id) ? "Healthy" : "Unhealthy")) < 0)
+                d->oom = true;
+}
+
+static int cmp_str(const void *a, const void *b) {
+        return strcmp(*(char *const *) a, *(char *const *) b);
+}
+
+static int cmp_resource_id(const void *a, const void *b) {
+        return strcmp(json_string_value(json_object_get(*(json_t *const *) a, "resourceID")),
+                      json_string_value(json_object_get(*(json_t *const *) b, "resourceID")));
+}
+
+json_t *kubelet_allocated_resources_status(struct kubelet *k, const struct pod *pod) {
+        json_auto_t *out = NULL;
+
+        if (!k->devices || !pod || !dm_pod_uses_devices(k->devices, pod))
+                return NULL;
+        out = json_object();
+        for (size_t i = 0; out && i < pod->spec.n_containers; i++) {
+                json_auto_t *by = json_object(), *list = json_array();
+                struct device_collect d = { .m = k->devices, .by_resource = by };
+                _cleanup_strv_free_ char **names = NULL;
+                const char *name;
+                json_t *v;
+
+                if (!by || !list)
+                        return NULL;
+                dm_foreach_container_device(k->devices, pod->uid, pod->spec.containers[i].name, collect_device, &d);
+                if (d.oom)
+                        return NULL;
+                if (json_object_size(by) == 0)
+                        continue;
+                json_object_foreach(by, name, v)
+                        if (strv_extend(&names, name) < 0)
+                                return NULL;
+                qsort(names, strv_length(names), sizeof(char *), cmp_str);
+                for (char **n = names; *n; n++) {
+                        json_t *res = json_deep_copy(json_object_get(by, *n));
+                        size_t m = json_array_size(res);
+                        _cleanup_free_ json_t **sorted = m ? calloc(m, sizeof(json_t *)) : NULL;
+                        json_t *arr = json_array();
+
+                        if (!res || !arr || (m && !sorted)) {
+                                json_decref(res);
+                                json_decref(arr);
+                                return NULL;
+                        }
+                        for (size_t j = 0; j < m; j++)
+                                sorted[j] = json_array_get(res, j);
+                        if (m > 1)
+                                qsort(sorted, m, sizeof(json_t *), cmp_resource_id);
+                        for (size_t j = 0; j < m; j++)
+                                (void) json_array_append(arr, sorted[j]);
+                        json_decref(res);
+                        if (json_array_append_new(list, json_pack("{s:s, s:o}", "name", *n, "resources", arr)) < 0)
+                                return NULL;
+                }
+                if (json_object_set(out, pod->spec.containers[i].name, list) < 0)
+                        return NULL;
+        }
+        return json_object_size(out) > 0 ? TAKE_PTR(out) : NULL;
+}
+
 int kubelet_active_pod_uids(struct kubelet *k, char ***ret) {
         _cleanup_strv_free_ char **l = NULL;
 

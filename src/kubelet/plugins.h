@@ -22,5 +22,10 @@ void kubelet_devices_gc(struct kubelet *k);
 /* The node's extended resources as admission counts them, read again from the device manager. */
 void kubelet_admission_refresh(struct kubelet *k);
 
+/* allocatedResourcesStatus (UpdateAllocatedResourcesStatus): {"<container>": [{name, resources: [{resourceID,
+ * health}]}]} for the app containers of the pod that hold devices, resources and IDs sorted; NULL: none (or out
+ * of memory). A new reference. */
+json_t *kubelet_allocated_resources_status(struct kubelet *k, const struct pod *pod);
+
 /* The device plugins' envs, mounts, devices and annotations into a container's CRI config. */
 int kubelet_apply_device_options(Runtime__V1__ContainerConfig *cfg, const struct dm_run_options *o);

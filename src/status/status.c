@@ -279,6 +279,9 @@ static json_t *container_status_json(const struct pod_status_input *in, const st
                        "containerID", container_id_json(c), "started",
                        c->state == KC_CONTAINER_RUNNING && probe_container_started(spec, c, in->probes));
         add_resources(in, spec, c, st);
+        if (!init && json_object_get(in->allocated_resources_status, spec->name))
+                (void) json_object_set(st, "allocatedResourcesStatus",
+                                       json_object_get(in->allocated_resources_status, spec->name));
         return st;
 }
 

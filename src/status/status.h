@@ -55,6 +55,9 @@ struct pod_status_input {
         /* podIsTerminal: the pod was deleted (or ended) and its containers are stopped for good: a phase from
          * stopped containers is Succeeded or Failed whatever the restart policy (not for a static pod) */
         bool terminal;
+        /* ResourceHealthStatus (beta on since v1.36): {"<container>": [ResourceStatus...]} of the devices each
+         * app container holds, NULL: none */
+        const json_t *allocated_resources_status;
 };
 
 /* PodConditionByKubelet: the condition types the kubelet owns (PodScheduled, Ready, Initialized,

@@ -1204,6 +1204,13 @@ void dm_foreach_container_device(const struct devicemanager *m, const char *pod_
         }
 }
 
+bool dm_device_healthy(const struct devicemanager *m, const char *resource, const char *id) {
+        const struct resource *r = m ? resource_find(m, resource) : NULL;
+        const struct device *d = r ? device_find(r, id) : NULL;
+
+        return !d || d->healthy;
+}
+
 void dm_foreach_allocatable_device(const struct devicemanager *m, dm_device_cb cb, void *userdata) {
         for (size_t i = 0; m && i < m->n_resources; i++) {
                 const struct resource *r = &m->resources[i];

@@ -76,4 +76,7 @@ int64_t dm_admission_allocatable(const struct devicemanager *m, const char *reso
 typedef void (*dm_device_cb)(const char *resource, const char *id, int64_t numa, bool has_numa, void *userdata);
 void dm_foreach_container_device(const struct devicemanager *m, const char *pod_uid, const char *container,
                                  dm_device_cb cb, void *userdata);
+/* A device's health as the status reports it (UpdateAllocatedResourcesStatus): a device the plugin no longer lists
+ * counts as healthy, as upstream. */
+bool dm_device_healthy(const struct devicemanager *m, const char *resource, const char *id);
 void dm_foreach_allocatable_device(const struct devicemanager *m, dm_device_cb cb, void *userdata);

@@ -535,6 +535,26 @@ static void test_status_patch_disruption_target(void **state) {
         json_decref(sent);
 }
 
+/* allocatedResourcesStatus (ResourceHealthStatus): the app containers' devices and their health, as given */
+static void test_allocated_resources_status(void **state) {
+        _cleanup_pod_free_ struct pod *p = parse_pod("Always");
+        _cleanup_(kc_pod_status_freep) struct kc_pod_status *s = status_new(true);
+        json_auto_t *devices = json_pack("{s:[{s:s, s:[{s:s, s:s}, {s:s, s:s}]}]}", "a", "name", "example.com/dev",
+                                         "resources", "resourceID", "d0", "health", "Healthy", "resourceID", "d1",
+                                         "health", "Unhealthy");
+        struct pod_status_input in = { .pod = p, .observed = s, .allocated_resources_status = devices };
+        json_auto_t *st = NULL;
+        json_t *a, *b;
+
+        add(s, "a", "a1", KC_CONTAINER_RUNNING, 0, 4, 0);
+        add(s, "b", "b1", KC_CONTAINER_RUNNING, 0, 4, 0);
+        assert_int_equal(status_pod_generate(&in, &st), 0);
+        a = find(json_object_get(st, "containerStatuses"), "name", "a");
+        b = find(json_object_get(st, "containerStatuses"), "name", "b");
+        assert_true(json_equal(json_object_get(a, "allocatedResourcesStatus"), json_object_get(devices, "a")));
+        assert_null(json_object_get(b, "allocatedResourcesStatus"));
+}
+
 /* podIsTerminal: stopped containers give Succeeded or Failed whatever the restart policy */
 static void test_phase_terminal(void **state) {
         _cleanup_pod_free_ struct pod *always = parse_pod("Always");
@@ -637,6 +657,7 @@ int main(void) {
                 cmocka_unit_test(test_status_patch_disruption_target),
                 cmocka_unit_test(test_phase),
                 cmocka_unit_test(test_phase_terminal),
+                cmocka_unit_test(test_allocated_resources_status),
                 cmocka_unit_test(test_terminate),
                 cmocka_unit_test(test_evicted_by_sync_handler),
                 cmocka_unit_test(test_phase_with_restart_rules),
