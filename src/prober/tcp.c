@@ -21,6 +21,7 @@
 
 #include "basic/string.h"
 #include "basic/time.h"
+#include "basic/timer.h"
 #include "prober/handlers.h"
 
 struct probe_tcp {
@@ -166,7 +167,6 @@ static void finish_soon(struct probe_tcp *t, int err) {
 }
 
 static void connect_to(struct probe_tcp *t, const struct sockaddr *sa, socklen_t salen) {
-        struct timeval tv;
         struct pollfd p;
         int err = 0;
         socklen_t len = sizeof(err);
@@ -192,9 +192,8 @@ static void connect_to(struct probe_tcp *t, const struct sockaddr *sa, socklen_t
                 finish_soon(t, err);
                 return;
         }
-        tv = timeval_from_usec(t->timeout_usec);
         event_assign(t->ev, t->env->base, t->fd, EV_WRITE, on_event, t);
-        event_add(t->ev, &tv);
+        (void) event_add_usec(t->ev, t->timeout_usec);
 }
 
 static void on_resolved(int result, struct evutil_addrinfo *res, void *userdata) {
