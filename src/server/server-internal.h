@@ -211,8 +211,6 @@ void api_decision_done(struct api_decision *d);
 int api_conn_take_decision(struct api_server *s, struct evhttp_connection *evcon, struct api_decision *ret);
 /* the connection is taken over (a stream proxy): bytes pass unparsed from now on */
 void api_conn_set_raw(struct api_server *s, struct evhttp_connection *evcon);
-/* the TLS session of a connection; NULL for plain ones */
-SSL *api_conn_ssl(struct api_server *s, struct evhttp_connection *evcon);
 
 /* auth.c: authentication and authorization of a request from its head */
 struct api_auth;
