@@ -427,7 +427,6 @@ static void update_conditions(struct pod_worker *w) {
               w->uid, ready ? "True" : "False");
 }
 
-/* the UID the pod's status is reported under: its own, or its mirror pod's for a static pod (NULL: none yet) */
 /* The pod whose status a worker reports: its desired pod, or a static pod's last spec while it terminates (its
  * mirror pod keeps showing the pod's real status until it is gone); NULL: none. */
 static struct pod *status_pod(const struct pod_worker *w) {
@@ -442,6 +441,7 @@ static struct pod *status_pod(const struct pod_worker *w) {
         return w->last_pod;
 }
 
+/* the UID the pod's status is reported under: its own, or its mirror pod's for a static pod (NULL: none yet) */
 static const char *report_uid(struct kubelet *k, struct pod_worker *w) {
         const struct pod *p = status_pod(w);
 
@@ -1339,7 +1339,8 @@ static void housekeeping(evutil_socket_t fd, short what, void *userdata) {
         kubelet_devices_gc(k);
         retry_deferred_resizes(k);
         kubelet_notify_check_ready(k);
-        /* cleanupOrphanedPodDirs: only once every source has spoken and the runtime has been listed */
+        /* the allocated resources of pods no source wants any more are forgotten (upstream's HandlePodCleanups
+         * removing orphaned allocations): only once every source has spoken and the runtime has been listed */
         if (k->runtime_listed && k->config_received && !k->stopping)
                 kubelet_allocation_remove_orphans(k->allocation, allocation_wanted, k);
         /* cleanupOrphanedPodDirs: only once every source has spoken and the runtime has been listed */
