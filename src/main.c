@@ -17,6 +17,8 @@
 #include "basic/error.h"
 #include "basic/daemon.h"
 #include "basic/log.h"
+#include "basic/time.h"
+#include "basic/timer.h"
 #include "kubelet/kubelet.h"
 #include "options/options.h"
 #include "server/server.h"
@@ -43,6 +45,9 @@ static void raise_open_files_limit(void) {
 #define MALLOC_TRIM_PERIOD_SEC 60
 
 static void on_malloc_trim(evutil_socket_t fd, short what, void *userdata) {
+        struct event *self = userdata;
+
+        (void) evtimer_add_usec(self, MALLOC_TRIM_PERIOD_SEC * USEC_PER_SEC); /* periodic: the next one */
 #ifdef __GLIBC__
         (void) malloc_trim(0);
 #endif
@@ -233,8 +238,8 @@ int main(int argc, char **argv) {
                 log_error("cannot set up signal handling");
                 goto out;
         }
-        trim = event_new(base, -1, EV_PERSIST, on_malloc_trim, NULL);
-        if (!trim || event_add(trim, &(struct timeval) { .tv_sec = MALLOC_TRIM_PERIOD_SEC }) < 0) {
+        trim = evtimer_new(base, on_malloc_trim, event_self_cbarg());
+        if (!trim || evtimer_add_usec(trim, MALLOC_TRIM_PERIOD_SEC * USEC_PER_SEC) < 0) {
                 log_error("cannot set up the periodic malloc trim");
                 goto out;
         }

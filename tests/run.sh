@@ -1,7 +1,8 @@
 #!/bin/bash
 # The whole test suite, on a fresh Debian 12 machine as root:
 #   1. install the Debian packages (scripts/install-deps.sh --test: what running and testing need)
-#   2. check that no two src/ folders include each other (scripts/check-include-cycles.py): one test
+#   2. check that no two src/ folders include each other (scripts/check-include-cycles.py): one test; and that
+#      every timer in src/ is armed through the loop's timer seam (scripts/check-timer-seam.py): one test
 #   3. check the format of the C sources against .clang-format (clang-format --dry-run --Werror): one test
 #   4. build (build/) and run the unit tests
 #   5. build with ASan+UBSan (build-asan/) and run the unit tests again
@@ -78,6 +79,14 @@ if python3 scripts/check-include-cycles.py; then
         passed=$((passed + 1))
 else
         echo "tests/run.sh: src/ folders include each other (see above)" >&2
+        failed=$((failed + 1))
+fi
+
+note "timers armed through the loop's timer seam (basic/timer.h)"
+if python3 scripts/check-timer-seam.py; then
+        passed=$((passed + 1))
+else
+        echo "tests/run.sh: a timer in src/ is armed outside the timer seam (see above)" >&2
         failed=$((failed + 1))
 fi
 

@@ -31,7 +31,8 @@ static int cmp_str(const void *a, const void *b) {
         return strcmp(*(char *const *) a, *(char *const *) b);
 }
 
-int fieldpath_format_map(const struct strmap *m, char **ret) {
+/* FormatMap: `key="value"` lines sorted by key, values quoted as Go's %q, no trailing newline. */
+static int fieldpath_format_map(const struct strmap *m, char **ret) {
         _cleanup_free_ char **keys = NULL;
         _cleanup_free_ char *buf = NULL;
         size_t len = 0;

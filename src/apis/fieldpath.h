@@ -16,9 +16,6 @@ struct ck_error;
  * length); false when fp has no subscript (SplitMaybeSubscriptedPath). */
 bool fieldpath_split_subscript(const char *fp, char **ret_path, const char **ret_sub, size_t *ret_sub_len);
 
-/* FormatMap: `key="value"` lines sorted by key, values quoted as Go's %q, no trailing newline. */
-int fieldpath_format_map(const struct strmap *m, char **ret);
-
 /* ExtractFieldPathAsString: metadata.name, metadata.namespace, metadata.uid, metadata.labels,
  * metadata.annotations and one label or annotation by subscript (a missing key is ""). -EINVAL for any other
  * path, with upstream's message in *ret_error ("unsupported fieldPath: x", `fieldPath "x" does not

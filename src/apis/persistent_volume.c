@@ -171,8 +171,11 @@ static bool requirement_matches(const struct node_selector_requirement *q, const
         return false; /* unknown operator: the term is invalid */
 }
 
-bool node_selector_terms_match(const struct node_selector_term *terms, size_t n, const struct strmap *labels,
-                               const char *node_name) {
+/* MatchNodeSelectorTerms: does a node with these labels (and this name, for matchFields metadata.name) match one
+ * of the terms? A term with neither expressions nor fields matches nothing; an invalid requirement makes its term
+ * not match. */
+static bool node_selector_terms_match(const struct node_selector_term *terms, size_t n, const struct strmap *labels,
+                                      const char *node_name) {
         for (size_t t = 0; t < n; t++) {
                 const struct node_selector_term *term = &terms[t];
                 bool ok = true;

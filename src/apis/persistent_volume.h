@@ -87,11 +87,6 @@ void persistent_volume_claim_done(struct persistent_volume_claim *pvc);
 int csi_driver_spec_decode(const json_t *o, struct csi_driver_spec *ret, struct ck_error **ret_error);
 void csi_driver_spec_done(struct csi_driver_spec *d);
 
-/* MatchNodeSelectorTerms: does a node with these labels (and this name, for matchFields metadata.name) match one
- * of the terms? A term with neither expressions nor fields matches nothing; an invalid requirement makes its term
- * not match. */
-bool node_selector_terms_match(const struct node_selector_term *terms, size_t n, const struct strmap *labels,
-                               const char *node_name);
 /* checkVolumeNodeAffinity: 0, or -EPERM with upstream's "no matching NodeSelectorTerms" */
 int persistent_volume_check_node_affinity(const struct persistent_volume *pv, const struct strmap *labels,
                                           const char *node_name, struct ck_error **ret_error);

@@ -56,7 +56,7 @@ struct int_or_string {
         char *str_val;
 };
 
-/* env[].valueFrom (EnvVarSource); decoded and validated in pod_security.c */
+/* env[].valueFrom (EnvVarSource); decoded and validated in pod_env.c */
 struct object_field_selector {
         char *api_version; /* NULL = "v1" */
         char *field_path;
@@ -128,7 +128,7 @@ struct security_context {
         struct apparmor_profile *apparmor_profile;
 };
 
-/* spec.dnsConfig (pod_security.c) */
+/* spec.dnsConfig (pod_dns.c) */
 struct pod_dns_option {
         char *name;
         char *value; /* NULL: no value */

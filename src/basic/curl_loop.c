@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 
 #include "basic/macro.h"
+#include "basic/timer.h"
 
 struct curl_loop_socket {
         struct curl_loop_socket *next;
@@ -166,7 +167,6 @@ static int socket_cb(CURL *easy, curl_socket_t fd, int what, void *userp, void *
 
 static int timer_cb(CURLM *multi, long timeout_ms, void *userp) {
         struct curl_loop *l = userp;
-        struct timeval tv;
 
         if (timeout_ms < 0) {
                 evtimer_del(l->timer);
@@ -179,8 +179,7 @@ static int timer_cb(CURLM *multi, long timeout_ms, void *userp) {
                 event_active(l->timer, EV_TIMEOUT, 0);
                 return 0;
         }
-        tv = (struct timeval) { .tv_sec = timeout_ms / 1000, .tv_usec = (timeout_ms % 1000) * 1000 };
-        evtimer_add(l->timer, &tv);
+        (void) evtimer_add_usec(l->timer, (uint64_t) timeout_ms * 1000);
         return 0;
 }
 

@@ -3,6 +3,7 @@
 #include "basic/vclock.h"
 
 #include <assert.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
@@ -65,7 +66,7 @@ static void timer_forget(const struct event *ev) {
                 }
 }
 
-void vclock_timer_add(struct event *ev, uint64_t usec) {
+int vclock_timer_add(struct event *ev, uint64_t usec) {
         struct timeval far = { .tv_sec = FAR_SEC };
 
         assert(vc.enabled);
@@ -76,7 +77,7 @@ void vclock_timer_add(struct event *ev, uint64_t usec) {
         timer_forget(ev);
         if (usec == 0) {
                 event_active(ev, EV_TIMEOUT, 1);
-                return;
+                return 0;
         }
         if (vc.n == vc.cap) {
                 size_t cap = vc.cap ? vc.cap * 2 : 64;
@@ -84,14 +85,17 @@ void vclock_timer_add(struct event *ev, uint64_t usec) {
                 if (!n) {
                         /* out of memory: a real timer is still a timer */
                         struct timeval tv = timeval_from_usec(usec);
-                        evtimer_add(ev, &tv);
-                        return;
+                        return event_add(ev, &tv) < 0 ? -ENOMEM : 0;
                 }
                 vc.timers = n;
                 vc.cap = cap;
         }
         vc.timers[vc.n++] = (struct vtimer) { .ev = ev, .deadline = vc.mono + usec, .seq = vc.seq++ };
-        evtimer_add(ev, &far);
+        if (event_add(ev, &far) < 0) {
+                vc.n--;
+                return -ENOMEM;
+        }
+        return 0;
 }
 
 struct live {

@@ -34,11 +34,6 @@ void cert_template_done(struct cert_template *t) {
         *t = (struct cert_template) {};
 }
 
-bool cert_template_equal(const struct cert_template *a, const struct cert_template *b) {
-        return streq_ptr(a->common_name, b->common_name) && strv_equal(a->organizations, b->organizations) &&
-               strv_equal(a->dns_names, b->dns_names) && strv_equal(a->ip_addresses, b->ip_addresses);
-}
-
 /* *ret_error: WHAT, and OpenSSL's reason when it has one */
 static int openssl_error(struct ck_error **ret_error, int code, const char *what) {
         unsigned long e = ERR_get_error();

@@ -26,7 +26,6 @@ struct cert_template {
         char **ip_addresses;  /* serving: the node's addresses */
 };
 void cert_template_done(struct cert_template *t);
-bool cert_template_equal(const struct cert_template *a, const struct cert_template *b);
 
 /* A new ECDSA P-256 key as upstream makes it: PEM "EC PRIVATE KEY" (SEC 1). */
 int cert_key_generate(char **ret_pem);

@@ -645,13 +645,6 @@ void cert_manager_start(struct cert_manager *m) {
         schedule_next(m);
 }
 
-void cert_manager_template_changed(struct cert_manager *m) {
-        if (!m || !m->started || m->state != STATE_IDLE || m->stopped)
-                return;
-        event_del(m->timer);
-        schedule_next(m);
-}
-
 struct cert_manager *cert_manager_free(struct cert_manager *m) {
         if (!m)
                 return NULL;

@@ -59,8 +59,6 @@ const struct cert_pair *cert_manager_current(const struct cert_manager *m);
 char *cert_manager_current_path(const struct cert_manager *m);
 /* Why the store had no usable pair at start ("" when it had one). */
 const char *cert_manager_load_error(const struct cert_manager *m);
-/* The template may have changed (node addresses): re-check now rather than at the deadline. */
-void cert_manager_template_changed(struct cert_manager *m);
 /* Cancels what is in flight. Accepts NULL. */
 struct cert_manager *cert_manager_free(struct cert_manager *m);
 

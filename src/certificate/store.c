@@ -32,33 +32,6 @@ void cert_pair_done(struct cert_pair *p) {
         *p = (struct cert_pair) {};
 }
 
-static int strv_dup(char **l, char ***ret) {
-        *ret = NULL;
-        return l ? strv_copy(l, ret) : 0;
-}
-
-int cert_pair_copy(const struct cert_pair *p, struct cert_pair *ret) {
-        struct cert_pair c = {
-                .info = { .not_before_usec = p->info.not_before_usec, .not_after_usec = p->info.not_after_usec },
-        };
-
-        c.cert_pem = strdup_or_null(p->cert_pem);
-        c.key_pem = strdup_or_null(p->key_pem);
-        c.path = strdup_or_null(p->path);
-        c.info.common_name = strdup_or_null(p->info.common_name);
-        c.info.serial = strdup_or_null(p->info.serial);
-        if ((p->cert_pem && !c.cert_pem) || (p->key_pem && !c.key_pem) || (p->path && !c.path) ||
-            (p->info.common_name && !c.info.common_name) || (p->info.serial && !c.info.serial) ||
-            strv_dup(p->info.organizations, &c.info.organizations) < 0 ||
-            strv_dup(p->info.dns_names, &c.info.dns_names) < 0 ||
-            strv_dup(p->info.ip_addresses, &c.info.ip_addresses) < 0) {
-                cert_pair_done(&c);
-                return -ENOMEM;
-        }
-        *ret = c;
-        return 0;
-}
-
 int cert_store_init(struct cert_store *s, const char *dir, const char *prefix, const char *cert_file,
                     const char *key_file) {
         *s = (struct cert_store) {

@@ -28,7 +28,6 @@ struct cert_pair {
         char *path; /* the file it was read from or written to ("<cert>, <key>" for a separate pair) */
 };
 void cert_pair_done(struct cert_pair *p);
-int cert_pair_copy(const struct cert_pair *p, struct cert_pair *ret);
 
 int cert_store_init(struct cert_store *s, const char *dir, const char *prefix, const char *cert_file,
                     const char *key_file);

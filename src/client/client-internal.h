@@ -147,8 +147,6 @@ struct kube_client {
 /* client.c, for watch.c */
 int kube_request_alloc(struct kube_client *c, const char *method, const char *path, struct kube_request **ret);
 void kube_request_free(struct kube_request *r);
-/* Stops the transfer and timers, returns the easy handle to the pool, unlinks from the client. */
-void kube_request_detach(struct kube_request *r);
 /* Rate limiter slot, then start_transfer on the request's timer. */
 void kube_request_schedule(struct kube_request *r, uint64_t delay_usec);
 /* An easy handle with everything common set (URL, TLS, headers, token); callbacks are the caller's. */
@@ -159,10 +157,6 @@ void kube_log_transfer(struct kube_request *r, const char *verb, CURLcode result
 /* From a finished error response (status >= 300): the Status' message and reason or the generic ones. */
 int kube_response_error(struct kube_request *r, json_t *body);
 char *kube_transfer_error(struct kube_request *r, CURLcode result);
-
-/* A transfer of a loop that is no longer the client's ended: free the retired loops that are idle (later, from
- * the reaper event, never inside libcurl). */
-void kube_client_transfer_ended(struct kube_client *c);
 
 /* watch.c */
 int kube_watch_start(struct kube_request *r);

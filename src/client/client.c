@@ -326,6 +326,8 @@ static void pool_put(struct kube_client *c, CURL *easy) {
                 curl_easy_cleanup(easy);
 }
 
+static void kube_client_transfer_ended(struct kube_client *c);
+
 void kube_request_release_easy(struct kube_request *r) {
         struct kube_client *c = r->client;
 
@@ -578,7 +580,8 @@ int kube_request_alloc(struct kube_client *c, const char *method, const char *pa
         return 0;
 }
 
-void kube_request_detach(struct kube_request *r) {
+/* Stops the transfer and timers, returns the easy handle to the pool, unlinks from the client. */
+static void kube_request_detach(struct kube_request *r) {
         struct kube_client *c = r->client;
 
         if (!c)
@@ -1094,7 +1097,9 @@ static void on_reaper(evutil_socket_t fd, short what, void *userdata) {
         }
 }
 
-void kube_client_transfer_ended(struct kube_client *c) {
+/* A transfer of a loop that is no longer the client's ended: free the retired loops that are idle (later, from
+ * the reaper event, never inside libcurl). */
+static void kube_client_transfer_ended(struct kube_client *c) {
         if (c->n_retired > 0 && c->reaper)
                 evtimer_add_usec(c->reaper, 0);
 }

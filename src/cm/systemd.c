@@ -14,6 +14,7 @@
 #include "basic/macro.h"
 #include "basic/string.h"
 #include "basic/time.h"
+#include "basic/timer.h"
 #include "cm/systemd.h"
 
 #define SD_DEST "org.freedesktop.systemd1"
@@ -128,7 +129,7 @@ static int on_reply(sd_bus_message *m, void *userdata, sd_bus_error *ret_error) 
         }
         log_v(4, "systemd job %s for %s(%s)", op->job, op->stop ? "StopUnit" : "StartTransientUnit", op->unit);
         if (op->timer)
-                evtimer_add(op->timer, &(struct timeval) { .tv_sec = SD_JOB_WAIT_USEC / USEC_PER_SEC });
+                (void) evtimer_add_usec(op->timer, SD_JOB_WAIT_USEC);
         return 0;
 }
 
@@ -220,9 +221,9 @@ static void rearm(struct cm_sd *sd) {
                 uint64_t now, d;
                 clock_gettime(CLOCK_MONOTONIC, &ts);
                 now = (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / 1000;
+                /* sd-bus's deadline is on the real monotonic clock: the delay from now goes through the seam */
                 d = until > now ? until - now : 0;
-                event_add(sd->ev, &(struct timeval) { .tv_sec = (time_t) (d / USEC_PER_SEC),
-                                                      .tv_usec = (suseconds_t) (d % USEC_PER_SEC) });
+                (void) event_add_usec(sd->ev, d);
         }
 }
 

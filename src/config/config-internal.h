@@ -18,6 +18,3 @@ void *pod_config_source_data(struct pod_config *c, const char *name);
  * kubelet waits until every source has delivered or failed once, so that a restart does not briefly
  * present a desired set without, say, the file pods while the URL is still being fetched. */
 void pod_config_source_attempted(struct pod_config *c, const char *name);
-
-/* Compare two pods as the merger does: same UID, config hash, namespace, name and the same document. */
-bool pod_config_pods_equal(const struct pod *a, const struct pod *b);

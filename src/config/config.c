@@ -177,7 +177,8 @@ void pod_config_source_attempted(struct pod_config *c, const char *name) {
         }
 }
 
-bool pod_config_pods_equal(const struct pod *a, const struct pod *b) {
+/* Compare two pods as the merger does: same UID, config hash, namespace, name and the same document. */
+static bool pod_config_pods_equal(const struct pod *a, const struct pod *b) {
         if (a == b)
                 return true;
         if (!a || !b)

@@ -64,10 +64,6 @@ struct csi_client *csi_client_free(struct csi_client *c) {
         return NULL;
 }
 
-const char *csi_client_endpoint(const struct csi_client *c) {
-        return c->endpoint;
-}
-
 /* ---------------------------------------------------------------- replies */
 
 static void on_reply(const struct grpc_reply *g, void *userdata) {

@@ -63,7 +63,6 @@ struct csi_node_request {
 int csi_client_new(struct event_base *base, const char *endpoint, uint64_t timeout_usec, struct csi_client **ret);
 /* Calls in flight end now with Canceled (their callbacks run inside this call). Accepts NULL. */
 struct csi_client *csi_client_free(struct csi_client *c);
-const char *csi_client_endpoint(const struct csi_client *c);
 
 /* Each returns 0 when the callback will run, or a negative errno when it will not (the request could not be
  * made: -ENOMEM, -ESHUTDOWN, -EMSGSIZE, or -EINVAL with the reason logged for a request missing a volume id or

@@ -80,8 +80,6 @@ int csi_volume_context(const struct strmap *attributes, const struct csi_pod_inf
 int csi_access_mode(const char *k8s_access_mode);
 
 /* ---- errors ---- */
-/* Go's codes.Code names ("DeadlineExceeded"); "Code(N)" for unknown ones is not needed: "Unknown". */
-const char *csi_code_name(int grpc_status);
 /* The error text of a failed call as Go's status error prints it: "rpc error: code = DeadlineExceeded desc =
  * context deadline exceeded". Caller frees. */
 char *csi_rpc_error(int grpc_status, const char *message);

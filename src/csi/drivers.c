@@ -281,12 +281,3 @@ void csi_drivers_set_caps(struct csi_drivers *d, const char *name, const struct 
         x->caps = *caps;
         x->caps_known = true;
 }
-
-char **csi_drivers_names(const struct csi_drivers *d) {
-        char **l = NULL;
-
-        for (const struct driver *x = d ? d->list : NULL; x; x = x->next)
-                if (x->registered && strv_extend(&l, x->name) < 0)
-                        return strv_free(l);
-        return l;
-}

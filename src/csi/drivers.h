@@ -42,5 +42,3 @@ struct csi_client *csi_drivers_client(struct csi_drivers *d, const char *name, s
 /* The driver's node capabilities: true when known now (cached after the first NodeGetCapabilities). */
 bool csi_drivers_caps(struct csi_drivers *d, const char *name, struct csi_node_caps *ret);
 void csi_drivers_set_caps(struct csi_drivers *d, const char *name, const struct csi_node_caps *caps);
-/* the names of the registered drivers (strv, caller frees) */
-char **csi_drivers_names(const struct csi_drivers *d);

@@ -466,10 +466,3 @@ int csi_nodeinfo_uninstall(struct csi_nodeinfo *ni, const char *driver) {
         run(ni);
         return 0;
 }
-
-bool csi_nodeinfo_synced(const struct csi_nodeinfo *ni) {
-        for (const struct want *w = ni->wants; w; w = w->next)
-                if (w->synced != w->generation)
-                        return false;
-        return !ni->busy;
-}

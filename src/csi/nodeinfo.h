@@ -31,8 +31,6 @@ void csi_nodeinfo_start(struct csi_nodeinfo *ni);
 int csi_nodeinfo_install(struct csi_nodeinfo *ni, const char *driver, const char *node_id, int64_t max_volumes,
                          const struct strmap *topology);
 int csi_nodeinfo_uninstall(struct csi_nodeinfo *ni, const char *driver);
-/* Everything wanted has been written (for tests and logs). */
-bool csi_nodeinfo_synced(const struct csi_nodeinfo *ni);
 
 /* pure, for the tasks and the unit tests: */
 /* the annotation value with driver set to node_id (node_id NULL: removed); *ret NULL when the map ends empty.

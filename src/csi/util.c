@@ -222,7 +222,8 @@ int csi_access_mode(const char *m) {
 
 /* ---------------------------------------------------------------- errors */
 
-const char *csi_code_name(int c) {
+/* Go's codes.Code names ("DeadlineExceeded"); "Code(N)" for unknown ones is not needed: "Unknown". */
+static const char *csi_code_name(int c) {
         static const char *const names[] = {
                 "OK",       "Canceled",        "Unknown",          "InvalidArgument",   "DeadlineExceeded",
                 "NotFound", "AlreadyExists",   "PermissionDenied", "ResourceExhausted", "FailedPrecondition",

@@ -38,14 +38,8 @@ enum {
         EVICTION_PID_PRESSURE = 1 << 2,
 };
 
-const char *eviction_signal_to_string(enum eviction_signal s);
-/* -EINVAL for a name that is not a signal */
-int eviction_signal_from_string(const char *s, enum eviction_signal *ret);
 enum eviction_resource eviction_signal_resource(enum eviction_signal s);
 const char *eviction_resource_to_string(enum eviction_resource r);
-unsigned eviction_signal_condition(enum eviction_signal s);
-/* Memory and disk amounts are bytes (BinarySI); inodes and pids are counts (DecimalSI). */
-bool eviction_signal_is_bytes(enum eviction_signal s);
 
 struct eviction_value {
         bool is_percentage;

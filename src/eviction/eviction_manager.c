@@ -591,7 +591,8 @@ struct eviction_manager *eviction_manager_free(struct eviction_manager *m) {
         return NULL;
 }
 
-unsigned eviction_manager_conditions(const struct eviction_manager *m) {
+/* The node conditions now (NODE_*_PRESSURE bits). */
+static unsigned eviction_manager_conditions(const struct eviction_manager *m) {
         return m ? m->conditions : 0;
 }
 

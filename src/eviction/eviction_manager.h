@@ -65,8 +65,6 @@ int eviction_manager_new(struct event_base *base, struct stats_provider *stats, 
 struct eviction_manager *eviction_manager_free(struct eviction_manager *m);
 int eviction_manager_start(struct eviction_manager *m);
 
-/* The node conditions now (NODE_*_PRESSURE bits). */
-unsigned eviction_manager_conditions(const struct eviction_manager *m);
 /* Admission under pressure (eviction_admit with the conditions now). */
 bool eviction_manager_admit(const struct eviction_manager *m, const struct pod *pod, const char **ret_reason,
                             char **ret_message);

@@ -32,11 +32,12 @@ static const char *const signal_names[_EVICTION_SIGNAL_MAX] = {
         [EVICTION_SIGNAL_PID_AVAILABLE] = "pid.available",
 };
 
-const char *eviction_signal_to_string(enum eviction_signal s) {
+static const char *eviction_signal_to_string(enum eviction_signal s) {
         return (unsigned) s < _EVICTION_SIGNAL_MAX ? signal_names[s] : "unknown";
 }
 
-int eviction_signal_from_string(const char *s, enum eviction_signal *ret) {
+/* -EINVAL for a name that is not a signal */
+static int eviction_signal_from_string(const char *s, enum eviction_signal *ret) {
         for (unsigned i = 0; i < _EVICTION_SIGNAL_MAX; i++)
                 if (streq_ptr(s, signal_names[i])) {
                         *ret = (enum eviction_signal) i;
@@ -70,7 +71,7 @@ const char *eviction_resource_to_string(enum eviction_resource r) {
         return (unsigned) r < ELEMENTSOF(names) ? names[r] : "unknown";
 }
 
-unsigned eviction_signal_condition(enum eviction_signal s) {
+static unsigned eviction_signal_condition(enum eviction_signal s) {
         switch (eviction_signal_resource(s)) {
         case EVICTION_RESOURCE_MEMORY:
                 return EVICTION_MEMORY_PRESSURE;
@@ -83,7 +84,8 @@ unsigned eviction_signal_condition(enum eviction_signal s) {
         }
 }
 
-bool eviction_signal_is_bytes(enum eviction_signal s) {
+/* Memory and disk amounts are bytes (BinarySI); inodes and pids are counts (DecimalSI). */
+static bool eviction_signal_is_bytes(enum eviction_signal s) {
         enum eviction_resource r = eviction_signal_resource(s);
         return r == EVICTION_RESOURCE_MEMORY || r == EVICTION_RESOURCE_EPHEMERAL_STORAGE;
 }
@@ -722,7 +724,9 @@ static int64_t sat_add(int64_t a, int64_t b) {
         return a > INT64_MAX - b ? INT64_MAX : a + b;
 }
 
-int64_t eviction_pod_request(const struct pod *pod, const char *resource) {
+/* GetResourceRequestQuantity for "memory" or "ephemeral-storage": app containers and sidecars summed, each
+ * regular init container counted with the sidecars started before it, the larger wins. */
+static int64_t eviction_pod_request(const struct pod *pod, const char *resource) {
         int64_t sum = 0, sidecars = 0, init_max = 0;
 
         for (size_t i = 0; i < pod->spec.n_containers; i++)

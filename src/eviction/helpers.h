@@ -111,10 +111,6 @@ char *eviction_conditions_format(unsigned conditions);
 /* kubetypes.IsCriticalPod: a static pod, a mirror pod, or priority >= 2000000000 (system-critical). */
 bool eviction_pod_is_critical(const struct pod *pod);
 
-/* GetResourceRequestQuantity for "memory" or "ephemeral-storage": app containers and sidecars summed, each
- * regular init container counted with the sidecars started before it, the larger wins. */
-int64_t eviction_pod_request(const struct pod *pod, const char *resource);
-
 struct eviction_candidate {
         const struct pod *pod;
         const struct eviction_pod_stats *stats; /* NULL: no stats (ranked first) */

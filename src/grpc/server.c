@@ -182,10 +182,6 @@ void grpc_server_reply_error(struct grpc_server_call *call, int grpc_status, con
         va_end(ap);
 }
 
-int grpc_server_call_peer_uid(const struct grpc_server_call *call) {
-        return call->c ? call->c->peer_uid : -1;
-}
-
 static const struct grpc_server_method *find_method(const struct grpc_server *s, const char *path) {
         for (size_t i = 0; i < s->n_methods; i++)
                 if (streq(s->methods[i].path, path))

@@ -43,5 +43,3 @@ struct grpc_server *grpc_server_free(struct grpc_server *s);
 void grpc_server_reply(struct grpc_server_call *call, const ProtobufCMessage *resp);
 void grpc_server_reply_error(struct grpc_server_call *call, int grpc_status, const char *fmt, ...)
         __attribute__((format(printf, 3, 4)));
-/* The peer's credentials (SO_PEERCRED) of the call's connection; -1 when unknown. */
-int grpc_server_call_peer_uid(const struct grpc_server_call *call);

@@ -615,7 +615,8 @@ static int request_run(struct image_gc_manager *m, enum run_mode mode, image_gc_
         return 0;
 }
 
-int image_gc_collect(struct image_gc_manager *m, image_gc_done_fn done, void *userdata) {
+/* GarbageCollect now (coalesced with one in flight). done may be NULL; it never runs inside the call. */
+static int image_gc_collect(struct image_gc_manager *m, image_gc_done_fn done, void *userdata) {
         return request_run(m, MODE_COLLECT, done, userdata);
 }
 

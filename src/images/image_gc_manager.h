@@ -40,8 +40,6 @@ struct image_gc_manager *image_gc_manager_free(struct image_gc_manager *m);
 /* Start the periodic collection (the first one a little after start-up). */
 int image_gc_manager_start(struct image_gc_manager *m);
 
-/* GarbageCollect now (coalesced with one in flight). done may be NULL; it never runs inside the call. */
-int image_gc_collect(struct image_gc_manager *m, image_gc_done_fn done, void *userdata);
 /* DeleteUnusedImages (the eviction manager's node-level reclaim): every unused image old enough. */
 int image_gc_delete_unused(struct image_gc_manager *m, image_gc_done_fn done, void *userdata);
 /* The image filesystem's figures as someone else saw them: collects now when at or above the high threshold. */

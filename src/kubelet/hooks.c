@@ -12,6 +12,7 @@
 #include "basic/string.h"
 #include "basic/strv.h"
 #include "basic/time.h"
+#include "basic/timer.h"
 #include "kubelet/hooks.h"
 
 struct hook_run {
@@ -297,8 +298,6 @@ static int start_exec(struct hook_run *r, uint64_t timeout_usec) {
 int kubelet_hook_run_start(struct probe_env *env, struct hook_run **list, const struct lifecycle_handler *h,
                            const struct hook_target *t, uint64_t timeout_usec, hook_done_t done, void *userdata) {
         struct hook_run *r;
-        struct timeval tv = { .tv_sec = (time_t) (timeout_usec / USEC_PER_SEC),
-                              .tv_usec = (suseconds_t) (timeout_usec % USEC_PER_SEC) };
         _cleanup_free_ char *err = NULL;
         int k = 0;
 
@@ -309,7 +308,7 @@ int kubelet_hook_run_start(struct probe_env *env, struct hook_run **list, const 
                 return -ENOMEM;
         *r = (struct hook_run) { .env = env, .h = h, .t = *t, .done = done, .userdata = userdata };
         r->deadline = evtimer_new(env->base, on_deadline, r);
-        if (!r->deadline || evtimer_add(r->deadline, &tv) < 0) {
+        if (!r->deadline || evtimer_add_usec(r->deadline, timeout_usec) < 0) {
                 run_free(r);
                 return -ENOMEM;
         }
@@ -322,11 +321,13 @@ int kubelet_hook_run_start(struct probe_env *env, struct hook_run **list, const 
                 break;
         case LIFECYCLE_HANDLER_SLEEP:
         case LIFECYCLE_HANDLER_TCP_SOCKET: {
-                struct timeval s = { .tv_sec = h->type == LIFECYCLE_HANDLER_SLEEP
-                                                       ? (time_t) MAX(h->sleep_seconds, (int64_t) 0)
-                                                       : 0 };
+                /* capped at 31 years, so that the product cannot overflow */
+                uint64_t usec = h->type == LIFECYCLE_HANDLER_SLEEP
+                                        ? (uint64_t) MIN(MAX(h->sleep_seconds, (int64_t) 0), (int64_t) 1000000000) *
+                                                  USEC_PER_SEC
+                                        : 0;
                 r->timer = evtimer_new(env->base, on_timer, r);
-                if (!r->timer || evtimer_add(r->timer, &s) < 0)
+                if (!r->timer || evtimer_add_usec(r->timer, usec) < 0)
                         k = -ENOMEM;
                 break;
         }
@@ -336,10 +337,9 @@ int kubelet_hook_run_start(struct probe_env *env, struct hook_run **list, const 
         }
         if (k < 0 && err) {
                 /* a failure known at once: reported from the loop like any other */
-                struct timeval now = {};
                 r->early_error = TAKE_PTR(err);
                 r->timer = evtimer_new(env->base, on_timer, r);
-                k = r->timer && evtimer_add(r->timer, &now) >= 0 ? 0 : -ENOMEM;
+                k = r->timer && evtimer_add_usec(r->timer, 0) >= 0 ? 0 : -ENOMEM;
         }
         if (k < 0) {
                 run_free(r);

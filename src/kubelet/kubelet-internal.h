@@ -210,6 +210,7 @@ struct kubelet {
         /* the service manager (notify.c) */
         bool notified_ready;    /* READY=1 was sent */
         struct event *watchdog; /* WATCHDOG=1 every WatchdogSec/2 */
+        uint64_t watchdog_period_usec;
 };
 
 /* kubelet.c: the pod a worker's sync runs: its desired pod as allocated (a resize not allocated yet is not run) */

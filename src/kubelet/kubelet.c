@@ -445,6 +445,7 @@ static struct pod *status_pod(const struct pod_worker *w) {
         return w->last_pod;
 }
 
+/* the UID the pod's status is reported under: its own, or its mirror pod's for a static pod (NULL: none yet) */
 static const char *report_uid(struct kubelet *k, struct pod_worker *w) {
         const struct pod *p = status_pod(w);
 
@@ -1414,7 +1415,8 @@ static void housekeeping(evutil_socket_t fd, short what, void *userdata) {
         kubelet_devices_gc(k);
         retry_deferred_resizes(k);
         kubelet_notify_check_ready(k);
-        /* cleanupOrphanedPodDirs: only once every source has spoken and the runtime has been listed */
+        /* the allocated resources of pods no source wants any more are forgotten (upstream's HandlePodCleanups
+         * removing orphaned allocations): only once every source has spoken and the runtime has been listed */
         if (k->runtime_listed && k->config_received && !k->stopping)
                 kubelet_allocation_remove_orphans(k->allocation, allocation_wanted, k);
         /* cleanupOrphanedPodDirs: only once every source has spoken and the runtime has been listed */

@@ -10,6 +10,7 @@
 #include "basic/error.h"
 #include "basic/log.h"
 #include "basic/time.h"
+#include "basic/timer.h"
 #include "kubelet/kubelet-internal.h"
 
 static bool first_sync_done(struct kubelet *k) {
@@ -41,6 +42,9 @@ static void on_watchdog(evutil_socket_t fd, short what, void *userdata) {
         struct kubelet *k = userdata;
         _cleanup_ck_error_ struct ck_error *why = NULL;
 
+        if (what & EV_TIMEOUT)
+                (void) evtimer_add_usec(k->watchdog, k->watchdog_period_usec); /* periodic: the next one */
+
         if (kubelet_sync_loop_health(k, &why) < 0) {
                 log_warning("not pinging the service manager's watchdog: %s", ck_error_message(why));
                 return;
@@ -50,18 +54,14 @@ static void on_watchdog(evutil_socket_t fd, short what, void *userdata) {
 
 int kubelet_watchdog_start(struct kubelet *k) {
         uint64_t usec = daemon_watchdog_usec(), period;
-        struct timeval tv;
 
         if (usec == 0)
                 return 0;
         /* twice per interval, as sd_watchdog_enabled(3) advises */
         period = MAX(usec / 2, (uint64_t) 1000);
-        k->watchdog = event_new(k->base, -1, EV_PERSIST, on_watchdog, k);
-        if (!k->watchdog)
-                return -ENOMEM;
-        tv = (struct timeval) { .tv_sec = (time_t) (period / USEC_PER_SEC),
-                                .tv_usec = (suseconds_t) (period % USEC_PER_SEC) };
-        if (event_add(k->watchdog, &tv) < 0)
+        k->watchdog_period_usec = period;
+        k->watchdog = evtimer_new(k->base, on_watchdog, k);
+        if (!k->watchdog || evtimer_add_usec(k->watchdog, period) < 0)
                 return -ENOMEM;
         log_info("Pinging the service manager's watchdog every %llu ms (WatchdogSec=%llu ms)",
                  (unsigned long long) (period / 1000), (unsigned long long) (usec / 1000));

@@ -73,7 +73,9 @@ static int add_kill(struct kr_pod_actions *a, const struct kc_container *c, cons
         return 0;
 }
 
-bool kr_should_restart_container(const struct pod *pod, const struct container *c, const struct kc_pod_status *status) {
+/* Should the latest instance of this container be (re)started? (kubecontainer.ShouldContainerBeRestarted) */
+static bool kr_should_restart_container(const struct pod *pod, const struct container *c,
+                                        const struct kc_pod_status *status) {
         const struct kc_container *cs;
 
         if (pod->has_deletion_timestamp)
@@ -88,8 +90,9 @@ bool kr_should_restart_container(const struct pod *pod, const struct container *
         return container_should_restart_on_exit(&pod->spec, c, cs->exit_code);
 }
 
-const struct kc_container *kr_pod_status_find_in_sandbox(const struct kc_pod_status *status, const char *name,
-                                                         const char *sandbox_id) {
+/* The newest instance of a container in the given sandbox, or NULL. */
+static const struct kc_container *kr_pod_status_find_in_sandbox(const struct kc_pod_status *status, const char *name,
+                                                                const char *sandbox_id) {
         for (size_t i = 0; status && i < status->n_containers; i++)
                 if (streq(status->containers[i]->name, name) &&
                     streq_ptr(status->containers[i]->sandbox_id, sandbox_id))
@@ -340,7 +343,8 @@ static bool sandbox_changed(const struct pod *pod, const struct kc_pod_status *s
         return false;
 }
 
-bool kr_resize_needs_restart(const struct container *c, const char *resource) {
+/* resizePolicy's restartPolicy for a resource: true when it is RestartContainer (NotRequired is the default) */
+static bool kr_resize_needs_restart(const struct container *c, const char *resource) {
         for (size_t i = 0; i < c->n_resize_policy; i++)
                 if (streq_ptr(c->resize_policy[i].resource_name, resource))
                         return streq_ptr(c->resize_policy[i].restart_policy, "RestartContainer");
@@ -703,7 +707,8 @@ enum kr_image_action kr_decide_image(enum pull_policy policy, bool present, bool
 
 /* ---------------------------------------------------------------- the kill step's decisions */
 
-bool kr_container_is_sidecar_instance(const struct kc_container *c) {
+/* an instance of a sidecar (as created: a pod no longer desired has no spec) */
+static bool kr_container_is_sidecar_instance(const struct kc_container *c) {
         return streq_ptr(strmap_get(&c->annotations, ANNOTATION_CONTAINER_SIDECAR), "true");
 }
 

@@ -80,15 +80,6 @@ enum kr_resize_action {
 };
 enum kr_resize_action kr_container_resize_action(const struct pod *pod, const struct container *c,
                                                  const struct kc_container *cs, struct kr_linux_resources *ret_desired);
-/* resizePolicy's restartPolicy for a resource: true when it is RestartContainer (NotRequired is the default) */
-bool kr_resize_needs_restart(const struct container *c, const char *resource);
-
-/* The newest instance of a container in the given sandbox, or NULL. */
-const struct kc_container *kr_pod_status_find_in_sandbox(const struct kc_pod_status *status, const char *name,
-                                                         const char *sandbox_id);
-
-/* Should the latest instance of this container be (re)started? (kubecontainer.ShouldContainerBeRestarted) */
-bool kr_should_restart_container(const struct pod *pod, const struct container *c, const struct kc_pod_status *status);
 
 /* Garbage to remove once a pod is settled (container GC with the policy's MaxPerPodContainer and MinAge, sandbox GC):
  * exited containers beyond the newest MaxPerPodContainer of their name and never-started ones that are not the
@@ -164,6 +155,3 @@ struct kr_kill_target {
 int kr_compute_kill_order(const struct pod *pod, const struct kc_pod_status *status,
                           const struct kr_pod_actions *actions, struct kr_kill_target **ret, size_t *ret_n);
 void kr_kill_targets_free(struct kr_kill_target *t, size_t n);
-
-/* an instance of a sidecar (as created: a pod no longer desired has no spec) */
-bool kr_container_is_sidecar_instance(const struct kc_container *c);

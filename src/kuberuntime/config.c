@@ -48,7 +48,8 @@ char *kr_pod_log_dir(const char *pod_logs_dir, const struct pod *pod) {
                 _r;                                                                    \
         })
 
-int kr_sandbox_labels(const struct pod *pod, struct strmap *ret) {
+/* Labels: pod labels + io.kubernetes.pod.{name,namespace,uid} */
+static int kr_sandbox_labels(const struct pod *pod, struct strmap *ret) {
         struct strmap m = {};
         int r = strmap_copy(&pod->labels, &m);
         if (r >= 0)
@@ -66,7 +67,7 @@ int kr_sandbox_labels(const struct pod *pod, struct strmap *ret) {
         return 0;
 }
 
-int kr_container_labels(const struct pod *pod, const struct container *c, struct strmap *ret) {
+static int kr_container_labels(const struct pod *pod, const struct container *c, struct strmap *ret) {
         struct strmap m = {};
         int r = strmap_set(&m, LABEL_POD_NAME, pod->name);
         if (r >= 0)
@@ -108,8 +109,8 @@ static int ports_json(const struct container *c, char **ret) {
         return 0;
 }
 
-int kr_container_annotations(const struct pod *pod, const struct container *c, uint32_t restart_count,
-                             struct strmap *ret) {
+static int kr_container_annotations(const struct pod *pod, const struct container *c, uint32_t restart_count,
+                                    struct strmap *ret) {
         struct strmap m = {};
         char hash[KR_HASH_MAX], num[32];
         int r;

@@ -29,9 +29,3 @@ int kr_build_container_config(const struct pod *pod, const struct container *c, 
                               Runtime__V1__ContainerConfig **ret);
 
 /* Copy of a sandbox config is needed in CreateContainer too: build once per sync and keep. */
-
-/* Labels: pod labels + io.kubernetes.pod.{name,namespace,uid} */
-int kr_sandbox_labels(const struct pod *pod, struct strmap *ret);
-int kr_container_labels(const struct pod *pod, const struct container *c, struct strmap *ret);
-int kr_container_annotations(const struct pod *pod, const struct container *c, uint32_t restart_count,
-                             struct strmap *ret);

@@ -51,11 +51,14 @@ static int buf_add(struct buf *b, const char *s, size_t n) {
         return 0;
 }
 
+static int kr_expand2(const char *input, const struct strmap *env, const struct strmap *fallback, char **ret);
+
 int kr_expand(const char *input, const struct strmap *env, char **ret) {
         return kr_expand2(input, env, NULL, ret);
 }
 
-int kr_expand2(const char *input, const struct strmap *env, const struct strmap *fallback, char **ret) {
+/* The same with a second map for the names env does not define (MappingFuncFor(env, fallback)). */
+static int kr_expand2(const char *input, const struct strmap *env, const struct strmap *fallback, char **ret) {
         struct buf b = {};
         size_t len = strlen(input), checkpoint = 0;
         int r = buf_add(&b, "", 0);

@@ -14,8 +14,6 @@ struct kc_build_context;
  * and an unterminated "$(" are left as they are. -E2BIG when the result would exceed KR_ENV_VALUE_MAX. */
 #define KR_ENV_VALUE_MAX (1024 * 1024)
 int kr_expand(const char *input, const struct strmap *env, char **ret);
-/* The same with a second map for the names env does not define (MappingFuncFor(env, fallback)). */
-int kr_expand2(const char *input, const struct strmap *env, const struct strmap *fallback, char **ret);
 
 /* getServiceEnvVarMap + envvars.FromServices: the variables of the master service (master: default/kubernetes,
  * always) and, with enableServiceLinks (links), of the services of the pod's namespace (ns_services, an array of v1

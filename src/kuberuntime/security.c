@@ -12,7 +12,10 @@
 #include "basic/strv.h"
 #include "kuberuntime/config.h"
 
-bool kr_effective_security_context(const struct pod *pod, const struct container *c, struct security_context *ret) {
+/* DetermineEffectiveSecurityContext: the pod's runAsUser/runAsGroup/runAsNonRoot overridden by the
+ * container's fields that are set. Returns false when neither level has a security context. */
+static bool kr_effective_security_context(const struct pod *pod, const struct container *c,
+                                          struct security_context *ret) {
         const struct pod_security_context *ps = pod->spec.security_context;
         const struct security_context *cs = c->security_context;
         struct security_context e = {};
@@ -98,8 +101,10 @@ static int seccomp_profile(const struct seccomp_profile *container_sp, const str
 
 #define APPARMOR_ANNOTATION_PREFIX "container.apparmor.security.beta.kubernetes.io/"
 
-const struct apparmor_profile *kr_apparmor_profile(const struct pod *pod, const struct container *c,
-                                                   struct apparmor_profile *tmp) {
+/* apparmor.GetProfile: the container's appArmorProfile, else its container.apparmor.security.beta.kubernetes.io
+ * annotation (converted into *tmp, whose strings point into the annotation), else the pod's; NULL when none. */
+static const struct apparmor_profile *kr_apparmor_profile(const struct pod *pod, const struct container *c,
+                                                          struct apparmor_profile *tmp) {
         _cleanup_free_ char *key = NULL;
         const char *v;
 

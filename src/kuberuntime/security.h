@@ -11,10 +11,6 @@
 struct ck_error;
 struct kc_build_context;
 
-/* DetermineEffectiveSecurityContext: the pod's runAsUser/runAsGroup/runAsNonRoot overridden by the
- * container's fields that are set. Returns false when neither level has a security context. */
-bool kr_effective_security_context(const struct pod *pod, const struct container *c, struct security_context *ret);
-
 /* Fill the container's CRI security context (not its namespace options): run as user/group (from the image's
  * user when the pod does not say), supplemental groups (fsGroup first, then supplementalGroups), privileged,
  * capabilities, read-only rootfs, no_new_privs, seccomp, masked and read-only paths. */
@@ -25,10 +21,6 @@ int kr_container_security_context(const struct pod *pod, const struct container 
 int kr_sandbox_security_context(const struct pod *pod, const struct kc_build_context *ctx,
                                 Runtime__V1__LinuxPodSandboxConfig *lx);
 
-/* apparmor.GetProfile: the container's appArmorProfile, else its container.apparmor.security.beta.kubernetes.io
- * annotation (converted into *tmp, whose strings point into the annotation), else the pod's; NULL when none. */
-const struct apparmor_profile *kr_apparmor_profile(const struct pod *pod, const struct container *c,
-                                                   struct apparmor_profile *tmp);
 /* Does any container of the pod need AppArmor (a profile other than Unconfined)? (the AppArmor validator's
  * isRequired) */
 bool kr_pod_requires_apparmor(const struct pod *pod);

@@ -618,7 +618,3 @@ struct logs_manager *logs_manager_free(struct logs_manager *m) {
         free(m);
         return NULL;
 }
-
-void logs_manager_get_counts(const struct logs_manager *m, struct logs_manager_counts *ret) {
-        *ret = m ? m->stats : (struct logs_manager_counts) {};
-}

@@ -56,4 +56,3 @@ struct logs_manager_counts {
         uint64_t rotation_errors;
         uint64_t reopens; /* missing live logs reopened */
 };
-void logs_manager_get_counts(const struct logs_manager *m, struct logs_manager_counts *ret);

@@ -24,6 +24,7 @@
 
 #include "basic/log.h"
 #include "basic/time.h"
+#include "basic/timer.h"
 
 /* Read block for forward and backward reading. A raw line longer than this is consumed in pieces. */
 #define READ_BLOCK (64 * 1024)
@@ -36,7 +37,7 @@
 /* Joined line buffers bigger than this are released when the line is done. */
 #define PENDING_KEEP (64 * 1024)
 
-#define FOLLOW_PERIOD_SEC 1
+#define FOLLOW_PERIOD_USEC (1 * USEC_PER_SEC)
 #define WATCH_MASK (IN_MODIFY | IN_CLOSE_WRITE | IN_MOVE_SELF | IN_DELETE_SELF)
 #define WATCH_DIR_MASK (IN_CREATE | IN_MOVED_TO | IN_ONLYDIR)
 /* After a rotation the runtime may still flush into the old file for a moment (containerd's old writer drains its
@@ -872,9 +873,9 @@ struct logs_follower {
 };
 
 static void follower_kick(struct logs_follower *f) {
-        static const struct timeval zero = { 0, 0 };
-        /* a zero timeout rather than event_active(): I/O is polled before it runs again */
-        evtimer_add(f->kick, &zero);
+        /* a zero timeout rather than event_active(): I/O is polled before it runs again (with the virtual clock of
+         * the unit tests, the seam makes it active at once) */
+        (void) evtimer_add_usec(f->kick, 0);
 }
 
 static void follower_finish(struct logs_follower *f, int r) {
@@ -1099,7 +1100,11 @@ static void on_kick(evutil_socket_t fd, short what, void *userdata) {
 }
 
 static void on_timer(evutil_socket_t fd, short what, void *userdata) {
-        follower_step(userdata, true);
+        struct logs_follower *f = userdata;
+
+        /* periodic: the next tick is armed before the step, which may end the follow (follower_finish stops it) */
+        (void) evtimer_add_usec(f->timer, FOLLOW_PERIOD_USEC);
+        follower_step(f, true);
 }
 
 static void follower_notified(struct logs_follower *f, const struct inotify_event *e) {
@@ -1151,7 +1156,6 @@ int logs_follow(struct event_base *base, const char *path, const struct logs_opt
                 const struct logs_cursor *start, logs_write_t write, logs_running_t still_running, logs_done_t done,
                 void *userdata, struct logs_follower **ret) {
         _cleanup_(logs_follower_freep) struct logs_follower *f = NULL;
-        const struct timeval period = { FOLLOW_PERIOD_SEC, 0 };
         struct stat st;
         int r;
 
@@ -1195,7 +1199,7 @@ int logs_follow(struct event_base *base, const char *path, const struct logs_opt
                 f->scanning = true;
         }
 
-        f->timer = event_new(base, -1, EV_PERSIST, on_timer, f);
+        f->timer = evtimer_new(base, on_timer, f);
         f->kick = evtimer_new(base, on_kick, f);
         if (!f->timer || !f->kick)
                 return -ENOMEM;
@@ -1223,7 +1227,7 @@ int logs_follow(struct event_base *base, const char *path, const struct logs_opt
                                 f->wd_dir = r >= 0 ? r : -1; /* without it the timer notices the new file */
                         }
                 }
-                if (event_add(f->timer, &period) < 0)
+                if (evtimer_add_usec(f->timer, FOLLOW_PERIOD_USEC) < 0)
                         return -EIO;
         }
         /* the first read from the loop: callbacks never run inside this call */

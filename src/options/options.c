@@ -2200,6 +2200,8 @@ static int validate(const struct kubelet_options *o, struct ck_error **ret_error
 #define VERSION_COMPILER "gcc"
 #endif
 
+static void kubelet_options_print_help(void);
+
 /* As upstream's verflag: "Kubernetes <version>" for --version (kubeadm's preflight and scripts parse it), the
  * version.Info struct as Go's %#v prints it for --version=raw, with ckubelet's own version as its last field
  * (ckubelet has no Go build stamp: no commit, build date or Go version) */
@@ -2341,7 +2343,8 @@ static int flag_def_ptr_compare(const void *a, const void *b) {
         return strcmp((*x)->name, (*y)->name);
 }
 
-void kubelet_options_print_help(void) {
+/* Usage text for --help. */
+static void kubelet_options_print_help(void) {
         struct kubelet_options d;
         bool have_defaults = kubelet_options_init(&d) >= 0;
         const struct flag_def *sorted[ELEMENTSOF(flag_defs)];

@@ -156,9 +156,6 @@ void kubelet_options_done(struct kubelet_options *o);
  * \"fooBar\"". */
 int kubelet_options_parse(struct kubelet_options *o, int argc, char **argv, struct ck_error **ret_error);
 
-/* Usage text for --help. */
-void kubelet_options_print_help(void);
-
 /* The limit of RunPodSandbox calls in flight (--max-parallel-sandbox-creations): the flag, or with -1 4 per CPU of
  * CPUS (at least 4); 0: no limit. */
 unsigned kubelet_options_sandbox_creations(const struct kubelet_options *o, long cpus);

@@ -56,8 +56,6 @@ struct probe_op {
  * errno (no callback). The operation frees itself once it reported (or was cancelled). */
 int probe_exec_start(struct probe_env *env, const struct probe_request *req, probe_done_t done, void *userdata,
                      struct probe_op **ret);
-int probe_tcp_start(struct probe_env *env, const struct probe_request *req, probe_done_t done, void *userdata,
-                    struct probe_op **ret);
 int probe_http_start(struct probe_env *env, const struct probe_request *req, probe_done_t done, void *userdata,
                      struct probe_op **ret);
 int probe_grpc_start(struct probe_env *env, const struct probe_request *req, probe_done_t done, void *userdata,

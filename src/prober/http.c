@@ -23,6 +23,7 @@
 #include "basic/error.h"
 #include "basic/string.h"
 #include "basic/time.h"
+#include "basic/timer.h"
 #include "prober/handlers.h"
 
 #define MAX_REDIRECTS 10
@@ -381,7 +382,7 @@ static int http_run(struct probe_http *h, const struct probe_request *req, probe
                 /* nothing is sent; the failure is reported from the loop, never inside this call */
                 if (!h->refused)
                         h->refused = evtimer_new(h->env->base, on_refused, h);
-                if (!h->refused || evtimer_add(h->refused, &(struct timeval) {}) < 0) {
+                if (!h->refused || evtimer_add_usec(h->refused, 0) < 0) {
                         h->op.done = NULL;
                         return -ENOMEM;
                 }

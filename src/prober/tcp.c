@@ -21,12 +21,12 @@
 
 #include "basic/string.h"
 #include "basic/time.h"
+#include "basic/timer.h"
 #include "prober/handlers.h"
 
 struct probe_tcp {
         struct probe_op op;
         struct probe_env *env;
-        bool one_shot;
         bool running;
         bool reporting, doomed;
 
@@ -97,12 +97,7 @@ void probe_tcp_invalidate(struct probe_tcp *t) {
 }
 
 static void tcp_cancel(struct probe_op *op) {
-        struct probe_tcp *t = (struct probe_tcp *) op;
-
-        if (t->one_shot)
-                probe_tcp_free(t);
-        else
-                tcp_stop(t);
+        tcp_stop((struct probe_tcp *) op);
 }
 
 /* Deliver the outcome; t may be freed by the callback: touch nothing after. */
@@ -111,7 +106,7 @@ static void report(struct probe_tcp *t, enum probe_result result, const char *ou
         t->reporting = true;
         probe_op_report(&t->op, result, false, output, 0);
         t->reporting = false;
-        if (t->doomed || t->one_shot)
+        if (t->doomed)
                 tcp_destroy(t);
 }
 
@@ -166,7 +161,6 @@ static void finish_soon(struct probe_tcp *t, int err) {
 }
 
 static void connect_to(struct probe_tcp *t, const struct sockaddr *sa, socklen_t salen) {
-        struct timeval tv;
         struct pollfd p;
         int err = 0;
         socklen_t len = sizeof(err);
@@ -192,9 +186,8 @@ static void connect_to(struct probe_tcp *t, const struct sockaddr *sa, socklen_t
                 finish_soon(t, err);
                 return;
         }
-        tv = timeval_from_usec(t->timeout_usec);
         event_assign(t->ev, t->env->base, t->fd, EV_WRITE, on_event, t);
-        event_add(t->ev, &tv);
+        (void) event_add_usec(t->ev, t->timeout_usec);
 }
 
 static void on_resolved(int result, struct evutil_addrinfo *res, void *userdata) {
@@ -291,14 +284,13 @@ static int tcp_run(struct probe_tcp *t, const struct probe_request *req, probe_d
         return 0;
 }
 
-static int tcp_new(struct probe_env *env, bool one_shot, struct probe_tcp **ret) {
+static int tcp_new(struct probe_env *env, struct probe_tcp **ret) {
         struct probe_tcp *t = calloc(1, sizeof(*t));
 
         if (!t)
                 return -ENOMEM;
         t->op = (struct probe_op) { .cancel = tcp_cancel };
         t->env = env;
-        t->one_shot = one_shot;
         t->fd = -1;
         t->ev = event_new(env->base, -1, 0, on_event, t);
         if (!t->ev) {
@@ -316,25 +308,9 @@ int probe_tcp_run(struct probe_env *env, struct probe_tcp **state, const struct 
         if (isempty(req->host) || req->port < 1 || req->port > 65535)
                 return -EINVAL;
         if (!*state) {
-                r = tcp_new(env, false, state);
+                r = tcp_new(env, state);
                 if (r < 0)
                         return r;
         }
         return tcp_run(*state, req, done, userdata, ret);
-}
-
-int probe_tcp_start(struct probe_env *env, const struct probe_request *req, probe_done_t done, void *userdata,
-                    struct probe_op **ret) {
-        struct probe_tcp *t = NULL;
-        int r;
-
-        if (isempty(req->host) || req->port < 1 || req->port > 65535)
-                return -EINVAL;
-        r = tcp_new(env, true, &t);
-        if (r < 0)
-                return r;
-        r = tcp_run(t, req, done, userdata, ret);
-        if (r < 0)
-                tcp_destroy(t);
-        return r;
 }

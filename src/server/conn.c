@@ -732,11 +732,6 @@ void api_conn_set_raw(struct api_server *s, struct evhttp_connection *evcon) {
         kick(c);
 }
 
-SSL *api_conn_ssl(struct api_server *s, struct evhttp_connection *evcon) {
-        struct api_conn *c = find(s, evcon);
-        return c ? c->ssl : NULL;
-}
-
 /* ---------------------------------------------------------------- the way out */
 
 /* libevent's filter passes its output on when bytes are added while writing is enabled, or when the socket's

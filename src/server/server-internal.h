@@ -211,8 +211,6 @@ void api_decision_done(struct api_decision *d);
 int api_conn_take_decision(struct api_server *s, struct evhttp_connection *evcon, struct api_decision *ret);
 /* the connection is taken over (a stream proxy): bytes pass unparsed from now on */
 void api_conn_set_raw(struct api_server *s, struct evhttp_connection *evcon);
-/* the TLS session of a connection; NULL for plain ones */
-SSL *api_conn_ssl(struct api_server *s, struct evhttp_connection *evcon);
 
 /* auth.c: authentication and authorization of a request from its head */
 struct api_auth;
@@ -241,8 +239,6 @@ void api_auth_clear(struct api_auth *a);
 int api_auth_refuse(struct api_auth *a, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* authorize an authenticated request: 0, a refusal (-EPERM), or -EINPROGRESS (a SubjectAccessReview) */
 int api_auth_authorize(struct api_auth *a);
-/* serve an authenticated, authorized request (server.c) */
-void api_route(struct api_request *r);
 
 /* webhook.c: TokenReview and SubjectAccessReview through the API server, with caches. The *_cached lookups
  * answer 0 / -EACCES (token) / -EPERM (authorization) from the cache, or -EINPROGRESS; the reviews run

@@ -291,7 +291,8 @@ static bool method_is(struct api_request *r, int allowed) {
         return false;
 }
 
-void api_route(struct api_request *r) {
+/* serve an authenticated, authorized request (server.c) */
+static void api_route(struct api_request *r) {
         const char *p = r->path, *rest = NULL;
         bool debug = r->port == API_PORT_SECURE && r->s->o->enable_debugging_handlers;
 

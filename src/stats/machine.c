@@ -305,7 +305,8 @@ static int read_network_devices(const char *root, struct machine_info *m) {
 
 /* ---------------------------------------------------------------- os-release, arch */
 
-char *stats_os_release_unquote(const char *v) {
+/* Unquote an os-release value ("Debian GNU\/Linux", 'x', or bare). Returns a new string or NULL on OOM. */
+static char *stats_os_release_unquote(const char *v) {
         size_t n = strlen(v);
         char *out, *o;
         char q = 0;

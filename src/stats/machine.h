@@ -50,8 +50,6 @@ void stats_machine_info_done(struct machine_info *m);
 /* cadvisor v1 MachineInfo JSON (upstream field names), plus kernel_version and os_image. */
 int stats_machine_info_to_json(const struct machine_info *m, json_t **ret);
 
-/* Unquote an os-release value ("Debian GNU\/Linux", 'x', or bare). Returns a new string or NULL on OOM. */
-char *stats_os_release_unquote(const char *v);
 /* PRETTY_NAME from os-release text; -ENOENT if absent. */
 int stats_os_release_pretty_name(const char *text, char **ret);
 /* GOARCH name for a uname machine ("x86_64" → "amd64"); unknown ones are returned as is. */

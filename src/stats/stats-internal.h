@@ -26,8 +26,6 @@ struct summary_input {
 
 /* Build the summary from the runtime's answers and the host (read now). Updates the CPU sample cache. */
 int stats_summary_build(struct stats_provider *p, const struct summary_input *in, json_t **ret);
-/* precise: times with nanoseconds (RFC 3339 nano) */
-int stats_summary_build_times(struct stats_provider *p, const struct summary_input *in, bool precise, json_t **ret);
 
 /* Remember the pid of a sandbox's infra process (its network namespace has the pod's interfaces). */
 int stats_provider_set_sandbox_pid(struct stats_provider *p, const char *sandbox_id, int pid);

@@ -1077,11 +1077,16 @@ static json_t *node_json(struct build *b, const struct summary_input *in, const 
         return o;
 }
 
+static int stats_summary_build_times(struct stats_provider *p, const struct summary_input *in, bool precise,
+                                     json_t **ret);
+
 int stats_summary_build(struct stats_provider *p, const struct summary_input *in, json_t **ret) {
         return stats_summary_build_times(p, in, false, ret);
 }
 
-int stats_summary_build_times(struct stats_provider *p, const struct summary_input *in, bool precise, json_t **ret) {
+/* precise: times with nanoseconds (RFC 3339 nano) */
+static int stats_summary_build_times(struct stats_provider *p, const struct summary_input *in, bool precise,
+                                     json_t **ret) {
         struct build b = { .p = p, .now_usec = now_realtime_usec(), .precise = precise };
         struct totals pods_total = {};
         json_auto_t *doc = json_object(), *pods = json_array();

@@ -154,6 +154,8 @@ static int cmp_uid(const void *a, const void *b) {
                       ((const struct stats_volume_usage *) b)->pod_uid);
 }
 
+static void stats_volumes_refresh(struct stats_volumes *v);
+
 static void measured(int r, void *userdata) {
         struct measurement *m = userdata;
         struct stats_volumes *v = m->v;
@@ -181,7 +183,8 @@ static void measured(int r, void *userdata) {
         }
 }
 
-void stats_volumes_refresh(struct stats_volumes *v) {
+/* Measure now (coalesced with one in flight). */
+static void stats_volumes_refresh(struct stats_volumes *v) {
         struct measurement *m;
 
         if (!v || !v->pool)

@@ -28,8 +28,6 @@ int stats_volumes_new(struct event_base *base, const char *root_dir, uint64_t pe
 /* Waits for a measurement in flight. Accepts NULL, returns NULL. */
 struct stats_volumes *stats_volumes_free(struct stats_volumes *v);
 int stats_volumes_start(struct stats_volumes *v);
-/* Measure now (coalesced with one in flight). */
-void stats_volumes_refresh(struct stats_volumes *v);
 /* The volumes of a pod from the last measurement (borrowed until the next one completes); *ret_n = 0 if none. */
 const struct stats_volume_usage *stats_volumes_pod(const struct stats_volumes *v, const char *uid, size_t *ret_n);
 /* Is the plugin's volume counted as local ephemeral storage (IsLocalEphemeralVolume: emptyDir on disk, configMap,

@@ -138,14 +138,16 @@ static json_t *old_container_status(const struct pod_status_input *in, const cha
         return NULL;
 }
 
-char *status_format_milli(int64_t milli) {
+/* A quantity as resource.Quantity prints a value: cpu in millicores ("250m", "2"), bytes in binary SI when they
+ * are a multiple of 1024 ("64Mi"), else decimal. Caller frees. */
+static char *status_format_milli(int64_t milli) {
         char *s = NULL;
         if ((milli % 1000 == 0 ? asprintf(&s, "%" PRId64, milli / 1000) : asprintf(&s, "%" PRId64 "m", milli)) < 0)
                 return NULL;
         return s;
 }
 
-char *status_format_bytes(int64_t bytes) {
+static char *status_format_bytes(int64_t bytes) {
         static const char *const suffix[] = { "", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei" };
         size_t i = 0;
         char *s = NULL;

@@ -68,11 +68,6 @@ bool status_condition_by_kubelet(const char *type);
  * one, never deleted. */
 bool status_condition_shared_by_kubelet(const char *type);
 
-/* A quantity as resource.Quantity prints a value: cpu in millicores ("250m", "2"), bytes in binary SI when they
- * are a multiple of 1024 ("64Mi"), else decimal. Caller frees. */
-char *status_format_milli(int64_t milli);
-char *status_format_bytes(int64_t bytes);
-
 /* "Pending", "Running", "Succeeded", "Failed" (getPhase). */
 const char *status_pod_phase(const struct pod_status_input *in);
 

@@ -16,12 +16,14 @@
 #include "csi/csi.h"
 #include "volumemanager/volumemanager-internal.h"
 
-bool volmgr_handles(const struct volume *v) {
+/* Does the manager handle this pod volume (persistentVolumeClaim, ephemeral, csi, nfs)? */
+static bool volmgr_handles(const struct volume *v) {
         return v &&
                (v->type == VOLUME_PVC || v->type == VOLUME_EPHEMERAL || v->type == VOLUME_CSI || v->type == VOLUME_NFS);
 }
 
-const char *volmgr_plugin_dir(enum vm_kind kind) {
+/* kubernetes.io~csi, kubernetes.io~local-volume, ... */
+static const char *volmgr_plugin_dir(enum vm_kind kind) {
         switch (kind) {
         case VM_KIND_CSI:
         case VM_KIND_CSI_INLINE:
@@ -37,7 +39,7 @@ const char *volmgr_plugin_dir(enum vm_kind kind) {
 }
 
 /* attachable or device-mountable: reported in volumesInUse, shared by the pods that use it */
-bool volmgr_kind_device_mountable(enum vm_kind kind) {
+static bool volmgr_kind_device_mountable(enum vm_kind kind) {
         return kind == VM_KIND_CSI || kind == VM_KIND_LOCAL;
 }
 

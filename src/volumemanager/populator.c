@@ -40,7 +40,9 @@ static int copy_secret_ref(const struct secret_ref *src, struct secret_ref *ret)
         return (src->namespace_ && !ret->namespace_) || (src->name && !ret->name) ? -ENOMEM : 0;
 }
 
-int volmgr_spec_from_pv(const struct persistent_volume *pv, struct vm_spec *ret, char **ret_unique, char **ret_error) {
+/* unique name and spec of an inline source or a PV */
+static int volmgr_spec_from_pv(const struct persistent_volume *pv, struct vm_spec *ret, char **ret_unique,
+                               char **ret_error) {
         struct vm_spec s = {};
         _cleanup_free_ char *unique = NULL;
         int r = 0;
@@ -99,7 +101,8 @@ int volmgr_spec_from_pv(const struct persistent_volume *pv, struct vm_spec *ret,
         return 0;
 }
 
-int volmgr_spec_from_inline(const struct vm_pod *p, const struct volume *v, struct vm_spec *ret, char **ret_unique) {
+static int volmgr_spec_from_inline(const struct vm_pod *p, const struct volume *v, struct vm_spec *ret,
+                                   char **ret_unique) {
         struct vm_spec s = {};
         char *unique = NULL;
         int r = 0;

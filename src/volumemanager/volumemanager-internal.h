@@ -165,16 +165,10 @@ void volmgr_spec_done(struct vm_spec *s);
 int volmgr_spec_copy(const struct vm_spec *src, struct vm_spec *ret);
 /* the host path of a pod's mount of v */
 char *volmgr_mount_path(const struct volmgr *vm, const struct vm_vol *v, const struct vm_mount *m);
-/* kubernetes.io~csi, kubernetes.io~local-volume, ... */
-const char *volmgr_plugin_dir(enum vm_kind kind);
-bool volmgr_kind_device_mountable(enum vm_kind kind);
 
 /* populator.c */
 void volmgr_pod_resolve(struct vm_pod *p);
 void volmgr_pod_vol_done(struct vm_pod_vol *pv);
-/* unique name and spec of an inline source or a PV */
-int volmgr_spec_from_pv(const struct persistent_volume *pv, struct vm_spec *ret, char **ret_unique, char **ret_error);
-int volmgr_spec_from_inline(const struct vm_pod *p, const struct volume *v, struct vm_spec *ret, char **ret_unique);
 void volmgr_pod_check_ready(struct vm_pod *p);
 
 /* operations.c */

@@ -47,9 +47,6 @@ struct volmgr_config {
         void *userdata;
 };
 
-/* Does the manager handle this pod volume (persistentVolumeClaim, ephemeral, csi, nfs)? */
-bool volmgr_handles(const struct volume *v);
-
 int volmgr_new(const struct volmgr_config *cfg, struct volmgr **ret);
 /* The API client once the node has credentials (TLS bootstrap may come after the start). */
 void volmgr_set_client(struct volmgr *vm, struct kube_client *client);

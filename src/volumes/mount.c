@@ -28,7 +28,8 @@
 
 extern char **environ;
 
-int vol_path_is_mount_point(const char *path, bool *ret) {
+/* Is path a mount point (another mount or device than its parent)? -ENOENT when it does not exist. */
+static int vol_path_is_mount_point(const char *path, bool *ret) {
         return vol_is_mount_point(AT_FDCWD, path, ret);
 }
 

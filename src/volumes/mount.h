@@ -13,9 +13,6 @@ struct ck_error;
 
 #define VOL_MOUNT_OUTPUT_MAX 4096 /* bytes of a mount helper's output kept for the error */
 
-/* Is path a mount point (another mount or device than its parent)? -ENOENT when it does not exist. */
-int vol_path_is_mount_point(const char *path, bool *ret);
-
 /* Bind mount source onto target (a directory, created 0750 when missing), then remount it read-only when asked.
  * Nothing is done when target is already a mount point (idempotent: a retry after a crash mounts nothing twice). */
 int vol_bind_mount(const char *source, const char *target, bool read_only, struct ck_error **ret_error);

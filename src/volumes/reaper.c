@@ -108,10 +108,6 @@ bool vol_reaper_busy(const struct vol_reaper *r, const char *uid) {
         return r && strv_contains(r->busy, uid);
 }
 
-unsigned vol_reaper_pending(const struct vol_reaper *r) {
-        return r ? workpool_busy(r->pool) : 0;
-}
-
 void vol_reaper_set_notify(struct vol_reaper *r, void (*notify)(const char *uid, int r, void *userdata),
                            void *userdata) {
         r->notify = notify;

@@ -25,9 +25,6 @@ int vol_reaper_scan(struct vol_reaper *r, bool (*keep)(const char *uid, void *us
 /* A removal of the pod's directory is queued or running. */
 bool vol_reaper_busy(const struct vol_reaper *r, const char *uid);
 
-/* Removals queued or running. */
-unsigned vol_reaper_pending(const struct vol_reaper *r);
-
 /* Called on the loop after each removal (r: 0 removed, < 0 left for the next scan); for tests. */
 void vol_reaper_set_notify(struct vol_reaper *r, void (*notify)(const char *uid, int r, void *userdata),
                            void *userdata);

@@ -252,28 +252,6 @@ int vol_subpath_bind(const struct vol_subpath_req *q, char **ret_error) {
         return 0;
 }
 
-int vol_subpath_prepare(const struct pod *pod, const struct container *c, size_t idx, const char *volume_path,
-                        const struct kc_build_context *ctx, char **ret) {
-        struct vol_subpath_req q = {};
-        _cleanup_free_ char *error = NULL;
-        int r;
-
-        r = vol_subpath_request(pod, c, idx, volume_path, ctx, &q);
-        if (r < 0)
-                return r;
-        r = vol_subpath_bind(&q, &error);
-        if (r < 0) {
-                log_error("pod %s: container %s: %s", q.pod_name, q.container_name, error ? error : strerror(-r));
-                vol_subpath_req_done(&q);
-                return r;
-        }
-        log_v(3, "pod %s: container %s: subPath \"%s\" of volume \"%s\" bound at %s", q.pod_name, q.container_name,
-              q.sub, q.volume_name, q.target);
-        *ret = TAKE_PTR(q.target);
-        vol_subpath_req_done(&q);
-        return 0;
-}
-
 /* volume-subpaths/<volume>/<container>/<index>: three levels, every entry a bind mount target */
 int vol_subpath_unmount_all(const char *pod_dir) {
         _cleanup_free_ char *base = NULL;

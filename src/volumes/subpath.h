@@ -46,9 +46,5 @@ int vol_subpath_bind(const struct vol_subpath_req *q, char **ret_error);
  * negative return fails the bind with it */
 extern int (*vol_subpath_bind_test_hook)(const struct vol_subpath_req *q);
 
-/* Request and bind in one (tests and tools; blocking): *ret is the host path to give to the runtime. */
-int vol_subpath_prepare(const struct pod *pod, const struct container *c, size_t idx, const char *volume_path,
-                        const struct kc_build_context *ctx, char **ret);
-
 /* Unmount every bind mount under <pod_dir>/volume-subpaths (lazily) before the directory is removed. */
 int vol_subpath_unmount_all(const char *pod_dir);

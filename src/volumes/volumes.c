@@ -562,10 +562,6 @@ int vol_container_mounts(const struct pod *pod, const struct container *c, const
 
 /* ---------------------------------------------------------------- orphan cleanup */
 
-int vol_remove_tree(int dirfd, const char *name) {
-        return fs_remove_tree_at(dirfd, name);
-}
-
 /* unmount our tmpfs volumes (emptyDir medium Memory, secret, projected) of a pod directory */
 static void unmount_plugin_dir(const char *base) {
         _cleanup_closedir_ DIR *d = NULL;

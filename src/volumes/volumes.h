@@ -62,7 +62,3 @@ int vol_remove_pod_dir(const char *root_dir, const char *uid, const _Atomic bool
 
 /* Is name (relative to dirfd, never followed) a mount point: another mount id or device than dirfd's? */
 int vol_is_mount_point(int dirfd, const char *name, bool *ret);
-
-/* Remove a directory tree without following symlinks and without crossing a mount point (-EBUSY): see
- * fs_remove_tree_at. dirfd/name as for openat. For workers only. */
-int vol_remove_tree(int dirfd, const char *name);

@@ -17,7 +17,7 @@
 #include "basic/string.h"
 #include "basic/strv.h"
 
-void dm_alloc_done(struct dm_alloc *a) {
+static void dm_alloc_done(struct dm_alloc *a) {
         if (!a)
                 return;
         free(a->pod_uid);

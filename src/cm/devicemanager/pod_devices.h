@@ -31,7 +31,6 @@ struct dm_pod_devices {
         size_t n;
 };
 
-void dm_alloc_done(struct dm_alloc *a);
 void dm_pod_devices_done(struct dm_pod_devices *p);
 
 /* Set (replace) the devices and answer of (pod, container, resource). ids is copied; resp is copied (NULL: none

@@ -247,8 +247,6 @@ struct provider {
         char **envp;
         struct credprov_cache cache;
         struct exec *execs;
-        uint64_t runs, errors;
-        double duration_sum;
         unsigned running;                     /* its plugin processes running, at most CREDPROV_MAX_RUNNING */
         struct exec *queue_head, *queue_tail; /* its runs waiting for their turn, in order */
 };
@@ -374,8 +372,6 @@ static void on_exec_done(const struct spawn_result *r, void *userdata) {
         double secs = (double) (now_usec() - e->started_usec) / 1e6;
 
         exec_unlink(e);
-        pv->runs++;
-        pv->duration_sum += secs;
         if (r->timed_out || r->output_capped || r->signal || r->exit_code != 0)
                 error = exec_error(pv, e->image, r);
         else {
@@ -390,10 +386,9 @@ static void on_exec_done(const struct spawn_result *r, void *userdata) {
                 } else if (!error)
                         error = strdup("out of memory");
         }
-        if (error) {
-                pv->errors++;
+        if (error)
                 log_error("Failed getting credential from external registry credential provider: %s", error);
-        } else
+        else
                 log_v(4, "credential provider %s answered for image %s in %.3fs", pv->cfg->name, e->image, secs);
 
         for (struct part *pt = e->waiters, *next; pt; pt = next) {
@@ -686,18 +681,4 @@ int credprov_new(struct event_base *base, const char *config_path, const char *b
 fail:
         credprov_free(p);
         return r;
-}
-
-void credprov_foreach_stats(const struct credprov *p, void (*cb)(const struct credprov_stats *s, void *userdata),
-                            void *userdata) {
-        for (size_t i = 0; p && i < p->n; i++) {
-                const struct provider *pv = &p->providers[i];
-                struct credprov_stats s = {
-                        .name = pv->cfg->name,
-                        .runs = pv->runs,
-                        .errors = pv->errors,
-                        .duration_sum_seconds = pv->duration_sum,
-                };
-                cb(&s, userdata);
-        }
 }

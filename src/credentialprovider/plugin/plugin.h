@@ -101,12 +101,3 @@ int credprov_lookup(struct credprov *p, const char *image, credprov_cb cb, void 
                     struct credprov_lookup **ret);
 /* The callback will not run. Accepts NULL. */
 void credprov_lookup_cancel(struct credprov_lookup *l);
-
-/* exec counts for the metrics (kubelet_credential_provider_plugin_errors_total, _duration) */
-struct credprov_stats {
-        const char *name;
-        uint64_t runs, errors;
-        double duration_sum_seconds;
-};
-void credprov_foreach_stats(const struct credprov *p, void (*cb)(const struct credprov_stats *s, void *userdata),
-                            void *userdata);

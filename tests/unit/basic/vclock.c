@@ -1,12 +1,16 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The virtual clock: the clocks stand still until moved, timers armed through evtimer_add_usec fire when it
  * reaches their deadline (in order, each once), re-arming and deleting work as with real timers, freed events
- * are forgotten, and disabled it is the real clock again. */
+ * are forgotten, and disabled it is the real clock again; an fd event's timeout armed through event_add_usec is
+ * virtual too, and forgotten once its fd made it run. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <string.h>
 #include <cmocka.h>
+
+#include <fcntl.h>
+#include <unistd.h>
 
 #include "basic/string.h"
 #include "basic/strv.h"
@@ -102,9 +106,65 @@ static void test_clock_and_timers(void **state) {
         event_base_free(base);
 }
 
+struct fd_outcome {
+        int calls;
+        short what;
+};
+
+static void on_fd(evutil_socket_t fd, short what, void *userdata) {
+        struct fd_outcome *o = userdata;
+        o->calls++;
+        o->what = what;
+}
+
+/* an fd event with a timeout armed through event_add_usec: the timeout is virtual, the fd is real */
+static void test_fd_event_timeout(void **state) {
+        struct event_base *base = event_base_new();
+        struct fd_outcome o = {};
+        struct event *ev;
+        uint64_t next;
+        int p[2];
+
+        assert_non_null(base);
+        assert_int_equal(pipe2(p, O_CLOEXEC | O_NONBLOCK), 0);
+        vclock_enable(base, 5000 * USEC_PER_SEC, 1700000000 * USEC_PER_SEC);
+        ev = event_new(base, p[0], EV_READ, on_fd, &o);
+        assert_non_null(ev);
+
+        /* nothing to read: the timeout fires when the virtual clock reaches it */
+        assert_int_equal(event_add_usec(ev, 2 * USEC_PER_SEC), 0);
+        assert_true(event_pending(ev, EV_READ, NULL));
+        assert_true(vclock_next_deadline(&next));
+        assert_int_equal(next, 5002 * USEC_PER_SEC);
+        assert_int_equal(event_base_loop(base, EVLOOP_NONBLOCK), 0);
+        assert_int_equal(o.calls, 0);
+        assert_int_equal(vclock_set(5002 * USEC_PER_SEC), 1);
+        run(base);
+        assert_int_equal(o.calls, 1);
+        assert_true(o.what & EV_TIMEOUT);
+        assert_false(event_pending(ev, EV_READ | EV_TIMEOUT, NULL));
+
+        /* readable first: the event runs for its fd, and its timeout is forgotten */
+        assert_int_equal(event_add_usec(ev, 2 * USEC_PER_SEC), 0);
+        assert_int_equal(write(p[1], "x", 1), 1);
+        assert_int_equal(event_base_loop(base, EVLOOP_ONCE), 0);
+        run(base);
+        assert_int_equal(o.calls, 2);
+        assert_true(o.what & EV_READ);
+        assert_false(o.what & EV_TIMEOUT);
+        assert_false(vclock_next_deadline(&next));
+
+        event_free(ev);
+        vclock_disable();
+        close(p[0]);
+        close(p[1]);
+        event_base_free(base);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_clock_and_timers),
+                cmocka_unit_test(test_fd_event_timeout),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -9,7 +9,6 @@
 
 #include "apis/manifest.h"
 #include "basic/error.h"
-#include "basic/error.h"
 #include "eviction/helpers.h"
 #include "eviction/threshold_notifier.h"
 
@@ -28,7 +27,7 @@ static struct pod *parse_pod(const char *name, const char *spec) {
                              "  annotations: {kubernetes.io/config.source: api}\nspec:\n%s",
                              name, name, spec) > 0);
         if (manifest_parse(yaml, strlen(yaml), &set, &err) < 0)
-                fail_msg("manifest: %s", err);
+                fail_msg("manifest: %s", ck_error_message(err));
         p = pod_ref(set.pods[0]);
         pod_set_done(&set);
         return p;

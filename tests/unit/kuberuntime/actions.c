@@ -21,7 +21,7 @@ static struct pod *parse_pod(const char *yaml) {
         struct pod *p;
 
         if (manifest_parse(yaml, strlen(yaml), &set, &err) < 0)
-                fail_msg("manifest: %s", err);
+                fail_msg("manifest: %s", ck_error_message(err));
         assert_int_equal(set.n, 1);
         p = pod_ref(set.pods[0]);
         if (!p->uid)
