@@ -1,6 +1,6 @@
 #!/bin/bash
 # Build the upstream Kubernetes the cluster tests run against, once per machine and version:
-#   CKUBELET_K8S_VERSION=v1.37.2: from the tests' own Go module scripts/k8s (go.mod requires
+#   CKUBELET_K8S_VERSION=v1.37.2 (the default): from the tests' own Go module scripts/k8s (go.mod requires
 #     k8s.io/kubernetes v1.37.2 with one replace line per staging module, go.sum pins every dependency), with the
 #     Go first on PATH (>= 1.26), CGO_ENABLED=0 go build -trimpath:
 #       <cache>/v1.37.2/bin/{kube-apiserver,kube-controller-manager,kube-scheduler,kubectl,kubelet,kubeadm,
@@ -9,12 +9,13 @@
 #     CKUBELET_K8S_E2E_NODE=1 also <cache>/v1.37.2/bin/e2e_node.test (go test -c k8s.io/kubernetes/test/e2e_node).
 #     The module and build caches live in $CKUBELET_GO_CACHE (default /var/cache/ckubelet-go: mod/, build/), so a
 #     rebuild after a cache wipe of bin/ is cheap.
-#   CKUBELET_K8S_VERSION=v1.20.2 (the default until the cluster tests pass on v1.37): the old control plane and kubelet from Debian's source package
-#     (scripts/build-kubernetes-1.20.sh, <cache>/bin), kept for bench/.
+#   CKUBELET_K8S_VERSION=v1.20.2: the old control plane and kubelet from Debian's source package
+#     (scripts/build-kubernetes-1.20.sh, <cache>/bin), kept for bench/'s comparison with the v1.20.2 kubelet and
+#     for running the cluster tests against v1.20 on demand.
 # <cache> is $CKUBELET_K8S_CACHE, default /var/cache/ckubelet-k8s. Prints the bin directory on its last line.
 # Idempotent; a second run waits on the version's lock (<cache>/<version>/.lock) while a build runs.
 set -euo pipefail
-version=${CKUBELET_K8S_VERSION:-v1.20.2}
+version=${CKUBELET_K8S_VERSION:-v1.37.2}
 here=$(cd "$(dirname "$0")" && pwd)
 case "$version" in
 v1.20.2) exec bash "$here/build-kubernetes-1.20.sh" ;;

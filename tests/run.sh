@@ -67,9 +67,10 @@ if ! bash scripts/install-deps.sh --test; then
         failed=$((failed + 1)); stage_failed=1; finish
 fi
 
-# The control plane of the cluster tests (CKUBELET_K8S_VERSION: v1.20.2 from Debian's source package by default,
-# v1.37.2 from the tests' Go module scripts/k8s; cached outside the checkout) builds in the background meanwhile; the e2e tests that need it run
-# last, and their fixture waits for this build (scripts/build-kubernetes.sh holds a lock while it builds).
+# The control plane of the cluster tests (CKUBELET_K8S_VERSION: v1.37.2 from the tests' Go module scripts/k8s by
+# default, v1.20.2 from Debian's source package on demand; cached outside the checkout) builds in the background
+# meanwhile; the e2e tests that need it run last, and their fixture waits for this build
+# (scripts/build-kubernetes.sh holds a lock while it builds).
 note "building the Kubernetes control plane in the background (log: $results/build-kubernetes.log)"
 setsid bash scripts/build-kubernetes.sh >"$results/build-kubernetes.log" 2>&1 &
 k8s_build=$!  # its own process group: an early finish stops the whole build

@@ -1,8 +1,8 @@
 """A real Kubernetes control plane for the end-to-end tests: etcd, kube-apiserver, kube-controller-manager and
 kube-scheduler, all on loopback with their own data directories and free ports, and kubectl. The version is
-CKUBELET_K8S_VERSION: v1.20.2 by default for now (Debian's source package and Debian's etcd 3.4, no scheduler),
-or v1.37.2 (etcd 3.7.0 and the Kubernetes commands built from the tests' own Go module scripts/k8s by
-scripts/build-kubernetes.sh into a cache outside the checkout).
+CKUBELET_K8S_VERSION: v1.37.2 by default (etcd 3.7.0 and the Kubernetes commands built from the tests' own Go
+module scripts/k8s by scripts/build-kubernetes.sh into a cache outside the checkout), or v1.20.2 on demand
+(Debian's source package and Debian's etcd 3.4, no scheduler).
 
 One ControlPlane per pytest session (the `cluster` fixture in conftest.py). What runs:
 
@@ -45,7 +45,7 @@ import urllib.parse
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BUILD_SCRIPT = os.path.join(REPO, "scripts", "build-kubernetes.sh")
-VERSION = os.environ.get("CKUBELET_K8S_VERSION", "v1.20.2")
+VERSION = os.environ.get("CKUBELET_K8S_VERSION", "v1.37.2")
 LEGACY = VERSION == "v1.20.2"  # Debian's v1.20.2: Debian's etcd 3.4, no scheduler, the flags v1.20 had
 
 

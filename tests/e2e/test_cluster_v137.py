@@ -98,15 +98,15 @@ def test_regular_prestop_past_grace_pod_fails(kube, release):
 
 def test_env_from_relaxed_names(kube):
     """Secrets should be consumable via the environment ... with various prefixes (upstream's conformance). The
-    container prints the environment it was started with (/proc/self/environ), not `env`: Debian's busybox ash
-    drops variables whose names are not shell identifiers (data-1) from what it passes on, so `sh -c env` shows
-    none of these whatever the kubelet gave it (upstream's busybox image keeps them)."""
+    container prints the environment it was started with (/proc/1/environ: its shell's), not `env`: Debian's
+    busybox ash drops variables whose names are not shell identifiers (data-1) from what it passes on, so `sh -c
+    env` shows none of these whatever the kubelet gave it (upstream's busybox image keeps them)."""
     kube.kubelet()
     kube.create("secrets", secret("s", {"data-1": "value-1", "data-2": "value-2"}))
     kube.create("configmaps", configmap("c", {"data-3": "value-3"}))
     env_from = [{"secretRef": {"name": "s"}}, {"prefix": "1-", "secretRef": {"name": "s"}},
                 {"prefix": "$_-", "secretRef": {"name": "s"}}, {"prefix": "#@!", "configMapRef": {"name": "c"}}]
-    kube.create("pods", api_pod("env", [container("app", ["sh", "-c", "tr '\\0' '\\n' </proc/$$/environ; sleep 3600"],
+    kube.create("pods", api_pod("env", [container("app", ["sh", "-c", "tr '\\0' '\\n' </proc/1/environ; sleep 3600"],
                                                       envFrom=env_from)],
                                 kube.node, grace=1))
     want = ["data-1=value-1", "data-2=value-2", "1-data-1=value-1", "$_-data-2=value-2", "#@!data-3=value-3"]

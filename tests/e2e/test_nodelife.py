@@ -503,8 +503,11 @@ def test_disk_pressure_and_local_storage(node, kube_node, kubelets):
         kube.wait(lambda: node_condition(kube, "DiskPressure") == "True", timeout=30, msg="DiskPressure")
         # node-level reclaim first (dead containers, unused images); not enough: the pod goes
         p = kube.wait(lambda: evicted(kube, "victim"), timeout=60, msg="victim evicted")
-        assert re.fullmatch(r"The node was low on resource: ephemeral-storage\. Threshold quantity: \d+, available: "
-                            r"\d+(Ki)?\. (Container c was using \d+(Ki)?, which exceeds its request of 0\. )?",
+        # quantities as Quantity.String() prints them: the threshold in decimal SI ("350592k" when the free space
+        # minus 30 MiB happens to be a multiple of 1000), the byte counts in binary SI
+        q = r"\d+([kMGTPE]|[KMGTPE]i)?"
+        assert re.fullmatch(rf"The node was low on resource: ephemeral-storage\. Threshold quantity: {q}, available: "
+                            rf"{q}\. (Container c was using {q}, which exceeds its request of 0\. )?",
                             p["status"]["message"]), p["status"]["message"]
         k.wait_log(r"EvictionThresholdMet.*Attempting to reclaim ephemeral-storage", 5)
         # admission refuses every pod that is not critical meanwhile

@@ -7,6 +7,7 @@ import re
 import time
 import urllib.parse
 
+import controlplane
 from apiobjects import api_pod as _api_pod
 from apiobjects import configmap, container, cstatus, jwt_claims, running, secret  # noqa: F401
 from conftest import wait_for
@@ -37,9 +38,11 @@ def events(kube, pod, reason):
 
 
 def service_account(kube, name):
-    """A service account whose token Secret exists (the ServiceAccount admission plugin needs it)."""
+    """A service account; before v1.24 also its token Secret (the ServiceAccount admission plugin needed it; since
+    v1.24 no token Secret is made for it)."""
     kube.create("serviceaccounts", {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name}})
-    kube.wait(lambda: kube.get("serviceaccounts", name).get("secrets"), 60, msg=f"the token of {name}")
+    if controlplane.LEGACY:
+        kube.wait(lambda: kube.get("serviceaccounts", name).get("secrets"), 60, msg=f"the token of {name}")
 
 
 def test_objects_fetched_watched_and_token(kube, runtime):
@@ -53,7 +56,7 @@ def test_objects_fetched_watched_and_token(kube, runtime):
             {"name": "K", "valueFrom": {"configMapKeyRef": {"name": "app-config", "key": "k"}}},
             {"name": "O", "valueFrom": {"secretKeyRef": {"name": "absent-secret", "key": "x", "optional": True}}}],
             volumeMounts=[{"name": "tok", "mountPath": "/tok"}]),
-    ], extra_spec={"serviceAccountName": "builder", "volumes": [
+    ], extra_spec={"serviceAccountName": "builder", "automountServiceAccountToken": False, "volumes": [
         {"name": "cfg", "configMap": {"name": "app-config"}},
         {"name": "sec", "secret": {"secretName": "app-secret"}},
         {"name": "opt", "configMap": {"name": "absent-config", "optional": True}},

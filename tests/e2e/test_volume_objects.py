@@ -156,7 +156,7 @@ def test_projected_all_sources_and_token(kube, runtime):
     kube.create("secrets", secret("proj-secret", {"key": "k3y"}))
     pod = api_pod(kube, "proj", [
         container("app", SLEEP, volumeMounts=[{"name": "all", "mountPath": "/all"}]),
-    ], extra_spec={"serviceAccountName": "runner", "volumes": [
+    ], extra_spec={"serviceAccountName": "runner", "automountServiceAccountToken": False, "volumes": [
         {"name": "all", "projected": {"defaultMode": 0o440, "sources": [
             {"configMap": {"name": "proj-config", "items": [{"key": "mode", "path": "cfg/mode"}]}},
             {"secret": {"name": "proj-secret", "items": [{"key": "key", "path": "sec/key", "mode": 0o400}]}},
