@@ -81,6 +81,19 @@ $(oci_runtime '"io.containerd.cri.v1.runtime"')
 EOC
 }
 
+# crun refuses a hybrid cgroup host whose unified hierarchy holds a controller (hugetlb on these machines): each
+# such controller is mounted as a v1 hierarchy first (it then leaves the unified one; left mounted afterwards).
+prepare_crun() {
+        local u=/sys/fs/cgroup/unified c
+        [ -f "$u/cgroup.controllers" ] || return 0
+        for c in $(cat "$u/cgroup.controllers"); do
+                mountpoint -q "/sys/fs/cgroup/$c" && continue
+                mkdir -p "/sys/fs/cgroup/$c"
+                mount -t cgroup -o "$c" cgroup "/sys/fs/cgroup/$c"
+                echo "containerd.sh: mounted the cgroup v1 hierarchy $c for crun (a hybrid host)" >&2
+        done
+}
+
 start() {
         local n=${1:-0}
         mkdir -p "$dir/cni/net.d" "$dir/cni/data"
@@ -97,6 +110,7 @@ start() {
   ]
 }
 EOC
+        case "${CKUBELET_OCI_RUNTIME:-}" in *crun) prepare_crun ;; esac
         local major
         major=$(containerd --version | awk '{print $3}' | sed 's/^v//; s/\..*//')
         if [ "$major" -ge 2 ]; then
