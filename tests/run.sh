@@ -11,6 +11,7 @@
 #   7. build the libFuzzer targets with clang (build-fuzz/) and run each for 30 s, two at a time (bench/fuzz.sh):
 #      one test per target, failed when it found a crash, leak, timeout or out-of-memory
 #   8. run the end-to-end tests (tests/e2e, pytest) against a private containerd, with the sanitized ckubelet
+#   9. run the end-to-end tests marked `runtime` again on containerd 2.1.9 with crun (scripts/build-runtime.sh)
 # The last line is "N passed, N failed" (", N skipped" when any were skipped), summed over all stages.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -162,6 +163,22 @@ e2e_build=build
 CKUBELET_BUILD="$repo/$e2e_build" ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
         /usr/bin/python3 -m pytest tests/e2e -p no:cacheprovider -q -rfE --junitxml="$results/e2e.xml" || true
 count_junit "$results/e2e.xml"
+# The second runtime: containerd 2.1.9 (Debian sid's) with crun 1.21 (built from trixie's source) by
+# scripts/build-runtime.sh, cached outside the checkout; the tests marked `runtime` (those whose outcome depends on
+# the runtime's version) run there too, after the whole suite ran on Debian 12's containerd 1.6.20 with runc.
+note "end-to-end tests marked runtime on containerd 2.1.9 with crun (scripts/build-runtime.sh)"
+if rt_bins=$(bash scripts/build-runtime.sh 2>"$results/build-runtime.log"); then
+        CKUBELET_CONTAINERD_BIN=$(sed -n 1p <<<"$rt_bins") CKUBELET_OCI_RUNTIME="$(sed -n 2p <<<"$rt_bins")/crun" \
+        CKUBELET_BUILD="$repo/$e2e_build" ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+                /usr/bin/python3 -m pytest tests/e2e -m runtime -p no:cacheprovider -q -rfE \
+                --junitxml="$results/e2e-containerd2.xml" || true
+        count_junit "$results/e2e-containerd2.xml"
+else
+        echo "tests/run.sh: scripts/build-runtime.sh failed:" >&2
+        tail -n 30 "$results/build-runtime.log" >&2
+        failed=$((failed + 1))
+fi
+
 if ! wait "$k8s_build"; then
         echo "tests/run.sh: building the control plane failed:" >&2
         tail -n 30 "$results/build-kubernetes.log" >&2

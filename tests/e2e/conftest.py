@@ -554,6 +554,11 @@ def kube(cluster, runtime, request):
         assert not refused, "the apiserver refused requests of the kubelet:\n" + "\n".join(refused)
 
 
+def pytest_configure(config):
+    config.addinivalue_line("markers", "runtime: depends on the container runtime's version: tests/run.sh runs "
+                            "these on containerd 2.1.9 with crun too (the whole suite runs on 1.6.20 with runc)")
+
+
 def pytest_collection_modifyitems(session, config, items):
     """Tests without the control plane first (it may still be building in the background)."""
     items.sort(key=lambda item: "cluster" in getattr(item, "fixturenames", ()))

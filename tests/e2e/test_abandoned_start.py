@@ -16,6 +16,8 @@ import pytest
 
 from conftest import BUSYBOX, NODE, SLEEPER, RuntimeLeftoverWarning, pod_manifest, wait_for
 
+pytestmark = pytest.mark.runtime  # on containerd 1.6.20 and 2.1.9 (tests/run.sh)
+
 MAX_TRIES = 400
 MAX_SECONDS = 240
 

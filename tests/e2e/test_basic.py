@@ -4,7 +4,12 @@ import os
 import threading
 import time
 
+import pytest
+
 from conftest import BUSYBOX, NODE, SLEEPER, pod_manifest, wait_for
+
+# run on both runtimes (tests/run.sh: the whole suite on containerd 1.6.20, the `runtime` tests on 2.1.9 too)
+pytestmark = pytest.mark.runtime
 
 
 def test_pod_starts_with_upstream_labels_and_logs(kubelet, runtime):
