@@ -208,6 +208,14 @@ class BindMounts:
         self.created = []
 
     def __enter__(self):
+        try:
+            self._mount()
+        except BaseException:
+            self.__exit__()
+            raise
+        return self
+
+    def _mount(self):
         for p in BOUND:
             src = os.path.join(self.work, "host" + p.replace("/", "_"))
             os.makedirs(src, exist_ok=True)
@@ -216,7 +224,6 @@ class BindMounts:
                 self.created.append(p)
             subprocess.run(["mount", "--bind", src, p], check=True)
             self.done.append(p)
-        return self
 
     def __exit__(self, *exc):
         for p in reversed(self.done):
@@ -280,10 +287,17 @@ def run_shards(e2e, names, tier, shards, work, cp, token, node, rt, timeout):
         procs.append((subprocess.Popen(args, cwd=d, stdout=out, stderr=subprocess.STDOUT,
                                        stdin=subprocess.DEVNULL), d, out, len(g)))
         log(f"shard {i}: {len(g)} specs, log {d}/e2e.log")
+    try:
+        for p, _, _, _ in procs:
+            p.wait()
+    finally:
+        for p, _, out, _ in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+            out.close()
     results = {}
     for p, d, out, n in procs:
-        p.wait()
-        out.close()
         try:
             with open(os.path.join(d, "report.json")) as f:
                 r = json.load(f)
@@ -358,6 +372,7 @@ def main():
     ap.add_argument("--timeout", default="", help="ginkgo's suite timeout per shard (default 1h, 6h for the tier)")
     ap.add_argument("--list", action="store_true", help="print the specs that would run and exit")
     args = ap.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # clean up (finally) on SIGTERM too
     args.kubelet = args.kubelet or ("ckubelet" if args.ci else "both")
     args.timeout = args.timeout or ("1h" if args.ci else "6h")
     args.out = args.out or os.path.join("/var/tmp/ckubelet-conformance", time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()))
