@@ -12,7 +12,7 @@ What each stand-in is (upstream's image in brackets):
 - busybox 1.37.0-2 [busybox:1.37.0]: Debian's busybox-static with every applet linked in /bin, plus /bin/nmeter
   (Debian's busybox lacks the applet; the container lifecycle specs time their steps with it).
 - agnhost 2.66.1 and 2.55 [alpine with agnhost]: /agnhost (entrypoint, `pause` by default) and /agnhost-2, the
-  busybox layer's tools, the user user-defined-in-image (1000) in group group-defined-in-image (50000), /uploads.
+  busybox layer's tools, /usr/bin/curl (a script: GET with busybox's wget), the user user-defined-in-image (1000) in group group-defined-in-image (50000), /uploads.
 - nginx 1.27.0-2 and 1.28.0-2 [nginx on debian]: busybox's httpd serving /usr/share/nginx/html on port 80.
 - nonroot 1.5 [debian-base, USER 1234]: busybox, user 1234.
 - nonewprivs 1.4 [alpine with nnp]: /usr/local/bin/nnp set-user-ID root (prints its effective uid), the command.
@@ -30,6 +30,22 @@ E2E = "registry.k8s.io/e2e-test-images"
 PATH_ENV = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 PASSWD = "root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n"
 GROUP = "root:x:0:\nnobody:x:65534:\n"
+
+# agnhost's alpine has curl; the lifecycle hook specs run `sh -c "curl http://<ip>:8080/echo?msg=poststart"`:
+# the URL fetched with busybox's wget (options with a value skipped, the others ignored)
+CURL = """#!/bin/sh
+# curl stand-in of the conformance tier's agnhost image (tests/conformance/images.py): GET the URL with wget
+url=
+while [ $# -gt 0 ]; do
+        case "$1" in
+        -X | -H | -d | -m | -o | -w | -u | -A | --max-time | --connect-timeout | --retry) shift ;;
+        -*) ;;
+        *) url=$1 ;;
+        esac
+        shift
+done
+exec wget -q -O - "$url"
+"""
 
 
 class Layer:
@@ -106,6 +122,7 @@ def images(bindir, tools):
     L.file("agnhost", read(bindir, "agnhost"), 0o755)
     L.link("agnhost-2", "agnhost")
     L.dir("uploads")
+    L.file("usr/bin/curl", CURL, 0o755)
     agn = (L.bytes(), {"Env": [PATH_ENV], "Entrypoint": ["/agnhost"], "Cmd": ["pause"],
                        "ExposedPorts": {f"{p}/tcp": {} for p in (80, 8080, 8081, 9376, 5000)}})
     out[f"{E2E}/agnhost:2.66.1"] = agn
