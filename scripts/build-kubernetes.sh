@@ -6,7 +6,9 @@
 #       <cache>/v1.37.2/bin/{kube-apiserver,kube-controller-manager,kube-scheduler,kubectl,kubelet,kubeadm,
 #                            kube-proxy,etcd}
 #     etcd 3.7.0 (the version kubernetes pins) from the same module (scripts/k8s/etcd). With
-#     CKUBELET_K8S_E2E_NODE=1 also <cache>/v1.37.2/bin/e2e_node.test (go test -c k8s.io/kubernetes/test/e2e_node).
+#     CKUBELET_K8S_E2E_NODE=1 also <cache>/v1.37.2/bin/e2e_node.test (go test -c k8s.io/kubernetes/test/e2e_node)
+#     and the test images' programs agnhost and nonewprivs (k8s.io/kubernetes/test/images/...), for the node
+#     conformance tier (tests/conformance.sh).
 #     The module and build caches live in $CKUBELET_GO_CACHE (default /var/cache/ckubelet-go: mod/, build/), so a
 #     rebuild after a cache wipe of bin/ is cheap.
 #   CKUBELET_K8S_VERSION=v1.20.2: the old control plane and kubelet from Debian's source package
@@ -28,7 +30,7 @@ esac
 cache=${CKUBELET_K8S_CACHE:-/var/cache/ckubelet-k8s}/$version
 gocache=${CKUBELET_GO_CACHE:-/var/cache/ckubelet-go}
 bins=(kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet kubeadm kube-proxy etcd)
-[ "${CKUBELET_K8S_E2E_NODE:-0}" = 1 ] && bins+=(e2e_node.test)
+[ "${CKUBELET_K8S_E2E_NODE:-0}" = 1 ] && bins+=(e2e_node.test agnhost nonewprivs)
 mkdir -p "$cache" "$gocache"
 exec 9>"$cache/.lock"
 flock 9
@@ -59,13 +61,11 @@ echo "build-kubernetes.sh: building ${bins[*]} $version in $cache with $("$go" v
     "(about 8 min on 2 cores the first time; log: $log)" >&2
 start=$(date +%s)
 for b in "${bins[@]}"; do
-        if [ -x "$cache/bin/$b" ]; then
-                cp "$cache/bin/$b" "$cache/bin.tmp/$b"
-                continue
-        fi
+        [ -x "$cache/bin/$b" ] && continue
         case "$b" in
         etcd) cmd=("$go" build -trimpath -o "$cache/bin.tmp/$b" ./etcd) ;;
         e2e_node.test) cmd=("$go" test -c -trimpath -ldflags "$ldflags" -o "$cache/bin.tmp/$b" k8s.io/kubernetes/test/e2e_node) ;;
+        agnhost | nonewprivs) cmd=("$go" build -trimpath -ldflags "$ldflags" -o "$cache/bin.tmp/$b" "k8s.io/kubernetes/test/images/$b") ;;
         *) cmd=("$go" build -trimpath -ldflags "$ldflags" -o "$cache/bin.tmp/$b" "k8s.io/kubernetes/cmd/$b") ;;
         esac
         t0=$(date +%s)
@@ -76,7 +76,11 @@ for b in "${bins[@]}"; do
         fi
         echo "build-kubernetes.sh: $b in $(($(date +%s) - t0)) s" | tee -a "$log" >&2
 done
-rm -rf "$cache/bin"
-mv "$cache/bin.tmp" "$cache/bin"
+# each new binary renamed into bin/ (atomic per file: a running test keeps using the ones already there)
+mkdir -p "$cache/bin"
+for b in "$cache/bin.tmp"/*; do
+        [ -e "$b" ] && mv -f "$b" "$cache/bin/"
+done
+rmdir "$cache/bin.tmp"
 echo "build-kubernetes.sh: done in $(($(date +%s) - start)) s" | tee -a "$log" >&2
 echo "$cache/bin"
