@@ -82,7 +82,9 @@ EOC
 }
 
 # crun refuses a hybrid cgroup host whose unified hierarchy holds a controller (hugetlb on these machines): each
-# such controller is mounted as a v1 hierarchy first (it then leaves the unified one; left mounted afterwards).
+# such controller is mounted as a v1 hierarchy first (it then leaves the unified one; left mounted afterwards: once
+# crun made cgroups there the hierarchy outlives an unmount, /proc/PID/cgroup keeps naming it, and containerd 1.6
+# then fails its sandbox and container stats for want of its mount point).
 prepare_crun() {
         local u=/sys/fs/cgroup/unified c
         [ -f "$u/cgroup.controllers" ] || return 0
