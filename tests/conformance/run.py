@@ -227,7 +227,14 @@ class BindMounts:
 
     def __exit__(self, *exc):
         for p in reversed(self.done):
-            subprocess.run(["umount", "-l", p], check=False)
+            # the upstream kubelet bind-mounts its root directory onto itself (to make it rshared): every mount
+            # stacked there from our directory goes
+            src = os.path.join(self.work, "host" + p.replace("/", "_"))
+            for _ in range(10):
+                with open("/proc/self/mountinfo") as f:
+                    ours = [l for l in f if l.split()[4] == p and l.split()[3].startswith(src)]
+                if not ours or subprocess.run(["umount", "-l", p], check=False).returncode != 0:
+                    break
         for p in reversed(self.created):
             try:
                 os.rmdir(p)
