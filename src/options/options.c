@@ -1121,23 +1121,31 @@ static int config_string_default(struct config_ctx *c, const char *field, json_t
 }
 
 /* metav1.Duration: a string for time.ParseDuration. Zero means "use the default" (SetDefaults_*). */
-static int config_duration(struct config_ctx *c, const char *field, json_t *v, uint64_t *target) {
+/* A duration field, any value it holds (0 included) into *ret */
+static int config_duration_value(struct config_ctx *c, const char *field, json_t *v, uint64_t *ret) {
         _cleanup_ck_error_ struct ck_error *why = NULL;
-        uint64_t usec = 0;
         int r;
 
         if (!json_is_string(v))
                 return config_error(c, -EINVAL, "%s: expected a duration string such as \"20s\", got %s", field,
                                     json_type_name(v));
-        r = parse_duration_value(json_string_value(v), &usec, &why);
+        r = parse_duration_value(json_string_value(v), ret, &why);
         if (r == -ENOMEM)
                 return r;
         if (r < 0)
                 return config_error(c, -EINVAL, "%s: invalid duration \"%s\": %s", field, json_string_value(v),
                                     why ? ck_error_message(why) : "invalid value");
-        if (usec > 0)
-                *target = usec;
         return 0;
+}
+
+/* A duration field whose zero value means the default (kept) */
+static int config_duration(struct config_ctx *c, const char *field, json_t *v, uint64_t *target) {
+        uint64_t usec = 0;
+        int r = config_duration_value(c, field, v, &usec);
+
+        if (r >= 0 && usec > 0)
+                *target = usec;
+        return r;
 }
 
 static int config_int32(struct config_ctx *c, const char *field, json_t *v, int64_t min, json_int_t *ret) {
@@ -1306,23 +1314,9 @@ static int config_authz_field(struct config_ctx *c, const char *path, const char
 /* crashLoopBackOff (KubeletCrashLoopBackOffMax, beta on since v1.35): any duration is kept for the validation */
 static int config_crash_field(struct config_ctx *c, const char *path, const char *key, json_t *v,
                               struct kubelet_options *o) {
-        _cleanup_ck_error_ struct ck_error *why = NULL;
-        uint64_t usec = 0;
-        int r;
-
         if (!streq(path, "crashLoopBackOff.maxContainerRestartPeriod"))
                 return -ENOENT;
-        if (!json_is_string(v))
-                return config_error(c, -EINVAL, "%s: expected a duration string such as \"20s\", got %s", path,
-                                    json_type_name(v));
-        r = parse_duration_value(json_string_value(v), &usec, &why);
-        if (r == -ENOMEM)
-                return r;
-        if (r < 0)
-                return config_error(c, -EINVAL, "%s: invalid duration \"%s\": %s", path, json_string_value(v),
-                                    why ? ck_error_message(why) : "invalid value");
-        o->crash_loop_backoff_max_usec = usec;
-        return 0;
+        return config_duration_value(c, path, v, &o->crash_loop_backoff_max_usec);
 }
 
 static int config_headers(struct config_ctx *c, json_t *v, char ***target) {
