@@ -156,7 +156,8 @@ struct pod_security_context {
         size_t n_supplemental_groups;
         bool has_fs_group;
         int64_t fs_group;
-        char *fs_group_change_policy; /* "Always" / "OnRootMismatch", NULL = unset (Always) */
+        char *fs_group_change_policy;     /* "Always" / "OnRootMismatch", NULL = unset (Always) */
+        char *supplemental_groups_policy; /* "Merge" / "Strict", NULL = unset (Merge) */
         struct sysctl *sysctls;
         size_t n_sysctls;
         struct seccomp_profile *seccomp_profile;

@@ -42,6 +42,7 @@ void pod_security_context_free(struct pod_security_context *sc) {
                 return;
         free(sc->supplemental_groups);
         free(sc->fs_group_change_policy);
+        free(sc->supplemental_groups_policy);
         for (size_t i = 0; i < sc->n_sysctls; i++) {
                 free(sc->sysctls[i].name);
                 free(sc->sysctls[i].value);
@@ -178,6 +179,8 @@ int dec_pod_security_context(struct field_errors *e, json_t *spec, struct pod_sp
                 r = dec_id(e, o, p, "fsGroup", &sc->has_fs_group, &sc->fs_group);
         if (r >= 0)
                 r = dec_get_string(e, o, p, "fsGroupChangePolicy", &sc->fs_group_change_policy);
+        if (r >= 0)
+                r = dec_get_string(e, o, p, "supplementalGroupsPolicy", &sc->supplemental_groups_policy);
         if (r >= 0)
                 r = dec_get_array(e, o, p, "supplementalGroups", MAX_LIST_ITEMS, &groups);
         if (r >= 0 && groups && json_array_size(groups) > 0) {
@@ -359,6 +362,10 @@ void val_pod_security_context(struct vctx *c, const struct pod_spec *s) {
             !streq(sc->fs_group_change_policy, "OnRootMismatch"))
                 val_not_supported(c, "spec.securityContext.fsGroupChangePolicy", sc->fs_group_change_policy,
                                   "\"Always\", \"OnRootMismatch\"");
+        if (sc->supplemental_groups_policy && !streq(sc->supplemental_groups_policy, "Merge") &&
+            !streq(sc->supplemental_groups_policy, "Strict"))
+                val_not_supported(c, "spec.securityContext.supplementalGroupsPolicy", sc->supplemental_groups_policy,
+                                  "\"Merge\", \"Strict\"");
         for (size_t i = 0; i < sc->n_sysctls; i++) {
                 _cleanup_free_ char *np = NULL;
                 if (asprintf(&np, "%s.sysctls[%zu].name", p, i) < 0) {

@@ -293,6 +293,7 @@ int kr_container_security_context(const struct pod *pod, const struct container 
         r = add_groups(pod->spec.security_context, &sc->n_supplemental_groups, &sc->supplemental_groups);
         if (r < 0)
                 return r;
+        sc->supplemental_groups_policy = kr_supplemental_groups_policy(pod);
         /* AddNoNewPrivileges: only an explicit allowPrivilegeEscalation: false */
         sc->no_new_privs = e.has_allow_privilege_escalation && !e.allow_privilege_escalation;
         r = seccomp_profile(c->security_context ? c->security_context->seccomp_profile : NULL, pod, ctx, &sc->seccomp);
@@ -325,6 +326,13 @@ static bool has_privileged_container(const struct pod *pod) {
         return false;
 }
 
+Runtime__V1__SupplementalGroupsPolicy kr_supplemental_groups_policy(const struct pod *pod) {
+        const struct pod_security_context *ps = pod->spec.security_context;
+        return ps && streq_ptr(ps->supplemental_groups_policy, "Strict")
+                       ? RUNTIME__V1__SUPPLEMENTAL_GROUPS_POLICY__Strict
+                       : RUNTIME__V1__SUPPLEMENTAL_GROUPS_POLICY__Merge;
+}
+
 int kr_sandbox_security_context(const struct pod *pod, const struct kc_build_context *ctx,
                                 Runtime__V1__LinuxPodSandboxConfig *lx) {
         const struct pod_security_context *ps = pod->spec.security_context;
@@ -338,6 +346,7 @@ int kr_sandbox_security_context(const struct pod *pod, const struct kc_build_con
         r = add_groups(ps, &sc->n_supplemental_groups, &sc->supplemental_groups);
         if (r < 0)
                 return r;
+        sc->supplemental_groups_policy = kr_supplemental_groups_policy(pod);
         sc->privileged = has_privileged_container(pod);
         r = seccomp_profile(NULL, pod, ctx, &sc->seccomp);
         if (r < 0)

@@ -18,6 +18,8 @@ int kr_container_security_context(const struct pod *pod, const struct container 
                                   Runtime__V1__LinuxContainerSecurityContext *sc);
 /* The sandbox's: run as user/group, supplemental groups, privileged (any privileged container), seccomp,
  * and the pod's sysctls into lx->sysctls. */
+/* The pod's securityContext.supplementalGroupsPolicy as the CRI's (unset: Merge). */
+Runtime__V1__SupplementalGroupsPolicy kr_supplemental_groups_policy(const struct pod *pod);
 int kr_sandbox_security_context(const struct pod *pod, const struct kc_build_context *ctx,
                                 Runtime__V1__LinuxPodSandboxConfig *lx);
 

@@ -227,6 +227,28 @@ int node_status_build(const struct node_status_input *in, json_t **ret) {
                 json_decref(st);
                 return -ENOMEM;
         }
+        /* runtimeHandlers and features (upstream's RuntimeHandlers and NodeFeatures setters) */
+        if (in->n_runtime_handlers > 0) {
+                json_t *l = json_array();
+                for (size_t i = 0; l && i < in->n_runtime_handlers; i++) {
+                        const struct node_runtime_handler *h = &in->runtime_handlers[i];
+                        if (json_array_append_new(l, json_pack("{s:s, s:{s:b, s:b}}", "name", strempty(h->name),
+                                                               "features", "recursiveReadOnlyMounts",
+                                                               h->recursive_read_only_mounts, "userNamespaces",
+                                                               h->user_namespaces)) < 0)
+                                json_decref(TAKE_PTR(l));
+                }
+                if (!l || json_object_set_new(st, "runtimeHandlers", l) < 0) {
+                        json_decref(st);
+                        return -ENOMEM;
+                }
+        }
+        if (in->has_features &&
+            json_object_set_new(st, "features",
+                                json_pack("{s:b}", "supplementalGroupsPolicy", in->supplemental_groups_policy)) < 0) {
+                json_decref(st);
+                return -ENOMEM;
+        }
         *ret = st;
         return 0;
 }

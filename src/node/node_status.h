@@ -25,6 +25,14 @@ struct node_extended_resource {
         int64_t capacity, allocatable;
 };
 
+/* a runtime handler and what it supports, from the CRI Status (StatusResponse.runtime_handlers) */
+#define NODE_RUNTIME_HANDLERS_MAX 64 /* kept of a Status */
+struct node_runtime_handler {
+        char *name; /* "" = the default handler */
+        bool recursive_read_only_mounts;
+        bool user_namespaces;
+};
+
 struct node_status_input {
         const char *node_name;
         const char *hostname;
@@ -57,6 +65,12 @@ struct node_status_input {
         float eviction_memory_fraction;
         int64_t eviction_storage_bytes;
         float eviction_storage_fraction;
+        /* what the runtime said it can do in its last Status: status.runtimeHandlers, and status.features when
+         * has_features (the runtime sent StatusResponse.features) */
+        const struct node_runtime_handler *runtime_handlers;
+        size_t n_runtime_handlers;
+        bool has_features;
+        bool supplemental_groups_policy;
 };
 
 /* The NodeStatus object. */

@@ -175,6 +175,41 @@ static void test_object(void **state) {
         assert_false(node_label_is_kubelet_owned("node.kubernetes.io"));
 }
 
+/* runtimeHandlers and features.supplementalGroupsPolicy, as the runtime's Status said (absent before) */
+static void test_runtime_features(void **state) {
+        struct node_status_input in;
+        struct node_runtime_handler h[] = { { (char *) "", true, false }, { (char *) "crun", false, true } };
+        json_t *st = NULL, *l;
+
+        input(&in);
+        assert_int_equal(node_status_build(&in, &st), 0);
+        assert_null(json_object_get(st, "runtimeHandlers"));
+        assert_null(json_object_get(st, "features"));
+        json_decref(st);
+
+        in.runtime_handlers = h;
+        in.n_runtime_handlers = 2;
+        in.has_features = true;
+        in.supplemental_groups_policy = true;
+        assert_int_equal(node_status_build(&in, &st), 0);
+        l = json_object_get(st, "runtimeHandlers");
+        assert_int_equal(json_array_size(l), 2);
+        assert_string_equal(json_string_value(json_object_get(json_array_get(l, 0), "name")), "");
+        assert_true(json_is_true(
+                json_object_get(json_object_get(json_array_get(l, 0), "features"), "recursiveReadOnlyMounts")));
+        assert_true(
+                json_is_false(json_object_get(json_object_get(json_array_get(l, 0), "features"), "userNamespaces")));
+        assert_string_equal(json_string_value(json_object_get(json_array_get(l, 1), "name")), "crun");
+        assert_true(json_is_true(json_object_get(json_object_get(json_array_get(l, 1), "features"), "userNamespaces")));
+        assert_true(json_is_true(json_object_get(json_object_get(st, "features"), "supplementalGroupsPolicy")));
+        json_decref(st);
+
+        in.supplemental_groups_policy = false;
+        assert_int_equal(node_status_build(&in, &st), 0);
+        assert_true(json_is_false(json_object_get(json_object_get(st, "features"), "supplementalGroupsPolicy")));
+        json_decref(st);
+}
+
 static void test_reserved(void **state) {
         int64_t c, m, s;
         _cleanup_ck_error_ struct ck_error *why = NULL;
@@ -192,6 +227,7 @@ int main(void) {
                 cmocka_unit_test(test_status),
                 cmocka_unit_test(test_object),
                 cmocka_unit_test(test_reserved),
+                cmocka_unit_test(test_runtime_features),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
