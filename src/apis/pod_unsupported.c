@@ -20,7 +20,6 @@ static const struct unsupported pod_fields[] = {
         { "resourceClaims", "dynamic resource allocation is not supported" },
         { "securityContext.seLinuxOptions", "SELinux labels are not applied" },
         { "securityContext.seLinuxChangePolicy", "SELinux labels are not applied" },
-        { "securityContext.supplementalGroupsPolicy", "the runtime's default supplemental groups policy is used" },
 };
 
 /* fields of a container (regular, init or ephemeral) */

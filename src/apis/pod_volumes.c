@@ -5,6 +5,7 @@
 
 #include <arpa/inet.h>
 #include <ctype.h>
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -70,6 +71,7 @@ static void mounts_done(struct volume_mounts *m) {
                 free(m->items[i].sub_path);
                 free(m->items[i].sub_path_expr);
                 free(m->items[i].mount_propagation);
+                free(m->items[i].recursive_read_only);
         }
         free(m->items);
 }
@@ -376,6 +378,8 @@ static int decode_mount(struct field_errors *e, json_t *v, const char *ip, void 
                 r = dec_get_string(e, v, ip, "subPathExpr", &m->sub_path_expr);
         if (r >= 0)
                 r = dec_get_string(e, v, ip, "mountPropagation", &m->mount_propagation);
+        if (r >= 0)
+                r = dec_get_string(e, v, ip, "recursiveReadOnly", &m->recursive_read_only);
         return r;
 }
 
@@ -785,10 +789,11 @@ static void validate_mounts(struct vctx *c, const struct pod *p, const struct vo
         lp = val_child(c, cpath, "volumeMounts");
         for (size_t i = 0; lp && i < m->n; i++) {
                 const struct volume_mount *vm = &m->items[i];
-                _cleanup_free_ char *ip = val_idx(c, lp, i), *np = NULL, *mp = NULL, *sp = NULL, *ep = NULL, *pp = NULL;
+                _cleanup_free_ char *ip = val_idx(c, lp, i), *np = NULL, *mp = NULL, *sp = NULL, *ep = NULL, *pp = NULL,
+                                    *rp = NULL;
                 if (!ip || !(np = val_child(c, ip, "name")) || !(mp = val_child(c, ip, "mountPath")) ||
                     !(sp = val_child(c, ip, "subPath")) || !(ep = val_child(c, ip, "subPathExpr")) ||
-                    !(pp = val_child(c, ip, "mountPropagation")))
+                    !(pp = val_child(c, ip, "mountPropagation")) || !(rp = val_child(c, ip, "recursiveReadOnly")))
                         return;
                 if (isempty(vm->name))
                         val_required(c, np, NULL);
@@ -818,7 +823,60 @@ static void validate_mounts(struct vctx *c, const struct pod *p, const struct vo
                         val_not_supported(c, pp, vm->mount_propagation,
                                           "\"Bidirectional\", \"HostToContainer\", \"None\"");
                 /* Bidirectional needs a privileged container: pod.h has no securityContext.privileged yet */
+                /* validateMountRecursiveReadOnly */
+                if (streq_ptr(vm->recursive_read_only, "Enabled") || streq_ptr(vm->recursive_read_only, "IfPossible")) {
+                        if (!vm->read_only)
+                                val_forbidden(c, rp, "may only be specified when readOnly is true");
+                        if (vm->mount_propagation && !streq(vm->mount_propagation, "None"))
+                                val_forbidden(c, rp,
+                                              "may only be specified when mountPropagation is None or not "
+                                              "specified");
+                } else if (vm->recursive_read_only && !streq(vm->recursive_read_only, "Disabled"))
+                        val_not_supported(c, rp, vm->recursive_read_only, "\"Disabled\", \"Enabled\", \"IfPossible\"");
         }
+}
+
+int pod_mount_recursive_read_only(const struct volume_mount *m, bool runtime_supports, bool *ret, char **ret_message) {
+        const char *mode = m->recursive_read_only;
+        _cleanup_free_ char *name = go_quote(strempty(m->name)), *msg = NULL;
+        int r;
+
+        assert(ret);
+        assert(ret_message);
+        if (!mode || streq(mode, "Disabled")) {
+                *ret = false;
+                return 0;
+        }
+        if (!name)
+                return -ENOMEM;
+        if (!m->read_only)
+                r = asprintf(&msg, "volume %s requested recursive read-only mode, but it is not read-only", name);
+        else if (m->mount_propagation && !streq(m->mount_propagation, "None")) {
+                _cleanup_free_ char *p = go_quote(m->mount_propagation);
+                r = p ? asprintf(&msg,
+                                 "volume %s requested recursive read-only mode, but it is not compatible with "
+                                 "propagation %s",
+                                 name, p)
+                      : -1;
+        } else if (streq(mode, "IfPossible")) {
+                *ret = runtime_supports;
+                return 0;
+        } else if (streq(mode, "Enabled")) {
+                if (runtime_supports) {
+                        *ret = true;
+                        return 0;
+                }
+                r = asprintf(&msg,
+                             "volume %s requested recursive read-only mode, but it is not supported by the runtime",
+                             name);
+        } else {
+                _cleanup_free_ char *q = go_quote(mode);
+                r = q ? asprintf(&msg, "unknown recursive read-only mode %s", q) : -1;
+        }
+        if (r < 0)
+                return -ENOMEM;
+        *ret_message = TAKE_PTR(msg);
+        return -EINVAL;
 }
 
 static void validate_host_aliases(struct vctx *c, const struct pod_volumes *v) {

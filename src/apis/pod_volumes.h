@@ -122,7 +122,8 @@ struct volume_mount {
         bool read_only;
         char *sub_path;
         char *sub_path_expr;
-        char *mount_propagation; /* NULL = None */
+        char *mount_propagation;   /* NULL = None */
+        char *recursive_read_only; /* "Disabled", "IfPossible", "Enabled"; NULL = Disabled */
 };
 
 struct volume_mounts {
@@ -159,5 +160,11 @@ void pod_volumes_validate(struct vctx *c, const struct pod *p);
  * found gets no mounts). */
 const struct volume *pod_volume_find(const struct pod *p, const char *name);
 const struct volume_mounts *pod_container_mounts(const struct pod *p, const struct container *c);
+
+/* resolveRecursiveReadOnly: whether volumeMount m is mounted recursively read-only, given whether the pod's runtime
+ * handler supports it (CRI Status runtime_handlers). 0 and *ret; -EINVAL and *ret_message (upstream's words,
+ * allocated) when it cannot be honoured (Enabled without support, or a mount the API validation should have refused);
+ * -ENOMEM. */
+int pod_mount_recursive_read_only(const struct volume_mount *m, bool runtime_supports, bool *ret, char **ret_message);
 /* validatePathNoBacksteps: true when the relative path has a ".." element (subPath, volume item paths). */
 bool pod_path_has_backsteps(const char *p);

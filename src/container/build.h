@@ -42,6 +42,7 @@ struct kc_build_context {
         const char *target_id;          /* an ephemeral container's targetContainerName: its running instance */
         bool static_pod;                /* not from the API server: the services are used as far as they are known */
         bool seccomp_default;           /* --seccomp-default: RuntimeDefault where no profile is set */
+        bool runtime_supports_rro;      /* the pod's runtime handler does recursive read-only mounts (CRI Status) */
         char *const *cluster_dns;       /* --cluster-dns (strv, NULL = none) */
         const char *cluster_domain;     /* --cluster-domain */
         const char *resolv_conf;        /* --resolv-conf; NULL or "" = none */

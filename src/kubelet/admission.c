@@ -141,6 +141,12 @@ int kubelet_admit(const struct pod *p, const struct pod *const *admitted, size_t
                                         ret_message);
                 }
         }
+        /* rejectPodAdmissionBasedOnSupplementalGroupsPolicy (the feature is GA) */
+        if (p->spec.security_context && streq_ptr(p->spec.security_context->supplemental_groups_policy, "Strict") &&
+            !node->supplemental_groups_policy)
+                return rejected("SupplementalGroupsPolicyNotSupported",
+                                strdup("SupplementalGroupsPolicy=Strict is not supported in this node"), ret_reason,
+                                ret_message);
         {
                 char *apparmor_message = NULL;
                 r = kr_apparmor_admit(p, node->apparmor_enabled, &apparmor_message);

@@ -26,6 +26,8 @@ struct admission_node {
         const struct admission_extended *extended;
         size_t n_extended;
         bool apparmor_enabled; /* the host has AppArmor on */
+        /* the runtime honours supplementalGroupsPolicy (node.status.features.supplementalGroupsPolicy) */
+        bool supplemental_groups_policy;
 };
 
 /* What the pod asks for, as the scheduler counts it: max(sum of app containers, largest init container). */
@@ -36,7 +38,8 @@ void kubelet_pod_requests(const struct pod *p, int64_t *ret_cpu_milli, int64_t *
 int64_t pod_request_units(const struct pod *p, const char *resource);
 
 /* 0 when p fits next to the n admitted pods; -ENOSPC with *ret_reason ("SysctlForbidden" for a sysctl that is
- * neither safe nor allowed, "PodOSSelectorNodeLabelDoesNotMatch" or "PodOSNotSupported" for another OS, "AppArmor"
+ * neither safe nor allowed, "PodOSSelectorNodeLabelDoesNotMatch" or "PodOSNotSupported" for another OS,
+ * "SupplementalGroupsPolicyNotSupported" for supplementalGroupsPolicy Strict on a runtime without it, "AppArmor"
  * for an AppArmor profile on a host without AppArmor, "OutOfpods", "OutOfcpu", "OutOfmemory", "OutOf<extended
  * resource>") and *ret_message, both allocated, when it does not; -ENOMEM. */
 int kubelet_admit(const struct pod *p, const struct pod *const *admitted, size_t n, const struct admission_node *node,

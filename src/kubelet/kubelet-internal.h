@@ -44,6 +44,7 @@ struct kr_container_gc;
 struct image_gc_manager;
 struct eviction_manager;
 #include "kubelet/allocation.h"
+#include "kubelet/runtime_poll.h"
 
 struct pod_sync;
 
@@ -80,6 +81,7 @@ struct pod_worker {
         bool deleting;                    /* an API pod with a deletionTimestamp: stop it, then delete it */
         bool deadline_exceeded;           /* past its activeDeadlineSeconds: stopped, phase Failed, for good */
         bool runtime_class_warned;        /* its runtimeClassName was said to be ignored (no API server) */
+        bool runtime_supports_rro;        /* its runtime handler mounts recursively read-only (the last pass's) */
         /* in-place resize (allocation.c): the pod as allocated when its spec asks for other resources, and the
          * resize conditions */
         struct pod *alloc_pod;
@@ -150,6 +152,7 @@ struct kubelet {
         struct kube_client *client;
         struct kube_client *heartbeat_client; /* the node's status updates and lease (upstream's heartbeatClient) */
         struct node_manager *node;
+        struct runtime_poll *runtime_poll; /* without --kubeconfig: the runtime's Status (the node manager's else) */
         struct status_manager *status;
         struct mirror_manager *mirror;
         struct event_recorder *events; /* always: without an API server events are only logged */
@@ -228,6 +231,8 @@ void kubelet_worker_free(struct pod_worker *w);
 void kubelet_worker_terminated(struct kubelet *k, struct pod_worker *w);
 /* is another worker with the same full name still holding runtime state? */
 bool kubelet_name_is_busy(struct kubelet *k, const struct pod_worker *w);
+/* what the runtime can do (its last Status): the node manager's, or without an API server the kubelet's own poll */
+const struct node_runtime_features *kubelet_runtime_features(const struct kubelet *k);
 int kubelet_worker_set_waiting(struct pod_worker *w, const char *name, const char *reason, const char *fmt, ...)
         _printf_(4, 5);
 void kubelet_worker_clear_waiting(struct pod_worker *w, const char *name);

@@ -506,6 +506,7 @@ int kubelet_worker_status_json(struct kubelet *k, struct pod_worker *w, json_t *
                 .evict_message = w->deadline_exceeded ? ACTIVE_DEADLINE_MESSAGE : NULL,
                 .terminal = worker_terminal(w),
                 .allocated_resources_status = devices,
+                .runtime_supports_rro = w->runtime_supports_rro,
         };
 
         probe_manager_results(k->prober, &probes);
@@ -928,6 +929,7 @@ static bool admit(struct kubelet *k, const struct pod *p) {
                 kubelet_admission_refresh(k);
         }
         if (!reason) {
+                k->admission.supplemental_groups_policy = node_runtime_features_sgp(kubelet_runtime_features(k));
                 r = kubelet_admit(p, admitted, n, &k->admission, &reason, &message);
                 if (r >= 0)
                         return true;
@@ -1623,8 +1625,13 @@ int kubelet_start(struct kubelet *k) {
                 }
                 if (r < 0)
                         return r;
-        } else if (!isempty(o->bootstrap_kubeconfig))
-                log_warning("--bootstrap-kubeconfig is ignored without --kubeconfig (standalone mode)");
+        } else {
+                if (!isempty(o->bootstrap_kubeconfig))
+                        log_warning("--bootstrap-kubeconfig is ignored without --kubeconfig (standalone mode)");
+                r = runtime_poll_new(k->base, k->cri, &k->runtime_poll);
+                if (r < 0)
+                        return r;
+        }
         r = event_recorder_new(k->base, k->client, o->node_name, &k->events);
         if (r < 0)
                 return r;
@@ -1696,6 +1703,7 @@ struct kubelet *kubelet_free(struct kubelet *k) {
         /* cancels in-flight calls: their callbacks run now and see k->stopping */
         kubelet_credentials_stop(k);
         k->cri = cri_client_free(k->cri);
+        k->runtime_poll = runtime_poll_free(k->runtime_poll);
         /* the same for the work on volumes' contents: done() runs now, with -ECANCELED */
         k->pool_contents = workpool_free(k->pool_contents);
         /* storage: the volume manager's operations are abandoned (CSI calls end with their drivers' clients, which

@@ -9,7 +9,9 @@
 #include "basic/log.h"
 #include "basic/string.h"
 #include "kubelet/hooks.h"
+#include "node/manager.h"
 #include "objects/manager.h"
+#include "objects/objects.h"
 #include "prober/manager.h"
 
 /* ---------------------------------------------------------------- the pass, in order */
@@ -251,6 +253,22 @@ static char *managed_volume_path(void *userdata, const char *name, bool *ret_rea
         return volmgr_pod_volume_path(s->k->volumes, s->w->uid, name, ret_read_only);
 }
 
+/* the handler of the pod's RuntimeClass as far as it is known, else "" (the sandbox step reports a lookup that
+ * fails: its pod has no container to build) */
+static const char *known_runtime_handler(const struct pod_sync *s) {
+        const char *msg = NULL;
+        json_t *rc = NULL;
+
+        if (!s->pod || isempty(s->pod->spec.runtime_class_name) || !s->k->client ||
+            objects_pod_lookup(s->objects, OBJ_KIND_RUNTIME_CLASS, "", s->pod->spec.runtime_class_name, &rc, &msg) < 0)
+                return "";
+        return strempty(json_string_value(json_object_get(rc, "handler")));
+}
+
+const struct node_runtime_features *kubelet_runtime_features(const struct kubelet *k) {
+        return k->node ? node_manager_runtime_features(k->node) : runtime_poll_features(k->runtime_poll);
+}
+
 /* What the CRI config builders need besides the spec (the start step adds the image's user). */
 void kubelet_sync_build_context(const struct pod_sync *s, struct kc_build_context *ret) {
         *ret = (struct kc_build_context) {
@@ -270,5 +288,7 @@ void kubelet_sync_build_context(const struct pod_sync *s, struct kc_build_contex
                 .resolv_conf = s->k->opts->resolv_conf,
                 .static_pod = s->pod && pod_config_is_static(s->pod),
                 .seccomp_default = s->k->opts->seccomp_default,
+                .runtime_supports_rro = node_runtime_features_rro(kubelet_runtime_features(s->k),
+                                                                  known_runtime_handler(s)),
         };
 }

@@ -266,6 +266,8 @@ void kubelet_sync_volumes(struct pod_sync *s) {
         int r;
 
         kubelet_sync_build_context(s, &ctx);
+        /* for containerStatuses[].volumeMounts (runtimeClassSupportsRecursiveReadOnlyMounts), each pass */
+        s->w->runtime_supports_rro = ctx.runtime_supports_rro;
         /* a pod of the same UID (a static pod removed and added back) waits for the old directory to be gone */
         if (vol_reaper_busy(s->k->reaper, s->w->uid))
                 r = ck_error_set(&msg, -EBUSY,

@@ -15,13 +15,12 @@
 #include "basic/time.h"
 #include "basic/timer.h"
 #include "node/node_status.h"
+#include "node/runtime_features.h"
 #include "stats/machine.h"
 
 #define REGISTER_RETRY_MAX_USEC (7 * USEC_PER_SEC) /* upstream: 100ms doubling up to 7s */
 /* upstream's maxWaitForContainerRuntime: the runtime is "down" once its last good check is this old */
 #define RUNTIME_DOWN_AFTER_USEC (30 * USEC_PER_SEC)
-
-static void handlers_free(struct node_manager *m);
 
 struct node_manager {
         struct event_base *base;
@@ -46,9 +45,7 @@ struct node_manager {
         /* what the status is computed from */
         char *runtime_version;
         /* what the runtime can do, from its last Status (runtimeState's runtime handlers and features) */
-        struct node_runtime_handler *handlers;
-        size_t n_handlers;
-        bool has_features, supplemental_groups_policy;
+        struct node_runtime_features features;
         uint64_t last_runtime_sync; /* monotonic: the last Status that said the runtime is ready, 0 = none */
         char *runtime_error;        /* RuntimeReady false, as the last Status said */
         char *network_error;        /* NetworkReady false, likewise */
@@ -111,7 +108,7 @@ struct node_manager *node_manager_free(struct node_manager *m) {
         json_decref(m->last_status);
         json_decref(m->lease);
         free(m->runtime_version);
-        handlers_free(m);
+        node_runtime_features_done(&m->features);
         free(m->runtime_error);
         free(m->network_error);
         free(m->ready_message);
@@ -201,10 +198,10 @@ static void fill_input(struct node_manager *m, struct node_status_input *in) {
                 .memory_pressure = m->memory_pressure,
                 .disk_pressure = m->disk_pressure,
                 .pid_pressure = m->pid_pressure,
-                .runtime_handlers = m->handlers,
-                .n_runtime_handlers = m->n_handlers,
-                .has_features = m->has_features,
-                .supplemental_groups_policy = m->supplemental_groups_policy,
+                .runtime_handlers = m->features.handlers,
+                .n_runtime_handlers = m->features.n_handlers,
+                .has_features = m->features.has_features,
+                .supplemental_groups_policy = m->features.supplemental_groups_policy,
                 .eviction_set = m->eviction_set,
                 .eviction_memory_bytes = m->eviction_memory_bytes,
                 .eviction_memory_fraction = m->eviction_memory_fraction,
@@ -432,52 +429,8 @@ static int condition_error(const char *what, const Runtime__V1__RuntimeCondition
 
 /* updateRuntimeUp: a failed Status call changes nothing (the runtime becomes "down" when its last good check
  * gets too old); an answer sets the network's and the runtime's errors, and a ready runtime is a good check. */
-static void handlers_free(struct node_manager *m) {
-        for (size_t i = 0; i < m->n_handlers; i++)
-                free(m->handlers[i].name);
-        m->handlers = mfree(m->handlers);
-        m->n_handlers = 0;
-}
-
-/* the runtime handlers and features of a Status (at most NODE_RUNTIME_HANDLERS_MAX handlers) */
-static int runtime_handlers_set(struct node_manager *m, const Runtime__V1__StatusResponse *s) {
-        size_t n = MIN(s->n_runtime_handlers, (size_t) NODE_RUNTIME_HANDLERS_MAX);
-        struct node_runtime_handler *h = NULL;
-
-        if (n > 0) {
-                h = calloc(n, sizeof(*h));
-                if (!h)
-                        return -ENOMEM;
-        }
-        for (size_t i = 0; i < n; i++) {
-                const Runtime__V1__RuntimeHandler *rh = s->runtime_handlers[i];
-                h[i].name = strdup(strempty(rh->name));
-                if (!h[i].name) {
-                        for (size_t j = 0; j < i; j++)
-                                free(h[j].name);
-                        free(h);
-                        return -ENOMEM;
-                }
-                h[i].recursive_read_only_mounts = rh->features && rh->features->recursive_read_only_mounts;
-                h[i].user_namespaces = rh->features && rh->features->user_namespaces;
-        }
-        handlers_free(m);
-        m->handlers = h;
-        m->n_handlers = n;
-        m->has_features = s->features != NULL;
-        m->supplemental_groups_policy = s->features && s->features->supplemental_groups_policy;
-        return 0;
-}
-
-bool node_manager_runtime_supports_rro(const struct node_manager *m, const char *handler) {
-        for (size_t i = 0; m && i < m->n_handlers; i++)
-                if (streq(m->handlers[i].name, strempty(handler)))
-                        return m->handlers[i].recursive_read_only_mounts;
-        return false;
-}
-
-bool node_manager_runtime_supports_supplemental_groups_policy(const struct node_manager *m) {
-        return m && m->supplemental_groups_policy;
+const struct node_runtime_features *node_manager_runtime_features(const struct node_manager *m) {
+        return m ? &m->features : NULL;
 }
 
 static void on_runtime_status(const struct cri_reply *reply, void *userdata) {
@@ -490,7 +443,7 @@ static void on_runtime_status(const struct cri_reply *reply, void *userdata) {
                 cri_part_done(m);
                 return;
         }
-        if (s && runtime_handlers_set(m, s) < 0)
+        if (s && node_runtime_features_set(&m->features, s) < 0)
                 log_error("out of memory");
         for (size_t i = 0; s && s->status && i < s->status->n_conditions; i++) {
                 const Runtime__V1__RuntimeCondition *c = s->status->conditions[i];

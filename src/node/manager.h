@@ -46,11 +46,9 @@ void node_manager_set_eviction_reservation(struct node_manager *m, int64_t memor
 void node_manager_set_volumes(struct node_manager *m, char **(*in_use)(void *userdata),
                               void (*reported)(char *const *names, void *userdata), void *userdata);
 
-/* What the runtime said it can do in its last Status (false before the first, or for a NULL manager):
- * recursive read-only mounts for a runtime handler ("" or NULL: the default one), and the supplemental groups
- * policy (StatusResponse.features, node.status.features.supplementalGroupsPolicy). */
-bool node_manager_runtime_supports_rro(const struct node_manager *m, const char *handler);
-bool node_manager_runtime_supports_supplemental_groups_policy(const struct node_manager *m);
+/* What the runtime said it can do in its last Status (runtime handlers, features); NULL for a NULL manager. */
+struct node_runtime_features;
+const struct node_runtime_features *node_manager_runtime_features(const struct node_manager *m);
 
 /* The Node's UID once registered (ownerReferences of the Lease and mirror pods), else NULL. */
 const char *node_manager_node_uid(const struct node_manager *m);

@@ -7,6 +7,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 
+#include "apis/pod_volumes.h"
 #include "apis/qos.h"
 #include "kuberuntime/resources.h"
 #include "basic/error.h"
@@ -240,6 +241,37 @@ static void add_resources(const struct pod_status_input *in, const struct contai
         }
 }
 
+/* status.volumeMounts (convertToAPIContainerStatuses): every volumeMount of the spec, a read-only one with its
+ * recursive read-only mode resolved to Disabled or Enabled */
+static void add_volume_mounts(const struct pod_status_input *in, const struct container *spec, json_t *st) {
+        const struct volume_mounts *m = pod_container_mounts(in->pod, spec);
+        json_t *l;
+
+        if (!st || !m || m->n == 0)
+                return;
+        l = json_array();
+        for (size_t i = 0; l && i < m->n; i++) {
+                const struct volume_mount *vm = &m->items[i];
+                _cleanup_free_ char *error = NULL;
+                bool rro = false;
+                json_t *v = json_pack("{s:s, s:s}", "name", strempty(vm->name), "mountPath", strempty(vm->mount_path));
+
+                if (v && vm->read_only) {
+                        /* an error (a mode the validation refused) is Disabled, as upstream */
+                        if (pod_mount_recursive_read_only(vm, in->runtime_supports_rro, &rro, &error) == -ENOMEM)
+                                rro = false;
+                        (void) json_object_set_new(v, "readOnly", json_true());
+                        (void) json_object_set_new(v, "recursiveReadOnly", json_string(rro ? "Enabled" : "Disabled"));
+                }
+                if (!v || json_array_append_new(l, v) < 0) {
+                        json_decref(l);
+                        return;
+                }
+        }
+        if (l)
+                (void) json_object_set_new(st, "volumeMounts", l);
+}
+
 static json_t *container_status_json(const struct pod_status_input *in, const struct container *spec, bool init) {
         const struct kc_container *c = in->observed ? kc_pod_status_find_container(in->observed, spec->name) : NULL;
         const struct kc_container *prev = previous_instance(in->observed, spec->name);
@@ -258,10 +290,11 @@ static json_t *container_status_json(const struct pod_status_input *in, const st
                         return json_deep_copy(old);
                 old_last = json_object_get(old, "lastState");
                 state = waiting_json(w ? w->reason : def, w ? w->message : NULL);
-                return json_pack("{s:s, s:o, s:o, s:b, s:I, s:s, s:s, s:b}", "name", spec->name, "state", state,
-                                 "lastState", json_is_object(old_last) ? json_deep_copy(old_last) : json_object(),
-                                 "ready", 0, "restartCount", restarts, "image", spec->image, "imageID", "", "started",
-                                 0);
+                st = json_pack("{s:s, s:o, s:o, s:b, s:I, s:s, s:s, s:b}", "name", spec->name, "state", state,
+                               "lastState", json_is_object(old_last) ? json_deep_copy(old_last) : json_object(),
+                               "ready", 0, "restartCount", restarts, "image", spec->image, "imageID", "", "started", 0);
+                add_volume_mounts(in, spec, st);
+                return st;
         }
 
         state = state_of(c);
@@ -281,6 +314,7 @@ static json_t *container_status_json(const struct pod_status_input *in, const st
                        "containerID", container_id_json(c), "started",
                        c->state == KC_CONTAINER_RUNNING && probe_container_started(spec, c, in->probes));
         add_resources(in, spec, c, st);
+        add_volume_mounts(in, spec, st);
         if (!init && json_object_get(in->allocated_resources_status, spec->name))
                 (void) json_object_set(st, "allocatedResourcesStatus",
                                        json_object_get(in->allocated_resources_status, spec->name));

@@ -58,6 +58,9 @@ struct pod_status_input {
         /* ResourceHealthStatus (beta on since v1.36): {"<container>": [ResourceStatus...]} of the devices each
          * app container holds, NULL: none */
         const json_t *allocated_resources_status;
+        /* the pod's runtime handler mounts recursively read-only: containerStatuses[].volumeMounts[].recursiveReadOnly
+         * says Enabled where a mount asks for it */
+        bool runtime_supports_rro;
 };
 
 /* PodConditionByKubelet: the condition types the kubelet owns (PodScheduled, Ready, Initialized,

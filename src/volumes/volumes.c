@@ -399,7 +399,7 @@ int vol_setup_pod(const struct pod *pod, const struct kc_build_context *ctx, str
 /* ---------------------------------------------------------------- mounts */
 
 static int add_mount(Runtime__V1__Mount ***l, size_t *n, const char *container_path, const char *host_path,
-                     bool read_only, const char *propagation) {
+                     bool read_only, bool recursive_read_only, const char *propagation) {
         Runtime__V1__Mount **nl, *m;
 
         nl = realloc(*l, (*n + 1) * sizeof(*nl));
@@ -416,6 +416,7 @@ static int add_mount(Runtime__V1__Mount ***l, size_t *n, const char *container_p
         if (!m->container_path || !m->host_path)
                 return -ENOMEM;
         m->readonly = read_only;
+        m->recursive_read_only = recursive_read_only;
         if (streq_ptr(propagation, "HostToContainer"))
                 m->propagation = RUNTIME__V1__MOUNT_PROPAGATION__PROPAGATION_HOST_TO_CONTAINER;
         else if (streq_ptr(propagation, "Bidirectional"))
@@ -520,8 +521,19 @@ int vol_container_mounts(const struct pod *pod, const struct container *c, const
                 const struct volume_mount *vm = &m->items[i];
                 const struct volume *v = pod_volume_find(pod, vm->name);
                 _cleanup_free_ char *hp = NULL;
-                bool must_ro = false;
+                bool must_ro = false, rro = false;
+                _cleanup_free_ char *rro_error = NULL;
 
+                /* makeMounts: the recursive read-only mode first, a mount that cannot have it fails the container */
+                r = pod_mount_recursive_read_only(vm, ctx->runtime_supports_rro, &rro, &rro_error);
+                if (r == -EINVAL) {
+                        r = ctx->report ? ck_error_set(&ctx->report->error, r,
+                                                       "failed to resolve recursive read-only mode: %s", rro_error)
+                                        : r;
+                        break;
+                }
+                if (r < 0)
+                        break;
                 r = mount_host_path(pod, vm, ctx, &hp, &must_ro);
                 if (r < 0)
                         break;
@@ -539,7 +551,7 @@ int vol_container_mounts(const struct pod *pod, const struct container *c, const
                                 break;
                         }
                 }
-                r = add_mount(&l, &n, vm->mount_path, hp, vm->read_only || must_ro || always_read_only(v->type),
+                r = add_mount(&l, &n, vm->mount_path, hp, vm->read_only || must_ro || always_read_only(v->type), rro,
                               vm->mount_propagation);
                 if (r < 0)
                         break;
@@ -549,7 +561,7 @@ int vol_container_mounts(const struct pod *pod, const struct container *c, const
                 if (!pd || asprintf(&hosts, "%s/etc-hosts", pd) < 0)
                         r = -ENOMEM;
                 else
-                        r = add_mount(&l, &n, "/etc/hosts", hosts, false, NULL);
+                        r = add_mount(&l, &n, "/etc/hosts", hosts, false, false, NULL);
         }
         if (r < 0) {
                 free_mounts(l, n);

@@ -192,10 +192,36 @@ static void test_admit_os(void **state) {
         }
 }
 
+/* rejectPodAdmissionBasedOnSupplementalGroupsPolicy: Strict needs the runtime's support (its Status features);
+ * Merge, or no policy, is admitted anywhere */
+static void test_admit_supplemental_groups_policy(void **state) {
+        struct admission_node node = { .cpu_milli = 2000, .memory_bytes = 1024 * MIB };
+        struct pod *strict = parse_pod("  securityContext: {supplementalGroupsPolicy: Strict}\n"
+                                       "  containers:\n  - {name: a, image: i}\n"),
+                   *merge = parse_pod("  securityContext: {supplementalGroupsPolicy: Merge}\n"
+                                      "  containers:\n  - {name: a, image: i}\n");
+        char *reason = NULL, *msg = NULL;
+
+        assert_int_equal(kubelet_admit(strict, NULL, 0, &node, &reason, &msg), -ENOSPC);
+        assert_string_equal(reason, "SupplementalGroupsPolicyNotSupported");
+        assert_string_equal(msg, "SupplementalGroupsPolicy=Strict is not supported in this node");
+        free(reason);
+        free(msg);
+        assert_int_equal(kubelet_admit(merge, NULL, 0, &node, &reason, &msg), 0);
+        node.supplemental_groups_policy = true;
+        assert_int_equal(kubelet_admit(strict, NULL, 0, &node, &reason, &msg), 0);
+        pod_free(strict);
+        pod_free(merge);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_admit_os), cmocka_unit_test(test_requests), cmocka_unit_test(test_extended),
-                cmocka_unit_test(test_admit),    cmocka_unit_test(test_sysctls),
+                cmocka_unit_test(test_admit_supplemental_groups_policy),
+                cmocka_unit_test(test_admit_os),
+                cmocka_unit_test(test_requests),
+                cmocka_unit_test(test_extended),
+                cmocka_unit_test(test_admit),
+                cmocka_unit_test(test_sysctls),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

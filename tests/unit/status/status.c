@@ -555,6 +555,52 @@ static void test_allocated_resources_status(void **state) {
         assert_null(json_object_get(b, "allocatedResourcesStatus"));
 }
 
+/* containerStatuses[].volumeMounts: every mount of the spec; a read-only one with recursiveReadOnly resolved to
+ * Enabled or Disabled by what the runtime handler supports; a container not started yet has them too */
+static void test_volume_mounts(void **state) {
+        struct pod_set set = {};
+        _cleanup_ck_error_ struct ck_error *err = NULL;
+        const char *y = "apiVersion: v1\nkind: Pod\nmetadata: {name: web, namespace: default, uid: uid-1}\n"
+                        "spec:\n  volumes: [{name: v, emptyDir: {}}]\n  containers:\n"
+                        "  - {name: a, image: i, volumeMounts: [{name: v, mountPath: /rw},"
+                        " {name: v, mountPath: /ro, readOnly: true},"
+                        " {name: v, mountPath: /rro, readOnly: true, recursiveReadOnly: IfPossible}]}\n"
+                        "  - {name: b, image: i}\n";
+        _cleanup_(kc_pod_status_freep) struct kc_pod_status *s = status_new(true);
+        struct pod *p;
+        json_t *a, *l;
+
+        assert_int_equal(manifest_parse(y, strlen(y), &set, &err), 0);
+        p = set.pods[0];
+        add(s, "a", "a1", KC_CONTAINER_RUNNING, 0, 4, 0);
+        for (int supported = 0; supported <= 1; supported++) {
+                struct pod_status_input in = { .pod = p, .observed = s, .runtime_supports_rro = supported };
+                json_auto_t *st = NULL, *want = NULL;
+                assert_int_equal(status_pod_generate(&in, &st), 0);
+                a = find(json_object_get(st, "containerStatuses"), "name", "a");
+                l = json_object_get(a, "volumeMounts");
+                want = json_pack("[{s:s, s:s}, {s:s, s:s, s:b, s:s}, {s:s, s:s, s:b, s:s}]", "name", "v", "mountPath",
+                                 "/rw", "name", "v", "mountPath", "/ro", "readOnly", 1, "recursiveReadOnly", "Disabled",
+                                 "name", "v", "mountPath", "/rro", "readOnly", 1, "recursiveReadOnly",
+                                 supported ? "Enabled" : "Disabled");
+                if (!json_equal(l, want))
+                        fail_msg("volumeMounts: %s", json_dumps(l, JSON_COMPACT));
+                /* b has no mounts and is not started: no volumeMounts */
+                assert_null(
+                        json_object_get(find(json_object_get(st, "containerStatuses"), "name", "b"), "volumeMounts"));
+        }
+        {
+                /* a not started: a waiting status, with the mounts */
+                _cleanup_(kc_pod_status_freep) struct kc_pod_status *none = status_new(true);
+                struct pod_status_input in = { .pod = p, .observed = none };
+                json_auto_t *st = NULL;
+                assert_int_equal(status_pod_generate(&in, &st), 0);
+                a = find(json_object_get(st, "containerStatuses"), "name", "a");
+                assert_int_equal(json_array_size(json_object_get(a, "volumeMounts")), 3);
+        }
+        pod_set_done(&set);
+}
+
 /* podIsTerminal: stopped containers give Succeeded or Failed whatever the restart policy */
 static void test_phase_terminal(void **state) {
         _cleanup_pod_free_ struct pod *always = parse_pod("Always");
@@ -658,6 +704,7 @@ int main(void) {
                 cmocka_unit_test(test_phase),
                 cmocka_unit_test(test_phase_terminal),
                 cmocka_unit_test(test_allocated_resources_status),
+                cmocka_unit_test(test_volume_mounts),
                 cmocka_unit_test(test_terminate),
                 cmocka_unit_test(test_evicted_by_sync_handler),
                 cmocka_unit_test(test_phase_with_restart_rules),

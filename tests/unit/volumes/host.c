@@ -174,11 +174,48 @@ static void test_setup_host_path_and_empty_dir(void **state) {
                 assert_int_equal(m[0]->propagation, RUNTIME__V1__MOUNT_PROPAGATION__PROPAGATION_PRIVATE);
                 assert_true(m[1]->readonly);
                 assert_int_equal(m[1]->propagation, RUNTIME__V1__MOUNT_PROPAGATION__PROPAGATION_HOST_TO_CONTAINER);
+                assert_false(m[1]->recursive_read_only);
                 assert_string_equal(m[2]->container_path, "/etc/hosts");
                 assert_string_equal(m[2]->host_path, hosts);
                 for (size_t i = 0; i < n; i++)
                         protobuf_c_message_free_unpacked(&m[i]->base, NULL);
                 free(m);
+        }
+        /* recursiveReadOnly: sent as the CRI mount's recursive_read_only where the runtime handler does it; Enabled
+         * without it fails the container's config with upstream's message */
+        {
+                struct volume_mounts *vms = (struct volume_mounts *) pod_container_mounts(p, &p->spec.containers[0]);
+                struct kc_build_report report = {};
+                Runtime__V1__Mount **m = NULL;
+                size_t n = 0;
+
+                vms->items[1].mount_propagation = mfree(vms->items[1].mount_propagation);
+                vms->items[1].recursive_read_only = strdup("IfPossible");
+                ctx.runtime_supports_rro = true;
+                assert_int_equal(vol_container_mounts(p, &p->spec.containers[0], &ctx, &m, &n), 0);
+                assert_true(m[1]->readonly);
+                assert_true(m[1]->recursive_read_only);
+                assert_false(m[0]->recursive_read_only);
+                for (size_t i = 0; i < n; i++)
+                        protobuf_c_message_free_unpacked(&m[i]->base, NULL);
+                m = mfree(m);
+                ctx.runtime_supports_rro = false;
+                assert_int_equal(vol_container_mounts(p, &p->spec.containers[0], &ctx, &m, &n), 0);
+                assert_true(m[1]->readonly);
+                assert_false(m[1]->recursive_read_only); /* IfPossible: plain read-only */
+                for (size_t i = 0; i < n; i++)
+                        protobuf_c_message_free_unpacked(&m[i]->base, NULL);
+                m = mfree(m);
+                free(vms->items[1].recursive_read_only);
+                vms->items[1].recursive_read_only = strdup("Enabled");
+                ctx.report = &report;
+                assert_int_equal(vol_container_mounts(p, &p->spec.containers[0], &ctx, &m, &n), -EINVAL);
+                assert_null(m);
+                assert_string_equal(ck_error_message(report.error),
+                                    "failed to resolve recursive read-only mode: volume \"d\" requested recursive "
+                                    "read-only mode, but it is not supported by the runtime");
+                kc_build_report_done(&report);
+                ctx.report = NULL;
         }
         free(hosts);
         pod_free(p);

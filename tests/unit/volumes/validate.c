@@ -3,6 +3,9 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdlib.h>
+#include <errno.h>
+#include <stdbool.h>
 #include <string.h>
 #include <cmocka.h>
 
@@ -221,7 +224,64 @@ static void test_mounts(void **state) {
                        "alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character "
                        "(e.g. 'example.com', regex used for validation is "
                        "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')");
+        /* validateMountRecursiveReadOnly */
+        expect_invalid(V C("[{name: v, mountPath: /x, recursiveReadOnly: Enabled}]") "}",
+                       "spec.containers[0].volumeMounts[0].recursiveReadOnly",
+                       "Forbidden: may only be specified when readOnly is true");
+        expect_invalid(V C("[{name: v, mountPath: /x, readOnly: true, recursiveReadOnly: IfPossible,"
+                           " mountPropagation: HostToContainer}]") "}",
+                       "spec.containers[0].volumeMounts[0].recursiveReadOnly",
+                       "Forbidden: may only be specified when mountPropagation is None or not specified");
+        expect_invalid(V C("[{name: v, mountPath: /x, readOnly: true, recursiveReadOnly: Always}]") "}",
+                       "spec.containers[0].volumeMounts[0].recursiveReadOnly",
+                       "Unsupported value: \"Always\": supported values: \"Disabled\", \"Enabled\", \"IfPossible\"");
+        pod_free(expect_valid(V C("[{name: v, mountPath: /x, recursiveReadOnly: Disabled},"
+                                  " {name: v, mountPath: /y, readOnly: true, recursiveReadOnly: Enabled,"
+                                  " mountPropagation: None}]") "}"));
 #undef V
+}
+
+/* resolveRecursiveReadOnly, with upstream's messages */
+static void test_recursive_read_only(void **state) {
+        struct {
+                const char *mode, *propagation;
+                bool read_only, supported;
+                int r;
+                bool rro;
+                const char *message;
+        } t[] = {
+                { NULL, NULL, true, true, 0, false, NULL },
+                { "Disabled", NULL, true, true, 0, false, NULL },
+                { "IfPossible", NULL, true, true, 0, true, NULL },
+                { "IfPossible", "None", true, false, 0, false, NULL },
+                { "Enabled", NULL, true, true, 0, true, NULL },
+                { "Enabled", NULL, true, false, -EINVAL, false,
+                  "volume \"v\" requested recursive read-only mode, but it is not supported by the runtime" },
+                { "Enabled", NULL, false, true, -EINVAL, false,
+                  "volume \"v\" requested recursive read-only mode, but it is not read-only" },
+                { "IfPossible", "Bidirectional", true, true, -EINVAL, false,
+                  "volume \"v\" requested recursive read-only mode, but it is not compatible with propagation "
+                  "\"Bidirectional\"" },
+                { "Sometimes", NULL, true, true, -EINVAL, false, "unknown recursive read-only mode \"Sometimes\"" },
+        };
+        for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+                struct volume_mount m = { .name = (char *) "v",
+                                          .mount_path = (char *) "/x",
+                                          .read_only = t[i].read_only,
+                                          .mount_propagation = (char *) t[i].propagation,
+                                          .recursive_read_only = (char *) t[i].mode };
+                bool rro = !t[i].rro;
+                char *msg = NULL;
+                assert_int_equal(pod_mount_recursive_read_only(&m, t[i].supported, &rro, &msg), t[i].r);
+                if (t[i].r == 0) {
+                        assert_int_equal(rro, t[i].rro);
+                        assert_null(msg);
+                } else {
+                        assert_non_null(msg);
+                        assert_string_equal(msg, t[i].message);
+                        free(msg);
+                }
+        }
 }
 
 static void test_type_errors(void **state) {
@@ -247,6 +307,7 @@ int main(void) {
                 cmocka_unit_test(test_valid_and_defaults),
                 cmocka_unit_test(test_volumes),
                 cmocka_unit_test(test_mounts),
+                cmocka_unit_test(test_recursive_read_only),
                 cmocka_unit_test(test_type_errors),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

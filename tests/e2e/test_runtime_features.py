@@ -1,0 +1,142 @@
+"""What the runtime can do, read from its CRI Status (runtime handlers and features), acted on as upstream:
+recursiveReadOnly mounts (the CRI mount's recursive_read_only where the handler supports it, Enabled refused with
+CreateContainerConfigError where it does not, IfPossible falling back to plain read-only;
+containerStatuses[].volumeMounts saying which) and supplementalGroupsPolicy Strict (admitted only where the
+runtime says it honours it, else rejected with SupplementalGroupsPolicyNotSupported). Runs on both runtimes:
+containerd 1.6.20 says nothing of either, containerd 2.1 with crun supports both."""
+import os
+import subprocess
+
+import pytest
+
+from apiclient import Client
+from conftest import BUSYBOX, NODE, containerd_major, free_port, wait_for
+
+pytestmark = pytest.mark.runtime
+
+SLEEP = "trap 'exit 0' TERM; while true; do sleep 0.2; done"
+
+
+def start(kubelet_factory):
+    k = kubelet_factory(start=False)
+    ro = free_port()
+    k.start("--read-only-port", str(ro))
+    api = Client(ro, tls=False)
+    wait_for(lambda: api.get("/pods")[0] == 200, msg="the read-only port")
+    return k, api
+
+
+def container_log(kubelet, runtime, pod, container):
+    cs = runtime.containers_of(pod, container)
+    if not cs:
+        return ""
+    uid = cs[0]["labels"]["io.kubernetes.pod.uid"]
+    path = os.path.join(kubelet.pod_log_dir(pod, uid), container, "0.log")
+    if not os.path.exists(path):
+        return ""
+    return "\n".join(l.split(" ", 3)[3] for l in open(path).read().splitlines() if l.count(" ") >= 3)
+
+
+def output(kubelet, runtime, pod, container):
+    return wait_for(lambda: "END" in container_log(kubelet, runtime, pod, container) and
+                    container_log(kubelet, runtime, pod, container), 60, msg=f"the output of {container}")
+
+
+def container_status(api, pod, name):
+    for p in api.json("/pods")["items"]:
+        if p["metadata"]["name"] == pod:
+            for c in p.get("status", {}).get("containerStatuses", []):
+                if c["name"] == name:
+                    return c
+    return None
+
+
+@pytest.fixture
+def nested(tmp_path):
+    """A host directory with a tmpfs mounted under it: a plain read-only bind leaves the submount writable."""
+    top = tmp_path / "rro"
+    (top / "sub").mkdir(parents=True)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(top / "sub")], check=True)
+    try:
+        yield str(top)
+    finally:
+        subprocess.run(["umount", "-l", str(top / "sub")])
+
+
+WRITES = "touch /v/top && echo TOP_OK || echo TOP_FAIL; touch /v/sub/x && echo SUB_OK || echo SUB_FAIL"
+
+
+def rro_pod(name, path, mode):
+    rro = f", recursiveReadOnly: {mode}" if mode else ""
+    return f"""\
+apiVersion: v1
+kind: Pod
+metadata: {{name: {name}}}
+spec:
+  volumes: [{{name: v, hostPath: {{path: {path}}}}}]
+  containers:
+  - name: c
+    image: {BUSYBOX}
+    command: ["sh", "-c", "{WRITES}; echo END; {SLEEP}"]
+    volumeMounts: [{{name: v, mountPath: /v, readOnly: true{rro}}}]
+"""
+
+
+def test_recursive_read_only(kubelet_factory, runtime, nested):
+    k, api = start(kubelet_factory)
+    k.write("plain.yaml", rro_pod("plain", nested, None))
+    k.write("ifpossible.yaml", rro_pod("ifpossible", nested, "IfPossible"))
+    k.write("enabled.yaml", rro_pod("enabled", nested, "Enabled"))
+
+    # a plain read-only bind: the top is read-only, the submount under it is not (what recursiveReadOnly is for)
+    plain = output(k, runtime, f"plain-{NODE}", "c")
+    assert "TOP_FAIL" in plain and "SUB_OK" in plain, plain
+    assert container_status(api, f"plain-{NODE}", "c")["volumeMounts"] == [
+        {"name": "v", "mountPath": "/v", "readOnly": True, "recursiveReadOnly": "Disabled"}]
+
+    if containerd_major() >= 2:
+        # the runtime handler supports it: the submount is read-only too
+        for name in ("ifpossible", "enabled"):
+            out = output(k, runtime, f"{name}-{NODE}", "c")
+            assert "TOP_FAIL" in out and "SUB_FAIL" in out, (name, out)
+            vm = wait_for(lambda: (container_status(api, f"{name}-{NODE}", "c") or {}).get("volumeMounts"), 30)
+            assert vm == [{"name": "v", "mountPath": "/v", "readOnly": True, "recursiveReadOnly": "Enabled"}]
+    else:
+        # containerd 1.6 says nothing of its handlers: IfPossible is a plain read-only mount, Enabled is refused
+        out = output(k, runtime, f"ifpossible-{NODE}", "c")
+        assert "TOP_FAIL" in out and "SUB_OK" in out, out
+        assert container_status(api, f"ifpossible-{NODE}", "c")["volumeMounts"][0]["recursiveReadOnly"] == "Disabled"
+
+        def refused():
+            c = container_status(api, f"enabled-{NODE}", "c")
+            w = (c or {}).get("state", {}).get("waiting") or {}
+            return w if w.get("reason") == "CreateContainerConfigError" else None
+        w = wait_for(refused, 30, msg="Enabled refused with CreateContainerConfigError")
+        assert w["message"] == ('failed to resolve recursive read-only mode: volume "v" requested recursive '
+                                'read-only mode, but it is not supported by the runtime')
+        assert not runtime.containers_of(f"enabled-{NODE}", "c")
+
+
+def test_supplemental_groups_policy_strict(kubelet_factory, runtime):
+    k, api = start(kubelet_factory)
+    k.write("strict.yaml", f"""\
+apiVersion: v1
+kind: Pod
+metadata: {{name: strict}}
+spec:
+  securityContext: {{runAsUser: 1000, runAsGroup: 3000, supplementalGroups: [4000],
+                     supplementalGroupsPolicy: Strict}}
+  containers:
+  - name: c
+    image: {BUSYBOX}
+    command: ["sh", "-c", "id -G; echo END; {SLEEP}"]
+""")
+    pod = f"strict-{NODE}"
+    if containerd_major() >= 2:
+        # the runtime honours the policy (Status features): admitted, and the groups are only the pod's
+        out = output(k, runtime, pod, "c")
+        assert sorted(out.splitlines()[0].split()) == ["3000", "4000"], out
+    else:
+        k.wait_log(r'Pod admission denied: pod="default/' + pod + r'" .*reason="SupplementalGroupsPolicyNotSupported" '
+                   r'message="SupplementalGroupsPolicy=Strict is not supported in this node"', 30)
+        assert not runtime.pods_named(pod)
