@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "container/container.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "basic/string.h"
@@ -40,6 +41,7 @@ struct kc_container *kc_container_free(struct kc_container *c) {
         free(c->reason);
         free(c->message);
         free(c->log_path);
+        free(c->user_groups);
         free(c);
         return NULL;
 }
@@ -62,7 +64,17 @@ int kc_container_copy(const struct kc_container *s, struct kc_container **ret) {
                 .res_cpu_quota = s->res_cpu_quota,
                 .res_cpu_shares = s->res_cpu_shares,
                 .res_memory_limit = s->res_memory_limit,
+                .have_user = s->have_user,
+                .user_uid = s->user_uid,
+                .user_gid = s->user_gid,
         };
+        if (s->n_user_groups > 0) {
+                c->user_groups = malloc(s->n_user_groups * sizeof(int64_t));
+                if (!c->user_groups)
+                        return -ENOMEM;
+                memcpy(c->user_groups, s->user_groups, s->n_user_groups * sizeof(int64_t));
+                c->n_user_groups = s->n_user_groups;
+        }
         if (dup_field(&c->id, s->id) < 0 || dup_field(&c->sandbox_id, s->sandbox_id) < 0 ||
             dup_field(&c->name, s->name) < 0 || dup_field(&c->image, s->image) < 0 ||
             dup_field(&c->image_ref, s->image_ref) < 0 || dup_field(&c->pod_uid, s->pod_uid) < 0 ||

@@ -65,7 +65,14 @@ struct kc_container {
         char *log_path;
         bool have_resources; /* ContainerStatus.resources.linux: what it runs with now */
         int64_t res_cpu_period, res_cpu_quota, res_cpu_shares, res_memory_limit;
+        /* ContainerStatus.user.linux: the identity its process runs with (containerd 2.x reports it) */
+        bool have_user;
+        int64_t user_uid, user_gid;
+        int64_t *user_groups; /* at most KC_USER_GROUPS_MAX */
+        size_t n_user_groups;
 };
+
+#define KC_USER_GROUPS_MAX 256 /* kept of a ContainerStatus's supplemental groups */
 
 struct kc_sandbox *kc_sandbox_free(struct kc_sandbox *s);
 struct kc_container *kc_container_free(struct kc_container *c);

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "kuberuntime/convert.h"
 
+#include <stdlib.h>
 #include <string.h>
 
+#include "basic/macro.h"
 #include "basic/string.h"
 #include "basic/strmap.h"
 #include "container/labels.h"
@@ -135,6 +137,22 @@ int kr_container_set_status(struct kc_container *c, const Runtime__V1__Container
                 c->res_cpu_quota = st->resources->linux->cpu_quota;
                 c->res_cpu_shares = st->resources->linux->cpu_shares;
                 c->res_memory_limit = st->resources->linux->memory_limit_in_bytes;
+        }
+        /* the identity its process runs with (containerStatuses[].user) */
+        c->have_user = st->user && st->user->linux;
+        c->user_groups = mfree(c->user_groups);
+        c->n_user_groups = 0;
+        if (c->have_user) {
+                size_t n = MIN(st->user->linux->n_supplemental_groups, (size_t) KC_USER_GROUPS_MAX);
+                c->user_uid = st->user->linux->uid;
+                c->user_gid = st->user->linux->gid;
+                if (n > 0) {
+                        c->user_groups = malloc(n * sizeof(int64_t));
+                        if (!c->user_groups)
+                                return -ENOMEM;
+                        memcpy(c->user_groups, st->user->linux->supplemental_groups, n * sizeof(int64_t));
+                        c->n_user_groups = n;
+                }
         }
         c->have_status = true;
         return 0;

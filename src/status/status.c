@@ -272,6 +272,23 @@ static void add_volume_mounts(const struct pod_status_input *in, const struct co
                 (void) json_object_set_new(st, "volumeMounts", l);
 }
 
+/* status.user (convertContainerStatusUser): the identity the runtime says the process runs with */
+static void add_user(const struct kc_container *c, json_t *st) {
+        json_t *groups = json_array(), *u;
+
+        for (size_t i = 0; groups && i < c->n_user_groups; i++)
+                if (json_array_append_new(groups, json_integer(c->user_groups[i])) < 0) {
+                        json_decref(groups);
+                        return;
+                }
+        if (!groups)
+                return;
+        u = json_pack("{s:{s:I, s:I, s:o}}", "linux", "uid", (json_int_t) c->user_uid, "gid", (json_int_t) c->user_gid,
+                      "supplementalGroups", groups);
+        if (u)
+                (void) json_object_set_new(st, "user", u);
+}
+
 static json_t *container_status_json(const struct pod_status_input *in, const struct container *spec, bool init) {
         const struct kc_container *c = in->observed ? kc_pod_status_find_container(in->observed, spec->name) : NULL;
         const struct kc_container *prev = previous_instance(in->observed, spec->name);
@@ -315,6 +332,8 @@ static json_t *container_status_json(const struct pod_status_input *in, const st
                        c->state == KC_CONTAINER_RUNNING && probe_container_started(spec, c, in->probes));
         add_resources(in, spec, c, st);
         add_volume_mounts(in, spec, st);
+        if (c->have_user)
+                add_user(c, st);
         if (!init && json_object_get(in->allocated_resources_status, spec->name))
                 (void) json_object_set(st, "allocatedResourcesStatus",
                                        json_object_get(in->allocated_resources_status, spec->name));

@@ -136,6 +136,10 @@ spec:
         # the runtime honours the policy (Status features): admitted, and the groups are only the pod's
         out = output(k, runtime, pod, "c")
         assert sorted(out.splitlines()[0].split()) == ["3000", "4000"], out
+        # and the runtime says so: containerStatuses[].user
+        user = wait_for(lambda: (container_status(api, pod, "c") or {}).get("user"), 30, msg="status.user")
+        assert user["linux"]["uid"] == 1000 and user["linux"]["gid"] == 3000, user
+        assert sorted(user["linux"]["supplementalGroups"]) == [3000, 4000], user
     else:
         k.wait_log(r'Pod admission denied: pod="default/' + pod + r'" .*reason="SupplementalGroupsPolicyNotSupported" '
                    r'message="SupplementalGroupsPolicy=Strict is not supported in this node"', 30)

@@ -601,6 +601,32 @@ static void test_volume_mounts(void **state) {
         pod_set_done(&set);
 }
 
+/* containerStatuses[].user: what the runtime said the process runs as (ContainerStatus.user.linux), absent when
+ * it said nothing */
+static void test_user(void **state) {
+        _cleanup_pod_free_ struct pod *p = parse_pod("Always");
+        _cleanup_(kc_pod_status_freep) struct kc_pod_status *s = status_new(true);
+        struct pod_status_input in = { .pod = p, .observed = s };
+        json_auto_t *st = NULL, *want = json_pack("{s:{s:i, s:i, s:[i, i]}}", "linux", "uid", 1000, "gid", 3000,
+                                                  "supplementalGroups", 3000, 4000);
+        struct kc_container *a;
+
+        add(s, "a", "a1", KC_CONTAINER_RUNNING, 0, 4, 0);
+        add(s, "b", "b1", KC_CONTAINER_RUNNING, 0, 4, 0);
+        a = (struct kc_container *) kc_pod_status_find_container(s, "a");
+        a->have_user = true;
+        a->user_uid = 1000;
+        a->user_gid = 3000;
+        a->user_groups = calloc(2, sizeof(int64_t));
+        a->user_groups[0] = 3000;
+        a->user_groups[1] = 4000;
+        a->n_user_groups = 2;
+        assert_int_equal(status_pod_generate(&in, &st), 0);
+        assert_true(
+                json_equal(json_object_get(find(json_object_get(st, "containerStatuses"), "name", "a"), "user"), want));
+        assert_null(json_object_get(find(json_object_get(st, "containerStatuses"), "name", "b"), "user"));
+}
+
 /* podIsTerminal: stopped containers give Succeeded or Failed whatever the restart policy */
 static void test_phase_terminal(void **state) {
         _cleanup_pod_free_ struct pod *always = parse_pod("Always");
@@ -705,6 +731,7 @@ int main(void) {
                 cmocka_unit_test(test_phase_terminal),
                 cmocka_unit_test(test_allocated_resources_status),
                 cmocka_unit_test(test_volume_mounts),
+                cmocka_unit_test(test_user),
                 cmocka_unit_test(test_terminate),
                 cmocka_unit_test(test_evicted_by_sync_handler),
                 cmocka_unit_test(test_phase_with_restart_rules),
