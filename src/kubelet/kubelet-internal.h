@@ -78,6 +78,7 @@ struct pod_worker {
         uint64_t first_seen_usec;         /* monotonic, for kubelet_pod_start_duration_seconds */
         int64_t start_time_usec;          /* status.startTime: when the first sync pass began work on the pod */
         bool start_observed;              /* the pod start duration was recorded */
+        bool api_readiness_checked;       /* the API server's readiness was looked at (keep_api_readiness) */
         bool deleting;                    /* an API pod with a deletionTimestamp: stop it, then delete it */
         bool deadline_exceeded;           /* past its activeDeadlineSeconds: stopped, phase Failed, for good */
         bool runtime_class_warned;        /* its runtimeClassName was said to be ignored (no API server) */

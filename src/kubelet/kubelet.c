@@ -545,6 +545,75 @@ static const char *pod_host(const struct kubelet *k, const struct pod *pod, cons
         return NULL;
 }
 
+/* The API server's entry for a container in a pod status (containerStatuses, or initContainerStatuses for a
+ * sidecar), NULL if none. */
+static const json_t *api_container_status(const json_t *status, const struct container *c, bool sidecar) {
+        const json_t *e;
+        size_t i;
+
+        json_array_foreach(json_object_get(status, sidecar ? "initContainerStatuses" : "containerStatuses"), i, e)
+                if (streq_ptr(json_string_value(json_object_get(e, "name")), c->name))
+                        return e;
+        return NULL;
+}
+
+/* The API server showed this instance ready: same container ID ("<runtime>://<id>"), same start time (to the
+ * second, as startedAt has it), and the instance runs the spec of now (its hash: the readiness probe did not
+ * change; a container whose hash differs is restarted anyway). */
+static bool api_showed_ready(const json_t *e, const struct container *c, const struct kc_container *inst) {
+        const char *id = json_string_value(json_object_get(e, "containerID")), *sep;
+        const char *started = json_string_value(
+                json_object_get(json_object_get(json_object_get(e, "state"), "running"), "startedAt"));
+        char hash[KR_HASH_MAX];
+        int64_t t;
+
+        if (!json_is_true(json_object_get(e, "ready")) || !inst || inst->state != KC_CONTAINER_RUNNING || !id ||
+            !started || inst->started_at <= 0)
+                return false;
+        sep = strstr(id, "://");
+        if (!sep || !streq(sep + 3, strempty(inst->id)))
+                return false;
+        if (parse_rfc3339(started, &t) < 0 || t / 1000000000 != inst->started_at / 1000000000)
+                return false;
+        return kr_container_hash(c, hash) >= 0 && streq_ptr(inst->hash, hash);
+}
+
+/* After a restart of ckubelet, keep the readiness the API server last showed for containers still running as the
+ * same instance, until their first probe answers (probe_manager_keep_ready; docs/design.md, "Readiness across a
+ * restart"). The API server's view: an API pod's status as the pod came from it, a static pod's mirror pod's (once
+ * the kubelet has it). Looked at once per pod. */
+static void keep_api_readiness(struct kubelet *k, struct pod_worker *w, const struct pod *pod,
+                               const struct kc_pod_status *st) {
+        const json_t *api;
+        size_t n = pod->spec.n_containers + pod->spec.n_init_containers;
+
+        if (w->api_readiness_checked || !k->prober || !st)
+                return;
+        if (pod_config_is_static(pod) && isempty(k->opts->kubeconfig)) {
+                w->api_readiness_checked = true; /* standalone: no API server, nothing to keep */
+                return;
+        }
+        api = pod_config_is_static(pod) ? kubelet_mirror_status(k->mirror, pod) : json_object_get(pod->raw, "status");
+        if (!api)
+                return; /* a static pod whose mirror pod is not known yet: looked at again (the prober bounds it) */
+        w->api_readiness_checked = true;
+        for (size_t i = 0; i < n; i++) {
+                bool sidecar = i >= pod->spec.n_containers;
+                const struct container *c = sidecar ? &pod->spec.init_containers[i - pod->spec.n_containers]
+                                                    : &pod->spec.containers[i];
+                const struct kc_container *inst;
+
+                if (!c->readiness_probe || (sidecar && !container_is_sidecar(c)))
+                        continue;
+                inst = kc_pod_status_find_container(st, c->name);
+                if (api_showed_ready(api_container_status(api, c, sidecar), c, inst) &&
+                    probe_manager_keep_ready(k->prober, pod->uid, c->name, inst->id))
+                        log_info("Container kept ready as the API server showed it until its first probe answers: "
+                                 "pod=\"%s\" podUID=\"%s\" containerName=\"%s\"",
+                                 strna(w->full_name), w->uid, c->name);
+        }
+}
+
 void kubelet_worker_observed(struct pod_worker *w, struct pod *pod, struct kc_pod_status *status) {
         struct kubelet *k = w->k;
         int r;
@@ -567,6 +636,8 @@ void kubelet_worker_observed(struct pod_worker *w, struct pod *pod, struct kc_po
         r = k->prober ? probe_manager_update_pod(k->prober, pod, pod_host(k, pod, status), status) : 0;
         if (r < 0)
                 log_error("pod %s: cannot set up its probes: %s", strna(w->full_name), strerror(-r));
+        else
+                keep_api_readiness(k, w, pod, status);
         update_conditions(w);
         worker_check_resize_done(w);
         kubelet_report_status(k, w);

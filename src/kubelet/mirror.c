@@ -240,6 +240,19 @@ const char *kubelet_mirror_uid(const struct mirror_manager *m, const struct pod 
         return NULL;
 }
 
+const json_t *kubelet_mirror_status(const struct mirror_manager *m, const struct pod *p) {
+        const char *uid = kubelet_mirror_uid(m, p);
+        json_t *pod;
+        size_t i;
+
+        if (!uid)
+                return NULL;
+        json_array_foreach(m->observed_json, i, pod)
+                if (streq_ptr(meta_string(pod, "uid"), uid))
+                        return json_object_get(pod, "status");
+        return NULL;
+}
+
 static bool op_pending(const struct mirror_manager *m, const char *key) {
         for (const struct mirror_op *o = m->ops; o; o = o->next)
                 if (streq(o->key, key))

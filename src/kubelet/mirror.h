@@ -59,3 +59,6 @@ void kubelet_mirror_sync(struct mirror_manager *m, const struct pod *const *stat
  * being deleted or is the mirror of another version of it (another config hash) is not (its status would land on
  * a pod about to be replaced, and be refused once the new one exists). */
 const char *kubelet_mirror_uid(const struct mirror_manager *m, const struct pod *p);
+/* The status of that mirror pod as the API server last showed it (borrowed until the mirror pods change), or
+ * NULL. */
+const json_t *kubelet_mirror_status(const struct mirror_manager *m, const struct pod *p);

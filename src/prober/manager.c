@@ -45,6 +45,11 @@ struct probe_worker {
         bool running;
         int64_t started_at; /* unix nsec */
         bool on_hold;       /* liveness/startup failed: wait for a new instance */
+        uint64_t adopted;   /* monotonic usec when this instance was first seen */
+        bool answered;      /* a probe of this instance answered (success or failure) */
+        bool carry_tried;   /* probe_manager_keep_ready was considered for this instance */
+        bool carrying;      /* readiness kept from the API server until the first answer or carry_timer */
+        struct timer_entry carry_timer;
         struct probe_state state;
         struct probe_op *op; /* in flight */
         uint64_t counts[3];  /* by enum probe_result */
@@ -83,6 +88,7 @@ static struct probe_worker *worker_free(struct probe_worker *w) {
         probe_http_free(w->http);
         probe_tcp_free(w->tcp);
         timer_queue_disarm(w->pp->p->timers, &w->timer);
+        timer_queue_disarm(w->pp->p->timers, &w->carry_timer);
         free(w->container_name);
         free(w->container_id);
         free(w);
@@ -195,6 +201,15 @@ static void on_probe_done(void *userdata, enum probe_result result, bool warning
         }
         w->counts[result]++;
         w->pp->p->totals[result]++;
+        w->answered = true;
+        if (w->carrying) {
+                /* the first answer: from now on the thresholds count from the readiness kept */
+                w->carrying = false;
+                timer_queue_disarm(w->pp->p->timers, &w->carry_timer);
+                log_v(2,
+                      "Readiness kept across the restart ends: pod=\"%s/%s\" containerName=\"%s\" probeResult=\"%s\"",
+                      pod_ns(w), pod_name(w), w->container_name, probe_result_to_string(result));
+        }
         if (result == PROBE_RESULT_FAILURE) {
                 log_v(1,
                       "Probe failed: probeType=\"%s\" pod=\"%s/%s\" containerName=\"%s\" probeResult=\"failure\" "
@@ -296,6 +311,30 @@ static void on_timer(struct timer_entry *e, uint64_t now) {
         }
 }
 
+/* The readiness kept from the API server ends without an answer: the kind's initial result (failure). */
+static void carry_end(struct probe_worker *w) {
+        if (!w->carrying)
+                return;
+        w->carrying = false;
+        timer_queue_disarm(w->pp->p->timers, &w->carry_timer);
+        probe_state_init(&w->state, w->type);
+}
+
+static void on_carry_timeout(struct timer_entry *e, uint64_t now) {
+        struct probe_worker *w = (struct probe_worker *) ((char *) e - offsetof(struct probe_worker, carry_timer));
+        enum probe_result old = w->state.published;
+
+        if (!w->carrying)
+                return;
+        log_v(2,
+              "Readiness kept across the restart ends: no probe answered within periodSeconds + timeoutSeconds: "
+              "pod=\"%s/%s\" containerName=\"%s\"",
+              pod_ns(w), pod_name(w), w->container_name);
+        carry_end(w);
+        if (old != w->state.published)
+                publish(w);
+}
+
 /* Follow the newest instance of the container. */
 static void worker_observe(struct probe_worker *w, const struct kc_container *c) {
         bool running = c && c->state == KC_CONTAINER_RUNNING;
@@ -309,8 +348,13 @@ static void worker_observe(struct probe_worker *w, const struct kc_container *c)
                 disarm(w);
                 if (free_and_strdup(&w->container_id, c->id) < 0)
                         return;
+                w->carrying = false;
+                timer_queue_disarm(w->pp->p->timers, &w->carry_timer);
                 probe_state_init(&w->state, w->type);
                 w->on_hold = false;
+                w->adopted = now_usec();
+                w->answered = false;
+                w->carry_tried = false;
                 w->running = running;
                 w->started_at = c->started_at > 0 ? c->started_at : c->created_at;
                 if (running)
@@ -325,6 +369,7 @@ static void worker_observe(struct probe_worker *w, const struct kc_container *c)
                         w->op = NULL;
                         disarm(w);
                 }
+                carry_end(w); /* not running: not ready anyway */
                 w->running = false;
                 return;
         }
@@ -345,6 +390,7 @@ static int worker_new(struct probe_pod *pp, const struct container *c, enum prob
         w->type = t;
         w->container_name = strdup(c->name);
         timer_entry_init(&w->timer, on_timer);
+        timer_entry_init(&w->carry_timer, on_carry_timeout);
         if (!w->container_name) {
                 worker_free(w);
                 return -ENOMEM;
@@ -438,6 +484,33 @@ int probe_manager_update_pod(struct prober *p, const struct pod *pod, const char
 
 void probe_manager_remove_pod(struct prober *p, const char *pod_uid) {
         probe_pod_free(hashmap_remove(&p->pods, pod_uid));
+}
+
+bool probe_manager_keep_ready(struct prober *p, const char *pod_uid, const char *container_name,
+                              const char *container_id) {
+        struct probe_worker *w = find_worker(find_pod(p, pod_uid), container_name, PROBE_READINESS);
+        uint64_t bound;
+
+        if (!w || !w->container_id || !container_id || !streq(w->container_id, container_id) || w->carry_tried)
+                return false;
+        w->carry_tried = true;
+        /* the instance ran before this ckubelet started, runs, and no probe of ours answered for it yet */
+        if (!w->running || w->on_hold || w->answered || w->started_at <= 0 || w->started_at >= p->start_realtime ||
+            w->state.published != PROBE_RESULT_FAILURE)
+                return false;
+        bound = w->adopted +
+                ((uint64_t) w->spec->period_seconds + (uint64_t) MAX(w->spec->timeout_seconds, 1)) * USEC_PER_SEC;
+        if (bound <= now_usec())
+                return false;
+        if (timer_queue_arm(p->timers, &w->carry_timer, bound) < 0)
+                return false;
+        w->carrying = true;
+        w->state.published = PROBE_RESULT_SUCCESS;
+        log_v(2,
+              "Readiness kept across the restart until the first probe answers: pod=\"%s/%s\" containerName=\"%s\" "
+              "containerID=\"%.12s\"",
+              pod_ns(w), pod_name(w), w->container_name, w->container_id);
+        return true;
 }
 
 bool probe_manager_get_result(const struct prober *p, enum probe_type type, const char *pod_uid,

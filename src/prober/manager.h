@@ -12,7 +12,13 @@
  *  - liveness and readiness wait until the startup probe (if any) has succeeded; a succeeded startup probe
  *    stops;
  *  - a liveness or startup failure is published once and the worker holds until the container is replaced;
- *  - errors (the probe could not run: bad port, runtime error) are logged and not counted.
+ *  - errors (the probe could not run: bad port, runtime error) are logged and not counted;
+ *  - after a restart of ckubelet, a readiness worker can keep the readiness the API server last showed for an
+ *    instance that ran before this ckubelet started (probe_manager_keep_ready; the kubelet decides it is the
+ *    same instance with the same spec): published success until the first probe of ours answers (then the
+ *    thresholds count from there, so failureThreshold failures make it not ready, as after any success), and at
+ *    most periodSeconds + timeoutSeconds from when the worker first saw the instance: with no answer by then,
+ *    the initial failure is published. A new instance never inherits it.
  *
  * Published results are looked up by container instance (probe_manager_get_result); changes are reported to the
  * kubelet through the callback. */
@@ -48,6 +54,15 @@ struct prober *probe_manager_free(struct prober *p);
 int probe_manager_update_pod(struct prober *p, const struct pod *pod, const char *host, const struct kc_pod_status *st);
 /* The pod is gone: stop its workers. */
 void probe_manager_remove_pod(struct prober *p, const char *pod_uid);
+
+/* After a restart of ckubelet: the API server last showed this container instance ready (the caller checked that
+ * it is the same instance, same start time, same spec): publish success for its readiness until the first probe
+ * answers, bounded by periodSeconds + timeoutSeconds (see above). Call after probe_manager_update_pod(), before the
+ * results are read; the change is not reported through the callback. Considered once per instance; false (and
+ * nothing changes) unless the readiness worker follows this instance, it ran before this prober started, runs,
+ * and no probe answered for it yet. */
+bool probe_manager_keep_ready(struct prober *p, const char *pod_uid, const char *container_name,
+                              const char *container_id);
 
 /* The published result of a probe kind for a container instance; false when there is none (no such probe,
  * or the worker follows another instance). */
