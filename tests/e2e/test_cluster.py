@@ -231,6 +231,60 @@ def test_pods_deleted_while_down_are_cleaned_up(kube, runtime):
     wait_for(lambda: not runtime.pods_named("gone", ready_only=True), timeout=60, msg="the orphaned pod removed")
 
 
+def ready_false_patches(kube, since):
+    """The pods whose Ready condition the kubelet's status patches set False after `since` (time.time())."""
+    out = set()
+    for e in kube.audit():
+        if (e["verb"] != "patch" or e["objectRef"].get("resource") != "pods" or
+                e["objectRef"].get("subresource") != "status"):
+            continue
+        t = datetime.datetime.strptime(e["requestReceivedTimestamp"], "%Y-%m-%dT%H:%M:%S.%fZ")
+        if t.replace(tzinfo=datetime.timezone.utc).timestamp() < since:
+            continue
+        conds = ((e.get("requestObject") or {}).get("status") or {}).get("conditions") or []
+        if any(c.get("type") in ("Ready", "ContainersReady") and c.get("status") == "False" for c in conds):
+            out.add(e["objectRef"]["name"])
+    return out
+
+
+def test_readiness_kept_across_a_restart(kube, runtime):
+    """A restart of ckubelet leaves pods Ready in the API throughout (issue 32 item 3): a container still running as
+    the same instance keeps the readiness the API server showed until its first probe answers. One whose probe
+    now fails goes not ready on that answer: nothing is carried past it."""
+    k = kube.kubelet()
+    probe = {"exec": {"command": ["cat", "/tmp/ready"]}, "periodSeconds": 5, "failureThreshold": 1}
+    cmd = ["sh", "-c", "touch /tmp/ready; trap 'exit 0' TERM; while true; do sleep 0.2; done"]
+    names = [f"r{i}" for i in range(30)]
+    for n in names:
+        pod(kube, n, [container("c", cmd, readinessProbe=probe)], grace=2)
+    for n in names:
+        kube.wait(lambda: (p := kube.pod(n)) and (c := cond(p, "Ready")) and c["status"] == "True", 120,
+                  msg=f"pod {n} Ready")
+    ids = {n: cstatus(kube.pod(n), "c")["containerID"] for n in names}
+    k.term()
+    # while it is down, the probe of r0 starts failing
+    cid = ids["r0"].split("://", 1)[1]
+    runtime.crictl("exec", cid, "--", "rm", "/tmp/ready")
+    since = time.time()
+    k.start(*k.cluster_args)
+    # r0: not ready on its first probe after the restart (period 5 s + timeout 1 s at most)
+    kube.wait(lambda: (c := cond(kube.pod("r0"), "Ready")) and c["status"] == "False", 30,
+              msg="r0 not ready once its probe answered")
+    # every pod's first probe answers within period 5 s + timeout 1 s of the restart (each kept readiness ends
+    # with a log line; without any kept, this waits its 20 s out and the patches say what happened)
+    deadline = time.monotonic() + 20
+    while k.log().count("Readiness kept across the restart ends") < 30 and time.monotonic() < deadline:
+        time.sleep(0.5)
+    flipped = ready_false_patches(kube, since)
+    assert flipped == {"r0"}, f"pods set not ready across the restart: {sorted(flipped)}"
+    for n in names[1:]:
+        p = kube.pod(n)
+        assert cond(p, "Ready")["status"] == "True", n
+        assert cstatus(p, "c")["containerID"] == ids[n], f"{n} was restarted"
+    k.wait_log(r"Container kept ready as the API server showed it until its first probe answers: "
+               r'pod="%s/r1"' % kube.ns, 5)
+
+
 def test_admission_out_of_cpu(kube):
     kube.kubelet()
     pod(kube, "huge", [container("c", SLEEP, resources={"requests": {"cpu": "500"}})])

@@ -116,6 +116,10 @@ static enum kc_container_state state_of(Runtime__V1__ContainerState s) {
         }
 }
 
+/* a container's start time as the runtime reports it, when set (unix nsec): one from before the prober started,
+ * as after a restart of ckubelet */
+static int64_t forced_started_at;
+
 /* What a sync pass would hand the prober: the runtime's view of the pod. */
 static void observe(struct ctx *c) {
         _cleanup_(kc_pod_status_freep) struct kc_pod_status *st = NULL;
@@ -136,7 +140,7 @@ static void observe(struct ctx *c) {
                 k->state = state_of(f->state);
                 k->created_at = f->created_at;
                 k->have_status = true;
-                k->started_at = f->started_at;
+                k->started_at = forced_started_at ? forced_started_at : f->started_at;
                 k->finished_at = f->finished_at;
                 assert_non_null(k->id);
                 assert_int_equal(kc_pod_status_add_container(st, k), 0);
@@ -342,6 +346,68 @@ static void test_errors_and_timeouts(void **state) {
         assert_string_equal(c->last_output, "command \"ready\" timed out");
 }
 
+/* After a restart of ckubelet (probe_manager_keep_ready): an instance that ran before keeps the readiness the API
+ * server showed until its first probe answers; the thresholds then count from success (failureThreshold failures
+ * make it not ready); considered once per instance; a new instance never gets it. */
+static void test_keep_ready_until_answered(void **state) {
+        struct ctx *c = *state;
+        _cleanup_free_ char *id = NULL, *new = NULL;
+
+        set_pod(c, "  containers:\n  - name: app\n    image: busybox:1.36\n"
+                   "    readinessProbe: {exec: {command: [ready]}, periodSeconds: 10, timeoutSeconds: 1, "
+                   "failureThreshold: 2}\n");
+        assert_int_equal(fake_runtime_set_exec(c->rt, "app", 1, ""), 0);
+        id = start(c, "app", 0);
+        forced_started_at = 1000000000LL;
+        observe(c);
+        assert_int_equal(result(c, PROBE_READINESS, "app", id), PROBE_RESULT_FAILURE); /* readiness starts so */
+        assert_false(probe_manager_keep_ready(c->p, UID, "app", "another-id"));
+        assert_true(probe_manager_keep_ready(c->p, UID, "app", id));
+        assert_false(probe_manager_keep_ready(c->p, UID, "app", id)); /* once per instance */
+        assert_int_equal(result(c, PROBE_READINESS, "app", id), PROBE_RESULT_SUCCESS);
+        /* the first answer is a failure: still ready (1 of failureThreshold 2), the second makes it not ready */
+        run_execs(c, "ready", 1);
+        assert_int_equal(result(c, PROBE_READINESS, "app", id), PROBE_RESULT_SUCCESS);
+        run_execs(c, "ready", 2);
+        assert_int_equal(result(c, PROBE_READINESS, "app", id), PROBE_RESULT_FAILURE);
+
+        /* a new instance (started after the prober) starts as not ready and is never kept */
+        assert_int_equal(fake_runtime_exit(c->rt, id, 137, 0), 0);
+        forced_started_at = 0;
+        new = start(c, "app", 1);
+        observe(c);
+        assert_false(probe_manager_keep_ready(c->p, UID, "app", new));
+        assert_int_equal(result(c, PROBE_READINESS, "app", new), PROBE_RESULT_FAILURE);
+}
+
+/* No probe answers (the runtime is down: errors are not answers): the kept readiness ends periodSeconds +
+ * timeoutSeconds after the instance was first seen, and the initial failure is published. */
+static void test_keep_ready_bounded(void **state) {
+        struct ctx *c = *state;
+        _cleanup_free_ char *id = NULL;
+        uint64_t seen;
+
+        set_pod(c, "  containers:\n  - name: app\n    image: busybox:1.36\n"
+                   "    readinessProbe: {exec: {command: [ready]}, periodSeconds: 10, timeoutSeconds: 3}\n");
+        id = start(c, "app", 0);
+        forced_started_at = 1000000000LL;
+        seen = now_usec();
+        observe(c);
+        forced_started_at = 0;
+        assert_true(probe_manager_keep_ready(c->p, UID, "app", id));
+        fake_runtime_set_down(c->rt, true);
+        vloop_run_for(c->base, 13 * USEC_PER_SEC - (now_usec() - seen) - 100000);
+        assert_int_equal(result(c, PROBE_READINESS, "app", id), PROBE_RESULT_SUCCESS);
+        {
+                unsigned before = c->n_changes;
+                vloop_run_for(c->base, 200000);
+                assert_int_equal(result(c, PROBE_READINESS, "app", id), PROBE_RESULT_FAILURE);
+                assert_int_equal(c->n_changes, before + 1);
+                assert_int_equal(c->changes[before].result, PROBE_RESULT_FAILURE);
+        }
+        fake_runtime_set_down(c->rt, false);
+}
+
 /* Workers follow the spec: a probe removed from the spec stops; a pod removed stops them all; a container
  * that is not running is not probed. */
 static void test_workers_follow_spec(void **state) {
@@ -394,6 +460,8 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_startup_then_readiness, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_errors_and_timeouts, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_workers_follow_spec, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_keep_ready_until_answered, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_keep_ready_bounded, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
