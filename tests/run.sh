@@ -73,7 +73,7 @@ fi
 # meanwhile; the e2e tests that need it run last, and their fixture waits for this build
 # (scripts/build-kubernetes.sh holds a lock while it builds).
 note "building the Kubernetes control plane in the background (log: $results/build-kubernetes.log)"
-setsid bash scripts/build-kubernetes.sh >"$results/build-kubernetes.log" 2>&1 &
+setsid env CKUBELET_K8S_E2E_NODE=1 bash scripts/build-kubernetes.sh >"$results/build-kubernetes.log" 2>&1 &
 k8s_build=$!  # its own process group: an early finish stops the whole build
 
 note "include cycles between src/ folders"
@@ -184,5 +184,26 @@ if ! wait "$k8s_build"; then
         tail -n 30 "$results/build-kubernetes.log" >&2
 fi
 k8s_build=
+
+# Upstream's node conformance specs (e2e_node.test v1.37.2) against ckubelet: the fixed CI subset of
+# tests/conformance/ci-specs.txt, about 3 minutes; each spec counts as one test. The whole tier, on both kubelets,
+# is `tests/conformance.sh` (docs/testing.md).
+note "node conformance v1.37.2, the CI subset (tests/conformance.sh --ci)"
+CKUBELET_BUILD="$repo/build" bash tests/conformance.sh --ci --out "$results/conformance" || true
+if [ -f "$results/conformance/results.json" ]; then
+        read -r p f < <(/usr/bin/python3 - "$results/conformance/results.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+r = d["results"].get("ckubelet", {})
+ok = sum(1 for v in r.values() if v["state"] == "passed")
+print(ok, len(d["specs"]) - ok)
+PY
+)
+        passed=$((passed + p)) failed=$((failed + f))
+        [ -f "$results/conformance/summary.txt" ] && cat "$results/conformance/summary.txt"
+else
+        echo "tests/run.sh: the conformance tier did not run (see above)" >&2
+        failed=$((failed + 1))
+fi
 
 finish
