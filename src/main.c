@@ -20,6 +20,7 @@
 #include "basic/time.h"
 #include "basic/timer.h"
 #include "kubelet/kubelet.h"
+#include "kubelet/runtime_config.h"
 #include "options/options.h"
 #include "server/server.h"
 #include "volumemanager/volumemanager.h"
@@ -247,6 +248,11 @@ int main(int argc, char **argv) {
         log_info("ckubelet v%s (Kubernetes %s) starting: node=%s runtime=%s", CKUBELET_VERSION,
                  opts.reported_version ? opts.reported_version : KUBE_VERSION, opts.node_name,
                  opts.container_runtime_endpoint);
+        r = kubelet_cgroup_driver_from_cri(base, &opts);
+        if (r < 0) {
+                log_error("failed to start: %s", strerror(-r));
+                goto out;
+        }
         r = kubelet_new(base, &opts, &k);
         if (r < 0)
                 goto out;

@@ -36,6 +36,7 @@ static const struct {
 } op_names[] = {
         { "/Version", "version" },
         { "/Status", "status" },
+        { "/RuntimeConfig", "runtime_config" },
         { "/RunPodSandbox", "run_podsandbox" },
         { "/StopPodSandbox", "stop_podsandbox" },
         { "/RemovePodSandbox", "remove_podsandbox" },

@@ -60,6 +60,8 @@ void cri_client_foreach_stats(struct cri_client *c, void (*fn)(const struct cri_
 #define CRI_METHODS(X)                                                                                                 \
         X(cri_version, RuntimeService, Version, VersionRequest, runtime__v1__version_response__descriptor)             \
         X(cri_status, RuntimeService, Status, StatusRequest, runtime__v1__status_response__descriptor)                 \
+        X(cri_runtime_config, RuntimeService, RuntimeConfig, RuntimeConfigRequest,                                     \
+          runtime__v1__runtime_config_response__descriptor)                                                            \
         X(cri_run_pod_sandbox, RuntimeService, RunPodSandbox, RunPodSandboxRequest,                                    \
           runtime__v1__run_pod_sandbox_response__descriptor)                                                           \
         X(cri_stop_pod_sandbox, RuntimeService, StopPodSandbox, StopPodSandboxRequest,                                 \

@@ -144,3 +144,26 @@ spec:
         k.wait_log(r'Pod admission denied: pod="default/' + pod + r'" .*reason="SupplementalGroupsPolicyNotSupported" '
                    r'message="SupplementalGroupsPolicy=Strict is not supported in this node"', 30)
         assert not runtime.pods_named(pod)
+
+
+def test_cgroup_driver_from_runtime(kubelet_factory, runtime):
+    """The cgroup driver comes from the runtime's CRI RuntimeConfig where it answers (containerd 2.x: cgroupfs, its
+    runc options say no SystemdCgroup), over --cgroup-driver: a kubelet told systemd on a host without systemd runs
+    its pods with cgroupfs. containerd 1.6 has no RuntimeConfig: the configured driver stays."""
+    k = kubelet_factory(start=False)
+    if containerd_major() >= 2:
+        k.start("--cgroup-driver", "systemd")
+        k.wait_log(r'Using cgroup driver setting received from the CRI runtime: cgroupDriver="cgroupfs"', 30)
+    else:
+        k.start()
+        k.wait_log(r"CRI implementation should be updated to support RuntimeConfig. Falling back to using "
+                   r"cgroupDriver from kubelet config.", 30)
+    k.write("p.yaml", f"""\
+apiVersion: v1
+kind: Pod
+metadata: {{name: p}}
+spec:
+  containers:
+  - {{name: c, image: {BUSYBOX}, command: ["sh", "-c", "{SLEEP}"]}}
+""")
+    wait_for(lambda: runtime.running(f"p-{NODE}", "c"), 60, msg="the pod runs")

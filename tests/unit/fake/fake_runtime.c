@@ -162,6 +162,7 @@ struct pending;
 
 struct fake_runtime {
         struct fake_runtime *next;
+        int cgroup_driver; /* RuntimeConfig's answer (enum Runtime__V1__CgroupDriver), -1: Unimplemented */
         struct event_base *base;
         char *endpoint, *path;
         struct cri_client *clients;
@@ -532,6 +533,19 @@ static int h_status(struct call_ctx *x) {
                 st->conditions[i] = c;
         }
         r->status = st;
+        x->resp = &r->base;
+        return GRPC_OK;
+}
+
+static int h_runtime_config(struct call_ctx *x) {
+        Runtime__V1__RuntimeConfigResponse *r = NEW(RuntimeConfigResponse, RUNTIME__V1__RUNTIME_CONFIG_RESPONSE__INIT);
+        Runtime__V1__LinuxRuntimeConfiguration *l = NEW(LinuxRuntimeConfiguration,
+                                                        RUNTIME__V1__LINUX_RUNTIME_CONFIGURATION__INIT);
+
+        if (x->rt->cgroup_driver < 0)
+                return GRPC_UNIMPLEMENTED; /* containerd 1.x */
+        l->cgroup_driver = x->rt->cgroup_driver;
+        r->linux = l;
         x->resp = &r->base;
         return GRPC_OK;
 }
@@ -1230,6 +1244,8 @@ struct method {
 static const struct method methods[] = {
         M("Version", "version", false, version_request, version_response, h_version, SUBJ_NONE, false),
         M("Status", "status", false, status_request, status_response, h_status, SUBJ_NONE, false),
+        M("RuntimeConfig", "runtime_config", false, runtime_config_request, runtime_config_response, h_runtime_config,
+          SUBJ_NONE, false),
         M("RunPodSandbox", "run_podsandbox", false, run_pod_sandbox_request, run_pod_sandbox_response,
           h_run_pod_sandbox, SUBJ_NEW_SANDBOX, true),
         M("StopPodSandbox", "stop_podsandbox", false, stop_pod_sandbox_request, stop_pod_sandbox_response,
@@ -1639,6 +1655,7 @@ int fake_runtime_new(struct event_base *base, struct fake_runtime **ret) {
                 return -EINVAL;
         rt = xcalloc(1, sizeof(*rt));
         rt->base = base;
+        rt->cgroup_driver = -1;
         runtime_count++;
         rt->path = xasprintf("/run/ckubelet-fake-runtime/%u.sock", runtime_count);
         rt->endpoint = xasprintf("unix://%s", rt->path);
@@ -1800,6 +1817,10 @@ int fake_runtime_set_delay(struct fake_runtime *rt, const char *method, uint64_t
                 return -EINVAL;
         named_set(&rt->delays, &rt->n_delays, &rt->cap_delays, method)->usec = usec;
         return 0;
+}
+
+void fake_runtime_set_cgroup_driver(struct fake_runtime *rt, int driver) {
+        rt->cgroup_driver = driver;
 }
 
 void fake_runtime_set_down(struct fake_runtime *rt, bool down) {

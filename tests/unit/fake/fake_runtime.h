@@ -117,6 +117,9 @@ int fake_runtime_set_delay(struct fake_runtime *rt, const char *method, uint64_t
 /* The runtime stops (every call, and every call in flight, fails Unavailable; nothing in it changes) or
  * comes back. */
 void fake_runtime_set_down(struct fake_runtime *rt, bool down);
+/* RuntimeConfig answers this cgroup driver (enum Runtime__V1__CgroupDriver); -1 (the default): Unimplemented, as
+ * containerd 1.x */
+void fake_runtime_set_cgroup_driver(struct fake_runtime *rt, int driver);
 
 /* ---- the world: looking ---- */
 size_t fake_runtime_n_sandboxes(const struct fake_runtime *rt);
