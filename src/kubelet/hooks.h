@@ -5,7 +5,7 @@
  * postStart or preStop handler, asynchronously on the event loop:
  *
  *  - exec: CRI ExecSync in the container (the runtime kills the command at the timeout);
- *  - httpGet: a GET through the probes' libcurl transfer on the loop; as upstream, any HTTP answer is a
+ *  - httpGet: a GET through the probes' HTTP client on the loop (probe_http_start); as upstream, any HTTP answer is a
  *    success, only a transport error (or the timeout) is a failure; host defaults to the pod IP, a named
  *    port is looked up in the container's ports;
  *  - sleep: a timer;

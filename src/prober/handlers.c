@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include <event2/dns.h>
+#include <openssl/ssl.h>
 
-#include "basic/curl_loop.h"
 #include "prober/handlers.h"
 
 void probe_op_report(struct probe_op *op, enum probe_result result, bool warning, const char *output, int error) {
@@ -41,7 +41,10 @@ void probe_env_done(struct probe_env *env) {
                 event_free(env->reaper);
                 env->reaper = NULL;
         }
-        env->curl = curl_loop_free(env->curl);
+        if (env->ssl_ctx) {
+                SSL_CTX_free(env->ssl_ctx);
+                env->ssl_ctx = NULL;
+        }
         if (env->dns) {
                 evdns_base_free(env->dns, 1 /* fail pending requests */);
                 env->dns = NULL;

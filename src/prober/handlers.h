@@ -3,7 +3,7 @@
 
 /* The probe handlers (pkg/probe/{exec,http,tcp,grpc}): each starts one check and reports its outcome
  * later, from the event loop. Nothing blocks: exec goes through CRI ExecSync, tcpSocket is a non-blocking
- * connect, httpGet a libcurl transfer on the loop, grpc a Health/Check call over our HTTP/2 client. */
+ * connect, httpGet our own HTTP/1.1 client on the loop (http.c), grpc a Health/Check call over our HTTP/2 client. */
 
 #include <event2/event.h>
 #include <stdbool.h>
@@ -15,15 +15,16 @@
 
 #define PROBE_MAX_OUTPUT (10u * 1024u) /* upstream's maxRespBodyLength / exec maxReadLength: 10 KiB */
 
-struct curl_loop;
 struct evdns_base;
+struct ssl_ctx_st;
 
-/* What the handlers share. curl and dns are created on first use. */
+/* What the handlers share. ssl_ctx (HTTPS probes and hooks, no certificate checks) and dns are created on first
+ * use. */
 struct probe_env {
         struct event_base *base;
         struct cri_client *cri;
         uint64_t request_timeout_usec; /* --runtime-request-timeout, added to exec deadlines as upstream */
-        struct curl_loop *curl;
+        struct ssl_ctx_st *ssl_ctx;
         struct evdns_base *dns;
         struct probe_op *dead; /* finished operations to free from the loop (see probe_env_bury) */
         struct event *reaper;
@@ -56,6 +57,8 @@ struct probe_op {
  * errno (no callback). The operation frees itself once it reported (or was cancelled). */
 int probe_exec_start(struct probe_env *env, const struct probe_request *req, probe_done_t done, void *userdata,
                      struct probe_op **ret);
+/* probe_http_start runs an httpGet lifecycle hook (upstream's rules for hooks: User-Agent kube-lifecycle/..., no
+ * "Connection: close", any HTTP answer is a success, an HTTPS request answered in plain HTTP retried over HTTP) */
 int probe_http_start(struct probe_env *env, const struct probe_request *req, probe_done_t done, void *userdata,
                      struct probe_op **ret);
 int probe_grpc_start(struct probe_env *env, const struct probe_request *req, probe_done_t done, void *userdata,

@@ -249,3 +249,12 @@ put("pod_tree", "flat", tree_ops((0, 0), (1, 1), (2, 2), (0, 3), (1, 4)) + b"\xf
 put("pod_tree", "deep", tree_ops(*[(0, 0), (3, 0)] * 30, (1, 1), (2, 3)) + b"\xffa/a/a/x\xff" + bytes([0] * 40))
 put("pod_tree", "links", tree_ops((2, 0), (2, 1), (2, 6), (0, 3), (3, 3), (2, 4), (2, 5)) + b"\xffa/../d/new\xff" +
     bytes(range(0, 64, 4)))
+
+
+# ---- the probes' HTTP/1.x response parser (issue 34): first byte = piece size (>= 128: whole), then a response
+put("http_response", "length", b"\x80HTTP/1.1 200 OK\r\nContent-Length: 5\r\nServer: x\r\n\r\nhello")
+put("http_response", "chunked", b"\x03HTTP/1.1 302 Found\r\nLocation: /ok\r\nTransfer-Encoding: chunked\r\n\r\n"
+    b"5;x=1\r\nhello\r\n6\r\n world\r\n0\r\nT: t\r\n\r\n")
+put("http_response", "close", b"\x01HTTP/1.0 500 Oops\nX: y\n\nuntil the end")
+put("http_response", "informational", b"\x85HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 204 No Content\r\n\r\n")
+put("http_response", "bad-chunk", b"\x80HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n")
