@@ -6,7 +6,10 @@
 writes an OCI image layout tar (for `ctr -n k8s.io images import`) with
     REPO/kube-apiserver:VERSION, REPO/kube-controller-manager:VERSION, REPO/kube-scheduler:VERSION,
     REPO/kube-proxy:VERSION       BINDIR/<name> at /usr/local/bin/<name> (kubeadm's manifests run the command by
-                                  name; kube-proxy's DaemonSet by /usr/local/bin/kube-proxy)
+                                  name; kube-proxy's DaemonSet by /usr/local/bin/kube-proxy); kube-proxy's image
+                                  also has the machine's iptables (Debian 12's xtables-nft-multi with its
+                                  iptables/ip6tables{,-save,-restore} names, its extensions and shared libraries,
+                                  as ldd lists them): kube-proxy's iptables mode runs them
     REPO/etcd:ETCD_TAG            BINDIR/etcd at /usr/local/bin/etcd
     REPO/pause:PAUSE_TAG          busybox-static running `sleep infinity` (only kubeadm's preflight asks for it:
                                   the runtime's own sandbox image is what containerd runs)
@@ -62,11 +65,57 @@ def base(t):
     add_file(t, "etc/nsswitch.conf", data=b"hosts: files dns\n", mode=0o644)
 
 
+XTABLES = "/usr/sbin/xtables-nft-multi"
+XTABLES_EXT = "/usr/lib/x86_64-linux-gnu/xtables"
+XTABLES_NAMES = [f"{fam}{suffix}" for fam in ("iptables", "ip6tables")
+                 for suffix in ("", "-save", "-restore", "-nft", "-nft-save", "-nft-restore")]
+
+
+def shared_libs(paths):
+    """The shared libraries paths need, as ldd resolves them (path as named -> real file)."""
+    import subprocess
+    libs = {}
+    for p in paths:
+        out = subprocess.run(["ldd", p], capture_output=True, text=True).stdout
+        for line in out.splitlines():
+            f = line.split()
+            lib = f[2] if len(f) >= 3 and f[1] == "=>" else f[0] if f and f[0].startswith("/") else None
+            if lib and lib.startswith("/"):
+                libs[lib] = os.path.realpath(lib)
+    return libs
+
+
+def iptables_layer(t):
+    """Debian's iptables (nf_tables variant, as the machine's own) for kube-proxy's image."""
+    exts = sorted(os.path.join(XTABLES_EXT, f) for f in os.listdir(XTABLES_EXT) if f.endswith(".so"))
+    dirs = set()
+    for name in ["usr/sbin", XTABLES_EXT.lstrip("/")] + [os.path.dirname(l).lstrip("/")
+                                                          for l in shared_libs([XTABLES] + exts)]:
+        parts = name.split("/")
+        for i in range(1, len(parts) + 1):
+            d = "/".join(parts[:i])
+            if d not in dirs:
+                dirs.add(d)
+                add_dir(t, d)
+    add_file(t, XTABLES.lstrip("/"), XTABLES)
+    for n in XTABLES_NAMES:
+        ti = tarfile.TarInfo("usr/sbin/" + n)
+        ti.type, ti.linkname = tarfile.SYMTYPE, "xtables-nft-multi"
+        t.addfile(ti)
+    for e in exts:
+        add_file(t, e.lstrip("/"), e, mode=0o644)
+    for lib, real in shared_libs([XTABLES] + exts).items():
+        add_file(t, lib.lstrip("/"), real)
+    if os.path.exists("/etc/protocols"):
+        add_file(t, "etc/protocols", "/etc/protocols", mode=0o644)
+
+
 def main():
     out, bindir, repo, version, etcd_tag, pause_tag = sys.argv[1:7]
     binaries = {"kube-apiserver": version, "kube-controller-manager": version, "kube-scheduler": version,
                 "kube-proxy": version, "etcd": etcd_tag}
-    sources = [os.path.join(bindir, b) for b in binaries] + [os.path.abspath(__file__), "/bin/busybox"]
+    sources = [os.path.join(bindir, b) for b in binaries] + [os.path.abspath(__file__), "/bin/busybox"] + \
+        ([XTABLES] if os.path.exists(XTABLES) else [])
     if os.path.exists(out) and all(os.path.getmtime(out) > os.path.getmtime(s) for s in sources):
         return
     d = out + ".dir"
@@ -96,7 +145,8 @@ def main():
     manifests = [image(f"{repo}/pause:{pause_tag}", [common], ["sleep", "infinity"])]
     for name, tag in binaries.items():
         layer = tar_layer(lambda t: add_file(t, "usr/local/bin/" + name, os.path.join(bindir, name)))
-        manifests.append(image(f"{repo}/{name}:{tag}", [common, layer]))
+        extra = [tar_layer(iptables_layer)] if name == "kube-proxy" and os.path.exists(XTABLES) else []
+        manifests.append(image(f"{repo}/{name}:{tag}", [common] + extra + [layer]))
     with open(os.path.join(d, "index.json"), "w") as f:
         json.dump({"schemaVersion": 2, "manifests": manifests}, f)
     with open(os.path.join(d, "oci-layout"), "w") as f:

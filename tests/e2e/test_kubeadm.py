@@ -14,9 +14,10 @@ fixed paths in kubeadm: they are the real ones, so the module refuses to start w
 or when kubeadm's ports are taken, and cleans both before and after (kubeadm reset -f, then what reset leaves).
 The certificates (certificatesDir) and etcd's data (etcd.local.dataDir) are private directories.
 
-Phases skipped: addon/coredns (no CoreDNS image can be built from Debian's packages or the Kubernetes source) and
-addon/kube-proxy (its image needs iptables and kube-proxy rewrites the host's netfilter tables and conntrack
-settings, which the other tests' bridges on this shared machine use; docs/testing.md).
+Phase skipped: addon/coredns (no CoreDNS image can be built from Debian's packages or the Kubernetes source).
+kube-proxy runs as kubeadm deploys it (a DaemonSet, its ConfigMap and service account), its image with Debian's
+iptables (nf_tables, as the machine's); it leaves conntrack settings alone and localhost NodePorts off (the machine
+is shared), and its rules are removed afterwards with `kube-proxy --cleanup`, which kubeadm reset does not do.
 
 The checks share the init and run in order: the init itself, workloads, a ckubelet restart, a manifest edit, and
 kubeadm reset last."""
@@ -46,7 +47,7 @@ NODE_NAME = "ckubelet-kubeadm"   # not the hostname: "vm" resolves to 127.0.0.1 
 KUBE_DIR = "/etc/kubernetes"
 KUBELET_DIR = "/var/lib/kubelet"
 DROP_IN = os.path.join(REPO, "debian", "10-kubeadm.conf")
-PORTS = (6443, 2379, 2380, 2381, 10250, 10248, 10257, 10259)
+PORTS = (6443, 2379, 2380, 2381, 10250, 10248, 10257, 10259, 10249, 10256)
 COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler")
 # hostPath directories kubeadm's manifests create (DirectoryOrCreate) when missing: removed again afterwards
 CREATED_DIRS = ("/usr/libexec/kubernetes/kubelet-plugins/volume/exec", "/usr/local/share/ca-certificates",
@@ -172,7 +173,7 @@ class KubeadmNode:
                   criSocket: {self.runtime.endpoint}
                   imagePullPolicy: IfNotPresent
                   ignorePreflightErrors: {json.dumps(IGNORED_PREFLIGHT)}
-                skipPhases: ["addon/coredns", "addon/kube-proxy"]
+                skipPhases: ["addon/coredns"]
                 ---
                 apiVersion: kubeadm.k8s.io/v1beta4
                 kind: ClusterConfiguration
@@ -192,6 +193,19 @@ class KubeadmNode:
                 failCgroupV1: false
                 failSwapOn: false
                 podLogsDir: {self.logs}
+                ---
+                # kube-proxy leaves the machine's conntrack settings alone and does not open NodePorts on
+                # localhost (no route_localnet): the machine is shared with the other tests
+                apiVersion: kubeproxy.config.k8s.io/v1alpha1
+                kind: KubeProxyConfiguration
+                mode: iptables
+                iptables:
+                  localhostNodePorts: false
+                conntrack:
+                  maxPerCore: 0
+                  min: 0
+                  tcpEstablishedTimeout: 0s
+                  tcpCloseWaitTimeout: 0s
                 """))
 
     def images(self):
@@ -224,6 +238,12 @@ class KubeadmNode:
                 """))
         return subprocess.run([self.kubeadm, "reset", "--config", cfg], capture_output=True, text=True,
                               timeout=300)
+
+    def proxy_cleanup(self):
+        """kube-proxy --cleanup on the machine: the KUBE-* rules kube-proxy's iptables mode made (kubeadm reset
+        leaves them, saying so)."""
+        return subprocess.run([os.path.join(self.bin, "kube-proxy"), "--cleanup"], capture_output=True, text=True,
+                              timeout=120)
 
     def init(self):
         """kubeadm init in the background; ckubelet started as soon as kubeadm has written the kubelet's files
@@ -323,15 +343,19 @@ class KubeadmNode:
         emptied, mounts under /var/lib/kubelet undone, kubeadm's and the kubelet's directories emptied, the
         cgroup root and the hostPath directories the manifests created removed, the images removed."""
         problems = []
+        # the order of kubeadm reset on a systemd node: the kubelet stopped first, then reset
+        rc = self.stop_kubelet()
+        if rc not in (None, 0):
+            problems.append(f"ckubelet exited {rc} on SIGTERM")
         try:
             r = self.reset()
             if r.returncode != 0:
                 problems.append(f"kubeadm reset -f exited {r.returncode}: {r.stderr[-2000:]}")
         except Exception as e:
             problems.append(f"kubeadm reset -f: {e}")
-        rc = self.stop_kubelet()
-        if rc not in (None, 0):
-            problems.append(f"ckubelet exited {rc} on SIGTERM")
+        r = self.proxy_cleanup()
+        if r.returncode != 0:
+            problems.append(f"kube-proxy --cleanup exited {r.returncode}: {r.stderr[-2000:]}")
         try:
             self.runtime.clean("test_kubeadm.py")
         except Exception as e:
@@ -480,6 +504,11 @@ def test_init_completes_with_ckubelet(up):
         assert p["spec"]["priorityClassName"] == "system-node-critical"
         assert p["spec"]["hostNetwork"] is True
         assert p["status"]["podIP"] == up.ip
+    # the kube-proxy addon: its DaemonSet's pod on the node (a ConfigMap, a service account token, hostPath
+    # xtables.lock and /lib/modules, privileged, hostNetwork) running, its rules in the machine's iptables
+    wait_for(lambda: up.get("daemonset", "-n", "kube-system", "kube-proxy")["status"].get("numberReady") == 1, 180,
+             interval=1, msg="kube-proxy's DaemonSet pod Ready")
+    wait_for(lambda: "KUBE-SERVICES" in iptables_save(), 60, interval=1, msg="kube-proxy's KUBE-SERVICES chain")
     # upload-config and bootstrap-token
     up.get("configmap", "-n", "kube-system", "kubeadm-config")
     up.get("configmap", "-n", "kube-system", "kubelet-config")
@@ -538,6 +567,21 @@ def test_deployment_scheduled_logs_exec_port_forward_scale(up):
         finally:
             pf.terminate()
             pf.wait(10)
+        # a ClusterIP Service: kube-proxy's rules (from the pods' EndpointSlices) carry the machine's connection
+        # to one of the pods
+        up.kubectl("expose", "deployment", "web", "--port=80", "--target-port=8080")
+        ip = up.get("service", "web")["spec"]["clusterIP"]
+
+        def via_service():
+            with socket.create_connection((ip, 80), timeout=5) as s:
+                s.sendall(b"GET /index.html HTTP/1.0\r\n\r\n")
+                data = b""
+                while chunk := s.recv(4096):
+                    data += chunk
+                return data.decode(errors="replace")
+        body = wait_for(lambda: "hello-from-web-" in (r := via_service()) and r, 60, interval=0.5,
+                        msg=f"a page through the Service's ClusterIP {ip}")
+        assert any(f"hello-from-{p['metadata']['name']}" in body for p in pods), body
         sandboxes = {p["metadata"]["uid"] for p in pods}
         up.kubectl("scale", "deployment", "web", "--replicas=0")
         wait_for(lambda: not up.get("pod", "-l", "app=web")["items"], 120, interval=1, msg="the pods deleted")
@@ -545,7 +589,7 @@ def test_deployment_scheduled_logs_exec_port_forward_scale(up):
                  msg="the pods' sandboxes gone from the runtime")
         assert not [c for c in up.runtime.containers() if c["labels"].get("io.kubernetes.pod.uid") in sandboxes]
     finally:
-        up.kubectl("delete", "deployment", "web", "--ignore-not-found", check=False)
+        up.kubectl("delete", "deployment,service", "web", "--ignore-not-found", check=False)
 
 
 # ---------------------------------------------------------------------------------------------------- restarts
@@ -613,36 +657,38 @@ def test_manifest_edit_replaces_only_that_component(up):
 
 
 def test_reset_leaves_node_clean(up):
-    r = up.reset()
-    assert r.returncode == 0, r.stdout + r.stderr
-    # no init system: reset could not stop the kubelet; ckubelet, seeing the manifests gone, stops the static pods
-    wait_for(lambda: not up.runtime.pods() and not up.runtime.containers(), 120, interval=1,
-             msg=f"the runtime empty after kubeadm reset (left: {up.runtime.describe()})")
-    # ckubelet's housekeeping removes the pod cgroups of the pods it stopped (as upstream's
-    # cleanupOrphanedPodCgroups): none left under its cgroup root (its QoS cgroups are the kubelet's)
-    wait_for(lambda: not pod_cgroups(up.cgroup_root), 60, interval=0.5,
-             msg=f"ckubelet to remove the pod cgroups (left: {pod_cgroups(up.cgroup_root)})")
+    """kubeadm reset as on a systemd node, where it stops the kubelet first ("[reset] Stopping the kubelet
+    service"): here, without an init system, ckubelet is stopped (SIGTERM, exit 0) just before. reset then removes
+    every container through CRI, unmounts and empties /var/lib/kubelet, removes the manifests, certificates and
+    kubeconfigs. What it cannot remove, checked here: the pod cgroups under ckubelet's cgroup root (empty of
+    tasks) and kube-proxy's rules (kube-proxy --cleanup)."""
+    assert any(p["metadata"]["name"].startswith("kube-proxy-") for p in up.get("pod", "-n", "kube-system")["items"])
     rc = up.stop_kubelet()
     assert rc == 0, f"ckubelet exited {rc} on SIGTERM"
+    r = up.reset()
+    assert r.returncode == 0, r.stdout + r.stderr
     assert not up.runtime.pods() and not up.runtime.containers(), up.runtime.describe()
     assert not mounts_under(KUBELET_DIR), mounts_under(KUBELET_DIR)
-    assert not pod_cgroups(up.cgroup_root)
-    assert not os.path.exists(os.path.join(KUBE_DIR, "manifests")) or \
-        not os.listdir(os.path.join(KUBE_DIR, "manifests"))
-    # what is left under /var/lib/kubelet once ckubelet stopped: no pod directories
     left = sorted(os.listdir(KUBELET_DIR)) if os.path.isdir(KUBELET_DIR) else []
-    pods_dir = os.path.join(KUBELET_DIR, "pods")
-    assert not os.path.isdir(pods_dir) or not os.listdir(pods_dir), (left, os.listdir(pods_dir))
-    # /etc/kubernetes: reset deleted the manifests, certificates and kubeconfigs; a kubelet still running then
-    # (reset stops it through systemd, absent here) may set up a static pod's FileOrCreate hostPath (the
-    # components' kubeconfigs) again between reset's removal of the containers and of the manifests: such a file
-    # is empty, no credential survives
-    kube_left = {}
-    for d, _, files in os.walk(KUBE_DIR):
-        for f in files:
-            kube_left[os.path.join(d, f)] = os.path.getsize(os.path.join(d, f))
-    assert not {f: n for f, n in kube_left.items() if n}, kube_left
-    print(f"left after kubeadm reset and ckubelet's exit: {KUBELET_DIR}: {left}; {KUBE_DIR}: {kube_left}")
+    assert not left, f"{KUBELET_DIR} not empty after kubeadm reset: {left}"
+    kube_left = [os.path.join(d, f) for d, _, files in os.walk(KUBE_DIR) for f in files]
+    assert not kube_left, kube_left
+    assert not os.listdir(up.certs), os.listdir(up.certs)
+    # the pod cgroups reset leaves (the kubelet's to remove, and it was stopped): no task in any
+    left_cgroups = pod_cgroups(up.cgroup_root)
+    busy = [d for d in left_cgroups if open(os.path.join(d, "cgroup.procs")).read().strip()]
+    assert not busy, busy
+    # kube-proxy's rules: reset leaves them, kube-proxy --cleanup removes them
+    assert "KUBE-SERVICES" in iptables_save()
+    r = up.proxy_cleanup()
+    assert r.returncode == 0, r.stderr
+    assert "KUBE-SERVICES" not in iptables_save()
+    print(f"left after ckubelet's stop and kubeadm reset: {len(left_cgroups)} empty pod cgroups "
+          f"({len({os.path.basename(d) for d in left_cgroups})} pods), removed by the test")
+
+
+def iptables_save():
+    return subprocess.run(["iptables-save"], capture_output=True, text=True, check=True).stdout
 
 
 def pod_cgroups(root):
