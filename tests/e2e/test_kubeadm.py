@@ -185,6 +185,16 @@ class KubeadmNode:
                     dataDir: {self.etcd}/data
                 networking:
                   serviceSubnet: 10.96.0.0/12
+                # one node: no leader election (a lease lost on a loaded machine makes the component exit, a
+                # restart the restart and manifest tests would count against ckubelet)
+                controllerManager:
+                  extraArgs:
+                  - name: leader-elect
+                    value: "false"
+                scheduler:
+                  extraArgs:
+                  - name: leader-elect
+                    value: "false"
                 ---
                 apiVersion: kubelet.config.k8s.io/v1beta1
                 kind: KubeletConfiguration
