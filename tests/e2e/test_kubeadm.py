@@ -7,7 +7,7 @@ kubelet, so the fixture starts ckubelet the way kubeadm's systemd drop-in does: 
 package's drop-in) is read here, its Environment= and EnvironmentFile= lines give the environment and its ExecStart
 the command line. The control-plane images are built from the cached binaries (scripts/build-kubeadm-images.py)
 under the names `kubeadm config images list` gives for imageRepository registry.local/k8s, and imported into the
-session's private containerd, whose socket is the InitConfiguration's criSocket.
+module's own private containerd (the kubeadm_runtime fixture), whose socket is the InitConfiguration's criSocket.
 
 kubeadm's kubeconfig and manifest directory (/etc/kubernetes) and the kubelet directory (/var/lib/kubelet) are
 fixed paths in kubeadm: they are the real ones, so the module refuses to start when /etc/kubernetes holds anything
@@ -23,7 +23,6 @@ The checks share the init and run in order: the init itself, workloads, a ckubel
 kubeadm reset last."""
 import json
 import os
-import re
 import shlex
 import shutil
 import signal
