@@ -560,5 +560,6 @@ def pytest_configure(config):
 
 
 def pytest_collection_modifyitems(session, config, items):
-    """Tests without the control plane first (it may still be building in the background)."""
-    items.sort(key=lambda item: "cluster" in getattr(item, "fixturenames", ()))
+    """Tests without the control plane first (it may still be building in the background); kubeadm's
+    (test_kubeadm.py) use the same build."""
+    items.sort(key=lambda item: bool({"cluster", "kubeadm_runtime"} & set(getattr(item, "fixturenames", ()))))
