@@ -118,6 +118,20 @@ void api_handle_configz(struct api_request *r) {
                                       duration_json(o->authorization_webhook_cache_authorized_ttl_usec),
                                       "cacheUnauthorizedTTL",
                                       duration_json(o->authorization_webhook_cache_unauthorized_ttl_usec)));
+        /* the cgroup settings the node e2e suite reads (the driver as the runtime decided it, as upstream) */
+        json_object_set_new(c, "cgroupsPerQOS", json_boolean(o->cgroups_per_qos));
+        json_object_set_new(c, "cgroupRoot", json_string(strempty(o->cgroup_root)));
+        json_object_set_new(c, "cgroupDriver", json_string(strempty(o->cgroup_driver)));
+        json_object_set_new(c, "clusterDomain", json_string(strempty(o->cluster_domain)));
+        {
+                json_t *dns = json_array();
+                _cleanup_free_ char *copy = strdup(strempty(o->cluster_dns));
+                char *save = NULL;
+                for (char *t = copy ? strtok_r(copy, ",", &save) : NULL; dns && t; t = strtok_r(NULL, ",", &save))
+                        json_array_append_new(dns, json_string(t));
+                if (dns)
+                        json_object_set_new(c, "clusterDNS", dns);
+        }
         api_reply_json(r->req, 200, json_pack("{s:o}", "kubeletconfig", c));
 }
 

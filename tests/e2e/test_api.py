@@ -550,6 +550,10 @@ def test_metrics_spec_configz(api, runtime):
     cz = api.admin.json("/configz")["kubeletconfig"]
     assert cz["port"] == api.k.port and cz["authorization"]["mode"] == "AlwaysAllow"
     assert cz["authentication"]["anonymous"]["enabled"] is False
+    # the cgroup settings upstream's node e2e suite reads
+    args = api.k.args()
+    root = args[args.index("--cgroup-root") + 1] if "--cgroup-root" in args else "/"
+    assert cz["cgroupsPerQOS"] is True and cz["cgroupRoot"] == root and cz["cgroupDriver"] == "cgroupfs", cz
 
 
 # ---------------------------------------------------------------- hardening
