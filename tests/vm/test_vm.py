@@ -311,8 +311,15 @@ def test_static_pods_of_the_three_qos_classes_in_systemd_slices(vm):
         assert vm.ssh(f"systemctl show -p ActiveState --value {unit}").strip() == "active"
         scopes = vm.ssh(f"ls -d {d}/cri-containerd-*.scope")
         assert len(scopes.split()) == 2, scopes  # the sandbox and the container
-    # the QoS slices: BestEffort gets the minimum shares, Burstable the sum of its pods' requests
+    # the QoS slices: BestEffort gets the minimum shares; the node allocatable's shares on kubepods.slice (2 CPUs)
     assert vm.ssh("cat /sys/fs/cgroup/kubepods.slice/kubepods-besteffort.slice/cpu.weight").strip() == str(weight(2))
+    assert vm.ssh("cat /sys/fs/cgroup/kubepods.slice/cpu.weight").strip() == str(weight(shares(2000)))
+
+
+@pytest.mark.xfail(strict=True, reason="ckubelet updates the Burstable QoS cgroup's shares on cgroupfs only "
+                   "(docs/supported.md): under systemd the slice keeps systemd's default weight 100")
+def test_burstable_qos_slice_follows_its_pods(vm):
+    # upstream: the sum of the Burstable pods' requests (100m: weight 4), set through systemd as well
     assert vm.ssh("cat /sys/fs/cgroup/kubepods.slice/kubepods-burstable.slice/cpu.weight").strip() == \
         str(weight(shares(100)))
 
