@@ -45,6 +45,8 @@ test_pkgs=(
         dbus python3-dbus python3-gi  # the fake systemd of the systemd cgroup driver test (test_systemd_cgroup.py)
         # crun, built from Debian trixie's source by scripts/build-runtime.sh for the containerd 2.1 tier
         make gperf libyajl-dev libseccomp-dev libcap-dev
+        # the VM tier (tests/vm): the Debian trixie guest built by scripts/build-vm-image.sh, booted under QEMU
+        qemu-system-x86 mmdebstrap openssh-client
 )
 pkgs=("${run_pkgs[@]}")
 [ "$deb" = 1 ] && pkgs+=("${deb_pkgs[@]}")

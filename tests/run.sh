@@ -12,6 +12,8 @@
 #      one test per target, failed when it found a crash, leak, timeout or out-of-memory
 #   8. run the end-to-end tests (tests/e2e, pytest) against a private containerd, with the sanitized ckubelet
 #   9. run the end-to-end tests marked `runtime` again on containerd 2.1.9 with crun (scripts/build-runtime.sh)
+#  10. the VM tier (tests/vm): a Debian trixie guest under QEMU with systemd as PID 1 and cgroup v2 only, ckubelet's
+#      Debian package installed and run as ckubelet.service (the image built once by scripts/build-vm-image.sh)
 # The last line is "N passed, N failed" (", N skipped" when any were skipped), summed over all stages.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -178,6 +180,13 @@ else
         tail -n 30 "$results/build-runtime.log" >&2
         failed=$((failed + 1))
 fi
+
+# The VM tier: one boot of a Debian trixie guest (systemd as PID 1, the unified cgroup hierarchy only) under QEMU's
+# software emulation, every check in that boot; the image is cached in /var/cache/ckubelet-vm.
+note "the VM tier: ckubelet's package as a systemd service on a pure cgroup v2 guest (tests/vm, QEMU)"
+CKUBELET_BUILD="$repo/build" timeout 1800 /usr/bin/python3 -m pytest tests/vm -p no:cacheprovider -q -rfE \
+        --junitxml="$results/vm.xml" || true
+count_junit "$results/vm.xml"
 
 if ! wait "$k8s_build"; then
         echo "tests/run.sh: building the control plane failed:" >&2

@@ -127,9 +127,26 @@ static int v1_register(struct eviction_notifier *n, uint64_t level) {
         return 0;
 }
 
+/* Writes the PSI trigger to fd: the 1 s window first; a kernel (6.5 and later) that treats the opener as
+ * unprivileged (no CAP_SYS_RESOURCE, as in a container) refuses any window that is not a multiple of 2 s with EINVAL:
+ * then the same 10 % stall over 2 s. Returns the trigger written, or NULL with errno set. */
+const char *eviction_notifier_write_psi_trigger(int fd) {
+        static const char *const triggers[] = { EVICTION_NOTIFIER_PSI_TRIGGER, EVICTION_NOTIFIER_PSI_TRIGGER_2S };
+
+        for (size_t i = 0; i < ELEMENTSOF(triggers); i++) {
+                if (write(fd, triggers[i], strlen(triggers[i]) + 1) >= 0)
+                        return triggers[i];
+                if (errno != EINVAL)
+                        return NULL;
+        }
+        return NULL;
+}
+
 static int v2_arm(struct eviction_notifier *n) {
         _cleanup_free_ char *psi_path = NULL, *events_path = NULL;
+        _cleanup_close_ int psi_fd = -1;
         struct epoll_event e = { .events = EPOLLPRI };
+        const char *trigger;
         int r = 0;
 
         if (n->psi_ev || n->inotify_ev)
@@ -137,22 +154,32 @@ static int v2_arm(struct eviction_notifier *n) {
         if (asprintf(&psi_path, "%s/memory.pressure", n->dir) < 0 ||
             asprintf(&events_path, "%s/memory.events", n->dir) < 0)
                 return -ENOMEM;
-        /* the root has no memory.pressure: the system-wide one */
-        n->psi_fd = open(psi_path, O_RDWR | O_NONBLOCK | O_CLOEXEC);
-        if (n->psi_fd < 0 && errno == ENOENT)
-                n->psi_fd = open("/proc/pressure/memory", O_RDWR | O_NONBLOCK | O_CLOEXEC);
-        if (n->psi_fd >= 0 &&
-            write(n->psi_fd, EVICTION_NOTIFIER_PSI_TRIGGER, strlen(EVICTION_NOTIFIER_PSI_TRIGGER) + 1) >= 0) {
-                n->epfd = epoll_create1(EPOLL_CLOEXEC);
-                e.data.fd = n->psi_fd;
-                if (n->epfd >= 0 && epoll_ctl(n->epfd, EPOLL_CTL_ADD, n->psi_fd, &e) == 0) {
-                        n->psi_ev = event_new(n->base, n->epfd, EV_READ | EV_PERSIST, on_psi, n);
-                        if (n->psi_ev)
-                                (void) event_add(n->psi_ev, NULL);
-                }
-        } else
+        /* the root has no memory.pressure on older kernels: the system-wide one */
+        psi_fd = open(psi_path, O_RDWR | O_NONBLOCK | O_CLOEXEC);
+        if (psi_fd < 0 && errno == ENOENT)
+                psi_fd = open("/proc/pressure/memory", O_RDWR | O_NONBLOCK | O_CLOEXEC);
+        if (psi_fd < 0)
                 r = -errno;
-        n->inotify_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+        else if (!(trigger = eviction_notifier_write_psi_trigger(psi_fd)))
+                r = -errno;
+        else {
+                log_v(3, "eviction manager: %s: PSI trigger \"%s\" on %s", n->description, trigger, psi_path);
+                if (n->epfd < 0)
+                        n->epfd = epoll_create1(EPOLL_CLOEXEC);
+                e.data.fd = psi_fd;
+                if (n->epfd >= 0 && epoll_ctl(n->epfd, EPOLL_CTL_ADD, psi_fd, &e) == 0) {
+                        n->psi_ev = event_new(n->base, n->epfd, EV_READ | EV_PERSIST, on_psi, n);
+                        if (n->psi_ev && event_add(n->psi_ev, NULL) == 0)
+                                n->psi_fd = TAKE_FD(psi_fd);
+                        else if (n->psi_ev) {
+                                event_free(n->psi_ev);
+                                n->psi_ev = NULL;
+                        }
+                }
+        }
+        /* the root has no memory.events */
+        if (n->inotify_fd < 0)
+                n->inotify_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
         if (n->inotify_fd >= 0 && inotify_add_watch(n->inotify_fd, events_path, IN_MODIFY) >= 0) {
                 n->inotify_ev = event_new(n->base, n->inotify_fd, EV_READ | EV_PERSIST, on_events_file, n);
                 if (n->inotify_ev)

@@ -11,6 +11,7 @@
  * working set), refreshed as the inactive file pages change.
  *
  * cgroup v2 has no usage thresholds: a PSI trigger on the cgroup's memory.pressure (some 100 ms stalled within 1 s,
+ * or 200 ms within 2 s where the kernel refuses a 1 s window to an opener without CAP_SYS_RESOURCE,
  * signalled as POLLPRI, watched through an epoll fd the loop polls) and changes of its memory.events (the memory.high
  * and memory.max events of a limited cgroup such as kubepods) stand in; the periodic check remains the fallback. */
 
@@ -39,3 +40,7 @@ uint64_t eviction_notifier_level(int64_t capacity, int64_t threshold_quantity, u
 int eviction_notifier_control_line(int efd, int watch_fd, uint64_t level, char *buf, size_t size);
 /* the PSI trigger written to memory.pressure */
 #define EVICTION_NOTIFIER_PSI_TRIGGER "some 100000 1000000"
+/* the same ratio over 2 s: what a kernel accepts from an opener without CAP_SYS_RESOURCE */
+#define EVICTION_NOTIFIER_PSI_TRIGGER_2S "some 200000 2000000"
+/* writes the trigger to a memory.pressure fd, falling back to the 2 s one on EINVAL; NULL with errno on failure */
+const char *eviction_notifier_write_psi_trigger(int fd);
