@@ -2,37 +2,10 @@
 resourceFieldRef values seen by the process, a missing ConfigMap making the container wait with
 CreateContainerConfigError (standalone: no API server, so every ConfigMap/Secret is "not found"), and
 /etc/resolv.conf for each dnsPolicy and dnsConfig."""
-import os
-
-from apiclient import Client
-from conftest import BUSYBOX, NODE, free_port, wait_for
+from conftest import BUSYBOX, NODE, wait_for
+from standalone import start, wait_output
 
 SLEEP = "trap 'exit 0' TERM; while true; do sleep 0.2; done"
-
-
-def start(kubelet_factory, *extra):
-    k = kubelet_factory(start=False)
-    ro = free_port()
-    k.start("--read-only-port", str(ro), *extra)
-    api = Client(ro, tls=False)
-    wait_for(lambda: api.get("/pods")[0] == 200, msg="the read-only port")
-    return k, api
-
-
-def container_log(kubelet, runtime, pod, container):
-    [c] = runtime.containers_of(pod, container)
-    uid = c["labels"]["io.kubernetes.pod.uid"]
-    path = os.path.join(kubelet.pod_log_dir(pod, uid), container, "0.log")
-    if not os.path.exists(path):
-        return ""
-    # CRI log lines: "<time> stdout F <text>"
-    return "\n".join(l.split(" ", 3)[3] for l in open(path).read().splitlines() if l.count(" ") >= 3)
-
-
-def wait_output(kubelet, runtime, pod, container, marker):
-    return wait_for(lambda: runtime.containers_of(pod, container) and
-                    marker in container_log(kubelet, runtime, pod, container) and
-                    container_log(kubelet, runtime, pod, container), 30, msg=f"{marker} in the log of {container}")
 
 
 def env_of(text):

@@ -4,42 +4,20 @@ CreateContainerConfigError where it does not, IfPossible falling back to plain r
 containerStatuses[].volumeMounts saying which) and supplementalGroupsPolicy Strict (admitted only where the
 runtime says it honours it, else rejected with SupplementalGroupsPolicyNotSupported). Runs on both runtimes:
 containerd 1.6.20 says nothing of either, containerd 2.1 with crun supports both."""
-import os
 import subprocess
 
 import pytest
 
-from apiclient import Client
-from conftest import BUSYBOX, NODE, containerd_major, free_port, wait_for
+from conftest import BUSYBOX, NODE, containerd_major, wait_for
+from standalone import start, wait_output
+
+
+def output(kubelet, runtime, pod, container):
+    return wait_output(kubelet, runtime, pod, container, timeout=60)
 
 pytestmark = pytest.mark.runtime
 
 SLEEP = "trap 'exit 0' TERM; while true; do sleep 0.2; done"
-
-
-def start(kubelet_factory):
-    k = kubelet_factory(start=False)
-    ro = free_port()
-    k.start("--read-only-port", str(ro))
-    api = Client(ro, tls=False)
-    wait_for(lambda: api.get("/pods")[0] == 200, msg="the read-only port")
-    return k, api
-
-
-def container_log(kubelet, runtime, pod, container):
-    cs = runtime.containers_of(pod, container)
-    if not cs:
-        return ""
-    uid = cs[0]["labels"]["io.kubernetes.pod.uid"]
-    path = os.path.join(kubelet.pod_log_dir(pod, uid), container, "0.log")
-    if not os.path.exists(path):
-        return ""
-    return "\n".join(l.split(" ", 3)[3] for l in open(path).read().splitlines() if l.count(" ") >= 3)
-
-
-def output(kubelet, runtime, pod, container):
-    return wait_for(lambda: "END" in container_log(kubelet, runtime, pod, container) and
-                    container_log(kubelet, runtime, pod, container), 60, msg=f"the output of {container}")
 
 
 def container_status(api, pod, name):

@@ -2,37 +2,14 @@
 read-only root filesystem, allowPrivilegeEscalation false (NoNewPrivs), seccomp RuntimeDefault/Unconfined,
 privileged, a safe sysctl; runAsNonRoot with a root image (CreateContainerConfigError); a forbidden sysctl
 rejected at admission, and allowed with --allowed-unsafe-sysctls."""
-import os
-
-from apiclient import Client
-from conftest import BUSYBOX, NODE, free_port, wait_for
-
-SLEEP = "trap 'exit 0' TERM; while true; do sleep 0.2; done"
-
-
-def start(kubelet_factory, *extra):
-    k = kubelet_factory(start=False)
-    ro = free_port()
-    k.start("--read-only-port", str(ro), *extra)
-    api = Client(ro, tls=False)
-    wait_for(lambda: api.get("/pods")[0] == 200, msg="the read-only port")
-    return k, api
-
-
-def container_log(kubelet, runtime, pod, container):
-    cs = runtime.containers_of(pod, container)
-    if not cs:
-        return ""
-    uid = cs[0]["labels"]["io.kubernetes.pod.uid"]
-    path = os.path.join(kubelet.pod_log_dir(pod, uid), container, "0.log")
-    if not os.path.exists(path):
-        return ""
-    return "\n".join(l.split(" ", 3)[3] for l in open(path).read().splitlines() if l.count(" ") >= 3)
+from conftest import BUSYBOX, NODE, wait_for
+from standalone import start, wait_output
 
 
 def output(kubelet, runtime, pod, container):
-    return wait_for(lambda: "END" in container_log(kubelet, runtime, pod, container) and
-                    container_log(kubelet, runtime, pod, container), 30, msg=f"the output of {container}")
+    return wait_output(kubelet, runtime, pod, container)
+
+SLEEP = "trap 'exit 0' TERM; while true; do sleep 0.2; done"
 
 
 def container(name, script, sc):
