@@ -1164,7 +1164,10 @@ static void sync_mirror_pods(struct kubelet *k) {
         _cleanup_free_ bool *terminating = NULL;
         size_t n = 0;
 
-        if (!k->mirror)
+        /* not before every source delivered (upstream's HandlePodCleanups waits for sourcesReady): after a restart
+         * the mirror pods can be listed before the static pods are read, and every one of them looked like an
+         * orphan, deleted and made again (the kubeadm tier saw the four control-plane mirror pods replaced) */
+        if (!k->mirror || !k->config_received)
                 return;
         pods = calloc(k->n_workers + 1, sizeof(*pods));
         terminating = calloc(k->n_workers + 1, sizeof(*terminating));
