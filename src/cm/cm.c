@@ -807,6 +807,12 @@ int cm_pod_grow(struct cm *m, const struct pod *pod) {
         return 0;
 }
 
+static void on_qos_properties(int r, const char *message, void *userdata) {
+        if (r < 0)
+                log_warning("cannot set the CPU weight of the burstable QoS slice: %s",
+                            message ? message : strerror(-r));
+}
+
 int cm_update_qos(struct cm *m, const struct pod *const *pods, size_t n) {
         _cleanup_free_ char *burstable = NULL;
         int64_t milli = 0, shares;
@@ -831,6 +837,26 @@ int cm_update_qos(struct cm *m, const struct pod *const *pods, size_t n) {
         }
         if (r < 0)
                 return r;
+        if (m->systemd) {
+                /* systemd owns the slice and writes its own CPUWeight= (CPUShares=) into it whenever it realizes the
+                 * slice again (a pod slice started under it): set the property too, as libcontainer's systemd
+                 * manager does (setUnitProperties, then the files) */
+                _cleanup_free_ char *name = NULL, *unit = NULL, *parent = NULL;
+                struct cm_slice_properties props = {};
+                r = qos_name(m, "burstable", &name);
+                if (r >= 0)
+                        r = cm_name_to_systemd_unit(name, &unit, &parent);
+                if (r < 0)
+                        return r;
+                props.p[props.n++] = (struct cm_unit_property) {
+                        .name = m->unified ? "CPUWeight" : "CPUShares",
+                        .type = CM_PROPERTY_U64,
+                        .u = m->unified ? cm_cpu_shares_to_weight((uint64_t) shares) : (uint64_t) shares,
+                };
+                r = cm_sd_set_properties(m->sd, unit, &props, on_qos_properties, NULL, NULL);
+                if (r < 0)
+                        log_warning("cannot set %s of the systemd slice %s: %s", props.p[0].name, unit, strerror(-r));
+        }
         for (size_t i = 0; i < m->n_h; i++) {
                 _cleanup_free_ char *path = NULL;
                 if (asprintf(&path, "%s/%s", m->h[i].mount, burstable) < 0)

@@ -29,6 +29,7 @@ struct sd_op {
         struct sd_op *prev, *next;
         char *unit;
         bool stop;
+        bool no_job; /* SetUnitProperties: done on the reply */
         sd_bus_slot *slot;
         char *job; /* once the reply came */
         struct event *timer;
@@ -120,6 +121,10 @@ static int on_reply(sd_bus_message *m, void *userdata, sd_bus_error *ret_error) 
                         msg = NULL;
                 r = sd_bus_error_get_errno(e);
                 op_finish(op, r > 0 ? -r : -EIO, msg ? msg : "D-Bus error");
+                return 0;
+        }
+        if (op->no_job) {
+                op_finish(op, 0, NULL);
                 return 0;
         }
         r = sd_bus_message_read(m, "o", &job);
@@ -390,6 +395,32 @@ int cm_sd_start_slice(struct cm_sd *sd, const char *unit, const struct cm_slice_
         if (r < 0)
                 return r;
         r = send_start(sd, op, p);
+        if (r < 0) {
+                op_free(op);
+                return r;
+        }
+        rearm(sd);
+        return 0;
+}
+
+int cm_sd_set_properties(struct cm_sd *sd, const char *unit, const struct cm_slice_properties *p, cm_sd_done_fn done,
+                         void (*destroy)(void *userdata), void *userdata) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
+        struct sd_op *op;
+        int r;
+
+        assert(done);
+        r = op_new(sd, unit, false, done, destroy, userdata, &op);
+        if (r < 0)
+                return r;
+        op->no_job = true;
+        r = sd_bus_message_new_method_call(sd->bus, &m, SD_DEST, SD_PATH, SD_MANAGER, "SetUnitProperties");
+        if (r >= 0)
+                r = sd_bus_message_append(m, "sb", unit, 1); /* runtime: gone at the next boot, as the slices */
+        if (r >= 0)
+                r = append_properties(m, p);
+        if (r >= 0)
+                r = sd_bus_call_async(sd->bus, &op->slot, m, on_reply, op, SD_CALL_TIMEOUT_USEC);
         if (r < 0) {
                 op_free(op);
                 return r;

@@ -25,6 +25,9 @@ int cm_sd_start_slice_sync(struct cm_sd *sd, const char *unit, const struct cm_s
 /* the same, from the loop: done is called once, later */
 int cm_sd_start_slice(struct cm_sd *sd, const char *unit, const struct cm_slice_properties *p, cm_sd_done_fn done,
                       void (*destroy)(void *userdata), void *userdata);
+/* SetUnitProperties(unit, runtime, properties) (libcontainer's setUnitProperties): no job, done on the reply */
+int cm_sd_set_properties(struct cm_sd *sd, const char *unit, const struct cm_slice_properties *p, cm_sd_done_fn done,
+                         void (*destroy)(void *userdata), void *userdata);
 /* StopUnit(unit, "replace"); a failed job is a warning (runc stopUnit), done gets 0 then */
 int cm_sd_stop_unit(struct cm_sd *sd, const char *unit, cm_sd_done_fn done, void (*destroy)(void *userdata),
                     void *userdata);

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 # A stand-in for systemd's D-Bus manager, for the systemd cgroup driver's tests on a machine without systemd: it
 # owns org.freedesktop.systemd1 on a private bus and answers the calls ckubelet makes (StartTransientUnit,
-# StopUnit, GetUnit, ResetFailedUnit, the Version property). As systemd does for a slice, it makes the slice's
+# SetUnitProperties, StopUnit, GetUnit, ResetFailedUnit, the Version property). As systemd does for a slice, it makes the slice's
 # directory in every cgroup hierarchy on start and removes it on stop, and announces each job's end with
 # JobRemoved. Every call is appended to a JSON-lines file for the test to read.
 #
@@ -111,6 +111,14 @@ class Manager(dbus.service.Object):
         self.make_dirs(expand_slice(str(name)))
         self.units.add(str(name))
         return self.new_job(name, "done")
+
+    @dbus.service.method(MANAGER, in_signature="sba(sv)", out_signature="")
+    def SetUnitProperties(self, name, runtime, properties):
+        props = [[str(k), plain(v)] for k, v in properties]
+        self.record("SetUnitProperties", name=str(name), runtime=bool(runtime), properties=props)
+        if name not in self.units:
+            raise dbus.exceptions.DBusException(f"Unit {name} not loaded.",
+                                                name="org.freedesktop.systemd1.NoSuchUnit")
 
     @dbus.service.method(MANAGER, in_signature="ss", out_signature="o")
     def StopUnit(self, name, mode):

@@ -205,6 +205,17 @@ def test_slices_made_and_stopped_over_dbus(kubelet_factory, runtime, fake_system
     [bc] = fake.calls("StartTransientUnit", bunit)
     assert props(bc)["Wants"] == [be] and props(bc)["CPUShares"] == 2
 
+    # a Burstable pod: the burstable QoS slice's CPUShares follows its pods' requests (100m: 102 shares), set on
+    # the unit (systemd would otherwise write its own value back whenever it realizes the slice) and in cgroupfs
+    k.write("bu.yaml", pod_yaml("bu", "{requests: {cpu: 100m}, limits: {cpu: 300m}}"))
+    wait_for(lambda: runtime.running(f"bu-{k.node}"), 90, msg="pod bu running")
+    sp = wait_for(lambda: [c for c in fake.calls("SetUnitProperties", bu) if props(c).get("CPUShares") == 102], 60,
+                  msg=f"SetUnitProperties {bu} CPUShares=102")
+    assert sp[0]["runtime"] is True and [n for n, _ in sp[0]["properties"]] == ["CPUShares"]
+    assert read(f"{CPU}/{kdir}/{bu}/cpu.shares") == "102"
+    k.remove("bu.yaml")
+    wait_for(lambda: not runtime.pods_named(f"bu-{k.node}"), 90, msg="pod bu's sandbox removed")
+
     # the pod removed: its slice is stopped and its directories go
     k.remove("g.yaml")
     wait_for(lambda: not runtime.pods_named(full), 90, msg="pod g's sandbox removed")
