@@ -94,6 +94,7 @@ struct vctx {
         struct field_errors *errs;
         int r;                              /* first allocation failure */
         enum restart_policy restart_policy; /* the pod's (validateResizePolicy) */
+        bool host_users;                    /* spec.hostUsers (unset: true): procMount Unmasked needs false */
 };
 
 #define CHECK_OOM(c, expr)                 \

@@ -409,7 +409,7 @@ void val_container_security_context(struct vctx *c, const struct container *ctr,
                         return;
                 if (!streq(sc->proc_mount, "Default") && !streq(sc->proc_mount, "Unmasked"))
                         val_not_supported(c, pp, sc->proc_mount, "\"Default\", \"Unmasked\"");
-                else if (streq(sc->proc_mount, "Unmasked")) /* no user namespaces: hostUsers is always true */
+                else if (streq(sc->proc_mount, "Unmasked") && c->host_users)
                         val_invalid_str(c, pp, sc->proc_mount, "`hostUsers` must be false to use `Unmasked`");
         }
         if (sc->seccomp_profile)

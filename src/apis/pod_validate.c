@@ -870,7 +870,9 @@ static void validate_spec(struct vctx *c, const struct pod *p) {
 
 int pod_validate(const struct pod *p, struct field_errors *errs) {
         _cleanup_(field_errors_done) struct field_errors local = {};
-        struct vctx c = { .errs = errs ? errs : &local, .restart_policy = p ? p->spec.restart_policy : 0 };
+        struct vctx c = { .errs = errs ? errs : &local,
+                          .restart_policy = p ? p->spec.restart_policy : 0,
+                          .host_users = !p || !p->spec.has_host_users || p->spec.host_users };
         size_t before = c.errs->n;
 
         if (!p)

@@ -39,10 +39,14 @@ struct kc_build_context {
         bool image_uid_set;
         int64_t image_uid;
         const char *image_username;
-        const char *target_id;          /* an ephemeral container's targetContainerName: its running instance */
-        bool static_pod;                /* not from the API server: the services are used as far as they are known */
-        bool seccomp_default;           /* --seccomp-default: RuntimeDefault where no profile is set */
-        bool runtime_supports_rro;      /* the pod's runtime handler does recursive read-only mounts (CRI Status) */
+        const char *target_id;     /* an ephemeral container's targetContainerName: its running instance */
+        bool static_pod;           /* not from the API server: the services are used as far as they are known */
+        bool seccomp_default;      /* --seccomp-default: RuntimeDefault where no profile is set */
+        bool runtime_supports_rro; /* the pod's runtime handler does recursive read-only mounts (CRI Status) */
+        /* hostUsers false: the pod's user namespace maps 0..userns_length-1 to userns_host_id.. (UIDs and GIDs);
+         * otherwise the node's user namespace (NamespaceMode NODE) */
+        bool userns;
+        uint32_t userns_host_id, userns_length;
         char *const *cluster_dns;       /* --cluster-dns (strv, NULL = none) */
         const char *cluster_domain;     /* --cluster-domain */
         const char *resolv_conf;        /* --resolv-conf; NULL or "" = none */

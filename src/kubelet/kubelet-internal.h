@@ -45,6 +45,7 @@ struct image_gc_manager;
 struct eviction_manager;
 #include "kubelet/allocation.h"
 #include "kubelet/runtime_poll.h"
+#include "kubelet/userns.h"
 
 struct pod_sync;
 
@@ -154,6 +155,7 @@ struct kubelet {
         struct kube_client *heartbeat_client; /* the node's status updates and lease (upstream's heartbeatClient) */
         struct node_manager *node;
         struct runtime_poll *runtime_poll; /* without --kubeconfig: the runtime's Status (the node manager's else) */
+        struct userns_manager *userns;     /* the user namespace ranges of hostUsers:false pods */
         struct status_manager *status;
         struct mirror_manager *mirror;
         struct event_recorder *events; /* always: without an API server events are only logged */

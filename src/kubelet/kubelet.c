@@ -5,6 +5,7 @@
 
 #include <arpa/inet.h>
 #include <inttypes.h>
+#include <pwd.h>
 #include <stdarg.h>
 #include <string.h>
 
@@ -1471,6 +1472,11 @@ static bool pod_dir_wanted(const char *uid, void *userdata) {
                pleg_has_pod(k->pleg, uid);
 }
 
+static bool userns_wanted(const char *uid, void *userdata) {
+        struct kubelet *k = userdata;
+        return desired_contains(k, uid) || kubelet_find_worker(k, uid) || pleg_has_pod(k->pleg, uid);
+}
+
 static void housekeeping(evutil_socket_t fd, short what, void *userdata) {
         struct kubelet *k = userdata;
         uint64_t now = now_usec();
@@ -1500,6 +1506,8 @@ static void housekeeping(evutil_socket_t fd, short what, void *userdata) {
                 volmgr_set_sources_ready(k->volumes);
                 /* the removals run on the removal pool: a pod's million files never stall the loop */
                 (void) vol_reaper_scan(k->reaper, pod_dir_wanted, k);
+                /* CleanupOrphanedPodUsernsAllocations: neither desired nor running */
+                userns_release_orphans(k->userns, userns_wanted, k);
         }
         if (cm_enabled(k->cm)) {
                 (void) update_qos_cgroups(k);
@@ -1660,6 +1668,18 @@ int kubelet_start(struct kubelet *k) {
         r = admission_setup(k);
         if (r < 0)
                 return r;
+        /* the user namespace ranges, from before a restart (MakeUserNsManager) */
+        {
+                _cleanup_ck_error_ struct ck_error *err = NULL;
+                struct passwd pw, *pwp = NULL;
+                char buf[4096];
+                struct userns_config ucfg = { .root_dir = o->root_dir, .max_pods = o->max_pods };
+                ucfg.user_exists = getpwnam_r("kubelet", &pw, buf, sizeof(buf), &pwp) == 0 && pwp;
+                r = userns_manager_new(&ucfg, &k->userns, &err);
+                if (r < 0)
+                        return log_error_errno(r, "failed to create user namespace manager: %s",
+                                               err ? ck_error_message(err) : strerror(-r));
+        }
         /* the pods' allocated resources, from before a restart */
         r = kubelet_allocation_load(o->root_dir, &k->allocation);
         if (r < 0)
@@ -1784,6 +1804,7 @@ struct kubelet *kubelet_free(struct kubelet *k) {
          * go before the plugin manager, whose registrations they may be answering) */
         k->volumes = volmgr_free(k->volumes);
         k->reaper = vol_reaper_free(k->reaper);
+        k->userns = userns_manager_free(k->userns);
         k->csi = csi_drivers_free(k->csi);
         k->plugins = pluginmanager_free(k->plugins);
         /* after the CRI client: the node status' CRI calls (Version, Status, ListImages) end above */

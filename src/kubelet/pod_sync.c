@@ -255,7 +255,7 @@ static char *managed_volume_path(void *userdata, const char *name, bool *ret_rea
 
 /* the handler of the pod's RuntimeClass as far as it is known, else "" (the sandbox step reports a lookup that
  * fails: its pod has no container to build) */
-static const char *known_runtime_handler(const struct pod_sync *s) {
+const char *kubelet_sync_known_runtime_handler(const struct pod_sync *s) {
         const char *msg = NULL;
         json_t *rc = NULL;
 
@@ -289,6 +289,9 @@ void kubelet_sync_build_context(const struct pod_sync *s, struct kc_build_contex
                 .static_pod = s->pod && pod_config_is_static(s->pod),
                 .seccomp_default = s->k->opts->seccomp_default,
                 .runtime_supports_rro = node_runtime_features_rro(kubelet_runtime_features(s->k),
-                                                                  known_runtime_handler(s)),
+                                                                  kubelet_sync_known_runtime_handler(s)),
+                .userns = s->userns,
+                .userns_host_id = s->userns_host_id,
+                .userns_length = s->userns_length,
         };
 }

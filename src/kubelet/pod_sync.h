@@ -63,7 +63,9 @@ struct pod_sync {
         bool waiting_volumes;
 
         /* sandbox: where the containers go */
-        char *cgroup_parent;             /* the pod cgroup (src/cm), NULL without --cgroups-per-qos */
+        char *cgroup_parent; /* the pod cgroup (src/cm), NULL without --cgroups-per-qos */
+        bool userns;         /* hostUsers false: its user namespace's range (kubelet/userns.h) */
+        uint32_t userns_host_id, userns_length;
         bool cgroup_failed;              /* the pod cgroup could not be made: no sandbox */
         struct slot_ticket sandbox_slot; /* its turn among the sandbox creations (k->sandbox_slots) */
         Runtime__V1__PodSandboxConfig *sandbox_config;
@@ -133,6 +135,8 @@ void kubelet_sync_fanout_sent(struct pod_sync *s, const char *what, int r);
 const char *kubelet_sync_pod_desc(const struct pod_sync *s); /* "namespace/name", or the UID */
 const char *kubelet_sync_hook_desc(struct pod_sync *s);      /* format.Pod: "name_namespace(uid)" */
 void kubelet_sync_build_context(const struct pod_sync *s, struct kc_build_context *ret);
+/* the handler of the pod's RuntimeClass as far as it is known, else "" */
+const char *kubelet_sync_known_runtime_handler(const struct pod_sync *s);
 /* The container of the desired spec with this name (regular, then init), or NULL. */
 const struct container *kubelet_sync_spec_container(const struct pod_sync *s, const char *name);
 

@@ -198,21 +198,6 @@ static void on_sandbox_turn(void *userdata, int r) {
                 kubelet_pod_sync_finish(s);
                 return;
         }
-        /* getOrCreateUserNamespaceMappings: containerd 1.6 does not say its handlers support user namespaces (CRI
-         * Status runtime_handlers), so a pod asking for one is not run without it */
-        if (s->pod->spec.has_host_users && !s->pod->spec.host_users) {
-                log_error("pod %s: Failed to create sandbox for pod: RuntimeClass handler \"%s\" does not support user "
-                          "namespaces",
-                          kubelet_sync_pod_desc(s), handler);
-                kubelet_worker_event(s->w, NULL, "Warning", "FailedCreatePodSandBox",
-                                     "Failed to create pod sandbox: RuntimeClass handler \"%s\" does not support user "
-                                     "namespaces",
-                                     handler);
-                s->error = true;
-                slots_release(s->k->sandbox_slots, &s->sandbox_slot);
-                kubelet_pod_sync_finish(s);
-                return;
-        }
         if (!isempty(handler))
                 log_v(2, "Running pod with runtime handler: pod=\"%s\" runtimeHandler=\"%s\"", kubelet_sync_pod_desc(s),
                       handler);
@@ -232,10 +217,73 @@ static void on_sandbox_turn(void *userdata, int r) {
         kubelet_sync_fanout_end(s);
 }
 
+/* GetOrCreateUserNamespaceMappings for a hostUsers:false pod: its handler must support user namespaces (the
+ * runtime's Status), then its range (kubelet/userns.h). 0, or a negative errno and the message. */
+static int pod_userns(struct pod_sync *s, char **ret_message) {
+        const struct node_runtime_features *f = kubelet_runtime_features(s->k);
+        const char *handler = kubelet_sync_known_runtime_handler(s);
+        _cleanup_ck_error_ struct ck_error *err = NULL;
+        bool known = false, supported = false;
+        int r;
+
+        s->userns = false;
+        if (!s->pod->spec.has_host_users || s->pod->spec.host_users)
+                return 0;
+        for (size_t i = 0; f && i < f->n_handlers; i++)
+                if (streq(f->handlers[i].name, handler)) {
+                        known = true;
+                        supported = f->handlers[i].user_namespaces;
+                }
+        if (!supported) {
+                /* HandlerSupportsUserNamespaces: a runtime that lists no handler is old; one that lists others does
+                 * not know this one */
+                _cleanup_free_ char *q = go_quote(handler), *msg = NULL;
+                if (!q)
+                        return -ENOMEM;
+                if (isempty(handler))
+                        msg = strdup("can't set `spec.hostUsers: false`, runtime does not support user namespaces");
+                else if (asprintf(&msg,
+                                  "can't set `spec.hostUsers: false`, RuntimeClass handler %s does not support user "
+                                  "namespaces",
+                                  q) < 0)
+                        msg = NULL;
+                if (!msg)
+                        return -ENOMEM;
+                if (!known && f && f->n_handlers > 0) {
+                        char *m2 = NULL;
+                        if (asprintf(&m2, "%s: the handler %s is not known", msg, q) < 0)
+                                return -ENOMEM;
+                        free_and_replace(msg, m2);
+                }
+                *ret_message = TAKE_PTR(msg);
+                return -EOPNOTSUPP;
+        }
+        r = userns_get_or_create(s->k->userns, s->w->uid, &s->userns_host_id, &s->userns_length, &err);
+        if (r < 0) {
+                *ret_message = strdup(err ? ck_error_message(err) : strerror(-r));
+                return *ret_message ? r : -ENOMEM;
+        }
+        s->userns = true;
+        return 0;
+}
+
 void kubelet_sync_sandbox(struct pod_sync *s) {
         struct kc_build_context ctx;
         struct kc_build_report report = {};
+        _cleanup_free_ char *userns_error = NULL;
         int r;
+
+        r = pod_userns(s, &userns_error);
+        if (r < 0) {
+                log_error("pod %s: Failed to create sandbox for pod: %s", kubelet_sync_pod_desc(s),
+                          strna(userns_error));
+                if (s->actions.create_sandbox)
+                        kubelet_worker_event(s->w, NULL, "Warning", "FailedCreatePodSandBox",
+                                             "Failed to create pod sandbox: %s", strna(userns_error));
+                s->error = true;
+                kubelet_pod_sync_finish(s);
+                return;
+        }
 
         r = cm_pod_cgroup_parent(s->k->cm, s->pod, &s->cgroup_parent);
         if (r < 0) {

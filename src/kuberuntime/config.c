@@ -166,8 +166,45 @@ static Runtime__V1__Protocol protocol_to_cri(const char *p) {
 
 /* namespacesForPod: the pid namespace is the node's (hostPID), the pod's (shareProcessNamespace) or the
  * container's own; an ephemeral container with a target joins the target's (NamespaceMode TARGET) */
-static int namespace_options(const struct pod *pod, const char *target_id, Runtime__V1__NamespaceOption **ret) {
+/* the user namespace (GetOrCreateUserNamespaceMappings): the pod's own with its range (hostUsers false), else the
+ * node's, said explicitly as upstream does with the feature on */
+static int userns_options(const struct kc_build_context *ctx, Runtime__V1__UserNamespace **ret) {
+        Runtime__V1__UserNamespace *u = calloc(1, sizeof(*u));
+
+        if (!u)
+                return -ENOMEM;
+        *u = (Runtime__V1__UserNamespace) RUNTIME__V1__USER_NAMESPACE__INIT;
+        *ret = u;
+        u->mode = RUNTIME__V1__NAMESPACE_MODE__NODE;
+        if (!ctx || !ctx->userns)
+                return 0;
+        u->mode = RUNTIME__V1__NAMESPACE_MODE__POD;
+        u->uids = calloc(1, sizeof(*u->uids));
+        u->gids = calloc(1, sizeof(*u->gids));
+        if (!u->uids || !u->gids)
+                return -ENOMEM;
+        u->n_uids = u->n_gids = 1;
+        for (int i = 0; i < 2; i++) {
+                Runtime__V1__IDMapping *m = malloc(sizeof(*m));
+                if (!m)
+                        return -ENOMEM;
+                *m = (Runtime__V1__IDMapping) RUNTIME__V1__IDMAPPING__INIT;
+                m->host_id = ctx->userns_host_id;
+                m->container_id = 0;
+                m->length = ctx->userns_length;
+                if (i == 0)
+                        u->uids[0] = m;
+                else
+                        u->gids[0] = m;
+        }
+        return 0;
+}
+
+static int namespace_options(const struct pod *pod, const char *target_id, const struct kc_build_context *ctx,
+                             Runtime__V1__NamespaceOption **ret) {
         Runtime__V1__NamespaceOption *o = malloc(sizeof(*o));
+        int r;
+
         if (!o)
                 return -ENOMEM;
         *o = (Runtime__V1__NamespaceOption) RUNTIME__V1__NAMESPACE_OPTION__INIT;
@@ -177,6 +214,9 @@ static int namespace_options(const struct pod *pod, const char *target_id, Runti
                  : pod->spec.share_process_namespace ? RUNTIME__V1__NAMESPACE_MODE__POD
                                                      : RUNTIME__V1__NAMESPACE_MODE__CONTAINER;
         *ret = o;
+        r = userns_options(ctx, &o->userns_options);
+        if (r < 0)
+                return r;
         if (!isempty(target_id) && o->pid == RUNTIME__V1__NAMESPACE_MODE__CONTAINER) {
                 o->pid = RUNTIME__V1__NAMESPACE_MODE__TARGET;
                 o->target_id = strdup(target_id);
@@ -291,7 +331,7 @@ int kr_build_sandbox_config(const struct pod *pod, uint32_t attempt, const struc
         if (!sc)
                 return -ENOMEM;
         *sc = (Runtime__V1__LinuxSandboxSecurityContext) RUNTIME__V1__LINUX_SANDBOX_SECURITY_CONTEXT__INIT;
-        r = namespace_options(pod, NULL, &sc->namespace_options);
+        r = namespace_options(pod, NULL, ctx, &sc->namespace_options);
         if (r >= 0)
                 r = kr_sandbox_security_context(pod, ctx, lx);
         if (r < 0)
@@ -401,7 +441,7 @@ int kr_build_container_config(const struct pod *pod, const struct container *c, 
         if (!sc)
                 return -ENOMEM;
         *sc = (Runtime__V1__LinuxContainerSecurityContext) RUNTIME__V1__LINUX_CONTAINER_SECURITY_CONTEXT__INIT;
-        r = namespace_options(pod, ctx->target_id, &sc->namespace_options);
+        r = namespace_options(pod, ctx->target_id, ctx, &sc->namespace_options);
         if (r >= 0)
                 r = kr_container_security_context(pod, c, ctx, sc);
         if (r >= 0) {

@@ -235,8 +235,8 @@ def test_fields_not_acted_on_are_said_or_refused(kubelet_factory, runtime):
     assert k.log().count("fields that are not acted on") == 1
     # a user namespace the runtime cannot give: refused as upstream does, not run without it
     userns = write_pod(k, "userns", {"hostUsers": False, "containers": [ctr("a", SLEEPER)]})
-    k.wait_log(r'pod default/userns-testnode: Failed to create sandbox for pod: RuntimeClass handler "" does not '
-               r'support user namespaces', 30)
+    k.wait_log(r'pod default/userns-testnode: Failed to create sandbox for pod: can\'t set `spec.hostUsers: false`, '
+               r'runtime does not support user namespaces', 30)
     # another OS: refused at admission
     k.write("win.yaml", json.dumps({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "win"},
                                     "spec": {"os": {"name": "windows"}, "containers": [ctr("a", SLEEPER)]}}))

@@ -145,3 +145,59 @@ spec:
   - {{name: c, image: {BUSYBOX}, command: ["sh", "-c", "{SLEEP}"]}}
 """)
     wait_for(lambda: runtime.running(f"p-{NODE}", "c"), 60, msg="the pod runs")
+
+
+def userns_pod(name):
+    return f"""\
+apiVersion: v1
+kind: Pod
+metadata: {{name: {name}}}
+spec:
+  hostUsers: false
+  containers:
+  - name: c
+    image: {BUSYBOX}
+    command: ["sh", "-c", "cat /proc/self/uid_map /proc/self/gid_map; id -u; echo END; {SLEEP}"]
+"""
+
+
+def host_range(out):
+    """(inside, host, length) of the first uid_map line, and the same of the gid_map's."""
+    lines = [l.split() for l in out.splitlines() if len(l.split()) == 3]
+    return tuple(map(int, lines[0])), tuple(map(int, lines[1]))
+
+
+def test_user_namespaces(kubelet_factory, runtime):
+    """hostUsers: false (UserNamespacesSupport): on a runtime whose handler supports user namespaces, each pod gets
+    its own 65536 host IDs mapped to 0..65535 inside (root inside, an unprivileged ID outside), kept across a kill -9
+    of ckubelet (a new pod after the restart never gets a range in use); elsewhere it is refused as upstream."""
+    k, api = start(kubelet_factory)
+    k.write("u1.yaml", userns_pod("u1"))
+    if containerd_major() < 2:
+        k.wait_log(r"pod default/u1-" + NODE + r": Failed to create sandbox for pod: can't set `spec.hostUsers: "
+                   r"false`, runtime does not support user namespaces", 30)
+        assert not runtime.pods_named(f"u1-{NODE}")
+        return
+    k.write("u2.yaml", userns_pod("u2"))
+    ranges = {}
+    for name in ("u1", "u2"):
+        out = output(k, runtime, f"{name}-{NODE}", "c")
+        uid_map, gid_map = host_range(out)
+        assert uid_map == gid_map and uid_map[0] == 0 and uid_map[2] == 65536, out
+        assert uid_map[1] >= 65536 and uid_map[1] % 65536 == 0, out
+        assert out.splitlines()[2] == "0", out  # root inside
+        [c] = runtime.running(f"{name}-{NODE}", "c")
+        with open(f"/proc/{runtime.container_pid(c['id'])}/status") as f:
+            uid_line = next(l for l in f if l.startswith("Uid:"))
+        assert int(uid_line.split()[1]) == uid_map[1], uid_line  # an unprivileged ID outside
+        ranges[name] = (uid_map[1], c["id"])
+    assert ranges["u1"][0] != ranges["u2"][0]
+    # kept in the pod directory; a kill -9 and a restart adopt the pods and keep their ranges taken
+    k.kill9()
+    k.start()
+    wait_for(lambda: k.log().count("runtime listed") >= 2, 30, msg="the restarted kubelet listed the runtime")
+    k.write("u3.yaml", userns_pod("u3"))
+    u3, _ = host_range(output(k, runtime, f"u3-{NODE}", "c"))
+    assert u3[1] not in (ranges["u1"][0], ranges["u2"][0])
+    for name in ("u1", "u2"):
+        assert [c["id"] for c in runtime.running(f"{name}-{NODE}", "c")] == [ranges[name][1]], f"{name} restarted"

@@ -491,6 +491,53 @@ static void test_namespaces_and_hostname(void **state) {
         pod_free(p);
 }
 
+/* user namespaces: the node's, said as NODE, for every pod; a hostUsers:false pod's own range (UIDs and GIDs) in the
+ * sandbox and its containers; procMount Unmasked is valid only then, and drops the masked and read-only paths */
+static void test_user_namespaces(void **state) {
+        struct kc_build_context ctx = { .root_dir = "/var/lib/ck", .pod_logs_dir = "/tmp" };
+        Runtime__V1__PodSandboxConfig *sb = NULL;
+        Runtime__V1__ContainerConfig *cc = NULL;
+        const Runtime__V1__UserNamespace *u;
+        struct pod *p = parse_spec("  containers: [{name: a, image: busybox}]\n");
+        struct field_errors errs = {};
+
+        assert_int_equal(kr_build_sandbox_config(p, 0, &ctx, &sb), 0);
+        u = sb->linux->security_context->namespace_options->userns_options;
+        assert_non_null(u);
+        assert_int_equal(u->mode, RUNTIME__V1__NAMESPACE_MODE__NODE);
+        assert_int_equal(u->n_uids, 0);
+        pb_free(sb);
+        pod_free(p);
+
+        p = parse_spec("  hostUsers: false\n"
+                       "  containers: [{name: a, image: busybox, securityContext: {procMount: Unmasked}}]\n");
+        assert_int_equal(pod_validate(p, &errs), 0);
+        ctx.userns = true;
+        ctx.userns_host_id = 131072;
+        ctx.userns_length = 65536;
+        assert_int_equal(kr_build_sandbox_config(p, 0, &ctx, &sb), 0);
+        assert_int_equal(kr_build_container_config(p, &p->spec.containers[0], 0, "sha256:x", &ctx, &cc), 0);
+        for (int i = 0; i < 2; i++) {
+                u = i == 0 ? sb->linux->security_context->namespace_options->userns_options
+                           : cc->linux->security_context->namespace_options->userns_options;
+                assert_int_equal(u->mode, RUNTIME__V1__NAMESPACE_MODE__POD);
+                assert_int_equal(u->n_uids, 1);
+                assert_int_equal(u->n_gids, 1);
+                assert_int_equal(u->uids[0]->host_id, 131072);
+                assert_int_equal(u->uids[0]->container_id, 0);
+                assert_int_equal(u->uids[0]->length, 65536);
+                assert_int_equal(u->gids[0]->host_id, 131072);
+                assert_int_equal(u->gids[0]->length, 65536);
+        }
+        assert_int_equal(cc->linux->security_context->n_masked_paths, 0); /* Unmasked */
+        pb_free(sb);
+        pb_free(cc);
+        pod_free(p);
+        /* Unmasked without a user namespace */
+        expect_invalid("{" CTR_SC("{\"procMount\":\"Unmasked\"}") "}", "spec.containers[0].securityContext.procMount",
+                       "Invalid value: \"Unmasked\": `hostUsers` must be false to use `Unmasked`");
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_apparmor),
@@ -498,6 +545,7 @@ int main(void) {
                 cmocka_unit_test(test_namespaces_and_hostname),
                 cmocka_unit_test(test_container_mapping),
                 cmocka_unit_test(test_sandbox_mapping),
+                cmocka_unit_test(test_user_namespaces),
                 cmocka_unit_test(test_image_user_and_non_root),
                 cmocka_unit_test(test_sysctls),
                 cmocka_unit_test(test_validate),
