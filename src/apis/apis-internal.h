@@ -130,6 +130,7 @@ int pod_default_container_lifecycle(struct container *c); /* SetDefaults_HTTPGet
 /* pod_env.c */
 void val_env_value_from(struct vctx *c, const struct env_var *ev, const char *vpath);
 void val_env_from(struct vctx *c, const struct container *ctr, const char *cpath);
+void val_file_key_ref_volumes(struct vctx *c, const struct pod *p); /* validateFileKeyRefVolumes */
 /* pod_security.c */
 void val_container_security_context(struct vctx *c, const struct container *ctr, const char *cpath);
 void val_pod_security_context(struct vctx *c, const struct pod_spec *s);

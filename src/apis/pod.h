@@ -75,11 +75,19 @@ struct key_selector { /* configMapKeyRef, secretKeyRef */
         bool optional;
 };
 
+struct file_key_selector { /* fileKeyRef (EnvFiles): a key of an env file in an emptyDir of the pod */
+        char *volume_name;
+        char *path; /* inside the volume */
+        char *key;
+        bool optional;
+};
+
 struct env_var_source {
         struct object_field_selector *field_ref;
         struct resource_field_selector *resource_field_ref;
         struct key_selector *config_map_key_ref;
         struct key_selector *secret_key_ref;
+        struct file_key_selector *file_key_ref;
 };
 
 struct env_var {

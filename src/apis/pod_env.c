@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Decoding and validation of a container's environment sources: env[].valueFrom (fieldRef, resourceFieldRef,
- * configMapKeyRef, secretKeyRef) and envFrom[] (k8s.io/api/core/v1 EnvVarSource, EnvFromSource), with the
+ * configMapKeyRef, secretKeyRef, fileKeyRef) and envFrom[] (k8s.io/api/core/v1 EnvVarSource, EnvFromSource), with the
  * apiserver's wording (pkg/apis/core/validation validateEnvVarValueFrom, ValidateEnvFrom). */
 
 #include <string.h>
 
 #include "apis/apis-internal.h"
 #include "apis/fieldpath.h"
+#include "apis/pod_volumes.h"
 #include "basic/string.h"
 
 /* ---------------------------------------------------------------- freeing */
@@ -42,6 +43,12 @@ void env_var_source_free(struct env_var_source *s) {
         }
         key_selector_free(s->config_map_key_ref);
         key_selector_free(s->secret_key_ref);
+        if (s->file_key_ref) {
+                free(s->file_key_ref->volume_name);
+                free(s->file_key_ref->path);
+                free(s->file_key_ref->key);
+                free(s->file_key_ref);
+        }
         free(s);
 }
 
@@ -126,6 +133,22 @@ int dec_env_var_source(struct field_errors *e, json_t *obj, const char *path, st
                 r = dec_key_selector(e, vf, p, "configMapKeyRef", &s->config_map_key_ref);
         if (r >= 0)
                 r = dec_key_selector(e, vf, p, "secretKeyRef", &s->secret_key_ref);
+        if (r >= 0)
+                r = dec_get_object(e, vf, p, "fileKeyRef", &o);
+        if (r >= 0 && o) {
+                _cleanup_free_ char *fp = path_child(p, "fileKeyRef");
+                struct file_key_selector *fk;
+                fk = s->file_key_ref = calloc(1, sizeof(*fk));
+                if (!fp || !fk)
+                        return -ENOMEM;
+                r = dec_get_string(e, o, fp, "volumeName", &fk->volume_name);
+                if (r >= 0)
+                        r = dec_get_string(e, o, fp, "path", &fk->path);
+                if (r >= 0)
+                        r = dec_get_string(e, o, fp, "key", &fk->key);
+                if (r >= 0)
+                        r = dec_get_bool(e, o, fp, "optional", &fk->optional);
+        }
         return r;
 }
 
@@ -354,7 +377,40 @@ static void validate_key_selector(struct vctx *c, const struct key_selector *k, 
                 validate_config_map_key(c, kp, k->key);
 }
 
-/* validateEnvVarValueFrom */
+/* validatePathNoBacksteps: no ".." component ("/" separated) */
+static bool path_has_backstep(const char *path) {
+        for (const char *p = path; p;) {
+                const char *slash = strchr(p, '/');
+                size_t l = slash ? (size_t) (slash - p) : strlen(p);
+                if (l == 2 && p[0] == '.' && p[1] == '.')
+                        return true;
+                p = slash ? slash + 1 : NULL;
+        }
+        return false;
+}
+
+/* validateFileKeySelector: key, volumeName, path, in upstream's order */
+static void validate_file_key_selector(struct vctx *c, const struct file_key_selector *f, const char *fpath) {
+        _cleanup_free_ char *kp = val_child(c, fpath, "key"), *vp = val_child(c, fpath, "volumeName"),
+                            *pp = val_child(c, fpath, "path");
+
+        if (!kp || !vp || !pp)
+                return;
+        if (isempty(f->key))
+                val_required(c, kp, NULL);
+        else
+                val_check_name(c, kp, f->key, check_relaxed_env_var_name);
+        if (isempty(f->volume_name))
+                val_required(c, vp, NULL);
+        else
+                val_check_name(c, vp, f->volume_name, check_dns1123_label);
+        if (isempty(f->path))
+                val_required(c, pp, NULL);
+        else if (path_has_backstep(f->path))
+                val_invalid_str(c, pp, f->path, "must not contain '..'");
+}
+
+/* validateEnvVarValueFrom (with AllowEnvFilesValidation: the EnvFiles gate is on by default since v1.35) */
 void val_env_value_from(struct vctx *c, const struct env_var *ev, const char *vpath) {
         const struct env_var_source *s = ev->value_from;
         size_t n = 0;
@@ -385,14 +441,54 @@ void val_env_value_from(struct vctx *c, const struct env_var *ev, const char *vp
                 if (p)
                         validate_key_selector(c, s->secret_key_ref, p);
         }
+        if (s->file_key_ref) {
+                _cleanup_free_ char *p = val_child(c, vpath, "fileKeyRef");
+                n++;
+                if (p)
+                        validate_file_key_selector(c, s->file_key_ref, p);
+        }
         if (n == 0)
-                val_invalid_str(
-                        c, vpath, "",
-                        "must specify one of: `fieldRef`, `resourceFieldRef`, `configMapKeyRef` or `secretKeyRef`");
+                val_invalid_str(c, vpath, "",
+                                "must specify one of: `fieldRef`, `resourceFieldRef`, `configMapKeyRef`, "
+                                "`secretKeyRef` or `fileKeyRef`");
         else if (!isempty(ev->value))
                 val_invalid_str(c, vpath, "", "may not be specified when `value` is not empty");
         else if (n > 1)
                 val_invalid_str(c, vpath, "", "may not have more than one field specified at a time");
+}
+
+/* validateFileKeyRefVolumes: the volume a fileKeyRef names is an emptyDir of the pod (init, regular, then ephemeral
+ * containers, as VisitContainersWithPath) */
+static void val_file_key_ref_volumes_of(struct vctx *c, const struct pod *p, const struct container *ctrs, size_t n,
+                                        const char *lpath) {
+        for (size_t i = 0; i < n; i++)
+                for (size_t j = 0; j < ctrs[i].n_env; j++) {
+                        const struct env_var_source *vf = ctrs[i].env[j].value_from;
+                        const struct volume *v;
+                        _cleanup_free_ char *path = NULL;
+
+                        if (!vf || !vf->file_key_ref)
+                                continue;
+                        if (asprintf(&path, "%s[%zu].env[%zu].valueFrom.fileKeyRef.volumeName", lpath, i, j) < 0) {
+                                path = NULL;
+                                CHECK_OOM(c, -ENOMEM);
+                                return;
+                        }
+                        v = pod_volume_find(p, strempty(vf->file_key_ref->volume_name));
+                        if (!v) {
+                                _cleanup_free_ char *q = go_quote(strempty(vf->file_key_ref->volume_name));
+                                CHECK_OOM(c, q ? field_errors_add(c->errs, path, "Not found: %s", q) : -ENOMEM);
+                        } else if (v->type != VOLUME_EMPTY_DIR)
+                                val_invalid_str(c, path, vf->file_key_ref->volume_name,
+                                                "referenced volume must be of type emptyDir");
+                }
+}
+
+void val_file_key_ref_volumes(struct vctx *c, const struct pod *p) {
+        val_file_key_ref_volumes_of(c, p, p->spec.init_containers, p->spec.n_init_containers, "spec.initContainers");
+        val_file_key_ref_volumes_of(c, p, p->spec.containers, p->spec.n_containers, "spec.containers");
+        val_file_key_ref_volumes_of(c, p, p->spec.ephemeral_containers, p->spec.n_ephemeral_containers,
+                                    "spec.ephemeralContainers");
 }
 
 static void validate_env_ref(struct vctx *c, const struct env_ref *ref, const char *rpath) {

@@ -866,6 +866,7 @@ static void validate_spec(struct vctx *c, const struct pod *p) {
                 CHECK_OOM(c, field_errors_add(c->errs, "spec.securityContext.shareProcessNamespace",
                                               "Invalid value: true: ShareProcessNamespace and HostPID cannot both be "
                                               "enabled"));
+        val_file_key_ref_volumes(c, p);
 }
 
 int pod_validate(const struct pod *p, struct field_errors *errs) {

@@ -23,6 +23,14 @@ struct kc_build_report {
 void kc_build_report_done(struct kc_build_report *r);                                          /* accepts NULL */
 int kc_build_report_event(struct kc_build_report *r, const char *reason, const char *message); /* r may be NULL */
 
+/* The value of one env[].valueFrom.fileKeyRef, read and parsed on a worker before the build (kuberuntime/envfile.h) */
+struct kc_env_file_value {
+        bool resolved; /* the worker went through it */
+        int r;         /* 1: value; 0: the key is absent (or its value empty); negative: the file could not be used */
+        char *value;
+        char *message; /* r <= 0: the CreateContainerConfigError message upstream gives (unless optional, for 0) */
+};
+
 /* What the builders need beyond the pod spec, gathered by the sync pass (kubelet/pod_sync.c). Any
  * field may be unset (NULL / 0) when the sync does not know it yet. */
 struct kc_build_context {
@@ -60,6 +68,10 @@ struct kc_build_context {
          * worker beforehand: building the config never touches a volume's contents */
         char *const *subpath_targets;
         size_t n_subpath_targets;
+        /* the container's env[].valueFrom.fileKeyRef values, by env index (unresolved where none), read on a worker
+         * beforehand: building the environment never reads a pod-writable file */
+        const struct kc_env_file_value *env_files;
+        size_t n_env_files;
 };
 
 /* The node's allocatable for resourceFieldRefs of limits a container does not set: ctx's when known, else the

@@ -10,8 +10,9 @@
  *               (k->image_puller, src/basic/slots.c: serializeImagePulls, maxParallelImagePulls) and holds its slot through all
  *               its credentials; a pod no longer desired (or being deleted) while it waits leaves the queue and
  *               the pass ends (kubelet_sync_start_withdraw)
- *   create      the device plugins' options (src/cm/devicemanager, for a container with devices), the container
- *               config (kr_build_container_config) and CreateContainer
+ *   create      the files of its env[].valueFrom.fileKeyRef read and its subPath mounts bound (on the volume
+ *               contents pool), the device plugins' options (src/cm/devicemanager, for a container with devices),
+ *               the container config (kr_build_container_config) and CreateContainer
  *   start       StartContainer, then the postStart hook; a failed hook kills the container (sync_kill.c)
  *
  * The state of the container being started is its step (struct start_step), freed when it ends. A failure is
@@ -31,6 +32,7 @@
 #include "basic/time.h"
 #include "basic/workpool.h"
 #include "kubelet/hooks.h"
+#include "kuberuntime/envfile.h"
 #include "volumes/subpath.h"
 #include "volumes/volumes.h"
 
@@ -58,6 +60,11 @@ struct start_step {
         bool subpaths_ready;
         char **subpath_targets; /* by volumeMount index, NULL where none */
         size_t n_subpath_targets;
+        /* its env[].valueFrom.fileKeyRef files, read on the volume contents pool before the config is built */
+        struct env_file_job *env_file_job; /* in flight */
+        bool env_files_ready;
+        struct kc_env_file_value *env_files; /* by env index */
+        size_t n_env_files;
 };
 
 /* the subPath binds of one container, on a worker: owns its copies (a job past its deadline may outlive the step) */
@@ -67,6 +74,13 @@ struct subpath_job {
         size_t n_reqs;
         char *error; /* why one failed */
         size_t failed_idx;
+};
+
+/* the env files of one container, on a worker: owns its copies (a job past its deadline may outlive the step) */
+struct env_file_job {
+        struct pod_sync *s; /* NULL once the step is gone */
+        struct kr_env_file_req *reqs;
+        size_t n_reqs;
 };
 
 static void step_done(struct pod_sync *s);
@@ -96,6 +110,13 @@ void kubelet_sync_start_step_free(struct pod_sync *s) {
         for (size_t i = 0; i < st->n_subpath_targets; i++)
                 free(st->subpath_targets[i]);
         free(st->subpath_targets);
+        if (st->env_file_job)
+                st->env_file_job->s = NULL; /* freed by env_file_job_free when its work is over */
+        for (size_t i = 0; i < st->n_env_files; i++) {
+                free(st->env_files[i].value);
+                free(st->env_files[i].message);
+        }
+        free(st->env_files);
         free(st);
 }
 
@@ -726,6 +747,8 @@ static void create_container_with(struct pod_sync *s, const struct dm_run_option
         ctx.report = &report;
         ctx.subpath_targets = st->subpath_targets;
         ctx.n_subpath_targets = st->n_subpath_targets;
+        ctx.env_files = st->env_files;
+        ctx.n_env_files = st->n_env_files;
         r = kr_build_container_config(s->pod, c, restart_count, st->image_ref, &ctx, &cfg);
         for (size_t i = 0; report.event_reasons && report.event_reasons[i]; i++)
                 kubelet_worker_event(s->w, NULL, "Warning", report.event_reasons[i], "%s", report.event_messages[i]);
@@ -906,10 +929,120 @@ static bool prepare_subpaths(struct pod_sync *s) {
         return true;
 }
 
+static int env_file_work(void *userdata) {
+        struct env_file_job *j = userdata;
+
+        for (size_t i = 0; i < j->n_reqs; i++)
+                kr_env_file_resolve(&j->reqs[i]);
+        return 0;
+}
+
+static void env_file_job_free(void *userdata) {
+        struct env_file_job *j = userdata;
+
+        kr_env_file_reqs_free(j->reqs, j->n_reqs);
+        free(j);
+}
+
+static void env_file_done(int r, void *userdata) {
+        struct env_file_job *j = userdata;
+        struct pod_sync *s = j->s;
+        struct start_step *st;
+        const struct container *c;
+
+        if (!s)
+                return; /* the step went meanwhile */
+        st = s->start;
+        c = st->c;
+        st->env_file_job = NULL;
+        j->s = NULL;
+        if (r == -ECANCELED) {
+                step_done(s); /* the kubelet is stopping */
+                return;
+        }
+        if (r < 0) {
+                _cleanup_free_ char *msg = NULL;
+                if (r == -ETIMEDOUT &&
+                    asprintf(&msg,
+                             "reading the environment files of container %s did not finish within %u s (a volume "
+                             "that does not answer?)",
+                             c->name, (unsigned) (KUBELET_VOLUME_CONTENTS_TIMEOUT_USEC / USEC_PER_SEC)) < 0)
+                        msg = NULL;
+                config_error(s, msg ? msg : "cannot read the environment files");
+                return;
+        }
+        st->env_files = calloc(c->n_env, sizeof(*st->env_files));
+        if (!st->env_files) {
+                kubelet_sync_call_failed(s, "reading the environment files", -ENOMEM);
+                step_done(s);
+                return;
+        }
+        st->n_env_files = c->n_env;
+        for (size_t i = 0; i < j->n_reqs; i++) {
+                struct kr_env_file_req *q = &j->reqs[i];
+                /* upstream logs ParseEnv's error ("Failed to parse env file") and reports a generic message */
+                if (q->detail)
+                        log_error("pod %s: container %s: Failed to parse env file: %s", kubelet_sync_pod_desc(s),
+                                  c->name, q->detail);
+                if (q->env_idx < st->n_env_files) {
+                        st->env_files[q->env_idx] = q->result;
+                        q->result = (struct kc_env_file_value) {};
+                }
+        }
+        st->env_files_ready = true;
+        create_container(s);
+}
+
+/* Read the files of the container's fileKeyRefs on the volume contents pool (they are the pod's, in a volume it
+ * writes): false when there are none and the config can be built now. */
+static bool prepare_env_files(struct pod_sync *s) {
+        struct start_step *st = s->start;
+        struct kc_build_context ctx;
+        struct env_file_job *j;
+        int r;
+
+        if (st->env_files_ready)
+                return false;
+        kubelet_sync_build_context(s, &ctx);
+        j = calloc(1, sizeof(*j));
+        if (!j) {
+                kubelet_sync_call_failed(s, "reading the environment files", -ENOMEM);
+                step_done(s);
+                return true;
+        }
+        r = kr_env_file_requests(s->pod, st->c, ctx.root_dir, &j->reqs, &j->n_reqs);
+        if (r < 0 || j->n_reqs == 0) {
+                env_file_job_free(j);
+                if (r < 0) {
+                        kubelet_sync_call_failed(s, "reading the environment files", r);
+                        step_done(s);
+                        return true;
+                }
+                st->env_files_ready = true;
+                return false;
+        }
+        j->s = s;
+        /* keyed by pod: one pod's stalled volume holds one thread, never the other pods' containers */
+        r = workpool_submit_full(s->k->pool_contents, s->w->uid, KUBELET_VOLUME_CONTENTS_TIMEOUT_USEC, env_file_work,
+                                 env_file_done, env_file_job_free, j);
+        if (r < 0) {
+                env_file_job_free(j);
+                kubelet_sync_call_failed(s, "reading the environment files", r);
+                step_done(s);
+                return true;
+        }
+        st->env_file_job = j;
+        s->did_work = true;
+        return true;
+}
+
 static void create_container(struct pod_sync *s) {
         struct start_step *st = s->start;
         int r;
 
+        /* the environment before the mounts, as GenerateRunContainerOptions */
+        if (prepare_env_files(s))
+                return; /* create_container again once they are read */
         if (prepare_subpaths(s))
                 return; /* create_container again once they are bound */
         if (!s->k->devices || !dm_pod_uses_devices(s->k->devices, s->pod)) {

@@ -484,6 +484,23 @@ static int key_ref_value(const struct pod *pod, enum source_kind kind, const str
                             kind == SOURCE_SECRET ? "Secret" : "ConfigMap", pod->namespace_, k->name);
 }
 
+/* a fileKeyRef: its value read on a worker beforehand (kuberuntime/envfile.h). 1 value, 0 absent and optional (skip),
+ * negative on error (reported with upstream's message) */
+static int file_key_value(const struct file_key_selector *f, size_t idx, const struct kc_build_context *ctx,
+                          char **ret) {
+        const struct kc_env_file_value *v = ctx->env_files && idx < ctx->n_env_files ? &ctx->env_files[idx] : NULL;
+
+        if (!v || !v->resolved)
+                return report_error(ctx, -EAGAIN, "the file of the fileKeyRef of env[%zu] has not been read", idx);
+        if (v->r > 0) {
+                *ret = strdup(strempty(v->value));
+                return *ret ? 1 : -ENOMEM;
+        }
+        if (v->r == 0 && f->optional)
+                return 0;
+        return report_error(ctx, v->r == 0 ? -ENOENT : v->r, "%s", strna(v->message));
+}
+
 int kr_make_environment(const struct pod *pod, const struct container *c, const struct kc_build_context *ctx,
                         struct strmap *ret) {
         _cleanup_(strmap_done) struct strmap services = {};
@@ -512,6 +529,10 @@ int kr_make_environment(const struct pod *pod, const struct container *c, const 
                         r = key_ref_value(pod, SOURCE_SECRET, vf->secret_key_ref, ctx, &value);
                         if (r == 0)
                                 continue;
+                } else if (vf && vf->file_key_ref) {
+                        r = file_key_value(vf->file_key_ref, i, ctx, &value);
+                        if (r == 0)
+                                continue; /* optional and the key absent */
                 }
                 if (r == -E2BIG)
                         report_error(ctx, r, "the value of environment variable %s is longer than %d bytes", ev->name,

@@ -25,7 +25,8 @@ int kr_service_env(const json_t *master, const json_t *ns_services, const char *
 /* The container's environment in order: envFrom (ConfigMap/Secret keys, with their prefix; keys that are not
  * valid variable names are skipped and reported in ctx->report as an InvalidEnvironmentVariableNames event),
  * then env (values expanded against the variables defined so far, then the service variables; valueFrom
- * resolved), then the service variables it does not define (kr_service_env, from ctx->objects). On a configuration
+ * resolved; a fileKeyRef from ctx->env_files, read on a worker beforehand), then the service variables it does not
+ * define (kr_service_env, from ctx->objects). On a configuration
  * error (a required ConfigMap/Secret or key missing, an object that could not be fetched) returns a negative
  * errno and, when ctx->report is set, the message upstream gives (`configmap "x" not found`, `couldn't find
  * key k in ConfigMap ns/x`). */

@@ -1,7 +1,10 @@
 """Container environment on containerd: literal values, $(VAR) expansion (also in the command), fieldRef and
 resourceFieldRef values seen by the process, a missing ConfigMap making the container wait with
-CreateContainerConfigError (standalone: no API server, so every ConfigMap/Secret is "not found"), and
-/etc/resolv.conf for each dnsPolicy and dnsConfig."""
+CreateContainerConfigError (standalone: no API server, so every ConfigMap/Secret is "not found"),
+/etc/resolv.conf for each dnsPolicy and dnsConfig, and variables from a file an init container wrote (fileKeyRef)."""
+import json
+import os
+
 from conftest import BUSYBOX, NODE, wait_for
 from standalone import start, wait_output
 
@@ -181,3 +184,65 @@ def flow_to_block(flow):
     if cur.strip():
         out.append(cur.strip())
     return out
+
+
+def test_env_from_file_in_empty_dir(kubelet_factory, runtime):
+    """env[].valueFrom.fileKeyRef (EnvFiles, beta on since v1.35): an init container writes /data/config.env in an
+    emptyDir, the app's variables come from it (an optional key that is absent stays unset); a container whose
+    required key is absent waits with CreateContainerConfigError and upstream's message."""
+    k, api = start(kubelet_factory)
+    write = ("printf '%s\\n' \"# written by init\" \"GREETING='hello from init'\" "
+             "\"MULTI='line one\" \"line two'\" > /data/config.env")
+    k.write("fkpod.yaml", f"""\
+        apiVersion: v1
+        kind: Pod
+        metadata: {{name: fkpod}}
+        spec:
+          volumes:
+          - {{name: data, emptyDir: {{}}}}
+          initContainers:
+          - name: init
+            image: {BUSYBOX}
+            command: ["sh", "-c", {json.dumps(write)}]
+            volumeMounts: [{{name: data, mountPath: /data}}]
+          containers:
+          - name: app
+            image: {BUSYBOX}
+            command: ["sh", "-c", "echo \\"MULTI:$MULTI\\"; env | sort; echo END; {SLEEP}"]
+            env:
+            - name: GREETING
+              valueFrom: {{fileKeyRef: {{volumeName: data, path: config.env, key: GREETING}}}}
+            - name: MULTI
+              valueFrom: {{fileKeyRef: {{volumeName: data, path: /config.env, key: MULTI}}}}
+            - name: ABSENT
+              valueFrom: {{fileKeyRef: {{volumeName: data, path: config.env, key: ABSENT, optional: true}}}}
+            - {{name: COMPOSED, value: "$(GREETING)!"}}
+          - name: needs-key
+            image: {BUSYBOX}
+            command: ["sh", "-c", "{SLEEP}"]
+            env:
+            - name: NOPE
+              valueFrom: {{fileKeyRef: {{volumeName: data, path: config.env, key: NOPE}}}}
+        """)
+    pod = f"fkpod-{NODE}"
+    text = wait_output(k, runtime, pod, "app", "END")
+    env = env_of(text)
+    assert env["GREETING"] == "hello from init"
+    assert env["COMPOSED"] == "hello from init!"
+    assert "MULTI:line one\nline two" in text
+    assert "ABSENT" not in env
+
+    def waiting():
+        for p in api.json("/pods")["items"]:
+            if p["metadata"]["name"] != pod:
+                continue
+            for c in p.get("status", {}).get("containerStatuses", []):
+                w = c.get("state", {}).get("waiting")
+                if c["name"] == "needs-key" and w and w.get("reason") == "CreateContainerConfigError":
+                    return (w, p["metadata"]["uid"])
+        return None
+
+    w, uid = wait_for(waiting, 30, msg="needs-key waiting with CreateContainerConfigError")
+    path = os.path.join(k.root, "pods", uid, "volumes", "kubernetes.io~empty-dir", "data", "config.env")
+    assert w["message"] == f'environment variable key "NOPE" not found in file "{path}"'
+    assert not runtime.containers_of(pod, "needs-key")

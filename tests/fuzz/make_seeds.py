@@ -258,3 +258,11 @@ put("http_response", "chunked", b"\x03HTTP/1.1 302 Found\r\nLocation: /ok\r\nTra
 put("http_response", "close", b"\x01HTTP/1.0 500 Oops\nX: y\n\nuntil the end")
 put("http_response", "informational", b"\x85HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 204 No Content\r\n\r\n")
 put("http_response", "bad-chunk", b"\x80HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n")
+
+
+# ---- the env file of fileKeyRef: the key, a newline, then the file (written by the pod)
+put("env_file", "simple", "GREETING\n# written by init\nGREETING='hello'\nOTHER='x' # note\n")
+put("env_file", "multi", "MULTI\n  A=''\nB= 'skipped'\nMULTI='line one\nline two'\nC=after\n")
+put("env_file", "crlf", "B\r\nA='x'\r\nB='y\r\nz'\r\n")
+put("env_file", "errors", "K\nX='1'\nX = '2'\n=''\nK=\"q\"\nK='a''b'\nK='open\n")
+put("env_file", "long", "K\nK='" + "v" * 70000 + "'\n")

@@ -221,13 +221,75 @@ static void test_env(void **state) {
                 "{containers: [{name: app, image: x, env: [{name: A, value: x, valueFrom: {fieldRef: {fieldPath: metadata.name}}}]}]}",
                 "spec.containers[0].env[0].valueFrom",
                 "Invalid value: \"\": may not be specified when `value` is not empty");
-        expect_invalid(
-                META, "{containers: [{name: app, image: x, env: [{name: A, valueFrom: {}}]}]}",
-                "spec.containers[0].env[0].valueFrom",
-                "Invalid value: \"\": must specify one of: `fieldRef`, `resourceFieldRef`, `configMapKeyRef` or `secretKeyRef`");
+        expect_invalid(META, "{containers: [{name: app, image: x, env: [{name: A, valueFrom: {}}]}]}",
+                       "spec.containers[0].env[0].valueFrom",
+                       "Invalid value: \"\": must specify one of: `fieldRef`, `resourceFieldRef`, `configMapKeyRef`, "
+                       "`secretKeyRef` or `fileKeyRef`");
         expect_invalid(META,
                        "{containers: [{name: app, image: x, env: [{name: A, valueFrom: {secretKeyRef: {name: s}}}]}]}",
                        "spec.containers[0].env[0].valueFrom.secretKeyRef.key", "Required value");
+}
+
+/* env[].valueFrom.fileKeyRef (validateFileKeySelector, validateFileKeyRefVolumes) */
+#define FK_VOLS "volumes: [{name: data, emptyDir: {}}, {name: host, hostPath: {path: /tmp}}]"
+static void test_env_file_key_ref(void **state) {
+        expect_valid(META, "{" FK_VOLS ", initContainers: [{name: i, image: x, env: [{name: A, valueFrom: {fileKeyRef: "
+                           "{volumeName: data, path: config.env, key: A}}}]}], containers: [{name: app, image: x, "
+                           "env: [{name: B, valueFrom: {fileKeyRef: {volumeName: data, path: /sub/./b.env, key: "
+                           "'1.b-c', optional: true}}}]}]}");
+        expect_invalid(META,
+                       "{" FK_VOLS ", containers: [{name: app, image: x, env: [{name: A, valueFrom: {fileKeyRef: "
+                       "{volumeName: data, path: config.env}}}]}]}",
+                       "spec.containers[0].env[0].valueFrom.fileKeyRef.key", "Required value");
+        expect_invalid(META,
+                       "{" FK_VOLS ", containers: [{name: app, image: x, env: [{name: A, valueFrom: {fileKeyRef: "
+                       "{volumeName: data, path: config.env, key: 'A=B'}}}]}]}",
+                       "spec.containers[0].env[0].valueFrom.fileKeyRef.key",
+                       "Invalid value: \"A=B\": a valid environment variable name must consist only of printable "
+                       "ASCII characters other than '='");
+        expect_invalid(META,
+                       "{" FK_VOLS ", containers: [{name: app, image: x, env: [{name: A, valueFrom: {fileKeyRef: "
+                       "{path: config.env, key: A}}}]}]}",
+                       "spec.containers[0].env[0].valueFrom.fileKeyRef.volumeName", "Required value");
+        expect_invalid(META,
+                       "{" FK_VOLS ", containers: [{name: app, image: x, env: [{name: A, valueFrom: {fileKeyRef: "
+                       "{volumeName: Data_1, path: config.env, key: A}}}]}]}",
+                       "spec.containers[0].env[0].valueFrom.fileKeyRef.volumeName",
+                       "Invalid value: \"Data_1\": a lowercase RFC 1123 label must consist of");
+        expect_invalid(META,
+                       "{" FK_VOLS ", containers: [{name: app, image: x, env: [{name: A, valueFrom: {fileKeyRef: "
+                       "{volumeName: data, key: A}}}]}]}",
+                       "spec.containers[0].env[0].valueFrom.fileKeyRef.path", "Required value");
+        expect_invalid(META,
+                       "{" FK_VOLS ", containers: [{name: app, image: x, env: [{name: A, valueFrom: {fileKeyRef: "
+                       "{volumeName: data, path: a/../../b, key: A}}}]}]}",
+                       "spec.containers[0].env[0].valueFrom.fileKeyRef.path",
+                       "Invalid value: \"a/../../b\": must not contain '..'");
+        /* ".." only as a whole component */
+        expect_valid(META, "{" FK_VOLS ", containers: [{name: app, image: x, env: [{name: A, valueFrom: {fileKeyRef: "
+                           "{volumeName: data, path: a..b/..c, key: A}}}]}]}");
+        /* the volume: one of the pod's, an emptyDir */
+        expect_invalid(META,
+                       "{" FK_VOLS ", containers: [{name: app, image: x, env: [{name: A, valueFrom: {fileKeyRef: "
+                       "{volumeName: nope, path: config.env, key: A}}}]}]}",
+                       "spec.containers[0].env[0].valueFrom.fileKeyRef.volumeName", "Not found: \"nope\"");
+        expect_invalid(META,
+                       "{" FK_VOLS ", initContainers: [{name: i, image: x, env: [{name: Z, value: z}, {name: A, "
+                       "valueFrom: {fileKeyRef: {volumeName: host, path: config.env, key: A}}}]}], containers: "
+                       "[{name: app, image: x}]}",
+                       "spec.initContainers[0].env[1].valueFrom.fileKeyRef.volumeName",
+                       "Invalid value: \"host\": referenced volume must be of type emptyDir");
+        /* one source only, and no value beside it */
+        expect_invalid(META,
+                       "{" FK_VOLS ", containers: [{name: app, image: x, env: [{name: A, valueFrom: {fileKeyRef: "
+                       "{volumeName: data, path: c, key: A}, secretKeyRef: {name: s, key: k}}}]}]}",
+                       "spec.containers[0].env[0].valueFrom",
+                       "Invalid value: \"\": may not have more than one field specified at a time");
+        expect_invalid(META,
+                       "{" FK_VOLS ", containers: [{name: app, image: x, env: [{name: A, value: v, valueFrom: "
+                       "{fileKeyRef: {volumeName: data, path: c, key: A}}}]}]}",
+                       "spec.containers[0].env[0].valueFrom",
+                       "Invalid value: \"\": may not be specified when `value` is not empty");
 }
 
 static void test_resources(void **state) {
@@ -460,6 +522,7 @@ int main(void) {
                 cmocka_unit_test(test_containers),
                 cmocka_unit_test(test_ports),
                 cmocka_unit_test(test_env),
+                cmocka_unit_test(test_env_file_key_ref),
                 cmocka_unit_test(test_resources),
                 cmocka_unit_test(test_spec_fields),
                 cmocka_unit_test(test_newer_spec_fields),
