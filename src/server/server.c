@@ -17,6 +17,7 @@
 #include "basic/evbuffer.h"
 #include "basic/log.h"
 #include "basic/string.h"
+#include "features/features.h"
 #include "basic/strv.h"
 #include "server/server-internal.h"
 #include "stats/cadvisor.h"
@@ -369,11 +370,11 @@ static void api_route(struct api_request *r) {
                         return;
                 }
                 /* the zpages answer every method, as upstream's (a plain handler on the container's mux) */
-                if (streq(p, "/statusz")) {
+                if (streq(p, "/statusz") && feature_enabled(r->s->o->feature_gates, "ComponentStatusz")) {
                         api_handle_statusz(r);
                         return;
                 }
-                if (streq(p, "/flagz")) {
+                if (streq(p, "/flagz") && feature_enabled(r->s->o->feature_gates, "ComponentFlagz")) {
                         api_handle_flagz(r);
                         return;
                 }

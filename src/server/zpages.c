@@ -19,6 +19,7 @@
 #include "basic/macro.h"
 #include "basic/string.h"
 #include "basic/strv.h"
+#include "features/features.h"
 #include "basic/time.h"
 #include "server/server-internal.h"
 
@@ -344,8 +345,8 @@ static enum api_zpage_format negotiate(struct api_request *r, const char *kind, 
 /* the first path segments the authenticated port serves with the debugging handlers (upstream lists the
  * restful container's registered paths, /statusz itself being installed last) */
 static const char *const statusz_paths[] = {
-        "/attach",  "/configz", "/containerLogs", "/exec",        "/flagz", "/healthz", "/logs",
-        "/metrics", "/pods",    "/portForward",   "/runningpods", "/run",   "/spec",    "/stats",
+        "/attach",  "/configz", "/containerLogs", "/exec", "/flagz",       "/healthz", "/logs",
+        "/metrics", "/pods",    "/portForward",   "/run",  "/runningpods", "/spec",    "/stats",
 };
 
 /* the process's start (upstream: the process start time, to the second) */
@@ -399,6 +400,7 @@ static const char *binary_version(void) {
 void api_handle_statusz(struct api_request *r) {
         uint64_t start = process_start_realtime_sec(), now = now_realtime_usec() / USEC_PER_SEC;
         uint64_t up = now > start ? now - start : 0;
+        bool flagz = feature_enabled(r->s->o->feature_gates, "ComponentFlagz");
         const char *version, *delim;
         enum api_zpage_format f;
         bool pretty;
@@ -431,8 +433,9 @@ void api_handle_statusz(struct api_request *r) {
                 evbuffer_add_printf(b, "\nBinary version%s ", delim);
                 add_escaped(b, binary_version());
                 evbuffer_add_printf(b, "\nEmulation version%s %s\nPaths%s ", delim, KUBE_VERSION_MAJOR_MINOR, delim);
-                for (size_t i = 0; i < ELEMENTSOF(statusz_paths); i++)
-                        evbuffer_add_printf(b, "%s%s", i ? " " : "", statusz_paths[i]);
+                for (size_t i = 0, n = 0; i < ELEMENTSOF(statusz_paths); i++)
+                        if (flagz || !streq(statusz_paths[i], "/flagz"))
+                                evbuffer_add_printf(b, "%s%s", n++ ? " " : "", statusz_paths[i]);
                 evbuffer_add_printf(b, "\n");
                 api_reply_buffer(r->req, 200, "text/plain; charset=utf-8", b);
                 return;
@@ -446,7 +449,8 @@ void api_handle_statusz(struct api_request *r) {
                 if (gmtime_r(&t, &tm))
                         strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%SZ", &tm);
                 for (size_t i = 0; paths && i < ELEMENTSOF(statusz_paths); i++)
-                        json_array_append_new(paths, json_string(statusz_paths[i]));
+                        if (flagz || !streq(statusz_paths[i], "/flagz"))
+                                json_array_append_new(paths, json_string(statusz_paths[i]));
                 obj = json_pack("{s:s, s:s, s:{s:s}, s:s, s:I, s:s, s:s, s:s, s:o}", "kind", "Statusz", "apiVersion",
                                 streq(version, "v1beta1") ? ZPAGES_GROUP "/v1beta1" : ZPAGES_GROUP "/v1alpha1",
                                 "metadata", "name", ZPAGES_COMPONENT, "startTime", ts, "uptimeSeconds", (json_int_t) up,
