@@ -662,6 +662,7 @@ void kubelet_options_done(struct kubelet_options *o) {
                 return;
         free(o->pod_manifest_path);
         free(o->manifest_url);
+        strv_free(o->given_flags);
         strv_free(o->manifest_url_headers);
         free(o->container_runtime_endpoint);
         free(o->image_service_endpoint);
@@ -1020,6 +1021,31 @@ static int apply_flag(struct kubelet_options *o, struct parse_state *st, const s
         return 0;
 }
 
+/* /flagz: the flag as given, its last value kept */
+static int record_given_flag(struct kubelet_options *o, const char *name, const char *value) {
+        char *v;
+
+        for (char **p = o->given_flags; p && p[0] && p[1]; p += 2)
+                if (streq(p[0], name)) {
+                        v = strdup(value);
+                        if (!v)
+                                return -ENOMEM;
+                        free(p[1]);
+                        p[1] = v;
+                        return 0;
+                }
+        if (strv_extend(&o->given_flags, name) < 0)
+                return -ENOMEM;
+        if (strv_extend(&o->given_flags, value) < 0) {
+                /* keep the list in pairs */
+                size_t n = strv_length(o->given_flags);
+                free(o->given_flags[n - 1]);
+                o->given_flags[n - 1] = NULL;
+                return -ENOMEM;
+        }
+        return 0;
+}
+
 static int parse_argv(struct kubelet_options *o, struct parse_state *st, int argc, char **argv,
                       struct ck_error **ret_error) {
         for (int i = 1; i < argc; i++) {
@@ -1066,6 +1092,9 @@ static int parse_argv(struct kubelet_options *o, struct parse_state *st, int arg
                                 return ck_error_set(ret_error, -EINVAL, "flag needs an argument: --%s", f->name);
                 }
                 r = apply_flag(o, st, f, value, ret_error);
+                if (r < 0)
+                        return r;
+                r = record_given_flag(o, f->name, value);
                 if (r < 0)
                         return r;
         }

@@ -142,6 +142,9 @@ struct kubelet_options {
         bool kernel_memcg_notification;        /* --kernel-memcg-notification / kernelMemcgNotification: true here
                                                 (upstream: false) */
         uint64_t volume_stats_agg_period_usec; /* --volume-stats-agg-period / volumeStatsAggPeriod, 1m */
+        /* the flags given on the command line for /flagz: name, value, name, value... (the last value of a flag
+         * given twice, as pflag keeps it; a shorthand under its long name) */
+        char **given_flags;
 };
 
 /* Fill defaults. */

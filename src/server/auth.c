@@ -449,16 +449,80 @@ static bool is_subpath(const char *path, const char *p) {
         return strneq(path, p, n) && (path[n] == '\0' || path[n] == '/');
 }
 
-const char *api_subresource(const char *path) {
+/* The subresources a request is authorized against, in the order they are tried, as upstream v1.37's
+ * GetRequestAttributes (pkg/kubelet/server/auth.go) with KubeletFineGrainedAuthz (GA and locked on since
+ * v1.36): /pods, /runningpods (and /allocatedPods, which ckubelet does not serve) ask nodes/pods, /healthz
+ * nodes/healthz and /configz nodes/configz first, then nodes/proxy; the others ask one subresource: /stats
+ * stats, /metrics metrics, /logs log, /checkpoint checkpoint, /statusz statusz, /flagz configz, anything
+ * else proxy (so /spec, /containerLogs, /exec, /run... stay nodes/proxy). */
+size_t api_subresources(const char *path, const char *ret[static API_SUBRESOURCES_MAX]) {
+        size_t n = 0;
+
+        if (is_subpath(path, "/allocatedPods") || is_subpath(path, "/pods") || is_subpath(path, "/runningpods"))
+                ret[n++] = "pods";
+        else if (is_subpath(path, "/healthz"))
+                ret[n++] = "healthz";
+        else if (is_subpath(path, "/configz"))
+                ret[n++] = "configz";
+
         if (is_subpath(path, "/stats"))
-                return "stats";
-        if (is_subpath(path, "/metrics"))
-                return "metrics";
-        if (is_subpath(path, "/logs"))
-                return "log";
-        if (is_subpath(path, "/checkpoint"))
-                return "checkpoint";
-        return "proxy";
+                ret[n++] = "stats";
+        else if (is_subpath(path, "/metrics"))
+                ret[n++] = "metrics";
+        else if (is_subpath(path, "/logs"))
+                ret[n++] = "log";
+        else if (is_subpath(path, "/checkpoint"))
+                ret[n++] = "checkpoint";
+        else if (is_subpath(path, "/statusz"))
+                ret[n++] = "statusz";
+        else if (is_subpath(path, "/flagz"))
+                ret[n++] = "configz";
+        else
+                ret[n++] = "proxy";
+        return n;
+}
+
+const char *api_subresource(const char *path) {
+        const char *subs[API_SUBRESOURCES_MAX];
+
+        api_subresources(path, subs);
+        return subs[0];
+}
+
+const char *api_auth_subresource(const struct api_auth *a) {
+        const char *subs[API_SUBRESOURCES_MAX];
+        size_t n = api_subresources(a->path, subs);
+
+        return subs[a->attempt < n ? a->attempt : n - 1];
+}
+
+char *api_forbidden_message(const char *user, const char *verb, const char *path) {
+        const char *subs[API_SUBRESOURCES_MAX];
+        size_t n = api_subresources(path, subs);
+        char *m = NULL;
+
+        /* upstream prints the subresources tried as Go prints a []string: "[pods proxy]" */
+        if (asprintf(&m, "Forbidden (user=%s, verb=%s, resource=nodes, subresource(s)=[%s%s%s])\n", strempty(user),
+                     verb, subs[0], n > 1 ? " " : "", n > 1 ? subs[1] : "") < 0)
+                return NULL;
+        return m;
+}
+
+int api_auth_forbidden(struct api_auth *a, const char *why) {
+        const char *subs[API_SUBRESOURCES_MAX];
+        const char *verb = api_request_verb(a->method, a->path);
+        size_t n = api_subresources(a->path, subs);
+        char *m;
+
+        log_v(2, "API: forbidden: user=%s verb=%s subresource(s)=%s%s%s path=%s: %s", a->user.name, verb, subs[0],
+              n > 1 ? "," : "", n > 1 ? subs[1] : "", a->path, why);
+        m = api_forbidden_message(a->user.name, verb, a->path);
+        if (!m)
+                return api_auth_refuse(a, 403, "Forbidden\n");
+        free(a->message);
+        a->message = m;
+        a->status = 403;
+        return -EPERM;
 }
 
 const char *api_verb(enum evhttp_cmd_type method) {
@@ -488,26 +552,31 @@ const char *api_request_verb(enum evhttp_cmd_type method, const char *path) {
         return api_verb(method);
 }
 
-int api_auth_authorize(struct api_auth *a) {
-        const char *verb = api_request_verb(a->method, a->path), *sub = api_subresource(a->path);
+int api_auth_authorize_next(struct api_auth *a) {
+        const char *subs[API_SUBRESOURCES_MAX];
+        size_t n = api_subresources(a->path, subs);
         int k;
 
         if (streq(a->s->o->authorization_mode, "AlwaysAllow"))
                 return 0;
-        /* Webhook: a SubjectAccessReview for (user, verb, nodes/<node>/<subresource>) */
-        if (api_host_kube_client(a->s)) {
+        if (!api_host_kube_client(a->s))
+                return api_auth_forbidden(a, "Webhook authorization without an API server");
+        /* Webhook: a SubjectAccessReview for (user, verb, nodes/<node>/<subresource>), one subresource after the
+         * other until one is allowed (a denial of the fine-grained one falls back to proxy); each answer is
+         * cached on its own */
+        for (; a->attempt < n; a->attempt++) {
                 k = api_webhook_authorize_cached(a);
                 if (k == -EINPROGRESS)
                         return api_webhook_review_access(a);
                 if (k != -EPERM)
                         return k; /* allowed */
-                log_v(2, "API: forbidden (cached): user=%s verb=%s subresource=%s path=%s", a->user.name, verb, sub,
-                      a->path);
-        } else
-                log_v(2,
-                      "API: forbidden: user=%s verb=%s subresource=%s path=%s: Webhook authorization without an API "
-                      "server",
-                      a->user.name, verb, sub, a->path);
-        return api_auth_refuse(a, 403, "Forbidden (user=%s, verb=%s, resource=%s, subresource(s)=[%s])\n", a->user.name,
-                               verb, "nodes", sub);
+                log_v(2, "API: denied (cached): user=%s verb=%s subresource=%s path=%s", a->user.name,
+                      api_request_verb(a->method, a->path), subs[a->attempt], a->path);
+        }
+        return api_auth_forbidden(a, "denied");
+}
+
+int api_auth_authorize(struct api_auth *a) {
+        a->attempt = 0;
+        return api_auth_authorize_next(a);
 }

@@ -225,6 +225,7 @@ struct api_auth {
         /* a review in flight (webhook.c) */
         struct kube_request *kreq;
         char *key;
+        size_t attempt; /* which of the path's subresources is being authorized (api_subresources) */
         api_auth_done_t done;
         void *userdata;
 };
@@ -239,6 +240,10 @@ void api_auth_clear(struct api_auth *a);
 int api_auth_refuse(struct api_auth *a, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* authorize an authenticated request: 0, a refusal (-EPERM), or -EINPROGRESS (a SubjectAccessReview) */
 int api_auth_authorize(struct api_auth *a);
+/* the same from the subresource a->attempt on (after a denial of the one before) */
+int api_auth_authorize_next(struct api_auth *a);
+/* refuse with upstream's 403 message naming every subresource tried; why is logged */
+int api_auth_forbidden(struct api_auth *a, const char *why);
 
 /* webhook.c: TokenReview and SubjectAccessReview through the API server, with caches. The *_cached lookups
  * answer 0 / -EACCES (token) / -EPERM (authorization) from the cache, or -EINPROGRESS; the reviews run
@@ -250,7 +255,14 @@ int api_webhook_authorize_cached(struct api_auth *a);
 int api_webhook_review_token(struct api_auth *a, const char *token);
 int api_webhook_review_access(struct api_auth *a);
 void api_webhook_cancel(struct api_auth *a);
-const char *api_subresource(const char *path);     /* "stats", "metrics", "log", "proxy" */
+#define API_SUBRESOURCES_MAX 2
+/* the nodes/<subresource>s a path is authorized against, in order (fine-grained first, then proxy): how many */
+size_t api_subresources(const char *path, const char *ret[static API_SUBRESOURCES_MAX]);
+const char *api_subresource(const char *path); /* the first of them: "pods", "stats", "log", "proxy"... */
+/* the subresource being authorized now */
+const char *api_auth_subresource(const struct api_auth *a);
+/* upstream's 403 body: "Forbidden (user=U, verb=V, resource=nodes, subresource(s)=[pods proxy])\n"; NULL on OOM */
+char *api_forbidden_message(const char *user, const char *verb, const char *path);
 const char *api_verb(enum evhttp_cmd_type method); /* "get", "create", ... */
 /* the verb a request is authorized as */
 const char *api_request_verb(enum evhttp_cmd_type method, const char *path);
@@ -273,6 +285,16 @@ void api_tls_done(struct api_server *s); /* the serverTLSBootstrap pair */
 
 /* handlers */
 void api_handle_healthz(struct api_request *r, const char *check);
+/* zpages.c: /statusz and /flagz (k8s.io/apiserver statusz, flagz) */
+enum api_zpage_format { API_ZPAGE_TEXT, API_ZPAGE_JSON, API_ZPAGE_YAML, API_ZPAGE_NOT_ACCEPTABLE };
+/* the answer's format for an Accept header (NULL: none) as upstream negotiates it for a zpage of the structured
+ * kind ("Statusz", "Flagz"); for JSON and YAML *ret_version is "v1beta1" or "v1alpha1" and *ret_pretty tells
+ * ";pretty=1" (both untouched otherwise) */
+enum api_zpage_format api_zpage_negotiate(const char *accept, const char *kind, const char **ret_version,
+                                          bool *ret_pretty);
+void api_zpages_init(void); /* note the process's start time */
+void api_handle_statusz(struct api_request *r);
+void api_handle_flagz(struct api_request *r);
 void api_handle_pods(struct api_request *r);
 void api_handle_running_pods(struct api_request *r);
 void api_handle_spec(struct api_request *r);

@@ -17,6 +17,7 @@
 #include "basic/evbuffer.h"
 #include "basic/log.h"
 #include "basic/string.h"
+#include "features/features.h"
 #include "basic/strv.h"
 #include "server/server-internal.h"
 #include "stats/cadvisor.h"
@@ -368,6 +369,15 @@ static void api_route(struct api_request *r) {
                                 api_handle_configz(r);
                         return;
                 }
+                /* the zpages answer every method, as upstream's (a plain handler on the container's mux) */
+                if (streq(p, "/statusz") && feature_enabled(r->s->o->feature_gates, "ComponentStatusz")) {
+                        api_handle_statusz(r);
+                        return;
+                }
+                if (streq(p, "/flagz") && feature_enabled(r->s->o->feature_gates, "ComponentFlagz")) {
+                        api_handle_flagz(r);
+                        return;
+                }
                 if (subpath(p, "/run", &rest)) {
                         if (method_is(r, EVHTTP_REQ_POST))
                                 api_handle_run(r, rest);
@@ -545,6 +555,7 @@ int api_server_new(struct event_base *base, const struct api_server_config *cfg,
         s->node_ip = cfg->node_ip;
         s->machine = cfg->machine;
         s->host = cfg->host;
+        api_zpages_init();
         r = stats_provider_new(base, s->cri, &sc, &s->stats);
         if (r < 0)
                 goto fail;

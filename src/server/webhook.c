@@ -153,7 +153,7 @@ char *api_authz_key(const struct api_user *u, const char *verb, const char *subr
 }
 
 static char *authz_key(const struct api_auth *a) {
-        return api_authz_key(&a->user, api_request_verb(a->method, a->path), api_subresource(a->path));
+        return api_authz_key(&a->user, api_request_verb(a->method, a->path), api_auth_subresource(a));
 }
 
 /* ---------------------------------------------------------------- cached answers */
@@ -202,13 +202,6 @@ static void decided(struct api_auth *a) {
         a->done(a, a->userdata);
 }
 
-static int forbidden(struct api_auth *a, const char *why) {
-        log_v(2, "API: forbidden: user=%s verb=%s subresource=%s path=%s: %s", a->user.name,
-              api_request_verb(a->method, a->path), api_subresource(a->path), a->path, why);
-        return api_auth_refuse(a, 403, "Forbidden (user=%s, verb=%s, resource=%s, subresource(s)=[%s])\n", a->user.name,
-                               api_request_verb(a->method, a->path), "nodes", api_subresource(a->path));
-}
-
 static void on_sar(const struct kube_response *resp, void *userdata) {
         struct api_auth *a = userdata;
         const json_t *st = json_object_get(resp->body, "status");
@@ -218,9 +211,12 @@ static void on_sar(const struct kube_response *resp, void *userdata) {
 
         a->kreq = NULL;
         if (resp->r < 0 || resp->status >= 300) {
-                /* no answer is not a "no": not cached */
-                log_error("API: SubjectAccessReview failed: %s", resp->error);
-                api_auth_refuse(a, 500, "Internal Server Error: authorization failed: %s\n", resp->error);
+                /* no answer is not a "no": not cached, and the request fails with upstream's message (the
+                 * subresources after this one are not tried, as upstream) */
+                log_error("API: SubjectAccessReview failed: user=%s verb=%s subresource=%s: %s", a->user.name,
+                          api_request_verb(a->method, a->path), api_auth_subresource(a), resp->error);
+                api_auth_refuse(a, 500, "Authorization error (user=%s, verb=%s, resource=%s, subresource=%s)",
+                                a->user.name, api_request_verb(a->method, a->path), "nodes", api_auth_subresource(a));
                 decided(a);
                 return;
         }
@@ -228,8 +224,17 @@ static void on_sar(const struct kube_response *resp, void *userdata) {
                       api_webhook_ttl(a->s->o, API_CACHE_AUTHZ, allowed));
         if (e && reason)
                 e->reason = strdup(reason);
-        if (!allowed)
-                forbidden(a, strempty(reason));
+        if (!allowed) {
+                int k;
+
+                log_v(2, "API: denied: user=%s verb=%s subresource=%s path=%s: %s", a->user.name,
+                      api_request_verb(a->method, a->path), api_auth_subresource(a), a->path, strempty(reason));
+                /* the next subresource (nodes/proxy after a fine-grained one), or the refusal */
+                a->attempt++;
+                k = api_auth_authorize_next(a);
+                if (k == -EINPROGRESS)
+                        return; /* another SubjectAccessReview: decided when it is back */
+        }
         decided(a);
 }
 
@@ -256,12 +261,12 @@ int api_webhook_review_access(struct api_auth *a) {
 
         free(a->key);
         a->key = authz_key(a);
-        body = api_sar_body(&a->user, api_request_verb(a->method, a->path), api_subresource(a->path), o->node_name);
+        body = api_sar_body(&a->user, api_request_verb(a->method, a->path), api_auth_subresource(a), o->node_name);
         if (!a->key || !body || !api_host_kube_client(a->s) ||
             kube_request(api_host_kube_client(a->s), "POST", "/apis/authorization.k8s.io/v1/subjectaccessreviews", body,
                          NULL, 0, on_sar, a, &a->kreq) < 0) {
                 a->kreq = NULL;
-                return forbidden(a, "the SubjectAccessReview could not be sent");
+                return api_auth_forbidden(a, "the SubjectAccessReview could not be sent");
         }
         return -EINPROGRESS;
 }

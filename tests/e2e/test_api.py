@@ -100,7 +100,7 @@ def test_authentication_and_authorization(kubelet_factory, cas):
     # Webhook authorization without an API server: authenticated requests are forbidden, with the subresource
     api2 = start_api(kubelet_factory, cas, "--authorization-mode", "Webhook", "--anonymous-auth")
     for path, method, verb, sub in [("/metrics", "GET", "get", "metrics"), ("/stats/summary", "GET", "get", "stats"),
-                                    ("/logs/syslog", "GET", "get", "log"), ("/pods", "GET", "get", "proxy"),
+                                    ("/logs/syslog", "GET", "get", "log"), ("/pods", "GET", "get", "pods proxy"),
                                     ("/run/default/p/c?cmd=ls", "POST", "create", "proxy"),
                                     ("/metricsfoo", "GET", "get", "proxy"), ("/stats", "GET", "get", "stats")]:
         status, body, _ = api2.anon.request(path, method=method)

@@ -8,6 +8,7 @@ own; a request of the kubelet that the apiserver refuses fails the test (the kub
 import datetime
 import json
 import os
+import re
 import socket
 import subprocess
 import threading
@@ -556,7 +557,8 @@ def test_webhook_authn_authz(kube):
     assert st == 403 and body == (f"Forbidden (user={bob_user}, verb=get, resource=nodes, "
                                   "subresource(s)=[stats])\n"), body
     st, body, _ = carol.get("/pods")
-    assert st == 403 and "subresource(s)=[proxy]" in body
+    assert st == 403 and body == (f"Forbidden (user=system:serviceaccount:{kube.ns}:carol, verb=get, "
+                                  "resource=nodes, subresource(s)=[pods proxy])\n"), body
     # what the kubelet asked: TokenReviews and SubjectAccessReviews, as the node, all answered
     reviews = kube.audit()
     trs = [e for e in reviews if e["objectRef"].get("resource") == "tokenreviews"]
@@ -577,6 +579,112 @@ def test_webhook_authn_authz(kube):
     # the tokens never show in the kubelet's log
     log = k.log()
     assert alice_tok not in log and bob_tok not in log and carol_tok not in log
+
+
+ZPAGE_WARNING = ("Warning: This endpoint is not meant to be machine parseable, has no formatting compatibility "
+                 "guarantees and is for debugging purposes only.")
+
+
+def test_fine_grained_authz_and_zpages(kube):
+    """Issue 32 item 4: KubeletFineGrainedAuthz (GA in v1.36) as upstream v1.37 asks it, against the real
+    apiserver's RBAC: /pods, /runningpods, /healthz and /configz ask their own subresource first, then
+    nodes/proxy; /statusz asks nodes/statusz and /flagz nodes/configz, with no fallback; a refusal names every
+    subresource tried. /statusz and /flagz as the zpages of k8s.io/apiserver serve them."""
+    k = kube.kubelet("--authorization-mode", "Webhook", "--max-pods", "50")
+    wait_ready(kube)
+    toks = {name: service_account_token(kube, name, [{"apiGroups": [""], "resources": res, "verbs": ["get"]}])
+            for name, res in (("dave", ["nodes/pods"]), ("erin", ["nodes/proxy"]),
+                              ("frank", ["nodes/statusz", "nodes/configz"]))}
+    user = {name: f"system:serviceaccount:{kube.ns}:{name}" for name in toks}
+    for name, sub in (("dave", "pods"), ("erin", "proxy"), ("frank", "statusz"), ("frank", "configz")):
+        kube.wait(lambda: kube.admin.create("subjectaccessreviews", {
+            "apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
+            "spec": {"user": user[name], "resourceAttributes": {"verb": "get", "resource": "nodes",
+                                                                "subresource": sub, "name": kube.node}}}
+        )["status"].get("allowed"), 30, msg=f"{name} allowed nodes/{sub}")
+    dave, erin, frank = (Client(k.port, token=toks[n]) for n in ("dave", "erin", "frank"))
+
+    def forbidden(client, name, path, subs):
+        st, body, _ = client.get(path)
+        assert st == 403 and body == (f"Forbidden (user={user[name]}, verb=get, resource=nodes, "
+                                      f"subresource(s)=[{subs}])\n"), (path, st, body)
+
+    # nodes/pods only: the pod lists, nothing else
+    assert dave.get("/pods")[0] == 200
+    assert dave.get("/runningpods/")[0] == 200
+    forbidden(dave, "dave", "/configz", "configz proxy")
+    forbidden(dave, "dave", "/healthz", "healthz proxy")
+    forbidden(dave, "dave", "/spec/", "proxy")
+    forbidden(dave, "dave", "/statusz", "statusz")
+    # nodes/proxy: everything that falls back to it, not the zpages
+    for path in ("/pods", "/runningpods/", "/configz", "/healthz"):
+        assert erin.get(path)[0] == 200, path
+    forbidden(erin, "erin", "/statusz", "statusz")
+    forbidden(erin, "erin", "/flagz", "configz")
+    # nodes/statusz and nodes/configz: the zpages and /configz
+    assert frank.get("/configz")[0] == 200
+    forbidden(frank, "frank", "/pods", "pods proxy")
+
+    # the reviews asked, in upstream's order: the fine-grained subresource, then proxy only when it was denied
+    sars = [e["requestObject"]["spec"] for e in kube.audit()
+            if e["objectRef"].get("resource") == "subjectaccessreviews" and e["verb"] == "create" and
+            e["requestObject"]["spec"]["user"] != "admin"]
+    asked = {(s["user"], s["resourceAttributes"]["subresource"]) for s in sars}
+    assert (user["dave"], "pods") in asked and (user["dave"], "proxy") in asked  # proxy: /configz, /healthz, /spec
+    assert (user["erin"], "pods") in asked and (user["erin"], "proxy") in asked
+    assert (user["frank"], "configz") in asked and (user["frank"], "pods") in asked
+    assert (user["erin"], "configz") in asked and (user["erin"], "healthz") in asked
+    assert all(s["resourceAttributes"]["name"] == kube.node and s["resourceAttributes"]["resource"] == "nodes"
+               for s in sars if s["user"] in user.values())
+
+    # /statusz: the text page by default (a random delimiter after each name, as upstream)
+    st, body, h = frank.get("/statusz")
+    assert st == 200 and h["Content-Type"] == "text/plain; charset=utf-8", (st, h)
+    m = re.fullmatch(r"\nkubelet statusz\n" + re.escape(ZPAGE_WARNING) + r"\n\n"
+                     r"Started(:|: |=| ) [A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \S+ \d{4}\n"
+                     r"Up\1 \d+ hr \d\d min \d\d sec\n"
+                     r"Go version\1 N/A \(ckubelet .*\)\n"
+                     r"Binary version\1 1\.37\.2\n"
+                     r"Emulation version\1 1\.37\n"
+                     r"Paths\1 ((?:/\S+ )*/\S+)\n", body)
+    assert m, body
+    paths = m.group(2).split()
+    assert paths == sorted(paths) and {"/configz", "/flagz", "/healthz", "/pods", "/stats"} <= set(paths), paths
+    assert "/statusz" not in paths
+    # structured: only with the kind asked for
+    beta = "application/json;as=Statusz;g=config.k8s.io;v=v1beta1"
+    st, body, h = frank.get("/statusz", headers={"Accept": beta})
+    assert st == 200 and h["Content-Type"] == "application/json" and "Warning" not in h, (st, h, body)
+    j = json.loads(body)
+    assert (j["kind"], j["apiVersion"], j["metadata"]) == ("Statusz", "config.k8s.io/v1beta1", {"name": "kubelet"})
+    assert (j["binaryVersion"], j["emulationVersion"]) == ("1.37.2", "1.37") and j["paths"] == paths, j
+    started = datetime.datetime.strptime(j["startTime"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=datetime.timezone.utc)
+    assert abs((datetime.datetime.now(datetime.timezone.utc) - started).total_seconds() - j["uptimeSeconds"]) <= 2
+    assert 0 <= j["uptimeSeconds"] < 600
+    st, body, h = frank.get("/statusz", headers={"Accept": beta.replace("v1beta1", "v1alpha1")})
+    assert st == 200 and json.loads(body)["apiVersion"] == "config.k8s.io/v1alpha1"
+    assert h["Warning"] == '299 - "This version of the statusz endpoint is deprecated. Please use a newer version."'
+    st, body, h = frank.get("/statusz", headers={"Accept": beta.replace("json", "yaml")})
+    assert st == 200 and h["Content-Type"] == "application/yaml" and "kind: \"Statusz\"\n" in body, body
+    st, body, h = frank.get("/statusz", headers={"Accept": "application/json"})
+    assert st == 406 and json.loads(body)["reason"] == "NotAcceptable", (st, body)
+    assert json.loads(body)["message"] == ("only the following media types are accepted: application/json, "
+                                           "application/yaml, text/plain")
+
+    # /flagz: the flags given, sorted
+    st, body, h = frank.get("/flagz")
+    assert st == 200 and h["Content-Type"] == "text/plain; charset=utf-8"
+    assert body.startswith("\nkubelet flagz\n" + ZPAGE_WARNING + "\n"), body
+    lines = body.split("\n")[3:-1]
+    m = re.fullmatch(r"authorization-mode(:|: |=| )Webhook", [x for x in lines if x.startswith("authorization-")][0])
+    assert m and f"max-pods{m.group(1)}50" in lines, lines
+    names = [x.split(m.group(1), 1)[0] for x in lines]
+    assert names == sorted(names) and len(set(names)) == len(names), lines
+    st, body, h = frank.get("/flagz", headers={"Accept": "application/json;as=Flagz;g=config.k8s.io;v=v1beta1"})
+    j = json.loads(body)
+    assert st == 200 and (j["kind"], j["apiVersion"]) == ("Flagz", "config.k8s.io/v1beta1")
+    assert j["flags"]["authorization-mode"] == "Webhook" and j["flags"]["max-pods"] == "50", j
+    assert "kubeconfig" in j["flags"], j
 
 
 def test_node_labels_outside_the_kubelet_namespaces_refused(kube):

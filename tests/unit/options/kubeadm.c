@@ -112,6 +112,17 @@ static void test_feature_gates_parse(void **state) {
                             "cannot set feature gate TokenRequest to false, feature is locked to true");
         err = ck_error_free(err);
         assert_int_equal(feature_gates_parse(&g, "TokenRequest=true", false, &err), 0);
+        /* v1.36's: KubeletFineGrainedAuthz GA and locked on; the zpages on by default, and can be turned off */
+        assert_true(feature_enabled(NULL, "KubeletFineGrainedAuthz"));
+        assert_int_equal(feature_gates_parse(&g, "KubeletFineGrainedAuthz=false", false, &err), -EINVAL);
+        assert_string_equal(ck_error_message(err),
+                            "cannot set feature gate KubeletFineGrainedAuthz to false, feature is locked to true");
+        err = ck_error_free(err);
+        assert_true(feature_enabled(NULL, "ComponentStatusz"));
+        assert_true(feature_enabled(NULL, "ComponentFlagz"));
+        assert_int_equal(feature_gates_parse(&g, "ComponentFlagz=false", false, &err), 0);
+        assert_false(feature_enabled(g, "ComponentFlagz"));
+        assert_true(feature_enabled(g, "ComponentStatusz"));
         /* a gate added after v1.20 is known */
         assert_int_equal(feature_gates_parse(&g, "SidecarContainers=true", false, &err), 0);
         assert_true(feature_enabled(g, "SidecarContainers"));

@@ -141,6 +141,12 @@ static void test_shorthand_and_repeats(void **state) {
         assert_int_equal(parse(&o, ARGC(a1), a1, &err), 0);
         assert_int_equal(o.verbosity, 4);
         assert_int_equal(o.max_pods, 2); /* last one wins */
+        /* /flagz: the flags as given, once each with the last value, a shorthand under its name */
+        assert_int_equal(strv_length(o.given_flags), 4);
+        assert_string_equal(o.given_flags[0], "v");
+        assert_string_equal(o.given_flags[1], "4");
+        assert_string_equal(o.given_flags[2], "max-pods");
+        assert_string_equal(o.given_flags[3], "2");
         kubelet_options_done(&o);
         assert_int_equal(parse(&o, ARGC(a2), a2, &err), 0);
         assert_int_equal(o.verbosity, 5);

@@ -23,10 +23,166 @@ static void test_subresources(void **state) {
         assert_string_equal(api_subresource("/logs"), "log");
         assert_string_equal(api_subresource("/logs/syslog"), "log");
         assert_string_equal(api_subresource("/containerLogs/a/b/c"), "proxy");
-        assert_string_equal(api_subresource("/pods"), "proxy");
+        assert_string_equal(api_subresource("/pods"), "pods");
         assert_string_equal(api_subresource("/exec/a/b/c"), "proxy");
         assert_string_equal(api_subresource("/checkpoint/a/b/c"), "checkpoint");
         assert_string_equal(api_subresource("/"), "proxy");
+}
+
+/* KubeletFineGrainedAuthz (GA, locked on since v1.36): upstream v1.37's GetRequestAttributes, fine-grained
+ * subresource first, then proxy; the others one subresource */
+static void check_subs(const char *path, const char *first, const char *second) {
+        const char *subs[API_SUBRESOURCES_MAX];
+        size_t n = api_subresources(path, subs);
+
+        assert_int_equal(n, second ? 2 : 1);
+        assert_string_equal(subs[0], first);
+        if (second)
+                assert_string_equal(subs[1], second);
+}
+
+static void test_fine_grained_subresources(void **state) {
+        check_subs("/pods", "pods", "proxy");
+        check_subs("/pods/", "pods", "proxy");
+        check_subs("/runningpods", "pods", "proxy");
+        check_subs("/runningpods/", "pods", "proxy");
+        check_subs("/allocatedPods", "pods", "proxy");
+        check_subs("/podsx", "proxy", NULL); /* on a '/' boundary only */
+        check_subs("/healthz", "healthz", "proxy");
+        check_subs("/healthz/ping", "healthz", "proxy");
+        check_subs("/healthz/syncloop", "healthz", "proxy");
+        check_subs("/configz", "configz", "proxy");
+        check_subs("/configzz", "proxy", NULL);
+        /* the zpages: one subresource each, no fallback (flagz is configz) */
+        check_subs("/statusz", "statusz", NULL);
+        check_subs("/flagz", "configz", NULL);
+        check_subs("/stats/summary", "stats", NULL);
+        check_subs("/metrics/cadvisor", "metrics", NULL);
+        check_subs("/logs/", "log", NULL);
+        check_subs("/checkpoint/a/b/c", "checkpoint", NULL);
+        /* upstream has no fine-grained subresource for these */
+        check_subs("/spec", "proxy", NULL);
+        check_subs("/spec/", "proxy", NULL);
+        check_subs("/containerLogs/ns/p/c", "proxy", NULL);
+        check_subs("/exec/ns/p/c", "proxy", NULL);
+        check_subs("/run/ns/p/c", "proxy", NULL);
+        check_subs("/", "proxy", NULL);
+}
+
+/* upstream's 403 body: every subresource tried, as Go prints a []string */
+static void test_forbidden_message(void **state) {
+        _cleanup_free_ char *pods = api_forbidden_message("bob", "get", "/pods");
+        _cleanup_free_ char *stats = api_forbidden_message("bob", "get", "/stats/summary");
+        _cleanup_free_ char *flagz = api_forbidden_message("system:anonymous", "create", "/flagz");
+
+        assert_string_equal(pods, "Forbidden (user=bob, verb=get, resource=nodes, subresource(s)=[pods proxy])\n");
+        assert_string_equal(stats, "Forbidden (user=bob, verb=get, resource=nodes, subresource(s)=[stats])\n");
+        assert_string_equal(
+                flagz, "Forbidden (user=system:anonymous, verb=create, resource=nodes, subresource(s)=[configz])\n");
+}
+
+/* the order of the reviews and the fallback, on cached answers (no API server is asked: every key is cached) */
+static void cache_answer(struct api_server *s, struct api_user *u, const char *sub, bool yes) {
+        assert_non_null(
+                api_cache_put_at(&s->authz_cache, api_authz_key(u, "get", sub), yes, 3600 * USEC_PER_SEC, now_usec()));
+}
+
+static void test_authorize_fallback(void **state) {
+        struct kubelet_options o = { .authorization_mode = "Webhook" };
+        struct api_server s = { .o = &o, .client = (struct kube_client *) 0x1 /* never called */ };
+        char *groups[] = { "system:authenticated", NULL };
+        struct api_user bob = { .name = "bob", .groups = groups };
+        struct api_auth a = { .s = &s, .method = EVHTTP_REQ_GET, .user = bob };
+
+        /* nodes/pods allowed: proxy is not asked (no answer for it in the cache) */
+        cache_answer(&s, &bob, "pods", true);
+        a.path = "/pods";
+        assert_int_equal(api_auth_authorize(&a), 0);
+        assert_int_equal(a.attempt, 0);
+        api_cache_free(s.authz_cache);
+        s.authz_cache = NULL;
+
+        /* nodes/pods denied, nodes/proxy allowed: allowed */
+        cache_answer(&s, &bob, "pods", false);
+        cache_answer(&s, &bob, "proxy", true);
+        assert_int_equal(api_auth_authorize(&a), 0);
+        assert_int_equal(a.attempt, 1);
+        assert_null(a.message);
+
+        /* /configz: both denied, upstream's message names both */
+        cache_answer(&s, &bob, "configz", false);
+        api_cache_free(s.authz_cache);
+        s.authz_cache = NULL;
+        cache_answer(&s, &bob, "configz", false);
+        cache_answer(&s, &bob, "proxy", false);
+        a.path = "/configz";
+        assert_int_equal(api_auth_authorize(&a), -EPERM);
+        assert_int_equal(a.status, 403);
+        assert_string_equal(a.message,
+                            "Forbidden (user=bob, verb=get, resource=nodes, subresource(s)=[configz proxy])\n");
+        free(a.message);
+        a.message = NULL;
+
+        /* /flagz is configz only: proxy allowed does not matter */
+        cache_answer(&s, &bob, "proxy", true);
+        a.path = "/flagz";
+        assert_int_equal(api_auth_authorize(&a), -EPERM);
+        assert_string_equal(a.message, "Forbidden (user=bob, verb=get, resource=nodes, subresource(s)=[configz])\n");
+        free(a.message);
+        a.message = NULL;
+        /* and /configz with proxy now allowed is allowed */
+        a.path = "/configz";
+        assert_int_equal(api_auth_authorize(&a), 0);
+
+        /* AlwaysAllow asks nothing */
+        o.authorization_mode = "AlwaysAllow";
+        a.path = "/statusz";
+        assert_int_equal(api_auth_authorize(&a), 0);
+        api_cache_free(s.authz_cache);
+}
+
+/* /statusz and /flagz content negotiation (apiserver's NegotiateMediaTypeOptions with the zpages' restrictions) */
+static void test_zpage_negotiate(void **state) {
+        const char *v = NULL;
+        bool pretty = false;
+
+        assert_int_equal(api_zpage_negotiate(NULL, "Statusz", &v, &pretty), API_ZPAGE_TEXT);
+        assert_int_equal(api_zpage_negotiate("  ", "Statusz", &v, &pretty), API_ZPAGE_TEXT);
+        assert_int_equal(api_zpage_negotiate("*/*", "Statusz", &v, &pretty), API_ZPAGE_TEXT);
+        assert_int_equal(api_zpage_negotiate("text/plain", "Statusz", &v, &pretty), API_ZPAGE_TEXT);
+        assert_int_equal(api_zpage_negotiate("text/*", "Flagz", &v, &pretty), API_ZPAGE_TEXT);
+        /* structured only with the kind named in full */
+        assert_int_equal(api_zpage_negotiate("application/json", "Statusz", &v, &pretty), API_ZPAGE_NOT_ACCEPTABLE);
+        assert_int_equal(api_zpage_negotiate("application/json;as=Statusz;g=config.k8s.io", "Statusz", &v, &pretty),
+                         API_ZPAGE_NOT_ACCEPTABLE);
+        assert_int_equal(api_zpage_negotiate("application/json;as=Flagz;g=config.k8s.io;v=v1beta1", "Statusz", &v,
+                                             &pretty),
+                         API_ZPAGE_NOT_ACCEPTABLE);
+        assert_int_equal(api_zpage_negotiate("text/html", "Statusz", &v, &pretty), API_ZPAGE_NOT_ACCEPTABLE);
+        assert_int_equal(api_zpage_negotiate("text/plain;as=Statusz;g=config.k8s.io;v=v1beta1", "Statusz", &v, &pretty),
+                         API_ZPAGE_NOT_ACCEPTABLE);
+        assert_int_equal(api_zpage_negotiate("application/json;as=Statusz;g=config.k8s.io;v=v1beta1", "Statusz", &v,
+                                             &pretty),
+                         API_ZPAGE_JSON);
+        assert_string_equal(v, "v1beta1");
+        assert_false(pretty);
+        assert_int_equal(api_zpage_negotiate("application/yaml; as=Flagz; g=config.k8s.io; v=v1alpha1; pretty=1",
+                                             "Flagz", &v, &pretty),
+                         API_ZPAGE_YAML);
+        assert_string_equal(v, "v1alpha1");
+        assert_true(pretty);
+        /* the first acceptable clause by quality, then the next */
+        assert_int_equal(api_zpage_negotiate("application/json, text/plain", "Statusz", &v, &pretty), API_ZPAGE_TEXT);
+        assert_int_equal(api_zpage_negotiate("text/plain;q=0.5, application/json;as=Statusz;g=config.k8s.io;"
+                                             "v=v1beta1",
+                                             "Statusz", &v, &pretty),
+                         API_ZPAGE_JSON);
+        assert_int_equal(api_zpage_negotiate("text/plain, application/json;as=Statusz;g=config.k8s.io;v=v1beta1",
+                                             "Statusz", &v, &pretty),
+                         API_ZPAGE_TEXT);
+        assert_int_equal(api_zpage_negotiate("application/*;as=Statusz;g=config.k8s.io;v=v1beta1", "Statusz", &v,
+                                             &pretty),
+                         API_ZPAGE_JSON);
 }
 
 static void test_verbs(void **state) {
@@ -210,11 +366,13 @@ static void test_request_verb(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_subresources),    cmocka_unit_test(test_verbs),
-                cmocka_unit_test(test_path_components), cmocka_unit_test(test_query),
-                cmocka_unit_test(test_user_from_cert),  cmocka_unit_test(test_authz_key),
-                cmocka_unit_test(test_cache_ttls),      cmocka_unit_test(test_request_verb),
-                cmocka_unit_test(test_sar_uid_extra),
+                cmocka_unit_test(test_subresources),      cmocka_unit_test(test_verbs),
+                cmocka_unit_test(test_path_components),   cmocka_unit_test(test_query),
+                cmocka_unit_test(test_user_from_cert),    cmocka_unit_test(test_authz_key),
+                cmocka_unit_test(test_cache_ttls),        cmocka_unit_test(test_request_verb),
+                cmocka_unit_test(test_sar_uid_extra),     cmocka_unit_test(test_fine_grained_subresources),
+                cmocka_unit_test(test_forbidden_message), cmocka_unit_test(test_authorize_fallback),
+                cmocka_unit_test(test_zpage_negotiate),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
