@@ -19,13 +19,18 @@ int read_full_file(const char *path, size_t max_size, char **ret_data, size_t *r
 
 int read_full_file_at(int dirfd, const char *path, size_t max_size, char **ret_data, size_t *ret_size) {
         _cleanup_close_ int fd = -1;
-        _cleanup_free_ char *buf = NULL;
-        size_t size = 0, alloc = 0;
-        struct stat st;
 
         fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
         if (fd < 0)
                 return negative_errno();
+        return read_full_fd(fd, max_size, ret_data, ret_size);
+}
+
+int read_full_fd(int fd, size_t max_size, char **ret_data, size_t *ret_size) {
+        _cleanup_free_ char *buf = NULL;
+        size_t size = 0, alloc = 0;
+        struct stat st;
+
         if (fstat(fd, &st) < 0)
                 return negative_errno();
         if (S_ISDIR(st.st_mode))
@@ -119,20 +124,24 @@ int mkdir_p(const char *path, int mode) {
         return 0;
 }
 
-int openat2_beneath(int rootfd, const char *rel, uint64_t flags) {
-        struct open_how how = {
-                .flags = flags | O_CLOEXEC,
-                .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS,
-        };
-
+int openat2_retry(int rootfd, const char *rel, const struct open_how *how) {
         for (int attempt = 0;; attempt++) {
-                long fd = syscall(SYS_openat2, rootfd, rel, &how, sizeof(how));
+                long fd = syscall(SYS_openat2, rootfd, rel, how, sizeof(*how));
                 if (fd >= 0)
                         return (int) fd;
                 if ((errno == EAGAIN || errno == EINTR) && attempt < 8)
                         continue;
                 return negative_errno();
         }
+}
+
+int openat2_beneath(int rootfd, const char *rel, uint64_t flags) {
+        struct open_how how = {
+                .flags = flags | O_CLOEXEC,
+                .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS,
+        };
+
+        return openat2_retry(rootfd, rel, &how);
 }
 
 int fd_verify_regular(int fd) {
@@ -171,14 +180,9 @@ int open_regular_beneath(int rootfd, const char *rel) {
         _cleanup_close_ int fd = -EBADF;
         int r;
 
-        for (int attempt = 0;; attempt++) {
-                fd = (int) syscall(SYS_openat2, rootfd, rel, &how, sizeof(how));
-                if (fd >= 0)
-                        break;
-                if ((errno == EAGAIN || errno == EINTR) && attempt < 8)
-                        continue;
-                return negative_errno();
-        }
+        fd = openat2_retry(rootfd, rel, &how);
+        if (fd < 0)
+                return fd;
         r = fd_verify_regular(fd);
         if (r < 0)
                 return r;

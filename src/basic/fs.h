@@ -19,10 +19,17 @@ int read_full_file(const char *path, size_t max_size, char **ret_data, size_t *r
 #define PROC_MOUNTINFO_MAX (16u * 1024u * 1024u)
 /* The same, path relative to the directory dirfd (or AT_FDCWD). */
 int read_full_file_at(int dirfd, const char *path, size_t max_size, char **ret_data, size_t *ret_size);
+/* The same from an open fd (its position on): a regular file only (-EISDIR, -EBADFD otherwise), at most max_size
+ * bytes (-EFBIG, also when it grows past that while read). */
+int read_full_fd(int fd, size_t max_size, char **ret_data, size_t *ret_size);
 /* Write atomically (temp file + rename) with O_CLOEXEC. */
 int write_file_atomic(const char *path, const void *data, size_t size, int mode);
 int mkdir_p(const char *path, int mode);
 
+struct open_how;
+/* openat2(2) with how, retried a few times on EAGAIN (a concurrent rename raced with a ".." check) and EINTR; the fd
+ * or a negative errno. */
+int openat2_retry(int rootfd, const char *rel, const struct open_how *how);
 /* openat2(2) of rel below the directory rootfd, never leaving it (RESOLVE_BENEATH: absolute symlinks and ".."
  * out of it fail with -EXDEV) and never through /proc magic links; flags as open(2), O_CLOEXEC always added.
  * Retries a few times on EAGAIN (a concurrent rename raced with the ".." check). */

@@ -278,51 +278,17 @@ int kr_env_file_read(const char *volume_dir, const char *path, size_t max, char 
                 .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
         };
         _cleanup_close_ int root = -EBADF, fd = -EBADF;
-        _cleanup_free_ char *buf = NULL;
-        size_t size = 0;
-        struct stat st;
-        int r;
 
         /* the volume's directory: the kubelet's own path, the pod cannot replace it; its contents are the pod's */
         root = open(volume_dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (root < 0)
                 return negative_errno();
-        for (int attempt = 0;; attempt++) {
-                fd = (int) syscall(SYS_openat2, root, path, &how, sizeof(how));
-                if (fd >= 0)
-                        break;
-                if ((errno == EAGAIN || errno == EINTR) && attempt < 8)
-                        continue;
-                return negative_errno();
-        }
-        r = fd_verify_regular(fd);
-        if (r < 0)
-                return r;
-        if (fstat(fd, &st) < 0)
-                return negative_errno();
-        if ((uint64_t) st.st_size > max)
-                return -EFBIG;
-        /* the size may change while it is read: read up to max + 1 bytes whatever fstat said */
-        buf = malloc(max + 2);
-        if (!buf)
-                return -ENOMEM;
-        while (size <= max) {
-                ssize_t k = read(fd, buf + size, max + 1 - size);
-                if (k < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return negative_errno();
-                }
-                if (k == 0)
-                        break;
-                size += (size_t) k;
-        }
-        if (size > max)
-                return -EFBIG;
-        buf[size] = 0;
-        *ret_data = TAKE_PTR(buf);
-        *ret_size = size;
-        return 0;
+        fd = openat2_retry(root, path, &how);
+        if (fd < 0)
+                return fd;
+        /* a regular file only (a FIFO or a device put there cannot block: O_NONBLOCK), at most max bytes, also when
+         * it grows while read */
+        return read_full_fd(fd, max, ret_data, ret_size);
 }
 
 /* filepath.Join(volume_dir, path) as securejoin returns it (symlinks aside): for the messages */
