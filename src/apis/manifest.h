@@ -5,20 +5,9 @@
 #include <sys/types.h>
 
 #include "apis/pod.h"
+#include "basic/yaml_json.h"
 
 struct ck_error;
-
-/* Bound on YAML nesting and node count, for hostile input. */
-#define YAML_MAX_DEPTH 64
-#define YAML_MAX_NODES 100000
-/* Bound on the input text. */
-#define YAML_MAX_SIZE (16u * 1024u * 1024u)
-
-/* Convert YAML (or JSON) text into a JSON array of documents. Plain scalars resolve as the YAML 1.2 core
- * schema (null, true/false, ints, floats; everything else a string); quoted scalars are strings. Empty
- * documents are skipped. Anchors/aliases are refused (-EINVAL, "aliases are not supported"). Errors name
- * the line and column. */
-int yaml_to_json_docs(const char *data, size_t size, json_t **ret_array, struct ck_error **ret_error);
 
 /* Parse manifest text: every document must be a v1 Pod or a v1 PodList (apiVersion "v1", kind "Pod" /
  * "PodList"; a missing apiVersion/kind is an error, as upstream's decoder). Each pod is decoded

@@ -76,3 +76,11 @@ char *ck_error_take_message(struct ck_error *e) {
         ck_error_free(e);
         return m;
 }
+
+void ck_error_pass(struct ck_error **ret, struct ck_error **e) {
+        assert(e);
+        if (!ret)
+                return;
+        ck_error_free(*ret);
+        *ret = TAKE_PTR(*e);
+}

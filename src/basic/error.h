@@ -30,6 +30,9 @@ const char *ck_error_message(const struct ck_error *e);
 /* The message handed over (caller frees; a copy of the strerror text when there is none); NULL on OOM or for
  * NULL. The error is freed. */
 char *ck_error_take_message(struct ck_error *e);
+/* Hand *e over to the caller's *ret (freeing an error *ret held); *e becomes NULL. With ret NULL (the caller
+ * wants no message) *e is left for its own cleanup. */
+void ck_error_pass(struct ck_error **ret, struct ck_error **e);
 struct ck_error *ck_error_free(struct ck_error *e); /* accepts NULL, returns NULL */
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct ck_error *, ck_error_free)
 #define _cleanup_ck_error_ _cleanup_(ck_error_freep)

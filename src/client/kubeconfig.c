@@ -12,7 +12,7 @@
 #include <strings.h>
 #include <unistd.h>
 
-#include "apis/manifest.h"
+#include "basic/yaml_json.h"
 #include "basic/base64.h"
 #include "basic/error.h"
 #include "basic/fs.h"

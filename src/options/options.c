@@ -18,7 +18,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "apis/manifest.h"
+#include "basic/yaml_json.h"
 #include "apis/pod.h"
 #include "basic/error.h"
 #include "features/features.h"

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "apis/manifest.h"
+#include "basic/yaml_json.h"
 #include "basic/duration.h"
 #include "basic/error.h"
 #include "basic/fs.h"
