@@ -107,11 +107,12 @@ def env_file(path):
     return env
 
 
-def drop_in_command(extra_args):
+def drop_in_command(extra_args, paths=None):
     """The command line and environment of debian/10-kubeadm.conf's ExecStart, as systemd builds them:
     Environment= first, then each EnvironmentFile= that exists (kubeadm-flags.env; /etc/default/kubelet and
     /etc/default/ckubelet when the machine has them), unquoted $VARS split on whitespace. /usr/bin/ckubelet is the
-    build's; extra_args stand for the administrator's KUBELET_EXTRA_ARGS (/etc/default/kubelet)."""
+    build's; extra_args stand for the administrator's KUBELET_EXTRA_ARGS (/etc/default/kubelet); paths
+    maps a directory to where it lives for a node in its own mount namespace (its EnvironmentFile= paths)."""
     env, execstart = {}, None
     with open(DROP_IN) as f:
         for line in f:
@@ -122,6 +123,9 @@ def drop_in_command(extra_args):
                     env[k] = v
             elif line.startswith("EnvironmentFile="):
                 path = line[len("EnvironmentFile="):].lstrip("-")
+                for top, there in (paths or {}).items():  # a node whose directories live elsewhere here
+                    if path.startswith(top + "/"):
+                        path = there + path[len(top):]
                 if os.path.exists(path):
                     env.update(env_file(path))
             elif line.startswith("ExecStart=") and line != "ExecStart=":
@@ -599,6 +603,262 @@ def test_deployment_scheduled_logs_exec_port_forward_scale(up):
         assert not [c for c in up.runtime.containers() if c["labels"].get("io.kubernetes.pod.uid") in sandboxes]
     finally:
         up.kubectl("delete", "deployment,service", "web", "--ignore-not-found", check=False)
+
+
+# ---------------------------------------------------------------------------------------------------- join
+
+JOIN_NAME = "ckubelet-join"
+JOIN_NETNS = "ckubelet-join"
+JOIN_HOST_IP, JOIN_NODE_IP = "10.231.7.1", "10.231.7.2"
+
+
+def nsrun(mntns, argv, **kw):
+    """argv in the joining node's mount and network namespaces."""
+    return subprocess.run(["nsenter", f"--mount={mntns}", f"--net=/run/netns/{JOIN_NETNS}", *argv], **kw)
+
+
+class JoinRuntime(Runtime):
+    """The joining node's containerd: started and stopped inside its namespaces (its CNI bridge, its sandboxes'
+    network namespaces and its mounts are the node's own), queried from here over its socket."""
+
+    def __init__(self, dirpath, net_index, mntns):
+        super().__init__(dirpath, net_index)
+        self.mntns = mntns
+
+    def start(self):
+        nsrun(self.mntns, ["bash", os.path.join(SCRIPTS, "containerd.sh"), "start", self.dir, str(self.net_index)],
+              check=True)
+
+    def stop(self):
+        nsrun(self.mntns, ["bash", os.path.join(SCRIPTS, "containerd.sh"), "stop", self.dir, str(self.net_index)],
+              check=False)
+
+
+class JoinNode:
+    """A second node on this machine that joins the kubeadm cluster with a bootstrap token: its own network
+    namespace (a veth pair to the machine, JOIN_NODE_IP, which the apiserver reaches for logs and exec), its own
+    mount namespace (a private /etc/kubernetes, /var/lib/kubelet, and empty directories over the paths the cluster's
+    configuration names for the first node: its certificatesDir and podLogsDir), its own containerd, ckubelet, cgroup
+    root (--cgroup-root: the kubelet-config ConfigMap carries the first node's) and node name."""
+
+    def __init__(self, first):
+        self.first = first
+        self.dir = tempfile.mkdtemp(prefix="ckubelet-join-", dir="/var/tmp")
+        self.mntdir = os.path.join(self.dir, "ns")
+        self.mntns = os.path.join(self.mntdir, "mnt")
+        self.kube_dir = os.path.join(self.dir, "etc-kubernetes")
+        self.kubelet_dir = os.path.join(self.dir, "var-lib-kubelet")
+        self.kubelet_log = os.path.join(self.dir, "kubelet.log")
+        self.join_log = os.path.join(self.dir, "kubeadm-join.log")
+        self.cgroup_root = make_cgroup_root()
+        self.runtime = None
+        self.proc = None
+
+    def setup(self):
+        subprocess.run(["ip", "netns", "add", JOIN_NETNS], check=True)
+        for cmd in (["ip", "link", "add", "ckj-host", "type", "veth", "peer", "name", "ckj-node"],
+                    ["ip", "link", "set", "ckj-node", "netns", JOIN_NETNS],
+                    ["ip", "addr", "add", f"{JOIN_HOST_IP}/24", "dev", "ckj-host"],
+                    ["ip", "link", "set", "ckj-host", "up"],
+                    ["ip", "netns", "exec", JOIN_NETNS, "ip", "addr", "add", f"{JOIN_NODE_IP}/24", "dev", "ckj-node"],
+                    ["ip", "netns", "exec", JOIN_NETNS, "ip", "link", "set", "ckj-node", "up"],
+                    ["ip", "netns", "exec", JOIN_NETNS, "ip", "link", "set", "lo", "up"],
+                    ["ip", "netns", "exec", JOIN_NETNS, "ip", "route", "add", "default", "via", JOIN_HOST_IP],
+                    # kubeadm's preflight wants forwarding on (a new network namespace starts with it off)
+                    ["ip", "netns", "exec", JOIN_NETNS, "sysctl", "-qw", "net.ipv4.ip_forward=1"]):
+            subprocess.run(cmd, check=True)
+        # a persistent mount namespace (unshare --mount=FILE needs FILE on a private mount)
+        os.makedirs(self.mntdir)
+        subprocess.run(["mount", "--bind", self.mntdir, self.mntdir], check=True)
+        subprocess.run(["mount", "--make-private", self.mntdir], check=True)
+        open(self.mntns, "w").close()
+        subprocess.run(["unshare", f"--mount={self.mntns}", "--propagation", "private", "true"], check=True)
+        for i, target in enumerate((KUBE_DIR, KUBELET_DIR, self.first.certs, self.first.logs)):
+            src = os.path.join(self.dir, f"private-{i}")
+            os.makedirs(src)
+            if target == KUBE_DIR:
+                self.kube_dir = src
+            elif target == KUBELET_DIR:
+                self.kubelet_dir = src
+            os.makedirs(target, exist_ok=True)
+            subprocess.run(["nsenter", f"--mount={self.mntns}", "mount", "--bind", src, target], check=True)
+        self.runtime = JoinRuntime(os.path.join(self.dir, "containerd"), 80 + os.getpid() % 10, self.mntns)
+        os.makedirs(self.runtime.dir)
+        self.runtime.start()
+        for tar in (os.path.join(IMAGE_CACHE, "images.tar"), os.path.join(IMAGE_CACHE, "kubeadm", "images.tar")):
+            subprocess.run(["bash", os.path.join(SCRIPTS, "containerd.sh"), "import", self.runtime.dir, tar],
+                           check=True)
+
+    def join(self, token_command):
+        """kubeadm join with the bootstrap token and CA hash of `kubeadm token create --print-join-command`;
+        ckubelet started from the drop-in once kubeadm's kubelet-start phase has written its files. Returns
+        kubeadm's exit status and output."""
+        words = token_command.split()
+        endpoint = words[2]
+        token = words[words.index("--token") + 1]
+        ca_hash = words[words.index("--discovery-token-ca-cert-hash") + 1]
+        config = os.path.join(self.dir, "join.yaml")
+        with open(config, "w") as f:
+            f.write(textwrap.dedent(f"""\
+                apiVersion: kubeadm.k8s.io/v1beta4
+                kind: JoinConfiguration
+                # where the kubelet-config ConfigMap's clientCAFile points (the cluster's certificatesDir, here
+                # not the default /etc/kubernetes/pki): this node's own directory there
+                caCertPath: {self.first.certs}/ca.crt
+                discovery:
+                  bootstrapToken:
+                    apiServerEndpoint: {endpoint}
+                    token: {token}
+                    caCertHashes: ["{ca_hash}"]
+                nodeRegistration:
+                  name: {JOIN_NAME}
+                  criSocket: {self.runtime.endpoint}
+                  imagePullPolicy: IfNotPresent
+                  ignorePreflightErrors: {json.dumps(IGNORED_PREFLIGHT)}
+                  kubeletExtraArgs:
+                  - name: node-ip
+                    value: {JOIN_NODE_IP}
+                """))
+        bindir = os.path.join(self.dir, "bin")
+        os.makedirs(bindir, exist_ok=True)
+        os.symlink(CKUBELET, os.path.join(bindir, "kubelet"))
+        with open(self.join_log, "w") as log:
+            kubeadm = subprocess.Popen(["nsenter", f"--mount={self.mntns}", f"--net=/run/netns/{JOIN_NETNS}",
+                                        self.first.kubeadm, "join", "--config", config, "--v=1"], stdout=log,
+                                       stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                       env=dict(os.environ, PATH=bindir + os.pathsep + os.environ["PATH"]))
+        try:
+            wait_for(lambda: kubeadm.poll() is not None or "[kubelet-start] Starting the kubelet" in self.log(),
+                     300, interval=0.2, msg="kubeadm join's kubelet-start phase")
+            if kubeadm.poll() is None:
+                self.start_kubelet()
+            rc = kubeadm.wait(timeout=400)
+        finally:
+            if kubeadm.poll() is None:
+                kubeadm.kill()
+                kubeadm.wait()
+        return rc, self.log()
+
+    def log(self):
+        with open(self.join_log, errors="replace") as f:
+            return f.read()
+
+    def start_kubelet(self):
+        # the drop-in's EnvironmentFile= paths are this node's (its private /var/lib/kubelet)
+        argv, env = drop_in_command(["--container-logs-dir", os.path.join(self.dir, "containers"),
+                                     "--cgroup-root", self.cgroup_root, "--v", os.environ.get("CKUBELET_V", "4")],
+                                    {KUBELET_DIR: self.kubelet_dir})
+        with open(self.kubelet_log, "a") as log:
+            log.write(f"===== starting {' '.join(argv)}\n")
+            log.flush()
+            self.proc = subprocess.Popen(["nsenter", f"--mount={self.mntns}", f"--net=/run/netns/{JOIN_NETNS}",
+                                          *argv], stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                         env=dict(os.environ, **env))
+
+    def kubelet_tail(self, n=150):
+        try:
+            with open(self.kubelet_log, errors="replace") as f:
+                return "\n".join(f.read().splitlines()[-n:])
+        except FileNotFoundError:
+            return ""
+
+    def cleanup(self):
+        problems = []
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                rc = self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                rc = self.proc.wait()
+            if rc != 0:
+                problems.append(f"the joined node's ckubelet exited {rc} on SIGTERM")
+        if self.runtime is not None:
+            try:
+                self.runtime.clean("test_kubeadm.py (joined node)")
+            except Exception as e:
+                problems.append(f"emptying the joined node's runtime: {e}")
+            self.runtime.stop()
+        if os.path.exists(self.mntns):
+            # the pod volumes ckubelet mounted in the node's namespace go with it; the namespace itself last
+            subprocess.run(["umount", self.mntns], capture_output=True)
+        if self.mntdir in mounts_under(self.mntdir):  # a bind mount of a directory: os.path.ismount misses it
+            subprocess.run(["umount", self.mntdir], capture_output=True)
+        subprocess.run(["ip", "link", "del", "ckj-host"], capture_output=True)
+        subprocess.run(["ip", "netns", "del", JOIN_NETNS], capture_output=True)
+        try:
+            remove_cgroup_root(self.cgroup_root)
+        except AssertionError as e:
+            problems.append(str(e))
+        shutil.rmtree(self.dir, ignore_errors=True)
+        return problems
+
+
+BUSY = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "on-joined", "namespace": "default"},
+        "spec": {"nodeSelector": {"kubernetes.io/hostname": JOIN_NAME}, "terminationGracePeriodSeconds": 1,
+                 "containers": [{"name": "c", "image": "docker.io/library/busybox:1.36",
+                                 "imagePullPolicy": "IfNotPresent",
+                                 "command": ["sh", "-c", "echo joined-$(hostname); exec sleep 3600"]}]}}
+
+
+def test_join_second_node(up):
+    """kubeadm join: a second node with a bootstrap token and --discovery-token-ca-cert-hash; its client
+    certificate from the CSR the controller manager approves (kubeadm's auto-approval RBAC); Ready; a pod the
+    scheduler places on it runs, and kubectl logs and exec reach it through the apiserver's proxy to the node."""
+    if subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.count(JOIN_NETNS):
+        pytest.fail(f"network namespace {JOIN_NETNS} exists: another run left it or uses it")
+    cmd = up.kubectl  # admin
+    token_command = subprocess.run([up.kubeadm, "token", "create", "--print-join-command", "--kubeconfig", up.admin],
+                                   capture_output=True, text=True, check=True, timeout=120).stdout.strip()
+    assert token_command.startswith("kubeadm join "), token_command
+    j = JoinNode(up)
+    ok = False
+    try:
+        j.setup()
+        rc, out = j.join(token_command)
+        assert rc == 0, f"kubeadm join exited {rc}:\n{out[-6000:]}\n----- ckubelet:\n{j.kubelet_tail()}"
+        assert "This node has joined the cluster" in out, out[-3000:]
+        # TLS bootstrap through the CSR: approved and issued for system:node:<name>; kubelet.conf uses the
+        # rotated client certificate
+        csrs = [c for c in up.get("csr")["items"]
+                if c["spec"].get("username", "").startswith("system:bootstrap:") and
+                c["spec"]["signerName"] == "kubernetes.io/kube-apiserver-client-kubelet"]
+        assert any(any(x["type"] == "Approved" for x in c["status"].get("conditions", [])) and
+                   c["status"].get("certificate") for c in csrs), csrs
+        with open(os.path.join(j.kube_dir, "kubelet.conf")) as f:
+            assert "/var/lib/kubelet/pki/kubelet-client-current.pem" in f.read()
+        assert os.path.lexists(os.path.join(j.kubelet_dir, "pki", "kubelet-client-current.pem"))  # a symlink
+        wait_for(lambda: any(c["type"] == "Ready" and c["status"] == "True"
+                             for c in up.get("node", JOIN_NAME)["status"]["conditions"]), 120, interval=1,
+                 msg="the joined node Ready")
+        n = up.get("node", JOIN_NAME)
+        addrs = {a["type"]: a["address"] for a in n["status"]["addresses"]}
+        assert addrs.get("InternalIP") == JOIN_NODE_IP, addrs
+        assert not any(t["key"] == "node-role.kubernetes.io/control-plane" for t in n["spec"].get("taints", []))
+        cmd("apply", "-f", "-", input=json.dumps(BUSY))
+        try:
+            p = wait_for(lambda: (x := up.get("pod", "on-joined"))["status"].get("phase") == "Running" and x, 120,
+                         interval=1, msg="the pod on the joined node Running")
+            assert p["spec"]["nodeName"] == JOIN_NAME
+            ip = p["status"]["podIP"]
+            assert ip.startswith(f"10.{100 + j.runtime.net_index}."), ip  # the joined node's own CNI bridge
+            assert j.runtime.running("on-joined", "c")
+            assert not up.runtime.pods_named("on-joined")
+            assert wait_for(lambda: cmd("logs", "on-joined").stdout.strip(), 60, interval=1,
+                            msg="the pod's log") == "joined-on-joined"
+            assert cmd("exec", "on-joined", "--", "cat", "/proc/1/cmdline").stdout.startswith("sleep")
+        finally:
+            cmd("delete", "pod", "on-joined", "--ignore-not-found", "--wait=true", check=False)
+        wait_for(lambda: not j.runtime.pods_named("on-joined"), 60, interval=1,
+                 msg="the deleted pod's sandbox gone from the joined node")
+        ok = True
+    finally:
+        if not ok:
+            print("----- joined node's ckubelet log (tail)\n" + j.kubelet_tail(300))
+        problems = j.cleanup()
+        cmd("delete", "node", JOIN_NAME, "--ignore-not-found", check=False)
+        # the DaemonSet pod (kube-proxy) bound to the node goes with it
+        assert not problems, f"cleaning up the joined node: {problems}"
 
 
 # ---------------------------------------------------------------------------------------------------- restarts
