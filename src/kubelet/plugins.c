@@ -280,7 +280,8 @@ static char *dup_str(const char *s) {
 }
 
 /* The device plugins' envs, mounts and devices come before the container's own (the runtime lets a later env of
- * the same name win: the container's), their annotations give way to the kubelet's. */
+ * the same name win: the container's), their annotations give way to the kubelet's; their CDI devices are the
+ * config's only ones. */
 int kubelet_apply_device_options(Runtime__V1__ContainerConfig *cfg, const struct dm_run_options *o) {
         size_t n_env = strv_length(o->env_names), n_ann = strv_length(o->annotation_names);
 
@@ -344,6 +345,23 @@ int kubelet_apply_device_options(Runtime__V1__ContainerConfig *cfg, const struct
                         d->permissions = dup_str(o->devices[i]->permissions);
                         devs[cfg->n_devices++] = d;
                 }
+        }
+        /* CDI devices: the runtime resolves each name with its CDI specs (makeCDIDevices) */
+        for (size_t i = 0; o->cdi_devices && o->cdi_devices[i]; i++) {
+                Runtime__V1__CDIDevice **nc = reallocarray(cfg->cdi_devices, cfg->n_cdi_devices + 1, sizeof(*nc));
+                if (!nc)
+                        return -ENOMEM;
+                cfg->cdi_devices = nc;
+                Runtime__V1__CDIDevice *d = malloc(sizeof(*d));
+                if (!d)
+                        return -ENOMEM;
+                runtime__v1__cdidevice__init(d);
+                d->name = strdup(o->cdi_devices[i]);
+                if (!d->name) {
+                        free(d);
+                        return -ENOMEM;
+                }
+                nc[cfg->n_cdi_devices++] = d;
         }
         for (size_t i = 0; i < n_ann; i++) {
                 Runtime__V1__ContainerConfig__AnnotationsEntry **na, *e;

@@ -5,7 +5,7 @@ Run as a process: python3 deviceplugin.py --dir <root-dir>/device-plugins --reso
 <dir>/kubelet.sock, and registers again whenever that socket is made anew (a kubelet restart) or its own socket
 disappears (the kubelet removes stale ones at start), as real plugins do. Every call is appended to
 <state>/calls.jsonl. Allocate gives each container: FAKE_DEVICES=<ids>, a read-only mount of <state>/share at
-/fakedev, /dev/null as /dev/fake0 and an annotation. The health of a device can be flipped by writing its ID to
+/fakedev, /dev/null as /dev/fake0 and an annotation (and with --cdi-kind K, the CDI device K=<id> of each). The health of a device can be flipped by writing its ID to
 <state>/unhealthy (one per line): ListAndWatch sends the new list.
 
 The protos are compiled at import time with grpc_tools (python3-grpc-tools) from the repository's proto/."""
@@ -111,6 +111,8 @@ class Plugin:
             c.mounts.append(self.pb.Mount(container_path="/fakedev", host_path=self.share, read_only=True))
             c.devices.append(self.pb.DeviceSpec(container_path="/dev/fake0", host_path="/dev/null", permissions="rw"))
             c.annotations["example.com/fakedev-ids"] = ",".join(ids)
+            for i in ids if self.args.cdi_kind else ():
+                c.cdi_devices.append(self.pb.CDIDevice(name=f"{self.args.cdi_kind}={i}"))
             resp.container_responses.append(c)
         return resp
 
@@ -188,6 +190,7 @@ def main():
     ap.add_argument("--pre-start", action="store_true")
     ap.add_argument("--preferred", action="store_true")
     ap.add_argument("--fail-allocate", action="store_true")
+    ap.add_argument("--cdi-kind", help="also answer each device as the CDI device KIND=<id>")
     Plugin(ap.parse_args()).run()
 
 

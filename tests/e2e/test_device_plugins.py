@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from conftest import BUSYBOX, wait_for
+from conftest import BUSYBOX, containerd_major, wait_for
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RES = "example.com/fakedev"
@@ -216,6 +216,44 @@ def test_device_plugin(kubelet, runtime, tmp_path):
                  timeout=30, msg="d holding a's devices")
     finally:
         plugin.stop()
+
+
+CDI_DIR = "/var/run/cdi"  # one of containerd's default cdi_spec_dirs
+
+
+@pytest.mark.runtime
+def test_device_plugin_cdi_devices(kubelet, runtime, tmp_path):
+    """A plugin's Allocate answer with cdi_devices: ckubelet passes them in the CRI ContainerConfig's CDI_devices
+    (makeCDIDevices), and containerd 2.x (CDI on by default) applies the edits of the CDI spec: here an environment
+    variable per device. containerd 1.6 has no CDI and ignores the field: the container still runs."""
+    spec = os.path.join(CDI_DIR, f"ckubelet-e2e-{os.getpid()}.json")
+    os.makedirs(CDI_DIR, exist_ok=True)
+    with open(spec + ".tmp", "w") as f:
+        json.dump({"cdiVersion": "0.5.0", "kind": "ckubelet.example.com/fakedev",
+                   "devices": [{"name": f"dev-{i}", "containerEdits": {"env": [f"CDI_DEV_{i}=injected"]}}
+                               for i in range(4)]}, f)
+    os.rename(spec + ".tmp", spec)
+    plugin = PluginProc(kubelet, str(tmp_path / "plugin"), "--devices", "4",
+                        "--cdi-kind", "ckubelet.example.com/fakedev").start()
+    try:
+        wait_for(lambda: plugin.calls("ListAndWatch"), timeout=60, msg="the plugin registered and watched")
+        pr = PodResources(kubelet)
+        wait_for(lambda: len(pr.allocatable_ids()) == 4, timeout=30, msg="four allocatable devices")
+        kubelet.write("cdi.yaml", device_pod("cdi", 1, extra="env | grep ^CDI_DEV_ | sed 's/^/cdi:/'; echo cdi-done;"))
+        wait_for(lambda: "cdi-done" in container_log(kubelet, runtime, "cdi-testnode"), timeout=60,
+                 msg="the pod's container output")
+        ids = env_ids(kubelet, runtime, "cdi-testnode")
+        assert len(ids) == 1, ids
+        log = container_log(kubelet, runtime, "cdi-testnode")
+        got = sorted(re.findall(r"cdi:(CDI_DEV_\d)=injected", log))
+        if containerd_major() >= 2:
+            assert got == [f"CDI_DEV_{ids[0].split('-')[1]}"], log
+        else:
+            assert got == [], log
+    finally:
+        kubelet.remove("cdi.yaml")
+        plugin.stop()
+        os.unlink(spec)
 
 
 def test_device_plugin_bad_registration_and_allocate_failure(kubelet, runtime, tmp_path):

@@ -206,6 +206,7 @@ void dm_run_options_done(struct dm_run_options *o) {
         free(o->devices);
         free(o->annotation_names);
         free(o->annotation_values);
+        free(o->cdi_devices);
         for (size_t i = 0; i < o->n_responses; i++)
                 v1beta1__container_allocate_response__free_unpacked(o->responses[i], NULL);
         free(o->responses);
@@ -233,7 +234,7 @@ static ssize_t index_of(char *const *l, size_t n, const char *s) {
 int dm_run_options_build(const struct dm_pod_devices *p, const char *pod_uid, const char *container,
                          struct dm_run_options *ret) {
         struct dm_run_options o = {};
-        size_t n_env = 0, n_ann = 0;
+        size_t n_env = 0, n_ann = 0, n_cdi = 0;
 
         for (size_t i = 0; i < p->n; i++) {
                 const struct dm_alloc *a = &p->allocs[i];
@@ -318,6 +319,14 @@ int dm_run_options_build(const struct dm_pod_devices *p, const char *pod_uid, co
                         size_t nv = n_ann;
                         if (push_borrowed(&o.annotation_names, &n_ann, r->annotations[j]->key) < 0 ||
                             push_borrowed(&o.annotation_values, &nv, r->annotations[j]->value) < 0)
+                                goto oom;
+                }
+                /* CDI devices by name, each once (getCDIDeviceInfo skips a name already given) */
+                for (size_t j = 0; j < r->n_cdi_devices; j++) {
+                        const char *name = r->cdi_devices[j]->name;
+                        if (isempty(name) || index_of(o.cdi_devices, n_cdi, name) >= 0)
+                                continue;
+                        if (push_borrowed(&o.cdi_devices, &n_cdi, name) < 0)
                                 goto oom;
                 }
         }

@@ -64,13 +64,15 @@ struct dm_run_options {
         V1beta1__DeviceSpec **devices;
         size_t n_devices;
         char **annotation_names, **annotation_values;
+        char **cdi_devices; /* strv: fully qualified CDI device names, each once, in the answers' order */
         V1beta1__ContainerAllocateResponse **responses; /* owned: the strings above point into them */
         size_t n_responses;
 };
 
 void dm_run_options_done(struct dm_run_options *o);
-/* The envs, mounts, devices and annotations of every resource the container holds, merged as upstream: the
- * first one of an env or annotation name, a mount or device container path wins (conflicts are logged). */
+/* The envs, mounts, devices, annotations and CDI devices of every resource the container holds, merged as upstream:
+ * the first one of an env or annotation name, a mount or device container path wins (conflicts are logged); a CDI
+ * device name is given once. */
 int dm_run_options_build(const struct dm_pod_devices *p, const char *pod_uid, const char *container,
                          struct dm_run_options *ret);
 

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The device manager's pure parts: choosing devices, the assignments, the container's options, the checkpoint. */
+#include <stdio.h>
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -73,6 +74,8 @@ static uint8_t *pack_resp(const char *env, const char *mount, const char *dev, c
                 *as[] = { &a };
         V1beta1__Mount m = V1BETA1__MOUNT__INIT, *ms[] = { &m };
         V1beta1__DeviceSpec d = V1BETA1__DEVICE_SPEC__INIT, *ds[] = { &d };
+        V1beta1__CDIDevice c1 = V1BETA1__CDIDEVICE__INIT, c2 = V1BETA1__CDIDEVICE__INIT, *cs[] = { &c1, &c2 };
+        char cdi_name[64];
         uint8_t *buf;
 
         e.key = "FAKE_DEVICES";
@@ -93,6 +96,12 @@ static uint8_t *pack_resp(const char *env, const char *mount, const char *dev, c
         a.value = (char *) ann;
         r.annotations = as;
         r.n_annotations = 1;
+        /* a CDI device of its own, and one every answer names */
+        snprintf(cdi_name, sizeof(cdi_name), "example.com/dev=%s", ann);
+        c1.name = cdi_name;
+        c2.name = "example.com/shared=all";
+        r.cdi_devices = cs;
+        r.n_cdi_devices = 2;
         *len = v1beta1__container_allocate_response__get_packed_size(&r);
         buf = malloc(*len);
         v1beta1__container_allocate_response__pack(&r, buf);
@@ -135,6 +144,11 @@ static void test_pod_devices_and_options(void **state) {
         assert_int_equal(o.n_devices, 1);
         assert_string_equal(o.devices[0]->host_path, "/dev/null");
         assert_string_equal(o.annotation_values[0], "one");
+        /* CDI devices: every answer's, each name once, in order */
+        assert_int_equal(strv_length(o.cdi_devices), 3);
+        assert_string_equal(o.cdi_devices[0], "example.com/dev=one");
+        assert_string_equal(o.cdi_devices[1], "example.com/shared=all");
+        assert_string_equal(o.cdi_devices[2], "example.com/dev=two");
         dm_run_options_done(&o);
 
         dm_pod_devices_remove_pod(&p, "u1");
