@@ -498,6 +498,42 @@ int stats_node_read_swap(const char *root, uint64_t *ret_usage, uint64_t *ret_av
         return 0;
 }
 
+int stats_swap_is_on(const char *root, bool *ret) {
+        _cleanup_free_ char *text = NULL;
+        const char *nl;
+        int r;
+
+        r = stats_read_file(root, "/proc/swaps", SMALL_FILE_MAX, &text);
+        if (r == -ENOENT) {
+                *ret = false;
+                return 0;
+        }
+        if (r < 0)
+                return r;
+        nl = strchr(text, '\n');
+        /* anything but blanks after the header line */
+        *ret = nl && nl[1 + strspn(nl + 1, " \t\n")] != '\0';
+        return 0;
+}
+
+bool stats_swap_controller_v2(const char *root) {
+        _cleanup_free_ char *text = NULL, *path = NULL;
+        const char *l, *eol;
+
+        if (!stats_cgroup_is_unified(root) || stats_read_file(root, "/proc/self/cgroup", SMALL_FILE_MAX, &text) < 0)
+                return false;
+        l = startswith(text, "0::") ? text : strstr(text, "\n0::");
+        if (!l)
+                return false;
+        if (*l == '\n')
+                l++;
+        l += 3;
+        eol = strchrnul(l, '\n');
+        if (asprintf(&path, "%s/sys/fs/cgroup%.*s/memory.swap.max", strempty(root), (int) (eol - l), l) < 0)
+                return false;
+        return access(path, F_OK) == 0;
+}
+
 /* ---------------------------------------------------------------- network */
 
 int stats_proc_net_dev_parse(const char *text, struct net_dev_stats **ret, size_t *ret_n) {

@@ -89,6 +89,12 @@ int stats_cgroup_read_swap(const char *root, const char *cgroup, uint64_t *ret_u
 /* The node's swap from /proc/meminfo: used = SwapTotal - SwapFree, available = SwapFree. */
 int stats_node_read_swap(const char *root, uint64_t *ret_usage, uint64_t *ret_available);
 
+/* Whether swap is on: <root>/proc/swaps has a line after its header (upstream's IsSwapOn); a missing file is off. */
+int stats_swap_is_on(const char *root, bool *ret);
+/* Whether the swap controller is there on cgroup v2: memory.swap.max in this process's own cgroup (from
+ * <root>/proc/self/cgroup's "0::" line), as upstream's checkSwapControllerAvailability. false on v1. */
+bool stats_swap_controller_v2(const char *root);
+
 /* ---- network (/proc/net/dev) ---- */
 
 struct net_dev_stats {

@@ -218,6 +218,33 @@ static void test_psi_and_swap(void **state) {
         assert_int_equal(stats_node_read_swap(root, &used, &limit), 0);
         assert_int_equal(used, 200 * 1024);
         assert_int_equal(limit, 100 * 1024);
+
+        /* swap on: an entry after /proc/swaps' header; no file: off */
+        {
+                bool on = true;
+                assert_int_equal(stats_swap_is_on(root, &on), 0);
+                assert_false(on);
+                assert_int_equal(fake_write(root, "/proc/swaps", "Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority\n"),
+                                 0);
+                on = true;
+                assert_int_equal(stats_swap_is_on(root, &on), 0);
+                assert_false(on);
+                assert_int_equal(fake_write(root, "/proc/swaps",
+                                            "Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority\n"
+                                            "/swapfile                               file\t\t524284\t\t0\t\t-2\n"),
+                                 0);
+                assert_int_equal(stats_swap_is_on(root, &on), 0);
+                assert_true(on);
+                /* the swap controller: memory.swap.max in our own v2 cgroup */
+                assert_false(stats_swap_controller_v2(root));
+                assert_int_equal(fake_write(root, "/sys/fs/cgroup/cgroup.controllers", "memory\n"), 0);
+                assert_int_equal(fake_write(root, "/proc/self/cgroup", "0::/system.slice/ckubelet.service\n"), 0);
+                assert_false(stats_swap_controller_v2(root));
+                assert_int_equal(fake_write(root, "/sys/fs/cgroup/system.slice/ckubelet.service/memory.swap.max",
+                                            "max\n"),
+                                 0);
+                assert_true(stats_swap_controller_v2(root));
+        }
         fake_root_free(root);
 }
 
