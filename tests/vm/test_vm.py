@@ -507,3 +507,49 @@ def test_pod_slice_gone_after_the_pod_is_removed(vm):
     unit = os.path.basename(d)
     assert vm.ssh(f"systemctl show -p LoadState,ActiveState {unit}", check=False).count("active") <= 1
     assert vm.ssh(f"systemctl is-active {unit}", check=False).strip() != "active"
+
+
+CFS_PODS = {"cfs-" + n: dict(p, metadata=dict(p["metadata"], name="cfs-" + n)) for n, p in PODS.items()}
+CFS_DIR = {"guaranteed": "kubepods", "burstable": "kubepods/burstable", "besteffort": "kubepods/besteffort"}
+
+
+def test_cgroupfs_driver_on_the_same_node(vm):
+    # every pod of the systemd-driver run goes first (a driver change with pods running is not supported upstream)
+    vm.ssh("rm -f /etc/kubernetes/manifests/*.json")
+    for name in API_PODS:
+        vm.api.delete("pods", name, namespace="default")
+    wait_for(lambda: not running_tasks(vm), 300, interval=3, msg="every pod's containers stopped")
+    # containerd without SystemdCgroup, ckubelet with cgroupDriver: cgroupfs (issue 31)
+    vm.ssh("systemctl stop ckubelet && sed -i 's/SystemdCgroup = true/SystemdCgroup = false/' "
+           "/etc/containerd/config.toml && systemctl restart containerd && "
+           "sed -i 's/^cgroupDriver: systemd$/cgroupDriver: cgroupfs/' /etc/ckubelet/config.yaml && "
+           "grep -q '^cgroupDriver: cgroupfs$' /etc/ckubelet/config.yaml", timeout=180)
+    vm.ssh("systemctl start ckubelet", timeout=300)
+    assert systemctl_show(vm, "ActiveState") == "active"
+    for name, manifest in CFS_PODS.items():
+        vm.ssh(f"cat > /etc/kubernetes/{name}.json.tmp <<'EOF'\n{json.dumps(manifest)}\nEOF\n"
+               f"mv /etc/kubernetes/{name}.json.tmp /etc/kubernetes/manifests/{name}.json")
+    wait_for(lambda: set(crictl_ps(vm)) >= {f"{n}-ckvm" for n in CFS_PODS} and len(running_tasks(vm)) >= 6, 300,
+             interval=3, msg="the three cgroupfs pods' containers running")
+    for name, (w, cpu_max, mem_max, pids_max) in EXPECTED.items():
+        out = vm.ssh(f"ls -d /sys/fs/cgroup/{CFS_DIR[name]}/pod*")
+        dirs = out.split()
+        assert len(dirs) == 1, out
+        d = dirs[0]
+        got = {f: vm.ssh(f"cat {d}/{f}").strip() for f in ("cpu.weight", "cpu.max", "memory.max", "pids.max")}
+        print(f"cgroupfs {name}: {d}: {got}")
+        assert got == {"cpu.weight": str(w), "cpu.max": cpu_max, "memory.max": mem_max, "pids.max": pids_max}, name
+        # the sandbox and the container in it (containerd's cgroupfs placement: <pod cgroup>/<id>)
+        kids = vm.ssh(f"find {d} -mindepth 1 -maxdepth 1 -type d").split()
+        assert len(kids) == 2, kids
+    assert vm.ssh("cat /sys/fs/cgroup/kubepods/besteffort/cpu.weight").strip() == str(weight(2))
+    assert vm.ssh("cat /sys/fs/cgroup/kubepods/cpu.weight").strip() == str(weight(shares(2000)))
+    want = str(weight(shares(100)))
+    wait_for(lambda: vm.ssh("cat /sys/fs/cgroup/kubepods/burstable/cpu.weight").strip() == want, 60, interval=2,
+             msg=f"kubepods/burstable cpu.weight {want}")
+    # the Summary's PSI from the cgroupfs driver's paths (<pod cgroup>/<container id>)
+    def psi_ready():
+        pods = {p["podRef"]["name"]: p for p in json.loads(kubelet_get(vm, "/stats/summary"))["pods"]}
+        b = pods.get("cfs-burstable-ckvm")
+        return b and "psi" in b.get("cpu", {}) and b["containers"] and "psi" in b["containers"][0].get("memory", {})
+    wait_for(psi_ready, 60, interval=3, msg="psi of the cgroupfs pods in /stats/summary")
