@@ -447,6 +447,7 @@ static void scan_dir(struct build *b, const char *dir, unsigned depth) {
         _cleanup_free_ char *full = NULL;
         struct dirent *de;
         DIR *d;
+        int r;
 
         if (asprintf(&full, "%s/sys/fs/cgroup%s", strempty(b->p->host_root), dir) < 0) {
                 b->oom = true;
@@ -459,8 +460,16 @@ static void scan_dir(struct build *b, const char *dir, unsigned depth) {
                 _cleanup_free_ char *child = NULL;
                 if (de->d_name[0] == '.' || de->d_type != DT_DIR)
                         continue;
-                if (asprintf(&child, "%s/%s", dir, de->d_name) < 0 || scan_add(b, child) < 0)
+                if (asprintf(&child, "%s/%s", dir, de->d_name) < 0) {
+                        child = NULL;
+                        b->oom = true;
                         break;
+                }
+                r = scan_add(b, child);
+                if (r == -ENOMEM)
+                        b->oom = true;
+                if (r < 0)
+                        break; /* -E2BIG: the pods found so far */
                 if (depth > 1)
                         scan_dir(b, child, depth - 1);
         }
