@@ -47,9 +47,13 @@ struct kc_build_context {
         bool image_uid_set;
         int64_t image_uid;
         const char *image_username;
-        const char *target_id;     /* an ephemeral container's targetContainerName: its running instance */
-        bool static_pod;           /* not from the API server: the services are used as far as they are known */
-        bool seccomp_default;      /* --seccomp-default: RuntimeDefault where no profile is set */
+        const char *target_id; /* an ephemeral container's targetContainerName: its running instance */
+        bool static_pod;       /* not from the API server: the services are used as far as they are known */
+        bool seccomp_default;  /* --seccomp-default: RuntimeDefault where no profile is set */
+        /* NodeSwap: swap_v2 (cgroup v2 with the swap controller): memory.swap.max in the CRI's unified map, from
+         * limited_swap (memorySwap.swapBehavior LimitedSwap), critical_pod, the node's memory and SwapTotal */
+        bool swap_v2, limited_swap, critical_pod;
+        uint64_t node_memory_bytes, swap_capacity_bytes;
         bool runtime_supports_rro; /* the pod's runtime handler does recursive read-only mounts (CRI Status) */
         /* hostUsers false: the pod's user namespace maps 0..userns_length-1 to userns_host_id.. (UIDs and GIDs);
          * otherwise the node's user namespace (NamespaceMode NODE) */

@@ -149,6 +149,7 @@ struct kubelet {
         struct admission_node admission;
         char **cluster_dns;          /* --cluster-dns, parsed */
         struct machine_info machine; /* read once at start (cadvisor's cached MachineInfo) */
+        bool swap_v2;                /* cgroup v2 with the swap controller: containers get memory.swap.max */
 
         /* with --kubeconfig */
         struct kube_client *client;

@@ -29,6 +29,7 @@
 #include "basic/workpool.h"
 #include "volumes/volumes.h"
 #include "prober/prober.h"
+#include "stats/host.h"
 
 #define WORKER_BACKOFF_MIN_USEC (1 * USEC_PER_SEC)
 #define WORKER_BACKOFF_MAX_USEC (10 * USEC_PER_SEC)
@@ -1662,6 +1663,21 @@ int kubelet_start(struct kubelet *k) {
         r = stats_machine_info_read(NULL, &k->machine);
         if (r < 0)
                 return log_error_errno(r, "cannot read the machine's description: %s", strerror(-r));
+        /* NewContainerManager: swap */
+        {
+                bool swap_on = false;
+                r = stats_swap_is_on(NULL, &swap_on);
+                if (r < 0)
+                        return log_error_errno(r, "failed to determine if swap is on: %s", strerror(-r));
+                if (swap_on && o->fail_swap_on)
+                        return log_error_errno(-EINVAL, "running with swap on is not supported, please disable swap "
+                                                        "or set --fail-swap-on flag to false");
+                k->swap_v2 = stats_swap_controller_v2(NULL);
+                if (swap_on)
+                        log_info("swap is on: memorySwap.swapBehavior %s%s",
+                                 isempty(o->memory_swap_behavior) ? "NoSwap" : o->memory_swap_behavior,
+                                 k->swap_v2 ? "" : " (no swap controller on cgroup v2: nothing is set)");
+        }
         r = kubelet_eviction_parse(k);
         if (r < 0)
                 return r;

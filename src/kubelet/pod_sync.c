@@ -8,6 +8,7 @@
 
 #include "basic/log.h"
 #include "basic/string.h"
+#include "eviction/helpers.h"
 #include "kubelet/hooks.h"
 #include "node/manager.h"
 #include "objects/manager.h"
@@ -288,6 +289,11 @@ void kubelet_sync_build_context(const struct pod_sync *s, struct kc_build_contex
                 .resolv_conf = s->k->opts->resolv_conf,
                 .static_pod = s->pod && pod_config_is_static(s->pod),
                 .seccomp_default = s->k->opts->seccomp_default,
+                .swap_v2 = s->k->swap_v2,
+                .limited_swap = streq_ptr(s->k->opts->memory_swap_behavior, "LimitedSwap"),
+                .critical_pod = s->pod && eviction_pod_is_critical(s->pod),
+                .node_memory_bytes = s->k->machine.memory_capacity,
+                .swap_capacity_bytes = s->k->machine.swap_capacity,
                 .runtime_supports_rro = node_runtime_features_rro(kubelet_runtime_features(s->k),
                                                                   kubelet_sync_known_runtime_handler(s)),
                 .userns = s->userns,

@@ -437,6 +437,21 @@ int kr_build_container_config(const struct pod *pod, const struct container *c, 
                 lx->resources->memory_limit_in_bytes = res.memory_limit_in_bytes;
                 lx->resources->oom_score_adj = res.oom_score_adj;
         }
+        if (ctx->swap_v2) {
+                /* configureContainerSwapResources: memory.swap.max through the unified map (NoSwap: 0) */
+                _cleanup_(strmap_done) struct strmap unified = {};
+                char v[32];
+                snprintf(v, sizeof(v), "%" PRId64,
+                         kr_container_swap_limit(pod, c, ctx->limited_swap, ctx->critical_pod, ctx->node_memory_bytes,
+                                                 ctx->swap_capacity_bytes));
+                r = strmap_set(&unified, "memory.swap.max", v);
+                if (r >= 0)
+                        r = PB_MAP_FROM_STRMAP(Runtime__V1__LinuxContainerResources__UnifiedEntry,
+                                               RUNTIME__V1__LINUX_CONTAINER_RESOURCES__UNIFIED_ENTRY__INIT, &unified,
+                                               lx->resources->n_unified, lx->resources->unified);
+                if (r < 0)
+                        return r;
+        }
         sc = lx->security_context = malloc(sizeof(*sc));
         if (!sc)
                 return -ENOMEM;

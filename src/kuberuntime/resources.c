@@ -62,3 +62,18 @@ void kr_container_resources(const struct pod *pod, const struct container *c, ui
                 ret->cpu_quota = kr_milli_cpu_to_quota(cpu_lim->milli, CPU_QUOTA_PERIOD_USEC);
         }
 }
+
+int64_t kr_container_swap_limit(const struct pod *pod, const struct container *c, bool limited_swap, bool critical,
+                                uint64_t node_memory_bytes, uint64_t swap_capacity_bytes) {
+        const struct quantity *req = resource_list_get(&c->resources.requests, "memory");
+        const struct quantity *lim = resource_list_get(&c->resources.limits, "memory");
+        int64_t r = req ? req->value : 0, l = lim ? lim->value : 0;
+
+        if (!limited_swap || critical || pod_qos_class(pod) != QOS_BURSTABLE)
+                return 0;
+        if ((r == 0 && l == 0) || r == l)
+                return 0;
+        if (node_memory_bytes == 0 || node_memory_bytes > INT64_MAX || r > (int64_t) node_memory_bytes)
+                return 0; /* upstream: "Cannot calculate swap allocation amount; disallowing swap" */
+        return (int64_t) ((double) r / (double) node_memory_bytes * (double) swap_capacity_bytes);
+}

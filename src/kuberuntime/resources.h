@@ -4,6 +4,7 @@
 /* Container cgroup settings, as upstream (pkg/kubelet/qos/policy.go, kuberuntime_container_linux.go
  * calculateLinuxResources). Pure functions. */
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "apis/pod.h"
@@ -32,3 +33,11 @@ int64_t kr_container_oom_score_adj(const struct pod *pod, const struct container
 
 void kr_container_resources(const struct pod *pod, const struct container *c, uint64_t node_memory_bytes,
                             struct kr_linux_resources *ret);
+
+/* NodeSwap (kuberuntime_container_linux.go GetContainerSwapBehavior, calcSwapForBurstablePods): the container's
+ * memory.swap.max on cgroup v2. limited_swap: memorySwap.swapBehavior LimitedSwap; then a Burstable pod's container
+ * that requests memory (request or limit set) below its limit, in a pod that is not critical, gets
+ * request / node_memory_bytes * swap_capacity_bytes (truncated; 0 when the request exceeds the node's memory or that
+ * is unknown). Everything else (NoSwap) gets 0. */
+int64_t kr_container_swap_limit(const struct pod *pod, const struct container *c, bool limited_swap, bool critical,
+                                uint64_t node_memory_bytes, uint64_t swap_capacity_bytes);

@@ -343,6 +343,8 @@ static const struct flag_def flag_defs[] = {
           "Image filesystem usage (percent) image garbage collection frees down to; below "
           "--image-gc-high-threshold.",
           NULL },
+        { "fail-swap-on", 0, FLAG_BOOL, OFF(fail_swap_on), "failSwapOn", "",
+          "Refuse to start when swap is enabled on the node (any entry in /proc/swaps).", NULL },
         { "seccomp-default", 0, FLAG_BOOL, OFF(seccomp_default), "seccompDefault", "",
           "Use RuntimeDefault as the seccomp profile of every container and pod sandbox that sets none (instead "
           "of Unconfined).",
@@ -418,7 +420,6 @@ static const struct flag_def flag_defs[] = {
                "not implemented by ckubelet (a flag of older upstream kubelets)"),
         COMPAT("experimental-mounter-path", "string", "", "mounts are made by ckubelet itself"),
         COMPAT("fail-cgroupv1", NULL, "false", "ckubelet runs on cgroup v1 and v2 alike"),
-        COMPAT("fail-swap-on", NULL, "false", "ckubelet does not refuse to start on a node with swap"),
         COMPAT("global-housekeeping-interval", "string", "",
                "not implemented by ckubelet (a flag of older upstream kubelets)"),
         COMPAT("hairpin-mode", "string", "", "hairpin NAT is the CNI plugin's business"),
@@ -525,7 +526,6 @@ static const char *const unsupported_fields[] = {
         "eventBurst",
         "eventRecordQPS",
         "failCgroupV1",
-        "failSwapOn",
         "hairpinMode",
         "imagePullCredentialsVerificationPolicy",
         "iptablesDropBit",
@@ -537,7 +537,6 @@ static const char *const unsupported_fields[] = {
         "maxOpenFiles",
         "memoryManagerPolicy",
         "memoryReservationPolicy",
-        "memorySwap",
         "memoryThrottlingFactor",
         "mergeDefaultEvictionSettings",
         "nodeStatusMaxImages",
@@ -634,6 +633,7 @@ int kubelet_options_init(struct kubelet_options *o) {
         o->max_containers = -1;
         o->serialize_image_pulls = true;
         o->crash_loop_backoff_max_usec = 300 * USEC_PER_SEC; /* MaxContainerBackOff */
+        o->fail_swap_on = true;
         o->image_gc_high_threshold_percent = 85;
         o->image_gc_low_threshold_percent = 80;
         o->image_minimum_gc_age_usec = 120 * USEC_PER_SEC;
@@ -680,6 +680,7 @@ void kubelet_options_done(struct kubelet_options *o) {
         free(o->cert_dir);
         free(o->client_ca_file);
         free(o->authorization_mode);
+        free(o->memory_swap_behavior);
         free(o->kubeconfig);
         free(o->node_labels);
         free(o->register_with_taints);
@@ -1340,6 +1341,14 @@ static int config_authz_field(struct config_ctx *c, const char *path, const char
         return -ENOENT;
 }
 
+/* memorySwap (NodeSwap, GA since v1.34) */
+static int config_swap_field(struct config_ctx *c, const char *path, const char *key, json_t *v,
+                             struct kubelet_options *o) {
+        if (!streq(path, "memorySwap.swapBehavior"))
+                return -ENOENT;
+        return config_string(c, path, v, false, &o->memory_swap_behavior);
+}
+
 /* crashLoopBackOff (KubeletCrashLoopBackOffMax, beta on since v1.35): any duration is kept for the validation */
 static int config_crash_field(struct config_ctx *c, const char *path, const char *key, json_t *v,
                               struct kubelet_options *o) {
@@ -1581,6 +1590,8 @@ static int config_apply_field(struct config_ctx *c, const char *key, json_t *v, 
                 return config_bool(c, key, v, &o->serialize_image_pulls);
         if (streq(key, "seccompDefault"))
                 return config_bool(c, key, v, &o->seccomp_default);
+        if (streq(key, "failSwapOn"))
+                return config_bool(c, key, v, &o->fail_swap_on);
         if (streq(key, "maxParallelImagePulls")) {
                 /* any int32 is kept for the validation to judge (null, as for every field, leaves it unset) */
                 r = config_port(c, key, v, &o->max_parallel_image_pulls);
@@ -1618,6 +1629,8 @@ static int config_apply_field(struct config_ctx *c, const char *key, json_t *v, 
                 return config_object(c, key, v, config_authz_field, o);
         if (streq(key, "crashLoopBackOff"))
                 return config_object(c, key, v, config_crash_field, o);
+        if (streq(key, "memorySwap"))
+                return config_object(c, key, v, config_swap_field, o);
         if (streq(key, "rotateCertificates"))
                 return config_bool(c, key, v, &o->rotate_certificates);
         if (streq(key, "serverTLSBootstrap"))
@@ -2023,6 +2036,12 @@ static int validate_gc_and_logs(const struct kubelet_options *o, struct ck_error
         struct quantity q;
         int r;
 
+        if (!isempty(o->memory_swap_behavior) && !streq(o->memory_swap_behavior, "NoSwap") &&
+            !streq(o->memory_swap_behavior, "LimitedSwap"))
+                return ck_error_set(ret_error, -EINVAL,
+                                    "invalid configuration: memorySwap.swapBehavior \"%s\" must be one of: \"\", "
+                                    "\"LimitedSwap\" or \"NoSwap\"",
+                                    o->memory_swap_behavior);
         if (o->crash_loop_backoff_max_usec < USEC_PER_SEC || o->crash_loop_backoff_max_usec > 300 * USEC_PER_SEC)
                 return ck_error_set(ret_error, -EINVAL,
                                     "invalid configuration: CrashLoopBackOff.MaxContainerRestartPeriod (got: %g "

@@ -127,6 +127,8 @@ struct kubelet_options {
         bool serialize_image_pulls; /* --serialize-image-pulls / serializeImagePulls, true */
         /* crashLoopBackOff.maxContainerRestartPeriod: the containers' restart back-off's cap (1 s to 300 s) */
         uint64_t crash_loop_backoff_max_usec;
+        bool fail_swap_on;                 /* --fail-swap-on / failSwapOn, true: refuse to start with swap on */
+        char *memory_swap_behavior;        /* memorySwap.swapBehavior: "", "NoSwap" (the default) or "LimitedSwap" */
         bool seccomp_default;              /* --seccomp-default / seccompDefault: RuntimeDefault when none set */
         bool max_parallel_image_pulls_set; /* maxParallelImagePulls given (upstream: not nil) */
         int max_parallel_image_pulls;      /* maxParallelImagePulls: the most pulls at once when not serialized */

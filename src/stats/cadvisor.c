@@ -422,6 +422,27 @@ static void read_blkio(struct cadvisor *c, const char *name, struct cadvisor_sta
         }
 }
 
+static void read_psi_one(struct cadvisor *c, const char *name, const char *resource, bool *ret_has,
+                         struct psi_stats *ret) {
+        _cleanup_free_ char *t = NULL, *file = NULL;
+
+        if (asprintf(&file, "%s.pressure", resource) < 0)
+                return;
+        if (cg_read(c, c->h.unified, name, file, SMALL_FILE_MAX, &t) < 0) {
+                _cleanup_free_ char *p = NULL;
+                if (!streq(name, "/") || asprintf(&p, "/proc/pressure/%s", resource) < 0 ||
+                    stats_read_file(c->root, p, SMALL_FILE_MAX, &t) < 0)
+                        return;
+        }
+        *ret_has = stats_parse_psi(t, ret) >= 0;
+}
+
+static void read_psi(struct cadvisor *c, const char *name, struct cadvisor_stats *s) {
+        read_psi_one(c, name, "cpu", &s->has_psi_cpu, &s->psi_cpu);
+        read_psi_one(c, name, "memory", &s->has_psi_memory, &s->psi_memory);
+        read_psi_one(c, name, "io", &s->has_psi_io, &s->psi_io);
+}
+
 static void read_cpu_v1(struct cadvisor *c, const char *name, struct cadvisor_stats *s) {
         _cleanup_free_ char *stat = NULL, *cpustat = NULL;
         uint64_t v;
@@ -611,6 +632,8 @@ static bool read_cgroup(struct cadvisor *c, const char *name, bool network, stru
                 cur_reset(c);
                 return false;
         }
+        if (c->h.v2)
+                read_psi(c, name, s);
         read_blkio(c, name, s);
         read_pids(c, name, s);
         read_processes(c, name, s, &pid);
@@ -650,7 +673,7 @@ static const struct cadvisor_known_container *find_container(const struct cadvis
 }
 
 /* "pod<uid>", or with the systemd driver "kubepods[-<qos>]-pod<uid with '_' for '-'>.slice" */
-static bool pod_dir_matches(const char *dirname, const char *uid) {
+bool cadvisor_pod_dir_matches(const char *dirname, const char *uid) {
         const char *p = dirname;
         size_t n = strlen(uid);
 
@@ -669,7 +692,7 @@ static bool pod_dir_matches(const char *dirname, const char *uid) {
 
 static const struct cadvisor_known_pod *find_pod(const struct cadvisor_known *k, const char *dirname) {
         for (size_t i = 0; k && i < k->n_pods; i++)
-                if (k->pods[i].uid && pod_dir_matches(dirname, k->pods[i].uid))
+                if (k->pods[i].uid && cadvisor_pod_dir_matches(dirname, k->pods[i].uid))
                         return &k->pods[i];
         return NULL;
 }

@@ -70,6 +70,10 @@ struct cadvisor_stats {
 
         bool has_processes;
         uint64_t processes, file_descriptors, threads, threads_max;
+
+        /* v2: cpu.pressure, memory.pressure, io.pressure (the root: /proc/pressure when it has none) */
+        bool has_psi_cpu, has_psi_memory, has_psi_io;
+        struct psi_stats psi_cpu, psi_memory, psi_io;
 };
 
 void cadvisor_stats_done(struct cadvisor_stats *s);
@@ -134,6 +138,9 @@ struct cadvisor_hierarchies {
 size_t cadvisor_mountinfo_split(char *line, char *f[static 6], char **ret_tail);
 int cadvisor_parse_mountinfo(const char *text, struct cadvisor_hierarchies *ret);
 void cadvisor_hierarchies_done(struct cadvisor_hierarchies *h);
+/* whether a cgroup directory's name is the pod's: "pod<uid>", or with the systemd driver
+ * "kubepods[-<qos>]-pod<uid with '_' for '-'>.slice" */
+bool cadvisor_pod_dir_matches(const char *dirname, const char *uid);
 /* interfaces cAdvisor does not report for a container: lo, veth*, docker*, nerdctl* */
 bool cadvisor_net_ignored(const char *name);
 

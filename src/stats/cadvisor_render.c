@@ -369,6 +369,19 @@ static int f_threads_max(struct sample_list *sl, const struct cadvisor_series *s
         return s->stats.has_processes ? add(sl, s, NULL, (double) s->stats.threads_max, true) : 0;
 }
 
+/* cadvisor's PSI totals are microseconds */
+#define PSI_FAMILY(fn, res, which)                                                                                    \
+        static int fn(struct sample_list *sl, const struct cadvisor_series *s, int64_t now_ms) {                      \
+                return s->stats.has_psi_##res ? add(sl, s, NULL, (double) s->stats.psi_##res.which.total / 1e6, true) \
+                                              : 0;                                                                    \
+        }
+PSI_FAMILY(f_psi_cpu_full, cpu, full)
+PSI_FAMILY(f_psi_cpu_some, cpu, some)
+PSI_FAMILY(f_psi_memory_full, memory, full)
+PSI_FAMILY(f_psi_memory_some, memory, some)
+PSI_FAMILY(f_psi_io_full, io, full)
+PSI_FAMILY(f_psi_io_some, io, some)
+
 struct family {
         const char *name, *type, *help;
         enum extra_label extra;
@@ -435,6 +448,22 @@ static const struct family families[] = {
           EXTRA_INTERFACE, f_tx_packets },
         { "container_oom_events_total", "counter", "Count of out of memory events observed for the container",
           EXTRA_NONE, f_oom },
+        { "container_pressure_cpu_stalled_seconds_total", "counter",
+          "Total time duration no tasks in the container could make progress due to CPU congestion.", EXTRA_NONE,
+          f_psi_cpu_full },
+        { "container_pressure_cpu_waiting_seconds_total", "counter",
+          "Total time duration tasks in the container have waited due to CPU congestion.", EXTRA_NONE, f_psi_cpu_some },
+        { "container_pressure_io_stalled_seconds_total", "counter",
+          "Total time duration no tasks in the container could make progress due to IO congestion.", EXTRA_NONE,
+          f_psi_io_full },
+        { "container_pressure_io_waiting_seconds_total", "counter",
+          "Total time duration tasks in the container have waited due to IO congestion.", EXTRA_NONE, f_psi_io_some },
+        { "container_pressure_memory_stalled_seconds_total", "counter",
+          "Total time duration no tasks in the container could make progress due to memory congestion.", EXTRA_NONE,
+          f_psi_memory_full },
+        { "container_pressure_memory_waiting_seconds_total", "counter",
+          "Total time duration tasks in the container have waited due to memory congestion.", EXTRA_NONE,
+          f_psi_memory_some },
         { "container_processes", "gauge", "Number of processes running inside the container.", EXTRA_NONE,
           f_processes },
         /* container_scrape_error: written apart, between these */

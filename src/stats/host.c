@@ -2,6 +2,7 @@
 /* Node-level statistics from /proc, /sys and cgroupfs (what cadvisor's root container gives upstream). */
 #include "stats/host.h"
 
+#include <assert.h>
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
@@ -351,6 +352,186 @@ int stats_cgroup_read_memory(const char *root, const char *cgroup, struct cgroup
         *ret = m;
         *ret_limit = lim;
         return 0;
+}
+
+/* ---------------------------------------------------------------- pressure and swap */
+
+/* "avg10=0.12 avg60=0.00 avg300=0.00 total=1234" after the line's first word */
+static int parse_psi_line(const char *s, struct psi_data *ret) {
+        struct psi_data d = {};
+        unsigned seen = 0;
+
+        while (*s && *s != '\n') {
+                const char *eq, *end;
+                char *e;
+                while (*s == ' ' || *s == '\t')
+                        s++;
+                if (!*s || *s == '\n')
+                        break;
+                eq = strchr(s, '=');
+                end = s + strcspn(s, " \t\n");
+                if (!eq || eq > end)
+                        return -EINVAL;
+                errno = 0;
+                if (startswith(s, "avg10=") || startswith(s, "avg60=") || startswith(s, "avg300=")) {
+                        double v = strtod(eq + 1, &e);
+                        if (e != end || errno != 0 || v < 0)
+                                return -EINVAL;
+                        if (s[3] == '1') {
+                                d.avg10 = v;
+                                seen |= 1;
+                        } else if (s[3] == '6') {
+                                d.avg60 = v;
+                                seen |= 2;
+                        } else {
+                                d.avg300 = v;
+                                seen |= 4;
+                        }
+                } else if (startswith(s, "total=")) {
+                        const char *t;
+                        int r = parse_u64_token(eq + 1, &t, &d.total);
+                        if (r < 0 || t != end)
+                                return -EINVAL;
+                        seen |= 8;
+                } /* other keys: ignored */
+                s = end;
+        }
+        if (seen != 15)
+                return -EINVAL;
+        *ret = d;
+        return 0;
+}
+
+int stats_parse_psi(const char *text, struct psi_stats *ret) {
+        struct psi_stats p = {};
+        bool some = false;
+        int r;
+
+        assert(text);
+        for (const char *l = text; *l;) {
+                const char *eol = strchrnul(l, '\n');
+                if (startswith(l, "some ")) {
+                        r = parse_psi_line(l + 5, &p.some);
+                        if (r < 0)
+                                return r;
+                        some = true;
+                } else if (startswith(l, "full ")) {
+                        r = parse_psi_line(l + 5, &p.full);
+                        if (r < 0)
+                                return r;
+                }
+                l = *eol ? eol + 1 : eol;
+        }
+        if (!some)
+                return -EINVAL;
+        *ret = p;
+        return 0;
+}
+
+int stats_cgroup_read_psi(const char *root, const char *cgroup, const char *resource, struct psi_stats *ret) {
+        _cleanup_free_ char *path = NULL, *text = NULL;
+        int r;
+
+        if (asprintf(&path, "/sys/fs/cgroup%s/%s.pressure", streq(cgroup, "/") ? "" : cgroup, resource) < 0)
+                return -ENOMEM;
+        r = stats_read_file(root, path, SMALL_FILE_MAX, &text);
+        if (r < 0)
+                return r;
+        return stats_parse_psi(text, ret);
+}
+
+int stats_node_read_psi(const char *root, const char *resource, struct psi_stats *ret) {
+        _cleanup_free_ char *path = NULL, *text = NULL;
+        int r;
+
+        r = stats_cgroup_read_psi(root, "/", resource, ret);
+        if (r != -ENOENT)
+                return r;
+        if (asprintf(&path, "/proc/pressure/%s", resource) < 0)
+                return -ENOMEM;
+        r = stats_read_file(root, path, SMALL_FILE_MAX, &text);
+        if (r < 0)
+                return r;
+        return stats_parse_psi(text, ret);
+}
+
+int stats_cgroup_read_swap(const char *root, const char *cgroup, uint64_t *ret_usage, uint64_t *ret_limit) {
+        _cleanup_free_ char *cur = NULL, *max = NULL, *text = NULL;
+        uint64_t usage, limit = UINT64_MAX;
+        int r;
+
+        if (asprintf(&cur, "/sys/fs/cgroup%s/memory.swap.current", cgroup) < 0 ||
+            asprintf(&max, "/sys/fs/cgroup%s/memory.swap.max", cgroup) < 0)
+                return -ENOMEM;
+        r = stats_read_u64(root, cur, &usage);
+        if (r < 0)
+                return r;
+        r = stats_read_file(root, max, SMALL_FILE_MAX, &text);
+        if (r < 0)
+                return r;
+        if (!startswith(text, "max")) {
+                r = stats_parse_u64(text, &limit);
+                if (r < 0)
+                        return r;
+        }
+        *ret_usage = usage;
+        *ret_limit = limit;
+        return 0;
+}
+
+int stats_node_read_swap(const char *root, uint64_t *ret_usage, uint64_t *ret_available) {
+        _cleanup_free_ char *mi = NULL;
+        uint64_t total, free_;
+        int r;
+
+        r = stats_read_file(root, "/proc/meminfo", SMALL_FILE_MAX, &mi);
+        if (r < 0)
+                return r;
+        r = stats_parse_meminfo(mi, "SwapTotal", &total);
+        if (r < 0)
+                return r;
+        r = stats_parse_meminfo(mi, "SwapFree", &free_);
+        if (r < 0)
+                return r;
+        *ret_usage = total > free_ ? total - free_ : 0;
+        *ret_available = free_;
+        return 0;
+}
+
+int stats_swap_is_on(const char *root, bool *ret) {
+        _cleanup_free_ char *text = NULL;
+        const char *nl;
+        int r;
+
+        r = stats_read_file(root, "/proc/swaps", SMALL_FILE_MAX, &text);
+        if (r == -ENOENT) {
+                *ret = false;
+                return 0;
+        }
+        if (r < 0)
+                return r;
+        nl = strchr(text, '\n');
+        /* anything but blanks after the header line */
+        *ret = nl && nl[1 + strspn(nl + 1, " \t\n")] != '\0';
+        return 0;
+}
+
+bool stats_swap_controller_v2(const char *root) {
+        _cleanup_free_ char *text = NULL, *path = NULL;
+        const char *l, *eol;
+
+        if (!stats_cgroup_is_unified(root) || stats_read_file(root, "/proc/self/cgroup", SMALL_FILE_MAX, &text) < 0)
+                return false;
+        l = startswith(text, "0::") ? text : strstr(text, "\n0::");
+        if (!l)
+                return false;
+        if (*l == '\n')
+                l++;
+        l += 3;
+        eol = strchrnul(l, '\n');
+        if (asprintf(&path, "%s/sys/fs/cgroup%.*s/memory.swap.max", strempty(root), (int) (eol - l), l) < 0)
+                return false;
+        return access(path, F_OK) == 0;
 }
 
 /* ---------------------------------------------------------------- network */

@@ -65,6 +65,36 @@ int stats_cgroup_read_root(const char *root, struct cgroup_cpu_memory *ret);
  * unlimited. */
 int stats_cgroup_read_memory(const char *root, const char *cgroup, struct cgroup_cpu_memory *ret, uint64_t *ret_limit);
 
+/* ---- pressure stall information and swap (cgroup v2) ---- */
+
+/* One line of a *.pressure file. total: the kernel's cumulative stall time in microseconds (passed on as is, as
+ * cadvisor and the upstream Summary do); the averages in percent. */
+struct psi_data {
+        uint64_t total;
+        double avg10, avg60, avg300;
+};
+struct psi_stats {
+        struct psi_data some, full;
+};
+/* A cpu/memory/io.pressure text ("some avg10=0.12 avg60=0.00 avg300=0.00 total=1234\nfull ..."): a missing "full"
+ * line (cpu.pressure before Linux 5.13) leaves zeros, as cadvisor. -EINVAL without a "some" line. */
+int stats_parse_psi(const char *text, struct psi_stats *ret);
+/* <root>/sys/fs/cgroup<cgroup>/<resource>.pressure (resource "cpu", "memory", "io"). */
+int stats_cgroup_read_psi(const char *root, const char *cgroup, const char *resource, struct psi_stats *ret);
+/* The node's: the root cgroup's file, else <root>/proc/pressure/<resource>. */
+int stats_node_read_psi(const char *root, const char *resource, struct psi_stats *ret);
+
+/* Swap of a v2 cgroup: memory.swap.current, and memory.swap.max (*ret_limit UINT64_MAX for "max"). */
+int stats_cgroup_read_swap(const char *root, const char *cgroup, uint64_t *ret_usage, uint64_t *ret_limit);
+/* The node's swap from /proc/meminfo: used = SwapTotal - SwapFree, available = SwapFree. */
+int stats_node_read_swap(const char *root, uint64_t *ret_usage, uint64_t *ret_available);
+
+/* Whether swap is on: <root>/proc/swaps has a line after its header (upstream's IsSwapOn); a missing file is off. */
+int stats_swap_is_on(const char *root, bool *ret);
+/* Whether the swap controller is there on cgroup v2: memory.swap.max in this process's own cgroup (from
+ * <root>/proc/self/cgroup's "0::" line), as upstream's checkSwapControllerAvailability. false on v1. */
+bool stats_swap_controller_v2(const char *root);
+
 /* ---- network (/proc/net/dev) ---- */
 
 struct net_dev_stats {

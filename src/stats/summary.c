@@ -9,6 +9,7 @@
  * statvfs, the log directories) at that moment. */
 #include "stats/summary.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -20,6 +21,7 @@
 #include "basic/string.h"
 #include "basic/time.h"
 #include "container/labels.h"
+#include "stats/cadvisor.h"
 #include "stats/host.h"
 #include "stats/stats-internal.h"
 #include "stats/volume_stats.h"
@@ -305,6 +307,9 @@ struct build {
         bool oom;
         struct mount_fs *mounts; /* statvfs results of this build, by path */
         size_t n_mounts;
+        bool v2;        /* cgroup v2: PSI and swap from the pods' and containers' cgroups */
+        char **cgroups; /* v2: the cgroups one and two levels below the pods' cgroup (pods, QoS classes) */
+        size_t n_cgroups;
 };
 
 static void put(struct build *b, json_t *o, const char *key, json_t *v) {
@@ -410,9 +415,144 @@ static const struct fs_usage *mount_fs(struct build *b, const char *path) {
 }
 
 static void build_done(struct build *b) {
+        for (size_t i = 0; i < b->n_cgroups; i++)
+                free(b->cgroups[i]);
+        free(b->cgroups);
         for (size_t i = 0; i < b->n_mounts; i++)
                 free(b->mounts[i].path);
         free(b->mounts);
+}
+
+/* ---------------------------------------------------------------- PSI and swap (cgroup v2) */
+
+#define SCAN_MAX_CGROUPS 8192
+
+static int scan_add(struct build *b, const char *path) {
+        char **v, *d;
+        if (b->n_cgroups >= SCAN_MAX_CGROUPS)
+                return -E2BIG;
+        v = reallocarray(b->cgroups, b->n_cgroups + 1, sizeof(*v));
+        if (!v)
+                return -ENOMEM;
+        b->cgroups = v;
+        d = strdup(path);
+        if (!d)
+                return -ENOMEM;
+        b->cgroups[b->n_cgroups++] = d;
+        return 0;
+}
+
+/* the directories below <cgroupfs><dir>, depth levels deep (cgroupfs only: never pod-writable) */
+static void scan_dir(struct build *b, const char *dir, unsigned depth) {
+        _cleanup_free_ char *full = NULL;
+        struct dirent *de;
+        DIR *d;
+        int r;
+
+        if (asprintf(&full, "%s/sys/fs/cgroup%s", strempty(b->p->host_root), dir) < 0) {
+                b->oom = true;
+                return;
+        }
+        d = opendir(full);
+        if (!d)
+                return;
+        while ((de = readdir(d))) {
+                _cleanup_free_ char *child = NULL;
+                if (de->d_name[0] == '.' || de->d_type != DT_DIR)
+                        continue;
+                if (asprintf(&child, "%s/%s", dir, de->d_name) < 0) {
+                        child = NULL;
+                        b->oom = true;
+                        break;
+                }
+                r = scan_add(b, child);
+                if (r == -ENOMEM)
+                        b->oom = true;
+                if (r < 0)
+                        break; /* -E2BIG: the pods found so far */
+                if (depth > 1)
+                        scan_dir(b, child, depth - 1);
+        }
+        closedir(d);
+}
+
+/* the pod's cgroup (relative to cgroupfs), NULL if not found */
+static const char *pod_cgroup(const struct build *b, const char *uid) {
+        for (size_t i = 0; i < b->n_cgroups; i++) {
+                const char *base = strrchr(b->cgroups[i], '/');
+                if (base && cadvisor_pod_dir_matches(base + 1, uid))
+                        return b->cgroups[i];
+        }
+        return NULL;
+}
+
+/* the container's cgroup under its pod's: "<id>" (cgroupfs driver) or "cri-containerd-<id>.scope" (systemd) */
+static char *container_cgroup(const struct build *b, const char *pod_cg, const char *id) {
+        for (unsigned i = 0; pod_cg && i < 2; i++) {
+                _cleanup_free_ char *full = NULL;
+                char *cg = NULL;
+                if ((i == 0 ? asprintf(&cg, "%s/%s", pod_cg, id)
+                            : asprintf(&cg, "%s/cri-containerd-%s.scope", pod_cg, id)) < 0)
+                        return NULL;
+                if (asprintf(&full, "%s/sys/fs/cgroup%s", strempty(b->p->host_root), cg) >= 0 &&
+                    access(full, F_OK) == 0)
+                        return cg;
+                free(cg);
+        }
+        return NULL;
+}
+
+static json_t *psi_data_json(struct build *b, const struct psi_data *d) {
+        json_t *o = json_object();
+        put(b, o, "total", stats_juint(d->total));
+        put(b, o, "avg10", json_real(d->avg10));
+        put(b, o, "avg60", json_real(d->avg60));
+        put(b, o, "avg300", json_real(d->avg300));
+        return o;
+}
+
+static json_t *psi_json(struct build *b, const struct psi_stats *p) {
+        json_t *o = json_object();
+        put(b, o, "full", psi_data_json(b, &p->full));
+        put(b, o, "some", psi_data_json(b, &p->some));
+        return o;
+}
+
+/* PSIStats into o's "cpu" and "memory" (made if missing) and "io", from the cgroup's files (NULL: the node's) */
+static void put_psi(struct build *b, json_t *o, const char *cgroup) {
+        static const char *const resource[] = { "cpu", "memory", "io" };
+        for (size_t i = 0; i < ELEMENTSOF(resource); i++) {
+                struct psi_stats ps;
+                json_t *r;
+                if ((cgroup ? stats_cgroup_read_psi(b->p->host_root, cgroup, resource[i], &ps)
+                            : stats_node_read_psi(b->p->host_root, resource[i], &ps)) < 0)
+                        continue;
+                r = json_object_get(o, resource[i]);
+                if (!r) {
+                        r = json_object();
+                        put(b, r, "time", json_string(b->now));
+                        put(b, o, resource[i], r);
+                        if (!r)
+                                continue;
+                }
+                put(b, r, "psi", psi_json(b, &ps));
+        }
+}
+
+static json_t *swap_json(struct build *b, uint64_t usage, struct opt available) {
+        json_t *o = json_object();
+        put(b, o, "time", json_string(b->now));
+        put_opt(b, o, "swapAvailableBytes", available);
+        put(b, o, "swapUsageBytes", stats_juint(usage));
+        return o;
+}
+
+/* SwapStats of a v2 cgroup: memory.swap.current, and the limit less it when there is one (as cadvisor) */
+static void put_cgroup_swap(struct build *b, json_t *o, const char *cgroup) {
+        uint64_t usage, limit;
+        if (stats_cgroup_read_swap(b->p->host_root, cgroup, &usage, &limit) < 0)
+                return;
+        put(b, o, "swap", swap_json(b, usage, limit == UINT64_MAX ? NONE : OPT(limit > usage ? limit - usage : 0)));
 }
 
 /* protobuf-c map entries all look like this */
@@ -445,6 +585,7 @@ struct pod {
         const Runtime__V1__PodSandboxStats *stats; /* NULL if none */
         struct ctr *ctrs;                          /* kept containers of this pod */
         size_t n_ctrs;
+        const char *cgroup; /* v2: the pod's cgroup, if found */
 };
 
 struct totals {
@@ -560,6 +701,13 @@ static json_t *container_json(struct build *b, const struct pod *pod, const stru
                         t->mem_rss += mj.rss.v;
                         t->mem_pf += mj.page_faults.v;
                         t->mem_mpf += mj.major_page_faults.v;
+                }
+        }
+        if (b->v2) {
+                _cleanup_free_ char *cg = container_cgroup(b, pod->cgroup, k->c->id);
+                if (cg) {
+                        put_psi(b, o, cg);
+                        put_cgroup_swap(b, o, cg);
                 }
         }
         if (s->writable_layer) {
@@ -712,6 +860,11 @@ static json_t *pod_json(struct build *b, struct pod *pod, Runtime__V1__Container
                 all->mem_rss += t.mem_rss;
                 all->mem_pf += t.mem_pf;
                 all->mem_mpf += t.mem_mpf;
+        }
+        if (pod->cgroup) {
+                /* PSI cannot be summed: from the pod's cgroup, as upstream (cadvisor's pod cgroup) */
+                put_psi(b, o, pod->cgroup);
+                put_cgroup_swap(b, o, pod->cgroup);
         }
         if (pod->stats && pod->stats->linux && pod->stats->linux->network)
                 put(b, o, "network", network_from_cri(b, pod->stats->linux->network));
@@ -878,6 +1031,11 @@ static int build_pods(struct build *b, const struct summary_input *in, json_t *p
 
         if (n_pods > 1)
                 qsort(pods, n_pods, sizeof(*pods), cmp_pod);
+        if (b->v2 && b->p->pods_cgroup && n_pods > 0) {
+                scan_dir(b, b->p->pods_cgroup, 2);
+                for (size_t i = 0; i < n_pods; i++)
+                        pods[i].cgroup = pod_cgroup(b, pods[i].uid);
+        }
         for (size_t i = 0; i < n_pods; i++)
                 append(b, pods_json, pod_json(b, &pods[i], stats, n_stats, all));
         return 0;
@@ -1045,6 +1203,14 @@ static json_t *node_json(struct build *b, const struct summary_input *in, const 
                 }
         }
 
+        if (b->v2)
+                put_psi(b, o, NULL); /* cadvisor has the root's PSI on v2 only */
+        {
+                uint64_t used, avail;
+                if (stats_node_read_swap(p->host_root, &used, &avail) >= 0)
+                        put(b, o, "swap", swap_json(b, used, OPT(avail)));
+        }
+
         net = node_network_json(b);
         if (net)
                 put(b, o, "network", net);
@@ -1087,7 +1253,9 @@ int stats_summary_build(struct stats_provider *p, const struct summary_input *in
 /* precise: times with nanoseconds (RFC 3339 nano) */
 static int stats_summary_build_times(struct stats_provider *p, const struct summary_input *in, bool precise,
                                      json_t **ret) {
-        struct build b = { .p = p, .now_usec = now_realtime_usec(), .precise = precise };
+        struct build b = {
+                .p = p, .now_usec = now_realtime_usec(), .precise = precise, .v2 = stats_cgroup_is_unified(p->host_root)
+        };
         struct totals pods_total = {};
         json_auto_t *doc = json_object(), *pods = json_array();
         int r;

@@ -26,6 +26,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "e2e"))
 
 from conftest import IMAGE_CACHE, SCRIPTS, free_port  # noqa: E402
+from fakeapi import FakeApiServer  # noqa: E402
 from test_deb import deb  # noqa: E402,F401  (the module-scoped fixture that builds the package)
 
 BOOT_TIMEOUT = 400  # seconds from qemu's start to ssh (52-98 s measured)
@@ -165,7 +166,15 @@ def vm(image, vm_deb):
     os.makedirs(share)
     shutil.copy(deb, os.path.join(share, "ckubelet.deb"))
     shutil.copy(os.path.join(IMAGE_CACHE, "images.tar"), os.path.join(share, "images.tar"))
+    # the fake apiserver on the host, reached from the guest through QEMU's user networking (10.0.2.2 is the host's
+    # loopback); its server certificate names localhost, which the guest's kubeconfig asks for (tls-server-name)
+    api = FakeApiServer(os.path.join(work, "fakeapi"), node_name="ckvm")
+    api.start()
+    os.makedirs(os.path.join(share, "api"))
+    for src, name in ((api.ca_file, "ca.crt"), (api.client_cert[0], "node.crt"), (api.client_cert[1], "node.key")):
+        shutil.copy(src, os.path.join(share, "api", name))
     m = VM(image, share, work)
+    m.api = api
     m.start()
     try:
         m.wait_ssh()
@@ -179,6 +188,7 @@ def vm(image, vm_deb):
         except Exception as e:  # noqa: BLE001
             print(f"no journal: {e!r}")
         m.stop()
+        api.stop()
         print(f"console tail:\n{m.tail()}")
         if not os.environ.get("CKUBELET_E2E_KEEP"):
             shutil.rmtree(work, ignore_errors=True)
@@ -201,6 +211,16 @@ CONFIG = textwrap.dedent(f"""\
     healthzBindAddress: 127.0.0.1
     healthzPort: 10248
     """)
+# NodeSwap: the guest gets a swap file; failSwapOn's default (true) must refuse it, then this lets ckubelet run
+SWAP_CONFIG = "failSwapOn: false\nmemorySwap:\n  swapBehavior: LimitedSwap\n"
+KUBECONFIG = "\n".join([
+    "apiVersion: v1", "kind: Config", "clusters:", "- name: fakeapi", "  cluster:",
+    "    server: https://10.0.2.2:{port}", "    certificate-authority: /etc/ckubelet/api/ca.crt",
+    "    tls-server-name: localhost", "users:", "- name: node", "  user:",
+    "    client-certificate: /etc/ckubelet/api/node.crt", "    client-key: /etc/ckubelet/api/node.key",
+    "contexts:", "- name: fakeapi", "  context:", "    cluster: fakeapi", "    user: node",
+    "current-context: fakeapi", ""])
+ARGS = "--kubeconfig=/etc/ckubelet/kubeconfig"
 
 # The test's drop-in: the package's WatchdogSec=2min and RestartSec=10 would make the watchdog check take minutes
 # under emulation; the mechanism is the same.
@@ -271,7 +291,18 @@ def test_package_installs_and_service_reaches_active(vm):
     vm.ssh("ctr -n k8s.io images import /mnt/host/images.tar >/dev/null")
     assert vm.ssh("stat -f -c %T /sys/fs/cgroup").strip() == "cgroup2fs"
     assert vm.ssh("ps -p 1 -o comm=").strip() == "systemd"
-    vm.ssh("cat > /etc/ckubelet/config.yaml <<'EOF'\n" + CONFIG + "EOF\n"
+    # swap on: failSwapOn's default refuses to start, with upstream's message
+    vm.ssh("fallocate -l 256M /swapfile && chmod 600 /swapfile && mkswap -q /swapfile && swapon /swapfile")
+    vm.ssh("cat > /etc/ckubelet/config-swap.yaml <<'EOF'\n" + CONFIG + "EOF\n")
+    out = vm.ssh("timeout 120 /usr/bin/ckubelet --config=/etc/ckubelet/config-swap.yaml 2>&1; echo rc=$?",
+                 timeout=180)
+    assert "rc=0" not in out and "rc=124" not in out, out[-2000:]
+    assert "running with swap on is not supported, please disable swap or set --fail-swap-on flag to false" in out, \
+        out[-2000:]
+    vm.ssh("cat > /etc/ckubelet/config.yaml <<'EOF'\n" + CONFIG + SWAP_CONFIG + "EOF\n"
+           "mkdir -p /etc/ckubelet/api && cp /mnt/host/api/* /etc/ckubelet/api/ && chmod 600 /etc/ckubelet/api/*\n"
+           "cat > /etc/ckubelet/kubeconfig <<'EOF'\n" + KUBECONFIG.format(port=vm.api.port) + "EOF\n"
+           f"echo 'CKUBELET_ARGS=\"{ARGS}\"' > /etc/default/ckubelet\n"
            "mkdir -p /etc/systemd/system/ckubelet.service.d /etc/kubernetes/manifests\n"
            "printf '" + DROPIN.replace("\n", "\\n") + "' > /etc/systemd/system/ckubelet.service.d/test.conf\n"
            "systemctl daemon-reload")
@@ -352,9 +383,94 @@ def test_no_eviction_notifier_errors(vm):
     assert not bad, "\n".join(bad[-5:])
 
 
+def kubelet_get(vm, path):
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    return urllib.request.urlopen(f"https://127.0.0.1:{vm.kubelet_port}{path}", timeout=60, context=ctx).read()
+
+
+def api_pod(name, resources):
+    p = pod(name, resources)
+    p["spec"]["nodeName"] = "ckvm"
+    return p
+
+
+API_PODS = {  # from the (fake) apiserver: not static, so not critical: LimitedSwap applies to them
+    "burstable-api": api_pod("burstable-api", {"requests": {"cpu": "100m", "memory": "64Mi"},
+                                               "limits": {"memory": "256Mi"}}),
+    "guaranteed-api": api_pod("guaranteed-api", {"requests": {"cpu": "100m", "memory": "64Mi"},
+                                                 "limits": {"cpu": "100m", "memory": "64Mi"}}),
+}
+
+
+def scope_file(vm, cid, f):
+    return vm.ssh(f"cat $(find /sys/fs/cgroup/kubepods.slice -type d -name cri-containerd-{cid}.scope)/{f}").strip()
+
+
+def test_limited_swap_per_container(vm):
+    # the node registered with the fake apiserver; pods from it run in the guest
+    wait_for(lambda: vm.api.get("nodes", "ckvm"), 120, interval=2, msg="the node registered")
+    for name, p in API_PODS.items():
+        vm.api.create("pods", p, namespace="default")
+    wait_for(lambda: set(crictl_ps(vm)) >= set(API_PODS), 300, interval=3, msg="the API pods' containers")
+    ids = crictl_ps(vm)
+    wait_for(lambda: set(ids[n] for n in API_PODS) <= running_tasks(vm), 120, interval=3, msg="running")
+    mi = dict(re.findall(r"^(\w+):\s+(\d+) kB$", vm.ssh("cat /proc/meminfo"), re.M))
+    mem, swap = int(mi["MemTotal"]) * 1024, int(mi["SwapTotal"]) * 1024
+    assert swap > 0
+    # kuberuntime_container_linux.go calcSwapForBurstablePods: float64(request) / float64(node memory) * swap
+    want = int((64 << 20) / mem * swap)
+    spec = vm.ssh(f"ctr -n k8s.io containers info {ids['burstable-api']}")
+    m = re.search(r'"memory\.swap\.max": "(\d+)"', spec)
+    assert m and int(m.group(1)) == want, (want, m and m.group(0))  # what the CRI carried (unified)
+    got = int(scope_file(vm, ids["burstable-api"], "memory.swap.max"))
+    print(f"LimitedSwap: MemTotal {mem} SwapTotal {swap}: want {want}, the CRI {m.group(1)}, the cgroup {got}")
+    assert got == want - want % 4096  # the kernel keeps whole pages
+    # Guaranteed, BestEffort and static (critical) pods: NoSwap, 0
+    for name in ("guaranteed-api", "guaranteed-ckvm", "besteffort-ckvm", "burstable-ckvm"):
+        assert scope_file(vm, ids[name], "memory.swap.max") == "0", name
+
+
+def test_psi_swap_and_cadvisor_metrics_from_cgroup_v2(vm):
+    s = json.loads(kubelet_get(vm, "/stats/summary"))
+    node = s["node"]
+    for res in ("cpu", "memory", "io"):
+        psi = node[res]["psi"]
+        assert set(psi) == {"some", "full"} and set(psi["some"]) == {"total", "avg10", "avg60", "avg300"}, psi
+    assert isinstance(node["cpu"]["psi"]["some"]["total"], int) and isinstance(node["io"]["psi"]["full"]["avg10"],
+                                                                                 float), node["cpu"]
+    swap_total = int(re.search(r"^SwapTotal:\s+(\d+) kB$", vm.ssh("cat /proc/meminfo"), re.M).group(1)) * 1024
+    assert node["swap"]["swapAvailableBytes"] + node["swap"]["swapUsageBytes"] == swap_total, node["swap"]
+    pods = {p["podRef"]["name"]: p for p in s["pods"]}
+    b = pods["burstable-api"]
+    print(f"burstable-api: cpu {b['cpu']} swap {b.get('swap')}")
+    for res in ("cpu", "memory", "io"):
+        assert "psi" in b[res], (res, b)
+    c = b["containers"][0]
+    assert "psi" in c["cpu"] and "psi" in c["memory"] and "psi" in c["io"], c
+    assert c["swap"]["swapUsageBytes"] >= 0 and "swapAvailableBytes" in c["swap"], c
+    assert pods["guaranteed-api"]["containers"][0]["swap"]["swapAvailableBytes"] == 0
+    text = kubelet_get(vm, "/metrics/cadvisor").decode()
+    for fam in ("cpu", "memory", "io"):
+        for kind in ("stalled", "waiting"):
+            name = f"container_pressure_{fam}_{kind}_seconds_total"
+            assert f"# TYPE {name} counter" in text, name
+            assert re.search(rf'^{name}{{container="c",.*pod="burstable-api"}} ', text, re.M), name
+    # the other families from v2 files: the Guaranteed container's memory limit, working set and CPU
+    m = re.search(r'^container_spec_memory_limit_bytes{container="c",.*pod="guaranteed-api"} (\S+)', text, re.M)
+    assert m and float(m.group(1)) == 64 << 20, m and m.group(0)
+    assert re.search(r'^container_memory_working_set_bytes{container="c",.*pod="guaranteed-api"} [1-9]', text, re.M)
+    assert re.search(r'^container_cpu_usage_seconds_total{container="c",cpu="total",.*pod="guaranteed-api"} ', text,
+                     re.M)
+
+
 def test_restart_keeps_pods_running(vm):
     before = crictl_ps(vm)
     pid = systemctl_show(vm, "MainPID")
+    # restarted with --logging-format=json: journald carries JSON lines (issue 31)
+    vm.ssh(f"echo 'CKUBELET_ARGS=\"{ARGS} --logging-format=json\"' > /etc/default/ckubelet")
+    since = vm.ssh("date +%s").strip()
     vm.ssh("systemctl restart ckubelet", timeout=300)
     assert systemctl_show(vm, "ActiveState") == "active"
     assert systemctl_show(vm, "MainPID") != pid
@@ -362,6 +478,12 @@ def test_restart_keeps_pods_running(vm):
     after = crictl_ps(vm)
     assert after == before, (before, after)
     assert set(before.values()) <= running_tasks(vm)
+    lines = [l for l in vm.ssh(f"journalctl --no-pager -o cat --since=@{since} _PID=$(systemctl show -p MainPID "
+                                "--value ckubelet)").splitlines() if l.strip()]
+    assert lines, "no log lines from the restarted ckubelet"
+    docs = [json.loads(l) for l in lines]  # every line is a JSON object
+    assert all("msg" in d and "ts" in d for d in docs), lines[:5]
+    print(f"{len(docs)} JSON log lines, the first: {lines[0][:200]}")
 
 
 def test_watchdog_restarts_a_stopped_ckubelet(vm):
@@ -376,10 +498,58 @@ def test_watchdog_restarts_a_stopped_ckubelet(vm):
 
 
 def test_pod_slice_gone_after_the_pod_is_removed(vm):
-    d = vm.ssh("ls -d /sys/fs/cgroup/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod*.slice").strip()
+    cid = crictl_ps(vm)["burstable-ckvm"]
+    d = os.path.dirname(vm.ssh(f"find /sys/fs/cgroup/kubepods.slice -type d -name cri-containerd-{cid}.scope").strip())
+    assert os.path.basename(d).startswith("kubepods-burstable-pod"), d
     vm.ssh("rm /etc/kubernetes/manifests/burstable.json")
     wait_for(lambda: vm.ssh(f"test -e {d} && echo yes || echo no").strip() == "no", 180, interval=3,
              msg=f"{d} removed")
     unit = os.path.basename(d)
     assert vm.ssh(f"systemctl show -p LoadState,ActiveState {unit}", check=False).count("active") <= 1
     assert vm.ssh(f"systemctl is-active {unit}", check=False).strip() != "active"
+
+
+CFS_PODS = {"cfs-" + n: dict(p, metadata=dict(p["metadata"], name="cfs-" + n)) for n, p in PODS.items()}
+CFS_DIR = {"guaranteed": "kubepods", "burstable": "kubepods/burstable", "besteffort": "kubepods/besteffort"}
+
+
+def test_cgroupfs_driver_on_the_same_node(vm):
+    # every pod of the systemd-driver run goes first (a driver change with pods running is not supported upstream)
+    vm.ssh("rm -f /etc/kubernetes/manifests/*.json")
+    for name in API_PODS:
+        vm.api.delete("pods", name, namespace="default")
+    wait_for(lambda: not running_tasks(vm), 300, interval=3, msg="every pod's containers stopped")
+    # containerd without SystemdCgroup, ckubelet with cgroupDriver: cgroupfs (issue 31)
+    vm.ssh("systemctl stop ckubelet && sed -i 's/SystemdCgroup = true/SystemdCgroup = false/' "
+           "/etc/containerd/config.toml && systemctl restart containerd && "
+           "sed -i 's/^cgroupDriver: systemd$/cgroupDriver: cgroupfs/' /etc/ckubelet/config.yaml && "
+           "grep -q '^cgroupDriver: cgroupfs$' /etc/ckubelet/config.yaml", timeout=180)
+    vm.ssh("systemctl start ckubelet", timeout=300)
+    assert systemctl_show(vm, "ActiveState") == "active"
+    for name, manifest in CFS_PODS.items():
+        vm.ssh(f"cat > /etc/kubernetes/{name}.json.tmp <<'EOF'\n{json.dumps(manifest)}\nEOF\n"
+               f"mv /etc/kubernetes/{name}.json.tmp /etc/kubernetes/manifests/{name}.json")
+    wait_for(lambda: set(crictl_ps(vm)) >= {f"{n}-ckvm" for n in CFS_PODS} and len(running_tasks(vm)) >= 6, 300,
+             interval=3, msg="the three cgroupfs pods' containers running")
+    for name, (w, cpu_max, mem_max, pids_max) in EXPECTED.items():
+        out = vm.ssh(f"ls -d /sys/fs/cgroup/{CFS_DIR[name]}/pod*")
+        dirs = out.split()
+        assert len(dirs) == 1, out
+        d = dirs[0]
+        got = {f: vm.ssh(f"cat {d}/{f}").strip() for f in ("cpu.weight", "cpu.max", "memory.max", "pids.max")}
+        print(f"cgroupfs {name}: {d}: {got}")
+        assert got == {"cpu.weight": str(w), "cpu.max": cpu_max, "memory.max": mem_max, "pids.max": pids_max}, name
+        # the sandbox and the container in it (containerd's cgroupfs placement: <pod cgroup>/<id>)
+        kids = vm.ssh(f"find {d} -mindepth 1 -maxdepth 1 -type d").split()
+        assert len(kids) == 2, kids
+    assert vm.ssh("cat /sys/fs/cgroup/kubepods/besteffort/cpu.weight").strip() == str(weight(2))
+    assert vm.ssh("cat /sys/fs/cgroup/kubepods/cpu.weight").strip() == str(weight(shares(2000)))
+    want = str(weight(shares(100)))
+    wait_for(lambda: vm.ssh("cat /sys/fs/cgroup/kubepods/burstable/cpu.weight").strip() == want, 60, interval=2,
+             msg=f"kubepods/burstable cpu.weight {want}")
+    # the Summary's PSI from the cgroupfs driver's paths (<pod cgroup>/<container id>)
+    def psi_ready():
+        pods = {p["podRef"]["name"]: p for p in json.loads(kubelet_get(vm, "/stats/summary"))["pods"]}
+        b = pods.get("cfs-burstable-ckvm")
+        return b and "psi" in b.get("cpu", {}) and b["containers"] and "psi" in b["containers"][0].get("memory", {})
+    wait_for(psi_ready, 60, interval=3, msg="psi of the cgroupfs pods in /stats/summary")

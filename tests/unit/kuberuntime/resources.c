@@ -103,12 +103,44 @@ static void test_container_resources(void **state) {
         pod_free(p);
 }
 
+/* NodeSwap: LimitedSwap's per-container memory.swap.max (calcSwapForBurstablePods), NoSwap's 0 */
+static void test_swap_limit(void **state) {
+        struct pod *p;
+
+        /* Burstable, request below limit: request / node memory * swap, truncated */
+        p = parse_pod("  - {name: a, image: i, resources: {requests: {memory: 100Mi}, limits: {memory: 1Gi}}}\n"
+                      "  - {name: b, image: i, resources: {requests: {memory: 1Gi}}}\n"
+                      "  - {name: c, image: i}\n"
+                      "  - {name: d, image: i, resources: {requests: {memory: 5Gi}}}\n"
+                      "  - {name: e, image: i, resources: {requests: {cpu: 1}}}\n"
+                      "  - {name: f, image: i, resources: {requests: {memory: 1Gi}, limits: {memory: 1Gi}}}\n");
+        assert_int_equal(pod_qos_class(p), QOS_BURSTABLE);
+        assert_int_equal(kr_container_swap_limit(p, &p->spec.containers[0], true, false, 4100000000, GIB), 27460973);
+        assert_int_equal(kr_container_swap_limit(p, &p->spec.containers[1], true, false, 4 * GIB, 2 * GIB), 536870912);
+        /* no memory request or limit, a request above the node's memory, request equal to limit: none */
+        assert_int_equal(kr_container_swap_limit(p, &p->spec.containers[2], true, false, 4 * GIB, 2 * GIB), 0);
+        assert_int_equal(kr_container_swap_limit(p, &p->spec.containers[3], true, false, 4 * GIB, 2 * GIB), 0);
+        assert_int_equal(kr_container_swap_limit(p, &p->spec.containers[4], true, false, 4 * GIB, 2 * GIB), 0);
+        assert_int_equal(kr_container_swap_limit(p, &p->spec.containers[5], true, false, 4 * GIB, 2 * GIB), 0);
+        /* NoSwap, a critical pod, an unknown node memory: none */
+        assert_int_equal(kr_container_swap_limit(p, &p->spec.containers[1], false, false, 4 * GIB, 2 * GIB), 0);
+        assert_int_equal(kr_container_swap_limit(p, &p->spec.containers[1], true, true, 4 * GIB, 2 * GIB), 0);
+        assert_int_equal(kr_container_swap_limit(p, &p->spec.containers[1], true, false, 0, 2 * GIB), 0);
+        pod_free(p);
+        /* Guaranteed and BestEffort pods never swap */
+        p = parse_pod("  - {name: a, image: i, resources: {limits: {cpu: 500m, memory: 1Gi}}}\n");
+        assert_int_equal(kr_container_swap_limit(p, &p->spec.containers[0], true, false, 4 * GIB, 2 * GIB), 0);
+        pod_free(p);
+        p = parse_pod("  - {name: a, image: i}\n");
+        assert_int_equal(kr_container_swap_limit(p, &p->spec.containers[0], true, false, 4 * GIB, 2 * GIB), 0);
+        pod_free(p);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_qos_classes),
-                cmocka_unit_test(test_cpu_conversions),
-                cmocka_unit_test(test_oom_score_adj),
-                cmocka_unit_test(test_container_resources),
+                cmocka_unit_test(test_qos_classes),   cmocka_unit_test(test_cpu_conversions),
+                cmocka_unit_test(test_oom_score_adj), cmocka_unit_test(test_container_resources),
+                cmocka_unit_test(test_swap_limit),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

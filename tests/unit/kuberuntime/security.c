@@ -95,6 +95,27 @@ static void test_container_mapping(void **state) {
         pod_free(p);
 }
 
+/* NodeSwap: memory.swap.max through the CRI's unified map on cgroup v2 only (NoSwap: 0) */
+static void test_swap_unified(void **state) {
+        struct kc_build_context ctx = { .root_dir = "/var/lib/ck", .pod_logs_dir = "/tmp" };
+        Runtime__V1__ContainerConfig *cfg = NULL;
+        struct pod *p = parse_spec(SPEC);
+
+        assert_int_equal(kr_build_container_config(p, &p->spec.containers[0], 0, "sha256:x", &ctx, &cfg), 0);
+        assert_int_equal(cfg->linux->resources->n_unified, 0); /* v1, or no swap controller */
+        pb_free(cfg);
+        ctx.swap_v2 = true;
+        ctx.limited_swap = true;
+        ctx.node_memory_bytes = 1 << 30;
+        ctx.swap_capacity_bytes = 1 << 30;
+        assert_int_equal(kr_build_container_config(p, &p->spec.containers[0], 0, "sha256:x", &ctx, &cfg), 0);
+        assert_int_equal(cfg->linux->resources->n_unified, 1);
+        assert_string_equal(cfg->linux->resources->unified[0]->key, "memory.swap.max");
+        assert_string_equal(cfg->linux->resources->unified[0]->value, "0"); /* BestEffort */
+        pb_free(cfg);
+        pod_free(p);
+}
+
 static void test_sandbox_mapping(void **state) {
         struct kc_build_context ctx = { .root_dir = "/var/lib/ck", .pod_logs_dir = "/tmp" };
         Runtime__V1__PodSandboxConfig *cfg = NULL;
@@ -540,15 +561,11 @@ static void test_user_namespaces(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_apparmor),
-                cmocka_unit_test(test_apparmor_host),
-                cmocka_unit_test(test_namespaces_and_hostname),
-                cmocka_unit_test(test_container_mapping),
-                cmocka_unit_test(test_sandbox_mapping),
-                cmocka_unit_test(test_user_namespaces),
-                cmocka_unit_test(test_image_user_and_non_root),
-                cmocka_unit_test(test_sysctls),
-                cmocka_unit_test(test_validate),
+                cmocka_unit_test(test_apparmor),          cmocka_unit_test(test_swap_unified),
+                cmocka_unit_test(test_apparmor_host),     cmocka_unit_test(test_namespaces_and_hostname),
+                cmocka_unit_test(test_container_mapping), cmocka_unit_test(test_sandbox_mapping),
+                cmocka_unit_test(test_user_namespaces),   cmocka_unit_test(test_image_user_and_non_root),
+                cmocka_unit_test(test_sysctls),           cmocka_unit_test(test_validate),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

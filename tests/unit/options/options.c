@@ -1061,6 +1061,34 @@ static void test_crash_loop_backoff(void **state) {
         config_error("crashx.yaml", HDR "crashLoopBackOff: {max: 1s}\n", "unknown field \"crashLoopBackOff.max\"");
 }
 
+/* NodeSwap: failSwapOn (true by default; flag and config) and memorySwap.swapBehavior with upstream's validation */
+static void test_swap_options(void **state) {
+        struct kubelet_options o;
+        struct ck_error *err;
+        char **def = ARGV("ckubelet");
+        char **flag = ARGV("--fail-swap-on=false");
+        _cleanup_free_ char *ok = write_tmp("swap.yaml",
+                                            HDR "failSwapOn: false\nmemorySwap:\n  swapBehavior: LimitedSwap\n"),
+                            *bad = write_tmp("swapbad.yaml", HDR "memorySwap: {swapBehavior: UnlimitedSwap}\n");
+        char **cfg = ARGV("--config", ok);
+
+        assert_int_equal(parse(&o, 1, def, &err), 0);
+        assert_true(o.fail_swap_on);
+        assert_null(o.memory_swap_behavior);
+        kubelet_options_done(&o);
+        assert_int_equal(parse(&o, ARGC(flag), flag, &err), 0);
+        assert_false(o.fail_swap_on);
+        kubelet_options_done(&o);
+        assert_int_equal(parse(&o, ARGC(cfg), cfg, &err), 0);
+        assert_false(o.fail_swap_on);
+        assert_string_equal(o.memory_swap_behavior, "LimitedSwap");
+        kubelet_options_done(&o);
+        expect_error(ARGC(ARGV("--config", bad)), ARGV("--config", bad),
+                     "invalid configuration: memorySwap.swapBehavior \"UnlimitedSwap\" must be one of: \"\", "
+                     "\"LimitedSwap\" or \"NoSwap\"");
+        config_error("swapx.yaml", HDR "memorySwap: {swapLimit: 1}\n", "unknown field \"memorySwap.swapLimit\"");
+}
+
 /* serializeImagePulls and maxParallelImagePulls, with upstream's validation, and the pull queue's limit */
 static void test_image_pulls(void **state) {
         struct kubelet_options o;
@@ -1147,6 +1175,7 @@ int main(void) {
                 cmocka_unit_test(test_node_life_options),
                 cmocka_unit_test(test_image_pulls),
                 cmocka_unit_test(test_crash_loop_backoff),
+                cmocka_unit_test(test_swap_options),
                 cmocka_unit_test(test_sandbox_creations),
         };
         return cmocka_run_group_tests(tests, setup_dir, teardown_dir);

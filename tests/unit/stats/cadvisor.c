@@ -573,6 +573,10 @@ static void test_collect_v2(void **state) {
                 W("pids.current", "4\n");
                 W("pids.max", "100\n");
                 W("cgroup.procs", "");
+                W("cpu.pressure", "some avg10=0.00 avg60=0.00 avg300=0.00 total=2500000\n"
+                                  "full avg10=0.00 avg60=0.00 avg300=0.00 total=1500000\n");
+                W("memory.pressure", "some avg10=0.00 avg60=0.00 avg300=0.00 total=30\n"
+                                     "full avg10=0.00 avg60=0.00 avg300=0.00 total=20\n");
 #undef W
         }
         assert_int_equal(cadvisor_new(&cfg, &c), 0);
@@ -601,6 +605,32 @@ static void test_collect_v2(void **state) {
         assert_string_equal(s->stats.disk_io[0].device, ""); /* no /sys/block here */
         assert_int_equal(s->stats.threads, 4);
         assert_int_equal(s->stats.threads_max, 100);
+        /* PSI where the cgroup has the files (io.pressure missing here) */
+        assert_true(s->stats.has_psi_cpu);
+        assert_int_equal(s->stats.psi_cpu.some.total, 2500000);
+        assert_int_equal(s->stats.psi_cpu.full.total, 1500000);
+        assert_true(s->stats.has_psi_memory);
+        assert_int_equal(s->stats.psi_memory.full.total, 20);
+        assert_false(s->stats.has_psi_io);
+        {
+                struct evbuffer *out = evbuffer_new();
+                char *text;
+                assert_int_equal(cadvisor_render(v, n, NULL, false, 1000, out), 0);
+                assert_int_equal(evbuffer_add(out, "", 1), 0);
+                text = (char *) evbuffer_pullup(out, -1);
+                assert_non_null(strstr(text, "# TYPE container_pressure_cpu_stalled_seconds_total counter\n"));
+                assert_non_null(strstr(text,
+                                       "container_pressure_cpu_stalled_seconds_total{container=\"\",id=\"/kubepods/"
+                                       "podu2\",image=\"\",name=\"\",namespace=\"\",pod=\"\"} 1.5 "));
+                assert_non_null(strstr(text,
+                                       "container_pressure_cpu_waiting_seconds_total{container=\"\",id=\"/kubepods/"
+                                       "podu2\",image=\"\",name=\"\",namespace=\"\",pod=\"\"} 2.5 "));
+                assert_non_null(strstr(text,
+                                       "# HELP container_pressure_memory_waiting_seconds_total Total time duration "
+                                       "tasks in the container have waited due to memory congestion.\n"));
+                assert_null(strstr(text, "container_pressure_io_"));
+                evbuffer_free(out);
+        }
         cadvisor_series_free_all(v, n);
         cadvisor_free(c);
         fake_root_free(root);

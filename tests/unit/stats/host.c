@@ -154,6 +154,100 @@ static void test_cgroup_v2(void **state) {
         fake_root_free(root);
 }
 
+static void test_psi_and_swap(void **state) {
+        struct psi_stats ps = { .some.total = 99 };
+        uint64_t used = 0, limit = 0;
+        char *root = fake_root_new();
+
+        assert_int_equal(stats_parse_psi("some avg10=1.50 avg60=0.25 avg300=0.00 total=123456\n"
+                                         "full avg10=0.10 avg60=0.00 avg300=0.01 total=789\n",
+                                         &ps),
+                         0);
+        assert_int_equal(ps.some.total, 123456);
+        assert_true(ps.some.avg10 > 1.49 && ps.some.avg10 < 1.51);
+        assert_true(ps.some.avg60 > 0.24 && ps.some.avg60 < 0.26);
+        assert_int_equal(ps.full.total, 789);
+        assert_true(ps.full.avg300 > 0.009 && ps.full.avg300 < 0.011);
+        /* cpu.pressure before 5.13: no full line, zeros */
+        assert_int_equal(stats_parse_psi("some avg10=0.00 avg60=0.00 avg300=0.00 total=5\n", &ps), 0);
+        assert_int_equal(ps.some.total, 5);
+        assert_int_equal(ps.full.total, 0);
+        /* bad input leaves the output alone */
+        ps.some.total = 77;
+        assert_int_equal(stats_parse_psi("full avg10=0.00 avg60=0.00 avg300=0.00 total=5\n", &ps), -EINVAL);
+        assert_int_equal(stats_parse_psi("some avg10=0.00 avg60=0.00 total=5\n", &ps), -EINVAL);
+        assert_int_equal(stats_parse_psi("some avg10=x avg60=0.00 avg300=0.00 total=5\n", &ps), -EINVAL);
+        assert_int_equal(stats_parse_psi("some avg10=0.00 avg60=0.00 avg300=0.00 total=-5\n", &ps), -EINVAL);
+        assert_int_equal(stats_parse_psi("", &ps), -EINVAL);
+        assert_int_equal(ps.some.total, 77);
+
+        assert_non_null(root);
+        /* the node: the root cgroup's file, else /proc/pressure */
+        assert_int_equal(stats_node_read_psi(root, "io", &ps), -ENOENT);
+        assert_int_equal(fake_write(root, "/proc/pressure/io",
+                                    "some avg10=0.00 avg60=0.00 avg300=0.00 total=11\n"
+                                    "full avg10=0.00 avg60=0.00 avg300=0.00 total=7\n"),
+                         0);
+        assert_int_equal(stats_node_read_psi(root, "io", &ps), 0);
+        assert_int_equal(ps.some.total, 11);
+        assert_int_equal(fake_write(root, "/sys/fs/cgroup/io.pressure",
+                                    "some avg10=0.00 avg60=0.00 avg300=0.00 total=12\n"
+                                    "full avg10=0.00 avg60=0.00 avg300=0.00 total=8\n"),
+                         0);
+        assert_int_equal(stats_node_read_psi(root, "io", &ps), 0);
+        assert_int_equal(ps.some.total, 12);
+        assert_int_equal(fake_write(root, "/sys/fs/cgroup/kubepods/memory.pressure",
+                                    "some avg10=0.00 avg60=0.00 avg300=0.00 total=3\n"
+                                    "full avg10=0.00 avg60=0.00 avg300=0.00 total=2\n"),
+                         0);
+        assert_int_equal(stats_cgroup_read_psi(root, "/kubepods", "memory", &ps), 0);
+        assert_int_equal(ps.full.total, 2);
+
+        /* swap: the cgroup's current and max, the node's from meminfo */
+        assert_int_equal(fake_write(root, "/sys/fs/cgroup/kubepods/memory.swap.current", "4096\n"), 0);
+        assert_int_equal(fake_write(root, "/sys/fs/cgroup/kubepods/memory.swap.max", "max\n"), 0);
+        assert_int_equal(stats_cgroup_read_swap(root, "/kubepods", &used, &limit), 0);
+        assert_int_equal(used, 4096);
+        assert_true(limit == UINT64_MAX);
+        assert_int_equal(fake_write(root, "/sys/fs/cgroup/kubepods/memory.swap.max", "1048576\n"), 0);
+        assert_int_equal(stats_cgroup_read_swap(root, "/kubepods", &used, &limit), 0);
+        assert_int_equal(limit, 1048576);
+        assert_int_equal(stats_cgroup_read_swap(root, "/nonexistent", &used, &limit), -ENOENT);
+        assert_int_equal(fake_write(root, "/proc/meminfo", "MemTotal: 1000 kB\nSwapTotal: 300 kB\nSwapFree: 100 kB\n"),
+                         0);
+        assert_int_equal(stats_node_read_swap(root, &used, &limit), 0);
+        assert_int_equal(used, 200 * 1024);
+        assert_int_equal(limit, 100 * 1024);
+
+        /* swap on: an entry after /proc/swaps' header; no file: off */
+        {
+                bool on = true;
+                assert_int_equal(stats_swap_is_on(root, &on), 0);
+                assert_false(on);
+                assert_int_equal(fake_write(root, "/proc/swaps", "Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority\n"),
+                                 0);
+                on = true;
+                assert_int_equal(stats_swap_is_on(root, &on), 0);
+                assert_false(on);
+                assert_int_equal(fake_write(root, "/proc/swaps",
+                                            "Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority\n"
+                                            "/swapfile                               file\t\t524284\t\t0\t\t-2\n"),
+                                 0);
+                assert_int_equal(stats_swap_is_on(root, &on), 0);
+                assert_true(on);
+                /* the swap controller: memory.swap.max in our own v2 cgroup */
+                assert_false(stats_swap_controller_v2(root));
+                assert_int_equal(fake_write(root, "/sys/fs/cgroup/cgroup.controllers", "memory\n"), 0);
+                assert_int_equal(fake_write(root, "/proc/self/cgroup", "0::/system.slice/ckubelet.service\n"), 0);
+                assert_false(stats_swap_controller_v2(root));
+                assert_int_equal(fake_write(root, "/sys/fs/cgroup/system.slice/ckubelet.service/memory.swap.max",
+                                            "max\n"),
+                                 0);
+                assert_true(stats_swap_controller_v2(root));
+        }
+        fake_root_free(root);
+}
+
 static void test_cgroup_missing(void **state) {
         struct cgroup_cpu_memory m = { .cpu_usage_nsec = 99 };
         char *root = fake_root_new();
@@ -385,6 +479,7 @@ int main(void) {
                 cmocka_unit_test(test_cgroup_v1),
                 cmocka_unit_test(test_cgroup_v2),
                 cmocka_unit_test(test_cgroup_missing),
+                cmocka_unit_test(test_psi_and_swap),
                 cmocka_unit_test(test_net_dev),
                 cmocka_unit_test(test_node_network),
                 cmocka_unit_test(test_nano_cores),

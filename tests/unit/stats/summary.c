@@ -466,6 +466,106 @@ static void test_build(void **state) {
         fixture_free(f);
 }
 
+/* cgroup v2: PSI of the node, the pod's cgroup and the containers' cgroups (systemd and cgroupfs names), swap */
+static void test_build_v2_psi_swap(void **state) {
+        struct fixture *f = fixture_new();
+        struct event_base *base = event_base_new();
+        struct stats_provider *p = NULL;
+        struct summary_input in = fixture_input(f);
+        json_t *s = NULL, *node, *pod, *app, *side;
+        struct stats_config cfg = {
+                .node_name = "n", .root_dir = f->root, .host_root = f->root, .pods_cgroup = "/kubepods.slice"
+        };
+        static const char *const res[] = { "cpu", "memory", "io" };
+        const char *pod_cg = "/sys/fs/cgroup/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-poduid_1.slice";
+        char path[512], text[256];
+
+        /* v1 first: no psi, no container swap */
+        assert_int_equal(stats_provider_new(base, (struct cri_client *) NULL, &cfg, &p), 0);
+        assert_int_equal(stats_summary_build(p, &in, &s), 0);
+        assert_false(jhas(json_object_get(s, "node"), "cpu.psi"));
+        assert_false(jhas(json_object_get(s, "node"), "io"));
+        json_decref(s);
+
+        assert_int_equal(fake_write(f->root, "/sys/fs/cgroup/cgroup.controllers", "cpu io memory pids\n"), 0);
+        assert_int_equal(fake_write(f->root, "/sys/fs/cgroup/cpu.stat", "usage_usec 5\n"), 0);
+        assert_int_equal(fake_write(f->root, "/proc/meminfo",
+                                    "MemTotal: 100 kB\nMemFree: 50 kB\nSwapTotal: 64 kB\nSwapFree: 16 kB\n"),
+                         0);
+        for (size_t i = 0; i < ELEMENTSOF(res); i++) {
+                snprintf(path, sizeof(path), "/proc/pressure/%s", res[i]);
+                snprintf(text, sizeof(text),
+                         "some avg10=1.25 avg60=0.00 avg300=0.00 total=%zu\nfull avg10=0.00 avg60=0.50 avg300=0.00 "
+                         "total=%zu\n",
+                         100 + i, 200 + i);
+                assert_int_equal(fake_write(f->root, path, text), 0);
+                snprintf(path, sizeof(path), "%s/%s.pressure", pod_cg, res[i]);
+                snprintf(text, sizeof(text),
+                         "some avg10=0.00 avg60=0.00 avg300=0.00 total=%zu\nfull avg10=0.00 avg60=0.00 avg300=0.00 "
+                         "total=%zu\n",
+                         300 + i, 400 + i);
+                assert_int_equal(fake_write(f->root, path, text), 0);
+                snprintf(path, sizeof(path), "%s/cri-containerd-c1.scope/%s.pressure", pod_cg, res[i]);
+                snprintf(text, sizeof(text),
+                         "some avg10=0.00 avg60=0.00 avg300=0.00 total=%zu\nfull avg10=0.00 avg60=0.00 avg300=0.00 "
+                         "total=%zu\n",
+                         500 + i, 600 + i);
+                assert_int_equal(fake_write(f->root, path, text), 0);
+        }
+        snprintf(path, sizeof(path), "%s/cri-containerd-c1.scope/memory.swap.current", pod_cg);
+        assert_int_equal(fake_write(f->root, path, "1000\n"), 0);
+        snprintf(path, sizeof(path), "%s/cri-containerd-c1.scope/memory.swap.max", pod_cg);
+        assert_int_equal(fake_write(f->root, path, "4000\n"), 0);
+        snprintf(path, sizeof(path), "%s/memory.swap.current", pod_cg);
+        assert_int_equal(fake_write(f->root, path, "1500\n"), 0);
+        snprintf(path, sizeof(path), "%s/memory.swap.max", pod_cg);
+        assert_int_equal(fake_write(f->root, path, "max\n"), 0);
+        /* the sidecar (c2): cgroupfs-style name, with only a cpu.pressure lacking its full line */
+        snprintf(path, sizeof(path), "%s/c2/cpu.pressure", pod_cg);
+        assert_int_equal(fake_write(f->root, path, "some avg10=0.00 avg60=0.00 avg300=0.00 total=42\n"), 0);
+
+        assert_int_equal(stats_summary_build(p, &in, &s), 0);
+        node = json_object_get(s, "node");
+        assert_int_equal(jget_u(node, "cpu.psi.some.total"), 100);
+        assert_int_equal(jget_u(node, "cpu.psi.full.total"), 200);
+        assert_int_equal(jget_u(node, "memory.psi.some.total"), 101);
+        assert_int_equal(jget_u(node, "io.psi.full.total"), 202);
+        assert_true(jhas(node, "io.time"));
+        assert_true(
+                json_real_value(
+                        json_object_get(json_object_get(json_object_get(json_object_get(node, "cpu"), "psi"), "some"),
+                                        "avg10")) == 1.25);
+        assert_true(jhas(node, "cpu.psi.full.avg300"));
+        assert_int_equal(jget_u(node, "swap.swapUsageBytes"), 48 * 1024);
+        assert_int_equal(jget_u(node, "swap.swapAvailableBytes"), 16 * 1024);
+
+        pod = json_array_get(json_object_get(s, "pods"), 0);
+        assert_int_equal(jget_u(pod, "cpu.psi.some.total"), 300);
+        assert_int_equal(jget_u(pod, "memory.psi.full.total"), 401);
+        assert_int_equal(jget_u(pod, "io.psi.some.total"), 302);
+        assert_int_equal(jget_u(pod, "swap.swapUsageBytes"), 1500);
+        assert_false(jhas(pod, "swap.swapAvailableBytes")); /* unlimited */
+        app = json_array_get(json_object_get(pod, "containers"), 0);
+        side = json_array_get(json_object_get(pod, "containers"), 1);
+        assert_int_equal(jget_u(app, "cpu.psi.some.total"), 500);
+        assert_int_equal(jget_u(app, "cpu.usageCoreNanoSeconds"), NSEC_PER_SEC); /* the runtime's numbers kept */
+        assert_int_equal(jget_u(app, "memory.psi.full.total"), 601);
+        assert_int_equal(jget_u(app, "memory.workingSetBytes"), 100);
+        assert_int_equal(jget_u(app, "io.psi.full.total"), 602);
+        assert_int_equal(jget_u(app, "swap.swapUsageBytes"), 1000);
+        assert_int_equal(jget_u(app, "swap.swapAvailableBytes"), 3000);
+        assert_int_equal(jget_u(side, "cpu.psi.some.total"), 42);
+        assert_int_equal(jget_u(side, "cpu.psi.full.total"), 0);
+        assert_false(jhas(side, "memory.psi"));
+        assert_false(jhas(side, "io"));
+        assert_false(jhas(side, "swap"));
+        json_decref(s);
+
+        stats_provider_free(p);
+        event_base_free(base);
+        fixture_free(f);
+}
+
 static void test_sandbox_pid(void **state) {
         int pid = 0;
         assert_int_equal(stats_sandbox_pid_from_info("{\"pid\": 1234, \"processStatus\": \"running\"}", &pid), 0);
@@ -533,6 +633,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_cache),
                 cmocka_unit_test(test_build),
+                cmocka_unit_test(test_build_v2_psi_swap),
                 cmocka_unit_test(test_sandbox_pid),
                 cmocka_unit_test(test_get_without_runtime),
         };
