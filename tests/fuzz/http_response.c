@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The probes' HTTP/1.x response parser (prober/http_response.c): the input after its first byte is a response,
+/* The probes' HTTP/1.x response parser (http/http_response.c): the input after its first byte is a response,
  * fed in pieces whose size the first byte picks, as a server's bytes arrive; then the connection ends. Checks
  * the parser's own promises: it never uses more than it is given, stays failed once failed, never keeps or reads
  * more body than its cap, and a response it accepts has a three-digit status (Go takes "004" too). */
 #include <errno.h>
 #include <stdbool.h>
 
-#include "prober/http_response.h"
+#include "http/http_response.h"
 #include "fuzz.h"
 
 static struct http_resp p;
