@@ -427,8 +427,11 @@ static int h2_submit(struct kconn *c, struct kube_stream *s) {
         NV(":scheme", c->t->https ? "https" : "http");
         NV(":authority", c->t->authority);
         NV(":path", s->path);
-        for (char **h = s->headers; h && h[0] && h[1] && n + 2 < ELEMENTSOF(nv); h += 2)
+        for (char **h = s->headers; h && h[0] && h[1] && n + 2 < ELEMENTSOF(nv); h += 2) {
                 NV(h[0], h[1]);
+                if (strcmp(h[0], "authorization") == 0)
+                        nv[n - 1].flags = NGHTTP2_NV_FLAG_NO_INDEX; /* a secret: never in the HPACK tables */
+        }
         if (s->body) {
                 snprintf(len, sizeof(len), "%zu", s->body_len);
                 NV("content-length", len);
