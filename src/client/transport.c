@@ -940,8 +940,19 @@ static void dispatch(struct kube_transport *t) {
                                 h1_send(c);
                         continue;
                 }
-                /* h2 (or not known yet): the current connection */
+                /* h2 (or not known yet): the current connection; one at the server's limit of concurrent streams
+                 * takes no more (it is closed once its streams are over) and a new one opens, as Go's transport
+                 * does without StrictMaxConcurrentStreams */
                 c = t->current;
+                if (c && c->ready && c->ng && !c->dead &&
+                    c->n_streams >=
+                            nghttp2_session_get_remote_settings(c->ng, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS)) {
+                        log_v(4, "The connection to the apiserver %s has %u streams, its limit: opening another",
+                              t->authority, c->n_streams);
+                        c->draining = true;
+                        t->current = NULL;
+                        c = NULL;
+                }
                 if (!c || c->dead || c->draining) {
                         c = conn_new(t);
                         if (!c)

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The apiserver client over HTTP/2 against an h2 server over TLS (h2server.py next to this file, Python's h2
  * package; the test is skipped without it): 200 watches multiplexed on one TCP connection (the server counts
- * the connections it accepted), a GOAWAY in the middle of a watch (the stream ends, the watch is resumed from its
+ * the connections it accepted), a second connection past the server's stream limit, a GOAWAY in the middle of a watch (the stream ends, the watch is resumed from its
  * last resourceVersion on a new connection), and a server that stalls in the middle of a body (the request's
  * deadline fires, the callback runs once; a stalled watch ends once with -ETIMEDOUT). */
 #include <fcntl.h>
@@ -40,7 +40,7 @@ static bool have_h2(void) {
         return system("python3 -c 'import h2, hyperframe' >/dev/null 2>&1") == 0;
 }
 
-static int setup(void **state) {
+static int setup_limit(void **state, const char *max_streams) {
         struct ctx *t = calloc(1, sizeof(*t));
         char script[PATH_MAX], src[PATH_MAX], cmd[PATH_MAX + 256], portfile[128];
         _cleanup_free_ char *port = NULL;
@@ -70,7 +70,7 @@ static int setup(void **state) {
         t->server = fork();
         assert_true(t->server >= 0);
         if (t->server == 0) {
-                execlp("python3", "python3", script, t->dir, portfile, (char *) NULL);
+                execlp("python3", "python3", script, t->dir, portfile, max_streams, (char *) NULL);
                 _exit(127);
         }
         for (int i = 0; i < 200 && read_full_file(portfile, 64, &port, NULL) < 0; i++)
@@ -80,6 +80,15 @@ static int setup(void **state) {
         snprintf(t->url, sizeof(t->url), "https://127.0.0.1:%d", t->port);
         *state = t;
         return 0;
+}
+
+static int setup(void **state) {
+        return setup_limit(state, "1000");
+}
+
+/* a server taking 50 concurrent streams a connection */
+static int setup_50(void **state) {
+        return setup_limit(state, "50");
 }
 
 static int teardown(void **state) {
@@ -168,6 +177,26 @@ static void test_multiplexing(void **state) {
         assert_int_equal(server_connections(t), 1);
 }
 
+/* More watches than the server's SETTINGS_MAX_CONCURRENT_STREAMS: a second connection takes the rest (none waits
+ * behind the long-lived ones), as Go's transport does. */
+static void test_stream_limit(void **state) {
+        struct ctx *t = *state;
+
+        new_client(t, 0);
+        assert_int_equal(server_connections(t), 1); /* the connection is up, its settings known */
+        for (unsigned i = 0; i < 60; i++) {
+                char path[64];
+                snprintf(path, sizeof(path), "/watch?watch=true&name=w%u", i);
+                assert_int_equal(kube_watch(t->client, path, 60 * USEC_PER_SEC, on_event, on_done, t, &t->watches[i]),
+                                 0);
+        }
+        assert_reached(t->base, &t->events, 60, 30000);
+        assert_int_equal(t->dones, 0);
+        assert_int_equal(server_connections(t), 2);
+        for (unsigned i = 0; i < 60; i++)
+                kube_request_cancel(t->watches[i]);
+}
+
 static void test_goaway_mid_watch(void **state) {
         struct ctx *t = *state;
         char path[96];
@@ -216,6 +245,7 @@ static void test_stall(void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_multiplexing, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_stream_limit, setup_50, teardown),
                 cmocka_unit_test_setup_teardown(test_goaway_mid_watch, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_stall, setup, teardown),
         };

@@ -1,12 +1,13 @@
 """An HTTP/2 test apiserver (python h2 over TLS, ALPN h2) for tests/unit/client/h2.c: counts the TCP
 connections it accepts; /watch streams one event and stays open; /goaway-watch sends an event, a GOAWAY naming
 this stream as the last one, ends the stream and closes the connection; /stall sends half a body and stalls;
-/stats answers {"connections": N}."""
+/stats answers {"connections": N}. A third argument sets SETTINGS_MAX_CONCURRENT_STREAMS (1000)."""
 import asyncio, json, ssl, sys
 import h2.config, h2.connection, h2.events, h2.settings
 from urllib.parse import urlparse, parse_qs
 
 certdir, portfile = sys.argv[1], sys.argv[2]
+max_streams = int(sys.argv[3]) if len(sys.argv) > 3 else 1000
 conns = 0
 
 
@@ -17,7 +18,7 @@ class Proto(asyncio.Protocol):
         self.t = transport
         self.c = h2.connection.H2Connection(h2.config.H2Configuration(client_side=False))
         self.c.initiate_connection()
-        self.c.update_settings({h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS: 1000})
+        self.c.update_settings({h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS: max_streams})
         self.flush()
 
     def flush(self):
