@@ -32,12 +32,16 @@
 #include "basic/log.h"
 #include "basic/macro.h"
 #include "basic/string.h"
+#include "basic/time.h"
 #include "basic/timer.h"
 #include "http/http_response.h"
 
 #define H2_STREAM_WINDOW (4 << 20) /* x/net/http2 transportDefaultStreamFlow */
 #define H2_CONN_WINDOW (1 << 30)   /* transportDefaultConnFlow */
-#define H1_MAX_IDLE 16u
+/* client-go's http2 health check (HTTP2_READ_IDLE_TIMEOUT_SECONDS, HTTP2_PING_TIMEOUT_SECONDS): a PING after 30 s
+ * without a frame, the connection given up 15 s later without one */
+#define H2_READ_IDLE_USEC (30 * USEC_PER_SEC)
+#define H2_PING_TIMEOUT_USEC (15 * USEC_PER_SEC)
 
 enum proto { PROTO_UNKNOWN, PROTO_H1, PROTO_H2 };
 
@@ -75,7 +79,9 @@ struct kconn {
         struct event *fd_ev;
         struct evdns_getaddrinfo_request *dns_req;
         struct bufferevent *bev;
-        struct event *connect_timer, *reap_ev, *start_ev;
+        struct event *connect_timer, *reap_ev, *start_ev, *ping_timer;
+        uint64_t last_read_usec;
+        bool ping_sent;
 
         struct kube_stream *streams; /* h2: all; h1: the one in flight (at most one) */
         unsigned n_streams;
@@ -198,6 +204,8 @@ static void conn_free(struct kconn *c) {
                 event_free(c->reap_ev);
         if (c->start_ev)
                 event_free(c->start_ev);
+        if (c->ping_timer)
+                event_free(c->ping_timer);
         free(c->resp);
         if (c->prev)
                 c->prev->next = c->next;
@@ -445,6 +453,34 @@ static int h2_submit(struct kconn *c, struct kube_stream *s) {
         return 0;
 }
 
+static void on_ping_timer(evutil_socket_t fd, short what, void *userdata) {
+        struct kconn *c = userdata;
+        uint64_t now = now_usec(), idle = now > c->last_read_usec ? now - c->last_read_usec : 0;
+
+        if (c->dead || !c->ng)
+                return;
+        if (c->ping_sent) {
+                if (idle >= H2_READ_IDLE_USEC + H2_PING_TIMEOUT_USEC) {
+                        conn_failf(c, -ETIMEDOUT, "http2: no answer to a PING within %llu s",
+                                   (unsigned long long) (H2_PING_TIMEOUT_USEC / USEC_PER_SEC));
+                        return;
+                }
+                evtimer_add_usec(c->ping_timer, H2_READ_IDLE_USEC + H2_PING_TIMEOUT_USEC - idle);
+                return;
+        }
+        if (idle < H2_READ_IDLE_USEC) {
+                evtimer_add_usec(c->ping_timer, H2_READ_IDLE_USEC - idle);
+                return;
+        }
+        if (nghttp2_submit_ping(c->ng, NGHTTP2_FLAG_NONE, NULL) != 0) {
+                conn_fail(c, -ENOMEM, "http2: cannot send a PING");
+                return;
+        }
+        c->ping_sent = true;
+        evtimer_add_usec(c->ping_timer, H2_PING_TIMEOUT_USEC);
+        h2_flush(c);
+}
+
 static int h2_start(struct kconn *c) {
         static const nghttp2_settings_entry settings[] = {
                 { NGHTTP2_SETTINGS_ENABLE_PUSH, 0 },
@@ -478,6 +514,11 @@ static int h2_start(struct kconn *c) {
         for (struct kube_stream *s = c->streams; s; s = s->next)
                 if (!s->submitted && h2_submit(c, s) < 0)
                         return -EIO;
+        c->ping_timer = evtimer_new(c->t->base, on_ping_timer, c);
+        if (!c->ping_timer)
+                return -ENOMEM;
+        c->last_read_usec = now_usec();
+        evtimer_add_usec(c->ping_timer, H2_READ_IDLE_USEC);
         return 0;
 }
 
@@ -485,6 +526,10 @@ static void h2_read(struct kconn *c, struct evbuffer *in) {
         size_t n;
 
         c->in_read = true;
+        if (evbuffer_get_length(in) > 0) {
+                c->last_read_usec = now_usec();
+                c->ping_sent = false;
+        }
         while (!c->dead && (n = evbuffer_get_contiguous_space(in)) > 0) {
                 const uint8_t *p = evbuffer_pullup(in, (ev_ssize_t) n);
                 ssize_t k = nghttp2_session_mem_recv(c->ng, p, n);
