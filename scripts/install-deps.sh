@@ -17,7 +17,7 @@ esac
 run_pkgs=(
         # build (libcmocka-dev: meson's default build/ also builds the unit tests)
         gcc meson ninja-build pkg-config protobuf-c-compiler libprotobuf-c-dev libnghttp2-dev
-        libcurl4-openssl-dev libyaml-dev libjansson-dev libevent-dev libssl-dev libcmocka-dev zlib1g-dev
+        libyaml-dev libjansson-dev libevent-dev libssl-dev libcmocka-dev zlib1g-dev
         libhttp-parser-dev libsystemd-dev
         # runtime
         containerd runc containernetworking-plugins iproute2 iptables procps

@@ -4,16 +4,15 @@
 /* Internals of the apiserver client shared by client.c and watch.c, and the pure helpers the unit tests
  * call directly (token bucket, back-off, the generic error of a status code). */
 
-#include <curl/curl.h>
 #include <event2/event.h>
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#include "basic/curl_loop.h"
 #include "basic/time.h"
 #include "client/client.h"
+#include "client/transport.h"
 
 #define KUBE_CONFIG_MAX_SIZE (1024u * 1024u)              /* a kubeconfig file */
 #define KUBE_TOKEN_MAX_SIZE (1024u * 1024u)               /* a token file */
@@ -25,7 +24,6 @@
 #define KUBE_RETRY_AFTER_MAX_USEC (60u * 1000u * 1000u)
 #define KUBE_TOKEN_REFRESH_USEC (60u * 1000u * 1000u) /* client-go's cachingTokenSource period */
 #define KUBE_CONNECT_TIMEOUT_MS 30000L                /* net.Dialer{Timeout: 30s} */
-#define KUBE_EASY_POOL_MAX 8
 
 /* ---- token bucket (golang.org/x/time/rate semantics: a reservation may drive the level negative, the
  * caller then waits until its token has been refilled; requests are served in the order they reserve) ---- */
@@ -53,13 +51,12 @@ uint64_t kube_parse_retry_after(const char *value);
  * Returns a new string (NULL on OOM); *ret_reason is static. */
 char *kube_generic_error(long status, const char *method, const char *server_message, const char **ret_reason);
 const char *kube_status_text(long status); /* "OK", "Not Found", "" if unknown */
-int kube_curl_errno(CURLcode c);
 
 /* ---- the client ---- */
 enum kube_request_state {
         KUBE_REQ_BACKOFF,    /* waiting out a retry back-off; then reserves a rate-limiter token */
         KUBE_REQ_WAITING,    /* waiting for its rate-limiter slot; then starts the transfer */
-        KUBE_REQ_RUNNING,    /* transfer on the curl loop */
+        KUBE_REQ_RUNNING,    /* a stream on the transport (the timer is the request's deadline) */
         KUBE_REQ_FINISHED,   /* the result is stored; delivery is armed */
         KUBE_REQ_DELIVERING, /* inside the final callback */
 };
@@ -84,15 +81,16 @@ struct kube_request {
         void *userdata;
 
         struct event *timer;
-        CURL *easy;
-        struct curl_loop *loop; /* the loop the transfer runs on (the client's, or one retired since) */
-        struct curl_slist *headers;
-        char errbuf[CURL_ERROR_SIZE];
+        struct kube_stream *stream;
+        struct kube_transport *transport; /* the one the stream runs on (the client's, or one retired since) */
+        char *full_path;                  /* the URL's path prefix and path */
+        char *auth;                       /* "Bearer ..." */
+        struct z_stream_s *gzip;          /* a gzip-encoded response being inflated */
 
         /* response */
         char *buf;
         size_t len, alloc;
-        bool too_large;
+        bool too_large, gzip_failed;
         long status;
         uint64_t retry_after_usec;
 
@@ -111,12 +109,13 @@ struct kube_request {
 
 struct kube_client {
         struct event_base *base;
-        struct curl_loop *loop;
+        struct kube_transport *transport;
 
-        char *url_base; /* what request paths are appended to */
+        char *url_base; /* the URL's path prefix ("" for none), what request paths are appended to */
         char *server;   /* as configured, for logs */
-        struct curl_slist *connect_to;
-        char *host_header; /* "Host: ..." when tls_server_name rewrites the URL */
+        bool https;
+        char *host, *authority, *tls_server_name;
+        int port;
         char *proxy_url;
         bool compression;
 
@@ -134,12 +133,10 @@ struct kube_client {
         struct kube_token_bucket bucket;
 
         struct kube_request *requests;
-        CURL *pool[KUBE_EASY_POOL_MAX];
-        size_t n_pool;
 
-        /* loops replaced by kube_client_reset_connections(): their last requests finish there, then they are freed
-         * with their connections (from the reaper event, never inside libcurl) */
-        struct curl_loop **retired;
+        /* transports replaced by kube_client_reset_connections(): their last requests finish there, then they are
+         * freed with their connections (from the reaper event, never inside the transport's callbacks) */
+        struct kube_transport **retired;
         size_t n_retired;
         struct event *reaper;
 };
@@ -149,14 +146,15 @@ int kube_request_alloc(struct kube_client *c, const char *method, const char *pa
 void kube_request_free(struct kube_request *r);
 /* Rate limiter slot, then start_transfer on the request's timer. */
 void kube_request_schedule(struct kube_request *r, uint64_t delay_usec);
-/* An easy handle with everything common set (URL, TLS, headers, token); callbacks are the caller's. */
-int kube_request_prepare(struct kube_request *r, struct ck_error **ret_error);
-void kube_request_release_easy(struct kube_request *r);
+/* Start the request's stream (token, headers) on the client's transport with ops. */
+int kube_request_start_stream(struct kube_request *r, const struct kube_stream_ops *ops, struct ck_error **ret_error);
+void kube_request_release_stream(struct kube_request *r);
 int kube_buffer_append(struct kube_request *r, const char *p, size_t n, size_t max);
-void kube_log_transfer(struct kube_request *r, const char *verb, CURLcode result);
+/* rc: 0 or the transport's error, why: its message */
+void kube_log_transfer(struct kube_request *r, const char *verb, int rc, const char *why);
 /* From a finished error response (status >= 300): the Status' message and reason or the generic ones. */
 int kube_response_error(struct kube_request *r, json_t *body);
-char *kube_transfer_error(struct kube_request *r, CURLcode result);
+char *kube_transfer_error(struct kube_request *r, int rc, const char *why);
 
 /* watch.c */
 int kube_watch_start(struct kube_request *r);

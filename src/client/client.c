@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The apiserver client (client-go's rest client): requests on libcurl's multi interface driven by the
- * kubelet's loop (basic/curl_loop.c). Each request goes through these states, all on its own timer so that
- * no callback ever runs inside kube_request() or inside libcurl:
+/* The apiserver client (client-go's rest client): requests are streams of client/transport.c (HTTP/2 on one
+ * TLS connection, HTTP/1.1 where the server has no h2) on the kubelet's loop. Each request goes through these
+ * states, all on its own timer so that no callback ever runs inside kube_request() or inside the transport:
  *
  *   WAITING (its rate-limiter slot) → RUNNING (transfer) → FINISHED (delivery armed) → DELIVERING (cb)
  *                ↑                        │ 429/5xx/transport error, attempts left
  *   BACKOFF (jittered, Retry-After) ←─────┘
  *
- * Easy handles are pooled; the multi handle keeps the connections alive between requests. The token bucket
+ * The transport keeps the connections alive between requests. The token bucket
  * follows golang.org/x/time/rate as used by client-go's flowcontrol: reservations are served in order. */
 #include <errno.h>
 #include <stdarg.h>
@@ -15,8 +15,8 @@
 #include <string.h>
 #include <strings.h>
 #include <unistd.h>
+#include <zlib.h>
 
-#include "basic/curl_loop.h"
 #include "basic/error.h"
 #include "basic/fs.h"
 #include "basic/log.h"
@@ -222,43 +222,6 @@ char *kube_generic_error(long status, const char *method, const char *server_mes
         return s;
 }
 
-int kube_curl_errno(CURLcode c) {
-        switch (c) {
-        case CURLE_OK:
-                return 0;
-        case CURLE_OUT_OF_MEMORY:
-                return -ENOMEM;
-        case CURLE_OPERATION_TIMEDOUT:
-                return -ETIMEDOUT;
-        case CURLE_COULDNT_CONNECT:
-                return -ECONNREFUSED;
-        case CURLE_COULDNT_RESOLVE_HOST:
-        case CURLE_COULDNT_RESOLVE_PROXY:
-                return -EHOSTUNREACH;
-        case CURLE_FILESIZE_EXCEEDED:
-                return -EFBIG;
-        case CURLE_SEND_ERROR:
-        case CURLE_RECV_ERROR:
-        case CURLE_GOT_NOTHING:
-        case CURLE_PARTIAL_FILE:
-                return -ECONNRESET;
-        case CURLE_URL_MALFORMAT:
-        case CURLE_UNSUPPORTED_PROTOCOL:
-                return -EINVAL;
-        case CURLE_SSL_CONNECT_ERROR:
-        case CURLE_PEER_FAILED_VERIFICATION:
-        case CURLE_SSL_CERTPROBLEM:
-        case CURLE_SSL_CIPHER:
-        case CURLE_SSL_CACERT_BADFILE:
-        case CURLE_SSL_ISSUER_ERROR:
-        case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
-        case CURLE_SSL_INVALIDCERTSTATUS:
-                return -EPROTO;
-        default:
-                return -EIO;
-        }
-}
-
 char *kube_escape(const char *s) {
         static const char hex[] = "0123456789ABCDEF";
         char *out, *o;
@@ -301,47 +264,27 @@ static void free_secret(char *s) {
         free(s);
 }
 
-static void slist_free_secret(struct curl_slist *l) {
-        for (struct curl_slist *i = l; i; i = i->next)
-                if (i->data)
-                        explicit_bzero(i->data, strlen(i->data));
-        curl_slist_free_all(l);
-}
-
-/* ---------------------------------------------------------------- easy handles and tokens */
-
-static CURL *pool_get(struct kube_client *c) {
-        if (c->n_pool > 0)
-                return c->pool[--c->n_pool];
-        return curl_easy_init();
-}
-
-static void pool_put(struct kube_client *c, CURL *easy) {
-        if (!easy)
-                return;
-        curl_easy_reset(easy);
-        if (c->n_pool < KUBE_EASY_POOL_MAX)
-                c->pool[c->n_pool++] = easy;
-        else
-                curl_easy_cleanup(easy);
-}
-
 static void kube_client_transfer_ended(struct kube_client *c);
 
-void kube_request_release_easy(struct kube_request *r) {
+void kube_request_release_stream(struct kube_request *r) {
         struct kube_client *c = r->client;
 
-        if (r->easy) {
-                /* a no-op when the transfer is over */
-                curl_loop_cancel(r->loop ? r->loop : c->loop, r->easy);
-                pool_put(c, r->easy);
-                r->easy = NULL;
+        if (r->stream) {
+                kube_stream_cancel(r->stream);
+                r->stream = NULL;
         }
-        if (r->loop && r->loop != c->loop)
-                kube_client_transfer_ended(c); /* its retired loop may be idle now */
-        r->loop = NULL;
-        slist_free_secret(r->headers);
-        r->headers = NULL;
+        if (r->transport && r->transport != c->transport)
+                kube_client_transfer_ended(c); /* its retired transport may be idle now */
+        r->transport = NULL;
+        free(r->full_path);
+        r->full_path = NULL;
+        free_secret(r->auth);
+        r->auth = NULL;
+        if (r->gzip) {
+                inflateEnd(r->gzip);
+                free(r->gzip);
+                r->gzip = NULL;
+        }
 }
 
 /* token_file: re-read at most once a minute; on failure the last good token stays (cachingTokenSource) */
@@ -387,24 +330,6 @@ static int refresh_token(struct kube_client *c, struct ck_error **ret_error) {
         return 0;
 }
 
-static size_t on_header(char *p, size_t size, size_t nmemb, void *userdata) {
-        struct kube_request *r = userdata;
-        size_t n = size * nmemb;
-
-        if (n >= 5 && strncasecmp(p, "HTTP/", 5) == 0)
-                r->retry_after_usec = 0; /* a new response (after a 100 Continue, say) */
-        else if (n > 12 && strncasecmp(p, "Retry-After:", 12) == 0) {
-                char v[64];
-                size_t l = MIN(n - 12, sizeof(v) - 1);
-                memcpy(v, p + 12, l);
-                v[l] = '\0';
-                r->retry_after_usec = kube_parse_retry_after(v);
-        }
-        if (r->is_watch && r->idle_timer && r->idle_usec > 0)
-                evtimer_add_usec(r->idle_timer, r->idle_usec);
-        return n;
-}
-
 int kube_buffer_append(struct kube_request *r, const char *p, size_t n, size_t max) {
         if (n > max || r->len > max - n) {
                 r->too_large = true;
@@ -427,126 +352,57 @@ int kube_buffer_append(struct kube_request *r, const char *p, size_t n, size_t m
         return 0;
 }
 
-#define SETOPT(opt, val)                                           \
-        do {                                                       \
-                CURLcode _cc_ = curl_easy_setopt(e, (opt), (val)); \
-                if (_cc_ != CURLE_OK) {                            \
-                        cc = _cc_;                                 \
-                        goto fail;                                 \
-                }                                                  \
-        } while (0)
-
-static int headers_add(struct curl_slist **l, const char *fmt, ...) _printf_(2, 3);
-static int headers_add(struct curl_slist **l, const char *fmt, ...) {
-        _cleanup_free_ char *line = NULL;
-        struct curl_slist *n;
-        int r;
-
-        r = VA_FORMAT(line, fmt);
-        if (r < 0)
-                return r;
-        n = curl_slist_append(*l, line);
-        explicit_bzero(line, strlen(line));
-        if (!n)
-                return -ENOMEM;
-        *l = n;
-        return 0;
-}
-
-int kube_request_prepare(struct kube_request *r, struct ck_error **ret_error) {
+int kube_request_start_stream(struct kube_request *r, const struct kube_stream_ops *ops, struct ck_error **ret_error) {
         struct kube_client *c = r->client;
-        _cleanup_free_ char *url = NULL;
-        CURLcode cc = CURLE_OK;
-        CURL *e;
+        const char *headers[16];
+        size_t n = 0;
+        struct kube_stream_request req;
         int k;
 
         k = refresh_token(c, ret_error);
         if (k < 0)
                 return k;
-        if (asprintf(&url, "%s%s", c->url_base, r->path) < 0) {
-                url = NULL;
+        free(r->full_path);
+        r->full_path = NULL;
+        free_secret(r->auth);
+        r->auth = NULL;
+        if (asprintf(&r->full_path, "%s%s", c->url_base, r->path) < 0) {
+                r->full_path = NULL;
                 return -ENOMEM;
         }
-        slist_free_secret(r->headers);
-        r->headers = NULL;
-        if (headers_add(&r->headers, "Accept: application/json") < 0 ||
-            (r->body && headers_add(&r->headers, "Content-Type: %s", r->content_type) < 0) ||
-            (c->token && headers_add(&r->headers, "Authorization: Bearer %s", c->token) < 0) ||
-            (c->host_header && headers_add(&r->headers, "%s", c->host_header) < 0) ||
-            headers_add(&r->headers, "Expect:") < 0)
+        if (c->token && asprintf(&r->auth, "Bearer %s", c->token) < 0) {
+                r->auth = NULL;
                 return -ENOMEM;
-
-        e = r->easy = pool_get(c);
-        if (!e)
-                return -ENOMEM;
-        r->errbuf[0] = '\0';
-        SETOPT(CURLOPT_URL, url);
-        cc = curl_loop_http_only(e);
-        if (cc != CURLE_OK)
-                goto fail;
-        SETOPT(CURLOPT_HTTP_VERSION, (long) CURL_HTTP_VERSION_1_1);
-        SETOPT(CURLOPT_HTTPHEADER, r->headers);
-        SETOPT(CURLOPT_USERAGENT, c->user_agent);
-        if (c->compression)
-                SETOPT(CURLOPT_ACCEPT_ENCODING, "");
-        SETOPT(CURLOPT_ERRORBUFFER, r->errbuf);
-        SETOPT(CURLOPT_HEADERFUNCTION, on_header);
-        SETOPT(CURLOPT_HEADERDATA, r);
-        SETOPT(CURLOPT_TCP_KEEPALIVE, 1L);
-        SETOPT(CURLOPT_TCP_KEEPIDLE, 30L);
-        SETOPT(CURLOPT_TCP_KEEPINTVL, 30L);
-        if (c->connect_to)
-                SETOPT(CURLOPT_CONNECT_TO, c->connect_to);
-        if (c->proxy_url)
-                SETOPT(CURLOPT_PROXY, c->proxy_url);
-
-        /* TLS: only the given CA is trusted when there is one (no system CA path next to it) */
-        SETOPT(CURLOPT_SSLVERSION, (long) CURL_SSLVERSION_TLSv1_2);
-        if (c->ca_data) {
-                struct curl_blob blob = { .data = c->ca_data, .len = strlen(c->ca_data), .flags = CURL_BLOB_COPY };
-                SETOPT(CURLOPT_CAINFO_BLOB, &blob);
-                SETOPT(CURLOPT_CAPATH, NULL);
-        } else if (c->ca_file) {
-                SETOPT(CURLOPT_CAINFO, c->ca_file);
-                SETOPT(CURLOPT_CAPATH, NULL);
         }
-        if (c->cert_data) {
-                struct curl_blob blob = { .data = c->cert_data, .len = strlen(c->cert_data), .flags = CURL_BLOB_COPY };
-                SETOPT(CURLOPT_SSLCERT_BLOB, &blob);
-                SETOPT(CURLOPT_SSLCERTTYPE, "PEM");
-        } else if (c->cert_file) {
-                SETOPT(CURLOPT_SSLCERT, c->cert_file);
-                SETOPT(CURLOPT_SSLCERTTYPE, "PEM");
+        headers[n++] = "accept";
+        headers[n++] = "application/json";
+        headers[n++] = "user-agent";
+        headers[n++] = c->user_agent;
+        if (r->body) {
+                headers[n++] = "content-type";
+                headers[n++] = r->content_type;
         }
-        if (c->key_data) {
-                struct curl_blob blob = { .data = c->key_data, .len = strlen(c->key_data), .flags = CURL_BLOB_COPY };
-                SETOPT(CURLOPT_SSLKEY_BLOB, &blob);
-                SETOPT(CURLOPT_SSLKEYTYPE, "PEM");
-        } else if (c->key_file) {
-                SETOPT(CURLOPT_SSLKEY, c->key_file);
-                SETOPT(CURLOPT_SSLKEYTYPE, "PEM");
+        if (r->auth) {
+                headers[n++] = "authorization";
+                headers[n++] = r->auth;
         }
-        if (c->insecure) {
-                SETOPT(CURLOPT_SSL_VERIFYPEER, 0L);
-                SETOPT(CURLOPT_SSL_VERIFYHOST, 0L);
+        if (c->compression && !r->is_watch) {
+                headers[n++] = "accept-encoding";
+                headers[n++] = "gzip";
         }
-
-        /* the method and the body */
-        if (streq(r->method, "GET") && !r->body)
-                SETOPT(CURLOPT_HTTPGET, 1L);
-        else {
-                if (r->body || streq(r->method, "POST")) {
-                        SETOPT(CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t) r->body_len);
-                        SETOPT(CURLOPT_POSTFIELDS, r->body ? r->body : "");
-                }
-                if (!streq(r->method, "POST"))
-                        SETOPT(CURLOPT_CUSTOMREQUEST, r->method);
-        }
+        headers[n] = NULL;
+        req = (struct kube_stream_request) {
+                .method = r->is_watch ? "GET" : r->method,
+                .path = r->full_path,
+                .headers = headers,
+                .body = r->body ? r->body : (streq(r->method, "POST") && !r->is_watch ? "" : NULL),
+                .body_len = r->body_len,
+        };
+        k = kube_stream_start(c->transport, &req, ops, r, &r->stream);
+        if (k < 0)
+                return k;
+        r->transport = c->transport;
         return 0;
-
-fail:
-        return ck_error_set(ret_error, cc == CURLE_OUT_OF_MEMORY ? -ENOMEM : -EINVAL, "cannot configure libcurl: %s",
-                            curl_easy_strerror(cc));
 }
 
 /* ---------------------------------------------------------------- request life cycle */
@@ -586,7 +442,7 @@ static void kube_request_detach(struct kube_request *r) {
 
         if (!c)
                 return;
-        kube_request_release_easy(r);
+        kube_request_release_stream(r);
         if (r->timer)
                 event_del(r->timer);
         if (r->idle_timer)
@@ -613,7 +469,12 @@ void kube_request_free(struct kube_request *r) {
                 event_free(r->idle_timer);
         if (r->dispatch_ev)
                 event_free(r->dispatch_ev);
-        slist_free_secret(r->headers);
+        free(r->full_path);
+        free_secret(r->auth);
+        if (r->gzip) {
+                inflateEnd(r->gzip);
+                free(r->gzip);
+        }
         free(r->method);
         free(r->path);
         free(r->body);
@@ -655,7 +516,7 @@ void kube_request_schedule(struct kube_request *r, uint64_t delay_usec) {
         evtimer_add_usec(r->timer, wait);
 }
 
-void kube_log_transfer(struct kube_request *r, const char *verb, CURLcode result) {
+void kube_log_transfer(struct kube_request *r, const char *verb, int rc, const char *why) {
         char status[64] = "";
         unsigned long long ms;
 
@@ -664,23 +525,22 @@ void kube_log_transfer(struct kube_request *r, const char *verb, CURLcode result
         ms = (unsigned long long) ((now_usec() - r->start_usec) / 1000);
         if (r->status > 0)
                 snprintf(status, sizeof(status), "%ld %s", r->status, kube_status_text(r->status));
-        if (result == CURLE_OK)
+        if (rc == 0)
                 log_v(4, "\"HTTP\" verb=\"%s\" URL=\"%s%s\" status=\"%s\" milliseconds=%llu", verb, r->client->server,
                       r->path, status, ms);
         else
                 log_v(4, "\"HTTP\" verb=\"%s\" URL=\"%s%s\" status=\"%s\" milliseconds=%llu err=\"%s\"", verb,
                       r->client->server, r->path, status, ms,
-                      r->too_large   ? "response too large"
-                      : r->errbuf[0] ? r->errbuf
-                                     : curl_easy_strerror(result));
+                      r->too_large ? "response too large"
+                      : why        ? why
+                                   : strerror(-rc));
 }
 
-char *kube_transfer_error(struct kube_request *r, CURLcode result) {
-        const char *m = r->errbuf[0] ? r->errbuf : curl_easy_strerror(result);
+char *kube_transfer_error(struct kube_request *r, int rc, const char *why) {
         char *s;
 
         if (asprintf(&s, "%s %s%s: %s", r->is_watch ? "GET" : r->method, r->client ? r->client->server : "", r->path,
-                     m) < 0)
+                     why ? why : strerror(-rc)) < 0)
                 return NULL;
         return s;
 }
@@ -743,29 +603,23 @@ static void request_finish(struct kube_request *r, int rc, char *error) {
         if (r->r < 0 && !r->error)
                 r->error = strdup(strerror(-r->r));
         if (r->client)
-                kube_request_release_easy(r);
+                kube_request_release_stream(r);
         r->state = KUBE_REQ_FINISHED;
         evtimer_add_usec(r->timer, 0);
 }
 
-static bool should_retry(struct kube_request *r, CURLcode result) {
+static bool should_retry(struct kube_request *r, int rc, bool refused) {
         if ((r->flags & KUBE_NO_RETRY) || r->attempts >= KUBE_MAX_ATTEMPTS || r->too_large)
                 return false;
-        if (result == CURLE_OK)
+        if (rc == 0)
                 return r->status == 429 || r->status >= 500;
-        switch (result) {
-        case CURLE_COULDNT_CONNECT:
-        case CURLE_COULDNT_RESOLVE_HOST:
-        case CURLE_COULDNT_RESOLVE_PROXY:
-                return true;
-        case CURLE_OUT_OF_MEMORY:
-        case CURLE_URL_MALFORMAT:
-        case CURLE_UNSUPPORTED_PROTOCOL:
-        case CURLE_FILESIZE_EXCEEDED:
-        case CURLE_SSL_CERTPROBLEM:
-        case CURLE_SSL_CACERT_BADFILE:
-        case CURLE_BAD_FUNCTION_ARGUMENT:
-        case CURLE_WRITE_ERROR:
+        if (refused)
+                return true; /* never reached the server */
+        switch (rc) {
+        case -ENOMEM:
+        case -EINVAL:
+        case -EFBIG:
+        case -ENOKEY:
                 return false;
         default:
                 /* the request may have reached the server: only what can be repeated safely */
@@ -773,39 +627,36 @@ static bool should_retry(struct kube_request *r, CURLcode result) {
         }
 }
 
-static void on_transfer_done(CURL *easy, CURLcode result, void *userdata) {
-        struct kube_request *r = userdata;
+static void transfer_done(struct kube_request *r, int result, const char *why, bool refused) {
         json_error_t jerr;
         char *msg = NULL;
         int rc = 0;
 
-        curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &r->status);
-        kube_log_transfer(r, r->method, result);
+        kube_log_transfer(r, r->method, result, why);
 
-        if (should_retry(r, result)) {
+        if (should_retry(r, result, refused)) {
                 uint64_t delay = kube_backoff_usec(r->attempts, jitter01());
 
                 delay = MAX(delay, r->retry_after_usec);
                 log_v(4, "Retrying %s %s%s in %llu ms (attempt %u of %u): %s", r->method, r->client->server, r->path,
                       (unsigned long long) (delay / 1000), r->attempts + 1, KUBE_MAX_ATTEMPTS,
-                      result != CURLE_OK ? (r->errbuf[0] ? r->errbuf : curl_easy_strerror(result))
-                                         : kube_status_text(r->status));
-                kube_request_release_easy(r);
+                      result < 0 ? (why ? why : strerror(-result)) : kube_status_text(r->status));
+                kube_request_release_stream(r);
                 r->len = 0;
                 r->status = 0;
                 kube_request_schedule(r, MAX(delay, (uint64_t) 1));
                 return;
         }
 
-        if (r->too_large || result == CURLE_FILESIZE_EXCEEDED) {
+        if (r->too_large || result == -EFBIG) {
                 rc = -EFBIG;
                 if (asprintf(&msg, "%s %s%s: the response body is larger than %zu bytes", r->method, r->client->server,
                              r->path, r->client->max_response_size) < 0)
                         msg = NULL;
-        } else if (result != CURLE_OK) {
-                rc = kube_curl_errno(result);
+        } else if (result < 0) {
+                rc = result;
                 r->status = 0;
-                msg = kube_transfer_error(r, result);
+                msg = kube_transfer_error(r, result, why);
         } else {
                 json_t *body = r->len > 0 ? json_loadb(r->buf, r->len, 0, &jerr) : NULL;
 
@@ -823,20 +674,65 @@ static void on_transfer_done(CURL *easy, CURLcode result, void *userdata) {
         request_finish(r, rc, msg);
 }
 
-static size_t on_request_write(char *p, size_t size, size_t nmemb, void *userdata) {
+static void request_on_headers(int status, const char *retry_after, const char *encoding, void *userdata) {
         struct kube_request *r = userdata;
-        size_t n = size * nmemb;
 
-        if (kube_buffer_append(r, p, n, r->client->max_response_size) < 0)
-                return 0; /* aborts the transfer */
-        return n;
+        r->status = status;
+        r->retry_after_usec = kube_parse_retry_after(retry_after);
+        if (encoding && strcasecmp(encoding, "gzip") == 0 && !r->gzip) {
+                r->gzip = calloc(1, sizeof(*r->gzip));
+                if (r->gzip && inflateInit2(r->gzip, 16 + MAX_WBITS) != Z_OK) {
+                        free(r->gzip);
+                        r->gzip = NULL;
+                }
+                r->gzip_failed = !r->gzip;
+        }
 }
+
+static int request_on_data(const char *p, size_t n, void *userdata) {
+        struct kube_request *r = userdata;
+        char out[16384];
+        int k, z;
+
+        if (r->gzip_failed)
+                return -ENOMEM;
+        if (!r->gzip) {
+                k = kube_buffer_append(r, p, n, r->client->max_response_size);
+                return k < 0 ? k : 0; /* aborts the stream */
+        }
+        /* the cap applies to the decoded body */
+        r->gzip->next_in = (Bytef *) p;
+        r->gzip->avail_in = (uInt) n;
+        do {
+                r->gzip->next_out = (Bytef *) out;
+                r->gzip->avail_out = sizeof(out);
+                z = inflate(r->gzip, Z_NO_FLUSH);
+                if (z != Z_OK && z != Z_STREAM_END && z != Z_BUF_ERROR)
+                        return -EBADMSG;
+                k = kube_buffer_append(r, out, sizeof(out) - r->gzip->avail_out, r->client->max_response_size);
+                if (k < 0)
+                        return k;
+        } while (r->gzip->avail_out == 0 || (r->gzip->avail_in > 0 && z == Z_OK));
+        return 0;
+}
+
+static void request_on_close(int rc, const char *why, bool refused, void *userdata) {
+        struct kube_request *r = userdata;
+
+        r->stream = NULL; /* the transport's, and gone */
+        event_del(r->timer);
+        transfer_done(r, rc, why, refused);
+}
+
+static const struct kube_stream_ops request_ops = {
+        .on_headers = request_on_headers,
+        .on_data = request_on_data,
+        .on_close = request_on_close,
+};
 
 static void request_start(struct kube_request *r) {
         struct kube_client *c = r->client;
         _cleanup_ck_error_ struct ck_error *error = NULL;
-        CURLcode cc = CURLE_OK;
-        CURL *e;
         int k;
 
         r->attempts++;
@@ -845,32 +741,22 @@ static void request_start(struct kube_request *r) {
         r->too_large = false;
         r->status = 0;
         r->retry_after_usec = 0;
-        k = kube_request_prepare(r, &error);
+        k = kube_request_start_stream(r, &request_ops, &error);
         if (k < 0) {
-                request_finish(r, k, ck_error_take_message(TAKE_PTR(error)));
+                request_finish(r, k, error ? ck_error_take_message(TAKE_PTR(error)) : NULL);
                 return;
         }
-        e = r->easy;
-        SETOPT(CURLOPT_WRITEFUNCTION, on_request_write);
-        SETOPT(CURLOPT_WRITEDATA, r);
-        SETOPT(CURLOPT_TIMEOUT_MS, (long) MAX(c->timeout_usec / 1000, (uint64_t) 1));
-        SETOPT(CURLOPT_CONNECTTIMEOUT_MS,
-               (long) MIN(MAX(c->timeout_usec / 1000, (uint64_t) 1), (uint64_t) KUBE_CONNECT_TIMEOUT_MS));
-        SETOPT(CURLOPT_MAXFILESIZE_LARGE, (curl_off_t) c->max_response_size);
-        k = curl_loop_add(c->loop, e, on_transfer_done, r);
-        if (k < 0) {
-                request_finish(r, k, NULL);
-                return;
-        }
-        r->loop = c->loop;
         r->state = KUBE_REQ_RUNNING;
-        return;
-fail : {
-        char *msg = NULL;
-        if (asprintf(&msg, "cannot configure libcurl: %s", curl_easy_strerror(cc)) < 0)
-                msg = NULL;
-        request_finish(r, cc == CURLE_OUT_OF_MEMORY ? -ENOMEM : -EINVAL, msg);
+        evtimer_add_usec(r->timer, MAX(c->timeout_usec, (uint64_t) 1));
 }
+
+static void request_timed_out(struct kube_request *r) {
+        char why[96];
+
+        snprintf(why, sizeof(why), "context deadline exceeded (Client.Timeout exceeded after %llu ms)",
+                 (unsigned long long) (r->client->timeout_usec / 1000));
+        kube_request_release_stream(r);
+        transfer_done(r, -ETIMEDOUT, why, false);
 }
 
 static void request_deliver(struct kube_request *r) {
@@ -901,6 +787,10 @@ static void on_request_timer(evutil_socket_t fd, short what, void *userdata) {
                         request_start(r);
                 else if (kube_watch_start(r) < 0)
                         return;
+                break;
+        case KUBE_REQ_RUNNING:
+                if (!r->is_watch)
+                        request_timed_out(r);
                 break;
         case KUBE_REQ_FINISHED:
                 request_deliver(r);
@@ -950,11 +840,11 @@ int kube_request(struct kube_client *c, const char *method, const char *path, co
 
 /* ---------------------------------------------------------------- the client */
 
+/* "https://host[:port][/prefix]" (no user info, query or fragment) */
 static int setup_server(struct kube_client *c, const struct kube_config *cfg) {
-        _cleanup_free_ char *scheme = NULL, *host = NULL, *port = NULL, *path = NULL, *query = NULL, *connect = NULL;
-        CURLU *u;
-        CURLUcode uc;
+        const char *p, *auth_end, *hb, *he, *port_s = NULL;
         size_t n;
+        long port;
 
         c->server = strdup(cfg->server);
         if (!c->server)
@@ -962,67 +852,89 @@ static int setup_server(struct kube_client *c, const struct kube_config *cfg) {
         for (n = strlen(c->server); n > 0 && c->server[n - 1] == '/'; n--)
                 c->server[n - 1] = '\0';
 
-        u = curl_url();
-        if (!u)
-                return -ENOMEM;
-        uc = curl_url_set(u, CURLUPART_URL, c->server, 0);
-        if (uc == CURLUE_OK)
-                uc = curl_url_get(u, CURLUPART_SCHEME, &scheme, 0);
-        if (uc == CURLUE_OK)
-                uc = curl_url_get(u, CURLUPART_HOST, &host, 0);
-        if (uc == CURLUE_OK) {
-                uc = curl_url_get(u, CURLUPART_PORT, &port, 0);
-                if (uc == CURLUE_NO_PORT)
-                        uc = CURLUE_OK;
-        }
-        if (uc == CURLUE_OK)
-                uc = curl_url_get(u, CURLUPART_PATH, &path, 0);
-        if (uc == CURLUE_OK && curl_url_get(u, CURLUPART_QUERY, &query, 0) == CURLUE_OK && query)
-                uc = CURLUE_MALFORMED_INPUT;
-        curl_url_cleanup(u);
-        if (uc == CURLUE_OUT_OF_MEMORY)
-                return -ENOMEM;
-        if (uc != CURLUE_OK || !scheme || !host || (!streq(scheme, "https") && !streq(scheme, "http"))) {
-                curl_free(scheme);
-                curl_free(host);
-                curl_free(port);
-                curl_free(path);
-                curl_free(query);
-                scheme = host = port = path = query = NULL;
-                log_error("Invalid apiserver URL \"%s\"", c->server);
-                return -EINVAL;
-        }
-
-        if (!isempty(cfg->tls_server_name) && streq(scheme, "https")) {
-                const char *p = port ? port : "443";
-                const char *prefix = path && !streq(path, "/") ? path : "";
-
-                /* the URL names tls_server_name (SNI and certificate checks use it); CONNECT_TO sends the
-                 * connection to the real host, and Host: keeps the server's authority */
-                if (asprintf(&c->url_base, "https://%s:%s%s", cfg->tls_server_name, p, prefix) < 0 ||
-                    asprintf(&connect, "%s:%s:%s:%s", cfg->tls_server_name, p, host, p) < 0 ||
-                    asprintf(&c->host_header, "Host: %s%s%s", host, port ? ":" : "", port ? port : "") < 0) {
-                        c->url_base = c->host_header = connect = NULL;
-                        curl_free(scheme);
-                        curl_free(host);
-                        curl_free(port);
-                        curl_free(path);
-                        scheme = host = port = path = NULL;
-                        return -ENOMEM;
+        if (strncasecmp(c->server, "https://", 8) == 0) {
+                c->https = true;
+                p = c->server + 8;
+        } else if (strncasecmp(c->server, "http://", 7) == 0)
+                p = c->server + 7;
+        else
+                goto invalid;
+        auth_end = p + strcspn(p, "/?#");
+        if (*auth_end == '?' || *auth_end == '#' || strpbrk(auth_end, "?#") || memchr(p, '@', (size_t) (auth_end - p)))
+                goto invalid;
+        if (*p == '[') {
+                hb = p + 1;
+                he = memchr(hb, ']', (size_t) (auth_end - hb));
+                if (!he)
+                        goto invalid;
+                if (he + 1 < auth_end) {
+                        if (he[1] != ':')
+                                goto invalid;
+                        port_s = he + 2;
                 }
-                for (n = strlen(c->url_base); n > 0 && c->url_base[n - 1] == '/'; n--)
-                        c->url_base[n - 1] = '\0';
-                c->connect_to = curl_slist_append(NULL, connect);
-        } else
-                c->url_base = strdup(c->server);
-        curl_free(scheme);
-        curl_free(host);
-        curl_free(port);
-        curl_free(path);
-        scheme = host = port = path = NULL;
-        if (!c->url_base || (!isempty(cfg->tls_server_name) && c->host_header && !c->connect_to))
+        } else {
+                hb = p;
+                he = memchr(p, ':', (size_t) (auth_end - p));
+                if (he)
+                        port_s = he + 1;
+                else
+                        he = auth_end;
+        }
+        if (he == hb)
+                goto invalid;
+        port = c->https ? 443 : 80;
+        if (port_s) {
+                if (port_s == auth_end)
+                        goto invalid;
+                port = 0;
+                for (const char *q = port_s; q < auth_end; q++) {
+                        if (*q < '0' || *q > '9' || port > 65535)
+                                goto invalid;
+                        port = port * 10 + (*q - '0');
+                }
+                if (port < 1 || port > 65535)
+                        goto invalid;
+        }
+        for (const char *q = p; q < auth_end; q++)
+                if ((unsigned char) *q <= 0x20 || (unsigned char) *q >= 0x7f)
+                        goto invalid;
+        for (const char *q = auth_end; *q; q++)
+                if ((unsigned char) *q <= 0x20 || *q == 0x7f)
+                        goto invalid;
+        c->port = (int) port;
+        c->host = strndup(hb, (size_t) (he - hb));
+        c->authority = strndup(p, (size_t) (auth_end - p));
+        c->url_base = strdup(auth_end);
+        if (!isempty(cfg->tls_server_name) && c->https)
+                c->tls_server_name = strdup(cfg->tls_server_name);
+        if (!c->host || !c->authority || !c->url_base ||
+            (!isempty(cfg->tls_server_name) && c->https && !c->tls_server_name))
                 return -ENOMEM;
         return 0;
+invalid:
+        log_error("Invalid apiserver URL \"%s\"", c->server);
+        return -EINVAL;
+}
+
+static int new_transport(struct kube_client *c, struct kube_transport **ret) {
+        _cleanup_free_ char *error = NULL;
+        struct kube_transport_config tc = {
+                .https = c->https,
+                .host = c->host,
+                .port = c->port,
+                .authority = c->authority,
+                .server_name = c->tls_server_name,
+                .ca_file = c->ca_file,
+                .ca_data = c->ca_data,
+                .cert_file = c->cert_file,
+                .cert_data = c->cert_data,
+                .key_file = c->key_file,
+                .key_data = c->key_data,
+                .insecure = c->insecure,
+                .connect_timeout_usec = (uint64_t) KUBE_CONNECT_TIMEOUT_MS * 1000,
+        };
+
+        return kube_transport_new(c->base, &tc, ret, &error);
 }
 
 static int dup_field(const char *s, char **ret) {
@@ -1072,7 +984,10 @@ int kube_client_new(struct event_base *base, const struct kube_config *cfg, cons
         }
         if (c->token && c->token_file)
                 c->token_read_usec = MAX(now_usec(), (uint64_t) 1); /* read by kube_config_load just now */
-        k = curl_loop_new(base, &c->loop);
+        if (c->proxy_url)
+                log_warning("The kubeconfig's proxy-url %s is not supported: connecting to %s directly", c->proxy_url,
+                            c->server);
+        k = new_transport(c, &c->transport);
         if (k < 0)
                 goto fail;
         *ret = c;
@@ -1088,24 +1003,24 @@ static void on_reaper(evutil_socket_t fd, short what, void *userdata) {
         struct kube_client *c = userdata;
 
         for (size_t i = 0; i < c->n_retired;) {
-                if (curl_loop_idle(c->retired[i])) {
+                if (kube_transport_idle(c->retired[i])) {
                         log_v(4, "Closing the connections to %s that used the previous credentials", c->server);
-                        curl_loop_free(c->retired[i]);
+                        kube_transport_free(c->retired[i]);
                         c->retired[i] = c->retired[--c->n_retired];
                 } else
                         i++;
         }
 }
 
-/* A transfer of a loop that is no longer the client's ended: free the retired loops that are idle (later, from
- * the reaper event, never inside libcurl). */
+/* A stream of a transport that is no longer the client's ended: free the retired transports that are idle
+ * (later, from the reaper event, never inside the transport). */
 static void kube_client_transfer_ended(struct kube_client *c) {
         if (c->n_retired > 0 && c->reaper)
                 evtimer_add_usec(c->reaper, 0);
 }
 
 int kube_client_reset_connections(struct kube_client *c, const char *why) {
-        struct curl_loop *old, *fresh = NULL, **nr;
+        struct kube_transport *old, *fresh = NULL, **nr;
         int k;
 
         if (!c)
@@ -1119,16 +1034,16 @@ int kube_client_reset_connections(struct kube_client *c, const char *why) {
         if (!nr)
                 return -ENOMEM;
         c->retired = nr;
-        k = curl_loop_new(c->base, &fresh);
+        k = new_transport(c, &fresh);
         if (k < 0)
                 return k;
-        old = c->loop;
-        c->loop = fresh;
+        old = c->transport;
+        c->transport = fresh;
         c->retired[c->n_retired++] = old;
         /* watches hold their connection for minutes: end them now, their owners start them again (upstream's
          * connrotation CloseAll); requests in flight finish on the old connections */
         for (struct kube_request *r = c->requests; r; r = r->next)
-                if (r->is_watch && r->loop == old && r->easy) {
+                if (r->is_watch && r->transport == old && r->stream) {
                         char *msg = NULL;
                         if (asprintf(&msg, "GET %s%s: connection closed: %s", c->server, r->path,
                                      why ? why : "the client's credentials changed") < 0)
@@ -1174,18 +1089,17 @@ struct kube_client *kube_client_free(struct kube_client *c) {
                 } else
                         kube_request_free(r);
         }
-        curl_loop_free(c->loop);
+        kube_transport_free(c->transport);
         while (c->n_retired > 0)
-                curl_loop_free(c->retired[--c->n_retired]);
+                kube_transport_free(c->retired[--c->n_retired]);
         free(c->retired);
         if (c->reaper)
                 event_free(c->reaper);
-        while (c->n_pool > 0)
-                curl_easy_cleanup(c->pool[--c->n_pool]);
-        curl_slist_free_all(c->connect_to);
         free(c->url_base);
         free(c->server);
-        free(c->host_header);
+        free(c->host);
+        free(c->authority);
+        free(c->tls_server_name);
         free(c->proxy_url);
         free(c->ca_file);
         free(c->cert_file);

@@ -2,7 +2,8 @@
 #pragma once
 
 /* A client for the kube-apiserver (client-go's rest client, the parts the kubelet uses): kubeconfig
- * loading, HTTPS with keep-alive through libcurl's multi interface on the kubelet's loop, QPS/burst
+ * loading, HTTP/2 over TLS (every request a stream on one connection; HTTP/1.1 with keep-alive where the server
+ * has no h2 or the URL is http://) through client/transport.c on the kubelet's loop, QPS/burst
  * limiting, retries with jittered back-off, JSON bodies (jansson) with a size cap, and watch streams.
  * Nothing blocks the loop. Tokens, keys and certificate data never appear in logs or error messages. */
 
@@ -54,7 +55,9 @@ struct kube_client_options {
         const char *user_agent;   /* default "ckubelet/<version> (linux/amd64) kubernetes/<api>" */
 };
 /* o may be NULL; zero fields take the defaults. qps < 0 disables rate limiting (as client-go). The server may
- * be http:// (tests). Keep-alive connections are shared by all requests of a client (HTTP/1.1). */
+ * be http:// (tests, HTTP/1.1). An https:// server that offers h2 (ALPN) gets every request of the client as a
+ * stream of one connection; one that does not gets HTTP/1.1 keep-alive connections. A proxy-url is not
+ * supported (a warning; the connection goes direct). */
 
 int kube_client_new(struct event_base *base, const struct kube_config *cfg, const struct kube_client_options *o,
                     struct kube_client **ret);
@@ -125,7 +128,7 @@ void kube_request_cancel(struct kube_request *r);
 /* More precisely: a non-200 answer ends the watch with r = 0, that status and the Status' message (or the
  * generic one); a line that is not a JSON event ends it with -EBADMSG; a line over 16 MiB with -EFBIG. The
  * idle timer runs from the start of the transfer (connecting included) and restarts on every byte. Callbacks
- * run from the loop, never inside libcurl, so event() may cancel the watch or free the client. */
+ * run from the loop, never inside the transport, so event() may cancel the watch or free the client. */
 typedef void (*kube_watch_event_t)(const char *type, json_t *object, void *userdata);
 typedef void (*kube_watch_done_t)(int r, long status, const char *error, void *userdata);
 int kube_watch(struct kube_client *c, const char *path, uint64_t idle_timeout_usec, kube_watch_event_t event,

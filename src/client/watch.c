@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Watch streams: a GET whose chunked body is one JSON watch event per line (apimachinery's
  * streaming JSON framer). Bytes are buffered as they come; complete lines are delivered from the loop (never
- * inside libcurl), so the event callback may cancel the watch or free the client. An idle timer catches dead
+ * inside the transport), so the event callback may cancel the watch or free the client. An idle timer catches dead
  * connections that TCP would keep open for hours. */
 
 #include <errno.h>
@@ -30,37 +30,43 @@ static void watch_transfer_over(struct kube_request *r, int rc, char *error) {
         if (r->idle_timer)
                 event_del(r->idle_timer);
         if (r->client)
-                kube_request_release_easy(r);
+                kube_request_release_stream(r);
         evtimer_add_usec(r->dispatch_ev, 0);
 }
 
-static size_t on_watch_write(char *p, size_t size, size_t nmemb, void *userdata) {
+static void on_watch_headers(int status, const char *retry_after, const char *encoding, void *userdata) {
         struct kube_request *r = userdata;
-        size_t n = size * nmemb;
 
-        if (r->status == 0)
-                curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &r->status);
+        r->status = status;
+        if (r->idle_usec > 0)
+                evtimer_add_usec(r->idle_timer, r->idle_usec);
+}
+
+static int on_watch_data(const char *p, size_t n, void *userdata) {
+        struct kube_request *r = userdata;
+        bool pause = false;
+
         if (r->idle_usec > 0)
                 evtimer_add_usec(r->idle_timer, r->idle_usec);
         if (r->status != 200) {
                 /* an error body (a v1 Status): keep the first 1 MiB for the message */
                 if (r->len < 1024 * 1024 && kube_buffer_append(r, p, MIN(n, 1024 * 1024 - r->len), 1024 * 1024) < 0)
-                        return 0;
-                return n;
-        }
-        if (r->len - r->consumed + n > KUBE_WATCH_MAX_BUFFER) {
-                /* the consumer is behind: stop reading until dispatch caught up (curl keeps the data) */
-                r->paused = true;
-                evtimer_add_usec(r->dispatch_ev, 0);
-                return CURL_WRITEFUNC_PAUSE;
+                        return -ENOMEM;
+                return 0;
         }
         if (kube_buffer_append(r, p, n, SIZE_MAX / 2) < 0)
-                return 0;
+                return -ENOMEM;
         /* a line longer than the cap: the stream is broken */
         if (r->len - r->line_start > KUBE_WATCH_MAX_EVENT &&
             !memchr(r->buf + r->line_start, '\n', r->len - r->line_start)) {
                 r->too_large = true;
-                return 0;
+                return -EFBIG;
+        }
+        if (r->len - r->consumed > KUBE_WATCH_MAX_BUFFER) {
+                /* the consumer is behind: stop reading until dispatch caught up (the window, or the socket
+                 * buffer, holds the rest) */
+                r->paused = pause = true;
+                evtimer_add_usec(r->dispatch_ev, 0);
         }
         if (memchr(p, '\n', n)) {
                 char *nl = memrchr(r->buf + r->line_start, '\n', r->len - r->line_start);
@@ -68,27 +74,33 @@ static size_t on_watch_write(char *p, size_t size, size_t nmemb, void *userdata)
                         r->line_start = (size_t) (nl - r->buf) + 1;
                 evtimer_add_usec(r->dispatch_ev, 0);
         }
-        return n;
+        return pause ? 1 : 0;
 }
 
-static void on_watch_done(CURL *easy, CURLcode result, void *userdata) {
+static void on_watch_close(int result, const char *why, bool refused, void *userdata) {
         struct kube_request *r = userdata;
         char *msg = NULL;
         int rc = 0;
 
-        curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &r->status);
-        kube_log_transfer(r, "WATCH", result);
+        r->stream = NULL; /* the transport's, and gone */
+        kube_log_transfer(r, "WATCH", result, why);
         if (r->too_large) {
                 rc = -EFBIG;
                 if (asprintf(&msg, "GET %s%s: a watch event is larger than %u bytes", r->client->server, r->path,
                              KUBE_WATCH_MAX_EVENT) < 0)
                         msg = NULL;
-        } else if (result != CURLE_OK) {
-                rc = kube_curl_errno(result);
-                msg = kube_transfer_error(r, result);
+        } else if (result < 0) {
+                rc = result;
+                msg = kube_transfer_error(r, result, why);
         }
         watch_transfer_over(r, rc, msg);
 }
+
+static const struct kube_stream_ops watch_ops = {
+        .on_headers = on_watch_headers,
+        .on_data = on_watch_data,
+        .on_close = on_watch_close,
+};
 
 static void on_watch_idle(evutil_socket_t fd, short what, void *userdata) {
         struct kube_request *r = userdata;
@@ -162,7 +174,7 @@ static bool deliver_line(struct kube_request *r, const char *line, size_t n) {
                              why ? why : "a watch event that is not {type, object}") < 0)
                         msg = NULL;
                 if (r->client)
-                        kube_request_release_easy(r);
+                        kube_request_release_stream(r);
                 r->transfer_done = true;
                 r->r = -EBADMSG;
                 free(r->error);
@@ -214,9 +226,9 @@ static void on_watch_dispatch(evutil_socket_t fd, short what, void *userdata) {
                         if (r->buf)
                                 r->buf[r->len] = '\0';
                 }
-                if (r->paused && !r->transfer_done && r->easy) {
+                if (r->paused && !r->transfer_done && r->stream && r->len - r->consumed <= KUBE_WATCH_MAX_BUFFER) {
                         r->paused = false;
-                        curl_easy_pause(r->easy, CURLPAUSE_CONT); /* may call on_watch_write right away */
+                        kube_stream_resume(r->stream); /* may call on_watch_data right away */
                         return;
                 }
         }
@@ -232,39 +244,17 @@ static void on_watch_dispatch(evutil_socket_t fd, short what, void *userdata) {
 }
 
 int kube_watch_start(struct kube_request *r) {
-        struct kube_client *c = r->client;
         _cleanup_ck_error_ struct ck_error *error = NULL;
-        CURLcode cc = CURLE_OK;
-        CURL *e;
         int k;
 
         r->attempts++;
         r->start_usec = now_usec();
         r->state = KUBE_REQ_RUNNING;
-        k = kube_request_prepare(r, &error);
+        k = kube_request_start_stream(r, &watch_ops, &error);
         if (k < 0) {
-                watch_transfer_over(r, k, ck_error_take_message(TAKE_PTR(error)));
+                watch_transfer_over(r, k, error ? ck_error_take_message(TAKE_PTR(error)) : NULL);
                 return 0;
         }
-        e = r->easy;
-        cc = curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_watch_write);
-        if (cc == CURLE_OK)
-                cc = curl_easy_setopt(e, CURLOPT_WRITEDATA, r);
-        if (cc == CURLE_OK)
-                cc = curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long) KUBE_CONNECT_TIMEOUT_MS);
-        if (cc != CURLE_OK) {
-                char *msg = NULL;
-                if (asprintf(&msg, "cannot configure libcurl: %s", curl_easy_strerror(cc)) < 0)
-                        msg = NULL;
-                watch_transfer_over(r, -EINVAL, msg);
-                return 0;
-        }
-        k = curl_loop_add(c->loop, e, on_watch_done, r);
-        if (k < 0) {
-                watch_transfer_over(r, k, NULL);
-                return 0;
-        }
-        r->loop = c->loop;
         if (r->idle_usec > 0)
                 evtimer_add_usec(r->idle_timer, r->idle_usec);
         return 0;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The http source (pkg/kubelet/config/http.go): GET the manifest URL every check interval — the first time
- * right away — with libcurl's multi interface driven by our event loop (basic/curl_loop.c), so nothing
- * waits on the network.
+ * right away — with our HTTP/1.1 client on the event loop (http/client.c: redirects followed, 10 s deadline,
+ * 5 s to connect, the body capped), so nothing waits on the network.
  *
  *  - 200 with a body: parsed as a manifest (Pods, PodLists, several documents); the whole body is one
  *    all-or-nothing set. A body identical to the last one is not parsed again.
@@ -9,68 +9,54 @@
  *  - any other status, a transport error or timeout (10 s), a body over MANIFEST_MAX_SIZE, a body that does
  *    not parse: an error; the source keeps its last good pods.
  * Errors are logged once each, until a different one happens or the URL works again. */
-#include <curl/curl.h>
+#include <event2/dns.h>
 #include <stdarg.h>
 #include <string.h>
 #include <strings.h>
 
-#include "basic/curl_loop.h"
 #include "basic/error.h"
 #include "basic/hash.h"
 #include "basic/log.h"
+#include "basic/strv.h"
+#include "basic/time.h"
 #include "basic/timer.h"
 #include "config/config-internal.h"
+#include "http/client.h"
 
-#define HTTP_TIMEOUT_MS 10000L
-#define HTTP_CONNECT_TIMEOUT_MS 5000L
+#define HTTP_TIMEOUT_USEC (10 * USEC_PER_SEC)
+#define HTTP_CONNECT_TIMEOUT_USEC (5 * USEC_PER_SEC)
+#define HTTP_MAX_REDIRECTS 10u
 
 struct http_source {
         struct pod_config *config;
         struct event_base *base;
         char *url;
-        struct curl_slist *headers;
+        char **headers;
         uint64_t interval_usec;
 
-        struct curl_loop *loop;
-        CURL *easy; /* the transfer in flight, or NULL */
+        struct evdns_base *dns;
+        struct http_get *get; /* the request in flight, or NULL */
         struct event *poll_timer;
-        char errbuf[CURL_ERROR_SIZE];
 
-        char *body;
-        size_t body_len, body_alloc;
-        bool too_large;
+        const char *body; /* of the response being processed */
+        size_t body_len;
 
         char last_body_hash[65]; /* of the last body processed, good or bad; "" = none */
         char *last_body_error;   /* why that body was bad, NULL if it was good */
         char *last_error;        /* last logged error, NULL after a success */
 };
 
-static void transfer_done(struct http_source *s) {
-        if (s->easy) {
-                curl_easy_cleanup(s->easy);
-                s->easy = NULL;
-        }
-        free(s->body);
-        s->body = NULL;
-        s->body_len = s->body_alloc = 0;
-        s->too_large = false;
-}
-
 static void http_source_free(void *data) {
         struct http_source *s = data;
 
         if (!s)
                 return;
-        if (s->easy) {
-                curl_loop_cancel(s->loop, s->easy);
-                curl_easy_cleanup(s->easy);
-                s->easy = NULL;
-        }
-        curl_loop_free(s->loop);
+        http_get_cancel(s->get);
+        if (s->dns)
+                evdns_base_free(s->dns, 0);
         if (s->poll_timer)
                 event_free(s->poll_timer);
-        curl_slist_free_all(s->headers);
-        free(s->body);
+        strv_free(s->headers);
         free(s->last_error);
         free(s->last_body_error);
         free(s->url);
@@ -79,7 +65,7 @@ static void http_source_free(void *data) {
 
 /* ---- results ---- */
 
-/* "key" says which errors count as the same one (libcurl's messages carry timings); NULL: the message */
+/* "key" says which errors count as the same one; NULL: the message */
 static void fetch_failed(struct http_source *s, const char *key, const char *fmt, ...) _printf_(3, 4);
 static void fetch_failed(struct http_source *s, const char *key, const char *fmt, ...) {
         _cleanup_free_ char *msg = NULL, *k = NULL;
@@ -157,126 +143,61 @@ static void process_body(struct http_source *s) {
         }
 }
 
-static void on_transfer_done(CURL *easy, CURLcode result, void *userdata) {
+static void on_fetched(const struct http_get_result *res, void *userdata) {
         struct http_source *s = userdata;
-        long status = 0;
 
-        curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &status);
-        if (s->too_large || result == CURLE_FILESIZE_EXCEEDED)
+        s->get = NULL;
+        if (res->too_large)
                 fetch_failed(s, NULL, "response body is larger than %u bytes", MANIFEST_MAX_SIZE);
-        else if (result != CURLE_OK)
-                fetch_failed(s, curl_easy_strerror(result), "%s",
-                             s->errbuf[0] ? s->errbuf : curl_easy_strerror(result));
-        else if (status != 200)
-                fetch_failed(s, NULL, "server returned HTTP status %ld", status);
-        else
+        else if (res->r < 0)
+                fetch_failed(s, NULL, "%s", res->error);
+        else if (res->status != 200)
+                fetch_failed(s, NULL, "server returned HTTP status %d", res->status);
+        else {
+                s->body = res->body;
+                s->body_len = res->body_len;
                 process_body(s);
-
-        transfer_done(s);
+                s->body = NULL;
+                s->body_len = 0;
+        }
         evtimer_add_usec(s->poll_timer, s->interval_usec);
-}
-
-static size_t write_cb(char *ptr, size_t size, size_t nmemb, void *userdata) {
-        struct http_source *s = userdata;
-        size_t n = size * nmemb;
-
-        if (n > MANIFEST_MAX_SIZE || s->body_len + n > MANIFEST_MAX_SIZE) {
-                s->too_large = true;
-                return 0; /* aborts the transfer */
-        }
-        if (s->body_len + n + 1 > s->body_alloc) {
-                size_t na = MAX(s->body_alloc * 2, s->body_len + n + 1);
-                char *nb;
-
-                na = MIN(na, (size_t) MANIFEST_MAX_SIZE + 1);
-                nb = realloc(s->body, na);
-                if (!nb)
-                        return 0;
-                s->body = nb;
-                s->body_alloc = na;
-        }
-        memcpy(s->body + s->body_len, ptr, n);
-        s->body_len += n;
-        s->body[s->body_len] = '\0';
-        return n;
-}
-
-static int start_fetch(struct http_source *s) {
-        CURL *e;
-
-        e = curl_easy_init();
-        if (!e)
-                return -ENOMEM;
-        s->errbuf[0] = '\0';
-        if (curl_easy_setopt(e, CURLOPT_URL, s->url) != CURLE_OK || curl_loop_http_only(e) != CURLE_OK ||
-            curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 1L) != CURLE_OK ||
-            curl_easy_setopt(e, CURLOPT_MAXREDIRS, 10L) != CURLE_OK ||
-            curl_easy_setopt(e, CURLOPT_HTTPHEADER, s->headers) != CURLE_OK ||
-            curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, HTTP_TIMEOUT_MS) != CURLE_OK ||
-            curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, HTTP_CONNECT_TIMEOUT_MS) != CURLE_OK ||
-            curl_easy_setopt(e, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t) MANIFEST_MAX_SIZE) != CURLE_OK ||
-            curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "") != CURLE_OK ||
-            curl_easy_setopt(e, CURLOPT_USERAGENT, "ckubelet/" CKUBELET_VERSION) != CURLE_OK ||
-            curl_easy_setopt(e, CURLOPT_ERRORBUFFER, s->errbuf) != CURLE_OK ||
-            curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, write_cb) != CURLE_OK ||
-            curl_easy_setopt(e, CURLOPT_WRITEDATA, s) != CURLE_OK) {
-                curl_easy_cleanup(e);
-                return -EINVAL;
-        }
-        if (curl_loop_add(s->loop, e, on_transfer_done, s) < 0) {
-                curl_easy_cleanup(e);
-                return -ENOMEM;
-        }
-        s->easy = e;
-        return 0;
 }
 
 static void on_poll(evutil_socket_t fd, short what, void *userdata) {
         struct http_source *s = userdata;
+        struct http_get_options o = {
+                .url = s->url,
+                .headers = s->headers,
+                .user_agent = "ckubelet/" CKUBELET_VERSION,
+                .timeout_usec = HTTP_TIMEOUT_USEC,
+                .connect_timeout_usec = HTTP_CONNECT_TIMEOUT_USEC,
+                .max_body = MANIFEST_MAX_SIZE,
+                .max_redirects = HTTP_MAX_REDIRECTS,
+        };
         int r;
 
-        if (s->easy)
+        if (s->get)
                 return; /* still running; the next poll is armed when it completes */
-        r = start_fetch(s);
+        r = http_get(s->base, s->dns, &o, on_fetched, s, &s->get);
         if (r < 0) {
+                s->get = NULL;
                 fetch_failed(s, NULL, "cannot start the request: %s", strerror(-r));
                 evtimer_add_usec(s->poll_timer, s->interval_usec);
         }
 }
 
-/* "Key: value" → a curl header line; curl drops "Key:" with nothing after it, "Key;" sends it empty */
-static int headers_build(char *const *headers, struct curl_slist **ret) {
-        struct curl_slist *l = NULL;
-
+/* "Key: value" lines, sent as given */
+static int headers_build(char *const *headers, char ***ret) {
         for (char *const *h = headers; h && *h; h++) {
-                _cleanup_free_ char *line = NULL;
-                const char *colon = strchr(*h, ':'), *v;
-                struct curl_slist *n;
-
-                if (!colon || colon == *h || strpbrk(*h, "\r\n")) {
-                        curl_slist_free_all(l);
+                const char *colon = strchr(*h, ':');
+                if (!colon || colon == *h || strpbrk(*h, "\r\n"))
                         return -EINVAL;
-                }
-                for (v = colon + 1; *v == ' ' || *v == '\t'; v++)
-                        ;
-                if (*v == '\0') {
-                        if (asprintf(&line, "%.*s;", (int) (colon - *h), *h) < 0)
-                                line = NULL;
-                } else
-                        line = strdup(*h);
-                if (!line) {
-                        curl_slist_free_all(l);
-                        return -ENOMEM;
-                }
-                n = curl_slist_append(l, line);
-                if (!n) {
-                        curl_slist_free_all(l);
-                        return -ENOMEM;
-                }
-                l = n;
         }
-        *ret = l;
-        return 0;
+        if (!headers) {
+                *ret = NULL;
+                return 0;
+        }
+        return strv_copy(headers, ret);
 }
 
 int pod_config_add_http_source(struct pod_config *c, const char *url, char *const *headers,
@@ -308,8 +229,13 @@ int pod_config_add_http_source(struct pod_config *c, const char *url, char *cons
                 return r;
         }
         s->poll_timer = evtimer_new(s->base, on_poll, s);
-        if (!s->poll_timer || curl_loop_new(s->base, &s->loop) < 0) {
-                log_error("Cannot initialize libcurl");
+        s->dns = evdns_base_new(s->base, EVDNS_BASE_INITIALIZE_NAMESERVERS | EVDNS_BASE_DISABLE_WHEN_INACTIVE);
+        if (s->dns)
+                (void) evdns_base_load_hosts(s->dns, NULL);
+        else
+                log_warning("No DNS resolver for %s: only an IP address in the URL works", url);
+        if (!s->poll_timer) {
+                log_error("Cannot set up the client for %s", url);
                 http_source_free(s);
                 return -ENOMEM;
         }

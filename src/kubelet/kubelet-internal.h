@@ -119,7 +119,7 @@ struct kubelet {
         struct pleg *pleg;
         struct pod_config *config;
         struct prober *prober;
-        struct probe_env hook_env; /* the lifecycle hooks' (hooks.c): exec, curl loop */
+        struct probe_env hook_env; /* the lifecycle hooks' (hooks.c): exec, HTTP */
         char *node_ip;
         struct event *housekeeping;
 

@@ -740,7 +740,7 @@ static char *trim(char *s) {
 }
 
 static int header_valid(const char *k, const char *v, struct ck_error **ret_error) {
-        /* keep CR/LF out of the request: libcurl sends the line as given */
+        /* keep CR/LF out of the request: the manifest URL client (http/client.c) sends the line as given */
         if (isempty(k))
                 return ck_error_set(ret_error, -EINVAL, "empty header name");
         for (const char *c = k; *c; c++)

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* httpGet probes (pkg/probe/http) and httpGet lifecycle hooks (pkg/kubelet/lifecycle/handlers.go) on our own
  * small HTTP/1.1 client, on the event loop: a non-blocking socket, the request written with one send(), the
- * response read into a buffer of the prober's and parsed by prober/http_response.c; HTTPS through libevent's
+ * response read into a buffer of the prober's and parsed by http/http_response.c; HTTPS through libevent's
  * OpenSSL bufferevent on the same socket.
  *
  *  - one connection per request, never reused: probes send "Connection: close" (upstream: DisableKeepAlives) and
@@ -50,7 +50,7 @@
 #include "basic/time.h"
 #include "basic/timer.h"
 #include "prober/handlers.h"
-#include "prober/http_response.h"
+#include "http/http_response.h"
 
 #define MAX_REQUESTS 10 /* RedirectChecker: "stopped after 10 redirects" once 10 requests were made */
 

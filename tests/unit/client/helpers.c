@@ -287,18 +287,6 @@ static void test_status_text(void **state) {
         assert_string_equal(kube_status_text(99999), "");
 }
 
-static void test_curl_errno(void **state) {
-        assert_int_equal(kube_curl_errno(CURLE_OK), 0);
-        assert_int_equal(kube_curl_errno(CURLE_OPERATION_TIMEDOUT), -ETIMEDOUT);
-        assert_int_equal(kube_curl_errno(CURLE_COULDNT_CONNECT), -ECONNREFUSED);
-        assert_int_equal(kube_curl_errno(CURLE_COULDNT_RESOLVE_HOST), -EHOSTUNREACH);
-        assert_int_equal(kube_curl_errno(CURLE_FILESIZE_EXCEEDED), -EFBIG);
-        assert_int_equal(kube_curl_errno(CURLE_RECV_ERROR), -ECONNRESET);
-        assert_int_equal(kube_curl_errno(CURLE_PEER_FAILED_VERIFICATION), -EPROTO);
-        assert_int_equal(kube_curl_errno(CURLE_OUT_OF_MEMORY), -ENOMEM);
-        assert_true(kube_curl_errno(CURLE_FTP_WEIRD_PASV_REPLY) < 0);
-}
-
 /* ---------------------------------------------------------------- escaping */
 
 static void check_escape(const char *in, const char *want) {
@@ -330,7 +318,6 @@ int main(void) {
                 cmocka_unit_test(test_retry_after),
                 cmocka_unit_test(test_generic_error),
                 cmocka_unit_test(test_status_text),
-                cmocka_unit_test(test_curl_errno),
                 cmocka_unit_test(test_escape),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

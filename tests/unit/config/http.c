@@ -56,6 +56,14 @@ static void on_request(struct evhttp_request *req, void *userdata) {
         struct evkeyvalq *h = evhttp_request_get_input_headers(req);
         struct evbuffer *buf = evbuffer_new();
 
+        /* /moved/...: a relative redirect to ../pods.yaml; /loop: a redirect to itself */
+        if (strncmp(evhttp_request_get_uri(req), "/moved/", 7) == 0 || streq(evhttp_request_get_uri(req), "/loop")) {
+                evhttp_add_header(evhttp_request_get_output_headers(req), "Location",
+                                  streq(evhttp_request_get_uri(req), "/loop") ? "/loop" : "../pods.yaml");
+                evhttp_send_reply(req, 302, "Found", NULL);
+                evbuffer_free(buf);
+                return;
+        }
         t->requests++;
         t->received = strv_free(t->received);
         for (struct evkeyval *kv = h->tqh_first; kv; kv = kv->next.tqe_next) {
@@ -317,10 +325,40 @@ static void test_unreachable(void **state) {
         restore_stderr(t);
 }
 
+/* redirects are followed (a relative Location too), at most 10 of them */
+static void test_redirect(void **state) {
+        struct ctx *t = *state;
+        char url[96];
+
+        capture_stderr(t);
+        serve(t, 200, two_pods, strlen(two_pods), false);
+        snprintf(url, sizeof(url), "http://127.0.0.1:%d/moved/x", t->port);
+        assert_int_equal(pod_config_add_http_source(t->config, url, NULL, 100 * USEC_PER_MSEC), 0);
+        expect_update(t, 2000);
+        assert_int_equal(strv_length(t->names), 2);
+        assert_true(strv_contains(t->received, "User-Agent: ckubelet/" CKUBELET_VERSION));
+        restore_stderr(t);
+}
+
+static void test_redirect_loop(void **state) {
+        struct ctx *t = *state;
+        char url[96];
+
+        capture_stderr(t);
+        snprintf(url, sizeof(url), "http://127.0.0.1:%d/loop", t->port);
+        assert_int_equal(pod_config_add_http_source(t->config, url, NULL, USEC_PER_SEC), 0);
+        expect_update(t, 3000); /* the first (failed) fetch: an empty set */
+        assert_logged(t, "stopped after too many redirects", 1);
+        assert_int_equal(t->requests, 0);
+        restore_stderr(t);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_http, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_unreachable, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_redirect, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_redirect_loop, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The probes' HTTP/1.x response parser (prober/http_response.c): good responses fed whole and a byte at a time,
+/* The probes' HTTP/1.x response parser (http/http_response.c): good responses fed whole and a byte at a time,
  * the three body framings, the caps, and the malformed responses it must reject. */
 #include <errno.h>
 #include <setjmp.h>
@@ -10,7 +10,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "prober/http_response.h"
+#include "http/http_response.h"
 
 /* Feed s in pieces of step bytes (0: whole), keeping the body; returns the last event or the error, with the
  * headers event counted in *headers. eof: end the connection after the bytes. */

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The HTTP/1.x response parser of the probes' client: see http_response.h. */
+/* The HTTP/1.x response parser of our HTTP clients (probes, hooks, the manifest URL): see http_response.h. */
 #include <errno.h>
 #include <string.h>
 #include <strings.h>
 
-#include "prober/http_response.h"
+#include "http/http_response.h"
 
 enum {
         S_STATUS,
@@ -28,6 +28,12 @@ void http_resp_init(struct http_resp *p) {
         p->body_len = p->header_bytes = p->line_len = p->location_len = 0;
         p->n_headers = p->n_informational = 0;
         p->error = NULL;
+        p->max_body = 0;
+        p->conn_close = false;
+        p->retry_after[0] = '\0';
+        p->content_encoding[0] = '\0';
+        p->on_body = NULL;
+        p->body_userdata = NULL;
         /* line, location and body are not touched until used: a parser's untouched pages cost no memory */
 }
 
@@ -162,6 +168,26 @@ static int parse_header(struct http_resp *p, const char *l, size_t n) {
                 p->chunked = true;
                 return HTTP_RESP_MORE;
         }
+        if (i == 10 && strncasecmp(l, "Connection", i) == 0) {
+                for (size_t j = vs; j + 5 <= ve; j++)
+                        if (strncasecmp(l + j, "close", 5) == 0)
+                                p->conn_close = true;
+                return HTTP_RESP_MORE;
+        }
+        if (i == 11 && strncasecmp(l, "Retry-After", i) == 0) {
+                if (ve - vs < sizeof(p->retry_after)) {
+                        memcpy(p->retry_after, l + vs, ve - vs);
+                        p->retry_after[ve - vs] = '\0';
+                }
+                return HTTP_RESP_MORE;
+        }
+        if (i == 16 && strncasecmp(l, "Content-Encoding", i) == 0) {
+                if (ve - vs < sizeof(p->content_encoding)) {
+                        memcpy(p->content_encoding, l + vs, ve - vs);
+                        p->content_encoding[ve - vs] = '\0';
+                }
+                return HTTP_RESP_MORE;
+        }
         if (i == 8 && strncasecmp(l, "Location", i) == 0 && !p->has_location) {
                 memcpy(p->location, l + vs, ve - vs);
                 p->location[ve - vs] = '\0';
@@ -239,16 +265,22 @@ static int handle_line(struct http_resp *p, const char *l, size_t n) {
         return fail(p, "internal error");
 }
 
-/* body bytes: kept when wanted, counted; true when the cap is reached */
+static uint64_t body_cap(const struct http_resp *p) {
+        return p->max_body > 0 ? p->max_body : HTTP_RESP_MAX_BODY;
+}
+
+/* body bytes: kept when wanted (or handed to on_body), counted; true when the cap is reached */
 static bool body_take(struct http_resp *p, const char *data, size_t n) {
-        if (p->keep_body && p->body_len < HTTP_RESP_MAX_BODY) {
+        if (p->on_body && n > 0)
+                p->on_body(data, n, p->body_userdata);
+        else if (p->keep_body && p->body_len < HTTP_RESP_MAX_BODY) {
                 size_t take = n < HTTP_RESP_MAX_BODY - p->body_len ? n : HTTP_RESP_MAX_BODY - p->body_len;
                 memcpy(p->body + p->body_len, data, take);
                 p->body_len += take;
                 p->body[p->body_len] = '\0';
         }
         p->body_seen += n;
-        if (p->body_seen >= HTTP_RESP_MAX_BODY) {
+        if (p->body_seen >= body_cap(p)) {
                 p->truncated = true;
                 p->state = S_DONE;
                 return true;
@@ -277,8 +309,8 @@ int http_resp_feed(struct http_resp *p, const char *data, size_t n, size_t *ret_
                 case S_CHUNK_DATA:
                         take = avail < p->remaining ? avail : (size_t) p->remaining;
                         /* never read past the cap */
-                        if (take > HTTP_RESP_MAX_BODY - p->body_seen)
-                                take = HTTP_RESP_MAX_BODY - p->body_seen;
+                        if (take > body_cap(p) - p->body_seen)
+                                take = (size_t) (body_cap(p) - p->body_seen);
                         p->remaining -= take;
                         i += take;
                         if (body_take(p, data + i - take, take)) {
@@ -295,7 +327,7 @@ int http_resp_feed(struct http_resp *p, const char *data, size_t n, size_t *ret_
                         }
                         break;
                 case S_BODY_CLOSE:
-                        take = avail < HTTP_RESP_MAX_BODY - p->body_seen ? avail : HTTP_RESP_MAX_BODY - p->body_seen;
+                        take = avail < body_cap(p) - p->body_seen ? avail : (size_t) (body_cap(p) - p->body_seen);
                         i += take;
                         if (body_take(p, data + i - take, take)) {
                                 *ret_used = i;

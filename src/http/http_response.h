@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #pragma once
 
-/* A strict, incremental HTTP/1.x response parser for the probes' and hooks' HTTP client (prober/http.c): status
+/* A strict, incremental HTTP/1.x response parser for our HTTP/1.1 clients (the probes' and hooks' in prober/http.c,
+ * http/client.c for the manifest URL): status
  * line, headers, then a body delimited by Content-Length, chunked transfer coding or the end of the connection.
  * It allocates nothing: the caller owns the struct (reused between responses) and feeds it the bytes as they
  * come. Hard caps everywhere: a line, the whole header block, the number of headers, the body kept and the body
@@ -36,13 +37,21 @@ struct http_resp {
         bool keep_body; /* set by the caller after HTTP_RESP_HEADERS: store the body in body[] */
         bool truncated; /* HTTP_RESP_MAX_BODY bytes read: the rest was not */
         bool has_location;
-        uint64_t length;    /* Content-Length */
-        uint64_t remaining; /* of the Content-Length body or of the current chunk */
+        bool conn_close;           /* a "Connection: close" header: no further response on this connection */
+        char retry_after[32];      /* the Retry-After value ("" if none or longer) */
+        char content_encoding[16]; /* the Content-Encoding value ("" if none or longer) */
+        uint64_t length;           /* Content-Length */
+        uint64_t remaining;        /* of the Content-Length body or of the current chunk */
         uint64_t body_seen;
         size_t body_len; /* stored in body[] */
         size_t header_bytes;
         unsigned n_headers, n_informational;
         const char *error; /* why the response was rejected (static) */
+        /* set by the caller after http_resp_init() (which clears them): */
+        uint64_t max_body; /* body bytes read at most, 0 = HTTP_RESP_MAX_BODY */
+        /* every body byte goes here instead of body[] (keep_body is then ignored) */
+        void (*on_body)(const char *data, size_t n, void *userdata);
+        void *body_userdata;
         size_t line_len;
         size_t location_len;
         char line[HTTP_RESP_MAX_LINE];
