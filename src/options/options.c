@@ -163,6 +163,18 @@ static const struct flag_def flag_defs[] = {
           "will be removed in 1.27 as the only valid value is 'remote'" },
         { "container-runtime-endpoint", 0, FLAG_STRING, OFF(container_runtime_endpoint), "containerRuntimeEndpoint",
           "string", "Unix socket of the CRI runtime service, e.g. 'unix:///run/containerd/containerd.sock'", NULL },
+        { "cpu-manager-policy", 0, FLAG_STRING, OFF(cpu_manager_policy), "cpuManagerPolicy", "string",
+          "CPU manager policy: 'none' (default) or 'static' (exclusive CPUs for Guaranteed pods' containers with "
+          "integer CPU requests)",
+          NULL },
+        { "cpu-manager-policy-options", 0, FLAG_STRING, OFF(cpu_manager_policy_options), "cpuManagerPolicyOptions",
+          "mapStringString",
+          "Options of the static CPU manager policy: 'full-pcpus-only=true,strict-cpu-reservation=true' (the other "
+          "upstream options are refused)",
+          NULL },
+        { "cpu-manager-reconcile-period", 0, FLAG_DURATION, OFF(cpu_manager_reconcile_period_usec),
+          "cpuManagerReconcilePeriod", "duration",
+          "How often the CPU manager brings the containers' cpusets in line with its state (default 10s)", NULL },
         { "enable-debugging-handlers", 0, FLAG_BOOL, OFF(enable_debugging_handlers), "enableDebuggingHandlers", "",
           "Serve the endpoints that reach into containers: logs, exec, attach, port-forward and run", NULL },
         { "enable-server", 0, FLAG_BOOL, OFF(enable_server), "enableServer", "", "Serve the kubelet API", NULL },
@@ -240,6 +252,10 @@ static const struct flag_def flag_defs[] = {
           NULL },
         { "register-with-taints", 0, FLAG_STRING, OFF(register_with_taints), "registerWithTaints", "string",
           "Taints the Node gets when it is registered: 'key=value:Effect,...'", NULL },
+        { "reserved-cpus", 0, FLAG_STRING, OFF(reserved_system_cpus), "reservedSystemCPUs", "string",
+          "CPUs kept for the system and Kubernetes daemons ('0-1,6'): the static CPU manager never gives them to a "
+          "container exclusively; replaces the cpu of --kube-reserved and --system-reserved",
+          NULL },
         { "resolv-conf", 0, FLAG_STRING, OFF(resolv_conf), "resolvConf", "string",
           "Resolver file whose servers and search domains pods start from; empty: none", NULL },
         { "root-dir", 0, FLAG_STRING, OFF(root_dir), NULL, "string",
@@ -385,9 +401,6 @@ static const struct flag_def flag_defs[] = {
         COMPAT("contention-profiling", NULL, "false", "not implemented by ckubelet"),
         COMPAT("cpu-cfs-quota", NULL, "true", "CPU limits always become CFS quotas"),
         COMPAT("cpu-cfs-quota-period", "string", "", "not implemented by ckubelet"),
-        COMPAT("cpu-manager-policy", "string", "", "no CPU manager: the policy is always none"),
-        COMPAT("cpu-manager-policy-options", "string", "", "not implemented by ckubelet"),
-        COMPAT("cpu-manager-reconcile-period", "string", "", "not implemented by ckubelet"),
         COMPAT("docker", "string", "", "not implemented by ckubelet (a flag of older upstream kubelets)"),
         COMPAT("docker-endpoint", "string", "", "not implemented by ckubelet (a flag of older upstream kubelets)"),
         COMPAT("docker-env-metadata-whitelist", "string", "",
@@ -476,7 +489,6 @@ static const struct flag_def flag_defs[] = {
                "image pulls are limited by --serialize-image-pulls and maxParallelImagePulls only"),
         COMPAT("registry-qps", "string", "",
                "image pulls are limited by --serialize-image-pulls and maxParallelImagePulls only"),
-        COMPAT("reserved-cpus", "string", "", "no CPU manager"),
         COMPAT("reserved-memory", "string", "", "no memory manager"),
         COMPAT("runonce", NULL, "false", "the run-once mode is not implemented"),
         COMPAT("runtime-cgroups", "string", "", "the runtime's cgroup is not managed"),
@@ -512,9 +524,6 @@ static const char *const unsupported_fields[] = {
         "contentType",
         "cpuCFSQuota",
         "cpuCFSQuotaPeriod",
-        "cpuManagerPolicy",
-        "cpuManagerPolicyOptions",
-        "cpuManagerReconcilePeriod",
         "draManagerReconcilePeriod",
         "enableContentionProfiling",
         "enableControllerAttachDetach",
@@ -552,7 +561,6 @@ static const char *const unsupported_fields[] = {
         "registryBurst",
         "registryPullQPS",
         "reservedMemory",
-        "reservedSystemCPUs",
         "runOnce",
         "showHiddenMetricsForVersion",
         "shutdownGracePeriod",
@@ -637,6 +645,7 @@ int kubelet_options_init(struct kubelet_options *o) {
         o->image_gc_high_threshold_percent = 85;
         o->image_gc_low_threshold_percent = 80;
         o->image_minimum_gc_age_usec = 120 * USEC_PER_SEC;
+        o->cpu_manager_reconcile_period_usec = 10 * USEC_PER_SEC;
         o->pod_infra_container_image = strdup(DEFAULT_POD_INFRA_CONTAINER_IMAGE);
         o->eviction_hard = strdup(DEFAULT_EVICTION_HARD);
         o->eviction_soft = strdup("");
@@ -684,6 +693,10 @@ void kubelet_options_done(struct kubelet_options *o) {
         free(o->node_labels);
         free(o->register_with_taints);
         free(o->kube_reserved);
+        free(o->cpu_manager_policy);
+        free(o->cpu_manager_policy_options);
+        free(o->reserved_system_cpus);
+        free(o->sysfs_root);
         free(o->system_reserved);
         free(o->cgroup_root);
         free(o->cgroup_driver);
@@ -1549,6 +1562,14 @@ static int config_apply_field(struct config_ctx *c, const char *key, json_t *v, 
                 return config_string_map(c, key, v, &o->kube_reserved);
         if (streq(key, "systemReserved"))
                 return config_string_map(c, key, v, &o->system_reserved);
+        if (streq(key, "cpuManagerPolicyOptions"))
+                return config_string_map(c, key, v, &o->cpu_manager_policy_options);
+        if (streq(key, "cpuManagerPolicy"))
+                return config_string(c, key, v, false, &o->cpu_manager_policy);
+        if (streq(key, "cpuManagerReconcilePeriod"))
+                return config_duration(c, key, v, &o->cpu_manager_reconcile_period_usec);
+        if (streq(key, "reservedSystemCPUs"))
+                return config_string(c, key, v, false, &o->reserved_system_cpus);
         if (streq(key, "cgroupsPerQOS"))
                 return config_bool(c, key, v, &o->cgroups_per_qos);
         if (streq(key, "cgroupRoot"))
