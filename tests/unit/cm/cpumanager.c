@@ -358,6 +358,8 @@ static void test_static_options(void **state) {
                 assert_int_equal(cpumanager_allocate_pod(m, one, &reason, &message), -ENOSPC);
                 assert_string_equal(reason, "SMTAlignmentError");
                 assert_string_equal(message, "SMT Alignment Error: requested 1 cpus not multiple cpus per core = 2");
+                reason = mfree(reason);
+                message = mfree(message);
                 assert_int_equal(cpumanager_allocate_pod(m, two, &reason, &message), 0);
                 s = cpumanager_exclusive_cpus(m, "two", "a");
                 assert_set(&s, "1,17"); /* not 16: its core holds the reserved CPU 0 */
