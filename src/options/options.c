@@ -2260,6 +2260,88 @@ static void print_version(int how) {
                 printf("Kubernetes %s\n", KUBE_VERSION);
 }
 
+/* the CPUs of a list "0-3,8" (the kernel's and cpuset.Parse's syntax), or -EINVAL */
+static int count_cpu_list(const char *s, int *ret) {
+        int n = 0;
+
+        while (*s) {
+                char *end;
+                long a, b;
+
+                if (!isdigit((unsigned char) *s))
+                        return -EINVAL;
+                a = b = strtol(s, &end, 10);
+                s = end;
+                if (*s == '-') {
+                        if (!isdigit((unsigned char) s[1]))
+                                return -EINVAL;
+                        b = strtol(s + 1, &end, 10);
+                        s = end;
+                }
+                if (a < 0 || b < a || b >= 1 << 16)
+                        return -EINVAL;
+                n += (int) (b - a + 1);
+                if (*s == ',' && s[1])
+                        s++;
+                else if (*s)
+                        return -EINVAL;
+        }
+        *ret = n;
+        return 0;
+}
+
+/* "k=v,cpu=x,..." without its cpu item */
+static int drop_cpu_item(char **list) {
+        _cleanup_free_ char *out = NULL;
+        size_t len = 0;
+
+        for (const char *p = strempty(*list); *p;) {
+                const char *e = strchrnul(p, ',');
+                if (!startswith(p, "cpu=")) {
+                        char *n = realloc(out, len + (size_t) (e - p) + 2);
+                        if (!n)
+                                return -ENOMEM;
+                        out = n;
+                        if (len)
+                                out[len++] = ',';
+                        memcpy(out + len, p, (size_t) (e - p));
+                        len += (size_t) (e - p);
+                        out[len] = 0;
+                }
+                p = *e ? e + 1 : e;
+        }
+        free(*list);
+        *list = out ? TAKE_PTR(out) : strdup("");
+        return *list ? 0 : -ENOMEM;
+}
+
+/* reservedSystemCPUs replaces the cpu of kubeReserved and systemReserved (upstream's run() in cmd/kubelet: the
+ * cpu of kubeReserved is dropped, systemReserved's becomes the number of reserved CPUs) */
+static int apply_reserved_cpus(struct kubelet_options *o, struct ck_error **ret_error) {
+        int n, r;
+
+        if (isempty(o->reserved_system_cpus))
+                return 0;
+        if (count_cpu_list(o->reserved_system_cpus, &n) < 0)
+                return ck_error_set(ret_error, -EINVAL,
+                                    "invalid configuration: unable to parse reservedSystemCPUs (--reserved-cpus) %s",
+                                    o->reserved_system_cpus);
+        r = drop_cpu_item(&o->kube_reserved);
+        if (r >= 0)
+                r = drop_cpu_item(&o->system_reserved);
+        if (r < 0)
+                return r;
+        {
+                char *joined;
+                if (asprintf(&joined, "%s%scpu=%d", strempty(o->system_reserved),
+                             isempty(o->system_reserved) ? "" : ",", n) < 0)
+                        return -ENOMEM;
+                free(o->system_reserved);
+                o->system_reserved = joined;
+        }
+        return 0;
+}
+
 int kubelet_options_parse(struct kubelet_options *o, int argc, char **argv, struct ck_error **ret_error) {
         struct kubelet_options scratch = {};
         struct parse_state st = { .warn = true };
@@ -2307,6 +2389,9 @@ int kubelet_options_parse(struct kubelet_options *o, int argc, char **argv, stru
                 goto fail;
 
         r = validate(o, ret_error);
+        if (r < 0)
+                goto fail;
+        r = apply_reserved_cpus(o, ret_error);
         if (r < 0)
                 goto fail;
         {
