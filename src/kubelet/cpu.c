@@ -95,8 +95,16 @@ int kubelet_cpu_start(struct kubelet *k) {
                 return log_error_errno(-EINVAL, "failed to initialize cpu manager: unknown policy: \"%s\"",
                                        o->cpu_manager_policy);
         r = cputopo_discover(o->sysfs_root, &topo, &err);
+        if (r < 0 && (isempty(o->cpu_manager_policy) || streq(o->cpu_manager_policy, "none"))) {
+                /* the none policy pins nothing: a sysfs it cannot read is no reason to refuse the start */
+                log_warning("CPU manager: cannot read the CPU topology (%s); the none policy does not need it",
+                            ck_error_message(err));
+                err = ck_error_free(err);
+                r = cputopo_from_table(&(struct cpu_info) {}, 1, &topo);
+        }
         if (r < 0)
-                return log_error_errno(r, "failed to initialize cpu manager: %s", ck_error_message(err));
+                return log_error_errno(r, "failed to initialize cpu manager: %s",
+                                       err ? ck_error_message(err) : strerror(-r));
         (void) node_parse_reserved(o->kube_reserved, &kc, &x, &x, NULL);
         (void) node_parse_reserved(o->system_reserved, &sc, &x, &x, NULL);
         r = cpumanager_new(&(struct cpumanager_config) { .policy = o->cpu_manager_policy,

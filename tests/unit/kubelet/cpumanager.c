@@ -127,10 +127,30 @@ static void test_none_policy(void **state) {
         tk_free(t);
 }
 
+/* a sysfs that cannot be read: the none policy starts all the same, the static one refuses the start */
+static void test_unreadable_sysfs(void **state) {
+        struct test_kubelet *t = tk_new();
+        struct kubelet *k = NULL;
+
+        t->opts.sysfs_root = strdup("/nonexistent-sysfs");
+        tk_set_pods(t, GU_POD);
+        tk_start(t);
+        tk_wait(t, tk_running, (&(struct tk_want) { .t = t, .uid = "gu", .container = "a" }), MIN_USEC);
+        tk_stop(t);
+
+        t->opts.cpu_manager_policy = strdup("static");
+        t->opts.reserved_system_cpus = strdup("0");
+        assert_int_equal(kubelet_new(t->base, &t->opts, &k), 0);
+        assert_true(kubelet_start(k) < 0);
+        kubelet_free(k);
+        tk_free(t);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_static_policy_cpusets),
                 cmocka_unit_test(test_none_policy),
+                cmocka_unit_test(test_unreadable_sysfs),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
