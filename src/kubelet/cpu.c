@@ -221,6 +221,28 @@ static void update_container(struct kubelet *k, const char *id, const char *cpus
         }
 }
 
+/* a container whose newest instance exited and will not run again (an init container that succeeded, an app
+ * container under restartPolicy Never, or OnFailure after a success): its CPUs go back to the pool, as upstream
+ * releases a terminated container's at reconcile; a container that will restart keeps them */
+static void release_finished(struct kubelet *k, const struct pod *p, const struct kc_pod_status *st) {
+        for (size_t i = 0; i < p->spec.n_init_containers + p->spec.n_containers; i++) {
+                bool init = i < p->spec.n_init_containers;
+                const struct container *c = init ? &p->spec.init_containers[i]
+                                                 : &p->spec.containers[i - p->spec.n_init_containers];
+                const struct kc_container *kc = kc_pod_status_find_container(st, c->name);
+                bool done;
+
+                if (!kc || kc->state != KC_CONTAINER_EXITED || container_is_sidecar(c))
+                        continue;
+                done = init ? kc->exit_code == 0
+                            : p->spec.restart_policy == RESTART_POLICY_NEVER ||
+                                       (p->spec.restart_policy == RESTART_POLICY_ON_FAILURE && kc->exit_code == 0);
+                if (done && cpumanager_remove_container(k->cpus, p->uid, c->name))
+                        log_v(2, "CPU manager: pod %s container %s finished: its CPUs are back in the shared pool",
+                              p->uid, c->name);
+        }
+}
+
 void kubelet_cpu_reconcile(struct kubelet *k) {
         _cleanup_strv_free_ char **active = NULL;
 
@@ -235,6 +257,7 @@ void kubelet_cpu_reconcile(struct kubelet *k) {
 
                 if (!w->pod || !st)
                         continue;
+                release_finished(k, w->pod, st);
                 for (size_t i = 0; i < st->n_containers; i++) {
                         const struct kc_container *c = st->containers[i];
                         struct cpu_sent *e = sent_find(k, c->id);

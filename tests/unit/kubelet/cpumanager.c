@@ -127,6 +127,31 @@ static void test_none_policy(void **state) {
         tk_free(t);
 }
 
+/* a Guaranteed container that finished for good (restartPolicy Never) gives its CPU back while its pod stays */
+static void test_finished_container_released(void **state) {
+        struct test_kubelet *t = tk_new();
+        _cleanup_free_ char *sysfs = NULL;
+
+        assert_true(asprintf(&sysfs, "%s/sys", t->dir) > 0);
+        fake_sysfs(sysfs);
+        t->opts.sysfs_root = strdup(sysfs);
+        t->opts.cpu_manager_policy = strdup("static");
+        t->opts.reserved_system_cpus = strdup("0");
+        assert_int_equal(fake_runtime_set_lifetime(t->rt, "once", 5 * USEC_PER_SEC, 0), 0);
+        tk_set_pods(t, "apiVersion: v1\nkind: Pod\nmetadata: {name: job, namespace: ns1, uid: job}\n"
+                       "spec:\n  restartPolicy: Never\n  containers:\n  - name: once\n    image: " TK_IMAGE "\n"
+                       "    resources: {limits: {cpu: \"1\", memory: 64Mi}, requests: {cpu: \"1\", memory: 64Mi}}\n"
+                       "---\n" BE_POD);
+        tk_start(t);
+        tk_wait(t, tk_running, (&(struct tk_want) { .t = t, .uid = "be", .container = "b" }), MIN_USEC);
+        assert_string_equal(cpuset_of(t, "job", "once"), "16");
+        tk_wait(t, has_cpuset, (&(struct want_cpuset) { t, "be", "b", "0-15,17-31" }), MIN_USEC);
+        /* it exits 0 after 5 s and is not restarted: CPU 16 returns to the pool */
+        tk_wait(t, has_cpuset, (&(struct want_cpuset) { t, "be", "b", "0-31" }), MIN_USEC);
+        assert_int_equal(fake_runtime_count_instances(t->rt, "job", "once", -1), 1);
+        tk_free(t);
+}
+
 /* a sysfs that cannot be read: the none policy starts all the same, the static one refuses the start */
 static void test_unreadable_sysfs(void **state) {
         struct test_kubelet *t = tk_new();
@@ -150,6 +175,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_static_policy_cpusets),
                 cmocka_unit_test(test_none_policy),
+                cmocka_unit_test(test_finished_container_released),
                 cmocka_unit_test(test_unreadable_sysfs),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
