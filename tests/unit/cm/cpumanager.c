@@ -194,6 +194,15 @@ static struct cpu_topology *topo_dual_socket_multi_numa_ht(void) {
         return t;
 }
 
+static struct cpu_topology *topo_dual_socket_no_ht(void) {
+        struct cpu_info c[8];
+        struct cpu_topology *t;
+        for (int i = 0; i < 8; i++)
+                c[i] = (struct cpu_info) { .cpu = i, .core = i, .socket = i / 4, .numa = i / 4 };
+        assert_int_equal(cputopo_from_table(c, 8, &t), 0);
+        return t;
+}
+
 static void check_take(struct cpu_topology *(*mk)(void), const char *avail, int n, const char *want_err,
                        const char *want) {
         struct cpu_topology *t = mk();
@@ -233,6 +242,54 @@ static void test_take_by_topology_upstream(void **state) {
         check_take(topo_dual_socket_ht, "1-5,7-11", 1, NULL, "2");
         check_take(topo_dual_socket_ht, "0-11", 8, NULL, "0-2,4,6-8,10");
         check_take(topo_dual_socket_multi_numa_ht, "0-79", 64, NULL, "0-31,40-71");
+        /* TestStaticPolicyAdd's cases on the CPUs they leave available (their default set less the reserved CPU 0) */
+        check_take(topo_dual_socket_no_ht, "1,3-7", 4, NULL, "4-7");        /* ExpectAllocOneSocket */
+        check_take(topo_dual_socket_no_ht, "1,3,6-7", 4, NULL, "1,3,6-7");  /* ExpectAllocFourCores */
+        check_take(topo_dual_socket_ht, "1,3-11", 8, NULL, "1,3-5,7,9-11"); /* ExpectAllocOneSocketOneCore */
+}
+
+static struct pod *parse_pod(const char *uid, const char *spec);
+
+/* TestStaticPolicyAdd's cases through the policy: the state (default set and another container's CPUs) read from
+ * the state file, one CPU reserved out of kubeReserved + systemReserved (upstream's numReservedCPUs 1) */
+static void check_static_add(struct cpu_topology *(*mk)(void), const char *def, const char *other, const char *cpu,
+                             const char *want) {
+        char tmpl[] = "/tmp/ckubelet-cpumgr-add-XXXXXX";
+        _cleanup_free_ char *text = NULL, *path = NULL, *yaml = NULL, *reason = NULL, *message = NULL;
+        _cleanup_ck_error_ struct ck_error *err = NULL;
+        struct cpuset d = S(def), o = S(other), got;
+        struct cpumanager *m = NULL;
+        struct pod *p;
+        char g[CPUSET_TEXT_MAX];
+
+        assert_non_null(mkdtemp(tmpl));
+        assert_int_equal(cpumanager_state_format("static", &d, (char *[]) { (char *) "fakePod" },
+                                                 (char *[]) { (char *) "fakeContainer100" }, &o, 1, &text),
+                         0);
+        assert_true(asprintf(&path, "%s/cpu_manager_state", tmpl) > 0);
+        assert_int_equal(write_file_atomic(path, text, strlen(text), 0644), 0);
+        assert_int_equal(cpumanager_new(&(struct cpumanager_config) { .policy = "static",
+                                                                      .reserved_cpu_milli = 1000,
+                                                                      .state_dir = tmpl },
+                                        mk(), &m, &err),
+                         0);
+        assert_true(asprintf(&yaml,
+                             "  containers:\n  - name: fakeContainer3\n    image: x\n    resources: {limits: "
+                             "{cpu: \"%s\", memory: 1G}, requests: {cpu: \"%s\", memory: 1G}}\n",
+                             cpu, cpu) > 0);
+        p = parse_pod("fakePod", yaml);
+        assert_int_equal(cpumanager_allocate_pod(m, p, &reason, &message), 0);
+        got = cpumanager_exclusive_cpus(m, "fakePod", "fakeContainer3");
+        assert_string_equal(cpuset_format(&got, g, sizeof(g)), want);
+        pod_free(p);
+        cpumanager_free(m);
+        rm_tree(tmpl);
+}
+
+static void test_static_policy_add_upstream(void **state) {
+        check_static_add(topo_single_socket_ht, "0-1,4-5", "2-3,6-7", "2000m", "1,5");   /* ExpectAllocOneCore */
+        check_static_add(topo_dual_socket_ht, "0-1,3-11", "2", "6000m", "1,3,5,7,9,11"); /* ExpectAllocOneSocket */
+        check_static_add(topo_dual_socket_ht, "0,2-4,6-11", "1,5", "6000m", "2-4,8-10"); /* ExpectAllocThreeCores */
 }
 
 /* ---------------------------------------------------------------- the static policy */
@@ -537,6 +594,7 @@ int main(void) {
                 cmocka_unit_test(test_cpuset),
                 cmocka_unit_test(test_topology_sysfs),
                 cmocka_unit_test(test_take_by_topology_upstream),
+                cmocka_unit_test(test_static_policy_add_upstream),
                 cmocka_unit_test(test_static_policy),
                 cmocka_unit_test(test_static_options),
                 cmocka_unit_test(test_state_file),
