@@ -50,11 +50,16 @@ static void sent_set(struct kubelet *k, const char *id, const char *cpus) {
         k->n_cpu_sent++;
 }
 
+static uint64_t reconcile_period(const struct kubelet *k) {
+        /* never 0 (options default it): a timer of 0 would spin the loop */
+        return k->opts->cpu_manager_reconcile_period_usec ?: 10 * USEC_PER_SEC;
+}
+
 static void on_reconcile_timer(evutil_socket_t fd, short what, void *userdata) {
         struct kubelet *k = userdata;
 
         kubelet_cpu_reconcile(k);
-        evtimer_add_usec(k->cpu_reconcile, k->opts->cpu_manager_reconcile_period_usec);
+        evtimer_add_usec(k->cpu_reconcile, reconcile_period(k));
 }
 
 /* "a=b,c=d" → names and values */
@@ -124,7 +129,7 @@ int kubelet_cpu_start(struct kubelet *k) {
                 k->cpu_reconcile = evtimer_new(k->base, on_reconcile_timer, k);
                 if (!k->cpu_reconcile)
                         return -ENOMEM;
-                evtimer_add_usec(k->cpu_reconcile, o->cpu_manager_reconcile_period_usec);
+                evtimer_add_usec(k->cpu_reconcile, reconcile_period(k));
         }
         return 0;
 }

@@ -2394,6 +2394,9 @@ int kubelet_options_parse(struct kubelet_options *o, int argc, char **argv, stru
         r = apply_reserved_cpus(o, ret_error);
         if (r < 0)
                 goto fail;
+        /* upstream's defaulting: a zero cpuManagerReconcilePeriod (kubeadm writes 0s) is nodeStatusUpdateFrequency */
+        if (o->cpu_manager_reconcile_period_usec == 0)
+                o->cpu_manager_reconcile_period_usec = o->node_status_update_frequency_usec;
         {
                 struct quantity q;
                 r = quantity_parse(o->container_log_max_size, &q); /* checked by validate() */

@@ -1150,6 +1150,12 @@ static void test_cpu_manager(void **state) {
         assert_string_equal(o.system_reserved, "cpu=3");
         kubelet_options_done(&o);
 
+        assert_int_equal(parse(&o, ARGC(ARGV("--cpu-manager-reconcile-period=0s", "--node-status-update-frequency=7s")),
+                               ARGV("--cpu-manager-reconcile-period=0s", "--node-status-update-frequency=7s"), &err),
+                         0);
+        assert_int_equal(o.cpu_manager_reconcile_period_usec, 7 * USEC_PER_SEC);
+        kubelet_options_done(&o);
+
         assert_int_equal(parse(&o, ARGC(ARGV("--reserved-cpus=0")), ARGV("--reserved-cpus=0"), &err), 0);
         assert_string_equal(o.system_reserved, "cpu=1");
         assert_null(o.cpu_manager_policy);
