@@ -1,6 +1,7 @@
 # The static CPU manager on this machine (2 CPUs): with reservedSystemCPUs 0, a Guaranteed pod with cpu 1 runs on
 # CPU 1 alone, a BestEffort pod on CPU 0 (the shared pool, updated in place when the exclusive CPU is taken);
-# the assignment is in <root-dir>/cpu_manager_state and survives a kill -9; when the Guaranteed pod goes the
+# the pod resources API reports the exclusive CPU; the assignment is in <root-dir>/cpu_manager_state and survives
+# a kill -9; when the Guaranteed pod goes the
 # BestEffort container gets 0-1 again, in place.
 import json
 import os
@@ -80,6 +81,19 @@ def test_static_cpu_manager(kubelet_factory, runtime):
     assert st["policyName"] == "static" and st["defaultCpuSet"] == "0", st
     assert st["entries"] == {uid: {"c": "1"}}, st
     assert "dataChecksum" in st and "checksum" in st
+    # the pod resources API: the exclusive CPU per container, the CPUs that can be given exclusively (with
+    # python3-grpcio only, as test_device_plugins; the server's side is also in tests/unit/grpc/server.c)
+    try:
+        import grpc  # noqa: F401
+    except ImportError:
+        grpc = None
+    if grpc is not None:
+        from test_device_plugins import PodResources
+        pr = PodResources(k)
+        cpus = {(p.name, c.name): list(c.cpu_ids) for p in pr.list().pod_resources for c in p.containers}
+        assert cpus == {(f"gu-{NODE}", "c"): [1], (f"be-{NODE}", "c"): []}, cpus
+        assert list(pr.get(f"gu-{NODE}").pod_resources.containers[0].cpu_ids) == [1]
+        assert list(pr.allocatable().cpu_ids) == [1]
 
     # kill -9: the state is on disk; the restarted kubelet starts from it (the shared pool is CPU 0, not 0-1) and
     # keeps the assignment through its reconcile passes
