@@ -46,6 +46,7 @@ struct eviction_manager;
 #include "kubelet/allocation.h"
 #include "kubelet/runtime_poll.h"
 #include "kubelet/userns.h"
+#include "kubelet/cpu.h"
 
 struct pod_sync;
 
@@ -199,6 +200,10 @@ struct kubelet {
         struct credprov *credprov;     /* --image-credential-provider-config, else NULL */
         struct devicemanager *devices; /* device plugins */
         struct podresources_server *podresources;
+        struct cpumanager *cpus;     /* the CPU manager (cpu.c) */
+        struct event *cpu_reconcile; /* every cpuManagerReconcilePeriod under the static policy */
+        struct cpu_sent *cpu_sent;   /* the cpuset each container was last given */
+        size_t n_cpu_sent;
         struct admission_extended *admission_extended; /* admission.extended points here */
         struct node_extended_resource *node_extended;  /* what the node status reports */
         size_t n_node_extended;

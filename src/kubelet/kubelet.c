@@ -1004,6 +1004,10 @@ static bool admit(struct kubelet *k, const struct pod *p) {
         if (!reason) {
                 k->admission.supplemental_groups_policy = node_runtime_features_sgp(kubelet_runtime_features(k));
                 r = kubelet_admit(p, admitted, n, &k->admission, &reason, &message);
+                /* the CPU manager's exclusive CPUs (the topology manager's "none" policy allocating for each
+                 * container), once the pod fits: a refused pod never holds CPUs */
+                if (r >= 0)
+                        r = kubelet_cpu_admit(k, p, &reason, &message);
                 if (r >= 0)
                         return true;
                 if (r != -ENOSPC)
@@ -1777,6 +1781,9 @@ int kubelet_start(struct kubelet *k) {
         r = kubelet_eviction_setup(k);
         if (r < 0)
                 return log_error_errno(r, "cannot set up the eviction manager: %s", strerror(-r));
+        r = kubelet_cpu_start(k);
+        if (r < 0)
+                return r;
         r = kubelet_plugins_start(k);
         if (r < 0)
                 return r;
@@ -1862,6 +1869,7 @@ struct kubelet *kubelet_free(struct kubelet *k) {
         strv_free(k->left_to_gc);
         strv_free(k->removals_in_flight);
         k->cm = cm_free(k->cm);
+        kubelet_cpu_free(k);
         kubelet_plugins_free(k); /* after the pod syncs: they may hold requests of its */
         k->allocation = kubelet_allocation_free(k->allocation);
         stats_machine_info_done(&k->machine); /* after the node manager: it borrows it */

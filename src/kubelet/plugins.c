@@ -12,6 +12,7 @@
 #include "basic/strv.h"
 #include "kubelet/kubelet-internal.h"
 #include "kubelet/plugins.h"
+#include "cm/cpumanager/cpumanager.h"
 
 /* ---------------------------------------------------------------- device manager */
 
@@ -225,6 +226,28 @@ static void pr_allocatable(void *userdata, podresources_device_cb cb, void *cb_u
         dm_foreach_allocatable_device(k->devices, cb, cb_userdata);
 }
 
+static size_t cpus_to_ids(const struct cpuset *s, int64_t *buf, size_t cap) {
+        size_t n = 0;
+        CPUSET_FOREACH(c, s) {
+                if (n >= cap)
+                        break;
+                buf[n++] = c;
+        }
+        return n;
+}
+
+static size_t pr_container_cpus(void *userdata, const char *pod_uid, const char *container, int64_t *buf, size_t cap) {
+        struct kubelet *k = userdata;
+        struct cpuset s = cpumanager_exclusive_cpus(k->cpus, pod_uid, container);
+        return cpus_to_ids(&s, buf, cap);
+}
+
+static size_t pr_allocatable_cpus(void *userdata, int64_t *buf, size_t cap) {
+        struct kubelet *k = userdata;
+        struct cpuset s = cpumanager_allocatable(k->cpus);
+        return cpus_to_ids(&s, buf, cap);
+}
+
 /* ---------------------------------------------------------------- start, stop */
 
 int kubelet_plugins_start(struct kubelet *k) {
@@ -251,6 +274,8 @@ int kubelet_plugins_start(struct kubelet *k) {
                                             .foreach_pod = pr_foreach_pod,
                                             .container_devices = pr_container_devices,
                                             .allocatable_devices = pr_allocatable,
+                                            .container_cpus = pr_container_cpus,
+                                            .allocatable_cpus = pr_allocatable_cpus,
                                             .userdata = k,
                                     },
                                     &k->podresources);

@@ -770,6 +770,12 @@ static void create_container_with(struct pod_sync *s, const struct dm_run_option
                 step_done(s);
                 return;
         }
+        if (kubelet_cpu_apply(s->k, s->pod, c, cfg) < 0) {
+                pb_free(cfg);
+                kubelet_sync_call_failed(s, "setting the container's cpuset", -ENOMEM);
+                step_done(s);
+                return;
+        }
         req.pod_sandbox_id = s->sandbox_id;
         req.config = cfg;
         req.sandbox_config = s->sandbox_config;

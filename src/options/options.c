@@ -163,6 +163,18 @@ static const struct flag_def flag_defs[] = {
           "will be removed in 1.27 as the only valid value is 'remote'" },
         { "container-runtime-endpoint", 0, FLAG_STRING, OFF(container_runtime_endpoint), "containerRuntimeEndpoint",
           "string", "Unix socket of the CRI runtime service, e.g. 'unix:///run/containerd/containerd.sock'", NULL },
+        { "cpu-manager-policy", 0, FLAG_STRING, OFF(cpu_manager_policy), "cpuManagerPolicy", "string",
+          "CPU manager policy: 'none' (default) or 'static' (exclusive CPUs for Guaranteed pods' containers with "
+          "integer CPU requests)",
+          NULL },
+        { "cpu-manager-policy-options", 0, FLAG_STRING, OFF(cpu_manager_policy_options), "cpuManagerPolicyOptions",
+          "mapStringString",
+          "Options of the static CPU manager policy: 'full-pcpus-only=true,strict-cpu-reservation=true' (the other "
+          "upstream options are refused)",
+          NULL },
+        { "cpu-manager-reconcile-period", 0, FLAG_DURATION, OFF(cpu_manager_reconcile_period_usec),
+          "cpuManagerReconcilePeriod", "duration",
+          "How often the CPU manager brings the containers' cpusets in line with its state (default 10s)", NULL },
         { "enable-debugging-handlers", 0, FLAG_BOOL, OFF(enable_debugging_handlers), "enableDebuggingHandlers", "",
           "Serve the endpoints that reach into containers: logs, exec, attach, port-forward and run", NULL },
         { "enable-server", 0, FLAG_BOOL, OFF(enable_server), "enableServer", "", "Serve the kubelet API", NULL },
@@ -240,6 +252,10 @@ static const struct flag_def flag_defs[] = {
           NULL },
         { "register-with-taints", 0, FLAG_STRING, OFF(register_with_taints), "registerWithTaints", "string",
           "Taints the Node gets when it is registered: 'key=value:Effect,...'", NULL },
+        { "reserved-cpus", 0, FLAG_STRING, OFF(reserved_system_cpus), "reservedSystemCPUs", "string",
+          "CPUs kept for the system and Kubernetes daemons ('0-1,6'): the static CPU manager never gives them to a "
+          "container exclusively; replaces the cpu of --kube-reserved and --system-reserved",
+          NULL },
         { "resolv-conf", 0, FLAG_STRING, OFF(resolv_conf), "resolvConf", "string",
           "Resolver file whose servers and search domains pods start from; empty: none", NULL },
         { "root-dir", 0, FLAG_STRING, OFF(root_dir), NULL, "string",
@@ -387,9 +403,6 @@ static const struct flag_def flag_defs[] = {
         COMPAT("contention-profiling", NULL, "false", "not implemented by ckubelet"),
         COMPAT("cpu-cfs-quota", NULL, "true", "CPU limits always become CFS quotas"),
         COMPAT("cpu-cfs-quota-period", "string", "", "not implemented by ckubelet"),
-        COMPAT("cpu-manager-policy", "string", "", "no CPU manager: the policy is always none"),
-        COMPAT("cpu-manager-policy-options", "string", "", "not implemented by ckubelet"),
-        COMPAT("cpu-manager-reconcile-period", "string", "", "not implemented by ckubelet"),
         COMPAT("docker", "string", "", "not implemented by ckubelet (a flag of older upstream kubelets)"),
         COMPAT("docker-endpoint", "string", "", "not implemented by ckubelet (a flag of older upstream kubelets)"),
         COMPAT("docker-env-metadata-whitelist", "string", "",
@@ -477,7 +490,6 @@ static const struct flag_def flag_defs[] = {
                "image pulls are limited by --serialize-image-pulls and maxParallelImagePulls only"),
         COMPAT("registry-qps", "string", "",
                "image pulls are limited by --serialize-image-pulls and maxParallelImagePulls only"),
-        COMPAT("reserved-cpus", "string", "", "no CPU manager"),
         COMPAT("reserved-memory", "string", "", "no memory manager"),
         COMPAT("runonce", NULL, "false", "the run-once mode is not implemented"),
         COMPAT("runtime-cgroups", "string", "", "the runtime's cgroup is not managed"),
@@ -513,9 +525,6 @@ static const char *const unsupported_fields[] = {
         "contentType",
         "cpuCFSQuota",
         "cpuCFSQuotaPeriod",
-        "cpuManagerPolicy",
-        "cpuManagerPolicyOptions",
-        "cpuManagerReconcilePeriod",
         "draManagerReconcilePeriod",
         "enableContentionProfiling",
         "enableControllerAttachDetach",
@@ -551,7 +560,6 @@ static const char *const unsupported_fields[] = {
         "registryBurst",
         "registryPullQPS",
         "reservedMemory",
-        "reservedSystemCPUs",
         "runOnce",
         "showHiddenMetricsForVersion",
         "shutdownGracePeriod",
@@ -637,6 +645,7 @@ int kubelet_options_init(struct kubelet_options *o) {
         o->image_gc_high_threshold_percent = 85;
         o->image_gc_low_threshold_percent = 80;
         o->image_minimum_gc_age_usec = 120 * USEC_PER_SEC;
+        o->cpu_manager_reconcile_period_usec = 10 * USEC_PER_SEC;
         o->pod_infra_container_image = strdup(DEFAULT_POD_INFRA_CONTAINER_IMAGE);
         o->eviction_hard = strdup(DEFAULT_EVICTION_HARD);
         o->eviction_soft = strdup("");
@@ -685,6 +694,10 @@ void kubelet_options_done(struct kubelet_options *o) {
         free(o->node_labels);
         free(o->register_with_taints);
         free(o->kube_reserved);
+        free(o->cpu_manager_policy);
+        free(o->cpu_manager_policy_options);
+        free(o->reserved_system_cpus);
+        free(o->sysfs_root);
         free(o->system_reserved);
         free(o->cgroup_root);
         free(o->cgroup_driver);
@@ -1558,6 +1571,14 @@ static int config_apply_field(struct config_ctx *c, const char *key, json_t *v, 
                 return config_string_map(c, key, v, &o->kube_reserved);
         if (streq(key, "systemReserved"))
                 return config_string_map(c, key, v, &o->system_reserved);
+        if (streq(key, "cpuManagerPolicyOptions"))
+                return config_string_map(c, key, v, &o->cpu_manager_policy_options);
+        if (streq(key, "cpuManagerPolicy"))
+                return config_string(c, key, v, false, &o->cpu_manager_policy);
+        if (streq(key, "cpuManagerReconcilePeriod"))
+                return config_duration(c, key, v, &o->cpu_manager_reconcile_period_usec);
+        if (streq(key, "reservedSystemCPUs"))
+                return config_string(c, key, v, false, &o->reserved_system_cpus);
         if (streq(key, "cgroupsPerQOS"))
                 return config_bool(c, key, v, &o->cgroups_per_qos);
         if (streq(key, "cgroupRoot"))
@@ -2258,6 +2279,88 @@ static void print_version(int how) {
                 printf("Kubernetes %s\n", KUBE_VERSION);
 }
 
+/* the CPUs of a list "0-3,8" (the kernel's and cpuset.Parse's syntax), or -EINVAL */
+static int count_cpu_list(const char *s, int *ret) {
+        int n = 0;
+
+        while (*s) {
+                char *end;
+                long a, b;
+
+                if (!isdigit((unsigned char) *s))
+                        return -EINVAL;
+                a = b = strtol(s, &end, 10);
+                s = end;
+                if (*s == '-') {
+                        if (!isdigit((unsigned char) s[1]))
+                                return -EINVAL;
+                        b = strtol(s + 1, &end, 10);
+                        s = end;
+                }
+                if (a < 0 || b < a || b >= 1 << 16)
+                        return -EINVAL;
+                n += (int) (b - a + 1);
+                if (*s == ',' && s[1])
+                        s++;
+                else if (*s)
+                        return -EINVAL;
+        }
+        *ret = n;
+        return 0;
+}
+
+/* "k=v,cpu=x,..." without its cpu item */
+static int drop_cpu_item(char **list) {
+        _cleanup_free_ char *out = NULL;
+        size_t len = 0;
+
+        for (const char *p = strempty(*list); *p;) {
+                const char *e = strchrnul(p, ',');
+                if (!startswith(p, "cpu=")) {
+                        char *n = realloc(out, len + (size_t) (e - p) + 2);
+                        if (!n)
+                                return -ENOMEM;
+                        out = n;
+                        if (len)
+                                out[len++] = ',';
+                        memcpy(out + len, p, (size_t) (e - p));
+                        len += (size_t) (e - p);
+                        out[len] = 0;
+                }
+                p = *e ? e + 1 : e;
+        }
+        free(*list);
+        *list = out ? TAKE_PTR(out) : strdup("");
+        return *list ? 0 : -ENOMEM;
+}
+
+/* reservedSystemCPUs replaces the cpu of kubeReserved and systemReserved (upstream's run() in cmd/kubelet: the
+ * cpu of kubeReserved is dropped, systemReserved's becomes the number of reserved CPUs) */
+static int apply_reserved_cpus(struct kubelet_options *o, struct ck_error **ret_error) {
+        int n, r;
+
+        if (isempty(o->reserved_system_cpus))
+                return 0;
+        if (count_cpu_list(o->reserved_system_cpus, &n) < 0)
+                return ck_error_set(ret_error, -EINVAL,
+                                    "invalid configuration: unable to parse reservedSystemCPUs (--reserved-cpus) %s",
+                                    o->reserved_system_cpus);
+        r = drop_cpu_item(&o->kube_reserved);
+        if (r >= 0)
+                r = drop_cpu_item(&o->system_reserved);
+        if (r < 0)
+                return r;
+        {
+                char *joined;
+                if (asprintf(&joined, "%s%scpu=%d", strempty(o->system_reserved),
+                             isempty(o->system_reserved) ? "" : ",", n) < 0)
+                        return -ENOMEM;
+                free(o->system_reserved);
+                o->system_reserved = joined;
+        }
+        return 0;
+}
+
 int kubelet_options_parse(struct kubelet_options *o, int argc, char **argv, struct ck_error **ret_error) {
         struct kubelet_options scratch = {};
         struct parse_state st = { .warn = true };
@@ -2307,6 +2410,12 @@ int kubelet_options_parse(struct kubelet_options *o, int argc, char **argv, stru
         r = validate(o, ret_error);
         if (r < 0)
                 goto fail;
+        r = apply_reserved_cpus(o, ret_error);
+        if (r < 0)
+                goto fail;
+        /* upstream's defaulting: a zero cpuManagerReconcilePeriod (kubeadm writes 0s) is nodeStatusUpdateFrequency */
+        if (o->cpu_manager_reconcile_period_usec == 0)
+                o->cpu_manager_reconcile_period_usec = o->node_status_update_frequency_usec;
         {
                 struct quantity q;
                 r = quantity_parse(o->container_log_max_size, &q); /* checked by validate() */

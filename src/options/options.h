@@ -75,6 +75,11 @@ struct kubelet_options {
         int node_lease_duration_seconds;            /* nodeLeaseDurationSeconds, 40 */
         char *kube_reserved;                        /* --kube-reserved / kubeReserved: "cpu=100m,memory=256Mi" */
         char *system_reserved;                      /* --system-reserved / systemReserved */
+        char *cpu_manager_policy;                   /* --cpu-manager-policy / cpuManagerPolicy: none, static */
+        char *cpu_manager_policy_options;           /* --cpu-manager-policy-options: "name=value,..." */
+        uint64_t cpu_manager_reconcile_period_usec; /* cpuManagerReconcilePeriod, 10s */
+        char *reserved_system_cpus;                 /* --reserved-cpus / reservedSystemCPUs: "0-1" */
+        char *sysfs_root;                           /* not a flag: where the CPU topology is read (tests); NULL: /sys */
         char *config_path;                          /* --config */
         char *config_dir;                           /* --config-dir: KubeletConfiguration drop-ins (*.conf) */
 

@@ -27,6 +27,7 @@ struct arena {
         void **ptrs;
         size_t n;
         bool oom;
+        int64_t cpus[PODRESOURCES_CPUS_MAX]; /* scratch for the CPU ids of one container */
 };
 
 static void *arena_alloc(struct arena *a, size_t size) {
@@ -160,6 +161,22 @@ static bool allow(struct podresources_server *s) {
         return true;
 }
 
+/* the n CPU ids in a->cpus, copied into the arena */
+static bool cpu_ids(struct arena *a, size_t n, int64_t **ret, size_t *ret_n) {
+        int64_t *v;
+
+        if (n == 0)
+                return true;
+        n = n > PODRESOURCES_CPUS_MAX ? PODRESOURCES_CPUS_MAX : n;
+        v = arena_alloc(a, n * sizeof(*v));
+        if (!v)
+                return false;
+        memcpy(v, a->cpus, n * sizeof(*v));
+        *ret = v;
+        *ret_n = n;
+        return true;
+}
+
 static V1__PodResources *pod_resources(struct podresources_server *s, struct arena *a,
                                        const struct podresources_pod *p) {
         V1__PodResources *pr = arena_alloc(a, sizeof(*pr));
@@ -179,7 +196,12 @@ static V1__PodResources *pod_resources(struct podresources_server *s, struct are
                 s->p.container_devices(s->p.userdata, p->uid, p->containers[i], add_device, &b);
                 cr->devices = b.v;
                 cr->n_devices = b.n;
-                /* no CPU manager, no memory manager: cpu_ids and memory stay empty */
+                /* the CPU manager's exclusive CPUs; no memory manager: memory stays empty */
+                if (s->p.container_cpus && !cpu_ids(a,
+                                                    s->p.container_cpus(s->p.userdata, p->uid, p->containers[i],
+                                                                        a->cpus, PODRESOURCES_CPUS_MAX),
+                                                    &cr->cpu_ids, &cr->n_cpu_ids))
+                        return NULL;
                 pr->containers = (V1__ContainerResources **) arena_push(a, (void **) pr->containers, &pr->n_containers,
                                                                         cr);
         }
@@ -268,7 +290,10 @@ static void on_allocatable(struct grpc_server_call *call, const ProtobufCMessage
         s->p.allocatable_devices(s->p.userdata, add_device, &b);
         resp.devices = b.v;
         resp.n_devices = b.n;
-        /* cpu_ids and memory: none without CPU and memory managers */
+        /* the CPU manager's allocatable CPUs; memory: none without a memory manager */
+        if (s->p.allocatable_cpus)
+                (void) cpu_ids(&a, s->p.allocatable_cpus(s->p.userdata, a.cpus, PODRESOURCES_CPUS_MAX), &resp.cpu_ids,
+                               &resp.n_cpu_ids);
         if (a.oom)
                 grpc_server_reply_error(call, GRPC_RESOURCE_EXHAUSTED, "out of memory");
         else

@@ -4,8 +4,9 @@
 /* The pod resources API, podresources/v1 (pkg/kubelet/apis/podresources): List, GetAllocatableResources and Get
  * on <root-dir>/pod-resources/kubelet.sock, served by src/grpc/server.c on the loop. What it reports comes from
  * a provider the kubelet fills: the active pods and their containers (app containers and sidecars, as upstream
- * lists them), the devices of each container and the allocatable devices. ckubelet has no CPU or memory manager
- * (upstream's "none" policies): cpu_ids and memory are always empty. Requests are rate limited as upstream
+ * lists them), the devices of each container and the allocatable devices, the exclusive CPUs of each container
+ * and the allocatable CPUs (the CPU manager's; empty under its none policy). No memory manager: memory is always
+ * empty. Requests are rate limited as upstream
  * (100 per second, bursts of 10: ResourceExhausted "rejected by rate limit"). */
 
 #include <event2/event.h>
@@ -15,6 +16,7 @@
 
 #define PODRESOURCES_QPS 100
 #define PODRESOURCES_BURST 10
+#define PODRESOURCES_CPUS_MAX 1024
 
 struct podresources_pod {
         const char *name, *namespace_, *uid;
@@ -34,6 +36,10 @@ struct podresources_provider {
                                   void *cb_userdata);
         /* the devices that can be allocated (healthy ones) */
         void (*allocatable_devices)(void *userdata, podresources_device_cb cb, void *cb_userdata);
+        /* the exclusive CPUs of a container (NULL: none), ascending, at most cap into buf; returns the count */
+        size_t (*container_cpus)(void *userdata, const char *pod_uid, const char *container, int64_t *buf, size_t cap);
+        /* the CPUs that can be given exclusively (NULL: none), as container_cpus */
+        size_t (*allocatable_cpus)(void *userdata, int64_t *buf, size_t cap);
         void *userdata;
 };
 

@@ -844,7 +844,13 @@ static int h_update_container_resources(struct call_ctx *x) {
                 return GRPC_UNKNOWN;
         }
         res = c->c.config->linux ? c->c.config->linux->resources : NULL;
-        if (res && req->linux) {
+        if (res && req->linux && !isempty(req->linux->cpuset_cpus)) {
+                /* as containerd: a non-empty cpuset replaces the container's */
+                if (res->cpuset_cpus != protobuf_c_empty_string)
+                        free(res->cpuset_cpus);
+                res->cpuset_cpus = strdup(req->linux->cpuset_cpus);
+        }
+        if (res && req->linux && isempty(req->linux->cpuset_cpus)) {
                 res->cpu_period = req->linux->cpu_period;
                 res->cpu_quota = req->linux->cpu_quota;
                 res->cpu_shares = req->linux->cpu_shares;

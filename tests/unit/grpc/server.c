@@ -153,6 +153,20 @@ static void fake_allocatable(void *userdata, podresources_device_cb cb, void *cb
         cb("example.com/dev", "d5", 1, true, cb_userdata);
 }
 
+static size_t fake_container_cpus(void *userdata, const char *uid, const char *container, int64_t *buf, size_t cap) {
+        if (!streq(uid, "u1") || !streq(container, "app") || cap < 2)
+                return 0;
+        buf[0] = 2;
+        buf[1] = 3;
+        return 2;
+}
+
+static size_t fake_allocatable_cpus(void *userdata, int64_t *buf, size_t cap) {
+        for (size_t i = 0; i < 7; i++)
+                buf[i] = (int64_t) i + 1;
+        return 7;
+}
+
 static void test_podresources(void **state) {
         struct event_base *base = event_base_new();
         _cleanup_free_ char *path = socket_path("podres");
@@ -160,6 +174,8 @@ static void test_podresources(void **state) {
                 .foreach_pod = fake_pods,
                 .container_devices = fake_container_devices,
                 .allocatable_devices = fake_allocatable,
+                .container_cpus = fake_container_cpus,
+                .allocatable_cpus = fake_allocatable_cpus,
         };
         struct podresources_server *s = NULL;
         struct grpc_client *c = NULL;
@@ -192,8 +208,12 @@ static void test_podresources(void **state) {
         assert_string_equal(app->devices[0]->device_ids[1], "d2");
         assert_int_equal(app->devices[0]->topology->nodes[0]->id, 0);
         assert_int_equal(app->devices[1]->topology->nodes[0]->id, 1);
-        assert_int_equal(app->n_cpu_ids, 0);
+        /* the CPU manager's exclusive CPUs */
+        assert_int_equal(app->n_cpu_ids, 2);
+        assert_int_equal(app->cpu_ids[0], 2);
+        assert_int_equal(app->cpu_ids[1], 3);
         assert_int_equal(lr->pod_resources[0]->containers[1]->n_devices, 0);
+        assert_int_equal(lr->pod_resources[0]->containers[1]->n_cpu_ids, 0);
         protobuf_c_message_free_unpacked(list.msg, NULL);
 
         greq.pod_name = "plain";
@@ -223,7 +243,8 @@ static void test_podresources(void **state) {
                 assert_int_equal(ar->n_devices, 2);
                 assert_null(ar->devices[0]->topology);
                 assert_int_equal(ar->devices[1]->topology->nodes[0]->id, 1);
-                assert_int_equal(ar->n_cpu_ids, 0);
+                assert_int_equal(ar->n_cpu_ids, 7);
+                assert_int_equal(ar->cpu_ids[6], 7);
                 assert_int_equal(ar->n_memory, 0);
         }
         protobuf_c_message_free_unpacked(alloc.msg, NULL);

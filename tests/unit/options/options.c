@@ -1154,6 +1154,45 @@ static void test_image_pulls(void **state) {
                      "serializeImagePulls: expected a boolean, got integer");
 }
 
+/* the CPU manager's fields, from flags and the config file; reservedSystemCPUs replaces the reserved cpu */
+static void test_cpu_manager(void **state) {
+        struct kubelet_options o;
+        struct ck_error *err = NULL;
+        _cleanup_free_ char *path = write_tmp("cpu.yaml", "apiVersion: kubelet.config.k8s.io/v1beta1\n"
+                                                          "kind: KubeletConfiguration\n"
+                                                          "cpuManagerPolicy: static\n"
+                                                          "cpuManagerPolicyOptions: {full-pcpus-only: \"true\"}\n"
+                                                          "cpuManagerReconcilePeriod: 5s\n"
+                                                          "reservedSystemCPUs: \"0-1,6\"\n"
+                                                          "kubeReserved: {cpu: 500m, memory: 1Gi}\n"
+                                                          "systemReserved: {cpu: \"2\"}\n");
+        _cleanup_free_ char *arg = NULL;
+
+        assert_true(asprintf(&arg, "--config=%s", path) > 0);
+        assert_int_equal(parse(&o, ARGC(ARGV(arg)), ARGV(arg), &err), 0);
+        assert_string_equal(o.cpu_manager_policy, "static");
+        assert_string_equal(o.cpu_manager_policy_options, "full-pcpus-only=true");
+        assert_int_equal(o.cpu_manager_reconcile_period_usec, 5 * USEC_PER_SEC);
+        assert_string_equal(o.reserved_system_cpus, "0-1,6");
+        assert_string_equal(o.kube_reserved, "memory=1Gi");
+        assert_string_equal(o.system_reserved, "cpu=3");
+        kubelet_options_done(&o);
+
+        assert_int_equal(parse(&o, ARGC(ARGV("--cpu-manager-reconcile-period=0s", "--node-status-update-frequency=7s")),
+                               ARGV("--cpu-manager-reconcile-period=0s", "--node-status-update-frequency=7s"), &err),
+                         0);
+        assert_int_equal(o.cpu_manager_reconcile_period_usec, 7 * USEC_PER_SEC);
+        kubelet_options_done(&o);
+
+        assert_int_equal(parse(&o, ARGC(ARGV("--reserved-cpus=0")), ARGV("--reserved-cpus=0"), &err), 0);
+        assert_string_equal(o.system_reserved, "cpu=1");
+        assert_null(o.cpu_manager_policy);
+        assert_int_equal(o.cpu_manager_reconcile_period_usec, 10 * USEC_PER_SEC);
+        kubelet_options_done(&o);
+        expect_error(ARGC(ARGV("--reserved-cpus=1-")), ARGV("--reserved-cpus=1-"),
+                     "invalid configuration: unable to parse reservedSystemCPUs (--reserved-cpus) 1-");
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_defaults),
@@ -1177,6 +1216,7 @@ int main(void) {
                 cmocka_unit_test(test_crash_loop_backoff),
                 cmocka_unit_test(test_swap_options),
                 cmocka_unit_test(test_sandbox_creations),
+                cmocka_unit_test(test_cpu_manager),
         };
         return cmocka_run_group_tests(tests, setup_dir, teardown_dir);
 }

@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/* The CPU manager (pkg/kubelet/cm/cpumanager): policy "none" (the default: nothing is pinned) or "static":
+ * containers of Guaranteed pods with an integer CPU request get CPUs of their own, taken by topology
+ * (cpumanager_take_by_topology, upstream's takeByTopologyNUMAPacked), everyone else runs on the shared pool (the
+ * default set: every CPU not given away; the reserved CPUs stay in it unless strict-cpu-reservation). The state
+ * is kept in <root-dir>/cpu_manager_state in upstream's checkpoint format (v4: the v2 fields and checksum, plus
+ * "data" and "dataChecksum"), written atomically after every change, read at start: a state of another policy,
+ * or one that does not add up to the node's CPUs, refuses the start as upstream. Pure logic on the loop: no I/O
+ * but the small state file. */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "apis/pod.h"
+#include "basic/error.h"
+#include "basic/macro.h"
+#include "cm/cpumanager/cpuset.h"
+#include "cm/cpumanager/topology.h"
+
+struct cpumanager_options {
+        bool full_pcpus_only, strict_cpu_reservation;
+};
+
+struct cpumanager_config {
+        const char *policy;                   /* "none" (NULL, "") or "static" */
+        char **option_names, **option_values; /* cpuManagerPolicyOptions, NULL-terminated, same length */
+        const char *reserved_system_cpus;     /* reservedSystemCPUs, NULL/"" when unset */
+        int64_t reserved_cpu_milli;           /* kubeReserved.cpu + systemReserved.cpu */
+        const char *state_dir;                /* the root dir: <state_dir>/cpu_manager_state; NULL: no state file */
+};
+
+struct cpumanager;
+
+/* Takes the topology (freed on failure too). Errors are upstream's NewManager/Start ones. */
+int cpumanager_new(const struct cpumanager_config *cfg, struct cpu_topology *topo, struct cpumanager **ret,
+                   struct ck_error **ret_error);
+struct cpumanager *cpumanager_free(struct cpumanager *m);
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct cpumanager *, cpumanager_free);
+
+bool cpumanager_is_static(const struct cpumanager *m);
+const struct cpu_topology *cpumanager_topology(const struct cpumanager *m);
+
+/* Admission (the topology manager's "none" policy calling Allocate for each init then app container): the pod's
+ * exclusive CPUs. -ENOSPC with upstream's reason and message (SMTAlignmentError, UnexpectedAdmissionError) when it
+ * cannot be done; nothing of the pod is kept then. A pod already in the state keeps what it has. */
+int cpumanager_allocate_pod(struct cpumanager *m, const struct pod *p, char **ret_reason, char **ret_message);
+/* the CPUs a container runs on: its exclusive ones, else the shared pool. false under the none policy. */
+bool cpumanager_container_cpus(const struct cpumanager *m, const char *pod_uid, const char *container,
+                               struct cpuset *ret);
+/* its exclusive CPUs only (the pod resources API's cpu_ids): empty when none */
+struct cpuset cpumanager_exclusive_cpus(const struct cpumanager *m, const char *pod_uid, const char *container);
+/* the CPUs containers can get exclusively (GetAllocatableCPUs): empty under none */
+struct cpuset cpumanager_allocatable(const struct cpumanager *m);
+struct cpuset cpumanager_shared_pool(const struct cpumanager *m);
+/* released to the shared pool (RemoveContainer); true if the pool changed */
+bool cpumanager_remove_container(struct cpumanager *m, const char *pod_uid, const char *container);
+/* every pod not in active (NULL-terminated uids) is released (removeStaleState); true if the pool changed */
+bool cpumanager_remove_stale(struct cpumanager *m, char *const *active_uids);
+size_t cpumanager_n_entries(const struct cpumanager *m);
+
+/* upstream's takeByTopologyNUMAPacked, packed CPU sorting: -ENOSPC with a message when it cannot */
+int cpumanager_take_by_topology(const struct cpu_topology *t, const struct cpuset *available, int n, struct cpuset *ret,
+                                struct ck_error **ret_error);
+/* the guaranteed CPUs a container asks for (0: not exclusive) and a pod's total, as upstream counts them */
+int cpumanager_container_guaranteed_cpus(const struct pod *p, const struct container *c);
+int cpumanager_pod_guaranteed_cpus(const struct pod *p);
+
+/* the checkpoint's text and its parsing, exposed for tests */
+int cpumanager_state_format(const char *policy, const struct cpuset *def, char *const *uids, char *const *names,
+                            const struct cpuset *sets, size_t n, char **ret);
+uint32_t cpumanager_fnv32a(const char *s);

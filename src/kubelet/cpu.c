@@ -1,0 +1,292 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "kubelet/cpu.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "basic/log.h"
+#include "basic/string.h"
+#include "basic/strv.h"
+#include "basic/timer.h"
+#include "cm/cpumanager/cpumanager.h"
+#include "kubelet/kubelet-internal.h"
+
+#define CPU_SENT_MAX 4096 /* containers whose last cpuset is remembered (more than a node runs) */
+
+struct cpu_sent {
+        char *id;
+        char *cpus;
+        bool seen;
+};
+
+static struct cpu_sent *sent_find(struct kubelet *k, const char *id) {
+        for (size_t i = 0; i < k->n_cpu_sent; i++)
+                if (streq(k->cpu_sent[i].id, id))
+                        return &k->cpu_sent[i];
+        return NULL;
+}
+
+static void sent_set(struct kubelet *k, const char *id, const char *cpus) {
+        struct cpu_sent *e = sent_find(k, id), *n;
+
+        if (e) {
+                (void) free_and_strdup(&e->cpus, cpus);
+                e->seen = true;
+                return;
+        }
+        if (k->n_cpu_sent >= CPU_SENT_MAX)
+                return; /* sent again at the next pass: harmless */
+        n = reallocarray(k->cpu_sent, k->n_cpu_sent + 1, sizeof(*n));
+        if (!n)
+                return;
+        k->cpu_sent = n;
+        n[k->n_cpu_sent] = (struct cpu_sent) { .id = strdup(id), .cpus = strdup(cpus), .seen = true };
+        if (!n[k->n_cpu_sent].id || !n[k->n_cpu_sent].cpus) {
+                free(n[k->n_cpu_sent].id);
+                free(n[k->n_cpu_sent].cpus);
+                return;
+        }
+        k->n_cpu_sent++;
+}
+
+static uint64_t reconcile_period(const struct kubelet *k) {
+        /* never 0 (options default it): a timer of 0 would spin the loop */
+        return k->opts->cpu_manager_reconcile_period_usec ?: 10 * USEC_PER_SEC;
+}
+
+static void on_reconcile_timer(evutil_socket_t fd, short what, void *userdata) {
+        struct kubelet *k = userdata;
+
+        kubelet_cpu_reconcile(k);
+        evtimer_add_usec(k->cpu_reconcile, reconcile_period(k));
+}
+
+/* "a=b,c=d" → names and values */
+static int split_options(const char *s, char ***ret_names, char ***ret_values) {
+        _cleanup_strv_free_ char **names = NULL, **values = NULL;
+        _cleanup_free_ char *copy = strdup(strempty(s));
+        char *save = NULL;
+
+        if (!copy)
+                return -ENOMEM;
+        for (char *i = strtok_r(copy, ",", &save); i; i = strtok_r(NULL, ",", &save)) {
+                char *eq = strchr(i, '=');
+                if (!eq)
+                        return -EINVAL;
+                *eq = 0;
+                if (strv_extend(&names, i) < 0 || strv_extend(&values, eq + 1) < 0)
+                        return -ENOMEM;
+        }
+        *ret_names = TAKE_PTR(names);
+        *ret_values = TAKE_PTR(values);
+        return 0;
+}
+
+int kubelet_cpu_start(struct kubelet *k) {
+        const struct kubelet_options *o = k->opts;
+        _cleanup_ck_error_ struct ck_error *err = NULL;
+        _cleanup_strv_free_ char **names = NULL, **values = NULL;
+        struct cpu_topology *topo = NULL;
+        int64_t kc = 0, sc = 0, x;
+        int r;
+
+        r = split_options(o->cpu_manager_policy_options, &names, &values);
+        if (r < 0)
+                return log_error_errno(r, "cpuManagerPolicyOptions \"%s\": expected name=value pairs",
+                                       strempty(o->cpu_manager_policy_options));
+        if (!isempty(o->cpu_manager_policy) && !streq(o->cpu_manager_policy, "none") &&
+            !streq(o->cpu_manager_policy, "static"))
+                return log_error_errno(-EINVAL, "failed to initialize cpu manager: unknown policy: \"%s\"",
+                                       o->cpu_manager_policy);
+        r = cputopo_discover(o->sysfs_root, &topo, &err);
+        if (r < 0 && (isempty(o->cpu_manager_policy) || streq(o->cpu_manager_policy, "none"))) {
+                /* the none policy pins nothing: a sysfs it cannot read is no reason to refuse the start */
+                log_warning("CPU manager: cannot read the CPU topology (%s); the none policy does not need it",
+                            ck_error_message(err));
+                err = ck_error_free(err);
+                r = cputopo_from_table(&(struct cpu_info) {}, 1, &topo);
+        }
+        if (r < 0)
+                return log_error_errno(r, "failed to initialize cpu manager: %s",
+                                       err ? ck_error_message(err) : strerror(-r));
+        (void) node_parse_reserved(o->kube_reserved, &kc, &x, &x, NULL);
+        (void) node_parse_reserved(o->system_reserved, &sc, &x, &x, NULL);
+        r = cpumanager_new(&(struct cpumanager_config) { .policy = o->cpu_manager_policy,
+                                                         .option_names = names,
+                                                         .option_values = values,
+                                                         .reserved_system_cpus = o->reserved_system_cpus,
+                                                         .reserved_cpu_milli = kc + sc,
+                                                         .state_dir = o->root_dir },
+                           topo, &k->cpus, &err);
+        if (r < 0)
+                return log_error_errno(r, "failed to initialize cpu manager: %s", ck_error_message(err));
+        if (cpumanager_is_static(k->cpus)) {
+                char buf[CPUSET_TEXT_MAX];
+                struct cpuset pool = cpumanager_shared_pool(k->cpus);
+                log_info("CPU manager: static policy, %zu CPUs, shared pool %s", cpumanager_topology(k->cpus)->n,
+                         cpuset_format(&pool, buf, sizeof(buf)));
+                k->cpu_reconcile = evtimer_new(k->base, on_reconcile_timer, k);
+                if (!k->cpu_reconcile)
+                        return -ENOMEM;
+                evtimer_add_usec(k->cpu_reconcile, reconcile_period(k));
+        }
+        return 0;
+}
+
+void kubelet_cpu_free(struct kubelet *k) {
+        if (k->cpu_reconcile) {
+                event_free(k->cpu_reconcile);
+                k->cpu_reconcile = NULL;
+        }
+        k->cpus = cpumanager_free(k->cpus);
+        for (size_t i = 0; i < k->n_cpu_sent; i++) {
+                free(k->cpu_sent[i].id);
+                free(k->cpu_sent[i].cpus);
+        }
+        free(k->cpu_sent);
+        k->cpu_sent = NULL;
+        k->n_cpu_sent = 0;
+}
+
+int kubelet_cpu_admit(struct kubelet *k, const struct pod *p, char **ret_reason, char **ret_message) {
+        _cleanup_strv_free_ char **active = NULL;
+
+        if (!cpumanager_is_static(k->cpus))
+                return 0;
+        /* the pods that are gone give their CPUs back first (removeStaleState), once every source has spoken */
+        if (k->config_received && kubelet_active_pod_uids(k, &active) >= 0)
+                (void) cpumanager_remove_stale(k->cpus, active);
+        return cpumanager_allocate_pod(k->cpus, p, ret_reason, ret_message);
+}
+
+int kubelet_cpu_apply(struct kubelet *k, const struct pod *p, const struct container *c,
+                      Runtime__V1__ContainerConfig *cfg) {
+        char buf[CPUSET_TEXT_MAX];
+        struct cpuset s;
+
+        if (!cpumanager_container_cpus(k->cpus, p->uid, c->name, &s) || cpuset_empty(&s) || !cfg->linux ||
+            !cfg->linux->resources)
+                return 0;
+        cpuset_format(&s, buf, sizeof(buf));
+        {
+                /* the field holds protobuf-c's shared empty string until set: not freed */
+                char *n = strdup(buf);
+                if (!n)
+                        return -ENOMEM;
+                if (cfg->linux->resources->cpuset_cpus != protobuf_c_empty_string)
+                        free(cfg->linux->resources->cpuset_cpus);
+                cfg->linux->resources->cpuset_cpus = n;
+        }
+        return 0;
+}
+
+struct cpu_update {
+        struct kubelet *k;
+        char *id, *cpus;
+};
+
+static void on_update(const struct cri_reply *reply, void *userdata) {
+        struct cpu_update *u = userdata;
+
+        if (reply->r == -ECANCELED)
+                ;
+        else if (reply->r < 0)
+                log_error("CPU manager: container %.12s: UpdateContainerResources (cpuset %s): %s", u->id, u->cpus,
+                          reply->message);
+        else {
+                log_v(2, "CPU manager: container %.12s: cpuset %s", u->id, u->cpus);
+                sent_set(u->k, u->id, u->cpus);
+        }
+        free(u->id);
+        free(u->cpus);
+        free(u);
+}
+
+static void update_container(struct kubelet *k, const char *id, const char *cpus) {
+        Runtime__V1__UpdateContainerResourcesRequest req = RUNTIME__V1__UPDATE_CONTAINER_RESOURCES_REQUEST__INIT;
+        Runtime__V1__LinuxContainerResources lr = RUNTIME__V1__LINUX_CONTAINER_RESOURCES__INIT;
+        struct cpu_update *u = calloc(1, sizeof(*u));
+
+        if (!u || !(u->id = strdup(id)) || !(u->cpus = strdup(cpus))) {
+                if (u)
+                        free(u->id);
+                free(u);
+                return;
+        }
+        u->k = k;
+        /* the cpuset only, as upstream's updateContainerCPUSet: the runtime keeps the other values */
+        lr.cpuset_cpus = u->cpus;
+        req.container_id = u->id;
+        req.linux = &lr;
+        if (cri_update_container_resources(k->cri, &req, 0, on_update, u) < 0) {
+                free(u->id);
+                free(u->cpus);
+                free(u);
+        }
+}
+
+/* a container whose newest instance exited and will not run again (an init container that succeeded, an app
+ * container under restartPolicy Never, or OnFailure after a success): its CPUs go back to the pool, as upstream
+ * releases a terminated container's at reconcile; a container that will restart keeps them */
+static void release_finished(struct kubelet *k, const struct pod *p, const struct kc_pod_status *st) {
+        for (size_t i = 0; i < p->spec.n_init_containers + p->spec.n_containers; i++) {
+                bool init = i < p->spec.n_init_containers;
+                const struct container *c = init ? &p->spec.init_containers[i]
+                                                 : &p->spec.containers[i - p->spec.n_init_containers];
+                const struct kc_container *kc = kc_pod_status_find_container(st, c->name);
+                bool done;
+
+                if (!kc || kc->state != KC_CONTAINER_EXITED || container_is_sidecar(c))
+                        continue;
+                done = init ? kc->exit_code == 0
+                            : p->spec.restart_policy == RESTART_POLICY_NEVER ||
+                                       (p->spec.restart_policy == RESTART_POLICY_ON_FAILURE && kc->exit_code == 0);
+                if (done && cpumanager_remove_container(k->cpus, p->uid, c->name))
+                        log_v(2, "CPU manager: pod %s container %s finished: its CPUs are back in the shared pool",
+                              p->uid, c->name);
+        }
+}
+
+void kubelet_cpu_reconcile(struct kubelet *k) {
+        _cleanup_strv_free_ char **active = NULL;
+
+        if (!cpumanager_is_static(k->cpus))
+                return;
+        if (k->config_received && kubelet_active_pod_uids(k, &active) >= 0)
+                (void) cpumanager_remove_stale(k->cpus, active);
+        for (size_t i = 0; i < k->n_cpu_sent; i++)
+                k->cpu_sent[i].seen = false;
+        for (struct pod_worker *w = k->workers; w; w = w->next) {
+                const struct kc_pod_status *st = w->observed;
+
+                if (!w->pod || !st)
+                        continue;
+                release_finished(k, w->pod, st);
+                for (size_t i = 0; i < st->n_containers; i++) {
+                        const struct kc_container *c = st->containers[i];
+                        struct cpu_sent *e = sent_find(k, c->id);
+                        char buf[CPUSET_TEXT_MAX];
+                        struct cpuset s;
+
+                        if (e)
+                                e->seen = true;
+                        if (c->state != KC_CONTAINER_RUNNING && c->state != KC_CONTAINER_CREATED)
+                                continue;
+                        if (!cpumanager_container_cpus(k->cpus, w->uid, c->name, &s) || cpuset_empty(&s))
+                                continue;
+                        cpuset_format(&s, buf, sizeof(buf));
+                        if (e && streq(e->cpus, buf))
+                                continue;
+                        update_container(k, c->id, buf);
+                }
+        }
+        /* forget the containers that are gone */
+        for (size_t i = k->n_cpu_sent; i > 0; i--)
+                if (!k->cpu_sent[i - 1].seen) {
+                        free(k->cpu_sent[i - 1].id);
+                        free(k->cpu_sent[i - 1].cpus);
+                        memmove(&k->cpu_sent[i - 1], &k->cpu_sent[i], (k->n_cpu_sent - i) * sizeof(*k->cpu_sent));
+                        k->n_cpu_sent--;
+                }
+}

@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+/* The kubelet's side of the CPU manager (src/cm/cpumanager): started with the kubelet (an error in its
+ * configuration or state file refuses the start, as upstream), asked at admission, its cpuset put in each new
+ * container's LinuxContainerResources (PreCreateContainer), and every cpuManagerReconcilePeriod (reconcileState):
+ * the pods that are gone release their CPUs (removeStaleState), and a running container whose cpuset differs
+ * from the one last sent gets it through UpdateContainerResources (the shared pool shrinks and grows as
+ * exclusive CPUs are taken and given back; a new container is sent its cpuset once more at the first pass, which
+ * the runtime takes as a no-op). */
+
+#include "cri/cri.h"
+
+struct kubelet;
+struct pod;
+struct container;
+
+int kubelet_cpu_start(struct kubelet *k);
+void kubelet_cpu_free(struct kubelet *k);
+/* 0: admitted (CPUs taken if any); -ENOSPC with upstream's reason and message; other errors: try again */
+int kubelet_cpu_admit(struct kubelet *k, const struct pod *p, char **ret_reason, char **ret_message);
+/* the cpuset of a container about to be created; -ENOMEM */
+int kubelet_cpu_apply(struct kubelet *k, const struct pod *p, const struct container *c,
+                      Runtime__V1__ContainerConfig *cfg);
+/* one reconcile pass now (tests, and the timer) */
+void kubelet_cpu_reconcile(struct kubelet *k);

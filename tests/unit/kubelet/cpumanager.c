@@ -1,0 +1,182 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The static CPU manager in the sync core, on the fake runtime and a fake sysfs tree (2 sockets x 2 NUMA nodes x
+ * 4 cores x 2 threads): a Guaranteed pod's container is created with its exclusive CPUs, a BestEffort one with
+ * the shared pool; when the Guaranteed pod goes, the reconcile pass (cpuManagerReconcilePeriod, on the virtual
+ * clock) gives the BestEffort container the whole pool back through UpdateContainerResources; the state file
+ * holds the assignment. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "basic/fs.h"
+#include "basic/string.h"
+#include "basic/time.h"
+#include "fake/test_kubelet.h"
+
+#define MIN_USEC (60 * USEC_PER_SEC)
+
+static void put(const char *root, const char *rel, const char *fmt, ...) {
+        _cleanup_free_ char *path = NULL, *dir = NULL, *text = NULL;
+        va_list ap;
+
+        assert_true(asprintf(&path, "%s/%s", root, rel) > 0);
+        dir = strdup(path);
+        *strrchr(dir, '/') = 0;
+        assert_int_equal(mkdir_p(dir, 0755), 0);
+        va_start(ap, fmt);
+        assert_true(vasprintf(&text, fmt, ap) >= 0);
+        va_end(ap);
+        assert_int_equal(write_file_atomic(path, text, strlen(text), 0644), 0);
+}
+
+static void fake_sysfs(const char *root) {
+        put(root, "devices/system/cpu/online", "0-31\n");
+        for (int cpu = 0; cpu < 32; cpu++) {
+                int core = cpu % 16;
+                char rel[256];
+                snprintf(rel, sizeof(rel), "devices/system/cpu/cpu%d/topology/physical_package_id", cpu);
+                put(root, rel, "%d\n", core / 8);
+                snprintf(rel, sizeof(rel), "devices/system/cpu/cpu%d/topology/thread_siblings_list", cpu);
+                put(root, rel, "%d,%d\n", core, core + 16);
+        }
+        for (int n = 0; n < 4; n++) {
+                char rel[256];
+                snprintf(rel, sizeof(rel), "devices/system/node/node%d/cpulist", n);
+                put(root, rel, "%d-%d,%d-%d\n", n * 4, n * 4 + 3, n * 4 + 16, n * 4 + 19);
+        }
+}
+
+static const char *cpuset_of(struct test_kubelet *t, const char *uid, const char *name) {
+        const struct fake_container *c = fake_runtime_find(t->rt, uid, name);
+        assert_non_null(c);
+        assert_non_null(c->config->linux);
+        assert_non_null(c->config->linux->resources);
+        return c->config->linux->resources->cpuset_cpus;
+}
+
+struct want_cpuset {
+        struct test_kubelet *t;
+        const char *uid, *name, *cpus;
+};
+
+static bool has_cpuset(void *userdata) {
+        struct want_cpuset *w = userdata;
+        const struct fake_container *c = fake_runtime_find(w->t->rt, w->uid, w->name);
+        return c && c->config->linux && c->config->linux->resources &&
+               streq_ptr(c->config->linux->resources->cpuset_cpus, w->cpus);
+}
+
+#define GU_POD                                                                       \
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: gu, namespace: ns1, uid: gu}\n" \
+        "spec:\n  containers:\n  - name: a\n    image: " TK_IMAGE "\n"               \
+        "    resources: {limits: {cpu: \"1\", memory: 64Mi}, requests: {cpu: \"1\", memory: 64Mi}}\n"
+#define BE_POD                                                                       \
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: be, namespace: ns1, uid: be}\n" \
+        "spec:\n  containers:\n  - name: b\n    image: " TK_IMAGE "\n"
+
+static void test_static_policy_cpusets(void **state) {
+        struct test_kubelet *t = tk_new();
+        _cleanup_free_ char *sysfs = NULL, *statefile = NULL, *text = NULL;
+        size_t size;
+
+        assert_true(asprintf(&sysfs, "%s/sys", t->dir) > 0);
+        fake_sysfs(sysfs);
+        t->opts.sysfs_root = strdup(sysfs);
+        t->opts.cpu_manager_policy = strdup("static");
+        t->opts.reserved_system_cpus = strdup("0");
+        tk_set_pods(t, GU_POD "---\n" BE_POD);
+        tk_start(t);
+        tk_wait(t, tk_running, (&(struct tk_want) { .t = t, .uid = "gu", .container = "a" }), MIN_USEC);
+        tk_wait(t, tk_running, (&(struct tk_want) { .t = t, .uid = "be", .container = "b" }), MIN_USEC);
+
+        /* CPU 0 is reserved: its sibling 16 is the first CPU the packed order gives away */
+        assert_string_equal(cpuset_of(t, "gu", "a"), "16");
+        /* created with the pool of its admission time; at the latest after a reconcile period, the pool without 16 */
+        tk_wait(t, has_cpuset, (&(struct want_cpuset) { t, "be", "b", "0-15,17-31" }), MIN_USEC);
+        assert_true(asprintf(&statefile, "%s/root/cpu_manager_state", t->dir) > 0);
+        assert_int_equal(read_full_file(statefile, 1 << 20, &text, &size), 0);
+        assert_non_null(strstr(text, "\"entries\":{\"gu\":{\"a\":\"16\"}}"));
+
+        /* the Guaranteed pod goes: its CPU returns to the pool, and the BestEffort container is updated */
+        tk_set_pods(t, BE_POD);
+        tk_wait(t, tk_pod_gone, (&(struct tk_want) { .t = t, .uid = "gu" }), MIN_USEC);
+        tk_wait(t, has_cpuset, (&(struct want_cpuset) { t, "be", "b", "0-31" }), MIN_USEC);
+        assert_non_null(fake_runtime_last(t->rt, "UpdateContainerResources", NULL));
+        free(text);
+        text = NULL;
+        assert_int_equal(read_full_file(statefile, 1 << 20, &text, &size), 0);
+        assert_null(strstr(text, "\"entries\""));
+        tk_free(t);
+}
+
+/* without a policy (none, the default): no cpuset is sent */
+static void test_none_policy(void **state) {
+        struct test_kubelet *t = tk_new();
+
+        tk_set_pods(t, GU_POD);
+        tk_start(t);
+        tk_wait(t, tk_running, (&(struct tk_want) { .t = t, .uid = "gu", .container = "a" }), MIN_USEC);
+        {
+                const char *cpus = cpuset_of(t, "gu", "a");
+                assert_true(!cpus || !*cpus);
+        }
+        tk_free(t);
+}
+
+/* a Guaranteed container that finished for good (restartPolicy Never) gives its CPU back while its pod stays */
+static void test_finished_container_released(void **state) {
+        struct test_kubelet *t = tk_new();
+        _cleanup_free_ char *sysfs = NULL;
+
+        assert_true(asprintf(&sysfs, "%s/sys", t->dir) > 0);
+        fake_sysfs(sysfs);
+        t->opts.sysfs_root = strdup(sysfs);
+        t->opts.cpu_manager_policy = strdup("static");
+        t->opts.reserved_system_cpus = strdup("0");
+        assert_int_equal(fake_runtime_set_lifetime(t->rt, "once", 5 * USEC_PER_SEC, 0), 0);
+        tk_set_pods(t, "apiVersion: v1\nkind: Pod\nmetadata: {name: job, namespace: ns1, uid: job}\n"
+                       "spec:\n  restartPolicy: Never\n  containers:\n  - name: once\n    image: " TK_IMAGE "\n"
+                       "    resources: {limits: {cpu: \"1\", memory: 64Mi}, requests: {cpu: \"1\", memory: 64Mi}}\n"
+                       "---\n" BE_POD);
+        tk_start(t);
+        tk_wait(t, tk_running, (&(struct tk_want) { .t = t, .uid = "be", .container = "b" }), MIN_USEC);
+        assert_string_equal(cpuset_of(t, "job", "once"), "16");
+        tk_wait(t, has_cpuset, (&(struct want_cpuset) { t, "be", "b", "0-15,17-31" }), MIN_USEC);
+        /* it exits 0 after 5 s and is not restarted: CPU 16 returns to the pool */
+        tk_wait(t, has_cpuset, (&(struct want_cpuset) { t, "be", "b", "0-31" }), MIN_USEC);
+        assert_int_equal(fake_runtime_count_instances(t->rt, "job", "once", -1), 1);
+        tk_free(t);
+}
+
+/* a sysfs that cannot be read: the none policy starts all the same, the static one refuses the start */
+static void test_unreadable_sysfs(void **state) {
+        struct test_kubelet *t = tk_new();
+        struct kubelet *k = NULL;
+
+        t->opts.sysfs_root = strdup("/nonexistent-sysfs");
+        tk_set_pods(t, GU_POD);
+        tk_start(t);
+        tk_wait(t, tk_running, (&(struct tk_want) { .t = t, .uid = "gu", .container = "a" }), MIN_USEC);
+        tk_stop(t);
+
+        t->opts.cpu_manager_policy = strdup("static");
+        t->opts.reserved_system_cpus = strdup("0");
+        assert_int_equal(kubelet_new(t->base, &t->opts, &k), 0);
+        assert_true(kubelet_start(k) < 0);
+        kubelet_free(k);
+        tk_free(t);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_static_policy_cpusets),
+                cmocka_unit_test(test_none_policy),
+                cmocka_unit_test(test_finished_container_released),
+                cmocka_unit_test(test_unreadable_sysfs),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
