@@ -126,7 +126,7 @@ static const struct pod *const *active_pods(void *userdata, size_t *ret_n) {
 }
 
 int kubelet_pod_terminate(struct kubelet *k, struct pod_worker *w, const char *reason, const char *message,
-                          int64_t grace_seconds) {
+                          int64_t grace_seconds, bool persist) {
         int r;
 
         if (w->terminated)
@@ -136,7 +136,7 @@ int kubelet_pod_terminate(struct kubelet *k, struct pod_worker *w, const char *r
         w->grace_override = grace_seconds;
         if (free_and_strdup(&w->terminated_reason, reason) < 0 || free_and_strdup(&w->terminated_message, message) < 0)
                 return -ENOMEM;
-        r = marker_write(k, w);
+        r = persist ? marker_write(k, w) : 0;
         if (r < 0)
                 log_error("pod %s: cannot record its termination in %s/pods/%s: %s", strna(w->full_name),
                           k->opts->root_dir, w->uid, strerror(-r));
@@ -148,15 +148,20 @@ int kubelet_pod_terminate(struct kubelet *k, struct pod_worker *w, const char *r
 static int evict(void *userdata, const struct pod *pod, const char *message, int64_t grace_seconds) {
         struct kubelet *k = userdata;
         struct pod_worker *w = kubelet_find_worker(k, pod->uid);
+        int r;
 
         if (!w || !w->pod)
                 return -ENOENT;
         if (w->terminated)
                 return 0;
+        /* the decision recorded first: what the log says has happened survives a kill -9 */
+        r = kubelet_pod_terminate(k, w, "Evicted", message, grace_seconds, true);
+        if (r < 0)
+                return r;
         log_info("Evicting pod: pod=\"%s\" podUID=\"%s\" gracePeriod=%" PRId64 " message=\"%s\"", strna(w->full_name),
                  w->uid, grace_seconds, message);
         kubelet_worker_event(w, NULL, "Warning", "Evicted", "%s", message);
-        return kubelet_pod_terminate(k, w, "Evicted", message, grace_seconds);
+        return 0;
 }
 
 /* podResourcesAreReclaimed, as far as the runtime goes: nothing running, no ready sandbox */

@@ -301,9 +301,11 @@ bool kubelet_eviction_admit(struct kubelet *k, const struct pod *p, const char *
 /* a new worker for a desired pod: it is terminated for good if a marker says it was evicted before */
 void kubelet_terminated_restore(struct kubelet *k, struct pod_worker *w);
 /* ends the pod for good (an eviction, a node shutdown): killed with this grace period (-1: the pod's), phase
- * Failed with this reason and message and DisruptionTarget, recorded for a restart; its status reported now */
+ * Failed with this reason and message and DisruptionTarget; persist: recorded in <root-dir>/pods/<uid>/ so that a
+ * restart keeps it so (an eviction; not a node shutdown, after which a static pod runs again, as upstream); its
+ * status reported now */
 int kubelet_pod_terminate(struct kubelet *k, struct pod_worker *w, const char *reason, const char *message,
-                          int64_t grace_seconds);
+                          int64_t grace_seconds, bool persist);
 /* podResourcesAreReclaimed as far as the runtime goes: nothing running, no ready sandbox (true: no such pod) */
 bool kubelet_pod_cleaned_up(struct kubelet *k, const char *uid);
 

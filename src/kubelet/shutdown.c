@@ -46,7 +46,9 @@ static int kill_pod(void *userdata, const char *uid, int64_t grace_seconds) {
 
         if (!w || !w->pod)
                 return -ENOENT;
-        return kubelet_pod_terminate(k, w, NODESHUTDOWN_REASON, NODESHUTDOWN_MESSAGE, grace_seconds);
+        /* not recorded for a restart, as upstream: an API pod stays Failed in the API server, a static pod runs
+         * again when the node is back */
+        return kubelet_pod_terminate(k, w, NODESHUTDOWN_REASON, NODESHUTDOWN_MESSAGE, grace_seconds, false);
 }
 
 /* no container of the status is running */
