@@ -189,3 +189,46 @@ def test_graceful_shutdown_by_priority(kubelet_factory, runtime, apiserver, fake
     wait_for(lambda: len(fl.calls("Inhibit")) == 2, 30, msg="the lock taken again")
     apiserver.wait(lambda: _node_ready(apiserver)[0] == "True", timeout=30, msg="node Ready after the cancellation")
     assert k.alive()
+
+
+def test_graceful_shutdown_critical_split_and_budget(kubelet_factory, runtime, apiserver, fake_logind):
+    """shutdownGracePeriod 6s with 3s for the critical pods: a pod that ignores SIGTERM (grace 30 s) is stopped
+    with the group's 3 s and the critical pod only after that budget was spent."""
+    fl = fake_logind
+    apiserver.request_bodies = TimedBodies()
+    k = kubelet_factory(start=False)
+    with open(k.config, "a") as f:
+        f.write("shutdownGracePeriod: 6s\nshutdownGracePeriodCriticalPods: 3s\n")
+    k.env = dict(fl.env, CKUBELET_LOGIND_CONF_DIR=fl.conf_dir)
+    k.start("--kubeconfig", apiserver.kubeconfig, "--node-status-update-frequency", "1s")
+    wait_for(lambda: fl.calls("Inhibit"), 60, msg="the inhibitor lock taken")
+    with open(os.path.join(fl.conf_dir, "99-kubelet.conf")) as f:
+        assert f.read() == "# Kubelet logind override\n[Login]\nInhibitDelayMaxSec=6\n"
+
+    stubborn = ["sh", "-c", "trap '' TERM; while true; do sleep 1; done"]
+    apiserver.create("pods", api_pod("stubborn", [container("app", stubborn)], NODE, namespace="default", grace=30,
+                                     extra_spec={"priority": 1000}))
+    apiserver.create("pods", api_pod("critical", [container("app", IDLE)], NODE, namespace="default", grace=30,
+                                     extra_spec={"priority": 2000001000}))
+    apiserver.wait(lambda: all((p := apiserver.pod(n)) and p["status"].get("phase") == "Running"
+                               for n in ("stubborn", "critical")), timeout=90, msg="the pods running")
+
+    fl.fire(True)
+    fired = fl.calls("PrepareForShutdown")[0]["time"]
+    wait_for(lambda: fl.calls("InhibitReleased"), 60, msg="the inhibitor lock released")
+    released = fl.calls("InhibitReleased")[0]["time"]
+    # the first group's budget may end before the stubborn pod's final status is in: it comes soon after
+    for name in ("stubborn", "critical"):
+        st = apiserver.wait(lambda: (p := apiserver.pod(name)) and _final(p["status"]) and p["status"], timeout=30,
+                            msg=f"{name}'s final status")
+        assert st["message"] == MESSAGE, (name, st)
+    # the stubborn pod was killed at the end of its 3 s (not its own 30 s), and the critical group started only then
+    code = apiserver.pod("stubborn")["status"]["containerStatuses"][0]["state"]["terminated"]["exitCode"]
+    assert code == 137, code
+    first_stop = min(t for t, b in apiserver.request_bodies
+                     if b.method == "PATCH" and "/pods/critical/status" in b.path
+                     and b.body["status"].get("reason") == "Terminated")
+    print(f"critical group started {first_stop - fired:.2f}s after the event; lock released after "
+          f"{released - fired:.2f}s")
+    assert first_stop - fired >= 2.5, "the critical pod was stopped before the first group's budget was spent"
+    assert released - fired < 30, "the stubborn pod's own grace period was used"
