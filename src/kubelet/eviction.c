@@ -125,6 +125,26 @@ static const struct pod *const *active_pods(void *userdata, size_t *ret_n) {
         return (const struct pod *const *) l;
 }
 
+int kubelet_pod_terminate(struct kubelet *k, struct pod_worker *w, const char *reason, const char *message,
+                          int64_t grace_seconds, bool persist) {
+        int r;
+
+        if (w->terminated)
+                return 0;
+        w->terminated = true;
+        w->terminated_usec = (int64_t) now_realtime_usec();
+        w->grace_override = grace_seconds;
+        if (free_and_strdup(&w->terminated_reason, reason) < 0 || free_and_strdup(&w->terminated_message, message) < 0)
+                return -ENOMEM;
+        r = persist ? marker_write(k, w) : 0;
+        if (r < 0)
+                log_error("pod %s: cannot record its termination in %s/pods/%s: %s", strna(w->full_name),
+                          k->opts->root_dir, w->uid, strerror(-r));
+        kubelet_report_status(k, w);
+        kubelet_worker_request_sync(w);
+        return 0;
+}
+
 static int evict(void *userdata, const struct pod *pod, const char *message, int64_t grace_seconds) {
         struct kubelet *k = userdata;
         struct pod_worker *w = kubelet_find_worker(k, pod->uid);
@@ -134,27 +154,18 @@ static int evict(void *userdata, const struct pod *pod, const char *message, int
                 return -ENOENT;
         if (w->terminated)
                 return 0;
-        w->terminated = true;
-        w->terminated_usec = (int64_t) now_realtime_usec();
-        w->grace_override = grace_seconds;
-        if (free_and_strdup(&w->terminated_reason, "Evicted") < 0 ||
-            free_and_strdup(&w->terminated_message, message) < 0)
-                return -ENOMEM;
-        r = marker_write(k, w);
+        /* the decision recorded first: what the log says has happened survives a kill -9 */
+        r = kubelet_pod_terminate(k, w, "Evicted", message, grace_seconds, true);
         if (r < 0)
-                log_error("pod %s: cannot record the eviction in %s/pods/%s: %s", strna(w->full_name),
-                          k->opts->root_dir, w->uid, strerror(-r));
+                return r;
         log_info("Evicting pod: pod=\"%s\" podUID=\"%s\" gracePeriod=%" PRId64 " message=\"%s\"", strna(w->full_name),
                  w->uid, grace_seconds, message);
         kubelet_worker_event(w, NULL, "Warning", "Evicted", "%s", message);
-        kubelet_report_status(k, w);
-        kubelet_worker_request_sync(w);
         return 0;
 }
 
 /* podResourcesAreReclaimed, as far as the runtime goes: nothing running, no ready sandbox */
-static bool cleaned_up(void *userdata, const char *uid) {
-        struct kubelet *k = userdata;
+bool kubelet_pod_cleaned_up(struct kubelet *k, const char *uid) {
         struct pod_worker *w = kubelet_find_worker(k, uid);
 
         if (!w)
@@ -168,6 +179,10 @@ static bool cleaned_up(void *userdata, const char *uid) {
                 if (w->observed->sandboxes[i]->state == KC_SANDBOX_READY)
                         return false;
         return !w->busy;
+}
+
+static bool cleaned_up(void *userdata, const char *uid) {
+        return kubelet_pod_cleaned_up(userdata, uid);
 }
 
 static char **terminating(void *userdata) {

@@ -43,6 +43,7 @@ struct logs_manager;
 struct kr_container_gc;
 struct image_gc_manager;
 struct eviction_manager;
+struct nodeshutdown_manager;
 #include "kubelet/allocation.h"
 #include "kubelet/runtime_poll.h"
 #include "kubelet/userns.h"
@@ -185,8 +186,9 @@ struct kubelet {
         struct eviction_threshold *thresholds;
         size_t n_thresholds;
         struct eviction_manager *eviction;
-        unsigned node_conditions;  /* the eviction manager's, as last reported */
-        const struct pod **active; /* the eviction manager's candidates, kept until its next call */
+        struct nodeshutdown_manager *shutdown; /* NULL: graceful node shutdown off */
+        unsigned node_conditions;              /* the eviction manager's, as last reported */
+        const struct pod **active;             /* the eviction manager's candidates, kept until its next call */
         /* storage: CSI drivers registered through the plugin manager, the volume manager */
         struct csi_nodeinfo *csi_nodeinfo;
         struct csi_drivers *csi;
@@ -304,6 +306,22 @@ void kubelet_eviction_free(struct kubelet *k);
 bool kubelet_eviction_admit(struct kubelet *k, const struct pod *p, const char **ret_reason, char **ret_message);
 /* a new worker for a desired pod: it is terminated for good if a marker says it was evicted before */
 void kubelet_terminated_restore(struct kubelet *k, struct pod_worker *w);
+/* ends the pod for good (an eviction, a node shutdown): killed with this grace period (-1: the pod's), phase
+ * Failed with this reason and message and DisruptionTarget; persist: recorded in <root-dir>/pods/<uid>/ so that a
+ * restart keeps it so (an eviction; not a node shutdown, after which a static pod runs again, as upstream); its
+ * status reported now */
+int kubelet_pod_terminate(struct kubelet *k, struct pod_worker *w, const char *reason, const char *message,
+                          int64_t grace_seconds, bool persist);
+/* podResourcesAreReclaimed as far as the runtime goes: nothing running, no ready sandbox (true: no such pod) */
+bool kubelet_pod_cleaned_up(struct kubelet *k, const char *uid);
+
+/* the UID the pod's status goes to (a static pod's: its mirror pod's, NULL when it has none) */
+const char *kubelet_report_uid(struct kubelet *k, struct pod_worker *w);
+
+/* graceful node shutdown (shutdown.c) */
+int kubelet_shutdown_setup(struct kubelet *k);
+void kubelet_shutdown_free(struct kubelet *k);
+bool kubelet_shutdown_admit(struct kubelet *k, const char **ret_reason, const char **ret_message);
 
 /* kubelet.c: hand the pod's status to the status manager now (an eviction changes it) */
 void kubelet_report_status(struct kubelet *k, struct pod_worker *w);

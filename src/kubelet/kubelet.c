@@ -448,7 +448,7 @@ static struct pod *status_pod(const struct pod_worker *w) {
 }
 
 /* the UID the pod's status is reported under: its own, or its mirror pod's for a static pod (NULL: none yet) */
-static const char *report_uid(struct kubelet *k, struct pod_worker *w) {
+const char *kubelet_report_uid(struct kubelet *k, struct pod_worker *w) {
         const struct pod *p = status_pod(w);
 
         if (!pod_config_is_static(p))
@@ -459,7 +459,7 @@ static const char *report_uid(struct kubelet *k, struct pod_worker *w) {
 /* the pod's previous status, as upstream's generateAPIPodStatus takes it: the status manager's, else the API
  * server's (an API pod's document) */
 static const json_t *old_status(struct kubelet *k, struct pod_worker *w) {
-        const char *uid = k->status ? report_uid(k, w) : NULL;
+        const char *uid = k->status ? kubelet_report_uid(k, w) : NULL;
         const json_t *st = uid ? status_manager_get(k->status, uid) : NULL;
 
         if (!st && !pod_config_is_static(status_pod(w)))
@@ -525,7 +525,7 @@ void kubelet_report_status(struct kubelet *k, struct pod_worker *w) {
 
         if (!k->status || !status_pod(w))
                 return;
-        uid = report_uid(k, w);
+        uid = kubelet_report_uid(k, w);
         if (!uid || kubelet_worker_status_json(k, w, &status) < 0)
                 return;
         /* never ask the API server for what its validation refuses (the status manager's
@@ -983,6 +983,16 @@ static bool admit(struct kubelet *k, const struct pod *p) {
                 if (!kubelet_eviction_admit(k, p, &eviction_reason, &message)) {
                         reason = strdup(eviction_reason);
                         if (!reason)
+                                return false;
+                }
+        }
+        /* then the node shutdown manager's (registered next upstream) */
+        if (!reason) {
+                const char *shutdown_reason = NULL, *shutdown_message = NULL;
+                if (!kubelet_shutdown_admit(k, &shutdown_reason, &shutdown_message)) {
+                        reason = strdup(shutdown_reason);
+                        message = strdup(shutdown_message);
+                        if (!reason || !message)
                                 return false;
                 }
         }
@@ -1784,6 +1794,9 @@ int kubelet_start(struct kubelet *k) {
         r = kubelet_cpu_start(k);
         if (r < 0)
                 return r;
+        r = kubelet_shutdown_setup(k);
+        if (r < 0)
+                return log_error_errno(r, "cannot set up the node shutdown manager: %s", strerror(-r));
         r = kubelet_plugins_start(k);
         if (r < 0)
                 return r;
@@ -1831,6 +1844,7 @@ struct kubelet *kubelet_free(struct kubelet *k) {
         k->csi = csi_drivers_free(k->csi);
         k->plugins = pluginmanager_free(k->plugins);
         /* after the CRI client: the node status' CRI calls (Version, Status, ListImages) end above */
+        kubelet_shutdown_free(k);
         k->node = node_manager_free(k->node);
         kubelet_eviction_free(k);
         kubelet_gc_free(k);

@@ -55,6 +55,7 @@ struct node_manager {
         int cri_pending;
 
         bool memory_pressure, disk_pressure, pid_pressure; /* the eviction manager's conditions */
+        bool shutting_down;                                /* the node shutdown manager's ShutdownStatus */
         bool eviction_set;
         int64_t eviction_memory_bytes, eviction_storage_bytes;
         float eviction_memory_fraction, eviction_storage_fraction;
@@ -151,6 +152,9 @@ static int ready_errors(struct node_manager *m, bool *ret_runtime_ok, bool *ret_
         if (r >= 0 && m->network_error)
                 r = strv_extend(&errs, m->network_error);
         *ret_network_ok = !m->network_error;
+        /* storage errors: none here; then the node shutdown manager's */
+        if (r >= 0 && m->shutting_down)
+                r = strv_extend(&errs, "node is shutting down");
         if (r < 0)
                 return -ENOMEM;
         if (strv_length(errs) == 0) {
@@ -198,6 +202,7 @@ static void fill_input(struct node_manager *m, struct node_status_input *in) {
                 .memory_pressure = m->memory_pressure,
                 .disk_pressure = m->disk_pressure,
                 .pid_pressure = m->pid_pressure,
+                .shutting_down = m->shutting_down,
                 .runtime_handlers = m->features.handlers,
                 .n_runtime_handlers = m->features.n_handlers,
                 .has_features = m->features.has_features,
@@ -329,6 +334,17 @@ void node_manager_set_pressure(struct node_manager *m, bool memory, bool disk, b
         m->disk_pressure = disk;
         m->pid_pressure = pid;
         /* report it now rather than at the next period */
+        if (m->status_busy)
+                m->pressure_changed = true;
+        else if (m->registered)
+                evtimer_add_usec(m->status_timer, 0);
+}
+
+void node_manager_set_shutting_down(struct node_manager *m, bool on) {
+        if (!m || m->shutting_down == on)
+                return;
+        m->shutting_down = on;
+        /* syncNodeStatus: now rather than at the next period */
         if (m->status_busy)
                 m->pressure_changed = true;
         else if (m->registered)

@@ -38,6 +38,8 @@ struct node_manager *node_manager_free(struct node_manager *m);
 /* The eviction manager's node conditions (bits of eviction/api.h: memory 1, disk 2, pid 4) and the hard eviction
  * thresholds taken off allocatable (see node_status_input): a change of the conditions updates the status at once. */
 void node_manager_set_pressure(struct node_manager *m, bool memory, bool disk, bool pid);
+/* the node shutdown manager's ShutdownStatus: not Ready with "node is shutting down" while on; reported now */
+void node_manager_set_shutting_down(struct node_manager *m, bool on);
 void node_manager_set_eviction_reservation(struct node_manager *m, int64_t memory_bytes, float memory_fraction,
                                            int64_t storage_bytes, float storage_fraction);
 

@@ -182,7 +182,7 @@ static json_t *images_json(const struct node_status_input *in) {
 
 int node_status_build(const struct node_status_input *in, json_t **ret) {
         const struct machine_info *mi = in->machine;
-        bool ready = in->runtime_ready && in->network_ready;
+        bool ready = in->runtime_ready && in->network_ready && !in->shutting_down;
         json_t *st;
 
         st = json_pack("{s:o, s:o, s:[o, o, o, o], s:[{s:s, s:s}, {s:s, s:s}], s:{s:{s:i}}, "

@@ -45,6 +45,7 @@ struct node_status_input {
         const char *kube_reserved;        /* "cpu=100m,memory=256Mi" or NULL */
         const char *system_reserved;
         bool runtime_ready, network_ready;
+        bool shutting_down;          /* not Ready either (the message says so) */
         const char *runtime_message; /* why not ready ("container runtime network not ready: ...") */
         const struct node_image *images;
         size_t n_images;

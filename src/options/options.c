@@ -22,6 +22,7 @@
 #include "apis/pod.h"
 #include "basic/error.h"
 #include "features/features.h"
+#include "nodeshutdown/config.h"
 #include "basic/fs.h"
 #include "basic/json.h"
 #include "basic/log.h"
@@ -562,9 +563,6 @@ static const char *const unsupported_fields[] = {
         "reservedMemory",
         "runOnce",
         "showHiddenMetricsForVersion",
-        "shutdownGracePeriod",
-        "shutdownGracePeriodByPodPriority",
-        "shutdownGracePeriodCriticalPods",
         "singleProcessOOMKill",
         "systemCgroups",
         "systemReservedCgroup",
@@ -718,6 +716,7 @@ void kubelet_options_done(struct kubelet_options *o) {
         free(o->config_dir);
         free(o->bootstrap_kubeconfig);
         strv_free(o->feature_gates);
+        free(o->shutdown_by_priority);
         free(o->logging_format);
         free(o->container_runtime);
         *o = (struct kubelet_options) {};
@@ -1370,6 +1369,54 @@ static int config_crash_field(struct config_ctx *c, const char *path, const char
         return config_duration_value(c, path, v, &o->crash_loop_backoff_max_usec);
 }
 
+/* shutdownGracePeriodByPodPriority: [{priority, shutdownGracePeriodSeconds}], replacing any earlier list */
+static int config_shutdown_by_priority(struct config_ctx *c, const char *field, json_t *v, struct kubelet_options *o) {
+        _cleanup_free_ struct nodeshutdown_period *l = NULL;
+        size_t i, n;
+        json_t *e;
+
+        if (!json_is_array(v))
+                return config_error(c, -EINVAL, "%s: expected a list, got %s", field, json_type_name(v));
+        n = json_array_size(v);
+        if (n > 1024)
+                return config_error(c, -EINVAL, "%s: %zu entries, at most 1024", field, n);
+        if (n > 0 && !(l = calloc(n, sizeof(*l))))
+                return -ENOMEM;
+        json_array_foreach(v, i, e) {
+                const char *key;
+                json_t *x;
+
+                if (!json_is_object(e))
+                        return config_error(c, -EINVAL, "%s[%zu]: expected an object, got %s", field, i,
+                                            json_type_name(e));
+                json_object_foreach(e, key, x) {
+                        if (json_is_null(x))
+                                continue;
+                        if (streq(key, "priority")) {
+                                if (!json_is_integer(x) || json_integer_value(x) < INT32_MIN ||
+                                    json_integer_value(x) > INT32_MAX)
+                                        return config_error(c, -EINVAL, "%s[%zu].priority: expected a 32-bit integer",
+                                                            field, i);
+                                l[i].priority = (int32_t) json_integer_value(x);
+                        } else if (streq(key, "shutdownGracePeriodSeconds")) {
+                                /* int64 upstream; a negative budget or more than a year is no budget */
+                                if (!json_is_integer(x) || json_integer_value(x) < 0 ||
+                                    json_integer_value(x) > 365 * 24 * 3600)
+                                        return config_error(c, -EINVAL,
+                                                            "%s[%zu].shutdownGracePeriodSeconds: expected an integer "
+                                                            "between 0 and 31536000",
+                                                            field, i);
+                                l[i].seconds = json_integer_value(x);
+                        } else
+                                return config_error(c, -EINVAL, "unknown field \"%s[%zu].%s\"", field, i, key);
+                }
+        }
+        free(o->shutdown_by_priority);
+        o->shutdown_by_priority = TAKE_PTR(l);
+        o->n_shutdown_by_priority = n;
+        return 0;
+}
+
 static int config_headers(struct config_ctx *c, json_t *v, char ***target) {
         _cleanup_strv_free_ char **l = NULL;
         const char *key;
@@ -1642,6 +1689,12 @@ static int config_apply_field(struct config_ctx *c, const char *key, json_t *v, 
                 return config_duration(c, key, v, &o->eviction_pressure_transition_period_usec);
         if (streq(key, "kernelMemcgNotification"))
                 return config_bool(c, key, v, &o->kernel_memcg_notification);
+        if (streq(key, "shutdownGracePeriod"))
+                return config_duration_value(c, key, v, &o->shutdown_grace_period_usec);
+        if (streq(key, "shutdownGracePeriodCriticalPods"))
+                return config_duration_value(c, key, v, &o->shutdown_grace_period_critical_pods_usec);
+        if (streq(key, "shutdownGracePeriodByPodPriority"))
+                return config_shutdown_by_priority(c, key, v, o);
         if (streq(key, "volumeStatsAggPeriod"))
                 return config_duration(c, key, v, &o->volume_stats_agg_period_usec);
         if (streq(key, "authentication"))
@@ -2144,6 +2197,10 @@ static int validate(const struct kubelet_options *o, struct ck_error **ret_error
             inet_pton(AF_INET6, o->node_ip, addr) != 1)
                 return ck_error_set(ret_error, -EINVAL, "failed to parse node IP \"%s\"", o->node_ip);
 
+        r = nodeshutdown_validate(o->shutdown_grace_period_usec, o->shutdown_grace_period_critical_pods_usec,
+                                  o->n_shutdown_by_priority, ret_error);
+        if (r < 0)
+                return r;
         if (isempty(o->address) ||
             (inet_pton(AF_INET, o->address, addr) != 1 && inet_pton(AF_INET6, o->address, addr) != 1))
                 return ck_error_set(ret_error, -EINVAL,

@@ -8,6 +8,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "nodeshutdown/config.h"
+
 struct ck_error;
 
 struct kubelet_options {
@@ -149,6 +151,11 @@ struct kubelet_options {
         bool kernel_memcg_notification;        /* --kernel-memcg-notification / kernelMemcgNotification: true here
                                                 (upstream: false) */
         uint64_t volume_stats_agg_period_usec; /* --volume-stats-agg-period / volumeStatsAggPeriod, 1m */
+        /* graceful node shutdown (config file only, as upstream); 0 and none: off */
+        uint64_t shutdown_grace_period_usec;               /* shutdownGracePeriod */
+        uint64_t shutdown_grace_period_critical_pods_usec; /* shutdownGracePeriodCriticalPods */
+        struct nodeshutdown_period *shutdown_by_priority;  /* shutdownGracePeriodByPodPriority */
+        size_t n_shutdown_by_priority;
         /* the flags given on the command line for /flagz: name, value, name, value... (the last value of a flag
          * given twice, as pflag keeps it; a shorthand under its long name) */
         char **given_flags;

@@ -132,6 +132,20 @@ void api_handle_configz(struct api_request *r) {
                 if (dns)
                         json_object_set_new(c, "clusterDNS", dns);
         }
+        /* graceful node shutdown (the list omitted when empty, as omitempty does) */
+        json_object_set_new(c, "shutdownGracePeriod", duration_json(o->shutdown_grace_period_usec));
+        json_object_set_new(c, "shutdownGracePeriodCriticalPods",
+                            duration_json(o->shutdown_grace_period_critical_pods_usec));
+        if (o->n_shutdown_by_priority > 0) {
+                json_t *l = json_array();
+                for (size_t i = 0; l && i < o->n_shutdown_by_priority; i++)
+                        json_array_append_new(l, json_pack("{s:i, s:I}", "priority",
+                                                           (int) o->shutdown_by_priority[i].priority,
+                                                           "shutdownGracePeriodSeconds",
+                                                           (json_int_t) o->shutdown_by_priority[i].seconds));
+                if (l)
+                        json_object_set_new(c, "shutdownGracePeriodByPodPriority", l);
+        }
         api_reply_json(r->req, 200, json_pack("{s:o}", "kubeletconfig", c));
 }
 

@@ -279,6 +279,14 @@ const json_t *status_manager_get(struct status_manager *m, const char *uid) {
         return e ? e->wanted : NULL;
 }
 
+bool status_manager_synced(struct status_manager *m, const char *uid) {
+        const struct status_entry *e = m ? hashmap_get(&m->by_uid, uid) : NULL;
+
+        if (!e || e->gone || !e->wanted)
+                return true;
+        return !e->req && e->sent && json_equal(e->sent, e->wanted);
+}
+
 static void entry_remove(struct status_entry *e) {
         struct status_manager *m = e->m;
 

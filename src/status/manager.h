@@ -7,6 +7,7 @@
 
 #include <event2/event.h>
 #include <jansson.h>
+#include <stdbool.h>
 
 struct kube_client;
 struct status_manager;
@@ -29,5 +30,8 @@ typedef void (*status_final_cb)(const char *uid, void *userdata);
  * status: taken. Nothing is called after status_manager_free. -ENOMEM: nothing set, done never called. */
 int status_manager_set_final(struct status_manager *m, const char *uid, const char *ns, const char *name,
                              json_t *status, status_final_cb done, void *userdata);
+/* The API server has the newest status set for the pod (or has no such pod, or nothing was set for it): no
+ * request in flight, nothing left to send. */
+bool status_manager_synced(struct status_manager *m, const char *uid);
 /* The pod is gone: forget it (not a pod whose final status is on its way). */
 void status_manager_forget(struct status_manager *m, const char *uid);
