@@ -1,0 +1,60 @@
+"""Upstream v1.37 behaviours of the node's API surface (issues 37 and 32): node.status.declaredFeatures against
+the real v1.37 control plane, 405 Method Not Allowed from the read-only endpoints, the pod resources API's Get,
+the client CA bundle reloaded without a restart, and the node log query on files under /var/log."""
+import time
+
+from apiobjects import SLEEP, api_pod, cond, container
+from test_api import cas, start_api  # noqa: F401 (cas is a fixture)
+
+
+# ---------------------------------------------------------------- declaredFeatures (NodeDeclaredFeatures, GA v1.37)
+
+
+def test_declared_features_only_what_ckubelet_implements(kube):
+    """Upstream v1.37 declares RestartAllContainersOnContainerExits, InPlacePodLevelResourcesVerticalScaling,
+    ExtendWebSocketsToKubelet and InPlacePodVerticalScalingInitContainers by default; ckubelet implements none of
+    them yet, so its node declares nothing, and the v1.37 scheduler keeps a pod that needs one of them off it."""
+    kube.kubelet()
+    node = kube.wait(lambda: (n := kube.node_obj()) and cond(n, "Ready") and cond(n, "Ready")["status"] == "True"
+                     and n, 60, msg="the node Ready")
+    assert "declaredFeatures" not in node["status"], node["status"].get("declaredFeatures")
+
+    # a pod with a RestartAllContainers rule needs RestartAllContainersOnContainerExits declared by its node
+    p = api_pod("restart-all", [container("app", SLEEP, restartPolicy="Never",
+                                          restartPolicyRules=[{"action": "RestartAllContainers",
+                                                               "exitCodes": {"operator": "In", "values": [42]}}])],
+                kube.node, restart_policy="Never", grace=1)
+    del p["spec"]["nodeName"]
+    p["spec"]["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": [kube.node]}]}]}}}
+    kube.create("pods", p)
+    sched = kube.wait(lambda: (q := kube.pod("restart-all")) and cond(q, "PodScheduled") and q, 60,
+                      msg="the scheduler's verdict")
+    c = cond(sched, "PodScheduled")
+    assert c["status"] == "False" and c["reason"] == "Unschedulable", c
+    assert "didn't match Pod's required features" in c.get("message", ""), c
+    assert not sched["spec"].get("nodeName")
+
+
+# ---------------------------------------------------------------- 405 from the read-only endpoints (v1.37)
+
+
+def test_read_only_endpoints_refuse_other_methods(kubelet_factory, cas):  # noqa: F811
+    api = start_api(kubelet_factory, cas)
+    for path in ("/pods", "/runningpods/", "/containerLogs/default/p/c", "/logs/"):
+        for method in ("POST", "PUT", "DELETE", "PATCH", "HEAD"):
+            status, body, headers = api.admin.request(path, method=method)
+            assert status == 405, (path, method, status, body)
+            assert headers.get("Allow") == "GET", (path, method, headers)
+            if method != "HEAD":
+                assert body == "405: Method Not Allowed", (path, method, body)
+        assert api.admin.request(path)[0] != 405, path
+    # GET and POST routes: /stats/summary and the streaming endpoints
+    for path in ("/stats/summary", "/exec/default/p/c"):
+        status, body, headers = api.admin.request(path, method="PUT")
+        assert (status, body, headers.get("Allow")) == (405, "405: Method Not Allowed", "GET, POST"), path
+    status, _, headers = api.admin.request("/run/default/p/c", method="GET")
+    assert (status, headers.get("Allow")) == (405, "POST")
+    # the read-only port too
+    status, body, headers = api.readonly.request("/pods", method="DELETE")
+    assert (status, body, headers.get("Allow")) == (405, "405: Method Not Allowed", "GET")
