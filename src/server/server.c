@@ -19,6 +19,7 @@
 #include "basic/string.h"
 #include "features/features.h"
 #include "basic/strv.h"
+#include "server/client_ca.h"
 #include "server/methods.h"
 #include "server/server-internal.h"
 #include "stats/cadvisor.h"
@@ -608,6 +609,7 @@ struct api_server *api_server_free(struct api_server *s) {
         s->cadvisor = cadvisor_free(s->cadvisor);
         api_cache_free(s->token_cache);
         api_cache_free(s->authz_cache);
+        api_client_ca_done(s);
         if (s->ssl_ctx)
                 SSL_CTX_free(s->ssl_ctx);
         api_tls_done(s);

@@ -1,9 +1,13 @@
 """Upstream v1.37 behaviours of the node's API surface (issues 37 and 32): node.status.declaredFeatures against
 the real v1.37 control plane, 405 Method Not Allowed from the read-only endpoints, the pod resources API's Get,
 the client CA bundle reloaded without a restart, and the node log query on files under /var/log."""
+import os
+import shutil
 import time
 
 from apiobjects import SLEEP, api_pod, cond, container
+from apiclient import Client
+from conftest import wait_for
 from test_api import cas, start_api  # noqa: F401 (cas is a fixture)
 
 
@@ -58,3 +62,41 @@ def test_read_only_endpoints_refuse_other_methods(kubelet_factory, cas):  # noqa
     # the read-only port too
     status, body, headers = api.readonly.request("/pods", method="DELETE")
     assert (status, body, headers.get("Allow")) == (405, "405: Method Not Allowed", "GET")
+
+
+# ---------------------------------------------------------------- --client-ca-file reloaded (issue 32 item 5)
+
+
+def test_client_ca_file_reloaded_without_restart(kubelet_factory, cas, tmp_path):  # noqa: F811
+    ca, other = cas
+    bundle = tmp_path / "client-ca.crt"
+    shutil.copy(ca.crt, bundle)
+    k = kubelet_factory(start=False)
+    k.start("--client-ca-file", str(bundle), "--authorization-mode", "AlwaysAllow")
+    admin = Client(k.port, cert=ca.client("admin", ["system:masters"]))
+    newcomer = Client(k.port, cert=other.client("newcomer"))
+    wait_for(lambda: admin.get("/pods")[0] == 200, msg="the API")
+    pid = k.proc.pid
+    # a certificate from a CA not in the bundle is not authenticated
+    assert newcomer.get("/pods")[0] == 401
+
+    # a broken bundle keeps the one in use, with an error
+    bundle.write_text("-----BEGIN CERTIFICATE-----\nbroken\n-----END CERTIFICATE-----\n")
+    wait_for(lambda: "Failed to reload the client CA bundle" in k.log(), msg="the reload error")
+    assert admin.get("/pods")[0] == 200
+    assert newcomer.get("/pods")[0] == 401
+
+    # both CAs: the newcomer is accepted on a new connection, the old CA still works, nothing restarted
+    with open(ca.crt) as a, open(other.crt) as b:
+        tmp = tmp_path / "client-ca.crt.new"
+        tmp.write_text(a.read() + b.read())
+        os.rename(tmp, bundle)
+    wait_for(lambda: newcomer.get("/pods")[0] == 200, msg="the new CA accepted")
+    assert admin.get("/pods")[0] == 200
+    assert "Loaded a new client CA bundle" in k.log()
+
+    # the old CA dropped: its clients are refused from then on
+    shutil.copy(other.crt, bundle)
+    wait_for(lambda: admin.get("/pods")[0] == 401, msg="the old CA refused")
+    assert newcomer.get("/pods")[0] == 200
+    assert k.proc.pid == pid and k.proc.poll() is None
