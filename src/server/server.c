@@ -398,8 +398,12 @@ static void api_route(struct api_request *r) {
                         return;
                 }
                 if (startswith(p, "/logs/")) {
+                        if (!r->s->o->enable_system_log_handler) {
+                                api_reply_text(r->req, 405, "logs endpoint is disabled.\n");
+                                return;
+                        }
                         if (method_is(r, EVHTTP_REQ_GET))
-                                api_handle_logs_dir(r, p + strlen("/logs/"));
+                                api_handle_logs(r, p + strlen("/logs/"));
                         return;
                 }
                 if (subpath(p, "/exec", &rest) || subpath(p, "/attach", &rest) || subpath(p, "/portForward", &rest)) {
