@@ -5,6 +5,7 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -96,6 +97,17 @@ static int load(struct api_server *s, struct ck_error **ret_error) {
         r = api_client_ca_parse(data, size, &store, &names, ret_error);
         if (r < 0)
                 return r;
+        /* a session from before a reload is not resumed (its client certificate was verified against the old
+         * bundle): the session id context changes with each bundle */
+        if (s->client_ca_pem) {
+                char sid[32];
+                int n = snprintf(sid, sizeof(sid), "ckubelet-%u", ++s->client_ca_generation);
+                if (SSL_CTX_set_session_id_context(s->ssl_ctx, (const unsigned char *) sid, (unsigned) n) != 1) {
+                        X509_STORE_free(store);
+                        sk_X509_NAME_pop_free(names, X509_NAME_free);
+                        return ck_error_set(ret_error, -ENOMEM, "cannot set the session id context");
+                }
+        }
         /* the context takes its own reference; handshakes started from now on verify against the new store */
         SSL_CTX_set1_cert_store(s->ssl_ctx, store);
         X509_STORE_free(store);

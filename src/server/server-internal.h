@@ -66,6 +66,7 @@ struct api_server {
         size_t client_ca_size;
         struct stat client_ca_stat;
         bool client_ca_loaded, client_ca_failed;
+        unsigned client_ca_generation; /* bumped per reload: the TLS session id context */
         struct event *client_ca_timer;
         /* serverTLSBootstrap: the pair from the certificates API, set on each handshake by a certificate callback;
          * until the first one is issued handshakes fail (no self-signed fallback, as upstream) */
