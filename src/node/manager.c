@@ -11,9 +11,11 @@
 
 #include "basic/error.h"
 #include "basic/log.h"
+#include "basic/macro.h"
 #include "basic/strv.h"
 #include "basic/time.h"
 #include "basic/timer.h"
+#include "node/declared_features.h"
 #include "node/node_status.h"
 #include "node/runtime_features.h"
 #include "stats/machine.h"
@@ -172,7 +174,11 @@ static int ready_errors(struct node_manager *m, bool *ret_runtime_ok, bool *ret_
 }
 
 static void fill_input(struct node_manager *m, struct node_status_input *in) {
+        /* the declared features follow from constants: the same list every time (loop thread only) */
+        static const char *declared[16];
         bool runtime_ok = false, network_ok = false;
+        const struct node_declared_feature *t;
+        size_t n_t, n_declared;
 
         free(m->ready_message);
         m->ready_message = NULL;
@@ -214,6 +220,11 @@ static void fill_input(struct node_manager *m, struct node_status_input *in) {
                 .eviction_storage_fraction = m->eviction_storage_fraction,
                 .volumes_in_use = m->in_use,
         };
+        t = node_declared_feature_table(&n_t);
+        assert(n_t <= ELEMENTSOF(declared));
+        n_declared = node_declared_features(t, n_t, declared);
+        in->declared_features = declared;
+        in->n_declared_features = n_declared;
         if (m->get_extended)
                 m->get_extended(m->extended_userdata, &in->extended, &in->n_extended);
 }

@@ -249,6 +249,17 @@ int node_status_build(const struct node_status_input *in, json_t **ret) {
                 json_decref(st);
                 return -ENOMEM;
         }
+        /* declaredFeatures (upstream sets the list when it has one) */
+        if (in->n_declared_features > 0) {
+                json_t *l = json_array();
+                for (size_t i = 0; l && i < in->n_declared_features; i++)
+                        if (json_array_append_new(l, json_string(in->declared_features[i])) < 0)
+                                json_decref(TAKE_PTR(l));
+                if (!l || json_object_set_new(st, "declaredFeatures", l) < 0) {
+                        json_decref(st);
+                        return -ENOMEM;
+                }
+        }
         *ret = st;
         return 0;
 }

@@ -72,6 +72,9 @@ struct node_status_input {
         size_t n_runtime_handlers;
         bool has_features;
         bool supplemental_groups_policy;
+        /* status.declaredFeatures (node_declared_features()); absent when none */
+        const char *const *declared_features;
+        size_t n_declared_features;
 };
 
 /* The NodeStatus object. */

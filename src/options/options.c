@@ -531,8 +531,6 @@ static const char *const unsupported_fields[] = {
         "enableControllerAttachDetach",
         "enableDebugFlagsHandler",
         "enableProfilingHandler",
-        "enableSystemLogHandler",
-        "enableSystemLogQuery",
         "eventBurst",
         "eventRecordQPS",
         "failCgroupV1",
@@ -603,6 +601,7 @@ int kubelet_options_init(struct kubelet_options *o) {
                 .verbosity = 0,
                 .enable_server = true,
                 .enable_debugging_handlers = true,
+                .enable_system_log_handler = true,
                 .port = DEFAULT_PORT,
                 .healthz_port = DEFAULT_HEALTHZ_PORT,
                 .authentication_token_webhook = true,
@@ -1588,6 +1587,10 @@ static int config_apply_field(struct config_ctx *c, const char *key, json_t *v, 
                 return config_bool(c, key, v, &o->enable_server);
         if (streq(key, "enableDebuggingHandlers"))
                 return config_bool(c, key, v, &o->enable_debugging_handlers);
+        if (streq(key, "enableSystemLogHandler"))
+                return config_bool(c, key, v, &o->enable_system_log_handler);
+        if (streq(key, "enableSystemLogQuery"))
+                return config_bool(c, key, v, &o->enable_system_log_query);
         if (streq(key, "address"))
                 return config_string_default(c, key, v, &o->address);
         if (streq(key, "healthzBindAddress"))

@@ -46,6 +46,8 @@ struct kubelet_options {
         bool enable_server;                /* --enable-server / enableServer, true */
         bool enable_debugging_handlers;    /* --enable-debugging-handlers / enableDebuggingHandlers, true: logs,
                                                 exec, attach, portForward, run, containerLogs */
+        bool enable_system_log_handler;    /* enableSystemLogHandler, true: /logs/ (else 405) */
+        bool enable_system_log_query;      /* enableSystemLogQuery, false: /logs/?query= (NodeLogQuery) */
         char *address;                     /* --address / address, 0.0.0.0 */
         int port;                          /* --port / port, 10250 (TLS) */
         int read_only_port;                /* --read-only-port / readOnlyPort, 0 = off */

@@ -19,6 +19,7 @@
 #include "basic/string.h"
 #include "basic/strv.h"
 #include "basic/time.h"
+#include "server/client_ca.h"
 #include "server/server-internal.h"
 
 #define SELF_SIGNED_VALIDITY_DAYS 365
@@ -259,15 +260,10 @@ int api_tls_setup(struct api_server *s) {
                         return r;
         }
         if (!isempty(o->client_ca_file)) {
-                STACK_OF(X509_NAME) * names;
-                if (SSL_CTX_load_verify_locations(s->ssl_ctx, o->client_ca_file, NULL) != 1) {
-                        err = ssl_error_string();
-                        return log_error_errno(-EINVAL, "unable to load client CA file (--client-ca-file) %s: %s",
-                                               o->client_ca_file, strna(err));
-                }
-                names = SSL_load_client_CA_file(o->client_ca_file);
-                if (names)
-                        SSL_CTX_set_client_CA_list(s->ssl_ctx, names);
+                /* reloaded when the file changes (client_ca.c) */
+                r = api_client_ca_setup(s);
+                if (r < 0)
+                        return r;
                 SSL_CTX_set_verify(s->ssl_ctx, SSL_VERIFY_PEER, verify_accept);
                 s->have_client_ca = true;
         }

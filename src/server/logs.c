@@ -18,6 +18,7 @@
 #include "logs/logs.h"
 #include "server/logs_query.h"
 #include "server/logs_dir.h"
+#include "server/node_log_query.h"
 #include "server/server-internal.h"
 
 #define LOGS_ROOT "/var/log"
@@ -432,4 +433,62 @@ void api_handle_logs_dir(struct api_request *r, const char *rest) {
                 const char *type = api_logs_dir_content_type_fd(fd, rest); /* sniffed: binary logs are not text */
                 file_stream_start(r, TAKE_FD(fd), (uint64_t) st.st_size, type);
         }
+}
+
+/* /logs/ with enableSystemLogQuery: the node log query (upstream's logServer in query mode) */
+void api_handle_logs(struct api_request *r, const char *rest) {
+        _cleanup_(node_log_query_freep) struct node_log_query *q = NULL;
+        _cleanup_free_ char *err = NULL;
+        _cleanup_close_ int dirfd = -1;
+        const char *file;
+        int k;
+
+        if (!r->s->o->enable_system_log_query) {
+                api_handle_logs_dir(r, rest);
+                return;
+        }
+        k = node_log_query_parse(r->query, &q, &err);
+        if (k == -EINVAL) {
+                api_reply_text(r->req, 400, "%s\n", err);
+                return;
+        }
+        if (k < 0) {
+                api_reply_text(r->req, 500, "Internal Error: out of memory\n");
+                return;
+        }
+        if (!q) {
+                api_handle_logs_dir(r, rest);
+                return;
+        }
+        if (!isempty(rest)) {
+                api_reply_text(r->req, 406, "path not allowed in query mode\n");
+                return;
+        }
+        dirfd = open(LOGS_ROOT, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dirfd < 0) {
+                api_reply_text(r->req, 500, "Internal Error: cannot open %s: %s\n", LOGS_ROOT, strerror(errno));
+                return;
+        }
+        k = node_log_query_validate(q, dirfd, &err);
+        if (k == -EINVAL) {
+                api_reply_text(r->req, 406, "%s\n", err);
+                return;
+        }
+        if (k < 0) {
+                api_reply_text(r->req, 500, "Internal Error: out of memory\n");
+                return;
+        }
+        if (q->services) {
+                /* journald (journalctl) is not queried by ckubelet */
+                api_reply_text(r->req, 501,
+                               "Not Implemented: ckubelet does not query journald for services; query a file under "
+                               "%s\n",
+                               LOGS_ROOT);
+                return;
+        }
+        /* one file, no options (validated): served as the file server serves it */
+        file = q->files[0];
+        while (*file == '/' || *file == '\\')
+                file++;
+        api_handle_logs_dir(r, file);
 }

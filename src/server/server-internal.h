@@ -6,6 +6,7 @@
 #include <jansson.h>
 #include <openssl/ssl.h>
 #include <stdbool.h>
+#include <sys/stat.h>
 #include <sys/socket.h>
 
 #include "container/container.h"
@@ -60,6 +61,13 @@ struct api_server {
         struct api_host host;
         SSL_CTX *ssl_ctx;
         bool have_client_ca;
+        /* the client CA bundle in use and the file it came from (client_ca.c) */
+        char *client_ca_pem;
+        size_t client_ca_size;
+        struct stat client_ca_stat;
+        bool client_ca_loaded, client_ca_failed;
+        unsigned client_ca_generation; /* bumped per reload: the TLS session id context */
+        struct event *client_ca_timer;
         /* serverTLSBootstrap: the pair from the certificates API, set on each handshake by a certificate callback;
          * until the first one is issued handshakes fail (no self-signed fallback, as upstream) */
         bool bootstrap_serving;
@@ -308,6 +316,7 @@ void api_sli_observe(struct api_server *s, int check, bool ok);
 void api_handle_stats_summary(struct api_request *r, bool resource_metrics);
 void api_handle_run(struct api_request *r, const char *rest);
 void api_handle_container_logs(struct api_request *r, const char *rest);
+void api_handle_logs(struct api_request *r, const char *rest); /* the node log query, else api_handle_logs_dir */
 void api_handle_logs_dir(struct api_request *r, const char *rest);
 void api_handle_streaming(struct api_request *r, const char *kind, const char *rest);
 

@@ -19,6 +19,8 @@
 #include "basic/string.h"
 #include "features/features.h"
 #include "basic/strv.h"
+#include "server/client_ca.h"
+#include "server/methods.h"
 #include "server/server-internal.h"
 #include "stats/cadvisor.h"
 #include "stats/machine.h"
@@ -283,12 +285,14 @@ static bool subpath(const char *path, const char *prefix, const char **ret_rest)
         return true;
 }
 
+/* the methods of the endpoint's routes (server/methods.h); any other is answered 405 as upstream's router does */
 static bool method_is(struct api_request *r, int allowed) {
-        if (r->method & allowed)
+        char allow[API_ALLOW_MAX];
+
+        if (api_method_allowed((int) r->method, allowed))
                 return true;
-        evhttp_add_header(evhttp_request_get_output_headers(r->req), "Allow",
-                          allowed & EVHTTP_REQ_POST ? (allowed & EVHTTP_REQ_GET ? "GET, POST" : "POST") : "GET");
-        api_reply_text(r->req, 405, "Method Not Allowed\n");
+        evhttp_add_header(evhttp_request_get_output_headers(r->req), "Allow", api_allow_header(allowed, allow));
+        api_reply_text(r->req, 405, "%s", API_METHOD_NOT_ALLOWED_BODY);
         return false;
 }
 
@@ -319,12 +323,12 @@ static void api_route(struct api_request *r) {
                 return;
         }
         if (streq(p, "/pods") || streq(p, "/pods/")) {
-                if (method_is(r, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD))
+                if (method_is(r, EVHTTP_REQ_GET))
                         api_handle_pods(r);
                 return;
         }
         if (streq(p, "/stats/summary") || streq(p, "/stats/summary/")) {
-                if (method_is(r, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD))
+                if (method_is(r, EVHTTP_REQ_GET | EVHTTP_REQ_POST))
                         api_handle_stats_summary(r, false);
                 return;
         }
@@ -360,7 +364,7 @@ static void api_route(struct api_request *r) {
         }
         if (debug) {
                 if (streq(p, "/runningpods") || streq(p, "/runningpods/")) {
-                        if (method_is(r, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD))
+                        if (method_is(r, EVHTTP_REQ_GET))
                                 api_handle_running_pods(r);
                         return;
                 }
@@ -384,7 +388,7 @@ static void api_route(struct api_request *r) {
                         return;
                 }
                 if (subpath(p, "/containerLogs", &rest)) {
-                        if (method_is(r, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD))
+                        if (method_is(r, EVHTTP_REQ_GET))
                                 api_handle_container_logs(r, rest);
                         return;
                 }
@@ -394,8 +398,12 @@ static void api_route(struct api_request *r) {
                         return;
                 }
                 if (startswith(p, "/logs/")) {
-                        if (method_is(r, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD))
-                                api_handle_logs_dir(r, p + strlen("/logs/"));
+                        if (!r->s->o->enable_system_log_handler) {
+                                api_reply_text(r->req, 405, "logs endpoint is disabled.\n");
+                                return;
+                        }
+                        if (method_is(r, EVHTTP_REQ_GET))
+                                api_handle_logs(r, p + strlen("/logs/"));
                         return;
                 }
                 if (subpath(p, "/exec", &rest) || subpath(p, "/attach", &rest) || subpath(p, "/portForward", &rest)) {
@@ -605,6 +613,7 @@ struct api_server *api_server_free(struct api_server *s) {
         s->cadvisor = cadvisor_free(s->cadvisor);
         api_cache_free(s->token_cache);
         api_cache_free(s->authz_cache);
+        api_client_ca_done(s);
         if (s->ssl_ctx)
                 SSL_CTX_free(s->ssl_ctx);
         api_tls_done(s);

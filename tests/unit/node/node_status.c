@@ -7,7 +7,9 @@
 #include <cmocka.h>
 
 #include "basic/error.h"
+#include "basic/macro.h"
 #include "basic/time.h"
+#include "node/declared_features.h"
 #include "node/node_status.h"
 
 static struct machine_info machine = {
@@ -222,12 +224,55 @@ static void test_reserved(void **state) {
         assert_non_null(strstr(ck_error_message(why), "gpu"));
 }
 
+/* upstream's registry in its order; only what ckubelet implements (today nothing) is declared, and a declared
+ * list goes out as status.declaredFeatures */
+static void test_declared_features(void **state) {
+        (void) state;
+        struct node_declared_feature t[] = {
+                { "A", true, false, true },  /* implemented, gate on: declared */
+                { "B", true, false, false }, /* not implemented */
+                { "C", false, false, true }, /* gate off by default */
+                { "D", true, true, true },   /* waits for a runtime feature */
+                { "E", true, false, true },
+        };
+        const struct node_declared_feature *real;
+        const char *out[16];
+        struct node_status_input in;
+        json_t *st = NULL, *l;
+        size_t n;
+
+        assert_int_equal(node_declared_features(t, ELEMENTSOF(t), out), 2);
+        assert_string_equal(out[0], "A");
+        assert_string_equal(out[1], "E");
+
+        real = node_declared_feature_table(&n);
+        assert_int_equal(n, 9);
+        assert_string_equal(real[0].name, "RestartAllContainersOnContainerExits");
+        assert_string_equal(real[8].name, "DRAOptionalNodeOperations");
+        assert_int_equal(node_declared_features(real, n, out), 0);
+
+        input(&in);
+        assert_int_equal(node_status_build(&in, &st), 0);
+        assert_null(json_object_get(st, "declaredFeatures"));
+        json_decref(st);
+        out[0] = "A";
+        out[1] = "E";
+        in.declared_features = out;
+        in.n_declared_features = 2;
+        assert_int_equal(node_status_build(&in, &st), 0);
+        l = json_object_get(st, "declaredFeatures");
+        assert_int_equal(json_array_size(l), 2);
+        assert_string_equal(json_string_value(json_array_get(l, 1)), "E");
+        json_decref(st);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_status),
                 cmocka_unit_test(test_object),
                 cmocka_unit_test(test_reserved),
                 cmocka_unit_test(test_runtime_features),
+                cmocka_unit_test(test_declared_features),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

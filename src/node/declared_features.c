@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* node.status.declaredFeatures: see declared_features.h. */
+
+#include "node/declared_features.h"
+
+#include <assert.h>
+
+#include "basic/macro.h"
+
+/* upstream v1.37.2 features.AllFeatures, each with its gate's v1.37 default (pkg/features/kube_features.go) */
+static const struct node_declared_feature table[] = {
+        /* restartPolicyRules action RestartAllContainers: ckubelet knows only the action Restart */
+        { "RestartAllContainersOnContainerExits", true, false, false },
+        /* resizing pod-level resources: ckubelet does not act on pod-level resources */
+        { "InPlacePodLevelResourcesVerticalScaling", true, false, false },
+        /* exec/attach/port-forward over WebSocket (v5) served by the kubelet: ckubelet hands the connection to
+         * the runtime's streaming server as it is */
+        { "ExtendWebSocketsToKubelet", true, false, false },
+        /* resizing regular (non-sidecar) init containers: ckubelet resizes sidecars only */
+        { "InPlacePodVerticalScalingInitContainers", true, false, false },
+        /* resizing memory-backed emptyDir volumes: alpha, off */
+        { "InPlacePodVerticalScalingMemoryBackedVolumes", false, false, false },
+        /* user namespaces with hostNetwork: alpha, off; needs the runtime's UserNamespacesHostNetwork */
+        { "UserNamespacesHostNetworkSupport", false, true, false },
+        /* DRA node allocatable resources: alpha, off */
+        { "DRANodeAllocatableResources", false, false, false },
+        /* bind mount options of volumes: alpha, off; needs the runtime's MountOptions */
+        { "VolumeBindMountOptions", false, true, false },
+        /* DRA optional node operations: alpha, off */
+        { "DRAOptionalNodeOperations", false, false, false },
+};
+
+const struct node_declared_feature *node_declared_feature_table(size_t *ret_n) {
+        assert(ret_n);
+        *ret_n = ELEMENTSOF(table);
+        return table;
+}
+
+size_t node_declared_features(const struct node_declared_feature *t, size_t n, const char **ret) {
+        size_t k = 0;
+
+        assert(t || n == 0);
+        for (size_t i = 0; i < n; i++)
+                if (t[i].implemented && t[i].gate_default && !t[i].needs_runtime)
+                        ret[k++] = t[i].name;
+        return k;
+}
