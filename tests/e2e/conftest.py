@@ -69,6 +69,35 @@ def wait_for(cond, timeout=30.0, interval=0.05, msg="condition"):
         time.sleep(interval)
 
 
+def private_system_bus(dirpath):
+    """A dbus-daemon of the test's own on <dirpath>/system_bus_socket (a fake systemd or logind owns names on it;
+    ckubelet is pointed at it with DBUS_SYSTEM_BUS_ADDRESS). Returns (daemon process, address, socket path)."""
+    sock = os.path.join(dirpath, "system_bus_socket")
+    if os.path.exists(sock):
+        os.unlink(sock)  # a bus before this one
+    address = f"unix:path={sock}"
+    conf = os.path.join(dirpath, "bus.conf")
+    with open(conf, "w") as f:
+        f.write(textwrap.dedent(f"""\
+            <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+             "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+            <busconfig>
+              <type>session</type>
+              <listen>{address}</listen>
+              <auth>EXTERNAL</auth>
+              <policy context="default">
+                <allow send_destination="*" eavesdrop="true"/>
+                <allow eavesdrop="true"/>
+                <allow own="*"/>
+              </policy>
+            </busconfig>
+            """))
+    daemon = subprocess.Popen(["dbus-daemon", "--nofork", "--nopidfile", f"--config-file={conf}"],
+                              stdout=subprocess.DEVNULL, stderr=open(os.path.join(dirpath, "dbus.log"), "w"))
+    wait_for(lambda: os.path.exists(sock), 20, msg="the private bus' socket")
+    return daemon, address, sock
+
+
 class Runtime:
     """The private containerd, queried over CRI with ckubelet-crictl."""
 

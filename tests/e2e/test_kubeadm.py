@@ -141,6 +141,31 @@ def drop_in_command(extra_args, paths=None):
     return argv, env
 
 
+def read_log(path):
+    with open(path, errors="replace") as f:
+        return f.read()
+
+
+def run_kubeadm(argv, bindir, log_path, start_kubelet, timeout):
+    """kubeadm (init or join) in the background, bindir first on its PATH (its `kubelet`); start_kubelet() as soon
+    as kubeadm's kubelet-start phase has written the kubelet's files, as systemd would start the unit. Returns
+    kubeadm's exit status and output."""
+    with open(log_path, "w") as log:
+        kubeadm = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                   env=dict(os.environ, PATH=bindir + os.pathsep + os.environ["PATH"]))
+    try:
+        wait_for(lambda: kubeadm.poll() is not None or "[kubelet-start] Starting the kubelet" in read_log(log_path),
+                 300, interval=0.2, msg=f"the kubelet-start phase of {' '.join(argv[:3])}")
+        if kubeadm.poll() is None:
+            start_kubelet()
+        rc = kubeadm.wait(timeout=timeout)
+    finally:
+        if kubeadm.poll() is None:
+            kubeadm.kill()
+            kubeadm.wait()
+    return rc, read_log(log_path)
+
+
 class KubeadmNode:
     """One `kubeadm init` node: kubeadm's files, ckubelet started from the drop-in, kubectl with admin.conf."""
 
@@ -267,26 +292,11 @@ class KubeadmNode:
         os.makedirs(bindir, exist_ok=True)
         if not os.path.lexists(os.path.join(bindir, "kubelet")):
             os.symlink(CKUBELET, os.path.join(bindir, "kubelet"))
-        log = open(self.kubeadm_log, "w")
-        kubeadm = subprocess.Popen([self.kubeadm, "init", "--config", self.config, "--v=1"], stdout=log,
-                                   stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                   env=dict(os.environ, PATH=bindir + os.pathsep + os.environ["PATH"]))
-        log.close()
-        try:
-            wait_for(lambda: kubeadm.poll() is not None or "[kubelet-start] Starting the kubelet" in self.init_log(),
-                     300, interval=0.2, msg="kubeadm's kubelet-start phase")
-            if kubeadm.poll() is None:
-                self.start_kubelet()
-            rc = kubeadm.wait(timeout=600)
-        finally:
-            if kubeadm.poll() is None:
-                kubeadm.kill()
-                kubeadm.wait()
-        return rc, self.init_log()
+        return run_kubeadm([self.kubeadm, "init", "--config", self.config, "--v=1"], bindir, self.kubeadm_log,
+                           self.start_kubelet, 600)
 
     def init_log(self):
-        with open(self.kubeadm_log, errors="replace") as f:
-            return f.read()
+        return read_log(self.kubeadm_log)
 
     # ------------------------------------------------------------------ ckubelet
 
@@ -722,26 +732,9 @@ class JoinNode:
         bindir = os.path.join(self.dir, "bin")
         os.makedirs(bindir, exist_ok=True)
         os.symlink(CKUBELET, os.path.join(bindir, "kubelet"))
-        with open(self.join_log, "w") as log:
-            kubeadm = subprocess.Popen(["nsenter", f"--mount={self.mntns}", f"--net=/run/netns/{JOIN_NETNS}",
-                                        self.first.kubeadm, "join", "--config", config, "--v=1"], stdout=log,
-                                       stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                       env=dict(os.environ, PATH=bindir + os.pathsep + os.environ["PATH"]))
-        try:
-            wait_for(lambda: kubeadm.poll() is not None or "[kubelet-start] Starting the kubelet" in self.log(),
-                     300, interval=0.2, msg="kubeadm join's kubelet-start phase")
-            if kubeadm.poll() is None:
-                self.start_kubelet()
-            rc = kubeadm.wait(timeout=400)
-        finally:
-            if kubeadm.poll() is None:
-                kubeadm.kill()
-                kubeadm.wait()
-        return rc, self.log()
-
-    def log(self):
-        with open(self.join_log, errors="replace") as f:
-            return f.read()
+        return run_kubeadm(["nsenter", f"--mount={self.mntns}", f"--net=/run/netns/{JOIN_NETNS}",
+                            self.first.kubeadm, "join", "--config", config, "--v=1"], bindir, self.join_log,
+                           self.start_kubelet, 400)
 
     def start_kubelet(self):
         # the drop-in's EnvironmentFile= paths are this node's (its private /var/lib/kubelet)

@@ -16,7 +16,7 @@ import time
 import pytest
 
 from apiobjects import api_pod, cond, container
-from conftest import NODE, wait_for
+from conftest import private_system_bus, NODE, wait_for
 from fakeapi import FakeApiServer
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -33,25 +33,7 @@ class FakeLogind:
         self.address = f"unix:path={self.socket}"
         self.calls_file = os.path.join(dirpath, "calls.jsonl")
         self.conf_dir = os.path.join(dirpath, "logind.conf.d")
-        conf = os.path.join(dirpath, "bus.conf")
-        with open(conf, "w") as f:
-            f.write(textwrap.dedent(f"""\
-                <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
-                 "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-                <busconfig>
-                  <type>session</type>
-                  <listen>{self.address}</listen>
-                  <auth>EXTERNAL</auth>
-                  <policy context="default">
-                    <allow send_destination="*" eavesdrop="true"/>
-                    <allow eavesdrop="true"/>
-                    <allow own="*"/>
-                  </policy>
-                </busconfig>
-                """))
-        self.daemon = subprocess.Popen(["dbus-daemon", "--nofork", "--nopidfile", f"--config-file={conf}"],
-                                       stdout=subprocess.DEVNULL, stderr=open(os.path.join(dirpath, "dbus.log"), "w"))
-        wait_for(lambda: os.path.exists(self.socket), 20, msg="the private bus' socket")
+        self.daemon, _, _ = private_system_bus(dirpath)
         self.env = dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS=self.address)
         self.fake = subprocess.Popen(["/usr/bin/python3", os.path.join(HERE, "fakelogind.py"), self.calls_file,
                                       self.conf_dir, *fake_args], env=self.env, stdout=subprocess.PIPE,

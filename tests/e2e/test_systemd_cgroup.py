@@ -14,7 +14,7 @@ import textwrap
 
 import pytest
 
-from conftest import BUSYBOX, SLEEPER, cgroup_hierarchies, remove_cgroup_root, wait_for
+from conftest import private_system_bus, BUSYBOX, SLEEPER, cgroup_hierarchies, remove_cgroup_root, wait_for
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 MEMORY = "/sys/fs/cgroup/memory"
@@ -24,31 +24,11 @@ V1 = os.path.isdir(MEMORY) and os.path.isdir(CPU)
 
 class FakeSystemd:
     def __init__(self, dirpath, *fake_args):
-        if os.path.exists(os.path.join(dirpath, "system_bus_socket")):
-            os.unlink(os.path.join(dirpath, "system_bus_socket"))  # a bus before this one
         self.dir = dirpath
         self.socket = os.path.join(dirpath, "system_bus_socket")
         self.address = f"unix:path={self.socket}"
         self.calls_file = os.path.join(dirpath, "calls.jsonl")
-        conf = os.path.join(dirpath, "bus.conf")
-        with open(conf, "w") as f:
-            f.write(textwrap.dedent(f"""\
-                <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
-                 "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-                <busconfig>
-                  <type>session</type>
-                  <listen>{self.address}</listen>
-                  <auth>EXTERNAL</auth>
-                  <policy context="default">
-                    <allow send_destination="*" eavesdrop="true"/>
-                    <allow eavesdrop="true"/>
-                    <allow own="*"/>
-                  </policy>
-                </busconfig>
-                """))
-        self.daemon = subprocess.Popen(["dbus-daemon", "--nofork", "--nopidfile", f"--config-file={conf}"],
-                                       stdout=subprocess.DEVNULL, stderr=open(os.path.join(dirpath, "dbus.log"), "w"))
-        wait_for(lambda: os.path.exists(self.socket), 20, msg="the private bus' socket")
+        self.daemon, _, _ = private_system_bus(dirpath)
         env = dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS=self.address)
         self.fake = subprocess.Popen(["/usr/bin/python3", os.path.join(HERE, "fakesystemd.py"), self.calls_file,
                                       *fake_args], env=env, stdout=subprocess.PIPE,
