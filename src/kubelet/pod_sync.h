@@ -40,7 +40,7 @@ struct cleanup_step;
 
 struct sync_image_volume {
         char *ref;
-        char *reason;
+        const char *reason; /* a literal (the worker keeps it as the container's waiting reason) */
         char *message;
 };
 

@@ -225,7 +225,6 @@ static void step_done(struct pod_sync *s) {
 void kubelet_sync_image_volumes_free(struct pod_sync *s) {
         for (size_t i = 0; i < s->n_image_volumes; i++) {
                 free(s->image_volumes[i].ref);
-                free(s->image_volumes[i].reason);
                 free(s->image_volumes[i].message);
         }
         s->image_volumes = mfree(s->image_volumes);
@@ -282,20 +281,19 @@ static void image_volume_next(struct pod_sync *s) {
         check_image(s);
 }
 
-/* an image volume could not be had: what the containers that mount it report */
+/* an image volume could not be had: what the containers that mount it report (reason: a literal) */
 static void image_volume_failed(struct pod_sync *s, const char *reason, const char *fmt, ...) _printf_(3, 4);
 static void image_volume_failed(struct pod_sync *s, const char *reason, const char *fmt, ...) {
         struct sync_image_volume *iv = &s->image_volumes[s->start->vol_index];
         va_list ap;
 
-        free(iv->reason);
         free(iv->message);
         iv->message = NULL;
         va_start(ap, fmt);
         if (vasprintf(&iv->message, fmt, ap) < 0)
                 iv->message = NULL;
         va_end(ap);
-        iv->reason = strdup(reason);
+        iv->reason = reason;
 }
 
 /* toKubeContainerImageVolumes: a container that mounts an image volume that could not be had does not start; its
