@@ -824,6 +824,18 @@ static void on_start_container(const struct cri_reply *reply, void *userdata) {
         step_done(s);
 }
 
+/* the name of the first image volume container c mounts, or NULL */
+static const char *first_image_volume(const struct pod *pod, const struct container *c) {
+        const struct volume_mounts *m = pod_container_mounts(pod, c);
+
+        for (size_t i = 0; m && i < m->n; i++) {
+                const struct volume *v = pod_volume_find(pod, m->items[i].name);
+                if (v && v->type == VOLUME_IMAGE)
+                        return v->name;
+        }
+        return NULL;
+}
+
 static void on_create_container(const struct cri_reply *reply, void *userdata) {
         struct pod_sync *s = userdata;
         struct start_step *st = s->start;
@@ -833,8 +845,16 @@ static void on_create_container(const struct cri_reply *reply, void *userdata) {
         int r;
 
         if (reply->r < 0) {
+                const char *iv = first_image_volume(s->pod, c);
                 log_error("pod %s: container %s: CreateContainerError: %s", kubelet_sync_pod_desc(s), c->name,
                           reply->message);
+                /* the status says what upstream's says (containerd's message); the log says what is likely behind it */
+                if (iv)
+                        log_error(
+                                "pod %s: container %s mounts the image volume \"%s\": the runtime must support the CRI "
+                                "mount's image (containerd 2.1 or later; containerd 1.x reads it as a bind mount of an "
+                                "empty host path, which it cannot create)",
+                                kubelet_sync_pod_desc(s), c->name, iv);
                 kubelet_worker_event(s->w, c->name, "Warning", "Failed", "Error: %s", reply->message);
                 kubelet_worker_set_waiting(s->w, c->name, "CreateContainerError", "%s", reply->message);
                 s->error = true;

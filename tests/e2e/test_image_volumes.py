@@ -131,7 +131,8 @@ def test_image_volume(kubelet_factory, runtime, image_tar):
         # upstream's kubelet sees it there too; 2.2 honours it
         assert "SUBPATH_HONOURED" in out or "SUBPATH_IGNORED" in out, out
         print("\nsubPath of an image volume on this runtime:", "honoured" if "SUBPATH_HONOURED" in out else "ignored")
-        assert container_status(api, pod, "c")["volumeMounts"][0]["readOnly"] is True
+        # containerStatuses[].volumeMounts says what the spec says (upstream: readOnly from the volumeMount)
+        assert container_status(api, pod, "c")["volumeMounts"][0] == {"name": "iv", "mountPath": "/iv"}
         # the CRI mount: the image by its resolved id, no host path, the sub path as image_sub_path
         cid = runtime.containers_of(pod, "c")[0]["id"]
         mounts = runtime.inspect(cid)["mounts"]
@@ -182,8 +183,8 @@ spec:
 
 def test_image_volume_refused_by_containerd_1(kubelet_factory, runtime, image_tar):
     """containerd 1.6.20 predates the CRI mount's image (field 9): it reads the mount as a bind of an empty host
-    path and CreateContainer fails; the container waits with CreateContainerError and containerd's message, as
-    upstream's kubelet v1.37.2 gets there."""
+    path and CreateContainer fails ("failed to mkdir \"\""); the container waits with CreateContainerError and
+    containerd's message, as upstream's kubelet v1.37.2 gets there (it sends the same mount)."""
     if containerd_major() >= 2:
         pytest.skip("containerd 2.x mounts image volumes (test_image_volume)")
     import_tar(runtime, image_tar)
@@ -193,4 +194,7 @@ def test_image_volume_refused_by_containerd_1(kubelet_factory, runtime, image_ta
     w = wait_for(lambda: waiting(api, pod, "c") if (waiting(api, pod, "c") or {}).get("reason") ==
                  "CreateContainerError" else None, 60, msg="CreateContainerError")
     print(f"\ncontainerd 1.6.20: {w}")
-    assert not runtime.running(pod, "c")
+    assert 'failed to mkdir ""' in w["message"], w
+    # the log says what is behind it
+    k.wait_log(r'container c mounts the image volume "iv": the runtime must support the CRI mount\'s image', 10)
+    assert not runtime.containers_of(pod, "c")
