@@ -185,7 +185,8 @@ spec:
 def test_image_volume_refused_by_containerd_1(kubelet_factory, runtime, image_tar):
     """containerd 1.6.20 predates the CRI mount's image (field 9): it reads the mount as a bind of an empty host
     path and CreateContainer fails ("failed to mkdir \"\""); the container waits with CreateContainerError and
-    containerd's message, as upstream's kubelet v1.37.2 gets there (it sends the same mount)."""
+    containerd's message, as upstream's kubelet v1.37.2 gets there (run standalone against containerd 1.6.20 with the
+    same pod: the same reason and message)."""
     if containerd_major() >= 2:
         pytest.skip("containerd 2.x mounts image volumes (test_image_volume)")
     import_tar(runtime, image_tar)
