@@ -154,9 +154,11 @@ def test_image_volume(kubelet_factory, runtime, image_tar):
         assert BUSYBOX in have
         assert runtime.running(pod, "c")
     finally:
-        k.term()
-        # the other tests' images come back (the GC above removed every unused one)
+        # stopped first (its GC would remove them again), then the other tests' images come back (the GC above
+        # removed every unused one)
+        rc = k.term() if k.alive() else 0
         import_tar(runtime, os.path.join(IMAGE_CACHE, "images.tar"))
+    assert rc == 0, f"ckubelet exited with {rc} on SIGTERM"
 
 
 def test_image_volume_never_pulled(kubelet_factory, runtime):
