@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The start phase of a pod's pass: the containers the decision named (init containers first, then the app
- * containers, in spec order), one at a time (startContainer). For each, in order:
+/* The start phase of a pod's pass: first the pod's image volumes (getImageVolumes), each through the same image
+ * steps as a container's image (below, with the volume's pullPolicy; events on the pod), their resolved images or
+ * failures kept in s->image_volumes for the CRI mounts; then the containers the decision named (init containers
+ * first, then the app containers, in spec order), one at a time (startContainer). A container that mounts an image
+ * volume that could not be had waits with the pull's reason. For each container, in order:
  *
  *   back-off    a container whose last instance exited waits out its CrashLoopBackOff (kr_check_crash_backoff)
  *   image       ImageStatus unless the pull policy is Always, then kr_decide_image: use the present image, pull
