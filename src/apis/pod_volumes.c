@@ -62,6 +62,8 @@ static void volume_done(struct volume *v) {
         free(v->csi_publish_secret);
         free(v->nfs_server);
         free(v->nfs_path);
+        free(v->image_reference);
+        free(v->image_pull_policy_str);
 }
 
 static void mounts_done(struct volume_mounts *m) {
@@ -273,6 +275,8 @@ static int decode_volume(struct field_errors *e, json_t *v, const char *ip, void
                         t = VOLUME_CSI;
                 else if (streq(key, "nfs"))
                         t = VOLUME_NFS;
+                else if (streq(key, "image"))
+                        t = VOLUME_IMAGE;
                 r = dec_get_object(e, v, ip, key, &o);
                 if (r < 0)
                         return r;
@@ -355,6 +359,24 @@ static int decode_volume(struct field_errors *e, json_t *v, const char *ip, void
                                 r = dec_get_string(e, o, sp, "path", &vol->nfs_path);
                         if (r >= 0)
                                 r = dec_get_bool(e, o, sp, "readOnly", &vol->read_only);
+                        break;
+                case VOLUME_IMAGE:
+                        r = dec_get_string(e, o, sp, "reference", &vol->image_reference);
+                        if (r >= 0)
+                                r = dec_get_string(e, o, sp, "pullPolicy", &vol->image_pull_policy_str);
+                        if (r < 0)
+                                break;
+                        /* SetDefaults_Volume: the tag decides an unset policy (":latest" or none: Always) */
+                        if (isempty(vol->image_pull_policy_str))
+                                vol->image_pull_policy = image_default_pull_policy(strempty(vol->image_reference));
+                        else if (streq(vol->image_pull_policy_str, "Always"))
+                                vol->image_pull_policy = PULL_POLICY_ALWAYS;
+                        else if (streq(vol->image_pull_policy_str, "IfNotPresent"))
+                                vol->image_pull_policy = PULL_POLICY_IF_NOT_PRESENT;
+                        else if (streq(vol->image_pull_policy_str, "Never"))
+                                vol->image_pull_policy = PULL_POLICY_NEVER;
+                        else
+                                vol->image_pull_policy = PULL_POLICY_UNSET; /* refused by validation */
                         break;
                 default:
                         break;
@@ -774,6 +796,18 @@ static void validate_volume(struct vctx *c, const struct volume *v, const char *
                         val_required(c, pp, NULL);
                 if (!v->nfs_path || v->nfs_path[0] != '/')
                         val_invalid_str(c, pp, strempty(v->nfs_path), "must be an absolute path");
+                break;
+        }
+        case VOLUME_IMAGE: {
+                /* validateImageVolumeSource */
+                _cleanup_free_ char *rp = val_child(c, sp, "reference"), *pp = val_child(c, sp, "pullPolicy");
+                if (!rp || !pp)
+                        return;
+                if (isempty(v->image_reference))
+                        val_required(c, rp, NULL);
+                if (v->image_pull_policy == PULL_POLICY_UNSET)
+                        val_not_supported(c, pp, strempty(v->image_pull_policy_str),
+                                          "\"Always\", \"IfNotPresent\", \"Never\"");
                 break;
         }
         default:

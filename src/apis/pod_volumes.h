@@ -24,6 +24,7 @@ enum volume_type {
         VOLUME_EPHEMERAL,   /* ephemeral (a generic ephemeral volume: the PVC <pod>-<volume>) */
         VOLUME_CSI,         /* csi (inline, ephemeral lifecycle) */
         VOLUME_NFS,         /* nfs */
+        VOLUME_IMAGE,       /* image (an OCI image or artifact, mounted by the runtime through the CRI) */
         VOLUME_UNSUPPORTED, /* iscsi, rbd, ...: kept by name and type only */
 };
 
@@ -114,6 +115,11 @@ struct volume {
         bool csi_has_publish_secret_ref;
         char *nfs_server;
         char *nfs_path;
+        /* image: reference, and pullPolicy defaulted as SetDefaults_Volume does (Always for :latest or no tag,
+         * else IfNotPresent); PULL_POLICY_UNSET only when the given value is not one of the three */
+        char *image_reference;
+        enum pull_policy image_pull_policy;
+        char *image_pull_policy_str; /* as given, NULL = unset */
 };
 
 struct volume_mount {

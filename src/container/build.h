@@ -68,6 +68,10 @@ struct kc_build_context {
          * hook: there are none. */
         char *(*managed_volume_path)(void *userdata, const char *name, bool *ret_read_only);
         void *managed_volume_userdata;
+        /* the image volumes pulled for this pass: the resolved image (PullImage's image_ref or ImageStatus's id) of
+         * the pod's image volume `name`, NULL when it was not pulled. NULL hook: none was. */
+        const char *(*image_volume_ref)(void *userdata, const char *name);
+        void *image_volume_userdata;
         /* the host paths of the container's subPath mounts, by volumeMount index (NULL where none), bound on a
          * worker beforehand: building the config never touches a volume's contents */
         char *const *subpath_targets;

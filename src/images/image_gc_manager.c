@@ -505,6 +505,28 @@ static void on_images(const struct cri_reply *reply, void *userdata) {
         run_release(r);
 }
 
+/* handleImageVolumes: an image mounted into a container as an image volume (its CRI mount's image) is in use */
+static void on_container_status(const struct cri_reply *reply, void *userdata) {
+        struct gc_run *r = userdata;
+        const Runtime__V1__ContainerStatusResponse *resp = (const void *) reply->msg;
+
+        if (reply->r == -ECANCELED)
+                r->cancelled = true;
+        else if (reply->r >= 0 && resp && resp->status)
+                for (size_t i = 0; i < resp->status->n_mounts; i++) {
+                        const Runtime__V1__Mount *mt = resp->status->mounts[i];
+                        const char *id = mt && mt->image ? mt->image->image : NULL;
+                        if (isempty(id) || strv_contains(r->in_use, id))
+                                continue;
+                        log_v(5, "image GC: container %s uses image %s as a mount", resp->status->id, id);
+                        if (strv_extend(&r->in_use, id) < 0)
+                                run_fail(r, -ENOMEM, "out of memory");
+                }
+        /* a container gone meanwhile, or a status that fails, keeps nothing more in use (as upstream, which skips
+         * the whole pass then; the next pass sees it again) */
+        run_release(r);
+}
+
 static void on_containers(const struct cri_reply *reply, void *userdata) {
         struct gc_run *r = userdata;
         const Runtime__V1__ListContainersResponse *resp = (const void *) reply->msg;
@@ -522,6 +544,14 @@ static void on_containers(const struct cri_reply *reply, void *userdata) {
                                 if (!isempty(ids[k]) && !strv_contains(r->in_use, ids[k]) &&
                                     strv_extend(&r->in_use, ids[k]) < 0)
                                         run_fail(r, -ENOMEM, "out of memory");
+                }
+                /* and the images each mounts as image volumes: only its status has its mounts */
+                for (size_t i = 0; r->m && i < resp->n_containers; i++) {
+                        Runtime__V1__ContainerStatusRequest req = RUNTIME__V1__CONTAINER_STATUS_REQUEST__INIT;
+                        req.container_id = resp->containers[i]->id;
+                        if (!isempty(req.container_id) &&
+                            cri_container_status(r->m->cri, &req, 0, on_container_status, r) >= 0)
+                                r->pending++;
                 }
                 r->have_containers = true;
         }

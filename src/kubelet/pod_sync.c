@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "basic/log.h"
+#include "apis/pod_volumes.h"
 #include "basic/string.h"
 #include "eviction/helpers.h"
 #include "kubelet/hooks.h"
@@ -169,6 +170,7 @@ void kubelet_pod_sync_free(struct pod_sync *s) {
         kubelet_hook_run_cancel_all(&s->hooks);
         kubelet_sync_kill_free(s);
         kubelet_sync_start_step_free(s);
+        kubelet_sync_image_volumes_free(s);
         kubelet_sync_cleanup_free(s);
         slots_release(s->k->sandbox_slots, &s->sandbox_slot);
         free(s->hook_pod_desc);
@@ -270,11 +272,24 @@ const struct node_runtime_features *kubelet_runtime_features(const struct kubele
         return k->node ? node_manager_runtime_features(k->node) : runtime_poll_features(k->runtime_poll);
 }
 
+/* the resolved image of the pod's image volume `name`, NULL when it was not pulled in this pass */
+static const char *image_volume_ref(void *userdata, const char *name) {
+        const struct pod_sync *s = userdata;
+        const struct pod_volumes *pv = s->pod ? s->pod->spec.volumes : NULL;
+
+        for (size_t i = 0; pv && i < pv->n_volumes && i < s->n_image_volumes; i++)
+                if (streq_ptr(pv->volumes[i].name, name))
+                        return s->image_volumes[i].ref;
+        return NULL;
+}
+
 /* What the CRI config builders need besides the spec (the start step adds the image's user). */
 void kubelet_sync_build_context(const struct pod_sync *s, struct kc_build_context *ret) {
         *ret = (struct kc_build_context) {
                 .managed_volume_path = managed_volume_path,
                 .managed_volume_userdata = (void *) s,
+                .image_volume_ref = image_volume_ref,
+                .image_volume_userdata = (void *) s,
                 .pod_logs_dir = s->k->opts->pod_logs_dir,
                 .root_dir = s->k->opts->root_dir,
                 .node_name = s->k->opts->node_name,

@@ -38,6 +38,12 @@ struct kill_step;
 struct start_step;
 struct cleanup_step;
 
+struct sync_image_volume {
+        char *ref;
+        const char *reason; /* a literal (the worker keeps it as the container's waiting reason) */
+        char *message;
+};
+
 struct pod_sync {
         struct pod_worker *w;
         struct kubelet *k;
@@ -75,6 +81,10 @@ struct pod_sync {
         /* start: index into the containers to start (init ones first), the current one's step */
         size_t next_start;
         struct start_step *start;
+        /* image volumes: pulled before the first container starts (getImageVolumes), by spec.volumes index: the
+         * resolved image, or why it could not be had (ErrImagePull, ImagePullBackOff, ...) and the message */
+        struct sync_image_volume *image_volumes;
+        size_t n_image_volumes, next_image_volume;
 
         struct cleanup_step *cleanup; /* clean up: what it removes */
 
@@ -99,6 +109,7 @@ void kubelet_sync_cleanup(struct pod_sync *s); /* → kubelet_pod_sync_done */
 /* the phases' own state, when the pass ends early */
 void kubelet_sync_kill_free(struct pod_sync *s);
 void kubelet_sync_start_step_free(struct pod_sync *s);
+void kubelet_sync_image_volumes_free(struct pod_sync *s);
 /* A pull waiting in the pull queue leaves it, and the pass ends (the pod is no longer desired or is being deleted) */
 void kubelet_sync_start_withdraw(struct pod_sync *s);
 /* The same for a sandbox creation waiting for its turn (--max-parallel-sandbox-creations) */

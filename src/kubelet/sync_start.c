@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The start phase of a pod's pass: the containers the decision named (init containers first, then the app
- * containers, in spec order), one at a time (startContainer). For each, in order:
+/* The start phase of a pod's pass: first the pod's image volumes (getImageVolumes), each through the same image
+ * steps as a container's image (below, with the volume's pullPolicy; events on the pod), their resolved images or
+ * failures kept in s->image_volumes for the CRI mounts; then the containers the decision named (init containers
+ * first, then the app containers, in spec order), one at a time (startContainer). A container that mounts an image
+ * volume that could not be had waits with the pull's reason. For each container, in order:
  *
  *   back-off    a container whose last instance exited waits out its CrashLoopBackOff (kr_check_crash_backoff)
  *   image       ImageStatus unless the pull policy is Always, then kr_decide_image: use the present image, pull
@@ -21,9 +24,12 @@
 #include "kubelet/pod_sync.h"
 
 #include <dirent.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <inttypes.h>
 #include <string.h>
 
+#include "apis/pod_volumes.h"
 #include "basic/duration.h"
 #include "basic/error.h"
 #include "basic/fs.h"
@@ -37,9 +43,14 @@
 #include "volumes/volumes.h"
 
 struct start_step {
-        const struct container *c; /* in s->pod */
-        char *image_ref;           /* the resolved image (ImageStatus id, or PullImage's image_ref) */
-        bool image_user_known;     /* the image's user from ImageStatus */
+        const struct container *c; /* in s->pod; NULL for an image volume's pull */
+        /* the image to have: the container's, or the image volume's (vol, at index vol_index of spec.volumes) */
+        const char *image;
+        enum pull_policy pull_policy;
+        const struct volume *vol;
+        size_t vol_index;
+        char *image_ref;       /* the resolved image (ImageStatus id, or PullImage's image_ref) */
+        bool image_user_known; /* the image's user from ImageStatus */
         bool image_uid_set;
         int64_t image_uid;
         char *image_username;
@@ -89,6 +100,8 @@ static void image_decided(struct pod_sync *s, bool present);
 static void pull_try(struct pod_sync *s);
 static void pull_queue(struct pod_sync *s);
 static void create_container(struct pod_sync *s);
+static void image_volume_next(struct pod_sync *s);
+static bool image_volumes_failed(struct pod_sync *s, const struct container *c);
 
 void kubelet_sync_start_step_free(struct pod_sync *s) {
         struct start_step *st = TAKE_PTR(s->start);
@@ -188,8 +201,10 @@ static void start_next(struct pod_sync *s) {
                 return;
         }
         st->c = container_to_start(s, s->next_start);
+        st->image = st->c->image;
+        st->pull_policy = st->c->image_pull_policy;
         s->start = st;
-        if (in_crash_backoff(s, st->c)) {
+        if (in_crash_backoff(s, st->c) || image_volumes_failed(s, st->c)) {
                 step_done(s);
                 return;
         }
@@ -197,14 +212,140 @@ static void start_next(struct pod_sync *s) {
 }
 
 static void step_done(struct pod_sync *s) {
+        bool vol = s->start && s->start->vol;
+
+        if (vol)
+                s->next_image_volume = s->start->vol_index + 1;
         kubelet_sync_start_step_free(s);
+        if (vol) {
+                image_volume_next(s);
+                return;
+        }
         s->next_start++;
         start_next(s);
 }
 
+void kubelet_sync_image_volumes_free(struct pod_sync *s) {
+        for (size_t i = 0; i < s->n_image_volumes; i++) {
+                free(s->image_volumes[i].ref);
+                free(s->image_volumes[i].message);
+        }
+        s->image_volumes = mfree(s->image_volumes);
+        s->n_image_volumes = s->next_image_volume = 0;
+}
+
 void kubelet_sync_start(struct pod_sync *s) {
+        const struct pod_volumes *pv = s->pod->spec.volumes;
+
         s->next_start = 0;
+        kubelet_sync_image_volumes_free(s);
+        /* getImageVolumes: every image volume pulled (or found present) before the first container starts, only when
+         * a container is to start; a failure is the failure of each container that mounts the volume */
+        if (pv && pv->n_volumes > 0 && containers_to_start(s) > 0) {
+                s->image_volumes = calloc(pv->n_volumes, sizeof(*s->image_volumes));
+                if (!s->image_volumes) {
+                        kubelet_sync_call_failed(s, "pulling image volumes", -ENOMEM);
+                        kubelet_pod_sync_started(s);
+                        return;
+                }
+                s->n_image_volumes = pv->n_volumes;
+                image_volume_next(s);
+                return;
+        }
         start_next(s);
+}
+
+/* ---------------------------------------------------------------- image volumes */
+
+/* the next image volume to pull, from s->next_image_volume; the containers once none is left */
+static void image_volume_next(struct pod_sync *s) {
+        const struct pod_volumes *pv = s->pod->spec.volumes;
+        struct start_step *st;
+        size_t i = s->next_image_volume;
+
+        while (pv && i < pv->n_volumes && i < s->n_image_volumes && pv->volumes[i].type != VOLUME_IMAGE)
+                i++;
+        if (s->k->stopping || !pv || i >= pv->n_volumes || i >= s->n_image_volumes) {
+                s->next_image_volume = s->n_image_volumes;
+                start_next(s);
+                return;
+        }
+        st = calloc(1, sizeof(*st));
+        if (!st) {
+                kubelet_sync_call_failed(s, "pulling image volumes", -ENOMEM);
+                kubelet_pod_sync_started(s);
+                return;
+        }
+        st->vol = &pv->volumes[i];
+        st->vol_index = i;
+        st->image = strempty(st->vol->image_reference);
+        st->pull_policy = st->vol->image_pull_policy;
+        s->start = st;
+        check_image(s);
+}
+
+/* an image volume could not be had: what the containers that mount it report (reason: a literal) */
+static void image_volume_failed(struct pod_sync *s, const char *reason, const char *fmt, ...) _printf_(3, 4);
+static void image_volume_failed(struct pod_sync *s, const char *reason, const char *fmt, ...) {
+        struct sync_image_volume *iv = &s->image_volumes[s->start->vol_index];
+        va_list ap;
+
+        free(iv->message);
+        iv->message = NULL;
+        va_start(ap, fmt);
+        if (vasprintf(&iv->message, fmt, ap) < 0)
+                iv->message = NULL;
+        va_end(ap);
+        iv->reason = reason;
+}
+
+/* toKubeContainerImageVolumes: a container that mounts an image volume that could not be had does not start; its
+ * waiting reason is the pull's (ErrImagePull, ImagePullBackOff, ...), its message the pull's, with a Failed
+ * event "Error: <reason>" per such volume */
+static bool image_volumes_failed(struct pod_sync *s, const struct container *c) {
+        const struct volume_mounts *m = pod_container_mounts(s->pod, c);
+        const struct sync_image_volume *last = NULL;
+        const struct pod_volumes *pv = s->pod->spec.volumes;
+
+        for (size_t i = 0; m && pv && i < m->n; i++) {
+                const struct volume *v = pod_volume_find(s->pod, m->items[i].name);
+                size_t idx;
+                if (!v || v->type != VOLUME_IMAGE)
+                        continue;
+                idx = (size_t) (v - pv->volumes);
+                if (idx >= s->n_image_volumes || !s->image_volumes[idx].reason)
+                        continue;
+                last = &s->image_volumes[idx];
+                kubelet_worker_event(s->w, c->name, "Warning", "Failed", "Error: %s", last->reason);
+        }
+        if (!last)
+                return false;
+        log_error("pod %s: container %s: an image volume it mounts could not be pulled: %s (%s)",
+                  kubelet_sync_pod_desc(s), c->name, strempty(last->message), last->reason);
+        kubelet_worker_set_waiting(s->w, c->name, last->reason, "%s", strempty(last->message));
+        s->error = true;
+        return true;
+}
+
+/* the image volume is there: its resolved image goes into the CRI mount */
+static void image_volume_ready(struct pod_sync *s) {
+        struct start_step *st = s->start;
+        struct sync_image_volume *iv = &s->image_volumes[st->vol_index];
+
+        free(iv->ref);
+        iv->ref = TAKE_PTR(st->image_ref);
+        log_v(4, "pod %s: image volume %s: image \"%s\" is %s", kubelet_sync_pod_desc(s), st->vol->name, st->image,
+              strna(iv->ref));
+        step_done(s);
+}
+
+/* who the image is for, in the events and the logs: the container, or NULL (the pod) for an image volume */
+static const char *step_container(const struct start_step *st) {
+        return st->c ? st->c->name : NULL;
+}
+
+static const char *step_desc(const struct start_step *st) {
+        return st->c ? st->c->name : st->vol->name;
 }
 
 /* ---------------------------------------------------------------- image */
@@ -236,14 +377,17 @@ static void image_status(struct pod_sync *s, const char *image, cri_callback_t c
 }
 
 static bool image_status_failed(struct pod_sync *s, const struct cri_reply *reply) {
-        const struct container *c = s->start->c;
+        const struct start_step *st = s->start;
 
         if (reply->r >= 0)
                 return false;
-        log_error("pod %s: container %s: ImageStatus \"%s\": %s", kubelet_sync_pod_desc(s), c->name, c->image,
-                  reply->message);
-        kubelet_worker_set_waiting(s->w, c->name, "ErrImageInspect", "%s", reply->message);
-        s->error = true;
+        log_error("pod %s: %s %s: ImageStatus \"%s\": %s", kubelet_sync_pod_desc(s), st->c ? "container" : "volume",
+                  step_desc(st), st->image, reply->message);
+        if (st->c) {
+                kubelet_worker_set_waiting(s->w, st->c->name, "ErrImageInspect", "%s", reply->message);
+                s->error = true;
+        } else
+                image_volume_failed(s, "ErrImageInspect", "%s", reply->message);
         step_done(s);
         return true;
 }
@@ -269,24 +413,24 @@ static void on_image_present(const struct cri_reply *reply, void *userdata) {
 }
 
 static void check_image(struct pod_sync *s) {
-        const struct container *c = s->start->c;
+        const struct start_step *st = s->start;
 
-        if (kr_image_status_first(c->image_pull_policy))
-                image_status(s, c->image, on_image_present);
+        if (kr_image_status_first(st->pull_policy))
+                image_status(s, st->image, on_image_present);
         else
                 image_decided(s, false);
 }
 
-static char *image_backoff_key(const struct pod_sync *s, const struct container *c) {
+static char *image_backoff_key(const struct pod_sync *s, const char *image) {
         char *k = NULL;
-        if (asprintf(&k, "%s_%s", s->w->uid, c->image) < 0)
+        if (asprintf(&k, "%s_%s", s->w->uid, image) < 0)
                 return NULL;
         return k;
 }
 
 /* is the image in its pull back-off (a pull failed recently)? */
-static bool in_pull_backoff(struct pod_sync *s, const struct container *c, uint64_t *ret_until) {
-        _cleanup_free_ char *key = image_backoff_key(s, c);
+static bool in_pull_backoff(struct pod_sync *s, const char *image, uint64_t *ret_until) {
+        _cleanup_free_ char *key = image_backoff_key(s, image);
 
         return key && backoff_in_backoff_since(&s->k->image_backoff, key,
                                                backoff_last_update(&s->k->image_backoff, key), now_usec(), ret_until);
@@ -295,34 +439,45 @@ static bool in_pull_backoff(struct pod_sync *s, const struct container *c, uint6
 static void pull(struct pod_sync *s);
 
 static void image_decided(struct pod_sync *s, bool present) {
-        const struct container *c = s->start->c;
+        const struct start_step *st = s->start;
+        const char *image = st->image, *cn = step_container(st);
         uint64_t until = 0;
-        bool backoff = in_pull_backoff(s, c, &until);
+        bool backoff = in_pull_backoff(s, image, &until);
 
-        switch (kr_decide_image(c->image_pull_policy, present, backoff)) {
+        switch (kr_decide_image(st->pull_policy, present, backoff)) {
         case KR_IMAGE_USE_PRESENT:
-                log_v(3, "pod %s: container image \"%s\" already present on machine", kubelet_sync_pod_desc(s),
-                      c->image);
-                kubelet_worker_event(s->w, c->name, "Normal", "Pulled",
-                                     "Container image \"%s\" already present on machine", c->image);
+                log_v(3, "pod %s: container image \"%s\" already present on machine", kubelet_sync_pod_desc(s), image);
+                kubelet_worker_event(s->w, cn, "Normal", "Pulled", "Container image \"%s\" already present on machine",
+                                     image);
+                if (!st->c) {
+                        image_volume_ready(s);
+                        return;
+                }
                 create_container(s);
                 return;
         case KR_IMAGE_NEVER_PULL:
-                log_error("pod %s: container %s: Container image \"%s\" is not present with pull policy of Never "
+                log_error("pod %s: %s %s: Container image \"%s\" is not present with pull policy of Never "
                           "(ErrImageNeverPull)",
-                          kubelet_sync_pod_desc(s), c->name, c->image);
-                kubelet_worker_set_waiting(s->w, c->name, "ErrImageNeverPull",
-                                           "Container image \"%s\" is not present with pull policy of Never", c->image);
-                s->error = true;
+                          kubelet_sync_pod_desc(s), st->c ? "container" : "volume", step_desc(st), image);
+                if (st->c) {
+                        kubelet_worker_set_waiting(s->w, cn, "ErrImageNeverPull",
+                                                   "Container image \"%s\" is not present with pull policy of Never",
+                                                   image);
+                        s->error = true;
+                } else
+                        image_volume_failed(s, "ErrImageNeverPull",
+                                            "Container image \"%s\" is not present with pull policy of Never", image);
                 step_done(s);
                 return;
         case KR_IMAGE_PULL_BACKOFF:
-                kubelet_worker_set_waiting(s->w, c->name, "ImagePullBackOff", "Back-off pulling image \"%s\"",
-                                           c->image);
-                log_v(2, "pod %s: container %s: Back-off pulling image \"%s\"", kubelet_sync_pod_desc(s), c->name,
-                      c->image);
-                kubelet_worker_event(s->w, c->name, "Normal", "BackOff", "Back-off pulling image \"%s\"", c->image);
-                kubelet_worker_event(s->w, c->name, "Warning", "Failed", "Error: ImagePullBackOff");
+                if (st->c)
+                        kubelet_worker_set_waiting(s->w, cn, "ImagePullBackOff", "Back-off pulling image \"%s\"",
+                                                   image);
+                else
+                        image_volume_failed(s, "ImagePullBackOff", "Back-off pulling image \"%s\"", image);
+                log_v(2, "pod %s: %s: Back-off pulling image \"%s\"", kubelet_sync_pod_desc(s), step_desc(st), image);
+                kubelet_worker_event(s->w, cn, "Normal", "BackOff", "Back-off pulling image \"%s\"", image);
+                kubelet_worker_event(s->w, cn, "Warning", "Failed", "Error: ImagePullBackOff");
                 if (!s->wake_usec || until < s->wake_usec)
                         s->wake_usec = until;
                 step_done(s);
@@ -347,7 +502,7 @@ static void on_provider_credentials(struct cred_keyring *creds, const char *erro
         *creds = (struct cred_keyring) {};
         if (error)
                 st->provider_error = strdup(error);
-        if (cred_keyring_lookup(&st->provider_keyring, st->c->image, &more, &n_more) < 0) {
+        if (cred_keyring_lookup(&st->provider_keyring, st->image, &more, &n_more) < 0) {
                 kubelet_sync_call_failed(s, "looking up pull credentials", -ENOMEM);
                 step_done(s);
                 return;
@@ -370,13 +525,13 @@ static void on_provider_credentials(struct cred_keyring *creds, const char *erro
 
 static void pull(struct pod_sync *s) {
         struct start_step *st = s->start;
-        const struct container *c = st->c;
         int r;
 
-        log_info("Pulling image: pod=\"%s\" image=\"%s\"", kubelet_sync_pod_desc(s), c->image);
-        kubelet_worker_event(s->w, c->name, "Normal", "Pulling", "Pulling image \"%s\"", c->image);
-        kubelet_worker_set_waiting(s->w, c->name, "ContainerCreating", "%s", "");
-        r = cred_keyring_lookup(&s->keyring, c->image, &st->creds, &st->n_creds);
+        log_info("Pulling image: pod=\"%s\" image=\"%s\"", kubelet_sync_pod_desc(s), st->image);
+        kubelet_worker_event(s->w, step_container(st), "Normal", "Pulling", "Pulling image \"%s\"", st->image);
+        if (st->c)
+                kubelet_worker_set_waiting(s->w, st->c->name, "ContainerCreating", "%s", "");
+        r = cred_keyring_lookup(&s->keyring, st->image, &st->creds, &st->n_creds);
         if (r < 0) {
                 kubelet_sync_call_failed(s, "looking up pull credentials", r);
                 step_done(s);
@@ -384,7 +539,7 @@ static void pull(struct pod_sync *s) {
         }
         if (s->k->credprov) {
                 /* the plugins for the image's repository, asked off the loop (a child process each) */
-                _cleanup_free_ char *repo = cred_image_repository(c->image);
+                _cleanup_free_ char *repo = cred_image_repository(st->image);
                 r = repo ? credprov_lookup(s->k->credprov, repo, on_provider_credentials, s, &st->cred_lookup)
                          : -ENOMEM;
                 if (r >= 0)
@@ -422,8 +577,8 @@ static void on_pulled_image_status(const struct cri_reply *reply, void *userdata
 static void on_pull_image(const struct cri_reply *reply, void *userdata) {
         struct pod_sync *s = userdata;
         struct start_step *st = s->start;
-        const struct container *c = st->c;
-        _cleanup_free_ char *key = image_backoff_key(s, c);
+        const char *image = st->image, *cn = step_container(st);
+        _cleanup_free_ char *key = image_backoff_key(s, image);
 
         if (reply->r < 0 && st->n_creds > 1) {
                 /* with several matching credentials, each is tried in turn; the error aggregates them all */
@@ -450,26 +605,32 @@ static void on_pull_image(const struct cri_reply *reply, void *userdata) {
                 if (st->provider_error && asprintf(&with_plugin, "%s; credential provider plugin failed: %s", message,
                                                    st->provider_error) >= 0)
                         message = with_plugin;
-                log_error("pod %s: container %s: Failed to pull image \"%s\": %s (ErrImagePull)",
-                          kubelet_sync_pod_desc(s), c->name, c->image, message);
-                kubelet_worker_event(s->w, c->name, "Warning", "Failed", "Failed to pull image \"%s\": %s", c->image,
-                                     message);
-                kubelet_worker_event(s->w, c->name, "Warning", "Failed", "Error: ErrImagePull");
-                kubelet_worker_set_waiting(s->w, c->name, "ErrImagePull", "%s", message);
+                log_error("pod %s: %s %s: Failed to pull image \"%s\": %s (ErrImagePull)", kubelet_sync_pod_desc(s),
+                          st->c ? "container" : "volume", step_desc(st), image, message);
+                kubelet_worker_event(s->w, cn, "Warning", "Failed", "Failed to pull image \"%s\": %s", image, message);
+                kubelet_worker_event(s->w, cn, "Warning", "Failed", "Error: ErrImagePull");
+                if (st->c) {
+                        kubelet_worker_set_waiting(s->w, cn, "ErrImagePull", "%s", message);
+                        s->error = true;
+                } else
+                        image_volume_failed(s, "ErrImagePull", "%s", message);
                 if (key)
                         (void) backoff_next(&s->k->image_backoff, key, now_usec(), now_usec());
-                s->error = true;
                 step_done(s);
                 return;
         }
-        log_info("Successfully pulled image: pod=\"%s\" image=\"%s\"", kubelet_sync_pod_desc(s), c->image);
-        kubelet_worker_event(s->w, c->name, "Normal", "Pulled", "Successfully pulled image \"%s\"", c->image);
+        log_info("Successfully pulled image: pod=\"%s\" image=\"%s\"", kubelet_sync_pod_desc(s), image);
+        kubelet_worker_event(s->w, cn, "Normal", "Pulled", "Successfully pulled image \"%s\"", image);
         if (key)
                 backoff_reset(&s->k->image_backoff, key);
         if (free_and_strdup(&st->image_ref,
                             ((const Runtime__V1__PullImageResponse *) (const void *) reply->msg)->image_ref) < 0) {
                 kubelet_sync_call_failed(s, "PullImage", -ENOMEM);
                 step_done(s);
+                return;
+        }
+        if (!st->c) {
+                image_volume_ready(s);
                 return;
         }
         image_status(s, st->image_ref, on_pulled_image_status);
@@ -483,7 +644,7 @@ static void pull_try(struct pod_sync *s) {
         Runtime__V1__AuthConfig auth = RUNTIME__V1__AUTH_CONFIG__INIT;
         int r;
 
-        spec.image = st->c->image;
+        spec.image = (char *) st->image;
         req.image = &spec;
         req.sandbox_config = s->sandbox_config;
         if (st->cred_index < st->n_creds) {
@@ -492,7 +653,7 @@ static void pull_try(struct pod_sync *s) {
                 auth.password = st->creds[st->cred_index]->password;
                 req.auth = &auth;
                 log_v(3, "pod %s: pulling image \"%s\" with the credentials for %s", kubelet_sync_pod_desc(s),
-                      st->c->image, st->creds[st->cred_index]->key);
+                      st->image, st->creds[st->cred_index]->key);
         }
         /* pulls can take long: no deadline at all, as upstream's PullImage (the runtime's own progress timeout
          * ends a stalled pull) */
@@ -514,15 +675,14 @@ static void on_pull_turn(void *userdata, int r) {
 
         if (r < 0 || s->k->stopping) {
                 slots_release(s->k->image_puller, &st->pull);
-                log_v(2, "pod %s: container %s: the pull of image \"%s\" left the queue", kubelet_sync_pod_desc(s),
-                      st->c->name, st->c->image);
+                log_v(2, "pod %s: %s: the pull of image \"%s\" left the queue", kubelet_sync_pod_desc(s), step_desc(st),
+                      st->image);
                 s->did_work = true; /* observe again at once */
                 kubelet_pod_sync_finish(s);
                 return;
         }
-        log_v(2, "pod %s: container %s: pull of image \"%s\" started (%u running, %u waiting)",
-              kubelet_sync_pod_desc(s), st->c->name, st->c->image, slots_running(s->k->image_puller),
-              slots_waiting(s->k->image_puller));
+        log_v(2, "pod %s: %s: pull of image \"%s\" started (%u running, %u waiting)", kubelet_sync_pod_desc(s),
+              step_desc(st), st->image, slots_running(s->k->image_puller), slots_waiting(s->k->image_puller));
         pull_try(s);
 }
 
@@ -538,8 +698,8 @@ static void pull_queue(struct pod_sync *s) {
         }
 
         if (slots_waiting(s->k->image_puller) > 0 || slots_running(s->k->image_puller) > 0)
-                log_v(3, "pod %s: container %s: the pull of image \"%s\" waits for its turn (%u running, %u waiting)",
-                      kubelet_sync_pod_desc(s), st->c->name, st->c->image, slots_running(s->k->image_puller),
+                log_v(3, "pod %s: %s: the pull of image \"%s\" waits for its turn (%u running, %u waiting)",
+                      kubelet_sync_pod_desc(s), step_desc(st), st->image, slots_running(s->k->image_puller),
                       slots_waiting(s->k->image_puller));
         slots_enqueue(s->k->image_puller, &st->pull, on_pull_turn, s);
 }
@@ -667,6 +827,18 @@ static void on_start_container(const struct cri_reply *reply, void *userdata) {
         step_done(s);
 }
 
+/* the name of the first image volume container c mounts, or NULL */
+static const char *first_image_volume(const struct pod *pod, const struct container *c) {
+        const struct volume_mounts *m = pod_container_mounts(pod, c);
+
+        for (size_t i = 0; m && i < m->n; i++) {
+                const struct volume *v = pod_volume_find(pod, m->items[i].name);
+                if (v && v->type == VOLUME_IMAGE)
+                        return v->name;
+        }
+        return NULL;
+}
+
 static void on_create_container(const struct cri_reply *reply, void *userdata) {
         struct pod_sync *s = userdata;
         struct start_step *st = s->start;
@@ -676,8 +848,16 @@ static void on_create_container(const struct cri_reply *reply, void *userdata) {
         int r;
 
         if (reply->r < 0) {
+                const char *iv = first_image_volume(s->pod, c);
                 log_error("pod %s: container %s: CreateContainerError: %s", kubelet_sync_pod_desc(s), c->name,
                           reply->message);
+                /* the status says what upstream's says (containerd's message); the log says what is likely behind it */
+                if (iv)
+                        log_error(
+                                "pod %s: container %s mounts the image volume \"%s\": the runtime must support the CRI "
+                                "mount's image (containerd 2.1 or later; containerd 1.x reads it as a bind mount of an "
+                                "empty host path, which it cannot create)",
+                                kubelet_sync_pod_desc(s), c->name, iv);
                 kubelet_worker_event(s->w, c->name, "Warning", "Failed", "Error: %s", reply->message);
                 kubelet_worker_set_waiting(s->w, c->name, "CreateContainerError", "%s", reply->message);
                 s->error = true;

@@ -381,6 +381,9 @@ int vol_setup_pod(const struct pod *pod, const struct kc_build_context *ctx, str
                 case VOLUME_NFS:
                         r = 0; /* mounted by the volume manager before the sandbox */
                         break;
+                case VOLUME_IMAGE:
+                        r = 0; /* nothing on the host: the runtime mounts the pulled image (the CRI mount's image) */
+                        break;
                 default:
                         r = ck_error_set(ret_error, -EOPNOTSUPP, "unsupported volume type \"%s\"", strna(v->type_name));
                         break;
@@ -434,14 +437,59 @@ static bool always_read_only(enum volume_type t) {
 }
 
 static void free_mounts(Runtime__V1__Mount **l, size_t n) {
-        for (size_t i = 0; i < n; i++) {
-                if (!l[i])
-                        continue;
-                free(l[i]->container_path);
-                free(l[i]->host_path);
-                free(l[i]);
-        }
+        for (size_t i = 0; i < n; i++)
+                if (l[i])
+                        protobuf_c_message_free_unpacked(&l[i]->base, NULL);
         free(l);
+}
+
+/* makeMounts for an image volume: no host path, the image (the ref the pull resolved, as the user wrote it too),
+ * read-only whatever the volumeMount says (the image plugin's ReadOnly attribute), subPath and subPathExpr (expanded)
+ * as image_sub_path, checked as a subPath is (relative, no ".."); the runtime fails a sub path not in the image */
+static int add_image_mount(Runtime__V1__Mount ***l, size_t *n, const struct container *c, const struct volume *v,
+                           const struct volume_mount *vm, bool rro, const struct kc_build_context *ctx) {
+        _cleanup_free_ char *sub = NULL;
+        const char *ref = NULL;
+        Runtime__V1__Mount *m;
+        int r;
+
+        if (ctx->image_volume_ref)
+                ref = ctx->image_volume_ref(ctx->image_volume_userdata, v->name);
+        if (isempty(ref))
+                return ctx->report ? ck_error_set(&ctx->report->error, -ENOENT,
+                                                  "image volume \"%s\" has not been pulled", v->name)
+                                   : -ENOENT;
+        if (!isempty(vm->sub_path_expr)) {
+                r = vol_subpath_expand(c, vm->sub_path_expr, &sub);
+                if (r < 0)
+                        return r;
+        } else if (!isempty(vm->sub_path) && !(sub = strdup(vm->sub_path)))
+                return -ENOMEM;
+        if (sub && sub[0] == '/')
+                return ctx->report ? ck_error_set(&ctx->report->error, -EINVAL,
+                                                  "error SubPath `%s` must not be an absolute path", sub)
+                                   : -EINVAL;
+        if (sub && pod_path_has_backsteps(sub))
+                return ctx->report ? ck_error_set(&ctx->report->error, -EINVAL,
+                                                  "unable to provision SubPath `%s`: must not contain '..'", sub)
+                                   : -EINVAL;
+        r = add_mount(l, n, vm->mount_path, "", true, rro, vm->mount_propagation);
+        if (r < 0)
+                return r;
+        m = (*l)[*n - 1];
+        free(m->host_path);
+        m->host_path = (char *) protobuf_c_empty_string;
+        m->image = malloc(sizeof(*m->image));
+        if (!m->image)
+                return -ENOMEM;
+        *m->image = (Runtime__V1__ImageSpec) RUNTIME__V1__IMAGE_SPEC__INIT;
+        m->image->image = strdup(ref);
+        m->image->user_specified_image = strdup(strempty(v->image_reference));
+        if (!m->image->image || !m->image->user_specified_image)
+                return -ENOMEM;
+        if (sub)
+                m->image_sub_path = TAKE_PTR(sub);
+        return 0;
 }
 
 /* the host path of volumeMount vm's volume, and whether it must be mounted read-only */
@@ -479,8 +527,9 @@ int vol_container_subpath_requests(const struct pod *pod, const struct container
                 struct vol_subpath_req *nl;
                 bool must_ro;
 
-                if (!has_subpath(&m->items[i]))
-                        continue;
+                const struct volume *v = pod_volume_find(pod, m->items[i].name);
+                if (!has_subpath(&m->items[i]) || (v && v->type == VOLUME_IMAGE))
+                        continue; /* an image volume's sub path is the runtime's (image_sub_path) */
                 r = mount_host_path(pod, &m->items[i], ctx, &hp, &must_ro);
                 if (r < 0)
                         break;
@@ -534,6 +583,12 @@ int vol_container_mounts(const struct pod *pod, const struct container *c, const
                 }
                 if (r < 0)
                         break;
+                if (v && v->type == VOLUME_IMAGE) {
+                        r = add_image_mount(&l, &n, c, v, vm, rro, ctx);
+                        if (r < 0)
+                                break;
+                        continue;
+                }
                 r = mount_host_path(pod, vm, ctx, &hp, &must_ro);
                 if (r < 0)
                         break;

@@ -488,6 +488,70 @@ static void test_pull_backoff(void **state) {
         assert_string_equal(tk_phase(t, "u1"), "Running");
 }
 
+/* Image volumes (getImageVolumes): pulled with their pullPolicy before the first container is created; the CRI
+ * mount carries the pulled image's id (no host path, read-only, the subPath as image_sub_path). A volume that
+ * cannot be had holds back only the containers that mount it, with the pull's reason and message (ErrImagePull,
+ * then ImagePullBackOff; ErrImageNeverPull); once it can be pulled they start. */
+static void test_image_volumes(void **state) {
+        struct test_kubelet *t = *state;
+        struct tk_want w = { .t = t, .uid = "u1", .container = "pulled" };
+        const Runtime__V1__ContainerConfig *cfg;
+        size_t pull, create;
+
+        assert_int_equal(fake_runtime_set_pullable(t->rt, "bad:1", false), 0);
+        tk_set_pods(t, "apiVersion: v1\nkind: Pod\nmetadata: {name: web, uid: u1}\n"
+                       "spec:\n  volumes:\n"
+                       "  - {name: data, image: {reference: 'registry.example/data:1'}}\n"
+                       "  - {name: never, image: {reference: 'absent:1', pullPolicy: Never}}\n"
+                       "  - {name: bad, image: {reference: 'bad:1'}}\n"
+                       "  containers:\n"
+                       "  - {name: pulled, image: busybox:1.36, volumeMounts: [{name: data, mountPath: /d},"
+                       " {name: data, mountPath: /s, subPath: a/b}]}\n"
+                       "  - {name: blocked, image: busybox:1.36, volumeMounts: [{name: never, mountPath: /n}]}\n"
+                       "  - {name: failing, image: busybox:1.36, volumeMounts: [{name: bad, mountPath: /b}]}\n"
+                       "  - {name: other, image: busybox:1.36}\n");
+        tk_start(t);
+        tk_wait(t, tk_running, &w, MIN_USEC);
+        w.container = "blocked";
+        w.what = "ErrImageNeverPull";
+        tk_wait(t, tk_waiting, &w, MIN_USEC);
+        assert_string_equal(waiting_message(t, "u1", "blocked"),
+                            "Container image \"absent:1\" is not present with pull policy of Never");
+        w.container = "failing";
+        w.what = "ErrImagePull";
+        tk_wait(t, tk_waiting, &w, MIN_USEC);
+        assert_non_null(strstr(waiting_message(t, "u1", "failing"), "bad:1"));
+        assert_true(tk_running(&(struct tk_want) { .t = t, .uid = "u1", .container = "other" }));
+        assert_int_equal(fake_runtime_count_subject(t->rt, "CreateContainer", "blocked"), 0);
+        assert_int_equal(fake_runtime_count_subject(t->rt, "CreateContainer", "failing"), 0);
+        assert_int_equal(fake_runtime_count_subject(t->rt, "PullImage", "absent:1"), 0);
+
+        /* pulled before the first container is created, once for the pass */
+        pull = find_call(t, 0, "PullImage", "registry.example/data:1");
+        create = find_call(t, 0, "CreateContainer", NULL);
+        assert_true(pull != SIZE_MAX && pull < create);
+        create = find_call(t, 0, "CreateContainer", "pulled");
+        cfg = FAKE_REQ(fake_runtime_call(t->rt, create), CreateContainerRequest)->config;
+        assert_true(cfg->n_mounts >= 2);
+        for (size_t i = 0; i < 2; i++) {
+                assert_string_equal(cfg->mounts[i]->host_path, "");
+                assert_true(cfg->mounts[i]->readonly);
+                assert_non_null(cfg->mounts[i]->image);
+                assert_string_equal(cfg->mounts[i]->image->image,
+                                    fake_runtime_image(t->rt, "registry.example/data:1")->id);
+        }
+        assert_string_equal(cfg->mounts[0]->image_sub_path, "");
+        assert_string_equal(cfg->mounts[1]->image_sub_path, "a/b");
+
+        /* the failed pull backs off as a container image's does; then it is pulled and the container starts */
+        w.what = "ImagePullBackOff";
+        tk_wait(t, tk_waiting, &w, MIN_USEC);
+        assert_string_equal(waiting_message(t, "u1", "failing"), "Back-off pulling image \"bad:1\"");
+        assert_int_equal(fake_runtime_set_pullable(t->rt, "bad:1", true), 0);
+        tk_wait(t, tk_running, &w, 3 * MIN_USEC);
+        assert_int_equal(fake_runtime_count_subject(t->rt, "CreateContainer", "blocked"), 0);
+}
+
 /* Init containers run one at a time, in order, each after the one before completed, then the app
  * containers; one that fails under restartPolicy Never fails the pod and nothing else starts. */
 static void test_init_containers(void **state) {
@@ -661,6 +725,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_liveness_kill, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_pull_policies, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_pull_backoff, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_image_volumes, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_init_containers, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_removed_pod_stopped, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_runtime_down, setup, teardown),

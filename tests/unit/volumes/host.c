@@ -333,6 +333,70 @@ static void test_subpath_expand(void **state) {
         pod_free(p);
 }
 
+static const char *test_image_ref(void *userdata, const char *name) {
+        return streq(name, "iv") ? userdata : NULL;
+}
+
+/* an image volume's CRI mount (makeMounts with imageVolumes): no host path, the resolved image and the reference as
+ * written, read-only whatever the volumeMount says, subPath and subPathExpr (expanded) as image_sub_path, no subPath
+ * bind on the host; nothing set up on the host for it; a volume not pulled fails the config */
+static void test_image_volume_mounts(void **state) {
+        struct pod *p = parse(
+                "{name: web, namespace: default, uid: uid-iv}",
+                "{volumes: [{name: iv, image: {reference: \"reg.example/data:1\"}}],"
+                " containers: [{name: a, image: b, env: [{name: DIR, value: sub}, {name: UP, value: ../x}], volumeMounts: ["
+                "{name: iv, mountPath: /iv}, {name: iv, mountPath: /s, subPath: data/sub, readOnly: false},"
+                " {name: iv, mountPath: /e, subPathExpr: 'data/$(DIR)', mountPropagation: HostToContainer},"
+                " {name: iv, mountPath: /bad, subPathExpr: '$(UP)'}]}]}");
+        struct kc_build_context ctx = { .root_dir = tmp,
+                                        .image_volume_ref = test_image_ref,
+                                        .image_volume_userdata = (void *) "sha256:abc" };
+        struct volume_mounts *vms = (struct volume_mounts *) pod_container_mounts(p, &p->spec.containers[0]);
+        struct kc_build_report report = {};
+        struct ck_error *err = NULL;
+        struct vol_subpath_req *reqs = NULL;
+        Runtime__V1__Mount **m = NULL;
+        size_t n = 0, n_reqs = 5;
+
+        assert_int_equal(vol_setup_pod(p, &ctx, &err), 0);
+        /* the last one expands to a path with "..": refused as upstream's makeMounts does */
+        ctx.report = &report;
+        assert_int_equal(vol_container_mounts(p, &p->spec.containers[0], &ctx, &m, &n), -EINVAL);
+        assert_string_equal(ck_error_message(report.error),
+                            "unable to provision SubPath `../x`: must not contain '..'");
+        kc_build_report_done(&report);
+        vms->n = 3;
+        /* no subPath bind for an image volume: the runtime resolves image_sub_path inside the image */
+        assert_int_equal(vol_container_subpath_requests(p, &p->spec.containers[0], &ctx, &reqs, &n_reqs), 0);
+        assert_int_equal(n_reqs, 0);
+        vol_subpath_reqs_free(reqs, n_reqs);
+        assert_int_equal(vol_container_mounts(p, &p->spec.containers[0], &ctx, &m, &n), 0);
+        assert_int_equal(n, 3); /* no pod IP: no /etc/hosts */
+        for (size_t i = 0; i < n; i++) {
+                assert_string_equal(m[i]->host_path, "");
+                assert_true(m[i]->readonly);
+                assert_non_null(m[i]->image);
+                assert_string_equal(m[i]->image->image, "sha256:abc");
+                assert_string_equal(m[i]->image->user_specified_image, "reg.example/data:1");
+        }
+        assert_string_equal(m[0]->container_path, "/iv");
+        assert_string_equal(m[0]->image_sub_path, "");
+        assert_string_equal(m[1]->image_sub_path, "data/sub");
+        assert_string_equal(m[2]->image_sub_path, "data/sub");
+        assert_int_equal(m[2]->propagation, RUNTIME__V1__MOUNT_PROPAGATION__PROPAGATION_HOST_TO_CONTAINER);
+        for (size_t i = 0; i < n; i++)
+                protobuf_c_message_free_unpacked(&m[i]->base, NULL);
+        m = mfree(m);
+        /* not pulled in this pass */
+        ctx.image_volume_userdata = NULL;
+        assert_int_equal(vol_container_mounts(p, &p->spec.containers[0], &ctx, &m, &n), -ENOENT);
+        assert_null(m);
+        assert_string_equal(ck_error_message(report.error), "image volume \"iv\" has not been pulled");
+        kc_build_report_done(&report);
+        vms->n = 4;
+        pod_free(p);
+}
+
 static int setup(void **state) {
         return mkdtemp(tmp) ? 0 : -1;
 }
@@ -351,6 +415,7 @@ int main(void) {
                 cmocka_unit_test(test_setup_host_path_and_empty_dir),
                 cmocka_unit_test(test_subpath_hostile_symlinks),
                 cmocka_unit_test(test_subpath_expand),
+                cmocka_unit_test(test_image_volume_mounts),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }

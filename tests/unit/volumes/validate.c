@@ -284,6 +284,60 @@ static void test_recursive_read_only(void **state) {
         }
 }
 
+/* volumes[].image: reference required, pullPolicy one of three and defaulted from the tag as SetDefaults_Volume;
+ * subPath and subPathExpr allowed on its mounts, readOnly not required */
+static void test_image_volume(void **state) {
+        struct {
+                const char *ref, *policy;
+                enum pull_policy want;
+        } d[] = {
+                { "busybox:1.36", NULL, PULL_POLICY_IF_NOT_PRESENT },
+                { "busybox:latest", NULL, PULL_POLICY_ALWAYS },
+                { "busybox", NULL, PULL_POLICY_ALWAYS },
+                { "reg.example:5000/a/b", NULL, PULL_POLICY_ALWAYS },
+                { "reg.example:5000/a/b:2", NULL, PULL_POLICY_IF_NOT_PRESENT },
+                { "busybox@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", NULL,
+                  PULL_POLICY_IF_NOT_PRESENT },
+                { "busybox:latest", "Never", PULL_POLICY_NEVER },
+                { "busybox:1", "Always", PULL_POLICY_ALWAYS },
+                { "busybox", "IfNotPresent", PULL_POLICY_IF_NOT_PRESENT },
+        };
+        for (size_t i = 0; i < sizeof(d) / sizeof(d[0]); i++) {
+                char *spec = NULL;
+                struct pod *p;
+                const struct volume *v;
+                assert_true(asprintf(&spec,
+                                     "{volumes: [{name: iv, image: {reference: \"%s\"%s%s}}], " C(
+                                             "[{name: iv, mountPath: /a}, {name: iv, mountPath: /b, subPath: x/y}, "
+                                             "{name: iv, mountPath: /c, subPathExpr: $(POD)}]") "}",
+                                     d[i].ref, d[i].policy ? ", pullPolicy: " : "",
+                                     d[i].policy ? d[i].policy : "") > 0);
+                p = expect_valid(spec);
+                v = pod_volume_find(p, "iv");
+                assert_non_null(v);
+                assert_int_equal(v->type, VOLUME_IMAGE);
+                assert_string_equal(v->image_reference, d[i].ref);
+                if (v->image_pull_policy != d[i].want)
+                        fail_msg("%s (%s): pull policy %d, want %d", d[i].ref, d[i].policy ? d[i].policy : "(unset)",
+                                 v->image_pull_policy, d[i].want);
+                pod_free(p);
+                free(spec);
+        }
+        expect_invalid("{volumes: [{name: iv, image: {pullPolicy: Always}}], " C("[]") "}",
+                       "spec.volumes[0].image.reference", "Required value");
+        expect_invalid("{volumes: [{name: iv, image: {reference: \"\"}}], " C("[]") "}",
+                       "spec.volumes[0].image.reference", "Required value");
+        expect_invalid("{volumes: [{name: iv, image: {reference: a, pullPolicy: Sometimes}}], " C("[]") "}",
+                       "spec.volumes[0].image.pullPolicy",
+                       "Unsupported value: \"Sometimes\": supported values: \"Always\", \"IfNotPresent\", "
+                       "\"Never\"");
+        expect_invalid("{volumes: [{name: iv, image: {reference: a}, emptyDir: {}}], " C("[]") "}",
+                       "spec.volumes[0].image", "Forbidden: may not specify more than 1 volume type");
+        expect_invalid("{volumes: [{name: iv, image: {reference: a}}], " C(
+                               "[{name: iv, mountPath: /a, subPath: ../x}]") "}",
+                       "spec.containers[0].volumeMounts[0].subPath", "Invalid value: \"../x\": must not contain '..'");
+}
+
 static void test_type_errors(void **state) {
         struct pod_set set = {};
         struct ck_error *err = NULL;
@@ -308,6 +362,7 @@ int main(void) {
                 cmocka_unit_test(test_volumes),
                 cmocka_unit_test(test_mounts),
                 cmocka_unit_test(test_recursive_read_only),
+                cmocka_unit_test(test_image_volume),
                 cmocka_unit_test(test_type_errors),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
