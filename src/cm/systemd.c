@@ -193,7 +193,7 @@ static void on_bus(evutil_socket_t fd, short what, void *userdata) {
                 r = sd_bus_process(sd->bus, NULL);
                 if (r < 0) {
                         log_error("systemd cgroup driver: D-Bus connection: %s", strerror(-r));
-                        sd->bus = sd_bus_flush_close_unref(sd->bus);
+                        sd->bus = sd_bus_close_unref(sd->bus);
                         fail_all(sd, r);
                         return;
                 }
@@ -232,11 +232,13 @@ static void rearm(struct cm_sd *sd) {
         }
 }
 
+/* A lost or replaced connection is closed without a flush (sd_bus_flush would wait for the socket on the loop); only
+ * the teardown, off the loop's work, flushes what is queued. */
 static int connect_bus(struct cm_sd *sd) {
         int r;
 
         sd->match = sd_bus_slot_unref(sd->match);
-        sd->bus = sd_bus_flush_close_unref(sd->bus);
+        sd->bus = sd_bus_close_unref(sd->bus);
         r = sd_bus_open_system(&sd->bus);
         if (r < 0)
                 return r;
@@ -342,7 +344,7 @@ static int op_new(struct cm_sd *sd, const char *unit, bool stop, cm_sd_done_fn d
                 /* the connection was lost: a new one (the socket connect does not wait) */
                 int r = connect_bus(sd);
                 if (r < 0) {
-                        sd->bus = sd_bus_flush_close_unref(sd->bus);
+                        sd->bus = sd_bus_close_unref(sd->bus);
                         return r;
                 }
         }

@@ -106,10 +106,11 @@ static void release_lock(struct nodeshutdown_manager *m) {
 
 /* ---------------------------------------------------------------- the bus on the loop */
 
+/* No flush on the way out: sd_bus_flush waits until the socket has taken every queued message, on the loop. */
 static void disconnect(struct nodeshutdown_manager *m) {
         m->call = sd_bus_slot_unref(m->call);
         m->match = sd_bus_slot_unref(m->match);
-        m->bus = sd_bus_flush_close_unref(m->bus);
+        m->bus = sd_bus_close_unref(m->bus);
         if (m->ev)
                 event_del(m->ev);
 }
@@ -419,7 +420,7 @@ static int connect_and_start(struct nodeshutdown_manager *m) {
         disconnect(m);
         r = sd_bus_open_system(&m->bus);
         if (r < 0) {
-                m->bus = sd_bus_flush_close_unref(m->bus);
+                m->bus = sd_bus_close_unref(m->bus);
                 return r;
         }
         m->step = STEP_DELAY;
