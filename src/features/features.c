@@ -1,11 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The feature gate table and its checks. The names, defaults, stages and locks are those of the upstream kubelet
- * at v1.20 (pkg/features/kube_features.go with the apiserver's generic gates it registers, plus the AllAlpha and
- * AllBeta switches), and the names of the gates added to the kubelet, its libraries and logging since then (their
- * stage is not recorded: any value is accepted; a few with the default, stage and lock of the release ckubelet
- * follows where it acts on them). ckubelet acts on RotateKubeletServerCertificate, ComponentStatusz and
- * ComponentFlagz (/statusz, /flagz) only; every other gate is accepted and recorded, so that configurations written
- * for the upstream kubelet load. */
+ * v1.37 (features-table.inc, generated from upstream's own registry by scripts/gen-feature-gates.sh: the kube
+ * features, those of the staging modules and the logging ones cmd/kubelet adds). ckubelet acts on
+ * RotateKubeletServerCertificate, ComponentStatusz and ComponentFlagz (/statusz, /flagz) and GracefulNodeShutdown;
+ * every other gate is accepted and recorded, so that configurations written for the upstream kubelet load. */
 #include "features/features.h"
 
 #include <ctype.h>

@@ -13,30 +13,38 @@ static char *fmt(uint64_t usec, char *buf, size_t size) {
         return go_duration_format((int64_t) usec * 1000, buf, size);
 }
 
-int nodeshutdown_validate(uint64_t grace_usec, uint64_t critical_usec, size_t n_by_priority,
-                          struct ck_error **ret_error) {
+int nodeshutdown_validate(uint64_t grace_usec, uint64_t critical_usec, size_t n_by_priority, bool gate,
+                          bool gate_by_priority, struct ck_error **ret_error) {
         char a[GO_DURATION_MAX], b[GO_DURATION_MAX];
 
-        /* negative durations are refused when the configuration is read */
-        if (critical_usec > grace_usec)
+        /* negative durations are refused when the configuration is read; the checks in upstream's order */
+        if (gate && critical_usec > grace_usec)
                 return ck_error_set(ret_error, -EINVAL,
                                     "invalid configuration: shutdownGracePeriodCriticalPods %s must be <= "
                                     "shutdownGracePeriod %s",
                                     fmt(critical_usec, a, sizeof(a)), fmt(grace_usec, b, sizeof(b)));
-        if (grace_usec > 0 && grace_usec < USEC_PER_SEC)
+        if (gate && grace_usec > 0 && grace_usec < USEC_PER_SEC)
                 return ck_error_set(ret_error, -EINVAL,
                                     "invalid configuration: shutdownGracePeriod %s must be either zero or otherwise "
                                     ">= 1 sec",
                                     fmt(grace_usec, a, sizeof(a)));
-        if (critical_usec > 0 && critical_usec < USEC_PER_SEC)
+        if (gate && critical_usec > 0 && critical_usec < USEC_PER_SEC)
                 return ck_error_set(ret_error, -EINVAL,
                                     "invalid configuration: shutdownGracePeriodCriticalPods %s must be either zero "
                                     "or otherwise >= 1 sec",
                                     fmt(critical_usec, a, sizeof(a)));
-        if (n_by_priority > 0 && (grace_usec > 0 || critical_usec > 0))
+        if (!gate && (grace_usec > 0 || critical_usec > 0))
+                return ck_error_set(ret_error, -EINVAL,
+                                    "invalid configuration: specifying shutdownGracePeriod or "
+                                    "shutdownGracePeriodCriticalPods requires feature gate GracefulNodeShutdown");
+        if (gate_by_priority && n_by_priority > 0 && (grace_usec > 0 || critical_usec > 0))
                 return ck_error_set(ret_error, -EINVAL,
                                     "invalid configuration: Cannot specify both shutdownGracePeriodByPodPriority "
                                     "and shutdownGracePeriod at the same time");
+        if (!gate_by_priority && n_by_priority > 0)
+                return ck_error_set(ret_error, -EINVAL,
+                                    "invalid configuration: Specifying shutdownGracePeriodByPodPriority requires "
+                                    "feature gate GracefulNodeShutdownBasedOnPodPriority");
         return 0;
 }
 

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #pragma once
 
+#include <stdbool.h>
+
 /* Graceful node shutdown: the configuration (KubeletConfiguration shutdownGracePeriod,
  * shutdownGracePeriodCriticalPods, shutdownGracePeriodByPodPriority), its validation, and the pure logic of the
  * shutdown: the priority groups, lowest priority first, each with its budget in seconds, and which group a pod
@@ -21,9 +23,10 @@ struct nodeshutdown_period {
 #define NODESHUTDOWN_DEFAULT_PRIORITY 0
 #define NODESHUTDOWN_SYSTEM_CRITICAL_PRIORITY 2000000000
 
-/* The KubeletConfiguration's checks (validation.go), with upstream's messages. Durations in usec. */
-int nodeshutdown_validate(uint64_t grace_usec, uint64_t critical_usec, size_t n_by_priority,
-                          struct ck_error **ret_error);
+/* The KubeletConfiguration's checks (validation.go), with upstream's messages, given the states of the
+ * GracefulNodeShutdown and GracefulNodeShutdownBasedOnPodPriority gates. Durations in usec. */
+int nodeshutdown_validate(uint64_t grace_usec, uint64_t critical_usec, size_t n_by_priority, bool gate,
+                          bool gate_by_priority, struct ck_error **ret_error);
 
 /* The groups the shutdown goes through, sorted by priority, lowest first: by_priority when given, else the two of
  * shutdownGracePeriod (priority 0: the period less the critical pods' share; priority 2000000000: the critical

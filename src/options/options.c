@@ -2201,7 +2201,9 @@ static int validate(const struct kubelet_options *o, struct ck_error **ret_error
                 return ck_error_set(ret_error, -EINVAL, "failed to parse node IP \"%s\"", o->node_ip);
 
         r = nodeshutdown_validate(o->shutdown_grace_period_usec, o->shutdown_grace_period_critical_pods_usec,
-                                  o->n_shutdown_by_priority, ret_error);
+                                  o->n_shutdown_by_priority, feature_enabled(o->feature_gates, "GracefulNodeShutdown"),
+                                  feature_enabled(o->feature_gates, "GracefulNodeShutdownBasedOnPodPriority"),
+                                  ret_error);
         if (r < 0)
                 return r;
         if (isempty(o->address) ||

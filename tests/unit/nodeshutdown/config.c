@@ -103,6 +103,14 @@ static void test_config(void **state) {
                        "- {priority: 0, shutdownGracePeriodSeconds: 20}\n",
                        "invalid configuration: Cannot specify both shutdownGracePeriodByPodPriority and "
                        "shutdownGracePeriod at the same time");
+        /* the feature gates (beta and on in v1.37) turned off */
+        expect_invalid("featureGates: {GracefulNodeShutdown: false}\nshutdownGracePeriod: 10s\n",
+                       "invalid configuration: specifying shutdownGracePeriod or shutdownGracePeriodCriticalPods "
+                       "requires feature gate GracefulNodeShutdown");
+        expect_invalid("featureGates: {GracefulNodeShutdownBasedOnPodPriority: false}\n"
+                       "shutdownGracePeriodByPodPriority:\n- {priority: 0, shutdownGracePeriodSeconds: 20}\n",
+                       "invalid configuration: Specifying shutdownGracePeriodByPodPriority requires feature gate "
+                       "GracefulNodeShutdownBasedOnPodPriority");
         expect_invalid("shutdownGracePeriod: -1s\n", "shutdownGracePeriod: invalid duration \"-1s\"");
         expect_invalid("shutdownGracePeriodByPodPriority:\n- {priority: 0, seconds: 20}\n",
                        "unknown field \"shutdownGracePeriodByPodPriority[0].seconds\"");

@@ -106,12 +106,16 @@ static void test_feature_gates_parse(void **state) {
         assert_string_equal(ck_error_message(err),
                             "invalid value of AllAlpha=yes, err: strconv.ParseBool: parsing \"yes\": invalid syntax");
         err = ck_error_free(err);
-        /* locked to its default (GA) */
-        assert_int_equal(feature_gates_parse(&g, "TokenRequest=false", false, &err), -EINVAL);
+        /* locked to its default (GA in v1.37) */
+        assert_int_equal(feature_gates_parse(&g, "NodeSwap=false", false, &err), -EINVAL);
         assert_string_equal(ck_error_message(err),
-                            "cannot set feature gate TokenRequest to false, feature is locked to true");
+                            "cannot set feature gate NodeSwap to false, feature is locked to true");
         err = ck_error_free(err);
-        assert_int_equal(feature_gates_parse(&g, "TokenRequest=true", false, &err), 0);
+        assert_int_equal(feature_gates_parse(&g, "NodeSwap=true", false, &err), 0);
+        /* a gate upstream removed before v1.37 is unknown there, as here */
+        assert_int_equal(feature_gates_parse(&g, "TokenRequest=true", false, &err), -EINVAL);
+        assert_string_equal(ck_error_message(err), "unrecognized feature gate: TokenRequest");
+        err = ck_error_free(err);
         /* v1.36's: KubeletFineGrainedAuthz GA and locked on; the zpages on by default, and can be turned off */
         assert_true(feature_enabled(NULL, "KubeletFineGrainedAuthz"));
         assert_int_equal(feature_gates_parse(&g, "KubeletFineGrainedAuthz=false", false, &err), -EINVAL);
@@ -123,16 +127,17 @@ static void test_feature_gates_parse(void **state) {
         assert_int_equal(feature_gates_parse(&g, "ComponentFlagz=false", false, &err), 0);
         assert_false(feature_enabled(g, "ComponentFlagz"));
         assert_true(feature_enabled(g, "ComponentStatusz"));
-        /* a gate added after v1.20 is known */
-        assert_int_equal(feature_gates_parse(&g, "SidecarContainers=true", false, &err), 0);
-        assert_true(feature_enabled(g, "SidecarContainers"));
+        /* v1.37's defaults: graceful node shutdown beta and on, and can be turned off */
+        assert_true(feature_enabled(NULL, "GracefulNodeShutdownBasedOnPodPriority"));
+        assert_int_equal(feature_gates_parse(&g, "GracefulNodeShutdown=false", false, &err), 0);
+        assert_false(feature_enabled(g, "GracefulNodeShutdown"));
 }
 
 static void test_feature_gates_table_sorted(void **state) {
         /* feature_lookup uses bsearch: every name must be found */
         static const char *const names[] = {
-                "APIListChunking", "AllAlpha",  "AllBeta", "ZZZ-not-a-gate", "RotateKubeletServerCertificate",
-                "WinOverlay",      "CPUManager"
+                "APIResponseCompression",         "AllAlpha",        "AllBeta", "ZZZ-not-a-gate",
+                "RotateKubeletServerCertificate", "WorkloadWithJob", "NodeSwap"
         };
         for (size_t i = 0; i < ELEMENTSOF(names); i++) {
                 const struct feature_spec *s = feature_lookup(names[i]);
