@@ -32,6 +32,7 @@ test_pkgs=(
         clang-format   # the format check of tests/run.sh (.clang-format)
         clang libclang-rt-14-dev  # the libFuzzer targets of tests/fuzz (libFuzzer and the sanitizers' runtimes)
         python3-pytest python3-grpcio docker-registry skopeo
+        python3-h2     # the HTTP/2 test apiserver of the client unit test (tests/unit/client/h2server.py)
         e2fsprogs util-linux mount  # mkfs.ext4, losetup and mount for the small filesystem of the node-pressure tests
         valgrind       # the leak check of tests/run.sh (tests/valgrind.py: memcheck on a smoke run of build/)
         apache2-utils  # htpasswd -B for the authenticated registry of the pull secret tests

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The apiserver client over HTTP/2 against an h2 server over TLS (h2server.py next to this file, Python's h2
- * package; the test is skipped without it): 200 watches multiplexed on one TCP connection (the server counts
- * the connections it accepted), a second connection past the server's stream limit, a GOAWAY in the middle of a watch (the stream ends, the watch is resumed from its
- * last resourceVersion on a new connection), and a server that stalls in the middle of a body (the request's
- * deadline fires, the callback runs once; a stalled watch ends once with -ETIMEDOUT). */
+/* The apiserver client over HTTP/2 against an h2 server over TLS (h2server.py next to this file, run by
+ * /usr/bin/python3 with Debian's python3-h2, which scripts/install-deps.sh --test installs; skipped without it):
+ * 200 watches multiplexed on one TCP connection (the server counts the connections it accepted), a second
+ * connection past the server's stream limit, a GOAWAY in the middle of a watch (the stream ends, the watch is
+ * resumed from its last resourceVersion on a new connection), and a server that stalls in the middle of a body
+ * (the request's deadline fires, the callback runs once; a stalled watch ends once with -ETIMEDOUT). */
 #include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
@@ -37,7 +38,7 @@ struct ctx {
 };
 
 static bool have_h2(void) {
-        return system("python3 -c 'import h2, hyperframe' >/dev/null 2>&1") == 0;
+        return system("/usr/bin/python3 -c 'import h2, hyperframe' >/dev/null 2>&1") == 0;
 }
 
 static int setup_limit(void **state, const char *max_streams) {
@@ -70,7 +71,7 @@ static int setup_limit(void **state, const char *max_streams) {
         t->server = fork();
         assert_true(t->server >= 0);
         if (t->server == 0) {
-                execlp("python3", "python3", script, t->dir, portfile, max_streams, (char *) NULL);
+                execl("/usr/bin/python3", "python3", script, t->dir, portfile, max_streams, (char *) NULL);
                 _exit(127);
         }
         for (int i = 0; i < 200 && read_full_file(portfile, 64, &port, NULL) < 0; i++)
