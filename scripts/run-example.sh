@@ -126,6 +126,9 @@ apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 podLogsDir: $dir/pods
 cgroupRoot: $cgroup_root
+# a machine with swap on runs the example too (the kubelet's default refuses to start there); the containers get
+# no swap (memorySwap.swapBehavior NoSwap)
+failSwapOn: false
 authentication:
   x509:
     clientCAFile: $pki/ca.crt
