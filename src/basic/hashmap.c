@@ -115,6 +115,10 @@ bool hashmap_contains(const struct hashmap *m, const char *key) {
 }
 
 void *hashmap_remove(struct hashmap *m, const char *key) {
+        return hashmap_remove2(m, key, NULL);
+}
+
+void *hashmap_remove2(struct hashmap *m, const char *key, const char **ret_key) {
         struct hashmap_slot *s = lookup(m, key);
         size_t mask, i, j;
         void *value;
@@ -122,6 +126,8 @@ void *hashmap_remove(struct hashmap *m, const char *key) {
         if (!s)
                 return NULL;
         value = s->value;
+        if (ret_key)
+                *ret_key = s->key;
         mask = m->cap - 1;
         i = (size_t) (s - m->slots);
         /* backward shift: move later entries of the same probe run into the hole when their home slot allows */

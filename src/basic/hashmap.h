@@ -39,6 +39,8 @@ void *hashmap_get(const struct hashmap *m, const char *key);
 bool hashmap_contains(const struct hashmap *m, const char *key);
 /* Removes key; returns its value (NULL when absent). */
 void *hashmap_remove(struct hashmap *m, const char *key);
+/* The same, and *ret_key is the key as stored (for a map that owns its keys to free it); untouched when absent. */
+void *hashmap_remove2(struct hashmap *m, const char *key, const char **ret_key);
 /* Removes every entry (keeps the table). */
 void hashmap_clear(struct hashmap *m);
 /* Makes room for n entries without growing again (a bulk insert). */

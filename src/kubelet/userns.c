@@ -368,21 +368,14 @@ int userns_get_or_create(struct userns_manager *m, const char *pod_uid, uint32_t
 void userns_release(struct userns_manager *m, const char *pod_uid) {
         _cleanup_free_ char *path = NULL;
         const char *key = NULL;
-        size_t i = 0;
-        void *v = NULL;
         uintptr_t slot;
 
         if (!m)
                 return;
         /* the stored key is freed with the entry */
-        while (hashmap_iterate(&m->by_pod, &i, &key, &v))
-                if (streq(key, pod_uid))
-                        break;
-                else
-                        key = NULL;
+        slot = (uintptr_t) hashmap_remove2(&m->by_pod, pod_uid, &key);
         if (!key)
                 return;
-        slot = (uintptr_t) hashmap_remove(&m->by_pod, pod_uid);
         free((char *) key);
         if (slot)
                 slot_set(m, (uint32_t) (slot - 1), false);

@@ -45,7 +45,18 @@ static void test_put_get_replace_remove(void **state) {
         assert_int_equal(hashmap_put(&m, "b", &c), 0);
         assert_int_equal(hashmap_size(&m), 3);
         assert_ptr_equal(hashmap_get(&m, key), &c);
-        assert_ptr_equal(hashmap_remove(&m, "b"), &c);
+        {
+                /* remove2 hands back the key as stored (the replacing put's), not the buffer asked with */
+                const char *stored = NULL;
+                char ask[] = "b";
+                assert_ptr_equal(hashmap_remove2(&m, ask, &stored), &c);
+                assert_non_null(stored);
+                assert_ptr_not_equal(stored, ask);
+                assert_string_equal(stored, "b");
+                stored = NULL;
+                assert_null(hashmap_remove2(&m, ask, &stored));
+                assert_null(stored);
+        }
         assert_null(hashmap_remove(&m, "b"));
         assert_false(hashmap_contains(&m, "b"));
         assert_int_equal(hashmap_size(&m), 2);
