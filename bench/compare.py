@@ -9,9 +9,9 @@ Scenarios (--only picks some):
   start   for each N in --pods: N static pods at once (manifests renamed into the directory in one burst) until
           all run: from the first rename to the last container's startedAt (per containerd); per pod, its own
           rename to its startedAt. The CRI floor starts the same pods with only the calls a start needs.
-          Then, with the N pods running: the kubelet's CPU seconds per minute over --steady seconds, VmRSS and
-          VmHWM. Then all manifests removed at once: until no container runs and no sandbox is ready
-          ("stopped"), and until the runtime is empty ("empty").
+          Then, with the N pods running: the kubelet's CPU seconds per minute over --steady seconds, VmRSS,
+          VmHWM, PSS and USS (smaps_rollup). Then all manifests removed at once: until no container runs and no
+          sandbox is ready ("stopped"), and until the runtime is empty ("empty").
   probes  --probe-pods pods, each an httpd with an HTTP readiness and a TCP liveness probe, period 1 s: the
           kubelet's CPU per minute, the probes per second it actually ran (prober_probe_total on its
           /metrics/probes, read-only port), and how regularly they ran (the interval between two HTTP probes
@@ -133,6 +133,21 @@ def proc_mem(pid):
     return m["VmRSS"], m["VmHWM"]
 
 
+def smaps_rollup_kb(pid):
+    """/proc/PID/smaps_rollup's figures in kB: Pss (each page divided among the processes that map it: what the
+    node pays for this process), Private_Clean + Private_Dirty (USS: what its exit would free); {} when unreadable"""
+    out = {}
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            for line in f:
+                k, _, v = line.partition(":")
+                if v.strip().endswith("kB"):
+                    out[k] = int(v.split()[0])
+    except OSError:
+        return {}
+    return out
+
+
 def proc_mem_detail(pid, top=10):
     """what VmRSS is made of: RssAnon (heap, stacks, written pages of mappings) and RssFile (pages of the binary
     and the shared libraries mapped in, shared with every other process mapping them), in kB, and the largest
@@ -148,8 +163,11 @@ def proc_mem_detail(pid, top=10):
                 name = first[5].strip() if len(first) > 5 else "[anon]"
             elif first[0] == "Rss:":
                 by[name] = by.get(name, 0) + int(first[1])
+    roll = smaps_rollup_kb(pid)
     return {"vmrss_kb": out["VmRSS"], "vmhwm_kb": out["VmHWM"],
             "rss_anon_kb": out["RssAnon"], "rss_file_kb": out["RssFile"],
+            "pss_kb": roll.get("Pss"),
+            "uss_kb": roll.get("Private_Clean", 0) + roll.get("Private_Dirty", 0) if roll else None,
             "smaps_top_kb": sorted(([n, v] for n, v in by.items() if v), key=lambda x: -x[1])[:top]}
 
 
@@ -910,6 +928,9 @@ def table(data):
         row(f"{pods(n)} running: CPU (s/min)", ck.get("steady_cpu_s_per_min"), go.get("steady_cpu_s_per_min"), digits=3)
         row(f"{pods(n)} running: VmRSS (MB)", kb_mb(ck.get("vmrss_kb")), kb_mb(go.get("vmrss_kb")), digits=1)
         row(f"{pods(n)} running: VmHWM (MB)", kb_mb(ck.get("vmhwm_kb")), kb_mb(go.get("vmhwm_kb")), digits=1)
+        if ck.get("pss_kb") is not None or go.get("pss_kb") is not None:
+            row(f"{pods(n)} running: PSS (MB)", kb_mb(ck.get("pss_kb")), kb_mb(go.get("pss_kb")), digits=1)
+            row(f"{pods(n)} running: USS (MB)", kb_mb(ck.get("uss_kb")), kb_mb(go.get("uss_kb")), digits=1)
         if ck.get("rss_anon_kb") is not None or go.get("rss_anon_kb") is not None:
             row("  VmRSS: RssAnon (MB)", kb_mb(ck.get("rss_anon_kb")), kb_mb(go.get("rss_anon_kb")), digits=1)
             row("  VmRSS: RssFile (MB)", kb_mb(ck.get("rss_file_kb")), kb_mb(go.get("rss_file_kb")), digits=1,
