@@ -69,6 +69,18 @@ def wait_for(cond, timeout=30.0, interval=0.05, msg="condition"):
         time.sleep(interval)
 
 
+def terminate(*procs):
+    """SIGTERM each process still running, SIGKILL after 10 s; each reaped."""
+    for p in procs:
+        if p.poll() is None:
+            p.terminate()
+            try:
+                p.wait(10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+
+
 def private_system_bus(dirpath):
     """A dbus-daemon of the test's own on <dirpath>/system_bus_socket (a fake systemd or logind owns names on it;
     ckubelet is pointed at it with DBUS_SYSTEM_BUS_ADDRESS). Returns (daemon process, address, socket path)."""

@@ -16,7 +16,7 @@ import time
 import pytest
 
 from apiobjects import api_pod, cond, container
-from conftest import private_system_bus, NODE, wait_for
+from conftest import private_system_bus, terminate, NODE, wait_for
 from fakeapi import FakeApiServer
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -53,14 +53,7 @@ class FakeLogind:
                        check=True, capture_output=True, timeout=10)
 
     def stop(self):
-        for p in (self.fake, self.daemon):
-            if p.poll() is None:
-                p.terminate()
-                try:
-                    p.wait(10)
-                except subprocess.TimeoutExpired:
-                    p.kill()
-                    p.wait()
+        terminate(self.fake, self.daemon)
 
 
 @pytest.fixture

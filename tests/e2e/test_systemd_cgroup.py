@@ -14,7 +14,7 @@ import textwrap
 
 import pytest
 
-from conftest import private_system_bus, BUSYBOX, SLEEPER, cgroup_hierarchies, remove_cgroup_root, wait_for
+from conftest import private_system_bus, terminate, BUSYBOX, SLEEPER, cgroup_hierarchies, remove_cgroup_root, wait_for
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 MEMORY = "/sys/fs/cgroup/memory"
@@ -43,14 +43,7 @@ class FakeSystemd:
         return [c for c in out if (method is None or c["method"] == method) and (name is None or c.get("name") == name)]
 
     def stop(self):
-        for p in (self.fake, self.daemon):
-            if p.poll() is None:
-                p.terminate()
-                try:
-                    p.wait(10)
-                except subprocess.TimeoutExpired:
-                    p.kill()
-                    p.wait()
+        terminate(self.fake, self.daemon)
 
 
 @pytest.fixture
