@@ -900,14 +900,7 @@ static struct kconn *conn_new(struct kube_transport *t) {
         c->start_ev = evtimer_new(t->base, on_conn_start, c);
         c->resp = malloc(sizeof(*c->resp));
         if (!c->connect_timer || !c->reap_ev || !c->start_ev || !c->resp) {
-                if (c->connect_timer)
-                        event_free(c->connect_timer);
-                if (c->reap_ev)
-                        event_free(c->reap_ev);
-                if (c->start_ev)
-                        event_free(c->start_ev);
-                free(c->resp);
-                free(c);
+                conn_free(c); /* not linked yet: frees what was made */
                 return NULL;
         }
         http_resp_init(c->resp);
