@@ -21,6 +21,7 @@
 #include "basic/fs.h"
 #include "basic/macro.h"
 #include "cm/cpumanager/cpumanager.h"
+#include "cm/fake_sysfs.h"
 
 static struct cpuset S(const char *text) {
         struct cpuset s;
@@ -57,54 +58,11 @@ static void test_cpuset(void **state) {
         assert_int_equal(cpuset_parse("1.3", &t), -EINVAL);
 }
 
-/* ---------------------------------------------------------------- a fake sysfs: 2 sockets x 2 NUMA nodes per
- * socket x 4 cores per NUMA node x 2 threads; CPUs numbered as Linux does (first threads 0-15, siblings 16-31) */
-
-static void put(const char *root, const char *rel, const char *fmt, ...) {
-        _cleanup_free_ char *path = NULL, *dir = NULL, *text = NULL;
-        va_list ap;
-
-        assert_true(asprintf(&path, "%s/%s", root, rel) > 0);
-        dir = strdup(path);
-        *strrchr(dir, '/') = 0;
-        assert_int_equal(mkdir_p(dir, 0755), 0);
-        va_start(ap, fmt);
-        assert_true(vasprintf(&text, fmt, ap) >= 0);
-        va_end(ap);
-        assert_int_equal(write_file_atomic(path, text, strlen(text), 0644), 0);
-}
-
 static char *fake_sysfs(void) {
         char tmpl[] = "/tmp/ckubelet-cpumgr-sysfs-XXXXXX";
         char *root = strdup(mkdtemp(tmpl));
 
-        put(root, "devices/system/cpu/online", "0-31\n");
-        for (int cpu = 0; cpu < 32; cpu++) {
-                int core = cpu % 16, socket = core / 8, numa = core / 4;
-                char rel[256];
-
-                snprintf(rel, sizeof(rel), "devices/system/cpu/cpu%d/topology/physical_package_id", cpu);
-                put(root, rel, "%d\n", socket);
-                snprintf(rel, sizeof(rel), "devices/system/cpu/cpu%d/topology/core_id", cpu);
-                put(root, rel, "%d\n", core % 8); /* core_id repeats across sockets, as on real machines */
-                snprintf(rel, sizeof(rel), "devices/system/cpu/cpu%d/topology/thread_siblings_list", cpu);
-                put(root, rel, "%d,%d\n", core, core + 16);
-                snprintf(rel, sizeof(rel), "devices/system/cpu/cpu%d/cache/index0/level", cpu);
-                put(root, rel, "1\n");
-                snprintf(rel, sizeof(rel), "devices/system/cpu/cpu%d/cache/index3/level", cpu);
-                put(root, rel, "3\n");
-                snprintf(rel, sizeof(rel), "devices/system/cpu/cpu%d/cache/index1/level", cpu);
-                put(root, rel, "1\n");
-                snprintf(rel, sizeof(rel), "devices/system/cpu/cpu%d/cache/index2/level", cpu);
-                put(root, rel, "2\n");
-                snprintf(rel, sizeof(rel), "devices/system/cpu/cpu%d/cache/index3/id", cpu);
-                put(root, rel, "%d\n", 10 + numa); /* one L3 per NUMA node */
-        }
-        for (int n = 0; n < 4; n++) {
-                char rel[256];
-                snprintf(rel, sizeof(rel), "devices/system/node/node%d/cpulist", n);
-                put(root, rel, "%d-%d,%d-%d\n", n * 4, n * 4 + 3, n * 4 + 16, n * 4 + 19);
-        }
+        fake_sysfs_make(root);
         return root;
 }
 
@@ -157,7 +115,7 @@ static void test_topology_sysfs(void **state) {
         cputopo_free(t);
 
         /* a broken tree: an error naming the file */
-        put(root, "devices/system/cpu/cpu3/topology/physical_package_id", "x\n");
+        fake_sysfs_put(root, "devices/system/cpu/cpu3/topology/physical_package_id", "x\n");
         assert_int_equal(cputopo_discover(root, &t, &err), -EINVAL);
         assert_non_null(strstr(ck_error_message(err), "cpu3/topology/physical_package_id"));
         rm_tree(root);

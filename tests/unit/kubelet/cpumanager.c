@@ -15,40 +15,10 @@
 #include "basic/fs.h"
 #include "basic/string.h"
 #include "basic/time.h"
+#include "cm/fake_sysfs.h"
 #include "fake/test_kubelet.h"
 
 #define MIN_USEC (60 * USEC_PER_SEC)
-
-static void put(const char *root, const char *rel, const char *fmt, ...) {
-        _cleanup_free_ char *path = NULL, *dir = NULL, *text = NULL;
-        va_list ap;
-
-        assert_true(asprintf(&path, "%s/%s", root, rel) > 0);
-        dir = strdup(path);
-        *strrchr(dir, '/') = 0;
-        assert_int_equal(mkdir_p(dir, 0755), 0);
-        va_start(ap, fmt);
-        assert_true(vasprintf(&text, fmt, ap) >= 0);
-        va_end(ap);
-        assert_int_equal(write_file_atomic(path, text, strlen(text), 0644), 0);
-}
-
-static void fake_sysfs(const char *root) {
-        put(root, "devices/system/cpu/online", "0-31\n");
-        for (int cpu = 0; cpu < 32; cpu++) {
-                int core = cpu % 16;
-                char rel[256];
-                snprintf(rel, sizeof(rel), "devices/system/cpu/cpu%d/topology/physical_package_id", cpu);
-                put(root, rel, "%d\n", core / 8);
-                snprintf(rel, sizeof(rel), "devices/system/cpu/cpu%d/topology/thread_siblings_list", cpu);
-                put(root, rel, "%d,%d\n", core, core + 16);
-        }
-        for (int n = 0; n < 4; n++) {
-                char rel[256];
-                snprintf(rel, sizeof(rel), "devices/system/node/node%d/cpulist", n);
-                put(root, rel, "%d-%d,%d-%d\n", n * 4, n * 4 + 3, n * 4 + 16, n * 4 + 19);
-        }
-}
 
 static const char *cpuset_of(struct test_kubelet *t, const char *uid, const char *name) {
         const struct fake_container *c = fake_runtime_find(t->rt, uid, name);
@@ -84,7 +54,7 @@ static void test_static_policy_cpusets(void **state) {
         size_t size;
 
         assert_true(asprintf(&sysfs, "%s/sys", t->dir) > 0);
-        fake_sysfs(sysfs);
+        fake_sysfs_make(sysfs);
         t->opts.sysfs_root = strdup(sysfs);
         t->opts.cpu_manager_policy = strdup("static");
         t->opts.reserved_system_cpus = strdup("0");
@@ -133,7 +103,7 @@ static void test_finished_container_released(void **state) {
         _cleanup_free_ char *sysfs = NULL;
 
         assert_true(asprintf(&sysfs, "%s/sys", t->dir) > 0);
-        fake_sysfs(sysfs);
+        fake_sysfs_make(sysfs);
         t->opts.sysfs_root = strdup(sysfs);
         t->opts.cpu_manager_policy = strdup("static");
         t->opts.reserved_system_cpus = strdup("0");
