@@ -14,6 +14,7 @@
 #include "basic/macro.h"
 #include "basic/string.h"
 #include "basic/time.h"
+#include "basic/sdbus_loop.h"
 #include "basic/timer.h"
 #include "cm/systemd.h"
 
@@ -204,32 +205,7 @@ static void on_bus(evutil_socket_t fd, short what, void *userdata) {
 }
 
 static void rearm(struct cm_sd *sd) {
-        uint64_t until = UINT64_MAX;
-        int events, fd;
-        short what = EV_READ;
-
-        if (!sd->bus)
-                return;
-        fd = sd_bus_get_fd(sd->bus);
-        events = sd_bus_get_events(sd->bus);
-        if (fd < 0 || events < 0)
-                return;
-        if (events & POLLOUT)
-                what |= EV_WRITE;
-        (void) sd_bus_get_timeout(sd->bus, &until);
-        event_del(sd->ev);
-        event_assign(sd->ev, sd->base, fd, what, on_bus, sd);
-        if (until == UINT64_MAX)
-                event_add(sd->ev, NULL);
-        else {
-                struct timespec ts;
-                uint64_t now, d;
-                clock_gettime(CLOCK_MONOTONIC, &ts);
-                now = (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / 1000;
-                /* sd-bus's deadline is on the real monotonic clock: the delay from now goes through the seam */
-                d = until > now ? until - now : 0;
-                (void) event_add_usec(sd->ev, d);
-        }
+        sdbus_event_rearm(sd->bus, sd->ev, sd->base, on_bus, sd);
 }
 
 /* A lost or replaced connection is closed without a flush (sd_bus_flush would wait for the socket on the loop); only

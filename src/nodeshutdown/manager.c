@@ -28,6 +28,7 @@
 #include "basic/macro.h"
 #include "basic/string.h"
 #include "basic/time.h"
+#include "basic/sdbus_loop.h"
 #include "basic/timer.h"
 
 #define LOGIND_DEST "org.freedesktop.login1"
@@ -154,30 +155,7 @@ static void on_bus(evutil_socket_t fd, short what, void *userdata) {
 }
 
 static void rearm(struct nodeshutdown_manager *m) {
-        uint64_t until = UINT64_MAX;
-        int events, fd;
-        short what = EV_READ;
-
-        if (!m->bus)
-                return;
-        fd = sd_bus_get_fd(m->bus);
-        events = sd_bus_get_events(m->bus);
-        if (fd < 0 || events < 0)
-                return;
-        if (events & POLLOUT)
-                what |= EV_WRITE;
-        (void) sd_bus_get_timeout(m->bus, &until);
-        event_del(m->ev);
-        event_assign(m->ev, m->base, fd, what, on_bus, m);
-        if (until == UINT64_MAX)
-                event_add(m->ev, NULL);
-        else {
-                struct timespec ts;
-                uint64_t now;
-                clock_gettime(CLOCK_MONOTONIC, &ts);
-                now = (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / 1000;
-                (void) event_add_usec(m->ev, until > now ? until - now : 0);
-        }
+        sdbus_event_rearm(m->bus, m->ev, m->base, on_bus, m);
 }
 
 static char *reply_error(sd_bus_message *reply, const char *what) {
