@@ -372,11 +372,14 @@ int kubelet_apply_device_options(Runtime__V1__ContainerConfig *cfg, const struct
                 }
         }
         /* CDI devices: the runtime resolves each name with its CDI specs (makeCDIDevices) */
-        for (size_t i = 0; o->cdi_devices && o->cdi_devices[i]; i++) {
-                Runtime__V1__CDIDevice **nc = reallocarray(cfg->cdi_devices, cfg->n_cdi_devices + 1, sizeof(*nc));
+        size_t n_cdi = strv_length(o->cdi_devices);
+        if (n_cdi > 0) {
+                Runtime__V1__CDIDevice **nc = reallocarray(cfg->cdi_devices, cfg->n_cdi_devices + n_cdi, sizeof(*nc));
                 if (!nc)
                         return -ENOMEM;
                 cfg->cdi_devices = nc;
+        }
+        for (size_t i = 0; i < n_cdi; i++) {
                 Runtime__V1__CDIDevice *d = malloc(sizeof(*d));
                 if (!d)
                         return -ENOMEM;
@@ -386,7 +389,7 @@ int kubelet_apply_device_options(Runtime__V1__ContainerConfig *cfg, const struct
                         free(d);
                         return -ENOMEM;
                 }
-                nc[cfg->n_cdi_devices++] = d;
+                cfg->cdi_devices[cfg->n_cdi_devices++] = d;
         }
         for (size_t i = 0; i < n_ann; i++) {
                 Runtime__V1__ContainerConfig__AnnotationsEntry **na, *e;
