@@ -42,6 +42,10 @@ struct grpc_server_call {
         size_t resp_len, resp_off;
         int status;
         char *message;
+        /* a server-streaming call: messages appended to resp as they come, the status once it ends */
+        bool streaming, submitted, deferred, ended;
+        grpc_server_close_cb on_close;
+        void *close_userdata;
 };
 
 struct conn {
@@ -97,17 +101,33 @@ static ssize_t read_reply(nghttp2_session *session, int32_t stream_id, uint8_t *
         struct grpc_server_call *call = source->ptr;
         size_t n = MIN(length, call->resp_len - call->resp_off);
 
+        if (n == 0 && call->streaming && !call->ended) {
+                /* nothing to send until the owner sends more or ends the call (nghttp2_session_resume_data) */
+                call->deferred = true;
+                return NGHTTP2_ERR_DEFERRED;
+        }
         memcpy(buf, call->resp + call->resp_off, n);
         call->resp_off += n;
         assert(call->c->queued >= n);
         call->c->queued -= n;
         if (call->resp_off == call->resp_len) {
-                /* the status goes in trailers after the message */
+                /* the status goes in trailers after the message(s) */
+                char status[8];
+                _cleanup_free_ char *msg = call->message ? grpc_percent_encode(call->message) : NULL;
+                snprintf(status, sizeof(status), "%d", call->status);
                 nghttp2_nv trailers[] = {
-                        { (uint8_t *) "grpc-status", (uint8_t *) "0", 11, 1, NGHTTP2_NV_FLAG_NONE },
+                        { (uint8_t *) "grpc-status", (uint8_t *) status, 11, strlen(status), NGHTTP2_NV_FLAG_NONE },
+                        { (uint8_t *) "grpc-message", (uint8_t *) strempty(msg), 12, strlen(strempty(msg)),
+                          NGHTTP2_NV_FLAG_NONE },
                 };
+                if (call->streaming) {
+                        /* a stream holds its buffer from the start again once it is drained */
+                        call->resp_len = call->resp_off = 0;
+                        if (!call->ended)
+                                return (ssize_t) n;
+                }
                 *data_flags |= NGHTTP2_DATA_FLAG_EOF | NGHTTP2_DATA_FLAG_NO_END_STREAM;
-                if (nghttp2_submit_trailer(session, stream_id, trailers, ELEMENTSOF(trailers)) != 0)
+                if (nghttp2_submit_trailer(session, stream_id, trailers, msg ? 2 : 1) != 0)
                         return NGHTTP2_ERR_CALLBACK_FAILURE;
         }
         return (ssize_t) n;
@@ -116,15 +136,17 @@ static ssize_t read_reply(nghttp2_session *session, int32_t stream_id, uint8_t *
 static void submit_reply(struct grpc_server_call *call) {
         struct conn *c = call->c;
 
-        if (call->status == GRPC_OK) {
+        call->submitted = true;
+        if (call->status == GRPC_OK || call->streaming) {
                 nghttp2_nv hdrs[] = {
                         { (uint8_t *) ":status", (uint8_t *) "200", 7, 3, NGHTTP2_NV_FLAG_NONE },
                         { (uint8_t *) "content-type", (uint8_t *) "application/grpc", 12, 16, NGHTTP2_NV_FLAG_NONE },
                 };
                 nghttp2_data_provider dp = { .source.ptr = call, .read_callback = read_reply };
-                c->queued += call->resp_len;
+                if (!call->streaming)
+                        c->queued += call->resp_len; /* a stream counts its messages as they are sent */
                 if (nghttp2_submit_response(c->session, call->stream_id, hdrs, ELEMENTSOF(hdrs), &dp) != 0) {
-                        c->queued -= call->resp_len;
+                        c->queued -= call->streaming ? 0 : call->resp_len;
                         nghttp2_submit_rst_stream(c->session, NGHTTP2_FLAG_NONE, call->stream_id,
                                                   NGHTTP2_INTERNAL_ERROR);
                 }
@@ -180,6 +202,69 @@ void grpc_server_reply_error(struct grpc_server_call *call, int grpc_status, con
         if (vasprintf(&call->message, fmt, ap) < 0)
                 call->message = NULL;
         va_end(ap);
+}
+
+static void conn_update(struct conn *c);
+
+void grpc_server_call_hold(struct grpc_server_call *call, grpc_server_close_cb on_close, void *userdata) {
+        assert(call && !call->replied && !call->streaming);
+        call->streaming = true;
+        call->replied = true; /* its answer is the stream */
+        call->status = GRPC_OK;
+        call->on_close = on_close;
+        call->close_userdata = userdata;
+}
+
+/* more to send on a stream: let nghttp2 ask for it again, and the connection write */
+static void stream_wake(struct grpc_server_call *call) {
+        if (!call->submitted)
+                return; /* still in its handler: the response goes out when it returns */
+        if (call->deferred) {
+                call->deferred = false;
+                (void) nghttp2_session_resume_data(call->c->session, call->stream_id);
+        }
+        conn_update(call->c);
+}
+
+int grpc_server_stream_send(struct grpc_server_call *call, const ProtobufCMessage *msg) {
+        size_t len, pending;
+        uint8_t *n;
+
+        assert(call && call->streaming && !call->ended);
+        len = protobuf_c_message_get_packed_size(msg);
+        if (len > GRPC_MAX_MESSAGE_SIZE)
+                return -EMSGSIZE;
+        pending = call->resp_len - call->resp_off;
+        if (pending + len + GRPC_FRAME_HEADER > GRPC_SERVER_MAX_STREAM_QUEUED)
+                return -ENOBUFS;
+        if (call->resp_off > 0 && call->resp_off == call->resp_len)
+                call->resp_len = call->resp_off = 0;
+        n = realloc(call->resp, call->resp_len + len + GRPC_FRAME_HEADER);
+        if (!n)
+                return -ENOMEM;
+        call->resp = n;
+        grpc_frame_header(call->resp + call->resp_len, (uint32_t) len);
+        protobuf_c_message_pack(msg, call->resp + call->resp_len + GRPC_FRAME_HEADER);
+        call->resp_len += len + GRPC_FRAME_HEADER;
+        call->c->queued += len + GRPC_FRAME_HEADER;
+        stream_wake(call);
+        return 0;
+}
+
+void grpc_server_stream_end(struct grpc_server_call *call, int grpc_status, const char *fmt, ...) {
+        va_list ap;
+
+        assert(call && call->streaming && !call->ended);
+        call->ended = true;
+        call->on_close = NULL; /* the owner lets go of the call here */
+        call->status = grpc_status;
+        if (fmt) {
+                va_start(ap, fmt);
+                if (vasprintf(&call->message, fmt, ap) < 0)
+                        call->message = NULL;
+                va_end(ap);
+        }
+        stream_wake(call);
 }
 
 static const struct grpc_server_method *find_method(const struct grpc_server *s, const char *path) {
@@ -306,14 +391,23 @@ static int on_frame_recv(nghttp2_session *session, const nghttp2_frame *frame, v
         return 0;
 }
 
+static void call_closed(struct grpc_server_call *call) {
+        grpc_server_close_cb cb = call->on_close;
+
+        call->on_close = NULL;
+        if (cb)
+                cb(call, call->close_userdata); /* the owner forgets the call; nothing may be sent on it now */
+}
+
 static int on_stream_close(nghttp2_session *session, int32_t stream_id, uint32_t error_code, void *user_data) {
         struct conn *c = user_data;
         struct grpc_server_call *call = nghttp2_session_get_stream_user_data(session, stream_id);
 
         if (!call)
                 return 0;
+        call_closed(call);
         /* a reply not sent in full no longer counts against the connection */
-        if (call->status == GRPC_OK && call->resp_off < call->resp_len) {
+        if ((call->status == GRPC_OK || call->streaming) && call->resp_off < call->resp_len) {
                 assert(c->queued >= call->resp_len - call->resp_off);
                 c->queued -= call->resp_len - call->resp_off;
         }
@@ -332,6 +426,7 @@ static void conn_free(struct conn *c) {
                 nghttp2_session_del(c->session); /* runs on_stream_close for the open streams */
         while (c->calls) {
                 struct grpc_server_call *call = c->calls;
+                call_closed(call);
                 call_unlink(call);
                 call_free(call);
         }
@@ -415,6 +510,12 @@ static void on_writable(evutil_socket_t fd, short what, void *userdata) {
 
 static void on_idle(evutil_socket_t fd, short what, void *userdata) {
         struct conn *c = userdata;
+        for (struct grpc_server_call *call = c->calls; call; call = call->next)
+                if (call->streaming && !call->ended) {
+                        /* a watch is not idle while it waits for news */
+                        evtimer_add_usec(c->ev_idle, GRPC_SERVER_IDLE_USEC);
+                        return;
+                }
         log_v(4, "gRPC server %s: closing an idle connection", c->s->path);
         conn_free(c);
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #pragma once
 
-/* A gRPC server (unary methods) over HTTP/2 (nghttp2) on a unix socket, driven by the libevent loop: the
+/* A gRPC server (unary and server-streaming methods) over HTTP/2 (nghttp2) on a unix socket, driven by the libevent loop: the
  * kubelet's own services, the device plugin Registration and the pod resources API.
  *
  * A handler gets the decoded request and answers before it returns (grpc_server_reply or
@@ -19,6 +19,8 @@
 #define GRPC_SERVER_MAX_REQUEST (4u * 1024u * 1024u)
 #define GRPC_SERVER_MAX_QUEUED (8u * 1024u * 1024u)
 #define GRPC_SERVER_IDLE_USEC (300 * UINT64_C(1000000))
+/* what one stream may have waiting for its client before grpc_server_stream_send refuses more */
+#define GRPC_SERVER_MAX_STREAM_QUEUED (16u * 1024u * 1024u)
 
 struct grpc_server;
 struct grpc_server_call;
@@ -42,4 +44,18 @@ struct grpc_server *grpc_server_free(struct grpc_server *s);
  * handler. */
 void grpc_server_reply(struct grpc_server_call *call, const ProtobufCMessage *resp);
 void grpc_server_reply_error(struct grpc_server_call *call, int grpc_status, const char *fmt, ...)
+        __attribute__((format(printf, 3, 4)));
+
+/* A server-streaming answer. The handler holds the call instead of replying: from then on the owner sends
+ * messages with grpc_server_stream_send (now or later, on the loop) and ends the call once with
+ * grpc_server_stream_end. on_close runs (on the loop, once) when the call goes away before it was ended: the
+ * client cancelled, its connection closed, or the server was freed; the owner must forget the call there.
+ * After grpc_server_stream_end the owner must not touch the call again. */
+typedef void (*grpc_server_close_cb)(struct grpc_server_call *call, void *userdata);
+void grpc_server_call_hold(struct grpc_server_call *call, grpc_server_close_cb on_close, void *userdata);
+/* 0, or -ENOBUFS when the client has not taken what was sent (more than GRPC_SERVER_MAX_STREAM_QUEUED
+ * waiting: a slow reader), -EMSGSIZE, -ENOMEM; nothing queued then. */
+int grpc_server_stream_send(struct grpc_server_call *call, const ProtobufCMessage *msg);
+/* grpc_status GRPC_OK with fmt NULL for a clean end. */
+void grpc_server_stream_end(struct grpc_server_call *call, int grpc_status, const char *fmt, ...)
         __attribute__((format(printf, 3, 4)));
