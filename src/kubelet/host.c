@@ -3,15 +3,19 @@
  * server by main.c): pods with their live status, the runtime's running pods, container lookups for logs and
  * exec, health and counters. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "basic/error.h"
+#include "basic/fs.h"
 #include "basic/log.h"
 #include "basic/strmap.h"
 #include "basic/time.h"
 #include "kubelet/kubelet-internal.h"
 #include "container/labels.h"
 #include "credentialprovider/keyring.h"
+#include "features/features.h"
 
 static bool spec_has_container(const struct pod *pod, const char *name) {
         return pod_find_container(pod, name) != NULL; /* regular, init or ephemeral */
@@ -57,9 +61,9 @@ static json_t *pod_list(json_t *items) {
         return json_pack("{s:s, s:s, s:{}, s:o}", "kind", "PodList", "apiVersion", "v1", "metadata", "items", items);
 }
 
-int kubelet_pods_json(struct kubelet *k, json_t **ret) {
+/* every pod the kubelet has, as a JSON array of pod objects */
+static int pod_objects_json(struct kubelet *k, json_t **ret) {
         json_auto_t *items = json_array();
-        json_t *list;
 
         if (!items)
                 return -ENOMEM;
@@ -73,7 +77,18 @@ int kubelet_pods_json(struct kubelet *k, json_t **ret) {
                         return r;
                 json_array_append_new(items, p);
         }
-        list = pod_list(TAKE_PTR(items));
+        *ret = TAKE_PTR(items);
+        return 0;
+}
+
+int kubelet_pods_json(struct kubelet *k, json_t **ret) {
+        json_t *items = NULL, *list;
+        int r;
+
+        r = pod_objects_json(k, &items);
+        if (r < 0)
+                return r;
+        list = pod_list(items);
         if (!list)
                 return -ENOMEM;
         *ret = list;
@@ -304,4 +319,52 @@ void kubelet_foreach_container(struct kubelet *k, void (*cb)(const struct kubele
                         cb(&info, userdata);
                 }
         }
+}
+
+/* ---------------------------------------------------------------- the pods API (PodsAPI) */
+
+static int pods_api_pods(void *userdata, json_t **ret) {
+        return pod_objects_json(userdata, ret);
+}
+
+static int pods_api_pod(void *userdata, const char *uid, json_t **ret) {
+        struct kubelet *k = userdata;
+        struct pod_worker *w = hashmap_get(&k->workers_by_uid, uid);
+
+        if (!w || !w->pod)
+                return -ENOENT;
+        return pod_object_json(k, w, ret);
+}
+
+static bool pods_api_ready(void *userdata) {
+        const struct kubelet *k = userdata;
+        return k->config_received; /* upstream's sourcesReady.AllReady() */
+}
+
+int kubelet_pods_api_start(struct kubelet *k) {
+        _cleanup_free_ char *dir = NULL, *socket = NULL;
+        int r;
+
+        if (!feature_enabled(k->opts->feature_gates, "PodsAPI"))
+                return 0;
+        if (asprintf(&dir, "%s/" PODSAPI_DIR, k->opts->root_dir) < 0 ||
+            asprintf(&socket, "%s/" PODSAPI_SOCKET, dir) < 0)
+                return -ENOMEM;
+        r = mkdir_p(dir, 0750);
+        if (r < 0)
+                return log_error_errno(r, "cannot create %s: %s", dir, strerror(-r));
+        r = podsapi_server_new(k->base, socket,
+                               &(struct podsapi_provider) { .pods_json = pods_api_pods,
+                                                            .pod_json = pods_api_pod,
+                                                            .ready = pods_api_ready,
+                                                            .userdata = k },
+                               &k->pods_api);
+        if (r < 0)
+                return log_error_errno(r, "Failed to create listener for the pods API on %s: %s", socket, strerror(-r));
+        log_info("Starting to serve the pods API on %s", socket);
+        return 0;
+}
+
+void kubelet_pods_api_stop(struct kubelet *k) {
+        k->pods_api = podsapi_server_free(k->pods_api);
 }

@@ -25,6 +25,7 @@
 #include "cm/cm.h"
 #include "credentialprovider/plugin/plugin.h"
 #include "apis/podresources/server.h"
+#include "podsapi/server.h"
 #include "node/node_status.h"
 #include "kubelet/plugins.h"
 #include "stats/machine.h"
@@ -202,9 +203,10 @@ struct kubelet {
         struct credprov *credprov;     /* --image-credential-provider-config, else NULL */
         struct devicemanager *devices; /* device plugins */
         struct podresources_server *podresources;
-        struct cpumanager *cpus;     /* the CPU manager (cpu.c) */
-        struct event *cpu_reconcile; /* every cpuManagerReconcilePeriod under the static policy */
-        struct cpu_sent *cpu_sent;   /* the cpuset each container was last given */
+        struct podsapi_server *pods_api; /* pods/v1alpha1 (PodsAPI), NULL when the gate is off */
+        struct cpumanager *cpus;         /* the CPU manager (cpu.c) */
+        struct event *cpu_reconcile;     /* every cpuManagerReconcilePeriod under the static policy */
+        struct cpu_sent *cpu_sent;       /* the cpuset each container was last given */
         size_t n_cpu_sent;
         struct admission_extended *admission_extended; /* admission.extended points here */
         struct node_extended_resource *node_extended;  /* what the node status reports */
@@ -325,6 +327,9 @@ bool kubelet_shutdown_admit(struct kubelet *k, const char **ret_reason, const ch
 
 /* kubelet.c: hand the pod's status to the status manager now (an eviction changes it) */
 void kubelet_report_status(struct kubelet *k, struct pod_worker *w);
+/* the pods API (host.c): served when the PodsAPI gate is on; stop accepts a kubelet that never started it */
+int kubelet_pods_api_start(struct kubelet *k);
+void kubelet_pods_api_stop(struct kubelet *k);
 
 /* kubelet.c: make the workers match the desired pods again (admission included) */
 void kubelet_reconcile(struct kubelet *k);

@@ -99,8 +99,11 @@ void kubelet_worker_free(struct pod_worker *w) {
                         w->next->prev = w->prev;
                 w->k->n_workers--;
         }
-        if (w->k && w->uid && hashmap_get(&w->k->workers_by_uid, w->uid) == w)
+        if (w->k && w->uid && hashmap_get(&w->k->workers_by_uid, w->uid) == w) {
                 hashmap_remove(&w->k->workers_by_uid, w->uid);
+                if (w->pod)
+                        podsapi_pod_removed(w->k->pods_api, w->uid, w->pod->namespace_, w->pod->name);
+        }
         if (w->k && w->k->status)
                 status_manager_forget(w->k->status, w->uid);
         if (w->k && w->k->objects)
@@ -523,6 +526,8 @@ void kubelet_report_status(struct kubelet *k, struct pod_worker *w) {
         json_t *status = NULL;
         const char *uid;
 
+        if (w->pod)
+                podsapi_pod_changed(k->pods_api, w->uid); /* the pods API's watchers, with or without an API server */
         if (!k->status || !status_pod(w))
                 return;
         uid = kubelet_report_uid(k, w);
@@ -1800,6 +1805,9 @@ int kubelet_start(struct kubelet *k) {
         r = kubelet_plugins_start(k);
         if (r < 0)
                 return r;
+        r = kubelet_pods_api_start(k);
+        if (r < 0)
+                return r;
         k->housekeeping = evtimer_new(k->base, housekeeping, k);
         if (!k->housekeeping)
                 return -ENOMEM;
@@ -1849,6 +1857,7 @@ struct kubelet *kubelet_free(struct kubelet *k) {
         kubelet_eviction_free(k);
         kubelet_gc_free(k);
         pleg_free(k->pleg);
+        kubelet_pods_api_stop(k); /* its watches end before the pods they watch */
         while (k->workers) {
                 struct pod_worker *w = k->workers;
                 if (w->sync) {

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The gRPC server and client against each other on a unix socket, on one loop: replies, error statuses with
  * percent-encoded messages, unknown methods, a handler that gives no answer, many calls at once, and the pod
- * resources API (List, Get, GetAllocatableResources, the rate limit) through a fake provider. */
+ * resources API (List, Get, GetAllocatableResources, the rate limit) and the pods API (List, Get, a watch as a
+ * server stream, the rate limit, before the sources are ready) through fake providers. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,12 +11,16 @@
 #include <cmocka.h>
 #include <unistd.h>
 
+#include "apis/k8sproto.h"
 #include "apis/podresources/server.h"
+#include "basic/json.h"
 #include "basic/time.h"
 #include "grpc/client.h"
 #include "grpc/server.h"
 #include "health.pb-c.h"
 #include "podresources.pb-c.h"
+#include "pods.pb-c.h"
+#include "podsapi/server.h"
 
 struct reply {
         int calls;
@@ -270,10 +275,234 @@ static void test_podresources(void **state) {
         event_base_free(base);
 }
 
+/* ---------------------------------------------------------------- pods API */
+
+struct fake_kubelet {
+        json_t *pods; /* uid → pod object */
+        bool ready;
+};
+
+static int fk_pods(void *userdata, json_t **ret) {
+        struct fake_kubelet *k = userdata;
+        json_t *a = json_array(), *pod;
+        const char *uid;
+        json_object_foreach(k->pods, uid, pod)
+                json_array_append(a, pod);
+        *ret = a;
+        return 0;
+}
+
+static int fk_pod(void *userdata, const char *uid, json_t **ret) {
+        struct fake_kubelet *k = userdata;
+        json_t *pod = json_object_get(k->pods, uid);
+        if (!pod)
+                return -ENOENT;
+        *ret = json_incref(pod);
+        return 0;
+}
+
+static bool fk_ready(void *userdata) {
+        return ((struct fake_kubelet *) userdata)->ready;
+}
+
+static json_t *fk_pod_json(const char *uid, const char *name, const char *phase) {
+        return json_pack("{s:s, s:{s:s, s:s, s:s}, s:{s:[{s:s}]}, s:{s:s}}", "kind", "Pod", "metadata", "name", name,
+                         "namespace", "default", "uid", uid, "spec", "containers", "name", "c", "status", "phase",
+                         phase);
+}
+
+/* the pod's encoding as the schema makes it, to compare with what the server sent */
+static bool same_pod(const ProtobufCBinaryData *got, const json_t *pod) {
+        _cleanup_ck_error_ struct ck_error *err = NULL;
+        _cleanup_free_ uint8_t *want = NULL;
+        size_t len;
+        assert_int_equal(k8sproto_encode(pod, k8sproto_message_find("k8s.io.api.core.v1.Pod"), &want, &len, &err), 0);
+        return got->len == len && memcmp(got->data, want, len) == 0;
+}
+
+struct watch {
+        int events, ended, status;
+        int types[16];
+        ProtobufCBinaryData data[16];
+};
+
+static void on_watch_event(const ProtobufCMessage *msg, void *userdata) {
+        const V1alpha1__WatchPodsEvent *ev = (const void *) msg;
+        struct watch *w = userdata;
+        assert_true(w->events < 16);
+        w->types[w->events] = ev->type;
+        w->data[w->events].len = ev->pod.len;
+        w->data[w->events].data = ev->pod.len ? malloc(ev->pod.len) : NULL;
+        if (ev->pod.len)
+                memcpy(w->data[w->events].data, ev->pod.data, ev->pod.len);
+        w->events++;
+}
+
+static void on_watch_end(const struct grpc_reply *r, void *userdata) {
+        struct watch *w = userdata;
+        w->ended++;
+        w->status = r->grpc_status;
+}
+
+static void spin(struct event_base *base, uint64_t usec) {
+        uint64_t deadline = now_usec() + usec;
+        while (now_usec() < deadline)
+                event_base_loop(base, EVLOOP_NONBLOCK);
+}
+
+static void test_pods_api(void **state) {
+        struct event_base *base = event_base_new();
+        _cleanup_free_ char *path = socket_path("pods");
+        struct fake_kubelet k = { .pods = json_object(), .ready = false };
+        struct podsapi_provider prov = { .pods_json = fk_pods, .pod_json = fk_pod, .ready = fk_ready, .userdata = &k };
+        struct podsapi_server *s = NULL;
+        struct grpc_client *c = NULL;
+        V1alpha1__ListPodsRequest lreq = V1ALPHA1__LIST_PODS_REQUEST__INIT;
+        V1alpha1__GetPodRequest greq = V1ALPHA1__GET_POD_REQUEST__INIT;
+        V1alpha1__WatchPodsRequest wreq = V1ALPHA1__WATCH_PODS_REQUEST__INIT;
+        struct reply early = {}, list = {}, get = {}, missing = {}, burst[14] = {};
+        struct watch w = {}, w2 = {};
+        struct grpc_call *wc = NULL, *wc2 = NULL;
+        const V1alpha1__ListPodsResponse *lr;
+        json_t *deleted;
+        int limited = 0;
+
+        json_object_set_new(k.pods, "u2", fk_pod_json("u2", "second", "Pending"));
+        json_object_set_new(k.pods, "u1", fk_pod_json("u1", "first", "Running"));
+        assert_int_equal(podsapi_server_new(base, path, &prov, &s), 0);
+        assert_int_equal(grpc_client_new(base, path, 5 * USEC_PER_SEC, &c), 0);
+
+        /* before every source has delivered */
+        assert_int_equal(grpc_call(c, "/v1alpha1.Pods/ListPods", &lreq.base, &v1alpha1__list_pods_response__descriptor,
+                                   0, on_reply, &early),
+                         0);
+        run_until(base, &early.calls, 1);
+        assert_int_equal(early.status, GRPC_FAILED_PRECONDITION);
+        assert_string_equal(early.message, "Kubelet is initializing");
+        k.ready = true;
+
+        /* List: every pod, by UID, each the encoding of its object */
+        assert_int_equal(grpc_call(c, "/v1alpha1.Pods/ListPods", &lreq.base, &v1alpha1__list_pods_response__descriptor,
+                                   0, on_reply, &list),
+                         0);
+        greq.poduid = "u2";
+        assert_int_equal(grpc_call(c, "/v1alpha1.Pods/GetPod", &greq.base, &v1alpha1__get_pod_response__descriptor, 0,
+                                   on_reply, &get),
+                         0);
+        greq.poduid = "nope";
+        assert_int_equal(grpc_call(c, "/v1alpha1.Pods/GetPod", &greq.base, &v1alpha1__get_pod_response__descriptor, 0,
+                                   on_reply, &missing),
+                         0);
+        run_until(base, &list.calls, 1);
+        run_until(base, &get.calls, 1);
+        run_until(base, &missing.calls, 1);
+        assert_int_equal(list.status, GRPC_OK);
+        lr = (const void *) list.msg;
+        assert_int_equal(lr->n_pods, 2);
+        assert_true(same_pod(&lr->pods[0], json_object_get(k.pods, "u1")));
+        assert_true(same_pod(&lr->pods[1], json_object_get(k.pods, "u2")));
+        protobuf_c_message_free_unpacked(list.msg, NULL);
+        assert_int_equal(get.status, GRPC_OK);
+        assert_true(same_pod(&((V1alpha1__GetPodResponse *) get.msg)->pod, json_object_get(k.pods, "u2")));
+        protobuf_c_message_free_unpacked(get.msg, NULL);
+        assert_int_equal(missing.status, GRPC_NOT_FOUND);
+        assert_string_equal(missing.message, "pod with UID nope not found");
+
+        /* a watch: the pods, the marker, then what changes */
+        assert_int_equal(grpc_call_stream(c, "/v1alpha1.Pods/WatchPods", &wreq.base,
+                                          &v1alpha1__watch_pods_event__descriptor, on_watch_event, on_watch_end, &w,
+                                          &wc),
+                         0);
+        run_until(base, &w.events, 3);
+        assert_int_equal(w.types[0], V1ALPHA1__EVENT_TYPE__ADDED);
+        assert_true(same_pod(&w.data[0], json_object_get(k.pods, "u1")));
+        assert_int_equal(w.types[1], V1ALPHA1__EVENT_TYPE__ADDED);
+        assert_int_equal(w.types[2], V1ALPHA1__EVENT_TYPE__INITIAL_SYNC_COMPLETE);
+        assert_int_equal(w.data[2].len, 0);
+        /* reported without a change: nothing; changed (twice in one turn): one MODIFIED with the newest */
+        podsapi_pod_changed(s, "u1");
+        json_object_set_new(k.pods, "u2", fk_pod_json("u2", "second", "Running"));
+        podsapi_pod_changed(s, "u2");
+        json_object_set_new(k.pods, "u2", fk_pod_json("u2", "second", "Succeeded"));
+        podsapi_pod_changed(s, "u2");
+        /* a new pod */
+        json_object_set_new(k.pods, "u3", fk_pod_json("u3", "third", "Pending"));
+        podsapi_pod_changed(s, "u3");
+        run_until(base, &w.events, 5);
+        spin(base, 100 * 1000);
+        assert_int_equal(w.events, 5);
+        for (int i = 3; i < 5; i++) {
+                if (w.types[i] == V1ALPHA1__EVENT_TYPE__MODIFIED)
+                        assert_true(same_pod(&w.data[i], json_object_get(k.pods, "u2")));
+                else {
+                        assert_int_equal(w.types[i], V1ALPHA1__EVENT_TYPE__ADDED);
+                        assert_true(same_pod(&w.data[i], json_object_get(k.pods, "u3")));
+                }
+        }
+        assert_int_not_equal(w.types[3], w.types[4]);
+        /* a second watcher, then a removal: both hear it once, with the pod's name, namespace and UID only */
+        assert_int_equal(grpc_call_stream(c, "/v1alpha1.Pods/WatchPods", &wreq.base,
+                                          &v1alpha1__watch_pods_event__descriptor, on_watch_event, on_watch_end, &w2,
+                                          &wc2),
+                         0);
+        run_until(base, &w2.events, 4);
+        assert_int_equal(w2.types[3], V1ALPHA1__EVENT_TYPE__INITIAL_SYNC_COMPLETE);
+        json_object_del(k.pods, "u1");
+        podsapi_pod_removed(s, "u1", "default", "first");
+        podsapi_pod_removed(s, "u1", "default", "first");
+        run_until(base, &w.events, 6);
+        run_until(base, &w2.events, 5);
+        spin(base, 100 * 1000);
+        assert_int_equal(w.events, 6);
+        assert_int_equal(w2.events, 5);
+        deleted = json_pack("{s:{s:s, s:s, s:s}}", "metadata", "name", "first", "namespace", "default", "uid", "u1");
+        assert_int_equal(w.types[5], V1ALPHA1__EVENT_TYPE__DELETED);
+        assert_true(same_pod(&w.data[5], deleted));
+        assert_true(same_pod(&w2.data[4], deleted));
+        json_decref(deleted);
+        /* the first watcher goes; the second still hears */
+        grpc_call_cancel(wc);
+        spin(base, 100 * 1000);
+        json_object_set_new(k.pods, "u3", fk_pod_json("u3", "third", "Running"));
+        podsapi_pod_changed(s, "u3");
+        run_until(base, &w2.events, 6);
+        assert_int_equal(w2.types[5], V1ALPHA1__EVENT_TYPE__MODIFIED);
+        assert_int_equal(w.events, 6);
+
+        /* the rate limit of List and Get */
+        for (size_t i = 0; i < 14; i++)
+                assert_int_equal(grpc_call(c, "/v1alpha1.Pods/ListPods", &lreq.base,
+                                           &v1alpha1__list_pods_response__descriptor, 0, on_reply, &burst[i]),
+                                 0);
+        for (size_t i = 0; i < 14; i++) {
+                run_until(base, &burst[i].calls, 1);
+                if (burst[i].status == GRPC_RESOURCE_EXHAUSTED) {
+                        assert_string_equal(burst[i].message, "rejected by rate limit");
+                        limited++;
+                }
+                if (burst[i].msg)
+                        protobuf_c_message_free_unpacked(burst[i].msg, NULL);
+        }
+        assert_true(limited >= 1);
+
+        /* the server goes with a watch open: the watch ends */
+        podsapi_server_free(s);
+        run_until(base, &w2.ended, 1);
+        assert_int_not_equal(w2.status, GRPC_OK);
+        for (int i = 0; i < w.events; i++)
+                free(w.data[i].data);
+        for (int i = 0; i < w2.events; i++)
+                free(w2.data[i].data);
+        grpc_client_free(c);
+        json_decref(k.pods);
+        event_base_free(base);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_unary),
                 cmocka_unit_test(test_podresources),
+                cmocka_unit_test(test_pods_api),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
