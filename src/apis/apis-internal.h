@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "apis/pod.h"
+#include "basic/error.h"
 #include "basic/json.h"
 #include "basic/string.h"
 #include "basic/strmap.h"
@@ -26,13 +27,14 @@ size_t check_env_var_name(const char *s, const char *msgs[static NAME_MAX_MSGS])
 size_t check_relaxed_env_var_name(const char *s, const char *msgs[static NAME_MAX_MSGS]);
 
 /* The exact value of a quantity in nano units (|value| capped at INT64_MAX units), and its format. On a syntax
- * error returns -EINVAL and *ret_msg is upstream's message (ErrFormatWrong or ErrSuffix). */
+ * error returns -EINVAL and *ret_error holds upstream's message (ErrFormatWrong or ErrSuffix). */
 enum quantity_format {
         QUANTITY_DECIMAL_SI,
         QUANTITY_BINARY_SI,
         QUANTITY_DECIMAL_EXPONENT,
 };
-int quantity_parse_exact(const char *s, __int128 *ret_nano, enum quantity_format *ret_format, const char **ret_msg);
+int quantity_parse_exact(const char *s, __int128 *ret_nano, enum quantity_format *ret_format,
+                         struct ck_error **ret_error);
 
 /* Field path helpers: "parent.child", "parent[3]", "parent[key]". Caller frees; NULL on OOM. */
 char *path_child(const char *parent, const char *child);

@@ -312,7 +312,8 @@ static void format_double(double d, char *buf, size_t size) {
  * messages. */
 int dec_quantity(struct field_errors *e, const char *path, json_t *v, struct quantity *ret) {
         _cleanup_free_ char *trimmed = NULL, *quoted = NULL;
-        const char *s, *msg = NULL;
+        _cleanup_ck_error_ struct ck_error *why = NULL;
+        const char *s;
         size_t a = 0, b;
         char num[64];
         int r;
@@ -335,14 +336,14 @@ int dec_quantity(struct field_errors *e, const char *path, json_t *v, struct qua
         trimmed = strndup(s + a, b - a);
         if (!trimmed)
                 return -ENOMEM;
-        r = quantity_parse_exact(trimmed, NULL, NULL, &msg);
+        r = quantity_parse_exact(trimmed, NULL, NULL, &why);
         if (r == -ENOMEM)
                 return r;
         if (r < 0) {
                 quoted = go_quote(s);
                 if (!quoted)
                         return -ENOMEM;
-                return field_errors_add(e, path, "Invalid value: %s: %s", quoted, msg);
+                return field_errors_add(e, path, "Invalid value: %s: %s", quoted, ck_error_message(why));
         }
         return quantity_parse(trimmed, ret);
 }

@@ -870,13 +870,13 @@ static void validate_mounts(struct vctx *c, const struct pod *p, const struct vo
         }
 }
 
-int pod_mount_recursive_read_only(const struct volume_mount *m, bool runtime_supports, bool *ret, char **ret_message) {
+int pod_mount_recursive_read_only(const struct volume_mount *m, bool runtime_supports, bool *ret,
+                                  struct ck_error **ret_error) {
         const char *mode = m->recursive_read_only;
         _cleanup_free_ char *name = go_quote(strempty(m->name)), *msg = NULL;
         int r;
 
         assert(ret);
-        assert(ret_message);
         if (!mode || streq(mode, "Disabled")) {
                 *ret = false;
                 return 0;
@@ -909,8 +909,7 @@ int pod_mount_recursive_read_only(const struct volume_mount *m, bool runtime_sup
         }
         if (r < 0)
                 return -ENOMEM;
-        *ret_message = TAKE_PTR(msg);
-        return -EINVAL;
+        return ck_error_set(ret_error, -EINVAL, "%s", msg);
 }
 
 static void validate_host_aliases(struct vctx *c, const struct pod_volumes *v) {

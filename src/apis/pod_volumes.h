@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "apis/pod.h"
+#include "basic/error.h"
 #include "basic/strmap.h"
 
 enum volume_type {
@@ -168,9 +169,9 @@ const struct volume *pod_volume_find(const struct pod *p, const char *name);
 const struct volume_mounts *pod_container_mounts(const struct pod *p, const struct container *c);
 
 /* resolveRecursiveReadOnly: whether volumeMount m is mounted recursively read-only, given whether the pod's runtime
- * handler supports it (CRI Status runtime_handlers). 0 and *ret; -EINVAL and *ret_message (upstream's words,
- * allocated) when it cannot be honoured (Enabled without support, or a mount the API validation should have refused);
- * -ENOMEM. */
-int pod_mount_recursive_read_only(const struct volume_mount *m, bool runtime_supports, bool *ret, char **ret_message);
+ * handler supports it (CRI Status runtime_handlers). 0 and *ret; -EINVAL and *ret_error (upstream's words) when it
+ * cannot be honoured (Enabled without support, or a mount the API validation should have refused); -ENOMEM. */
+int pod_mount_recursive_read_only(const struct volume_mount *m, bool runtime_supports, bool *ret,
+                                  struct ck_error **ret_error);
 /* validatePathNoBacksteps: true when the relative path has a ".." element (subPath, volume item paths). */
 bool pod_path_has_backsteps(const char *p);

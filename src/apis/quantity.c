@@ -213,15 +213,16 @@ static int parse_exact(const char *s, __int128 *ret_nano, enum quantity_format *
         return 0;
 }
 
-int quantity_parse_exact(const char *s, __int128 *ret_nano, enum quantity_format *ret_format, const char **ret_msg) {
+int quantity_parse_exact(const char *s, __int128 *ret_nano, enum quantity_format *ret_format,
+                         struct ck_error **ret_error) {
         enum quantity_format f;
         const char *msg = NULL;
         __int128 v;
         int r;
 
         r = parse_exact(s, &v, &f, &msg);
-        if (ret_msg)
-                *ret_msg = msg;
+        if (r == -EINVAL)
+                return ck_error_set(ret_error, r, "%s", strempty(msg));
         if (r < 0)
                 return r;
         if (ret_nano)

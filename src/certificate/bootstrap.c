@@ -17,19 +17,8 @@
 
 #define PEM_MAX_SIZE (1024u * 1024u)
 
-static int reason(char **ret_reason, const char *fmt, ...) _printf_(2, 3);
-static int reason(char **ret_reason, const char *fmt, ...) {
-        va_list ap;
-
-        if (ret_reason) {
-                free(*ret_reason);
-                va_start(ap, fmt);
-                if (vasprintf(ret_reason, fmt, ap) < 0)
-                        *ret_reason = NULL;
-                va_end(ap);
-        }
-        return 0;
-}
+/* not usable, and why: 0 with the reason in *ret_reason */
+#define not_usable(ret_reason, ...) (ck_error_set((ret_reason), -EINVAL, __VA_ARGS__), 0)
 
 static int read_pem(const char *data, const char *file, char **ret, struct ck_error **ret_error) {
         size_t size;
@@ -45,7 +34,7 @@ static int read_pem(const char *data, const char *file, char **ret, struct ck_er
         return r;
 }
 
-int cert_kubeconfig_usable(const char *path, char **ret_reason) {
+int cert_kubeconfig_usable(const char *path, struct ck_error **ret_reason) {
         _cleanup_free_ char *cert = NULL, *key = NULL, *both = NULL;
         _cleanup_ck_error_ struct ck_error *why = NULL;
         struct kube_config c = {};
@@ -55,15 +44,15 @@ int cert_kubeconfig_usable(const char *path, char **ret_reason) {
         int r;
 
         if (stat(path, &st) < 0)
-                return reason(ret_reason, "%s: %s", path, errno == ENOENT ? "does not exist" : strerror(errno));
+                return not_usable(ret_reason, "%s: %s", path, errno == ENOENT ? "does not exist" : strerror(errno));
         r = kube_config_load(path, &c, &why);
         if (r == -ENOMEM)
                 return r;
         if (r < 0)
-                return reason(ret_reason, "unable to read the existing kubeconfig: %s", ck_error_message(why));
+                return not_usable(ret_reason, "unable to read the existing kubeconfig: %s", ck_error_message(why));
         if (!c.cert_file && !c.cert_data) {
                 kube_config_done(&c);
-                return reason(ret_reason, "%s has no client certificate", path);
+                return not_usable(ret_reason, "%s has no client certificate", path);
         }
         r = read_pem(c.cert_data, c.cert_file, &cert, &why);
         if (r >= 0)
@@ -72,7 +61,8 @@ int cert_kubeconfig_usable(const char *path, char **ret_reason) {
         if (r == -ENOMEM)
                 return r;
         if (r < 0)
-                return reason(ret_reason, "%s: unable to load its client certificate: %s", path, ck_error_message(why));
+                return not_usable(ret_reason, "%s: unable to load its client certificate: %s", path,
+                                  ck_error_message(why));
         if (asprintf(&both, "%s\n%s", cert, key) < 0)
                 return -ENOMEM;
         explicit_bzero(key, strlen(key));
@@ -81,11 +71,12 @@ int cert_kubeconfig_usable(const char *path, char **ret_reason) {
         if (r == -ENOMEM)
                 return r;
         if (r < 0)
-                return reason(ret_reason, "%s: unable to load its client certificate and key: %s", path,
-                              ck_error_message(why));
+                return not_usable(ret_reason, "%s: unable to load its client certificate and key: %s", path,
+                                  ck_error_message(why));
         if ((int64_t) now_realtime_usec() >= info.not_after_usec) {
-                reason(ret_reason, "%s: part of the existing client certificate is expired: %s", path,
-                       format_rfc3339((uint64_t) info.not_after_usec, when, sizeof(when)));
+                (void) ck_error_set(ret_reason, -EKEYEXPIRED,
+                                    "%s: part of the existing client certificate is expired: %s", path,
+                                    format_rfc3339((uint64_t) info.not_after_usec, when, sizeof(when)));
                 cert_info_done(&info);
                 return 0;
         }

@@ -11,7 +11,7 @@ struct kube_config;
  * that belong together and have not expired; 0 when it does not, with *ret_reason saying why, naming the file
  * ("/etc/kubernetes/kubelet.conf does not exist", "... the client certificate expired at ..."); a negative errno
  * only for errors that stop everything (out of memory). */
-int cert_kubeconfig_usable(const char *path, char **ret_reason);
+int cert_kubeconfig_usable(const char *path, struct ck_error **ret_reason);
 
 /* writeKubeconfigFromBootstrapping: a kubeconfig at PATH (mode 0600, written atomically) with the bootstrap
  * kubeconfig's cluster (server, certificate-authority or its data, insecure-skip-tls-verify, tls-server-name) and

@@ -161,5 +161,5 @@ int kube_watch_start(struct kube_request *r);
 /* End a running watch from our side: done() gets rc and error (taken). */
 void kube_watch_abort(struct kube_request *r, int rc, char *error);
 /* One line of a watch stream (trailing CR and blanks ignored): 0 and the event, an object with a string "type"
- * and an object "object" (NULL for an empty line); or -EBADMSG and why in *ret_error (may be NULL on OOM). */
-int kube_watch_parse_event(const char *line, size_t n, json_t **ret_event, char **ret_error);
+ * and an object "object" (NULL for an empty line); or -EBADMSG and why in *ret_error. */
+int kube_watch_parse_event(const char *line, size_t n, json_t **ret_event, struct ck_error **ret_error);

@@ -917,7 +917,6 @@ invalid:
 }
 
 static int new_transport(struct kube_client *c, struct kube_transport **ret) {
-        _cleanup_free_ char *error = NULL;
         struct kube_transport_config tc = {
                 .https = c->https,
                 .host = c->host,
@@ -934,7 +933,7 @@ static int new_transport(struct kube_client *c, struct kube_transport **ret) {
                 .connect_timeout_usec = (uint64_t) KUBE_CONNECT_TIMEOUT_MS * 1000,
         };
 
-        return kube_transport_new(c->base, &tc, ret, &error);
+        return kube_transport_new(c->base, &tc, ret);
 }
 
 static int dup_field(const char *s, char **ret) {

@@ -29,6 +29,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "basic/error.h"
 #include "basic/log.h"
 #include "basic/macro.h"
 #include "basic/string.h"
@@ -110,7 +111,7 @@ struct kube_transport {
 };
 
 static void dispatch(struct kube_transport *t);
-static int setup_tls(struct kube_transport *t, char **ret_error);
+static int setup_tls(struct kube_transport *t, struct ck_error **ret_error);
 static void conn_reap_soon(struct kconn *c);
 static void h1_send(struct kconn *c);
 static void h1_process(struct kconn *c);
@@ -926,11 +927,12 @@ static void on_conn_start(evutil_socket_t fd, short what, void *userdata) {
                 return;
         if (t->https && !t->ssl_ctx) {
                 /* the TLS files are read when the first connection needs them */
-                _cleanup_free_ char *why = NULL;
+                _cleanup_ck_error_ struct ck_error *why = NULL;
                 int k = setup_tls(t, &why);
                 if (k < 0) {
                         c->local_error = true;
-                        conn_fail(c, k == -ENOMEM ? -ENOMEM : -ENOKEY, why ? why : "TLS: cannot set up");
+                        conn_fail(c, k == -ENOMEM ? -ENOMEM : -ENOKEY,
+                                  why ? ck_error_message(why) : "TLS: cannot set up");
                         return;
                 }
         }
@@ -1133,7 +1135,7 @@ static int load_pem_certs(const char *pem, STACK_OF(X509) * *ret) {
         return 0;
 }
 
-static int setup_tls(struct kube_transport *t, char **ret_error) {
+static int setup_tls(struct kube_transport *t, struct ck_error **ret_error) {
         const struct kube_transport *cfg = t;
         static const unsigned char alpn[] = "\x02h2\x08http/1.1";
         SSL_CTX *x = SSL_CTX_new(TLS_client_method());
@@ -1209,14 +1211,11 @@ static int setup_tls(struct kube_transport *t, char **ret_error) {
         return 0;
 fail:
         SSL_CTX_free(x);
-        if (ret_error && asprintf(ret_error, "TLS: %s", what) < 0)
-                *ret_error = NULL;
         ERR_clear_error();
-        return -EINVAL;
+        return ck_error_set(ret_error, -EINVAL, "TLS: %s", what);
 }
 
-int kube_transport_new(struct event_base *base, const struct kube_transport_config *cfg, struct kube_transport **ret,
-                       char **ret_error) {
+int kube_transport_new(struct event_base *base, const struct kube_transport_config *cfg, struct kube_transport **ret) {
         struct kube_transport *t;
         int k;
 
@@ -1254,7 +1253,6 @@ int kube_transport_new(struct event_base *base, const struct kube_transport_conf
         DUP(key_data);
 #undef DUP
         (void) k;
-        (void) ret_error;
         *ret = t;
         return 0;
 }

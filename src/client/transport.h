@@ -32,9 +32,9 @@ struct kube_transport_config {
         uint64_t connect_timeout_usec; /* TCP and TLS handshake */
 };
 
-/* Errors (TLS files, bad PEM) in *ret_error (may be NULL), malloc'd. */
-int kube_transport_new(struct event_base *base, const struct kube_transport_config *cfg, struct kube_transport **ret,
-                       char **ret_error);
+/* The TLS files are read when the first connection needs them: an error there fails that connection's requests
+ * with the file named. */
+int kube_transport_new(struct event_base *base, const struct kube_transport_config *cfg, struct kube_transport **ret);
 /* Streams still open are dropped without callbacks. Accepts NULL. */
 struct kube_transport *kube_transport_free(struct kube_transport *t);
 /* No stream is open. */

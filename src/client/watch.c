@@ -136,7 +136,7 @@ static void watch_finish(struct kube_request *r) {
         done(rc, status, error ? error : "", ud);
 }
 
-int kube_watch_parse_event(const char *line, size_t n, json_t **ret_event, char **ret_error) {
+int kube_watch_parse_event(const char *line, size_t n, json_t **ret_event, struct ck_error **ret_error) {
         json_error_t jerr;
         json_auto_t *ev = NULL;
 
@@ -147,19 +147,16 @@ int kube_watch_parse_event(const char *line, size_t n, json_t **ret_event, char 
                 return 0;
         }
         ev = json_loadb(line, n, 0, &jerr);
-        if (!json_string_value(json_object_get(ev, "type")) || !json_is_object(json_object_get(ev, "object"))) {
-                if (asprintf(ret_error, "a watch event that is not {type, object}: %s",
-                             ev ? "missing fields" : jerr.text) < 0)
-                        *ret_error = NULL;
-                return -EBADMSG;
-        }
+        if (!json_string_value(json_object_get(ev, "type")) || !json_is_object(json_object_get(ev, "object")))
+                return ck_error_set(ret_error, -EBADMSG, "a watch event that is not {type, object}: %s",
+                                    ev ? "missing fields" : jerr.text);
         *ret_event = TAKE_PTR(ev);
         return 0;
 }
 
 /* Deliver one line; false when the watch is gone (cancelled inside the callback) or broken. */
 static bool deliver_line(struct kube_request *r, const char *line, size_t n) {
-        _cleanup_free_ char *why = NULL;
+        _cleanup_ck_error_ struct ck_error *why = NULL;
         json_auto_t *ev = NULL;
         json_t *obj;
         const char *type;
@@ -171,7 +168,7 @@ static bool deliver_line(struct kube_request *r, const char *line, size_t n) {
         if (!ev) {
                 char *msg = NULL;
                 if (asprintf(&msg, "GET %s%s: %s", r->client ? r->client->server : "", r->path,
-                             why ? why : "a watch event that is not {type, object}") < 0)
+                             why ? ck_error_message(why) : "a watch event that is not {type, object}") < 0)
                         msg = NULL;
                 if (r->client)
                         kube_request_release_stream(r);

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "basic/error.h"
 #include "basic/fs.h"
 #include "basic/log.h"
 #include "basic/macro.h"
@@ -499,7 +500,8 @@ static int qos_name(const struct cm *m, const char *qos, char **ret) {
  * then the directories and the values on cgroupfs */
 static int ensure_qos_cgroup(struct cm *m, const char *name, const struct cm_resource_config *rc) {
         if (m->systemd && !cgroup_exists(m, name)) {
-                _cleanup_free_ char *unit = NULL, *parent = NULL, *message = NULL;
+                _cleanup_free_ char *unit = NULL, *parent = NULL;
+                _cleanup_ck_error_ struct ck_error *why = NULL;
                 struct cm_slice_properties props;
                 int r;
 
@@ -509,10 +511,10 @@ static int ensure_qos_cgroup(struct cm *m, const char *name, const struct cm_res
                                                         m->unified, cm_sd_version(m->sd), &props);
                 if (r < 0)
                         return log_error_errno(r, "cannot name the systemd slice of cgroup %s: %s", name, strerror(-r));
-                r = cm_sd_start_slice_sync(m->sd, unit, &props, &message);
+                r = cm_sd_start_slice_sync(m->sd, unit, &props, &why);
                 if (r < 0)
                         return log_error_errno(r, "failed to create the systemd slice %s: %s", unit,
-                                               message ? message : strerror(-r));
+                                               ck_error_message(why));
                 log_info("systemd slice %s created (Wants=%s)", unit, parent);
         }
         return ensure_cgroup(m, name, rc);

@@ -10,6 +10,7 @@
 #include <systemd/sd-bus.h>
 #include <time.h>
 
+#include "basic/error.h"
 #include "basic/log.h"
 #include "basic/macro.h"
 #include "basic/string.h"
@@ -427,7 +428,7 @@ int cm_sd_stop_unit(struct cm_sd *sd, const char *unit, cm_sd_done_fn done, void
 }
 
 int cm_sd_start_slice_sync(struct cm_sd *sd, const char *unit, const struct cm_slice_properties *p,
-                           char **ret_message) {
+                           struct ck_error **ret_error) {
         struct sd_op *op;
         uint64_t deadline = now_usec() + SD_CALL_TIMEOUT_USEC, job_deadline = 0;
         int r;
@@ -459,10 +460,12 @@ int cm_sd_start_slice_sync(struct cm_sd *sd, const char *unit, const struct cm_s
         }
         if (r >= 0 && op->finished) {
                 r = op->r;
-                if (r < 0 && ret_message)
-                        *ret_message = TAKE_PTR(op->message);
+                if (r < 0)
+                        (void) ck_error_set(ret_error, r, "%s", op->message ? op->message : strerror(-r));
         } else if (r > 0)
                 r = 0;
+        else if (r < 0)
+                (void) ck_error_set(ret_error, r, "%s", strerror(-r));
         op_free(op);
         rearm(sd);
         return r < 0 ? r : 0;

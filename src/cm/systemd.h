@@ -7,6 +7,7 @@
 
 #include <event2/event.h>
 
+#include "basic/error.h"
 #include "cm/cm.h"
 
 struct cm_sd;
@@ -21,7 +22,8 @@ struct cm_sd *cm_sd_free(struct cm_sd *sd);
 int cm_sd_version(const struct cm_sd *sd);
 
 /* StartTransientUnit(unit, "replace", properties) and its job, blocking (start-up only); UnitExists is success. */
-int cm_sd_start_slice_sync(struct cm_sd *sd, const char *unit, const struct cm_slice_properties *p, char **ret_message);
+int cm_sd_start_slice_sync(struct cm_sd *sd, const char *unit, const struct cm_slice_properties *p,
+                           struct ck_error **ret_error);
 /* the same, from the loop: done is called once, later */
 int cm_sd_start_slice(struct cm_sd *sd, const char *unit, const struct cm_slice_properties *p, cm_sd_done_fn done,
                       void (*destroy)(void *userdata), void *userdata);

@@ -144,6 +144,7 @@ static void conn_unlink(struct grpc_client *conn, struct grpc_call *p) {
 /* Run one call's callback and free it. The call must already be unlinked from its connection. */
 static void deliver(struct grpc_call *p) {
         struct grpc_reply reply = { .grpc_status = p->final_status, .message = strempty(p->final_message) };
+        _cleanup_ck_error_ struct ck_error *why = NULL;
         ProtobufCMessage *msg = NULL;
 
         if (p->cancelled) {
@@ -151,8 +152,10 @@ static void deliver(struct grpc_call *p) {
                 return;
         }
         if (p->final_status == GRPC_OK && !p->msg_cb &&
-            grpc_decode_reply(p->resp, p->resp_len, p->resp_desc, &msg, &reply.message) < 0)
+            grpc_decode_reply(p->resp, p->resp_len, p->resp_desc, &msg, &why) < 0) {
                 reply.grpc_status = GRPC_INTERNAL;
+                reply.message = ck_error_message(why);
+        }
         reply.r = grpc_status_to_errno(reply.grpc_status);
         reply.msg = msg;
         reply.duration_usec = now_usec() - p->start_usec;

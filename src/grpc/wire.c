@@ -85,19 +85,16 @@ char *grpc_percent_encode(const char *s) {
 }
 
 int grpc_decode_reply(const uint8_t *body, size_t len, const ProtobufCMessageDescriptor *desc, ProtobufCMessage **ret,
-                      const char **ret_why) {
+                      struct ck_error **ret_error) {
         ProtobufCMessage *msg;
 
-        if (len < GRPC_FRAME_HEADER || body[0] != 0 || grpc_frame_length(body) != len - GRPC_FRAME_HEADER) {
-                *ret_why = len >= GRPC_FRAME_HEADER && body[0] != 0 ? "compressed response not supported"
-                                                                    : "malformed gRPC response framing";
-                return -EBADMSG;
-        }
+        if (len < GRPC_FRAME_HEADER || body[0] != 0 || grpc_frame_length(body) != len - GRPC_FRAME_HEADER)
+                return ck_error_set(ret_error, -EBADMSG, "%s",
+                                    len >= GRPC_FRAME_HEADER && body[0] != 0 ? "compressed response not supported"
+                                                                             : "malformed gRPC response framing");
         msg = protobuf_c_message_unpack(desc, NULL, len - GRPC_FRAME_HEADER, body + GRPC_FRAME_HEADER);
-        if (!msg) {
-                *ret_why = "cannot decode the response message";
-                return -EBADMSG;
-        }
+        if (!msg)
+                return ck_error_set(ret_error, -EBADMSG, "cannot decode the response message");
         *ret = msg;
         return 0;
 }

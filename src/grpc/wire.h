@@ -7,6 +7,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "basic/error.h"
+
 /* Length-Prefixed-Message: 1 byte compressed flag + 4 bytes big-endian length. */
 #define GRPC_FRAME_HEADER 5
 
@@ -24,6 +26,6 @@ char *grpc_percent_decode(const char *s, size_t len);
 char *grpc_percent_encode(const char *s);
 
 /* The body of a unary reply: exactly one length-prefixed, uncompressed message of type desc. 0 and the message
- * (free with protobuf_c_message_free_unpacked), or -EBADMSG and why in *ret_why (a static string). */
+ * (free with protobuf_c_message_free_unpacked), or -EBADMSG with why in *ret_error. */
 int grpc_decode_reply(const uint8_t *body, size_t len, const ProtobufCMessageDescriptor *desc, ProtobufCMessage **ret,
-                      const char **ret_why);
+                      struct ck_error **ret_error);

@@ -277,7 +277,8 @@ static int start_with(struct kubelet *k, struct kube_config *kc, const struct ce
 
 static void credentials_attempt(struct kubelet *k) {
         const struct kubelet_options *o = k->opts;
-        _cleanup_free_ char *why = NULL, *current_path = NULL;
+        _cleanup_free_ char *current_path = NULL;
+        _cleanup_ck_error_ struct ck_error *why = NULL;
         _cleanup_ck_error_ struct ck_error *err = NULL;
         struct kube_config kc = {};
         const struct cert_pair *pair;
@@ -294,7 +295,7 @@ static void credentials_attempt(struct kubelet *k) {
         }
         r = load_cluster(k, &kc, &from_bootstrap, &err);
         if (r < 0) {
-                log_error("%s%s%s", ck_error_message(err), why ? "; " : "", strempty(why));
+                log_error("%s%s%s", ck_error_message(err), why ? "; " : "", why ? ck_error_message(why) : "");
                 creds_retry_later(k);
                 return;
         }
@@ -323,7 +324,7 @@ static void credentials_attempt(struct kubelet *k) {
                         /* point --kubeconfig at the store's current pair (writeKubeconfigFromBootstrapping) */
                         current_path = cert_manager_current_path(k->client_certs);
                         log_info("--kubeconfig %s is not usable (%s); using the client certificate %s", o->kubeconfig,
-                                 strna(why), pair->path);
+                                 why ? ck_error_message(why) : "n/a", pair->path);
                         if (!current_path || cert_kubeconfig_write(o->kubeconfig, &kc, current_path, &err) < 0) {
                                 log_error("%s", err ? ck_error_message(err) : "out of memory");
                                 goto retry;
@@ -337,7 +338,7 @@ static void credentials_attempt(struct kubelet *k) {
         }
         /* no usable certificate anywhere */
         if (isempty(o->bootstrap_kubeconfig)) {
-                log_error("no usable client certificate: %s; %s", strna(why),
+                log_error("no usable client certificate: %s; %s", why ? ck_error_message(why) : "n/a",
                           *cert_manager_load_error(k->client_certs) ? cert_manager_load_error(k->client_certs)
                                                                     : "nothing in --cert-dir either");
                 /* read the store again next time: the file may have been repaired */
@@ -345,7 +346,7 @@ static void credentials_attempt(struct kubelet *k) {
                 goto retry;
         }
         log_warning("--kubeconfig cannot be used (%s): requesting a client certificate with --bootstrap-kubeconfig %s",
-                    strna(why), o->bootstrap_kubeconfig);
+                    why ? ck_error_message(why) : "n/a", o->bootstrap_kubeconfig);
         cert_manager_start(k->client_certs); /* client_cert_updated() comes back here */
         goto finish;
 retry:

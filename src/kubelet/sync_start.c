@@ -83,7 +83,7 @@ struct subpath_job {
         struct pod_sync *s; /* NULL once the step is gone */
         struct vol_subpath_req *reqs;
         size_t n_reqs;
-        char *error; /* why one failed */
+        struct ck_error *error; /* why one failed */
         size_t failed_idx;
 };
 
@@ -1015,7 +1015,7 @@ static void subpath_job_free(void *userdata) {
         struct subpath_job *j = userdata;
 
         vol_subpath_reqs_free(j->reqs, j->n_reqs);
-        free(j->error);
+        ck_error_free(j->error);
         free(j);
 }
 
@@ -1044,8 +1044,9 @@ static void subpath_done(int r, void *userdata) {
                                      q->container_name,
                                      (unsigned) (KUBELET_VOLUME_CONTENTS_TIMEOUT_USEC / USEC_PER_SEC));
                 else if (j->error) {
-                        log_error("pod %s: container %s: %s", kubelet_sync_pod_desc(s), q->container_name, j->error);
-                        r = asprintf(&msg, "%s", j->error);
+                        log_error("pod %s: container %s: %s", kubelet_sync_pod_desc(s), q->container_name,
+                                  ck_error_message(j->error));
+                        r = asprintf(&msg, "%s", ck_error_message(j->error));
                 } else
                         r = asprintf(&msg, "failed to prepare subPath for volumeMount \"%s\" of container \"%s\": %s",
                                      q->volume_name, q->container_name, strerror(-r));

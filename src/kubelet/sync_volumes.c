@@ -164,7 +164,7 @@ static void wait_containers(struct pod_sync *s, const char *msg) {
 
 static void volumes_mounted(void *userdata) {
         struct pod_sync *s = userdata;
-        _cleanup_free_ char *why = NULL;
+        _cleanup_ck_error_ struct ck_error *why = NULL;
         int r;
 
         s->waiting_volumes = false;
@@ -185,10 +185,10 @@ static void volumes_mounted(void *userdata) {
         }
         if (r < 0) {
                 log_error("Unable to attach or mount volumes for pod \"%s\": %s; skipping pod",
-                          kubelet_sync_pod_desc(s), strna(why));
+                          kubelet_sync_pod_desc(s), ck_error_message(why));
                 kubelet_worker_event(s->w, NULL, "Warning", "FailedMount", "Unable to attach or mount volumes: %s",
-                                     strna(why));
-                wait_containers(s, why ? why : "Unable to attach or mount volumes");
+                                     ck_error_message(why));
+                wait_containers(s, ck_error_message(why));
                 s->error = true;
                 kubelet_pod_sync_finish(s);
                 return;

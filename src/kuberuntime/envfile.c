@@ -50,26 +50,13 @@ static bool is_blank(char c) {
         return c == ' ' || c == '\t';
 }
 
-_printf_(2, 3) static int format_error(char **ret_error, const char *fmt, ...) {
-        if (ret_error) {
-                char *m = NULL;
-                va_list ap;
-                va_start(ap, fmt);
-                if (vasprintf(&m, fmt, ap) < 0)
-                        m = NULL;
-                va_end(ap);
-                free(*ret_error);
-                *ret_error = m;
-        }
-        return -EINVAL;
-}
+/* a format error in upstream's words: -EINVAL */
+#define format_error(ret_error, ...) ck_error_set((ret_error), -EINVAL, __VA_ARGS__)
 
 /* a failure of next_line (0 passes), in bufio.Scanner's words */
-static int scan_error(int r, char **ret_error) {
-        if (r == -E2BIG && ret_error) {
-                free(*ret_error);
-                *ret_error = strdup("bufio.Scanner: token too long");
-        }
+static int scan_error(int r, struct ck_error **ret_error) {
+        if (r == -E2BIG)
+                return ck_error_set(ret_error, r, "bufio.Scanner: token too long");
         return r;
 }
 
@@ -95,7 +82,7 @@ static int value_add(struct value_buf *b, const char *s, size_t n, bool newline)
         return 0;
 }
 
-int kr_env_file_parse(const char *data, size_t size, const char *key, char **ret_value, char **ret_error) {
+int kr_env_file_parse(const char *data, size_t size, const char *key, char **ret_value, struct ck_error **ret_error) {
         struct line_scanner sc = { .data = data, .size = size };
         size_t key_len = strlen(key), line_num = 0;
         const char *line;
@@ -326,7 +313,8 @@ _printf_(2, 3) static char *format(char **ret, const char *fmt, ...) {
 }
 
 void kr_env_file_resolve(struct kr_env_file_req *q) {
-        _cleanup_free_ char *data = NULL, *error = NULL, *file = NULL, *qkey = NULL, *qfile = NULL;
+        _cleanup_free_ char *data = NULL, *file = NULL, *qkey = NULL, *qfile = NULL;
+        _cleanup_ck_error_ struct ck_error *error = NULL;
         struct kc_env_file_value *res = &q->result;
         size_t size = 0;
         int r;
@@ -359,9 +347,10 @@ void kr_env_file_resolve(struct kr_env_file_req *q) {
         if (r < 0) {
                 res->r = r == -ENOMEM ? r : -EINVAL;
                 if (r == -E2BIG)
-                        format(&q->detail, "error reading environment variable file %s: %s", strna(file), strna(error));
+                        format(&q->detail, "error reading environment variable file %s: %s", strna(file),
+                               ck_error_message(error));
                 else
-                        format(&q->detail, "%s: %s", strna(file), error ? error : strerror(-r));
+                        format(&q->detail, "%s: %s", strna(file), ck_error_message(error));
                 format(&res->message, "couldn't parse env file");
                 return;
         }

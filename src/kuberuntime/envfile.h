@@ -29,10 +29,10 @@
  * "#" comment lines skipped, a "# comment" allowed after the closing quote, "KEY= 'x'" (a blank after '=')
  * an empty value. The first line with the key decides, and the lines after it are not looked at (as upstream,
  * which stops reading there). 1: found, *ret_value set (may be ""); 0: absent; -EINVAL: a format error before
- * the key was found, *ret_error (may be NULL) is upstream's wording ("invalid environment variable format at line
+ * the key was found, *ret_error in upstream's wording ("invalid environment variable format at line
  * 3: missing '='"); -E2BIG: a line longer than KR_ENV_FILE_LINE_MAX - 1. A value with a NUL byte is refused
  * (-EINVAL; upstream would pass it on to the runtime, which cannot take it). */
-int kr_env_file_parse(const char *data, size_t size, const char *key, char **ret_value, char **ret_error);
+int kr_env_file_parse(const char *data, size_t size, const char *key, char **ret_value, struct ck_error **ret_error);
 
 /* One fileKeyRef of a container, made on the loop (strings only) and resolved on a worker. */
 struct kr_env_file_req {

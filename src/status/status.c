@@ -252,13 +252,12 @@ static void add_volume_mounts(const struct pod_status_input *in, const struct co
         l = json_array();
         for (size_t i = 0; l && i < m->n; i++) {
                 const struct volume_mount *vm = &m->items[i];
-                _cleanup_free_ char *error = NULL;
                 bool rro = false;
                 json_t *v = json_pack("{s:s, s:s}", "name", strempty(vm->name), "mountPath", strempty(vm->mount_path));
 
                 if (v && vm->read_only) {
                         /* an error (a mode the validation refused) is Disabled, as upstream */
-                        if (pod_mount_recursive_read_only(vm, in->runtime_supports_rro, &rro, &error) == -ENOMEM)
+                        if (pod_mount_recursive_read_only(vm, in->runtime_supports_rro, &rro, NULL) == -ENOMEM)
                                 rro = false;
                         (void) json_object_set_new(v, "readOnly", json_true());
                         (void) json_object_set_new(v, "recursiveReadOnly", json_string(rro ? "Enabled" : "Disabled"));

@@ -513,7 +513,7 @@ void volmgr_pod_remove(struct volmgr *vm, const char *uid) {
 }
 
 /* the pod's state for WaitForAttachAndMount: 0 all mounted, 1 in progress, <0 errors (message) */
-static int pod_state(struct vm_pod *p, char **ret_error) {
+static int pod_state(struct vm_pod *p, struct ck_error **ret_error) {
         _cleanup_free_ char *unmounted = NULL, *errors = NULL;
         bool all = true, any_error = false;
 
@@ -542,10 +542,9 @@ static int pod_state(struct vm_pod *p, char **ret_error) {
                 return 0;
         if (!any_error && !p->timed_out)
                 return 1;
-        if (ret_error && asprintf(ret_error, "unmounted volumes=[%s], unattached volumes=[%s]: %s", strempty(unmounted),
-                                  strempty(unmounted), any_error ? errors : "timed out waiting for the condition") < 0)
-                *ret_error = NULL;
-        return any_error ? -EINVAL : -ETIMEDOUT;
+        return ck_error_set(ret_error, any_error ? -EINVAL : -ETIMEDOUT,
+                            "unmounted volumes=[%s], unattached volumes=[%s]: %s", strempty(unmounted),
+                            strempty(unmounted), any_error ? errors : "timed out waiting for the condition");
 }
 
 void volmgr_pod_check_ready(struct vm_pod *p) {
@@ -560,7 +559,7 @@ void volmgr_pod_check_ready(struct vm_pod *p) {
 }
 
 int volmgr_pod_wait(struct volmgr *vm, const char *uid, void (*ready)(void *userdata), void *userdata,
-                    char **ret_error) {
+                    struct ck_error **ret_error) {
         struct vm_pod *p = pod_find(vm, uid);
         int r;
 

@@ -41,13 +41,11 @@ static int copy_secret_ref(const struct secret_ref *src, struct secret_ref *ret)
 }
 
 /* unique name and spec of an inline source or a PV */
-static int volmgr_spec_from_pv(const struct persistent_volume *pv, struct vm_spec *ret, char **ret_unique,
-                               char **ret_error) {
+static int volmgr_spec_from_pv(const struct persistent_volume *pv, struct vm_spec *ret, char **ret_unique) {
         struct vm_spec s = {};
         _cleanup_free_ char *unique = NULL;
         int r = 0;
 
-        (void) ret_error;
         s.spec_name = strdup(pv->name);
         s.access_mode = strdup(pv->access_modes && pv->access_modes[0] ? pv->access_modes[0] : "ReadWriteOnce");
         s.fs_type = strdup_or_null(pv->fs_type);
@@ -270,7 +268,7 @@ static void on_pv(const struct kube_response *resp, void *userdata) {
         struct vm_pod_vol *pv = userdata;
         struct vm_pod *p = pv->pod;
         _cleanup_ck_error_ struct ck_error *why = NULL;
-        _cleanup_free_ char *unique = NULL, *err = NULL;
+        _cleanup_free_ char *unique = NULL;
         struct persistent_volume vol = {};
         struct vm_spec spec = {};
         const char *ns = p->pod->namespace_;
@@ -309,7 +307,7 @@ static void on_pv(const struct kube_response *resp, void *userdata) {
                 persistent_volume_done(&vol);
                 return;
         }
-        r = volmgr_spec_from_pv(&vol, &spec, &unique, &err);
+        r = volmgr_spec_from_pv(&vol, &spec, &unique);
         if (r == -EOPNOTSUPP) {
                 resolve_failed(p, pv,
                                "failed to get Plugin from volumeSpec for volume \"%s\" err=no volume plugin matched",

@@ -28,6 +28,7 @@
 #include <stdint.h>
 
 #include "apis/pod.h"
+#include "basic/error.h"
 #include "apis/pod_volumes.h"
 #include "client/client.h"
 #include "csi/drivers.h"
@@ -66,7 +67,7 @@ void volmgr_pod_remove(struct volmgr *vm, const char *uid);
  * timed out) unless cancelled; a negative errno with *ret_error (upstream's "unmounted volumes=[...], unattached
  * volumes=[...]: <errors>") when a volume cannot be resolved or the wait timed out. */
 int volmgr_pod_wait(struct volmgr *vm, const char *uid, void (*ready)(void *userdata), void *userdata,
-                    char **ret_error);
+                    struct ck_error **ret_error);
 void volmgr_pod_cancel_wait(struct volmgr *vm, const char *uid);
 /* Run a waiting pod's ready() soon (deferred), whatever its state: the kubelet wants the pass back. */
 void volmgr_pod_poke(struct volmgr *vm, const char *uid);

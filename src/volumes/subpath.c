@@ -202,7 +202,7 @@ int vol_subpath_request(const struct pod *pod, const struct container *c, size_t
 
 int (*vol_subpath_bind_test_hook)(const struct vol_subpath_req *q) = NULL;
 
-int vol_subpath_bind(const struct vol_subpath_req *q, char **ret_error) {
+int vol_subpath_bind(const struct vol_subpath_req *q, struct ck_error **ret_error) {
         _cleanup_close_ int rootfd = -EBADF, fd = -EBADF;
         char src[64];
         struct stat st;
@@ -218,13 +218,10 @@ int vol_subpath_bind(const struct vol_subpath_req *q, char **ret_error) {
         if (rootfd < 0)
                 return -errno;
         r = vol_subpath_open(rootfd, q->sub, &fd);
-        if (r < 0) {
-                if (ret_error &&
-                    asprintf(ret_error, "subPath \"%s\" of volume \"%s\" cannot be resolved inside the volume: %s",
-                             q->sub, q->volume_name, strerror(-r)) < 0)
-                        *ret_error = NULL;
-                return r;
-        }
+        if (r < 0)
+                return ck_error_set(ret_error, r,
+                                    "subPath \"%s\" of volume \"%s\" cannot be resolved inside the volume: %s", q->sub,
+                                    q->volume_name, strerror(-r));
         if (fstat(fd, &st) < 0)
                 return -errno;
         r = mkdir_p(q->dir, 0750);

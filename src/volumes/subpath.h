@@ -11,6 +11,7 @@
 #include <stddef.h>
 
 #include "apis/pod.h"
+#include "basic/error.h"
 #include "container/build.h"
 
 /* subPathExpr expansion with the container's env values (expansion.Expand: $(VAR), $$ → $, unknown
@@ -40,7 +41,7 @@ int vol_subpath_request(const struct pod *pod, const struct container *c, size_t
 /* On a worker (it opens, creates and mounts in the volume, which may be a stalled network filesystem): resolve the
  * subPath inside the volume and bind the resolved fd onto q->target. On failure *ret_error may say why (caller
  * frees). */
-int vol_subpath_bind(const struct vol_subpath_req *q, char **ret_error);
+int vol_subpath_bind(const struct vol_subpath_req *q, struct ck_error **ret_error);
 
 /* tests only: called on the worker before each bind (a test blocks there, as a stalled NFS server would); a
  * negative return fails the bind with it */

@@ -571,13 +571,14 @@ int vol_container_mounts(const struct pod *pod, const struct container *c, const
                 const struct volume *v = pod_volume_find(pod, vm->name);
                 _cleanup_free_ char *hp = NULL;
                 bool must_ro = false, rro = false;
-                _cleanup_free_ char *rro_error = NULL;
+                _cleanup_ck_error_ struct ck_error *rro_error = NULL;
 
                 /* makeMounts: the recursive read-only mode first, a mount that cannot have it fails the container */
                 r = pod_mount_recursive_read_only(vm, ctx->runtime_supports_rro, &rro, &rro_error);
                 if (r == -EINVAL) {
                         r = ctx->report ? ck_error_set(&ctx->report->error, r,
-                                                       "failed to resolve recursive read-only mode: %s", rro_error)
+                                                       "failed to resolve recursive read-only mode: %s",
+                                                       ck_error_message(rro_error))
                                         : r;
                         break;
                 }

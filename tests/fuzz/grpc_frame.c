@@ -18,7 +18,7 @@ static const ProtobufCMessageDescriptor *const types[] = {
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         ProtobufCMessage *msg = NULL;
-        const char *why = NULL;
+        struct ck_error *why = NULL;
         char *dec, buf[32];
 
         if (size < 1)
@@ -27,6 +27,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 protobuf_c_message_free_unpacked(msg, NULL);
         else if (!why)
                 abort();
+        why = ck_error_free(why);
         dec = grpc_percent_decode((const char *) data, size);
         if (!dec || strlen(dec) > size)
                 abort();

@@ -12,7 +12,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 const char *nl = memchr(p, '\n', (size_t) (end - p));
                 size_t n = nl ? (size_t) (nl - p) : (size_t) (end - p);
                 json_t *ev = NULL;
-                char *why = NULL;
+                struct ck_error *why = NULL;
 
                 if (kube_watch_parse_event(p, n, &ev, &why) >= 0 && ev) {
                         json_t *obj = json_object_get(ev, "object");
@@ -29,7 +29,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 } else if (!ev && why == NULL && n > 0) {
                         /* an empty line, or out of memory */
                 }
-                free(why);
+                ck_error_free(why);
                 p += n + (nl ? 1 : 0);
         }
         return 0;

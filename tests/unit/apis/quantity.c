@@ -85,14 +85,14 @@ static void test_errors(void **state) {
 
         for (size_t i = 0; i < ELEMENTSOF(table); i++) {
                 struct quantity q = { .str = NULL, .value = 42 };
-                const char *msg = NULL;
+                _cleanup_ck_error_ struct ck_error *err = NULL;
                 if (quantity_parse(table[i].s, &q) != -EINVAL)
                         fail_msg("%s: parsed", table[i].s);
                 assert_int_equal(q.value, 42); /* untouched */
-                assert_int_equal(quantity_parse_exact(table[i].s, NULL, NULL, &msg), -EINVAL);
-                assert_non_null(msg);
-                if (!startswith(msg, table[i].msg))
-                        fail_msg("%s: message %s", table[i].s, msg);
+                assert_int_equal(quantity_parse_exact(table[i].s, NULL, NULL, &err), -EINVAL);
+                assert_non_null(err);
+                if (!startswith(ck_error_message(err), table[i].msg))
+                        fail_msg("%s: message %s", table[i].s, ck_error_message(err));
         }
 }
 

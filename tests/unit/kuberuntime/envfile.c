@@ -27,25 +27,28 @@ static char tmp[PATH_MAX];
 /* ---------------------------------------------------------------- the parser */
 
 static void want_value(const char *data, const char *key, const char *want) {
-        _cleanup_free_ char *v = NULL, *err = NULL;
+        _cleanup_free_ char *v = NULL;
+        _cleanup_ck_error_ struct ck_error *err = NULL;
         int r = kr_env_file_parse(data, strlen(data), key, &v, &err);
         if (r != 1)
-                fail_msg("%s in %s: %d (%s)", key, data, r, strna(err));
+                fail_msg("%s in %s: %d (%s)", key, data, r, ck_error_message(err));
         assert_string_equal(v, want);
 }
 
 static void want_absent(const char *data, const char *key) {
-        _cleanup_free_ char *v = NULL, *err = NULL;
+        _cleanup_free_ char *v = NULL;
+        _cleanup_ck_error_ struct ck_error *err = NULL;
         assert_int_equal(kr_env_file_parse(data, strlen(data), key, &v, &err), 0);
         assert_null(v);
 }
 
 static void want_parse_error(const char *data, const char *key, const char *want) {
-        _cleanup_free_ char *v = NULL, *err = NULL;
+        _cleanup_free_ char *v = NULL;
+        _cleanup_ck_error_ struct ck_error *err = NULL;
         assert_int_equal(kr_env_file_parse(data, strlen(data), key, &v, &err), -EINVAL);
         assert_null(v);
         assert_non_null(err);
-        assert_string_equal(err, want);
+        assert_string_equal(ck_error_message(err), want);
 }
 
 static void test_parse(void **state) {
@@ -97,13 +100,14 @@ static void test_parse(void **state) {
 
 static void test_parse_nul_and_long_lines(void **state) {
         static const char nul[] = "A='x\0y'\nB='b'\n";
-        _cleanup_free_ char *v = NULL, *err = NULL, *big = NULL;
+        _cleanup_free_ char *v = NULL, *big = NULL;
+        _cleanup_ck_error_ struct ck_error *err = NULL;
         size_t n;
 
         /* a NUL byte in the wanted value is refused; in another entry it does not matter */
         assert_int_equal(kr_env_file_parse(nul, sizeof(nul) - 1, "A", &v, &err), -EINVAL);
         assert_null(v);
-        assert_non_null(strstr(err, "NUL"));
+        assert_non_null(strstr(ck_error_message(err), "NUL"));
         assert_int_equal(kr_env_file_parse(nul, sizeof(nul) - 1, "B", &v, &err), 1);
         assert_string_equal(v, "b");
         v = mfree(v);
@@ -124,7 +128,7 @@ static void test_parse_nul_and_long_lines(void **state) {
         big[n + 1] = '\n';
         assert_int_equal(kr_env_file_parse(big, n + 2, "A", &v, &err), -E2BIG);
         assert_null(v);
-        assert_string_equal(err, "bufio.Scanner: token too long");
+        assert_string_equal(ck_error_message(err), "bufio.Scanner: token too long");
         /* inside a multi-line value too */
         {
                 _cleanup_free_ char *ml = malloc(n + 16);
@@ -132,7 +136,7 @@ static void test_parse_nul_and_long_lines(void **state) {
                 memcpy(ml, "A='x\n", 5);
                 memset(ml + 5, 'y', n + 1);
                 assert_int_equal(kr_env_file_parse(ml, n + 6, "A", &v, &err), -E2BIG);
-                assert_string_equal(err, "bufio.Scanner: token too long");
+                assert_string_equal(ck_error_message(err), "bufio.Scanner: token too long");
         }
         /* the key found before the long line: upstream stops reading there */
         {

@@ -271,15 +271,15 @@ static void test_recursive_read_only(void **state) {
                                           .mount_propagation = (char *) t[i].propagation,
                                           .recursive_read_only = (char *) t[i].mode };
                 bool rro = !t[i].rro;
-                char *msg = NULL;
+                struct ck_error *msg = NULL;
                 assert_int_equal(pod_mount_recursive_read_only(&m, t[i].supported, &rro, &msg), t[i].r);
                 if (t[i].r == 0) {
                         assert_int_equal(rro, t[i].rro);
                         assert_null(msg);
                 } else {
                         assert_non_null(msg);
-                        assert_string_equal(msg, t[i].message);
-                        free(msg);
+                        assert_string_equal(ck_error_message(msg), t[i].message);
+                        ck_error_free(msg);
                 }
         }
 }
