@@ -22,3 +22,19 @@ int pb_strv_copy(char *const *l, size_t *ret_n, char ***ret) {
         }
         return 0;
 }
+
+/* protobuf-c's map<string, string> entries all look like this */
+struct pb_map_entry {
+        ProtobufCMessage base;
+        char *key;
+        char *value;
+};
+
+const char *pb_map_get(void *const *entries, size_t n, const char *key) {
+        for (size_t i = 0; i < n; i++) {
+                const struct pb_map_entry *e = entries[i];
+                if (e && e->key && strcmp(e->key, key) == 0)
+                        return e->value;
+        }
+        return NULL;
+}

@@ -23,3 +23,7 @@ static inline void pb_freep(void *p) {
 /* Copy a strv into a repeated string field of a message we build (*ret_n counts the strings copied so far, so
  * that pb_free() frees them after a failure). Nothing for an empty strv. */
 int pb_strv_copy(char *const *l, size_t *ret_n, char ***ret);
+
+/* The value of key in a map<string, string> field as protobuf-c unpacks it (an array of n entry messages, each a
+ * key and a value); NULL when absent. */
+const char *pb_map_get(void *const *entries, size_t n, const char *key);

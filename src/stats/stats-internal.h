@@ -4,7 +4,11 @@
 /* Helpers shared by the stats module's files. */
 
 #include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
+
+#include "basic/time.h"
 
 /* A JSON string; NULL becomes "", bytes that are not valid UTF-8 become '?'. NULL only on OOM. */
 json_t *stats_jstr(const char *s);
@@ -31,3 +35,48 @@ int stats_summary_build(struct stats_provider *p, const struct summary_input *in
 int stats_provider_set_sandbox_pid(struct stats_provider *p, const char *sandbox_id, int pid);
 /* The pid from containerd's verbose PodSandboxStatus info JSON; -ENOENT without one. */
 int stats_sandbox_pid_from_info(const char *info_json, int *ret);
+
+/* ---- the provider's state, shared by summary.c (building) and provider.c (requests, caches, lifecycle) ---- */
+
+#define STATS_CACHE_MAX_AGE_USEC (10 * 60 * USEC_PER_SEC) /* forget objects not seen for this long */
+
+struct summary_req;
+struct stats_volume;
+
+struct cpu_sample {
+        char *key;
+        uint64_t usage_nsec;
+        int64_t time_nsec;
+        bool has_rate;
+        uint64_t rate;
+        uint64_t seen_usec; /* monotonic */
+};
+struct sandbox_pid {
+        char *id;
+        int pid;
+        uint64_t seen_usec; /* monotonic */
+};
+struct stats_provider {
+        struct event_base *base;
+        struct cri_client *cri;
+        char *node_name, *root_dir, *pod_logs_dir, *host_root;
+        char *pods_cgroup; /* NULL: the "pods" system container is the pods' sum */
+        const struct stats_volumes *volumes;
+        size_t (*pod_volumes)(void *userdata, const char *pod_uid, const struct stats_volume **ret);
+        void *pod_volumes_userdata;
+        uint64_t memory_capacity;     /* MemTotal, 0 if unknown */
+        int64_t boot_time_sec;        /* 0 if unknown */
+        uint64_t start_realtime_usec; /* this process */
+        struct cpu_sample *cache;     /* sorted by key */
+        size_t n_cache, alloc_cache;
+        struct sandbox_pid *pids; /* sandbox → pid of its infra process, for the pod network */
+        size_t n_pids;
+        uint64_t pod_stats_retry_usec; /* ListPodSandboxStats failed: not before this (monotonic) */
+        struct summary_req *reqs;
+};
+/* the sandbox's infra process pid, NULL when not known */
+struct sandbox_pid *stats_sandbox_pid_find(struct stats_provider *p, const char *id);
+/* forget the sandbox pids not seen since older_than_usec (monotonic) */
+void stats_sandbox_pids_prune(struct stats_provider *p, uint64_t older_than_usec);
+/* the summary with times to the nanosecond (precise) or the second */
+int stats_summary_build_times(struct stats_provider *p, const struct summary_input *in, bool precise, json_t **ret);
