@@ -16,6 +16,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct ck_error;
+struct ssl_ctx_st;
 struct kube_transport;
 struct kube_stream;
 
@@ -31,6 +33,17 @@ struct kube_transport_config {
         bool insecure;
         uint64_t connect_timeout_usec; /* TCP and TLS handshake */
 };
+
+/* A kubeconfig's TLS material: files or inline PEM data (the data wins), or no verification of the server. */
+struct kube_tls_files {
+        const char *ca_file, *ca_data;
+        const char *cert_file, *cert_data;
+        const char *key_file, *key_data;
+        bool insecure;
+};
+/* A client SSL_CTX from them (tls.c); -EINVAL with the field named in *ret_error ("TLS: client-key-data: cannot use
+ * the private key"), -ENOMEM. */
+int kube_tls_client_ctx(const struct kube_tls_files *f, struct ssl_ctx_st **ret, struct ck_error **ret_error);
 
 /* The TLS files are read when the first connection needs them: an error there fails that connection's requests
  * with the file named. */
