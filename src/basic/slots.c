@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "basic/list.h"
 #include "basic/macro.h"
 
 struct ticket_list {
@@ -25,26 +26,12 @@ struct slots {
 };
 
 static void list_append(struct ticket_list *l, struct slot_ticket *t) {
-        t->next = NULL;
-        t->prev = l->tail;
-        if (l->tail)
-                l->tail->next = t;
-        else
-                l->head = t;
-        l->tail = t;
+        DLIST_APPEND_T(l->head, l->tail, t);
         l->n++;
 }
 
 static void list_remove(struct ticket_list *l, struct slot_ticket *t) {
-        if (t->prev)
-                t->prev->next = t->next;
-        else
-                l->head = t->next;
-        if (t->next)
-                t->next->prev = t->prev;
-        else
-                l->tail = t->prev;
-        t->prev = t->next = NULL;
+        DLIST_REMOVE_T(l->head, l->tail, t);
         assert(l->n > 0);
         l->n--;
 }

@@ -29,6 +29,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "basic/list.h"
 #include "basic/error.h"
 #include "basic/log.h"
 #include "basic/macro.h"
@@ -121,13 +122,7 @@ static void h1_process(struct kconn *c);
 static void stream_unlink(struct kube_stream *s) {
         struct kube_stream **head = s->c ? &s->c->streams : &s->t->pending;
 
-        if (s->prev)
-                s->prev->next = s->next;
-        else if (*head == s)
-                *head = s->next;
-        if (s->next)
-                s->next->prev = s->prev;
-        s->prev = s->next = NULL;
+        DLIST_REMOVE(*head, s);
         if (s->c)
                 s->c->n_streams--;
         s->c = NULL;
@@ -208,12 +203,7 @@ static void conn_free(struct kconn *c) {
         if (c->ping_timer)
                 event_free(c->ping_timer);
         free(c->resp);
-        if (c->prev)
-                c->prev->next = c->next;
-        else if (t->conns == c)
-                t->conns = c->next;
-        if (c->next)
-                c->next->prev = c->prev;
+        DLIST_REMOVE(t->conns, c);
         if (t->current == c)
                 t->current = NULL;
         free(c);
@@ -905,10 +895,7 @@ static struct kconn *conn_new(struct kube_transport *t) {
                 return NULL;
         }
         http_resp_init(c->resp);
-        c->next = t->conns;
-        if (t->conns)
-                t->conns->prev = c;
-        t->conns = c;
+        DLIST_PREPEND(t->conns, c);
         /* start from the loop (the resolver may answer at once) */
         evtimer_add_usec(c->start_ev, 0);
         if (t->connect_timeout_usec > 0)

@@ -10,6 +10,7 @@
 #include <systemd/sd-bus.h>
 #include <time.h>
 
+#include "basic/list.h"
 #include "basic/error.h"
 #include "basic/log.h"
 #include "basic/macro.h"
@@ -57,12 +58,7 @@ static void op_free(struct sd_op *op) {
         if (!op)
                 return;
         if (op->sd) {
-                if (op->prev)
-                        op->prev->next = op->next;
-                else
-                        op->sd->ops = op->next;
-                if (op->next)
-                        op->next->prev = op->prev;
+                DLIST_REMOVE(op->sd->ops, op);
                 op->sd->n_ops--;
         }
         sd_bus_slot_unref(op->slot);
@@ -339,10 +335,7 @@ static int op_new(struct cm_sd *sd, const char *unit, bool stop, cm_sd_done_fn d
         op->destroy = destroy;
         op->userdata = userdata;
         op->sd = sd;
-        op->next = sd->ops;
-        if (sd->ops)
-                sd->ops->prev = op;
-        sd->ops = op;
+        DLIST_PREPEND(sd->ops, op);
         sd->n_ops++;
         *ret = op;
         return 0;

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "basic/hash.h"
+#include "basic/list.h"
 #include "basic/macro.h"
 
 struct lru_entry {
@@ -72,25 +73,11 @@ struct event_lru *event_lru_free(struct event_lru *l) {
 }
 
 static void lru_unlink(struct event_lru *l, struct lru_entry *e) {
-        if (e->prev)
-                e->prev->next = e->next;
-        else
-                l->head = e->next;
-        if (e->next)
-                e->next->prev = e->prev;
-        else
-                l->tail = e->prev;
-        e->prev = e->next = NULL;
+        DLIST_REMOVE_T(l->head, l->tail, e);
 }
 
 static void lru_push_front(struct event_lru *l, struct lru_entry *e) {
-        e->prev = NULL;
-        e->next = l->head;
-        if (l->head)
-                l->head->prev = e;
-        l->head = e;
-        if (!l->tail)
-                l->tail = e;
+        DLIST_PREPEND_T(l->head, l->tail, e);
 }
 
 static struct lru_entry *lru_find(struct event_lru *l, const char *key, uint64_t hash) {

@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "basic/json.h"
+#include "basic/list.h"
 #include "basic/log.h"
 #include "basic/string.h"
 #include "basic/time.h"
@@ -89,26 +90,12 @@ struct event_recorder {
 };
 
 static void list_append(struct pending_list *l, struct event_pending *p) {
-        p->prev = l->tail;
-        p->next = NULL;
-        if (l->tail)
-                l->tail->next = p;
-        else
-                l->head = p;
-        l->tail = p;
+        DLIST_APPEND_T(l->head, l->tail, p);
         l->n++;
 }
 
 static void list_remove(struct pending_list *l, struct event_pending *p) {
-        if (p->prev)
-                p->prev->next = p->next;
-        else
-                l->head = p->next;
-        if (p->next)
-                p->next->prev = p->prev;
-        else
-                l->tail = p->prev;
-        p->prev = p->next = NULL;
+        DLIST_REMOVE_T(l->head, l->tail, p);
         l->n--;
 }
 

@@ -16,6 +16,7 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 
+#include "basic/list.h"
 #include "basic/log.h"
 #include "basic/string.h"
 #include "basic/time.h"
@@ -132,13 +133,7 @@ static void pending_free(struct grpc_call *p) {
 }
 
 static void conn_unlink(struct grpc_client *conn, struct grpc_call *p) {
-        if (p->prev)
-                p->prev->next = p->next;
-        else if (conn->calls == p)
-                conn->calls = p->next;
-        if (p->next)
-                p->next->prev = p->prev;
-        p->prev = p->next = NULL;
+        DLIST_REMOVE(conn->calls, p);
 }
 
 /* Run one call's callback and free it. The call must already be unlinked from its connection. */
@@ -189,13 +184,7 @@ static void call_finish(struct grpc_call *p, int status, const char *fmt, ...) {
         if (p->stream_id > 0 && conn->session)
                 nghttp2_session_set_stream_user_data(conn->session, p->stream_id, NULL);
         conn_unlink(conn, p);
-        if (conn->done_tail)
-                conn->done_tail->next = p;
-        else
-                conn->done_head = p;
-        p->prev = conn->done_tail;
-        conn->done_tail = p;
-        p->next = NULL;
+        DLIST_APPEND_T(conn->done_head, conn->done_tail, p);
         event_active(conn->ev_kick, EV_TIMEOUT, 0);
 }
 
@@ -228,16 +217,10 @@ static void deliver_done(struct grpc_client *conn) {
                 }
                 if (conn->done_head) {
                         struct grpc_call *p = conn->done_head;
-                        conn->done_head = p->next;
-                        if (!conn->done_head)
-                                conn->done_tail = NULL;
-                        p->next = p->prev = NULL;
+                        DLIST_REMOVE_T(conn->done_head, conn->done_tail, p);
                         if (p->ready) {
                                 /* its messages are still queued: they go first */
-                                p->next = conn->done_head;
-                                conn->done_head = p;
-                                if (!conn->done_tail)
-                                        conn->done_tail = p;
+                                DLIST_PREPEND_T(conn->done_head, conn->done_tail, p);
                                 continue;
                         }
                         deliver(p);
@@ -809,10 +792,7 @@ static int call_start(struct grpc_client *conn, const char *method, const Protob
         if (p->timeout_usec != UINT64_MAX)
                 evtimer_add_usec(p->timer, p->timeout_usec);
 
-        p->next = conn->calls;
-        if (conn->calls)
-                conn->calls->prev = p;
-        conn->calls = p;
+        DLIST_PREPEND(conn->calls, p);
         event_active(conn->ev_kick, EV_TIMEOUT, 0);
         if (ret)
                 *ret = p;

@@ -15,6 +15,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "basic/list.h"
 #include "basic/log.h"
 #include "basic/macro.h"
 #include "basic/string.h"
@@ -87,13 +88,7 @@ static void call_free(struct grpc_server_call *call) {
 
 static void call_unlink(struct grpc_server_call *call) {
         struct conn *c = call->c;
-        if (call->prev)
-                call->prev->next = call->next;
-        else if (c->calls == call)
-                c->calls = call->next;
-        if (call->next)
-                call->next->prev = call->prev;
-        call->prev = call->next = NULL;
+        DLIST_REMOVE(c->calls, call);
 }
 
 static ssize_t read_reply(nghttp2_session *session, int32_t stream_id, uint8_t *buf, size_t length,
@@ -330,10 +325,7 @@ static int on_begin_headers(nghttp2_session *session, const nghttp2_frame *frame
                 return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE; /* resets the stream */
         call->c = c;
         call->stream_id = frame->hd.stream_id;
-        call->next = c->calls;
-        if (c->calls)
-                c->calls->prev = call;
-        c->calls = call;
+        DLIST_PREPEND(c->calls, call);
         nghttp2_session_set_stream_user_data(session, frame->hd.stream_id, call);
         return 0;
 }
@@ -438,12 +430,7 @@ static void conn_free(struct conn *c) {
                 event_free(c->ev_idle);
         if (c->fd >= 0)
                 close(c->fd);
-        if (c->prev)
-                c->prev->next = c->next;
-        else
-                s->conns = c->next;
-        if (c->next)
-                c->next->prev = c->prev;
+        DLIST_REMOVE(s->conns, c);
         s->n_conns--;
         free(c);
 }
@@ -548,10 +535,7 @@ static void on_accept(evutil_socket_t fd, short what, void *userdata) {
         c->s = s;
         c->fd = cfd;
         c->peer_uid = getsockopt(cfd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 ? (int) cred.uid : -1;
-        c->next = s->conns;
-        if (s->conns)
-                s->conns->prev = c;
-        s->conns = c;
+        DLIST_PREPEND(s->conns, c);
         s->n_conns++;
         if (nghttp2_session_callbacks_new(&cbs) != 0) {
                 conn_free(c);

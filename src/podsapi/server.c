@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "apis/k8sproto.h"
+#include "basic/list.h"
 #include "basic/error.h"
 #include "basic/hash.h"
 #include "basic/hashmap.h"
@@ -127,12 +128,7 @@ static const char *pod_uid(const json_t *pod) {
 static void watcher_unlink(struct watcher *w) {
         struct podsapi_server *s = w->s;
 
-        if (w->prev)
-                w->prev->next = w->next;
-        else
-                s->watchers = w->next;
-        if (w->next)
-                w->next->prev = w->prev;
+        DLIST_REMOVE(s->watchers, w);
         s->n_watchers--;
         free(w);
         if (s->n_watchers == 0)
@@ -278,10 +274,7 @@ static void on_watch(struct grpc_server_call *call, const ProtobufCMessage *req,
         }
         w->s = s;
         w->call = call;
-        w->next = s->watchers;
-        if (s->watchers)
-                s->watchers->prev = w;
-        s->watchers = w;
+        DLIST_PREPEND(s->watchers, w);
         s->n_watchers++;
         grpc_server_call_hold(call, on_watch_closed, w);
         for (size_t i = 0; i < n; i++) {

@@ -26,6 +26,7 @@
 #include <strings.h>
 #include <sys/socket.h>
 
+#include "basic/list.h"
 #include "basic/log.h"
 #include "basic/macro.h"
 #include "basic/string.h"
@@ -114,13 +115,7 @@ static void conn_unlink(struct api_conn *c) {
 
         if (!t)
                 return;
-        if (c->prev)
-                c->prev->next = c->next;
-        else
-                t->conns = c->next;
-        if (c->next)
-                c->next->prev = c->prev;
-        c->prev = c->next = NULL;
+        DLIST_REMOVE(t->conns, c);
         t->n--;
         c->t = NULL;
 }
@@ -869,10 +864,7 @@ struct bufferevent *api_conn_bevcb(struct event_base *base, void *userdata) {
          * log streams' back-pressure) see a reply written when it has (nearly) left */
         bufferevent_setwatermark(c->below, EV_WRITE, 0, API_MAX_HELD);
         c->t = t;
-        c->next = t->conns;
-        if (t->conns)
-                t->conns->prev = c;
-        t->conns = c;
+        DLIST_PREPEND(t->conns, c);
         t->n++;
         /* a TLS handshake, or for plain HTTP the first head, within its deadline from now */
         arm_deadline(c, c->handshaken ? API_HEAD_TIMEOUT_SEC : API_HANDSHAKE_TIMEOUT_SEC);

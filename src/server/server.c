@@ -15,6 +15,7 @@
 #include <strings.h>
 
 #include "basic/evbuffer.h"
+#include "basic/list.h"
 #include "basic/log.h"
 #include "basic/string.h"
 #include "features/features.h"
@@ -249,11 +250,7 @@ int api_stream_register(struct api_server *s, struct api_stream *st) {
         if (s->n_streams[st->kind] >= (st->kind == API_STREAM_LONG ? API_MAX_STREAMS : API_MAX_PENDING))
                 return -EBUSY;
         st->s = s;
-        st->prev = NULL;
-        st->next = s->streams;
-        if (s->streams)
-                s->streams->prev = st;
-        s->streams = st;
+        DLIST_PREPEND(s->streams, st);
         s->n_streams[st->kind]++;
         return 0;
 }
@@ -262,13 +259,7 @@ void api_stream_unregister(struct api_stream *st) {
         struct api_server *s = st->s;
         if (!s)
                 return;
-        if (st->prev)
-                st->prev->next = st->next;
-        else
-                s->streams = st->next;
-        if (st->next)
-                st->next->prev = st->prev;
-        st->prev = st->next = NULL;
+        DLIST_REMOVE(s->streams, st);
         st->s = NULL;
         s->n_streams[st->kind]--;
 }

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "basic/list.h"
 #include "basic/log.h"
 #include "basic/protobuf.h"
 #include "basic/string.h"
@@ -81,13 +82,7 @@ static void req_free(struct summary_req *req) {
 }
 
 static void req_unlink(struct stats_provider *p, struct summary_req *req) {
-        if (req->prev)
-                req->prev->next = req->next;
-        else if (p->reqs == req)
-                p->reqs = req->next;
-        if (req->next)
-                req->next->prev = req->prev;
-        req->prev = req->next = NULL;
+        DLIST_REMOVE(p->reqs, req);
 }
 
 /* ---------------------------------------------------------------- CPU sample cache */
@@ -447,10 +442,7 @@ static int stats_summary_get_times(struct stats_provider *p, bool precise, stats
                 }
                 event_active(req->defer, EV_TIMEOUT, 0);
         }
-        req->next = p->reqs;
-        if (p->reqs)
-                p->reqs->prev = req;
-        p->reqs = req;
+        DLIST_PREPEND(p->reqs, req);
         return 0;
 }
 
