@@ -17,6 +17,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "basic/list.h"
 #include "basic/error.h"
 #include "basic/fs.h"
 #include "basic/log.h"
@@ -428,10 +429,7 @@ int kube_request_alloc(struct kube_client *c, const char *method, const char *pa
                 return -ENOMEM;
         }
         r->client = c;
-        r->next = c->requests;
-        if (c->requests)
-                c->requests->prev = r;
-        c->requests = r;
+        DLIST_PREPEND(c->requests, r);
         *ret = r;
         return 0;
 }
@@ -449,13 +447,7 @@ static void kube_request_detach(struct kube_request *r) {
                 event_del(r->idle_timer);
         if (r->dispatch_ev)
                 event_del(r->dispatch_ev);
-        if (r->prev)
-                r->prev->next = r->next;
-        else
-                c->requests = r->next;
-        if (r->next)
-                r->next->prev = r->prev;
-        r->prev = r->next = NULL;
+        DLIST_REMOVE(c->requests, r);
         r->client = NULL;
 }
 
