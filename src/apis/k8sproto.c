@@ -13,6 +13,7 @@
 
 #include "basic/base64.h"
 #include "basic/duration.h"
+#include "basic/dynbuf.h"
 #include "basic/macro.h"
 #include "basic/string.h"
 #include "basic/time.h"
@@ -28,14 +29,9 @@
 /* a length is written in a reserved 5-byte varint slot, then moved down to its real size */
 #define LEN_SLOT 5
 
-struct out {
-        uint8_t *data;
-        size_t len, cap;
-};
-
 struct enc {
-        struct out o;
-        char path[512]; /* the JSON path of the value being encoded, for errors */
+        struct dynbuf o; /* capped at K8SPROTO_MAX_SIZE */
+        char path[512];  /* the JSON path of the value being encoded, for errors */
         struct ck_error **error;
 };
 
@@ -52,23 +48,10 @@ int k8sproto_message_find(const char *full_name) {
 }
 
 static int reserve(struct enc *e, size_t n) {
-        size_t want;
-        uint8_t *d;
-
-        if (e->o.len + n > K8SPROTO_MAX_SIZE)
-                return ck_error_set(e->error, -E2BIG, "the encoding of the object passes %u bytes", K8SPROTO_MAX_SIZE);
-        if (e->o.len + n <= e->o.cap)
-                return 0;
-        want = MAX(e->o.cap * 2, (size_t) 4096);
-        while (want < e->o.len + n)
-                want *= 2;
-        want = MIN(want, (size_t) K8SPROTO_MAX_SIZE);
-        d = realloc(e->o.data, want);
-        if (!d)
-                return -ENOMEM;
-        e->o.data = d;
-        e->o.cap = want;
-        return 0;
+        int r = dynbuf_reserve(&e->o, n);
+        if (r == -E2BIG)
+                return ck_error_set(e->error, r, "the encoding of the object passes %u bytes", K8SPROTO_MAX_SIZE);
+        return r;
 }
 
 static size_t varint_size(uint64_t v) {
@@ -94,7 +77,7 @@ static int put_varint(struct enc *e, uint64_t v) {
         if (r < 0)
                 return r;
         varint_write(e->o.data + e->o.len, v);
-        e->o.len += n;
+        dynbuf_grew(&e->o, n);
         return 0;
 }
 
@@ -112,7 +95,7 @@ static int put_bytes(struct enc *e, unsigned number, const void *p, size_t n) {
                 return r;
         if (n > 0)
                 memcpy(e->o.data + e->o.len, p, n);
-        e->o.len += n;
+        dynbuf_grew(&e->o, n);
         return 0;
 }
 
@@ -129,7 +112,7 @@ static int begin_len(struct enc *e, unsigned number, size_t *ret_slot) {
         if (r < 0)
                 return r;
         *ret_slot = e->o.len;
-        e->o.len += LEN_SLOT;
+        dynbuf_grew(&e->o, LEN_SLOT);
         return 0;
 }
 
@@ -139,7 +122,7 @@ static void end_len(struct enc *e, size_t slot) {
         assert(n <= LEN_SLOT);
         varint_write(e->o.data + slot, body);
         memmove(e->o.data + slot + n, e->o.data + slot + LEN_SLOT, body);
-        e->o.len -= LEN_SLOT - n;
+        dynbuf_truncate(&e->o, e->o.len - (LEN_SLOT - n));
 }
 
 static int bad(struct enc *e, const char *what) {
@@ -205,7 +188,8 @@ static int encode_value(struct enc *e, const struct k8sproto_field *f, const jso
                 if (r < 0)
                         return r;
                 for (unsigned b = 0; b < 8; b++)
-                        e->o.data[e->o.len++] = (uint8_t) (bits >> (8 * b));
+                        e->o.data[e->o.len + b] = (uint8_t) (bits >> (8 * b));
+                dynbuf_grew(&e->o, 8);
                 return 0;
         }
         case K8SPROTO_T_MESSAGE: {
@@ -216,7 +200,7 @@ static int encode_value(struct enc *e, const struct k8sproto_field *f, const jso
                 if (r < 0)
                         return r;
                 if ((f->flags & K8SPROTO_F_INLINE) && e->o.len == slot + LEN_SLOT) {
-                        e->o.len = start; /* an inlined struct none of whose fields is there */
+                        dynbuf_truncate(&e->o, start); /* an inlined struct none of whose fields is there */
                         return 0;
                 }
                 end_len(e, slot);
@@ -397,23 +381,22 @@ static int encode_body(struct enc *e, const json_t *v, int message, unsigned dep
 }
 
 int k8sproto_encode(const json_t *obj, int message, uint8_t **ret_data, size_t *ret_size, struct ck_error **ret_error) {
-        struct enc e = { .error = ret_error };
+        struct enc e = { .o = DYNBUF_INIT(K8SPROTO_MAX_SIZE), .error = ret_error };
+        uint8_t *data;
+        size_t len;
         int r;
 
         assert(obj && ret_data && ret_size);
         r = encode_body(&e, obj, message, 0);
-        if (r < 0) {
-                free(e.o.data);
-                if (r == -ENOMEM)
-                        return ck_error_set(ret_error, r, "out of memory");
+        data = r >= 0 ? dynbuf_take(&e.o, &len) : NULL;
+        dynbuf_done(&e.o);
+        if (r >= 0 && !data)
+                r = -ENOMEM;
+        if (r == -ENOMEM)
+                return ck_error_set(ret_error, r, "out of memory");
+        if (r < 0)
                 return r;
-        }
-        if (!e.o.data) {
-                e.o.data = malloc(1);
-                if (!e.o.data)
-                        return ck_error_set(ret_error, -ENOMEM, "out of memory");
-        }
-        *ret_data = e.o.data;
-        *ret_size = e.o.len;
+        *ret_data = data;
+        *ret_size = len;
         return 0;
 }

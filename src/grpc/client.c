@@ -16,6 +16,7 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 
+#include "basic/dynbuf.h"
 #include "basic/list.h"
 #include "basic/log.h"
 #include "basic/string.h"
@@ -35,8 +36,9 @@ struct grpc_call {
         char *method;
         uint8_t *req; /* framed request */
         size_t req_len, req_off;
-        uint8_t *resp;
-        size_t resp_len, resp_cap;
+        /* what the stream has received: one reply, or a stream's incomplete message and the chunk that completes
+         * it (capped at one or two maximal messages) */
+        struct dynbuf resp;
         bool resp_too_big;
         int http_status;
         int grpc_status; /* -1 until seen */
@@ -126,7 +128,7 @@ static void pending_free(struct grpc_call *p) {
                 event_free(p->timer);
         free(p->method);
         free(p->req);
-        free(p->resp);
+        dynbuf_done(&p->resp);
         free(p->grpc_message);
         free(p->final_message);
         free(p);
@@ -147,7 +149,7 @@ static void deliver(struct grpc_call *p) {
                 return;
         }
         if (p->final_status == GRPC_OK && !p->msg_cb &&
-            grpc_decode_reply(p->resp, p->resp_len, p->resp_desc, &msg, &why) < 0) {
+            grpc_decode_reply(p->resp.data, p->resp.len, p->resp_desc, &msg, &why) < 0) {
                 reply.grpc_status = GRPC_INTERNAL;
                 reply.message = ck_error_message(why);
         }
@@ -235,17 +237,17 @@ static int stream_take_frames(struct grpc_client *conn, struct grpc_call *p) {
         size_t off = 0;
         bool any = false;
 
-        while (p->resp_len - off >= GRPC_FRAME_HEADER) {
-                uint32_t len = grpc_frame_length(p->resp + off);
+        while (p->resp.len - off >= GRPC_FRAME_HEADER) {
+                uint32_t len = grpc_frame_length(p->resp.data + off);
                 struct stream_msg *m;
-                if (p->resp[off] != 0 || len > GRPC_MAX_MESSAGE_SIZE)
+                if (p->resp.data[off] != 0 || len > GRPC_MAX_MESSAGE_SIZE)
                         return -EBADMSG;
-                if (p->resp_len - off - GRPC_FRAME_HEADER < len)
+                if (p->resp.len - off - GRPC_FRAME_HEADER < len)
                         break;
                 m = calloc(1, sizeof(*m));
                 if (!m)
                         return -ENOMEM;
-                m->msg = protobuf_c_message_unpack(p->resp_desc, NULL, len, p->resp + off + GRPC_FRAME_HEADER);
+                m->msg = protobuf_c_message_unpack(p->resp_desc, NULL, len, p->resp.data + off + GRPC_FRAME_HEADER);
                 if (!m->msg) {
                         free(m);
                         return -EBADMSG;
@@ -258,10 +260,7 @@ static int stream_take_frames(struct grpc_client *conn, struct grpc_call *p) {
                 off += GRPC_FRAME_HEADER + len;
                 any = true;
         }
-        if (off > 0) {
-                memmove(p->resp, p->resp + off, p->resp_len - off);
-                p->resp_len -= off;
-        }
+        dynbuf_consume(&p->resp, off);
         if (any && !p->ready) {
                 p->ready = true;
                 if (conn->ready_tail)
@@ -341,30 +340,19 @@ static int on_header(nghttp2_session *session, const nghttp2_frame *frame, const
 static int on_data_chunk(nghttp2_session *session, uint8_t flags, int32_t stream_id, const uint8_t *data, size_t len,
                          void *user_data) {
         struct grpc_call *p = stream_call(session, stream_id);
+        int r;
 
         if (!p || p->resp_too_big)
                 return 0;
-        /* a stream's buffer holds at most one incomplete message and the chunk that completes it */
-        if (p->resp_len + len > (p->msg_cb ? 2 : 1) * (GRPC_MAX_MESSAGE_SIZE + GRPC_FRAME_HEADER)) {
+        r = dynbuf_add(&p->resp, data, len);
+        if (r == -E2BIG) {
                 p->resp_too_big = true;
-                free(p->resp);
-                p->resp = NULL;
-                p->resp_len = p->resp_cap = 0;
+                dynbuf_done(&p->resp);
                 nghttp2_submit_rst_stream(session, NGHTTP2_FLAG_NONE, stream_id, NGHTTP2_CANCEL);
                 return 0;
         }
-        if (p->resp_len + len > p->resp_cap) {
-                size_t cap = MAX(p->resp_cap * 2, p->resp_len + len);
-                uint8_t *n;
-                cap = MAX(cap, (size_t) 256);
-                n = realloc(p->resp, cap);
-                if (!n)
-                        return NGHTTP2_ERR_CALLBACK_FAILURE;
-                p->resp = n;
-                p->resp_cap = cap;
-        }
-        memcpy(p->resp + p->resp_len, data, len);
-        p->resp_len += len;
+        if (r < 0)
+                return NGHTTP2_ERR_CALLBACK_FAILURE;
         if (p->msg_cb && !p->done && stream_take_frames(user_data, p) < 0) {
                 nghttp2_submit_rst_stream(session, NGHTTP2_FLAG_NONE, stream_id, NGHTTP2_CANCEL);
                 call_finish(p, GRPC_INTERNAL, "malformed or undecodable message in the response stream");
@@ -785,6 +773,7 @@ static int call_start(struct grpc_client *conn, const char *method, const Protob
         p->req_len = len + GRPC_FRAME_HEADER;
         p->resp_desc = resp_desc;
         p->msg_cb = msg_cb;
+        p->resp = DYNBUF_INIT((msg_cb ? 2 : 1) * (GRPC_MAX_MESSAGE_SIZE + GRPC_FRAME_HEADER));
         p->cb = cb;
         p->userdata = userdata;
         p->start_usec = now_usec();

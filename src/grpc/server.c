@@ -15,6 +15,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "basic/dynbuf.h"
 #include "basic/list.h"
 #include "basic/log.h"
 #include "basic/macro.h"
@@ -34,8 +35,7 @@ struct grpc_server_call {
         int32_t stream_id;
         char *path;
         bool bad_content_type;
-        uint8_t *req;
-        size_t req_len;
+        struct dynbuf req; /* capped at GRPC_SERVER_MAX_REQUEST and its frame header */
         bool req_too_big;
         /* the reply */
         bool replied;
@@ -80,7 +80,7 @@ static void call_free(struct grpc_server_call *call) {
         if (!call)
                 return;
         free(call->path);
-        free(call->req);
+        dynbuf_done(&call->req);
         free(call->resp);
         free(call->message);
         free(call);
@@ -283,13 +283,13 @@ static void dispatch(struct grpc_server_call *call) {
         else if (call->req_too_big)
                 grpc_server_reply_error(call, GRPC_RESOURCE_EXHAUSTED,
                                         "grpc: received message larger than max (%u bytes)", GRPC_SERVER_MAX_REQUEST);
-        else if (call->req_len < GRPC_FRAME_HEADER || call->req[0] != 0 ||
-                 (len = grpc_frame_length(call->req)) != call->req_len - GRPC_FRAME_HEADER)
+        else if (call->req.len < GRPC_FRAME_HEADER || call->req.data[0] != 0 ||
+                 (len = grpc_frame_length(call->req.data)) != call->req.len - GRPC_FRAME_HEADER)
                 grpc_server_reply_error(call, GRPC_INTERNAL,
-                                        call->req_len >= GRPC_FRAME_HEADER && call->req[0] != 0
+                                        call->req.len >= GRPC_FRAME_HEADER && call->req.data[0] != 0
                                                 ? "grpc: compressed requests are not supported"
                                                 : "grpc: malformed request framing");
-        else if (!(req = protobuf_c_message_unpack(m->request, NULL, len, call->req + GRPC_FRAME_HEADER)))
+        else if (!(req = protobuf_c_message_unpack(m->request, NULL, len, call->req.data + GRPC_FRAME_HEADER)))
                 grpc_server_reply_error(call, GRPC_INTERNAL, "grpc: error unmarshalling request");
         else {
                 m->handler(call, req, s->userdata);
@@ -325,6 +325,7 @@ static int on_begin_headers(nghttp2_session *session, const nghttp2_frame *frame
                 return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE; /* resets the stream */
         call->c = c;
         call->stream_id = frame->hd.stream_id;
+        call->req = DYNBUF_INIT(GRPC_SERVER_MAX_REQUEST + GRPC_FRAME_HEADER);
         DLIST_PREPEND(c->calls, call);
         nghttp2_session_set_stream_user_data(session, frame->hd.stream_id, call);
         return 0;
@@ -351,24 +352,17 @@ static int on_header(nghttp2_session *session, const nghttp2_frame *frame, const
 static int on_data_chunk(nghttp2_session *session, uint8_t flags, int32_t stream_id, const uint8_t *data, size_t len,
                          void *user_data) {
         struct grpc_server_call *call = nghttp2_session_get_stream_user_data(session, stream_id);
-        uint8_t *n;
+        int r;
 
         if (!call || call->req_too_big)
                 return 0;
-        if (call->req_len + len > GRPC_SERVER_MAX_REQUEST + GRPC_FRAME_HEADER) {
+        r = dynbuf_add(&call->req, data, len);
+        if (r == -E2BIG) {
                 call->req_too_big = true;
-                free(call->req);
-                call->req = NULL;
-                call->req_len = 0;
+                dynbuf_done(&call->req);
                 return 0;
         }
-        n = realloc(call->req, call->req_len + len);
-        if (!n)
-                return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
-        memcpy(n + call->req_len, data, len);
-        call->req = n;
-        call->req_len += len;
-        return 0;
+        return r < 0 ? NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE : 0;
 }
 
 static int on_frame_recv(nghttp2_session *session, const nghttp2_frame *frame, void *user_data) {
