@@ -112,7 +112,7 @@ static size_t host_volume_stats(void *userdata, const char *pod_uid, const struc
         *ret = NULL;
         if (n == 0)
                 return 0;
-        nb = realloc(buf, n * sizeof(*nb));
+        nb = reallocarray(buf, n, sizeof(*nb));
         if (!nb)
                 return 0;
         buf = nb;

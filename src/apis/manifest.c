@@ -60,12 +60,12 @@ struct origins {
 };
 
 static int origins_add(struct origins *o, size_t doc, ssize_t item) {
-        size_t *d = realloc(o->docs, sizeof(*d) * (o->n + 1));
+        size_t *d = reallocarray(o->docs, o->n + 1, sizeof(*d));
         ssize_t *i;
         if (!d)
                 return -ENOMEM;
         o->docs = d;
-        i = realloc(o->items, sizeof(*i) * (o->n + 1));
+        i = reallocarray(o->items, o->n + 1, sizeof(*i));
         if (!i)
                 return -ENOMEM;
         o->items = i;

@@ -43,7 +43,7 @@ int field_errors_add(struct field_errors *e, const char *field, const char *fmt,
         r = VA_FORMAT(d, fmt);
         if (r < 0)
                 return r;
-        items = realloc(e->items, sizeof(*items) * (e->n + 1));
+        items = reallocarray(e->items, e->n + 1, sizeof(*items));
         if (!items)
                 return -ENOMEM;
         e->items = items;
@@ -337,7 +337,7 @@ int pod_set_add(struct pod_set *s, struct pod *p) {
                 pod_free(p);
                 return -EINVAL;
         }
-        n = realloc(s->pods, sizeof(*n) * (s->n + 1));
+        n = reallocarray(s->pods, s->n + 1, sizeof(*n));
         if (!n) {
                 pod_free(p);
                 return -ENOMEM;

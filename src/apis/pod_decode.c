@@ -193,11 +193,11 @@ static int strmap_append(struct strmap *m, const char *k, char *v /* takes owner
         /* grow in powers of two */
         if (m->n == 0 || (m->n >= 4 && (m->n & (m->n - 1)) == 0)) {
                 size_t cap = m->n ? m->n * 2 : 4;
-                ks = realloc(m->keys, sizeof(char *) * cap);
+                ks = reallocarray(m->keys, cap, sizeof(char *));
                 if (!ks)
                         return -ENOMEM;
                 m->keys = ks;
-                vs = realloc(m->values, sizeof(char *) * cap);
+                vs = reallocarray(m->values, cap, sizeof(char *));
                 if (!vs)
                         return -ENOMEM;
                 m->values = vs;
@@ -282,10 +282,10 @@ static int resource_list_add(struct resource_list *l, const char *name, struct q
         n = strdup(name);
         if (!n)
                 return -ENOMEM;
-        names = realloc(l->names, sizeof(*names) * (l->n + 1));
+        names = reallocarray(l->names, l->n + 1, sizeof(*names));
         if (names)
                 l->names = names;
-        values = realloc(l->values, sizeof(*values) * (l->n + 1));
+        values = reallocarray(l->values, l->n + 1, sizeof(*values));
         if (values)
                 l->values = values;
         if (!names || !values) {

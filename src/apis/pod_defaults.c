@@ -158,10 +158,10 @@ static int default_requests(struct resource_requirements *r) {
                 if (k < 0)
                         return k;
                 n = strdup(r->limits.names[i]);
-                names = realloc(r->requests.names, sizeof(*names) * (r->requests.n + 1));
+                names = reallocarray(r->requests.names, r->requests.n + 1, sizeof(*names));
                 if (names)
                         r->requests.names = names;
-                values = realloc(r->requests.values, sizeof(*values) * (r->requests.n + 1));
+                values = reallocarray(r->requests.values, r->requests.n + 1, sizeof(*values));
                 if (values)
                         r->requests.values = values;
                 if (!n || !names || !values) {

@@ -33,7 +33,7 @@ int backoff_next(struct backoff *b, const char *key, uint64_t event_time_usec, u
         struct backoff_entry *e = find(b, key);
 
         if (!e) {
-                struct backoff_entry *n = realloc(b->entries, sizeof(*n) * (b->n + 1));
+                struct backoff_entry *n = reallocarray(b->entries, b->n + 1, sizeof(*n));
                 char *k = strdup(key);
                 if (n)
                         b->entries = n;

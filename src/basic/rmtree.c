@@ -163,7 +163,7 @@ static int push(struct walk *w, int fd, const char *name, const struct stat *st)
 
         if (w->n == w->allocated) {
                 size_t n = MAX(w->allocated * 2, (size_t) 16);
-                struct level *nl = realloc(w->levels, n * sizeof(*nl));
+                struct level *nl = reallocarray(w->levels, n, sizeof(*nl));
                 if (!nl)
                         return -ENOMEM;
                 w->levels = nl;

@@ -33,10 +33,10 @@ int strmap_set(struct strmap *m, const char *k, const char *v) {
                 free(nv);
                 return -ENOMEM;
         }
-        ks = realloc(m->keys, sizeof(char *) * (m->n + 1));
+        ks = reallocarray(m->keys, m->n + 1, sizeof(char *));
         if (ks)
                 m->keys = ks;
-        vs = realloc(m->values, sizeof(char *) * (m->n + 1));
+        vs = reallocarray(m->values, m->n + 1, sizeof(char *));
         if (vs)
                 m->values = vs;
         if (!ks || !vs) {

@@ -51,7 +51,7 @@ int strv_push(char ***l, char *value) {
 
         if (!value)
                 return -EINVAL;
-        c = realloc(*l, sizeof(char *) * (n + 2));
+        c = reallocarray(*l, n + 2, sizeof(char *));
         if (!c) {
                 free(value);
                 return -ENOMEM;

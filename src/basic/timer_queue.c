@@ -118,7 +118,7 @@ int timer_queue_arm(struct timer_queue *q, struct timer_entry *e, uint64_t due_u
         }
         if (q->n == q->cap) {
                 size_t cap = q->cap ? q->cap * 2 : 16;
-                struct timer_entry **h = realloc(q->heap, cap * sizeof(*h));
+                struct timer_entry **h = reallocarray(q->heap, cap, sizeof(*h));
                 if (!h)
                         return -ENOMEM;
                 q->heap = h;
@@ -169,7 +169,7 @@ size_t timer_queue_run(struct timer_queue *q, uint64_t now_usec) {
                 struct timer_entry *e = q->heap[0];
                 if (n == q->cap_ready) {
                         size_t cap = q->cap_ready ? q->cap_ready * 2 : 16;
-                        struct timer_entry **r = realloc(q->ready, cap * sizeof(*r));
+                        struct timer_entry **r = reallocarray(q->ready, cap, sizeof(*r));
                         if (!r)
                                 break; /* the rest runs in the next round */
                         q->ready = r;

@@ -81,7 +81,7 @@ int vclock_timer_add(struct event *ev, uint64_t usec) {
         }
         if (vc.n == vc.cap) {
                 size_t cap = vc.cap ? vc.cap * 2 : 64;
-                struct vtimer *n = realloc(vc.timers, cap * sizeof(*n));
+                struct vtimer *n = reallocarray(vc.timers, cap, sizeof(*n));
                 if (!n) {
                         /* out of memory: a real timer is still a timer */
                         struct timeval tv = timeval_from_usec(usec);
@@ -109,7 +109,7 @@ static int collect(const struct event_base *base, const struct event *ev, void *
 
         if (l->n == l->cap) {
                 size_t cap = l->cap ? l->cap * 2 : 256;
-                const struct event **n = realloc(l->evs, cap * sizeof(*n));
+                const struct event **n = reallocarray(l->evs, cap, sizeof(*n));
                 if (!n) {
                         l->oom = true;
                         return -1;

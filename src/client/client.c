@@ -1021,7 +1021,7 @@ int kube_client_reset_connections(struct kube_client *c, const char *why) {
                 if (!c->reaper)
                         return -ENOMEM;
         }
-        nr = realloc(c->retired, (c->n_retired + 1) * sizeof(*c->retired));
+        nr = reallocarray(c->retired, c->n_retired + 1, sizeof(*c->retired));
         if (!nr)
                 return -ENOMEM;
         c->retired = nr;

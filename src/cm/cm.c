@@ -118,7 +118,7 @@ static int add_hierarchy(struct cm *m, const char *mount, bool cpuset, bool syst
         for (size_t i = 0; i < m->n_h; i++)
                 if (streq(m->h[i].mount, mount))
                         return 0;
-        n = realloc(m->h, (m->n_h + 1) * sizeof(*n));
+        n = reallocarray(m->h, m->n_h + 1, sizeof(*n));
         if (!n)
                 return -ENOMEM;
         m->h = n;

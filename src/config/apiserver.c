@@ -107,7 +107,7 @@ static void store_put(struct api_source *s, json_t *obj) {
                         s->pods[i].obj = json_incref(obj);
                         return;
                 }
-        n = realloc(s->pods, sizeof(*n) * (s->n_pods + 1));
+        n = reallocarray(s->pods, s->n_pods + 1, sizeof(*n));
         if (!n)
                 return;
         s->pods = n;

@@ -127,7 +127,7 @@ static int source_add(struct pod_config *c, const char *name, struct source_entr
         copy = strdup(name);
         if (!copy)
                 return -ENOMEM;
-        n = realloc(c->sources, sizeof(*n) * (c->n_sources + 1));
+        n = reallocarray(c->sources, c->n_sources + 1, sizeof(*n));
         if (!n) {
                 free(copy);
                 return -ENOMEM;

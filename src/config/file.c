@@ -181,7 +181,7 @@ static struct manifest_file *file_get(struct file_source *s, const char *path) {
         copy = strdup(path);
         if (!copy)
                 return NULL;
-        n = realloc(s->files, sizeof(*n) * (s->n_files + 1));
+        n = reallocarray(s->files, s->n_files + 1, sizeof(*n));
         if (!n) {
                 free(copy);
                 return NULL;

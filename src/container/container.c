@@ -123,7 +123,7 @@ int kc_pod_status_new(const char *uid, struct kc_pod_status **ret) {
 }
 
 int kc_pod_status_add_sandbox(struct kc_pod_status *s, struct kc_sandbox *sb) {
-        struct kc_sandbox **n = realloc(s->sandboxes, sizeof(*n) * (s->n_sandboxes + 1));
+        struct kc_sandbox **n = reallocarray(s->sandboxes, s->n_sandboxes + 1, sizeof(*n));
         if (!n) {
                 kc_sandbox_free(sb);
                 return -ENOMEM;
@@ -138,7 +138,7 @@ int kc_pod_status_add_sandbox(struct kc_pod_status *s, struct kc_sandbox *sb) {
 }
 
 int kc_pod_status_add_container(struct kc_pod_status *s, struct kc_container *c) {
-        struct kc_container **n = realloc(s->containers, sizeof(*n) * (s->n_containers + 1));
+        struct kc_container **n = reallocarray(s->containers, s->n_containers + 1, sizeof(*n));
         if (!n) {
                 kc_container_free(c);
                 return -ENOMEM;

@@ -175,7 +175,7 @@ static void create_notifiers(struct eviction_manager *m) {
                         log_warning("eviction manager: failed to create memory threshold notifier: %s", strerror(-r));
                         continue;
                 }
-                ns = realloc(m->notifiers, (m->n_notifiers + 1) * sizeof(*ns));
+                ns = reallocarray(m->notifiers, m->n_notifiers + 1, sizeof(*ns));
                 if (!ns) {
                         eviction_notifier_free(n);
                         return;

@@ -135,7 +135,7 @@ static int split_map(const char *s, struct kv **ret, size_t *ret_n) {
                                 goto oom;
                         continue;
                 }
-                nl = realloc(l, (n + 1) * sizeof(*l));
+                nl = reallocarray(l, n + 1, sizeof(*l));
                 if (!nl)
                         goto oom;
                 l = nl;
@@ -238,7 +238,7 @@ static int append_threshold(struct eviction_threshold **l, size_t *n, struct evi
 
         if (*n >= EVICTION_MAX_THRESHOLDS)
                 return -E2BIG;
-        nl = realloc(*l, (*n + 1) * sizeof(**l));
+        nl = reallocarray(*l, *n + 1, sizeof(**l));
         if (!nl)
                 return -ENOMEM;
         *l = nl;

@@ -40,7 +40,7 @@ static bool in_list(char *const *l, const char *id) {
 }
 
 static int add_record(struct image_gc_records *r, const char *id, struct image_gc_record **ret) {
-        struct image_gc_record *n = realloc(r->items, (r->n + 1) * sizeof(*n));
+        struct image_gc_record *n = reallocarray(r->items, r->n + 1, sizeof(*n));
         if (!n)
                 return -ENOMEM;
         r->items = n;

@@ -115,7 +115,7 @@ static int waiters_add(struct waiters *w, image_gc_done_fn done, void *userdata)
 
         if (!done)
                 return 0;
-        n = realloc(w->items, (w->n + 1) * sizeof(*n));
+        n = reallocarray(w->items, w->n + 1, sizeof(*n));
         if (!n)
                 return -ENOMEM;
         w->items = n;
@@ -336,7 +336,7 @@ static int add_removal(struct gc_run *r, const struct image_gc_record *rec) {
         for (size_t i = 0; i < r->n_removals; i++)
                 if (streq(r->removals[i].id, rec->id))
                         return 0;
-        n = realloc(r->removals, (r->n_removals + 1) * sizeof(*n));
+        n = reallocarray(r->removals, r->n_removals + 1, sizeof(*n));
         if (!n)
                 return -ENOMEM;
         r->removals = n;

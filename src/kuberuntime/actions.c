@@ -52,7 +52,7 @@ void kr_pod_actions_done(struct kr_pod_actions *a) {
 }
 
 static int add_start(struct kr_pod_actions *a, size_t idx) {
-        size_t *n = realloc(a->start, sizeof(*n) * (a->n_start + 1));
+        size_t *n = reallocarray(a->start, a->n_start + 1, sizeof(*n));
         if (!n)
                 return -ENOMEM;
         a->start = n;
@@ -61,7 +61,7 @@ static int add_start(struct kr_pod_actions *a, size_t idx) {
 }
 
 static int add_kill(struct kr_pod_actions *a, const struct kc_container *c, const char *reason, char *message) {
-        struct kr_container_kill *n = realloc(a->kill, sizeof(*n) * (a->n_kill + 1));
+        struct kr_container_kill *n = reallocarray(a->kill, a->n_kill + 1, sizeof(*n));
         if (!n) {
                 free(message);
                 return -ENOMEM;
@@ -114,7 +114,7 @@ static int add_init_start(struct kr_pod_actions *a, size_t idx) {
         for (size_t i = 0; i < a->n_init_start; i++)
                 if (a->init_start[i] == idx)
                         return 0;
-        n = realloc(a->init_start, sizeof(*n) * (a->n_init_start + 1));
+        n = reallocarray(a->init_start, a->n_init_start + 1, sizeof(*n));
         if (!n)
                 return -ENOMEM;
         a->init_start = n;
@@ -417,7 +417,7 @@ int kr_compute_pod_actions(const struct pod *pod, const struct kc_pod_status *st
                 size_t *n;
                 if (kc_pod_status_find_container(status, pod->spec.ephemeral_containers[i].name))
                         continue;
-                n = realloc(a.ephemeral_start, sizeof(*n) * (a.n_ephemeral_start + 1));
+                n = reallocarray(a.ephemeral_start, a.n_ephemeral_start + 1, sizeof(*n));
                 if (!n) {
                         r = -ENOMEM;
                         goto fail;
@@ -537,7 +537,7 @@ int kr_compute_pod_actions(const struct pod *pod, const struct kc_pod_status *st
                                 continue;
                         }
                         case KR_RESIZE_UPDATE: {
-                                struct kr_container_update *n = realloc(a.update, sizeof(*n) * (a.n_update + 1));
+                                struct kr_container_update *n = reallocarray(a.update, a.n_update + 1, sizeof(*n));
                                 if (!n) {
                                         r = -ENOMEM;
                                         goto fail;
@@ -578,7 +578,7 @@ void kr_pod_gc_done(struct kr_pod_gc *g) {
 }
 
 static int push_id(const char ***l, size_t *n, const char *id) {
-        const char **x = realloc(*l, sizeof(*x) * (*n + 1));
+        const char **x = reallocarray(*l, *n + 1, sizeof(*x));
         if (!x)
                 return -ENOMEM;
         *l = x;
@@ -719,7 +719,7 @@ void kr_kill_targets_free(struct kr_kill_target *t, size_t n) {
 }
 
 static int push_target(struct kr_kill_target **l, size_t *n, struct kr_kill_target t) {
-        struct kr_kill_target *x = realloc(*l, sizeof(*x) * (*n + 1));
+        struct kr_kill_target *x = reallocarray(*l, *n + 1, sizeof(*x));
         if (!x)
                 return -ENOMEM;
         *l = x;
@@ -728,7 +728,7 @@ static int push_target(struct kr_kill_target **l, size_t *n, struct kr_kill_targ
 }
 
 static int push_after(struct kr_kill_target *t, size_t idx) {
-        size_t *x = realloc(t->after, sizeof(*x) * (t->n_after + 1));
+        size_t *x = reallocarray(t->after, t->n_after + 1, sizeof(*x));
         if (!x)
                 return -ENOMEM;
         t->after = x;

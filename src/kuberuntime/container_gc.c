@@ -71,7 +71,7 @@ static int waiters_add(struct waiter **w, size_t *n, kr_container_gc_done_fn don
 
         if (!done)
                 return 0;
-        nw = realloc(*w, (*n + 1) * sizeof(*nw));
+        nw = reallocarray(*w, *n + 1, sizeof(*nw));
         if (!nw)
                 return -ENOMEM;
         *w = nw;

@@ -231,7 +231,7 @@ int kr_env_file_requests(const struct pod *pod, const struct container *c, const
                 if (!f || !isempty(c->env[i].value) || vf->field_ref || vf->resource_field_ref ||
                     vf->config_map_key_ref || vf->secret_key_ref)
                         continue;
-                nl = realloc(l, (n + 1) * sizeof(*nl));
+                nl = reallocarray(l, n + 1, sizeof(*nl));
                 if (!nl) {
                         kr_env_file_reqs_free(l, n);
                         return -ENOMEM;

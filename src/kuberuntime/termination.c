@@ -48,7 +48,7 @@ int kr_termination_message_mount(const struct pod *pod, const struct container *
         *m = (Runtime__V1__Mount) RUNTIME__V1__MOUNT__INIT;
         m->host_path = TAKE_PTR(path);
         m->container_path = strdup(c->termination_message_path);
-        mounts = realloc(cfg->mounts, sizeof(*mounts) * (cfg->n_mounts + 1));
+        mounts = reallocarray(cfg->mounts, cfg->n_mounts + 1, sizeof(*mounts));
         if (!m->container_path || !mounts) {
                 free(m->host_path);
                 free(m->container_path);

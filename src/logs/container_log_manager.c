@@ -476,7 +476,7 @@ static int add_keep(struct clean_job *j, const char *dir, int n) {
                 if (streq(j->prunes[i].dir, dir))
                         p = &j->prunes[i];
         if (!p) {
-                struct prune *np = realloc(j->prunes, (j->n_prunes + 1) * sizeof(*np));
+                struct prune *np = reallocarray(j->prunes, j->n_prunes + 1, sizeof(*np));
                 if (!np)
                         return -ENOMEM;
                 j->prunes = np;
@@ -486,7 +486,7 @@ static int add_keep(struct clean_job *j, const char *dir, int n) {
                         return -ENOMEM;
                 j->n_prunes++;
         }
-        k = realloc(p->keep, (p->n_keep + 1) * sizeof(*k));
+        k = reallocarray(p->keep, p->n_keep + 1, sizeof(*k));
         if (!k)
                 return -ENOMEM;
         p->keep = k;

@@ -810,7 +810,7 @@ static int hub_watch(struct inotify_hub *h, const char *path, uint32_t mask, str
 
         if (h->n == h->allocated) {
                 size_t a = h->allocated ? h->allocated * 2 : 16;
-                struct hub_watch *w = realloc(h->w, a * sizeof(*w));
+                struct hub_watch *w = reallocarray(h->w, a, sizeof(*w));
                 if (!w)
                         return -ENOMEM;
                 h->w = w;

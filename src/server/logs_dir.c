@@ -452,7 +452,7 @@ int api_logs_dir_list_html(int fd_in, const char *display_path, struct evbuffer 
                         is_dir = de->d_type == DT_DIR;
                 if (n >= allocated) {
                         size_t a = allocated ? allocated * 2 : 32;
-                        struct dir_entry *ne = realloc(e, a * sizeof(*e));
+                        struct dir_entry *ne = reallocarray(e, a, sizeof(*e));
                         if (!ne) {
                                 r = -ENOMEM;
                                 break;

@@ -63,7 +63,7 @@ struct sample_list {
 static int add(struct sample_list *sl, const struct cadvisor_series *s, const char *extra, double value, bool ts) {
         if (sl->n == sl->cap) {
                 size_t cap = sl->cap ? sl->cap * 2 : 16;
-                struct sample *n = realloc(sl->v, cap * sizeof(*n));
+                struct sample *n = reallocarray(sl->v, cap, sizeof(*n));
                 if (!n)
                         return -ENOMEM;
                 sl->v = n;

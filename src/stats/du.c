@@ -109,7 +109,7 @@ static int du_push(struct du_walk *w, int fd, const char *name, const struct sta
 
         if (w->n == w->allocated) {
                 size_t n = MAX(w->allocated * 2, (size_t) 16);
-                struct du_level *nl = realloc(w->levels, n * sizeof(*nl));
+                struct du_level *nl = reallocarray(w->levels, n, sizeof(*nl));
                 if (!nl)
                         return -ENOMEM;
                 w->levels = nl;

@@ -63,7 +63,7 @@ static int add(struct measurement *m, const char *uid, const char *plugin, const
                 return 0;
         if (stats_dir_disk_usage(path, &bytes, &inodes) < 0)
                 return 0;
-        n = realloc(m->items, (m->n + 1) * sizeof(*n));
+        n = reallocarray(m->items, m->n + 1, sizeof(*n));
         if (!n)
                 return -ENOMEM;
         m->items = n;

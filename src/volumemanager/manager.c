@@ -676,7 +676,7 @@ static int stats_collect(struct volmgr *vm, const char *uid, bool pvc_only) {
                         struct volmgr_volume_stats *x;
                         if (!m->has_stats || (uid && !streq(m->pod_uid, uid)) || (pvc_only && !m->pvc_name))
                                 continue;
-                        x = realloc(l, (n + 1) * sizeof(*x));
+                        x = reallocarray(l, n + 1, sizeof(*x));
                         if (!x) {
                                 free(l);
                                 return -ENOMEM;

@@ -43,7 +43,7 @@ static int add(struct scan *s, const struct volmgr_found *f) {
 
         if (s->n >= MAX_FOUND)
                 return 0;
-        n = realloc(s->l, (s->n + 1) * sizeof(*n));
+        n = reallocarray(s->l, s->n + 1, sizeof(*n));
         if (!n)
                 return -ENOMEM;
         s->l = n;

@@ -51,7 +51,7 @@ int vol_payload_add(struct vol_payload *p, const char *path, const void *data, s
                 free(f->path);
                 free(f->data);
         } else {
-                n = realloc(p->files, (p->n + 1) * sizeof(*n));
+                n = reallocarray(p->files, p->n + 1, sizeof(*n));
                 if (!n) {
                         free(pc);
                         free(dc);

@@ -140,7 +140,7 @@ int vol_mountinfo_parse(const char *text, struct vol_mountinfo *ret) {
                                 return r;
                         }
                         if (r >= 0) {
-                                struct vol_mount *n = realloc(mi.mounts, (mi.n + 1) * sizeof(*n));
+                                struct vol_mount *n = reallocarray(mi.mounts, mi.n + 1, sizeof(*n));
                                 if (!n) {
                                         mount_done(&m);
                                         vol_mountinfo_done(&mi);

@@ -405,7 +405,7 @@ static int add_mount(Runtime__V1__Mount ***l, size_t *n, const char *container_p
                      bool read_only, bool recursive_read_only, const char *propagation) {
         Runtime__V1__Mount **nl, *m;
 
-        nl = realloc(*l, (*n + 1) * sizeof(*nl));
+        nl = reallocarray(*l, *n + 1, sizeof(*nl));
         if (!nl)
                 return -ENOMEM;
         *l = nl;
@@ -533,7 +533,7 @@ int vol_container_subpath_requests(const struct pod *pod, const struct container
                 r = mount_host_path(pod, &m->items[i], ctx, &hp, &must_ro);
                 if (r < 0)
                         break;
-                nl = realloc(l, (n + 1) * sizeof(*nl));
+                nl = reallocarray(l, n + 1, sizeof(*nl));
                 if (!nl) {
                         r = -ENOMEM;
                         break;
