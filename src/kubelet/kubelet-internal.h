@@ -24,7 +24,7 @@
 #include "events/recorder.h"
 #include "cm/cm.h"
 #include "credentialprovider/plugin/plugin.h"
-#include "apis/podresources/server.h"
+#include "podresources/server.h"
 #include "podsapi/server.h"
 #include "node/node_status.h"
 #include "kubelet/plugins.h"

@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "apis/k8sproto.h"
-#include "apis/podresources/server.h"
+#include "podresources/server.h"
 #include "basic/json.h"
 #include "basic/time.h"
 #include "grpc/client.h"

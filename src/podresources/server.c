@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* podresources/v1 on the kubelet's loop: the answers are built from the provider and packed at once. */
-#include "apis/podresources/server.h"
+#include "podresources/server.h"
 
 #include <errno.h>
 #include <stdlib.h>
