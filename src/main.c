@@ -104,33 +104,7 @@ static void host_counts(void *userdata, struct api_host_counts *ret) {
 
 /* the volume manager's measurements as the Summary API and the metrics read them */
 static size_t host_volume_stats(void *userdata, const char *pod_uid, const struct stats_volume **ret) {
-        static struct stats_volume *buf;
-        const struct volmgr_volume_stats *v = NULL;
-        size_t n = kubelet_volume_stats(userdata, pod_uid, &v);
-        struct stats_volume *nb;
-
-        *ret = NULL;
-        if (n == 0)
-                return 0;
-        nb = reallocarray(buf, n, sizeof(*nb));
-        if (!nb)
-                return 0;
-        buf = nb;
-        for (size_t i = 0; i < n; i++)
-                buf[i] = (struct stats_volume) {
-                        .name = v[i].name,
-                        .pvc_namespace = v[i].pvc_namespace,
-                        .pvc_name = v[i].pvc_name,
-                        .time_usec = v[i].time_usec,
-                        .available_bytes = v[i].available_bytes,
-                        .capacity_bytes = v[i].capacity_bytes,
-                        .used_bytes = v[i].used_bytes,
-                        .inodes_free = v[i].inodes_free,
-                        .inodes = v[i].inodes,
-                        .inodes_used = v[i].inodes_used,
-                };
-        *ret = buf;
-        return n;
+        return kubelet_volume_stats(userdata, pod_uid, ret);
 }
 
 struct host_foreach {

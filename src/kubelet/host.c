@@ -241,7 +241,7 @@ void kubelet_counts(struct kubelet *k, struct kubelet_counts *ret) {
         };
 }
 
-size_t kubelet_volume_stats(struct kubelet *k, const char *pod_uid, const struct volmgr_volume_stats **ret) {
+size_t kubelet_volume_stats(struct kubelet *k, const char *pod_uid, const struct stats_volume **ret) {
         if (pod_uid)
                 return volmgr_pod_volume_stats(k->volumes, pod_uid, ret);
         return volmgr_all_volume_stats(k->volumes, ret);

@@ -74,8 +74,8 @@ void kubelet_counts(struct kubelet *k, struct kubelet_counts *ret);
 
 /* The volume manager's measured volumes: a pod's, or (pod_uid NULL) every PersistentVolumeClaim's; borrowed until
  * the next call. */
-struct volmgr_volume_stats;
-size_t kubelet_volume_stats(struct kubelet *k, const char *pod_uid, const struct volmgr_volume_stats **ret);
+struct stats_volume;
+size_t kubelet_volume_stats(struct kubelet *k, const char *pod_uid, const struct stats_volume **ret);
 
 /* A running container or ready sandbox as the last sync pass of its pod observed it (cadvisor's labels). */
 struct kubelet_container_info {

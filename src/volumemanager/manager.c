@@ -666,14 +666,14 @@ void volmgr_mark_reported_in_use(struct volmgr *vm, char *const *names) {
 
 static int stats_collect(struct volmgr *vm, const char *uid, bool pvc_only) {
         size_t n = 0;
-        struct volmgr_volume_stats *l = NULL;
+        struct stats_volume *l = NULL;
 
         free(vm->stats_out);
         vm->stats_out = NULL;
         vm->n_stats_out = 0;
         for (struct vm_vol *v = vm->vols; v; v = v->next)
                 for (struct vm_mount *m = v->mounts; m; m = m->next) {
-                        struct volmgr_volume_stats *x;
+                        struct stats_volume *x;
                         if (!m->has_stats || (uid && !streq(m->pod_uid, uid)) || (pvc_only && !m->pvc_name))
                                 continue;
                         x = reallocarray(l, n + 1, sizeof(*x));
@@ -683,7 +683,6 @@ static int stats_collect(struct volmgr *vm, const char *uid, bool pvc_only) {
                         }
                         l = x;
                         l[n] = m->stats;
-                        l[n].pod_uid = m->pod_uid;
                         l[n].name = m->outer_name ? m->outer_name : m->spec_name;
                         l[n].pvc_namespace = m->pvc_ns;
                         l[n].pvc_name = m->pvc_name;
@@ -694,7 +693,7 @@ static int stats_collect(struct volmgr *vm, const char *uid, bool pvc_only) {
         return 0;
 }
 
-size_t volmgr_pod_volume_stats(struct volmgr *vm, const char *uid, const struct volmgr_volume_stats **ret) {
+size_t volmgr_pod_volume_stats(struct volmgr *vm, const char *uid, const struct stats_volume **ret) {
         if (!vm || stats_collect(vm, uid, false) < 0) {
                 *ret = NULL;
                 return 0;
@@ -703,7 +702,7 @@ size_t volmgr_pod_volume_stats(struct volmgr *vm, const char *uid, const struct 
         return vm->n_stats_out;
 }
 
-size_t volmgr_all_volume_stats(struct volmgr *vm, const struct volmgr_volume_stats **ret) {
+size_t volmgr_all_volume_stats(struct volmgr *vm, const struct stats_volume **ret) {
         if (!vm || stats_collect(vm, NULL, true) < 0) {
                 *ret = NULL;
                 return 0;

@@ -53,8 +53,7 @@ static void on_csi_stats(const struct csi_reply *reply, void *userdata) {
                               reply->message);
                 else {
                         m->has_stats = true;
-                        m->stats = (struct volmgr_volume_stats) {
-                                .has_fs = true,
+                        m->stats = (struct stats_volume) {
                                 .time_usec = now_realtime_usec(),
                                 .available_bytes = reply->usage.available_bytes,
                                 .capacity_bytes = reply->usage.capacity_bytes,
@@ -91,8 +90,7 @@ static void statfs_done(int r, void *userdata) {
                         uint64_t f = j->sv.f_frsize;
                         m->has_stats = true;
                         /* MetricsStatFS */
-                        m->stats = (struct volmgr_volume_stats) {
-                                .has_fs = true,
+                        m->stats = (struct stats_volume) {
                                 .time_usec = now_realtime_usec(),
                                 .available_bytes = (int64_t) (j->sv.f_bavail * f),
                                 .capacity_bytes = (int64_t) (j->sv.f_blocks * f),

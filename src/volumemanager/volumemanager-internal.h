@@ -76,7 +76,7 @@ struct vm_mount {
         char *fs_group_policy;
         /* stats */
         bool has_stats;
-        struct volmgr_volume_stats stats;
+        struct stats_volume stats; /* the measurement (name and pvcRef filled when reported) */
         char *pvc_ns, *pvc_name;
         bool stats_busy;
         /* expansion (volumeRequiresFSResize): the PV is bigger than the claim's status says */
@@ -149,7 +149,7 @@ struct volmgr {
         char **in_use_reported;       /* the last volumesInUse the node status carried */
         char **gone_pods;             /* pods whose last volume went: tell the kubelet (from ev_notify) */
         struct stats_req *stats_reqs; /* NodeGetVolumeStats calls in flight */
-        struct volmgr_volume_stats *stats_out;
+        struct stats_volume *stats_out;
         size_t n_stats_out;
         uint64_t last_stats_usec;
 };

@@ -32,6 +32,7 @@
 #include "apis/pod_volumes.h"
 #include "client/client.h"
 #include "csi/drivers.h"
+#include "stats/summary.h"
 
 struct volmgr;
 
@@ -91,16 +92,8 @@ char **volmgr_volumes_in_use(const struct volmgr *vm);
 /* The node status carrying these names was written: attachable volumes may now be verified as attached. */
 void volmgr_mark_reported_in_use(struct volmgr *vm, char *const *names);
 
-/* ---- volume stats (the Summary API and kubelet_volume_stats_*) ---- */
-struct volmgr_volume_stats {
-        const char *pod_uid, *name;           /* the pod's volume name */
-        const char *pvc_namespace, *pvc_name; /* NULL when not a PVC */
-        bool has_fs;
-        uint64_t time_usec; /* realtime */
-        int64_t available_bytes, capacity_bytes, used_bytes;
-        int64_t inodes_free, inodes, inodes_used;
-};
+/* ---- volume stats (the Summary API and kubelet_volume_stats_*), in the Summary's own type ---- */
 /* The last measured stats of the pod's managed volumes (borrowed until the next call into the manager). */
-size_t volmgr_pod_volume_stats(struct volmgr *vm, const char *uid, const struct volmgr_volume_stats **ret);
+size_t volmgr_pod_volume_stats(struct volmgr *vm, const char *uid, const struct stats_volume **ret);
 /* Every PVC-backed volume measured, for kubelet_volume_stats_* (borrowed likewise). */
-size_t volmgr_all_volume_stats(struct volmgr *vm, const struct volmgr_volume_stats **ret);
+size_t volmgr_all_volume_stats(struct volmgr *vm, const struct stats_volume **ret);
