@@ -23,7 +23,6 @@ size_t check_dns1123_subdomain(const char *s, const char *msgs[static NAME_MAX_M
 size_t check_iana_svc_name(const char *s, const char *msgs[static NAME_MAX_MSGS]);
 size_t check_qualified_name(const char *s, const char *msgs[static NAME_MAX_MSGS]);
 size_t check_label_value(const char *s, const char *msgs[static NAME_MAX_MSGS]);
-size_t check_env_var_name(const char *s, const char *msgs[static NAME_MAX_MSGS]);
 size_t check_relaxed_env_var_name(const char *s, const char *msgs[static NAME_MAX_MSGS]);
 
 /* The exact value of a quantity in nano units (|value| capped at INT64_MAX units), and its format. On a syntax
@@ -47,9 +46,7 @@ char *path_key(const char *parent, const char *key);
 #define MAX_LIST_ITEMS 10000
 
 int dec_type_error(struct field_errors *e, const char *path, const json_t *v, const char *expected);
-int dec_child_error(struct field_errors *e, const char *parent, const char *key, const json_t *v, const char *expected);
-json_t *dec_get(json_t *obj, const char *key); /* NULL when absent or null */
-int dec_dup_string(struct field_errors *e, const char *path, json_t *v, char **ret);
+json_t *dec_get(json_t *obj, const char *key);
 int dec_get_string(struct field_errors *e, json_t *obj, const char *parent, const char *key, char **ret);
 int dec_get_bool(struct field_errors *e, json_t *obj, const char *parent, const char *key, bool *ret);
 int dec_get_integer(struct field_errors *e, json_t *obj, const char *parent, const char *key, int64_t min, int64_t max,
@@ -59,13 +56,6 @@ int dec_get_object(struct field_errors *e, json_t *obj, const char *parent, cons
 int dec_get_array(struct field_errors *e, json_t *obj, const char *parent, const char *key, size_t max, json_t **ret);
 int dec_get_strv(struct field_errors *e, json_t *obj, const char *parent, const char *key, char ***ret);
 int dec_get_string_map(struct field_errors *e, json_t *obj, const char *parent, const char *key, struct strmap *ret);
-int dec_get_timestamp(struct field_errors *e, json_t *obj, const char *parent, const char *key, bool *ret_set,
-                      int64_t *ret);
-/* "<parent>.<key>: Unsupported value: \"v\": supported values: ..." */
-int dec_unsupported(struct field_errors *e, const char *parent, const char *key, const char *value,
-                    const char *supported);
-/* A Quantity (Quantity.UnmarshalJSON): on success ret->str is set; an error is recorded and leaves ret as is. */
-int dec_quantity(struct field_errors *e, const char *path, json_t *v, struct quantity *ret);
 int dec_get_quantity(struct field_errors *e, json_t *obj, const char *parent, const char *key, struct quantity *ret);
 int dec_get_int_or_string(struct field_errors *e, json_t *obj, const char *parent, const char *key,
                           struct int_or_string *ret);
@@ -112,7 +102,6 @@ void val_invalid_int(struct vctx *c, const char *path, int64_t value, const char
 void val_duplicate_str(struct vctx *c, const char *path, const char *value);
 void val_not_supported(struct vctx *c, const char *path, const char *value, const char *supported);
 void val_forbidden(struct vctx *c, const char *path, const char *detail);
-void val_nonnegative(struct vctx *c, const char *parent, const char *name, int64_t v);
 void val_port_num_or_name(struct vctx *c, const struct int_or_string *port, const char *path);
 /* httpGet of a probe or a lifecycle hook (validateHTTPGetAction): path, port, scheme, header names */
 void val_http_get(struct vctx *c, const struct probe *p, const char *hp);
@@ -122,7 +111,6 @@ void val_check_name(struct vctx *c, const char *path, const char *value,
 /* Paths, recording -ENOMEM in c on failure (then NULL). */
 char *val_child(struct vctx *c, const char *parent, const char *name);
 char *val_idx(struct vctx *c, const char *parent, size_t i);
-char *val_key(struct vctx *c, const char *parent, const char *k);
 
 /* ---- per-area decoding and validation ---- */
 /* pod_lifecycle.c: restartPolicy of init containers (sidecars) */

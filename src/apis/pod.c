@@ -111,7 +111,7 @@ static void resource_list_done(struct resource_list *l) {
         *l = (struct resource_list) {};
 }
 
-void probe_free(struct probe *p) {
+static void probe_free(struct probe *p) {
         if (!p)
                 return;
         strv_free(p->exec_command);
@@ -128,7 +128,7 @@ void probe_free(struct probe *p) {
         free(p);
 }
 
-void container_done(struct container *c) {
+static void container_done(struct container *c) {
         if (!c)
                 return;
         free(c->name);

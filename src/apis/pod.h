@@ -369,8 +369,6 @@ struct pod *pod_ref(struct pod *p);  /* accepts NULL */
 struct pod *pod_free(struct pod *p); /* drops one reference, frees at zero; accepts NULL, returns NULL */
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct pod *, pod_free)
 #define _cleanup_pod_free_ _cleanup_(pod_freep)
-void container_done(struct container *c);
-void probe_free(struct probe *p);                         /* accepts NULL */
 void lifecycle_handler_free(struct lifecycle_handler *h); /* accepts NULL */
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct lifecycle_handler *, lifecycle_handler_free)
 /* Decode one LifecycleHandler object (as kept in the preStop annotation) and apply its defaults: -EINVAL
@@ -443,10 +441,8 @@ const char *validate_dns1123_subdomain(const char *s);
 const char *validate_iana_svc_name(const char *s);
 const char *validate_qualified_name(const char *s); /* label and annotation keys */
 const char *validate_label_value(const char *s);
-const char *validate_env_var_name(const char *s);         /* IsEnvVarName */
-const char *validate_relaxed_env_var_name(const char *s); /* IsRelaxedEnvVarName */
-bool sysctl_name_is_valid(const char *s);                 /* IsValidSysctlName */
-
+const char *validate_env_var_name(const char *s); /* IsEnvVarName */
+const char *validate_relaxed_env_var_name(const char *s);
 /* A set of pods, owned. */
 struct pod_set {
         size_t n;

@@ -26,8 +26,8 @@ int dec_type_error(struct field_errors *e, const char *path, const json_t *v, co
         return field_errors_add(e, path, "Invalid value: \"%s\": must be of type %s", json_type_name(v), expected);
 }
 
-int dec_child_error(struct field_errors *e, const char *parent, const char *key, const json_t *v,
-                    const char *expected) {
+static int dec_child_error(struct field_errors *e, const char *parent, const char *key, const json_t *v,
+                           const char *expected) {
         _cleanup_free_ char *p = path_child(parent, key);
         if (!p)
                 return -ENOMEM;
@@ -40,7 +40,8 @@ json_t *dec_get(json_t *obj, const char *key) {
         return json_is_null(v) ? NULL : v;
 }
 
-int dec_dup_string(struct field_errors *e, const char *path, json_t *v, char **ret) {
+/* NULL when absent or null */
+static int dec_dup_string(struct field_errors *e, const char *path, json_t *v, char **ret) {
         char *s;
 
         if (!json_is_string(v))
@@ -239,8 +240,8 @@ int dec_get_string_map(struct field_errors *e, json_t *obj, const char *parent, 
         return 0;
 }
 
-int dec_get_timestamp(struct field_errors *e, json_t *obj, const char *parent, const char *key, bool *ret_set,
-                      int64_t *ret) {
+static int dec_get_timestamp(struct field_errors *e, json_t *obj, const char *parent, const char *key, bool *ret_set,
+                             int64_t *ret) {
         _cleanup_free_ char *p = NULL;
         json_t *v = dec_get(obj, key);
         int64_t t;
@@ -265,8 +266,9 @@ int dec_get_timestamp(struct field_errors *e, json_t *obj, const char *parent, c
 }
 
 /* "Unsupported value: \"X\": supported values: \"A\", \"B\"" */
-int dec_unsupported(struct field_errors *e, const char *parent, const char *key, const char *value,
-                    const char *supported) {
+/* "<parent>.<key>: Unsupported value: \"v\": supported values: ..." */
+static int dec_unsupported(struct field_errors *e, const char *parent, const char *key, const char *value,
+                           const char *supported) {
         _cleanup_free_ char *p = path_child(parent, key), *q = go_quote(value);
         if (!p || !q)
                 return -ENOMEM;
@@ -310,7 +312,8 @@ static void format_double(double d, char *buf, size_t size) {
 
 /* Quantity.UnmarshalJSON: a string or a number, spaces trimmed, parsed with ParseQuantity's rules and
  * messages. */
-int dec_quantity(struct field_errors *e, const char *path, json_t *v, struct quantity *ret) {
+/* A Quantity (Quantity.UnmarshalJSON): on success ret->str is set; an error is recorded and leaves ret as is. */
+static int dec_quantity(struct field_errors *e, const char *path, json_t *v, struct quantity *ret) {
         _cleanup_free_ char *trimmed = NULL, *quoted = NULL;
         _cleanup_ck_error_ struct ck_error *why = NULL;
         const char *s;

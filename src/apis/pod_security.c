@@ -318,7 +318,8 @@ void val_apparmor_annotations(struct vctx *c, const struct pod *pod) {
 }
 
 /* IsValidSysctlName: ^([a-z0-9]([-_a-z0-9]*[a-z0-9])?[\./])*[a-z0-9]([-_a-z0-9]*[a-z0-9])?$, at most 253 */
-bool sysctl_name_is_valid(const char *s) {
+/* IsRelaxedEnvVarName */
+static bool sysctl_name_is_valid(const char *s) {
         size_t l = strlen(s), seg = 0;
         char prev = 0;
 

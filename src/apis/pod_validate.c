@@ -81,7 +81,7 @@ char *val_idx(struct vctx *c, const char *parent, size_t i) {
         return p;
 }
 
-char *val_key(struct vctx *c, const char *parent, const char *k) {
+static char *val_key(struct vctx *c, const char *parent, const char *k) {
         char *p = path_key(parent, k);
         if (!p)
                 CHECK_OOM(c, -ENOMEM);
@@ -469,7 +469,7 @@ void val_forbidden(struct vctx *c, const char *path, const char *detail) {
         CHECK_OOM(c, field_errors_add(c->errs, path, "Forbidden: %s", detail));
 }
 
-void val_nonnegative(struct vctx *c, const char *parent, const char *name, int64_t v) {
+static void val_nonnegative(struct vctx *c, const char *parent, const char *name, int64_t v) {
         _cleanup_free_ char *p = NULL;
         if (v >= 0)
                 return;

@@ -181,7 +181,7 @@ size_t check_label_value(const char *s, const char *msgs[static NAME_MAX_MSGS]) 
         return n;
 }
 
-size_t check_env_var_name(const char *s, const char *msgs[static NAME_MAX_MSGS]) {
+static size_t check_env_var_name(const char *s, const char *msgs[static NAME_MAX_MSGS]) {
         static const char regex_err[] = ENV_MSG EG3("my.env-name", "MY_ENV.NAME", "MyEnvName1") REGEX(ENV_FMT);
         size_t n = 0, len = strlen(strempty(s));
         bool ok = len > 0;

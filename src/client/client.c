@@ -1010,7 +1010,10 @@ static void kube_client_transfer_ended(struct kube_client *c) {
                 evtimer_add_usec(c->reaper, 0);
 }
 
-int kube_client_reset_connections(struct kube_client *c, const char *why) {
+/* Stop reusing the open connections, as client-go's connrotation CloseAll: new transfers open new connections;
+ * requests in flight finish on the old ones, which are closed once idle; watches are ended at once (done() gets
+ * -ECONNRESET and "connection closed: WHY") so that their owners open them again. */
+static int kube_client_reset_connections(struct kube_client *c, const char *why) {
         struct kube_transport *old, *fresh = NULL, **nr;
         int k;
 

@@ -68,10 +68,6 @@ struct kube_client *kube_client_free(struct kube_client *c);
  * kubeconfig gave, and reset the connections (below): every request that starts from now on, retries included,
  * presents the new pair. For certificate rotation. */
 int kube_client_set_client_cert(struct kube_client *c, const char *cert_pem, const char *key_pem);
-/* Stop reusing the open connections, as client-go's connrotation CloseAll: new transfers open new connections;
- * requests in flight finish on the old ones, which are closed once idle; watches are ended at once (done() gets
- * -ECONNRESET and "connection closed: WHY") so that their owners open them again. */
-int kube_client_reset_connections(struct kube_client *c, const char *why);
 
 struct kube_response {
         int r;              /* 0, or a negative errno for a transport failure (no HTTP status) */

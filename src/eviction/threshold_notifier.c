@@ -130,7 +130,8 @@ static int v1_register(struct eviction_notifier *n, uint64_t level) {
 /* Writes the PSI trigger to fd: the 1 s window first; a kernel (6.5 and later) that treats the opener as
  * unprivileged (no CAP_SYS_RESOURCE, as in a container) refuses any window that is not a multiple of 2 s with EINVAL:
  * then the same 10 % stall over 2 s. Returns the trigger written, or NULL with errno set. */
-const char *eviction_notifier_write_psi_trigger(int fd) {
+/* writes the trigger to a memory.pressure fd, falling back to the 2 s one on EINVAL; NULL with errno on failure */
+static const char *eviction_notifier_write_psi_trigger(int fd) {
         static const char *const triggers[] = { EVICTION_NOTIFIER_PSI_TRIGGER, EVICTION_NOTIFIER_PSI_TRIGGER_2S };
 
         for (size_t i = 0; i < ELEMENTSOF(triggers); i++) {

@@ -42,5 +42,3 @@ int eviction_notifier_control_line(int efd, int watch_fd, uint64_t level, char *
 #define EVICTION_NOTIFIER_PSI_TRIGGER "some 100000 1000000"
 /* the same ratio over 2 s: what a kernel accepts from an opener without CAP_SYS_RESOURCE */
 #define EVICTION_NOTIFIER_PSI_TRIGGER_2S "some 200000 2000000"
-/* writes the trigger to a memory.pressure fd, falling back to the 2 s one on EINVAL; NULL with errno on failure */
-const char *eviction_notifier_write_psi_trigger(int fd);

@@ -630,7 +630,3 @@ struct nodeshutdown_manager *nodeshutdown_manager_free(struct nodeshutdown_manag
 bool nodeshutdown_manager_shutting_down(const struct nodeshutdown_manager *m) {
         return m && m->shutting_down;
 }
-
-bool nodeshutdown_manager_has_lock(const struct nodeshutdown_manager *m) {
-        return m && m->lock_fd >= 0;
-}

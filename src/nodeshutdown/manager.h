@@ -57,5 +57,3 @@ int nodeshutdown_manager_start(struct nodeshutdown_manager *m);
 struct nodeshutdown_manager *nodeshutdown_manager_free(struct nodeshutdown_manager *m);
 /* ShutdownStatus: the node is shutting down (a PrepareForShutdown(true) not cancelled) */
 bool nodeshutdown_manager_shutting_down(const struct nodeshutdown_manager *m);
-/* the inhibitor lock is held (tests) */
-bool nodeshutdown_manager_has_lock(const struct nodeshutdown_manager *m);

@@ -380,7 +380,8 @@ static void file_stream_start(struct api_request *r, int fd, uint64_t size, cons
         file_stream_next(evcon, fs);
 }
 
-void api_handle_logs_dir(struct api_request *r, const char *rest) {
+/* the node log query, else api_handle_logs_dir */
+static void api_handle_logs_dir(struct api_request *r, const char *rest) {
         _cleanup_close_ int fd = -1;
         bool is_dir = false;
         _cleanup_evbuffer_ struct evbuffer *out = NULL;

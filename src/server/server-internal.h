@@ -316,8 +316,7 @@ void api_sli_observe(struct api_server *s, int check, bool ok);
 void api_handle_stats_summary(struct api_request *r, bool resource_metrics);
 void api_handle_run(struct api_request *r, const char *rest);
 void api_handle_container_logs(struct api_request *r, const char *rest);
-void api_handle_logs(struct api_request *r, const char *rest); /* the node log query, else api_handle_logs_dir */
-void api_handle_logs_dir(struct api_request *r, const char *rest);
+void api_handle_logs(struct api_request *r, const char *rest);
 void api_handle_streaming(struct api_request *r, const char *kind, const char *rest);
 
 /* responses in progress: registered so api_server_free can end them. Long ones (streams) and short ones
