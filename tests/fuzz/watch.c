@@ -2,6 +2,7 @@
 /* The API server's watch stream: newline-framed JSON events, each a {type, object}; the pods in them decoded and
  * defaulted as the API source does. */
 #include "apis/pod.h"
+#include "basic/error.h"
 #include "client/client-internal.h"
 #include "fuzz.h"
 
