@@ -51,6 +51,27 @@ static void run_until(struct event_base *base, int *counter, int want) {
         assert_true(*counter >= want);
 }
 
+/* n calls of method at once: how many the rate limiter refused (each with upstream's message) */
+static int burst_limited(struct event_base *base, struct grpc_client *c, const char *method,
+                         const ProtobufCMessage *req, const ProtobufCMessageDescriptor *resp_desc, size_t n) {
+        struct reply burst[32] = {};
+        int limited = 0;
+
+        assert_true(n <= ELEMENTSOF(burst));
+        for (size_t i = 0; i < n; i++)
+                assert_int_equal(grpc_call(c, method, req, resp_desc, 0, on_reply, &burst[i]), 0);
+        for (size_t i = 0; i < n; i++) {
+                run_until(base, &burst[i].calls, 1);
+                if (burst[i].status == GRPC_RESOURCE_EXHAUSTED) {
+                        assert_string_equal(burst[i].message, "rejected by rate limit");
+                        limited++;
+                }
+                if (burst[i].msg)
+                        protobuf_c_message_free_unpacked(burst[i].msg, NULL);
+        }
+        return limited;
+}
+
 static void h_echo(struct grpc_server_call *call, const ProtobufCMessage *msg, void *userdata) {
         const Grpc__Health__V1__HealthCheckRequest *req = (const void *) msg;
         Grpc__Health__V1__HealthCheckResponse resp = GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__INIT;
@@ -187,10 +208,9 @@ static void test_podresources(void **state) {
         V1__ListPodResourcesRequest lreq = V1__LIST_POD_RESOURCES_REQUEST__INIT;
         V1__GetPodResourcesRequest greq = V1__GET_POD_RESOURCES_REQUEST__INIT;
         V1__AllocatableResourcesRequest areq = V1__ALLOCATABLE_RESOURCES_REQUEST__INIT;
-        struct reply list = {}, get = {}, missing = {}, alloc = {}, burst[12] = {};
+        struct reply list = {}, get = {}, missing = {}, alloc = {};
         const V1__ListPodResourcesResponse *lr;
         const V1__ContainerResources *app;
-        int limited = 0;
 
         assert_int_equal(podresources_server_new(base, path, &prov, &s), 0);
         assert_int_equal(grpc_client_new(base, path, 5 * USEC_PER_SEC, &c), 0);
@@ -255,20 +275,8 @@ static void test_podresources(void **state) {
         protobuf_c_message_free_unpacked(alloc.msg, NULL);
 
         /* the rate limit: 4 calls so far from a bucket of 10; a burst of 12 more gets some refused */
-        for (size_t i = 0; i < 12; i++)
-                assert_int_equal(grpc_call(c, "/v1.PodResourcesLister/List", &lreq.base,
-                                           &v1__list_pod_resources_response__descriptor, 0, on_reply, &burst[i]),
-                                 0);
-        for (size_t i = 0; i < 12; i++) {
-                run_until(base, &burst[i].calls, 1);
-                if (burst[i].status == GRPC_RESOURCE_EXHAUSTED) {
-                        assert_string_equal(burst[i].message, "rejected by rate limit");
-                        limited++;
-                }
-                if (burst[i].msg)
-                        protobuf_c_message_free_unpacked(burst[i].msg, NULL);
-        }
-        assert_true(limited >= 1);
+        assert_true(burst_limited(base, c, "/v1.PodResourcesLister/List", &lreq.base,
+                                  &v1__list_pod_resources_response__descriptor, 12) >= 1);
 
         grpc_client_free(c);
         podresources_server_free(s);
@@ -360,12 +368,11 @@ static void test_pods_api(void **state) {
         V1alpha1__ListPodsRequest lreq = V1ALPHA1__LIST_PODS_REQUEST__INIT;
         V1alpha1__GetPodRequest greq = V1ALPHA1__GET_POD_REQUEST__INIT;
         V1alpha1__WatchPodsRequest wreq = V1ALPHA1__WATCH_PODS_REQUEST__INIT;
-        struct reply early = {}, list = {}, get = {}, missing = {}, burst[14] = {};
+        struct reply early = {}, list = {}, get = {}, missing = {};
         struct watch w = {}, w2 = {};
         struct grpc_call *wc = NULL, *wc2 = NULL;
         const V1alpha1__ListPodsResponse *lr;
         json_t *deleted;
-        int limited = 0;
 
         json_object_set_new(k.pods, "u2", fk_pod_json("u2", "second", "Pending"));
         json_object_set_new(k.pods, "u1", fk_pod_json("u1", "first", "Running"));
@@ -470,20 +477,8 @@ static void test_pods_api(void **state) {
         assert_int_equal(w.events, 6);
 
         /* the rate limit of List and Get */
-        for (size_t i = 0; i < 14; i++)
-                assert_int_equal(grpc_call(c, "/v1alpha1.Pods/ListPods", &lreq.base,
-                                           &v1alpha1__list_pods_response__descriptor, 0, on_reply, &burst[i]),
-                                 0);
-        for (size_t i = 0; i < 14; i++) {
-                run_until(base, &burst[i].calls, 1);
-                if (burst[i].status == GRPC_RESOURCE_EXHAUSTED) {
-                        assert_string_equal(burst[i].message, "rejected by rate limit");
-                        limited++;
-                }
-                if (burst[i].msg)
-                        protobuf_c_message_free_unpacked(burst[i].msg, NULL);
-        }
-        assert_true(limited >= 1);
+        assert_true(burst_limited(base, c, "/v1alpha1.Pods/ListPods", &lreq.base,
+                                  &v1alpha1__list_pods_response__descriptor, 14) >= 1);
 
         /* the server goes with a watch open: the watch ends */
         podsapi_server_free(s);
