@@ -127,6 +127,15 @@ class Runtime:
         subprocess.run(["bash", os.path.join(SCRIPTS, "containerd.sh"), "stop", self.dir, str(self.net_index)],
                        check=False)
 
+    def plain_http(self, hostport):
+        """Let the runtime reach a registry of the tests at hostport (127.0.0.1:<port>) over plain HTTP: a
+        hosts.toml in the config_path of containerd 2.x, which, unlike 1.6, tries HTTPS first on any port but the
+        one its configuration names (1.6 ignores the file)."""
+        d = os.path.join(self.dir, "certs.d", hostport)
+        os.makedirs(d, exist_ok=True)
+        with open(os.path.join(d, "hosts.toml"), "w") as f:
+            f.write(f'server = "http://{hostport}"\n[host."http://{hostport}"]\n  capabilities = ["pull", "resolve"]\n')
+
     def kill_daemon(self):
         """Stop containerd itself, leaving shims and containers running (like a daemon restart)."""
         with open(os.path.join(self.dir, "containerd.pid")) as f:

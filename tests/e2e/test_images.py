@@ -225,6 +225,7 @@ def most_at_once(started, done):
 
 
 def run_pulls(kubelet, runtime, images, port):
+    runtime.plain_http(f"127.0.0.1:{port}")
     for i, img in enumerate(images):
         kubelet.write(f"pull{i}.yaml", pod_manifest(f"pull{i}", [("c", SLEEP, f"127.0.0.1:{port}/{img}",
                                                                    "IfNotPresent")]))

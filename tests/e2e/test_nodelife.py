@@ -287,8 +287,9 @@ def test_image_gc(node, kubelets, tmp_path):
     # three unused images of 10 MiB (their own random layers), busybox in use by a running pod, the pause image
     node.import_images(build_images(str(tmp_path / "gc.tar"), GC_IMAGES, 10))
     cap, _, _, _ = node.fs.statvfs()
-    have = images(node.runtime)
-    assert all(t in have for t in GC_IMAGES), sorted(have)
+    # containerd 2.x's CRI image store follows its image events: an image imported a moment ago may not be listed yet
+    have = wait_for(lambda: (lambda h: all(t in h for t in GC_IMAGES) and h)(images(node.runtime)), 30,
+                    msg="the imported images listed by the runtime")
     sizes = {t: int(have[t]["size"]) for t in GC_IMAGES}
 
     # thresholds from what the filesystem holds now: high 10 points above the usage, low 4 below high (4% of the
