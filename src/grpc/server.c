@@ -20,6 +20,7 @@
 #include "basic/log.h"
 #include "basic/macro.h"
 #include "basic/string.h"
+#include "basic/time.h"
 #include "basic/timer.h"
 #include "grpc/client.h"
 #include "grpc/wire.h"
@@ -260,6 +261,21 @@ void grpc_server_stream_end(struct grpc_server_call *call, int grpc_status, cons
                 va_end(ap);
         }
         stream_wake(call);
+}
+
+void grpc_rate_limit_init(struct grpc_rate_limit *l, double qps, double burst) {
+        *l = (struct grpc_rate_limit) { .qps = qps, .burst = burst, .tokens = burst, .last_usec = now_usec() };
+}
+
+bool grpc_rate_limit_allow(struct grpc_rate_limit *l) {
+        uint64_t now = now_usec();
+
+        l->tokens = MIN(l->burst, l->tokens + (double) (now - l->last_usec) / 1e6 * l->qps);
+        l->last_usec = now;
+        if (l->tokens < 1)
+                return false;
+        l->tokens -= 1;
+        return true;
 }
 
 static const struct grpc_server_method *find_method(const struct grpc_server *s, const char *path) {

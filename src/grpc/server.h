@@ -12,6 +12,7 @@
 
 #include <event2/event.h>
 #include <protobuf-c/protobuf-c.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -45,6 +46,16 @@ struct grpc_server *grpc_server_free(struct grpc_server *s);
 void grpc_server_reply(struct grpc_server_call *call, const ProtobufCMessage *resp);
 void grpc_server_reply_error(struct grpc_server_call *call, int grpc_status, const char *fmt, ...)
         __attribute__((format(printf, 3, 4)));
+
+/* The token bucket of upstream's gRPC rate-limiting interceptor (golang.org/x/time/rate): bursts of `burst`
+ * requests, refilled at `qps` per second, full at the start. */
+struct grpc_rate_limit {
+        double qps, burst, tokens;
+        uint64_t last_usec;
+};
+void grpc_rate_limit_init(struct grpc_rate_limit *l, double qps, double burst);
+/* Take a token: false when the bucket is empty (ResourceExhausted "rejected by rate limit"). */
+bool grpc_rate_limit_allow(struct grpc_rate_limit *l);
 
 /* A server-streaming answer. The handler holds the call instead of replying: from then on the owner sends
  * messages with grpc_server_stream_send (now or later, on the loop) and ends the call once with

@@ -45,9 +45,8 @@ struct podsapi_server {
         bool flush_armed;
         struct watcher *watchers;
         size_t n_watchers;
-        struct hashmap entries; /* uid → struct entry; kept only while someone watches */
-        double tokens;          /* the rate limiter of List and Get (golang.org/x/time/rate) */
-        uint64_t last_usec;
+        struct hashmap entries;       /* uid → struct entry; kept only while someone watches */
+        struct grpc_rate_limit limit; /* of List and Get */
 };
 
 static struct entry *entry_free(struct entry *e) {
@@ -77,17 +76,6 @@ static struct entry *entry_get(struct podsapi_server *s, const char *uid) {
         if (!e || !(e->uid = strdup(uid)) || hashmap_put(&s->entries, e->uid, e) < 0)
                 return entry_free(e);
         return e;
-}
-
-static bool allow(struct podsapi_server *s) {
-        uint64_t now = now_usec();
-
-        s->tokens = MIN((double) PODSAPI_BURST, s->tokens + (double) (now - s->last_usec) / 1e6 * PODSAPI_QPS);
-        s->last_usec = now;
-        if (s->tokens < 1)
-                return false;
-        s->tokens -= 1;
-        return true;
 }
 
 static int cmp_uid(const void *a, const void *b) {
@@ -319,7 +307,7 @@ static void on_watch(struct grpc_server_call *call, const ProtobufCMessage *req,
 /* ---------------------------------------------------------------- List and Get */
 
 static bool admit(struct podsapi_server *s, struct grpc_server_call *call) {
-        if (!allow(s)) {
+        if (!grpc_rate_limit_allow(&s->limit)) {
                 grpc_server_reply_error(call, GRPC_RESOURCE_EXHAUSTED, "rejected by rate limit");
                 return false;
         }
@@ -405,8 +393,7 @@ int podsapi_server_new(struct event_base *base, const char *socket_path, const s
         if (!s)
                 return -ENOMEM;
         s->p = *p;
-        s->tokens = PODSAPI_BURST;
-        s->last_usec = now_usec();
+        grpc_rate_limit_init(&s->limit, PODSAPI_QPS, PODSAPI_BURST);
         s->pod_message = k8sproto_message_find("k8s.io.api.core.v1.Pod");
         assert(s->pod_message >= 0);
         s->flush = evtimer_new(base, on_flush, s);
