@@ -46,6 +46,7 @@ char *path_key(const char *parent, const char *key);
 #define MAX_LIST_ITEMS 10000
 
 int dec_type_error(struct field_errors *e, const char *path, const json_t *v, const char *expected);
+int dec_child_error(struct field_errors *e, const char *parent, const char *key, const json_t *v, const char *expected);
 json_t *dec_get(json_t *obj, const char *key);
 int dec_get_string(struct field_errors *e, json_t *obj, const char *parent, const char *key, char **ret);
 int dec_get_bool(struct field_errors *e, json_t *obj, const char *parent, const char *key, bool *ret);

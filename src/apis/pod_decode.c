@@ -26,7 +26,7 @@ int dec_type_error(struct field_errors *e, const char *path, const json_t *v, co
         return field_errors_add(e, path, "Invalid value: \"%s\": must be of type %s", json_type_name(v), expected);
 }
 
-static int dec_child_error(struct field_errors *e, const char *parent, const char *key, const json_t *v,
+int dec_child_error(struct field_errors *e, const char *parent, const char *key, const json_t *v,
                            const char *expected) {
         _cleanup_free_ char *p = path_child(parent, key);
         if (!p)
