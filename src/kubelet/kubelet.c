@@ -101,8 +101,10 @@ void kubelet_worker_free(struct pod_worker *w) {
         }
         if (w->k && w->uid && hashmap_get(&w->k->workers_by_uid, w->uid) == w) {
                 hashmap_remove(&w->k->workers_by_uid, w->uid);
-                if (w->pod)
-                        podsapi_pod_removed(w->k->pods_api, w->uid, w->pod->namespace_, w->pod->name);
+                /* a pod not desired any more has its last spec */
+                const struct pod *gone = w->pod ? w->pod : w->last_pod;
+                if (gone)
+                        podsapi_pod_removed(w->k->pods_api, w->uid, gone->namespace_, gone->name);
         }
         if (w->k && w->k->status)
                 status_manager_forget(w->k->status, w->uid);

@@ -612,14 +612,18 @@ def _dns_label(text, limit):
     return out.strip("-")[:limit].strip("-")
 
 
-def in_flight_at(event, stops):
-    """Was the audited request received before one of the times in stops and completed at or after it?"""
+def in_flight_at(event, stops, grace=10.0):
+    """Was the audited request in flight when the kubelet was stopped: received before one of the times in stops
+    and completed at or after it, or received while that kubelet was stopping (within `grace` seconds of the
+    signal: a stopping kubelet still sends what its loop had queued) and ended by the client going away ("context
+    canceled")?"""
     try:
         received = datetime.datetime.fromisoformat(event["requestReceivedTimestamp"].replace("Z", "+00:00")).timestamp()
         done = datetime.datetime.fromisoformat(event["stageTimestamp"].replace("Z", "+00:00")).timestamp()
     except (KeyError, ValueError):
         return False
-    return any(received <= t <= done for t in stops)
+    gone = "context canceled" in event.get("responseStatus", {}).get("message", "")
+    return any(received <= t <= done or (gone and t <= received <= t + grace) for t in stops)
 
 
 class Kube:
