@@ -53,6 +53,16 @@ static void volume_done(struct volume *v) {
                 downward_done(&v->sources[i].downward);
                 free(v->sources[i].token_audience);
                 free(v->sources[i].token_path);
+                free(v->sources[i].trust_bundle.name);
+                free(v->sources[i].trust_bundle.signer_name);
+                json_decref(v->sources[i].trust_bundle.label_selector);
+                free(v->sources[i].trust_bundle.path);
+                free(v->sources[i].pod_certificate.signer_name);
+                free(v->sources[i].pod_certificate.key_type);
+                free(v->sources[i].pod_certificate.credential_bundle_path);
+                free(v->sources[i].pod_certificate.key_path);
+                free(v->sources[i].pod_certificate.certificate_chain_path);
+                json_decref(v->sources[i].pod_certificate.user_annotations);
         }
         free(v->sources);
         free(v->claim_name);
@@ -196,6 +206,8 @@ static int decode_projection(struct field_errors *e, json_t *v, const char *ip, 
                 { "downwardAPI", PROJECTION_DOWNWARD_API },
                 { "configMap", PROJECTION_CONFIG_MAP },
                 { "serviceAccountToken", PROJECTION_SERVICE_ACCOUNT_TOKEN },
+                { "clusterTrustBundle", PROJECTION_CLUSTER_TRUST_BUNDLE },
+                { "podCertificate", PROJECTION_POD_CERTIFICATE },
         };
         int r = 0;
 
@@ -230,6 +242,57 @@ static int decode_projection(struct field_errors *e, json_t *v, const char *ip, 
                                 p->token_expiration_seconds = TOKEN_DEFAULT_EXPIRATION_SECONDS;
                         if (r >= 0)
                                 r = dec_get_string(e, o, sp, "path", &p->token_path);
+                        break;
+                }
+                case PROJECTION_CLUSTER_TRUST_BUNDLE: {
+                        struct trust_bundle_projection *t = &p->trust_bundle;
+                        json_t *sel = NULL;
+                        r = dec_get_string(e, o, sp, "name", &t->name);
+                        if (r >= 0)
+                                r = dec_get_string(e, o, sp, "signerName", &t->signer_name);
+                        if (r >= 0)
+                                r = dec_get_object(e, o, sp, "labelSelector", &sel);
+                        if (r >= 0 && sel)
+                                t->label_selector = json_incref(sel);
+                        if (r >= 0)
+                                r = dec_get_bool(e, o, sp, "optional", &t->optional);
+                        if (r >= 0)
+                                r = dec_get_string(e, o, sp, "path", &t->path);
+                        break;
+                }
+                case PROJECTION_POD_CERTIFICATE: {
+                        struct pod_certificate_projection *c = &p->pod_certificate;
+                        json_t *ann = NULL;
+                        int64_t max = 0;
+                        r = dec_get_string(e, o, sp, "signerName", &c->signer_name);
+                        if (r >= 0)
+                                r = dec_get_string(e, o, sp, "keyType", &c->key_type);
+                        if (r >= 0)
+                                r = dec_get_integer(e, o, sp, "maxExpirationSeconds", INT32_MIN, INT32_MAX, "int32",
+                                                    &c->has_max_expiration, &max);
+                        c->max_expiration_seconds = (int32_t) max;
+                        if (r >= 0)
+                                r = dec_get_string(e, o, sp, "credentialBundlePath", &c->credential_bundle_path);
+                        if (r >= 0)
+                                r = dec_get_string(e, o, sp, "keyPath", &c->key_path);
+                        if (r >= 0)
+                                r = dec_get_string(e, o, sp, "certificateChainPath", &c->certificate_chain_path);
+                        if (r >= 0)
+                                r = dec_get_object(e, o, sp, "userAnnotations", &ann);
+                        if (r >= 0 && ann) {
+                                const char *k;
+                                json_t *val;
+                                json_object_foreach(ann, k, val)
+                                        if (!json_is_string(val)) {
+                                                _cleanup_free_ char *ap = path_child(sp, "userAnnotations");
+                                                if (!ap)
+                                                        return -ENOMEM;
+                                                r = dec_child_error(e, ap, k, val, "string");
+                                                break;
+                                        }
+                                if (r >= 0)
+                                        c->user_annotations = json_incref(ann);
+                        }
                         break;
                 }
                 default:
@@ -632,8 +695,214 @@ static void validate_downward(struct vctx *c, const char *path, const struct dow
         }
 }
 
+/* ValidateSignerName (core/validation/names.go): "<domain with a dot>/<path of subdomains>" */
+static void validate_signer_name(struct vctx *c, const char *path, const char *signer) {
+        const char *slash, *msgs[NAME_MAX_MSGS];
+        _cleanup_free_ char *domain = NULL, *rest = NULL;
+        bool dot = false;
+
+        if (isempty(signer)) {
+                val_required(c, path, NULL);
+                return;
+        }
+        slash = strchr(signer, '/');
+        if (!slash || strchr(slash + 1, '/')) {
+                val_invalid_str(c, path, signer,
+                                "must be a fully qualified domain and path of the form 'example.com/signer-name'");
+                return;
+        }
+        domain = strndup(signer, (size_t) (slash - signer));
+        rest = strdup(slash + 1);
+        if (!domain || !rest) {
+                CHECK_OOM(c, -ENOMEM);
+                return;
+        }
+        if (strlen(domain) > 253)
+                CHECK_OOM(c, field_errors_add(c->errs, path, "Too long: may not be more than 253 bytes"));
+        for (char *save = NULL, *d = domain, *lbl; (lbl = strsep(&d, ".")); save = lbl) {
+                size_t n = check_dns1123_label(lbl, msgs);
+                dot = dot || save;
+                for (size_t i = 0; i < n; i++) {
+                        _cleanup_free_ char *m = NULL;
+                        if (asprintf(&m, "validating label \"%s\": %s", lbl, msgs[i]) >= 0)
+                                val_invalid_str(c, path, signer, m);
+                }
+                if (n > 0)
+                        break;
+        }
+        if (!dot)
+                val_invalid_str(c, path, signer, "should be a domain with at least two segments separated by dots");
+        for (char *d = rest, *lbl; (lbl = strsep(&d, "."));) {
+                size_t n = check_dns1123_subdomain(lbl, msgs);
+                for (size_t i = 0; i < n; i++) {
+                        _cleanup_free_ char *m = NULL;
+                        if (asprintf(&m, "validating label \"%s\": %s", lbl, msgs[i]) >= 0)
+                                val_invalid_str(c, path, signer, m);
+                }
+                if (n > 0)
+                        break;
+        }
+        if (strlen(signer) > 253 + 253 + 63 + 1 + 1)
+                CHECK_OOM(c, field_errors_add(c->errs, path, "Too long: may not be more than 571 bytes"));
+}
+
+/* metav1 ValidateLabelSelector: keys qualified names, values label values, operators and their values */
+static void validate_label_selector(struct vctx *c, const char *path, json_t *sel) {
+        json_t *ml = json_object_get(sel, "matchLabels"), *me = json_object_get(sel, "matchExpressions"), *v;
+        const char *k;
+        size_t i;
+
+        json_object_foreach(ml, k, v) {
+                _cleanup_free_ char *mp = val_child(c, path, "matchLabels");
+                if (!mp)
+                        return;
+                val_check_name(c, mp, k, check_qualified_name);
+                if (!json_is_string(v))
+                        val_invalid_str(c, mp, k, "must be a string");
+                else
+                        val_check_name(c, mp, json_string_value(v), check_label_value);
+        }
+        json_array_foreach(me, i, v) {
+                _cleanup_free_ char *lp = val_child(c, path, "matchExpressions"), *ip = NULL, *op = NULL, *vp = NULL,
+                                    *kp = NULL;
+                const char *key = json_string_value(json_object_get(v, "key"));
+                const char *o = json_string_value(json_object_get(v, "operator"));
+                size_t nv = json_array_size(json_object_get(v, "values"));
+                if (!lp || !(ip = val_idx(c, lp, i)) || !(op = val_child(c, ip, "operator")) ||
+                    !(vp = val_child(c, ip, "values")) || !(kp = val_child(c, ip, "key")))
+                        return;
+                if (streq_ptr(o, "In") || streq_ptr(o, "NotIn")) {
+                        if (nv == 0)
+                                val_required(c, vp, "must be specified when `operator` is 'In' or 'NotIn'");
+                } else if (streq_ptr(o, "Exists") || streq_ptr(o, "DoesNotExist")) {
+                        if (nv > 0)
+                                val_forbidden(c, vp,
+                                              "may not be specified when `operator` is 'Exists' or 'DoesNotExist'");
+                } else
+                        val_not_supported(c, op, strempty(o), "\"In\", \"NotIn\", \"Exists\", \"DoesNotExist\"");
+                val_check_name(c, kp, strempty(key), check_qualified_name);
+        }
+}
+
+/* a ClusterTrustBundle's name: "<signer with ':' for '/'>:<subdomain>" or a subdomain without ':' */
+static void validate_trust_bundle_name(struct vctx *c, const char *path, const char *name) {
+        const char *colon = strrchr(name, ':'), *msgs[NAME_MAX_MSGS];
+        size_t n;
+
+        n = check_dns1123_subdomain(colon ? colon + 1 : name, msgs);
+        for (size_t i = 0; i < n; i++) {
+                _cleanup_free_ char *m = NULL;
+                if (asprintf(&m, "not a valid clustertrustbundlename: %s", msgs[i]) >= 0)
+                        val_invalid_str(c, path, name, m);
+        }
+}
+
+/* IsDomainPrefixedKey: "<subdomain>/<name>" */
+static void validate_user_annotations(struct vctx *c, const char *path, json_t *ann) {
+        const char *k;
+        json_t *v;
+        size_t total = 0;
+
+        json_object_foreach(ann, k, v) {
+                const char *slash = strchr(k, '/'), *msgs[NAME_MAX_MSGS];
+                _cleanup_free_ char *dom = slash ? strndup(k, (size_t) (slash - k)) : NULL;
+                total += strlen(k) + json_string_length(v);
+                for (char *q = dom; q && *q; q++)
+                        *q = (char) tolower((unsigned char) *q);
+                if (!slash || !dom || check_dns1123_subdomain(dom, msgs) > 0 || check_qualified_name(k, msgs) > 0)
+                        val_invalid_str(c, path, k, "must be a domain-prefixed path (such as \"acme.io/foo\")");
+        }
+        if (total > 256 * 1024)
+                CHECK_OOM(c, field_errors_add(c->errs, path, "Too long: may not be more than 262144 bytes"));
+}
+
+/* "conflicting duplicate paths" across the sources of one projected volume */
+static void projected_path_seen(struct vctx *c, char ***seen, const char *vpath, const char *value, const char *p) {
+        if (isempty(p))
+                return;
+        if (strv_contains(*seen, p))
+                val_invalid_str(c, vpath, value, "conflicting duplicate paths");
+        else
+                CHECK_OOM(c, strv_extend(seen, p));
+}
+
+static bool is_kubernetes_signer(const char *signer) {
+        const char *slash = strchr(signer, '/');
+        size_t n = slash ? (size_t) (slash - signer) : strlen(signer);
+        return (n == strlen("kubernetes.io") && strncmp(signer, "kubernetes.io", n) == 0) ||
+               (n > strlen(".kubernetes.io") &&
+                strncmp(signer + n - strlen(".kubernetes.io"), ".kubernetes.io", strlen(".kubernetes.io")) == 0);
+}
+
+static void validate_trust_bundle(struct vctx *c, const char *sp, const struct trust_bundle_projection *t) {
+        _cleanup_free_ char *np = val_child(c, sp, "name"), *snp = val_child(c, sp, "signerName"),
+                            *lp = val_child(c, sp, "labelSelector"), *pp = val_child(c, sp, "path");
+        if (!np || !snp || !lp || !pp)
+                return;
+        if (t->name && t->signer_name)
+                val_invalid_str(c, sp, t->name, "only one of name and signerName may be used");
+        else if (t->name) {
+                if (isempty(t->name))
+                        val_required(c, np, "must be a valid object name");
+                else
+                        validate_trust_bundle_name(c, np, t->name);
+                if (t->label_selector)
+                        val_invalid_str(c, lp, "", "labelSelector must be unset if name is specified");
+        } else if (t->signer_name) {
+                validate_signer_name(c, snp, t->signer_name);
+                if (t->label_selector)
+                        validate_label_selector(c, lp, t->label_selector);
+        } else
+                val_required(c, sp, "either name or signerName must be specified");
+        if (isempty(t->path))
+                val_required(c, pp, NULL);
+        else
+                validate_local_non_reserved_path(c, pp, t->path);
+}
+
+static void validate_pod_certificate(struct vctx *c, const char *sp, const struct pod_certificate_projection *pc) {
+        _cleanup_free_ char *snp = val_child(c, sp, "signerName"), *kp = val_child(c, sp, "keyType"),
+                            *mp = val_child(c, sp, "maxExpirationSeconds"), *ap = val_child(c, sp, "userAnnotations"),
+                            *bp = val_child(c, sp, "credentialBundlePath"), *kpp = val_child(c, sp, "keyPath"),
+                            *cp = val_child(c, sp, "certificateChainPath");
+        static const char *const key_types[] = {
+                "RSA3072", "RSA4096", "ECDSAP256", "ECDSAP384", "ECDSAP521", "ED25519"
+        };
+        bool known = false;
+
+        if (!snp || !kp || !mp || !ap || !bp || !kpp || !cp)
+                return;
+        validate_signer_name(c, snp, pc->signer_name);
+        if (pc->user_annotations)
+                validate_user_annotations(c, ap, pc->user_annotations);
+        for (size_t i = 0; i < ELEMENTSOF(key_types); i++)
+                known = known || streq_ptr(pc->key_type, key_types[i]);
+        if (!known)
+                val_not_supported(c, kp, strempty(pc->key_type),
+                                  "\"RSA3072\", \"RSA4096\", \"ECDSAP256\", \"ECDSAP384\", \"ECDSAP521\", \"ED25519\"");
+        if (pc->has_max_expiration) {
+                int32_t max = pc->signer_name && is_kubernetes_signer(pc->signer_name) ? 24 * 3600 : 91 * 24 * 3600;
+                _cleanup_free_ char *m = NULL;
+                if (pc->max_expiration_seconds < 3600)
+                        val_invalid_int(c, mp, pc->max_expiration_seconds,
+                                        "if provided, maxExpirationSeconds must be >= 3600");
+                if (pc->max_expiration_seconds > max &&
+                    asprintf(&m, "if provided, maxExpirationSeconds must be <= %d", (int) max) >= 0)
+                        val_invalid_int(c, mp, pc->max_expiration_seconds, m);
+        }
+        if (!isempty(pc->credential_bundle_path))
+                validate_local_non_reserved_path(c, bp, pc->credential_bundle_path);
+        if (!isempty(pc->key_path))
+                validate_local_non_reserved_path(c, kpp, pc->key_path);
+        if (!isempty(pc->certificate_chain_path))
+                validate_local_non_reserved_path(c, cp, pc->certificate_chain_path);
+        if (isempty(pc->credential_bundle_path) && isempty(pc->key_path) && isempty(pc->certificate_chain_path))
+                val_required(c, sp, "specify at least one of credentialBundlePath, keyPath, and certificateChainPath");
+}
+
 static void validate_projected(struct vctx *c, const char *path, const struct volume *v) {
         _cleanup_free_ char *lp = val_child(c, path, "sources");
+        _cleanup_strv_free_ char **seen = NULL;
 
         validate_mode(c, path, "defaultMode", v->has_projected_default_mode, v->projected_default_mode);
         for (size_t i = 0; lp && i < v->n_sources; i++) {
@@ -643,7 +912,8 @@ static void validate_projected(struct vctx *c, const char *path, const struct vo
                         return;
                 if (p->n_types == 0) {
                         val_required(c, ip,
-                                     "must specify exactly 1 of configMap, secret, downwardAPI, serviceAccountToken");
+                                     "must specify exactly 1 of configMap, secret, downwardAPI, serviceAccountToken, "
+                                     "clusterTrustBundle, podCertificate");
                         continue;
                 }
                 if (p->n_types > 1) {
@@ -678,6 +948,22 @@ static void validate_projected(struct vctx *c, const char *path, const struct vo
                                 val_required(c, pp, NULL);
                         else
                                 validate_local_non_reserved_path(c, pp, p->token_path);
+                        break;
+                }
+                case PROJECTION_CLUSTER_TRUST_BUNDLE:
+                        if ((sp = val_child(c, ip, "clusterTrustBundle")))
+                                validate_trust_bundle(c, sp, &p->trust_bundle);
+                        projected_path_seen(c, &seen, path, strempty(p->trust_bundle.path), p->trust_bundle.path);
+                        break;
+                case PROJECTION_POD_CERTIFICATE: {
+                        const struct pod_certificate_projection *pc = &p->pod_certificate;
+                        if ((sp = val_child(c, ip, "podCertificate")))
+                                validate_pod_certificate(c, sp, pc);
+                        projected_path_seen(c, &seen, path, strempty(pc->credential_bundle_path),
+                                            pc->credential_bundle_path);
+                        projected_path_seen(c, &seen, path, strempty(pc->key_path), pc->key_path);
+                        projected_path_seen(c, &seen, path, strempty(pc->certificate_chain_path),
+                                            pc->certificate_chain_path);
                         break;
                 }
                 default:

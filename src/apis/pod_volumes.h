@@ -6,6 +6,7 @@
  * (defaultMode 0644, serviceAccountToken.expirationSeconds 3600) and validated with the apiserver's wording
  * (ValidateVolumes, ValidateVolumeMounts, validateHostAliases). */
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -73,6 +74,27 @@ enum projection_type {
         PROJECTION_SECRET,
         PROJECTION_DOWNWARD_API,
         PROJECTION_SERVICE_ACCOUNT_TOKEN,
+        PROJECTION_CLUSTER_TRUST_BUNDLE,
+        PROJECTION_POD_CERTIFICATE,
+};
+
+/* clusterTrustBundle (core/v1 ClusterTrustBundleProjection): by name, or by signerName and labelSelector */
+struct trust_bundle_projection {
+        char *name;             /* NULL = unset */
+        char *signer_name;      /* NULL = unset */
+        json_t *label_selector; /* a metav1.LabelSelector as given, NULL = unset (matches nothing) */
+        bool optional;
+        char *path;
+};
+
+/* podCertificate (core/v1 PodCertificateProjection) */
+struct pod_certificate_projection {
+        char *signer_name;
+        char *key_type; /* RSA3072 RSA4096 ECDSAP256 ECDSAP384 ECDSAP521 ED25519 */
+        bool has_max_expiration;
+        int32_t max_expiration_seconds; /* copied verbatim into the PodCertificateRequest */
+        char *credential_bundle_path, *key_path, *certificate_chain_path;
+        json_t *user_annotations; /* object of strings, NULL = unset */
 };
 
 struct projection {
@@ -83,6 +105,8 @@ struct projection {
         char *token_audience;
         int64_t token_expiration_seconds; /* default 3600 */
         char *token_path;
+        struct trust_bundle_projection trust_bundle;
+        struct pod_certificate_projection pod_certificate;
 };
 
 struct volume {

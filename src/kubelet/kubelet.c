@@ -1767,6 +1767,8 @@ int kubelet_start(struct kubelet *k) {
         if (r < 0)
                 return r;
         r = objects_manager_new(k->base, k->client, on_objects_changed, k, &k->objects);
+        if (r >= 0)
+                r = objects_manager_set_node_name(k->objects, o->node_name);
         if (r < 0)
                 return r;
         r = storage_setup(k);

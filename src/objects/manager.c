@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,8 @@
 #include "basic/strv.h"
 #include "basic/time.h"
 #include "basic/timer.h"
+#include "basic/workpool.h"
+#include "objects/podcert.h"
 
 #define RETRY_MIN_USEC (1 * USEC_PER_SEC)
 #define RETRY_MAX_USEC (30 * USEC_PER_SEC)
@@ -21,6 +24,8 @@
 #define FIRST_ANSWER_WAIT_USEC (1 * USEC_PER_SEC)
 #define FIRST_ANSWER_RETRY_USEC (100 * 1000)
 #define TOKEN_MAX_TTL_SECONDS (24 * 3600)
+#define OBJ_KIND_PCR_LIST "PodCertificateRequestList"
+#define CERT_RETRY_MAX_USEC (5 * 60 * USEC_PER_SEC)
 
 struct mobj {
         struct mobj *prev, *next;
@@ -53,6 +58,49 @@ struct mtoken {
         struct mpod *p;
 };
 
+/* One podCertificate source of a pod (podcertificatemanager.go's projectionRecord): its state machine
+ * INITIAL -> WAIT -> FRESH (-> FRESH refreshing -> FRESH), or DENIED / FAILED for good. */
+enum cert_state {
+        CERT_INITIAL,
+        CERT_WAIT,
+        CERT_FRESH,
+        CERT_DENIED,
+        CERT_FAILED,
+};
+
+struct keygen_job;
+
+struct mcert {
+        char *volume;
+        size_t index;
+        char *sa, *signer, *key_type;
+        bool has_max;
+        int32_t max;
+        json_t *annotations;
+        enum cert_state state;
+        bool refreshing;    /* FRESH, and a new request is under way */
+        bool tried;         /* a first request was attempted (the pod waits for that much) */
+        char *key, *chain;  /* the issued credentials (FRESH) */
+        int64_t refresh_at; /* unix seconds: beginRefreshAt + jitter */
+        int64_t not_after;
+        char *pending_key;  /* the key of the request in flight (WAIT, refreshing) */
+        char *pcr_name;     /* the request we wait for */
+        int64_t abandon_at; /* unix seconds: not seen by then, it was deleted */
+        char *sa_uid;
+        char *message; /* why there are no credentials (an error, a denial) */
+        struct kube_request *req;
+        struct keygen_job *job;
+        struct event *timer; /* retry after an error, or the refresh */
+        uint64_t delay;
+        struct mpod *p;
+};
+
+struct keygen_job {
+        struct mcert *c; /* NULL once the source is gone */
+        char *key_type;
+        char *key, *csr;
+};
+
 struct mpod {
         struct mpod *prev, *next;
         struct objects_manager *m;
@@ -62,6 +110,8 @@ struct mpod {
         size_t n_objs;
         struct mtoken **tokens;
         size_t n_tokens;
+        struct mcert **certs;
+        size_t n_certs;
         objects_ready_t ready;
         void *ready_data;
 };
@@ -73,6 +123,10 @@ struct objects_manager {
         void *userdata;
         struct mobj *objs;
         struct mpod *pods;
+        char *node_name;
+        char *node_uid;          /* the Node's metadata.uid, once fetched */
+        struct mobj *pcrs;       /* the node's PodCertificateRequests (one list and watch), once a pod has a source */
+        struct workpool *keygen; /* key pairs are made off the loop */
 };
 
 static const char *resource_of(const char *kind) {
@@ -86,14 +140,35 @@ static char *collection_path(const struct mobj *o) {
 
         if (streq(o->kind, OBJ_KIND_RUNTIME_CLASS))
                 return strdup("/apis/node.k8s.io/v1/runtimeclasses");
+        if (streq(o->kind, OBJ_KIND_TRUST_BUNDLE_LIST))
+                return strdup("/apis/certificates.k8s.io/v1/clustertrustbundles");
+        if (streq(o->kind, OBJ_KIND_PCR_LIST))
+                return strdup("/apis/certificates.k8s.io/v1/podcertificaterequests");
         if (!ns || asprintf(&p, "/api/v1/namespaces/%s/%s", ns, resource_of(o->kind)) < 0)
                 return NULL;
         return p;
 }
 
 static bool is_service(const struct mobj *o) {
-        return streq(o->kind, OBJ_KIND_SERVICE) || o->list;
+        return streq(o->kind, OBJ_KIND_SERVICE) || streq(o->kind, OBJ_KIND_SERVICE_LIST);
 }
+
+/* the query that selects a list's objects: the node's PodCertificateRequests (the Node authorizer allows only
+ * that), every ClusterTrustBundle, a namespace's services; "" or "fieldSelector=...&" */
+static char *list_selector(const struct mobj *o) {
+        _cleanup_free_ char *sel = NULL, *esel = NULL;
+        char *q = NULL;
+
+        if (!streq(o->kind, OBJ_KIND_PCR_LIST))
+                return strdup("");
+        if (asprintf(&sel, "spec.nodeName=%s", o->name) < 0 || !(esel = kube_escape(sel)) ||
+            asprintf(&q, "fieldSelector=%s&", esel) < 0)
+                return NULL;
+        return q;
+}
+
+static void certs_pcr_event(struct objects_manager *m, json_t *pcr);
+static struct mpod *pod_find(struct objects_manager *m, const char *uid);
 
 bool objects_token_requires_refresh(int64_t now, int64_t expiration, int64_t expiration_seconds) {
         int64_t issued = expiration - expiration_seconds;
@@ -119,6 +194,11 @@ static bool pod_ready(const struct mpod *p) {
                         return false;
         for (size_t i = 0; i < p->n_tokens; i++)
                 if (token_pending(p->tokens[i], now))
+                        return false;
+        /* a podCertificate source: until its first request was made (or failed); the signer's answer is not
+         * waited for here, the volume's SetUp reports "not issued yet" meanwhile, as upstream */
+        for (size_t i = 0; i < p->n_certs; i++)
+                if (p->certs[i]->state == CERT_INITIAL && !p->certs[i]->tried)
                         return false;
         return true;
 }
@@ -251,6 +331,10 @@ static void obj_on_watch_event(const char *type, json_t *object, void *userdata)
                         }
                 if ((streq(type, "ADDED") || streq(type, "MODIFIED")) && json_array_size(o->obj) < OBJ_MAX_SERVICES)
                         json_array_append(o->obj, object);
+                if (streq(o->kind, OBJ_KIND_PCR_LIST))
+                        certs_pcr_event(o->m, object);
+                else if (streq(o->kind, OBJ_KIND_TRUST_BUNDLE_LIST))
+                        notify_changed(o->m, o);
                 return;
         }
         if (streq(type, "ADDED") || streq(type, "MODIFIED"))
@@ -280,16 +364,17 @@ static void obj_on_watch_done(int r, long status, const char *error, void *userd
 }
 
 static void obj_watch(struct mobj *o) {
-        _cleanup_free_ char *coll = collection_path(o), *name = kube_escape(o->name), *path = NULL, *rv = NULL;
+        _cleanup_free_ char *coll = collection_path(o), *name = kube_escape(o->name), *path = NULL, *rv = NULL,
+                            *lsel = list_selector(o);
         unsigned timeout = 300 + (unsigned) (random() % 300); /* as the reflector: 5 to 10 min */
         int r;
 
         rv = kube_escape(o->rv);
-        /* one object by its name, or (a namespace's services) the whole list */
-        if (!coll || !name || !rv ||
-            asprintf(&path, "%s?%s%s%sresourceVersion=%s&watch=true&allowWatchBookmarks=true&timeoutSeconds=%u", coll,
-                     o->list ? "" : "fieldSelector=metadata.name%3D", o->list ? "" : name, o->list ? "" : "&", rv,
-                     timeout) < 0) {
+        /* one object by its name, or (a namespace's services, ...) the whole list */
+        if (!coll || !name || !rv || !lsel ||
+            asprintf(&path, "%s?%s%s%s%sresourceVersion=%s&watch=true&allowWatchBookmarks=true&timeoutSeconds=%u", coll,
+                     o->list ? lsel : "", o->list ? "" : "fieldSelector=metadata.name%3D", o->list ? "" : name,
+                     o->list ? "" : "&", rv, timeout) < 0) {
                 obj_schedule(o, true);
                 return;
         }
@@ -331,8 +416,12 @@ static void obj_on_list(const struct kube_response *resp, void *userdata) {
                 _cleanup_free_ char *msg = NULL;
                 if (resp->r >= 0 && resp->status == 200)
                         err = -EBADMSG;
-                if (o->list ? asprintf(&msg, "failed to list services of namespace %s: %s", o->ns,
-                                       isempty(resp->error) ? "invalid list" : resp->error) < 0
+                if (o->list && !is_service(o) ? asprintf(&msg, "failed to list %ss: %s",
+                                                         streq(o->kind, OBJ_KIND_PCR_LIST) ? "PodCertificateRequest"
+                                                                                           : "ClusterTrustBundle",
+                                                         isempty(resp->error) ? "invalid list" : resp->error) < 0
+                    : o->list                 ? asprintf(&msg, "failed to list services of namespace %s: %s", o->ns,
+                                         isempty(resp->error) ? "invalid list" : resp->error) < 0
                     : streq(o->kind, OBJ_KIND_RUNTIME_CLASS)
                             ? asprintf(&msg, "failed to lookup RuntimeClass %s: %s", o->name,
                                        isempty(resp->error) ? "invalid list" : resp->error) < 0
@@ -365,11 +454,16 @@ static void obj_on_list(const struct kube_response *resp, void *userdata) {
                 json_array_foreach(items, i, it)
                         if (json_array_size(copy) < OBJ_MAX_SERVICES)
                                 json_array_append(copy, it);
-                log_v(2, "services of namespace %s: %zu (resourceVersion %s)", o->ns, json_array_size(copy), rv);
+                log_v(2, "%s %s: %zu (resourceVersion %s)", o->kind, o->ns, json_array_size(copy), rv);
                 changed = copy && obj_set(o, copy, 0, NULL);
                 o->delay = 0;
                 (void) free_and_strdup(&o->rv, rv);
                 obj_watch(o);
+                if (changed && streq(o->kind, OBJ_KIND_TRUST_BUNDLE_LIST))
+                        notify_changed(m, o);
+                else if (streq(o->kind, OBJ_KIND_PCR_LIST))
+                        json_array_foreach(o->obj, i, it)
+                                certs_pcr_event(m, it);
                 wake_ready_pods(m);
                 return;
         }
@@ -392,7 +486,8 @@ static void obj_on_list(const struct kube_response *resp, void *userdata) {
 }
 
 static void obj_start(struct mobj *o) {
-        _cleanup_free_ char *coll = collection_path(o), *sel = NULL, *esel = NULL, *path = NULL;
+        _cleanup_free_ char *coll = collection_path(o), *sel = NULL, *esel = NULL, *path = NULL,
+                            *lsel = list_selector(o);
         int r;
 
         if (o->rv) {
@@ -404,8 +499,8 @@ static void obj_start(struct mobj *o) {
         if (asprintf(&sel, "metadata.name=%s", o->name) < 0)
                 sel = NULL;
         esel = sel ? kube_escape(sel) : NULL;
-        if (!coll || !esel ||
-            (o->list ? asprintf(&path, "%s", coll) : asprintf(&path, "%s?fieldSelector=%s", coll, esel)) < 0) {
+        if (!coll || !esel || !lsel ||
+            (o->list ? asprintf(&path, "%s?%s", coll, lsel) : asprintf(&path, "%s?fieldSelector=%s", coll, esel)) < 0) {
                 obj_schedule(o, true);
                 return;
         }
@@ -426,12 +521,15 @@ static struct mobj *obj_get(struct objects_manager *m, const char *kind, const c
         if (!o)
                 return NULL;
         o->m = m;
-        o->kind = streq(kind, "ConfigMap")              ? "ConfigMap"
-                  : streq(kind, "Secret")               ? "Secret"
-                  : streq(kind, OBJ_KIND_SERVICE_LIST)  ? OBJ_KIND_SERVICE_LIST
-                  : streq(kind, OBJ_KIND_RUNTIME_CLASS) ? OBJ_KIND_RUNTIME_CLASS
-                                                        : OBJ_KIND_SERVICE;
-        o->list = streq(o->kind, OBJ_KIND_SERVICE_LIST);
+        o->kind = streq(kind, "ConfigMap")                  ? "ConfigMap"
+                  : streq(kind, "Secret")                   ? "Secret"
+                  : streq(kind, OBJ_KIND_SERVICE_LIST)      ? OBJ_KIND_SERVICE_LIST
+                  : streq(kind, OBJ_KIND_RUNTIME_CLASS)     ? OBJ_KIND_RUNTIME_CLASS
+                  : streq(kind, OBJ_KIND_TRUST_BUNDLE_LIST) ? OBJ_KIND_TRUST_BUNDLE_LIST
+                  : streq(kind, OBJ_KIND_PCR_LIST)          ? OBJ_KIND_PCR_LIST
+                                                            : OBJ_KIND_SERVICE;
+        o->list = streq(o->kind, OBJ_KIND_SERVICE_LIST) || streq(o->kind, OBJ_KIND_TRUST_BUNDLE_LIST) ||
+                  streq(o->kind, OBJ_KIND_PCR_LIST);
         o->ns = strdup(ns);
         o->name = strdup(name);
         o->retry = evtimer_new(m->base, obj_retry_cb, o);
@@ -530,6 +628,413 @@ fail:
         (void) free_and_strdup(&t->message, "failed to fetch token: out of memory");
 }
 
+/* ---------------------------------------------------------------- pod certificates */
+
+static void cert_advance(struct mcert *c);
+
+static void keygen_job_free(struct keygen_job *j) {
+        if (!j)
+                return;
+        if (j->key)
+                explicit_bzero(j->key, strlen(j->key));
+        free(j->key);
+        free(j->csr);
+        free(j->key_type);
+        free(j);
+}
+
+static void free_key(char **k) {
+        if (*k)
+                explicit_bzero(*k, strlen(*k));
+        free(*k);
+        *k = NULL;
+}
+
+static void cert_free(struct mcert *c) {
+        if (!c)
+                return;
+        kube_request_cancel(c->req);
+        if (c->job)
+                c->job->c = NULL; /* its done() frees it */
+        if (c->timer)
+                event_free(c->timer);
+        free_key(&c->key);
+        free_key(&c->pending_key);
+        free(c->chain);
+        free(c->pcr_name);
+        free(c->sa_uid);
+        free(c->message);
+        free(c->volume);
+        free(c->sa);
+        free(c->signer);
+        free(c->key_type);
+        json_decref(c->annotations);
+        free(c);
+}
+
+/* the pod should look again: a waiting one (its first request) is woken, another one synced */
+static void cert_changed(struct mcert *c) {
+        struct objects_manager *m = c->p->m;
+        _cleanup_free_ char *uid = NULL;
+
+        if (c->p->ready) {
+                wake_ready_pods(m);
+                return;
+        }
+        uid = strdup(c->p->uid);
+        if (uid)
+                m->changed(uid, m->userdata); /* may re-register the pod: c is then another pod's */
+}
+
+static void cert_timer_cb(evutil_socket_t fd, short what, void *userdata) {
+        cert_advance(userdata);
+}
+
+/* a step of a request failed: said in the volume's error, tried again with a back-off */
+static void cert_failed(struct mcert *c, const char *fmt, ...) _printf_(2, 3);
+static void cert_failed(struct mcert *c, const char *fmt, ...) {
+        _cleanup_free_ char *msg = NULL;
+        bool first = !c->tried;
+        va_list ap;
+
+        va_start(ap, fmt);
+        if (vasprintf(&msg, fmt, ap) < 0)
+                msg = NULL;
+        va_end(ap);
+        log_warning("pod %s: podCertificate source %zu of volume \"%s\": %s", c->p->uid, c->index, c->volume,
+                    strna(msg));
+        free(c->message);
+        c->message = TAKE_PTR(msg);
+        free_key(&c->pending_key);
+        c->tried = true;
+        c->delay = c->delay ? MIN(c->delay * 2, (uint64_t) CERT_RETRY_MAX_USEC) : RETRY_MIN_USEC;
+        evtimer_add_usec(c->timer, c->delay);
+        if (first)
+                cert_changed(c);
+}
+
+static const char *cert_api_error(const struct kube_response *resp) {
+        return isempty(resp->error) ? "invalid answer" : resp->error;
+}
+
+static void cert_on_created(const struct kube_response *resp, void *userdata) {
+        struct mcert *c = userdata;
+        json_t *meta = json_object_get(resp->body, "metadata");
+        const char *name = json_string_value(json_object_get(meta, "name"));
+        const char *created = json_string_value(json_object_get(meta, "creationTimestamp"));
+        int64_t nsec = 0;
+
+        c->req = NULL;
+        if (resp->r < 0 || resp->status / 100 != 2 || isempty(name)) {
+                cert_failed(c, "while creating %s PodCertificateRequest: %s",
+                            c->state == CERT_FRESH ? "refresh" : "initial", cert_api_error(resp));
+                return;
+        }
+        if (!created || parse_rfc3339(created, &nsec) < 0)
+                nsec = (int64_t) now_realtime_usec() * 1000;
+        (void) free_and_strdup(&c->pcr_name, name);
+        c->abandon_at = nsec / 1000000000 + PODCERT_ASSUME_DELETED_SECONDS + random() % PODCERT_JITTER_SECONDS;
+        if (c->state == CERT_INITIAL)
+                c->state = CERT_WAIT;
+        else
+                c->refreshing = true;
+        c->delay = 0;
+        log_v(2, "pod %s: created PodCertificateRequest %s/%s for podCertificate source %zu of volume \"%s\"",
+              c->p->uid, c->p->ns, name, c->index, c->volume);
+        if (!c->tried) {
+                c->tried = true;
+                free(c->message);
+                c->message = NULL;
+                cert_changed(c);
+                return;
+        }
+        cert_advance(c); /* the watch may have seen it already */
+}
+
+static void cert_create(struct mcert *c, const char *csr) {
+        struct mpod *p = c->p;
+        _cleanup_free_ char *ns = kube_escape(p->ns), *path = NULL;
+        json_auto_t *body = NULL;
+        json_t *spec;
+        int r;
+
+        if (!ns || asprintf(&path, "/apis/certificates.k8s.io/v1/namespaces/%s/podcertificaterequests", ns) < 0)
+                goto oom;
+        body = json_pack("{s:s, s:s, s:{s:s, s:s, s:[{s:s, s:s, s:s, s:s}]}, s:{s:s, s:s, s:s, s:s, s:s, s:s, s:s, "
+                         "s:s}}",
+                         "apiVersion", "certificates.k8s.io/v1", "kind", "PodCertificateRequest", "metadata",
+                         "namespace", p->ns, "generateName", "req-", "ownerReferences", "apiVersion", "v1", "kind",
+                         "Pod", "name", p->name, "uid", p->uid, "spec", "signerName", c->signer, "podName", p->name,
+                         "podUID", p->uid, "serviceAccountName", c->sa, "serviceAccountUID", c->sa_uid, "nodeName",
+                         p->m->node_name, "nodeUID", p->m->node_uid, "stubPKCS10Request", csr);
+        spec = json_object_get(body, "spec");
+        if (!spec)
+                goto oom;
+        if (c->has_max && json_object_set_new(spec, "maxExpirationSeconds", json_integer(c->max)) < 0)
+                goto oom;
+        if (c->annotations && json_object_set(spec, "unverifiedUserAnnotations", c->annotations) < 0)
+                goto oom;
+        r = kube_request(p->m->client, "POST", path, body, NULL, 0, cert_on_created, c, &c->req);
+        if (r >= 0)
+                return;
+        c->req = NULL;
+oom:
+        cert_failed(c, "while creating PodCertificateRequest: out of memory");
+}
+
+static int keygen_work(void *userdata) {
+        struct keygen_job *j = userdata;
+        return podcert_generate(j->key_type, &j->key, &j->csr);
+}
+
+static void keygen_done(int r, void *userdata) {
+        struct keygen_job *j = userdata;
+        struct mcert *c = j->c;
+
+        if (!c) {
+                keygen_job_free(j);
+                return;
+        }
+        c->job = NULL;
+        if (r < 0) {
+                keygen_job_free(j);
+                cert_failed(c, "while generating keypair: %s", strerror(-r));
+                return;
+        }
+        free_key(&c->pending_key);
+        c->pending_key = TAKE_PTR(j->key);
+        cert_create(c, j->csr);
+        keygen_job_free(j);
+}
+
+static void cert_keygen(struct mcert *c) {
+        struct keygen_job *j = calloc(1, sizeof(*j));
+        int r;
+
+        if (!j || !(j->key_type = strdup(c->key_type))) {
+                keygen_job_free(j);
+                cert_failed(c, "while generating keypair: out of memory");
+                return;
+        }
+        j->c = c;
+        r = workpool_submit(c->p->m->keygen, keygen_work, keygen_done, j);
+        if (r < 0) {
+                keygen_job_free(j);
+                cert_failed(c, "while generating keypair: %s", strerror(-r));
+                return;
+        }
+        c->job = j;
+}
+
+static void cert_on_node(const struct kube_response *resp, void *userdata) {
+        struct mcert *c = userdata;
+        const char *uid = json_string_value(json_object_get(json_object_get(resp->body, "metadata"), "uid"));
+
+        c->req = NULL;
+        if (resp->r < 0 || resp->status != 200 || isempty(uid)) {
+                cert_failed(c, "while getting node object: %s", cert_api_error(resp));
+                return;
+        }
+        (void) free_and_strdup(&c->p->m->node_uid, uid);
+        cert_keygen(c);
+}
+
+static void cert_on_service_account(const struct kube_response *resp, void *userdata) {
+        struct mcert *c = userdata;
+        struct objects_manager *m = c->p->m;
+        const char *uid = json_string_value(json_object_get(json_object_get(resp->body, "metadata"), "uid"));
+        _cleanup_free_ char *node = NULL, *path = NULL;
+
+        c->req = NULL;
+        if (resp->r < 0 || resp->status != 200 || isempty(uid)) {
+                cert_failed(c, "while fetching service account: %s", cert_api_error(resp));
+                return;
+        }
+        (void) free_and_strdup(&c->sa_uid, uid);
+        if (m->node_uid) {
+                cert_keygen(c);
+                return;
+        }
+        if (!(node = kube_escape(m->node_name)) || asprintf(&path, "/api/v1/nodes/%s", node) < 0 ||
+            kube_request(m->client, "GET", path, NULL, NULL, 0, cert_on_node, c, &c->req) < 0) {
+                c->req = NULL;
+                cert_failed(c, "while getting node object: out of memory");
+        }
+}
+
+/* a new PodCertificateRequest: the service account's UID, the node's, a key pair, then the request */
+static void cert_request(struct mcert *c) {
+        struct objects_manager *m = c->p->m;
+        _cleanup_free_ char *ns = kube_escape(c->p->ns), *sa = kube_escape(c->sa), *path = NULL;
+
+        if (!m->client || isempty(m->node_name)) {
+                cert_failed(c, "no API server to request a certificate from");
+                return;
+        }
+        if (!ns || !sa || asprintf(&path, "/api/v1/namespaces/%s/serviceaccounts/%s", ns, sa) < 0 ||
+            kube_request(m->client, "GET", path, NULL, NULL, 0, cert_on_service_account, c, &c->req) < 0) {
+                c->req = NULL;
+                cert_failed(c, "while fetching service account: out of memory");
+        }
+}
+
+/* the request we wait for, as the node's watch last saw it */
+static json_t *cert_find_pcr(const struct mcert *c) {
+        struct mobj *l = c->p->m->pcrs;
+        json_t *it;
+        size_t i;
+
+        json_array_foreach(l ? l->obj : NULL, i, it) {
+                json_t *meta = json_object_get(it, "metadata");
+                if (streq_ptr(json_string_value(json_object_get(meta, "name")), c->pcr_name) &&
+                    streq_ptr(json_string_value(json_object_get(meta, "namespace")), c->p->ns))
+                        return it;
+        }
+        return NULL;
+}
+
+/* WAIT or refreshing: look at the request. Returns true when the state changed. */
+static bool cert_check(struct mcert *c, json_t *pcr) {
+        struct podcert_issued is = {};
+        enum podcert_outcome out;
+        const char *reason = NULL, *message = NULL;
+        int64_t now = (int64_t) (now_realtime_usec() / USEC_PER_SEC);
+        int r;
+
+        if (!pcr) {
+                if (now <= c->abandon_at)
+                        return false;
+                /* not seen for that long: someone deleted it; a new one */
+                cert_failed(c, "PodCertificateRequest \"%s/%s\" appears to have been deleted", c->p->ns,
+                            strna(c->pcr_name));
+                if (c->state == CERT_WAIT)
+                        c->state = CERT_INITIAL;
+                c->refreshing = false;
+                return false;
+        }
+        r = podcert_pcr_outcome(pcr, &out, &is, &reason, &message);
+        if (r < 0) {
+                log_warning("pod %s: PodCertificateRequest %s/%s: issued with an unusable status: %s", c->p->uid,
+                            c->p->ns, c->pcr_name, strerror(-r));
+                return false;
+        }
+        switch (out) {
+        case PODCERT_PENDING:
+                return false;
+        case PODCERT_DENIED:
+        case PODCERT_FAILED:
+                free(c->message);
+                if (asprintf(&c->message, "PodCertificateRequest was permanently %s: reason=\"%s\" message=\"%s\"",
+                             out == PODCERT_DENIED ? "denied" : "failed", reason, message) < 0)
+                        c->message = NULL;
+                log_warning("pod %s: PodCertificateRequest %s/%s %s: reason=\"%s\" message=\"%s\"", c->p->uid, c->p->ns,
+                            c->pcr_name, out == PODCERT_DENIED ? "was denied" : "failed", reason, message);
+                c->state = out == PODCERT_DENIED ? CERT_DENIED : CERT_FAILED;
+                c->refreshing = false;
+                free_key(&c->key);
+                free_key(&c->pending_key);
+                free(c->chain);
+                c->chain = NULL;
+                evtimer_del(c->timer);
+                return true;
+        case PODCERT_ISSUED:
+                free_key(&c->key);
+                c->key = TAKE_PTR(c->pending_key);
+                free(c->chain);
+                c->chain = TAKE_PTR(is.chain);
+                c->refresh_at = podcert_refresh_at(is.begin_refresh_at, random());
+                c->not_after = is.not_after;
+                c->state = CERT_FRESH;
+                c->refreshing = false;
+                free(c->message);
+                c->message = NULL;
+                c->delay = 0;
+                log_info("pod %s: PodCertificateRequest %s/%s issued; refresh from %" PRId64, c->p->uid, c->p->ns,
+                         c->pcr_name, c->refresh_at);
+                evtimer_add_usec(c->timer,
+                                 (uint64_t) MAX(c->refresh_at - now, (int64_t) 0) * USEC_PER_SEC + USEC_PER_SEC);
+                podcert_issued_done(&is);
+                return true;
+        }
+        return false;
+}
+
+static void cert_advance(struct mcert *c) {
+        int64_t now = (int64_t) (now_realtime_usec() / USEC_PER_SEC);
+
+        if (c->req || c->job)
+                return;
+        switch (c->state) {
+        case CERT_INITIAL:
+                if (!evtimer_pending(c->timer, NULL))
+                        cert_request(c);
+                return;
+        case CERT_FRESH:
+                if (!c->refreshing) {
+                        if (now >= c->refresh_at && !evtimer_pending(c->timer, NULL)) {
+                                log_v(2, "pod %s: time to refresh podCertificate source %zu of volume \"%s\"",
+                                      c->p->uid, c->index, c->volume);
+                                cert_request(c);
+                        }
+                        return;
+                }
+                __attribute__((fallthrough));
+        case CERT_WAIT:
+                if (cert_check(c, cert_find_pcr(c)))
+                        cert_changed(c);
+                return;
+        default:
+                return;
+        }
+}
+
+static void certs_pcr_event(struct objects_manager *m, json_t *pcr) {
+        const char *uid = json_string_value(json_object_get(json_object_get(pcr, "spec"), "podUID"));
+        const char *name = json_string_value(json_object_get(json_object_get(pcr, "metadata"), "name"));
+        struct mpod *p = uid ? pod_find(m, uid) : NULL;
+
+        for (size_t i = 0; p && i < p->n_certs; i++) {
+                struct mcert *c = p->certs[i];
+                if ((c->state == CERT_WAIT || c->refreshing) && streq_ptr(c->pcr_name, name) && cert_check(c, pcr)) {
+                        cert_changed(c);
+                        return; /* p may be gone */
+                }
+        }
+}
+
+static struct mcert **cert_find(struct mpod *p, const struct cert_ref *r) {
+        for (size_t i = 0; p && i < p->n_certs; i++)
+                if (p->certs[i] && streq(p->certs[i]->volume, r->volume) && p->certs[i]->index == r->index &&
+                    streq(p->certs[i]->signer, r->signer_name) && streq(p->certs[i]->key_type, r->key_type) &&
+                    p->certs[i]->has_max == r->has_max_expiration && p->certs[i]->max == r->max_expiration_seconds &&
+                    streq(p->certs[i]->sa, r->service_account) &&
+                    json_equal(p->certs[i]->annotations, r->user_annotations) ==
+                            (p->certs[i]->annotations || r->user_annotations ? 1 : 0))
+                        return &p->certs[i];
+        return NULL;
+}
+
+static struct mcert *cert_new(struct objects_manager *m, const struct cert_ref *r) {
+        struct mcert *c = calloc(1, sizeof(*c));
+
+        if (!c)
+                return NULL;
+        *c = (struct mcert) { .volume = strdup(r->volume),
+                              .index = r->index,
+                              .sa = strdup(r->service_account),
+                              .signer = strdup(r->signer_name),
+                              .key_type = strdup(r->key_type),
+                              .has_max = r->has_max_expiration,
+                              .max = r->max_expiration_seconds,
+                              .annotations = json_incref(r->user_annotations) };
+        c->timer = evtimer_new(m->base, cert_timer_cb, c);
+        if (!c->volume || !c->sa || !c->signer || !c->key_type || !c->timer) {
+                cert_free(c);
+                return NULL;
+        }
+        return c;
+}
+
 /* ---------------------------------------------------------------- pods */
 
 static struct mpod *pod_find(struct objects_manager *m, const char *uid) {
@@ -554,6 +1059,9 @@ static void pod_free(struct mpod *p) {
         for (size_t i = 0; i < p->n_tokens; i++)
                 token_free(p->tokens[i]);
         free(p->tokens);
+        for (size_t i = 0; i < p->n_certs; i++)
+                cert_free(p->certs[i]);
+        free(p->certs);
         free(p->uid);
         free(p->ns);
         free(p->name);
@@ -627,6 +1135,13 @@ int objects_manager_register(struct objects_manager *m, const char *uid, const c
                 p->tokens = calloc(refs->n_tokens + 1, sizeof(*p->tokens));
                 if (!p->objs || !p->tokens)
                         goto oom;
+                /* room for the ClusterTrustBundles */
+                {
+                        struct mobj **more = realloc(p->objs, (refs->n_objs + 4) * sizeof(*more));
+                        if (!more)
+                                goto oom;
+                        p->objs = more;
+                }
                 for (size_t i = 0; i < refs->n_objs; i++)
                         if (pod_add_obj(m, p, refs->objs[i].kind, p->ns, refs->objs[i].name) < 0)
                                 goto oom;
@@ -649,6 +1164,27 @@ int objects_manager_register(struct objects_manager *m, const char *uid, const c
                         }
                         t->p = p;
                         p->tokens[p->n_tokens++] = t;
+                }
+                if (refs->trust_bundles && pod_add_obj(m, p, OBJ_KIND_TRUST_BUNDLE_LIST, "", "") < 0)
+                        goto oom;
+                p->certs = calloc(refs->n_certs + 1, sizeof(*p->certs));
+                if (!p->certs)
+                        goto oom;
+                for (size_t i = 0; i < refs->n_certs; i++) {
+                        struct mcert **prev = cert_find(old, &refs->certs[i]), *c;
+                        /* keep the key, the chain and a request under way across re-registrations */
+                        c = prev ? TAKE_PTR(*prev) : cert_new(m, &refs->certs[i]);
+                        if (!c)
+                                goto oom;
+                        c->p = p;
+                        p->certs[p->n_certs++] = c;
+                }
+                if (refs->n_certs > 0 && !m->pcrs && !isempty(m->node_name)) {
+                        /* the node's PodCertificateRequests, watched from now on (upstream's informer) */
+                        m->pcrs = obj_get(m, OBJ_KIND_PCR_LIST, "", m->node_name);
+                        if (!m->pcrs)
+                                goto oom;
+                        m->pcrs->refs = 1;
                 }
         }
         if (old) {
@@ -679,6 +1215,11 @@ int objects_manager_wait(struct objects_manager *m, const char *uid, objects_rea
                 if (!t->status || objects_token_requires_refresh(now, t->expires, t->expiration_seconds))
                         token_request(t);
         }
+        for (size_t i = 0; i < p->n_certs; i++)
+                cert_advance(p->certs[i]);
+        p = pod_find(m, uid); /* still the same registration: cert_advance does not call back synchronously */
+        if (!p)
+                return 0;
         if (pod_ready(p))
                 return 0;
         p->ready = ready;
@@ -721,6 +1262,21 @@ int objects_manager_fill(struct objects_manager *m, const char *uid, struct pod_
                 if (r < 0)
                         return r;
         }
+        for (size_t i = 0; i < p->n_certs; i++) {
+                const struct mcert *c = p->certs[i];
+                char idx[32];
+                snprintf(idx, sizeof(idx), "%zu", c->index);
+                if (c->state == CERT_FRESH && c->key && c->chain) {
+                        json_auto_t *cred = json_pack("{s:s, s:s}", "key", c->key, "chain", c->chain);
+                        r = cred ? objects_pod_put(o, OBJ_KIND_POD_CERTIFICATE, c->volume, idx, cred) : -ENOMEM;
+                } else
+                        r = objects_pod_put_error(o, OBJ_KIND_POD_CERTIFICATE, c->volume, idx, -EAGAIN,
+                                                  c->state == CERT_DENIED || c->state == CERT_FAILED
+                                                          ? c->message
+                                                          : "credential bundle is not issued yet");
+                if (r < 0)
+                        return r;
+        }
         return 0;
 }
 
@@ -730,6 +1286,13 @@ int objects_manager_new(struct event_base *base, struct kube_client *client, obj
         if (!m)
                 return -ENOMEM;
         *m = (struct objects_manager) { .base = base, .client = client, .changed = changed, .userdata = userdata };
+        if (base) {
+                int r = workpool_new(base, "keygen", 1, &m->keygen);
+                if (r < 0) {
+                        free(m);
+                        return r;
+                }
+        }
         *ret = m;
         return 0;
 }
@@ -737,12 +1300,19 @@ int objects_manager_new(struct event_base *base, struct kube_client *client, obj
 struct objects_manager *objects_manager_free(struct objects_manager *m) {
         if (!m)
                 return NULL;
+        m->keygen = workpool_free(m->keygen); /* its done() calls still find their sources */
         while (m->pods)
                 pod_free(m->pods);
         while (m->objs)
                 obj_free(m->objs);
+        free(m->node_name);
+        free(m->node_uid);
         free(m);
         return NULL;
+}
+
+int objects_manager_set_node_name(struct objects_manager *m, const char *node_name) {
+        return m ? free_and_strdup(&m->node_name, node_name) : 0;
 }
 
 void objects_manager_set_client(struct objects_manager *m, struct kube_client *client) {

@@ -13,7 +13,19 @@
  *
  * Tokens: a TokenRequest per (pod, service account, audience, expirationSeconds), bound to the pod, cached
  * and requested again when older than 80% of its TTL or than 24 h (token_manager.go requiresRefresh); a
- * failed refresh keeps serving the cached token while it has not expired. */
+ * failed refresh keeps serving the cached token while it has not expired.
+ *
+ * ClusterTrustBundles (clustertrustbundle manager): the cluster's list, watched once a pod has a clusterTrustBundle
+ * source; a change syncs those pods.
+ *
+ * Pod certificates (podcertificate.IssuingManager): per podCertificate source of a pod, a key pair made on a
+ * worker thread, a PodCertificateRequest (certificates.k8s.io/v1) naming the pod, its service account and the
+ * node, then the issued chain from the node's PodCertificateRequests (one list and watch, fieldSelector
+ * spec.nodeName, as the Node authorizer allows); a new key and request from beginRefreshAt (plus up to 5 min of
+ * jitter), serving the old credentials meanwhile; Denied or Failed is final. A request not seen 10 min after its
+ * creation is taken as deleted and made again. Errors are retried with a back-off (1 s doubling to 5 min). A pod
+ * waits only for its first request to be made; until the signer answers, the volume's SetUp fails with "credential
+ * bundle is not issued yet", as upstream. Nothing survives a restart (as upstream: new keys and requests). */
 
 #include <event2/event.h>
 #include <stdbool.h>
@@ -34,6 +46,9 @@ typedef void (*objects_ready_t)(void *userdata);
 /* client may be NULL (no API server). */
 int objects_manager_new(struct event_base *base, struct kube_client *client, objects_changed_t changed, void *userdata,
                         struct objects_manager **ret);
+/* The node's name: podCertificate sources' requests name it, and the node's PodCertificateRequests are watched.
+ * Without it (standalone), podCertificate sources fail. */
+int objects_manager_set_node_name(struct objects_manager *m, const char *node_name);
 /* Fetch objects through CLIENT from now on (the node got its client certificate only now). */
 void objects_manager_set_client(struct objects_manager *m, struct kube_client *client);
 struct objects_manager *objects_manager_free(struct objects_manager *m); /* accepts NULL, returns NULL */

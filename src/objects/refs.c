@@ -22,6 +22,14 @@ void objects_refs_done(struct pod_refs *r) {
                 free(r->tokens[i].volume);
         }
         free(r->tokens);
+        for (size_t i = 0; i < r->n_certs; i++) {
+                free(r->certs[i].volume);
+                free(r->certs[i].service_account);
+                free(r->certs[i].signer_name);
+                free(r->certs[i].key_type);
+                json_decref(r->certs[i].user_annotations);
+        }
+        free(r->certs);
         free(r->runtime_class);
         *r = (struct pod_refs) {};
 }
@@ -82,6 +90,38 @@ static int add_token(struct pod_refs *r, const char *sa, const json_t *src, cons
         return 0;
 }
 
+static int add_cert(struct pod_refs *r, const char *sa, const json_t *src, const char *volume, size_t index) {
+        const json_t *max = json_object_get(src, "maxExpirationSeconds"),
+                     *ann = json_object_get(src, "userAnnotations");
+        struct cert_ref *a = realloc(r->certs, (r->n_certs + 1) * sizeof(*a));
+
+        if (!a)
+                return -ENOMEM;
+        r->certs = a;
+        a = &a[r->n_certs];
+        *a = (struct cert_ref) {
+                .volume = strdup(strempty(volume)),
+                .index = index,
+                .service_account = strdup(sa),
+                .signer_name = strdup(strempty(json_string_value(json_object_get(src, "signerName")))),
+                .key_type = strdup(strempty(json_string_value(json_object_get(src, "keyType")))),
+                .has_max_expiration = json_is_integer(max),
+                .max_expiration_seconds = json_is_integer(max) ? (int32_t) json_integer_value(max) : 0,
+                .user_annotations = json_is_object(ann) && json_object_size(ann) > 0 ? json_incref((json_t *) ann)
+                                                                                     : NULL,
+        };
+        if (!a->volume || !a->service_account || !a->signer_name || !a->key_type) {
+                free(a->volume);
+                free(a->service_account);
+                free(a->signer_name);
+                free(a->key_type);
+                json_decref(a->user_annotations);
+                return -ENOMEM;
+        }
+        r->n_certs++;
+        return 0;
+}
+
 const char *objects_refs_service_account(const json_t *pod) {
         const json_t *spec = json_object_get(pod, "spec");
         const char *sa = json_string_value(json_object_get(spec, "serviceAccountName"));
@@ -114,6 +154,12 @@ static int collect_volumes(struct pod_refs *r, const json_t *pod) {
                                 return q;
                         if (json_is_object(tok) &&
                             (q = add_token(r, objects_refs_service_account(pod), tok, vname)) < 0)
+                                return q;
+                        if (json_is_object(json_object_get(src, "clusterTrustBundle")))
+                                r->trust_bundles = true;
+                        if (json_is_object(json_object_get(src, "podCertificate")) &&
+                            (q = add_cert(r, objects_refs_service_account(pod), json_object_get(src, "podCertificate"),
+                                          vname, j)) < 0)
                                 return q;
                 }
         }

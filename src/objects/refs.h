@@ -31,14 +31,35 @@ struct token_ref {
         char *volume; /* the first projected volume asking for it */
 };
 
+/* a projected podCertificate source: one key pair and PodCertificateRequest each */
+struct cert_ref {
+        char *volume;
+        size_t index; /* in the volume's sources */
+        char *service_account;
+        char *signer_name, *key_type;
+        bool has_max_expiration;
+        int32_t max_expiration_seconds;
+        json_t *user_annotations; /* NULL = none */
+};
+
 struct pod_refs {
         struct obj_ref *objs;
         size_t n_objs;
         bool service_links;  /* spec.enableServiceLinks (default true): the services of its namespace */
         char *runtime_class; /* spec.runtimeClassName, NULL when none */
         struct token_ref *tokens;
-        size_t n_tokens; /* distinct (service account, audience, expiration) */
+        size_t n_tokens;    /* distinct (service account, audience, expiration) */
+        bool trust_bundles; /* a projected clusterTrustBundle source: the cluster's ClusterTrustBundles */
+        struct cert_ref *certs;
+        size_t n_certs;
 };
+
+/* The cluster's ClusterTrustBundles (certificates.k8s.io/v1, cluster-scoped): one list, kept current by one
+ * watch, from which each clusterTrustBundle source picks its bundles (name "", namespace ""). */
+#define OBJ_KIND_TRUST_BUNDLE_LIST "ClusterTrustBundleList"
+/* A podCertificate source's credentials, as objects_manager_fill puts them: namespace = the volume's name, name =
+ * the source's index; the object is {"key": PEM, "chain": PEM}. */
+#define OBJ_KIND_POD_CERTIFICATE "PodCertificate"
 
 /* The service environment variables' objects (getServiceEnvVarMap): the services of a namespace (a list, kept
  * current by one watch per namespace) and the master service default/kubernetes. */

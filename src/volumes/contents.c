@@ -14,6 +14,8 @@
 #include "basic/error.h"
 #include "basic/macro.h"
 #include "objects/objects.h"
+#include "objects/podcert.h"
+#include "objects/refs.h"
 #include "volumes/contents.h"
 
 #define MAX_VALUE_SIZE (4u * 1024 * 1024)
@@ -133,9 +135,82 @@ static int downward_payload(const struct pod *pod, const struct downward_volume 
         return 0;
 }
 
+/* clusterTrustBundle: the anchors of the selected bundles (GetTrustAnchorsByName / BySigner) */
+static int trust_bundle_payload(const struct trust_bundle_projection *t, int mode, const struct kc_build_context *ctx,
+                                struct vol_payload *p, struct ck_error **ret_error) {
+        _cleanup_free_ char *pem = NULL;
+        const char *fetch_msg = NULL;
+        json_t *list = NULL;
+        size_t size = 0;
+        int r;
+
+        r = objects_pod_lookup(ctx->objects, OBJ_KIND_TRUST_BUNDLE_LIST, "", "", &list, &fetch_msg);
+        if (r < 0)
+                return ck_error_set(ret_error, r, "while getting ClusterTrustBundle: %s",
+                                    fetch_msg ? fetch_msg
+                                    : r == -ENOENT
+                                            ? "ClusterTrustBundle projection is not supported in static kubelet mode"
+                                            : strerror(-r));
+        r = podcert_trust_anchors(list, t->name, t->signer_name, t->label_selector, &pem, &size);
+        if (r == -ENOENT && t->optional)
+                return vol_payload_add(p, t->path, "", 0, mode);
+        if (r == -ENOENT)
+                return t->name ? ck_error_set(
+                                         ret_error, r,
+                                         "while getting ClusterTrustBundle: clustertrustbundles.certificates.k8s.io "
+                                         "\"%s\" not found",
+                                         t->name)
+                               : ck_error_set(ret_error, r,
+                                              "combination of signerName and labelSelector matched zero "
+                                              "ClusterTrustBundles");
+        if (r < 0)
+                return ck_error_set(ret_error, r, "while normalizing trust anchors: %s", strerror(-r));
+        return vol_payload_add(p, t->path, pem, size, mode);
+}
+
+/* podCertificate: the key and chain the manager holds (GetPodCertificateCredentialBundle) */
+static int pod_certificate_payload(const struct pod *pod, const struct volume *v, size_t index,
+                                   const struct pod_certificate_projection *pc, int mode,
+                                   const struct kc_build_context *ctx, struct vol_payload *p,
+                                   struct ck_error **ret_error) {
+        const char *msg = NULL, *key, *chain;
+        json_t *cred = NULL;
+        char idx[32];
+        int r;
+
+        snprintf(idx, sizeof(idx), "%zu", index);
+        r = objects_pod_lookup(ctx->objects, OBJ_KIND_POD_CERTIFICATE, v->name, idx, &cred, &msg);
+        if (r < 0)
+                return ck_error_set(ret_error, r, "%s",
+                                    msg ? msg
+                                        : "no credentials yet for this podCertificate source (static pod or no API "
+                                          "server)");
+        key = json_string_value(json_object_get(cred, "key"));
+        chain = json_string_value(json_object_get(cred, "chain"));
+        if (!key || !chain)
+                return ck_error_set(ret_error, -EINVAL, "credential bundle is not issued yet");
+        if (!isempty(pc->credential_bundle_path)) {
+                _cleanup_free_ char *bundle = NULL;
+                if (asprintf(&bundle, "%s%s", key, chain) < 0)
+                        return -ENOMEM;
+                r = vol_payload_add(p, pc->credential_bundle_path, bundle, strlen(bundle), mode);
+                explicit_bzero(bundle, strlen(bundle));
+                if (r < 0)
+                        return r;
+        }
+        if (!isempty(pc->key_path) && (r = vol_payload_add(p, pc->key_path, key, strlen(key), mode)) < 0)
+                return r;
+        if (!isempty(pc->certificate_chain_path) &&
+            (r = vol_payload_add(p, pc->certificate_chain_path, chain, strlen(chain), mode)) < 0)
+                return r;
+        (void) pod;
+        return 0;
+}
+
 int vol_volume_payload(const struct pod *pod, const struct volume *v, const struct kc_build_context *ctx,
                        struct vol_payload *ret, struct ck_error **ret_error) {
         struct vol_payload p = {};
+        bool fs_group = false;
         int r = 0;
 
         switch (v->type) {
@@ -148,6 +223,7 @@ int vol_volume_payload(const struct pod *pod, const struct volume *v, const stru
                 r = downward_payload(pod, &v->downward, v->downward.default_mode, ctx, &p, ret_error);
                 break;
         case VOLUME_PROJECTED:
+                fs_group = pod->spec.security_context && pod->spec.security_context->has_fs_group;
                 for (size_t i = 0; r >= 0 && i < v->n_sources; i++) {
                         const struct projection *s = &v->sources[i];
                         int mode = v->projected_default_mode;
@@ -187,6 +263,14 @@ int vol_volume_payload(const struct pod *pod, const struct volume *v, const stru
                                                     mode);
                                 break;
                         }
+                        case PROJECTION_CLUSTER_TRUST_BUNDLE:
+                                /* 0600 with an fsGroup (the files are then the group's), as upstream */
+                                r = trust_bundle_payload(&s->trust_bundle, fs_group ? 0600 : mode, ctx, &p, ret_error);
+                                break;
+                        case PROJECTION_POD_CERTIFICATE:
+                                r = pod_certificate_payload(pod, v, i, &s->pod_certificate, fs_group ? 0600 : mode, ctx,
+                                                            &p, ret_error);
+                                break;
                         default:
                                 break;
                         }

@@ -515,6 +515,75 @@ static void test_name_validators(void **state) {
         assert_non_null(validate_env_var_name("."));
 }
 
+/* projected clusterTrustBundle and podCertificate sources (validateProjectionSources) */
+#define PROJ(src) "{containers: [{name: app, image: nginx}], volumes: [{name: v, projected: {sources: [" src "]}}]}"
+static void test_projected_certificates(void **state) {
+        expect_valid(META, PROJ("{clusterTrustBundle: {name: 'example.com:signer:b1', path: ca.pem}}"));
+        expect_valid(META, PROJ("{clusterTrustBundle: {signerName: example.com/signer, labelSelector: "
+                                "{matchLabels: {a: b}}, path: ca.pem, optional: true}}"));
+        expect_valid(META, PROJ("{podCertificate: {signerName: example.com/signer, keyType: ED25519, "
+                                "credentialBundlePath: creds.pem, maxExpirationSeconds: 86400}}"));
+        expect_valid(META, PROJ("{podCertificate: {signerName: example.com/s, keyType: RSA3072, keyPath: k, "
+                                "certificateChainPath: c, userAnnotations: {example.com/x: y}}}"));
+
+        expect_invalid(META, PROJ("{clusterTrustBundle: {name: b, signerName: example.com/s, path: p}}"),
+                       "spec.volumes[0].projected.sources[0].clusterTrustBundle",
+                       "Invalid value: \"b\": only one of name and signerName may be used");
+        expect_invalid(META, PROJ("{clusterTrustBundle: {path: p}}"),
+                       "spec.volumes[0].projected.sources[0].clusterTrustBundle",
+                       "Required value: either name or signerName must be specified");
+        expect_invalid(META, PROJ("{clusterTrustBundle: {name: b, labelSelector: {}, path: p}}"),
+                       "spec.volumes[0].projected.sources[0].clusterTrustBundle.labelSelector",
+                       "Invalid value: \"\": labelSelector must be unset if name is specified");
+        expect_invalid(META, PROJ("{clusterTrustBundle: {name: b}}"),
+                       "spec.volumes[0].projected.sources[0].clusterTrustBundle.path", "Required value");
+        expect_invalid(META, PROJ("{clusterTrustBundle: {name: b, path: ../x}}"),
+                       "spec.volumes[0].projected.sources[0].clusterTrustBundle.path", "Invalid value: \"../x\"");
+        expect_invalid(META, PROJ("{clusterTrustBundle: {signerName: nodomain, path: p}}"),
+                       "spec.volumes[0].projected.sources[0].clusterTrustBundle.signerName",
+                       "Invalid value: \"nodomain\": must be a fully qualified domain and path");
+        expect_invalid(META,
+                       PROJ("{clusterTrustBundle: {signerName: example.com/s, path: p, labelSelector: "
+                            "{matchExpressions: [{key: a, operator: In}]}}}"),
+                       "spec.volumes[0].projected.sources[0].clusterTrustBundle.labelSelector.matchExpressions[0]."
+                       "values",
+                       "Required value");
+
+        expect_invalid(META, PROJ("{podCertificate: {signerName: example.com/s, keyType: DSA, keyPath: k}}"),
+                       "spec.volumes[0].projected.sources[0].podCertificate.keyType", "Unsupported value: \"DSA\"");
+        expect_invalid(META, PROJ("{podCertificate: {signerName: example.com/s, keyType: ED25519}}"),
+                       "spec.volumes[0].projected.sources[0].podCertificate",
+                       "Required value: specify at least one of credentialBundlePath, keyPath, and "
+                       "certificateChainPath");
+        expect_invalid(META,
+                       PROJ("{podCertificate: {signerName: example.com/s, keyType: ED25519, keyPath: k, "
+                            "maxExpirationSeconds: 60}}"),
+                       "spec.volumes[0].projected.sources[0].podCertificate.maxExpirationSeconds",
+                       "Invalid value: 60: if provided, maxExpirationSeconds must be >= 3600");
+        expect_invalid(META,
+                       PROJ("{podCertificate: {signerName: kubernetes.io/x, keyType: ED25519, keyPath: k, "
+                            "maxExpirationSeconds: 90000}}"),
+                       "spec.volumes[0].projected.sources[0].podCertificate.maxExpirationSeconds",
+                       "Invalid value: 90000: if provided, maxExpirationSeconds must be <= 86400");
+        expect_valid(META, PROJ("{podCertificate: {signerName: example.com/x, keyType: ED25519, keyPath: k, "
+                                "maxExpirationSeconds: 90000}}"));
+        expect_invalid(META, PROJ("{podCertificate: {signerName: '', keyType: ED25519, keyPath: k}}"),
+                       "spec.volumes[0].projected.sources[0].podCertificate.signerName", "Required value");
+        expect_invalid(META,
+                       PROJ("{podCertificate: {signerName: example.com/s, keyType: ED25519, keyPath: k, "
+                            "userAnnotations: {plain: y}}}"),
+                       "spec.volumes[0].projected.sources[0].podCertificate.userAnnotations",
+                       "Invalid value: \"plain\": must be a domain-prefixed path");
+        expect_invalid(META,
+                       PROJ("{podCertificate: {signerName: example.com/s, keyType: ED25519, keyPath: k, "
+                            "certificateChainPath: k}}"),
+                       "spec.volumes[0].projected", "Invalid value: \"k\": conflicting duplicate paths");
+        expect_invalid(META,
+                       PROJ("{clusterTrustBundle: {name: b, path: p}}, {podCertificate: {signerName: example.com/s, "
+                            "keyType: ED25519, keyPath: p}}"),
+                       "spec.volumes[0].projected", "Invalid value: \"p\": conflicting duplicate paths");
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_valid),
@@ -529,6 +598,7 @@ int main(void) {
                 cmocka_unit_test(test_error_string),
                 cmocka_unit_test(test_name_validators),
                 cmocka_unit_test(test_unsupported_fields),
+                cmocka_unit_test(test_projected_certificates),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

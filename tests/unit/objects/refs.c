@@ -149,11 +149,45 @@ static void test_manager_without_api(void **state) {
         json_decref(pod);
 }
 
+static void test_collect_certificates(void **state) {
+        json_t *pod = json_loads(
+                "{\"spec\": {\"volumes\": [{\"name\": \"c\", \"projected\": {\"sources\": ["
+                "{\"clusterTrustBundle\": {\"name\": \"b\", \"path\": \"ca\"}},"
+                "{\"podCertificate\": {\"signerName\": \"example.com/s\", \"keyType\": \"ED25519\", "
+                "\"keyPath\": \"k\", \"maxExpirationSeconds\": 7200, \"userAnnotations\": {\"a.io/x\": \"y\"}}},"
+                "{\"podCertificate\": {\"signerName\": \"example.com/t\", \"keyType\": \"RSA3072\", "
+                "\"keyPath\": \"k2\"}}]}}]}}",
+                0, NULL);
+        struct pod_refs r = {};
+
+        assert_non_null(pod);
+        assert_int_equal(objects_refs_collect(pod, &r), 0);
+        assert_true(r.trust_bundles);
+        assert_int_equal(r.n_certs, 2);
+        assert_string_equal(r.certs[0].volume, "c");
+        assert_int_equal(r.certs[0].index, 1); /* its index among the volume's sources */
+        assert_string_equal(r.certs[0].service_account, "default");
+        assert_string_equal(r.certs[0].signer_name, "example.com/s");
+        assert_string_equal(r.certs[0].key_type, "ED25519");
+        assert_true(r.certs[0].has_max_expiration);
+        assert_int_equal(r.certs[0].max_expiration_seconds, 7200);
+        assert_string_equal(json_string_value(json_object_get(r.certs[0].user_annotations, "a.io/x")), "y");
+        assert_int_equal(r.certs[1].index, 2);
+        assert_false(r.certs[1].has_max_expiration);
+        assert_null(r.certs[1].user_annotations);
+        objects_refs_done(&r);
+        json_decref(pod);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_collect),         cmocka_unit_test(test_collect_none),
-                cmocka_unit_test(test_service_account), cmocka_unit_test(test_not_found_message),
-                cmocka_unit_test(test_token_refresh),   cmocka_unit_test(test_manager_without_api),
+                cmocka_unit_test(test_collect),
+                cmocka_unit_test(test_collect_none),
+                cmocka_unit_test(test_collect_certificates),
+                cmocka_unit_test(test_service_account),
+                cmocka_unit_test(test_not_found_message),
+                cmocka_unit_test(test_token_refresh),
+                cmocka_unit_test(test_manager_without_api),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
