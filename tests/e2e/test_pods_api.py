@@ -65,7 +65,8 @@ def one(f, num):
 def pod_facts(data):
     """name, namespace, uid, container names, phase, {container: ready} of an encoded v1.Pod"""
     pod = fields(data)
-    meta, spec = fields(one(pod, 1)), fields(one(pod, 2))
+    meta = fields(one(pod, 1))
+    spec = fields(one(pod, 2)) if 2 in pod else {}  # a DELETED event's pod has its metadata only
     status = fields(one(pod, 3)) if 3 in pod else {}
     ready = {}
     for cs in status.get(8, []):
@@ -189,6 +190,8 @@ def test_watch_sees_added_modified_deleted(kubelet_factory, runtime):
                 events.put((api.pb.EventType.Name(ev.type), pod_facts(ev.pod) if ev.pod else None))
         except api.grpc.RpcError as e:
             events.put(("ERROR", e.code()))
+        except Exception as e:  # a pod the test cannot read: fail the wait with it, not silently
+            events.put(("BROKEN", repr(e)))
 
     t = threading.Thread(target=reader, daemon=True)
     t.start()
