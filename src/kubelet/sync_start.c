@@ -540,7 +540,7 @@ static void pull(struct pod_sync *s) {
         if (s->k->credprov) {
                 /* the plugins for the image's repository, asked off the loop (a child process each) */
                 _cleanup_free_ char *repo = cred_image_repository(st->image);
-                r = repo ? credprov_lookup(s->k->credprov, repo, on_provider_credentials, s, &st->cred_lookup)
+                r = repo ? credprov_lookup(s->k->credprov, repo, NULL, on_provider_credentials, s, &st->cred_lookup)
                          : -ENOMEM;
                 if (r >= 0)
                         return;
