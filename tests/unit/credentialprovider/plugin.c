@@ -20,7 +20,9 @@
 #include "basic/spawn.h"
 #include "basic/json.h"
 #include "basic/string.h"
+#include "basic/strv.h"
 #include "credentialprovider/plugin/plugin.h"
+#include "kubelet/credprov_sa.h"
 
 /* ---------------------------------------------------------------- config */
 
@@ -572,6 +574,133 @@ static void test_providers(void **state) {
         rmdir(d);
 }
 
+/* tokenAttributes: the service account's token and annotations in the request, no run without a service account
+ * (requireServiceAccount) or without a required annotation, the cache keyed by the service account (cacheType
+ * ServiceAccount: another token of the same account hits it; another account does not) */
+static void test_service_account_tokens(void **state) {
+        char tmpl[] = "/tmp/ckubelet-credprov-XXXXXX";
+        char *d = mkdtemp(tmpl), cfg[256], p[256], reqs[256];
+        struct event_base *base = event_base_new();
+        struct credprov *cp = NULL;
+        struct ck_error *err = NULL;
+        struct lookup_out o = {};
+        _cleanup_free_ char *seen = NULL;
+        json_auto_t *annots = json_pack("{s:s, s:s}", "example.com/role", "puller", "other", "x");
+        json_auto_t *none = json_object();
+        json_auto_t *tok1 = json_pack("{s:s}", "my-registry", "tok1");
+        json_auto_t *tok2 = json_pack("{s:s}", "my-registry", "tok2");
+        struct credprov_pod_sa sa = { .namespace = "ns",
+                                      .pod_name = "pod",
+                                      .pod_uid = "puid",
+                                      .name = "builder",
+                                      .uid = "sauid1",
+                                      .annotations = annots,
+                                      .tokens = tok1 };
+        char **auds;
+        const char *config;
+
+        assert_non_null(d);
+        snprintf(reqs, sizeof(reqs), "%s/requests", d);
+        snprintf(p, sizeof(p), "%s/sa", d);
+        {
+                _cleanup_free_ char *script = NULL;
+                assert_true(asprintf(&script,
+                                     "#!/bin/sh\ncat >> %s\necho >> %s\n"
+                                     "echo '{\"kind\":\"CredentialProviderResponse\",\"apiVersion\":"
+                                     "\"credentialprovider.kubelet.k8s.io/v1\",\"cacheKeyType\":\"Image\","
+                                     "\"auth\":{\"reg.io\":{\"username\":\"u\",\"password\":\"pw\"}}}'\n",
+                                     reqs, reqs) > 0);
+                write_exec(p, script);
+        }
+        snprintf(cfg, sizeof(cfg), "%s/config.yaml", d);
+        config = "apiVersion: kubelet.config.k8s.io/v1\nkind: CredentialProviderConfig\nproviders:\n"
+                 "- {name: sa, matchImages: ['reg.io'], defaultCacheDuration: 1h, apiVersion: "
+                 "credentialprovider.kubelet.k8s.io/v1, tokenAttributes: {serviceAccountTokenAudience: my-registry, "
+                 "requireServiceAccount: true, requiredServiceAccountAnnotationKeys: [example.com/role], "
+                 "cacheType: ServiceAccount}}\n";
+        assert_int_equal(write_file_atomic(cfg, config, strlen(config), 0644), 0);
+        assert_int_equal(credprov_new(base, cfg, d, &cp, &err), 0);
+
+        assert_true(credprov_wants_service_account(cp, "reg.io/app"));
+        assert_false(credprov_wants_service_account(cp, "other.io/app"));
+        auds = credprov_token_audiences(cp, "reg.io/app", annots);
+        assert_non_null(auds);
+        assert_string_equal(auds[0], "my-registry");
+        assert_null(auds[1]);
+        strv_free(auds);
+        assert_null(credprov_token_audiences(cp, "reg.io/app", none)); /* the required annotation missing */
+
+        /* no service account: required, so no run and no error */
+        assert_int_equal(credprov_lookup(cp, "reg.io/app", NULL, on_lookup, &o, NULL), 0);
+        run_loop(base, &o.done);
+        assert_int_equal(o.n, 0);
+        assert_string_equal(o.error, "");
+        /* the required annotation missing: no run either */
+        memset(&o, 0, sizeof(o));
+        sa.annotations = none;
+        assert_int_equal(credprov_lookup(cp, "reg.io/app", &sa, on_lookup, &o, NULL), 0);
+        run_loop(base, &o.done);
+        assert_int_equal(o.n, 0);
+        assert_string_equal(o.error, "");
+        assert_int_equal(access(reqs, F_OK), -1);
+
+        /* with both: one run, given the token and the listed annotations only */
+        memset(&o, 0, sizeof(o));
+        sa.annotations = annots;
+        assert_int_equal(credprov_lookup(cp, "reg.io/app", &sa, on_lookup, &o, NULL), 0);
+        run_loop(base, &o.done);
+        assert_int_equal(o.n, 1);
+        assert_string_equal(o.user, "u");
+        /* another token of the same account: from the cache */
+        memset(&o, 0, sizeof(o));
+        sa.tokens = tok2;
+        assert_int_equal(credprov_lookup(cp, "reg.io/app", &sa, on_lookup, &o, NULL), 0);
+        run_loop(base, &o.done);
+        assert_int_equal(o.n, 1);
+        /* another account (a new UID): a run of its own */
+        memset(&o, 0, sizeof(o));
+        sa.uid = "sauid2";
+        assert_int_equal(credprov_lookup(cp, "reg.io/app", &sa, on_lookup, &o, NULL), 0);
+        run_loop(base, &o.done);
+        assert_int_equal(o.n, 1);
+        assert_int_equal(read_full_file(reqs, 65536, &seen, NULL), 0);
+        assert_string_equal(seen, "{\"kind\":\"CredentialProviderRequest\",\"apiVersion\":"
+                                  "\"credentialprovider.kubelet.k8s.io/v1\",\"image\":\"reg.io/app\","
+                                  "\"serviceAccountToken\":\"tok1\",\"serviceAccountAnnotations\":"
+                                  "{\"example.com/role\":\"puller\"}}\n"
+                                  "{\"kind\":\"CredentialProviderRequest\",\"apiVersion\":"
+                                  "\"credentialprovider.kubelet.k8s.io/v1\",\"image\":\"reg.io/app\","
+                                  "\"serviceAccountToken\":\"tok2\",\"serviceAccountAnnotations\":"
+                                  "{\"example.com/role\":\"puller\"}}\n");
+        /* the service account could not be had: its error */
+        memset(&o, 0, sizeof(o));
+        sa.uid = "sauid3";
+        sa.error = "failed to get service account: serviceaccounts \"builder\" not found";
+        assert_int_equal(credprov_lookup(cp, "reg.io/app", &sa, on_lookup, &o, NULL), 0);
+        run_loop(base, &o.done);
+        assert_int_equal(o.n, 0);
+        assert_string_equal(o.error, "failed to get service account: serviceaccounts \"builder\" not found");
+
+        credprov_free(cp);
+        event_base_free(base);
+        for (const char *f = "sa\0config.yaml\0requests\0"; *f; f += strlen(f) + 1) {
+                snprintf(p, sizeof(p), "%s/%s", d, f);
+                unlink(p);
+        }
+        rmdir(d);
+}
+
+/* the TokenRequest the kubelet sends for a plugin: bound to the pod, the service account's UID, the audience */
+static void test_token_request_body(void **state) {
+        json_auto_t *b = credprov_sa_token_request("sauid", "my-registry", "pod", "puid");
+        _cleanup_free_ char *s = json_dumps(b, JSON_COMPACT | JSON_SORT_KEYS);
+
+        assert_string_equal(s, "{\"apiVersion\":\"authentication.k8s.io/v1\",\"kind\":\"TokenRequest\","
+                               "\"metadata\":{\"uid\":\"sauid\"},\"spec\":{\"audiences\":[\"my-registry\"],"
+                               "\"boundObjectRef\":{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"name\":\"pod\","
+                               "\"uid\":\"puid\"}}}");
+}
+
 /* issue 26: each provider's plugin runs are serialized: four lookups of four images through two providers, each
  * plugin notes when a run of its own overlaps another (a lock directory per plugin), and every lookup still gets its
  * answer */
@@ -640,6 +769,8 @@ int main(void) {
                 cmocka_unit_test(test_spawn),
                 cmocka_unit_test(test_providers),
                 cmocka_unit_test(test_serialized),
+                cmocka_unit_test(test_service_account_tokens),
+                cmocka_unit_test(test_token_request_body),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
