@@ -499,6 +499,8 @@ static void exec_free(struct exec *e) {
         if (e->token)
                 explicit_bzero(e->token, strlen(e->token));
         free(e->token);
+        if (e->req)
+                explicit_bzero(e->req, strlen(e->req));
         free(e->req);
         free(e);
 }
@@ -612,6 +614,7 @@ static int exec_spawn(struct exec *e) {
                         CREDPROV_STDERR_MAX, CREDPROV_EXEC_TIMEOUT_USEC, on_exec_done, e, &e->spawn);
         if (r < 0)
                 return r;
+        explicit_bzero(e->req, strlen(e->req)); /* it may hold a service account token */
         e->req = mfree(e->req);
         pv->running++;
         return 0;
