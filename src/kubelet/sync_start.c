@@ -37,6 +37,7 @@
 #include "basic/string.h"
 #include "basic/time.h"
 #include "basic/workpool.h"
+#include "kubelet/credprov_sa.h"
 #include "kubelet/hooks.h"
 #include "kuberuntime/envfile.h"
 #include "volumes/subpath.h"
@@ -59,6 +60,7 @@ struct start_step {
         char *pull_errors; /* the errors of each credential tried so far */
         /* the credential provider plugins' answer for the image (after the pull secrets) */
         struct credprov_lookup *cred_lookup;
+        struct credprov_sa_fetch *sa_fetch; /* the pod's service account and tokens, for tokenAttributes */
         struct cred_keyring provider_keyring;
         char *provider_error;
         struct slot_ticket pull; /* its place in the pull queue (k->image_puller) */
@@ -114,6 +116,7 @@ void kubelet_sync_start_step_free(struct pod_sync *s) {
         free(st->pull_errors);
         slots_release(s->k->image_puller, &st->pull);
         credprov_lookup_cancel(st->cred_lookup);
+        credprov_sa_fetch_cancel(st->sa_fetch);
         cred_keyring_done(&st->provider_keyring);
         free(st->provider_error);
         dm_request_cancel(st->dev_request);
@@ -523,6 +526,59 @@ static void on_provider_credentials(struct cred_keyring *creds, const char *erro
         pull_queue(s);
 }
 
+/* the plugins for the image's repository, asked off the loop (a child process each), with the pod's service
+ * account when a plugin has tokenAttributes */
+static int provider_lookup(struct pod_sync *s, const struct credprov_pod_sa *sa) {
+        struct start_step *st = s->start;
+        _cleanup_free_ char *repo = cred_image_repository(st->image);
+
+        return repo ? credprov_lookup(s->k->credprov, repo, sa, on_provider_credentials, s, &st->cred_lookup) : -ENOMEM;
+}
+
+static void on_pod_service_account(const struct credprov_pod_sa *sa, void *userdata) {
+        struct pod_sync *s = userdata;
+        int r;
+
+        s->start->sa_fetch = NULL;
+        r = provider_lookup(s, sa);
+        if (r < 0) {
+                kubelet_sync_call_failed(s, "asking the credential provider plugins", r);
+                step_done(s);
+        }
+}
+
+/* KubeletServiceAccountTokenForCredentialProviders: the pod's service account (spec.serviceAccountName; none
+ * for a static pod) when a matching plugin has tokenAttributes. 1: asked, on_pod_service_account follows. */
+static int provider_service_account(struct pod_sync *s) {
+        struct start_step *st = s->start;
+        _cleanup_free_ char *repo = cred_image_repository(st->image);
+        const char *sa_name;
+        int r;
+
+        if (!repo)
+                return -ENOMEM;
+        if (pod_config_is_static(s->pod) || !credprov_wants_service_account(s->k->credprov, repo))
+                return 0;
+        sa_name = json_string_value(json_object_get(json_object_get(s->pod->raw, "spec"), "serviceAccountName"));
+        if (isempty(sa_name))
+                return 0;
+        if (!s->k->client) {
+                struct credprov_pod_sa sa = {
+                        .namespace = s->pod->namespace_,
+                        .pod_name = s->pod->name,
+                        .pod_uid = s->w->uid,
+                        .name = sa_name,
+                        .error = "failed to get service account: cannot get ServiceAccounts when kubelet is in "
+                                 "standalone mode",
+                };
+                r = provider_lookup(s, &sa);
+                return r < 0 ? r : 1;
+        }
+        r = credprov_sa_fetch(s->k->client, s->k->credprov, repo, s->pod->namespace_, s->pod->name, s->w->uid, sa_name,
+                              on_pod_service_account, s, &st->sa_fetch);
+        return r < 0 ? r : 1;
+}
+
 static void pull(struct pod_sync *s) {
         struct start_step *st = s->start;
         int r;
@@ -538,10 +594,9 @@ static void pull(struct pod_sync *s) {
                 return;
         }
         if (s->k->credprov) {
-                /* the plugins for the image's repository, asked off the loop (a child process each) */
-                _cleanup_free_ char *repo = cred_image_repository(st->image);
-                r = repo ? credprov_lookup(s->k->credprov, repo, on_provider_credentials, s, &st->cred_lookup)
-                         : -ENOMEM;
+                r = provider_service_account(s);
+                if (r == 0)
+                        r = provider_lookup(s, NULL);
                 if (r >= 0)
                         return;
                 kubelet_sync_call_failed(s, "asking the credential provider plugins", r);

@@ -172,3 +172,82 @@ def test_credential_provider_bad_config(kubelet_factory, tmp_path):
     assert k.proc.wait(30) != 0
     assert ("Failed to register CRI auth plugins: failed to validate credential provider config: providers.name: "
             "Invalid value: \"a/b\": provider name cannot contain '/'") in k.log()
+
+
+def test_credential_provider_service_account_token(kube, registry, tmp_path):
+    """tokenAttributes (KubeletServiceAccountTokenForCredentialProviders) against the real control plane: the
+    plugin gets a token of the pod's service account for its audience, bound to the pod, and the service account's
+    annotations it lists; a pod whose service account lacks the required annotation gets no run of the plugin."""
+    from apiobjects import SLEEP, api_pod, container, jwt_claims, running
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    calls = tmp_path / "calls"
+    write_exec(bindir / "sa", f"""\
+        #!/bin/sh
+        cat >> {calls}
+        echo >> {calls}
+        cat <<EOF
+        {{"kind":"CredentialProviderResponse","apiVersion":"credentialprovider.kubelet.k8s.io/v1",
+          "cacheKeyType":"Image",
+          "auth":{{"{registry}":{{"username":"{USER}","password":"{PASSWORD}"}}}}}}
+        EOF
+        """)
+    config = tmp_path / "credential-providers.yaml"
+    config.write_text(textwrap.dedent(f"""\
+        apiVersion: kubelet.config.k8s.io/v1
+        kind: CredentialProviderConfig
+        providers:
+        - name: sa
+          matchImages: ["{registry}/good"]
+          defaultCacheDuration: 1h
+          apiVersion: credentialprovider.kubelet.k8s.io/v1
+          tokenAttributes:
+            serviceAccountTokenAudience: my-registry.example
+            requireServiceAccount: true
+            requiredServiceAccountAnnotationKeys: [example.com/role]
+            optionalServiceAccountAnnotationKeys: [example.com/team, example.com/absent]
+            cacheType: ServiceAccount
+        """))
+    kube.create("serviceaccounts", {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {
+        "name": "builder", "annotations": {"example.com/role": "puller", "example.com/team": "blue",
+                                           "example.com/unlisted": "x"}}})
+    sa = kube.get("serviceaccounts", "builder")
+    # the node may ask tokens for the plugin's audience (ServiceAccountNodeAudienceRestriction: the admin grants
+    # the verb request-serviceaccounts-token-audience on the audience, as the KEP documents)
+    kube.create("roles", {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+                          "metadata": {"name": "registry-audience"},
+                          "rules": [{"apiGroups": [""], "resources": ["my-registry.example"],
+                                     "verbs": ["request-serviceaccounts-token-audience"]}]})
+    kube.create("rolebindings", {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+                                 "metadata": {"name": "registry-audience"},
+                                 "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
+                                             "name": "registry-audience"},
+                                 "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User",
+                                               "name": kube.user}]})
+    kube.kubelet("--image-credential-provider-config", str(config), "--image-credential-provider-bin-dir",
+                 str(bindir))
+    image = f"{registry}/good/busybox:1"
+    p = kube.create("pods", api_pod("withsa", [container("app", SLEEP, image=image, imagePullPolicy="Always")],
+                                    kube.node, grace=1, extra_spec={"serviceAccountName": "builder"}))
+    kube.wait(lambda: running(kube, "withsa"), 90, msg="the pod running with the plugin's credentials")
+    [line] = [l for l in calls.read_text().splitlines() if l.strip()]
+    req = json.loads(line)
+    assert req["image"] == f"{registry}/good/busybox", req
+    assert req["serviceAccountAnnotations"] == {"example.com/role": "puller", "example.com/team": "blue"}, req
+    claims = jwt_claims(req["serviceAccountToken"])
+    assert claims["aud"] == ["my-registry.example"], claims
+    assert claims["sub"] == f"system:serviceaccount:{kube.ns}:builder", claims
+    k8s = claims["kubernetes.io"]
+    assert k8s["serviceaccount"]["uid"] == sa["metadata"]["uid"], claims
+    assert k8s["pod"] == {"name": "withsa", "uid": p["metadata"]["uid"]}, claims
+    # the token is a real one for that audience
+    review = kube.token_review(req["serviceAccountToken"], audiences=["my-registry.example"])
+    assert review.get("authenticated"), review
+
+    # the default service account has no example.com/role: the plugin is not run, the pull has no credentials
+    kube.create("pods", api_pod("nosa", [container("app", SLEEP, image=image, imagePullPolicy="Always")],
+                                kube.node, grace=1))
+    kube.wait(lambda: (q := kube.pod("nosa")) and any(
+        (c.get("state", {}).get("waiting") or {}).get("reason") in ("ErrImagePull", "ImagePullBackOff")
+        for c in q.get("status", {}).get("containerStatuses", [])), 90, msg="nosa failing to pull")
+    assert len([l for l in calls.read_text().splitlines() if l.strip()]) == 1

@@ -2,6 +2,7 @@
 /* CredentialProviderConfig: decoding (strict) and validation, with upstream's messages. */
 #include "credentialprovider/plugin/config.h"
 
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <jansson.h>
@@ -11,6 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "apis/pod.h"
 #include "basic/yaml_json.h"
 #include "basic/duration.h"
 #include "basic/error.h"
@@ -50,6 +52,13 @@ void credprov_config_done(struct credprov_config *c) {
                         free(p->env[j].value);
                 }
                 free(p->env);
+                if (p->token_attributes) {
+                        free(p->token_attributes->audience);
+                        strv_free(p->token_attributes->required_annotation_keys);
+                        strv_free(p->token_attributes->optional_annotation_keys);
+                        free(p->token_attributes->cache_type);
+                        free(p->token_attributes);
+                }
         }
         free(c->providers);
         *c = (struct credprov_config) {};
@@ -119,6 +128,51 @@ static int get_strv(const json_t *obj, const char *key, const char *path, char *
 
 #define NO_DURATION INT64_MIN
 
+static int decode_token_attributes(const json_t *o, const char *path, struct credprov_token_attributes **ret,
+                                   struct ck_error **ret_error) {
+        static const char *const fields[] = { "serviceAccountTokenAudience",
+                                              "requireServiceAccount",
+                                              "requiredServiceAccountAnnotationKeys",
+                                              "optionalServiceAccountAnnotationKeys",
+                                              "cacheType",
+                                              NULL };
+        const char *t = "ServiceAccountTokenAttributes";
+        struct credprov_token_attributes *a;
+        char tpath[96];
+        const json_t *req;
+        int r;
+
+        if (!o || json_is_null(o))
+                return 0;
+        snprintf(tpath, sizeof(tpath), "%s.tokenAttributes", path);
+        if (!json_is_object(o))
+                return ck_error_set(ret_error, -EINVAL,
+                                    "json: cannot unmarshal into Go struct field CredentialProvider.tokenAttributes of "
+                                    "type ServiceAccountTokenAttributes");
+        r = check_fields(o, tpath, fields, ret_error);
+        if (r < 0)
+                return r;
+        a = calloc(1, sizeof(*a));
+        if (!a)
+                return -ENOMEM;
+        *ret = a; /* freed with the provider */
+        if ((r = get_string(o, "serviceAccountTokenAudience", t, &a->audience, ret_error)) < 0 ||
+            (r = get_strv(o, "requiredServiceAccountAnnotationKeys", t, &a->required_annotation_keys, ret_error)) < 0 ||
+            (r = get_strv(o, "optionalServiceAccountAnnotationKeys", t, &a->optional_annotation_keys, ret_error)) < 0 ||
+            (r = get_string(o, "cacheType", t, &a->cache_type, ret_error)) < 0)
+                return r;
+        req = json_object_get(o, "requireServiceAccount");
+        if (req && !json_is_null(req)) {
+                if (!json_is_boolean(req))
+                        return ck_error_set(ret_error, -EINVAL,
+                                            "json: cannot unmarshal into Go struct field "
+                                            "ServiceAccountTokenAttributes.requireServiceAccount of type bool");
+                a->has_require_service_account = true;
+                a->require_service_account = json_is_true(req);
+        }
+        return 0;
+}
+
 static int decode_provider(const json_t *o, size_t index, struct credprov_provider *p, struct ck_error **ret_error) {
         static const char *const fields[] = { "name", "matchImages", "defaultCacheDuration", "apiVersion",
                                               "args", "env",         "tokenAttributes",      NULL };
@@ -150,6 +204,9 @@ static int decode_provider(const json_t *o, size_t index, struct credprov_provid
                 if (go_duration_parse(json_string_value(d), &p->default_cache_duration_nsec, ret_error) < 0)
                         return -EINVAL;
         }
+        r = decode_token_attributes(json_object_get(o, "tokenAttributes"), path, &p->token_attributes, ret_error);
+        if (r < 0)
+                return r;
         env = json_object_get(o, "env");
         if (env && !json_is_null(env)) {
                 if (!json_is_array(env))
@@ -185,8 +242,7 @@ static int decode_provider(const json_t *o, size_t index, struct credprov_provid
 }
 
 /* decode one document, appending its providers to c */
-static int decode(const json_t *doc, struct credprov_config *c, bool *ret_token_attributes,
-                  struct ck_error **ret_error) {
+static int decode(const json_t *doc, struct credprov_config *c, struct ck_error **ret_error) {
         static const char *const fields[] = { "apiVersion", "kind", "providers", NULL };
         const char *api = json_string_at(doc, "apiVersion", NULL), *kind = json_string_at(doc, "kind", NULL);
         const json_t *providers, *p;
@@ -235,8 +291,6 @@ static int decode(const json_t *doc, struct credprov_config *c, bool *ret_token_
                 c->n++;
                 if (r < 0)
                         return r;
-                if (json_object_get(p, "tokenAttributes"))
-                        *ret_token_attributes = true;
         }
         return 0;
 }
@@ -280,7 +334,83 @@ static int add_err(struct errs *e, const char *fmt, ...) {
         return strv_push(&e->items, m);
 }
 
-static int validate(const struct credprov_config *c, bool token_attributes, struct ck_error **ret_error) {
+/* validateServiceAccountAnnotationKeys: qualified names (case does not matter), no duplicate */
+static int validate_annotation_keys(struct errs *e, const char *field, char **keys) {
+        int r = 0;
+
+        for (size_t i = 0; r >= 0 && keys && keys[i]; i++) {
+                _cleanup_free_ char *lower = strdup(keys[i]);
+                const char *why;
+
+                if (!lower)
+                        return -ENOMEM;
+                for (char *c = lower; *c; c++)
+                        *c = (char) tolower((unsigned char) *c);
+                why = validate_qualified_name(lower);
+                if (why)
+                        r = add_err(e, "providers.tokenAttributes.%s: Invalid value: \"%s\": %s", field, keys[i], why);
+                for (size_t j = 0; r >= 0 && j < i; j++)
+                        if (streq(keys[j], keys[i])) {
+                                r = add_err(e, "providers.tokenAttributes.%s: Duplicate value: \"%s\"", field, keys[i]);
+                                break;
+                        }
+        }
+        return r;
+}
+
+static int cmp_key(const void *a, const void *b) {
+        return strcmp(*(char *const *) a, *(char *const *) b);
+}
+
+static int validate_token_attributes(struct errs *e, const struct credprov_provider *p) {
+        const struct credprov_token_attributes *a = p->token_attributes;
+        _cleanup_strv_free_ char **both = NULL;
+        int r = 0;
+
+        if (isempty(a->audience))
+                r = add_err(e, "providers.tokenAttributes.serviceAccountTokenAudience: Required value");
+        if (r >= 0 && !a->has_require_service_account)
+                r = add_err(e, "providers.tokenAttributes.requireServiceAccount: Required value");
+        if (r >= 0 && !streq_ptr(p->api_version, "credentialprovider.kubelet.k8s.io/v1"))
+                r = add_err(e, "providers.tokenAttributes: Forbidden: tokenAttributes is only supported for "
+                               "credentialprovider.kubelet.k8s.io/v1 API version");
+        if (r >= 0 && a->has_require_service_account && !a->require_service_account &&
+            strv_length(a->required_annotation_keys) > 0)
+                r = add_err(e,
+                            "providers.tokenAttributes.requiredServiceAccountAnnotationKeys: Forbidden: "
+                            "requireServiceAccount cannot be false when requiredServiceAccountAnnotationKeys is set");
+        if (r >= 0)
+                r = validate_annotation_keys(e, "requiredServiceAccountAnnotationKeys", a->required_annotation_keys);
+        if (r >= 0)
+                r = validate_annotation_keys(e, "optionalServiceAccountAnnotationKeys", a->optional_annotation_keys);
+        for (size_t i = 0; r >= 0 && a->required_annotation_keys && a->required_annotation_keys[i]; i++)
+                if (strv_contains(a->optional_annotation_keys, a->required_annotation_keys[i]) &&
+                    !strv_contains(both, a->required_annotation_keys[i]))
+                        r = strv_extend(&both, a->required_annotation_keys[i]);
+        if (r >= 0 && both) {
+                _cleanup_free_ char *j = NULL;
+                qsort(both, strv_length(both), sizeof(char *), cmp_key);
+                j = strv_join(both, " ");
+                if (!j)
+                        return -ENOMEM;
+                /* field.Invalid of a []string prints it with %v */
+                r = add_err(e,
+                            "providers.tokenAttributes: Invalid value: [%s]: annotation keys cannot be both "
+                            "required and optional",
+                            j);
+        }
+        if (r >= 0 && isempty(a->cache_type))
+                r = add_err(e, "providers.tokenAttributes.cacheType: Required value: cacheType is required to be set "
+                               "when tokenAttributes is specified. Supported values are: ServiceAccount, Token");
+        else if (r >= 0 && !streq(a->cache_type, "ServiceAccount") && !streq(a->cache_type, "Token"))
+                r = add_err(e,
+                            "providers.tokenAttributes.cacheType: Unsupported value: \"%s\": supported values: "
+                            "\"ServiceAccount\", \"Token\"",
+                            a->cache_type);
+        return r;
+}
+
+static int validate(const struct credprov_config *c, struct ck_error **ret_error) {
         struct errs e = {};
         _cleanup_strv_free_ char **seen = NULL;
         _cleanup_free_ char *joined = NULL;
@@ -336,12 +466,9 @@ static int validate(const struct credprov_config *c, bool token_attributes, stru
                                     "must be greater than or equal to 0",
                                     go_duration_format(p->default_cache_duration_nsec, buf, sizeof(buf)));
                 }
+                if (r >= 0 && p->token_attributes)
+                        r = validate_token_attributes(&e, p);
         }
-        /* service account tokens for plugins (KubeletServiceAccountTokenForCredentialProviders) are not here yet:
-         * as upstream with the feature gate off */
-        if (r >= 0 && token_attributes)
-                r = add_err(&e, "providers.tokenAttributes: Forbidden: tokenAttributes is not supported when "
-                                "KubeletServiceAccountTokenForCredentialProviders feature gate is disabled");
         if (r < 0) {
                 strv_free(e.items);
                 return r;
@@ -360,8 +487,7 @@ static int validate(const struct credprov_config *c, bool token_attributes, stru
 
 /* ---------------------------------------------------------------- entry points */
 
-static int parse_doc(const char *data, size_t size, struct credprov_config *c, bool *token_attributes,
-                     struct ck_error **ret_error) {
+static int parse_doc(const char *data, size_t size, struct credprov_config *c, struct ck_error **ret_error) {
         json_auto_t *docs = NULL;
         int r;
 
@@ -371,17 +497,16 @@ static int parse_doc(const char *data, size_t size, struct credprov_config *c, b
         if (json_array_size(docs) != 1)
                 return ck_error_set(ret_error, -EINVAL, "want one CredentialProviderConfig document, found %zu",
                                     json_array_size(docs));
-        return decode(json_array_get(docs, 0), c, token_attributes, ret_error);
+        return decode(json_array_get(docs, 0), c, ret_error);
 }
 
 int credprov_config_parse(const char *data, size_t size, struct credprov_config *ret, struct ck_error **ret_error) {
         struct credprov_config c = {};
-        bool token_attributes = false;
         int r;
 
-        r = parse_doc(data, size, &c, &token_attributes, ret_error);
+        r = parse_doc(data, size, &c, ret_error);
         if (r >= 0)
-                r = validate(&c, token_attributes, ret_error);
+                r = validate(&c, ret_error);
         if (r < 0) {
                 credprov_config_done(&c);
                 return r;
@@ -401,7 +526,6 @@ static int cmp_str(const void *a, const void *b) {
 int credprov_config_load(const char *path, struct credprov_config *ret, struct ck_error **ret_error) {
         struct credprov_config c = {};
         _cleanup_strv_free_ char **files = NULL;
-        bool token_attributes = false;
         struct stat st;
         int r = 0;
 
@@ -445,7 +569,7 @@ int credprov_config_load(const char *path, struct credprov_config *ret, struct c
                         r = ck_error_set(ret_error, -EINVAL, "unable to read file \"%s\": %s", files[i], strerror(-r));
                         goto fail;
                 }
-                r = parse_doc(data, size, &c, &token_attributes, ret_error);
+                r = parse_doc(data, size, &c, ret_error);
                 if (r < 0) {
                         ck_error_prefix(ret_error, "error decoding config \"%s\"", files[i]);
                         goto fail;
@@ -461,7 +585,7 @@ int credprov_config_load(const char *path, struct credprov_config *ret, struct c
                                         goto fail;
                                 }
         }
-        r = validate(&c, token_attributes, ret_error);
+        r = validate(&c, ret_error);
         if (r < 0)
                 goto fail;
         *ret = c;

@@ -6,6 +6,7 @@
  * one file or a directory of *.json, *.yaml and *.yml files read in name order and merged. Decoded strictly
  * (an unknown field is an error) and validated with upstream's rules and words. Pure but for reading files. */
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -13,6 +14,17 @@
 
 struct credprov_env {
         char *name, *value;
+};
+
+/* tokenAttributes (KubeletServiceAccountTokenForCredentialProviders, beta on since v1.34): the plugin gets a token
+ * of the pod's service account for this audience, and the listed annotations of the service account */
+struct credprov_token_attributes {
+        char *audience; /* serviceAccountTokenAudience */
+        bool has_require_service_account;
+        bool require_service_account;
+        char **required_annotation_keys; /* requiredServiceAccountAnnotationKeys */
+        char **optional_annotation_keys; /* optionalServiceAccountAnnotationKeys */
+        char *cache_type;                /* "ServiceAccount" or "Token" */
 };
 
 struct credprov_provider {
@@ -23,6 +35,7 @@ struct credprov_provider {
         char **args;
         struct credprov_env *env;
         size_t n_env;
+        struct credprov_token_attributes *token_attributes; /* NULL: none */
 };
 
 struct credprov_config {

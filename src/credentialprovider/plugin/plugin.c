@@ -12,6 +12,7 @@
 
 #include "basic/duration.h"
 #include "basic/error.h"
+#include "basic/hash.h"
 #include "basic/json.h"
 #include "basic/log.h"
 #include "basic/spawn.h"
@@ -33,10 +34,170 @@ void credprov_response_done(struct credprov_response *r) {
         *r = (struct credprov_response) {};
 }
 
-char *credprov_request_encode(const char *api_version, const char *image) {
+char *credprov_request_encode(const char *api_version, const char *image, const char *sa_token,
+                              const json_t *sa_annotations) {
         json_auto_t *o = json_pack("{s:s, s:s, s:s}", "kind", "CredentialProviderRequest", "apiVersion", api_version,
                                    "image", image);
-        return o ? json_dumps(o, JSON_COMPACT) : NULL;
+        if (!o)
+                return NULL;
+        /* omitempty, as the v1 type has them */
+        if (!isempty(sa_token) && json_object_set_new(o, "serviceAccountToken", json_string(sa_token)) < 0)
+                return NULL;
+        if (json_object_size(sa_annotations) > 0 &&
+            json_object_set_new(o, "serviceAccountAnnotations", json_deep_copy(sa_annotations)) < 0)
+                return NULL;
+        return json_dumps(o, JSON_COMPACT);
+}
+
+/* ---------------------------------------------------------------- service account tokens */
+
+/* upstream's keys are cryptobyte strings: each string with a 16-bit big-endian length, a map as a 32-bit count
+ * then its keys in order, each followed by its value; kept here as hex */
+struct keybuf {
+        unsigned char *b;
+        size_t n;
+        bool failed;
+};
+
+static void kb_bytes(struct keybuf *k, const void *p, size_t n) {
+        unsigned char *nb;
+
+        if (k->failed)
+                return;
+        nb = realloc(k->b, k->n + n + 1);
+        if (!nb) {
+                k->failed = true;
+                return;
+        }
+        k->b = nb;
+        memcpy(k->b + k->n, p, n);
+        k->n += n;
+}
+
+static void kb_string(struct keybuf *k, const char *s) {
+        size_t n = strlen(strempty(s));
+        unsigned char len[2] = { (unsigned char) (n >> 8), (unsigned char) n };
+
+        if (n > UINT16_MAX) {
+                k->failed = true;
+                return;
+        }
+        kb_bytes(k, len, 2);
+        kb_bytes(k, strempty(s), n);
+}
+
+static int cmp_strp(const void *a, const void *b) {
+        return strcmp(*(const char *const *) a, *(const char *const *) b);
+}
+
+static void kb_annotations(struct keybuf *k, const json_t *annotations) {
+        size_t n = json_object_size(annotations), i = 0;
+        unsigned char cnt[4] = { (unsigned char) (n >> 24), (unsigned char) (n >> 16), (unsigned char) (n >> 8),
+                                 (unsigned char) n };
+        _cleanup_free_ const char **keys = NULL;
+        const char *key;
+        json_t *v;
+
+        kb_bytes(k, cnt, 4);
+        if (n == 0)
+                return;
+        keys = calloc(n, sizeof(*keys));
+        if (!keys) {
+                k->failed = true;
+                return;
+        }
+        json_object_foreach((json_t *) annotations, key, v)
+                keys[i++] = key;
+        qsort(keys, n, sizeof(*keys), cmp_strp);
+        for (i = 0; i < n; i++) {
+                kb_string(k, keys[i]);
+                kb_string(k, json_string_value(json_object_get(annotations, keys[i])));
+        }
+}
+
+static char *kb_hex(struct keybuf *k) {
+        static const char hex[] = "0123456789abcdef";
+        char *s;
+
+        if (k->failed) {
+                free(k->b);
+                return NULL;
+        }
+        s = malloc(2 * k->n + 1);
+        if (s) {
+                for (size_t i = 0; i < k->n; i++) {
+                        s[2 * i] = hex[k->b[i] >> 4];
+                        s[2 * i + 1] = hex[k->b[i] & 15];
+                }
+                s[2 * k->n] = '\0';
+        }
+        free(k->b);
+        return s;
+}
+
+char *credprov_token_hash(const char *token) {
+        char buf[65], *s = NULL;
+
+        if (isempty(token))
+                return strdup("");
+        if (hash_hex("sha256", token, strlen(token), buf, sizeof(buf)) < 0 || asprintf(&s, "sha256:%s", buf) < 0)
+                return NULL;
+        return s;
+}
+
+char *credprov_sa_cache_key(const char *ns, const char *sa_name, const char *sa_uid, const json_t *annotations,
+                            const char *cache_type, const char *token) {
+        struct keybuf k = {};
+
+        kb_string(&k, ns);
+        kb_string(&k, sa_name);
+        kb_string(&k, sa_uid);
+        kb_annotations(&k, annotations);
+        if (streq_ptr(cache_type, "Token")) {
+                _cleanup_free_ char *h = credprov_token_hash(token);
+                if (!h)
+                        k.failed = true;
+                kb_string(&k, "token");
+                kb_string(&k, h);
+        }
+        return kb_hex(&k);
+}
+
+char *credprov_flight_key(const char *image, const char *token, const json_t *annotations) {
+        _cleanup_free_ char *h = credprov_token_hash(token);
+        struct keybuf k = {};
+
+        if (!h)
+                return NULL;
+        kb_string(&k, image);
+        kb_string(&k, h);
+        kb_annotations(&k, annotations);
+        return kb_hex(&k);
+}
+
+json_t *credprov_sa_annotations(const struct credprov_token_attributes *a, const json_t *sa_annotations,
+                                const char **ret_missing) {
+        json_auto_t *o = json_object();
+
+        *ret_missing = NULL;
+        if (!o)
+                return NULL;
+        for (size_t i = 0; a->required_annotation_keys && a->required_annotation_keys[i]; i++) {
+                const json_t *v = json_object_get(sa_annotations, a->required_annotation_keys[i]);
+                if (!json_is_string(v)) {
+                        *ret_missing = a->required_annotation_keys[i];
+                        return NULL;
+                }
+                if (json_object_set_new(o, a->required_annotation_keys[i], json_string(json_string_value(v))) < 0)
+                        return NULL;
+        }
+        for (size_t i = 0; a->optional_annotation_keys && a->optional_annotation_keys[i]; i++) {
+                const json_t *v = json_object_get(sa_annotations, a->optional_annotation_keys[i]);
+                if (json_is_string(v) &&
+                    json_object_set_new(o, a->optional_annotation_keys[i], json_string(json_string_value(v))) < 0)
+                        return NULL;
+        }
+        return TAKE_PTR(o);
 }
 
 int credprov_response_decode(const char *out, size_t len, const char *api_version, struct credprov_response *ret,
@@ -119,6 +280,7 @@ char *credprov_registry_of(const char *image) {
 
 static void entry_done(struct credprov_cache_entry *e) {
         free(e->key);
+        free(e->sa_key);
         json_decref(e->auth);
 }
 
@@ -143,31 +305,31 @@ static void cache_purge(struct credprov_cache *c, uint64_t now) {
         c->n = k;
 }
 
-static json_t *cache_find(struct credprov_cache *c, const char *key) {
+static json_t *cache_find(struct credprov_cache *c, const char *key, const char *sa_key) {
         for (size_t i = 0; i < c->n; i++)
-                if (streq(c->entries[i].key, key))
+                if (streq(c->entries[i].key, key) && streq(c->entries[i].sa_key, strempty(sa_key)))
                         return c->entries[i].auth;
         return NULL;
 }
 
-json_t *credprov_cache_get(struct credprov_cache *c, const char *image, uint64_t now_usec) {
+json_t *credprov_cache_get(struct credprov_cache *c, const char *image, const char *sa_key, uint64_t now_usec) {
         _cleanup_free_ char *registry = NULL;
         json_t *v;
 
         cache_purge(c, now_usec);
-        v = cache_find(c, image);
+        v = cache_find(c, image, sa_key);
         if (v)
                 return v;
         registry = credprov_registry_of(image);
-        if (registry && (v = cache_find(c, registry)))
+        if (registry && (v = cache_find(c, registry, sa_key)))
                 return v;
-        return cache_find(c, GLOBAL_CACHE_KEY);
+        return cache_find(c, GLOBAL_CACHE_KEY, sa_key);
 }
 
-int credprov_cache_add(struct credprov_cache *c, const char *image, const struct credprov_response *r,
-                       int64_t default_nsec, uint64_t now_usec) {
+int credprov_cache_add(struct credprov_cache *c, const char *image, const char *sa_key,
+                       const struct credprov_response *r, int64_t default_nsec, uint64_t now_usec) {
         int64_t d = r->has_cache_duration ? r->cache_duration_nsec : default_nsec;
-        _cleanup_free_ char *key = NULL;
+        _cleanup_free_ char *key = NULL, *sk = NULL;
         struct credprov_cache_entry *slot = NULL;
 
         if (d <= 0)
@@ -175,11 +337,12 @@ int credprov_cache_add(struct credprov_cache *c, const char *image, const struct
         key = r->cache_key_type == CREDPROV_CACHE_IMAGE      ? strdup(image)
               : r->cache_key_type == CREDPROV_CACHE_REGISTRY ? credprov_registry_of(image)
                                                              : strdup(GLOBAL_CACHE_KEY);
-        if (!key)
+        sk = strdup(strempty(sa_key));
+        if (!key || !sk)
                 return -ENOMEM;
         cache_purge(c, now_usec);
         for (size_t i = 0; i < c->n; i++)
-                if (streq(c->entries[i].key, key))
+                if (streq(c->entries[i].key, key) && streq(c->entries[i].sa_key, sk))
                         slot = &c->entries[i];
         if (!slot && c->n >= CREDPROV_CACHE_MAX) {
                 /* full: the entry that would expire first goes */
@@ -198,6 +361,7 @@ int credprov_cache_add(struct credprov_cache *c, const char *image, const struct
                 entry_done(slot);
         *slot = (struct credprov_cache_entry) {
                 .key = TAKE_PTR(key),
+                .sa_key = TAKE_PTR(sk),
                 .auth = json_incref(r->auth),
                 .expires_usec = now_usec + (uint64_t) (d / 1000),
         };
@@ -232,6 +396,9 @@ struct exec {
         struct provider *prov;
         struct exec *prev, *next;
         char *image;
+        char *flight_key;        /* the image, or credprov_flight_key with a service account token */
+        char *sa_key;            /* its answer's cache key's service account part ("" without) */
+        char *token;             /* the service account token given, NULL: none */
         char *req;               /* the request, while it waits for its turn */
         struct exec *queue_next; /* waiting for its turn (spawn NULL) */
         struct spawn *spawn;
@@ -327,6 +494,13 @@ static void exec_unlink(struct exec *e) {
 
 static void exec_free(struct exec *e) {
         free(e->image);
+        free(e->flight_key);
+        free(e->sa_key);
+        if (e->token)
+                explicit_bzero(e->token, strlen(e->token));
+        free(e->token);
+        if (e->req)
+                explicit_bzero(e->req, strlen(e->req));
         free(e->req);
         free(e);
 }
@@ -363,6 +537,17 @@ static char *exec_error(const struct provider *pv, const char *image, const stru
 
 static void start_queued(struct provider *p);
 
+/* is the token given back as a password? */
+static bool echoes_token(const json_t *auth, const char *token) {
+        const char *key;
+        json_t *v;
+
+        json_object_foreach((json_t *) auth, key, v)
+                if (streq_ptr(json_string_value(json_object_get(v, "password")), token))
+                        return true;
+        return false;
+}
+
 static void on_exec_done(const struct spawn_result *r, void *userdata) {
         struct exec *e = userdata;
         struct provider *pv = e->prov;
@@ -378,9 +563,15 @@ static void on_exec_done(const struct spawn_result *r, void *userdata) {
                 int k = credprov_response_decode(r->out, r->out_len, pv->cfg->api_version, &resp, &derr);
                 if (k < 0)
                         error = ck_error_take_message(TAKE_PTR(derr));
+                if (k >= 0 && e->token && pv->cfg->token_attributes &&
+                    !streq_ptr(pv->cfg->token_attributes->cache_type, "Token") && echoes_token(resp.auth, e->token)) {
+                        k = -EINVAL;
+                        error = strdup("credential provider plugin returned the service account token as the password "
+                                       "which is not allowed when service account cache type is not set to 'Token'");
+                }
                 if (k >= 0) {
-                        if (credprov_cache_add(&pv->cache, e->image, &resp, pv->cfg->default_cache_duration_nsec,
-                                               now_usec()) < 0)
+                        if (credprov_cache_add(&pv->cache, e->image, e->sa_key, &resp,
+                                               pv->cfg->default_cache_duration_nsec, now_usec()) < 0)
                                 log_error("credential provider %s: cannot cache its answer: out of memory",
                                           pv->cfg->name);
                 } else if (!error)
@@ -406,9 +597,9 @@ static void on_exec_done(const struct spawn_result *r, void *userdata) {
         start_queued(pv);
 }
 
-static struct exec *exec_find(struct provider *pv, const char *image) {
+static struct exec *exec_find(struct provider *pv, const char *flight_key) {
         for (struct exec *e = pv->execs; e; e = e->next)
-                if (streq(e->image, image))
+                if (streq(e->flight_key, flight_key))
                         return e;
         return NULL;
 }
@@ -423,6 +614,7 @@ static int exec_spawn(struct exec *e) {
                         CREDPROV_STDERR_MAX, CREDPROV_EXEC_TIMEOUT_USEC, on_exec_done, e, &e->spawn);
         if (r < 0)
                 return r;
+        explicit_bzero(e->req, strlen(e->req)); /* it may hold a service account token */
         e->req = mfree(e->req);
         pv->running++;
         return 0;
@@ -464,8 +656,9 @@ static void start_queued(struct provider *p) {
         }
 }
 
-static int exec_start(struct provider *pv, const char *image, struct exec **ret) {
-        _cleanup_free_ char *req = credprov_request_encode(pv->cfg->api_version, image);
+static int exec_start(struct provider *pv, const char *image, const char *flight_key, const char *sa_key,
+                      const char *token, const json_t *annotations, struct exec **ret) {
+        _cleanup_free_ char *req = credprov_request_encode(pv->cfg->api_version, image, token, annotations);
         struct provider *p = pv;
         struct exec *e;
         int r;
@@ -477,8 +670,11 @@ static int exec_start(struct provider *pv, const char *image, struct exec **ret)
                 return -ENOMEM;
         e->prov = pv;
         e->image = strdup(image);
+        e->flight_key = strdup(flight_key);
+        e->sa_key = strdup(strempty(sa_key));
+        e->token = token ? strdup(token) : NULL;
         e->req = TAKE_PTR(req);
-        if (!e->image) {
+        if (!e->image || !e->flight_key || !e->sa_key || (token && !e->token)) {
                 exec_free(e);
                 return -ENOMEM;
         }
@@ -512,8 +708,79 @@ static bool provider_matches(const struct provider *pv, const char *image) {
         return false;
 }
 
-int credprov_lookup(struct credprov *p, const char *image, credprov_cb cb, void *userdata,
-                    struct credprov_lookup **ret) {
+bool credprov_wants_service_account(struct credprov *p, const char *image) {
+        for (size_t i = 0; p && i < p->n; i++)
+                if (p->providers[i].cfg->token_attributes && provider_matches(&p->providers[i], image))
+                        return true;
+        return false;
+}
+
+char **credprov_token_audiences(struct credprov *p, const char *image, const json_t *sa_annotations) {
+        _cleanup_strv_free_ char **l = NULL;
+
+        for (size_t i = 0; p && i < p->n; i++) {
+                const struct credprov_token_attributes *a = p->providers[i].cfg->token_attributes;
+                json_auto_t *annots = NULL;
+                const char *missing;
+
+                if (!a || !provider_matches(&p->providers[i], image) || strv_contains(l, a->audience))
+                        continue;
+                annots = credprov_sa_annotations(a, sa_annotations, &missing);
+                if (!annots)
+                        continue;
+                if (strv_extend(&l, a->audience) < 0)
+                        return NULL;
+        }
+        return TAKE_PTR(l);
+}
+
+/* the service account part of a provider with tokenAttributes: 1 to run it (or use its cache) with *ret_token,
+ * *ret_annotations and *ret_sa_key; 0 when it gives nothing (no service account and one required, or a required
+ * annotation missing: quietly, as upstream); -errno with *ret_error */
+static int part_service_account(const struct provider *pv, const char *image, const struct credprov_pod_sa *sa,
+                                const char **ret_token, json_t **ret_annotations, char **ret_sa_key, char **ret_error) {
+        const struct credprov_token_attributes *a = pv->cfg->token_attributes;
+        json_auto_t *annots = NULL;
+        const char *missing, *token;
+
+        if (!sa || isempty(sa->name)) {
+                if (a->require_service_account) {
+                        log_v(5, "credential provider %s: image %s: Service account name is empty", pv->cfg->name,
+                              image);
+                        return 0;
+                }
+                return 1; /* without a token (static pods) */
+        }
+        if (sa->error) {
+                if (asprintf(ret_error, "%s", sa->error) < 0)
+                        *ret_error = NULL;
+                return -EIO;
+        }
+        annots = credprov_sa_annotations(a, sa->annotations, &missing);
+        if (!annots && missing) {
+                log_v(5, "credential provider %s: image %s: pod %s/%s: required annotation %s not found", pv->cfg->name,
+                      image, strempty(sa->namespace), strempty(sa->pod_name), missing);
+                return 0;
+        }
+        if (!annots)
+                return -ENOMEM;
+        token = json_string_value(json_object_get(sa->tokens, a->audience));
+        if (isempty(token)) {
+                if (asprintf(ret_error, "failed to get service account token: no token for audience %s", a->audience) <
+                    0)
+                        *ret_error = NULL;
+                return -EIO;
+        }
+        *ret_sa_key = credprov_sa_cache_key(sa->namespace, sa->name, sa->uid, annots, a->cache_type, token);
+        if (!*ret_sa_key)
+                return -ENOMEM;
+        *ret_token = token;
+        *ret_annotations = TAKE_PTR(annots);
+        return 1;
+}
+
+int credprov_lookup(struct credprov *p, const char *image, const struct credprov_pod_sa *sa, credprov_cb cb,
+                    void *userdata, struct credprov_lookup **ret) {
         struct credprov_lookup *l;
 
         assert(p && image && cb);
@@ -536,16 +803,37 @@ int credprov_lookup(struct credprov *p, const char *image, credprov_cb cb, void 
 
                 if (!provider_matches(pv, image))
                         continue;
+                _cleanup_free_ char *sa_key = NULL, *flight = NULL;
+                json_auto_t *annots = NULL;
+                const char *token = NULL;
+
                 pt = &l->parts[l->n_parts++];
                 *pt = (struct part) { .l = l, .prov = pv };
-                cached = credprov_cache_get(&pv->cache, image, now_usec());
+                if (pv->cfg->token_attributes) {
+                        int k = part_service_account(pv, image, sa, &token, &annots, &sa_key, &pt->error);
+                        if (k == 0)
+                                continue;
+                        if (k < 0) {
+                                if (!pt->error)
+                                        pt->error = strdup("out of memory");
+                                log_error("Failed to provide credentials for image %s (provider %s): %s", image,
+                                          pv->cfg->name, strna(pt->error));
+                                continue;
+                        }
+                }
+                cached = credprov_cache_get(&pv->cache, image, sa_key, now_usec());
                 if (cached) {
                         pt->auth = json_incref(cached);
                         continue;
                 }
-                pt->waiting = exec_find(pv, image);
+                flight = token ? credprov_flight_key(image, token, annots) : strdup(image);
+                if (!flight) {
+                        pt->error = strdup("out of memory");
+                        continue;
+                }
+                pt->waiting = exec_find(pv, flight);
                 if (!pt->waiting) {
-                        int r = exec_start(pv, image, &pt->waiting);
+                        int r = exec_start(pv, image, flight, sa_key, token, annots, &pt->waiting);
                         if (r < 0) {
                                 if (asprintf(&pt->error, "error execing credential provider plugin %s for image %s: %s",
                                              pv->cfg->name, image, strerror(-r)) < 0)

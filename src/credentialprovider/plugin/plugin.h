@@ -47,8 +47,11 @@ struct credprov_response {
 };
 
 void credprov_response_done(struct credprov_response *r);
-/* The request's JSON: {"kind":"CredentialProviderRequest","apiVersion":...,"image":...}. NULL on OOM. */
-char *credprov_request_encode(const char *api_version, const char *image);
+/* The request's JSON: {"kind":"CredentialProviderRequest","apiVersion":...,"image":...}, with
+ * "serviceAccountToken" and "serviceAccountAnnotations" when given (tokenAttributes; both omitted when empty).
+ * NULL on OOM. */
+char *credprov_request_encode(const char *api_version, const char *image, const char *sa_token,
+                              const json_t *sa_annotations);
 /* Decode a plugin's stdout as upstream: its apiVersion must be the provider's, its kind
  * CredentialProviderResponse, no unknown field, cacheKeyType one of the three. *ret_error says why not (never
  * quoting the output, which may hold credentials). */
@@ -59,8 +62,25 @@ char *credprov_registry_of(const char *image);
 
 /* ---- the cache (pure; exposed for tests) ---- */
 
+/* ---- service account tokens (tokenAttributes; pure, exposed for tests) ---- */
+
+/* upstream's cache key of the service account part (generateServiceAccountCacheKey), hex of its bytes: the
+ * namespace, name and UID of the service account and the annotations given to the plugin, and with cacheType
+ * "Token" the token's hash as well. NULL on OOM or a string over 64 KiB. */
+char *credprov_sa_cache_key(const char *ns, const char *sa_name, const char *sa_uid, const json_t *annotations,
+                            const char *cache_type, const char *token);
+/* singleflight's key with a token (generateSingleFlightKey): the image, the token's hash and the annotations */
+char *credprov_flight_key(const char *image, const char *token, const json_t *annotations);
+/* "sha256:<hex>" of a token, "" for none (getHashIfNotEmpty); allocated */
+char *credprov_token_hash(const char *token);
+/* The annotations of the service account the plugin gets: every required key (else *ret_missing names the
+ * first one missing and NULL comes back, the plugin is not run), and the optional keys present. */
+json_t *credprov_sa_annotations(const struct credprov_token_attributes *a, const json_t *sa_annotations,
+                                const char **ret_missing);
+
 struct credprov_cache_entry {
-        char *key; /* an image, a registry, or "global" */
+        char *key;    /* an image, a registry, or "global" */
+        char *sa_key; /* credprov_sa_cache_key, "" without a service account token */
         json_t *auth;
         uint64_t expires_usec; /* monotonic */
 };
@@ -73,11 +93,11 @@ struct credprov_cache {
 void credprov_cache_done(struct credprov_cache *c);
 /* The cached credentials for image: by the image, else its registry, else "global"; expired entries are
  * dropped. NULL: none. The reference is borrowed. */
-json_t *credprov_cache_get(struct credprov_cache *c, const char *image, uint64_t now_usec);
+json_t *credprov_cache_get(struct credprov_cache *c, const char *image, const char *sa_key, uint64_t now_usec);
 /* Remember the response's credentials for image under its cacheKeyType, for its cacheDuration (else
  * default_nsec); nothing when that is 0. The entry expiring first makes room when the cache is full. */
-int credprov_cache_add(struct credprov_cache *c, const char *image, const struct credprov_response *r,
-                       int64_t default_nsec, uint64_t now_usec);
+int credprov_cache_add(struct credprov_cache *c, const char *image, const char *sa_key,
+                       const struct credprov_response *r, int64_t default_nsec, uint64_t now_usec);
 
 /* ---- the providers ---- */
 
@@ -95,9 +115,29 @@ struct credprov *credprov_free(struct credprov *p);
  * keep (it takes it over); error: why a provider gave none (NULL when all answered). */
 typedef void (*credprov_cb)(struct cred_keyring *creds, const char *error, void *userdata);
 
-/* Credentials for an image repository ("127.0.0.1:5000/app", as cred_image_repository gives it). The callback
- * runs exactly once, later on the loop, never from inside this call. *ret (optional) cancels it. */
-int credprov_lookup(struct credprov *p, const char *image, credprov_cb cb, void *userdata,
-                    struct credprov_lookup **ret);
+/* The pod's service account for providers with tokenAttributes: the kubelet GETs the ServiceAccount and asks a
+ * TokenRequest for each audience credprov_token_audiences names, bound to the pod, then looks up. */
+struct credprov_pod_sa {
+        const char *namespace, *pod_name, *pod_uid;
+        const char *name;          /* spec.serviceAccountName; NULL or "": none (a static pod) */
+        const char *uid;           /* the ServiceAccount's metadata.uid */
+        const json_t *annotations; /* its metadata.annotations; NULL: none */
+        const json_t *tokens;      /* {"audience": "token"} */
+        const char *error;         /* why the ServiceAccount or a token could not be had (given to the providers
+                                    * with tokenAttributes as their error); NULL: none */
+};
+
+/* Does a provider matching image have tokenAttributes (the pod's service account is wanted)? */
+bool credprov_wants_service_account(struct credprov *p, const char *image);
+/* The audiences to ask tokens for: of the providers matching image with tokenAttributes whose required
+ * annotations sa_annotations has. NULL when none. */
+char **credprov_token_audiences(struct credprov *p, const char *image, const json_t *sa_annotations);
+
+/* Credentials for an image repository ("127.0.0.1:5000/app", as cred_image_repository gives it); sa (optional,
+ * borrowed for the call) for providers with tokenAttributes: without it they give none when they require a
+ * service account, else run without a token. The callback runs exactly once, later on the loop, never from
+ * inside this call. *ret (optional) cancels it. */
+int credprov_lookup(struct credprov *p, const char *image, const struct credprov_pod_sa *sa, credprov_cb cb,
+                    void *userdata, struct credprov_lookup **ret);
 /* The callback will not run. Accepts NULL. */
 void credprov_lookup_cancel(struct credprov_lookup *l);

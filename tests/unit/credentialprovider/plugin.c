@@ -18,8 +18,11 @@
 #include "basic/error.h"
 #include "basic/fs.h"
 #include "basic/spawn.h"
+#include "basic/json.h"
 #include "basic/string.h"
+#include "basic/strv.h"
 #include "credentialprovider/plugin/plugin.h"
+#include "kubelet/credprov_sa.h"
 
 /* ---------------------------------------------------------------- config */
 
@@ -107,8 +110,116 @@ static void test_config_errors(void **state) {
         check_error("apiVersion: kubelet.config.k8s.io/v1\nkind: CredentialProviderConfig\nproviders:\n"
                     "- {name: p, matchImages: [x.io], defaultCacheDuration: 1m, apiVersion: "
                     "credentialprovider.kubelet.k8s.io/v1, tokenAttributes: {serviceAccountTokenAudience: a}}\n",
-                    "providers.tokenAttributes: Forbidden: tokenAttributes is not supported when "
-                    "KubeletServiceAccountTokenForCredentialProviders feature gate is disabled");
+                    "failed to validate credential provider config: [providers.tokenAttributes.requireServiceAccount: "
+                    "Required value, providers.tokenAttributes.cacheType: Required value: cacheType is required to be "
+                    "set when tokenAttributes is specified. Supported values are: ServiceAccount, Token]");
+        /* upstream's rules on tokenAttributes (KubeletServiceAccountTokenForCredentialProviders on) */
+        check_error(
+                "apiVersion: kubelet.config.k8s.io/v1\nkind: CredentialProviderConfig\nproviders:\n"
+                "- {name: p, matchImages: [x.io], defaultCacheDuration: 1m, apiVersion: "
+                "credentialprovider.kubelet.k8s.io/v1beta1, tokenAttributes: {requireServiceAccount: false, "
+                "requiredServiceAccountAnnotationKeys: [a.io/k, 'Bad Key'], optionalServiceAccountAnnotationKeys: "
+                "[a.io/k, b], cacheType: Bogus}}\n",
+                "failed to validate credential provider config: [providers.tokenAttributes."
+                "serviceAccountTokenAudience: Required value, providers.tokenAttributes: Forbidden: tokenAttributes "
+                "is only supported for credentialprovider.kubelet.k8s.io/v1 API version, providers.tokenAttributes."
+                "requiredServiceAccountAnnotationKeys: Forbidden: requireServiceAccount cannot be false when "
+                "requiredServiceAccountAnnotationKeys is set, providers.tokenAttributes."
+                "requiredServiceAccountAnnotationKeys: Invalid value: \"Bad Key\": name part must consist of "
+                "alphanumeric characters");
+        check_error("apiVersion: kubelet.config.k8s.io/v1\nkind: CredentialProviderConfig\nproviders:\n"
+                    "- {name: p, matchImages: [x.io], defaultCacheDuration: 1m, apiVersion: "
+                    "credentialprovider.kubelet.k8s.io/v1, tokenAttributes: {serviceAccountTokenAudience: aud, "
+                    "requireServiceAccount: true, requiredServiceAccountAnnotationKeys: [a.io/k, a.io/k], "
+                    "optionalServiceAccountAnnotationKeys: [a.io/k], cacheType: Bogus}}\n",
+                    "[providers.tokenAttributes.requiredServiceAccountAnnotationKeys: Duplicate value: \"a.io/k\", "
+                    "providers.tokenAttributes: Invalid value: [a.io/k]: annotation keys cannot be both required and "
+                    "optional, providers.tokenAttributes.cacheType: Unsupported value: \"Bogus\": supported values: "
+                    "\"ServiceAccount\", \"Token\"]");
+        check_error("apiVersion: kubelet.config.k8s.io/v1\nkind: CredentialProviderConfig\nproviders:\n"
+                    "- {name: p, matchImages: [x.io], defaultCacheDuration: 1m, apiVersion: "
+                    "credentialprovider.kubelet.k8s.io/v1, tokenAttributes: {audience: a}}\n",
+                    "strict decoding error: unknown field \"providers[0].tokenAttributes.audience\"");
+}
+
+static void test_config_token_attributes(void **state) {
+        struct credprov_config c = {};
+        struct ck_error *err = NULL;
+        const struct credprov_token_attributes *a;
+
+        assert_int_equal(parse("apiVersion: kubelet.config.k8s.io/v1\n"
+                               "kind: CredentialProviderConfig\n"
+                               "providers:\n"
+                               "- name: sa\n"
+                               "  matchImages: [reg.io]\n"
+                               "  defaultCacheDuration: 1m\n"
+                               "  apiVersion: credentialprovider.kubelet.k8s.io/v1\n"
+                               "  tokenAttributes:\n"
+                               "    serviceAccountTokenAudience: my-registry\n"
+                               "    requireServiceAccount: false\n"
+                               "    optionalServiceAccountAnnotationKeys: [example.com/role]\n"
+                               "    cacheType: Token\n",
+                               &c, &err),
+                         0);
+        assert_null(err);
+        a = c.providers[0].token_attributes;
+        assert_non_null(a);
+        assert_string_equal(a->audience, "my-registry");
+        assert_true(a->has_require_service_account);
+        assert_false(a->require_service_account);
+        assert_string_equal(a->optional_annotation_keys[0], "example.com/role");
+        assert_null(a->required_annotation_keys);
+        assert_string_equal(a->cache_type, "Token");
+        credprov_config_done(&c);
+}
+
+/* the cache key's service account part as upstream builds it (cryptobyte: 16-bit lengths, a 32-bit count) */
+static void test_sa_cache_key(void **state) {
+        json_auto_t *annots = json_pack("{s:s, s:s}", "b", "2", "a", "1");
+        json_auto_t *none = json_object();
+        _cleanup_free_ char *k1 = credprov_sa_cache_key("ns", "sa", "u1", annots, "ServiceAccount", "tok1");
+        _cleanup_free_ char *k2 = credprov_sa_cache_key("ns", "sa", "u1", annots, "ServiceAccount", "tok2");
+        _cleanup_free_ char *k3 = credprov_sa_cache_key("ns", "sa", "u1", annots, "Token", "tok1");
+        _cleanup_free_ char *k4 = credprov_sa_cache_key("ns", "sa", "u1", annots, "Token", "tok2");
+        _cleanup_free_ char *k5 = credprov_sa_cache_key("ns", "sa", "u2", annots, "ServiceAccount", "tok1");
+        _cleanup_free_ char *k6 = credprov_sa_cache_key("ns", "sa", "u1", none, "ServiceAccount", NULL);
+        _cleanup_free_ char *h = credprov_token_hash("tok");
+        _cleanup_free_ char *f1 = credprov_flight_key("reg.io/app", "tok1", annots);
+        _cleanup_free_ char *f2 = credprov_flight_key("reg.io/app", "tok2", annots);
+        struct credprov_token_attributes attrs = {};
+        char *req_keys[] = { "a", NULL }, *opt_keys[] = { "c", "b", NULL };
+        json_auto_t *sel = NULL;
+        const char *missing;
+
+        /* "ns" "sa" "u1", then 2 annotations in key order: a=1, b=2 */
+        assert_string_equal(k1, "00026e73"
+                                "00027361"
+                                "00027531"
+                                "00000002"
+                                "000161"
+                                "000131"
+                                "000162"
+                                "000132");
+        assert_string_equal(k1, k2); /* ServiceAccount: one entry whatever the token */
+        assert_string_not_equal(k3, k4);
+        assert_true(strncmp(k3, k1, strlen(k1)) == 0); /* Token: then "token" and the token's hash */
+        assert_string_not_equal(k1, k5);               /* a service account made again (new UID) */
+        assert_string_equal(k6, "00026e730002736100027531"
+                                "00000000");
+        assert_string_equal(h, "sha256:1a7674eb4ee78df7e1ac439a93c3fa8e3c945784d4dec9fd8e3011738b2f1d62");
+        assert_string_not_equal(f1, f2);
+
+        attrs.required_annotation_keys = req_keys;
+        attrs.optional_annotation_keys = opt_keys;
+        sel = credprov_sa_annotations(&attrs, annots, &missing);
+        assert_non_null(sel);
+        assert_int_equal(json_object_size(sel), 2); /* a (required), b (optional, present); c absent */
+        assert_null(missing);
+        json_decref(sel);
+        req_keys[0] = "z";
+        sel = credprov_sa_annotations(&attrs, annots, &missing);
+        assert_null(sel);
+        assert_string_equal(missing, "z");
 }
 
 static void test_config_directory(void **state) {
@@ -179,7 +290,8 @@ static void test_match_images(void **state) {
 }
 
 static void test_request_and_response(void **state) {
-        _cleanup_free_ char *req = credprov_request_encode("credentialprovider.kubelet.k8s.io/v1", "reg.io/app");
+        _cleanup_free_ char *req = credprov_request_encode("credentialprovider.kubelet.k8s.io/v1", "reg.io/app", NULL,
+                                                           NULL);
         struct credprov_response r = {};
         struct ck_error *err = NULL;
         const char *ok =
@@ -189,6 +301,15 @@ static void test_request_and_response(void **state) {
 
         assert_string_equal(req, "{\"kind\":\"CredentialProviderRequest\",\"apiVersion\":"
                                  "\"credentialprovider.kubelet.k8s.io/v1\",\"image\":\"reg.io/app\"}");
+        {
+                json_auto_t *annots = json_pack("{s:s}", "example.com/role", "puller");
+                _cleanup_free_ char *with = credprov_request_encode("credentialprovider.kubelet.k8s.io/v1",
+                                                                    "reg.io/app", "eyJ.tok", annots);
+                assert_string_equal(with, "{\"kind\":\"CredentialProviderRequest\",\"apiVersion\":"
+                                          "\"credentialprovider.kubelet.k8s.io/v1\",\"image\":\"reg.io/app\","
+                                          "\"serviceAccountToken\":\"eyJ.tok\",\"serviceAccountAnnotations\":"
+                                          "{\"example.com/role\":\"puller\"}}");
+        }
         assert_int_equal(credprov_response_decode(ok, strlen(ok), "credentialprovider.kubelet.k8s.io/v1", &r, &err), 0);
         assert_int_equal(r.cache_key_type, CREDPROV_CACHE_REGISTRY);
         assert_true(r.has_cache_duration);
@@ -240,23 +361,23 @@ static void test_cache(void **state) {
         r = credprov_registry_of("reg.io:5000/team/app");
         assert_string_equal(r, "reg.io:5000");
         free(r);
-        assert_null(credprov_cache_get(&c, "reg.io/app", 0));
-        assert_int_equal(credprov_cache_add(&c, "reg.io/app", &img, minute, 0), 0);
-        assert_ptr_equal(credprov_cache_get(&c, "reg.io/app", 1000), img.auth);
-        assert_null(credprov_cache_get(&c, "reg.io/other", 1000)); /* Image: only that image */
-        assert_int_equal(credprov_cache_add(&c, "reg.io/other", &reg, minute, 0), 0);
+        assert_null(credprov_cache_get(&c, "reg.io/app", NULL, 0));
+        assert_int_equal(credprov_cache_add(&c, "reg.io/app", NULL, &img, minute, 0), 0);
+        assert_ptr_equal(credprov_cache_get(&c, "reg.io/app", NULL, 1000), img.auth);
+        assert_null(credprov_cache_get(&c, "reg.io/other", NULL, 1000)); /* Image: only that image */
+        assert_int_equal(credprov_cache_add(&c, "reg.io/other", NULL, &reg, minute, 0), 0);
         /* Registry: every image of it, for the response's own duration (10 s) */
-        assert_ptr_equal(credprov_cache_get(&c, "reg.io/third", 1000), reg.auth);
-        assert_ptr_equal(credprov_cache_get(&c, "reg.io/app", 1000), img.auth); /* the image key first */
-        assert_null(credprov_cache_get(&c, "reg.io/third", 10000001));          /* expired after 10 s */
-        assert_ptr_equal(credprov_cache_get(&c, "reg.io/app", 10000001), img.auth);
-        assert_null(credprov_cache_get(&c, "reg.io/app", 60000001)); /* the default minute */
+        assert_ptr_equal(credprov_cache_get(&c, "reg.io/third", NULL, 1000), reg.auth);
+        assert_ptr_equal(credprov_cache_get(&c, "reg.io/app", NULL, 1000), img.auth); /* the image key first */
+        assert_null(credprov_cache_get(&c, "reg.io/third", NULL, 10000001));          /* expired after 10 s */
+        assert_ptr_equal(credprov_cache_get(&c, "reg.io/app", NULL, 10000001), img.auth);
+        assert_null(credprov_cache_get(&c, "reg.io/app", NULL, 60000001)); /* the default minute */
         assert_int_equal(c.n, 0);
-        assert_int_equal(credprov_cache_add(&c, "x.io/y", &glob, minute, 0), 0);
-        assert_ptr_equal(credprov_cache_get(&c, "any.io/thing", 1), glob.auth);
+        assert_int_equal(credprov_cache_add(&c, "x.io/y", NULL, &glob, minute, 0), 0);
+        assert_ptr_equal(credprov_cache_get(&c, "any.io/thing", NULL, 1), glob.auth);
         /* a duration of 0, or a default of 0 without one, caches nothing */
-        assert_int_equal(credprov_cache_add(&c, "x.io/y", &nocache, minute, 0), 0);
-        assert_int_equal(credprov_cache_add(&c, "x.io/z", &img, 0, 0), 0);
+        assert_int_equal(credprov_cache_add(&c, "x.io/y", NULL, &nocache, minute, 0), 0);
+        assert_int_equal(credprov_cache_add(&c, "x.io/z", NULL, &img, 0, 0), 0);
         assert_int_equal(c.n, 1);
         credprov_cache_done(&c);
         credprov_response_done(&img);
@@ -404,8 +525,8 @@ static void test_providers(void **state) {
         assert_int_equal(credprov_new(base, cfg, d, &cp, &err), 0);
 
         /* two lookups at once: one run; a third later comes from the cache */
-        assert_int_equal(credprov_lookup(cp, "reg.io/app", on_lookup, &a, NULL), 0);
-        assert_int_equal(credprov_lookup(cp, "reg.io/app", on_lookup, &b, NULL), 0);
+        assert_int_equal(credprov_lookup(cp, "reg.io/app", NULL, on_lookup, &a, NULL), 0);
+        assert_int_equal(credprov_lookup(cp, "reg.io/app", NULL, on_lookup, &b, NULL), 0);
         assert_false(a.done);
         run_loop(base, &a.done);
         run_loop(base, &b.done);
@@ -413,7 +534,7 @@ static void test_providers(void **state) {
         assert_string_equal(a.user, "alice");
         assert_string_equal(a.error, "");
         assert_string_equal(b.user, "alice");
-        assert_int_equal(credprov_lookup(cp, "reg.io/other", on_lookup, &c, NULL), 0); /* Registry key: cached */
+        assert_int_equal(credprov_lookup(cp, "reg.io/other", NULL, on_lookup, &c, NULL), 0); /* Registry key: cached */
         run_loop(base, &c.done);
         assert_string_equal(c.user, "alice");
         assert_int_equal(read_full_file(count, 4096, &runs, NULL), 0);
@@ -421,14 +542,14 @@ static void test_providers(void **state) {
 
         /* nothing matches: no credentials, no error */
         memset(&a, 0, sizeof(a));
-        assert_int_equal(credprov_lookup(cp, "other.io/x", on_lookup, &a, NULL), 0);
+        assert_int_equal(credprov_lookup(cp, "other.io/x", NULL, on_lookup, &a, NULL), 0);
         run_loop(base, &a.done);
         assert_int_equal(a.n, 0);
         assert_string_equal(a.error, "");
 
         /* garbage and a crash: no credentials, both errors, the output not repeated */
         memset(&a, 0, sizeof(a));
-        assert_int_equal(credprov_lookup(cp, "bad.io/x", on_lookup, &a, NULL), 0);
+        assert_int_equal(credprov_lookup(cp, "bad.io/x", NULL, on_lookup, &a, NULL), 0);
         run_loop(base, &a.done);
         assert_int_equal(a.n, 0);
         assert_non_null(strstr(a.error, "error reading GVK from response"));
@@ -440,7 +561,7 @@ static void test_providers(void **state) {
         memset(&b, 0, sizeof(b));
         {
                 struct credprov_lookup *l = NULL;
-                assert_int_equal(credprov_lookup(cp, "bad.io/y", on_lookup, &b, &l), 0);
+                assert_int_equal(credprov_lookup(cp, "bad.io/y", NULL, on_lookup, &b, &l), 0);
                 credprov_lookup_cancel(l);
         }
         credprov_free(cp); /* kills the run */
@@ -451,6 +572,133 @@ static void test_providers(void **state) {
                 unlink(p);
         }
         rmdir(d);
+}
+
+/* tokenAttributes: the service account's token and annotations in the request, no run without a service account
+ * (requireServiceAccount) or without a required annotation, the cache keyed by the service account (cacheType
+ * ServiceAccount: another token of the same account hits it; another account does not) */
+static void test_service_account_tokens(void **state) {
+        char tmpl[] = "/tmp/ckubelet-credprov-XXXXXX";
+        char *d = mkdtemp(tmpl), cfg[256], p[256], reqs[256];
+        struct event_base *base = event_base_new();
+        struct credprov *cp = NULL;
+        struct ck_error *err = NULL;
+        struct lookup_out o = {};
+        _cleanup_free_ char *seen = NULL;
+        json_auto_t *annots = json_pack("{s:s, s:s}", "example.com/role", "puller", "other", "x");
+        json_auto_t *none = json_object();
+        json_auto_t *tok1 = json_pack("{s:s}", "my-registry", "tok1");
+        json_auto_t *tok2 = json_pack("{s:s}", "my-registry", "tok2");
+        struct credprov_pod_sa sa = { .namespace = "ns",
+                                      .pod_name = "pod",
+                                      .pod_uid = "puid",
+                                      .name = "builder",
+                                      .uid = "sauid1",
+                                      .annotations = annots,
+                                      .tokens = tok1 };
+        char **auds;
+        const char *config;
+
+        assert_non_null(d);
+        snprintf(reqs, sizeof(reqs), "%s/requests", d);
+        snprintf(p, sizeof(p), "%s/sa", d);
+        {
+                _cleanup_free_ char *script = NULL;
+                assert_true(asprintf(&script,
+                                     "#!/bin/sh\ncat >> %s\necho >> %s\n"
+                                     "echo '{\"kind\":\"CredentialProviderResponse\",\"apiVersion\":"
+                                     "\"credentialprovider.kubelet.k8s.io/v1\",\"cacheKeyType\":\"Image\","
+                                     "\"auth\":{\"reg.io\":{\"username\":\"u\",\"password\":\"pw\"}}}'\n",
+                                     reqs, reqs) > 0);
+                write_exec(p, script);
+        }
+        snprintf(cfg, sizeof(cfg), "%s/config.yaml", d);
+        config = "apiVersion: kubelet.config.k8s.io/v1\nkind: CredentialProviderConfig\nproviders:\n"
+                 "- {name: sa, matchImages: ['reg.io'], defaultCacheDuration: 1h, apiVersion: "
+                 "credentialprovider.kubelet.k8s.io/v1, tokenAttributes: {serviceAccountTokenAudience: my-registry, "
+                 "requireServiceAccount: true, requiredServiceAccountAnnotationKeys: [example.com/role], "
+                 "cacheType: ServiceAccount}}\n";
+        assert_int_equal(write_file_atomic(cfg, config, strlen(config), 0644), 0);
+        assert_int_equal(credprov_new(base, cfg, d, &cp, &err), 0);
+
+        assert_true(credprov_wants_service_account(cp, "reg.io/app"));
+        assert_false(credprov_wants_service_account(cp, "other.io/app"));
+        auds = credprov_token_audiences(cp, "reg.io/app", annots);
+        assert_non_null(auds);
+        assert_string_equal(auds[0], "my-registry");
+        assert_null(auds[1]);
+        strv_free(auds);
+        assert_null(credprov_token_audiences(cp, "reg.io/app", none)); /* the required annotation missing */
+
+        /* no service account: required, so no run and no error */
+        assert_int_equal(credprov_lookup(cp, "reg.io/app", NULL, on_lookup, &o, NULL), 0);
+        run_loop(base, &o.done);
+        assert_int_equal(o.n, 0);
+        assert_string_equal(o.error, "");
+        /* the required annotation missing: no run either */
+        memset(&o, 0, sizeof(o));
+        sa.annotations = none;
+        assert_int_equal(credprov_lookup(cp, "reg.io/app", &sa, on_lookup, &o, NULL), 0);
+        run_loop(base, &o.done);
+        assert_int_equal(o.n, 0);
+        assert_string_equal(o.error, "");
+        assert_int_equal(access(reqs, F_OK), -1);
+
+        /* with both: one run, given the token and the listed annotations only */
+        memset(&o, 0, sizeof(o));
+        sa.annotations = annots;
+        assert_int_equal(credprov_lookup(cp, "reg.io/app", &sa, on_lookup, &o, NULL), 0);
+        run_loop(base, &o.done);
+        assert_int_equal(o.n, 1);
+        assert_string_equal(o.user, "u");
+        /* another token of the same account: from the cache */
+        memset(&o, 0, sizeof(o));
+        sa.tokens = tok2;
+        assert_int_equal(credprov_lookup(cp, "reg.io/app", &sa, on_lookup, &o, NULL), 0);
+        run_loop(base, &o.done);
+        assert_int_equal(o.n, 1);
+        /* another account (a new UID): a run of its own */
+        memset(&o, 0, sizeof(o));
+        sa.uid = "sauid2";
+        assert_int_equal(credprov_lookup(cp, "reg.io/app", &sa, on_lookup, &o, NULL), 0);
+        run_loop(base, &o.done);
+        assert_int_equal(o.n, 1);
+        assert_int_equal(read_full_file(reqs, 65536, &seen, NULL), 0);
+        assert_string_equal(seen, "{\"kind\":\"CredentialProviderRequest\",\"apiVersion\":"
+                                  "\"credentialprovider.kubelet.k8s.io/v1\",\"image\":\"reg.io/app\","
+                                  "\"serviceAccountToken\":\"tok1\",\"serviceAccountAnnotations\":"
+                                  "{\"example.com/role\":\"puller\"}}\n"
+                                  "{\"kind\":\"CredentialProviderRequest\",\"apiVersion\":"
+                                  "\"credentialprovider.kubelet.k8s.io/v1\",\"image\":\"reg.io/app\","
+                                  "\"serviceAccountToken\":\"tok2\",\"serviceAccountAnnotations\":"
+                                  "{\"example.com/role\":\"puller\"}}\n");
+        /* the service account could not be had: its error */
+        memset(&o, 0, sizeof(o));
+        sa.uid = "sauid3";
+        sa.error = "failed to get service account: serviceaccounts \"builder\" not found";
+        assert_int_equal(credprov_lookup(cp, "reg.io/app", &sa, on_lookup, &o, NULL), 0);
+        run_loop(base, &o.done);
+        assert_int_equal(o.n, 0);
+        assert_string_equal(o.error, "failed to get service account: serviceaccounts \"builder\" not found");
+
+        credprov_free(cp);
+        event_base_free(base);
+        for (const char *f = "sa\0config.yaml\0requests\0"; *f; f += strlen(f) + 1) {
+                snprintf(p, sizeof(p), "%s/%s", d, f);
+                unlink(p);
+        }
+        rmdir(d);
+}
+
+/* the TokenRequest the kubelet sends for a plugin: bound to the pod, the service account's UID, the audience */
+static void test_token_request_body(void **state) {
+        json_auto_t *b = credprov_sa_token_request("sauid", "my-registry", "pod", "puid");
+        _cleanup_free_ char *s = json_dumps(b, JSON_COMPACT | JSON_SORT_KEYS);
+
+        assert_string_equal(s, "{\"apiVersion\":\"authentication.k8s.io/v1\",\"kind\":\"TokenRequest\","
+                               "\"metadata\":{\"uid\":\"sauid\"},\"spec\":{\"audiences\":[\"my-registry\"],"
+                               "\"boundObjectRef\":{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"name\":\"pod\","
+                               "\"uid\":\"puid\"}}}");
 }
 
 /* issue 26: each provider's plugin runs are serialized: four lookups of four images through two providers, each
@@ -489,7 +737,7 @@ static void test_serialized(void **state) {
         assert_int_equal(write_file_atomic(cfg, config, strlen(config), 0644), 0);
         assert_int_equal(credprov_new(base, cfg, d, &cp, &err), 0);
         for (size_t i = 0; i < 4; i++)
-                assert_int_equal(credprov_lookup(cp, images[i], on_lookup, &o[i], NULL), 0);
+                assert_int_equal(credprov_lookup(cp, images[i], NULL, on_lookup, &o[i], NULL), 0);
         for (size_t i = 0; i < 4; i++) {
                 run_loop(base, &o[i].done);
                 assert_string_equal(o[i].user, "u");
@@ -512,6 +760,8 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_config_ok),
                 cmocka_unit_test(test_config_errors),
+                cmocka_unit_test(test_config_token_attributes),
+                cmocka_unit_test(test_sa_cache_key),
                 cmocka_unit_test(test_config_directory),
                 cmocka_unit_test(test_match_images),
                 cmocka_unit_test(test_request_and_response),
@@ -519,6 +769,8 @@ int main(void) {
                 cmocka_unit_test(test_spawn),
                 cmocka_unit_test(test_providers),
                 cmocka_unit_test(test_serialized),
+                cmocka_unit_test(test_service_account_tokens),
+                cmocka_unit_test(test_token_request_body),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
