@@ -8,11 +8,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/queue.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
@@ -374,4 +376,96 @@ int node_log_query_validate(const struct node_log_query *q, int logdirfd, char *
                 add(&e, "tailLines: Invalid value: %ld: must be between 0 and %d, inclusive", q->tail_lines,
                     NODE_LOG_QUERY_MAX_TAIL_LINES);
         return finish(&e, ret_error);
+}
+
+/* "2006-1-2 15:4:5", in UTC */
+static char *journal_time(int64_t nsec) {
+        time_t t = (time_t) (nsec >= 0 ? nsec / 1000000000 : (nsec - 999999999) / 1000000000);
+        struct tm tm;
+        char *s = NULL;
+
+        if (!gmtime_r(&t, &tm))
+                return NULL;
+        if (asprintf(&s, "%d-%d-%d %d:%d:%d", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
+                     tm.tm_sec) < 0)
+                return NULL;
+        return s;
+}
+
+static int push_fmt(char ***l, const char *fmt, ...) _printf_(2, 3);
+static int push_fmt(char ***l, const char *fmt, ...) {
+        char *m = NULL;
+        va_list ap;
+        int r;
+
+        va_start(ap, fmt);
+        r = vasprintf(&m, fmt, ap);
+        va_end(ap);
+        if (r < 0)
+                return -ENOMEM;
+        return strv_push(l, m); /* takes m, even on failure */
+}
+
+int node_log_query_journal_argv(const struct node_log_query *q, char *const *services, char ***ret) {
+        _cleanup_strv_free_ char **a = NULL;
+        int r = 0;
+
+        assert(q && ret);
+        r = strv_extend(&a, "journalctl");
+        if (r >= 0)
+                r = strv_extend(&a, "--utc");
+        if (r >= 0)
+                r = strv_extend(&a, "--no-pager");
+        if (r >= 0)
+                r = strv_extend(&a, "--output=short-precise");
+        if (r >= 0 && q->since_time) {
+                _cleanup_free_ char *t = journal_time(q->since_nsec);
+                r = t ? push_fmt(&a, "--since=%s", t) : -ENOMEM;
+        }
+        if (r >= 0 && q->until_time) {
+                _cleanup_free_ char *t = journal_time(q->until_nsec);
+                r = t ? push_fmt(&a, "--until=%s", t) : -ENOMEM;
+        }
+        if (r >= 0 && q->has_tail_lines) {
+                r = strv_extend(&a, "--pager-end");
+                if (r >= 0)
+                        r = push_fmt(&a, "--lines=%ld", q->tail_lines);
+        }
+        for (size_t i = 0; r >= 0 && services && services[i]; i++)
+                if (!isempty(services[i]))
+                        r = push_fmt(&a, "--unit=%s", services[i]);
+        if (r >= 0 && !isempty(q->pattern))
+                r = push_fmt(&a, "--grep=%s", q->pattern);
+        if (r >= 0 && q->has_boot) {
+                r = strv_extend(&a, "--boot");
+                if (r >= 0)
+                        r = push_fmt(&a, "%ld", q->boot);
+        }
+        if (r < 0)
+                return -ENOMEM;
+        *ret = TAKE_PTR(a);
+        return 0;
+}
+
+bool node_log_query_is_native_logger(const char *field_output, const char *service) {
+        _cleanup_free_ char *unit = NULL;
+
+        if (!field_output || asprintf(&unit, "%s.service", service) < 0)
+                return false;
+        return strstr(field_output, unit) != NULL;
+}
+
+int node_log_query_heuristic_files(const char *service, char ***ret) {
+        _cleanup_strv_free_ char **l = NULL;
+        int r;
+
+        r = strv_extend(&l, service);
+        if (r >= 0)
+                r = push_fmt(&l, "%s.log", service);
+        if (r >= 0)
+                r = push_fmt(&l, "%s/%s.log", service, service);
+        if (r < 0)
+                return -ENOMEM;
+        *ret = TAKE_PTR(l);
+        return 0;
 }

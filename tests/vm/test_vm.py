@@ -18,6 +18,7 @@ import sys
 import tempfile
 import textwrap
 import time
+import urllib.error
 import urllib.request
 
 import pytest
@@ -210,6 +211,7 @@ CONFIG = textwrap.dedent(f"""\
       mode: AlwaysAllow
     healthzBindAddress: 127.0.0.1
     healthzPort: 10248
+    enableSystemLogQuery: true
     """)
 # NodeSwap: the guest gets a swap file; failSwapOn's default (true) must refuse it, then this lets ckubelet run
 SWAP_CONFIG = "failSwapOn: false\nmemorySwap:\n  swapBehavior: LimitedSwap\n"
@@ -394,6 +396,94 @@ def api_pod(name, resources):
     p = pod(name, resources)
     p["spec"]["nodeName"] = "ckvm"
     return p
+
+
+def node_log_query(vm, query):
+    """/logs/?<query> (the node log query): (status, body)"""
+    try:
+        return 200, kubelet_get(vm, "/logs/?" + query).decode(errors="replace")
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode(errors="replace")
+
+
+# journalctl --output=short-precise --utc: "Nov 28 17:01:02.123456 host unit[pid]: message"
+SHORT_PRECISE = re.compile(r"^(\w{3} [ \d]\d \d\d:\d\d:\d\d\.\d{6}) (\S+) ([^\[: ]+)\[\d+\]: (.*)$")
+
+
+def journal_lines(body):
+    """the entries of journalctl's answer (its "-- ... --" notes left out), each (time, unit-ish, message)"""
+    out = []
+    for line in body.splitlines():
+        if not line.strip() or line.startswith("-- ") or line[0].isspace():  # notes, a message's next lines
+            continue
+        m = SHORT_PRECISE.match(line)
+        assert m, f"not a short-precise journal line: {line!r}"
+        out.append((m.group(1), m.group(3), m.group(4)))
+    return out
+
+
+def test_node_log_query_from_journald(vm):
+    """/logs/?query=<unit> (enableSystemLogQuery): journalctl run by ckubelet for units logging to journald, with
+    upstream's parameters, through the kubelet port the tier forwards (anonymous, AlwaysAllow)."""
+    year = vm.ssh("date -u +%Y").strip()
+
+    def when(ts):
+        return time.strptime(f"{year} {ts.split('.')[0]}", "%Y %b %d %H:%M:%S")
+
+    code, body = node_log_query(vm, "query=ckubelet")
+    assert code == 200, body[-2000:]
+    all_lines = journal_lines(body)
+    assert len(all_lines) >= 10, body[-2000:]
+    assert {u for _, u, _ in all_lines} == {"ckubelet"}, {u for _, u, _ in all_lines}
+    print(f"query=ckubelet: {len(all_lines)} lines")
+
+    # tailLines: the last N
+    code, body = node_log_query(vm, "query=ckubelet&tailLines=3")
+    tail = journal_lines(body)
+    assert code == 200 and len(tail) == 3, body[-2000:]
+    assert all(u == "ckubelet" for _, u, _ in tail)
+
+    # two units: containerd's lines too
+    code, body = node_log_query(vm, "query=ckubelet&query=containerd")
+    units = {u for _, u, _ in journal_lines(body)}
+    assert code == 200 and units == {"ckubelet", "containerd"}, (units, body[-2000:])
+
+    # sinceTime / untilTime: a second within the log splits it (times in UTC, RFC 3339)
+    mid = when(all_lines[len(all_lines) // 2][0])
+    since = time.strftime("%Y-%m-%dT%H:%M:%SZ", mid)
+    code, body = node_log_query(vm, f"query=ckubelet&sinceTime={since}")
+    after = journal_lines(body)
+    assert code == 200 and 0 < len(after) < len(all_lines) + 50, body[-2000:]
+    assert all(when(ts) >= mid for ts, _, _ in after), (since, after[:3])
+    code, body = node_log_query(vm, f"query=ckubelet&untilTime={since}")
+    before = journal_lines(body)
+    assert code == 200 and before, body[-2000:]
+    assert all(when(ts) <= mid for ts, _, _ in before), (since, before[-3:])
+    code, body = node_log_query(vm, "query=ckubelet&sinceTime=2999-01-01T00:00:00Z")
+    assert code == 200 and journal_lines(body) == [], body[-2000:]
+
+    # pattern: journalctl --grep, case-insensitive for an all lower-case pattern (journalctl's smart case)
+    words = [w for w in ("containerd", "pod", "cgroup", "node", "started", "config") if
+             0 < sum(w in m.lower() for _, _, m in all_lines) < len(all_lines)]
+    assert words, "no word to grep for in ckubelet's log"
+    code, body = node_log_query(vm, f"query=ckubelet&pattern={words[0]}")
+    matched = journal_lines(body)
+    assert code == 200 and matched, body[-2000:]
+    assert all(words[0] in m.lower() for _, _, m in matched), (words[0], matched[:3])
+    assert len(matched) < len(all_lines) + 50
+    print(f"pattern={words[0]}: {len(matched)} lines")
+
+    # a service not in the journal: upstream's file heuristics under /var/log
+    code, body = node_log_query(vm, "query=ckvm-no-such-service")
+    assert code == 200 and "log not found for ckvm-no-such-service" in body, body
+    vm.ssh("mkdir -p /var/log/ckvmtest && echo 'a line of ckvmtest' > /var/log/ckvmtest/ckvmtest.log")
+    code, body = node_log_query(vm, "query=ckvmtest")
+    assert code == 200 and body == "a line of ckvmtest\n", body
+    code, body = node_log_query(vm, "query=ckvmtest&tailLines=1")
+    assert code == 200 and "options present and query resolved to log files for [ckvmtest]" in body, body
+    # upstream's validation
+    code, body = node_log_query(vm, "query=ckubelet&tailLines=100001")
+    assert code == 406 and "tailLines: Invalid value: 100001: must be between 0 and 100000, inclusive" in body, body
 
 
 API_PODS = {  # from the (fake) apiserver: not static, so not critical: LimitedSwap applies to them
