@@ -499,7 +499,10 @@ static void journal_client_closed(struct evhttp_connection *evcon, void *userdat
 
         evhttp_connection_set_closecb(evcon, NULL, NULL);
         log_v(3, "node log query: the client left");
-        j->req = NULL; /* freed with its connection */
+        /* as on_client_closed: a request evhttp took off the connection is ours to free */
+        if (j->req && evhttp_request_get_connection(j->req) != evcon)
+                evhttp_request_free(j->req);
+        j->req = NULL;
         journal_query_free(j);
 }
 
