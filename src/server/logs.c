@@ -548,7 +548,7 @@ static void journal_finish(struct journal_query *j) {
                 bool is_dir = false;
                 int k = node_log_query_heuristic_files(j->file[i], &names);
 
-                for (size_t n = 0; k >= 0 && names[n]; n++) {
+                for (size_t n = 0; names && names[n]; n++) {
                         close_fd(fd);
                         fd = -1;
                         k = api_logs_dir_open(LOGS_ROOT, names[n], &fd, &is_dir);
