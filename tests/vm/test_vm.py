@@ -434,19 +434,22 @@ def test_node_log_query_from_journald(vm):
     assert code == 200, body[-2000:]
     all_lines = journal_lines(body)
     assert len(all_lines) >= 10, body[-2000:]
-    assert {u for _, u, _ in all_lines} == {"ckubelet"}, {u for _, u, _ in all_lines}
+    # the unit's own lines, and systemd's about it (--unit= matches both)
+    units = {u for _, u, _ in all_lines}
+    assert "ckubelet" in units and units <= {"ckubelet", "systemd"}, units
     print(f"query=ckubelet: {len(all_lines)} lines")
 
     # tailLines: the last N
     code, body = node_log_query(vm, "query=ckubelet&tailLines=3")
     tail = journal_lines(body)
     assert code == 200 and len(tail) == 3, body[-2000:]
-    assert all(u == "ckubelet" for _, u, _ in tail)
+    assert all(u in ("ckubelet", "systemd") for _, u, _ in tail), tail
 
     # two units: containerd's lines too
     code, body = node_log_query(vm, "query=ckubelet&query=containerd")
     units = {u for _, u, _ in journal_lines(body)}
-    assert code == 200 and units == {"ckubelet", "containerd"}, (units, body[-2000:])
+    assert code == 200 and {"ckubelet", "containerd"} <= units <= {"ckubelet", "containerd", "systemd"}, \
+        (units, body[-2000:])
 
     # sinceTime / untilTime: a second within the log splits it (times in UTC, RFC 3339)
     mid = when(all_lines[len(all_lines) // 2][0])
@@ -484,6 +487,41 @@ def test_node_log_query_from_journald(vm):
     # upstream's validation
     code, body = node_log_query(vm, "query=ckubelet&tailLines=100001")
     assert code == 406 and "tailLines: Invalid value: 100001: must be between 0 and 100000, inclusive" in body, body
+
+
+CNI_CONF = json.dumps({
+    "cniVersion": "1.0.0", "name": "ckvm", "plugins": [
+        {"type": "bridge", "bridge": "cni0", "isGateway": True, "ipMasq": True,
+         "ipam": {"type": "host-local", "ranges": [[{"subnet": "10.88.7.0/24"}]], "routes": [{"dst": "0.0.0.0/0"}]}},
+        {"type": "portmap", "capabilities": {"portMappings": True}}]})
+
+
+def test_pod_network_from_cni_bridge(vm):
+    """A pod without hostNetwork in the guest: containerd's CRI sets it up with the bridge plugin (Debian's
+    containernetworking-plugins), ckubelet reports its IP in the pod's status, and the guest reaches it there."""
+    vm.ssh("mkdir -p /etc/cni/net.d /opt/cni/bin && for p in /usr/lib/cni/*; do ln -sf $p /opt/cni/bin/; done && "
+           "cat > /etc/cni/net.d/10-ckvm.conflist <<'EOF'\n" + CNI_CONF + "\nEOF\n")
+    p = pod("cni-web", {})
+    p["spec"]["hostNetwork"] = False
+    p["spec"]["containers"][0]["command"] = ["sh", "-c", "echo hello-from-the-pod > /tmp/index.html && "
+                                             "exec httpd -f -p 8080 -h /tmp"]
+    vm.ssh(f"cat > /etc/kubernetes/cni-web.json.tmp <<'EOF'\n{json.dumps(p)}\nEOF\n"
+           "mv /etc/kubernetes/cni-web.json.tmp /etc/kubernetes/manifests/cni-web.json")
+    try:
+        def pod_ip():  # the mirror pod's status, as ckubelet wrote it to the apiserver
+            ip = ((vm.api.pod("cni-web-ckvm") or {}).get("status") or {}).get("podIP", "")
+            return ip if ip.startswith("10.88.7.") else None
+        ip = wait_for(pod_ip, 240, interval=3, msg="the CNI pod's IP in its mirror pod's status")
+        body = wait_for(lambda: vm.ssh(f"timeout 10 bash -c 'exec 3<>/dev/tcp/{ip}/8080; "
+                                       "printf \"GET /index.html HTTP/1.0\\r\\n\\r\\n\" >&3; cat <&3'",
+                                       check=False), 120, interval=3, msg=f"an answer from {ip}:8080")
+        print(f"the CNI pod at {ip}: {body.splitlines()[:1]}")
+        assert "hello-from-the-pod" in body, body
+        route = vm.ssh("ip -4 route get " + ip)
+        assert "dev cni0" in route, route  # through the bridge, not the guest's own address
+    finally:
+        vm.ssh("rm -f /etc/kubernetes/manifests/cni-web.json")
+    wait_for(lambda: "cni-web-ckvm" not in crictl_ps(vm), 180, interval=3, msg="the CNI pod removed")
 
 
 API_PODS = {  # from the (fake) apiserver: not static, so not critical: LimitedSwap applies to them
@@ -574,6 +612,28 @@ def test_restart_keeps_pods_running(vm):
     docs = [json.loads(l) for l in lines]  # every line is a JSON object
     assert all("msg" in d and "ts" in d for d in docs), lines[:5]
     print(f"{len(docs)} JSON log lines, the first: {lines[0][:200]}")
+
+
+def test_graceful_node_shutdown_takes_the_logind_inhibitor_lock(vm):
+    """GracefulNodeShutdown against the real logind (the host tests use a fake one): with shutdownGracePeriod set,
+    ckubelet raises logind's InhibitDelayMaxUSec through upstream's drop-in and holds a delay lock on shutdown
+    (`systemctl poweroff` itself would take minutes under emulation)."""
+    assert "kubelet" not in vm.ssh("systemd-inhibit --list --no-pager --no-legend", check=False)
+    vm.ssh("printf 'shutdownGracePeriod: 30s\nshutdownGracePeriodCriticalPods: 10s\n' >> /etc/ckubelet/config.yaml")
+    vm.ssh("systemctl restart ckubelet", timeout=300)
+    assert systemctl_show(vm, "ActiveState") == "active"
+
+    def locked():
+        out = vm.ssh("systemd-inhibit --list --no-pager --no-legend", check=False)
+        return [l for l in out.splitlines() if "kubelet" in l.split() and "shutdown" in l and "delay" in l]
+    lines = wait_for(locked, 120, interval=3, msg="ckubelet's delay lock in systemd-inhibit --list")
+    print(f"systemd-inhibit --list: {lines}")
+    assert "Kubelet needs time to handle node shutdown" in vm.ssh("systemd-inhibit --list --no-pager")
+    delay = vm.ssh("busctl get-property org.freedesktop.login1 /org/freedesktop/login1 "
+                   "org.freedesktop.login1.Manager InhibitDelayMaxUSec").split()
+    print(f"InhibitDelayMaxUSec: {delay}")
+    assert delay[0] == "t" and int(delay[1]) >= 30_000_000, delay
+    assert "InhibitDelayMaxSec=30" in vm.ssh("cat /etc/systemd/logind.conf.d/99-kubelet.conf")
 
 
 def test_watchdog_restarts_a_stopped_ckubelet(vm):
