@@ -176,7 +176,24 @@ static void int_param(struct errs *e, const char *name, const char *v, bool *has
                 *has = true;
 }
 
-static void time_param(struct errs *e, const char *name, const char *v, char **out, int64_t *nsec) {
+/* the seconds of an RFC 3339 time parse_rfc3339 accepted, for any year (its nanoseconds wrap after 2262) */
+static int64_t rfc3339_seconds(const char *s) {
+        struct tm tm = {};
+        const char *p = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm);
+        int64_t off = 0;
+        int hh = 0, mm = 0;
+
+        if (!p)
+                return 0;
+        if (*p == '.')
+                for (p++; isdigit((unsigned char) *p); p++)
+                        ;
+        if ((*p == '+' || *p == '-') && sscanf(p + 1, "%2d:%2d", &hh, &mm) == 2)
+                off = (int64_t) (hh * 3600 + mm * 60) * (*p == '+' ? 1 : -1);
+        return (int64_t) timegm(&tm) - off;
+}
+
+static void time_param(struct errs *e, const char *name, const char *v, char **out, int64_t *nsec, int64_t *sec) {
         _cleanup_free_ char *q = quote(v);
 
         if (!q) {
@@ -187,6 +204,7 @@ static void time_param(struct errs *e, const char *name, const char *v, char **o
                 add(e, "%s: Invalid value: %s: invalid time format", name, q);
                 return;
         }
+        *sec = rfc3339_seconds(v);
         *out = strdup(v);
         if (!*out)
                 e->oom = true;
@@ -250,9 +268,9 @@ int node_log_query_parse(const char *raw, struct node_log_query **ret, char **re
         }
         /* in upstream's order; an empty value is no value */
         if (!isempty(since_v))
-                time_param(&e, "sinceTime", since_v, &q->since_time, &q->since_nsec);
+                time_param(&e, "sinceTime", since_v, &q->since_time, &q->since_nsec, &q->since_sec);
         if (!isempty(until_v))
-                time_param(&e, "untilTime", until_v, &q->until_time, &q->until_nsec);
+                time_param(&e, "untilTime", until_v, &q->until_time, &q->until_nsec, &q->until_sec);
         if (!isempty(boot_v))
                 int_param(&e, "boot", boot_v, &q->has_boot, &q->boot);
         if (!isempty(tail_v))
@@ -363,7 +381,8 @@ int node_log_query_validate(const struct node_log_query *q, int logdirfd, char *
                 }
         }
 
-        if (q->since_time && q->until_time && q->since_nsec > q->until_nsec) {
+        if (q->since_time && q->until_time &&
+            (q->since_sec > q->until_sec || (q->since_sec == q->until_sec && q->since_nsec > q->until_nsec))) {
                 _cleanup_free_ char *qv = quote(q->until_time);
                 if (!qv)
                         e.oom = true;
@@ -379,8 +398,8 @@ int node_log_query_validate(const struct node_log_query *q, int logdirfd, char *
 }
 
 /* "2006-1-2 15:4:5", in UTC */
-static char *journal_time(int64_t nsec) {
-        time_t t = (time_t) (nsec >= 0 ? nsec / 1000000000 : (nsec - 999999999) / 1000000000);
+static char *journal_time(int64_t sec) {
+        time_t t = (time_t) sec;
         struct tm tm;
         char *s = NULL;
 
@@ -419,11 +438,11 @@ int node_log_query_journal_argv(const struct node_log_query *q, char *const *ser
         if (r >= 0)
                 r = strv_extend(&a, "--output=short-precise");
         if (r >= 0 && q->since_time) {
-                _cleanup_free_ char *t = journal_time(q->since_nsec);
+                _cleanup_free_ char *t = journal_time(q->since_sec);
                 r = t ? push_fmt(&a, "--since=%s", t) : -ENOMEM;
         }
         if (r >= 0 && q->until_time) {
-                _cleanup_free_ char *t = journal_time(q->until_nsec);
+                _cleanup_free_ char *t = journal_time(q->until_sec);
                 r = t ? push_fmt(&a, "--until=%s", t) : -ENOMEM;
         }
         if (r >= 0 && q->has_tail_lines) {

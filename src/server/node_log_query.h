@@ -13,7 +13,8 @@ struct node_log_query {
         char **files;    /* queries naming a file (with '/' or '\') */
         char **services; /* the other non-blank queries */
         char *since_time, *until_time;
-        int64_t since_nsec, until_nsec;
+        int64_t since_nsec, until_nsec; /* unix nanoseconds (they wrap after 2262) */
+        int64_t since_sec, until_sec;   /* unix seconds, whatever the year */
         bool has_tail_lines, has_boot;
         long tail_lines, boot;
         char *pattern;

@@ -119,6 +119,8 @@ static void test_validate(void **state) {
                               "tailLines: Invalid value: 100001: must be between 0 and 100000, inclusive");
         ASSERT_VALIDATE_ERROR("query=kubelet&sinceTime=2024-01-02T00:00:00Z&untilTime=2024-01-01T00:00:00Z", fd,
                               "untilTime: Invalid value: \"2024-01-01T00:00:00Z\": must be after `sinceTime`");
+        ASSERT_VALIDATE_ERROR("query=kubelet&sinceTime=3000-01-01T00:00:00Z&untilTime=2999-01-01T00:00:00Z", fd,
+                              "untilTime: Invalid value: \"2999-01-01T00:00:00Z\": must be after `sinceTime`");
         ASSERT_VALIDATE_ERROR("query=kubelet&tailLines=-1&boot=2", fd,
                               "[boot: Invalid value: 2: must be less than 1, tailLines: Invalid value: -1: must be "
                               "between 0 and 100000, inclusive]");
@@ -175,6 +177,9 @@ static void test_journal_argv(void **state) {
         ASSERT_JOURNAL_ARGS("query=kubelet&tailLines=0&boot=0", one,
                             "journalctl|--utc|--no-pager|--output=short-precise|--pager-end|--lines=0|--unit=kubelet|"
                             "--boot|0");
+        /* past 2262 (Go's time has no such limit; int64 nanoseconds do) */
+        ASSERT_JOURNAL_ARGS("query=kubelet&sinceTime=2999-01-01T00:00:00Z", one,
+                            "journalctl|--utc|--no-pager|--output=short-precise|--since=2999-1-1 0:0:0|--unit=kubelet");
         /* the services as resolved (none logs to journald) */
         ASSERT_JOURNAL_ARGS("query=kubelet&pattern=a.*b", NULL,
                             "journalctl|--utc|--no-pager|--output=short-precise|--grep=a.*b");
