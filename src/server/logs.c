@@ -9,12 +9,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+extern char **environ;
+
 #include "basic/error.h"
 #include "basic/evbuffer.h"
 #include "basic/fs.h"
 #include "basic/log.h"
+#include "basic/spawn.h"
 #include "basic/string.h"
 #include "basic/strv.h"
+#include "basic/time.h"
 #include "logs/logs.h"
 #include "server/logs_query.h"
 #include "server/logs_dir.h"
@@ -436,6 +440,248 @@ static void api_handle_logs_dir(struct api_request *r, const char *rest) {
         }
 }
 
+/* The journal half of the node log query (upstream's nodeLogQuery.Copy on Linux): which services log to journald
+ * (`journalctl --field _SYSTEMD_UNIT`), then journalctl for those, each a child process watched by the loop
+ * (spawn), 30 s for both runs as upstream's deadline; its stdout then stderr (upstream merges them) sent once it
+ * ended, at most JOURNAL_OUT_MAX bytes. The services that do not log to journald are looked for as files under
+ * /var/log with upstream's heuristics. */
+#define JOURNAL_TIMEOUT_USEC (30 * USEC_PER_SEC)
+#define JOURNAL_OUT_MAX (32 * 1024 * 1024)
+#define JOURNAL_ERR_MAX (1024 * 1024)
+#define JOURNAL_FIELD_MAX (4 * 1024 * 1024)
+
+struct journal_query {
+        struct api_stream stream;
+        struct api_server *s;
+        struct evhttp_request *req;
+        struct node_log_query *q;
+        struct spawn *child;
+        char *journalctl; /* its path, NULL when not found */
+        uint64_t deadline;
+        struct evbuffer *out;
+        char **native, **file;
+};
+
+static void journal_query_free(struct journal_query *j) {
+        if (!j)
+                return;
+        api_stream_unregister(&j->stream);
+        spawn_cancel(j->child);
+        node_log_query_free(j->q);
+        free(j->journalctl);
+        if (j->out)
+                evbuffer_free(j->out);
+        strv_free(j->native);
+        strv_free(j->file);
+        free(j);
+}
+
+/* detach from the connection; the request, when there is one, is answered by the caller */
+static struct evhttp_request *journal_query_detach(struct journal_query *j) {
+        struct evhttp_request *req = TAKE_PTR(j->req);
+        struct evhttp_connection *evcon = req ? evhttp_request_get_connection(req) : NULL;
+
+        if (evcon)
+                evhttp_connection_set_closecb(evcon, NULL, NULL);
+        return req;
+}
+
+static void journal_query_cancel(struct api_stream *st) {
+        struct journal_query *j = (struct journal_query *) st;
+        struct evhttp_request *req = journal_query_detach(j);
+
+        if (req)
+                api_reply_text(req, 503, "Service Unavailable: the server is stopping\n");
+        journal_query_free(j);
+}
+
+static void journal_client_closed(struct evhttp_connection *evcon, void *userdata) {
+        struct journal_query *j = userdata;
+
+        evhttp_connection_set_closecb(evcon, NULL, NULL);
+        log_v(3, "node log query: the client left");
+        /* as on_client_closed: a request evhttp took off the connection is ours to free */
+        if (j->req && evhttp_request_get_connection(j->req) != evcon)
+                evhttp_request_free(j->req);
+        j->req = NULL;
+        journal_query_free(j);
+}
+
+/* exec.LookPath("journalctl") */
+static char *find_journalctl(void) {
+        const char *path = getenv("PATH");
+        _cleanup_free_ char *copy = strdup(
+                isempty(path) ? "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" : path);
+        char *save = NULL;
+
+        for (char *d = copy ? strtok_r(copy, ":", &save) : NULL; d; d = strtok_r(NULL, ":", &save)) {
+                char *p = NULL;
+                if (asprintf(&p, "%s/journalctl", d) < 0)
+                        continue;
+                if (access(p, X_OK) == 0)
+                        return p;
+                free(p);
+        }
+        return NULL;
+}
+
+static uint64_t journal_remaining(const struct journal_query *j) {
+        uint64_t now = now_usec();
+        return now >= j->deadline ? 1 : j->deadline - now;
+}
+
+/* the services logging to files, and the answer */
+static void journal_finish(struct journal_query *j) {
+        struct evhttp_request *req;
+        size_t n_file = strv_length(j->file);
+
+        if (n_file > 0 && node_log_query_has_options(j->q)) {
+                _cleanup_free_ char *l = strv_join(j->file, " ");
+                evbuffer_add_printf(j->out,
+                                    "\noptions present and query resolved to log files for [%s]\ntry without "
+                                    "specifying options\n",
+                                    strempty(l));
+                n_file = 0;
+        }
+        for (size_t i = 0; i < n_file; i++) {
+                _cleanup_strv_free_ char **names = NULL;
+                _cleanup_close_ int fd = -1;
+                bool is_dir = false;
+                int k = node_log_query_heuristic_files(j->file[i], &names);
+
+                for (size_t n = 0; names && names[n]; n++) {
+                        close_fd(fd);
+                        fd = -1;
+                        k = api_logs_dir_open(LOGS_ROOT, names[n], &fd, &is_dir);
+                        if (k >= 0 && is_dir)
+                                k = -ENOENT; /* /var/log/<service>/ holds <service>.log */
+                        if (k != -ENOENT && k != -ENOTDIR)
+                                break;
+                }
+                if (k == -ENOENT || k == -ENOTDIR)
+                        evbuffer_add_printf(j->out, "\nlog not found for %s\n", j->file[i]);
+                else if (k < 0)
+                        evbuffer_add_printf(j->out, "\nerror getting log for %s: %s\n", j->file[i], strerror(-k));
+                else if (n_file == 1 && evbuffer_get_length(j->out) == 0) {
+                        /* the query's one answer: the file, sent as the client takes it */
+                        struct stat st;
+                        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+                                evbuffer_add_printf(j->out, "\nerror getting log for %s: not a regular file\n",
+                                                    j->file[i]);
+                                break;
+                        }
+                        req = journal_query_detach(j);
+                        if (req) {
+                                struct api_request r = { .s = j->s, .req = req, .method = EVHTTP_REQ_GET };
+                                file_stream_start(&r, TAKE_FD(fd), (uint64_t) st.st_size, "text/plain;charset=UTF-8");
+                        }
+                        journal_query_free(j);
+                        return;
+                } else
+                        /* a file is streamed, never held in memory: one per query */
+                        evbuffer_add_printf(j->out,
+                                            "\nerror getting log for %s: ckubelet sends a service's log file only "
+                                            "when it is the query's one service\n",
+                                            j->file[i]);
+        }
+        req = journal_query_detach(j);
+        if (req)
+                api_reply_flushed(req, "text/plain;charset=UTF-8", j->out);
+        journal_query_free(j);
+}
+
+static void journal_logs_done(const struct spawn_result *res, void *userdata) {
+        struct journal_query *j = userdata;
+
+        j->child = NULL;
+        evbuffer_add(j->out, res->out, res->out_len);
+        evbuffer_add(j->out, res->err, res->err_len);
+        if (res->output_capped)
+                evbuffer_add_printf(j->out, "\nerror: journal output cut at %d bytes\n", JOURNAL_OUT_MAX);
+        /* journalctl's own failures (exit status, killed at the deadline) leave its output as it is */
+        journal_finish(j);
+}
+
+static void journal_logs_start(struct journal_query *j) {
+        _cleanup_strv_free_ char **argv = NULL;
+        int k;
+
+        k = node_log_query_journal_argv(j->q, j->native, &argv);
+        if (k < 0) {
+                evbuffer_add_printf(j->out, "\nfailed to get logging cmd: %s\n", strerror(-k));
+                journal_finish(j);
+                return;
+        }
+        k = j->journalctl ? spawn_start(j->s->base, j->journalctl, argv, environ, NULL, 0, JOURNAL_OUT_MAX,
+                                        JOURNAL_ERR_MAX, journal_remaining(j), journal_logs_done, j, &j->child)
+                          : -ENOENT;
+        if (k < 0) {
+                log_v(2, "node log query: cannot run journalctl: %s", strerror(-k));
+                if (!j->q->has_boot || j->q->boot == 0)
+                        evbuffer_add_printf(j->out, "\nerror: journal output not available\n");
+                journal_finish(j);
+        }
+}
+
+static void journal_field_done(const struct spawn_result *res, void *userdata) {
+        struct journal_query *j = userdata;
+        /* CombinedOutput: an error (exit status, signal, our cap) makes every service a file logger */
+        bool ok = res->exit_code == 0 && !res->timed_out && !res->output_capped;
+        _cleanup_free_ char *combined = NULL;
+
+        j->child = NULL;
+        if (ok && asprintf(&combined, "%.*s%.*s", (int) res->out_len, res->out, (int) res->err_len, res->err) < 0)
+                ok = false;
+        for (size_t i = 0; j->q->services[i]; i++) {
+                bool native = ok && node_log_query_is_native_logger(combined, j->q->services[i]);
+                if (strv_extend(native ? &j->native : &j->file, j->q->services[i]) < 0) {
+                        struct evhttp_request *req = journal_query_detach(j);
+                        if (req)
+                                api_reply_text(req, 500, "Internal Error: out of memory\n");
+                        journal_query_free(j);
+                        return;
+                }
+        }
+        if (j->native && now_usec() < j->deadline)
+                journal_logs_start(j);
+        else
+                journal_finish(j);
+}
+
+static void journal_query_start(struct api_request *r, struct node_log_query **q) {
+        struct evhttp_connection *evcon = evhttp_request_get_connection(r->req);
+        char *const field_argv[] = { (char *) "journalctl", (char *) "--field", (char *) "_SYSTEMD_UNIT", NULL };
+        struct spawn_result none = { .exit_code = -1 };
+        struct journal_query *j = calloc(1, sizeof(*j));
+        int k;
+
+        if (!j || !(j->out = evbuffer_new())) {
+                free(j);
+                api_reply_text(r->req, 500, "Internal Error: out of memory\n");
+                return;
+        }
+        j->s = r->s;
+        j->q = TAKE_PTR(*q);
+        j->stream.kind = API_STREAM_SHORT;
+        j->stream.cancel = journal_query_cancel;
+        if (api_stream_register(r->s, &j->stream) < 0) {
+                j->stream.s = NULL;
+                journal_query_free(j);
+                api_reply_text(r->req, 503, "Service Unavailable: too many streams\n");
+                return;
+        }
+        j->req = r->req;
+        if (evcon)
+                evhttp_connection_set_closecb(evcon, journal_client_closed, j);
+        j->deadline = now_usec() + JOURNAL_TIMEOUT_USEC;
+        j->journalctl = find_journalctl();
+        k = j->journalctl ? spawn_start(r->s->base, j->journalctl, field_argv, environ, NULL, 0, JOURNAL_FIELD_MAX,
+                                        JOURNAL_ERR_MAX, JOURNAL_TIMEOUT_USEC, journal_field_done, j, &j->child)
+                          : -ENOENT;
+        if (k < 0)
+                journal_field_done(&none, j); /* upstream: no journalctl, no native logger */
+}
+
 /* /logs/ with enableSystemLogQuery: the node log query (upstream's logServer in query mode) */
 void api_handle_logs(struct api_request *r, const char *rest) {
         _cleanup_(node_log_query_freep) struct node_log_query *q = NULL;
@@ -480,11 +726,7 @@ void api_handle_logs(struct api_request *r, const char *rest) {
                 return;
         }
         if (q->services) {
-                /* journald (journalctl) is not queried by ckubelet */
-                api_reply_text(r->req, 501,
-                               "Not Implemented: ckubelet does not query journald for services; query a file under "
-                               "%s\n",
-                               LOGS_ROOT);
+                journal_query_start(r, &q);
                 return;
         }
         /* one file, no options (validated): served as the file server serves it */

@@ -8,11 +8,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/queue.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
@@ -174,7 +176,24 @@ static void int_param(struct errs *e, const char *name, const char *v, bool *has
                 *has = true;
 }
 
-static void time_param(struct errs *e, const char *name, const char *v, char **out, int64_t *nsec) {
+/* the seconds of an RFC 3339 time parse_rfc3339 accepted, for any year (its nanoseconds wrap after 2262) */
+static int64_t rfc3339_seconds(const char *s) {
+        struct tm tm = {};
+        const char *p = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm);
+        int64_t off = 0;
+        int hh = 0, mm = 0;
+
+        if (!p)
+                return 0;
+        if (*p == '.')
+                for (p++; isdigit((unsigned char) *p); p++)
+                        ;
+        if ((*p == '+' || *p == '-') && sscanf(p + 1, "%2d:%2d", &hh, &mm) == 2)
+                off = (int64_t) (hh * 3600 + mm * 60) * (*p == '+' ? 1 : -1);
+        return (int64_t) timegm(&tm) - off;
+}
+
+static void time_param(struct errs *e, const char *name, const char *v, char **out, int64_t *nsec, int64_t *sec) {
         _cleanup_free_ char *q = quote(v);
 
         if (!q) {
@@ -185,6 +204,7 @@ static void time_param(struct errs *e, const char *name, const char *v, char **o
                 add(e, "%s: Invalid value: %s: invalid time format", name, q);
                 return;
         }
+        *sec = rfc3339_seconds(v);
         *out = strdup(v);
         if (!*out)
                 e->oom = true;
@@ -248,9 +268,9 @@ int node_log_query_parse(const char *raw, struct node_log_query **ret, char **re
         }
         /* in upstream's order; an empty value is no value */
         if (!isempty(since_v))
-                time_param(&e, "sinceTime", since_v, &q->since_time, &q->since_nsec);
+                time_param(&e, "sinceTime", since_v, &q->since_time, &q->since_nsec, &q->since_sec);
         if (!isempty(until_v))
-                time_param(&e, "untilTime", until_v, &q->until_time, &q->until_nsec);
+                time_param(&e, "untilTime", until_v, &q->until_time, &q->until_nsec, &q->until_sec);
         if (!isempty(boot_v))
                 int_param(&e, "boot", boot_v, &q->has_boot, &q->boot);
         if (!isempty(tail_v))
@@ -361,7 +381,8 @@ int node_log_query_validate(const struct node_log_query *q, int logdirfd, char *
                 }
         }
 
-        if (q->since_time && q->until_time && q->since_nsec > q->until_nsec) {
+        if (q->since_time && q->until_time &&
+            (q->since_sec > q->until_sec || (q->since_sec == q->until_sec && q->since_nsec > q->until_nsec))) {
                 _cleanup_free_ char *qv = quote(q->until_time);
                 if (!qv)
                         e.oom = true;
@@ -374,4 +395,96 @@ int node_log_query_validate(const struct node_log_query *q, int logdirfd, char *
                 add(&e, "tailLines: Invalid value: %ld: must be between 0 and %d, inclusive", q->tail_lines,
                     NODE_LOG_QUERY_MAX_TAIL_LINES);
         return finish(&e, ret_error);
+}
+
+/* "2006-1-2 15:4:5", in UTC */
+static char *journal_time(int64_t sec) {
+        time_t t = (time_t) sec;
+        struct tm tm;
+        char *s = NULL;
+
+        if (!gmtime_r(&t, &tm))
+                return NULL;
+        if (asprintf(&s, "%d-%d-%d %d:%d:%d", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
+                     tm.tm_sec) < 0)
+                return NULL;
+        return s;
+}
+
+static int push_fmt(char ***l, const char *fmt, ...) _printf_(2, 3);
+static int push_fmt(char ***l, const char *fmt, ...) {
+        char *m = NULL;
+        va_list ap;
+        int r;
+
+        va_start(ap, fmt);
+        r = vasprintf(&m, fmt, ap);
+        va_end(ap);
+        if (r < 0)
+                return -ENOMEM;
+        return strv_push(l, m); /* takes m, even on failure */
+}
+
+int node_log_query_journal_argv(const struct node_log_query *q, char *const *services, char ***ret) {
+        _cleanup_strv_free_ char **a = NULL;
+        int r = 0;
+
+        assert(q && ret);
+        r = strv_extend(&a, "journalctl");
+        if (r >= 0)
+                r = strv_extend(&a, "--utc");
+        if (r >= 0)
+                r = strv_extend(&a, "--no-pager");
+        if (r >= 0)
+                r = strv_extend(&a, "--output=short-precise");
+        if (r >= 0 && q->since_time) {
+                _cleanup_free_ char *t = journal_time(q->since_sec);
+                r = t ? push_fmt(&a, "--since=%s", t) : -ENOMEM;
+        }
+        if (r >= 0 && q->until_time) {
+                _cleanup_free_ char *t = journal_time(q->until_sec);
+                r = t ? push_fmt(&a, "--until=%s", t) : -ENOMEM;
+        }
+        if (r >= 0 && q->has_tail_lines) {
+                r = strv_extend(&a, "--pager-end");
+                if (r >= 0)
+                        r = push_fmt(&a, "--lines=%ld", q->tail_lines);
+        }
+        for (size_t i = 0; r >= 0 && services && services[i]; i++)
+                if (!isempty(services[i]))
+                        r = push_fmt(&a, "--unit=%s", services[i]);
+        if (r >= 0 && !isempty(q->pattern))
+                r = push_fmt(&a, "--grep=%s", q->pattern);
+        if (r >= 0 && q->has_boot) {
+                r = strv_extend(&a, "--boot");
+                if (r >= 0)
+                        r = push_fmt(&a, "%ld", q->boot);
+        }
+        if (r < 0)
+                return -ENOMEM;
+        *ret = TAKE_PTR(a);
+        return 0;
+}
+
+bool node_log_query_is_native_logger(const char *field_output, const char *service) {
+        _cleanup_free_ char *unit = NULL;
+
+        if (!field_output || asprintf(&unit, "%s.service", service) < 0)
+                return false;
+        return strstr(field_output, unit) != NULL;
+}
+
+int node_log_query_heuristic_files(const char *service, char ***ret) {
+        _cleanup_strv_free_ char **l = NULL;
+        int r;
+
+        r = strv_extend(&l, service);
+        if (r >= 0)
+                r = push_fmt(&l, "%s.log", service);
+        if (r >= 0)
+                r = push_fmt(&l, "%s/%s.log", service, service);
+        if (r < 0)
+                return -ENOMEM;
+        *ret = TAKE_PTR(l);
+        return 0;
 }

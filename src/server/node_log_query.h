@@ -13,7 +13,8 @@ struct node_log_query {
         char **files;    /* queries naming a file (with '/' or '\') */
         char **services; /* the other non-blank queries */
         char *since_time, *until_time;
-        int64_t since_nsec, until_nsec;
+        int64_t since_nsec, until_nsec; /* unix nanoseconds (they wrap after 2262) */
+        int64_t since_sec, until_sec;   /* unix seconds, whatever the year */
         bool has_tail_lines, has_boot;
         long tail_lines, boot;
         char *pattern;
@@ -34,6 +35,19 @@ int node_log_query_validate(const struct node_log_query *q, int logdirfd, char *
 
 /* does q have options besides the query (upstream's n.options != options{})? */
 bool node_log_query_has_options(const struct node_log_query *q);
+
+/* upstream's getLoggingCmd on Linux: journalctl's arguments (argv[0] "journalctl" included, NULL-terminated)
+ * for these services: --utc --no-pager --output=short-precise, --since/--until (the times in UTC, upstream's
+ * layout "2006-1-2 15:4:5"), --pager-end --lines=N, --unit= per service, --grep= (journalctl's own case
+ * handling: insensitive when the pattern is all lower case), --boot N. -ENOMEM. */
+int node_log_query_journal_argv(const struct node_log_query *q, char *const *services, char ***ret);
+
+/* upstream's checkForNativeLogger: the output of `journalctl --field _SYSTEMD_UNIT` names "<service>.service" */
+bool node_log_query_is_native_logger(const char *field_output, const char *service);
+
+/* upstream's heuristics for a service logging to a file, beneath the log directory, in order: <service>,
+ * <service>.log, <service>/<service>.log. -ENOMEM. */
+int node_log_query_heuristic_files(const char *service, char ***ret);
 
 struct node_log_query *node_log_query_free(struct node_log_query *q);
 static inline void node_log_query_freep(struct node_log_query **q) {

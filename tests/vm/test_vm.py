@@ -18,6 +18,7 @@ import sys
 import tempfile
 import textwrap
 import time
+import urllib.error
 import urllib.request
 
 import pytest
@@ -210,6 +211,7 @@ CONFIG = textwrap.dedent(f"""\
       mode: AlwaysAllow
     healthzBindAddress: 127.0.0.1
     healthzPort: 10248
+    enableSystemLogQuery: true
     """)
 # NodeSwap: the guest gets a swap file; failSwapOn's default (true) must refuse it, then this lets ckubelet run
 SWAP_CONFIG = "failSwapOn: false\nmemorySwap:\n  swapBehavior: LimitedSwap\n"
@@ -396,6 +398,132 @@ def api_pod(name, resources):
     return p
 
 
+def node_log_query(vm, query):
+    """/logs/?<query> (the node log query): (status, body)"""
+    try:
+        return 200, kubelet_get(vm, "/logs/?" + query).decode(errors="replace")
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode(errors="replace")
+
+
+# journalctl --output=short-precise --utc: "Nov 28 17:01:02.123456 host unit[pid]: message"
+SHORT_PRECISE = re.compile(r"^(\w{3} [ \d]\d \d\d:\d\d:\d\d\.\d{6}) (\S+) ([^\[: ]+)\[\d+\]: (.*)$")
+
+
+def journal_lines(body):
+    """the entries of journalctl's answer (its "-- ... --" notes left out), each (time, unit-ish, message)"""
+    out = []
+    for line in body.splitlines():
+        if not line.strip() or line.startswith("-- ") or line[0].isspace():  # notes, a message's next lines
+            continue
+        m = SHORT_PRECISE.match(line)
+        assert m, f"not a short-precise journal line: {line!r}"
+        out.append((m.group(1), m.group(3), m.group(4)))
+    return out
+
+
+def test_node_log_query_from_journald(vm):
+    """/logs/?query=<unit> (enableSystemLogQuery): journalctl run by ckubelet for units logging to journald, with
+    upstream's parameters, through the kubelet port the tier forwards (anonymous, AlwaysAllow)."""
+    year = vm.ssh("date -u +%Y").strip()
+
+    def when(ts):
+        return time.strptime(f"{year} {ts.split('.')[0]}", "%Y %b %d %H:%M:%S")
+
+    code, body = node_log_query(vm, "query=ckubelet")
+    assert code == 200, body[-2000:]
+    all_lines = journal_lines(body)
+    assert len(all_lines) >= 10, body[-2000:]
+    # the unit's own lines, and systemd's about it (--unit= matches both)
+    units = {u for _, u, _ in all_lines}
+    assert "ckubelet" in units and units <= {"ckubelet", "systemd"}, units
+    print(f"query=ckubelet: {len(all_lines)} lines")
+
+    # tailLines: the last N
+    code, body = node_log_query(vm, "query=ckubelet&tailLines=3")
+    tail = journal_lines(body)
+    assert code == 200 and len(tail) == 3, body[-2000:]
+    assert all(u in ("ckubelet", "systemd") for _, u, _ in tail), tail
+
+    # two units: containerd's lines too
+    code, body = node_log_query(vm, "query=ckubelet&query=containerd")
+    units = {u for _, u, _ in journal_lines(body)}
+    assert code == 200 and {"ckubelet", "containerd"} <= units <= {"ckubelet", "containerd", "systemd"}, \
+        (units, body[-2000:])
+
+    # sinceTime / untilTime: a second within the log splits it (times in UTC, RFC 3339)
+    mid = when(all_lines[len(all_lines) // 2][0])
+    since = time.strftime("%Y-%m-%dT%H:%M:%SZ", mid)
+    code, body = node_log_query(vm, f"query=ckubelet&sinceTime={since}")
+    after = journal_lines(body)
+    assert code == 200 and 0 < len(after) < len(all_lines) + 50, body[-2000:]
+    assert all(when(ts) >= mid for ts, _, _ in after), (since, after[:3])
+    code, body = node_log_query(vm, f"query=ckubelet&untilTime={since}")
+    before = journal_lines(body)
+    assert code == 200 and before, body[-2000:]
+    assert all(when(ts) <= mid for ts, _, _ in before), (since, before[-3:])
+    code, body = node_log_query(vm, "query=ckubelet&sinceTime=2999-01-01T00:00:00Z")
+    assert code == 200 and journal_lines(body) == [], body[-2000:]
+
+    # pattern: journalctl --grep, case-insensitive for an all lower-case pattern (journalctl's smart case)
+    words = [w for w in ("containerd", "pod", "cgroup", "node", "started", "config") if
+             0 < sum(w in m.lower() for _, _, m in all_lines) < len(all_lines)]
+    assert words, "no word to grep for in ckubelet's log"
+    code, body = node_log_query(vm, f"query=ckubelet&pattern={words[0]}")
+    matched = journal_lines(body)
+    assert code == 200 and matched, body[-2000:]
+    assert all(words[0] in m.lower() for _, _, m in matched), (words[0], matched[:3])
+    assert len(matched) < len(all_lines) + 50
+    print(f"pattern={words[0]}: {len(matched)} lines")
+
+    # a service not in the journal: upstream's file heuristics under /var/log
+    code, body = node_log_query(vm, "query=ckvm-no-such-service")
+    assert code == 200 and "log not found for ckvm-no-such-service" in body, body
+    vm.ssh("mkdir -p /var/log/ckvmtest && echo 'a line of ckvmtest' > /var/log/ckvmtest/ckvmtest.log")
+    code, body = node_log_query(vm, "query=ckvmtest")
+    assert code == 200 and body == "a line of ckvmtest\n", body
+    code, body = node_log_query(vm, "query=ckvmtest&tailLines=1")
+    assert code == 200 and "options present and query resolved to log files for [ckvmtest]" in body, body
+    # upstream's validation
+    code, body = node_log_query(vm, "query=ckubelet&tailLines=100001")
+    assert code == 406 and "tailLines: Invalid value: 100001: must be between 0 and 100000, inclusive" in body, body
+
+
+CNI_CONF = json.dumps({
+    "cniVersion": "1.0.0", "name": "ckvm", "plugins": [
+        {"type": "bridge", "bridge": "cni0", "isGateway": True, "ipMasq": True,
+         "ipam": {"type": "host-local", "ranges": [[{"subnet": "10.88.7.0/24"}]], "routes": [{"dst": "0.0.0.0/0"}]}},
+        {"type": "portmap", "capabilities": {"portMappings": True}}]})
+
+
+def test_pod_network_from_cni_bridge(vm):
+    """A pod without hostNetwork in the guest: containerd's CRI sets it up with the bridge plugin (Debian's
+    containernetworking-plugins), ckubelet reports its IP in the pod's status, and the guest reaches it there."""
+    vm.ssh("mkdir -p /etc/cni/net.d /opt/cni/bin && for p in /usr/lib/cni/*; do ln -sf $p /opt/cni/bin/; done && "
+           "cat > /etc/cni/net.d/10-ckvm.conflist <<'EOF'\n" + CNI_CONF + "\nEOF\n")
+    p = pod("cni-web", {})
+    p["spec"]["hostNetwork"] = False
+    p["spec"]["containers"][0]["command"] = ["sh", "-c", "echo hello-from-the-pod > /tmp/index.html && "
+                                             "exec httpd -f -p 8080 -h /tmp"]
+    vm.ssh(f"cat > /etc/kubernetes/cni-web.json.tmp <<'EOF'\n{json.dumps(p)}\nEOF\n"
+           "mv /etc/kubernetes/cni-web.json.tmp /etc/kubernetes/manifests/cni-web.json")
+    try:
+        def pod_ip():  # the mirror pod's status, as ckubelet wrote it to the apiserver
+            ip = ((vm.api.pod("cni-web-ckvm") or {}).get("status") or {}).get("podIP", "")
+            return ip if ip.startswith("10.88.7.") else None
+        ip = wait_for(pod_ip, 240, interval=3, msg="the CNI pod's IP in its mirror pod's status")
+        body = wait_for(lambda: vm.ssh(f"timeout 10 bash -c 'exec 3<>/dev/tcp/{ip}/8080; "
+                                       "printf \"GET /index.html HTTP/1.0\\r\\n\\r\\n\" >&3; cat <&3'",
+                                       check=False), 120, interval=3, msg=f"an answer from {ip}:8080")
+        print(f"the CNI pod at {ip}: {body.splitlines()[:1]}")
+        assert "hello-from-the-pod" in body, body
+        route = vm.ssh("ip -4 route get " + ip)
+        assert "dev cni0" in route, route  # through the bridge, not the guest's own address
+    finally:
+        vm.ssh("rm -f /etc/kubernetes/manifests/cni-web.json")
+    wait_for(lambda: "cni-web-ckvm" not in crictl_ps(vm), 180, interval=3, msg="the CNI pod removed")
+
+
 API_PODS = {  # from the (fake) apiserver: not static, so not critical: LimitedSwap applies to them
     "burstable-api": api_pod("burstable-api", {"requests": {"cpu": "100m", "memory": "64Mi"},
                                                "limits": {"memory": "256Mi"}}),
@@ -484,6 +612,28 @@ def test_restart_keeps_pods_running(vm):
     docs = [json.loads(l) for l in lines]  # every line is a JSON object
     assert all("msg" in d and "ts" in d for d in docs), lines[:5]
     print(f"{len(docs)} JSON log lines, the first: {lines[0][:200]}")
+
+
+def test_graceful_node_shutdown_takes_the_logind_inhibitor_lock(vm):
+    """GracefulNodeShutdown against the real logind (the host tests use a fake one): with shutdownGracePeriod set,
+    ckubelet raises logind's InhibitDelayMaxUSec through upstream's drop-in and holds a delay lock on shutdown
+    (`systemctl poweroff` itself would take minutes under emulation)."""
+    assert "kubelet" not in vm.ssh("systemd-inhibit --list --no-pager --no-legend", check=False)
+    vm.ssh("printf 'shutdownGracePeriod: 30s\nshutdownGracePeriodCriticalPods: 10s\n' >> /etc/ckubelet/config.yaml")
+    vm.ssh("systemctl restart ckubelet", timeout=300)
+    assert systemctl_show(vm, "ActiveState") == "active"
+
+    def locked():
+        out = vm.ssh("systemd-inhibit --list --no-pager --no-legend", check=False)
+        return [l for l in out.splitlines() if "kubelet" in l.split() and "shutdown" in l and "delay" in l]
+    lines = wait_for(locked, 120, interval=3, msg="ckubelet's delay lock in systemd-inhibit --list")
+    print(f"systemd-inhibit --list: {lines}")
+    assert "Kubelet needs time to handle node shutdown" in vm.ssh("systemd-inhibit --list --no-pager")
+    delay = vm.ssh("busctl get-property org.freedesktop.login1 /org/freedesktop/login1 "
+                   "org.freedesktop.login1.Manager InhibitDelayMaxUSec").split()
+    print(f"InhibitDelayMaxUSec: {delay}")
+    assert delay[0] == "t" and int(delay[1]) >= 30_000_000, delay
+    assert "InhibitDelayMaxSec=30" in vm.ssh("cat /etc/systemd/logind.conf.d/99-kubelet.conf")
 
 
 def test_watchdog_restarts_a_stopped_ckubelet(vm):

@@ -119,6 +119,8 @@ static void test_validate(void **state) {
                               "tailLines: Invalid value: 100001: must be between 0 and 100000, inclusive");
         ASSERT_VALIDATE_ERROR("query=kubelet&sinceTime=2024-01-02T00:00:00Z&untilTime=2024-01-01T00:00:00Z", fd,
                               "untilTime: Invalid value: \"2024-01-01T00:00:00Z\": must be after `sinceTime`");
+        ASSERT_VALIDATE_ERROR("query=kubelet&sinceTime=3000-01-01T00:00:00Z&untilTime=2999-01-01T00:00:00Z", fd,
+                              "untilTime: Invalid value: \"2999-01-01T00:00:00Z\": must be after `sinceTime`");
         ASSERT_VALIDATE_ERROR("query=kubelet&tailLines=-1&boot=2", fd,
                               "[boot: Invalid value: 2: must be less than 1, tailLines: Invalid value: -1: must be "
                               "between 0 and 100000, inclusive]");
@@ -128,10 +130,90 @@ static void test_validate(void **state) {
         rmdir(dir);
 }
 
+/* the arguments joined by '|' */
+static char *journal_args(const char *raw, const char *const *services) {
+        struct node_log_query *q = NULL;
+        char *err = NULL, **argv = NULL, *joined;
+        size_t len = 1;
+
+        assert_int_equal(node_log_query_parse(raw, &q, &err), 0);
+        assert_non_null(q);
+        assert_int_equal(node_log_query_journal_argv(q, (char *const *) services, &argv), 0);
+        for (size_t i = 0; argv[i]; i++)
+                len += strlen(argv[i]) + 1;
+        joined = calloc(1, len);
+        assert_non_null(joined);
+        for (size_t i = 0; argv[i]; i++) {
+                if (i)
+                        strcat(joined, "|");
+                strcat(joined, argv[i]);
+                free(argv[i]);
+        }
+        free(argv);
+        node_log_query_free(q);
+        return joined;
+}
+
+#define ASSERT_JOURNAL_ARGS(raw, services, want)        \
+        do {                                            \
+                char *_a = journal_args(raw, services); \
+                assert_string_equal(_a, want);          \
+                free(_a);                               \
+        } while (0)
+
+static void test_journal_argv(void **state) {
+        const char *const one[] = { "kubelet", NULL };
+        const char *const two[] = { "ckubelet", "", "containerd", NULL };
+        (void) state;
+
+        ASSERT_JOURNAL_ARGS("query=kubelet", one, "journalctl|--utc|--no-pager|--output=short-precise|--unit=kubelet");
+        /* upstream's order; an empty service is skipped; times in UTC, "2006-1-2 15:4:5" */
+        ASSERT_JOURNAL_ARGS("query=ckubelet&query=containerd&pattern=Err&tailLines=5&boot=-1&"
+                            "sinceTime=2026-01-02T03:04:05Z&untilTime=2026-11-28T20:30:00%2B02:00",
+                            two,
+                            "journalctl|--utc|--no-pager|--output=short-precise|--since=2026-1-2 3:4:5|"
+                            "--until=2026-11-28 18:30:0|--pager-end|--lines=5|--unit=ckubelet|--unit=containerd|"
+                            "--grep=Err|--boot|-1");
+        ASSERT_JOURNAL_ARGS("query=kubelet&tailLines=0&boot=0", one,
+                            "journalctl|--utc|--no-pager|--output=short-precise|--pager-end|--lines=0|--unit=kubelet|"
+                            "--boot|0");
+        /* past 2262 (Go's time has no such limit; int64 nanoseconds do) */
+        ASSERT_JOURNAL_ARGS("query=kubelet&sinceTime=2999-01-01T00:00:00Z", one,
+                            "journalctl|--utc|--no-pager|--output=short-precise|--since=2999-1-1 0:0:0|--unit=kubelet");
+        /* the services as resolved (none logs to journald) */
+        ASSERT_JOURNAL_ARGS("query=kubelet&pattern=a.*b", NULL,
+                            "journalctl|--utc|--no-pager|--output=short-precise|--grep=a.*b");
+}
+
+static void test_native_and_files(void **state) {
+        const char *field = "containerd.service\nckubelet.service\nsystemd-journald.service\n";
+        char **l = NULL;
+        (void) state;
+
+        assert_true(node_log_query_is_native_logger(field, "ckubelet"));
+        assert_true(node_log_query_is_native_logger(field, "containerd"));
+        /* strings.Contains, as upstream: a suffix of a unit's name matches too */
+        assert_true(node_log_query_is_native_logger(field, "journald"));
+        assert_false(node_log_query_is_native_logger(field, "kubelet.svc"));
+        assert_false(node_log_query_is_native_logger(field, "nginx"));
+        assert_false(node_log_query_is_native_logger(NULL, "ckubelet"));
+
+        assert_int_equal(node_log_query_heuristic_files("nginx", &l), 0);
+        assert_string_equal(l[0], "nginx");
+        assert_string_equal(l[1], "nginx.log");
+        assert_string_equal(l[2], "nginx/nginx.log");
+        assert_null(l[3]);
+        for (size_t i = 0; l[i]; i++)
+                free(l[i]);
+        free(l);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_parse),
                 cmocka_unit_test(test_validate),
+                cmocka_unit_test(test_journal_argv),
+                cmocka_unit_test(test_native_and_files),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
