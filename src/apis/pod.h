@@ -316,7 +316,7 @@ struct pod_spec {
         bool enable_service_links; /* default true */
         char *runtime_class_name;
         struct resource_list overhead; /* set by the apiserver from the RuntimeClass */
-        /* spec.resources: pod-level requests and limits (PodLevelResources, beta on since v1.34); has_claims when
+        /* spec.resources: pod-level requests and limits (PodLevelResources, beta on since v1.34); resources_has_claims when
          * spec.resources.claims is given (forbidden at pod level) */
         struct resource_requirements resources;
         bool has_resources, resources_has_claims;
