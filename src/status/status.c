@@ -305,12 +305,12 @@ static void add_resources(const struct pod_status_input *in, const struct contai
                 return;
         if (json_is_object(req) && json_object_size(req) > 0)
                 json_object_set_new(st, "allocatedResources", json_deep_copy(req));
-        if (c && c->state == KC_CONTAINER_RUNNING && c->have_resources) {
-                json_t *r = actual_resources_json(alloc, c);
-                if (r && json_object_size(r) > 0)
+        /* a running container always has it, {} when it has no resources (convertContainerStatusResources): the
+         * apiserver allows a resize only when the first running container's status has it (isPodResizeRequestSupported) */
+        if (c && c->state == KC_CONTAINER_RUNNING) {
+                json_t *r = c->have_resources ? actual_resources_json(alloc, c) : json_deep_copy(alloc);
+                if (r)
                         json_object_set_new(st, "resources", r);
-                else
-                        json_decref(r);
         }
 }
 

@@ -564,7 +564,7 @@ static void test_pod_level_status_resources(void **state) {
         struct pod_status_input in = { .pod = p, .observed = s };
         struct pod_set set = {};
         struct pod *pl;
-        json_auto_t *st = NULL, *st2 = NULL, *st3 = NULL;
+        json_auto_t *st = NULL, *st2 = NULL, *st3 = NULL, *alloc = json_pack("{s:{}, s:{}}", "a", "b");
         const char *yaml = "apiVersion: v1\nkind: Pod\nmetadata: {name: web, namespace: default, uid: uid-1}\n"
                            "spec:\n  resources: {requests: {cpu: 1500m, memory: 1Gi}, limits: {cpu: 2, memory: 2Gi}}\n"
                            "  containers:\n"
@@ -595,11 +595,18 @@ static void test_pod_level_status_resources(void **state) {
                 assert_true(json_equal(json_object_get(json_object_get(st2, "resources"), "requests"), want_req));
                 assert_true(json_equal(json_object_get(json_object_get(st2, "resources"), "limits"), want_lim));
         }
-        /* the allocated pod's, not the desired one's */
+        /* the allocated pod's, not the desired one's; a running container without resources has "resources": {}
+         * (the apiserver refuses a resize when the first running container's status lacks it) */
         in.pod = pl;
         in.allocated_pod = p;
+        in.allocation = alloc;
         assert_int_equal(status_pod_generate(&in, &st3), 0);
         assert_string_equal(json_string_value(json_object_get(json_object_get(st3, "allocatedResources"), "cpu")), "2");
+        {
+                json_t *a = find(json_object_get(st3, "containerStatuses"), "name", "a");
+                assert_non_null(json_object_get(a, "resources"));
+                assert_int_equal(json_object_size(json_object_get(a, "resources")), 0);
+        }
         pod_set_done(&set);
 }
 
