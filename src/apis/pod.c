@@ -201,6 +201,8 @@ static void pod_spec_done(struct pod_spec *s) {
         free(s->ephemeral_containers);
         free(s->runtime_class_name);
         resource_list_done(&s->overhead);
+        resource_list_done(&s->resources.limits);
+        resource_list_done(&s->resources.requests);
         strv_free(s->readiness_gates);
         pod_volumes_free(s->volumes);
         free(s->node_name);

@@ -316,7 +316,11 @@ struct pod_spec {
         bool enable_service_links; /* default true */
         char *runtime_class_name;
         struct resource_list overhead; /* set by the apiserver from the RuntimeClass */
-        char **readiness_gates;        /* the readinessGates' conditionTypes (strv, NULL = none) */
+        /* spec.resources: pod-level requests and limits (PodLevelResources, beta on since v1.34); resources_has_claims when
+         * spec.resources.claims is given (forbidden at pod level) */
+        struct resource_requirements resources;
+        bool has_resources, resources_has_claims;
+        char **readiness_gates; /* the readinessGates' conditionTypes (strv, NULL = none) */
         struct pod_volumes
                 *volumes; /* spec.volumes, volumeMounts, hostAliases (pod_volumes.h); never NULL once decoded */
         /* set by pod_decode when the document gives terminationGracePeriodSeconds (0 is a valid value), and by

@@ -364,6 +364,26 @@ int dec_get_quantity(struct field_errors *e, json_t *obj, const char *parent, co
 }
 
 static int decode_resource_list(struct field_errors *e, json_t *obj, const char *parent, const char *key,
+                                struct resource_list *ret);
+
+/* spec.resources (pod-level resources) */
+static int decode_pod_resources(struct field_errors *e, json_t *spec, struct pod_spec *s) {
+        json_t *res = NULL, *claims;
+        int r;
+
+        r = dec_get_object(e, spec, "spec", "resources", &res);
+        if (r < 0 || !res)
+                return r;
+        s->has_resources = true;
+        claims = json_object_get(res, "claims");
+        s->resources_has_claims = claims && !json_is_null(claims);
+        r = decode_resource_list(e, res, "spec.resources", "limits", &s->resources.limits);
+        if (r >= 0)
+                r = decode_resource_list(e, res, "spec.resources", "requests", &s->resources.requests);
+        return r;
+}
+
+static int decode_resource_list(struct field_errors *e, json_t *obj, const char *parent, const char *key,
                                 struct resource_list *ret) {
         _cleanup_free_ char *p = NULL;
         const char *k;
@@ -814,6 +834,8 @@ static int decode_spec(struct field_errors *e, json_t *spec, struct pod_spec *s)
                 r = dec_get_string(e, spec, "spec", "runtimeClassName", &s->runtime_class_name);
         if (r >= 0)
                 r = decode_resource_list(e, spec, "spec", "overhead", &s->overhead);
+        if (r >= 0)
+                r = decode_pod_resources(e, spec, s);
         if (r >= 0)
                 r = decode_readiness_gates(e, spec, s);
         if (r >= 0)

@@ -16,7 +16,6 @@ struct unsupported {
 
 /* fields of the pod spec */
 static const struct unsupported pod_fields[] = {
-        { "resources", "pod-level resources are not applied: the pod cgroup is sized from its containers" },
         { "resourceClaims", "dynamic resource allocation is not supported" },
         { "securityContext.seLinuxOptions", "SELinux labels are not applied" },
         { "securityContext.seLinuxChangePolicy", "SELinux labels are not applied" },

@@ -12,6 +12,7 @@
 #include "apis/apis-internal.h"
 #include "apis/pod.h"
 #include "apis/pod_volumes.h"
+#include "apis/resource.h"
 #include "basic/string.h"
 #include "basic/strmap.h"
 #include "basic/strv.h"
@@ -288,15 +289,30 @@ static bool is_integer_resource(const char *name) {
         return resource_is_extended(name);
 }
 
-static void validate_resource_name(struct vctx *c, const char *path, const char *name) {
+/* validateResourceName; false when it reported an error */
+static bool validate_base_resource_name(struct vctx *c, const char *path, const char *name) {
         const char *msgs[NAME_MAX_MSGS];
         size_t n = check_qualified_name(name, msgs);
 
-        /* validateResourceName */
         for (size_t i = 0; i < n; i++)
                 val_invalid_str(c, path, name, msgs[i]);
-        if (n == 0 && !strchr(name, '/') && !is_standard_resource(name))
+        if (n > 0)
+                return false;
+        if (!strchr(name, '/') && !is_standard_resource(name)) {
                 val_invalid_str(c, path, name, "must be a standard resource type or fully qualified");
+                return false;
+        }
+        return true;
+}
+
+/* validatePodResourceName: a resource that pod-level resources support */
+static void validate_pod_resource_name(struct vctx *c, const char *path, const char *name) {
+        if (validate_base_resource_name(c, path, name) && !resource_is_pod_level_supported(name))
+                val_not_supported(c, path, name, "\"cpu\", \"hugepages-\", \"memory\"");
+}
+
+static void validate_resource_name(struct vctx *c, const char *path, const char *name) {
+        validate_base_resource_name(c, path, name);
         /* validateContainerResourceName */
         if (!strchr(name, '/')) {
                 if (!streq(name, "cpu") && !streq(name, "memory") && !streq(name, "ephemeral-storage") &&
@@ -319,7 +335,12 @@ static void validate_quantity_value(struct vctx *c, const char *path, const char
                 invalid_quantity(c, path, q, "must be an integer");
 }
 
-static void validate_resource_requirements(struct vctx *c, const struct resource_requirements *res, const char *rp) {
+/* validateResourceRequirements, with the container's or (pod_level) the pod's resource names */
+static void validate_resource_requirements(struct vctx *c, const struct resource_requirements *res, const char *rp,
+                                           bool pod_level) {
+        void (*validate_name)(struct vctx *, const char *, const char *) = pod_level ? validate_pod_resource_name
+                                                                                     : validate_resource_name;
+        bool cpu_or_memory = false, hugepages = false;
         _cleanup_free_ char *lp = NULL, *qp = NULL;
 
         lp = val_child(c, rp, "limits");
@@ -330,8 +351,11 @@ static void validate_resource_requirements(struct vctx *c, const struct resource
                 _cleanup_free_ char *kp = val_key(c, lp, res->limits.names[i]);
                 if (!kp)
                         return;
-                validate_resource_name(c, kp, res->limits.names[i]);
+                validate_name(c, kp, res->limits.names[i]);
                 validate_quantity_value(c, kp, res->limits.names[i], &res->limits.values[i]);
+                hugepages = hugepages || is_hugepages(res->limits.names[i]);
+                cpu_or_memory = cpu_or_memory || streq(res->limits.names[i], "cpu") ||
+                                streq(res->limits.names[i], "memory");
         }
         for (size_t i = 0; i < res->requests.n; i++) {
                 const char *name = res->requests.names[i];
@@ -341,8 +365,10 @@ static void validate_resource_requirements(struct vctx *c, const struct resource
 
                 if (!kp)
                         return;
-                validate_resource_name(c, kp, name);
+                validate_name(c, kp, name);
                 validate_quantity_value(c, kp, name, q);
+                hugepages = hugepages || is_hugepages(name);
+                cpu_or_memory = cpu_or_memory || streq(name, "cpu") || streq(name, "memory");
                 lim = resource_list_get(&res->limits, name);
                 if (lim) {
                         _cleanup_free_ char *ls = quantity_canonical(lim), *msg = NULL;
@@ -367,12 +393,14 @@ static void validate_resource_requirements(struct vctx *c, const struct resource
                 } else if (!overcommit)
                         val_required(c, lp, "Limit must be set for non overcommitable resources");
         }
+        if (hugepages && !cpu_or_memory)
+                val_forbidden(c, rp, "HugePages require cpu or memory");
 }
 
 static void validate_resources(struct vctx *c, const struct container *ctr, const char *cpath) {
         _cleanup_free_ char *rp = val_child(c, cpath, "resources");
         if (rp)
-                validate_resource_requirements(c, &ctr->resources, rp);
+                validate_resource_requirements(c, &ctr->resources, rp, false);
 }
 
 /* validateResizePolicy */
@@ -797,6 +825,105 @@ static void validate_image_whitespace(struct vctx *c, const struct container *ct
         }
 }
 
+/* an aggregate of container values as Quantity.String() prints it, in the format of the first container's value */
+static char *aggregate_string(const struct pod *p, const char *name, bool limits, int64_t v) {
+        static const char *const lists[] = { "containers", "initContainers" };
+        bool binary = false;
+
+        for (size_t k = 0; k < ELEMENTSOF(lists) && !binary; k++) {
+                const struct container *cs = k == 0 ? p->spec.containers : p->spec.init_containers;
+                size_t n = k == 0 ? p->spec.n_containers : p->spec.n_init_containers;
+                for (size_t i = 0; i < n; i++) {
+                        const struct quantity *q = resource_list_get(&cs[i].resources.limits, name);
+                        if (!limits && resource_list_get(&cs[i].resources.requests, name))
+                                q = resource_list_get(&cs[i].resources.requests, name);
+                        if (q) {
+                                binary = q->str && strchr(q->str, 'i');
+                                break;
+                        }
+                }
+        }
+        if (streq(name, "cpu")) {
+                _cleanup_free_ char *m = NULL;
+                struct quantity q = {};
+                if (asprintf(&m, "%" PRId64 "m", v) < 0)
+                        return NULL;
+                q.str = m;
+                return quantity_canonical(&q);
+        }
+        return quantity_format_int(v, binary);
+}
+
+/* validatePodResources, validatePodResourceConsistency: spec.resources */
+static void validate_pod_resources(struct vctx *c, const struct pod *p) {
+        const struct resource_requirements *res = &p->spec.resources;
+
+        if (!p->spec.has_resources)
+                return;
+        if (p->spec.resources_has_claims)
+                val_forbidden(c, "spec.resources.claims", "claims may not be set for Resources at pod-level");
+        validate_resource_requirements(c, res, "spec.resources", true);
+
+        /* the pod-level requests at least the aggregate container requests */
+        for (size_t i = 0; i < res->requests.n; i++) {
+                const char *name = res->requests.names[i];
+                bool found;
+                int64_t agg = resource_aggregate_containers(p, name, false, &found);
+                _cleanup_free_ char *kp = NULL, *as = NULL, *msg = NULL;
+
+                if (!found ||
+                    agg <= (streq(name, "cpu") ? res->requests.values[i].milli : res->requests.values[i].value))
+                        continue;
+                kp = val_key(c, "spec.resources.requests", name);
+                as = aggregate_string(p, name, false, agg);
+                if (!kp || !as ||
+                    asprintf(&msg, "must be greater than or equal to aggregate container requests of %s", as) < 0) {
+                        CHECK_OOM(c, -ENOMEM);
+                        return;
+                }
+                invalid_quantity(c, kp, &res->requests.values[i], msg);
+        }
+        /* the pod-level hugepages limits at least the aggregate container limits */
+        for (size_t i = 0; i < res->limits.n; i++) {
+                const char *name = res->limits.names[i];
+                bool found;
+                int64_t agg;
+                _cleanup_free_ char *kp = NULL, *as = NULL, *msg = NULL;
+
+                if (!is_hugepages(name))
+                        continue;
+                agg = resource_aggregate_containers(p, name, true, &found);
+                if (!found || agg <= res->limits.values[i].value)
+                        continue;
+                kp = val_key(c, "spec.resources.limits", name);
+                as = aggregate_string(p, name, true, agg);
+                if (!kp || !as ||
+                    asprintf(&msg, "must be greater than or equal to aggregate container limits of %s", as) < 0) {
+                        CHECK_OOM(c, -ENOMEM);
+                        return;
+                }
+                invalid_quantity(c, kp, &res->limits.values[i], msg);
+        }
+        /* each app container's limit at most the pod's (upstream's path: spec.resources.containers[i][name].limits) */
+        for (size_t i = 0; i < p->spec.n_containers; i++) {
+                const struct resource_list *cl = &p->spec.containers[i].resources.limits;
+                for (size_t j = 0; j < cl->n; j++) {
+                        const struct quantity *pl = resource_list_get(&res->limits, cl->names[j]);
+                        _cleanup_free_ char *path = NULL, *ps = NULL, *msg = NULL;
+
+                        if (!pl || quantity_cmp(&cl->values[j], pl) <= 0)
+                                continue;
+                        ps = quantity_canonical(pl);
+                        if (!ps || asprintf(&path, "spec.resources.containers[%zu][%s].limits", i, cl->names[j]) < 0 ||
+                            asprintf(&msg, "must be less than or equal to pod limits of %s", ps) < 0) {
+                                CHECK_OOM(c, -ENOMEM);
+                                return;
+                        }
+                        invalid_quantity(c, path, &cl->values[j], msg);
+                }
+        }
+}
+
 static void validate_spec(struct vctx *c, const struct pod *p) {
         const struct pod_spec *s = &p->spec;
 
@@ -851,7 +978,7 @@ static void validate_spec(struct vctx *c, const struct pod *p) {
         if (s->overhead.n > 0) {
                 /* validateOverhead: the container resource rules, as limits */
                 const struct resource_requirements res = { .limits = s->overhead };
-                validate_resource_requirements(c, &res, "spec.overhead");
+                validate_resource_requirements(c, &res, "spec.overhead", false);
         }
         /* validateHostUsers: a user namespace goes with none of the host's */
         if (s->has_host_users && !s->host_users) {
@@ -867,6 +994,7 @@ static void validate_spec(struct vctx *c, const struct pod *p) {
                                               "Invalid value: true: ShareProcessNamespace and HostPID cannot both be "
                                               "enabled"));
         val_file_key_ref_volumes(c, p);
+        validate_pod_resources(c, p);
 }
 
 int pod_validate(const struct pod *p, struct field_errors *errs) {

@@ -21,3 +21,26 @@ struct resource_allocatable {
  * alloc's; an unset request or hugepages limit is 0. -EINVAL for another resource. Caller frees *ret. */
 int resource_container_value(const struct container *c, const char *resource, const struct quantity *divisor,
                              const struct resource_allocatable *alloc, char **ret);
+
+/* ---- pod-level resources (PodLevelResources, k8s.io/component-helpers/resource) ----
+ * Values are in millicores for "cpu" and in units (bytes) for every other resource. */
+
+/* IsSupportedPodLevelResource: cpu, memory, hugepages-<size> */
+bool resource_is_pod_level_supported(const char *name);
+/* IsPodLevelResourcesSet / IsPodLevelRequestsSet / IsPodLevelLimitsSet: a supported resource in
+ * spec.resources.requests or .limits */
+bool pod_level_resources_set(const struct pod *pod);
+bool pod_level_requests_set(const struct pod *pod);
+bool pod_level_limits_set(const struct pod *pod);
+/* AggregateContainerRequests / AggregateContainerLimits for one resource: the app containers and the sidecars
+ * summed, at least each init container with the sidecars started before it; a container's request defaults to its
+ * limit (as the apiserver defaults it). *ret_found (may be NULL): some container sets it. */
+int64_t resource_aggregate_containers(const struct pod *pod, const char *name, bool limits, bool *ret_found);
+/* PodRequests: the aggregate, replaced by the pod-level request when set; then the overhead added. */
+int64_t resource_pod_requests(const struct pod *pod, const char *name);
+/* PodLimits: the aggregate, replaced by the pod-level limit when pod-level resources are set; then the overhead added
+ * to a non-zero limit. 0: no limit. */
+int64_t resource_pod_limits(const struct pod *pod, const char *name);
+/* GetResourceRequestQuantity (the eviction manager's ranking): with pod-level resources, only their request; then
+ * the overhead added to a non-zero total. */
+int64_t resource_pod_request_for_eviction(const struct pod *pod, const char *name);

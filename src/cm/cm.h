@@ -62,9 +62,10 @@ struct cm_resource_config {
 };
 
 /* ResourceConfigForPod (enforceCPULimits = true, period 100ms): cpu shares from the pod's cpu requests
- * (BestEffort: 2); cfs quota/period when every container has a cpu limit (Guaranteed always); memory limit,
- * the sum of the limits, when every container has one; the pod's overhead added to the requests and to the limits
- * declared. pids_limit is left 0. */
+ * (BestEffort: 2); cfs quota/period when every container has a cpu limit or the pod-level cpu limit is set
+ * (Guaranteed always); memory limit, the sum of the limits or the pod-level one, when every container has one or the
+ * pod-level one is set; pod-level requests and limits (spec.resources) replace the containers' aggregate; the pod's
+ * overhead added to the requests and to the limits declared. pids_limit is left 0. */
 void cm_resource_config_for_pod(const struct pod *pod, struct cm_resource_config *ret);
 
 /* the pod's cpu request in millicores (resource.PodRequests: app containers summed, at least the largest init

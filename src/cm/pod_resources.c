@@ -3,51 +3,24 @@
 #include <string.h>
 
 #include "basic/macro.h"
+#include "apis/resource.h"
+#include "basic/string.h"
 #include "cm/cm.h"
 
-static int64_t sat_add(int64_t a, int64_t b) {
-        return a > INT64_MAX - b ? INT64_MAX : a + b;
-}
-
-/* a request defaults to the limit (as the apiserver defaults it) */
-static int64_t request_of(const struct container *c, const char *name, bool milli) {
-        const struct quantity *q = resource_list_get(&c->resources.requests, name);
-        if (!q)
-                q = resource_list_get(&c->resources.limits, name);
-        return q ? (milli ? q->milli : q->value) : 0;
-}
-
-static int64_t limit_of(const struct container *c, const char *name, bool milli) {
+/* A container's own cpu or memory limit, 0 when unset */
+static int64_t limit_of(const struct container *c, const char *name) {
         const struct quantity *q = resource_list_get(&c->resources.limits, name);
-        return q ? (milli ? q->milli : q->value) : 0;
+        return q ? (streq(name, "cpu") ? q->milli : q->value) : 0;
 }
 
-/* resource.PodRequests / PodLimits: the sum over the app containers, at least the largest init container; then
- * the pod's overhead (spec.overhead, from its RuntimeClass): added to the requests, and to a limit that some
- * container declares */
-static int64_t pod_total(const struct pod *pod, int64_t (*get)(const struct container *, const char *, bool),
-                         const char *name, bool milli) {
-        const struct quantity *overhead = resource_list_get(&pod->spec.overhead, name);
-        bool declared = false;
-        int64_t sum = 0;
-
-        for (size_t i = 0; i < pod->spec.n_containers; i++) {
-                sum = sat_add(sum, get(&pod->spec.containers[i], name, milli));
-                declared = declared || get(&pod->spec.containers[i], name, milli) > 0;
-        }
-        for (size_t i = 0; i < pod->spec.n_init_containers; i++) {
-                sum = MAX(sum, get(&pod->spec.init_containers[i], name, milli));
-                declared = declared || get(&pod->spec.init_containers[i], name, milli) > 0;
-        }
-        if (overhead && (get == request_of || declared))
-                sum = sat_add(sum, MAX(milli ? overhead->milli : overhead->value, (int64_t) 0));
-        return sum;
-}
-
+/* resource.PodRequests / PodLimits (apis/resource.h): the containers aggregated (app containers and sidecars summed,
+ * at least each init container with the sidecars before it), replaced by the pod-level requests and limits
+ * (spec.resources) when set; then the pod's overhead (spec.overhead, from its RuntimeClass) added to the requests and
+ * to a non-zero limit. Limits count as declared when every container has one, or the pod-level one is set. */
 void cm_resource_config_for_pod(const struct pod *pod, struct cm_resource_config *ret) {
-        int64_t cpu_requests = pod_total(pod, request_of, "cpu", true);
-        int64_t cpu_limits = pod_total(pod, limit_of, "cpu", true);
-        int64_t memory_limits = pod_total(pod, limit_of, "memory", false);
+        int64_t cpu_requests = resource_pod_requests(pod, "cpu");
+        int64_t cpu_limits = resource_pod_limits(pod, "cpu");
+        int64_t memory_limits = resource_pod_limits(pod, "memory");
         bool cpu_limits_declared = true, memory_limits_declared = true;
         struct cm_resource_config r = {};
 
@@ -55,11 +28,19 @@ void cm_resource_config_for_pod(const struct pod *pod, struct cm_resource_config
                 const struct container *cs = pass == 0 ? pod->spec.containers : pod->spec.init_containers;
                 size_t n = pass == 0 ? pod->spec.n_containers : pod->spec.n_init_containers;
                 for (size_t i = 0; i < n; i++) {
-                        if (limit_of(&cs[i], "cpu", true) == 0)
+                        if (limit_of(&cs[i], "cpu") == 0)
                                 cpu_limits_declared = false;
-                        if (limit_of(&cs[i], "memory", false) == 0)
+                        if (limit_of(&cs[i], "memory") == 0)
                                 memory_limits_declared = false;
                 }
+        }
+        if (pod_level_resources_set(pod)) {
+                const struct quantity *q = resource_list_get(&pod->spec.resources.limits, "cpu");
+                if (q && q->milli != 0)
+                        cpu_limits_declared = true;
+                q = resource_list_get(&pod->spec.resources.limits, "memory");
+                if (q && q->value != 0)
+                        memory_limits_declared = true;
         }
 
         switch (pod_qos_class(pod)) {
@@ -96,5 +77,5 @@ uint64_t cm_cpu_shares_to_weight(uint64_t shares) {
 }
 
 int64_t cm_pod_cpu_requests(const struct pod *pod) {
-        return pod_total(pod, request_of, "cpu", true);
+        return resource_pod_requests(pod, "cpu");
 }

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "apis/pod_volumes.h"
+#include "apis/resource.h"
 #include "basic/duration.h"
 #include "basic/error.h"
 #include "basic/string.h"
@@ -728,6 +729,10 @@ static int64_t sat_add(int64_t a, int64_t b) {
  * regular init container counted with the sidecars started before it, the larger wins. */
 static int64_t eviction_pod_request(const struct pod *pod, const char *resource) {
         int64_t sum = 0, sidecars = 0, init_max = 0;
+
+        /* GetResourceRequestQuantity: with pod-level resources, their request alone (and the overhead) */
+        if (pod_level_resources_set(pod))
+                return resource_pod_request_for_eviction(pod, resource);
 
         for (size_t i = 0; i < pod->spec.n_containers; i++)
                 sum = sat_add(sum, container_value(&pod->spec.containers[i].resources.requests, resource));

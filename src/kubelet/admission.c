@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "apis/resource.h"
 #include "basic/error.h"
 #include "basic/macro.h"
 #include "basic/string.h"
@@ -15,48 +16,19 @@ static int64_t sat_add(int64_t a, int64_t b) {
         return a > INT64_MAX - b ? INT64_MAX : a + b;
 }
 
-static void container_requests(const struct container *c, int64_t *cpu, int64_t *mem) {
-        const struct quantity *q;
-
-        /* requests default to limits (the apiserver's defaulting; static pods are defaulted the same way) */
-        q = resource_list_get(&c->resources.requests, "cpu");
-        if (!q)
-                q = resource_list_get(&c->resources.limits, "cpu");
-        *cpu = q ? MAX(q->milli, (int64_t) 0) : 0;
-        q = resource_list_get(&c->resources.requests, "memory");
-        if (!q)
-                q = resource_list_get(&c->resources.limits, "memory");
-        *mem = q ? MAX(q->value, (int64_t) 0) : 0;
-}
-
+/* resource.PodRequests (apis/resource.h): requests default to limits (the apiserver's defaulting; static pods are
+ * defaulted the same way), app containers and sidecars summed, at least each init container; the pod-level requests
+ * (spec.resources) replace them when set; the pod's overhead (its RuntimeClass's) counts too */
 void kubelet_pod_requests(const struct pod *p, int64_t *ret_cpu_milli, int64_t *ret_memory_bytes) {
-        int64_t cpu = 0, mem = 0, c, m;
-
-        for (size_t i = 0; i < p->spec.n_containers; i++) {
-                container_requests(&p->spec.containers[i], &c, &m);
-                cpu = sat_add(cpu, c);
-                mem = sat_add(mem, m);
-        }
-        for (size_t i = 0; i < p->spec.n_init_containers; i++) {
-                container_requests(&p->spec.init_containers[i], &c, &m);
-                cpu = MAX(cpu, c);
-                mem = MAX(mem, m);
-        }
-        /* the pod's overhead (its RuntimeClass's) counts too */
-        {
-                const struct quantity *q = resource_list_get(&p->spec.overhead, "cpu");
-                if (q)
-                        cpu = sat_add(cpu, MAX(q->milli, (int64_t) 0));
-                q = resource_list_get(&p->spec.overhead, "memory");
-                if (q)
-                        mem = sat_add(mem, MAX(q->value, (int64_t) 0));
-        }
-        *ret_cpu_milli = cpu;
-        *ret_memory_bytes = mem;
+        *ret_cpu_milli = resource_pod_requests(p, "cpu");
+        *ret_memory_bytes = resource_pod_requests(p, "memory");
 }
 
 int64_t pod_request_units(const struct pod *p, const char *resource) {
         int64_t sum = 0, init = 0;
+
+        if (resource_is_pod_level_supported(resource) && pod_level_requests_set(p))
+                return resource_pod_requests(p, resource); /* hugepages from the pod-level requests */
 
         for (size_t i = 0; i < p->spec.n_containers + p->spec.n_init_containers; i++) {
                 bool is_init = i >= p->spec.n_containers;

@@ -20,10 +20,18 @@ static json_t *resources_of(const struct container *c) {
         return json_is_object(r) ? json_incref(r) : json_object();
 }
 
+/* The key of the pod-level resources (spec.resources, InPlacePodLevelResourcesVerticalScaling beta on since v1.36)
+ * in an allocation, beside the containers' names: never a container's name (a DNS label has no '/'). Only a pod that
+ * has them gets it, so the allocation of any other pod is as before. */
+#define POD_LEVEL_KEY "/pod"
+
 int kubelet_allocation_from_pod(const struct pod *pod, json_t **ret) {
         json_auto_t *a = json_object();
+        json_t *pr = json_object_get(json_object_get(pod->raw, "spec"), "resources");
 
         if (!a)
+                return -ENOMEM;
+        if (json_is_object(pr) && json_object_set(a, POD_LEVEL_KEY, pr) < 0)
                 return -ENOMEM;
         for (size_t i = 0; i < pod->spec.n_containers; i++)
                 if (json_object_set_new(a, strempty(pod->spec.containers[i].name),
@@ -77,6 +85,11 @@ int kubelet_pod_with_allocation(const struct pod *pod, const json_t *alloc, stru
         r = replace_resources(json_object_get(spec, "containers"), alloc);
         if (r >= 0)
                 r = replace_resources(json_object_get(spec, "initContainers"), alloc);
+        /* the pod-level resources as allocated (none when none were) */
+        if (r >= 0 && json_object_get(alloc, POD_LEVEL_KEY))
+                r = json_object_set(spec, "resources", json_object_get(alloc, POD_LEVEL_KEY)) < 0 ? -ENOMEM : 0;
+        else if (r >= 0)
+                json_object_del(spec, "resources");
         if (r < 0)
                 return r;
         r = pod_decode(doc, &p, &errs);

@@ -502,6 +502,7 @@ int kubelet_worker_status_json(struct kubelet *k, struct pod_worker *w, json_t *
                 .terminated_usec = w->terminated_usec,
                 .now_usec = (int64_t) now_realtime_usec(),
                 .allocation = w->pod ? kubelet_allocation_get(k->allocation, w->uid) : NULL,
+                .allocated_pod = w->pod ? kubelet_worker_sync_pod(w) : NULL,
                 .resize_pending_reason = w->pod ? w->resize_pending_reason : NULL,
                 .resize_pending_message = w->resize_pending_message,
                 .resize_pending_usec = w->resize_pending_usec,

@@ -3,6 +3,9 @@
 
 #include "kuberuntime/resources.h"
 
+#include "apis/resource.h"
+#include "basic/macro.h"
+
 int64_t kr_milli_cpu_to_shares(int64_t milli) {
         int64_t shares;
         if (milli <= 0)
@@ -25,7 +28,7 @@ int64_t kr_milli_cpu_to_quota(int64_t milli, int64_t period) {
 
 int64_t kr_container_oom_score_adj(const struct pod *pod, const struct container *c, uint64_t node_memory_bytes) {
         const struct quantity *req;
-        int64_t adj;
+        int64_t adj, mem;
 
         switch (pod_qos_class(pod)) {
         case QOS_GUARANTEED:
@@ -38,7 +41,16 @@ int64_t kr_container_oom_score_adj(const struct pod *pod, const struct container
         req = resource_list_get(&c->resources.requests, "memory");
         if (node_memory_bytes == 0)
                 return QOS_BEST_EFFORT_OOM_SCORE_ADJ - 1;
-        adj = 1000 - (int64_t) ((__int128) 1000 * (req ? req->value : 0) / (int64_t) node_memory_bytes);
+        mem = req ? req->value : 0;
+        /* remainingPodMemReqPerContainer: the pod-level memory request beyond the containers', shared equally */
+        if (pod_level_requests_set(pod)) {
+                const struct quantity *pq = resource_list_get(&pod->spec.resources.requests, "memory");
+                size_t n = pod->spec.n_containers + pod->spec.n_init_containers;
+                if (pq && pq->value > 0 && n > 0)
+                        mem += MAX(pq->value - resource_aggregate_containers(pod, "memory", false, NULL), (int64_t) 0) /
+                               (int64_t) n;
+        }
+        adj = 1000 - (int64_t) ((__int128) 1000 * mem / (int64_t) node_memory_bytes);
         if (adj < 1000 + QOS_GUARANTEED_OOM_SCORE_ADJ)
                 return 1000 + QOS_GUARANTEED_OOM_SCORE_ADJ;
         if (adj == QOS_BEST_EFFORT_OOM_SCORE_ADJ)
@@ -51,6 +63,17 @@ void kr_container_resources(const struct pod *pod, const struct container *c, ui
         const struct quantity *cpu_req = resource_list_get(&c->resources.requests, "cpu");
         const struct quantity *cpu_lim = resource_list_get(&c->resources.limits, "cpu");
         const struct quantity *mem_lim = resource_list_get(&c->resources.limits, "memory");
+
+        /* getCPULimit / getMemoryLimit: with pod-level resources, a container without its own limit gets the pod's
+         * (the pod cgroup bounds it anyway); a cpu request left unset defaults to that limit */
+        if (pod_level_resources_set(pod)) {
+                if (!cpu_lim || cpu_lim->milli == 0)
+                        cpu_lim = resource_list_get(&pod->spec.resources.limits, "cpu");
+                if (!mem_lim || mem_lim->value == 0)
+                        mem_lim = resource_list_get(&pod->spec.resources.limits, "memory");
+                if (!cpu_req)
+                        cpu_req = cpu_lim;
+        }
 
         *ret = (struct kr_linux_resources) {
                 .cpu_shares = kr_milli_cpu_to_shares(cpu_req ? cpu_req->milli : 0),

@@ -11,8 +11,8 @@
 static const struct node_declared_feature table[] = {
         /* restartPolicyRules action RestartAllContainers: ckubelet knows only the action Restart */
         { "RestartAllContainersOnContainerExits", true, false, false },
-        /* resizing pod-level resources: ckubelet does not act on pod-level resources */
-        { "InPlacePodLevelResourcesVerticalScaling", true, false, false },
+        /* resizing pod-level resources: allocated and applied with the containers' (kubelet/allocation.c) */
+        { "InPlacePodLevelResourcesVerticalScaling", true, false, true },
         /* exec/attach/port-forward over WebSocket (v5) served by the kubelet: ckubelet hands the connection to
          * the runtime's streaming server as it is */
         { "ExtendWebSocketsToKubelet", true, false, false },

@@ -9,6 +9,7 @@
 
 #include "apis/pod_volumes.h"
 #include "apis/qos.h"
+#include "apis/resource.h"
 #include "kuberuntime/resources.h"
 #include "basic/error.h"
 #include "basic/string.h"
@@ -176,6 +177,78 @@ static int set_quantity(json_t *list, const char *name, char *v) {
         return json_object_set_new(list, name, json_string(owned));
 }
 
+/* the names a resource list of the pod's effective requests (limits: false) or limits carries, once each */
+static int pod_resource_names(const struct pod *pod, bool limits, char ***ret) {
+        _cleanup_strv_free_ char **names = NULL;
+        const struct resource_list *lists[4];
+        int r;
+
+        for (size_t k = 0; k < 2; k++) {
+                const struct container *cs = k == 0 ? pod->spec.containers : pod->spec.init_containers;
+                size_t n = k == 0 ? pod->spec.n_containers : pod->spec.n_init_containers;
+                for (size_t i = 0; i < n; i++) {
+                        size_t nl = 0;
+                        lists[nl++] = &cs[i].resources.limits;
+                        if (!limits)
+                                lists[nl++] = &cs[i].resources.requests;
+                        for (size_t l = 0; l < nl; l++)
+                                for (size_t j = 0; j < lists[l]->n; j++)
+                                        if (!strv_contains(names, lists[l]->names[j]) &&
+                                            (r = strv_extend(&names, lists[l]->names[j])) < 0)
+                                                return r;
+                }
+        }
+        lists[0] = limits ? &pod->spec.resources.limits : &pod->spec.resources.requests;
+        lists[1] = limits ? NULL : &pod->spec.overhead;
+        for (size_t l = 0; l < 2 && lists[l]; l++)
+                for (size_t j = 0; j < lists[l]->n; j++)
+                        if ((l == 1 || resource_is_pod_level_supported(lists[l]->names[j])) &&
+                            !strv_contains(names, lists[l]->names[j]) &&
+                            (r = strv_extend(&names, lists[l]->names[j])) < 0)
+                                return r;
+        *ret = TAKE_PTR(names);
+        return 0;
+}
+
+static json_t *pod_resource_list(const struct pod *pod, bool limits) {
+        _cleanup_strv_free_ char **names = NULL;
+        json_auto_t *l = json_object();
+
+        if (!l || pod_resource_names(pod, limits, &names) < 0)
+                return NULL;
+        for (char **n = names; n && *n; n++) {
+                int64_t v = limits ? resource_pod_limits(pod, *n) : resource_pod_requests(pod, *n);
+                if (set_quantity(l, *n, streq(*n, "cpu") ? status_format_milli(v) : status_format_bytes(v)) < 0)
+                        return NULL;
+        }
+        return TAKE_PTR(l);
+}
+
+/* status.allocatedResources (PodRequests of the allocated pod) and status.resources (its effective requests and
+ * limits: getEffectiveAllocatedResources), reported for every pod with InPlacePodLevelResourcesVerticalScaling (beta
+ * on since v1.36). Upstream reads a running pod's back from its pod cgroup, which holds these values once a resize
+ * is actuated. */
+static void add_pod_level_resources(const struct pod_status_input *in, json_t *status) {
+        const struct pod *pod = in->allocated_pod ? in->allocated_pod : in->pod;
+        json_t *req = pod_resource_list(pod, false), *lim = pod_resource_list(pod, true), *res = json_object();
+
+        if (!req || !lim || !res) {
+                json_decref(req);
+                json_decref(lim);
+                json_decref(res);
+                return;
+        }
+        if (json_object_size(req) > 0) {
+                json_object_set(status, "allocatedResources", req);
+                json_object_set(res, "requests", req);
+        }
+        if (json_object_size(lim) > 0)
+                json_object_set(res, "limits", lim);
+        json_object_set_new(status, "resources", res);
+        json_decref(req);
+        json_decref(lim);
+}
+
 /* status.containerStatuses[].resources of a running container: what the runtime says it runs with, the
  * allocation for what it does not say (convertContainerStatusResources) */
 static json_t *actual_resources_json(const json_t *alloc, const struct kc_container *c) {
@@ -232,12 +305,12 @@ static void add_resources(const struct pod_status_input *in, const struct contai
                 return;
         if (json_is_object(req) && json_object_size(req) > 0)
                 json_object_set_new(st, "allocatedResources", json_deep_copy(req));
-        if (c && c->state == KC_CONTAINER_RUNNING && c->have_resources) {
-                json_t *r = actual_resources_json(alloc, c);
-                if (r && json_object_size(r) > 0)
+        /* a running container always has it, {} when it has no resources (convertContainerStatusResources): the
+         * apiserver allows a resize only when the first running container's status has it (isPodResizeRequestSupported) */
+        if (c && c->state == KC_CONTAINER_RUNNING) {
+                json_t *r = c->have_resources ? actual_resources_json(alloc, c) : json_deep_copy(alloc);
+                if (r)
                         json_object_set_new(st, "resources", r);
-                else
-                        json_decref(r);
         }
 }
 
@@ -773,6 +846,7 @@ int status_pod_generate(const struct pod_status_input *in, json_t **ret) {
                 json_object_set_new(status, "reason", json_string(in->evict_reason));
                 json_object_set_new(status, "message", json_string(strempty(in->evict_message)));
         }
+        add_pod_level_resources(in, status);
         if (in->generation > 0)
                 json_object_set_new(status, "observedGeneration", json_integer(in->generation));
         if (in->start_time_usec > 0)

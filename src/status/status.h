@@ -46,6 +46,7 @@ struct pod_status_input {
         /* in-place resize: the containers' allocation ({"<container>": resources}, NULL: none known), the
          * PodResizePending condition (reason NULL: none) and PodResizeInProgress (error: its reason Error) */
         const json_t *allocation;
+        const struct pod *allocated_pod; /* the pod as allocated (pod-level status.resources); NULL: pod */
         const char *resize_pending_reason, *resize_pending_message;
         int64_t resize_pending_usec;
         bool resize_in_progress;

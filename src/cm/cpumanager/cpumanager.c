@@ -13,6 +13,7 @@
 #include "basic/string.h"
 #include "basic/strv.h"
 #include "apis/qos.h"
+#include "apis/resource.h"
 
 #define STATE_FILE "cpu_manager_state"
 #define STATE_MAX (4 * 1024 * 1024)
@@ -44,7 +45,8 @@ static bool has_cpu_request(const struct container *c) {
 int cpumanager_container_guaranteed_cpus(const struct pod *p, const struct container *c) {
         const struct quantity *q;
 
-        if (pod_qos_class(p) != QOS_GUARANTEED)
+        /* a pod with pod-level resources gets none while PodLevelResourceManagers is off (beta off in v1.37) */
+        if (pod_qos_class(p) != QOS_GUARANTEED || pod_level_resources_set(p))
                 return 0;
         q = resource_list_get(&c->resources.requests, "cpu");
         if (!q || q->value * 1000 != q->milli || q->value > CPUSET_MAX)

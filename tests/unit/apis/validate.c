@@ -329,6 +329,96 @@ static void test_resources(void **state) {
                        "Required value: Limit must be set for non overcommitable resources");
 }
 
+/* validatePodResources, validatePodResourceConsistency (upstream's TestValidatePodResourceConsistency and
+ * TestValidatePodResourceNames cases) */
+static void test_pod_level_resources(void **state) {
+        /* aggregate container requests below or equal to the pod's */
+        expect_valid(META, "{resources: {requests: {cpu: 10, memory: 10Mi}}, containers: ["
+                           "{name: a, image: x, resources: {requests: {cpu: 5, memory: 5Mi}}},"
+                           "{name: b, image: x, resources: {requests: {cpu: 4, memory: 3Mi}}}]}");
+        expect_valid(META, "{resources: {requests: {cpu: 10, memory: 10Mi}}, containers: ["
+                           "{name: a, image: x, resources: {requests: {cpu: 5, memory: 5Mi}}},"
+                           "{name: b, image: x, resources: {requests: {cpu: 5, memory: 5Mi}}}]}");
+        /* greater: one error per resource */
+        expect_invalid(META,
+                       "{resources: {requests: {cpu: 10, memory: 10Mi}}, containers: ["
+                       "{name: a, image: x, resources: {requests: {cpu: 6, memory: 5Mi}}},"
+                       "{name: b, image: x, resources: {requests: {cpu: 8, memory: 7Mi}}}]}",
+                       "spec.resources.requests[cpu]",
+                       "Invalid value: \"10\": must be greater than or equal to aggregate container requests of 14");
+        expect_invalid(META,
+                       "{resources: {requests: {cpu: 10, memory: 10Mi}}, containers: ["
+                       "{name: a, image: x, resources: {requests: {cpu: 6, memory: 5Mi}}},"
+                       "{name: b, image: x, resources: {requests: {cpu: 8, memory: 7Mi}}}]}",
+                       "spec.resources.requests[memory]",
+                       "Invalid value: \"10Mi\": must be greater than or equal to aggregate container requests of "
+                       "12Mi");
+        /* a container's request defaults to its limit; cpu in millicores */
+        expect_invalid(META,
+                       "{resources: {requests: {cpu: 500m}}, containers: ["
+                       "{name: a, image: x, resources: {limits: {cpu: 300m}}},"
+                       "{name: b, image: x, resources: {requests: {cpu: 250m}}}]}",
+                       "spec.resources.requests[cpu]",
+                       "Invalid value: \"500m\": must be greater than or equal to aggregate container requests of "
+                       "550m");
+        /* a sidecar counts with the app containers; an init container alone with the sidecars before it */
+        expect_invalid(META,
+                       "{resources: {requests: {cpu: 1}}, initContainers: ["
+                       "{name: s, image: x, restartPolicy: Always, resources: {requests: {cpu: 600m}}}], containers: ["
+                       "{name: a, image: x, resources: {requests: {cpu: 500m}}}]}",
+                       "spec.resources.requests[cpu]",
+                       "Invalid value: \"1\": must be greater than or equal to aggregate container requests of 1100m");
+        expect_valid(META, "{resources: {requests: {cpu: 1}}, initContainers: ["
+                           "{name: i, image: x, resources: {requests: {cpu: 1}}}], containers: ["
+                           "{name: a, image: x, resources: {requests: {cpu: 500m}}}]}");
+        /* resources unsupported at pod level are left to the containers */
+        expect_valid(META,
+                     "{resources: {requests: {cpu: 10, memory: 10Mi}}, containers: ["
+                     "{name: a, image: x, resources: {requests: {cpu: 6, memory: 5Mi, ephemeral-storage: 10Gi}}},"
+                     "{name: b, image: x, resources: {requests: {cpu: 4, memory: 3Mi, ephemeral-storage: 5Gi}}}]}");
+        /* each container's limit at most the pod's */
+        expect_valid(META, "{resources: {limits: {cpu: 10, memory: 10Mi}}, containers: ["
+                           "{name: a, image: x, resources: {limits: {cpu: 5, memory: 5Mi}}},"
+                           "{name: b, image: x, resources: {limits: {cpu: 10, memory: 10Mi}}}]}");
+        expect_invalid(META,
+                       "{resources: {limits: {cpu: 10, memory: 10Mi}}, containers: ["
+                       "{name: a, image: x, resources: {limits: {cpu: 5, memory: 5Mi}}},"
+                       "{name: b, image: x, resources: {limits: {cpu: 11, memory: 10Mi}}}]}",
+                       "spec.resources.containers[1][cpu].limits",
+                       "Invalid value: \"11\": must be less than or equal to pod limits of 10");
+        /* the pod's hugepages limit at least the aggregate of the containers' */
+        expect_valid(META, "{resources: {limits: {cpu: 10, memory: 10Mi, hugepages-2Mi: 10Mi}}, containers: ["
+                           "{name: a, image: x, resources: {limits: {cpu: 5, memory: 5Mi, hugepages-2Mi: 4Mi}}},"
+                           "{name: b, image: x, resources: {limits: {cpu: 4, memory: 3Mi, hugepages-2Mi: 4Mi}}}]}");
+        expect_invalid(META,
+                       "{resources: {limits: {cpu: 10, memory: 10Mi, hugepages-2Mi: 6Mi}}, containers: ["
+                       "{name: a, image: x, resources: {limits: {cpu: 5, memory: 5Mi, hugepages-2Mi: 4Mi}}},"
+                       "{name: b, image: x, resources: {limits: {cpu: 4, memory: 3Mi, hugepages-2Mi: 4Mi}}}]}",
+                       "spec.resources.limits[hugepages-2Mi]",
+                       "Invalid value: \"6Mi\": must be greater than or equal to aggregate container limits of 8Mi");
+        /* requests at most the limits */
+        expect_invalid(META, "{resources: {limits: {cpu: 1}, requests: {cpu: 2}}, containers: [{name: a, image: x}]}",
+                       "spec.resources.requests", "Invalid value: \"2\": must be less than or equal to cpu limit of 1");
+        expect_valid(META, "{resources: {limits: {cpu: 1, memory: 1Gi}, requests: {cpu: 500m, memory: 100Mi}}, "
+                           "containers: [{name: a, image: x}]}");
+        /* only cpu, memory and hugepages */
+        expect_invalid(META, "{resources: {requests: {ephemeral-storage: 1Gi}}, containers: [{name: a, image: x}]}",
+                       "spec.resources.requests[ephemeral-storage]",
+                       "Unsupported value: \"ephemeral-storage\": supported values: \"cpu\", \"hugepages-\", "
+                       "\"memory\"");
+        expect_invalid(META, "{resources: {limits: {example.com/gpu: 1}}, containers: [{name: a, image: x}]}",
+                       "spec.resources.limits[example.com/gpu]",
+                       "Unsupported value: \"example.com/gpu\": supported values: \"cpu\", \"hugepages-\", "
+                       "\"memory\"");
+        expect_invalid(META, "{resources: {limits: {foo: 1}}, containers: [{name: a, image: x}]}",
+                       "spec.resources.limits[foo]",
+                       "Invalid value: \"foo\": must be a standard resource type or fully qualified");
+        expect_invalid(META, "{resources: {limits: {hugepages-2Mi: 2Mi}}, containers: [{name: a, image: x}]}",
+                       "spec.resources", "Forbidden: HugePages require cpu or memory");
+        expect_invalid(META, "{resources: {claims: [{name: c}]}, containers: [{name: a, image: x}]}",
+                       "spec.resources.claims", "Forbidden: claims may not be set for Resources at pod-level");
+}
+
 static void test_spec_fields(void **state) {
         expect_invalid(META, "{terminationGracePeriodSeconds: -1, containers: [{name: app, image: x}]}",
                        "spec.terminationGracePeriodSeconds", "Invalid value: -1: must be greater than or equal to 0");
@@ -456,8 +546,8 @@ static void test_unsupported_fields(void **state) {
                 const char *spec, *want; /* want: the joined list, "" for none */
         } cases[] = {
                 { SPEC, "" },
-                { "{containers: [{name: app, image: nginx}], resources: {limits: {cpu: 1}}}",
-                  "spec.resources (pod-level resources are not applied: the pod cgroup is sized from its containers)" },
+                /* pod-level resources are acted on (PodLevelResources, beta on since v1.34) */
+                { "{containers: [{name: app, image: nginx}], resources: {limits: {cpu: 1}}}", "" },
                 { "{containers: [{name: app, image: nginx, securityContext: {seLinuxOptions: {level: 's0:c1'}}}], "
                   "securityContext: {fsGroup: 5, fsGroupChangePolicy: Always}, volumes: [{name: v, emptyDir: {}}]}",
                   /* fsGroup and fsGroupChangePolicy are acted on: the volumes' ownership (issue 26) */
@@ -593,6 +683,7 @@ int main(void) {
                 cmocka_unit_test(test_env),
                 cmocka_unit_test(test_env_file_key_ref),
                 cmocka_unit_test(test_resources),
+                cmocka_unit_test(test_pod_level_resources),
                 cmocka_unit_test(test_spec_fields),
                 cmocka_unit_test(test_newer_spec_fields),
                 cmocka_unit_test(test_error_string),

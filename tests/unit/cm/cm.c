@@ -126,6 +126,49 @@ static void test_resource_config_for_pod(void **state) {
         pod_free(p);
 }
 
+/* ResourceConfigForPod with pod-level resources (spec.resources) */
+static void test_resource_config_pod_level(void **state) {
+        struct pod *p;
+
+        /* Guaranteed at pod level, containers without resources: the pod's values */
+        check_config("  resources: {requests: {cpu: 1, memory: 100Mi}, limits: {cpu: 1, memory: 100Mi}}\n"
+                     "  containers:\n  - {name: a, image: i}\n  - {name: b, image: i}\n",
+                     1024, 100000, 100000, 100 * MI);
+        /* Burstable at pod level: shares from its request, quota and memory from its limits although no container
+         * has a limit */
+        check_config("  resources: {requests: {cpu: 500m, memory: 50Mi}, limits: {cpu: 2, memory: 200Mi}}\n"
+                     "  containers:\n  - {name: a, image: i, resources: {requests: {cpu: 100m}}}\n",
+                     512, 200000, 100000, 200 * MI);
+        /* pod-level limits only (no defaulting of the pod's requests in v1.37, PodLevelResourcesFixDefaulting):
+         * Burstable, shares from the containers' requests */
+        check_config("  resources: {limits: {cpu: 500m, memory: 64Mi}}\n"
+                     "  containers:\n  - {name: a, image: i, resources: {requests: {cpu: 100m}}}\n",
+                     102, 50000, 100000, 64 * MI);
+        /* pod-level cpu request only: no quota, no memory limit */
+        check_config("  resources: {requests: {cpu: 1}}\n  containers:\n  - {name: a, image: i}\n", 1024, 0, 0, 0);
+        /* a pod-level memory limit with a container cpu limit only: memory from the pod, no quota (the other
+         * container has no cpu limit) */
+        check_config("  resources: {requests: {memory: 10Mi}, limits: {memory: 64Mi}}\n  containers:\n"
+                     "  - {name: a, image: i, resources: {limits: {cpu: 200m}}}\n  - {name: b, image: i}\n",
+                     204, 0, 0, 64 * MI);
+        /* the overhead is added to the pod-level values */
+        check_config("  overhead: {cpu: 250m, memory: 120Mi}\n"
+                     "  resources: {requests: {cpu: 1, memory: 100Mi}, limits: {cpu: 1, memory: 100Mi}}\n"
+                     "  containers:\n  - {name: a, image: i}\n",
+                     1280, 125000, 100000, 220 * MI);
+        p = parse_pod("  resources: {requests: {cpu: 750m}}\n  containers:\n"
+                      "  - {name: a, image: i, resources: {requests: {cpu: 500m}}}\n");
+        assert_int_equal(cm_pod_cpu_requests(p), 750);
+        pod_free(p);
+        /* sidecars add to the app containers (AggregateContainerRequests) */
+        p = parse_pod("  initContainers:\n"
+                      "  - {name: s, image: i, restartPolicy: Always, resources: {requests: {cpu: 300m}}}\n"
+                      "  - {name: i, image: i, resources: {requests: {cpu: 600m}}}\n"
+                      "  containers:\n  - {name: a, image: i, resources: {requests: {cpu: 500m}}}\n");
+        assert_int_equal(cm_pod_cpu_requests(p), 900);
+        pod_free(p);
+}
+
 static void test_systemd_unit_names(void **state) {
         _cleanup_free_ char *n = NULL, *n2 = NULL, *u = NULL, *par = NULL, *r1 = NULL, *r2 = NULL, *r3 = NULL,
                             *uid = NULL;
@@ -275,7 +318,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_naming),           cmocka_unit_test(test_resource_config_for_pod),
                 cmocka_unit_test(test_shares_to_weight), cmocka_unit_test(test_systemd_unit_names),
-                cmocka_unit_test(test_slice_properties),
+                cmocka_unit_test(test_slice_properties), cmocka_unit_test(test_resource_config_pod_level),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

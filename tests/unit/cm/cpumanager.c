@@ -311,6 +311,13 @@ static void test_static_policy(void **state) {
         assert_set(&s, "1-31");
         assert_int_equal(cpumanager_pod_guaranteed_cpus(gu), 3);
         assert_int_equal(cpumanager_pod_guaranteed_cpus(frac), 0);
+        {
+                /* pod-level resources: no exclusive CPUs while PodLevelResourceManagers is off (v1.37's default) */
+                struct pod *plr = parse_pod("plr", "  resources: {requests: {cpu: 2, memory: 1Gi}, limits: {cpu: 2, "
+                                                   "memory: 1Gi}}\n  containers:\n" GU("a", "2"));
+                assert_int_equal(cpumanager_pod_guaranteed_cpus(plr), 0);
+                pod_free(plr);
+        }
 
         assert_int_equal(cpumanager_allocate_pod(m, gu, &reason, &message), 0);
         /* CPU 0 is reserved: the packed order takes its sibling 16 first, then a whole core */

@@ -56,6 +56,59 @@ static void test_allocation_and_allocated_pod(void **state) {
         json_decref(alloc);
 }
 
+/* pod-level resources (InPlacePodLevelResourcesVerticalScaling, beta on since v1.36) are allocated with the
+ * containers': a change of spec.resources is a resize, and the pod as allocated keeps the allocated ones */
+static void test_pod_level_allocation(void **state) {
+        static const char *const docs[] = {
+                "  resources: {requests: {cpu: 500m, memory: 128Mi}, limits: {cpu: 1, memory: 256Mi}}\n",
+                "  resources: {requests: {cpu: 800m, memory: 128Mi}, limits: {cpu: 2, memory: 256Mi}}\n",
+                "",
+        };
+        struct pod *pods[3];
+        _cleanup_pod_free_ struct pod *view = NULL, *view2 = NULL;
+        json_t *alloc = NULL, *plain = NULL;
+        struct admission_node node = { .cpu_milli = 1500, .memory_bytes = 512 * MIB };
+        char *message = NULL;
+
+        for (size_t i = 0; i < ELEMENTSOF(docs); i++) {
+                _cleanup_free_ char *yaml = NULL;
+                _cleanup_ck_error_ struct ck_error *err = NULL;
+                struct pod_set set = {};
+                assert_true(asprintf(&yaml,
+                                     "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: ns, uid: u-1}\n"
+                                     "spec:\n%s  containers:\n  - {name: a, image: i}\n",
+                                     docs[i]) > 0);
+                if (manifest_parse(yaml, strlen(yaml), &set, &err) < 0)
+                        fail_msg("manifest: %s", ck_error_message(err));
+                pods[i] = pod_ref(set.pods[0]);
+                pod_set_done(&set);
+                assert_int_equal(strmap_set(&pods[i]->annotations, ANNOTATION_CONFIG_SOURCE, CONFIG_SOURCE_API), 0);
+        }
+        assert_int_equal(kubelet_allocation_from_pod(pods[0], &alloc), 0);
+        assert_false(kubelet_allocation_differs(alloc, pods[0]));
+        assert_true(kubelet_allocation_differs(alloc, pods[1]));
+        /* the resized pod as allocated has the old pod-level resources */
+        assert_int_equal(kubelet_pod_with_allocation(pods[1], alloc, &view), 0);
+        assert_string_equal(resource_list_get(&view->spec.resources.limits, "cpu")->str, "1");
+        assert_false(kubelet_allocation_differs(alloc, view));
+        /* a pod without them: its allocation is the containers' alone, as before */
+        assert_int_equal(kubelet_allocation_from_pod(pods[2], &plain), 0);
+        assert_int_equal(json_object_size(plain), 1);
+        assert_int_equal(kubelet_pod_with_allocation(pods[0], plain, &view2), 0);
+        assert_false(view2->spec.has_resources);
+        /* the resize is decided from the pod-level requests: 800m fits 1500m, 2 cpus of requests would not */
+        assert_int_equal(kubelet_resize_decide(pods[1], false, NULL, 0, &node, &message), RESIZE_ACCEPTED);
+        free(message);
+        message = NULL;
+        node.cpu_milli = 700;
+        assert_int_equal(kubelet_resize_decide(pods[1], false, NULL, 0, &node, &message), RESIZE_INFEASIBLE);
+        free(message);
+        json_decref(alloc);
+        json_decref(plain);
+        for (size_t i = 0; i < ELEMENTSOF(docs); i++)
+                pod_free(pods[i]);
+}
+
 static void test_resize_decide(void **state) {
         struct admission_node node = { .cpu_milli = 1000, .memory_bytes = 512 * MIB };
         _cleanup_pod_free_ struct pod *small = api_pod("{limits: {cpu: 200m, memory: 64Mi}}", NULL);
@@ -167,6 +220,7 @@ static void test_container_resize_action(void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_allocation_and_allocated_pod),
+                cmocka_unit_test(test_pod_level_allocation),
                 cmocka_unit_test(test_resize_decide),
                 cmocka_unit_test(test_resize_message),
                 cmocka_unit_test(test_checkpoint),

@@ -103,6 +103,56 @@ static void test_container_resources(void **state) {
         pod_free(p);
 }
 
+/* ComputePodQOS, getCPULimit/getMemoryLimit and the OOM score adjustment with pod-level resources (upstream's
+ * TestComputePodQOS and TestGetContainerOOMScoreAdjust pod-level cases) */
+static void test_pod_level_resources(void **state) {
+        struct kr_linux_resources r;
+        struct pod *p;
+
+        /* the pod's class alone: Guaranteed at pod level although the containers say nothing */
+        p = parse_pod("  - {name: a, image: i}\n  resources: {requests: {cpu: 1, memory: 1Gi}, limits: {cpu: 1, "
+                      "memory: 1Gi}}\n");
+        assert_int_equal(pod_qos_class(p), QOS_GUARANTEED);
+        /* a container without limits gets the pod's: quota, memory limit, and its shares from the cpu limit */
+        kr_container_resources(p, &p->spec.containers[0], 8 * GIB, &r);
+        assert_int_equal(r.cpu_shares, 1024);
+        assert_int_equal(r.cpu_quota, 100000);
+        assert_int_equal(r.cpu_period, 100000);
+        assert_int_equal(r.memory_limit_in_bytes, GIB);
+        assert_int_equal(r.oom_score_adj, -997);
+        pod_free(p);
+        /* Burstable at pod level although each container is Guaranteed */
+        p = parse_pod("  - {name: a, image: i, resources: {limits: {cpu: 500m, memory: 256Mi}}}\n"
+                      "  resources: {requests: {cpu: 500m, memory: 256Mi}, limits: {cpu: 1, memory: 1Gi}}\n");
+        assert_int_equal(pod_qos_class(p), QOS_BURSTABLE);
+        /* its own limits win */
+        kr_container_resources(p, &p->spec.containers[0], 8 * GIB, &r);
+        assert_int_equal(r.cpu_quota, 50000);
+        assert_int_equal(r.memory_limit_in_bytes, 256 * 1024 * 1024);
+        pod_free(p);
+        /* limits only at pod level: requests are not defaulted (PodLevelResourcesFixDefaulting), so Burstable */
+        p = parse_pod("  - {name: a, image: i}\n  resources: {limits: {cpu: 1, memory: 1Gi}}\n");
+        assert_int_equal(pod_qos_class(p), QOS_BURSTABLE);
+        pod_free(p);
+        /* only cpu at pod level: memory is BestEffort, so Burstable */
+        p = parse_pod("  - {name: a, image: i}\n  resources: {requests: {cpu: 1}, limits: {cpu: 1}}\n");
+        assert_int_equal(pod_qos_class(p), QOS_BURSTABLE);
+        pod_free(p);
+        /* unsupported names only: the containers decide */
+        p = parse_pod("  - {name: a, image: i, resources: {limits: {cpu: 1, memory: 1Gi}}}\n"
+                      "  resources: {requests: {ephemeral-storage: 1Gi}}\n");
+        assert_int_equal(pod_qos_class(p), QOS_GUARANTEED);
+        pod_free(p);
+        /* OOM score: the pod's memory request beyond the containers' shared equally: (4Gi - 2Gi) / 2 = 1Gi more each,
+         * 1000 - 1000 * 3Gi / 8Gi = 625 and 1000 - 1000 * 1Gi / 8Gi = 875 */
+        p = parse_pod("  - {name: a, image: i, resources: {requests: {memory: 2Gi}}}\n  - {name: b, image: i}\n"
+                      "  resources: {requests: {memory: 4Gi}}\n");
+        assert_int_equal(pod_qos_class(p), QOS_BURSTABLE);
+        assert_int_equal(kr_container_oom_score_adj(p, &p->spec.containers[0], 8 * GIB), 625);
+        assert_int_equal(kr_container_oom_score_adj(p, &p->spec.containers[1], 8 * GIB), 875);
+        pod_free(p);
+}
+
 /* NodeSwap: LimitedSwap's per-container memory.swap.max (calcSwapForBurstablePods), NoSwap's 0 */
 static void test_swap_limit(void **state) {
         struct pod *p;
@@ -140,7 +190,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_qos_classes),   cmocka_unit_test(test_cpu_conversions),
                 cmocka_unit_test(test_oom_score_adj), cmocka_unit_test(test_container_resources),
-                cmocka_unit_test(test_swap_limit),
+                cmocka_unit_test(test_swap_limit),    cmocka_unit_test(test_pod_level_resources),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -224,8 +224,8 @@ static void test_reserved(void **state) {
         assert_non_null(strstr(ck_error_message(why), "gpu"));
 }
 
-/* upstream's registry in its order; only what ckubelet implements (today nothing) is declared, and a declared
- * list goes out as status.declaredFeatures */
+/* upstream's registry in its order; only what ckubelet implements (today InPlacePodLevelResourcesVerticalScaling)
+ * is declared, and a declared list goes out as status.declaredFeatures */
 static void test_declared_features(void **state) {
         (void) state;
         struct node_declared_feature t[] = {
@@ -249,7 +249,8 @@ static void test_declared_features(void **state) {
         assert_int_equal(n, 9);
         assert_string_equal(real[0].name, "RestartAllContainersOnContainerExits");
         assert_string_equal(real[8].name, "DRAOptionalNodeOperations");
-        assert_int_equal(node_declared_features(real, n, out), 0);
+        assert_int_equal(node_declared_features(real, n, out), 1);
+        assert_string_equal(out[0], "InPlacePodLevelResourcesVerticalScaling");
 
         input(&in);
         assert_int_equal(node_status_build(&in, &st), 0);

@@ -555,6 +555,61 @@ static void test_allocated_resources_status(void **state) {
         assert_null(json_object_get(b, "allocatedResourcesStatus"));
 }
 
+/* status.allocatedResources and status.resources at pod level (InPlacePodLevelResourcesVerticalScaling, beta on):
+ * PodRequests and PodLimits of the allocated pod, for every pod */
+static void test_pod_level_status_resources(void **state) {
+        _cleanup_pod_free_ struct pod *p = parse_pod("Always");
+        _cleanup_ck_error_ struct ck_error *err = NULL;
+        _cleanup_(kc_pod_status_freep) struct kc_pod_status *s = status_new(true);
+        struct pod_status_input in = { .pod = p, .observed = s };
+        struct pod_set set = {};
+        struct pod *pl;
+        json_auto_t *st = NULL, *st2 = NULL, *st3 = NULL, *alloc = json_pack("{s:{}, s:{}}", "a", "b");
+        const char *yaml = "apiVersion: v1\nkind: Pod\nmetadata: {name: web, namespace: default, uid: uid-1}\n"
+                           "spec:\n  resources: {requests: {cpu: 1500m, memory: 1Gi}, limits: {cpu: 2, memory: 2Gi}}\n"
+                           "  containers:\n"
+                           "  - {name: b, image: busybox:1.36, resources: {requests: {cpu: 500m, "
+                           "ephemeral-storage: 1Gi}}}\n"
+                           "  - {name: a, image: busybox:1.36}\n";
+
+        add(s, "a", "a1", KC_CONTAINER_RUNNING, 0, 4, 0);
+        add(s, "b", "b1", KC_CONTAINER_RUNNING, 0, 4, 0);
+        /* the containers' sums when the pod has no pod-level resources */
+        assert_int_equal(status_pod_generate(&in, &st), 0);
+        assert_string_equal(json_string_value(json_object_get(json_object_get(st, "allocatedResources"), "cpu")), "2");
+        assert_string_equal(json_string_value(json_object_get(json_object_get(st, "allocatedResources"), "memory")),
+                            "2Gi");
+        assert_true(json_equal(json_object_get(json_object_get(st, "resources"), "limits"),
+                               json_object_get(json_object_get(st, "resources"), "requests")));
+        /* pod-level values replace the aggregate of cpu and memory; other resources stay the containers' */
+        if (manifest_parse(yaml, strlen(yaml), &set, &err) < 0)
+                fail_msg("manifest: %s", ck_error_message(err));
+        pl = set.pods[0];
+        in.pod = pl;
+        assert_int_equal(status_pod_generate(&in, &st2), 0);
+        {
+                json_auto_t *want_req = json_pack("{s:s, s:s, s:s}", "cpu", "1500m", "memory", "1Gi",
+                                                  "ephemeral-storage", "1Gi");
+                json_auto_t *want_lim = json_pack("{s:s, s:s}", "cpu", "2", "memory", "2Gi");
+                assert_true(json_equal(json_object_get(st2, "allocatedResources"), want_req));
+                assert_true(json_equal(json_object_get(json_object_get(st2, "resources"), "requests"), want_req));
+                assert_true(json_equal(json_object_get(json_object_get(st2, "resources"), "limits"), want_lim));
+        }
+        /* the allocated pod's, not the desired one's; a running container without resources has "resources": {}
+         * (the apiserver refuses a resize when the first running container's status lacks it) */
+        in.pod = pl;
+        in.allocated_pod = p;
+        in.allocation = alloc;
+        assert_int_equal(status_pod_generate(&in, &st3), 0);
+        assert_string_equal(json_string_value(json_object_get(json_object_get(st3, "allocatedResources"), "cpu")), "2");
+        {
+                json_t *a = find(json_object_get(st3, "containerStatuses"), "name", "a");
+                assert_non_null(json_object_get(a, "resources"));
+                assert_int_equal(json_object_size(json_object_get(a, "resources")), 0);
+        }
+        pod_set_done(&set);
+}
+
 /* containerStatuses[].volumeMounts: every mount of the spec; a read-only one with recursiveReadOnly resolved to
  * Enabled or Disabled by what the runtime handler supports; a container not started yet has them too */
 static void test_volume_mounts(void **state) {
@@ -730,6 +785,7 @@ int main(void) {
                 cmocka_unit_test(test_phase),
                 cmocka_unit_test(test_phase_terminal),
                 cmocka_unit_test(test_allocated_resources_status),
+                cmocka_unit_test(test_pod_level_status_resources),
                 cmocka_unit_test(test_volume_mounts),
                 cmocka_unit_test(test_user),
                 cmocka_unit_test(test_terminate),
