@@ -27,6 +27,7 @@
 #include "node/node_status.h"
 #include "objects/manager.h"
 #include "basic/workpool.h"
+#include "features/features.h"
 #include "volumes/volumes.h"
 #include "prober/prober.h"
 #include "stats/host.h"
@@ -509,6 +510,7 @@ int kubelet_worker_status_json(struct kubelet *k, struct pod_worker *w, json_t *
                 .terminal = worker_terminal(w),
                 .allocated_resources_status = devices,
                 .runtime_supports_rro = w->runtime_supports_rro,
+                .stop_signals = feature_enabled(k->opts->feature_gates, "ContainerStopSignals"),
         };
 
         probe_manager_results(k->prober, &probes);
@@ -956,11 +958,13 @@ bool kubelet_pod_terminal_in_api(const struct pod *p) {
 }
 
 /* The fields ckubelet does not act on, said once for the pod, by name */
-static void warn_unsupported_fields(const struct pod *p) {
+static void warn_unsupported_fields(struct kubelet *k, const struct pod *p) {
+        static char *const stop_signals[] = { (char *) "ContainerStopSignals", NULL };
         _cleanup_strv_free_ char **fields = NULL;
         _cleanup_free_ char *joined = NULL;
+        bool gated = feature_enabled(k->opts->feature_gates, "ContainerStopSignals");
 
-        if (pod_unsupported_fields(p, &fields) < 0 || !fields)
+        if (pod_unsupported_fields_gated(p, gated ? stop_signals : NULL, &fields) < 0 || !fields)
                 return;
         joined = strv_join(fields, ", ");
         log_warning("pod %s/%s: fields that are not acted on: %s", p->namespace_, p->name, strna(joined));
@@ -1127,7 +1131,7 @@ void kubelet_reconcile(struct kubelet *k) {
                         }
                         kubelet_terminated_restore(k, w);
                         log_info("SyncLoop ADD: pod=\"%s/%s\" podUID=\"%s\"", p->namespace_, p->name, p->uid);
-                        warn_unsupported_fields(p);
+                        warn_unsupported_fields(k, p);
                         changed = true;
                 } else if (w->pod != p) {
                         if (!w->pod)
