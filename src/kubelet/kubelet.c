@@ -1399,6 +1399,25 @@ static int storage_setup(struct kubelet *k) {
 
 /* ---------------------------------------------------------------- PLEG */
 
+/* genericPlegRelistPeriod (1 s); CKUBELET_TEST_PLEG_RELIST_SECONDS stretches it for the tests that show what the
+ * evented PLEG alone sees (no flag: upstream has none) */
+static uint64_t pleg_relist_period(void) {
+        const char *e = getenv("CKUBELET_TEST_PLEG_RELIST_SECONDS");
+        char *end = NULL;
+        unsigned long v;
+
+        if (isempty(e))
+                return PLEG_RELIST_PERIOD_USEC;
+        errno = 0;
+        v = strtoul(e, &end, 10);
+        if (errno != 0 || !end || *end != '\0' || v == 0 || v > 86400) {
+                log_warning("ignoring CKUBELET_TEST_PLEG_RELIST_SECONDS=%s: not 1..86400", e);
+                return PLEG_RELIST_PERIOD_USEC;
+        }
+        log_warning("PLEG relist period %lu s (CKUBELET_TEST_PLEG_RELIST_SECONDS, for tests)", v);
+        return (uint64_t) v * USEC_PER_SEC;
+}
+
 static void on_pod_changed(const char *uid, void *userdata) {
         struct kubelet *k = userdata;
         struct pod_worker *w = kubelet_find_worker(k, uid);
@@ -1730,9 +1749,14 @@ int kubelet_start(struct kubelet *k) {
         r = probe_manager_new(k->base, k->cri, o->runtime_request_timeout_usec, &prober_cb, k, &k->prober);
         if (r < 0)
                 return r;
-        r = pleg_new(k->base, k->cri, PLEG_RELIST_PERIOD_USEC, &pleg_cb, k, &k->pleg);
+        r = pleg_new(k->base, k->cri, pleg_relist_period(), &pleg_cb, k, &k->pleg);
         if (r < 0)
                 return r;
+        if (feature_enabled(o->feature_gates, "EventedPLEG")) {
+                r = pleg_set_evented(k->pleg, true);
+                if (r < 0)
+                        return r;
+        }
         r = pod_config_new(k->base, o->node_name, on_config_update, k, &k->config);
         if (r < 0)
                 return r;
