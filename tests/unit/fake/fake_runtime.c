@@ -1744,9 +1744,8 @@ static void on_stream_due(evutil_socket_t fd, short what, void *userdata) {
                         stream_end_later(
                                 s, GRPC_UNAVAILABLE,
                                 "connection error: desc = \"transport: Error while dialing: connection refused\"");
-                else if (!rt->serve_events) /* containerd 1.6's answer */
-                        stream_end_later(s, GRPC_UNIMPLEMENTED,
-                                         "unknown method GetContainerEvents for service runtime.v1.RuntimeService");
+                else if (!rt->serve_events) /* containerd 1.6.20's answer */
+                        stream_end_later(s, GRPC_UNIMPLEMENTED, "method GetContainerEvents not implemented");
                 else
                         s->open = true;
         }
