@@ -53,7 +53,9 @@ def cpu_seconds(pid):
 
 
 def ts(s):
-    """containerd's RFC 3339 time (nanoseconds) as seconds since the epoch."""
+    """containerd's time (crictl inspect: nanoseconds since the epoch, or RFC 3339) as seconds since the epoch."""
+    if str(s).isdigit():
+        return int(s) / 1e9
     s = s.rstrip("Z")
     base, _, frac = s.partition(".")
     t = datetime.datetime.strptime(base, "%Y-%m-%dT%H:%M:%S").replace(tzinfo=datetime.timezone.utc).timestamp()
