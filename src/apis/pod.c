@@ -170,6 +170,7 @@ static void container_done(struct container *c) {
         probe_free(c->startup_probe);
         lifecycle_handler_free(c->post_start);
         lifecycle_handler_free(c->pre_stop);
+        free(c->stop_signal);
         security_context_free(c->security_context);
         json_decref(c->raw);
         *c = (struct container) {};
@@ -200,6 +201,7 @@ static void pod_spec_done(struct pod_spec *s) {
                 container_done(&s->ephemeral_containers[i]);
         free(s->ephemeral_containers);
         free(s->runtime_class_name);
+        free(s->os_name);
         resource_list_done(&s->overhead);
         resource_list_done(&s->resources.limits);
         resource_list_done(&s->resources.requests);

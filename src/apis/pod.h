@@ -269,6 +269,7 @@ struct container {
         bool stdin_, stdin_once, tty;
         struct probe *liveness_probe, *readiness_probe, *startup_probe; /* NULL when not set */
         struct lifecycle_handler *post_start, *pre_stop; /* lifecycle.postStart / preStop, NULL when not set */
+        char *stop_signal;                               /* lifecycle.stopSignal (KEP-4960), NULL when not set */
         char *restart_policy; /* Always (on an init container: a sidecar), OnFailure, Never; NULL when not set */
         struct container_restart_rule *restart_rules; /* restartPolicyRules */
         size_t n_restart_rules;
@@ -315,6 +316,7 @@ struct pod_spec {
         bool set_hostname_as_fqdn;
         bool enable_service_links; /* default true */
         char *runtime_class_name;
+        char *os_name;                 /* spec.os.name (linux, windows), NULL when not set */
         struct resource_list overhead; /* set by the apiserver from the RuntimeClass */
         /* spec.resources: pod-level requests and limits (PodLevelResources, beta on since v1.34); resources_has_claims when
          * spec.resources.claims is given (forbidden at pod level) */
@@ -378,6 +380,10 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(struct lifecycle_handler *, lifecycle_handler_free)
 /* Decode one LifecycleHandler object (as kept in the preStop annotation) and apply its defaults: -EINVAL
  * when it does not decode, or has not exactly one handler. */
 int lifecycle_handler_from_json(json_t *obj, struct lifecycle_handler **ret);
+/* A stop signal's name (lifecycle.stopSignal: "SIGUSR1", "SIGRTMIN+1", "SIGRTMAX-2") as the CRI's Signal enum
+ * numbers it (1..65), 0 when it names none; and back, NULL for 0 (SIGNAL_RUNTIME_DEFAULT) or an unknown number. */
+int stop_signal_number(const char *name);
+const char *stop_signal_name(int number);
 
 /* Decode one v1 Pod object. Type errors (a string where a list is expected, unknown restartPolicy, ...) go
  * into errs and make it return -EINVAL; on success *ret holds the pod (defaults not yet applied). */
@@ -398,6 +404,9 @@ int pod_validate(const struct pod *p, struct field_errors *errs);
  * does (pod-level resources, SELinux options, fsGroup's volume ownership, ...), each as "<field path> (<why>)", in
  * document order; NULL when none. For the kubelet to say once. */
 int pod_unsupported_fields(const struct pod *pod, char ***ret);
+/* The same, leaving out the fields acted on when one of the feature gates named in gates_on (strv, may be NULL)
+ * is on (lifecycle.stopSignal with ContainerStopSignals). */
+int pod_unsupported_fields_gated(const struct pod *pod, char *const *gates_on, char ***ret);
 
 /* Whether uid can name the pod's directories (<root-dir>/pods/<uid>, /var/log/pods/<ns>_<name>_<uid>): 1 to 128
  * characters out of [A-Za-z0-9._-], the first alphanumeric (UUIDs and static pods' md5 hex are). The apiserver

@@ -832,6 +832,12 @@ static int decode_spec(struct field_errors *e, json_t *spec, struct pod_spec *s)
         }
         if (r >= 0)
                 r = dec_get_string(e, spec, "spec", "runtimeClassName", &s->runtime_class_name);
+        if (r >= 0) {
+                json_t *os = NULL;
+                r = dec_get_object(e, spec, "spec", "os", &os);
+                if (r >= 0 && os)
+                        r = dec_get_string(e, os, "spec.os", "name", &s->os_name);
+        }
         if (r >= 0)
                 r = decode_resource_list(e, spec, "spec", "overhead", &s->overhead);
         if (r >= 0)

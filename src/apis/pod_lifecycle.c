@@ -4,6 +4,7 @@
  * exec, httpGet, tcpSocket, sleep), as the apiserver's validateLifecycle / validateHandler. */
 #include <errno.h>
 #include <inttypes.h>
+#include <string.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -179,6 +180,8 @@ int pod_decode_container_lifecycle(struct field_errors *e, json_t *c, const char
         r = decode_hook(e, lc, lp, "postStart", &ret->post_start);
         if (r >= 0)
                 r = decode_hook(e, lc, lp, "preStop", &ret->pre_stop);
+        if (r >= 0)
+                r = dec_get_string(e, lc, lp, "stopSignal", &ret->stop_signal);
         return r;
 }
 
@@ -355,11 +358,74 @@ static void validate_handler(struct vctx *c, const struct lifecycle_handler *h, 
                 }
 }
 
-static void validate_hooks(struct vctx *c, const struct container *ctr, const char *cpath, int64_t grace,
-                           bool allowed) {
+/* The signals a container may be stopped with, named as the API does, in the order of the CRI's Signal enum
+ * (SIGNAL_SIGABRT = 1 ... SIGNAL_SIGRTMAX = 65): every one is allowed on linux (supportedStopSignalsLinux) */
+static const char *const stop_signals[] = {
+        "SIGABRT",     "SIGALRM",     "SIGBUS",      "SIGCHLD",     "SIGCLD",      "SIGCONT",     "SIGFPE",
+        "SIGHUP",      "SIGILL",      "SIGINT",      "SIGIO",       "SIGIOT",      "SIGKILL",     "SIGPIPE",
+        "SIGPOLL",     "SIGPROF",     "SIGPWR",      "SIGQUIT",     "SIGSEGV",     "SIGSTKFLT",   "SIGSTOP",
+        "SIGSYS",      "SIGTERM",     "SIGTRAP",     "SIGTSTP",     "SIGTTIN",     "SIGTTOU",     "SIGURG",
+        "SIGUSR1",     "SIGUSR2",     "SIGVTALRM",   "SIGWINCH",    "SIGXCPU",     "SIGXFSZ",     "SIGRTMIN",
+        "SIGRTMIN+1",  "SIGRTMIN+2",  "SIGRTMIN+3",  "SIGRTMIN+4",  "SIGRTMIN+5",  "SIGRTMIN+6",  "SIGRTMIN+7",
+        "SIGRTMIN+8",  "SIGRTMIN+9",  "SIGRTMIN+10", "SIGRTMIN+11", "SIGRTMIN+12", "SIGRTMIN+13", "SIGRTMIN+14",
+        "SIGRTMIN+15", "SIGRTMAX-14", "SIGRTMAX-13", "SIGRTMAX-12", "SIGRTMAX-11", "SIGRTMAX-10", "SIGRTMAX-9",
+        "SIGRTMAX-8",  "SIGRTMAX-7",  "SIGRTMAX-6",  "SIGRTMAX-5",  "SIGRTMAX-4",  "SIGRTMAX-3",  "SIGRTMAX-2",
+        "SIGRTMAX-1",  "SIGRTMAX",
+};
+
+int stop_signal_number(const char *name) {
+        for (size_t i = 0; name && i < ELEMENTSOF(stop_signals); i++)
+                if (streq(stop_signals[i], name))
+                        return (int) i + 1;
+        return 0;
+}
+
+const char *stop_signal_name(int number) {
+        return number >= 1 && (size_t) number <= ELEMENTSOF(stop_signals) ? stop_signals[number - 1] : NULL;
+}
+
+static int cmp_strp(const void *a, const void *b) {
+        return strcmp(*(const char *const *) a, *(const char *const *) b);
+}
+
+/* validateStopSignal: spec.os.name must be set; its supported values (sets.List: sorted), quoted */
+static void validate_stop_signal(struct vctx *c, const char *sig, const char *os_name, const char *lp) {
+        _cleanup_free_ char *sp = val_child(c, lp, "stopSignal"), *supported = NULL;
+        const char *sorted[ELEMENTSOF(stop_signals)];
+        size_t n = 0, len = 0;
+
+        if (!sp)
+                return;
+        if (isempty(os_name)) {
+                val_forbidden(c, sp, "may not be set for containers with empty `spec.os.name`");
+                return;
+        }
+        if (streq(os_name, "windows")) {
+                if (!streq(sig, "SIGKILL") && !streq(sig, "SIGTERM"))
+                        val_not_supported(c, sp, sig, "\"SIGKILL\", \"SIGTERM\"");
+                return;
+        }
+        if (!streq(os_name, "linux") || stop_signal_number(sig) > 0)
+                return;
+        memcpy(sorted, stop_signals, sizeof(sorted));
+        qsort(sorted, ELEMENTSOF(sorted), sizeof(sorted[0]), cmp_strp);
+        for (size_t i = 0; i < ELEMENTSOF(sorted); i++)
+                len += strlen(sorted[i]) + 4;
+        supported = malloc(len + 1);
+        if (!supported) {
+                CHECK_OOM(c, -ENOMEM);
+                return;
+        }
+        for (size_t i = 0; i < ELEMENTSOF(sorted); i++)
+                n += (size_t) sprintf(supported + n, "%s\"%s\"", i > 0 ? ", " : "", sorted[i]);
+        val_not_supported(c, sp, sig, supported);
+}
+
+static void validate_hooks(struct vctx *c, const struct container *ctr, const char *cpath, int64_t grace, bool allowed,
+                           const char *os_name) {
         _cleanup_free_ char *lp = NULL;
 
-        if (!ctr->post_start && !ctr->pre_stop)
+        if (!ctr->post_start && !ctr->pre_stop && !ctr->stop_signal)
                 return;
         lp = val_child(c, cpath, "lifecycle");
         if (!lp)
@@ -370,6 +436,8 @@ static void validate_hooks(struct vctx *c, const struct container *ctr, const ch
         }
         validate_handler(c, ctr->post_start, grace, lp, "postStart");
         validate_handler(c, ctr->pre_stop, grace, lp, "preStop");
+        if (ctr->stop_signal)
+                validate_stop_signal(c, ctr->stop_signal, os_name, lp);
 }
 
 void pod_validate_lifecycle(struct vctx *c, const struct pod_spec *s) {
@@ -378,7 +446,7 @@ void pod_validate_lifecycle(struct vctx *c, const struct pod_spec *s) {
                 if (!cp)
                         continue;
                 validate_restart_policy(c, &s->containers[i], cp, false);
-                validate_hooks(c, &s->containers[i], cp, s->termination_grace_period_seconds, true);
+                validate_hooks(c, &s->containers[i], cp, s->termination_grace_period_seconds, true, s->os_name);
         }
         for (size_t i = 0; i < s->n_init_containers; i++) {
                 _cleanup_free_ char *cp = val_idx(c, "spec.initContainers", i);
@@ -386,6 +454,6 @@ void pod_validate_lifecycle(struct vctx *c, const struct pod_spec *s) {
                         continue;
                 validate_restart_policy(c, &s->init_containers[i], cp, true);
                 validate_hooks(c, &s->init_containers[i], cp, s->termination_grace_period_seconds,
-                               container_is_sidecar(&s->init_containers[i]));
+                               container_is_sidecar(&s->init_containers[i]), s->os_name);
         }
 }

@@ -12,6 +12,7 @@
 struct unsupported {
         const char *field; /* under a container: relative to it */
         const char *why;
+        const char *gate; /* acted on when this feature gate is on; NULL: never */
 };
 
 /* fields of the pod spec */
@@ -25,7 +26,7 @@ static const struct unsupported pod_fields[] = {
 static const struct unsupported container_fields[] = {
         { "securityContext.seLinuxOptions", "SELinux labels are not applied" },
         { "resources.claims", "dynamic resource allocation is not supported" },
-        { "lifecycle.stopSignal", "containers are stopped with the runtime's stop signal" },
+        { "lifecycle.stopSignal", "containers are stopped with the runtime's stop signal", "ContainerStopSignals" },
 };
 
 /* the value at a dotted path, NULL when absent, null, false, or an empty object or list */
@@ -51,7 +52,7 @@ static int add(char ***l, const char *path, const char *why) {
         return strv_push(l, TAKE_PTR(s));
 }
 
-int pod_unsupported_fields(const struct pod *pod, char ***ret) {
+int pod_unsupported_fields_gated(const struct pod *pod, char *const *gates_on, char ***ret) {
         static const char *const lists[] = { "initContainers", "containers", "ephemeralContainers" };
         const json_t *spec = json_object_get(pod->raw, "spec");
         char **l = NULL;
@@ -67,7 +68,8 @@ int pod_unsupported_fields(const struct pod *pod, char ***ret) {
                 size_t i;
                 json_array_foreach(list, i, c)
                         for (size_t j = 0; r >= 0 && j < ELEMENTSOF(container_fields); j++)
-                                if (present(c, container_fields[j].field)) {
+                                if (present(c, container_fields[j].field) &&
+                                    !(container_fields[j].gate && strv_contains(gates_on, container_fields[j].gate))) {
                                         _cleanup_free_ char *p = NULL;
                                         r = asprintf(&p, "spec.%s[%zu].%s", lists[k], i, container_fields[j].field) < 0
                                                     ? -ENOMEM
@@ -80,4 +82,8 @@ int pod_unsupported_fields(const struct pod *pod, char ***ret) {
         }
         *ret = l;
         return 0;
+}
+
+int pod_unsupported_fields(const struct pod *pod, char ***ret) {
+        return pod_unsupported_fields_gated(pod, NULL, ret);
 }

@@ -55,6 +55,7 @@ struct kc_build_context {
         bool swap_v2, limited_swap, critical_pod;
         uint64_t node_memory_bytes, swap_capacity_bytes;
         bool runtime_supports_rro; /* the pod's runtime handler does recursive read-only mounts (CRI Status) */
+        bool stop_signals;         /* ContainerStopSignals: lifecycle.stopSignal goes to the runtime */
         /* hostUsers false: the pod's user namespace maps 0..userns_length-1 to userns_host_id.. (UIDs and GIDs);
          * otherwise the node's user namespace (NamespaceMode NODE) */
         bool userns;

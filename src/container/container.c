@@ -67,6 +67,7 @@ int kc_container_copy(const struct kc_container *s, struct kc_container **ret) {
                 .have_user = s->have_user,
                 .user_uid = s->user_uid,
                 .user_gid = s->user_gid,
+                .stop_signal = s->stop_signal,
         };
         if (s->n_user_groups > 0) {
                 c->user_groups = malloc(s->n_user_groups * sizeof(int64_t));

@@ -70,6 +70,7 @@ struct kc_container {
         int64_t user_uid, user_gid;
         int64_t *user_groups; /* at most KC_USER_GROUPS_MAX */
         size_t n_user_groups;
+        int stop_signal; /* ContainerStatus.stop_signal: the CRI's Signal, 0 when the runtime reports none */
 };
 
 #define KC_USER_GROUPS_MAX 256 /* kept of a ContainerStatus's supplemental groups */

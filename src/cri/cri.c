@@ -2,6 +2,7 @@
 /* CRI v1 client: the typed calls on top of the gRPC client (grpc/client.c), one gRPC client per endpoint
  * (runtime and image, the same one when they are equal), and the kubelet's per-operation counters. */
 
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -174,3 +175,62 @@ void cri_client_foreach_stats(struct cri_client *c, void (*fn)(const struct cri_
 /* ---------------------------------------------------------------- typed wrappers */
 
 CRI_METHODS(CRI_DEFINE)
+
+/* ---- GetContainerEvents ---- */
+
+struct cri_stream {
+        struct grpc_call *call;
+        cri_event_cb on_event;
+        cri_callback_t on_end;
+        void *userdata;
+};
+
+static void on_stream_message(const ProtobufCMessage *msg, void *userdata) {
+        struct cri_stream *s = userdata;
+        s->on_event((const Runtime__V1__ContainerEventResponse *) msg, s->userdata);
+}
+
+static void on_stream_end(const struct grpc_reply *reply, void *userdata) {
+        struct cri_stream *s = userdata;
+        const struct cri_reply r = {
+                .r = reply->r,
+                .grpc_status = reply->grpc_status,
+                .message = reply->message,
+        };
+        cri_callback_t cb = s->on_end;
+        void *ud = s->userdata;
+
+        free(s); /* the call is gone after this callback */
+        cb(&r, ud);
+}
+
+int cri_get_container_events(struct cri_client *c, cri_event_cb on_event, cri_callback_t on_end, void *userdata,
+                             struct cri_stream **ret) {
+        Runtime__V1__GetEventsRequest req = RUNTIME__V1__GET_EVENTS_REQUEST__INIT;
+        struct cri_stream *s;
+        int r;
+
+        if (!c || c->freeing)
+                return -ESHUTDOWN;
+        assert(on_event && on_end && ret);
+        s = calloc(1, sizeof(*s));
+        if (!s)
+                return -ENOMEM;
+        *s = (struct cri_stream) { .on_event = on_event, .on_end = on_end, .userdata = userdata };
+        r = grpc_call_stream(c->runtime, "/runtime.v1.RuntimeService/GetContainerEvents", &req.base,
+                             &runtime__v1__container_event_response__descriptor, on_stream_message, on_stream_end, s,
+                             &s->call);
+        if (r < 0) {
+                free(s);
+                return r;
+        }
+        *ret = s;
+        return 0;
+}
+
+void cri_stream_cancel(struct cri_stream *s) {
+        if (!s)
+                return;
+        grpc_call_cancel(s->call);
+        free(s);
+}

@@ -44,6 +44,18 @@ struct cri_client *cri_client_free(struct cri_client *c);
 int cri_call(struct cri_client *c, const char *method, const ProtobufCMessage *req,
              const ProtobufCMessageDescriptor *resp_desc, uint64_t timeout_usec, cri_callback_t cb, void *userdata);
 
+/* RuntimeService/GetContainerEvents, the server stream of the evented PLEG (KEP-3386): on_event gets each event in
+ * order as it arrives (borrowed, valid during the callback); on_end runs once when the stream ends, with its status
+ * (reply->msg NULL): UNIMPLEMENTED from a runtime without it (containerd 1.x), -ECANCELED when the client is freed.
+ * No deadline. Returns 0 (the callbacks run later, on the loop) or a negative errno (none runs). *ret: for
+ * cri_stream_cancel(), valid until on_end has run. */
+struct cri_stream;
+typedef void (*cri_event_cb)(const Runtime__V1__ContainerEventResponse *ev, void *userdata);
+int cri_get_container_events(struct cri_client *c, cri_event_cb on_event, cri_callback_t on_end, void *userdata,
+                             struct cri_stream **ret);
+/* Ends the stream; none of its callbacks run after this. Accepts NULL. */
+void cri_stream_cancel(struct cri_stream *s);
+
 /* Per-method counters for the metrics endpoint (kubelet_runtime_operations_*). */
 struct cri_op_stats {
         const char *operation; /* "run_podsandbox", "create_container", ... as upstream */

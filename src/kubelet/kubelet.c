@@ -27,6 +27,7 @@
 #include "node/node_status.h"
 #include "objects/manager.h"
 #include "basic/workpool.h"
+#include "features/features.h"
 #include "volumes/volumes.h"
 #include "prober/prober.h"
 #include "stats/host.h"
@@ -515,6 +516,7 @@ int kubelet_worker_status_json(struct kubelet *k, struct pod_worker *w, json_t *
                 .terminal = worker_terminal(w),
                 .allocated_resources_status = devices,
                 .runtime_supports_rro = w->runtime_supports_rro,
+                .stop_signals = feature_enabled(k->opts->feature_gates, "ContainerStopSignals"),
         };
 
         probe_manager_results(k->prober, &probes);
@@ -964,11 +966,13 @@ bool kubelet_pod_terminal_in_api(const struct pod *p) {
 }
 
 /* The fields ckubelet does not act on, said once for the pod, by name */
-static void warn_unsupported_fields(const struct pod *p) {
+static void warn_unsupported_fields(struct kubelet *k, const struct pod *p) {
+        static char *const stop_signals[] = { (char *) "ContainerStopSignals", NULL };
         _cleanup_strv_free_ char **fields = NULL;
         _cleanup_free_ char *joined = NULL;
+        bool gated = feature_enabled(k->opts->feature_gates, "ContainerStopSignals");
 
-        if (pod_unsupported_fields(p, &fields) < 0 || !fields)
+        if (pod_unsupported_fields_gated(p, gated ? stop_signals : NULL, &fields) < 0 || !fields)
                 return;
         joined = strv_join(fields, ", ");
         log_warning("pod %s/%s: fields that are not acted on: %s", p->namespace_, p->name, strna(joined));
@@ -1135,7 +1139,7 @@ void kubelet_reconcile(struct kubelet *k) {
                         }
                         kubelet_terminated_restore(k, w);
                         log_info("SyncLoop ADD: pod=\"%s/%s\" podUID=\"%s\"", p->namespace_, p->name, p->uid);
-                        warn_unsupported_fields(p);
+                        warn_unsupported_fields(k, p);
                         changed = true;
                 } else if (w->pod != p) {
                         if (!w->pod)
@@ -1402,6 +1406,25 @@ static int storage_setup(struct kubelet *k) {
 }
 
 /* ---------------------------------------------------------------- PLEG */
+
+/* genericPlegRelistPeriod (1 s); CKUBELET_TEST_PLEG_RELIST_SECONDS stretches it for the tests that show what the
+ * evented PLEG alone sees (no flag: upstream has none) */
+static uint64_t pleg_relist_period(void) {
+        const char *e = getenv("CKUBELET_TEST_PLEG_RELIST_SECONDS");
+        char *end = NULL;
+        unsigned long v;
+
+        if (isempty(e))
+                return PLEG_RELIST_PERIOD_USEC;
+        errno = 0;
+        v = strtoul(e, &end, 10);
+        if (errno != 0 || !end || *end != '\0' || v == 0 || v > 86400) {
+                log_warning("ignoring CKUBELET_TEST_PLEG_RELIST_SECONDS=%s: not 1..86400", e);
+                return PLEG_RELIST_PERIOD_USEC;
+        }
+        log_warning("PLEG relist period %lu s (CKUBELET_TEST_PLEG_RELIST_SECONDS, for tests)", v);
+        return (uint64_t) v * USEC_PER_SEC;
+}
 
 static void on_pod_changed(const char *uid, void *userdata) {
         struct kubelet *k = userdata;
@@ -1734,9 +1757,14 @@ int kubelet_start(struct kubelet *k) {
         r = probe_manager_new(k->base, k->cri, o->runtime_request_timeout_usec, &prober_cb, k, &k->prober);
         if (r < 0)
                 return r;
-        r = pleg_new(k->base, k->cri, PLEG_RELIST_PERIOD_USEC, &pleg_cb, k, &k->pleg);
+        r = pleg_new(k->base, k->cri, pleg_relist_period(), &pleg_cb, k, &k->pleg);
         if (r < 0)
                 return r;
+        if (feature_enabled(o->feature_gates, "EventedPLEG")) {
+                r = pleg_set_evented(k->pleg, true);
+                if (r < 0)
+                        return r;
+        }
         r = pod_config_new(k->base, o->node_name, on_config_update, k, &k->config);
         if (r < 0)
                 return r;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "basic/log.h"
+#include "features/features.h"
 #include "apis/pod_volumes.h"
 #include "basic/string.h"
 #include "eviction/helpers.h"
@@ -312,6 +313,7 @@ void kubelet_sync_build_context(const struct pod_sync *s, struct kc_build_contex
                 .runtime_supports_rro = node_runtime_features_rro(kubelet_runtime_features(s->k),
                                                                   kubelet_sync_known_runtime_handler(s)),
                 .userns = s->userns,
+                .stop_signals = feature_enabled(s->k->opts->feature_gates, "ContainerStopSignals"),
                 .userns_host_id = s->userns_host_id,
                 .userns_length = s->userns_length,
         };

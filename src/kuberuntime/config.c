@@ -419,6 +419,10 @@ int kr_build_container_config(const struct pod *pod, const struct container *c, 
         cfg->stdin = c->stdin_;
         cfg->stdin_once = c->stdin_once;
         cfg->tty = c->tty;
+        /* getContainerConfigStopSignal: lifecycle.stopSignal with ContainerStopSignals on; a runtime that does not
+         * know the field ignores it and reports no stop signal in its ContainerStatus */
+        if (ctx && ctx->stop_signals && c->stop_signal)
+                cfg->stop_signal = (Runtime__V1__Signal) stop_signal_number(c->stop_signal);
 
         lx = cfg->linux = malloc(sizeof(*lx));
         if (!lx)

@@ -154,6 +154,7 @@ int kr_container_set_status(struct kc_container *c, const Runtime__V1__Container
                         c->n_user_groups = n;
                 }
         }
+        c->stop_signal = (int) st->stop_signal;
         c->have_status = true;
         return 0;
 }

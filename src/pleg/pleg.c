@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "pleg/pleg.h"
 
+#include <assert.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -45,7 +47,18 @@ struct pleg {
         uint64_t gone; /* ids seen to disappear since start */
         size_t n_sandboxes, n_running_sandboxes, n_containers, n_running_containers;
         size_t next_sandboxes, next_running_sandboxes, next_containers, next_running_containers;
+
+        /* the evented PLEG (EventedPLEG): the runtime's container events, a container's exit asking for its pod's
+         * relist at once */
+        bool evented;
+        struct cri_stream *stream;  /* open (or opening) */
+        struct event *stream_timer; /* (re)opens it, on the loop */
+        unsigned stream_attempts;   /* failed streams since start (upstream never resets it) */
+        uint64_t events_seen;
 };
+
+/* eventedPlegMaxStreamRetries */
+#define PLEG_EVENT_STREAM_RETRIES 5
 
 static void list_done(struct pleg_list *l) {
         for (size_t i = 0; i < l->n; i++) {
@@ -87,6 +100,9 @@ struct pleg *pleg_free(struct pleg *p) {
                 return NULL;
         if (p->timer)
                 event_free(p->timer);
+        if (p->stream_timer)
+                event_free(p->stream_timer);
+        cri_stream_cancel(p->stream);
         list_done(&p->current);
         list_done(&p->next);
         strv_free(p->uids);
@@ -307,8 +323,104 @@ int pleg_new(struct event_base *base, struct cri_client *cri, uint64_t period_us
         return 0;
 }
 
+/* ---- the evented PLEG (pkg/kubelet/pleg/evented.go as of v1.37): a watcher of the runtime's container events
+ * that asks for a relist of the pod whose container stopped; the relist above stays what observes the runtime. */
+
+static struct pleg_item *find_item(struct pleg *p, const char *id) {
+        struct pleg_item key = { .id = (char *) id };
+        if (!id || p->current.n == 0)
+                return NULL;
+        return bsearch(&key, p->current.items, p->current.n, sizeof(key), cmp_item);
+}
+
+static void on_event(const Runtime__V1__ContainerEventResponse *ev, void *userdata) {
+        struct pleg *p = userdata;
+        const char *uid;
+
+        p->events_seen++;
+        /* the sandbox may be gone already: a later event or relist tells */
+        if (!ev->pod_sandbox_status || !ev->pod_sandbox_status->metadata) {
+                log_error("Evented PLEG: received ContainerEventResponse with nil PodSandboxStatus or "
+                          "PodSandboxStatus.Metadata (containerID=%s)",
+                          strempty(ev->container_id));
+                return;
+        }
+        if (ev->container_event_type != RUNTIME__V1__CONTAINER_EVENT_TYPE__CONTAINER_STOPPED_EVENT)
+                return;
+        uid = ev->pod_sandbox_status->metadata->uid;
+        if (isempty(uid))
+                return;
+        /* relistPod: the pod's record takes the states the event carries, so that the next relist does not report
+         * the same change again; the pod worker reads the pod's statuses from the runtime as after a relist */
+        for (size_t i = 0; i < ev->n_containers_statuses; i++) {
+                const Runtime__V1__ContainerStatus *st = ev->containers_statuses[i];
+                struct pleg_item *it = st ? find_item(p, st->id) : NULL;
+                if (it)
+                        it->state = (int) st->state;
+        }
+        if (p->cb.pod_changed)
+                p->cb.pod_changed(uid, p->userdata);
+        log_v(4, "Evented PLEG: requested pod relist after container termination (podUID=%s containerID=%s)", uid,
+              strempty(ev->container_id));
+}
+
+static void stream_failed(struct pleg *p, const char *why) {
+        p->stream_attempts++;
+        if (p->stream_attempts >= PLEG_EVENT_STREAM_RETRIES) {
+                log_error("Evented PLEG: disabling container-termination fast path after exhausting event stream "
+                          "retries (retries=%u): %s",
+                          p->stream_attempts, why);
+                return;
+        }
+        log_v(4, "Evented PLEG: failed to get container events, retrying: %s", why);
+        evtimer_add_usec(p->stream_timer, 0);
+}
+
+static void on_stream_end(const struct cri_reply *reply, void *userdata) {
+        struct pleg *p = userdata;
+
+        p->stream = NULL;
+        if (reply->r == -ECANCELED)
+                return; /* the client is going away (shutdown) */
+        stream_failed(p, reply->r < 0 ? reply->message : "CRI container event stream closed without an error");
+}
+
+static void open_stream(evutil_socket_t fd, short what, void *userdata) {
+        struct pleg *p = userdata;
+        int r;
+
+        if (p->stream)
+                return;
+        r = cri_get_container_events(p->cri, on_event, on_stream_end, p, &p->stream);
+        if (r == -ESHUTDOWN)
+                return;
+        if (r < 0)
+                stream_failed(p, strerror(-r));
+}
+
+int pleg_set_evented(struct pleg *p, bool evented) {
+        assert(p);
+        p->evented = evented;
+        if (evented && !p->stream_timer) {
+                p->stream_timer = evtimer_new(p->base, open_stream, p);
+                if (!p->stream_timer)
+                        return -ENOMEM;
+        }
+        return 0;
+}
+
+bool pleg_events_active(const struct pleg *p) {
+        return p && p->stream;
+}
+
+uint64_t pleg_events_seen(const struct pleg *p) {
+        return p ? p->events_seen : 0;
+}
+
 int pleg_start(struct pleg *p) {
         arm(p, 0);
+        if (p->evented)
+                evtimer_add_usec(p->stream_timer, 0);
         return 0;
 }
 

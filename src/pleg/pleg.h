@@ -26,6 +26,15 @@ int pleg_new(struct event_base *base, struct cri_client *cri, uint64_t period_us
              void *userdata, struct pleg **ret);
 struct pleg *pleg_free(struct pleg *p);
 int pleg_start(struct pleg *p);
+/* EventedPLEG (before pleg_start): also watch the runtime's container events (CRI GetContainerEvents) and report a
+ * pod at once when one of its containers stops, as upstream's evented PLEG (v1.37: a fast path that asks the
+ * generic PLEG for the pod's relist; the periodic relist is unchanged). A stream that fails is opened again, at
+ * most 5 times in all (eventedPlegMaxStreamRetries); then the fast path is off and the relist alone remains. */
+int pleg_set_evented(struct pleg *p, bool evented);
+/* Is the event stream open (or opening)? */
+bool pleg_events_active(const struct pleg *p);
+/* Container events received since start. */
+uint64_t pleg_events_seen(const struct pleg *p);
 /* Wall-clock usec of when the last successful relist began, 0 if none. */
 uint64_t pleg_last_relist_started_usec(const struct pleg *p);
 /* Was this sandbox or container id in the last successful listing? */

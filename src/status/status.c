@@ -406,6 +406,10 @@ static json_t *container_status_json(const struct pod_status_input *in, const st
         add_volume_mounts(in, spec, st);
         if (c->have_user)
                 add_user(c, st);
+        /* the effective stop signal as the runtime reports it (the container's, else its image's, else SIGTERM);
+         * none from a runtime that does not know the field (SIGNAL_RUNTIME_DEFAULT) */
+        if (in->stop_signals && stop_signal_name(c->stop_signal))
+                json_object_set_new(st, "stopSignal", json_string(stop_signal_name(c->stop_signal)));
         if (!init && json_object_get(in->allocated_resources_status, spec->name))
                 (void) json_object_set(st, "allocatedResourcesStatus",
                                        json_object_get(in->allocated_resources_status, spec->name));

@@ -62,6 +62,7 @@ struct pod_status_input {
         /* the pod's runtime handler mounts recursively read-only: containerStatuses[].volumeMounts[].recursiveReadOnly
          * says Enabled where a mount asks for it */
         bool runtime_supports_rro;
+        bool stop_signals; /* ContainerStopSignals: containerStatuses[].stopSignal from the runtime's status */
 };
 
 /* PodConditionByKubelet: the condition types the kubelet owns (PodScheduled, Ready, Initialized,

@@ -208,6 +208,48 @@ static void test_hooks_validation(void **state) {
                                   "without restartPolicy=Always");
 }
 
+/* lifecycle.stopSignal (KEP-4960, validateStopSignal): spec.os.name required; linux's signals; windows' two */
+static void test_stop_signal_validation(void **state) {
+        _cleanup_free_ char *ok = NULL, *rt = NULL, *no_os = NULL, *bad = NULL, *win = NULL, *win_ok = NULL,
+                            *init = NULL;
+
+        ok = errors_of("  os: {name: linux}\n" APP("{stopSignal: SIGUSR1}"));
+        assert_string_equal(ok, "");
+        rt = errors_of("  os: {name: linux}\n" APP("{stopSignal: SIGRTMAX-14}"));
+        assert_string_equal(rt, "");
+        no_os = errors_of(APP("{stopSignal: SIGUSR1}"));
+        assert_string_equal(no_os, "spec.containers[0].lifecycle.stopSignal: Forbidden: may not be set for containers "
+                                   "with empty `spec.os.name`");
+        bad = errors_of("  os: {name: linux}\n" APP("{stopSignal: SIGFOO}"));
+        /* sets.List: the names sorted as strings */
+        assert_non_null(strstr(bad, "spec.containers[0].lifecycle.stopSignal: Unsupported value: \"SIGFOO\": "
+                                    "supported values: \"SIGABRT\", \"SIGALRM\", \"SIGBUS\", \"SIGCHLD\""));
+        assert_non_null(strstr(bad, "\"SIGQUIT\", \"SIGRTMAX\", \"SIGRTMAX-1\", \"SIGRTMAX-10\", "));
+        assert_non_null(strstr(bad, "\"SIGWINCH\", \"SIGXCPU\", \"SIGXFSZ\""));
+        win = errors_of("  os: {name: windows}\n" APP("{stopSignal: SIGUSR1}"));
+        assert_string_equal(win, "spec.containers[0].lifecycle.stopSignal: Unsupported value: \"SIGUSR1\": "
+                                 "supported values: \"SIGKILL\", \"SIGTERM\"");
+        win_ok = errors_of("  os: {name: windows}\n" APP("{stopSignal: SIGKILL}"));
+        assert_string_equal(win_ok, "");
+        /* a regular init container's lifecycle is forbidden as a whole */
+        init = errors_of("  os: {name: linux}\n  initContainers:\n  - {name: i, image: busybox, lifecycle: "
+                         "{stopSignal: SIGUSR1}}\n  containers:\n  - {name: c, image: busybox}\n");
+        assert_string_equal(init, "spec.initContainers[0].lifecycle: Forbidden: may not be set for init containers "
+                                  "without restartPolicy=Always");
+        /* the CRI's Signal numbers */
+        assert_int_equal(stop_signal_number("SIGABRT"), 1);
+        assert_int_equal(stop_signal_number("SIGTERM"), 23);
+        assert_int_equal(stop_signal_number("SIGUSR1"), 29);
+        assert_int_equal(stop_signal_number("SIGRTMIN+15"), 50);
+        assert_int_equal(stop_signal_number("SIGRTMAX-14"), 51);
+        assert_int_equal(stop_signal_number("SIGRTMAX"), 65);
+        assert_int_equal(stop_signal_number("SIGFOO"), 0);
+        assert_int_equal(stop_signal_number(NULL), 0);
+        assert_string_equal(stop_signal_name(29), "SIGUSR1");
+        assert_null(stop_signal_name(0));
+        assert_null(stop_signal_name(66));
+}
+
 static void test_handler_from_json(void **state) {
         struct lifecycle_handler *h = NULL;
         json_t *j = json_loads("{\"httpGet\":{\"port\":8080}}", 0, NULL);
@@ -235,6 +277,7 @@ int main(void) {
                 cmocka_unit_test(test_hooks_validation),
                 cmocka_unit_test(test_handler_from_json),
                 cmocka_unit_test(test_restart_rules_validation),
+                cmocka_unit_test(test_stop_signal_validation),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

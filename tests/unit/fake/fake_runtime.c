@@ -190,6 +190,8 @@ struct fake_runtime {
         struct failure *failures;
         size_t n_failures, cap_failures;
         bool down;
+        bool serve_events;       /* GetContainerEvents is served (containerd 2.x); else Unimplemented (1.x) */
+        unsigned streams_opened; /* GetContainerEvents calls answered, open or refused */
 };
 
 static struct fake_runtime *runtimes;
@@ -209,6 +211,7 @@ struct cri_client {
         char *endpoint;
         uint64_t default_timeout_usec;
         struct pending *calls;
+        struct cri_stream *streams; /* GetContainerEvents */
         bool freeing;
         struct cri_op_entry ops[32];
         size_t n_ops;
@@ -362,6 +365,8 @@ static void named_free(struct named *v, size_t n) {
 
 /* ---------------------------------------------------------------- world changes */
 
+static void events_emit_exit(struct fake_runtime *rt, const struct ctr *c);
+
 static void ctr_set_reason(struct ctr *c, const char *reason, const char *message) {
         free(c->c.reason);
         free(c->c.message);
@@ -379,6 +384,7 @@ static void ctr_exit(struct ctr *c, int32_t code, int64_t at) {
         c->c.finished_at = at ? at : stamp(c->rt);
         ctr_set_reason(c, code == 0 ? "Completed" : "Error", "");
         log_v(3, "fake runtime: container %s (%.12s) exited with %" PRId32, c->c.name, c->c.id, code);
+        events_emit_exit(c->rt, c);
 }
 
 static void on_lifetime_end(evutil_socket_t fd, short what, void *userdata) {
@@ -1518,9 +1524,13 @@ int cri_client_new(struct event_base *base, const char *runtime_endpoint, const 
         return 0;
 }
 
+static void stream_end_now(struct cri_stream *s, int status, const char *message);
+static void streams_end_later(struct cri_client *c, int status, const char *message);
+
 static void client_detach(struct cri_client *c) {
         if (!c->rt)
                 return;
+        streams_end_later(c, GRPC_UNAVAILABLE, "error reading from server: EOF");
         for (struct cri_client **pc = &c->rt->clients; *pc; pc = &(*pc)->next)
                 if (*pc == c) {
                         *pc = c->next;
@@ -1534,6 +1544,8 @@ struct cri_client *cri_client_free(struct cri_client *c) {
         if (!c)
                 return NULL;
         c->freeing = true;
+        while (c->streams)
+                stream_end_now(c->streams, GRPC_CANCELLED, "client is shutting down");
         /* as the real client: calls in flight end now, cancelled, and the runtime never sees them */
         while (c->calls)
                 deliver(c->calls, GRPC_CANCELLED, "client is shutting down");
@@ -1651,6 +1663,215 @@ int cri_call(struct cri_client *c, const char *method, const ProtobufCMessage *r
 }
 
 CRI_METHODS(CRI_DEFINE)
+
+/* ---------------------------------------------------------------- GetContainerEvents (server stream) */
+
+struct queued_event {
+        uint8_t *buf;
+        size_t len;
+};
+
+struct cri_stream {
+        struct cri_stream *next; /* in client->streams */
+        struct cri_client *client;
+        cri_event_cb on_event;
+        cri_callback_t on_end;
+        void *userdata;
+        struct event *ev; /* opens it, delivers what is queued, ends it: always on the loop */
+        bool open, ending, delivering, cancelled;
+        int end_status;
+        char *end_message;
+        struct queued_event *queue;
+        size_t n_queue, cap_queue;
+};
+
+static void stream_unlink(struct cri_stream *s) {
+        for (struct cri_stream **ps = &s->client->streams; *ps; ps = &(*ps)->next)
+                if (*ps == s) {
+                        *ps = s->next;
+                        break;
+                }
+        s->next = NULL;
+}
+
+static void stream_free(struct cri_stream *s) {
+        if (s->ev)
+                event_free(s->ev);
+        for (size_t i = 0; i < s->n_queue; i++)
+                free(s->queue[i].buf);
+        free(s->queue);
+        free(s->end_message);
+        free(s);
+}
+
+static void stream_end_now(struct cri_stream *s, int status, const char *message) {
+        _cleanup_free_ char *m = xstrdup(message); /* may be the stream's own */
+        const struct cri_reply reply = {
+                .r = status == GRPC_OK ? 0 : grpc_status_to_errno(status),
+                .grpc_status = status,
+                .message = m,
+        };
+        cri_callback_t cb = s->on_end;
+        void *ud = s->userdata;
+
+        stream_unlink(s);
+        stream_free(s);
+        cb(&reply, ud);
+}
+
+static void stream_end_later(struct cri_stream *s, int status, const char *message) {
+        if (s->ending)
+                return;
+        s->ending = true;
+        s->end_status = status;
+        s->end_message = xstrdup(message);
+        evtimer_add_usec(s->ev, 0);
+}
+
+static void streams_end_later(struct cri_client *c, int status, const char *message) {
+        for (struct cri_stream *s = c->streams; s; s = s->next)
+                stream_end_later(s, status, message);
+}
+
+static void on_stream_due(evutil_socket_t fd, short what, void *userdata) {
+        struct cri_stream *s = userdata;
+        struct fake_runtime *rt = s->client->rt;
+
+        if (!s->open && !s->ending) {
+                if (rt)
+                        rt->streams_opened++;
+                if (!rt || rt->down)
+                        stream_end_later(
+                                s, GRPC_UNAVAILABLE,
+                                "connection error: desc = \"transport: Error while dialing: connection refused\"");
+                else if (!rt->serve_events) /* containerd 1.6.20's answer */
+                        stream_end_later(s, GRPC_UNIMPLEMENTED, "method GetContainerEvents not implemented");
+                else
+                        s->open = true;
+        }
+        /* what is queued goes first (as a stream's messages before its end); one message per turn of the loop */
+        if (s->n_queue > 0) {
+                struct queued_event q = s->queue[0];
+                Runtime__V1__ContainerEventResponse *ev = runtime__v1__container_event_response__unpack(NULL, q.len,
+                                                                                                        q.buf);
+                memmove(s->queue, s->queue + 1, (s->n_queue - 1) * sizeof(*s->queue));
+                s->n_queue--;
+                free(q.buf);
+                if (!ev)
+                        abort();
+                s->delivering = true;
+                s->on_event(ev, s->userdata);
+                s->delivering = false;
+                runtime__v1__container_event_response__free_unpacked(ev, NULL);
+                if (s->cancelled) {
+                        stream_unlink(s);
+                        stream_free(s);
+                        return;
+                }
+                evtimer_add_usec(s->ev, 0);
+                return;
+        }
+        if (s->ending)
+                stream_end_now(s, s->end_status, s->end_message);
+}
+
+int cri_get_container_events(struct cri_client *c, cri_event_cb on_event, cri_callback_t on_end, void *userdata,
+                             struct cri_stream **ret) {
+        struct cri_stream *s;
+
+        if (!c || c->freeing)
+                return -ESHUTDOWN;
+        assert(on_event && on_end && ret);
+        s = xcalloc(1, sizeof(*s));
+        *s = (struct cri_stream) { .client = c, .on_event = on_event, .on_end = on_end, .userdata = userdata };
+        s->ev = evtimer_new(c->base, on_stream_due, s);
+        if (!s->ev)
+                abort();
+        s->next = c->streams;
+        c->streams = s;
+        evtimer_add_usec(s->ev, 0);
+        *ret = s;
+        return 0;
+}
+
+void cri_stream_cancel(struct cri_stream *s) {
+        if (!s)
+                return;
+        if (s->delivering) {
+                s->cancelled = true;
+                return;
+        }
+        stream_unlink(s);
+        stream_free(s);
+}
+
+static void events_emit_exit(struct fake_runtime *rt, const struct ctr *c) {
+        Runtime__V1__ContainerEventResponse ev = RUNTIME__V1__CONTAINER_EVENT_RESPONSE__INIT;
+        Runtime__V1__PodSandboxStatus ps = RUNTIME__V1__POD_SANDBOX_STATUS__INIT;
+        Runtime__V1__ContainerStatus cs = RUNTIME__V1__CONTAINER_STATUS__INIT, *list[1] = { &cs };
+        const struct sbx *sb;
+        bool any = false;
+
+        for (struct cri_client *cl = rt ? rt->clients : NULL; cl && !any; cl = cl->next)
+                for (struct cri_stream *s = cl->streams; s && !any; s = s->next)
+                        any = s->open && !s->ending;
+        if (!any)
+                return;
+        sb = sandbox_find(rt, c->c.sandbox_id);
+        ev.container_id = c->c.id;
+        ev.container_event_type = RUNTIME__V1__CONTAINER_EVENT_TYPE__CONTAINER_STOPPED_EVENT;
+        ev.created_at = c->c.finished_at;
+        if (sb) {
+                ps.id = sb->s.id;
+                ps.metadata = sb->s.config->metadata;
+                ps.state = sb->s.state;
+                ps.created_at = sb->s.created_at;
+                ev.pod_sandbox_status = &ps;
+        }
+        cs.id = c->c.id;
+        cs.metadata = c->c.config ? c->c.config->metadata : NULL;
+        cs.state = c->c.state;
+        cs.created_at = c->c.created_at;
+        cs.started_at = c->c.started_at;
+        cs.finished_at = c->c.finished_at;
+        cs.exit_code = c->c.exit_code;
+        cs.reason = c->c.reason;
+        ev.containers_statuses = list;
+        ev.n_containers_statuses = 1;
+        for (struct cri_client *cl = rt->clients; cl; cl = cl->next)
+                for (struct cri_stream *s = cl->streams; s; s = s->next) {
+                        struct queued_event q;
+                        if (!s->open || s->ending)
+                                continue;
+                        q.len = runtime__v1__container_event_response__get_packed_size(&ev);
+                        q.buf = xcalloc(1, q.len + 1);
+                        runtime__v1__container_event_response__pack(&ev, q.buf);
+                        GROW(s->queue, s->n_queue, s->cap_queue);
+                        s->queue[s->n_queue++] = q;
+                        evtimer_add_usec(s->ev, 0);
+                }
+}
+
+void fake_runtime_set_events(struct fake_runtime *rt, bool serve) {
+        rt->serve_events = serve;
+}
+
+void fake_runtime_end_streams(struct fake_runtime *rt, int grpc_status, const char *message) {
+        for (struct cri_client *cl = rt->clients; cl; cl = cl->next)
+                streams_end_later(cl, grpc_status, message);
+}
+
+size_t fake_runtime_n_streams(const struct fake_runtime *rt) {
+        size_t n = 0;
+        for (struct cri_client *cl = rt->clients; cl; cl = cl->next)
+                for (struct cri_stream *s = cl->streams; s; s = s->next)
+                        n += s->open && !s->ending;
+        return n;
+}
+
+unsigned fake_runtime_streams_opened(const struct fake_runtime *rt) {
+        return rt->streams_opened;
+}
 
 /* ---------------------------------------------------------------- the fake runtime */
 
@@ -1831,6 +2052,8 @@ void fake_runtime_set_cgroup_driver(struct fake_runtime *rt, int driver) {
 
 void fake_runtime_set_down(struct fake_runtime *rt, bool down) {
         rt->down = down;
+        if (down)
+                fake_runtime_end_streams(rt, GRPC_UNAVAILABLE, "error reading from server: EOF");
 }
 
 size_t fake_runtime_n_sandboxes(const struct fake_runtime *rt) {

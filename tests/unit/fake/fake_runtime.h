@@ -121,6 +121,16 @@ void fake_runtime_set_down(struct fake_runtime *rt, bool down);
  * containerd 1.x */
 void fake_runtime_set_cgroup_driver(struct fake_runtime *rt, int driver);
 
+/* GetContainerEvents (the evented PLEG's stream): served (containerd 2.x: a container's exit is sent as a
+ * CONTAINER_STOPPED_EVENT with its sandbox's and its own status) or not (the default: Unimplemented, as containerd
+ * 1.6). fake_runtime_end_streams ends the open ones with a status (a runtime restart: Unavailable); the runtime going
+ * down ends them too. */
+void fake_runtime_set_events(struct fake_runtime *rt, bool serve);
+void fake_runtime_end_streams(struct fake_runtime *rt, int grpc_status, const char *message);
+/* Streams open now; GetContainerEvents calls answered so far (open or refused). */
+size_t fake_runtime_n_streams(const struct fake_runtime *rt);
+unsigned fake_runtime_streams_opened(const struct fake_runtime *rt);
+
 /* ---- the world: looking ---- */
 size_t fake_runtime_n_sandboxes(const struct fake_runtime *rt);
 const struct fake_sandbox *fake_runtime_sandbox_at(const struct fake_runtime *rt, size_t i); /* creation order */

@@ -76,10 +76,15 @@ static bool relisted(void *userdata) {
         return w->c->relists + w->c->failed >= w->target;
 }
 
+/* the next relist, completed within cap_usec of virtual time */
+static void relist_within(struct ctx *c, uint64_t cap_usec) {
+        struct relist_want w = { c, c->relists + c->failed + 1 };
+        assert_true(vloop_run_until(c->base, relisted, &w, cap_usec));
+}
+
 /* the next relist, completed (due within a period; a slow one takes longer) */
 static void relist(struct ctx *c) {
-        struct relist_want w = { c, c->relists + c->failed + 1 };
-        assert_true(vloop_run_until(c->base, relisted, &w, 5 * USEC_PER_SEC));
+        relist_within(c, 5 * USEC_PER_SEC);
 }
 
 /* the UIDs reported since the last call, joined */
@@ -301,6 +306,96 @@ static void test_one_call_fails(void **state) {
         assert_changed(c, "uid-a");
 }
 
+/* EventedPLEG: a fresh PLEG with upstream's evented watcher and a relist period long enough that only an event can
+ * explain what is reported */
+static void evented(struct ctx *c, uint64_t period) {
+        static const struct pleg_callbacks cb = { .pod_changed = on_pod_changed, .relisted = on_relisted };
+
+        pleg_free(c->pleg);
+        assert_int_equal(pleg_new(c->base, c->cri, period, &cb, c, &c->pleg), 0);
+        assert_int_equal(pleg_set_evented(c->pleg, true), 0);
+}
+
+static void test_evented_exit(void **state) {
+        struct ctx *c = *state;
+        _cleanup_free_ char *sa = NULL, *ca = NULL, *sb = NULL, *cb = NULL;
+        unsigned relists;
+
+        fake_runtime_set_events(c->rt, true);
+        evented(c, 300 * USEC_PER_SEC);
+        assert_int_equal(fake_runtime_add_sandbox(c->rt, "uid-a", "a", 0, &sa), 0);
+        assert_int_equal(fake_runtime_add_container(c->rt, sa, "app", 0, true, &ca), 0);
+        assert_int_equal(fake_runtime_add_sandbox(c->rt, "uid-b", "b", 0, &sb), 0);
+        assert_int_equal(fake_runtime_add_container(c->rt, sb, "app", 0, true, &cb), 0);
+        assert_int_equal(pleg_start(c->pleg), 0);
+        relist(c);
+        assert_changed(c, "uid-a uid-b");
+        vloop_settle(c->base);
+        assert_true(pleg_events_active(c->pleg));
+        assert_int_equal(fake_runtime_n_streams(c->rt), 1);
+
+        /* a's container exits: reported at once from the event, with no relist (the next is 300 s away) */
+        relists = c->relists;
+        assert_int_equal(fake_runtime_exit(c->rt, ca, 3, 0), 0);
+        vloop_run_for(c->base, 10 * USEC_PER_SEC);
+        assert_int_equal(c->relists, relists);
+        assert_changed(c, "uid-a");
+        assert_int_equal(pleg_events_seen(c->pleg), 1);
+        /* the relist does not report it a second time: the pod's record took the event's state */
+        relist_within(c, 300 * USEC_PER_SEC);
+        assert_changed(c, "");
+        /* the periodic relist still sees what no event says (a container gone without one) */
+        assert_int_equal(fake_runtime_vanish(c->rt, cb), 0);
+        relist_within(c, 300 * USEC_PER_SEC);
+        assert_changed(c, "uid-b");
+}
+
+/* containerd 1.6: Unimplemented; opened again 4 times (5 attempts in all), then the fast path is off for good and
+ * the relist alone reports the exit */
+static void test_evented_unimplemented(void **state) {
+        struct ctx *c = *state;
+        _cleanup_free_ char *sa = NULL, *ca = NULL;
+
+        evented(c, USEC_PER_SEC);
+        assert_int_equal(fake_runtime_add_sandbox(c->rt, "uid-a", "a", 0, &sa), 0);
+        assert_int_equal(fake_runtime_add_container(c->rt, sa, "app", 0, true, &ca), 0);
+        assert_int_equal(pleg_start(c->pleg), 0);
+        relist(c);
+        assert_changed(c, "uid-a");
+        vloop_run_for(c->base, 5 * USEC_PER_SEC);
+        assert_int_equal(fake_runtime_streams_opened(c->rt), 5);
+        assert_false(pleg_events_active(c->pleg));
+        assert_int_equal(fake_runtime_exit(c->rt, ca, 1, 0), 0);
+        vloop_settle(c->base);
+        assert_changed(c, "");
+        relist(c);
+        assert_changed(c, "uid-a");
+        assert_int_equal(fake_runtime_streams_opened(c->rt), 5);
+        assert_int_equal(pleg_events_seen(c->pleg), 0);
+}
+
+/* a stream that ends (the runtime restarts) is opened again; an event on the new one is seen */
+static void test_evented_stream_reopened(void **state) {
+        struct ctx *c = *state;
+        _cleanup_free_ char *sa = NULL, *ca = NULL;
+
+        fake_runtime_set_events(c->rt, true);
+        evented(c, 300 * USEC_PER_SEC);
+        assert_int_equal(fake_runtime_add_sandbox(c->rt, "uid-a", "a", 0, &sa), 0);
+        assert_int_equal(fake_runtime_add_container(c->rt, sa, "app", 0, true, &ca), 0);
+        assert_int_equal(pleg_start(c->pleg), 0);
+        relist(c);
+        assert_changed(c, "uid-a");
+        vloop_settle(c->base);
+        fake_runtime_end_streams(c->rt, GRPC_UNAVAILABLE, "error reading from server: EOF");
+        vloop_settle(c->base);
+        assert_int_equal(fake_runtime_streams_opened(c->rt), 2);
+        assert_int_equal(fake_runtime_n_streams(c->rt), 1);
+        assert_int_equal(fake_runtime_exit(c->rt, ca, 0, 0), 0);
+        vloop_settle(c->base);
+        assert_changed(c, "uid-a");
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_events, setup, teardown),
@@ -308,6 +403,9 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_period_and_no_overlap, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_runtime_down, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_one_call_fails, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_evented_exit, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_evented_unimplemented, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_evented_stream_reopened, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
