@@ -195,6 +195,7 @@ struct kubelet {
         struct csi_drivers *csi;
         struct pluginmanager *plugins;
         struct dra_plugins *dra_plugins; /* DRA drivers' plugins (type DRAPlugin) */
+        struct dra_manager *dra;         /* the ResourceClaims prepared on the node */
         struct volmgr *volumes;
         struct vol_reaper *reaper; /* removes the directories of pods that are gone, off the loop */
         /* work on the contents of pods' volumes (subPath binds, termination messages): keyed by pod, with a

@@ -18,6 +18,7 @@
 #include "basic/timer.h"
 #include "kubelet/kubelet-internal.h"
 #include "kubelet/active_deadline.h"
+#include "kubelet/dra.h"
 #include "kubelet/pod_sync.h"
 #include "kubelet/admission.h"
 #include "kuberuntime/actions.h"
@@ -1421,6 +1422,9 @@ static int storage_setup(struct kubelet *k) {
         r = dra_plugins_new(k->base, NULL, NULL, &k->dra_plugins);
         if (r < 0)
                 return r;
+        r = kubelet_dra_setup(k);
+        if (r < 0)
+                return r;
         dh.userdata = k;
         r = pluginmanager_add_handler(k->plugins, &dh);
         if (r < 0)
@@ -1877,6 +1881,7 @@ struct kubelet *kubelet_free(struct kubelet *k) {
         k->reaper = vol_reaper_free(k->reaper);
         k->userns = userns_manager_free(k->userns);
         k->csi = csi_drivers_free(k->csi);
+        kubelet_dra_free(k);
         k->dra_plugins = dra_plugins_free(k->dra_plugins);
         k->plugins = pluginmanager_free(k->plugins);
         /* after the CRI client: the node status' CRI calls (Version, Status, ListImages) end above */
