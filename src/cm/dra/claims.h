@@ -16,6 +16,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 struct ck_error;
 
@@ -42,7 +43,8 @@ struct dra_claim {
         struct dra_device *devices;
         size_t n_devices;
         enum dra_claim_state state;
-        bool prepare_again; /* a pod came while unpreparing */
+        bool prepare_again;            /* a pod came while unpreparing */
+        uint64_t unprepare_retry_usec; /* the manager's: no unprepare before (CLOCK_MONOTONIC), after a failure */
 };
 
 struct dra_claims;

@@ -11,6 +11,7 @@
 #include "basic/macro.h"
 #include "basic/string.h"
 #include "basic/strv.h"
+#include "basic/time.h"
 #include "cm/devicemanager/ckpt_writer.h"
 #include "cm/dra/claims.h"
 #include "cm/dra/manager.h"
@@ -146,8 +147,10 @@ static void claim_call_done(struct dra_manager *m, struct driver_call *c, const 
                 return;
         }
         if (r->error) {
-                log_error("DRA: unprepare dynamic resources: %s", r->error);
+                log_error("DRA: unprepare dynamic resources: %s (tried again in %d s)", r->error,
+                          (int) (DRA_UNPREPARE_RETRY_USEC / 1000000));
                 (void) dra_claim_unprepare_end(claim, false);
+                claim->unprepare_retry_usec = now_usec() + DRA_UNPREPARE_RETRY_USEC;
                 round_drop(m, uid);
                 return;
         }
@@ -540,7 +543,7 @@ static void unprepare_unused(struct dra_manager *m) {
         for (size_t i = 0; i < dra_claims_count(m->claims); i++) {
                 struct dra_claim *claim = dra_claims_at(m->claims, i);
                 if (claim->state == DRA_CLAIM_PREPARED && strv_length(claim->pod_uids) == 0 &&
-                    dra_claim_unprepare_begin(claim) == 0)
+                    now_usec() >= claim->unprepare_retry_usec && dra_claim_unprepare_begin(claim) == 0)
                         (void) strv_extend(&uids, claim->uid);
         }
         if (uids) {

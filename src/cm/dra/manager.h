@@ -11,6 +11,7 @@
 
 #include <event2/event.h>
 #include <stddef.h>
+#include <stdint.h>
 
 struct ck_error;
 struct dra_claims;
@@ -20,6 +21,7 @@ struct dra_prepare;
 
 #define DRA_CHECKPOINT_FILE "dra_manager_state"
 #define DRA_CHECKPOINT_MAX_SIZE (16u * 1024u * 1024u)
+#define DRA_UNPREPARE_RETRY_USEC (10 * UINT64_C(1000000)) /* a failed unprepare is tried again after this */
 
 /* Reads the checkpoint if any (a corrupt one is an error, as upstream's). */
 int dra_manager_new(struct event_base *base, const char *root_dir, struct dra_plugins *plugins,

@@ -189,6 +189,31 @@ static void test_prepare_share_restart_unprepare(void **state) {
         assert_string_equal(last_unprepared, "claim-1");
         assert_null(dra_claims_find(dra_manager_claims(m), "uid-1"));
         assert_int_equal(dra_claims_count(dra_manager_claims(m)), 0);
+        /* an unprepare that fails (the driver went away) keeps the claim, tried again after the back-off */
+        {
+                struct dra_claim_ref c5 = { "uid-5", "claim-5", "ns", drivers };
+                struct outcome f = { 0 };
+                struct dra_claim *claim;
+                int before = n_unprepare;
+
+                assert_int_equal(dra_manager_prepare(m, "pod-e", &c5, 1, on_done, &f, NULL), 0);
+                run_until(base, &f.done);
+                assert_int_equal(f.r, 0);
+                dra_plugins_deregister(plugins, "gpu.example.com", sock);
+                dra_manager_pod_gone(m, "pod-e");
+                run_until_unprepared(base, m);
+                claim = dra_claims_find(dra_manager_claims(m), "uid-5");
+                assert_non_null(claim);
+                assert_int_equal(claim->state, DRA_CLAIM_PREPARED);
+                assert_int_equal(dra_plugins_register(plugins, "gpu.example.com", sock, v1, NULL), 0);
+                dra_manager_gc(m, active);
+                assert_int_equal(dra_manager_unprepares_in_flight(m), 0); /* not before the back-off */
+                claim->unprepare_retry_usec = 0;
+                dra_manager_gc(m, active);
+                run_until_unprepared(base, m);
+                assert_int_equal(n_unprepare, before + 1);
+                assert_null(dra_claims_find(dra_manager_claims(m), "uid-5"));
+        }
         m = dra_manager_free(m);
         {
                 _cleanup_free_ char *text = NULL;
