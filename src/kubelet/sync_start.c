@@ -1244,19 +1244,22 @@ static void on_dra_prepared(char **cdi_ids, const char *error, void *userdata) {
         struct pod_sync *s = userdata;
         struct start_step *st = s->start;
 
-        kubelet_dra_job_cancel(TAKE_PTR(st->dra_job));
+        /* error and cdi_ids belong to the job: used before it is freed */
         if (error) {
                 kubelet_worker_event(s->w, NULL, "Warning", "FailedPrepareDynamicResources", "%s", error);
                 log_error("pod %s: %s", kubelet_sync_pod_desc(s), error);
+                kubelet_dra_job_cancel(TAKE_PTR(st->dra_job));
                 s->error = true;
                 step_done(s);
                 return;
         }
         if (cdi_ids && strv_copy(cdi_ids, &st->dra_cdi) < 0) {
+                kubelet_dra_job_cancel(TAKE_PTR(st->dra_job));
                 kubelet_sync_call_failed(s, "preparing the dynamic resources", -ENOMEM);
                 step_done(s);
                 return;
         }
+        kubelet_dra_job_cancel(TAKE_PTR(st->dra_job));
         st->dra_ready = true;
         create_container(s);
 }
