@@ -17,7 +17,6 @@ struct unsupported {
 
 /* fields of the pod spec */
 static const struct unsupported pod_fields[] = {
-        { "resourceClaims", "dynamic resource allocation is not supported" },
         { "securityContext.seLinuxOptions", "SELinux labels are not applied" },
         { "securityContext.seLinuxChangePolicy", "SELinux labels are not applied" },
 };
@@ -25,7 +24,6 @@ static const struct unsupported pod_fields[] = {
 /* fields of a container (regular, init or ephemeral) */
 static const struct unsupported container_fields[] = {
         { "securityContext.seLinuxOptions", "SELinux labels are not applied" },
-        { "resources.claims", "dynamic resource allocation is not supported" },
         { "lifecycle.stopSignal", "containers are stopped with the runtime's stop signal", "ContainerStopSignals" },
 };
 

@@ -29,6 +29,7 @@
 #include "node/node_status.h"
 #include "kubelet/plugins.h"
 #include "stats/machine.h"
+#include "cm/dra/plugins.h"
 #include "csi/drivers.h"
 #include "csi/nodeinfo.h"
 #include "pluginmanager/pluginmanager.h"
@@ -194,6 +195,8 @@ struct kubelet {
         struct csi_nodeinfo *csi_nodeinfo;
         struct csi_drivers *csi;
         struct pluginmanager *plugins;
+        struct dra_plugins *dra_plugins; /* DRA drivers' plugins (type DRAPlugin) */
+        struct dra_manager *dra;         /* the ResourceClaims prepared on the node */
         struct volmgr *volumes;
         struct vol_reaper *reaper; /* removes the directories of pods that are gone, off the loop */
         /* work on the contents of pods' volumes (subPath binds, termination messages): keyed by pod, with a

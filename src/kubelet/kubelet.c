@@ -18,6 +18,7 @@
 #include "basic/timer.h"
 #include "kubelet/kubelet-internal.h"
 #include "kubelet/active_deadline.h"
+#include "kubelet/dra.h"
 #include "kubelet/pod_sync.h"
 #include "kubelet/admission.h"
 #include "kuberuntime/actions.h"
@@ -1339,6 +1340,27 @@ static void csi_deregister(void *userdata, const char *name) {
         csi_drivers_deregister(k->csi, name);
 }
 
+static int dra_validate(void *userdata, const char *name, const char *endpoint, char *const *versions,
+                        struct ck_error **ret_error) {
+        struct kubelet *k = userdata;
+        return dra_plugins_validate(k->dra_plugins, name, endpoint, versions, ret_error);
+}
+
+static int dra_register(void *userdata, const char *name, const char *endpoint, char *const *versions,
+                        void (*done)(int r, const char *error, void *cbdata), void *cbdata) {
+        struct kubelet *k = userdata;
+        return dra_plugins_register_async(k->dra_plugins, name, endpoint, versions, done, cbdata);
+}
+
+static void dra_deregister(void *userdata, const char *name, const char *endpoint) {
+        struct kubelet *k = userdata;
+        dra_plugins_deregister(k->dra_plugins, name, endpoint);
+}
+
+static void dra_deregister_name(void *userdata, const char *name) {
+        dra_deregister(userdata, name, NULL);
+}
+
 static char **volumes_in_use(void *userdata) {
         struct kubelet *k = userdata;
         return volmgr_volumes_in_use(k->volumes);
@@ -1356,8 +1378,15 @@ static int storage_setup(struct kubelet *k) {
                 .register_plugin = csi_register,
                 .deregister = csi_deregister,
         };
+        static const struct pluginmanager_handler dra_handler_template = {
+                .type = DRA_PLUGIN_TYPE,
+                .validate = dra_validate,
+                .register_plugin = dra_register,
+                .deregister = dra_deregister_name,
+                .deregister_endpoint = dra_deregister,
+        };
         const struct kubelet_options *o = k->opts;
-        struct pluginmanager_handler h = csi_handler_template;
+        struct pluginmanager_handler h = csi_handler_template, dh = dra_handler_template;
         _cleanup_free_ char *registry = NULL;
         struct volmgr_config vc = {
                 .base = k->base,
@@ -1400,6 +1429,16 @@ static int storage_setup(struct kubelet *k) {
                 return r;
         h.userdata = k;
         r = pluginmanager_add_handler(k->plugins, &h);
+        if (r < 0)
+                return r;
+        r = dra_plugins_new(k->base, NULL, NULL, &k->dra_plugins);
+        if (r < 0)
+                return r;
+        r = kubelet_dra_setup(k);
+        if (r < 0)
+                return r;
+        dh.userdata = k;
+        r = pluginmanager_add_handler(k->plugins, &dh);
         if (r < 0)
                 return r;
         return pluginmanager_start(k->plugins);
@@ -1883,6 +1922,8 @@ struct kubelet *kubelet_free(struct kubelet *k) {
         k->reaper = vol_reaper_free(k->reaper);
         k->userns = userns_manager_free(k->userns);
         k->csi = csi_drivers_free(k->csi);
+        kubelet_dra_free(k);
+        k->dra_plugins = dra_plugins_free(k->dra_plugins);
         k->plugins = pluginmanager_free(k->plugins);
         /* after the CRI client: the node status' CRI calls (Version, Status, ListImages) end above */
         kubelet_shutdown_free(k);

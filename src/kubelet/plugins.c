@@ -12,6 +12,7 @@
 #include "basic/strv.h"
 #include "kubelet/kubelet-internal.h"
 #include "kubelet/plugins.h"
+#include "kubelet/dra.h"
 #include "cm/cpumanager/cpumanager.h"
 
 /* ---------------------------------------------------------------- device manager */
@@ -124,6 +125,7 @@ int kubelet_active_pod_uids(struct kubelet *k, char ***ret) {
 void kubelet_devices_gc(struct kubelet *k) {
         _cleanup_strv_free_ char **active = NULL;
 
+        kubelet_dra_gc(k);
         if (!k->devices || kubelet_active_pod_uids(k, &active) < 0)
                 return;
         dm_update_active(k->devices, active, k->config_received);

@@ -33,11 +33,13 @@
 #include "basic/duration.h"
 #include "basic/error.h"
 #include "basic/fs.h"
+#include "basic/strv.h"
 #include "basic/log.h"
 #include "basic/string.h"
 #include "basic/time.h"
 #include "basic/workpool.h"
 #include "kubelet/credprov_sa.h"
+#include "kubelet/dra.h"
 #include "kubelet/hooks.h"
 #include "kuberuntime/envfile.h"
 #include "volumes/subpath.h"
@@ -65,7 +67,10 @@ struct start_step {
         char *provider_error;
         struct slot_ticket pull; /* its place in the pull queue (k->image_puller) */
         struct dm_request
-                *dev_request;   /* the device plugins' options of the container (GetDeviceRunContainerOptions) */
+                *dev_request; /* the device plugins' options of the container (GetDeviceRunContainerOptions) */
+        struct kubelet_dra_job *dra_job; /* its pod's ResourceClaims prepared (PrepareDynamicResources) */
+        bool dra_ready;
+        char **dra_cdi;         /* the CDI devices of the claims it references */
         char *started_id;       /* the container created */
         uint32_t restart_count; /* its attempt */
         /* its subPath mounts, bound on the volume contents pool before the config is built */
@@ -120,6 +125,8 @@ void kubelet_sync_start_step_free(struct pod_sync *s) {
         cred_keyring_done(&st->provider_keyring);
         free(st->provider_error);
         dm_request_cancel(st->dev_request);
+        kubelet_dra_job_cancel(st->dra_job);
+        strv_free(st->dra_cdi);
         free(st->started_id);
         if (st->subpath_job)
                 st->subpath_job->s = NULL; /* freed by subpath_job_free when its work is over */
@@ -1005,6 +1012,16 @@ static void create_container_with(struct pod_sync *s, const struct dm_run_option
                 step_done(s);
                 return;
         }
+        if (st->dra_cdi) {
+                /* the DRA claims' CDI devices, after the device plugins' (as upstream appends them) */
+                struct dm_run_options dra = { .cdi_devices = st->dra_cdi };
+                if (kubelet_apply_device_options(cfg, &dra) < 0) {
+                        pb_free(cfg);
+                        kubelet_sync_call_failed(s, "adding the DRA devices to the container", -ENOMEM);
+                        step_done(s);
+                        return;
+                }
+        }
         if (kubelet_cpu_apply(s->k, s->pod, c, cfg) < 0) {
                 pb_free(cfg);
                 kubelet_sync_call_failed(s, "setting the container's cpuset", -ENOMEM);
@@ -1278,10 +1295,57 @@ static bool prepare_env_files(struct pod_sync *s) {
         return true;
 }
 
+/* PrepareDynamicResources: the pod's claims prepared before its containers are created */
+static void on_dra_prepared(char **cdi_ids, const char *error, void *userdata) {
+        struct pod_sync *s = userdata;
+        struct start_step *st = s->start;
+
+        /* error and cdi_ids belong to the job: used before it is freed */
+        if (error) {
+                kubelet_worker_event(s->w, NULL, "Warning", "FailedPrepareDynamicResources", "%s", error);
+                log_error("pod %s: %s", kubelet_sync_pod_desc(s), error);
+                kubelet_dra_job_cancel(TAKE_PTR(st->dra_job));
+                s->error = true;
+                step_done(s);
+                return;
+        }
+        if (cdi_ids && strv_copy(cdi_ids, &st->dra_cdi) < 0) {
+                kubelet_dra_job_cancel(TAKE_PTR(st->dra_job));
+                kubelet_sync_call_failed(s, "preparing the dynamic resources", -ENOMEM);
+                step_done(s);
+                return;
+        }
+        kubelet_dra_job_cancel(TAKE_PTR(st->dra_job));
+        st->dra_ready = true;
+        create_container(s);
+}
+
+static bool prepare_dra(struct pod_sync *s) {
+        struct start_step *st = s->start;
+        int r;
+
+        if (st->dra_ready)
+                return false;
+        r = kubelet_dra_prepare(s->k, s->pod, st->c, on_dra_prepared, s, &st->dra_job);
+        if (r == 1) {
+                st->dra_ready = true;
+                return false;
+        }
+        if (r < 0) {
+                kubelet_sync_call_failed(s, "preparing the dynamic resources", r);
+                step_done(s);
+                return true;
+        }
+        s->did_work = true;
+        return true;
+}
+
 static void create_container(struct pod_sync *s) {
         struct start_step *st = s->start;
         int r;
 
+        if (prepare_dra(s))
+                return; /* create_container again once the claims are prepared */
         /* the environment before the mounts, as GenerateRunContainerOptions */
         if (prepare_env_files(s))
                 return; /* create_container again once they are read */

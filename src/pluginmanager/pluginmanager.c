@@ -52,6 +52,7 @@ struct plugin {
         uint64_t generation;
         const struct pluginmanager_handler *handler;
         char *name;
+        char *endpoint; /* for deregister_endpoint */
 };
 
 struct attempt {
@@ -175,6 +176,7 @@ static void plugin_remove(struct pluginmanager *pm, struct plugin *p) {
                 }
         free(p->path);
         free(p->name);
+        free(p->endpoint);
         free(p);
 }
 
@@ -245,9 +247,11 @@ static void on_info(const struct grpc_reply *reply, void *userdata) {
         if (p)
                 plugin_remove(pm, p);
         p = calloc(1, sizeof(*p));
-        if (!p || !(p->path = strdup(a->path)) || !(p->name = strdup(a->name))) {
+        if (!p || !(p->path = strdup(a->path)) || !(p->name = strdup(a->name)) ||
+            !(p->endpoint = strdup(a->endpoint))) {
                 if (p) {
                         free(p->path);
+                        free(p->name);
                         free(p);
                 }
                 attempt_end(a, true);
@@ -311,7 +315,10 @@ static void reconcile(struct pluginmanager *pm) {
                 if (s && s->generation == p->generation)
                         continue;
                 log_info("plugin %s at %s went away: deregistering it", p->name, p->path);
-                p->handler->deregister(p->handler->userdata, p->name);
+                if (p->handler->deregister_endpoint)
+                        p->handler->deregister_endpoint(p->handler->userdata, p->name, p->endpoint);
+                else
+                        p->handler->deregister(p->handler->userdata, p->name);
                 plugin_remove(pm, p);
         }
         /* register the new ones */

@@ -16,7 +16,7 @@ struct ck_error;
 struct pluginmanager;
 
 struct pluginmanager_handler {
-        const char *type; /* PluginInfo.type: "CSIPlugin", "DevicePlugin" */
+        const char *type; /* PluginInfo.type: "CSIPlugin", "DevicePlugin", "DRAPlugin" */
         /* ValidatePlugin: 0 or a negative errno with the reason */
         int (*validate)(void *userdata, const char *name, const char *endpoint, char *const *versions,
                         struct ck_error **ret_error);
@@ -24,6 +24,8 @@ struct pluginmanager_handler {
         int (*register_plugin)(void *userdata, const char *name, const char *endpoint, char *const *versions,
                                void (*done)(int r, const char *error, void *cbdata), void *cbdata);
         void (*deregister)(void *userdata, const char *name);
+        /* instead of deregister when set: the plugin's endpoint too (DRA: several plugins per driver) */
+        void (*deregister_endpoint)(void *userdata, const char *name, const char *endpoint);
         void *userdata;
 };
 

@@ -69,6 +69,8 @@ RESOURCES = {
     "persistentvolumes": ("/api/v1", False), "persistentvolumeclaims": ("/api/v1", True),
     "csidrivers": ("/apis/storage.k8s.io/v1", False), "csinodes": ("/apis/storage.k8s.io/v1", False),
     "volumeattachments": ("/apis/storage.k8s.io/v1", False),
+    "deviceclasses": ("/apis/resource.k8s.io/v1", False), "resourceslices": ("/apis/resource.k8s.io/v1", False),
+    "resourceclaims": ("/apis/resource.k8s.io/v1", True),
 }
 
 # what kubeadm's bootstrap tokens carry

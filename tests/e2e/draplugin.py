@@ -1,0 +1,107 @@
+"""A DRA driver's kubelet plugin for the tests (k8s.io/kubelet/pkg/apis/dra/v1 with Debian's python3-grpcio),
+registered through <root-dir>/plugins_registry (type DRAPlugin) as upstream's kubeletplugin helper does.
+
+    python3 draplugin.py --name DRIVER --registry <root-dir>/plugins_registry --state <dir>
+
+It serves pluginregistration.Registration on <registry>/<name>-reg.sock (GetInfo names <state>/dra.sock, service
+v1.DRAPlugin) and DRAPlugin on <state>/dra.sock: NodePrepareResources answers each claim with one device
+(request "req", CDI device "ckubelet.test/dra=<claim name>"), NodeUnprepareResources succeeds. Every call is
+appended to <state>/calls.jsonl. The messages come from proto/dra.proto (compiled at start with grpc_tools); the
+service is registered by its upstream path."""
+import argparse
+import json
+import os
+import signal
+import sys
+import threading
+from concurrent import futures
+
+import grpc
+
+import protos
+
+SERVICE = "k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin"
+
+
+class Plugin:
+    def __init__(self, args):
+        self.args = args
+        mods = protos.load_protos(("pluginregistration", "dra"))
+        self.rpb, self.rpbg = mods["pluginregistration"]
+        self.dpb = mods["dra"][0]
+        self.lock = threading.Lock()
+        self.sock = os.path.join(args.state, "dra.sock")
+        self.reg_sock = os.path.join(args.registry, f"{args.name}-reg.sock")
+
+    def record(self, method, **kw):
+        with self.lock, open(os.path.join(self.args.state, "calls.jsonl"), "a") as f:
+            f.write(json.dumps(dict(method=method, **kw)) + "\n")
+
+    def GetInfo(self, request, context):
+        return self.rpb.PluginInfo(type="DRAPlugin", name=self.args.name, endpoint=self.sock,
+                                   supported_versions=["v1.DRAPlugin"])
+
+    def NotifyRegistrationStatus(self, request, context):
+        self.record("NotifyRegistrationStatus", registered=request.plugin_registered, error=request.error)
+        return self.rpb.RegistrationStatusResponse()
+
+    def prepare(self, request, context):
+        resp = self.dpb.NodePrepareResourcesResponse()
+        for c in request.claims:
+            self.record("NodePrepareResources", uid=c.uid, name=c.name, namespace=c.namespace)
+            r = resp.claims[c.uid]
+            r.devices.add(request_names=["req"], pool_name=self.args.pool, device_name="dev0",
+                          cdi_device_ids=[f"ckubelet.test/dra={c.name}"])
+        return resp
+
+    def unprepare(self, request, context):
+        resp = self.dpb.NodeUnprepareResourcesResponse()
+        for c in request.claims:
+            self.record("NodeUnprepareResources", uid=c.uid, name=c.name, namespace=c.namespace)
+            resp.claims[c.uid].error = ""
+        return resp
+
+    def serve(self):
+        os.makedirs(self.args.state, exist_ok=True)
+        for s in (self.sock, self.reg_sock):
+            if os.path.exists(s):
+                os.unlink(s)
+        server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
+        handlers = {
+            "NodePrepareResources": grpc.unary_unary_rpc_method_handler(
+                self.prepare, request_deserializer=self.dpb.NodePrepareResourcesRequest.FromString,
+                response_serializer=self.dpb.NodePrepareResourcesResponse.SerializeToString),
+            "NodeUnprepareResources": grpc.unary_unary_rpc_method_handler(
+                self.unprepare, request_deserializer=self.dpb.NodeUnprepareResourcesRequest.FromString,
+                response_serializer=self.dpb.NodeUnprepareResourcesResponse.SerializeToString),
+        }
+        server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE, handlers),))
+        server.add_insecure_port("unix:" + self.sock)
+        server.start()
+        reg = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+        self.rpbg.add_RegistrationServicer_to_server(self, reg)
+        reg.add_insecure_port("unix:" + self.reg_sock)
+        reg.start()
+        self.record("started")
+        done = threading.Event()
+        signal.signal(signal.SIGTERM, lambda *a: done.set())
+        done.wait()
+        reg.stop(0)
+        server.stop(0)
+        for s in (self.sock, self.reg_sock):
+            if os.path.exists(s):
+                os.unlink(s)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--name", required=True)
+    ap.add_argument("--registry", required=True)
+    ap.add_argument("--state", required=True)
+    ap.add_argument("--pool", default="pool")
+    Plugin(ap.parse_args()).serve()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
