@@ -10,6 +10,8 @@
 #include "basic/strv.h"
 #include "basic/timer.h"
 #include "cm/cpumanager/cpumanager.h"
+#include "cm/devicemanager/manager.h"
+#include "cm/topologymanager/topologymanager.h"
 #include "kubelet/kubelet-internal.h"
 
 #define CPU_SENT_MAX 4096 /* containers whose last cpuset is remembered (more than a node runs) */
@@ -83,6 +85,43 @@ static int split_options(const char *s, char ***ret_names, char ***ret_values) {
         return 0;
 }
 
+/* The topology manager (NewManager), created with the CPU manager: a policy, scope or option upstream refuses
+ * refuses the start */
+static int topology_start(struct kubelet *k) {
+        const struct kubelet_options *o = k->opts;
+        _cleanup_ck_error_ struct ck_error *err = NULL;
+        _cleanup_strv_free_ char **names = NULL, **values = NULL;
+        _cleanup_free_ struct topologymanager *tm = calloc(1, sizeof(*tm));
+        struct tm_numa numa = {};
+        enum tm_policy policy;
+        int r;
+
+        if (!tm)
+                return -ENOMEM;
+        r = split_options(o->topology_manager_policy_options, &names, &values);
+        if (r < 0)
+                return log_error_errno(r, "topologyManagerPolicyOptions \"%s\": expected name=value pairs",
+                                       strempty(o->topology_manager_policy_options));
+        r = tm_parse_policy(o->topology_manager_policy, &policy, &err);
+        if (r >= 0 && policy != TM_POLICY_NONE)
+                r = tm_numa_discover(o->sysfs_root, &numa, &err);
+        if (r >= 0)
+                r = tm_init(tm,
+                            &(struct tm_config) { .policy = o->topology_manager_policy,
+                                                  .scope = o->topology_manager_scope,
+                                                  .option_names = names,
+                                                  .option_values = values },
+                            &numa, &err);
+        if (r < 0)
+                return log_error_errno(r, "failed to initialize topology manager: %s",
+                                       err ? ck_error_message(err) : strerror(-r));
+        if (tm->policy != TM_POLICY_NONE)
+                log_info("topology manager: policy %s, scope %s, %zu NUMA nodes", o->topology_manager_policy,
+                         tm->scope == TM_SCOPE_POD ? "pod" : "container", tm->numa.n);
+        k->topology = TAKE_PTR(tm);
+        return 0;
+}
+
 int kubelet_cpu_start(struct kubelet *k) {
         const struct kubelet_options *o = k->opts;
         _cleanup_ck_error_ struct ck_error *err = NULL;
@@ -121,6 +160,9 @@ int kubelet_cpu_start(struct kubelet *k) {
                            topo, &k->cpus, &err);
         if (r < 0)
                 return log_error_errno(r, "failed to initialize cpu manager: %s", ck_error_message(err));
+        r = topology_start(k);
+        if (r < 0)
+                return r;
         if (cpumanager_is_static(k->cpus)) {
                 char buf[CPUSET_TEXT_MAX];
                 struct cpuset pool = cpumanager_shared_pool(k->cpus);
@@ -140,6 +182,7 @@ void kubelet_cpu_free(struct kubelet *k) {
                 k->cpu_reconcile = NULL;
         }
         k->cpus = cpumanager_free(k->cpus);
+        k->topology = mfree(k->topology);
         for (size_t i = 0; i < k->n_cpu_sent; i++) {
                 free(k->cpu_sent[i].id);
                 free(k->cpu_sent[i].cpus);
@@ -149,15 +192,184 @@ void kubelet_cpu_free(struct kubelet *k) {
         k->n_cpu_sent = 0;
 }
 
+/* ---------------------------------------------------------------- the topology manager's providers */
+
+/* The device manager's hints (GetTopologyHints / GetPodTopologyHints): ckubelet's device manager allocates before
+ * the topology manager runs (its allocation is asynchronous), so its hints are upstream's for devices already
+ * allocated: every set of NUMA nodes holding the allocated devices, the narrowest that could hold as many of the
+ * resource's devices preferred; a resource whose devices report no NUMA node has no preference. */
+struct dev_list {
+        struct dev {
+                const char *resource;
+                int64_t numa;
+                bool has_numa;
+        } * v;
+        size_t n;
+        bool oom;
+};
+
+static void dev_collect(const char *resource, const char *id, int64_t numa, bool has_numa, void *userdata) {
+        struct dev_list *l = userdata;
+        struct dev *n;
+
+        if (l->oom)
+                return;
+        n = reallocarray(l->v, l->n + 1, sizeof(*n));
+        if (!n) {
+                l->oom = true;
+                return;
+        }
+        l->v = n;
+        l->v[l->n++] = (struct dev) { .resource = resource, .numa = numa, .has_numa = has_numa };
+}
+
+struct dev_gen {
+        const struct dev_list *all, *alloc;
+        const char *resource;
+        int request, min_size;
+        struct tm_hint v[TM_MAX_NUMA * 8];
+        size_t n;
+};
+
+static bool dev_in(const struct dev *d, uint64_t mask) {
+        return d->has_numa && d->numa >= 0 && d->numa < 64 && (mask >> d->numa & 1);
+}
+
+static void dev_mask(uint64_t mask, void *userdata) {
+        struct dev_gen *g = userdata;
+        int in_mask = 0, matching = 0;
+
+        for (size_t i = 0; i < g->all->n; i++)
+                in_mask += streq(g->all->v[i].resource, g->resource) && dev_in(&g->all->v[i], mask);
+        if (in_mask >= g->request && tm_count(mask) < g->min_size)
+                g->min_size = tm_count(mask);
+        for (size_t i = 0; i < g->alloc->n; i++)
+                matching += streq(g->alloc->v[i].resource, g->resource) && dev_in(&g->alloc->v[i], mask);
+        if (matching < g->request || g->n >= ELEMENTSOF(g->v))
+                return;
+        g->v[g->n++] = (struct tm_hint) { .affinity = mask, .has_affinity = true };
+}
+
+static int device_hints(struct kubelet *k, const struct pod *p, const struct container *c, struct tm_hints *acc) {
+        struct dev_list all = {}, alloc = {};
+        bool any = false;
+        int r = 0;
+
+        if (!k->devices)
+                return tm_hints_add_any(acc);
+        dm_foreach_allocatable_device(k->devices, dev_collect, &all);
+        for (size_t i = 0; i < p->spec.n_init_containers + p->spec.n_containers; i++) {
+                const struct container *x = i < p->spec.n_init_containers
+                                                    ? &p->spec.init_containers[i]
+                                                    : &p->spec.containers[i - p->spec.n_init_containers];
+                if (!c || x == c)
+                        dm_foreach_container_device(k->devices, p->uid, x->name, dev_collect, &alloc);
+        }
+        if (all.oom || alloc.oom)
+                r = -ENOMEM;
+        for (size_t i = 0; r >= 0 && i < alloc.n; i++) {
+                _cleanup_free_ struct dev_gen *g = NULL;
+                const char *res = alloc.v[i].resource;
+                bool seen = false, aware = false;
+                int nodes[TM_MAX_NUMA];
+                size_t n = 0;
+
+                for (size_t j = 0; j < i; j++)
+                        seen = seen || streq(alloc.v[j].resource, res);
+                if (seen)
+                        continue;
+                any = true;
+                g = calloc(1, sizeof(*g));
+                if (!g) {
+                        r = -ENOMEM;
+                        break;
+                }
+                *g = (struct dev_gen) { .all = &all, .alloc = &alloc, .resource = res };
+                for (size_t j = 0; j < alloc.n; j++)
+                        g->request += streq(alloc.v[j].resource, res);
+                /* the resource's NUMA nodes (deviceNUMANodes), else the machine's */
+                for (size_t j = 0; j < all.n + alloc.n; j++) {
+                        const struct dev *d = j < all.n ? &all.v[j] : &alloc.v[j - all.n];
+                        bool dup = false;
+                        if (!streq(d->resource, res) || !d->has_numa || d->numa < 0 || d->numa >= TM_MAX_NUMA)
+                                continue;
+                        aware = true;
+                        for (size_t q = 0; q < n; q++)
+                                dup = dup || nodes[q] == (int) d->numa;
+                        if (!dup)
+                                nodes[n++] = (int) d->numa;
+                }
+                if (!aware) {
+                        r = tm_hints_add_any(acc);
+                        continue;
+                }
+                for (size_t a = 1; a < n; a++)
+                        for (size_t b = a; b > 0 && nodes[b - 1] > nodes[b]; b--) {
+                                int t = nodes[b];
+                                nodes[b] = nodes[b - 1];
+                                nodes[b - 1] = t;
+                        }
+                g->min_size = (int) n;
+                tm_iterate_masks(nodes, n, dev_mask, g);
+                for (size_t h = 0; h < g->n; h++)
+                        g->v[h].preferred = tm_count(g->v[h].affinity) == g->min_size;
+                r = tm_hints_add(acc, g->v, g->n);
+        }
+        if (r >= 0 && !any)
+                r = tm_hints_add_any(acc);
+        free(all.v);
+        free(alloc.v);
+        return r;
+}
+
+static int dev_container_hints(void *userdata, const struct pod *p, const struct container *c, struct tm_hints *acc) {
+        return device_hints(userdata, p, c, acc);
+}
+static int dev_pod_hints(void *userdata, const struct pod *p, struct tm_hints *acc) {
+        return device_hints(userdata, p, NULL, acc);
+}
+static int dev_allocate(void *userdata, const struct pod *p, const struct container *c, const struct tm_hint *affinity,
+                        char **ret_reason, char **ret_message) {
+        return 0; /* allocated already, before the topology manager ran */
+}
+
+static int cpu_container_hints(void *userdata, const struct pod *p, const struct container *c, struct tm_hints *acc) {
+        struct kubelet *k = userdata;
+        return cpumanager_container_hints(k->cpus, p, c, acc);
+}
+static int cpu_pod_hints(void *userdata, const struct pod *p, struct tm_hints *acc) {
+        struct kubelet *k = userdata;
+        return cpumanager_pod_hints(k->cpus, p, acc);
+}
+static int cpu_allocate(void *userdata, const struct pod *p, const struct container *c, const struct tm_hint *affinity,
+                        char **ret_reason, char **ret_message) {
+        struct kubelet *k = userdata;
+        return cpumanager_allocate(k->cpus, p, c, affinity, ret_reason, ret_message);
+}
+
 int kubelet_cpu_admit(struct kubelet *k, const struct pod *p, char **ret_reason, char **ret_message) {
         _cleanup_strv_free_ char **active = NULL;
+        const struct tm_provider providers[] = {
+                { k, cpu_container_hints, cpu_pod_hints, cpu_allocate },
+                { k, dev_container_hints, dev_pod_hints, dev_allocate },
+        };
+        struct cpumanager_mark mark;
+        int r;
 
-        if (!cpumanager_is_static(k->cpus))
+        *ret_reason = *ret_message = NULL;
+        if (!cpumanager_is_static(k->cpus) && (!k->topology || k->topology->policy == TM_POLICY_NONE))
                 return 0;
         /* the pods that are gone give their CPUs back first (removeStaleState), once every source has spoken */
-        if (k->config_received && kubelet_active_pod_uids(k, &active) >= 0)
+        if (cpumanager_is_static(k->cpus) && k->config_received && kubelet_active_pod_uids(k, &active) >= 0)
                 (void) cpumanager_remove_stale(k->cpus, active);
-        return cpumanager_allocate_pod(k->cpus, p, ret_reason, ret_message);
+        mark = cpumanager_mark(k->cpus);
+        r = tm_admit(k->topology, p, providers, ELEMENTSOF(providers), ret_reason, ret_message);
+        if (r < 0) {
+                cpumanager_rollback(k->cpus, &mark);
+                return r;
+        }
+        cpumanager_commit(k->cpus, &mark);
+        return 0;
 }
 
 int kubelet_cpu_apply(struct kubelet *k, const struct pod *p, const struct container *c,

@@ -176,6 +176,16 @@ static const struct flag_def flag_defs[] = {
         { "cpu-manager-reconcile-period", 0, FLAG_DURATION, OFF(cpu_manager_reconcile_period_usec),
           "cpuManagerReconcilePeriod", "duration",
           "How often the CPU manager brings the containers' cpusets in line with its state (default 10s)", NULL },
+        { "topology-manager-policy", 0, FLAG_STRING, OFF(topology_manager_policy), "topologyManagerPolicy", "string",
+          "Topology manager policy: 'none' (default), 'best-effort', 'restricted' or 'single-numa-node' (NUMA "
+          "alignment of the CPU manager's, device manager's and memory manager's allocations)",
+          NULL },
+        { "topology-manager-policy-options", 0, FLAG_STRING, OFF(topology_manager_policy_options),
+          "topologyManagerPolicyOptions", "mapStringString",
+          "Options of the topology manager policy: 'prefer-closest-numa-nodes=true', 'max-allowable-numa-nodes=N'",
+          NULL },
+        { "topology-manager-scope", 0, FLAG_STRING, OFF(topology_manager_scope), "topologyManagerScope", "string",
+          "Topology manager scope: 'container' (default: hints merged per container) or 'pod' (per pod)", NULL },
         { "enable-debugging-handlers", 0, FLAG_BOOL, OFF(enable_debugging_handlers), "enableDebuggingHandlers", "",
           "Serve the endpoints that reach into containers: logs, exec, attach, port-forward and run", NULL },
         { "enable-server", 0, FLAG_BOOL, OFF(enable_server), "enableServer", "", "Serve the kubelet API", NULL },
@@ -512,9 +522,6 @@ static const struct flag_def flag_defs[] = {
         COMPAT("system-reserved-cgroup", "string", "", "the reserved resources are not enforced on a cgroup"),
         COMPAT("tls-cipher-suites", "string", "", "the kubelet API uses OpenSSL's default cipher suites"),
         COMPAT("tls-min-version", "string", "", "the kubelet API uses OpenSSL's default minimum TLS version"),
-        COMPAT("topology-manager-policy", "string", "", "no topology manager: the policy is always none"),
-        COMPAT("topology-manager-policy-options", "string", "", "not implemented by ckubelet"),
-        COMPAT("topology-manager-scope", "string", "", "not implemented by ckubelet"),
         COMPAT("vmodule", "string", "", "per-file verbosity is not implemented (--v is)"),
         COMPAT("volume-plugin-dir", "string", "", "FlexVolume plugins are not supported"),
 };
@@ -567,9 +574,6 @@ static const char *const unsupported_fields[] = {
         "tlsCipherSuites",
         "tlsCurvePreferences",
         "tlsMinVersion",
-        "topologyManagerPolicy",
-        "topologyManagerPolicyOptions",
-        "topologyManagerScope",
         "tracing",
         "userNamespaces",
         "volumePluginDir",
@@ -692,6 +696,9 @@ void kubelet_options_done(struct kubelet_options *o) {
         free(o->register_with_taints);
         free(o->kube_reserved);
         free(o->cpu_manager_policy);
+        free(o->topology_manager_policy);
+        free(o->topology_manager_scope);
+        free(o->topology_manager_policy_options);
         free(o->cpu_manager_policy_options);
         free(o->reserved_system_cpus);
         free(o->sysfs_root);
@@ -1623,6 +1630,12 @@ static int config_apply_field(struct config_ctx *c, const char *key, json_t *v, 
                 return config_string_map(c, key, v, &o->system_reserved);
         if (streq(key, "cpuManagerPolicyOptions"))
                 return config_string_map(c, key, v, &o->cpu_manager_policy_options);
+        if (streq(key, "topologyManagerPolicyOptions"))
+                return config_string_map(c, key, v, &o->topology_manager_policy_options);
+        if (streq(key, "topologyManagerPolicy"))
+                return config_string(c, key, v, false, &o->topology_manager_policy);
+        if (streq(key, "topologyManagerScope"))
+                return config_string(c, key, v, false, &o->topology_manager_scope);
         if (streq(key, "cpuManagerPolicy"))
                 return config_string(c, key, v, false, &o->cpu_manager_policy);
         if (streq(key, "cpuManagerReconcilePeriod"))
