@@ -204,6 +204,7 @@ struct kubelet {
         struct podresources_server *podresources;
         struct cpumanager *cpus;          /* the CPU manager (cpu.c) */
         struct topologymanager *topology; /* the topology manager (cpu.c) */
+        struct memorymanager *memory;     /* the memory manager (cpu.c) */
         struct event *cpu_reconcile;      /* every cpuManagerReconcilePeriod under the static policy */
         struct cpu_sent *cpu_sent;        /* the cpuset each container was last given */
         size_t n_cpu_sent;

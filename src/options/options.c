@@ -176,6 +176,15 @@ static const struct flag_def flag_defs[] = {
         { "cpu-manager-reconcile-period", 0, FLAG_DURATION, OFF(cpu_manager_reconcile_period_usec),
           "cpuManagerReconcilePeriod", "duration",
           "How often the CPU manager brings the containers' cpusets in line with its state (default 10s)", NULL },
+        { "memory-manager-policy", 0, FLAG_STRING, OFF(memory_manager_policy), "memoryManagerPolicy", "string",
+          "Memory manager policy: 'None' (default) or 'Static' (the memory and huge pages of Guaranteed pods' "
+          "containers reserved on NUMA nodes, cpuset.mems set to them; needs --reserved-memory)",
+          NULL },
+        { "reserved-memory", 0, FLAG_STRING, OFF(reserved_memory), "reservedMemory", "string",
+          "Memory reserved per NUMA node for the system under the Static memory manager policy: "
+          "'0:memory=1Gi,hugepages-2Mi=0;1:memory=2Gi'. The totals must equal kube-reserved + system-reserved + the "
+          "hard memory.available eviction threshold",
+          NULL },
         { "topology-manager-policy", 0, FLAG_STRING, OFF(topology_manager_policy), "topologyManagerPolicy", "string",
           "Topology manager policy: 'none' (default), 'best-effort', 'restricted' or 'single-numa-node' (NUMA "
           "alignment of the CPU manager's, device manager's and memory manager's allocations)",
@@ -479,7 +488,6 @@ static const struct flag_def flag_defs[] = {
         COMPAT("master-service-namespace", "string", "",
                "not implemented by ckubelet (a flag of older upstream kubelets)"),
         COMPAT("max-open-files", "string", "", "the kubelet process' open file limit is left as it was started with"),
-        COMPAT("memory-manager-policy", "string", "", "no memory manager: the policy is always None"),
         COMPAT("network-plugin", "string", "", "not implemented by ckubelet (a flag of older upstream kubelets)"),
         COMPAT("network-plugin-mtu", "string", "", "not implemented by ckubelet (a flag of older upstream kubelets)"),
         COMPAT("node-status-max-images", "string", "", "the node status reports up to 50 images"),
@@ -501,7 +509,6 @@ static const struct flag_def flag_defs[] = {
                "image pulls are limited by --serialize-image-pulls and maxParallelImagePulls only"),
         COMPAT("registry-qps", "string", "",
                "image pulls are limited by --serialize-image-pulls and maxParallelImagePulls only"),
-        COMPAT("reserved-memory", "string", "", "no memory manager"),
         COMPAT("runonce", NULL, "false", "the run-once mode is not implemented"),
         COMPAT("runtime-cgroups", "string", "", "the runtime's cgroup is not managed"),
         COMPAT("seccomp-profile-root", "string", "", "not implemented by ckubelet (a flag of older upstream kubelets)"),
@@ -550,7 +557,6 @@ static const char *const unsupported_fields[] = {
         "localStorageCapacityIsolation",
         "makeIPTablesUtilChains",
         "maxOpenFiles",
-        "memoryManagerPolicy",
         "memoryReservationPolicy",
         "memoryThrottlingFactor",
         "mergeDefaultEvictionSettings",
@@ -565,7 +571,6 @@ static const char *const unsupported_fields[] = {
         "qosReserved",
         "registryBurst",
         "registryPullQPS",
-        "reservedMemory",
         "runOnce",
         "showHiddenMetricsForVersion",
         "singleProcessOOMKill",
@@ -697,6 +702,8 @@ void kubelet_options_done(struct kubelet_options *o) {
         free(o->kube_reserved);
         free(o->cpu_manager_policy);
         free(o->topology_manager_policy);
+        free(o->memory_manager_policy);
+        free(o->reserved_memory);
         free(o->topology_manager_scope);
         free(o->topology_manager_policy_options);
         free(o->cpu_manager_policy_options);
@@ -1256,6 +1263,47 @@ static int config_string_list(struct config_ctx *c, const char *field, json_t *v
 }
 
 /* map[string]string → "k=v,k2=v2" (the flag's syntax) */
+/* reservedMemory: [{numaNode: 0, limits: {memory: 1Gi, hugepages-2Mi: 0}}, ...] as --reserved-memory's text */
+static int config_reserved_memory(struct config_ctx *c, const char *field, json_t *v, char **target) {
+        _cleanup_strv_free_ char **nodes = NULL;
+        _cleanup_free_ char *joined = NULL;
+        size_t i;
+        json_t *e;
+
+        if (!json_is_array(v))
+                return config_error(c, -EINVAL, "%s: expected a list, got %s", field, json_type_name(v));
+        json_array_foreach(v, i, e) {
+                json_t *numa = json_object_get(e, "numaNode"), *limits = json_object_get(e, "limits"), *q;
+                _cleanup_strv_free_ char **kv = NULL;
+                _cleanup_free_ char *items = NULL;
+                const char *name;
+                char *item;
+
+                if (!json_is_object(e) || !json_is_integer(numa) || json_integer_value(numa) < 0 ||
+                    json_integer_value(numa) > INT32_MAX)
+                        return config_error(c, -EINVAL, "%s[%zu].numaNode: expected a NUMA node number", field, i);
+                if (!json_is_object(limits))
+                        return config_error(c, -EINVAL, "%s[%zu].limits: expected a map of quantities", field, i);
+                json_object_foreach(limits, name, q) {
+                        if (!json_is_string(q) || strpbrk(name, ",;=:") || strpbrk(json_string_value(q), ",;=:"))
+                                return config_error(c, -EINVAL, "%s[%zu].limits.%s: expected a quantity", field, i,
+                                                    name);
+                        if (asprintf(&item, "%s=%s", name, json_string_value(q)) < 0 || strv_push(&kv, item) < 0)
+                                return -ENOMEM;
+                }
+                items = strv_join(kv, ",");
+                if (!items || asprintf(&item, "%lld:%s", (long long) json_integer_value(numa), items) < 0 ||
+                    strv_push(&nodes, item) < 0)
+                        return -ENOMEM;
+        }
+        joined = nodes ? strv_join(nodes, ";") : strdup("");
+        if (!joined)
+                return -ENOMEM;
+        free(*target);
+        *target = TAKE_PTR(joined);
+        return 0;
+}
+
 static int config_string_map(struct config_ctx *c, const char *field, json_t *v, char **target) {
         _cleanup_strv_free_ char **l = NULL;
         const char *key;
@@ -1630,6 +1678,10 @@ static int config_apply_field(struct config_ctx *c, const char *key, json_t *v, 
                 return config_string_map(c, key, v, &o->system_reserved);
         if (streq(key, "cpuManagerPolicyOptions"))
                 return config_string_map(c, key, v, &o->cpu_manager_policy_options);
+        if (streq(key, "memoryManagerPolicy"))
+                return config_string(c, key, v, false, &o->memory_manager_policy);
+        if (streq(key, "reservedMemory"))
+                return config_reserved_memory(c, key, v, &o->reserved_memory);
         if (streq(key, "topologyManagerPolicyOptions"))
                 return config_string_map(c, key, v, &o->topology_manager_policy_options);
         if (streq(key, "topologyManagerPolicy"))

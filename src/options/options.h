@@ -81,6 +81,8 @@ struct kubelet_options {
         char *system_reserved;                      /* --system-reserved / systemReserved */
         char *cpu_manager_policy;                   /* --cpu-manager-policy / cpuManagerPolicy: none, static */
         char *cpu_manager_policy_options;           /* --cpu-manager-policy-options: "name=value,..." */
+        char *memory_manager_policy;                /* --memory-manager-policy / memoryManagerPolicy: None, Static */
+        char *reserved_memory;         /* --reserved-memory / reservedMemory: "0:memory=1Gi,hugepages-2Mi=0;1:..." */
         char *topology_manager_policy; /* --topology-manager-policy: none, best-effort, restricted, single-numa-node */
         char *topology_manager_scope;  /* --topology-manager-scope: container, pod */
         char *topology_manager_policy_options;      /* --topology-manager-policy-options: "name=value,..." */
