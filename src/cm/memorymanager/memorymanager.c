@@ -53,11 +53,24 @@ struct memorymanager {
         struct entry *entries;
         size_t n_entries;
         char *state_path;
+        /* initContainersReusableMemory: the memory of the last pod's init containers that its next containers
+         * reuse, per NUMA mask and resource */
+        char *reuse_uid;
+        struct reuse {
+                uint64_t mask;
+                int res;
+                uint64_t size;
+        } reuse[MM_MAX_RESOURCES * 8];
+        size_t n_reuse;
 };
 
 struct mm_mark {
         struct node_state nodes[TM_MAX_NUMA];
         size_t n_entries;
+        struct entry *entries; /* a copy of the blocks (init containers' shrink as their memory is reused) */
+        char *reuse_uid;
+        struct reuse reuse[MM_MAX_RESOURCES * 8];
+        size_t n_reuse;
 };
 
 /* ---------------------------------------------------------------- small helpers */
@@ -492,7 +505,8 @@ static int format_state(const struct memorymanager *m, char **ret_data, char **r
 
         if (!sorted)
                 return -ENOMEM;
-        memcpy(sorted, m->entries, m->n_entries * sizeof(*sorted));
+        if (m->n_entries > 0)
+                memcpy(sorted, m->entries, m->n_entries * sizeof(*sorted));
         qsort(sorted, m->n_entries, sizeof(*sorted), cmp_entry);
         memcpy(byname, m->nodes, m->n_nodes * sizeof(*byname));
         qsort(byname, m->n_nodes, sizeof(*byname), cmp_id_string);
@@ -685,7 +699,8 @@ static int add_entry(struct memorymanager *m, const char *uid, const char *name,
                 free(l[m->n_entries].name);
                 return -ENOMEM;
         }
-        memcpy(l[m->n_entries].b, b, n * sizeof(*b));
+        if (n > 0)
+                memcpy(l[m->n_entries].b, b, n * sizeof(*b));
         m->n_entries++;
         return 0;
 }
@@ -974,6 +989,7 @@ struct memorymanager *memorymanager_free(struct memorymanager *m) {
         }
         free(m->entries);
         free(m->state_path);
+        free(m->reuse_uid);
         free(m);
         return NULL;
 }
@@ -1066,9 +1082,97 @@ static const struct node_state *state_node(const struct memorymanager *m, int id
         return node_find((struct memorymanager *) m, id);
 }
 
+static struct entry *find_entry(const struct memorymanager *m, const char *uid, const char *name);
+
+/* getPodReusableMemory */
+static uint64_t reusable(const struct memorymanager *m, const char *uid, uint64_t mask, int res) {
+        if (!uid || !streq_ptr(m->reuse_uid, uid))
+                return 0;
+        for (size_t i = 0; i < m->n_reuse; i++)
+                if (m->reuse[i].mask == mask && m->reuse[i].res == res)
+                        return m->reuse[i].size;
+        return 0;
+}
+
+static struct reuse *reuse_slot(struct memorymanager *m, uint64_t mask, int res) {
+        for (size_t i = 0; i < m->n_reuse; i++)
+                if (m->reuse[i].mask == mask && m->reuse[i].res == res)
+                        return &m->reuse[i];
+        if (m->n_reuse >= ELEMENTSOF(m->reuse))
+                return NULL;
+        m->reuse[m->n_reuse] = (struct reuse) { .mask = mask, .res = res };
+        return &m->reuse[m->n_reuse++];
+}
+
+/* a regular init container (not a sidecar) */
+static bool is_regular_init(const struct pod *p, const struct container *c) {
+        for (size_t i = 0; i < p->spec.n_init_containers; i++)
+                if (streq(p->spec.init_containers[i].name, c->name))
+                        return !container_is_sidecar(&p->spec.init_containers[i]);
+        return false;
+}
+
+/* updatePodReusableMemory: an init container's blocks become reusable (the largest per mask and resource), the
+ * next containers' use them up; only the last pod's are kept */
+static void update_reuse(struct memorymanager *m, const struct pod *p, const struct container *c, const struct block *b,
+                         size_t n) {
+        if (!streq_ptr(m->reuse_uid, p->uid)) {
+                free(m->reuse_uid);
+                m->reuse_uid = strdup(p->uid);
+                m->n_reuse = 0;
+        }
+        if (is_regular_init(p, c)) {
+                for (size_t i = 0; i < n; i++) {
+                        struct reuse *r = reuse_slot(m, b[i].mask, b[i].res);
+                        if (r && b[i].size > r->size)
+                                r->size = b[i].size;
+                }
+                return;
+        }
+        for (size_t i = 0; i < n; i++) {
+                struct reuse *r = NULL;
+                for (size_t k = 0; k < m->n_reuse; k++)
+                        if (m->reuse[k].mask == b[i].mask && m->reuse[k].res == b[i].res)
+                                r = &m->reuse[k];
+                if (r && r->size != 0)
+                        r->size = b[i].size >= r->size ? 0 : r->size - b[i].size;
+        }
+}
+
+/* updateInitContainersMemoryBlocks: the blocks of the init containers before c shrink by what c reuses of them
+ * (same resource and NUMA nodes), so that their release does not free it twice */
+static void shrink_init_blocks(struct memorymanager *m, const struct pod *p, const struct container *c,
+                               const struct block *b, size_t n) {
+        for (size_t i = 0; i < n; i++) {
+                uint64_t size = b[i].size;
+                for (size_t j = 0; j < p->spec.n_init_containers && size > 0; j++) {
+                        const struct container *ic = &p->spec.init_containers[j];
+                        struct entry *e;
+                        if (streq(ic->name, c->name))
+                                break;
+                        if (container_is_sidecar(ic))
+                                continue;
+                        e = find_entry(m, p->uid, ic->name);
+                        for (size_t k = 0; e && k < e->n && size > 0; k++) {
+                                struct block *ib = &e->b[k];
+                                if (ib->size == 0 || ib->res != b[i].res || ib->mask != b[i].mask)
+                                        continue;
+                                if (ib->size > size) {
+                                        ib->size -= size;
+                                        size = 0;
+                                } else {
+                                        size -= ib->size;
+                                        ib->size = 0;
+                                }
+                        }
+                }
+        }
+}
+
 struct calc {
         const struct memorymanager *m;
         const struct request *req;
+        const char *uid; /* the pod's (its reusable memory counts as free) */
         int min_size;
         struct tm_hint v[256];
         size_t n;
@@ -1102,17 +1206,17 @@ static void calc_mask(uint64_t mask, void *userdata) {
                         return;
         }
         for (size_t k = 0; k < m->n_res; k++)
-                if (c->req->has[k] && fr[k] < c->req->size[k])
+                if (c->req->has[k] && fr[k] + reusable(m, c->uid, mask, (int) k) < c->req->size[k])
                         return;
         if (c->n < ELEMENTSOF(c->v))
                 c->v[c->n++] = (struct tm_hint) { .affinity = mask, .has_affinity = true };
 }
 
 /* calculateHints: the same hints for every resource requested (none at all: no resource gets any) */
-static void calculate(const struct memorymanager *m, const struct request *req, struct calc *c) {
+static void calculate(const struct memorymanager *m, const struct request *req, const char *uid, struct calc *c) {
         int nodes[TM_MAX_NUMA];
 
-        *c = (struct calc) { .m = m, .req = req, .min_size = (int) m->n_nodes };
+        *c = (struct calc) { .m = m, .req = req, .uid = uid, .min_size = (int) m->n_nodes };
         for (size_t i = 0; i < m->n_nodes; i++)
                 nodes[i] = m->nodes[i].id;
         tm_iterate_masks(nodes, m->n_nodes, calc_mask, c);
@@ -1120,13 +1224,14 @@ static void calculate(const struct memorymanager *m, const struct request *req, 
                 c->v[i].preferred = tm_count(c->v[i].affinity) == c->min_size;
 }
 
-static int add_calculated(const struct memorymanager *m, const struct request *req, struct tm_hints *acc) {
+static int add_calculated(const struct memorymanager *m, const struct request *req, const char *uid,
+                          struct tm_hints *acc) {
         _cleanup_free_ struct calc *c = calloc(1, sizeof(*c));
         int r = 0;
 
         if (!c)
                 return -ENOMEM;
-        calculate(m, req, c);
+        calculate(m, req, uid, c);
         if (c->n == 0)
                 return tm_hints_add_any(acc); /* an empty map: upstream's "no preference" */
         for (size_t k = 0; r >= 0 && k < m->n_res; k++)
@@ -1172,7 +1277,7 @@ int memorymanager_container_hints(const struct memorymanager *m, const struct po
         e = find_entry(m, p->uid, c->name);
         if (e)
                 return add_regenerated(m, e, &req, acc);
-        return add_calculated(m, &req, acc);
+        return add_calculated(m, &req, p->uid, acc);
 }
 
 int memorymanager_pod_hints(const struct memorymanager *m, const struct pod *p, struct tm_hints *acc) {
@@ -1190,7 +1295,7 @@ int memorymanager_pod_hints(const struct memorymanager *m, const struct pod *p, 
                 if (e)
                         return add_regenerated(m, e, &req, acc);
         }
-        return add_calculated(m, &req, acc);
+        return add_calculated(m, &req, p->uid, acc);
 }
 
 /* ---------------------------------------------------------------- allocation */
@@ -1252,14 +1357,19 @@ int memorymanager_allocate(struct memorymanager *m, const struct pod *p, const s
                             "[memorymanager] the container requests a huge page size this node does not have");
         if (r < 0 || req.n == 0)
                 return 0;
-        if (find_entry(m, p->uid, c->name))
-                return 0;
+        {
+                const struct entry *e = find_entry(m, p->uid, c->name);
+                if (e) {
+                        update_reuse(m, p, c, e->b, e->n);
+                        return 0;
+                }
+        }
         calc = calloc(1, sizeof(*calc));
         if (!calc)
                 return -ENOMEM;
         if (!best.has_affinity) {
                 struct tm_hint def;
-                calculate(m, &req, calc);
+                calculate(m, &req, p->uid, calc);
                 if (calc->n == 0)
                         return fail(ret_reason, ret_message,
                                     "[memorymanager] failed to get the default NUMA affinity, no NUMA nodes with "
@@ -1274,7 +1384,7 @@ int memorymanager_allocate(struct memorymanager *m, const struct pod *p, const s
                 /* extendTopologyManagerHint: the best hint that contains the affinity */
                 struct tm_hint ext;
                 size_t k = 0;
-                calculate(m, &req, calc);
+                calculate(m, &req, p->uid, calc);
                 for (size_t i = 0; i < calc->n; i++)
                         if ((calc->v[i].affinity & best.affinity) == best.affinity)
                                 calc->v[k++] = calc->v[i];
@@ -1302,17 +1412,48 @@ int memorymanager_allocate(struct memorymanager *m, const struct pod *p, const s
         r = add_entry(m, p->uid, c->name, b, n);
         if (r < 0)
                 return r;
-        take_blocks(m, m->nodes, m->n_nodes, b, n);
+        {
+                /* the machine state takes what the pod's init containers do not already hold */
+                struct block take[MM_MAX_RESOURCES] = {};
+                for (size_t i = 0; i < n; i++) {
+                        uint64_t reuse = reusable(m, p->uid, b[i].mask, b[i].res);
+                        take[i] = b[i];
+                        take[i].size = reuse >= b[i].size ? 0 : b[i].size - reuse;
+                }
+                take_blocks(m, m->nodes, m->n_nodes, take, n);
+        }
+        update_reuse(m, p, c, b, n);
+        shrink_init_blocks(m, p, c, b, n);
         return 0;
 }
 
 struct mm_mark *memorymanager_mark(const struct memorymanager *m) {
         struct mm_mark *k = calloc(1, sizeof(*k));
-        if (k && m) {
-                memcpy(k->nodes, m->nodes, sizeof(k->nodes));
-                k->n_entries = m->n_entries;
+
+        if (!k || !m)
+                return k;
+        memcpy(k->nodes, m->nodes, sizeof(k->nodes));
+        k->n_entries = m->n_entries;
+        k->entries = calloc(m->n_entries + 1, sizeof(*k->entries));
+        if (!k->entries || (m->reuse_uid && !(k->reuse_uid = strdup(m->reuse_uid)))) {
+                free(k->entries);
+                free(k);
+                return NULL;
         }
+        if (m->n_entries > 0) /* the blocks; the names are the manager's */
+                memcpy(k->entries, m->entries, m->n_entries * sizeof(*k->entries));
+        memcpy(k->reuse, m->reuse, sizeof(k->reuse));
+        k->n_reuse = m->n_reuse;
         return k;
+}
+
+static struct mm_mark *mark_free(struct mm_mark *k) {
+        if (k) {
+                free(k->entries);
+                free(k->reuse_uid);
+                free(k);
+        }
+        return NULL;
 }
 
 void memorymanager_rollback(struct memorymanager *m, struct mm_mark *mark) {
@@ -1322,15 +1463,21 @@ void memorymanager_rollback(struct memorymanager *m, struct mm_mark *mark) {
                         free(m->entries[m->n_entries].uid);
                         free(m->entries[m->n_entries].name);
                 }
+                for (size_t i = 0; i < m->n_entries; i++)
+                        memcpy(m->entries[i].b, mark->entries[i].b, sizeof(m->entries[i].b));
                 memcpy(m->nodes, mark->nodes, sizeof(m->nodes));
+                free(m->reuse_uid);
+                m->reuse_uid = TAKE_PTR(mark->reuse_uid);
+                memcpy(m->reuse, mark->reuse, sizeof(m->reuse));
+                m->n_reuse = mark->n_reuse;
         }
-        free(mark);
+        mark_free(mark);
 }
 
 void memorymanager_commit(struct memorymanager *m, struct mm_mark *mark) {
         if (m && mark && m->n_entries != mark->n_entries)
                 (void) store(m);
-        free(mark);
+        mark_free(mark);
 }
 
 /* ---------------------------------------------------------------- release and queries */

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <jansson.h>
 
 #include "apis/manifest.h"
 #include "apis/pod.h"
@@ -340,11 +341,67 @@ static void test_allocate(void **state) {
         rm_tree(sysfs);
 }
 
+static void reserved_on(const struct memorymanager *m, int node, char *buf, size_t size) {
+        _cleanup_free_ char *text = NULL;
+        json_t *top, *n;
+        char key[16];
+
+        assert_int_equal(memorymanager_state_text(m, &text), 0);
+        top = json_loads(text, 0, NULL);
+        assert_non_null(top);
+        snprintf(key, sizeof(key), "%d", node);
+        n = json_object_get(json_object_get(top, "machineState"), key);
+        snprintf(buf, size, "reserved=%lld n=%lld",
+                 (long long) json_integer_value(
+                         json_object_get(json_object_get(json_object_get(n, "memoryMap"), "memory"), "reserved")),
+                 (long long) json_integer_value(json_object_get(n, "numberOfAssignments")));
+        json_decref(top);
+}
+
+/* the memory of an init container is reused by the containers after it (initContainersReusableMemory): its block
+ * shrinks by what they reuse, the machine state counts it once */
+static void test_init_reuse(void **state) {
+        _cleanup_free_ char *sysfs = fake_sysfs();
+        struct memorymanager *m = new_static(sysfs, NULL, NULL);
+        struct pod *p = parse_pod("withinit", "  initContainers:\n" GU("i", "2Gi") "  containers:\n" GU("a", "1Gi"));
+        const struct tm_hint one = { .affinity = 0x2, .has_affinity = true, .preferred = true };
+        char *reason = NULL, *message = NULL, buf[128];
+        struct mm_mark *mark = memorymanager_mark(m);
+
+        assert_int_equal(memorymanager_allocate(m, p, &p->spec.init_containers[0], &one, &reason, &message), 0);
+        assert_int_equal(memorymanager_allocate(m, p, &p->spec.containers[0], &one, &reason, &message), 0);
+        memorymanager_commit(m, mark);
+        assert_blocks(m, "withinit", "i", "memory=1073741824@1");
+        assert_blocks(m, "withinit", "a", "memory=1073741824@1");
+        reserved_on(m, 1, buf, sizeof(buf));
+        assert_string_equal(buf, "reserved=2147483648 n=2");
+        /* a refused pod's allocations are rolled back with the blocks they shrank */
+        {
+                struct pod *q = parse_pod("withinit",
+                                          "  initContainers:\n" GU("i", "2Gi") "  containers:\n" GU("a", "1Gi")
+                                                  GU("b", "512Mi"));
+                mark = memorymanager_mark(m);
+                assert_int_equal(memorymanager_allocate(m, q, &q->spec.containers[1], &one, &reason, &message), 0);
+                assert_blocks(m, "withinit", "i", "memory=536870912@1");
+                memorymanager_rollback(m, mark);
+                assert_blocks(m, "withinit", "i", "memory=1073741824@1");
+                assert_blocks(m, "withinit", "b", "");
+                pod_free(q);
+        }
+        memorymanager_remove_stale(m, (char *[]) { NULL });
+        reserved_on(m, 1, buf, sizeof(buf));
+        assert_string_equal(buf, "reserved=0 n=0");
+        pod_free(p);
+        memorymanager_free(m);
+        rm_tree(sysfs);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_machine),
                 cmocka_unit_test(test_reserved),
                 cmocka_unit_test(test_allocate),
+                cmocka_unit_test(test_init_reuse),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
