@@ -182,7 +182,7 @@ static const struct flag_def flag_defs[] = {
           NULL },
         { "reserved-memory", 0, FLAG_STRING, OFF(reserved_memory), "reservedMemory", "string",
           "Memory reserved per NUMA node for the system under the Static memory manager policy: "
-          "'0:memory=1Gi,hugepages-2Mi=0;1:memory=2Gi'. The totals must equal kube-reserved + system-reserved + the "
+          "'0:memory=1Gi,hugepages-2Mi=0;1:memory=2Gi' (repeatable: each use adds). The totals must equal kube-reserved + system-reserved + the "
           "hard memory.available eviction threshold",
           NULL },
         { "topology-manager-policy", 0, FLAG_STRING, OFF(topology_manager_policy), "topologyManagerPolicy", "string",
@@ -894,6 +894,20 @@ static int apply_flag(struct kubelet_options *o, struct parse_state *st, const s
                 log_warning("Flag --%s has been deprecated, %s", f->name, f->deprecated);
         switch (f->kind) {
         case FLAG_STRING:
+                if (f->offset == OFF(reserved_memory)) {
+                        /* ReservedMemoryVar: the first use replaces the config file's, later ones add NUMA nodes */
+                        char **target = (char **) (base + f->offset);
+                        uint64_t bit = UINT64_C(1) << ((size_t) (f - flag_defs) % 64);
+                        if ((st->maps_seen & bit) && !isempty(*target) && !isempty(value)) {
+                                char *joined;
+                                if (asprintf(&joined, "%s;%s", *target, value) < 0)
+                                        return -ENOMEM;
+                                free(*target);
+                                *target = joined;
+                                return 0;
+                        }
+                        st->maps_seen |= bit;
+                }
                 return free_and_strdup((char **) (base + f->offset), value);
 
         case FLAG_FEATURE_GATES:
