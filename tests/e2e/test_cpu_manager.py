@@ -126,23 +126,41 @@ def test_static_cpu_manager(kubelet_factory, runtime):
 # is released when the pod goes.
 
 def container_cgroup_file(runtime, pod, name):
+    """The container's cgroup file (cpuset.mems); where the cgroup has no such file (the cpuset controller not
+    enabled down there), what its processes get of it: Mems_allowed_list."""
     running = runtime.running(f"{pod}-{NODE}")
     if len(running) != 1:
         return None
     try:
         pid = runtime.container_pid(running[0]["id"])
-        with open(f"/proc/{pid}/cgroup") as f:
-            for line in f:
-                hid, ctrls, path = line.rstrip("\n").split(":", 2)
-                if hid == "0":  # the unified hierarchy
-                    with open(f"/sys/fs/cgroup{path}/{name}") as g:
-                        return g.read().strip()
-                if "cpuset" in ctrls.split(","):
-                    with open(f"/sys/fs/cgroup/cpuset{path}/cpuset.{name.split('.', 1)[1]}") as g:
-                        return g.read().strip()
     except (OSError, KeyError, ValueError):
         return None
+    try:
+        return _cgroup_file(pid, name)
+    except OSError:
+        try:
+            with open(f"/proc/{pid}/status") as f:
+                for line in f:
+                    if line.startswith("Mems_allowed_list:"):
+                        return line.split(":", 1)[1].strip()
+        except OSError:
+            return None
     return None
+
+
+def _cgroup_file(pid, name):
+    """cgroup v1 (the cpuset hierarchy) or v2 (the unified one, when it is mounted at /sys/fs/cgroup)"""
+    with open(f"/proc/{pid}/cgroup") as f:
+        lines = [line.rstrip("\n").split(":", 2) for line in f]
+    for hid, ctrls, path in lines:
+        if "cpuset" in ctrls.split(","):
+            with open(f"/sys/fs/cgroup/cpuset{path}/{name}") as g:
+                return g.read().strip()
+    for hid, ctrls, path in lines:
+        if hid == "0" and os.path.exists("/sys/fs/cgroup/cgroup.controllers"):
+            with open(f"/sys/fs/cgroup{path}/{name}") as g:
+                return g.read().strip()
+    raise OSError("no cpuset cgroup")
 
 
 def mm_state(kubelet):
