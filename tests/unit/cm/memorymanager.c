@@ -396,12 +396,102 @@ static void test_init_reuse(void **state) {
         rm_tree(sysfs);
 }
 
+/* TestStaticPolicyAllocateWithInitContainers' cases: one NUMA node, memory and 1Gi huge pages, two init containers
+ * then two app containers each asking the same of both; the init containers' blocks shrink as the app containers
+ * reuse them, the machine state counts the pod once */
+static void test_init_reuse_upstream(void **state) {
+        static const struct {
+                const char *name;
+                int init1, init2, app1, app2; /* GiB of memory and of huge pages each */
+                int alloc_gib;                /* the node's allocatable memory and huge pages */
+                int want_init1, want_init2;   /* the init containers' blocks after */
+                int want_reserved;            /* GiB */
+        } cases[] = {
+                { "init containers requests 1Gi and 2Gi, apps containers 3Gi and 4Gi", 1, 2, 3, 4, 8, 0, 0, 7 },
+                { "init containers requests 4Gi and 3Gi, apps containers 2Gi and 1Gi", 4, 3, 2, 1, 8, 0, 1, 4 },
+                { "init containers requests 7Gi and 4Gi, apps containers 4Gi and 3Gi", 7, 4, 4, 3, 8, 0, 0, 7 },
+                { "init containers requests 7Gi and 4Gi, apps containers 5Gi and 2Gi", 7, 4, 5, 2, 10, 0, 0, 7 },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                struct mm_machine mach = { .n = 1 };
+                struct memorymanager *m = NULL;
+                _cleanup_free_ char *yaml = NULL, *text = NULL;
+                char *reason = NULL, *message = NULL, want[128], key[8];
+                const char *names[] = { "initContainer1", "initContainer2", "container1", "container2" };
+                int sizes[] = { cases[i].want_init1, cases[i].want_init2, cases[i].app1, cases[i].app2 };
+                struct pod *p;
+                json_t *top, *mem, *huge;
+
+                mach.nodes[0] = (struct mm_machine_node) {
+                        .id = 0,
+                        .memory = 2 * (uint64_t) cases[i].alloc_gib * GIB, /* its memory and its huge pages */
+                        .hugepages = { { .page_kb = 1048576, .pages = (uint64_t) cases[i].alloc_gib } },
+                        .n_hugepages = 1,
+                };
+                assert_int_equal(memorymanager_new(&(struct mm_config) { .policy = "Static",
+                                                                         .reserved_memory = "0:memory=512Mi",
+                                                                         .node_reservation = "memory=512Mi" },
+                                                   &mach, &m, NULL),
+                                 0);
+#define C(name, g)                                                                                             \
+        "  - name: " name "\n    image: x\n    resources: {limits: {cpu: \"1\", memory: %dGi, hugepages-1Gi: " \
+        "%dGi}, requests: {cpu: \"1\", memory: %dGi, hugepages-1Gi: %dGi}}\n"
+                assert_true(asprintf(&yaml,
+                                     "  initContainers:\n" C("initContainer1", )
+                                             C("initContainer2", ) "  containers:\n" C("container1", )
+                                                     C("container2", ),
+                                     cases[i].init1, cases[i].init1, cases[i].init1, cases[i].init1, cases[i].init2,
+                                     cases[i].init2, cases[i].init2, cases[i].init2, cases[i].app1, cases[i].app1,
+                                     cases[i].app1, cases[i].app1, cases[i].app2, cases[i].app2, cases[i].app2,
+                                     cases[i].app2) > 0);
+#undef C
+                p = parse_pod("pod1", yaml);
+                for (size_t c = 0; c < 4; c++)
+                        assert_int_equal(memorymanager_allocate(m, p,
+                                                                c < 2 ? &p->spec.init_containers[c]
+                                                                      : &p->spec.containers[c - 2],
+                                                                &(struct tm_hint) {}, &reason, &message),
+                                         0);
+                for (size_t c = 0; c < 4; c++) {
+                        snprintf(want, sizeof(want), "hugepages-1Gi=%llu@0 memory=%llu@0",
+                                 (unsigned long long) sizes[c] * GIB, (unsigned long long) sizes[c] * GIB);
+                        print_message("%s: %s\n", cases[i].name, names[c]);
+                        assert_blocks(m, "pod1", names[c], want);
+                }
+                assert_int_equal(memorymanager_state_text(m, &text), 0);
+                top = json_loads(text, 0, NULL);
+                snprintf(key, sizeof(key), "0");
+                mem = json_object_get(json_object_get(json_object_get(json_object_get(top, "machineState"), key),
+                                                      "memoryMap"),
+                                      "memory");
+                huge = json_object_get(json_object_get(json_object_get(json_object_get(top, "machineState"), key),
+                                                       "memoryMap"),
+                                       "hugepages-1Gi");
+                assert_int_equal(json_integer_value(json_object_get(mem, "reserved")),
+                                 (long long) cases[i].want_reserved * (long long) GIB);
+                assert_int_equal(json_integer_value(json_object_get(huge, "reserved")),
+                                 (long long) cases[i].want_reserved * (long long) GIB);
+                assert_int_equal(json_integer_value(json_object_get(mem, "free")),
+                                 (long long) cases[i].alloc_gib * (long long) GIB - 512 * (long long) MIB -
+                                         (long long) cases[i].want_reserved * (long long) GIB);
+                assert_int_equal(json_integer_value(
+                                         json_object_get(json_object_get(json_object_get(top, "machineState"), key),
+                                                         "numberOfAssignments")),
+                                 8);
+                json_decref(top);
+                pod_free(p);
+                memorymanager_free(m);
+        }
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_machine),
                 cmocka_unit_test(test_reserved),
                 cmocka_unit_test(test_allocate),
                 cmocka_unit_test(test_init_reuse),
+                cmocka_unit_test(test_init_reuse_upstream),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
