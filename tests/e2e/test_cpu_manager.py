@@ -169,7 +169,7 @@ def mm_state(kubelet):
 
 
 TM_ARGS = ARGS + ("--topology-manager-policy", "single-numa-node", "--memory-manager-policy", "Static",
-                  "--reserved-memory", "0:memory=100Mi", "--eviction-hard", "memory.available=100Mi")
+                  "--reserved-memory", "0:memory=100Mi", "--eviction-hard", "memory.available<100Mi")
 
 
 def test_topology_and_memory_managers(kubelet_factory, runtime, tmp_path):
@@ -180,7 +180,7 @@ def test_topology_and_memory_managers(kubelet_factory, runtime, tmp_path):
     k = kubelet_factory(False)
     # a reservedMemory that does not add up to the reservations refuses the start, in upstream's words
     k.start(*ARGS, "--memory-manager-policy", "Static", "--reserved-memory", "0:memory=1Gi",
-            "--eviction-hard", "memory.available=100Mi")
+            "--eviction-hard", "memory.available<100Mi")
     assert k.proc.wait(30) != 0
     k.wait_log(r'the total amount "1Gi" of type "memory" is not equal to the value "100Mi" determined by Node '
                r'Allocatable feature')
