@@ -2,6 +2,8 @@
 #include "kubelet/cpu.h"
 
 #include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,6 +12,9 @@
 #include "basic/strv.h"
 #include "basic/timer.h"
 #include "cm/cpumanager/cpumanager.h"
+#include "cm/devicemanager/manager.h"
+#include "cm/memorymanager/memorymanager.h"
+#include "cm/topologymanager/topologymanager.h"
 #include "kubelet/kubelet-internal.h"
 
 #define CPU_SENT_MAX 4096 /* containers whose last cpuset is remembered (more than a node runs) */
@@ -83,6 +88,104 @@ static int split_options(const char *s, char ***ret_names, char ***ret_values) {
         return 0;
 }
 
+/* The topology manager (NewManager), created with the CPU manager: a policy, scope or option upstream refuses
+ * refuses the start */
+static int topology_start(struct kubelet *k) {
+        const struct kubelet_options *o = k->opts;
+        _cleanup_ck_error_ struct ck_error *err = NULL;
+        _cleanup_strv_free_ char **names = NULL, **values = NULL;
+        _cleanup_free_ struct topologymanager *tm = calloc(1, sizeof(*tm));
+        struct tm_numa numa = {};
+        enum tm_policy policy;
+        int r;
+
+        if (!tm)
+                return -ENOMEM;
+        r = split_options(o->topology_manager_policy_options, &names, &values);
+        if (r < 0)
+                return log_error_errno(r, "topologyManagerPolicyOptions \"%s\": expected name=value pairs",
+                                       strempty(o->topology_manager_policy_options));
+        r = tm_parse_policy(o->topology_manager_policy, &policy, &err);
+        if (r >= 0 && policy != TM_POLICY_NONE)
+                r = tm_numa_discover(o->sysfs_root, &numa, &err);
+        if (r >= 0)
+                r = tm_init(tm,
+                            &(struct tm_config) { .policy = o->topology_manager_policy,
+                                                  .scope = o->topology_manager_scope,
+                                                  .option_names = names,
+                                                  .option_values = values },
+                            &numa, &err);
+        if (r < 0)
+                return log_error_errno(r, "failed to initialize topology manager: %s",
+                                       err ? ck_error_message(err) : strerror(-r));
+        if (tm->policy != TM_POLICY_NONE)
+                log_info("topology manager: policy %s, scope %s, %zu NUMA nodes", o->topology_manager_policy,
+                         tm->scope == TM_SCOPE_POD ? "pod" : "container", tm->numa.n);
+        k->topology = TAKE_PTR(tm);
+        return 0;
+}
+
+/* "name=quantity" items of a --kube-reserved / --system-reserved text that are huge pages, appended to l */
+static int hugepages_reserved(const char *s, char ***l) {
+        _cleanup_free_ char *copy = strdup(strempty(s));
+        char *save = NULL;
+
+        if (!copy)
+                return -ENOMEM;
+        for (char *i = strtok_r(copy, ",", &save); i; i = strtok_r(NULL, ",", &save))
+                if (startswith(i, "hugepages-") && strv_extend(l, i) < 0)
+                        return -ENOMEM;
+        return 0;
+}
+
+/* The memory manager (NewManager + Start), after the eviction manager: its reservedMemory is checked against
+ * kube-reserved + system-reserved + the hard memory.available threshold (GetNodeAllocatableReservation) */
+static int memory_start(struct kubelet *k) {
+        const struct kubelet_options *o = k->opts;
+        _cleanup_ck_error_ struct ck_error *err = NULL;
+        _cleanup_strv_free_ char **items = NULL;
+        _cleanup_free_ char *reservation = NULL;
+        struct mm_machine machine = {};
+        int64_t km = 0, sm = 0, x, eb, sb;
+        float ef, sf;
+        char *item;
+        int r;
+
+        if (!isempty(o->memory_manager_policy) && !streq(o->memory_manager_policy, "None")) {
+                r = mm_machine_discover(o->sysfs_root, &machine, &err);
+                if (r < 0)
+                        return log_error_errno(r, "failed to initialize memory manager: %s", ck_error_message(err));
+                if (machine.n == 0) {
+                        /* no NUMA in sysfs: one node 0 with all the memory, as cadvisor reports it */
+                        machine.n = 1;
+                        machine.nodes[0] = (struct mm_machine_node) { .id = 0, .memory = k->machine.memory_capacity };
+                }
+        }
+        (void) node_parse_reserved(o->kube_reserved, &x, &km, &x, NULL);
+        (void) node_parse_reserved(o->system_reserved, &x, &sm, &x, NULL);
+        kubelet_eviction_reservation(k, &eb, &ef, &sb, &sf);
+        if (ef > 0)
+                eb = (int64_t) ((double) ef * (double) k->machine.memory_capacity);
+        if (km + sm + eb > 0 && (asprintf(&item, "memory=%" PRId64, km + sm + eb) < 0 || strv_push(&items, item) < 0))
+                return -ENOMEM;
+        if (hugepages_reserved(o->kube_reserved, &items) < 0 || hugepages_reserved(o->system_reserved, &items) < 0)
+                return -ENOMEM;
+        reservation = items ? strv_join(items, ",") : strdup("");
+        if (!reservation)
+                return -ENOMEM;
+        r = memorymanager_new(&(struct mm_config) { .policy = o->memory_manager_policy,
+                                                    .reserved_memory = o->reserved_memory,
+                                                    .node_reservation = reservation,
+                                                    .state_dir = o->root_dir },
+                              &machine, &k->memory, &err);
+        if (r < 0)
+                return log_error_errno(r, "failed to initialize memory manager: %s", ck_error_message(err));
+        if (memorymanager_is_static(k->memory))
+                log_info("memory manager: Static policy, %zu NUMA nodes, %zu assignments", machine.n,
+                         memorymanager_n_entries(k->memory));
+        return 0;
+}
+
 int kubelet_cpu_start(struct kubelet *k) {
         const struct kubelet_options *o = k->opts;
         _cleanup_ck_error_ struct ck_error *err = NULL;
@@ -121,11 +224,18 @@ int kubelet_cpu_start(struct kubelet *k) {
                            topo, &k->cpus, &err);
         if (r < 0)
                 return log_error_errno(r, "failed to initialize cpu manager: %s", ck_error_message(err));
-        if (cpumanager_is_static(k->cpus)) {
+        r = topology_start(k);
+        if (r < 0)
+                return r;
+        r = memory_start(k);
+        if (r < 0)
+                return r;
+        if (cpumanager_is_static(k->cpus) || memorymanager_is_static(k->memory)) {
                 char buf[CPUSET_TEXT_MAX];
                 struct cpuset pool = cpumanager_shared_pool(k->cpus);
-                log_info("CPU manager: static policy, %zu CPUs, shared pool %s", cpumanager_topology(k->cpus)->n,
-                         cpuset_format(&pool, buf, sizeof(buf)));
+                if (cpumanager_is_static(k->cpus))
+                        log_info("CPU manager: static policy, %zu CPUs, shared pool %s",
+                                 cpumanager_topology(k->cpus)->n, cpuset_format(&pool, buf, sizeof(buf)));
                 k->cpu_reconcile = evtimer_new(k->base, on_reconcile_timer, k);
                 if (!k->cpu_reconcile)
                         return -ENOMEM;
@@ -140,6 +250,8 @@ void kubelet_cpu_free(struct kubelet *k) {
                 k->cpu_reconcile = NULL;
         }
         k->cpus = cpumanager_free(k->cpus);
+        k->topology = mfree(k->topology);
+        k->memory = memorymanager_free(k->memory);
         for (size_t i = 0; i < k->n_cpu_sent; i++) {
                 free(k->cpu_sent[i].id);
                 free(k->cpu_sent[i].cpus);
@@ -149,34 +261,245 @@ void kubelet_cpu_free(struct kubelet *k) {
         k->n_cpu_sent = 0;
 }
 
+/* ---------------------------------------------------------------- the topology manager's providers */
+
+/* The device manager's hints (GetTopologyHints / GetPodTopologyHints): ckubelet's device manager allocates before
+ * the topology manager runs (its allocation is asynchronous), so its hints are upstream's for devices already
+ * allocated: every set of NUMA nodes holding the allocated devices, the narrowest that could hold as many of the
+ * resource's devices preferred; a resource whose devices report no NUMA node has no preference. */
+struct dev_list {
+        struct dev {
+                const char *resource;
+                int64_t numa;
+                bool has_numa;
+        } * v;
+        size_t n;
+        bool oom;
+};
+
+static void dev_collect(const char *resource, const char *id, int64_t numa, bool has_numa, void *userdata) {
+        struct dev_list *l = userdata;
+        struct dev *n;
+
+        if (l->oom)
+                return;
+        n = reallocarray(l->v, l->n + 1, sizeof(*n));
+        if (!n) {
+                l->oom = true;
+                return;
+        }
+        l->v = n;
+        l->v[l->n++] = (struct dev) { .resource = resource, .numa = numa, .has_numa = has_numa };
+}
+
+struct dev_gen {
+        const struct dev_list *all, *alloc;
+        const char *resource;
+        int request, min_size;
+        struct tm_hint v[TM_MAX_NUMA * 8];
+        size_t n;
+};
+
+static bool dev_in(const struct dev *d, uint64_t mask) {
+        return d->has_numa && d->numa >= 0 && d->numa < 64 && (mask >> d->numa & 1);
+}
+
+static void dev_mask(uint64_t mask, void *userdata) {
+        struct dev_gen *g = userdata;
+        int in_mask = 0, matching = 0;
+
+        for (size_t i = 0; i < g->all->n; i++)
+                in_mask += streq(g->all->v[i].resource, g->resource) && dev_in(&g->all->v[i], mask);
+        if (in_mask >= g->request && tm_count(mask) < g->min_size)
+                g->min_size = tm_count(mask);
+        for (size_t i = 0; i < g->alloc->n; i++)
+                matching += streq(g->alloc->v[i].resource, g->resource) && dev_in(&g->alloc->v[i], mask);
+        if (matching < g->request || g->n >= ELEMENTSOF(g->v))
+                return;
+        g->v[g->n++] = (struct tm_hint) { .affinity = mask, .has_affinity = true };
+}
+
+static int device_hints(struct kubelet *k, const struct pod *p, const struct container *c, struct tm_hints *acc) {
+        struct dev_list all = {}, alloc = {};
+        bool any = false;
+        int r = 0;
+
+        if (!k->devices)
+                return tm_hints_add_any(acc);
+        dm_foreach_allocatable_device(k->devices, dev_collect, &all);
+        for (size_t i = 0; i < p->spec.n_init_containers + p->spec.n_containers; i++) {
+                const struct container *x = i < p->spec.n_init_containers
+                                                    ? &p->spec.init_containers[i]
+                                                    : &p->spec.containers[i - p->spec.n_init_containers];
+                if (!c || x == c)
+                        dm_foreach_container_device(k->devices, p->uid, x->name, dev_collect, &alloc);
+        }
+        if (all.oom || alloc.oom)
+                r = -ENOMEM;
+        for (size_t i = 0; r >= 0 && i < alloc.n; i++) {
+                _cleanup_free_ struct dev_gen *g = NULL;
+                const char *res = alloc.v[i].resource;
+                bool seen = false, aware = false;
+                int nodes[TM_MAX_NUMA];
+                size_t n = 0;
+
+                for (size_t j = 0; j < i; j++)
+                        seen = seen || streq(alloc.v[j].resource, res);
+                if (seen)
+                        continue;
+                any = true;
+                g = calloc(1, sizeof(*g));
+                if (!g) {
+                        r = -ENOMEM;
+                        break;
+                }
+                *g = (struct dev_gen) { .all = &all, .alloc = &alloc, .resource = res };
+                for (size_t j = 0; j < alloc.n; j++)
+                        g->request += streq(alloc.v[j].resource, res);
+                /* the resource's NUMA nodes (deviceNUMANodes), else the machine's */
+                for (size_t j = 0; j < all.n + alloc.n; j++) {
+                        const struct dev *d = j < all.n ? &all.v[j] : &alloc.v[j - all.n];
+                        bool dup = false;
+                        if (!streq(d->resource, res) || !d->has_numa || d->numa < 0 || d->numa >= TM_MAX_NUMA)
+                                continue;
+                        aware = true;
+                        for (size_t q = 0; q < n; q++)
+                                dup = dup || nodes[q] == (int) d->numa;
+                        if (!dup)
+                                nodes[n++] = (int) d->numa;
+                }
+                if (!aware) {
+                        r = tm_hints_add_any(acc);
+                        continue;
+                }
+                for (size_t a = 1; a < n; a++)
+                        for (size_t b = a; b > 0 && nodes[b - 1] > nodes[b]; b--) {
+                                int t = nodes[b];
+                                nodes[b] = nodes[b - 1];
+                                nodes[b - 1] = t;
+                        }
+                g->min_size = (int) n;
+                tm_iterate_masks(nodes, n, dev_mask, g);
+                for (size_t h = 0; h < g->n; h++)
+                        g->v[h].preferred = tm_count(g->v[h].affinity) == g->min_size;
+                r = tm_hints_add(acc, g->v, g->n);
+        }
+        if (r >= 0 && !any)
+                r = tm_hints_add_any(acc);
+        free(all.v);
+        free(alloc.v);
+        return r;
+}
+
+static int dev_container_hints(void *userdata, const struct pod *p, const struct container *c, struct tm_hints *acc) {
+        return device_hints(userdata, p, c, acc);
+}
+static int dev_pod_hints(void *userdata, const struct pod *p, struct tm_hints *acc) {
+        return device_hints(userdata, p, NULL, acc);
+}
+static int dev_allocate(void *userdata, const struct pod *p, const struct container *c, const struct tm_hint *affinity,
+                        char **ret_reason, char **ret_message) {
+        return 0; /* allocated already, before the topology manager ran */
+}
+
+static int cpu_container_hints(void *userdata, const struct pod *p, const struct container *c, struct tm_hints *acc) {
+        struct kubelet *k = userdata;
+        return cpumanager_container_hints(k->cpus, p, c, acc);
+}
+static int cpu_pod_hints(void *userdata, const struct pod *p, struct tm_hints *acc) {
+        struct kubelet *k = userdata;
+        return cpumanager_pod_hints(k->cpus, p, acc);
+}
+static int cpu_allocate(void *userdata, const struct pod *p, const struct container *c, const struct tm_hint *affinity,
+                        char **ret_reason, char **ret_message) {
+        struct kubelet *k = userdata;
+        return cpumanager_allocate(k->cpus, p, c, affinity, ret_reason, ret_message);
+}
+
+static int mem_container_hints(void *userdata, const struct pod *p, const struct container *c, struct tm_hints *acc) {
+        struct kubelet *k = userdata;
+        return memorymanager_container_hints(k->memory, p, c, acc);
+}
+static int mem_pod_hints(void *userdata, const struct pod *p, struct tm_hints *acc) {
+        struct kubelet *k = userdata;
+        return memorymanager_pod_hints(k->memory, p, acc);
+}
+static int mem_allocate(void *userdata, const struct pod *p, const struct container *c, const struct tm_hint *affinity,
+                        char **ret_reason, char **ret_message) {
+        struct kubelet *k = userdata;
+        return memorymanager_allocate(k->memory, p, c, affinity, ret_reason, ret_message);
+}
+
 int kubelet_cpu_admit(struct kubelet *k, const struct pod *p, char **ret_reason, char **ret_message) {
         _cleanup_strv_free_ char **active = NULL;
+        /* in upstream's order: the CPU manager, the memory manager, then the device manager */
+        const struct tm_provider providers[] = {
+                { k, cpu_container_hints, cpu_pod_hints, cpu_allocate },
+                { k, mem_container_hints, mem_pod_hints, mem_allocate },
+                { k, dev_container_hints, dev_pod_hints, dev_allocate },
+        };
+        static const struct topologymanager none = {};
+        struct cpumanager_mark mark;
+        struct mm_mark *mmark;
+        int r;
 
-        if (!cpumanager_is_static(k->cpus))
+        *ret_reason = *ret_message = NULL;
+        if (!cpumanager_is_static(k->cpus) && !memorymanager_is_static(k->memory) &&
+            (!k->topology || k->topology->policy == TM_POLICY_NONE))
                 return 0;
-        /* the pods that are gone give their CPUs back first (removeStaleState), once every source has spoken */
-        if (k->config_received && kubelet_active_pod_uids(k, &active) >= 0)
-                (void) cpumanager_remove_stale(k->cpus, active);
-        return cpumanager_allocate_pod(k->cpus, p, ret_reason, ret_message);
+        /* the pods that are gone give their CPUs and memory back first (removeStaleState), once every source has
+         * spoken */
+        if (k->config_received && kubelet_active_pod_uids(k, &active) >= 0) {
+                if (cpumanager_is_static(k->cpus))
+                        (void) cpumanager_remove_stale(k->cpus, active);
+                memorymanager_remove_stale(k->memory, active);
+        }
+        mark = cpumanager_mark(k->cpus);
+        mmark = memorymanager_mark(k->memory);
+        if (!mmark)
+                return -ENOMEM;
+        r = tm_admit(k->topology ?: &none, p, providers, ELEMENTSOF(providers), ret_reason, ret_message);
+        if (r < 0) {
+                cpumanager_rollback(k->cpus, &mark);
+                memorymanager_rollback(k->memory, mmark);
+                return r;
+        }
+        cpumanager_commit(k->cpus, &mark);
+        memorymanager_commit(k->memory, mmark);
+        return 0;
+}
+
+/* the field holds protobuf-c's shared empty string until set: not freed */
+static int set_field(char **field, const char *value) {
+        char *n = strdup(value);
+        if (!n)
+                return -ENOMEM;
+        if (*field != protobuf_c_empty_string)
+                free(*field);
+        *field = n;
+        return 0;
 }
 
 int kubelet_cpu_apply(struct kubelet *k, const struct pod *p, const struct container *c,
                       Runtime__V1__ContainerConfig *cfg) {
         char buf[CPUSET_TEXT_MAX];
         struct cpuset s;
+        uint64_t mems;
+        int r;
 
-        if (!cpumanager_container_cpus(k->cpus, p->uid, c->name, &s) || cpuset_empty(&s) || !cfg->linux ||
-            !cfg->linux->resources)
+        if (!cfg->linux || !cfg->linux->resources)
                 return 0;
-        cpuset_format(&s, buf, sizeof(buf));
-        {
-                /* the field holds protobuf-c's shared empty string until set: not freed */
-                char *n = strdup(buf);
-                if (!n)
-                        return -ENOMEM;
-                if (cfg->linux->resources->cpuset_cpus != protobuf_c_empty_string)
-                        free(cfg->linux->resources->cpuset_cpus);
-                cfg->linux->resources->cpuset_cpus = n;
+        if (cpumanager_container_cpus(k->cpus, p->uid, c->name, &s) && !cpuset_empty(&s)) {
+                r = set_field(&cfg->linux->resources->cpuset_cpus, cpuset_format(&s, buf, sizeof(buf)));
+                if (r < 0)
+                        return r;
+        }
+        /* the memory manager's NUMA nodes (PreCreateContainer's CpusetMems) */
+        mems = memorymanager_container_nodes(k->memory, p->uid, c->name);
+        if (mems != 0) {
+                r = set_field(&cfg->linux->resources->cpuset_mems, tm_mask_format(mems, buf, sizeof(buf)));
+                if (r < 0)
+                        return r;
         }
         return 0;
 }
@@ -207,6 +530,8 @@ static void update_container(struct kubelet *k, const char *id, const char *cpus
         Runtime__V1__UpdateContainerResourcesRequest req = RUNTIME__V1__UPDATE_CONTAINER_RESOURCES_REQUEST__INIT;
         Runtime__V1__LinuxContainerResources lr = RUNTIME__V1__LINUX_CONTAINER_RESOURCES__INIT;
         struct cpu_update *u = calloc(1, sizeof(*u));
+        char *slash;
+        int r;
 
         if (!u || !(u->id = strdup(id)) || !(u->cpus = strdup(cpus))) {
                 if (u)
@@ -215,11 +540,20 @@ static void update_container(struct kubelet *k, const char *id, const char *cpus
                 return;
         }
         u->k = k;
-        /* the cpuset only, as upstream's updateContainerCPUSet: the runtime keeps the other values */
+        /* the cpuset only, as upstream's updateContainerCPUSet: the runtime keeps the other values; "cpus/mems"
+         * with the memory manager's NUMA nodes, sent as cpuset_mems */
         lr.cpuset_cpus = u->cpus;
+        slash = strchr(u->cpus, '/');
+        if (slash) {
+                *slash = 0;
+                lr.cpuset_mems = slash + 1;
+        }
         req.container_id = u->id;
         req.linux = &lr;
-        if (cri_update_container_resources(k->cri, &req, 0, on_update, u) < 0) {
+        r = cri_update_container_resources(k->cri, &req, 0, on_update, u);
+        if (slash) /* the request is packed: u->cpus is "cpus/mems" again, what on_update remembers */
+                *slash = '/';
+        if (r < 0) {
                 free(u->id);
                 free(u->cpus);
                 free(u);
@@ -245,16 +579,23 @@ static void release_finished(struct kubelet *k, const struct pod *p, const struc
                 if (done && cpumanager_remove_container(k->cpus, p->uid, c->name))
                         log_v(2, "CPU manager: pod %s container %s finished: its CPUs are back in the shared pool",
                               p->uid, c->name);
+                if (done && memorymanager_container_nodes(k->memory, p->uid, c->name)) {
+                        memorymanager_remove_container(k->memory, p->uid, c->name);
+                        log_v(2, "memory manager: pod %s container %s finished: its memory is free again", p->uid,
+                              c->name);
+                }
         }
 }
 
 void kubelet_cpu_reconcile(struct kubelet *k) {
         _cleanup_strv_free_ char **active = NULL;
 
-        if (!cpumanager_is_static(k->cpus))
+        if (!cpumanager_is_static(k->cpus) && !memorymanager_is_static(k->memory))
                 return;
-        if (k->config_received && kubelet_active_pod_uids(k, &active) >= 0)
+        if (k->config_received && kubelet_active_pod_uids(k, &active) >= 0) {
                 (void) cpumanager_remove_stale(k->cpus, active);
+                memorymanager_remove_stale(k->memory, active);
+        }
         for (size_t i = 0; i < k->n_cpu_sent; i++)
                 k->cpu_sent[i].seen = false;
         for (struct pod_worker *w = k->workers; w; w = w->next) {
@@ -266,8 +607,9 @@ void kubelet_cpu_reconcile(struct kubelet *k) {
                 for (size_t i = 0; i < st->n_containers; i++) {
                         const struct kc_container *c = st->containers[i];
                         struct cpu_sent *e = sent_find(k, c->id);
-                        char buf[CPUSET_TEXT_MAX];
+                        char buf[CPUSET_TEXT_MAX + 256];
                         struct cpuset s;
+                        uint64_t mems;
 
                         if (e)
                                 e->seen = true;
@@ -276,6 +618,13 @@ void kubelet_cpu_reconcile(struct kubelet *k) {
                         if (!cpumanager_container_cpus(k->cpus, w->uid, c->name, &s) || cpuset_empty(&s))
                                 continue;
                         cpuset_format(&s, buf, sizeof(buf));
+                        /* with the memory manager's NUMA nodes: "cpus/mems" is what was sent */
+                        mems = memorymanager_container_nodes(k->memory, w->uid, c->name);
+                        if (mems) {
+                                size_t len = strlen(buf);
+                                buf[len] = '/';
+                                tm_mask_format(mems, buf + len + 1, sizeof(buf) - len - 1);
+                        }
                         if (e && streq(e->cpus, buf))
                                 continue;
                         update_container(k, c->id, buf);

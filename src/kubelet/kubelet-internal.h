@@ -206,10 +206,12 @@ struct kubelet {
         struct credprov *credprov;     /* --image-credential-provider-config, else NULL */
         struct devicemanager *devices; /* device plugins */
         struct podresources_server *podresources;
-        struct podsapi_server *pods_api; /* pods/v1alpha1 (PodsAPI), NULL when the gate is off */
-        struct cpumanager *cpus;         /* the CPU manager (cpu.c) */
-        struct event *cpu_reconcile;     /* every cpuManagerReconcilePeriod under the static policy */
-        struct cpu_sent *cpu_sent;       /* the cpuset each container was last given */
+        struct podsapi_server *pods_api;  /* pods/v1alpha1 (PodsAPI), NULL when the gate is off */
+        struct cpumanager *cpus;          /* the CPU manager (cpu.c) */
+        struct topologymanager *topology; /* the topology manager (cpu.c) */
+        struct memorymanager *memory;     /* the memory manager (cpu.c) */
+        struct event *cpu_reconcile;      /* every cpuManagerReconcilePeriod under the static policy */
+        struct cpu_sent *cpu_sent;        /* the cpuset each container was last given */
         size_t n_cpu_sent;
         struct admission_extended *admission_extended; /* admission.extended points here */
         struct node_extended_resource *node_extended;  /* what the node status reports */

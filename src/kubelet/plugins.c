@@ -14,6 +14,7 @@
 #include "kubelet/plugins.h"
 #include "kubelet/dra.h"
 #include "cm/cpumanager/cpumanager.h"
+#include "cm/memorymanager/memorymanager.h"
 
 /* ---------------------------------------------------------------- device manager */
 
@@ -250,6 +251,17 @@ static size_t pr_allocatable_cpus(void *userdata, int64_t *buf, size_t cap) {
         return cpus_to_ids(&s, buf, cap);
 }
 
+static void pr_container_memory(void *userdata, const char *pod_uid, const char *container, podresources_memory_cb cb,
+                                void *cb_userdata) {
+        struct kubelet *k = userdata;
+        memorymanager_foreach_container_block(k->memory, pod_uid, container, cb, cb_userdata);
+}
+
+static void pr_allocatable_memory(void *userdata, podresources_memory_cb cb, void *cb_userdata) {
+        struct kubelet *k = userdata;
+        memorymanager_foreach_allocatable(k->memory, cb, cb_userdata);
+}
+
 /* ---------------------------------------------------------------- start, stop */
 
 int kubelet_plugins_start(struct kubelet *k) {
@@ -278,6 +290,8 @@ int kubelet_plugins_start(struct kubelet *k) {
                                             .allocatable_devices = pr_allocatable,
                                             .container_cpus = pr_container_cpus,
                                             .allocatable_cpus = pr_allocatable_cpus,
+                                            .container_memory = pr_container_memory,
+                                            .allocatable_memory = pr_allocatable_memory,
                                             .userdata = k,
                                     },
                                     &k->podresources);

@@ -176,6 +176,25 @@ static const struct flag_def flag_defs[] = {
         { "cpu-manager-reconcile-period", 0, FLAG_DURATION, OFF(cpu_manager_reconcile_period_usec),
           "cpuManagerReconcilePeriod", "duration",
           "How often the CPU manager brings the containers' cpusets in line with its state (default 10s)", NULL },
+        { "memory-manager-policy", 0, FLAG_STRING, OFF(memory_manager_policy), "memoryManagerPolicy", "string",
+          "Memory manager policy: 'None' (default) or 'Static' (the memory and huge pages of Guaranteed pods' "
+          "containers reserved on NUMA nodes, cpuset.mems set to them; needs --reserved-memory)",
+          NULL },
+        { "reserved-memory", 0, FLAG_STRING, OFF(reserved_memory), "reservedMemory", "string",
+          "Memory reserved per NUMA node for the system under the Static memory manager policy: "
+          "'0:memory=1Gi,hugepages-2Mi=0;1:memory=2Gi' (repeatable: each use adds). The totals must equal kube-reserved + system-reserved + the "
+          "hard memory.available eviction threshold",
+          NULL },
+        { "topology-manager-policy", 0, FLAG_STRING, OFF(topology_manager_policy), "topologyManagerPolicy", "string",
+          "Topology manager policy: 'none' (default), 'best-effort', 'restricted' or 'single-numa-node' (NUMA "
+          "alignment of the CPU manager's, device manager's and memory manager's allocations)",
+          NULL },
+        { "topology-manager-policy-options", 0, FLAG_STRING, OFF(topology_manager_policy_options),
+          "topologyManagerPolicyOptions", "mapStringString",
+          "Options of the topology manager policy: 'prefer-closest-numa-nodes=true', 'max-allowable-numa-nodes=N'",
+          NULL },
+        { "topology-manager-scope", 0, FLAG_STRING, OFF(topology_manager_scope), "topologyManagerScope", "string",
+          "Topology manager scope: 'container' (default: hints merged per container) or 'pod' (per pod)", NULL },
         { "enable-debugging-handlers", 0, FLAG_BOOL, OFF(enable_debugging_handlers), "enableDebuggingHandlers", "",
           "Serve the endpoints that reach into containers: logs, exec, attach, port-forward and run", NULL },
         { "enable-server", 0, FLAG_BOOL, OFF(enable_server), "enableServer", "", "Serve the kubelet API", NULL },
@@ -469,7 +488,6 @@ static const struct flag_def flag_defs[] = {
         COMPAT("master-service-namespace", "string", "",
                "not implemented by ckubelet (a flag of older upstream kubelets)"),
         COMPAT("max-open-files", "string", "", "the kubelet process' open file limit is left as it was started with"),
-        COMPAT("memory-manager-policy", "string", "", "no memory manager: the policy is always None"),
         COMPAT("network-plugin", "string", "", "not implemented by ckubelet (a flag of older upstream kubelets)"),
         COMPAT("network-plugin-mtu", "string", "", "not implemented by ckubelet (a flag of older upstream kubelets)"),
         COMPAT("node-status-max-images", "string", "", "the node status reports up to 50 images"),
@@ -491,7 +509,6 @@ static const struct flag_def flag_defs[] = {
                "image pulls are limited by --serialize-image-pulls and maxParallelImagePulls only"),
         COMPAT("registry-qps", "string", "",
                "image pulls are limited by --serialize-image-pulls and maxParallelImagePulls only"),
-        COMPAT("reserved-memory", "string", "", "no memory manager"),
         COMPAT("runonce", NULL, "false", "the run-once mode is not implemented"),
         COMPAT("runtime-cgroups", "string", "", "the runtime's cgroup is not managed"),
         COMPAT("seccomp-profile-root", "string", "", "not implemented by ckubelet (a flag of older upstream kubelets)"),
@@ -512,9 +529,6 @@ static const struct flag_def flag_defs[] = {
         COMPAT("system-reserved-cgroup", "string", "", "the reserved resources are not enforced on a cgroup"),
         COMPAT("tls-cipher-suites", "string", "", "the kubelet API uses OpenSSL's default cipher suites"),
         COMPAT("tls-min-version", "string", "", "the kubelet API uses OpenSSL's default minimum TLS version"),
-        COMPAT("topology-manager-policy", "string", "", "no topology manager: the policy is always none"),
-        COMPAT("topology-manager-policy-options", "string", "", "not implemented by ckubelet"),
-        COMPAT("topology-manager-scope", "string", "", "not implemented by ckubelet"),
         COMPAT("vmodule", "string", "", "per-file verbosity is not implemented (--v is)"),
         COMPAT("volume-plugin-dir", "string", "", "FlexVolume plugins are not supported"),
 };
@@ -543,7 +557,6 @@ static const char *const unsupported_fields[] = {
         "localStorageCapacityIsolation",
         "makeIPTablesUtilChains",
         "maxOpenFiles",
-        "memoryManagerPolicy",
         "memoryReservationPolicy",
         "memoryThrottlingFactor",
         "mergeDefaultEvictionSettings",
@@ -558,7 +571,6 @@ static const char *const unsupported_fields[] = {
         "qosReserved",
         "registryBurst",
         "registryPullQPS",
-        "reservedMemory",
         "runOnce",
         "showHiddenMetricsForVersion",
         "singleProcessOOMKill",
@@ -567,9 +579,6 @@ static const char *const unsupported_fields[] = {
         "tlsCipherSuites",
         "tlsCurvePreferences",
         "tlsMinVersion",
-        "topologyManagerPolicy",
-        "topologyManagerPolicyOptions",
-        "topologyManagerScope",
         "tracing",
         "userNamespaces",
         "volumePluginDir",
@@ -692,6 +701,11 @@ void kubelet_options_done(struct kubelet_options *o) {
         free(o->register_with_taints);
         free(o->kube_reserved);
         free(o->cpu_manager_policy);
+        free(o->topology_manager_policy);
+        free(o->memory_manager_policy);
+        free(o->reserved_memory);
+        free(o->topology_manager_scope);
+        free(o->topology_manager_policy_options);
         free(o->cpu_manager_policy_options);
         free(o->reserved_system_cpus);
         free(o->sysfs_root);
@@ -880,6 +894,20 @@ static int apply_flag(struct kubelet_options *o, struct parse_state *st, const s
                 log_warning("Flag --%s has been deprecated, %s", f->name, f->deprecated);
         switch (f->kind) {
         case FLAG_STRING:
+                if (f->offset == OFF(reserved_memory)) {
+                        /* ReservedMemoryVar: the first use replaces the config file's, later ones add NUMA nodes */
+                        char **target = (char **) (base + f->offset);
+                        uint64_t bit = UINT64_C(1) << ((size_t) (f - flag_defs) % 64);
+                        if ((st->maps_seen & bit) && !isempty(*target) && !isempty(value)) {
+                                char *joined;
+                                if (asprintf(&joined, "%s;%s", *target, value) < 0)
+                                        return -ENOMEM;
+                                free(*target);
+                                *target = joined;
+                                return 0;
+                        }
+                        st->maps_seen |= bit;
+                }
                 return free_and_strdup((char **) (base + f->offset), value);
 
         case FLAG_FEATURE_GATES:
@@ -1249,6 +1277,47 @@ static int config_string_list(struct config_ctx *c, const char *field, json_t *v
 }
 
 /* map[string]string → "k=v,k2=v2" (the flag's syntax) */
+/* reservedMemory: [{numaNode: 0, limits: {memory: 1Gi, hugepages-2Mi: 0}}, ...] as --reserved-memory's text */
+static int config_reserved_memory(struct config_ctx *c, const char *field, json_t *v, char **target) {
+        _cleanup_strv_free_ char **nodes = NULL;
+        _cleanup_free_ char *joined = NULL;
+        size_t i;
+        json_t *e;
+
+        if (!json_is_array(v))
+                return config_error(c, -EINVAL, "%s: expected a list, got %s", field, json_type_name(v));
+        json_array_foreach(v, i, e) {
+                json_t *numa = json_object_get(e, "numaNode"), *limits = json_object_get(e, "limits"), *q;
+                _cleanup_strv_free_ char **kv = NULL;
+                _cleanup_free_ char *items = NULL;
+                const char *name;
+                char *item;
+
+                if (!json_is_object(e) || !json_is_integer(numa) || json_integer_value(numa) < 0 ||
+                    json_integer_value(numa) > INT32_MAX)
+                        return config_error(c, -EINVAL, "%s[%zu].numaNode: expected a NUMA node number", field, i);
+                if (!json_is_object(limits))
+                        return config_error(c, -EINVAL, "%s[%zu].limits: expected a map of quantities", field, i);
+                json_object_foreach(limits, name, q) {
+                        if (!json_is_string(q) || strpbrk(name, ",;=:") || strpbrk(json_string_value(q), ",;=:"))
+                                return config_error(c, -EINVAL, "%s[%zu].limits.%s: expected a quantity", field, i,
+                                                    name);
+                        if (asprintf(&item, "%s=%s", name, json_string_value(q)) < 0 || strv_push(&kv, item) < 0)
+                                return -ENOMEM;
+                }
+                items = strv_join(kv, ",");
+                if (!items || asprintf(&item, "%lld:%s", (long long) json_integer_value(numa), items) < 0 ||
+                    strv_push(&nodes, item) < 0)
+                        return -ENOMEM;
+        }
+        joined = nodes ? strv_join(nodes, ";") : strdup("");
+        if (!joined)
+                return -ENOMEM;
+        free(*target);
+        *target = TAKE_PTR(joined);
+        return 0;
+}
+
 static int config_string_map(struct config_ctx *c, const char *field, json_t *v, char **target) {
         _cleanup_strv_free_ char **l = NULL;
         const char *key;
@@ -1623,6 +1692,16 @@ static int config_apply_field(struct config_ctx *c, const char *key, json_t *v, 
                 return config_string_map(c, key, v, &o->system_reserved);
         if (streq(key, "cpuManagerPolicyOptions"))
                 return config_string_map(c, key, v, &o->cpu_manager_policy_options);
+        if (streq(key, "memoryManagerPolicy"))
+                return config_string(c, key, v, false, &o->memory_manager_policy);
+        if (streq(key, "reservedMemory"))
+                return config_reserved_memory(c, key, v, &o->reserved_memory);
+        if (streq(key, "topologyManagerPolicyOptions"))
+                return config_string_map(c, key, v, &o->topology_manager_policy_options);
+        if (streq(key, "topologyManagerPolicy"))
+                return config_string(c, key, v, false, &o->topology_manager_policy);
+        if (streq(key, "topologyManagerScope"))
+                return config_string(c, key, v, false, &o->topology_manager_scope);
         if (streq(key, "cpuManagerPolicy"))
                 return config_string(c, key, v, false, &o->cpu_manager_policy);
         if (streq(key, "cpuManagerReconcilePeriod"))

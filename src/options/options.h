@@ -81,6 +81,11 @@ struct kubelet_options {
         char *system_reserved;                      /* --system-reserved / systemReserved */
         char *cpu_manager_policy;                   /* --cpu-manager-policy / cpuManagerPolicy: none, static */
         char *cpu_manager_policy_options;           /* --cpu-manager-policy-options: "name=value,..." */
+        char *memory_manager_policy;                /* --memory-manager-policy / memoryManagerPolicy: None, Static */
+        char *reserved_memory;         /* --reserved-memory / reservedMemory: "0:memory=1Gi,hugepages-2Mi=0;1:..." */
+        char *topology_manager_policy; /* --topology-manager-policy: none, best-effort, restricted, single-numa-node */
+        char *topology_manager_scope;  /* --topology-manager-scope: container, pod */
+        char *topology_manager_policy_options;      /* --topology-manager-policy-options: "name=value,..." */
         uint64_t cpu_manager_reconcile_period_usec; /* cpuManagerReconcilePeriod, 10s */
         char *reserved_system_cpus;                 /* --reserved-cpus / reservedSystemCPUs: "0-1" */
         char *sysfs_root;                           /* not a flag: where the CPU topology is read (tests); NULL: /sys */

@@ -143,6 +143,41 @@ static void add_device(const char *resource, const char *id, int64_t numa, bool 
                                               arena_strdup(b->a, id));
 }
 
+/* ---------------------------------------------------------------- memory */
+
+struct memory_builder {
+        struct arena *a;
+        V1__ContainerMemory **v;
+        size_t n;
+};
+
+/* containerMemoryFromBlock: one entry per block, its NUMA nodes as its topology */
+static void add_memory(const char *type, uint64_t size, uint64_t numa_mask, void *userdata) {
+        struct memory_builder *b = userdata;
+        V1__ContainerMemory *cm = arena_alloc(b->a, sizeof(*cm));
+        V1__TopologyInfo *t = arena_alloc(b->a, sizeof(*t));
+
+        if (!cm || !t)
+                return;
+        v1__container_memory__init(cm);
+        v1__topology_info__init(t);
+        cm->memory_type = arena_strdup(b->a, type);
+        cm->size = size;
+        for (int i = 0; i < 64; i++) {
+                V1__NUMANode *node;
+                if (!(numa_mask >> i & 1))
+                        continue;
+                node = arena_alloc(b->a, sizeof(*node));
+                if (!node)
+                        return;
+                v1__numanode__init(node);
+                node->id = i;
+                t->nodes = (V1__NUMANode **) arena_push(b->a, (void **) t->nodes, &t->n_nodes, node);
+        }
+        cm->topology = t;
+        b->v = (V1__ContainerMemory **) arena_push(b->a, (void **) b->v, &b->n, cm);
+}
+
 /* ---------------------------------------------------------------- handlers */
 
 /* the rate limiter (golang.org/x/time/rate with DefaultQPS and DefaultBurstTokens) */
@@ -196,7 +231,14 @@ static V1__PodResources *pod_resources(struct podresources_server *s, struct are
                 s->p.container_devices(s->p.userdata, p->uid, p->containers[i], add_device, &b);
                 cr->devices = b.v;
                 cr->n_devices = b.n;
-                /* the CPU manager's exclusive CPUs; no memory manager: memory stays empty */
+                /* the memory manager's blocks */
+                if (s->p.container_memory) {
+                        struct memory_builder mb = { .a = a };
+                        s->p.container_memory(s->p.userdata, p->uid, p->containers[i], add_memory, &mb);
+                        cr->memory = mb.v;
+                        cr->n_memory = mb.n;
+                }
+                /* the CPU manager's exclusive CPUs */
                 if (s->p.container_cpus && !cpu_ids(a,
                                                     s->p.container_cpus(s->p.userdata, p->uid, p->containers[i],
                                                                         a->cpus, PODRESOURCES_CPUS_MAX),
@@ -290,7 +332,14 @@ static void on_allocatable(struct grpc_server_call *call, const ProtobufCMessage
         s->p.allocatable_devices(s->p.userdata, add_device, &b);
         resp.devices = b.v;
         resp.n_devices = b.n;
-        /* the CPU manager's allocatable CPUs; memory: none without a memory manager */
+        /* the memory manager's allocatable memory, per NUMA node */
+        if (s->p.allocatable_memory) {
+                struct memory_builder mb = { .a = &a };
+                s->p.allocatable_memory(s->p.userdata, add_memory, &mb);
+                resp.memory = mb.v;
+                resp.n_memory = mb.n;
+        }
+        /* the CPU manager's allocatable CPUs */
         if (s->p.allocatable_cpus)
                 (void) cpu_ids(&a, s->p.allocatable_cpus(s->p.userdata, a.cpus, PODRESOURCES_CPUS_MAX), &resp.cpu_ids,
                                &resp.n_cpu_ids);

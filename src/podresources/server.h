@@ -5,8 +5,9 @@
  * on <root-dir>/pod-resources/kubelet.sock, served by src/grpc/server.c on the loop. What it reports comes from
  * a provider the kubelet fills: the active pods and their containers (app containers and sidecars, as upstream
  * lists them), the devices of each container and the allocatable devices, the exclusive CPUs of each container
- * and the allocatable CPUs (the CPU manager's; empty under its none policy). No memory manager: memory is always
- * empty. Requests are rate limited as upstream
+ * and the allocatable CPUs (the CPU manager's; empty under its none policy), the memory of each container and the
+ * allocatable memory per NUMA node (the memory manager's; empty under its None policy). Requests are rate limited as
+ * upstream
  * (100 per second, bursts of 10: ResourceExhausted "rejected by rate limit"). */
 
 #include <event2/event.h>
@@ -25,6 +26,7 @@ struct podresources_pod {
 };
 
 typedef void (*podresources_pod_cb)(const struct podresources_pod *p, void *userdata);
+typedef void (*podresources_memory_cb)(const char *type, uint64_t size, uint64_t numa_mask, void *userdata);
 typedef void (*podresources_device_cb)(const char *resource, const char *id, int64_t numa, bool has_numa,
                                        void *userdata);
 
@@ -40,6 +42,11 @@ struct podresources_provider {
         size_t (*container_cpus)(void *userdata, const char *pod_uid, const char *container, int64_t *buf, size_t cap);
         /* the CPUs that can be given exclusively (NULL: none), as container_cpus */
         size_t (*allocatable_cpus)(void *userdata, int64_t *buf, size_t cap);
+        /* the memory blocks of a container and the allocatable memory (NULL: none): type ("memory",
+         * "hugepages-2Mi"), size in bytes and NUMA nodes */
+        void (*container_memory)(void *userdata, const char *pod_uid, const char *container, podresources_memory_cb cb,
+                                 void *cb_userdata);
+        void (*allocatable_memory)(void *userdata, podresources_memory_cb cb, void *cb_userdata);
         void *userdata;
 };
 

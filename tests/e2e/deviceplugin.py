@@ -62,7 +62,11 @@ class Plugin:
 
     def devices(self):
         bad = self.unhealthy()
-        return [self.pb.Device(ID=i, health="Unhealthy" if i in bad else "Healthy") for i in self.ids]
+        devs = [self.pb.Device(ID=i, health="Unhealthy" if i in bad else "Healthy") for i in self.ids]
+        if self.args.numa is not None:  # every device on that NUMA node
+            for d in devs:
+                d.topology.nodes.add(ID=self.args.numa)
+        return devs
 
     # ---- the DevicePlugin service ----
     def GetDevicePluginOptions(self, request, context):
@@ -190,6 +194,7 @@ def main():
     ap.add_argument("--pre-start", action="store_true")
     ap.add_argument("--preferred", action="store_true")
     ap.add_argument("--fail-allocate", action="store_true")
+    ap.add_argument("--numa", type=int, help="the devices' NUMA node (their topology)")
     ap.add_argument("--cdi-kind", help="also answer each device as the CDI device KIND=<id>")
     Plugin(ap.parse_args()).run()
 

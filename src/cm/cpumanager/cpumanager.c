@@ -580,8 +580,44 @@ static void update_reuse(struct cpumanager *m, const struct pod *p, const struct
         m->reuse = cpuset_diff(&m->reuse, s);
 }
 
-static int allocate_container(struct cpumanager *m, const struct pod *p, const struct container *c, char **ret_reason,
-                              char **ret_message) {
+/* the CPUs of the NUMA nodes in mask */
+static struct cpuset cpus_in_numa_mask(const struct cpu_topology *t, uint64_t mask) {
+        struct cpuset s = {};
+        for (size_t i = 0; i < t->n; i++)
+                if (t->cpus[i].numa >= 0 && t->cpus[i].numa < 64 && (mask >> t->cpus[i].numa & 1))
+                        cpuset_add(&s, t->cpus[i].cpu);
+        return s;
+}
+
+/* allocateCPUs: the CPUs of the affinity's NUMA nodes first, the rest (when they are not enough) from anywhere */
+static int take_aligned(const struct cpumanager *m, const struct cpuset *avail, int n, const struct tm_hint *affinity,
+                        struct cpuset *ret, struct ck_error **ret_error) {
+        struct cpuset got = {}, rest;
+        int r;
+
+        if (affinity && affinity->has_affinity) {
+                struct cpuset in = cpus_in_numa_mask(m->topo, affinity->affinity), aligned = cpuset_and(avail, &in);
+                int k = MIN(n, cpuset_count(&aligned));
+                if (k > 0) {
+                        r = cpumanager_take_by_topology(m->topo, &aligned, k, &got, ret_error);
+                        if (r < 0)
+                                return r;
+                }
+        }
+        if (cpuset_count(&got) < n) {
+                struct cpuset more;
+                rest = cpuset_diff(avail, &got);
+                r = cpumanager_take_by_topology(m->topo, &rest, n - cpuset_count(&got), &more, ret_error);
+                if (r < 0)
+                        return r;
+                got = cpuset_union(&got, &more);
+        }
+        *ret = got;
+        return 0;
+}
+
+static int allocate_container(struct cpumanager *m, const struct pod *p, const struct container *c,
+                              const struct tm_hint *affinity, char **ret_reason, char **ret_message) {
         int n = cpumanager_container_guaranteed_cpus(p, c);
         _cleanup_ck_error_ struct ck_error *err = NULL;
         struct entry *e;
@@ -619,7 +655,7 @@ static int allocate_container(struct cpumanager *m, const struct pod *p, const s
         avail = cpuset_diff(&m->def, &m->reserved);
         if (streq_ptr(m->reuse_uid, p->uid))
                 avail = cpuset_union(&avail, &m->reuse);
-        r = cpumanager_take_by_topology(m->topo, &avail, n, &got, &err);
+        r = take_aligned(m, &avail, n, affinity, &got, &err);
         if (r < 0) {
                 *ret_reason = strdup("UnexpectedAdmissionError");
                 if (asprintf(ret_message, "Allocate failed due to %s, which is unexpected", ck_error_message(err)) < 0)
@@ -635,27 +671,163 @@ static int allocate_container(struct cpumanager *m, const struct pod *p, const s
 }
 
 int cpumanager_allocate_pod(struct cpumanager *m, const struct pod *p, char **ret_reason, char **ret_message) {
-        size_t before = m->n_entries;
-        struct cpuset def_before = m->def;
+        struct cpumanager_mark mark = cpumanager_mark(m);
         int r = 0;
 
         *ret_reason = *ret_message = NULL;
         if (!m->is_static)
                 return 0;
         for (size_t i = 0; r >= 0 && i < p->spec.n_init_containers; i++)
-                r = allocate_container(m, p, &p->spec.init_containers[i], ret_reason, ret_message);
+                r = allocate_container(m, p, &p->spec.init_containers[i], NULL, ret_reason, ret_message);
         for (size_t i = 0; r >= 0 && i < p->spec.n_containers; i++)
-                r = allocate_container(m, p, &p->spec.containers[i], ret_reason, ret_message);
+                r = allocate_container(m, p, &p->spec.containers[i], NULL, ret_reason, ret_message);
         if (r < 0) {
-                /* nothing of a refused pod is kept */
-                while (m->n_entries > before)
-                        drop_entry(m, &m->entries[m->n_entries - 1]);
-                m->def = def_before;
+                cpumanager_rollback(m, &mark);
                 return r;
         }
-        if (m->n_entries != before)
-                (void) store(m);
+        cpumanager_commit(m, &mark);
         return 0;
+}
+
+int cpumanager_allocate(struct cpumanager *m, const struct pod *p, const struct container *c,
+                        const struct tm_hint *affinity, char **ret_reason, char **ret_message) {
+        *ret_reason = *ret_message = NULL;
+        if (!m || !m->is_static)
+                return 0;
+        return allocate_container(m, p, c, affinity, ret_reason, ret_message);
+}
+
+struct cpumanager_mark cpumanager_mark(const struct cpumanager *m) {
+        return (struct cpumanager_mark) { .n_entries = m ? m->n_entries : 0, .def = m ? m->def : (struct cpuset) {} };
+}
+
+void cpumanager_rollback(struct cpumanager *m, const struct cpumanager_mark *mark) {
+        /* nothing of a refused pod is kept */
+        if (!m)
+                return;
+        while (m->n_entries > mark->n_entries)
+                drop_entry(m, &m->entries[m->n_entries - 1]);
+        m->def = mark->def;
+}
+
+void cpumanager_commit(struct cpumanager *m, const struct cpumanager_mark *mark) {
+        if (m && m->n_entries != mark->n_entries)
+                (void) store(m);
+}
+
+/* ---------------------------------------------------------------- topology hints */
+
+struct hint_gen {
+        const struct cpumanager *m;
+        const struct cpuset *avail, *reuse;
+        int request, min_size;
+        struct tm_hint *v;
+        size_t n;
+        bool oom;
+};
+
+static void hint_mask(uint64_t mask, void *userdata) {
+        struct hint_gen *g = userdata;
+        struct cpuset in = cpus_in_numa_mask(g->m->topo, mask), x;
+        int matching;
+
+        if (cpuset_count(&in) >= g->request && tm_count(mask) < g->min_size)
+                g->min_size = tm_count(mask);
+        x = cpuset_diff(g->reuse, &in);
+        if (!cpuset_empty(&x))
+                return; /* a reusable CPU outside the mask */
+        x = cpuset_and(g->avail, &in);
+        matching = cpuset_count(g->reuse) + cpuset_count(&x);
+        if (matching < g->request)
+                return;
+        if (g->n % 16 == 0) {
+                struct tm_hint *nv = reallocarray(g->v, g->n + 16, sizeof(*nv));
+                if (!nv) {
+                        g->oom = true;
+                        return;
+                }
+                g->v = nv;
+        }
+        g->v[g->n++] = (struct tm_hint) { .affinity = mask, .has_affinity = true };
+}
+
+/* generateCPUTopologyHints (without align-by-socket, which ckubelet refuses) */
+static int add_cpu_hints(const struct cpumanager *m, const struct cpuset *avail, const struct cpuset *reuse,
+                         int request, struct tm_hints *acc) {
+        int nodes[TM_MAX_NUMA];
+        size_t n = 0;
+        struct hint_gen g = { .m = m, .avail = avail, .reuse = reuse, .request = request };
+        int r;
+
+        for (size_t i = 0; i < m->topo->n; i++) {
+                int id = m->topo->cpus[i].numa;
+                bool seen = false;
+                for (size_t j = 0; j < n; j++)
+                        seen = seen || nodes[j] == id;
+                if (!seen && id >= 0 && id < TM_MAX_NUMA && n < TM_MAX_NUMA)
+                        nodes[n++] = id;
+        }
+        for (size_t i = 1; i < n; i++) /* ascending, as CPUDetails.NUMANodes().List() */
+                for (size_t j = i; j > 0 && nodes[j - 1] > nodes[j]; j--) {
+                        int t = nodes[j];
+                        nodes[j] = nodes[j - 1];
+                        nodes[j - 1] = t;
+                }
+        g.min_size = (int) n;
+        tm_iterate_masks(nodes, n, hint_mask, &g);
+        if (g.oom) {
+                free(g.v);
+                return -ENOMEM;
+        }
+        for (size_t i = 0; i < g.n; i++)
+                g.v[i].preferred = tm_count(g.v[i].affinity) == g.min_size;
+        r = tm_hints_add(acc, g.v, g.n);
+        free(g.v);
+        return r;
+}
+
+int cpumanager_container_hints(const struct cpumanager *m, const struct pod *p, const struct container *c,
+                               struct tm_hints *acc) {
+        int request = m && m->is_static ? cpumanager_container_guaranteed_cpus(p, c) : 0;
+        const struct entry *e;
+        struct cpuset avail, none = {}, reuse;
+
+        if (request == 0)
+                return tm_hints_add_any(acc); /* no preference */
+        e = find_entry(m, p->uid, c->name);
+        if (e) {
+                if (cpuset_count(&e->cpus) != request)
+                        return tm_hints_add(acc, NULL, 0);
+                return add_cpu_hints(m, &e->cpus, &none, request, acc);
+        }
+        avail = cpuset_diff(&m->def, &m->reserved);
+        reuse = streq_ptr(m->reuse_uid, p->uid) ? m->reuse : none;
+        return add_cpu_hints(m, &avail, &reuse, request, acc);
+}
+
+int cpumanager_pod_hints(const struct cpumanager *m, const struct pod *p, struct tm_hints *acc) {
+        int request = m && m->is_static ? cpumanager_pod_guaranteed_cpus(p) : 0;
+        struct cpuset assigned = {}, avail, none = {}, reuse;
+
+        if (request == 0)
+                return tm_hints_add_any(acc);
+        for (size_t i = 0; i < p->spec.n_init_containers + p->spec.n_containers; i++) {
+                const struct container *c = i < p->spec.n_init_containers
+                                                    ? &p->spec.init_containers[i]
+                                                    : &p->spec.containers[i - p->spec.n_init_containers];
+                const struct entry *e = find_entry(m, p->uid, c->name);
+                if (!e)
+                        continue;
+                if (cpuset_count(&e->cpus) != cpumanager_container_guaranteed_cpus(p, c))
+                        return tm_hints_add(acc, NULL, 0);
+                assigned = cpuset_union(&assigned, &e->cpus);
+        }
+        if (cpuset_count(&assigned) == request)
+                return add_cpu_hints(m, &assigned, &none, request, acc);
+        avail = cpuset_diff(&m->def, &m->reserved);
+        reuse = streq_ptr(m->reuse_uid, p->uid) ? m->reuse : none;
+        reuse = cpuset_union(&reuse, &assigned);
+        return add_cpu_hints(m, &avail, &reuse, request, acc);
 }
 
 bool cpumanager_container_cpus(const struct cpumanager *m, const char *pod_uid, const char *container,

@@ -19,6 +19,7 @@
 #include "basic/macro.h"
 #include "cm/cpumanager/cpuset.h"
 #include "cm/cpumanager/topology.h"
+#include "cm/topologymanager/topologymanager.h"
 
 struct cpumanager_options {
         bool full_pcpus_only, strict_cpu_reservation;
@@ -47,6 +48,23 @@ const struct cpu_topology *cpumanager_topology(const struct cpumanager *m);
  * exclusive CPUs. -ENOSPC with upstream's reason and message (SMTAlignmentError, UnexpectedAdmissionError) when it
  * cannot be done; nothing of the pod is kept then. A pod already in the state keeps what it has. */
 int cpumanager_allocate_pod(struct cpumanager *m, const struct pod *p, char **ret_reason, char **ret_message);
+/* The topology manager's provider (HintProvider): the hints of a container or a pod (upstream's static policy's
+ * GetTopologyHints / GetPodTopologyHints: every set of NUMA nodes with enough free CPUs, the narrowest preferred;
+ * no preference under none or for a container without exclusive CPUs), and a container's allocation with the
+ * chosen affinity (its NUMA nodes' CPUs first). A pod's allocations are undone together (cpumanager_rollback to a
+ * mark taken before the first) or stored (cpumanager_commit). */
+int cpumanager_container_hints(const struct cpumanager *m, const struct pod *p, const struct container *c,
+                               struct tm_hints *acc);
+int cpumanager_pod_hints(const struct cpumanager *m, const struct pod *p, struct tm_hints *acc);
+int cpumanager_allocate(struct cpumanager *m, const struct pod *p, const struct container *c,
+                        const struct tm_hint *affinity, char **ret_reason, char **ret_message);
+struct cpumanager_mark {
+        size_t n_entries;
+        struct cpuset def;
+};
+struct cpumanager_mark cpumanager_mark(const struct cpumanager *m);
+void cpumanager_rollback(struct cpumanager *m, const struct cpumanager_mark *mark);
+void cpumanager_commit(struct cpumanager *m, const struct cpumanager_mark *mark);
 /* the CPUs a container runs on: its exclusive ones, else the shared pool. false under the none policy. */
 bool cpumanager_container_cpus(const struct cpumanager *m, const char *pod_uid, const char *container,
                                struct cpuset *ret);

@@ -3,7 +3,8 @@
 
 /* A fake sysfs for the CPU manager's tests (cm/cpumanager.c, kubelet/cpumanager.c): 2 sockets x 2 NUMA nodes per
  * socket x 4 cores per NUMA node x 2 threads; CPUs numbered as Linux does (first threads 0-15, siblings 16-31),
- * one L3 cache per NUMA node. Include after cmocka.h. */
+ * one L3 cache per NUMA node; each NUMA node with its distances, 16 GiB of memory (meminfo) and 512 2 MiB huge pages.
+ * Include after cmocka.h. */
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -57,5 +58,30 @@ static inline void fake_sysfs_make(const char *root) {
                 char rel[256];
                 snprintf(rel, sizeof(rel), "devices/system/node/node%d/cpulist", n);
                 fake_sysfs_put(root, rel, "%d-%d,%d-%d\n", n * 4, n * 4 + 3, n * 4 + 16, n * 4 + 19);
+                /* the distances: 10 to itself, 11 to the other node of its socket, 21 across sockets */
+                snprintf(rel, sizeof(rel), "devices/system/node/node%d/distance", n);
+                fake_sysfs_put(root, rel, "%d %d %d %d\n",
+                               n == 0       ? 10
+                               : n / 2 == 0 ? 11
+                                            : 21,
+                               n == 1       ? 10
+                               : n / 2 == 0 ? 11
+                                            : 21,
+                               n == 2       ? 10
+                               : n / 2 == 1 ? 11
+                                            : 21,
+                               n == 3       ? 10
+                               : n / 2 == 1 ? 11
+                                            : 21);
+                /* 16 GiB of memory each, 1 GiB of it in 512 2 MiB pages, none in 1 GiB pages */
+                snprintf(rel, sizeof(rel), "devices/system/node/node%d/meminfo", n);
+                fake_sysfs_put(root, rel,
+                               "Node %d MemTotal:       16777216 kB\nNode %d MemFree:        15000000 kB\n"
+                               "Node %d HugePages_Total:   512\nNode %d HugePages_Free:    512\n",
+                               n, n, n, n);
+                snprintf(rel, sizeof(rel), "devices/system/node/node%d/hugepages/hugepages-2048kB/nr_hugepages", n);
+                fake_sysfs_put(root, rel, "512\n");
+                snprintf(rel, sizeof(rel), "devices/system/node/node%d/hugepages/hugepages-1048576kB/nr_hugepages", n);
+                fake_sysfs_put(root, rel, "0\n");
         }
 }

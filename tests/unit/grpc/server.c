@@ -193,6 +193,19 @@ static size_t fake_allocatable_cpus(void *userdata, int64_t *buf, size_t cap) {
         return 7;
 }
 
+static void fake_container_memory(void *userdata, const char *uid, const char *container, podresources_memory_cb cb,
+                                  void *cb_userdata) {
+        if (streq(uid, "u1") && streq(container, "app")) {
+                cb("memory", 1 << 30, 0x3, cb_userdata);
+                cb("hugepages-2Mi", 4 << 20, 0x2, cb_userdata);
+        }
+}
+
+static void fake_allocatable_memory(void *userdata, podresources_memory_cb cb, void *cb_userdata) {
+        cb("memory", 15ull << 30, 0x1, cb_userdata);
+        cb("memory", 16ull << 30, 0x2, cb_userdata);
+}
+
 static void test_podresources(void **state) {
         struct event_base *base = event_base_new();
         _cleanup_free_ char *path = socket_path("podres");
@@ -202,6 +215,8 @@ static void test_podresources(void **state) {
                 .allocatable_devices = fake_allocatable,
                 .container_cpus = fake_container_cpus,
                 .allocatable_cpus = fake_allocatable_cpus,
+                .container_memory = fake_container_memory,
+                .allocatable_memory = fake_allocatable_memory,
         };
         struct podresources_server *s = NULL;
         struct grpc_client *c = NULL;
@@ -237,6 +252,15 @@ static void test_podresources(void **state) {
         assert_int_equal(app->n_cpu_ids, 2);
         assert_int_equal(app->cpu_ids[0], 2);
         assert_int_equal(app->cpu_ids[1], 3);
+        /* the memory manager's blocks, each with its NUMA nodes */
+        assert_int_equal(app->n_memory, 2);
+        assert_string_equal(app->memory[0]->memory_type, "memory");
+        assert_int_equal(app->memory[0]->size, 1 << 30);
+        assert_int_equal(app->memory[0]->topology->n_nodes, 2);
+        assert_int_equal(app->memory[0]->topology->nodes[1]->id, 1);
+        assert_string_equal(app->memory[1]->memory_type, "hugepages-2Mi");
+        assert_int_equal(app->memory[1]->topology->nodes[0]->id, 1);
+        assert_int_equal(lr->pod_resources[0]->containers[1]->n_memory, 0);
         assert_int_equal(lr->pod_resources[0]->containers[1]->n_devices, 0);
         assert_int_equal(lr->pod_resources[0]->containers[1]->n_cpu_ids, 0);
         protobuf_c_message_free_unpacked(list.msg, NULL);
@@ -270,7 +294,9 @@ static void test_podresources(void **state) {
                 assert_int_equal(ar->devices[1]->topology->nodes[0]->id, 1);
                 assert_int_equal(ar->n_cpu_ids, 7);
                 assert_int_equal(ar->cpu_ids[6], 7);
-                assert_int_equal(ar->n_memory, 0);
+                assert_int_equal(ar->n_memory, 2);
+                assert_int_equal(ar->memory[1]->size, 16ull << 30);
+                assert_int_equal(ar->memory[1]->topology->nodes[0]->id, 1);
         }
         protobuf_c_message_free_unpacked(alloc.msg, NULL);
 

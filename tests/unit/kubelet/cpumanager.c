@@ -14,9 +14,11 @@
 
 #include "basic/fs.h"
 #include "basic/string.h"
+#include "basic/strv.h"
 #include "basic/time.h"
 #include "cm/fake_sysfs.h"
 #include "fake/test_kubelet.h"
+#include "kubelet/kubelet-internal.h"
 
 #define MIN_USEC (60 * USEC_PER_SEC)
 
@@ -141,12 +143,57 @@ static void test_unreadable_sysfs(void **state) {
         tk_free(t);
 }
 
+/* single-numa-node with the static CPU manager and the Static memory manager: the Guaranteed container's CPU and
+ * memory on one NUMA node (cpuset_cpus and cpuset_mems in its CRI config); a pod whose memory fits on no single
+ * node (15.5Gi; each has 15Gi allocatable) is refused and holds nothing; a restart keeps the assignment */
+static void test_topology_and_memory(void **state) {
+        struct test_kubelet *t = tk_new();
+        _cleanup_free_ char *sysfs = NULL, *statefile = NULL, *text = NULL;
+        const struct fake_container *c;
+
+        assert_true(asprintf(&sysfs, "%s/sys", t->dir) > 0);
+        fake_sysfs_make(sysfs);
+        t->opts.sysfs_root = strdup(sysfs);
+        t->opts.cpu_manager_policy = strdup("static");
+        t->opts.reserved_system_cpus = strdup("0");
+        t->opts.topology_manager_policy = strdup("single-numa-node");
+        t->opts.memory_manager_policy = strdup("Static");
+        t->opts.reserved_memory = strdup("0:memory=100Mi");
+        free(t->opts.eviction_hard);
+        t->opts.eviction_hard = strdup("memory.available=100Mi");
+        tk_set_pods(t, GU_POD "---\n"
+                              "apiVersion: v1\nkind: Pod\nmetadata: {name: wide, namespace: ns1, uid: wide}\n"
+                              "spec:\n  containers:\n  - name: w\n    image: " TK_IMAGE "\n"
+                              "    resources: {limits: {cpu: \"1\", memory: 15872Mi}, requests: {cpu: \"1\", "
+                              "memory: 15872Mi}}\n");
+        tk_start(t);
+        tk_wait(t, tk_running, (&(struct tk_want) { .t = t, .uid = "gu", .container = "a" }), MIN_USEC);
+        c = fake_runtime_find(t->rt, "gu", "a");
+        assert_string_equal(c->config->linux->resources->cpuset_cpus, "16");
+        assert_string_equal(c->config->linux->resources->cpuset_mems, "0");
+        assert_null(fake_runtime_find(t->rt, "wide", "w"));
+        assert_true(strv_contains(t->k->rejected, "wide"));
+        assert_true(asprintf(&statefile, "%s/root/memory_manager_state", t->dir) > 0);
+        assert_int_equal(read_full_file(statefile, 1 << 20, &text, NULL), 0);
+        assert_non_null(strstr(text, "\"entries\":{\"gu\":{\"a\":[{\"numaAffinity\":[0],\"type\":\"memory\","
+                                     "\"size\":67108864}]}}"));
+        tk_stop(t);
+        tk_start(t);
+        tk_wait(t, tk_running, (&(struct tk_want) { .t = t, .uid = "gu", .container = "a" }), MIN_USEC);
+        free(text);
+        text = NULL;
+        assert_int_equal(read_full_file(statefile, 1 << 20, &text, NULL), 0);
+        assert_non_null(strstr(text, "\"numberOfAssignments\":1"));
+        assert_null(strstr(text, "\"numberOfAssignments\":2"));
+        assert_int_equal(fake_runtime_count_instances(t->rt, "gu", "a", -1), 1);
+        tk_free(t);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_static_policy_cpusets),
-                cmocka_unit_test(test_none_policy),
-                cmocka_unit_test(test_finished_container_released),
-                cmocka_unit_test(test_unreadable_sysfs),
+                cmocka_unit_test(test_static_policy_cpusets),       cmocka_unit_test(test_none_policy),
+                cmocka_unit_test(test_finished_container_released), cmocka_unit_test(test_unreadable_sysfs),
+                cmocka_unit_test(test_topology_and_memory),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1193,6 +1193,42 @@ static void test_cpu_manager(void **state) {
                      "invalid configuration: unable to parse reservedSystemCPUs (--reserved-cpus) 1-");
 }
 
+/* the topology and memory managers' fields: reservedMemory's list as --reserved-memory's text; the flag's first use
+ * replaces the file's, later ones add */
+static void test_topology_memory_managers(void **state) {
+        struct kubelet_options o;
+        struct ck_error *err = NULL;
+        _cleanup_free_ char *path = write_tmp("tm.yaml", "apiVersion: kubelet.config.k8s.io/v1beta1\n"
+                                                         "kind: KubeletConfiguration\n"
+                                                         "topologyManagerPolicy: single-numa-node\n"
+                                                         "topologyManagerScope: pod\n"
+                                                         "topologyManagerPolicyOptions: {prefer-closest-numa-nodes: "
+                                                         "\"true\"}\n"
+                                                         "memoryManagerPolicy: Static\n"
+                                                         "reservedMemory:\n"
+                                                         "- numaNode: 0\n  limits: {memory: 1Gi}\n"
+                                                         "- numaNode: 1\n  limits: {memory: 512Mi, hugepages-2Mi: "
+                                                         "4Mi}\n");
+        _cleanup_free_ char *arg = NULL;
+
+        assert_true(asprintf(&arg, "--config=%s", path) > 0);
+        assert_int_equal(parse(&o, ARGC(ARGV(arg)), ARGV(arg), &err), 0);
+        assert_string_equal(o.topology_manager_policy, "single-numa-node");
+        assert_string_equal(o.topology_manager_scope, "pod");
+        assert_string_equal(o.topology_manager_policy_options, "prefer-closest-numa-nodes=true");
+        assert_string_equal(o.memory_manager_policy, "Static");
+        assert_string_equal(o.reserved_memory, "0:memory=1Gi;1:memory=512Mi,hugepages-2Mi=4Mi");
+        kubelet_options_done(&o);
+        assert_int_equal(parse(&o,
+                               ARGC(ARGV(arg, "--reserved-memory=0:memory=2Gi", "--reserved-memory", "1:memory=1Gi")),
+                               ARGV(arg, "--reserved-memory=0:memory=2Gi", "--reserved-memory", "1:memory=1Gi"), &err),
+                         0);
+        assert_string_equal(o.reserved_memory, "0:memory=2Gi;1:memory=1Gi");
+        kubelet_options_done(&o);
+        config_error("tmbad.yaml", HDR "reservedMemory: [{numaNode: x, limits: {memory: 1Gi}}]\n",
+                     "reservedMemory[0].numaNode: expected a NUMA node number");
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_defaults),
@@ -1217,6 +1253,7 @@ int main(void) {
                 cmocka_unit_test(test_swap_options),
                 cmocka_unit_test(test_sandbox_creations),
                 cmocka_unit_test(test_cpu_manager),
+                cmocka_unit_test(test_topology_memory_managers),
         };
         return cmocka_run_group_tests(tests, setup_dir, teardown_dir);
 }
