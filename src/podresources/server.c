@@ -17,8 +17,7 @@
 struct podresources_server {
         struct podresources_provider p;
         struct grpc_server *server;
-        double tokens; /* the rate limiter's bucket */
-        uint64_t last_usec;
+        struct grpc_rate_limit limit; /* DefaultQPS and DefaultBurstTokens */
 };
 
 /* ---------------------------------------------------------------- an arena for the answer's messages */
@@ -180,22 +179,6 @@ static void add_memory(const char *type, uint64_t size, uint64_t numa_mask, void
 
 /* ---------------------------------------------------------------- handlers */
 
-/* the rate limiter (golang.org/x/time/rate with DefaultQPS and DefaultBurstTokens) */
-static bool allow(struct podresources_server *s) {
-        uint64_t now = now_usec();
-
-        if (s->last_usec) {
-                s->tokens += (double) (now - s->last_usec) / 1e6 * PODRESOURCES_QPS;
-                if (s->tokens > PODRESOURCES_BURST)
-                        s->tokens = PODRESOURCES_BURST;
-        }
-        s->last_usec = now;
-        if (s->tokens < 1)
-                return false;
-        s->tokens -= 1;
-        return true;
-}
-
 /* the n CPU ids in a->cpus, copied into the arena */
 static bool cpu_ids(struct arena *a, size_t n, int64_t **ret, size_t *ret_n) {
         int64_t *v;
@@ -275,7 +258,7 @@ static void add_pod(const struct podresources_pod *p, void *userdata) {
 
 /* List and Get: the pods into c, within the rate limit; false when an error went back instead */
 static bool gather_pods(struct grpc_server_call *call, struct list_ctx *c) {
-        if (!allow(c->s)) {
+        if (!grpc_rate_limit_allow(&c->s->limit)) {
                 grpc_server_reply_error(call, GRPC_RESOURCE_EXHAUSTED, "rejected by rate limit");
                 return false;
         }
@@ -325,7 +308,7 @@ static void on_allocatable(struct grpc_server_call *call, const ProtobufCMessage
         struct arena a = {};
         struct devices_builder b = { .a = &a, .group = false };
 
-        if (!allow(s)) {
+        if (!grpc_rate_limit_allow(&s->limit)) {
                 grpc_server_reply_error(call, GRPC_RESOURCE_EXHAUSTED, "rejected by rate limit");
                 return;
         }
@@ -377,7 +360,7 @@ int podresources_server_new(struct event_base *base, const char *socket_path,
         if (!s)
                 return -ENOMEM;
         s->p = *provider;
-        s->tokens = PODRESOURCES_BURST;
+        grpc_rate_limit_init(&s->limit, PODRESOURCES_QPS, PODRESOURCES_BURST);
         r = grpc_server_new(base, socket_path, methods, ELEMENTSOF(methods), s, &s->server);
         if (r < 0) {
                 free(s);
