@@ -27,7 +27,7 @@ int dec_type_error(struct field_errors *e, const char *path, const json_t *v, co
 }
 
 int dec_child_error(struct field_errors *e, const char *parent, const char *key, const json_t *v,
-                           const char *expected) {
+                    const char *expected) {
         _cleanup_free_ char *p = path_child(parent, key);
         if (!p)
                 return -ENOMEM;

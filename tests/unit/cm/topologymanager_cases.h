@@ -3,10 +3,12 @@
 static const struct tm_case tm_cases_common[] = {
         { "Two providers, 1 hint each, same mask, both preferred 1/2",
           (const struct tm_case_provider[]) {
-                  { 1, (const struct tm_case_resource[]) {
+                  { 1,
+                    (const struct tm_case_resource[]) {
                             { "resource1", 1, (const struct tm_case_hint[]) { { .mask = 0x1, .preferred = true } } },
                     } },
-                  { 1, (const struct tm_case_resource[]) {
+                  { 1,
+                    (const struct tm_case_resource[]) {
                             { "resource2", 1, (const struct tm_case_hint[]) { { .mask = 0x1, .preferred = true } } },
                     } },
                   {} },
@@ -14,10 +16,12 @@ static const struct tm_case tm_cases_common[] = {
           { .mask = 0x1, .preferred = true } },
         { "Two providers, 1 hint each, same mask, both preferred 2/2",
           (const struct tm_case_provider[]) {
-                  { 1, (const struct tm_case_resource[]) {
+                  { 1,
+                    (const struct tm_case_resource[]) {
                             { "resource1", 1, (const struct tm_case_hint[]) { { .mask = 0x2, .preferred = true } } },
                     } },
-                  { 1, (const struct tm_case_resource[]) {
+                  { 1,
+                    (const struct tm_case_resource[]) {
                             { "resource2", 1, (const struct tm_case_hint[]) { { .mask = 0x2, .preferred = true } } },
                     } },
                   {} },
@@ -26,7 +30,8 @@ static const struct tm_case tm_cases_common[] = {
         { "Two providers, 1 no hints, 1 single hint preferred 1/2",
           (const struct tm_case_provider[]) {
                   { 0, NULL },
-                  { 1, (const struct tm_case_resource[]) {
+                  { 1,
+                    (const struct tm_case_resource[]) {
                             { "resource", 1, (const struct tm_case_hint[]) { { .mask = 0x1, .preferred = true } } },
                     } },
                   {} },
@@ -35,7 +40,8 @@ static const struct tm_case tm_cases_common[] = {
         { "Two providers, 1 no hints, 1 single hint preferred 2/2",
           (const struct tm_case_provider[]) {
                   { 0, NULL },
-                  { 1, (const struct tm_case_resource[]) {
+                  { 1,
+                    (const struct tm_case_resource[]) {
                             { "resource", 1, (const struct tm_case_hint[]) { { .mask = 0x2, .preferred = true } } },
                     } },
                   {} },
@@ -43,10 +49,14 @@ static const struct tm_case tm_cases_common[] = {
           { .mask = 0x2, .preferred = true } },
         { "Two providers, 1 with 2 hints, 1 with single hint matching 1/2",
           (const struct tm_case_provider[]) {
-                  { 1, (const struct tm_case_resource[]) {
-                            { "resource1", 2, (const struct tm_case_hint[]) { { .mask = 0x1, .preferred = true }, { .mask = 0x2, .preferred = true } } },
+                  { 1,
+                    (const struct tm_case_resource[]) {
+                            { "resource1", 2,
+                              (const struct tm_case_hint[]) { { .mask = 0x1, .preferred = true },
+                                                              { .mask = 0x2, .preferred = true } } },
                     } },
-                  { 1, (const struct tm_case_resource[]) {
+                  { 1,
+                    (const struct tm_case_resource[]) {
                             { "resource2", 1, (const struct tm_case_hint[]) { { .mask = 0x1, .preferred = true } } },
                     } },
                   {} },
@@ -54,10 +64,14 @@ static const struct tm_case tm_cases_common[] = {
           { .mask = 0x1, .preferred = true } },
         { "Two providers, 1 with 2 hints, 1 with single hint matching 2/2",
           (const struct tm_case_provider[]) {
-                  { 1, (const struct tm_case_resource[]) {
-                            { "resource1", 2, (const struct tm_case_hint[]) { { .mask = 0x1, .preferred = true }, { .mask = 0x2, .preferred = true } } },
+                  { 1,
+                    (const struct tm_case_resource[]) {
+                            { "resource1", 2,
+                              (const struct tm_case_hint[]) { { .mask = 0x1, .preferred = true },
+                                                              { .mask = 0x2, .preferred = true } } },
                     } },
-                  { 1, (const struct tm_case_resource[]) {
+                  { 1,
+                    (const struct tm_case_resource[]) {
                             { "resource2", 1, (const struct tm_case_hint[]) { { .mask = 0x2, .preferred = true } } },
                     } },
                   {} },
@@ -65,31 +79,50 @@ static const struct tm_case tm_cases_common[] = {
           { .mask = 0x2, .preferred = true } },
         { "Two providers, both with 2 hints, matching narrower preferred hint from both",
           (const struct tm_case_provider[]) {
-                  { 1, (const struct tm_case_resource[]) {
-                            { "resource1", 2, (const struct tm_case_hint[]) { { .mask = 0x1, .preferred = true }, { .mask = 0x2, .preferred = true } } },
+                  { 1,
+                    (const struct tm_case_resource[]) {
+                            { "resource1", 2,
+                              (const struct tm_case_hint[]) { { .mask = 0x1, .preferred = true },
+                                                              { .mask = 0x2, .preferred = true } } },
                     } },
-                  { 1, (const struct tm_case_resource[]) {
-                            { "resource2", 2, (const struct tm_case_hint[]) { { .mask = 0x1, .preferred = true }, { .mask = 0x3, .preferred = false } } },
+                  { 1,
+                    (const struct tm_case_resource[]) {
+                            { "resource2", 2,
+                              (const struct tm_case_hint[]) { { .mask = 0x1, .preferred = true },
+                                                              { .mask = 0x3, .preferred = false } } },
                     } },
                   {} },
           2,
           { .mask = 0x1, .preferred = true } },
         { "Ensure less narrow preferred hints are chosen over narrower non-preferred hints",
           (const struct tm_case_provider[]) {
-                  { 1, (const struct tm_case_resource[]) {
-                            { "resource1", 2, (const struct tm_case_hint[]) { { .mask = 0x2, .preferred = true }, { .mask = 0x3, .preferred = false } } },
+                  { 1,
+                    (const struct tm_case_resource[]) {
+                            { "resource1", 2,
+                              (const struct tm_case_hint[]) { { .mask = 0x2, .preferred = true },
+                                                              { .mask = 0x3, .preferred = false } } },
                     } },
-                  { 1, (const struct tm_case_resource[]) {
-                            { "resource2", 3, (const struct tm_case_hint[]) { { .mask = 0x1, .preferred = true }, { .mask = 0x2, .preferred = true }, { .mask = 0x3, .preferred = false } } },
+                  { 1,
+                    (const struct tm_case_resource[]) {
+                            { "resource2", 3,
+                              (const struct tm_case_hint[]) { { .mask = 0x1, .preferred = true },
+                                                              { .mask = 0x2, .preferred = true },
+                                                              { .mask = 0x3, .preferred = false } } },
                     } },
                   {} },
           2,
           { .mask = 0x2, .preferred = true } },
         { "Multiple resources, same provider",
           (const struct tm_case_provider[]) {
-                  { 2, (const struct tm_case_resource[]) {
-                            { "resource1", 2, (const struct tm_case_hint[]) { { .mask = 0x2, .preferred = true }, { .mask = 0x3, .preferred = false } } },
-                            { "resource2", 3, (const struct tm_case_hint[]) { { .mask = 0x1, .preferred = true }, { .mask = 0x2, .preferred = true }, { .mask = 0x3, .preferred = false } } },
+                  { 2,
+                    (const struct tm_case_resource[]) {
+                            { "resource1", 2,
+                              (const struct tm_case_hint[]) { { .mask = 0x2, .preferred = true },
+                                                              { .mask = 0x3, .preferred = false } } },
+                            { "resource2", 3,
+                              (const struct tm_case_hint[]) { { .mask = 0x1, .preferred = true },
+                                                              { .mask = 0x2, .preferred = true },
+                                                              { .mask = 0x3, .preferred = false } } },
                     } },
                   {} },
           1,
@@ -99,45 +132,46 @@ static const struct tm_case tm_cases_common[] = {
 static const struct tm_case tm_cases_best_effort[] = {
         { "Two providers, 2 hints each, same mask (some with different bits), same preferred",
           (const struct tm_case_provider[]) {
-                  { 1, (const struct tm_case_resource[]) {
-                            { "resource1", 2, (const struct tm_case_hint[]) { { .mask = 0x3, .preferred = true }, { .mask = 0x5, .preferred = true } } },
+                  { 1,
+                    (const struct tm_case_resource[]) {
+                            { "resource1", 2,
+                              (const struct tm_case_hint[]) { { .mask = 0x3, .preferred = true },
+                                                              { .mask = 0x5, .preferred = true } } },
                     } },
-                  { 1, (const struct tm_case_resource[]) {
-                            { "resource2", 2, (const struct tm_case_hint[]) { { .mask = 0x3, .preferred = true }, { .mask = 0x5, .preferred = true } } },
+                  { 1,
+                    (const struct tm_case_resource[]) {
+                            { "resource2", 2,
+                              (const struct tm_case_hint[]) { { .mask = 0x3, .preferred = true },
+                                                              { .mask = 0x5, .preferred = true } } },
                     } },
                   {} },
           2,
           { .mask = 0x3, .preferred = true } },
-        { "TopologyHint not set",
-          (const struct tm_case_provider[]) {
-                  {} },
-          0,
-          { .all = true, .preferred = true } },
+        { "TopologyHint not set", (const struct tm_case_provider[]) { {} }, 0, { .all = true, .preferred = true } },
         { "HintProvider returns empty non-nil map[string][]TopologyHint",
-          (const struct tm_case_provider[]) {
-                  { 0, NULL },
-                  {} },
+          (const struct tm_case_provider[]) { { 0, NULL }, {} },
           1,
           { .all = true, .preferred = true } },
         { "HintProvider returns -nil map[string][]TopologyHint from provider",
-          (const struct tm_case_provider[]) {
-                  { 1, (const struct tm_case_resource[]) {
-                            { "resource", -1, NULL },
-                    } },
-                  {} },
+          (const struct tm_case_provider[]) { { 1,
+                                                (const struct tm_case_resource[]) {
+                                                        { "resource", -1, NULL },
+                                                } },
+                                              {} },
           1,
           { .all = true, .preferred = true } },
         { "HintProvider returns empty non-nil map[string][]TopologyHint from provider",
-          (const struct tm_case_provider[]) {
-                  { 1, (const struct tm_case_resource[]) {
-                            { "resource", 0, (const struct tm_case_hint[]) { {} } },
-                    } },
-                  {} },
+          (const struct tm_case_provider[]) { { 1,
+                                                (const struct tm_case_resource[]) {
+                                                        { "resource", 0, (const struct tm_case_hint[]) { {} } },
+                                                } },
+                                              {} },
           1,
           { .all = true, .preferred = false } },
         { "Single TopologyHint with Preferred as true and NUMANodeAffinity as nil",
           (const struct tm_case_provider[]) {
-                  { 1, (const struct tm_case_resource[]) {
+                  { 1,
+                    (const struct tm_case_resource[]) {
                             { "resource", 1, (const struct tm_case_hint[]) { { .any = true, .preferred = true } } },
                     } },
                   {} },
@@ -145,7 +179,8 @@ static const struct tm_case tm_cases_best_effort[] = {
           { .all = true, .preferred = true } },
         { "Single TopologyHint with Preferred as false and NUMANodeAffinity as nil",
           (const struct tm_case_provider[]) {
-                  { 1, (const struct tm_case_resource[]) {
+                  { 1,
+                    (const struct tm_case_resource[]) {
                             { "resource", 1, (const struct tm_case_hint[]) { { .any = true, .preferred = false } } },
                     } },
                   {} },
@@ -153,10 +188,12 @@ static const struct tm_case tm_cases_best_effort[] = {
           { .all = true, .preferred = false } },
         { "Two providers, 1 hint each, no common mask",
           (const struct tm_case_provider[]) {
-                  { 1, (const struct tm_case_resource[]) {
+                  { 1,
+                    (const struct tm_case_resource[]) {
                             { "resource1", 1, (const struct tm_case_hint[]) { { .mask = 0x1, .preferred = true } } },
                     } },
-                  { 1, (const struct tm_case_resource[]) {
+                  { 1,
+                    (const struct tm_case_resource[]) {
                             { "resource2", 1, (const struct tm_case_hint[]) { { .mask = 0x2, .preferred = true } } },
                     } },
                   {} },
@@ -164,10 +201,12 @@ static const struct tm_case tm_cases_best_effort[] = {
           { .all = true, .preferred = false } },
         { "Two providers, 1 hint each, same mask, 1 preferred, 1 not 1/2",
           (const struct tm_case_provider[]) {
-                  { 1, (const struct tm_case_resource[]) {
+                  { 1,
+                    (const struct tm_case_resource[]) {
                             { "resource1", 1, (const struct tm_case_hint[]) { { .mask = 0x1, .preferred = true } } },
                     } },
-                  { 1, (const struct tm_case_resource[]) {
+                  { 1,
+                    (const struct tm_case_resource[]) {
                             { "resource2", 1, (const struct tm_case_hint[]) { { .mask = 0x1, .preferred = false } } },
                     } },
                   {} },
@@ -175,10 +214,12 @@ static const struct tm_case tm_cases_best_effort[] = {
           { .mask = 0x1, .preferred = false } },
         { "Two providers, 1 hint each, same mask, 1 preferred, 1 not 2/2",
           (const struct tm_case_provider[]) {
-                  { 1, (const struct tm_case_resource[]) {
+                  { 1,
+                    (const struct tm_case_resource[]) {
                             { "resource1", 1, (const struct tm_case_hint[]) { { .mask = 0x2, .preferred = true } } },
                     } },
-                  { 1, (const struct tm_case_resource[]) {
+                  { 1,
+                    (const struct tm_case_resource[]) {
                             { "resource2", 1, (const struct tm_case_hint[]) { { .mask = 0x2, .preferred = false } } },
                     } },
                   {} },
@@ -186,10 +227,12 @@ static const struct tm_case tm_cases_best_effort[] = {
           { .mask = 0x2, .preferred = false } },
         { "Two providers, 1 hint each, 1 wider mask, both preferred 1/2",
           (const struct tm_case_provider[]) {
-                  { 1, (const struct tm_case_resource[]) {
+                  { 1,
+                    (const struct tm_case_resource[]) {
                             { "resource1", 1, (const struct tm_case_hint[]) { { .mask = 0x1, .preferred = true } } },
                     } },
-                  { 1, (const struct tm_case_resource[]) {
+                  { 1,
+                    (const struct tm_case_resource[]) {
                             { "resource2", 1, (const struct tm_case_hint[]) { { .mask = 0x3, .preferred = true } } },
                     } },
                   {} },
@@ -197,10 +240,14 @@ static const struct tm_case tm_cases_best_effort[] = {
           { .mask = 0x1, .preferred = false } },
         { "Two providers, 1 with 2 hints, 1 with single non-preferred hint matching",
           (const struct tm_case_provider[]) {
-                  { 1, (const struct tm_case_resource[]) {
-                            { "resource1", 2, (const struct tm_case_hint[]) { { .mask = 0x1, .preferred = true }, { .mask = 0x2, .preferred = true } } },
+                  { 1,
+                    (const struct tm_case_resource[]) {
+                            { "resource1", 2,
+                              (const struct tm_case_hint[]) { { .mask = 0x1, .preferred = true },
+                                                              { .mask = 0x2, .preferred = true } } },
                     } },
-                  { 1, (const struct tm_case_resource[]) {
+                  { 1,
+                    (const struct tm_case_resource[]) {
                             { "resource2", 1, (const struct tm_case_hint[]) { { .mask = 0x3, .preferred = false } } },
                     } },
                   {} },
@@ -208,10 +255,12 @@ static const struct tm_case tm_cases_best_effort[] = {
           { .mask = 0x1, .preferred = false } },
         { "Two providers, 1 hint each, 1 wider mask, both preferred 2/2",
           (const struct tm_case_provider[]) {
-                  { 1, (const struct tm_case_resource[]) {
+                  { 1,
+                    (const struct tm_case_resource[]) {
                             { "resource1", 1, (const struct tm_case_hint[]) { { .mask = 0x2, .preferred = true } } },
                     } },
-                  { 1, (const struct tm_case_resource[]) {
+                  { 1,
+                    (const struct tm_case_resource[]) {
                             { "resource2", 1, (const struct tm_case_hint[]) { { .mask = 0x3, .preferred = true } } },
                     } },
                   {} },
@@ -219,10 +268,14 @@ static const struct tm_case tm_cases_best_effort[] = {
           { .mask = 0x2, .preferred = false } },
         { "bestNonPreferredAffinityCount (1)",
           (const struct tm_case_provider[]) {
-                  { 1, (const struct tm_case_resource[]) {
-                            { "resource1", 2, (const struct tm_case_hint[]) { { .mask = 0xf, .preferred = false }, { .mask = 0x3, .preferred = false } } },
+                  { 1,
+                    (const struct tm_case_resource[]) {
+                            { "resource1", 2,
+                              (const struct tm_case_hint[]) { { .mask = 0xf, .preferred = false },
+                                                              { .mask = 0x3, .preferred = false } } },
                     } },
-                  { 1, (const struct tm_case_resource[]) {
+                  { 1,
+                    (const struct tm_case_resource[]) {
                             { "resource2", 1, (const struct tm_case_hint[]) { { .mask = 0x3, .preferred = false } } },
                     } },
                   {} },
@@ -230,10 +283,14 @@ static const struct tm_case tm_cases_best_effort[] = {
           { .mask = 0x3, .preferred = false } },
         { "bestNonPreferredAffinityCount (2)",
           (const struct tm_case_provider[]) {
-                  { 1, (const struct tm_case_resource[]) {
-                            { "resource1", 2, (const struct tm_case_hint[]) { { .mask = 0xf, .preferred = false }, { .mask = 0x3, .preferred = false } } },
+                  { 1,
+                    (const struct tm_case_resource[]) {
+                            { "resource1", 2,
+                              (const struct tm_case_hint[]) { { .mask = 0xf, .preferred = false },
+                                                              { .mask = 0x3, .preferred = false } } },
                     } },
-                  { 1, (const struct tm_case_resource[]) {
+                  { 1,
+                    (const struct tm_case_resource[]) {
                             { "resource2", 1, (const struct tm_case_hint[]) { { .mask = 0x9, .preferred = false } } },
                     } },
                   {} },
@@ -241,10 +298,14 @@ static const struct tm_case tm_cases_best_effort[] = {
           { .mask = 0x9, .preferred = false } },
         { "bestNonPreferredAffinityCount (3)",
           (const struct tm_case_provider[]) {
-                  { 1, (const struct tm_case_resource[]) {
-                            { "resource1", 2, (const struct tm_case_hint[]) { { .mask = 0xf, .preferred = false }, { .mask = 0x3, .preferred = false } } },
+                  { 1,
+                    (const struct tm_case_resource[]) {
+                            { "resource1", 2,
+                              (const struct tm_case_hint[]) { { .mask = 0xf, .preferred = false },
+                                                              { .mask = 0x3, .preferred = false } } },
                     } },
-                  { 1, (const struct tm_case_resource[]) {
+                  { 1,
+                    (const struct tm_case_resource[]) {
                             { "resource2", 1, (const struct tm_case_hint[]) { { .mask = 0x6, .preferred = false } } },
                     } },
                   {} },
@@ -252,10 +313,14 @@ static const struct tm_case tm_cases_best_effort[] = {
           { .mask = 0x6, .preferred = false } },
         { "bestNonPreferredAffinityCount (4)",
           (const struct tm_case_provider[]) {
-                  { 1, (const struct tm_case_resource[]) {
-                            { "resource1", 2, (const struct tm_case_hint[]) { { .mask = 0xf, .preferred = false }, { .mask = 0x3, .preferred = false } } },
+                  { 1,
+                    (const struct tm_case_resource[]) {
+                            { "resource1", 2,
+                              (const struct tm_case_hint[]) { { .mask = 0xf, .preferred = false },
+                                                              { .mask = 0x3, .preferred = false } } },
                     } },
-                  { 1, (const struct tm_case_resource[]) {
+                  { 1,
+                    (const struct tm_case_resource[]) {
                             { "resource2", 1, (const struct tm_case_hint[]) { { .mask = 0xc, .preferred = false } } },
                     } },
                   {} },
@@ -266,22 +331,36 @@ static const struct tm_case tm_cases_best_effort[] = {
 static const struct tm_case tm_cases_no_policies[] = {
         { "bestNonPreferredAffinityCount (5)",
           (const struct tm_case_provider[]) {
-                  { 1, (const struct tm_case_resource[]) {
-                            { "resource1", 2, (const struct tm_case_hint[]) { { .mask = 0xf, .preferred = false }, { .mask = 0x3, .preferred = false } } },
+                  { 1,
+                    (const struct tm_case_resource[]) {
+                            { "resource1", 2,
+                              (const struct tm_case_hint[]) { { .mask = 0xf, .preferred = false },
+                                                              { .mask = 0x3, .preferred = false } } },
                     } },
-                  { 1, (const struct tm_case_resource[]) {
-                            { "resource2", 2, (const struct tm_case_hint[]) { { .mask = 0x6, .preferred = false }, { .mask = 0xc, .preferred = false } } },
+                  { 1,
+                    (const struct tm_case_resource[]) {
+                            { "resource2", 2,
+                              (const struct tm_case_hint[]) { { .mask = 0x6, .preferred = false },
+                                                              { .mask = 0xc, .preferred = false } } },
                     } },
                   {} },
           2,
           { .mask = 0x6, .preferred = false } },
         { "bestNonPreferredAffinityCount (6)",
           (const struct tm_case_provider[]) {
-                  { 1, (const struct tm_case_resource[]) {
-                            { "resource1", 2, (const struct tm_case_hint[]) { { .mask = 0xf, .preferred = false }, { .mask = 0x3, .preferred = false } } },
+                  { 1,
+                    (const struct tm_case_resource[]) {
+                            { "resource1", 2,
+                              (const struct tm_case_hint[]) { { .mask = 0xf, .preferred = false },
+                                                              { .mask = 0x3, .preferred = false } } },
                     } },
-                  { 1, (const struct tm_case_resource[]) {
-                            { "resource2", 4, (const struct tm_case_hint[]) { { .mask = 0xe, .preferred = false }, { .mask = 0x6, .preferred = false }, { .mask = 0xa, .preferred = false }, { .mask = 0xc, .preferred = false } } },
+                  { 1,
+                    (const struct tm_case_resource[]) {
+                            { "resource2", 4,
+                              (const struct tm_case_hint[]) { { .mask = 0xe, .preferred = false },
+                                                              { .mask = 0x6, .preferred = false },
+                                                              { .mask = 0xa, .preferred = false },
+                                                              { .mask = 0xc, .preferred = false } } },
                     } },
                   {} },
           2,
@@ -291,44 +370,70 @@ static const struct tm_case tm_cases_no_policies[] = {
 static const struct tm_case tm_cases_closest[] = {
         { "Two providers, 2 hints each, same mask (some with different bits), same preferred",
           (const struct tm_case_provider[]) {
-                  { 1, (const struct tm_case_resource[]) {
-                            { "resource1", 2, (const struct tm_case_hint[]) { { .mask = 0x11, .preferred = true }, { .mask = 0x5, .preferred = true } } },
+                  { 1,
+                    (const struct tm_case_resource[]) {
+                            { "resource1", 2,
+                              (const struct tm_case_hint[]) { { .mask = 0x11, .preferred = true },
+                                                              { .mask = 0x5, .preferred = true } } },
                     } },
-                  { 1, (const struct tm_case_resource[]) {
-                            { "resource2", 2, (const struct tm_case_hint[]) { { .mask = 0x11, .preferred = true }, { .mask = 0x5, .preferred = true } } },
+                  { 1,
+                    (const struct tm_case_resource[]) {
+                            { "resource2", 2,
+                              (const struct tm_case_hint[]) { { .mask = 0x11, .preferred = true },
+                                                              { .mask = 0x5, .preferred = true } } },
                     } },
                   {} },
           2,
           { .mask = 0x5, .preferred = true } },
         { "Two providers, 2 hints each, different mask",
           (const struct tm_case_provider[]) {
-                  { 1, (const struct tm_case_resource[]) {
-                            { "resource1", 2, (const struct tm_case_hint[]) { { .mask = 0x10, .preferred = true }, { .mask = 0x5, .preferred = true } } },
+                  { 1,
+                    (const struct tm_case_resource[]) {
+                            { "resource1", 2,
+                              (const struct tm_case_hint[]) { { .mask = 0x10, .preferred = true },
+                                                              { .mask = 0x5, .preferred = true } } },
                     } },
-                  { 1, (const struct tm_case_resource[]) {
-                            { "resource2", 2, (const struct tm_case_hint[]) { { .mask = 0x10, .preferred = true }, { .mask = 0x5, .preferred = true } } },
+                  { 1,
+                    (const struct tm_case_resource[]) {
+                            { "resource2", 2,
+                              (const struct tm_case_hint[]) { { .mask = 0x10, .preferred = true },
+                                                              { .mask = 0x5, .preferred = true } } },
                     } },
                   {} },
           2,
           { .mask = 0x10, .preferred = true } },
         { "bestNonPreferredAffinityCount (5)",
           (const struct tm_case_provider[]) {
-                  { 1, (const struct tm_case_resource[]) {
-                            { "resource1", 2, (const struct tm_case_hint[]) { { .mask = 0xf, .preferred = false }, { .mask = 0x3, .preferred = false } } },
+                  { 1,
+                    (const struct tm_case_resource[]) {
+                            { "resource1", 2,
+                              (const struct tm_case_hint[]) { { .mask = 0xf, .preferred = false },
+                                                              { .mask = 0x3, .preferred = false } } },
                     } },
-                  { 1, (const struct tm_case_resource[]) {
-                            { "resource2", 2, (const struct tm_case_hint[]) { { .mask = 0x6, .preferred = false }, { .mask = 0xc, .preferred = false } } },
+                  { 1,
+                    (const struct tm_case_resource[]) {
+                            { "resource2", 2,
+                              (const struct tm_case_hint[]) { { .mask = 0x6, .preferred = false },
+                                                              { .mask = 0xc, .preferred = false } } },
                     } },
                   {} },
           2,
           { .mask = 0xc, .preferred = false } },
         { "bestNonPreferredAffinityCount (6)",
           (const struct tm_case_provider[]) {
-                  { 1, (const struct tm_case_resource[]) {
-                            { "resource1", 2, (const struct tm_case_hint[]) { { .mask = 0xf, .preferred = false }, { .mask = 0x3, .preferred = false } } },
+                  { 1,
+                    (const struct tm_case_resource[]) {
+                            { "resource1", 2,
+                              (const struct tm_case_hint[]) { { .mask = 0xf, .preferred = false },
+                                                              { .mask = 0x3, .preferred = false } } },
                     } },
-                  { 1, (const struct tm_case_resource[]) {
-                            { "resource2", 4, (const struct tm_case_hint[]) { { .mask = 0xe, .preferred = false }, { .mask = 0x6, .preferred = false }, { .mask = 0xa, .preferred = false }, { .mask = 0xc, .preferred = false } } },
+                  { 1,
+                    (const struct tm_case_resource[]) {
+                            { "resource2", 4,
+                              (const struct tm_case_hint[]) { { .mask = 0xe, .preferred = false },
+                                                              { .mask = 0x6, .preferred = false },
+                                                              { .mask = 0xa, .preferred = false },
+                                                              { .mask = 0xc, .preferred = false } } },
                     } },
                   {} },
           2,
@@ -336,36 +441,31 @@ static const struct tm_case tm_cases_closest[] = {
 };
 
 static const struct tm_case tm_cases_single_numa[] = {
-        { "TopologyHint not set",
-          (const struct tm_case_provider[]) {
-                  {} },
-          0,
-          { .any = true, .preferred = true } },
+        { "TopologyHint not set", (const struct tm_case_provider[]) { {} }, 0, { .any = true, .preferred = true } },
         { "HintProvider returns empty non-nil map[string][]TopologyHint",
-          (const struct tm_case_provider[]) {
-                  { 0, NULL },
-                  {} },
+          (const struct tm_case_provider[]) { { 0, NULL }, {} },
           1,
           { .any = true, .preferred = true } },
         { "HintProvider returns -nil map[string][]TopologyHint from provider",
-          (const struct tm_case_provider[]) {
-                  { 1, (const struct tm_case_resource[]) {
-                            { "resource", -1, NULL },
-                    } },
-                  {} },
+          (const struct tm_case_provider[]) { { 1,
+                                                (const struct tm_case_resource[]) {
+                                                        { "resource", -1, NULL },
+                                                } },
+                                              {} },
           1,
           { .any = true, .preferred = true } },
         { "HintProvider returns empty non-nil map[string][]TopologyHint from provider",
-          (const struct tm_case_provider[]) {
-                  { 1, (const struct tm_case_resource[]) {
-                            { "resource", 0, (const struct tm_case_hint[]) { {} } },
-                    } },
-                  {} },
+          (const struct tm_case_provider[]) { { 1,
+                                                (const struct tm_case_resource[]) {
+                                                        { "resource", 0, (const struct tm_case_hint[]) { {} } },
+                                                } },
+                                              {} },
           1,
           { .any = true, .preferred = false } },
         { "Single TopologyHint with Preferred as true and NUMANodeAffinity as nil",
           (const struct tm_case_provider[]) {
-                  { 1, (const struct tm_case_resource[]) {
+                  { 1,
+                    (const struct tm_case_resource[]) {
                             { "resource", 1, (const struct tm_case_hint[]) { { .any = true, .preferred = true } } },
                     } },
                   {} },
@@ -373,7 +473,8 @@ static const struct tm_case tm_cases_single_numa[] = {
           { .any = true, .preferred = true } },
         { "Single TopologyHint with Preferred as false and NUMANodeAffinity as nil",
           (const struct tm_case_provider[]) {
-                  { 1, (const struct tm_case_resource[]) {
+                  { 1,
+                    (const struct tm_case_resource[]) {
                             { "resource", 1, (const struct tm_case_hint[]) { { .any = true, .preferred = false } } },
                     } },
                   {} },
@@ -381,10 +482,12 @@ static const struct tm_case tm_cases_single_numa[] = {
           { .any = true, .preferred = false } },
         { "Two providers, 1 hint each, no common mask",
           (const struct tm_case_provider[]) {
-                  { 1, (const struct tm_case_resource[]) {
+                  { 1,
+                    (const struct tm_case_resource[]) {
                             { "resource1", 1, (const struct tm_case_hint[]) { { .mask = 0x1, .preferred = true } } },
                     } },
-                  { 1, (const struct tm_case_resource[]) {
+                  { 1,
+                    (const struct tm_case_resource[]) {
                             { "resource2", 1, (const struct tm_case_hint[]) { { .mask = 0x2, .preferred = true } } },
                     } },
                   {} },
@@ -392,10 +495,12 @@ static const struct tm_case tm_cases_single_numa[] = {
           { .any = true, .preferred = false } },
         { "Two providers, 1 hint each, same mask, 1 preferred, 1 not 1/2",
           (const struct tm_case_provider[]) {
-                  { 1, (const struct tm_case_resource[]) {
+                  { 1,
+                    (const struct tm_case_resource[]) {
                             { "resource1", 1, (const struct tm_case_hint[]) { { .mask = 0x1, .preferred = true } } },
                     } },
-                  { 1, (const struct tm_case_resource[]) {
+                  { 1,
+                    (const struct tm_case_resource[]) {
                             { "resource2", 1, (const struct tm_case_hint[]) { { .mask = 0x1, .preferred = false } } },
                     } },
                   {} },
@@ -403,10 +508,12 @@ static const struct tm_case tm_cases_single_numa[] = {
           { .any = true, .preferred = false } },
         { "Two providers, 1 hint each, same mask, 1 preferred, 1 not 2/2",
           (const struct tm_case_provider[]) {
-                  { 1, (const struct tm_case_resource[]) {
+                  { 1,
+                    (const struct tm_case_resource[]) {
                             { "resource1", 1, (const struct tm_case_hint[]) { { .mask = 0x2, .preferred = true } } },
                     } },
-                  { 1, (const struct tm_case_resource[]) {
+                  { 1,
+                    (const struct tm_case_resource[]) {
                             { "resource2", 1, (const struct tm_case_hint[]) { { .mask = 0x2, .preferred = false } } },
                     } },
                   {} },
@@ -414,10 +521,14 @@ static const struct tm_case tm_cases_single_numa[] = {
           { .any = true, .preferred = false } },
         { "Two providers, 1 with 2 hints, 1 with single non-preferred hint matching",
           (const struct tm_case_provider[]) {
-                  { 1, (const struct tm_case_resource[]) {
-                            { "resource1", 2, (const struct tm_case_hint[]) { { .mask = 0x1, .preferred = true }, { .mask = 0x2, .preferred = true } } },
+                  { 1,
+                    (const struct tm_case_resource[]) {
+                            { "resource1", 2,
+                              (const struct tm_case_hint[]) { { .mask = 0x1, .preferred = true },
+                                                              { .mask = 0x2, .preferred = true } } },
                     } },
-                  { 1, (const struct tm_case_resource[]) {
+                  { 1,
+                    (const struct tm_case_resource[]) {
                             { "resource2", 1, (const struct tm_case_hint[]) { { .mask = 0x3, .preferred = false } } },
                     } },
                   {} },
@@ -425,21 +536,28 @@ static const struct tm_case tm_cases_single_numa[] = {
           { .any = true, .preferred = false } },
         { "Single NUMA hint generation",
           (const struct tm_case_provider[]) {
-                  { 2, (const struct tm_case_resource[]) {
+                  { 2,
+                    (const struct tm_case_resource[]) {
                             { "resource1", 1, (const struct tm_case_hint[]) { { .mask = 0x3, .preferred = true } } },
-                            { "resource2", 3, (const struct tm_case_hint[]) { { .mask = 0x1, .preferred = true }, { .mask = 0x2, .preferred = true }, { .mask = 0x3, .preferred = false } } },
+                            { "resource2", 3,
+                              (const struct tm_case_hint[]) { { .mask = 0x1, .preferred = true },
+                                                              { .mask = 0x2, .preferred = true },
+                                                              { .mask = 0x3, .preferred = false } } },
                     } },
                   {} },
           1,
           { .any = true, .preferred = false } },
         { "One no-preference provider",
           (const struct tm_case_provider[]) {
-                  { 1, (const struct tm_case_resource[]) {
-                            { "resource1", 3, (const struct tm_case_hint[]) { { .mask = 0x1, .preferred = true }, { .mask = 0x2, .preferred = true }, { .mask = 0x3, .preferred = false } } },
+                  { 1,
+                    (const struct tm_case_resource[]) {
+                            { "resource1", 3,
+                              (const struct tm_case_hint[]) { { .mask = 0x1, .preferred = true },
+                                                              { .mask = 0x2, .preferred = true },
+                                                              { .mask = 0x3, .preferred = false } } },
                     } },
                   { 0, NULL },
                   {} },
           2,
           { .mask = 0x1, .preferred = true } },
 };
-
