@@ -4,6 +4,7 @@
  * KEY='VALUE' it parses to the same value. */
 #include <errno.h>
 
+#include "basic/error.h"
 #include "fuzz.h"
 #include "kuberuntime/envfile.h"
 
@@ -12,7 +13,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         size_t klen = nl ? (size_t) (nl - data) : 0;
         const char *file = (const char *) data + (nl ? klen + 1 : 0);
         size_t fsize = size - (size_t) (file - (const char *) data);
-        char *key = fuzz_strndup(data, klen), *value = NULL, *error = NULL;
+        char *key = fuzz_strndup(data, klen), *value = NULL;
+        struct ck_error *error = NULL;
         int r;
 
         r = kr_env_file_parse(file, fsize, key, &value, &error);
@@ -35,7 +37,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         } else if (value || (r != 0 && r != -EINVAL && r != -E2BIG && r != -ENOMEM))
                 abort();
         free(value);
-        free(error);
+        ck_error_free(error);
         free(key);
         return 0;
 }

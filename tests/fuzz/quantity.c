@@ -3,6 +3,7 @@
  * the same value). */
 #include "apis/apis-internal.h"
 #include "apis/pod.h"
+#include "basic/error.h"
 #include "fuzz.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -10,10 +11,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         struct quantity q = {}, back = {};
         __int128 nano = 0;
         enum quantity_format fmt;
-        const char *msg = NULL;
+        struct ck_error *why = NULL;
 
-        if (quantity_parse_exact(s, &nano, &fmt, &msg) < 0 && !msg)
-                abort();
+        if (quantity_parse_exact(s, &nano, &fmt, &why) < 0 && !why)
+                abort(); /* a refusal always says why */
+        why = ck_error_free(why);
         if (quantity_parse(s, &q) >= 0) {
                 char *c = quantity_canonical(&q);
                 if (c) {
