@@ -94,6 +94,9 @@ int parse_rfc3339(const char *s, int64_t *ret_unix_nsec) {
         t = timegm(&tm);
         if (t == (time_t) -1)
                 return -EINVAL;
-        *ret_unix_nsec = ((int64_t) t - off) * NSEC_PER_SEC + nsec;
+        /* beyond the year 2262 (or before 1677) the nanoseconds saturate instead of wrapping */
+        if (__builtin_mul_overflow((int64_t) t - off, (int64_t) NSEC_PER_SEC, ret_unix_nsec) ||
+            __builtin_add_overflow(*ret_unix_nsec, nsec, ret_unix_nsec))
+                *ret_unix_nsec = (int64_t) t - off < 0 ? INT64_MIN : INT64_MAX;
         return 0;
 }

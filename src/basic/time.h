@@ -21,4 +21,5 @@ struct timeval timeval_from_usec(uint64_t usec);
 char *format_rfc3339(uint64_t realtime_usec, char *buf, size_t size);
 /* RFC 3339 with nanoseconds, as in CRI log lines. */
 char *format_rfc3339nano(int64_t unix_nsec, char *buf, size_t size);
+/* Times past what int64 nanoseconds hold (after 2262, before 1677) saturate to INT64_MAX / INT64_MIN. */
 int parse_rfc3339(const char *s, int64_t *ret_unix_nsec);
