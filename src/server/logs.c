@@ -685,7 +685,7 @@ static void journal_query_start(struct api_request *r, struct node_log_query **q
 /* /logs/ with enableSystemLogQuery: the node log query (upstream's logServer in query mode) */
 void api_handle_logs(struct api_request *r, const char *rest) {
         _cleanup_(node_log_query_freep) struct node_log_query *q = NULL;
-        _cleanup_free_ char *err = NULL;
+        _cleanup_ck_error_ struct ck_error *err = NULL;
         _cleanup_close_ int dirfd = -1;
         const char *file;
         int k;
@@ -696,7 +696,7 @@ void api_handle_logs(struct api_request *r, const char *rest) {
         }
         k = node_log_query_parse(r->query, &q, &err);
         if (k == -EINVAL) {
-                api_reply_text(r->req, 400, "%s\n", err);
+                api_reply_text(r->req, 400, "%s\n", ck_error_message(err));
                 return;
         }
         if (k < 0) {
@@ -718,7 +718,7 @@ void api_handle_logs(struct api_request *r, const char *rest) {
         }
         k = node_log_query_validate(q, dirfd, &err);
         if (k == -EINVAL) {
-                api_reply_text(r->req, 406, "%s\n", err);
+                api_reply_text(r->req, 406, "%s\n", ck_error_message(err));
                 return;
         }
         if (k < 0) {

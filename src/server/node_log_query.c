@@ -3,6 +3,8 @@
 
 #include "server/node_log_query.h"
 
+#include "basic/error.h"
+
 #include <assert.h>
 #include <ctype.h>
 #include <errno.h>
@@ -71,21 +73,18 @@ static void add(struct errs *e, const char *fmt, ...) {
                 e->oom = true;
 }
 
-static int finish(struct errs *e, char **ret_error) {
+/* The errors found, as upstream's aggregate prints them (one alone, several as "[a, b]"), into *ret_error */
+static int finish(struct errs *e, struct ck_error **ret_error) {
         size_t n = strv_length(e->msgs);
         int r = 0;
 
         if (e->oom)
                 r = -ENOMEM;
-        else if (n == 1) {
-                *ret_error = TAKE_PTR(e->msgs[0]);
-                r = -EINVAL;
-        } else if (n > 1) {
+        else if (n == 1)
+                r = ck_error_set(ret_error, -EINVAL, "%s", e->msgs[0]);
+        else if (n > 1) {
                 _cleanup_free_ char *joined = strv_join(e->msgs, ", ");
-                if (!joined || asprintf(ret_error, "[%s]", joined) < 0)
-                        r = -ENOMEM;
-                else
-                        r = -EINVAL;
+                r = joined ? ck_error_set(ret_error, -EINVAL, "[%s]", joined) : -ENOMEM;
         }
         strv_free(e->msgs);
         e->msgs = NULL;
@@ -218,7 +217,7 @@ static bool blank(const char *s) {
         return true;
 }
 
-int node_log_query_parse(const char *raw, struct node_log_query **ret, char **ret_error) {
+int node_log_query_parse(const char *raw, struct node_log_query **ret, struct ck_error **ret_error) {
         struct evkeyvalq params = {};
         struct evkeyval *kv;
         struct node_log_query *q = NULL;
@@ -232,8 +231,7 @@ int node_log_query_parse(const char *raw, struct node_log_query **ret, char **re
         if (isempty(raw))
                 return 0;
         if (strlen(raw) > RAW_MAX || evhttp_parse_query_str(raw, &params) < 0) {
-                *ret_error = strdup("invalid query string");
-                return *ret_error ? -EINVAL : -ENOMEM;
+                return ck_error_set(ret_error, -EINVAL, "invalid query string");
         }
         q = calloc(1, sizeof(*q));
         if (!q) {
@@ -314,7 +312,7 @@ static void go_strerror(int err, char *buf, size_t size) {
                 buf[0] = (char) tolower((unsigned char) buf[0]);
 }
 
-int node_log_query_validate(const struct node_log_query *q, int logdirfd, char **ret_error) {
+int node_log_query_validate(const struct node_log_query *q, int logdirfd, struct ck_error **ret_error) {
         struct errs e = {};
         size_t n_files = strv_length(q->files), n_services = strv_length(q->services);
 

@@ -9,6 +9,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "basic/error.h"
+
 struct node_log_query {
         char **files;    /* queries naming a file (with '/' or '\') */
         char **services; /* the other non-blank queries */
@@ -27,11 +29,11 @@ struct node_log_query {
 /* Parse the raw query string (NULL: none). 0 with *ret NULL when it has none of the query's parameters (the
  * request is a plain /logs/ file request), 0 with *ret set, -EINVAL with *ret_error (400 Bad Request: a time
  * or number that does not parse, a blank query), -ENOMEM. */
-int node_log_query_parse(const char *raw, struct node_log_query **ret, char **ret_error);
+int node_log_query_parse(const char *raw, struct node_log_query **ret, struct ck_error **ret_error);
 
 /* Check q; logdirfd is the log directory a queried file must exist beneath. 0, or -EINVAL with *ret_error
  * (406 Not Acceptable), -ENOMEM. */
-int node_log_query_validate(const struct node_log_query *q, int logdirfd, char **ret_error);
+int node_log_query_validate(const struct node_log_query *q, int logdirfd, struct ck_error **ret_error);
 
 /* does q have options besides the query (upstream's n.options != options{})? */
 bool node_log_query_has_options(const struct node_log_query *q);

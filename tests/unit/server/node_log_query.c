@@ -12,24 +12,34 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "basic/error.h"
 #include "server/node_log_query.h"
+
+static char *take_message(struct ck_error *err) {
+        char *m;
+        assert_non_null(err);
+        m = strdup(ck_error_message(err));
+        assert_non_null(m);
+        ck_error_free(err);
+        return m;
+}
 
 static char *parse_error(const char *raw) {
         struct node_log_query *q = NULL;
-        char *err = NULL;
+        struct ck_error *err = NULL;
         assert_int_equal(node_log_query_parse(raw, &q, &err), -EINVAL);
         assert_null(q);
-        return err;
+        return take_message(err);
 }
 
 static char *validate_error(const char *raw, int dirfd) {
         struct node_log_query *q = NULL;
-        char *err = NULL;
+        struct ck_error *err = NULL;
         assert_int_equal(node_log_query_parse(raw, &q, &err), 0);
         assert_non_null(q);
         assert_int_equal(node_log_query_validate(q, dirfd, &err), -EINVAL);
         node_log_query_free(q);
-        return err;
+        return take_message(err);
 }
 
 #define ASSERT_PARSE_ERROR(raw, msg)          \
@@ -47,7 +57,7 @@ static char *validate_error(const char *raw, int dirfd) {
 
 static void test_parse(void **state) {
         struct node_log_query *q = NULL;
-        char *err = NULL;
+        struct ck_error *err = NULL;
         (void) state;
 
         /* no parameter of the query: a plain file request */
@@ -79,7 +89,7 @@ static void test_parse(void **state) {
 static void test_validate(void **state) {
         char dir[] = "/tmp/ckubelet-nlq-XXXXXX", path[64];
         struct node_log_query *q = NULL;
-        char *err = NULL;
+        struct ck_error *err = NULL;
         int fd;
         (void) state;
 
@@ -133,7 +143,8 @@ static void test_validate(void **state) {
 /* the arguments joined by '|' */
 static char *journal_args(const char *raw, const char *const *services) {
         struct node_log_query *q = NULL;
-        char *err = NULL, **argv = NULL, *joined;
+        struct ck_error *err = NULL;
+        char **argv = NULL, *joined;
         size_t len = 1;
 
         assert_int_equal(node_log_query_parse(raw, &q, &err), 0);
