@@ -101,7 +101,7 @@ def one_mode(rt, d, n, gate, window, relist_seconds):
         time.sleep(window)
         cpu = cpu_seconds(k.proc.pid) - c0
         open(os.path.join(shared, "stop"), "w").close()
-        wait_for(lambda: len(restarted(rt, n)) >= n, 120 + 2 * (relist_seconds or 0), interval=2,
+        wait_for(lambda: len(restarted(rt, n)) >= n, 120 + 2 * n + 2 * (relist_seconds or 0), interval=2,
                  msg="every container restarted once")
         r = sorted(reactions(rt, n))
         res = {"gate": gate, "pods": n, "cpu_seconds_per_minute": cpu * 60 / window,

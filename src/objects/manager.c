@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "basic/list.h"
 #include "basic/log.h"
 #include "basic/string.h"
 #include "basic/strv.h"
@@ -223,6 +224,7 @@ static bool pod_uses(const struct mpod *p, const struct mobj *o) {
 }
 
 static void notify_changed(struct objects_manager *m, struct mobj *o) {
+        struct mpod *p;
         size_t n = 0;
         char **uids = NULL;
 
@@ -232,16 +234,16 @@ static void notify_changed(struct objects_manager *m, struct mobj *o) {
                 return;
 
         /* collect first: the callback may change the registrations */
-        for (struct mpod *p = m->pods; p; p = p->next)
-                if (pod_uses(p, o) && !p->ready)
-                        n++;
+        DLIST_FOREACH(p, m->pods)
+        if (pod_uses(p, o) && !p->ready)
+                n++;
         uids = calloc(n + 1, sizeof(*uids));
         if (!uids)
                 return;
         n = 0;
-        for (struct mpod *p = m->pods; p; p = p->next)
-                if (pod_uses(p, o) && !p->ready && (uids[n] = strdup(p->uid)))
-                        n++;
+        DLIST_FOREACH(p, m->pods)
+        if (pod_uses(p, o) && !p->ready && (uids[n] = strdup(p->uid)))
+                n++;
         for (size_t i = 0; i < n; i++) {
                 log_info("%s %s/%s changed: syncing pod %s", o->kind, o->ns, o->name, uids[i]);
                 m->changed(uids[i], m->userdata);
@@ -256,12 +258,8 @@ static void obj_start(struct mobj *o);
 static void obj_free(struct mobj *o) {
         if (!o)
                 return;
-        if (o->prev)
-                o->prev->next = o->next;
-        else if (o->m && o->m->objs == o)
-                o->m->objs = o->next;
-        if (o->next)
-                o->next->prev = o->prev;
+        if (o->m)
+                DLIST_REMOVE(o->m->objs, o);
         kube_request_cancel(o->req);
         if (o->retry)
                 event_free(o->retry);
@@ -514,9 +512,9 @@ static void obj_start(struct mobj *o) {
 static struct mobj *obj_get(struct objects_manager *m, const char *kind, const char *ns, const char *name) {
         struct mobj *o;
 
-        for (o = m->objs; o; o = o->next)
-                if (streq(o->kind, kind) && streq(o->ns, ns) && streq(o->name, name))
-                        return o;
+        DLIST_FOREACH(o, m->objs)
+        if (streq(o->kind, kind) && streq(o->ns, ns) && streq(o->name, name))
+                return o;
         o = calloc(1, sizeof(*o));
         if (!o)
                 return NULL;
@@ -537,10 +535,7 @@ static struct mobj *obj_get(struct objects_manager *m, const char *kind, const c
                 obj_free(o);
                 return NULL;
         }
-        o->next = m->objs;
-        if (m->objs)
-                m->objs->prev = o;
-        m->objs = o;
+        DLIST_PREPEND(m->objs, o);
         log_v(2, "watching %s %s/%s", o->kind, ns, name);
         obj_start(o);
         return o;
@@ -1038,21 +1033,19 @@ static struct mcert *cert_new(struct objects_manager *m, const struct cert_ref *
 /* ---------------------------------------------------------------- pods */
 
 static struct mpod *pod_find(struct objects_manager *m, const char *uid) {
-        for (struct mpod *p = m->pods; p; p = p->next)
-                if (streq(p->uid, uid))
-                        return p;
+        struct mpod *p;
+
+        DLIST_FOREACH(p, m->pods)
+        if (streq(p->uid, uid))
+                return p;
         return NULL;
 }
 
 static void pod_free(struct mpod *p) {
         if (!p)
                 return;
-        if (p->prev)
-                p->prev->next = p->next;
-        else if (p->m && p->m->pods == p)
-                p->m->pods = p->next;
-        if (p->next)
-                p->next->prev = p->prev;
+        if (p->m)
+                DLIST_REMOVE(p->m->pods, p);
         for (size_t i = 0; i < p->n_objs; i++)
                 obj_unref(p->objs[i]);
         free(p->objs);
@@ -1192,10 +1185,7 @@ int objects_manager_register(struct objects_manager *m, const char *uid, const c
                 p->ready_data = old->ready_data;
                 pod_free(old); /* after the new references were taken: shared objects stay watched */
         }
-        p->next = m->pods;
-        if (m->pods)
-                m->pods->prev = p;
-        m->pods = p;
+        DLIST_PREPEND(m->pods, p);
         return 0;
 oom:
         pod_free(p);
