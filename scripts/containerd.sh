@@ -9,6 +9,8 @@
 # CKUBELET_CONTAINERD_BIN=DIR: the containerd, containerd-shim-runc-v2 and ctr of DIR (first on PATH) instead of
 # Debian 12's 1.6.20, e.g. containerd 2.1.9 from scripts/build-runtime.sh; a 2.x gets a version 3 configuration.
 # CKUBELET_OCI_RUNTIME=PATH: the OCI runtime the runc shim runs (BinaryName), e.g. crun; default runc on PATH.
+# CKUBELET_CONTAINERD_HUGETLB=1 (start): disable_hugetlb_controller = false, so that the containers' hugepage_limits
+# from the CRI reach their hugetlb cgroups (containerd leaves them out by default).
 set -euo pipefail
 if [ -n "${CKUBELET_CONTAINERD_BIN:-}" ]; then
         export PATH="$CKUBELET_CONTAINERD_BIN:$PATH"
@@ -35,7 +37,8 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
 [ttrpc]
   address = "$sock.ttrpc"
 [plugins."io.containerd.grpc.v1.cri"]
-  restrict_oom_score_adj = true${CKUBELET_CONTAINERD_STATS_PERIOD:+
+  restrict_oom_score_adj = true${CKUBELET_CONTAINERD_HUGETLB:+
+  disable_hugetlb_controller = false}${CKUBELET_CONTAINERD_STATS_PERIOD:+
   stats_collect_period = $CKUBELET_CONTAINERD_STATS_PERIOD}
   sandbox_image = "registry.k8s.io/pause:3.9"
   [plugins."io.containerd.grpc.v1.cri".cni]
@@ -73,7 +76,8 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
   [plugins."io.containerd.cri.v1.images".registry]
     config_path = "$dir/certs.d"
 [plugins."io.containerd.cri.v1.runtime"]
-  restrict_oom_score_adj = true
+  restrict_oom_score_adj = true${CKUBELET_CONTAINERD_HUGETLB:+
+  disable_hugetlb_controller = false}
   [plugins."io.containerd.cri.v1.runtime".cni]
     bin_dirs = ["/usr/lib/cni"]
     conf_dir = "$dir/cni/net.d"

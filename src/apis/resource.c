@@ -162,3 +162,95 @@ int64_t resource_pod_request_for_eviction(const struct pod *pod, const char *nam
                 v = sat_add(v, quantity_units(name, resource_list_get(&pod->spec.overhead, name)));
         return v;
 }
+
+/* ---- huge pages ---- */
+
+int resource_hugepage_size(const char *name, uint64_t *ret_bytes) {
+        struct quantity q = {};
+        const char *size;
+        int r;
+
+        if (!startswith(name, "hugepages-"))
+                return -EINVAL;
+        size = name + strlen("hugepages-");
+        r = quantity_parse(size, &q);
+        if (r < 0)
+                return r;
+        /* a fractional size rounds up in Value(): not a page size */
+        r = q.value > 0 && q.milli == q.value * 1000 ? 0 : -EINVAL;
+        if (r >= 0)
+                *ret_bytes = (uint64_t) q.value;
+        quantity_done(&q);
+        return r;
+}
+
+void resource_hugepage_unit(uint64_t bytes, char buf[static RESOURCE_HUGEPAGE_UNIT_MAX]) {
+        static const char *const units[] = { "B", "KB", "MB", "GB", "TB", "PB" };
+        double v = (double) bytes;
+        size_t i = 0;
+
+        while (v >= 1024 && i + 1 < ELEMENTSOF(units)) {
+                v /= 1024;
+                i++;
+        }
+        snprintf(buf, RESOURCE_HUGEPAGE_UNIT_MAX, "%g%s", v, units[i]);
+}
+
+static bool is_hugepage_name_of(const char *name, uint64_t page_size) {
+        uint64_t b;
+        return resource_hugepage_size(name, &b) >= 0 && b == page_size;
+}
+
+/* The pod's resource lists in order: pod-level requests and limits, then each container's and init container's */
+static const struct resource_list *pod_list(const struct pod *pod, size_t i) {
+        size_t n = pod->spec.n_containers + pod->spec.n_init_containers;
+        const struct container *c;
+
+        if (i < 2)
+                return i == 0 ? &pod->spec.resources.requests : &pod->spec.resources.limits;
+        i -= 2;
+        if (i / 2 >= n)
+                return NULL;
+        c = i / 2 < pod->spec.n_containers ? &pod->spec.containers[i / 2]
+                                           : &pod->spec.init_containers[i / 2 - pod->spec.n_containers];
+        return i % 2 == 0 ? &c->resources.requests : &c->resources.limits;
+}
+
+static bool name_seen_before(const struct pod *pod, size_t list, size_t index, const char *name) {
+        for (size_t l = 0; l <= list; l++) {
+                const struct resource_list *rl = pod_list(pod, l);
+                for (size_t i = 0; i < (l == list ? index : rl->n); i++)
+                        if (streq(rl->names[i], name))
+                                return true;
+        }
+        return false;
+}
+
+int64_t resource_pod_hugepages(const struct pod *pod, uint64_t page_size) {
+        const struct resource_list *rl;
+        int64_t sum = 0;
+
+        /* each distinct name of that page size once (two spellings of one size are two names upstream too) */
+        for (size_t l = 0; (rl = pod_list(pod, l)); l++)
+                for (size_t i = 0; i < rl->n; i++)
+                        if (is_hugepage_name_of(rl->names[i], page_size) && !name_seen_before(pod, l, i, rl->names[i]))
+                                sum += resource_pod_requests(pod, rl->names[i]);
+        return sum;
+}
+
+int64_t resource_container_hugepages(const struct pod *pod, const struct container *c, uint64_t page_size) {
+        int64_t v = 0;
+        bool found = false;
+
+        for (size_t i = 0; i < c->resources.limits.n; i++)
+                if (is_hugepage_name_of(c->resources.limits.names[i], page_size)) {
+                        v = c->resources.limits.values[i].value;
+                        found = true;
+                }
+        if (found || !pod_level_resources_set(pod))
+                return v;
+        for (size_t i = 0; i < pod->spec.resources.limits.n; i++)
+                if (is_hugepage_name_of(pod->spec.resources.limits.names[i], page_size))
+                        v = pod->spec.resources.limits.values[i].value;
+        return v;
+}

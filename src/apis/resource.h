@@ -44,3 +44,19 @@ int64_t resource_pod_limits(const struct pod *pod, const char *name);
 /* GetResourceRequestQuantity (the eviction manager's ranking): with pod-level resources, only their request; then
  * the overhead added to a non-zero total. */
 int64_t resource_pod_request_for_eviction(const struct pod *pod, const char *name);
+
+/* ---- huge pages ---- */
+
+/* HugePageSizeFromResourceName: the page size in bytes of "hugepages-<quantity>" ("hugepages-2Mi": 2097152);
+ * -EINVAL for another name or a size that is not a positive whole number of bytes */
+int resource_hugepage_size(const char *name, uint64_t *ret_bytes);
+/* libcontainer's name of a page size, as the hugetlb controller's files and the CRI's HugepageLimit.page_size spell
+ * it: "2MB", "1GB", "64KB" (the bytes divided by 1024 while at least 1024, with B, KB, MB, GB, TB, PB) */
+#define RESOURCE_HUGEPAGE_UNIT_MAX 32
+void resource_hugepage_unit(uint64_t bytes, char buf[static RESOURCE_HUGEPAGE_UNIT_MAX]);
+/* HugePageLimits: the pod's huge pages in bytes for a page size, from its requests (resource_pod_requests) summed
+ * over every resource name of that size */
+int64_t resource_pod_hugepages(const struct pod *pod, uint64_t page_size);
+/* The container's hugepage limit of a page size (GetHugepageLimitsFromResources): its own limit of that size, else
+ * the pod-level one when pod-level resources are set, else 0 */
+int64_t resource_container_hugepages(const struct pod *pod, const struct container *c, uint64_t page_size);

@@ -17,9 +17,11 @@
 #include "basic/macro.h"
 #include "basic/string.h"
 #include "basic/strv.h"
+#include "apis/resource.h"
 #include "cm/cm.h"
 #include "cm/systemd.h"
 #include "node/node_status.h"
+#include "stats/machine.h"
 
 #define CGROUP_FILE_MAX (1024u * 1024u) /* cgroup.procs of a pod cgroup */
 #define CGROUP_DEPTH_MAX 16             /* pod cgroup → sandbox/container cgroups → whatever they made */
@@ -334,6 +336,12 @@ static void apply_resources(const struct cm *m, const char *dir, const struct cm
         }
         if (rc->pids_limit > 0)
                 cg_set_int(dir, "pids.max", rc->pids_limit);
+        for (size_t i = 0; i < rc->n_hugepages; i++) {
+                char unit[RESOURCE_HUGEPAGE_UNIT_MAX], file[64];
+                resource_hugepage_unit(rc->hugepages[i].page_size, unit);
+                snprintf(file, sizeof(file), "hugetlb.%s.%s", unit, m->unified ? "max" : "limit_in_bytes");
+                cg_set_int(dir, file, rc->hugepages[i].limit);
+        }
 }
 
 /* create the cgroup in every hierarchy and apply rc (NULL: none). With the systemd driver the slice exists (systemd
@@ -637,6 +645,11 @@ static int pod_config(const struct cm *m, const struct pod *pod, char **ret_name
         if (r < 0)
                 return r;
         cm_resource_config_for_pod(pod, ret_rc);
+        {
+                const uint64_t *sizes;
+                size_t n = machine_hugepage_sizes(&sizes);
+                cm_resource_config_hugepages(pod, sizes, n, ret_rc);
+        }
         return 1;
 }
 

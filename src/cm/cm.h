@@ -59,6 +59,13 @@ struct cm_resource_config {
         int64_t cpu_period;   /* usec; 0 = unset */
         int64_t memory_limit; /* bytes; 0 = unset */
         int64_t pids_limit;   /* 0 = unset */
+        /* hugetlb: a limit for each page size of the machine (HugePageLimit, then 0 for the sizes the pod does not
+         * ask for, as upstream's cgroup manager); n_hugepages 0: left alone */
+        size_t n_hugepages;
+        struct cm_hugepage_limit {
+                uint64_t page_size; /* bytes */
+                int64_t limit;      /* bytes */
+        } hugepages[8];
 };
 
 /* ResourceConfigForPod (enforceCPULimits = true, period 100ms): cpu shares from the pod's cpu requests
@@ -67,6 +74,11 @@ struct cm_resource_config {
  * pod-level one is set; pod-level requests and limits (spec.resources) replace the containers' aggregate; the pod's
  * overhead added to the requests and to the limits declared. pids_limit is left 0. */
 void cm_resource_config_for_pod(const struct pod *pod, struct cm_resource_config *ret);
+
+/* The pod cgroup's hugetlb limits for the machine's page sizes (ascending, at most 8): the pod's huge page
+ * requests of each size (resource.PodRequests, pod-level ones when set), 0 for the others. */
+void cm_resource_config_hugepages(const struct pod *pod, const uint64_t *sizes, size_t n_sizes,
+                                  struct cm_resource_config *rc);
 
 /* the pod's cpu request in millicores (resource.PodRequests: app containers summed, at least the largest init
  * container; a request defaults to the limit) */

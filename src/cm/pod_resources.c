@@ -66,6 +66,16 @@ void cm_resource_config_for_pod(const struct pod *pod, struct cm_resource_config
         *ret = r;
 }
 
+void cm_resource_config_hugepages(const struct pod *pod, const uint64_t *sizes, size_t n_sizes,
+                                  struct cm_resource_config *rc) {
+        rc->n_hugepages = 0;
+        for (size_t i = 0; i < n_sizes && i < ELEMENTSOF(rc->hugepages); i++)
+                rc->hugepages[rc->n_hugepages++] = (struct cm_hugepage_limit) {
+                        .page_size = sizes[i],
+                        .limit = resource_pod_hugepages(pod, sizes[i]),
+                };
+}
+
 uint64_t cm_cpu_shares_to_weight(uint64_t shares) {
         if (shares == 0)
                 return 0;

@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "kuberuntime/config.h"
+#include "apis/resource.h"
+#include "stats/machine.h"
 
 #include <inttypes.h>
 #include <string.h>
@@ -356,6 +358,35 @@ static uint64_t node_memory_bytes(void) {
         return cached;
 }
 
+/* GetHugepageLimitsFromResources: every page size of the machine, 0 unless the container (or, with pod-level
+ * resources, the pod) asks for pages of that size */
+static int hugepage_limits(const struct pod *pod, const struct container *c,
+                           Runtime__V1__LinuxContainerResources *res) {
+        const uint64_t *sizes;
+        size_t n = machine_hugepage_sizes(&sizes);
+
+        if (n == 0)
+                return 0;
+        res->hugepage_limits = calloc(n, sizeof(*res->hugepage_limits));
+        if (!res->hugepage_limits)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                Runtime__V1__HugepageLimit *l = malloc(sizeof(*l));
+                char unit[RESOURCE_HUGEPAGE_UNIT_MAX];
+
+                if (!l)
+                        return -ENOMEM;
+                *l = (Runtime__V1__HugepageLimit) RUNTIME__V1__HUGEPAGE_LIMIT__INIT;
+                res->hugepage_limits[res->n_hugepage_limits++] = l;
+                resource_hugepage_unit(sizes[i], unit);
+                l->page_size = strdup(unit);
+                if (!l->page_size)
+                        return -ENOMEM;
+                l->limit = (uint64_t) MAX(resource_container_hugepages(pod, c, sizes[i]), (int64_t) 0);
+        }
+        return 0;
+}
+
 int kr_build_container_config(const struct pod *pod, const struct container *c, uint32_t restart_count,
                               const char *image_ref, const struct kc_build_context *ctx,
                               Runtime__V1__ContainerConfig **ret) {
@@ -441,6 +472,9 @@ int kr_build_container_config(const struct pod *pod, const struct container *c, 
                 lx->resources->memory_limit_in_bytes = res.memory_limit_in_bytes;
                 lx->resources->oom_score_adj = res.oom_score_adj;
         }
+        r = hugepage_limits(pod, c, lx->resources);
+        if (r < 0)
+                return r;
         if (ctx->swap_v2) {
                 /* configureContainerSwapResources: memory.swap.max through the unified map (NoSwap: 0) */
                 _cleanup_(strmap_done) struct strmap unified = {};

@@ -111,14 +111,36 @@ static json_t *resources(const struct node_status_input *in, bool allocatable) {
         _cleanup_free_ char *c = NULL, *m = NULL, *e = NULL;
         char pods[32];
 
+        int64_t huge = 0;
+
         if (allocatable)
                 node_allocatable(in, &cpu, &mem, &storage);
+        /* setters.go MachineInfo: each huge page size's pages are capacity of their own, and come off the allocatable
+         * memory */
+        for (size_t i = 0; i < in->machine->n_hugepages; i++)
+                huge += (int64_t) (in->machine->hugepages[i].page_size_kb * 1024 * in->machine->hugepages[i].num_pages);
+        if (allocatable)
+                mem = MAX(mem - huge, (int64_t) 0);
         c = cpu_quantity(cpu);
         m = bytes_quantity(mem);
         e = bytes_quantity(storage);
         snprintf(pods, sizeof(pods), "%d", in->max_pods);
-        json_t *r = json_pack("{s:s?, s:s?, s:s?, s:s, s:s, s:s}", "cpu", c, "memory", m, "ephemeral-storage", e,
-                              "pods", pods, "hugepages-1Gi", "0", "hugepages-2Mi", "0");
+        json_t *r = json_pack("{s:s?, s:s?, s:s?, s:s}", "cpu", c, "memory", m, "ephemeral-storage", e, "pods", pods);
+        /* cadvisor's CapacityFromMachineInfo: hugepages-<size> as a quantity of bytes (BinarySI) */
+        for (size_t i = 0; r && i < in->machine->n_hugepages; i++) {
+                const struct hugepages_info *h = &in->machine->hugepages[i];
+                _cleanup_free_ char *size = quantity_format_int((int64_t) h->page_size_kb * 1024, true),
+                                    *total = quantity_format_int((int64_t) (h->page_size_kb * 1024 * h->num_pages),
+                                                                 true);
+                char name[64];
+
+                if (!size || !total) {
+                        json_decref(r);
+                        return NULL;
+                }
+                snprintf(name, sizeof(name), "hugepages-%s", size);
+                json_object_set_new(r, name, json_string(total));
+        }
         /* device plugin resources (setters.go MachineInfo: capacity from the device manager, allocatable its
          * healthy devices) */
         for (size_t i = 0; r && i < in->n_extended; i++) {

@@ -581,3 +581,31 @@ int stats_machine_info_to_json(const struct machine_info *m, json_t **ret) {
         *ret = TAKE_PTR(o);
         return 0;
 }
+
+size_t machine_hugepage_sizes(const uint64_t **ret) {
+        static uint64_t sizes[MACHINE_HUGEPAGE_SIZES_MAX];
+        static size_t n;
+        static bool done;
+
+        if (!done) {
+                _cleanup_closedir_ DIR *d = opendir("/sys/kernel/mm/hugepages");
+                struct dirent *de;
+
+                done = true;
+                while (d && (de = readdir(d)) && n < ELEMENTSOF(sizes)) {
+                        unsigned long long kb;
+                        char tail[4];
+                        if (sscanf(de->d_name, "hugepages-%llu%3s", &kb, tail) != 2 || !streq(tail, "kB") || kb == 0)
+                                continue;
+                        sizes[n++] = (uint64_t) kb * 1024;
+                }
+                for (size_t i = 1; i < n; i++)
+                        for (size_t j = i; j > 0 && sizes[j - 1] > sizes[j]; j--) {
+                                uint64_t t = sizes[j];
+                                sizes[j] = sizes[j - 1];
+                                sizes[j - 1] = t;
+                        }
+        }
+        *ret = sizes;
+        return n;
+}

@@ -54,3 +54,9 @@ int stats_machine_info_to_json(const struct machine_info *m, json_t **ret);
 int stats_os_release_pretty_name(const char *text, char **ret);
 /* GOARCH name for a uname machine ("x86_64" → "amd64"); unknown ones are returned as is. */
 const char *stats_machine_goarch(const char *uname_machine);
+
+/* The machine's huge page sizes in bytes, ascending, as libcontainer's HugePageSizes: the directories of
+ * /sys/kernel/mm/hugepages, read once (the first call reads, on whatever thread; sysfs does not block). None when
+ * the kernel has no huge pages. At most MACHINE_HUGEPAGE_SIZES_MAX. */
+#define MACHINE_HUGEPAGE_SIZES_MAX 8
+size_t machine_hugepage_sizes(const uint64_t **ret);

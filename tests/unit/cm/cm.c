@@ -8,6 +8,7 @@
 
 #include "basic/error.h"
 #include "apis/manifest.h"
+#include "apis/resource.h"
 #include "cm/cm.h"
 
 static struct pod *parse_pod(const char *spec) {
@@ -127,6 +128,72 @@ static void test_resource_config_for_pod(void **state) {
 }
 
 /* ResourceConfigForPod with pod-level resources (spec.resources) */
+/* Huge pages (HugePageLimits, GetHugepageLimitsFromResources, libcontainer's size names): the pod cgroup gets a
+ * limit for every page size of the machine, 0 for those it does not ask for; a container without its own hugepages
+ * limit gets the pod-level one */
+static void test_hugepages(void **state) {
+        const uint64_t sizes[] = { 2 * MI, 1024 * MI };
+        struct cm_resource_config rc = {};
+        char unit[RESOURCE_HUGEPAGE_UNIT_MAX];
+        uint64_t b = 0;
+        struct pod *p;
+        (void) state;
+
+        assert_int_equal(resource_hugepage_size("hugepages-2Mi", &b), 0);
+        assert_true(b == 2 * MI);
+        assert_int_equal(resource_hugepage_size("hugepages-1Gi", &b), 0);
+        assert_true(b == 1024 * MI);
+        assert_int_equal(resource_hugepage_size("hugepages-", &b), -EINVAL);
+        assert_int_equal(resource_hugepage_size("memory", &b), -EINVAL);
+        assert_int_equal(resource_hugepage_size("hugepages-1500m", &b), -EINVAL);
+        resource_hugepage_unit(2 * MI, unit);
+        assert_string_equal(unit, "2MB");
+        resource_hugepage_unit(1024 * MI, unit);
+        assert_string_equal(unit, "1GB");
+        resource_hugepage_unit(64 * 1024, unit);
+        assert_string_equal(unit, "64KB");
+
+        /* two containers' 2Mi pages summed (one spelled in Ki), an init container's counted as the largest init */
+        p = parse_pod("  initContainers:\n"
+                      "  - {name: i, image: i, resources: {limits: {hugepages-2Mi: 8Mi, memory: 10Mi}}}\n"
+                      "  containers:\n"
+                      "  - {name: a, image: i, resources: {limits: {hugepages-2Mi: 4Mi, memory: 10Mi}}}\n"
+                      "  - {name: b, image: i, resources: {limits: {hugepages-2Mi: 2Mi, memory: 10Mi}}}\n");
+        cm_resource_config_hugepages(p, sizes, ELEMENTSOF(sizes), &rc);
+        assert_int_equal(rc.n_hugepages, 2);
+        assert_true(rc.hugepages[0].page_size == 2 * MI && rc.hugepages[0].limit == 8 * (int64_t) MI);
+        assert_true(rc.hugepages[1].page_size == 1024 * MI && rc.hugepages[1].limit == 0);
+        assert_int_equal(resource_container_hugepages(p, &p->spec.containers[0], 2 * MI), 4 * MI);
+        assert_int_equal(resource_container_hugepages(p, &p->spec.containers[1], 1024 * MI), 0);
+        pod_free(p);
+
+        p = parse_pod("  containers:\n"
+                      "  - {name: a, image: i, resources: {limits: {hugepages-2Mi: 4Mi, memory: 10Mi}}}\n"
+                      "  - {name: b, image: i, resources: {limits: {hugepages-2048Ki: 2Mi, memory: 10Mi}}}\n");
+        cm_resource_config_hugepages(p, sizes, ELEMENTSOF(sizes), &rc);
+        assert_true(rc.hugepages[0].limit == 6 * (int64_t) MI);
+        pod_free(p);
+
+        /* pod-level hugepages: the pod cgroup's, and every container's that sets none of that size */
+        p = parse_pod("  resources: {requests: {memory: 100Mi, hugepages-2Mi: 16Mi}, limits: {memory: 100Mi, "
+                      "hugepages-2Mi: 16Mi}}\n"
+                      "  containers:\n"
+                      "  - {name: a, image: i}\n"
+                      "  - {name: b, image: i, resources: {limits: {hugepages-2Mi: 4Mi}}}\n");
+        cm_resource_config_hugepages(p, sizes, ELEMENTSOF(sizes), &rc);
+        assert_true(rc.hugepages[0].limit == 16 * (int64_t) MI && rc.hugepages[1].limit == 0);
+        assert_int_equal(resource_container_hugepages(p, &p->spec.containers[0], 2 * MI), 16 * MI);
+        assert_int_equal(resource_container_hugepages(p, &p->spec.containers[1], 2 * MI), 4 * MI);
+        assert_int_equal(resource_container_hugepages(p, &p->spec.containers[0], 1024 * MI), 0);
+        pod_free(p);
+
+        /* no huge pages anywhere: every size 0 */
+        p = parse_pod("  containers:\n  - {name: a, image: i}\n");
+        cm_resource_config_hugepages(p, sizes, ELEMENTSOF(sizes), &rc);
+        assert_true(rc.n_hugepages == 2 && rc.hugepages[0].limit == 0 && rc.hugepages[1].limit == 0);
+        pod_free(p);
+}
+
 static void test_resource_config_pod_level(void **state) {
         struct pod *p;
 
@@ -319,6 +386,7 @@ int main(void) {
                 cmocka_unit_test(test_naming),           cmocka_unit_test(test_resource_config_for_pod),
                 cmocka_unit_test(test_shares_to_weight), cmocka_unit_test(test_systemd_unit_names),
                 cmocka_unit_test(test_slice_properties), cmocka_unit_test(test_resource_config_pod_level),
+                cmocka_unit_test(test_hugepages),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -63,6 +63,35 @@ static json_t *cond(const json_t *st, const char *type) {
         return NULL;
 }
 
+/* huge pages (cadvisor's CapacityFromMachineInfo, setters.go MachineInfo): each size's pages are capacity and
+ * allocatable of their own, canonical quantities, and come off the allocatable memory */
+static void test_hugepages(void **state) {
+        struct hugepages_info hp[] = { { .page_size_kb = 2048, .num_pages = 64 }, { .page_size_kb = 1048576 } };
+        struct machine_info m = machine;
+        struct node_status_input in;
+        json_t *st = NULL;
+        (void) state;
+
+        input(&in);
+        m.hugepages = hp;
+        m.n_hugepages = ELEMENTSOF(hp);
+        in.machine = &m;
+        assert_int_equal(node_status_build(&in, &st), 0);
+        assert_string_equal(str(st, "capacity", "hugepages-2Mi"), "128Mi");
+        assert_string_equal(str(st, "capacity", "hugepages-1Gi"), "0");
+        assert_string_equal(str(st, "allocatable", "hugepages-2Mi"), "128Mi");
+        assert_string_equal(str(st, "capacity", "memory"), "8388608Ki");
+        /* 6713344Ki without huge pages, less 128Mi */
+        assert_string_equal(str(st, "allocatable", "memory"), "6582272Ki");
+        json_decref(st);
+
+        /* a machine without huge pages reports none */
+        input(&in);
+        assert_int_equal(node_status_build(&in, &st), 0);
+        assert_null(json_object_get(json_object_get(st, "capacity"), "hugepages-2Mi"));
+        json_decref(st);
+}
+
 static void test_status(void **state) {
         struct node_status_input in;
         json_t *st = NULL, *st2 = NULL, *a, *b;
@@ -269,11 +298,9 @@ static void test_declared_features(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_status),
-                cmocka_unit_test(test_object),
-                cmocka_unit_test(test_reserved),
-                cmocka_unit_test(test_runtime_features),
-                cmocka_unit_test(test_declared_features),
+                cmocka_unit_test(test_status),           cmocka_unit_test(test_hugepages),
+                cmocka_unit_test(test_object),           cmocka_unit_test(test_reserved),
+                cmocka_unit_test(test_runtime_features), cmocka_unit_test(test_declared_features),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
