@@ -126,3 +126,14 @@ char *go_quote(const char *s) {
         *p = '\0';
         return out;
 }
+
+char *strstrip(char *s) {
+        char *e;
+
+        while (isspace((unsigned char) *s))
+                s++;
+        e = s + strlen(s);
+        while (e > s && isspace((unsigned char) e[-1]))
+                *--e = '\0';
+        return s;
+}

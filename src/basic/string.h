@@ -16,6 +16,8 @@ static inline bool streq_ptr(const char *a, const char *b) {
 }
 bool startswith(const char *s, const char *prefix);
 bool endswith(const char *s, const char *suffix);
+/* s without leading and trailing white space: the trailing cut off in place, a pointer past the leading */
+char *strstrip(char *s);
 /* Parse a decimal integer with full-string and range checks; -EINVAL/-ERANGE. */
 int safe_atoi64(const char *s, int64_t *ret);
 int safe_atoi(const char *s, int *ret);

@@ -59,17 +59,6 @@ int feature_gates_set(char ***gates, const char *name, bool value, bool warn, st
         return strv_push(gates, entry);
 }
 
-static char *trim_spaces(char *s) {
-        char *e;
-
-        while (isspace((unsigned char) *s))
-                s++;
-        e = s + strlen(s);
-        while (e > s && isspace((unsigned char) e[-1]))
-                *--e = '\0';
-        return s;
-}
-
 int feature_gates_parse(char ***gates, const char *value, bool warn, struct ck_error **ret_error) {
         _cleanup_free_ char *copy = strdup(value);
         char *item, *next;
@@ -88,14 +77,14 @@ int feature_gates_parse(char ***gates, const char *value, bool warn, struct ck_e
                         continue;
                 eq = strchr(item, '=');
                 if (!eq)
-                        return ck_error_set(ret_error, -EINVAL, "missing bool value for %s", trim_spaces(item));
+                        return ck_error_set(ret_error, -EINVAL, "missing bool value for %s", strstrip(item));
                 *eq = '\0';
-                k = trim_spaces(item);
-                if (parse_bool(trim_spaces(eq + 1), &b) < 0)
+                k = strstrip(item);
+                if (parse_bool(strstrip(eq + 1), &b) < 0)
                         return ck_error_set(ret_error, -EINVAL,
                                             "invalid value of %s=%s, err: strconv.ParseBool: parsing \"%s\": "
                                             "invalid syntax",
-                                            k, trim_spaces(eq + 1), trim_spaces(eq + 1));
+                                            k, strstrip(eq + 1), strstrip(eq + 1));
                 r = feature_gates_set(gates, k, b, warn, ret_error);
                 if (r < 0)
                         return r;

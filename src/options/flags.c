@@ -45,18 +45,6 @@ int options_parse_duration(const char *s, uint64_t *ret_usec, struct ck_error **
         return 0;
 }
 
-/* "a:x, b:y" appended to *l as "a: x", "b: y", as ColonSeparatedMultimapStringString: empty items are
- * skipped, key and value are trimmed, every item needs a ':'. */
-char *options_trim(char *s) {
-        char *e;
-        while (isspace((unsigned char) *s))
-                s++;
-        e = s + strlen(s);
-        while (e > s && isspace((unsigned char) e[-1]))
-                *--e = '\0';
-        return s;
-}
-
 static int header_valid(const char *k, const char *v, struct ck_error **ret_error) {
         /* keep CR/LF out of the request: the manifest URL client (http/client.c) sends the line as given */
         if (isempty(k))
@@ -82,6 +70,8 @@ int options_header_add(char ***l, const char *k, const char *v, struct ck_error 
         return strv_push(l, line);
 }
 
+/* "a:x, b:y" appended to *l as "a: x", "b: y", as ColonSeparatedMultimapStringString: empty items are
+ * skipped, key and value are trimmed, every item needs a ':'. */
 static int parse_headers_value(const char *value, char ***l, struct ck_error **ret_error) {
         _cleanup_free_ char *copy = strdup(value);
         char *save = NULL;
@@ -96,7 +86,7 @@ static int parse_headers_value(const char *value, char ***l, struct ck_error **r
                 if (!colon)
                         return ck_error_set(ret_error, -EINVAL, "malformed pair, expect string:string");
                 *colon = '\0';
-                r = options_header_add(l, options_trim(item), options_trim(colon + 1), ret_error);
+                r = options_header_add(l, strstrip(item), strstrip(colon + 1), ret_error);
                 if (r < 0)
                         return r;
         }
@@ -116,13 +106,13 @@ static int parse_map_value(const char *value, char sep, char **ret, struct ck_er
         for (char *item = strtok_r(copy, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
                 char *at = strchr(item, sep), *k, *v, *pair;
 
-                if (isempty(options_trim(item)))
+                if (isempty(strstrip(item)))
                         continue;
                 if (!at)
                         return ck_error_set(ret_error, -EINVAL, "malformed pair, expect string%cstring", sep);
                 *at = '\0';
-                k = options_trim(item);
-                v = options_trim(at + 1);
+                k = strstrip(item);
+                v = strstrip(at + 1);
                 if (strchr(k, '='))
                         return ck_error_set(ret_error, -EINVAL, "invalid key \"%s\"", k);
                 if (asprintf(&pair, "%s=%s", k, v) < 0 || strv_push(&l, pair) < 0)

@@ -129,7 +129,6 @@ struct parse_state {
 };
 
 int options_parse_duration(const char *s, uint64_t *ret_usec, struct ck_error **ret_error);
-char *options_trim(char *s);
 int options_header_add(char ***l, const char *k, const char *v, struct ck_error **ret_error);
 int options_parse_argv(struct kubelet_options *o, struct parse_state *st, int argc, char **argv,
                        struct ck_error **ret_error);

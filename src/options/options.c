@@ -190,7 +190,7 @@ static int derive_node_name(struct kubelet_options *o, struct ck_error **ret_err
         name = strdup(src);
         if (!name)
                 return -ENOMEM;
-        t = options_trim(name);
+        t = strstrip(name);
         if (isempty(t))
                 return ck_error_set(ret_error, -EINVAL, "empty hostname is invalid");
         for (char *s = t; *s; s++)

@@ -27,19 +27,13 @@
 /* A small text file, whitespace-trimmed at both ends ("" stays ""). */
 static int read_trimmed(const char *root, const char *path, char **ret) {
         _cleanup_free_ char *s = NULL;
-        char *b, *e, *t;
+        char *t;
         int r;
 
         r = stats_read_file(root, path, SMALL_FILE_MAX, &s);
         if (r < 0)
                 return r;
-        b = s;
-        while (isspace((unsigned char) *b))
-                b++;
-        e = b + strlen(b);
-        while (e > b && isspace((unsigned char) e[-1]))
-                e--;
-        t = strndup(b, (size_t) (e - b));
+        t = strdup(strstrip(s));
         if (!t)
                 return -ENOMEM;
         *ret = t;

@@ -52,6 +52,15 @@ static void test_rfc3339(void **state) {
         assert_int_equal(parse_rfc3339("yesterday", &ns), -EINVAL);
 }
 
+static void test_strstrip(void **state) {
+        char a[] = " \t key = v \n", b[] = "   ", c[] = "x";
+        (void) state;
+
+        assert_string_equal(strstrip(a), "key = v");
+        assert_string_equal(strstrip(b), "");
+        assert_string_equal(strstrip(c), "x");
+}
+
 static void test_hash(void **state) {
         char buf[65];
         assert_int_equal(hash_hex("md5", "abc", 3, buf, sizeof(buf)), 0);
@@ -65,6 +74,7 @@ int main(void) {
                 cmocka_unit_test(test_strv_strmap),
                 cmocka_unit_test(test_rfc3339),
                 cmocka_unit_test(test_hash),
+                cmocka_unit_test(test_strstrip),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
