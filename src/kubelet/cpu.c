@@ -15,6 +15,7 @@
 #include "cm/devicemanager/manager.h"
 #include "cm/memorymanager/memorymanager.h"
 #include "cm/topologymanager/topologymanager.h"
+#include "features/features.h"
 #include "kubelet/kubelet-internal.h"
 
 #define CPU_SENT_MAX 4096 /* containers whose last cpuset is remembered (more than a node runs) */
@@ -220,7 +221,15 @@ int kubelet_cpu_start(struct kubelet *k) {
                                                          .option_values = values,
                                                          .reserved_system_cpus = o->reserved_system_cpus,
                                                          .reserved_cpu_milli = kc + sc,
-                                                         .state_dir = o->root_dir },
+                                                         .state_dir = o->root_dir,
+                                                         .alpha_options =
+                                                                 feature_enabled(o->feature_gates,
+                                                                                 "CPUManagerPolicyAlphaOptions"),
+                                                         .beta_options_off =
+                                                                 !feature_enabled(o->feature_gates,
+                                                                                  "CPUManagerPolicyBetaOptions"),
+                                                         .tm_single_numa_node = streq_ptr(o->topology_manager_policy,
+                                                                                          "single-numa-node") },
                            topo, &k->cpus, &err);
         if (r < 0)
                 return log_error_errno(r, "failed to initialize cpu manager: %s", ck_error_message(err));
