@@ -58,22 +58,8 @@ static void test_cpuset(void **state) {
         assert_int_equal(cpuset_parse("1.3", &t), -EINVAL);
 }
 
-static char *fake_sysfs(void) {
-        char tmpl[] = "/tmp/ckubelet-cpumgr-sysfs-XXXXXX";
-        char *root = strdup(mkdtemp(tmpl));
-
-        fake_sysfs_make(root);
-        return root;
-}
-
-static void rm_tree(const char *root) {
-        _cleanup_free_ char *cmd = NULL;
-        assert_true(asprintf(&cmd, "rm -rf '%s'", root) > 0);
-        assert_int_equal(system(cmd), 0);
-}
-
 static void test_topology_sysfs(void **state) {
-        _cleanup_free_ char *root = fake_sysfs();
+        _cleanup_free_ char *root = fake_sysfs_new();
         _cleanup_ck_error_ struct ck_error *err = NULL;
         struct cpu_topology *t = NULL;
         const struct cpu_info *c;
@@ -118,7 +104,7 @@ static void test_topology_sysfs(void **state) {
         fake_sysfs_put(root, "devices/system/cpu/cpu3/topology/physical_package_id", "x\n");
         assert_int_equal(cputopo_discover(root, &t, &err), -EINVAL);
         assert_non_null(strstr(ck_error_message(err), "cpu3/topology/physical_package_id"));
-        rm_tree(root);
+        fake_sysfs_rm(root);
 }
 
 /* ---------------------------------------------------------------- upstream's topologies (policy_test.go) */
@@ -241,7 +227,7 @@ static void check_static_add(struct cpu_topology *(*mk)(void), const char *def, 
         assert_string_equal(cpuset_format(&got, g, sizeof(g)), want);
         pod_free(p);
         cpumanager_free(m);
-        rm_tree(tmpl);
+        fake_sysfs_rm(tmpl);
 }
 
 static void test_static_policy_add_upstream(void **state) {
@@ -294,7 +280,7 @@ static char *tmpdir(void) {
 }
 
 static void test_static_policy(void **state) {
-        _cleanup_free_ char *sysfs = fake_sysfs(), *dir = tmpdir();
+        _cleanup_free_ char *sysfs = fake_sysfs_new(), *dir = tmpdir();
         _cleanup_ck_error_ struct ck_error *err = NULL;
         struct cpumanager *m = new_static(sysfs, dir, "0", NULL, NULL, &err);
         struct pod *gu = parse_pod("gu", "  containers:\n" GU("a", "2") GU("b", "1"));
@@ -358,12 +344,12 @@ static void test_static_policy(void **state) {
         pod_free(frac);
         pod_free(be);
         pod_free(big);
-        rm_tree(dir);
-        rm_tree(sysfs);
+        fake_sysfs_rm(dir);
+        fake_sysfs_rm(sysfs);
 }
 
 static void test_static_options(void **state) {
-        _cleanup_free_ char *sysfs = fake_sysfs(), *dir = tmpdir();
+        _cleanup_free_ char *sysfs = fake_sysfs_new(), *dir = tmpdir();
         _cleanup_free_ char *reason = NULL, *message = NULL;
         struct cpumanager *m;
         struct pod *one = parse_pod("one", "  containers:\n" GU("a", "1"));
@@ -386,7 +372,7 @@ static void test_static_options(void **state) {
                 s = cpumanager_exclusive_cpus(m, "two", "a");
                 assert_set(&s, "1,17"); /* not 16: its core holds the reserved CPU 0 */
                 cpumanager_free(m);
-                rm_tree(dir);
+                fake_sysfs_rm(dir);
                 assert_int_equal(mkdir(dir, 0755), 0);
         }
         /* strict-cpu-reservation: the reserved CPUs leave the shared pool */
@@ -404,7 +390,7 @@ static void test_static_options(void **state) {
                 assert_set(&s, "1-2,17-18");
                 assert_true(cpuset_equal(&s, &t));
                 cpumanager_free(m);
-                rm_tree(dir);
+                fake_sysfs_rm(dir);
                 assert_int_equal(mkdir(dir, 0755), 0);
         }
         /* options upstream has and ckubelet does not implement: refused, not ignored; unknown ones as upstream */
@@ -445,12 +431,12 @@ static void test_static_options(void **state) {
         pod_free(one);
         pod_free(two);
         pod_free(init);
-        rm_tree(dir);
-        rm_tree(sysfs);
+        fake_sysfs_rm(dir);
+        fake_sysfs_rm(sysfs);
 }
 
 static void test_state_file(void **state) {
-        _cleanup_free_ char *sysfs = fake_sysfs(), *dir = tmpdir(), *path = NULL, *text = NULL;
+        _cleanup_free_ char *sysfs = fake_sysfs_new(), *dir = tmpdir(), *path = NULL, *text = NULL;
         _cleanup_free_ char *reason = NULL, *message = NULL;
         struct pod *a = parse_pod("pod-a", "  containers:\n" GU("c", "2"));
         struct pod *b = parse_pod("pod-b", "  containers:\n" GU("c", "2"));
@@ -550,8 +536,8 @@ static void test_state_file(void **state) {
         }
         pod_free(a);
         pod_free(b);
-        rm_tree(dir);
-        rm_tree(sysfs);
+        fake_sysfs_rm(dir);
+        fake_sysfs_rm(sysfs);
 }
 
 /* ---------------------------------------------------------------- align-by-socket */
@@ -605,7 +591,7 @@ static void check_hint_list(const struct tm_hints *h, const char *want) {
  * sockets 0 and 1 hold NUMA nodes 0-1 and 2-3 of 8 CPUs each (upstream's topoDualSocketMultiNumaPerSocketHT has the
  * same shape with 20 CPUs a node, so the CPU numbers are translated) */
 static void test_align_by_socket(void **state) {
-        _cleanup_free_ char *sysfs = fake_sysfs(), *dir = tmpdir();
+        _cleanup_free_ char *sysfs = fake_sysfs_new(), *dir = tmpdir();
         _cleanup_free_ char *reason = NULL, *message = NULL;
         struct pod *two = parse_pod("two", "  containers:\n" GU("a", "2"));
         struct pod *big = parse_pod("big", "  containers:\n" GU("a", "17"));
@@ -757,8 +743,8 @@ static void test_align_by_socket(void **state) {
 
         pod_free(two);
         pod_free(big);
-        rm_tree(dir);
-        rm_tree(sysfs);
+        fake_sysfs_rm(dir);
+        fake_sysfs_rm(sysfs);
 }
 
 int main(void) {
