@@ -10,7 +10,9 @@
 #include "basic/log.h"
 #include "basic/string.h"
 #include "basic/strv.h"
+#include "basic/time.h"
 #include "basic/timer.h"
+#include "apis/qos.h"
 #include "cm/cpumanager/cpumanager.h"
 #include "cm/devicemanager/manager.h"
 #include "cm/memorymanager/memorymanager.h"
@@ -243,6 +245,8 @@ int kubelet_cpu_start(struct kubelet *k) {
                 char buf[CPUSET_TEXT_MAX];
                 struct cpuset pool = cpumanager_shared_pool(k->cpus);
                 if (cpumanager_is_static(k->cpus))
+                        cm_metrics_init_cpu_static(&k->cm_metrics);
+                if (cpumanager_is_static(k->cpus))
                         log_info("CPU manager: static policy, %zu CPUs, shared pool %s",
                                  cpumanager_topology(k->cpus)->n, cpuset_format(&pool, buf, sizeof(buf)));
                 k->cpu_reconcile = evtimer_new(k->base, on_reconcile_timer, k);
@@ -419,10 +423,47 @@ static int cpu_pod_hints(void *userdata, const struct pod *p, struct tm_hints *a
         struct kubelet *k = userdata;
         return cpumanager_pod_hints(k->cpus, p, acc);
 }
+/* all the CPUs in one uncore (L3) cache (isAlignedAtUncoreCache) */
+static bool one_uncore_cache(const struct cpu_topology *t, const struct cpuset *s) {
+        int id = -1;
+        CPUSET_FOREACH(cpu, s) {
+                const struct cpu_info *ci = cputopo_cpu(t, cpu);
+                if (!ci || (id >= 0 && ci->uncore != id))
+                        return false;
+                id = ci->uncore;
+        }
+        return true;
+}
+
+/* the static policy's Allocate with its metrics: a pinning request for each container with exclusive CPUs, an
+ * error when it fails; under full-pcpus-only the physical CPU alignment (or its failure), and a new allocation
+ * within one uncore cache */
 static int cpu_allocate(void *userdata, const struct pod *p, const struct container *c, const struct tm_hint *affinity,
                         char **ret_reason, char **ret_message) {
         struct kubelet *k = userdata;
-        return cpumanager_allocate(k->cpus, p, c, affinity, ret_reason, ret_message);
+        bool pinning = cpumanager_is_static(k->cpus) && cpumanager_container_guaranteed_cpus(p, c) > 0,
+             full_pcpus = pinning && cpumanager_options(k->cpus)->full_pcpus_only;
+        size_t before = cpumanager_n_entries(k->cpus);
+        int r;
+
+        r = cpumanager_allocate(k->cpus, p, c, affinity, ret_reason, ret_message);
+        if (!pinning)
+                return r;
+        k->cm_metrics.cpu_pinning_requests++;
+        if (r < 0) {
+                k->cm_metrics.cpu_pinning_errors++;
+                if (full_pcpus)
+                        cm_metrics_aligned_failure(&k->cm_metrics, CM_ALIGN_SCOPE_CONTAINER, CM_ALIGN_PHYSICAL_CPU);
+                return r;
+        }
+        if (full_pcpus)
+                cm_metrics_aligned(&k->cm_metrics, CM_ALIGN_SCOPE_CONTAINER, CM_ALIGN_PHYSICAL_CPU, 1);
+        if (cpumanager_n_entries(k->cpus) > before) {
+                struct cpuset s = cpumanager_exclusive_cpus(k->cpus, p->uid, c->name);
+                if (one_uncore_cache(cpumanager_topology(k->cpus), &s))
+                        cm_metrics_aligned(&k->cm_metrics, CM_ALIGN_SCOPE_CONTAINER, CM_ALIGN_UNCORE_CACHE, 1);
+        }
+        return r;
 }
 
 static int mem_container_hints(void *userdata, const struct pod *p, const struct container *c, struct tm_hints *acc) {
@@ -436,7 +477,16 @@ static int mem_pod_hints(void *userdata, const struct pod *p, struct tm_hints *a
 static int mem_allocate(void *userdata, const struct pod *p, const struct container *c, const struct tm_hint *affinity,
                         char **ret_reason, char **ret_message) {
         struct kubelet *k = userdata;
-        return memorymanager_allocate(k->memory, p, c, affinity, ret_reason, ret_message);
+        /* the Static policy's Allocate: a pinning request for each container of a Guaranteed pod */
+        bool pinning = memorymanager_is_static(k->memory) && pod_qos_class(p) == QOS_GUARANTEED;
+        int r = memorymanager_allocate(k->memory, p, c, affinity, ret_reason, ret_message);
+
+        if (pinning) {
+                k->cm_metrics.memory_pinning_requests++;
+                if (r < 0)
+                        k->cm_metrics.memory_pinning_errors++;
+        }
+        return r;
 }
 
 int kubelet_cpu_admit(struct kubelet *k, const struct pod *p, char **ret_reason, char **ret_message) {
@@ -448,14 +498,19 @@ int kubelet_cpu_admit(struct kubelet *k, const struct pod *p, char **ret_reason,
                 { k, dev_container_hints, dev_pod_hints, dev_allocate },
         };
         static const struct topologymanager none = {};
+        const struct topologymanager *tm = k->topology ?: &none;
         struct cpumanager_mark mark;
         struct mm_mark *mmark;
+        uint64_t start = now_usec();
         int r;
 
         *ret_reason = *ret_message = NULL;
-        if (!cpumanager_is_static(k->cpus) && !memorymanager_is_static(k->memory) &&
-            (!k->topology || k->topology->policy == TM_POLICY_NONE))
+        /* the topology manager's Admit runs for every pod */
+        k->cm_metrics.tm_admission_requests++;
+        if (!cpumanager_is_static(k->cpus) && !memorymanager_is_static(k->memory) && tm->policy == TM_POLICY_NONE) {
+                histogram_observe(&k->cm_metrics.tm_admission_duration_ms, (double) ((now_usec() - start) / 1000));
                 return 0;
+        }
         /* the pods that are gone give their CPUs and memory back first (removeStaleState), once every source has
          * spoken */
         if (k->config_received && kubelet_active_pod_uids(k, &active) >= 0) {
@@ -467,12 +522,28 @@ int kubelet_cpu_admit(struct kubelet *k, const struct pod *p, char **ret_reason,
         mmark = memorymanager_mark(k->memory);
         if (!mmark)
                 return -ENOMEM;
-        r = tm_admit(k->topology ?: &none, p, providers, ELEMENTSOF(providers), ret_reason, ret_message);
+        r = tm_admit(tm, p, providers, ELEMENTSOF(providers), ret_reason, ret_message);
+        /* whole milliseconds, as upstream's time.Since(start).Milliseconds() */
+        histogram_observe(&k->cm_metrics.tm_admission_duration_ms, (double) ((now_usec() - start) / 1000));
         if (r < 0) {
+                if (r == -ENOSPC) {
+                        k->cm_metrics.tm_admission_errors++;
+                        if (streq_ptr(*ret_reason, TM_ERROR_REASON))
+                                cm_metrics_aligned_failure(&k->cm_metrics,
+                                                           tm->scope == TM_SCOPE_POD ? CM_ALIGN_SCOPE_POD
+                                                                                     : CM_ALIGN_SCOPE_CONTAINER,
+                                                           CM_ALIGN_NUMA_NODE);
+                }
                 cpumanager_rollback(k->cpus, &mark);
                 memorymanager_rollback(k->memory, mmark);
                 return r;
         }
+        /* IsAlignmentGuaranteed (single-numa-node): each container aligned, or the pod */
+        if (tm->policy == TM_POLICY_SINGLE_NUMA_NODE)
+                cm_metrics_aligned(&k->cm_metrics,
+                                   tm->scope == TM_SCOPE_POD ? CM_ALIGN_SCOPE_POD : CM_ALIGN_SCOPE_CONTAINER,
+                                   CM_ALIGN_NUMA_NODE,
+                                   tm->scope == TM_SCOPE_POD ? 1 : p->spec.n_init_containers + p->spec.n_containers);
         cpumanager_commit(k->cpus, &mark);
         memorymanager_commit(k->memory, mmark);
         return 0;

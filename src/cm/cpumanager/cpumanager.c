@@ -950,6 +950,17 @@ struct cpuset cpumanager_shared_pool(const struct cpumanager *m) {
         return m ? m->def : (struct cpuset) {};
 }
 
+struct cpuset cpumanager_all_exclusive(const struct cpumanager *m) {
+        struct cpuset s = {};
+        for (size_t i = 0; m && i < m->n_entries; i++)
+                s = cpuset_union(&s, &m->entries[i].cpus);
+        return s;
+}
+
+const struct cpumanager_options *cpumanager_options(const struct cpumanager *m) {
+        return &m->opts;
+}
+
 size_t cpumanager_n_entries(const struct cpumanager *m) {
         return m ? m->n_entries : 0;
 }

@@ -76,6 +76,9 @@ struct cpuset cpumanager_exclusive_cpus(const struct cpumanager *m, const char *
 /* the CPUs containers can get exclusively (GetAllocatableCPUs): empty under none */
 struct cpuset cpumanager_allocatable(const struct cpumanager *m);
 struct cpuset cpumanager_shared_pool(const struct cpumanager *m);
+/* every container's exclusive CPUs together (getTotalAssignedExclusiveCPUs) */
+struct cpuset cpumanager_all_exclusive(const struct cpumanager *m);
+const struct cpumanager_options *cpumanager_options(const struct cpumanager *m);
 /* released to the shared pool (RemoveContainer); true if the pool changed */
 bool cpumanager_remove_container(struct cpumanager *m, const char *pod_uid, const char *container);
 /* every pod not in active (NULL-terminated uids) is released (removeStaleState); true if the pool changed */
