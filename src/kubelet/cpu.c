@@ -404,6 +404,127 @@ static int device_hints(struct kubelet *k, const struct pod *p, const struct con
         return r;
 }
 
+/* the request of a device resource: a container's limit, or the pod's (getPodDeviceRequest: the largest of an
+ * init container's and the app containers' sum) */
+static int64_t device_request(const struct pod *p, const struct container *c, const char *resource) {
+        int64_t init = 0, app = 0;
+
+        if (c) {
+                const struct quantity *q = resource_list_get(&c->resources.limits, resource);
+                return q ? q->value : 0;
+        }
+        for (size_t i = 0; i < p->spec.n_init_containers; i++) {
+                const struct quantity *q = resource_list_get(&p->spec.init_containers[i].resources.limits, resource);
+                if (q && q->value > init)
+                        init = q->value;
+        }
+        for (size_t i = 0; i < p->spec.n_containers; i++) {
+                const struct quantity *q = resource_list_get(&p->spec.containers[i].resources.limits, resource);
+                app += q ? q->value : 0;
+        }
+        return MAX(init, app);
+}
+
+/* The device manager's hints before allocation (generateDeviceTopologyHints): for each device resource the
+ * container (or pod) asks for, every set of NUMA nodes whose available devices suffice, the narrowest that could
+ * hold as many of the resource's devices preferred; a resource whose devices have no NUMA node: no preference. */
+static int device_request_hints(struct kubelet *k, const struct pod *p, const struct container *c,
+                                struct tm_hints *acc) {
+        bool any = false;
+        int r = 0;
+
+        for (size_t x = 0; r >= 0 && x < p->spec.n_init_containers + p->spec.n_containers; x++) {
+                const struct container *cc = x < p->spec.n_init_containers
+                                                     ? &p->spec.init_containers[x]
+                                                     : &p->spec.containers[x - p->spec.n_init_containers];
+                if (c && cc != c)
+                        continue;
+                for (size_t i = 0; r >= 0 && i < cc->resources.limits.n; i++) {
+                        const char *res = cc->resources.limits.names[i];
+                        struct dev_list all = {}, avail = {};
+                        _cleanup_free_ struct dev_gen *g = NULL;
+                        int nodes[TM_MAX_NUMA];
+                        size_t n = 0;
+                        bool seen = false;
+
+                        /* each resource once (the pod scope sees it in several containers) */
+                        for (size_t y = 0; y < x && !seen; y++) {
+                                const struct container *o =
+                                        y < p->spec.n_init_containers
+                                                ? &p->spec.init_containers[y]
+                                                : &p->spec.containers[y - p->spec.n_init_containers];
+                                seen = !c && resource_list_get(&o->resources.limits, res);
+                        }
+                        if (seen || dm_admission_allocatable(k->devices, res) < 0 || device_request(p, c, res) <= 0)
+                                continue;
+                        any = true;
+                        dm_foreach_allocatable_device(k->devices, dev_collect, &all);
+                        dm_foreach_available_device(k->devices, res, dev_collect, &avail);
+                        for (size_t j = 0; j < all.n; j++)
+                                if (streq(all.v[j].resource, res) && all.v[j].has_numa && all.v[j].numa >= 0 &&
+                                    all.v[j].numa < TM_MAX_NUMA) {
+                                        bool dup = false;
+                                        for (size_t q = 0; q < n; q++)
+                                                dup = dup || nodes[q] == (int) all.v[j].numa;
+                                        if (!dup)
+                                                nodes[n++] = (int) all.v[j].numa;
+                                }
+                        g = calloc(1, sizeof(*g));
+                        if (all.oom || avail.oom || !g)
+                                r = -ENOMEM;
+                        else if (n == 0)
+                                r = tm_hints_add_any(acc);
+                        else {
+                                for (size_t a = 1; a < n; a++)
+                                        for (size_t b = a; b > 0 && nodes[b - 1] > nodes[b]; b--) {
+                                                int t = nodes[b];
+                                                nodes[b] = nodes[b - 1];
+                                                nodes[b - 1] = t;
+                                        }
+                                *g = (struct dev_gen) { .all = &all,
+                                                        .alloc = &avail,
+                                                        .resource = res,
+                                                        .request = (int) device_request(p, c, res),
+                                                        .min_size = (int) n };
+                                tm_iterate_masks(nodes, n, dev_mask, g);
+                                for (size_t h = 0; h < g->n; h++)
+                                        g->v[h].preferred = tm_count(g->v[h].affinity) == g->min_size;
+                                r = tm_hints_add(acc, g->v, g->n);
+                        }
+                        free(all.v);
+                        free(avail.v);
+                }
+        }
+        if (r >= 0 && !any)
+                r = tm_hints_add_any(acc);
+        return r;
+}
+
+bool kubelet_device_affinity(void *userdata, const struct pod *p, const struct container *c, uint64_t *ret_mask) {
+        struct kubelet *k = userdata;
+        struct tm_hints h = {};
+        struct tm_hint best = {};
+        bool pod_scope, ok;
+        int r;
+
+        if (!k->topology || k->topology->policy == TM_POLICY_NONE || !k->devices)
+                return false;
+        pod_scope = k->topology->scope == TM_SCOPE_POD;
+        r = pod_scope ? cpumanager_pod_hints(k->cpus, p, &h) : cpumanager_container_hints(k->cpus, p, c, &h);
+        if (r >= 0)
+                r = pod_scope ? memorymanager_pod_hints(k->memory, p, &h)
+                              : memorymanager_container_hints(k->memory, p, c, &h);
+        if (r >= 0)
+                r = device_request_hints(k, p, pod_scope ? NULL : c, &h);
+        /* the best hint, admitted or not (a refusal comes at the topology manager's admission) */
+        ok = r >= 0 && (tm_merge(k->topology, &h, &best) || true) && best.has_affinity;
+        tm_hints_done(&h);
+        if (!ok)
+                return false;
+        *ret_mask = best.affinity;
+        return true;
+}
+
 static int dev_container_hints(void *userdata, const struct pod *p, const struct container *c, struct tm_hints *acc) {
         return device_hints(userdata, p, c, acc);
 }

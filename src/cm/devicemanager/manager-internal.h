@@ -106,6 +106,8 @@ struct devicemanager {
         bool stopping;
         void (*on_change)(void *userdata);
         void *userdata;
+        dm_affinity_cb affinity;
+        void *affinity_userdata;
 };
 
 /* ---- resources.c ---- */
@@ -116,6 +118,8 @@ struct resource *dm_resource_add(struct devicemanager *m, const char *name);
 void dm_devices_free(struct resource *r);
 /* the ids of the resource's healthy devices */
 int dm_healthy_ids(const struct resource *r, char ***ret);
+/* the NUMA node of each of ids (-1: none), NULL when no device of the resource has one */
+int dm_devices_numa(const struct resource *r, char *const *ids, int64_t **ret);
 const struct device *dm_device_find(const struct resource *r, const char *id);
 /* isDevicePluginResource: registered, or held by someone */
 bool dm_is_device_resource(const struct devicemanager *m, const char *name);

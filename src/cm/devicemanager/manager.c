@@ -433,7 +433,8 @@ static void job_advance(struct devicemanager *m, struct job *j) {
                         _cleanup_strv_free_ char **healthy = NULL, **in_use = NULL, **chosen = NULL;
                         _cleanup_free_ char *err = NULL;
                         _cleanup_ck_error_ struct ck_error *cerr = NULL;
-                        _cleanup_free_ int64_t *numa = NULL;
+                        _cleanup_free_ int64_t *numa = NULL, *hnuma = NULL;
+                        uint64_t affinity = 0;
                         struct pending *p;
                         int k;
 
@@ -460,7 +461,8 @@ static void job_advance(struct devicemanager *m, struct job *j) {
                                 job_finish(m, j, err ? err : "unregistered device");
                                 return;
                         }
-                        if (dm_healthy_ids(r, &healthy) < 0 || dm_pod_devices_in_use(&m->pd, name, true, &in_use) < 0) {
+                        if (dm_healthy_ids(r, &healthy) < 0 || dm_devices_numa(r, healthy, &hnuma) < 0 ||
+                            dm_pod_devices_in_use(&m->pd, name, true, &in_use) < 0) {
                                 job_finish(m, j, "out of memory");
                                 return;
                         }
@@ -472,19 +474,19 @@ static void job_advance(struct devicemanager *m, struct job *j) {
                                 return;
                         }
                         chosen = strv_free(chosen);
-                        /* the plugin's preference, when it offers one: from what is available and what the pod's
-                         * init containers held (which it must include) */
+                        /* the topology manager's affinity for the container (filterByAffinity) */
+                        if (hnuma && m->affinity && !m->affinity(m->affinity_userdata, j->pod, c, &affinity))
+                                affinity = 0;
+                        /* the plugin's preference, when it offers one: from the aligned devices when they suffice,
+                         * else from every available one, with what the pod's init containers held (and the aligned
+                         * ones) required */
                         if (r->preferred_available && r->ep && !j->have_preferred) {
                                 _cleanup_strv_free_ char **available = NULL, **must = NULL;
-                                char **reuse = reuse_of(j, name);
-                                for (size_t i = 0; healthy && healthy[i]; i++)
-                                        if (!strv_contains(in_use, healthy[i]) &&
-                                            strv_extend(&available, healthy[i]) < 0)
-                                                break;
-                                for (size_t i = 0; reuse && reuse[i]; i++)
-                                        if (strv_extend(&must, reuse[i]) < 0 || (!strv_contains(available, reuse[i]) &&
-                                                                                 strv_extend(&available, reuse[i]) < 0))
-                                                break;
+                                if (dm_preferred_offer(healthy, hnuma, in_use, reuse_of(j, name), affinity,
+                                                       (size_t) needed, &available, &must) < 0) {
+                                        job_finish(m, j, "out of memory");
+                                        return;
+                                }
                                 p = pending_new(m, j, NULL, name);
                                 if (!p) {
                                         job_finish(m, j, "out of memory");
@@ -502,8 +504,8 @@ static void job_advance(struct devicemanager *m, struct job *j) {
                                 j->busy = p;
                                 return;
                         }
-                        k = dm_choose_devices(name, healthy, in_use, reuse_of(j, name), j->preferred, (size_t) needed,
-                                              &chosen, &cerr);
+                        k = dm_choose_devices_aligned(name, healthy, hnuma, in_use, reuse_of(j, name), affinity,
+                                                      j->preferred, (size_t) needed, &chosen, &cerr);
                         if (k < 0) {
                                 job_finish(m, j, ck_error_message(cerr));
                                 return;
@@ -962,6 +964,11 @@ static void remove_stale(struct devicemanager *m) {
                 if (unlinkat(dirfd(d), de->d_name, 0) < 0)
                         log_error("Failed to remove file %s/%s: %s", m->dir, de->d_name, strerror(errno));
         }
+}
+
+void dm_set_affinity(struct devicemanager *m, dm_affinity_cb cb, void *userdata) {
+        m->affinity = cb;
+        m->affinity_userdata = userdata;
 }
 
 struct devicemanager *dm_free(struct devicemanager *m) {

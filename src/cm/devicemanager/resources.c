@@ -66,6 +66,21 @@ int dm_healthy_ids(const struct resource *r, char ***ret) {
         return 0;
 }
 
+int dm_devices_numa(const struct resource *r, char *const *ids, int64_t **ret) {
+        _cleanup_free_ int64_t *v = calloc(strv_length((char **) ids) + 1, sizeof(*v));
+        bool aware = false;
+
+        if (!v)
+                return -ENOMEM;
+        for (size_t i = 0; ids && ids[i]; i++) {
+                const struct device *d = dm_device_find(r, ids[i]);
+                v[i] = d && d->has_numa ? d->numa : -1;
+                aware = aware || v[i] >= 0;
+        }
+        *ret = aware ? TAKE_PTR(v) : NULL;
+        return 0;
+}
+
 const struct device *dm_device_find(const struct resource *r, const char *id) {
         for (size_t i = 0; r && i < r->n_devices; i++)
                 if (streq(r->devices[i].id, id))
@@ -199,4 +214,15 @@ void dm_foreach_allocatable_device(const struct devicemanager *m, dm_device_cb c
                         if (r->devices[k].healthy)
                                 cb(r->name, r->devices[k].id, r->devices[k].numa, r->devices[k].has_numa, userdata);
         }
+}
+
+void dm_foreach_available_device(const struct devicemanager *m, const char *resource, dm_device_cb cb, void *userdata) {
+        const struct resource *r = m ? dm_resource_find(m, resource) : NULL;
+        _cleanup_strv_free_ char **in_use = NULL;
+
+        if (!r || dm_pod_devices_in_use(&m->pd, resource, true, &in_use) < 0)
+                return;
+        for (size_t k = 0; k < r->n_devices; k++)
+                if (r->devices[k].healthy && !strv_contains(in_use, r->devices[k].id))
+                        cb(r->name, r->devices[k].id, r->devices[k].numa, r->devices[k].has_numa, userdata);
 }
