@@ -305,31 +305,27 @@ static void dev_collect(const char *resource, const char *id, int64_t numa, bool
         l->v[l->n++] = (struct dev) { .resource = resource, .numa = numa, .has_numa = has_numa };
 }
 
-struct dev_gen {
-        const struct dev_list *all, *alloc;
-        const char *resource;
-        int request, min_size;
-        struct tm_hint v[TM_MAX_NUMA * 8];
-        size_t n;
-};
+/* the NUMA nodes (-1: none) of a resource's devices in l */
+static int64_t *resource_numa(const struct dev_list *l, const char *res, size_t *ret_n) {
+        int64_t *v = calloc(l->n + 1, sizeof(*v));
+        size_t n = 0;
 
-static bool dev_in(const struct dev *d, uint64_t mask) {
-        return d->has_numa && d->numa >= 0 && d->numa < 64 && (mask >> d->numa & 1);
+        for (size_t i = 0; v && i < l->n; i++)
+                if (streq(l->v[i].resource, res))
+                        v[n++] = l->v[i].has_numa ? l->v[i].numa : -1;
+        *ret_n = n;
+        return v;
 }
 
-static void dev_mask(uint64_t mask, void *userdata) {
-        struct dev_gen *g = userdata;
-        int in_mask = 0, matching = 0;
+/* the hints of resource: all its healthy devices in all, those that may serve it in usable */
+static int resource_hints(const struct dev_list *all, const struct dev_list *usable, const char *res, int request,
+                          struct tm_hints *acc) {
+        size_t na, nu;
+        _cleanup_free_ int64_t *a = resource_numa(all, res, &na), *u = resource_numa(usable, res, &nu);
 
-        for (size_t i = 0; i < g->all->n; i++)
-                in_mask += streq(g->all->v[i].resource, g->resource) && dev_in(&g->all->v[i], mask);
-        if (in_mask >= g->request && tm_count(mask) < g->min_size)
-                g->min_size = tm_count(mask);
-        for (size_t i = 0; i < g->alloc->n; i++)
-                matching += streq(g->alloc->v[i].resource, g->resource) && dev_in(&g->alloc->v[i], mask);
-        if (matching < g->request || g->n >= ELEMENTSOF(g->v))
-                return;
-        g->v[g->n++] = (struct tm_hint) { .affinity = mask, .has_affinity = true };
+        if (!a || !u)
+                return -ENOMEM;
+        return tm_device_hints(a, na, u, nu, request, acc);
 }
 
 static int device_hints(struct kubelet *k, const struct pod *p, const struct container *c, struct tm_hints *acc) {
@@ -350,52 +346,18 @@ static int device_hints(struct kubelet *k, const struct pod *p, const struct con
         if (all.oom || alloc.oom)
                 r = -ENOMEM;
         for (size_t i = 0; r >= 0 && i < alloc.n; i++) {
-                _cleanup_free_ struct dev_gen *g = NULL;
                 const char *res = alloc.v[i].resource;
-                bool seen = false, aware = false;
-                int nodes[TM_MAX_NUMA];
-                size_t n = 0;
+                bool seen = false;
+                int request = 0;
 
                 for (size_t j = 0; j < i; j++)
                         seen = seen || streq(alloc.v[j].resource, res);
                 if (seen)
                         continue;
                 any = true;
-                g = calloc(1, sizeof(*g));
-                if (!g) {
-                        r = -ENOMEM;
-                        break;
-                }
-                *g = (struct dev_gen) { .all = &all, .alloc = &alloc, .resource = res };
                 for (size_t j = 0; j < alloc.n; j++)
-                        g->request += streq(alloc.v[j].resource, res);
-                /* the resource's NUMA nodes (deviceNUMANodes), else the machine's */
-                for (size_t j = 0; j < all.n + alloc.n; j++) {
-                        const struct dev *d = j < all.n ? &all.v[j] : &alloc.v[j - all.n];
-                        bool dup = false;
-                        if (!streq(d->resource, res) || !d->has_numa || d->numa < 0 || d->numa >= TM_MAX_NUMA)
-                                continue;
-                        aware = true;
-                        for (size_t q = 0; q < n; q++)
-                                dup = dup || nodes[q] == (int) d->numa;
-                        if (!dup)
-                                nodes[n++] = (int) d->numa;
-                }
-                if (!aware) {
-                        r = tm_hints_add_any(acc);
-                        continue;
-                }
-                for (size_t a = 1; a < n; a++)
-                        for (size_t b = a; b > 0 && nodes[b - 1] > nodes[b]; b--) {
-                                int t = nodes[b];
-                                nodes[b] = nodes[b - 1];
-                                nodes[b - 1] = t;
-                        }
-                g->min_size = (int) n;
-                tm_iterate_masks(nodes, n, dev_mask, g);
-                for (size_t h = 0; h < g->n; h++)
-                        g->v[h].preferred = tm_count(g->v[h].affinity) == g->min_size;
-                r = tm_hints_add(acc, g->v, g->n);
+                        request += streq(alloc.v[j].resource, res);
+                r = resource_hints(&all, &alloc, res, request, acc);
         }
         if (r >= 0 && !any)
                 r = tm_hints_add_any(acc);
@@ -442,9 +404,6 @@ static int device_request_hints(struct kubelet *k, const struct pod *p, const st
                 for (size_t i = 0; r >= 0 && i < cc->resources.limits.n; i++) {
                         const char *res = cc->resources.limits.names[i];
                         struct dev_list all = {}, avail = {};
-                        _cleanup_free_ struct dev_gen *g = NULL;
-                        int nodes[TM_MAX_NUMA];
-                        size_t n = 0;
                         bool seen = false;
 
                         /* each resource once (the pod scope sees it in several containers) */
@@ -460,37 +419,9 @@ static int device_request_hints(struct kubelet *k, const struct pod *p, const st
                         any = true;
                         dm_foreach_allocatable_device(k->devices, dev_collect, &all);
                         dm_foreach_available_device(k->devices, res, dev_collect, &avail);
-                        for (size_t j = 0; j < all.n; j++)
-                                if (streq(all.v[j].resource, res) && all.v[j].has_numa && all.v[j].numa >= 0 &&
-                                    all.v[j].numa < TM_MAX_NUMA) {
-                                        bool dup = false;
-                                        for (size_t q = 0; q < n; q++)
-                                                dup = dup || nodes[q] == (int) all.v[j].numa;
-                                        if (!dup)
-                                                nodes[n++] = (int) all.v[j].numa;
-                                }
-                        g = calloc(1, sizeof(*g));
-                        if (all.oom || avail.oom || !g)
-                                r = -ENOMEM;
-                        else if (n == 0)
-                                r = tm_hints_add_any(acc);
-                        else {
-                                for (size_t a = 1; a < n; a++)
-                                        for (size_t b = a; b > 0 && nodes[b - 1] > nodes[b]; b--) {
-                                                int t = nodes[b];
-                                                nodes[b] = nodes[b - 1];
-                                                nodes[b - 1] = t;
-                                        }
-                                *g = (struct dev_gen) { .all = &all,
-                                                        .alloc = &avail,
-                                                        .resource = res,
-                                                        .request = (int) device_request(p, c, res),
-                                                        .min_size = (int) n };
-                                tm_iterate_masks(nodes, n, dev_mask, g);
-                                for (size_t h = 0; h < g->n; h++)
-                                        g->v[h].preferred = tm_count(g->v[h].affinity) == g->min_size;
-                                r = tm_hints_add(acc, g->v, g->n);
-                        }
+                        r = all.oom || avail.oom
+                                    ? -ENOMEM
+                                    : resource_hints(&all, &avail, res, (int) device_request(p, c, res), acc);
                         free(all.v);
                         free(avail.v);
                 }

@@ -452,6 +452,33 @@ static void test_admit_with_cpus(void **state) {
         fake_sysfs_rm(sysfs);
 }
 
+/* the device manager's hints for one resource (generateDeviceTopologyHints, on the devices' NUMA nodes) */
+static void check_device_hints(const int64_t *all, size_t n_all, const int64_t *usable, size_t n_usable, int request,
+                               const char *want) {
+        struct tm_hints h = {};
+
+        assert_int_equal(tm_device_hints(all, n_all, usable, n_usable, request, &h), 0);
+        check_hints(&h, want);
+        tm_hints_done(&h);
+}
+
+static void test_device_hints(void **state) {
+        static const int64_t two_two[] = { 0, 0, 1, 1 }, one_in_use[] = { 0, 1, 1 }, one_each[] = { 0, 1 },
+                             none[] = { -1, -1 };
+
+        check_device_hints(two_two, 4, two_two, 4, 1, "{0 P} {1 P} {0-1}");
+        /* a device of node 0 in use: node 1 alone can serve 2 */
+        check_device_hints(two_two, 4, one_in_use, 3, 2, "{1 P} {0-1}");
+        /* 3 need both nodes: the narrowest possible, preferred */
+        check_device_hints(two_two, 4, two_two, 4, 3, "{0-1 P}");
+        /* only both nodes together serve 2 though one node could hold 2: not preferred */
+        check_device_hints(two_two, 4, one_each, 2, 2, "{0-1}");
+        /* more than there are: no hint at all */
+        check_device_hints(two_two, 4, one_each, 2, 3, "{nil}");
+        /* no NUMA node on any device: no preference */
+        check_device_hints(none, 2, none, 2, 1, "{nil P}");
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_merge_best_effort_restricted),
@@ -461,6 +488,7 @@ int main(void) {
                 cmocka_unit_test(test_options),
                 cmocka_unit_test(test_numa_discover),
                 cmocka_unit_test(test_cpu_hints),
+                cmocka_unit_test(test_device_hints),
                 cmocka_unit_test(test_admit_with_cpus),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
