@@ -244,11 +244,11 @@ int kubelet_cpu_start(struct kubelet *k) {
         if (cpumanager_is_static(k->cpus) || memorymanager_is_static(k->memory)) {
                 char buf[CPUSET_TEXT_MAX];
                 struct cpuset pool = cpumanager_shared_pool(k->cpus);
-                if (cpumanager_is_static(k->cpus))
+                if (cpumanager_is_static(k->cpus)) {
                         cm_metrics_init_cpu_static(&k->cm_metrics);
-                if (cpumanager_is_static(k->cpus))
                         log_info("CPU manager: static policy, %zu CPUs, shared pool %s",
                                  cpumanager_topology(k->cpus)->n, cpuset_format(&pool, buf, sizeof(buf)));
+                }
                 k->cpu_reconcile = evtimer_new(k->base, on_reconcile_timer, k);
                 if (!k->cpu_reconcile)
                         return -ENOMEM;
