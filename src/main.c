@@ -99,6 +99,7 @@ static void host_counts(void *userdata, struct api_host_counts *ret) {
                 .pod_start = n.pod_start,
                 .pleg_relist_duration = n.pleg_relist_duration,
                 .pleg_relist_interval = n.pleg_relist_interval,
+                .cm = n.cm,
         };
 }
 

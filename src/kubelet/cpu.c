@@ -10,11 +10,14 @@
 #include "basic/log.h"
 #include "basic/string.h"
 #include "basic/strv.h"
+#include "basic/time.h"
 #include "basic/timer.h"
+#include "apis/qos.h"
 #include "cm/cpumanager/cpumanager.h"
 #include "cm/devicemanager/manager.h"
 #include "cm/memorymanager/memorymanager.h"
 #include "cm/topologymanager/topologymanager.h"
+#include "features/features.h"
 #include "kubelet/kubelet-internal.h"
 
 #define CPU_SENT_MAX 4096 /* containers whose last cpuset is remembered (more than a node runs) */
@@ -220,7 +223,15 @@ int kubelet_cpu_start(struct kubelet *k) {
                                                          .option_values = values,
                                                          .reserved_system_cpus = o->reserved_system_cpus,
                                                          .reserved_cpu_milli = kc + sc,
-                                                         .state_dir = o->root_dir },
+                                                         .state_dir = o->root_dir,
+                                                         .alpha_options =
+                                                                 feature_enabled(o->feature_gates,
+                                                                                 "CPUManagerPolicyAlphaOptions"),
+                                                         .beta_options_off =
+                                                                 !feature_enabled(o->feature_gates,
+                                                                                  "CPUManagerPolicyBetaOptions"),
+                                                         .tm_single_numa_node = streq_ptr(o->topology_manager_policy,
+                                                                                          "single-numa-node") },
                            topo, &k->cpus, &err);
         if (r < 0)
                 return log_error_errno(r, "failed to initialize cpu manager: %s", ck_error_message(err));
@@ -233,9 +244,11 @@ int kubelet_cpu_start(struct kubelet *k) {
         if (cpumanager_is_static(k->cpus) || memorymanager_is_static(k->memory)) {
                 char buf[CPUSET_TEXT_MAX];
                 struct cpuset pool = cpumanager_shared_pool(k->cpus);
-                if (cpumanager_is_static(k->cpus))
+                if (cpumanager_is_static(k->cpus)) {
+                        cm_metrics_init_cpu_static(&k->cm_metrics);
                         log_info("CPU manager: static policy, %zu CPUs, shared pool %s",
                                  cpumanager_topology(k->cpus)->n, cpuset_format(&pool, buf, sizeof(buf)));
+                }
                 k->cpu_reconcile = evtimer_new(k->base, on_reconcile_timer, k);
                 if (!k->cpu_reconcile)
                         return -ENOMEM;
@@ -292,31 +305,27 @@ static void dev_collect(const char *resource, const char *id, int64_t numa, bool
         l->v[l->n++] = (struct dev) { .resource = resource, .numa = numa, .has_numa = has_numa };
 }
 
-struct dev_gen {
-        const struct dev_list *all, *alloc;
-        const char *resource;
-        int request, min_size;
-        struct tm_hint v[TM_MAX_NUMA * 8];
-        size_t n;
-};
+/* the NUMA nodes (-1: none) of a resource's devices in l */
+static int64_t *resource_numa(const struct dev_list *l, const char *res, size_t *ret_n) {
+        int64_t *v = calloc(l->n + 1, sizeof(*v));
+        size_t n = 0;
 
-static bool dev_in(const struct dev *d, uint64_t mask) {
-        return d->has_numa && d->numa >= 0 && d->numa < 64 && (mask >> d->numa & 1);
+        for (size_t i = 0; v && i < l->n; i++)
+                if (streq(l->v[i].resource, res))
+                        v[n++] = l->v[i].has_numa ? l->v[i].numa : -1;
+        *ret_n = n;
+        return v;
 }
 
-static void dev_mask(uint64_t mask, void *userdata) {
-        struct dev_gen *g = userdata;
-        int in_mask = 0, matching = 0;
+/* the hints of resource: all its healthy devices in all, those that may serve it in usable */
+static int resource_hints(const struct dev_list *all, const struct dev_list *usable, const char *res, int request,
+                          struct tm_hints *acc) {
+        size_t na, nu;
+        _cleanup_free_ int64_t *a = resource_numa(all, res, &na), *u = resource_numa(usable, res, &nu);
 
-        for (size_t i = 0; i < g->all->n; i++)
-                in_mask += streq(g->all->v[i].resource, g->resource) && dev_in(&g->all->v[i], mask);
-        if (in_mask >= g->request && tm_count(mask) < g->min_size)
-                g->min_size = tm_count(mask);
-        for (size_t i = 0; i < g->alloc->n; i++)
-                matching += streq(g->alloc->v[i].resource, g->resource) && dev_in(&g->alloc->v[i], mask);
-        if (matching < g->request || g->n >= ELEMENTSOF(g->v))
-                return;
-        g->v[g->n++] = (struct tm_hint) { .affinity = mask, .has_affinity = true };
+        if (!a || !u)
+                return -ENOMEM;
+        return tm_device_hints(a, na, u, nu, request, acc);
 }
 
 static int device_hints(struct kubelet *k, const struct pod *p, const struct container *c, struct tm_hints *acc) {
@@ -337,58 +346,114 @@ static int device_hints(struct kubelet *k, const struct pod *p, const struct con
         if (all.oom || alloc.oom)
                 r = -ENOMEM;
         for (size_t i = 0; r >= 0 && i < alloc.n; i++) {
-                _cleanup_free_ struct dev_gen *g = NULL;
                 const char *res = alloc.v[i].resource;
-                bool seen = false, aware = false;
-                int nodes[TM_MAX_NUMA];
-                size_t n = 0;
+                bool seen = false;
+                int request = 0;
 
                 for (size_t j = 0; j < i; j++)
                         seen = seen || streq(alloc.v[j].resource, res);
                 if (seen)
                         continue;
                 any = true;
-                g = calloc(1, sizeof(*g));
-                if (!g) {
-                        r = -ENOMEM;
-                        break;
-                }
-                *g = (struct dev_gen) { .all = &all, .alloc = &alloc, .resource = res };
                 for (size_t j = 0; j < alloc.n; j++)
-                        g->request += streq(alloc.v[j].resource, res);
-                /* the resource's NUMA nodes (deviceNUMANodes), else the machine's */
-                for (size_t j = 0; j < all.n + alloc.n; j++) {
-                        const struct dev *d = j < all.n ? &all.v[j] : &alloc.v[j - all.n];
-                        bool dup = false;
-                        if (!streq(d->resource, res) || !d->has_numa || d->numa < 0 || d->numa >= TM_MAX_NUMA)
-                                continue;
-                        aware = true;
-                        for (size_t q = 0; q < n; q++)
-                                dup = dup || nodes[q] == (int) d->numa;
-                        if (!dup)
-                                nodes[n++] = (int) d->numa;
-                }
-                if (!aware) {
-                        r = tm_hints_add_any(acc);
-                        continue;
-                }
-                for (size_t a = 1; a < n; a++)
-                        for (size_t b = a; b > 0 && nodes[b - 1] > nodes[b]; b--) {
-                                int t = nodes[b];
-                                nodes[b] = nodes[b - 1];
-                                nodes[b - 1] = t;
-                        }
-                g->min_size = (int) n;
-                tm_iterate_masks(nodes, n, dev_mask, g);
-                for (size_t h = 0; h < g->n; h++)
-                        g->v[h].preferred = tm_count(g->v[h].affinity) == g->min_size;
-                r = tm_hints_add(acc, g->v, g->n);
+                        request += streq(alloc.v[j].resource, res);
+                r = resource_hints(&all, &alloc, res, request, acc);
         }
         if (r >= 0 && !any)
                 r = tm_hints_add_any(acc);
         free(all.v);
         free(alloc.v);
         return r;
+}
+
+/* the request of a device resource: a container's limit, or the pod's (getPodDeviceRequest: the largest of an
+ * init container's and the app containers' sum) */
+static int64_t device_request(const struct pod *p, const struct container *c, const char *resource) {
+        int64_t init = 0, app = 0;
+
+        if (c) {
+                const struct quantity *q = resource_list_get(&c->resources.limits, resource);
+                return q ? q->value : 0;
+        }
+        for (size_t i = 0; i < p->spec.n_init_containers; i++) {
+                const struct quantity *q = resource_list_get(&p->spec.init_containers[i].resources.limits, resource);
+                if (q && q->value > init)
+                        init = q->value;
+        }
+        for (size_t i = 0; i < p->spec.n_containers; i++) {
+                const struct quantity *q = resource_list_get(&p->spec.containers[i].resources.limits, resource);
+                app += q ? q->value : 0;
+        }
+        return MAX(init, app);
+}
+
+/* The device manager's hints before allocation (generateDeviceTopologyHints): for each device resource the
+ * container (or pod) asks for, every set of NUMA nodes whose available devices suffice, the narrowest that could
+ * hold as many of the resource's devices preferred; a resource whose devices have no NUMA node: no preference. */
+static int device_request_hints(struct kubelet *k, const struct pod *p, const struct container *c,
+                                struct tm_hints *acc) {
+        bool any = false;
+        int r = 0;
+
+        for (size_t x = 0; r >= 0 && x < p->spec.n_init_containers + p->spec.n_containers; x++) {
+                const struct container *cc = x < p->spec.n_init_containers
+                                                     ? &p->spec.init_containers[x]
+                                                     : &p->spec.containers[x - p->spec.n_init_containers];
+                if (c && cc != c)
+                        continue;
+                for (size_t i = 0; r >= 0 && i < cc->resources.limits.n; i++) {
+                        const char *res = cc->resources.limits.names[i];
+                        struct dev_list all = {}, avail = {};
+                        bool seen = false;
+
+                        /* each resource once (the pod scope sees it in several containers) */
+                        for (size_t y = 0; y < x && !seen; y++) {
+                                const struct container *o =
+                                        y < p->spec.n_init_containers
+                                                ? &p->spec.init_containers[y]
+                                                : &p->spec.containers[y - p->spec.n_init_containers];
+                                seen = !c && resource_list_get(&o->resources.limits, res);
+                        }
+                        if (seen || dm_admission_allocatable(k->devices, res) < 0 || device_request(p, c, res) <= 0)
+                                continue;
+                        any = true;
+                        dm_foreach_allocatable_device(k->devices, dev_collect, &all);
+                        dm_foreach_available_device(k->devices, res, dev_collect, &avail);
+                        r = all.oom || avail.oom
+                                    ? -ENOMEM
+                                    : resource_hints(&all, &avail, res, (int) device_request(p, c, res), acc);
+                        free(all.v);
+                        free(avail.v);
+                }
+        }
+        if (r >= 0 && !any)
+                r = tm_hints_add_any(acc);
+        return r;
+}
+
+bool kubelet_device_affinity(void *userdata, const struct pod *p, const struct container *c, uint64_t *ret_mask) {
+        struct kubelet *k = userdata;
+        struct tm_hints h = {};
+        struct tm_hint best = {};
+        bool pod_scope, ok;
+        int r;
+
+        if (!k->topology || k->topology->policy == TM_POLICY_NONE || !k->devices)
+                return false;
+        pod_scope = k->topology->scope == TM_SCOPE_POD;
+        r = pod_scope ? cpumanager_pod_hints(k->cpus, p, &h) : cpumanager_container_hints(k->cpus, p, c, &h);
+        if (r >= 0)
+                r = pod_scope ? memorymanager_pod_hints(k->memory, p, &h)
+                              : memorymanager_container_hints(k->memory, p, c, &h);
+        if (r >= 0)
+                r = device_request_hints(k, p, pod_scope ? NULL : c, &h);
+        /* the best hint, admitted or not (a refusal comes at the topology manager's admission) */
+        ok = r >= 0 && (tm_merge(k->topology, &h, &best) || true) && best.has_affinity;
+        tm_hints_done(&h);
+        if (!ok)
+                return false;
+        *ret_mask = best.affinity;
+        return true;
 }
 
 static int dev_container_hints(void *userdata, const struct pod *p, const struct container *c, struct tm_hints *acc) {
@@ -410,10 +475,47 @@ static int cpu_pod_hints(void *userdata, const struct pod *p, struct tm_hints *a
         struct kubelet *k = userdata;
         return cpumanager_pod_hints(k->cpus, p, acc);
 }
+/* all the CPUs in one uncore (L3) cache (isAlignedAtUncoreCache) */
+static bool one_uncore_cache(const struct cpu_topology *t, const struct cpuset *s) {
+        int id = -1;
+        CPUSET_FOREACH(cpu, s) {
+                const struct cpu_info *ci = cputopo_cpu(t, cpu);
+                if (!ci || (id >= 0 && ci->uncore != id))
+                        return false;
+                id = ci->uncore;
+        }
+        return true;
+}
+
+/* the static policy's Allocate with its metrics: a pinning request for each container with exclusive CPUs, an
+ * error when it fails; under full-pcpus-only the physical CPU alignment (or its failure), and a new allocation
+ * within one uncore cache */
 static int cpu_allocate(void *userdata, const struct pod *p, const struct container *c, const struct tm_hint *affinity,
                         char **ret_reason, char **ret_message) {
         struct kubelet *k = userdata;
-        return cpumanager_allocate(k->cpus, p, c, affinity, ret_reason, ret_message);
+        bool pinning = cpumanager_is_static(k->cpus) && cpumanager_container_guaranteed_cpus(p, c) > 0,
+             full_pcpus = pinning && cpumanager_options(k->cpus)->full_pcpus_only;
+        size_t before = cpumanager_n_entries(k->cpus);
+        int r;
+
+        r = cpumanager_allocate(k->cpus, p, c, affinity, ret_reason, ret_message);
+        if (!pinning)
+                return r;
+        k->cm_metrics.cpu_pinning_requests++;
+        if (r < 0) {
+                k->cm_metrics.cpu_pinning_errors++;
+                if (full_pcpus)
+                        cm_metrics_aligned_failure(&k->cm_metrics, CM_ALIGN_SCOPE_CONTAINER, CM_ALIGN_PHYSICAL_CPU);
+                return r;
+        }
+        if (full_pcpus)
+                cm_metrics_aligned(&k->cm_metrics, CM_ALIGN_SCOPE_CONTAINER, CM_ALIGN_PHYSICAL_CPU, 1);
+        if (cpumanager_n_entries(k->cpus) > before) {
+                struct cpuset s = cpumanager_exclusive_cpus(k->cpus, p->uid, c->name);
+                if (one_uncore_cache(cpumanager_topology(k->cpus), &s))
+                        cm_metrics_aligned(&k->cm_metrics, CM_ALIGN_SCOPE_CONTAINER, CM_ALIGN_UNCORE_CACHE, 1);
+        }
+        return r;
 }
 
 static int mem_container_hints(void *userdata, const struct pod *p, const struct container *c, struct tm_hints *acc) {
@@ -427,7 +529,16 @@ static int mem_pod_hints(void *userdata, const struct pod *p, struct tm_hints *a
 static int mem_allocate(void *userdata, const struct pod *p, const struct container *c, const struct tm_hint *affinity,
                         char **ret_reason, char **ret_message) {
         struct kubelet *k = userdata;
-        return memorymanager_allocate(k->memory, p, c, affinity, ret_reason, ret_message);
+        /* the Static policy's Allocate: a pinning request for each container of a Guaranteed pod */
+        bool pinning = memorymanager_is_static(k->memory) && pod_qos_class(p) == QOS_GUARANTEED;
+        int r = memorymanager_allocate(k->memory, p, c, affinity, ret_reason, ret_message);
+
+        if (pinning) {
+                k->cm_metrics.memory_pinning_requests++;
+                if (r < 0)
+                        k->cm_metrics.memory_pinning_errors++;
+        }
+        return r;
 }
 
 int kubelet_cpu_admit(struct kubelet *k, const struct pod *p, char **ret_reason, char **ret_message) {
@@ -439,14 +550,19 @@ int kubelet_cpu_admit(struct kubelet *k, const struct pod *p, char **ret_reason,
                 { k, dev_container_hints, dev_pod_hints, dev_allocate },
         };
         static const struct topologymanager none = {};
+        const struct topologymanager *tm = k->topology ?: &none;
         struct cpumanager_mark mark;
         struct mm_mark *mmark;
+        uint64_t start = now_usec();
         int r;
 
         *ret_reason = *ret_message = NULL;
-        if (!cpumanager_is_static(k->cpus) && !memorymanager_is_static(k->memory) &&
-            (!k->topology || k->topology->policy == TM_POLICY_NONE))
+        /* the topology manager's Admit runs for every pod */
+        k->cm_metrics.tm_admission_requests++;
+        if (!cpumanager_is_static(k->cpus) && !memorymanager_is_static(k->memory) && tm->policy == TM_POLICY_NONE) {
+                histogram_observe(&k->cm_metrics.tm_admission_duration_ms, (double) ((now_usec() - start) / 1000));
                 return 0;
+        }
         /* the pods that are gone give their CPUs and memory back first (removeStaleState), once every source has
          * spoken */
         if (k->config_received && kubelet_active_pod_uids(k, &active) >= 0) {
@@ -458,12 +574,28 @@ int kubelet_cpu_admit(struct kubelet *k, const struct pod *p, char **ret_reason,
         mmark = memorymanager_mark(k->memory);
         if (!mmark)
                 return -ENOMEM;
-        r = tm_admit(k->topology ?: &none, p, providers, ELEMENTSOF(providers), ret_reason, ret_message);
+        r = tm_admit(tm, p, providers, ELEMENTSOF(providers), ret_reason, ret_message);
+        /* whole milliseconds, as upstream's time.Since(start).Milliseconds() */
+        histogram_observe(&k->cm_metrics.tm_admission_duration_ms, (double) ((now_usec() - start) / 1000));
         if (r < 0) {
+                if (r == -ENOSPC) {
+                        k->cm_metrics.tm_admission_errors++;
+                        if (streq_ptr(*ret_reason, TM_ERROR_REASON))
+                                cm_metrics_aligned_failure(&k->cm_metrics,
+                                                           tm->scope == TM_SCOPE_POD ? CM_ALIGN_SCOPE_POD
+                                                                                     : CM_ALIGN_SCOPE_CONTAINER,
+                                                           CM_ALIGN_NUMA_NODE);
+                }
                 cpumanager_rollback(k->cpus, &mark);
                 memorymanager_rollback(k->memory, mmark);
                 return r;
         }
+        /* IsAlignmentGuaranteed (single-numa-node): each container aligned, or the pod */
+        if (tm->policy == TM_POLICY_SINGLE_NUMA_NODE)
+                cm_metrics_aligned(&k->cm_metrics,
+                                   tm->scope == TM_SCOPE_POD ? CM_ALIGN_SCOPE_POD : CM_ALIGN_SCOPE_CONTAINER,
+                                   CM_ALIGN_NUMA_NODE,
+                                   tm->scope == TM_SCOPE_POD ? 1 : p->spec.n_init_containers + p->spec.n_containers);
         cpumanager_commit(k->cpus, &mark);
         memorymanager_commit(k->memory, mmark);
         return 0;

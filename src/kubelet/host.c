@@ -238,7 +238,9 @@ void kubelet_counts(struct kubelet *k, struct kubelet_counts *ret) {
                 .pod_start = &k->pod_start_hist,
                 .pleg_relist_duration = k->pleg ? pleg_relist_duration(k->pleg) : NULL,
                 .pleg_relist_interval = k->pleg ? pleg_relist_interval(k->pleg) : NULL,
+                .cm = &k->cm_metrics,
         };
+        cm_metrics_fill_cpu(&k->cm_metrics, k->cpus);
 }
 
 size_t kubelet_volume_stats(struct kubelet *k, const char *pod_uid, const struct stats_volume **ret) {

@@ -23,6 +23,7 @@
 #include "kubelet/mirror.h"
 #include "events/recorder.h"
 #include "cm/cm.h"
+#include "cm/metrics.h"
 #include "credentialprovider/plugin/plugin.h"
 #include "podresources/server.h"
 #include "podsapi/server.h"
@@ -150,6 +151,7 @@ struct kubelet {
         uint64_t last_full_resync;
         uint64_t last_loop_usec; /* monotonic time of the last housekeeping tick (/healthz/syncloop) */
         struct histogram pod_start_hist;
+        struct cm_metrics cm_metrics; /* the resource managers' counters */
         struct admission_node admission;
         char **cluster_dns;          /* --cluster-dns, parsed */
         struct machine_info machine; /* read once at start (cadvisor's cached MachineInfo) */

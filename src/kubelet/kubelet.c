@@ -1624,6 +1624,7 @@ int kubelet_new(struct event_base *base, const struct kubelet_options *opts, str
                 static const double b[] = { 0.5, 1,   2,   3,   4,   5,   6,   8,   10,   20,   30,   45,  60,
                                             120, 180, 240, 300, 360, 480, 600, 900, 1200, 1800, 2700, 3600 };
                 histogram_init(&k->pod_start_hist, b, ELEMENTSOF(b));
+                cm_metrics_init(&k->cm_metrics);
         }
         *ret = k;
         return 0;

@@ -62,6 +62,7 @@ const struct stats_volumes *kubelet_pod_volume_usage(struct kubelet *k);
 /* /healthz/syncloop: 0, or -ETIMEDOUT with the reason */
 int kubelet_sync_loop_health(struct kubelet *k, struct ck_error **ret_error);
 
+struct cm_metrics;
 struct kubelet_counts {
         size_t running_pods;       /* kubelet_running_pods: ready sandboxes */
         size_t running_containers; /* kubelet_running_containers{container_state="running"} */
@@ -69,6 +70,7 @@ struct kubelet_counts {
         const struct histogram *pod_start;            /* kubelet_pod_start_duration_seconds */
         const struct histogram *pleg_relist_duration; /* kubelet_pleg_relist_duration_seconds; NULL: none yet */
         const struct histogram *pleg_relist_interval; /* kubelet_pleg_relist_interval_seconds; NULL: none yet */
+        const struct cm_metrics *cm;                  /* the resource managers' metrics, gauges filled now */
 };
 void kubelet_counts(struct kubelet *k, struct kubelet_counts *ret);
 

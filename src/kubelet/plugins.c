@@ -283,6 +283,7 @@ int kubelet_plugins_start(struct kubelet *k) {
         r = dm_new(k->base, dm_dir, on_devices_changed, k, &k->devices);
         if (r < 0)
                 return log_error_errno(r, "failed to start the device manager: %s", strerror(-r));
+        dm_set_affinity(k->devices, kubelet_device_affinity, k);
         r = podresources_server_new(k->base, pr_socket,
                                     &(struct podresources_provider) {
                                             .foreach_pod = pr_foreach_pod,

@@ -12,6 +12,7 @@
 #include "basic/histogram.h"
 #include "basic/macro.h"
 #include "basic/string.h"
+#include "cm/metrics.h"
 #include "cri/cri.h"
 #include "prober/manager.h"
 #include "server/server-internal.h"
@@ -76,6 +77,65 @@ static void add_histogram(struct evbuffer *b, const char *name, const char *labe
                 evbuffer_add(b, "\"}", 2);
         }
         evbuffer_add_printf(b, " %llu\n", (unsigned long long) h->count);
+}
+
+static void add_counter(struct evbuffer *b, const char *name, const char *help, uint64_t v) {
+        header(b, name, "counter", help);
+        evbuffer_add_printf(b, "%s %llu\n", name, (unsigned long long) v);
+}
+
+/* the resource managers' metrics (pkg/kubelet/metrics), every one [ALPHA] upstream */
+static void add_cm_metrics(struct evbuffer *b, const struct cm_metrics *m) {
+        static const char *const aligned_name[2] = { "kubelet_container_aligned_compute_resources_count",
+                                                     "kubelet_container_aligned_compute_resources_failure_count" };
+        static const char *const aligned_help[2] = {
+                "[ALPHA] Cumulative number of aligned compute resources allocated to containers by alignment type.",
+                "[ALPHA] Cumulative number of failures to allocate aligned compute resources to containers by "
+                "alignment type."
+        };
+
+        for (int f = 0; f < 2; f++) {
+                header(b, aligned_name[f], "counter", aligned_help[f]);
+                for (int s = 0; s < CM_ALIGN_SCOPE_MAX; s++)
+                        for (int k = 0; k < CM_ALIGN_BOUNDARY_MAX; k++)
+                                if (f ? m->has_aligned_failures[s][k] : m->has_aligned[s][k])
+                                        evbuffer_add_printf(b, "%s{boundary=\"%s\",scope=\"%s\"} %llu\n",
+                                                            aligned_name[f], cm_align_boundary_names[k],
+                                                            cm_align_scope_names[s],
+                                                            (unsigned long long) (f ? m->aligned_failures[s][k]
+                                                                                    : m->aligned[s][k]));
+        }
+        header(b, "kubelet_cpu_manager_allocation_per_numa", "gauge", "[ALPHA] Number of CPUs allocated per NUMA node");
+        for (size_t i = 0; i < m->n_numa; i++)
+                evbuffer_add_printf(b, "kubelet_cpu_manager_allocation_per_numa{numa_node=\"%d\"} %d\n", m->numa_ids[i],
+                                    m->numa_cpus[i]);
+        header(b, "kubelet_cpu_manager_exclusive_cpu_allocation_count", "gauge",
+               "[ALPHA] The total number of CPUs exclusively allocated to containers running on this node");
+        evbuffer_add_printf(b, "kubelet_cpu_manager_exclusive_cpu_allocation_count %lld\n",
+                            (long long) m->exclusive_cpus);
+        add_counter(b, "kubelet_cpu_manager_pinning_errors_total",
+                    "[ALPHA] The number of cpu core allocations which required pinning failed.", m->cpu_pinning_errors);
+        add_counter(b, "kubelet_cpu_manager_pinning_requests_total",
+                    "[ALPHA] The number of cpu core allocations which required pinning.", m->cpu_pinning_requests);
+        header(b, "kubelet_cpu_manager_shared_pool_size_millicores", "gauge",
+               "[ALPHA] The size of the shared CPU pool for non-guaranteed QoS pods, in millicores.");
+        evbuffer_add_printf(b, "kubelet_cpu_manager_shared_pool_size_millicores %lld\n",
+                            (long long) m->shared_pool_millicores);
+        add_counter(b, "kubelet_memory_manager_pinning_errors_total",
+                    "[ALPHA] The number of memory pages allocations which required pinning that failed.",
+                    m->memory_pinning_errors);
+        add_counter(b, "kubelet_memory_manager_pinning_requests_total",
+                    "[ALPHA] The number of memory pages allocations which required pinning.",
+                    m->memory_pinning_requests);
+        header(b, "kubelet_topology_manager_admission_duration_ms", "histogram",
+               "[ALPHA] Duration in milliseconds to serve a pod admission request.");
+        add_histogram(b, "kubelet_topology_manager_admission_duration_ms", NULL, NULL, &m->tm_admission_duration_ms);
+        add_counter(b, "kubelet_topology_manager_admission_errors_total",
+                    "[ALPHA] The number of admission request failures where resources could not be aligned.",
+                    m->tm_admission_errors);
+        add_counter(b, "kubelet_topology_manager_admission_requests_total",
+                    "[ALPHA] The number of admission requests where resources have to be aligned.",
+                    m->tm_admission_requests);
 }
 
 struct ops_ctx {
@@ -192,6 +252,8 @@ void api_handle_metrics(struct api_request *r) {
                "[ALPHA] Duration in seconds of runtime operations. Broken down by operation type.");
         ctx.pass = 2;
         cri_client_foreach_stats(r->s->cri, add_op, &ctx);
+        if (n.cm)
+                add_cm_metrics(b, n.cm);
         api_reply_buffer(r->req, 200, CONTENT_TYPE, b);
 }
 

@@ -21,6 +21,7 @@ struct stats_volumes;
 struct ck_error;
 struct cri_client;
 struct histogram;
+struct cm_metrics;
 struct kc_container;
 struct kube_client;
 struct kubelet_options;
@@ -34,6 +35,7 @@ struct api_host_counts {
         const struct histogram *pod_start;            /* kubelet_pod_start_duration_seconds */
         const struct histogram *pleg_relist_duration; /* kubelet_pleg_relist_duration_seconds; NULL: none yet */
         const struct histogram *pleg_relist_interval; /* kubelet_pleg_relist_interval_seconds; NULL: none yet */
+        const struct cm_metrics *cm;                  /* the resource managers'; NULL: none */
 };
 
 /* A running container or ready sandbox as the kubelet last observed it (the labels of /metrics/cadvisor). */

@@ -8,7 +8,10 @@ import os
 
 import pytest
 
-from conftest import BUSYBOX, NODE, SLEEPER, wait_for
+import re
+import urllib.request
+
+from conftest import BUSYBOX, NODE, SLEEPER, free_port, wait_for
 
 
 def guaranteed(name):
@@ -172,6 +175,13 @@ TM_ARGS = ARGS + ("--topology-manager-policy", "single-numa-node", "--memory-man
                   "--reserved-memory", "0:memory=100Mi", "--eviction-hard", "memory.available<100Mi")
 
 
+def metrics(port):
+    """the read-only port's /metrics: {"name{labels}": value}"""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
+        text = r.read().decode()
+    return {m.group(1): float(m.group(2)) for m in re.finditer(r"^([a-z_]+(?:\{[^}]*\})?) (\S+)$", text, re.M)}
+
+
 def test_topology_and_memory_managers(kubelet_factory, runtime, tmp_path):
     if os.cpu_count() != 2 or not os.path.exists("/sys/devices/system/cpu/cpu1/topology"):
         pytest.skip("written for a node with CPUs 0 and 1")
@@ -184,7 +194,8 @@ def test_topology_and_memory_managers(kubelet_factory, runtime, tmp_path):
     assert k.proc.wait(30) != 0
     k.wait_log(r'the total amount "1Gi" of type "memory" is not equal to the value "100Mi" determined by Node '
                r'Allocatable feature')
-    k.start(*TM_ARGS)
+    ro = free_port()
+    k.start(*TM_ARGS, "--read-only-port", str(ro))
     k.wait_log(r"topology manager: policy single-numa-node, scope container, 1 NUMA nodes", 30)
     k.wait_log(r"memory manager: Static policy, 1 NUMA nodes, 0 assignments", 30)
     k.write("gu.yaml", guaranteed("gu"))
@@ -202,6 +213,17 @@ def test_topology_and_memory_managers(kubelet_factory, runtime, tmp_path):
     assert mem["systemReserved"] == 100 << 20 and mem["reserved"] == 32 << 20, mem
     assert mem["free"] == mem["allocatable"] - (32 << 20) and json.loads(st["data"])["entries"] == st["entries"]
     assert state(k)["entries"] == {uid: {"c": "1"}}
+    # the managers' metrics: one pinning request each, CPU 1 exclusive (NUMA node 0), the shared pool empty
+    # (CPU 0 is reserved), the pod aligned by the single-numa-node policy
+    m = metrics(ro)
+    assert m["kubelet_cpu_manager_pinning_requests_total"] == 1 and m["kubelet_cpu_manager_pinning_errors_total"] == 0
+    assert m["kubelet_memory_manager_pinning_requests_total"] == 1, m
+    assert m["kubelet_cpu_manager_exclusive_cpu_allocation_count"] == 1
+    assert m["kubelet_cpu_manager_shared_pool_size_millicores"] == 0
+    assert m['kubelet_cpu_manager_allocation_per_numa{numa_node="0"}'] == 1
+    assert m["kubelet_topology_manager_admission_requests_total"] >= 1
+    assert m["kubelet_topology_manager_admission_duration_ms_count"] >= 1
+    assert m['kubelet_container_aligned_compute_resources_count{boundary="numa_node",scope="container"}'] == 1
     try:
         import grpc  # noqa: F401
     except ImportError:
@@ -235,6 +257,10 @@ def test_topology_and_memory_managers(kubelet_factory, runtime, tmp_path):
                 """)
             k.wait_log(r'Pod admission denied: pod="default/dev-[^"]*" .*reason="TopologyAffinityError" '
                        r'message="Resources cannot be allocated with Topology locality"', 60)
+            m = metrics(ro)
+            assert m["kubelet_topology_manager_admission_errors_total"] >= 1, m
+            assert m['kubelet_container_aligned_compute_resources_failure_count{boundary="numa_node",'
+                     'scope="container"}'] >= 1, m
             k.remove("dev.yaml")
         finally:
             plugin.stop()

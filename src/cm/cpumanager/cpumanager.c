@@ -380,20 +380,39 @@ static bool go_parse_bool(const char *s, bool *ret) {
         return false;
 }
 
-static int parse_options(const struct cpumanager_config *cfg, struct cpumanager_options *o, struct ck_error **err) {
-        static const char *const known[] = { "full-pcpus-only",        "distribute-cpus-across-numa",
-                                             "align-by-socket",        "distribute-cpus-across-cores",
-                                             "strict-cpu-reservation", "prefer-align-cpus-by-uncorecache" };
+/* NewStaticPolicyOptions and ValidateStaticPolicyOptions: unknown names, gates, values, incompatible pairs as
+ * upstream; then the options ckubelet does not implement, set to true, refuse the start (never ignored) */
+static int parse_options(const struct cpumanager_config *cfg, const struct cpu_topology *topo,
+                         struct cpumanager_options *o, struct ck_error **err) {
+        static const struct {
+                const char *name;
+                char stage; /* 'a'lpha, 'b'eta, 'g'a */
+        } known[] = { { "full-pcpus-only", 'g' },        { "distribute-cpus-across-numa", 'b' },
+                      { "align-by-socket", 'a' },        { "distribute-cpus-across-cores", 'a' },
+                      { "strict-cpu-reservation", 'b' }, { "prefer-align-cpus-by-uncorecache", 'b' } };
+        bool across_numa = false, across_cores = false, uncore = false;
 
         for (size_t i = 0; cfg->option_names && cfg->option_names[i]; i++) {
                 const char *name = cfg->option_names[i], *value = strempty(cfg->option_values[i]);
-                bool known_name = false, b;
+                char stage = 0;
+                bool b;
 
                 for (size_t k = 0; k < ELEMENTSOF(known); k++)
-                        known_name = known_name || streq(name, known[k]);
-                if (!known_name)
+                        if (streq(name, known[k].name))
+                                stage = known[k].stage;
+                if (!stage)
                         return ck_error_set(err, -EINVAL,
                                             "new static policy error: unknown CPU Manager Policy option: \"%s\"", name);
+                if (stage == 'a' && !cfg->alpha_options)
+                        return ck_error_set(err, -EINVAL,
+                                            "new static policy error: CPU Manager Policy Alpha-level Options not "
+                                            "enabled, but option \"%s\" provided",
+                                            name);
+                if (stage == 'b' && cfg->beta_options_off)
+                        return ck_error_set(err, -EINVAL,
+                                            "new static policy error: CPU Manager Policy Beta-level Options not "
+                                            "enabled, but option \"%s\" provided",
+                                            name);
                 if (!go_parse_bool(value, &b))
                         return ck_error_set(err, -EINVAL,
                                             "new static policy error: bad value for option \"%s\": strconv.ParseBool: "
@@ -403,13 +422,49 @@ static int parse_options(const struct cpumanager_config *cfg, struct cpumanager_
                         o->full_pcpus_only = b;
                 else if (streq(name, "strict-cpu-reservation"))
                         o->strict_cpu_reservation = b;
-                else if (b)
-                        /* a real option of upstream's that ckubelet does not implement: refused, not ignored */
-                        return ck_error_set(err, -EOPNOTSUPP,
-                                            "new static policy error: CPU Manager Policy option \"%s\" is not "
-                                            "supported by ckubelet",
-                                            name);
+                else if (streq(name, "align-by-socket"))
+                        o->align_by_socket = b;
+                else if (streq(name, "distribute-cpus-across-numa"))
+                        across_numa = b;
+                else if (streq(name, "distribute-cpus-across-cores"))
+                        across_cores = b;
+                else
+                        uncore = b;
         }
+        if (o->full_pcpus_only && across_cores)
+                return ck_error_set(err, -EINVAL,
+                                    "new static policy error: static policy options full-pcpus-only and "
+                                    "distribute-cpus-across-cores can not be used at the same time");
+        if (across_numa && across_cores)
+                return ck_error_set(err, -EINVAL,
+                                    "new static policy error: static policy options distribute-cpus-across-numa and "
+                                    "distribute-cpus-across-cores can not be used at the same time");
+        if (uncore && across_cores)
+                return ck_error_set(err, -EINVAL,
+                                    "new static policy error: static policy options prefer-align-cpus-by-uncorecache "
+                                    "and distribute-cpus-across-cores can not be used at the same time");
+        if (uncore && across_numa)
+                return ck_error_set(err, -EINVAL,
+                                    "new static policy error: static policy options prefer-align-cpus-by-uncorecache "
+                                    "and distribute-cpus-across-numa can not be used at the same time");
+        if (o->align_by_socket) {
+                if (cfg->tm_single_numa_node)
+                        return ck_error_set(err, -EINVAL,
+                                            "new static policy error: Topolgy manager single-numa-node policy is "
+                                            "incompatible with CPUManager align-by-socket policy option");
+                if (topo->n_sockets > topo->n_numa)
+                        return ck_error_set(err, -EINVAL,
+                                            "new static policy error: Align by socket is not compatible with hardware "
+                                            "where number of sockets are more than number of NUMA");
+        }
+        /* real options of upstream's that ckubelet does not implement: refused, not ignored */
+        if (across_numa || across_cores || uncore)
+                return ck_error_set(err, -EOPNOTSUPP,
+                                    "new static policy error: CPU Manager Policy option \"%s\" is not supported by "
+                                    "ckubelet",
+                                    across_numa    ? "distribute-cpus-across-numa"
+                                    : across_cores ? "distribute-cpus-across-cores"
+                                                   : "prefer-align-cpus-by-uncorecache");
         return 0;
 }
 
@@ -483,7 +538,7 @@ int cpumanager_new(const struct cpumanager_config *cfg, struct cpu_topology *top
                 int n_reserved;
                 struct cpuset all = cputopo_all(topo);
 
-                r = parse_options(cfg, &m->opts, ret_error);
+                r = parse_options(cfg, topo, &m->opts, ret_error);
                 if (r < 0)
                         return r;
                 if (!isempty(cfg->reserved_system_cpus)) {
@@ -589,14 +644,39 @@ static struct cpuset cpus_in_numa_mask(const struct cpu_topology *t, uint64_t ma
         return s;
 }
 
-/* allocateCPUs: the CPUs of the affinity's NUMA nodes first, the rest (when they are not enough) from anywhere */
+/* the sockets of the CPUs of the NUMA nodes in mask (SocketsInNUMANodes), as a mask of socket ids */
+static uint64_t sockets_of_numa_mask(const struct cpu_topology *t, uint64_t mask) {
+        uint64_t sockets = 0;
+        for (size_t i = 0; i < t->n; i++)
+                if (t->cpus[i].numa >= 0 && t->cpus[i].numa < 64 && (mask >> t->cpus[i].numa & 1) &&
+                    t->cpus[i].socket >= 0 && t->cpus[i].socket < 64)
+                        sockets |= UINT64_C(1) << t->cpus[i].socket;
+        return sockets;
+}
+
+/* getAlignedCPUs: the CPUs of the affinity's NUMA nodes, or with align-by-socket of their whole sockets */
+static struct cpuset aligned_cpus(const struct cpumanager *m, uint64_t mask) {
+        struct cpuset s = {};
+        uint64_t sockets;
+
+        if (!m->opts.align_by_socket)
+                return cpus_in_numa_mask(m->topo, mask);
+        sockets = sockets_of_numa_mask(m->topo, mask);
+        for (size_t i = 0; i < m->topo->n; i++)
+                if (m->topo->cpus[i].socket >= 0 && m->topo->cpus[i].socket < 64 &&
+                    (sockets >> m->topo->cpus[i].socket & 1))
+                        cpuset_add(&s, m->topo->cpus[i].cpu);
+        return s;
+}
+
+/* allocateCPUs: the aligned CPUs first, the rest (when they are not enough) from anywhere */
 static int take_aligned(const struct cpumanager *m, const struct cpuset *avail, int n, const struct tm_hint *affinity,
                         struct cpuset *ret, struct ck_error **ret_error) {
         struct cpuset got = {}, rest;
         int r;
 
         if (affinity && affinity->has_affinity) {
-                struct cpuset in = cpus_in_numa_mask(m->topo, affinity->affinity), aligned = cpuset_and(avail, &in);
+                struct cpuset in = aligned_cpus(m, affinity->affinity), aligned = cpuset_and(avail, &in);
                 int k = MIN(n, cpuset_count(&aligned));
                 if (k > 0) {
                         r = cpumanager_take_by_topology(m->topo, &aligned, k, &got, ret_error);
@@ -751,7 +831,17 @@ static void hint_mask(uint64_t mask, void *userdata) {
         g->v[g->n++] = (struct tm_hint) { .affinity = mask, .has_affinity = true };
 }
 
-/* generateCPUTopologyHints (without align-by-socket, which ckubelet refuses) */
+/* isHintSocketAligned: the hint's NUMA nodes span as few sockets as the narrowest hint needs */
+static bool hint_socket_aligned(const struct cpu_topology *t, uint64_t mask, int min_size) {
+        int per_socket = t->n_sockets > 0 ? t->n_numa / t->n_sockets : 0, min_sockets;
+
+        if (per_socket == 0)
+                return false;
+        min_sockets = (min_size + per_socket - 1) / per_socket;
+        return tm_count(sockets_of_numa_mask(t, mask)) == min_sockets;
+}
+
+/* generateCPUTopologyHints: with align-by-socket, the socket-aligned hints are preferred too */
 static int add_cpu_hints(const struct cpumanager *m, const struct cpuset *avail, const struct cpuset *reuse,
                          int request, struct tm_hints *acc) {
         int nodes[TM_MAX_NUMA];
@@ -780,7 +870,9 @@ static int add_cpu_hints(const struct cpumanager *m, const struct cpuset *avail,
                 return -ENOMEM;
         }
         for (size_t i = 0; i < g.n; i++)
-                g.v[i].preferred = tm_count(g.v[i].affinity) == g.min_size;
+                g.v[i].preferred = (m->opts.align_by_socket &&
+                                    hint_socket_aligned(m->topo, g.v[i].affinity, g.min_size)) ||
+                                   tm_count(g.v[i].affinity) == g.min_size;
         r = tm_hints_add(acc, g.v, g.n);
         free(g.v);
         return r;
@@ -856,6 +948,17 @@ struct cpuset cpumanager_allocatable(const struct cpumanager *m) {
 
 struct cpuset cpumanager_shared_pool(const struct cpumanager *m) {
         return m ? m->def : (struct cpuset) {};
+}
+
+struct cpuset cpumanager_all_exclusive(const struct cpumanager *m) {
+        struct cpuset s = {};
+        for (size_t i = 0; m && i < m->n_entries; i++)
+                s = cpuset_union(&s, &m->entries[i].cpus);
+        return s;
+}
+
+const struct cpumanager_options *cpumanager_options(const struct cpumanager *m) {
+        return &m->opts;
 }
 
 size_t cpumanager_n_entries(const struct cpumanager *m) {

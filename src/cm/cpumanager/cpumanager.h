@@ -22,7 +22,7 @@
 #include "cm/topologymanager/topologymanager.h"
 
 struct cpumanager_options {
-        bool full_pcpus_only, strict_cpu_reservation;
+        bool full_pcpus_only, strict_cpu_reservation, align_by_socket;
 };
 
 struct cpumanager_config {
@@ -31,6 +31,9 @@ struct cpumanager_config {
         const char *reserved_system_cpus;     /* reservedSystemCPUs, NULL/"" when unset */
         int64_t reserved_cpu_milli;           /* kubeReserved.cpu + systemReserved.cpu */
         const char *state_dir;                /* the root dir: <state_dir>/cpu_manager_state; NULL: no state file */
+        bool alpha_options;                   /* the gate CPUManagerPolicyAlphaOptions (off by default) */
+        bool beta_options_off;                /* the gate CPUManagerPolicyBetaOptions turned off (on by default) */
+        bool tm_single_numa_node;             /* topologyManagerPolicy single-numa-node (align-by-socket refuses it) */
 };
 
 struct cpumanager;
@@ -73,6 +76,9 @@ struct cpuset cpumanager_exclusive_cpus(const struct cpumanager *m, const char *
 /* the CPUs containers can get exclusively (GetAllocatableCPUs): empty under none */
 struct cpuset cpumanager_allocatable(const struct cpumanager *m);
 struct cpuset cpumanager_shared_pool(const struct cpumanager *m);
+/* every container's exclusive CPUs together (getTotalAssignedExclusiveCPUs) */
+struct cpuset cpumanager_all_exclusive(const struct cpumanager *m);
+const struct cpumanager_options *cpumanager_options(const struct cpumanager *m);
 /* released to the shared pool (RemoveContainer); true if the pool changed */
 bool cpumanager_remove_container(struct cpumanager *m, const char *pod_uid, const char *container);
 /* every pod not in active (NULL-terminated uids) is released (removeStaleState); true if the pool changed */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The device manager: registration, endpoints, devices and health, allocation at admission, the options of a
  * starting container, the checkpoint. */
-#include "cm/devicemanager/manager.h"
+#include "cm/devicemanager/manager-internal.h"
 
 #include <assert.h>
 #include <dirent.h>
@@ -28,99 +28,6 @@
 
 #define MAX_DEVICES 4096 /* per resource, from a plugin's ListAndWatch */
 #define MAX_DEVICE_ID 255
-#define MAX_RESOURCES 256
-
-struct device {
-        char *id;
-        bool healthy;
-        bool has_numa;
-        int64_t numa; /* the first NUMA node of its topology */
-};
-
-struct resource {
-        char *name;
-        struct device *devices;
-        size_t n_devices;
-        struct dm_endpoint *ep; /* NULL when stopped (the stream ended, or restored from the checkpoint) */
-        bool has_options;
-        bool pre_start_required, preferred_available;
-        uint64_t stopped_usec; /* monotonic time the endpoint stopped; 0 while it runs */
-        bool deleted;          /* dropped after the grace period: reported once more with capacity 0 */
-};
-
-struct pending;
-
-struct job {
-        struct job *next;
-        char *uid;
-        struct pod *pod;
-        bool admission; /* dm_admit's: the result is kept for it */
-        size_t ci, ri;  /* the container (init ones first) and the limit being worked on */
-        struct {
-                char *resource;
-                char **ids;
-        } * reuse; /* devices the pod's init containers held (devicesToReuse) */
-        size_t n_reuse;
-        char **preferred; /* the plugin's GetPreferredAllocation answer for the current limit */
-        bool have_preferred;
-        struct pending *busy; /* the plugin call in flight */
-};
-
-struct result {
-        struct result *next;
-        char *uid;
-        char *error;      /* NULL: allocated */
-        uint64_t at_usec; /* a result not asked for within RESULT_KEEP_USEC is dropped */
-};
-
-#define RESULT_KEEP_USEC (10 * 60 * UINT64_C(1000000))
-
-struct dm_request {
-        struct devicemanager *m;
-        struct dm_request *prev, *next;
-        char *uid;
-        struct pod *pod;
-        char *container;
-        dm_options_cb cb;
-        void *userdata;
-        size_t ri; /* PreStartContainer: the next limit */
-        bool waiting_job;
-        struct pending *busy;
-        char *error; /* decided: deliver it */
-        bool finished;
-};
-
-/* a plugin call's context: detached (job/req NULL) when they go away first */
-struct pending {
-        struct devicemanager *m;
-        struct job *job;
-        struct dm_request *req;
-        char *resource;
-};
-
-struct reaped {
-        struct reaped *next;
-        struct dm_endpoint *ep;
-};
-
-struct devicemanager {
-        struct event_base *base;
-        char *dir, *socket, *checkpoint;
-        struct dm_ckpt_writer *ckpt; /* writes the checkpoint off the loop, coalesced (NULL: written here) */
-        struct grpc_server *server;
-        struct resource *resources;
-        size_t n_resources;
-        struct dm_pod_devices pd;
-        struct job *jobs; /* FIFO; the head runs */
-        struct result *results;
-        struct dm_request *requests;
-        struct reaped *reap;
-        struct event *ev_work; /* deferred: reap endpoints, run jobs and requests, tell the kubelet */
-        bool changed;
-        bool stopping;
-        void (*on_change)(void *userdata);
-        void *userdata;
-};
 
 static void kick(struct devicemanager *m) {
         if (!m->stopping)
@@ -130,146 +37,6 @@ static void kick(struct devicemanager *m) {
 static void changed(struct devicemanager *m) {
         m->changed = true;
         kick(m);
-}
-
-/* ---------------------------------------------------------------- resources */
-
-static struct resource *resource_find(const struct devicemanager *m, const char *name) {
-        for (size_t i = 0; i < m->n_resources; i++)
-                if (!m->resources[i].deleted && streq(m->resources[i].name, name))
-                        return &m->resources[i];
-        return NULL;
-}
-
-static void devices_free(struct resource *r) {
-        for (size_t i = 0; i < r->n_devices; i++)
-                free(r->devices[i].id);
-        free(r->devices);
-        r->devices = NULL;
-        r->n_devices = 0;
-}
-
-static struct resource *resource_add(struct devicemanager *m, const char *name) {
-        struct resource *r = resource_find(m, name), *n;
-
-        if (r)
-                return r;
-        /* the slot of a dropped resource of that name is reused */
-        for (size_t i = 0; i < m->n_resources; i++)
-                if (m->resources[i].deleted && streq(m->resources[i].name, name)) {
-                        m->resources[i].deleted = false;
-                        return &m->resources[i];
-                }
-        if (m->n_resources >= MAX_RESOURCES)
-                return NULL;
-        n = reallocarray(m->resources, m->n_resources + 1, sizeof(*n));
-        if (!n)
-                return NULL;
-        m->resources = n;
-        r = &n[m->n_resources];
-        *r = (struct resource) { .name = strdup(name) };
-        if (!r->name)
-                return NULL;
-        m->n_resources++;
-        return r;
-}
-
-static int healthy_ids(const struct resource *r, char ***ret) {
-        _cleanup_strv_free_ char **l = NULL;
-
-        for (size_t i = 0; r && i < r->n_devices; i++)
-                if (r->devices[i].healthy && strv_extend(&l, r->devices[i].id) < 0)
-                        return -ENOMEM;
-        *ret = TAKE_PTR(l);
-        return 0;
-}
-
-static const struct device *device_find(const struct resource *r, const char *id) {
-        for (size_t i = 0; r && i < r->n_devices; i++)
-                if (streq(r->devices[i].id, id))
-                        return &r->devices[i];
-        return NULL;
-}
-
-/* isDevicePluginResource: registered, or held by someone */
-static bool is_device_resource(const struct devicemanager *m, const char *name) {
-        if (resource_find(m, name))
-                return true;
-        for (size_t i = 0; i < m->pd.n; i++)
-                if (streq(m->pd.allocs[i].resource, name))
-                        return true;
-        return false;
-}
-
-/* ---------------------------------------------------------------- checkpoint */
-
-static void write_checkpoint(struct devicemanager *m) {
-        struct dm_registered *reg = calloc(m->n_resources ? m->n_resources : 1, sizeof(*reg));
-        _cleanup_free_ char *text = NULL;
-        size_t n = 0;
-        int r;
-
-        if (!reg)
-                goto oom;
-        for (size_t i = 0; i < m->n_resources; i++) {
-                if (m->resources[i].deleted)
-                        continue;
-                reg[n].resource = m->resources[i].name;
-                if (healthy_ids(&m->resources[i], &reg[n].device_ids) < 0) {
-                        for (size_t j = 0; j < n; j++)
-                                strv_free(reg[j].device_ids);
-                        free(reg);
-                        goto oom;
-                }
-                n++;
-        }
-        text = dm_checkpoint_encode(&m->pd, reg, n);
-        for (size_t j = 0; j < n; j++)
-                strv_free(reg[j].device_ids);
-        free(reg);
-        if (!text)
-                goto oom;
-        if (m->ckpt) {
-                /* a worker writes it; updates that come while it writes are coalesced (issue 26) */
-                dm_ckpt_writer_set(m->ckpt, TAKE_PTR(text));
-                return;
-        }
-        r = write_file_atomic(m->checkpoint, text, strlen(text), 0600);
-        if (r < 0)
-                log_warning("failed to write checkpoint file \"%s\": %s", DM_CHECKPOINT_FILE, strerror(-r));
-        return;
-oom:
-        log_warning("failed to write checkpoint file \"%s\": out of memory", DM_CHECKPOINT_FILE);
-}
-
-static void read_checkpoint(struct devicemanager *m) {
-        _cleanup_free_ char *text = NULL;
-        _cleanup_ck_error_ struct ck_error *err = NULL;
-        struct dm_registered *reg = NULL;
-        size_t size, n_reg = 0;
-        int r;
-
-        r = read_full_file(m->checkpoint, DM_CHECKPOINT_MAX, &text, &size);
-        if (r == -ENOENT) {
-                log_v(2, "no device manager checkpoint yet (%s)", m->checkpoint);
-                return;
-        }
-        if (r >= 0)
-                r = dm_checkpoint_decode(text, size, &m->pd, &reg, &n_reg, &err);
-        if (r < 0) {
-                log_warning("Continue after failing to read checkpoint file. Device allocation info may NOT be "
-                            "up-to-date. Err: %s",
-                            err ? ck_error_message(err) : strerror(-r));
-                return;
-        }
-        /* the resources come back with no devices until their plugins register again (a stopped endpoint) */
-        for (size_t i = 0; i < n_reg; i++) {
-                struct resource *res = resource_add(m, reg[i].resource);
-                if (res)
-                        res->stopped_usec = now_usec();
-        }
-        dm_registered_free(reg, n_reg);
-        log_info("device manager: restored %zu device assignments from %s", m->pd.n, m->checkpoint);
 }
 
 /* ---------------------------------------------------------------- endpoints */
@@ -336,10 +103,10 @@ static void on_devices(struct dm_endpoint *ep, const V1beta1__ListAndWatchRespon
                 }
                 n++;
         }
-        devices_free(r);
+        dm_devices_free(r);
         r->devices = devs;
         r->n_devices = n;
-        write_checkpoint(m);
+        dm_write_checkpoint(m);
         changed(m);
 }
 
@@ -397,7 +164,7 @@ static void on_register(struct grpc_server_call *call, const ProtobufCMessage *m
                                         strempty(req->endpoint), m->dir);
                 return;
         }
-        r = resource_add(m, req->resource_name);
+        r = dm_resource_add(m, req->resource_name);
         if (!r) {
                 grpc_server_reply_error(call, GRPC_RESOURCE_EXHAUSTED, "cannot register more resources");
                 return;
@@ -537,7 +304,7 @@ static void requests_job_done(struct devicemanager *m, const char *uid, const ch
 static void job_finish(struct devicemanager *m, struct job *j, const char *error) {
         if (error) {
                 dm_pod_devices_remove_pod(&m->pd, j->uid);
-                write_checkpoint(m);
+                dm_write_checkpoint(m);
         }
         if (j->admission)
                 result_set(m, j->uid, error);
@@ -644,7 +411,7 @@ static void on_allocate(const ProtobufCMessage *msg, const char *error, void *us
                 log_v(3, "device manager: pod %s container %s got %zu %s", j->uid, c->name, strv_length(ids),
                       p->resource);
         }
-        write_checkpoint(m);
+        dm_write_checkpoint(m);
         j->ri++;
         j->have_preferred = false;
         pending_free(p);
@@ -666,11 +433,12 @@ static void job_advance(struct devicemanager *m, struct job *j) {
                         _cleanup_strv_free_ char **healthy = NULL, **in_use = NULL, **chosen = NULL;
                         _cleanup_free_ char *err = NULL;
                         _cleanup_ck_error_ struct ck_error *cerr = NULL;
-                        _cleanup_free_ int64_t *numa = NULL;
+                        _cleanup_free_ int64_t *numa = NULL, *hnuma = NULL;
+                        uint64_t affinity = 0;
                         struct pending *p;
                         int k;
 
-                        if (!is_device_resource(m, name) || needed <= 0)
+                        if (!dm_is_device_resource(m, name) || needed <= 0)
                                 continue;
                         have = dm_pod_devices_find(&m->pd, j->uid, c->name, name);
                         if (have && have->resp) {
@@ -686,14 +454,15 @@ static void job_advance(struct devicemanager *m, struct job *j) {
                                 }
                                 continue;
                         }
-                        r = resource_find(m, name);
+                        r = dm_resource_find(m, name);
                         if (!r) {
                                 if (asprintf(&err, "can't allocate unregistered device %s", name) < 0)
                                         err = NULL;
                                 job_finish(m, j, err ? err : "unregistered device");
                                 return;
                         }
-                        if (healthy_ids(r, &healthy) < 0 || dm_pod_devices_in_use(&m->pd, name, true, &in_use) < 0) {
+                        if (dm_healthy_ids(r, &healthy) < 0 || dm_devices_numa(r, healthy, &hnuma) < 0 ||
+                            dm_pod_devices_in_use(&m->pd, name, true, &in_use) < 0) {
                                 job_finish(m, j, "out of memory");
                                 return;
                         }
@@ -705,19 +474,19 @@ static void job_advance(struct devicemanager *m, struct job *j) {
                                 return;
                         }
                         chosen = strv_free(chosen);
-                        /* the plugin's preference, when it offers one: from what is available and what the pod's
-                         * init containers held (which it must include) */
+                        /* the topology manager's affinity for the container (filterByAffinity) */
+                        if (hnuma && m->affinity && !m->affinity(m->affinity_userdata, j->pod, c, &affinity))
+                                affinity = 0;
+                        /* the plugin's preference, when it offers one: from the aligned devices when they suffice,
+                         * else from every available one, with what the pod's init containers held (and the aligned
+                         * ones) required */
                         if (r->preferred_available && r->ep && !j->have_preferred) {
                                 _cleanup_strv_free_ char **available = NULL, **must = NULL;
-                                char **reuse = reuse_of(j, name);
-                                for (size_t i = 0; healthy && healthy[i]; i++)
-                                        if (!strv_contains(in_use, healthy[i]) &&
-                                            strv_extend(&available, healthy[i]) < 0)
-                                                break;
-                                for (size_t i = 0; reuse && reuse[i]; i++)
-                                        if (strv_extend(&must, reuse[i]) < 0 || (!strv_contains(available, reuse[i]) &&
-                                                                                 strv_extend(&available, reuse[i]) < 0))
-                                                break;
+                                if (dm_preferred_offer(healthy, hnuma, in_use, reuse_of(j, name), affinity,
+                                                       (size_t) needed, &available, &must) < 0) {
+                                        job_finish(m, j, "out of memory");
+                                        return;
+                                }
                                 p = pending_new(m, j, NULL, name);
                                 if (!p) {
                                         job_finish(m, j, "out of memory");
@@ -735,8 +504,8 @@ static void job_advance(struct devicemanager *m, struct job *j) {
                                 j->busy = p;
                                 return;
                         }
-                        k = dm_choose_devices(name, healthy, in_use, reuse_of(j, name), j->preferred, (size_t) needed,
-                                              &chosen, &cerr);
+                        k = dm_choose_devices_aligned(name, healthy, hnuma, in_use, reuse_of(j, name), affinity,
+                                                      j->preferred, (size_t) needed, &chosen, &cerr);
                         if (k < 0) {
                                 job_finish(m, j, ck_error_message(cerr));
                                 return;
@@ -753,7 +522,7 @@ static void job_advance(struct devicemanager *m, struct job *j) {
                                 return;
                         }
                         for (size_t i = 0; chosen[i]; i++) {
-                                const struct device *d = device_find(r, chosen[i]);
+                                const struct device *d = dm_device_find(r, chosen[i]);
                                 numa[i] = d && d->has_numa ? d->numa : 0;
                         }
                         /* held from now on (no one else can take them) until Allocate answers */
@@ -821,7 +590,7 @@ bool dm_pod_uses_devices(const struct devicemanager *m, const struct pod *pod) {
                 bool init;
                 const struct container *c = pod_container_at(pod, i, &init);
                 for (size_t k = 0; k < c->resources.limits.n; k++)
-                        if (is_device_resource(m, c->resources.limits.names[k]))
+                        if (dm_is_device_resource(m, c->resources.limits.names[k]))
                                 return true;
         }
         return false;
@@ -835,7 +604,7 @@ static bool pod_fully_allocated(const struct devicemanager *m, const struct pod 
                 for (size_t k = 0; k < c->resources.limits.n; k++) {
                         const char *name = c->resources.limits.names[k];
                         const struct dm_alloc *a;
-                        if (!is_device_resource(m, name) || c->resources.limits.values[k].value <= 0)
+                        if (!dm_is_device_resource(m, name) || c->resources.limits.values[k].value <= 0)
                                 continue;
                         a = dm_pod_devices_find(&m->pd, pod->uid, c->name, name);
                         if (!a || !a->resp ||
@@ -901,7 +670,7 @@ void dm_update_active(struct devicemanager *m, char *const *active, bool sources
                 removed = true;
         }
         if (removed) {
-                write_checkpoint(m);
+                dm_write_checkpoint(m);
                 changed(m);
         }
 }
@@ -994,7 +763,7 @@ static void request_advance(struct dm_request *r) {
         if (r->ri == 0) {
                 for (size_t k = 0; k < limits->n; k++) {
                         const struct dm_alloc *a;
-                        if (!is_device_resource(m, limits->names[k]) || limits->values[k].value <= 0)
+                        if (!dm_is_device_resource(m, limits->names[k]) || limits->values[k].value <= 0)
                                 continue;
                         a = dm_pod_devices_find(&m->pd, r->uid, c->name, limits->names[k]);
                         if (!a || !a->resp) {
@@ -1017,9 +786,9 @@ static void request_advance(struct dm_request *r) {
                 struct pending *p;
                 _cleanup_free_ char *err = NULL;
 
-                if (!is_device_resource(m, name) || limits->values[r->ri].value <= 0)
+                if (!dm_is_device_resource(m, name) || limits->values[r->ri].value <= 0)
                         continue;
-                res = resource_find(m, name);
+                res = dm_resource_find(m, name);
                 if (!res) {
                         if (asprintf(&err, "endpoint not found in cache for a registered resource: %s", name) < 0)
                                 err = NULL;
@@ -1125,12 +894,12 @@ static void drop_expired(struct devicemanager *m) {
                         continue;
                 log_info("device manager: resource %s has had no plugin for %d minutes: dropped", r->name,
                          (int) (DM_STOP_GRACE_USEC / USEC_PER_SEC / 60));
-                devices_free(r);
+                dm_devices_free(r);
                 r->deleted = true;
                 dropped = true;
         }
         if (dropped) {
-                write_checkpoint(m);
+                dm_write_checkpoint(m);
                 changed(m);
         }
 }
@@ -1174,52 +943,6 @@ void dm_foreach_resource(struct devicemanager *m, void (*cb)(const struct dm_res
         }
 }
 
-int64_t dm_admission_allocatable(const struct devicemanager *m, const char *resource) {
-        const struct resource *r;
-        _cleanup_strv_free_ char **used = NULL;
-        int64_t healthy = 0;
-
-        if (!m || !is_device_resource(m, resource))
-                return -1;
-        r = resource_find(m, resource);
-        for (size_t k = 0; r && k < r->n_devices; k++)
-                healthy += r->devices[k].healthy;
-        if (dm_pod_devices_in_use(&m->pd, resource, false, &used) < 0)
-                return healthy;
-        return MAX(healthy, (int64_t) strv_length(used));
-}
-
-void dm_foreach_container_device(const struct devicemanager *m, const char *pod_uid, const char *container,
-                                 dm_device_cb cb, void *userdata) {
-        for (size_t i = 0; m && i < m->pd.n; i++) {
-                const struct dm_alloc *a = &m->pd.allocs[i];
-                const struct resource *r;
-                if (!a->resp || !streq(a->pod_uid, pod_uid) || !streq(a->container, container))
-                        continue;
-                r = resource_find(m, a->resource);
-                for (size_t k = 0; a->device_ids[k]; k++) {
-                        const struct device *d = device_find(r, a->device_ids[k]);
-                        cb(a->resource, a->device_ids[k], a->numa[k], d ? d->has_numa : a->numa[k] != 0, userdata);
-                }
-        }
-}
-
-bool dm_device_healthy(const struct devicemanager *m, const char *resource, const char *id) {
-        const struct resource *r = m ? resource_find(m, resource) : NULL;
-        const struct device *d = r ? device_find(r, id) : NULL;
-
-        return !d || d->healthy;
-}
-
-void dm_foreach_allocatable_device(const struct devicemanager *m, dm_device_cb cb, void *userdata) {
-        for (size_t i = 0; m && i < m->n_resources; i++) {
-                const struct resource *r = &m->resources[i];
-                for (size_t k = 0; !r->deleted && k < r->n_devices; k++)
-                        if (r->devices[k].healthy)
-                                cb(r->name, r->devices[k].id, r->devices[k].numa, r->devices[k].has_numa, userdata);
-        }
-}
-
 /* ---------------------------------------------------------------- set-up */
 
 /* removeContents: every file in the directory but the checkpoint (sockets of plugins registered with an earlier
@@ -1243,6 +966,11 @@ static void remove_stale(struct devicemanager *m) {
         }
 }
 
+void dm_set_affinity(struct devicemanager *m, dm_affinity_cb cb, void *userdata) {
+        m->affinity = cb;
+        m->affinity_userdata = userdata;
+}
+
 struct devicemanager *dm_free(struct devicemanager *m) {
         if (!m)
                 return NULL;
@@ -1257,7 +985,7 @@ struct devicemanager *dm_free(struct devicemanager *m) {
         grpc_server_free(m->server);
         for (size_t i = 0; i < m->n_resources; i++) {
                 dm_endpoint_free(m->resources[i].ep);
-                devices_free(&m->resources[i]);
+                dm_devices_free(&m->resources[i]);
                 free(m->resources[i].name);
         }
         free(m->resources);
@@ -1312,7 +1040,7 @@ int dm_new(struct event_base *base, const char *dir, void (*on_change)(void *use
                 log_error("cannot create %s: %s", dir, strerror(-r));
                 goto fail;
         }
-        read_checkpoint(m);
+        dm_read_checkpoint(m);
         if (dm_ckpt_writer_new(base, m->checkpoint, &m->ckpt) < 0)
                 log_warning("device manager: no checkpoint writer thread: the checkpoint is written on the loop");
         remove_stale(m);

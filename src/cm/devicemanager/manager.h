@@ -38,6 +38,10 @@ struct devicemanager;
  * changed: the kubelet admits waiting pods and updates the node. */
 int dm_new(struct event_base *base, const char *dir, void (*on_change)(void *userdata), void *userdata,
            struct devicemanager **ret);
+/* The topology manager's affinity for a container's devices (GetAffinity): a mask of NUMA nodes, false when there
+ * is none (policy none, no preference). Asked when the container's devices are chosen; unset: none. */
+typedef bool (*dm_affinity_cb)(void *userdata, const struct pod *pod, const struct container *c, uint64_t *ret_mask);
+void dm_set_affinity(struct devicemanager *m, dm_affinity_cb cb, void *userdata);
 struct devicemanager *dm_free(struct devicemanager *m);
 
 /* Once every pod source has spoken (sourcesReady): the devices of pods that are not in active (a strv of UIDs)
@@ -80,3 +84,6 @@ void dm_foreach_container_device(const struct devicemanager *m, const char *pod_
  * counts as healthy, as upstream. */
 bool dm_device_healthy(const struct devicemanager *m, const char *resource, const char *id);
 void dm_foreach_allocatable_device(const struct devicemanager *m, dm_device_cb cb, void *userdata);
+
+/* the healthy devices of a resource no one holds (nor has just been given), with their NUMA node */
+void dm_foreach_available_device(const struct devicemanager *m, const char *resource, dm_device_cb cb, void *userdata);

@@ -163,10 +163,56 @@ static int take_from(char *const *candidates, char *const *available, char ***ch
         return 0;
 }
 
-int dm_choose_devices(const char *resource, char *const *healthy, char *const *in_use, char *const *reusable,
-                      char *const *preferred, size_t needed, char ***ret, struct ck_error **ret_error) {
-        _cleanup_strv_free_ char **chosen = NULL, **available = NULL;
+/* the available devices (healthy, not in use, not already chosen) split by the affinity (filterByAffinity): on its
+ * NUMA nodes, on others, without a NUMA node. No affinity, or no device of the resource with a NUMA node: all of
+ * them "without". (Upstream's lists are sets: their order is not kept, ours is the name order of take_from.) */
+struct split {
+        char **available, **aligned, **unaligned, **none;
+};
+
+static void split_done(struct split *s) {
+        strv_free(s->available);
+        strv_free(s->aligned);
+        strv_free(s->unaligned);
+        strv_free(s->none);
+}
+
+static int split_devices(char *const *healthy, const int64_t *numa, char *const *in_use, char *const *chosen,
+                         uint64_t affinity, struct split *ret) {
+        struct split s = {};
+        bool aware = false;
+
+        for (size_t i = 0; numa && healthy && healthy[i]; i++)
+                aware = aware || numa[i] >= 0;
+        for (size_t i = 0; healthy && healthy[i]; i++) {
+                char ***to;
+                if (strv_contains(in_use, healthy[i]) || strv_contains(chosen, healthy[i]))
+                        continue;
+                if (strv_extend(&s.available, healthy[i]) < 0)
+                        goto oom;
+                if (!aware || affinity == 0 || numa[i] < 0 || numa[i] >= 64)
+                        to = &s.none;
+                else if (affinity >> numa[i] & 1)
+                        to = &s.aligned;
+                else
+                        to = &s.unaligned;
+                if (strv_extend(to, healthy[i]) < 0)
+                        goto oom;
+        }
+        *ret = s;
+        return 0;
+oom:
+        split_done(&s);
+        return -ENOMEM;
+}
+
+int dm_choose_devices_aligned(const char *resource, char *const *healthy, const int64_t *numa, char *const *in_use,
+                              char *const *reusable, uint64_t affinity, char *const *preferred, size_t needed,
+                              char ***ret, struct ck_error **ret_error) {
+        _cleanup_strv_free_ char **chosen = NULL;
+        struct split s = {};
         size_t from_reuse;
+        int r;
 
         if (needed == 0) {
                 *ret = NULL;
@@ -180,17 +226,62 @@ int dm_choose_devices(const char *resource, char *const *healthy, char *const *i
                 *ret = TAKE_PTR(chosen);
                 return 0;
         }
-        for (size_t i = 0; healthy && healthy[i]; i++)
-                if (!strv_contains(in_use, healthy[i]) && !strv_contains(chosen, healthy[i]) &&
-                    strv_extend(&available, healthy[i]) < 0)
-                        return -ENOMEM;
-        if (strv_length(available) < needed - from_reuse)
-                return ck_error_set(ret_error, -ENOSPC,
-                                    "requested number of devices unavailable for %s. Requested: %zu, Available: %zu",
-                                    resource, needed - from_reuse, strv_length(available));
-        if (take_from(preferred, available, &chosen, needed) < 0 || take_from(available, NULL, &chosen, needed) < 0)
+        if (split_devices(healthy, numa, in_use, chosen, affinity, &s) < 0)
                 return -ENOMEM;
+        if (strv_length(s.available) < needed - from_reuse) {
+                r = ck_error_set(ret_error, -ENOSPC,
+                                 "requested number of devices unavailable for %s. Requested: %zu, Available: %zu",
+                                 resource, needed - from_reuse, strv_length(s.available));
+                split_done(&s);
+                return r;
+        }
+        if (needed - from_reuse < strv_length(s.aligned))
+                /* all from the aligned ones: the plugin's preference among them first */
+                r = take_from(preferred, s.aligned, &chosen, needed) ?: take_from(s.aligned, NULL, &chosen, needed);
+        else
+                /* every aligned one, then the plugin's preference, then the unaligned ones, then those without
+                 * a NUMA node */
+                r = take_from(s.aligned, NULL, &chosen, needed) ?: take_from(preferred, s.available, &chosen, needed)
+                        ?: take_from(s.unaligned, NULL, &chosen, needed) ?: take_from(s.none, NULL, &chosen, needed);
+        split_done(&s);
+        if (r < 0)
+                return r;
         *ret = TAKE_PTR(chosen);
+        return 0;
+}
+
+int dm_choose_devices(const char *resource, char *const *healthy, char *const *in_use, char *const *reusable,
+                      char *const *preferred, size_t needed, char ***ret, struct ck_error **ret_error) {
+        return dm_choose_devices_aligned(resource, healthy, NULL, in_use, reusable, 0, preferred, needed, ret,
+                                         ret_error);
+}
+
+static int add_all(char ***l, char *const *add) {
+        for (size_t i = 0; add && add[i]; i++)
+                if (strv_add_unique(l, add[i]) < 0)
+                        return -ENOMEM;
+        return 0;
+}
+
+int dm_preferred_offer(char *const *healthy, const int64_t *numa, char *const *in_use, char *const *reusable,
+                       uint64_t affinity, size_t needed, char ***ret_available, char ***ret_must) {
+        _cleanup_strv_free_ char **reuse = NULL, **offer = NULL, **must = NULL;
+        struct split s = {};
+        bool from_aligned;
+        int r = 0;
+
+        if (take_from(reusable, NULL, &reuse, needed) < 0 ||
+            split_devices(healthy, numa, in_use, reuse, affinity, &s) < 0)
+                return -ENOMEM;
+        from_aligned = needed - strv_length(reuse) < strv_length(s.aligned);
+        if (add_all(&must, reuse) < 0 || (!from_aligned && add_all(&must, s.aligned) < 0) ||
+            add_all(&offer, from_aligned ? s.aligned : s.available) < 0 || add_all(&offer, must) < 0)
+                r = -ENOMEM;
+        split_done(&s);
+        if (r < 0)
+                return r;
+        *ret_available = TAKE_PTR(offer);
+        *ret_must = TAKE_PTR(must);
         return 0;
 }
 

@@ -54,6 +54,18 @@ int dm_pod_devices_pods(const struct dm_pod_devices *p, char ***ret);
  * upstream when there are not enough. */
 int dm_choose_devices(const char *resource, char *const *healthy, char *const *in_use, char *const *reusable,
                       char *const *preferred, size_t needed, char ***ret, struct ck_error **ret_error);
+/* devicesToAllocate with the topology manager's affinity (a mask of NUMA nodes; 0: none) and each healthy device's
+ * NUMA node (numa[i] for healthy[i], -1: none; NULL: no device has one): when fewer are needed than the affinity's
+ * nodes hold, all come from them (the plugin's preference among them first); else every device on them, then the
+ * plugin's preference, then devices on other nodes, then those without a node (filterByAffinity). */
+int dm_choose_devices_aligned(const char *resource, char *const *healthy, const int64_t *numa, char *const *in_use,
+                              char *const *reusable, uint64_t affinity, char *const *preferred, size_t needed,
+                              char ***ret, struct ck_error **ret_error);
+/* What GetPreferredAllocation is offered (available) and must include, as devicesToAllocate asks it: the aligned
+ * devices and the reused ones when those suffice, else every available device and the reused and aligned ones
+ * as must-include. */
+int dm_preferred_offer(char *const *healthy, const int64_t *numa, char *const *in_use, char *const *reusable,
+                       uint64_t affinity, size_t needed, char ***ret_available, char ***ret_must);
 
 /* ---- what the container gets (deviceRunContainerOptions) ---- */
 

@@ -36,7 +36,7 @@ struct mm_machine {
         struct mm_machine_node nodes[TM_MAX_NUMA];
         size_t n;
 };
-/* no NUMA node directory: one node 0 with /proc/meminfo-less zero memory (callers that need memory refuse) */
+/* the nodes of tm_numa_discover, each one's meminfo and huge pages; no NUMA node directory: no node (n == 0) */
 int mm_machine_discover(const char *sysfs_root, struct mm_machine *ret, struct ck_error **ret_error);
 
 /* reservedMemory: one entry per NUMA node and resource */
@@ -49,6 +49,12 @@ struct mm_reservation {
  * it by the options): -EINVAL with upstream's reason. */
 int mm_parse_reserved(const char *text, struct mm_reservation **ret, size_t *ret_n, struct ck_error **ret_error);
 void mm_reservations_free(struct mm_reservation *r, size_t n);
+/* validateReservedMemory: every node exists, and per memory type the reservations add up to the node allocatable
+ * reservation (node_reservation, as in struct mm_config) */
+int mm_validate_reserved(const struct mm_machine *mach, const struct mm_reservation *rl, size_t n,
+                         const char *node_reservation, struct ck_error **ret_error);
+/* "memory" or "hugepages-<size>" */
+bool mm_is_memory_resource(const char *name);
 
 struct mm_config {
         const char *policy;          /* "None" (NULL, "") or "Static" */

@@ -507,3 +507,62 @@ int tm_admit(const struct topologymanager *m, const struct pod *p, const struct 
         }
         return 0;
 }
+
+struct dev_gen {
+        const int64_t *all, *usable;
+        size_t n_all, n_usable;
+        int request, min_size;
+        struct tm_hint v[256];
+        size_t n;
+};
+
+static int count_in(const int64_t *v, size_t n, uint64_t mask) {
+        int c = 0;
+        for (size_t i = 0; i < n; i++)
+                c += v[i] >= 0 && v[i] < TM_MAX_NUMA && (mask >> v[i] & 1);
+        return c;
+}
+
+static void dev_mask(uint64_t mask, void *userdata) {
+        struct dev_gen *g = userdata;
+
+        if (count_in(g->all, g->n_all, mask) >= g->request && tm_count(mask) < g->min_size)
+                g->min_size = tm_count(mask);
+        if (count_in(g->usable, g->n_usable, mask) < g->request || g->n >= ELEMENTSOF(g->v))
+                return;
+        g->v[g->n++] = (struct tm_hint) { .affinity = mask, .has_affinity = true };
+}
+
+int tm_device_hints(const int64_t *all, size_t n_all, const int64_t *usable, size_t n_usable, int request,
+                    struct tm_hints *acc) {
+        _cleanup_free_ struct dev_gen *g = calloc(1, sizeof(*g));
+        int nodes[TM_MAX_NUMA];
+        size_t n = 0;
+
+        if (!g)
+                return -ENOMEM;
+        /* the resource's NUMA nodes */
+        for (size_t j = 0; j < n_all + n_usable; j++) {
+                int64_t d = j < n_all ? all[j] : usable[j - n_all];
+                bool dup = false;
+                if (d < 0 || d >= TM_MAX_NUMA)
+                        continue;
+                for (size_t q = 0; q < n; q++)
+                        dup = dup || nodes[q] == (int) d;
+                if (!dup)
+                        nodes[n++] = (int) d;
+        }
+        if (n == 0)
+                return tm_hints_add_any(acc);
+        qsort(nodes, n, sizeof(int), cmp_int);
+        *g = (struct dev_gen) { .all = all,
+                                .usable = usable,
+                                .n_all = n_all,
+                                .n_usable = n_usable,
+                                .request = request,
+                                .min_size = (int) n };
+        tm_iterate_masks(nodes, n, dev_mask, g);
+        for (size_t h = 0; h < g->n; h++)
+                g->v[h].preferred = tm_count(g->v[h].affinity) == g->min_size;
+        return tm_hints_add(acc, g->v, g->n);
+}

@@ -99,6 +99,13 @@ static inline bool tm_narrower(uint64_t a, uint64_t b) {
 /* IterateBitMasks: every non-empty subset of the nodes, by size then in lexicographic order of node ids */
 void tm_iterate_masks(const int *nodes, size_t n, void (*cb)(uint64_t mask, void *userdata), void *userdata);
 
+/* The device manager's hints for one resource (generateDeviceTopologyHints): the devices' NUMA nodes (-1: none),
+ * all of the resource's and those that may serve the request (the available ones, or the ones allocated): every
+ * set of the devices' NUMA nodes holding `request` of the latter, the narrowest that could hold as many of all
+ * preferred; no device with a NUMA node: no preference. */
+int tm_device_hints(const int64_t *all, size_t n_all, const int64_t *usable, size_t n_usable, int request,
+                    struct tm_hints *acc);
+
 /* Policy.Merge: the best hint and whether the pod may be admitted with it */
 bool tm_merge(const struct topologymanager *m, const struct tm_hints *h, struct tm_hint *ret);
 

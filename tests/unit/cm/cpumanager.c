@@ -58,22 +58,8 @@ static void test_cpuset(void **state) {
         assert_int_equal(cpuset_parse("1.3", &t), -EINVAL);
 }
 
-static char *fake_sysfs(void) {
-        char tmpl[] = "/tmp/ckubelet-cpumgr-sysfs-XXXXXX";
-        char *root = strdup(mkdtemp(tmpl));
-
-        fake_sysfs_make(root);
-        return root;
-}
-
-static void rm_tree(const char *root) {
-        _cleanup_free_ char *cmd = NULL;
-        assert_true(asprintf(&cmd, "rm -rf '%s'", root) > 0);
-        assert_int_equal(system(cmd), 0);
-}
-
 static void test_topology_sysfs(void **state) {
-        _cleanup_free_ char *root = fake_sysfs();
+        _cleanup_free_ char *root = fake_sysfs_new();
         _cleanup_ck_error_ struct ck_error *err = NULL;
         struct cpu_topology *t = NULL;
         const struct cpu_info *c;
@@ -118,7 +104,7 @@ static void test_topology_sysfs(void **state) {
         fake_sysfs_put(root, "devices/system/cpu/cpu3/topology/physical_package_id", "x\n");
         assert_int_equal(cputopo_discover(root, &t, &err), -EINVAL);
         assert_non_null(strstr(ck_error_message(err), "cpu3/topology/physical_package_id"));
-        rm_tree(root);
+        fake_sysfs_rm(root);
 }
 
 /* ---------------------------------------------------------------- upstream's topologies (policy_test.go) */
@@ -241,7 +227,7 @@ static void check_static_add(struct cpu_topology *(*mk)(void), const char *def, 
         assert_string_equal(cpuset_format(&got, g, sizeof(g)), want);
         pod_free(p);
         cpumanager_free(m);
-        rm_tree(tmpl);
+        fake_sysfs_rm(tmpl);
 }
 
 static void test_static_policy_add_upstream(void **state) {
@@ -294,7 +280,7 @@ static char *tmpdir(void) {
 }
 
 static void test_static_policy(void **state) {
-        _cleanup_free_ char *sysfs = fake_sysfs(), *dir = tmpdir();
+        _cleanup_free_ char *sysfs = fake_sysfs_new(), *dir = tmpdir();
         _cleanup_ck_error_ struct ck_error *err = NULL;
         struct cpumanager *m = new_static(sysfs, dir, "0", NULL, NULL, &err);
         struct pod *gu = parse_pod("gu", "  containers:\n" GU("a", "2") GU("b", "1"));
@@ -358,12 +344,12 @@ static void test_static_policy(void **state) {
         pod_free(frac);
         pod_free(be);
         pod_free(big);
-        rm_tree(dir);
-        rm_tree(sysfs);
+        fake_sysfs_rm(dir);
+        fake_sysfs_rm(sysfs);
 }
 
 static void test_static_options(void **state) {
-        _cleanup_free_ char *sysfs = fake_sysfs(), *dir = tmpdir();
+        _cleanup_free_ char *sysfs = fake_sysfs_new(), *dir = tmpdir();
         _cleanup_free_ char *reason = NULL, *message = NULL;
         struct cpumanager *m;
         struct pod *one = parse_pod("one", "  containers:\n" GU("a", "1"));
@@ -386,7 +372,7 @@ static void test_static_options(void **state) {
                 s = cpumanager_exclusive_cpus(m, "two", "a");
                 assert_set(&s, "1,17"); /* not 16: its core holds the reserved CPU 0 */
                 cpumanager_free(m);
-                rm_tree(dir);
+                fake_sysfs_rm(dir);
                 assert_int_equal(mkdir(dir, 0755), 0);
         }
         /* strict-cpu-reservation: the reserved CPUs leave the shared pool */
@@ -404,7 +390,7 @@ static void test_static_options(void **state) {
                 assert_set(&s, "1-2,17-18");
                 assert_true(cpuset_equal(&s, &t));
                 cpumanager_free(m);
-                rm_tree(dir);
+                fake_sysfs_rm(dir);
                 assert_int_equal(mkdir(dir, 0755), 0);
         }
         /* options upstream has and ckubelet does not implement: refused, not ignored; unknown ones as upstream */
@@ -445,12 +431,12 @@ static void test_static_options(void **state) {
         pod_free(one);
         pod_free(two);
         pod_free(init);
-        rm_tree(dir);
-        rm_tree(sysfs);
+        fake_sysfs_rm(dir);
+        fake_sysfs_rm(sysfs);
 }
 
 static void test_state_file(void **state) {
-        _cleanup_free_ char *sysfs = fake_sysfs(), *dir = tmpdir(), *path = NULL, *text = NULL;
+        _cleanup_free_ char *sysfs = fake_sysfs_new(), *dir = tmpdir(), *path = NULL, *text = NULL;
         _cleanup_free_ char *reason = NULL, *message = NULL;
         struct pod *a = parse_pod("pod-a", "  containers:\n" GU("c", "2"));
         struct pod *b = parse_pod("pod-b", "  containers:\n" GU("c", "2"));
@@ -550,8 +536,215 @@ static void test_state_file(void **state) {
         }
         pod_free(a);
         pod_free(b);
-        rm_tree(dir);
-        rm_tree(sysfs);
+        fake_sysfs_rm(dir);
+        fake_sysfs_rm(sysfs);
+}
+
+/* ---------------------------------------------------------------- align-by-socket */
+
+/* a static manager on the fake tree whose state is def (the shared pool) and other (another pod's CPUs) */
+static struct cpumanager *new_aligned(const char *sysfs, const char *dir, const char *reserved, const char *def,
+                                      const char *other, bool align) {
+        _cleanup_free_ char *text = NULL, *path = NULL;
+        _cleanup_ck_error_ struct ck_error *err = NULL;
+        struct cpuset d = S(def), o = S(other);
+        struct cpu_topology *t = NULL;
+        struct cpumanager *m = NULL;
+
+        assert_int_equal(cpumanager_state_format("static", &d, (char *[]) { (char *) "other" },
+                                                 (char *[]) { (char *) "c" }, &o, 1, &text),
+                         0);
+        assert_true(asprintf(&path, "%s/cpu_manager_state", dir) > 0);
+        assert_int_equal(write_file_atomic(path, text, strlen(text), 0644), 0);
+        assert_int_equal(cputopo_discover(sysfs, &t, NULL), 0);
+        if (cpumanager_new(&(struct cpumanager_config) { .policy = "static",
+                                                         .reserved_system_cpus = reserved,
+                                                         .state_dir = dir,
+                                                         .alpha_options = true,
+                                                         .option_names = (char *[]) { (char *) "align-by-socket",
+                                                                                      NULL },
+                                                         .option_values = (char *[]) { (char *) (align ? "true"
+                                                                                                       : "false"),
+                                                                                       NULL } },
+                           t, &m, &err) < 0)
+                fail_msg("cpumanager_new: %s", ck_error_message(err));
+        assert_int_equal(unlink(path), 0);
+        return m;
+}
+
+static void check_hint_list(const struct tm_hints *h, const char *want) {
+        char buf[512] = "", one[64];
+        size_t len = 0;
+
+        assert_int_equal(h->n, 1);
+        for (size_t i = 0; i < h->lists[0].n; i++) {
+                const struct tm_hint *x = &h->lists[0].v[i];
+                len += (size_t) snprintf(buf + len, sizeof(buf) - len, "%s{%s%s}", i ? " " : "",
+                                         x->has_affinity ? tm_mask_format(x->affinity, one, sizeof(one)) : "nil",
+                                         x->preferred ? " P" : "");
+        }
+        assert_string_equal(buf, want);
+}
+
+/* upstream's cases for the option (policy_options_test.go TestValidateStaticPolicyOptions, topology_hints_test.go
+ * TestGetPodTopologyHintsWithPolicyOptions, policy_static_test.go alignBySocketOptionTestCases) on the fake tree:
+ * sockets 0 and 1 hold NUMA nodes 0-1 and 2-3 of 8 CPUs each (upstream's topoDualSocketMultiNumaPerSocketHT has the
+ * same shape with 20 CPUs a node, so the CPU numbers are translated) */
+static void test_align_by_socket(void **state) {
+        _cleanup_free_ char *sysfs = fake_sysfs_new(), *dir = tmpdir();
+        _cleanup_free_ char *reason = NULL, *message = NULL;
+        struct pod *two = parse_pod("two", "  containers:\n" GU("a", "2"));
+        struct pod *big = parse_pod("big", "  containers:\n" GU("a", "17"));
+        struct tm_hints h = {};
+        struct cpumanager *m;
+        struct cpuset s;
+
+        /* validation: an alpha option behind CPUManagerPolicyAlphaOptions */
+        {
+                _cleanup_ck_error_ struct ck_error *err = NULL;
+                assert_null(new_static(sysfs, dir, "0", (char *[]) { (char *) "align-by-socket", NULL },
+                                       (char *[]) { (char *) "true", NULL }, &err));
+                assert_string_equal(ck_error_message(err), "new static policy error: CPU Manager Policy Alpha-level "
+                                                           "Options not enabled, but option \"align-by-socket\" "
+                                                           "provided");
+        }
+        {
+                /* incompatible with the topology manager's single-numa-node policy, fine with the others */
+                _cleanup_ck_error_ struct ck_error *err = NULL;
+                struct cpu_topology *t = NULL;
+                struct cpumanager_config cfg = { .policy = "static",
+                                                 .reserved_system_cpus = "0",
+                                                 .alpha_options = true,
+                                                 .tm_single_numa_node = true,
+                                                 .option_names = (char *[]) { (char *) "align-by-socket", NULL },
+                                                 .option_values = (char *[]) { (char *) "true", NULL } };
+                assert_int_equal(cputopo_discover(sysfs, &t, NULL), 0);
+                assert_int_equal(cpumanager_new(&cfg, t, &m, &err), -EINVAL);
+                assert_string_equal(ck_error_message(err),
+                                    "new static policy error: Topolgy manager single-numa-node policy is incompatible "
+                                    "with CPUManager align-by-socket policy option");
+                err = ck_error_free(err);
+                cfg.tm_single_numa_node = false;
+                assert_int_equal(cputopo_discover(sysfs, &t, NULL), 0);
+                assert_int_equal(cpumanager_new(&cfg, t, &m, &err), 0);
+                cpumanager_free(m);
+                /* "false" is no restriction */
+                cfg.tm_single_numa_node = true;
+                cfg.option_values = (char *[]) { (char *) "false", NULL };
+                assert_int_equal(cputopo_discover(sysfs, &t, NULL), 0);
+                assert_int_equal(cpumanager_new(&cfg, t, &m, &err), 0);
+                cpumanager_free(m);
+        }
+        {
+                /* more sockets than NUMA nodes (upstream's fakeTopoMultiSocketDualSocketPerNumaHT: 2 sockets a node) */
+                _cleanup_ck_error_ struct ck_error *err = NULL;
+                struct cpu_info c[16];
+                struct cpu_topology *t = NULL;
+                for (int i = 0; i < 16; i++)
+                        c[i] = (struct cpu_info) {
+                                .cpu = i, .core = i % 8, .socket = (i % 8) / 2, .numa = (i % 8) / 4
+                        };
+                assert_int_equal(cputopo_from_table(c, 16, &t), 0);
+                assert_int_equal(cpumanager_new(
+                                         &(struct cpumanager_config) {
+                                                 .policy = "static",
+                                                 .reserved_system_cpus = "0",
+                                                 .alpha_options = true,
+                                                 .option_names = (char *[]) { (char *) "align-by-socket", NULL },
+                                                 .option_values = (char *[]) { (char *) "true", NULL } },
+                                         t, &m, &err),
+                                 -EINVAL);
+                assert_string_equal(ck_error_message(err), "new static policy error: Align by socket is not compatible "
+                                                           "with hardware where number of sockets are more than "
+                                                           "number of NUMA");
+        }
+        {
+                /* the options' pairs upstream refuses, and a beta option with CPUManagerPolicyBetaOptions off */
+                _cleanup_ck_error_ struct ck_error *err = NULL;
+                struct cpu_topology *t = NULL;
+                struct cpumanager_config cfg = {
+                        .policy = "static",
+                        .reserved_system_cpus = "0",
+                        .alpha_options = true,
+                        .option_names = (char *[]) { (char *) "full-pcpus-only",
+                                                     (char *) "distribute-cpus-across-cores", NULL },
+                        .option_values = (char *[]) { (char *) "true", (char *) "true", NULL }
+                };
+                assert_int_equal(cputopo_discover(sysfs, &t, NULL), 0);
+                assert_int_equal(cpumanager_new(&cfg, t, &m, &err), -EINVAL);
+                assert_string_equal(ck_error_message(err), "new static policy error: static policy options "
+                                                           "full-pcpus-only and distribute-cpus-across-cores can not "
+                                                           "be used at the same time");
+                err = ck_error_free(err);
+                cfg.option_names = (char *[]) { (char *) "strict-cpu-reservation", NULL };
+                cfg.option_values = (char *[]) { (char *) "true", NULL };
+                cfg.beta_options_off = true;
+                assert_int_equal(cputopo_discover(sysfs, &t, NULL), 0);
+                assert_int_equal(cpumanager_new(&cfg, t, &m, &err), -EINVAL);
+                assert_string_equal(ck_error_message(err), "new static policy error: CPU Manager Policy Beta-level "
+                                                           "Options not enabled, but option \"strict-cpu-reservation\" "
+                                                           "provided");
+                err = ck_error_free(err);
+                /* with distribute-cpus-across-numa, which ckubelet does not implement: refused */
+                cfg.beta_options_off = false;
+                cfg.option_names = (char *[]) { (char *) "align-by-socket", (char *) "distribute-cpus-across-numa",
+                                                NULL };
+                cfg.option_values = (char *[]) { (char *) "true", (char *) "true", NULL };
+                assert_int_equal(cputopo_discover(sysfs, &t, NULL), 0);
+                assert_int_equal(cpumanager_new(&cfg, t, &m, &err), -EOPNOTSUPP);
+                assert_string_equal(ck_error_message(err), "new static policy error: CPU Manager Policy option "
+                                                           "\"distribute-cpus-across-numa\" is not supported by "
+                                                           "ckubelet");
+        }
+
+        /* hints: 2 CPUs free on node 0, one on node 1 (upstream's 2,3,11): {0} and, socket-aligned, {0,1} preferred */
+        m = new_aligned(sysfs, dir, "0", "0,2-3,5", "1,4,6-31", false);
+        assert_int_equal(cpumanager_container_hints(m, two, &two->spec.containers[0], &h), 0);
+        check_hint_list(&h, "{0 P} {0-1} {0,2} {0,3} {0-2} {0-1,3} {0,2-3} {0-3}");
+        tm_hints_done(&h);
+        cpumanager_free(m);
+        m = new_aligned(sysfs, dir, "0", "0,2-3,5", "1,4,6-31", true);
+        assert_int_equal(cpumanager_container_hints(m, two, &two->spec.containers[0], &h), 0);
+        check_hint_list(&h, "{0 P} {0-1 P} {0,2} {0,3} {0-2} {0-1,3} {0,2-3} {0-3}");
+        tm_hints_done(&h);
+        cpumanager_free(m);
+        /* a pod needing 3 nodes (upstream's 41 CPUs of 0-28,40-57): the hints over 2 sockets, the narrowest number
+         * of sockets, all preferred */
+        m = new_aligned(sysfs, dir, "31", "0-9,16-22,31", "10-15,23-30", true);
+        assert_int_equal(cpumanager_pod_hints(m, big, &h), 0);
+        check_hint_list(&h, "{0-2 P} {0-3 P}");
+        tm_hints_done(&h);
+        cpumanager_free(m);
+        m = new_aligned(sysfs, dir, "31", "0-9,16-22,31", "10-15,23-30", false);
+        assert_int_equal(cpumanager_pod_hints(m, big, &h), 0);
+        check_hint_list(&h, "{0-2 P} {0-3}");
+        tm_hints_done(&h);
+        cpumanager_free(m);
+
+        /* allocation with the affinity {0,2}: the CPUs of its sockets (upstream's 2,11), else only its nodes' (2,21) */
+        m = new_aligned(sysfs, dir, "0", "0,2,5,8-9", "1,3-4,6-7,10-31", true);
+        assert_int_equal(cpumanager_allocate(m, two, &two->spec.containers[0],
+                                             &(struct tm_hint) {
+                                                     .affinity = 0x5, .has_affinity = true, .preferred = true },
+                                             &reason, &message),
+                         0);
+        s = cpumanager_exclusive_cpus(m, "two", "a");
+        assert_set(&s, "2,5");
+        cpumanager_free(m);
+        m = new_aligned(sysfs, dir, "0", "0,2,5,8-9", "1,3-4,6-7,10-31", false);
+        assert_int_equal(cpumanager_allocate(m, two, &two->spec.containers[0],
+                                             &(struct tm_hint) {
+                                                     .affinity = 0x5, .has_affinity = true, .preferred = true },
+                                             &reason, &message),
+                         0);
+        s = cpumanager_exclusive_cpus(m, "two", "a");
+        assert_set(&s, "2,8");
+        cpumanager_free(m);
+
+        pod_free(two);
+        pod_free(big);
+        fake_sysfs_rm(dir);
+        fake_sysfs_rm(sysfs);
 }
 
 int main(void) {
@@ -563,6 +756,7 @@ int main(void) {
                 cmocka_unit_test(test_static_policy),
                 cmocka_unit_test(test_static_options),
                 cmocka_unit_test(test_state_file),
+                cmocka_unit_test(test_align_by_socket),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -214,9 +214,75 @@ static void test_checkpoint(void **state) {
         free(r1);
 }
 
+/* devicesToAllocate with an affinity: d1 d2 on NUMA node 0, d3 d4 on node 1, d5 d6 on none */
+static const int64_t six_numa[] = { 0, 0, 1, 1, -1, -1 };
+
+static void check_aligned(const int64_t *numa, const char *in_use, const char *reusable, uint64_t affinity,
+                          const char *preferred, size_t needed, const char *want) {
+        char **h = L("d1 d2 d3 d4 d5 d6"), **u = L(in_use), **r = L(reusable), **p = L(preferred), **got = NULL;
+        struct ck_error *err = NULL;
+        char *s;
+
+        assert_int_equal(dm_choose_devices_aligned("example.com/dev", h, numa, u, r, affinity, p, needed, &got, &err),
+                         0);
+        s = joined(got);
+        assert_string_equal(s, want);
+        free(s);
+        strv_free(h);
+        strv_free(u);
+        strv_free(r);
+        strv_free(p);
+        strv_free(got);
+}
+
+static void check_offer(const char *reusable, uint64_t affinity, size_t needed, const char *want_available,
+                        const char *want_must) {
+        char **h = L("d1 d2 d3 d4 d5 d6"), **r = L(reusable), **avail = NULL, **must = NULL;
+        char *a, *m;
+
+        assert_int_equal(dm_preferred_offer(h, six_numa, NULL, r, affinity, needed, &avail, &must), 0);
+        a = joined(avail);
+        m = joined(must);
+        assert_string_equal(a, want_available);
+        assert_string_equal(m, want_must);
+        free(a);
+        free(m);
+        strv_free(h);
+        strv_free(r);
+        strv_free(avail);
+        strv_free(must);
+}
+
+static void test_choose_aligned(void **state) {
+        /* fewer needed than the affinity's nodes hold: only from them, the plugin's preference among them first */
+        check_aligned(six_numa, "", "", 0x1, "", 1, "d1");
+        check_aligned(six_numa, "", "", 0x1, "d2", 1, "d2");
+        check_aligned(six_numa, "", "", 0x1, "d3", 1, "d1");
+        check_aligned(six_numa, "", "", 0x2, "", 1, "d3");
+        /* more: every aligned one, then the plugin's preference, then other nodes, then devices without a node */
+        check_aligned(six_numa, "", "", 0x1, "d5", 3, "d1 d2 d5");
+        check_aligned(six_numa, "", "", 0x1, "", 3, "d1 d2 d3");
+        check_aligned(six_numa, "d3 d4", "", 0x1, "", 3, "d1 d2 d5");
+        check_aligned(six_numa, "d3", "", 0x2, "", 2, "d4 d1");
+        /* the reused devices first, the rest aligned */
+        check_aligned(six_numa, "", "d3", 0x1, "", 2, "d3 d1");
+        /* no affinity, no NUMA information, or no device with a node: name order, as without a topology */
+        check_aligned(six_numa, "", "", 0, "", 2, "d1 d2");
+        check_aligned(six_numa, "d1", "", 0, "", 2, "d2 d3");
+        check_aligned(NULL, "d1", "", 0x2, "", 2, "d2 d3");
+        check_aligned((const int64_t[]) { -1, -1, -1, -1, -1, -1 }, "d1", "", 0x2, "", 2, "d2 d3");
+        /* what GetPreferredAllocation is offered: the aligned devices when they suffice, else all of them with the
+         * aligned ones required */
+        check_offer("", 0x1, 1, "d1 d2", "");
+        check_offer("", 0x1, 2, "d1 d2 d3 d4 d5 d6", "d1 d2");
+        check_offer("d3", 0x1, 2, "d1 d2 d3", "d3");
+        check_offer("", 0, 2, "d1 d2 d3 d4 d5 d6", "");
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_choose),
+                cmocka_unit_test(test_choose_aligned),
                 cmocka_unit_test(test_pod_devices_and_options),
                 cmocka_unit_test(test_checkpoint),
         };

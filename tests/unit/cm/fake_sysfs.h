@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #pragma once
 
-/* A fake sysfs for the CPU manager's tests (cm/cpumanager.c, kubelet/cpumanager.c): 2 sockets x 2 NUMA nodes per
+/* A fake sysfs for the resource managers' tests (cm/cpumanager.c, cm/memorymanager.c, cm/topologymanager.c,
+ * kubelet/cpumanager.c): 2 sockets x 2 NUMA nodes per
  * socket x 4 cores per NUMA node x 2 threads; CPUs numbered as Linux does (first threads 0-15, siblings 16-31),
  * one L3 cache per NUMA node; each NUMA node with its distances, 16 GiB of memory (meminfo) and 512 2 MiB huge pages.
  * Include after cmocka.h. */
@@ -84,4 +85,24 @@ static inline void fake_sysfs_make(const char *root) {
                 snprintf(rel, sizeof(rel), "devices/system/node/node%d/hugepages/hugepages-1048576kB/nr_hugepages", n);
                 fake_sysfs_put(root, rel, "0\n");
         }
+}
+
+/* a new temporary directory holding the tree (the path, to free) */
+static inline char *fake_sysfs_new(void) {
+        char tmpl[] = "/tmp/ckubelet-cm-sysfs-XXXXXX";
+        char *root;
+
+        assert_non_null(mkdtemp(tmpl));
+        root = strdup(tmpl);
+        assert_non_null(root);
+        fake_sysfs_make(root);
+        return root;
+}
+
+/* removes a tree (the fake sysfs, a test's state directory) */
+static inline void fake_sysfs_rm(const char *root) {
+        _cleanup_free_ char *cmd = NULL;
+
+        assert_true(asprintf(&cmd, "rm -rf '%s'", root) > 0);
+        assert_int_equal(system(cmd), 0);
 }

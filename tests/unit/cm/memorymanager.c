@@ -26,22 +26,9 @@
 #define GIB (UINT64_C(1) << 30)
 #define MIB (UINT64_C(1) << 20)
 
-static char *fake_sysfs(void) {
-        char tmpl[] = "/tmp/ckubelet-mm-sysfs-XXXXXX";
-        char *root = strdup(mkdtemp(tmpl));
-        fake_sysfs_make(root);
-        return root;
-}
-
 static char *tmpdir(void) {
         char tmpl[] = "/tmp/ckubelet-mm-state-XXXXXX";
         return strdup(mkdtemp(tmpl));
-}
-
-static void rm_tree(const char *root) {
-        _cleanup_free_ char *cmd = NULL;
-        assert_true(asprintf(&cmd, "rm -rf '%s'", root) > 0);
-        assert_int_equal(system(cmd), 0);
 }
 
 static struct pod *parse_pod(const char *uid, const char *spec) {
@@ -78,7 +65,7 @@ static struct memorymanager *new_static(const char *sysfs, const char *dir, stru
 }
 
 static void test_machine(void **state) {
-        _cleanup_free_ char *sysfs = fake_sysfs();
+        _cleanup_free_ char *sysfs = fake_sysfs_new();
         struct mm_machine mach;
         char buf[64];
 
@@ -92,12 +79,35 @@ static void test_machine(void **state) {
         assert_string_equal(mm_hugepage_name(2048, buf, sizeof(buf)), "hugepages-2Mi");
         assert_string_equal(mm_hugepage_name(1048576, buf, sizeof(buf)), "hugepages-1Gi");
         assert_string_equal(mm_hugepage_name(64, buf, sizeof(buf)), "hugepages-64Ki");
-        rm_tree(sysfs);
+        /* the node ids are tm_numa_discover's: its refusal of node ids past 63 is the memory manager's too */
+        fake_sysfs_put(sysfs, "devices/system/node/node64/meminfo", "Node 64 MemTotal: 1 kB\n");
+        {
+                _cleanup_ck_error_ struct ck_error *err = NULL;
+                assert_int_equal(mm_machine_discover(sysfs, &mach, &err), -EOPNOTSUPP);
+                assert_non_null(strstr(ck_error_message(err), "NUMA node 64"));
+        }
+        /* a node without meminfo: an error naming the file */
+        fake_sysfs_rm(sysfs);
+        fake_sysfs_make(sysfs);
+        {
+                _cleanup_free_ char *path = NULL;
+                _cleanup_ck_error_ struct ck_error *err = NULL;
+                assert_true(asprintf(&path, "%s/devices/system/node/node2/meminfo", sysfs) > 0);
+                assert_int_equal(unlink(path), 0);
+                assert_int_equal(mm_machine_discover(sysfs, &mach, &err), -ENOENT);
+                assert_non_null(strstr(ck_error_message(err), "node2/meminfo"));
+        }
+        /* no node directory at all: no NUMA memory (the caller reports the machine's as node 0) */
+        fake_sysfs_rm(sysfs);
+        fake_sysfs_put(sysfs, "devices/system/cpu/online", "0-1\n");
+        assert_int_equal(mm_machine_discover(sysfs, &mach, NULL), 0);
+        assert_int_equal(mach.n, 0);
+        fake_sysfs_rm(sysfs);
 }
 
 /* validateReservedMemory / NewPolicyStatic's refusals, in upstream's words */
 static void test_reserved(void **state) {
-        _cleanup_free_ char *sysfs = fake_sysfs();
+        _cleanup_free_ char *sysfs = fake_sysfs_new();
         struct mm_machine mach;
         struct memorymanager *m = NULL;
         struct mm_reservation *rl = NULL;
@@ -147,7 +157,7 @@ static void test_reserved(void **state) {
         assert_int_equal(rl[1].bytes, 4 * MIB);
         assert_int_equal(rl[2].numa, 1);
         mm_reservations_free(rl, n);
-        rm_tree(sysfs);
+        fake_sysfs_rm(sysfs);
 }
 
 struct blocks {
@@ -184,7 +194,7 @@ static void hints_text(const struct tm_hints *h, char *buf, size_t size) {
 }
 
 static void test_allocate(void **state) {
-        _cleanup_free_ char *sysfs = fake_sysfs(), *dir = tmpdir(), *path = NULL, *text = NULL;
+        _cleanup_free_ char *sysfs = fake_sysfs_new(), *dir = tmpdir(), *path = NULL, *text = NULL;
         struct memorymanager *m = new_static(sysfs, dir, NULL);
         struct pod *small = parse_pod("small", "  containers:\n" GU("a", "1Gi")),
                    *big = parse_pod("big", "  containers:\n" GU("a", "20Gi")),
@@ -337,8 +347,8 @@ static void test_allocate(void **state) {
         pod_free(big);
         pod_free(burst);
         pod_free(huge);
-        rm_tree(dir);
-        rm_tree(sysfs);
+        fake_sysfs_rm(dir);
+        fake_sysfs_rm(sysfs);
 }
 
 static void reserved_on(const struct memorymanager *m, int node, char *buf, size_t size) {
@@ -361,7 +371,7 @@ static void reserved_on(const struct memorymanager *m, int node, char *buf, size
 /* the memory of an init container is reused by the containers after it (initContainersReusableMemory): its block
  * shrinks by what they reuse, the machine state counts it once */
 static void test_init_reuse(void **state) {
-        _cleanup_free_ char *sysfs = fake_sysfs();
+        _cleanup_free_ char *sysfs = fake_sysfs_new();
         struct memorymanager *m = new_static(sysfs, NULL, NULL);
         struct pod *p = parse_pod("withinit", "  initContainers:\n" GU("i", "2Gi") "  containers:\n" GU("a", "1Gi"));
         const struct tm_hint one = { .affinity = 0x2, .has_affinity = true, .preferred = true };
@@ -393,7 +403,7 @@ static void test_init_reuse(void **state) {
         assert_string_equal(buf, "reserved=0 n=0");
         pod_free(p);
         memorymanager_free(m);
-        rm_tree(sysfs);
+        fake_sysfs_rm(sysfs);
 }
 
 /* TestStaticPolicyAllocateWithInitContainers' cases: one NUMA node, memory and 1Gi huge pages, two init containers

@@ -238,22 +238,9 @@ static void test_options(void **state) {
         err = ck_error_free(err);
 }
 
-static char *fake_sysfs(void) {
-        char tmpl[] = "/tmp/ckubelet-topo-sysfs-XXXXXX";
-        char *root = strdup(mkdtemp(tmpl));
-        fake_sysfs_make(root);
-        return root;
-}
-
-static void rm_tree(const char *root) {
-        _cleanup_free_ char *cmd = NULL;
-        assert_true(asprintf(&cmd, "rm -rf '%s'", root) > 0);
-        assert_int_equal(system(cmd), 0);
-}
-
 /* the NUMA nodes and distances of the fake tree; NewManager's refusals */
 static void test_numa_discover(void **state) {
-        _cleanup_free_ char *root = fake_sysfs();
+        _cleanup_free_ char *root = fake_sysfs_new();
         struct tm_numa numa;
         struct topologymanager m;
         struct ck_error *err = NULL;
@@ -290,7 +277,7 @@ static void test_numa_discover(void **state) {
                 assert_int_equal(tm_init(&m, &(struct tm_config) { .policy = "none" }, &big, NULL), 0);
         }
         /* no node directory: one node 0 */
-        rm_tree(root);
+        fake_sysfs_rm(root);
         assert_int_equal(tm_numa_discover(root, &numa, NULL), 0);
         assert_int_equal(numa.n, 1);
         assert_int_equal(numa.nodes[0], 0);
@@ -345,7 +332,7 @@ static void check_hints(const struct tm_hints *h, const char *want) {
 /* the static policy's GetTopologyHints (topology_hints_test.go's cases on the fake topology: 4 NUMA nodes of 8
  * CPUs, CPU 0 reserved) */
 static void test_cpu_hints(void **state) {
-        _cleanup_free_ char *sysfs = fake_sysfs();
+        _cleanup_free_ char *sysfs = fake_sysfs_new();
         struct cpumanager *m = new_cpus(sysfs);
         struct pod *one = parse_pod("one", "  containers:\n" GU("a", "1")),
                    *eight = parse_pod("eight", "  containers:\n" GU("a", "8")),
@@ -375,7 +362,7 @@ static void test_cpu_hints(void **state) {
         pod_free(frac);
         pod_free(pod);
         cpumanager_free(m);
-        rm_tree(sysfs);
+        fake_sysfs_rm(sysfs);
 }
 
 static int p_container_hints(void *userdata, const struct pod *p, const struct container *c, struct tm_hints *acc) {
@@ -409,7 +396,7 @@ static void assert_cpus(struct cpumanager *m, const char *uid, const char *c, co
 
 /* admission: the CPUs follow the merged affinity; what cannot be aligned is refused with TopologyAffinityError */
 static void test_admit_with_cpus(void **state) {
-        _cleanup_free_ char *sysfs = fake_sysfs();
+        _cleanup_free_ char *sysfs = fake_sysfs_new();
         struct tm_numa numa;
         struct topologymanager tm;
         struct cpumanager *m = new_cpus(sysfs);
@@ -462,7 +449,34 @@ static void test_admit_with_cpus(void **state) {
         pod_free(nine);
         pod_free(podscope);
         cpumanager_free(m);
-        rm_tree(sysfs);
+        fake_sysfs_rm(sysfs);
+}
+
+/* the device manager's hints for one resource (generateDeviceTopologyHints, on the devices' NUMA nodes) */
+static void check_device_hints(const int64_t *all, size_t n_all, const int64_t *usable, size_t n_usable, int request,
+                               const char *want) {
+        struct tm_hints h = {};
+
+        assert_int_equal(tm_device_hints(all, n_all, usable, n_usable, request, &h), 0);
+        check_hints(&h, want);
+        tm_hints_done(&h);
+}
+
+static void test_device_hints(void **state) {
+        static const int64_t two_two[] = { 0, 0, 1, 1 }, one_in_use[] = { 0, 1, 1 }, one_each[] = { 0, 1 },
+                             none[] = { -1, -1 };
+
+        check_device_hints(two_two, 4, two_two, 4, 1, "{0 P} {1 P} {0-1}");
+        /* a device of node 0 in use: node 1 alone can serve 2 */
+        check_device_hints(two_two, 4, one_in_use, 3, 2, "{1 P} {0-1}");
+        /* 3 need both nodes: the narrowest possible, preferred */
+        check_device_hints(two_two, 4, two_two, 4, 3, "{0-1 P}");
+        /* only both nodes together serve 2 though one node could hold 2: not preferred */
+        check_device_hints(two_two, 4, one_each, 2, 2, "{0-1}");
+        /* more than there are: no hint at all */
+        check_device_hints(two_two, 4, one_each, 2, 3, "{nil}");
+        /* no NUMA node on any device: no preference */
+        check_device_hints(none, 2, none, 2, 1, "{nil P}");
 }
 
 int main(void) {
@@ -474,6 +488,7 @@ int main(void) {
                 cmocka_unit_test(test_options),
                 cmocka_unit_test(test_numa_discover),
                 cmocka_unit_test(test_cpu_hints),
+                cmocka_unit_test(test_device_hints),
                 cmocka_unit_test(test_admit_with_cpus),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -72,12 +72,41 @@ static void test_static_policy_cpusets(void **state) {
         assert_true(asprintf(&statefile, "%s/root/cpu_manager_state", t->dir) > 0);
         assert_int_equal(read_full_file(statefile, 1 << 20, &text, &size), 0);
         assert_non_null(strstr(text, "\"entries\":{\"gu\":{\"a\":\"16\"}}"));
+        /* the metrics: one pinning request, one CPU exclusive (on NUMA node 0), the shared pool less the reserved
+         * CPU and it; both pods through the topology manager's admission */
+        {
+                struct kubelet_counts n;
+                kubelet_counts(t->k, &n);
+                assert_int_equal(n.cm->cpu_pinning_requests, 1);
+                assert_int_equal(n.cm->cpu_pinning_errors, 0);
+                assert_int_equal(n.cm->exclusive_cpus, 1);
+                assert_int_equal(n.cm->shared_pool_millicores, 30000);
+                assert_int_equal(n.cm->n_numa, 4);
+                assert_int_equal(n.cm->numa_ids[0], 0);
+                assert_int_equal(n.cm->numa_cpus[0], 1);
+                assert_int_equal(n.cm->numa_cpus[1], 0);
+                assert_int_equal(n.cm->tm_admission_requests, 2);
+                assert_int_equal(n.cm->tm_admission_duration_ms.count, 2);
+                assert_int_equal(n.cm->tm_admission_errors, 0);
+                assert_int_equal(n.cm->memory_pinning_requests, 0); /* the memory manager's None policy */
+                /* a single L3 per NUMA node: the one CPU is aligned to it; the static policy's series exist */
+                assert_int_equal(n.cm->aligned[CM_ALIGN_SCOPE_CONTAINER][CM_ALIGN_UNCORE_CACHE], 1);
+                assert_true(n.cm->has_aligned_failures[CM_ALIGN_SCOPE_CONTAINER][CM_ALIGN_PHYSICAL_CPU]);
+                assert_true(n.cm->has_aligned_failures[CM_ALIGN_SCOPE_POD][CM_ALIGN_NUMA_NODE]);
+        }
 
         /* the Guaranteed pod goes: its CPU returns to the pool, and the BestEffort container is updated */
         tk_set_pods(t, BE_POD);
         tk_wait(t, tk_pod_gone, (&(struct tk_want) { .t = t, .uid = "gu" }), MIN_USEC);
         tk_wait(t, has_cpuset, (&(struct want_cpuset) { t, "be", "b", "0-31" }), MIN_USEC);
         assert_non_null(fake_runtime_last(t->rt, "UpdateContainerResources", NULL));
+        {
+                struct kubelet_counts n;
+                kubelet_counts(t->k, &n);
+                assert_int_equal(n.cm->exclusive_cpus, 0);
+                assert_int_equal(n.cm->shared_pool_millicores, 31000);
+                assert_int_equal(n.cm->numa_cpus[0], 0);
+        }
         free(text);
         text = NULL;
         assert_int_equal(read_full_file(statefile, 1 << 20, &text, &size), 0);
@@ -94,7 +123,15 @@ static void test_none_policy(void **state) {
         tk_wait(t, tk_running, (&(struct tk_want) { .t = t, .uid = "gu", .container = "a" }), MIN_USEC);
         {
                 const char *cpus = cpuset_of(t, "gu", "a");
+                struct kubelet_counts n;
                 assert_true(!cpus || !*cpus);
+                /* the metrics: admitted through the topology manager, nothing pinned, no CPU gauges */
+                kubelet_counts(t->k, &n);
+                assert_int_equal(n.cm->tm_admission_requests, 1);
+                assert_int_equal(n.cm->cpu_pinning_requests, 0);
+                assert_int_equal(n.cm->shared_pool_millicores, 0);
+                assert_int_equal(n.cm->n_numa, 0);
+                assert_false(n.cm->has_aligned[CM_ALIGN_SCOPE_CONTAINER][CM_ALIGN_PHYSICAL_CPU]);
         }
         tk_free(t);
 }
