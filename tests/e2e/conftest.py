@@ -119,9 +119,15 @@ class Runtime:
         self.sock = os.path.join(dirpath, "containerd.sock")
         self.endpoint = "unix://" + self.sock
 
-    def start(self):
+    def start(self, env=None):
+        """env: containerd.sh's environment (its CKUBELET_CONTAINERD_* switches), None: the test's own."""
         subprocess.run(["bash", os.path.join(SCRIPTS, "containerd.sh"), "start", self.dir, str(self.net_index)],
-                       check=True)
+                       check=True, env=env)
+
+    def import_images(self, tar=None):
+        """The tests' images (build-images.sh's tar, or another OCI layout tar) into the k8s.io namespace."""
+        subprocess.run(["bash", os.path.join(SCRIPTS, "containerd.sh"), "import", self.dir,
+                        tar or os.path.join(IMAGE_CACHE, "images.tar")], check=True)
 
     def stop(self):
         subprocess.run(["bash", os.path.join(SCRIPTS, "containerd.sh"), "stop", self.dir, str(self.net_index)],
@@ -458,8 +464,7 @@ def runtime():
     rt = Runtime(d, os.getpid() % 90)
     rt.start()
     try:
-        subprocess.run(["bash", os.path.join(SCRIPTS, "containerd.sh"), "import", d,
-                        os.path.join(IMAGE_CACHE, "images.tar")], check=True)
+        rt.import_images()
         yield rt
     finally:
         try:

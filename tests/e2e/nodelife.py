@@ -13,7 +13,7 @@ import subprocess
 import tarfile
 import tempfile
 
-from conftest import IMAGE_CACHE, SCRIPTS, Runtime, wait_for
+from conftest import Runtime, wait_for
 
 
 class SmallFs:
@@ -68,14 +68,11 @@ class SmallNode:
         os.makedirs(self.ctd_dir)
         # a bridge index of its own, next to the session's (0-89) ones
         self.runtime = Runtime(self.ctd_dir, 90 + os.getpid() % 10)
-        env = dict(os.environ, CKUBELET_CONTAINERD_STATS_PERIOD="1")
-        subprocess.run(["bash", os.path.join(SCRIPTS, "containerd.sh"), "start", self.ctd_dir,
-                        str(self.runtime.net_index)], check=True, env=env)
+        self.runtime.start(env=dict(os.environ, CKUBELET_CONTAINERD_STATS_PERIOD="1"))
         self.import_images()
 
     def import_images(self, tar=None):
-        subprocess.run(["bash", os.path.join(SCRIPTS, "containerd.sh"), "import", self.ctd_dir,
-                        tar or os.path.join(IMAGE_CACHE, "images.tar")], check=True)
+        self.runtime.import_images(tar)
 
     def kubelet_dir(self):
         return tempfile.mkdtemp(prefix="kubelet-", dir=self.fs.mnt)

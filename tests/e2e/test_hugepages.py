@@ -6,13 +6,11 @@
 import json
 import os
 import shutil
-import subprocess
 import tempfile
 
 import pytest
 
-from conftest import (BUSYBOX, IMAGE_CACHE, NODE, SCRIPTS, SLEEPER, KubeletSet, Runtime, failed_in_call,
-                      wait_for)
+from conftest import BUSYBOX, NODE, SLEEPER, KubeletSet, Runtime, failed_in_call, wait_for
 from test_qos import container_cgroups, pod_uid, read
 
 MI = 1024 * 1024
@@ -60,11 +58,9 @@ def limits(path):
 def hugetlb_runtime():
     d = tempfile.mkdtemp(prefix="ckubelet-hugetlb-", dir="/var/tmp")
     rt = Runtime(d, 90 + os.getpid() % 10)
-    subprocess.run(["bash", os.path.join(SCRIPTS, "containerd.sh"), "start", d, str(rt.net_index)], check=True,
-                   env=dict(os.environ, CKUBELET_CONTAINERD_HUGETLB="1"))
+    rt.start(env=dict(os.environ, CKUBELET_CONTAINERD_HUGETLB="1"))
     try:
-        subprocess.run(["bash", os.path.join(SCRIPTS, "containerd.sh"), "import", d,
-                        os.path.join(IMAGE_CACHE, "images.tar")], check=True)
+        rt.import_images()
         yield rt
     finally:
         try:
