@@ -3,25 +3,28 @@
 CPU while nothing happens (the relist's cost), with the gate off and on.
 
   /usr/bin/python3 bench/evented_pleg.py   (as root, after ninja -C build) [--pods 110] [--window 30]
-                                            [--relist-seconds 0]
+                                            [--relist-seconds 0] [--samples 20] [--burst]
 
 On a private containerd (2.1.9 for the events: CKUBELET_CONTAINERD_BIN and CKUBELET_OCI_RUNTIME as for the e2e
 tests; 1.6.20 answers Unimplemented and the gate changes nothing), for each mode (gate off, gate on) a fresh ckubelet
-starts N pods whose container polls a file on a shared hostPath every 0.2 s. Then:
+starts N pods whose container polls files on a shared hostPath every 0.2 s. Then:
 
   cpu       the kubelet's CPU time (user + system, /proc/PID/stat) over --window seconds with the pods running;
-  reaction  the file is created: every container exits (code 3) within 0.2 s, once (the next instance finds its
-            pod's marker and keeps running); per pod, from the exited instance's finishedAt to the next
-            instance's createdAt (containerd's times): p50, p99, max.
+  single    --samples pods' containers exit (code 3) one at a time, 1.5 s apart, while the N pods run: per exit,
+            from the exited instance's finishedAt to the next instance's createdAt (containerd's times): p50, max.
+            The next instance finds its pod's marker and keeps running.
+  burst     (--burst) then every other pod's container exits at once: the same, p50, p99, max (the restarts
+            queue behind one another, so this measures the start path more than the PLEG).
 
 --relist-seconds S (test-only CKUBELET_TEST_PLEG_RELIST_SECONDS) stretches the relist in both modes, to see the
 event path alone. Upstream v1.37's evented PLEG keeps the 1 s relist, so by default the CPU figures differ only
-by the stream's cost. Writes bench/results/evented_pleg.json. Figures, not pass/fail.
+by the stream's cost. Writes bench/results/evented_pleg-<N>.json. Figures, not pass/fail.
 """
 import argparse
 import datetime
 import os
 import shutil
+import signal
 import statistics
 import sys
 import tempfile
@@ -42,7 +45,7 @@ spec:
   containers:
   - name: c
     image: busybox:1.36
-    command: [sh, -c, "h=$(hostname); while [ ! -f /x/stop ] || [ -f /x/seen-$h ]; do sleep 0.2; done; touch /x/seen-$h; exit 3"]
+    command: [sh, -c, "h=$(hostname); while [ ! -f /x/stop-$h ] && [ ! -f /x/stop ] || [ -f /x/seen-$h ]; do sleep 0.2; done; touch /x/seen-$h; exit 3"]
     volumeMounts: [{{name: x, mountPath: /x}}]
 """
 
@@ -63,27 +66,44 @@ def ts(s):
     return t + (float("0." + frac[:9]) if frac else 0.0)
 
 
-def restarted(rt, n):
-    """pod index -> {attempt: container} for the pods whose container was restarted once (one `crictl ps -a`)."""
+def restarted(rt, pods):
+    """pod index -> {attempt: container} for those of `pods` whose container was restarted once (one crictl ps)."""
     by_pod = {}
     for c in rt.containers():
         pod = c["labels"].get("io.kubernetes.pod.name", "")
         by_pod.setdefault(pod, {})[c["metadata"].get("attempt", 0)] = c
     out = {}
-    for i in range(n):
+    for i in pods:
         a = by_pod.get(f"p{i}-{NODE}", {})
         if 0 in a and 1 in a:
             out[i] = a
     return out
 
 
-def reactions(rt, n):
+def reactions(rt, pods):
     """Per pod, from the first instance's finishedAt to the second's createdAt (containerd's times)."""
     return [ts(rt.inspect(a[1]["id"])["createdAt"]) - ts(rt.inspect(a[0]["id"])["finishedAt"])
-            for a in restarted(rt, n).values()]
+            for a in restarted(rt, pods).values()]
 
 
-def one_mode(rt, d, n, gate, window, relist_seconds):
+def wait_restarted(rt, pods, timeout):
+    try:
+        wait_for(lambda: len(restarted(rt, pods)) >= len(pods), timeout, interval=1,
+                 msg=f"{len(pods)} containers restarted once")
+    except AssertionError:
+        done = restarted(rt, pods)
+        for i in [i for i in pods if i not in done][:5]:
+            print(f"  p{i}: " + ", ".join(f"{c['metadata'].get('attempt', 0)}:{c['state']}"
+                                         for c in rt.containers_of(f"p{i}-{NODE}", "c")))
+        raise
+
+
+def figures(r):
+    r = sorted(r)
+    return {"p50": statistics.median(r), "p99": r[min(len(r) - 1, int(0.99 * len(r)))], "max": r[-1], "n": len(r)}
+
+
+def one_mode(rt, d, n, gate, window, relist_seconds, samples, burst):
     shared = tempfile.mkdtemp(prefix="evented-", dir=d)
     k = Kubelet(rt, os.path.join(d, f"kubelet-{'on' if gate else 'off'}"))
     k.extra_args = ["--v", "1", "--max-pods", str(max(n, 110)), "--feature-gates",
@@ -100,16 +120,26 @@ def one_mode(rt, d, n, gate, window, relist_seconds):
         c0 = cpu_seconds(k.proc.pid)
         time.sleep(window)
         cpu = cpu_seconds(k.proc.pid) - c0
-        open(os.path.join(shared, "stop"), "w").close()
-        wait_for(lambda: len(restarted(rt, n)) >= n, 120 + 2 * n + 2 * (relist_seconds or 0), interval=2,
-                 msg="every container restarted once")
-        r = sorted(reactions(rt, n))
-        res = {"gate": gate, "pods": n, "cpu_seconds_per_minute": cpu * 60 / window,
-               "reaction_p50": statistics.median(r), "reaction_p99": r[min(len(r) - 1, int(0.99 * len(r)))],
-               "reaction_max": r[-1], "events": "Evented PLEG: requested pod relist" in k.log(),
-               "fast_path_disabled": "disabling container-termination fast path" in k.log()}
-        print(f"  EventedPLEG={gate}: CPU {res['cpu_seconds_per_minute']:.2f} s/min; reaction p50 "
-              f"{res['reaction_p50']:.3f} s, p99 {res['reaction_p99']:.3f} s, max {res['reaction_max']:.3f} s")
+        # one exit at a time: sample pods p0.. exit 1.5 s apart, each alone among the N (the reaction at N pods)
+        sample = list(range(min(samples, n)))
+        for i in sample:
+            open(os.path.join(shared, f"stop-p{i}-{NODE}"), "w").close()  # the hostname is the pod name
+            time.sleep(1.5)
+        wait_restarted(rt, sample, 120 + 2 * (relist_seconds or 0))
+        single = figures(reactions(rt, sample))
+        res = {"gate": gate, "pods": n, "cpu_seconds_per_minute": cpu * 60 / window, "single": single}
+        line = (f"  EventedPLEG={gate}: CPU {res['cpu_seconds_per_minute']:.2f} s/min; one exit at a time "
+                f"(n={single['n']}): p50 {single['p50']:.3f} s, max {single['max']:.3f} s")
+        if burst:
+            # every other container at once: the restarts queue behind one another
+            rest = [i for i in range(n) if i not in sample]
+            open(os.path.join(shared, "stop"), "w").close()
+            wait_restarted(rt, rest, 120 + 2 * len(rest) + 2 * (relist_seconds or 0))
+            res["burst"] = figures(reactions(rt, rest))
+            line += (f"; all {len(rest)} at once: p50 {res['burst']['p50']:.3f} s, p99 {res['burst']['p99']:.3f} s, "
+                     f"max {res['burst']['max']:.3f} s")
+        res["fast_path_disabled"] = "disabling container-termination fast path" in k.log()
+        print(line)
         return res
     finally:
         for i in range(n):
@@ -122,18 +152,22 @@ def one_mode(rt, d, n, gate, window, relist_seconds):
 
 
 def main():
+    # a SIGTERM (timeout, kill) unwinds like an error, so that the pods, the kubelet and containerd are cleaned up
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     ap = argparse.ArgumentParser()
     ap.add_argument("--pods", type=int, default=110)
     ap.add_argument("--window", type=int, default=30, help="seconds of the CPU window")
     ap.add_argument("--relist-seconds", type=int, default=0)
+    ap.add_argument("--samples", type=int, default=20, help="pods that exit one at a time")
+    ap.add_argument("--burst", action="store_true", help="then every other pod's container exits at once")
     a = ap.parse_args()
     out = {**results.header(), "pods": a.pods, "modes": []}
     with private_runtime(94) as (rt, d):  # 90-99: never an e2e session's bridge
         out["containerd_major"] = containerd_major()
         print(f"evented PLEG: {a.pods} pods on containerd {out['containerd_major']}.x, {os.cpu_count()} CPUs")
         for gate in (False, True):
-            out["modes"].append(one_mode(rt, d, a.pods, gate, a.window, a.relist_seconds))
-    results.write_json("evented_pleg", out)
+            out["modes"].append(one_mode(rt, d, a.pods, gate, a.window, a.relist_seconds, a.samples, a.burst))
+    results.write_json(f"evented_pleg-{a.pods}", out)
 
 
 if __name__ == "__main__":
