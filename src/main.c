@@ -152,7 +152,7 @@ static int api_server_start(struct event_base *base, struct kubelet *k, struct a
                 .node_ip = kubelet_node_ip(k),
                 .machine = kubelet_machine_info(k),
                 .pods_cgroup = kubelet_pods_cgroup(k),
-                .volumes = kubelet_pod_volume_usage(k),
+                .stats = kubelet_stats(k),
                 .host = {
                         .pods_json = host_pods_json,
                         .running_pods_json = host_running_pods_json,

@@ -291,6 +291,11 @@ bool kubelet_eviction_admit(struct kubelet *k, const struct pod *p, const char *
         return eviction_manager_admit(k->eviction, p, ret_reason, ret_message);
 }
 
+/* the volumes the volume manager measured (PersistentVolumeClaims, csi, nfs, local) for the Summary */
+static size_t pod_volumes(void *userdata, const char *pod_uid, const struct stats_volume **ret) {
+        return kubelet_volume_stats(userdata, pod_uid, ret);
+}
+
 int kubelet_eviction_setup(struct kubelet *k) {
         static const struct eviction_ops ops = {
                 .active_pods = active_pods,
@@ -305,7 +310,11 @@ int kubelet_eviction_setup(struct kubelet *k) {
                 .etc_hosts_bytes = etc_hosts_bytes,
         };
         const struct kubelet_options *o = k->opts;
+        /* the kubelet's one stats provider: eviction's summaries and the server's /stats/summary and
+         * /metrics/resource (one CPU sample cache, so usageNanoCores covers the time since the last summary) */
         struct stats_config sc = {
+                .pod_volumes = pod_volumes,
+                .pod_volumes_userdata = k,
                 .node_name = o->node_name,
                 .root_dir = o->root_dir,
                 .pod_logs_dir = o->pod_logs_dir,

@@ -200,8 +200,8 @@ const char *kubelet_pods_cgroup(struct kubelet *k) {
         return k->pods_cgroup;
 }
 
-const struct stats_volumes *kubelet_pod_volume_usage(struct kubelet *k) {
-        return k->volume_stats;
+struct stats_provider *kubelet_stats(struct kubelet *k) {
+        return k->stats;
 }
 
 const struct kubelet_options *kubelet_opts(struct kubelet *k) {

@@ -21,7 +21,7 @@ struct prober;
 struct ck_error;
 struct kube_client;
 struct machine_info;
-struct stats_volumes;
+struct stats_provider;
 
 int kubelet_new(struct event_base *base, const struct kubelet_options *opts, struct kubelet **ret);
 /* serverTLSBootstrap: CB gets the kubelet API's serving pair from the certificates API (PEM certificate chain
@@ -56,9 +56,10 @@ struct kube_client *kubelet_kube_client(struct kubelet *k);
 const char *kubelet_node_ip(struct kubelet *k);
 /* The machine's description, read once at start (valid while k lives). */
 const struct machine_info *kubelet_machine_info(struct kubelet *k);
-/* For the Summary API: the pods' cgroup (cgroupfs path, NULL without QoS cgroups) and their volumes' usage. */
+/* The pods' cgroup (cgroupfs path, NULL without QoS cgroups), for /metrics/cadvisor. */
 const char *kubelet_pods_cgroup(struct kubelet *k);
-const struct stats_volumes *kubelet_pod_volume_usage(struct kubelet *k);
+/* The kubelet's stats provider (the Summary API), shared by eviction and the server; NULL before kubelet_start. */
+struct stats_provider *kubelet_stats(struct kubelet *k);
 /* /healthz/syncloop: 0, or -ETIMEDOUT with the reason */
 int kubelet_sync_loop_health(struct kubelet *k, struct ck_error **ret_error);
 

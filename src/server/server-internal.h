@@ -77,9 +77,9 @@ struct api_server {
         uint64_t serving_missing_logged_usec;
         struct api_listener listeners[_API_PORT_MAX];
         struct api_cache *token_cache, *authz_cache;
-        unsigned n_streams[2];      /* by enum api_stream_kind */
-        struct api_stream *streams; /* long-running responses, cancelled at free */
-        struct stats_provider *stats;
+        unsigned n_streams[2];               /* by enum api_stream_kind */
+        struct api_stream *streams;          /* long-running responses, cancelled at free */
+        struct stats_provider *stats;        /* the kubelet's, borrowed */
         struct cadvisor *cadvisor;           /* /metrics/cadvisor; NULL when the cgroups could not be found */
         struct api_sli slis[API_SLI_CHECKS]; /* /metrics/slis: the results of /healthz's checks */
 };

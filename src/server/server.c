@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Listeners, routing and the common replies of the kubelet API (pkg/kubelet/server/server.go). */
 #include <arpa/inet.h>
+#include <assert.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <errno.h>
@@ -531,18 +532,9 @@ int api_server_new(struct event_base *base, const struct api_server_config *cfg,
         const struct kubelet_options *o = cfg->opts;
         struct api_conn_limits limits[_API_PORT_MAX];
         struct api_server *s;
-        struct stats_config sc = {
-                .pod_volumes = cfg->host.volume_stats,
-                .pod_volumes_userdata = cfg->host.userdata,
-                .node_name = o->node_name,
-                .root_dir = o->root_dir,
-                .pod_logs_dir = o->pod_logs_dir,
-                .host_root = "",
-                .pods_cgroup = cfg->pods_cgroup,
-                .volumes = cfg->volumes,
-        };
         int r;
 
+        assert(cfg->stats);
         s = calloc(1, sizeof(*s));
         if (!s)
                 return -ENOMEM;
@@ -554,10 +546,8 @@ int api_server_new(struct event_base *base, const struct api_server_config *cfg,
         s->node_ip = cfg->node_ip;
         s->machine = cfg->machine;
         s->host = cfg->host;
+        s->stats = cfg->stats;
         api_zpages_init();
-        r = stats_provider_new(base, s->cri, &sc, &s->stats);
-        if (r < 0)
-                goto fail;
         r = cadvisor_setup(s, cfg->pods_cgroup);
         if (r < 0)
                 goto fail;
@@ -600,7 +590,6 @@ struct api_server *api_server_free(struct api_server *s) {
          * that were busy at shutdown: let the loop run what is pending now (twice: a free may schedule another) */
         for (int i = 0; i < 2; i++)
                 (void) event_base_loop(s->base, EVLOOP_NONBLOCK);
-        s->stats = stats_provider_free(s->stats);
         s->cadvisor = cadvisor_free(s->cadvisor);
         api_cache_free(s->token_cache);
         api_cache_free(s->authz_cache);

@@ -17,7 +17,7 @@
 #include "stats/summary.h"
 
 struct api_server;
-struct stats_volumes;
+struct stats_provider;
 struct ck_error;
 struct cri_client;
 struct histogram;
@@ -80,13 +80,13 @@ struct api_host {
 /* Everything the server works with; the pointers are borrowed and must outlive the server. */
 struct api_server_config {
         const struct kubelet_options *opts;
-        struct cri_client *cri;              /* exec, attach, port-forward, /run, stats, runtime metrics */
-        struct prober *prober;               /* probe counts (/metrics/probes) */
-        struct kube_client *client;          /* the API server (TokenReview, SubjectAccessReview); NULL without one */
-        const char *node_ip;                 /* for the self-signed serving certificate */
-        const struct machine_info *machine;  /* /spec (GetCachedMachineInfo) */
-        const char *pods_cgroup;             /* the pods' cgroup for the Summary's "pods" container, NULL: none */
-        const struct stats_volumes *volumes; /* the pods' volume usage for the Summary */
+        struct cri_client *cri;             /* exec, attach, port-forward, /run, stats, runtime metrics */
+        struct prober *prober;              /* probe counts (/metrics/probes) */
+        struct kube_client *client;         /* the API server (TokenReview, SubjectAccessReview); NULL without one */
+        const char *node_ip;                /* for the self-signed serving certificate */
+        const struct machine_info *machine; /* /spec (GetCachedMachineInfo) */
+        const char *pods_cgroup;            /* the pods' cgroup for /metrics/cadvisor, NULL: none */
+        struct stats_provider *stats;       /* the kubelet's Summary (/stats/summary, /metrics/resource) */
         struct api_host host;
 };
 
