@@ -7,10 +7,10 @@ CPU while nothing happens (the relist's cost), with the gate off and on.
 
 On a private containerd (2.1.9 for the events: CKUBELET_CONTAINERD_BIN and CKUBELET_OCI_RUNTIME as for the e2e
 tests; 1.6.20 answers Unimplemented and the gate changes nothing), for each mode (gate off, gate on) a fresh ckubelet
-starts N pods whose container polls files on a shared hostPath every 0.2 s. Then:
+starts N pods whose container blocks reading its FIFO on a shared hostPath (no CPU while it waits). Then:
 
   cpu       the kubelet's CPU time (user + system, /proc/PID/stat) over --window seconds with the pods running;
-  single    --samples pods' containers exit (code 3) one at a time, 1.5 s apart, while the N pods run: per exit,
+  single    --samples pods' containers exit (code 3, a line written to the FIFO) one at a time, 1.5 s apart: per exit,
             from the exited instance's finishedAt to the next instance's createdAt (containerd's times): p50, max.
             The next instance finds its pod's marker and keeps running.
   burst     (--burst) then every other pod's container exits at once: the same, p50, p99, max (the restarts
@@ -45,7 +45,7 @@ spec:
   containers:
   - name: c
     image: busybox:1.36
-    command: [sh, -c, "h=$(hostname); while [ ! -f /x/stop-$h ] && [ ! -f /x/stop ] || [ -f /x/seen-$h ]; do sleep 0.2; done; touch /x/seen-$h; exit 3"]
+    command: [sh, -c, "h=$(hostname); if [ -f /x/seen-$h ]; then exec sleep 1000000; fi; read x < /x/fifo-$h; touch /x/seen-$h; exit 3"]
     volumeMounts: [{{name: x, mountPath: /x}}]
 """
 
@@ -103,8 +103,23 @@ def figures(r):
     return {"p50": statistics.median(r), "p99": r[min(len(r) - 1, int(0.99 * len(r)))], "max": r[-1], "n": len(r)}
 
 
+def fifo(shared, i):
+    return os.path.join(shared, f"fifo-p{i}-{NODE}")  # the container's hostname is the pod's name
+
+
+def release(shared, i):
+    """A line into pod i's FIFO: its container's read returns and it exits."""
+    fd = os.open(fifo(shared, i), os.O_WRONLY | os.O_NONBLOCK)
+    try:
+        os.write(fd, b"go\n")
+    finally:
+        os.close(fd)
+
+
 def one_mode(rt, d, n, gate, window, relist_seconds, samples, burst):
     shared = tempfile.mkdtemp(prefix="evented-", dir=d)
+    for i in range(n):
+        os.mkfifo(fifo(shared, i))
     k = Kubelet(rt, os.path.join(d, f"kubelet-{'on' if gate else 'off'}"))
     k.extra_args = ["--v", "1", "--max-pods", str(max(n, 110)), "--feature-gates",
                     f"EventedPLEG={'true' if gate else 'false'}"]
@@ -123,7 +138,7 @@ def one_mode(rt, d, n, gate, window, relist_seconds, samples, burst):
         # one exit at a time: sample pods p0.. exit 1.5 s apart, each alone among the N (the reaction at N pods)
         sample = list(range(min(samples, n)))
         for i in sample:
-            open(os.path.join(shared, f"stop-p{i}-{NODE}"), "w").close()  # the hostname is the pod name
+            release(shared, i)
             time.sleep(1.5)
         wait_restarted(rt, sample, 120 + 2 * (relist_seconds or 0))
         single = figures(reactions(rt, sample))
@@ -133,7 +148,8 @@ def one_mode(rt, d, n, gate, window, relist_seconds, samples, burst):
         if burst:
             # every other container at once: the restarts queue behind one another
             rest = [i for i in range(n) if i not in sample]
-            open(os.path.join(shared, "stop"), "w").close()
+            for i in rest:
+                release(shared, i)
             wait_restarted(rt, rest, 120 + 2 * len(rest) + 2 * (relist_seconds or 0))
             res["burst"] = figures(reactions(rt, rest))
             line += (f"; all {len(rest)} at once: p50 {res['burst']['p50']:.3f} s, p99 {res['burst']['p99']:.3f} s, "
