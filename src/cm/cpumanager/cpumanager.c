@@ -562,7 +562,8 @@ int cpumanager_new(const struct cpumanager_config *cfg, struct cpu_topology *top
                                 return ck_error_set(ret_error, -EINVAL,
                                                     "[cpumanager] the static policy requires systemreserved.cpu + "
                                                     "kubereserved.cpu to be greater than zero");
-                        r = cpumanager_take_by_topology(topo, &all, n_reserved, &m->reserved, NULL);
+                        /* policy.takeByTopology: with the options, as upstream */
+                        r = cpumanager_take_by_topology_opts(topo, &all, n_reserved, &m->opts, &m->reserved, NULL);
                         if (r < 0)
                                 return ck_error_set(ret_error, -EINVAL,
                                                     "new static policy error: [cpumanager] unable to reserve the "

@@ -209,8 +209,9 @@ static void take_partial_uncore(struct acc *a, int uncore) {
         }
         if (a->needed % 2 != 0 && per_core > 1 && cpuset_count(&free_cpus) > a->needed) {
                 int last = -1;
-                CPUSET_FOREACH(c, &free_cpus)
-                last = c;
+                CPUSET_FOREACH(c, &free_cpus) {
+                        last = c;
+                }
                 cpuset_del(&free_cpus, last);
         }
         if (cpuset_count(&free_cpus) == a->needed)
@@ -279,8 +280,7 @@ struct dist {
         const struct ids *numas;
         int n, group;
         /* per combo */
-        const int *combo;
-        int k, distribution, remainder;
+        int distribution, remainder;
         int after[COMBO_MAX]; /* free CPUs per entry of numas after the even distribution */
         double best_local;
         int best_local_rem[COMBO_MAX], n_best_local_rem;
