@@ -121,6 +121,23 @@ def test_static_cpu_manager(kubelet_factory, runtime):
     wait_for(lambda: state(k)["defaultCpuSet"] == "0-1" and "entries" not in state(k), 30, msg="the state released")
 
 
+# the beta options (on by default upstream through CPUManagerPolicyBetaOptions): accepted at start (they used to
+# refuse it) and pinning as without them on this one-NUMA-node, one-L3 machine; their topology-dependent choices are
+# unit-tested on upstream's topologies (tests/unit/cm/cpumanager.c)
+@pytest.mark.parametrize("option", ["distribute-cpus-across-numa", "prefer-align-cpus-by-uncorecache"])
+def test_static_policy_beta_options(kubelet_factory, runtime, option):
+    if os.cpu_count() != 2 or not os.path.exists("/sys/devices/system/cpu/cpu1/topology"):
+        pytest.skip("written for a node with CPUs 0 and 1")
+    k = kubelet_factory(False)
+    k.start(*ARGS, "--cpu-manager-policy-options", f"{option}=true")
+    k.write("gu.yaml", guaranteed("gu"))
+    wait_for(lambda: allowed_cpus(runtime, "gu") == "1", 60, msg="the Guaranteed container on CPU 1 alone")
+    [sb] = runtime.pods_named(f"gu-{NODE}", ready_only=True)
+    assert state(k)["entries"] == {sb["metadata"]["uid"]: {"c": "1"}}
+    k.remove("gu.yaml")
+    wait_for(lambda: not runtime.running(f"gu-{NODE}"), 60, msg="the Guaranteed pod gone")
+
+
 # ---------------------------------------------------------------- with the topology and memory managers
 # single-numa-node + static CPU manager + Static memory manager on this one-NUMA-node machine: a Guaranteed pod gets
 # its exclusive CPU and cpuset.mems 0 (in its container's cgroup), both state files have upstream's shape and keep

@@ -381,7 +381,8 @@ static bool go_parse_bool(const char *s, bool *ret) {
 }
 
 /* NewStaticPolicyOptions and ValidateStaticPolicyOptions: unknown names, gates, values, incompatible pairs as
- * upstream; then the options ckubelet does not implement, set to true, refuse the start (never ignored) */
+ * upstream; then distribute-cpus-across-cores, which ckubelet does not implement, set to true refuses the start
+ * (never ignored) */
 static int parse_options(const struct cpumanager_config *cfg, const struct cpu_topology *topo,
                          struct cpumanager_options *o, struct ck_error **err) {
         static const struct {
@@ -457,14 +458,14 @@ static int parse_options(const struct cpumanager_config *cfg, const struct cpu_t
                                             "new static policy error: Align by socket is not compatible with hardware "
                                             "where number of sockets are more than number of NUMA");
         }
-        /* real options of upstream's that ckubelet does not implement: refused, not ignored */
-        if (across_numa || across_cores || uncore)
+        o->distribute_cpus_across_numa = across_numa;
+        o->prefer_align_cpus_by_uncorecache = uncore;
+        /* a real option of upstream's that ckubelet does not implement: refused, not ignored */
+        if (across_cores)
                 return ck_error_set(err, -EOPNOTSUPP,
                                     "new static policy error: CPU Manager Policy option \"%s\" is not supported by "
                                     "ckubelet",
-                                    across_numa    ? "distribute-cpus-across-numa"
-                                    : across_cores ? "distribute-cpus-across-cores"
-                                                   : "prefer-align-cpus-by-uncorecache");
+                                    "distribute-cpus-across-cores");
         return 0;
 }
 
@@ -561,7 +562,8 @@ int cpumanager_new(const struct cpumanager_config *cfg, struct cpu_topology *top
                                 return ck_error_set(ret_error, -EINVAL,
                                                     "[cpumanager] the static policy requires systemreserved.cpu + "
                                                     "kubereserved.cpu to be greater than zero");
-                        r = cpumanager_take_by_topology(topo, &all, n_reserved, &m->reserved, NULL);
+                        /* policy.takeByTopology: with the options, as upstream */
+                        r = cpumanager_take_by_topology_opts(topo, &all, n_reserved, &m->opts, &m->reserved, NULL);
                         if (r < 0)
                                 return ck_error_set(ret_error, -EINVAL,
                                                     "new static policy error: [cpumanager] unable to reserve the "
@@ -679,7 +681,7 @@ static int take_aligned(const struct cpumanager *m, const struct cpuset *avail, 
                 struct cpuset in = aligned_cpus(m, affinity->affinity), aligned = cpuset_and(avail, &in);
                 int k = MIN(n, cpuset_count(&aligned));
                 if (k > 0) {
-                        r = cpumanager_take_by_topology(m->topo, &aligned, k, &got, ret_error);
+                        r = cpumanager_take_by_topology_opts(m->topo, &aligned, k, &m->opts, &got, ret_error);
                         if (r < 0)
                                 return r;
                 }
@@ -687,7 +689,8 @@ static int take_aligned(const struct cpumanager *m, const struct cpuset *avail, 
         if (cpuset_count(&got) < n) {
                 struct cpuset more;
                 rest = cpuset_diff(avail, &got);
-                r = cpumanager_take_by_topology(m->topo, &rest, n - cpuset_count(&got), &more, ret_error);
+                r = cpumanager_take_by_topology_opts(m->topo, &rest, n - cpuset_count(&got), &m->opts, &more,
+                                                     ret_error);
                 if (r < 0)
                         return r;
                 got = cpuset_union(&got, &more);

@@ -3,7 +3,8 @@
 
 /* The CPU manager (pkg/kubelet/cm/cpumanager): policy "none" (the default: nothing is pinned) or "static":
  * containers of Guaranteed pods with an integer CPU request get CPUs of their own, taken by topology
- * (cpumanager_take_by_topology, upstream's takeByTopologyNUMAPacked), everyone else runs on the shared pool (the
+ * (cpumanager_take_by_topology_opts: upstream's takeByTopologyNUMAPacked, or takeByTopologyNUMADistributed with
+ * distribute-cpus-across-numa, uncore-cache first with prefer-align-cpus-by-uncorecache), everyone else runs on the shared pool (the
  * default set: every CPU not given away; the reserved CPUs stay in it unless strict-cpu-reservation). The state
  * is kept in <root-dir>/cpu_manager_state in upstream's checkpoint format (v4: the v2 fields and checksum, plus
  * "data" and "dataChecksum"), written atomically after every change, read at start: a state of another policy,
@@ -22,7 +23,8 @@
 #include "cm/topologymanager/topologymanager.h"
 
 struct cpumanager_options {
-        bool full_pcpus_only, strict_cpu_reservation, align_by_socket;
+        bool full_pcpus_only, strict_cpu_reservation, align_by_socket, distribute_cpus_across_numa,
+                prefer_align_cpus_by_uncorecache;
 };
 
 struct cpumanager_config {
@@ -88,6 +90,12 @@ size_t cpumanager_n_entries(const struct cpumanager *m);
 /* upstream's takeByTopologyNUMAPacked, packed CPU sorting: -ENOSPC with a message when it cannot */
 int cpumanager_take_by_topology(const struct cpu_topology *t, const struct cpuset *available, int n, struct cpuset *ret,
                                 struct ck_error **ret_error);
+/* the static policy's takeByTopology: with distribute-cpus-across-numa upstream's takeByTopologyNUMADistributed
+ * (in groups of a whole core's CPUs with full-pcpus-only), else takeByTopologyNUMAPacked, aligned by uncore
+ * cache first with prefer-align-cpus-by-uncorecache; o NULL: packed */
+int cpumanager_take_by_topology_opts(const struct cpu_topology *t, const struct cpuset *available, int n,
+                                     const struct cpumanager_options *o, struct cpuset *ret,
+                                     struct ck_error **ret_error);
 /* the guaranteed CPUs a container asks for (0: not exclusive) and a pod's total, as upstream counts them */
 int cpumanager_container_guaranteed_cpus(const struct pod *p, const struct container *c);
 int cpumanager_pod_guaranteed_cpus(const struct pod *p);

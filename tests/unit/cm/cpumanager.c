@@ -192,6 +192,117 @@ static void test_take_by_topology_upstream(void **state) {
         check_take(topo_dual_socket_ht, "1,3-11", 8, NULL, "1,3-5,7,9-11"); /* ExpectAllocOneSocketOneCore */
 }
 
+/* upstream's uncore cache topologies (policy_test.go), as their test cases use them */
+static struct cpu_topology *topo_uncore_single_socket_no_smt(void) {
+        struct cpu_info c[16];
+        struct cpu_topology *t;
+        for (int i = 0; i < 16; i++)
+                c[i] = (struct cpu_info) { .cpu = i, .core = i, .uncore = i / 4 };
+        assert_int_equal(cputopo_from_table(c, 16, &t), 0);
+        return t;
+}
+
+static struct cpu_topology *topo_uncore_dual_socket_no_smt(void) {
+        struct cpu_info c[16];
+        struct cpu_topology *t;
+        for (int i = 0; i < 16; i++)
+                c[i] = (struct cpu_info) { .cpu = i, .core = i, .socket = i / 8, .numa = i / 8, .uncore = i / 4 };
+        assert_int_equal(cputopo_from_table(c, 16, &t), 0);
+        return t;
+}
+
+static struct cpu_topology *topo_uncore_single_socket_multi_numa(void) {
+        struct cpu_info c[16];
+        struct cpu_topology *t;
+        for (int i = 0; i < 16; i++)
+                c[i] = (struct cpu_info) { .cpu = i, .core = i, .numa = i / 8, .uncore = i / 4 };
+        assert_int_equal(cputopo_from_table(c, 16, &t), 0);
+        return t;
+}
+
+static struct cpu_topology *topo_uncore_single_socket_smt(void) {
+        struct cpu_info c[16];
+        struct cpu_topology *t;
+        for (int i = 0; i < 16; i++)
+                c[i] = (struct cpu_info) { .cpu = i, .core = i % 8, .uncore = (i % 8) / 4 };
+        assert_int_equal(cputopo_from_table(c, 16, &t), 0);
+        return t;
+}
+
+/* through cpumanager_take_by_topology_opts: group 0 packed, else distributed across NUMA nodes in groups of that
+ * many CPUs (1, or 2 = full-pcpus-only on these SMT-2 topologies) */
+static void check_take_opts(struct cpu_topology *(*mk)(void), const char *avail, int n, int group, bool uncore,
+                            const char *want) {
+        struct cpu_topology *t = mk();
+        _cleanup_ck_error_ struct ck_error *err = NULL;
+        struct cpumanager_options o = { .distribute_cpus_across_numa = group > 0,
+                                        .full_pcpus_only = group > 1,
+                                        .prefer_align_cpus_by_uncorecache = uncore };
+        struct cpuset a = S(avail), got = {}, w = S(want);
+        char g[CPUSET_TEXT_MAX], x[CPUSET_TEXT_MAX];
+
+        assert_true(group <= 1 || cputopo_cpus_per_core(t) == group);
+        assert_int_equal(cpumanager_take_by_topology_opts(t, &a, n, &o, &got, &err), 0);
+        if (!cpuset_equal(&got, &w))
+                fail_msg("take %d of %s (group %d, uncore %d): got %s, want %s", n, avail, group, uncore,
+                         cpuset_format(&got, g, sizeof(g)), cpuset_format(&w, x, sizeof(x)));
+        cputopo_free(t);
+}
+
+static void test_take_numa_distributed_upstream(void **state) {
+        /* TestTakeByTopologyNUMADistributed: commonTakeByTopologyTestCases with cpuGroupSize 1 */
+        check_take_opts(topo_single_socket_ht, "0-7", 0, 1, false, "");
+        check_take_opts(topo_single_socket_ht, "0-7", 1, 1, false, "0");
+        check_take_opts(topo_single_socket_ht, "1,3,5,6,7", 1, 1, false, "6");
+        check_take_opts(topo_single_socket_ht, "0-7", 2, 1, false, "0,4");
+        check_take_opts(topo_single_socket_ht, "0-7", 8, 1, false, "0-7");
+        check_take_opts(topo_single_socket_ht, "0-3,6", 2, 1, false, "2,6");
+        check_take_opts(topo_dual_socket_ht, "0-11", 6, 1, false, "0,2,4,6,8,10");
+        check_take_opts(topo_dual_socket_multi_numa_ht, "0-79", 40, 1, false, "0-19,40-59");
+        check_take_opts(topo_dual_socket_multi_numa_ht, "0-79", 20, 1, false, "0-9,40-49");
+        check_take_opts(topo_dual_socket_multi_numa_ht, "10-39,50-79", 20, 1, false, "10-19,50-59");
+        check_take_opts(topo_dual_socket_multi_numa_ht, "0-79", 60, 1, false, "0-29,40-69");
+        check_take_opts(topo_dual_socket_multi_numa_ht, "1-39,41-79", 60, 1, false, "10-39,50-79");
+        /* commonTakeByTopologyExtendedTestCases */
+        check_take_opts(topo_dual_socket_ht, "0-11", 8, 1, false, "0-3,6-9");
+        check_take_opts(topo_dual_socket_multi_numa_ht, "0-79", 64, 1, false,
+                        "0-7,10-17,20-27,30-37,40-47,50-57,60-67,70-77");
+        check_take_opts(topo_dual_socket_multi_numa_ht, "0-79", 48, 1, false, "0-7,10-17,20-27,40-47,50-57,60-67");
+        check_take_opts(topo_dual_socket_multi_numa_ht, "1-29,32-39,41-69,72-79", 48, 1, false,
+                        "1-8,10-17,20-27,41-48,50-57,60-67");
+        check_take_opts(topo_dual_socket_multi_numa_ht, "2-29,31-39,42-69,71-79", 48, 1, false,
+                        "10-17,20-27,31-38,50-57,60-67,71-78");
+        check_take_opts(topo_dual_socket_multi_numa_ht, "0-2,10-12,20-22,30-32,40-41,50-51,60-61,70-71", 16, 1, false,
+                        "0-1,10-11,20-21,30-31,40-41,50-51,60-61,70-71");
+        /* the cases of TestTakeByTopologyNUMADistributed itself */
+        check_take_opts(topo_dual_socket_ht, "1-5,7-11", 1, 1, false, "1");
+        check_take_opts(topo_dual_socket_ht, "1-5,7-11", 1, 2, false, "2"); /* 1 is no multiple of 2: packed */
+        check_take_opts(topo_dual_socket_multi_numa_ht, "0-79", 26, 1, false, "0-6,10-16,40-45,50-55");
+        check_take_opts(topo_dual_socket_multi_numa_ht, "0-79", 26, 2, false, "0-6,10-15,40-46,50-55");
+        check_take_opts(topo_dual_socket_multi_numa_ht, "0-79", 62, 1, false,
+                        "0-7,10-17,20-27,30-37,40-47,50-57,60-66,70-76");
+        check_take_opts(topo_dual_socket_multi_numa_ht, "0-79", 62, 2, false,
+                        "0-7,10-17,20-27,30-36,40-47,50-57,60-67,70-76");
+        check_take_opts(topo_dual_socket_multi_numa_ht, "0-8,10-18,20-39,40-48,50-58,60-79", 62, 1, false,
+                        "0-7,10-17,20-27,30-37,40-46,50-56,60-67,70-77");
+        check_take_opts(topo_dual_socket_multi_numa_ht, "0-8,10-18,20-39,40-48,50-58,60-79", 62, 2, false,
+                        "0-7,10-16,20-27,30-37,40-47,50-56,60-67,70-77");
+        check_take_opts(topo_dual_socket_multi_numa_ht, "0-3,10-13,20-23,30-36,40-43,50-53,60-63,70-76", 34, 1, false,
+                        "0-3,10-13,20-23,30-34,40-43,50-53,60-63,70-74");
+}
+
+static void test_take_uncore_upstream(void **state) {
+        /* TestTakeByTopologyNUMAPacked's PreferAlignByUncoreCache cases */
+        check_take_opts(topo_uncore_single_socket_no_smt, "1-15", 10, 0, true, "1-2,4-11");
+        check_take_opts(topo_dual_socket_ht, "1-5,7-11", 1, 0, true, "1");
+        check_take_opts(topo_uncore_dual_socket_no_smt, "0-15", 4, 0, true, "0-3");
+        check_take_opts(topo_uncore_dual_socket_no_smt, "2-15", 6, 0, true, "2-7");
+        check_take_opts(topo_uncore_dual_socket_no_smt, "8-15", 4, 0, true, "8-11");
+        check_take_opts(topo_uncore_single_socket_multi_numa, "3-8,12", 2, 0, true, "4-5");
+        check_take_opts(topo_uncore_single_socket_smt, "2-7,10-15", 6, 0, true, "4-6,12-14");
+        check_take_opts(topo_uncore_single_socket_smt, "1-7,9-15", 10, 0, true, "1,4-7,9,12-15");
+}
+
 static struct pod *parse_pod(const char *uid, const char *spec);
 
 /* TestStaticPolicyAdd's cases through the policy: the state (default set and another container's CPUs) read from
@@ -393,14 +504,58 @@ static void test_static_options(void **state) {
                 fake_sysfs_rm(dir);
                 assert_int_equal(mkdir(dir, 0755), 0);
         }
-        /* options upstream has and ckubelet does not implement: refused, not ignored; unknown ones as upstream */
+        /* distribute-cpus-across-numa (beta): 10 CPUs need two NUMA nodes, 5 from each of the pair that leaves the
+         * free CPUs most balanced (nodes 1 and 2; node 0 holds the reserved CPU 0); packed takes all of node 1 and
+         * a core of node 0 */
         {
                 _cleanup_ck_error_ struct ck_error *err = NULL;
-                assert_null(new_static(sysfs, dir, "0", (char *[]) { (char *) "distribute-cpus-across-numa", NULL },
-                                       (char *[]) { (char *) "true", NULL }, &err));
+                struct pod *ten = parse_pod("ten", "  containers:\n" GU("a", "10"));
+                m = new_static(sysfs, dir, "0", (char *[]) { (char *) "distribute-cpus-across-numa", NULL },
+                               (char *[]) { (char *) "true", NULL }, &err);
+                assert_non_null(m);
+                assert_true(cpumanager_options(m)->distribute_cpus_across_numa);
+                assert_int_equal(cpumanager_allocate_pod(m, ten, &reason, &message), 0);
+                s = cpumanager_exclusive_cpus(m, "ten", "a");
+                assert_set(&s, "4-6,8-10,20-21,24-25");
+                cpumanager_free(m);
+                fake_sysfs_rm(dir);
+                assert_int_equal(mkdir(dir, 0755), 0);
+                /* with full-pcpus-only, in whole cores: 2 cores from each of nodes 1 and 2, the fifth from node 1 */
+                m = new_static(sysfs, dir, "0",
+                               (char *[]) { (char *) "distribute-cpus-across-numa", (char *) "full-pcpus-only", NULL },
+                               (char *[]) { (char *) "true", (char *) "true", NULL }, &err);
+                assert_non_null(m);
+                assert_int_equal(cpumanager_allocate_pod(m, ten, &reason, &message), 0);
+                s = cpumanager_exclusive_cpus(m, "ten", "a");
+                assert_set(&s, "4-6,8-9,20-22,24-25");
+                cpumanager_free(m);
+                fake_sysfs_rm(dir);
+                assert_int_equal(mkdir(dir, 0755), 0);
+                /* prefer-align-cpus-by-uncorecache (beta): all of node 1, then the last 2 CPUs from one L3 cache (one a NUMA
+                 * node here): not node 0's, whose first free core has only one CPU free (the other is the reserved
+                 * CPU 0), but the first core of node 2's; packed takes core 1 of node 0 */
+                m = new_static(sysfs, dir, "0", (char *[]) { (char *) "prefer-align-cpus-by-uncorecache", NULL },
+                               (char *[]) { (char *) "true", NULL }, &err);
+                assert_non_null(m);
+                assert_true(cpumanager_options(m)->prefer_align_cpus_by_uncorecache);
+                assert_int_equal(cpumanager_allocate_pod(m, ten, &reason, &message), 0);
+                s = cpumanager_exclusive_cpus(m, "ten", "a");
+                assert_set(&s, "4-8,20-24");
+                cpumanager_free(m);
+                fake_sysfs_rm(dir);
+                assert_int_equal(mkdir(dir, 0755), 0);
+                pod_free(ten);
+        }
+        /* the two cannot be combined (upstream's message) */
+        {
+                _cleanup_ck_error_ struct ck_error *err = NULL;
+                assert_null(new_static(sysfs, dir, "0",
+                                       (char *[]) { (char *) "distribute-cpus-across-numa",
+                                                    (char *) "prefer-align-cpus-by-uncorecache", NULL },
+                                       (char *[]) { (char *) "true", (char *) "true", NULL }, &err));
                 assert_string_equal(ck_error_message(err),
-                                    "new static policy error: CPU Manager Policy option "
-                                    "\"distribute-cpus-across-numa\" is not supported by ckubelet");
+                                    "new static policy error: static policy options prefer-align-cpus-by-uncorecache "
+                                    "and distribute-cpus-across-numa can not be used at the same time");
         }
         {
                 _cleanup_ck_error_ struct ck_error *err = NULL;
@@ -685,15 +840,14 @@ static void test_align_by_socket(void **state) {
                                                            "Options not enabled, but option \"strict-cpu-reservation\" "
                                                            "provided");
                 err = ck_error_free(err);
-                /* with distribute-cpus-across-numa, which ckubelet does not implement: refused */
+                /* distribute-cpus-across-cores, which ckubelet does not implement: refused, not ignored */
                 cfg.beta_options_off = false;
-                cfg.option_names = (char *[]) { (char *) "align-by-socket", (char *) "distribute-cpus-across-numa",
-                                                NULL };
-                cfg.option_values = (char *[]) { (char *) "true", (char *) "true", NULL };
+                cfg.option_names = (char *[]) { (char *) "distribute-cpus-across-cores", NULL };
+                cfg.option_values = (char *[]) { (char *) "true", NULL };
                 assert_int_equal(cputopo_discover(sysfs, &t, NULL), 0);
                 assert_int_equal(cpumanager_new(&cfg, t, &m, &err), -EOPNOTSUPP);
                 assert_string_equal(ck_error_message(err), "new static policy error: CPU Manager Policy option "
-                                                           "\"distribute-cpus-across-numa\" is not supported by "
+                                                           "\"distribute-cpus-across-cores\" is not supported by "
                                                            "ckubelet");
         }
 
@@ -752,6 +906,8 @@ int main(void) {
                 cmocka_unit_test(test_cpuset),
                 cmocka_unit_test(test_topology_sysfs),
                 cmocka_unit_test(test_take_by_topology_upstream),
+                cmocka_unit_test(test_take_numa_distributed_upstream),
+                cmocka_unit_test(test_take_uncore_upstream),
                 cmocka_unit_test(test_static_policy_add_upstream),
                 cmocka_unit_test(test_static_policy),
                 cmocka_unit_test(test_static_options),
