@@ -167,11 +167,76 @@ static void test_close_and_protocol(void **state) {
         assert_null(ws_pick_protocol(NULL, exec_protocols));
 }
 
+static void test_channels(void **state) {
+        uint8_t msg[64], out[128], ch = 99;
+        size_t len = 99;
+        struct ws_frame f;
+        ssize_t n;
+        (void) state;
+
+        assert_int_equal(ws_chan_proto_from_name("v5.channel.k8s.io"), WS_CHAN_V5);
+        assert_int_equal(ws_chan_proto_from_name("v4.base64.channel.k8s.io"), WS_CHAN_V4_BASE64);
+        assert_int_equal(ws_chan_proto_from_name("channel.k8s.io"), WS_CHAN_BASE);
+        assert_int_equal(ws_chan_proto_from_name("v6.channel.k8s.io"), -EINVAL);
+        assert_int_equal(ws_chan_proto_from_name(NULL), -EINVAL);
+
+        /* binary: stdin data, an empty message, v5's close of stdin */
+        memcpy(msg, "\x00hi\n", 4);
+        assert_int_equal(ws_chan_decode(WS_CHAN_V5, msg, 4, &ch, &len), 0);
+        assert_int_equal(ch, WS_CHAN_STDIN);
+        assert_int_equal(len, 3);
+        assert_memory_equal(msg, "hi\n", 3);
+        assert_int_equal(ws_chan_decode(WS_CHAN_V5, msg, 0, &ch, &len), -ENODATA);
+        memcpy(msg, "\xff\x00", 2);
+        assert_int_equal(ws_chan_decode(WS_CHAN_V5, msg, 2, &ch, &len), 0);
+        assert_int_equal(ch, WS_CHAN_CLOSE);
+        assert_int_equal(len, 1);
+        assert_int_equal(msg[0], WS_CHAN_STDIN);
+        memcpy(msg, "\xff", 1);
+        assert_int_equal(ws_chan_decode(WS_CHAN_V5, msg, 1, &ch, &len), -EPROTO);
+        memcpy(msg, "\xff", 1); /* before v5, 255 is just a channel number */
+        assert_int_equal(ws_chan_decode(WS_CHAN_V4, msg, 1, &ch, &len), 0);
+        assert_int_equal(ch, 255);
+
+        /* base64: '0' + channel, then base64 */
+        memcpy(msg, "0aGk", 4);
+        assert_int_equal(ws_chan_decode(WS_CHAN_BASE64, msg, 4, &ch, &len), -EPROTO); /* 4 chars a group */
+        memcpy(msg, "4aGkK", 5);
+        assert_int_equal(ws_chan_decode(WS_CHAN_V4_BASE64, msg, 5, &ch, &len), 0);
+        assert_int_equal(ch, WS_CHAN_RESIZE);
+        assert_int_equal(len, 3);
+        assert_memory_equal(msg, "hi\n", 3);
+        memcpy(msg, "0aA==", 5);
+        assert_int_equal(ws_chan_decode(WS_CHAN_BASE64, msg, 5, &ch, &len), 0);
+        assert_int_equal(len, 1);
+        assert_int_equal(msg[0], 'h');
+        memcpy(msg, "xaGkK", 5);
+        assert_int_equal(ws_chan_decode(WS_CHAN_BASE64, msg, 5, &ch, &len), -EPROTO);
+        memcpy(msg, "0a!kK", 5);
+        assert_int_equal(ws_chan_decode(WS_CHAN_BASE64, msg, 5, &ch, &len), -EPROTO);
+
+        /* the server's frames: binary, unmasked, channel first; base64 as text */
+        n = ws_chan_frame(WS_CHAN_V5, WS_CHAN_STDOUT, (const uint8_t *) "hello", 5, out, sizeof(out));
+        assert_int_equal(n, 2 + 6);
+        assert_int_equal(ws_frame_parse(out, (size_t) n, false, 0, &f), 1);
+        assert_int_equal(f.opcode, WS_OP_BINARY);
+        assert_int_equal(f.payload_len, 6);
+        assert_memory_equal(out + 2, "\x01hello", 6);
+        n = ws_chan_frame(WS_CHAN_BASE64, WS_CHAN_STDERR, (const uint8_t *) "hi\n", 3, out, sizeof(out));
+        assert_int_equal(n, 2 + 5);
+        assert_int_equal(ws_frame_parse(out, (size_t) n, false, 0, &f), 1);
+        assert_int_equal(f.opcode, WS_OP_TEXT);
+        assert_memory_equal(out + 2, "2aGkK", 5);
+        n = ws_chan_frame(WS_CHAN_V4, WS_CHAN_ERROR, NULL, 0, out, sizeof(out));
+        assert_int_equal(n, 3);
+        assert_int_equal(ws_chan_frame(WS_CHAN_V4, WS_CHAN_STDOUT, out, 100, msg, sizeof(msg)), -ENOBUFS);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_rfc_examples),       cmocka_unit_test(test_lengths),
                 cmocka_unit_test(test_bad_headers),        cmocka_unit_test(test_fragmentation),
-                cmocka_unit_test(test_close_and_protocol),
+                cmocka_unit_test(test_close_and_protocol), cmocka_unit_test(test_channels),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
