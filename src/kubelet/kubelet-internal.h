@@ -280,6 +280,9 @@ bool kubelet_removal_blocked(struct kubelet *k, const char *id, uint64_t *ret_un
 void kubelet_removal_failed(struct kubelet *k, bool sandbox, const char *id, const char *pod_desc, const char *message);
 void kubelet_removal_succeeded(struct kubelet *k, const char *id);
 
+/* storage.c: the volume manager, the CSI drivers and the CSI and DRA plug-in registration handlers */
+int kubelet_storage_setup(struct kubelet *k);
+
 /* kubelet.c: update the QoS cgroups for the admitted pods and create the pod's cgroup (before its sandbox) */
 int kubelet_pod_cgroup_ensure(struct kubelet *k, const struct pod *pod);
 /* cm_pod_ensure_async() after the QoS update: 0 done, 1 done is called later, negative an error */
