@@ -292,6 +292,15 @@ void kubelet_keep_api_readiness(struct kubelet *k, struct pod_worker *w, const s
 /* kubelet.c: metadata.generation of the pod (0: none) */
 int64_t kubelet_pod_generation(const struct pod *p);
 
+#define HOUSEKEEPING_PERIOD_USEC (2 * USEC_PER_SEC)
+/* housekeeping.c: the periodic housekeeping timer's callback (re-arms itself) */
+void kubelet_housekeeping(evutil_socket_t fd, short what, void *userdata);
+/* kubelet.c: for housekeeping */
+void kubelet_sync_mirror_pods(struct kubelet *k);
+void kubelet_retry_deferred_resizes(struct kubelet *k);
+bool kubelet_allocation_wanted(const char *uid, void *userdata);
+int kubelet_update_qos_cgroups(struct kubelet *k);
+
 /* storage.c: the volume manager, the CSI drivers and the CSI and DRA plug-in registration handlers */
 int kubelet_storage_setup(struct kubelet *k);
 

@@ -40,12 +40,9 @@
 #define REMOVAL_BACKOFF_INITIAL_USEC (10 * USEC_PER_SEC)
 #define REMOVAL_BACKOFF_MAX_USEC (300 * USEC_PER_SEC)
 #define PLEG_RELIST_PERIOD_USEC (1 * USEC_PER_SEC)
-#define HOUSEKEEPING_PERIOD_USEC (2 * USEC_PER_SEC)
 
 static void worker_timer_cb(evutil_socket_t fd, short what, void *userdata);
 static void deadline_timer_cb(evutil_socket_t fd, short what, void *userdata);
-static void sync_mirror_pods(struct kubelet *k);
-static void retry_deferred_resizes(struct kubelet *k);
 static bool desired_contains(const struct kubelet *k, const char *uid);
 
 /* ---------------------------------------------------------------- workers */
@@ -353,7 +350,7 @@ static void worker_update_allocation(struct kubelet *k, struct pod_worker *w) {
 }
 
 /* Deferred resizes are tried again when room may have been freed (a pod gone) and with housekeeping */
-static void retry_deferred_resizes(struct kubelet *k) {
+void kubelet_retry_deferred_resizes(struct kubelet *k) {
         for (struct pod_worker *w = k->workers; w; w = w->next)
                 if (w->pod && streq_ptr(w->resize_pending_reason, "Deferred")) {
                         worker_update_allocation(k, w);
@@ -365,7 +362,7 @@ static void retry_deferred_resizes(struct kubelet *k) {
 }
 
 /* an allocation is kept while its pod is desired or has a worker */
-static bool allocation_wanted(const char *uid, void *userdata) {
+bool kubelet_allocation_wanted(const char *uid, void *userdata) {
         struct kubelet *k = userdata;
         return desired_contains(k, uid) || kubelet_find_worker(k, uid);
 }
@@ -663,8 +660,8 @@ void kubelet_worker_terminated(struct kubelet *k, struct pod_worker *w) {
                 finish_api_pod(k, w);
         (void) kubelet_allocation_set(k->allocation, w->uid, NULL); /* its allocation goes with it */
         kubelet_worker_free(w);
-        sync_mirror_pods(k);       /* a static pod's mirror pod goes now */
-        retry_deferred_resizes(k); /* room was freed */
+        kubelet_sync_mirror_pods(k);       /* a static pod's mirror pod goes now */
+        kubelet_retry_deferred_resizes(k); /* room was freed */
         if (!name)
                 return;
         for (struct pod_worker *o = k->workers; o; o = o->next)
@@ -965,7 +962,7 @@ void kubelet_reconcile(struct kubelet *k) {
 /* every admitted static pod that is not being removed gets a mirror pod in the API server */
 /* every admitted static pod that is not being removed gets a mirror pod in the API server; one that terminates
  * keeps it, as it is, until it is gone */
-static void sync_mirror_pods(struct kubelet *k) {
+void kubelet_sync_mirror_pods(struct kubelet *k) {
         _cleanup_free_ const struct pod **pods = NULL;
         _cleanup_free_ bool *terminating = NULL;
         size_t n = 0;
@@ -1004,7 +1001,7 @@ static void on_mirror_pods(const json_t *mirror_pods, void *userdata) {
         struct kubelet *k = userdata;
 
         kubelet_mirror_observed(k->mirror, mirror_pods);
-        sync_mirror_pods(k);
+        kubelet_sync_mirror_pods(k);
         /* a new mirror pod gets the static pod's status */
         for (struct pod_worker *w = k->workers; w; w = w->next)
                 if (kubelet_status_pod(w) && pod_config_is_static(kubelet_status_pod(w)))
@@ -1045,7 +1042,7 @@ static void on_config_update(const struct pod_set *pods, void *userdata) {
         }
         log_v(2, "desired pods: %zu", n.n);
         kubelet_reconcile(k);
-        sync_mirror_pods(k);
+        kubelet_sync_mirror_pods(k);
 }
 
 /* a ConfigMap or Secret the pod uses changed: sync it again (its volumes get the new content) */
@@ -1120,7 +1117,7 @@ static void on_relisted(bool ok, void *userdata) {
 
 /* ---------------------------------------------------------------- cgroups (src/cm) */
 
-static int update_qos_cgroups(struct kubelet *k) {
+int kubelet_update_qos_cgroups(struct kubelet *k) {
         _cleanup_free_ const struct pod **pods = NULL;
         size_t n = 0;
 
@@ -1139,7 +1136,7 @@ static int pod_cgroup_prepare(struct kubelet *k) {
 
         if (!cm_enabled(k->cm))
                 return 0;
-        r = update_qos_cgroups(k);
+        r = kubelet_update_qos_cgroups(k);
         return r < 0 ? r : 1;
 }
 
@@ -1153,67 +1150,6 @@ int kubelet_pod_cgroup_ensure_async(struct kubelet *k, const struct pod *pod, cm
         int r = pod_cgroup_prepare(k);
 
         return r <= 0 ? r : cm_pod_ensure_async(k->cm, pod, done, userdata);
-}
-
-/* a pod cgroup stays while a worker (desired, or terminating with runtime state) or a source holds its UID */
-static bool pod_uid_active(const char *uid, void *userdata) {
-        struct kubelet *k = userdata;
-        return kubelet_find_worker(k, uid) || desired_contains(k, uid);
-}
-
-/* ---------------------------------------------------------------- housekeeping */
-
-/* a pod directory is kept while its pod is desired, has a worker or has anything in the runtime */
-static bool pod_dir_wanted(const char *uid, void *userdata) {
-        struct kubelet *k = userdata;
-        return desired_contains(k, uid) || kubelet_find_worker(k, uid) || volmgr_pod_has_volumes(k->volumes, uid) ||
-               pleg_has_pod(k->pleg, uid);
-}
-
-static bool userns_wanted(const char *uid, void *userdata) {
-        struct kubelet *k = userdata;
-        return desired_contains(k, uid) || kubelet_find_worker(k, uid) || pleg_has_pod(k->pleg, uid);
-}
-
-static void housekeeping(evutil_socket_t fd, short what, void *userdata) {
-        struct kubelet *k = userdata;
-        uint64_t now = now_usec();
-
-        /* re-armed rather than EV_PERSIST: evtimer_add_usec follows the tests' virtual clock (basic/vclock.h) */
-        evtimer_add_usec(k->housekeeping, HOUSEKEEPING_PERIOD_USEC);
-        k->last_loop_usec = now;
-        backoff_gc(&k->crash_backoff, now_realtime_usec());
-        backoff_gc(&k->image_backoff, now);
-        backoff_gc(&k->removal_backoff, now);
-        /* periodic resync of every worker (--sync-frequency) */
-        if (k->runtime_listed && now - k->last_full_resync >= k->opts->sync_frequency_usec) {
-                k->last_full_resync = now;
-                for (struct pod_worker *w = k->workers; w; w = w->next)
-                        kubelet_worker_request_sync(w);
-        }
-        sync_mirror_pods(k);
-        kubelet_devices_gc(k);
-        retry_deferred_resizes(k);
-        kubelet_notify_check_ready(k);
-        /* the allocated resources of pods no source wants any more are forgotten (upstream's HandlePodCleanups
-         * removing orphaned allocations): only once every source has spoken and the runtime has been listed */
-        if (k->runtime_listed && k->config_received && !k->stopping)
-                kubelet_allocation_remove_orphans(k->allocation, allocation_wanted, k);
-        /* cleanupOrphanedPodDirs: only once every source has spoken and the runtime has been listed */
-        if (k->runtime_listed && k->config_received && !k->stopping) {
-                volmgr_set_sources_ready(k->volumes);
-                /* the removals run on the removal pool: a pod's million files never stall the loop */
-                (void) vol_reaper_scan(k->reaper, pod_dir_wanted, k);
-                /* CleanupOrphanedPodUsernsAllocations: neither desired nor running */
-                userns_release_orphans(k->userns, userns_wanted, k);
-        }
-        if (cm_enabled(k->cm)) {
-                (void) update_qos_cgroups(k);
-                /* as kubelet_reconcile(): only once the runtime and every source have been heard */
-                if (k->runtime_listed && k->config_received && !k->runtime_down && !k->stopping)
-                        cm_cleanup_orphans(k->cm, pod_uid_active, k);
-        }
-        kubelet_gc_housekeeping(k);
 }
 
 /* ---------------------------------------------------------------- lifecycle */
@@ -1493,7 +1429,7 @@ int kubelet_start(struct kubelet *k) {
         r = kubelet_pods_api_start(k);
         if (r < 0)
                 return r;
-        k->housekeeping = evtimer_new(k->base, housekeeping, k);
+        k->housekeeping = evtimer_new(k->base, kubelet_housekeeping, k);
         if (!k->housekeeping)
                 return -ENOMEM;
         evtimer_add_usec(k->housekeeping, HOUSEKEEPING_PERIOD_USEC);
