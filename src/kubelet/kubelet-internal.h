@@ -301,6 +301,9 @@ void kubelet_retry_deferred_resizes(struct kubelet *k);
 bool kubelet_allocation_wanted(const char *uid, void *userdata);
 int kubelet_update_qos_cgroups(struct kubelet *k);
 
+/* pod_termination.c: free a DELETE of a terminated pod (cancels it if in flight); NULL is fine */
+void kubelet_api_delete_free(struct api_delete *d);
+
 /* storage.c: the volume manager, the CSI drivers and the CSI and DRA plug-in registration handlers */
 int kubelet_storage_setup(struct kubelet *k);
 
