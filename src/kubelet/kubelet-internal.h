@@ -282,6 +282,33 @@ bool kubelet_removal_blocked(struct kubelet *k, const char *id, uint64_t *ret_un
 void kubelet_removal_failed(struct kubelet *k, bool sandbox, const char *id, const char *pod_desc, const char *message);
 void kubelet_removal_succeeded(struct kubelet *k, const char *id);
 
+/* status.c: the Ready and ContainersReady conditions from the probe results */
+void kubelet_worker_update_conditions(struct pod_worker *w);
+/* status.c: the pod whose status a worker reports (a static pod's last spec while it terminates); NULL: none */
+struct pod *kubelet_status_pod(const struct pod_worker *w);
+/* status.c: the host (node) IP the probes of the pod use */
+const char *kubelet_pod_host(const struct kubelet *k, const struct pod *pod, const struct kc_pod_status *st);
+/* status.c: keep the readiness the API server showed until the prober has a result */
+void kubelet_keep_api_readiness(struct kubelet *k, struct pod_worker *w, const struct pod *pod,
+                                const struct kc_pod_status *status);
+/* kubelet.c: metadata.generation of the pod (0: none) */
+int64_t kubelet_pod_generation(const struct pod *p);
+
+#define HOUSEKEEPING_PERIOD_USEC (2 * USEC_PER_SEC)
+/* housekeeping.c: the periodic housekeeping timer's callback (re-arms itself) */
+void kubelet_housekeeping(evutil_socket_t fd, short what, void *userdata);
+/* kubelet.c: for housekeeping */
+void kubelet_sync_mirror_pods(struct kubelet *k);
+void kubelet_retry_deferred_resizes(struct kubelet *k);
+bool kubelet_allocation_wanted(const char *uid, void *userdata);
+int kubelet_update_qos_cgroups(struct kubelet *k);
+
+/* pod_termination.c: free a DELETE of a terminated pod (cancels it if in flight); NULL is fine */
+void kubelet_api_delete_free(struct api_delete *d);
+
+/* storage.c: the volume manager, the CSI drivers and the CSI and DRA plug-in registration handlers */
+int kubelet_storage_setup(struct kubelet *k);
+
 /* kubelet.c: update the QoS cgroups for the admitted pods and create the pod's cgroup (before its sandbox) */
 int kubelet_pod_cgroup_ensure(struct kubelet *k, const struct pod *pod);
 /* cm_pod_ensure_async() after the QoS update: 0 done, 1 done is called later, negative an error */

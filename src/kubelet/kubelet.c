@@ -33,19 +33,14 @@
 #include "prober/prober.h"
 #include "stats/host.h"
 
-#define WORKER_BACKOFF_MIN_USEC (1 * USEC_PER_SEC)
-#define WORKER_BACKOFF_MAX_USEC (10 * USEC_PER_SEC)
 #define CRASH_BACKOFF_INITIAL_USEC (10 * USEC_PER_SEC)
 #define CRASH_BACKOFF_MAX_USEC (300 * USEC_PER_SEC)
 #define REMOVAL_BACKOFF_INITIAL_USEC (10 * USEC_PER_SEC)
 #define REMOVAL_BACKOFF_MAX_USEC (300 * USEC_PER_SEC)
 #define PLEG_RELIST_PERIOD_USEC (1 * USEC_PER_SEC)
-#define HOUSEKEEPING_PERIOD_USEC (2 * USEC_PER_SEC)
 
 static void worker_timer_cb(evutil_socket_t fd, short what, void *userdata);
 static void deadline_timer_cb(evutil_socket_t fd, short what, void *userdata);
-static void sync_mirror_pods(struct kubelet *k);
-static void retry_deferred_resizes(struct kubelet *k);
 static bool desired_contains(const struct kubelet *k, const char *uid);
 
 /* ---------------------------------------------------------------- workers */
@@ -264,7 +259,7 @@ struct pod *kubelet_worker_sync_pod(const struct pod_worker *w) {
         return w->alloc_pod ? w->alloc_pod : w->pod;
 }
 
-static int64_t pod_generation(const struct pod *p) {
+int64_t kubelet_pod_generation(const struct pod *p) {
         return p ? json_integer_value(json_object_get(json_object_get(p->raw, "metadata"), "generation")) : 0;
 }
 
@@ -319,7 +314,7 @@ static void worker_update_allocation(struct kubelet *k, struct pod_worker *w) {
                 w->resize_error = NULL;
                 w->resize_in_progress = true;
                 w->resize_in_progress_usec = (int64_t) now_realtime_usec();
-                ev = kubelet_resize_message("Pod resize started", w->pod, pod_generation(w->pod), NULL);
+                ev = kubelet_resize_message("Pod resize started", w->pod, kubelet_pod_generation(w->pod), NULL);
                 log_info("Pod resize allocated: pod=\"%s\" podUID=\"%s\"", strna(w->full_name), w->uid);
                 kubelet_worker_event(w, NULL, "Normal", "ResizeStarted", "%s", strna(ev));
                 return;
@@ -343,7 +338,7 @@ static void worker_update_allocation(struct kubelet *k, struct pod_worker *w) {
                         log_info("Pod resize %s: pod=\"%s\" podUID=\"%s\" message=\"%s\"", reason, strna(w->full_name),
                                  w->uid, strna(message));
                         if (asprintf(&prefix, "Pod resize %s", reason) >= 0)
-                                ev = kubelet_resize_message(prefix, w->pod, pod_generation(w->pod), message);
+                                ev = kubelet_resize_message(prefix, w->pod, kubelet_pod_generation(w->pod), message);
                         kubelet_worker_event(w, NULL, "Warning",
                                              v == RESIZE_DEFERRED ? "ResizeDeferred" : "ResizeInfeasible", "%s",
                                              strna(ev));
@@ -353,7 +348,7 @@ static void worker_update_allocation(struct kubelet *k, struct pod_worker *w) {
 }
 
 /* Deferred resizes are tried again when room may have been freed (a pod gone) and with housekeeping */
-static void retry_deferred_resizes(struct kubelet *k) {
+void kubelet_retry_deferred_resizes(struct kubelet *k) {
         for (struct pod_worker *w = k->workers; w; w = w->next)
                 if (w->pod && streq_ptr(w->resize_pending_reason, "Deferred")) {
                         worker_update_allocation(k, w);
@@ -365,7 +360,7 @@ static void retry_deferred_resizes(struct kubelet *k) {
 }
 
 /* an allocation is kept while its pod is desired or has a worker */
-static bool allocation_wanted(const char *uid, void *userdata) {
+bool kubelet_allocation_wanted(const char *uid, void *userdata) {
         struct kubelet *k = userdata;
         return desired_contains(k, uid) || kubelet_find_worker(k, uid);
 }
@@ -394,236 +389,13 @@ static void worker_check_resize_done(struct pod_worker *w) {
                 w->resize_in_progress = true;
                 w->resize_in_progress_usec = (int64_t) now_realtime_usec();
         } else if (!pending && w->resize_in_progress) {
-                _cleanup_free_ char *ev = kubelet_resize_message("Pod resize completed", p, pod_generation(w->pod),
-                                                                 NULL);
+                _cleanup_free_ char *ev = kubelet_resize_message("Pod resize completed", p,
+                                                                 kubelet_pod_generation(w->pod), NULL);
                 w->resize_in_progress = false;
                 free(w->resize_error);
                 w->resize_error = NULL;
                 log_info("Pod resize completed: pod=\"%s\" podUID=\"%s\"", strna(w->full_name), w->uid);
                 kubelet_worker_event(w, NULL, "Normal", "ResizeCompleted", "%s", strna(ev));
-        }
-}
-
-/* ---------------------------------------------------------------- status: readiness */
-
-/* ContainersReady / Ready (status.GeneratePodReadyCondition): every container of the spec is ready. */
-static void update_conditions(struct pod_worker *w) {
-        struct probe_results probes;
-        bool ready = true;
-
-        if (!w->pod || !w->observed)
-                return;
-        probe_manager_results(w->k->prober, &probes);
-        for (size_t i = 0; i < w->pod->spec.n_containers && ready; i++) {
-                const struct container *c = &w->pod->spec.containers[i];
-                if (!probe_container_ready(c, kc_pod_status_find_container(w->observed, c->name), &probes))
-                        ready = false;
-        }
-        for (size_t i = 0; i < w->pod->spec.n_init_containers && ready; i++) {
-                const struct container *c = &w->pod->spec.init_containers[i];
-                if (container_is_sidecar(c) &&
-                    !probe_container_ready(c, kc_pod_status_find_container(w->observed, c->name), &probes))
-                        ready = false; /* sidecars count as app containers */
-        }
-        if (w->ready_known && ready == w->containers_ready)
-                return;
-        w->ready_known = true;
-        w->containers_ready = ready;
-        w->ready_transition = (int64_t) now_realtime_usec();
-        log_v(2, "Pod condition changed: pod=\"%s\" podUID=\"%s\" type=\"ContainersReady\" status=\"%s\"",
-              strna(w->full_name), w->uid, ready ? "True" : "False");
-        log_v(2, "Pod condition changed: pod=\"%s\" podUID=\"%s\" type=\"Ready\" status=\"%s\"", strna(w->full_name),
-              w->uid, ready ? "True" : "False");
-}
-
-/* The pod whose status a worker reports: its desired pod, or a static pod's last spec while it terminates (its
- * mirror pod keeps showing the pod's real status until it is gone); NULL: none. */
-static struct pod *status_pod(const struct pod_worker *w) {
-        if (w->pod)
-                return w->pod;
-        if (!w->last_pod)
-                return NULL;
-        if (!pod_config_is_static(w->last_pod))
-                /* an API pod deleted gracefully keeps its status reported until it is terminal (a finalizer may
-                 * keep it in the API server for good) */
-                return w->deleting ? w->last_pod : NULL;
-        /* a new version of the static pod (same name) owns the mirror pod */
-        for (const struct pod_worker *o = w->k->workers; o; o = o->next)
-                if (o != w && o->pod && w->full_name && streq_ptr(o->full_name, w->full_name))
-                        return NULL;
-        return w->last_pod;
-}
-
-/* the UID the pod's status is reported under: its own, or its mirror pod's for a static pod (NULL: none yet) */
-const char *kubelet_report_uid(struct kubelet *k, struct pod_worker *w) {
-        const struct pod *p = status_pod(w);
-
-        if (!pod_config_is_static(p))
-                return p->uid;
-        return kubelet_mirror_uid(k->mirror, p);
-}
-
-/* the pod's previous status, as upstream's generateAPIPodStatus takes it: the status manager's, else the API
- * server's (an API pod's document) */
-static const json_t *old_status(struct kubelet *k, struct pod_worker *w) {
-        const char *uid = k->status ? kubelet_report_uid(k, w) : NULL;
-        const json_t *st = uid ? status_manager_get(k->status, uid) : NULL;
-
-        if (!st && !pod_config_is_static(status_pod(w)))
-                st = json_object_get(status_pod(w)->raw, "status");
-        return st;
-}
-
-/* podIsTerminal: an API pod being deleted whose containers are all stopped */
-static bool worker_terminal(const struct pod_worker *w) {
-        if (w->pod || !w->deleting || !w->last_pod || pod_config_is_static(w->last_pod))
-                return false;
-        for (size_t i = 0; w->observed && i < w->observed->n_containers; i++)
-                if (w->observed->containers[i]->state == KC_CONTAINER_RUNNING ||
-                    w->observed->containers[i]->state == KC_CONTAINER_UNKNOWN)
-                        return false;
-        return true;
-}
-
-/* The pod's v1 PodStatus as the kubelet sees it now (generateAPIPodStatus). */
-int kubelet_worker_status_json(struct kubelet *k, struct pod_worker *w, json_t **ret) {
-        json_auto_t *devices = kubelet_allocated_resources_status(k, w->pod);
-        struct probe_results probes;
-        struct pod_status_input in = {
-                .pod = status_pod(w),
-                .observed = w->observed,
-                .waiting = w->waiting,
-                .n_waiting = w->n_waiting,
-                .host_ip = k->node_ip,
-                .start_time_usec = w->start_time_usec,
-                .ready_transition_usec = w->ready_transition,
-                .initialized_usec = w->first_seen_realtime_usec,
-                .old_status = old_status(k, w),
-                .terminated_reason = w->terminated ? w->terminated_reason : NULL,
-                .terminated_message = w->terminated_message,
-                .terminated_usec = w->terminated_usec,
-                .now_usec = (int64_t) now_realtime_usec(),
-                .allocation = w->pod ? kubelet_allocation_get(k->allocation, w->uid) : NULL,
-                .allocated_pod = w->pod ? kubelet_worker_sync_pod(w) : NULL,
-                .resize_pending_reason = w->pod ? w->resize_pending_reason : NULL,
-                .resize_pending_message = w->resize_pending_message,
-                .resize_pending_usec = w->resize_pending_usec,
-                .resize_in_progress = w->pod && w->resize_in_progress,
-                .resize_error = w->resize_error,
-                .resize_in_progress_usec = w->resize_in_progress_usec,
-                .generation = pod_generation(status_pod(w)),
-                .evict_reason = w->deadline_exceeded ? ACTIVE_DEADLINE_REASON : NULL,
-                .evict_message = w->deadline_exceeded ? ACTIVE_DEADLINE_MESSAGE : NULL,
-                .terminal = worker_terminal(w),
-                .allocated_resources_status = devices,
-                .runtime_supports_rro = w->runtime_supports_rro,
-                .stop_signals = feature_enabled(k->opts->feature_gates, "ContainerStopSignals"),
-        };
-
-        probe_manager_results(k->prober, &probes);
-        in.probes = &probes;
-        return status_pod_generate(&in, ret);
-}
-
-/* Hand the pod's status to the status manager (with an API server): an API pod's under its UID, a static pod's
- * under its mirror pod's. */
-void kubelet_report_status(struct kubelet *k, struct pod_worker *w) {
-        _cleanup_ck_error_ struct ck_error *why = NULL;
-        json_t *status = NULL;
-        const char *uid;
-
-        if (w->pod)
-                podsapi_pod_changed(k->pods_api, w->uid); /* the pods API's watchers, with or without an API server */
-        if (!k->status || !status_pod(w))
-                return;
-        uid = kubelet_report_uid(k, w);
-        if (!uid || kubelet_worker_status_json(k, w, &status) < 0)
-                return;
-        /* never ask the API server for what its validation refuses (the status manager's
-         * checkContainerStateTransition) */
-        if (status_pod_check_transition(old_status(k, w), status, &status_pod(w)->spec, &why) < 0) {
-                log_error("Status update on pod %s/%s aborted: %s", status_pod(w)->namespace_, status_pod(w)->name,
-                          ck_error_message(why));
-                json_decref(status);
-                return;
-        }
-        status_manager_set(k->status, uid, status_pod(w)->namespace_, status_pod(w)->name, status);
-}
-
-static const char *pod_host(const struct kubelet *k, const struct pod *pod, const struct kc_pod_status *st) {
-        if (pod->spec.host_network)
-                return k->node_ip;
-        if (st && st->n_sandboxes > 0 && st->sandboxes[0]->have_status && !isempty(st->sandboxes[0]->ip))
-                return st->sandboxes[0]->ip;
-        return NULL;
-}
-
-/* The API server's entry for a container in a pod status (containerStatuses, or initContainerStatuses for a
- * sidecar), NULL if none. */
-static const json_t *api_container_status(const json_t *status, const struct container *c, bool sidecar) {
-        const json_t *e;
-        size_t i;
-
-        json_array_foreach(json_object_get(status, sidecar ? "initContainerStatuses" : "containerStatuses"), i, e)
-                if (streq_ptr(json_string_value(json_object_get(e, "name")), c->name))
-                        return e;
-        return NULL;
-}
-
-/* The API server showed this instance ready: same container ID ("<runtime>://<id>"), same start time (to the
- * second, as startedAt has it), and the instance runs the spec of now (its hash: the readiness probe did not
- * change; a container whose hash differs is restarted anyway). */
-static bool api_showed_ready(const json_t *e, const struct container *c, const struct kc_container *inst) {
-        const char *id = json_string_value(json_object_get(e, "containerID")), *sep;
-        const char *started = json_string_value(
-                json_object_get(json_object_get(json_object_get(e, "state"), "running"), "startedAt"));
-        char hash[KR_HASH_MAX];
-        int64_t t;
-
-        if (!json_is_true(json_object_get(e, "ready")) || !inst || inst->state != KC_CONTAINER_RUNNING || !id ||
-            !started || inst->started_at <= 0)
-                return false;
-        sep = strstr(id, "://");
-        if (!sep || !streq(sep + 3, strempty(inst->id)))
-                return false;
-        if (parse_rfc3339(started, &t) < 0 || t / 1000000000 != inst->started_at / 1000000000)
-                return false;
-        return kr_container_hash(c, hash) >= 0 && streq_ptr(inst->hash, hash);
-}
-
-/* After a restart of ckubelet, keep the readiness the API server last showed for containers still running as the
- * same instance, until their first probe answers (probe_manager_keep_ready; docs/design.md, "Readiness across a
- * restart"). The API server's view: an API pod's status as the pod came from it, a static pod's mirror pod's (once
- * the kubelet has it). Looked at once per pod. */
-static void keep_api_readiness(struct kubelet *k, struct pod_worker *w, const struct pod *pod,
-                               const struct kc_pod_status *st) {
-        const json_t *api;
-        size_t n = pod->spec.n_containers + pod->spec.n_init_containers;
-
-        if (w->api_readiness_checked || !k->prober || !st)
-                return;
-        if (pod_config_is_static(pod) && isempty(k->opts->kubeconfig)) {
-                w->api_readiness_checked = true; /* standalone: no API server, nothing to keep */
-                return;
-        }
-        api = pod_config_is_static(pod) ? kubelet_mirror_status(k->mirror, pod) : json_object_get(pod->raw, "status");
-        if (!api)
-                return; /* a static pod whose mirror pod is not known yet: looked at again (the prober bounds it) */
-        w->api_readiness_checked = true;
-        for (size_t i = 0; i < n; i++) {
-                bool sidecar = i >= pod->spec.n_containers;
-                const struct container *c = sidecar ? &pod->spec.init_containers[i - pod->spec.n_containers]
-                                                    : &pod->spec.containers[i];
-                const struct kc_container *inst;
-
-                if (!c->readiness_probe || (sidecar && !container_is_sidecar(c)))
-                        continue;
-                inst = kc_pod_status_find_container(st, c->name);
-                if (api_showed_ready(api_container_status(api, c, sidecar), c, inst) &&
-                    probe_manager_keep_ready(k->prober, pod->uid, c->name, inst->id))
-                        log_info("Container kept ready as the API server showed it until its first probe answers: "
-                                 "pod=\"%s\" podUID=\"%s\" containerName=\"%s\"",
-                                 strna(w->full_name), w->uid, c->name);
         }
 }
 
@@ -646,12 +418,12 @@ void kubelet_worker_observed(struct pod_worker *w, struct pod *pod, struct kc_po
                 }
         }
         /* at shutdown the prober is freed before the CRI client, whose cancelled calls still end syncs here */
-        r = k->prober ? probe_manager_update_pod(k->prober, pod, pod_host(k, pod, status), status) : 0;
+        r = k->prober ? probe_manager_update_pod(k->prober, pod, kubelet_pod_host(k, pod, status), status) : 0;
         if (r < 0)
                 log_error("pod %s: cannot set up its probes: %s", strna(w->full_name), strerror(-r));
         else
-                keep_api_readiness(k, w, pod, status);
-        update_conditions(w);
+                kubelet_keep_api_readiness(k, w, pod, status);
+        kubelet_worker_update_conditions(w);
         worker_check_resize_done(w);
         kubelet_report_status(k, w);
 }
@@ -724,210 +496,8 @@ static void on_probe_result(void *userdata, const char *pod_uid, const char *con
         }
         if (type == PROBE_STARTUP)
                 kubelet_worker_request_sync(w); /* a started sidecar lets the next init container start */
-        update_conditions(w);
+        kubelet_worker_update_conditions(w);
         kubelet_report_status(k, w);
-}
-
-bool kubelet_name_is_busy(struct kubelet *k, const struct pod_worker *w) {
-        if (!w->full_name)
-                return false;
-        for (struct pod_worker *o = k->workers; o; o = o->next)
-                if (o != w && !o->pod && o->full_name && streq(o->full_name, w->full_name))
-                        return true;
-        return false;
-}
-
-/* a DELETE in flight, owned by the kubelet so that shutdown cancels it and frees its name */
-struct api_delete {
-        struct kubelet *k;
-        struct api_delete *next, *prev;
-        struct kube_request *req;
-        char *what; /* namespace/name, for the log */
-        char *uid;
-};
-
-static void api_delete_free(struct api_delete *d) {
-        if (!d)
-                return;
-        if (d->prev)
-                d->prev->next = d->next;
-        else
-                d->k->deletes = d->next;
-        if (d->next)
-                d->next->prev = d->prev;
-        kube_request_cancel(d->req);
-        free(d->what);
-        free(d->uid);
-        free(d);
-}
-
-static void on_pod_deleted(const struct kube_response *resp, void *userdata) {
-        struct api_delete *d = userdata;
-
-        d->req = NULL;
-        /* 404, or the UID precondition failed (another pod of that name now): the pod of that UID is gone */
-        if (resp->r < 0 || (resp->status >= 300 && resp->status != 404 && !kube_response_uid_mismatch(resp))) {
-                log_error("Failed to delete pod %s from the API server: %s", d->what, resp->error);
-                /* the next reconcile gives the pod a worker again, whose end sends the DELETE again */
-                for (size_t i = 0; d->k->api_deleted && d->k->api_deleted[i]; i++)
-                        if (streq(d->k->api_deleted[i], d->uid)) {
-                                strv_remove_at(d->k->api_deleted, i);
-                                break;
-                        }
-        } else
-                log_info("Pod deleted from the API server: pod=\"%s\"", d->what);
-        api_delete_free(d);
-}
-
-/* the pod is stopped: delete it with grace period 0 so that it leaves the API (status manager's
- * canBeDeleted → Delete with a UID precondition) */
-static void delete_from_api(struct kubelet *k, const char *ns, const char *name, const char *uid) {
-        _cleanup_free_ char *path = NULL;
-        struct api_delete *d;
-        json_auto_t *body = NULL;
-
-        if (!k->client || !ns || !name)
-                return;
-        d = calloc(1, sizeof(*d));
-        if (!d)
-                return;
-        d->k = k;
-        d->next = k->deletes;
-        if (k->deletes)
-                k->deletes->prev = d;
-        k->deletes = d;
-        if (asprintf(&path, "/api/v1/namespaces/%s/pods/%s", ns, name) < 0 ||
-            asprintf(&d->what, "%s/%s", ns, name) < 0) {
-                d->what = NULL;
-                api_delete_free(d);
-                return;
-        }
-        d->uid = strdup(uid);
-        if (!d->uid || (!strv_contains(k->api_deleted, uid) && strv_extend(&k->api_deleted, uid) < 0)) {
-                log_error("Failed to delete pod %s from the API server: out of memory", d->what);
-                api_delete_free(d);
-                return;
-        }
-        body = json_pack("{s:s, s:s, s:i, s:{s:s}}", "kind", "DeleteOptions", "apiVersion", "v1", "gracePeriodSeconds",
-                         0, "preconditions", "uid", uid);
-        if (kube_request(k->client, "DELETE", path, body, NULL, 0, on_pod_deleted, d, &d->req) < 0) {
-                log_error("Failed to delete pod %s from the API server: out of memory", d->what);
-                api_delete_free(d);
-        }
-}
-
-/* a deleted API pod's final status is in the API server (or the pod is gone): it may be deleted now */
-static void on_final_status(const char *uid, void *userdata) {
-        struct kubelet *k = userdata;
-        _cleanup_free_ char *ns = NULL, *name = NULL;
-        const char *slash;
-
-        for (size_t i = 0; k->final_statuses && k->final_statuses[i]; i++) {
-                /* "uid namespace/name" */
-                const char *e = k->final_statuses[i], *sp = strchr(e, ' ');
-                if (!sp || (size_t) (sp - e) != strlen(uid) || strncmp(e, uid, sp - e) != 0)
-                        continue;
-                slash = strchr(sp + 1, '/');
-                if (slash) {
-                        ns = strndup(sp + 1, slash - sp - 1);
-                        name = strdup(slash + 1);
-                }
-                strv_remove_at(k->final_statuses, i);
-                break;
-        }
-        if (k->stopping || !ns || !name)
-                return;
-        delete_from_api(k, ns, name, uid);
-}
-
-/* TerminatePod, then the DELETE once the API server has the final status (canBeDeleted: a terminal phase in the
- * API server first); without a status manager, the DELETE at once */
-static void finish_api_pod(struct kubelet *k, struct pod_worker *w) {
-        _cleanup_free_ char *entry = NULL;
-        json_t *status = NULL, *final = NULL;
-        const json_t *base;
-        const struct pod *p = status_pod(w);
-
-        if (!k->status || !p || !w->api_ns || !w->api_name) {
-                delete_from_api(k, w->api_ns, w->api_name, w->uid);
-                return;
-        }
-        base = status_manager_get(k->status, w->uid);
-        if (!base && kubelet_worker_status_json(k, w, &status) >= 0)
-                base = status;
-        if (!base || status_pod_terminate(base, p->spec.n_init_containers > 0, false, &final) < 0 ||
-            asprintf(&entry, "%s %s/%s", w->uid, w->api_ns, w->api_name) < 0 ||
-            strv_extend(&k->final_statuses, entry) < 0 ||
-            (!strv_contains(k->api_deleted, w->uid) && strv_extend(&k->api_deleted, w->uid) < 0)) {
-                json_decref(status);
-                json_decref(final);
-                delete_from_api(k, w->api_ns, w->api_name, w->uid);
-                return;
-        }
-        json_decref(status);
-        if (status_manager_set_final(k->status, w->uid, w->api_ns, w->api_name, final, on_final_status, k) < 0)
-                delete_from_api(k, w->api_ns, w->api_name, w->uid);
-}
-
-void kubelet_worker_terminated(struct kubelet *k, struct pod_worker *w) {
-        _cleanup_free_ char *name = w->full_name ? strdup(w->full_name) : NULL;
-
-        if (w->leftovers > 0) {
-                /* podResourcesAreReclaimed: its containers are stopped; what the runtime would not remove stays for
-                 * the container GC, and no worker is made for it again while it lasts */
-                log_info("pod %s (%s) terminated; %zu of its dead containers and sandboxes that the runtime refused "
-                         "to remove are left to the container garbage collector",
-                         strna(w->full_name), w->uid, w->leftovers);
-                if (!strv_contains(k->left_to_gc, w->uid))
-                        (void) strv_extend(&k->left_to_gc, w->uid);
-        } else
-                log_info("pod %s (%s) terminated and removed from the runtime", strna(w->full_name), w->uid);
-        if (w->deleting)
-                finish_api_pod(k, w);
-        (void) kubelet_allocation_set(k->allocation, w->uid, NULL); /* its allocation goes with it */
-        kubelet_worker_free(w);
-        sync_mirror_pods(k);       /* a static pod's mirror pod goes now */
-        retry_deferred_resizes(k); /* room was freed */
-        if (!name)
-                return;
-        for (struct pod_worker *o = k->workers; o; o = o->next)
-                if (o->pod && o->full_name && streq(o->full_name, name))
-                        kubelet_worker_request_sync(o);
-}
-
-void kubelet_worker_sync_done(struct pod_worker *w, bool did_work, uint64_t wake_usec, bool error, bool gone) {
-        struct kubelet *k = w->k;
-
-        w->busy = false;
-        if (k->stopping)
-                return;
-        if (!w->pod && gone && !error) {
-                /* its volumes go first (the pod's resources are reclaimed before the API forgets it); the volume
-                 * manager tells when they are gone (on_volumes_gone) */
-                w->runtime_gone = true;
-                volmgr_pod_remove(k->volumes, w->uid);
-                if (volmgr_pod_has_volumes(k->volumes, w->uid)) {
-                        log_v(3, "pod %s: waiting for its volumes to be unmounted", w->uid);
-                        kubelet_worker_schedule(w, WORKER_BACKOFF_MAX_USEC);
-                        return;
-                }
-                kubelet_worker_terminated(k, w);
-                return;
-        }
-        if (error) {
-                uint64_t d = WORKER_BACKOFF_MIN_USEC << MIN(w->failures, 4u);
-                w->failures++;
-                kubelet_worker_schedule(w, MIN(d, WORKER_BACKOFF_MAX_USEC));
-                w->pending = false;
-                return;
-        }
-        w->failures = 0;
-        if (wake_usec) {
-                uint64_t now = now_usec();
-                kubelet_worker_schedule(w, wake_usec > now ? wake_usec - now : 0);
-        }
-        if (did_work || w->pending)
-                kubelet_worker_request_sync(w);
 }
 
 /* ---------------------------------------------------------------- desired pods */
@@ -1188,7 +758,7 @@ void kubelet_reconcile(struct kubelet *k) {
 /* every admitted static pod that is not being removed gets a mirror pod in the API server */
 /* every admitted static pod that is not being removed gets a mirror pod in the API server; one that terminates
  * keeps it, as it is, until it is gone */
-static void sync_mirror_pods(struct kubelet *k) {
+void kubelet_sync_mirror_pods(struct kubelet *k) {
         _cleanup_free_ const struct pod **pods = NULL;
         _cleanup_free_ bool *terminating = NULL;
         size_t n = 0;
@@ -1227,10 +797,10 @@ static void on_mirror_pods(const json_t *mirror_pods, void *userdata) {
         struct kubelet *k = userdata;
 
         kubelet_mirror_observed(k->mirror, mirror_pods);
-        sync_mirror_pods(k);
+        kubelet_sync_mirror_pods(k);
         /* a new mirror pod gets the static pod's status */
         for (struct pod_worker *w = k->workers; w; w = w->next)
-                if (status_pod(w) && pod_config_is_static(status_pod(w)))
+                if (kubelet_status_pod(w) && pod_config_is_static(kubelet_status_pod(w)))
                         kubelet_report_status(k, w);
 }
 
@@ -1268,7 +838,7 @@ static void on_config_update(const struct pod_set *pods, void *userdata) {
         }
         log_v(2, "desired pods: %zu", n.n);
         kubelet_reconcile(k);
-        sync_mirror_pods(k);
+        kubelet_sync_mirror_pods(k);
 }
 
 /* a ConfigMap or Secret the pod uses changed: sync it again (its volumes get the new content) */
@@ -1278,170 +848,6 @@ static void on_objects_changed(const char *uid, void *userdata) {
 
         if (w && w->pod)
                 kubelet_worker_request_sync(w);
-}
-
-/* ---------------------------------------------------------------- volumes */
-
-/* a pod's volumes may be unmounted once it is not desired and nothing of it is left in the runtime */
-static bool volumes_may_unmount(const char *uid, void *userdata) {
-        struct kubelet *k = userdata;
-        struct pod_worker *w = kubelet_find_worker(k, uid);
-
-        if (w) /* a pod being deleted is still in the API (desired) but its worker no longer has it */
-                return !w->pod && w->runtime_gone;
-        /* no worker: a desired pod gets one at the next reconcile, unless it is being deleted, finished before or
-         * was rejected */
-        for (size_t i = 0; i < k->desired.n; i++) {
-                const struct pod *p = k->desired.pods[i];
-                if (streq(p->uid, uid))
-                        return p->has_deletion_timestamp || kubelet_pod_terminal_in_api(p) ||
-                               strv_contains(k->rejected, uid);
-        }
-        return true;
-}
-
-/* the last volume of a terminated pod went: its worker may end */
-static void on_volumes_gone(const char *uid, void *userdata) {
-        struct kubelet *k = userdata;
-        struct pod_worker *w = kubelet_find_worker(k, uid);
-
-        if (w && !w->pod)
-                kubelet_worker_request_sync(w);
-}
-
-static void on_volume_event(const char *uid, const char *type, const char *reason, const char *message,
-                            void *userdata) {
-        struct kubelet *k = userdata;
-        struct pod_worker *w = kubelet_find_worker(k, uid);
-
-        if (w)
-                kubelet_worker_event(w, NULL, type, reason, "%s", message);
-}
-
-static void on_csi_driver(const char *driver, bool registered, void *userdata) {
-        struct kubelet *k = userdata;
-        volmgr_driver_changed(k->volumes, driver);
-}
-
-static int csi_validate(void *userdata, const char *name, const char *endpoint, char *const *versions,
-                        struct ck_error **ret_error) {
-        struct kubelet *k = userdata;
-        return csi_drivers_validate(k->csi, name, endpoint, versions, ret_error);
-}
-
-static int csi_register(void *userdata, const char *name, const char *endpoint, char *const *versions,
-                        void (*done)(int r, const char *error, void *cbdata), void *cbdata) {
-        struct kubelet *k = userdata;
-        return csi_drivers_register(k->csi, name, endpoint, versions, done, cbdata);
-}
-
-static void csi_deregister(void *userdata, const char *name) {
-        struct kubelet *k = userdata;
-        csi_drivers_deregister(k->csi, name);
-}
-
-static int dra_validate(void *userdata, const char *name, const char *endpoint, char *const *versions,
-                        struct ck_error **ret_error) {
-        struct kubelet *k = userdata;
-        return dra_plugins_validate(k->dra_plugins, name, endpoint, versions, ret_error);
-}
-
-static int dra_register(void *userdata, const char *name, const char *endpoint, char *const *versions,
-                        void (*done)(int r, const char *error, void *cbdata), void *cbdata) {
-        struct kubelet *k = userdata;
-        return dra_plugins_register_async(k->dra_plugins, name, endpoint, versions, done, cbdata);
-}
-
-static void dra_deregister(void *userdata, const char *name, const char *endpoint) {
-        struct kubelet *k = userdata;
-        dra_plugins_deregister(k->dra_plugins, name, endpoint);
-}
-
-static void dra_deregister_name(void *userdata, const char *name) {
-        dra_deregister(userdata, name, NULL);
-}
-
-static char **volumes_in_use(void *userdata) {
-        struct kubelet *k = userdata;
-        return volmgr_volumes_in_use(k->volumes);
-}
-
-static void volumes_reported(char *const *names, void *userdata) {
-        struct kubelet *k = userdata;
-        volmgr_mark_reported_in_use(k->volumes, names);
-}
-
-static int storage_setup(struct kubelet *k) {
-        static const struct pluginmanager_handler csi_handler_template = {
-                .type = "CSIPlugin",
-                .validate = csi_validate,
-                .register_plugin = csi_register,
-                .deregister = csi_deregister,
-        };
-        static const struct pluginmanager_handler dra_handler_template = {
-                .type = DRA_PLUGIN_TYPE,
-                .validate = dra_validate,
-                .register_plugin = dra_register,
-                .deregister = dra_deregister_name,
-                .deregister_endpoint = dra_deregister,
-        };
-        const struct kubelet_options *o = k->opts;
-        struct pluginmanager_handler h = csi_handler_template, dh = dra_handler_template;
-        _cleanup_free_ char *registry = NULL;
-        struct volmgr_config vc = {
-                .base = k->base,
-                .root_dir = o->root_dir,
-                .node_name = o->node_name,
-                .client = k->client,
-                .pod_may_unmount = volumes_may_unmount,
-                .pod_changed = on_volumes_gone,
-                .event = on_volume_event,
-                .userdata = k,
-        };
-        int r;
-
-        r = csi_nodeinfo_new(k->base, k->client, o->node_name, &k->csi_nodeinfo);
-        if (r < 0)
-                return r;
-        r = csi_drivers_new(k->base, o->csi_request_timeout_usec, k->csi_nodeinfo, on_csi_driver, k, &k->csi);
-        if (r < 0)
-                return r;
-        vc.csi = k->csi;
-        r = volmgr_new(&vc, &k->volumes);
-        if (r < 0)
-                return r;
-        r = vol_reaper_new(k->base, o->root_dir, &k->reaper);
-        if (r < 0)
-                return r;
-        r = workpool_new_bounded(k->base, "volume contents", KUBELET_VOLUME_CONTENTS_THREADS,
-                                 KUBELET_VOLUME_CONTENTS_THREADS_MAX, &k->pool_contents);
-        if (r < 0)
-                return r;
-        r = volmgr_start(k->volumes);
-        if (r < 0)
-                return log_error_errno(r, "cannot start the volume manager: %s", strerror(-r));
-        if (k->node)
-                node_manager_set_volumes(k->node, volumes_in_use, volumes_reported, k);
-        if (asprintf(&registry, "%s/plugins_registry", o->root_dir) < 0)
-                return -ENOMEM;
-        r = pluginmanager_new(k->base, registry, &k->plugins);
-        if (r < 0)
-                return r;
-        h.userdata = k;
-        r = pluginmanager_add_handler(k->plugins, &h);
-        if (r < 0)
-                return r;
-        r = dra_plugins_new(k->base, NULL, NULL, &k->dra_plugins);
-        if (r < 0)
-                return r;
-        r = kubelet_dra_setup(k);
-        if (r < 0)
-                return r;
-        dh.userdata = k;
-        r = pluginmanager_add_handler(k->plugins, &dh);
-        if (r < 0)
-                return r;
-        return pluginmanager_start(k->plugins);
 }
 
 /* ---------------------------------------------------------------- PLEG */
@@ -1507,7 +913,7 @@ static void on_relisted(bool ok, void *userdata) {
 
 /* ---------------------------------------------------------------- cgroups (src/cm) */
 
-static int update_qos_cgroups(struct kubelet *k) {
+int kubelet_update_qos_cgroups(struct kubelet *k) {
         _cleanup_free_ const struct pod **pods = NULL;
         size_t n = 0;
 
@@ -1526,7 +932,7 @@ static int pod_cgroup_prepare(struct kubelet *k) {
 
         if (!cm_enabled(k->cm))
                 return 0;
-        r = update_qos_cgroups(k);
+        r = kubelet_update_qos_cgroups(k);
         return r < 0 ? r : 1;
 }
 
@@ -1540,67 +946,6 @@ int kubelet_pod_cgroup_ensure_async(struct kubelet *k, const struct pod *pod, cm
         int r = pod_cgroup_prepare(k);
 
         return r <= 0 ? r : cm_pod_ensure_async(k->cm, pod, done, userdata);
-}
-
-/* a pod cgroup stays while a worker (desired, or terminating with runtime state) or a source holds its UID */
-static bool pod_uid_active(const char *uid, void *userdata) {
-        struct kubelet *k = userdata;
-        return kubelet_find_worker(k, uid) || desired_contains(k, uid);
-}
-
-/* ---------------------------------------------------------------- housekeeping */
-
-/* a pod directory is kept while its pod is desired, has a worker or has anything in the runtime */
-static bool pod_dir_wanted(const char *uid, void *userdata) {
-        struct kubelet *k = userdata;
-        return desired_contains(k, uid) || kubelet_find_worker(k, uid) || volmgr_pod_has_volumes(k->volumes, uid) ||
-               pleg_has_pod(k->pleg, uid);
-}
-
-static bool userns_wanted(const char *uid, void *userdata) {
-        struct kubelet *k = userdata;
-        return desired_contains(k, uid) || kubelet_find_worker(k, uid) || pleg_has_pod(k->pleg, uid);
-}
-
-static void housekeeping(evutil_socket_t fd, short what, void *userdata) {
-        struct kubelet *k = userdata;
-        uint64_t now = now_usec();
-
-        /* re-armed rather than EV_PERSIST: evtimer_add_usec follows the tests' virtual clock (basic/vclock.h) */
-        evtimer_add_usec(k->housekeeping, HOUSEKEEPING_PERIOD_USEC);
-        k->last_loop_usec = now;
-        backoff_gc(&k->crash_backoff, now_realtime_usec());
-        backoff_gc(&k->image_backoff, now);
-        backoff_gc(&k->removal_backoff, now);
-        /* periodic resync of every worker (--sync-frequency) */
-        if (k->runtime_listed && now - k->last_full_resync >= k->opts->sync_frequency_usec) {
-                k->last_full_resync = now;
-                for (struct pod_worker *w = k->workers; w; w = w->next)
-                        kubelet_worker_request_sync(w);
-        }
-        sync_mirror_pods(k);
-        kubelet_devices_gc(k);
-        retry_deferred_resizes(k);
-        kubelet_notify_check_ready(k);
-        /* the allocated resources of pods no source wants any more are forgotten (upstream's HandlePodCleanups
-         * removing orphaned allocations): only once every source has spoken and the runtime has been listed */
-        if (k->runtime_listed && k->config_received && !k->stopping)
-                kubelet_allocation_remove_orphans(k->allocation, allocation_wanted, k);
-        /* cleanupOrphanedPodDirs: only once every source has spoken and the runtime has been listed */
-        if (k->runtime_listed && k->config_received && !k->stopping) {
-                volmgr_set_sources_ready(k->volumes);
-                /* the removals run on the removal pool: a pod's million files never stall the loop */
-                (void) vol_reaper_scan(k->reaper, pod_dir_wanted, k);
-                /* CleanupOrphanedPodUsernsAllocations: neither desired nor running */
-                userns_release_orphans(k->userns, userns_wanted, k);
-        }
-        if (cm_enabled(k->cm)) {
-                (void) update_qos_cgroups(k);
-                /* as kubelet_reconcile(): only once the runtime and every source have been heard */
-                if (k->runtime_listed && k->config_received && !k->runtime_down && !k->stopping)
-                        cm_cleanup_orphans(k->cm, pod_uid_active, k);
-        }
-        kubelet_gc_housekeeping(k);
 }
 
 /* ---------------------------------------------------------------- lifecycle */
@@ -1840,7 +1185,7 @@ int kubelet_start(struct kubelet *k) {
                 r = objects_manager_set_node_name(k->objects, o->node_name);
         if (r < 0)
                 return r;
-        r = storage_setup(k);
+        r = kubelet_storage_setup(k);
         if (r < 0)
                 return r;
         if (!isempty(o->pod_manifest_path)) {
@@ -1881,7 +1226,7 @@ int kubelet_start(struct kubelet *k) {
         r = kubelet_pods_api_start(k);
         if (r < 0)
                 return r;
-        k->housekeeping = evtimer_new(k->base, housekeeping, k);
+        k->housekeeping = evtimer_new(k->base, kubelet_housekeeping, k);
         if (!k->housekeeping)
                 return -ENOMEM;
         evtimer_add_usec(k->housekeeping, HOUSEKEEPING_PERIOD_USEC);
@@ -1951,7 +1296,7 @@ struct kubelet *kubelet_free(struct kubelet *k) {
         k->objects = objects_manager_free(k->objects);
         k->csi_nodeinfo = csi_nodeinfo_free(k->csi_nodeinfo);
         while (k->deletes)
-                api_delete_free(k->deletes);
+                kubelet_api_delete_free(k->deletes);
         k->client = kube_client_free(k->client);
         k->heartbeat_client = kube_client_free(k->heartbeat_client);
         hashmap_done(&k->desired_by_uid);
