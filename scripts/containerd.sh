@@ -51,7 +51,7 @@ EOC
 }
 
 config_v3() { # containerd 2.x: the CRI plugin split in images and runtime; registry hosts in hosts.toml files
-        mkdir -p "$dir/certs.d/127.0.0.1:5000"
+        mkdir -p "$dir/certs.d/127.0.0.1:5000" "$dir/cdi" # cdi: this instance's CDI specs (the tests' DRA driver)
         cat >"$dir/certs.d/127.0.0.1:5000/hosts.toml" <<EOC
 server = "http://127.0.0.1:5000"
 [host."http://127.0.0.1:5000"]
@@ -78,6 +78,8 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
 [plugins."io.containerd.cri.v1.runtime"]
   restrict_oom_score_adj = true${CKUBELET_CONTAINERD_HUGETLB:+
   disable_hugetlb_controller = false}
+  enable_cdi = true
+  cdi_spec_dirs = ["$dir/cdi", "/etc/cdi", "/var/run/cdi"]
   [plugins."io.containerd.cri.v1.runtime".cni]
     bin_dirs = ["/usr/lib/cni"]
     conf_dir = "$dir/cni/net.d"

@@ -256,3 +256,46 @@ void kubelet_dra_gc(struct kubelet *k) {
                 return;
         dra_manager_gc(k->dra, active);
 }
+
+void kubelet_dra_foreach_container_claim(struct kubelet *k, const struct pod *pod, const struct container *c,
+                                         kubelet_dra_claim_cb cb, void *userdata) {
+        _cleanup_ck_error_ struct ck_error *err = NULL;
+        _cleanup_free_ struct dra_container_claim *refs = NULL;
+        _cleanup_free_ const struct dra_claim **seen = NULL;
+        struct dra_pod_claim *claims = NULL;
+        size_t n_claims = 0, n_refs = 0, n_seen = 0;
+        struct dra_claims *cache;
+
+        if (!k->dra || !pod->raw || !c->raw ||
+            json_array_size(json_object_get(json_object_get(pod->raw, "spec"), "resourceClaims")) == 0)
+                return;
+        if (dra_pod_claims(pod->raw, &claims, &n_claims, &err) < 0 || dra_container_claims(c->raw, &refs, &n_refs) < 0)
+                goto finish;
+        seen = calloc(n_refs ?: 1, sizeof(*seen));
+        if (!seen)
+                goto finish;
+        cache = dra_manager_claims(k->dra);
+        /* upstream's GetContainerClaimInfos: the claims the container's resources.claims name, by the claim's name
+         * in the pod's namespace; only those prepared (a claim referenced twice is listed once) */
+        for (size_t i = 0; i < n_refs; i++)
+                for (size_t p = 0; p < n_claims; p++) {
+                        const struct dra_claim *claim = NULL;
+                        bool dup = false;
+                        if (!claims[p].claim_name || !streq(claims[p].pod_claim_name, refs[i].name))
+                                continue;
+                        for (size_t x = 0; x < dra_claims_count(cache) && !claim; x++) {
+                                const struct dra_claim *cl = dra_claims_at(cache, x);
+                                if (streq(cl->name, claims[p].claim_name) && streq(cl->namespace, pod->namespace_) &&
+                                    cl->state == DRA_CLAIM_PREPARED)
+                                        claim = cl;
+                        }
+                        for (size_t s = 0; claim && s < n_seen; s++)
+                                dup = dup || seen[s] == claim;
+                        if (!claim || dup)
+                                continue;
+                        seen[n_seen++] = claim;
+                        cb(claim, userdata);
+                }
+finish:
+        dra_pod_claims_free(claims, n_claims);
+}

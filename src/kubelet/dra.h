@@ -25,3 +25,10 @@ void kubelet_dra_job_cancel(struct kubelet_dra_job *j); /* accepts NULL */
 
 /* The claims of pods no longer active are released (once every source has spoken). */
 void kubelet_dra_gc(struct kubelet *k);
+
+/* The prepared claims that the container's resources.claims reference (upstream's GetContainerClaimInfos), each
+ * once, for the pod resources API (dynamic_resources). */
+struct dra_claim;
+typedef void (*kubelet_dra_claim_cb)(const struct dra_claim *claim, void *userdata);
+void kubelet_dra_foreach_container_claim(struct kubelet *k, const struct pod *pod, const struct container *c,
+                                         kubelet_dra_claim_cb cb, void *userdata);

@@ -14,6 +14,7 @@
 #include "kubelet/plugins.h"
 #include "kubelet/dra.h"
 #include "cm/cpumanager/cpumanager.h"
+#include "cm/dra/claims.h"
 #include "cm/memorymanager/memorymanager.h"
 
 /* ---------------------------------------------------------------- device manager */
@@ -262,6 +263,47 @@ static void pr_allocatable_memory(void *userdata, podresources_memory_cb cb, voi
         memorymanager_foreach_allocatable(k->memory, cb, cb_userdata);
 }
 
+struct pr_claims_ctx {
+        podresources_claim_cb cb;
+        void *cb_userdata;
+};
+
+static void pr_claim(const struct dra_claim *claim, void *userdata) {
+        struct pr_claims_ctx *c = userdata;
+        _cleanup_free_ struct podresources_claim_device *devs = calloc(claim->n_devices ?: 1, sizeof(*devs));
+
+        if (!devs)
+                return;
+        for (size_t i = 0; i < claim->n_devices; i++)
+                devs[i] = (struct podresources_claim_device) {
+                        .driver = claim->devices[i].driver,
+                        .pool = claim->devices[i].pool,
+                        .device = claim->devices[i].device,
+                        .share_id = claim->devices[i].share_id,
+                        .cdi_ids = (const char *const *) claim->devices[i].cdi_ids,
+                };
+        c->cb(claim->name, claim->namespace, devs, claim->n_devices, c->cb_userdata);
+}
+
+static void pr_container_claims(void *userdata, const char *pod_uid, const char *container, podresources_claim_cb cb,
+                                void *cb_userdata) {
+        struct kubelet *k = userdata;
+        struct pod_worker *w = kubelet_find_worker(k, pod_uid);
+        const struct container *c = NULL;
+
+        if (!w || !w->pod)
+                return;
+        for (size_t i = 0; i < w->pod->spec.n_init_containers && !c; i++)
+                if (streq(w->pod->spec.init_containers[i].name, container))
+                        c = &w->pod->spec.init_containers[i];
+        for (size_t i = 0; i < w->pod->spec.n_containers && !c; i++)
+                if (streq(w->pod->spec.containers[i].name, container))
+                        c = &w->pod->spec.containers[i];
+        if (c)
+                kubelet_dra_foreach_container_claim(k, w->pod, c, pr_claim,
+                                                    &(struct pr_claims_ctx) { cb, cb_userdata });
+}
+
 /* ---------------------------------------------------------------- start, stop */
 
 int kubelet_plugins_start(struct kubelet *k) {
@@ -293,6 +335,7 @@ int kubelet_plugins_start(struct kubelet *k) {
                                             .allocatable_cpus = pr_allocatable_cpus,
                                             .container_memory = pr_container_memory,
                                             .allocatable_memory = pr_allocatable_memory,
+                                            .container_claims = pr_container_claims,
                                             .userdata = k,
                                     },
                                     &k->podresources);

@@ -180,6 +180,49 @@ static void add_memory(const char *type, uint64_t size, uint64_t numa_mask, void
 /* ---------------------------------------------------------------- handlers */
 
 /* the n CPU ids in a->cpus, copied into the arena */
+/* ---------------------------------------------------------------- DRA claims */
+
+struct claims_builder {
+        struct arena *a;
+        V1__DynamicResource **v;
+        size_t n;
+};
+
+static void add_claim(const char *claim_name, const char *claim_namespace,
+                      const struct podresources_claim_device *devices, size_t n, void *userdata) {
+        struct claims_builder *b = userdata;
+        V1__DynamicResource *dr = arena_alloc(b->a, sizeof(*dr));
+
+        if (!dr)
+                return;
+        v1__dynamic_resource__init(dr);
+        dr->claim_name = arena_strdup(b->a, claim_name);
+        dr->claim_namespace = arena_strdup(b->a, claim_namespace);
+        for (size_t i = 0; i < n; i++) {
+                V1__ClaimResource *cr = arena_alloc(b->a, sizeof(*cr));
+                if (!cr)
+                        return;
+                v1__claim_resource__init(cr);
+                cr->driver_name = arena_strdup(b->a, devices[i].driver);
+                cr->pool_name = arena_strdup(b->a, devices[i].pool);
+                cr->device_name = arena_strdup(b->a, devices[i].device);
+                if (devices[i].share_id)
+                        cr->share_id = arena_strdup(b->a, devices[i].share_id);
+                for (size_t j = 0; devices[i].cdi_ids && devices[i].cdi_ids[j]; j++) {
+                        V1__CDIDevice *cd = arena_alloc(b->a, sizeof(*cd));
+                        if (!cd)
+                                return;
+                        v1__cdidevice__init(cd);
+                        cd->name = arena_strdup(b->a, devices[i].cdi_ids[j]);
+                        cr->cdi_devices = (V1__CDIDevice **) arena_push(b->a, (void **) cr->cdi_devices,
+                                                                        &cr->n_cdi_devices, cd);
+                }
+                dr->claim_resources = (V1__ClaimResource **) arena_push(b->a, (void **) dr->claim_resources,
+                                                                        &dr->n_claim_resources, cr);
+        }
+        b->v = (V1__DynamicResource **) arena_push(b->a, (void **) b->v, &b->n, dr);
+}
+
 static bool cpu_ids(struct arena *a, size_t n, int64_t **ret, size_t *ret_n) {
         int64_t *v;
 
@@ -220,6 +263,13 @@ static V1__PodResources *pod_resources(struct podresources_server *s, struct are
                         s->p.container_memory(s->p.userdata, p->uid, p->containers[i], add_memory, &mb);
                         cr->memory = mb.v;
                         cr->n_memory = mb.n;
+                }
+                /* the DRA claims (upstream's GetDynamicResources) */
+                if (s->p.container_claims) {
+                        struct claims_builder cb = { .a = a };
+                        s->p.container_claims(s->p.userdata, p->uid, p->containers[i], add_claim, &cb);
+                        cr->dynamic_resources = cb.v;
+                        cr->n_dynamic_resources = cb.n;
                 }
                 /* the CPU manager's exclusive CPUs */
                 if (s->p.container_cpus && !cpu_ids(a,

@@ -6,7 +6,8 @@
  * a provider the kubelet fills: the active pods and their containers (app containers and sidecars, as upstream
  * lists them), the devices of each container and the allocatable devices, the exclusive CPUs of each container
  * and the allocatable CPUs (the CPU manager's; empty under its none policy), the memory of each container and the
- * allocatable memory per NUMA node (the memory manager's; empty under its None policy). Requests are rate limited as
+ * allocatable memory per NUMA node (the memory manager's; empty under its None policy), the DRA claims of each
+ * container with their devices (dynamic_resources). Requests are rate limited as
  * upstream
  * (100 per second, bursts of 10: ResourceExhausted "rejected by rate limit"). */
 
@@ -24,6 +25,15 @@ struct podresources_pod {
         const char *const *containers; /* the containers to report, in order */
         size_t n_containers;
 };
+
+/* one device of a DRA claim (DynamicResource.claim_resources[]) */
+struct podresources_claim_device {
+        const char *driver, *pool, *device;
+        const char *share_id;       /* NULL: none */
+        const char *const *cdi_ids; /* NULL-terminated, may be NULL */
+};
+typedef void (*podresources_claim_cb)(const char *claim_name, const char *claim_namespace,
+                                      const struct podresources_claim_device *devices, size_t n, void *userdata);
 
 typedef void (*podresources_pod_cb)(const struct podresources_pod *p, void *userdata);
 typedef void (*podresources_memory_cb)(const char *type, uint64_t size, uint64_t numa_mask, void *userdata);
@@ -47,6 +57,10 @@ struct podresources_provider {
         void (*container_memory)(void *userdata, const char *pod_uid, const char *container, podresources_memory_cb cb,
                                  void *cb_userdata);
         void (*allocatable_memory)(void *userdata, podresources_memory_cb cb, void *cb_userdata);
+        /* the prepared DRA claims a container references (NULL: none), once each, with their devices
+         * (KubeletPodResourcesDynamicResources) */
+        void (*container_claims)(void *userdata, const char *pod_uid, const char *container, podresources_claim_cb cb,
+                                 void *cb_userdata);
         void *userdata;
 };
 

@@ -52,11 +52,35 @@ class Plugin:
             r = resp.claims[c.uid]
             r.devices.add(request_names=["req"], pool_name=self.args.pool, device_name="dev0",
                           cdi_device_ids=[f"ckubelet.test/dra={c.name}"])
+            if self.args.cdi_dir:
+                self.write_cdi_spec(c)
         return resp
+
+    def write_cdi_spec(self, c):
+        """The claim's CDI device ckubelet.test/dra=<claim name>: an environment variable and a file mounted at
+        /dra/claim (a bind of <state>/claim-<uid>), as a driver's NodePrepareResources does."""
+        host = os.path.join(self.args.state, f"claim-{c.uid}")
+        with open(host, "w") as f:
+            f.write(f"claim {c.namespace}/{c.name}\n")
+        spec = {"cdiVersion": "0.6.0", "kind": "ckubelet.test/dra",
+                "devices": [{"name": c.name, "containerEdits": {
+                    "env": [f"DRA_CLAIM={c.name}"],
+                    "mounts": [{"hostPath": host, "containerPath": "/dra/claim", "options": ["ro", "bind"]}]}}]}
+        path = os.path.join(self.args.cdi_dir, f"ckubelet-dra-{c.uid}.json")
+        with open(path + ".tmp", "w") as f:
+            json.dump(spec, f)
+        os.rename(path + ".tmp", path)
 
     def unprepare(self, request, context):
         resp = self.dpb.NodeUnprepareResourcesResponse()
         for c in request.claims:
+            if self.args.cdi_dir:
+                for p in (os.path.join(self.args.cdi_dir, f"ckubelet-dra-{c.uid}.json"),
+                          os.path.join(self.args.state, f"claim-{c.uid}")):
+                    try:
+                        os.unlink(p)
+                    except FileNotFoundError:
+                        pass
             self.record("NodeUnprepareResources", uid=c.uid, name=c.name, namespace=c.namespace)
             resp.claims[c.uid].error = ""
         return resp
@@ -99,6 +123,7 @@ def main():
     ap.add_argument("--registry", required=True)
     ap.add_argument("--state", required=True)
     ap.add_argument("--pool", default="pool")
+    ap.add_argument("--cdi-dir", help="write each prepared claim's CDI spec here (removed when unprepared)")
     Plugin(ap.parse_args()).serve()
     return 0
 

@@ -2,8 +2,9 @@
 driver of the tests' own (draplugin.py) registers through plugins_registry, the test publishes its ResourceSlice
 and a DeviceClass, the scheduler allocates a ResourceClaim shared by two pods; the kubelet prepares it once
 (NodePrepareResources), keeps it prepared across a kill -9 without preparing it again, and unprepares it only when
-the last pod using it is gone. The CDI device reaching the container is not checked here (the runtime's CDI
-spec directory is not configured by the harness)."""
+the last pod using it is gone; the pod resources API lists the claim's device per container (dynamic_resources).
+On containerd 2.x (the `runtime` marker) the claim's CDI device (a CDI spec the
+driver writes in the containerd instance's cdi_spec_dirs) is seen inside the container."""
 import json
 import os
 import signal
@@ -14,7 +15,7 @@ import pytest
 
 import controlplane
 from apiobjects import api_pod, container
-from conftest import wait_for
+from conftest import containerd_major, wait_for
 
 pytestmark = pytest.mark.skipif(controlplane.LEGACY, reason="needs kube-apiserver v1.37 (resource.k8s.io/v1)")
 
@@ -23,13 +24,13 @@ PY = "/usr/bin/python3"
 
 
 class DraPlugin:
-    def __init__(self, kubelet, name):
+    def __init__(self, kubelet, name, *extra):
         self.state = os.path.join(kubelet.dir, "dra")  # short: unix socket paths are capped
         os.makedirs(self.state, exist_ok=True)
         self.log = open(os.path.join(self.state, "plugin.log"), "a")
         self.proc = subprocess.Popen([PY, os.path.join(HERE, "draplugin.py"), "--name", name, "--registry",
                                       os.path.join(kubelet.root, "plugins_registry"), "--state", self.state,
-                                      "--pool", kubelet.node], stdout=self.log, stderr=subprocess.STDOUT)
+                                      "--pool", kubelet.node, *extra], stdout=self.log, stderr=subprocess.STDOUT)
         wait_for(lambda: self.calls("started"), 60, msg=f"the DRA plugin {name} to serve")
 
     def calls(self, method=None):
@@ -89,6 +90,21 @@ def test_shared_claim_prepared_once_survives_kill9_unprepared_by_last_pod(kube):
         kube.create("pods", claim_pod(kube, "b", "shared"))
         kube.wait(lambda: running(kube, "a") and running(kube, "b"), 120, msg="both pods running")
         assert len(plugin.calls("NodePrepareResources")) == 1, plugin.calls()
+        # the pod resources API lists the claim and its device for the container (dynamic_resources)
+        sys.path.insert(0, HERE)
+        from test_device_plugins import PodResources
+        pr = PodResources(k)
+        try:
+            res = pr.get("a", kube.ns).pod_resources.containers
+            assert [c.name for c in res] == ["c"]
+            dyn = res[0].dynamic_resources
+            assert [(d.claim_name, d.claim_namespace) for d in dyn] == [("shared", kube.ns)], dyn
+            assert [(r.driver_name, r.pool_name, r.device_name, [x.name for x in r.cdi_devices])
+                    for r in dyn[0].claim_resources] == [(driver, kube.node, "dev0", ["ckubelet.test/dra=shared"])]
+            listed = {p.name: p for p in pr.list().pod_resources}
+            assert listed["b"].containers[0].dynamic_resources[0].claim_name == "shared"
+        finally:
+            pr.channel.close()
         # kill -9 and restart: still prepared, not prepared again
         k.kill9()
         k.start()
@@ -103,6 +119,64 @@ def test_shared_claim_prepared_once_survives_kill9_unprepared_by_last_pod(kube):
         kube.delete("pods", "b", grace_seconds=0)
         kube.wait(lambda: len(plugin.calls("NodeUnprepareResources")) == 1, 60, msg="the claim unprepared")
         assert plugin.calls("NodeUnprepareResources")[0]["name"] == "shared"
+    finally:
+        plugin.stop()
+        for res, name in (("deviceclasses", cls), ("resourceslices", f"{kube.node}-slice")):
+            try:
+                kube.delete(res, name)
+            except Exception:
+                pass
+
+
+def publish(kube, driver, cls, claim):
+    kube.create("resourceslices", {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+                                   "metadata": {"name": f"{kube.node}-slice"},
+                                   "spec": {"driver": driver, "nodeName": kube.node,
+                                            "pool": {"name": kube.node, "generation": 1, "resourceSliceCount": 1},
+                                            "devices": [{"name": "dev0"}]}})
+    kube.create("deviceclasses", {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
+                                  "metadata": {"name": cls},
+                                  "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{driver}"'}}]}})
+    kube.create("resourceclaims", {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                                   "metadata": {"name": claim},
+                                   "spec": {"devices": {"requests": [{"name": "req",
+                                                                      "exactly": {"deviceClassName": cls}}]}}})
+
+
+@pytest.mark.runtime
+def test_cdi_device_seen_in_container(kube, runtime):
+    """The driver's NodePrepareResources writes the claim's CDI spec (an environment variable and a bind-mounted
+    file) in the containerd instance's cdi_spec_dirs and answers its CDI ID; the kubelet passes it in the CRI
+    ContainerConfig's CDI_devices and containerd 2.x applies the edits: the container sees both."""
+    if containerd_major() < 2:
+        pytest.skip("containerd 1.6 has no CDI support (enable_cdi and cdi_spec_dirs are containerd 1.7+/2.x)")
+    k = kube.kubelet()
+    driver = "cdi.dra.ckubelet.test"
+    plugin = DraPlugin(k, driver, "--cdi-dir", os.path.join(runtime.dir, "cdi"))
+    cls = f"{kube.node}-class"
+    try:
+        kube.wait(lambda: plugin.calls("NotifyRegistrationStatus"), 60, msg="the plugin told it is registered")
+        publish(kube, driver, cls, "gpu")
+        kube.wait(lambda: kube.node_obj()["status"].get("conditions") and
+                  any(c["type"] == "Ready" and c["status"] == "True" for c in kube.node_obj()["status"]["conditions"]),
+                  60, msg="the node Ready")
+        p = claim_pod(kube, "cdi", "gpu")
+        p["spec"]["containers"][0]["command"] = ["sh", "-c", "echo env:$DRA_CLAIM; cat /dra/claim; sleep 3600"]
+        kube.create("pods", p)
+        kube.wait(lambda: running(kube, "cdi"), 120, msg="the pod running")
+
+        def log():
+            cs = runtime.containers_of("cdi", "c")
+            if not cs:
+                return ""
+            try:
+                with open(runtime.inspect(cs[0]["id"])["logPath"]) as f:
+                    return f.read()
+            except (FileNotFoundError, KeyError):
+                return ""
+        wait_for(lambda: "claim " in log(), 30, msg="the container's output")
+        assert "env:gpu" in log(), log()
+        assert f"claim {kube.ns}/gpu" in log(), log()
     finally:
         plugin.stop()
         for res, name in (("deviceclasses", cls), ("resourceslices", f"{kube.node}-slice")):

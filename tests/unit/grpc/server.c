@@ -206,6 +206,19 @@ static void fake_allocatable_memory(void *userdata, podresources_memory_cb cb, v
         cb("memory", 16ull << 30, 0x2, cb_userdata);
 }
 
+static void fake_container_claims(void *userdata, const char *uid, const char *container, podresources_claim_cb cb,
+                                  void *cb_userdata) {
+        static const char *const cdi[] = { "example.com/gpu=gpu-0", "example.com/gpu=claim-x", NULL };
+        const struct podresources_claim_device devs[] = {
+                { .driver = "gpu.example.com", .pool = "node-a", .device = "gpu-0", .cdi_ids = cdi },
+                { .driver = "gpu.example.com", .pool = "node-a", .device = "gpu-1", .share_id = "s1" },
+        };
+        if (streq(uid, "u1") && streq(container, "app")) {
+                cb("pod-gpu-abc", "default", devs, 2, cb_userdata);
+                cb("empty-claim", "default", NULL, 0, cb_userdata);
+        }
+}
+
 static void test_podresources(void **state) {
         struct event_base *base = event_base_new();
         _cleanup_free_ char *path = socket_path("podres");
@@ -217,6 +230,7 @@ static void test_podresources(void **state) {
                 .allocatable_cpus = fake_allocatable_cpus,
                 .container_memory = fake_container_memory,
                 .allocatable_memory = fake_allocatable_memory,
+                .container_claims = fake_container_claims,
         };
         struct podresources_server *s = NULL;
         struct grpc_client *c = NULL;
@@ -260,6 +274,23 @@ static void test_podresources(void **state) {
         assert_int_equal(app->memory[0]->topology->nodes[1]->id, 1);
         assert_string_equal(app->memory[1]->memory_type, "hugepages-2Mi");
         assert_int_equal(app->memory[1]->topology->nodes[0]->id, 1);
+        /* the DRA claims (dynamic_resources), one per claim with its devices */
+        assert_int_equal(app->n_dynamic_resources, 2);
+        assert_string_equal(app->dynamic_resources[0]->claim_name, "pod-gpu-abc");
+        assert_string_equal(app->dynamic_resources[0]->claim_namespace, "default");
+        assert_int_equal(app->dynamic_resources[0]->n_claim_resources, 2);
+        assert_string_equal(app->dynamic_resources[0]->claim_resources[0]->driver_name, "gpu.example.com");
+        assert_string_equal(app->dynamic_resources[0]->claim_resources[0]->pool_name, "node-a");
+        assert_string_equal(app->dynamic_resources[0]->claim_resources[0]->device_name, "gpu-0");
+        assert_int_equal(app->dynamic_resources[0]->claim_resources[0]->n_cdi_devices, 2);
+        assert_string_equal(app->dynamic_resources[0]->claim_resources[0]->cdi_devices[1]->name,
+                            "example.com/gpu=claim-x");
+        assert_string_equal(app->dynamic_resources[0]->claim_resources[1]->device_name, "gpu-1");
+        assert_int_equal(app->dynamic_resources[0]->claim_resources[1]->n_cdi_devices, 0);
+        assert_string_equal(app->dynamic_resources[0]->claim_resources[1]->share_id, "s1");
+        assert_string_equal(app->dynamic_resources[1]->claim_name, "empty-claim");
+        assert_int_equal(app->dynamic_resources[1]->n_claim_resources, 0);
+        assert_int_equal(lr->pod_resources[0]->containers[1]->n_dynamic_resources, 0);
         assert_int_equal(lr->pod_resources[0]->containers[1]->n_memory, 0);
         assert_int_equal(lr->pod_resources[0]->containers[1]->n_devices, 0);
         assert_int_equal(lr->pod_resources[0]->containers[1]->n_cpu_ids, 0);
