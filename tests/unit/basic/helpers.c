@@ -70,11 +70,8 @@ static void test_hash(void **state) {
 
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_atoi),
-                cmocka_unit_test(test_strv_strmap),
-                cmocka_unit_test(test_rfc3339),
-                cmocka_unit_test(test_hash),
-                cmocka_unit_test(test_strstrip),
+                cmocka_unit_test(test_atoi), cmocka_unit_test(test_strv_strmap), cmocka_unit_test(test_rfc3339),
+                cmocka_unit_test(test_hash), cmocka_unit_test(test_strstrip),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
