@@ -21,6 +21,7 @@
 #include "basic/fs.h"
 #include "basic/macro.h"
 #include "cm/cpumanager/cpumanager.h"
+#include "cm/check_hints.h"
 #include "cm/fake_sysfs.h"
 
 static struct cpuset S(const char *text) {
@@ -727,20 +728,6 @@ static struct cpumanager *new_aligned(const char *sysfs, const char *dir, const 
         return m;
 }
 
-static void check_hint_list(const struct tm_hints *h, const char *want) {
-        char buf[512] = "", one[64];
-        size_t len = 0;
-
-        assert_int_equal(h->n, 1);
-        for (size_t i = 0; i < h->lists[0].n; i++) {
-                const struct tm_hint *x = &h->lists[0].v[i];
-                len += (size_t) snprintf(buf + len, sizeof(buf) - len, "%s{%s%s}", i ? " " : "",
-                                         x->has_affinity ? tm_mask_format(x->affinity, one, sizeof(one)) : "nil",
-                                         x->preferred ? " P" : "");
-        }
-        assert_string_equal(buf, want);
-}
-
 /* upstream's cases for the option (policy_options_test.go TestValidateStaticPolicyOptions, topology_hints_test.go
  * TestGetPodTopologyHintsWithPolicyOptions, policy_static_test.go alignBySocketOptionTestCases) on the fake tree:
  * sockets 0 and 1 hold NUMA nodes 0-1 and 2-3 of 8 CPUs each (upstream's topoDualSocketMultiNumaPerSocketHT has the
@@ -854,24 +841,24 @@ static void test_align_by_socket(void **state) {
         /* hints: 2 CPUs free on node 0, one on node 1 (upstream's 2,3,11): {0} and, socket-aligned, {0,1} preferred */
         m = new_aligned(sysfs, dir, "0", "0,2-3,5", "1,4,6-31", false);
         assert_int_equal(cpumanager_container_hints(m, two, &two->spec.containers[0], &h), 0);
-        check_hint_list(&h, "{0 P} {0-1} {0,2} {0,3} {0-2} {0-1,3} {0,2-3} {0-3}");
+        check_hints(&h, "{0 P} {0-1} {0,2} {0,3} {0-2} {0-1,3} {0,2-3} {0-3}");
         tm_hints_done(&h);
         cpumanager_free(m);
         m = new_aligned(sysfs, dir, "0", "0,2-3,5", "1,4,6-31", true);
         assert_int_equal(cpumanager_container_hints(m, two, &two->spec.containers[0], &h), 0);
-        check_hint_list(&h, "{0 P} {0-1 P} {0,2} {0,3} {0-2} {0-1,3} {0,2-3} {0-3}");
+        check_hints(&h, "{0 P} {0-1 P} {0,2} {0,3} {0-2} {0-1,3} {0,2-3} {0-3}");
         tm_hints_done(&h);
         cpumanager_free(m);
         /* a pod needing 3 nodes (upstream's 41 CPUs of 0-28,40-57): the hints over 2 sockets, the narrowest number
          * of sockets, all preferred */
         m = new_aligned(sysfs, dir, "31", "0-9,16-22,31", "10-15,23-30", true);
         assert_int_equal(cpumanager_pod_hints(m, big, &h), 0);
-        check_hint_list(&h, "{0-2 P} {0-3 P}");
+        check_hints(&h, "{0-2 P} {0-3 P}");
         tm_hints_done(&h);
         cpumanager_free(m);
         m = new_aligned(sysfs, dir, "31", "0-9,16-22,31", "10-15,23-30", false);
         assert_int_equal(cpumanager_pod_hints(m, big, &h), 0);
-        check_hint_list(&h, "{0-2 P} {0-3}");
+        check_hints(&h, "{0-2 P} {0-3}");
         tm_hints_done(&h);
         cpumanager_free(m);
 

@@ -20,6 +20,7 @@
 #include "basic/fs.h"
 #include "basic/macro.h"
 #include "cm/cpumanager/cpumanager.h"
+#include "cm/check_hints.h"
 #include "cm/fake_sysfs.h"
 #include "cm/topologymanager/topologymanager.h"
 
@@ -313,20 +314,6 @@ static struct cpumanager *new_cpus(const char *sysfs) {
                                         t, &m, NULL),
                          0);
         return m;
-}
-
-static void check_hints(const struct tm_hints *h, const char *want) {
-        char buf[512] = "", one[64];
-        size_t len = 0;
-
-        assert_int_equal(h->n, 1);
-        for (size_t i = 0; i < h->lists[0].n; i++) {
-                const struct tm_hint *x = &h->lists[0].v[i];
-                len += (size_t) snprintf(buf + len, sizeof(buf) - len, "%s{%s%s}", i ? " " : "",
-                                         x->has_affinity ? tm_mask_format(x->affinity, one, sizeof(one)) : "nil",
-                                         x->preferred ? " P" : "");
-        }
-        assert_string_equal(buf, want);
 }
 
 /* the static policy's GetTopologyHints (topology_hints_test.go's cases on the fake topology: 4 NUMA nodes of 8
