@@ -582,23 +582,15 @@ size_t machine_hugepage_sizes(const uint64_t **ret) {
         static bool done;
 
         if (!done) {
-                _cleanup_closedir_ DIR *d = opendir("/sys/kernel/mm/hugepages");
-                struct dirent *de;
+                struct machine_info m = {};
 
                 done = true;
-                while (d && (de = readdir(d)) && n < ELEMENTSOF(sizes)) {
-                        unsigned long long kb;
-                        char tail[4];
-                        if (sscanf(de->d_name, "hugepages-%llu%3s", &kb, tail) != 2 || !streq(tail, "kB") || kb == 0)
-                                continue;
-                        sizes[n++] = (uint64_t) kb * 1024;
-                }
-                for (size_t i = 1; i < n; i++)
-                        for (size_t j = i; j > 0 && sizes[j - 1] > sizes[j]; j--) {
-                                uint64_t t = sizes[j];
-                                sizes[j] = sizes[j - 1];
-                                sizes[j - 1] = t;
-                        }
+                /* the same directory listing as the MachineInfo's, sorted by page size there */
+                if (read_hugepages(NULL, &m) >= 0)
+                        for (size_t i = 0; i < m.n_hugepages && n < ELEMENTSOF(sizes); i++)
+                                if (m.hugepages[i].page_size_kb > 0)
+                                        sizes[n++] = m.hugepages[i].page_size_kb * 1024;
+                free(m.hugepages);
         }
         *ret = sizes;
         return n;
