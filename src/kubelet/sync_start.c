@@ -553,8 +553,10 @@ static void image_decided(struct pod_sync *s, bool present) {
         switch (d) {
         case KR_IMAGE_USE_PRESENT:
                 log_v(3, "pod %s: container image \"%s\" already present on machine", kubelet_sync_pod_desc(s), image);
-                kubelet_worker_event(s->w, cn, "Normal", "Pulled", "Container image \"%s\" already present on machine",
-                                     image);
+                /* with KubeletEnsureSecretPulledImages, upstream says the pod's access was checked */
+                kubelet_worker_event(s->w, cn, "Normal", "Pulled",
+                                     "Container image \"%s\" already present on machine%s", image,
+                                     s->k->pull_records ? " and can be accessed by the pod" : "");
                 if (!st->c) {
                         image_volume_ready(s);
                         return;
