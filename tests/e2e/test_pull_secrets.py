@@ -166,6 +166,9 @@ def test_pulled_image_credentials_verified(kube, auth_registry, runtime):
     kube.create("pods", pod_with_policy(kube, "c", image, ["regcred"]))
     kube.wait(lambda: "running" in state(kube, "c"), timeout=90, msg="pod c running")
     assert not pulled_this(k, kube, "c")
+    kube.wait(lambda: [e for e in kube.events("c", "Pulled") if e["message"] == (
+        f'Container image "{image}" already present on machine and can be accessed by the pod')], 30,
+        msg="pod c's Pulled event")
 
     # the records survive a kill -9
     k.kill9()
