@@ -272,9 +272,13 @@ int pull_store_intent_begin(struct pull_store *s, const char *image) {
         if (i->in_flight++ > 0 || i->leftover)
                 return 0; /* its file is there (or on its way) */
         data = pull_intent_encode(image);
-        if (!data)
-                return -ENOMEM;
-        return store_file(s, s->pulling_dir, image, data);
+        r = data ? store_file(s, s->pulling_dir, image, data) : -ENOMEM;
+        if (r < 0) {
+                /* not recorded: no pull of it in flight as far as the records go */
+                hashmap_remove(&s->intents, image);
+                intent_free(i);
+        }
+        return r;
 }
 
 static void intent_remove(struct pull_store *s, const char *image) {
