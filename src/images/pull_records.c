@@ -114,9 +114,11 @@ int pulled_record_decode(const char *buf, size_t len, json_t **ret_record, struc
                 if (!json_is_object(entry) || (npa && !json_is_boolean(npa)) ||
                     !coords_ok(json_object_get(entry, "kubernetesSecretCoordinates"), true) ||
                     !coords_ok(json_object_get(entry, "kubernetesServiceAccounts"), false)) {
+                        /* the message before the document (repo is its key) goes */
+                        r = ck_error_set(ret_error, -EINVAL, "ImagePulledRecord: credentialMapping[%s] is invalid",
+                                         repo);
                         json_decref(doc);
-                        return ck_error_set(ret_error, -EINVAL, "ImagePulledRecord: credentialMapping[%s] is invalid",
-                                            repo);
+                        return r;
                 }
         }
         *ret_record = doc;
