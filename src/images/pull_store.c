@@ -385,6 +385,9 @@ bool pull_store_must_pull(struct pull_store *s, enum image_pull_verify_policy po
         /* a secret that matched by its hash alone (a new secret with the same credentials) or by its coordinates
          * alone (the secret's credentials rotated) is added so that it matches both ways from now on, as
          * upstream; only the pod's secrets that match, one by one */
+        if (json_array_size(json_object_get(json_object_get(json_object_get(rec, "credentialMapping"), repo),
+                                            "kubernetesSecretCoordinates")) >= PULL_STORE_MAX_SECRETS_ADDED_ON_MATCH)
+                return false; /* no more writes for a namespace turnover (upstream's writeRecordWhileMatchingLimit) */
         for (size_t k = 0; pod_creds && k < pod_creds->n_secrets; k++) {
                 struct pull_creds one = { .secrets = &pod_creds->secrets[k], .n_secrets = 1 };
                 int r;

@@ -21,6 +21,8 @@
 #include "options/image_pull_policy.h"
 
 #define PULL_STORE_MAX_FILES 20000u
+/* a secret that matches a record by hash or by coordinates alone is added to it while it holds fewer secrets */
+#define PULL_STORE_MAX_SECRETS_ADDED_ON_MATCH 100u
 
 struct pull_store;
 
