@@ -335,7 +335,11 @@ int pull_store_pulled(struct pull_store *s, const char *image, const char *image
         }
         /* written only when the credentials changed: the time alone is not worth a write */
         if (old && json_equal(json_object_get(old, "credentialMapping"), json_object_get(rec, "credentialMapping"))) {
+                /* but in memory the time moves on, so that a pull during a listing keeps its record from pruning */
+                char ts[64];
                 json_decref(rec);
+                if (format_rfc3339(now, ts, sizeof(ts)))
+                        (void) json_object_set_new(old, "lastUpdatedTime", json_string(ts));
                 return 0;
         }
         text = pulled_record_encode(rec);
@@ -400,6 +404,47 @@ bool pull_store_must_pull(struct pull_store *s, enum image_pull_verify_policy po
                 break;
         }
         return false;
+}
+
+void pull_store_prune(struct pull_store *s, const char *const *ids, size_t n, int64_t listed_usec) {
+        struct hashmap present = {};
+        const char *k;
+        void *v;
+        char **gone = NULL;
+        size_t n_gone = 0;
+
+        for (size_t i = 0; i < n; i++)
+                if (hashmap_put(&present, ids[i], NULL) < 0)
+                        goto out; /* out of memory: nothing pruned this time */
+        for (size_t i = 0; hashmap_iterate(&s->records, &i, &k, &v);) {
+                int64_t updated_nsec = 0;
+                char **g;
+
+                if (hashmap_contains(&present, k))
+                        continue;
+                const char *updated = json_string_value(json_object_get(v, "lastUpdatedTime"));
+                if (updated && parse_rfc3339(updated, &updated_nsec) >= 0 && updated_nsec / 1000 >= listed_usec)
+                        continue; /* updated since the listing began */
+                g = reallocarray(gone, n_gone + 1, sizeof(*gone));
+                if (!g)
+                        goto out;
+                gone = g;
+                gone[n_gone++] = (char *) k;
+        }
+        for (size_t i = 0; i < n_gone; i++) {
+                const char *key = NULL;
+                json_t *rec = hashmap_remove2(&s->records, gone[i], &key);
+                int r;
+
+                log_v(2, "image pull records: %s is gone from the node, its record too", key);
+                r = store_file(s, s->pulled_dir, key, NULL);
+                if (r < 0)
+                        log_error("image pull records: cannot remove the record of %s: %s", key, strerror(-r));
+                json_decref(rec);
+        }
+out:
+        free(gone);
+        hashmap_done(&present);
 }
 
 int pull_store_credential_hash(const char *username, const char *password, char *buf, size_t size) {

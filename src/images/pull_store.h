@@ -46,6 +46,10 @@ bool pull_store_must_pull(struct pull_store *s, enum image_pull_verify_policy po
                           const char *image, const char *image_ref, const struct pull_creds *pod_creds,
                           uint64_t now_realtime_usec);
 
+/* PruneUnknownRecords: the records of images not among ids (what the runtime has) and not updated since
+ * listed_usec (realtime) are removed. */
+void pull_store_prune(struct pull_store *s, const char *const *ids, size_t n, int64_t listed_usec);
+
 /* upstream's credentialHash of a secret's credential: sha256 (hex) of its {"username","password"} JSON; buf of
  * at least 65 bytes. */
 int pull_store_credential_hash(const char *username, const char *password, char *buf, size_t size);

@@ -189,6 +189,31 @@ static void test_leftover_intent(void **state) {
         free(rec);
 }
 
+/* PruneUnknownRecords after an image listing: the records of images gone go, unless updated since the listing */
+static void test_prune(void **state) {
+        struct ctx *c = *state;
+        struct pull_creds a = creds_of(&secret_a);
+        char *kept = record_path(c, "pulled", REF), *gone = record_path(c, "pulled", "sha256:gone"),
+             *late = record_path(c, "pulled", "sha256:late");
+        const char *ids[] = { REF, "sha256:other" };
+
+        assert_int_equal(pull_store_pulled(c->s, IMAGE, REF, &a, 1000000), 0);
+        assert_int_equal(pull_store_pulled(c->s, "127.0.0.1:5000/x:1", "sha256:gone", &a, 1000000), 0);
+        assert_int_equal(pull_store_pulled(c->s, "127.0.0.1:5000/y:1", "sha256:late", &a, 3000000), 0);
+        drain(c);
+        assert_true(exists(gone));
+        pull_store_prune(c->s, ids, 2, 2000000);
+        drain(c);
+        assert_true(exists(kept));
+        assert_false(exists(gone));
+        assert_true(exists(late)); /* pulled after the listing began */
+        assert_null(pull_store_record(c->s, "sha256:gone"));
+        assert_non_null(pull_store_record(c->s, "sha256:late"));
+        free(kept);
+        free(gone);
+        free(late);
+}
+
 static void write_raw(const char *p, const char *data, size_t len) {
         int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
         assert_true(fd >= 0);
@@ -235,6 +260,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_intent_files, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_pulled_record_and_match, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_leftover_intent, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_prune, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_bad_files, setup, teardown),
                 cmocka_unit_test(test_credential_hash),
         };

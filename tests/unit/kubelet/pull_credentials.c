@@ -55,7 +55,7 @@ static char *seed(struct test_kubelet *t) {
         p = record_path(t, im->id);
         assert_true(asprintf(&rec,
                              "{\"kind\":\"ImagePulledRecord\",\"apiVersion\":\"kubelet.config.k8s.io/v1alpha1\","
-                             "\"lastUpdatedTime\":\"2026-11-29T00:00:00Z\",\"imageRef\":\"%s\",\"credentialMapping\":"
+                             "\"lastUpdatedTime\":\"2023-01-01T00:00:00Z\",\"imageRef\":\"%s\",\"credentialMapping\":"
                              "{\"reg.example/app\":{\"kubernetesSecretCoordinates\":[{\"uid\":\"su\",\"namespace\":"
                              "\"ns\",\"name\":\"regcred\",\"credentialHash\":\"h\"}]}}}",
                              im->id) > 0);
@@ -103,6 +103,19 @@ static void test_never_refused(void **state) {
         assert_int_equal(fake_runtime_count(t->rt, "PullImage"), 0);
 }
 
+/* the image GC's listing prunes the records of images the runtime no longer has */
+static void test_record_of_removed_image_pruned(void **state) {
+        struct test_kubelet *t = *state;
+        _cleanup_free_ char *p = seed(t);
+
+        assert_int_equal(fake_runtime_remove_image(t->rt, IMG), 0);
+        t->opts.image_gc_high_threshold_percent = 99; /* the periodic image GC on: its listings prune */
+        tk_set_pods(t, "");
+        tk_start(t);
+        tk_run_for(t, 6 * MIN_USEC);
+        assert_int_not_equal(access(p, F_OK), 0);
+}
+
 static void test_gate_off(void **state) {
         struct test_kubelet *t = *state;
         _cleanup_free_ char *p = seed(t);
@@ -121,6 +134,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_secret_pulled_image_pulled_again, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_never_refused, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_record_of_removed_image_pruned, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_gate_off, setup, teardown),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
