@@ -51,6 +51,7 @@ struct nodeshutdown_manager;
 #include "kubelet/runtime_poll.h"
 #include "kubelet/userns.h"
 #include "kubelet/cpu.h"
+#include "kubelet/pod_sync_env.h"
 
 struct pod_sync;
 
@@ -115,7 +116,6 @@ struct pod_worker {
 
 #define KUBELET_VOLUME_CONTENTS_THREADS 2
 #define KUBELET_VOLUME_CONTENTS_THREADS_MAX 8
-#define KUBELET_VOLUME_CONTENTS_TIMEOUT_USEC (30 * USEC_PER_SEC)
 
 struct kubelet {
         struct event_base *base;
@@ -124,7 +124,8 @@ struct kubelet {
         struct pleg *pleg;
         struct pod_config *config;
         struct prober *prober;
-        struct probe_env hook_env; /* the lifecycle hooks' (hooks.c): exec, HTTP */
+        struct probe_env hook_env;    /* the lifecycle hooks' (hooks.c): exec, HTTP */
+        struct pod_sync_env sync_env; /* what the pod sync passes use (kubelet_start) */
         char *node_ip;
         struct event *housekeeping;
 
@@ -379,9 +380,9 @@ void kubelet_credentials_stop(struct kubelet *k);
 void kubelet_notify_check_ready(struct kubelet *k);
 int kubelet_watchdog_start(struct kubelet *k);
 
-/* pod_sync.c: run one reconcile pass for the worker; calls kubelet_worker_sync_done() at the end. */
-void kubelet_pod_sync_start(struct pod_worker *w);
-void kubelet_pod_sync_free(struct pod_sync *s);
+/* kubelet_sync_env.c: k->sync_env, once everything in it exists (kubelet_start, before the PLEG starts: no pass
+ * runs before) */
+void kubelet_sync_env_setup(struct kubelet *k);
 /* did_work: actions were issued (re-evaluate at once); wake_usec: monotonic time to re-evaluate (0 none);
  * error: a failure happened (requeue with back-off); gone: the pod has nothing left in the runtime */
 void kubelet_worker_sync_done(struct pod_worker *w, bool did_work, uint64_t wake_usec, bool error, bool gone);

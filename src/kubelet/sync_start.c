@@ -41,6 +41,8 @@
 #include "kubelet/credprov_sa.h"
 #include "kubelet/dra.h"
 #include "kubelet/hooks.h"
+#include "kubelet/plugins.h"
+#include "config/config.h"
 #include "kuberuntime/envfile.h"
 #include "volumes/subpath.h"
 #include "volumes/volumes.h"
@@ -119,7 +121,7 @@ void kubelet_sync_start_step_free(struct pod_sync *s) {
         free(st->image_username);
         free(st->creds);
         free(st->pull_errors);
-        slots_release(s->k->image_puller, &st->pull);
+        slots_release(s->env->image_puller, &st->pull);
         credprov_lookup_cancel(st->cred_lookup);
         credprov_sa_fetch_cancel(st->sa_fetch);
         cred_keyring_done(&st->provider_keyring);
@@ -167,7 +169,7 @@ static bool in_crash_backoff(struct pod_sync *s, const struct container *c) {
         char delay[GO_DURATION_MAX];
         int r;
 
-        r = kr_check_crash_backoff(s->pod, c, s->status, &s->actions, &s->k->crash_backoff, now, &d);
+        r = kr_check_crash_backoff(s->pod, c, s->status, &s->actions, s->env->crash_backoff, now, &d);
         if (r < 0) {
                 log_error("pod %s: container %s: cannot check its back-off: %s", kubelet_sync_pod_desc(s), c->name,
                           strerror(-r));
@@ -176,18 +178,17 @@ static bool in_crash_backoff(struct pod_sync *s, const struct container *c) {
         if (!d.key)
                 return false;
         if (!d.in_backoff) {
-                (void) backoff_next(&s->k->crash_backoff, d.key, d.finished_usec, now);
+                (void) backoff_next(s->env->crash_backoff, d.key, d.finished_usec, now);
                 return false;
         }
         /* the delay as Go prints a time.Duration: "10s", "1m20s", "5m0s" */
         go_duration_format((int64_t) d.delay_usec * 1000, delay, sizeof(delay));
-        kubelet_worker_set_waiting(s->w, c->name, "CrashLoopBackOff",
-                                   "back-off %s restarting failed container=%s pod=%s_%s(%s)", delay, c->name,
-                                   s->pod->name, s->pod->namespace_, s->pod->uid);
+        kubelet_sync_set_waiting(s, c->name, "CrashLoopBackOff",
+                                 "back-off %s restarting failed container=%s pod=%s_%s(%s)", delay, c->name,
+                                 s->pod->name, s->pod->namespace_, s->pod->uid);
         log_info("Back-off %s restarting failed container=%s pod=%s", delay, c->name, kubelet_sync_pod_desc(s));
-        kubelet_worker_event(s->w, c->name, "Warning", "BackOff",
-                             "Back-off restarting failed container %s in pod %s_%s(%s)", c->name, s->pod->name,
-                             s->pod->namespace_, s->pod->uid);
+        kubelet_sync_event(s, c->name, "Warning", "BackOff", "Back-off restarting failed container %s in pod %s_%s(%s)",
+                           c->name, s->pod->name, s->pod->namespace_, s->pod->uid);
         /* wake when it ends, converted to the monotonic clock */
         until = now_usec() + (d.until_usec > now ? d.until_usec - now : 0);
         if (!s->wake_usec || until < s->wake_usec)
@@ -200,7 +201,7 @@ static bool in_crash_backoff(struct pod_sync *s, const struct container *c) {
 static void start_next(struct pod_sync *s) {
         struct start_step *st;
 
-        if (s->k->stopping || s->next_start >= containers_to_start(s)) {
+        if (kubelet_sync_stopping(s) || s->next_start >= containers_to_start(s)) {
                 kubelet_pod_sync_started(s);
                 return;
         }
@@ -275,7 +276,7 @@ static void image_volume_next(struct pod_sync *s) {
 
         while (pv && i < pv->n_volumes && i < s->n_image_volumes && pv->volumes[i].type != VOLUME_IMAGE)
                 i++;
-        if (s->k->stopping || !pv || i >= pv->n_volumes || i >= s->n_image_volumes) {
+        if (kubelet_sync_stopping(s) || !pv || i >= pv->n_volumes || i >= s->n_image_volumes) {
                 s->next_image_volume = s->n_image_volumes;
                 start_next(s);
                 return;
@@ -326,13 +327,13 @@ static bool image_volumes_failed(struct pod_sync *s, const struct container *c) 
                 if (idx >= s->n_image_volumes || !s->image_volumes[idx].reason)
                         continue;
                 last = &s->image_volumes[idx];
-                kubelet_worker_event(s->w, c->name, "Warning", "Failed", "Error: %s", last->reason);
+                kubelet_sync_event(s, c->name, "Warning", "Failed", "Error: %s", last->reason);
         }
         if (!last)
                 return false;
         log_error("pod %s: container %s: an image volume it mounts could not be pulled: %s (%s)",
                   kubelet_sync_pod_desc(s), c->name, strempty(last->message), last->reason);
-        kubelet_worker_set_waiting(s->w, c->name, last->reason, "%s", strempty(last->message));
+        kubelet_sync_set_waiting(s, c->name, last->reason, "%s", strempty(last->message));
         s->error = true;
         return true;
 }
@@ -379,7 +380,7 @@ static void image_status(struct pod_sync *s, const char *image, cri_callback_t c
 
         spec.image = (char *) image;
         req.image = &spec;
-        r = cri_image_status(s->k->cri, &req, 0, cb, s);
+        r = cri_image_status(s->env->cri, &req, 0, cb, s);
         if (r < 0) {
                 kubelet_sync_call_failed(s, "ImageStatus", r);
                 step_done(s);
@@ -394,7 +395,7 @@ static bool image_status_failed(struct pod_sync *s, const struct cri_reply *repl
         log_error("pod %s: %s %s: ImageStatus \"%s\": %s", kubelet_sync_pod_desc(s), st->c ? "container" : "volume",
                   step_desc(st), st->image, reply->message);
         if (st->c) {
-                kubelet_worker_set_waiting(s->w, st->c->name, "ErrImageInspect", "%s", reply->message);
+                kubelet_sync_set_waiting(s, st->c->name, "ErrImageInspect", "%s", reply->message);
                 s->error = true;
         } else
                 image_volume_failed(s, "ErrImageInspect", "%s", reply->message);
@@ -433,7 +434,7 @@ static void check_image(struct pod_sync *s) {
 
 static char *image_backoff_key(const struct pod_sync *s, const char *image) {
         char *k = NULL;
-        if (asprintf(&k, "%s_%s", s->w->uid, image) < 0)
+        if (asprintf(&k, "%s_%s", s->uid, image) < 0)
                 return NULL;
         return k;
 }
@@ -442,8 +443,8 @@ static char *image_backoff_key(const struct pod_sync *s, const char *image) {
 static bool in_pull_backoff(struct pod_sync *s, const char *image, uint64_t *ret_until) {
         _cleanup_free_ char *key = image_backoff_key(s, image);
 
-        return key && backoff_in_backoff_since(&s->k->image_backoff, key,
-                                               backoff_last_update(&s->k->image_backoff, key), now_usec(), ret_until);
+        return key && backoff_in_backoff_since(s->env->image_backoff, key,
+                                               backoff_last_update(s->env->image_backoff, key), now_usec(), ret_until);
 }
 
 static void pull(struct pod_sync *s);
@@ -457,8 +458,8 @@ static void image_decided(struct pod_sync *s, bool present) {
         switch (kr_decide_image(st->pull_policy, present, backoff)) {
         case KR_IMAGE_USE_PRESENT:
                 log_v(3, "pod %s: container image \"%s\" already present on machine", kubelet_sync_pod_desc(s), image);
-                kubelet_worker_event(s->w, cn, "Normal", "Pulled", "Container image \"%s\" already present on machine",
-                                     image);
+                kubelet_sync_event(s, cn, "Normal", "Pulled", "Container image \"%s\" already present on machine",
+                                   image);
                 if (!st->c) {
                         image_volume_ready(s);
                         return;
@@ -470,9 +471,9 @@ static void image_decided(struct pod_sync *s, bool present) {
                           "(ErrImageNeverPull)",
                           kubelet_sync_pod_desc(s), st->c ? "container" : "volume", step_desc(st), image);
                 if (st->c) {
-                        kubelet_worker_set_waiting(s->w, cn, "ErrImageNeverPull",
-                                                   "Container image \"%s\" is not present with pull policy of Never",
-                                                   image);
+                        kubelet_sync_set_waiting(s, cn, "ErrImageNeverPull",
+                                                 "Container image \"%s\" is not present with pull policy of Never",
+                                                 image);
                         s->error = true;
                 } else
                         image_volume_failed(s, "ErrImageNeverPull",
@@ -481,13 +482,12 @@ static void image_decided(struct pod_sync *s, bool present) {
                 return;
         case KR_IMAGE_PULL_BACKOFF:
                 if (st->c)
-                        kubelet_worker_set_waiting(s->w, cn, "ImagePullBackOff", "Back-off pulling image \"%s\"",
-                                                   image);
+                        kubelet_sync_set_waiting(s, cn, "ImagePullBackOff", "Back-off pulling image \"%s\"", image);
                 else
                         image_volume_failed(s, "ImagePullBackOff", "Back-off pulling image \"%s\"", image);
                 log_v(2, "pod %s: %s: Back-off pulling image \"%s\"", kubelet_sync_pod_desc(s), step_desc(st), image);
-                kubelet_worker_event(s->w, cn, "Normal", "BackOff", "Back-off pulling image \"%s\"", image);
-                kubelet_worker_event(s->w, cn, "Warning", "Failed", "Error: ImagePullBackOff");
+                kubelet_sync_event(s, cn, "Normal", "BackOff", "Back-off pulling image \"%s\"", image);
+                kubelet_sync_event(s, cn, "Warning", "Failed", "Error: ImagePullBackOff");
                 if (!s->wake_usec || until < s->wake_usec)
                         s->wake_usec = until;
                 step_done(s);
@@ -539,7 +539,8 @@ static int provider_lookup(struct pod_sync *s, const struct credprov_pod_sa *sa)
         struct start_step *st = s->start;
         _cleanup_free_ char *repo = cred_image_repository(st->image);
 
-        return repo ? credprov_lookup(s->k->credprov, repo, sa, on_provider_credentials, s, &st->cred_lookup) : -ENOMEM;
+        return repo ? credprov_lookup(s->env->credprov, repo, sa, on_provider_credentials, s, &st->cred_lookup)
+                    : -ENOMEM;
 }
 
 static void on_pod_service_account(const struct credprov_pod_sa *sa, void *userdata) {
@@ -564,16 +565,16 @@ static int provider_service_account(struct pod_sync *s) {
 
         if (!repo)
                 return -ENOMEM;
-        if (pod_config_is_static(s->pod) || !credprov_wants_service_account(s->k->credprov, repo))
+        if (pod_config_is_static(s->pod) || !credprov_wants_service_account(s->env->credprov, repo))
                 return 0;
         sa_name = json_string_value(json_object_get(json_object_get(s->pod->raw, "spec"), "serviceAccountName"));
         if (isempty(sa_name))
                 return 0;
-        if (!s->k->client) {
+        if (!kubelet_sync_client(s)) {
                 struct credprov_pod_sa sa = {
                         .namespace = s->pod->namespace_,
                         .pod_name = s->pod->name,
-                        .pod_uid = s->w->uid,
+                        .pod_uid = s->uid,
                         .name = sa_name,
                         .error = "failed to get service account: cannot get ServiceAccounts when kubelet is in "
                                  "standalone mode",
@@ -581,8 +582,8 @@ static int provider_service_account(struct pod_sync *s) {
                 r = provider_lookup(s, &sa);
                 return r < 0 ? r : 1;
         }
-        r = credprov_sa_fetch(s->k->client, s->k->credprov, repo, s->pod->namespace_, s->pod->name, s->w->uid, sa_name,
-                              on_pod_service_account, s, &st->sa_fetch);
+        r = credprov_sa_fetch(kubelet_sync_client(s), s->env->credprov, repo, s->pod->namespace_, s->pod->name, s->uid,
+                              sa_name, on_pod_service_account, s, &st->sa_fetch);
         return r < 0 ? r : 1;
 }
 
@@ -591,16 +592,16 @@ static void pull(struct pod_sync *s) {
         int r;
 
         log_info("Pulling image: pod=\"%s\" image=\"%s\"", kubelet_sync_pod_desc(s), st->image);
-        kubelet_worker_event(s->w, step_container(st), "Normal", "Pulling", "Pulling image \"%s\"", st->image);
+        kubelet_sync_event(s, step_container(st), "Normal", "Pulling", "Pulling image \"%s\"", st->image);
         if (st->c)
-                kubelet_worker_set_waiting(s->w, st->c->name, "ContainerCreating", "%s", "");
+                kubelet_sync_set_waiting(s, st->c->name, "ContainerCreating", "%s", "");
         r = cred_keyring_lookup(&s->keyring, st->image, &st->creds, &st->n_creds);
         if (r < 0) {
                 kubelet_sync_call_failed(s, "looking up pull credentials", r);
                 step_done(s);
                 return;
         }
-        if (s->k->credprov) {
+        if (s->env->credprov) {
                 r = provider_service_account(s);
                 if (r == 0)
                         r = provider_lookup(s, NULL);
@@ -650,13 +651,13 @@ static void on_pull_image(const struct cri_reply *reply, void *userdata) {
                         free(st->pull_errors);
                         st->pull_errors = n;
                 }
-                if (++st->cred_index < st->n_creds && !s->k->stopping) {
+                if (++st->cred_index < st->n_creds && !kubelet_sync_stopping(s)) {
                         pull_try(s);
                         return;
                 }
         }
         /* the pull is over (every credential tried): the next one in the queue may start */
-        slots_release(s->k->image_puller, &st->pull);
+        slots_release(s->env->image_puller, &st->pull);
         if (reply->r < 0) {
                 _cleanup_free_ char *agg = NULL, *with_plugin = NULL;
                 const char *message = reply->message;
@@ -669,22 +670,22 @@ static void on_pull_image(const struct cri_reply *reply, void *userdata) {
                         message = with_plugin;
                 log_error("pod %s: %s %s: Failed to pull image \"%s\": %s (ErrImagePull)", kubelet_sync_pod_desc(s),
                           st->c ? "container" : "volume", step_desc(st), image, message);
-                kubelet_worker_event(s->w, cn, "Warning", "Failed", "Failed to pull image \"%s\": %s", image, message);
-                kubelet_worker_event(s->w, cn, "Warning", "Failed", "Error: ErrImagePull");
+                kubelet_sync_event(s, cn, "Warning", "Failed", "Failed to pull image \"%s\": %s", image, message);
+                kubelet_sync_event(s, cn, "Warning", "Failed", "Error: ErrImagePull");
                 if (st->c) {
-                        kubelet_worker_set_waiting(s->w, cn, "ErrImagePull", "%s", message);
+                        kubelet_sync_set_waiting(s, cn, "ErrImagePull", "%s", message);
                         s->error = true;
                 } else
                         image_volume_failed(s, "ErrImagePull", "%s", message);
                 if (key)
-                        (void) backoff_next(&s->k->image_backoff, key, now_usec(), now_usec());
+                        (void) backoff_next(s->env->image_backoff, key, now_usec(), now_usec());
                 step_done(s);
                 return;
         }
         log_info("Successfully pulled image: pod=\"%s\" image=\"%s\"", kubelet_sync_pod_desc(s), image);
-        kubelet_worker_event(s->w, cn, "Normal", "Pulled", "Successfully pulled image \"%s\"", image);
+        kubelet_sync_event(s, cn, "Normal", "Pulled", "Successfully pulled image \"%s\"", image);
         if (key)
-                backoff_reset(&s->k->image_backoff, key);
+                backoff_reset(s->env->image_backoff, key);
         if (free_and_strdup(&st->image_ref,
                             ((const Runtime__V1__PullImageResponse *) (const void *) reply->msg)->image_ref) < 0) {
                 kubelet_sync_call_failed(s, "PullImage", -ENOMEM);
@@ -719,9 +720,9 @@ static void pull_try(struct pod_sync *s) {
         }
         /* pulls can take long: no deadline at all, as upstream's PullImage (the runtime's own progress timeout
          * ends a stalled pull) */
-        r = cri_pull_image(s->k->cri, &req, UINT64_MAX, on_pull_image, s);
+        r = cri_pull_image(s->env->cri, &req, UINT64_MAX, on_pull_image, s);
         if (r < 0) {
-                slots_release(s->k->image_puller, &st->pull);
+                slots_release(s->env->image_puller, &st->pull);
                 kubelet_sync_call_failed(s, "PullImage", r);
                 step_done(s);
                 return;
@@ -735,8 +736,8 @@ static void on_pull_turn(void *userdata, int r) {
         struct pod_sync *s = userdata;
         struct start_step *st = s->start;
 
-        if (r < 0 || s->k->stopping) {
-                slots_release(s->k->image_puller, &st->pull);
+        if (r < 0 || kubelet_sync_stopping(s)) {
+                slots_release(s->env->image_puller, &st->pull);
                 log_v(2, "pod %s: %s: the pull of image \"%s\" left the queue", kubelet_sync_pod_desc(s), step_desc(st),
                       st->image);
                 s->did_work = true; /* observe again at once */
@@ -744,31 +745,32 @@ static void on_pull_turn(void *userdata, int r) {
                 return;
         }
         log_v(2, "pod %s: %s: pull of image \"%s\" started (%u running, %u waiting)", kubelet_sync_pod_desc(s),
-              step_desc(st), st->image, slots_running(s->k->image_puller), slots_waiting(s->k->image_puller));
+              step_desc(st), st->image, slots_running(s->env->image_puller), slots_waiting(s->env->image_puller));
         pull_try(s);
 }
 
 /* wait for a slot in the pull queue (serializeImagePulls, maxParallelImagePulls) */
 static void pull_queue(struct pod_sync *s) {
         struct start_step *st = s->start;
+        struct pod_sync_worker_state ws = kubelet_sync_worker_state(s);
 
-        if (!s->w->pod || s->w->deleting) {
+        if (!ws.pod || ws.deleting) {
                 /* removed or deleted while its credentials were looked up: no pull, the next pass stops it */
                 s->did_work = true;
                 kubelet_pod_sync_finish(s);
                 return;
         }
 
-        if (slots_waiting(s->k->image_puller) > 0 || slots_running(s->k->image_puller) > 0)
+        if (slots_waiting(s->env->image_puller) > 0 || slots_running(s->env->image_puller) > 0)
                 log_v(3, "pod %s: %s: the pull of image \"%s\" waits for its turn (%u running, %u waiting)",
-                      kubelet_sync_pod_desc(s), step_desc(st), st->image, slots_running(s->k->image_puller),
-                      slots_waiting(s->k->image_puller));
-        slots_enqueue(s->k->image_puller, &st->pull, on_pull_turn, s);
+                      kubelet_sync_pod_desc(s), step_desc(st), st->image, slots_running(s->env->image_puller),
+                      slots_waiting(s->env->image_puller));
+        slots_enqueue(s->env->image_puller, &st->pull, on_pull_turn, s);
 }
 
 void kubelet_sync_start_withdraw(struct pod_sync *s) {
         if (s->start)
-                (void) slots_withdraw(s->k->image_puller, &s->start->pull);
+                (void) slots_withdraw(s->env->image_puller, &s->start->pull);
 }
 
 /* ---------------------------------------------------------------- create and start */
@@ -784,7 +786,7 @@ static uint32_t next_restart_count(const struct pod_sync *s, const struct contai
 
         if (cs)
                 return (uint32_t) cs->restart_count + 1;
-        podlog = kr_pod_log_dir(s->k->opts->pod_logs_dir, s->pod);
+        podlog = kr_pod_log_dir(s->env->opts->pod_logs_dir, s->pod);
         if (!podlog || asprintf(&dir, "%s/%s", podlog, c->name) < 0)
                 return 0;
         d = opendir(dir);
@@ -821,7 +823,7 @@ static void on_post_start_done(void *userdata, int error, const char *message) {
                 return; /* the pass is being freed */
         st = s->start;
         c = st->c;
-        if (error >= 0 || s->k->stopping) {
+        if (error >= 0 || kubelet_sync_stopping(s)) {
                 step_done(s);
                 return;
         }
@@ -829,9 +831,9 @@ static void on_post_start_done(void *userdata, int error, const char *message) {
                 message = strerror(-error);
         log_error("Failed to execute PostStartHook: pod=\"%s\" podUID=\"%s\" containerName=\"%s\" "
                   "containerID=\"%.12s\": %s",
-                  kubelet_sync_pod_desc(s), s->w->uid, c->name, st->started_id, message);
-        kubelet_worker_event(s->w, c->name, "Warning", "FailedPostStartHook", "%s", message);
-        kubelet_worker_set_waiting(s->w, c->name, "PostStartHookError", "%s", message);
+                  kubelet_sync_pod_desc(s), s->uid, c->name, st->started_id, message);
+        kubelet_sync_event(s, c->name, "Warning", "FailedPostStartHook", "%s", message);
+        kubelet_sync_set_waiting(s, c->name, "PostStartHookError", "%s", message);
         s->error = true;
         t = (struct kill_target_ext) {
                 .id = st->started_id,
@@ -843,8 +845,8 @@ static void on_post_start_done(void *userdata, int error, const char *message) {
         };
         log_info("Stopping container: pod=\"%s\" podUID=\"%s\" containerName=\"%s\" containerID=\"%.12s\" "
                  "gracePeriod=%" PRId64 " reason=\"FailedPostStartHook\"",
-                 kubelet_sync_pod_desc(s), s->w->uid, c->name, st->started_id, t.grace);
-        kubelet_worker_event(s->w, c->name, "Normal", "Killing", "FailedPostStartHook");
+                 kubelet_sync_pod_desc(s), s->uid, c->name, st->started_id, t.grace);
+        kubelet_sync_event(s, c->name, "Normal", "Killing", "FailedPostStartHook");
         r = kubelet_sync_kill_container(s, &t, step_done);
         if (r < 0) {
                 kubelet_sync_call_failed(s, "StopContainer", r);
@@ -860,25 +862,25 @@ static void on_start_container(const struct cri_reply *reply, void *userdata) {
         if (reply->r < 0) {
                 log_error("pod %s: container %s: RunContainerError: %s", kubelet_sync_pod_desc(s), c->name,
                           reply->message);
-                kubelet_worker_event(s->w, c->name, "Warning", "Failed", "Error: %s", reply->message);
-                kubelet_worker_set_waiting(s->w, c->name, "RunContainerError", "%s", reply->message);
+                kubelet_sync_event(s, c->name, "Warning", "Failed", "Error: %s", reply->message);
+                kubelet_sync_set_waiting(s, c->name, "RunContainerError", "%s", reply->message);
                 s->error = true;
                 step_done(s);
                 return;
         }
         log_info("Started container: pod=\"%s\" containerName=\"%s\"", kubelet_sync_pod_desc(s), c->name);
-        kubelet_container_started(s->k, s->pod, c->name, st->started_id, st->restart_count);
-        kubelet_worker_event(s->w, c->name, "Normal", "Started", "Started container %s", c->name);
-        kubelet_worker_clear_waiting(s->w, c->name);
-        if (c->post_start && !s->k->stopping) {
+        s->env->ops->container_started(s->env->userdata, s->pod, c->name, st->started_id, st->restart_count);
+        kubelet_sync_event(s, c->name, "Normal", "Started", "Started container %s", c->name);
+        kubelet_sync_clear_waiting(s, c->name);
+        if (c->post_start && !kubelet_sync_stopping(s)) {
                 struct hook_target t = {
                         .pod_desc = kubelet_sync_hook_desc(s),
                         .container_name = c->name,
                         .container_id = st->started_id,
-                        .pod_ip = s->pod->spec.host_network ? s->k->node_ip : s->pod_ip,
+                        .pod_ip = s->pod->spec.host_network ? s->env->node_ip : s->pod_ip,
                         .spec = c,
                 };
-                int r = kubelet_hook_run_start(&s->k->hook_env, &s->hooks, c->post_start, &t,
+                int r = kubelet_hook_run_start(s->env->hook_env, &s->hooks, c->post_start, &t,
                                                post_start_timeout_usec(s), on_post_start_done, s);
                 if (r >= 0)
                         return; /* the step waits for the hook */
@@ -920,26 +922,26 @@ static void on_create_container(const struct cri_reply *reply, void *userdata) {
                                 "mount's image (containerd 2.1 or later; containerd 1.x reads it as a bind mount of an "
                                 "empty host path, which it cannot create)",
                                 kubelet_sync_pod_desc(s), c->name, iv);
-                kubelet_worker_event(s->w, c->name, "Warning", "Failed", "Error: %s", reply->message);
-                kubelet_worker_set_waiting(s->w, c->name, "CreateContainerError", "%s", reply->message);
+                kubelet_sync_event(s, c->name, "Warning", "Failed", "Error: %s", reply->message);
+                kubelet_sync_set_waiting(s, c->name, "CreateContainerError", "%s", reply->message);
                 s->error = true;
                 step_done(s);
                 return;
         }
-        if (s->k->stopping) {
+        if (kubelet_sync_stopping(s)) {
                 step_done(s);
                 return;
         }
         log_info("Created container: pod=\"%s\" containerName=\"%s\" containerID=\"%.12s\"", kubelet_sync_pod_desc(s),
                  c->name, resp->container_id);
-        kubelet_worker_event(s->w, c->name, "Normal", "Created", "Created container %s", c->name);
+        kubelet_sync_event(s, c->name, "Normal", "Created", "Created container %s", c->name);
         if (free_and_strdup(&st->started_id, resp->container_id) < 0) {
                 kubelet_sync_call_failed(s, "StartContainer", -ENOMEM);
                 step_done(s);
                 return;
         }
         req.container_id = st->started_id;
-        r = cri_start_container(s->k->cri, &req, 0, on_start_container, s);
+        r = cri_start_container(s->env->cri, &req, 0, on_start_container, s);
         if (r < 0) {
                 kubelet_sync_call_failed(s, "StartContainer", r);
                 step_done(s);
@@ -958,7 +960,7 @@ static void create_container_with(struct pod_sync *s, const struct dm_run_option
         int r;
 
         st->restart_count = restart_count;
-        podlog = kr_pod_log_dir(s->k->opts->pod_logs_dir, s->pod);
+        podlog = kr_pod_log_dir(s->env->opts->pod_logs_dir, s->pod);
         if (!podlog || asprintf(&dir, "%s/%s", podlog, c->name) < 0 || mkdir_p(dir, 0755) < 0) {
                 log_error("pod %s: cannot create the log directory of container %s", kubelet_sync_pod_desc(s), c->name);
                 s->error = true;
@@ -970,10 +972,10 @@ static void create_container_with(struct pod_sync *s, const struct dm_run_option
                 /* getTargetID: an ephemeral container joins its target's running instance */
                 const struct kc_container *target = kc_pod_status_find_container(s->status, c->target_container_name);
                 if (!target || target->state != KC_CONTAINER_RUNNING) {
-                        kubelet_worker_set_waiting(s->w, c->name, "CreateContainerConfigError",
-                                                   "unable to find target container %s", c->target_container_name);
-                        kubelet_worker_event(s->w, c->name, "Warning", "Failed",
-                                             "Error: unable to find target container %s", c->target_container_name);
+                        kubelet_sync_set_waiting(s, c->name, "CreateContainerConfigError",
+                                                 "unable to find target container %s", c->target_container_name);
+                        kubelet_sync_event(s, c->name, "Warning", "Failed", "Error: unable to find target container %s",
+                                           c->target_container_name);
                         log_error("pod %s: container %s: unable to find target container %s", kubelet_sync_pod_desc(s),
                                   c->name, c->target_container_name);
                         s->error = true;
@@ -993,11 +995,11 @@ static void create_container_with(struct pod_sync *s, const struct dm_run_option
         ctx.n_env_files = st->n_env_files;
         r = kr_build_container_config(s->pod, c, restart_count, st->image_ref, &ctx, &cfg);
         for (size_t i = 0; report.event_reasons && report.event_reasons[i]; i++)
-                kubelet_worker_event(s->w, NULL, "Warning", report.event_reasons[i], "%s", report.event_messages[i]);
+                kubelet_sync_event(s, NULL, "Warning", report.event_reasons[i], "%s", report.event_messages[i]);
         if (r < 0) {
                 const char *msg = report.error ? ck_error_message(report.error) : strerror(-r);
-                kubelet_worker_set_waiting(s->w, c->name, "CreateContainerConfigError", "%s", msg);
-                kubelet_worker_event(s->w, c->name, "Warning", "Failed", "Error: %s", msg);
+                kubelet_sync_set_waiting(s, c->name, "CreateContainerConfigError", "%s", msg);
+                kubelet_sync_event(s, c->name, "Warning", "Failed", "Error: %s", msg);
                 log_error("pod %s: container %s: CreateContainerConfigError: %s", kubelet_sync_pod_desc(s), c->name,
                           msg);
                 kc_build_report_done(&report);
@@ -1022,7 +1024,7 @@ static void create_container_with(struct pod_sync *s, const struct dm_run_option
                         return;
                 }
         }
-        if (kubelet_cpu_apply(s->k, s->pod, c, cfg) < 0) {
+        if (s->env->ops->cpu_apply(s->env->userdata, s->pod, c, cfg) < 0) {
                 pb_free(cfg);
                 kubelet_sync_call_failed(s, "setting the container's cpuset", -ENOMEM);
                 step_done(s);
@@ -1031,7 +1033,7 @@ static void create_container_with(struct pod_sync *s, const struct dm_run_option
         req.pod_sandbox_id = s->sandbox_id;
         req.config = cfg;
         req.sandbox_config = s->sandbox_config;
-        r = cri_create_container(s->k->cri, &req, 0, on_create_container, s);
+        r = cri_create_container(s->env->cri, &req, 0, on_create_container, s);
         pb_free(cfg);
         if (r < 0) {
                 kubelet_sync_call_failed(s, "CreateContainer", r);
@@ -1049,8 +1051,8 @@ static void on_device_options(const struct dm_run_options *opts, const char *err
         s->start->dev_request = NULL;
         if (error) {
                 /* GetDeviceRunContainerOptions failed: generateContainerConfig's error */
-                kubelet_worker_set_waiting(s->w, c->name, "CreateContainerConfigError", "%s", error);
-                kubelet_worker_event(s->w, c->name, "Warning", "Failed", "Error: %s", error);
+                kubelet_sync_set_waiting(s, c->name, "CreateContainerConfigError", "%s", error);
+                kubelet_sync_event(s, c->name, "Warning", "Failed", "Error: %s", error);
                 log_error("pod %s: container %s: CreateContainerConfigError: %s", kubelet_sync_pod_desc(s), c->name,
                           error);
                 s->error = true;
@@ -1063,8 +1065,8 @@ static void on_device_options(const struct dm_run_options *opts, const char *err
 static void config_error(struct pod_sync *s, const char *msg) {
         const struct container *c = s->start->c;
 
-        kubelet_worker_set_waiting(s->w, c->name, "CreateContainerConfigError", "%s", msg);
-        kubelet_worker_event(s->w, c->name, "Warning", "Failed", "Error: %s", msg);
+        kubelet_sync_set_waiting(s, c->name, "CreateContainerConfigError", "%s", msg);
+        kubelet_sync_event(s, c->name, "Warning", "Failed", "Error: %s", msg);
         log_error("pod %s: container %s: CreateContainerConfigError: %s", kubelet_sync_pod_desc(s), c->name, msg);
         s->error = true;
         step_done(s);
@@ -1175,7 +1177,7 @@ static bool prepare_subpaths(struct pod_sync *s) {
         }
         j->s = s;
         /* keyed by pod: one pod's stalled volume holds one thread, never the other pods' containers */
-        r = workpool_submit_full(s->k->pool_contents, s->w->uid, KUBELET_VOLUME_CONTENTS_TIMEOUT_USEC, subpath_work,
+        r = workpool_submit_full(s->env->pool_contents, s->uid, KUBELET_VOLUME_CONTENTS_TIMEOUT_USEC, subpath_work,
                                  subpath_done, subpath_job_free, j);
         if (r < 0) {
                 subpath_job_free(j);
@@ -1282,7 +1284,7 @@ static bool prepare_env_files(struct pod_sync *s) {
         }
         j->s = s;
         /* keyed by pod: one pod's stalled volume holds one thread, never the other pods' containers */
-        r = workpool_submit_full(s->k->pool_contents, s->w->uid, KUBELET_VOLUME_CONTENTS_TIMEOUT_USEC, env_file_work,
+        r = workpool_submit_full(s->env->pool_contents, s->uid, KUBELET_VOLUME_CONTENTS_TIMEOUT_USEC, env_file_work,
                                  env_file_done, env_file_job_free, j);
         if (r < 0) {
                 env_file_job_free(j);
@@ -1302,7 +1304,7 @@ static void on_dra_prepared(char **cdi_ids, const char *error, void *userdata) {
 
         /* error and cdi_ids belong to the job: used before it is freed */
         if (error) {
-                kubelet_worker_event(s->w, NULL, "Warning", "FailedPrepareDynamicResources", "%s", error);
+                kubelet_sync_event(s, NULL, "Warning", "FailedPrepareDynamicResources", "%s", error);
                 log_error("pod %s: %s", kubelet_sync_pod_desc(s), error);
                 kubelet_dra_job_cancel(TAKE_PTR(st->dra_job));
                 s->error = true;
@@ -1326,7 +1328,7 @@ static bool prepare_dra(struct pod_sync *s) {
 
         if (st->dra_ready)
                 return false;
-        r = kubelet_dra_prepare(s->k, s->pod, st->c, on_dra_prepared, s, &st->dra_job);
+        r = s->env->ops->dra_prepare(s->env->userdata, s->pod, st->c, on_dra_prepared, s, &st->dra_job);
         if (r == 1) {
                 st->dra_ready = true;
                 return false;
@@ -1351,11 +1353,11 @@ static void create_container(struct pod_sync *s) {
                 return; /* create_container again once they are read */
         if (prepare_subpaths(s))
                 return; /* create_container again once they are bound */
-        if (!s->k->devices || !dm_pod_uses_devices(s->k->devices, s->pod)) {
+        if (!s->env->devices || !dm_pod_uses_devices(s->env->devices, s->pod)) {
                 create_container_with(s, NULL);
                 return;
         }
-        r = dm_container_options(s->k->devices, s->pod, st->c->name, on_device_options, s, &st->dev_request);
+        r = dm_container_options(s->env->devices, s->pod, st->c->name, on_device_options, s, &st->dev_request);
         if (r < 0) {
                 kubelet_sync_call_failed(s, "getting the container's devices", r);
                 step_done(s);
