@@ -6,22 +6,25 @@
  * volume that could not be had waits with the pull's reason. For each container, in order:
  *
  *   back-off    a container whose last instance exited waits out its CrashLoopBackOff (kr_check_crash_backoff)
- *   image       ImageStatus unless the pull policy is Always, then kr_decide_image: use the present image, pull
- *               it (with each matching pull credential in turn: the pull secrets', then the credential provider
- *               plugins'), wait out ImagePullBackOff, or ErrImageNeverPull; a pulled image's ImageStatus gives its
- *               user (runAsUser default, runAsNonRoot). A pull waits for its turn in the kubelet's pull queue
- *               (k->image_puller, src/basic/slots.c: serializeImagePulls, maxParallelImagePulls) and holds its slot through all
- *               its credentials; a pod no longer desired (or being deleted) while it waits leaves the queue and
- *               the pass ends (kubelet_sync_start_withdraw)
+ *   image       the image step (sync_image.c, a state machine documented there): ImageStatus unless the pull
+ *               policy is Always, then kr_decide_image: use the present image, pull it (with each matching pull
+ *               credential in turn: the pull secrets', then the credential provider plugins'), wait out
+ *               ImagePullBackOff, or ErrImageNeverPull; a pulled image's ImageStatus gives its user (runAsUser
+ *               default, runAsNonRoot). A pull waits for its turn in the kubelet's pull queue (env->image_puller,
+ *               src/basic/slots.c: serializeImagePulls, maxParallelImagePulls) and holds its slot through all its
+ *               credentials; a pod no longer desired (or being deleted) while it waits leaves the queue and the
+ *               pass ends (kubelet_sync_start_withdraw)
  *   create      the files of its env[].valueFrom.fileKeyRef read and its subPath mounts bound (on the volume
  *               contents pool), the device plugins' options (src/cm/devicemanager, for a container with devices),
  *               the container config (kr_build_container_config) and CreateContainer
  *   start       StartContainer, then the postStart hook; a failed hook kills the container (sync_kill.c)
  *
- * The state of the container being started is its step (struct start_step), freed when it ends. A failure is
- * reported as the container's waiting reason and the next container is tried; the pass then ends in error. */
+ * The state of the container being started is its step (struct start_step, sync_start.h), freed when it ends. A
+ * failure is reported as the container's waiting reason and the next container is tried; the pass then ends in
+ * error. */
 
 #include "kubelet/pod_sync.h"
+#include "kubelet/sync_start.h"
 
 #include <dirent.h>
 #include <stdarg.h>
@@ -47,46 +50,6 @@
 #include "volumes/subpath.h"
 #include "volumes/volumes.h"
 
-struct start_step {
-        const struct container *c; /* in s->pod; NULL for an image volume's pull */
-        /* the image to have: the container's, or the image volume's (vol, at index vol_index of spec.volumes) */
-        const char *image;
-        enum pull_policy pull_policy;
-        const struct volume *vol;
-        size_t vol_index;
-        char *image_ref;       /* the resolved image (ImageStatus id, or PullImage's image_ref) */
-        bool image_user_known; /* the image's user from ImageStatus */
-        bool image_uid_set;
-        int64_t image_uid;
-        char *image_username;
-        const struct cred_auth **creds; /* pull credentials matching the image, tried in turn */
-        size_t n_creds, cred_index;
-        char *pull_errors; /* the errors of each credential tried so far */
-        /* the credential provider plugins' answer for the image (after the pull secrets) */
-        struct credprov_lookup *cred_lookup;
-        struct credprov_sa_fetch *sa_fetch; /* the pod's service account and tokens, for tokenAttributes */
-        struct cred_keyring provider_keyring;
-        char *provider_error;
-        struct slot_ticket pull; /* its place in the pull queue (k->image_puller) */
-        struct dm_request
-                *dev_request; /* the device plugins' options of the container (GetDeviceRunContainerOptions) */
-        struct kubelet_dra_job *dra_job; /* its pod's ResourceClaims prepared (PrepareDynamicResources) */
-        bool dra_ready;
-        char **dra_cdi;         /* the CDI devices of the claims it references */
-        char *started_id;       /* the container created */
-        uint32_t restart_count; /* its attempt */
-        /* its subPath mounts, bound on the volume contents pool before the config is built */
-        struct subpath_job *subpath_job; /* in flight */
-        bool subpaths_ready;
-        char **subpath_targets; /* by volumeMount index, NULL where none */
-        size_t n_subpath_targets;
-        /* its env[].valueFrom.fileKeyRef files, read on the volume contents pool before the config is built */
-        struct env_file_job *env_file_job; /* in flight */
-        bool env_files_ready;
-        struct kc_env_file_value *env_files; /* by env index */
-        size_t n_env_files;
-};
-
 /* the subPath binds of one container, on a worker: owns its copies (a job past its deadline may outlive the step) */
 struct subpath_job {
         struct pod_sync *s; /* NULL once the step is gone */
@@ -103,12 +66,6 @@ struct env_file_job {
         size_t n_reqs;
 };
 
-static void step_done(struct pod_sync *s);
-static void check_image(struct pod_sync *s);
-static void image_decided(struct pod_sync *s, bool present);
-static void pull_try(struct pod_sync *s);
-static void pull_queue(struct pod_sync *s);
-static void create_container(struct pod_sync *s);
 static void image_volume_next(struct pod_sync *s);
 static bool image_volumes_failed(struct pod_sync *s, const struct container *c);
 
@@ -216,13 +173,13 @@ static void start_next(struct pod_sync *s) {
         st->pull_policy = st->c->image_pull_policy;
         s->start = st;
         if (in_crash_backoff(s, st->c) || image_volumes_failed(s, st->c)) {
-                step_done(s);
+                kubelet_sync_start_step_done(s);
                 return;
         }
-        check_image(s);
+        kubelet_sync_image(s);
 }
 
-static void step_done(struct pod_sync *s) {
+void kubelet_sync_start_step_done(struct pod_sync *s) {
         bool vol = s->start && s->start->vol;
 
         if (vol)
@@ -292,12 +249,11 @@ static void image_volume_next(struct pod_sync *s) {
         st->image = strempty(st->vol->image_reference);
         st->pull_policy = st->vol->image_pull_policy;
         s->start = st;
-        check_image(s);
+        kubelet_sync_image(s);
 }
 
 /* an image volume could not be had: what the containers that mount it report (reason: a literal) */
-static void image_volume_failed(struct pod_sync *s, const char *reason, const char *fmt, ...) _printf_(3, 4);
-static void image_volume_failed(struct pod_sync *s, const char *reason, const char *fmt, ...) {
+void kubelet_sync_image_volume_failed(struct pod_sync *s, const char *reason, const char *fmt, ...) {
         struct sync_image_volume *iv = &s->image_volumes[s->start->vol_index];
         va_list ap;
 
@@ -339,7 +295,7 @@ static bool image_volumes_failed(struct pod_sync *s, const struct container *c) 
 }
 
 /* the image volume is there: its resolved image goes into the CRI mount */
-static void image_volume_ready(struct pod_sync *s) {
+void kubelet_sync_image_volume_ready(struct pod_sync *s) {
         struct start_step *st = s->start;
         struct sync_image_volume *iv = &s->image_volumes[st->vol_index];
 
@@ -347,430 +303,7 @@ static void image_volume_ready(struct pod_sync *s) {
         iv->ref = TAKE_PTR(st->image_ref);
         log_v(4, "pod %s: image volume %s: image \"%s\" is %s", kubelet_sync_pod_desc(s), st->vol->name, st->image,
               strna(iv->ref));
-        step_done(s);
-}
-
-/* who the image is for, in the events and the logs: the container, or NULL (the pod) for an image volume */
-static const char *step_container(const struct start_step *st) {
-        return st->c ? st->c->name : NULL;
-}
-
-static const char *step_desc(const struct start_step *st) {
-        return st->c ? st->c->name : st->vol->name;
-}
-
-/* ---------------------------------------------------------------- image */
-
-/* the image's user from an ImageStatus reply; false when the reply has no image */
-static int take_image_user(struct start_step *st, const Runtime__V1__ImageStatusResponse *resp) {
-        if (!resp->image || isempty(resp->image->id))
-                return 0;
-        st->image_user_known = true;
-        st->image_uid_set = resp->image->uid != NULL;
-        st->image_uid = resp->image->uid ? resp->image->uid->value : 0;
-        if (free_and_strdup(&st->image_username, isempty(resp->image->username) ? NULL : resp->image->username) < 0)
-                return -ENOMEM;
-        return 1;
-}
-
-static void image_status(struct pod_sync *s, const char *image, cri_callback_t cb) {
-        Runtime__V1__ImageStatusRequest req = RUNTIME__V1__IMAGE_STATUS_REQUEST__INIT;
-        Runtime__V1__ImageSpec spec = RUNTIME__V1__IMAGE_SPEC__INIT;
-        int r;
-
-        spec.image = (char *) image;
-        req.image = &spec;
-        r = cri_image_status(s->env->cri, &req, 0, cb, s);
-        if (r < 0) {
-                kubelet_sync_call_failed(s, "ImageStatus", r);
-                step_done(s);
-        }
-}
-
-static bool image_status_failed(struct pod_sync *s, const struct cri_reply *reply) {
-        const struct start_step *st = s->start;
-
-        if (reply->r >= 0)
-                return false;
-        log_error("pod %s: %s %s: ImageStatus \"%s\": %s", kubelet_sync_pod_desc(s), st->c ? "container" : "volume",
-                  step_desc(st), st->image, reply->message);
-        if (st->c) {
-                kubelet_sync_set_waiting(s, st->c->name, "ErrImageInspect", "%s", reply->message);
-                s->error = true;
-        } else
-                image_volume_failed(s, "ErrImageInspect", "%s", reply->message);
-        step_done(s);
-        return true;
-}
-
-/* is the image present? (its id is then the image to run) */
-static void on_image_present(const struct cri_reply *reply, void *userdata) {
-        struct pod_sync *s = userdata;
-        struct start_step *st = s->start;
-        const Runtime__V1__ImageStatusResponse *resp = (const void *) reply->msg;
-        int present;
-
-        if (image_status_failed(s, reply))
-                return;
-        present = take_image_user(st, resp);
-        if (present > 0 && free_and_strdup(&st->image_ref, resp->image->id) < 0)
-                present = -ENOMEM;
-        if (present < 0) {
-                kubelet_sync_call_failed(s, "ImageStatus", present);
-                step_done(s);
-                return;
-        }
-        image_decided(s, present > 0);
-}
-
-static void check_image(struct pod_sync *s) {
-        const struct start_step *st = s->start;
-
-        if (kr_image_status_first(st->pull_policy))
-                image_status(s, st->image, on_image_present);
-        else
-                image_decided(s, false);
-}
-
-static char *image_backoff_key(const struct pod_sync *s, const char *image) {
-        char *k = NULL;
-        if (asprintf(&k, "%s_%s", s->uid, image) < 0)
-                return NULL;
-        return k;
-}
-
-/* is the image in its pull back-off (a pull failed recently)? */
-static bool in_pull_backoff(struct pod_sync *s, const char *image, uint64_t *ret_until) {
-        _cleanup_free_ char *key = image_backoff_key(s, image);
-
-        return key && backoff_in_backoff_since(s->env->image_backoff, key,
-                                               backoff_last_update(s->env->image_backoff, key), now_usec(), ret_until);
-}
-
-static void pull(struct pod_sync *s);
-
-static void image_decided(struct pod_sync *s, bool present) {
-        const struct start_step *st = s->start;
-        const char *image = st->image, *cn = step_container(st);
-        uint64_t until = 0;
-        bool backoff = in_pull_backoff(s, image, &until);
-
-        switch (kr_decide_image(st->pull_policy, present, backoff)) {
-        case KR_IMAGE_USE_PRESENT:
-                log_v(3, "pod %s: container image \"%s\" already present on machine", kubelet_sync_pod_desc(s), image);
-                kubelet_sync_event(s, cn, "Normal", "Pulled", "Container image \"%s\" already present on machine",
-                                   image);
-                if (!st->c) {
-                        image_volume_ready(s);
-                        return;
-                }
-                create_container(s);
-                return;
-        case KR_IMAGE_NEVER_PULL:
-                log_error("pod %s: %s %s: Container image \"%s\" is not present with pull policy of Never "
-                          "(ErrImageNeverPull)",
-                          kubelet_sync_pod_desc(s), st->c ? "container" : "volume", step_desc(st), image);
-                if (st->c) {
-                        kubelet_sync_set_waiting(s, cn, "ErrImageNeverPull",
-                                                 "Container image \"%s\" is not present with pull policy of Never",
-                                                 image);
-                        s->error = true;
-                } else
-                        image_volume_failed(s, "ErrImageNeverPull",
-                                            "Container image \"%s\" is not present with pull policy of Never", image);
-                step_done(s);
-                return;
-        case KR_IMAGE_PULL_BACKOFF:
-                if (st->c)
-                        kubelet_sync_set_waiting(s, cn, "ImagePullBackOff", "Back-off pulling image \"%s\"", image);
-                else
-                        image_volume_failed(s, "ImagePullBackOff", "Back-off pulling image \"%s\"", image);
-                log_v(2, "pod %s: %s: Back-off pulling image \"%s\"", kubelet_sync_pod_desc(s), step_desc(st), image);
-                kubelet_sync_event(s, cn, "Normal", "BackOff", "Back-off pulling image \"%s\"", image);
-                kubelet_sync_event(s, cn, "Warning", "Failed", "Error: ImagePullBackOff");
-                if (!s->wake_usec || until < s->wake_usec)
-                        s->wake_usec = until;
-                step_done(s);
-                return;
-        case KR_IMAGE_PULL:
-                pull(s);
-                return;
-        }
-}
-
-/* The plugins answered: their credentials come after the pull secrets' (UnionDockerKeyring: the secrets' keyring,
- * then the providers'), each tried in turn. A plugin that failed gives none; its error goes with a pull that
- * then fails. */
-static void on_provider_credentials(struct cred_keyring *creds, const char *error, void *userdata) {
-        struct pod_sync *s = userdata;
-        struct start_step *st = s->start;
-        const struct cred_auth **more = NULL, **all;
-        size_t n_more = 0;
-
-        st->cred_lookup = NULL;
-        st->provider_keyring = *creds;
-        *creds = (struct cred_keyring) {};
-        if (error)
-                st->provider_error = strdup(error);
-        if (cred_keyring_lookup(&st->provider_keyring, st->image, &more, &n_more) < 0) {
-                kubelet_sync_call_failed(s, "looking up pull credentials", -ENOMEM);
-                step_done(s);
-                return;
-        }
-        if (n_more > 0) {
-                all = reallocarray(st->creds, st->n_creds + n_more, sizeof(*all));
-                if (!all) {
-                        free(more);
-                        kubelet_sync_call_failed(s, "looking up pull credentials", -ENOMEM);
-                        step_done(s);
-                        return;
-                }
-                memcpy(all + st->n_creds, more, n_more * sizeof(*all));
-                st->creds = all;
-                st->n_creds += n_more;
-        }
-        free(more);
-        pull_queue(s);
-}
-
-/* the plugins for the image's repository, asked off the loop (a child process each), with the pod's service
- * account when a plugin has tokenAttributes */
-static int provider_lookup(struct pod_sync *s, const struct credprov_pod_sa *sa) {
-        struct start_step *st = s->start;
-        _cleanup_free_ char *repo = cred_image_repository(st->image);
-
-        return repo ? credprov_lookup(s->env->credprov, repo, sa, on_provider_credentials, s, &st->cred_lookup)
-                    : -ENOMEM;
-}
-
-static void on_pod_service_account(const struct credprov_pod_sa *sa, void *userdata) {
-        struct pod_sync *s = userdata;
-        int r;
-
-        s->start->sa_fetch = NULL;
-        r = provider_lookup(s, sa);
-        if (r < 0) {
-                kubelet_sync_call_failed(s, "asking the credential provider plugins", r);
-                step_done(s);
-        }
-}
-
-/* KubeletServiceAccountTokenForCredentialProviders: the pod's service account (spec.serviceAccountName; none
- * for a static pod) when a matching plugin has tokenAttributes. 1: asked, on_pod_service_account follows. */
-static int provider_service_account(struct pod_sync *s) {
-        struct start_step *st = s->start;
-        _cleanup_free_ char *repo = cred_image_repository(st->image);
-        const char *sa_name;
-        int r;
-
-        if (!repo)
-                return -ENOMEM;
-        if (pod_config_is_static(s->pod) || !credprov_wants_service_account(s->env->credprov, repo))
-                return 0;
-        sa_name = json_string_value(json_object_get(json_object_get(s->pod->raw, "spec"), "serviceAccountName"));
-        if (isempty(sa_name))
-                return 0;
-        if (!kubelet_sync_client(s)) {
-                struct credprov_pod_sa sa = {
-                        .namespace = s->pod->namespace_,
-                        .pod_name = s->pod->name,
-                        .pod_uid = s->uid,
-                        .name = sa_name,
-                        .error = "failed to get service account: cannot get ServiceAccounts when kubelet is in "
-                                 "standalone mode",
-                };
-                r = provider_lookup(s, &sa);
-                return r < 0 ? r : 1;
-        }
-        r = credprov_sa_fetch(kubelet_sync_client(s), s->env->credprov, repo, s->pod->namespace_, s->pod->name, s->uid,
-                              sa_name, on_pod_service_account, s, &st->sa_fetch);
-        return r < 0 ? r : 1;
-}
-
-static void pull(struct pod_sync *s) {
-        struct start_step *st = s->start;
-        int r;
-
-        log_info("Pulling image: pod=\"%s\" image=\"%s\"", kubelet_sync_pod_desc(s), st->image);
-        kubelet_sync_event(s, step_container(st), "Normal", "Pulling", "Pulling image \"%s\"", st->image);
-        if (st->c)
-                kubelet_sync_set_waiting(s, st->c->name, "ContainerCreating", "%s", "");
-        r = cred_keyring_lookup(&s->keyring, st->image, &st->creds, &st->n_creds);
-        if (r < 0) {
-                kubelet_sync_call_failed(s, "looking up pull credentials", r);
-                step_done(s);
-                return;
-        }
-        if (s->env->credprov) {
-                r = provider_service_account(s);
-                if (r == 0)
-                        r = provider_lookup(s, NULL);
-                if (r >= 0)
-                        return;
-                kubelet_sync_call_failed(s, "asking the credential provider plugins", r);
-                step_done(s);
-                return;
-        }
-        pull_queue(s);
-}
-
-/* the pulled image's user, as getImageUser asks for it before creating the container */
-static void on_pulled_image_status(const struct cri_reply *reply, void *userdata) {
-        struct pod_sync *s = userdata;
-        int r;
-
-        if (image_status_failed(s, reply))
-                return;
-        /* just pulled, yet not listed: as upstream's getImageUser, an image without a user is run as root (uid
-         * 0), so runAsNonRoot refuses it rather than creating the container unchecked */
-        r = take_image_user(s->start, (const void *) reply->msg);
-        if (r < 0) {
-                kubelet_sync_call_failed(s, "ImageStatus", -ENOMEM);
-                step_done(s);
-                return;
-        }
-        if (r == 0) {
-                s->start->image_user_known = true;
-                s->start->image_uid_set = false;
-                s->start->image_username = mfree(s->start->image_username);
-        }
-        create_container(s);
-}
-
-static void on_pull_image(const struct cri_reply *reply, void *userdata) {
-        struct pod_sync *s = userdata;
-        struct start_step *st = s->start;
-        const char *image = st->image, *cn = step_container(st);
-        _cleanup_free_ char *key = image_backoff_key(s, image);
-
-        if (reply->r < 0 && st->n_creds > 1) {
-                /* with several matching credentials, each is tried in turn; the error aggregates them all */
-                char *n = NULL;
-                if (asprintf(&n, "%s%s%s", strempty(st->pull_errors), st->pull_errors ? ", " : "", reply->message) >=
-                    0) {
-                        free(st->pull_errors);
-                        st->pull_errors = n;
-                }
-                if (++st->cred_index < st->n_creds && !kubelet_sync_stopping(s)) {
-                        pull_try(s);
-                        return;
-                }
-        }
-        /* the pull is over (every credential tried): the next one in the queue may start */
-        slots_release(s->env->image_puller, &st->pull);
-        if (reply->r < 0) {
-                _cleanup_free_ char *agg = NULL, *with_plugin = NULL;
-                const char *message = reply->message;
-                if (st->n_creds > 1 && st->pull_errors && asprintf(&agg, "[%s]", st->pull_errors) >= 0)
-                        message = agg;
-                /* a credential provider plugin that failed (hung, crashed, answered garbage) says so here: the
-                 * pull went on without its credentials, as upstream, and that is likely why it failed */
-                if (st->provider_error && asprintf(&with_plugin, "%s; credential provider plugin failed: %s", message,
-                                                   st->provider_error) >= 0)
-                        message = with_plugin;
-                log_error("pod %s: %s %s: Failed to pull image \"%s\": %s (ErrImagePull)", kubelet_sync_pod_desc(s),
-                          st->c ? "container" : "volume", step_desc(st), image, message);
-                kubelet_sync_event(s, cn, "Warning", "Failed", "Failed to pull image \"%s\": %s", image, message);
-                kubelet_sync_event(s, cn, "Warning", "Failed", "Error: ErrImagePull");
-                if (st->c) {
-                        kubelet_sync_set_waiting(s, cn, "ErrImagePull", "%s", message);
-                        s->error = true;
-                } else
-                        image_volume_failed(s, "ErrImagePull", "%s", message);
-                if (key)
-                        (void) backoff_next(s->env->image_backoff, key, now_usec(), now_usec());
-                step_done(s);
-                return;
-        }
-        log_info("Successfully pulled image: pod=\"%s\" image=\"%s\"", kubelet_sync_pod_desc(s), image);
-        kubelet_sync_event(s, cn, "Normal", "Pulled", "Successfully pulled image \"%s\"", image);
-        if (key)
-                backoff_reset(s->env->image_backoff, key);
-        if (free_and_strdup(&st->image_ref,
-                            ((const Runtime__V1__PullImageResponse *) (const void *) reply->msg)->image_ref) < 0) {
-                kubelet_sync_call_failed(s, "PullImage", -ENOMEM);
-                step_done(s);
-                return;
-        }
-        if (!st->c) {
-                image_volume_ready(s);
-                return;
-        }
-        image_status(s, st->image_ref, on_pulled_image_status);
-}
-
-/* PullImage with the next matching credential (none when there is none) */
-static void pull_try(struct pod_sync *s) {
-        struct start_step *st = s->start;
-        Runtime__V1__PullImageRequest req = RUNTIME__V1__PULL_IMAGE_REQUEST__INIT;
-        Runtime__V1__ImageSpec spec = RUNTIME__V1__IMAGE_SPEC__INIT;
-        Runtime__V1__AuthConfig auth = RUNTIME__V1__AUTH_CONFIG__INIT;
-        int r;
-
-        spec.image = (char *) st->image;
-        req.image = &spec;
-        req.sandbox_config = s->sandbox_config;
-        if (st->cred_index < st->n_creds) {
-                /* no server_address: containerd ignores credentials whose address does not parse as its host */
-                auth.username = st->creds[st->cred_index]->username;
-                auth.password = st->creds[st->cred_index]->password;
-                req.auth = &auth;
-                log_v(3, "pod %s: pulling image \"%s\" with the credentials for %s", kubelet_sync_pod_desc(s),
-                      st->image, st->creds[st->cred_index]->key);
-        }
-        /* pulls can take long: no deadline at all, as upstream's PullImage (the runtime's own progress timeout
-         * ends a stalled pull) */
-        r = cri_pull_image(s->env->cri, &req, UINT64_MAX, on_pull_image, s);
-        if (r < 0) {
-                slots_release(s->env->image_puller, &st->pull);
-                kubelet_sync_call_failed(s, "PullImage", r);
-                step_done(s);
-                return;
-        }
-        s->did_work = true;
-}
-
-/* The pull's turn came: PullImage with the first credential; or it was withdrawn: the pass ends here and the
- * next one (already asked for) sees the pod's new state. */
-static void on_pull_turn(void *userdata, int r) {
-        struct pod_sync *s = userdata;
-        struct start_step *st = s->start;
-
-        if (r < 0 || kubelet_sync_stopping(s)) {
-                slots_release(s->env->image_puller, &st->pull);
-                log_v(2, "pod %s: %s: the pull of image \"%s\" left the queue", kubelet_sync_pod_desc(s), step_desc(st),
-                      st->image);
-                s->did_work = true; /* observe again at once */
-                kubelet_pod_sync_finish(s);
-                return;
-        }
-        log_v(2, "pod %s: %s: pull of image \"%s\" started (%u running, %u waiting)", kubelet_sync_pod_desc(s),
-              step_desc(st), st->image, slots_running(s->env->image_puller), slots_waiting(s->env->image_puller));
-        pull_try(s);
-}
-
-/* wait for a slot in the pull queue (serializeImagePulls, maxParallelImagePulls) */
-static void pull_queue(struct pod_sync *s) {
-        struct start_step *st = s->start;
-        struct pod_sync_worker_state ws = kubelet_sync_worker_state(s);
-
-        if (!ws.pod || ws.deleting) {
-                /* removed or deleted while its credentials were looked up: no pull, the next pass stops it */
-                s->did_work = true;
-                kubelet_pod_sync_finish(s);
-                return;
-        }
-
-        if (slots_waiting(s->env->image_puller) > 0 || slots_running(s->env->image_puller) > 0)
-                log_v(3, "pod %s: %s: the pull of image \"%s\" waits for its turn (%u running, %u waiting)",
-                      kubelet_sync_pod_desc(s), step_desc(st), st->image, slots_running(s->env->image_puller),
-                      slots_waiting(s->env->image_puller));
-        slots_enqueue(s->env->image_puller, &st->pull, on_pull_turn, s);
-}
-
-void kubelet_sync_start_withdraw(struct pod_sync *s) {
-        if (s->start)
-                (void) slots_withdraw(s->env->image_puller, &s->start->pull);
+        kubelet_sync_start_step_done(s);
 }
 
 /* ---------------------------------------------------------------- create and start */
@@ -824,7 +357,7 @@ static void on_post_start_done(void *userdata, int error, const char *message) {
         st = s->start;
         c = st->c;
         if (error >= 0 || kubelet_sync_stopping(s)) {
-                step_done(s);
+                kubelet_sync_start_step_done(s);
                 return;
         }
         if (!message)
@@ -847,10 +380,10 @@ static void on_post_start_done(void *userdata, int error, const char *message) {
                  "gracePeriod=%" PRId64 " reason=\"FailedPostStartHook\"",
                  kubelet_sync_pod_desc(s), s->uid, c->name, st->started_id, t.grace);
         kubelet_sync_event(s, c->name, "Normal", "Killing", "FailedPostStartHook");
-        r = kubelet_sync_kill_container(s, &t, step_done);
+        r = kubelet_sync_kill_container(s, &t, kubelet_sync_start_step_done);
         if (r < 0) {
                 kubelet_sync_call_failed(s, "StopContainer", r);
-                step_done(s);
+                kubelet_sync_start_step_done(s);
         }
 }
 
@@ -865,7 +398,7 @@ static void on_start_container(const struct cri_reply *reply, void *userdata) {
                 kubelet_sync_event(s, c->name, "Warning", "Failed", "Error: %s", reply->message);
                 kubelet_sync_set_waiting(s, c->name, "RunContainerError", "%s", reply->message);
                 s->error = true;
-                step_done(s);
+                kubelet_sync_start_step_done(s);
                 return;
         }
         log_info("Started container: pod=\"%s\" containerName=\"%s\"", kubelet_sync_pod_desc(s), c->name);
@@ -888,7 +421,7 @@ static void on_start_container(const struct cri_reply *reply, void *userdata) {
                           strerror(-r));
                 s->error = true;
         }
-        step_done(s);
+        kubelet_sync_start_step_done(s);
 }
 
 /* the name of the first image volume container c mounts, or NULL */
@@ -925,11 +458,11 @@ static void on_create_container(const struct cri_reply *reply, void *userdata) {
                 kubelet_sync_event(s, c->name, "Warning", "Failed", "Error: %s", reply->message);
                 kubelet_sync_set_waiting(s, c->name, "CreateContainerError", "%s", reply->message);
                 s->error = true;
-                step_done(s);
+                kubelet_sync_start_step_done(s);
                 return;
         }
         if (kubelet_sync_stopping(s)) {
-                step_done(s);
+                kubelet_sync_start_step_done(s);
                 return;
         }
         log_info("Created container: pod=\"%s\" containerName=\"%s\" containerID=\"%.12s\"", kubelet_sync_pod_desc(s),
@@ -937,14 +470,14 @@ static void on_create_container(const struct cri_reply *reply, void *userdata) {
         kubelet_sync_event(s, c->name, "Normal", "Created", "Created container %s", c->name);
         if (free_and_strdup(&st->started_id, resp->container_id) < 0) {
                 kubelet_sync_call_failed(s, "StartContainer", -ENOMEM);
-                step_done(s);
+                kubelet_sync_start_step_done(s);
                 return;
         }
         req.container_id = st->started_id;
         r = cri_start_container(s->env->cri, &req, 0, on_start_container, s);
         if (r < 0) {
                 kubelet_sync_call_failed(s, "StartContainer", r);
-                step_done(s);
+                kubelet_sync_start_step_done(s);
         }
 }
 
@@ -964,7 +497,7 @@ static void create_container_with(struct pod_sync *s, const struct dm_run_option
         if (!podlog || asprintf(&dir, "%s/%s", podlog, c->name) < 0 || mkdir_p(dir, 0755) < 0) {
                 log_error("pod %s: cannot create the log directory of container %s", kubelet_sync_pod_desc(s), c->name);
                 s->error = true;
-                step_done(s);
+                kubelet_sync_start_step_done(s);
                 return;
         }
         kubelet_sync_build_context(s, &ctx);
@@ -979,7 +512,7 @@ static void create_container_with(struct pod_sync *s, const struct dm_run_option
                         log_error("pod %s: container %s: unable to find target container %s", kubelet_sync_pod_desc(s),
                                   c->name, c->target_container_name);
                         s->error = true;
-                        step_done(s);
+                        kubelet_sync_start_step_done(s);
                         return;
                 }
                 ctx.target_id = target->id;
@@ -1004,14 +537,14 @@ static void create_container_with(struct pod_sync *s, const struct dm_run_option
                           msg);
                 kc_build_report_done(&report);
                 s->error = true;
-                step_done(s);
+                kubelet_sync_start_step_done(s);
                 return;
         }
         kc_build_report_done(&report);
         if (devices && kubelet_apply_device_options(cfg, devices) < 0) {
                 pb_free(cfg);
                 kubelet_sync_call_failed(s, "adding the devices to the container", -ENOMEM);
-                step_done(s);
+                kubelet_sync_start_step_done(s);
                 return;
         }
         if (st->dra_cdi) {
@@ -1020,14 +553,14 @@ static void create_container_with(struct pod_sync *s, const struct dm_run_option
                 if (kubelet_apply_device_options(cfg, &dra) < 0) {
                         pb_free(cfg);
                         kubelet_sync_call_failed(s, "adding the DRA devices to the container", -ENOMEM);
-                        step_done(s);
+                        kubelet_sync_start_step_done(s);
                         return;
                 }
         }
         if (s->env->ops->cpu_apply(s->env->userdata, s->pod, c, cfg) < 0) {
                 pb_free(cfg);
                 kubelet_sync_call_failed(s, "setting the container's cpuset", -ENOMEM);
-                step_done(s);
+                kubelet_sync_start_step_done(s);
                 return;
         }
         req.pod_sandbox_id = s->sandbox_id;
@@ -1037,7 +570,7 @@ static void create_container_with(struct pod_sync *s, const struct dm_run_option
         pb_free(cfg);
         if (r < 0) {
                 kubelet_sync_call_failed(s, "CreateContainer", r);
-                step_done(s);
+                kubelet_sync_start_step_done(s);
                 return;
         }
         s->did_work = true;
@@ -1056,7 +589,7 @@ static void on_device_options(const struct dm_run_options *opts, const char *err
                 log_error("pod %s: container %s: CreateContainerConfigError: %s", kubelet_sync_pod_desc(s), c->name,
                           error);
                 s->error = true;
-                step_done(s);
+                kubelet_sync_start_step_done(s);
                 return;
         }
         create_container_with(s, opts);
@@ -1069,7 +602,7 @@ static void config_error(struct pod_sync *s, const char *msg) {
         kubelet_sync_event(s, c->name, "Warning", "Failed", "Error: %s", msg);
         log_error("pod %s: container %s: CreateContainerConfigError: %s", kubelet_sync_pod_desc(s), c->name, msg);
         s->error = true;
-        step_done(s);
+        kubelet_sync_start_step_done(s);
 }
 
 static int subpath_work(void *userdata) {
@@ -1106,7 +639,7 @@ static void subpath_done(int r, void *userdata) {
         st->subpath_job = NULL;
         j->s = NULL;
         if (r == -ECANCELED) {
-                step_done(s); /* the kubelet is stopping */
+                kubelet_sync_start_step_done(s); /* the kubelet is stopping */
                 return;
         }
         if (r < 0) {
@@ -1132,7 +665,7 @@ static void subpath_done(int r, void *userdata) {
         st->subpath_targets = calloc(n, sizeof(char *));
         if (!st->subpath_targets && n > 0) {
                 kubelet_sync_call_failed(s, "preparing the subPath mounts", -ENOMEM);
-                step_done(s);
+                kubelet_sync_start_step_done(s);
                 return;
         }
         st->n_subpath_targets = n;
@@ -1142,7 +675,7 @@ static void subpath_done(int r, void *userdata) {
                 st->subpath_targets[j->reqs[i].idx] = TAKE_PTR(j->reqs[i].target);
         }
         st->subpaths_ready = true;
-        create_container(s);
+        kubelet_sync_start_create(s);
 }
 
 /* Bind the container's subPath mounts on the volume contents pool (they open, create and mount inside volumes,
@@ -1160,7 +693,7 @@ static bool prepare_subpaths(struct pod_sync *s) {
         j = calloc(1, sizeof(*j));
         if (!j) {
                 kubelet_sync_call_failed(s, "preparing the subPath mounts", -ENOMEM);
-                step_done(s);
+                kubelet_sync_start_step_done(s);
                 return true;
         }
         r = vol_container_subpath_requests(s->pod, st->c, &ctx, &j->reqs, &j->n_reqs);
@@ -1182,7 +715,7 @@ static bool prepare_subpaths(struct pod_sync *s) {
         if (r < 0) {
                 subpath_job_free(j);
                 kubelet_sync_call_failed(s, "preparing the subPath mounts", r);
-                step_done(s);
+                kubelet_sync_start_step_done(s);
                 return true;
         }
         st->subpath_job = j;
@@ -1218,7 +751,7 @@ static void env_file_done(int r, void *userdata) {
         st->env_file_job = NULL;
         j->s = NULL;
         if (r == -ECANCELED) {
-                step_done(s); /* the kubelet is stopping */
+                kubelet_sync_start_step_done(s); /* the kubelet is stopping */
                 return;
         }
         if (r < 0) {
@@ -1235,7 +768,7 @@ static void env_file_done(int r, void *userdata) {
         st->env_files = calloc(c->n_env, sizeof(*st->env_files));
         if (!st->env_files) {
                 kubelet_sync_call_failed(s, "reading the environment files", -ENOMEM);
-                step_done(s);
+                kubelet_sync_start_step_done(s);
                 return;
         }
         st->n_env_files = c->n_env;
@@ -1251,7 +784,7 @@ static void env_file_done(int r, void *userdata) {
                 }
         }
         st->env_files_ready = true;
-        create_container(s);
+        kubelet_sync_start_create(s);
 }
 
 /* Read the files of the container's fileKeyRefs on the volume contents pool (they are the pod's, in a volume it
@@ -1268,7 +801,7 @@ static bool prepare_env_files(struct pod_sync *s) {
         j = calloc(1, sizeof(*j));
         if (!j) {
                 kubelet_sync_call_failed(s, "reading the environment files", -ENOMEM);
-                step_done(s);
+                kubelet_sync_start_step_done(s);
                 return true;
         }
         r = kr_env_file_requests(s->pod, st->c, ctx.root_dir, &j->reqs, &j->n_reqs);
@@ -1276,7 +809,7 @@ static bool prepare_env_files(struct pod_sync *s) {
                 env_file_job_free(j);
                 if (r < 0) {
                         kubelet_sync_call_failed(s, "reading the environment files", r);
-                        step_done(s);
+                        kubelet_sync_start_step_done(s);
                         return true;
                 }
                 st->env_files_ready = true;
@@ -1289,7 +822,7 @@ static bool prepare_env_files(struct pod_sync *s) {
         if (r < 0) {
                 env_file_job_free(j);
                 kubelet_sync_call_failed(s, "reading the environment files", r);
-                step_done(s);
+                kubelet_sync_start_step_done(s);
                 return true;
         }
         st->env_file_job = j;
@@ -1308,18 +841,18 @@ static void on_dra_prepared(char **cdi_ids, const char *error, void *userdata) {
                 log_error("pod %s: %s", kubelet_sync_pod_desc(s), error);
                 kubelet_dra_job_cancel(TAKE_PTR(st->dra_job));
                 s->error = true;
-                step_done(s);
+                kubelet_sync_start_step_done(s);
                 return;
         }
         if (cdi_ids && strv_copy(cdi_ids, &st->dra_cdi) < 0) {
                 kubelet_dra_job_cancel(TAKE_PTR(st->dra_job));
                 kubelet_sync_call_failed(s, "preparing the dynamic resources", -ENOMEM);
-                step_done(s);
+                kubelet_sync_start_step_done(s);
                 return;
         }
         kubelet_dra_job_cancel(TAKE_PTR(st->dra_job));
         st->dra_ready = true;
-        create_container(s);
+        kubelet_sync_start_create(s);
 }
 
 static bool prepare_dra(struct pod_sync *s) {
@@ -1335,14 +868,14 @@ static bool prepare_dra(struct pod_sync *s) {
         }
         if (r < 0) {
                 kubelet_sync_call_failed(s, "preparing the dynamic resources", r);
-                step_done(s);
+                kubelet_sync_start_step_done(s);
                 return true;
         }
         s->did_work = true;
         return true;
 }
 
-static void create_container(struct pod_sync *s) {
+void kubelet_sync_start_create(struct pod_sync *s) {
         struct start_step *st = s->start;
         int r;
 
@@ -1360,6 +893,6 @@ static void create_container(struct pod_sync *s) {
         r = dm_container_options(s->env->devices, s->pod, st->c->name, on_device_options, s, &st->dev_request);
         if (r < 0) {
                 kubelet_sync_call_failed(s, "getting the container's devices", r);
-                step_done(s);
+                kubelet_sync_start_step_done(s);
         }
 }
