@@ -13,13 +13,14 @@
  *   mount     sync_volumes.c   the volume manager's volumes (PVCs, csi, nfs) attached and mounted (WaitForAttachAndMount)
  *   sandbox   sync_sandbox.c   the pod cgroup, RunPodSandbox (or reuse the ready one) and its IP
  *   volumes   sync_volumes.c   volume directories, fsGroup ownership and /etc/hosts, before any container is created
- *   start     sync_start.c     per container: back-off, image (status, pull), create, start, postStart
+ *   start     sync_start.c     per container: back-off, image (sync_image.c: status, pull), create, start, postStart
  *   clean up  sync_cleanup.c   once the pod is settled, remove dead containers and sandboxes (GC)
  *
- * Every step is asynchronous; the pass ends in kubelet_worker_sync_done(), which runs the pass again at once when
+ * Every step is asynchronous; the pass ends in its env's pass_done (kubelet_worker_sync_done()), which runs it again at once when
  * it changed anything (level-triggered: the next pass observes the result). Every decision is made by pure
  * functions in src/kuberuntime/actions.c; the phases carry them out. A phase that needs state beyond the pass
- * keeps it in its own struct, freed when the phase ends. */
+ * keeps it in its own struct, freed when the phase ends. The phases use nothing of the kubelet but their pass's
+ * environment (s->env, pod_sync_env.h), and report back through its callbacks. */
 
 #include <stdbool.h>
 #include <stdint.h>
