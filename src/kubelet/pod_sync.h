@@ -16,8 +16,8 @@
  *   start     sync_start.c     per container: back-off, image (sync_image.c: status, pull), create, start, postStart
  *   clean up  sync_cleanup.c   once the pod is settled, remove dead containers and sandboxes (GC)
  *
- * Every step is asynchronous; the pass ends in its env's pass_done (kubelet_worker_sync_done()), which runs it again at once when
- * it changed anything (level-triggered: the next pass observes the result). Every decision is made by pure
+ * Every step is asynchronous; the pass ends in its env's pass_done (then kubelet_worker_sync_done()), which runs
+ * it again at once when it changed anything (level-triggered: the next pass observes the result). Every decision is made by pure
  * functions in src/kuberuntime/actions.c; the phases carry them out. A phase that needs state beyond the pass
  * keeps it in its own struct, freed when the phase ends. The phases use nothing of the kubelet but their pass's
  * environment (s->env, pod_sync_env.h), and report back through its callbacks. */
