@@ -252,11 +252,9 @@ void kubelet_worker_free(struct pod_worker *w);
 void kubelet_worker_terminated(struct kubelet *k, struct pod_worker *w);
 /* is another worker with the same full name still holding runtime state? */
 bool kubelet_name_is_busy(struct kubelet *k, const struct pod_worker *w);
-/* what the runtime can do (its last Status): the node manager's, or without an API server the kubelet's own poll */
+/* kubelet_sync_env.c: what the runtime can do (its last Status): the node manager's, or without an API server the
+ * kubelet's own poll */
 const struct node_runtime_features *kubelet_runtime_features(const struct kubelet *k);
-int kubelet_worker_set_waiting(struct pod_worker *w, const char *name, const char *reason, const char *fmt, ...)
-        _printf_(4, 5);
-void kubelet_worker_clear_waiting(struct pod_worker *w, const char *name);
 
 /* A sync pass observed the runtime for a static pod that terminates: takes the status, reports it to its mirror. */
 void kubelet_worker_observed_terminating(struct pod_worker *w, struct kc_pod_status *status);
@@ -309,11 +307,6 @@ void kubelet_api_delete_free(struct api_delete *d);
 
 /* storage.c: the volume manager, the CSI drivers and the CSI and DRA plug-in registration handlers */
 int kubelet_storage_setup(struct kubelet *k);
-
-/* kubelet.c: update the QoS cgroups for the admitted pods and create the pod's cgroup (before its sandbox) */
-int kubelet_pod_cgroup_ensure(struct kubelet *k, const struct pod *pod);
-/* cm_pod_ensure_async() after the QoS update: 0 done, 1 done is called later, negative an error */
-int kubelet_pod_cgroup_ensure_async(struct kubelet *k, const struct pod *pod, cm_done_fn done, void *userdata);
 
 /* kubelet.c: the pod's v1 PodStatus from its spec, the last observation and the probe results */
 int kubelet_worker_status_json(struct kubelet *k, struct pod_worker *w, json_t **ret);

@@ -134,46 +134,6 @@ void kubelet_worker_free(struct pod_worker *w) {
         free(w);
 }
 
-int kubelet_worker_set_waiting(struct pod_worker *w, const char *name, const char *reason, const char *fmt, ...) {
-        _cleanup_free_ char *msg = NULL;
-        struct container_waiting *n;
-        int r;
-
-        r = VA_FORMAT(msg, fmt);
-        if (r < 0)
-                return -ENOMEM;
-        for (size_t i = 0; i < w->n_waiting; i++)
-                if (streq(w->waiting[i].name, name)) {
-                        w->waiting[i].reason = reason;
-                        free(w->waiting[i].message);
-                        w->waiting[i].message = TAKE_PTR(msg);
-                        return 0;
-                }
-        n = realloc(w->waiting, sizeof(*n) * (w->n_waiting + 1));
-        if (!n)
-                return -ENOMEM;
-        w->waiting = n;
-        n[w->n_waiting] = (struct container_waiting) { .name = strdup(name),
-                                                       .reason = reason,
-                                                       .message = TAKE_PTR(msg) };
-        if (!n[w->n_waiting].name) {
-                free(n[w->n_waiting].message);
-                return -ENOMEM;
-        }
-        w->n_waiting++;
-        return 0;
-}
-
-void kubelet_worker_clear_waiting(struct pod_worker *w, const char *name) {
-        for (size_t i = 0; i < w->n_waiting; i++)
-                if (streq(w->waiting[i].name, name)) {
-                        free(w->waiting[i].name);
-                        free(w->waiting[i].message);
-                        w->waiting[i] = w->waiting[--w->n_waiting];
-                        return;
-                }
-}
-
 void kubelet_worker_schedule(struct pod_worker *w, uint64_t delay_usec) {
         uint64_t at = now_usec() + delay_usec;
 
@@ -925,29 +885,6 @@ int kubelet_update_qos_cgroups(struct kubelet *k) {
         if (!pods)
                 return -ENOMEM;
         return cm_update_qos(k->cm, pods, n);
-}
-
-/* 1: the cgroup manager is on and the QoS cgroups are up to date, so the pod's cgroup is to be made; 0: no cgroup
- * manager; negative errno */
-static int pod_cgroup_prepare(struct kubelet *k) {
-        int r;
-
-        if (!cm_enabled(k->cm))
-                return 0;
-        r = kubelet_update_qos_cgroups(k);
-        return r < 0 ? r : 1;
-}
-
-int kubelet_pod_cgroup_ensure(struct kubelet *k, const struct pod *pod) {
-        int r = pod_cgroup_prepare(k);
-
-        return r <= 0 ? r : cm_pod_ensure(k->cm, pod);
-}
-
-int kubelet_pod_cgroup_ensure_async(struct kubelet *k, const struct pod *pod, cm_done_fn done, void *userdata) {
-        int r = pod_cgroup_prepare(k);
-
-        return r <= 0 ? r : cm_pod_ensure_async(k->cm, pod, done, userdata);
 }
 
 /* ---------------------------------------------------------------- lifecycle */

@@ -1,7 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The kubelet's side of the pod sync passes' environment (pod_sync_env.h): what a pass asks of the kubelet and
- * reports back to it, answered from the pod workers and the kubelet's managers. */
+ * reports back to it, answered from the pod workers and the kubelet's managers: among them the containers' waiting
+ * reasons (a worker's `waiting`, read by the status) and the pod cgroup made before the sandbox. */
 
+#include <stdlib.h>
+#include <string.h>
+
+#include "basic/string.h"
 #include "basic/strv.h"
 #include "config/config.h"
 #include "kubelet/kubelet-internal.h"
@@ -34,13 +39,44 @@ static void env_event(void *userdata, struct pod_worker *w, bool any, const char
                 kubelet_worker_event(w, container, type, reason, "%s", message);
 }
 
+/* the container's waiting reason and message (w->waiting) until it starts */
 static int env_set_waiting(void *userdata, struct pod_worker *w, const char *name, const char *reason,
                            const char *message) {
-        return kubelet_worker_set_waiting(w, name, reason, "%s", message);
+        _cleanup_free_ char *msg = strdup(message);
+        struct container_waiting *n;
+
+        if (!msg)
+                return -ENOMEM;
+        for (size_t i = 0; i < w->n_waiting; i++)
+                if (streq(w->waiting[i].name, name)) {
+                        w->waiting[i].reason = reason;
+                        free(w->waiting[i].message);
+                        w->waiting[i].message = TAKE_PTR(msg);
+                        return 0;
+                }
+        n = realloc(w->waiting, sizeof(*n) * (w->n_waiting + 1));
+        if (!n)
+                return -ENOMEM;
+        w->waiting = n;
+        n[w->n_waiting] = (struct container_waiting) { .name = strdup(name),
+                                                       .reason = reason,
+                                                       .message = TAKE_PTR(msg) };
+        if (!n[w->n_waiting].name) {
+                free(n[w->n_waiting].message);
+                return -ENOMEM;
+        }
+        w->n_waiting++;
+        return 0;
 }
 
 static void env_clear_waiting(void *userdata, struct pod_worker *w, const char *name) {
-        kubelet_worker_clear_waiting(w, name);
+        for (size_t i = 0; i < w->n_waiting; i++)
+                if (streq(w->waiting[i].name, name)) {
+                        free(w->waiting[i].name);
+                        free(w->waiting[i].message);
+                        w->waiting[i] = w->waiting[--w->n_waiting];
+                        return;
+                }
 }
 
 static void env_resize_error(void *userdata, struct pod_worker *w, const char *message) {
@@ -109,12 +145,32 @@ static void env_removal_succeeded(void *userdata, const char *id) {
         kubelet_removal_succeeded(userdata, id);
 }
 
-static int env_pod_cgroup_ensure(void *userdata, const struct pod *pod) {
-        return kubelet_pod_cgroup_ensure(userdata, pod);
+/* 1: the cgroup manager is on and the QoS cgroups are up to date, so the pod's cgroup is to be made; 0: no cgroup
+ * manager; negative errno */
+static int pod_cgroup_prepare(struct kubelet *k) {
+        int r;
+
+        if (!cm_enabled(k->cm))
+                return 0;
+        r = kubelet_update_qos_cgroups(k);
+        return r < 0 ? r : 1;
 }
 
+/* the QoS cgroups updated for the admitted pods, and the pod's cgroup made (before its sandbox, or grown for a
+ * resize) */
+static int env_pod_cgroup_ensure(void *userdata, const struct pod *pod) {
+        struct kubelet *k = userdata;
+        int r = pod_cgroup_prepare(k);
+
+        return r <= 0 ? r : cm_pod_ensure(k->cm, pod);
+}
+
+/* the same, cm_pod_ensure_async(): 0 done, 1 done is called later, negative an error */
 static int env_pod_cgroup_ensure_async(void *userdata, const struct pod *pod, cm_done_fn done, void *done_userdata) {
-        return kubelet_pod_cgroup_ensure_async(userdata, pod, done, done_userdata);
+        struct kubelet *k = userdata;
+        int r = pod_cgroup_prepare(k);
+
+        return r <= 0 ? r : cm_pod_ensure_async(k->cm, pod, done, done_userdata);
 }
 
 static void env_container_started(void *userdata, const struct pod *pod, const char *container,

@@ -103,7 +103,7 @@ struct pod_sync_ops {
         bool (*removal_blocked)(void *userdata, const char *id, uint64_t *ret_until_usec);
         void (*removal_failed)(void *userdata, bool sandbox, const char *id, const char *pod_desc, const char *message);
         void (*removal_succeeded)(void *userdata, const char *id);
-        /* the QoS cgroups updated and the pod's cgroup made (kubelet_pod_cgroup_ensure{,_async}) */
+        /* the QoS cgroups updated and the pod's cgroup made (cm_pod_ensure{,_async}) */
         int (*pod_cgroup_ensure)(void *userdata, const struct pod *pod);
         int (*pod_cgroup_ensure_async)(void *userdata, const struct pod *pod, cm_done_fn done, void *done_userdata);
         /* a container was started: its /var/log/containers link */
