@@ -1,6 +1,6 @@
 #!/usr/bin/python3
-"""ckubelet against the upstream Go kubelet (v1.20.2, built by scripts/build-kubernetes.sh) and against the CRI
-floor (tools/cri-floor.c), on one private containerd, one after the other, on identical work.
+"""ckubelet against the upstream Go kubelet (v1.37.2 by default, or v1.20.2 with --go-version; built by
+scripts/build-kubernetes.sh) and against the CRI floor (tools/cri-floor.c), on one private containerd, one after the other, on identical work.
 
   /usr/bin/python3 bench/compare.py            (as root, after `ninja -C build`; see bench/README.md)
   /usr/bin/python3 bench/compare.py --quick    (a short development run: small N, short windows)
@@ -42,9 +42,25 @@ import urllib.request
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "e2e"))
-# the upstream kubelet compared against, and the control plane of the API scenario: v1.20.2 (Debian's source,
-# scripts/build-kubernetes-1.20.sh) until the figures move to v1.37 (issue 37)
-os.environ.setdefault("CKUBELET_K8S_VERSION", "v1.20.2")
+# the upstream kubelet compared against, and the control plane of the API scenario: --go-version, v1.37.2 (the tests'
+# Go module, scripts/k8s) by default, or v1.20.2 (Debian's source, scripts/build-kubernetes-1.20.sh). Read before
+# conftest and controlplane are imported: both take the version from the environment.
+GO_VERSIONS = ("v1.37.2", "v1.20.2")
+
+
+def _go_version_arg(argv):
+    for i, x in enumerate(argv):
+        if x == "--go-version" and i + 1 < len(argv):
+            return argv[i + 1]
+        if x.startswith("--go-version="):
+            return x.split("=", 1)[1]
+    return None
+
+
+if _go_version_arg(sys.argv[1:]):
+    os.environ["CKUBELET_K8S_VERSION"] = _go_version_arg(sys.argv[1:])
+os.environ.setdefault("CKUBELET_K8S_VERSION", GO_VERSIONS[0])
+GO_VERSION = os.environ["CKUBELET_K8S_VERSION"]
 import conftest  # noqa: E402
 from conftest import NODE, Kubelet, Runtime, free_port, make_cgroup_root, remove_cgroup_root, wait_for  # noqa: E402
 import results  # noqa: E402
@@ -351,6 +367,9 @@ class GoKubelet(Subject):
                                for d in ("/var/log/pods", "/var/log/containers")}
 
     def args(self):
+        return self.args_v120() if GO_VERSION == "v1.20.2" else self.args_v137()
+
+    def args_v120(self):
         w = self.dir
         return [self.binary,
                 "--pod-manifest-path", self.manifests,
@@ -367,6 +386,44 @@ class GoKubelet(Subject):
                 "--image-gc-high-threshold=100", "--image-gc-low-threshold=99",
                 f"--v={self.verbosity}", *self.extra]
 
+    def args_v137(self):
+        """v1.37: the same settings as v1.20's flags, through a KubeletConfiguration (most of those flags are
+        deprecated, --container-runtime and --containerd are gone), plus failCgroupV1: false (v1.35+ refuse a
+        cgroup v1 host by default) and the v1.20 flags' defaults that v1beta1's config defaults changed
+        (anonymous authentication and AlwaysAllow authorization, as the read-only scrape of /pods needs none)."""
+        w = self.dir
+        cfg = os.path.join(w, "kubelet-config.yaml")
+        with open(cfg, "w") as f:
+            f.write(f"""\
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+staticPodPath: {self.manifests}
+cgroupDriver: cgroupfs
+cgroupRoot: {self.cgroup_root}
+cgroupsPerQOS: true
+failSwapOn: false
+failCgroupV1: false
+maxPods: {self.max_pods}
+port: {free_port()}
+readOnlyPort: {self.ro_port}
+healthzPort: {self.healthz_port}
+healthzBindAddress: 127.0.0.1
+volumePluginDir: {os.path.join(w, "volume-plugins")}
+imageGCHighThresholdPercent: 100
+imageGCLowThresholdPercent: 99
+authentication:
+  anonymous:
+    enabled: true
+  webhook:
+    enabled: false
+authorization:
+  mode: AlwaysAllow
+""")
+        return [self.binary, "--config", cfg,
+                "--container-runtime-endpoint", self.rt.endpoint,
+                "--root-dir", os.path.join(w, "root"), "--cert-dir", os.path.join(w, "pki"),
+                "--hostname-override", self.node, f"--v={self.verbosity}", *self.extra]
+
     def start(self):
         with open(self.logfile, "a") as f:
             f.write(f"===== starting {' '.join(self.args())}\n")
@@ -377,7 +434,7 @@ class GoKubelet(Subject):
 
     def cleanup(self):
         remove_cgroup_root(self.cgroup_root)
-        # the v1.20 kubelet writes container logs under /var/log/pods and links them from /var/log/containers
+        # the Go kubelet writes container logs under /var/log/pods and links them from /var/log/containers
         # whatever its flags: remove what appeared there for our pods
         for d, before in self.var_log_before.items():
             if not os.path.isdir(d):
@@ -709,8 +766,10 @@ class Bench:
 
         def prepare(s):
             admin.create("namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
-            # pods can be admitted once the namespace's default service account has its token
-            wait_for(lambda: (sa := admin.get("serviceaccounts", "default", ns)) and sa.get("secrets"), 120,
+            # pods can be admitted once the namespace's default service account exists (v1.20: with its token
+            # secret; v1.24+ make no such secret)
+            wait_for(lambda: (sa := admin.get("serviceaccounts", "default", ns)) and
+                     (GO_VERSION != "v1.20.2" or sa.get("secrets")), 120,
                      interval=0.2, msg=f"the service account {ns}/default")
 
         def scenario(s):
@@ -972,7 +1031,8 @@ def table(data):
                 row(what, ck.get(k), go.get(k), digits=3)
         if ck.get("skipped"):
             rows.append(("API pods", "skipped: " + ck["skipped"], "", "", "", ""))
-    head = ("", "ckubelet", "Go kubelet", "Go/ckubelet", "CRI floor", "ckubelet/floor")
+    head = ("", "ckubelet", f"Go kubelet {data.get('go_version', 'v1.20.2')}", "Go/ckubelet", "CRI floor",
+            "ckubelet/floor")
     w = [max(len(r[i]) for r in rows + [head]) for i in range(6)]
     text = "\n".join(" | ".join(c.ljust(w[i]) if i == 0 else c.rjust(w[i]) for i, c in enumerate(r)).rstrip()
                      for r in [head] + rows)
@@ -1112,6 +1172,8 @@ def main():
     ap.add_argument("--quiet-timeout", type=float, default=120)
     ap.add_argument("--verbosity", type=int, default=0, help="--v of both kubelets")
     ap.add_argument("--net-index", type=int, default=63)
+    ap.add_argument("--go-version", choices=GO_VERSIONS, default=GO_VERSION,
+                    help="the upstream kubelet (and the API scenario's control plane) compared against")
     ap.add_argument("--go-kubelet", help="the upstream kubelet binary (default: scripts/build-kubernetes.sh)")
     ap.add_argument("--quick", action="store_true",
                     help="a development run: N=1,30, 20 s windows, 10 probe pods, churn 30 s")
@@ -1139,6 +1201,7 @@ def main():
 
     data = results.header()
     data["go_kubelet"] = a.go_kubelet
+    data["go_version"] = a.go_version
     data["options"] = {k: v for k, v in vars(a).items() if k != "go_kubelet"}
     data["quick"] = a.quick
 
@@ -1156,7 +1219,8 @@ def main():
                f"{data['machine']['containerd']}" + (" — DEVELOPMENT RUN" if a.quick else ""))
 
         def save(name, part):
-            results.write_json(f"compare-{name}", {**results.header(), "quick": a.quick, name: part})
+            results.write_json(f"compare-{name}", {**results.header(), "quick": a.quick,
+                                                   "go_version": a.go_version, name: part})
 
         if "start" in only:
             data["start"] = []
@@ -1223,6 +1287,10 @@ def merge(paths):
         data["parts"].append({k: part.get(k) for k in ("date", "command", "machine", "quick")} | {"file": p})
         for k in ("date", "machine", "quick"):
             data.setdefault(k, part.get(k))
+        v = part.get("go_version") or "v1.20.2"  # files from before --go-version compared against v1.20.2
+        if data.setdefault("go_version", v) != v:
+            sys.exit(f"compare.py --merge: {p} compares against the Go kubelet {v}, an earlier file against "
+                     f"{data['go_version']}")
         data["quick"] = data["quick"] or part.get("quick")
         for e in part.get("start", []):  # by N, and within N by kubelet: a later file's ckubelet replaces an earlier's
             starts.setdefault(e["n"], {}).update(e)

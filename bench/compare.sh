@@ -1,8 +1,8 @@
 #!/bin/bash
 # The whole comparison (bench/compare.py) unattended, on a fresh Debian 12 machine as root: the Debian packages
 # (scripts/install-deps.sh --test, and python3-matplotlib for the charts), a release-like build of ckubelet and the
-# CRI floor tool (build/, debugoptimized), the upstream kubelet v1.20.2 and control plane
-# (scripts/build-kubernetes.sh: 10-20 min the first time, cached after), then the run. Arguments go to
+# CRI floor tool (build/, debugoptimized), the upstream kubelet and control plane of --go-version (v1.37.2 by
+# default; scripts/build-kubernetes.sh, which compare.py calls: 10-20 min the first time, cached after), then the run. Arguments go to
 # compare.py (--quick for a short development run; --help for the rest). Figures: bench/results/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,5 +12,4 @@ if ! /usr/bin/python3 -c 'import matplotlib' 2>/dev/null; then
 fi
 [ -f build/build.ninja ] || meson setup build
 ninja -C build
-CKUBELET_K8S_VERSION=${CKUBELET_K8S_VERSION:-v1.20.2} bash scripts/build-kubernetes.sh >/dev/null
 exec /usr/bin/python3 bench/compare.py "$@"

@@ -6,14 +6,15 @@ CPU while nothing happens (the relist's cost), with the gate off and on.
                                             [--relist-seconds 0] [--samples 20] [--burst]
 
 On a private containerd (2.1.9 for the events: CKUBELET_CONTAINERD_BIN and CKUBELET_OCI_RUNTIME as for the e2e
-tests; 1.6.20 answers Unimplemented and the gate changes nothing), for each mode (gate off, gate on) a fresh ckubelet
-starts N pods whose container blocks reading its FIFO on a shared hostPath (no CPU while it waits). Then:
+tests; 1.6.20 answers Unimplemented and the gate changes nothing), ckubelet with the gate off starts N pods whose
+container blocks reading its FIFO on a shared hostPath (no CPU while it waits); then, for each mode (gate off, then
+on: the kubelet restarted with the gate on adopts the N running pods):
 
   cpu       the kubelet's CPU time (user + system, /proc/PID/stat) over --window seconds with the pods running;
-  single    --samples pods' containers exit (code 3, a line written to the FIFO) one at a time, 1.5 s apart: per exit,
+  single    --samples pods' containers (each mode its own) exit (code 3, a line written to the FIFO) one at a time, 1.5 s apart: per exit,
             from the exited instance's finishedAt to the next instance's createdAt (containerd's times): p50, max.
             The next instance finds its pod's marker and keeps running.
-  burst     (--burst) then every other pod's container exits at once: the same, p50, p99, max (the restarts
+  burst     (--burst) then half of the other pods' containers (each mode its own half) exit at once: the same, p50, p99, max (the restarts
             queue behind one another, so this measures the start path more than the PLEG).
 
 --relist-seconds S (test-only CKUBELET_TEST_PLEG_RELIST_SECONDS) stretches the relist in both modes, to see the
@@ -116,55 +117,80 @@ def release(shared, i):
         os.close(fd)
 
 
-def one_mode(rt, d, n, gate, window, relist_seconds, samples, burst):
-    shared = tempfile.mkdtemp(prefix="evented-", dir=d)
-    for i in range(n):
-        os.mkfifo(fifo(shared, i))
-    k = Kubelet(rt, os.path.join(d, f"kubelet-{'on' if gate else 'off'}"))
+def start_kubelet(k, n, gate, relist_seconds):
     k.extra_args = ["--v", "1", "--max-pods", str(max(n, 110)), "--feature-gates",
                     f"EventedPLEG={'true' if gate else 'false'}"]
     if relist_seconds:
         k.env = dict(os.environ, CKUBELET_TEST_PLEG_RELIST_SECONDS=str(relist_seconds))
     k.start()
+
+
+def one_mode(rt, k, n, gate, window, relist_seconds, sample, rest):
+    """One mode on the N running pods: the kubelet (re)started with the gate as asked adopts them; then the CPU
+    window, the sample pods' exits one at a time and, with rest, those pods' exits at once."""
+    log_from = len(k.log()) if os.path.exists(k.logfile) else 0
+    start_kubelet(k, n, gate, relist_seconds)
+    wait_for(lambda: len([c for c in rt.containers() if c["state"] == "CONTAINER_RUNNING"]) >= n, 900,
+             interval=2, msg=f"{n} containers running")
+    time.sleep(5 + n / 50)  # a restarted kubelet adopts the running pods: its first passes over them
+    c0 = cpu_seconds(k.proc.pid)
+    time.sleep(window)
+    cpu = cpu_seconds(k.proc.pid) - c0
+    # one exit at a time: the sample pods exit 1.5 s apart, each alone among the N (the reaction at N pods)
+    for i in sample:
+        release(k.shared, i)
+        time.sleep(1.5)
+    wait_restarted(rt, sample, 120 + 2 * (relist_seconds or 0))
+    single = figures(reactions(rt, sample))
+    res = {"gate": gate, "pods": n, "cpu_seconds_per_minute": cpu * 60 / window, "single": single}
+    line = (f"  EventedPLEG={gate}: CPU {res['cpu_seconds_per_minute']:.2f} s/min; one exit at a time "
+            f"(n={single['n']}): p50 {single['p50']:.3f} s, max {single['max']:.3f} s")
+    if rest:
+        # these containers at once: the restarts queue behind one another
+        for i in rest:
+            release(k.shared, i)
+        wait_restarted(rt, rest, 120 + 2 * len(rest) + 2 * (relist_seconds or 0))
+        res["burst"] = figures(reactions(rt, rest))
+        line += (f"; {len(rest)} at once: p50 {res['burst']['p50']:.3f} s, p99 {res['burst']['p99']:.3f} s, "
+                 f"max {res['burst']['max']:.3f} s")
+    res["fast_path_disabled"] = "disabling container-termination fast path" in k.log()[log_from:]
+    print(line, flush=True)
+    k.term(60)
+    return res
+
+
+def run(rt, d, a, out):
+    """The N pods are started once, by the first mode's kubelet; the second mode's kubelet adopts them (a kubelet
+    restart leaves pods running), so each mode runs at N pods without paying for N starts and N stops twice. Each
+    mode has its own sample pods (a pod whose container exited once keeps running after its restart) and, with
+    --burst, its own half of the others. The results file is written after each mode."""
+    n = a.pods
+    k = Kubelet(rt, os.path.join(d, "kubelet"))
+    k.shared = tempfile.mkdtemp(prefix="evented-", dir=d)
+    for i in range(n):
+        os.mkfifo(fifo(k.shared, i))
+    m = min(a.samples, n // 2)
+    samples = [list(range(0, m)), list(range(m, 2 * m))]
+    others = list(range(2 * m, n))
     try:
         for i in range(n):
-            k.write(f"p{i}.yaml", POD.format(name=f"p{i}", shared=shared))
-        wait_for(lambda: len([c for c in rt.containers() if c["state"] == "CONTAINER_RUNNING"]) >= n, 900,
-                 interval=2, msg=f"{n} containers running")
-        time.sleep(5)
-        c0 = cpu_seconds(k.proc.pid)
-        time.sleep(window)
-        cpu = cpu_seconds(k.proc.pid) - c0
-        # one exit at a time: sample pods p0.. exit 1.5 s apart, each alone among the N (the reaction at N pods)
-        sample = list(range(min(samples, n)))
-        for i in sample:
-            release(shared, i)
-            time.sleep(1.5)
-        wait_restarted(rt, sample, 120 + 2 * (relist_seconds or 0))
-        single = figures(reactions(rt, sample))
-        res = {"gate": gate, "pods": n, "cpu_seconds_per_minute": cpu * 60 / window, "single": single}
-        line = (f"  EventedPLEG={gate}: CPU {res['cpu_seconds_per_minute']:.2f} s/min; one exit at a time "
-                f"(n={single['n']}): p50 {single['p50']:.3f} s, max {single['max']:.3f} s")
-        if burst:
-            # every other container at once: the restarts queue behind one another
-            rest = [i for i in range(n) if i not in sample]
-            for i in rest:
-                release(shared, i)
-            wait_restarted(rt, rest, 120 + 2 * len(rest) + 2 * (relist_seconds or 0))
-            res["burst"] = figures(reactions(rt, rest))
-            line += (f"; all {len(rest)} at once: p50 {res['burst']['p50']:.3f} s, p99 {res['burst']['p99']:.3f} s, "
-                     f"max {res['burst']['max']:.3f} s")
-        res["fast_path_disabled"] = "disabling container-termination fast path" in k.log()
-        print(line)
-        return res
+            k.write(f"p{i}.yaml", POD.format(name=f"p{i}", shared=k.shared))
+        for j, gate in enumerate((False, True)):
+            out["modes"].append(one_mode(rt, k, n, gate, a.window, a.relist_seconds, samples[j],
+                                         others[j::2] if a.burst else []))
+            results.write_json(f"evented_pleg-{n}", out)
     finally:
+        if not k.alive():
+            start_kubelet(k, n, False, 0)
         for i in range(n):
             k.remove(f"p{i}.yaml")
-        wait_for(lambda: not [c for c in rt.containers() if c["state"] == "CONTAINER_RUNNING"], 300, interval=2,
-                 msg="every container stopped")
-        k.term()
-        rt.clean()
-        shutil.rmtree(shared, ignore_errors=True)
+        try:
+            wait_for(lambda: not [c for c in rt.containers() if c["state"] == "CONTAINER_RUNNING"], 300 + n,
+                     interval=2, msg="every container stopped")
+        finally:
+            k.term(60)
+            rt.clean()
+            shutil.rmtree(k.shared, ignore_errors=True)
 
 
 def main():
@@ -181,9 +207,7 @@ def main():
     with private_runtime(94) as (rt, d):  # 90-99: never an e2e session's bridge
         out["containerd_major"] = containerd_major()
         print(f"evented PLEG: {a.pods} pods on containerd {out['containerd_major']}.x, {os.cpu_count()} CPUs")
-        for gate in (False, True):
-            out["modes"].append(one_mode(rt, d, a.pods, gate, a.window, a.relist_seconds, a.samples, a.burst))
-    results.write_json(f"evented_pleg-{a.pods}", out)
+        run(rt, d, a, out)
 
 
 if __name__ == "__main__":

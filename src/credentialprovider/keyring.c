@@ -23,6 +23,9 @@ void cred_keyring_done(struct cred_keyring *k) {
                         explicit_bzero(k->auths[i].password, strlen(k->auths[i].password));
                 free(k->auths[i].username);
                 free(k->auths[i].password);
+                free(k->auths[i].secret_namespace);
+                free(k->auths[i].secret_name);
+                free(k->auths[i].secret_uid);
         }
         free(k->auths);
         *k = (struct cred_keyring) {};
@@ -103,7 +106,7 @@ int cred_keyring_add_secret(struct cred_keyring *k, const json_t *secret, struct
         const char *b64;
         _cleanup_free_ char *text = NULL;
         json_auto_t *doc = NULL;
-        size_t len;
+        size_t len, n0;
         int r;
 
         if (streq_ptr(type, "kubernetes.io/dockerconfigjson"))
@@ -121,7 +124,16 @@ int cred_keyring_add_secret(struct cred_keyring *k, const json_t *secret, struct
         explicit_bzero(text, len);
         if (!doc)
                 return ck_error_set(ret_error, -EINVAL, "data[%s]: not JSON", field);
+        n0 = k->n;
         r = cred_keyring_add_config(k, streq(field, ".dockercfg") ? doc : json_object_get(doc, "auths"));
+        for (size_t i = n0; r >= 0 && i < k->n; i++) {
+                const json_t *meta = json_object_get(secret, "metadata");
+                k->auths[i].secret_namespace = strdup(strempty(json_string_value(json_object_get(meta, "namespace"))));
+                k->auths[i].secret_name = strdup(strempty(json_string_value(json_object_get(meta, "name"))));
+                k->auths[i].secret_uid = strdup(strempty(json_string_value(json_object_get(meta, "uid"))));
+                if (!k->auths[i].secret_namespace || !k->auths[i].secret_name || !k->auths[i].secret_uid)
+                        r = -ENOMEM;
+        }
         if (r == -EINVAL)
                 return ck_error_set(ret_error, r,
                                     "data[%s]: invalid docker config (auth must be base64(username:password))", field);

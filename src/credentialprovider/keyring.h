@@ -13,6 +13,8 @@ struct cred_auth {
         char *key; /* the registry key as given ("https://index.docker.io/v1/"), normalized */
         char *username;
         char *password;
+        /* the Secret it came from (cred_keyring_add_secret), NULL otherwise: the pulled-image credential records */
+        char *secret_namespace, *secret_name, *secret_uid;
 };
 
 struct cred_keyring {

@@ -61,6 +61,7 @@ struct gc_run {
         bool have_images, have_containers;
         bool have_fs;
         int64_t capacity, available;
+        int64_t listed_usec; /* realtime, when ListImages was asked */
 
         /* what is removed */
         struct removal *removals;
@@ -86,6 +87,8 @@ struct image_gc_manager {
         char *state_path;
         image_gc_event_fn event;
         void *event_userdata;
+        image_gc_listed_fn listed;
+        void *listed_userdata;
 
         struct image_gc_records records;
         int64_t began_usec; /* realtime, when the manager started (MaxAge waits that long) */
@@ -369,6 +372,8 @@ static void run_decide(struct gc_run *r) {
         m->dirty = true;
         if (m->records.n != before)
                 m->membership_changed = true;
+        if (m->listed)
+                m->listed(m->listed_userdata, (const char *const *) r->image_ids, r->n_images, r->listed_usec);
         if (r->mode == MODE_DETECT) {
                 run_finish(r);
                 return;
@@ -603,6 +608,7 @@ static void run_start(struct image_gc_manager *m, enum run_mode mode, struct wai
         }
         {
                 Runtime__V1__ListImagesRequest req = RUNTIME__V1__LIST_IMAGES_REQUEST__INIT;
+                r->listed_usec = (int64_t) now_realtime_usec();
                 rr = cri_list_images(m->cri, &req, 0, on_images, r);
                 if (rr >= 0)
                         r->pending++;
@@ -724,6 +730,8 @@ int image_gc_manager_new(struct event_base *base, struct cri_client *cri, struct
         m->policy = cfg->policy;
         m->event = cfg->event;
         m->event_userdata = cfg->event_userdata;
+        m->listed = cfg->listed;
+        m->listed_userdata = cfg->listed_userdata;
         m->began_usec = (int64_t) now_realtime_usec();
         m->sandbox_image = strdup_or_null(cfg->sandbox_image);
         m->state_path = strdup_or_null(cfg->state_path);

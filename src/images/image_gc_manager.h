@@ -24,6 +24,9 @@ struct image_gc_manager;
 typedef void (*image_gc_event_fn)(void *userdata, const char *reason, const char *message);
 /* r: 0, or a negative errno when the collection failed or could not free enough. */
 typedef void (*image_gc_done_fn)(int r, void *userdata);
+/* After each listing: the ids of the images the runtime has, listed from listed_usec (realtime) on (upstream's
+ * post-GC hooks: the pulled-image records of images gone are pruned). */
+typedef void (*image_gc_listed_fn)(void *userdata, const char *const *ids, size_t n, int64_t listed_usec);
 
 struct image_gc_config {
         struct image_gc_policy policy;
@@ -31,6 +34,8 @@ struct image_gc_config {
         const char *state_path;    /* where the records are saved */
         image_gc_event_fn event;
         void *event_userdata;
+        image_gc_listed_fn listed; /* NULL: none */
+        void *listed_userdata;
 };
 
 int image_gc_manager_new(struct event_base *base, struct cri_client *cri, struct workpool *pool,

@@ -15,6 +15,7 @@
 #include "basic/timer.h"
 #include "basic/workpool.h"
 #include "images/image_gc_manager.h"
+#include "images/pull_store.h"
 #include "kubelet/kubelet-internal.h"
 #include "kuberuntime/config.h"
 #include "kuberuntime/container_gc.h"
@@ -180,6 +181,14 @@ static void on_gc_timer(evutil_socket_t fd, short what, void *userdata) {
                 log_error("Container garbage collection failed: out of memory");
 }
 
+/* the pulled-image records of images the runtime no longer has go (upstream's PruneUnknownRecords) */
+static void on_images_listed(void *userdata, const char *const *ids, size_t n, int64_t listed_usec) {
+        struct kubelet *k = userdata;
+
+        if (k->pull_records)
+                pull_store_prune(k->pull_records, ids, n, listed_usec);
+}
+
 static void on_image_gc_event(void *userdata, const char *reason, const char *message) {
         kubelet_node_event(userdata, "Warning", reason, "%s", message);
 }
@@ -266,6 +275,8 @@ int kubelet_gc_setup(struct kubelet *k) {
                 .state_path = state,
                 .event = on_image_gc_event,
                 .event_userdata = k,
+                .listed = on_images_listed,
+                .listed_userdata = k,
         };
         r = image_gc_manager_new(k->base, k->cri, k->pool, &ic, &k->image_gc);
         if (r < 0)

@@ -40,6 +40,7 @@
 #include "basic/slots.h"
 
 struct workpool;
+struct pull_store;
 struct stats_volumes;
 struct stats_provider;
 struct logs_manager;
@@ -144,6 +145,10 @@ struct kubelet {
 
         struct backoff crash_backoff; /* CrashLoopBackOff, 10s..5m */
         struct backoff image_backoff; /* ImagePullBackOff, 10s..5m */
+        /* KubeletEnsureSecretPulledImages: which credentials pulled which image (<root-dir>/image_manager); NULL
+         * with the gate off. pull_verify_policy: enum image_pull_verify_policy */
+        struct pull_store *pull_records;
+        int pull_verify_policy;
         /* dead containers and sandboxes the runtime refused to remove, by id: tried again only when their back-off
          * (10s..5m) ends, by the pod's clean-up or the container GC (gc.c) */
         struct backoff removal_backoff;

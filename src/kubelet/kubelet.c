@@ -29,6 +29,7 @@
 #include "objects/manager.h"
 #include "basic/workpool.h"
 #include "features/features.h"
+#include "images/pull_store.h"
 #include "volumes/volumes.h"
 #include "prober/prober.h"
 #include "stats/host.h"
@@ -1065,6 +1066,14 @@ int kubelet_start(struct kubelet *k) {
                         return log_error_errno(r, "failed to create user namespace manager: %s",
                                                err ? ck_error_message(err) : strerror(-r));
         }
+        /* the pulled-image credential records, from before a restart (KubeletEnsureSecretPulledImages) */
+        k->pull_verify_policy = kubelet_options_image_pull_verify_policy(o);
+        if (feature_enabled(o->feature_gates, "KubeletEnsureSecretPulledImages")) {
+                r = pull_store_new(k->base, o->root_dir, &k->pull_records);
+                if (r < 0)
+                        return log_error_errno(r, "cannot set up the image pull records in %s/image_manager: %s",
+                                               o->root_dir, strerror(-r));
+        }
         /* the pods' allocated resources, from before a restart */
         r = kubelet_allocation_load(o->root_dir, &k->allocation);
         if (r < 0)
@@ -1227,7 +1236,8 @@ struct kubelet *kubelet_free(struct kubelet *k) {
                 kubelet_worker_free(w);
         }
         hashmap_done(&k->workers_by_uid);
-        k->image_puller = slots_free(k->image_puller); /* after the pod syncs: they hold its tickets */
+        k->image_puller = slots_free(k->image_puller);      /* after the pod syncs: they hold its tickets */
+        k->pull_records = pull_store_free(k->pull_records); /* after the pod syncs: they end their pull intents */
         k->sandbox_slots = slots_free(k->sandbox_slots);
         probe_env_done(&k->hook_env); /* after the pod syncs: their hooks are gone */
         k->status = status_manager_free(k->status);

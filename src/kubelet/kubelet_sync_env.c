@@ -236,6 +236,8 @@ void kubelet_sync_env_setup(struct kubelet *k) {
                 .userns = k->userns,
                 .devices = k->devices,
                 .credprov = k->credprov,
+                .pull_records = k->pull_records,
+                .pull_verify_policy = k->pull_verify_policy,
                 .cm = k->cm,
                 .ops = &sync_ops,
                 .userdata = k,

@@ -41,6 +41,7 @@ struct workpool;
 struct userns_manager;
 struct devicemanager;
 struct credprov;
+struct pull_store;
 struct prober;
 
 /* A pod worker's state as the pass reads it (it may change while the pass runs: read it when needed). */
@@ -143,7 +144,11 @@ struct pod_sync_env {
         struct userns_manager *userns;   /* hostUsers: false */
         struct devicemanager *devices;   /* device plugins, NULL when none */
         struct credprov *credprov;       /* image credential providers, NULL when none */
-        struct cm *cm;                   /* QoS and pod cgroups */
+        /* the pulled-image credential records (KubeletEnsureSecretPulledImages), NULL with the gate off; the
+         * verification policy is an enum image_pull_verify_policy (options/image_pull_policy.h) */
+        struct pull_store *pull_records;
+        int pull_verify_policy;
+        struct cm *cm; /* QoS and pod cgroups */
 
         const struct pod_sync_ops *ops;
         void *userdata;

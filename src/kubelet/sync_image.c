@@ -29,13 +29,16 @@
 #include "kubelet/pod_sync.h"
 #include "kubelet/sync_start.h"
 
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "basic/log.h"
 #include "basic/string.h"
 #include "basic/time.h"
 #include "config/config.h"
+#include "images/pull_store.h"
 #include "kubelet/credprov_sa.h"
 
 static void image_decided(struct pod_sync *s, bool present);
@@ -130,17 +133,100 @@ static bool in_pull_backoff(struct pod_sync *s, const char *image, uint64_t *ret
 
 static void pull(struct pod_sync *s);
 
+/* The pod's pull secrets' credentials for the image, as the pulled-image records know them (coordinates and
+ * credential hash); hashes holds the hashes (65 bytes each). */
+static int pod_secret_creds(struct pod_sync *s, const char *image, struct pull_secret_coord **ret, char **ret_hashes,
+                            size_t *ret_n) {
+        _cleanup_free_ const struct cred_auth **auths = NULL;
+        _cleanup_free_ struct pull_secret_coord *coords = NULL;
+        _cleanup_free_ char *hashes = NULL;
+        size_t n_auths = 0, n = 0;
+        int r;
+
+        r = cred_keyring_lookup(&s->keyring, image, &auths, &n_auths);
+        if (r < 0)
+                return r;
+        if (n_auths > 0) {
+                coords = calloc(n_auths, sizeof(*coords));
+                hashes = calloc(n_auths, 65);
+                if (!coords || !hashes)
+                        return -ENOMEM;
+        }
+        for (size_t i = 0; i < n_auths; i++) {
+                const struct cred_auth *a = auths[i];
+                if (!a->secret_uid)
+                        continue;
+                char *hash = hashes + n * 65;
+                r = pull_store_credential_hash(a->username, a->password, hash, 65);
+                if (r < 0)
+                        return r;
+                coords[n++] = (struct pull_secret_coord) { .uid = a->secret_uid,
+                                                           .namespace = a->secret_namespace,
+                                                           .name = a->secret_name,
+                                                           .credential_hash = hash };
+        }
+        *ret = TAKE_PTR(coords);
+        *ret_hashes = TAKE_PTR(hashes);
+        *ret_n = n;
+        return 0;
+}
+
+/* KubeletEnsureSecretPulledImages (upstream's MustAttemptImagePull): must the pod's credentials be verified
+ * (by a pull) before it uses the image present? */
+static bool must_verify_present_image(struct pod_sync *s) {
+        const struct start_step *st = s->start;
+        _cleanup_free_ struct pull_secret_coord *coords = NULL;
+        _cleanup_free_ char *hashes = NULL;
+        size_t n = 0;
+        int r;
+
+        if (!s->env->pull_records)
+                return false;
+        r = pod_secret_creds(s, st->image, &coords, &hashes, &n);
+        if (r < 0) {
+                log_warning("pod %s: cannot gather the pull secrets' credentials for \"%s\", verifying them: %s",
+                            kubelet_sync_pod_desc(s), st->image, strerror(-r));
+                return true;
+        }
+        return pull_store_must_pull(s->env->pull_records, s->env->pull_verify_policy,
+                                    s->env->opts->preloaded_images_verification_allowlist, st->image, st->image_ref,
+                                    &(struct pull_creds) { .secrets = coords, .n_secrets = n }, now_realtime_usec());
+}
+
+#define NEVER_PULL_UNVERIFIED                                                                                       \
+        "Container image \"%s\" is present with pull policy of \"Never\" but does not have the proper auth (image " \
+        "secret) that was used to pull the image"
+
 static void image_decided(struct pod_sync *s, bool present) {
         const struct start_step *st = s->start;
         const char *image = st->image, *cn = step_container(st);
         uint64_t until = 0;
         bool backoff = in_pull_backoff(s, image, &until);
+        enum kr_image_action d = kr_decide_image(st->pull_policy, present, backoff);
 
-        switch (kr_decide_image(st->pull_policy, present, backoff)) {
+        if (d == KR_IMAGE_USE_PRESENT && must_verify_present_image(s)) {
+                if (st->pull_policy == PULL_POLICY_NEVER) {
+                        log_error("pod %s: %s %s: " NEVER_PULL_UNVERIFIED " (ErrImageNeverPull)",
+                                  kubelet_sync_pod_desc(s), st->c ? "container" : "volume", step_desc(st), image);
+                        kubelet_sync_event(s, cn, "Warning", "ErrImageNeverPull", NEVER_PULL_UNVERIFIED, image);
+                        if (st->c) {
+                                kubelet_sync_set_waiting(s, cn, "ErrImageNeverPull", NEVER_PULL_UNVERIFIED, image);
+                                s->error = true;
+                        } else
+                                kubelet_sync_image_volume_failed(s, "ErrImageNeverPull", NEVER_PULL_UNVERIFIED, image);
+                        kubelet_sync_start_step_done(s);
+                        return;
+                }
+                log_v(2, "pod %s: image \"%s\" present, its pull credentials are verified by pulling it",
+                      kubelet_sync_pod_desc(s), image);
+                d = backoff ? KR_IMAGE_PULL_BACKOFF : KR_IMAGE_PULL;
+        }
+        switch (d) {
         case KR_IMAGE_USE_PRESENT:
                 log_v(3, "pod %s: container image \"%s\" already present on machine", kubelet_sync_pod_desc(s), image);
-                kubelet_sync_event(s, cn, "Normal", "Pulled", "Container image \"%s\" already present on machine",
-                                   image);
+                /* with KubeletEnsureSecretPulledImages, upstream says the pod's access was checked */
+                kubelet_sync_event(s, cn, "Normal", "Pulled", "Container image \"%s\" already present on machine%s",
+                                   image, s->env->pull_records ? " and can be accessed by the pod" : "");
                 if (!st->c) {
                         kubelet_sync_image_volume_ready(s);
                         return;
@@ -274,6 +360,16 @@ static void pull(struct pod_sync *s) {
         int r;
 
         log_info("Pulling image: pod=\"%s\" image=\"%s\"", kubelet_sync_pod_desc(s), st->image);
+        if (s->env->pull_records && !st->pull_intent) {
+                r = pull_store_intent_begin(s->env->pull_records, st->image);
+                if (r < 0) {
+                        /* upstream fails the pull when its intent cannot be recorded */
+                        kubelet_sync_call_failed(s, "recording the image pull intent", r);
+                        kubelet_sync_start_step_done(s);
+                        return;
+                }
+                st->pull_intent = true;
+        }
         kubelet_sync_event(s, step_container(st), "Normal", "Pulling", "Pulling image \"%s\"", st->image);
         if (st->c)
                 kubelet_sync_set_waiting(s, st->c->name, "ContainerCreating", "%s", "");
@@ -319,6 +415,36 @@ static void on_pulled_image_status(const struct cri_reply *reply, void *userdata
         kubelet_sync_start_create(s);
 }
 
+/* RecordImagePulled / RecordImagePullFailed: the credentials that pulled the image (a pull secret's, or node-wide
+ * ones: none, or a credential provider plugin's) recorded, the pull intent ended */
+static void pull_ended(struct pod_sync *s, bool pulled) {
+        struct start_step *st = s->start;
+        const struct cred_auth *a = st->cred_index < st->n_creds ? st->creds[st->cred_index] : NULL;
+        char hash[65];
+        int r;
+
+        if (!st->pull_intent)
+                return;
+        if (pulled && !isempty(st->image_ref)) {
+                struct pull_secret_coord coord = {};
+                struct pull_creds creds = { .node_pods_accessible = true };
+                if (a && a->secret_uid) {
+                        r = pull_store_credential_hash(a->username, a->password, hash, sizeof(hash));
+                        coord = (struct pull_secret_coord) { .uid = a->secret_uid,
+                                                             .namespace = a->secret_namespace,
+                                                             .name = a->secret_name,
+                                                             .credential_hash = r >= 0 ? hash : NULL };
+                        creds = (struct pull_creds) { .secrets = &coord, .n_secrets = 1 };
+                }
+                r = pull_store_pulled(s->env->pull_records, st->image, st->image_ref, &creds, now_realtime_usec());
+                if (r < 0)
+                        log_error("pod %s: cannot record the pull of \"%s\": %s", kubelet_sync_pod_desc(s), st->image,
+                                  strerror(-r));
+        }
+        pull_store_intent_end(s->env->pull_records, st->image);
+        st->pull_intent = false;
+}
+
 static void on_pull_image(const struct cri_reply *reply, void *userdata) {
         struct pod_sync *s = userdata;
         struct start_step *st = s->start;
@@ -361,6 +487,7 @@ static void on_pull_image(const struct cri_reply *reply, void *userdata) {
                         kubelet_sync_image_volume_failed(s, "ErrImagePull", "%s", message);
                 if (key)
                         (void) backoff_next(s->env->image_backoff, key, now_usec(), now_usec());
+                pull_ended(s, false);
                 kubelet_sync_start_step_done(s);
                 return;
         }
@@ -374,6 +501,7 @@ static void on_pull_image(const struct cri_reply *reply, void *userdata) {
                 kubelet_sync_start_step_done(s);
                 return;
         }
+        pull_ended(s, true);
         if (!st->c) {
                 kubelet_sync_image_volume_ready(s);
                 return;

@@ -41,6 +41,7 @@
 #include "basic/string.h"
 #include "basic/time.h"
 #include "basic/workpool.h"
+#include "images/pull_store.h"
 #include "kubelet/credprov_sa.h"
 #include "kubelet/dra.h"
 #include "kubelet/hooks.h"
@@ -74,6 +75,8 @@ void kubelet_sync_start_step_free(struct pod_sync *s) {
 
         if (!st)
                 return;
+        if (st->pull_intent)
+                pull_store_intent_end(s->env->pull_records, st->image);
         free(st->image_ref);
         free(st->image_username);
         free(st->creds);

@@ -40,6 +40,7 @@ struct start_step {
         struct cred_keyring provider_keyring;
         char *provider_error;
         struct slot_ticket pull; /* its place in the pull queue (env->image_puller) */
+        bool pull_intent;        /* its pull is recorded as in flight (env->pull_records) */
         struct dm_request
                 *dev_request; /* the device plugins' options of the container (GetDeviceRunContainerOptions) */
         struct kubelet_dra_job *dra_job; /* its pod's ResourceClaims prepared (PrepareDynamicResources) */

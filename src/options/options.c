@@ -22,6 +22,7 @@
 #include "apis/pod.h"
 #include "basic/error.h"
 #include "features/features.h"
+#include "options/image_pull_policy.h"
 #include "nodeshutdown/config.h"
 #include "basic/fs.h"
 #include "basic/json.h"
@@ -125,6 +126,8 @@ void kubelet_options_done(struct kubelet_options *o) {
         free(o->reported_version);
         free(o->root_dir);
         free(o->pod_logs_dir);
+        free(o->image_pull_credentials_verification_policy);
+        free(o->preloaded_images_verification_allowlist);
         free(o->config_path);
         free(o->address);
         free(o->healthz_bind_address);
@@ -390,6 +393,14 @@ unsigned kubelet_options_image_pulls(const struct kubelet_options *o) {
         if (o->serialize_image_pulls)
                 return 1;
         return o->max_parallel_image_pulls_set ? (unsigned) o->max_parallel_image_pulls : 0;
+}
+
+int kubelet_options_image_pull_verify_policy(const struct kubelet_options *o) {
+        assert(o);
+        if (!feature_enabled(o->feature_gates, "KubeletEnsureSecretPulledImages"))
+                return IMAGE_PULL_NEVER_VERIFY;
+        return image_pull_verify_policy_from_string(o->image_pull_credentials_verification_policy
+                                                            ?: IMAGE_PULL_VERIFY_POLICY_DEFAULT);
 }
 
 unsigned kubelet_options_sandbox_creations(const struct kubelet_options *o, long cpus) {

@@ -139,6 +139,10 @@ struct kubelet_options {
 
         /* image pulls (pkg/kubelet/images puller) */
         bool serialize_image_pulls; /* --serialize-image-pulls / serializeImagePulls, true */
+        /* imagePullCredentialsVerificationPolicy (KubeletEnsureSecretPulledImages): NULL = unset, which means
+         * "NeverVerifyPreloadedImages" with the gate on; preloadedImagesVerificationAllowlist joined by commas */
+        char *image_pull_credentials_verification_policy;
+        char *preloaded_images_verification_allowlist;
         /* crashLoopBackOff.maxContainerRestartPeriod: the containers' restart back-off's cap (1 s to 300 s) */
         uint64_t crash_loop_backoff_max_usec;
         bool fail_swap_on;                 /* --fail-swap-on / failSwapOn, true: refuse to start with swap on */
@@ -183,6 +187,10 @@ int kubelet_options_parse(struct kubelet_options *o, int argc, char **argv, stru
 /* The limit of RunPodSandbox calls in flight (--max-parallel-sandbox-creations): the flag, or with -1 4 per CPU of
  * CPUS (at least 4); 0: no limit. */
 unsigned kubelet_options_sandbox_creations(const struct kubelet_options *o, long cpus);
+
+/* The effective enum image_pull_verify_policy (options/image_pull_policy.h): NeverVerify with the gate
+ * KubeletEnsureSecretPulledImages off, the configured policy (default NeverVerifyPreloadedImages) otherwise. */
+int kubelet_options_image_pull_verify_policy(const struct kubelet_options *o);
 
 /* The limit of image pulls in flight (upstream's puller.go): 1 while serializeImagePulls, else maxParallelImagePulls;
  * 0 (no limit) when that is unset. */

@@ -498,6 +498,11 @@ const struct flag_def options_config_only_defs[] = {
                     .cfg = CONFIG_DURATION_ANY),
         /* NodeSwap (GA since v1.34) */
         CONFIG_ONLY("memorySwap.swapBehavior", FLAG_STRING, OFF(memory_swap_behavior)),
+        /* KubeletEnsureSecretPulledImages (beta on since v1.35): checked by the validation */
+        CONFIG_ONLY("imagePullCredentialsVerificationPolicy", FLAG_STRING,
+                    OFF(image_pull_credentials_verification_policy)),
+        CONFIG_ONLY("preloadedImagesVerificationAllowlist", FLAG_STRING, OFF(preloaded_images_verification_allowlist),
+                    .cfg = CONFIG_LIST),
 };
 
 /* KubeletConfiguration (v1beta1) fields that upstream has and ckubelet does not implement: accepted, with a
@@ -516,7 +521,6 @@ const char *const options_unsupported_fields[] = {
         "eventRecordQPS",
         "failCgroupV1",
         "hairpinMode",
-        "imagePullCredentialsVerificationPolicy",
         "iptablesDropBit",
         "iptablesMasqueradeBit",
         "kubeReservedCgroup",
@@ -532,7 +536,6 @@ const char *const options_unsupported_fields[] = {
         "podCIDR",
         "podHousekeepingPeriod",
         "podsPerCore",
-        "preloadedImagesVerificationAllowlist",
         "protectKernelDefaults",
         "providerID",
         "qosReserved",

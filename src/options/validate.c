@@ -18,6 +18,7 @@
 #include "apis/pod.h"
 #include "basic/error.h"
 #include "features/features.h"
+#include "options/image_pull_policy.h"
 #include "nodeshutdown/config.h"
 #include "basic/fs.h"
 #include "basic/json.h"
@@ -102,6 +103,58 @@ static int validate_cgroups(const struct kubelet_options *o, struct ck_error **r
         return 0;
 }
 
+/* imagePullCredentialsVerificationPolicy and preloadedImagesVerificationAllowlist: upstream's
+ * ValidateKubeletConfiguration rules and messages (the gate KubeletEnsureSecretPulledImages, beta on since v1.35) */
+static int options_validate_image_pull_credentials(const struct kubelet_options *o, struct ck_error **ret_error) {
+        const char *policy = o->image_pull_credentials_verification_policy;
+        const char *allowlist = o->preloaded_images_verification_allowlist;
+
+        if (!feature_enabled(o->feature_gates, "KubeletEnsureSecretPulledImages")) {
+                if (!isempty(policy))
+                        return ck_error_set(ret_error, -EINVAL,
+                                            "invalid configuration: `imagePullCredentialsVerificationPolicy` must not "
+                                            "be set if KubeletEnsureSecretPulledImages feature gate is not enabled");
+                if (!isempty(allowlist))
+                        return ck_error_set(ret_error, -EINVAL,
+                                            "invalid configuration: `preloadedImagesVerificationAllowlist` must not "
+                                            "be set if KubeletEnsureSecretPulledImages feature gate is not enabled");
+                return 0;
+        }
+        if (!policy)
+                policy = IMAGE_PULL_VERIFY_POLICY_DEFAULT;
+        if (image_pull_verify_policy_from_string(policy) < 0)
+                return ck_error_set(ret_error, -EINVAL,
+                                    "invalid configuration: option \"%s\" specified for "
+                                    "imagePullCredentialsVerificationPolicy. Valid options are \"NeverVerify\", "
+                                    "\"NeverVerifyPreloadedImages\", \"NeverVerifyAllowlistedImages\" or "
+                                    "\"AlwaysVerify\"",
+                                    policy);
+        if (isempty(allowlist))
+                return 0;
+        if (!streq(policy, "NeverVerifyAllowlistedImages"))
+                return ck_error_set(
+                        ret_error, -EINVAL,
+                        "invalid configuration: can't set `preloadedImagesVerificationAllowlist` if "
+                        "`imagePullCredentialsVertificationPolicy` is not \"NeverVerifyAllowlistedImages\"");
+        for (const char *p = allowlist; *p;) {
+                size_t n = strcspn(p, ",");
+                _cleanup_free_ char *entry = strndup(p, n);
+                char why[512];
+
+                if (!entry)
+                        return -ENOMEM;
+                if (image_pull_allowlist_pattern_check(entry, why, sizeof(why)) < 0)
+                        return ck_error_set(ret_error, -EINVAL,
+                                            "invalid configuration: invalid image pattern in "
+                                            "`preloadedImagesVerificationAllowlist`: %s",
+                                            why);
+                p += n;
+                if (*p == ',')
+                        p++;
+        }
+        return 0;
+}
+
 /* upstream's rules for image GC (ValidateKubeletConfiguration) and for the container log manager
  * (NewContainerLogManager, which upstream checks at start-up) */
 static int validate_gc_and_logs(const struct kubelet_options *o, struct ck_error **ret_error) {
@@ -129,6 +182,10 @@ static int validate_gc_and_logs(const struct kubelet_options *o, struct ck_error
                 return ck_error_set(ret_error, -EINVAL,
                                     "invalid configuration: maxParallelImagePulls cannot be larger than 1 unless "
                                     "SerializeImagePulls (--serialize-image-pulls) is set to false");
+
+        r = options_validate_image_pull_credentials(o, ret_error);
+        if (r < 0)
+                return r;
 
         if (o->image_gc_high_threshold_percent < 0 || o->image_gc_high_threshold_percent > 100)
                 return ck_error_set(ret_error, -EINVAL,

@@ -238,21 +238,33 @@ static void take_uncore_cache(struct acc *a) {
         free(ids);
 }
 
+/* The accumulator's available CPUs (those of the topology), and upstream's checks before either take: returns 1 with
+ * an empty *ret for a request of no CPUs, -ENOSPC when fewer are available than requested, else 0. */
+static int acc_begin(struct acc *a, const struct cpuset *available, int n, struct cpuset *ret,
+                     struct ck_error **ret_error) {
+        struct cpuset all = cputopo_all(a->t);
+
+        a->avail = cpuset_and(available, &all);
+        if (n < 1) {
+                *ret = (struct cpuset) {};
+                return 1;
+        }
+        if (n > cpuset_count(&a->avail))
+                return ck_error_set(ret_error, -ENOSPC,
+                                    "not enough cpus available to satisfy request: requested=%d, available=%d", n,
+                                    cpuset_count(available));
+        return 0;
+}
+
 /* takeByTopologyNUMAPacked */
 static int take_packed(const struct cpu_topology *t, const struct cpuset *available, int n, bool uncore,
                        struct cpuset *ret, struct ck_error **ret_error) {
         struct acc a = { .t = t, .needed = n, .numa_first = t->n_sockets >= t->n_numa };
-        struct cpuset all = cputopo_all(t);
+        int r;
 
-        a.avail = cpuset_and(available, &all);
-        if (n < 1) {
-                *ret = (struct cpuset) {};
-                return 0;
-        }
-        if (n > cpuset_count(&a.avail))
-                return ck_error_set(ret_error, -ENOSPC,
-                                    "not enough cpus available to satisfy request: requested=%d, available=%d", n,
-                                    cpuset_count(available));
+        r = acc_begin(&a, available, n, ret, ret_error);
+        if (r != 0)
+                return r < 0 ? r : 0;
         take_full(&a, a.numa_first ? CPU_LEVEL_NUMA : CPU_LEVEL_SOCKET);
         if (a.needed > 0)
                 take_full(&a, a.numa_first ? CPU_LEVEL_SOCKET : CPU_LEVEL_NUMA);
@@ -424,22 +436,15 @@ static int take_from_numa(struct acc *a, int numa, int n) {
 static int take_distributed(const struct cpu_topology *t, const struct cpuset *available, int n, int group,
                             struct cpuset *ret, struct ck_error **ret_error) {
         struct acc a = { .t = t, .needed = n, .numa_first = t->n_sockets >= t->n_numa };
-        struct cpuset all = cputopo_all(t);
         _cleanup_free_ struct ids *numas = NULL;
         _cleanup_free_ struct dist *d = NULL;
-        int n_numa_avail, groups_total, groups_per_numa, groups_needed, min_numas, max_numas, scratch[COMBO_MAX];
+        int r, n_numa_avail, groups_total, groups_per_numa, groups_needed, min_numas, max_numas, scratch[COMBO_MAX];
 
         if (group < 1 || n % group != 0)
                 return take_packed(t, available, n, false, ret, ret_error);
-        a.avail = cpuset_and(available, &all);
-        if (n < 1) {
-                *ret = (struct cpuset) {};
-                return 0;
-        }
-        if (n > cpuset_count(&a.avail))
-                return ck_error_set(ret_error, -ENOSPC,
-                                    "not enough cpus available to satisfy request: requested=%d, available=%d", n,
-                                    cpuset_count(available));
+        r = acc_begin(&a, available, n, ret, ret_error);
+        if (r != 0)
+                return r < 0 ? r : 0;
         numas = calloc(1, sizeof(*numas));
         d = calloc(1, sizeof(*d));
         if (!numas || !d)

@@ -12,6 +12,7 @@
 #include "basic/string.h"
 #include "basic/strv.h"
 #include "basic/time.h"
+#include "options/image_pull_policy.h"
 #include "options/options.h"
 
 #define ARGV(...) ((char *[]) { "ckubelet", __VA_ARGS__, NULL })
@@ -1089,6 +1090,80 @@ static void test_swap_options(void **state) {
         config_error("swapx.yaml", HDR "memorySwap: {swapLimit: 1}\n", "unknown field \"memorySwap.swapLimit\"");
 }
 
+/* imagePullCredentialsVerificationPolicy and preloadedImagesVerificationAllowlist (KubeletEnsureSecretPulledImages),
+ * with upstream's defaults and validation messages */
+static void test_image_pull_credentials_policy(void **state) {
+        struct kubelet_options o;
+        struct ck_error *err;
+        char **def = ARGV("ckubelet");
+        _cleanup_free_ char *allow = write_tmp("ipc.yaml", HDR "imagePullCredentialsVerificationPolicy: "
+                                                               "NeverVerifyAllowlistedImages\n"
+                                                               "preloadedImagesVerificationAllowlist: "
+                                                               "[\"registry.k8s.io/pause\", \"quay.io/org/*\"]\n"),
+                            *never = write_tmp("ipcnever.yaml",
+                                               HDR "imagePullCredentialsVerificationPolicy: NeverVerify\n"),
+                            *gateoff = write_tmp("ipcoff.yaml",
+                                                 HDR "featureGates:\n  KubeletEnsureSecretPulledImages: false\n");
+        char **cfg = ARGV("--config", allow), **cfgn = ARGV("--config", never), **cfgoff = ARGV("--config", gateoff);
+
+        (void) state;
+        assert_int_equal(parse(&o, 1, def, &err), 0);
+        assert_null(o.image_pull_credentials_verification_policy);
+        assert_int_equal(kubelet_options_image_pull_verify_policy(&o), IMAGE_PULL_NEVER_VERIFY_PRELOADED_IMAGES);
+        kubelet_options_done(&o);
+
+        assert_int_equal(parse(&o, ARGC(cfg), cfg, &err), 0);
+        assert_int_equal(kubelet_options_image_pull_verify_policy(&o), IMAGE_PULL_NEVER_VERIFY_ALLOWLISTED_IMAGES);
+        assert_string_equal(o.preloaded_images_verification_allowlist, "registry.k8s.io/pause,quay.io/org/*");
+        kubelet_options_done(&o);
+
+        assert_int_equal(parse(&o, ARGC(cfgn), cfgn, &err), 0);
+        assert_int_equal(kubelet_options_image_pull_verify_policy(&o), IMAGE_PULL_NEVER_VERIFY);
+        kubelet_options_done(&o);
+
+        assert_int_equal(parse(&o, ARGC(cfgoff), cfgoff, &err), 0); /* the gate off: nothing is verified */
+        assert_int_equal(kubelet_options_image_pull_verify_policy(&o), IMAGE_PULL_NEVER_VERIFY);
+        kubelet_options_done(&o);
+
+        {
+                _cleanup_free_ char *path = write_tmp("ipcbad.yaml",
+                                                      HDR "imagePullCredentialsVerificationPolicy: Sometimes\n");
+                char **argv = ARGV("--config", path);
+                expect_error(ARGC(argv), argv,
+                             "invalid configuration: option \"Sometimes\" specified for "
+                             "imagePullCredentialsVerificationPolicy. Valid options are \"NeverVerify\", "
+                             "\"NeverVerifyPreloadedImages\", \"NeverVerifyAllowlistedImages\" or \"AlwaysVerify\"");
+        }
+        {
+                _cleanup_free_ char *path =
+                        write_tmp("ipclist.yaml",
+                                  HDR "preloadedImagesVerificationAllowlist: [\"registry.k8s.io/pause\"]\n");
+                char **argv = ARGV("--config", path);
+                expect_error(ARGC(argv), argv,
+                             "invalid configuration: can't set `preloadedImagesVerificationAllowlist` if "
+                             "`imagePullCredentialsVertificationPolicy` is not \"NeverVerifyAllowlistedImages\"");
+        }
+        {
+                _cleanup_free_ char *path =
+                        write_tmp("ipctag.yaml",
+                                  HDR "imagePullCredentialsVerificationPolicy: NeverVerifyAllowlistedImages\n"
+                                      "preloadedImagesVerificationAllowlist: [\"registry.k8s.io/pause:3.10\"]\n");
+                char **argv = ARGV("--config", path);
+                expect_error(ARGC(argv), argv,
+                             "invalid configuration: invalid image pattern in `preloadedImagesVerificationAllowlist`: "
+                             "neither tag nor digest is accepted in an image reference: registry.k8s.io/pause:3.10");
+        }
+        {
+                _cleanup_free_ char *path = write_tmp("ipcoffset.yaml",
+                                                      HDR "featureGates:\n  KubeletEnsureSecretPulledImages: false\n"
+                                                          "imagePullCredentialsVerificationPolicy: AlwaysVerify\n");
+                char **argv = ARGV("--config", path);
+                expect_error(ARGC(argv), argv,
+                             "invalid configuration: `imagePullCredentialsVerificationPolicy` must not be set if "
+                             "KubeletEnsureSecretPulledImages feature gate is not enabled");
+        }
+}
+
 /* serializeImagePulls and maxParallelImagePulls, with upstream's validation, and the pull queue's limit */
 static void test_image_pulls(void **state) {
         struct kubelet_options o;
@@ -1249,6 +1324,7 @@ int main(void) {
                 cmocka_unit_test(test_cgroup_options),
                 cmocka_unit_test(test_node_life_options),
                 cmocka_unit_test(test_image_pulls),
+                cmocka_unit_test(test_image_pull_credentials_policy),
                 cmocka_unit_test(test_crash_loop_backoff),
                 cmocka_unit_test(test_swap_options),
                 cmocka_unit_test(test_sandbox_creations),
