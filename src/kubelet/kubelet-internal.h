@@ -52,6 +52,7 @@ struct nodeshutdown_manager;
 #include "kubelet/runtime_poll.h"
 #include "kubelet/userns.h"
 #include "kubelet/cpu.h"
+#include "kubelet/pod_sync_env.h"
 
 struct pod_sync;
 
@@ -116,7 +117,6 @@ struct pod_worker {
 
 #define KUBELET_VOLUME_CONTENTS_THREADS 2
 #define KUBELET_VOLUME_CONTENTS_THREADS_MAX 8
-#define KUBELET_VOLUME_CONTENTS_TIMEOUT_USEC (30 * USEC_PER_SEC)
 
 struct kubelet {
         struct event_base *base;
@@ -125,7 +125,8 @@ struct kubelet {
         struct pleg *pleg;
         struct pod_config *config;
         struct prober *prober;
-        struct probe_env hook_env; /* the lifecycle hooks' (hooks.c): exec, HTTP */
+        struct probe_env hook_env;    /* the lifecycle hooks' (hooks.c): exec, HTTP */
+        struct pod_sync_env sync_env; /* what the pod sync passes use (kubelet_start) */
         char *node_ip;
         struct event *housekeeping;
 
@@ -256,11 +257,9 @@ void kubelet_worker_free(struct pod_worker *w);
 void kubelet_worker_terminated(struct kubelet *k, struct pod_worker *w);
 /* is another worker with the same full name still holding runtime state? */
 bool kubelet_name_is_busy(struct kubelet *k, const struct pod_worker *w);
-/* what the runtime can do (its last Status): the node manager's, or without an API server the kubelet's own poll */
+/* kubelet_sync_env.c: what the runtime can do (its last Status): the node manager's, or without an API server the
+ * kubelet's own poll */
 const struct node_runtime_features *kubelet_runtime_features(const struct kubelet *k);
-int kubelet_worker_set_waiting(struct pod_worker *w, const char *name, const char *reason, const char *fmt, ...)
-        _printf_(4, 5);
-void kubelet_worker_clear_waiting(struct pod_worker *w, const char *name);
 
 /* A sync pass observed the runtime for a static pod that terminates: takes the status, reports it to its mirror. */
 void kubelet_worker_observed_terminating(struct pod_worker *w, struct kc_pod_status *status);
@@ -313,11 +312,6 @@ void kubelet_api_delete_free(struct api_delete *d);
 
 /* storage.c: the volume manager, the CSI drivers and the CSI and DRA plug-in registration handlers */
 int kubelet_storage_setup(struct kubelet *k);
-
-/* kubelet.c: update the QoS cgroups for the admitted pods and create the pod's cgroup (before its sandbox) */
-int kubelet_pod_cgroup_ensure(struct kubelet *k, const struct pod *pod);
-/* cm_pod_ensure_async() after the QoS update: 0 done, 1 done is called later, negative an error */
-int kubelet_pod_cgroup_ensure_async(struct kubelet *k, const struct pod *pod, cm_done_fn done, void *userdata);
 
 /* kubelet.c: the pod's v1 PodStatus from its spec, the last observation and the probe results */
 int kubelet_worker_status_json(struct kubelet *k, struct pod_worker *w, json_t **ret);
@@ -384,9 +378,9 @@ void kubelet_credentials_stop(struct kubelet *k);
 void kubelet_notify_check_ready(struct kubelet *k);
 int kubelet_watchdog_start(struct kubelet *k);
 
-/* pod_sync.c: run one reconcile pass for the worker; calls kubelet_worker_sync_done() at the end. */
-void kubelet_pod_sync_start(struct pod_worker *w);
-void kubelet_pod_sync_free(struct pod_sync *s);
+/* kubelet_sync_env.c: k->sync_env, once everything in it exists (kubelet_start, before the PLEG starts: no pass
+ * runs before) */
+void kubelet_sync_env_setup(struct kubelet *k);
 /* did_work: actions were issued (re-evaluate at once); wake_usec: monotonic time to re-evaluate (0 none);
  * error: a failure happened (requeue with back-off); gone: the pod has nothing left in the runtime */
 void kubelet_worker_sync_done(struct pod_worker *w, bool did_work, uint64_t wake_usec, bool error, bool gone);

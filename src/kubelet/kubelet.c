@@ -135,46 +135,6 @@ void kubelet_worker_free(struct pod_worker *w) {
         free(w);
 }
 
-int kubelet_worker_set_waiting(struct pod_worker *w, const char *name, const char *reason, const char *fmt, ...) {
-        _cleanup_free_ char *msg = NULL;
-        struct container_waiting *n;
-        int r;
-
-        r = VA_FORMAT(msg, fmt);
-        if (r < 0)
-                return -ENOMEM;
-        for (size_t i = 0; i < w->n_waiting; i++)
-                if (streq(w->waiting[i].name, name)) {
-                        w->waiting[i].reason = reason;
-                        free(w->waiting[i].message);
-                        w->waiting[i].message = TAKE_PTR(msg);
-                        return 0;
-                }
-        n = realloc(w->waiting, sizeof(*n) * (w->n_waiting + 1));
-        if (!n)
-                return -ENOMEM;
-        w->waiting = n;
-        n[w->n_waiting] = (struct container_waiting) { .name = strdup(name),
-                                                       .reason = reason,
-                                                       .message = TAKE_PTR(msg) };
-        if (!n[w->n_waiting].name) {
-                free(n[w->n_waiting].message);
-                return -ENOMEM;
-        }
-        w->n_waiting++;
-        return 0;
-}
-
-void kubelet_worker_clear_waiting(struct pod_worker *w, const char *name) {
-        for (size_t i = 0; i < w->n_waiting; i++)
-                if (streq(w->waiting[i].name, name)) {
-                        free(w->waiting[i].name);
-                        free(w->waiting[i].message);
-                        w->waiting[i] = w->waiting[--w->n_waiting];
-                        return;
-                }
-}
-
 void kubelet_worker_schedule(struct pod_worker *w, uint64_t delay_usec) {
         uint64_t at = now_usec() + delay_usec;
 
@@ -193,7 +153,7 @@ void kubelet_worker_request_sync(struct pod_worker *w) {
         if (w->busy) {
                 w->pending = true;
                 /* a pass waiting for its volumes gives way to the new request */
-                if (w->sync && w->sync->waiting_volumes)
+                if (kubelet_pod_sync_waiting_volumes(w->sync))
                         volmgr_pod_poke(k->volumes, w->uid);
                 /* a pass whose pull or sandbox waits in its queue for a pod no longer wanted gives way too */
                 if (w->sync && (!w->pod || w->deleting)) {
@@ -204,7 +164,9 @@ void kubelet_worker_request_sync(struct pod_worker *w) {
         }
         w->busy = true;
         w->pending = false;
-        kubelet_pod_sync_start(w);
+        if (kubelet_pod_sync_start(&k->sync_env, w, w->uid, w->full_name, w->pod ? kubelet_worker_sync_pod(w) : NULL,
+                                   &w->sync) < 0)
+                kubelet_worker_sync_done(w, false, 0, true, false);
 }
 
 static void worker_timer_cb(evutil_socket_t fd, short what, void *userdata) {
@@ -926,29 +888,6 @@ int kubelet_update_qos_cgroups(struct kubelet *k) {
         return cm_update_qos(k->cm, pods, n);
 }
 
-/* 1: the cgroup manager is on and the QoS cgroups are up to date, so the pod's cgroup is to be made; 0: no cgroup
- * manager; negative errno */
-static int pod_cgroup_prepare(struct kubelet *k) {
-        int r;
-
-        if (!cm_enabled(k->cm))
-                return 0;
-        r = kubelet_update_qos_cgroups(k);
-        return r < 0 ? r : 1;
-}
-
-int kubelet_pod_cgroup_ensure(struct kubelet *k, const struct pod *pod) {
-        int r = pod_cgroup_prepare(k);
-
-        return r <= 0 ? r : cm_pod_ensure(k->cm, pod);
-}
-
-int kubelet_pod_cgroup_ensure_async(struct kubelet *k, const struct pod *pod, cm_done_fn done, void *userdata) {
-        int r = pod_cgroup_prepare(k);
-
-        return r <= 0 ? r : cm_pod_ensure_async(k->cm, pod, done, userdata);
-}
-
 /* ---------------------------------------------------------------- lifecycle */
 
 int kubelet_new(struct event_base *base, const struct kubelet_options *opts, struct kubelet **ret) {
@@ -1249,6 +1188,7 @@ int kubelet_start(struct kubelet *k) {
                 if (r < 0)
                         return r;
         }
+        kubelet_sync_env_setup(k);
         return pleg_start(k->pleg);
 }
 
@@ -1257,25 +1197,25 @@ struct kubelet *kubelet_free(struct kubelet *k) {
                 return NULL;
         k->stopping = true;
         k->admission.allowed_unsafe_sysctls = strv_free(k->admission.allowed_unsafe_sysctls);
-        k->cluster_dns = strv_free(k->cluster_dns);
+        k->cluster_dns = k->sync_env.cluster_dns = strv_free(k->cluster_dns);
         if (k->housekeeping)
                 event_free(k->housekeeping);
         if (k->watchdog)
                 event_free(k->watchdog);
         pod_config_free(k->config);
         /* probes first: in-flight ones are abandoned (exec probes end with the CRI client below) */
-        k->prober = probe_manager_free(k->prober);
+        k->prober = k->sync_env.prober = probe_manager_free(k->prober);
         /* cancels in-flight calls: their callbacks run now and see k->stopping */
         kubelet_credentials_stop(k);
-        k->cri = cri_client_free(k->cri);
+        k->cri = k->sync_env.cri = cri_client_free(k->cri);
         k->runtime_poll = runtime_poll_free(k->runtime_poll);
         /* the same for the work on volumes' contents: done() runs now, with -ECANCELED */
-        k->pool_contents = workpool_free(k->pool_contents);
+        k->pool_contents = k->sync_env.pool_contents = workpool_free(k->pool_contents);
         /* storage: the volume manager's operations are abandoned (CSI calls end with their drivers' clients, which
          * go before the plugin manager, whose registrations they may be answering) */
-        k->volumes = volmgr_free(k->volumes);
-        k->reaper = vol_reaper_free(k->reaper);
-        k->userns = userns_manager_free(k->userns);
+        k->volumes = k->sync_env.volumes = volmgr_free(k->volumes);
+        k->reaper = k->sync_env.reaper = vol_reaper_free(k->reaper);
+        k->userns = k->sync_env.userns = userns_manager_free(k->userns);
         k->csi = csi_drivers_free(k->csi);
         kubelet_dra_free(k);
         k->dra_plugins = dra_plugins_free(k->dra_plugins);

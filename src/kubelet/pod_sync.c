@@ -4,38 +4,55 @@
 #include "kubelet/pod_sync.h"
 
 #include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "basic/log.h"
 #include "features/features.h"
 #include "apis/pod_volumes.h"
+#include "config/config.h"
 #include "basic/string.h"
 #include "eviction/helpers.h"
 #include "kubelet/hooks.h"
-#include "node/manager.h"
 #include "objects/manager.h"
 #include "objects/objects.h"
 #include "prober/manager.h"
+#include "status/status.h"
+#include "volumemanager/volumemanager.h"
 
 /* ---------------------------------------------------------------- the pass, in order */
 
-void kubelet_pod_sync_start(struct pod_worker *w) {
+int kubelet_pod_sync_start(const struct pod_sync_env *env, struct pod_worker *w, const char *uid, const char *full_name,
+                           struct pod *pod, struct pod_sync **slot) {
         struct pod_sync *s = calloc(1, sizeof(*s));
 
-        if (!w->pod)
-                objects_manager_unregister(w->k->objects, w->uid); /* no longer desired: its objects go */
+        if (!pod)
+                objects_manager_unregister(env->objects, uid); /* no longer desired: its objects go */
 
-        if (!s || kc_pod_status_new(w->uid, &s->status) < 0) {
+        if (!s || kc_pod_status_new(uid, &s->status) < 0) {
                 free(s);
-                log_error("pod %s: out of memory", w->uid);
-                kubelet_worker_sync_done(w, false, 0, true, false);
-                return;
+                log_error("pod %s: out of memory", uid);
+                return -ENOMEM;
         }
+        s->env = env;
         s->w = w;
-        s->k = w->k;
-        s->pod = pod_ref(w->pod ? kubelet_worker_sync_pod(w) : NULL); /* as allocated */
-        w->sync = s;
+        s->uid = uid;
+        s->full_name = full_name;
+        s->pod = pod_ref(pod);
+        *slot = s;
         kubelet_sync_observe(s);
+        return 0;
+}
+
+bool kubelet_pod_sync_waiting_volumes(const struct pod_sync *s) {
+        return s && s->waiting_volumes;
+}
+
+/* ended for good by the kubelet (evicted, past its deadline): stays stopped */
+static bool worker_ended(const struct pod_sync *s) {
+        struct pod_sync_worker_state ws = kubelet_sync_worker_state(s);
+        return ws.terminated || ws.deadline_exceeded;
 }
 
 /* decide: computePodActions for a desired pod, KillPod for one that is not */
@@ -47,11 +64,11 @@ void kubelet_pod_sync_observed(struct pod_sync *s) {
                 kubelet_pod_sync_finish(s);
                 return;
         }
-        if (!s->pod || s->w->terminated || s->w->deadline_exceeded)
+        if (!s->pod || worker_ended(s))
                 s->actions = (struct kr_pod_actions) { .kill_pod = true }; /* gone, or ended for good (evicted,
                                                                               past its deadline): stays stopped */
         else {
-                probe_manager_results(s->k->prober, &probes);
+                probe_manager_results(s->env->prober, &probes);
                 r = kr_compute_pod_actions(s->pod, s->status, &probes, &s->actions);
                 if (r < 0) {
                         kubelet_sync_call_failed(s, "computing pod actions", r);
@@ -69,7 +86,7 @@ void kubelet_pod_sync_observed(struct pod_sync *s) {
 }
 
 void kubelet_pod_sync_killed(struct pod_sync *s) {
-        if (s->error || !s->pod || s->w->terminated || s->w->deadline_exceeded) {
+        if (s->error || !s->pod || worker_ended(s)) {
                 kubelet_pod_sync_finish(s);
                 return;
         }
@@ -77,7 +94,7 @@ void kubelet_pod_sync_killed(struct pod_sync *s) {
 }
 
 void kubelet_pod_sync_resized(struct pod_sync *s) {
-        if (s->error || s->k->stopping) {
+        if (s->error || kubelet_sync_stopping(s)) {
                 kubelet_pod_sync_finish(s);
                 return;
         }
@@ -93,7 +110,7 @@ void kubelet_pod_sync_mounted(struct pod_sync *s) {
 }
 
 void kubelet_pod_sync_sandbox_ready(struct pod_sync *s) {
-        if (s->k->stopping || isempty(s->sandbox_id)) {
+        if (kubelet_sync_stopping(s) || isempty(s->sandbox_id)) {
                 kubelet_pod_sync_finish(s);
                 return;
         }
@@ -102,7 +119,7 @@ void kubelet_pod_sync_sandbox_ready(struct pod_sync *s) {
 }
 
 void kubelet_pod_sync_volumes_ready(struct pod_sync *s) {
-        if (s->error || s->k->stopping) {
+        if (s->error || kubelet_sync_stopping(s)) {
                 kubelet_pod_sync_finish(s);
                 return;
         }
@@ -115,7 +132,7 @@ void kubelet_pod_sync_started(struct pod_sync *s) {
 
 /* The pass is over. One that changed nothing and failed nowhere collects the pod's garbage first. */
 void kubelet_pod_sync_finish(struct pod_sync *s) {
-        if (!s->error && !s->did_work && s->decided && !s->k->stopping) {
+        if (!s->error && !s->did_work && s->decided && !kubelet_sync_stopping(s)) {
                 kubelet_sync_cleanup(s);
                 return;
         }
@@ -132,36 +149,37 @@ static bool only_refused_left(const struct pod_sync *s, size_t *ret_n) {
                 return false;
         for (size_t i = 0; i < st->n_sandboxes; i++)
                 if (st->sandboxes[i]->state == KC_SANDBOX_READY ||
-                    !kubelet_removal_blocked(s->k, st->sandboxes[i]->id, NULL))
+                    !s->env->ops->removal_blocked(s->env->userdata, st->sandboxes[i]->id, NULL))
                         return false;
         for (size_t i = 0; i < st->n_containers; i++)
                 if (st->containers[i]->state == KC_CONTAINER_RUNNING ||
                     st->containers[i]->state == KC_CONTAINER_UNKNOWN ||
-                    !kubelet_removal_blocked(s->k, st->containers[i]->id, NULL))
+                    !s->env->ops->removal_blocked(s->env->userdata, st->containers[i]->id, NULL))
                         return false;
         *ret_n = st->n_sandboxes + st->n_containers;
         return true;
 }
 
 void kubelet_pod_sync_done(struct pod_sync *s) {
-        struct pod_worker *w = s->w;
         bool gone = s->status && s->status->n_sandboxes == 0 && s->status->n_containers == 0 && !s->did_work;
         size_t left = 0;
+        struct pod_sync_result r;
 
-        if (!gone && !s->k->stopping && only_refused_left(s, &left))
+        if (!gone && !kubelet_sync_stopping(s) && only_refused_left(s, &left))
                 gone = true;
-        w->leftovers = left;
-
-        /* not while shutting down: the calls cancelled by the CRI client's release end here, after the prober
-         * is gone */
-        if (s->decided && s->pod && !s->k->stopping)
-                kubelet_worker_observed(w, s->pod, TAKE_PTR(s->status));
-        else if (s->decided && !s->pod && w->last_pod && (pod_config_is_static(w->last_pod) || w->deleting) &&
-                 !s->k->stopping)
-                /* its mirror pod shows it; a deleted API pod keeps reporting until it is terminal */
-                kubelet_worker_observed_terminating(w, TAKE_PTR(s->status));
-        w->sync = NULL;
-        kubelet_worker_sync_done(w, s->did_work, s->wake_usec, s->error, gone);
+        r = (struct pod_sync_result) {
+                .decided = s->decided,
+                .pod = s->pod,
+                .status = TAKE_PTR(s->status),
+                .did_work = s->did_work,
+                .wake_usec = s->wake_usec,
+                .error = s->error,
+                .gone = gone,
+                .leftovers = left,
+        };
+        /* the kubelet reports the observation (kubelet.c: pass_done), and may start the next pass at once */
+        s->env->ops->pass_done(s->env->userdata, s->w, &r);
+        kc_pod_status_free(r.status); /* what the kubelet did not take */
         kubelet_pod_sync_free(s);
 }
 
@@ -173,7 +191,7 @@ void kubelet_pod_sync_free(struct pod_sync *s) {
         kubelet_sync_start_step_free(s);
         kubelet_sync_image_volumes_free(s);
         kubelet_sync_cleanup_free(s);
-        slots_release(s->k->sandbox_slots, &s->sandbox_slot);
+        slots_release(s->env->sandbox_slots, &s->sandbox_slot);
         free(s->hook_pod_desc);
         pod_free(s->pod);
         kc_pod_status_free(s->status);
@@ -183,9 +201,9 @@ void kubelet_pod_sync_free(struct pod_sync *s) {
         pb_free(s->sandbox_config);
         free(s->cgroup_parent);
         if (s->waiting_objects)
-                objects_manager_cancel_wait(s->k->objects, s->w->uid);
+                objects_manager_cancel_wait(s->env->objects, s->uid);
         if (s->waiting_volumes)
-                volmgr_pod_cancel_wait(s->k->volumes, s->w->uid);
+                volmgr_pod_cancel_wait(s->env->volumes, s->uid);
         objects_refs_done(&s->refs);
         objects_pod_free(s->objects);
         cred_keyring_done(&s->keyring);
@@ -208,7 +226,7 @@ void kubelet_sync_fanout_release(struct pod_sync *s) {
         assert(s->pending > 0);
         if (--s->pending > 0)
                 return;
-        if (s->k->stopping)
+        if (kubelet_sync_stopping(s))
                 kubelet_pod_sync_finish(s); /* shutting down: issue nothing more */
         else
                 s->next(s);
@@ -233,14 +251,14 @@ void kubelet_sync_fanout_sent(struct pod_sync *s, const char *what, int r) {
 }
 
 const char *kubelet_sync_pod_desc(const struct pod_sync *s) {
-        return s->w->full_name ? s->w->full_name : s->w->uid;
+        return s->full_name ? s->full_name : s->uid;
 }
 
 const char *kubelet_sync_hook_desc(struct pod_sync *s) {
         const char *name = s->pod ? s->pod->name : s->status ? s->status->name : NULL;
         const char *ns = s->pod ? s->pod->namespace_ : s->status ? s->status->namespace_ : NULL;
 
-        if (!s->hook_pod_desc && asprintf(&s->hook_pod_desc, "%s_%s(%s)", strempty(name), strempty(ns), s->w->uid) < 0)
+        if (!s->hook_pod_desc && asprintf(&s->hook_pod_desc, "%s_%s(%s)", strempty(name), strempty(ns), s->uid) < 0)
                 s->hook_pod_desc = NULL;
         return s->hook_pod_desc ? s->hook_pod_desc : kubelet_sync_pod_desc(s);
 }
@@ -254,7 +272,7 @@ const struct container *kubelet_sync_spec_container(const struct pod_sync *s, co
 /* the host path of a volume the volume manager mounted for the pod */
 static char *managed_volume_path(void *userdata, const char *name, bool *ret_read_only) {
         const struct pod_sync *s = userdata;
-        return volmgr_pod_volume_path(s->k->volumes, s->w->uid, name, ret_read_only);
+        return volmgr_pod_volume_path(s->env->volumes, s->uid, name, ret_read_only);
 }
 
 /* the handler of the pod's RuntimeClass as far as it is known, else "" (the sandbox step reports a lookup that
@@ -263,14 +281,10 @@ const char *kubelet_sync_known_runtime_handler(const struct pod_sync *s) {
         const char *msg = NULL;
         json_t *rc = NULL;
 
-        if (!s->pod || isempty(s->pod->spec.runtime_class_name) || !s->k->client ||
+        if (!s->pod || isempty(s->pod->spec.runtime_class_name) || !kubelet_sync_client(s) ||
             objects_pod_lookup(s->objects, OBJ_KIND_RUNTIME_CLASS, "", s->pod->spec.runtime_class_name, &rc, &msg) < 0)
                 return "";
         return strempty(json_string_value(json_object_get(rc, "handler")));
-}
-
-const struct node_runtime_features *kubelet_runtime_features(const struct kubelet *k) {
-        return k->node ? node_manager_runtime_features(k->node) : runtime_poll_features(k->runtime_poll);
 }
 
 /* the resolved image of the pod's image volume `name`, NULL when it was not pulled in this pass */
@@ -291,30 +305,92 @@ void kubelet_sync_build_context(const struct pod_sync *s, struct kc_build_contex
                 .managed_volume_userdata = (void *) s,
                 .image_volume_ref = image_volume_ref,
                 .image_volume_userdata = (void *) s,
-                .pod_logs_dir = s->k->opts->pod_logs_dir,
-                .root_dir = s->k->opts->root_dir,
-                .node_name = s->k->opts->node_name,
-                .node_ip = s->k->node_ip,
-                .pod_ip = s->pod && s->pod->spec.host_network ? s->k->node_ip : s->pod_ip,
+                .pod_logs_dir = s->env->opts->pod_logs_dir,
+                .root_dir = s->env->opts->root_dir,
+                .node_name = s->env->opts->node_name,
+                .node_ip = s->env->node_ip,
+                .pod_ip = s->pod && s->pod->spec.host_network ? s->env->node_ip : s->pod_ip,
                 .objects = s->objects,
                 .cgroup_parent = s->cgroup_parent,
-                .alloc_cpu_milli = s->k->admission.cpu_milli,
-                .alloc_memory_bytes = s->k->admission.memory_bytes,
-                .cluster_dns = s->k->cluster_dns,
-                .cluster_domain = s->k->opts->cluster_domain,
-                .resolv_conf = s->k->opts->resolv_conf,
+                .alloc_cpu_milli = s->env->admission->cpu_milli,
+                .alloc_memory_bytes = s->env->admission->memory_bytes,
+                .cluster_dns = s->env->cluster_dns,
+                .cluster_domain = s->env->opts->cluster_domain,
+                .resolv_conf = s->env->opts->resolv_conf,
                 .static_pod = s->pod && pod_config_is_static(s->pod),
-                .seccomp_default = s->k->opts->seccomp_default,
-                .swap_v2 = s->k->swap_v2,
-                .limited_swap = streq_ptr(s->k->opts->memory_swap_behavior, "LimitedSwap"),
+                .seccomp_default = s->env->opts->seccomp_default,
+                .swap_v2 = s->env->swap_v2,
+                .limited_swap = streq_ptr(s->env->opts->memory_swap_behavior, "LimitedSwap"),
                 .critical_pod = s->pod && eviction_pod_is_critical(s->pod),
-                .node_memory_bytes = s->k->machine.memory_capacity,
-                .swap_capacity_bytes = s->k->machine.swap_capacity,
-                .runtime_supports_rro = node_runtime_features_rro(kubelet_runtime_features(s->k),
+                .node_memory_bytes = s->env->machine->memory_capacity,
+                .swap_capacity_bytes = s->env->machine->swap_capacity,
+                .runtime_supports_rro = node_runtime_features_rro(kubelet_sync_runtime_features(s),
                                                                   kubelet_sync_known_runtime_handler(s)),
                 .userns = s->userns,
-                .stop_signals = feature_enabled(s->k->opts->feature_gates, "ContainerStopSignals"),
+                .stop_signals = feature_enabled(s->env->opts->feature_gates, "ContainerStopSignals"),
                 .userns_host_id = s->userns_host_id,
                 .userns_length = s->userns_length,
         };
+}
+
+/* ---------------------------------------------------------------- what the phases ask of the kubelet */
+
+struct pod_sync_worker_state kubelet_sync_worker_state(const struct pod_sync *s) {
+        struct pod_sync_worker_state ws = {};
+
+        s->env->ops->worker_state(s->env->userdata, s->w, &ws);
+        return ws;
+}
+
+bool kubelet_sync_stopping(const struct pod_sync *s) {
+        return *s->env->stopping;
+}
+
+struct kube_client *kubelet_sync_client(const struct pod_sync *s) {
+        return s->env->ops->client(s->env->userdata);
+}
+
+const struct node_runtime_features *kubelet_sync_runtime_features(const struct pod_sync *s) {
+        return s->env->ops->runtime_features(s->env->userdata);
+}
+
+static void eventv(struct pod_sync *s, bool any, const char *container, const char *type, const char *reason,
+                   const char *fmt, va_list ap) {
+        _cleanup_free_ char *msg = NULL;
+
+        if (vasprintf(&msg, fmt, ap) < 0)
+                return;
+        s->env->ops->event(s->env->userdata, s->w, any, container, type, reason, msg);
+}
+
+void kubelet_sync_event(struct pod_sync *s, const char *container, const char *type, const char *reason,
+                        const char *fmt, ...) {
+        va_list ap;
+
+        va_start(ap, fmt);
+        eventv(s, false, container, type, reason, fmt, ap);
+        va_end(ap);
+}
+
+void kubelet_sync_event_any(struct pod_sync *s, const char *container, const char *type, const char *reason,
+                            const char *fmt, ...) {
+        va_list ap;
+
+        va_start(ap, fmt);
+        eventv(s, true, container, type, reason, fmt, ap);
+        va_end(ap);
+}
+
+int kubelet_sync_set_waiting(struct pod_sync *s, const char *name, const char *reason, const char *fmt, ...) {
+        _cleanup_free_ char *msg = NULL;
+        int r;
+
+        r = VA_FORMAT(msg, fmt);
+        if (r < 0)
+                return -ENOMEM;
+        return s->env->ops->set_waiting(s->env->userdata, s->w, name, reason, msg);
+}
+
+void kubelet_sync_clear_waiting(struct pod_sync *s, const char *name) {
+        s->env->ops->clear_waiting(s->env->userdata, s->w, name);
 }

@@ -13,19 +13,22 @@
  *   mount     sync_volumes.c   the volume manager's volumes (PVCs, csi, nfs) attached and mounted (WaitForAttachAndMount)
  *   sandbox   sync_sandbox.c   the pod cgroup, RunPodSandbox (or reuse the ready one) and its IP
  *   volumes   sync_volumes.c   volume directories, fsGroup ownership and /etc/hosts, before any container is created
- *   start     sync_start.c     per container: back-off, image (status, pull), create, start, postStart
+ *   start     sync_start.c     per container: back-off, image (sync_image.c: status, pull), create, start, postStart
  *   clean up  sync_cleanup.c   once the pod is settled, remove dead containers and sandboxes (GC)
  *
- * Every step is asynchronous; the pass ends in kubelet_worker_sync_done(), which runs the pass again at once when
- * it changed anything (level-triggered: the next pass observes the result). Every decision is made by pure
+ * Every step is asynchronous; the pass ends in its env's pass_done (then kubelet_worker_sync_done()), which runs
+ * it again at once when it changed anything (level-triggered: the next pass observes the result). Every decision is made by pure
  * functions in src/kuberuntime/actions.c; the phases carry them out. A phase that needs state beyond the pass
- * keeps it in its own struct, freed when the phase ends. */
+ * keeps it in its own struct, freed when the phase ends. The phases use nothing of the kubelet but their pass's
+ * environment (s->env, pod_sync_env.h), and report back through its callbacks. */
 
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "apis/pod.h"
+#include "basic/macro.h"
 #include "basic/slots.h"
-#include "kubelet/kubelet-internal.h"
+#include "kubelet/pod_sync_env.h"
 #include "kuberuntime/actions.h"
 #include "kuberuntime/config.h"
 #include "credentialprovider/keyring.h"
@@ -45,9 +48,10 @@ struct sync_image_volume {
 };
 
 struct pod_sync {
-        struct pod_worker *w;
-        struct kubelet *k;
-        struct pod *pod; /* desired spec (a reference), or NULL: terminate the pod */
+        const struct pod_sync_env *env; /* all the pass uses of the kubelet */
+        struct pod_worker *w;           /* its worker: a handle for env->ops, never dereferenced */
+        const char *uid, *full_name;    /* the worker's (borrowed: the worker outlives its pass) */
+        struct pod *pod;                /* desired spec (a reference), or NULL: terminate the pod */
 
         struct kc_pod_status *status;  /* observe: what the runtime has for the pod */
         struct kr_pod_actions actions; /* decide */
@@ -73,7 +77,7 @@ struct pod_sync {
         bool userns;         /* hostUsers false: its user namespace's range (kubelet/userns.h) */
         uint32_t userns_host_id, userns_length;
         bool cgroup_failed;              /* the pod cgroup could not be made: no sandbox */
-        struct slot_ticket sandbox_slot; /* its turn among the sandbox creations (k->sandbox_slots) */
+        struct slot_ticket sandbox_slot; /* its turn among the sandbox creations (env->sandbox_slots) */
         Runtime__V1__PodSandboxConfig *sandbox_config;
         char *sandbox_id;
         char *pod_ip; /* the sandbox's IP (NULL: none known, or host network) */
@@ -127,7 +131,33 @@ void kubelet_pod_sync_started(struct pod_sync *s);
 void kubelet_pod_sync_finish(struct pod_sync *s); /* ends the pass early (error, shutdown) or normally */
 void kubelet_pod_sync_done(struct pod_sync *s);   /* hands the result to the worker and frees the pass */
 
+/* ---- the kubelet's side (kubelet.c) ---- */
+
+/* Runs one reconcile pass for the worker w (uid, full_name: its, borrowed) on pod, the desired spec as allocated
+ * (a reference is taken; NULL: terminate the pod). *slot points to the pass from before its first phase runs
+ * until it ends (the env's pass_done; the kubelet clears it there). Returns 0, or -ENOMEM when no pass could be
+ * made (nothing runs). */
+int kubelet_pod_sync_start(const struct pod_sync_env *env, struct pod_worker *w, const char *uid, const char *full_name,
+                           struct pod *pod, struct pod_sync **slot);
+void kubelet_pod_sync_free(struct pod_sync *s); /* NULL is fine */
+/* the pass waits for the volume manager (a new request pokes it: volmgr_pod_poke) */
+bool kubelet_pod_sync_waiting_volumes(const struct pod_sync *s);
+
 /* ---- shared by the phases (pod_sync.c) ---- */
+
+/* What the phases ask of the kubelet, and report to it, for their pod (through s->env->ops). */
+struct pod_sync_worker_state kubelet_sync_worker_state(const struct pod_sync *s);
+bool kubelet_sync_stopping(const struct pod_sync *s);
+struct kube_client *kubelet_sync_client(const struct pod_sync *s);
+const struct node_runtime_features *kubelet_sync_runtime_features(const struct pod_sync *s);
+void kubelet_sync_event(struct pod_sync *s, const char *container, const char *type, const char *reason,
+                        const char *fmt, ...) _printf_(5, 6);
+/* the same about a pod that is no longer desired too (its last known spec), while it terminates */
+void kubelet_sync_event_any(struct pod_sync *s, const char *container, const char *type, const char *reason,
+                            const char *fmt, ...) _printf_(5, 6);
+int kubelet_sync_set_waiting(struct pod_sync *s, const char *name, const char *reason, const char *fmt, ...)
+        _printf_(4, 5);
+void kubelet_sync_clear_waiting(struct pod_sync *s, const char *name);
 
 /* Fan-out: a phase opens it with its continuation, counts each call it issues with kubelet_sync_fanout_add() and
  * closes it with kubelet_sync_fanout_end(); every completion calls kubelet_sync_fanout_release(). The continuation runs once

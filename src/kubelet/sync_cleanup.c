@@ -32,14 +32,15 @@ static void on_remove(const struct cri_reply *reply, void *userdata) {
         struct pod_sync *s = x->s;
 
         if (reply->r >= 0 || reply->r == -ENOENT)
-                kubelet_removal_succeeded(s->k, x->id);
+                s->env->ops->removal_succeeded(s->env->userdata, x->id);
         else if (reply->r != -ECANCELED) {
-                kubelet_removal_failed(s->k, x->sandbox, x->id, kubelet_sync_pod_desc(s), reply->message);
+                s->env->ops->removal_failed(s->env->userdata, x->sandbox, x->id, kubelet_sync_pod_desc(s),
+                                            reply->message);
                 /* upstream has no event of its own for this (its container GC only logs); the pod-level reason of a
                  * kill that failed is the nearest */
-                kubelet_worker_event_any(s->w, NULL, "Warning", "FailedKillPod",
-                                         "error killing pod: failed to remove %s \"%s\": %s",
-                                         x->sandbox ? "pod sandbox" : "container", x->id, strna(reply->message));
+                kubelet_sync_event_any(s, NULL, "Warning", "FailedKillPod",
+                                       "error killing pod: failed to remove %s \"%s\": %s",
+                                       x->sandbox ? "pod sandbox" : "container", x->id, strna(reply->message));
         }
         free(x->id);
         free(x);
@@ -50,7 +51,7 @@ static void on_remove(const struct cri_reply *reply, void *userdata) {
 static bool may_remove(struct pod_sync *s, const char *id) {
         uint64_t until;
 
-        if (!kubelet_removal_blocked(s->k, id, &until))
+        if (!s->env->ops->removal_blocked(s->env->userdata, id, &until))
                 return true;
         if (s->pod && (s->wake_usec == 0 || until < s->wake_usec))
                 s->wake_usec = until;
@@ -72,25 +73,26 @@ static void issue_remove(struct pod_sync *s, bool sandbox, const char *id) {
         if (sandbox) {
                 Runtime__V1__RemovePodSandboxRequest req = RUNTIME__V1__REMOVE_POD_SANDBOX_REQUEST__INIT;
                 req.pod_sandbox_id = x->id;
-                r = cri_remove_pod_sandbox(s->k->cri, &req, 0, on_remove, x);
+                r = cri_remove_pod_sandbox(s->env->cri, &req, 0, on_remove, x);
         } else {
                 Runtime__V1__RemoveContainerRequest req = RUNTIME__V1__REMOVE_CONTAINER_REQUEST__INIT;
                 req.container_id = x->id;
-                r = cri_remove_container(s->k->cri, &req, 0, on_remove, x);
+                r = cri_remove_container(s->env->cri, &req, 0, on_remove, x);
         }
         if (r < 0) {
                 free(x->id);
                 free(x);
         } else
-                kubelet_removal_started(s->k, id); /* the container GC leaves it alone until on_remove */
+                s->env->ops->removal_started(s->env->userdata,
+                                             id); /* the container GC leaves it alone until on_remove */
         kubelet_sync_fanout_sent(s, sandbox ? "RemovePodSandbox" : "RemoveContainer", r);
 }
 
 void kubelet_sync_cleanup(struct pod_sync *s) {
         struct cleanup_step *c = calloc(1, sizeof(*c));
-        struct kr_gc_policy policy = { .min_age_usec = s->k->opts->minimum_container_ttl_usec,
-                                       .max_per_pod_container = s->k->opts->max_per_pod_container,
-                                       .max_containers = s->k->opts->max_containers };
+        struct kr_gc_policy policy = { .min_age_usec = s->env->opts->minimum_container_ttl_usec,
+                                       .max_per_pod_container = s->env->opts->max_per_pod_container,
+                                       .max_containers = s->env->opts->max_containers };
 
         s->cleanup = c;
         if (!c || kr_compute_pod_gc(s->pod, s->status, &policy, (int64_t) now_realtime_usec() * 1000, &c->gc) < 0 ||

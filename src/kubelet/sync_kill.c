@@ -98,7 +98,7 @@ static void take_turn(struct kill_call *c) {
                 c->turn_timer = NULL;
         }
         c->grace = MAX(c->grace - waited, (int64_t) MINIMUM_GRACE_PERIOD_SECONDS);
-        if (s->k->stopping) {
+        if (kubelet_sync_stopping(s)) {
                 kill_call_end(c);
                 return;
         }
@@ -131,10 +131,10 @@ static void stop_in_turn(struct kill_call *c, int64_t remaining) {
         struct pod_sync *s = c->s;
         struct kill_step *k = s->kill;
 
-        if (c->ordered && remaining > 0 && !s->k->stopping && !turn_arrived(k, c->index)) {
+        if (c->ordered && remaining > 0 && !kubelet_sync_stopping(s) && !turn_arrived(k, c->index)) {
                 c->grace = remaining;
                 c->turn_start_usec = now_usec();
-                c->turn_timer = evtimer_new(s->k->base, on_turn_timeout, c);
+                c->turn_timer = evtimer_new(s->env->base, on_turn_timeout, c);
                 if (c->turn_timer) {
                         k->waiting[c->index] = c;
                         evtimer_add_usec(c->turn_timer, (uint64_t) remaining * USEC_PER_SEC);
@@ -144,7 +144,7 @@ static void stop_in_turn(struct kill_call *c, int64_t remaining) {
                 }
         }
         c->grace = MAX(remaining, (int64_t) MINIMUM_GRACE_PERIOD_SECONDS);
-        if (s->k->stopping) {
+        if (kubelet_sync_stopping(s)) {
                 kill_call_end(c);
                 return;
         }
@@ -172,10 +172,10 @@ static void on_stop_container(const struct cri_reply *reply, void *userdata) {
                 s->error = true;
         } else
                 mark_terminated(c);
-        if (reply->r >= 0 && c->remove && !s->k->stopping) {
+        if (reply->r >= 0 && c->remove && !kubelet_sync_stopping(s)) {
                 Runtime__V1__RemoveContainerRequest req = RUNTIME__V1__REMOVE_CONTAINER_REQUEST__INIT;
                 req.container_id = c->id;
-                if (cri_remove_container(s->k->cri, &req, 0, on_remove_stopped, c) >= 0)
+                if (cri_remove_container(s->env->cri, &req, 0, on_remove_stopped, c) >= 0)
                         return;
                 s->error = true;
         }
@@ -190,12 +190,12 @@ static void issue_stop(struct kill_call *c) {
         /* upstream's words, right before StopContainer: the grace period is what is left of it */
         log_info("Killing container with a grace period: pod=\"%s\" podUID=\"%s\" containerName=\"%s\" "
                  "containerID=\"%.12s\" gracePeriod=%" PRId64,
-                 kubelet_sync_pod_desc(s), s->w->uid, c->name, c->id, c->grace);
+                 kubelet_sync_pod_desc(s), s->uid, c->name, c->id, c->grace);
         req.container_id = c->id;
         req.timeout = c->grace;
         /* the runtime may take the whole grace period: the call's deadline is grace + the request timeout */
-        r = cri_stop_container(s->k->cri, &req,
-                               (uint64_t) c->grace * USEC_PER_SEC + s->k->opts->runtime_request_timeout_usec,
+        r = cri_stop_container(s->env->cri, &req,
+                               (uint64_t) c->grace * USEC_PER_SEC + s->env->opts->runtime_request_timeout_usec,
                                on_stop_container, c);
         if (r < 0) {
                 kubelet_sync_call_failed(s, "StopContainer", r);
@@ -217,12 +217,12 @@ static void on_pre_stop_done(void *userdata, int error, const char *message) {
         if (error == -ETIME)
                 log_info("PreStop hook not completed in grace period: pod=\"%s\" podUID=\"%s\" containerName=\"%s\" "
                          "containerID=\"%.12s\" gracePeriod=%" PRId64,
-                         kubelet_sync_pod_desc(s), s->w->uid, c->name, c->id, c->grace);
+                         kubelet_sync_pod_desc(s), s->uid, c->name, c->id, c->grace);
         else if (error < 0) {
                 log_error("PreStop hook failed: pod=\"%s\" containerName=\"%s\" containerID=\"%.12s\": %s",
                           kubelet_sync_pod_desc(s), c->name, c->id, message ? message : strerror(-error));
-                kubelet_worker_event(s->w, c->name, "Warning", "FailedPreStopHook", "%s",
-                                     message ? message : strerror(-error));
+                kubelet_sync_event(s, c->name, "Warning", "FailedPreStopHook", "%s",
+                                   message ? message : strerror(-error));
         } else
                 log_v(3, "PreStop hook completed: pod=\"%s\" containerName=\"%s\"", kubelet_sync_pod_desc(s), c->name);
         stop_in_turn(c, c->grace - elapsed);
@@ -252,7 +252,7 @@ int kubelet_sync_kill_container(struct pod_sync *s, struct kill_target_ext *t, v
         }
         c->owned_pre_stop = TAKE_PTR(owned);
         s->did_work = true;
-        if (pre_stop && !s->k->stopping) {
+        if (pre_stop && !kubelet_sync_stopping(s)) {
                 struct hook_target ht = {
                         .pod_desc = kubelet_sync_hook_desc(s),
                         .container_name = c->name,
@@ -264,12 +264,12 @@ int kubelet_sync_kill_container(struct pod_sync *s, struct kill_target_ext *t, v
                 for (size_t i = 0; s->status && t->sandbox_id && i < s->status->n_sandboxes; i++) {
                         const struct kc_sandbox *sb = s->status->sandboxes[i];
                         if (streq(sb->id, t->sandbox_id) && sb->have_status)
-                                ht.pod_ip = sb->host_network ? s->k->node_ip : sb->ip;
+                                ht.pod_ip = sb->host_network ? s->env->node_ip : sb->ip;
                 }
                 c->hook_start_usec = now_usec();
                 log_v(3, "Running preStop hook: pod=\"%s\" containerName=\"%s\" containerID=\"%.12s\"",
                       kubelet_sync_pod_desc(s), c->name, c->id);
-                r = kubelet_hook_run_start(&s->k->hook_env, &s->hooks, pre_stop, &ht,
+                r = kubelet_hook_run_start(s->env->hook_env, &s->hooks, pre_stop, &ht,
                                            (uint64_t) c->grace * USEC_PER_SEC, on_pre_stop_done, c);
                 if (r >= 0)
                         return 0;
@@ -281,10 +281,11 @@ int kubelet_sync_kill_container(struct pod_sync *s, struct kill_target_ext *t, v
 }
 
 int64_t kubelet_sync_grace_raw(const struct pod_sync *s, const struct kc_container *c) {
+        struct pod_sync_worker_state ws = kubelet_sync_worker_state(s);
         int64_t g;
 
-        if (s->w->grace_override >= 0)
-                return s->w->grace_override; /* an eviction's */
+        if (ws.grace_override >= 0)
+                return ws.grace_override; /* an eviction's */
         if (s->pod)
                 g = s->pod->spec.termination_grace_period_seconds;
         else {
@@ -293,7 +294,7 @@ int64_t kubelet_sync_grace_raw(const struct pod_sync *s, const struct kc_contain
                 if (v && safe_atoi64(v, &x) >= 0)
                         g = x;
                 else
-                        g = s->w->grace_seconds;
+                        g = ws.grace_seconds;
         }
         if (s->pod && s->pod->has_deletion_timestamp && s->pod->deletion_grace_period_seconds >= 0)
                 g = s->pod->deletion_grace_period_seconds;
@@ -346,12 +347,12 @@ static void kill_one(struct pod_sync *s, size_t index) {
         };
         log_info("Stopping container: pod=\"%s\" podUID=\"%s\" containerName=\"%s\" containerID=\"%.12s\" "
                  "gracePeriod=%" PRId64 " reason=\"%s\"%s%s%s",
-                 kubelet_sync_pod_desc(s), s->w->uid, kc->name, kc->id, x.grace, t->reason,
+                 kubelet_sync_pod_desc(s), s->uid, kc->name, kc->id, x.grace, t->reason,
                  t->message ? " message=\"" : "", t->message ? t->message : "", t->message ? "\"" : "");
         if (t->message)
-                kubelet_worker_event(s->w, kc->name, "Normal", "Killing", "%s", t->message);
+                kubelet_sync_event(s, kc->name, "Normal", "Killing", "%s", t->message);
         else
-                kubelet_worker_event(s->w, kc->name, "Normal", "Killing", "Stopping container %s", kc->name);
+                kubelet_sync_event(s, kc->name, "Normal", "Killing", "Stopping container %s", kc->name);
         /* as upstream, no preStop without a grace period (a force deletion) */
         if (raw > 0)
                 pre_stop_of(s, kc, &x);
@@ -369,7 +370,8 @@ void kubelet_sync_kill(struct pod_sync *s) {
 
         kubelet_sync_fanout_begin(s, stop_sandboxes);
         s->kill = k;
-        r = k ? kr_compute_kill_order(s->pod ? s->pod : s->w->last_pod, s->status, &s->actions, &k->targets, &k->n)
+        r = k ? kr_compute_kill_order(s->pod ? s->pod : kubelet_sync_worker_state(s).last_pod, s->status, &s->actions,
+                                      &k->targets, &k->n)
               : -ENOMEM;
         if (r >= 0) {
                 k->terminated = calloc(k->n + 1, sizeof(*k->terminated));
@@ -413,7 +415,7 @@ static void stop_sandboxes(struct pod_sync *s) {
                 log_info("Stopping pod sandbox: pod=\"%s\" podSandboxID=\"%.12s\"", kubelet_sync_pod_desc(s),
                          s->status->sandboxes[i]->id);
                 req.pod_sandbox_id = s->status->sandboxes[i]->id;
-                r = cri_stop_pod_sandbox(s->k->cri, &req, 0, on_stop_sandbox, s);
+                r = cri_stop_pod_sandbox(s->env->cri, &req, 0, on_stop_sandbox, s);
                 kubelet_sync_fanout_sent(s, "StopPodSandbox", r);
         }
         kubelet_sync_fanout_end(s);

@@ -65,7 +65,7 @@ void kubelet_sync_observe(struct pod_sync *s) {
         int r;
 
         se.key = ce.key = (char *) LABEL_POD_UID;
-        se.value = ce.value = s->w->uid;
+        se.value = ce.value = (char *) s->uid;
         sf.n_label_selector = cf.n_label_selector = 1;
         sf.label_selector = &sep;
         cf.label_selector = &cep;
@@ -73,12 +73,12 @@ void kubelet_sync_observe(struct pod_sync *s) {
         creq.filter = &cf;
 
         kubelet_sync_fanout_begin(s, list_done);
-        r = cri_list_pod_sandbox(s->k->cri, &sreq, 0, on_list_sandboxes, s);
+        r = cri_list_pod_sandbox(s->env->cri, &sreq, 0, on_list_sandboxes, s);
         if (r < 0)
                 kubelet_sync_call_failed(s, "ListPodSandbox", r);
         else
                 kubelet_sync_fanout_add(s);
-        r = cri_list_containers(s->k->cri, &creq, 0, on_list_containers, s);
+        r = cri_list_containers(s->env->cri, &creq, 0, on_list_containers, s);
         if (r < 0)
                 kubelet_sync_call_failed(s, "ListContainers", r);
         else
@@ -164,18 +164,18 @@ static int read_termination_message(struct pod_sync *s, size_t index, const Runt
         struct message_job *j;
         int r;
 
-        if (s->k->stopping || !s->k->pool_contents)
+        if (kubelet_sync_stopping(s) || !s->env->pool_contents)
                 return 0; /* the pass ends anyway */
         j = calloc(1, sizeof(*j));
         if (!j)
                 return -ENOMEM;
         *j = (struct message_job) { .s = s, .index = index };
-        r = kr_termination_read_new(s->status->containers[index], st, s->k->opts->root_dir, &j->t);
+        r = kr_termination_read_new(s->status->containers[index], st, s->env->opts->root_dir, &j->t);
         if (r < 0 || !j->t) {
                 free(j);
                 return r;
         }
-        r = workpool_submit_full(s->k->pool_contents, s->w->uid, KUBELET_VOLUME_CONTENTS_TIMEOUT_USEC, message_work,
+        r = workpool_submit_full(s->env->pool_contents, s->uid, KUBELET_VOLUME_CONTENTS_TIMEOUT_USEC, message_work,
                                  message_done, message_job_free, j);
         if (r < 0) {
                 message_job_free(j);
@@ -220,7 +220,7 @@ static void list_done(struct pod_sync *s) {
 
                 req.pod_sandbox_id = s->status->sandboxes[0]->id;
                 if (r >= 0)
-                        r = cri_pod_sandbox_status(s->k->cri, &req, 0, on_sandbox_status, c);
+                        r = cri_pod_sandbox_status(s->env->cri, &req, 0, on_sandbox_status, c);
                 if (r < 0) {
                         free(c);
                         kubelet_sync_call_failed(s, "PodSandboxStatus", r);
@@ -234,7 +234,7 @@ static void list_done(struct pod_sync *s) {
 
                 req.container_id = s->status->containers[i]->id;
                 if (r >= 0)
-                        r = cri_container_status(s->k->cri, &req, 0, on_container_status, c);
+                        r = cri_container_status(s->env->cri, &req, 0, on_container_status, c);
                 if (r < 0) {
                         free(c);
                         kubelet_sync_call_failed(s, "ContainerStatus", r);

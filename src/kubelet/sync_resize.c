@@ -29,7 +29,7 @@ static void on_update(const struct cri_reply *reply, void *userdata) {
         if (reply->r < 0) {
                 log_error("pod %s: container %s: UpdateContainerResources: %s", kubelet_sync_pod_desc(s), c->name,
                           reply->message);
-                kubelet_worker_resize_error(s->w, reply->message);
+                s->env->ops->resize_error(s->env->userdata, s->w, reply->message);
                 s->error = true;
         } else
                 log_info("Resized container: pod=\"%s\" containerName=\"%s\"", kubelet_sync_pod_desc(s), c->name);
@@ -72,7 +72,7 @@ static void update_container(struct pod_sync *s, const struct kr_container_updat
               "pod %s: container %s: resizing to cpu shares %" PRId64 ", quota %" PRId64 "/%" PRId64
               ", memory %" PRId64,
               kubelet_sync_pod_desc(s), c->name, r.cpu_shares, r.cpu_quota, r.cpu_period, r.memory_limit_in_bytes);
-        q = cri_update_container_resources(s->k->cri, &req, 0, on_update, call);
+        q = cri_update_container_resources(s->env->cri, &req, 0, on_update, call);
         if (q < 0) {
                 free(call->name);
                 free(call);
@@ -87,11 +87,12 @@ void kubelet_sync_resize(struct pod_sync *s) {
         int r;
 
         /* nothing to resize, or a new sandbox (its pod cgroup is made with the new values) */
-        if (s->actions.create_sandbox || (s->actions.n_update == 0 && !s->w->resize_in_progress)) {
+        if (s->actions.create_sandbox ||
+            (s->actions.n_update == 0 && !kubelet_sync_worker_state(s).resize_in_progress)) {
                 kubelet_pod_sync_resized(s);
                 return;
         }
-        r = cm_pod_grow(s->k->cm, s->pod);
+        r = cm_pod_grow(s->env->cm, s->pod);
         if (r < 0)
                 log_warning("pod %s: cannot raise its pod cgroup for a resize: %s", kubelet_sync_pod_desc(s),
                             strerror(-r));
@@ -106,12 +107,12 @@ static void resize_done(struct pod_sync *s) {
 
         /* the pod cgroup's (and the burstable QoS cgroup's) new values, lowered once the containers are */
         if (!s->error) {
-                r = kubelet_pod_cgroup_ensure(s->k, s->pod);
+                r = s->env->ops->pod_cgroup_ensure(s->env->userdata, s->pod);
                 if (r < 0) {
-                        kubelet_worker_resize_error(s->w, strerror(-r));
+                        s->env->ops->resize_error(s->env->userdata, s->w, strerror(-r));
                         kubelet_sync_call_failed(s, "updating the pod cgroup for a resize", r);
                 } else if (s->actions.n_update > 0)
-                        kubelet_worker_resize_error(s->w, NULL);
+                        s->env->ops->resize_error(s->env->userdata, s->w, NULL);
         }
         kubelet_pod_sync_resized(s);
 }

@@ -15,6 +15,7 @@
 #include "basic/fs.h"
 #include "basic/log.h"
 #include "basic/string.h"
+#include "kubelet/userns.h"
 #include "objects/objects.h"
 
 static void on_new_sandbox_status(const struct cri_reply *reply, void *userdata) {
@@ -35,12 +36,12 @@ static void on_new_sandbox_status(const struct cri_reply *reply, void *userdata)
 static void on_run_sandbox(const struct cri_reply *reply, void *userdata) {
         struct pod_sync *s = userdata;
 
-        slots_release(s->k->sandbox_slots, &s->sandbox_slot); /* the next pod's RunPodSandbox may go */
+        slots_release(s->env->sandbox_slots, &s->sandbox_slot); /* the next pod's RunPodSandbox may go */
         if (reply->r < 0) {
                 log_error("pod %s: Failed to create pod sandbox (FailedCreatePodSandBox): %s", kubelet_sync_pod_desc(s),
                           reply->message);
-                kubelet_worker_event(s->w, NULL, "Warning", "FailedCreatePodSandBox",
-                                     "Failed to create pod sandbox: %s", reply->message);
+                kubelet_sync_event(s, NULL, "Warning", "FailedCreatePodSandBox", "Failed to create pod sandbox: %s",
+                                   reply->message);
                 s->error = true;
         } else {
                 const Runtime__V1__RunPodSandboxResponse *resp = (const void *) reply->msg;
@@ -53,7 +54,7 @@ static void on_run_sandbox(const struct cri_reply *reply, void *userdata) {
                 else {
                         /* the IP goes into the containers' env (status.podIP), /etc/hosts and their probes */
                         req.pod_sandbox_id = s->sandbox_id;
-                        if (cri_pod_sandbox_status(s->k->cri, &req, 0, on_new_sandbox_status, s) >= 0)
+                        if (cri_pod_sandbox_status(s->env->cri, &req, 0, on_new_sandbox_status, s) >= 0)
                                 kubelet_sync_fanout_add(s);
                 }
         }
@@ -83,13 +84,12 @@ static int runtime_handler(struct pod_sync *s, const char **ret, char **ret_mess
         *ret = "";
         if (isempty(name))
                 return 0;
-        if (!s->k->client) {
+        if (!kubelet_sync_client(s)) {
                 /* as upstream without an API server there is no RuntimeClass manager: said once per pod */
-                if (!s->w->runtime_class_warned)
+                if (s->env->ops->runtime_class_warn_once(s->env->userdata, s->w))
                         log_warning("pod %s: runtimeClassName \"%s\" is not acted on: there is no API server to "
                                     "read RuntimeClasses from",
                                     kubelet_sync_pod_desc(s), name);
-                s->w->runtime_class_warned = true;
                 return 0;
         }
         r = objects_pod_lookup(s->objects, OBJ_KIND_RUNTIME_CLASS, "", name, &rc, &msg);
@@ -109,9 +109,9 @@ static void on_pod_cgroup(int r, const char *message, void *userdata) {
 
         if (r < 0) {
                 log_error("pod %s: failed to ensure that the pod: %s cgroups exist and are correctly applied: %s",
-                          kubelet_sync_pod_desc(s), s->w->uid, message ? message : strerror(-r));
-                kubelet_worker_event(s->w, NULL, "Warning", "FailedCreatePodContainer",
-                                     "unable to ensure pod container exists: %s", message ? message : strerror(-r));
+                          kubelet_sync_pod_desc(s), s->uid, message ? message : strerror(-r));
+                kubelet_sync_event(s, NULL, "Warning", "FailedCreatePodContainer",
+                                   "unable to ensure pod container exists: %s", message ? message : strerror(-r));
                 s->cgroup_failed = true;
                 s->error = true;
         }
@@ -122,16 +122,14 @@ static void create_sandbox(struct pod_sync *s) {
         _cleanup_free_ char *logdir = NULL;
         int r;
 
-        if (kubelet_name_is_busy(s->k, s->w)) {
+        if (s->env->ops->wait_for_name(s->env->userdata, s->w)) {
                 log_info("pod %s: waiting for the previous pod with the same name to terminate",
                          kubelet_sync_pod_desc(s));
-                s->w->waiting_for_name = true;
                 kubelet_pod_sync_finish(s);
                 return;
         }
-        s->w->waiting_for_name = false;
 
-        logdir = kr_pod_log_dir(s->k->opts->pod_logs_dir, s->pod);
+        logdir = kr_pod_log_dir(s->env->opts->pod_logs_dir, s->pod);
         if (!logdir || mkdir_p(logdir, 0755) < 0) {
                 log_error("pod %s: cannot create log directory %s: %m", kubelet_sync_pod_desc(s), strna(logdir));
                 s->error = true;
@@ -142,12 +140,12 @@ static void create_sandbox(struct pod_sync *s) {
          * systemd driver its slice is made over D-Bus, and the sandbox waits for it */
         s->cgroup_failed = false;
         kubelet_sync_fanout_begin(s, create_sandbox_in_cgroup);
-        r = kubelet_pod_cgroup_ensure_async(s->k, s->pod, on_pod_cgroup, s);
+        r = s->env->ops->pod_cgroup_ensure_async(s->env->userdata, s->pod, on_pod_cgroup, s);
         if (r < 0) {
                 log_error("pod %s: failed to ensure that the pod: %s cgroups exist and are correctly applied: %s",
-                          kubelet_sync_pod_desc(s), s->w->uid, strerror(-r));
-                kubelet_worker_event(s->w, NULL, "Warning", "FailedCreatePodContainer",
-                                     "unable to ensure pod container exists: %s", strerror(-r));
+                          kubelet_sync_pod_desc(s), s->uid, strerror(-r));
+                kubelet_sync_event(s, NULL, "Warning", "FailedCreatePodContainer",
+                                   "unable to ensure pod container exists: %s", strerror(-r));
                 s->cgroup_failed = true;
                 s->error = true;
         } else if (r > 0)
@@ -162,14 +160,14 @@ static void create_sandbox_in_cgroup(struct pod_sync *s) {
                 kubelet_pod_sync_finish(s);
                 return;
         }
-        if (slots_waiting(s->k->sandbox_slots) > 0 || slots_running(s->k->sandbox_slots) > 0)
+        if (slots_waiting(s->env->sandbox_slots) > 0 || slots_running(s->env->sandbox_slots) > 0)
                 log_v(3, "pod %s: the sandbox waits for its turn (%u being made, %u waiting)", kubelet_sync_pod_desc(s),
-                      slots_running(s->k->sandbox_slots), slots_waiting(s->k->sandbox_slots));
-        slots_enqueue(s->k->sandbox_slots, &s->sandbox_slot, on_sandbox_turn, s);
+                      slots_running(s->env->sandbox_slots), slots_waiting(s->env->sandbox_slots));
+        slots_enqueue(s->env->sandbox_slots, &s->sandbox_slot, on_sandbox_turn, s);
 }
 
 void kubelet_sync_sandbox_withdraw(struct pod_sync *s) {
-        (void) slots_withdraw(s->k->sandbox_slots, &s->sandbox_slot);
+        (void) slots_withdraw(s->env->sandbox_slots, &s->sandbox_slot);
 }
 
 /* a sandbox slot is held: RunPodSandbox (released when it returns, or here when it is not issued) */
@@ -179,9 +177,9 @@ static void on_sandbox_turn(void *userdata, int r) {
         struct pod_sync *s = userdata;
         const char *handler = "";
 
-        if (r < 0 || s->k->stopping) {
+        if (r < 0 || kubelet_sync_stopping(s)) {
                 /* withdrawn: the pod is no longer wanted; the next pass (already asked for) sees its new state */
-                slots_release(s->k->sandbox_slots, &s->sandbox_slot);
+                slots_release(s->env->sandbox_slots, &s->sandbox_slot);
                 log_v(2, "pod %s: the sandbox creation left the queue", kubelet_sync_pod_desc(s));
                 s->did_work = true;
                 kubelet_pod_sync_finish(s);
@@ -191,10 +189,10 @@ static void on_sandbox_turn(void *userdata, int r) {
         if (r < 0) {
                 log_error("pod %s: Failed to create sandbox for pod: %s", kubelet_sync_pod_desc(s),
                           strna(handler_error));
-                kubelet_worker_event(s->w, NULL, "Warning", "FailedCreatePodSandBox",
-                                     "Failed to create pod sandbox: %s", strna(handler_error));
+                kubelet_sync_event(s, NULL, "Warning", "FailedCreatePodSandBox", "Failed to create pod sandbox: %s",
+                                   strna(handler_error));
                 s->error = true;
-                slots_release(s->k->sandbox_slots, &s->sandbox_slot);
+                slots_release(s->env->sandbox_slots, &s->sandbox_slot);
                 kubelet_pod_sync_finish(s);
                 return;
         }
@@ -206,9 +204,9 @@ static void on_sandbox_turn(void *userdata, int r) {
         req.config = s->sandbox_config;
         req.runtime_handler = (char *) handler;
         kubelet_sync_fanout_begin(s, kubelet_pod_sync_sandbox_ready);
-        r = cri_run_pod_sandbox(s->k->cri, &req, 0, on_run_sandbox, s);
+        r = cri_run_pod_sandbox(s->env->cri, &req, 0, on_run_sandbox, s);
         if (r < 0) {
-                slots_release(s->k->sandbox_slots, &s->sandbox_slot);
+                slots_release(s->env->sandbox_slots, &s->sandbox_slot);
                 kubelet_sync_call_failed(s, "RunPodSandbox", r);
         } else {
                 kubelet_sync_fanout_add(s);
@@ -220,7 +218,7 @@ static void on_sandbox_turn(void *userdata, int r) {
 /* GetOrCreateUserNamespaceMappings for a hostUsers:false pod: its handler must support user namespaces (the
  * runtime's Status), then its range (kubelet/userns.h). 0, or a negative errno and the message. */
 static int pod_userns(struct pod_sync *s, char **ret_message) {
-        const struct node_runtime_features *f = kubelet_runtime_features(s->k);
+        const struct node_runtime_features *f = kubelet_sync_runtime_features(s);
         const char *handler = kubelet_sync_known_runtime_handler(s);
         _cleanup_ck_error_ struct ck_error *err = NULL;
         bool known = false, supported = false;
@@ -258,7 +256,7 @@ static int pod_userns(struct pod_sync *s, char **ret_message) {
                 *ret_message = TAKE_PTR(msg);
                 return -EOPNOTSUPP;
         }
-        r = userns_get_or_create(s->k->userns, s->w->uid, &s->userns_host_id, &s->userns_length, &err);
+        r = userns_get_or_create(s->env->userns, s->uid, &s->userns_host_id, &s->userns_length, &err);
         if (r < 0) {
                 *ret_message = strdup(err ? ck_error_message(err) : strerror(-r));
                 return *ret_message ? r : -ENOMEM;
@@ -278,14 +276,14 @@ void kubelet_sync_sandbox(struct pod_sync *s) {
                 log_error("pod %s: Failed to create sandbox for pod: %s", kubelet_sync_pod_desc(s),
                           strna(userns_error));
                 if (s->actions.create_sandbox)
-                        kubelet_worker_event(s->w, NULL, "Warning", "FailedCreatePodSandBox",
-                                             "Failed to create pod sandbox: %s", strna(userns_error));
+                        kubelet_sync_event(s, NULL, "Warning", "FailedCreatePodSandBox",
+                                           "Failed to create pod sandbox: %s", strna(userns_error));
                 s->error = true;
                 kubelet_pod_sync_finish(s);
                 return;
         }
 
-        r = cm_pod_cgroup_parent(s->k->cm, s->pod, &s->cgroup_parent);
+        r = cm_pod_cgroup_parent(s->env->cm, s->pod, &s->cgroup_parent);
         if (r < 0) {
                 kubelet_sync_call_failed(s, "naming the pod cgroup", r);
                 kubelet_pod_sync_finish(s);
@@ -296,15 +294,14 @@ void kubelet_sync_sandbox(struct pod_sync *s) {
         r = kr_build_sandbox_config(s->pod, s->actions.attempt, &ctx, &s->sandbox_config);
         /* the DNS events (MissingClusterDNS, DNSConfigForming), when a sandbox is made, as upstream */
         for (size_t i = 0; s->actions.create_sandbox && report.event_reasons && report.event_reasons[i]; i++)
-                kubelet_worker_event(s->w, NULL, "Warning", report.event_reasons[i], "%s", report.event_messages[i]);
+                kubelet_sync_event(s, NULL, "Warning", report.event_reasons[i], "%s", report.event_messages[i]);
         if (r < 0) {
                 if (report.error) {
                         log_error("pod %s: Failed to generate sandbox config: %s", kubelet_sync_pod_desc(s),
                                   ck_error_message(report.error));
                         if (s->actions.create_sandbox)
-                                kubelet_worker_event(s->w, NULL, "Warning", "FailedCreatePodSandBox",
-                                                     "Failed to create pod sandbox: %s",
-                                                     ck_error_message(report.error));
+                                kubelet_sync_event(s, NULL, "Warning", "FailedCreatePodSandBox",
+                                                   "Failed to create pod sandbox: %s", ck_error_message(report.error));
                 }
                 kc_build_report_done(&report);
                 kubelet_sync_call_failed(s, "building the sandbox config", r);

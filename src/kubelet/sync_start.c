@@ -6,22 +6,25 @@
  * volume that could not be had waits with the pull's reason. For each container, in order:
  *
  *   back-off    a container whose last instance exited waits out its CrashLoopBackOff (kr_check_crash_backoff)
- *   image       ImageStatus unless the pull policy is Always, then kr_decide_image: use the present image, pull
- *               it (with each matching pull credential in turn: the pull secrets', then the credential provider
- *               plugins'), wait out ImagePullBackOff, or ErrImageNeverPull; a pulled image's ImageStatus gives its
- *               user (runAsUser default, runAsNonRoot). A pull waits for its turn in the kubelet's pull queue
- *               (k->image_puller, src/basic/slots.c: serializeImagePulls, maxParallelImagePulls) and holds its slot through all
- *               its credentials; a pod no longer desired (or being deleted) while it waits leaves the queue and
- *               the pass ends (kubelet_sync_start_withdraw)
+ *   image       the image step (sync_image.c, a state machine documented there): ImageStatus unless the pull
+ *               policy is Always, then kr_decide_image: use the present image, pull it (with each matching pull
+ *               credential in turn: the pull secrets', then the credential provider plugins'), wait out
+ *               ImagePullBackOff, or ErrImageNeverPull; a pulled image's ImageStatus gives its user (runAsUser
+ *               default, runAsNonRoot). A pull waits for its turn in the kubelet's pull queue (env->image_puller,
+ *               src/basic/slots.c: serializeImagePulls, maxParallelImagePulls) and holds its slot through all its
+ *               credentials; a pod no longer desired (or being deleted) while it waits leaves the queue and the
+ *               pass ends (kubelet_sync_start_withdraw)
  *   create      the files of its env[].valueFrom.fileKeyRef read and its subPath mounts bound (on the volume
  *               contents pool), the device plugins' options (src/cm/devicemanager, for a container with devices),
  *               the container config (kr_build_container_config) and CreateContainer
  *   start       StartContainer, then the postStart hook; a failed hook kills the container (sync_kill.c)
  *
- * The state of the container being started is its step (struct start_step), freed when it ends. A failure is
- * reported as the container's waiting reason and the next container is tried; the pass then ends in error. */
+ * The state of the container being started is its step (struct start_step, sync_start.h), freed when it ends. A
+ * failure is reported as the container's waiting reason and the next container is tried; the pass then ends in
+ * error. */
 
 #include "kubelet/pod_sync.h"
+#include "kubelet/sync_start.h"
 
 #include <dirent.h>
 #include <stdarg.h>
@@ -42,50 +45,11 @@
 #include "kubelet/credprov_sa.h"
 #include "kubelet/dra.h"
 #include "kubelet/hooks.h"
+#include "kubelet/plugins.h"
+#include "config/config.h"
 #include "kuberuntime/envfile.h"
 #include "volumes/subpath.h"
 #include "volumes/volumes.h"
-
-struct start_step {
-        const struct container *c; /* in s->pod; NULL for an image volume's pull */
-        /* the image to have: the container's, or the image volume's (vol, at index vol_index of spec.volumes) */
-        const char *image;
-        enum pull_policy pull_policy;
-        const struct volume *vol;
-        size_t vol_index;
-        char *image_ref;       /* the resolved image (ImageStatus id, or PullImage's image_ref) */
-        bool image_user_known; /* the image's user from ImageStatus */
-        bool image_uid_set;
-        int64_t image_uid;
-        char *image_username;
-        const struct cred_auth **creds; /* pull credentials matching the image, tried in turn */
-        size_t n_creds, cred_index;
-        char *pull_errors; /* the errors of each credential tried so far */
-        /* the credential provider plugins' answer for the image (after the pull secrets) */
-        struct credprov_lookup *cred_lookup;
-        struct credprov_sa_fetch *sa_fetch; /* the pod's service account and tokens, for tokenAttributes */
-        struct cred_keyring provider_keyring;
-        char *provider_error;
-        struct slot_ticket pull; /* its place in the pull queue (k->image_puller) */
-        bool pull_intent;        /* its pull is recorded as in flight (k->pull_records) */
-        struct dm_request
-                *dev_request; /* the device plugins' options of the container (GetDeviceRunContainerOptions) */
-        struct kubelet_dra_job *dra_job; /* its pod's ResourceClaims prepared (PrepareDynamicResources) */
-        bool dra_ready;
-        char **dra_cdi;         /* the CDI devices of the claims it references */
-        char *started_id;       /* the container created */
-        uint32_t restart_count; /* its attempt */
-        /* its subPath mounts, bound on the volume contents pool before the config is built */
-        struct subpath_job *subpath_job; /* in flight */
-        bool subpaths_ready;
-        char **subpath_targets; /* by volumeMount index, NULL where none */
-        size_t n_subpath_targets;
-        /* its env[].valueFrom.fileKeyRef files, read on the volume contents pool before the config is built */
-        struct env_file_job *env_file_job; /* in flight */
-        bool env_files_ready;
-        struct kc_env_file_value *env_files; /* by env index */
-        size_t n_env_files;
-};
 
 /* the subPath binds of one container, on a worker: owns its copies (a job past its deadline may outlive the step) */
 struct subpath_job {
@@ -103,12 +67,6 @@ struct env_file_job {
         size_t n_reqs;
 };
 
-static void step_done(struct pod_sync *s);
-static void check_image(struct pod_sync *s);
-static void image_decided(struct pod_sync *s, bool present);
-static void pull_try(struct pod_sync *s);
-static void pull_queue(struct pod_sync *s);
-static void create_container(struct pod_sync *s);
 static void image_volume_next(struct pod_sync *s);
 static bool image_volumes_failed(struct pod_sync *s, const struct container *c);
 
@@ -118,12 +76,12 @@ void kubelet_sync_start_step_free(struct pod_sync *s) {
         if (!st)
                 return;
         if (st->pull_intent)
-                pull_store_intent_end(s->k->pull_records, st->image);
+                pull_store_intent_end(s->env->pull_records, st->image);
         free(st->image_ref);
         free(st->image_username);
         free(st->creds);
         free(st->pull_errors);
-        slots_release(s->k->image_puller, &st->pull);
+        slots_release(s->env->image_puller, &st->pull);
         credprov_lookup_cancel(st->cred_lookup);
         credprov_sa_fetch_cancel(st->sa_fetch);
         cred_keyring_done(&st->provider_keyring);
@@ -171,7 +129,7 @@ static bool in_crash_backoff(struct pod_sync *s, const struct container *c) {
         char delay[GO_DURATION_MAX];
         int r;
 
-        r = kr_check_crash_backoff(s->pod, c, s->status, &s->actions, &s->k->crash_backoff, now, &d);
+        r = kr_check_crash_backoff(s->pod, c, s->status, &s->actions, s->env->crash_backoff, now, &d);
         if (r < 0) {
                 log_error("pod %s: container %s: cannot check its back-off: %s", kubelet_sync_pod_desc(s), c->name,
                           strerror(-r));
@@ -180,18 +138,17 @@ static bool in_crash_backoff(struct pod_sync *s, const struct container *c) {
         if (!d.key)
                 return false;
         if (!d.in_backoff) {
-                (void) backoff_next(&s->k->crash_backoff, d.key, d.finished_usec, now);
+                (void) backoff_next(s->env->crash_backoff, d.key, d.finished_usec, now);
                 return false;
         }
         /* the delay as Go prints a time.Duration: "10s", "1m20s", "5m0s" */
         go_duration_format((int64_t) d.delay_usec * 1000, delay, sizeof(delay));
-        kubelet_worker_set_waiting(s->w, c->name, "CrashLoopBackOff",
-                                   "back-off %s restarting failed container=%s pod=%s_%s(%s)", delay, c->name,
-                                   s->pod->name, s->pod->namespace_, s->pod->uid);
+        kubelet_sync_set_waiting(s, c->name, "CrashLoopBackOff",
+                                 "back-off %s restarting failed container=%s pod=%s_%s(%s)", delay, c->name,
+                                 s->pod->name, s->pod->namespace_, s->pod->uid);
         log_info("Back-off %s restarting failed container=%s pod=%s", delay, c->name, kubelet_sync_pod_desc(s));
-        kubelet_worker_event(s->w, c->name, "Warning", "BackOff",
-                             "Back-off restarting failed container %s in pod %s_%s(%s)", c->name, s->pod->name,
-                             s->pod->namespace_, s->pod->uid);
+        kubelet_sync_event(s, c->name, "Warning", "BackOff", "Back-off restarting failed container %s in pod %s_%s(%s)",
+                           c->name, s->pod->name, s->pod->namespace_, s->pod->uid);
         /* wake when it ends, converted to the monotonic clock */
         until = now_usec() + (d.until_usec > now ? d.until_usec - now : 0);
         if (!s->wake_usec || until < s->wake_usec)
@@ -204,7 +161,7 @@ static bool in_crash_backoff(struct pod_sync *s, const struct container *c) {
 static void start_next(struct pod_sync *s) {
         struct start_step *st;
 
-        if (s->k->stopping || s->next_start >= containers_to_start(s)) {
+        if (kubelet_sync_stopping(s) || s->next_start >= containers_to_start(s)) {
                 kubelet_pod_sync_started(s);
                 return;
         }
@@ -219,13 +176,13 @@ static void start_next(struct pod_sync *s) {
         st->pull_policy = st->c->image_pull_policy;
         s->start = st;
         if (in_crash_backoff(s, st->c) || image_volumes_failed(s, st->c)) {
-                step_done(s);
+                kubelet_sync_start_step_done(s);
                 return;
         }
-        check_image(s);
+        kubelet_sync_image(s);
 }
 
-static void step_done(struct pod_sync *s) {
+void kubelet_sync_start_step_done(struct pod_sync *s) {
         bool vol = s->start && s->start->vol;
 
         if (vol)
@@ -279,7 +236,7 @@ static void image_volume_next(struct pod_sync *s) {
 
         while (pv && i < pv->n_volumes && i < s->n_image_volumes && pv->volumes[i].type != VOLUME_IMAGE)
                 i++;
-        if (s->k->stopping || !pv || i >= pv->n_volumes || i >= s->n_image_volumes) {
+        if (kubelet_sync_stopping(s) || !pv || i >= pv->n_volumes || i >= s->n_image_volumes) {
                 s->next_image_volume = s->n_image_volumes;
                 start_next(s);
                 return;
@@ -295,12 +252,11 @@ static void image_volume_next(struct pod_sync *s) {
         st->image = strempty(st->vol->image_reference);
         st->pull_policy = st->vol->image_pull_policy;
         s->start = st;
-        check_image(s);
+        kubelet_sync_image(s);
 }
 
 /* an image volume could not be had: what the containers that mount it report (reason: a literal) */
-static void image_volume_failed(struct pod_sync *s, const char *reason, const char *fmt, ...) _printf_(3, 4);
-static void image_volume_failed(struct pod_sync *s, const char *reason, const char *fmt, ...) {
+void kubelet_sync_image_volume_failed(struct pod_sync *s, const char *reason, const char *fmt, ...) {
         struct sync_image_volume *iv = &s->image_volumes[s->start->vol_index];
         va_list ap;
 
@@ -330,19 +286,19 @@ static bool image_volumes_failed(struct pod_sync *s, const struct container *c) 
                 if (idx >= s->n_image_volumes || !s->image_volumes[idx].reason)
                         continue;
                 last = &s->image_volumes[idx];
-                kubelet_worker_event(s->w, c->name, "Warning", "Failed", "Error: %s", last->reason);
+                kubelet_sync_event(s, c->name, "Warning", "Failed", "Error: %s", last->reason);
         }
         if (!last)
                 return false;
         log_error("pod %s: container %s: an image volume it mounts could not be pulled: %s (%s)",
                   kubelet_sync_pod_desc(s), c->name, strempty(last->message), last->reason);
-        kubelet_worker_set_waiting(s->w, c->name, last->reason, "%s", strempty(last->message));
+        kubelet_sync_set_waiting(s, c->name, last->reason, "%s", strempty(last->message));
         s->error = true;
         return true;
 }
 
 /* the image volume is there: its resolved image goes into the CRI mount */
-static void image_volume_ready(struct pod_sync *s) {
+void kubelet_sync_image_volume_ready(struct pod_sync *s) {
         struct start_step *st = s->start;
         struct sync_image_volume *iv = &s->image_volumes[st->vol_index];
 
@@ -350,565 +306,7 @@ static void image_volume_ready(struct pod_sync *s) {
         iv->ref = TAKE_PTR(st->image_ref);
         log_v(4, "pod %s: image volume %s: image \"%s\" is %s", kubelet_sync_pod_desc(s), st->vol->name, st->image,
               strna(iv->ref));
-        step_done(s);
-}
-
-/* who the image is for, in the events and the logs: the container, or NULL (the pod) for an image volume */
-static const char *step_container(const struct start_step *st) {
-        return st->c ? st->c->name : NULL;
-}
-
-static const char *step_desc(const struct start_step *st) {
-        return st->c ? st->c->name : st->vol->name;
-}
-
-/* ---------------------------------------------------------------- image */
-
-/* the image's user from an ImageStatus reply; false when the reply has no image */
-static int take_image_user(struct start_step *st, const Runtime__V1__ImageStatusResponse *resp) {
-        if (!resp->image || isempty(resp->image->id))
-                return 0;
-        st->image_user_known = true;
-        st->image_uid_set = resp->image->uid != NULL;
-        st->image_uid = resp->image->uid ? resp->image->uid->value : 0;
-        if (free_and_strdup(&st->image_username, isempty(resp->image->username) ? NULL : resp->image->username) < 0)
-                return -ENOMEM;
-        return 1;
-}
-
-static void image_status(struct pod_sync *s, const char *image, cri_callback_t cb) {
-        Runtime__V1__ImageStatusRequest req = RUNTIME__V1__IMAGE_STATUS_REQUEST__INIT;
-        Runtime__V1__ImageSpec spec = RUNTIME__V1__IMAGE_SPEC__INIT;
-        int r;
-
-        spec.image = (char *) image;
-        req.image = &spec;
-        r = cri_image_status(s->k->cri, &req, 0, cb, s);
-        if (r < 0) {
-                kubelet_sync_call_failed(s, "ImageStatus", r);
-                step_done(s);
-        }
-}
-
-static bool image_status_failed(struct pod_sync *s, const struct cri_reply *reply) {
-        const struct start_step *st = s->start;
-
-        if (reply->r >= 0)
-                return false;
-        log_error("pod %s: %s %s: ImageStatus \"%s\": %s", kubelet_sync_pod_desc(s), st->c ? "container" : "volume",
-                  step_desc(st), st->image, reply->message);
-        if (st->c) {
-                kubelet_worker_set_waiting(s->w, st->c->name, "ErrImageInspect", "%s", reply->message);
-                s->error = true;
-        } else
-                image_volume_failed(s, "ErrImageInspect", "%s", reply->message);
-        step_done(s);
-        return true;
-}
-
-/* is the image present? (its id is then the image to run) */
-static void on_image_present(const struct cri_reply *reply, void *userdata) {
-        struct pod_sync *s = userdata;
-        struct start_step *st = s->start;
-        const Runtime__V1__ImageStatusResponse *resp = (const void *) reply->msg;
-        int present;
-
-        if (image_status_failed(s, reply))
-                return;
-        present = take_image_user(st, resp);
-        if (present > 0 && free_and_strdup(&st->image_ref, resp->image->id) < 0)
-                present = -ENOMEM;
-        if (present < 0) {
-                kubelet_sync_call_failed(s, "ImageStatus", present);
-                step_done(s);
-                return;
-        }
-        image_decided(s, present > 0);
-}
-
-static void check_image(struct pod_sync *s) {
-        const struct start_step *st = s->start;
-
-        if (kr_image_status_first(st->pull_policy))
-                image_status(s, st->image, on_image_present);
-        else
-                image_decided(s, false);
-}
-
-static char *image_backoff_key(const struct pod_sync *s, const char *image) {
-        char *k = NULL;
-        if (asprintf(&k, "%s_%s", s->w->uid, image) < 0)
-                return NULL;
-        return k;
-}
-
-/* is the image in its pull back-off (a pull failed recently)? */
-static bool in_pull_backoff(struct pod_sync *s, const char *image, uint64_t *ret_until) {
-        _cleanup_free_ char *key = image_backoff_key(s, image);
-
-        return key && backoff_in_backoff_since(&s->k->image_backoff, key,
-                                               backoff_last_update(&s->k->image_backoff, key), now_usec(), ret_until);
-}
-
-static void pull(struct pod_sync *s);
-
-/* The pod's pull secrets' credentials for the image, as the pulled-image records know them (coordinates and
- * credential hash); hashes holds the hashes (65 bytes each). */
-static int pod_secret_creds(struct pod_sync *s, const char *image, struct pull_secret_coord **ret, char **ret_hashes,
-                            size_t *ret_n) {
-        _cleanup_free_ const struct cred_auth **auths = NULL;
-        _cleanup_free_ struct pull_secret_coord *coords = NULL;
-        _cleanup_free_ char *hashes = NULL;
-        size_t n_auths = 0, n = 0;
-        int r;
-
-        r = cred_keyring_lookup(&s->keyring, image, &auths, &n_auths);
-        if (r < 0)
-                return r;
-        if (n_auths > 0) {
-                coords = calloc(n_auths, sizeof(*coords));
-                hashes = calloc(n_auths, 65);
-                if (!coords || !hashes)
-                        return -ENOMEM;
-        }
-        for (size_t i = 0; i < n_auths; i++) {
-                const struct cred_auth *a = auths[i];
-                if (!a->secret_uid)
-                        continue;
-                char *hash = hashes + n * 65;
-                r = pull_store_credential_hash(a->username, a->password, hash, 65);
-                if (r < 0)
-                        return r;
-                coords[n++] = (struct pull_secret_coord) { .uid = a->secret_uid,
-                                                           .namespace = a->secret_namespace,
-                                                           .name = a->secret_name,
-                                                           .credential_hash = hash };
-        }
-        *ret = TAKE_PTR(coords);
-        *ret_hashes = TAKE_PTR(hashes);
-        *ret_n = n;
-        return 0;
-}
-
-/* KubeletEnsureSecretPulledImages (upstream's MustAttemptImagePull): must the pod's credentials be verified
- * (by a pull) before it uses the image present? */
-static bool must_verify_present_image(struct pod_sync *s) {
-        const struct start_step *st = s->start;
-        _cleanup_free_ struct pull_secret_coord *coords = NULL;
-        _cleanup_free_ char *hashes = NULL;
-        size_t n = 0;
-        int r;
-
-        if (!s->k->pull_records)
-                return false;
-        r = pod_secret_creds(s, st->image, &coords, &hashes, &n);
-        if (r < 0) {
-                log_warning("pod %s: cannot gather the pull secrets' credentials for \"%s\", verifying them: %s",
-                            kubelet_sync_pod_desc(s), st->image, strerror(-r));
-                return true;
-        }
-        return pull_store_must_pull(s->k->pull_records, s->k->pull_verify_policy,
-                                    s->k->opts->preloaded_images_verification_allowlist, st->image, st->image_ref,
-                                    &(struct pull_creds) { .secrets = coords, .n_secrets = n }, now_realtime_usec());
-}
-
-static void image_decided(struct pod_sync *s, bool present) {
-        const struct start_step *st = s->start;
-        const char *image = st->image, *cn = step_container(st);
-        uint64_t until = 0;
-        bool backoff = in_pull_backoff(s, image, &until);
-        enum kr_image_action d = kr_decide_image(st->pull_policy, present, backoff);
-
-        if (d == KR_IMAGE_USE_PRESENT && must_verify_present_image(s)) {
-                if (st->pull_policy == PULL_POLICY_NEVER) {
-                        log_error("pod %s: %s %s: Container image \"%s\" is present with pull policy of \"Never\" but "
-                                  "does not have the proper auth (image secret) that was used to pull the image "
-                                  "(ErrImageNeverPull)",
-                                  kubelet_sync_pod_desc(s), st->c ? "container" : "volume", step_desc(st), image);
-                        kubelet_worker_event(s->w, cn, "Warning", "ErrImageNeverPull",
-                                             "Container image \"%s\" is present with pull policy of \"Never\" but "
-                                             "does not have the proper auth (image secret) that was used to pull "
-                                             "the image",
-                                             image);
-                        if (st->c) {
-                                kubelet_worker_set_waiting(s->w, cn, "ErrImageNeverPull",
-                                                           "Container image \"%s\" is present with pull policy of "
-                                                           "\"Never\" but does not have the proper auth (image "
-                                                           "secret) that was used to pull the image",
-                                                           image);
-                                s->error = true;
-                        } else
-                                image_volume_failed(s, "ErrImageNeverPull",
-                                                    "Container image \"%s\" is present with pull policy of \"Never\" "
-                                                    "but does not have the proper auth (image secret) that was used "
-                                                    "to pull the image",
-                                                    image);
-                        step_done(s);
-                        return;
-                }
-                log_v(2, "pod %s: image \"%s\" present, its pull credentials are verified by pulling it",
-                      kubelet_sync_pod_desc(s), image);
-                d = backoff ? KR_IMAGE_PULL_BACKOFF : KR_IMAGE_PULL;
-        }
-        switch (d) {
-        case KR_IMAGE_USE_PRESENT:
-                log_v(3, "pod %s: container image \"%s\" already present on machine", kubelet_sync_pod_desc(s), image);
-                /* with KubeletEnsureSecretPulledImages, upstream says the pod's access was checked */
-                kubelet_worker_event(s->w, cn, "Normal", "Pulled",
-                                     "Container image \"%s\" already present on machine%s", image,
-                                     s->k->pull_records ? " and can be accessed by the pod" : "");
-                if (!st->c) {
-                        image_volume_ready(s);
-                        return;
-                }
-                create_container(s);
-                return;
-        case KR_IMAGE_NEVER_PULL:
-                log_error("pod %s: %s %s: Container image \"%s\" is not present with pull policy of Never "
-                          "(ErrImageNeverPull)",
-                          kubelet_sync_pod_desc(s), st->c ? "container" : "volume", step_desc(st), image);
-                if (st->c) {
-                        kubelet_worker_set_waiting(s->w, cn, "ErrImageNeverPull",
-                                                   "Container image \"%s\" is not present with pull policy of Never",
-                                                   image);
-                        s->error = true;
-                } else
-                        image_volume_failed(s, "ErrImageNeverPull",
-                                            "Container image \"%s\" is not present with pull policy of Never", image);
-                step_done(s);
-                return;
-        case KR_IMAGE_PULL_BACKOFF:
-                if (st->c)
-                        kubelet_worker_set_waiting(s->w, cn, "ImagePullBackOff", "Back-off pulling image \"%s\"",
-                                                   image);
-                else
-                        image_volume_failed(s, "ImagePullBackOff", "Back-off pulling image \"%s\"", image);
-                log_v(2, "pod %s: %s: Back-off pulling image \"%s\"", kubelet_sync_pod_desc(s), step_desc(st), image);
-                kubelet_worker_event(s->w, cn, "Normal", "BackOff", "Back-off pulling image \"%s\"", image);
-                kubelet_worker_event(s->w, cn, "Warning", "Failed", "Error: ImagePullBackOff");
-                if (!s->wake_usec || until < s->wake_usec)
-                        s->wake_usec = until;
-                step_done(s);
-                return;
-        case KR_IMAGE_PULL:
-                pull(s);
-                return;
-        }
-}
-
-/* The plugins answered: their credentials come after the pull secrets' (UnionDockerKeyring: the secrets' keyring,
- * then the providers'), each tried in turn. A plugin that failed gives none; its error goes with a pull that
- * then fails. */
-static void on_provider_credentials(struct cred_keyring *creds, const char *error, void *userdata) {
-        struct pod_sync *s = userdata;
-        struct start_step *st = s->start;
-        const struct cred_auth **more = NULL, **all;
-        size_t n_more = 0;
-
-        st->cred_lookup = NULL;
-        st->provider_keyring = *creds;
-        *creds = (struct cred_keyring) {};
-        if (error)
-                st->provider_error = strdup(error);
-        if (cred_keyring_lookup(&st->provider_keyring, st->image, &more, &n_more) < 0) {
-                kubelet_sync_call_failed(s, "looking up pull credentials", -ENOMEM);
-                step_done(s);
-                return;
-        }
-        if (n_more > 0) {
-                all = reallocarray(st->creds, st->n_creds + n_more, sizeof(*all));
-                if (!all) {
-                        free(more);
-                        kubelet_sync_call_failed(s, "looking up pull credentials", -ENOMEM);
-                        step_done(s);
-                        return;
-                }
-                memcpy(all + st->n_creds, more, n_more * sizeof(*all));
-                st->creds = all;
-                st->n_creds += n_more;
-        }
-        free(more);
-        pull_queue(s);
-}
-
-/* the plugins for the image's repository, asked off the loop (a child process each), with the pod's service
- * account when a plugin has tokenAttributes */
-static int provider_lookup(struct pod_sync *s, const struct credprov_pod_sa *sa) {
-        struct start_step *st = s->start;
-        _cleanup_free_ char *repo = cred_image_repository(st->image);
-
-        return repo ? credprov_lookup(s->k->credprov, repo, sa, on_provider_credentials, s, &st->cred_lookup) : -ENOMEM;
-}
-
-static void on_pod_service_account(const struct credprov_pod_sa *sa, void *userdata) {
-        struct pod_sync *s = userdata;
-        int r;
-
-        s->start->sa_fetch = NULL;
-        r = provider_lookup(s, sa);
-        if (r < 0) {
-                kubelet_sync_call_failed(s, "asking the credential provider plugins", r);
-                step_done(s);
-        }
-}
-
-/* KubeletServiceAccountTokenForCredentialProviders: the pod's service account (spec.serviceAccountName; none
- * for a static pod) when a matching plugin has tokenAttributes. 1: asked, on_pod_service_account follows. */
-static int provider_service_account(struct pod_sync *s) {
-        struct start_step *st = s->start;
-        _cleanup_free_ char *repo = cred_image_repository(st->image);
-        const char *sa_name;
-        int r;
-
-        if (!repo)
-                return -ENOMEM;
-        if (pod_config_is_static(s->pod) || !credprov_wants_service_account(s->k->credprov, repo))
-                return 0;
-        sa_name = json_string_value(json_object_get(json_object_get(s->pod->raw, "spec"), "serviceAccountName"));
-        if (isempty(sa_name))
-                return 0;
-        if (!s->k->client) {
-                struct credprov_pod_sa sa = {
-                        .namespace = s->pod->namespace_,
-                        .pod_name = s->pod->name,
-                        .pod_uid = s->w->uid,
-                        .name = sa_name,
-                        .error = "failed to get service account: cannot get ServiceAccounts when kubelet is in "
-                                 "standalone mode",
-                };
-                r = provider_lookup(s, &sa);
-                return r < 0 ? r : 1;
-        }
-        r = credprov_sa_fetch(s->k->client, s->k->credprov, repo, s->pod->namespace_, s->pod->name, s->w->uid, sa_name,
-                              on_pod_service_account, s, &st->sa_fetch);
-        return r < 0 ? r : 1;
-}
-
-static void pull(struct pod_sync *s) {
-        struct start_step *st = s->start;
-        int r;
-
-        log_info("Pulling image: pod=\"%s\" image=\"%s\"", kubelet_sync_pod_desc(s), st->image);
-        if (s->k->pull_records && !st->pull_intent) {
-                r = pull_store_intent_begin(s->k->pull_records, st->image);
-                if (r < 0) {
-                        /* upstream fails the pull when its intent cannot be recorded */
-                        kubelet_sync_call_failed(s, "recording the image pull intent", r);
-                        step_done(s);
-                        return;
-                }
-                st->pull_intent = true;
-        }
-        kubelet_worker_event(s->w, step_container(st), "Normal", "Pulling", "Pulling image \"%s\"", st->image);
-        if (st->c)
-                kubelet_worker_set_waiting(s->w, st->c->name, "ContainerCreating", "%s", "");
-        r = cred_keyring_lookup(&s->keyring, st->image, &st->creds, &st->n_creds);
-        if (r < 0) {
-                kubelet_sync_call_failed(s, "looking up pull credentials", r);
-                step_done(s);
-                return;
-        }
-        if (s->k->credprov) {
-                r = provider_service_account(s);
-                if (r == 0)
-                        r = provider_lookup(s, NULL);
-                if (r >= 0)
-                        return;
-                kubelet_sync_call_failed(s, "asking the credential provider plugins", r);
-                step_done(s);
-                return;
-        }
-        pull_queue(s);
-}
-
-/* the pulled image's user, as getImageUser asks for it before creating the container */
-static void on_pulled_image_status(const struct cri_reply *reply, void *userdata) {
-        struct pod_sync *s = userdata;
-        int r;
-
-        if (image_status_failed(s, reply))
-                return;
-        /* just pulled, yet not listed: as upstream's getImageUser, an image without a user is run as root (uid
-         * 0), so runAsNonRoot refuses it rather than creating the container unchecked */
-        r = take_image_user(s->start, (const void *) reply->msg);
-        if (r < 0) {
-                kubelet_sync_call_failed(s, "ImageStatus", -ENOMEM);
-                step_done(s);
-                return;
-        }
-        if (r == 0) {
-                s->start->image_user_known = true;
-                s->start->image_uid_set = false;
-                s->start->image_username = mfree(s->start->image_username);
-        }
-        create_container(s);
-}
-
-/* RecordImagePulled / RecordImagePullFailed: the credentials that pulled the image (a pull secret's, or node-wide
- * ones: none, or a credential provider plugin's) recorded, the pull intent ended */
-static void pull_ended(struct pod_sync *s, bool pulled) {
-        struct start_step *st = s->start;
-        const struct cred_auth *a = st->cred_index < st->n_creds ? st->creds[st->cred_index] : NULL;
-        char hash[65];
-        int r;
-
-        if (!st->pull_intent)
-                return;
-        if (pulled && !isempty(st->image_ref)) {
-                struct pull_secret_coord coord = {};
-                struct pull_creds creds = { .node_pods_accessible = true };
-                if (a && a->secret_uid) {
-                        r = pull_store_credential_hash(a->username, a->password, hash, sizeof(hash));
-                        coord = (struct pull_secret_coord) { .uid = a->secret_uid,
-                                                             .namespace = a->secret_namespace,
-                                                             .name = a->secret_name,
-                                                             .credential_hash = r >= 0 ? hash : NULL };
-                        creds = (struct pull_creds) { .secrets = &coord, .n_secrets = 1 };
-                }
-                r = pull_store_pulled(s->k->pull_records, st->image, st->image_ref, &creds, now_realtime_usec());
-                if (r < 0)
-                        log_error("pod %s: cannot record the pull of \"%s\": %s", kubelet_sync_pod_desc(s), st->image,
-                                  strerror(-r));
-        }
-        pull_store_intent_end(s->k->pull_records, st->image);
-        st->pull_intent = false;
-}
-
-static void on_pull_image(const struct cri_reply *reply, void *userdata) {
-        struct pod_sync *s = userdata;
-        struct start_step *st = s->start;
-        const char *image = st->image, *cn = step_container(st);
-        _cleanup_free_ char *key = image_backoff_key(s, image);
-
-        if (reply->r < 0 && st->n_creds > 1) {
-                /* with several matching credentials, each is tried in turn; the error aggregates them all */
-                char *n = NULL;
-                if (asprintf(&n, "%s%s%s", strempty(st->pull_errors), st->pull_errors ? ", " : "", reply->message) >=
-                    0) {
-                        free(st->pull_errors);
-                        st->pull_errors = n;
-                }
-                if (++st->cred_index < st->n_creds && !s->k->stopping) {
-                        pull_try(s);
-                        return;
-                }
-        }
-        /* the pull is over (every credential tried): the next one in the queue may start */
-        slots_release(s->k->image_puller, &st->pull);
-        if (reply->r < 0) {
-                _cleanup_free_ char *agg = NULL, *with_plugin = NULL;
-                const char *message = reply->message;
-                if (st->n_creds > 1 && st->pull_errors && asprintf(&agg, "[%s]", st->pull_errors) >= 0)
-                        message = agg;
-                /* a credential provider plugin that failed (hung, crashed, answered garbage) says so here: the
-                 * pull went on without its credentials, as upstream, and that is likely why it failed */
-                if (st->provider_error && asprintf(&with_plugin, "%s; credential provider plugin failed: %s", message,
-                                                   st->provider_error) >= 0)
-                        message = with_plugin;
-                log_error("pod %s: %s %s: Failed to pull image \"%s\": %s (ErrImagePull)", kubelet_sync_pod_desc(s),
-                          st->c ? "container" : "volume", step_desc(st), image, message);
-                kubelet_worker_event(s->w, cn, "Warning", "Failed", "Failed to pull image \"%s\": %s", image, message);
-                kubelet_worker_event(s->w, cn, "Warning", "Failed", "Error: ErrImagePull");
-                if (st->c) {
-                        kubelet_worker_set_waiting(s->w, cn, "ErrImagePull", "%s", message);
-                        s->error = true;
-                } else
-                        image_volume_failed(s, "ErrImagePull", "%s", message);
-                if (key)
-                        (void) backoff_next(&s->k->image_backoff, key, now_usec(), now_usec());
-                pull_ended(s, false);
-                step_done(s);
-                return;
-        }
-        log_info("Successfully pulled image: pod=\"%s\" image=\"%s\"", kubelet_sync_pod_desc(s), image);
-        kubelet_worker_event(s->w, cn, "Normal", "Pulled", "Successfully pulled image \"%s\"", image);
-        if (key)
-                backoff_reset(&s->k->image_backoff, key);
-        if (free_and_strdup(&st->image_ref,
-                            ((const Runtime__V1__PullImageResponse *) (const void *) reply->msg)->image_ref) < 0) {
-                kubelet_sync_call_failed(s, "PullImage", -ENOMEM);
-                step_done(s);
-                return;
-        }
-        pull_ended(s, true);
-        if (!st->c) {
-                image_volume_ready(s);
-                return;
-        }
-        image_status(s, st->image_ref, on_pulled_image_status);
-}
-
-/* PullImage with the next matching credential (none when there is none) */
-static void pull_try(struct pod_sync *s) {
-        struct start_step *st = s->start;
-        Runtime__V1__PullImageRequest req = RUNTIME__V1__PULL_IMAGE_REQUEST__INIT;
-        Runtime__V1__ImageSpec spec = RUNTIME__V1__IMAGE_SPEC__INIT;
-        Runtime__V1__AuthConfig auth = RUNTIME__V1__AUTH_CONFIG__INIT;
-        int r;
-
-        spec.image = (char *) st->image;
-        req.image = &spec;
-        req.sandbox_config = s->sandbox_config;
-        if (st->cred_index < st->n_creds) {
-                /* no server_address: containerd ignores credentials whose address does not parse as its host */
-                auth.username = st->creds[st->cred_index]->username;
-                auth.password = st->creds[st->cred_index]->password;
-                req.auth = &auth;
-                log_v(3, "pod %s: pulling image \"%s\" with the credentials for %s", kubelet_sync_pod_desc(s),
-                      st->image, st->creds[st->cred_index]->key);
-        }
-        /* pulls can take long: no deadline at all, as upstream's PullImage (the runtime's own progress timeout
-         * ends a stalled pull) */
-        r = cri_pull_image(s->k->cri, &req, UINT64_MAX, on_pull_image, s);
-        if (r < 0) {
-                slots_release(s->k->image_puller, &st->pull);
-                kubelet_sync_call_failed(s, "PullImage", r);
-                step_done(s);
-                return;
-        }
-        s->did_work = true;
-}
-
-/* The pull's turn came: PullImage with the first credential; or it was withdrawn: the pass ends here and the
- * next one (already asked for) sees the pod's new state. */
-static void on_pull_turn(void *userdata, int r) {
-        struct pod_sync *s = userdata;
-        struct start_step *st = s->start;
-
-        if (r < 0 || s->k->stopping) {
-                slots_release(s->k->image_puller, &st->pull);
-                log_v(2, "pod %s: %s: the pull of image \"%s\" left the queue", kubelet_sync_pod_desc(s), step_desc(st),
-                      st->image);
-                s->did_work = true; /* observe again at once */
-                kubelet_pod_sync_finish(s);
-                return;
-        }
-        log_v(2, "pod %s: %s: pull of image \"%s\" started (%u running, %u waiting)", kubelet_sync_pod_desc(s),
-              step_desc(st), st->image, slots_running(s->k->image_puller), slots_waiting(s->k->image_puller));
-        pull_try(s);
-}
-
-/* wait for a slot in the pull queue (serializeImagePulls, maxParallelImagePulls) */
-static void pull_queue(struct pod_sync *s) {
-        struct start_step *st = s->start;
-
-        if (!s->w->pod || s->w->deleting) {
-                /* removed or deleted while its credentials were looked up: no pull, the next pass stops it */
-                s->did_work = true;
-                kubelet_pod_sync_finish(s);
-                return;
-        }
-
-        if (slots_waiting(s->k->image_puller) > 0 || slots_running(s->k->image_puller) > 0)
-                log_v(3, "pod %s: %s: the pull of image \"%s\" waits for its turn (%u running, %u waiting)",
-                      kubelet_sync_pod_desc(s), step_desc(st), st->image, slots_running(s->k->image_puller),
-                      slots_waiting(s->k->image_puller));
-        slots_enqueue(s->k->image_puller, &st->pull, on_pull_turn, s);
-}
-
-void kubelet_sync_start_withdraw(struct pod_sync *s) {
-        if (s->start)
-                (void) slots_withdraw(s->k->image_puller, &s->start->pull);
+        kubelet_sync_start_step_done(s);
 }
 
 /* ---------------------------------------------------------------- create and start */
@@ -924,7 +322,7 @@ static uint32_t next_restart_count(const struct pod_sync *s, const struct contai
 
         if (cs)
                 return (uint32_t) cs->restart_count + 1;
-        podlog = kr_pod_log_dir(s->k->opts->pod_logs_dir, s->pod);
+        podlog = kr_pod_log_dir(s->env->opts->pod_logs_dir, s->pod);
         if (!podlog || asprintf(&dir, "%s/%s", podlog, c->name) < 0)
                 return 0;
         d = opendir(dir);
@@ -961,17 +359,17 @@ static void on_post_start_done(void *userdata, int error, const char *message) {
                 return; /* the pass is being freed */
         st = s->start;
         c = st->c;
-        if (error >= 0 || s->k->stopping) {
-                step_done(s);
+        if (error >= 0 || kubelet_sync_stopping(s)) {
+                kubelet_sync_start_step_done(s);
                 return;
         }
         if (!message)
                 message = strerror(-error);
         log_error("Failed to execute PostStartHook: pod=\"%s\" podUID=\"%s\" containerName=\"%s\" "
                   "containerID=\"%.12s\": %s",
-                  kubelet_sync_pod_desc(s), s->w->uid, c->name, st->started_id, message);
-        kubelet_worker_event(s->w, c->name, "Warning", "FailedPostStartHook", "%s", message);
-        kubelet_worker_set_waiting(s->w, c->name, "PostStartHookError", "%s", message);
+                  kubelet_sync_pod_desc(s), s->uid, c->name, st->started_id, message);
+        kubelet_sync_event(s, c->name, "Warning", "FailedPostStartHook", "%s", message);
+        kubelet_sync_set_waiting(s, c->name, "PostStartHookError", "%s", message);
         s->error = true;
         t = (struct kill_target_ext) {
                 .id = st->started_id,
@@ -983,12 +381,12 @@ static void on_post_start_done(void *userdata, int error, const char *message) {
         };
         log_info("Stopping container: pod=\"%s\" podUID=\"%s\" containerName=\"%s\" containerID=\"%.12s\" "
                  "gracePeriod=%" PRId64 " reason=\"FailedPostStartHook\"",
-                 kubelet_sync_pod_desc(s), s->w->uid, c->name, st->started_id, t.grace);
-        kubelet_worker_event(s->w, c->name, "Normal", "Killing", "FailedPostStartHook");
-        r = kubelet_sync_kill_container(s, &t, step_done);
+                 kubelet_sync_pod_desc(s), s->uid, c->name, st->started_id, t.grace);
+        kubelet_sync_event(s, c->name, "Normal", "Killing", "FailedPostStartHook");
+        r = kubelet_sync_kill_container(s, &t, kubelet_sync_start_step_done);
         if (r < 0) {
                 kubelet_sync_call_failed(s, "StopContainer", r);
-                step_done(s);
+                kubelet_sync_start_step_done(s);
         }
 }
 
@@ -1000,25 +398,25 @@ static void on_start_container(const struct cri_reply *reply, void *userdata) {
         if (reply->r < 0) {
                 log_error("pod %s: container %s: RunContainerError: %s", kubelet_sync_pod_desc(s), c->name,
                           reply->message);
-                kubelet_worker_event(s->w, c->name, "Warning", "Failed", "Error: %s", reply->message);
-                kubelet_worker_set_waiting(s->w, c->name, "RunContainerError", "%s", reply->message);
+                kubelet_sync_event(s, c->name, "Warning", "Failed", "Error: %s", reply->message);
+                kubelet_sync_set_waiting(s, c->name, "RunContainerError", "%s", reply->message);
                 s->error = true;
-                step_done(s);
+                kubelet_sync_start_step_done(s);
                 return;
         }
         log_info("Started container: pod=\"%s\" containerName=\"%s\"", kubelet_sync_pod_desc(s), c->name);
-        kubelet_container_started(s->k, s->pod, c->name, st->started_id, st->restart_count);
-        kubelet_worker_event(s->w, c->name, "Normal", "Started", "Started container %s", c->name);
-        kubelet_worker_clear_waiting(s->w, c->name);
-        if (c->post_start && !s->k->stopping) {
+        s->env->ops->container_started(s->env->userdata, s->pod, c->name, st->started_id, st->restart_count);
+        kubelet_sync_event(s, c->name, "Normal", "Started", "Started container %s", c->name);
+        kubelet_sync_clear_waiting(s, c->name);
+        if (c->post_start && !kubelet_sync_stopping(s)) {
                 struct hook_target t = {
                         .pod_desc = kubelet_sync_hook_desc(s),
                         .container_name = c->name,
                         .container_id = st->started_id,
-                        .pod_ip = s->pod->spec.host_network ? s->k->node_ip : s->pod_ip,
+                        .pod_ip = s->pod->spec.host_network ? s->env->node_ip : s->pod_ip,
                         .spec = c,
                 };
-                int r = kubelet_hook_run_start(&s->k->hook_env, &s->hooks, c->post_start, &t,
+                int r = kubelet_hook_run_start(s->env->hook_env, &s->hooks, c->post_start, &t,
                                                post_start_timeout_usec(s), on_post_start_done, s);
                 if (r >= 0)
                         return; /* the step waits for the hook */
@@ -1026,7 +424,7 @@ static void on_start_container(const struct cri_reply *reply, void *userdata) {
                           strerror(-r));
                 s->error = true;
         }
-        step_done(s);
+        kubelet_sync_start_step_done(s);
 }
 
 /* the name of the first image volume container c mounts, or NULL */
@@ -1060,29 +458,29 @@ static void on_create_container(const struct cri_reply *reply, void *userdata) {
                                 "mount's image (containerd 2.1 or later; containerd 1.x reads it as a bind mount of an "
                                 "empty host path, which it cannot create)",
                                 kubelet_sync_pod_desc(s), c->name, iv);
-                kubelet_worker_event(s->w, c->name, "Warning", "Failed", "Error: %s", reply->message);
-                kubelet_worker_set_waiting(s->w, c->name, "CreateContainerError", "%s", reply->message);
+                kubelet_sync_event(s, c->name, "Warning", "Failed", "Error: %s", reply->message);
+                kubelet_sync_set_waiting(s, c->name, "CreateContainerError", "%s", reply->message);
                 s->error = true;
-                step_done(s);
+                kubelet_sync_start_step_done(s);
                 return;
         }
-        if (s->k->stopping) {
-                step_done(s);
+        if (kubelet_sync_stopping(s)) {
+                kubelet_sync_start_step_done(s);
                 return;
         }
         log_info("Created container: pod=\"%s\" containerName=\"%s\" containerID=\"%.12s\"", kubelet_sync_pod_desc(s),
                  c->name, resp->container_id);
-        kubelet_worker_event(s->w, c->name, "Normal", "Created", "Created container %s", c->name);
+        kubelet_sync_event(s, c->name, "Normal", "Created", "Created container %s", c->name);
         if (free_and_strdup(&st->started_id, resp->container_id) < 0) {
                 kubelet_sync_call_failed(s, "StartContainer", -ENOMEM);
-                step_done(s);
+                kubelet_sync_start_step_done(s);
                 return;
         }
         req.container_id = st->started_id;
-        r = cri_start_container(s->k->cri, &req, 0, on_start_container, s);
+        r = cri_start_container(s->env->cri, &req, 0, on_start_container, s);
         if (r < 0) {
                 kubelet_sync_call_failed(s, "StartContainer", r);
-                step_done(s);
+                kubelet_sync_start_step_done(s);
         }
 }
 
@@ -1098,11 +496,11 @@ static void create_container_with(struct pod_sync *s, const struct dm_run_option
         int r;
 
         st->restart_count = restart_count;
-        podlog = kr_pod_log_dir(s->k->opts->pod_logs_dir, s->pod);
+        podlog = kr_pod_log_dir(s->env->opts->pod_logs_dir, s->pod);
         if (!podlog || asprintf(&dir, "%s/%s", podlog, c->name) < 0 || mkdir_p(dir, 0755) < 0) {
                 log_error("pod %s: cannot create the log directory of container %s", kubelet_sync_pod_desc(s), c->name);
                 s->error = true;
-                step_done(s);
+                kubelet_sync_start_step_done(s);
                 return;
         }
         kubelet_sync_build_context(s, &ctx);
@@ -1110,14 +508,14 @@ static void create_container_with(struct pod_sync *s, const struct dm_run_option
                 /* getTargetID: an ephemeral container joins its target's running instance */
                 const struct kc_container *target = kc_pod_status_find_container(s->status, c->target_container_name);
                 if (!target || target->state != KC_CONTAINER_RUNNING) {
-                        kubelet_worker_set_waiting(s->w, c->name, "CreateContainerConfigError",
-                                                   "unable to find target container %s", c->target_container_name);
-                        kubelet_worker_event(s->w, c->name, "Warning", "Failed",
-                                             "Error: unable to find target container %s", c->target_container_name);
+                        kubelet_sync_set_waiting(s, c->name, "CreateContainerConfigError",
+                                                 "unable to find target container %s", c->target_container_name);
+                        kubelet_sync_event(s, c->name, "Warning", "Failed", "Error: unable to find target container %s",
+                                           c->target_container_name);
                         log_error("pod %s: container %s: unable to find target container %s", kubelet_sync_pod_desc(s),
                                   c->name, c->target_container_name);
                         s->error = true;
-                        step_done(s);
+                        kubelet_sync_start_step_done(s);
                         return;
                 }
                 ctx.target_id = target->id;
@@ -1133,23 +531,23 @@ static void create_container_with(struct pod_sync *s, const struct dm_run_option
         ctx.n_env_files = st->n_env_files;
         r = kr_build_container_config(s->pod, c, restart_count, st->image_ref, &ctx, &cfg);
         for (size_t i = 0; report.event_reasons && report.event_reasons[i]; i++)
-                kubelet_worker_event(s->w, NULL, "Warning", report.event_reasons[i], "%s", report.event_messages[i]);
+                kubelet_sync_event(s, NULL, "Warning", report.event_reasons[i], "%s", report.event_messages[i]);
         if (r < 0) {
                 const char *msg = report.error ? ck_error_message(report.error) : strerror(-r);
-                kubelet_worker_set_waiting(s->w, c->name, "CreateContainerConfigError", "%s", msg);
-                kubelet_worker_event(s->w, c->name, "Warning", "Failed", "Error: %s", msg);
+                kubelet_sync_set_waiting(s, c->name, "CreateContainerConfigError", "%s", msg);
+                kubelet_sync_event(s, c->name, "Warning", "Failed", "Error: %s", msg);
                 log_error("pod %s: container %s: CreateContainerConfigError: %s", kubelet_sync_pod_desc(s), c->name,
                           msg);
                 kc_build_report_done(&report);
                 s->error = true;
-                step_done(s);
+                kubelet_sync_start_step_done(s);
                 return;
         }
         kc_build_report_done(&report);
         if (devices && kubelet_apply_device_options(cfg, devices) < 0) {
                 pb_free(cfg);
                 kubelet_sync_call_failed(s, "adding the devices to the container", -ENOMEM);
-                step_done(s);
+                kubelet_sync_start_step_done(s);
                 return;
         }
         if (st->dra_cdi) {
@@ -1158,24 +556,24 @@ static void create_container_with(struct pod_sync *s, const struct dm_run_option
                 if (kubelet_apply_device_options(cfg, &dra) < 0) {
                         pb_free(cfg);
                         kubelet_sync_call_failed(s, "adding the DRA devices to the container", -ENOMEM);
-                        step_done(s);
+                        kubelet_sync_start_step_done(s);
                         return;
                 }
         }
-        if (kubelet_cpu_apply(s->k, s->pod, c, cfg) < 0) {
+        if (s->env->ops->cpu_apply(s->env->userdata, s->pod, c, cfg) < 0) {
                 pb_free(cfg);
                 kubelet_sync_call_failed(s, "setting the container's cpuset", -ENOMEM);
-                step_done(s);
+                kubelet_sync_start_step_done(s);
                 return;
         }
         req.pod_sandbox_id = s->sandbox_id;
         req.config = cfg;
         req.sandbox_config = s->sandbox_config;
-        r = cri_create_container(s->k->cri, &req, 0, on_create_container, s);
+        r = cri_create_container(s->env->cri, &req, 0, on_create_container, s);
         pb_free(cfg);
         if (r < 0) {
                 kubelet_sync_call_failed(s, "CreateContainer", r);
-                step_done(s);
+                kubelet_sync_start_step_done(s);
                 return;
         }
         s->did_work = true;
@@ -1189,12 +587,12 @@ static void on_device_options(const struct dm_run_options *opts, const char *err
         s->start->dev_request = NULL;
         if (error) {
                 /* GetDeviceRunContainerOptions failed: generateContainerConfig's error */
-                kubelet_worker_set_waiting(s->w, c->name, "CreateContainerConfigError", "%s", error);
-                kubelet_worker_event(s->w, c->name, "Warning", "Failed", "Error: %s", error);
+                kubelet_sync_set_waiting(s, c->name, "CreateContainerConfigError", "%s", error);
+                kubelet_sync_event(s, c->name, "Warning", "Failed", "Error: %s", error);
                 log_error("pod %s: container %s: CreateContainerConfigError: %s", kubelet_sync_pod_desc(s), c->name,
                           error);
                 s->error = true;
-                step_done(s);
+                kubelet_sync_start_step_done(s);
                 return;
         }
         create_container_with(s, opts);
@@ -1203,11 +601,11 @@ static void on_device_options(const struct dm_run_options *opts, const char *err
 static void config_error(struct pod_sync *s, const char *msg) {
         const struct container *c = s->start->c;
 
-        kubelet_worker_set_waiting(s->w, c->name, "CreateContainerConfigError", "%s", msg);
-        kubelet_worker_event(s->w, c->name, "Warning", "Failed", "Error: %s", msg);
+        kubelet_sync_set_waiting(s, c->name, "CreateContainerConfigError", "%s", msg);
+        kubelet_sync_event(s, c->name, "Warning", "Failed", "Error: %s", msg);
         log_error("pod %s: container %s: CreateContainerConfigError: %s", kubelet_sync_pod_desc(s), c->name, msg);
         s->error = true;
-        step_done(s);
+        kubelet_sync_start_step_done(s);
 }
 
 static int subpath_work(void *userdata) {
@@ -1244,7 +642,7 @@ static void subpath_done(int r, void *userdata) {
         st->subpath_job = NULL;
         j->s = NULL;
         if (r == -ECANCELED) {
-                step_done(s); /* the kubelet is stopping */
+                kubelet_sync_start_step_done(s); /* the kubelet is stopping */
                 return;
         }
         if (r < 0) {
@@ -1270,7 +668,7 @@ static void subpath_done(int r, void *userdata) {
         st->subpath_targets = calloc(n, sizeof(char *));
         if (!st->subpath_targets && n > 0) {
                 kubelet_sync_call_failed(s, "preparing the subPath mounts", -ENOMEM);
-                step_done(s);
+                kubelet_sync_start_step_done(s);
                 return;
         }
         st->n_subpath_targets = n;
@@ -1280,7 +678,7 @@ static void subpath_done(int r, void *userdata) {
                 st->subpath_targets[j->reqs[i].idx] = TAKE_PTR(j->reqs[i].target);
         }
         st->subpaths_ready = true;
-        create_container(s);
+        kubelet_sync_start_create(s);
 }
 
 /* Bind the container's subPath mounts on the volume contents pool (they open, create and mount inside volumes,
@@ -1298,7 +696,7 @@ static bool prepare_subpaths(struct pod_sync *s) {
         j = calloc(1, sizeof(*j));
         if (!j) {
                 kubelet_sync_call_failed(s, "preparing the subPath mounts", -ENOMEM);
-                step_done(s);
+                kubelet_sync_start_step_done(s);
                 return true;
         }
         r = vol_container_subpath_requests(s->pod, st->c, &ctx, &j->reqs, &j->n_reqs);
@@ -1315,12 +713,12 @@ static bool prepare_subpaths(struct pod_sync *s) {
         }
         j->s = s;
         /* keyed by pod: one pod's stalled volume holds one thread, never the other pods' containers */
-        r = workpool_submit_full(s->k->pool_contents, s->w->uid, KUBELET_VOLUME_CONTENTS_TIMEOUT_USEC, subpath_work,
+        r = workpool_submit_full(s->env->pool_contents, s->uid, KUBELET_VOLUME_CONTENTS_TIMEOUT_USEC, subpath_work,
                                  subpath_done, subpath_job_free, j);
         if (r < 0) {
                 subpath_job_free(j);
                 kubelet_sync_call_failed(s, "preparing the subPath mounts", r);
-                step_done(s);
+                kubelet_sync_start_step_done(s);
                 return true;
         }
         st->subpath_job = j;
@@ -1356,7 +754,7 @@ static void env_file_done(int r, void *userdata) {
         st->env_file_job = NULL;
         j->s = NULL;
         if (r == -ECANCELED) {
-                step_done(s); /* the kubelet is stopping */
+                kubelet_sync_start_step_done(s); /* the kubelet is stopping */
                 return;
         }
         if (r < 0) {
@@ -1373,7 +771,7 @@ static void env_file_done(int r, void *userdata) {
         st->env_files = calloc(c->n_env, sizeof(*st->env_files));
         if (!st->env_files) {
                 kubelet_sync_call_failed(s, "reading the environment files", -ENOMEM);
-                step_done(s);
+                kubelet_sync_start_step_done(s);
                 return;
         }
         st->n_env_files = c->n_env;
@@ -1389,7 +787,7 @@ static void env_file_done(int r, void *userdata) {
                 }
         }
         st->env_files_ready = true;
-        create_container(s);
+        kubelet_sync_start_create(s);
 }
 
 /* Read the files of the container's fileKeyRefs on the volume contents pool (they are the pod's, in a volume it
@@ -1406,7 +804,7 @@ static bool prepare_env_files(struct pod_sync *s) {
         j = calloc(1, sizeof(*j));
         if (!j) {
                 kubelet_sync_call_failed(s, "reading the environment files", -ENOMEM);
-                step_done(s);
+                kubelet_sync_start_step_done(s);
                 return true;
         }
         r = kr_env_file_requests(s->pod, st->c, ctx.root_dir, &j->reqs, &j->n_reqs);
@@ -1414,7 +812,7 @@ static bool prepare_env_files(struct pod_sync *s) {
                 env_file_job_free(j);
                 if (r < 0) {
                         kubelet_sync_call_failed(s, "reading the environment files", r);
-                        step_done(s);
+                        kubelet_sync_start_step_done(s);
                         return true;
                 }
                 st->env_files_ready = true;
@@ -1422,12 +820,12 @@ static bool prepare_env_files(struct pod_sync *s) {
         }
         j->s = s;
         /* keyed by pod: one pod's stalled volume holds one thread, never the other pods' containers */
-        r = workpool_submit_full(s->k->pool_contents, s->w->uid, KUBELET_VOLUME_CONTENTS_TIMEOUT_USEC, env_file_work,
+        r = workpool_submit_full(s->env->pool_contents, s->uid, KUBELET_VOLUME_CONTENTS_TIMEOUT_USEC, env_file_work,
                                  env_file_done, env_file_job_free, j);
         if (r < 0) {
                 env_file_job_free(j);
                 kubelet_sync_call_failed(s, "reading the environment files", r);
-                step_done(s);
+                kubelet_sync_start_step_done(s);
                 return true;
         }
         st->env_file_job = j;
@@ -1442,22 +840,22 @@ static void on_dra_prepared(char **cdi_ids, const char *error, void *userdata) {
 
         /* error and cdi_ids belong to the job: used before it is freed */
         if (error) {
-                kubelet_worker_event(s->w, NULL, "Warning", "FailedPrepareDynamicResources", "%s", error);
+                kubelet_sync_event(s, NULL, "Warning", "FailedPrepareDynamicResources", "%s", error);
                 log_error("pod %s: %s", kubelet_sync_pod_desc(s), error);
                 kubelet_dra_job_cancel(TAKE_PTR(st->dra_job));
                 s->error = true;
-                step_done(s);
+                kubelet_sync_start_step_done(s);
                 return;
         }
         if (cdi_ids && strv_copy(cdi_ids, &st->dra_cdi) < 0) {
                 kubelet_dra_job_cancel(TAKE_PTR(st->dra_job));
                 kubelet_sync_call_failed(s, "preparing the dynamic resources", -ENOMEM);
-                step_done(s);
+                kubelet_sync_start_step_done(s);
                 return;
         }
         kubelet_dra_job_cancel(TAKE_PTR(st->dra_job));
         st->dra_ready = true;
-        create_container(s);
+        kubelet_sync_start_create(s);
 }
 
 static bool prepare_dra(struct pod_sync *s) {
@@ -1466,21 +864,21 @@ static bool prepare_dra(struct pod_sync *s) {
 
         if (st->dra_ready)
                 return false;
-        r = kubelet_dra_prepare(s->k, s->pod, st->c, on_dra_prepared, s, &st->dra_job);
+        r = s->env->ops->dra_prepare(s->env->userdata, s->pod, st->c, on_dra_prepared, s, &st->dra_job);
         if (r == 1) {
                 st->dra_ready = true;
                 return false;
         }
         if (r < 0) {
                 kubelet_sync_call_failed(s, "preparing the dynamic resources", r);
-                step_done(s);
+                kubelet_sync_start_step_done(s);
                 return true;
         }
         s->did_work = true;
         return true;
 }
 
-static void create_container(struct pod_sync *s) {
+void kubelet_sync_start_create(struct pod_sync *s) {
         struct start_step *st = s->start;
         int r;
 
@@ -1491,13 +889,13 @@ static void create_container(struct pod_sync *s) {
                 return; /* create_container again once they are read */
         if (prepare_subpaths(s))
                 return; /* create_container again once they are bound */
-        if (!s->k->devices || !dm_pod_uses_devices(s->k->devices, s->pod)) {
+        if (!s->env->devices || !dm_pod_uses_devices(s->env->devices, s->pod)) {
                 create_container_with(s, NULL);
                 return;
         }
-        r = dm_container_options(s->k->devices, s->pod, st->c->name, on_device_options, s, &st->dev_request);
+        r = dm_container_options(s->env->devices, s->pod, st->c->name, on_device_options, s, &st->dev_request);
         if (r < 0) {
                 kubelet_sync_call_failed(s, "getting the container's devices", r);
-                step_done(s);
+                kubelet_sync_start_step_done(s);
         }
 }

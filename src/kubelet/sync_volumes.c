@@ -18,6 +18,8 @@
 #include "basic/log.h"
 #include "objects/manager.h"
 #include "apis/pod_volumes.h"
+#include "config/config.h"
+#include "volumes/reaper.h"
 #include "basic/strv.h"
 #include "volumes/volumes.h"
 #include "volumemanager/volumemanager.h"
@@ -41,8 +43,8 @@ static bool volume_ref_blocks(struct pod_sync *s, const struct obj_ref *ref) {
                 msg = strerror(-r);
         log_error("pod %s: MountVolume.SetUp failed for volume \"%s\" : %s", kubelet_sync_pod_desc(s),
                   strna(ref->where), msg);
-        kubelet_worker_event(s->w, NULL, "Warning", "FailedMount", "MountVolume.SetUp failed for volume \"%s\" : %s",
-                             strna(ref->where), msg);
+        kubelet_sync_event(s, NULL, "Warning", "FailedMount", "MountVolume.SetUp failed for volume \"%s\" : %s",
+                           strna(ref->where), msg);
         return true;
 }
 
@@ -56,8 +58,8 @@ static bool token_ref_blocks(struct pod_sync *s, const struct token_ref *t) {
                 return false;
         log_error("pod %s: MountVolume.SetUp failed for volume \"%s\" : %s", kubelet_sync_pod_desc(s), strna(t->volume),
                   strna(msg));
-        kubelet_worker_event(s->w, NULL, "Warning", "FailedMount", "MountVolume.SetUp failed for volume \"%s\" : %s",
-                             strna(t->volume), strna(msg));
+        kubelet_sync_event(s, NULL, "Warning", "FailedMount", "MountVolume.SetUp failed for volume \"%s\" : %s",
+                           strna(t->volume), strna(msg));
         return true;
 }
 
@@ -92,11 +94,10 @@ static void build_keyring(struct pod_sync *s) {
                 failed = n;
         }
         if (failed)
-                kubelet_worker_event(
-                        s->w, NULL, "Warning", "FailedToRetrieveImagePullSecret",
-                        "Unable to retrieve some image pull secrets (%s); attempting to pull the image may "
-                        "not succeed.",
-                        failed);
+                kubelet_sync_event(s, NULL, "Warning", "FailedToRetrieveImagePullSecret",
+                                   "Unable to retrieve some image pull secrets (%s); attempting to pull the image may "
+                                   "not succeed.",
+                                   failed);
 }
 
 static void objects_ready(void *userdata) {
@@ -105,13 +106,13 @@ static void objects_ready(void *userdata) {
         int r;
 
         s->waiting_objects = false;
-        if (s->k->stopping) {
+        if (kubelet_sync_stopping(s)) {
                 kubelet_pod_sync_finish(s);
                 return;
         }
         r = objects_pod_new(&s->objects);
         if (r >= 0)
-                r = objects_manager_fill(s->k->objects, s->w->uid, s->objects);
+                r = objects_manager_fill(s->env->objects, s->uid, s->objects);
         if (r < 0) {
                 kubelet_sync_call_failed(s, "gathering the pod's API objects", r);
                 kubelet_pod_sync_finish(s);
@@ -137,10 +138,10 @@ void kubelet_sync_objects(struct pod_sync *s) {
 
         r = objects_refs_collect(s->pod->raw, &s->refs);
         if (r >= 0)
-                r = objects_manager_register(s->k->objects, s->w->uid, s->pod->namespace_, s->pod->name,
+                r = objects_manager_register(s->env->objects, s->uid, s->pod->namespace_, s->pod->name,
                                              !pod_config_is_static(s->pod), &s->refs);
         if (r >= 0)
-                r = objects_manager_wait(s->k->objects, s->w->uid, objects_ready, s);
+                r = objects_manager_wait(s->env->objects, s->uid, objects_ready, s);
         if (r < 0) {
                 kubelet_sync_call_failed(s, "registering the pod's API objects", r);
                 kubelet_pod_sync_finish(s);
@@ -158,8 +159,8 @@ void kubelet_sync_objects(struct pod_sync *s) {
 
 static void wait_containers(struct pod_sync *s, const char *msg) {
         for (size_t i = 0; i < s->actions.n_start; i++)
-                kubelet_worker_set_waiting(s->w, s->pod->spec.containers[s->actions.start[i]].name, "ContainerCreating",
-                                           "%s", msg);
+                kubelet_sync_set_waiting(s, s->pod->spec.containers[s->actions.start[i]].name, "ContainerCreating",
+                                         "%s", msg);
 }
 
 static void volumes_mounted(void *userdata) {
@@ -168,15 +169,15 @@ static void volumes_mounted(void *userdata) {
         int r;
 
         s->waiting_volumes = false;
-        if (s->k->stopping) {
+        if (kubelet_sync_stopping(s)) {
                 kubelet_pod_sync_finish(s);
                 return;
         }
-        r = volmgr_pod_wait(s->k->volumes, s->w->uid, volumes_mounted, s, &why);
+        r = volmgr_pod_wait(s->env->volumes, s->uid, volumes_mounted, s, &why);
         if (r > 0) {
-                if (s->w->pending) {
+                if (kubelet_sync_worker_state(s).pending) {
                         /* another pass was asked for: this one ends here, the next one waits again */
-                        volmgr_pod_cancel_wait(s->k->volumes, s->w->uid);
+                        volmgr_pod_cancel_wait(s->env->volumes, s->uid);
                         kubelet_pod_sync_finish(s);
                         return;
                 }
@@ -186,8 +187,8 @@ static void volumes_mounted(void *userdata) {
         if (r < 0) {
                 log_error("Unable to attach or mount volumes for pod \"%s\": %s; skipping pod",
                           kubelet_sync_pod_desc(s), ck_error_message(why));
-                kubelet_worker_event(s->w, NULL, "Warning", "FailedMount", "Unable to attach or mount volumes: %s",
-                                     ck_error_message(why));
+                kubelet_sync_event(s, NULL, "Warning", "FailedMount", "Unable to attach or mount volumes: %s",
+                                   ck_error_message(why));
                 wait_containers(s, ck_error_message(why));
                 s->error = true;
                 kubelet_pod_sync_finish(s);
@@ -199,7 +200,7 @@ static void volumes_mounted(void *userdata) {
 void kubelet_sync_mount(struct pod_sync *s) {
         int r;
 
-        r = volmgr_pod_add(s->k->volumes, s->pod);
+        r = volmgr_pod_add(s->env->volumes, s->pod);
         if (r < 0) {
                 kubelet_sync_call_failed(s, "adding the pod's volumes to the volume manager", r);
                 kubelet_pod_sync_finish(s);
@@ -219,10 +220,10 @@ void kubelet_sync_mount(struct pod_sync *s) {
 /* the volumes the sync sets up itself that take the pod's fsGroup (the volume manager's volumes get theirs when
  * mounted): emptyDir once per pod, the files of configMap, secret, downwardAPI and projected volumes on every
  * pass (they are rewritten), as upstream's SetUp does each time (policy Always) */
-static bool takes_ownership(const struct pod_worker *w, const struct volume *v) {
+static bool takes_ownership(const struct pod_sync *s, const struct volume *v) {
         switch (v->type) {
         case VOLUME_EMPTY_DIR:
-                return !strv_contains(w->owned_volumes, v->name);
+                return !strv_contains(kubelet_sync_worker_state(s).owned_volumes, v->name);
         case VOLUME_CONFIG_MAP:
         case VOLUME_SECRET:
         case VOLUME_DOWNWARD_API:
@@ -246,11 +247,11 @@ static void ownership_done(int r, const char *message, void *userdata) {
         if (r < 0 && r != -ECANCELED) {
                 log_error("pod %s: MountVolume.SetUp failed for volume \"%s\" : %s", kubelet_sync_pod_desc(s), o->name,
                           strna(message));
-                kubelet_worker_event(s->w, NULL, "Warning", "FailedMount",
-                                     "MountVolume.SetUp failed for volume \"%s\" : %s", o->name, strna(message));
+                kubelet_sync_event(s, NULL, "Warning", "FailedMount", "MountVolume.SetUp failed for volume \"%s\" : %s",
+                                   o->name, strna(message));
                 s->error = true;
         } else if (r >= 0 && o->empty_dir)
-                (void) strv_extend(&s->w->owned_volumes, o->name);
+                s->env->ops->volume_owned(s->env->userdata, s->w, o->name);
         free(o->name);
         free(o);
         kubelet_sync_fanout_release(s);
@@ -267,9 +268,9 @@ void kubelet_sync_volumes(struct pod_sync *s) {
 
         kubelet_sync_build_context(s, &ctx);
         /* for containerStatuses[].volumeMounts (runtimeClassSupportsRecursiveReadOnlyMounts), each pass */
-        s->w->runtime_supports_rro = ctx.runtime_supports_rro;
+        s->env->ops->set_runtime_rro(s->env->userdata, s->w, ctx.runtime_supports_rro);
         /* a pod of the same UID (a static pod removed and added back) waits for the old directory to be gone */
-        if (vol_reaper_busy(s->k->reaper, s->w->uid))
+        if (vol_reaper_busy(s->env->reaper, s->uid))
                 r = ck_error_set(&msg, -EBUSY,
                                  "the pod directory of a previous pod with this UID is still being "
                                  "removed");
@@ -278,7 +279,7 @@ void kubelet_sync_volumes(struct pod_sync *s) {
         if (r < 0) {
                 log_error("pod %s: Unable to attach or mount volumes: %s", kubelet_sync_pod_desc(s),
                           ck_error_message(msg));
-                kubelet_worker_event(s->w, NULL, "Warning", "FailedMount", "%s", ck_error_message(msg));
+                kubelet_sync_event(s, NULL, "Warning", "FailedMount", "%s", ck_error_message(msg));
                 wait_containers(s, ck_error_message(msg));
                 s->error = true;
                 kubelet_pod_sync_volumes_ready(s);
@@ -290,7 +291,7 @@ void kubelet_sync_volumes(struct pod_sync *s) {
                 _cleanup_free_ char *path = NULL;
                 struct ownership *o;
 
-                if (!takes_ownership(s->w, v) || !(path = vol_volume_host_path(s->pod, v, ctx.root_dir)))
+                if (!takes_ownership(s, v) || !(path = vol_volume_host_path(s->pod, v, ctx.root_dir)))
                         continue;
                 o = calloc(1, sizeof(*o));
                 if (!o || !(o->name = strdup(v->name))) {
@@ -302,7 +303,7 @@ void kubelet_sync_volumes(struct pod_sync *s) {
                 o->empty_dir = v->type == VOLUME_EMPTY_DIR;
                 /* configMap, secret, downwardAPI and projected volumes are read-only (their mounter's ReadOnly
                  * attribute): the group gets read only (roMask 0440), emptyDir read and write (rwMask 0660) */
-                r = volmgr_apply_ownership(s->k->volumes, path, sc->fs_group, NULL, !o->empty_dir, ownership_done, o);
+                r = volmgr_apply_ownership(s->env->volumes, path, sc->fs_group, NULL, !o->empty_dir, ownership_done, o);
                 if (r < 0) {
                         free(o->name);
                         free(o);
