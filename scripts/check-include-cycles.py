@@ -5,6 +5,10 @@ Every `#include "folder/file.h"` in src/<a>/*.{c,h} is an edge a -> folder (a fo
 fine). The folder graph must be acyclic: dependencies between src/ folders point one way. Prints each cycle
 found with one include line per edge, and exits 1; prints the folder order (lowest layer first) and exits 0
 otherwise.
+
+Within src/kubelet, one more layer rule (issue 28): the pod sync passes (pod_sync.c, sync_*.c and their headers)
+see the kubelet only through struct pod_sync_env (pod_sync_env.h). None of them may include kubelet-internal.h or
+name struct kubelet; each violation is printed with its line and the check exits 1.
 """
 import os
 import re
@@ -32,7 +36,30 @@ def edges():
     return out
 
 
+PASS_FILE = re.compile(r"^(pod_sync|sync_\w+)\.[ch]$")
+PASS_FORBIDDEN = re.compile(r'#\s*include\s+"kubelet/kubelet-internal\.h"|\bstruct\s+kubelet\b(?!_)|->k->')
+
+
+def pass_violations():
+    out = []
+    d = os.path.join(SRC, "kubelet")
+    for name in sorted(os.listdir(d)):
+        if not PASS_FILE.match(name):
+            continue
+        with open(os.path.join(d, name), encoding="utf-8") as f:
+            for lineno, line in enumerate(f, 1):
+                if PASS_FORBIDDEN.search(line):
+                    out.append(f"src/kubelet/{name}:{lineno}: {line.strip()}")
+    return out
+
+
 def main():
+    bad = pass_violations()
+    if bad:
+        print("a pod sync pass reaches the kubelet outside struct pod_sync_env (pod_sync_env.h):")
+        for b in bad:
+            print("  " + b)
+        return 1
     g = edges()
     # Tarjan's strongly connected components
     index, low, stack, on, sccs, counter = {}, {}, [], set(), [], [0]

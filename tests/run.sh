@@ -1,7 +1,8 @@
 #!/bin/bash
 # The whole test suite, on a fresh Debian 12 machine as root:
 #   1. install the Debian packages (scripts/install-deps.sh --test: what running and testing need)
-#   2. check that no two src/ folders include each other (scripts/check-include-cycles.py): one test; and that
+#   2. check that no two src/ folders include each other and that no pod sync pass reaches struct kubelet
+#      (scripts/check-include-cycles.py): one test; and that
 #      every timer in src/ is armed through the loop's timer seam (scripts/check-timer-seam.py): one test
 #   3. check the format of the C sources against .clang-format (clang-format --dry-run --Werror): one test
 #   4. build (build/) and run the unit tests
