@@ -186,37 +186,34 @@ static void create_notifiers(struct eviction_manager *m) {
 }
 
 /* UpdateThreshold for every notifier, from the Summary's node memory or its pods' cgroup */
-static void update_notifiers(struct eviction_manager *m, const json_t *summary) {
-        const json_t *node = json_object_get(summary, "node"), *pods_mem = NULL, *e;
-        size_t i;
+static void update_notifiers(struct eviction_manager *m, const struct stats_summary *summary) {
+        const struct stats_system_container *pods = stats_summary_pods_container(summary);
 
-        json_array_foreach(json_object_get(node, "systemContainers"), i, e)
-                if (streq_ptr(json_string_value(json_object_get(e, "name")), "pods"))
-                        pods_mem = json_object_get(e, "memory");
         for (size_t k = 0; k < m->n_notifiers; k++) {
                 const struct eviction_threshold *t = &m->cfg.thresholds[m->notifiers[k].threshold];
-                const json_t *mem = t->signal == EVICTION_SIGNAL_ALLOCATABLE_MEMORY_AVAILABLE
-                                            ? pods_mem
-                                            : json_object_get(node, "memory");
-                json_int_t usage = json_integer_value(json_object_get(mem, "usageBytes"));
-                json_int_t ws = json_integer_value(json_object_get(mem, "workingSetBytes"));
-                json_int_t avail = json_integer_value(json_object_get(mem, "availableBytes"));
+                const struct stats_memory *mem = t->signal == EVICTION_SIGNAL_ALLOCATABLE_MEMORY_AVAILABLE
+                                                         ? (pods ? &pods->memory : NULL)
+                                                         : &summary->node.memory;
+                uint64_t usage, ws, avail;
                 int64_t capacity;
                 int r;
 
-                if (!json_is_integer(json_object_get(mem, "usageBytes")) ||
-                    !json_is_integer(json_object_get(mem, "workingSetBytes")) ||
-                    !json_is_integer(json_object_get(mem, "availableBytes"))) {
+                if (!mem || !mem->present || !mem->usage_bytes.set || !mem->working_set_bytes.set ||
+                    !mem->available_bytes.set) {
                         log_warning("eviction manager: failed to update %s: summary was incomplete",
                                     eviction_notifier_description(m->notifiers[k].n));
                         continue;
                 }
+                /* as the JSON had them (integers saturated at INT64_MAX) */
+                usage = MIN(mem->usage_bytes.v, (uint64_t) INT64_MAX);
+                ws = MIN(mem->working_set_bytes.v, (uint64_t) INT64_MAX);
+                avail = MIN(mem->available_bytes.v, (uint64_t) INT64_MAX);
                 capacity = (int64_t) avail + (int64_t) ws;
                 r = eviction_notifier_set_threshold(m->notifiers[k].n,
                                                     eviction_notifier_level(capacity,
                                                                             eviction_value_quantity(&t->value,
                                                                                                     capacity),
-                                                                            (uint64_t) usage, (uint64_t) ws));
+                                                                            usage, ws));
                 if (r < 0)
                         log_warning("eviction manager: failed to update %s: %s",
                                     eviction_notifier_description(m->notifiers[k].n), strerror(-r));
@@ -293,23 +290,23 @@ static bool is_disk_signal(enum eviction_signal s) {
         return r == EVICTION_RESOURCE_EPHEMERAL_STORAGE || r == EVICTION_RESOURCE_INODES;
 }
 
-static void on_resummary(int r, json_t *summary, void *userdata) {
+static void on_resummary(int r, struct stats_summary *summary, void *userdata) {
         struct sync_ctx *c = userdata;
         struct eviction_stats after = {};
         uint32_t all, met;
 
         c->pending--;
         if (ctx_detached(c)) {
-                json_decref(summary);
+                stats_summary_free(summary);
                 return;
         }
         if (r < 0 || eviction_stats_from_summary(summary, now_usec(), &after) < 0) {
                 log_error("eviction manager: failed to get summary stats after resource reclaim: %s", strerror(-r));
-                json_decref(summary);
+                stats_summary_free(summary);
                 sync_end(c);
                 return;
         }
-        json_decref(summary);
+        stats_summary_free(summary);
         all = c->m->cfg.n_thresholds >= 32 ? UINT32_MAX : (UINT32_C(1) << c->m->cfg.n_thresholds) - 1;
         met = eviction_thresholds_met(c->m->cfg.thresholds, c->m->cfg.n_thresholds, all, &after.obs, false);
         eviction_stats_done(&after);
@@ -433,14 +430,14 @@ static void evict_one(struct sync_ctx *c) {
         sync_end(c);
 }
 
-static void on_summary(int r, json_t *summary, void *userdata) {
+static void on_summary(int r, struct stats_summary *summary, void *userdata) {
         struct sync_ctx *c = userdata;
         struct eviction_manager *m;
         char **evicted;
 
         c->pending--;
         if (ctx_detached(c)) {
-                json_decref(summary);
+                stats_summary_free(summary);
                 return;
         }
         m = c->m;
@@ -455,7 +452,7 @@ static void on_summary(int r, json_t *summary, void *userdata) {
                 update_notifiers(m, summary);
         }
         r = eviction_stats_from_summary(summary, now_usec(), &c->stats);
-        json_decref(summary);
+        stats_summary_free(summary);
         if (r < 0) {
                 sync_end(c);
                 return;

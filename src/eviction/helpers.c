@@ -440,14 +440,6 @@ char *eviction_threshold_format(const struct eviction_threshold *t) {
 
 /* ---------------------------------------------------------------- observations (makeSignalObservations) */
 
-static bool get_u64(const json_t *o, const char *key, uint64_t *ret) {
-        const json_t *v = json_object_get(o, key);
-        if (!json_is_integer(v) || json_integer_value(v) < 0)
-                return false;
-        *ret = (uint64_t) json_integer_value(v);
-        return true;
-}
-
 static void observe(struct eviction_observations *obs, enum eviction_signal s, uint64_t available, uint64_t capacity,
                     uint64_t at) {
         obs->s[s] = (struct eviction_observation) { .present = true,
@@ -456,27 +448,28 @@ static void observe(struct eviction_observations *obs, enum eviction_signal s, u
                                                     .time_usec = at };
 }
 
-static void observe_memory(struct eviction_observations *obs, enum eviction_signal s, const json_t *mem, uint64_t at) {
-        uint64_t avail, ws;
-        if (get_u64(mem, "availableBytes", &avail) && get_u64(mem, "workingSetBytes", &ws))
-                observe(obs, s, avail, avail + ws, at);
+static void observe_memory(struct eviction_observations *obs, enum eviction_signal s, const struct stats_memory *mem,
+                           uint64_t at) {
+        if (mem && mem->present && mem->available_bytes.set && mem->working_set_bytes.set)
+                observe(obs, s, mem->available_bytes.v, mem->available_bytes.v + mem->working_set_bytes.v, at);
 }
 
 static void observe_fs(struct eviction_observations *obs, enum eviction_signal bytes, enum eviction_signal inodes,
-                       const json_t *fs, uint64_t at) {
-        uint64_t a, c;
-        if (!get_u64(fs, "availableBytes", &a) || !get_u64(fs, "capacityBytes", &c))
+                       const struct stats_fs *fs, uint64_t at) {
+        if (!fs->present || !fs->available_bytes.set || !fs->capacity_bytes.set)
                 return;
-        observe(obs, bytes, a, c, at);
-        if (get_u64(fs, "inodesFree", &a) && get_u64(fs, "inodes", &c))
-                observe(obs, inodes, a, c, at);
+        observe(obs, bytes, fs->available_bytes.v, fs->capacity_bytes.v, at);
+        if (fs->inodes_free.set && fs->inodes.set)
+                observe(obs, inodes, fs->inodes_free.v, fs->inodes.v, at);
 }
 
-static void fs_usage_from(const json_t *fs, struct eviction_fs_usage *ret) {
-        if (!json_is_object(fs))
+static void fs_usage_from(const struct stats_fs *fs, struct eviction_fs_usage *ret) {
+        if (!fs->present)
                 return;
-        ret->present = get_u64(fs, "usedBytes", &ret->used_bytes);
-        ret->has_inodes = get_u64(fs, "inodesUsed", &ret->inodes_used);
+        ret->present = fs->used_bytes.set;
+        ret->used_bytes = fs->used_bytes.v;
+        ret->has_inodes = fs->inodes_used.set;
+        ret->inodes_used = fs->inodes_used.v;
 }
 
 static void pod_stats_done(struct eviction_pod_stats *p) {
@@ -489,52 +482,49 @@ static void pod_stats_done(struct eviction_pod_stats *p) {
         free(p->uid);
 }
 
-static int pod_stats_from(const json_t *pj, struct eviction_pod_stats *p) {
-        const char *uid = json_string_value(json_object_get(json_object_get(pj, "podRef"), "uid"));
-        const json_t *a, *e;
-        size_t i;
-
-        if (isempty(uid))
+static int pod_stats_from(const struct stats_pod_summary *ps, struct eviction_pod_stats *p) {
+        if (isempty(ps->uid))
                 return 0; /* skipped by the caller */
-        p->uid = strdup(uid);
+        p->uid = strdup(ps->uid);
         if (!p->uid)
                 return -ENOMEM;
-        p->has_memory = get_u64(json_object_get(pj, "memory"), "workingSetBytes", &p->working_set_bytes);
-        p->has_process_count = get_u64(json_object_get(pj, "process_stats"), "process_count", &p->process_count);
-        a = json_object_get(pj, "containers");
-        if (json_array_size(a) > 0) {
-                p->containers = calloc(json_array_size(a), sizeof(*p->containers));
+        p->has_memory = ps->memory.present && ps->memory.working_set_bytes.set;
+        p->working_set_bytes = p->has_memory ? ps->memory.working_set_bytes.v : 0;
+        p->has_process_count = ps->process_count.set;
+        p->process_count = ps->process_count.v;
+        if (ps->n_containers > 0) {
+                p->containers = calloc(ps->n_containers, sizeof(*p->containers));
                 if (!p->containers)
                         return -ENOMEM;
-                json_array_foreach(a, i, e) {
+                for (size_t i = 0; i < ps->n_containers; i++) {
+                        const struct stats_container_summary *e = &ps->containers[i];
                         struct eviction_container_stats *c = &p->containers[p->n_containers];
-                        const char *name = json_string_value(json_object_get(e, "name"));
-                        if (!name)
+                        if (!e->name)
                                 continue;
-                        c->name = strdup(name);
+                        c->name = strdup(e->name);
                         if (!c->name)
                                 return -ENOMEM;
                         p->n_containers++;
-                        c->has_memory = get_u64(json_object_get(e, "memory"), "workingSetBytes", &c->working_set_bytes);
-                        fs_usage_from(json_object_get(e, "rootfs"), &c->rootfs);
-                        fs_usage_from(json_object_get(e, "logs"), &c->logs);
+                        c->has_memory = e->memory.present && e->memory.working_set_bytes.set;
+                        c->working_set_bytes = c->has_memory ? e->memory.working_set_bytes.v : 0;
+                        fs_usage_from(&e->rootfs, &c->rootfs);
+                        fs_usage_from(&e->logs, &c->logs);
                 }
         }
-        a = json_object_get(pj, "volume");
-        if (json_array_size(a) > 0) {
-                p->volumes = calloc(json_array_size(a), sizeof(*p->volumes));
+        if (ps->n_volumes > 0) {
+                p->volumes = calloc(ps->n_volumes, sizeof(*p->volumes));
                 if (!p->volumes)
                         return -ENOMEM;
-                json_array_foreach(a, i, e) {
+                for (size_t i = 0; i < ps->n_volumes; i++) {
+                        const struct stats_volume_summary *e = &ps->volumes[i];
                         struct eviction_volume_stats *v = &p->volumes[p->n_volumes];
-                        const char *name = json_string_value(json_object_get(e, "name"));
-                        if (!name)
+                        if (!e->name)
                                 continue;
-                        v->name = strdup(name);
+                        v->name = strdup(e->name);
                         if (!v->name)
                                 return -ENOMEM;
                         p->n_volumes++;
-                        fs_usage_from(e, &v->fs);
+                        fs_usage_from(&e->fs, &v->fs);
                 }
         }
         return 1;
@@ -544,35 +534,35 @@ static int cmp_pod_uid(const void *a, const void *b) {
         return strcmp(((const struct eviction_pod_stats *) a)->uid, ((const struct eviction_pod_stats *) b)->uid);
 }
 
-int eviction_stats_from_summary(const json_t *summary, uint64_t observed_usec, struct eviction_stats *ret) {
-        const json_t *node = json_object_get(summary, "node"), *pods = json_object_get(summary, "pods"), *e;
+int eviction_stats_from_summary(const struct stats_summary *summary, uint64_t observed_usec,
+                                struct eviction_stats *ret) {
+        const struct stats_system_container *pods_cg;
+        const struct stats_rlimit *rl;
         struct eviction_stats st = {};
-        uint64_t maxpid, curproc;
-        size_t i;
         int r;
 
-        if (!json_is_object(summary))
+        if (!summary)
                 return -EINVAL;
-        observe_memory(&st.obs, EVICTION_SIGNAL_MEMORY_AVAILABLE, json_object_get(node, "memory"), observed_usec);
-        json_array_foreach(json_object_get(node, "systemContainers"), i, e)
-                if (streq_ptr(json_string_value(json_object_get(e, "name")), "pods"))
-                        observe_memory(&st.obs, EVICTION_SIGNAL_ALLOCATABLE_MEMORY_AVAILABLE,
-                                       json_object_get(e, "memory"), observed_usec);
-        observe_fs(&st.obs, EVICTION_SIGNAL_NODEFS_AVAILABLE, EVICTION_SIGNAL_NODEFS_INODES_FREE,
-                   json_object_get(node, "fs"), observed_usec);
+        observe_memory(&st.obs, EVICTION_SIGNAL_MEMORY_AVAILABLE, &summary->node.memory, observed_usec);
+        pods_cg = stats_summary_pods_container(summary);
+        if (pods_cg)
+                observe_memory(&st.obs, EVICTION_SIGNAL_ALLOCATABLE_MEMORY_AVAILABLE, &pods_cg->memory, observed_usec);
+        observe_fs(&st.obs, EVICTION_SIGNAL_NODEFS_AVAILABLE, EVICTION_SIGNAL_NODEFS_INODES_FREE, &summary->node.fs,
+                   observed_usec);
         observe_fs(&st.obs, EVICTION_SIGNAL_IMAGEFS_AVAILABLE, EVICTION_SIGNAL_IMAGEFS_INODES_FREE,
-                   json_object_get(json_object_get(node, "runtime"), "imageFs"), observed_usec);
-        if (get_u64(json_object_get(node, "rlimit"), "maxpid", &maxpid) &&
-            get_u64(json_object_get(node, "rlimit"), "curproc", &curproc))
-                observe(&st.obs, EVICTION_SIGNAL_PID_AVAILABLE, maxpid > curproc ? maxpid - curproc : 0, maxpid,
+                   &summary->node.image_fs, observed_usec);
+        rl = &summary->node.rlimit;
+        if (rl->present && rl->maxpid >= 0 && rl->curproc >= 0)
+                observe(&st.obs, EVICTION_SIGNAL_PID_AVAILABLE,
+                        rl->maxpid > rl->curproc ? (uint64_t) (rl->maxpid - rl->curproc) : 0, (uint64_t) rl->maxpid,
                         observed_usec);
 
-        if (json_array_size(pods) > 0) {
-                st.pods = calloc(json_array_size(pods), sizeof(*st.pods));
+        if (summary->n_pods > 0) {
+                st.pods = calloc(summary->n_pods, sizeof(*st.pods));
                 if (!st.pods)
                         return -ENOMEM;
-                json_array_foreach(pods, i, e) {
-                        r = pod_stats_from(e, &st.pods[st.n_pods]);
+                for (size_t i = 0; i < summary->n_pods; i++) {
+                        r = pod_stats_from(&summary->pods[i], &st.pods[st.n_pods]);
                         if (r < 0) {
                                 st.n_pods++;
                                 eviction_stats_done(&st);

@@ -2,7 +2,7 @@
 #pragma once
 
 /* The eviction manager's decisions (upstream pkg/kubelet/eviction/helpers.go and the first half of
- * synchronize()), as pure functions over a Summary (stats/v1alpha1 JSON), the pods and the time: signal
+ * synchronize()), as pure functions over a Summary (struct stats_summary), the pods and the time: signal
  * observations, thresholds met, grace periods, node conditions with their transition period, the ranking of pods,
  * the eviction message, local ephemeral storage limits and admission under pressure. */
 
@@ -14,6 +14,7 @@
 #include "apis/pod.h"
 #include "basic/time.h"
 #include "eviction/api.h"
+#include "stats/summary.h"
 
 /* At most this many thresholds: every signal hard and soft, plus the allocatable copies. */
 #define EVICTION_MAX_THRESHOLDS 32
@@ -68,8 +69,9 @@ struct eviction_stats {
 };
 
 /* makeSignalObservations: the signals from the Summary's node section and the pods' stats. Every observation is
- * stamped with observed_usec (when the Summary was collected). -EINVAL when summary is not an object. */
-int eviction_stats_from_summary(const json_t *summary, uint64_t observed_usec, struct eviction_stats *ret);
+ * stamped with observed_usec (when the Summary was collected). -EINVAL when summary is NULL. */
+int eviction_stats_from_summary(const struct stats_summary *summary, uint64_t observed_usec,
+                                struct eviction_stats *ret);
 void eviction_stats_done(struct eviction_stats *s);
 const struct eviction_pod_stats *eviction_stats_find_pod(const struct eviction_stats *s, const char *uid);
 

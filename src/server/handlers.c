@@ -194,8 +194,9 @@ static struct evhttp_request *op_finish(struct api_op *op) {
 
 /* ---------------------------------------------------------------- /stats/summary, /metrics/resource */
 
-static void on_summary(int k, json_t *summary, void *userdata) {
-        json_auto_t *owned = summary;
+static void on_summary(int k, struct stats_summary *summary, void *userdata) {
+        _cleanup_(stats_summary_freep) struct stats_summary *owned = summary;
+        json_t *doc = NULL;
         struct api_op *op = userdata;
         struct evhttp_request *req = op_finish(op);
         bool metrics = op->resource_metrics;
@@ -217,7 +218,13 @@ static void on_summary(int k, json_t *summary, void *userdata) {
                 api_reply_buffer(req, 200, "text/plain; version=0.0.4; charset=utf-8", b);
                 return;
         }
-        api_reply_json(req, 200, TAKE_PTR(owned));
+        /* JSON only here, at the server's edge */
+        k = stats_summary_to_json(summary, &doc);
+        if (k < 0) {
+                api_reply_text(req, 500, "Internal Error: failed to get node info: %s\n", strerror(-k));
+                return;
+        }
+        api_reply_json(req, 200, doc);
 }
 
 void api_handle_stats_summary(struct api_request *r, bool resource_metrics) {
@@ -237,8 +244,7 @@ void api_handle_stats_summary(struct api_request *r, bool resource_metrics) {
         if (!op)
                 return;
         op->resource_metrics = resource_metrics;
-        k = resource_metrics ? stats_summary_get_precise(r->s->stats, on_summary, op)
-                             : stats_summary_get(r->s->stats, on_summary, op);
+        k = stats_summary_get(r->s->stats, on_summary, op);
         if (k < 0) {
                 struct evhttp_request *req = op_finish(op);
                 free(op);

@@ -59,7 +59,6 @@ struct summary_req {
         void *userdata;
         unsigned pending; /* CRI calls in flight */
         int error;
-        bool precise; /* stats_summary_get_precise */
         ProtobufCMessage *resp[_Q_MAX];
         struct req_slot slots[_Q_MAX];
         struct status_slot *status; /* PodSandboxStatus calls for sandboxes whose pid is not known */
@@ -239,7 +238,7 @@ static void req_complete(struct summary_req *req) {
         struct stats_provider *p = req->p;
         stats_summary_cb cb = req->cb;
         void *userdata = req->userdata;
-        json_t *summary = NULL;
+        struct stats_summary *summary = NULL;
         int r = req->error;
 
         if (r >= 0) {
@@ -251,7 +250,7 @@ static void req_complete(struct summary_req *req) {
                         .pod_stats = (const Runtime__V1__ListPodSandboxStatsResponse *) req->resp[Q_POD_STATS],
                         .image_fs = (const Runtime__V1__ImageFsInfoResponse *) req->resp[Q_IMAGE_FS],
                 };
-                r = stats_summary_build_times(p, &in, req->precise, &summary);
+                r = stats_summary_build(p, &in, &summary);
         }
         req_unlink(p, req);
         req_free(req);
@@ -364,17 +363,7 @@ static void on_defer(evutil_socket_t fd, short what, void *userdata) {
         req_complete(userdata);
 }
 
-static int stats_summary_get_times(struct stats_provider *p, bool precise, stats_summary_cb cb, void *userdata);
-
 int stats_summary_get(struct stats_provider *p, stats_summary_cb cb, void *userdata) {
-        return stats_summary_get_times(p, false, cb, userdata);
-}
-
-int stats_summary_get_precise(struct stats_provider *p, stats_summary_cb cb, void *userdata) {
-        return stats_summary_get_times(p, true, cb, userdata);
-}
-
-static int stats_summary_get_times(struct stats_provider *p, bool precise, stats_summary_cb cb, void *userdata) {
         struct summary_req *req;
         int r;
 
@@ -384,7 +373,6 @@ static int stats_summary_get_times(struct stats_provider *p, bool precise, stats
         if (!req)
                 return -ENOMEM;
         req->p = p;
-        req->precise = precise;
         req->cb = cb;
         req->userdata = userdata;
         for (size_t i = 0; i < _Q_MAX; i++)

@@ -53,33 +53,17 @@ struct sample {
         int64_t cpu_ms, mem_ms; /* -1: no timestamp */
 };
 
-static int64_t time_ms(const json_t *stat) {
-        const char *t = json_string_value(json_object_get(stat, "time"));
-        int64_t ns;
-        if (!t || parse_rfc3339(t, &ns) < 0)
-                return -1;
-        return ns / 1000000;
-}
-
-static bool get_number(const json_t *o, const char *key, double *ret) {
-        const json_t *v = json_object_get(o, key);
-        if (!json_is_number(v))
-                return false;
-        *ret = json_is_integer(v) ? (double) (uint64_t) json_integer_value(v) : json_real_value(v);
-        return true;
-}
-
-/* cpu and memory of a node/pod/container stats object */
-static void read_cpu_mem(const json_t *o, struct sample *s) {
-        const json_t *cpu = json_object_get(o, "cpu"), *mem = json_object_get(o, "memory");
-        if (cpu && get_number(cpu, "usageCoreNanoSeconds", &s->cpu)) {
+/* cpu and memory of a node/pod/container's stats */
+static void read_cpu_mem(const struct stats_cpu *cpu, const struct stats_memory *mem, struct sample *s) {
+        if (cpu->present && cpu->usage_core_nano_seconds.set) {
                 s->has_cpu = true;
-                s->cpu /= 1e9;
-                s->cpu_ms = time_ms(cpu);
+                s->cpu = (double) cpu->usage_core_nano_seconds.v / 1e9;
+                s->cpu_ms = cpu->time_nsec > 0 ? cpu->time_nsec / 1000000 : -1;
         }
-        if (mem && get_number(mem, "workingSetBytes", &s->mem)) {
+        if (mem->present && mem->working_set_bytes.set) {
                 s->has_mem = true;
-                s->mem_ms = time_ms(mem);
+                s->mem = (double) mem->working_set_bytes.v;
+                s->mem_ms = mem->time_nsec > 0 ? mem->time_nsec / 1000000 : -1;
         }
 }
 
@@ -179,54 +163,45 @@ static int add_family(struct evbuffer *out, const char *name, const char *help, 
         return 0;
 }
 
-int stats_resource_metrics(const json_t *summary, struct evbuffer *out) {
+int stats_resource_metrics(const struct stats_summary *summary, struct evbuffer *out) {
         _cleanup_free_ struct sample *cs = NULL, *ps = NULL;
         struct sample node = { .cpu_ms = -1, .mem_ms = -1 };
-        size_t ncs = 0, nps = 0, acs = 0;
-        const json_t *pods, *pod;
-        size_t i;
+        size_t ncs = 0, nps = 0;
         int r;
 
         if (summary) {
-                read_cpu_mem(json_object_get(summary, "node"), &node);
-                pods = json_object_get(summary, "pods");
-                ps = calloc(json_array_size(pods) + 1, sizeof(*ps));
-                if (!ps)
+                size_t n = 0;
+                read_cpu_mem(&summary->node.cpu, &summary->node.memory, &node);
+                for (size_t i = 0; i < summary->n_pods; i++)
+                        n += summary->pods[i].n_containers;
+                ps = calloc(summary->n_pods + 1, sizeof(*ps));
+                cs = calloc(n + 1, sizeof(*cs));
+                if (!ps || !cs)
                         return -ENOMEM;
-                json_array_foreach(pods, i, pod) {
-                        const json_t *ref = json_object_get(pod, "podRef"), *containers, *c;
-                        const char *name = json_string_value(json_object_get(ref, "name")),
-                                   *ns = json_string_value(json_object_get(ref, "namespace"));
-                        size_t j;
+                for (size_t i = 0; i < summary->n_pods; i++) {
+                        const struct stats_pod_summary *pod = &summary->pods[i];
 
-                        if (!name || !ns)
+                        if (!pod->name || !pod->namespace_)
                                 continue;
-                        ps[nps] = (struct sample) { .namespace_ = ns, .pod = name, .cpu_ms = -1, .mem_ms = -1 };
-                        read_cpu_mem(pod, &ps[nps]);
+                        ps[nps] = (struct sample) {
+                                .namespace_ = pod->namespace_, .pod = pod->name, .cpu_ms = -1, .mem_ms = -1
+                        };
+                        read_cpu_mem(&pod->cpu, &pod->memory, &ps[nps]);
                         nps++;
-                        containers = json_object_get(pod, "containers");
-                        json_array_foreach(containers, j, c) {
-                                const char *cname = json_string_value(json_object_get(c, "name")),
-                                           *start = json_string_value(json_object_get(c, "startTime"));
-                                int64_t start_ns;
-                                if (!cname)
+                        for (size_t j = 0; j < pod->n_containers; j++) {
+                                const struct stats_container_summary *c = &pod->containers[j];
+                                if (!c->name)
                                         continue;
-                                if (ncs == acs) {
-                                        size_t na = acs ? acs * 2 : 16;
-                                        struct sample *nv = reallocarray(cs, na, sizeof(*cs));
-                                        if (!nv)
-                                                return -ENOMEM;
-                                        cs = nv;
-                                        acs = na;
-                                }
-                                cs[ncs] = (struct sample) {
-                                        .container = cname, .namespace_ = ns, .pod = name, .cpu_ms = -1, .mem_ms = -1
-                                };
-                                read_cpu_mem(c, &cs[ncs]);
+                                cs[ncs] = (struct sample) { .container = c->name,
+                                                            .namespace_ = pod->namespace_,
+                                                            .pod = pod->name,
+                                                            .cpu_ms = -1,
+                                                            .mem_ms = -1 };
+                                read_cpu_mem(&c->cpu, &c->memory, &cs[ncs]);
                                 /* upstream skips a start time at or before the epoch */
-                                if (start && parse_rfc3339(start, &start_ns) >= 0 && start_ns / NSEC_PER_SEC > 0) {
+                                if (c->start_nsec / NSEC_PER_SEC > 0) {
                                         cs[ncs].has_start = true;
-                                        cs[ncs].start = (double) start_ns / 1e9;
+                                        cs[ncs].start = (double) c->start_nsec / 1e9;
                                 }
                                 ncs++;
                         }

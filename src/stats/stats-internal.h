@@ -18,6 +18,7 @@ json_t *stats_juint(uint64_t v);
 #include "cri/cri.h"
 
 struct stats_provider;
+struct stats_summary;
 
 /* The runtime's answers a summary is built from (NULL: not available). */
 struct summary_input {
@@ -29,7 +30,9 @@ struct summary_input {
 };
 
 /* Build the summary from the runtime's answers and the host (read now). Updates the CPU sample cache. */
-int stats_summary_build(struct stats_provider *p, const struct summary_input *in, json_t **ret);
+int stats_summary_build(struct stats_provider *p, const struct summary_input *in, struct stats_summary **ret);
+/* The same, rendered as /stats/summary's JSON (for tests). */
+int stats_summary_build_json(struct stats_provider *p, const struct summary_input *in, json_t **ret);
 
 /* Remember the pid of a sandbox's infra process (its network namespace has the pod's interfaces). */
 int stats_provider_set_sandbox_pid(struct stats_provider *p, const char *sandbox_id, int pid);
@@ -78,5 +81,3 @@ struct stats_provider {
 struct sandbox_pid *stats_sandbox_pid_find(struct stats_provider *p, const char *id);
 /* forget the sandbox pids not seen since older_than_usec (monotonic) */
 void stats_sandbox_pids_prune(struct stats_provider *p, uint64_t older_than_usec);
-/* the summary with times to the nanosecond (precise) or the second */
-int stats_summary_build_times(struct stats_provider *p, const struct summary_input *in, bool precise, json_t **ret);

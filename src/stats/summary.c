@@ -28,16 +28,13 @@
 #include "stats/stats-internal.h"
 #include "stats/volume_stats.h"
 
-/* ---------------------------------------------------------------- JSON helpers */
+/* ---------------------------------------------------------------- helpers */
 
-struct opt {
-        bool set;
-        uint64_t v;
-};
-#define OPT(x) ((struct opt) { true, (x) })
-#define NONE ((struct opt) { false, 0 })
+typedef struct stats_u64 opt_t;
+#define OPT(x) ((opt_t) { true, (x) })
+#define NONE ((opt_t) { false, 0 })
 
-static struct opt opt_pb(const Runtime__V1__UInt64Value *v) {
+static opt_t opt_pb(const Runtime__V1__UInt64Value *v) {
         return v ? OPT(v->value) : NONE;
 }
 
@@ -49,9 +46,7 @@ struct mount_fs {
 
 struct build {
         struct stats_provider *p;
-        uint64_t now_usec; /* realtime */
-        bool precise;      /* times with nanoseconds (for the metrics), else seconds (the JSON's) */
-        char now[48];      /* RFC 3339 */
+        int64_t now_nsec; /* realtime: the time of stats the runtime gave none for */
         bool oom;
         struct mount_fs *mounts; /* statvfs results of this build, by path */
         size_t n_mounts;
@@ -60,82 +55,43 @@ struct build {
         size_t n_cgroups;
 };
 
-static void put(struct build *b, json_t *o, const char *key, json_t *v) {
-        if (!v || json_object_set_new(o, key, v) < 0)
+static char *dup_str(struct build *b, const char *s) {
+        char *d = strdup(strempty(s));
+        if (!d)
                 b->oom = true;
+        return d;
 }
 
-static void put_opt(struct build *b, json_t *o, const char *key, struct opt v) {
-        if (v.set)
-                put(b, o, key, stats_juint(v.v));
+static int64_t stat_time(const struct build *b, int64_t unix_nsec) {
+        return unix_nsec > 0 ? unix_nsec : b->now_nsec;
 }
 
-static void append(struct build *b, json_t *a, json_t *v) {
-        if (!v || json_array_append_new(a, v) < 0)
-                b->oom = true;
-}
-
-static json_t *time_json(int64_t unix_nsec, const struct build *b) {
-        char buf[48];
-        if (unix_nsec <= 0)
-                return json_string(b->now);
-        if (b->precise)
-                return json_string(format_rfc3339nano(unix_nsec, buf, sizeof(buf)) ?: b->now);
-        return json_string(format_rfc3339((uint64_t) (unix_nsec / 1000), buf, sizeof(buf)) ?: b->now);
-}
-
-static json_t *cpu_json(struct build *b, int64_t time_nsec, struct opt nano_cores, struct opt usage) {
-        json_t *o = json_object();
-        put(b, o, "time", time_json(time_nsec, b));
-        put_opt(b, o, "usageNanoCores", nano_cores);
-        put_opt(b, o, "usageCoreNanoSeconds", usage);
-        return o;
-}
-
-struct mem {
-        int64_t time_nsec;
-        struct opt available, usage, working_set, rss, page_faults, major_page_faults;
-};
-
-static json_t *memory_json(struct build *b, const struct mem *m) {
-        json_t *o = json_object();
-        put(b, o, "time", time_json(m->time_nsec, b));
-        put_opt(b, o, "availableBytes", m->available);
-        put_opt(b, o, "usageBytes", m->usage);
-        put_opt(b, o, "workingSetBytes", m->working_set);
-        put_opt(b, o, "rssBytes", m->rss);
-        put_opt(b, o, "pageFaults", m->page_faults);
-        put_opt(b, o, "majorPageFaults", m->major_page_faults);
-        return o;
+static void set_cpu(struct build *b, struct stats_cpu *c, int64_t time_nsec, opt_t nano_cores, opt_t usage) {
+        c->present = true;
+        c->time_nsec = stat_time(b, time_nsec);
+        c->usage_nano_cores = nano_cores;
+        c->usage_core_nano_seconds = usage;
 }
 
 /* FsStats: capacity, available, inodes and inodesFree from the filesystem (if known), used/inodesUsed given */
-static json_t *fs_json(struct build *b, int64_t time_nsec, const struct fs_usage *fs, struct opt used,
-                       struct opt inodes_used) {
-        json_t *o = json_object();
-        put(b, o, "time", time_json(time_nsec, b));
+static void set_fs(struct build *b, struct stats_fs *f, int64_t time_nsec, const struct fs_usage *fs, opt_t used,
+                   opt_t inodes_used) {
+        *f = (struct stats_fs) {
+                .present = true, .time_nsec = stat_time(b, time_nsec), .used_bytes = used, .inodes_used = inodes_used
+        };
         if (fs) {
-                put(b, o, "availableBytes", stats_juint(fs->available_bytes));
-                put(b, o, "capacityBytes", stats_juint(fs->capacity_bytes));
+                f->available_bytes = OPT(fs->available_bytes);
+                f->capacity_bytes = OPT(fs->capacity_bytes);
+                f->inodes_free = OPT(fs->inodes_free);
+                f->inodes = OPT(fs->inodes);
         }
-        put_opt(b, o, "usedBytes", used);
-        if (fs) {
-                put(b, o, "inodesFree", stats_juint(fs->inodes_free));
-                put(b, o, "inodes", stats_juint(fs->inodes));
-        }
-        put_opt(b, o, "inodesUsed", inodes_used);
-        return o;
 }
 
-static json_t *iface_json(struct build *b, const char *name, struct opt rx, struct opt rx_err, struct opt tx,
-                          struct opt tx_err) {
-        json_t *o = json_object();
-        put(b, o, "name", stats_jstr(name));
-        put_opt(b, o, "rxBytes", rx);
-        put_opt(b, o, "rxErrors", rx_err);
-        put_opt(b, o, "txBytes", tx);
-        put_opt(b, o, "txErrors", tx_err);
-        return o;
+static void set_iface(struct build *b, struct stats_interface *i, const char *name, opt_t rx, opt_t rx_err, opt_t tx,
+                      opt_t tx_err) {
+        *i = (struct stats_interface) {
+                .name = dup_str(b, name), .rx_bytes = rx, .rx_errors = rx_err, .tx_bytes = tx, .tx_errors = tx_err
+        };
 }
 
 /* statvfs of a path, once per build */
@@ -250,57 +206,49 @@ static char *container_cgroup(const struct build *b, const char *pod_cg, const c
         return NULL;
 }
 
-static json_t *psi_data_json(struct build *b, const struct psi_data *d) {
-        json_t *o = json_object();
-        put(b, o, "total", stats_juint(d->total));
-        put(b, o, "avg10", json_real(d->avg10));
-        put(b, o, "avg60", json_real(d->avg60));
-        put(b, o, "avg300", json_real(d->avg300));
-        return o;
+static void set_psi(struct stats_psi *dst, const struct psi_stats *ps) {
+        dst->present = true;
+        dst->full = (struct stats_psi_data) { ps->full.total, ps->full.avg10, ps->full.avg60, ps->full.avg300 };
+        dst->some = (struct stats_psi_data) { ps->some.total, ps->some.avg10, ps->some.avg60, ps->some.avg300 };
 }
 
-static json_t *psi_json(struct build *b, const struct psi_stats *p) {
-        json_t *o = json_object();
-        put(b, o, "full", psi_data_json(b, &p->full));
-        put(b, o, "some", psi_data_json(b, &p->some));
-        return o;
-}
-
-/* PSIStats into o's "cpu" and "memory" (made if missing) and "io", from the cgroup's files (NULL: the node's) */
-static void put_psi(struct build *b, json_t *o, const char *cgroup) {
+/* PSIStats of cpu, memory and io, from the cgroup's files (NULL: the node's); a cpu or memory stat made for it
+ * has the build's time only */
+static void read_psi(struct build *b, struct stats_cpu *cpu, struct stats_memory *mem, struct stats_io *io,
+                     const char *cgroup) {
         static const char *const resource[] = { "cpu", "memory", "io" };
         for (size_t i = 0; i < ELEMENTSOF(resource); i++) {
                 struct psi_stats ps;
-                json_t *r;
                 if ((cgroup ? stats_cgroup_read_psi(b->p->host_root, cgroup, resource[i], &ps)
                             : stats_node_read_psi(b->p->host_root, resource[i], &ps)) < 0)
                         continue;
-                r = json_object_get(o, resource[i]);
-                if (!r) {
-                        r = json_object();
-                        put(b, r, "time", json_string(b->now));
-                        put(b, o, resource[i], r);
-                        if (!r)
-                                continue;
+                if (i == 0) {
+                        if (!cpu->present)
+                                *cpu = (struct stats_cpu) { .present = true, .time_nsec = b->now_nsec };
+                        set_psi(&cpu->psi, &ps);
+                } else if (i == 1) {
+                        if (!mem->present)
+                                *mem = (struct stats_memory) { .present = true, .time_nsec = b->now_nsec };
+                        set_psi(&mem->psi, &ps);
+                } else {
+                        io->time_nsec = b->now_nsec;
+                        set_psi(&io->psi, &ps);
                 }
-                put(b, r, "psi", psi_json(b, &ps));
         }
 }
 
-static json_t *swap_json(struct build *b, uint64_t usage, struct opt available) {
-        json_t *o = json_object();
-        put(b, o, "time", json_string(b->now));
-        put_opt(b, o, "swapAvailableBytes", available);
-        put(b, o, "swapUsageBytes", stats_juint(usage));
-        return o;
+static void set_swap(struct build *b, struct stats_swap *s, uint64_t usage, opt_t available) {
+        *s = (struct stats_swap) {
+                .present = true, .time_nsec = b->now_nsec, .swap_available_bytes = available, .swap_usage_bytes = usage
+        };
 }
 
 /* SwapStats of a v2 cgroup: memory.swap.current, and the limit less it when there is one (as cadvisor) */
-static void put_cgroup_swap(struct build *b, json_t *o, const char *cgroup) {
+static void read_cgroup_swap(struct build *b, struct stats_swap *s, const char *cgroup) {
         uint64_t usage, limit;
         if (stats_cgroup_read_swap(b->p->host_root, cgroup, &usage, &limit) < 0)
                 return;
-        put(b, o, "swap", swap_json(b, usage, limit == UINT64_MAX ? NONE : OPT(limit > usage ? limit - usage : 0)));
+        set_swap(b, s, usage, limit == UINT64_MAX ? NONE : OPT(limit > usage ? limit - usage : 0));
 }
 
 #define LABEL(m, key) pb_map_get((void *const *) (m)->labels, (m)->n_labels, (key))
@@ -375,7 +323,7 @@ static const Runtime__V1__ContainerStats *find_stats(Runtime__V1__ContainerStats
         return NULL;
 }
 
-static void add_usage(struct opt *sum, struct opt v) {
+static void add_usage(opt_t *sum, opt_t v) {
         if (v.set) {
                 sum->set = true;
                 sum->v += v.v;
@@ -383,24 +331,23 @@ static void add_usage(struct opt *sum, struct opt v) {
 }
 
 /* one container's stats; adds a running container's cpu/memory to *t and its disk use to *eph */
-static json_t *container_json(struct build *b, const struct pod *pod, const struct ctr *k,
-                              const Runtime__V1__ContainerStats *s, struct totals *t, struct opt *eph_used,
-                              struct opt *eph_inodes) {
-        json_t *o = json_object();
+static void build_container(struct build *b, const struct pod *pod, const struct ctr *k,
+                            const Runtime__V1__ContainerStats *s, struct totals *t, opt_t *eph_used, opt_t *eph_inodes,
+                            struct stats_container_summary *o) {
         bool running = k->c->state == RUNTIME__V1__CONTAINER_STATE__CONTAINER_RUNNING; /* all are, for now */
-        struct opt used = NONE, inodes = NONE;
+        opt_t used = NONE, inodes = NONE;
 
-        put(b, o, "name", stats_jstr(k->name));
-        put(b, o, "startTime", time_json(k->c->created_at, b));
+        o->name = dup_str(b, k->name);
+        o->start_nsec = stat_time(b, k->c->created_at);
 
         if (s->cpu) {
-                struct opt usage = opt_pb(s->cpu->usage_core_nano_seconds), nano = NONE;
+                opt_t usage = opt_pb(s->cpu->usage_core_nano_seconds), nano = NONE;
                 uint64_t rate;
                 if (s->cpu->usage_nano_cores)
                         nano = OPT(s->cpu->usage_nano_cores->value);
                 else if (usage.set && stats_provider_nano_cores(b->p, k->c->id, usage.v, s->cpu->timestamp, &rate))
                         nano = OPT(rate);
-                put(b, o, "cpu", cpu_json(b, s->cpu->timestamp, nano, usage));
+                set_cpu(b, &o->cpu, s->cpu->timestamp, nano, usage);
                 if (running && usage.set) {
                         t->has_cpu = true;
                         t->cpu_usage += usage.v;
@@ -413,42 +360,41 @@ static json_t *container_json(struct build *b, const struct pod *pod, const stru
         }
         if (s->memory) {
                 const Runtime__V1__MemoryUsage *m = s->memory;
-                struct mem mj = {
-                        .time_nsec = m->timestamp,
+                o->memory = (struct stats_memory) {
+                        .present = true,
+                        .time_nsec = stat_time(b, m->timestamp),
                         /* an unlimited container has none; 0 from the runtime means the same */
-                        .available = m->available_bytes && m->available_bytes->value > 0
-                                             ? OPT(m->available_bytes->value)
-                                             : NONE,
-                        .usage = opt_pb(m->usage_bytes),
-                        .working_set = opt_pb(m->working_set_bytes),
-                        .rss = opt_pb(m->rss_bytes),
+                        .available_bytes = m->available_bytes && m->available_bytes->value > 0
+                                                   ? OPT(m->available_bytes->value)
+                                                   : NONE,
+                        .usage_bytes = opt_pb(m->usage_bytes),
+                        .working_set_bytes = opt_pb(m->working_set_bytes),
+                        .rss_bytes = opt_pb(m->rss_bytes),
                         .page_faults = opt_pb(m->page_faults),
                         .major_page_faults = opt_pb(m->major_page_faults),
                 };
-                put(b, o, "memory", memory_json(b, &mj));
-                if (running && mj.working_set.set) {
+                if (running && o->memory.working_set_bytes.set) {
                         t->has_mem = true;
                         t->mem_time = MAX(t->mem_time, m->timestamp);
-                        t->mem_usage += mj.usage.v;
-                        t->mem_ws += mj.working_set.v;
-                        t->mem_rss += mj.rss.v;
-                        t->mem_pf += mj.page_faults.v;
-                        t->mem_mpf += mj.major_page_faults.v;
+                        t->mem_usage += o->memory.usage_bytes.v;
+                        t->mem_ws += o->memory.working_set_bytes.v;
+                        t->mem_rss += o->memory.rss_bytes.v;
+                        t->mem_pf += o->memory.page_faults.v;
+                        t->mem_mpf += o->memory.major_page_faults.v;
                 }
         }
         if (b->v2) {
                 _cleanup_free_ char *cg = container_cgroup(b, pod->cgroup, k->c->id);
                 if (cg) {
-                        put_psi(b, o, cg);
-                        put_cgroup_swap(b, o, cg);
+                        read_psi(b, &o->cpu, &o->memory, &o->io, cg);
+                        read_cgroup_swap(b, &o->swap, cg);
                 }
         }
         if (s->writable_layer) {
                 const Runtime__V1__FilesystemUsage *w = s->writable_layer;
                 used = opt_pb(w->used_bytes);
                 inodes = opt_pb(w->inodes_used);
-                put(b, o, "rootfs",
-                    fs_json(b, w->timestamp, mount_fs(b, w->fs_id ? w->fs_id->mountpoint : NULL), used, inodes));
+                set_fs(b, &o->rootfs, w->timestamp, mount_fs(b, w->fs_id ? w->fs_id->mountpoint : NULL), used, inodes);
                 add_usage(eph_used, used);
                 add_usage(eph_inodes, inodes);
         }
@@ -456,136 +402,152 @@ static json_t *container_json(struct build *b, const struct pod *pod, const stru
                 _cleanup_free_ char *dir = NULL;
                 uint64_t bytes, n;
                 if (asprintf(&dir, "%s/%s_%s_%s/%s", b->p->pod_logs_dir, pod->namespace_, pod->name, pod->uid,
-                             k->name) < 0)
+                             k->name) < 0) {
+                        dir = NULL;
                         b->oom = true;
-                else if (stats_dir_disk_usage(dir, &bytes, &n) >= 0) {
-                        put(b, o, "logs", fs_json(b, 0, mount_fs(b, b->p->pod_logs_dir), OPT(bytes), OPT(n)));
+                } else if (stats_dir_disk_usage(dir, &bytes, &n) >= 0) {
+                        set_fs(b, &o->logs, 0, mount_fs(b, b->p->pod_logs_dir), OPT(bytes), OPT(n));
                         add_usage(eph_used, OPT(bytes));
                         add_usage(eph_inodes, OPT(n));
                 }
         }
-        return o;
 }
 
-static json_t *network_from_cri(struct build *b, const Runtime__V1__NetworkUsage *n) {
+static void network_from_cri(struct build *b, const Runtime__V1__NetworkUsage *n, struct stats_network *o) {
         const Runtime__V1__NetworkInterfaceUsage *d = n->default_interface;
-        json_t *o = json_object(), *ifs;
 
-        put(b, o, "time", time_json(n->timestamp, b));
-        if (d) {
-                put(b, o, "name", stats_jstr(d->name));
-                put_opt(b, o, "rxBytes", opt_pb(d->rx_bytes));
-                put_opt(b, o, "rxErrors", opt_pb(d->rx_errors));
-                put_opt(b, o, "txBytes", opt_pb(d->tx_bytes));
-                put_opt(b, o, "txErrors", opt_pb(d->tx_errors));
-        } else
-                put(b, o, "name", json_string(""));
+        o->present = true;
+        o->time_nsec = stat_time(b, n->timestamp);
+        if (d)
+                set_iface(b, &o->def, d->name, opt_pb(d->rx_bytes), opt_pb(d->rx_errors), opt_pb(d->tx_bytes),
+                          opt_pb(d->tx_errors));
+        else
+                o->def.name = dup_str(b, "");
         if (n->n_interfaces > 0) {
-                ifs = json_array();
-                put(b, o, "interfaces", ifs);
-                for (size_t i = 0; ifs && i < n->n_interfaces; i++) {
+                o->interfaces = calloc(n->n_interfaces, sizeof(*o->interfaces));
+                if (!o->interfaces) {
+                        b->oom = true;
+                        return;
+                }
+                for (size_t i = 0; i < n->n_interfaces; i++) {
                         const Runtime__V1__NetworkInterfaceUsage *x = n->interfaces[i];
-                        append(b, ifs,
-                               iface_json(b, x->name, opt_pb(x->rx_bytes), opt_pb(x->rx_errors), opt_pb(x->tx_bytes),
-                                          opt_pb(x->tx_errors)));
+                        set_iface(b, &o->interfaces[o->n_interfaces++], x->name, opt_pb(x->rx_bytes),
+                                  opt_pb(x->rx_errors), opt_pb(x->tx_bytes), opt_pb(x->tx_errors));
                 }
         }
-        return o;
+}
+
+/* interfaces read from /proc/net/dev: the default one (def, may be NULL) inline, all of them listed */
+static void network_from_dev(struct build *b, const struct net_dev_stats *ifs, size_t n,
+                             const struct net_dev_stats *def, struct stats_network *o) {
+        o->present = true;
+        o->time_nsec = b->now_nsec;
+        if (def)
+                set_iface(b, &o->def, def->name, OPT(def->rx_bytes), OPT(def->rx_errors), OPT(def->tx_bytes),
+                          OPT(def->tx_errors));
+        o->interfaces = calloc(n + 1, sizeof(*o->interfaces));
+        if (!o->interfaces) {
+                b->oom = true;
+                return;
+        }
+        for (size_t i = 0; i < n; i++)
+                set_iface(b, &o->interfaces[o->n_interfaces++], ifs[i].name, OPT(ifs[i].rx_bytes),
+                          OPT(ifs[i].rx_errors), OPT(ifs[i].tx_bytes), OPT(ifs[i].tx_errors));
 }
 
 /* the pod's interfaces, from its network namespace (/proc/<pid of the sandbox>/net/dev), as cadvisor does */
-static json_t *network_from_proc(struct build *b, const char *sandbox_id) {
+static void network_from_proc(struct build *b, const char *sandbox_id, struct stats_network *o) {
         struct sandbox_pid *sp = stats_sandbox_pid_find(b->p, sandbox_id);
         _cleanup_free_ struct net_dev_stats *ifs = NULL;
         _cleanup_free_ char *path = NULL, *text = NULL;
         const struct net_dev_stats *def = NULL;
-        json_t *o, *a;
         size_t n = 0, k = 0;
 
         if (!sp)
-                return NULL;
+                return;
         sp->seen_usec = now_usec();
         if (sp->pid <= 0)
-                return NULL;
+                return;
         if (asprintf(&path, "/proc/%d/net/dev", sp->pid) < 0) {
+                path = NULL;
                 b->oom = true;
-                return NULL;
+                return;
         }
         if (stats_read_file(b->p->host_root, path, 4u * 1024u * 1024u, &text) < 0 ||
             stats_proc_net_dev_parse(text, &ifs, &n) < 0)
-                return NULL;
+                return;
         for (size_t i = 0; i < n; i++)
                 if (!stats_net_iface_ignored(ifs[i].name))
                         ifs[k++] = ifs[i];
         if (k == 0)
-                return NULL;
+                return;
         for (size_t i = 0; i < k && !def; i++)
                 if (streq(ifs[i].name, "eth0")) /* upstream's network.DefaultInterfaceName */
                         def = &ifs[i];
-        if (!def)
-                def = &ifs[0];
-        o = json_object();
-        put(b, o, "time", json_string(b->now));
-        put(b, o, "name", stats_jstr(def->name));
-        put(b, o, "rxBytes", stats_juint(def->rx_bytes));
-        put(b, o, "rxErrors", stats_juint(def->rx_errors));
-        put(b, o, "txBytes", stats_juint(def->tx_bytes));
-        put(b, o, "txErrors", stats_juint(def->tx_errors));
-        a = json_array();
-        put(b, o, "interfaces", a);
-        for (size_t i = 0; a && i < k; i++)
-                append(b, a,
-                       iface_json(b, ifs[i].name, OPT(ifs[i].rx_bytes), OPT(ifs[i].rx_errors), OPT(ifs[i].tx_bytes),
-                                  OPT(ifs[i].tx_errors)));
-        return o;
+        network_from_dev(b, ifs, k, def ?: &ifs[0], o);
 }
 
-static json_t *pod_json(struct build *b, struct pod *pod, Runtime__V1__ContainerStats **sorted_stats, size_t n_stats,
-                        struct totals *all) {
-        json_t *o = json_object(), *ref = json_object(), *cs = json_array();
-        struct totals t = { .all_nano = true };
-        struct opt eph_used = OPT(0), eph_inodes = OPT(0);
+static struct stats_volume_summary *add_volume(struct build *b, struct stats_pod_summary *o) {
+        struct stats_volume_summary *v = reallocarray(o->volumes, o->n_volumes + 1, sizeof(*v));
+        if (!v) {
+                b->oom = true;
+                return NULL;
+        }
+        o->volumes = v;
+        v = &o->volumes[o->n_volumes++];
+        *v = (struct stats_volume_summary) {};
+        return v;
+}
 
-        put(b, ref, "name", stats_jstr(pod->name));
-        put(b, ref, "namespace", stats_jstr(pod->namespace_));
-        put(b, ref, "uid", stats_jstr(pod->uid));
-        put(b, o, "podRef", ref);
-        put(b, o, "startTime", time_json(pod->sb->created_at, b));
-        put(b, o, "containers", cs);
+static void build_pod(struct build *b, struct pod *pod, Runtime__V1__ContainerStats **sorted_stats, size_t n_stats,
+                      struct totals *all, struct stats_pod_summary *o) {
+        struct totals t = { .all_nano = true };
+        opt_t eph_used = OPT(0), eph_inodes = OPT(0);
+
+        o->name = dup_str(b, pod->name);
+        o->namespace_ = dup_str(b, pod->namespace_);
+        o->uid = dup_str(b, pod->uid);
+        o->start_nsec = stat_time(b, pod->sb->created_at);
 
         if (pod->n_ctrs > 1)
                 qsort(pod->ctrs, pod->n_ctrs, sizeof(*pod->ctrs), cmp_ctr_name);
+        o->containers = calloc(pod->n_ctrs + 1, sizeof(*o->containers));
+        if (!o->containers) {
+                b->oom = true;
+                return;
+        }
         for (size_t i = 0; i < pod->n_ctrs; i++) {
                 const Runtime__V1__ContainerStats *s = find_stats(sorted_stats, n_stats, pod->ctrs[i].c->id);
                 if (!s)
                         continue; /* as upstream: a container the runtime has no stats for is left out */
-                append(b, cs, container_json(b, pod, &pod->ctrs[i], s, &t, &eph_used, &eph_inodes));
+                build_container(b, pod, &pod->ctrs[i], s, &t, &eph_used, &eph_inodes,
+                                &o->containers[o->n_containers++]);
         }
 
         /* pod cpu and memory: the sum of its running containers */
         if (t.has_cpu) {
                 char key[512];
                 uint64_t rate;
-                struct opt nano = NONE;
+                opt_t nano = NONE;
                 snprintf(key, sizeof(key), "pod/%s", pod->uid);
                 /* from the previous sample of the pod's sum; else the sum of its containers' rates, if all have one */
                 if (stats_provider_nano_cores(b->p, key, t.cpu_usage, t.cpu_time, &rate))
                         nano = OPT(rate);
                 else if (t.all_nano)
                         nano = OPT(t.cpu_nano);
-                put(b, o, "cpu", cpu_json(b, t.cpu_time, nano, OPT(t.cpu_usage)));
+                set_cpu(b, &o->cpu, t.cpu_time, nano, OPT(t.cpu_usage));
                 all->has_cpu = true;
                 all->cpu_usage += t.cpu_usage;
                 all->cpu_time = MAX(all->cpu_time, t.cpu_time);
         }
         if (t.has_mem) {
-                struct mem m = { .time_nsec = t.mem_time,
-                                 .usage = OPT(t.mem_usage),
-                                 .working_set = OPT(t.mem_ws),
-                                 .rss = OPT(t.mem_rss),
-                                 .page_faults = OPT(t.mem_pf),
-                                 .major_page_faults = OPT(t.mem_mpf) };
-                put(b, o, "memory", memory_json(b, &m));
+                o->memory = (struct stats_memory) { .present = true,
+                                                    .time_nsec = stat_time(b, t.mem_time),
+                                                    .usage_bytes = OPT(t.mem_usage),
+                                                    .working_set_bytes = OPT(t.mem_ws),
+                                                    .rss_bytes = OPT(t.mem_rss),
+                                                    .page_faults = OPT(t.mem_pf),
+                                                    .major_page_faults = OPT(t.mem_mpf) };
                 all->has_mem = true;
                 all->mem_time = MAX(all->mem_time, t.mem_time);
                 all->mem_usage += t.mem_usage;
@@ -596,74 +558,60 @@ static json_t *pod_json(struct build *b, struct pod *pod, Runtime__V1__Container
         }
         if (pod->cgroup) {
                 /* PSI cannot be summed: from the pod's cgroup, as upstream (cadvisor's pod cgroup) */
-                put_psi(b, o, pod->cgroup);
-                put_cgroup_swap(b, o, pod->cgroup);
+                read_psi(b, &o->cpu, &o->memory, &o->io, pod->cgroup);
+                read_cgroup_swap(b, &o->swap, pod->cgroup);
         }
         if (pod->stats && pod->stats->linux && pod->stats->linux->network)
-                put(b, o, "network", network_from_cri(b, pod->stats->linux->network));
-        else {
-                json_t *net = network_from_proc(b, pod->sb->id);
-                if (net)
-                        put(b, o, "network", net);
-        }
+                network_from_cri(b, pod->stats->linux->network, &o->network);
+        else
+                network_from_proc(b, pod->sb->id, &o->network);
         /* the pod's volumes as last measured; the local ephemeral ones count as its ephemeral storage */
         {
                 size_t nv = 0;
                 const struct stats_volume_usage *v = stats_volumes_pod(b->p->volumes, pod->uid, &nv);
-                json_t *va = nv > 0 ? json_array() : NULL;
                 for (size_t i = 0; i < nv; i++) {
-                        json_t *vo = fs_json(b, (int64_t) v[i].time_usec * 1000, mount_fs(b, b->p->root_dir),
-                                             OPT(v[i].used_bytes), OPT(v[i].inodes_used));
-                        if (vo)
-                                put(b, vo, "name", stats_jstr(v[i].name));
-                        append(b, va, vo);
+                        struct stats_volume_summary *vo = add_volume(b, o);
+                        if (!vo)
+                                break;
+                        set_fs(b, &vo->fs, (int64_t) v[i].time_usec * 1000, mount_fs(b, b->p->root_dir),
+                               OPT(v[i].used_bytes), OPT(v[i].inodes_used));
+                        vo->name = dup_str(b, v[i].name);
                         if (stats_volumes_is_local_ephemeral(&v[i])) {
                                 add_usage(&eph_used, OPT(v[i].used_bytes));
                                 add_usage(&eph_inodes, OPT(v[i].inodes_used));
                         }
                 }
-                if (va)
-                        put(b, o, "volume", va);
         }
         /* containers' writable layers and logs, and local volumes, on the node's filesystem */
-        put(b, o, "ephemeral-storage", fs_json(b, 0, mount_fs(b, b->p->root_dir), eph_used, eph_inodes));
+        set_fs(b, &o->ephemeral_storage, 0, mount_fs(b, b->p->root_dir), eph_used, eph_inodes);
         /* the volumes the volume manager measured (PersistentVolumeClaims, csi, nfs, local) */
         if (b->p->pod_volumes) {
                 const struct stats_volume *v = NULL;
                 size_t nv = b->p->pod_volumes(b->p->pod_volumes_userdata, pod->uid, &v);
-                json_t *va = json_object_get(o, "volume");
-                if (nv > 0 && !va) {
-                        va = json_array();
-                        put(b, o, "volume", va);
-                }
-                for (size_t i = 0; va && i < nv; i++) {
+                for (size_t i = 0; i < nv; i++) {
                         struct fs_usage fs = {
                                 .capacity_bytes = (uint64_t) MAX(v[i].capacity_bytes, 0),
                                 .available_bytes = (uint64_t) MAX(v[i].available_bytes, 0),
                                 .inodes = (uint64_t) MAX(v[i].inodes, 0),
                                 .inodes_free = (uint64_t) MAX(v[i].inodes_free, 0),
                         };
-                        json_t *vo = fs_json(b, (int64_t) v[i].time_usec * 1000, &fs,
-                                             OPT((uint64_t) MAX(v[i].used_bytes, 0)),
-                                             OPT((uint64_t) MAX(v[i].inodes_used, 0)));
-                        put(b, vo, "name", stats_jstr(v[i].name));
-                        if (v[i].pvc_name)
-                                put(b, vo, "pvcRef",
-                                    json_pack("{s:s, s:s}", "name", v[i].pvc_name, "namespace",
-                                              strempty(v[i].pvc_namespace)));
-                        append(b, va, vo);
+                        struct stats_volume_summary *vo = add_volume(b, o);
+                        if (!vo)
+                                break;
+                        set_fs(b, &vo->fs, (int64_t) v[i].time_usec * 1000, &fs,
+                               OPT((uint64_t) MAX(v[i].used_bytes, 0)), OPT((uint64_t) MAX(v[i].inodes_used, 0)));
+                        vo->name = dup_str(b, v[i].name);
+                        if (v[i].pvc_name) {
+                                vo->pvc_name = dup_str(b, v[i].pvc_name);
+                                vo->pvc_namespace = dup_str(b, v[i].pvc_namespace);
+                        }
                 }
         }
-        if (pod->stats && pod->stats->linux && pod->stats->linux->process &&
-            pod->stats->linux->process->process_count) {
-                json_t *ps = json_object();
-                put(b, ps, "process_count", stats_juint(pod->stats->linux->process->process_count->value));
-                put(b, o, "process_stats", ps);
-        }
-        return o;
+        if (pod->stats && pod->stats->linux && pod->stats->linux->process && pod->stats->linux->process->process_count)
+                o->process_count = OPT(pod->stats->linux->process->process_count->value);
 }
 
-static int build_pods(struct build *b, const struct summary_input *in, json_t *pods_json, struct totals *all) {
+static int build_pods(struct build *b, const struct summary_input *in, struct stats_summary *out, struct totals *all) {
         _cleanup_free_ struct pod *pods = NULL;
         _cleanup_free_ struct ctr *ctrs = NULL;
         _cleanup_free_ Runtime__V1__ContainerStats **stats = NULL;
@@ -769,8 +717,11 @@ static int build_pods(struct build *b, const struct summary_input *in, json_t *p
                 for (size_t i = 0; i < n_pods; i++)
                         pods[i].cgroup = pod_cgroup(b, pods[i].uid);
         }
+        out->pods = calloc(n_pods + 1, sizeof(*out->pods));
+        if (!out->pods)
+                return -ENOMEM;
         for (size_t i = 0; i < n_pods; i++)
-                append(b, pods_json, pod_json(b, &pods[i], stats, n_stats, all));
+                build_pod(b, &pods[i], stats, n_stats, all, &out->pods[out->n_pods++]);
         return 0;
 }
 
@@ -802,212 +753,188 @@ static int read_self(uint64_t *ret_cpu_nsec, uint64_t *ret_rss, uint64_t *ret_mi
         return 0;
 }
 
-static json_t *system_containers_json(struct build *b, const struct totals *pods) {
-        json_t *a = json_array(), *k, *pc;
+static void build_system_containers(struct build *b, const struct totals *pods, struct stats_node_summary *node) {
+        struct stats_system_container *k, *pc;
         uint64_t cpu, rss, minflt, majflt, rate;
-        char start[32];
+        int64_t start = (int64_t) b->p->start_realtime_usec * 1000;
 
-        format_rfc3339(b->p->start_realtime_usec, start, sizeof(start));
-
-        k = json_object();
-        put(b, k, "name", json_string("kubelet"));
-        put(b, k, "startTime", json_string(start));
-        if (read_self(&cpu, &rss, &minflt, &majflt) >= 0) {
-                int64_t t = (int64_t) b->now_usec * 1000;
-                struct mem m = { .usage = OPT(rss),
-                                 .working_set = OPT(rss),
-                                 .rss = OPT(rss),
-                                 .page_faults = OPT(minflt),
-                                 .major_page_faults = OPT(majflt) };
-                bool has_rate = stats_provider_nano_cores(b->p, "system/kubelet", cpu, t, &rate);
-                put(b, k, "cpu", cpu_json(b, 0, has_rate ? OPT(rate) : NONE, OPT(cpu)));
-                put(b, k, "memory", memory_json(b, &m));
+        node->system_containers = calloc(2, sizeof(*node->system_containers));
+        if (!node->system_containers) {
+                b->oom = true;
+                return;
         }
-        append(b, a, k);
+        node->n_system_containers = 2;
+        k = &node->system_containers[0];
+        pc = &node->system_containers[1];
 
-        pc = json_object();
-        put(b, pc, "name", json_string("pods"));
-        put(b, pc, "startTime", json_string(start));
+        k->name = dup_str(b, "kubelet");
+        k->start_nsec = start;
+        if (read_self(&cpu, &rss, &minflt, &majflt) >= 0) {
+                bool has_rate = stats_provider_nano_cores(b->p, "system/kubelet", cpu, b->now_nsec, &rate);
+                set_cpu(b, &k->cpu, 0, has_rate ? OPT(rate) : NONE, OPT(cpu));
+                k->memory = (struct stats_memory) { .present = true,
+                                                    .time_nsec = b->now_nsec,
+                                                    .usage_bytes = OPT(rss),
+                                                    .working_set_bytes = OPT(rss),
+                                                    .rss_bytes = OPT(rss),
+                                                    .page_faults = OPT(minflt),
+                                                    .major_page_faults = OPT(majflt) };
+        }
+
+        pc->name = dup_str(b, "pods");
+        pc->start_nsec = start;
         if (b->p->pods_cgroup) {
                 /* the pods' cgroup itself, as cadvisor reports it: its limit (node allocatable) less the working set is
                  * what the pods have left (allocatableMemory.available) */
                 struct cgroup_cpu_memory cg;
                 uint64_t limit = 0;
-                if (stats_cgroup_read_memory(b->p->host_root, b->p->pods_cgroup, &cg, &limit) >= 0 && cg.has_memory) {
-                        struct mem m = { .time_nsec = (int64_t) b->now_usec * 1000,
-                                         .available = limit ? OPT(stats_working_set(limit, cg.memory_working_set_bytes))
-                                                            : NONE,
-                                         .usage = OPT(cg.memory_usage_bytes),
-                                         .working_set = OPT(cg.memory_working_set_bytes),
-                                         .rss = OPT(cg.memory_rss_bytes),
-                                         .page_faults = OPT(cg.memory_page_faults),
-                                         .major_page_faults = OPT(cg.memory_major_page_faults) };
-                        put(b, pc, "memory", memory_json(b, &m));
-                }
+                if (stats_cgroup_read_memory(b->p->host_root, b->p->pods_cgroup, &cg, &limit) >= 0 && cg.has_memory)
+                        pc->memory = (struct stats_memory) {
+                                .present = true,
+                                .time_nsec = b->now_nsec,
+                                .available_bytes = limit ? OPT(stats_working_set(limit, cg.memory_working_set_bytes))
+                                                         : NONE,
+                                .usage_bytes = OPT(cg.memory_usage_bytes),
+                                .working_set_bytes = OPT(cg.memory_working_set_bytes),
+                                .rss_bytes = OPT(cg.memory_rss_bytes),
+                                .page_faults = OPT(cg.memory_page_faults),
+                                .major_page_faults = OPT(cg.memory_major_page_faults)
+                        };
         }
         if (pods->has_cpu) {
                 bool has_rate = stats_provider_nano_cores(b->p, "system/pods", pods->cpu_usage, pods->cpu_time, &rate);
-                put(b, pc, "cpu", cpu_json(b, pods->cpu_time, has_rate ? OPT(rate) : NONE, OPT(pods->cpu_usage)));
+                set_cpu(b, &pc->cpu, pods->cpu_time, has_rate ? OPT(rate) : NONE, OPT(pods->cpu_usage));
         }
-        if (pods->has_mem && !json_object_get(pc, "memory")) {
-                struct mem m = { .time_nsec = pods->mem_time,
-                                 .usage = OPT(pods->mem_usage),
-                                 .working_set = OPT(pods->mem_ws),
-                                 .rss = OPT(pods->mem_rss),
-                                 .page_faults = OPT(pods->mem_pf),
-                                 .major_page_faults = OPT(pods->mem_mpf) };
-                put(b, pc, "memory", memory_json(b, &m));
-        }
-        append(b, a, pc);
-        return a;
+        if (pods->has_mem && !pc->memory.present)
+                pc->memory = (struct stats_memory) { .present = true,
+                                                     .time_nsec = stat_time(b, pods->mem_time),
+                                                     .usage_bytes = OPT(pods->mem_usage),
+                                                     .working_set_bytes = OPT(pods->mem_ws),
+                                                     .rss_bytes = OPT(pods->mem_rss),
+                                                     .page_faults = OPT(pods->mem_pf),
+                                                     .major_page_faults = OPT(pods->mem_mpf) };
 }
 
-static json_t *node_network_json(struct build *b) {
+static void build_node_network(struct build *b, struct stats_network *o) {
         _cleanup_free_ struct net_dev_stats *ifs = NULL;
         _cleanup_free_ char *def = NULL;
+        const struct net_dev_stats *d = NULL;
         size_t n = 0;
-        json_t *o, *a;
         int r;
 
         r = stats_node_network_read(b->p->host_root, &ifs, &n, &def);
         if (r < 0) {
                 log_v(4, "stats: cannot read the node's network interfaces: %s", strerror(-r));
-                return NULL;
+                return;
         }
         if (n == 0)
-                return NULL;
-        o = json_object();
-        put(b, o, "time", json_string(b->now));
+                return;
         for (size_t i = 0; i < n; i++)
-                if (def && streq(ifs[i].name, def)) {
-                        put(b, o, "name", stats_jstr(ifs[i].name));
-                        put(b, o, "rxBytes", stats_juint(ifs[i].rx_bytes));
-                        put(b, o, "rxErrors", stats_juint(ifs[i].rx_errors));
-                        put(b, o, "txBytes", stats_juint(ifs[i].tx_bytes));
-                        put(b, o, "txErrors", stats_juint(ifs[i].tx_errors));
-                }
-        a = json_array();
-        put(b, o, "interfaces", a);
-        for (size_t i = 0; a && i < n; i++)
-                append(b, a,
-                       iface_json(b, ifs[i].name, OPT(ifs[i].rx_bytes), OPT(ifs[i].rx_errors), OPT(ifs[i].tx_bytes),
-                                  OPT(ifs[i].tx_errors)));
-        return o;
+                if (def && streq(ifs[i].name, def))
+                        d = &ifs[i];
+        network_from_dev(b, ifs, n, d, o); /* no default route: no default interface inline */
 }
 
-static json_t *node_json(struct build *b, const struct summary_input *in, const struct totals *pods) {
+static void build_node(struct build *b, const struct summary_input *in, const struct totals *pods,
+                       struct stats_node_summary *o) {
         struct stats_provider *p = b->p;
-        json_t *o = json_object(), *net;
         struct cgroup_cpu_memory cg;
         int64_t maxpid, curproc;
-        char buf[32];
         int r;
 
-        put(b, o, "nodeName", stats_jstr(p->node_name));
-        put(b, o, "systemContainers", system_containers_json(b, pods));
-        put(b, o, "startTime",
-            json_string(p->boot_time_sec > 0
-                                ? format_rfc3339((uint64_t) p->boot_time_sec * USEC_PER_SEC, buf, sizeof(buf))
-                                : format_rfc3339(p->start_realtime_usec, buf, sizeof(buf))));
+        o->node_name = dup_str(b, p->node_name);
+        build_system_containers(b, pods, o);
+        o->start_nsec = p->boot_time_sec > 0 ? p->boot_time_sec * NSEC_PER_SEC
+                                             : (int64_t) p->start_realtime_usec * 1000;
 
         r = stats_cgroup_read_root(p->host_root, &cg);
         if (r < 0)
                 log_v(4, "stats: cannot read the root cgroup: %s", strerror(-r));
         else {
-                int64_t t = (int64_t) b->now_usec * 1000;
                 if (cg.has_cpu) {
                         uint64_t rate;
-                        bool has_rate = stats_provider_nano_cores(p, "node", cg.cpu_usage_nsec, t, &rate);
-                        put(b, o, "cpu", cpu_json(b, 0, has_rate ? OPT(rate) : NONE, OPT(cg.cpu_usage_nsec)));
+                        bool has_rate = stats_provider_nano_cores(p, "node", cg.cpu_usage_nsec, b->now_nsec, &rate);
+                        set_cpu(b, &o->cpu, 0, has_rate ? OPT(rate) : NONE, OPT(cg.cpu_usage_nsec));
                 }
-                if (cg.has_memory) {
-                        struct mem m = {
-                                .available = p->memory_capacity > 0
-                                                     ? OPT(stats_working_set(p->memory_capacity,
-                                                                             cg.memory_working_set_bytes))
-                                                     : NONE,
-                                .usage = OPT(cg.memory_usage_bytes),
-                                .working_set = OPT(cg.memory_working_set_bytes),
-                                .rss = OPT(cg.memory_rss_bytes),
+                if (cg.has_memory)
+                        o->memory = (struct stats_memory) {
+                                .present = true,
+                                .time_nsec = b->now_nsec,
+                                .available_bytes = p->memory_capacity > 0
+                                                           ? OPT(stats_working_set(p->memory_capacity,
+                                                                                   cg.memory_working_set_bytes))
+                                                           : NONE,
+                                .usage_bytes = OPT(cg.memory_usage_bytes),
+                                .working_set_bytes = OPT(cg.memory_working_set_bytes),
+                                .rss_bytes = OPT(cg.memory_rss_bytes),
                                 .page_faults = OPT(cg.memory_page_faults),
                                 .major_page_faults = OPT(cg.memory_major_page_faults),
                         };
-                        put(b, o, "memory", memory_json(b, &m));
-                }
         }
 
         if (b->v2)
-                put_psi(b, o, NULL); /* cadvisor has the root's PSI on v2 only */
+                read_psi(b, &o->cpu, &o->memory, &o->io, NULL); /* cadvisor has the root's PSI on v2 only */
         {
                 uint64_t used, avail;
                 if (stats_node_read_swap(p->host_root, &used, &avail) >= 0)
-                        put(b, o, "swap", swap_json(b, used, OPT(avail)));
+                        set_swap(b, &o->swap, used, OPT(avail));
         }
 
-        net = node_network_json(b);
-        if (net)
-                put(b, o, "network", net);
+        build_node_network(b, &o->network);
 
         if (!isempty(p->root_dir)) {
                 const struct fs_usage *fs = mount_fs(b, p->root_dir);
                 if (fs)
-                        put(b, o, "fs", fs_json(b, 0, fs, OPT(fs->used_bytes), OPT(fs->inodes_used)));
+                        set_fs(b, &o->fs, 0, fs, OPT(fs->used_bytes), OPT(fs->inodes_used));
         }
 
         if (in->image_fs && in->image_fs->n_image_filesystems > 0) {
                 const Runtime__V1__FilesystemUsage *f = in->image_fs->image_filesystems[0];
                 _cleanup_free_ char *mp = NULL;
-                json_t *rt = json_object();
                 if (f->fs_id && !isempty(f->fs_id->mountpoint) &&
-                    asprintf(&mp, "%s%s", strempty(p->host_root), f->fs_id->mountpoint) < 0)
+                    asprintf(&mp, "%s%s", strempty(p->host_root), f->fs_id->mountpoint) < 0) {
+                        mp = NULL;
                         b->oom = true;
-                put(b, rt, "imageFs",
-                    fs_json(b, f->timestamp, mount_fs(b, mp), opt_pb(f->used_bytes), opt_pb(f->inodes_used)));
-                put(b, o, "runtime", rt);
+                }
+                set_fs(b, &o->image_fs, f->timestamp, mount_fs(b, mp), opt_pb(f->used_bytes), opt_pb(f->inodes_used));
         }
 
-        if (stats_read_rlimit(p->host_root, &maxpid, &curproc) >= 0) {
-                json_t *rl = json_object();
-                put(b, rl, "time", json_string(b->now));
-                put(b, rl, "maxpid", json_integer(maxpid));
-                put(b, rl, "curproc", json_integer(curproc));
-                put(b, o, "rlimit", rl);
-        }
-        return o;
+        if (stats_read_rlimit(p->host_root, &maxpid, &curproc) >= 0)
+                o->rlimit = (struct stats_rlimit) {
+                        .present = true, .time_nsec = b->now_nsec, .maxpid = maxpid, .curproc = curproc
+                };
 }
 
-int stats_summary_build(struct stats_provider *p, const struct summary_input *in, json_t **ret) {
-        return stats_summary_build_times(p, in, false, ret);
-}
-
-/* precise: times with nanoseconds (RFC 3339 nano) */
-int stats_summary_build_times(struct stats_provider *p, const struct summary_input *in, bool precise, json_t **ret) {
-        struct build b = {
-                .p = p, .now_usec = now_realtime_usec(), .precise = precise, .v2 = stats_cgroup_is_unified(p->host_root)
-        };
+int stats_summary_build(struct stats_provider *p, const struct summary_input *in, struct stats_summary **ret) {
+        struct build b = { .p = p,
+                           .now_nsec = (int64_t) now_realtime_usec() * 1000,
+                           .v2 = stats_cgroup_is_unified(p->host_root) };
+        _cleanup_(stats_summary_freep) struct stats_summary *s = calloc(1, sizeof(*s));
         struct totals pods_total = {};
-        json_auto_t *doc = json_object(), *pods = json_array();
         int r;
 
-        if (!doc || !pods)
+        if (!s)
                 return -ENOMEM;
-        if (precise)
-                format_rfc3339nano((int64_t) b.now_usec * 1000, b.now, sizeof(b.now));
-        else
-                format_rfc3339(b.now_usec, b.now, sizeof(b.now));
-        r = build_pods(&b, in, pods, &pods_total);
+        r = build_pods(&b, in, s, &pods_total);
         if (r < 0) {
                 build_done(&b);
                 return r;
         }
-        put(&b, doc, "node", node_json(&b, in, &pods_total));
-        put(&b, doc, "pods", TAKE_PTR(pods));
+        build_node(&b, in, &pods_total, &s->node);
         build_done(&b);
         stats_provider_cache_prune(p,
                                    now_usec() > STATS_CACHE_MAX_AGE_USEC ? now_usec() - STATS_CACHE_MAX_AGE_USEC : 0);
         stats_sandbox_pids_prune(p, now_usec() > STATS_CACHE_MAX_AGE_USEC ? now_usec() - STATS_CACHE_MAX_AGE_USEC : 0);
         if (b.oom)
                 return -ENOMEM;
-        *ret = TAKE_PTR(doc);
+        *ret = TAKE_PTR(s);
         return 0;
+}
+
+int stats_summary_build_json(struct stats_provider *p, const struct summary_input *in, json_t **ret) {
+        _cleanup_(stats_summary_freep) struct stats_summary *s = NULL;
+        int r = stats_summary_build(p, in, &s);
+        if (r < 0)
+                return r;
+        return stats_summary_to_json(s, ret);
 }

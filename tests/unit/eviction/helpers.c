@@ -15,6 +15,7 @@
 #include "basic/error.h"
 #include "eviction/helpers.h"
 #include "eviction/threshold_notifier.h"
+#include "../stats/summary_from_json.h"
 
 #define MIB (1024LL * 1024)
 #define SEC UINT64_C(1000000)
@@ -148,8 +149,11 @@ static const char *SUMMARY =
 static void load_stats(struct eviction_stats *st, uint64_t at) {
         json_error_t e;
         json_t *j = json_loads(SUMMARY, 0, &e);
+        struct stats_summary *s;
         assert_non_null(j);
-        assert_int_equal(eviction_stats_from_summary(j, at, st), 0);
+        s = summary_from_json(j);
+        assert_int_equal(eviction_stats_from_summary(s, at, st), 0);
+        stats_summary_free(s);
         json_decref(j);
 }
 

@@ -10,6 +10,7 @@
 #include <math.h>
 
 #include "stats/summary.h"
+#include "summary_from_json.h"
 
 static void check_float(double v, const char *want) {
         char buf[64];
@@ -40,7 +41,7 @@ static void test_format_float(void **state) {
         check_float(-INFINITY, "-Inf");
 }
 
-static char *render(const json_t *summary) {
+static char *render(const struct stats_summary *summary) {
         struct evbuffer *b = evbuffer_new();
         size_t n;
         char *s;
@@ -114,12 +115,15 @@ static const char want[] =
 static void test_resource_metrics(void **state) {
         json_error_t err;
         json_t *s = json_loads(summary_json, 0, &err);
+        struct stats_summary *sum;
         char *text;
 
         assert_non_null(s);
-        text = render(s);
+        sum = summary_from_json(s);
+        text = render(sum);
         assert_string_equal(text, want);
         free(text);
+        stats_summary_free(sum);
         json_decref(s);
 }
 
@@ -141,11 +145,14 @@ static void test_label_escaping(void **state) {
         json_t *s = json_pack("{s:{s:s},s:[{s:{s:s,s:s},s:[{s:s,s:{s:s,s:I}}]}]}", "node", "nodeName", "n", "pods",
                               "podRef", "name", "a\"b", "namespace", "x\\y\nz", "containers", "name", "c", "memory",
                               "time", "bad time", "workingSetBytes", (json_int_t) 1);
+        struct stats_summary *sum;
         char *text;
 
         assert_non_null(s);
-        text = render(s);
-        /* a time that does not parse: no timestamp */
+        sum = summary_from_json(s); /* a time that does not parse: none (0) */
+        text = render(sum);
+        stats_summary_free(sum);
+        /* a stat without a time: no timestamp */
         assert_non_null(strstr(
                 text,
                 "container_memory_working_set_bytes{container=\"c\",namespace=\"x\\\\y\\nz\",pod=\"a\\\"b\"} 1\n"));

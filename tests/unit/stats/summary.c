@@ -338,7 +338,7 @@ static void test_build(void **state) {
         assert_true(asprintf(&logs, "%s/var/log/pods", f->root) > 0);
         cfg.pod_logs_dir = logs;
         assert_int_equal(stats_provider_new(base, (struct cri_client *) NULL, &cfg, &p), 0);
-        assert_int_equal(stats_summary_build(p, &in, &s), 0);
+        assert_int_equal(stats_summary_build_json(p, &in, &s), 0);
 
         node = json_object_get(s, "node");
         assert_string_equal(jget_s(node, "nodeName"), "testnode");
@@ -425,7 +425,7 @@ static void test_build(void **state) {
         f->cpu[0].usage_core_nano_seconds->value = NSEC_PER_SEC + NSEC_PER_SEC / 4;
         f->cpu[1].timestamp = SEC(T0 + 61);
         f->cpu[1].usage_core_nano_seconds->value = 2 * NSEC_PER_SEC + NSEC_PER_SEC / 4;
-        assert_int_equal(stats_summary_build(p, &in, &s), 0);
+        assert_int_equal(stats_summary_build_json(p, &in, &s), 0);
         pod = json_array_get(json_object_get(s, "pods"), 0);
         app = json_array_get(json_object_get(pod, "containers"), 0);
         assert_int_equal(jget_u(app, "cpu.usageNanoCores"), NSEC_PER_SEC / 4);
@@ -436,7 +436,7 @@ static void test_build(void **state) {
         /* without the optional answers */
         in.pod_stats = NULL;
         in.image_fs = NULL;
-        assert_int_equal(stats_summary_build(p, &in, &s), 0);
+        assert_int_equal(stats_summary_build_json(p, &in, &s), 0);
         pod = json_array_get(json_object_get(s, "pods"), 0);
         assert_false(jhas(pod, "network"));
         assert_false(jhas(pod, "process_stats"));
@@ -451,7 +451,7 @@ static void test_build(void **state) {
                                     "  eth0: 300 3 1 0 0 0 0 0 400 4 2 0 0 0 0 0\n"),
                          0);
         assert_int_equal(stats_provider_set_sandbox_pid(p, "sb1", 4242), 0);
-        assert_int_equal(stats_summary_build(p, &in, &s), 0);
+        assert_int_equal(stats_summary_build_json(p, &in, &s), 0);
         pod = json_array_get(json_object_get(s, "pods"), 0);
         assert_string_equal(jget_s(pod, "network.name"), "eth0");
         assert_int_equal(jget_u(pod, "network.rxBytes"), 300);
@@ -482,7 +482,7 @@ static void test_build_v2_psi_swap(void **state) {
 
         /* v1 first: no psi, no container swap */
         assert_int_equal(stats_provider_new(base, (struct cri_client *) NULL, &cfg, &p), 0);
-        assert_int_equal(stats_summary_build(p, &in, &s), 0);
+        assert_int_equal(stats_summary_build_json(p, &in, &s), 0);
         assert_false(jhas(json_object_get(s, "node"), "cpu.psi"));
         assert_false(jhas(json_object_get(s, "node"), "io"));
         json_decref(s);
@@ -524,7 +524,7 @@ static void test_build_v2_psi_swap(void **state) {
         snprintf(path, sizeof(path), "%s/c2/cpu.pressure", pod_cg);
         assert_int_equal(fake_write(f->root, path, "some avg10=0.00 avg60=0.00 avg300=0.00 total=42\n"), 0);
 
-        assert_int_equal(stats_summary_build(p, &in, &s), 0);
+        assert_int_equal(stats_summary_build_json(p, &in, &s), 0);
         node = json_object_get(s, "node");
         assert_int_equal(jget_u(node, "cpu.psi.some.total"), 100);
         assert_int_equal(jget_u(node, "cpu.psi.full.total"), 200);
@@ -585,12 +585,15 @@ struct result {
         json_t *summary;
 };
 
-static void on_summary(int r, json_t *summary, void *userdata) {
+static void on_summary(int r, struct stats_summary *summary, void *userdata) {
         struct result *res = userdata;
         res->calls++;
         res->r = r;
         json_decref(res->summary);
-        res->summary = summary;
+        res->summary = NULL;
+        if (summary)
+                assert_int_equal(stats_summary_to_json(summary, &res->summary), 0);
+        stats_summary_free(summary);
 }
 
 static void test_get_without_runtime(void **state) {
