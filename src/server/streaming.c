@@ -460,7 +460,7 @@ static void ws_from_client(struct proxy *p) {
                 struct ws_frame f;
                 uint8_t op = 0, *b;
                 bool done = false;
-                int r;
+                int r, code;
 
                 if (n < 2)
                         break;
@@ -482,10 +482,10 @@ static void ws_from_client(struct proxy *p) {
                 }
                 b = evbuffer_pullup(in, (ssize_t) (f.header_len + f.payload_len));
                 ws_unmask(b + f.header_len, (size_t) f.payload_len, f.mask, 0);
+                code = f.opcode == WS_OP_CLOSE ? ws_close_code(b + f.header_len, (size_t) f.payload_len) : 0;
                 evbuffer_drain(in, f.header_len);
                 touch(p);
                 if (f.opcode == WS_OP_CLOSE) {
-                        int code = ws_close_code(b + f.header_len, (size_t) f.payload_len);
                         evbuffer_drain(in, f.payload_len);
                         log_v(3, "%s %s: the client closed the WebSocket (%d)", p->kind, p->what, code);
                         ws_send_close(p, code < 0 ? WS_CLOSE_PROTOCOL_ERROR : code);
@@ -693,6 +693,9 @@ static void read_answer(struct proxy *p) {
         if (!p->answer_done)
                 return;
         if (p->mode != WSB_PROXY && p->answer.status_code == 101) {
+                /* the parser paused on the head's last LF without consuming it: it belongs to the head */
+                if (evbuffer_get_length(in) > 0 && *evbuffer_pullup(in, 1) == '\n')
+                        evbuffer_remove_buffer(in, p->head, 1);
                 ws_answered(p);
                 if (p->closing || p->ws_finished)
                         return;
