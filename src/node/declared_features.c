@@ -15,9 +15,8 @@ static const struct node_declared_feature table[] = {
         { "RestartAllContainersOnContainerExits", true, false, false },
         /* resizing pod-level resources: allocated and applied with the containers' (kubelet/allocation.c) */
         { "InPlacePodLevelResourcesVerticalScaling", true, false, true },
-        /* exec/attach over WebSocket v5 translated to SPDY, port-forward tunnelled (server/streaming.c): not
-         * declared until kubectl through a v1.37 apiserver is checked against it */
-        { "ExtendWebSocketsToKubelet", true, false, false },
+        /* exec/attach over WebSocket v5 translated to SPDY, port-forward tunnelled (server/streaming.c) */
+        { "ExtendWebSocketsToKubelet", true, false, true },
         /* resizing regular (non-sidecar) init containers: ckubelet resizes sidecars only */
         { "InPlacePodVerticalScalingInitContainers", true, false, false },
         /* resizing memory-backed emptyDir volumes: alpha, off */

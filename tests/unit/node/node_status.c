@@ -278,8 +278,9 @@ static void test_declared_features(void **state) {
         assert_int_equal(n, 9);
         assert_string_equal(real[0].name, "RestartAllContainersOnContainerExits");
         assert_string_equal(real[8].name, "DRAOptionalNodeOperations");
-        assert_int_equal(node_declared_features(real, n, out), 1);
-        assert_string_equal(out[0], "InPlacePodLevelResourcesVerticalScaling");
+        assert_int_equal(node_declared_features(real, n, out), 2);
+        assert_string_equal(out[0], "ExtendWebSocketsToKubelet"); /* sorted, as the apiserver wants */
+        assert_string_equal(out[1], "InPlacePodLevelResourcesVerticalScaling");
 
         input(&in);
         assert_int_equal(node_status_build(&in, &st), 0);
