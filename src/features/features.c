@@ -2,7 +2,8 @@
 /* The feature gate table and its checks. The names, defaults, stages and locks are those of the upstream kubelet
  * v1.37 (features-table.inc, generated from upstream's own registry by scripts/gen-feature-gates.sh: the kube
  * features, those of the staging modules and the logging ones cmd/kubelet adds). ckubelet acts on
- * RotateKubeletServerCertificate, ComponentStatusz and ComponentFlagz (/statusz, /flagz) and GracefulNodeShutdown;
+ * RotateKubeletServerCertificate, ComponentStatusz and ComponentFlagz (/statusz, /flagz), GracefulNodeShutdown and
+ * ExtendWebSocketsToKubelet (WebSocket exec/attach/port-forward terminated by the kubelet);
  * every other gate is accepted and recorded, so that configurations written for the upstream kubelet load. */
 #include "features/features.h"
 

@@ -4,6 +4,8 @@
 #include "node/declared_features.h"
 
 #include <assert.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "basic/macro.h"
 
@@ -13,9 +15,8 @@ static const struct node_declared_feature table[] = {
         { "RestartAllContainersOnContainerExits", true, false, false },
         /* resizing pod-level resources: allocated and applied with the containers' (kubelet/allocation.c) */
         { "InPlacePodLevelResourcesVerticalScaling", true, false, true },
-        /* exec/attach/port-forward over WebSocket (v5) served by the kubelet: ckubelet hands the connection to
-         * the runtime's streaming server as it is */
-        { "ExtendWebSocketsToKubelet", true, false, false },
+        /* exec/attach over WebSocket v5 translated to SPDY, port-forward tunnelled (server/streaming.c) */
+        { "ExtendWebSocketsToKubelet", true, false, true },
         /* resizing regular (non-sidecar) init containers: ckubelet resizes sidecars only */
         { "InPlacePodVerticalScalingInitContainers", true, false, false },
         /* resizing memory-backed emptyDir volumes: alpha, off */
@@ -36,6 +37,10 @@ const struct node_declared_feature *node_declared_feature_table(size_t *ret_n) {
         return table;
 }
 
+static int compare_names(const void *a, const void *b) {
+        return strcmp(*(const char *const *) a, *(const char *const *) b);
+}
+
 size_t node_declared_features(const struct node_declared_feature *t, size_t n, const char **ret) {
         size_t k = 0;
 
@@ -43,5 +48,8 @@ size_t node_declared_features(const struct node_declared_feature *t, size_t n, c
         for (size_t i = 0; i < n; i++)
                 if (t[i].implemented && t[i].gate_default && !t[i].needs_runtime)
                         ret[k++] = t[i].name;
+        /* sorted by name: upstream's framework sorts its registry, and the apiserver refuses a list that is not
+         * ("list must be sorted alphabetically") */
+        qsort(ret, k, sizeof(ret[0]), compare_names);
         return k;
 }

@@ -20,7 +20,7 @@ struct node_declared_feature {
 /* upstream's registry, in its order; *ret_n entries */
 const struct node_declared_feature *node_declared_feature_table(size_t *ret_n);
 
-/* The names to declare from table t (n entries), in the table's order (upstream's DiscoverNodeFeatures keeps the
- * registry's order): implemented, gate on by default, and not waiting for a runtime feature (ckubelet asks the
+/* The names to declare from table t (n entries), sorted by name (upstream's framework sorts its registry; the
+ * apiserver validates the order): implemented, gate on by default, and not waiting for a runtime feature (ckubelet asks the
  * runtime for neither). ret must hold n pointers; returns how many were written. */
 size_t node_declared_features(const struct node_declared_feature *t, size_t n, const char **ret);

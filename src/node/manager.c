@@ -15,6 +15,7 @@
 #include "basic/strv.h"
 #include "basic/time.h"
 #include "basic/timer.h"
+#include "features/features.h"
 #include "node/declared_features.h"
 #include "node/node_status.h"
 #include "node/runtime_features.h"
@@ -223,6 +224,13 @@ static void fill_input(struct node_manager *m, struct node_status_input *in) {
         t = node_declared_feature_table(&n_t);
         assert(n_t <= ELEMENTSOF(declared));
         n_declared = node_declared_features(t, n_t, declared);
+        /* upstream declares a feature only while its gate is on: one switched off in the configuration is not */
+        for (size_t i = 0; i < n_declared;)
+                if (feature_lookup(declared[i]) && !feature_enabled(m->o->feature_gates, declared[i])) {
+                        memmove(declared + i, declared + i + 1, (n_declared - i - 1) * sizeof(declared[0]));
+                        n_declared--;
+                } else
+                        i++;
         in->declared_features = declared;
         in->n_declared_features = n_declared;
         if (m->get_extended)

@@ -393,6 +393,147 @@ def test_port_forward_websocket(api, runtime):
     assert wait_for(once, timeout=20, msg="port-forward")
 
 
+def exec_v5(api, path):
+    """A v5.channel.k8s.io session (ExtendWebSocketsToKubelet: the kubelet translates it to SPDY for the runtime,
+    whose streaming server knows v4 at most): the channels' bytes and the Status of the error channel."""
+    ws = WebSocket(api.admin, path, ["v5.channel.k8s.io", "v4.channel.k8s.io"])
+    assert ws.status == 101, ws.status_line
+    assert ws.headers.get("sec-websocket-protocol") == "v5.channel.k8s.io"
+    return ws
+
+
+def check_websocket_v5(api, runtime):
+    """exec and attach over WebSocket v5 straight to the kubelet, as a v1.37 apiserver sends them to a node that
+    declares ExtendWebSocketsToKubelet."""
+    api.k.write("v5.yaml", pod_manifest("v5", [("c", ["sh", "-c", "while true; do echo tick; sleep 0.3; done"])]))
+    wait_for(lambda: runtime.running("v5-testnode", "c"), timeout=30, msg="container")
+    q = "command=sh&command=-c&command=echo+hello;echo+oops+%3E%262;exit+3&stdout=1&stderr=1"
+    ws = exec_v5(api, "/exec/default/v5-testnode/c?" + q)
+    # the first message tells the client the streams are up: an empty one on stdout
+    assert ws.recv() == (2, b"\x01")
+    out = ws.channels_until_close()
+    ws.close()
+    assert out.get(1) == b"hello\n" and out.get(2) == b"oops\n", out
+    # the exit code as upstream's stream translator writes it
+    assert json.loads(out[3]) == {
+        "metadata": {}, "status": "Failure", "reason": "NonZeroExitCode",
+        "message": "command terminated with non-zero exit code: command terminated with exit code 3",
+        "details": {"causes": [{"reason": "ExitCode", "message": "3"}]}}, out[3]
+
+    ws = exec_v5(api, "/exec/default/v5-testnode/c?command=true&stdout=1")
+    out = ws.channels_until_close()
+    ws.close()
+    assert json.loads(out[3]) == {"metadata": {}, "status": "Success"}
+
+    # stdin, then v5's close of channel 0: cat sees its end of file, prints what it read and exits 0
+    ws = exec_v5(api, "/exec/default/v5-testnode/c?command=cat&stdin=1&stdout=1")
+    ws.send(b"\x00through the kubelet\n")
+    ws.send(b"\x00and more\n")
+    ws.send(b"\xff\x00")
+    out = ws.channels_until_close()
+    ws.close()
+    assert out.get(1) == b"through the kubelet\nand more\n", out
+    assert json.loads(out[3])["status"] == "Success"
+
+    # a tty with a resize: the terminal has the size asked for
+    ws = exec_v5(api, "/exec/default/v5-testnode/c?command=sh&stdin=1&stdout=1&tty=1")
+    ws.send(b"\x04" + json.dumps({"Width": 123, "Height": 45}).encode())
+    time.sleep(0.5)
+    ws.send(b"\x00stty size; exit 0\n")
+    out = ws.channels_until_close()
+    ws.close()
+    assert b"45 123" in out.get(1, b""), out
+
+    # attach sees the container's output
+    ws = exec_v5(api, "/attach/default/v5-testnode/c?stdout=1")
+    got = b""
+    while b"tick" not in got:
+        op, data = ws.recv()
+        if op == 2 and data[:1] == b"\x01":
+            got += data[1:]
+    ws.close()
+    assert api.admin.get("/healthz")[0] == 200
+
+
+def test_exec_and_attach_websocket_v5(api, runtime):
+    check_websocket_v5(api, runtime)
+
+
+def test_websocket_v5_needs_the_feature_gate(kubelet_factory, cas, runtime):
+    # with ExtendWebSocketsToKubelet off the request goes to the runtime as it is, whose streaming server does not
+    # speak v5: the same checks fail
+    api = start_api(kubelet_factory, cas, "--feature-gates", "ExtendWebSocketsToKubelet=false")
+    with pytest.raises(AssertionError):
+        check_websocket_v5(api, runtime)
+
+
+def spdy_frames(buf):
+    """Whole SPDY frames at the start of buf: ([(control, type or stream id, flags, payload)], rest)."""
+    frames = []
+    while len(buf) >= 8:
+        n = int.from_bytes(buf[5:8], "big")
+        if len(buf) < 8 + n:
+            break
+        control = buf[0] & 0x80
+        kind = int.from_bytes(buf[2:4], "big") if control else int.from_bytes(buf[0:4], "big") & 0x7FFFFFFF
+        frames.append((bool(control), kind, buf[4], buf[8:8 + n]))
+        buf = buf[8 + n:]
+    return frames, buf
+
+
+def spdy_syn_stream(z, sid, headers):
+    import zlib
+    block = struct.pack(">I", len(headers))
+    for k, v in headers:
+        block += struct.pack(">I", len(k)) + k.encode() + struct.pack(">I", len(v)) + v.encode()
+    # a zlib stream without the dictionary is one SPDY readers accept (no FDICT: the dictionary is not used)
+    block = z.compress(block) + z.flush(zlib.Z_SYNC_FLUSH)
+    payload = struct.pack(">IIBB", sid, 0, 0, 0) + block
+    return struct.pack(">HHI", 0x8003, 1, len(payload)) + payload
+
+
+def check_port_forward_tunnel(api, runtime):
+    import zlib
+    api.k.write("tun.yaml", pod_manifest("tun", [("c", ["sh", "-c", "mkdir -p /www && echo tunnelled > /www/index.html "
+                                                                    "&& exec httpd -f -p 8080 -h /www"])]))
+    wait_for(lambda: runtime.running("tun-testnode", "c"), timeout=30, msg="container")
+
+    def once():
+        ws = WebSocket(api.admin, "/portForward/default/tun-testnode", ["SPDY/3.1+portforward.k8s.io"])
+        assert ws.status == 101, ws.status_line
+        assert ws.headers.get("sec-websocket-protocol") == "SPDY/3.1+portforward.k8s.io", ws.headers
+        z = zlib.compressobj()
+        # kubectl's port-forward streams: the error stream, then the data stream, of one request
+        ws.send(spdy_syn_stream(z, 1, [("streamtype", "error"), ("port", "8080"), ("requestid", "0")]))
+        ws.send(spdy_syn_stream(z, 3, [("streamtype", "data"), ("port", "8080"), ("requestid", "0")]))
+        req = b"GET / HTTP/1.0\r\n\r\n"
+        ws.send(struct.pack(">II", 3, len(req)) + req)
+        buf, got = b"", b""
+        while b"tunnelled" not in got:
+            op, data = ws.recv()
+            if op == 8:
+                break
+            assert op == 2, op
+            buf += data
+            frames, buf = spdy_frames(buf)
+            for control, kind, flags, payload in frames:
+                if not control and kind == 3:
+                    got += payload
+        ws.close()
+        return b"tunnelled" in got
+    assert wait_for(once, timeout=20, msg="port-forward tunnel")
+
+
+def test_port_forward_websocket_tunnel(api, runtime):
+    check_port_forward_tunnel(api, runtime)
+
+
+def test_port_forward_tunnel_needs_the_feature_gate(kubelet_factory, cas, runtime):
+    api = start_api(kubelet_factory, cas, "--feature-gates", "ExtendWebSocketsToKubelet=false")
+    with pytest.raises(Exception):
+        check_port_forward_tunnel(api, runtime)
+
+
 # ---------------------------------------------------------------- stats and metrics
 
 def cgroup_files(runtime, cid):

@@ -154,7 +154,7 @@ def test_kubectl_logs(kube):
 
 
 def test_kubectl_exec_spdy_tty_and_stdin(kube):
-    kube.kubelet()
+    k = kube.kubelet()
     make_pod(kube, "shell", [container("app", SLEEP)])
     wait_running(kube, "shell")
     # no tty: stdout, stderr and the exit code apart; stdin piped through
@@ -162,6 +162,10 @@ def test_kubectl_exec_spdy_tty_and_stdin(kube):
                      input=b"through stdin\n", check=False)
     assert (p.returncode, p.stdout) == (7, b"through stdin\n"), p
     assert p.stderr == b"oops\ncommand terminated with exit code 7\n", p
+    # kubectl v1.37 speaks WebSocket v5 and the node declares ExtendWebSocketsToKubelet: the apiserver passed the
+    # WebSocket on and the kubelet translated it to SPDY for the runtime (issue 37)
+    with open(k.logfile) as f:
+        assert "upgraded (WebSocket to SPDY)" in f.read()
     assert kubectl(kube, "exec", "shell", "-c", "app", "--", "echo", "hi") == "hi\n"
 
     # -it: a pty on both sides (the container's stdin is a terminal), the exit code comes back

@@ -16,13 +16,14 @@ from test_api import cas, start_api  # noqa: F401 (cas is a fixture)
 
 def test_declared_features_only_what_ckubelet_implements(kube):
     """Upstream v1.37 declares RestartAllContainersOnContainerExits, InPlacePodLevelResourcesVerticalScaling,
-    ExtendWebSocketsToKubelet and InPlacePodVerticalScalingInitContainers by default; ckubelet implements only
-    InPlacePodLevelResourcesVerticalScaling, so its node declares that alone, and the v1.37 scheduler keeps a pod
-    that needs one of the others off it."""
+    ExtendWebSocketsToKubelet and InPlacePodVerticalScalingInitContainers by default; ckubelet implements
+    InPlacePodLevelResourcesVerticalScaling and ExtendWebSocketsToKubelet, so its node declares those two (sorted,
+    as the apiserver requires), and the v1.37 scheduler keeps a pod that needs one of the others off it."""
     kube.kubelet()
     node = kube.wait(lambda: (n := kube.node_obj()) and cond(n, "Ready") and cond(n, "Ready")["status"] == "True"
                      and n, 60, msg="the node Ready")
-    assert node["status"].get("declaredFeatures") == ["InPlacePodLevelResourcesVerticalScaling"], node["status"]
+    assert node["status"].get("declaredFeatures") == ["ExtendWebSocketsToKubelet",
+                                                      "InPlacePodLevelResourcesVerticalScaling"], node["status"]
 
     # a pod with a RestartAllContainers rule needs RestartAllContainersOnContainerExits declared by its node
     p = api_pod("restart-all", [container("app", SLEEP, restartPolicy="Never",

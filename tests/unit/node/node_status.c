@@ -258,7 +258,7 @@ static void test_reserved(void **state) {
 static void test_declared_features(void **state) {
         (void) state;
         struct node_declared_feature t[] = {
-                { "A", true, false, true },  /* implemented, gate on: declared */
+                { "F", true, false, true },  /* implemented, gate on: declared (after E: sorted by name) */
                 { "B", true, false, false }, /* not implemented */
                 { "C", false, false, true }, /* gate off by default */
                 { "D", true, true, true },   /* waits for a runtime feature */
@@ -271,15 +271,16 @@ static void test_declared_features(void **state) {
         size_t n;
 
         assert_int_equal(node_declared_features(t, ELEMENTSOF(t), out), 2);
-        assert_string_equal(out[0], "A");
-        assert_string_equal(out[1], "E");
+        assert_string_equal(out[0], "E");
+        assert_string_equal(out[1], "F");
 
         real = node_declared_feature_table(&n);
         assert_int_equal(n, 9);
         assert_string_equal(real[0].name, "RestartAllContainersOnContainerExits");
         assert_string_equal(real[8].name, "DRAOptionalNodeOperations");
-        assert_int_equal(node_declared_features(real, n, out), 1);
-        assert_string_equal(out[0], "InPlacePodLevelResourcesVerticalScaling");
+        assert_int_equal(node_declared_features(real, n, out), 2);
+        assert_string_equal(out[0], "ExtendWebSocketsToKubelet"); /* sorted, as the apiserver wants */
+        assert_string_equal(out[1], "InPlacePodLevelResourcesVerticalScaling");
 
         input(&in);
         assert_int_equal(node_status_build(&in, &st), 0);
