@@ -10,7 +10,13 @@
 #include "basic/string.h"
 #include "basic/strv.h"
 #include "client/client.h"
+#include "basic/time.h"
+#include "basic/timer.h"
 #include "cm/dra/claims.h"
+#include "cm/dra/health.h"
+#include "cm/dra/plugins.h"
+#include "drahealth.pb-c.h"
+#include "features/features.h"
 #include "cm/dra/manager.h"
 #include "cm/dra/podclaims.h"
 #include "kubelet/dra.h"
@@ -39,6 +45,117 @@ struct kubelet_dra_job {
         void *userdata;
 };
 
+/* ---------------------------------------------------------------- device health (ResourceHealthStatus) */
+
+static void health_arm(struct kubelet *k) {
+        uint64_t at = dra_health_next_expiry(k->dra_health), now = now_usec();
+
+        evtimer_del(k->dra_health_timer);
+        if (at != 0 && evtimer_add_usec(k->dra_health_timer, at > now ? at - now : 0) < 0)
+                log_error("DRA: cannot arm the device health timer");
+}
+
+/* the pods whose claims hold a changed device report their status again (allocatedResourcesStatus) */
+static void health_changed(struct kubelet *k, struct dra_health_key *changed, size_t n) {
+        _cleanup_strv_free_ char **uids = NULL;
+
+        if (n > 0 && k->dra && dra_health_affected_pods(dra_manager_claims(k->dra), changed, n, &uids) >= 0)
+                for (char **u = uids; u && *u; u++) {
+                        struct pod_worker *w = kubelet_find_worker(k, *u);
+                        log_v(4, "DRA: device health changed for pod %s", *u);
+                        if (w && w->pod)
+                                kubelet_report_status(k, w);
+                }
+        dra_health_keys_free(changed, n);
+        health_arm(k);
+}
+
+static enum dra_health health_of(int v) {
+        switch (v) {
+        case DRAHEALTH__V1__HEALTH_STATUS__HEALTHY:
+                return DRA_HEALTH_HEALTHY;
+        case DRAHEALTH__V1__HEALTH_STATUS__UNHEALTHY:
+                return DRA_HEALTH_UNHEALTHY;
+        default:
+                return DRA_HEALTH_UNKNOWN;
+        }
+}
+
+static void on_health_message(const char *driver, const ProtobufCMessage *msg, void *userdata) {
+        const Drahealth__V1__NodeWatchResourcesResponse *resp = (const Drahealth__V1__NodeWatchResourcesResponse *) msg;
+        struct kubelet *k = userdata;
+        _cleanup_free_ struct dra_health_report *reports = NULL;
+        struct dra_health_key *changed = NULL;
+        size_t n = 0, n_changed = 0;
+        int r;
+
+        if (!k->dra_health)
+                return;
+        if (resp->n_devices > DRA_HEALTH_MAX_DEVICES) {
+                log_error("DRA driver %s: health update ignored: %zu devices, more than %d", driver, resp->n_devices,
+                          DRA_HEALTH_MAX_DEVICES);
+                return;
+        }
+        reports = calloc(resp->n_devices ?: 1, sizeof(*reports));
+        if (!reports) {
+                log_error("DRA: out of memory");
+                return;
+        }
+        for (size_t i = 0; i < resp->n_devices; i++) {
+                const Drahealth__V1__DeviceHealth *d = resp->devices[i];
+                if (!d || !d->device) {
+                        log_error("DRA driver %s: health update ignored: device %zu has no identifier", driver, i);
+                        return;
+                }
+                reports[n++] = (struct dra_health_report) { .pool = d->device->pool_name,
+                                                            .device = d->device->device_name,
+                                                            .health = health_of(d->health),
+                                                            .timeout_sec = d->health_check_timeout_seconds,
+                                                            .message = d->message };
+        }
+        r = dra_health_update(k->dra_health, driver, reports, n, now_usec(), &changed, &n_changed);
+        if (r == -EINVAL) {
+                log_error("DRA driver %s: health update ignored: a device's pool or device name is empty or longer "
+                          "than %d",
+                          driver, DRA_HEALTH_MAX_NAME);
+                return;
+        }
+        if (r < 0) {
+                log_error("DRA: out of memory");
+                return;
+        }
+        health_changed(k, changed, n_changed);
+}
+
+static void on_health_end(const char *driver, void *userdata) {
+        struct kubelet *k = userdata;
+        struct dra_health_key *changed = NULL;
+        size_t n_changed = 0;
+
+        if (!k->dra_health)
+                return;
+        log_v(4, "DRA driver %s: clearing its device health", driver);
+        if (dra_health_clear_driver(k->dra_health, driver, &changed, &n_changed) < 0) {
+                log_error("DRA: out of memory");
+                return;
+        }
+        health_changed(k, changed, n_changed);
+}
+
+static void on_health_timer(evutil_socket_t fd, short what, void *userdata) {
+        struct kubelet *k = userdata;
+        struct dra_health_key *changed = NULL;
+        size_t n_changed = 0;
+        (void) fd;
+        (void) what;
+
+        if (dra_health_expire(k->dra_health, now_usec(), &changed, &n_changed) < 0) {
+                log_error("DRA: out of memory");
+                return;
+        }
+        health_changed(k, changed, n_changed);
+}
+
 int kubelet_dra_setup(struct kubelet *k) {
         _cleanup_ck_error_ struct ck_error *err = NULL;
         int r;
@@ -46,11 +163,72 @@ int kubelet_dra_setup(struct kubelet *k) {
         r = dra_manager_new(k->base, k->opts->root_dir, k->dra_plugins, &k->dra, &err);
         if (r < 0)
                 return log_error_errno(r, "cannot start the DRA manager: %s", ck_error_message(err));
+        if (feature_enabled(k->opts->feature_gates, "ResourceHealthStatus") && k->dra_plugins) {
+                struct dra_health_handler h = { on_health_message, on_health_end, k };
+
+                if (dra_health_cache_new(&k->dra_health) < 0 ||
+                    !(k->dra_health_timer = evtimer_new(k->base, on_health_timer, k)))
+                        return log_error_errno(-ENOMEM, "cannot start the DRA device health cache: out of memory");
+                dra_plugins_set_health_handler(k->dra_plugins, &h);
+        }
         return 0;
 }
 
 void kubelet_dra_free(struct kubelet *k) {
         k->dra = dra_manager_free(k->dra);
+        if (k->dra_health_timer)
+                event_free(k->dra_health_timer);
+        k->dra_health_timer = NULL;
+        k->dra_health = dra_health_cache_free(k->dra_health);
+}
+
+json_t *kubelet_dra_allocated_resources_status(struct kubelet *k, const struct pod *pod, const struct container *c) {
+        _cleanup_ck_error_ struct ck_error *err = NULL;
+        _cleanup_free_ struct dra_container_claim *refs = NULL;
+        struct dra_pod_claim *claims = NULL;
+        size_t n_claims = 0, n_refs = 0;
+        json_auto_t *out = NULL;
+        bool with_message = feature_enabled(k->opts->feature_gates, "ResourceHealthStatusMessage");
+        uint64_t now = now_usec();
+        struct dra_claims *cache;
+
+        if (!k->dra || !k->dra_health || !pod->raw || !c->raw ||
+            json_array_size(json_object_get(json_object_get(pod->raw, "spec"), "resourceClaims")) == 0)
+                return NULL;
+        if (dra_container_claims(c->raw, &refs, &n_refs) < 0 || n_refs == 0 ||
+            dra_pod_claims(pod->raw, &claims, &n_claims, &err) < 0)
+                goto finish;
+        cache = dra_manager_claims(k->dra);
+        out = json_array();
+        /* UpdateAllocatedResourcesStatus: per resources.claims[] entry, the prepared claim's devices (of the
+         * request) with their health */
+        for (size_t i = 0; out && i < n_refs; i++)
+                for (size_t p = 0; p < n_claims; p++) {
+                        const struct dra_claim *claim = NULL;
+                        json_t *st = NULL;
+
+                        if (!claims[p].claim_name || !streq(claims[p].pod_claim_name, refs[i].name))
+                                continue;
+                        for (size_t x = 0; x < dra_claims_count(cache) && !claim; x++) {
+                                const struct dra_claim *cl = dra_claims_at(cache, x);
+                                if (streq(cl->name, claims[p].claim_name) && streq(cl->namespace, pod->namespace_) &&
+                                    cl->state == DRA_CLAIM_PREPARED)
+                                        claim = cl;
+                        }
+                        if (!claim)
+                                break;
+                        if (dra_health_claim_status(k->dra_health, claim, refs[i].name, refs[i].request, with_message,
+                                                    now, &st) < 0) {
+                                out = (json_decref(out), NULL);
+                                break;
+                        }
+                        if (st)
+                                json_array_append_new(out, st);
+                        break;
+                }
+finish:
+        dra_pod_claims_free(claims, n_claims);
+        return out && json_array_size(out) > 0 ? json_incref(out) : NULL;
 }
 
 void kubelet_dra_job_cancel(struct kubelet_dra_job *j) {

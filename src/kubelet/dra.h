@@ -7,6 +7,8 @@
  * of the claims (and requests) its resources.claims name. Pods that are no longer active lose their claims
  * (kubelet_dra_gc), which unprepares those without pods. */
 
+#include <jansson.h>
+
 struct kubelet;
 struct pod;
 struct container;
@@ -22,6 +24,10 @@ typedef void (*kubelet_dra_done_t)(char **cdi_ids, const char *error, void *user
 int kubelet_dra_prepare(struct kubelet *k, const struct pod *pod, const struct container *c, kubelet_dra_done_t done,
                         void *userdata, struct kubelet_dra_job **ret);
 void kubelet_dra_job_cancel(struct kubelet_dra_job *j); /* accepts NULL */
+
+/* ResourceHealthStatus: the container's allocatedResourcesStatus entries for its claims (resources.claims), as
+ * dra_health_claim_status() builds them; NULL when none (or the gate is off). A new reference. */
+json_t *kubelet_dra_allocated_resources_status(struct kubelet *k, const struct pod *pod, const struct container *c);
 
 /* The claims of pods no longer active are released (once every source has spoken). */
 void kubelet_dra_gc(struct kubelet *k);

@@ -203,8 +203,10 @@ struct kubelet {
         struct csi_nodeinfo *csi_nodeinfo;
         struct csi_drivers *csi;
         struct pluginmanager *plugins;
-        struct dra_plugins *dra_plugins; /* DRA drivers' plugins (type DRAPlugin) */
-        struct dra_manager *dra;         /* the ResourceClaims prepared on the node */
+        struct dra_plugins *dra_plugins;     /* DRA drivers' plugins (type DRAPlugin) */
+        struct dra_manager *dra;             /* the ResourceClaims prepared on the node */
+        struct dra_health_cache *dra_health; /* ResourceHealthStatus: the DRA devices' health (NULL: gate off) */
+        struct event *dra_health_timer;      /* a reported device's health times out (Unknown) */
         struct volmgr *volumes;
         struct vol_reaper *reaper; /* removes the directories of pods that are gone, off the loop */
         /* work on the contents of pods' volumes (subPath binds, termination messages): keyed by pod, with a

@@ -62,11 +62,14 @@ static int cmp_resource_id(const void *a, const void *b) {
 json_t *kubelet_allocated_resources_status(struct kubelet *k, const struct pod *pod) {
         json_auto_t *out = NULL;
 
-        if (!k->devices || !pod || !dm_pod_uses_devices(k->devices, pod))
+        bool devices = k->devices && pod && dm_pod_uses_devices(k->devices, pod);
+
+        if (!pod || (!devices && !k->dra_health))
                 return NULL;
         out = json_object();
         for (size_t i = 0; out && i < pod->spec.n_containers; i++) {
                 json_auto_t *by = json_object(), *list = json_array();
+                json_auto_t *claims = kubelet_dra_allocated_resources_status(k, pod, &pod->spec.containers[i]);
                 struct device_collect d = { .m = k->devices, .by_resource = by };
                 _cleanup_strv_free_ char **names = NULL;
                 const char *name;
@@ -74,11 +77,18 @@ json_t *kubelet_allocated_resources_status(struct kubelet *k, const struct pod *
 
                 if (!by || !list)
                         return NULL;
-                dm_foreach_container_device(k->devices, pod->uid, pod->spec.containers[i].name, collect_device, &d);
+                if (devices)
+                        dm_foreach_container_device(k->devices, pod->uid, pod->spec.containers[i].name, collect_device,
+                                                    &d);
                 if (d.oom)
                         return NULL;
-                if (json_object_size(by) == 0)
+                /* the DRA claims' devices after the device plugins' (the device manager's, then the DRA manager's
+                 * UpdateAllocatedResourcesStatus) */
+                if (json_object_size(by) == 0) {
+                        if (claims && json_object_set(out, pod->spec.containers[i].name, claims) < 0)
+                                return NULL;
                         continue;
+                }
                 json_object_foreach(by, name, v)
                         if (strv_extend(&names, name) < 0)
                                 return NULL;
@@ -104,7 +114,8 @@ json_t *kubelet_allocated_resources_status(struct kubelet *k, const struct pod *
                         if (json_array_append_new(list, json_pack("{s:s, s:o}", "name", *n, "resources", arr)) < 0)
                                 return NULL;
                 }
-                if (json_object_set(out, pod->spec.containers[i].name, list) < 0)
+                if ((claims && json_array_extend(list, claims) < 0) ||
+                    json_object_set(out, pod->spec.containers[i].name, list) < 0)
                         return NULL;
         }
         return json_object_size(out) > 0 ? TAKE_PTR(out) : NULL;

@@ -23,8 +23,9 @@ void kubelet_devices_gc(struct kubelet *k);
 void kubelet_admission_refresh(struct kubelet *k);
 
 /* allocatedResourcesStatus (UpdateAllocatedResourcesStatus): {"<container>": [{name, resources: [{resourceID,
- * health}]}]} for the app containers of the pod that hold devices, resources and IDs sorted; NULL: none (or out
- * of memory). A new reference. */
+ * health}]}]} for the app containers of the pod that hold devices, resources and IDs sorted; then (ResourceHealthStatus)
+ * the containers' DRA claims, "claim:<name>[/<request>]" in resources.claims order (kubelet/dra.h); NULL: none (or
+ * out of memory). A new reference. */
 json_t *kubelet_allocated_resources_status(struct kubelet *k, const struct pod *pod);
 
 /* The device plugins' envs, mounts, devices and annotations into a container's CRI config. */

@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -184,3 +185,76 @@ def test_cdi_device_seen_in_container(kube, runtime):
                 kube.delete(res, name)
             except Exception:
                 pass
+
+
+def claim_health(kube, pod):
+    """The container's allocatedResourcesStatus entries of the pod's claim (as the apiserver has them)."""
+    p = kube.pod(pod)
+    cs = (p or {}).get("status", {}).get("containerStatuses") or []
+    return [r for c in cs for r in c.get("allocatedResourcesStatus") or [] if r["name"].startswith("claim:")]
+
+
+def run_health_pod(kube, gate):
+    """A driver serving the health service, a claim and a pod using it on a kubelet with ResourceHealthStatus
+    on or off. Returns (kubelet, plugin, class name)."""
+    k = kube.kubelet("--feature-gates", f"ResourceHealthStatus={'true' if gate else 'false'}")
+    driver = "health.dra.ckubelet.test"
+    plugin = DraPlugin(k, driver, "--health", "--health-every", "2")
+    cls = f"{kube.node}-class"
+    kube.wait(lambda: plugin.calls("NotifyRegistrationStatus"), 60, msg="the plugin told it is registered")
+    publish(kube, driver, cls, "gpu")
+    kube.wait(lambda: kube.node_obj()["status"].get("conditions") and
+              any(c["type"] == "Ready" and c["status"] == "True" for c in kube.node_obj()["status"]["conditions"]),
+              60, msg="the node Ready")
+    kube.create("pods", claim_pod(kube, "health", "gpu"))
+    kube.wait(lambda: running(kube, "health"), 120, msg="the pod running")
+    return k, plugin, cls
+
+
+def cleanup(kube, plugin, cls):
+    plugin.stop()
+    for res, name in (("deviceclasses", cls), ("resourceslices", f"{kube.node}-slice")):
+        try:
+            kube.delete(res, name)
+        except Exception:
+            pass
+
+
+def test_device_health_in_pod_status(kube):
+    """ResourceHealthStatus (issue 37 item 3): the driver streams its device's health (NodeWatchResources); the
+    pod's container that references the claim reports it in containerStatuses[].allocatedResourcesStatus as
+    {name: "claim:<name>", resources: [{resourceID: <the device's CDI ID>, health}]}: Healthy, then Unhealthy when
+    the driver says so, then Healthy again."""
+    k, plugin, cls = run_health_pod(kube, True)
+    try:
+        def health():
+            h = claim_health(kube, "health")
+            return h and [(r["name"], [(x["resourceID"], x["health"]) for x in r["resources"]]) for r in h]
+        want = lambda s: [("claim:dev", [("ckubelet.test/dra=gpu", s)])]  # noqa: E731
+        kube.wait(lambda: health() == want("Healthy"), 60, msg=f"the device Healthy in the pod status: {health()}")
+        with open(os.path.join(plugin.state, "health"), "w") as f:
+            f.write("Unhealthy XID 79")
+        kube.wait(lambda: health() == want("Unhealthy"), 60, msg=f"the device Unhealthy in the pod status: {health()}")
+        msg = claim_health(kube, "health")[0]["resources"][0].get("message")
+        assert msg in (None, "XID 79"), msg  # the message needs the apiserver's ResourceHealthStatusMessage
+        with open(os.path.join(plugin.state, "health"), "w") as f:
+            f.write("Healthy")
+        kube.wait(lambda: health() == want("Healthy"), 60, msg=f"the device Healthy again: {health()}")
+        assert plugin.calls("NodeWatchResources"), plugin.calls()
+    finally:
+        cleanup(kube, plugin, cls)
+
+
+def test_device_health_gate_off(kube):
+    """ResourceHealthStatus=false: no health stream is opened, the pod status has no claim entries (today's
+    behaviour before the gate)."""
+    k, plugin, cls = run_health_pod(kube, False)
+    try:
+        with open(os.path.join(plugin.state, "health"), "w") as f:
+            f.write("Unhealthy")
+        # a few node status periods (1s) for a status that must not come
+        time.sleep(5)
+        assert plugin.calls("NodeWatchResources") == [], plugin.calls()
+        assert claim_health(kube, "health") == []
+    finally:
+        cleanup(kube, plugin, cls)

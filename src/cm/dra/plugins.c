@@ -9,7 +9,9 @@
 #include "basic/log.h"
 #include "basic/macro.h"
 #include "basic/strv.h"
+#include "basic/timer.h"
 #include "cm/dra/plugins.h"
+#include "drahealth.pb-c.h"
 
 struct dra_plugin {
         struct dra_plugin *next;
@@ -17,6 +19,10 @@ struct dra_plugin {
         const char *service; /* DRA_SERVICE_V1 or DRA_SERVICE_V1BETA1 */
         uint64_t seq;        /* registration order: the highest is the newest */
         struct grpc_client *grpc;
+        struct dra_plugins *owner;
+        const char *health_service; /* NULL: the plugin serves none */
+        struct grpc_call *health;   /* the NodeWatchResources stream, while open */
+        struct event *health_retry; /* opens it again */
 };
 
 struct outcome {
@@ -35,11 +41,16 @@ struct dra_plugins {
         uint64_t seq;
         void (*changed)(const char *driver, bool registered, void *userdata);
         void *userdata;
+        struct dra_health_handler health;
+        bool health_set;
 };
 
 static struct dra_plugin *plugin_free(struct dra_plugin *pl) {
         if (!pl)
                 return NULL;
+        grpc_call_cancel(pl->health);
+        if (pl->health_retry)
+                event_free(pl->health_retry);
         grpc_client_free(pl->grpc);
         free(pl->driver);
         free(pl->endpoint);
@@ -119,6 +130,80 @@ const char *dra_plugins_choose_service(char *const *versions, struct ck_error **
         return NULL;
 }
 
+const char *dra_plugins_health_service(char *const *versions) {
+        if (strv_contains(versions, DRA_HEALTH_SERVICE_V1))
+                return DRA_HEALTH_SERVICE_V1;
+        if (strv_contains(versions, DRA_HEALTH_SERVICE_V1BETA1))
+                return DRA_HEALTH_SERVICE_V1BETA1;
+        if (strv_contains(versions, DRA_HEALTH_SERVICE_V1ALPHA1))
+                return DRA_HEALTH_SERVICE_V1ALPHA1;
+        return NULL;
+}
+
+void dra_plugins_set_health_handler(struct dra_plugins *p, const struct dra_health_handler *h) {
+        p->health = *h;
+        p->health_set = true;
+}
+
+unsigned dra_plugins_health_streams(const struct dra_plugins *p) {
+        unsigned n = 0;
+        for (const struct dra_plugin *pl = p->list; pl; pl = pl->next)
+                n += pl->health != NULL;
+        return n;
+}
+
+static void health_open(struct dra_plugin *pl);
+
+static void health_on_message(const ProtobufCMessage *msg, void *userdata) {
+        struct dra_plugin *pl = userdata;
+        struct dra_plugins *p = pl->owner;
+
+        log_v(4, "DRA driver %s: health update from %s", pl->driver, pl->endpoint);
+        p->health.on_message(pl->driver, msg, p->health.userdata);
+}
+
+static void health_on_end(const struct grpc_reply *reply, void *userdata) {
+        struct dra_plugin *pl = userdata;
+        struct dra_plugins *p = pl->owner;
+
+        pl->health = NULL;
+        if (reply->r < 0)
+                log_v(3,
+                      "DRA driver %s: WatchResources health stream of %s ended, will retry: rpc error: code = %s "
+                      "desc = %s",
+                      pl->driver, pl->endpoint, grpc_code_to_string(reply->grpc_status), reply->message);
+        else
+                log_v(2, "DRA driver %s: WatchResources health stream of %s has ended", pl->driver, pl->endpoint);
+        if (evtimer_add_usec(pl->health_retry, DRA_HEALTH_RETRY_USEC) < 0)
+                log_error("DRA driver %s: cannot arm the health stream's retry", pl->driver);
+        p->health.on_end(pl->driver, p->health.userdata);
+}
+
+static void health_open(struct dra_plugin *pl) {
+        Drahealth__V1__NodeWatchResourcesRequest req = DRAHEALTH__V1__NODE_WATCH_RESOURCES_REQUEST__INIT;
+        char path[128];
+        int r;
+
+        snprintf(path, sizeof(path), "/%s/NodeWatchResources", pl->health_service);
+        r = grpc_call_stream(pl->grpc, path, &req.base, &drahealth__v1__node_watch_resources_response__descriptor,
+                             health_on_message, health_on_end, pl, &pl->health);
+        if (r < 0) {
+                pl->health = NULL;
+                log_v(3, "DRA driver %s: cannot start the WatchResources health stream of %s, will retry: %s",
+                      pl->driver, pl->endpoint, strerror(-r));
+                (void) evtimer_add_usec(pl->health_retry, DRA_HEALTH_RETRY_USEC);
+                return;
+        }
+        log_v(4, "DRA driver %s: WatchResources health stream of %s started (%s)", pl->driver, pl->endpoint,
+              pl->health_service);
+}
+
+static void health_retry(evutil_socket_t fd, short what, void *userdata) {
+        (void) fd;
+        (void) what;
+        health_open(userdata);
+}
+
 static size_t driver_count(struct dra_plugins *p, const char *driver) {
         size_t n = 0;
         for (struct dra_plugin *pl = p->list; pl; pl = pl->next)
@@ -182,11 +267,21 @@ int dra_plugins_register(struct dra_plugins *p, const char *driver, const char *
                 return ck_error_set(ret_error, r, "create gRPC connection to DRA driver %s plugin at endpoint %s: %s",
                                     driver, endpoint, strerror(-r));
         }
+        pl->owner = p;
+        if (p->health_set && (pl->health_service = dra_plugins_health_service(versions))) {
+                pl->health_retry = evtimer_new(p->base, health_retry, pl);
+                if (!pl->health_retry) {
+                        plugin_free(pl);
+                        return ck_error_set(ret_error, -ENOMEM, "out of memory");
+                }
+        }
         first = driver_count(p, driver) == 0;
         pl->seq = ++p->seq;
         pl->next = p->list;
         p->list = pl;
         log_info("DRA driver %s: plugin at %s registered (%s)", driver, endpoint, service);
+        if (pl->health_retry)
+                health_open(pl);
         if (first && p->changed)
                 p->changed(driver, true, p->userdata);
         return 0;
@@ -221,6 +316,12 @@ void dra_plugins_deregister(struct dra_plugins *p, const char *driver, const cha
                         continue;
                 *q = pl->next;
                 log_info("DRA driver %s: plugin at %s deregistered", driver, pl->endpoint);
+                /* its stream ends with it: the driver's health is no longer known (upstream clears on exit) */
+                bool had_health = pl->health != NULL;
+                grpc_call_cancel(pl->health);
+                pl->health = NULL;
+                if (had_health)
+                        p->health.on_end(driver, p->health.userdata);
                 plugin_free(pl);
                 if (driver_count(p, driver) == 0 && p->changed)
                         p->changed(driver, false, p->userdata);

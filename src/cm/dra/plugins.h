@@ -18,6 +18,12 @@
 #define DRA_SERVICE_V1BETA1 "v1beta1.DRAPlugin"
 #define DRA_CLIENT_CALL_TIMEOUT_USEC (45 * UINT64_C(1000000)) /* upstream's defaultClientCallTimeout */
 #define DRA_MAX_PLUGINS_PER_DRIVER 16
+/* The health service a plugin may name among its services (ResourceHealthStatus): v1 preferred, then v1beta1,
+ * then v1alpha1 (the same messages). */
+#define DRA_HEALTH_SERVICE_V1 "v1.DRAResourceHealth"
+#define DRA_HEALTH_SERVICE_V1BETA1 "v1beta1.DRAResourceHealth"
+#define DRA_HEALTH_SERVICE_V1ALPHA1 "v1alpha1.DRAResourceHealth"
+#define DRA_HEALTH_RETRY_USEC (5 * UINT64_C(1000000)) /* upstream's wait.Until period between stream attempts */
 
 struct ck_error;
 struct dra_plugins;
@@ -42,6 +48,24 @@ int dra_plugins_register(struct dra_plugins *p, const char *driver, const char *
 int dra_plugins_register_async(struct dra_plugins *p, const char *driver, const char *endpoint, char *const *versions,
                                void (*done)(int r, const char *error, void *cbdata), void *cbdata);
 void dra_plugins_deregister(struct dra_plugins *p, const char *driver, const char *endpoint);
+
+/* The health service a plugin offering these would be watched on, NULL when none. */
+const char *dra_plugins_health_service(char *const *versions);
+
+/* ResourceHealthStatus: once set, every plugin registering with a health service gets a NodeWatchResources stream
+ * (/<service>/NodeWatchResources), opened at registration and again DRA_HEALTH_RETRY_USEC after it ended (a
+ * failure, the plugin's restart), until the plugin goes. on_message: each response (borrowed, a
+ * Drahealth__V1__NodeWatchResourcesResponse; messages are capped by the gRPC client); on_end: the plugin's stream
+ * ended or the plugin was deregistered (the driver's health is no longer known). Not set: no streams (today's
+ * behaviour without the gate). */
+struct dra_health_handler {
+        void (*on_message)(const char *driver, const ProtobufCMessage *msg, void *userdata);
+        void (*on_end)(const char *driver, void *userdata);
+        void *userdata;
+};
+void dra_plugins_set_health_handler(struct dra_plugins *p, const struct dra_health_handler *h);
+/* Health streams open now (for tests). */
+unsigned dra_plugins_health_streams(const struct dra_plugins *p);
 
 bool dra_plugins_has(struct dra_plugins *p, const char *driver);
 /* The newest plugin of the driver: its endpoint and service (borrowed), NULL when none. */
