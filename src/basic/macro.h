@@ -51,6 +51,12 @@ static inline void freep(void *p) {
 }
 #define _cleanup_free_ _cleanup_(freep)
 
+/* a switch case that goes on into the next one on purpose (-Wimplicit-fallthrough, gcc and clang) */
+#define _fallthrough_ __attribute__((__fallthrough__))
+
+/* a variable only there for its cleanup (clang warns about one never read) */
+#define _unused_ __attribute__((__unused__))
+
 static inline void closep(int *fd) {
         if (*fd >= 0) {
                 int saved = errno;

@@ -306,7 +306,7 @@ static void step(struct csi_nodeinfo *ni, const struct kube_response *resp) {
                         return;
                 }
                 /* the CSINode as it is now: */
-                /* fall through */
+                _fallthrough_;
         case STEP_CSINODE_CREATE:
                 if (resp->r < 0 || resp->status >= 300) {
                         task_end(ni, false, ni->step == STEP_CSINODE_CREATE ? "error creating CSINode" : what,

@@ -259,7 +259,7 @@ const json_t *kubelet_allocation_get(const struct allocation_state *st, const ch
 }
 
 int kubelet_allocation_set(struct allocation_state *st, const char *uid, json_t *alloc) {
-        json_auto_t *owned = alloc;
+        _unused_ json_auto_t *owned = alloc; /* released when done */
         const json_t *old;
 
         if (!st)

@@ -391,8 +391,8 @@ void kubelet_worker_observed(struct pod_worker *w, struct pod *pod, struct kc_po
         kubelet_report_status(k, w);
 }
 
-static void pod_eventv(struct kubelet *k, const struct pod *p, const char *container, const char *type,
-                       const char *reason, const char *fmt, va_list ap) {
+_printf_(6, 0) static void pod_eventv(struct kubelet *k, const struct pod *p, const char *container, const char *type,
+                                      const char *reason, const char *fmt, va_list ap) {
         _cleanup_free_ char *msg = NULL, *field = NULL;
         struct event_ref ref;
 

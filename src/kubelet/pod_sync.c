@@ -354,8 +354,8 @@ const struct node_runtime_features *kubelet_sync_runtime_features(const struct p
         return s->env->ops->runtime_features(s->env->userdata);
 }
 
-static void eventv(struct pod_sync *s, bool any, const char *container, const char *type, const char *reason,
-                   const char *fmt, va_list ap) {
+_printf_(6, 0) static void eventv(struct pod_sync *s, bool any, const char *container, const char *type,
+                                  const char *reason, const char *fmt, va_list ap) {
         _cleanup_free_ char *msg = NULL;
 
         if (vasprintf(&msg, fmt, ap) < 0)

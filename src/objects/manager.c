@@ -973,7 +973,7 @@ static void cert_advance(struct mcert *c) {
                         }
                         return;
                 }
-                __attribute__((fallthrough));
+                _fallthrough_;
         case CERT_WAIT:
                 if (cert_check(c, cert_find_pcr(c)))
                         cert_changed(c);

@@ -238,7 +238,6 @@ static int load_serving_files(struct api_server *s) {
 
 int api_tls_setup(struct api_server *s) {
         const struct kubelet_options *o = s->o;
-        _cleanup_free_ char *err = NULL;
         int r;
 
         s->ssl_ctx = SSL_CTX_new(TLS_server_method());

@@ -195,7 +195,7 @@ static struct evhttp_request *op_finish(struct api_op *op) {
 /* ---------------------------------------------------------------- /stats/summary, /metrics/resource */
 
 static void on_summary(int k, struct stats_summary *summary, void *userdata) {
-        _cleanup_(stats_summary_freep) struct stats_summary *owned = summary;
+        _cleanup_(stats_summary_freep) _unused_ struct stats_summary *owned = summary; /* freed when done */
         json_t *doc = NULL;
         struct api_op *op = userdata;
         struct evhttp_request *req = op_finish(op);

@@ -385,7 +385,7 @@ void api_zpages_init(void) {
 }
 
 static const char *binary_version(void) {
-        return KUBE_VERSION + 1; /* "1.37.2", as upstream's version.Version prints it */
+        return &KUBE_VERSION[1]; /* "1.37.2", as upstream's version.Version prints it */
 }
 
 #ifdef __VERSION__

@@ -968,7 +968,7 @@ static void op_next(struct vm_op *op) {
                                 return;
                         }
                         op->step = S_PUBLISH;
-                        /* fall through */
+                        _fallthrough_;
                 case S_PUBLISH:
                         publish(op);
                         return;
