@@ -593,6 +593,25 @@ def test_psi_swap_and_cadvisor_metrics_from_cgroup_v2(vm):
                      re.M)
 
 
+def test_in_place_resize_on_cgroup_v2(vm):
+    """InPlacePodVerticalScaling on v2: the (fake) apiserver's pod gets new resources (what pods/resize writes);
+    ckubelet resizes the running container (UpdateContainerResources) and the pod cgroup, same container."""
+    cid = crictl_ps(vm)["guaranteed-api"]
+    p = vm.api.get("pods", "guaranteed-api", namespace="default")
+    res = {"requests": {"cpu": "200m", "memory": "96Mi"}, "limits": {"cpu": "200m", "memory": "96Mi"}}
+    p["spec"]["containers"][0]["resources"] = res
+    t0 = time.monotonic()
+    vm.api.update("pods", p)
+    want = {"cpu.max": f"{200 * 100000 // 1000} 100000", "memory.max": str(96 << 20)}
+    wait_for(lambda: {f: scope_file(vm, cid, f) for f in want} == want, 180, interval=3,
+             msg=f"the container's cgroup at {want}")
+    print(f"in-place resize on v2: the container's cpu.max/memory.max after {time.monotonic() - t0:.1f}s")
+    pod_dir = vm.ssh(f"dirname $(find /sys/fs/cgroup/kubepods.slice -type d -name cri-containerd-{cid}.scope)").strip()
+    wait_for(lambda: {f: vm.ssh(f"cat {pod_dir}/{f}").strip() for f in want} == want, 120, interval=3,
+             msg=f"the pod cgroup {pod_dir} at {want}")
+    assert crictl_ps(vm)["guaranteed-api"] == cid and cid in running_tasks(vm)  # resized in place, not restarted
+
+
 def test_restart_keeps_pods_running(vm):
     before = crictl_ps(vm)
     pid = systemctl_show(vm, "MainPID")
@@ -612,6 +631,39 @@ def test_restart_keeps_pods_running(vm):
     docs = [json.loads(l) for l in lines]  # every line is a JSON object
     assert all("msg" in d and "ts" in d for d in docs), lines[:5]
     print(f"{len(docs)} JSON log lines, the first: {lines[0][:200]}")
+
+
+def test_memory_pressure_eviction_on_cgroup_v2(vm):
+    """Memory pressure on v2 (PSI-free path: memory.available from the root's v2 files and the threshold
+    notifier): a hard threshold just below what is available now, a BestEffort hog from the apiserver; it is
+    evicted with upstream's reason and message. The time from the hog's start to the eviction is reported."""
+    avail = json.loads(kubelet_get(vm, "/stats/summary"))["node"]["memory"]["availableBytes"]
+    thr = (avail >> 20) - 400  # the hog's 600Mi crosses it
+    vm.ssh(f"echo 'CKUBELET_ARGS=\"{ARGS} --logging-format=json --eviction-hard=memory.available<{thr}Mi "
+           "--enforce-node-allocatable=none\"' > /etc/default/ckubelet")
+    vm.ssh("systemctl restart ckubelet", timeout=300)
+    assert systemctl_show(vm, "ActiveState") == "active"
+    hog = api_pod("hog", {})
+    hog["spec"]["containers"][0]["command"] = ["sh", "-c", "sleep 2; dd if=/dev/zero bs=600M count=1 | sleep 3600"]
+    vm.api.create("pods", hog, namespace="default")
+    t0 = time.monotonic()
+    try:
+        st = wait_for(lambda: (lambda s: s if s.get("reason") == "Evicted" else None)(
+            (vm.api.get("pods", "hog", namespace="default") or {}).get("status") or {}), 300, interval=1,
+            msg="the hog evicted")
+        print(f"memory pressure eviction on v2: threshold {thr}Mi, the hog created to evicted in "
+              f"{time.monotonic() - t0:.1f}s (its start and the dd included); {st['message']}")
+        assert st["phase"] == "Failed"
+        assert re.fullmatch(rf"The node was low on resource: memory\. Threshold quantity: {thr}Mi, available: "
+                            r"\d+Ki\. Container c was using \d+Ki, which exceeds its request of 0\. ",
+                            st["message"]), st["message"]
+        log = vm.ssh("journalctl -u ckubelet --no-pager -o cat")
+        assert "failed to update hard memory eviction threshold" not in log
+    finally:
+        vm.api.delete("pods", "hog", namespace="default", grace_seconds=0)
+    # the other API pods (Guaranteed, Burstable within requests) were not evicted
+    for name in API_PODS:
+        assert ((vm.api.get("pods", name, namespace="default") or {}).get("status") or {}).get("reason") != "Evicted"
 
 
 def test_graceful_node_shutdown_takes_the_logind_inhibitor_lock(vm):
