@@ -14,7 +14,8 @@
 #   8. run the end-to-end tests (tests/e2e, pytest) against a private containerd, with the sanitized ckubelet
 #   9. run the end-to-end tests marked `runtime` again on containerd 2.1.9 with crun (scripts/build-runtime.sh)
 #  10. the VM tier (tests/vm): a Debian trixie guest under QEMU with systemd as PID 1 and cgroup v2 only, ckubelet's
-#      Debian package installed and run as ckubelet.service (the image built once by scripts/build-vm-image.sh)
+#      Debian package installed and run as ckubelet.service (the image built once by scripts/build-vm-image.sh),
+#      at the end joining the tests' v1.37 control plane on the host with a bootstrap token
 # The last line is "N passed, N failed" (", N skipped" when any were skipped), summed over all stages.
 set -uo pipefail
 cd "$(dirname "$0")/.."

@@ -251,8 +251,9 @@ class Client:
 class ControlPlane:
     """etcd + kube-apiserver + kube-controller-manager for one test session (see the module docstring)."""
 
-    def __init__(self, workdir, signing_duration=None, kubelet_ca=False):
+    def __init__(self, workdir, signing_duration=None, kubelet_ca=False, serving_sans=()):
         self.dir = workdir
+        self.serving_sans = tuple(serving_sans)  # more names for the apiserver's certificate ("IP:10.0.2.2")
         self.signing_duration = signing_duration or os.environ.get("CKUBELET_E2E_SIGNING_DURATION", "24h")
         self.kubelet_ca = kubelet_ca
         self.procs = {}
@@ -296,7 +297,7 @@ class ControlPlane:
         self.server = f"https://127.0.0.1:{self.port}"
         self.serving = self.pki.issue("apiserver", "kube-apiserver", client=False, sans=(
             "IP:127.0.0.1", "IP:10.96.0.1", "DNS:localhost", "DNS:kubernetes", "DNS:kubernetes.default",
-            "DNS:kubernetes.default.svc", "DNS:kubernetes.default.svc.cluster.local"))
+            "DNS:kubernetes.default.svc", "DNS:kubernetes.default.svc.cluster.local", *self.serving_sans))
         self.kubelet_client = self.pki.issue("apiserver-kubelet-client", "kube-apiserver-kubelet-client",
                                              ["system:masters"])
         self.admin_cert = self.pki.issue("admin", "kubernetes-admin", ["system:masters"])

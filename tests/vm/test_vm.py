@@ -5,7 +5,10 @@ installed with dpkg and run by systemd as ckubelet.service.
 
 One boot per run (CPU work is about 20x slower than on the host): every check runs in that boot, in the order of
 the tests below (module scope, the tests depend on each other's state: run the module as a whole).
-The VM is quit through QMP and killed in the fixture's finally. Run it under the e2e lock: it uses both cores."""
+The fixture also starts the tests' real control plane (tests/e2e/controlplane.py, v1.37) on the host while the guest
+boots; the last test makes the guest's ckubelet join it with a bootstrap token.
+The VM is quit through QMP and killed in the fixture's finally, the control plane stopped. Run it under the e2e
+lock: it uses both cores."""
 import json
 import os
 import re
@@ -17,6 +20,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -27,12 +31,33 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "e2e"))
 
 from conftest import IMAGE_CACHE, SCRIPTS, free_port  # noqa: E402
+from controlplane import ControlPlane, Kube  # noqa: E402
 from fakeapi import FakeApiServer  # noqa: E402
 from test_deb import deb  # noqa: E402,F401  (the module-scoped fixture that builds the package)
 
+# QEMU's user networking: the guest reaches the host's loopback at 10.0.2.2
+HOST_ALIAS = "10.0.2.2"
 BOOT_TIMEOUT = 400  # seconds from qemu's start to ssh (52-98 s measured)
 CMD_TIMEOUT = 120
 GUEST_PORT = 10250
+
+
+def host_address():
+    """The host's own non-loopback IPv4 address (the default route's source, else `hostname -I`'s first):
+    kube-apiserver does not proxy logs and exec to a node whose address is a loopback one."""
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            s.connect(("192.0.2.254", 9))  # no packet is sent: the kernel picks the route's source address
+            ip = s.getsockname()[0]
+            if not ip.startswith("127."):
+                return ip
+    except OSError:
+        pass
+    out = subprocess.run(["hostname", "-I"], capture_output=True, text=True).stdout.split()
+    ips = [a for a in out if "." in a and not a.startswith("127.")]
+    if not ips:
+        raise RuntimeError("no non-loopback IPv4 address on the host for the joined node's InternalIP")
+    return ips[0]
 
 
 def wait_for(cond, timeout, interval=1.0, msg="condition"):
@@ -56,6 +81,10 @@ class VM:
         self.dir = workdir
         self.ssh_port = free_port()
         self.kubelet_port = free_port()
+        # the node joining the real control plane: its kubelet port, the same in the guest and on the host's own
+        # address (the node's InternalIP), so that kube-apiserver reaches it through this forward for logs/exec
+        self.host_ip = host_address()
+        self.join_port = free_port()
         self.qmp_path = os.path.join(workdir, "qmp.sock")
         self.console = os.path.join(workdir, "console.log")
         self.proc = None
@@ -68,7 +97,8 @@ class VM:
                 "-kernel", self.paths["KERNEL"], "-initrd", self.paths["INITRD"], "-append", append,
                 "-drive", f"file={self.paths['ROOTFS']},if=virtio,format=raw,snapshot=on",
                 "-netdev", f"user,id=n0,hostfwd=tcp:127.0.0.1:{self.ssh_port}-:22,"
-                           f"hostfwd=tcp:127.0.0.1:{self.kubelet_port}-:{GUEST_PORT}",
+                           f"hostfwd=tcp:127.0.0.1:{self.kubelet_port}-:{GUEST_PORT},"
+                           f"hostfwd=tcp:{self.host_ip}:{self.join_port}-:{self.join_port}",
                 "-device", "virtio-net-pci,netdev=n0",
                 "-virtfs", f"local,path={self.share},mount_tag=host,security_model=none,id=host,readonly=on",
                 "-serial", f"file:{self.console}",
@@ -176,7 +206,27 @@ def vm(image, vm_deb):
         shutil.copy(src, os.path.join(share, "api", name))
     m = VM(image, share, work)
     m.api = api
+    # the real control plane (v1.37) the node joins at the end, started while the guest boots (one boot, shared
+    # time); its certificate also names 10.0.2.2, the address the guest reaches it at
+    cp = ControlPlane(os.path.join(work, "cp"), serving_sans=(f"IP:{HOST_ALIAS}",))
+    cp_state = {}
+
+    def start_cp():
+        try:
+            cp.start()
+        except BaseException as e:  # noqa: BLE001 (reported by the test that needs it)
+            cp_state["error"] = e
+    cp_thread = threading.Thread(target=start_cp, daemon=True)
+    os.makedirs(cp.dir)
+
+    def control_plane():
+        cp_thread.join(300)
+        if cp_thread.is_alive() or "error" in cp_state:
+            raise AssertionError(f"the control plane did not start: {cp_state.get('error')!r}\n{cp.tail_logs(40)}")
+        return cp
+    m.control_plane = control_plane
     m.start()
+    cp_thread.start()
     try:
         m.wait_ssh()
         print(f"boot to ssh: {m.boot_seconds:.1f}s")
@@ -190,6 +240,8 @@ def vm(image, vm_deb):
             print(f"no journal: {e!r}")
         m.stop()
         api.stop()
+        cp_thread.join(300)
+        cp.stop()
         print(f"console tail:\n{m.tail()}")
         if not os.environ.get("CKUBELET_E2E_KEEP"):
             shutil.rmtree(work, ignore_errors=True)
@@ -593,6 +645,25 @@ def test_psi_swap_and_cadvisor_metrics_from_cgroup_v2(vm):
                      re.M)
 
 
+def test_in_place_resize_on_cgroup_v2(vm):
+    """InPlacePodVerticalScaling on v2: the (fake) apiserver's pod gets new resources (what pods/resize writes);
+    ckubelet resizes the running container (UpdateContainerResources) and the pod cgroup, same container."""
+    cid = crictl_ps(vm)["guaranteed-api"]
+    p = vm.api.get("pods", "guaranteed-api", namespace="default")
+    res = {"requests": {"cpu": "200m", "memory": "96Mi"}, "limits": {"cpu": "200m", "memory": "96Mi"}}
+    p["spec"]["containers"][0]["resources"] = res
+    t0 = time.monotonic()
+    vm.api.update("pods", p)
+    want = {"cpu.max": f"{200 * 100000 // 1000} 100000", "memory.max": str(96 << 20)}
+    wait_for(lambda: {f: scope_file(vm, cid, f) for f in want} == want, 180, interval=3,
+             msg=f"the container's cgroup at {want}")
+    print(f"in-place resize on v2: the container's cpu.max/memory.max after {time.monotonic() - t0:.1f}s")
+    pod_dir = vm.ssh(f"dirname $(find /sys/fs/cgroup/kubepods.slice -type d -name cri-containerd-{cid}.scope)").strip()
+    wait_for(lambda: {f: vm.ssh(f"cat {pod_dir}/{f}").strip() for f in want} == want, 120, interval=3,
+             msg=f"the pod cgroup {pod_dir} at {want}")
+    assert crictl_ps(vm)["guaranteed-api"] == cid and cid in running_tasks(vm)  # resized in place, not restarted
+
+
 def test_restart_keeps_pods_running(vm):
     before = crictl_ps(vm)
     pid = systemctl_show(vm, "MainPID")
@@ -612,6 +683,39 @@ def test_restart_keeps_pods_running(vm):
     docs = [json.loads(l) for l in lines]  # every line is a JSON object
     assert all("msg" in d and "ts" in d for d in docs), lines[:5]
     print(f"{len(docs)} JSON log lines, the first: {lines[0][:200]}")
+
+
+def test_memory_pressure_eviction_on_cgroup_v2(vm):
+    """Memory pressure on v2 (PSI-free path: memory.available from the root's v2 files and the threshold
+    notifier): a hard threshold just below what is available now, a BestEffort hog from the apiserver; it is
+    evicted with upstream's reason and message. The time from the hog's start to the eviction is reported."""
+    avail = json.loads(kubelet_get(vm, "/stats/summary"))["node"]["memory"]["availableBytes"]
+    thr = (avail >> 20) - 400  # the hog's 600Mi crosses it
+    vm.ssh(f"echo 'CKUBELET_ARGS=\"{ARGS} --logging-format=json --eviction-hard=memory.available<{thr}Mi "
+           "--enforce-node-allocatable=none\"' > /etc/default/ckubelet")
+    vm.ssh("systemctl restart ckubelet", timeout=300)
+    assert systemctl_show(vm, "ActiveState") == "active"
+    hog = api_pod("hog", {})
+    hog["spec"]["containers"][0]["command"] = ["sh", "-c", "sleep 2; dd if=/dev/zero bs=600M count=1 | sleep 3600"]
+    vm.api.create("pods", hog, namespace="default")
+    t0 = time.monotonic()
+    try:
+        st = wait_for(lambda: (lambda s: s if s.get("reason") == "Evicted" else None)(
+            (vm.api.get("pods", "hog", namespace="default") or {}).get("status") or {}), 300, interval=1,
+            msg="the hog evicted")
+        print(f"memory pressure eviction on v2: threshold {thr}Mi, the hog created to evicted in "
+              f"{time.monotonic() - t0:.1f}s (its start and the dd included); {st['message']}")
+        assert st["phase"] == "Failed"
+        assert re.fullmatch(rf"The node was low on resource: memory\. Threshold quantity: {thr}Mi, available: "
+                            r"\d+Ki\. Container c was using \d+Ki, which exceeds its request of 0\. ",
+                            st["message"]), st["message"]
+        log = vm.ssh("journalctl -u ckubelet --no-pager -o cat")
+        assert "failed to update hard memory eviction threshold" not in log
+    finally:
+        vm.api.delete("pods", "hog", namespace="default", grace_seconds=0)
+    # the other API pods (Guaranteed, Burstable within requests) were not evicted
+    for name in API_PODS:
+        assert ((vm.api.get("pods", name, namespace="default") or {}).get("status") or {}).get("reason") != "Evicted"
 
 
 def test_graceful_node_shutdown_takes_the_logind_inhibitor_lock(vm):
@@ -703,3 +807,97 @@ def test_cgroupfs_driver_on_the_same_node(vm):
         b = pods.get("cfs-burstable-ckvm")
         return b and "psi" in b.get("cpu", {}) and b["containers"] and "psi" in b["containers"][0].get("memory", {})
     wait_for(psi_ready, 60, interval=3, msg="psi of the cgroupfs pods in /stats/summary")
+
+
+JOIN_POD = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "joined", "namespace": "default"},
+            "spec": {"nodeName": "ckvm", "automountServiceAccountToken": False, "terminationGracePeriodSeconds": 1,
+                     "containers": [{"name": "c", "image": "docker.io/library/busybox:1.36",
+                                     "imagePullPolicy": "Never",
+                                     "command": ["sh", "-c", "echo hello from the guest; exec sleep 100000"]}]}}
+
+
+def test_node_joins_the_control_plane(vm):
+    """Issue 31 item 4: the guest's ckubelet joins the real v1.37 control plane running on the host, TLS
+    bootstrapping with a kubeadm-style bootstrap token through QEMU's user networking (the apiserver at 10.0.2.2, the
+    host's loopback); the node is Ready with the host's own address as InternalIP and a kubelet port that QEMU
+    forwards from that address to the guest, so that kube-apiserver's logs and exec reach the guest's ckubelet; a
+    pod created through the API runs in the guest."""
+    cp = vm.control_plane()
+    t0 = time.monotonic()
+    d = os.path.join(cp.dir, "ckvm")
+    os.makedirs(d, exist_ok=True)
+    boot = cp.bootstrap_kubeconfig(os.path.join(d, "bootstrap-kubelet.conf"))
+    with open(boot) as f:
+        boot_cfg = json.load(f)
+    boot_cfg["clusters"][0]["cluster"]["server"] = f"https://{HOST_ALIAS}:{cp.port}"
+    # a CNI configuration (the network test writes the same): containerd reports NetworkReady, the node Ready
+    vm.ssh("mkdir -p /etc/cni/net.d /opt/cni/bin && for p in /usr/lib/cni/*; do ln -sf $p /opt/cni/bin/; done && "
+           "cat > /etc/cni/net.d/10-ckvm.conflist <<'EOF'\n" + CNI_CONF + "\nEOF\n")
+    # the node as the tests before left it (its cgroup driver), with the forwarded kubelet port; kubeadm's paths:
+    # a bootstrap kubeconfig, the node's kubeconfig written by the TLS bootstrap
+    vm.ssh("set -e\nsystemctl stop ckubelet && mkdir -p /etc/kubernetes && rm -f /etc/kubernetes/kubelet.conf && "
+           "rm -rf /var/lib/kubelet/pki\n"
+           "cat > /etc/kubernetes/bootstrap-kubelet.conf <<'EOF'\n" + json.dumps(boot_cfg) + "\nEOF\n"
+           "chmod 600 /etc/kubernetes/bootstrap-kubelet.conf\n"
+           f"sed -i 's/^port: {GUEST_PORT}$/port: {vm.join_port}/' /etc/ckubelet/config.yaml\n"
+           f"grep -q '^port: {vm.join_port}$' /etc/ckubelet/config.yaml\n"
+           "echo 'CKUBELET_ARGS=\"--bootstrap-kubeconfig=/etc/kubernetes/bootstrap-kubelet.conf "
+           f"--kubeconfig=/etc/kubernetes/kubelet.conf --rotate-certificates --node-ip={vm.host_ip}\"' "
+           "> /etc/default/ckubelet", timeout=180)
+    vm.ssh("systemctl start ckubelet", timeout=300)  # READY=1 once the node is registered with the cluster
+    assert systemctl_show(vm, "ActiveState") == "active"
+    print(f"joined: systemctl start returned after {time.monotonic() - t0:.1f}s")
+
+    def ready():
+        n = cp.admin.get("nodes", "ckvm")
+        conds = {c["type"]: c["status"] for c in (n or {}).get("status", {}).get("conditions", [])}
+        return n if conds.get("Ready") == "True" else None
+    node = wait_for(ready, 240, interval=2, msg="the node ckvm Ready in the cluster")
+    print(f"node ckvm Ready {time.monotonic() - t0:.1f}s after the join began")
+    addrs = {a["type"]: a["address"] for a in node["status"]["addresses"]}
+    assert addrs.get("InternalIP") == vm.host_ip, addrs
+    assert node["status"]["daemonEndpoints"]["kubeletEndpoint"]["Port"] == vm.join_port, node["status"]
+    assert node["status"]["nodeInfo"]["kubeletVersion"].startswith("v1."), node["status"]["nodeInfo"]
+    # the client certificate came from the CSR the bootstrap token made, approved and signed by the controllers
+    csrs = [c for c in cp.admin.list("certificatesigningrequests")
+            if c["spec"].get("username", "").startswith("system:bootstrap:")]
+    assert csrs and any(c.get("status", {}).get("certificate") for c in csrs), csrs
+    assert "/var/lib/kubelet/pki/kubelet-client-current.pem" in vm.ssh("cat /etc/kubernetes/kubelet.conf")
+
+    cp.admin.create("pods", JOIN_POD, namespace="default")
+
+    def running():
+        st = (cp.admin.get("pods", "joined", "default") or {}).get("status", {})
+        return st if st.get("phase") == "Running" else None
+    st = wait_for(running, 300, interval=2, msg="the API pod Running in the guest")
+    print(f"pod joined Running {time.monotonic() - t0:.1f}s after the join began: hostIP {st.get('hostIP')}")
+    assert st.get("hostIP") == vm.host_ip, st
+    cid = crictl_ps(vm)["joined"]  # in the guest's containerd
+    assert cid in running_tasks(vm)
+
+    # kube-apiserver -> <host address>:<port> -> QEMU's forward -> the guest's ckubelet
+    def kubectl_logs():
+        p = cp.kubectl("logs", "-n", "default", "joined", timeout=60, check=False, text=True)
+        if p.returncode != 0:
+            raise RuntimeError(p.stderr[-1000:])
+        return p
+    logs = wait_for(kubectl_logs, 60, interval=3, msg="kubectl logs")
+    assert logs.stdout == "hello from the guest\n", (logs.stdout, logs.stderr)
+    ex = cp.kubectl("exec", "-n", "default", "joined", "--", "sh", "-c", "cat /proc/1/cgroup; hostname",
+                    timeout=120, check=False, text=True)
+    print(f"kubectl exec: rc {ex.returncode} {ex.stdout!r} {ex.stderr[-500:]!r}")
+    assert ex.returncode == 0, ex.stderr
+    # the container's own cgroup namespace on the unified hierarchy, its own UTS namespace (the pod's name)
+    assert ex.stdout == "0::/\njoined\n", ex.stdout
+    # a static pod of the node got its mirror pod in the cluster
+    wait_for(lambda: cp.admin.get("pods", "cfs-guaranteed-ckvm", "default"), 60, interval=2,
+             msg="the static pod's mirror pod in the cluster")
+    cp.admin.delete("pods", "joined", "default", grace_seconds=0)
+    wait_for(lambda: cid not in running_tasks(vm), 120, interval=3, msg="the deleted pod's container stopped")
+    # every request of the node authorized (Node authorizer, NodeRestriction), as the host's cluster tests check
+    k = Kube(cp, None, "ckvm")
+    k.node, k.user = "ckvm", "system:node:ckvm"
+    refused = k.refused_requests()
+    print(f"the node's requests: {len(k.audit())} audited, refused: {refused}")
+    assert not refused, "the apiserver refused requests of the node:\n" + "\n".join(refused)
+    print(f"the join test took {time.monotonic() - t0:.1f}s")
