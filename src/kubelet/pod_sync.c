@@ -30,7 +30,9 @@ int kubelet_pod_sync_start(const struct pod_sync_env *env, struct pod_worker *w,
         if (!pod)
                 objects_manager_unregister(env->objects, uid); /* no longer desired: its objects go */
 
-        if (!s || kc_pod_status_new(uid, &s->status) < 0) {
+        if (!s || kc_pod_status_new(uid, &s->status) < 0 || (full_name && !(s->full_name = strdup(full_name)))) {
+                if (s)
+                        kc_pod_status_free(s->status);
                 free(s);
                 log_error("pod %s: out of memory", uid);
                 return -ENOMEM;
@@ -38,7 +40,6 @@ int kubelet_pod_sync_start(const struct pod_sync_env *env, struct pod_worker *w,
         s->env = env;
         s->w = w;
         s->uid = uid;
-        s->full_name = full_name;
         s->pod = pod_ref(pod);
         *slot = s;
         kubelet_sync_observe(s);
@@ -193,6 +194,7 @@ void kubelet_pod_sync_free(struct pod_sync *s) {
         kubelet_sync_cleanup_free(s);
         slots_release(s->env->sandbox_slots, &s->sandbox_slot);
         free(s->hook_pod_desc);
+        free(s->full_name);
         pod_free(s->pod);
         kc_pod_status_free(s->status);
         kr_pod_actions_done(&s->actions);

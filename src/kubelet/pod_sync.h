@@ -50,7 +50,8 @@ struct sync_image_volume {
 struct pod_sync {
         const struct pod_sync_env *env; /* all the pass uses of the kubelet */
         struct pod_worker *w;           /* its worker: a handle for env->ops, never dereferenced */
-        const char *uid, *full_name;    /* the worker's (borrowed: the worker outlives its pass) */
+        const char *uid;                /* the worker's (borrowed: the worker outlives its pass, its uid never changes) */
+        char *full_name;                /* a copy: the kubelet makes the worker's anew on every update of the pod */
         struct pod *pod;                /* desired spec (a reference), or NULL: terminate the pod */
 
         struct kc_pod_status *status;  /* observe: what the runtime has for the pod */
@@ -133,7 +134,7 @@ void kubelet_pod_sync_done(struct pod_sync *s);   /* hands the result to the wor
 
 /* ---- the kubelet's side (kubelet.c) ---- */
 
-/* Runs one reconcile pass for the worker w (uid, full_name: its, borrowed) on pod, the desired spec as allocated
+/* Runs one reconcile pass for the worker w (uid: its, borrowed; full_name: copied) on pod, the desired spec as allocated
  * (a reference is taken; NULL: terminate the pod). *slot points to the pass from before its first phase runs
  * until it ends (the env's pass_done; the kubelet clears it there). Returns 0, or -ENOMEM when no pass could be
  * made (nothing runs). */
