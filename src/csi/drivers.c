@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "basic/list.h"
 #include "basic/error.h"
 #include "basic/log.h"
 #include "basic/string.h"
@@ -14,7 +15,7 @@
 #include "csi/csi.h"
 
 struct driver {
-        struct driver *next;
+        struct driver *prev, *next; /* in d->list, or in d->zombies once buried */
         struct csi_drivers *d;
         char *name, *endpoint, *version;
         struct csi_client *client;
@@ -45,12 +46,7 @@ static struct driver *find(const struct csi_drivers *d, const char *name) {
 }
 
 static void driver_unlink(struct driver *x) {
-        for (struct driver **p = &x->d->list; *p; p = &(*p)->next)
-                if (*p == x) {
-                        *p = x->next;
-                        break;
-                }
-        x->next = NULL;
+        DLIST_REMOVE(x->d->list, x);
 }
 
 static void driver_free(struct driver *x) {
@@ -70,7 +66,7 @@ static void reap(evutil_socket_t fd, short what, void *userdata) {
         struct csi_drivers *d = userdata;
         while (d->zombies) {
                 struct driver *x = d->zombies;
-                d->zombies = x->next;
+                DLIST_REMOVE(d->zombies, x);
                 driver_free(x);
         }
 }
@@ -79,8 +75,7 @@ static void reap(evutil_socket_t fd, short what, void *userdata) {
 static void driver_bury(struct driver *x) {
         struct csi_drivers *d = x->d;
         driver_unlink(x);
-        x->next = d->zombies;
-        d->zombies = x;
+        DLIST_PREPEND(d->zombies, x);
         event_active(d->reaper, EV_TIMEOUT, 0);
 }
 
@@ -212,8 +207,7 @@ int csi_drivers_register(struct csi_drivers *d, const char *name, const char *en
                 free(x);
                 return -ENOMEM;
         }
-        x->next = d->list;
-        d->list = x;
+        DLIST_PREPEND(d->list, x);
         r = csi_client_new(d->base, endpoint, d->timeout_usec, &x->client);
         if (r < 0) {
                 driver_unlink_free(x);

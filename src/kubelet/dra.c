@@ -182,6 +182,16 @@ void kubelet_dra_free(struct kubelet *k) {
         k->dra_health = dra_health_cache_free(k->dra_health);
 }
 
+/* the prepared claim of that name in that namespace, NULL when there is none */
+static const struct dra_claim *prepared_claim(struct dra_claims *cache, const char *name, const char *ns) {
+        for (size_t x = 0; x < dra_claims_count(cache); x++) {
+                const struct dra_claim *cl = dra_claims_at(cache, x);
+                if (streq(cl->name, name) && streq(cl->namespace, ns) && cl->state == DRA_CLAIM_PREPARED)
+                        return cl;
+        }
+        return NULL;
+}
+
 json_t *kubelet_dra_allocated_resources_status(struct kubelet *k, const struct pod *pod, const struct container *c) {
         _cleanup_ck_error_ struct ck_error *err = NULL;
         _cleanup_free_ struct dra_container_claim *refs = NULL;
@@ -209,12 +219,7 @@ json_t *kubelet_dra_allocated_resources_status(struct kubelet *k, const struct p
 
                         if (!claims[p].claim_name || !streq(claims[p].pod_claim_name, refs[i].name))
                                 continue;
-                        for (size_t x = 0; x < dra_claims_count(cache) && !claim; x++) {
-                                const struct dra_claim *cl = dra_claims_at(cache, x);
-                                if (streq(cl->name, claims[p].claim_name) && streq(cl->namespace, pod->namespace_) &&
-                                    cl->state == DRA_CLAIM_PREPARED)
-                                        claim = cl;
-                        }
+                        claim = prepared_claim(cache, claims[p].claim_name, pod->namespace_);
                         if (!claim)
                                 break;
                         if (dra_health_claim_status(k->dra_health, claim, refs[i].name, refs[i].request, with_message,
@@ -461,12 +466,7 @@ void kubelet_dra_foreach_container_claim(struct kubelet *k, const struct pod *po
                         bool dup = false;
                         if (!claims[p].claim_name || !streq(claims[p].pod_claim_name, refs[i].name))
                                 continue;
-                        for (size_t x = 0; x < dra_claims_count(cache) && !claim; x++) {
-                                const struct dra_claim *cl = dra_claims_at(cache, x);
-                                if (streq(cl->name, claims[p].claim_name) && streq(cl->namespace, pod->namespace_) &&
-                                    cl->state == DRA_CLAIM_PREPARED)
-                                        claim = cl;
-                        }
+                        claim = prepared_claim(cache, claims[p].claim_name, pod->namespace_);
                         for (size_t s = 0; claim && s < n_seen; s++)
                                 dup = dup || seen[s] == claim;
                         if (!claim || dup)

@@ -8,6 +8,7 @@
 
 #include <jansson.h>
 
+#include "basic/list.h"
 #include "basic/log.h"
 #include "basic/string.h"
 #include "basic/strv.h"
@@ -16,7 +17,8 @@
 #include "kubelet/hooks.h"
 
 struct hook_run {
-        struct hook_run *next, **prevp; /* in the owner's list */
+        struct hook_run *prev, *next; /* in the owner's list */
+        struct hook_run **list;       /* its head */
         struct probe_env *env;
         const struct lifecycle_handler *h;
         struct hook_target t;
@@ -108,10 +110,8 @@ char *kubelet_hook_failure_message(const struct lifecycle_handler *h, const stru
 }
 
 static void run_free(struct hook_run *r) {
-        if (r->next)
-                r->next->prevp = r->prevp;
-        if (r->prevp)
-                *r->prevp = r->next;
+        if (r->list)
+                DLIST_REMOVE(*r->list, r);
         if (r->op)
                 probe_op_cancel(r->op);
         if (r->exec)
@@ -345,11 +345,8 @@ int kubelet_hook_run_start(struct probe_env *env, struct hook_run **list, const 
                 run_free(r);
                 return k;
         }
-        r->next = *list;
-        if (r->next)
-                r->next->prevp = &r->next;
-        r->prevp = list;
-        *list = r;
+        DLIST_PREPEND(*list, r);
+        r->list = list;
         return 0;
 }
 

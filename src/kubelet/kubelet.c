@@ -9,6 +9,7 @@
 #include <stdarg.h>
 #include <string.h>
 
+#include "basic/list.h"
 #include "basic/error.h"
 #include "basic/fs.h"
 #include "basic/log.h"
@@ -77,10 +78,7 @@ static struct pod_worker *worker_new(struct kubelet *k, const char *uid) {
                 kubelet_worker_free(w);
                 return NULL;
         }
-        w->next = k->workers;
-        if (k->workers)
-                k->workers->prev = w;
-        k->workers = w;
+        DLIST_PREPEND(k->workers, w);
         k->n_workers++;
         return w;
 }
@@ -88,13 +86,8 @@ static struct pod_worker *worker_new(struct kubelet *k, const char *uid) {
 void kubelet_worker_free(struct pod_worker *w) {
         if (!w)
                 return;
-        if (w->k && (w->prev || w->next || w->k->workers == w)) {
-                if (w->prev)
-                        w->prev->next = w->next;
-                else
-                        w->k->workers = w->next;
-                if (w->next)
-                        w->next->prev = w->prev;
+        if (w->k && DLIST_LINKED(w->k->workers, w)) {
+                DLIST_REMOVE(w->k->workers, w);
                 w->k->n_workers--;
         }
         if (w->k && w->uid && hashmap_get(&w->k->workers_by_uid, w->uid) == w) {

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "basic/list.h"
 #include "basic/log.h"
 #include "basic/string.h"
 #include "basic/strmap.h"
@@ -114,7 +115,7 @@ json_t *kubelet_mirror_pod_build(const struct pod *p, const char *node_name, con
 
 struct mirror_op {
         struct mirror_manager *m;
-        struct mirror_op *next;
+        struct mirror_op *prev, *next;
         char *key; /* namespace/name */
         char *uid; /* DELETE: the mirror pod's UID */
         struct kube_request *req;
@@ -159,7 +160,7 @@ struct mirror_manager *kubelet_mirror_free(struct mirror_manager *m) {
                 return NULL;
         while (m->ops) {
                 struct mirror_op *o = m->ops;
-                m->ops = o->next;
+                DLIST_REMOVE(m->ops, o);
                 op_free(o);
         }
         last_clear(m);
@@ -263,11 +264,7 @@ static bool op_pending(const struct mirror_manager *m, const char *key) {
 static void op_done(struct mirror_op *o) {
         struct mirror_manager *m = o->m;
 
-        for (struct mirror_op **p = &m->ops; *p; p = &(*p)->next)
-                if (*p == o) {
-                        *p = o->next;
-                        break;
-                }
+        DLIST_REMOVE(m->ops, o);
         o->req = NULL;
         op_free(o);
 }
@@ -344,8 +341,7 @@ static int op_start(struct mirror_manager *m, const char *ns, const char *name, 
                 op_free(o);
                 return r;
         }
-        o->next = m->ops;
-        m->ops = o;
+        DLIST_PREPEND(m->ops, o);
         return 0;
 }
 

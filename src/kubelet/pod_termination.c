@@ -5,6 +5,7 @@
 
 #include <string.h>
 
+#include "basic/list.h"
 #include "basic/log.h"
 #include "basic/string.h"
 #include "basic/strv.h"
@@ -37,12 +38,7 @@ struct api_delete {
 void kubelet_api_delete_free(struct api_delete *d) {
         if (!d)
                 return;
-        if (d->prev)
-                d->prev->next = d->next;
-        else
-                d->k->deletes = d->next;
-        if (d->next)
-                d->next->prev = d->prev;
+        DLIST_REMOVE(d->k->deletes, d);
         kube_request_cancel(d->req);
         free(d->what);
         free(d->uid);
@@ -80,10 +76,7 @@ static void delete_from_api(struct kubelet *k, const char *ns, const char *name,
         if (!d)
                 return;
         d->k = k;
-        d->next = k->deletes;
-        if (k->deletes)
-                k->deletes->prev = d;
-        k->deletes = d;
+        DLIST_PREPEND(k->deletes, d);
         if (asprintf(&path, "/api/v1/namespaces/%s/pods/%s", ns, name) < 0 ||
             asprintf(&d->what, "%s/%s", ns, name) < 0) {
                 d->what = NULL;

@@ -15,120 +15,8 @@
 #include "basic/time.h"
 #include "basic/timer.h"
 #include "basic/workpool.h"
+#include "objects/objects-internal.h"
 #include "objects/podcert.h"
-
-#define RETRY_MIN_USEC (1 * USEC_PER_SEC)
-#define RETRY_MAX_USEC (30 * USEC_PER_SEC)
-/* How long a first answer may be retried before its error is the answer (upstream's watch-based manager waits
- * up to a second for its reflector to sync): the Node authorizer learns which objects a new pod refers to from
- * its own watch, so the kubelet's first fetch for a pod it has just been given can be refused for a moment. */
-#define FIRST_ANSWER_WAIT_USEC (1 * USEC_PER_SEC)
-#define FIRST_ANSWER_RETRY_USEC (100 * 1000)
-#define TOKEN_MAX_TTL_SECONDS (24 * 3600)
-#define OBJ_KIND_PCR_LIST "PodCertificateRequestList"
-#define CERT_RETRY_MAX_USEC (5 * 60 * USEC_PER_SEC)
-
-struct mobj {
-        struct mobj *prev, *next;
-        struct objects_manager *m;
-        const char *kind; /* "ConfigMap" / "Secret" / "Service" / "ServiceList" (a namespace's, name "") */
-        bool list;        /* ServiceList: obj is the array of the namespace's services */
-        char *ns, *name;
-        unsigned refs; /* pods referencing it */
-        bool answered; /* a first answer (object, not found or error) is known */
-        json_t *obj;
-        int err;
-        char *message;
-        char *rv;                 /* the resourceVersion to watch from */
-        struct kube_request *req; /* the list or the watch in flight */
-        struct event *retry;
-        uint64_t delay;
-        uint64_t watch_started; /* monotonic usec */
-        uint64_t first_try;     /* monotonic usec of the first list, 0 before it */
-};
-
-struct mtoken {
-        char *sa, *audience;
-        int64_t expiration_seconds;
-        json_t *status;  /* the last TokenRequest status, or NULL */
-        int64_t expires; /* unix seconds of status.expirationTimestamp */
-        int err;         /* the last request's error when there is no usable token */
-        char *message;
-        bool answered;
-        struct kube_request *req;
-        struct mpod *p;
-};
-
-/* One podCertificate source of a pod (podcertificatemanager.go's projectionRecord): its state machine
- * INITIAL -> WAIT -> FRESH (-> FRESH refreshing -> FRESH), or DENIED / FAILED for good. */
-enum cert_state {
-        CERT_INITIAL,
-        CERT_WAIT,
-        CERT_FRESH,
-        CERT_DENIED,
-        CERT_FAILED,
-};
-
-struct keygen_job;
-
-struct mcert {
-        char *volume;
-        size_t index;
-        char *sa, *signer, *key_type;
-        bool has_max;
-        int32_t max;
-        json_t *annotations;
-        enum cert_state state;
-        bool refreshing;    /* FRESH, and a new request is under way */
-        bool tried;         /* a first request was attempted (the pod waits for that much) */
-        char *key, *chain;  /* the issued credentials (FRESH) */
-        int64_t refresh_at; /* unix seconds: beginRefreshAt + jitter */
-        int64_t not_after;
-        char *pending_key;  /* the key of the request in flight (WAIT, refreshing) */
-        char *pcr_name;     /* the request we wait for */
-        int64_t abandon_at; /* unix seconds: not seen by then, it was deleted */
-        char *sa_uid;
-        char *message; /* why there are no credentials (an error, a denial) */
-        struct kube_request *req;
-        struct keygen_job *job;
-        struct event *timer; /* retry after an error, or the refresh */
-        uint64_t delay;
-        struct mpod *p;
-};
-
-struct keygen_job {
-        struct mcert *c; /* NULL once the source is gone */
-        char *key_type;
-        char *key, *csr;
-};
-
-struct mpod {
-        struct mpod *prev, *next;
-        struct objects_manager *m;
-        char *uid, *ns, *name;
-        bool api;
-        struct mobj **objs;
-        size_t n_objs;
-        struct mtoken **tokens;
-        size_t n_tokens;
-        struct mcert **certs;
-        size_t n_certs;
-        objects_ready_t ready;
-        void *ready_data;
-};
-
-struct objects_manager {
-        struct event_base *base;
-        struct kube_client *client;
-        objects_changed_t changed;
-        void *userdata;
-        struct mobj *objs;
-        struct mpod *pods;
-        char *node_name;
-        char *node_uid;          /* the Node's metadata.uid, once fetched */
-        struct mobj *pcrs;       /* the node's PodCertificateRequests (one list and watch), once a pod has a source */
-        struct workpool *keygen; /* key pairs are made off the loop */
-};
 
 static const char *resource_of(const char *kind) {
         return streq(kind, "ConfigMap") ? "configmaps" : streq(kind, "Secret") ? "secrets" : "services";
@@ -168,9 +56,6 @@ static char *list_selector(const struct mobj *o) {
         return q;
 }
 
-static void certs_pcr_event(struct objects_manager *m, json_t *pcr);
-static struct mpod *pod_find(struct objects_manager *m, const char *uid);
-
 bool objects_token_requires_refresh(int64_t now, int64_t expiration, int64_t expiration_seconds) {
         int64_t issued = expiration - expiration_seconds;
 
@@ -204,7 +89,7 @@ static bool pod_ready(const struct mpod *p) {
         return true;
 }
 
-static void wake_ready_pods(struct objects_manager *m) {
+void objects_wake_ready_pods(struct objects_manager *m) {
         for (struct mpod *p = m->pods, *next; p; p = next) {
                 next = p->next;
                 if (p->ready && pod_ready(p)) {
@@ -330,7 +215,7 @@ static void obj_on_watch_event(const char *type, json_t *object, void *userdata)
                 if ((streq(type, "ADDED") || streq(type, "MODIFIED")) && json_array_size(o->obj) < OBJ_MAX_SERVICES)
                         json_array_append(o->obj, object);
                 if (streq(o->kind, OBJ_KIND_PCR_LIST))
-                        certs_pcr_event(o->m, object);
+                        objects_certs_pcr_event(o->m, object);
                 else if (streq(o->kind, OBJ_KIND_TRUST_BUNDLE_LIST))
                         notify_changed(o->m, o);
                 return;
@@ -444,7 +329,7 @@ static void obj_on_list(const struct kube_response *resp, void *userdata) {
                         o->delay = 0; /* the usual back-off from here */
                 }
                 obj_schedule(o, true);
-                wake_ready_pods(o->m);
+                objects_wake_ready_pods(o->m);
                 return;
         }
         if (o->list) {
@@ -461,8 +346,8 @@ static void obj_on_list(const struct kube_response *resp, void *userdata) {
                         notify_changed(m, o);
                 else if (streq(o->kind, OBJ_KIND_PCR_LIST))
                         json_array_foreach(o->obj, i, it)
-                                certs_pcr_event(m, it);
-                wake_ready_pods(m);
+                                objects_certs_pcr_event(m, it);
+                objects_wake_ready_pods(m);
                 return;
         }
         json_array_foreach(items, i, it)
@@ -480,7 +365,7 @@ static void obj_on_list(const struct kube_response *resp, void *userdata) {
         obj_watch(o);
         if (changed)
                 notify_changed(m, o); /* may free o */
-        wake_ready_pods(m);
+        objects_wake_ready_pods(m);
 }
 
 static void obj_start(struct mobj *o) {
@@ -591,7 +476,7 @@ static void token_on_reply(const struct kube_response *resp, void *userdata) {
                 free(t->message);
                 t->message = TAKE_PTR(msg);
         }
-        wake_ready_pods(t->p->m);
+        objects_wake_ready_pods(t->p->m);
 }
 
 static void token_request(struct mtoken *t) {
@@ -623,416 +508,9 @@ fail:
         (void) free_and_strdup(&t->message, "failed to fetch token: out of memory");
 }
 
-/* ---------------------------------------------------------------- pod certificates */
-
-static void cert_advance(struct mcert *c);
-
-static void keygen_job_free(struct keygen_job *j) {
-        if (!j)
-                return;
-        if (j->key)
-                explicit_bzero(j->key, strlen(j->key));
-        free(j->key);
-        free(j->csr);
-        free(j->key_type);
-        free(j);
-}
-
-static void free_key(char **k) {
-        if (*k)
-                explicit_bzero(*k, strlen(*k));
-        free(*k);
-        *k = NULL;
-}
-
-static void cert_free(struct mcert *c) {
-        if (!c)
-                return;
-        kube_request_cancel(c->req);
-        if (c->job)
-                c->job->c = NULL; /* its done() frees it */
-        if (c->timer)
-                event_free(c->timer);
-        free_key(&c->key);
-        free_key(&c->pending_key);
-        free(c->chain);
-        free(c->pcr_name);
-        free(c->sa_uid);
-        free(c->message);
-        free(c->volume);
-        free(c->sa);
-        free(c->signer);
-        free(c->key_type);
-        json_decref(c->annotations);
-        free(c);
-}
-
-/* the pod should look again: a waiting one (its first request) is woken, another one synced */
-static void cert_changed(struct mcert *c) {
-        struct objects_manager *m = c->p->m;
-        _cleanup_free_ char *uid = NULL;
-
-        if (c->p->ready) {
-                wake_ready_pods(m);
-                return;
-        }
-        uid = strdup(c->p->uid);
-        if (uid)
-                m->changed(uid, m->userdata); /* may re-register the pod: c is then another pod's */
-}
-
-static void cert_timer_cb(evutil_socket_t fd, short what, void *userdata) {
-        cert_advance(userdata);
-}
-
-/* a step of a request failed: said in the volume's error, tried again with a back-off */
-static void cert_failed(struct mcert *c, const char *fmt, ...) _printf_(2, 3);
-static void cert_failed(struct mcert *c, const char *fmt, ...) {
-        _cleanup_free_ char *msg = NULL;
-        bool first = !c->tried;
-        va_list ap;
-
-        va_start(ap, fmt);
-        if (vasprintf(&msg, fmt, ap) < 0)
-                msg = NULL;
-        va_end(ap);
-        log_warning("pod %s: podCertificate source %zu of volume \"%s\": %s", c->p->uid, c->index, c->volume,
-                    strna(msg));
-        free(c->message);
-        c->message = TAKE_PTR(msg);
-        free_key(&c->pending_key);
-        c->tried = true;
-        c->delay = c->delay ? MIN(c->delay * 2, (uint64_t) CERT_RETRY_MAX_USEC) : RETRY_MIN_USEC;
-        evtimer_add_usec(c->timer, c->delay);
-        if (first)
-                cert_changed(c);
-}
-
-static const char *cert_api_error(const struct kube_response *resp) {
-        return isempty(resp->error) ? "invalid answer" : resp->error;
-}
-
-static void cert_on_created(const struct kube_response *resp, void *userdata) {
-        struct mcert *c = userdata;
-        json_t *meta = json_object_get(resp->body, "metadata");
-        const char *name = json_string_value(json_object_get(meta, "name"));
-        const char *created = json_string_value(json_object_get(meta, "creationTimestamp"));
-        int64_t nsec = 0;
-
-        c->req = NULL;
-        if (resp->r < 0 || resp->status / 100 != 2 || isempty(name)) {
-                cert_failed(c, "while creating %s PodCertificateRequest: %s",
-                            c->state == CERT_FRESH ? "refresh" : "initial", cert_api_error(resp));
-                return;
-        }
-        if (!created || parse_rfc3339(created, &nsec) < 0)
-                nsec = (int64_t) now_realtime_usec() * 1000;
-        (void) free_and_strdup(&c->pcr_name, name);
-        c->abandon_at = nsec / 1000000000 + PODCERT_ASSUME_DELETED_SECONDS + random() % PODCERT_JITTER_SECONDS;
-        if (c->state == CERT_INITIAL)
-                c->state = CERT_WAIT;
-        else
-                c->refreshing = true;
-        c->delay = 0;
-        log_v(2, "pod %s: created PodCertificateRequest %s/%s for podCertificate source %zu of volume \"%s\"",
-              c->p->uid, c->p->ns, name, c->index, c->volume);
-        if (!c->tried) {
-                c->tried = true;
-                free(c->message);
-                c->message = NULL;
-                cert_changed(c);
-                return;
-        }
-        cert_advance(c); /* the watch may have seen it already */
-}
-
-static void cert_create(struct mcert *c, const char *csr) {
-        struct mpod *p = c->p;
-        _cleanup_free_ char *ns = kube_escape(p->ns), *path = NULL;
-        json_auto_t *body = NULL;
-        json_t *spec;
-        int r;
-
-        if (!ns || asprintf(&path, "/apis/certificates.k8s.io/v1/namespaces/%s/podcertificaterequests", ns) < 0)
-                goto oom;
-        body = json_pack("{s:s, s:s, s:{s:s, s:s, s:[{s:s, s:s, s:s, s:s}]}, s:{s:s, s:s, s:s, s:s, s:s, s:s, s:s, "
-                         "s:s}}",
-                         "apiVersion", "certificates.k8s.io/v1", "kind", "PodCertificateRequest", "metadata",
-                         "namespace", p->ns, "generateName", "req-", "ownerReferences", "apiVersion", "v1", "kind",
-                         "Pod", "name", p->name, "uid", p->uid, "spec", "signerName", c->signer, "podName", p->name,
-                         "podUID", p->uid, "serviceAccountName", c->sa, "serviceAccountUID", c->sa_uid, "nodeName",
-                         p->m->node_name, "nodeUID", p->m->node_uid, "stubPKCS10Request", csr);
-        spec = json_object_get(body, "spec");
-        if (!spec)
-                goto oom;
-        if (c->has_max && json_object_set_new(spec, "maxExpirationSeconds", json_integer(c->max)) < 0)
-                goto oom;
-        if (c->annotations && json_object_set(spec, "unverifiedUserAnnotations", c->annotations) < 0)
-                goto oom;
-        r = kube_request(p->m->client, "POST", path, body, NULL, 0, cert_on_created, c, &c->req);
-        if (r >= 0)
-                return;
-        c->req = NULL;
-oom:
-        cert_failed(c, "while creating PodCertificateRequest: out of memory");
-}
-
-static int keygen_work(void *userdata) {
-        struct keygen_job *j = userdata;
-        return podcert_generate(j->key_type, &j->key, &j->csr);
-}
-
-static void keygen_done(int r, void *userdata) {
-        struct keygen_job *j = userdata;
-        struct mcert *c = j->c;
-
-        if (!c) {
-                keygen_job_free(j);
-                return;
-        }
-        c->job = NULL;
-        if (r < 0) {
-                keygen_job_free(j);
-                cert_failed(c, "while generating keypair: %s", strerror(-r));
-                return;
-        }
-        free_key(&c->pending_key);
-        c->pending_key = TAKE_PTR(j->key);
-        cert_create(c, j->csr);
-        keygen_job_free(j);
-}
-
-static void cert_keygen(struct mcert *c) {
-        struct keygen_job *j = calloc(1, sizeof(*j));
-        int r;
-
-        if (!j || !(j->key_type = strdup(c->key_type))) {
-                keygen_job_free(j);
-                cert_failed(c, "while generating keypair: out of memory");
-                return;
-        }
-        j->c = c;
-        r = workpool_submit(c->p->m->keygen, keygen_work, keygen_done, j);
-        if (r < 0) {
-                keygen_job_free(j);
-                cert_failed(c, "while generating keypair: %s", strerror(-r));
-                return;
-        }
-        c->job = j;
-}
-
-static void cert_on_node(const struct kube_response *resp, void *userdata) {
-        struct mcert *c = userdata;
-        const char *uid = json_string_value(json_object_get(json_object_get(resp->body, "metadata"), "uid"));
-
-        c->req = NULL;
-        if (resp->r < 0 || resp->status != 200 || isempty(uid)) {
-                cert_failed(c, "while getting node object: %s", cert_api_error(resp));
-                return;
-        }
-        (void) free_and_strdup(&c->p->m->node_uid, uid);
-        cert_keygen(c);
-}
-
-static void cert_on_service_account(const struct kube_response *resp, void *userdata) {
-        struct mcert *c = userdata;
-        struct objects_manager *m = c->p->m;
-        const char *uid = json_string_value(json_object_get(json_object_get(resp->body, "metadata"), "uid"));
-        _cleanup_free_ char *node = NULL, *path = NULL;
-
-        c->req = NULL;
-        if (resp->r < 0 || resp->status != 200 || isempty(uid)) {
-                cert_failed(c, "while fetching service account: %s", cert_api_error(resp));
-                return;
-        }
-        (void) free_and_strdup(&c->sa_uid, uid);
-        if (m->node_uid) {
-                cert_keygen(c);
-                return;
-        }
-        if (!(node = kube_escape(m->node_name)) || asprintf(&path, "/api/v1/nodes/%s", node) < 0 ||
-            kube_request(m->client, "GET", path, NULL, NULL, 0, cert_on_node, c, &c->req) < 0) {
-                c->req = NULL;
-                cert_failed(c, "while getting node object: out of memory");
-        }
-}
-
-/* a new PodCertificateRequest: the service account's UID, the node's, a key pair, then the request */
-static void cert_request(struct mcert *c) {
-        struct objects_manager *m = c->p->m;
-        _cleanup_free_ char *ns = kube_escape(c->p->ns), *sa = kube_escape(c->sa), *path = NULL;
-
-        if (!m->client || isempty(m->node_name)) {
-                cert_failed(c, "no API server to request a certificate from");
-                return;
-        }
-        if (!ns || !sa || asprintf(&path, "/api/v1/namespaces/%s/serviceaccounts/%s", ns, sa) < 0 ||
-            kube_request(m->client, "GET", path, NULL, NULL, 0, cert_on_service_account, c, &c->req) < 0) {
-                c->req = NULL;
-                cert_failed(c, "while fetching service account: out of memory");
-        }
-}
-
-/* the request we wait for, as the node's watch last saw it */
-static json_t *cert_find_pcr(const struct mcert *c) {
-        struct mobj *l = c->p->m->pcrs;
-        json_t *it;
-        size_t i;
-
-        json_array_foreach(l ? l->obj : NULL, i, it) {
-                json_t *meta = json_object_get(it, "metadata");
-                if (streq_ptr(json_string_value(json_object_get(meta, "name")), c->pcr_name) &&
-                    streq_ptr(json_string_value(json_object_get(meta, "namespace")), c->p->ns))
-                        return it;
-        }
-        return NULL;
-}
-
-/* WAIT or refreshing: look at the request. Returns true when the state changed. */
-static bool cert_check(struct mcert *c, json_t *pcr) {
-        struct podcert_issued is = {};
-        enum podcert_outcome out;
-        const char *reason = NULL, *message = NULL;
-        int64_t now = (int64_t) (now_realtime_usec() / USEC_PER_SEC);
-        int r;
-
-        if (!pcr) {
-                if (now <= c->abandon_at)
-                        return false;
-                /* not seen for that long: someone deleted it; a new one */
-                cert_failed(c, "PodCertificateRequest \"%s/%s\" appears to have been deleted", c->p->ns,
-                            strna(c->pcr_name));
-                if (c->state == CERT_WAIT)
-                        c->state = CERT_INITIAL;
-                c->refreshing = false;
-                return false;
-        }
-        r = podcert_pcr_outcome(pcr, &out, &is, &reason, &message);
-        if (r < 0) {
-                log_warning("pod %s: PodCertificateRequest %s/%s: issued with an unusable status: %s", c->p->uid,
-                            c->p->ns, c->pcr_name, strerror(-r));
-                return false;
-        }
-        switch (out) {
-        case PODCERT_PENDING:
-                return false;
-        case PODCERT_DENIED:
-        case PODCERT_FAILED:
-                free(c->message);
-                if (asprintf(&c->message, "PodCertificateRequest was permanently %s: reason=\"%s\" message=\"%s\"",
-                             out == PODCERT_DENIED ? "denied" : "failed", reason, message) < 0)
-                        c->message = NULL;
-                log_warning("pod %s: PodCertificateRequest %s/%s %s: reason=\"%s\" message=\"%s\"", c->p->uid, c->p->ns,
-                            c->pcr_name, out == PODCERT_DENIED ? "was denied" : "failed", reason, message);
-                c->state = out == PODCERT_DENIED ? CERT_DENIED : CERT_FAILED;
-                c->refreshing = false;
-                free_key(&c->key);
-                free_key(&c->pending_key);
-                free(c->chain);
-                c->chain = NULL;
-                evtimer_del(c->timer);
-                return true;
-        case PODCERT_ISSUED:
-                free_key(&c->key);
-                c->key = TAKE_PTR(c->pending_key);
-                free(c->chain);
-                c->chain = TAKE_PTR(is.chain);
-                c->refresh_at = podcert_refresh_at(is.begin_refresh_at, random());
-                c->not_after = is.not_after;
-                c->state = CERT_FRESH;
-                c->refreshing = false;
-                free(c->message);
-                c->message = NULL;
-                c->delay = 0;
-                log_info("pod %s: PodCertificateRequest %s/%s issued; refresh from %" PRId64, c->p->uid, c->p->ns,
-                         c->pcr_name, c->refresh_at);
-                evtimer_add_usec(c->timer,
-                                 (uint64_t) MAX(c->refresh_at - now, (int64_t) 0) * USEC_PER_SEC + USEC_PER_SEC);
-                podcert_issued_done(&is);
-                return true;
-        }
-        return false;
-}
-
-static void cert_advance(struct mcert *c) {
-        int64_t now = (int64_t) (now_realtime_usec() / USEC_PER_SEC);
-
-        if (c->req || c->job)
-                return;
-        switch (c->state) {
-        case CERT_INITIAL:
-                if (!evtimer_pending(c->timer, NULL))
-                        cert_request(c);
-                return;
-        case CERT_FRESH:
-                if (!c->refreshing) {
-                        if (now >= c->refresh_at && !evtimer_pending(c->timer, NULL)) {
-                                log_v(2, "pod %s: time to refresh podCertificate source %zu of volume \"%s\"",
-                                      c->p->uid, c->index, c->volume);
-                                cert_request(c);
-                        }
-                        return;
-                }
-                _fallthrough_;
-        case CERT_WAIT:
-                if (cert_check(c, cert_find_pcr(c)))
-                        cert_changed(c);
-                return;
-        default:
-                return;
-        }
-}
-
-static void certs_pcr_event(struct objects_manager *m, json_t *pcr) {
-        const char *uid = json_string_value(json_object_get(json_object_get(pcr, "spec"), "podUID"));
-        const char *name = json_string_value(json_object_get(json_object_get(pcr, "metadata"), "name"));
-        struct mpod *p = uid ? pod_find(m, uid) : NULL;
-
-        for (size_t i = 0; p && i < p->n_certs; i++) {
-                struct mcert *c = p->certs[i];
-                if ((c->state == CERT_WAIT || c->refreshing) && streq_ptr(c->pcr_name, name) && cert_check(c, pcr)) {
-                        cert_changed(c);
-                        return; /* p may be gone */
-                }
-        }
-}
-
-static struct mcert **cert_find(struct mpod *p, const struct cert_ref *r) {
-        for (size_t i = 0; p && i < p->n_certs; i++)
-                if (p->certs[i] && streq(p->certs[i]->volume, r->volume) && p->certs[i]->index == r->index &&
-                    streq(p->certs[i]->signer, r->signer_name) && streq(p->certs[i]->key_type, r->key_type) &&
-                    p->certs[i]->has_max == r->has_max_expiration && p->certs[i]->max == r->max_expiration_seconds &&
-                    streq(p->certs[i]->sa, r->service_account) &&
-                    json_equal(p->certs[i]->annotations, r->user_annotations) ==
-                            (p->certs[i]->annotations || r->user_annotations ? 1 : 0))
-                        return &p->certs[i];
-        return NULL;
-}
-
-static struct mcert *cert_new(struct objects_manager *m, const struct cert_ref *r) {
-        struct mcert *c = calloc(1, sizeof(*c));
-
-        if (!c)
-                return NULL;
-        *c = (struct mcert) { .volume = strdup(r->volume),
-                              .index = r->index,
-                              .sa = strdup(r->service_account),
-                              .signer = strdup(r->signer_name),
-                              .key_type = strdup(r->key_type),
-                              .has_max = r->has_max_expiration,
-                              .max = r->max_expiration_seconds,
-                              .annotations = json_incref(r->user_annotations) };
-        c->timer = evtimer_new(m->base, cert_timer_cb, c);
-        if (!c->volume || !c->sa || !c->signer || !c->key_type || !c->timer) {
-                cert_free(c);
-                return NULL;
-        }
-        return c;
-}
-
 /* ---------------------------------------------------------------- pods */
 
-static struct mpod *pod_find(struct objects_manager *m, const char *uid) {
+struct mpod *objects_pod_find(struct objects_manager *m, const char *uid) {
         struct mpod *p;
 
         DLIST_FOREACH(p, m->pods)
@@ -1053,7 +531,7 @@ static void pod_free(struct mpod *p) {
                 token_free(p->tokens[i]);
         free(p->tokens);
         for (size_t i = 0; i < p->n_certs; i++)
-                cert_free(p->certs[i]);
+                objects_cert_free(p->certs[i]);
         free(p->certs);
         free(p->uid);
         free(p->ns);
@@ -1063,7 +541,7 @@ static void pod_free(struct mpod *p) {
 
 void objects_manager_unregister(struct objects_manager *m, const char *uid) {
         if (m && uid)
-                pod_free(pod_find(m, uid));
+                pod_free(objects_pod_find(m, uid));
 }
 
 static struct mtoken **token_find(struct mpod *p, const struct token_ref *t) {
@@ -1098,7 +576,7 @@ int objects_manager_register(struct objects_manager *m, const char *uid, const c
 
         if (!m)
                 return 0;
-        old = pod_find(m, uid);
+        old = objects_pod_find(m, uid);
         use_api = api && m->client;
 
         p = calloc(1, sizeof(*p));
@@ -1164,9 +642,9 @@ int objects_manager_register(struct objects_manager *m, const char *uid, const c
                 if (!p->certs)
                         goto oom;
                 for (size_t i = 0; i < refs->n_certs; i++) {
-                        struct mcert **prev = cert_find(old, &refs->certs[i]), *c;
+                        struct mcert **prev = objects_cert_find(old, &refs->certs[i]), *c;
                         /* keep the key, the chain and a request under way across re-registrations */
-                        c = prev ? TAKE_PTR(*prev) : cert_new(m, &refs->certs[i]);
+                        c = prev ? TAKE_PTR(*prev) : objects_cert_new(m, &refs->certs[i]);
                         if (!c)
                                 goto oom;
                         c->p = p;
@@ -1193,7 +671,7 @@ oom:
 }
 
 int objects_manager_wait(struct objects_manager *m, const char *uid, objects_ready_t ready, void *userdata) {
-        struct mpod *p = m ? pod_find(m, uid) : NULL;
+        struct mpod *p = m ? objects_pod_find(m, uid) : NULL;
         int64_t now = (int64_t) (now_realtime_usec() / USEC_PER_SEC);
 
         if (!p)
@@ -1206,8 +684,9 @@ int objects_manager_wait(struct objects_manager *m, const char *uid, objects_rea
                         token_request(t);
         }
         for (size_t i = 0; i < p->n_certs; i++)
-                cert_advance(p->certs[i]);
-        p = pod_find(m, uid); /* still the same registration: cert_advance does not call back synchronously */
+                objects_cert_advance(p->certs[i]);
+        p = objects_pod_find(
+                m, uid); /* still the same registration: objects_cert_advance does not call back synchronously */
         if (!p)
                 return 0;
         if (pod_ready(p))
@@ -1218,13 +697,13 @@ int objects_manager_wait(struct objects_manager *m, const char *uid, objects_rea
 }
 
 void objects_manager_cancel_wait(struct objects_manager *m, const char *uid) {
-        struct mpod *p = m && uid ? pod_find(m, uid) : NULL;
+        struct mpod *p = m && uid ? objects_pod_find(m, uid) : NULL;
         if (p)
                 p->ready = NULL;
 }
 
 int objects_manager_fill(struct objects_manager *m, const char *uid, struct pod_objects *o) {
-        struct mpod *p = m ? pod_find(m, uid) : NULL;
+        struct mpod *p = m ? objects_pod_find(m, uid) : NULL;
         int64_t now = (int64_t) (now_realtime_usec() / USEC_PER_SEC);
         int r;
 

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "basic/list.h"
 #include "basic/error.h"
 #include "basic/fs.h"
 #include "basic/log.h"
@@ -37,7 +38,7 @@ struct attempt;
 
 /* a socket of the desired state */
 struct socket_entry {
-        struct socket_entry *next;
+        struct socket_entry *prev, *next;
         char *path;
         uint64_t generation;
         struct attempt *attempt; /* a registration in flight */
@@ -47,7 +48,7 @@ struct socket_entry {
 
 /* a registered plugin (the actual state) */
 struct plugin {
-        struct plugin *next;
+        struct plugin *prev, *next;
         char *path;
         uint64_t generation;
         const struct pluginmanager_handler *handler;
@@ -57,8 +58,8 @@ struct plugin {
 
 struct attempt {
         struct pluginmanager *pm;
-        struct attempt *next;      /* in pm->zombies once over */
-        struct socket_entry *sock; /* NULL once the socket went away */
+        struct attempt *prev, *next; /* in pm->attempts, in pm->zombies once over */
+        struct socket_entry *sock;   /* NULL once the socket went away */
         char *path;
         uint64_t generation;
         struct grpc_client *grpc;
@@ -118,13 +119,8 @@ static void attempt_end(struct attempt *a, bool failed) {
                         a->sock->delay = 0;
         }
         a->sock = NULL;
-        for (struct attempt **q = &pm->attempts; *q; q = &(*q)->next)
-                if (*q == a) {
-                        *q = a->next;
-                        break;
-                }
-        a->next = pm->zombies;
-        pm->zombies = a;
+        DLIST_REMOVE(pm->attempts, a);
+        DLIST_PREPEND(pm->zombies, a);
         event_active(pm->ev_reap, EV_TIMEOUT, 0);
 }
 
@@ -132,7 +128,7 @@ static void reap(evutil_socket_t fd, short what, void *userdata) {
         struct pluginmanager *pm = userdata;
         while (pm->zombies) {
                 struct attempt *a = pm->zombies;
-                pm->zombies = a->next;
+                DLIST_REMOVE(pm->zombies, a);
                 attempt_free(a);
         }
 }
@@ -169,11 +165,7 @@ static struct plugin *plugin_find(struct pluginmanager *pm, const char *path) {
 }
 
 static void plugin_remove(struct pluginmanager *pm, struct plugin *p) {
-        for (struct plugin **q = &pm->plugins; *q; q = &(*q)->next)
-                if (*q == p) {
-                        *q = p->next;
-                        break;
-                }
+        DLIST_REMOVE(pm->plugins, p);
         free(p->path);
         free(p->name);
         free(p->endpoint);
@@ -259,8 +251,7 @@ static void on_info(const struct grpc_reply *reply, void *userdata) {
         }
         p->generation = a->generation;
         p->handler = a->handler;
-        p->next = pm->plugins;
-        pm->plugins = p;
+        DLIST_PREPEND(pm->plugins, p);
         a->registering = true;
         r = a->handler->register_plugin(a->handler->userdata, a->name, a->endpoint, a->versions, on_registered, a);
         if (r < 0) {
@@ -288,8 +279,7 @@ static void attempt_start(struct pluginmanager *pm, struct socket_entry *s) {
                 return;
         }
         s->attempt = a;
-        a->next = pm->attempts;
-        pm->attempts = a;
+        DLIST_PREPEND(pm->attempts, a);
         log_v(2, "RegisterPlugin started for socket %s", s->path);
         if (grpc_call(a->grpc, "/pluginregistration.Registration/GetInfo", &req.base,
                       &pluginregistration__plugin_info__descriptor, GET_INFO_TIMEOUT_USEC, on_info, a) < 0)
@@ -360,8 +350,7 @@ static void socket_add(struct pluginmanager *pm, const char *path) {
                         free(s);
                         return;
                 }
-                s->next = pm->sockets;
-                pm->sockets = s;
+                DLIST_PREPEND(pm->sockets, s);
                 pm->n_sockets++;
         }
         s->generation = ++pm->next_generation;
@@ -375,12 +364,13 @@ static void socket_add(struct pluginmanager *pm, const char *path) {
 }
 
 static void socket_remove(struct pluginmanager *pm, const char *path) {
-        for (struct socket_entry **q = &pm->sockets; *q; q = &(*q)->next) {
-                struct socket_entry *s = *q;
+        struct socket_entry *s;
+
+        DLIST_FOREACH(s, pm->sockets) {
                 if (!streq(s->path, path))
                         continue;
                 log_v(2, "Removing socket path %s from desired state cache", path);
-                *q = s->next;
+                DLIST_REMOVE(pm->sockets, s);
                 pm->n_sockets--;
                 if (s->attempt)
                         s->attempt->sock = NULL;
@@ -545,7 +535,7 @@ struct pluginmanager *pluginmanager_free(struct pluginmanager *pm) {
                 return NULL;
         while (pm->sockets) {
                 struct socket_entry *s = pm->sockets;
-                pm->sockets = s->next;
+                DLIST_REMOVE(pm->sockets, s);
                 if (s->attempt)
                         s->attempt->sock = NULL;
                 free(s->path);

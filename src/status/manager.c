@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "basic/list.h"
 #include "basic/hashmap.h"
 #include "basic/log.h"
 #include "basic/string.h"
@@ -19,7 +20,7 @@
 
 struct status_entry {
         struct status_manager *m;
-        struct status_entry *next;
+        struct status_entry *prev, *next;
         char *uid, *ns, *name;
         json_t *wanted;   /* the newest status */
         json_t *sent;     /* what the API server accepted last */
@@ -61,7 +62,7 @@ struct status_manager *status_manager_free(struct status_manager *m) {
                 return NULL;
         while (m->entries) {
                 struct status_entry *e = m->entries;
-                m->entries = e->next;
+                DLIST_REMOVE(m->entries, e);
                 entry_free(e);
         }
         hashmap_done(&m->by_uid);
@@ -227,8 +228,7 @@ static struct status_entry *entry_get(struct status_manager *m, const char *uid,
                 return NULL;
         }
         e->m = m;
-        e->next = m->entries;
-        m->entries = e;
+        DLIST_PREPEND(m->entries, e);
         return e;
 }
 
@@ -290,11 +290,7 @@ bool status_manager_synced(struct status_manager *m, const char *uid) {
 static void entry_remove(struct status_entry *e) {
         struct status_manager *m = e->m;
 
-        for (struct status_entry **p = &m->entries; *p; p = &(*p)->next)
-                if (*p == e) {
-                        *p = e->next;
-                        break;
-                }
+        DLIST_REMOVE(m->entries, e);
         hashmap_remove(&m->by_uid, e->uid);
         entry_free(e);
 }

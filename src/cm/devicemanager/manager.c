@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "basic/list.h"
 #include "basic/error.h"
 #include "basic/fs.h"
 #include "basic/log.h"
@@ -678,14 +679,7 @@ void dm_update_active(struct devicemanager *m, char *const *active, bool sources
 /* ---------------------------------------------------------------- container options */
 
 static void request_unlink(struct dm_request *r) {
-        struct devicemanager *m = r->m;
-        if (r->prev)
-                r->prev->next = r->next;
-        else if (m->requests == r)
-                m->requests = r->next;
-        if (r->next)
-                r->next->prev = r->prev;
-        r->prev = r->next = NULL;
+        DLIST_REMOVE(r->m->requests, r);
 }
 
 static void request_free(struct dm_request *r) {
@@ -871,10 +865,7 @@ int dm_container_options(struct devicemanager *m, const struct pod *pod, const c
                 request_free(r);
                 return -ENOMEM;
         }
-        r->next = m->requests;
-        if (m->requests)
-                m->requests->prev = r;
-        m->requests = r;
+        DLIST_PREPEND(m->requests, r);
         kick(m);
         if (ret)
                 *ret = r;

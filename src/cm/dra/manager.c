@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "basic/list.h"
 #include "basic/error.h"
 #include "basic/fs.h"
 #include "basic/log.h"
@@ -29,7 +30,7 @@ struct dra_prepare {
 /* one NodePrepareResources / NodeUnprepareResources call to one driver */
 struct driver_call {
         struct dra_manager *m;
-        struct driver_call *next;
+        struct driver_call *prev, *next;
         char *driver;
         char **claim_uids;
         bool unprepare;
@@ -110,11 +111,7 @@ static struct driver_call *driver_call_free(struct driver_call *c) {
 }
 
 static void driver_call_unlink(struct dra_manager *m, struct driver_call *c) {
-        for (struct driver_call **q = &m->calls; *q; q = &(*q)->next)
-                if (*q == c) {
-                        *q = c->next;
-                        return;
-                }
+        DLIST_REMOVE(m->calls, c);
 }
 
 static void claim_failed(struct dra_manager *m, const char *uid, const char *fmt, ...) _printf_(3, 4);
@@ -343,8 +340,7 @@ static void start_calls(struct dra_manager *m, char *const *uids, bool unprepare
                 }
                 if (unprepare)
                         m->unprepares++;
-                c->next = m->calls;
-                m->calls = c;
+                DLIST_PREPEND(m->calls, c);
         }
 }
 
@@ -460,9 +456,11 @@ int dra_manager_new(struct event_base *base, const char *root_dir, struct dra_pl
 struct dra_manager *dra_manager_free(struct dra_manager *m) {
         if (!m)
                 return NULL;
-        for (struct driver_call *c = m->calls; c; c = c->next)
+        while (m->calls) {
+                struct driver_call *c = m->calls;
                 c->cancelled = true; /* freed by their callbacks, which the plugins' clients run when freed */
-        m->calls = NULL;
+                DLIST_REMOVE(m->calls, c);
+        }
         for (struct dra_prepare *p = m->waiting, *next; p; p = next) {
                 next = p->next;
                 prepare_free(p);

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "basic/list.h"
 #include "basic/duration.h"
 #include "basic/error.h"
 #include "basic/hash.h"
@@ -440,13 +441,7 @@ static void lookup_free(struct credprov_lookup *l) {
 }
 
 static void lookup_unlink(struct credprov_lookup *l) {
-        if (l->prev)
-                l->prev->next = l->next;
-        else
-                l->p->lookups = l->next;
-        if (l->next)
-                l->next->prev = l->prev;
-        l->prev = l->next = NULL;
+        DLIST_REMOVE(l->p->lookups, l);
 }
 
 static void lookup_deliver(struct credprov_lookup *l) {
@@ -484,12 +479,7 @@ static void part_finished(struct part *pt) {
 }
 
 static void exec_unlink(struct exec *e) {
-        if (e->prev)
-                e->prev->next = e->next;
-        else
-                e->prov->execs = e->next;
-        if (e->next)
-                e->next->prev = e->prev;
+        DLIST_REMOVE(e->prov->execs, e);
 }
 
 static void exec_free(struct exec *e) {
@@ -693,10 +683,7 @@ static int exec_start(struct provider *pv, const char *image, const char *flight
                         p->queue_head = e;
                 p->queue_tail = e;
         }
-        e->next = pv->execs;
-        if (pv->execs)
-                pv->execs->prev = e;
-        pv->execs = e;
+        DLIST_PREPEND(pv->execs, e);
         *ret = e;
         return 0;
 }
@@ -847,10 +834,7 @@ int credprov_lookup(struct credprov *p, const char *image, const struct credprov
                 pt->waiting->waiters = pt;
                 l->pending++;
         }
-        l->next = p->lookups;
-        if (p->lookups)
-                p->lookups->prev = l;
-        p->lookups = l;
+        DLIST_PREPEND(p->lookups, l);
         if (l->pending == 0)
                 evtimer_add_usec(l->deferred, 0);
         if (ret)
