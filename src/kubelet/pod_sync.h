@@ -50,9 +50,9 @@ struct sync_image_volume {
 struct pod_sync {
         const struct pod_sync_env *env; /* all the pass uses of the kubelet */
         struct pod_worker *w;           /* its worker: a handle for env->ops, never dereferenced */
-        const char *uid;                /* the worker's (borrowed: the worker outlives its pass, its uid never changes) */
-        char *full_name;                /* a copy: the kubelet makes the worker's anew on every update of the pod */
-        struct pod *pod;                /* desired spec (a reference), or NULL: terminate the pod */
+        const char *uid; /* the worker's (borrowed: the worker outlives its pass, its uid never changes) */
+        char *full_name; /* a copy: the kubelet makes the worker's anew on every update of the pod */
+        struct pod *pod; /* desired spec (a reference), or NULL: terminate the pod */
 
         struct kc_pod_status *status;  /* observe: what the runtime has for the pod */
         struct kr_pod_actions actions; /* decide */
