@@ -331,7 +331,7 @@ static int write_hosts_file(const struct pod *pod, const struct kc_build_context
         pd = vol_pod_dir(ctx->root_dir, pod->uid);
         if (!pd || asprintf(&path, "%s/etc-hosts", pd) < 0)
                 return -ENOMEM;
-        r = vol_hosts_file_content(pod, ctx->pod_ip, "", NULL, &content);
+        r = vol_hosts_file_content(pod, ctx->pod_ip, strempty(ctx->cluster_domain), NULL, &content);
         if (r < 0)
                 return ck_error_set(ret_error, r, "cannot make the hosts file: %s", strerror(-r));
         if (read_full_file(path, HOSTS_FILE_MAX, &old, &old_len) >= 0 && old_len == strlen(content) &&

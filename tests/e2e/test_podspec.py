@@ -121,6 +121,10 @@ def test_share_process_namespace_and_fqdn_hostname(kubelet_factory, runtime):
     wait_for(lambda: "sleep 3600" in exec_out(runtime, b["id"], "ps", "-o", "args"), 10,
              msg="a's process visible from b")
     assert exec_out(runtime, b["id"], "hostname").strip() == "web.svc1.default.svc.cluster.local"
+    # the managed /etc/hosts names the pod by its FQDN with --cluster-domain (upstream's managedHostsFileContent)
+    hosts = exec_out(runtime, b["id"], "cat", "/etc/hosts")
+    assert [l.split("\t")[1:] for l in hosts.splitlines() if l.endswith("\tweb")] == \
+        [["web.svc1.default.svc.cluster.local", "web"]], hosts
 
     # without shareProcessNamespace the containers do not see each other
     name2 = write_pod(k, "apart", {"terminationGracePeriodSeconds": 1,
