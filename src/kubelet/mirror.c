@@ -24,6 +24,15 @@ static const struct mirror_observed *find_observed(const struct mirror_observed 
         return NULL;
 }
 
+static bool earlier_instance_terminating(const struct pod *const *static_pods, const bool *terminating, size_t n,
+                                         size_t i) {
+        for (size_t k = 0; terminating && k < n; k++)
+                if (k != i && terminating[k] && streq_ptr(static_pods[k]->namespace_, static_pods[i]->namespace_) &&
+                    streq_ptr(static_pods[k]->name, static_pods[i]->name))
+                        return true;
+        return false;
+}
+
 int kubelet_mirror_plan(const struct pod *const *static_pods, const bool *terminating, size_t n_static,
                         const struct mirror_observed *observed, size_t n_observed, struct mirror_action **ret_actions,
                         size_t *ret_n) {
@@ -40,6 +49,12 @@ int kubelet_mirror_plan(const struct pod *const *static_pods, const bool *termin
 
                 if (terminating && terminating[i])
                         continue; /* kept as it is until the pod is gone (its status still shows there) */
+                if (earlier_instance_terminating(static_pods, terminating, n_static, i))
+                        /* a new version of a static pod waits for the old one to finish (upstream's worker does not
+                         * start it, so nothing syncs its mirror pod): the old mirror pod stays for the old one's
+                         * grace period (e2e_node's "mirror pod termination should satisfy grace period when static
+                         * pod is updated") */
+                        continue;
                 if (o && !o->deleting && streq_ptr(o->hash, hash))
                         continue; /* up to date */
                 if (o) {

@@ -79,6 +79,24 @@ static void test_plan(void **state) {
                 assert_int_equal(act[1].index, 3);
                 free(act);
         }
+        /* b's manifest changed while its old version still terminates (a new UID, the same name): the old version's
+         * mirror pod stays until the old version is gone, then the new one's replaces it */
+        {
+                struct pod *b_new = static_pod("b", "h2-new");
+                const struct pod *both[] = { b, b_new };
+                const bool term[] = { true, false };
+                const struct mirror_observed mirror_b[] = { { "kube-system", "b", "u-b", "h2", false } };
+
+                assert_int_equal(kubelet_mirror_plan(both, term, 2, mirror_b, 1, &act, &n), 0);
+                assert_int_equal(n, 0);
+                free(act);
+                assert_int_equal(kubelet_mirror_plan(both + 1, term + 1, 1, mirror_b, 1, &act, &n), 0);
+                assert_int_equal(n, 1);
+                assert_int_equal(act[0].kind, MIRROR_DELETE);
+                assert_int_equal(act[0].index, 0);
+                free(act);
+                pod_free(b_new);
+        }
         pod_free(a);
         pod_free(b);
         pod_free(c);
