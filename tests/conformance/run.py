@@ -48,6 +48,7 @@ BUILD = os.environ.get("CKUBELET_BUILD", os.path.join(REPO, "build"))
 CACHE = os.environ.get("CKUBELET_CONFORMANCE_CACHE", "/var/tmp/ckubelet-conformance-images")
 TAGS = re.compile(r" \[(NodeConformance|Conformance)\]")
 SKIP_RE = r"\[Serial\]|\[Disruptive\]|\[Flaky\]|\[Slow\]"
+GOMODCACHE = os.path.join(os.environ.get("CKUBELET_GO_CACHE", "/var/cache/ckubelet-go"), "mod")
 BOUND = ("/var/lib/kubelet", "/var/log/pods", "/var/log/containers")
 
 
@@ -99,20 +100,60 @@ def build_images(bindir):
 # ------------------------------------------------------------------------------------------- the spec list
 
 
+def ordered_container(spec):
+    """The location of the outermost ginkgo.Ordered container a spec is in, or None. Ginkgo's dry-run report does
+    not say (IsInOrderedContainer is false there), so the containers' lines are read in the module's source, which
+    scripts/build-kubernetes.sh left in Go's module cache."""
+    for loc in spec["ContainerHierarchyLocations"]:
+        path = os.path.join(GOMODCACHE, loc["FileName"])
+        try:
+            with open(path) as f:
+                line = f.read().split("\n")[loc["LineNumber"] - 1]
+        except (OSError, IndexError) as e:
+            sys.exit(f"cannot read {path}:{loc['LineNumber']} to find the suite's Ordered containers: {e}")
+        if re.search(r"\bginkgo\.Ordered\b", line):
+            return f"{loc['FileName']}:{loc['LineNumber']}"
+    return None
+
+
 def dry_run(e2e, workdir):
-    """{normalized name: full name} of the tier (NodeConformance minus Serial/Disruptive/Flaky/Slow)."""
+    """{normalized name: full name} of the tier (NodeConformance minus Serial/Disruptive/Flaky/Slow), and
+    {normalized name: its Ordered container} for the specs in one (they share state: one shard runs them all)."""
     report = os.path.join(workdir, "dry-run.json")
     subprocess.run([e2e, "--ginkgo.dry-run", "--ginkgo.focus=NodeConformance", f"--ginkgo.skip={SKIP_RE}",
                     f"--ginkgo.json-report={report}", "--ginkgo.no-color"], cwd=workdir, check=True,
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     with open(report) as f:
         r = json.load(f)
-    out = {}
+    out, ordered = {}, {}
     for s in r[0]["SpecReports"]:
         if s["LeafNodeType"] == "It" and s["State"] == "passed":
             full = " ".join(s["ContainerHierarchyTexts"] + [s["LeafNodeText"]])
             out[norm(full)] = full
-    return out
+            group = ordered_container(s)
+            if group:
+                ordered[norm(full)] = group
+    return out, ordered
+
+
+def deal(names, ordered, shards):
+    """The specs split into shards: an Ordered container's specs together in one shard (its later specs read what
+    the first one recorded: split across processes they fail on any kubelet), each unit to the shard with the
+    fewest specs so far, in the order of names."""
+    units, index = [], {}
+    for n in names:
+        g = ordered.get(n)
+        if g is None:
+            units.append([n])
+        elif g in index:
+            units[index[g]].append(n)
+        else:
+            index[g] = len(units)
+            units.append([n])
+    groups = [[] for _ in range(shards)]
+    for u in units:
+        min(groups, key=len).extend(u)
+    return groups
 
 
 def read_list(path):
@@ -277,8 +318,8 @@ def stop_kubelet(p):
             p.wait(10)
 
 
-def run_shards(e2e, names, tier, shards, work, cp, token, node, rt, timeout):
-    groups = [names[i::shards] for i in range(shards)]
+def run_shards(e2e, names, tier, ordered, shards, work, cp, token, node, rt, timeout):
+    groups = deal(names, ordered, shards)
     procs = []
     for i, g in enumerate(groups):
         if not g:
@@ -327,7 +368,7 @@ def run_shards(e2e, names, tier, shards, work, cp, token, node, rt, timeout):
     return results
 
 
-def run_one(which, args, names, tier, bindir, e2e, images_tar, node, ip):
+def run_one(which, args, names, tier, ordered, bindir, e2e, images_tar, node, ip):
     work = os.path.join(args.out, which)
     os.makedirs(work, exist_ok=True)
     t0 = time.monotonic()
@@ -347,7 +388,7 @@ def run_one(which, args, names, tier, bindir, e2e, images_tar, node, ip):
                 kubelet = start_kubelet(which, work, cp, rt, bindir, node, ip, cgroup_root)
                 log(f"{which}: node {node} Ready after {time.monotonic() - t0:.0f} s; running {len(names)} specs")
                 t1 = time.monotonic()
-                results = run_shards(e2e, names, tier, args.shards, work, cp, token, node, rt, args.timeout)
+                results = run_shards(e2e, names, tier, ordered, args.shards, work, cp, token, node, rt, args.timeout)
                 spent = time.monotonic() - t1
             finally:
                 if kubelet:
@@ -388,7 +429,7 @@ def main():
     t0 = time.monotonic()
     bindir = build_k8s()
     e2e = os.path.join(bindir, "e2e_node.test")
-    tier = dry_run(e2e, args.out)
+    tier, ordered = dry_run(e2e, args.out)
     names, excluded = select(tier, args.ci, args.focus)
     if args.list:
         print("\n".join(names))
@@ -405,7 +446,7 @@ def main():
     kubelets = ["ckubelet", "upstream"] if args.kubelet == "both" else [args.kubelet]
     all_results, times = {}, {}
     for k in kubelets:
-        all_results[k], times[k] = run_one(k, args, names, tier, bindir, e2e, images_tar, node, ip)
+        all_results[k], times[k] = run_one(k, args, names, tier, ordered, bindir, e2e, images_tar, node, ip)
         with open(os.path.join(args.out, "results.json"), "w") as f:
             json.dump({"specs": names, "excluded": excluded, "results": all_results, "seconds": times}, f, indent=1)
 
