@@ -135,6 +135,17 @@ int vol_subpath_open(int rootfd, const char *sub, int *ret_fd) {
                 r = mkdirat(parent, seg, rst.st_mode & 07777);
                 if (r < 0 && errno != EEXIST)
                         return -errno;
+                if (r >= 0) {
+                        /* the umask narrowed mkdirat's mode: each created directory gets the volume root's mode,
+                         * set-group-ID and sticky bits included, as upstream's doSafeMakeDir does (a tmpfs emptyDir
+                         * with an fsGroup: 1777 plus set-group-ID) */
+                        _cleanup_close_ int child = openat(parent, seg,
+                                                           O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                        if (child < 0)
+                                return -errno;
+                        if (fchmod(child, rst.st_mode & 07777) < 0)
+                                return -errno;
+                }
                 prefix[i] = saved;
         }
         fd = openat2_beneath(rootfd, sub, O_PATH);

@@ -311,6 +311,21 @@ static void test_subpath_hostile_symlinks(void **state) {
         assert_true(S_ISDIR(st.st_mode));
         assert_int_equal(st.st_mode & 07777, 0751);
         close(fd);
+        /* whatever the umask: a tmpfs root (1777) with an fsGroup's set-group-ID bit gives its mode to each created
+         * directory (e2e_node's "nonexistent volume subPath should have the correct mode and owner using FSGroup") */
+        {
+                mode_t old_umask = umask(022);
+                assert_int_equal(chmod(vol, 03777), 0);
+                assert_int_equal(vol_subpath_open(root, "sticky/sub", &fd), 0);
+                assert_int_equal(fstat(fd, &st), 0);
+                assert_int_equal(st.st_mode & 07777, 03777);
+                close(fd);
+                char *o = in_tmp("vol/sticky");
+                assert_int_equal(stat(o, &st), 0);
+                assert_int_equal(st.st_mode & 07777, 03777);
+                free(o);
+                umask(old_umask);
+        }
         /* but not through a symlink that leaves */
         assert_int_equal(vol_subpath_open(root, "up/created", &fd), -EXDEV);
         {
