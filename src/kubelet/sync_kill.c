@@ -288,6 +288,11 @@ int64_t kubelet_sync_grace_raw(const struct pod_sync *s, const struct kc_contain
                 return ws.grace_override; /* an eviction's */
         if (s->pod)
                 g = s->pod->spec.termination_grace_period_seconds;
+        else if (ws.deleting)
+                /* an API pod being deleted: its deletion's grace period (gracePeriodSeconds of the DELETE, else its
+                 * spec's), not the one its containers were created with (upstream's setTerminationGracePeriod reads
+                 * pod.DeletionGracePeriodSeconds first) */
+                g = ws.grace_seconds;
         else {
                 const char *v = c ? strmap_get(&c->annotations, ANNOTATION_POD_TERMINATION_GRACE_PERIOD) : NULL;
                 int64_t x;

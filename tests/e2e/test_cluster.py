@@ -205,7 +205,9 @@ def test_graceful_deletion(kube, runtime):
     kube.wait(lambda: (c := cstatus(kube.pod("del"), "c")) and c["ready"], timeout=90, msg="pod del ready")
     uid = kube.pod("del")["metadata"]["uid"]
     t0 = time.monotonic()
-    kube.delete("pods", "del")  # graceful: deletionTimestamp set, the kubelet stops it and deletes it for good
+    # graceful: deletionTimestamp set, the kubelet stops it and deletes it for good; the DELETE's grace period (45 s)
+    # wins over the pod's (20 s), as upstream's setTerminationGracePeriod
+    kube.delete("pods", "del", grace_seconds=45)
     assert kube.pod("del")["metadata"]["deletionTimestamp"]
     kube.wait(lambda: kube.pod("del") is None, timeout=60, msg="the pod gone from the API")
     took = time.monotonic() - t0
@@ -220,6 +222,8 @@ def test_graceful_deletion(kube, runtime):
     assert dels[0]["requestObject"]["gracePeriodSeconds"] == 0
     assert dels[0]["requestObject"]["preconditions"]["uid"] == uid
     k.wait_log(r'SyncLoop DELETE: pod="%s/del"' % kube.ns)
+    k.wait_log(r'Killing container with a grace period: pod="%s/del"[^\n]*containerName="c"[^\n]*gracePeriod=45'
+               % kube.ns)
 
 
 def test_pods_deleted_while_down_are_cleaned_up(kube, runtime):
