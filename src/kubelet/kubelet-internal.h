@@ -244,11 +244,16 @@ struct kubelet {
         uint64_t watchdog_period_usec;
 };
 
-/* kubelet.c: the pod a worker's sync runs: its desired pod as allocated (a resize not allocated yet is not run) */
+/* pod_resize.c: the pod a worker's sync runs: its desired pod as allocated (a resize not allocated yet is not run) */
 struct pod *kubelet_worker_sync_pod(const struct pod_worker *w);
-/* kubelet.c: an in-place resize could not be applied (UpdateContainerResources failed): PodResizeInProgress with
+/* pod_resize.c: an in-place resize could not be applied (UpdateContainerResources failed): PodResizeInProgress with
  * reason Error; NULL clears it */
 void kubelet_worker_resize_error(struct pod_worker *w, const char *message);
+/* pod_resize.c: handlePodResourcesResize for the worker's desired pod (a new or changed spec): allocated if it fits
+ * (ResizeStarted), else PodResizePending (Deferred, Infeasible) and the pod runs as allocated */
+void kubelet_worker_update_allocation(struct kubelet *k, struct pod_worker *w);
+/* pod_resize.c: PodResizeInProgress from the last observation, and ResizeCompleted at its end */
+void kubelet_worker_check_resize_done(struct pod_worker *w);
 
 /* kubelet.c: the pod workers (pod_workers.go) */
 struct pod_worker *kubelet_find_worker(struct kubelet *k, const char *uid);
@@ -297,7 +302,7 @@ const char *kubelet_pod_host(const struct kubelet *k, const struct pod *pod, con
 /* status.c: keep the readiness the API server showed until the prober has a result */
 void kubelet_keep_api_readiness(struct kubelet *k, struct pod_worker *w, const struct pod *pod,
                                 const struct kc_pod_status *status);
-/* kubelet.c: metadata.generation of the pod (0: none) */
+/* pod_resize.c: metadata.generation of the pod (0: none) */
 int64_t kubelet_pod_generation(const struct pod *p);
 
 #define HOUSEKEEPING_PERIOD_USEC (2 * USEC_PER_SEC)
@@ -305,9 +310,10 @@ int64_t kubelet_pod_generation(const struct pod *p);
 void kubelet_housekeeping(evutil_socket_t fd, short what, void *userdata);
 /* kubelet.c: for housekeeping */
 void kubelet_sync_mirror_pods(struct kubelet *k);
+int kubelet_update_qos_cgroups(struct kubelet *k);
+/* pod_resize.c: for housekeeping */
 void kubelet_retry_deferred_resizes(struct kubelet *k);
 bool kubelet_allocation_wanted(const char *uid, void *userdata);
-int kubelet_update_qos_cgroups(struct kubelet *k);
 
 /* pod_termination.c: free a DELETE of a terminated pod (cancels it if in flight); NULL is fine */
 void kubelet_api_delete_free(struct api_delete *d);
