@@ -255,11 +255,24 @@ void kubelet_worker_update_allocation(struct kubelet *k, struct pod_worker *w);
 /* pod_resize.c: PodResizeInProgress from the last observation, and ResizeCompleted at its end */
 void kubelet_worker_check_resize_done(struct pod_worker *w);
 
-/* kubelet.c: the pod workers (pod_workers.go) */
+/* pod_workers.c: the pod workers (pod_workers.go) */
 struct pod_worker *kubelet_find_worker(struct kubelet *k, const char *uid);
+/* a new worker for the pod UID, in k->workers and k->workers_by_uid; NULL on OOM */
+struct pod_worker *kubelet_worker_new(struct kubelet *k, const char *uid);
 void kubelet_worker_request_sync(struct pod_worker *w);
 void kubelet_worker_schedule(struct pod_worker *w, uint64_t delay_usec);
 void kubelet_worker_free(struct pod_worker *w);
+/* every worker, with its pass in flight (kubelet_free) */
+void kubelet_workers_free(struct kubelet *k);
+/* "namespace/name" (allocated), NULL without a name or on OOM */
+char *kubelet_pod_full_name(const char *ns, const char *name);
+/* the pod's activeDeadlineSeconds: its timer armed again, or the pod failed with DeadlineExceeded once it passed */
+void kubelet_worker_check_deadline(struct pod_worker *w);
+/* the pods of the workers that have one (the admitted pods, as allocated), only the static ones (as desired) if
+ * asked; NULL on OOM */
+const struct pod **kubelet_worker_pods(struct kubelet *k, bool static_only, size_t *ret_n);
+/* the prober, whose results and failures wake the pods' workers (kubelet_start) */
+int kubelet_prober_setup(struct kubelet *k);
 /* a terminating worker finished: wake the workers waiting for its full name, drop it */
 void kubelet_worker_terminated(struct kubelet *k, struct pod_worker *w);
 /* is another worker with the same full name still holding runtime state? */
