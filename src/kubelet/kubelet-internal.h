@@ -341,6 +341,13 @@ int kubelet_worker_status_json(struct kubelet *k, struct pod_worker *w, json_t *
 bool kubelet_pod_desired(const struct kubelet *k, const char *uid);
 bool kubelet_pod_terminal_in_api(const struct pod *p);
 
+/* kubelet_admission.c: admit a desired pod that has no worker yet (false: not now, or rejected for good: then in
+ * k->rejected, and an API pod's status says why); the fields of a new pod that are not acted on, logged; what
+ * admission compares requests with (k->admission), and --cluster-dns (k->cluster_dns), at start */
+bool kubelet_pod_admit(struct kubelet *k, const struct pod *p);
+void kubelet_warn_unsupported_fields(struct kubelet *k, const struct pod *p);
+int kubelet_admission_setup(struct kubelet *k);
+
 /* gc.c: the container log manager, container and image GC and the volume stats: set up at start, freed at exit */
 int kubelet_gc_setup(struct kubelet *k);
 void kubelet_gc_free(struct kubelet *k);
