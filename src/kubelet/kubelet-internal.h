@@ -395,6 +395,9 @@ void kubelet_pods_api_stop(struct kubelet *k);
 /* kubelet.c: make the workers match the desired pods again (admission included) */
 void kubelet_reconcile(struct kubelet *k);
 
+/* kubelet_pleg.c: the PLEG, whose changes and relists wake the workers (kubelet_start) */
+int kubelet_pleg_setup(struct kubelet *k);
+
 /* kubelet.c: the parts that talk to the API server, once the node has a client (k->client) */
 int kubelet_api_start(struct kubelet *k);
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The kubelet's top level: desired pods from the config sources, the PLEG's view of the runtime, and one
- * pod worker per pod UID (pod_workers.go; pod_workers.c). A worker runs at most one reconcile pass at a time
- * (pod_sync.c); requests that arrive meanwhile are coalesced into one more pass. */
+/* The kubelet's top level: desired pods from the config sources, the PLEG's view of the runtime (kubelet_pleg.c),
+ * and one pod worker per pod UID (pod_workers.go; pod_workers.c). A worker runs at most one reconcile pass at a
+ * time (pod_sync.c); requests that arrive meanwhile are coalesced into one more pass. */
 
 #include <arpa/inet.h>
 #include <inttypes.h>
@@ -39,7 +39,6 @@
 #define CRASH_BACKOFF_MAX_USEC (300 * USEC_PER_SEC)
 #define REMOVAL_BACKOFF_INITIAL_USEC (10 * USEC_PER_SEC)
 #define REMOVAL_BACKOFF_MAX_USEC (300 * USEC_PER_SEC)
-#define PLEG_RELIST_PERIOD_USEC (1 * USEC_PER_SEC)
 
 static bool desired_contains(const struct kubelet *k, const char *uid);
 
@@ -298,67 +297,6 @@ static void on_objects_changed(const char *uid, void *userdata) {
                 kubelet_worker_request_sync(w);
 }
 
-/* ---------------------------------------------------------------- PLEG */
-
-/* genericPlegRelistPeriod (1 s); CKUBELET_TEST_PLEG_RELIST_SECONDS stretches it for the tests that show what the
- * evented PLEG alone sees (no flag: upstream has none) */
-static uint64_t pleg_relist_period(void) {
-        const char *e = getenv("CKUBELET_TEST_PLEG_RELIST_SECONDS");
-        char *end = NULL;
-        unsigned long v;
-
-        if (isempty(e))
-                return PLEG_RELIST_PERIOD_USEC;
-        errno = 0;
-        v = strtoul(e, &end, 10);
-        if (errno != 0 || !end || *end != '\0' || v == 0 || v > 86400) {
-                log_warning("ignoring CKUBELET_TEST_PLEG_RELIST_SECONDS=%s: not 1..86400", e);
-                return PLEG_RELIST_PERIOD_USEC;
-        }
-        log_warning("PLEG relist period %lu s (CKUBELET_TEST_PLEG_RELIST_SECONDS, for tests)", v);
-        return (uint64_t) v * USEC_PER_SEC;
-}
-
-static void on_pod_changed(const char *uid, void *userdata) {
-        struct kubelet *k = userdata;
-        struct pod_worker *w = kubelet_find_worker(k, uid);
-
-        log_v(4, "PLEG: pod %s changed", uid);
-        if (w)
-                kubelet_worker_request_sync(w);
-        /* an unknown UID gets a terminating worker in kubelet_reconcile() after the relist */
-}
-
-static void on_relisted(bool ok, void *userdata) {
-        struct kubelet *k = userdata;
-
-        if (!ok) {
-                if (!k->runtime_down)
-                        log_error("container runtime is down: relisting failed");
-                k->runtime_down = true;
-                return;
-        }
-        if (k->runtime_down) {
-                /* back after an outage: re-sync every pod now rather than at each worker's error back-off */
-                log_info("container runtime is up again, re-syncing all pods");
-                k->runtime_down = false;
-                for (struct pod_worker *w = k->workers; w; w = w->next) {
-                        w->failures = 0;
-                        kubelet_worker_update_allocation(k, w);
-                        kubelet_worker_request_sync(w);
-                        kubelet_worker_check_deadline(w);
-                }
-        }
-        if (!k->runtime_listed) {
-                size_t sb, rsb, c, rc;
-                pleg_counts(k->pleg, &sb, &rsb, &c, &rc);
-                log_info("runtime listed: %zu sandboxes (%zu ready), %zu containers (%zu running)", sb, rsb, c, rc);
-                k->runtime_listed = true;
-        }
-        kubelet_reconcile(k);
-        kubelet_notify_check_ready(k);
-}
-
 /* ---------------------------------------------------------------- cgroups (src/cm) */
 
 int kubelet_update_qos_cgroups(struct kubelet *k) {
@@ -433,7 +371,6 @@ int kubelet_api_start(struct kubelet *k) {
 }
 
 int kubelet_start(struct kubelet *k) {
-        static const struct pleg_callbacks pleg_cb = { .pod_changed = on_pod_changed, .relisted = on_relisted };
         const struct kubelet_options *o = k->opts;
         int r;
 
@@ -514,14 +451,9 @@ int kubelet_start(struct kubelet *k) {
         r = kubelet_prober_setup(k);
         if (r < 0)
                 return r;
-        r = pleg_new(k->base, k->cri, pleg_relist_period(), &pleg_cb, k, &k->pleg);
+        r = kubelet_pleg_setup(k);
         if (r < 0)
                 return r;
-        if (feature_enabled(o->feature_gates, "EventedPLEG")) {
-                r = pleg_set_evented(k->pleg, true);
-                if (r < 0)
-                        return r;
-        }
         r = pod_config_new(k->base, o->node_name, on_config_update, k, &k->config);
         if (r < 0)
                 return r;
