@@ -318,9 +318,8 @@ void kubelet_keep_api_readiness(struct kubelet *k, struct pod_worker *w, const s
 /* pod_resize.c: metadata.generation of the pod (0: none) */
 int64_t kubelet_pod_generation(const struct pod *p);
 
-#define HOUSEKEEPING_PERIOD_USEC (2 * USEC_PER_SEC)
-/* housekeeping.c: the periodic housekeeping timer's callback (re-arms itself) */
-void kubelet_housekeeping(evutil_socket_t fd, short what, void *userdata);
+/* housekeeping.c: the periodic housekeeping timer, armed (kubelet_start) */
+int kubelet_housekeeping_setup(struct kubelet *k);
 /* kubelet.c: for housekeeping */
 void kubelet_sync_mirror_pods(struct kubelet *k);
 int kubelet_update_qos_cgroups(struct kubelet *k);

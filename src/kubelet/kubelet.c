@@ -530,12 +530,9 @@ int kubelet_start(struct kubelet *k) {
         r = kubelet_pods_api_start(k);
         if (r < 0)
                 return r;
-        k->housekeeping = evtimer_new(k->base, kubelet_housekeeping, k);
-        if (!k->housekeeping)
-                return -ENOMEM;
-        evtimer_add_usec(k->housekeeping, HOUSEKEEPING_PERIOD_USEC);
-        k->last_full_resync = now_usec();
-        k->last_loop_usec = now_usec();
+        r = kubelet_housekeeping_setup(k);
+        if (r < 0)
+                return r;
         r = kubelet_watchdog_start(k);
         if (r < 0)
                 return r;
