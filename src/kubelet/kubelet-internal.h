@@ -333,7 +333,7 @@ void kubelet_api_delete_free(struct api_delete *d);
 /* storage.c: the volume manager, the CSI drivers and the CSI and DRA plug-in registration handlers */
 int kubelet_storage_setup(struct kubelet *k);
 
-/* kubelet.c: the pod's v1 PodStatus from its spec, the last observation and the probe results */
+/* status.c: the pod's v1 PodStatus from its spec, the last observation and the probe results */
 int kubelet_worker_status_json(struct kubelet *k, struct pod_worker *w, json_t **ret);
 
 /* kubelet.c */
@@ -385,7 +385,7 @@ int kubelet_shutdown_setup(struct kubelet *k);
 void kubelet_shutdown_free(struct kubelet *k);
 bool kubelet_shutdown_admit(struct kubelet *k, const char **ret_reason, const char **ret_message);
 
-/* kubelet.c: hand the pod's status to the status manager now (an eviction changes it) */
+/* status.c: hand the pod's status to the status manager now (an eviction changes it) */
 void kubelet_report_status(struct kubelet *k, struct pod_worker *w);
 /* the pods API (host.c): served when the PodsAPI gate is on; stop accepts a kubelet that never started it */
 int kubelet_pods_api_start(struct kubelet *k);

@@ -213,7 +213,6 @@ void kubelet_reconcile(struct kubelet *k) {
                 }
 }
 
-/* every admitted static pod that is not being removed gets a mirror pod in the API server */
 /* every admitted static pod that is not being removed gets a mirror pod in the API server; one that terminates
  * keeps it, as it is, until it is gone */
 void kubelet_sync_mirror_pods(struct kubelet *k) {
