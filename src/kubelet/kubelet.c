@@ -343,6 +343,57 @@ static int cgroups_setup(struct kubelet *k) {
                       &k->cm);
 }
 
+/* NewContainerManager: swap */
+static int swap_setup(struct kubelet *k) {
+        const struct kubelet_options *o = k->opts;
+        bool swap_on = false;
+        int r;
+
+        r = stats_swap_is_on(NULL, &swap_on);
+        if (r < 0)
+                return log_error_errno(r, "failed to determine if swap is on: %s", strerror(-r));
+        if (swap_on && o->fail_swap_on)
+                return log_error_errno(-EINVAL, "running with swap on is not supported, please disable swap "
+                                                "or set --fail-swap-on flag to false");
+        k->swap_v2 = stats_swap_controller_v2(NULL);
+        if (swap_on)
+                log_info("swap is on: memorySwap.swapBehavior %s%s",
+                         isempty(o->memory_swap_behavior) ? "NoSwap" : o->memory_swap_behavior,
+                         k->swap_v2 ? "" : " (no swap controller on cgroup v2: nothing is set)");
+        return 0;
+}
+
+/* the user namespace ranges, from before a restart (MakeUserNsManager) */
+static int userns_setup(struct kubelet *k) {
+        _cleanup_ck_error_ struct ck_error *err = NULL;
+        struct passwd pw, *pwp = NULL;
+        char buf[4096];
+        struct userns_config ucfg = { .root_dir = k->opts->root_dir, .max_pods = k->opts->max_pods };
+        int r;
+
+        ucfg.user_exists = getpwnam_r("kubelet", &pw, buf, sizeof(buf), &pwp) == 0 && pwp;
+        r = userns_manager_new(&ucfg, &k->userns, &err);
+        if (r < 0)
+                return log_error_errno(r, "failed to create user namespace manager: %s",
+                                       err ? ck_error_message(err) : strerror(-r));
+        return 0;
+}
+
+/* the pulled-image credential records, from before a restart (KubeletEnsureSecretPulledImages) */
+static int pull_records_setup(struct kubelet *k) {
+        const struct kubelet_options *o = k->opts;
+        int r;
+
+        k->pull_verify_policy = kubelet_options_image_pull_verify_policy(o);
+        if (feature_enabled(o->feature_gates, "KubeletEnsureSecretPulledImages")) {
+                r = pull_store_new(k->base, o->root_dir, &k->pull_records);
+                if (r < 0)
+                        return log_error_errno(r, "cannot set up the image pull records in %s/image_manager: %s",
+                                               o->root_dir, strerror(-r));
+        }
+        return 0;
+}
+
 int kubelet_api_start(struct kubelet *k) {
         const struct kubelet_options *o = k->opts;
         int r;
@@ -393,47 +444,21 @@ int kubelet_start(struct kubelet *k) {
         r = stats_machine_info_read(NULL, &k->machine);
         if (r < 0)
                 return log_error_errno(r, "cannot read the machine's description: %s", strerror(-r));
-        /* NewContainerManager: swap */
-        {
-                bool swap_on = false;
-                r = stats_swap_is_on(NULL, &swap_on);
-                if (r < 0)
-                        return log_error_errno(r, "failed to determine if swap is on: %s", strerror(-r));
-                if (swap_on && o->fail_swap_on)
-                        return log_error_errno(-EINVAL, "running with swap on is not supported, please disable swap "
-                                                        "or set --fail-swap-on flag to false");
-                k->swap_v2 = stats_swap_controller_v2(NULL);
-                if (swap_on)
-                        log_info("swap is on: memorySwap.swapBehavior %s%s",
-                                 isempty(o->memory_swap_behavior) ? "NoSwap" : o->memory_swap_behavior,
-                                 k->swap_v2 ? "" : " (no swap controller on cgroup v2: nothing is set)");
-        }
+        r = swap_setup(k);
+        if (r < 0)
+                return r;
         r = kubelet_eviction_parse(k);
         if (r < 0)
                 return r;
         r = kubelet_admission_setup(k);
         if (r < 0)
                 return r;
-        /* the user namespace ranges, from before a restart (MakeUserNsManager) */
-        {
-                _cleanup_ck_error_ struct ck_error *err = NULL;
-                struct passwd pw, *pwp = NULL;
-                char buf[4096];
-                struct userns_config ucfg = { .root_dir = o->root_dir, .max_pods = o->max_pods };
-                ucfg.user_exists = getpwnam_r("kubelet", &pw, buf, sizeof(buf), &pwp) == 0 && pwp;
-                r = userns_manager_new(&ucfg, &k->userns, &err);
-                if (r < 0)
-                        return log_error_errno(r, "failed to create user namespace manager: %s",
-                                               err ? ck_error_message(err) : strerror(-r));
-        }
-        /* the pulled-image credential records, from before a restart (KubeletEnsureSecretPulledImages) */
-        k->pull_verify_policy = kubelet_options_image_pull_verify_policy(o);
-        if (feature_enabled(o->feature_gates, "KubeletEnsureSecretPulledImages")) {
-                r = pull_store_new(k->base, o->root_dir, &k->pull_records);
-                if (r < 0)
-                        return log_error_errno(r, "cannot set up the image pull records in %s/image_manager: %s",
-                                               o->root_dir, strerror(-r));
-        }
+        r = userns_setup(k);
+        if (r < 0)
+                return r;
+        r = pull_records_setup(k);
+        if (r < 0)
+                return r;
         /* the pods' allocated resources, from before a restart */
         r = kubelet_allocation_load(o->root_dir, &k->allocation);
         if (r < 0)
