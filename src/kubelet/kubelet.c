@@ -3,27 +3,19 @@
  * and one pod worker per pod UID (pod_workers.go; pod_workers.c). A worker runs at most one reconcile pass at a
  * time (pod_sync.c); requests that arrive meanwhile are coalesced into one more pass. */
 
-#include <arpa/inet.h>
 #include <inttypes.h>
 #include <pwd.h>
-#include <stdarg.h>
 #include <string.h>
 
-#include "basic/list.h"
 #include "basic/error.h"
 #include "basic/fs.h"
 #include "basic/log.h"
 #include "basic/string.h"
 #include "basic/strv.h"
 #include "basic/time.h"
-#include "basic/timer.h"
 #include "kubelet/kubelet-internal.h"
-#include "kubelet/active_deadline.h"
 #include "kubelet/dra.h"
-#include "kubelet/pod_sync.h"
 #include "kubelet/admission.h"
-#include "kuberuntime/actions.h"
-#include "kuberuntime/security.h"
 #include "kubelet/mirror.h"
 #include "node/node_ip.h"
 #include "node/node_status.h"
@@ -31,8 +23,6 @@
 #include "basic/workpool.h"
 #include "features/features.h"
 #include "images/pull_store.h"
-#include "volumes/volumes.h"
-#include "prober/prober.h"
 #include "stats/host.h"
 
 #define CRASH_BACKOFF_INITIAL_USEC (10 * USEC_PER_SEC)
