@@ -384,6 +384,58 @@ static int pull_records_setup(struct kubelet *k) {
         return 0;
 }
 
+/* with --kubeconfig the API source (registered now, started once the node has a client) and the node manager;
+ * without (standalone mode), the kubelet's own poll of the runtime's Status */
+static int node_setup(struct kubelet *k) {
+        const struct kubelet_options *o = k->opts;
+        int r;
+
+        if (!isempty(o->kubeconfig)) {
+                /* registered now, started once the node has a client: until then no pod set is delivered */
+                r = pod_config_add_api_source(k->config, NULL);
+                if (r < 0)
+                        return r;
+                /* made now so that bad --node-labels or --register-with-taints stop the kubelet at start */
+                r = node_manager_new(k->base, o, k->node_ip, &k->machine, NULL, k->cri, &k->node);
+                if (r < 0)
+                        return r;
+                {
+                        int64_t mb, sb;
+                        float mf, sf;
+                        kubelet_eviction_reservation(k, &mb, &mf, &sb, &sf);
+                        node_manager_set_eviction_reservation(k->node, mb, mf, sb, sf);
+                }
+                if (r < 0)
+                        return r;
+        } else {
+                if (!isempty(o->bootstrap_kubeconfig))
+                        log_warning("--bootstrap-kubeconfig is ignored without --kubeconfig (standalone mode)");
+                r = runtime_poll_new(k->base, k->cri, &k->runtime_poll);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+/* the static pods' sources: --pod-manifest-path, --manifest-url */
+static int static_pod_sources_setup(struct kubelet *k) {
+        const struct kubelet_options *o = k->opts;
+        int r;
+
+        if (!isempty(o->pod_manifest_path)) {
+                r = pod_config_add_file_source(k->config, o->pod_manifest_path, o->file_check_frequency_usec);
+                if (r < 0)
+                        return r;
+        }
+        if (!isempty(o->manifest_url)) {
+                r = pod_config_add_http_source(k->config, o->manifest_url, o->manifest_url_headers,
+                                               o->http_check_frequency_usec);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
 int kubelet_api_start(struct kubelet *k) {
         const struct kubelet_options *o = k->opts;
         int r;
@@ -471,30 +523,9 @@ int kubelet_start(struct kubelet *k) {
         r = pod_config_new(k->base, o->node_name, on_config_update, k, &k->config);
         if (r < 0)
                 return r;
-        if (!isempty(o->kubeconfig)) {
-                /* registered now, started once the node has a client: until then no pod set is delivered */
-                r = pod_config_add_api_source(k->config, NULL);
-                if (r < 0)
-                        return r;
-                /* made now so that bad --node-labels or --register-with-taints stop the kubelet at start */
-                r = node_manager_new(k->base, o, k->node_ip, &k->machine, NULL, k->cri, &k->node);
-                if (r < 0)
-                        return r;
-                {
-                        int64_t mb, sb;
-                        float mf, sf;
-                        kubelet_eviction_reservation(k, &mb, &mf, &sb, &sf);
-                        node_manager_set_eviction_reservation(k->node, mb, mf, sb, sf);
-                }
-                if (r < 0)
-                        return r;
-        } else {
-                if (!isempty(o->bootstrap_kubeconfig))
-                        log_warning("--bootstrap-kubeconfig is ignored without --kubeconfig (standalone mode)");
-                r = runtime_poll_new(k->base, k->cri, &k->runtime_poll);
-                if (r < 0)
-                        return r;
-        }
+        r = node_setup(k);
+        if (r < 0)
+                return r;
         r = event_recorder_new(k->base, k->client, o->node_name, &k->events);
         if (r < 0)
                 return r;
@@ -506,17 +537,9 @@ int kubelet_start(struct kubelet *k) {
         r = kubelet_storage_setup(k);
         if (r < 0)
                 return r;
-        if (!isempty(o->pod_manifest_path)) {
-                r = pod_config_add_file_source(k->config, o->pod_manifest_path, o->file_check_frequency_usec);
-                if (r < 0)
-                        return r;
-        }
-        if (!isempty(o->manifest_url)) {
-                r = pod_config_add_http_source(k->config, o->manifest_url, o->manifest_url_headers,
-                                               o->http_check_frequency_usec);
-                if (r < 0)
-                        return r;
-        }
+        r = static_pod_sources_setup(k);
+        if (r < 0)
+                return r;
         /* the pull queue (puller.go): serialized, one at a time; else up to maxParallelImagePulls (no limit unset) */
         r = slots_new(k->base, kubelet_options_image_pulls(o), &k->image_puller);
         if (r < 0)
