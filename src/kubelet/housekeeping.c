@@ -3,6 +3,7 @@
  * devices, deferred resizes, orphaned allocations, pod directories, user namespaces and pod cgroups, and the
  * container and image GC. */
 
+#include <errno.h>
 #include <string.h>
 
 #include "basic/log.h"
@@ -13,6 +14,8 @@
 #include "kubelet/allocation.h"
 #include "kubelet/userns.h"
 #include "volumes/volumes.h"
+
+#define HOUSEKEEPING_PERIOD_USEC (2 * USEC_PER_SEC)
 
 /* a pod cgroup stays while a worker (desired, or terminating with runtime state) or a source holds its UID */
 static bool pod_uid_active(const char *uid, void *userdata) {
@@ -34,7 +37,8 @@ static bool userns_wanted(const char *uid, void *userdata) {
         return kubelet_pod_desired(k, uid) || kubelet_find_worker(k, uid) || pleg_has_pod(k->pleg, uid);
 }
 
-void kubelet_housekeeping(evutil_socket_t fd, short what, void *userdata) {
+/* the periodic housekeeping timer's callback (re-arms itself) */
+static void kubelet_housekeeping(evutil_socket_t fd, short what, void *userdata) {
         struct kubelet *k = userdata;
         uint64_t now = now_usec();
 
@@ -73,4 +77,14 @@ void kubelet_housekeeping(evutil_socket_t fd, short what, void *userdata) {
                         cm_cleanup_orphans(k->cm, pod_uid_active, k);
         }
         kubelet_gc_housekeeping(k);
+}
+
+int kubelet_housekeeping_setup(struct kubelet *k) {
+        k->housekeeping = evtimer_new(k->base, kubelet_housekeeping, k);
+        if (!k->housekeeping)
+                return -ENOMEM;
+        evtimer_add_usec(k->housekeeping, HOUSEKEEPING_PERIOD_USEC);
+        k->last_full_resync = now_usec();
+        k->last_loop_usec = now_usec();
+        return 0;
 }

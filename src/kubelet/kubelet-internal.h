@@ -244,17 +244,35 @@ struct kubelet {
         uint64_t watchdog_period_usec;
 };
 
-/* kubelet.c: the pod a worker's sync runs: its desired pod as allocated (a resize not allocated yet is not run) */
+/* pod_resize.c: the pod a worker's sync runs: its desired pod as allocated (a resize not allocated yet is not run) */
 struct pod *kubelet_worker_sync_pod(const struct pod_worker *w);
-/* kubelet.c: an in-place resize could not be applied (UpdateContainerResources failed): PodResizeInProgress with
+/* pod_resize.c: an in-place resize could not be applied (UpdateContainerResources failed): PodResizeInProgress with
  * reason Error; NULL clears it */
 void kubelet_worker_resize_error(struct pod_worker *w, const char *message);
+/* pod_resize.c: handlePodResourcesResize for the worker's desired pod (a new or changed spec): allocated if it fits
+ * (ResizeStarted), else PodResizePending (Deferred, Infeasible) and the pod runs as allocated */
+void kubelet_worker_update_allocation(struct kubelet *k, struct pod_worker *w);
+/* pod_resize.c: PodResizeInProgress from the last observation, and ResizeCompleted at its end */
+void kubelet_worker_check_resize_done(struct pod_worker *w);
 
-/* kubelet.c: the pod workers (pod_workers.go) */
+/* pod_workers.c: the pod workers (pod_workers.go) */
 struct pod_worker *kubelet_find_worker(struct kubelet *k, const char *uid);
+/* a new worker for the pod UID, in k->workers and k->workers_by_uid; NULL on OOM */
+struct pod_worker *kubelet_worker_new(struct kubelet *k, const char *uid);
 void kubelet_worker_request_sync(struct pod_worker *w);
 void kubelet_worker_schedule(struct pod_worker *w, uint64_t delay_usec);
 void kubelet_worker_free(struct pod_worker *w);
+/* every worker, with its pass in flight (kubelet_free) */
+void kubelet_workers_free(struct kubelet *k);
+/* "namespace/name" (allocated), NULL without a name or on OOM */
+char *kubelet_pod_full_name(const char *ns, const char *name);
+/* the pod's activeDeadlineSeconds: its timer armed again, or the pod failed with DeadlineExceeded once it passed */
+void kubelet_worker_check_deadline(struct pod_worker *w);
+/* the pods of the workers that have one (the admitted pods, as allocated), only the static ones (as desired) if
+ * asked; NULL on OOM */
+const struct pod **kubelet_worker_pods(struct kubelet *k, bool static_only, size_t *ret_n);
+/* the prober, whose results and failures wake the pods' workers (kubelet_start) */
+int kubelet_prober_setup(struct kubelet *k);
 /* a terminating worker finished: wake the workers waiting for its full name, drop it */
 void kubelet_worker_terminated(struct kubelet *k, struct pod_worker *w);
 /* is another worker with the same full name still holding runtime state? */
@@ -297,17 +315,17 @@ const char *kubelet_pod_host(const struct kubelet *k, const struct pod *pod, con
 /* status.c: keep the readiness the API server showed until the prober has a result */
 void kubelet_keep_api_readiness(struct kubelet *k, struct pod_worker *w, const struct pod *pod,
                                 const struct kc_pod_status *status);
-/* kubelet.c: metadata.generation of the pod (0: none) */
+/* pod_resize.c: metadata.generation of the pod (0: none) */
 int64_t kubelet_pod_generation(const struct pod *p);
 
-#define HOUSEKEEPING_PERIOD_USEC (2 * USEC_PER_SEC)
-/* housekeeping.c: the periodic housekeeping timer's callback (re-arms itself) */
-void kubelet_housekeeping(evutil_socket_t fd, short what, void *userdata);
+/* housekeeping.c: the periodic housekeeping timer, armed (kubelet_start) */
+int kubelet_housekeeping_setup(struct kubelet *k);
 /* kubelet.c: for housekeeping */
 void kubelet_sync_mirror_pods(struct kubelet *k);
+int kubelet_update_qos_cgroups(struct kubelet *k);
+/* pod_resize.c: for housekeeping */
 void kubelet_retry_deferred_resizes(struct kubelet *k);
 bool kubelet_allocation_wanted(const char *uid, void *userdata);
-int kubelet_update_qos_cgroups(struct kubelet *k);
 
 /* pod_termination.c: free a DELETE of a terminated pod (cancels it if in flight); NULL is fine */
 void kubelet_api_delete_free(struct api_delete *d);
@@ -315,12 +333,19 @@ void kubelet_api_delete_free(struct api_delete *d);
 /* storage.c: the volume manager, the CSI drivers and the CSI and DRA plug-in registration handlers */
 int kubelet_storage_setup(struct kubelet *k);
 
-/* kubelet.c: the pod's v1 PodStatus from its spec, the last observation and the probe results */
+/* status.c: the pod's v1 PodStatus from its spec, the last observation and the probe results */
 int kubelet_worker_status_json(struct kubelet *k, struct pod_worker *w, json_t **ret);
 
 /* kubelet.c */
 bool kubelet_pod_desired(const struct kubelet *k, const char *uid);
 bool kubelet_pod_terminal_in_api(const struct pod *p);
+
+/* kubelet_admission.c: admit a desired pod that has no worker yet (false: not now, or rejected for good: then in
+ * k->rejected, and an API pod's status says why); the fields of a new pod that are not acted on, logged; what
+ * admission compares requests with (k->admission), and --cluster-dns (k->cluster_dns), at start */
+bool kubelet_pod_admit(struct kubelet *k, const struct pod *p);
+void kubelet_warn_unsupported_fields(struct kubelet *k, const struct pod *p);
+int kubelet_admission_setup(struct kubelet *k);
 
 /* gc.c: the container log manager, container and image GC and the volume stats: set up at start, freed at exit */
 int kubelet_gc_setup(struct kubelet *k);
@@ -360,7 +385,7 @@ int kubelet_shutdown_setup(struct kubelet *k);
 void kubelet_shutdown_free(struct kubelet *k);
 bool kubelet_shutdown_admit(struct kubelet *k, const char **ret_reason, const char **ret_message);
 
-/* kubelet.c: hand the pod's status to the status manager now (an eviction changes it) */
+/* status.c: hand the pod's status to the status manager now (an eviction changes it) */
 void kubelet_report_status(struct kubelet *k, struct pod_worker *w);
 /* the pods API (host.c): served when the PodsAPI gate is on; stop accepts a kubelet that never started it */
 int kubelet_pods_api_start(struct kubelet *k);
@@ -368,6 +393,9 @@ void kubelet_pods_api_stop(struct kubelet *k);
 
 /* kubelet.c: make the workers match the desired pods again (admission included) */
 void kubelet_reconcile(struct kubelet *k);
+
+/* kubelet_pleg.c: the PLEG, whose changes and relists wake the workers (kubelet_start) */
+int kubelet_pleg_setup(struct kubelet *k);
 
 /* kubelet.c: the parts that talk to the API server, once the node has a client (k->client) */
 int kubelet_api_start(struct kubelet *k);

@@ -178,7 +178,7 @@ void kubelet_pod_sync_done(struct pod_sync *s) {
                 .gone = gone,
                 .leftovers = left,
         };
-        /* the kubelet reports the observation (kubelet.c: pass_done), and may start the next pass at once */
+        /* the kubelet reports the observation (kubelet_sync_env.c: env_pass_done), and may start the next pass at once */
         s->env->ops->pass_done(s->env->userdata, s->w, &r);
         kc_pod_status_free(r.status); /* what the kubelet did not take */
         kubelet_pod_sync_free(s);

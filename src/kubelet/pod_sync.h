@@ -132,7 +132,7 @@ void kubelet_pod_sync_started(struct pod_sync *s);
 void kubelet_pod_sync_finish(struct pod_sync *s); /* ends the pass early (error, shutdown) or normally */
 void kubelet_pod_sync_done(struct pod_sync *s);   /* hands the result to the worker and frees the pass */
 
-/* ---- the kubelet's side (kubelet.c) ---- */
+/* ---- the kubelet's side (pod_workers.c) ---- */
 
 /* Runs one reconcile pass for the worker w (uid: its, borrowed; full_name: copied) on pod, the desired spec as allocated
  * (a reference is taken; NULL: terminate the pod). *slot points to the pass from before its first phase runs

@@ -70,7 +70,7 @@ struct pod_sync_result {
         size_t leftovers;             /* of a pod no longer desired: the objects the runtime refused to remove */
 };
 
-/* How the pass asks the kubelet and reports back to it (kubelet.c). userdata is the env's; w the pass's worker. */
+/* How the pass asks the kubelet and reports back to it (kubelet_sync_env.c). userdata is the env's; w the pass's worker. */
 struct pod_sync_ops {
         void (*worker_state)(void *userdata, struct pod_worker *w, struct pod_sync_worker_state *ret);
         /* an event about the worker's pod (or one of its containers when container is not NULL); any: also about
