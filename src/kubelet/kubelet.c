@@ -555,8 +555,16 @@ static bool admit(struct kubelet *k, const struct pod *p) {
                 r = kubelet_admit(p, admitted, n, &k->admission, &reason, &message);
                 /* the CPU manager's exclusive CPUs (the topology manager's "none" policy allocating for each
                  * container), once the pod fits: a refused pod never holds CPUs */
-                if (r >= 0)
-                        r = kubelet_cpu_admit(k, p, &reason, &message);
+                if (r >= 0) {
+                        _cleanup_ck_error_ struct ck_error *err = NULL;
+                        r = kubelet_cpu_admit(k, p, &err);
+                        if (r == -ENOSPC) {
+                                reason = strdup_or_null(ck_error_reason(err));
+                                message = strdup(ck_error_message(err));
+                                if (!reason || !message)
+                                        return false;
+                        }
+                }
                 if (r >= 0)
                         return true;
                 if (r != -ENOSPC)
