@@ -551,24 +551,21 @@ static bool admit(struct kubelet *k, const struct pod *p) {
                 kubelet_admission_refresh(k);
         }
         if (!reason) {
+                _cleanup_ck_error_ struct ck_error *err = NULL;
                 k->admission.supplemental_groups_policy = node_runtime_features_sgp(kubelet_runtime_features(k));
-                r = kubelet_admit(p, admitted, n, &k->admission, &reason, &message);
+                r = kubelet_admit(p, admitted, n, &k->admission, &err);
                 /* the CPU manager's exclusive CPUs (the topology manager's "none" policy allocating for each
                  * container), once the pod fits: a refused pod never holds CPUs */
-                if (r >= 0) {
-                        _cleanup_ck_error_ struct ck_error *err = NULL;
+                if (r >= 0)
                         r = kubelet_cpu_admit(k, p, &err);
-                        if (r == -ENOSPC) {
-                                reason = strdup_or_null(ck_error_reason(err));
-                                message = strdup(ck_error_message(err));
-                                if (!reason || !message)
-                                        return false;
-                        }
-                }
                 if (r >= 0)
                         return true;
-                if (r != -ENOSPC)
+                if (r != -ENOSPC || !ck_error_reason(err))
                         return false; /* out of memory: tried again at the next change */
+                reason = strdup(ck_error_reason(err));
+                message = strdup(ck_error_message(err));
+                if (!reason || !message)
+                        return false;
         }
         log_error("Pod admission denied: pod=\"%s/%s\" podUID=\"%s\" reason=\"%s\" message=\"%s\"", p->namespace_,
                   p->name, p->uid, reason, message);
