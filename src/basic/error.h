@@ -29,8 +29,9 @@ struct ck_error {
  * it replaces (wrapping it: ck_error_set(e, r, "cannot x: %s", ck_error_message(*e))). After it *ret is never NULL: without memory it is a shared "out of memory"
  * error that ck_error_free() leaves alone. */
 int ck_error_set(struct ck_error **ret, int code, const char *fmt, ...) _printf_(3, 4);
-/* ck_error_set() with a reason, copied (it may be the reason of the error it replaces). Without memory the shared
- * "out of memory" error has no reason: a caller that needs one treats an error without a reason as not decided. */
+/* ck_error_set() with a reason, copied (it may be the reason of the error it replaces; NULL: none). Without
+ * memory the shared "out of memory" error has no reason: a caller that needs one treats an error without a reason
+ * as not decided. */
 int ck_error_set_reason(struct ck_error **ret, int code, const char *reason, const char *fmt, ...) _printf_(4, 5);
 /* Put context before the message of *e ("<context>: <message>") and return its code; nothing when e or *e is
  * NULL (then 0). */
