@@ -125,7 +125,8 @@ static int interpret_suffix(const char *s, size_t n, int64_t *ret_exp10, int64_t
         return -EINVAL;
 }
 
-static int parse_exact(const char *s, __int128 *ret_nano, enum quantity_format *ret_format, const char **ret_msg) {
+static int parse_exact(const char *s, __int128 *ret_nano, enum quantity_format *ret_format,
+                       struct ck_error **ret_error) {
         _cleanup_free_ unsigned char *digits = NULL; /* little-endian decimal digits of the mantissa */
         enum quantity_format format;
         int64_t exp10, exp2, k;
@@ -134,20 +135,17 @@ static int parse_exact(const char *s, __int128 *ret_nano, enum quantity_format *
         __int128 v = 0;
         bool inexact = false;
 
-        *ret_msg = err_format;
         if (isempty(s) || strlen(s) > QUANTITY_MAX_LEN)
-                return -EINVAL;
+                return ck_error_set(ret_error, -EINVAL, "%s", err_format);
         if (streq(s, "0")) {
                 *ret_nano = 0;
                 *ret_format = QUANTITY_DECIMAL_SI;
                 return 0;
         }
         if (scan(s, &q) < 0)
-                return -EINVAL;
-        if (interpret_suffix(q.suffix, q.suffix_len, &exp10, &exp2, &format) < 0) {
-                *ret_msg = err_suffix;
-                return -EINVAL;
-        }
+                return ck_error_set(ret_error, -EINVAL, "%s", err_format);
+        if (interpret_suffix(q.suffix, q.suffix_len, &exp10, &exp2, &format) < 0)
+                return ck_error_set(ret_error, -EINVAL, "%s", err_suffix);
 
         /* mantissa = num denom as an integer; value = mantissa * 10^(exp10 - len(denom)) * 2^exp2 */
         cap = q.num_len + q.denom_len + 20; /* 2^60 adds at most 19 digits */
@@ -209,20 +207,16 @@ static int parse_exact(const char *s, __int128 *ret_nano, enum quantity_format *
 
         *ret_nano = q.negative ? -v : v;
         *ret_format = format;
-        *ret_msg = NULL;
         return 0;
 }
 
 int quantity_parse_exact(const char *s, __int128 *ret_nano, enum quantity_format *ret_format,
                          struct ck_error **ret_error) {
-        enum quantity_format f;
-        const char *msg = NULL;
-        __int128 v;
+        enum quantity_format f = QUANTITY_DECIMAL_SI;
+        __int128 v = 0;
         int r;
 
-        r = parse_exact(s, &v, &f, &msg);
-        if (r == -EINVAL)
-                return ck_error_set(ret_error, r, "%s", strempty(msg));
+        r = parse_exact(s, &v, &f, ret_error);
         if (r < 0)
                 return r;
         if (ret_nano)

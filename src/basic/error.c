@@ -3,6 +3,7 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,25 +19,48 @@ struct ck_error *ck_error_free(struct ck_error *e) {
         return NULL;
 }
 
-int ck_error_set(struct ck_error **ret, int code, const char *fmt, ...) {
+static int error_setv(struct ck_error **ret, int code, const char *reason, const char *fmt, va_list ap) _printf_(4, 0);
+static int error_setv(struct ck_error **ret, int code, const char *reason, const char *fmt, va_list ap) {
         struct ck_error *e;
+        size_t n = reason ? strlen(reason) + 1 : 0;
         char *m = NULL;
 
         assert(code < 0);
         if (!ret)
                 return code;
         /* first: the format may use %m, and errno is as the caller left it only until we allocate */
-        if (VA_FORMAT(m, fmt) < 0)
+        if (vasprintf(&m, fmt, ap) < 0)
                 m = NULL;
-        ck_error_free(*ret);
-        *ret = &oom_error;
-        e = malloc(sizeof(*e));
-        if (!e) {
+        /* the reason lives after the struct, copied before *ret (which it may point into) is freed */
+        e = malloc(sizeof(*e) + n);
+        if (e) {
+                *e = (struct ck_error) { .code = code, .message = m };
+                if (reason)
+                        e->reason = memcpy((char *) (e + 1), reason, n);
+        } else {
                 free(m);
-                return code;
+                e = &oom_error;
         }
-        *e = (struct ck_error) { .code = code, .message = m };
+        ck_error_free(*ret);
         *ret = e;
+        return code;
+}
+
+int ck_error_set(struct ck_error **ret, int code, const char *fmt, ...) {
+        va_list ap;
+
+        va_start(ap, fmt);
+        code = error_setv(ret, code, NULL, fmt, ap);
+        va_end(ap);
+        return code;
+}
+
+int ck_error_set_reason(struct ck_error **ret, int code, const char *reason, const char *fmt, ...) {
+        va_list ap;
+
+        va_start(ap, fmt);
+        code = error_setv(ret, code, reason, fmt, ap);
+        va_end(ap);
         return code;
 }
 
@@ -61,6 +85,10 @@ const char *ck_error_message(const struct ck_error *e) {
         if (e->message)
                 return e->message;
         return strerror(e->code < 0 ? -e->code : EIO);
+}
+
+const char *ck_error_reason(const struct ck_error *e) {
+        return e ? e->reason : NULL;
 }
 
 char *ck_error_take_message(struct ck_error *e) {

@@ -8,13 +8,20 @@
  * status, an HTTP reply) uses it once and frees it. Programmer errors are assert()s, not errors.
  *
  *         return ck_error_set(ret_error, -EINVAL, "invalid --node-labels \"%s\": %s", item, why);
+ *
+ * An error may also carry a reason: upstream's short CamelCase word for a machine ("OutOfcpu", "Evicted",
+ * "TopologyAffinityError"), where the message is for a person; an admission refusal is such an error, and the
+ * deciding layer writes both into the pod's status:
+ *
+ *         return ck_error_set_reason(ret_error, -ENOSPC, "NodeShutdown", "%s", shutdown_message);
  */
 
 #include "basic/macro.h"
 
 struct ck_error {
-        int code;      /* negative errno */
-        char *message; /* may be NULL (out of memory): ck_error_message() falls back on strerror */
+        int code;           /* negative errno */
+        char *message;      /* may be NULL (out of memory): ck_error_message() falls back on strerror */
+        const char *reason; /* NULL, or a copy held in the error's own allocation (ck_error_set_reason) */
 };
 
 /* Make *ret an error (replacing one already there) and return code, which must be negative. ret may be NULL
@@ -22,11 +29,18 @@ struct ck_error {
  * it replaces (wrapping it: ck_error_set(e, r, "cannot x: %s", ck_error_message(*e))). After it *ret is never NULL: without memory it is a shared "out of memory"
  * error that ck_error_free() leaves alone. */
 int ck_error_set(struct ck_error **ret, int code, const char *fmt, ...) _printf_(3, 4);
+/* ck_error_set() with a reason, copied (it may be the reason of the error it replaces; NULL: none). Without
+ * memory the shared "out of memory" error has no reason: a caller that needs one treats an error without a reason
+ * as not decided. */
+int ck_error_set_reason(struct ck_error **ret, int code, const char *reason, const char *fmt, ...) _printf_(4, 5);
 /* Put context before the message of *e ("<context>: <message>") and return its code; nothing when e or *e is
  * NULL (then 0). */
 int ck_error_prefix(struct ck_error **e, const char *fmt, ...) _printf_(2, 3);
 /* The message; strerror of the code when there is none; "" for NULL. Valid while e lives. */
 const char *ck_error_message(const struct ck_error *e);
+/* The reason; NULL for none (an error made by ck_error_set(), the "out of memory" one, NULL). ck_error_prefix()
+ * keeps it. Valid while e lives. */
+const char *ck_error_reason(const struct ck_error *e);
 /* The message handed over (caller frees; a copy of the strerror text when there is none); NULL on OOM or for
  * NULL. The error is freed. */
 char *ck_error_take_message(struct ck_error *e);

@@ -593,12 +593,12 @@ static unsigned eviction_manager_conditions(const struct eviction_manager *m) {
         return m ? m->conditions : 0;
 }
 
-bool eviction_manager_admit(const struct eviction_manager *m, const struct pod *pod, const char **ret_reason,
-                            char **ret_message) {
-        bool ok = eviction_admit(eviction_manager_conditions(m), pod, ret_reason, ret_message);
-        if (!ok) {
+int eviction_manager_admit(const struct eviction_manager *m, const struct pod *pod, struct ck_error **ret_error) {
+        int r = eviction_admit(eviction_manager_conditions(m), pod, ret_error);
+        /* upstream's line, beside the kubelet's "Pod admission denied" */
+        if (r == -ENOSPC) {
                 _cleanup_free_ char *c = eviction_conditions_format(eviction_manager_conditions(m)), *d = pod_desc(pod);
                 log_warning("Failed to admit pod to node: pod=\"%s\" nodeCondition=%s", strna(d), strna(c));
         }
-        return ok;
+        return r;
 }

@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "apis/pod.h"
+#include "basic/error.h"
 #include "cri/cri.h"
 #include "eviction/api.h"
 #include "stats/summary.h"
@@ -65,6 +66,5 @@ int eviction_manager_new(struct event_base *base, struct stats_provider *stats, 
 struct eviction_manager *eviction_manager_free(struct eviction_manager *m);
 int eviction_manager_start(struct eviction_manager *m);
 
-/* Admission under pressure (eviction_admit with the conditions now). */
-bool eviction_manager_admit(const struct eviction_manager *m, const struct pod *pod, const char **ret_reason,
-                            char **ret_message);
+/* Admission under pressure (eviction_admit with the conditions now): 0, or -ENOSPC with *ret_error. */
+int eviction_manager_admit(const struct eviction_manager *m, const struct pod *pod, struct ck_error **ret_error);

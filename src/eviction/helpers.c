@@ -1045,17 +1045,16 @@ static bool tolerates_memory_pressure(const struct pod *pod) {
         return false;
 }
 
-bool eviction_admit(unsigned conditions, const struct pod *pod, const char **ret_reason, char **ret_message) {
+int eviction_admit(unsigned conditions, const struct pod *pod, struct ck_error **ret_error) {
+        _cleanup_free_ char *c = NULL;
+
         if (conditions == 0 || eviction_pod_is_critical(pod))
-                return true;
+                return 0;
         if (conditions == EVICTION_MEMORY_PRESSURE &&
             (pod_qos_class(pod) != QOS_BEST_EFFORT || tolerates_memory_pressure(pod)))
-                return true;
-        *ret_reason = "Evicted";
-        {
-                _cleanup_free_ char *c = eviction_conditions_format(conditions);
-                if (!c || asprintf(ret_message, "The node had condition: %s. ", c) < 0)
-                        *ret_message = NULL;
-        }
-        return false;
+                return 0;
+        c = eviction_conditions_format(conditions);
+        if (!c)
+                return -ENOMEM;
+        return ck_error_set_reason(ret_error, -ENOSPC, "Evicted", "The node had condition: %s. ", c);
 }

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "apis/pod.h"
+#include "basic/error.h"
 #include "basic/time.h"
 #include "eviction/api.h"
 #include "stats/summary.h"
@@ -140,6 +141,6 @@ bool eviction_local_storage_exceeded(const struct pod *pod, const struct evictio
 
 /* The eviction manager's admission (Admit): under no pressure everything; critical pods always; under memory
  * pressure alone every pod but BestEffort ones that do not tolerate node.kubernetes.io/memory-pressure; under any
- * other pressure nothing. false with *ret_reason "Evicted" and *ret_message "The node had condition:
- * [DiskPressure]. " when refused. */
-bool eviction_admit(unsigned conditions, const struct pod *pod, const char **ret_reason, char **ret_message);
+ * other pressure nothing. 0, or -ENOSPC with *ret_error (reason "Evicted", message "The node had condition:
+ * [DiskPressure]. ") when refused; -ENOMEM. */
+int eviction_admit(unsigned conditions, const struct pod *pod, struct ck_error **ret_error);

@@ -48,51 +48,29 @@ int64_t pod_request_units(const struct pod *p, const char *resource) {
 }
 
 /* InsufficientResourceError, as the kubelet reports it: reason "OutOf<resource>" */
-static int insufficient(const char *resource, int64_t requested, int64_t used, int64_t capacity, char **ret_reason,
-                        char **ret_message) {
-        char *m = NULL, *reason = NULL;
+static int insufficient(const char *resource, int64_t requested, int64_t used, int64_t capacity,
+                        struct ck_error **ret_error) {
+        _cleanup_free_ char *reason = NULL;
 
         if (asprintf(&reason, "OutOf%s", resource) < 0)
                 return -ENOMEM;
-        if (asprintf(&m,
-                     "Pod was rejected: Node didn't have enough resource: %s, requested: %" PRId64 ", used: %" PRId64
-                     ", capacity: %" PRId64,
-                     resource, requested, used, capacity) < 0) {
-                free(reason);
-                return -ENOMEM;
-        }
-        *ret_reason = reason;
-        *ret_message = m;
-        return -ENOSPC;
-}
-
-/* a rejection with a fixed reason: message is taken (NULL: out of memory) */
-static int rejected(const char *reason, char *message, char **ret_reason, char **ret_message) {
-        char *r = message ? strdup(reason) : NULL;
-
-        if (!r) {
-                free(message);
-                return -ENOMEM;
-        }
-        *ret_reason = r;
-        *ret_message = message;
-        return -ENOSPC;
+        return ck_error_set_reason(ret_error, -ENOSPC, reason,
+                                   "Pod was rejected: Node didn't have enough resource: %s, requested: %" PRId64
+                                   ", used: %" PRId64 ", capacity: %" PRId64,
+                                   resource, requested, used, capacity);
 }
 
 int kubelet_admit(const struct pod *p, const struct pod *const *admitted, size_t n, const struct admission_node *node,
-                  char **ret_reason, char **ret_message) {
+                  struct ck_error **ret_error) {
         int64_t cpu, mem, used_cpu = 0, used_mem = 0, c, m;
-        _cleanup_ck_error_ struct ck_error *sysctl_error = NULL;
+        _cleanup_ck_error_ struct ck_error *sysctl_error = NULL, *apparmor_error = NULL;
         int r;
 
         /* the sysctl allowlist admit handler runs before the resource predicates, as upstream registers them */
         r = kr_sysctls_admit(p, node->allowed_unsafe_sysctls, &sysctl_error);
-        if (r == -EPERM) {
-                char *message = NULL;
-                if (asprintf(&message, "Pod was rejected: %s", ck_error_message(sysctl_error)) < 0)
-                        message = NULL;
-                return rejected("SysctlForbidden", message, ret_reason, ret_message);
-        }
+        if (r == -EPERM)
+                return ck_error_set_reason(ret_error, -ENOSPC, "SysctlForbidden", "Pod was rejected: %s",
+                                           ck_error_message(sysctl_error));
         if (r < 0)
                 return r;
         /* the pod's OS must be the node's (linux): its kubernetes.io/os node selector, then its spec.os */
@@ -101,34 +79,28 @@ int kubelet_admit(const struct pod *p, const struct pod *const *admitted, size_t
                 const char *sel = json_string_value(
                         json_object_get(json_object_get(spec, "nodeSelector"), "kubernetes.io/os"));
                 const char *os = json_string_value(json_object_get(json_object_get(spec, "os"), "name"));
-                if (sel && !streq(sel, "linux")) {
-                        return rejected("PodOSSelectorNodeLabelDoesNotMatch",
-                                        strdup("Failed to admit pod as the `kubernetes.io/os` label doesn't match "
-                                               "node label"),
-                                        ret_reason, ret_message);
-                }
-                if (os && !streq(os, "linux")) {
-                        return rejected("PodOSNotSupported",
-                                        strdup("Failed to admit pod as the OS field doesn't match node OS"), ret_reason,
-                                        ret_message);
-                }
+                if (sel && !streq(sel, "linux"))
+                        return ck_error_set_reason(ret_error, -ENOSPC, "PodOSSelectorNodeLabelDoesNotMatch",
+                                                   "Failed to admit pod as the `kubernetes.io/os` label doesn't "
+                                                   "match node label");
+                if (os && !streq(os, "linux"))
+                        return ck_error_set_reason(ret_error, -ENOSPC, "PodOSNotSupported",
+                                                   "Failed to admit pod as the OS field doesn't match node OS");
         }
         /* rejectPodAdmissionBasedOnSupplementalGroupsPolicy (the feature is GA) */
         if (p->spec.security_context && streq_ptr(p->spec.security_context->supplemental_groups_policy, "Strict") &&
             !node->supplemental_groups_policy)
-                return rejected("SupplementalGroupsPolicyNotSupported",
-                                strdup("SupplementalGroupsPolicy=Strict is not supported in this node"), ret_reason,
-                                ret_message);
-        {
-                char *apparmor_message = NULL;
-                r = kr_apparmor_admit(p, node->apparmor_enabled, &apparmor_message);
-                if (r == -EPERM)
-                        return rejected("AppArmor", apparmor_message, ret_reason, ret_message);
-        }
+                return ck_error_set_reason(ret_error, -ENOSPC, "SupplementalGroupsPolicyNotSupported",
+                                           "SupplementalGroupsPolicy=Strict is not supported in this node");
+        /* the AppArmor handler's own reason ("AppArmor") and message */
+        r = kr_apparmor_admit(p, node->apparmor_enabled, &apparmor_error);
+        if (r == -EPERM)
+                return ck_error_set_reason(ret_error, -ENOSPC, ck_error_reason(apparmor_error), "%s",
+                                           ck_error_message(apparmor_error));
         if (r < 0)
                 return r;
         if (node->max_pods > 0 && (int64_t) n + 1 > node->max_pods)
-                return insufficient("pods", 1, (int64_t) n, node->max_pods, ret_reason, ret_message);
+                return insufficient("pods", 1, (int64_t) n, node->max_pods, ret_error);
         kubelet_pod_requests(p, &cpu, &mem);
         for (size_t i = 0; i < n; i++) {
                 kubelet_pod_requests(admitted[i], &c, &m);
@@ -136,9 +108,9 @@ int kubelet_admit(const struct pod *p, const struct pod *const *admitted, size_t
                 used_mem = sat_add(used_mem, m);
         }
         if (cpu > 0 && sat_add(cpu, used_cpu) > node->cpu_milli)
-                return insufficient("cpu", cpu, used_cpu, node->cpu_milli, ret_reason, ret_message);
+                return insufficient("cpu", cpu, used_cpu, node->cpu_milli, ret_error);
         if (mem > 0 && sat_add(mem, used_mem) > node->memory_bytes)
-                return insufficient("memory", mem, used_mem, node->memory_bytes, ret_reason, ret_message);
+                return insufficient("memory", mem, used_mem, node->memory_bytes, ret_error);
         /* the node's extended resources (scalar resources); one it does not have is not counted */
         for (size_t k = 0; k < node->n_extended; k++) {
                 const char *name = node->extended[k].name;
@@ -148,7 +120,7 @@ int kubelet_admit(const struct pod *p, const struct pod *const *admitted, size_t
                 for (size_t i = 0; i < n; i++)
                         used = sat_add(used, pod_request_units(admitted[i], name));
                 if (sat_add(want, used) > node->extended[k].allocatable)
-                        return insufficient(name, want, used, node->extended[k].allocatable, ret_reason, ret_message);
+                        return insufficient(name, want, used, node->extended[k].allocatable, ret_error);
         }
         return 0;
 }

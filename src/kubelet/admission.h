@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "apis/pod.h"
+#include "basic/error.h"
 
 /* an extended resource (a device plugin's) the node has, and what admission compares requests with */
 struct admission_extended {
@@ -37,10 +38,10 @@ void kubelet_pod_requests(const struct pod *p, int64_t *ret_cpu_milli, int64_t *
  * limits; the app containers' sum, at least the largest init container's. */
 int64_t pod_request_units(const struct pod *p, const char *resource);
 
-/* 0 when p fits next to the n admitted pods; -ENOSPC with *ret_reason ("SysctlForbidden" for a sysctl that is
+/* 0 when p fits next to the n admitted pods; -ENOSPC with *ret_error, its reason ("SysctlForbidden" for a sysctl that is
  * neither safe nor allowed, "PodOSSelectorNodeLabelDoesNotMatch" or "PodOSNotSupported" for another OS,
  * "SupplementalGroupsPolicyNotSupported" for supplementalGroupsPolicy Strict on a runtime without it, "AppArmor"
  * for an AppArmor profile on a host without AppArmor, "OutOfpods", "OutOfcpu", "OutOfmemory", "OutOf<extended
- * resource>") and *ret_message, both allocated, when it does not; -ENOMEM. */
+ * resource>", ck_error_reason()) and message, when it does not; -ENOMEM. */
 int kubelet_admit(const struct pod *p, const struct pod *const *admitted, size_t n, const struct admission_node *node,
-                  char **ret_reason, char **ret_message);
+                  struct ck_error **ret_error);

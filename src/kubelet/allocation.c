@@ -127,7 +127,7 @@ static char *admission_message(const char *m) {
 enum resize_verdict kubelet_resize_decide(const struct pod *desired, bool is_static, const struct pod *const *others,
                                           size_t n_others, const struct admission_node *node, char **ret_message) {
         int64_t cpu, mem;
-        _cleanup_free_ char *reason = NULL;
+        _cleanup_ck_error_ struct ck_error *err = NULL;
         _cleanup_free_ char *msg = NULL;
         int r;
 
@@ -156,9 +156,9 @@ enum resize_verdict kubelet_resize_decide(const struct pod *desired, bool is_sta
                 return RESIZE_INFEASIBLE;
         }
         /* what the other pods were allocated leaves no room now: retried later */
-        r = kubelet_admit(desired, others, n_others, node, &reason, &msg);
+        r = kubelet_admit(desired, others, n_others, node, &err);
         if (r == -ENOSPC) {
-                *ret_message = admission_message(strempty(msg));
+                *ret_message = admission_message(ck_error_message(err));
                 return RESIZE_DEFERRED;
         }
         return RESIZE_ACCEPTED;

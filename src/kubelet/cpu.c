@@ -463,7 +463,7 @@ static int dev_pod_hints(void *userdata, const struct pod *p, struct tm_hints *a
         return device_hints(userdata, p, NULL, acc);
 }
 static int dev_allocate(void *userdata, const struct pod *p, const struct container *c, const struct tm_hint *affinity,
-                        char **ret_reason, char **ret_message) {
+                        struct ck_error **ret_error) {
         return 0; /* allocated already, before the topology manager ran */
 }
 
@@ -491,14 +491,14 @@ static bool one_uncore_cache(const struct cpu_topology *t, const struct cpuset *
  * error when it fails; under full-pcpus-only the physical CPU alignment (or its failure), and a new allocation
  * within one uncore cache */
 static int cpu_allocate(void *userdata, const struct pod *p, const struct container *c, const struct tm_hint *affinity,
-                        char **ret_reason, char **ret_message) {
+                        struct ck_error **ret_error) {
         struct kubelet *k = userdata;
         bool pinning = cpumanager_is_static(k->cpus) && cpumanager_container_guaranteed_cpus(p, c) > 0,
              full_pcpus = pinning && cpumanager_options(k->cpus)->full_pcpus_only;
         size_t before = cpumanager_n_entries(k->cpus);
         int r;
 
-        r = cpumanager_allocate(k->cpus, p, c, affinity, ret_reason, ret_message);
+        r = cpumanager_allocate(k->cpus, p, c, affinity, ret_error);
         if (!pinning)
                 return r;
         k->cm_metrics.cpu_pinning_requests++;
@@ -527,11 +527,11 @@ static int mem_pod_hints(void *userdata, const struct pod *p, struct tm_hints *a
         return memorymanager_pod_hints(k->memory, p, acc);
 }
 static int mem_allocate(void *userdata, const struct pod *p, const struct container *c, const struct tm_hint *affinity,
-                        char **ret_reason, char **ret_message) {
+                        struct ck_error **ret_error) {
         struct kubelet *k = userdata;
         /* the Static policy's Allocate: a pinning request for each container of a Guaranteed pod */
         bool pinning = memorymanager_is_static(k->memory) && pod_qos_class(p) == QOS_GUARANTEED;
-        int r = memorymanager_allocate(k->memory, p, c, affinity, ret_reason, ret_message);
+        int r = memorymanager_allocate(k->memory, p, c, affinity, ret_error);
 
         if (pinning) {
                 k->cm_metrics.memory_pinning_requests++;
@@ -541,8 +541,9 @@ static int mem_allocate(void *userdata, const struct pod *p, const struct contai
         return r;
 }
 
-int kubelet_cpu_admit(struct kubelet *k, const struct pod *p, char **ret_reason, char **ret_message) {
+int kubelet_cpu_admit(struct kubelet *k, const struct pod *p, struct ck_error **ret_error) {
         _cleanup_strv_free_ char **active = NULL;
+        _cleanup_ck_error_ struct ck_error *err = NULL;
         /* in upstream's order: the CPU manager, the memory manager, then the device manager */
         const struct tm_provider providers[] = {
                 { k, cpu_container_hints, cpu_pod_hints, cpu_allocate },
@@ -556,7 +557,6 @@ int kubelet_cpu_admit(struct kubelet *k, const struct pod *p, char **ret_reason,
         uint64_t start = now_usec();
         int r;
 
-        *ret_reason = *ret_message = NULL;
         /* the topology manager's Admit runs for every pod */
         k->cm_metrics.tm_admission_requests++;
         if (!cpumanager_is_static(k->cpus) && !memorymanager_is_static(k->memory) && tm->policy == TM_POLICY_NONE) {
@@ -574,13 +574,13 @@ int kubelet_cpu_admit(struct kubelet *k, const struct pod *p, char **ret_reason,
         mmark = memorymanager_mark(k->memory);
         if (!mmark)
                 return -ENOMEM;
-        r = tm_admit(tm, p, providers, ELEMENTSOF(providers), ret_reason, ret_message);
+        r = tm_admit(tm, p, providers, ELEMENTSOF(providers), &err);
         /* whole milliseconds, as upstream's time.Since(start).Milliseconds() */
         histogram_observe(&k->cm_metrics.tm_admission_duration_ms, (double) ((now_usec() - start) / 1000));
         if (r < 0) {
                 if (r == -ENOSPC) {
                         k->cm_metrics.tm_admission_errors++;
-                        if (streq_ptr(*ret_reason, TM_ERROR_REASON))
+                        if (streq_ptr(ck_error_reason(err), TM_ERROR_REASON))
                                 cm_metrics_aligned_failure(&k->cm_metrics,
                                                            tm->scope == TM_SCOPE_POD ? CM_ALIGN_SCOPE_POD
                                                                                      : CM_ALIGN_SCOPE_CONTAINER,
@@ -588,6 +588,7 @@ int kubelet_cpu_admit(struct kubelet *k, const struct pod *p, char **ret_reason,
                 }
                 cpumanager_rollback(k->cpus, &mark);
                 memorymanager_rollback(k->memory, mmark);
+                ck_error_pass(ret_error, &err);
                 return r;
         }
         /* IsAlignmentGuaranteed (single-numa-node): each container aligned, or the pod */

@@ -14,18 +14,20 @@
 
 #include "cri/cri.h"
 
+struct ck_error;
 struct kubelet;
 struct pod;
 struct container;
 
 int kubelet_cpu_start(struct kubelet *k);
 void kubelet_cpu_free(struct kubelet *k);
-/* 0: admitted (CPUs taken if any); -ENOSPC with upstream's reason and message; other errors: try again */
 /* The topology manager's affinity for a container's devices, before they are chosen (GetAffinity): the merged
  * hint of the CPU and memory managers and of the device manager's available devices (the device manager's
  * dm_affinity_cb). */
 bool kubelet_device_affinity(void *userdata, const struct pod *p, const struct container *c, uint64_t *ret_mask);
-int kubelet_cpu_admit(struct kubelet *k, const struct pod *p, char **ret_reason, char **ret_message);
+/* 0: admitted (CPUs taken if any); -ENOSPC with *ret_error (upstream's reason and message); other errors: try
+ * again */
+int kubelet_cpu_admit(struct kubelet *k, const struct pod *p, struct ck_error **ret_error);
 /* the cpuset of a container about to be created; -ENOMEM */
 int kubelet_cpu_apply(struct kubelet *k, const struct pod *p, const struct container *c,
                       Runtime__V1__ContainerConfig *cfg);

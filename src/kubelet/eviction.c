@@ -287,8 +287,8 @@ void kubelet_eviction_reservation(const struct kubelet *k, int64_t *ret_memory_b
         }
 }
 
-bool kubelet_eviction_admit(struct kubelet *k, const struct pod *p, const char **ret_reason, char **ret_message) {
-        return eviction_manager_admit(k->eviction, p, ret_reason, ret_message);
+int kubelet_eviction_admit(struct kubelet *k, const struct pod *p, struct ck_error **ret_error) {
+        return eviction_manager_admit(k->eviction, p, ret_error);
 }
 
 /* the volumes the volume manager measured (PersistentVolumeClaims, csi, nfs, local) for the Summary */

@@ -8,6 +8,7 @@
 
 #include <jansson.h>
 
+#include "basic/error.h"
 #include "basic/list.h"
 #include "basic/log.h"
 #include "basic/string.h"
@@ -27,8 +28,8 @@ struct hook_run {
         struct probe_op *op; /* httpGet in flight */
         struct event *timer; /* sleep, or the immediate failure of tcpSocket */
         struct event *deadline;
-        struct hook_exec *exec; /* exec in flight */
-        char *early_error;      /* a failure known at start (no pod IP, unknown port), reported by timer */
+        struct hook_exec *exec;       /* exec in flight */
+        struct ck_error *early_error; /* a failure known at start (no pod IP, unknown port), reported by timer */
 };
 
 /* An ExecSync in flight: outlives its run when the run ends first (freed by the reply). */
@@ -120,7 +121,7 @@ static void run_free(struct hook_run *r) {
                 event_free(r->timer);
         if (r->deadline)
                 event_free(r->deadline);
-        free(r->early_error);
+        ck_error_free(r->early_error);
         free(r);
 }
 
@@ -151,8 +152,8 @@ static void on_timer(evutil_socket_t fd, short what, void *userdata) {
         (void) fd;
         (void) what;
         if (r->early_error) {
-                _cleanup_free_ char *e = TAKE_PTR(r->early_error);
-                run_finish(r, -EINVAL, e, NULL);
+                _cleanup_ck_error_ struct ck_error *e = TAKE_PTR(r->early_error);
+                run_finish(r, -EINVAL, ck_error_message(e), NULL);
         } else if (r->h->type == LIFECYCLE_HANDLER_SLEEP)
                 run_finish(r, 0, NULL, NULL);
         else
@@ -217,7 +218,7 @@ static void on_http_done(void *userdata, enum probe_result result, bool warning,
 }
 
 /* resolvePort: a number, or the named port of the container */
-static int resolve_port(const struct hook_run *r, int *ret, char **ret_err) {
+static int resolve_port(const struct hook_run *r, int *ret, struct ck_error **ret_error) {
         const struct int_or_string *p = &r->h->action.port;
 
         if (!p->is_string) {
@@ -243,12 +244,11 @@ static int resolve_port(const struct hook_run *r, int *ret, char **ret_err) {
                 if (found)
                         return 0;
         }
-        if (asprintf(ret_err, "couldn't find port: %s in container %s", strempty(p->str_val), r->t.container_name) < 0)
-                *ret_err = NULL;
-        return -ENOENT;
+        return ck_error_set(ret_error, -ENOENT, "couldn't find port: %s in container %s", strempty(p->str_val),
+                            r->t.container_name);
 }
 
-static int start_http(struct hook_run *r, uint64_t timeout_usec, char **ret_err) {
+static int start_http(struct hook_run *r, uint64_t timeout_usec, struct ck_error **ret_error) {
         const char *host = isempty(r->h->action.host) ? r->t.pod_ip : r->h->action.host;
         struct probe_request req = {
                 .spec = &r->h->action,
@@ -257,18 +257,13 @@ static int start_http(struct hook_run *r, uint64_t timeout_usec, char **ret_err)
         };
         int k;
 
-        if (isempty(host)) {
-                *ret_err = strdup("failed to find networking container: no pod IP");
-                return -EADDRNOTAVAIL;
-        }
-        k = resolve_port(r, &req.port, ret_err);
+        if (isempty(host))
+                return ck_error_set(ret_error, -EADDRNOTAVAIL, "failed to find networking container: no pod IP");
+        k = resolve_port(r, &req.port, ret_error);
         if (k < 0)
                 return k;
-        if (req.port < 1 || req.port > 65535) {
-                if (asprintf(ret_err, "invalid port %d", req.port) < 0)
-                        *ret_err = NULL;
-                return -EINVAL;
-        }
+        if (req.port < 1 || req.port > 65535)
+                return ck_error_set(ret_error, -EINVAL, "invalid port %d", req.port);
         return probe_http_start(r->env, &req, on_http_done, r, &r->op);
 }
 
@@ -298,7 +293,7 @@ static int start_exec(struct hook_run *r, uint64_t timeout_usec) {
 int kubelet_hook_run_start(struct probe_env *env, struct hook_run **list, const struct lifecycle_handler *h,
                            const struct hook_target *t, uint64_t timeout_usec, hook_done_t done, void *userdata) {
         struct hook_run *r;
-        _cleanup_free_ char *err = NULL;
+        _cleanup_ck_error_ struct ck_error *err = NULL;
         int k = 0;
 
         if (!h || !t || !t->container_id || !done)

@@ -364,8 +364,8 @@ void kubelet_eviction_reservation(const struct kubelet *k, int64_t *ret_memory_b
                                   int64_t *ret_storage_bytes, float *ret_storage_fraction);
 int kubelet_eviction_setup(struct kubelet *k);
 void kubelet_eviction_free(struct kubelet *k);
-/* admission under node pressure: false with the reason and message (allocated) */
-bool kubelet_eviction_admit(struct kubelet *k, const struct pod *p, const char **ret_reason, char **ret_message);
+/* admission under node pressure: 0, or -ENOSPC with *ret_error (reason "Evicted" and upstream's message) */
+int kubelet_eviction_admit(struct kubelet *k, const struct pod *p, struct ck_error **ret_error);
 /* a new worker for a desired pod: it is terminated for good if a marker says it was evicted before */
 void kubelet_terminated_restore(struct kubelet *k, struct pod_worker *w);
 /* ends the pod for good (an eviction, a node shutdown): killed with this grace period (-1: the pod's), phase
@@ -383,7 +383,8 @@ const char *kubelet_report_uid(struct kubelet *k, struct pod_worker *w);
 /* graceful node shutdown (shutdown.c) */
 int kubelet_shutdown_setup(struct kubelet *k);
 void kubelet_shutdown_free(struct kubelet *k);
-bool kubelet_shutdown_admit(struct kubelet *k, const char **ret_reason, const char **ret_message);
+/* admission while the node shuts down: 0, or -ENOSPC with *ret_error (reason NodeShutdown and upstream's message) */
+int kubelet_shutdown_admit(struct kubelet *k, struct ck_error **ret_error);
 
 /* status.c: hand the pod's status to the status manager now (an eviction changes it) */
 void kubelet_report_status(struct kubelet *k, struct pod_worker *w);

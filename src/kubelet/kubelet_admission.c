@@ -34,66 +34,49 @@ void kubelet_warn_unsupported_fields(struct kubelet *k, const struct pod *p) {
  * for good, and an API pod is told so through its status (rejectPod). */
 bool kubelet_pod_admit(struct kubelet *k, const struct pod *p) {
         _cleanup_free_ const struct pod **admitted = NULL;
-        _cleanup_free_ char *message = NULL, *reason = NULL;
+        _cleanup_ck_error_ struct ck_error *err = NULL;
         size_t n = 0;
         int r;
 
         admitted = kubelet_worker_pods(k, false, &n);
         if (!admitted)
                 return false;
-        /* the eviction manager's handler first, as upstream registers it */
-        {
-                const char *eviction_reason = NULL;
-                if (!kubelet_eviction_admit(k, p, &eviction_reason, &message)) {
-                        reason = strdup(eviction_reason);
-                        if (!reason)
-                                return false;
-                }
-        }
-        /* then the node shutdown manager's (registered next upstream) */
-        if (!reason) {
-                const char *shutdown_reason = NULL, *shutdown_message = NULL;
-                if (!kubelet_shutdown_admit(k, &shutdown_reason, &shutdown_message)) {
-                        reason = strdup(shutdown_reason);
-                        message = strdup(shutdown_message);
-                        if (!reason || !message)
-                                return false;
-                }
-        }
+        /* the eviction manager's handler first, as upstream registers it, then the node shutdown manager's */
+        r = kubelet_eviction_admit(k, p, &err);
+        if (r >= 0)
+                r = kubelet_shutdown_admit(k, &err);
         /* the device manager's handler first (resourceAllocator, registered before the predicates): the pod's
          * devices are allocated, which may take plugin calls; the pod waits for them */
-        if (!reason && k->devices) {
-                _cleanup_ck_error_ struct ck_error *err = NULL;
+        if (r >= 0 && k->devices) {
                 kubelet_devices_gc(k);
                 r = dm_admit(k->devices, p, &err);
                 if (r == -EINPROGRESS || r == -ENOMEM)
                         return false; /* asked again when the allocation ends (or at the next change) */
-                if (r < 0) {
-                        reason = strdup("UnexpectedAdmissionError");
-                        if (!reason || asprintf(&message, "Pod was rejected: %s", ck_error_message(err)) < 0)
-                                return false;
-                }
+                if (r < 0)
+                        r = ck_error_set_reason(&err, -ENOSPC, "UnexpectedAdmissionError", "Pod was rejected: %s",
+                                                ck_error_message(err));
                 kubelet_admission_refresh(k);
         }
-        if (!reason) {
+        if (r >= 0) {
                 k->admission.supplemental_groups_policy = node_runtime_features_sgp(kubelet_runtime_features(k));
-                r = kubelet_admit(p, admitted, n, &k->admission, &reason, &message);
+                r = kubelet_admit(p, admitted, n, &k->admission, &err);
                 /* the CPU manager's exclusive CPUs (the topology manager's "none" policy allocating for each
                  * container), once the pod fits: a refused pod never holds CPUs */
                 if (r >= 0)
-                        r = kubelet_cpu_admit(k, p, &reason, &message);
+                        r = kubelet_cpu_admit(k, p, &err);
                 if (r >= 0)
                         return true;
-                if (r != -ENOSPC)
-                        return false; /* out of memory: tried again at the next change */
         }
+        /* a refusal carries its reason; anything else (out of memory) is tried again at the next change */
+        if (r != -ENOSPC || !ck_error_reason(err))
+                return false;
         log_error("Pod admission denied: pod=\"%s/%s\" podUID=\"%s\" reason=\"%s\" message=\"%s\"", p->namespace_,
-                  p->name, p->uid, reason, message);
+                  p->name, p->uid, ck_error_reason(err), ck_error_message(err));
         (void) strv_extend(&k->rejected, p->uid);
         if (k->status && !pod_config_is_static(p))
                 status_manager_set(k->status, p->uid, p->namespace_, p->name,
-                                   json_pack("{s:s, s:s, s:s}", "phase", "Failed", "reason", reason, "message",
-                                             message));
+                                   json_pack("{s:s, s:s, s:s}", "phase", "Failed", "reason", ck_error_reason(err),
+                                             "message", ck_error_message(err)));
         return false;
 }
 

@@ -142,10 +142,9 @@ void kubelet_shutdown_free(struct kubelet *k) {
         k->shutdown = nodeshutdown_manager_free(k->shutdown);
 }
 
-bool kubelet_shutdown_admit(struct kubelet *k, const char **ret_reason, const char **ret_message) {
+int kubelet_shutdown_admit(struct kubelet *k, struct ck_error **ret_error) {
         if (!nodeshutdown_manager_shutting_down(k->shutdown))
-                return true;
-        *ret_reason = NODESHUTDOWN_NOT_ADMITTED_REASON;
-        *ret_message = NODESHUTDOWN_NOT_ADMITTED_MESSAGE;
-        return false;
+                return 0;
+        return ck_error_set_reason(ret_error, -ENOSPC, NODESHUTDOWN_NOT_ADMITTED_REASON, "%s",
+                                   NODESHUTDOWN_NOT_ADMITTED_MESSAGE);
 }

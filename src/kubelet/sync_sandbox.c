@@ -74,9 +74,9 @@ static void use_existing(struct pod_sync *s) {
         kubelet_pod_sync_sandbox_ready(s);
 }
 
-/* LookupRuntimeHandler: the handler of the pod's RuntimeClass ("" without one); -errno and the message when it
+/* LookupRuntimeHandler: the handler of the pod's RuntimeClass ("" without one); -errno and *ret_error when it
  * cannot be had (not found, not fetched) */
-static int runtime_handler(struct pod_sync *s, const char **ret, char **ret_message) {
+static int runtime_handler(struct pod_sync *s, const char **ret, struct ck_error **ret_error) {
         const char *name = s->pod->spec.runtime_class_name, *msg = NULL;
         json_t *rc = NULL;
         int r;
@@ -93,10 +93,8 @@ static int runtime_handler(struct pod_sync *s, const char **ret, char **ret_mess
                 return 0;
         }
         r = objects_pod_lookup(s->objects, OBJ_KIND_RUNTIME_CLASS, "", name, &rc, &msg);
-        if (r < 0) {
-                *ret_message = strdup(msg ? msg : strerror(-r));
-                return *ret_message ? r : -ENOMEM;
-        }
+        if (r < 0)
+                return ck_error_set(ret_error, r, "%s", msg ? msg : strerror(-r));
         *ret = strempty(json_string_value(json_object_get(rc, "handler")));
         return 0;
 }
@@ -173,7 +171,7 @@ void kubelet_sync_sandbox_withdraw(struct pod_sync *s) {
 /* a sandbox slot is held: RunPodSandbox (released when it returns, or here when it is not issued) */
 static void on_sandbox_turn(void *userdata, int r) {
         Runtime__V1__RunPodSandboxRequest req = RUNTIME__V1__RUN_POD_SANDBOX_REQUEST__INIT;
-        _cleanup_free_ char *handler_error = NULL;
+        _cleanup_ck_error_ struct ck_error *handler_error = NULL;
         struct pod_sync *s = userdata;
         const char *handler = "";
 
@@ -188,9 +186,9 @@ static void on_sandbox_turn(void *userdata, int r) {
         r = runtime_handler(s, &handler, &handler_error);
         if (r < 0) {
                 log_error("pod %s: Failed to create sandbox for pod: %s", kubelet_sync_pod_desc(s),
-                          strna(handler_error));
+                          ck_error_message(handler_error));
                 kubelet_sync_event(s, NULL, "Warning", "FailedCreatePodSandBox", "Failed to create pod sandbox: %s",
-                                   strna(handler_error));
+                                   ck_error_message(handler_error));
                 s->error = true;
                 slots_release(s->env->sandbox_slots, &s->sandbox_slot);
                 kubelet_pod_sync_finish(s);
@@ -216,8 +214,8 @@ static void on_sandbox_turn(void *userdata, int r) {
 }
 
 /* GetOrCreateUserNamespaceMappings for a hostUsers:false pod: its handler must support user namespaces (the
- * runtime's Status), then its range (kubelet/userns.h). 0, or a negative errno and the message. */
-static int pod_userns(struct pod_sync *s, char **ret_message) {
+ * runtime's Status), then its range (kubelet/userns.h). 0, or a negative errno and *ret_error. */
+static int pod_userns(struct pod_sync *s, struct ck_error **ret_error) {
         const struct node_runtime_features *f = kubelet_sync_runtime_features(s);
         const char *handler = kubelet_sync_known_runtime_handler(s);
         _cleanup_ck_error_ struct ck_error *err = NULL;
@@ -253,14 +251,11 @@ static int pod_userns(struct pod_sync *s, char **ret_message) {
                                 return -ENOMEM;
                         free_and_replace(msg, m2);
                 }
-                *ret_message = TAKE_PTR(msg);
-                return -EOPNOTSUPP;
+                return ck_error_set(ret_error, -EOPNOTSUPP, "%s", msg);
         }
         r = userns_get_or_create(s->env->userns, s->uid, &s->userns_host_id, &s->userns_length, &err);
-        if (r < 0) {
-                *ret_message = strdup(err ? ck_error_message(err) : strerror(-r));
-                return *ret_message ? r : -ENOMEM;
-        }
+        if (r < 0)
+                return ck_error_set(ret_error, r, "%s", err ? ck_error_message(err) : strerror(-r));
         s->userns = true;
         return 0;
 }
@@ -268,16 +263,17 @@ static int pod_userns(struct pod_sync *s, char **ret_message) {
 void kubelet_sync_sandbox(struct pod_sync *s) {
         struct kc_build_context ctx;
         struct kc_build_report report = {};
-        _cleanup_free_ char *userns_error = NULL;
+        _cleanup_ck_error_ struct ck_error *userns_error = NULL;
         int r;
 
         r = pod_userns(s, &userns_error);
         if (r < 0) {
-                log_error("pod %s: Failed to create sandbox for pod: %s", kubelet_sync_pod_desc(s),
-                          strna(userns_error));
+                /* out of memory before a message (ck_error_message of NULL: ""): the errno's text */
+                const char *m = userns_error ? ck_error_message(userns_error) : strerror(-r);
+                log_error("pod %s: Failed to create sandbox for pod: %s", kubelet_sync_pod_desc(s), m);
                 if (s->actions.create_sandbox)
                         kubelet_sync_event(s, NULL, "Warning", "FailedCreatePodSandBox",
-                                           "Failed to create pod sandbox: %s", strna(userns_error));
+                                           "Failed to create pod sandbox: %s", m);
                 s->error = true;
                 kubelet_pod_sync_finish(s);
                 return;

@@ -149,7 +149,7 @@ bool kr_pod_requires_apparmor(const struct pod *pod) {
         return false;
 }
 
-int kr_apparmor_admit(const struct pod *pod, bool host_enabled, char **ret_message) {
+int kr_apparmor_admit(const struct pod *pod, bool host_enabled, struct ck_error **ret_error) {
         const char *phase = json_string_value(json_object_get(json_object_get(pod->raw, "status"), "phase"));
 
         /* a pod already running or terminated is not checked again */
@@ -157,8 +157,8 @@ int kr_apparmor_admit(const struct pod *pod, bool host_enabled, char **ret_messa
                 return 0;
         if (!kr_pod_requires_apparmor(pod) || host_enabled)
                 return 0;
-        *ret_message = strdup("Cannot enforce AppArmor: AppArmor is not enabled on the host");
-        return *ret_message ? -EPERM : -ENOMEM;
+        return ck_error_set_reason(ret_error, -EPERM, "AppArmor",
+                                   "Cannot enforce AppArmor: AppArmor is not enabled on the host");
 }
 
 bool kr_apparmor_host_enabled(const char *sysfs_root) {

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "basic/duration.h"
+#include "basic/error.h"
 #include "basic/fs.h"
 #include "basic/log.h"
 #include "basic/macro.h"
@@ -222,21 +223,18 @@ static int on_delay(sd_bus_message *reply, void *userdata, sd_bus_error *ret_err
 }
 
 /* OverrideInhibitDelay: the drop-in, whole (a temporary file renamed over it) */
-static int write_dropin(struct nodeshutdown_manager *m, char **ret_message) {
+static int write_dropin(struct nodeshutdown_manager *m, struct ck_error **ret_error) {
         _cleanup_free_ char *path = NULL, *tmp = NULL, *data = NULL;
         _cleanup_close_ int fd = -1;
         size_t n;
         int r;
 
         r = mkdir_p(m->conf_dir, 0755);
-        if (r < 0) {
-                if (asprintf(ret_message,
-                             "unable to override inhibit delay by shutdown manager: failed creating %s/ "
-                             "directory: %s",
-                             m->conf_dir, strerror(-r)) < 0)
-                        *ret_message = NULL;
-                return r;
-        }
+        if (r < 0)
+                return ck_error_set(ret_error, r,
+                                    "unable to override inhibit delay by shutdown manager: failed creating %s/ "
+                                    "directory: %s",
+                                    m->conf_dir, strerror(-r));
         if (asprintf(&path, "%s/" NODESHUTDOWN_LOGIND_CONF, m->conf_dir) < 0 ||
             asprintf(&tmp, "%s/.tmp-" NODESHUTDOWN_LOGIND_CONF, m->conf_dir) < 0 ||
             asprintf(&data, "# Kubelet logind override\n[Login]\nInhibitDelayMaxSec=%" PRIu64 "\n",
@@ -252,12 +250,10 @@ static int write_dropin(struct nodeshutdown_manager *m, char **ret_message) {
         if (r < 0) {
                 if (fd >= 0)
                         (void) unlink(tmp);
-                if (asprintf(ret_message,
-                             "unable to override inhibit delay by shutdown manager: failed writing logind shutdown "
-                             "inhibit override file %s: %s",
-                             path, strerror(-r)) < 0)
-                        *ret_message = NULL;
-                return r;
+                return ck_error_set(ret_error, r,
+                                    "unable to override inhibit delay by shutdown manager: failed writing logind "
+                                    "shutdown inhibit override file %s: %s",
+                                    path, strerror(-r));
         }
         log_info("node shutdown manager: wrote %s (InhibitDelayMaxSec=%" PRIu64 ")", path,
                  (m->requested_usec + USEC_PER_SEC / 2) / USEC_PER_SEC);
@@ -353,7 +349,7 @@ static void acquire_lock(struct nodeshutdown_manager *m) {
 }
 
 static void run_step(struct nodeshutdown_manager *m) {
-        _cleanup_free_ char *msg = NULL;
+        _cleanup_ck_error_ struct ck_error *err = NULL;
         int r = 0;
 
         m->call = sd_bus_slot_unref(m->call);
@@ -367,9 +363,9 @@ static void run_step(struct nodeshutdown_manager *m) {
                                              LOGIND_MANAGER, "InhibitDelayMaxUSec");
                 break;
         case STEP_RELOAD:
-                r = write_dropin(m, &msg);
+                r = write_dropin(m, &err);
                 if (r < 0) {
-                        fail(m, msg ? msg : "unable to override inhibit delay by shutdown manager");
+                        fail(m, err ? ck_error_message(err) : "unable to override inhibit delay by shutdown manager");
                         return;
                 }
                 /* ReloadLogindConf: SIGHUP to systemd-logind.service, through systemd */
@@ -384,9 +380,8 @@ static void run_step(struct nodeshutdown_manager *m) {
                 return;
         }
         if (r < 0) {
-                if (asprintf(&msg, "D-Bus call: %s", strerror(-r)) < 0)
-                        msg = NULL;
-                fail(m, msg ? msg : "D-Bus call");
+                ck_error_set(&err, r, "D-Bus call: %s", strerror(-r));
+                fail(m, ck_error_message(err));
                 return;
         }
         rearm(m);

@@ -130,47 +130,44 @@ static char *json_list(char *const *l) {
         return s;
 }
 
-/* strconv.Atoi, with its errors */
-static int atoi_go(const char *s, long *ret, const char **ret_why) {
+/* strconv.Atoi: -EINVAL for its "invalid syntax", -ERANGE for its "value out of range" (atoi_go_why) */
+static int atoi_go(const char *s, long *ret) {
         const char *p = s;
         bool neg = false;
         unsigned long long v = 0;
 
         if (*p == '+' || *p == '-')
                 neg = *p++ == '-';
-        if (!*p) {
-                *ret_why = "invalid syntax";
+        if (!*p)
                 return -EINVAL;
-        }
         for (; *p; p++) {
-                if (*p < '0' || *p > '9') {
-                        *ret_why = "invalid syntax";
+                if (*p < '0' || *p > '9')
                         return -EINVAL;
-                }
                 v = v * 10 + (unsigned long long) (*p - '0');
-                if (v > (unsigned long long) LONG_MAX + 1) {
-                        *ret_why = "value out of range";
+                if (v > (unsigned long long) LONG_MAX + 1)
                         return -ERANGE;
-                }
         }
-        if (!neg && v > (unsigned long long) LONG_MAX) {
-                *ret_why = "value out of range";
+        if (!neg && v > (unsigned long long) LONG_MAX)
                 return -ERANGE;
-        }
         *ret = neg ? (long) (0 - v) : (long) v;
         return 0;
 }
 
+static const char *atoi_go_why(int r) {
+        return r == -ERANGE ? "value out of range" : "invalid syntax";
+}
+
 static void int_param(struct errs *e, const char *name, const char *v, bool *has, long *out) {
-        const char *why = NULL;
         _cleanup_free_ char *q = quote(v);
+        int r;
 
         if (!q) {
                 e->oom = true;
                 return;
         }
-        if (atoi_go(v, out, &why) < 0)
-                add(e, "%s: Invalid value: %s: strconv.Atoi: parsing %s: %s", name, q, q, why);
+        r = atoi_go(v, out);
+        if (r < 0)
+                add(e, "%s: Invalid value: %s: strconv.Atoi: parsing %s: %s", name, q, q, atoi_go_why(r));
         else
                 *has = true;
 }

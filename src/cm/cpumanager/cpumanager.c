@@ -700,7 +700,7 @@ static int take_aligned(const struct cpumanager *m, const struct cpuset *avail, 
 }
 
 static int allocate_container(struct cpumanager *m, const struct pod *p, const struct container *c,
-                              const struct tm_hint *affinity, char **ret_reason, char **ret_message) {
+                              const struct tm_hint *affinity, struct ck_error **ret_error) {
         int n = cpumanager_container_guaranteed_cpus(p, c);
         _cleanup_ck_error_ struct ck_error *err = NULL;
         struct entry *e;
@@ -717,34 +717,24 @@ static int allocate_container(struct cpumanager *m, const struct pod *p, const s
         if (m->opts.full_pcpus_only) {
                 struct cpuset phys = cpuset_diff(&m->def, &m->reserved_physical);
                 int avail_phys = cpuset_count(&phys);
-                if (n % m->cpus_per_core != 0) {
-                        *ret_reason = strdup("SMTAlignmentError");
-                        if (asprintf(ret_message,
-                                     "SMT Alignment Error: requested %d cpus not multiple cpus per core = %d", n,
-                                     m->cpus_per_core) < 0)
-                                *ret_message = NULL;
-                        return -ENOSPC;
-                }
-                if (n > avail_phys) {
-                        *ret_reason = strdup("SMTAlignmentError");
-                        if (asprintf(ret_message,
-                                     "SMT Alignment Error: not enough free physical CPUs: available physical CPUs = "
-                                     "%d, requested CPUs = %d, CPUs per core = %d",
-                                     avail_phys, n, m->cpus_per_core) < 0)
-                                *ret_message = NULL;
-                        return -ENOSPC;
-                }
+                if (n % m->cpus_per_core != 0)
+                        return ck_error_set_reason(
+                                ret_error, -ENOSPC, "SMTAlignmentError",
+                                "SMT Alignment Error: requested %d cpus not multiple cpus per core = %d", n,
+                                m->cpus_per_core);
+                if (n > avail_phys)
+                        return ck_error_set_reason(ret_error, -ENOSPC, "SMTAlignmentError",
+                                                   "SMT Alignment Error: not enough free physical CPUs: available "
+                                                   "physical CPUs = %d, requested CPUs = %d, CPUs per core = %d",
+                                                   avail_phys, n, m->cpus_per_core);
         }
         avail = cpuset_diff(&m->def, &m->reserved);
         if (streq_ptr(m->reuse_uid, p->uid))
                 avail = cpuset_union(&avail, &m->reuse);
         r = take_aligned(m, &avail, n, affinity, &got, &err);
-        if (r < 0) {
-                *ret_reason = strdup("UnexpectedAdmissionError");
-                if (asprintf(ret_message, "Allocate failed due to %s, which is unexpected", ck_error_message(err)) < 0)
-                        *ret_message = NULL;
-                return -ENOSPC;
-        }
+        if (r < 0)
+                return ck_error_set_reason(ret_error, -ENOSPC, "UnexpectedAdmissionError",
+                                           "Allocate failed due to %s, which is unexpected", ck_error_message(err));
         r = add_entry(m, p->uid, c->name, &got);
         if (r < 0)
                 return r;
@@ -753,17 +743,16 @@ static int allocate_container(struct cpumanager *m, const struct pod *p, const s
         return 0;
 }
 
-int cpumanager_allocate_pod(struct cpumanager *m, const struct pod *p, char **ret_reason, char **ret_message) {
+int cpumanager_allocate_pod(struct cpumanager *m, const struct pod *p, struct ck_error **ret_error) {
         struct cpumanager_mark mark = cpumanager_mark(m);
         int r = 0;
 
-        *ret_reason = *ret_message = NULL;
         if (!m->is_static)
                 return 0;
         for (size_t i = 0; r >= 0 && i < p->spec.n_init_containers; i++)
-                r = allocate_container(m, p, &p->spec.init_containers[i], NULL, ret_reason, ret_message);
+                r = allocate_container(m, p, &p->spec.init_containers[i], NULL, ret_error);
         for (size_t i = 0; r >= 0 && i < p->spec.n_containers; i++)
-                r = allocate_container(m, p, &p->spec.containers[i], NULL, ret_reason, ret_message);
+                r = allocate_container(m, p, &p->spec.containers[i], NULL, ret_error);
         if (r < 0) {
                 cpumanager_rollback(m, &mark);
                 return r;
@@ -773,11 +762,10 @@ int cpumanager_allocate_pod(struct cpumanager *m, const struct pod *p, char **re
 }
 
 int cpumanager_allocate(struct cpumanager *m, const struct pod *p, const struct container *c,
-                        const struct tm_hint *affinity, char **ret_reason, char **ret_message) {
-        *ret_reason = *ret_message = NULL;
+                        const struct tm_hint *affinity, struct ck_error **ret_error) {
         if (!m || !m->is_static)
                 return 0;
-        return allocate_container(m, p, c, affinity, ret_reason, ret_message);
+        return allocate_container(m, p, c, affinity, ret_error);
 }
 
 struct cpumanager_mark cpumanager_mark(const struct cpumanager *m) {

@@ -50,9 +50,9 @@ bool cpumanager_is_static(const struct cpumanager *m);
 const struct cpu_topology *cpumanager_topology(const struct cpumanager *m);
 
 /* Admission (the topology manager's "none" policy calling Allocate for each init then app container): the pod's
- * exclusive CPUs. -ENOSPC with upstream's reason and message (SMTAlignmentError, UnexpectedAdmissionError) when it
- * cannot be done; nothing of the pod is kept then. A pod already in the state keeps what it has. */
-int cpumanager_allocate_pod(struct cpumanager *m, const struct pod *p, char **ret_reason, char **ret_message);
+ * exclusive CPUs. -ENOSPC with *ret_error (upstream's reason, SMTAlignmentError or UnexpectedAdmissionError, and
+ * message) when it cannot be done; nothing of the pod is kept then. A pod already in the state keeps what it has. */
+int cpumanager_allocate_pod(struct cpumanager *m, const struct pod *p, struct ck_error **ret_error);
 /* The topology manager's provider (HintProvider): the hints of a container or a pod (upstream's static policy's
  * GetTopologyHints / GetPodTopologyHints: every set of NUMA nodes with enough free CPUs, the narrowest preferred;
  * no preference under none or for a container without exclusive CPUs), and a container's allocation with the
@@ -62,7 +62,7 @@ int cpumanager_container_hints(const struct cpumanager *m, const struct pod *p, 
                                struct tm_hints *acc);
 int cpumanager_pod_hints(const struct cpumanager *m, const struct pod *p, struct tm_hints *acc);
 int cpumanager_allocate(struct cpumanager *m, const struct pod *p, const struct container *c,
-                        const struct tm_hint *affinity, char **ret_reason, char **ret_message);
+                        const struct tm_hint *affinity, struct ck_error **ret_error);
 struct cpumanager_mark {
         size_t n_entries;
         struct cpuset def;

@@ -1051,20 +1051,13 @@ static bool satisfies(const struct memorymanager *m, uint64_t mask, const struct
         return true;
 }
 
-static int fail(char **ret_reason, char **ret_message, const char *err) {
-        *ret_reason = strdup("UnexpectedAdmissionError");
-        if (asprintf(ret_message, "Allocate failed due to %s, which is unexpected", err) < 0)
-                *ret_message = NULL;
-        if (!*ret_reason || !*ret_message) {
-                *ret_reason = mfree(*ret_reason);
-                *ret_message = mfree(*ret_message);
-                return -ENOMEM;
-        }
-        return -ENOSPC;
+static int fail(struct ck_error **ret_error, const char *err) {
+        return ck_error_set_reason(ret_error, -ENOSPC, "UnexpectedAdmissionError",
+                                   "Allocate failed due to %s, which is unexpected", err);
 }
 
 int memorymanager_allocate(struct memorymanager *m, const struct pod *p, const struct container *c,
-                           const struct tm_hint *affinity, char **ret_reason, char **ret_message) {
+                           const struct tm_hint *affinity, struct ck_error **ret_error) {
         _cleanup_free_ struct calc *calc = NULL;
         struct request req;
         struct tm_hint best = affinity ? *affinity : (struct tm_hint) {};
@@ -1072,12 +1065,11 @@ int memorymanager_allocate(struct memorymanager *m, const struct pod *p, const s
         size_t n = 0;
         int r;
 
-        *ret_reason = *ret_message = NULL;
         if (!memorymanager_is_static(m) || pod_qos_class(p) != QOS_GUARANTEED)
                 return 0;
         r = container_request(m, c, &req);
         if (r == -ENOENT)
-                return fail(ret_reason, ret_message,
+                return fail(ret_error,
                             "[memorymanager] the container requests a huge page size this node does not have");
         if (r < 0 || req.n == 0)
                 return 0;
@@ -1095,13 +1087,12 @@ int memorymanager_allocate(struct memorymanager *m, const struct pod *p, const s
                 struct tm_hint def;
                 calculate(m, &req, p->uid, calc);
                 if (calc->n == 0)
-                        return fail(ret_reason, ret_message,
+                        return fail(ret_error,
                                     "[memorymanager] failed to get the default NUMA affinity, no NUMA nodes with "
                                     "enough memory is available");
                 (void) best_hint(calc->v, calc->n, &def);
                 if (!def.preferred && best.preferred)
-                        return fail(ret_reason, ret_message,
-                                    "[memorymanager] failed to find the default preferred hint");
+                        return fail(ret_error, "[memorymanager] failed to find the default preferred hint");
                 best = def;
         }
         if (!satisfies(m, best.affinity, &req)) {
@@ -1113,11 +1104,10 @@ int memorymanager_allocate(struct memorymanager *m, const struct pod *p, const s
                         if ((calc->v[i].affinity & best.affinity) == best.affinity)
                                 calc->v[k++] = calc->v[i];
                 if (!best_hint(calc->v, k, &ext))
-                        return fail(ret_reason, ret_message,
+                        return fail(ret_error,
                                     "[memorymanager] failed to find NUMA nodes to extend the current topology hint");
                 if (!ext.preferred && best.preferred)
-                        return fail(ret_reason, ret_message,
-                                    "[memorymanager] failed to find the extended preferred hint");
+                        return fail(ret_error, "[memorymanager] failed to find the extended preferred hint");
                 best = ext;
         }
         /* isAffinityViolatingNUMAAllocations */
@@ -1126,8 +1116,7 @@ int memorymanager_allocate(struct memorymanager *m, const struct pod *p, const s
                 for (int j = 0; j < nb; j++) {
                         const struct node_state *s = state_node(m, bits[j]);
                         if (s && s->n_assign > 0 && (tm_count(s->cells) == 1 || s->cells != best.affinity))
-                                return fail(ret_reason, ret_message,
-                                            "[memorymanager] preferred hint violates NUMA node allocation");
+                                return fail(ret_error, "[memorymanager] preferred hint violates NUMA node allocation");
                 }
         }
         for (size_t k = 0; k < m->n_res; k++)

@@ -78,13 +78,14 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(struct memorymanager *, memorymanager_free);
 bool memorymanager_is_static(const struct memorymanager *m);
 
 /* the topology manager's provider: hints (GetTopologyHints / GetPodTopologyHints) and the allocation with the
- * affinity chosen (Allocate: -ENOSPC with UnexpectedAdmissionError and upstream's message when it cannot). A
+ * affinity chosen (Allocate: -ENOSPC with *ret_error, reason UnexpectedAdmissionError and upstream's message, when it
+ * cannot). A
  * pod's allocations are undone together (memorymanager_rollback to a mark) or stored (memorymanager_commit). */
 int memorymanager_container_hints(const struct memorymanager *m, const struct pod *p, const struct container *c,
                                   struct tm_hints *acc);
 int memorymanager_pod_hints(const struct memorymanager *m, const struct pod *p, struct tm_hints *acc);
 int memorymanager_allocate(struct memorymanager *m, const struct pod *p, const struct container *c,
-                           const struct tm_hint *affinity, char **ret_reason, char **ret_message);
+                           const struct tm_hint *affinity, struct ck_error **ret_error);
 struct mm_mark;
 struct mm_mark *memorymanager_mark(const struct memorymanager *m);
 void memorymanager_rollback(struct memorymanager *m, struct mm_mark *mark); /* frees mark */

@@ -423,21 +423,14 @@ bool tm_merge(const struct topologymanager *m, const struct tm_hints *h, struct 
 
 /* ---------------------------------------------------------------- admission */
 
-static int refuse(char **ret_reason, char **ret_message) {
-        *ret_reason = strdup(TM_ERROR_REASON);
-        *ret_message = strdup(TM_ERROR_MESSAGE);
-        if (!*ret_reason || !*ret_message) {
-                *ret_reason = mfree(*ret_reason);
-                *ret_message = mfree(*ret_message);
-                return -ENOMEM;
-        }
-        return -ENOSPC;
+static int refuse(struct ck_error **ret_error) {
+        return ck_error_set_reason(ret_error, -ENOSPC, TM_ERROR_REASON, "%s", TM_ERROR_MESSAGE);
 }
 
 static int allocate_all(const struct tm_provider *providers, size_t n, const struct pod *p, const struct container *c,
-                        const struct tm_hint *affinity, char **ret_reason, char **ret_message) {
+                        const struct tm_hint *affinity, struct ck_error **ret_error) {
         for (size_t i = 0; i < n; i++) {
-                int r = providers[i].allocate(providers[i].userdata, p, c, affinity, ret_reason, ret_message);
+                int r = providers[i].allocate(providers[i].userdata, p, c, affinity, ret_error);
                 if (r < 0)
                         return r;
         }
@@ -450,16 +443,15 @@ static const struct container *nth_container(const struct pod *p, size_t i) {
 }
 
 int tm_admit(const struct topologymanager *m, const struct pod *p, const struct tm_provider *providers, size_t n,
-             char **ret_reason, char **ret_message) {
+             struct ck_error **ret_error) {
         size_t nc = p->spec.n_init_containers + p->spec.n_containers;
         struct tm_hint best = {};
         char buf[256];
         int r;
 
-        *ret_reason = *ret_message = NULL;
         if (m->policy == TM_POLICY_NONE) {
                 for (size_t i = 0; i < nc; i++) {
-                        r = allocate_all(providers, n, p, nth_container(p, i), &best, ret_reason, ret_message);
+                        r = allocate_all(providers, n, p, nth_container(p, i), &best, ret_error);
                         if (r < 0)
                                 return r;
                 }
@@ -476,7 +468,7 @@ int tm_admit(const struct topologymanager *m, const struct pod *p, const struct 
                         log_info("topology manager: pod %s/%s: no NUMA affinity satisfies its resources under the %s "
                                  "scope",
                                  p->namespace_, p->name, "pod");
-                        return refuse(ret_reason, ret_message);
+                        return refuse(ret_error);
                 }
                 log_v(2, "topology manager: pod %s/%s: affinity %s%s", p->namespace_, p->name,
                       best.has_affinity ? tm_mask_format(best.affinity, buf, sizeof(buf)) : "any",
@@ -495,13 +487,13 @@ int tm_admit(const struct topologymanager *m, const struct pod *p, const struct 
                                 log_info("topology manager: pod %s/%s container %s: no NUMA affinity satisfies its "
                                          "resources",
                                          p->namespace_, p->name, c->name);
-                                return refuse(ret_reason, ret_message);
+                                return refuse(ret_error);
                         }
                         log_v(2, "topology manager: pod %s/%s container %s: affinity %s%s", p->namespace_, p->name,
                               c->name, best.has_affinity ? tm_mask_format(best.affinity, buf, sizeof(buf)) : "any",
                               best.preferred ? " (preferred)" : "");
                 }
-                r = allocate_all(providers, n, p, c, &best, ret_reason, ret_message);
+                r = allocate_all(providers, n, p, c, &best, ret_error);
                 if (r < 0)
                         return r;
         }

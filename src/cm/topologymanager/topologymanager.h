@@ -110,21 +110,21 @@ int tm_device_hints(const int64_t *all, size_t n_all, const int64_t *usable, siz
 bool tm_merge(const struct topologymanager *m, const struct tm_hints *h, struct tm_hint *ret);
 
 /* A hint provider (HintProvider): hints for a container (container scope) or a pod (pod scope), then the
- * allocation with the chosen affinity. allocate returns -ENOSPC with a reason and message (already allocated
- * strings) to refuse the pod, another negative errno on failure. */
+ * allocation with the chosen affinity. allocate returns -ENOSPC with *ret_error (upstream's reason and message)
+ * to refuse the pod, another negative errno on failure. */
 struct tm_provider {
         void *userdata;
         int (*container_hints)(void *userdata, const struct pod *p, const struct container *c, struct tm_hints *acc);
         int (*pod_hints)(void *userdata, const struct pod *p, struct tm_hints *acc);
         int (*allocate)(void *userdata, const struct pod *p, const struct container *c, const struct tm_hint *affinity,
-                        char **ret_reason, char **ret_message);
+                        struct ck_error **ret_error);
 };
 
-/* Admit: 0 when every provider allocated; -ENOSPC with reason and message when refused (TopologyAffinityError or
- * a provider's); what providers allocated before a refusal is theirs to roll back. Under the none policy the
+/* Admit: 0 when every provider allocated; -ENOSPC with *ret_error (its reason TopologyAffinityError or a
+ * provider's, and the message) when refused; what providers allocated before a refusal is theirs to roll back. Under the none policy the
  * providers allocate with no affinity, as upstream's admitPolicyNone. */
 int tm_admit(const struct topologymanager *m, const struct pod *p, const struct tm_provider *providers, size_t n,
-             char **ret_reason, char **ret_message);
+             struct ck_error **ret_error);
 
 /* "0-1,3" of a mask: into buf */
 const char *tm_mask_format(uint64_t m, char *buf, size_t size);

@@ -725,7 +725,8 @@ char **credprov_token_audiences(struct credprov *p, const char *image, const jso
  * *ret_annotations and *ret_sa_key; 0 when it gives nothing (no service account and one required, or a required
  * annotation missing: quietly, as upstream); -errno with *ret_error */
 static int part_service_account(const struct provider *pv, const char *image, const struct credprov_pod_sa *sa,
-                                const char **ret_token, json_t **ret_annotations, char **ret_sa_key, char **ret_error) {
+                                const char **ret_token, json_t **ret_annotations, char **ret_sa_key,
+                                struct ck_error **ret_error) {
         const struct credprov_token_attributes *a = pv->cfg->token_attributes;
         json_auto_t *annots = NULL;
         const char *missing, *token;
@@ -738,11 +739,8 @@ static int part_service_account(const struct provider *pv, const char *image, co
                 }
                 return 1; /* without a token (static pods) */
         }
-        if (sa->error) {
-                if (asprintf(ret_error, "%s", sa->error) < 0)
-                        *ret_error = NULL;
-                return -EIO;
-        }
+        if (sa->error)
+                return ck_error_set(ret_error, -EIO, "%s", sa->error);
         annots = credprov_sa_annotations(a, sa->annotations, &missing);
         if (!annots && missing) {
                 log_v(5, "credential provider %s: image %s: pod %s/%s: required annotation %s not found", pv->cfg->name,
@@ -752,12 +750,9 @@ static int part_service_account(const struct provider *pv, const char *image, co
         if (!annots)
                 return -ENOMEM;
         token = json_string_value(json_object_get(sa->tokens, a->audience));
-        if (isempty(token)) {
-                if (asprintf(ret_error, "failed to get service account token: no token for audience %s", a->audience) <
-                    0)
-                        *ret_error = NULL;
-                return -EIO;
-        }
+        if (isempty(token))
+                return ck_error_set(ret_error, -EIO, "failed to get service account token: no token for audience %s",
+                                    a->audience);
         *ret_sa_key = credprov_sa_cache_key(sa->namespace, sa->name, sa->uid, annots, a->cache_type, token);
         if (!*ret_sa_key)
                 return -ENOMEM;
@@ -797,10 +792,12 @@ int credprov_lookup(struct credprov *p, const char *image, const struct credprov
                 pt = &l->parts[l->n_parts++];
                 *pt = (struct part) { .l = l, .prov = pv };
                 if (pv->cfg->token_attributes) {
-                        int k = part_service_account(pv, image, sa, &token, &annots, &sa_key, &pt->error);
+                        _cleanup_ck_error_ struct ck_error *sa_error = NULL;
+                        int k = part_service_account(pv, image, sa, &token, &annots, &sa_key, &sa_error);
                         if (k == 0)
                                 continue;
                         if (k < 0) {
+                                pt->error = ck_error_take_message(TAKE_PTR(sa_error));
                                 if (!pt->error)
                                         pt->error = strdup("out of memory");
                                 log_error("Failed to provide credentials for image %s (provider %s): %s", image,

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* struct ck_error: create, replace, wrap, prefix, hand over, free; %m; NULL everywhere. */
+/* struct ck_error: create, replace, wrap, prefix, hand over, free; %m; a reason; NULL everywhere. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -51,11 +51,51 @@ static void test_errno_and_no_message(void **state) {
         assert_null(ck_error_take_message(NULL));
 }
 
+static void test_reason(void **state) {
+        _cleanup_ck_error_ struct ck_error *e = NULL, *other = NULL;
+        char reason[] = "OutOfcpu";
+
+        assert_null(ck_error_reason(NULL));
+        assert_int_equal(ck_error_set_reason(NULL, -ENOSPC, "OutOfcpu", "nobody wants %s", "this"), -ENOSPC);
+        /* a plain error has no reason */
+        ck_error_set(&e, -EIO, "plain");
+        assert_null(ck_error_reason(e));
+        /* the reason is copied: the caller's buffer may change */
+        assert_int_equal(ck_error_set_reason(&e, -ENOSPC, reason, "Pod was rejected: %s", "no cpu"), -ENOSPC);
+        reason[0] = 'X';
+        assert_int_equal(e->code, -ENOSPC);
+        assert_string_equal(ck_error_reason(e), "OutOfcpu");
+        assert_string_equal(ck_error_message(e), "Pod was rejected: no cpu");
+        /* prefixing keeps the reason */
+        assert_int_equal(ck_error_prefix(&e, "pod %s", "a/b"), -ENOSPC);
+        assert_string_equal(ck_error_reason(e), "OutOfcpu");
+        assert_string_equal(ck_error_message(e), "pod a/b: Pod was rejected: no cpu");
+        /* a new error may keep the reason and wrap the message of the one it replaces */
+        assert_int_equal(ck_error_set_reason(&e, -EPERM, ck_error_reason(e), "again: %s", ck_error_message(e)), -EPERM);
+        assert_string_equal(ck_error_reason(e), "OutOfcpu");
+        assert_string_equal(ck_error_message(e), "again: pod a/b: Pod was rejected: no cpu");
+        /* ck_error_set() replaces it with an error without a reason; a NULL reason is none */
+        ck_error_set(&e, -EIO, "plain again");
+        assert_null(ck_error_reason(e));
+        ck_error_set_reason(&e, -EIO, NULL, "no reason");
+        assert_null(ck_error_reason(e));
+        ck_error_set_reason(&e, -EIO, "", "empty reason");
+        assert_string_equal(ck_error_reason(e), "");
+        /* handed over with its reason; a NULL ret leaves it where it is */
+        ck_error_set_reason(&e, -ENOSPC, "Evicted", "The node had condition: [MemoryPressure]. ");
+        ck_error_pass(&other, &e);
+        assert_null(e);
+        assert_string_equal(ck_error_reason(other), "Evicted");
+        ck_error_pass(NULL, &other);
+        assert_non_null(other);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_set_and_free),
                 cmocka_unit_test(test_prefix),
                 cmocka_unit_test(test_errno_and_no_message),
+                cmocka_unit_test(test_reason),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -311,7 +311,8 @@ static struct pod *parse_pod(const char *uid, const char *spec);
 static void check_static_add(struct cpu_topology *(*mk)(void), const char *def, const char *other, const char *cpu,
                              const char *want) {
         char tmpl[] = "/tmp/ckubelet-cpumgr-add-XXXXXX";
-        _cleanup_free_ char *text = NULL, *path = NULL, *yaml = NULL, *reason = NULL, *message = NULL;
+        _cleanup_free_ char *text = NULL, *path = NULL, *yaml = NULL;
+        _cleanup_ck_error_ struct ck_error *aerr = NULL;
         _cleanup_ck_error_ struct ck_error *err = NULL;
         struct cpuset d = S(def), o = S(other), got;
         struct cpumanager *m = NULL;
@@ -334,7 +335,7 @@ static void check_static_add(struct cpu_topology *(*mk)(void), const char *def, 
                              "{cpu: \"%s\", memory: 1G}, requests: {cpu: \"%s\", memory: 1G}}\n",
                              cpu, cpu) > 0);
         p = parse_pod("fakePod", yaml);
-        assert_int_equal(cpumanager_allocate_pod(m, p, &reason, &message), 0);
+        assert_int_equal(cpumanager_allocate_pod(m, p, &aerr), 0);
         got = cpumanager_exclusive_cpus(m, "fakePod", "fakeContainer3");
         assert_string_equal(cpuset_format(&got, g, sizeof(g)), want);
         pod_free(p);
@@ -399,7 +400,7 @@ static void test_static_policy(void **state) {
         struct pod *frac = parse_pod("frac", "  containers:\n" GU("a", "1500m"));
         struct pod *be = parse_pod("be", "  containers:\n  - {name: a, image: x}\n");
         struct pod *big = parse_pod("big", "  containers:\n" GU("a", "31"));
-        _cleanup_free_ char *reason = NULL, *message = NULL;
+        _cleanup_ck_error_ struct ck_error *aerr = NULL;
         struct cpuset s;
 
         assert_non_null(m);
@@ -417,7 +418,7 @@ static void test_static_policy(void **state) {
                 pod_free(plr);
         }
 
-        assert_int_equal(cpumanager_allocate_pod(m, gu, &reason, &message), 0);
+        assert_int_equal(cpumanager_allocate_pod(m, gu, &aerr), 0);
         /* CPU 0 is reserved: the packed order takes its sibling 16 first, then a whole core */
         s = cpumanager_exclusive_cpus(m, "gu", "a");
         assert_set(&s, "1,17");
@@ -431,15 +432,16 @@ static void test_static_policy(void **state) {
         assert_set(&s, "1,17");
 
         /* not Guaranteed or not integer: the shared pool, nothing taken */
-        assert_int_equal(cpumanager_allocate_pod(m, frac, &reason, &message), 0);
-        assert_int_equal(cpumanager_allocate_pod(m, be, &reason, &message), 0);
+        assert_int_equal(cpumanager_allocate_pod(m, frac, &aerr), 0);
+        assert_int_equal(cpumanager_allocate_pod(m, be, &aerr), 0);
         assert_int_equal(cpumanager_n_entries(m), 2);
 
         /* not enough: upstream's reason and message, nothing kept */
-        assert_int_equal(cpumanager_allocate_pod(m, big, &reason, &message), -ENOSPC);
-        assert_string_equal(reason, "UnexpectedAdmissionError");
-        assert_string_equal(message, "Allocate failed due to not enough cpus available to satisfy request: "
-                                     "requested=31, available=28, which is unexpected");
+        assert_int_equal(cpumanager_allocate_pod(m, big, &aerr), -ENOSPC);
+        assert_string_equal(ck_error_reason(aerr), "UnexpectedAdmissionError");
+        assert_string_equal(ck_error_message(aerr),
+                            "Allocate failed due to not enough cpus available to satisfy request: "
+                            "requested=31, available=28, which is unexpected");
         assert_int_equal(cpumanager_n_entries(m), 2);
 
         /* released: back to the pool */
@@ -462,7 +464,7 @@ static void test_static_policy(void **state) {
 
 static void test_static_options(void **state) {
         _cleanup_free_ char *sysfs = fake_sysfs_new(), *dir = tmpdir();
-        _cleanup_free_ char *reason = NULL, *message = NULL;
+        _cleanup_ck_error_ struct ck_error *aerr = NULL;
         struct cpumanager *m;
         struct pod *one = parse_pod("one", "  containers:\n" GU("a", "1"));
         struct pod *two = parse_pod("two", "  containers:\n" GU("a", "2"));
@@ -475,12 +477,12 @@ static void test_static_options(void **state) {
                 m = new_static(sysfs, dir, "0", (char *[]) { (char *) "full-pcpus-only", NULL },
                                (char *[]) { (char *) "true", NULL }, &err);
                 assert_non_null(m);
-                assert_int_equal(cpumanager_allocate_pod(m, one, &reason, &message), -ENOSPC);
-                assert_string_equal(reason, "SMTAlignmentError");
-                assert_string_equal(message, "SMT Alignment Error: requested 1 cpus not multiple cpus per core = 2");
-                reason = mfree(reason);
-                message = mfree(message);
-                assert_int_equal(cpumanager_allocate_pod(m, two, &reason, &message), 0);
+                assert_int_equal(cpumanager_allocate_pod(m, one, &aerr), -ENOSPC);
+                assert_string_equal(ck_error_reason(aerr), "SMTAlignmentError");
+                assert_string_equal(ck_error_message(aerr),
+                                    "SMT Alignment Error: requested 1 cpus not multiple cpus per core = 2");
+                aerr = ck_error_free(aerr);
+                assert_int_equal(cpumanager_allocate_pod(m, two, &aerr), 0);
                 s = cpumanager_exclusive_cpus(m, "two", "a");
                 assert_set(&s, "1,17"); /* not 16: its core holds the reserved CPU 0 */
                 cpumanager_free(m);
@@ -496,7 +498,7 @@ static void test_static_options(void **state) {
                 s = cpumanager_shared_pool(m);
                 assert_set(&s, "1-15,17-31");
                 /* an init container's CPUs are reused by the app container (cpusToReuse) */
-                assert_int_equal(cpumanager_allocate_pod(m, init, &reason, &message), 0);
+                assert_int_equal(cpumanager_allocate_pod(m, init, &aerr), 0);
                 s = cpumanager_exclusive_cpus(m, "init", "i");
                 t = cpumanager_exclusive_cpus(m, "init", "a");
                 assert_set(&s, "1-2,17-18");
@@ -515,7 +517,7 @@ static void test_static_options(void **state) {
                                (char *[]) { (char *) "true", NULL }, &err);
                 assert_non_null(m);
                 assert_true(cpumanager_options(m)->distribute_cpus_across_numa);
-                assert_int_equal(cpumanager_allocate_pod(m, ten, &reason, &message), 0);
+                assert_int_equal(cpumanager_allocate_pod(m, ten, &aerr), 0);
                 s = cpumanager_exclusive_cpus(m, "ten", "a");
                 assert_set(&s, "4-6,8-10,20-21,24-25");
                 cpumanager_free(m);
@@ -526,7 +528,7 @@ static void test_static_options(void **state) {
                                (char *[]) { (char *) "distribute-cpus-across-numa", (char *) "full-pcpus-only", NULL },
                                (char *[]) { (char *) "true", (char *) "true", NULL }, &err);
                 assert_non_null(m);
-                assert_int_equal(cpumanager_allocate_pod(m, ten, &reason, &message), 0);
+                assert_int_equal(cpumanager_allocate_pod(m, ten, &aerr), 0);
                 s = cpumanager_exclusive_cpus(m, "ten", "a");
                 assert_set(&s, "4-6,8-9,20-22,24-25");
                 cpumanager_free(m);
@@ -539,7 +541,7 @@ static void test_static_options(void **state) {
                                (char *[]) { (char *) "true", NULL }, &err);
                 assert_non_null(m);
                 assert_true(cpumanager_options(m)->prefer_align_cpus_by_uncorecache);
-                assert_int_equal(cpumanager_allocate_pod(m, ten, &reason, &message), 0);
+                assert_int_equal(cpumanager_allocate_pod(m, ten, &aerr), 0);
                 s = cpumanager_exclusive_cpus(m, "ten", "a");
                 assert_set(&s, "4-8,20-24");
                 cpumanager_free(m);
@@ -593,7 +595,7 @@ static void test_static_options(void **state) {
 
 static void test_state_file(void **state) {
         _cleanup_free_ char *sysfs = fake_sysfs_new(), *dir = tmpdir(), *path = NULL, *text = NULL;
-        _cleanup_free_ char *reason = NULL, *message = NULL;
+        _cleanup_ck_error_ struct ck_error *aerr = NULL;
         struct pod *a = parse_pod("pod-a", "  containers:\n" GU("c", "2"));
         struct pod *b = parse_pod("pod-b", "  containers:\n" GU("c", "2"));
         struct cpumanager *m;
@@ -613,7 +615,7 @@ static void test_state_file(void **state) {
                 _cleanup_ck_error_ struct ck_error *err = NULL;
                 m = new_static(sysfs, dir, "0", NULL, NULL, &err);
                 assert_non_null(m);
-                assert_int_equal(cpumanager_allocate_pod(m, a, &reason, &message), 0);
+                assert_int_equal(cpumanager_allocate_pod(m, a, &aerr), 0);
                 sa = cpumanager_exclusive_cpus(m, "pod-a", "c");
                 /* kill -9: nothing more is written; the allocation is on disk already */
                 cpumanager_free(m);
@@ -639,7 +641,7 @@ static void test_state_file(void **state) {
                 assert_non_null(m);
                 x = cpumanager_exclusive_cpus(m, "pod-a", "c");
                 assert_true(cpuset_equal(&x, &sa));
-                assert_int_equal(cpumanager_allocate_pod(m, b, &reason, &message), 0);
+                assert_int_equal(cpumanager_allocate_pod(m, b, &aerr), 0);
                 sb = cpumanager_exclusive_cpus(m, "pod-b", "c");
                 x = cpuset_and(&sa, &sb);
                 assert_true(cpuset_empty(&x)); /* never one CPU to two containers */
@@ -734,7 +736,7 @@ static struct cpumanager *new_aligned(const char *sysfs, const char *dir, const 
  * same shape with 20 CPUs a node, so the CPU numbers are translated) */
 static void test_align_by_socket(void **state) {
         _cleanup_free_ char *sysfs = fake_sysfs_new(), *dir = tmpdir();
-        _cleanup_free_ char *reason = NULL, *message = NULL;
+        _cleanup_ck_error_ struct ck_error *aerr = NULL;
         struct pod *two = parse_pod("two", "  containers:\n" GU("a", "2"));
         struct pod *big = parse_pod("big", "  containers:\n" GU("a", "17"));
         struct tm_hints h = {};
@@ -867,7 +869,7 @@ static void test_align_by_socket(void **state) {
         assert_int_equal(cpumanager_allocate(m, two, &two->spec.containers[0],
                                              &(struct tm_hint) {
                                                      .affinity = 0x5, .has_affinity = true, .preferred = true },
-                                             &reason, &message),
+                                             &aerr),
                          0);
         s = cpumanager_exclusive_cpus(m, "two", "a");
         assert_set(&s, "2,5");
@@ -876,7 +878,7 @@ static void test_align_by_socket(void **state) {
         assert_int_equal(cpumanager_allocate(m, two, &two->spec.containers[0],
                                              &(struct tm_hint) {
                                                      .affinity = 0x5, .has_affinity = true, .preferred = true },
-                                             &reason, &message),
+                                             &aerr),
                          0);
         s = cpumanager_exclusive_cpus(m, "two", "a");
         assert_set(&s, "2,8");

@@ -204,7 +204,8 @@ static void test_allocate(void **state) {
                                              "{cpu: \"1\", memory: 1Gi, hugepages-2Mi: 4Mi}, requests: {cpu: \"1\", "
                                              "memory: 1Gi, hugepages-2Mi: 4Mi}}\n");
         struct tm_hints h = {};
-        char *reason = NULL, *message = NULL, buf[1024];
+        _cleanup_ck_error_ struct ck_error *aerr = NULL;
+        char buf[1024];
         struct mm_mark *mark;
 
         assert_non_null(m);
@@ -236,14 +237,14 @@ static void test_allocate(void **state) {
         hints_text(&h, buf, sizeof(buf));
         assert_string_equal(buf, "{nil P}");
         tm_hints_done(&h);
-        assert_int_equal(memorymanager_allocate(m, burst, &burst->spec.containers[0], NULL, &reason, &message), 0);
+        assert_int_equal(memorymanager_allocate(m, burst, &burst->spec.containers[0], NULL, &aerr), 0);
         assert_int_equal(memorymanager_n_entries(m), 0);
         /* the topology manager's affinity */
         mark = memorymanager_mark(m);
         assert_int_equal(memorymanager_allocate(m, small, &small->spec.containers[0],
                                                 &(struct tm_hint) {
                                                         .affinity = 0x2, .has_affinity = true, .preferred = true },
-                                                &reason, &message),
+                                                &aerr),
                          0);
         memorymanager_commit(m, mark);
         assert_blocks(m, "small", "a", "memory=1073741824@1");
@@ -261,7 +262,7 @@ static void test_allocate(void **state) {
         tm_hints_done(&h);
         /* no affinity (topology manager none): the default hint, the narrowest preferred */
         mark = memorymanager_mark(m);
-        assert_int_equal(memorymanager_allocate(m, big, &big->spec.containers[0], NULL, &reason, &message), 0);
+        assert_int_equal(memorymanager_allocate(m, big, &big->spec.containers[0], NULL, &aerr), 0);
         memorymanager_commit(m, mark);
         assert_blocks(m, "big", "a", "memory=21474836480@0,2");
         /* a single node of that group is not offered any more */
@@ -277,21 +278,19 @@ static void test_allocate(void **state) {
         /* an affinity that violates the group: refused, nothing kept */
         mark = memorymanager_mark(m);
         assert_int_equal(memorymanager_allocate(m, huge, &huge->spec.containers[0],
-                                                &(struct tm_hint) { .affinity = 0x3, .has_affinity = true }, &reason,
-                                                &message),
+                                                &(struct tm_hint) { .affinity = 0x3, .has_affinity = true }, &aerr),
                          -ENOSPC);
-        assert_string_equal(reason, "UnexpectedAdmissionError");
-        assert_string_equal(message, "Allocate failed due to [memorymanager] preferred hint violates NUMA node "
-                                     "allocation, which is unexpected");
-        reason = mfree(reason);
-        message = mfree(message);
+        assert_string_equal(ck_error_reason(aerr), "UnexpectedAdmissionError");
+        assert_string_equal(ck_error_message(aerr),
+                            "Allocate failed due to [memorymanager] preferred hint violates NUMA node "
+                            "allocation, which is unexpected");
+        aerr = ck_error_free(aerr);
         memorymanager_rollback(m, mark);
         assert_int_equal(memorymanager_n_entries(m), 2);
         /* huge pages: a block per resource */
         mark = memorymanager_mark(m);
         assert_int_equal(memorymanager_allocate(m, huge, &huge->spec.containers[0],
-                                                &(struct tm_hint) { .affinity = 0x8, .has_affinity = true }, &reason,
-                                                &message),
+                                                &(struct tm_hint) { .affinity = 0x8, .has_affinity = true }, &aerr),
                          0);
         memorymanager_commit(m, mark);
         assert_blocks(m, "huge", "a", "hugepages-2Mi=4194304@3 memory=1073741824@3");
@@ -312,7 +311,7 @@ static void test_allocate(void **state) {
         assert_int_equal(memorymanager_n_entries(m), 3);
         assert_blocks(m, "big", "a", "memory=21474836480@0,2");
         mark = memorymanager_mark(m);
-        assert_int_equal(memorymanager_allocate(m, big, &big->spec.containers[0], NULL, &reason, &message), 0);
+        assert_int_equal(memorymanager_allocate(m, big, &big->spec.containers[0], NULL, &aerr), 0);
         memorymanager_commit(m, mark);
         assert_int_equal(memorymanager_n_entries(m), 3);
         /* release: the memory is free again; the group dissolves with its last assignment */
@@ -375,11 +374,12 @@ static void test_init_reuse(void **state) {
         struct memorymanager *m = new_static(sysfs, NULL, NULL);
         struct pod *p = parse_pod("withinit", "  initContainers:\n" GU("i", "2Gi") "  containers:\n" GU("a", "1Gi"));
         const struct tm_hint one = { .affinity = 0x2, .has_affinity = true, .preferred = true };
-        char *reason = NULL, *message = NULL, buf[128];
+        _cleanup_ck_error_ struct ck_error *aerr = NULL;
+        char buf[128];
         struct mm_mark *mark = memorymanager_mark(m);
 
-        assert_int_equal(memorymanager_allocate(m, p, &p->spec.init_containers[0], &one, &reason, &message), 0);
-        assert_int_equal(memorymanager_allocate(m, p, &p->spec.containers[0], &one, &reason, &message), 0);
+        assert_int_equal(memorymanager_allocate(m, p, &p->spec.init_containers[0], &one, &aerr), 0);
+        assert_int_equal(memorymanager_allocate(m, p, &p->spec.containers[0], &one, &aerr), 0);
         memorymanager_commit(m, mark);
         assert_blocks(m, "withinit", "i", "memory=1073741824@1");
         assert_blocks(m, "withinit", "a", "memory=1073741824@1");
@@ -391,7 +391,7 @@ static void test_init_reuse(void **state) {
                                           "  initContainers:\n" GU("i", "2Gi") "  containers:\n" GU("a", "1Gi")
                                                   GU("b", "512Mi"));
                 mark = memorymanager_mark(m);
-                assert_int_equal(memorymanager_allocate(m, q, &q->spec.containers[1], &one, &reason, &message), 0);
+                assert_int_equal(memorymanager_allocate(m, q, &q->spec.containers[1], &one, &aerr), 0);
                 assert_blocks(m, "withinit", "i", "memory=536870912@1");
                 memorymanager_rollback(m, mark);
                 assert_blocks(m, "withinit", "i", "memory=1073741824@1");
@@ -427,7 +427,8 @@ static void test_init_reuse_upstream(void **state) {
                 struct mm_machine mach = { .n = 1 };
                 struct memorymanager *m = NULL;
                 _cleanup_free_ char *yaml = NULL, *text = NULL;
-                char *reason = NULL, *message = NULL, want[128], key[8];
+                _cleanup_ck_error_ struct ck_error *aerr = NULL;
+                char want[128], key[8];
                 const char *names[] = { "initContainer1", "initContainer2", "container1", "container2" };
                 int sizes[] = { cases[i].want_init1, cases[i].want_init2, cases[i].app1, cases[i].app2 };
                 struct pod *p;
@@ -461,7 +462,7 @@ static void test_init_reuse_upstream(void **state) {
                         assert_int_equal(memorymanager_allocate(m, p,
                                                                 c < 2 ? &p->spec.init_containers[c]
                                                                       : &p->spec.containers[c - 2],
-                                                                &(struct tm_hint) {}, &reason, &message),
+                                                                &(struct tm_hint) {}, &aerr),
                                          0);
                 for (size_t c = 0; c < 4; c++) {
                         snprintf(want, sizeof(want), "hugepages-1Gi=%llu@0 memory=%llu@0",

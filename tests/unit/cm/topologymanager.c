@@ -359,15 +359,15 @@ static int p_pod_hints(void *userdata, const struct pod *p, struct tm_hints *acc
         return cpumanager_pod_hints(userdata, p, acc);
 }
 static int p_allocate(void *userdata, const struct pod *p, const struct container *c, const struct tm_hint *affinity,
-                      char **ret_reason, char **ret_message) {
-        return cpumanager_allocate(userdata, p, c, affinity, ret_reason, ret_message);
+                      struct ck_error **ret_error) {
+        return cpumanager_allocate(userdata, p, c, affinity, ret_error);
 }
 
-static int admit(const struct topologymanager *tm, struct cpumanager *m, const struct pod *p, char **reason,
-                 char **message) {
+static int admit(const struct topologymanager *tm, struct cpumanager *m, const struct pod *p,
+                 struct ck_error **ret_error) {
         const struct tm_provider prov = { m, p_container_hints, p_pod_hints, p_allocate };
         struct cpumanager_mark mark = cpumanager_mark(m);
-        int r = tm_admit(tm, p, &prov, 1, reason, message);
+        int r = tm_admit(tm, p, &prov, 1, ret_error);
         if (r < 0)
                 cpumanager_rollback(m, &mark);
         else
@@ -391,26 +391,25 @@ static void test_admit_with_cpus(void **state) {
                    *two = parse_pod("two", "  containers:\n" GU("a", "2")),
                    *nine = parse_pod("nine", "  containers:\n" GU("a", "9")),
                    *podscope = parse_pod("ps", "  containers:\n" GU("a", "3") GU("b", "3"));
-        char *reason = NULL, *message = NULL;
+        _cleanup_ck_error_ struct ck_error *aerr = NULL;
 
         assert_int_equal(tm_numa_discover(sysfs, &numa, NULL), 0);
         assert_int_equal(tm_init(&tm, &(struct tm_config) { .policy = "single-numa-node" }, &numa, NULL), 0);
         /* 7 CPUs: the narrowest hint is one node; node 0 (7 free CPUs) is the lowest */
-        assert_int_equal(admit(&tm, m, seven, &reason, &message), 0);
+        assert_int_equal(admit(&tm, m, seven, &aerr), 0);
         assert_cpus(m, "seven", "a", "1-3,16-19");
         /* 2 CPUs: node 0 is full, node 1 */
-        assert_int_equal(admit(&tm, m, two, &reason, &message), 0);
+        assert_int_equal(admit(&tm, m, two, &aerr), 0);
         assert_cpus(m, "two", "a", "4,20");
         /* 9 CPUs do not fit on one node: refused, nothing kept */
-        assert_int_equal(admit(&tm, m, nine, &reason, &message), -ENOSPC);
-        assert_string_equal(reason, "TopologyAffinityError");
-        assert_string_equal(message, "Resources cannot be allocated with Topology locality");
-        reason = mfree(reason);
-        message = mfree(message);
+        assert_int_equal(admit(&tm, m, nine, &aerr), -ENOSPC);
+        assert_string_equal(ck_error_reason(aerr), "TopologyAffinityError");
+        assert_string_equal(ck_error_message(aerr), "Resources cannot be allocated with Topology locality");
+        aerr = ck_error_free(aerr);
         assert_int_equal(cpumanager_n_entries(m), 2);
         /* best-effort admits them across two nodes, the aligned part first */
         tm.policy = TM_POLICY_BEST_EFFORT;
-        assert_int_equal(admit(&tm, m, nine, &reason, &message), 0);
+        assert_int_equal(admit(&tm, m, nine, &aerr), 0);
         {
                 struct cpuset s = cpumanager_exclusive_cpus(m, "nine", "a");
                 assert_int_equal(cpuset_count(&s), 9);
@@ -418,7 +417,7 @@ static void test_admit_with_cpus(void **state) {
         /* the pod scope: both containers on one node (6 CPUs on node 3 or what is left of node 1 / 2) */
         tm.policy = TM_POLICY_SINGLE_NUMA_NODE;
         tm.scope = TM_SCOPE_POD;
-        assert_int_equal(admit(&tm, m, podscope, &reason, &message), 0);
+        assert_int_equal(admit(&tm, m, podscope, &aerr), 0);
         {
                 struct cpuset a = cpumanager_exclusive_cpus(m, "ps", "a"), b = cpumanager_exclusive_cpus(m, "ps", "b"),
                               u = cpuset_union(&a, &b);

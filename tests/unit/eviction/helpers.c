@@ -417,20 +417,23 @@ static void test_admit(void **state) {
         struct pod *burst = parse_pod("burst",
                                       "  containers:\n  - {name: c, image: i, resources: {requests: {memory: 1Mi}}}\n");
         struct pod *crit = parse_pod("crit", "  priority: 2000000000\n  containers:\n  - {name: c, image: i}\n");
-        const char *reason = NULL;
-        char *msg = NULL;
+        _cleanup_ck_error_ struct ck_error *aerr = NULL;
 
-        assert_true(eviction_admit(0, be, &reason, &msg));
-        assert_false(eviction_admit(EVICTION_MEMORY_PRESSURE, be, &reason, &msg));
-        assert_string_equal(reason, "Evicted");
-        assert_string_equal(msg, "The node had condition: [MemoryPressure]. ");
-        free(msg);
-        assert_true(eviction_admit(EVICTION_MEMORY_PRESSURE, tol, &reason, &msg));
-        assert_true(eviction_admit(EVICTION_MEMORY_PRESSURE, burst, &reason, &msg));
-        assert_false(eviction_admit(EVICTION_MEMORY_PRESSURE | EVICTION_DISK_PRESSURE, burst, &reason, &msg));
-        assert_string_equal(msg, "The node had condition: [MemoryPressure DiskPressure]. ");
-        free(msg);
-        assert_true(eviction_admit(EVICTION_DISK_PRESSURE | EVICTION_PID_PRESSURE, crit, &reason, &msg));
+        assert_int_equal(eviction_admit(0, be, &aerr), 0);
+        assert_null(aerr);
+        assert_int_equal(eviction_admit(EVICTION_MEMORY_PRESSURE, be, &aerr), -ENOSPC);
+        assert_string_equal(ck_error_reason(aerr), "Evicted");
+        assert_string_equal(ck_error_message(aerr), "The node had condition: [MemoryPressure]. ");
+        aerr = ck_error_free(aerr);
+        assert_int_equal(eviction_admit(EVICTION_MEMORY_PRESSURE, tol, &aerr), 0);
+        assert_int_equal(eviction_admit(EVICTION_MEMORY_PRESSURE, burst, &aerr), 0);
+        assert_null(aerr);
+        assert_int_equal(eviction_admit(EVICTION_MEMORY_PRESSURE | EVICTION_DISK_PRESSURE, burst, &aerr), -ENOSPC);
+        assert_string_equal(ck_error_reason(aerr), "Evicted");
+        assert_string_equal(ck_error_message(aerr), "The node had condition: [MemoryPressure DiskPressure]. ");
+        aerr = ck_error_free(aerr);
+        assert_int_equal(eviction_admit(EVICTION_DISK_PRESSURE | EVICTION_PID_PRESSURE, crit, &aerr), 0);
+        assert_null(aerr);
         assert_true(eviction_pod_is_critical(crit));
         assert_false(eviction_pod_is_critical(be));
         pod_free(be);

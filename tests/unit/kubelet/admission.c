@@ -66,39 +66,36 @@ static void test_admit(void **state) {
                 "  containers:\n  - {name: a, image: i, resources: {requests: {cpu: 600m, memory: 900Mi}}}\n");
         struct pod *none = parse_pod("  containers:\n  - {name: a, image: i}\n");
         const struct pod *admitted[3] = { big, none, none };
-        char *reason = NULL;
-        char *msg = NULL;
+        _cleanup_ck_error_ struct ck_error *aerr = NULL;
 
-        assert_int_equal(kubelet_admit(mid, admitted, 0, &node, &reason, &msg), 0);
-        assert_null(msg);
+        assert_int_equal(kubelet_admit(mid, admitted, 0, &node, &aerr), 0);
+        assert_null(aerr);
         /* cpu: 600 + 1500 > 2000 */
-        assert_int_equal(kubelet_admit(mid, admitted, 1, &node, &reason, &msg), -ENOSPC);
-        assert_string_equal(reason, "OutOfcpu");
-        assert_string_equal(msg, "Pod was rejected: Node didn't have enough resource: cpu, requested: 600, used: 1500, "
-                                 "capacity: 2000");
-        free(msg);
-        free(reason);
-        msg = reason = NULL;
+        assert_int_equal(kubelet_admit(mid, admitted, 1, &node, &aerr), -ENOSPC);
+        assert_string_equal(ck_error_reason(aerr), "OutOfcpu");
+        assert_string_equal(ck_error_message(aerr),
+                            "Pod was rejected: Node didn't have enough resource: cpu, requested: 600, used: 1500, "
+                            "capacity: 2000");
+        aerr = ck_error_free(aerr);
         /* a pod without requests always fits the resources, but not the pod count */
-        assert_int_equal(kubelet_admit(none, admitted, 2, &node, &reason, &msg), 0);
-        assert_int_equal(kubelet_admit(none, admitted, 3, &node, &reason, &msg), -ENOSPC);
-        assert_string_equal(reason, "OutOfpods");
-        assert_string_equal(msg, "Pod was rejected: Node didn't have enough resource: pods, requested: 1, used: 3, "
-                                 "capacity: 3");
-        free(msg);
-        free(reason);
-        msg = reason = NULL;
+        assert_int_equal(kubelet_admit(none, admitted, 2, &node, &aerr), 0);
+        assert_int_equal(kubelet_admit(none, admitted, 3, &node, &aerr), -ENOSPC);
+        assert_string_equal(ck_error_reason(aerr), "OutOfpods");
+        assert_string_equal(ck_error_message(aerr),
+                            "Pod was rejected: Node didn't have enough resource: pods, requested: 1, used: 3, "
+                            "capacity: 3");
+        aerr = ck_error_free(aerr);
         /* memory */
         node.cpu_milli = 8000;
         admitted[0] = mid;
-        assert_int_equal(kubelet_admit(mid, admitted, 1, &node, &reason, &msg), -ENOSPC);
-        assert_string_equal(reason, "OutOfmemory");
-        assert_non_null(strstr(msg, "memory, requested: 943718400, used: 943718400, capacity: 1073741824"));
-        free(msg);
-        free(reason);
+        assert_int_equal(kubelet_admit(mid, admitted, 1, &node, &aerr), -ENOSPC);
+        assert_string_equal(ck_error_reason(aerr), "OutOfmemory");
+        assert_non_null(
+                strstr(ck_error_message(aerr), "memory, requested: 943718400, used: 943718400, capacity: 1073741824"));
+        aerr = ck_error_free(aerr);
         /* no pod limit */
         node.max_pods = 0;
-        assert_int_equal(kubelet_admit(none, admitted, 3, &node, &reason, &msg), 0);
+        assert_int_equal(kubelet_admit(none, admitted, 3, &node, &aerr), 0);
         pod_free(big);
         pod_free(mid);
         pod_free(none);
@@ -107,22 +104,20 @@ static void test_admit(void **state) {
 static void test_sysctls(void **state) {
         char *allowed[] = { "net.core.somaxconn", NULL };
         struct admission_node node = { .max_pods = 1, .cpu_milli = 1000, .memory_bytes = 1024 * MIB };
-        char *reason = NULL;
-        char *message = NULL;
+        _cleanup_ck_error_ struct ck_error *aerr = NULL;
         struct pod *p;
 
         p = parse_pod("  securityContext: {sysctls: [{name: net.ipv4.tcp_syncookies, value: '1'}, "
                       "{name: net.core.somaxconn, value: '1024'}]}\n  containers:\n  - {name: a, image: i}\n");
         /* checked before the resources: a forbidden sysctl is reported even when the node is full */
-        assert_int_equal(kubelet_admit(p, (const struct pod *const *) &p, 1, &node, &reason, &message), -ENOSPC);
-        assert_string_equal(reason, "SysctlForbidden");
-        assert_string_equal(message, "Pod was rejected: forbidden sysctl: \"net.core.somaxconn\" not allowlisted");
-        free(message);
-        free(reason);
-        message = reason = NULL;
+        assert_int_equal(kubelet_admit(p, (const struct pod *const *) &p, 1, &node, &aerr), -ENOSPC);
+        assert_string_equal(ck_error_reason(aerr), "SysctlForbidden");
+        assert_string_equal(ck_error_message(aerr),
+                            "Pod was rejected: forbidden sysctl: \"net.core.somaxconn\" not allowlisted");
+        aerr = ck_error_free(aerr);
         node.allowed_unsafe_sysctls = allowed;
-        assert_int_equal(kubelet_admit(p, NULL, 0, &node, &reason, &message), 0);
-        assert_null(message);
+        assert_int_equal(kubelet_admit(p, NULL, 0, &node, &aerr), 0);
+        assert_null(aerr);
         pod_free(p);
 }
 
@@ -141,19 +136,19 @@ static void test_extended(void **state) {
         struct pod *other = parse_pod(
                 "  containers:\n  - {name: a, image: i, resources: {limits: {other.com/x: 9}}}\n");
         const struct pod *admitted[] = { two };
-        char *reason = NULL, *msg = NULL;
+        _cleanup_ck_error_ struct ck_error *aerr = NULL;
 
         assert_int_equal(pod_request_units(two, "example.com/dev"), 2);
         assert_int_equal(pod_request_units(init, "example.com/dev"), 2);
         assert_int_equal(pod_request_units(other, "example.com/dev"), 0);
-        assert_int_equal(kubelet_admit(two, NULL, 0, &node, &reason, &msg), 0);
-        assert_int_equal(kubelet_admit(init, admitted, 1, &node, &reason, &msg), -ENOSPC);
-        assert_string_equal(reason, "OutOfexample.com/dev");
-        assert_string_equal(msg, "Pod was rejected: Node didn't have enough resource: example.com/dev, requested: 2, "
-                                 "used: 2, capacity: 3");
-        free(reason);
-        free(msg);
-        assert_int_equal(kubelet_admit(other, admitted, 1, &node, &reason, &msg), 0);
+        assert_int_equal(kubelet_admit(two, NULL, 0, &node, &aerr), 0);
+        assert_int_equal(kubelet_admit(init, admitted, 1, &node, &aerr), -ENOSPC);
+        assert_string_equal(ck_error_reason(aerr), "OutOfexample.com/dev");
+        assert_string_equal(ck_error_message(aerr),
+                            "Pod was rejected: Node didn't have enough resource: example.com/dev, requested: 2, "
+                            "used: 2, capacity: 3");
+        aerr = ck_error_free(aerr);
+        assert_int_equal(kubelet_admit(other, admitted, 1, &node, &aerr), 0);
         pod_free(two);
         pod_free(init);
         pod_free(other);
@@ -174,20 +169,18 @@ static void test_admit_os(void **state) {
 
         for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
                 _cleanup_free_ char *spec = NULL;
-                char *reason = NULL;
-                char *msg = NULL;
+                _cleanup_ck_error_ struct ck_error *aerr = NULL;
                 struct pod *p;
                 assert_true(asprintf(&spec, "%s  containers:\n  - {name: a, image: i}\n", cases[i].spec) > 0);
                 p = parse_pod(spec);
                 if (!cases[i].reason)
-                        assert_int_equal(kubelet_admit(p, NULL, 0, &node, &reason, &msg), 0);
+                        assert_int_equal(kubelet_admit(p, NULL, 0, &node, &aerr), 0);
                 else {
-                        assert_int_equal(kubelet_admit(p, NULL, 0, &node, &reason, &msg), -ENOSPC);
-                        assert_string_equal(reason, cases[i].reason);
-                        assert_string_equal(msg, cases[i].message);
+                        assert_int_equal(kubelet_admit(p, NULL, 0, &node, &aerr), -ENOSPC);
+                        assert_string_equal(ck_error_reason(aerr), cases[i].reason);
+                        assert_string_equal(ck_error_message(aerr), cases[i].message);
                 }
-                free(reason);
-                free(msg);
+                aerr = ck_error_free(aerr);
                 pod_free(p);
         }
 }
@@ -200,23 +193,41 @@ static void test_admit_supplemental_groups_policy(void **state) {
                                        "  containers:\n  - {name: a, image: i}\n"),
                    *merge = parse_pod("  securityContext: {supplementalGroupsPolicy: Merge}\n"
                                       "  containers:\n  - {name: a, image: i}\n");
-        char *reason = NULL, *msg = NULL;
+        _cleanup_ck_error_ struct ck_error *aerr = NULL;
 
-        assert_int_equal(kubelet_admit(strict, NULL, 0, &node, &reason, &msg), -ENOSPC);
-        assert_string_equal(reason, "SupplementalGroupsPolicyNotSupported");
-        assert_string_equal(msg, "SupplementalGroupsPolicy=Strict is not supported in this node");
-        free(reason);
-        free(msg);
-        assert_int_equal(kubelet_admit(merge, NULL, 0, &node, &reason, &msg), 0);
+        assert_int_equal(kubelet_admit(strict, NULL, 0, &node, &aerr), -ENOSPC);
+        assert_string_equal(ck_error_reason(aerr), "SupplementalGroupsPolicyNotSupported");
+        assert_string_equal(ck_error_message(aerr), "SupplementalGroupsPolicy=Strict is not supported in this node");
+        aerr = ck_error_free(aerr);
+        assert_int_equal(kubelet_admit(merge, NULL, 0, &node, &aerr), 0);
         node.supplemental_groups_policy = true;
-        assert_int_equal(kubelet_admit(strict, NULL, 0, &node, &reason, &msg), 0);
+        assert_int_equal(kubelet_admit(strict, NULL, 0, &node, &aerr), 0);
         pod_free(strict);
         pod_free(merge);
+}
+
+/* the AppArmor admit handler's reason and message, as the pod's status gets them */
+static void test_admit_apparmor(void **state) {
+        struct admission_node node = { .cpu_milli = 2000, .memory_bytes = 1024 * MIB };
+        struct pod *p = parse_pod("  securityContext: {appArmorProfile: {type: RuntimeDefault}}\n"
+                                  "  containers:\n  - {name: a, image: i}\n");
+        _cleanup_ck_error_ struct ck_error *aerr = NULL;
+
+        assert_int_equal(kubelet_admit(p, NULL, 0, &node, &aerr), -ENOSPC);
+        assert_int_equal(aerr->code, -ENOSPC);
+        assert_string_equal(ck_error_reason(aerr), "AppArmor");
+        assert_string_equal(ck_error_message(aerr), "Cannot enforce AppArmor: AppArmor is not enabled on the host");
+        aerr = ck_error_free(aerr);
+        node.apparmor_enabled = true;
+        assert_int_equal(kubelet_admit(p, NULL, 0, &node, &aerr), 0);
+        assert_null(aerr);
+        pod_free(p);
 }
 
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_admit_supplemental_groups_policy),
+                cmocka_unit_test(test_admit_apparmor),
                 cmocka_unit_test(test_admit_os),
                 cmocka_unit_test(test_requests),
                 cmocka_unit_test(test_extended),

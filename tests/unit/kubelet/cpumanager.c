@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include <fcntl.h>
+#include <unistd.h>
 
 #include "basic/fs.h"
 #include "basic/string.h"
@@ -21,6 +23,31 @@
 #include "kubelet/kubelet-internal.h"
 
 #define MIN_USEC (60 * USEC_PER_SEC)
+
+/* stderr into a file while the kubelet runs (its "Pod admission denied" line); restored by stderr_restore, which
+ * returns what was logged and echoes it to the real stderr */
+static int stderr_capture(const char *path) {
+        int saved, fd;
+
+        fflush(stderr);
+        saved = dup(STDERR_FILENO);
+        fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        assert_true(fd >= 0 && saved >= 0);
+        assert_int_equal(dup2(fd, STDERR_FILENO), STDERR_FILENO);
+        close(fd);
+        return saved;
+}
+
+static char *stderr_restore(const char *path, int saved) {
+        char *data = NULL;
+
+        fflush(stderr);
+        assert_int_equal(dup2(saved, STDERR_FILENO), STDERR_FILENO);
+        close(saved);
+        assert_int_equal(read_full_file(path, 64 * 1024 * 1024, &data, NULL), 0);
+        fputs(data, stderr);
+        return data;
+}
 
 static const char *cpuset_of(struct test_kubelet *t, const char *uid, const char *name) {
         const struct fake_container *c = fake_runtime_find(t->rt, uid, name);
@@ -185,8 +212,9 @@ static void test_unreadable_sysfs(void **state) {
  * node (15.5Gi; each has 15Gi allocatable) is refused and holds nothing; a restart keeps the assignment */
 static void test_topology_and_memory(void **state) {
         struct test_kubelet *t = tk_new();
-        _cleanup_free_ char *sysfs = NULL, *statefile = NULL, *text = NULL;
+        _cleanup_free_ char *sysfs = NULL, *statefile = NULL, *text = NULL, *log_path = NULL, *logged = NULL;
         const struct fake_container *c;
+        int saved_stderr;
 
         assert_true(asprintf(&sysfs, "%s/sys", t->dir) > 0);
         fake_sysfs_make(sysfs);
@@ -203,8 +231,14 @@ static void test_topology_and_memory(void **state) {
                               "spec:\n  containers:\n  - name: w\n    image: " TK_IMAGE "\n"
                               "    resources: {limits: {cpu: \"1\", memory: 15872Mi}, requests: {cpu: \"1\", "
                               "memory: 15872Mi}}\n");
+        assert_true(asprintf(&log_path, "%s/kubelet.log", t->dir) > 0);
+        saved_stderr = stderr_capture(log_path);
         tk_start(t);
         tk_wait(t, tk_running, (&(struct tk_want) { .t = t, .uid = "gu", .container = "a" }), MIN_USEC);
+        logged = stderr_restore(log_path, saved_stderr);
+        /* the refusal's reason and message, as the pod's status would get them */
+        assert_non_null(strstr(logged, "podUID=\"wide\" reason=\"TopologyAffinityError\" message=\"Resources cannot be "
+                                       "allocated with Topology locality\""));
         c = fake_runtime_find(t->rt, "gu", "a");
         assert_string_equal(c->config->linux->resources->cpuset_cpus, "16");
         assert_string_equal(c->config->linux->resources->cpuset_mems, "0");

@@ -349,7 +349,7 @@ static void test_validate(void **state) {
 static void test_apparmor(void **state) {
         struct kc_build_context ctx = { .root_dir = "/var/lib/ck", .pod_logs_dir = "/tmp" };
         Runtime__V1__ContainerConfig *cfg = NULL;
-        _cleanup_free_ char *msg = NULL;
+        _cleanup_ck_error_ struct ck_error *aerr = NULL;
         struct pod *p;
         static const struct {
                 const char *annotations, *pod_profile, *container_profile;
@@ -404,12 +404,15 @@ static void test_apparmor(void **state) {
                                  cases[i].type >= 0 &&
                                          cases[i].type != RUNTIME__V1__SECURITY_PROFILE__PROFILE_TYPE__Unconfined);
                 if (kr_pod_requires_apparmor(p)) {
-                        assert_int_equal(kr_apparmor_admit(p, false, &msg), -EPERM);
-                        assert_string_equal(msg, "Cannot enforce AppArmor: AppArmor is not enabled on the host");
-                        msg = mfree(msg);
-                        assert_int_equal(kr_apparmor_admit(p, true, &msg), 0);
+                        assert_int_equal(kr_apparmor_admit(p, false, &aerr), -EPERM);
+                        assert_string_equal(ck_error_reason(aerr), "AppArmor");
+                        assert_string_equal(ck_error_message(aerr),
+                                            "Cannot enforce AppArmor: AppArmor is not enabled on the host");
+                        aerr = ck_error_free(aerr);
+                        assert_int_equal(kr_apparmor_admit(p, true, &aerr), 0);
                 } else
-                        assert_int_equal(kr_apparmor_admit(p, false, &msg), 0);
+                        assert_int_equal(kr_apparmor_admit(p, false, &aerr), 0);
+                assert_null(aerr);
                 pb_free(cfg);
                 pod_set_done(&set);
         }
