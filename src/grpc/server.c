@@ -46,6 +46,8 @@ struct grpc_server_call {
         char *message;
         /* a server-streaming call: messages appended to resp as they come, the status once it ends */
         bool streaming, submitted, deferred, ended;
+        /* a unary call answered later (grpc_server_reply_later): waiting once its handler returned unanswered */
+        bool later, waiting;
         grpc_server_close_cb on_close;
         void *close_userdata;
 };
@@ -164,6 +166,19 @@ static void submit_reply(struct grpc_server_call *call) {
         }
 }
 
+static void conn_update(struct conn *c);
+
+/* a call answered after its handler returned (grpc_server_reply_later): the answer goes out now, as it would have
+ * from the handler */
+static void reply_now(struct grpc_server_call *call) {
+        call->on_close = NULL; /* the owner lets go of the call here */
+        if (!call->waiting)
+                return; /* still in its handler: dispatch submits the answer */
+        call->waiting = false;
+        submit_reply(call);
+        conn_update(call->c);
+}
+
 void grpc_server_reply(struct grpc_server_call *call, const ProtobufCMessage *resp) {
         size_t len;
 
@@ -174,18 +189,21 @@ void grpc_server_reply(struct grpc_server_call *call, const ProtobufCMessage *re
                 call->status = GRPC_RESOURCE_EXHAUSTED;
                 (void) asprintf(&call->message, "grpc: trying to send message larger than max (%zu vs. %u)", len,
                                 GRPC_MAX_MESSAGE_SIZE);
+                reply_now(call);
                 return;
         }
         call->resp = malloc(len + GRPC_FRAME_HEADER);
         if (!call->resp) {
                 call->status = GRPC_RESOURCE_EXHAUSTED;
                 call->message = strdup("out of memory");
+                reply_now(call);
                 return;
         }
         grpc_frame_header(call->resp, (uint32_t) len);
         protobuf_c_message_pack(resp, call->resp + GRPC_FRAME_HEADER);
         call->resp_len = len + GRPC_FRAME_HEADER;
         call->status = GRPC_OK;
+        reply_now(call);
 }
 
 void grpc_server_reply_error(struct grpc_server_call *call, int grpc_status, const char *fmt, ...) {
@@ -198,12 +216,18 @@ void grpc_server_reply_error(struct grpc_server_call *call, int grpc_status, con
         if (vasprintf(&call->message, fmt, ap) < 0)
                 call->message = NULL;
         va_end(ap);
+        reply_now(call);
 }
 
-static void conn_update(struct conn *c);
+void grpc_server_reply_later(struct grpc_server_call *call, grpc_server_close_cb on_close, void *userdata) {
+        assert(call && !call->replied && !call->streaming && !call->later);
+        call->later = true;
+        call->on_close = on_close;
+        call->close_userdata = userdata;
+}
 
 void grpc_server_call_hold(struct grpc_server_call *call, grpc_server_close_cb on_close, void *userdata) {
-        assert(call && !call->replied && !call->streaming);
+        assert(call && !call->replied && !call->streaming && !call->later);
         call->streaming = true;
         call->replied = true; /* its answer is the stream */
         call->status = GRPC_OK;
@@ -310,6 +334,10 @@ static void dispatch(struct grpc_server_call *call) {
         else {
                 m->handler(call, req, s->userdata);
                 protobuf_c_message_free_unpacked(req, NULL);
+                if (call->later && !call->replied) {
+                        call->waiting = true; /* its owner answers later */
+                        return;
+                }
                 if (!call->replied)
                         grpc_server_reply_error(call, GRPC_INTERNAL, "the handler of %s gave no answer", m->path);
         }
@@ -388,7 +416,7 @@ static int on_frame_recv(nghttp2_session *session, const nghttp2_frame *frame, v
             !(frame->hd.flags & NGHTTP2_FLAG_END_STREAM))
                 return 0;
         call = nghttp2_session_get_stream_user_data(session, frame->hd.stream_id);
-        if (call && !call->replied)
+        if (call && !call->replied && !call->waiting)
                 dispatch(call);
         return 0;
 }

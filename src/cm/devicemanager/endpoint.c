@@ -2,6 +2,7 @@
 /* A device plugin's endpoint: ListAndWatch and the unary calls over src/grpc's client. */
 #include "cm/devicemanager/endpoint.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,7 +55,6 @@ static void on_stream_end(const struct grpc_reply *reply, void *userdata) {
 int dm_endpoint_new(struct event_base *base, const char *socket_path, const char *resource,
                     dm_endpoint_devices_cb on_devices, dm_endpoint_stopped_cb on_stopped, void *userdata,
                     struct dm_endpoint **ret) {
-        V1beta1__Empty empty = V1BETA1__EMPTY__INIT;
         struct dm_endpoint *e;
         int r;
 
@@ -73,15 +73,20 @@ int dm_endpoint_new(struct event_base *base, const char *socket_path, const char
         r = grpc_client_new(base, socket_path, DM_RPC_TIMEOUT_USEC, &e->client);
         if (r < 0)
                 goto fail;
-        r = grpc_call_stream(e->client, "/v1beta1.DevicePlugin/ListAndWatch", &empty.base,
-                             &v1beta1__list_and_watch_response__descriptor, on_message, on_stream_end, e, &e->stream);
-        if (r < 0)
-                goto fail;
         *ret = e;
         return 0;
 fail:
         dm_endpoint_free(e);
         return r;
+}
+
+int dm_endpoint_watch(struct dm_endpoint *e) {
+        V1beta1__Empty empty = V1BETA1__EMPTY__INIT;
+
+        assert(!e->stream);
+        return grpc_call_stream(e->client, "/v1beta1.DevicePlugin/ListAndWatch", &empty.base,
+                                &v1beta1__list_and_watch_response__descriptor, on_message, on_stream_end, e,
+                                &e->stream);
 }
 
 struct dm_endpoint *dm_endpoint_free(struct dm_endpoint *e) {
@@ -120,6 +125,13 @@ static int call(struct dm_endpoint *e, const char *method, const ProtobufCMessag
         if (r < 0)
                 free(c);
         return r;
+}
+
+int dm_endpoint_get_options(struct dm_endpoint *e, dm_endpoint_reply_cb cb, void *userdata) {
+        V1beta1__Empty empty = V1BETA1__EMPTY__INIT;
+
+        return call(e, "/v1beta1.DevicePlugin/GetDevicePluginOptions", &empty.base,
+                    &v1beta1__device_plugin_options__descriptor, cb, userdata);
 }
 
 int dm_endpoint_get_preferred_allocation(struct dm_endpoint *e, char *const *available, char *const *must_include,

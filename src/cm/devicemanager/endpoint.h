@@ -21,7 +21,9 @@ typedef void (*dm_endpoint_devices_cb)(struct dm_endpoint *e, const V1beta1__Lis
  * inside this callback */
 typedef void (*dm_endpoint_stopped_cb)(struct dm_endpoint *e, const char *why, void *userdata);
 
-/* Connects to socket_path and starts ListAndWatch. */
+/* A client for socket_path (connected as calls are made). Nothing is called yet: registration asks for the
+ * options (dm_endpoint_get_options), then starts ListAndWatch (dm_endpoint_watch), as upstream's
+ * PluginConnected and client.Run. */
 int dm_endpoint_new(struct event_base *base, const char *socket_path, const char *resource,
                     dm_endpoint_devices_cb on_devices, dm_endpoint_stopped_cb on_stopped, void *userdata,
                     struct dm_endpoint **ret);
@@ -29,10 +31,14 @@ int dm_endpoint_new(struct event_base *base, const char *socket_path, const char
  * Accepts NULL. */
 struct dm_endpoint *dm_endpoint_free(struct dm_endpoint *e);
 const char *dm_endpoint_socket(const struct dm_endpoint *e);
+/* Starts ListAndWatch: on_devices for each list, on_stopped once when the stream ends. Once. */
+int dm_endpoint_watch(struct dm_endpoint *e);
 
 /* A call's outcome: resp NULL and error set ("rpc error: code = ... desc = ...") on failure. */
 typedef void (*dm_endpoint_reply_cb)(const ProtobufCMessage *resp, const char *error, void *userdata);
 
+/* GetDevicePluginOptions: resp is a V1beta1__DevicePluginOptions */
+int dm_endpoint_get_options(struct dm_endpoint *e, dm_endpoint_reply_cb cb, void *userdata);
 int dm_endpoint_get_preferred_allocation(struct dm_endpoint *e, char *const *available, char *const *must_include,
                                          int32_t size, dm_endpoint_reply_cb cb, void *userdata);
 int dm_endpoint_allocate(struct dm_endpoint *e, char *const *ids, dm_endpoint_reply_cb cb, void *userdata);

@@ -84,6 +84,15 @@ struct pending {
         char *resource;
 };
 
+/* a Register call waiting for the plugin's GetDevicePluginOptions answer (upstream's PluginConnected) */
+struct registration {
+        struct registration *prev, *next;
+        struct devicemanager *m;
+        struct grpc_server_call *call; /* answered once the options come (grpc_server_reply_later) */
+        struct dm_endpoint *ep;        /* NULL while the registration is being dropped */
+        char *resource, *path;
+};
+
 struct reaped {
         struct reaped *next;
         struct dm_endpoint *ep;
@@ -101,7 +110,8 @@ struct devicemanager {
         struct result *results;
         struct dm_request *requests;
         struct reaped *reap;
-        struct event *ev_work; /* deferred: reap endpoints, run jobs and requests, tell the kubelet */
+        struct registration *registrations; /* waiting for their options */
+        struct event *ev_work;              /* deferred: reap endpoints, run jobs and requests, tell the kubelet */
         bool changed;
         bool stopping;
         void (*on_change)(void *userdata);

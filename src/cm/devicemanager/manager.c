@@ -130,13 +130,107 @@ static void on_stopped(struct dm_endpoint *ep, const char *why, void *userdata) 
 
 /* ---------------------------------------------------------------- Registration */
 
+/* dm_resource_add would find a slot: the resource's own (dropped or not), or a new one */
+static bool resource_room(const struct devicemanager *m, const char *name) {
+        for (size_t i = 0; i < m->n_resources; i++)
+                if (streq(m->resources[i].name, name))
+                        return true;
+        return m->n_resources < MAX_RESOURCES;
+}
+
+static void registration_free(struct registration *g) {
+        if (!g)
+                return;
+        DLIST_REMOVE(g->m->registrations, g);
+        free(g->resource);
+        free(g->path);
+        free(g);
+}
+
+/* given up before the options came: the endpoint goes now, its GetDevicePluginOptions call (ended with CANCELLED
+ * there) with it */
+static void registration_drop(struct registration *g) {
+        struct dm_endpoint *ep = g->ep;
+
+        g->ep = NULL; /* on_options, run from dm_endpoint_free, leaves the rest to us */
+        dm_endpoint_free(ep);
+        registration_free(g);
+}
+
+/* PluginConnected: the options are the plugin's answer to GetDevicePluginOptions (not the RegisterRequest's);
+ * then ListAndWatch starts (client.Run) and the Register call is answered */
+static void on_options(const ProtobufCMessage *msg, const char *error, void *userdata) {
+        struct registration *g = userdata;
+        struct devicemanager *m = g->m;
+        const V1beta1__DevicePluginOptions *opts = (const V1beta1__DevicePluginOptions *) msg;
+        V1beta1__Empty empty = V1BETA1__EMPTY__INIT;
+        struct dm_endpoint *ep = g->ep;
+        struct resource *r;
+        int k;
+
+        if (!ep)
+                return; /* being dropped (registration_drop) */
+        if (error) {
+                log_error("Failed to connect to new client (resource %s, socketPath %s): failed to get device plugin "
+                          "options: %s",
+                          g->resource, g->path, error);
+                if (g->call)
+                        grpc_server_reply_error(g->call, GRPC_UNKNOWN, "failed to get device plugin options: %s",
+                                                error);
+                goto drop;
+        }
+        r = dm_resource_add(m, g->resource);
+        if (!r) {
+                if (g->call)
+                        grpc_server_reply_error(g->call, GRPC_RESOURCE_EXHAUSTED, "cannot register more resources");
+                goto drop;
+        }
+        k = dm_endpoint_watch(ep);
+        if (k < 0) {
+                log_error("Failed to connect to new client (resource %s, socketPath %s): cannot start ListAndWatch: %s",
+                          g->resource, g->path, strerror(-k));
+                if (g->call)
+                        grpc_server_reply_error(g->call, GRPC_UNKNOWN, "cannot start ListAndWatch: %s", strerror(-k));
+                goto drop;
+        }
+        /* the newest registration wins, as upstream; the old endpoint's end no longer counts */
+        reap_endpoint(m, r->ep);
+        r->ep = ep;
+        r->stopped_usec = 0;
+        r->has_options = true;
+        r->pre_start_required = opts->pre_start_required;
+        r->preferred_available = opts->get_preferred_allocation_available;
+        log_v(2, "Registered endpoint %s for resource %s", g->path, r->name);
+        if (g->call)
+                grpc_server_reply(g->call, &empty.base);
+        registration_free(g);
+        changed(m);
+        return;
+drop:
+        /* not from inside its own callback: freed from on_work */
+        g->ep = NULL;
+        registration_free(g);
+        reap_endpoint(m, ep);
+}
+
+/* the plugin gave up on its Register call first: as upstream, whose GetDevicePluginOptions runs in the call's
+ * context, the registration fails with it */
+static void on_register_closed(struct grpc_server_call *call, void *userdata) {
+        struct registration *g = userdata;
+
+        g->call = NULL;
+        if (!g->m->stopping)
+                log_error("Failed to connect to new client (resource %s, socketPath %s): failed to get device plugin "
+                          "options: rpc error: code = Canceled desc = context canceled",
+                          g->resource, g->path);
+        registration_drop(g);
+}
+
 static void on_register(struct grpc_server_call *call, const ProtobufCMessage *msg, void *userdata) {
         struct devicemanager *m = userdata;
         const V1beta1__RegisterRequest *req = (const V1beta1__RegisterRequest *) msg;
-        V1beta1__Empty empty = V1BETA1__EMPTY__INIT;
         _cleanup_free_ char *path = NULL;
-        struct dm_endpoint *ep = NULL;
-        struct resource *r;
+        struct registration *g;
         int k;
 
         log_info("Got registration request from device plugin with resource name \"%s\"", strempty(req->resource_name));
@@ -165,28 +259,39 @@ static void on_register(struct grpc_server_call *call, const ProtobufCMessage *m
                                         strempty(req->endpoint), m->dir);
                 return;
         }
-        r = dm_resource_add(m, req->resource_name);
-        if (!r) {
+        if (!resource_room(m, req->resource_name)) {
                 grpc_server_reply_error(call, GRPC_RESOURCE_EXHAUSTED, "cannot register more resources");
                 return;
         }
-        k = dm_endpoint_new(m->base, path, req->resource_name, on_devices, on_stopped, m, &ep);
-        if (k < 0) {
-                log_error("Failed to dial device plugin with request %s at %s: %s", req->resource_name, path,
-                          strerror(-k));
-                grpc_server_reply_error(call, GRPC_UNKNOWN, "failed to dial device plugin: %s", strerror(-k));
+        g = calloc(1, sizeof(*g));
+        if (!g || !(g->resource = strdup(req->resource_name))) {
+                free(g);
+                grpc_server_reply_error(call, GRPC_RESOURCE_EXHAUSTED, "out of memory");
                 return;
         }
-        /* the newest registration wins, as upstream; the old endpoint's end no longer counts */
-        reap_endpoint(m, r->ep);
-        r->ep = ep;
-        r->stopped_usec = 0;
-        r->has_options = req->options != NULL;
-        r->pre_start_required = req->options && req->options->pre_start_required;
-        r->preferred_available = req->options && req->options->get_preferred_allocation_available;
-        log_v(2, "Registered endpoint %s for resource %s", path, r->name);
-        grpc_server_reply(call, &empty.base);
-        changed(m);
+        g->m = m;
+        g->path = TAKE_PTR(path);
+        DLIST_PREPEND(m->registrations, g);
+        k = dm_endpoint_new(m->base, g->path, req->resource_name, on_devices, on_stopped, m, &g->ep);
+        if (k < 0) {
+                log_error("Failed to dial device plugin with request %s at %s: %s", req->resource_name, g->path,
+                          strerror(-k));
+                grpc_server_reply_error(call, GRPC_UNKNOWN, "failed to dial device plugin: %s", strerror(-k));
+                registration_free(g);
+                return;
+        }
+        /* the Register call is answered once the options come */
+        k = dm_endpoint_get_options(g->ep, on_options, g);
+        if (k < 0) {
+                log_error("Failed to connect to new client (resource %s, socketPath %s): failed to get device plugin "
+                          "options: %s",
+                          g->resource, g->path, strerror(-k));
+                grpc_server_reply_error(call, GRPC_UNKNOWN, "failed to get device plugin options: %s", strerror(-k));
+                registration_drop(g);
+                return;
+        }
+        g->call = call;
+        grpc_server_reply_later(call, on_register_closed, g);
 }
 
 static const struct grpc_server_method registration_methods[] = {
@@ -973,7 +1078,9 @@ struct devicemanager *dm_free(struct devicemanager *m) {
         }
         while (m->requests)
                 dm_request_cancel(m->requests);
-        grpc_server_free(m->server);
+        grpc_server_free(m->server); /* Register calls waiting for options: dropped (on_register_closed) */
+        while (m->registrations)
+                registration_drop(m->registrations);
         for (size_t i = 0; i < m->n_resources; i++) {
                 dm_endpoint_free(m->resources[i].ep);
                 dm_devices_free(&m->resources[i]);

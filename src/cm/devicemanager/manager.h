@@ -4,7 +4,8 @@
 /* The device manager (pkg/kubelet/cm/devicemanager manager.go) for the device plugin API v1beta1:
  *
  *   registration   the Registration service on <dir>/kubelet.sock; a plugin that registers gets an endpoint
- *                  (endpoint.c) whose ListAndWatch stream keeps its devices and their health; registering again
+ *                  (endpoint.c), is asked for its options (GetDevicePluginOptions: Register fails when that
+ *                  fails), then its ListAndWatch stream keeps its devices and their health; registering again
  *                  replaces it; when the stream ends the resource's devices all turn unhealthy (still counted in
  *                  capacity, not allocatable) until it registers again, and 5 minutes later the resource is
  *                  dropped, as upstream's endpointStopGracePeriod

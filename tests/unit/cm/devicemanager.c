@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The device manager's pure parts: choosing devices, the assignments, the container's options, the checkpoint. */
+/* The device manager's pure parts: choosing devices, the assignments, the container's options, the checkpoint;
+ * and registration against fake plugins on one loop (GetDevicePluginOptions first, then ListAndWatch). */
 #include <stdio.h>
 #include <errno.h>
 #include <setjmp.h>
@@ -9,9 +10,18 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include "basic/error.h"
+#include "basic/fs.h"
 #include "basic/strv.h"
+#include "basic/time.h"
+#include "cm/devicemanager/manager-internal.h"
 #include "cm/devicemanager/pod_devices.h"
+#include "deviceplugin.pb-c.h"
+#include "grpc/client.h"
+#include "grpc/server.h"
 
 static char **L(const char *s) {
         /* "a b c" → strv */
@@ -279,12 +289,194 @@ static void test_choose_aligned(void **state) {
         check_offer("", 0, 2, "d1 d2 d3 d4 d5 d6", "");
 }
 
+/* ---------------------------------------------------------------- registration */
+
+/* a device plugin: records its calls; GetDevicePluginOptions answers, fails, or never answers */
+enum { OPTIONS_OK, OPTIONS_FAIL, OPTIONS_SILENT };
+
+struct fake_plugin {
+        char calls[64]; /* G: GetDevicePluginOptions, L: ListAndWatch */
+        int options;
+        struct grpc_server_call *held; /* OPTIONS_SILENT's call, or the ListAndWatch stream */
+};
+
+static void fp_closed(struct grpc_server_call *call, void *userdata) {
+        struct fake_plugin *p = userdata;
+        p->held = NULL;
+}
+
+static void fp_options(struct grpc_server_call *call, const ProtobufCMessage *msg, void *userdata) {
+        struct fake_plugin *p = userdata;
+        V1beta1__DevicePluginOptions opts = V1BETA1__DEVICE_PLUGIN_OPTIONS__INIT;
+
+        strcat(p->calls, "G");
+        if (p->options == OPTIONS_FAIL) {
+                grpc_server_reply_error(call, GRPC_UNAVAILABLE, "no options today");
+                return;
+        }
+        if (p->options == OPTIONS_SILENT) {
+                p->held = call;
+                grpc_server_reply_later(call, fp_closed, p);
+                return;
+        }
+        opts.pre_start_required = true;
+        opts.get_preferred_allocation_available = true;
+        grpc_server_reply(call, &opts.base);
+}
+
+static void fp_watch(struct grpc_server_call *call, const ProtobufCMessage *msg, void *userdata) {
+        struct fake_plugin *p = userdata;
+        V1beta1__ListAndWatchResponse resp = V1BETA1__LIST_AND_WATCH_RESPONSE__INIT;
+        V1beta1__Device d[2] = { V1BETA1__DEVICE__INIT, V1BETA1__DEVICE__INIT };
+        V1beta1__Device *devs[] = { &d[0], &d[1] };
+
+        strcat(p->calls, "L");
+        d[0].id = (char *) "d1";
+        d[1].id = (char *) "d2";
+        d[0].health = d[1].health = (char *) "Healthy";
+        resp.devices = devs;
+        resp.n_devices = 2;
+        grpc_server_call_hold(call, fp_closed, p);
+        p->held = call;
+        assert_int_equal(grpc_server_stream_send(call, &resp.base), 0);
+}
+
+static const struct grpc_server_method fp_methods[] = {
+        { "/v1beta1.DevicePlugin/GetDevicePluginOptions", &v1beta1__empty__descriptor, fp_options },
+        { "/v1beta1.DevicePlugin/ListAndWatch", &v1beta1__empty__descriptor, fp_watch },
+};
+
+struct reg_reply {
+        int calls, status;
+        char message[256];
+};
+
+static void on_reg_reply(const struct grpc_reply *r, void *userdata) {
+        struct reg_reply *out = userdata;
+        out->calls++;
+        out->status = r->grpc_status;
+        snprintf(out->message, sizeof(out->message), "%s", r->message);
+}
+
+static void reg_run_until(struct event_base *base, const int *counter, int want) {
+        uint64_t deadline = now_usec() + 10 * USEC_PER_SEC;
+        while (*counter < want && now_usec() < deadline)
+                event_base_loop(base, EVLOOP_ONCE);
+        assert_true(*counter >= want);
+}
+
+static void on_dm_change(void *userdata) {
+        (*(int *) userdata)++;
+}
+
+/* Register for resource with endpoint <name>.sock, whose plugin is p; the options in the request say nothing is
+ * offered: the plugin's GetDevicePluginOptions answer counts */
+static void reg_call(struct grpc_client *c, const char *resource, const char *endpoint, uint64_t timeout_usec,
+                     struct reg_reply *out) {
+        V1beta1__RegisterRequest req = V1BETA1__REGISTER_REQUEST__INIT;
+        V1beta1__DevicePluginOptions opts = V1BETA1__DEVICE_PLUGIN_OPTIONS__INIT;
+
+        req.version = (char *) DM_VERSION;
+        req.endpoint = (char *) endpoint;
+        req.resource_name = (char *) resource;
+        req.options = &opts;
+        assert_int_equal(grpc_call(c, "/v1beta1.Registration/Register", &req.base, &v1beta1__empty__descriptor,
+                                   timeout_usec, on_reg_reply, out),
+                         0);
+}
+
+static struct grpc_server *fp_start(struct event_base *base, const char *dir, const char *endpoint,
+                                    struct fake_plugin *p) {
+        _cleanup_free_ char *path = NULL;
+        struct grpc_server *s = NULL;
+
+        assert_true(asprintf(&path, "%s/%s", dir, endpoint) > 0);
+        assert_int_equal(grpc_server_new(base, path, fp_methods, ELEMENTSOF(fp_methods), p, &s), 0);
+        return s;
+}
+
+static void test_registration(void **state) {
+        struct event_base *base = event_base_new();
+        char dir[] = "/tmp/ckubelet-dm-test-XXXXXX";
+        _cleanup_free_ char *kubelet_sock = NULL;
+        struct fake_plugin good = {}, bad = { .options = OPTIONS_FAIL }, silent = { .options = OPTIONS_SILENT };
+        struct grpc_server *s_good, *s_bad, *s_silent;
+        struct reg_reply r_good = {}, r_bad = {}, r_gaveup = {}, r_silent = {};
+        struct devicemanager *m = NULL;
+        struct grpc_client *c = NULL;
+        const struct resource *res;
+        int changes = 0;
+
+        assert_non_null(mkdtemp(dir));
+        assert_int_equal(dm_new(base, dir, on_dm_change, &changes, &m), 0);
+        assert_true(asprintf(&kubelet_sock, "%s/%s", dir, DM_SOCKET_NAME) > 0);
+        assert_int_equal(grpc_client_new(base, kubelet_sock, 5 * USEC_PER_SEC, &c), 0);
+        s_good = fp_start(base, dir, "good.sock", &good);
+        s_bad = fp_start(base, dir, "bad.sock", &bad);
+        s_silent = fp_start(base, dir, "silent.sock", &silent);
+
+        /* the options first, then the devices; the options are the plugin's answer, not the request's */
+        reg_call(c, "example.com/good", "good.sock", 0, &r_good);
+        reg_run_until(base, &r_good.calls, 1);
+        assert_int_equal(r_good.status, GRPC_OK);
+        reg_run_until(base, &changes, 1);
+        res = dm_resource_find(m, "example.com/good");
+        assert_non_null(res);
+        for (uint64_t deadline = now_usec() + 10 * USEC_PER_SEC; res->n_devices < 2 && now_usec() < deadline;)
+                event_base_loop(base, EVLOOP_ONCE);
+        assert_int_equal(res->n_devices, 2);
+        assert_string_equal(good.calls, "GL");
+        assert_true(res->has_options && res->pre_start_required && res->preferred_available);
+
+        /* GetDevicePluginOptions fails: so does Register, and nothing is registered nor watched */
+        reg_call(c, "example.com/bad", "bad.sock", 0, &r_bad);
+        reg_run_until(base, &r_bad.calls, 1);
+        assert_int_equal(r_bad.status, GRPC_UNKNOWN);
+        assert_string_equal(
+                r_bad.message,
+                "failed to get device plugin options: rpc error: code = Unavailable desc = no options today");
+        assert_null(dm_resource_find(m, "example.com/bad"));
+        assert_string_equal(bad.calls, "G");
+
+        /* the plugin gives up on its Register call first: the registration is dropped, its call with it */
+        reg_call(c, "example.com/silent", "silent.sock", 100 * USEC_PER_MSEC, &r_gaveup);
+        reg_run_until(base, &r_gaveup.calls, 1);
+        assert_int_equal(r_gaveup.status, GRPC_DEADLINE_EXCEEDED);
+        for (uint64_t deadline = now_usec() + 10 * USEC_PER_SEC; silent.held && now_usec() < deadline;)
+                event_base_loop(base, EVLOOP_ONCE);
+        assert_null(silent.held);
+        assert_null(m->registrations);
+        assert_null(dm_resource_find(m, "example.com/silent"));
+
+        /* the manager freed while a registration waits for its options */
+        reg_call(c, "example.com/silent", "silent.sock", 0, &r_silent);
+        for (uint64_t deadline = now_usec() + 10 * USEC_PER_SEC; !silent.held && now_usec() < deadline;)
+                event_base_loop(base, EVLOOP_ONCE);
+        assert_non_null(silent.held);
+        assert_int_equal(r_silent.calls, 0);
+        m = dm_free(m);
+        reg_run_until(base, &r_silent.calls, 1);
+        assert_int_not_equal(r_silent.status, GRPC_OK);
+        for (uint64_t deadline = now_usec() + 10 * USEC_PER_SEC; silent.held && now_usec() < deadline;)
+                event_base_loop(base, EVLOOP_ONCE);
+        assert_null(silent.held); /* the manager's GetDevicePluginOptions call went with it */
+        assert_string_equal(silent.calls, "GG");
+
+        grpc_client_free(c);
+        grpc_server_free(s_good);
+        grpc_server_free(s_bad);
+        grpc_server_free(s_silent);
+        assert_int_equal(fs_remove_tree_at(AT_FDCWD, dir), 0);
+        event_base_free(base);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_choose),
                 cmocka_unit_test(test_choose_aligned),
                 cmocka_unit_test(test_pod_devices_and_options),
                 cmocka_unit_test(test_checkpoint),
+                cmocka_unit_test(test_registration),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

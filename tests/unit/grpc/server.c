@@ -152,6 +152,118 @@ static void test_unary(void **state) {
         event_base_free(base);
 }
 
+/* ---------------------------------------------------------------- answers given later */
+
+struct later {
+        int handled, closed;
+        struct grpc_server_call *call;
+};
+
+static void later_closed(struct grpc_server_call *call, void *userdata) {
+        struct later *l = userdata;
+        assert_ptr_equal(call, l->call);
+        l->call = NULL;
+        l->closed++;
+}
+
+static void h_later(struct grpc_server_call *call, const ProtobufCMessage *msg, void *userdata) {
+        struct later *l = userdata;
+        Grpc__Health__V1__HealthCheckResponse resp = GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__INIT;
+
+        l->handled++;
+        assert_null(l->call);
+        grpc_server_reply_later(call, later_closed, l);
+        if (streq(((const Grpc__Health__V1__HealthCheckRequest *) msg)->service, "now")) {
+                /* answered from the handler all the same */
+                resp.status = GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__NOT_SERVING;
+                grpc_server_reply(call, &resp.base);
+                return;
+        }
+        l->call = call;
+}
+
+static const struct grpc_server_method later_methods[] = {
+        { "/test.Later/Check", &grpc__health__v1__health_check_request__descriptor, h_later },
+};
+
+static void spin(struct event_base *base, uint64_t usec);
+
+static void test_reply_later(void **state) {
+        struct event_base *base = event_base_new();
+        _cleanup_free_ char *path = socket_path("later");
+        Grpc__Health__V1__HealthCheckResponse resp = GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__INIT;
+        struct grpc_server *s = NULL;
+        struct grpc_client *c = NULL;
+        struct reply r[5] = {};
+        struct later l = {};
+        Grpc__Health__V1__HealthCheckRequest req = GRPC__HEALTH__V1__HEALTH_CHECK_REQUEST__INIT;
+
+        assert_int_equal(grpc_server_new(base, path, later_methods, 1, &l, &s), 0);
+        assert_int_equal(grpc_client_new(base, path, 5 * USEC_PER_SEC, &c), 0);
+
+        /* a message, once the handler has returned */
+        call_echo(c, "/test.Later/Check", "x", &r[0]);
+        run_until(base, &l.handled, 1);
+        spin(base, 50 * USEC_PER_MSEC);
+        assert_int_equal(r[0].calls, 0);
+        assert_non_null(l.call);
+        resp.status = GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVING;
+        grpc_server_reply(l.call, &resp.base);
+        l.call = NULL;
+        run_until(base, &r[0].calls, 1);
+        assert_int_equal(r[0].status, GRPC_OK);
+        assert_non_null(r[0].msg);
+        assert_int_equal(((Grpc__Health__V1__HealthCheckResponse *) r[0].msg)->status,
+                         GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVING);
+
+        /* an error, later */
+        call_echo(c, "/test.Later/Check", "x", &r[1]);
+        run_until(base, &l.handled, 2);
+        assert_non_null(l.call);
+        grpc_server_reply_error(l.call, GRPC_UNKNOWN, "failed: %s", "later");
+        l.call = NULL;
+        run_until(base, &r[1].calls, 1);
+        assert_int_equal(r[1].status, GRPC_UNKNOWN);
+        assert_string_equal(r[1].message, "failed: later");
+        assert_null(r[1].msg);
+
+        /* answered from the handler after all */
+        call_echo(c, "/test.Later/Check", "now", &r[2]);
+        run_until(base, &r[2].calls, 1);
+        assert_int_equal(r[2].status, GRPC_OK);
+        assert_int_equal(((Grpc__Health__V1__HealthCheckResponse *) r[2].msg)->status,
+                         GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__NOT_SERVING);
+        assert_null(l.call);
+        assert_int_equal(l.closed, 0);
+
+        /* the client gives up first (its deadline): the owner is told, and answers nothing */
+        req.service = (char *) "x";
+        assert_int_equal(grpc_call(c, "/test.Later/Check", &req.base,
+                                   &grpc__health__v1__health_check_response__descriptor, 100 * USEC_PER_MSEC, on_reply,
+                                   &r[3]),
+                         0);
+        run_until(base, &r[3].calls, 1);
+        assert_int_equal(r[3].status, GRPC_DEADLINE_EXCEEDED);
+        run_until(base, &l.closed, 1);
+        assert_null(l.call);
+
+        /* the server freed with a call waiting */
+        call_echo(c, "/test.Later/Check", "x", &r[4]);
+        run_until(base, &l.handled, 5);
+        assert_non_null(l.call);
+        grpc_server_free(s);
+        assert_int_equal(l.closed, 2);
+        assert_null(l.call);
+        run_until(base, &r[4].calls, 1);
+        assert_int_not_equal(r[4].status, GRPC_OK);
+
+        for (size_t i = 0; i < ELEMENTSOF(r); i++)
+                if (r[i].msg)
+                        protobuf_c_message_free_unpacked(r[i].msg, NULL);
+        grpc_client_free(c);
+        event_base_free(base);
+}
+
 /* ---------------------------------------------------------------- pod resources */
 
 static void fake_pods(void *userdata, podresources_pod_cb cb, void *cb_userdata) {
@@ -553,6 +665,7 @@ static void test_pods_api(void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_unary),
+                cmocka_unit_test(test_reply_later),
                 cmocka_unit_test(test_podresources),
                 cmocka_unit_test(test_pods_api),
         };
