@@ -668,6 +668,11 @@ int status_pod_generate(const struct pod_status_input *in, json_t **ret) {
         json_t *ready_cond = NULL;
         const char *phase = in->terminated_reason ? "Failed" : status_pod_phase(in), *ip = sandbox_ip(in);
         bool completed = streq(phase, "Succeeded") || streq(phase, "Failed");
+        /* a pod that finished or is being deleted keeps the IP it had once its sandbox is stopped: upstream's last
+         * status is the one computed before the kill (syncTerminatingPod, TerminatePod), with the IP (e2e_node's
+         * "Pod IPs when pod gets terminated should contain podIPs in status for during termination") */
+        if (!ip && (completed || pod->has_deletion_timestamp) && !sandbox_ready(in))
+                ip = json_string_value(json_object_get(in->old_status, "podIP"));
         int64_t ready_at = in->ready_transition_usec ? in->ready_transition_usec : in->initialized_usec;
         json_auto_t *statuses = NULL, *init_statuses = NULL;
         json_t *conditions, *status;

@@ -702,6 +702,27 @@ static void test_phase_terminal(void **state) {
         assert_string_equal(status_pod_phase(&in), "Failed");
         in.observed = running;
         assert_string_equal(status_pod_phase(&in), "Running"); /* still stopping */
+
+        /* once finished, with its sandbox stopped, the pod keeps the IP of the last status */
+        {
+                json_auto_t *old = json_pack("{s:s, s:[{s:s}]}", "podIP", "10.1.2.3", "podIPs", "ip", "10.1.2.3");
+                json_auto_t *st = NULL, *st2 = NULL;
+                in.observed = killed;
+                in.old_status = old;
+                assert_int_equal(status_pod_generate(&in, &st), 0);
+                assert_string_equal(json_string_value(json_object_get(st, "phase")), "Failed");
+                assert_string_equal(json_string_value(json_object_get(st, "podIP")), "10.1.2.3");
+                assert_string_equal(json_string_value(
+                                            json_object_get(json_array_get(json_object_get(st, "podIPs"), 0), "ip")),
+                                    "10.1.2.3");
+                /* a pod that is not finished whose sandbox stopped (to be made again) has none until the new one has
+                 * its own */
+                in.observed = done;
+                in.terminal = false;
+                assert_int_equal(status_pod_generate(&in, &st2), 0);
+                assert_null(json_object_get(st2, "podIP"));
+                in.old_status = NULL;
+        }
 }
 
 static json_t *cstatus(const char *name, const char *state, int exit_code, bool last_terminated) {
