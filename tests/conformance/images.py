@@ -12,12 +12,14 @@ What each stand-in is (upstream's image in brackets):
 - busybox 1.37.0-2 [busybox:1.37.0]: Debian's busybox-static with every applet linked in /bin, plus /bin/nmeter
   (Debian's busybox lacks the applet; the container lifecycle specs time their steps with it).
 - agnhost 2.66.1 and 2.55 [alpine with agnhost]: /agnhost (entrypoint, `pause` by default) and /agnhost-2, the
-  busybox layer's tools, /usr/bin/curl (a script: GET with busybox's wget), the user user-defined-in-image (1000) in group group-defined-in-image (50000), /uploads.
+  busybox layer's tools, /usr/bin/curl (a script: GET with busybox's wget), /bin/bash (busybox's sh), a self-signed
+  /localhost.crt and /localhost.key (openssl), the user user-defined-in-image (1000) in group group-defined-in-image
+  (50000), /uploads.
 - nginx 1.27.0-2 and 1.28.0-2 [nginx on debian]: busybox's httpd serving /usr/share/nginx/html on port 80.
 - nonroot 1.5 [debian-base, USER 1234]: busybox, user 1234.
 - nonewprivs 1.4 [alpine with nnp]: /usr/local/bin/nnp set-user-ID root (prints its effective uid), the command.
 - pause 3.10.2, and 3.9 (containerd.sh's sandbox_image) [pause]: /pause.
-Only the Python standard library."""
+Only the Python standard library, and openssl's command line for the certificate."""
 import hashlib
 import io
 import json
@@ -103,6 +105,18 @@ def busybox_base(layer, tools, passwd=PASSWD, group=GROUP):
     layer.file("etc/group", group)
 
 
+def self_signed_localhost():
+    """A self-signed certificate for localhost and its key, PEM (openssl's command line)."""
+    import tempfile
+    with tempfile.TemporaryDirectory() as d:
+        crt, key = os.path.join(d, "localhost.crt"), os.path.join(d, "localhost.key")
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "3650", "-subj",
+                        "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1", "-keyout", key,
+                        "-out", crt], check=True, capture_output=True)
+        with open(crt, "rb") as f, open(key, "rb") as g:
+            return f.read(), g.read()
+
+
 def images(bindir, tools):
     """name -> (layer bytes, image config 'config' part); layers shared by content."""
     def read(d, name):
@@ -123,6 +137,12 @@ def images(bindir, tools):
     L.link("agnhost-2", "agnhost")
     L.dir("uploads")
     L.file("usr/bin/curl", CURL, 0o755)
+    # alpine's bash in agnhost: busybox's sh stands in (the probe specs run `/bin/bash -c ...`)
+    L.link("bin/bash", "busybox")
+    # the image's /localhost.crt and /localhost.key ("agnhost netexec --tls-cert-file", the https hook specs)
+    crt, key = self_signed_localhost()
+    L.file("localhost.crt", crt, 0o644)
+    L.file("localhost.key", key, 0o600)
     agn = (L.bytes(), {"Env": [PATH_ENV], "Entrypoint": ["/agnhost"], "Cmd": ["pause"],
                        "ExposedPorts": {f"{p}/tcp": {} for p in (80, 8080, 8081, 9376, 5000)}})
     out[f"{E2E}/agnhost:2.66.1"] = agn
