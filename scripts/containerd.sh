@@ -9,6 +9,8 @@
 # CKUBELET_CONTAINERD_BIN=DIR: the containerd, containerd-shim-runc-v2 and ctr of DIR (first on PATH) instead of
 # Debian 12's 1.6.20, e.g. containerd 2.1.9 from scripts/build-runtime.sh; a 2.x gets a version 3 configuration.
 # CKUBELET_OCI_RUNTIME=PATH: the OCI runtime the runc shim runs (BinaryName), e.g. crun; default runc on PATH.
+# CKUBELET_CONTAINERD_TEST_HANDLER=1 (start): a second runtime handler "test-handler" (the runc shim), the RuntimeClass
+#   handler upstream's node e2e configures (its PodOverhead spec runs a pod with it).
 # CKUBELET_CONTAINERD_HUGETLB=1 (start): disable_hugetlb_controller = false, so that the containers' hugepage_limits
 # from the CRI reach their hugetlb cgroups (containerd leaves them out by default).
 set -euo pipefail
@@ -20,6 +22,12 @@ dir=$(realpath -m "${2:?DIR}")
 sock="$dir/containerd.sock"
 
 oci_runtime() { # CRI plugin name: the runc runtime's binary, when CKUBELET_OCI_RUNTIME says
+        if [ -n "${CKUBELET_CONTAINERD_TEST_HANDLER:-}" ]; then
+                printf '  [plugins.%s.containerd.runtimes.test-handler]\n    runtime_type = "io.containerd.runc.v2"\n' "$1"
+                [ -z "${CKUBELET_OCI_RUNTIME:-}" ] ||
+                        printf '  [plugins.%s.containerd.runtimes.test-handler.options]\n    BinaryName = "%s"\n' "$1" \
+                                "$CKUBELET_OCI_RUNTIME"
+        fi
         [ -n "${CKUBELET_OCI_RUNTIME:-}" ] || return 0
         printf '  [plugins.%s.containerd.runtimes.runc.options]\n    BinaryName = "%s"\n' "$1" "$CKUBELET_OCI_RUNTIME"
 }

@@ -377,7 +377,7 @@ def run_one(which, args, names, tier, ordered, bindir, e2e, images_tar, node, ip
     cgroup_root = make_cgroup_root()
     kubelet = None
     try:
-        rt.start()
+        rt.start(env=dict(os.environ, CKUBELET_CONTAINERD_TEST_HANDLER="1"))  # upstream's node e2e has it too
         subprocess.run(["bash", os.path.join(REPO, "scripts", "containerd.sh"), "import", rt.dir, images_tar],
                        check=True)
         os.makedirs(cp.dir, exist_ok=True)
