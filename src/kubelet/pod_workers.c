@@ -261,16 +261,32 @@ void kubelet_worker_event_any(struct pod_worker *w, const char *container, const
         va_end(ap);
 }
 
+static const char *probe_type_name(enum probe_type type) {
+        static const char *const names[] = {
+                [PROBE_LIVENESS] = "Liveness", [PROBE_READINESS] = "Readiness", [PROBE_STARTUP] = "Startup"
+        };
+        return (size_t) type < ELEMENTSOF(names) ? names[type] : NULL;
+}
+
 static void on_probe_failed(void *userdata, const char *pod_uid, const char *container, enum probe_type type,
                             const char *output) {
         struct kubelet *k = userdata;
         struct pod_worker *w = kubelet_find_worker(k, pod_uid);
-        static const char *const names[] = {
-                [PROBE_LIVENESS] = "Liveness", [PROBE_READINESS] = "Readiness", [PROBE_STARTUP] = "Startup"
-        };
 
-        if (w && (size_t) type < ELEMENTSOF(names) && names[type])
-                kubelet_worker_event(w, container, "Warning", "Unhealthy", "%s probe failed: %s", names[type], output);
+        if (w && probe_type_name(type))
+                kubelet_worker_event(w, container, "Warning", "Unhealthy", "%s probe failed: %s", probe_type_name(type),
+                                     output);
+}
+
+/* upstream's ContainerProbeWarning: "<Type> probe warning: <output>" */
+static void on_probe_warning(void *userdata, const char *pod_uid, const char *container, enum probe_type type,
+                             const char *output) {
+        struct kubelet *k = userdata;
+        struct pod_worker *w = kubelet_find_worker(k, pod_uid);
+
+        if (w && probe_type_name(type))
+                kubelet_worker_event(w, container, "Warning", "ProbeWarning", "%s probe warning: %s",
+                                     probe_type_name(type), output);
 }
 
 static void on_probe_result(void *userdata, const char *pod_uid, const char *container, enum probe_type type,
@@ -292,7 +308,9 @@ static void on_probe_result(void *userdata, const char *pod_uid, const char *con
 
 /* the prober: its results and failures wake the pods' workers (kubelet_start) */
 int kubelet_prober_setup(struct kubelet *k) {
-        static const struct prober_callbacks prober_cb = { .changed = on_probe_result, .failed = on_probe_failed };
+        static const struct prober_callbacks prober_cb = { .changed = on_probe_result,
+                                                           .failed = on_probe_failed,
+                                                           .warning = on_probe_warning };
         return probe_manager_new(k->base, k->cri, k->opts->runtime_request_timeout_usec, &prober_cb, k, &k->prober);
 }
 

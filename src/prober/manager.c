@@ -218,12 +218,15 @@ static void on_probe_done(void *userdata, enum probe_result result, bool warning
                 if (w->pp->p->cb.failed)
                         w->pp->p->cb.failed(w->pp->p->userdata, w->pp->uid, w->container_name, w->type,
                                             strempty(output));
-        } else if (warning)
+        } else if (warning) {
                 log_v(3,
                       "Probe succeeded with a warning: probeType=\"%s\" pod=\"%s/%s\" containerName=\"%s\" "
                       "output=\"%s\"",
                       type, pod_ns(w), pod_name(w), w->container_name, strempty(output));
-        else
+                if (w->pp->p->cb.warning)
+                        w->pp->p->cb.warning(w->pp->p->userdata, w->pp->uid, w->container_name, w->type,
+                                             strempty(output));
+        } else
                 log_v(4, "Probe succeeded: probeType=\"%s\" pod=\"%s/%s\" containerName=\"%s\"", type, pod_ns(w),
                       pod_name(w), w->container_name);
 

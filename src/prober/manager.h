@@ -40,6 +40,10 @@ struct prober_callbacks {
         /* every failed probe, with its output (the Unhealthy event); may be NULL */
         void (*failed)(void *userdata, const char *pod_uid, const char *container_name, enum probe_type type,
                        const char *output);
+        /* every probe that succeeded with a warning (an HTTP redirect not followed: the ProbeWarning event); may be
+         * NULL */
+        void (*warning)(void *userdata, const char *pod_uid, const char *container_name, enum probe_type type,
+                        const char *output);
 };
 
 int probe_manager_new(struct event_base *base, struct cri_client *cri, uint64_t request_timeout_usec,

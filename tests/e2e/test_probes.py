@@ -341,4 +341,7 @@ def test_http_redirects_and_ipv6(kubelet, runtime, redirect_server):
     wait_ready(kubelet, pod, ["False", "True"], 30)
     kubelet.wait_log(r'Probe succeeded with a warning: probeType="Readiness" pod="default/%s" '
                      r'containerName="other" output="Probe terminated redirects' % pod, 10)
+    # and upstream's ProbeWarning event on the container
+    kubelet.wait_log(r'Event occurred: [^\n]*reason="ProbeWarning" message="Readiness probe warning: Probe '
+                     r'terminated redirects, Response body: ', 10)
     assert "failed liveness probe" not in kubelet.log()
