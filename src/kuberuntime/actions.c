@@ -169,6 +169,11 @@ static int sidecar_running(const struct container *c, const struct kc_container 
                         if (r < 0)
                                 return r;
                         a->kill[a->n_kill - 1].probe_failure = true;
+                        /* the probe's own terminationGracePeriodSeconds, as for the liveness probe below (e2e_node:
+                         * "should override timeoutGracePeriodSeconds when StartupProbe field is set") */
+                        if (c->startup_probe->has_termination_grace_period)
+                                a->kill[a->n_kill - 1].grace_override =
+                                        c->startup_probe->termination_grace_period_seconds;
                         return add_init_start(a, idx);
                 }
                 if (pr != PROBE_RESULT_SUCCESS)

@@ -690,7 +690,7 @@ static void test_sidecar_gates_the_next_init_container(void **state) {
 
 static void test_sidecar_startup_probe_gates(void **state) {
         _cleanup_pod_free_ struct pod *p = parse_pod(
-                SIDECAR_POD("Always", ", startupProbe: {exec: {command: ['true']}}"));
+                SIDECAR_POD("Always", ", startupProbe: {exec: {command: ['true']}, terminationGracePeriodSeconds: 5}"));
         _cleanup_(kc_pod_status_freep) struct kc_pod_status *s = status_new();
         struct fake_probes f = { .id = "c-s1" };
         struct probe_results probes = { .get = fake_get, .userdata = &f };
@@ -716,6 +716,7 @@ static void test_sidecar_startup_probe_gates(void **state) {
         assert_int_equal(kr_compute_pod_actions(p, s, &probes, &a), 0);
         assert_int_equal(a.n_kill, 1);
         assert_string_equal(a.kill[0].reason, "StartupProbe");
+        assert_int_equal(a.kill[0].grace_override, 5); /* the probe's own grace period */
         assert_int_equal(a.n_init_start, 1);
         assert_int_equal(a.init_start[0], 0);
         kr_pod_actions_done(&a);
