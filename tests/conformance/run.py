@@ -20,9 +20,9 @@ node's name is the machine's host name (the suite lists the cluster's only node)
 machine's non-loopback address (kube-apiserver v1.37 proxies to no loopback address).
 
 The suite runs with --start-services=false --prepull-images=false --host (the apiserver) --bearer-token (a
-cluster-admin service account's token) --node-name; the specs are split round-robin into --shards processes (2
-by default: the machine has 2 cores), each focused on its specs by an anchored regular expression of their full
-names. Results (the JSON reports, logs, summary.txt, results.json) go to --out."""
+cluster-admin service account's token) --node-name; the specs are split into --shards processes (2 by default: the
+machine has 2 cores), each spec to the process with the fewest so far and the specs of one ginkgo Ordered container
+together, each process focused on its specs by an anchored regular expression of their full names. Results (the JSON reports, logs, summary.txt, results.json) go to --out."""
 import argparse
 import json
 import os
