@@ -263,5 +263,7 @@ def test_mirror_pod_outlives_static_pod_termination(kube, runtime):
     # deleted once the pod is gone from the runtime, not before
     kube.wait(lambda: not any(x["metadata"]["name"] == name for x in kube.list("pods")), 60,
               msg="the mirror pod deleted")
+    # the API server can show it gone before the kubelet has read the DELETE's answer and logged it
+    k.wait_log(r"Deleted mirror pod", 10)
     log = k.log()
     assert log.index("terminated and removed from the runtime") < log.index("Deleted mirror pod")
