@@ -23,6 +23,8 @@ sock="$dir/containerd.sock"
 
 oci_runtime() { # CRI plugin name: the runc runtime's binary, when CKUBELET_OCI_RUNTIME says
         if [ -n "${CKUBELET_CONTAINERD_TEST_HANDLER:-}" ]; then
+                # a runtimes table of our own replaces containerd 1.6's default one: runc named again
+                printf '  [plugins.%s.containerd.runtimes.runc]\n    runtime_type = "io.containerd.runc.v2"\n' "$1"
                 printf '  [plugins.%s.containerd.runtimes.test-handler]\n    runtime_type = "io.containerd.runc.v2"\n' "$1"
                 [ -z "${CKUBELET_OCI_RUNTIME:-}" ] ||
                         printf '  [plugins.%s.containerd.runtimes.test-handler.options]\n    BinaryName = "%s"\n' "$1" \
