@@ -119,7 +119,7 @@ static uint64_t node_memory_bytes(void) {
         return (uint64_t) si.totalram * si.mem_unit;
 }
 
-/* emptyDir: a 0777 directory (umask aside), or a tmpfs on it for medium Memory, sized by sizeLimit or else
+/* emptyDir: a 0777 directory (umask aside), or a tmpfs (1777) on it for medium Memory, sized by sizeLimit or else
  * the node's memory (upstream: node allocatable memory / the pod's memory limit). */
 static int setup_empty_dir(const struct volume *v, const char *dir, struct ck_error **ret_error) {
         bool mounted = false;
@@ -155,10 +155,12 @@ static int setup_empty_dir(const struct volume *v, const char *dir, struct ck_er
                 char opts[64];
                 uint64_t size = v->size_limit.str && v->size_limit.value > 0 ? (uint64_t) v->size_limit.value
                                                                              : node_memory_bytes();
+                /* tmpfs's own root mode, 1777 (sticky): upstream passes no mode (e2e_node's "nonexistent volume
+                 * subPath should have the correct mode and owner using FSGroup" wants dgtrwxrwxrwx) */
                 if (size > 0)
-                        snprintf(opts, sizeof(opts), "mode=0777,size=%" PRIu64, size);
+                        snprintf(opts, sizeof(opts), "mode=1777,size=%" PRIu64, size);
                 else
-                        snprintf(opts, sizeof(opts), "mode=0777");
+                        snprintf(opts, sizeof(opts), "mode=1777");
                 if (mount("tmpfs", dir, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0)
                         return ck_error_set(ret_error, -errno, "mount tmpfs on %s: %m", dir);
                 log_v(2, "mounted tmpfs on %s (%s)", dir, opts);
