@@ -48,6 +48,7 @@ test_pkgs=(
         make gperf libyajl-dev libseccomp-dev libcap-dev
         # the VM tier (tests/vm): the Debian trixie guest built by scripts/build-vm-image.sh, booted under QEMU
         qemu-system-x86 mmdebstrap openssh-client
+        bash-static    # bash in the conformance tier's agnhost stand-in, as upstream's (tests/conformance/images.py)
 )
 pkgs=("${run_pkgs[@]}")
 [ "$deb" = 1 ] && pkgs+=("${deb_pkgs[@]}")

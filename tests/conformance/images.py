@@ -12,9 +12,9 @@ What each stand-in is (upstream's image in brackets):
 - busybox 1.37.0-2 [busybox:1.37.0]: Debian's busybox-static with every applet linked in /bin, plus /bin/nmeter
   (Debian's busybox lacks the applet; the container lifecycle specs time their steps with it).
 - agnhost 2.66.1 and 2.55 [alpine with agnhost]: /agnhost (entrypoint, `pause` by default) and /agnhost-2, the
-  busybox layer's tools, /usr/bin/curl (a script: GET with busybox's wget), /bin/bash (busybox's sh), a self-signed
-  /localhost.crt and /localhost.key (openssl), the user user-defined-in-image (1000) in group group-defined-in-image
-  (50000), /uploads.
+  busybox layer's tools, /usr/bin/curl (a script: GET with busybox's wget), /bin/bash (Debian's bash-static), a
+  self-signed /localhost.crt and /localhost.key (openssl), the user user-defined-in-image (1000) in group
+  group-defined-in-image (50000), /uploads.
 - nginx 1.27.0-2 and 1.28.0-2 [nginx on debian]: busybox's httpd serving /usr/share/nginx/html on port 80.
 - nonroot 1.5 [debian-base, USER 1234]: busybox, user 1234.
 - nonewprivs 1.4 [alpine with nnp]: /usr/local/bin/nnp set-user-ID root (prints its effective uid), the command.
@@ -137,8 +137,12 @@ def images(bindir, tools):
     L.link("agnhost-2", "agnhost")
     L.dir("uploads")
     L.file("usr/bin/curl", CURL, 0o755)
-    # alpine's bash in agnhost: busybox's sh stands in (the probe specs run `/bin/bash -c ...`)
-    L.link("bin/bash", "busybox")
+    # alpine's bash in agnhost (the probe specs run `/bin/bash -c` with bash's trap names): Debian's bash-static
+    # (installed by install-deps.sh --test), else busybox's sh
+    if os.path.exists("/bin/bash-static"):
+        L.file("bin/bash", read("/bin", "bash-static"), 0o755)
+    else:
+        L.link("bin/bash", "busybox")
     # the image's /localhost.crt and /localhost.key ("agnhost netexec --tls-cert-file", the https hook specs)
     crt, key = self_signed_localhost()
     L.file("localhost.crt", crt, 0o644)
