@@ -59,6 +59,16 @@ static void test_requests(void **state) {
         pod_free(p);
 }
 
+/* a refusal: -ENOSPC, and an error (freed here) with that reason and message */
+static void assert_refused(int r, struct ck_error **e, const char *reason, const char *message) {
+        assert_int_equal(r, -ENOSPC);
+        assert_non_null(*e);
+        assert_int_equal((*e)->code, -ENOSPC);
+        assert_string_equal(ck_error_reason(*e), reason);
+        assert_string_equal(ck_error_message(*e), message);
+        *e = ck_error_free(*e);
+}
+
 static void test_admit(void **state) {
         struct admission_node node = { .max_pods = 3, .cpu_milli = 2000, .memory_bytes = 1024 * MIB };
         struct pod *big = parse_pod("  containers:\n  - {name: a, image: i, resources: {requests: {cpu: 1500m}}}\n");
@@ -71,20 +81,14 @@ static void test_admit(void **state) {
         assert_int_equal(kubelet_admit(mid, admitted, 0, &node, &aerr), 0);
         assert_null(aerr);
         /* cpu: 600 + 1500 > 2000 */
-        assert_int_equal(kubelet_admit(mid, admitted, 1, &node, &aerr), -ENOSPC);
-        assert_string_equal(ck_error_reason(aerr), "OutOfcpu");
-        assert_string_equal(ck_error_message(aerr),
-                            "Pod was rejected: Node didn't have enough resource: cpu, requested: 600, used: 1500, "
-                            "capacity: 2000");
-        aerr = ck_error_free(aerr);
+        assert_refused(kubelet_admit(mid, admitted, 1, &node, &aerr), &aerr, "OutOfcpu",
+                       "Pod was rejected: Node didn't have enough resource: cpu, requested: 600, used: 1500, "
+                       "capacity: 2000");
         /* a pod without requests always fits the resources, but not the pod count */
         assert_int_equal(kubelet_admit(none, admitted, 2, &node, &aerr), 0);
-        assert_int_equal(kubelet_admit(none, admitted, 3, &node, &aerr), -ENOSPC);
-        assert_string_equal(ck_error_reason(aerr), "OutOfpods");
-        assert_string_equal(ck_error_message(aerr),
-                            "Pod was rejected: Node didn't have enough resource: pods, requested: 1, used: 3, "
-                            "capacity: 3");
-        aerr = ck_error_free(aerr);
+        assert_refused(kubelet_admit(none, admitted, 3, &node, &aerr), &aerr, "OutOfpods",
+                       "Pod was rejected: Node didn't have enough resource: pods, requested: 1, used: 3, "
+                       "capacity: 3");
         /* memory */
         node.cpu_milli = 8000;
         admitted[0] = mid;
@@ -110,11 +114,8 @@ static void test_sysctls(void **state) {
         p = parse_pod("  securityContext: {sysctls: [{name: net.ipv4.tcp_syncookies, value: '1'}, "
                       "{name: net.core.somaxconn, value: '1024'}]}\n  containers:\n  - {name: a, image: i}\n");
         /* checked before the resources: a forbidden sysctl is reported even when the node is full */
-        assert_int_equal(kubelet_admit(p, (const struct pod *const *) &p, 1, &node, &aerr), -ENOSPC);
-        assert_string_equal(ck_error_reason(aerr), "SysctlForbidden");
-        assert_string_equal(ck_error_message(aerr),
-                            "Pod was rejected: forbidden sysctl: \"net.core.somaxconn\" not allowlisted");
-        aerr = ck_error_free(aerr);
+        assert_refused(kubelet_admit(p, (const struct pod *const *) &p, 1, &node, &aerr), &aerr, "SysctlForbidden",
+                       "Pod was rejected: forbidden sysctl: \"net.core.somaxconn\" not allowlisted");
         node.allowed_unsafe_sysctls = allowed;
         assert_int_equal(kubelet_admit(p, NULL, 0, &node, &aerr), 0);
         assert_null(aerr);
@@ -142,12 +143,9 @@ static void test_extended(void **state) {
         assert_int_equal(pod_request_units(init, "example.com/dev"), 2);
         assert_int_equal(pod_request_units(other, "example.com/dev"), 0);
         assert_int_equal(kubelet_admit(two, NULL, 0, &node, &aerr), 0);
-        assert_int_equal(kubelet_admit(init, admitted, 1, &node, &aerr), -ENOSPC);
-        assert_string_equal(ck_error_reason(aerr), "OutOfexample.com/dev");
-        assert_string_equal(ck_error_message(aerr),
-                            "Pod was rejected: Node didn't have enough resource: example.com/dev, requested: 2, "
-                            "used: 2, capacity: 3");
-        aerr = ck_error_free(aerr);
+        assert_refused(kubelet_admit(init, admitted, 1, &node, &aerr), &aerr, "OutOfexample.com/dev",
+                       "Pod was rejected: Node didn't have enough resource: example.com/dev, requested: 2, "
+                       "used: 2, capacity: 3");
         assert_int_equal(kubelet_admit(other, admitted, 1, &node, &aerr), 0);
         pod_free(two);
         pod_free(init);
@@ -195,10 +193,8 @@ static void test_admit_supplemental_groups_policy(void **state) {
                                       "  containers:\n  - {name: a, image: i}\n");
         _cleanup_ck_error_ struct ck_error *aerr = NULL;
 
-        assert_int_equal(kubelet_admit(strict, NULL, 0, &node, &aerr), -ENOSPC);
-        assert_string_equal(ck_error_reason(aerr), "SupplementalGroupsPolicyNotSupported");
-        assert_string_equal(ck_error_message(aerr), "SupplementalGroupsPolicy=Strict is not supported in this node");
-        aerr = ck_error_free(aerr);
+        assert_refused(kubelet_admit(strict, NULL, 0, &node, &aerr), &aerr, "SupplementalGroupsPolicyNotSupported",
+                       "SupplementalGroupsPolicy=Strict is not supported in this node");
         assert_int_equal(kubelet_admit(merge, NULL, 0, &node, &aerr), 0);
         node.supplemental_groups_policy = true;
         assert_int_equal(kubelet_admit(strict, NULL, 0, &node, &aerr), 0);
@@ -213,11 +209,8 @@ static void test_admit_apparmor(void **state) {
                                   "  containers:\n  - {name: a, image: i}\n");
         _cleanup_ck_error_ struct ck_error *aerr = NULL;
 
-        assert_int_equal(kubelet_admit(p, NULL, 0, &node, &aerr), -ENOSPC);
-        assert_int_equal(aerr->code, -ENOSPC);
-        assert_string_equal(ck_error_reason(aerr), "AppArmor");
-        assert_string_equal(ck_error_message(aerr), "Cannot enforce AppArmor: AppArmor is not enabled on the host");
-        aerr = ck_error_free(aerr);
+        assert_refused(kubelet_admit(p, NULL, 0, &node, &aerr), &aerr, "AppArmor",
+                       "Cannot enforce AppArmor: AppArmor is not enabled on the host");
         node.apparmor_enabled = true;
         assert_int_equal(kubelet_admit(p, NULL, 0, &node, &aerr), 0);
         assert_null(aerr);
