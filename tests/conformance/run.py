@@ -24,6 +24,7 @@ cluster-admin service account's token) --node-name; the specs are split into --s
 machine has 2 cores), each spec to the process with the fewest so far and the specs of one ginkgo Ordered container
 together, each process focused on its specs by an anchored regular expression of their full names. Results (the JSON reports, logs, summary.txt, results.json) go to --out."""
 import argparse
+import functools
 import json
 import os
 import re
@@ -100,6 +101,13 @@ def build_images(bindir):
 # ------------------------------------------------------------------------------------------- the spec list
 
 
+@functools.lru_cache(maxsize=None)
+def source_lines(path):
+    """A Go source file's lines (each read once: the suite's 432 specs name the same few files)."""
+    with open(path) as f:
+        return f.read().split("\n")
+
+
 def ordered_container(spec):
     """The location of the outermost ginkgo.Ordered container a spec is in, or None. Ginkgo's dry-run report does
     not say (IsInOrderedContainer is false there), so the containers' lines are read in the module's source, which
@@ -107,8 +115,7 @@ def ordered_container(spec):
     for loc in spec["ContainerHierarchyLocations"]:
         path = os.path.join(GOMODCACHE, loc["FileName"])
         try:
-            with open(path) as f:
-                line = f.read().split("\n")[loc["LineNumber"] - 1]
+            line = source_lines(path)[loc["LineNumber"] - 1]
         except (OSError, IndexError) as e:
             sys.exit(f"cannot read {path}:{loc['LineNumber']} to find the suite's Ordered containers: {e}")
         if re.search(r"\bginkgo\.Ordered\b", line):
