@@ -96,6 +96,7 @@ static void host_counts(void *userdata, struct api_host_counts *ret) {
                 .running_pods = n.running_pods,
                 .running_containers = n.running_containers,
                 .desired_pods = n.desired_pods,
+                .orphaned_runtime_pods = n.orphaned_runtime_pods,
                 .pod_start = n.pod_start,
                 .pleg_relist_duration = n.pleg_relist_duration,
                 .pleg_relist_interval = n.pleg_relist_interval,

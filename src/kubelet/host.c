@@ -235,6 +235,7 @@ void kubelet_counts(struct kubelet *k, struct kubelet_counts *ret) {
                 .running_pods = rsb,
                 .running_containers = rc,
                 .desired_pods = k->desired.n,
+                .orphaned_runtime_pods = k->orphaned_runtime_pods,
                 .pod_start = &k->pod_start_hist,
                 .pleg_relist_duration = k->pleg ? pleg_relist_duration(k->pleg) : NULL,
                 .pleg_relist_interval = k->pleg ? pleg_relist_interval(k->pleg) : NULL,

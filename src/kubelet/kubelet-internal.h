@@ -118,6 +118,13 @@ struct pod_worker {
 #define KUBELET_VOLUME_CONTENTS_THREADS 2
 #define KUBELET_VOLUME_CONTENTS_THREADS_MAX 8
 
+/* A pod whose worker ended, as the runtime's listing may still show it. */
+struct ended_pod {
+        char *uid;
+        uint64_t mono_usec; /* when its worker ended */
+        bool left_to_gc;    /* it ended with dead containers or sandboxes the runtime refused to remove */
+};
+
 struct kubelet {
         struct event_base *base;
         const struct kubelet_options *opts;
@@ -153,7 +160,12 @@ struct kubelet {
          * (10s..5m) ends, by the pod's clean-up or the container GC (gc.c) */
         struct backoff removal_backoff;
         char **removals_in_flight; /* ids whose RemoveContainer/RemovePodSandbox is in flight (gc.c) */
-        char **left_to_gc; /* UIDs of pods that terminated with such leftovers: no worker again while they last */
+        /* pods whose worker ended (pod_termination.c): no worker is made for one from the runtime's listing until a
+         * relist begun after its end, nor while the runtime keeps what it refused to remove of it */
+        struct ended_pod *ended;
+        size_t n_ended;
+        uint64_t
+                orphaned_runtime_pods; /* pods found in the runtime with no worker (kubelet_orphaned_runtime_pods_total) */
         uint64_t last_full_resync;
         uint64_t last_loop_usec; /* monotonic time of the last housekeeping tick (/healthz/syncloop) */
         struct histogram pod_start_hist;
@@ -275,6 +287,12 @@ const struct pod **kubelet_worker_pods(struct kubelet *k, bool static_only, size
 int kubelet_prober_setup(struct kubelet *k);
 /* a terminating worker finished: wake the workers waiting for its full name, drop it */
 void kubelet_worker_terminated(struct kubelet *k, struct pod_worker *w);
+/* Is this pod one whose worker ended and that a listing of the runtime must not bring back yet? */
+bool kubelet_pod_ended(const struct kubelet *k, const char *uid);
+/* Forget the ended pods that a relist begun after their end shows gone (or, without refused leftovers, shows at
+ * all: what it lists then is found anew), and those desired again. */
+void kubelet_ended_prune(struct kubelet *k);
+void kubelet_ended_free(struct kubelet *k);
 /* is another worker with the same full name still holding runtime state? */
 bool kubelet_name_is_busy(struct kubelet *k, const struct pod_worker *w);
 /* kubelet_sync_env.c: what the runtime can do (its last Status): the node manager's, or without an API server the

@@ -186,18 +186,13 @@ void kubelet_reconcile(struct kubelet *k) {
                 }
         }
 
-        /* a pod left to the container GC is forgotten once the runtime has nothing of it, or is desired again */
-        for (size_t i = 0; k->left_to_gc && k->left_to_gc[i];) {
-                if (!pleg_has_pod(k->pleg, k->left_to_gc[i]) || desired_contains(k, k->left_to_gc[i]))
-                        strv_remove_at(k->left_to_gc, i);
-                else
-                        i++;
-        }
+        kubelet_ended_prune(k);
         for (char *const *u = pleg_pod_uids(k->pleg); *u; u++)
-                if (!kubelet_find_worker(k, *u) && !desired_contains(k, *u) && !strv_contains(k->left_to_gc, *u)) {
+                if (!kubelet_find_worker(k, *u) && !desired_contains(k, *u) && !kubelet_pod_ended(k, *u)) {
                         struct pod_worker *w = kubelet_worker_new(k, *u);
                         if (!w)
                                 continue;
+                        k->orphaned_runtime_pods++;
                         log_info("Found a pod in the runtime that is not desired, killing it: podUID=\"%s\"", *u);
                         kubelet_worker_request_sync(w);
                 }
@@ -641,7 +636,7 @@ struct kubelet *kubelet_free(struct kubelet *k) {
         backoff_done(&k->crash_backoff);
         backoff_done(&k->image_backoff);
         backoff_done(&k->removal_backoff);
-        strv_free(k->left_to_gc);
+        kubelet_ended_free(k);
         strv_free(k->removals_in_flight);
         k->cm = cm_free(k->cm);
         kubelet_cpu_free(k);

@@ -68,6 +68,7 @@ struct kubelet_counts {
         size_t running_pods;       /* kubelet_running_pods: ready sandboxes */
         size_t running_containers; /* kubelet_running_containers{container_state="running"} */
         size_t desired_pods;
+        uint64_t orphaned_runtime_pods;               /* kubelet_orphaned_runtime_pods_total */
         const struct histogram *pod_start;            /* kubelet_pod_start_duration_seconds */
         const struct histogram *pleg_relist_duration; /* kubelet_pleg_relist_duration_seconds; NULL: none yet */
         const struct histogram *pleg_relist_interval; /* kubelet_pleg_relist_interval_seconds; NULL: none yet */

@@ -150,6 +150,67 @@ static void finish_api_pod(struct kubelet *k, struct pod_worker *w) {
                 delete_from_api(k, w->api_ns, w->api_name, w->uid);
 }
 
+static ssize_t ended_index(const struct kubelet *k, const char *uid) {
+        for (size_t i = 0; i < k->n_ended; i++)
+                if (streq(k->ended[i].uid, uid))
+                        return (ssize_t) i;
+        return -1;
+}
+
+static void ended_remove_at(struct kubelet *k, size_t i) {
+        free(k->ended[i].uid);
+        memmove(&k->ended[i], &k->ended[i + 1], (k->n_ended - i - 1) * sizeof(k->ended[0]));
+        k->n_ended--;
+}
+
+/* The listing the kubelet reconciles with may be older than the worker's end: it may still show what the pod's
+ * last pass removed, or not yet show the pod at all (a pod started and stopped between two relists), so that a
+ * leftover would be found as "not desired" and given a worker again. The pod is remembered until a relist begun
+ * after its end, and, if the runtime refused to remove some of it, while that listing still shows it. */
+static void ended_add(struct kubelet *k, const char *uid, bool left_to_gc) {
+        ssize_t i = ended_index(k, uid);
+        struct ended_pod *n;
+        char *u;
+
+        if (i >= 0) {
+                k->ended[i].mono_usec = now_usec();
+                k->ended[i].left_to_gc = k->ended[i].left_to_gc || left_to_gc;
+                return;
+        }
+        u = strdup(uid);
+        n = u ? reallocarray(k->ended, k->n_ended + 1, sizeof(*n)) : NULL;
+        if (!n) {
+                free(u);
+                log_error("pod %s: out of memory remembering its end; a stale listing may find it again", uid);
+                return;
+        }
+        k->ended = n;
+        k->ended[k->n_ended++] = (struct ended_pod) { .uid = u, .mono_usec = now_usec(), .left_to_gc = left_to_gc };
+}
+
+bool kubelet_pod_ended(const struct kubelet *k, const char *uid) {
+        return ended_index(k, uid) >= 0;
+}
+
+void kubelet_ended_prune(struct kubelet *k) {
+        for (size_t i = 0; i < k->n_ended;) {
+                const struct ended_pod *e = &k->ended[i];
+                bool fresh = pleg_listed_after(k->pleg, e->mono_usec);
+
+                if (kubelet_pod_desired(k, e->uid) || (fresh && (!e->left_to_gc || !pleg_has_pod(k->pleg, e->uid))))
+                        ended_remove_at(k, i);
+                else
+                        i++;
+        }
+}
+
+void kubelet_ended_free(struct kubelet *k) {
+        for (size_t i = 0; i < k->n_ended; i++)
+                free(k->ended[i].uid);
+        k->ended = mfree(k->ended);
+        k->n_ended = 0;
+}
+
 void kubelet_worker_terminated(struct kubelet *k, struct pod_worker *w) {
         _cleanup_free_ char *name = w->full_name ? strdup(w->full_name) : NULL;
 
@@ -159,10 +220,9 @@ void kubelet_worker_terminated(struct kubelet *k, struct pod_worker *w) {
                 log_info("pod %s (%s) terminated; %zu of its dead containers and sandboxes that the runtime refused "
                          "to remove are left to the container garbage collector",
                          strna(w->full_name), w->uid, w->leftovers);
-                if (!strv_contains(k->left_to_gc, w->uid))
-                        (void) strv_extend(&k->left_to_gc, w->uid);
         } else
                 log_info("pod %s (%s) terminated and removed from the runtime", strna(w->full_name), w->uid);
+        ended_add(k, w->uid, w->leftovers > 0);
         if (w->deleting)
                 finish_api_pod(k, w);
         (void) kubelet_allocation_set(k->allocation, w->uid, NULL); /* its allocation goes with it */

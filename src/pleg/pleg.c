@@ -40,6 +40,7 @@ struct pleg {
 
         uint64_t next_started, last_relist_started; /* realtime: when the relist in flight / the last one began */
         uint64_t mono_started, mono_prev_started;   /* monotonic: the relist in flight's start, the one before's */
+        uint64_t listed_mono;                       /* monotonic: when the relist of the current listing began */
         struct histogram duration, interval;        /* kubelet_pleg_relist_{duration,interval}_seconds */
         struct pleg_list current;
         char **uids; /* sorted, distinct */
@@ -134,7 +135,7 @@ static size_t sort_unique(const char **v, size_t n) {
 /* Compare the two sorted lists and report pods whose items changed, each once. The sets of UIDs are made by
  * sorting (O(n log n) in the sandboxes and containers): with 1,000 pods a relist compares ~2,000 items every
  * second, where a pairwise search for duplicates costs millions of string comparisons. */
-static void diff_and_swap(struct pleg *p) {
+static bool diff_and_swap(struct pleg *p) {
         _cleanup_free_ const char **changed = NULL, **all = NULL;
         char **uids = NULL;
         size_t i = 0, j = 0, n_changed = 0, n_all = 0;
@@ -148,7 +149,7 @@ static void diff_and_swap(struct pleg *p) {
         if (!changed || !all) {
                 log_error("PLEG: out of memory comparing listings; keeping the previous one");
                 list_done(n);
-                return;
+                return false;
         }
         while (i < o->n || j < n->n) {
                 int c = i >= o->n ? 1 : j >= n->n ? -1 : strcmp(o->items[i].id, n->items[j].id);
@@ -181,7 +182,7 @@ static void diff_and_swap(struct pleg *p) {
         if (!uids) {
                 log_error("PLEG: out of memory comparing listings; keeping the previous one");
                 list_done(n);
-                return;
+                return false;
         }
         for (size_t k = 0; k < n_changed; k++)
                 if (p->cb.pod_changed)
@@ -197,6 +198,7 @@ static void diff_and_swap(struct pleg *p) {
         p->n_running_sandboxes = p->next_running_sandboxes;
         p->n_containers = p->next_containers;
         p->n_running_containers = p->next_running_containers;
+        return true;
 }
 
 static void relist_finish(struct pleg *p) {
@@ -204,7 +206,8 @@ static void relist_finish(struct pleg *p) {
 
         histogram_observe(&p->duration, (double) (now_usec() - p->mono_started) / 1e6);
         if (ok) {
-                diff_and_swap(p);
+                if (diff_and_swap(p))
+                        p->listed_mono = p->mono_started;
                 p->last_relist_started = p->next_started;
         } else
                 list_done(&p->next);
@@ -426,6 +429,10 @@ int pleg_start(struct pleg *p) {
 
 uint64_t pleg_last_relist_started_usec(const struct pleg *p) {
         return p->last_relist_started;
+}
+
+bool pleg_listed_after(const struct pleg *p, uint64_t mono_usec) {
+        return p && p->listed_mono > mono_usec;
 }
 
 bool pleg_has_id(const struct pleg *p, const char *id) {

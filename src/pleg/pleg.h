@@ -43,6 +43,9 @@ bool pleg_has_id(const struct pleg *p, const char *id);
 uint64_t pleg_gone_count(const struct pleg *p);
 /* Was this pod (by UID) in the last successful listing? O(log n). */
 bool pleg_has_pod(const struct pleg *p, const char *uid);
+/* Does the current listing come from a relist that began after mono_usec (CLOCK_MONOTONIC)? Before, it may still
+ * show what was removed since, or lack what was made since. */
+bool pleg_listed_after(const struct pleg *p, uint64_t mono_usec);
 /* UIDs of pods present in the last successful listing, sorted and distinct (borrowed, NULL-terminated strv). */
 char *const *pleg_pod_uids(const struct pleg *p);
 /* kubelet_pleg_relist_duration_seconds (a relist's start to its end, failed ones included) and

@@ -183,6 +183,11 @@ void api_handle_metrics(struct api_request *r) {
                "[ALPHA] The number of pods the kubelet is being instructed to run. "
                "static is true if the pod is not from the apiserver.");
         evbuffer_add_printf(b, "kubelet_desired_pods{static=\"true\"} %zu\n", n.desired_pods);
+        header(b, "kubelet_orphaned_runtime_pods_total", "counter",
+               "[ALPHA] Number of pods that have been detected in the container runtime without being already known "
+               "to the pod worker. This typically indicates the kubelet was restarted while a pod was force deleted "
+               "in the API or in the local configuration, which is unusual.");
+        evbuffer_add_printf(b, "kubelet_orphaned_runtime_pods_total %" PRIu64 "\n", n.orphaned_runtime_pods);
         header(b, "kubelet_pod_start_duration_seconds", "histogram",
                "[ALPHA] Duration in seconds from kubelet seeing a pod for the first time to the pod starting to run");
         add_histogram(b, "kubelet_pod_start_duration_seconds", NULL, NULL, n.pod_start);

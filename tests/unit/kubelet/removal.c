@@ -136,11 +136,76 @@ static void test_pod_back_while_leftovers_wait(void **state) {
                          1);
 }
 
+#define OTHER \
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: other, uid: u2}\nspec:\n  containers:\n  - {name: a, image: busybox:1.36}\n"
+
+static bool listed_u1(void *userdata) {
+        struct test_kubelet *t = userdata;
+        return pleg_has_pod(t->k->pleg, "u1");
+}
+
+/* Relists 30 s apart, so that a pod starts and ends between two of them. */
+static int setup_slow_relist(void **state) {
+        assert_int_equal(setenv("CKUBELET_TEST_PLEG_RELIST_SECONDS", "30", 1), 0);
+        return setup(state);
+}
+
+static int teardown_slow_relist(void **state) {
+        assert_int_equal(unsetenv("CKUBELET_TEST_PLEG_RELIST_SECONDS"), 0);
+        return teardown(state);
+}
+
+/* A pod started and stopped between two relists, leaving what the runtime refuses to remove: the listing the
+ * kubelet reconciles with at its end has never shown it, the next one does. No worker is made for it again (the
+ * stale listing once let the kubelet forget it, and the next relist "found a pod in the runtime that is not
+ * desired": the CI's containerd 2.1 run of tests/e2e/test_abandoned_start.py). */
+static void test_leftovers_of_a_pod_no_listing_showed_yet(void **state) {
+        struct test_kubelet *t = *state;
+
+        tk_set_pods(t, POD);
+        tk_start(t);
+        tk_wait(t, tk_running, (&(struct tk_want) { .t = t, .uid = "u1", .container = "a" }), MIN_USEC);
+        refuse_removals(t);
+        tk_set_pods(t, "");
+        tk_wait(t, no_worker, t, MIN_USEC);
+        assert_false(pleg_has_pod(t->k->pleg, "u1")); /* the race's precondition: no relist since it started */
+        tk_set_pods(t, OTHER);                        /* the kubelet reconciles with that listing */
+        tk_run_for(t, 2 * MIN_USEC);
+        assert_int_equal(t->k->orphaned_runtime_pods, 0);
+        assert_null(kubelet_find_worker(t->k, "u1"));
+        assert_true(pleg_has_pod(t->k->pleg, "u1"));
+        assert_non_null(fake_runtime_pod_sandbox(t->rt, "u1"));
+}
+
+/* A pod removed from the runtime completely, when the listing the kubelet reconciles with right after is older than
+ * the removal and still shows it: no worker is made for it ("not desired") either. */
+static void test_removed_pod_in_a_stale_listing(void **state) {
+        struct test_kubelet *t = *state;
+
+        tk_set_pods(t, POD);
+        tk_start(t);
+        tk_wait(t, tk_running, (&(struct tk_want) { .t = t, .uid = "u1", .container = "a" }), MIN_USEC);
+        tk_wait(t, listed_u1, t, MIN_USEC);
+        tk_set_pods(t, "");
+        tk_wait(t, tk_pod_gone, (&(struct tk_want) { .t = t, .uid = "u1" }), MIN_USEC);
+        tk_wait(t, no_worker, t, MIN_USEC);
+        assert_true(pleg_has_pod(t->k->pleg, "u1")); /* the race's precondition: the listing predates the removal */
+        tk_set_pods(t, OTHER);
+        tk_run_for(t, 2 * MIN_USEC);
+        assert_int_equal(t->k->orphaned_runtime_pods, 0);
+        assert_false(pleg_has_pod(t->k->pleg, "u1"));
+        assert_int_equal(t->k->n_ended, 0); /* forgotten once a later listing showed it gone */
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_refused_removal_does_not_block_termination, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_refused_removal_retried_with_backoff, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_pod_back_while_leftovers_wait, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_leftovers_of_a_pod_no_listing_showed_yet, setup_slow_relist,
+                                                teardown_slow_relist),
+                cmocka_unit_test_setup_teardown(test_removed_pod_in_a_stale_listing, setup_slow_relist,
+                                                teardown_slow_relist),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
