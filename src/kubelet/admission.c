@@ -63,7 +63,7 @@ static int insufficient(const char *resource, int64_t requested, int64_t used, i
 int kubelet_admit(const struct pod *p, const struct pod *const *admitted, size_t n, const struct admission_node *node,
                   struct ck_error **ret_error) {
         int64_t cpu, mem, used_cpu = 0, used_mem = 0, c, m;
-        _cleanup_ck_error_ struct ck_error *sysctl_error = NULL, *apparmor_error = NULL;
+        _cleanup_ck_error_ struct ck_error *sysctl_error = NULL;
         int r;
 
         /* the sysctl allowlist admit handler runs before the resource predicates, as upstream registers them */
@@ -92,11 +92,8 @@ int kubelet_admit(const struct pod *p, const struct pod *const *admitted, size_t
             !node->supplemental_groups_policy)
                 return ck_error_set_reason(ret_error, -ENOSPC, "SupplementalGroupsPolicyNotSupported",
                                            "SupplementalGroupsPolicy=Strict is not supported in this node");
-        /* the AppArmor handler's own reason ("AppArmor") and message */
-        r = kr_apparmor_admit(p, node->apparmor_enabled, &apparmor_error);
-        if (r == -EPERM)
-                return ck_error_set_reason(ret_error, -ENOSPC, ck_error_reason(apparmor_error), "%s",
-                                           ck_error_message(apparmor_error));
+        /* the AppArmor handler's refusal as it is: its own reason ("AppArmor") and message */
+        r = kr_apparmor_admit(p, node->apparmor_enabled, ret_error);
         if (r < 0)
                 return r;
         if (node->max_pods > 0 && (int64_t) n + 1 > node->max_pods)

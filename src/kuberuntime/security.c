@@ -157,7 +157,7 @@ int kr_apparmor_admit(const struct pod *pod, bool host_enabled, struct ck_error 
                 return 0;
         if (!kr_pod_requires_apparmor(pod) || host_enabled)
                 return 0;
-        return ck_error_set_reason(ret_error, -EPERM, "AppArmor",
+        return ck_error_set_reason(ret_error, -ENOSPC, "AppArmor",
                                    "Cannot enforce AppArmor: AppArmor is not enabled on the host");
 }
 

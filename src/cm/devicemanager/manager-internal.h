@@ -125,6 +125,8 @@ struct devicemanager {
 struct resource *dm_resource_find(const struct devicemanager *m, const char *name);
 /* a new resource (or the dropped one of that name again); NULL when out of memory or past MAX_RESOURCES */
 struct resource *dm_resource_add(struct devicemanager *m, const char *name);
+/* Would dm_resource_add find a slot for it: its own (dropped or not), or a new one under the cap? */
+bool dm_resource_has_room(const struct devicemanager *m, const char *name);
 void dm_devices_free(struct resource *r);
 /* the ids of the resource's healthy devices */
 int dm_healthy_ids(const struct resource *r, char ***ret);

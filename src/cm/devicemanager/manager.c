@@ -130,14 +130,6 @@ static void on_stopped(struct dm_endpoint *ep, const char *why, void *userdata) 
 
 /* ---------------------------------------------------------------- Registration */
 
-/* dm_resource_add would find a slot: the resource's own (dropped or not), or a new one */
-static bool resource_room(const struct devicemanager *m, const char *name) {
-        for (size_t i = 0; i < m->n_resources; i++)
-                if (streq(m->resources[i].name, name))
-                        return true;
-        return m->n_resources < MAX_RESOURCES;
-}
-
 static void registration_free(struct registration *g) {
         if (!g)
                 return;
@@ -259,7 +251,7 @@ static void on_register(struct grpc_server_call *call, const ProtobufCMessage *m
                                         strempty(req->endpoint), m->dir);
                 return;
         }
-        if (!resource_room(m, req->resource_name)) {
+        if (!dm_resource_has_room(m, req->resource_name)) {
                 grpc_server_reply_error(call, GRPC_RESOURCE_EXHAUSTED, "cannot register more resources");
                 return;
         }

@@ -31,18 +31,27 @@ void dm_devices_free(struct resource *r) {
         r->n_devices = 0;
 }
 
-struct resource *dm_resource_add(struct devicemanager *m, const char *name) {
-        struct resource *r = dm_resource_find(m, name), *n;
-
-        if (r)
-                return r;
-        /* the slot of a dropped resource of that name is reused */
+/* the resource's slot, live or dropped (a dropped one is reused, so a name has one slot at most); -1 if none */
+static ssize_t resource_slot(const struct devicemanager *m, const char *name) {
         for (size_t i = 0; i < m->n_resources; i++)
-                if (m->resources[i].deleted && streq(m->resources[i].name, name)) {
-                        m->resources[i].deleted = false;
-                        return &m->resources[i];
-                }
-        if (m->n_resources >= MAX_RESOURCES)
+                if (streq(m->resources[i].name, name))
+                        return (ssize_t) i;
+        return -1;
+}
+
+bool dm_resource_has_room(const struct devicemanager *m, const char *name) {
+        return resource_slot(m, name) >= 0 || m->n_resources < MAX_RESOURCES;
+}
+
+struct resource *dm_resource_add(struct devicemanager *m, const char *name) {
+        ssize_t i = resource_slot(m, name);
+        struct resource *r, *n;
+
+        if (i >= 0) {
+                m->resources[i].deleted = false;
+                return &m->resources[i];
+        }
+        if (!dm_resource_has_room(m, name))
                 return NULL;
         n = reallocarray(m->resources, m->n_resources + 1, sizeof(*n));
         if (!n)

@@ -404,7 +404,7 @@ static void test_apparmor(void **state) {
                                  cases[i].type >= 0 &&
                                          cases[i].type != RUNTIME__V1__SECURITY_PROFILE__PROFILE_TYPE__Unconfined);
                 if (kr_pod_requires_apparmor(p)) {
-                        assert_int_equal(kr_apparmor_admit(p, false, &aerr), -EPERM);
+                        assert_int_equal(kr_apparmor_admit(p, false, &aerr), -ENOSPC);
                         assert_string_equal(ck_error_reason(aerr), "AppArmor");
                         assert_string_equal(ck_error_message(aerr),
                                             "Cannot enforce AppArmor: AppArmor is not enabled on the host");
