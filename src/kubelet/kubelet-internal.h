@@ -69,6 +69,9 @@ struct pod_worker {
 
         bool busy;    /* a sync is in flight */
         bool pending; /* another sync was requested meanwhile */
+        /* no longer desired, and no pass has stopped it since: the next pass does, even if it is desired again by
+         * then (upstream's restartRequested: a pod terminating when its UID is added again is stopped first) */
+        bool kill_requested;
         struct pod_sync *sync;
         struct event *timer; /* requeue after an error, or when a back-off ends */
         uint64_t timer_at;   /* monotonic usec the timer is armed for, 0 = not armed */

@@ -100,6 +100,7 @@ void kubelet_reconcile(struct kubelet *k) {
                         log_info("SyncLoop REMOVE: pod=\"%s\" podUID=\"%s\"", strna(w->full_name), w->uid);
                         pod_free(w->last_pod);
                         w->last_pod = TAKE_PTR(w->pod);
+                        w->kill_requested = true;
                         kubelet_worker_request_sync(w);
                 }
         }
@@ -161,7 +162,11 @@ void kubelet_reconcile(struct kubelet *k) {
                         kubelet_warn_unsupported_fields(k, p);
                         changed = true;
                 } else if (w->pod != p) {
-                        if (!w->pod)
+                        if (!w->pod && w->kill_requested)
+                                log_info("Pod is terminating but has been requested to restart with same UID, will be "
+                                         "reconciled later: pod=\"%s/%s\" podUID=\"%s\"",
+                                         p->namespace_, p->name, p->uid);
+                        else if (!w->pod)
                                 log_info("pod %s/%s (%s) is desired again", p->namespace_, p->name, p->uid);
                         else
                                 log_info("SyncLoop UPDATE: pod=\"%s/%s\" podUID=\"%s\"", p->namespace_, p->name,

@@ -119,6 +119,7 @@ void kubelet_worker_schedule(struct pod_worker *w, uint64_t delay_usec) {
 
 void kubelet_worker_request_sync(struct pod_worker *w) {
         struct kubelet *k = w->k;
+        struct pod *pod;
 
         if (k->stopping || !k->runtime_listed)
                 return;
@@ -136,8 +137,12 @@ void kubelet_worker_request_sync(struct pod_worker *w) {
         }
         w->busy = true;
         w->pending = false;
-        if (kubelet_pod_sync_start(&k->sync_env, w, w->uid, w->full_name, w->pod ? kubelet_worker_sync_pod(w) : NULL,
-                                   &w->sync) < 0)
+        /* a pass without the pod stops it: one does before the pod runs again (kill_requested) */
+        pod = w->pod && !w->kill_requested ? kubelet_worker_sync_pod(w) : NULL;
+        if (w->pod && w->kill_requested)
+                w->pending = true; /* and then it runs again */
+        w->kill_requested = false;
+        if (kubelet_pod_sync_start(&k->sync_env, w, w->uid, w->full_name, pod, &w->sync) < 0)
                 kubelet_worker_sync_done(w, false, 0, true, false);
 }
 

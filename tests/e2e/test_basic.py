@@ -1,6 +1,7 @@
 # Static pods from a manifest directory: start, labels, logs, multi-document files, PodList, dotfiles,
 # removal, replacement on edit, unowned pods.
 import os
+import textwrap
 import threading
 import time
 
@@ -80,6 +81,28 @@ def test_deleted_manifest_stops_pod_gracefully(kubelet, runtime):
              msg="sandbox and containers removed")
     log = open(os.path.join(kubelet.pod_log_dir(name, uid), "app", "0.log")).read()
     assert "got SIGTERM" in log, "the container was not asked to stop gracefully"
+
+
+def test_manifest_removed_and_written_again_restarts_the_pod(kubelet, runtime):
+    """A manifest deleted and written again at once, unchanged (e2e_node's "should successfully recreate when file is
+    removed and recreated"): as upstream, the pod (same UID) is stopped, then runs again, its container's restart
+    count 1; never two running copies."""
+    name = f"again-{NODE}"
+    text = pod_manifest("again", [("app", SLEEPER)], grace=2)
+    kubelet.write("again.yaml", text)
+    [first] = wait_for(lambda: runtime.running(name), msg="the pod running")
+    uid = first["labels"]["io.kubernetes.pod.uid"]
+    path = os.path.join(kubelet.manifests, "again.yaml")
+    os.unlink(path)
+    with open(path, "w") as f:  # as the suite's createStaticPod: in place, not renamed
+        f.write(textwrap.dedent(text))
+    [second] = wait_for(lambda: [c for c in runtime.running(name) if c["id"] != first["id"]], 40,
+                        msg="the pod running again")
+    assert second["labels"]["io.kubernetes.pod.uid"] == uid
+    assert second["annotations"]["io.kubernetes.container.restartCount"] == "1"
+    assert [c["id"] for c in runtime.running(name)] == [second["id"]]
+    kubelet.wait_log(r"SyncLoop REMOVE: pod=\"default/" + name + r"\"", 5)
+    kubelet.wait_log(r"Pod is terminating but has been requested to restart with same UID|is desired again", 5)
 
 
 def test_edited_manifest_replaces_pod_exactly_once(kubelet, runtime):

@@ -217,6 +217,28 @@ static void expect_names(struct ctx *t, const char *const *want) {
 }
 #define EXPECT_NAMES(t, ...) expect_names(t, (const char *const[]) { __VA_ARGS__, NULL })
 
+/* A file deleted and written again at once, with the same content (e2e_node's "should successfully recreate when file
+ * is removed and recreated"): as upstream's source, the pods go and then come back, two updates, not none. */
+static void test_removed_and_recreated(void **state) {
+        struct ctx *t = *state;
+
+        write_pod(t, "a.yaml", "a", "busybox:1");
+        write_pod(t, "b.yaml", "b", "busybox:1");
+        assert_int_equal(pod_config_add_file_source(t->config, t->dir, 20 * USEC_PER_SEC), 0);
+        expect_update(t, 1000);
+        EXPECT_NAMES(t, "a-" NODE, "b-" NODE);
+        remove_file(t, "a.yaml");
+        write_pod(t, "a.yaml", "a", "busybox:1");
+        expect_update(t, FAST_MS);
+        EXPECT_NAMES(t, "b-" NODE);
+        expect_update(t, FAST_MS);
+        EXPECT_NAMES(t, "a-" NODE, "b-" NODE);
+        expect_no_update(t, 300);
+        /* replaced by a rename (an editor's save) is a change, not a removal: no update for the same content */
+        replace_pod(t, "a.yaml", "a", "busybox:1");
+        expect_no_update(t, 300);
+}
+
 static void test_directory(void **state) {
         struct ctx *t = *state;
         _cleanup_free_ char *sub = path_in(t, "sub"), *subfile = NULL;
@@ -419,6 +441,7 @@ static void test_single_file(void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_directory, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_removed_and_recreated, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_bad_file_logged_once, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_missing_directory_appears, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_single_file, setup, teardown),

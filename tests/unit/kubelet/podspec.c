@@ -60,6 +60,72 @@ static void test_sidecars_stop_in_reverse_order(void **state) {
         assert_in_range(FAKE_REQ(s1, StopContainerRequest)->timeout, 1, 10);
 }
 
+/* A sidecar's preStop exec that never ends (upstream's "should terminate sidecars simultaneously if prestop doesn't
+ * exit"): it runs in the runtime with no timeout of its own (ExecSync timeout 0, as upstream's RunInContainer), the
+ * kubelet stops waiting for it when the grace period is over and stops the container with the 2 s minimum; the
+ * command is not cut at the grace period but ends with its container, 32 s after it began. */
+static void test_pre_stop_outlives_grace_period(void **state) {
+        struct test_kubelet *t = *state;
+        const struct fake_call *exec, *stop;
+
+        tk_set_pods(t, "apiVersion: v1\nkind: Pod\nmetadata: {name: web, uid: u1}\n"
+                       "spec:\n  terminationGracePeriodSeconds: 30\n"
+                       "  initContainers:\n"
+                       "  - name: s1\n    image: busybox:1.36\n    restartPolicy: Always\n"
+                       "    lifecycle: {preStop: {exec: {command: [loop-forever]}}}\n"
+                       "  containers:\n  - {name: app, image: busybox:1.36}\n");
+        tk_start(t);
+        tk_wait(t, tk_running, (&(struct tk_want) { .t = t, .uid = "u1", .container = "app" }), MIN_USEC);
+        /* the command answers only after 10 minutes: when its container is gone, in a real runtime */
+        assert_return_code(fake_runtime_set_delay(t->rt, "ExecSync", 10 * MIN_USEC), 0);
+        tk_set_pods(t, "");
+        tk_wait(t, tk_pod_gone, (&(struct tk_want) { .t = t, .uid = "u1" }), 2 * MIN_USEC);
+        exec = fake_runtime_last(t->rt, "ExecSync", "s1");
+        stop = fake_runtime_last(t->rt, "StopContainer", "s1");
+        assert_non_null(exec);
+        assert_non_null(stop);
+        assert_string_equal(FAKE_REQ(exec, ExecSyncRequest)->cmd[0], "loop-forever");
+        assert_int_equal(FAKE_REQ(exec, ExecSyncRequest)->timeout, 0);
+        /* stopped when the grace period is over, with the minimum; the exec was still in flight then */
+        assert_in_range(stop->at_usec - exec->at_usec, 30 * USEC_PER_SEC, 31 * USEC_PER_SEC);
+        assert_int_equal(FAKE_REQ(stop, StopContainerRequest)->timeout, 2);
+        assert_int_equal(exec->status, -1);
+}
+
+/* The pod removed and added again, the same UID (a manifest deleted and written again), while its worker is busy
+ * starting it: the next pass stops it all the same, then it starts again, its container's restart count 1
+ * (upstream's restartRequested; e2e_node's "should successfully recreate when file is removed and recreated") */
+static bool start_sent(void *userdata) {
+        struct test_kubelet *t = userdata;
+        return fake_runtime_count(t->rt, "StartContainer") > 0;
+}
+
+static void test_removed_and_added_again(void **state) {
+        struct test_kubelet *t = *state;
+        const char *pod = "apiVersion: v1\nkind: Pod\nmetadata: {name: web, uid: u1}\n"
+                          "spec:\n  containers:\n  - {name: app, image: busybox:1.36}\n";
+        _cleanup_free_ char *actions = NULL;
+
+        assert_return_code(fake_runtime_set_delay(t->rt, "StartContainer", 2 * USEC_PER_SEC), 0);
+        tk_set_pods(t, pod);
+        tk_start(t);
+        tk_wait(t, start_sent, t, MIN_USEC);
+        tk_set_pods(t, ""); /* the pass that starts it is in flight */
+        tk_run_for(t, 100 * USEC_PER_MSEC);
+        tk_set_pods(t, pod);
+        tk_wait(t, tk_restarts, (&(struct tk_want) { .t = t, .uid = "u1", .container = "app", .n = 1 }), MIN_USEC);
+        tk_wait(t, tk_running, (&(struct tk_want) { .t = t, .uid = "u1", .container = "app" }), MIN_USEC);
+        /* stopped (sandbox included), then started anew */
+        actions = fake_runtime_actions(t->rt, 0);
+        assert_string_equal(actions, "RunPodSandbox:web-testnode CreateContainer:app StartContainer:app "
+                                     "StopContainer:app StopPodSandbox:web-testnode RunPodSandbox:web-testnode "
+                                     "CreateContainer:app StartContainer:app");
+        assert_int_equal(fake_runtime_count_instances(t->rt, "u1", "app",
+                                                      RUNTIME__V1__CONTAINER_STATE__CONTAINER_RUNNING),
+                         1);
+        assert_int_equal(fake_runtime_count_instances(t->rt, "u1", "app", -1), 2);
+}
+
 /* activeDeadlineSeconds: at the deadline (virtual time) the pod is stopped and fails, and stays so */
 static void test_active_deadline(void **state) {
         struct test_kubelet *t = *state;
@@ -188,6 +254,8 @@ static void test_static_pod_resize_infeasible(void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_sidecars_stop_in_reverse_order, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_pre_stop_outlives_grace_period, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_removed_and_added_again, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_active_deadline, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_restart_rules, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_ephemeral_container, setup, teardown),
