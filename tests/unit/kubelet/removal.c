@@ -49,6 +49,16 @@ static void refuse_removals(struct test_kubelet *t) {
                          0);
 }
 
+/* The pod runs, then its manifest goes while the runtime refuses every removal: its worker ends. */
+static void run_then_remove_refused(struct test_kubelet *t) {
+        tk_set_pods(t, POD);
+        tk_start(t);
+        tk_wait(t, tk_running, (&(struct tk_want) { .t = t, .uid = "u1", .container = "a" }), MIN_USEC);
+        refuse_removals(t);
+        tk_set_pods(t, "");
+        tk_wait(t, no_worker, t, MIN_USEC);
+}
+
 /* The pod's manifest goes while the runtime refuses every removal: the pod is stopped, its removal tried once, and
  * its worker ends (the pod is terminated, as a deleted API pod would be deleted from the API then) with the
  * exited container and the stopped sandbox still in the runtime. */
@@ -57,12 +67,7 @@ static void test_refused_removal_does_not_block_termination(void **state) {
         const struct fake_sandbox *sb;
         const struct fake_container *c;
 
-        tk_set_pods(t, POD);
-        tk_start(t);
-        tk_wait(t, tk_running, (&(struct tk_want) { .t = t, .uid = "u1", .container = "a" }), MIN_USEC);
-        refuse_removals(t);
-        tk_set_pods(t, "");
-        tk_wait(t, no_worker, t, MIN_USEC);
+        run_then_remove_refused(t);
         c = fake_runtime_find(t->rt, "u1", "a");
         sb = fake_runtime_pod_sandbox(t->rt, "u1");
         assert_non_null(c);
@@ -83,12 +88,7 @@ static void test_refused_removal_retried_with_backoff(void **state) {
         struct test_kubelet *t = *state;
         size_t before, tries;
 
-        tk_set_pods(t, POD);
-        tk_start(t);
-        tk_wait(t, tk_running, (&(struct tk_want) { .t = t, .uid = "u1", .container = "a" }), MIN_USEC);
-        refuse_removals(t);
-        tk_set_pods(t, "");
-        tk_wait(t, no_worker, t, MIN_USEC);
+        run_then_remove_refused(t);
         before = removals(t);
         for (int i = 0; i < 15; i++) {
                 tk_run_for(t, MIN_USEC);
@@ -121,12 +121,7 @@ static void test_refused_removal_retried_with_backoff(void **state) {
 static void test_pod_back_while_leftovers_wait(void **state) {
         struct test_kubelet *t = *state;
 
-        tk_set_pods(t, POD);
-        tk_start(t);
-        tk_wait(t, tk_running, (&(struct tk_want) { .t = t, .uid = "u1", .container = "a" }), MIN_USEC);
-        refuse_removals(t);
-        tk_set_pods(t, "");
-        tk_wait(t, no_worker, t, MIN_USEC);
+        run_then_remove_refused(t);
         tk_set_pods(t, POD);
         tk_wait(t, tk_running, (&(struct tk_want) { .t = t, .uid = "u1", .container = "a" }), MIN_USEC);
         assert_int_equal(fake_runtime_count_instances(t->rt, "u1", "a", -1), 2);
@@ -162,12 +157,7 @@ static int teardown_slow_relist(void **state) {
 static void test_leftovers_of_a_pod_no_listing_showed_yet(void **state) {
         struct test_kubelet *t = *state;
 
-        tk_set_pods(t, POD);
-        tk_start(t);
-        tk_wait(t, tk_running, (&(struct tk_want) { .t = t, .uid = "u1", .container = "a" }), MIN_USEC);
-        refuse_removals(t);
-        tk_set_pods(t, "");
-        tk_wait(t, no_worker, t, MIN_USEC);
+        run_then_remove_refused(t);
         assert_false(pleg_has_pod(t->k->pleg, "u1")); /* the race's precondition: no relist since it started */
         tk_set_pods(t, OTHER);                        /* the kubelet reconciles with that listing */
         tk_run_for(t, 2 * MIN_USEC);
