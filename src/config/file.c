@@ -66,7 +66,6 @@ struct file_source {
         char *path_problem; /* the last logged problem with the path itself */
         bool delivered;
         char **removed; /* names deleted or moved away since the last scan (inotify), at most FILE_MAX_ENTRIES */
-        size_t n_removed;
 };
 
 static void manifest_file_done(struct manifest_file *f) {
@@ -386,18 +385,13 @@ static void deliver(struct file_source *s) {
  * content (e2e_node's "should successfully recreate when file is removed and recreated"). Returns true when that
  * removed pods; the removal is then delivered alone, and the rest of the scan follows on the next loop iteration. */
 static bool forget_removed(struct file_source *s) {
-        bool any = false;
-
         for (size_t i = 0; i < s->n_files; i++) {
                 const char *slash = strrchr(s->files[i].path, '/');
-                const char *name = slash ? slash + 1 : s->files[i].path;
 
-                s->files[i].seen = !strv_contains(s->removed, name);
-                any = any || !s->files[i].seen;
+                s->files[i].seen = !strv_contains(s->removed, slash ? slash + 1 : s->files[i].path);
         }
         s->removed = strv_free(s->removed);
-        s->n_removed = 0;
-        return any && sweep(s);
+        return sweep(s);
 }
 
 static void scan(struct file_source *s) {
@@ -525,9 +519,9 @@ static void on_inotify(evutil_socket_t fd, short what, void *userdata) {
                                 log_v(6, "Ignoring change of \"%s\"", ev->name);
                                 continue;
                         }
-                        if ((ev->mask & (IN_DELETE | IN_MOVED_FROM)) && s->n_removed < FILE_MAX_ENTRIES &&
-                            !strv_contains(s->removed, ev->name) && strv_extend(&s->removed, ev->name) >= 0)
-                                s->n_removed++;
+                        if ((ev->mask & (IN_DELETE | IN_MOVED_FROM)) && strv_length(s->removed) < FILE_MAX_ENTRIES &&
+                            !strv_contains(s->removed, ev->name))
+                                (void) strv_extend(&s->removed, ev->name);
                         relevant = true;
                 }
         }

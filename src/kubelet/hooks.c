@@ -272,7 +272,6 @@ static int start_http(struct hook_run *r, uint64_t timeout_usec, struct ck_error
  * container (upstream's preStop that loops for ever lives the grace period plus the 2 s minimum of the stop). The
  * call itself is cancelled, and the command with it, only well after that: its deadline is the hook's plus the
  * stop's minimum grace period and the request timeout. */
-#define EXEC_LINGER_USEC (2 * USEC_PER_SEC) /* MINIMUM_GRACE_PERIOD_SECONDS (pod_sync.h) */
 static int start_exec(struct hook_run *r, uint64_t timeout_usec) {
         Runtime__V1__ExecSyncRequest req = RUNTIME__V1__EXEC_SYNC_REQUEST__INIT;
         struct hook_exec *e = calloc(1, sizeof(*e));
@@ -285,7 +284,8 @@ static int start_exec(struct hook_run *r, uint64_t timeout_usec) {
         req.n_cmd = strv_length(r->h->action.exec_command);
         req.cmd = r->h->action.exec_command;
         req.timeout = 0;
-        k = cri_exec_sync(r->env->cri, &req, timeout_usec + EXEC_LINGER_USEC + r->env->request_timeout_usec,
+        k = cri_exec_sync(r->env->cri, &req,
+                          timeout_usec + MINIMUM_GRACE_PERIOD_SECONDS * USEC_PER_SEC + r->env->request_timeout_usec,
                           on_exec_reply, e);
         if (k < 0) {
                 free(e);

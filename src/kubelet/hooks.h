@@ -4,20 +4,24 @@
 /* The container lifecycle hook runner (pkg/kubelet/lifecycle/handlers.go HandlerRunner): runs one
  * postStart or preStop handler, asynchronously on the event loop:
  *
- *  - exec: CRI ExecSync in the container (the runtime kills the command at the timeout);
+ *  - exec: CRI ExecSync in the container, with no timeout of its own (upstream's RunInContainer(..., 0));
  *  - httpGet: a GET through the probes' HTTP client on the loop (probe_http_start); as upstream, any HTTP answer is a
  *    success, only a transport error (or the timeout) is a failure; host defaults to the pod IP, a named
  *    port is looked up in the container's ports;
  *  - sleep: a timer;
  *  - tcpSocket: accepted by validation but not supported by the kubelet: it fails ("Cannot run handler").
  *
- * Every run also has an overall deadline (timeout_usec): past it the run ends with -ETIME (what it started
- * is abandoned: an exec is killed by the runtime at the same deadline). */
+ * Every run also has an overall deadline (timeout_usec): past it the run ends with -ETIME and what it started
+ * is abandoned: an exec's command goes on until its container is stopped, and its call is cancelled (the runtime
+ * then kills the command) only MINIMUM_GRACE_PERIOD_SECONDS plus the request timeout after the deadline. */
 
 #include <stdint.h>
 
 #include "apis/pod.h"
 #include "prober/handlers.h"
+
+/* the least a StopContainer gets, also after a preStop that used up the grace period (minimumGracePeriodInSeconds) */
+#define MINIMUM_GRACE_PERIOD_SECONDS 2
 
 struct hook_run;
 

@@ -167,8 +167,8 @@ struct kubelet {
          * relist begun after its end, nor while the runtime keeps what it refused to remove of it */
         struct ended_pod *ended;
         size_t n_ended;
-        uint64_t
-                orphaned_runtime_pods; /* pods found in the runtime with no worker (kubelet_orphaned_runtime_pods_total) */
+        /* pods found in the runtime with no worker (kubelet_orphaned_runtime_pods_total) */
+        uint64_t orphaned_runtime_pods;
         uint64_t last_full_resync;
         uint64_t last_loop_usec; /* monotonic time of the last housekeeping tick (/healthz/syncloop) */
         struct histogram pod_start_hist;

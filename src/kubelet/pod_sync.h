@@ -28,15 +28,13 @@
 #include "apis/pod.h"
 #include "basic/macro.h"
 #include "basic/slots.h"
+#include "kubelet/hooks.h"
 #include "kubelet/pod_sync_env.h"
 #include "kuberuntime/actions.h"
 #include "kuberuntime/config.h"
 #include "credentialprovider/keyring.h"
 #include "objects/refs.h"
 
-#define MINIMUM_GRACE_PERIOD_SECONDS 2
-
-struct hook_run;
 struct kill_step;
 struct start_step;
 struct cleanup_step;

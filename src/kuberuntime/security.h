@@ -26,9 +26,9 @@ int kr_sandbox_security_context(const struct pod *pod, const struct kc_build_con
 /* Does any container of the pod need AppArmor (a profile other than Unconfined)? (the AppArmor validator's
  * isRequired) */
 bool kr_pod_requires_apparmor(const struct pod *pod);
-/* The AppArmor admit handler (lifecycle.NewAppArmorAdmitHandler): 0, or -ENOSPC (an admission refusal) with *ret_error (reason "AppArmor",
- * message "Cannot enforce AppArmor: AppArmor is not enabled on the host") for a pending pod that needs AppArmor on
- * a host without it. */
+/* The AppArmor admit handler (lifecycle.NewAppArmorAdmitHandler): 0, or -ENOSPC (an admission refusal) with
+ * *ret_error (reason "AppArmor", message "Cannot enforce AppArmor: AppArmor is not enabled on the host") for a
+ * pending pod that needs AppArmor on a host without it. */
 int kr_apparmor_admit(const struct pod *pod, bool host_enabled, struct ck_error **ret_error);
 /* apparmor.IsEnabled: the kernel has AppArmor and it is on (/sys/kernel/security/apparmor,
  * /sys/module/apparmor/parameters/enabled). sysfs_root: "" normally, a directory in tests. */
