@@ -167,6 +167,9 @@ struct kubelet {
          * relist begun after its end, nor while the runtime keeps what it refused to remove of it */
         struct ended_pod *ended;
         size_t n_ended;
+        /* desired pods that finished for good whose volumes are torn down or being torn down (storage.c), by uid
+         * (keys owned) */
+        struct hashmap released_volumes;
         /* pods found in the runtime with no worker (kubelet_orphaned_runtime_pods_total) */
         uint64_t orphaned_runtime_pods;
         uint64_t last_full_resync;
@@ -353,6 +356,12 @@ void kubelet_api_delete_free(struct api_delete *d);
 
 /* storage.c: the volume manager, the CSI drivers and the CSI and DRA plug-in registration handlers */
 int kubelet_storage_setup(struct kubelet *k);
+/* storage.c: a desired pod finished for good and is stopped: its volumes go (syncTerminatedPod), once */
+void kubelet_pod_release_volumes(struct kubelet *k, const char *uid);
+/* storage.c, at housekeeping: the volumes of finished pods without a worker (finished before a restart) go too;
+ * pods no longer desired are forgotten (their directories go whole) */
+void kubelet_released_volumes_housekeeping(struct kubelet *k);
+void kubelet_released_volumes_free(struct kubelet *k);
 
 /* status.c: the pod's v1 PodStatus from its spec, the last observation and the probe results */
 int kubelet_worker_status_json(struct kubelet *k, struct pod_worker *w, json_t **ret);

@@ -642,6 +642,7 @@ struct kubelet *kubelet_free(struct kubelet *k) {
         backoff_done(&k->image_backoff);
         backoff_done(&k->removal_backoff);
         kubelet_ended_free(k);
+        kubelet_released_volumes_free(k); /* after the reaper: its teardowns' done callbacks are over */
         strv_free(k->removals_in_flight);
         k->cm = cm_free(k->cm);
         kubelet_cpu_free(k);

@@ -103,6 +103,10 @@ static void env_volume_owned(void *userdata, struct pod_worker *w, const char *n
         (void) strv_extend(&w->owned_volumes, name);
 }
 
+static void env_pod_finished(void *userdata, struct pod_worker *w) {
+        kubelet_pod_release_volumes(userdata, w->uid);
+}
+
 /* The pass is over: its observation goes to the status (not while shutting down: the calls cancelled by the CRI
  * client's release end here, after the prober is gone), then the worker decides what comes next. */
 static void env_pass_done(void *userdata, struct pod_worker *w, struct pod_sync_result *r) {
@@ -198,6 +202,7 @@ static const struct pod_sync_ops sync_ops = {
         .runtime_class_warn_once = env_runtime_class_warn_once,
         .set_runtime_rro = env_set_runtime_rro,
         .volume_owned = env_volume_owned,
+        .pod_finished = env_pod_finished,
         .pass_done = env_pass_done,
         .client = env_client,
         .runtime_features = env_runtime_features,

@@ -86,8 +86,20 @@ void kubelet_pod_sync_observed(struct pod_sync *s) {
         kubelet_sync_kill(s);
 }
 
+/* desired, but finished for good: nothing of it runs and nothing will start again (every container done and none
+ * restarts, initialization failed, evicted, past its deadline) */
+static bool pod_finished(const struct pod_sync *s) {
+        return s->pod && s->actions.kill_pod && !s->actions.create_sandbox;
+}
+
 void kubelet_pod_sync_killed(struct pod_sync *s) {
-        if (s->error || !s->pod || worker_ended(s)) {
+        if (!s->error && pod_finished(s) && !kubelet_sync_stopping(s)) {
+                /* syncTerminatedPod: its volumes go and its objects are let go now, the pod itself stays (with its
+                 * final status, its logs and its termination messages) until it is deleted */
+                objects_manager_unregister(s->env->objects, s->uid);
+                s->env->ops->pod_finished(s->env->userdata, s->w);
+        }
+        if (s->error || !s->pod || worker_ended(s) || pod_finished(s)) {
                 kubelet_pod_sync_finish(s);
                 return;
         }

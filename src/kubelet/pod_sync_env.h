@@ -92,6 +92,8 @@ struct pod_sync_ops {
         void (*set_runtime_rro)(void *userdata, struct pod_worker *w, bool rro);
         /* an emptyDir volume was given its fsGroup ownership */
         void (*volume_owned)(void *userdata, struct pod_worker *w, const char *name);
+        /* the worker's desired pod finished for good and is stopped: its volumes are torn down (syncTerminatedPod) */
+        void (*pod_finished)(void *userdata, struct pod_worker *w);
         /* the pass ended: the kubelet takes what it wants of the result, and may start the next pass at once */
         void (*pass_done)(void *userdata, struct pod_worker *w, struct pod_sync_result *result);
 

@@ -9,18 +9,23 @@
 #include "basic/string.h"
 #include "basic/strv.h"
 #include "basic/workpool.h"
+#include "volumemanager/volumemanager.h"
 #include "kubelet/kubelet-internal.h"
 #include "kubelet/dra.h"
 #include "volumes/volumes.h"
 
 /* ---------------------------------------------------------------- volumes */
 
-/* a pod's volumes may be unmounted once it is not desired and nothing of it is left in the runtime */
+/* a pod's volumes may be unmounted once it is not desired and nothing of it is left in the runtime, or once it
+ * finished for good and was stopped (kubelet_pod_release_volumes) */
 static bool volumes_may_unmount(const char *uid, void *userdata) {
         struct kubelet *k = userdata;
         struct pod_worker *w = kubelet_find_worker(k, uid);
 
-        if (w) /* a pod being deleted is still in the API (desired) but its worker no longer has it */
+        if (hashmap_contains(&k->released_volumes, uid))
+                return true;
+        /* a pod being deleted is still in the API (desired) but its worker no longer has it */
+        if (w)
                 return !w->pod && w->runtime_gone;
         /* no worker: a desired pod gets one at the next reconcile, unless it is being deleted, finished before or
          * was rejected */
@@ -31,6 +36,71 @@ static bool volumes_may_unmount(const char *uid, void *userdata) {
                                strv_contains(k->rejected, uid);
         }
         return true;
+}
+
+static void release_forget(struct kubelet *k, const char *uid) {
+        const char *key = NULL;
+
+        (void) hashmap_remove2(&k->released_volumes, uid, &key);
+        free((char *) key);
+}
+
+/* a teardown that left something (still mounted, a file it could not remove) is tried again at the pod's next
+ * sync, or the next housekeeping for a pod without a worker */
+static void on_teardown_done(const char *uid, int r, void *userdata) {
+        if (r < 0)
+                release_forget(userdata, uid);
+}
+
+void kubelet_pod_release_volumes(struct kubelet *k, const char *uid) {
+        char *key;
+        int r;
+
+        if (hashmap_contains(&k->released_volumes, uid))
+                return;
+        key = strdup(uid);
+        if (!key || hashmap_put(&k->released_volumes, key, NULL) < 0) {
+                free(key);
+                log_error("pod %s: out of memory tearing down its volumes; tried again at its next sync", uid);
+                return;
+        }
+        log_v(3, "pod %s finished: tearing down its volumes", uid);
+        /* the volume manager's (PVCs, CSI, NFS) leave its desired state and are unmounted by its reconciler
+         * (volumes_may_unmount says yes from now on); the sync's own go on the removal pool */
+        volmgr_pod_remove(k->volumes, uid);
+        r = vol_reaper_teardown(k->reaper, uid, on_teardown_done, k);
+        if (r <= 0) {
+                if (r < 0)
+                        log_error("pod %s: cannot start tearing down its volumes: %s", uid, strerror(-r));
+                release_forget(k, uid); /* busy (its directory is being removed) or failed: tried again later */
+        }
+}
+
+void kubelet_released_volumes_housekeeping(struct kubelet *k) {
+        _cleanup_strv_free_ char **gone = NULL;
+        const char *uid;
+        size_t i = 0;
+
+        for (i = 0; hashmap_iterate(&k->released_volumes, &i, &uid, NULL);)
+                if (!kubelet_pod_desired(k, uid) && strv_extend(&gone, uid) < 0)
+                        break;
+        for (size_t j = 0; gone && gone[j]; j++)
+                release_forget(k, gone[j]);
+        /* finished before the kubelet restarted (no worker is made for them): their volumes go now */
+        for (i = 0; i < k->desired.n; i++) {
+                const struct pod *p = k->desired.pods[i];
+                if (!hashmap_contains(&k->released_volumes, p->uid) && kubelet_pod_terminal_in_api(p) &&
+                    !kubelet_find_worker(k, p->uid) && !p->has_deletion_timestamp)
+                        kubelet_pod_release_volumes(k, p->uid);
+        }
+}
+
+void kubelet_released_volumes_free(struct kubelet *k) {
+        const char *uid;
+
+        for (size_t i = 0; hashmap_iterate(&k->released_volumes, &i, &uid, NULL);)
+                free((char *) uid);
+        hashmap_done(&k->released_volumes);
 }
 
 /* the last volume of a terminated pod went: its worker may end */

@@ -35,10 +35,14 @@ struct vol_reaper {
 };
 
 struct removal {
-        struct vol_reaper *reaper; /* NULL once the reaper is gone */
+        struct vol_reaper *reaper; /* still valid in removal_done: the pool's last callbacks run before it goes */
         const _Atomic bool *stopping;
         char *root_dir, *uid;
         uint64_t started_usec;
+        /* a finished pod's volumes only (vol_reaper_teardown), and who is told */
+        bool volumes_only;
+        vol_reaper_done_fn done;
+        void *done_userdata;
 };
 
 static void busy_remove(struct vol_reaper *rp, const char *uid) {
@@ -51,20 +55,39 @@ static void busy_remove(struct vol_reaper *rp, const char *uid) {
 
 static int removal_work(void *userdata) {
         struct removal *j = userdata;
+        if (j->volumes_only)
+                return vol_teardown_pod_volumes(j->root_dir, j->uid, j->stopping);
         return vol_remove_pod_dir(j->root_dir, j->uid, j->stopping);
+}
+
+static void teardown_done(int r, struct removal *j) {
+        struct vol_reaper *rp = j->reaper;
+
+        if (r < 0 && r != -ECANCELED)
+                log_warning("pod %s: cannot tear down its volumes yet (%s); retrying at its next sync", j->uid,
+                            strerror(-r));
+        else if (r >= 0)
+                log_v(3, "Pod termination cleaned up volume paths: podUID=\"%s\" (%.1f s)", j->uid,
+                      (double) (now_usec() - j->started_usec) / 1e6);
+        busy_remove(rp, j->uid);
+        /* not while the reaper is freed: its owner is going too */
+        if (j->done && !atomic_load(&rp->stopping))
+                j->done(j->uid, r, j->done_userdata);
 }
 
 static void removal_done(int r, void *userdata) {
         struct removal *j = userdata;
         struct vol_reaper *rp = j->reaper;
 
-        if (r < 0 && r != -ECANCELED)
+        if (j->volumes_only)
+                teardown_done(r, j);
+        else if (r < 0 && r != -ECANCELED)
                 log_warning("orphaned pod %s: cannot remove %s/pods/%s yet (%s); retrying at the next housekeeping",
                             j->uid, j->root_dir, j->uid, strerror(-r));
         else if (r >= 0)
                 log_info("orphaned pod %s: pod directory removed (%.1f s)", j->uid,
                          (double) (now_usec() - j->started_usec) / 1e6);
-        if (rp) {
+        if (!j->volumes_only) {
                 busy_remove(rp, j->uid);
                 if (rp->notify)
                         rp->notify(j->uid, r, rp->notify_data);
@@ -114,7 +137,8 @@ void vol_reaper_set_notify(struct vol_reaper *r, void (*notify)(const char *uid,
         r->notify_data = userdata;
 }
 
-static int start(struct vol_reaper *rp, const char *uid) {
+static int start(struct vol_reaper *rp, const char *uid, bool volumes_only, vol_reaper_done_fn done,
+                 void *done_userdata) {
         struct removal *j = calloc(1, sizeof(*j));
         int r;
 
@@ -125,6 +149,9 @@ static int start(struct vol_reaper *rp, const char *uid) {
         j->root_dir = strdup(rp->root_dir);
         j->uid = strdup(uid);
         j->started_usec = now_usec();
+        j->volumes_only = volumes_only;
+        j->done = done;
+        j->done_userdata = done_userdata;
         if (!j->root_dir || !j->uid || strv_extend(&rp->busy, uid) < 0) {
                 free(j->root_dir);
                 free(j->uid);
@@ -156,9 +183,16 @@ int vol_reaper_scan(struct vol_reaper *rp, bool (*keep)(const char *uid, void *u
                 if (e->d_name[0] == '.' || vol_reaper_busy(rp, e->d_name) || keep(e->d_name, userdata))
                         continue;
                 log_info("Cleaning up orphaned pod directories: podUID=\"%s\"", e->d_name);
-                if (start(rp, e->d_name) < 0)
+                if (start(rp, e->d_name, false, NULL, NULL) < 0)
                         break;
                 started++;
         }
         return started;
+}
+
+int vol_reaper_teardown(struct vol_reaper *rp, const char *uid, vol_reaper_done_fn done, void *userdata) {
+        if (vol_reaper_busy(rp, uid))
+                return 0;
+        int r = start(rp, uid, true, done, userdata);
+        return r < 0 ? r : 1;
 }

@@ -22,7 +22,15 @@ struct vol_reaper *vol_reaper_free(struct vol_reaper *r);
  * of removals started, or a negative errno when root_dir/pods cannot be read. */
 int vol_reaper_scan(struct vol_reaper *r, bool (*keep)(const char *uid, void *userdata), void *userdata);
 
-/* A removal of the pod's directory is queued or running. */
+typedef void (*vol_reaper_done_fn)(const char *uid, int r, void *userdata);
+
+/* Tear down the volumes of a pod that finished for good (vol_teardown_pod_volumes) on the removal pool; done(uid, r)
+ * runs on the loop afterwards (r < 0: something is left, -EBUSY when still mounted), never once the reaper is being
+ * freed. Returns 1 when started, 0 when a removal or teardown of that pod is already queued or running (done does not
+ * run then), or a negative errno. */
+int vol_reaper_teardown(struct vol_reaper *r, const char *uid, vol_reaper_done_fn done, void *userdata);
+
+/* A removal of the pod's directory (or a teardown of its volumes) is queued or running. */
 bool vol_reaper_busy(const struct vol_reaper *r, const char *uid);
 
 /* Called on the loop after each removal (r: 0 removed, < 0 left for the next scan); for tests. */

@@ -659,20 +659,26 @@ static void unmount_plugin_dir(const char *base) {
         }
 }
 
+/* the plugins whose volumes the sync sets up itself (the volume manager's are its own) */
+static const char *const sync_plugins[] = { "empty-dir", "secret", "projected", "configmap", "downward-api" };
+
 static void unmount_empty_dirs(const char *pod_dir) {
-        static const char *const plugins[] = { "empty-dir", "secret", "projected", "configmap", "downward-api" };
-        for (size_t i = 0; i < ELEMENTSOF(plugins); i++) {
+        for (size_t i = 0; i < ELEMENTSOF(sync_plugins); i++) {
                 _cleanup_free_ char *base = NULL;
-                if (asprintf(&base, "%s/volumes/kubernetes.io~%s", pod_dir, plugins[i]) >= 0)
+                if (asprintf(&base, "%s/volumes/kubernetes.io~%s", pod_dir, sync_plugins[i]) >= 0)
                         unmount_plugin_dir(base);
         }
+}
+
+static int check_uid(const char *uid) {
+        return isempty(uid) || strchr(uid, '/') || streq(uid, ".") || streq(uid, "..") ? -EINVAL : 0;
 }
 
 int vol_remove_pod_dir(const char *root_dir, const char *uid, const _Atomic bool *cancel) {
         _cleanup_free_ char *base = NULL, *pd = NULL;
         _cleanup_close_ int basefd = -EBADF;
 
-        if (isempty(uid) || strchr(uid, '/') || streq(uid, ".") || streq(uid, ".."))
+        if (check_uid(uid) < 0)
                 return -EINVAL;
         if (asprintf(&base, "%s/pods", root_dir ? root_dir : "/var/lib/kubelet") < 0 ||
             asprintf(&pd, "%s/%s", base, uid) < 0)
@@ -683,4 +689,40 @@ int vol_remove_pod_dir(const char *root_dir, const char *uid, const _Atomic bool
         (void) vol_subpath_unmount_all(pd);
         unmount_empty_dirs(pd);
         return fs_remove_tree_at_cancellable(basefd, uid, cancel);
+}
+
+int vol_teardown_pod_volumes(const char *root_dir, const char *uid, const _Atomic bool *cancel) {
+        _cleanup_free_ char *pd = NULL;
+        _cleanup_close_ int podfd = -EBADF, volfd = -EBADF;
+        int r = 0, k;
+
+        if (check_uid(uid) < 0)
+                return -EINVAL;
+        pd = vol_pod_dir(root_dir ? root_dir : "/var/lib/kubelet", uid);
+        if (!pd)
+                return -ENOMEM;
+        podfd = open(pd, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (podfd < 0)
+                return errno == ENOENT ? 0 : -errno;
+        /* CleanSubPaths: the binds first, then their directories (never through a bind still mounted) */
+        k = vol_subpath_unmount_all(pd);
+        if (k >= 0)
+                k = fs_remove_tree_at_cancellable(podfd, "volume-subpaths", cancel);
+        if (k < 0 && r == 0)
+                r = k;
+        unmount_empty_dirs(pd);
+        volfd = openat(podfd, "volumes", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (volfd < 0)
+                return errno == ENOENT ? r : -errno;
+        for (size_t i = 0; i < ELEMENTSOF(sync_plugins); i++) {
+                char name[64];
+
+                (void) snprintf(name, sizeof(name), "kubernetes.io~%s", sync_plugins[i]);
+                k = fs_remove_tree_at_cancellable(volfd, name, cancel);
+                if (k < 0 && r == 0)
+                        r = k;
+                if (k == -ECANCELED)
+                        break;
+        }
+        return r;
 }

@@ -60,5 +60,14 @@ int vol_hosts_file_content(const struct pod *pod, const char *pod_ip, const char
  * true. */
 int vol_remove_pod_dir(const char *root_dir, const char *uid, const _Atomic bool *cancel);
 
+/* Tear down the volumes the sync set up (emptyDir, configMap, secret, downwardAPI, projected) of a pod that finished
+ * for good (syncTerminatedPod: its volumes go once its containers are stopped, the pod stays in the API): its subPath
+ * binds are unmounted and their directories removed, its tmpfs volumes unmounted, those volumes' directories removed
+ * (as vol_remove_pod_dir). The pod directory stays (termination messages, the eviction marker, the hosts file) until
+ * the pod is gone; the volume manager's volumes are its own. Blocking: for the removal pool's workers. 0 when they are
+ * gone (or were never there), else the first error (-EBUSY: something is still mounted); -ECANCELED as soon as
+ * *cancel (may be NULL) is true. */
+int vol_teardown_pod_volumes(const char *root_dir, const char *uid, const _Atomic bool *cancel);
+
 /* Is name (relative to dirfd, never followed) a mount point: another mount id or device than dirfd's? */
 int vol_is_mount_point(int dirfd, const char *name, bool *ret);

@@ -1,5 +1,5 @@
-"""Joining a real cluster (--kubeconfig; kube-apiserver v1.20.2 with Node,RBAC authorization and the
-NodeRestriction admission plugin, kube-controller-manager: controlplane.py) on containerd: node registration
+"""Joining a real cluster (--kubeconfig; kube-apiserver v1.37.2 with Node,RBAC authorization and the NodeRestriction
+admission plugin, kube-controller-manager and kube-scheduler: controlplane.py) on containerd: node registration
 and status, the lease, API pods from LIST+WATCH and their status (PATCHes the real validation accepts),
 crash loops, graceful deletion with the kubelet's final DELETE, pods deleted while the kubelet was down,
 admission, mirror pods of static pods, events, and webhook authentication/authorization of the kubelet API
@@ -186,14 +186,25 @@ def test_crash_loop_and_terminated_fields(kube):
 
 def test_completed_pod_succeeds_and_is_not_rerun(kube, runtime):
     k = kube.kubelet()
-    pod(kube, "job", [container("c", ["true"])], restart_policy="Never")
+    pod(kube, "job", [container("c", ["sh", "-c", "echo x > /mem/x"],
+                                volumeMounts=[{"name": "mem", "mountPath": "/mem"}])], restart_policy="Never",
+        extra_spec={"volumes": [{"name": "mem", "emptyDir": {"medium": "Memory"}}]})
     p = kube.wait(lambda: (p := kube.pod("job")) and p["status"].get("phase") == "Succeeded" and p, timeout=90,
                   msg="phase Succeeded")
     assert cstatus(p, "c")["state"]["terminated"]["reason"] == "Completed"
-    # a restart of the kubelet does not run it again
+    # finished for good: its volumes are torn down (syncTerminatedPod), the pod and its directory stay
+    pd = os.path.join(k.root, "pods", p["metadata"]["uid"])
+    ed = os.path.join(pd, "volumes", "kubernetes.io~empty-dir")
+    wait_for(lambda: not os.path.exists(ed), msg="the finished pod's emptyDir torn down")
+    with open("/proc/self/mountinfo") as f:
+        assert not [l for l in f if l.split()[4].startswith(pd + "/")]
+    assert os.path.isdir(pd)
+    # a restart of the kubelet does not run it again; what a kubelet killed before the teardown left goes then
+    os.makedirs(os.path.join(ed, "mem"))
     k.restart()
     k.wait_log(r"Successfully registered node|Node .* registered", timeout=60)
-    time.sleep(4)
+    wait_for(lambda: not os.path.exists(ed), msg="the finished pod's emptyDir torn down after the restart")
+    time.sleep(2)
     assert len(runtime.containers_of("job", "c")) <= 1
     assert kube.pod("job")["status"]["phase"] == "Succeeded"
 

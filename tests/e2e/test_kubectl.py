@@ -1,8 +1,8 @@
-"""kubectl v1.20.2 end to end through the real kube-apiserver to ckubelet on containerd: logs (-f, --previous,
---tail, --since, --timestamps), exec (SPDY; -it with a pty), exec over WebSocket (v4.channel.k8s.io with
-python3-websocket against pods/exec: kubectl 1.20 has no WebSocket exec), attach, port-forward, cp (tar through
-exec), describe with ckubelet's events, and pod logs over WebSocket (binary.k8s.io), which the apiserver
-serves from a plain GET of the kubelet's /containerLogs."""
+"""kubectl (the control plane's version, v1.37.2 by default: controlplane.py) end to end through the real kube-apiserver
+to ckubelet on containerd: logs (-f, --previous, --tail, --since, --timestamps), exec (-it with a pty), exec over
+WebSocket (v4.channel.k8s.io with python3-websocket against pods/exec, whatever kubectl prefers), attach,
+port-forward, cp (tar through exec), describe with ckubelet's events, and pod logs over WebSocket (binary.k8s.io),
+which the apiserver serves from a plain GET of the kubelet's /containerLogs."""
 import json
 import os
 import pty

@@ -1,5 +1,5 @@
 """Pod spec fields of today's kubelet that need the API server (issue 18), against the real control plane
-(kube-apiserver v1.20.2, controlplane.py) on containerd: readiness gates with their conditions patched by a
+(kube-apiserver v1.37.2, controlplane.py) on containerd: readiness gates with their conditions patched by a
 client, a lowered activeDeadlineSeconds, service environment variables, ephemeral containers (kubectl debug),
 RuntimeClass and pod overhead, and a mirror pod outliving its static pod's termination. Every test has a node and
 a namespace of its own; a request of the kubelet that the apiserver refuses fails the test (the kube fixture)."""
