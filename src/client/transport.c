@@ -130,20 +130,10 @@ static void stream_unlink(struct kube_stream *s) {
 
 static void stream_link(struct kube_stream *s, struct kconn *c) {
         struct kube_stream **head = c ? &c->streams : &s->t->pending;
-        struct kube_stream *tail = *head;
 
         /* appended, so that streams keep their order */
         s->c = c;
-        s->next = NULL;
-        if (!tail) {
-                s->prev = NULL;
-                *head = s;
-        } else {
-                while (tail->next)
-                        tail = tail->next;
-                tail->next = s;
-                s->prev = tail;
-        }
+        DLIST_APPEND(*head, s);
         if (c)
                 c->n_streams++;
 }

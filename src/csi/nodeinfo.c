@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "basic/json.h"
+#include "basic/list.h"
 #include "basic/log.h"
 #include "basic/string.h"
 #include "basic/strv.h"
@@ -153,8 +154,7 @@ static struct want *want_get(struct csi_nodeinfo *ni, const char *driver) {
                 free(w);
                 return NULL;
         }
-        w->next = ni->wants;
-        ni->wants = w;
+        FLIST_PREPEND(ni->wants, w);
         return w;
 }
 
@@ -408,9 +408,8 @@ struct csi_nodeinfo *csi_nodeinfo_free(struct csi_nodeinfo *ni) {
         kube_request_cancel(ni->req);
         if (ni->retry)
                 event_free(ni->retry);
-        while (ni->wants) {
-                struct want *w = ni->wants;
-                ni->wants = w->next;
+        for (struct want *w; ni->wants;) {
+                FLIST_POP(ni->wants, w);
                 want_free(w);
         }
         json_decref(ni->node);

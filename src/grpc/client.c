@@ -118,9 +118,8 @@ int grpc_status_to_errno(int grpc_status) {
 static void pending_free(struct grpc_call *p) {
         if (!p)
                 return;
-        while (p->msgs_head) {
-                struct stream_msg *m = p->msgs_head;
-                p->msgs_head = m->next;
+        for (struct stream_msg *m; p->msgs_head;) {
+                FLIST_POP_T(p->msgs_head, p->msgs_tail, m);
                 protobuf_c_message_free_unpacked(m->msg, NULL);
                 free(m);
         }
@@ -193,10 +192,8 @@ static void call_finish(struct grpc_call *p, int status, const char *fmt, ...) {
 /* a stream's decoded messages, in order; stops when the stream is cancelled from a callback */
 static void deliver_messages(struct grpc_call *p) {
         while (p->msgs_head && !p->cancelled) {
-                struct stream_msg *m = p->msgs_head;
-                p->msgs_head = m->next;
-                if (!p->msgs_head)
-                        p->msgs_tail = NULL;
+                struct stream_msg *m;
+                FLIST_POP_T(p->msgs_head, p->msgs_tail, m);
                 p->msg_cb(m->msg, p->userdata);
                 protobuf_c_message_free_unpacked(m->msg, NULL);
                 free(m);
@@ -208,11 +205,8 @@ static void deliver_messages(struct grpc_call *p) {
 static void deliver_done(struct grpc_client *conn) {
         for (;;) {
                 if (conn->ready_head) {
-                        struct grpc_call *p = conn->ready_head;
-                        conn->ready_head = p->ready_next;
-                        if (!conn->ready_head)
-                                conn->ready_tail = NULL;
-                        p->ready_next = NULL;
+                        struct grpc_call *p;
+                        FLIST_POP_T_F(ready_next, conn->ready_head, conn->ready_tail, p);
                         p->ready = false;
                         deliver_messages(p);
                         continue;
@@ -252,22 +246,14 @@ static int stream_take_frames(struct grpc_client *conn, struct grpc_call *p) {
                         free(m);
                         return -EBADMSG;
                 }
-                if (p->msgs_tail)
-                        p->msgs_tail->next = m;
-                else
-                        p->msgs_head = m;
-                p->msgs_tail = m;
+                FLIST_APPEND_T(p->msgs_head, p->msgs_tail, m);
                 off += GRPC_FRAME_HEADER + len;
                 any = true;
         }
         dynbuf_consume(&p->resp, off);
         if (any && !p->ready) {
                 p->ready = true;
-                if (conn->ready_tail)
-                        conn->ready_tail->ready_next = p;
-                else
-                        conn->ready_head = p;
-                conn->ready_tail = p;
+                FLIST_APPEND_T_F(ready_next, conn->ready_head, conn->ready_tail, p);
                 event_active(conn->ev_kick, EV_TIMEOUT, 0);
         }
         return 0;

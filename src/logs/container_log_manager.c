@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "basic/fs.h"
+#include "basic/list.h"
 #include "basic/log.h"
 #include "basic/string.h"
 #include "basic/strv.h"
@@ -84,11 +85,7 @@ static void rotation_free(struct rotation *r) {
 }
 
 static void rotation_unlink(struct logs_manager *m, struct rotation *r) {
-        for (struct rotation **p = &m->rotations; *p; p = &(*p)->next)
-                if (*p == r) {
-                        *p = r->next;
-                        return;
-                }
+        FLIST_REMOVE(m->rotations, r);
 }
 
 static bool rotating(struct logs_manager *m, const char *id) {
@@ -265,8 +262,7 @@ static void rotate(struct logs_manager *m, const char *id, const char *log) {
                 rotation_free(r);
                 return;
         }
-        r->next = m->rotations;
-        m->rotations = r;
+        FLIST_PREPEND(m->rotations, r);
 }
 
 /* ---------------------------------------------------------------- the monitor pass */

@@ -22,6 +22,7 @@
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 
+#include "basic/list.h"
 #include "basic/log.h"
 #include "basic/time.h"
 #include "basic/timer.h"
@@ -785,19 +786,14 @@ static struct inotify_hub *hub_ref(struct event_base *base) {
                 return NULL;
         }
         h->users = 1;
-        h->next = hubs;
-        hubs = h;
+        FLIST_PREPEND(hubs, h);
         return h;
 }
 
 static void hub_unref(struct inotify_hub *h) {
         if (!h || --h->users > 0)
                 return;
-        for (struct inotify_hub **p = &hubs; *p; p = &(*p)->next)
-                if (*p == h) {
-                        *p = h->next;
-                        break;
-                }
+        FLIST_REMOVE(hubs, h);
         event_free(h->io);
         close(h->fd);
         free(h->w);

@@ -7,6 +7,7 @@
 #include "basic/error.h"
 #include "basic/hashmap.h"
 #include "basic/histogram.h"
+#include "basic/list.h"
 #include "basic/log.h"
 #include "basic/string.h"
 #include "basic/time.h"
@@ -98,9 +99,8 @@ static struct probe_worker *worker_free(struct probe_worker *w) {
 static struct probe_pod *probe_pod_free(struct probe_pod *pp) {
         if (!pp)
                 return NULL;
-        while (pp->workers) {
-                struct probe_worker *w = pp->workers;
-                pp->workers = w->next;
+        for (struct probe_worker *w; pp->workers;) {
+                FLIST_POP(pp->workers, w);
                 worker_free(w);
         }
         pod_free(pp->pod);
@@ -458,8 +458,7 @@ int probe_manager_update_pod(struct prober *p, const struct pod *pod, const char
                                 r = worker_new(pp, c, t, &w);
                                 if (r < 0)
                                         return r;
-                                w->next = pp->workers;
-                                pp->workers = w;
+                                FLIST_PREPEND(pp->workers, w);
                         }
                         if (w->spec != spec) {
                                 /* the handlers' state was set up for the old spec, which goes with the old pod */
@@ -471,14 +470,12 @@ int probe_manager_update_pod(struct prober *p, const struct pod *pod, const char
                         w->seen = true;
                 }
         }
-        for (struct probe_worker **pw = &pp->workers; *pw;) {
-                struct probe_worker *w = *pw;
+        for (struct probe_worker *w = pp->workers, *next; w; w = next) {
+                next = w->next;
                 if (!w->seen) {
-                        *pw = w->next;
+                        FLIST_REMOVE(pp->workers, w);
                         worker_free(w);
-                        continue;
                 }
-                pw = &w->next;
         }
         for (struct probe_worker *w = pp->workers; w; w = w->next)
                 worker_observe(w, st ? kc_pod_status_find_container(st, w->container_name) : NULL);

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "apis/pod_volumes.h"
+#include "basic/list.h"
 #include "basic/log.h"
 #include "basic/string.h"
 #include "basic/strv.h"
@@ -134,15 +135,13 @@ struct vm_vol *volmgr_vol_get(struct volmgr *vm, const char *unique_name, bool c
                 return NULL;
         }
         v->vm = vm;
-        v->next = vm->vols;
-        vm->vols = v;
+        FLIST_PREPEND(vm->vols, v);
         return v;
 }
 
 static void vol_free(struct vm_vol *v) {
-        while (v->mounts) {
-                struct vm_mount *m = v->mounts;
-                v->mounts = m->next;
+        for (struct vm_mount *m; v->mounts;) {
+                FLIST_POP(v->mounts, m);
                 mount_free(m);
         }
         volmgr_spec_done(&v->spec);
@@ -151,11 +150,7 @@ static void vol_free(struct vm_vol *v) {
 }
 
 static void vol_remove(struct volmgr *vm, struct vm_vol *v) {
-        for (struct vm_vol **q = &vm->vols; *q; q = &(*q)->next)
-                if (*q == v) {
-                        *q = v->next;
-                        break;
-                }
+        FLIST_REMOVE(vm->vols, v);
         log_v(3, "volume %s: no longer in use, forgotten", v->unique_name);
         vol_free(v);
 }
@@ -173,17 +168,12 @@ struct vm_mount *volmgr_mount_get(struct vm_vol *v, const char *uid, bool create
                 free(m);
                 return NULL;
         }
-        m->next = v->mounts;
-        v->mounts = m;
+        FLIST_PREPEND(v->mounts, m);
         return m;
 }
 
 static void mount_remove(struct vm_vol *v, struct vm_mount *m) {
-        for (struct vm_mount **q = &v->mounts; *q; q = &(*q)->next)
-                if (*q == m) {
-                        *q = m->next;
-                        break;
-                }
+        FLIST_REMOVE(v->mounts, m);
         mount_free(m);
 }
 
@@ -356,9 +346,8 @@ struct volmgr *volmgr_free(struct volmgr *vm) {
         if (!vm)
                 return NULL;
         vm->freeing = true;
-        while (vm->pods) {
-                struct vm_pod *p = vm->pods;
-                vm->pods = p->next;
+        for (struct vm_pod *p; vm->pods;) {
+                FLIST_POP(vm->pods, p);
                 vm_pod_free(p);
         }
         /* operations in flight: their callbacks (worker jobs cancelled below, CSI calls when the drivers' clients
@@ -370,9 +359,8 @@ struct volmgr *volmgr_free(struct volmgr *vm) {
         vm->pool_stats = workpool_free(vm->pool_stats);
         vm->pool_own = workpool_free(vm->pool_own);
         volmgr_stats_orphan(vm);
-        while (vm->vols) {
-                struct vm_vol *v = vm->vols;
-                vm->vols = v->next;
+        for (struct vm_vol *v; vm->vols;) {
+                FLIST_POP(vm->vols, v);
                 vol_free(v);
         }
         if (vm->ev_kick)
@@ -483,8 +471,7 @@ int volmgr_pod_add(struct volmgr *vm, const struct pod *pod) {
                                 return -ENOMEM;
                         }
                 }
-                p->next = vm->pods;
-                vm->pods = p;
+                FLIST_PREPEND(vm->pods, p);
         }
         volmgr_pod_resolve(p);
         return 0;
@@ -495,11 +482,7 @@ void volmgr_pod_remove(struct volmgr *vm, const char *uid) {
 
         if (!p)
                 return;
-        for (struct vm_pod **q = &vm->pods; *q; q = &(*q)->next)
-                if (*q == p) {
-                        *q = p->next;
-                        break;
-                }
+        FLIST_REMOVE(vm->pods, p);
         for (struct vm_vol *v = vm->vols; v; v = v->next) {
                 struct vm_mount *m = volmgr_mount_get(v, uid, false);
                 if (m)

@@ -10,6 +10,7 @@
 #include <sys/statvfs.h>
 
 #include "basic/error.h"
+#include "basic/list.h"
 #include "basic/log.h"
 #include "basic/string.h"
 #include "basic/time.h"
@@ -32,11 +33,7 @@ static struct vm_mount *stats_target(struct stats_req *s) {
 
 static void stats_req_free(struct stats_req *s) {
         if (s->vm)
-                for (struct stats_req **q = (struct stats_req **) &s->vm->stats_reqs; *q; q = &(*q)->next)
-                        if (*q == s) {
-                                *q = s->next;
-                                break;
-                        }
+                FLIST_REMOVE(s->vm->stats_reqs, s);
         free(s->unique_name);
         free(s->pod_uid);
         free(s);
@@ -141,8 +138,7 @@ void volmgr_stats_refresh(struct volmgr *vm) {
                                         continue;
                                 }
                                 s->vm = vm;
-                                s->next = vm->stats_reqs;
-                                vm->stats_reqs = s;
+                                FLIST_PREPEND(vm->stats_reqs, s);
                                 s->unique_name = strdup(v->unique_name);
                                 s->pod_uid = strdup(m->pod_uid);
                                 if (!s->unique_name || !s->pod_uid ||

@@ -54,8 +54,7 @@ static void reap_endpoint(struct devicemanager *m, struct dm_endpoint *ep) {
                 return;
         }
         r->ep = ep;
-        r->next = m->reap;
-        m->reap = r;
+        FLIST_PREPEND(m->reap, r);
         kick(m);
 }
 
@@ -363,11 +362,7 @@ static struct job *job_find(const struct devicemanager *m, const char *uid) {
 }
 
 static void job_unlink(struct devicemanager *m, struct job *j) {
-        for (struct job **p = &m->jobs; *p; p = &(*p)->next)
-                if (*p == j) {
-                        *p = j->next;
-                        break;
-                }
+        FLIST_REMOVE(m->jobs, j);
         j->next = NULL;
 }
 
@@ -385,8 +380,13 @@ static void result_set(struct devicemanager *m, const char *uid, const char *err
                 return;
         }
         r->at_usec = now_usec();
-        r->next = m->results;
-        m->results = r;
+        FLIST_PREPEND(m->results, r);
+}
+
+static void result_free(struct result *r) {
+        free(r->uid);
+        free(r->error);
+        free(r);
 }
 
 static const struct result *result_find(const struct devicemanager *m, const char *uid) {
@@ -658,7 +658,7 @@ static void job_run(struct devicemanager *m) {
 }
 
 static int job_queue(struct devicemanager *m, const struct pod *pod, bool admission) {
-        struct job *j = job_find(m, pod->uid), **tail;
+        struct job *j = job_find(m, pod->uid);
 
         if (j) {
                 j->admission = j->admission || admission;
@@ -674,9 +674,7 @@ static int job_queue(struct devicemanager *m, const struct pod *pod, bool admiss
         }
         j->pod = pod_ref((struct pod *) pod);
         j->admission = admission;
-        for (tail = &m->jobs; *tail; tail = &(*tail)->next)
-                ;
-        *tail = j;
+        FLIST_APPEND(m->jobs, j);
         kick(m);
         return 0;
 }
@@ -714,23 +712,21 @@ static bool pod_fully_allocated(const struct devicemanager *m, const struct pod 
 }
 
 int dm_admit(struct devicemanager *m, const struct pod *pod, struct ck_error **ret_error) {
+        struct result *res;
         int r;
 
         if (!m || !dm_pod_uses_devices(m, pod))
                 return 0;
-        for (struct result **p = &m->results; *p; p = &(*p)->next)
-                if (streq((*p)->uid, pod->uid)) {
-                        struct result *res = *p;
-                        *p = res->next;
-                        r = 0;
-                        if (res->error)
-                                r = ck_error_set(ret_error, -ENOSPC, "Allocate failed due to %s, which is unexpected",
-                                                 res->error);
-                        free(res->uid);
-                        free(res->error);
-                        free(res);
-                        return r;
-                }
+        res = (struct result *) result_find(m, pod->uid);
+        if (res) {
+                FLIST_REMOVE(m->results, res);
+                r = 0;
+                if (res->error)
+                        r = ck_error_set(ret_error, -ENOSPC, "Allocate failed due to %s, which is unexpected",
+                                         res->error);
+                result_free(res);
+                return r;
+        }
         if (job_find(m, pod->uid))
                 return -EINPROGRESS;
         if (pod_fully_allocated(m, pod))
@@ -741,6 +737,7 @@ int dm_admit(struct devicemanager *m, const struct pod *pod, struct ck_error **r
 
 void dm_update_active(struct devicemanager *m, char *const *active, bool sources_ready) {
         _cleanup_strv_free_ char **pods = NULL;
+        struct result *res, *next;
         bool removed = false;
 
         if (!m || !sources_ready)
@@ -748,16 +745,10 @@ void dm_update_active(struct devicemanager *m, char *const *active, bool sources
         if (dm_pod_devices_pods(&m->pd, &pods) < 0)
                 return;
         /* results nobody asked for in a long while (the pod went away before its admission ended) */
-        for (struct result **p = &m->results; *p;) {
-                struct result *res = *p;
-                if (now_usec() - res->at_usec < RESULT_KEEP_USEC) {
-                        p = &res->next;
-                        continue;
-                }
-                *p = res->next;
-                free(res->uid);
-                free(res->error);
-                free(res);
+        FLIST_FOREACH_SAFE(res, next, m->results)
+        if (now_usec() - res->at_usec >= RESULT_KEEP_USEC) {
+                FLIST_REMOVE(m->results, res);
+                result_free(res);
         }
         for (size_t i = 0; pods && pods[i]; i++) {
                 /* admitted, being allocated, or allocated and not yet told to admission: kept */
@@ -995,9 +986,8 @@ static void drop_expired(struct devicemanager *m) {
 static void on_work(evutil_socket_t fd, short what, void *userdata) {
         struct devicemanager *m = userdata;
 
-        while (m->reap) {
-                struct reaped *r = m->reap;
-                m->reap = r->next;
+        for (struct reaped *r; m->reap;) {
+                FLIST_POP(m->reap, r);
                 dm_endpoint_free(r->ep); /* its calls in flight end here, with CANCELLED */
                 free(r);
         }
@@ -1063,9 +1053,8 @@ struct devicemanager *dm_free(struct devicemanager *m) {
         if (!m)
                 return NULL;
         m->stopping = true;
-        while (m->jobs) {
-                struct job *j = m->jobs;
-                m->jobs = j->next;
+        for (struct job *j; m->jobs;) {
+                FLIST_POP(m->jobs, j);
                 job_free(j);
         }
         while (m->requests)
@@ -1079,18 +1068,14 @@ struct devicemanager *dm_free(struct devicemanager *m) {
                 free(m->resources[i].name);
         }
         free(m->resources);
-        while (m->reap) {
-                struct reaped *r = m->reap;
-                m->reap = r->next;
+        for (struct reaped *r; m->reap;) {
+                FLIST_POP(m->reap, r);
                 dm_endpoint_free(r->ep);
                 free(r);
         }
-        while (m->results) {
-                struct result *r = m->results;
-                m->results = r->next;
-                free(r->uid);
-                free(r->error);
-                free(r);
+        for (struct result *r; m->results;) {
+                FLIST_POP(m->results, r);
+                result_free(r);
         }
         m->ckpt = dm_ckpt_writer_free(m->ckpt); /* the last state written */
         dm_pod_devices_done(&m->pd);

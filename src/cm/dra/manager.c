@@ -516,8 +516,7 @@ int dra_manager_prepare(struct dra_manager *m, const char *pod_uid, const struct
                                         return -ENOMEM;
                                 }
         }
-        p->next = m->waiting;
-        m->waiting = p;
+        FLIST_PREPEND(m->waiting, p);
         settle_soon(m);
         if (ret)
                 *ret = p;
@@ -527,11 +526,7 @@ int dra_manager_prepare(struct dra_manager *m, const char *pod_uid, const struct
 void dra_prepare_cancel(struct dra_prepare *p) {
         if (!p)
                 return;
-        for (struct dra_prepare **q = &p->m->waiting; *q; q = &(*q)->next)
-                if (*q == p) {
-                        *q = p->next;
-                        break;
-                }
+        FLIST_REMOVE(p->m->waiting, p);
         prepare_free(p);
 }
 

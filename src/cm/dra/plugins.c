@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "basic/error.h"
+#include "basic/list.h"
 #include "basic/log.h"
 #include "basic/macro.h"
 #include "basic/strv.h"
@@ -35,8 +36,8 @@ struct outcome {
 
 struct dra_plugins {
         struct event_base *base;
-        struct event *deliver; /* runs the outcomes */
-        struct outcome *outcomes, **outcomes_tail;
+        struct event *deliver;                    /* runs the outcomes */
+        struct outcome *outcomes, *outcomes_last; /* a queue */
         struct dra_plugin *list;
         uint64_t seq;
         void (*changed)(const char *driver, bool registered, void *userdata);
@@ -72,8 +73,7 @@ static void deliver_outcomes(evutil_socket_t fd, short what, void *userdata) {
         (void) fd;
         (void) what;
 
-        p->outcomes = NULL;
-        p->outcomes_tail = &p->outcomes;
+        p->outcomes = p->outcomes_last = NULL;
         for (struct outcome *o = list; o; o = o->next)
                 o->done(o->r, o->error, o->cbdata);
         outcomes_free(list);
@@ -85,7 +85,6 @@ int dra_plugins_new(struct event_base *base, void (*changed)(const char *driver,
         if (!p)
                 return -ENOMEM;
         p->base = base;
-        p->outcomes_tail = &p->outcomes;
         p->deliver = event_new(base, -1, 0, deliver_outcomes, p);
         if (!p->deliver) {
                 free(p);
@@ -277,8 +276,7 @@ int dra_plugins_register(struct dra_plugins *p, const char *driver, const char *
         }
         first = driver_count(p, driver) == 0;
         pl->seq = ++p->seq;
-        pl->next = p->list;
-        p->list = pl;
+        FLIST_PREPEND(p->list, pl);
         log_info("DRA driver %s: plugin at %s registered (%s)", driver, endpoint, service);
         if (pl->health_retry)
                 health_open(pl);
@@ -303,18 +301,17 @@ int dra_plugins_register_async(struct dra_plugins *p, const char *driver, const 
         o->r = r;
         o->done = done;
         o->cbdata = cbdata;
-        *p->outcomes_tail = o;
-        p->outcomes_tail = &o->next;
+        FLIST_APPEND_T(p->outcomes, p->outcomes_last, o);
         event_active(p->deliver, EV_TIMEOUT, 0);
         return 0;
 }
 
 void dra_plugins_deregister(struct dra_plugins *p, const char *driver, const char *endpoint) {
-        for (struct dra_plugin **q = &p->list; *q; q = &(*q)->next) {
-                struct dra_plugin *pl = *q;
+        for (struct dra_plugin *pl = p->list, *next; pl; pl = next) {
+                next = pl->next;
                 if (!streq(pl->driver, driver) || (endpoint && !streq(pl->endpoint, endpoint)))
                         continue;
-                *q = pl->next;
+                FLIST_REMOVE(p->list, pl);
                 log_info("DRA driver %s: plugin at %s deregistered", driver, pl->endpoint);
                 /* its stream ends with it: the driver's health is no longer known (upstream clears on exit) */
                 bool had_health = pl->health != NULL;

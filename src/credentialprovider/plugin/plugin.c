@@ -827,8 +827,7 @@ int credprov_lookup(struct credprov *p, const char *image, const struct credprov
                                 continue;
                         }
                 }
-                pt->next_waiter = pt->waiting->waiters;
-                pt->waiting->waiters = pt;
+                FLIST_PREPEND_F(next_waiter, pt->waiting->waiters, pt);
                 l->pending++;
         }
         DLIST_PREPEND(p->lookups, l);
@@ -847,11 +846,7 @@ void credprov_lookup_cancel(struct credprov_lookup *l) {
                 struct part *pt = &l->parts[i];
                 if (!pt->waiting)
                         continue;
-                for (struct part **pp = &pt->waiting->waiters; *pp; pp = &(*pp)->next_waiter)
-                        if (*pp == pt) {
-                                *pp = pt->next_waiter;
-                                break;
-                        }
+                FLIST_REMOVE_F(next_waiter, pt->waiting->waiters, pt);
                 pt->waiting = NULL;
         }
         lookup_unlink(l);

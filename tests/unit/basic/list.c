@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The intrusive list (src/basic/list.h): prepend, remove from the head, the middle and the tail, removing what is
- * not linked, iteration that frees as it goes, an item in two lists. */
+ * not linked, iteration that frees as it goes, an item in two lists; the singly linked stack and queue. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -116,11 +116,94 @@ static void test_queue_with_tail(void **state) {
         assert_ptr_equal(tail, &it[0]);
 }
 
+struct fitem {
+        int v;
+        struct fitem *next;
+};
+
+static void fcheck(struct fitem *head, struct fitem *tail, const int *want, size_t n) {
+        size_t k = 0;
+
+        for (struct fitem *i = head; i; i = i->next) {
+                assert_true(k < n);
+                assert_int_equal(i->v, want[k++]);
+                if (!i->next && tail)
+                        assert_ptr_equal(i, tail);
+        }
+        assert_int_equal(k, n);
+        if (n == 0 && tail)
+                fail_msg("an empty queue with a tail");
+}
+
+static void test_forward_stack(void **state) {
+        struct fitem it[4] = { { 0 }, { 1 }, { 2 }, { 3 } }, *head = NULL, *p;
+
+        for (int k = 0; k < 4; k++)
+                FLIST_PREPEND(head, &it[k]);
+        fcheck(head, NULL, (const int[]) { 3, 2, 1, 0 }, 4);
+        FLIST_REMOVE(head, &it[2]); /* the middle */
+        assert_null(it[2].next);
+        fcheck(head, NULL, (const int[]) { 3, 1, 0 }, 3);
+        FLIST_REMOVE(head, &it[2]); /* not linked: nothing */
+        FLIST_REMOVE(head, &it[3]); /* the head */
+        FLIST_REMOVE(head, &it[0]); /* the last */
+        fcheck(head, NULL, (const int[]) { 1 }, 1);
+        FLIST_POP(head, p);
+        assert_ptr_equal(p, &it[1]);
+        assert_null(p->next);
+        FLIST_POP(head, p);
+        assert_null(p);
+        assert_null(head);
+        /* appended by a walk: in order */
+        for (int k = 0; k < 3; k++)
+                FLIST_APPEND(head, &it[k]);
+        fcheck(head, NULL, (const int[]) { 0, 1, 2 }, 3);
+}
+
+static void test_append_walk(void **state) {
+        struct item it[3] = {}, *head = NULL;
+
+        for (int k = 0; k < 3; k++) {
+                it[k].v = k;
+                DLIST_APPEND(head, &it[k]);
+        }
+        check(head, (const int[]) { 0, 1, 2 }, 3);
+        DLIST_REMOVE(head, &it[2]);
+        DLIST_APPEND(head, &it[2]);
+        check(head, (const int[]) { 0, 1, 2 }, 3);
+}
+
+static void test_forward_queue(void **state) {
+        struct fitem it[4] = { { 0 }, { 1 }, { 2 }, { 3 } }, *head = NULL, *tail = NULL, *p;
+
+        for (int k = 0; k < 4; k++)
+                FLIST_APPEND_T(head, tail, &it[k]);
+        fcheck(head, tail, (const int[]) { 0, 1, 2, 3 }, 4);
+        FLIST_REMOVE_T(head, tail, &it[3]); /* the tail */
+        assert_ptr_equal(tail, &it[2]);
+        FLIST_REMOVE_T(head, tail, &it[1]); /* the middle */
+        fcheck(head, tail, (const int[]) { 0, 2 }, 2);
+        FLIST_POP_T(head, tail, p);
+        assert_ptr_equal(p, &it[0]);
+        FLIST_APPEND_T(head, tail, &it[3]);
+        fcheck(head, tail, (const int[]) { 2, 3 }, 2);
+        FLIST_POP_T(head, tail, p);
+        FLIST_POP_T(head, tail, p);
+        assert_ptr_equal(p, &it[3]);
+        assert_null(head);
+        assert_null(tail);
+        FLIST_APPEND_T(head, tail, &it[1]); /* an emptied queue takes items again */
+        fcheck(head, tail, (const int[]) { 1 }, 1);
+        FLIST_REMOVE_T(head, tail, &it[1]);
+        assert_null(head);
+        assert_null(tail);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_queue_with_tail),
-                cmocka_unit_test(test_list),
-                cmocka_unit_test(test_foreach_safe_frees),
+                cmocka_unit_test(test_queue_with_tail),    cmocka_unit_test(test_list),
+                cmocka_unit_test(test_foreach_safe_frees), cmocka_unit_test(test_forward_stack),
+                cmocka_unit_test(test_forward_queue),      cmocka_unit_test(test_append_walk),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
