@@ -176,6 +176,7 @@ int main(int argc, char **argv) {
         struct event_base *base = NULL;
         struct event *sigterm = NULL, *sigint = NULL, *trim = NULL;
         struct kubelet *k = NULL;
+        _cleanup_ck_error_ struct ck_error *start_error = NULL;
         struct api_server *server = NULL;
         _cleanup_ck_error_ struct ck_error *err = NULL;
         int r, ret = 1;
@@ -232,9 +233,9 @@ int main(int argc, char **argv) {
         r = kubelet_new(base, &opts, &k);
         if (r < 0)
                 goto out;
-        r = kubelet_start(k);
+        r = kubelet_start(k, &start_error);
         if (r < 0) {
-                log_error("failed to start: %s", strerror(-r));
+                log_error("failed to start: %s", ck_error_message(start_error));
                 goto out;
         }
         if (opts.enable_server) {

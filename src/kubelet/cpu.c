@@ -93,7 +93,7 @@ static int split_options(const char *s, char ***ret_names, char ***ret_values) {
 
 /* The topology manager (NewManager), created with the CPU manager: a policy, scope or option upstream refuses
  * refuses the start */
-static int topology_start(struct kubelet *k) {
+static int topology_start(struct kubelet *k, struct ck_error **ret_error) {
         const struct kubelet_options *o = k->opts;
         _cleanup_ck_error_ struct ck_error *err = NULL;
         _cleanup_strv_free_ char **names = NULL, **values = NULL;
@@ -106,8 +106,8 @@ static int topology_start(struct kubelet *k) {
                 return -ENOMEM;
         r = split_options(o->topology_manager_policy_options, &names, &values);
         if (r < 0)
-                return log_error_errno(r, "topologyManagerPolicyOptions \"%s\": expected name=value pairs",
-                                       strempty(o->topology_manager_policy_options));
+                return ck_error_set(ret_error, r, "topologyManagerPolicyOptions \"%s\": expected name=value pairs",
+                                    strempty(o->topology_manager_policy_options));
         r = tm_parse_policy(o->topology_manager_policy, &policy, &err);
         if (r >= 0 && policy != TM_POLICY_NONE)
                 r = tm_numa_discover(o->sysfs_root, &numa, &err);
@@ -119,8 +119,8 @@ static int topology_start(struct kubelet *k) {
                                                   .option_values = values },
                             &numa, &err);
         if (r < 0)
-                return log_error_errno(r, "failed to initialize topology manager: %s",
-                                       err ? ck_error_message(err) : strerror(-r));
+                return ck_error_set(ret_error, r, "failed to initialize topology manager: %s",
+                                    err ? ck_error_message(err) : strerror(-r));
         if (tm->policy != TM_POLICY_NONE)
                 log_info("topology manager: policy %s, scope %s, %zu NUMA nodes", o->topology_manager_policy,
                          tm->scope == TM_SCOPE_POD ? "pod" : "container", tm->numa.n);
@@ -143,7 +143,7 @@ static int hugepages_reserved(const char *s, char ***l) {
 
 /* The memory manager (NewManager + Start), after the eviction manager: its reservedMemory is checked against
  * kube-reserved + system-reserved + the hard memory.available threshold (GetNodeAllocatableReservation) */
-static int memory_start(struct kubelet *k) {
+static int memory_start(struct kubelet *k, struct ck_error **ret_error) {
         const struct kubelet_options *o = k->opts;
         _cleanup_ck_error_ struct ck_error *err = NULL;
         _cleanup_strv_free_ char **items = NULL;
@@ -157,7 +157,8 @@ static int memory_start(struct kubelet *k) {
         if (!isempty(o->memory_manager_policy) && !streq(o->memory_manager_policy, "None")) {
                 r = mm_machine_discover(o->sysfs_root, &machine, &err);
                 if (r < 0)
-                        return log_error_errno(r, "failed to initialize memory manager: %s", ck_error_message(err));
+                        return ck_error_set(ret_error, r, "failed to initialize memory manager: %s",
+                                            ck_error_message(err));
                 if (machine.n == 0) {
                         /* no NUMA in sysfs: one node 0 with all the memory, as cadvisor reports it */
                         machine.n = 1;
@@ -182,14 +183,14 @@ static int memory_start(struct kubelet *k) {
                                                     .state_dir = o->root_dir },
                               &machine, &k->memory, &err);
         if (r < 0)
-                return log_error_errno(r, "failed to initialize memory manager: %s", ck_error_message(err));
+                return ck_error_set(ret_error, r, "failed to initialize memory manager: %s", ck_error_message(err));
         if (memorymanager_is_static(k->memory))
                 log_info("memory manager: Static policy, %zu NUMA nodes, %zu assignments", machine.n,
                          memorymanager_n_entries(k->memory));
         return 0;
 }
 
-int kubelet_cpu_start(struct kubelet *k) {
+int kubelet_cpu_start(struct kubelet *k, struct ck_error **ret_error) {
         const struct kubelet_options *o = k->opts;
         _cleanup_ck_error_ struct ck_error *err = NULL;
         _cleanup_strv_free_ char **names = NULL, **values = NULL;
@@ -199,12 +200,12 @@ int kubelet_cpu_start(struct kubelet *k) {
 
         r = split_options(o->cpu_manager_policy_options, &names, &values);
         if (r < 0)
-                return log_error_errno(r, "cpuManagerPolicyOptions \"%s\": expected name=value pairs",
-                                       strempty(o->cpu_manager_policy_options));
+                return ck_error_set(ret_error, r, "cpuManagerPolicyOptions \"%s\": expected name=value pairs",
+                                    strempty(o->cpu_manager_policy_options));
         if (!isempty(o->cpu_manager_policy) && !streq(o->cpu_manager_policy, "none") &&
             !streq(o->cpu_manager_policy, "static"))
-                return log_error_errno(-EINVAL, "failed to initialize cpu manager: unknown policy: \"%s\"",
-                                       o->cpu_manager_policy);
+                return ck_error_set(ret_error, -EINVAL, "failed to initialize cpu manager: unknown policy: \"%s\"",
+                                    o->cpu_manager_policy);
         r = cputopo_discover(o->sysfs_root, &topo, &err);
         if (r < 0 && (isempty(o->cpu_manager_policy) || streq(o->cpu_manager_policy, "none"))) {
                 /* the none policy pins nothing: a sysfs it cannot read is no reason to refuse the start */
@@ -214,8 +215,8 @@ int kubelet_cpu_start(struct kubelet *k) {
                 r = cputopo_from_table(&(struct cpu_info) {}, 1, &topo);
         }
         if (r < 0)
-                return log_error_errno(r, "failed to initialize cpu manager: %s",
-                                       err ? ck_error_message(err) : strerror(-r));
+                return ck_error_set(ret_error, r, "failed to initialize cpu manager: %s",
+                                    err ? ck_error_message(err) : strerror(-r));
         (void) node_parse_reserved(o->kube_reserved, &kc, &x, &x, NULL);
         (void) node_parse_reserved(o->system_reserved, &sc, &x, &x, NULL);
         r = cpumanager_new(&(struct cpumanager_config) { .policy = o->cpu_manager_policy,
@@ -234,11 +235,11 @@ int kubelet_cpu_start(struct kubelet *k) {
                                                                                           "single-numa-node") },
                            topo, &k->cpus, &err);
         if (r < 0)
-                return log_error_errno(r, "failed to initialize cpu manager: %s", ck_error_message(err));
-        r = topology_start(k);
+                return ck_error_set(ret_error, r, "failed to initialize cpu manager: %s", ck_error_message(err));
+        r = topology_start(k, ret_error);
         if (r < 0)
                 return r;
-        r = memory_start(k);
+        r = memory_start(k, ret_error);
         if (r < 0)
                 return r;
         if (cpumanager_is_static(k->cpus) || memorymanager_is_static(k->memory)) {

@@ -19,7 +19,7 @@ struct kubelet;
 struct pod;
 struct container;
 
-int kubelet_cpu_start(struct kubelet *k);
+int kubelet_cpu_start(struct kubelet *k, struct ck_error **ret_error);
 void kubelet_cpu_free(struct kubelet *k);
 /* The topology manager's affinity for a container's devices, before they are chosen (GetAffinity): the merged
  * hint of the CPU and memory managers and of the device manager's available devices (the device manager's

@@ -239,7 +239,8 @@ static int load_cluster(struct kubelet *k, struct kube_config *ret, bool *ret_fr
 
 /* the API client with PAIR (NULL: the kubeconfig's own certificate), then the API parts. A failure to make the
  * client leaves k->api_started false and may be retried; one of the API parts (out of memory) is not. */
-static int start_with(struct kubelet *k, struct kube_config *kc, const struct cert_pair *pair) {
+static int start_with(struct kubelet *k, struct kube_config *kc, const struct cert_pair *pair,
+                      struct ck_error **ret_error) {
         /* upstream's heartbeatClient: no rate limit, the lease duration as its timeout */
         struct kube_client_options ho = {
                 .qps = -1,
@@ -258,7 +259,7 @@ static int start_with(struct kubelet *k, struct kube_config *kc, const struct ce
         if (r < 0) {
                 kube_client_free(c);
                 kube_client_free(hb);
-                return log_error_errno(r, "cannot set up the API server client: %s", strerror(-r));
+                return ck_error_set(ret_error, r, "cannot set up the API server client: %s", strerror(-r));
         }
         k->client = c;
         k->heartbeat_client = hb;
@@ -267,12 +268,22 @@ static int start_with(struct kubelet *k, struct kube_config *kc, const struct ce
         k->api_started = true;
         r = kubelet_api_start(k);
         if (r < 0)
-                return log_error_errno(r, "cannot start talking to the API server: %s", strerror(-r));
+                return ck_error_set(ret_error, r, "cannot start talking to the API server: %s", strerror(-r));
         if (k->client_certs && k->opts->rotate_certificates)
                 cert_manager_start(k->client_certs);
         if (k->serving_certs)
                 cert_manager_start(k->serving_certs);
         return 0;
+}
+
+/* from the credentials' own retries: the failure is theirs to log */
+static int start_with_logged(struct kubelet *k, struct kube_config *kc, const struct cert_pair *pair) {
+        _cleanup_ck_error_ struct ck_error *err = NULL;
+        int r = start_with(k, kc, pair, &err);
+
+        if (r < 0)
+                log_error("%s", ck_error_message(err));
+        return r;
 }
 
 static void credentials_attempt(struct kubelet *k) {
@@ -301,7 +312,7 @@ static void credentials_attempt(struct kubelet *k) {
         }
         if (usable && !o->rotate_certificates) {
                 /* bootstrapped before, no rotation: the kubeconfig's own certificate, as upstream */
-                r = start_with(k, &kc, NULL);
+                r = start_with_logged(k, &kc, NULL);
                 if (r < 0 && !k->api_started)
                         goto retry;
                 goto finish;
@@ -314,7 +325,7 @@ static void credentials_attempt(struct kubelet *k) {
         pair = cert_manager_current(k->client_certs);
         if (usable && !pair) {
                 /* the kubeconfig's own certificate (the store could not take it) */
-                r = start_with(k, &kc, NULL);
+                r = start_with_logged(k, &kc, NULL);
                 if (r < 0 && !k->api_started)
                         goto retry;
                 goto finish;
@@ -331,7 +342,7 @@ static void credentials_attempt(struct kubelet *k) {
                         }
                         log_info("Wrote the kubeconfig %s for the client certificate %s", o->kubeconfig, current_path);
                 }
-                r = start_with(k, &kc, pair);
+                r = start_with_logged(k, &kc, pair);
                 if (r < 0 && !k->api_started)
                         goto retry;
                 goto finish;
@@ -357,7 +368,7 @@ finish:
 
 /* ---------------------------------------------------------------- entry points */
 
-int kubelet_credentials_start(struct kubelet *k) {
+int kubelet_credentials_start(struct kubelet *k, struct ck_error **ret_error) {
         static const struct cert_manager_ops serving_ops = {
                 .client = client_for_serving_csr,
                 .get_template = serving_template,
@@ -381,7 +392,8 @@ int kubelet_credentials_start(struct kubelet *k) {
 
                 r = cert_manager_new(k->base, &cfg, &serving_ops, k, &k->serving_certs);
                 if (r < 0)
-                        return log_error_errno(r, "cannot set up the serving certificate manager: %s", strerror(-r));
+                        return ck_error_set(ret_error, r, "cannot set up the serving certificate manager: %s",
+                                            strerror(-r));
                 pair = cert_manager_current(k->serving_certs);
                 if (pair)
                         serving_cert_updated(k, pair);
@@ -393,8 +405,8 @@ int kubelet_credentials_start(struct kubelet *k) {
 
                 r = kube_config_load(o->kubeconfig, &kc, &why);
                 if (r < 0)
-                        return log_error_errno(r, "invalid --kubeconfig: %s", ck_error_message(why));
-                r = start_with(k, &kc, NULL);
+                        return ck_error_set(ret_error, r, "invalid --kubeconfig: %s", ck_error_message(why));
+                r = start_with(k, &kc, NULL, ret_error);
                 kube_config_done(&kc);
                 return r;
         }

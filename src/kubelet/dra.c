@@ -156,19 +156,20 @@ static void on_health_timer(evutil_socket_t fd, short what, void *userdata) {
         health_changed(k, changed, n_changed);
 }
 
-int kubelet_dra_setup(struct kubelet *k) {
+int kubelet_dra_setup(struct kubelet *k, struct ck_error **ret_error) {
         _cleanup_ck_error_ struct ck_error *err = NULL;
         int r;
 
         r = dra_manager_new(k->base, k->opts->root_dir, k->dra_plugins, &k->dra, &err);
         if (r < 0)
-                return log_error_errno(r, "cannot start the DRA manager: %s", ck_error_message(err));
+                return ck_error_set(ret_error, r, "cannot start the DRA manager: %s", ck_error_message(err));
         if (feature_enabled(k->opts->feature_gates, "ResourceHealthStatus") && k->dra_plugins) {
                 struct dra_health_handler h = { on_health_message, on_health_end, k };
 
                 if (dra_health_cache_new(&k->dra_health) < 0 ||
                     !(k->dra_health_timer = evtimer_new(k->base, on_health_timer, k)))
-                        return log_error_errno(-ENOMEM, "cannot start the DRA device health cache: out of memory");
+                        return ck_error_set(ret_error, -ENOMEM,
+                                            "cannot start the DRA device health cache: out of memory");
                 dra_plugins_set_health_handler(k->dra_plugins, &h);
         }
         return 0;

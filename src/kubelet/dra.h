@@ -15,7 +15,7 @@ struct container;
 struct kubelet_dra_job;
 
 /* The DRA manager on <root-dir>/dra_manager_state (after k->dra_plugins). */
-int kubelet_dra_setup(struct kubelet *k);
+int kubelet_dra_setup(struct kubelet *k, struct ck_error **ret_error);
 void kubelet_dra_free(struct kubelet *k);
 
 /* done: cdi_ids (borrowed, NULL when none) or error ("Failed to prepare dynamic resources: ..."). Returns 1 when

@@ -250,7 +250,7 @@ static uint64_t etc_hosts_bytes(void *userdata, const char *uid) {
 
 /* ---------------------------------------------------------------- lifecycle */
 
-int kubelet_eviction_parse(struct kubelet *k) {
+int kubelet_eviction_parse(struct kubelet *k, struct ck_error **ret_error) {
         const struct kubelet_options *o = k->opts;
         _cleanup_ck_error_ struct ck_error *err = NULL;
         int r;
@@ -260,7 +260,7 @@ int kubelet_eviction_parse(struct kubelet *k) {
                                       o->eviction_soft, o->eviction_soft_grace_period, o->eviction_minimum_reclaim,
                                       &k->thresholds, &k->n_thresholds, &err);
         if (r < 0)
-                return log_error_errno(r, "invalid eviction thresholds: %s", ck_error_message(err));
+                return ck_error_set(ret_error, r, "invalid eviction thresholds: %s", ck_error_message(err));
         for (size_t i = 0; i < k->n_thresholds; i++) {
                 _cleanup_free_ char *f = eviction_threshold_format(&k->thresholds[i]);
                 log_v(2, "eviction manager: %s", strna(f));

@@ -344,7 +344,7 @@ static bool pods_api_ready(void *userdata) {
         return k->config_received; /* upstream's sourcesReady.AllReady() */
 }
 
-int kubelet_pods_api_start(struct kubelet *k) {
+int kubelet_pods_api_start(struct kubelet *k, struct ck_error **ret_error) {
         _cleanup_free_ char *dir = NULL, *socket = NULL;
         int r;
 
@@ -355,7 +355,7 @@ int kubelet_pods_api_start(struct kubelet *k) {
                 return -ENOMEM;
         r = mkdir_p(dir, 0750);
         if (r < 0)
-                return log_error_errno(r, "cannot create %s: %s", dir, strerror(-r));
+                return ck_error_set(ret_error, r, "cannot create %s: %s", dir, strerror(-r));
         r = podsapi_server_new(k->base, socket,
                                &(struct podsapi_provider) { .pods_json = pods_api_pods,
                                                             .pod_json = pods_api_pod,
@@ -363,7 +363,8 @@ int kubelet_pods_api_start(struct kubelet *k) {
                                                             .userdata = k },
                                &k->pods_api);
         if (r < 0)
-                return log_error_errno(r, "Failed to create listener for the pods API on %s: %s", socket, strerror(-r));
+                return ck_error_set(ret_error, r, "Failed to create listener for the pods API on %s: %s", socket,
+                                    strerror(-r));
         log_info("Starting to serve the pods API on %s", socket);
         return 0;
 }

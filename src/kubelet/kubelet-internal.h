@@ -355,7 +355,7 @@ bool kubelet_allocation_wanted(const char *uid, void *userdata);
 void kubelet_api_delete_free(struct api_delete *d);
 
 /* storage.c: the volume manager, the CSI drivers and the CSI and DRA plug-in registration handlers */
-int kubelet_storage_setup(struct kubelet *k);
+int kubelet_storage_setup(struct kubelet *k, struct ck_error **ret_error);
 /* storage.c: a desired pod finished for good and is stopped: its volumes go (syncTerminatedPod), once */
 void kubelet_pod_release_volumes(struct kubelet *k, const char *uid);
 /* storage.c, at housekeeping: the volumes of finished pods without a worker (finished before a restart) go too;
@@ -375,7 +375,7 @@ bool kubelet_pod_terminal_in_api(const struct pod *p);
  * admission compares requests with (k->admission), and --cluster-dns (k->cluster_dns), at start */
 bool kubelet_pod_admit(struct kubelet *k, const struct pod *p);
 void kubelet_warn_unsupported_fields(struct kubelet *k, const struct pod *p);
-int kubelet_admission_setup(struct kubelet *k);
+int kubelet_admission_setup(struct kubelet *k, struct ck_error **ret_error);
 
 /* gc.c: the container log manager, container and image GC and the volume stats: set up at start, freed at exit */
 int kubelet_gc_setup(struct kubelet *k);
@@ -389,7 +389,8 @@ void kubelet_container_started(struct kubelet *k, const struct pod *pod, const c
 void kubelet_node_event(struct kubelet *k, const char *type, const char *reason, const char *fmt, ...) _printf_(4, 5);
 
 /* eviction.c: the eviction manager and what it does through the kubelet */
-int kubelet_eviction_parse(struct kubelet *k); /* the thresholds, before anything uses them */
+int kubelet_eviction_parse(struct kubelet *k,
+                           struct ck_error **ret_error); /* the thresholds, before anything uses them */
 void kubelet_eviction_reservation(const struct kubelet *k, int64_t *ret_memory_bytes, float *ret_memory_fraction,
                                   int64_t *ret_storage_bytes, float *ret_storage_fraction);
 int kubelet_eviction_setup(struct kubelet *k);
@@ -419,7 +420,7 @@ int kubelet_shutdown_admit(struct kubelet *k, struct ck_error **ret_error);
 /* status.c: hand the pod's status to the status manager now (an eviction changes it) */
 void kubelet_report_status(struct kubelet *k, struct pod_worker *w);
 /* the pods API (host.c): served when the PodsAPI gate is on; stop accepts a kubelet that never started it */
-int kubelet_pods_api_start(struct kubelet *k);
+int kubelet_pods_api_start(struct kubelet *k, struct ck_error **ret_error);
 void kubelet_pods_api_stop(struct kubelet *k);
 
 /* kubelet.c: make the workers match the desired pods again (admission included) */
@@ -432,7 +433,7 @@ int kubelet_pleg_setup(struct kubelet *k);
 int kubelet_api_start(struct kubelet *k);
 
 /* credentials.c: the API client's and the kubelet API's certificates; kubelet_api_start() once there is a client */
-int kubelet_credentials_start(struct kubelet *k);
+int kubelet_credentials_start(struct kubelet *k, struct ck_error **ret_error);
 void kubelet_credentials_stop(struct kubelet *k);
 
 /* notify.c: READY=1 once the node does its work, the watchdog */

@@ -334,17 +334,18 @@ static int cgroups_setup(struct kubelet *k) {
 }
 
 /* NewContainerManager: swap */
-static int swap_setup(struct kubelet *k) {
+static int swap_setup(struct kubelet *k, struct ck_error **ret_error) {
         const struct kubelet_options *o = k->opts;
         bool swap_on = false;
         int r;
 
         r = stats_swap_is_on(NULL, &swap_on);
         if (r < 0)
-                return log_error_errno(r, "failed to determine if swap is on: %s", strerror(-r));
+                return ck_error_set(ret_error, r, "failed to determine if swap is on: %s", strerror(-r));
         if (swap_on && o->fail_swap_on)
-                return log_error_errno(-EINVAL, "running with swap on is not supported, please disable swap "
-                                                "or set --fail-swap-on flag to false");
+                return ck_error_set(ret_error, -EINVAL,
+                                    "running with swap on is not supported, please disable swap "
+                                    "or set --fail-swap-on flag to false");
         k->swap_v2 = stats_swap_controller_v2(NULL);
         if (swap_on)
                 log_info("swap is on: memorySwap.swapBehavior %s%s",
@@ -354,7 +355,7 @@ static int swap_setup(struct kubelet *k) {
 }
 
 /* the user namespace ranges, from before a restart (MakeUserNsManager) */
-static int userns_setup(struct kubelet *k) {
+static int userns_setup(struct kubelet *k, struct ck_error **ret_error) {
         _cleanup_ck_error_ struct ck_error *err = NULL;
         struct passwd pw, *pwp = NULL;
         char buf[4096];
@@ -364,13 +365,13 @@ static int userns_setup(struct kubelet *k) {
         ucfg.user_exists = getpwnam_r("kubelet", &pw, buf, sizeof(buf), &pwp) == 0 && pwp;
         r = userns_manager_new(&ucfg, &k->userns, &err);
         if (r < 0)
-                return log_error_errno(r, "failed to create user namespace manager: %s",
-                                       err ? ck_error_message(err) : strerror(-r));
+                return ck_error_set(ret_error, r, "failed to create user namespace manager: %s",
+                                    err ? ck_error_message(err) : strerror(-r));
         return 0;
 }
 
 /* the pulled-image credential records, from before a restart (KubeletEnsureSecretPulledImages) */
-static int pull_records_setup(struct kubelet *k) {
+static int pull_records_setup(struct kubelet *k, struct ck_error **ret_error) {
         const struct kubelet_options *o = k->opts;
         int r;
 
@@ -378,8 +379,9 @@ static int pull_records_setup(struct kubelet *k) {
         if (feature_enabled(o->feature_gates, "KubeletEnsureSecretPulledImages")) {
                 r = pull_store_new(k->base, o->root_dir, &k->pull_records);
                 if (r < 0)
-                        return log_error_errno(r, "cannot set up the image pull records in %s/image_manager: %s",
-                                               o->root_dir, strerror(-r));
+                        return ck_error_set(ret_error, r,
+                                            "cannot set up the image pull records in %s/image_manager: %s", o->root_dir,
+                                            strerror(-r));
         }
         return 0;
 }
@@ -462,22 +464,22 @@ int kubelet_api_start(struct kubelet *k) {
         return node_manager_start(k->node);
 }
 
-int kubelet_start(struct kubelet *k) {
+static int start(struct kubelet *k, struct ck_error **ret_error) {
         const struct kubelet_options *o = k->opts;
         int r;
 
         r = mkdir_p(o->root_dir, 0750);
         if (r < 0)
-                return log_error_errno(r, "cannot create --root-dir %s: %s", o->root_dir, strerror(-r));
+                return ck_error_set(ret_error, r, "cannot create --root-dir %s: %s", o->root_dir, strerror(-r));
         r = mkdir_p(o->pod_logs_dir, 0755);
         if (r < 0)
-                return log_error_errno(r, "cannot create podLogsDir %s: %s", o->pod_logs_dir, strerror(-r));
+                return ck_error_set(ret_error, r, "cannot create podLogsDir %s: %s", o->pod_logs_dir, strerror(-r));
 
         r = cri_client_new(k->base, o->container_runtime_endpoint, o->image_service_endpoint,
                            o->runtime_request_timeout_usec, &k->cri);
         if (r < 0)
-                return log_error_errno(r, "invalid --container-runtime-endpoint %s: %s", o->container_runtime_endpoint,
-                                       strerror(-r));
+                return ck_error_set(ret_error, r, "invalid --container-runtime-endpoint %s: %s",
+                                    o->container_runtime_endpoint, strerror(-r));
         r = node_ip_detect(o->node_ip, &k->node_ip);
         if (r < 0)
                 return r;
@@ -485,26 +487,26 @@ int kubelet_start(struct kubelet *k) {
         /* the machine's description, read once (cadvisor's cached MachineInfo) */
         r = stats_machine_info_read(NULL, &k->machine);
         if (r < 0)
-                return log_error_errno(r, "cannot read the machine's description: %s", strerror(-r));
-        r = swap_setup(k);
+                return ck_error_set(ret_error, r, "cannot read the machine's description: %s", strerror(-r));
+        r = swap_setup(k, ret_error);
         if (r < 0)
                 return r;
-        r = kubelet_eviction_parse(k);
+        r = kubelet_eviction_parse(k, ret_error);
         if (r < 0)
                 return r;
-        r = kubelet_admission_setup(k);
+        r = kubelet_admission_setup(k, ret_error);
         if (r < 0)
                 return r;
-        r = userns_setup(k);
+        r = userns_setup(k, ret_error);
         if (r < 0)
                 return r;
-        r = pull_records_setup(k);
+        r = pull_records_setup(k, ret_error);
         if (r < 0)
                 return r;
         /* the pods' allocated resources, from before a restart */
         r = kubelet_allocation_load(o->root_dir, &k->allocation);
         if (r < 0)
-                return log_error_errno(r, "cannot read the pods' allocations: %s", strerror(-r));
+                return ck_error_set(ret_error, r, "cannot read the pods' allocations: %s", strerror(-r));
         r = cgroups_setup(k);
         if (r < 0)
                 return r;
@@ -534,7 +536,7 @@ int kubelet_start(struct kubelet *k) {
                 r = objects_manager_set_node_name(k->objects, o->node_name);
         if (r < 0)
                 return r;
-        r = kubelet_storage_setup(k);
+        r = kubelet_storage_setup(k, ret_error);
         if (r < 0)
                 return r;
         r = static_pod_sources_setup(k);
@@ -550,21 +552,21 @@ int kubelet_start(struct kubelet *k) {
                 return r;
         r = kubelet_gc_setup(k);
         if (r < 0)
-                return log_error_errno(r, "cannot set up garbage collection and the container log manager: %s",
-                                       strerror(-r));
+                return ck_error_set(ret_error, r, "cannot set up garbage collection and the container log manager: %s",
+                                    strerror(-r));
         r = kubelet_eviction_setup(k);
         if (r < 0)
-                return log_error_errno(r, "cannot set up the eviction manager: %s", strerror(-r));
-        r = kubelet_cpu_start(k);
+                return ck_error_set(ret_error, r, "cannot set up the eviction manager: %s", strerror(-r));
+        r = kubelet_cpu_start(k, ret_error);
         if (r < 0)
                 return r;
         r = kubelet_shutdown_setup(k);
         if (r < 0)
-                return log_error_errno(r, "cannot set up the node shutdown manager: %s", strerror(-r));
-        r = kubelet_plugins_start(k);
+                return ck_error_set(ret_error, r, "cannot set up the node shutdown manager: %s", strerror(-r));
+        r = kubelet_plugins_start(k, ret_error);
         if (r < 0)
                 return r;
-        r = kubelet_pods_api_start(k);
+        r = kubelet_pods_api_start(k, ret_error);
         if (r < 0)
                 return r;
         r = kubelet_housekeeping_setup(k);
@@ -574,12 +576,26 @@ int kubelet_start(struct kubelet *k) {
         if (r < 0)
                 return r;
         if (!isempty(o->kubeconfig)) {
-                r = kubelet_credentials_start(k);
+                r = kubelet_credentials_start(k, ret_error);
                 if (r < 0)
                         return r;
         }
         kubelet_sync_env_setup(k);
         return pleg_start(k->pleg);
+}
+
+int kubelet_start(struct kubelet *k, struct ck_error **ret_error) {
+        _cleanup_ck_error_ struct ck_error *err = NULL;
+        int r;
+
+        r = start(k, &err);
+        if (r < 0) {
+                /* a step that had nothing to say but its errno */
+                if (!err)
+                        (void) ck_error_set(&err, r, "%s", strerror(-r));
+                ck_error_pass(ret_error, &err);
+        }
+        return r;
 }
 
 struct kubelet *kubelet_free(struct kubelet *k) {

@@ -31,7 +31,7 @@ typedef void (*kubelet_serving_cert_t)(const char *cert_pem, const char *key_pem
 void kubelet_set_serving_cert_handler(struct kubelet *k, kubelet_serving_cert_t cb, void *userdata);
 
 /* Connects the runtime, starts the PLEG and the config sources. */
-int kubelet_start(struct kubelet *k);
+int kubelet_start(struct kubelet *k, struct ck_error **ret_error);
 /* Stops issuing work; pending CRI calls are cancelled. Pods are left running (as upstream). */
 struct kubelet *kubelet_free(struct kubelet *k);
 

@@ -81,7 +81,7 @@ bool kubelet_pod_admit(struct kubelet *k, const struct pod *p) {
 }
 
 /* what admission compares requests with: allocatable, as the node reports it */
-int kubelet_admission_setup(struct kubelet *k) {
+int kubelet_admission_setup(struct kubelet *k, struct ck_error **ret_error) {
         struct node_status_input in;
         int64_t storage;
         int r;
@@ -112,8 +112,8 @@ int kubelet_admission_setup(struct kubelet *k) {
                                 continue;
                         r = kr_sysctl_check_allowed_unsafe(t, &error);
                         if (r < 0)
-                                return log_error_errno(r, "invalid --allowed-unsafe-sysctls: %s",
-                                                       ck_error_message(error));
+                                return ck_error_set(ret_error, r, "invalid --allowed-unsafe-sysctls: %s",
+                                                    ck_error_message(error));
                         r = strv_extend(&k->admission.allowed_unsafe_sysctls, t);
                         if (r < 0)
                                 return -ENOMEM;
@@ -132,7 +132,7 @@ int kubelet_admission_setup(struct kubelet *k) {
                         if (!*t)
                                 continue;
                         if (inet_pton(AF_INET, t, addr) != 1 && inet_pton(AF_INET6, t, addr) != 1)
-                                return log_error_errno(-EINVAL, "invalid --cluster-dns IP address \"%s\"", t);
+                                return ck_error_set(ret_error, -EINVAL, "invalid --cluster-dns IP address \"%s\"", t);
                         if (strv_extend(&k->cluster_dns, t) < 0)
                                 return -ENOMEM;
                 }

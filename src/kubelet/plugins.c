@@ -317,7 +317,7 @@ static void pr_container_claims(void *userdata, const char *pod_uid, const char 
 
 /* ---------------------------------------------------------------- start, stop */
 
-int kubelet_plugins_start(struct kubelet *k) {
+int kubelet_plugins_start(struct kubelet *k, struct ck_error **ret_error) {
         const struct kubelet_options *o = k->opts;
         _cleanup_free_ char *dm_dir = NULL, *pr_socket = NULL;
         int r;
@@ -327,7 +327,8 @@ int kubelet_plugins_start(struct kubelet *k) {
                 r = credprov_new(k->base, o->image_credential_provider_config, o->image_credential_provider_bin_dir,
                                  &k->credprov, &err);
                 if (r < 0)
-                        return log_error_errno(r, "Failed to register CRI auth plugins: %s", ck_error_message(err));
+                        return ck_error_set(ret_error, r, "Failed to register CRI auth plugins: %s",
+                                            ck_error_message(err));
                 log_info("Registered credential provider plugins from %s", o->image_credential_provider_config);
         }
         if (asprintf(&dm_dir, "%s/device-plugins", o->root_dir) < 0 ||
@@ -335,7 +336,7 @@ int kubelet_plugins_start(struct kubelet *k) {
                 return -ENOMEM;
         r = dm_new(k->base, dm_dir, on_devices_changed, k, &k->devices);
         if (r < 0)
-                return log_error_errno(r, "failed to start the device manager: %s", strerror(-r));
+                return ck_error_set(ret_error, r, "failed to start the device manager: %s", strerror(-r));
         dm_set_affinity(k->devices, kubelet_device_affinity, k);
         r = podresources_server_new(k->base, pr_socket,
                                     &(struct podresources_provider) {

@@ -12,7 +12,7 @@ struct kubelet;
 /* Registers the credential provider plugins (--image-credential-provider-config; an invalid config fails the
  * start, as upstream), starts the device manager on <root-dir>/device-plugins and the pod resources API on
  * <root-dir>/pod-resources/kubelet.sock. */
-int kubelet_plugins_start(struct kubelet *k);
+int kubelet_plugins_start(struct kubelet *k, struct ck_error **ret_error);
 void kubelet_plugins_free(struct kubelet *k);
 
 /* The active pods' UIDs: wanted and not refused (a new strv). */

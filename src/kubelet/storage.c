@@ -174,7 +174,7 @@ static void volumes_reported(char *const *names, void *userdata) {
         volmgr_mark_reported_in_use(k->volumes, names);
 }
 
-int kubelet_storage_setup(struct kubelet *k) {
+int kubelet_storage_setup(struct kubelet *k, struct ck_error **ret_error) {
         static const struct pluginmanager_handler csi_handler_template = {
                 .type = "CSIPlugin",
                 .validate = csi_validate,
@@ -222,7 +222,7 @@ int kubelet_storage_setup(struct kubelet *k) {
                 return r;
         r = volmgr_start(k->volumes);
         if (r < 0)
-                return log_error_errno(r, "cannot start the volume manager: %s", strerror(-r));
+                return ck_error_set(ret_error, r, "cannot start the volume manager: %s", strerror(-r));
         if (k->node)
                 node_manager_set_volumes(k->node, volumes_in_use, volumes_reported, k);
         if (asprintf(&registry, "%s/plugins_registry", o->root_dir) < 0)
@@ -237,7 +237,7 @@ int kubelet_storage_setup(struct kubelet *k) {
         r = dra_plugins_new(k->base, NULL, NULL, &k->dra_plugins);
         if (r < 0)
                 return r;
-        r = kubelet_dra_setup(k);
+        r = kubelet_dra_setup(k, ret_error);
         if (r < 0)
                 return r;
         dh.userdata = k;

@@ -137,7 +137,11 @@ void tk_set_pods(struct test_kubelet *t, const char *yaml) {
 void tk_start(struct test_kubelet *t) {
         assert_null(t->k);
         assert_int_equal(kubelet_new(t->base, &t->opts, &t->k), 0);
-        assert_int_equal(kubelet_start(t->k), 0);
+        {
+                _cleanup_ck_error_ struct ck_error *err = NULL;
+                if (kubelet_start(t->k, &err) < 0)
+                        fail_msg("kubelet_start: %s", ck_error_message(err));
+        }
         /* before the loop runs: the first desired set the kubelet sees already has them */
         deliver_pods(t);
 }

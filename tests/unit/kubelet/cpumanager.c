@@ -202,7 +202,12 @@ static void test_unreadable_sysfs(void **state) {
         t->opts.cpu_manager_policy = strdup("static");
         t->opts.reserved_system_cpus = strdup("0");
         assert_int_equal(kubelet_new(t->base, &t->opts, &k), 0);
-        assert_true(kubelet_start(k) < 0);
+        {
+                _cleanup_ck_error_ struct ck_error *err = NULL;
+                assert_true(kubelet_start(k, &err) < 0);
+                /* the reason travels up to the one who logs it */
+                assert_non_null(strstr(ck_error_message(err), "failed to initialize cpu manager"));
+        }
         kubelet_free(k);
         tk_free(t);
 }
