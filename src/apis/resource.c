@@ -86,7 +86,7 @@ bool pod_level_requests_set(const struct pod *pod) {
         return pod->spec.has_resources && list_has_supported(&pod->spec.resources.requests);
 }
 
-bool pod_level_limits_set(const struct pod *pod) {
+static bool pod_level_limits_set(const struct pod *pod) {
         return pod->spec.has_resources && list_has_supported(&pod->spec.resources.limits);
 }
 

@@ -31,7 +31,6 @@ bool resource_is_pod_level_supported(const char *name);
  * spec.resources.requests or .limits */
 bool pod_level_resources_set(const struct pod *pod);
 bool pod_level_requests_set(const struct pod *pod);
-bool pod_level_limits_set(const struct pod *pod);
 /* AggregateContainerRequests / AggregateContainerLimits for one resource: the app containers and the sidecars
  * summed, at least each init container with the sidecars started before it; a container's request defaults to its
  * limit (as the apiserver defaults it). *ret_found (may be NULL): some container sets it. */

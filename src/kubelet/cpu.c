@@ -63,6 +63,8 @@ static uint64_t reconcile_period(const struct kubelet *k) {
         return k->opts->cpu_manager_reconcile_period_usec ?: 10 * USEC_PER_SEC;
 }
 
+static void kubelet_cpu_reconcile(struct kubelet *k);
+
 static void on_reconcile_timer(evutil_socket_t fd, short what, void *userdata) {
         struct kubelet *k = userdata;
 
@@ -721,7 +723,8 @@ static void release_finished(struct kubelet *k, const struct pod *p, const struc
         }
 }
 
-void kubelet_cpu_reconcile(struct kubelet *k) {
+/* one reconcile pass (the timer's) */
+static void kubelet_cpu_reconcile(struct kubelet *k) {
         _cleanup_strv_free_ char **active = NULL;
 
         if (!cpumanager_is_static(k->cpus) && !memorymanager_is_static(k->memory))

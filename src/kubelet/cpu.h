@@ -31,5 +31,3 @@ int kubelet_cpu_admit(struct kubelet *k, const struct pod *p, struct ck_error **
 /* the cpuset of a container about to be created; -ENOMEM */
 int kubelet_cpu_apply(struct kubelet *k, const struct pod *p, const struct container *c,
                       Runtime__V1__ContainerConfig *cfg);
-/* one reconcile pass now (tests, and the timer) */
-void kubelet_cpu_reconcile(struct kubelet *k);

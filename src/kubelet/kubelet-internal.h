@@ -291,8 +291,6 @@ void kubelet_worker_check_deadline(struct pod_worker *w);
 const struct pod **kubelet_worker_pods(struct kubelet *k, bool static_only, size_t *ret_n);
 /* the prober, whose results and failures wake the pods' workers (kubelet_start) */
 int kubelet_prober_setup(struct kubelet *k);
-/* a terminating worker finished: wake the workers waiting for its full name, drop it */
-void kubelet_worker_terminated(struct kubelet *k, struct pod_worker *w);
 /* Is this pod one whose worker ended and that a listing of the runtime must not bring back yet? */
 bool kubelet_pod_ended(const struct kubelet *k, const char *uid);
 /* Forget the ended pods that a relist begun after their end shows gone (or, without refused leftovers, shows at

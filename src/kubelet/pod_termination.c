@@ -211,7 +211,8 @@ void kubelet_ended_free(struct kubelet *k) {
         k->n_ended = 0;
 }
 
-void kubelet_worker_terminated(struct kubelet *k, struct pod_worker *w) {
+/* a terminating worker finished: wake the workers waiting for its full name, drop it */
+static void kubelet_worker_terminated(struct kubelet *k, struct pod_worker *w) {
         _cleanup_free_ char *name = w->full_name ? strdup(w->full_name) : NULL;
 
         if (w->leftovers > 0) {

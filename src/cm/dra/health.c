@@ -25,7 +25,8 @@ struct dra_health_cache {
         size_t n, allocated;
 };
 
-const char *dra_health_to_string(enum dra_health h) {
+/* "Healthy", "Unhealthy", "Unknown" (v1.ResourceHealthStatus) */
+static const char *dra_health_to_string(enum dra_health h) {
         switch (h) {
         case DRA_HEALTH_HEALTHY:
                 return "Healthy";

@@ -29,8 +29,6 @@ enum dra_health {
 #define DRA_HEALTH_MAX_DEVICES 4096                              /* per driver, per message */
 #define DRA_HEALTH_MAX_NAME 253                                  /* pool and device names */
 
-/* "Healthy", "Unhealthy", "Unknown" (v1.ResourceHealthStatus) */
-const char *dra_health_to_string(enum dra_health h);
 
 struct dra_health_report {
         const char *pool, *device;
