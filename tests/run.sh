@@ -3,7 +3,8 @@
 #   1. install the Debian packages (scripts/install-deps.sh --test: what running and testing need)
 #   2. check that no two src/ folders include each other and that no pod sync pass reaches struct kubelet
 #      (scripts/check-include-cycles.py): one test; and that
-#      every timer in src/ is armed through the loop's timer seam (scripts/check-timer-seam.py): one test
+#      every timer in src/ is armed through the loop's timer seam (scripts/check-timer-seam.py): one test; and that
+#      the pod sync pass's phase table agrees with pod_sync.h and docs/design.md (scripts/check-phase-table.py): one test
 #   3. check the format of the C sources against .clang-format (clang-format --dry-run --Werror): one test
 #   4. build (build/) and run the unit tests
 #   5. build with ASan+UBSan (build-asan/) and run the unit tests again
@@ -93,6 +94,14 @@ if python3 scripts/check-timer-seam.py; then
         passed=$((passed + 1))
 else
         echo "tests/run.sh: a timer in src/ is armed outside the timer seam (see above)" >&2
+        failed=$((failed + 1))
+fi
+
+note "the pod sync pass's phases (pod_sync.c's table, pod_sync.h, docs/design.md)"
+if python3 scripts/check-phase-table.py; then
+        passed=$((passed + 1))
+else
+        echo "tests/run.sh: the pod sync phase table and its descriptions disagree (see above)" >&2
         failed=$((failed + 1))
 fi
 

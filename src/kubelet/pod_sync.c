@@ -3,12 +3,14 @@
 
 #include "kubelet/pod_sync.h"
 
+#include <assert.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "basic/log.h"
+#include "basic/macro.h"
 #include "features/features.h"
 #include "apis/pod_volumes.h"
 #include "config/config.h"
@@ -22,6 +24,102 @@
 #include "volumemanager/volumemanager.h"
 
 /* ---------------------------------------------------------------- the pass, in order */
+
+/* ended for good by the kubelet (evicted, past its deadline): stays stopped */
+static bool worker_ended(const struct pod_sync *s) {
+        struct pod_sync_worker_state ws = kubelet_sync_worker_state(s);
+        return ws.terminated || ws.deadline_exceeded;
+}
+
+/* desired, but finished for good: nothing of it runs and nothing will start again (every container done and none
+ * restarts, initialization failed, evicted, past its deadline) */
+static bool pod_finished(const struct pod_sync *s) {
+        return s->pod && s->actions.kill_pod && !s->actions.create_sandbox;
+}
+
+/* decide: computePodActions for a desired pod, KillPod for one that is not */
+static void decide(struct pod_sync *s) {
+        struct probe_results probes;
+        int r;
+
+        if (!s->pod || worker_ended(s))
+                s->actions = (struct kr_pod_actions) { .kill_pod = true }; /* gone, or ended for good (evicted,
+                                                                              past its deadline): stays stopped */
+        else {
+                probe_manager_results(s->env->prober, &probes);
+                r = kr_compute_pod_actions(s->pod, s->status, &probes, &s->actions);
+                if (r < 0) {
+                        kubelet_sync_call_failed(s, "computing pod actions", r);
+                        kubelet_pod_sync_finish(s);
+                        return;
+                }
+                log_v(4,
+                      "pod %s: actions: killPod=%d createSandbox=%d attempt=%" PRIu32 " startEphemeral=%zu "
+                      "startInit=%zu start=%zu kill=%zu",
+                      kubelet_sync_pod_desc(s), s->actions.kill_pod, s->actions.create_sandbox, s->actions.attempt,
+                      s->actions.n_ephemeral_start, s->actions.n_init_start, s->actions.n_start, s->actions.n_kill);
+        }
+        s->decided = true;
+        kubelet_pod_sync_next(s);
+}
+
+/* release: syncTerminatedPod. The pod finished for good and is stopped: its volumes go and its objects are let go
+ * now; the pod itself stays (with its final status, its logs and its termination messages) until it is deleted. */
+static void release(struct pod_sync *s) {
+        objects_manager_unregister(s->env->objects, s->uid);
+        s->env->ops->pod_finished(s->env->userdata, s->w);
+        kubelet_pod_sync_next(s);
+}
+
+static bool has_error(const struct pod_sync *s) {
+        return s->error;
+}
+
+static bool released(const struct pod_sync *s) {
+        return !s->error && pod_finished(s) && !kubelet_sync_stopping(s);
+}
+
+/* what follows starts things: not for a pod that is not desired, has ended or finished */
+static bool nothing_to_start(const struct pod_sync *s) {
+        return s->error || !s->pod || worker_ended(s) || pod_finished(s);
+}
+
+static bool error_or_stopping(const struct pod_sync *s) {
+        return s->error || kubelet_sync_stopping(s);
+}
+
+static bool no_sandbox(const struct pod_sync *s) {
+        return kubelet_sync_stopping(s) || isempty(s->sandbox_id);
+}
+
+/* A pass that changed nothing and failed nowhere collects the pod's garbage. */
+static bool settled(const struct pod_sync *s) {
+        return !s->error && !s->did_work && s->decided && !kubelet_sync_stopping(s);
+}
+
+/* The pass as data: its phases in the order they run (pod_sync.h has the list with each phase's file; docs/design.md's
+ * table is checked against this one by scripts/check-phase-table.py). A phase ends by calling kubelet_pod_sync_next()
+ * (or kubelet_pod_sync_finish() to end the pass early); before each phase, ends_pass() may end the pass there and
+ * applies() may skip the phase. The clean-up phase runs last, from kubelet_pod_sync_finish(), when applies(). */
+static const struct phase_def {
+        const char *name;
+        void (*run)(struct pod_sync *s);
+        bool (*ends_pass)(const struct pod_sync *s); /* NULL: never */
+        bool (*applies)(const struct pod_sync *s);   /* NULL: always */
+} phases[] = {
+        [POD_SYNC_OBSERVE] = { "observe", kubelet_sync_observe, NULL, NULL },
+        [POD_SYNC_DECIDE] = { "decide", decide, has_error, NULL },
+        [POD_SYNC_KILL] = { "kill", kubelet_sync_kill, NULL, NULL },
+        [POD_SYNC_RELEASE] = { "release", release, NULL, released },
+        [POD_SYNC_RESIZE] = { "resize", kubelet_sync_resize, nothing_to_start, NULL },
+        [POD_SYNC_OBJECTS] = { "objects", kubelet_sync_objects, error_or_stopping, NULL },
+        [POD_SYNC_MOUNT] = { "mount", kubelet_sync_mount, NULL, NULL },
+        [POD_SYNC_SANDBOX] = { "sandbox", kubelet_sync_sandbox, NULL, NULL },
+        [POD_SYNC_VOLUMES] = { "volumes", kubelet_sync_volumes, no_sandbox, NULL },
+        [POD_SYNC_START] = { "start", kubelet_sync_start, error_or_stopping, NULL },
+        [POD_SYNC_CLEANUP] = { "clean up", kubelet_sync_cleanup, NULL, settled },
+};
+static_assert(ELEMENTSOF(phases) == _POD_SYNC_PHASE_MAX, "a phase without its entry");
 
 int kubelet_pod_sync_start(const struct pod_sync_env *env, struct pod_worker *w, const char *uid, const char *full_name,
                            struct pod *pod, struct pod_sync **slot) {
@@ -42,7 +140,8 @@ int kubelet_pod_sync_start(const struct pod_sync_env *env, struct pod_worker *w,
         s->uid = uid;
         s->pod = pod_ref(pod);
         *slot = s;
-        kubelet_sync_observe(s);
+        s->phase = POD_SYNC_OBSERVE;
+        phases[POD_SYNC_OBSERVE].run(s);
         return 0;
 }
 
@@ -50,103 +149,26 @@ bool kubelet_pod_sync_waiting_volumes(const struct pod_sync *s) {
         return s && s->waiting_volumes;
 }
 
-/* ended for good by the kubelet (evicted, past its deadline): stays stopped */
-static bool worker_ended(const struct pod_sync *s) {
-        struct pod_sync_worker_state ws = kubelet_sync_worker_state(s);
-        return ws.terminated || ws.deadline_exceeded;
-}
+void kubelet_pod_sync_next(struct pod_sync *s) {
+        assert(s->phase < POD_SYNC_CLEANUP);
+        while (++s->phase < POD_SYNC_CLEANUP) {
+                const struct phase_def *p = &phases[s->phase];
 
-/* decide: computePodActions for a desired pod, KillPod for one that is not */
-void kubelet_pod_sync_observed(struct pod_sync *s) {
-        struct probe_results probes;
-        int r;
-
-        if (s->error) {
-                kubelet_pod_sync_finish(s);
+                if (p->ends_pass && p->ends_pass(s))
+                        break;
+                if (p->applies && !p->applies(s))
+                        continue;
+                log_v(6, "pod %s: phase %s", kubelet_sync_pod_desc(s), p->name);
+                p->run(s);
                 return;
         }
-        if (!s->pod || worker_ended(s))
-                s->actions = (struct kr_pod_actions) { .kill_pod = true }; /* gone, or ended for good (evicted,
-                                                                              past its deadline): stays stopped */
-        else {
-                probe_manager_results(s->env->prober, &probes);
-                r = kr_compute_pod_actions(s->pod, s->status, &probes, &s->actions);
-                if (r < 0) {
-                        kubelet_sync_call_failed(s, "computing pod actions", r);
-                        kubelet_pod_sync_finish(s);
-                        return;
-                }
-                log_v(4,
-                      "pod %s: actions: killPod=%d createSandbox=%d attempt=%" PRIu32 " startEphemeral=%zu "
-                      "startInit=%zu start=%zu kill=%zu",
-                      kubelet_sync_pod_desc(s), s->actions.kill_pod, s->actions.create_sandbox, s->actions.attempt,
-                      s->actions.n_ephemeral_start, s->actions.n_init_start, s->actions.n_start, s->actions.n_kill);
-        }
-        s->decided = true;
-        kubelet_sync_kill(s);
-}
-
-/* desired, but finished for good: nothing of it runs and nothing will start again (every container done and none
- * restarts, initialization failed, evicted, past its deadline) */
-static bool pod_finished(const struct pod_sync *s) {
-        return s->pod && s->actions.kill_pod && !s->actions.create_sandbox;
-}
-
-void kubelet_pod_sync_killed(struct pod_sync *s) {
-        if (!s->error && pod_finished(s) && !kubelet_sync_stopping(s)) {
-                /* syncTerminatedPod: its volumes go and its objects are let go now, the pod itself stays (with its
-                 * final status, its logs and its termination messages) until it is deleted */
-                objects_manager_unregister(s->env->objects, s->uid);
-                s->env->ops->pod_finished(s->env->userdata, s->w);
-        }
-        if (s->error || !s->pod || worker_ended(s) || pod_finished(s)) {
-                kubelet_pod_sync_finish(s);
-                return;
-        }
-        kubelet_sync_resize(s);
-}
-
-void kubelet_pod_sync_resized(struct pod_sync *s) {
-        if (s->error || kubelet_sync_stopping(s)) {
-                kubelet_pod_sync_finish(s);
-                return;
-        }
-        kubelet_sync_objects(s);
-}
-
-void kubelet_pod_sync_objects_ready(struct pod_sync *s) {
-        kubelet_sync_mount(s);
-}
-
-void kubelet_pod_sync_mounted(struct pod_sync *s) {
-        kubelet_sync_sandbox(s);
-}
-
-void kubelet_pod_sync_sandbox_ready(struct pod_sync *s) {
-        if (kubelet_sync_stopping(s) || isempty(s->sandbox_id)) {
-                kubelet_pod_sync_finish(s);
-                return;
-        }
-        /* on every pass, also with nothing to start: a changed ConfigMap or Secret reaches the volumes here */
-        kubelet_sync_volumes(s);
-}
-
-void kubelet_pod_sync_volumes_ready(struct pod_sync *s) {
-        if (s->error || kubelet_sync_stopping(s)) {
-                kubelet_pod_sync_finish(s);
-                return;
-        }
-        kubelet_sync_start(s);
-}
-
-void kubelet_pod_sync_started(struct pod_sync *s) {
         kubelet_pod_sync_finish(s);
 }
 
-/* The pass is over. One that changed nothing and failed nowhere collects the pod's garbage first. */
 void kubelet_pod_sync_finish(struct pod_sync *s) {
-        if (!s->error && !s->did_work && s->decided && !kubelet_sync_stopping(s)) {
-                kubelet_sync_cleanup(s);
+        s->phase = POD_SYNC_CLEANUP;
+        if (phases[POD_SYNC_CLEANUP].applies(s)) {
+                phases[POD_SYNC_CLEANUP].run(s);
                 return;
         }
         kubelet_pod_sync_done(s);

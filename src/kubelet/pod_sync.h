@@ -8,6 +8,7 @@
  *   observe   sync_observe.c   ListPodSandbox + ListContainers for the pod's UID, then their statuses
  *   decide    pod_sync.c       kr_compute_pod_actions (or "kill everything" for a pod no longer desired)
  *   kill      sync_kill.c      stop containers (preStop, then StopContainer), sidecars last, then sandboxes
+ *   release   pod_sync.c       a desired pod that finished for good: its volumes and objects go (syncTerminatedPod)
  *   resize    sync_resize.c    in-place resizes: the pod cgroup and UpdateContainerResources
  *   objects   sync_volumes.c   the ConfigMaps, Secrets, tokens and pull secrets the pod refers to
  *   mount     sync_volumes.c   the volume manager's volumes (PVCs, csi, nfs) attached and mounted (WaitForAttachAndMount)
@@ -16,6 +17,8 @@
  *   start     sync_start.c     per container: back-off, image (sync_image.c: status, pull), create, start, postStart
  *   clean up  sync_cleanup.c   once the pod is settled, remove dead containers and sandboxes (GC)
  *
+ * pod_sync.c holds them as one table (which phase, when it ends the pass, when it is skipped) driven by
+ * kubelet_pod_sync_next(): each phase ends by calling it (or kubelet_pod_sync_finish() to end the pass early).
  * Every step is asynchronous; the pass ends in its env's pass_done (then kubelet_worker_sync_done()), which runs
  * it again at once when it changed anything (level-triggered: the next pass observes the result). Every decision is made by pure
  * functions in src/kuberuntime/actions.c; the phases carry them out. A phase that needs state beyond the pass
@@ -45,12 +48,29 @@ struct sync_image_volume {
         char *message;
 };
 
+enum pod_sync_phase {
+        POD_SYNC_OBSERVE,
+        POD_SYNC_DECIDE,
+        POD_SYNC_KILL,
+        POD_SYNC_RELEASE,
+        POD_SYNC_RESIZE,
+        POD_SYNC_OBJECTS,
+        POD_SYNC_MOUNT,
+        POD_SYNC_SANDBOX,
+        POD_SYNC_VOLUMES,
+        POD_SYNC_START,
+        POD_SYNC_CLEANUP,
+        _POD_SYNC_PHASE_MAX,
+};
+
 struct pod_sync {
         const struct pod_sync_env *env; /* all the pass uses of the kubelet */
         struct pod_worker *w;           /* its worker: a handle for env->ops, never dereferenced */
         const char *uid; /* the worker's (borrowed: the worker outlives its pass, its uid never changes) */
         char *full_name; /* a copy: the kubelet makes the worker's anew on every update of the pod */
         struct pod *pod; /* desired spec (a reference), or NULL: terminate the pod */
+
+        enum pod_sync_phase phase; /* the phase running */
 
         struct kc_pod_status *status;  /* observe: what the runtime has for the pod */
         struct kr_pod_actions actions; /* decide */
@@ -99,16 +119,16 @@ struct pod_sync {
         uint64_t wake_usec; /* monotonic time to run again (a back-off ends), 0 = none */
 };
 
-/* ---- the phases, in the order they run (each ends by calling the next one through pod_sync.c) ---- */
-void kubelet_sync_observe(struct pod_sync *s); /* → kubelet_pod_sync_observed */
-void kubelet_sync_kill(struct pod_sync *s);    /* → kubelet_pod_sync_killed */
-void kubelet_sync_resize(struct pod_sync *s);  /* → kubelet_pod_sync_resized */
-void kubelet_sync_objects(struct pod_sync *s); /* → kubelet_pod_sync_objects_ready */
-void kubelet_sync_mount(struct pod_sync *s);   /* → kubelet_pod_sync_mounted */
-void kubelet_sync_sandbox(struct pod_sync *s); /* → kubelet_pod_sync_sandbox_ready */
-void kubelet_sync_volumes(struct pod_sync *s); /* → kubelet_pod_sync_volumes_ready */
-void kubelet_sync_start(struct pod_sync *s);   /* → kubelet_pod_sync_started */
-void kubelet_sync_cleanup(struct pod_sync *s); /* → kubelet_pod_sync_done */
+/* ---- the phases, in the order they run (pod_sync.c's table); each ends with kubelet_pod_sync_next() ---- */
+void kubelet_sync_observe(struct pod_sync *s);
+void kubelet_sync_kill(struct pod_sync *s);
+void kubelet_sync_resize(struct pod_sync *s);
+void kubelet_sync_objects(struct pod_sync *s);
+void kubelet_sync_mount(struct pod_sync *s);
+void kubelet_sync_sandbox(struct pod_sync *s);
+void kubelet_sync_volumes(struct pod_sync *s);
+void kubelet_sync_start(struct pod_sync *s);
+void kubelet_sync_cleanup(struct pod_sync *s); /* the last: ends with kubelet_pod_sync_done() */
 /* the phases' own state, when the pass ends early */
 void kubelet_sync_kill_free(struct pod_sync *s);
 void kubelet_sync_start_step_free(struct pod_sync *s);
@@ -119,14 +139,8 @@ void kubelet_sync_start_withdraw(struct pod_sync *s);
 void kubelet_sync_sandbox_withdraw(struct pod_sync *s);
 void kubelet_sync_cleanup_free(struct pod_sync *s);
 
-void kubelet_pod_sync_observed(struct pod_sync *s);
-void kubelet_pod_sync_killed(struct pod_sync *s);
-void kubelet_pod_sync_resized(struct pod_sync *s);
-void kubelet_pod_sync_objects_ready(struct pod_sync *s);
-void kubelet_pod_sync_mounted(struct pod_sync *s);
-void kubelet_pod_sync_sandbox_ready(struct pod_sync *s);
-void kubelet_pod_sync_volumes_ready(struct pod_sync *s);
-void kubelet_pod_sync_started(struct pod_sync *s);
+/* The running phase is done: the next one that applies runs, or the pass ends. */
+void kubelet_pod_sync_next(struct pod_sync *s);
 void kubelet_pod_sync_finish(struct pod_sync *s); /* ends the pass early (error, shutdown) or normally */
 void kubelet_pod_sync_done(struct pod_sync *s);   /* hands the result to the worker and frees the pass */
 

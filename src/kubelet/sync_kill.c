@@ -410,7 +410,7 @@ static void stop_sandboxes(struct pod_sync *s) {
                 kubelet_pod_sync_finish(s);
                 return;
         }
-        kubelet_sync_fanout_begin(s, kubelet_pod_sync_killed);
+        kubelet_sync_fanout_begin(s, kubelet_pod_sync_next);
         for (size_t i = 0; s->actions.kill_pod && i < s->status->n_sandboxes; i++) {
                 Runtime__V1__StopPodSandboxRequest req = RUNTIME__V1__STOP_POD_SANDBOX_REQUEST__INIT;
                 int r;

@@ -212,7 +212,7 @@ static void list_done(struct pod_sync *s) {
         }
         kc_pod_status_sort(s->status);
 
-        kubelet_sync_fanout_begin(s, kubelet_pod_sync_observed);
+        kubelet_sync_fanout_begin(s, kubelet_pod_sync_next);
         if (s->status->n_sandboxes > 0) {
                 Runtime__V1__PodSandboxStatusRequest req = RUNTIME__V1__POD_SANDBOX_STATUS_REQUEST__INIT;
                 struct status_call *c = status_call_new(s, 0);

@@ -89,7 +89,7 @@ void kubelet_sync_resize(struct pod_sync *s) {
         /* nothing to resize, or a new sandbox (its pod cgroup is made with the new values) */
         if (s->actions.create_sandbox ||
             (s->actions.n_update == 0 && !kubelet_sync_worker_state(s).resize_in_progress)) {
-                kubelet_pod_sync_resized(s);
+                kubelet_pod_sync_next(s);
                 return;
         }
         r = cm_pod_grow(s->env->cm, s->pod);
@@ -114,5 +114,5 @@ static void resize_done(struct pod_sync *s) {
                 } else if (s->actions.n_update > 0)
                         s->env->ops->resize_error(s->env->userdata, s->w, NULL);
         }
-        kubelet_pod_sync_resized(s);
+        kubelet_pod_sync_next(s);
 }

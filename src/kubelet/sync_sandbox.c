@@ -71,7 +71,7 @@ static void use_existing(struct pod_sync *s) {
                     free_and_strdup(&s->pod_ip, sb->ip) < 0)
                         s->error = true;
         }
-        kubelet_pod_sync_sandbox_ready(s);
+        kubelet_pod_sync_next(s);
 }
 
 /* LookupRuntimeHandler: the handler of the pod's RuntimeClass ("" without one); -errno and *ret_error when it
@@ -201,7 +201,7 @@ static void on_sandbox_turn(void *userdata, int r) {
                  s->actions.attempt, strna(s->actions.sandbox_reason));
         req.config = s->sandbox_config;
         req.runtime_handler = (char *) handler;
-        kubelet_sync_fanout_begin(s, kubelet_pod_sync_sandbox_ready);
+        kubelet_sync_fanout_begin(s, kubelet_pod_sync_next);
         r = cri_run_pod_sandbox(s->env->cri, &req, 0, on_run_sandbox, s);
         if (r < 0) {
                 slots_release(s->env->sandbox_slots, &s->sandbox_slot);

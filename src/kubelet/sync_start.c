@@ -162,13 +162,13 @@ static void start_next(struct pod_sync *s) {
         struct start_step *st;
 
         if (kubelet_sync_stopping(s) || s->next_start >= containers_to_start(s)) {
-                kubelet_pod_sync_started(s);
+                kubelet_pod_sync_next(s);
                 return;
         }
         st = calloc(1, sizeof(*st));
         if (!st) {
                 kubelet_sync_call_failed(s, "starting a container", -ENOMEM);
-                kubelet_pod_sync_started(s);
+                kubelet_pod_sync_next(s);
                 return;
         }
         st->c = container_to_start(s, s->next_start);
@@ -216,7 +216,7 @@ void kubelet_sync_start(struct pod_sync *s) {
                 s->image_volumes = calloc(pv->n_volumes, sizeof(*s->image_volumes));
                 if (!s->image_volumes) {
                         kubelet_sync_call_failed(s, "pulling image volumes", -ENOMEM);
-                        kubelet_pod_sync_started(s);
+                        kubelet_pod_sync_next(s);
                         return;
                 }
                 s->n_image_volumes = pv->n_volumes;
@@ -244,7 +244,7 @@ static void image_volume_next(struct pod_sync *s) {
         st = calloc(1, sizeof(*st));
         if (!st) {
                 kubelet_sync_call_failed(s, "pulling image volumes", -ENOMEM);
-                kubelet_pod_sync_started(s);
+                kubelet_pod_sync_next(s);
                 return;
         }
         st->vol = &pv->volumes[i];

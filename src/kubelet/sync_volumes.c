@@ -130,7 +130,7 @@ static void objects_ready(void *userdata) {
                 return;
         }
         build_keyring(s);
-        kubelet_pod_sync_objects_ready(s);
+        kubelet_pod_sync_next(s);
 }
 
 void kubelet_sync_objects(struct pod_sync *s) {
@@ -194,7 +194,7 @@ static void volumes_mounted(void *userdata) {
                 kubelet_pod_sync_finish(s);
                 return;
         }
-        kubelet_pod_sync_mounted(s);
+        kubelet_pod_sync_next(s);
 }
 
 void kubelet_sync_mount(struct pod_sync *s) {
@@ -209,7 +209,7 @@ void kubelet_sync_mount(struct pod_sync *s) {
         /* nothing to create: a running or finished pod does not wait for its volumes (upstream waits only for pods
          * that are not terminated; here a running pod's volumes are mounted already) */
         if (!s->actions.create_sandbox && s->actions.n_start == 0 && s->actions.n_init_start == 0) {
-                kubelet_pod_sync_mounted(s);
+                kubelet_pod_sync_next(s);
                 return;
         }
         volumes_mounted(s);
@@ -282,10 +282,10 @@ void kubelet_sync_volumes(struct pod_sync *s) {
                 kubelet_sync_event(s, NULL, "Warning", "FailedMount", "%s", ck_error_message(msg));
                 wait_containers(s, ck_error_message(msg));
                 s->error = true;
-                kubelet_pod_sync_volumes_ready(s);
+                kubelet_pod_sync_next(s);
                 return;
         }
-        kubelet_sync_fanout_begin(s, kubelet_pod_sync_volumes_ready);
+        kubelet_sync_fanout_begin(s, kubelet_pod_sync_next);
         for (size_t i = 0; sc && sc->has_fs_group && pv && i < pv->n_volumes; i++) {
                 const struct volume *v = &pv->volumes[i];
                 _cleanup_free_ char *path = NULL;
