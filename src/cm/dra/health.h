@@ -29,7 +29,6 @@ enum dra_health {
 #define DRA_HEALTH_MAX_DEVICES 4096                              /* per driver, per message */
 #define DRA_HEALTH_MAX_NAME 253                                  /* pool and device names */
 
-
 struct dra_health_report {
         const char *pool, *device;
         enum dra_health health;
