@@ -290,10 +290,14 @@ static int node_setup(struct floor *f) {
                 f->parallel = kubelet_options_sandbox_creations(&f->opts, (long) machine.num_cores);
                 f->gate_sandboxes = true;
         }
-        r = cm_new(f->base, &f->opts, (int64_t) machine.num_cores * 1000, (int64_t) machine.memory_capacity, &f->cm);
-        stats_machine_info_done(&machine);
-        if (r < 0)
-                return r;
+        {
+                _cleanup_ck_error_ struct ck_error *err = NULL;
+                r = cm_new(f->base, &f->opts, (int64_t) machine.num_cores * 1000, (int64_t) machine.memory_capacity,
+                           &f->cm, &err);
+                stats_machine_info_done(&machine);
+                if (r < 0)
+                        return log_error_errno(r, "%s", err ? ck_error_message(err) : strerror(-r));
+        }
         if (!isempty(f->opts.cluster_dns)) {
                 _cleanup_free_ char *copy = strdup(f->opts.cluster_dns);
                 char *save = NULL;
@@ -325,6 +329,7 @@ static int prepare_pods(struct floor *f) {
         }
         for (size_t i = 0; i < f->pods.n; i++) {
                 struct pod_run *p = &f->runs[i];
+                _cleanup_ck_error_ struct ck_error *err = NULL;
                 _cleanup_free_ char *logdir = NULL;
                 struct kc_build_context ctx;
                 struct kc_build_report report = {};
@@ -337,9 +342,10 @@ static int prepare_pods(struct floor *f) {
                 f->containers += p->pod->spec.n_containers;
                 r = cm_pod_cgroup_parent(f->cm, p->pod, &p->cgroup_parent);
                 if (r >= 0)
-                        r = cm_pod_ensure(f->cm, p->pod);
+                        r = cm_pod_ensure(f->cm, p->pod, &err);
                 if (r < 0)
-                        return log_error_errno(r, "pod %s: the pod cgroup: %s", p->pod->name, strerror(-r));
+                        return log_error_errno(r, "pod %s: the pod cgroup: %s", p->pod->name,
+                                               err ? ck_error_message(err) : strerror(-r));
                 logdir = kr_pod_log_dir(f->opts.pod_logs_dir, p->pod);
                 if (!logdir)
                         return -ENOMEM;

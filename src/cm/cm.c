@@ -135,7 +135,7 @@ static int add_hierarchy(struct cm *m, const char *mount, bool cpuset, bool syst
 
 /* Every mounted v1 hierarchy (controllers and named ones such as name=systemd, as runc and upstream's
  * libcontainer manager use them) and the unified hierarchy. */
-static int find_hierarchies(struct cm *m) {
+static int find_hierarchies(struct cm *m, struct ck_error **ret_error) {
         _cleanup_free_ char *data = NULL, *unified = NULL;
         char *line, *saveptr = NULL;
         size_t size;
@@ -143,7 +143,7 @@ static int find_hierarchies(struct cm *m) {
 
         r = read_full_file("/proc/self/mountinfo", PROC_MOUNTINFO_MAX, &data, &size);
         if (r < 0)
-                return log_error_errno(r, "cannot read /proc/self/mountinfo: %s", strerror(-r));
+                return ck_error_set(ret_error, r, "cannot read /proc/self/mountinfo: %s", strerror(-r));
         for (line = strtok_r(data, "\n", &saveptr); line; line = strtok_r(NULL, "\n", &saveptr)) {
                 char *f[16], *sep, *tok, *sp = NULL;
                 size_t n = 0;
@@ -182,7 +182,8 @@ static int find_hierarchies(struct cm *m) {
                         return r;
         }
         if (m->n_h == 0)
-                return log_error_errno(-ENOENT, "no cgroup hierarchy is mounted: --cgroups-per-qos needs cgroupfs");
+                return ck_error_set(ret_error, -ENOENT,
+                                    "no cgroup hierarchy is mounted: --cgroups-per-qos needs cgroupfs");
         return 0;
 }
 
@@ -347,7 +348,8 @@ static void apply_resources(const struct cm *m, const char *dir, const struct cm
 /* create the cgroup in every hierarchy and apply rc (NULL: none). With the systemd driver the slice exists (systemd
  * made it in its own hierarchies); the controllers' directories are made here as runc's joinCgroups does, and the
  * values are written to cgroupfs as upstream's Update. */
-static int ensure_cgroup(const struct cm *m, const char *cg_name, const struct cm_resource_config *rc) {
+static int ensure_cgroup(const struct cm *m, const char *cg_name, const struct cm_resource_config *rc,
+                         struct ck_error **ret_error) {
         _cleanup_free_ char *name = NULL;
         int r = fs_name(m, cg_name, &name);
         if (r < 0)
@@ -362,8 +364,8 @@ static int ensure_cgroup(const struct cm *m, const char *cg_name, const struct c
                 } else {
                         r = ensure_dir(m, &m->h[i], name, &path);
                         if (r < 0)
-                                return log_error_errno(r, "cannot create cgroup %s/%s: %s", m->h[i].mount, name,
-                                                       strerror(-r));
+                                return ck_error_set(ret_error, r, "cannot create cgroup %s/%s: %s", m->h[i].mount, name,
+                                                    strerror(-r));
                 }
                 if (rc)
                         apply_resources(m, path, rc);
@@ -506,7 +508,8 @@ static int qos_name(const struct cm *m, const char *qos, char **ret) {
 
 /* Create: with the systemd driver the slice first (StartTransientUnit, blocking: start-up only) unless it exists,
  * then the directories and the values on cgroupfs */
-static int ensure_qos_cgroup(struct cm *m, const char *name, const struct cm_resource_config *rc) {
+static int ensure_qos_cgroup(struct cm *m, const char *name, const struct cm_resource_config *rc,
+                             struct ck_error **ret_error) {
         if (m->systemd && !cgroup_exists(m, name)) {
                 _cleanup_free_ char *unit = NULL, *parent = NULL;
                 _cleanup_ck_error_ struct ck_error *why = NULL;
@@ -518,18 +521,19 @@ static int ensure_qos_cgroup(struct cm *m, const char *name, const struct cm_res
                         r = cm_systemd_slice_properties(unit, parent, rc ? rc : &(struct cm_resource_config) {},
                                                         m->unified, cm_sd_version(m->sd), &props);
                 if (r < 0)
-                        return log_error_errno(r, "cannot name the systemd slice of cgroup %s: %s", name, strerror(-r));
+                        return ck_error_set(ret_error, r, "cannot name the systemd slice of cgroup %s: %s", name,
+                                            strerror(-r));
                 r = cm_sd_start_slice_sync(m->sd, unit, &props, &why);
                 if (r < 0)
-                        return log_error_errno(r, "failed to create the systemd slice %s: %s", unit,
-                                               ck_error_message(why));
+                        return ck_error_set(ret_error, r, "failed to create the systemd slice %s: %s", unit,
+                                            ck_error_message(why));
                 log_info("systemd slice %s created (Wants=%s)", unit, parent);
         }
-        return ensure_cgroup(m, name, rc);
+        return ensure_cgroup(m, name, rc, ret_error);
 }
 
 int cm_new(struct event_base *base, const struct kubelet_options *o, int64_t cpu_milli_capacity,
-           int64_t memory_capacity, struct cm **ret) {
+           int64_t memory_capacity, struct cm **ret, struct ck_error **ret_error) {
         _cleanup_(cm_freep) struct cm *m = NULL;
         _cleanup_free_ char *kubepods = NULL, *burstable = NULL, *besteffort = NULL;
         struct cm_resource_config rc = {};
@@ -555,7 +559,7 @@ int cm_new(struct event_base *base, const struct kubelet_options *o, int64_t cpu
         r = cm_cgroup_name(m->root, NULL, 0, &m->root_name);
         if (r < 0)
                 return r;
-        r = find_hierarchies(m);
+        r = find_hierarchies(m, ret_error);
         if (r < 0)
                 return r;
         for (size_t i = 0; i < m->n_h; i++) {
@@ -567,9 +571,9 @@ int cm_new(struct event_base *base, const struct kubelet_options *o, int64_t cpu
                 if (asprintf(&p, "%s/%s", m->h[i].mount, fs) < 0)
                         return -ENOMEM;
                 if (stat(p, &st) < 0 || !S_ISDIR(st.st_mode))
-                        return log_error_errno(-ENOENT,
-                                               "invalid configuration: cgroup-root \"%s\" doesn't exist (no %s)",
-                                               isempty(o->cgroup_root) ? "/" : o->cgroup_root, p);
+                        return ck_error_set(ret_error, -ENOENT,
+                                            "invalid configuration: cgroup-root \"%s\" doesn't exist (no %s)",
+                                            isempty(o->cgroup_root) ? "/" : o->cgroup_root, p);
         }
         /* the cgroup manager talks to systemd from here on (upstream: the first Create) */
         if (m->systemd) {
@@ -609,12 +613,13 @@ int cm_new(struct event_base *base, const struct kubelet_options *o, int64_t cpu
         rc = (struct cm_resource_config) { .cpu_shares = kr_milli_cpu_to_shares(cpu),
                                            .memory_limit = mem,
                                            .pids_limit = pids };
-        r = ensure_qos_cgroup(m, kubepods, &rc);
+        r = ensure_qos_cgroup(m, kubepods, &rc, ret_error);
         if (r < 0)
                 return r;
-        r = ensure_qos_cgroup(m, burstable, NULL);
+        r = ensure_qos_cgroup(m, burstable, NULL, ret_error);
         if (r >= 0)
-                r = ensure_qos_cgroup(m, besteffort, &(struct cm_resource_config) { .cpu_shares = CPU_MIN_SHARES });
+                r = ensure_qos_cgroup(m, besteffort, &(struct cm_resource_config) { .cpu_shares = CPU_MIN_SHARES },
+                                      ret_error);
         if (r < 0)
                 return r;
         {
@@ -685,11 +690,14 @@ static void pod_start_free(void *userdata) {
 
 static void on_pod_slice(int r, const char *message, void *userdata) {
         struct pod_start *ps = userdata;
+        _cleanup_ck_error_ struct ck_error *err = NULL;
         _cleanup_free_ char *msg = NULL;
 
-        if (r >= 0)
-                r = ensure_cgroup(ps->m, ps->name, &ps->rc);
-        else {
+        if (r >= 0) {
+                r = ensure_cgroup(ps->m, ps->name, &ps->rc, &err);
+                if (r < 0)
+                        msg = ck_error_take_message(TAKE_PTR(err));
+        } else {
                 /* pod_container_manager EnsureExists's words; the name printed as the CgroupName list */
                 for (char *c = ps->name; *c; c++)
                         if (*c == '/')
@@ -705,7 +713,8 @@ static void on_pod_slice(int r, const char *message, void *userdata) {
         pod_start_free(ps);
 }
 
-int cm_pod_ensure_async(struct cm *m, const struct pod *pod, cm_done_fn done, void *userdata) {
+int cm_pod_ensure_async(struct cm *m, const struct pod *pod, cm_done_fn done, void *userdata,
+                        struct ck_error **ret_error) {
         _cleanup_free_ char *name = NULL, *unit = NULL, *parent = NULL;
         struct cm_slice_properties props;
         struct cm_resource_config rc;
@@ -721,7 +730,7 @@ int cm_pod_ensure_async(struct cm *m, const struct pod *pod, cm_done_fn done, vo
               rc.cpu_shares, rc.cpu_quota, rc.cpu_period, rc.memory_limit);
         /* an existing cgroup only gets its values (pod_container_manager EnsureExists → Update) */
         if (!m->systemd || cgroup_exists(m, name))
-                return ensure_cgroup(m, name, &rc);
+                return ensure_cgroup(m, name, &rc, ret_error);
         r = cm_name_to_systemd_unit(name, &unit, &parent);
         if (r >= 0)
                 r = cm_systemd_slice_properties(unit, parent, &rc, m->unified, cm_sd_version(m->sd), &props);
@@ -741,8 +750,8 @@ int cm_pod_ensure_async(struct cm *m, const struct pod *pod, cm_done_fn done, vo
         return 1;
 }
 
-int cm_pod_ensure(struct cm *m, const struct pod *pod) {
-        int r = cm_pod_ensure_async(m, pod, NULL, NULL);
+int cm_pod_ensure(struct cm *m, const struct pod *pod, struct ck_error **ret_error) {
+        int r = cm_pod_ensure_async(m, pod, NULL, NULL, ret_error);
         return r < 0 ? r : 0;
 }
 

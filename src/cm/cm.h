@@ -123,9 +123,9 @@ struct cm;
  * "pods" is enforced. With --cgroup-driver=systemd the cgroups are the slices kubepods.slice,
  * kubepods-burstable.slice, kubepods-besteffort.slice and kubepods[-<qos>]-pod<uid_>.slice, made by systemd over
  * D-Bus (src/cm/systemd.h; at start-up the calls block, afterwards they run on base's loop); systemd not reachable
- * is an error here. Errors are logged. */
+ * is an error here. A failure's reason is in *ret_error. */
 int cm_new(struct event_base *base, const struct kubelet_options *o, int64_t cpu_milli_capacity,
-           int64_t memory_capacity, struct cm **ret);
+           int64_t memory_capacity, struct cm **ret, struct ck_error **ret_error);
 struct cm *cm_free(struct cm *m);
 
 bool cm_enabled(const struct cm *m); /* --cgroups-per-qos; false for NULL */
@@ -143,10 +143,12 @@ typedef void (*cm_done_fn)(int r, const char *message, void *userdata);
 
 /* Create the pod cgroup if missing (in every hierarchy) and set its ResourceConfigForPod values. 0 when done now
  * (disabled, cgroupfs, or the cgroup exists), 1 when its slice is being made over D-Bus: done is called later, from
- * the loop, once it is made and its values set, or with the error. */
-int cm_pod_ensure_async(struct cm *m, const struct pod *pod, cm_done_fn done, void *userdata);
+ * the loop, once it is made and its values set, or with the error. A failure now: a negative errno, with its reason
+ * in *ret_error when there is one. */
+int cm_pod_ensure_async(struct cm *m, const struct pod *pod, cm_done_fn done, void *userdata,
+                        struct ck_error **ret_error);
 /* the same without waiting: a missing slice is asked for and its failure only logged */
-int cm_pod_ensure(struct cm *m, const struct pod *pod);
+int cm_pod_ensure(struct cm *m, const struct pod *pod, struct ck_error **ret_error);
 
 /* An in-place resize, before the containers are updated: raise the pod cgroup's memory and cpu quota limits where
  * the pod's new values are larger (a container may not get more than its pod cgroup allows); cm_pod_ensure() sets

@@ -328,9 +328,9 @@ int kubelet_new(struct event_base *base, const struct kubelet_options *opts, str
 }
 
 /* the QoS cgroups (kubepods gets the node's capacity less the reservations when "pods" is enforced) */
-static int cgroups_setup(struct kubelet *k) {
+static int cgroups_setup(struct kubelet *k, struct ck_error **ret_error) {
         return cm_new(k->base, k->opts, (int64_t) k->machine.num_cores * 1000, (int64_t) k->machine.memory_capacity,
-                      &k->cm);
+                      &k->cm, ret_error);
 }
 
 /* NewContainerManager: swap */
@@ -507,7 +507,7 @@ static int start(struct kubelet *k, struct ck_error **ret_error) {
         r = kubelet_allocation_load(o->root_dir, &k->allocation);
         if (r < 0)
                 return ck_error_set(ret_error, r, "cannot read the pods' allocations: %s", strerror(-r));
-        r = cgroups_setup(k);
+        r = cgroups_setup(k, ret_error);
         if (r < 0)
                 return r;
         r = cm_pods_cgroup(k->cm, &k->pods_cgroup);

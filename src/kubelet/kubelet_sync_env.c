@@ -162,19 +162,20 @@ static int pod_cgroup_prepare(struct kubelet *k) {
 
 /* the QoS cgroups updated for the admitted pods, and the pod's cgroup made (before its sandbox, or grown for a
  * resize) */
-static int env_pod_cgroup_ensure(void *userdata, const struct pod *pod) {
+static int env_pod_cgroup_ensure(void *userdata, const struct pod *pod, struct ck_error **ret_error) {
         struct kubelet *k = userdata;
         int r = pod_cgroup_prepare(k);
 
-        return r <= 0 ? r : cm_pod_ensure(k->cm, pod);
+        return r <= 0 ? r : cm_pod_ensure(k->cm, pod, ret_error);
 }
 
 /* the same, cm_pod_ensure_async(): 0 done, 1 done is called later, negative an error */
-static int env_pod_cgroup_ensure_async(void *userdata, const struct pod *pod, cm_done_fn done, void *done_userdata) {
+static int env_pod_cgroup_ensure_async(void *userdata, const struct pod *pod, cm_done_fn done, void *done_userdata,
+                                       struct ck_error **ret_error) {
         struct kubelet *k = userdata;
         int r = pod_cgroup_prepare(k);
 
-        return r <= 0 ? r : cm_pod_ensure_async(k->cm, pod, done, done_userdata);
+        return r <= 0 ? r : cm_pod_ensure_async(k->cm, pod, done, done_userdata, ret_error);
 }
 
 static void env_container_started(void *userdata, const struct pod *pod, const char *container,

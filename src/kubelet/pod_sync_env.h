@@ -107,8 +107,9 @@ struct pod_sync_ops {
         void (*removal_failed)(void *userdata, bool sandbox, const char *id, const char *pod_desc, const char *message);
         void (*removal_succeeded)(void *userdata, const char *id);
         /* the QoS cgroups updated and the pod's cgroup made (cm_pod_ensure{,_async}) */
-        int (*pod_cgroup_ensure)(void *userdata, const struct pod *pod);
-        int (*pod_cgroup_ensure_async)(void *userdata, const struct pod *pod, cm_done_fn done, void *done_userdata);
+        int (*pod_cgroup_ensure)(void *userdata, const struct pod *pod, struct ck_error **ret_error);
+        int (*pod_cgroup_ensure_async)(void *userdata, const struct pod *pod, cm_done_fn done, void *done_userdata,
+                                       struct ck_error **ret_error);
         /* a container was started: its /var/log/containers link */
         void (*container_started)(void *userdata, const struct pod *pod, const char *container,
                                   const char *container_id, uint32_t restart_count);

@@ -103,14 +103,17 @@ void kubelet_sync_resize(struct pod_sync *s) {
 }
 
 static void resize_done(struct pod_sync *s) {
+        _cleanup_ck_error_ struct ck_error *err = NULL;
         int r;
 
         /* the pod cgroup's (and the burstable QoS cgroup's) new values, lowered once the containers are */
         if (!s->error) {
-                r = s->env->ops->pod_cgroup_ensure(s->env->userdata, s->pod);
+                r = s->env->ops->pod_cgroup_ensure(s->env->userdata, s->pod, &err);
                 if (r < 0) {
-                        s->env->ops->resize_error(s->env->userdata, s->w, strerror(-r));
-                        kubelet_sync_call_failed(s, "updating the pod cgroup for a resize", r);
+                        const char *m = err ? ck_error_message(err) : strerror(-r);
+                        s->env->ops->resize_error(s->env->userdata, s->w, m);
+                        log_error("pod %s: updating the pod cgroup for a resize: %s", kubelet_sync_pod_desc(s), m);
+                        s->error = true;
                 } else if (s->actions.n_update > 0)
                         s->env->ops->resize_error(s->env->userdata, s->w, NULL);
         }

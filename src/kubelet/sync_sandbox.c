@@ -117,6 +117,7 @@ static void on_pod_cgroup(int r, const char *message, void *userdata) {
 }
 
 static void create_sandbox(struct pod_sync *s) {
+        _cleanup_ck_error_ struct ck_error *err = NULL;
         _cleanup_free_ char *logdir = NULL;
         int r;
 
@@ -138,12 +139,13 @@ static void create_sandbox(struct pod_sync *s) {
          * systemd driver its slice is made over D-Bus, and the sandbox waits for it */
         s->cgroup_failed = false;
         kubelet_sync_fanout_begin(s, create_sandbox_in_cgroup);
-        r = s->env->ops->pod_cgroup_ensure_async(s->env->userdata, s->pod, on_pod_cgroup, s);
+        r = s->env->ops->pod_cgroup_ensure_async(s->env->userdata, s->pod, on_pod_cgroup, s, &err);
         if (r < 0) {
+                const char *m = err ? ck_error_message(err) : strerror(-r);
                 log_error("pod %s: failed to ensure that the pod: %s cgroups exist and are correctly applied: %s",
-                          kubelet_sync_pod_desc(s), s->uid, strerror(-r));
+                          kubelet_sync_pod_desc(s), s->uid, m);
                 kubelet_sync_event(s, NULL, "Warning", "FailedCreatePodContainer",
-                                   "unable to ensure pod container exists: %s", strerror(-r));
+                                   "unable to ensure pod container exists: %s", m);
                 s->cgroup_failed = true;
                 s->error = true;
         } else if (r > 0)
