@@ -144,7 +144,8 @@ static void on_serving_cert(const char *cert_pem, const char *key_pem, void *use
         (void) api_server_set_serving_cert(userdata, cert_pem, key_pem);
 }
 
-static int api_server_start(struct event_base *base, struct kubelet *k, struct api_server **ret) {
+static int api_server_start(struct event_base *base, struct kubelet *k, struct api_server **ret,
+                            struct ck_error **ret_error) {
         const struct api_server_config cfg = {
                 .opts = kubelet_opts(k),
                 .cri = kubelet_cri(k),
@@ -168,7 +169,7 @@ static int api_server_start(struct event_base *base, struct kubelet *k, struct a
                         .userdata = k,
                 },
         };
-        return api_server_new(base, &cfg, ret);
+        return api_server_new(base, &cfg, ret, ret_error);
 }
 
 int main(int argc, char **argv) {
@@ -225,9 +226,9 @@ int main(int argc, char **argv) {
         log_info("ckubelet v%s (Kubernetes %s) starting: node=%s runtime=%s", CKUBELET_VERSION,
                  opts.reported_version ? opts.reported_version : KUBE_VERSION, opts.node_name,
                  opts.container_runtime_endpoint);
-        r = kubelet_cgroup_driver_from_cri(base, &opts);
+        r = kubelet_cgroup_driver_from_cri(base, &opts, &start_error);
         if (r < 0) {
-                log_error("failed to start: %s", strerror(-r));
+                log_error("failed to start: %s", start_error ? ck_error_message(start_error) : strerror(-r));
                 goto out;
         }
         r = kubelet_new(base, &opts, &k);
@@ -239,9 +240,9 @@ int main(int argc, char **argv) {
                 goto out;
         }
         if (opts.enable_server) {
-                r = api_server_start(base, k, &server);
+                r = api_server_start(base, k, &server, &start_error);
                 if (r < 0) {
-                        log_error("failed to start: %s", strerror(-r));
+                        log_error("failed to start: %s", start_error ? ck_error_message(start_error) : strerror(-r));
                         goto out;
                 }
                 kubelet_set_serving_cert_handler(k, on_serving_cert, server);

@@ -388,7 +388,7 @@ static int pull_records_setup(struct kubelet *k, struct ck_error **ret_error) {
 
 /* with --kubeconfig the API source (registered now, started once the node has a client) and the node manager;
  * without (standalone mode), the kubelet's own poll of the runtime's Status */
-static int node_setup(struct kubelet *k) {
+static int node_setup(struct kubelet *k, struct ck_error **ret_error) {
         const struct kubelet_options *o = k->opts;
         int r;
 
@@ -398,7 +398,7 @@ static int node_setup(struct kubelet *k) {
                 if (r < 0)
                         return r;
                 /* made now so that bad --node-labels or --register-with-taints stop the kubelet at start */
-                r = node_manager_new(k->base, o, k->node_ip, &k->machine, NULL, k->cri, &k->node);
+                r = node_manager_new(k->base, o, k->node_ip, &k->machine, NULL, k->cri, &k->node, ret_error);
                 if (r < 0)
                         return r;
                 {
@@ -407,8 +407,6 @@ static int node_setup(struct kubelet *k) {
                         kubelet_eviction_reservation(k, &mb, &mf, &sb, &sf);
                         node_manager_set_eviction_reservation(k->node, mb, mf, sb, sf);
                 }
-                if (r < 0)
-                        return r;
         } else {
                 if (!isempty(o->bootstrap_kubeconfig))
                         log_warning("--bootstrap-kubeconfig is ignored without --kubeconfig (standalone mode)");
@@ -525,7 +523,7 @@ static int start(struct kubelet *k, struct ck_error **ret_error) {
         r = pod_config_new(k->base, o->node_name, on_config_update, k, &k->config);
         if (r < 0)
                 return r;
-        r = node_setup(k);
+        r = node_setup(k, ret_error);
         if (r < 0)
                 return r;
         r = event_recorder_new(k->base, k->client, o->node_name, &k->events);

@@ -350,7 +350,7 @@ int kubelet_plugins_start(struct kubelet *k, struct ck_error **ret_error) {
                                             .container_claims = pr_container_claims,
                                             .userdata = k,
                                     },
-                                    &k->podresources);
+                                    &k->podresources, ret_error);
         if (r < 0)
                 return r;
         if (k->node)

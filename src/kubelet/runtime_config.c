@@ -49,7 +49,7 @@ static void run_until(struct event_base *base, const bool *flag) {
                         break;
 }
 
-int kubelet_cgroup_driver_from_cri(struct event_base *base, struct kubelet_options *o) {
+int kubelet_cgroup_driver_from_cri(struct event_base *base, struct kubelet_options *o, struct ck_error **ret_error) {
         struct cri_client *cri = NULL;
         struct answer a = {};
         int r;
@@ -106,7 +106,7 @@ int kubelet_cgroup_driver_from_cri(struct event_base *base, struct kubelet_optio
                 r = free_and_strdup(&o->cgroup_driver, "cgroupfs");
                 break;
         default:
-                return log_error_errno(-EINVAL, "runtime returned an unknown cgroup driver %d", a.driver);
+                return ck_error_set(ret_error, -EINVAL, "runtime returned an unknown cgroup driver %d", a.driver);
         }
         if (r < 0)
                 return -ENOMEM;

@@ -10,7 +10,8 @@
 
 #include <event2/event.h>
 
+#include "basic/error.h"
 #include "options/options.h"
 
 /* 0 (o->cgroup_driver may have changed), or -ENOMEM / -EINVAL (an unknown driver from the runtime). */
-int kubelet_cgroup_driver_from_cri(struct event_base *base, struct kubelet_options *o);
+int kubelet_cgroup_driver_from_cri(struct event_base *base, struct kubelet_options *o, struct ck_error **ret_error);

@@ -244,5 +244,5 @@ int kubelet_storage_setup(struct kubelet *k, struct ck_error **ret_error) {
         r = pluginmanager_add_handler(k->plugins, &dh);
         if (r < 0)
                 return r;
-        return pluginmanager_start(k->plugins);
+        return pluginmanager_start(k->plugins, ret_error);
 }

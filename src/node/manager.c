@@ -619,7 +619,7 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(struct node_manager *, node_manager_free)
 
 int node_manager_new(struct event_base *base, const struct kubelet_options *o, const char *node_ip,
                      const struct machine_info *machine, struct kube_client *client, struct cri_client *cri,
-                     struct node_manager **ret) {
+                     struct node_manager **ret, struct ck_error **ret_error) {
         _cleanup_ck_error_ struct ck_error *why = NULL;
         _cleanup_(node_manager_freep) struct node_manager *m = NULL;
         struct node_status_input in = {};
@@ -629,9 +629,9 @@ int node_manager_new(struct event_base *base, const struct kubelet_options *o, c
         int r;
 
         if (node_parse_reserved(o->kube_reserved, &a, &b, &c, &why) < 0)
-                return log_error_errno(-EINVAL, "invalid --kube-reserved: %s", ck_error_message(why));
+                return ck_error_set(ret_error, -EINVAL, "invalid --kube-reserved: %s", ck_error_message(why));
         if (node_parse_reserved(o->system_reserved, &a, &b, &c, &why) < 0)
-                return log_error_errno(-EINVAL, "invalid --system-reserved: %s", ck_error_message(why));
+                return ck_error_set(ret_error, -EINVAL, "invalid --system-reserved: %s", ck_error_message(why));
         m = calloc(1, sizeof(*m));
         if (!m)
                 return -ENOMEM;
@@ -652,9 +652,9 @@ int node_manager_new(struct event_base *base, const struct kubelet_options *o, c
                 return -ENOMEM;
         /* check the labels and taints now: a bad flag stops the kubelet at start, as upstream */
         fill_input(m, &in);
-        r = node_object_build(&in, o->node_labels, o->register_with_taints, &probe, &why);
+        r = node_object_build(&in, o->node_labels, o->register_with_taints, &probe, ret_error);
         if (r < 0)
-                return log_error_errno(r, "%s", ck_error_message(why));
+                return r;
         m->register_timer = evtimer_new(base, register_tick, m);
         m->status_timer = evtimer_new(base, status_tick, m);
         m->lease_timer = evtimer_new(base, lease_tick, m);

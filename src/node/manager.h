@@ -15,11 +15,11 @@
 struct machine_info;
 struct node_manager;
 
-/* Validates --node-labels, --register-with-taints and the reserved resources (-EINVAL, logged). machine is
- * borrowed (read once by the kubelet) and must outlive the manager. */
+/* Validates --node-labels, --register-with-taints and the reserved resources (-EINVAL, the reason in *ret_error).
+ * machine is borrowed (read once by the kubelet) and must outlive the manager. */
 int node_manager_new(struct event_base *base, const struct kubelet_options *o, const char *node_ip,
                      const struct machine_info *machine, struct kube_client *client, struct cri_client *cri,
-                     struct node_manager **ret);
+                     struct node_manager **ret, struct ck_error **ret_error);
 int node_manager_start(struct node_manager *m);
 /* Where the status gets the device plugin resources from (called at each status computation; the array is
  * borrowed until the next call). */

@@ -397,8 +397,12 @@ static int watch_add(struct pluginmanager *pm, const char *path) {
 
         wd = inotify_add_watch(pm->ifd, path,
                                IN_CREATE | IN_DELETE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE_SELF | IN_ONLYDIR);
-        if (wd < 0)
-                return log_error_errno(-errno, "failed to watch %s, err: %m", path);
+        if (wd < 0) {
+                /* the watcher goes on without this directory (traverse skips it): said here, once, as upstream */
+                int r = -errno;
+                log_error("failed to watch %s, err: %s", path, strerror(-r));
+                return r;
+        }
         for (size_t i = 0; i < pm->n_watches; i++)
                 if (pm->watches[i].wd == wd)
                         return 0;
@@ -580,16 +584,16 @@ int pluginmanager_add_handler(struct pluginmanager *pm, const struct pluginmanag
         return 0;
 }
 
-int pluginmanager_start(struct pluginmanager *pm) {
+int pluginmanager_start(struct pluginmanager *pm, struct ck_error **ret_error) {
         int r;
 
         log_v(2, "Plugin Watcher Start at %s", pm->dir);
         r = mkdir_p(pm->dir, 0755);
         if (r < 0)
-                return log_error_errno(r, "error (re-)creating root %s: %s", pm->dir, strerror(-r));
+                return ck_error_set(ret_error, r, "error (re-)creating root %s: %s", pm->dir, strerror(-r));
         pm->ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
         if (pm->ifd < 0)
-                return log_error_errno(-errno, "failed to start plugin fsWatcher, err: %m");
+                return ck_error_set(ret_error, -errno, "failed to start plugin fsWatcher, err: %m");
         pm->ev_inotify = event_new(pm->base, pm->ifd, EV_READ | EV_PERSIST, on_inotify, pm);
         if (!pm->ev_inotify || event_add(pm->ev_inotify, NULL) < 0)
                 return -ENOMEM;

@@ -36,4 +36,4 @@ struct pluginmanager *pluginmanager_free(struct pluginmanager *pm);
 /* h is copied (its userdata borrowed). Before pluginmanager_start(). */
 int pluginmanager_add_handler(struct pluginmanager *pm, const struct pluginmanager_handler *h);
 /* Creates the directory (0755), watches it and scans what is there. */
-int pluginmanager_start(struct pluginmanager *pm);
+int pluginmanager_start(struct pluginmanager *pm, struct ck_error **ret_error);

@@ -391,7 +391,8 @@ static const struct grpc_server_method methods[] = {
 };
 
 int podresources_server_new(struct event_base *base, const char *socket_path,
-                            const struct podresources_provider *provider, struct podresources_server **ret) {
+                            const struct podresources_provider *provider, struct podresources_server **ret,
+                            struct ck_error **ret_error) {
         struct podresources_server *s;
         _cleanup_free_ char *dir = strdup(socket_path);
         char *slash;
@@ -404,7 +405,7 @@ int podresources_server_new(struct event_base *base, const char *socket_path,
                 *slash = '\0';
                 r = mkdir_p(dir, 0750);
                 if (r < 0)
-                        return log_error_errno(r, "cannot create %s: %s", dir, strerror(-r));
+                        return ck_error_set(ret_error, r, "cannot create %s: %s", dir, strerror(-r));
         }
         s = calloc(1, sizeof(*s));
         if (!s)
@@ -414,7 +415,8 @@ int podresources_server_new(struct event_base *base, const char *socket_path,
         r = grpc_server_new(base, socket_path, methods, ELEMENTSOF(methods), s, &s->server);
         if (r < 0) {
                 free(s);
-                return log_error_errno(r, "failed to serve the pod resources API on %s: %s", socket_path, strerror(-r));
+                return ck_error_set(ret_error, r, "failed to serve the pod resources API on %s: %s", socket_path,
+                                    strerror(-r));
         }
         log_v(2, "Serving the pod resources API on \"%s\"", socket_path);
         *ret = s;

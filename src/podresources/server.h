@@ -16,6 +16,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "basic/error.h"
+
 #define PODRESOURCES_QPS 100
 #define PODRESOURCES_BURST 10
 #define PODRESOURCES_CPUS_MAX 1024
@@ -66,7 +68,8 @@ struct podresources_provider {
 
 struct podresources_server;
 
-/* socket_path's directory is created (0750) if missing. The provider is copied. */
+/* socket_path's directory is created (0750) if missing. The provider is copied. A failure's reason is in *ret_error. */
 int podresources_server_new(struct event_base *base, const char *socket_path,
-                            const struct podresources_provider *provider, struct podresources_server **ret);
+                            const struct podresources_provider *provider, struct podresources_server **ret,
+                            struct ck_error **ret_error);
 struct podresources_server *podresources_server_free(struct podresources_server *s);

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "basic/error.h"
 #include "basic/fs.h"
 #include "basic/log.h"
 #include "basic/string.h"
@@ -191,7 +192,7 @@ void api_tls_done(struct api_server *s) {
 }
 
 /* the serving pair from --tls-cert-file/--tls-private-key-file, or the self-signed one in --cert-dir */
-static int load_serving_files(struct api_server *s) {
+static int load_serving_files(struct api_server *s, struct ck_error **ret_error) {
         const struct kubelet_options *o = s->o;
         _cleanup_free_ char *cert = NULL, *key = NULL, *err = NULL, *cert_pem = NULL, *key_pem = NULL;
         int r;
@@ -225,18 +226,19 @@ static int load_serving_files(struct api_server *s) {
         }
         if (SSL_CTX_use_certificate_chain_file(s->ssl_ctx, cert) != 1) {
                 err = ssl_error_string();
-                return log_error_errno(-EINVAL, "invalid serving certificate (--tls-cert-file) %s: %s", cert,
-                                       strna(err));
+                return ck_error_set(ret_error, -EINVAL, "invalid serving certificate (--tls-cert-file) %s: %s", cert,
+                                    strna(err));
         }
         if (SSL_CTX_use_PrivateKey_file(s->ssl_ctx, key, SSL_FILETYPE_PEM) != 1 ||
             SSL_CTX_check_private_key(s->ssl_ctx) != 1) {
                 err = ssl_error_string();
-                return log_error_errno(-EINVAL, "invalid serving key (--tls-private-key-file) %s: %s", key, strna(err));
+                return ck_error_set(ret_error, -EINVAL, "invalid serving key (--tls-private-key-file) %s: %s", key,
+                                    strna(err));
         }
         return 0;
 }
 
-int api_tls_setup(struct api_server *s) {
+int api_tls_setup(struct api_server *s, struct ck_error **ret_error) {
         const struct kubelet_options *o = s->o;
         int r;
 
@@ -254,13 +256,13 @@ int api_tls_setup(struct api_server *s) {
                 s->bootstrap_serving = true;
                 SSL_CTX_set_cert_cb(s->ssl_ctx, serving_cert_cb, s);
         } else {
-                r = load_serving_files(s);
+                r = load_serving_files(s, ret_error);
                 if (r < 0)
                         return r;
         }
         if (!isempty(o->client_ca_file)) {
                 /* reloaded when the file changes (client_ca.c) */
-                r = api_client_ca_setup(s);
+                r = api_client_ca_setup(s, ret_error);
                 if (r < 0)
                         return r;
                 SSL_CTX_set_verify(s->ssl_ctx, SSL_VERIFY_PEER, verify_accept);

@@ -160,7 +160,7 @@ static void on_timer(evutil_socket_t fd, short what, void *userdata) {
         (void) evtimer_add_usec(s->client_ca_timer, API_CLIENT_CA_CHECK_USEC);
 }
 
-int api_client_ca_setup(struct api_server *s) {
+int api_client_ca_setup(struct api_server *s, struct ck_error **ret_error) {
         _cleanup_(ck_error_freep) struct ck_error *err = NULL;
         struct stat st;
         int r;
@@ -170,9 +170,9 @@ int api_client_ca_setup(struct api_server *s) {
                 st = (struct stat) {};
         r = load(s, &err);
         if (r < 0)
-                return log_error_errno(r == -ENOMEM ? r : -EINVAL,
-                                       "unable to load client CA file (--client-ca-file) %s: %s", s->o->client_ca_file,
-                                       ck_error_message(err));
+                return ck_error_set(ret_error, r == -ENOMEM ? r : -EINVAL,
+                                    "unable to load client CA file (--client-ca-file) %s: %s", s->o->client_ca_file,
+                                    ck_error_message(err));
         s->client_ca_stat = st;
         s->client_ca_loaded = true;
         s->client_ca_timer = evtimer_new(s->base, on_timer, s);

@@ -27,7 +27,7 @@ int api_client_ca_parse(const char *pem, size_t size, X509_STORE **ret_store, ST
 
 /* Load the file into s->ssl_ctx and start watching it. 0, or -EINVAL with the error logged (as upstream, a
  * client CA file that cannot be loaded at start stops the kubelet), -ENOMEM. */
-int api_client_ca_setup(struct api_server *s);
+int api_client_ca_setup(struct api_server *s, struct ck_error **ret_error);
 /* One check now (the timer's work; tests call it). */
 void api_client_ca_check(struct api_server *s);
 void api_client_ca_done(struct api_server *s);

@@ -288,8 +288,8 @@ struct api_cache_entry *api_cache_put_at(struct api_cache **cp, char *key, bool 
 /* the user of a verified client certificate: CN the name, O the groups (plus system:authenticated) */
 int api_user_from_cert(X509 *cert, struct api_user *ret);
 void api_user_done(struct api_user *u);
-int api_tls_setup(struct api_server *s); /* SSL_CTX with the serving pair and client CA */
-void api_tls_done(struct api_server *s); /* the serverTLSBootstrap pair */
+int api_tls_setup(struct api_server *s, struct ck_error **ret_error); /* SSL_CTX with the serving pair and client CA */
+void api_tls_done(struct api_server *s);                              /* the serverTLSBootstrap pair */
 
 /* handlers */
 void api_handle_healthz(struct api_request *r, const char *check);

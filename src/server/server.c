@@ -15,6 +15,7 @@
 #include <sys/resource.h>
 #include <strings.h>
 
+#include "basic/error.h"
 #include "basic/evbuffer.h"
 #include "basic/list.h"
 #include "basic/log.h"
@@ -451,7 +452,7 @@ static void on_request(struct evhttp_request *req, void *userdata) {
 /* ---------------------------------------------------------------- listeners */
 
 static int listen_on(struct api_server *s, enum api_port port, const char *address, int portnum,
-                     const struct api_conn_limits *limits) {
+                     const struct api_conn_limits *limits, struct ck_error **ret_error) {
         struct api_listener *l = &s->listeners[port];
         struct evhttp_bound_socket *bound;
         char addr[INET6_ADDRSTRLEN + 2];
@@ -476,11 +477,11 @@ static int listen_on(struct api_server *s, enum api_port port, const char *addre
         if (!bound) {
                 r = errno > 0 ? -errno : -EADDRINUSE;
                 snprintf(addr, sizeof(addr), strchr(address, ':') ? "[%s]" : "%s", address);
-                return log_error_errno(r, "failed to listen on %s:%d (%s): %s", addr, portnum,
-                                       port == API_PORT_SECURE     ? "--port"
-                                       : port == API_PORT_READONLY ? "--read-only-port"
-                                                                   : "--healthz-port",
-                                       strerror(-r));
+                return ck_error_set(ret_error, r, "failed to listen on %s:%d (%s): %s", addr, portnum,
+                                    port == API_PORT_SECURE     ? "--port"
+                                    : port == API_PORT_READONLY ? "--read-only-port"
+                                                                : "--healthz-port",
+                                    strerror(-r));
         }
         /* accepted sockets inherit it: a reply written in two pieces (headers, body; TLS records) must not wait
          * for the client's delayed ACK */
@@ -497,17 +498,18 @@ static int listen_on(struct api_server *s, enum api_port port, const char *addre
 static int cadvisor_setup(struct api_server *s, const char *pods_cgroup) {
         _cleanup_strv_free_ char **devices = NULL;
         struct cadvisor_config cc = { .host_root = "", .cgroup_root = s->o->cgroup_root, .pods_cgroup = pods_cgroup };
+        _cleanup_ck_error_ struct ck_error *err = NULL;
         int r;
 
         for (size_t i = 0; s->machine && i < s->machine->n_network_devices; i++)
                 if (strv_extend(&devices, s->machine->network_devices[i].name) < 0)
                         return -ENOMEM;
         cc.net_devices = (const char *const *) devices;
-        r = cadvisor_new(&cc, &s->cadvisor);
+        r = cadvisor_new(&cc, &s->cadvisor, &err);
         if (r == -ENOMEM)
                 return r;
         if (r < 0)
-                log_warning("/metrics/cadvisor will report errors: %s", strerror(-r));
+                log_warning("/metrics/cadvisor will report errors: %s", err ? ck_error_message(err) : strerror(-r));
         return 0;
 }
 
@@ -528,7 +530,8 @@ static void connection_limits(struct api_conn_limits ret[_API_PORT_MAX]) {
                                                            .max_per_source = MIN(32u, budget / 32) };
 }
 
-int api_server_new(struct event_base *base, const struct api_server_config *cfg, struct api_server **ret) {
+int api_server_new(struct event_base *base, const struct api_server_config *cfg, struct api_server **ret,
+                   struct ck_error **ret_error) {
         const struct kubelet_options *o = cfg->opts;
         struct api_conn_limits limits[_API_PORT_MAX];
         struct api_server *s;
@@ -551,20 +554,22 @@ int api_server_new(struct event_base *base, const struct api_server_config *cfg,
         r = cadvisor_setup(s, cfg->pods_cgroup);
         if (r < 0)
                 goto fail;
-        r = api_tls_setup(s);
+        r = api_tls_setup(s, ret_error);
         if (r < 0)
                 goto fail;
         connection_limits(limits);
-        r = listen_on(s, API_PORT_SECURE, o->address, o->port, &limits[API_PORT_SECURE]);
+        r = listen_on(s, API_PORT_SECURE, o->address, o->port, &limits[API_PORT_SECURE], ret_error);
         if (r < 0)
                 goto fail;
         if (o->read_only_port > 0) {
-                r = listen_on(s, API_PORT_READONLY, o->address, o->read_only_port, &limits[API_PORT_READONLY]);
+                r = listen_on(s, API_PORT_READONLY, o->address, o->read_only_port, &limits[API_PORT_READONLY],
+                              ret_error);
                 if (r < 0)
                         goto fail;
         }
         if (o->healthz_port > 0) {
-                r = listen_on(s, API_PORT_HEALTHZ, o->healthz_bind_address, o->healthz_port, &limits[API_PORT_HEALTHZ]);
+                r = listen_on(s, API_PORT_HEALTHZ, o->healthz_bind_address, o->healthz_port, &limits[API_PORT_HEALTHZ],
+                              ret_error);
                 if (r < 0)
                         goto fail;
         }

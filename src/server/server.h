@@ -92,7 +92,8 @@ struct api_server_config {
 };
 
 /* Binds the listeners the options ask for. Errors name the address and the reason. */
-int api_server_new(struct event_base *base, const struct api_server_config *cfg, struct api_server **ret);
+int api_server_new(struct event_base *base, const struct api_server_config *cfg, struct api_server **ret,
+                   struct ck_error **ret_error);
 /* serverTLSBootstrap: serve CERT_PEM (the leaf, then intermediates) with KEY_PEM to every new TLS connection from
  * now on; connections already open keep theirs. -EINVAL (logged) when they do not parse or match. */
 int api_server_set_serving_cert(struct api_server *s, const char *cert_pem, const char *key_pem);

@@ -194,7 +194,7 @@ static int read_mounts(struct cadvisor *c) {
         return 0;
 }
 
-int cadvisor_new(const struct cadvisor_config *cfg, struct cadvisor **ret) {
+int cadvisor_new(const struct cadvisor_config *cfg, struct cadvisor **ret, struct ck_error **ret_error) {
         _cleanup_(cadvisor_freep) struct cadvisor *c = NULL;
         _cleanup_free_ char *mi = NULL;
         const char *parts[] = { "kubepods" };
@@ -223,7 +223,7 @@ int cadvisor_new(const struct cadvisor_config *cfg, struct cadvisor **ret) {
                 c->ticks = 100;
         r = stats_read_file(c->root, "/proc/self/mountinfo", PROC_MOUNTINFO_MAX, &mi);
         if (r < 0)
-                return log_error_errno(r, "cannot read /proc/self/mountinfo: %s", strerror(-r));
+                return ck_error_set(ret_error, r, "cannot read /proc/self/mountinfo: %s", strerror(-r));
         r = cadvisor_parse_mountinfo(mi, &c->h);
         if (r < 0)
                 return r;

@@ -24,6 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "basic/error.h"
 #include "basic/macro.h"
 #include "stats/host.h"
 
@@ -176,8 +177,8 @@ struct cadvisor_config {
 
 struct cadvisor;
 
-/* Finds the cgroup hierarchies and the block devices once. */
-int cadvisor_new(const struct cadvisor_config *cfg, struct cadvisor **ret);
+/* Finds the cgroup hierarchies and the block devices once. A failure's reason is in *ret_error (may be NULL). */
+int cadvisor_new(const struct cadvisor_config *cfg, struct cadvisor **ret, struct ck_error **ret_error);
 struct cadvisor *cadvisor_free(struct cadvisor *c);
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct cadvisor *, cadvisor_free)
 

@@ -353,7 +353,7 @@ static void test_podresources(void **state) {
         const V1__ListPodResourcesResponse *lr;
         const V1__ContainerResources *app;
 
-        assert_int_equal(podresources_server_new(base, path, &prov, &s), 0);
+        assert_int_equal(podresources_server_new(base, path, &prov, &s, NULL), 0);
         assert_int_equal(grpc_client_new(base, path, 5 * USEC_PER_SEC, &c), 0);
 
         assert_int_equal(grpc_call(c, "/v1.PodResourcesLister/List", &lreq.base,

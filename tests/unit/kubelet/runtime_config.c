@@ -56,10 +56,10 @@ static void test_answered(void **state) {
 
         fake_runtime_set_cgroup_driver(c->rt, RUNTIME__V1__CGROUP_DRIVER__SYSTEMD);
         assert_string_equal(c->o.cgroup_driver, "cgroupfs");
-        assert_int_equal(kubelet_cgroup_driver_from_cri(c->base, &c->o), 0);
+        assert_int_equal(kubelet_cgroup_driver_from_cri(c->base, &c->o, NULL), 0);
         assert_string_equal(c->o.cgroup_driver, "systemd");
         fake_runtime_set_cgroup_driver(c->rt, RUNTIME__V1__CGROUP_DRIVER__CGROUPFS);
-        assert_int_equal(kubelet_cgroup_driver_from_cri(c->base, &c->o), 0);
+        assert_int_equal(kubelet_cgroup_driver_from_cri(c->base, &c->o, NULL), 0);
         assert_string_equal(c->o.cgroup_driver, "cgroupfs");
         assert_int_equal(calls(c, "RuntimeConfig"), 2);
 }
@@ -69,7 +69,7 @@ static void test_unimplemented(void **state) {
         uint64_t t0 = now_usec();
 
         assert_int_equal(free_and_strdup(&c->o.cgroup_driver, "systemd"), 0);
-        assert_int_equal(kubelet_cgroup_driver_from_cri(c->base, &c->o), 0);
+        assert_int_equal(kubelet_cgroup_driver_from_cri(c->base, &c->o, NULL), 0);
         assert_string_equal(c->o.cgroup_driver, "systemd");
         assert_int_equal(calls(c, "RuntimeConfig"), 1); /* not retried */
         assert_true(now_usec() - t0 < USEC_PER_SEC);
@@ -81,7 +81,7 @@ static void test_down(void **state) {
 
         fake_runtime_set_cgroup_driver(c->rt, RUNTIME__V1__CGROUP_DRIVER__SYSTEMD);
         fake_runtime_set_down(c->rt, true);
-        assert_int_equal(kubelet_cgroup_driver_from_cri(c->base, &c->o), 0);
+        assert_int_equal(kubelet_cgroup_driver_from_cri(c->base, &c->o, NULL), 0);
         assert_string_equal(c->o.cgroup_driver, "cgroupfs");
         assert_int_equal(calls(c, "RuntimeConfig"), 3);
         assert_true(now_usec() - t0 >= 4 * USEC_PER_SEC); /* 2 s between tries */

@@ -103,7 +103,8 @@ static int setup(void **state) {
         if (kubelet_options_parse(&c->opts, (int) ELEMENTSOF(argv) - 1, argv, &err) < 0)
                 fail_msg("options: %s", ck_error_message(err));
         assert_int_equal(stats_machine_info_read(NULL, &c->machine), 0);
-        assert_int_equal(node_manager_new(c->base, &c->opts, "10.0.0.1", &c->machine, c->client, c->cri, &c->m), 0);
+        assert_int_equal(node_manager_new(c->base, &c->opts, "10.0.0.1", &c->machine, c->client, c->cri, &c->m, NULL),
+                         0);
         *state = c;
         return 0;
 }

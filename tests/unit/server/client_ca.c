@@ -118,12 +118,12 @@ static void test_reload(void **state) {
         s.ssl_ctx = SSL_CTX_new(TLS_server_method());
 
         /* a missing or empty file at start is an error, as upstream */
-        assert_int_equal(api_client_ca_setup(&s), -EINVAL);
+        assert_int_equal(api_client_ca_setup(&s, NULL), -EINVAL);
         write_file(path, "");
-        assert_int_equal(api_client_ca_setup(&s), -EINVAL);
+        assert_int_equal(api_client_ca_setup(&s, NULL), -EINVAL);
 
         write_file(path, a);
-        assert_int_equal(api_client_ca_setup(&s), 0);
+        assert_int_equal(api_client_ca_setup(&s, NULL), 0);
         assert_string_equal(first_name_cn(s.ssl_ctx, cn, sizeof(cn)), "ca-a");
         before = SSL_CTX_get_cert_store(s.ssl_ctx);
 

@@ -406,7 +406,7 @@ static void test_collect_v1(void **state) {
         assert_int_equal(fake_write(root, "/proc/4242/fd/0", ""), 0);
         assert_int_equal(fake_write(root, "/proc/4242/fd/1", ""), 0);
 
-        assert_int_equal(cadvisor_new(&cfg, &c), 0);
+        assert_int_equal(cadvisor_new(&cfg, &c, NULL), 0);
         assert_int_equal(cadvisor_collect(c, &known, &v, &n, &error), 0);
         assert_false(error);
         assert_int_equal(n, 7);
@@ -510,7 +510,7 @@ static void test_collect_v1_systemd_slices(void **state) {
         write_v1_cgroup(root, "/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-podu_2.slice", "1\n",
                         "1000\n");
 
-        assert_int_equal(cadvisor_new(&cfg, &c), 0);
+        assert_int_equal(cadvisor_new(&cfg, &c, NULL), 0);
         assert_int_equal(cadvisor_collect(c, &known, &v, &n, &error), 0);
         s = find(v, n, "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-podu_1.slice");
         assert_non_null(s);
@@ -579,7 +579,7 @@ static void test_collect_v2(void **state) {
                                      "full avg10=0.00 avg60=0.00 avg300=0.00 total=20\n");
 #undef W
         }
-        assert_int_equal(cadvisor_new(&cfg, &c), 0);
+        assert_int_equal(cadvisor_new(&cfg, &c, NULL), 0);
         assert_int_equal(cadvisor_collect(c, NULL, &v, &n, &error), 0);
         assert_false(error);
         assert_int_equal(n, 3); /* /, /kubepods, /kubepods/podu2 */
