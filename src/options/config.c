@@ -123,7 +123,8 @@ static int config_bool(struct config_ctx *c, const char *field, json_t *v, bool 
         return 0;
 }
 
-static int config_port(struct config_ctx *c, const char *field, json_t *v, int *target) {
+/* an int field (ports, kubeAPIQPS, maxPods, ...): any int32 */
+static int config_int(struct config_ctx *c, const char *field, json_t *v, int *target) {
         json_int_t i = 0;
         int r = config_int32(c, field, v, INT32_MIN, &i);
         if (r < 0)
@@ -393,7 +394,7 @@ int options_config_feature_gates(struct config_ctx *c, const char *field, json_t
 
 int options_config_max_parallel_image_pulls(struct config_ctx *c, const char *field, json_t *v,
                                             struct kubelet_options *o) {
-        int r = config_port(c, field, v, &o->max_parallel_image_pulls);
+        int r = config_int(c, field, v, &o->max_parallel_image_pulls);
 
         if (r >= 0)
                 o->max_parallel_image_pulls_set = true;
@@ -468,7 +469,7 @@ static int config_read(struct config_ctx *c, const struct flag_def *f, const cha
         case FLAG_DURATION:
                 return config_duration(c, path, v, (uint64_t *) (base + f->offset));
         case FLAG_INT:
-                return config_port(c, path, v, (int *) (base + f->offset));
+                return config_int(c, path, v, (int *) (base + f->offset));
         case FLAG_INT64:
                 if (!json_is_integer(v))
                         return config_error(c, -EINVAL, "%s: expected an integer, got %s", path, json_type_name(v));

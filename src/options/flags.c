@@ -169,8 +169,8 @@ static int apply_flag(struct kubelet_options *o, struct parse_state *st, const s
                 if (f->offset == OFF(reserved_memory)) {
                         /* ReservedMemoryVar: the first use replaces the config file's, later ones add NUMA nodes */
                         char **target = (char **) (base + f->offset);
-                        uint64_t bit = UINT64_C(1) << ((size_t) (f - options_flag_defs) % 64);
-                        if ((st->maps_seen & bit) && !isempty(*target) && !isempty(value)) {
+                        size_t idx = (size_t) (f - options_flag_defs);
+                        if (st->maps_seen[idx] && !isempty(*target) && !isempty(value)) {
                                 char *joined;
                                 if (asprintf(&joined, "%s;%s", *target, value) < 0)
                                         return -ENOMEM;
@@ -178,7 +178,7 @@ static int apply_flag(struct kubelet_options *o, struct parse_state *st, const s
                                 *target = joined;
                                 return 0;
                         }
-                        st->maps_seen |= bit;
+                        st->maps_seen[idx] = true;
                 }
                 return free_and_strdup((char **) (base + f->offset), value);
 
@@ -256,12 +256,12 @@ static int apply_flag(struct kubelet_options *o, struct parse_state *st, const s
         case FLAG_LANGLE_MAP: {
                 _cleanup_free_ char *parsed = NULL;
                 char **target = (char **) (base + f->offset);
-                uint64_t bit = UINT64_C(1) << ((size_t) (f - options_flag_defs) % 64);
+                size_t idx = (size_t) (f - options_flag_defs);
 
                 r = parse_map_value(value, f->kind == FLAG_MAP ? '=' : '<', &parsed, &why);
                 if (r < 0)
                         break;
-                if ((st->maps_seen & bit) && !isempty(*target) && !isempty(parsed)) {
+                if (st->maps_seen[idx] && !isempty(*target) && !isempty(parsed)) {
                         char *joined;
                         if (asprintf(&joined, "%s,%s", *target, parsed) < 0)
                                 return -ENOMEM;
@@ -271,7 +271,7 @@ static int apply_flag(struct kubelet_options *o, struct parse_state *st, const s
                         free(*target);
                         *target = TAKE_PTR(parsed);
                 }
-                st->maps_seen |= bit;
+                st->maps_seen[idx] = true;
                 break;
         }
 

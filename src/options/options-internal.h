@@ -125,7 +125,7 @@ struct parse_state {
         bool warn;                             /* the first pass: print deprecation notes (once) */
         bool compat_warned[OPTIONS_MAX_FLAGS]; /* FLAG_COMPAT: warned about already */
         bool headers_seen;                     /* the first --manifest-url-header replaces what the config file gave */
-        uint64_t maps_seen;                    /* by flag index: the first use of a map flag replaces, later ones add */
+        bool maps_seen[OPTIONS_MAX_FLAGS];     /* by flag index: the first use of a map flag replaces, later ones add */
 };
 
 int options_parse_duration(const char *s, uint64_t *ret_usec, struct ck_error **ret_error);
