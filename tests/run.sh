@@ -81,29 +81,21 @@ note "building the Kubernetes control plane in the background (log: $results/bui
 setsid env CKUBELET_K8S_E2E_NODE=1 bash scripts/build-kubernetes.sh >"$results/build-kubernetes.log" 2>&1 &
 k8s_build=$!  # its own process group: an early finish stops the whole build
 
-note "include cycles between src/ folders"
-if python3 scripts/check-include-cycles.py; then
-        passed=$((passed + 1))
-else
-        echo "tests/run.sh: src/ folders include each other (see above)" >&2
-        failed=$((failed + 1))
-fi
-
-note "timers armed through the loop's timer seam (basic/timer.h)"
-if python3 scripts/check-timer-seam.py; then
-        passed=$((passed + 1))
-else
-        echo "tests/run.sh: a timer in src/ is armed outside the timer seam (see above)" >&2
-        failed=$((failed + 1))
-fi
-
-note "the pod sync pass's phases (pod_sync.c's table, pod_sync.h, docs/design.md)"
-if python3 scripts/check-phase-table.py; then
-        passed=$((passed + 1))
-else
-        echo "tests/run.sh: the pod sync phase table and its descriptions disagree (see above)" >&2
-        failed=$((failed + 1))
-fi
+# a source check of scripts/: one test each
+source_check() { # title script failure
+        note "$1"
+        if python3 "scripts/$2"; then
+                passed=$((passed + 1))
+        else
+                echo "tests/run.sh: $3 (see above)" >&2
+                failed=$((failed + 1))
+        fi
+}
+source_check "include cycles between src/ folders" check-include-cycles.py "src/ folders include each other"
+source_check "timers armed through the loop's timer seam (basic/timer.h)" check-timer-seam.py \
+        "a timer in src/ is armed outside the timer seam"
+source_check "the pod sync pass's phases (pod_sync.c's table, pod_sync.h, docs/design.md)" check-phase-table.py \
+        "the pod sync phase table and its descriptions disagree"
 
 note "format of the C sources (.clang-format)"
 if find src tests/unit tools -name '*.[ch]' -print0 | sort -z | xargs -0 clang-format --dry-run --Werror; then
