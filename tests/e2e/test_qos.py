@@ -183,7 +183,9 @@ def test_bad_cgroup_flags_refused(kubelet_factory, runtime):
         assert f"{slice_dir})" in k.log()
     k2 = kubelet_factory(True, "--cgroup-root=/does-not-exist-ckubelet")
     wait_for(lambda: not k2.alive(), 20, msg="ckubelet to refuse a missing cgroup root")
-    assert 'cgroup-root "/does-not-exist-ckubelet" doesn\'t exist' in k2.log()
+    # said once, by the one who decides (main: "failed to start: <reason>"), not also where it was found
+    assert k2.log().count('cgroup-root "/does-not-exist-ckubelet" doesn\'t exist') == 1, k2.log()
+    assert 'failed to start: invalid configuration: cgroup-root "/does-not-exist-ckubelet"' in k2.log()
     k3 = kubelet_factory(True, "--cgroups-per-qos=false")
     wait_for(lambda: not k3.alive(), 20, msg="ckubelet to refuse enforce-node-allocatable without QoS cgroups")
     assert "is not supported unless cgroupsPerQOS (--cgroups-per-qos) feature is turned on" in k3.log()
