@@ -360,6 +360,8 @@ void kubelet_pod_release_volumes(struct kubelet *k, const char *uid);
  * pods no longer desired are forgotten (their directories go whole) */
 void kubelet_released_volumes_housekeeping(struct kubelet *k);
 void kubelet_released_volumes_free(struct kubelet *k);
+/* storage.c: a pod of that UID is started anew (added, or desired again): its volumes are its own again */
+void kubelet_released_volumes_forget(struct kubelet *k, const char *uid);
 
 /* status.c: the pod's v1 PodStatus from its spec, the last observation and the probe results */
 int kubelet_worker_status_json(struct kubelet *k, struct pod_worker *w, json_t **ret);

@@ -158,10 +158,13 @@ void kubelet_reconcile(struct kubelet *k) {
                                 continue;
                         }
                         kubelet_terminated_restore(k, w);
+                        kubelet_released_volumes_forget(k, p->uid);
                         log_info("SyncLoop ADD: pod=\"%s/%s\" podUID=\"%s\"", p->namespace_, p->name, p->uid);
                         kubelet_warn_unsupported_fields(k, p);
                         changed = true;
                 } else if (w->pod != p) {
+                        if (!w->pod)
+                                kubelet_released_volumes_forget(k, p->uid);
                         if (!w->pod && w->kill_requested)
                                 log_info("Pod is terminating but has been requested to restart with same UID, will be "
                                          "reconciled later: pod=\"%s/%s\" podUID=\"%s\"",

@@ -38,7 +38,7 @@ static bool volumes_may_unmount(const char *uid, void *userdata) {
         return true;
 }
 
-static void release_forget(struct kubelet *k, const char *uid) {
+void kubelet_released_volumes_forget(struct kubelet *k, const char *uid) {
         const char *key = NULL;
 
         (void) hashmap_remove2(&k->released_volumes, uid, &key);
@@ -49,7 +49,7 @@ static void release_forget(struct kubelet *k, const char *uid) {
  * sync, or the next housekeeping for a pod without a worker */
 static void on_teardown_done(const char *uid, int r, void *userdata) {
         if (r < 0)
-                release_forget(userdata, uid);
+                kubelet_released_volumes_forget(userdata, uid);
 }
 
 void kubelet_pod_release_volumes(struct kubelet *k, const char *uid) {
@@ -72,7 +72,8 @@ void kubelet_pod_release_volumes(struct kubelet *k, const char *uid) {
         if (r <= 0) {
                 if (r < 0)
                         log_error("pod %s: cannot start tearing down its volumes: %s", uid, strerror(-r));
-                release_forget(k, uid); /* busy (its directory is being removed) or failed: tried again later */
+                /* busy (its directory is being removed) or failed: tried again later */
+                kubelet_released_volumes_forget(k, uid);
         }
 }
 
@@ -85,7 +86,7 @@ void kubelet_released_volumes_housekeeping(struct kubelet *k) {
                 if (!kubelet_pod_desired(k, uid) && strv_extend(&gone, uid) < 0)
                         break;
         for (size_t j = 0; gone && gone[j]; j++)
-                release_forget(k, gone[j]);
+                kubelet_released_volumes_forget(k, gone[j]);
         /* finished before the kubelet restarted (no worker is made for them): their volumes go now */
         for (i = 0; i < k->desired.n; i++) {
                 const struct pod *p = k->desired.pods[i];
