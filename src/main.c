@@ -227,28 +227,25 @@ int main(int argc, char **argv) {
                  opts.reported_version ? opts.reported_version : KUBE_VERSION, opts.node_name,
                  opts.container_runtime_endpoint);
         r = kubelet_cgroup_driver_from_cri(base, &opts, &start_error);
-        if (r < 0) {
-                log_error("failed to start: %s", start_error ? ck_error_message(start_error) : strerror(-r));
-                goto out;
-        }
+        if (r < 0)
+                goto start_failed;
         r = kubelet_new(base, &opts, &k);
         if (r < 0)
                 goto out;
         r = kubelet_start(k, &start_error);
-        if (r < 0) {
-                log_error("failed to start: %s", ck_error_message(start_error));
-                goto out;
-        }
+        if (r < 0)
+                goto start_failed;
         if (opts.enable_server) {
                 r = api_server_start(base, k, &server, &start_error);
-                if (r < 0) {
-                        log_error("failed to start: %s", start_error ? ck_error_message(start_error) : strerror(-r));
-                        goto out;
-                }
+                if (r < 0)
+                        goto start_failed;
                 kubelet_set_serving_cert_handler(k, on_serving_cert, server);
         }
         event_base_dispatch(base);
         ret = 0;
+        goto out;
+start_failed:
+        log_error("failed to start: %s", start_error ? ck_error_message(start_error) : strerror(-r));
 out:
         /* the API first: its streams and calls hold the kubelet's CRI client and containers */
         if (k)

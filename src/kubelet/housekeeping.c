@@ -67,7 +67,7 @@ static void kubelet_housekeeping(evutil_socket_t fd, short what, void *userdata)
                 volmgr_set_sources_ready(k->volumes);
                 /* the removals run on the removal pool: a pod's million files never stall the loop */
                 (void) vol_reaper_scan(k->reaper, pod_dir_wanted, k);
-                kubelet_released_volumes_housekeeping(k);
+                kubelet_released_volumes_prune(k);
                 /* CleanupOrphanedPodUsernsAllocations: neither desired nor running */
                 userns_release_orphans(k->userns, userns_wanted, k);
         }

@@ -356,9 +356,8 @@ void kubelet_api_delete_free(struct api_delete *d);
 int kubelet_storage_setup(struct kubelet *k, struct ck_error **ret_error);
 /* storage.c: a desired pod finished for good and is stopped: its volumes go (syncTerminatedPod), once */
 void kubelet_pod_release_volumes(struct kubelet *k, const char *uid);
-/* storage.c, at housekeeping: the volumes of finished pods without a worker (finished before a restart) go too;
- * pods no longer desired are forgotten (their directories go whole) */
-void kubelet_released_volumes_housekeeping(struct kubelet *k);
+/* storage.c, at housekeeping: pods no longer desired are forgotten (their directories go whole) */
+void kubelet_released_volumes_prune(struct kubelet *k);
 void kubelet_released_volumes_free(struct kubelet *k);
 /* storage.c: a pod of that UID is started anew (added, or desired again): its volumes are its own again */
 void kubelet_released_volumes_forget(struct kubelet *k, const char *uid);

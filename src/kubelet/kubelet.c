@@ -145,9 +145,12 @@ void kubelet_reconcile(struct kubelet *k) {
                                 continue;
                         if (kubelet_pod_terminal_in_api(p)) {
                                 /* finished before: not run again (filterOutInactivePods); what is left of it in the
-                                 * runtime (a kubelet killed in the middle of evicting it) is stopped */
+                                 * runtime (a kubelet killed in the middle of evicting it) is stopped, and its
+                                 * volumes go (by its worker's pass, else here: once, idempotent after a restart) */
                                 if (pleg_has_pod(k->pleg, p->uid))
                                         terminal_worker(k, p);
+                                else
+                                        kubelet_pod_release_volumes(k, p->uid);
                                 continue;
                         }
                         if (!kubelet_pod_admit(k, p))

@@ -79,9 +79,10 @@ static bool released(const struct pod_sync *s) {
         return !s->error && pod_finished(s) && !kubelet_sync_stopping(s);
 }
 
-/* what follows starts things: not for a pod that is not desired, has ended or finished */
+/* what follows starts things: not for a pod that is not desired or has finished (an ended worker's pod has: decide
+ * gave it nothing but the kill) */
 static bool nothing_to_start(const struct pod_sync *s) {
-        return s->error || !s->pod || worker_ended(s) || pod_finished(s);
+        return s->error || !s->pod || pod_finished(s);
 }
 
 static bool error_or_stopping(const struct pod_sync *s) {

@@ -46,7 +46,7 @@ void kubelet_released_volumes_forget(struct kubelet *k, const char *uid) {
 }
 
 /* a teardown that left something (still mounted, a file it could not remove) is tried again at the pod's next
- * sync, or the next housekeeping for a pod without a worker */
+ * sync, or the next reconcile for a pod without a worker */
 static void on_teardown_done(const char *uid, int r, void *userdata) {
         if (r < 0)
                 kubelet_released_volumes_forget(userdata, uid);
@@ -77,23 +77,15 @@ void kubelet_pod_release_volumes(struct kubelet *k, const char *uid) {
         }
 }
 
-void kubelet_released_volumes_housekeeping(struct kubelet *k) {
+void kubelet_released_volumes_prune(struct kubelet *k) {
         _cleanup_strv_free_ char **gone = NULL;
         const char *uid;
-        size_t i = 0;
 
-        for (i = 0; hashmap_iterate(&k->released_volumes, &i, &uid, NULL);)
+        for (size_t i = 0; hashmap_iterate(&k->released_volumes, &i, &uid, NULL);)
                 if (!kubelet_pod_desired(k, uid) && strv_extend(&gone, uid) < 0)
                         break;
         for (size_t j = 0; gone && gone[j]; j++)
                 kubelet_released_volumes_forget(k, gone[j]);
-        /* finished before the kubelet restarted (no worker is made for them): their volumes go now */
-        for (i = 0; i < k->desired.n; i++) {
-                const struct pod *p = k->desired.pods[i];
-                if (!hashmap_contains(&k->released_volumes, p->uid) && kubelet_pod_terminal_in_api(p) &&
-                    !kubelet_find_worker(k, p->uid) && !p->has_deletion_timestamp)
-                        kubelet_pod_release_volumes(k, p->uid);
-        }
 }
 
 void kubelet_released_volumes_free(struct kubelet *k) {

@@ -60,35 +60,28 @@ static int removal_work(void *userdata) {
         return vol_remove_pod_dir(j->root_dir, j->uid, j->stopping);
 }
 
-static void teardown_done(int r, struct removal *j) {
-        struct vol_reaper *rp = j->reaper;
-
-        if (r < 0 && r != -ECANCELED)
-                log_warning("pod %s: cannot tear down its volumes yet (%s); retrying at its next sync", j->uid,
-                            strerror(-r));
-        else if (r >= 0)
-                log_v(3, "Pod termination cleaned up volume paths: podUID=\"%s\" (%.1f s)", j->uid,
-                      (double) (now_usec() - j->started_usec) / 1e6);
-        busy_remove(rp, j->uid);
-        /* not while the reaper is freed: its owner is going too */
-        if (j->done && !atomic_load(&rp->stopping))
-                j->done(j->uid, r, j->done_userdata);
-}
-
 static void removal_done(int r, void *userdata) {
         struct removal *j = userdata;
         struct vol_reaper *rp = j->reaper;
+        double secs = (double) (now_usec() - j->started_usec) / 1e6;
 
-        if (j->volumes_only)
-                teardown_done(r, j);
-        else if (r < 0 && r != -ECANCELED)
-                log_warning("orphaned pod %s: cannot remove %s/pods/%s yet (%s); retrying at the next housekeeping",
-                            j->uid, j->root_dir, j->uid, strerror(-r));
-        else if (r >= 0)
-                log_info("orphaned pod %s: pod directory removed (%.1f s)", j->uid,
-                         (double) (now_usec() - j->started_usec) / 1e6);
-        if (!j->volumes_only) {
-                busy_remove(rp, j->uid);
+        busy_remove(rp, j->uid);
+        if (j->volumes_only) {
+                if (r < 0 && r != -ECANCELED)
+                        log_warning("pod %s: cannot tear down its volumes yet (%s); retrying at its next sync", j->uid,
+                                    strerror(-r));
+                else if (r >= 0)
+                        log_v(3, "Pod termination cleaned up volume paths: podUID=\"%s\" (%.1f s)", j->uid, secs);
+                /* not while the reaper is freed: its owner is going too */
+                if (j->done && !atomic_load(&rp->stopping))
+                        j->done(j->uid, r, j->done_userdata);
+        } else {
+                if (r < 0 && r != -ECANCELED)
+                        log_warning("orphaned pod %s: cannot remove %s/pods/%s yet (%s); retrying at the next "
+                                    "housekeeping",
+                                    j->uid, j->root_dir, j->uid, strerror(-r));
+                else if (r >= 0)
+                        log_info("orphaned pod %s: pod directory removed (%.1f s)", j->uid, secs);
                 if (rp->notify)
                         rp->notify(j->uid, r, rp->notify_data);
         }
@@ -191,8 +184,10 @@ int vol_reaper_scan(struct vol_reaper *rp, bool (*keep)(const char *uid, void *u
 }
 
 int vol_reaper_teardown(struct vol_reaper *rp, const char *uid, vol_reaper_done_fn done, void *userdata) {
+        int r;
+
         if (vol_reaper_busy(rp, uid))
                 return 0;
-        int r = start(rp, uid, true, done, userdata);
+        r = start(rp, uid, true, done, userdata);
         return r < 0 ? r : 1;
 }

@@ -694,7 +694,7 @@ int vol_remove_pod_dir(const char *root_dir, const char *uid, const _Atomic bool
 int vol_teardown_pod_volumes(const char *root_dir, const char *uid, const _Atomic bool *cancel) {
         _cleanup_free_ char *pd = NULL;
         _cleanup_close_ int podfd = -EBADF, volfd = -EBADF;
-        int r = 0, k;
+        int r, k;
 
         if (check_uid(uid) < 0)
                 return -EINVAL;
@@ -705,11 +705,11 @@ int vol_teardown_pod_volumes(const char *root_dir, const char *uid, const _Atomi
         if (podfd < 0)
                 return errno == ENOENT ? 0 : -errno;
         /* CleanSubPaths: the binds first, then their directories (never through a bind still mounted) */
-        k = vol_subpath_unmount_all(pd);
-        if (k >= 0)
-                k = fs_remove_tree_at_cancellable(podfd, "volume-subpaths", cancel);
-        if (k < 0 && r == 0)
-                r = k;
+        r = vol_subpath_unmount_all(pd);
+        if (r >= 0)
+                r = fs_remove_tree_at_cancellable(podfd, "volume-subpaths", cancel);
+        if (r == -ECANCELED)
+                return r;
         unmount_empty_dirs(pd);
         volfd = openat(podfd, "volumes", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (volfd < 0)
