@@ -257,7 +257,7 @@ static int resolve_images(struct floor *f) {
                                 return -ENOMEM;
                         spec.image = img->name;
                         req.image = &spec;
-                        r = cri_image_status(f->cri, &req, 0, on_image_status, img);
+                        r = cri_image_status(f->cri, &req, 0, on_image_status, img, NULL);
                         if (r < 0)
                                 return log_error_errno(r, "ImageStatus %s: %s", img->name, strerror(-r));
                         f->pending++;
@@ -395,7 +395,7 @@ static void on_create(const struct cri_reply *reply, void *userdata) {
                 return;
         }
         req.container_id = resp->container_id;
-        r = cri_start_container(p->f->cri, &req, 0, on_start, p);
+        r = cri_start_container(p->f->cri, &req, 0, on_start, p, NULL);
         if (r < 0)
                 pod_failed(p, "StartContainer", strerror(-r));
         else
@@ -436,7 +436,7 @@ static void start_next(struct pod_run *p) {
         req.pod_sandbox_id = p->sandbox_id;
         req.config = cfg;
         req.sandbox_config = p->sandbox_config;
-        r = cri_create_container(p->f->cri, &req, 0, on_create, p);
+        r = cri_create_container(p->f->cri, &req, 0, on_create, p, NULL);
         pb_free(cfg);
         if (r < 0)
                 pod_failed(p, "CreateContainer", strerror(-r));
@@ -494,7 +494,7 @@ static void on_run_sandbox(const struct cri_reply *reply, void *userdata) {
                 return;
         }
         req.pod_sandbox_id = p->sandbox_id;
-        r = cri_pod_sandbox_status(p->f->cri, &req, 0, on_sandbox_status, p);
+        r = cri_pod_sandbox_status(p->f->cri, &req, 0, on_sandbox_status, p, NULL);
         if (r < 0)
                 pod_failed(p, "PodSandboxStatus", strerror(-r));
         else
@@ -509,7 +509,7 @@ static void on_turn(void *userdata, int r) {
 
         assert(r == 0); /* nothing is withdrawn */
         req.config = p->sandbox_config;
-        r = cri_run_pod_sandbox(p->f->cri, &req, 0, on_run_sandbox, p);
+        r = cri_run_pod_sandbox(p->f->cri, &req, 0, on_run_sandbox, p, NULL);
         if (r < 0) {
                 pod_failed(p, "RunPodSandbox", strerror(-r));
                 slots_release(p->f->slots, &p->slot);

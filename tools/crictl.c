@@ -459,16 +459,16 @@ int main(int argc, char **argv) {
         if (streq(cmd, "version")) {
                 Runtime__V1__VersionRequest req = RUNTIME__V1__VERSION_REQUEST__INIT;
                 req.version = (char *) "v1";
-                r = cri_version(c, &req, 0, on_reply, &x);
+                r = cri_version(c, &req, 0, on_reply, &x, NULL);
         } else if (streq(cmd, "info")) {
                 Runtime__V1__StatusRequest req = RUNTIME__V1__STATUS_REQUEST__INIT;
                 req.verbose = true;
-                r = cri_status(c, &req, 0, on_reply, &x);
+                r = cri_status(c, &req, 0, on_reply, &x, NULL);
         } else if (streq(cmd, "pods")) {
                 Runtime__V1__ListPodSandboxRequest req = RUNTIME__V1__LIST_POD_SANDBOX_REQUEST__INIT;
                 if (x.quiet || streq(output, "table"))
                         x.print = print_pods_table;
-                r = cri_list_pod_sandbox(c, &req, 0, on_reply, &x);
+                r = cri_list_pod_sandbox(c, &req, 0, on_reply, &x, NULL);
         } else if (streq(cmd, "ps")) {
                 Runtime__V1__ListContainersRequest req = RUNTIME__V1__LIST_CONTAINERS_REQUEST__INIT;
                 Runtime__V1__ContainerFilter filter = RUNTIME__V1__CONTAINER_FILTER__INIT;
@@ -481,31 +481,31 @@ int main(int argc, char **argv) {
                 }
                 if (x.quiet || streq(output, "table"))
                         x.print = print_containers_table;
-                r = cri_list_containers(c, &req, 0, on_reply, &x);
+                r = cri_list_containers(c, &req, 0, on_reply, &x, NULL);
         } else if (streq(cmd, "images")) {
                 Runtime__V1__ListImagesRequest req = RUNTIME__V1__LIST_IMAGES_REQUEST__INIT;
-                r = cri_list_images(c, &req, 0, on_reply, &x);
+                r = cri_list_images(c, &req, 0, on_reply, &x, NULL);
         } else if (streq(cmd, "inspect") && id) {
                 Runtime__V1__ContainerStatusRequest req = RUNTIME__V1__CONTAINER_STATUS_REQUEST__INIT;
                 req.container_id = (char *) id;
                 req.verbose = true; /* info: pid, runtime spec */
-                r = cri_container_status(c, &req, 0, on_reply, &x);
+                r = cri_container_status(c, &req, 0, on_reply, &x, NULL);
         } else if (streq(cmd, "inspectp") && id) {
                 Runtime__V1__PodSandboxStatusRequest req = RUNTIME__V1__POD_SANDBOX_STATUS_REQUEST__INIT;
                 req.pod_sandbox_id = (char *) id;
                 req.verbose = true; /* info: the stored sandbox config, pid */
-                r = cri_pod_sandbox_status(c, &req, 0, on_reply, &x);
+                r = cri_pod_sandbox_status(c, &req, 0, on_reply, &x, NULL);
         } else if ((streq(cmd, "inspecti") || streq(cmd, "pull")) && image) {
                 Runtime__V1__ImageSpec spec = RUNTIME__V1__IMAGE_SPEC__INIT;
                 spec.image = (char *) image;
                 if (streq(cmd, "pull")) {
                         Runtime__V1__PullImageRequest req = RUNTIME__V1__PULL_IMAGE_REQUEST__INIT;
                         req.image = &spec;
-                        r = cri_pull_image(c, &req, 0, on_reply, &x);
+                        r = cri_pull_image(c, &req, 0, on_reply, &x, NULL);
                 } else {
                         Runtime__V1__ImageStatusRequest req = RUNTIME__V1__IMAGE_STATUS_REQUEST__INIT;
                         req.image = &spec;
-                        r = cri_image_status(c, &req, 0, on_reply, &x);
+                        r = cri_image_status(c, &req, 0, on_reply, &x, NULL);
                 }
         } else if (streq(cmd, "exec") && id && n_rest > 0) {
                 Runtime__V1__ExecSyncRequest req = RUNTIME__V1__EXEC_SYNC_REQUEST__INIT;
@@ -514,33 +514,33 @@ int main(int argc, char **argv) {
                 req.n_cmd = (size_t) n_rest;
                 req.timeout = timeout / (int64_t) USEC_PER_SEC;
                 x.print = print_exec;
-                r = cri_exec_sync(c, &req, 0, on_reply, &x);
+                r = cri_exec_sync(c, &req, 0, on_reply, &x, NULL);
         } else if (streq(cmd, "stop") && id) {
                 Runtime__V1__StopContainerRequest req = RUNTIME__V1__STOP_CONTAINER_REQUEST__INIT;
                 req.container_id = (char *) id;
                 req.timeout = stop_timeout;
                 x.print = NULL;
-                r = cri_stop_container(c, &req, 0, on_reply, &x);
+                r = cri_stop_container(c, &req, 0, on_reply, &x, NULL);
         } else if (streq(cmd, "start") && id) {
                 Runtime__V1__StartContainerRequest req = RUNTIME__V1__START_CONTAINER_REQUEST__INIT;
                 req.container_id = (char *) id;
                 x.print = NULL;
-                r = cri_start_container(c, &req, 0, on_reply, &x);
+                r = cri_start_container(c, &req, 0, on_reply, &x, NULL);
         } else if (streq(cmd, "rm") && id) {
                 Runtime__V1__RemoveContainerRequest req = RUNTIME__V1__REMOVE_CONTAINER_REQUEST__INIT;
                 req.container_id = (char *) id;
                 x.print = NULL;
-                r = cri_remove_container(c, &req, 0, on_reply, &x);
+                r = cri_remove_container(c, &req, 0, on_reply, &x, NULL);
         } else if (streq(cmd, "stopp") && id) {
                 Runtime__V1__StopPodSandboxRequest req = RUNTIME__V1__STOP_POD_SANDBOX_REQUEST__INIT;
                 req.pod_sandbox_id = (char *) id;
                 x.print = NULL;
-                r = cri_stop_pod_sandbox(c, &req, 0, on_reply, &x);
+                r = cri_stop_pod_sandbox(c, &req, 0, on_reply, &x, NULL);
         } else if (streq(cmd, "rmp") && id) {
                 Runtime__V1__RemovePodSandboxRequest req = RUNTIME__V1__REMOVE_POD_SANDBOX_REQUEST__INIT;
                 req.pod_sandbox_id = (char *) id;
                 x.print = NULL;
-                r = cri_remove_pod_sandbox(c, &req, 0, on_reply, &x);
+                r = cri_remove_pod_sandbox(c, &req, 0, on_reply, &x, NULL);
         } else if ((streq(cmd, "runp") && name && uid) ||
                    (streq(cmd, "create") && pod && name && image && n_rest > 0)) {
                 Runtime__V1__PodSandboxConfig sc = RUNTIME__V1__POD_SANDBOX_CONFIG__INIT;
@@ -566,7 +566,7 @@ int main(int argc, char **argv) {
                         Runtime__V1__RunPodSandboxRequest req = RUNTIME__V1__RUN_POD_SANDBOX_REQUEST__INIT;
                         req.config = &sc;
                         x.print = print_id;
-                        r = cri_run_pod_sandbox(c, &req, 0, on_reply, &x);
+                        r = cri_run_pod_sandbox(c, &req, 0, on_reply, &x, NULL);
                 } else {
                         Runtime__V1__CreateContainerRequest req = RUNTIME__V1__CREATE_CONTAINER_REQUEST__INIT;
                         Runtime__V1__ContainerConfig cc = RUNTIME__V1__CONTAINER_CONFIG__INIT;
@@ -592,7 +592,7 @@ int main(int argc, char **argv) {
                         req.config = &cc;
                         req.sandbox_config = &sc;
                         x.print = print_id;
-                        r = cri_create_container(c, &req, 0, on_reply, &x);
+                        r = cri_create_container(c, &req, 0, on_reply, &x, NULL);
                         for (int j = 0; j < 4; j++)
                                 free(cl[j]);
                 }

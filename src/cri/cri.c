@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "basic/list.h"
 #include "basic/macro.h"
 #include "basic/string.h"
 #include "cri/cri.h"
@@ -23,8 +24,11 @@ struct cri_client {
         size_t n_ops;
 };
 
-/* one call in flight: the caller's callback, and the operation to count */
+/* one call in flight: the caller's callback, the operation to count, and the owner's set it is in */
 struct cri_call {
+        struct cri_call *prev, *next; /* in owner->head */
+        struct cri_calls *owner;
+        struct grpc_call *grpc;
         struct cri_client *client;
         int op; /* index into ops[], -1 for an operation without a counter */
         cri_callback_t cb;
@@ -90,8 +94,26 @@ static void on_reply(const struct grpc_reply *reply, void *userdata) {
         };
 
         stats_record(call->client, call->op, reply->r < 0, reply->duration_usec);
+        if (call->owner)
+                DLIST_REMOVE(call->owner->head, call);
         call->cb(&r, call->userdata);
         free(call);
+}
+
+void cri_calls_cancel(struct cri_calls *calls) {
+        struct cri_call *call;
+
+        while (calls && (call = calls->head)) {
+                DLIST_REMOVE(calls->head, call);
+                grpc_call_cancel(call->grpc); /* its callback, on_reply, will not run */
+                if (calls->drop)
+                        calls->drop(call->userdata);
+                free(call);
+        }
+}
+
+bool cri_calls_pending(const struct cri_calls *calls) {
+        return calls && calls->head;
 }
 
 int cri_client_new(struct event_base *base, const char *runtime_endpoint, const char *image_endpoint,
@@ -146,7 +168,8 @@ static int find_op(const struct cri_client *c, const char *method) {
 }
 
 int cri_call(struct cri_client *c, const char *method, const ProtobufCMessage *req,
-             const ProtobufCMessageDescriptor *resp_desc, uint64_t timeout_usec, cri_callback_t cb, void *userdata) {
+             const ProtobufCMessageDescriptor *resp_desc, uint64_t timeout_usec, cri_callback_t cb, void *userdata,
+             struct cri_calls *owner) {
         struct grpc_client *conn;
         struct cri_call *call;
         int r;
@@ -160,10 +183,16 @@ int cri_call(struct cri_client *c, const char *method, const ProtobufCMessage *r
         if (!call)
                 return -ENOMEM;
         *call = (struct cri_call) { .client = c, .op = find_op(c, method), .cb = cb, .userdata = userdata };
-        r = grpc_call(conn, method, req, resp_desc, timeout_usec, on_reply, call);
-        if (r < 0)
+        r = grpc_call(conn, method, req, resp_desc, timeout_usec, on_reply, call, &call->grpc);
+        if (r < 0) {
                 free(call);
-        return r;
+                return r;
+        }
+        if (owner) {
+                call->owner = owner;
+                DLIST_PREPEND(owner->head, call);
+        }
+        return 0;
 }
 
 void cri_client_foreach_stats(struct cri_client *c, void (*fn)(const struct cri_op_stats *s, void *ud), void *ud) {

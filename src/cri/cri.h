@@ -12,6 +12,7 @@
 
 #include <event2/event.h>
 #include <protobuf-c/protobuf-c.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "basic/histogram.h"
@@ -35,14 +36,35 @@ struct cri_client;
  * (--runtime-request-timeout). */
 int cri_client_new(struct event_base *base, const char *runtime_endpoint, const char *image_endpoint,
                    uint64_t default_timeout_usec, struct cri_client **ret);
-/* Fails all pending calls with -ECANCELED (callbacks run) and frees. Accepts NULL. */
+/* Fails the calls still pending with -ECANCELED (their callbacks run) and frees. Accepts NULL. The kubelet frees
+ * its client after everything that calls it, each of which has cancelled its own calls (struct cri_calls), so at
+ * that point nothing is pending. */
 struct cri_client *cri_client_free(struct cri_client *c);
 
+/* The calls one owner has in flight (a pod sync pass, the PLEG's relist, the node status' runtime part): the owner
+ * passes it to each call and, when it goes, cancels what is still in flight with cri_calls_cancel(), after which
+ * none of those callbacks runs. A call leaves its set just before its callback runs. Zeroed is empty; the owner
+ * must not move it while calls are in flight. */
+struct cri_call;
+struct cri_calls {
+        struct cri_call *head;
+        /* what cri_calls_cancel() does with the userdata of each call it ends, when that is a context of the call
+         * (a container being killed) rather than the owner itself; NULL: nothing */
+        void (*drop)(void *userdata);
+};
+/* Ends every call of the set: no callback runs (the set's drop gets each userdata), the set is empty after.
+ * Accepts NULL. */
+void cri_calls_cancel(struct cri_calls *calls);
+/* Whether any call of the set is in flight. */
+bool cri_calls_pending(const struct cri_calls *calls);
+
 /* Generic unary call. method: full path, "/runtime.v1.RuntimeService/Version". timeout_usec 0 = default.
- * Returns 0 if queued (the callback will run exactly once, never from inside this function), or a
- * negative errno (callback will not run). */
+ * Returns 0 if queued (the callback will run exactly once, never from inside this function, unless the owner
+ * cancels the call first), or a negative errno (callback will not run). owner: the set the call joins, NULL for a
+ * call of an owner that outlives the client (the tools, a test). */
 int cri_call(struct cri_client *c, const char *method, const ProtobufCMessage *req,
-             const ProtobufCMessageDescriptor *resp_desc, uint64_t timeout_usec, cri_callback_t cb, void *userdata);
+             const ProtobufCMessageDescriptor *resp_desc, uint64_t timeout_usec, cri_callback_t cb, void *userdata,
+             struct cri_calls *owner);
 
 /* RuntimeService/GetContainerEvents, the server stream of the evented PLEG (KEP-3386): on_event gets each event in
  * order as it arrives (borrowed, valid during the callback); on_end runs once when the stream ends, with its status
@@ -120,17 +142,17 @@ void cri_client_foreach_stats(struct cri_client *c, void (*fn)(const struct cri_
         X(cri_reopen_container_log, RuntimeService, ReopenContainerLog, ReopenContainerLogRequest,                     \
           runtime__v1__reopen_container_log_response__descriptor)
 
-/* Typed wrappers: req is borrowed; the callback's reply->msg is the matching *Response type. */
+/* Typed wrappers: req is borrowed; the callback's reply->msg is the matching *Response type; owner as cri_call(). */
 #define CRI_DECLARE(fn, Svc, Method, Req, resp_desc)                                                          \
         int fn(struct cri_client *c, const Runtime__V1__##Req *req, uint64_t timeout_usec, cri_callback_t cb, \
-               void *userdata);
+               void *userdata, struct cri_calls *owner);
 CRI_METHODS(CRI_DECLARE)
 #undef CRI_DECLARE
 
 /* The wrappers as calls of cri_call(), for an implementation of this header (cri.c, the tests' fake runtime). */
 #define CRI_DEFINE(fn, Svc, Method, Req, resp_desc)                                                           \
         int fn(struct cri_client *c, const Runtime__V1__##Req *req, uint64_t timeout_usec, cri_callback_t cb, \
-               void *userdata) {                                                                              \
+               void *userdata, struct cri_calls *owner) {                                                     \
                 return cri_call(c, "/runtime.v1." #Svc "/" #Method, &req->base, &resp_desc, timeout_usec, cb, \
-                                userdata);                                                                    \
+                                userdata, owner);                                                             \
         }

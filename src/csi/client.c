@@ -165,7 +165,7 @@ static int call(struct csi_client *c, const char *method, const ProtobufCMessage
                 return -ENOMEM;
         *p = (struct call) { .kind = kind, .cb = cb, .userdata = userdata };
         log_v(4, "kubernetes.io/csi: calling %s rpc on %s", method, c->endpoint);
-        r = grpc_call(c->grpc, method, req, resp, 0, on_reply, p);
+        r = grpc_call(c->grpc, method, req, resp, 0, on_reply, p, NULL);
         if (r < 0)
                 free(p);
         return r;

@@ -245,7 +245,7 @@ static void query_image_fs(struct eviction_manager *m) {
 
         if (m->dedicated_image_fs >= 0 || m->image_fs_query || !m->cri)
                 return;
-        if (cri_image_fs_info(m->cri, &req, 0, on_image_fs, m) >= 0)
+        if (cri_image_fs_info(m->cri, &req, 0, on_image_fs, m, NULL) >= 0)
                 m->image_fs_query = true;
 }
 

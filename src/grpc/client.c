@@ -775,8 +775,9 @@ static int call_start(struct grpc_client *conn, const char *method, const Protob
 }
 
 int grpc_call(struct grpc_client *conn, const char *method, const ProtobufCMessage *req,
-              const ProtobufCMessageDescriptor *resp_desc, uint64_t timeout_usec, grpc_callback_t cb, void *userdata) {
-        return call_start(conn, method, req, resp_desc, timeout_usec, NULL, cb, userdata, NULL);
+              const ProtobufCMessageDescriptor *resp_desc, uint64_t timeout_usec, grpc_callback_t cb, void *userdata,
+              struct grpc_call **ret) {
+        return call_start(conn, method, req, resp_desc, timeout_usec, NULL, cb, userdata, ret);
 }
 
 int grpc_call_stream(struct grpc_client *conn, const char *method, const ProtobufCMessage *req,

@@ -69,16 +69,19 @@ struct grpc_client *grpc_client_free(struct grpc_client *c);
 /* The user-agent header (default "ckubelet/<version> grpc-c"). */
 int grpc_client_set_user_agent(struct grpc_client *c, const char *ua);
 
+struct grpc_call;
+
 /* A unary call. method: full path, "/runtime.v1.RuntimeService/Version"; req is borrowed (packed at once);
  * resp_desc: the reply's message type; timeout_usec 0 = the client's default. Returns 0 if queued (the
- * callback will run exactly once, never from inside this function), or a negative errno (the callback will
- * not run): -ESHUTDOWN while the client is being freed, -EMSGSIZE for a request over the cap. */
+ * callback will run exactly once, never from inside this function, unless the call is cancelled first), or a
+ * negative errno (the callback will not run): -ESHUTDOWN while the client is being freed, -EMSGSIZE for a
+ * request over the cap. *ret (may be NULL): the call, for grpc_call_cancel(), valid until its callback runs. */
 int grpc_call(struct grpc_client *c, const char *method, const ProtobufCMessage *req,
-              const ProtobufCMessageDescriptor *resp_desc, uint64_t timeout_usec, grpc_callback_t cb, void *userdata);
+              const ProtobufCMessageDescriptor *resp_desc, uint64_t timeout_usec, grpc_callback_t cb, void *userdata,
+              struct grpc_call **ret);
 
 /* ---- server streaming ---- */
 
-struct grpc_call;
 /* One message of a stream: borrowed, valid during the callback. */
 typedef void (*grpc_stream_cb)(const ProtobufCMessage *msg, void *userdata);
 

@@ -324,7 +324,7 @@ static void run_next_removal(struct gc_run *r) {
         log_info("Removing image to free bytes: imageID=\"%s\" size=%" PRIu64, x->id, x->size);
         spec.image = x->id;
         req.image = &spec;
-        rr = cri_remove_image(r->m->cri, &req, 0, on_removed, r);
+        rr = cri_remove_image(r->m->cri, &req, 0, on_removed, r, NULL);
         if (rr < 0) {
                 run_fail(r, rr, "failed to remove image %s: %s", x->id, strerror(-rr));
                 run_finish(r);
@@ -555,7 +555,7 @@ static void on_containers(const struct cri_reply *reply, void *userdata) {
                         Runtime__V1__ContainerStatusRequest req = RUNTIME__V1__CONTAINER_STATUS_REQUEST__INIT;
                         req.container_id = resp->containers[i]->id;
                         if (!isempty(req.container_id) &&
-                            cri_container_status(r->m->cri, &req, 0, on_container_status, r) >= 0)
+                            cri_container_status(r->m->cri, &req, 0, on_container_status, r, NULL) >= 0)
                                 r->pending++;
                 }
                 r->have_containers = true;
@@ -603,13 +603,13 @@ static void run_start(struct image_gc_manager *m, enum run_mode mode, struct wai
                 Runtime__V1__ImageSpec spec = RUNTIME__V1__IMAGE_SPEC__INIT;
                 spec.image = m->sandbox_image;
                 req.image = &spec;
-                if (cri_image_status(m->cri, &req, 0, on_sandbox_image, r) >= 0)
+                if (cri_image_status(m->cri, &req, 0, on_sandbox_image, r, NULL) >= 0)
                         r->pending++;
         }
         {
                 Runtime__V1__ListImagesRequest req = RUNTIME__V1__LIST_IMAGES_REQUEST__INIT;
                 r->listed_usec = (int64_t) now_realtime_usec();
-                rr = cri_list_images(m->cri, &req, 0, on_images, r);
+                rr = cri_list_images(m->cri, &req, 0, on_images, r, NULL);
                 if (rr >= 0)
                         r->pending++;
                 else
@@ -617,7 +617,7 @@ static void run_start(struct image_gc_manager *m, enum run_mode mode, struct wai
         }
         {
                 Runtime__V1__ListContainersRequest req = RUNTIME__V1__LIST_CONTAINERS_REQUEST__INIT;
-                rr = cri_list_containers(m->cri, &req, 0, on_containers, r);
+                rr = cri_list_containers(m->cri, &req, 0, on_containers, r, NULL);
                 if (rr >= 0)
                         r->pending++;
                 else
@@ -625,7 +625,7 @@ static void run_start(struct image_gc_manager *m, enum run_mode mode, struct wai
         }
         if (mode == MODE_COLLECT) {
                 Runtime__V1__ImageFsInfoRequest req = RUNTIME__V1__IMAGE_FS_INFO_REQUEST__INIT;
-                if (cri_image_fs_info(m->cri, &req, 0, on_image_fs, r) >= 0)
+                if (cri_image_fs_info(m->cri, &req, 0, on_image_fs, r, NULL) >= 0)
                         r->pending++;
         }
         run_release(r);

@@ -686,7 +686,7 @@ static void update_container(struct kubelet *k, const char *id, const char *cpus
         }
         req.container_id = u->id;
         req.linux = &lr;
-        r = cri_update_container_resources(k->cri, &req, 0, on_update, u);
+        r = cri_update_container_resources(k->cri, &req, 0, on_update, u, NULL);
         if (slash) /* the request is packed: u->cpus is "cpus/mems" again, what on_update remembers */
                 *slash = '/';
         if (r < 0) {

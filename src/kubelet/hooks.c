@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Container lifecycle hooks: see hooks.h. */
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -272,6 +273,13 @@ static int start_http(struct hook_run *r, uint64_t timeout_usec, struct ck_error
  * container (upstream's preStop that loops for ever lives the grace period plus the 2 s minimum of the stop). The
  * call itself is cancelled, and the command with it, only well after that: its deadline is the hook's plus the
  * stop's minimum grace period and the request timeout. */
+/* the environment goes while the runtime still runs an abandoned command (the runs are gone by then) */
+static void hook_exec_drop(void *userdata) {
+        struct hook_exec *e = userdata;
+        assert(!e->run);
+        free(e);
+}
+
 static int start_exec(struct hook_run *r, uint64_t timeout_usec) {
         Runtime__V1__ExecSyncRequest req = RUNTIME__V1__EXEC_SYNC_REQUEST__INIT;
         struct hook_exec *e = calloc(1, sizeof(*e));
@@ -284,9 +292,11 @@ static int start_exec(struct hook_run *r, uint64_t timeout_usec) {
         req.n_cmd = strv_length(r->h->action.exec_command);
         req.cmd = r->h->action.exec_command;
         req.timeout = 0;
+        assert(!r->env->exec_calls.drop || r->env->exec_calls.drop == hook_exec_drop); /* not the probes' one */
+        r->env->exec_calls.drop = hook_exec_drop;
         k = cri_exec_sync(r->env->cri, &req,
                           timeout_usec + MINIMUM_GRACE_PERIOD_SECONDS * USEC_PER_SEC + r->env->request_timeout_usec,
-                          on_exec_reply, e);
+                          on_exec_reply, e, &r->env->exec_calls);
         if (k < 0) {
                 free(e);
                 return k;

@@ -613,10 +613,17 @@ struct kubelet *kubelet_free(struct kubelet *k) {
         if (k->watchdog)
                 event_free(k->watchdog);
         pod_config_free(k->config);
-        /* probes first: in-flight ones are abandoned (exec probes end with the CRI client below) */
+        /* the pods API's watchers are told nothing of the pods going below (they are not deleted) */
+        kubelet_pods_api_stop(k);
+        /* the pod sync passes: each cancels its CRI calls, hooks, pulls and waits, so none of their callbacks runs
+         * into what goes after (they hold tickets of the slots, waits of the volume and object managers, jobs of
+         * the pools, lookups of the credential providers) */
+        kubelet_workers_free(k);
+        /* probes: in-flight ones are abandoned (their exec calls end with the probe environment) */
         k->prober = k->sync_env.prober = probe_manager_free(k->prober);
-        /* cancels in-flight calls: their callbacks run now and see k->stopping */
         kubelet_credentials_stop(k);
+        /* the calls still in flight (node status, PLEG, garbage collection, eviction, logs) fail now: their callbacks
+         * run and see k->stopping */
         k->cri = k->sync_env.cri = cri_client_free(k->cri);
         k->runtime_poll = runtime_poll_free(k->runtime_poll);
         /* the same for the work on volumes' contents: done() runs now, with -ECANCELED */
@@ -636,8 +643,6 @@ struct kubelet *kubelet_free(struct kubelet *k) {
         kubelet_eviction_free(k);
         kubelet_gc_free(k);
         pleg_free(k->pleg);
-        kubelet_pods_api_stop(k); /* its watches end before the pods they watch */
-        kubelet_workers_free(k);
         k->image_puller = slots_free(k->image_puller);      /* after the pod syncs: they hold its tickets */
         k->pull_records = pull_store_free(k->pull_records); /* after the pod syncs: they end their pull intents */
         k->sandbox_slots = slots_free(k->sandbox_slots);

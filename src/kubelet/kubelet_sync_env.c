@@ -3,6 +3,7 @@
  * reports back to it, answered from the pod workers and the kubelet's managers: among them the containers' waiting
  * reasons (a worker's `waiting`, read by the status) and the pod cgroup made before the sandbox. */
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -107,16 +108,16 @@ static void env_pod_finished(void *userdata, struct pod_worker *w) {
         kubelet_pod_release_volumes(userdata, w->uid);
 }
 
-/* The pass is over: its observation goes to the status (not while shutting down: the calls cancelled by the CRI
- * client's release end here, after the prober is gone), then the worker decides what comes next. */
+/* The pass is over: its observation goes to the status, then the worker decides what comes next. (A pass never
+ * ends while the kubelet is being freed: the passes go first, each cancelling what it has in flight.) */
 static void env_pass_done(void *userdata, struct pod_worker *w, struct pod_sync_result *r) {
         struct kubelet *k = userdata;
 
         w->leftovers = r->leftovers;
-        if (r->decided && r->pod && !k->stopping)
+        assert(!k->stopping);
+        if (r->decided && r->pod)
                 kubelet_worker_observed(w, r->pod, TAKE_PTR(r->status));
-        else if (r->decided && !r->pod && w->last_pod && (pod_config_is_static(w->last_pod) || w->deleting) &&
-                 !k->stopping)
+        else if (r->decided && !r->pod && w->last_pod && (pod_config_is_static(w->last_pod) || w->deleting))
                 /* its mirror pod shows it; a deleted API pod keeps reporting until it is terminal */
                 kubelet_worker_observed_terminating(w, TAKE_PTR(r->status));
         w->sync = NULL;
@@ -222,7 +223,6 @@ void kubelet_sync_env_setup(struct kubelet *k) {
         k->sync_env = (struct pod_sync_env) {
                 .base = k->base,
                 .opts = k->opts,
-                .stopping = &k->stopping,
                 .cri = k->cri,
                 .hook_env = &k->hook_env,
                 .prober = k->prober,

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "basic/list.h"
 #include "basic/log.h"
 #include "basic/macro.h"
 #include "features/features.h"
@@ -76,7 +77,7 @@ static bool has_error(const struct pod_sync *s) {
 }
 
 static bool released(const struct pod_sync *s) {
-        return !s->error && pod_finished(s) && !kubelet_sync_stopping(s);
+        return !s->error && pod_finished(s);
 }
 
 /* what follows starts things: not for a pod that is not desired or has finished (an ended worker's pod has: decide
@@ -85,17 +86,17 @@ static bool nothing_to_start(const struct pod_sync *s) {
         return s->error || !s->pod || pod_finished(s);
 }
 
-static bool error_or_stopping(const struct pod_sync *s) {
-        return s->error || kubelet_sync_stopping(s);
+static bool failed(const struct pod_sync *s) {
+        return s->error;
 }
 
 static bool no_sandbox(const struct pod_sync *s) {
-        return kubelet_sync_stopping(s) || isempty(s->sandbox_id);
+        return isempty(s->sandbox_id);
 }
 
 /* A pass that changed nothing and failed nowhere collects the pod's garbage. */
 static bool settled(const struct pod_sync *s) {
-        return !s->error && !s->did_work && s->decided && !kubelet_sync_stopping(s);
+        return !s->error && !s->did_work && s->decided;
 }
 
 /* The pass as data: its phases in the order they run (pod_sync.h has the list with each phase's file; docs/design.md's
@@ -113,11 +114,11 @@ static const struct phase_def {
         [POD_SYNC_KILL] = { "kill", kubelet_sync_kill, NULL, NULL },
         [POD_SYNC_RELEASE] = { "release", release, NULL, released },
         [POD_SYNC_RESIZE] = { "resize", kubelet_sync_resize, nothing_to_start, NULL },
-        [POD_SYNC_OBJECTS] = { "objects", kubelet_sync_objects, error_or_stopping, NULL },
+        [POD_SYNC_OBJECTS] = { "objects", kubelet_sync_objects, failed, NULL },
         [POD_SYNC_MOUNT] = { "mount", kubelet_sync_mount, NULL, NULL },
         [POD_SYNC_SANDBOX] = { "sandbox", kubelet_sync_sandbox, NULL, NULL },
         [POD_SYNC_VOLUMES] = { "volumes", kubelet_sync_volumes, no_sandbox, NULL },
-        [POD_SYNC_START] = { "start", kubelet_sync_start, error_or_stopping, NULL },
+        [POD_SYNC_START] = { "start", kubelet_sync_start, failed, NULL },
         [POD_SYNC_CLEANUP] = { "clean up", kubelet_sync_cleanup, NULL, settled },
 };
 static_assert(ELEMENTSOF(phases) == _POD_SYNC_PHASE_MAX, "a phase without its entry");
@@ -201,7 +202,7 @@ void kubelet_pod_sync_done(struct pod_sync *s) {
         size_t left = 0;
         struct pod_sync_result r;
 
-        if (!gone && !kubelet_sync_stopping(s) && only_refused_left(s, &left))
+        if (!gone && only_refused_left(s, &left))
                 gone = true;
         r = (struct pod_sync_result) {
                 .decided = s->decided,
@@ -222,6 +223,14 @@ void kubelet_pod_sync_done(struct pod_sync *s) {
 void kubelet_pod_sync_free(struct pod_sync *s) {
         if (!s)
                 return;
+        /* first: none of their callbacks may run into what follows */
+        cri_calls_cancel(&s->calls);
+        cri_calls_cancel(&s->status_calls);
+        cri_calls_cancel(&s->kill_calls);
+        cri_calls_cancel(&s->removal_calls);
+        cri_calls_cancel(&s->resize_calls);
+        while (s->jobs)
+                (void) kubelet_sync_job_detach(s->jobs);
         kubelet_hook_run_cancel_all(&s->hooks);
         kubelet_sync_kill_free(s);
         kubelet_sync_start_step_free(s);
@@ -249,6 +258,20 @@ void kubelet_pod_sync_free(struct pod_sync *s) {
 
 /* ---------------------------------------------------------------- shared by the phases */
 
+void kubelet_sync_job_attach(struct pod_sync *s, struct sync_job *j) {
+        j->s = s;
+        DLIST_PREPEND(s->jobs, j);
+}
+
+struct pod_sync *kubelet_sync_job_detach(struct sync_job *j) {
+        struct pod_sync *s = j->s;
+
+        if (s)
+                DLIST_REMOVE(s->jobs, j);
+        j->s = NULL;
+        return s;
+}
+
 void kubelet_sync_fanout_begin(struct pod_sync *s, void (*next)(struct pod_sync *s)) {
         assert(s->pending == 0);
         s->pending = 1; /* held by the phase itself until kubelet_sync_fanout_end() */
@@ -263,10 +286,7 @@ void kubelet_sync_fanout_release(struct pod_sync *s) {
         assert(s->pending > 0);
         if (--s->pending > 0)
                 return;
-        if (kubelet_sync_stopping(s))
-                kubelet_pod_sync_finish(s); /* shutting down: issue nothing more */
-        else
-                s->next(s);
+        s->next(s);
 }
 
 void kubelet_sync_fanout_end(struct pod_sync *s) {
@@ -377,10 +397,6 @@ struct pod_sync_worker_state kubelet_sync_worker_state(const struct pod_sync *s)
 
         s->env->ops->worker_state(s->env->userdata, s->w, &ws);
         return ws;
-}
-
-bool kubelet_sync_stopping(const struct pod_sync *s) {
-        return *s->env->stopping;
 }
 
 struct kube_client *kubelet_sync_client(const struct pod_sync *s) {

@@ -63,6 +63,13 @@ enum pod_sync_phase {
         _POD_SYNC_PHASE_MAX,
 };
 
+/* A job of the pass that its pool or manager cannot cancel (a termination message read, an fsGroup walk): freeing
+ * the pass detaches it, and its completion then only frees it. */
+struct sync_job {
+        struct sync_job *prev, *next; /* in s->jobs */
+        struct pod_sync *s;           /* NULL once detached */
+};
+
 struct pod_sync {
         const struct pod_sync_env *env; /* all the pass uses of the kubelet */
         struct pod_worker *w;           /* its worker: a handle for env->ops, never dereferenced */
@@ -110,6 +117,11 @@ struct pod_sync {
         size_t n_image_volumes, next_image_volume;
 
         struct cleanup_step *cleanup; /* clean up: what it removes */
+
+        /* its CRI calls in flight, cancelled when it is freed: those whose userdata is the pass, and those with a
+         * context of their own (the set's drop frees it) */
+        struct cri_calls calls, status_calls, kill_calls, removal_calls, resize_calls;
+        struct sync_job *jobs; /* its jobs in flight that cannot be cancelled, detached when it is freed */
 
         struct hook_run *hooks; /* lifecycle hooks in flight (hooks.c) */
         char *hook_pod_desc;    /* format.Pod for the hooks' messages */
@@ -160,7 +172,6 @@ bool kubelet_pod_sync_waiting_volumes(const struct pod_sync *s);
 
 /* What the phases ask of the kubelet, and report to it, for their pod (through s->env->ops). */
 struct pod_sync_worker_state kubelet_sync_worker_state(const struct pod_sync *s);
-bool kubelet_sync_stopping(const struct pod_sync *s);
 struct kube_client *kubelet_sync_client(const struct pod_sync *s);
 const struct node_runtime_features *kubelet_sync_runtime_features(const struct pod_sync *s);
 void kubelet_sync_event(struct pod_sync *s, const char *container, const char *type, const char *reason,
@@ -172,9 +183,14 @@ int kubelet_sync_set_waiting(struct pod_sync *s, const char *name, const char *r
         _printf_(4, 5);
 void kubelet_sync_clear_waiting(struct pod_sync *s, const char *name);
 
+/* A job of the pass: attach it when it is submitted; its completion detaches it and gets the pass, or NULL when the
+ * pass went meanwhile (the completion then only frees the job). */
+void kubelet_sync_job_attach(struct pod_sync *s, struct sync_job *j);
+struct pod_sync *kubelet_sync_job_detach(struct sync_job *j);
+
 /* Fan-out: a phase opens it with its continuation, counts each call it issues with kubelet_sync_fanout_add() and
  * closes it with kubelet_sync_fanout_end(); every completion calls kubelet_sync_fanout_release(). The continuation runs once
- * the phase is closed and the last call completed (or the pass ends, when the kubelet is stopping). */
+ * the phase is closed and the last call completed. */
 void kubelet_sync_fanout_begin(struct pod_sync *s, void (*next)(struct pod_sync *s));
 void kubelet_sync_fanout_add(struct pod_sync *s);
 void kubelet_sync_fanout_release(struct pod_sync *s);

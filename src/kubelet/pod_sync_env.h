@@ -124,7 +124,6 @@ struct pod_sync_ops {
 struct pod_sync_env {
         struct event_base *base;
         const struct kubelet_options *opts;
-        const bool *stopping; /* the kubelet is stopping: issue nothing more */
 
         struct cri_client *cri;
         struct probe_env *hook_env; /* the lifecycle hooks' (hooks.c) */

@@ -64,7 +64,7 @@ int kubelet_cgroup_driver_from_cri(struct event_base *base, struct kubelet_optio
 
                 free(a.message);
                 a = (struct answer) {};
-                if (cri_runtime_config(cri, &req, 0, on_runtime_config, &a) < 0) {
+                if (cri_runtime_config(cri, &req, 0, on_runtime_config, &a, NULL) < 0) {
                         cri_client_free(cri);
                         return -ENOMEM;
                 }

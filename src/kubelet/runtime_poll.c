@@ -42,7 +42,7 @@ static void tick(evutil_socket_t fd, short what, void *userdata) {
         (void) what;
         if (p->busy)
                 return;
-        if (cri_status(p->cri, &req, 0, on_status, p) < 0) {
+        if (cri_status(p->cri, &req, 0, on_status, p, NULL) < 0) {
                 (void) evtimer_add_usec(p->timer, RUNTIME_POLL_PERIOD_USEC);
                 return;
         }

@@ -21,6 +21,12 @@ struct removal {
 };
 
 static void remove_sandboxes(struct pod_sync *s);
+
+static void removal_drop(void *userdata) {
+        struct removal *x = userdata;
+        free(x->id);
+        free(x);
+}
 static void cleanup_done(struct pod_sync *s);
 
 /* A removal the runtime refuses is not the pass's error (the worker's back-off would try it again every few
@@ -69,15 +75,16 @@ static void issue_remove(struct pod_sync *s, bool sandbox, const char *id) {
         }
         x->s = s;
         x->sandbox = sandbox;
+        s->removal_calls.drop = removal_drop;
         log_v(2, "pod %s: removing %s %.12s", kubelet_sync_pod_desc(s), sandbox ? "sandbox" : "container", id);
         if (sandbox) {
                 Runtime__V1__RemovePodSandboxRequest req = RUNTIME__V1__REMOVE_POD_SANDBOX_REQUEST__INIT;
                 req.pod_sandbox_id = x->id;
-                r = cri_remove_pod_sandbox(s->env->cri, &req, 0, on_remove, x);
+                r = cri_remove_pod_sandbox(s->env->cri, &req, 0, on_remove, x, &s->removal_calls);
         } else {
                 Runtime__V1__RemoveContainerRequest req = RUNTIME__V1__REMOVE_CONTAINER_REQUEST__INIT;
                 req.container_id = x->id;
-                r = cri_remove_container(s->env->cri, &req, 0, on_remove, x);
+                r = cri_remove_container(s->env->cri, &req, 0, on_remove, x, &s->removal_calls);
         }
         if (r < 0) {
                 free(x->id);

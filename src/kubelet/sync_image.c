@@ -16,7 +16,7 @@
  *            off the loop; their credentials come after the secrets'                                 -> QUEUE
  *   QUEUE    the pod no longer desired or being deleted: the pass ends; else wait for a slot of
  *            env->image_puller (serializeImagePulls, maxParallelImagePulls), held through every credential;
- *            withdrawn meanwhile (kubelet_sync_start_withdraw) or stopping: the pass ends              -> PULL
+ *            withdrawn meanwhile (kubelet_sync_start_withdraw): the pass ends                          -> PULL
  *   PULL     PullImage with the next credential (none when there is none), without a deadline:
  *              failed with another credential left                                                   -> PULL
  *              failed: ErrImagePull (all the credentials' errors), the image's back-off steps      -> step done
@@ -64,7 +64,7 @@ static void image_status(struct pod_sync *s, const char *image, cri_callback_t c
 
         spec.image = (char *) image;
         req.image = &spec;
-        r = cri_image_status(s->env->cri, &req, 0, cb, s);
+        r = cri_image_status(s->env->cri, &req, 0, cb, s, &s->calls);
         if (r < 0) {
                 kubelet_sync_call_failed(s, "ImageStatus", r);
                 kubelet_sync_start_step_done(s);
@@ -459,7 +459,7 @@ static void on_pull_image(const struct cri_reply *reply, void *userdata) {
                         free(st->pull_errors);
                         st->pull_errors = n;
                 }
-                if (++st->cred_index < st->n_creds && !kubelet_sync_stopping(s)) {
+                if (++st->cred_index < st->n_creds) {
                         pull_try(s);
                         return;
                 }
@@ -530,7 +530,7 @@ static void pull_try(struct pod_sync *s) {
         }
         /* pulls can take long: no deadline at all, as upstream's PullImage (the runtime's own progress timeout
          * ends a stalled pull) */
-        r = cri_pull_image(s->env->cri, &req, UINT64_MAX, on_pull_image, s);
+        r = cri_pull_image(s->env->cri, &req, UINT64_MAX, on_pull_image, s, &s->calls);
         if (r < 0) {
                 slots_release(s->env->image_puller, &st->pull);
                 kubelet_sync_call_failed(s, "PullImage", r);
@@ -546,7 +546,7 @@ static void on_pull_turn(void *userdata, int r) {
         struct pod_sync *s = userdata;
         struct start_step *st = s->start;
 
-        if (r < 0 || kubelet_sync_stopping(s)) {
+        if (r < 0) {
                 slots_release(s->env->image_puller, &st->pull);
                 log_v(2, "pod %s: %s: the pull of image \"%s\" left the queue", kubelet_sync_pod_desc(s), step_desc(st),
                       st->image);

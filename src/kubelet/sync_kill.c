@@ -56,6 +56,10 @@ static void kill_call_free(struct kill_call *c) {
         free(c);
 }
 
+static void kill_call_drop(void *userdata) {
+        kill_call_free(userdata);
+}
+
 static void kill_call_end(struct kill_call *c) {
         struct pod_sync *s = c->s;
         void (*done)(struct pod_sync * s) = c->done;
@@ -98,10 +102,6 @@ static void take_turn(struct kill_call *c) {
                 c->turn_timer = NULL;
         }
         c->grace = MAX(c->grace - waited, (int64_t) MINIMUM_GRACE_PERIOD_SECONDS);
-        if (kubelet_sync_stopping(s)) {
-                kill_call_end(c);
-                return;
-        }
         log_v(3, "pod %s: container %s: its turn to stop came after %" PRId64 "s", kubelet_sync_pod_desc(s), c->name,
               waited);
         issue_stop(c);
@@ -131,7 +131,7 @@ static void stop_in_turn(struct kill_call *c, int64_t remaining) {
         struct pod_sync *s = c->s;
         struct kill_step *k = s->kill;
 
-        if (c->ordered && remaining > 0 && !kubelet_sync_stopping(s) && !turn_arrived(k, c->index)) {
+        if (c->ordered && remaining > 0 && !turn_arrived(k, c->index)) {
                 c->grace = remaining;
                 c->turn_start_usec = now_usec();
                 c->turn_timer = evtimer_new(s->env->base, on_turn_timeout, c);
@@ -144,10 +144,6 @@ static void stop_in_turn(struct kill_call *c, int64_t remaining) {
                 }
         }
         c->grace = MAX(remaining, (int64_t) MINIMUM_GRACE_PERIOD_SECONDS);
-        if (kubelet_sync_stopping(s)) {
-                kill_call_end(c);
-                return;
-        }
         issue_stop(c);
 }
 
@@ -172,10 +168,10 @@ static void on_stop_container(const struct cri_reply *reply, void *userdata) {
                 s->error = true;
         } else
                 mark_terminated(c);
-        if (reply->r >= 0 && c->remove && !kubelet_sync_stopping(s)) {
+        if (reply->r >= 0 && c->remove) {
                 Runtime__V1__RemoveContainerRequest req = RUNTIME__V1__REMOVE_CONTAINER_REQUEST__INIT;
                 req.container_id = c->id;
-                if (cri_remove_container(s->env->cri, &req, 0, on_remove_stopped, c) >= 0)
+                if (cri_remove_container(s->env->cri, &req, 0, on_remove_stopped, c, &s->kill_calls) >= 0)
                         return;
                 s->error = true;
         }
@@ -193,10 +189,11 @@ static void issue_stop(struct kill_call *c) {
                  kubelet_sync_pod_desc(s), s->uid, c->name, c->id, c->grace);
         req.container_id = c->id;
         req.timeout = c->grace;
+        s->kill_calls.drop = kill_call_drop;
         /* the runtime may take the whole grace period: the call's deadline is grace + the request timeout */
         r = cri_stop_container(s->env->cri, &req,
                                (uint64_t) c->grace * USEC_PER_SEC + s->env->opts->runtime_request_timeout_usec,
-                               on_stop_container, c);
+                               on_stop_container, c, &s->kill_calls);
         if (r < 0) {
                 kubelet_sync_call_failed(s, "StopContainer", r);
                 kill_call_end(c);
@@ -252,7 +249,7 @@ int kubelet_sync_kill_container(struct pod_sync *s, struct kill_target_ext *t, v
         }
         c->owned_pre_stop = TAKE_PTR(owned);
         s->did_work = true;
-        if (pre_stop && !kubelet_sync_stopping(s)) {
+        if (pre_stop) {
                 struct hook_target ht = {
                         .pod_desc = kubelet_sync_hook_desc(s),
                         .container_name = c->name,
@@ -420,7 +417,7 @@ static void stop_sandboxes(struct pod_sync *s) {
                 log_info("Stopping pod sandbox: pod=\"%s\" podSandboxID=\"%.12s\"", kubelet_sync_pod_desc(s),
                          s->status->sandboxes[i]->id);
                 req.pod_sandbox_id = s->status->sandboxes[i]->id;
-                r = cri_stop_pod_sandbox(s->env->cri, &req, 0, on_stop_sandbox, s);
+                r = cri_stop_pod_sandbox(s->env->cri, &req, 0, on_stop_sandbox, s, &s->calls);
                 kubelet_sync_fanout_sent(s, "StopPodSandbox", r);
         }
         kubelet_sync_fanout_end(s);

@@ -73,12 +73,12 @@ void kubelet_sync_observe(struct pod_sync *s) {
         creq.filter = &cf;
 
         kubelet_sync_fanout_begin(s, list_done);
-        r = cri_list_pod_sandbox(s->env->cri, &sreq, 0, on_list_sandboxes, s);
+        r = cri_list_pod_sandbox(s->env->cri, &sreq, 0, on_list_sandboxes, s, &s->calls);
         if (r < 0)
                 kubelet_sync_call_failed(s, "ListPodSandbox", r);
         else
                 kubelet_sync_fanout_add(s);
-        r = cri_list_containers(s->env->cri, &creq, 0, on_list_containers, s);
+        r = cri_list_containers(s->env->cri, &creq, 0, on_list_containers, s, &s->calls);
         if (r < 0)
                 kubelet_sync_call_failed(s, "ListContainers", r);
         else
@@ -123,7 +123,7 @@ static void on_sandbox_status(const struct cri_reply *reply, void *userdata) {
  * the pool's deadline: the status waits for it in the fan-out, and comes without the message when the deadline
  * passes. */
 struct message_job {
-        struct pod_sync *s;
+        struct sync_job job;
         size_t index;
         struct kr_termination_read *t;
 };
@@ -143,16 +143,19 @@ static int message_work(void *userdata) {
 
 static void message_done(int r, void *userdata) {
         struct message_job *j = userdata;
-        struct pod_sync *s = j->s;
-        struct kc_container *kc = s->status->containers[j->index];
+        struct pod_sync *s = kubelet_sync_job_detach(&j->job);
+        struct kc_container *kc;
 
+        if (!s)
+                return; /* the pass went meanwhile */
+        kc = s->status->containers[j->index];
         if (r == -ETIMEDOUT)
                 log_warning("pod %s: container %s: reading its termination message did not finish within %u s (a "
                             "volume that does not answer?): its status has none",
                             kubelet_sync_pod_desc(s), kc->name,
                             (unsigned) (KUBELET_VOLUME_CONTENTS_TIMEOUT_USEC / USEC_PER_SEC));
         else if (r == -ECANCELED) {
-                /* the kubelet is stopping */
+                /* the pool is being freed */
         } else if (r < 0 || kr_termination_read_apply(j->t, kc) < 0) {
                 kubelet_sync_call_failed(s, "reading the termination message", r < 0 ? r : -ENOMEM);
         }
@@ -164,20 +167,22 @@ static int read_termination_message(struct pod_sync *s, size_t index, const Runt
         struct message_job *j;
         int r;
 
-        if (kubelet_sync_stopping(s) || !s->env->pool_contents)
-                return 0; /* the pass ends anyway */
+        if (!s->env->pool_contents)
+                return 0; /* a test's kubelet without one */
         j = calloc(1, sizeof(*j));
         if (!j)
                 return -ENOMEM;
-        *j = (struct message_job) { .s = s, .index = index };
+        *j = (struct message_job) { .index = index };
         r = kr_termination_read_new(s->status->containers[index], st, s->env->opts->root_dir, &j->t);
         if (r < 0 || !j->t) {
                 free(j);
                 return r;
         }
+        kubelet_sync_job_attach(s, &j->job);
         r = workpool_submit_full(s->env->pool_contents, s->uid, KUBELET_VOLUME_CONTENTS_TIMEOUT_USEC, message_work,
                                  message_done, message_job_free, j);
         if (r < 0) {
+                (void) kubelet_sync_job_detach(&j->job);
                 message_job_free(j);
                 return r;
         }
@@ -212,6 +217,7 @@ static void list_done(struct pod_sync *s) {
         }
         kc_pod_status_sort(s->status);
 
+        s->status_calls.drop = free;
         kubelet_sync_fanout_begin(s, kubelet_pod_sync_next);
         if (s->status->n_sandboxes > 0) {
                 Runtime__V1__PodSandboxStatusRequest req = RUNTIME__V1__POD_SANDBOX_STATUS_REQUEST__INIT;
@@ -220,7 +226,7 @@ static void list_done(struct pod_sync *s) {
 
                 req.pod_sandbox_id = s->status->sandboxes[0]->id;
                 if (r >= 0)
-                        r = cri_pod_sandbox_status(s->env->cri, &req, 0, on_sandbox_status, c);
+                        r = cri_pod_sandbox_status(s->env->cri, &req, 0, on_sandbox_status, c, &s->status_calls);
                 if (r < 0) {
                         free(c);
                         kubelet_sync_call_failed(s, "PodSandboxStatus", r);
@@ -234,7 +240,7 @@ static void list_done(struct pod_sync *s) {
 
                 req.container_id = s->status->containers[i]->id;
                 if (r >= 0)
-                        r = cri_container_status(s->env->cri, &req, 0, on_container_status, c);
+                        r = cri_container_status(s->env->cri, &req, 0, on_container_status, c, &s->status_calls);
                 if (r < 0) {
                         free(c);
                         kubelet_sync_call_failed(s, "ContainerStatus", r);

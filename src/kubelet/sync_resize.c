@@ -22,6 +22,12 @@ struct resize_call {
 
 static void resize_done(struct pod_sync *s);
 
+static void resize_call_drop(void *userdata) {
+        struct resize_call *c = userdata;
+        free(c->name);
+        free(c);
+}
+
 static void on_update(const struct cri_reply *reply, void *userdata) {
         struct resize_call *c = userdata;
         struct pod_sync *s = c->s;
@@ -68,11 +74,12 @@ static void update_container(struct pod_sync *s, const struct kr_container_updat
                 return;
         }
         call->s = s;
+        s->resize_calls.drop = resize_call_drop;
         log_v(2,
               "pod %s: container %s: resizing to cpu shares %" PRId64 ", quota %" PRId64 "/%" PRId64
               ", memory %" PRId64,
               kubelet_sync_pod_desc(s), c->name, r.cpu_shares, r.cpu_quota, r.cpu_period, r.memory_limit_in_bytes);
-        q = cri_update_container_resources(s->env->cri, &req, 0, on_update, call);
+        q = cri_update_container_resources(s->env->cri, &req, 0, on_update, call, &s->resize_calls);
         if (q < 0) {
                 free(call->name);
                 free(call);

@@ -54,7 +54,7 @@ static void on_run_sandbox(const struct cri_reply *reply, void *userdata) {
                 else {
                         /* the IP goes into the containers' env (status.podIP), /etc/hosts and their probes */
                         req.pod_sandbox_id = s->sandbox_id;
-                        if (cri_pod_sandbox_status(s->env->cri, &req, 0, on_new_sandbox_status, s) >= 0)
+                        if (cri_pod_sandbox_status(s->env->cri, &req, 0, on_new_sandbox_status, s, &s->calls) >= 0)
                                 kubelet_sync_fanout_add(s);
                 }
         }
@@ -177,7 +177,7 @@ static void on_sandbox_turn(void *userdata, int r) {
         struct pod_sync *s = userdata;
         const char *handler = "";
 
-        if (r < 0 || kubelet_sync_stopping(s)) {
+        if (r < 0) {
                 /* withdrawn: the pod is no longer wanted; the next pass (already asked for) sees its new state */
                 slots_release(s->env->sandbox_slots, &s->sandbox_slot);
                 log_v(2, "pod %s: the sandbox creation left the queue", kubelet_sync_pod_desc(s));
@@ -204,7 +204,7 @@ static void on_sandbox_turn(void *userdata, int r) {
         req.config = s->sandbox_config;
         req.runtime_handler = (char *) handler;
         kubelet_sync_fanout_begin(s, kubelet_pod_sync_next);
-        r = cri_run_pod_sandbox(s->env->cri, &req, 0, on_run_sandbox, s);
+        r = cri_run_pod_sandbox(s->env->cri, &req, 0, on_run_sandbox, s, &s->calls);
         if (r < 0) {
                 slots_release(s->env->sandbox_slots, &s->sandbox_slot);
                 kubelet_sync_call_failed(s, "RunPodSandbox", r);

@@ -161,7 +161,7 @@ static bool in_crash_backoff(struct pod_sync *s, const struct container *c) {
 static void start_next(struct pod_sync *s) {
         struct start_step *st;
 
-        if (kubelet_sync_stopping(s) || s->next_start >= containers_to_start(s)) {
+        if (s->next_start >= containers_to_start(s)) {
                 kubelet_pod_sync_next(s);
                 return;
         }
@@ -236,7 +236,7 @@ static void image_volume_next(struct pod_sync *s) {
 
         while (pv && i < pv->n_volumes && i < s->n_image_volumes && pv->volumes[i].type != VOLUME_IMAGE)
                 i++;
-        if (kubelet_sync_stopping(s) || !pv || i >= pv->n_volumes || i >= s->n_image_volumes) {
+        if (!pv || i >= pv->n_volumes || i >= s->n_image_volumes) {
                 s->next_image_volume = s->n_image_volumes;
                 start_next(s);
                 return;
@@ -359,7 +359,7 @@ static void on_post_start_done(void *userdata, int error, const char *message) {
                 return; /* the pass is being freed */
         st = s->start;
         c = st->c;
-        if (error >= 0 || kubelet_sync_stopping(s)) {
+        if (error >= 0) {
                 kubelet_sync_start_step_done(s);
                 return;
         }
@@ -408,7 +408,7 @@ static void on_start_container(const struct cri_reply *reply, void *userdata) {
         s->env->ops->container_started(s->env->userdata, s->pod, c->name, st->started_id, st->restart_count);
         kubelet_sync_event(s, c->name, "Normal", "Started", "Started container %s", c->name);
         kubelet_sync_clear_waiting(s, c->name);
-        if (c->post_start && !kubelet_sync_stopping(s)) {
+        if (c->post_start) {
                 struct hook_target t = {
                         .pod_desc = kubelet_sync_hook_desc(s),
                         .container_name = c->name,
@@ -464,10 +464,6 @@ static void on_create_container(const struct cri_reply *reply, void *userdata) {
                 kubelet_sync_start_step_done(s);
                 return;
         }
-        if (kubelet_sync_stopping(s)) {
-                kubelet_sync_start_step_done(s);
-                return;
-        }
         log_info("Created container: pod=\"%s\" containerName=\"%s\" containerID=\"%.12s\"", kubelet_sync_pod_desc(s),
                  c->name, resp->container_id);
         kubelet_sync_event(s, c->name, "Normal", "Created", "Created container %s", c->name);
@@ -477,7 +473,7 @@ static void on_create_container(const struct cri_reply *reply, void *userdata) {
                 return;
         }
         req.container_id = st->started_id;
-        r = cri_start_container(s->env->cri, &req, 0, on_start_container, s);
+        r = cri_start_container(s->env->cri, &req, 0, on_start_container, s, &s->calls);
         if (r < 0) {
                 kubelet_sync_call_failed(s, "StartContainer", r);
                 kubelet_sync_start_step_done(s);
@@ -569,7 +565,7 @@ static void create_container_with(struct pod_sync *s, const struct dm_run_option
         req.pod_sandbox_id = s->sandbox_id;
         req.config = cfg;
         req.sandbox_config = s->sandbox_config;
-        r = cri_create_container(s->env->cri, &req, 0, on_create_container, s);
+        r = cri_create_container(s->env->cri, &req, 0, on_create_container, s, &s->calls);
         pb_free(cfg);
         if (r < 0) {
                 kubelet_sync_call_failed(s, "CreateContainer", r);
@@ -642,7 +638,7 @@ static void subpath_done(int r, void *userdata) {
         st->subpath_job = NULL;
         j->s = NULL;
         if (r == -ECANCELED) {
-                kubelet_sync_start_step_done(s); /* the kubelet is stopping */
+                kubelet_sync_start_step_done(s); /* the pool is being freed */
                 return;
         }
         if (r < 0) {
@@ -754,7 +750,7 @@ static void env_file_done(int r, void *userdata) {
         st->env_file_job = NULL;
         j->s = NULL;
         if (r == -ECANCELED) {
-                kubelet_sync_start_step_done(s); /* the kubelet is stopping */
+                kubelet_sync_start_step_done(s); /* the pool is being freed */
                 return;
         }
         if (r < 0) {

@@ -106,10 +106,6 @@ static void objects_ready(void *userdata) {
         int r;
 
         s->waiting_objects = false;
-        if (kubelet_sync_stopping(s)) {
-                kubelet_pod_sync_finish(s);
-                return;
-        }
         r = objects_pod_new(&s->objects);
         if (r >= 0)
                 r = objects_manager_fill(s->env->objects, s->uid, s->objects);
@@ -169,10 +165,6 @@ static void volumes_mounted(void *userdata) {
         int r;
 
         s->waiting_volumes = false;
-        if (kubelet_sync_stopping(s)) {
-                kubelet_pod_sync_finish(s);
-                return;
-        }
         r = volmgr_pod_wait(s->env->volumes, s->uid, volumes_mounted, s, &why);
         if (r > 0) {
                 if (kubelet_sync_worker_state(s).pending) {
@@ -235,15 +227,20 @@ static bool takes_ownership(const struct pod_sync *s, const struct volume *v) {
 }
 
 struct ownership {
-        struct pod_sync *s;
+        struct sync_job job;
         char *name;
         bool empty_dir;
 };
 
 static void ownership_done(int r, const char *message, void *userdata) {
         struct ownership *o = userdata;
-        struct pod_sync *s = o->s;
+        struct pod_sync *s = kubelet_sync_job_detach(&o->job);
 
+        if (!s) { /* the pass went meanwhile */
+                free(o->name);
+                free(o);
+                return;
+        }
         if (r < 0 && r != -ECANCELED) {
                 log_error("pod %s: MountVolume.SetUp failed for volume \"%s\" : %s", kubelet_sync_pod_desc(s), o->name,
                           strna(message));
@@ -299,12 +296,13 @@ void kubelet_sync_volumes(struct pod_sync *s) {
                         kubelet_sync_call_failed(s, "fsGroup ownership", -ENOMEM);
                         break;
                 }
-                o->s = s;
                 o->empty_dir = v->type == VOLUME_EMPTY_DIR;
                 /* configMap, secret, downwardAPI and projected volumes are read-only (their mounter's ReadOnly
                  * attribute): the group gets read only (roMask 0440), emptyDir read and write (rwMask 0660) */
+                kubelet_sync_job_attach(s, &o->job);
                 r = volmgr_apply_ownership(s->env->volumes, path, sc->fs_group, NULL, !o->empty_dir, ownership_done, o);
                 if (r < 0) {
+                        (void) kubelet_sync_job_detach(&o->job);
                         free(o->name);
                         free(o);
                         kubelet_sync_call_failed(s, "fsGroup ownership", r);

@@ -258,12 +258,12 @@ static void list(struct gc_pass *p) {
 
         listing_done(&p->l);
         p->pending = 1;
-        r = cri_list_containers(p->g->cri, &creq, 0, on_containers, p);
+        r = cri_list_containers(p->g->cri, &creq, 0, on_containers, p, NULL);
         if (r >= 0)
                 p->pending++;
         else
                 p->error = r;
-        r = cri_list_pod_sandbox(p->g->cri, &sreq, 0, on_sandboxes, p);
+        r = cri_list_pod_sandbox(p->g->cri, &sreq, 0, on_sandboxes, p, NULL);
         if (r >= 0)
                 p->pending++;
         else
@@ -338,7 +338,7 @@ static void remove_container(struct removal *x) {
         int r;
 
         req.container_id = x->id;
-        r = cri_remove_container(x->p->g->cri, &req, 0, on_removed, x);
+        r = cri_remove_container(x->p->g->cri, &req, 0, on_removed, x, NULL);
         if (r < 0) {
                 log_error("container GC: failed to remove container %s: %s", x->id, strerror(-r));
                 report_unsent(x->p->g, false, x->id, x->pod_uid, r);
@@ -401,7 +401,7 @@ static void remove_containers(struct gc_pass *p) {
                                  x->id);
                         req.container_id = x->id;
                         req.timeout = UNKNOWN_STOP_TIMEOUT_SEC;
-                        r = cri_stop_container(g->cri, &req, 0, on_unknown_stopped, x);
+                        r = cri_stop_container(g->cri, &req, 0, on_unknown_stopped, x, NULL);
                         if (r < 0) {
                                 report_unsent(g, false, x->id, x->pod_uid, r);
                                 removal_free(x);
@@ -442,7 +442,7 @@ static void remove_sandboxes(struct gc_pass *p) {
                         break;
                 }
                 req.pod_sandbox_id = x->id;
-                r = cri_remove_pod_sandbox(g->cri, &req, 0, on_removed, x);
+                r = cri_remove_pod_sandbox(g->cri, &req, 0, on_removed, x, NULL);
                 if (r < 0) {
                         report_unsent(g, true, x->id, x->pod_uid, r);
                         removal_free(x);

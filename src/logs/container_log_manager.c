@@ -238,7 +238,7 @@ static void on_prepared(int rr, void *userdata) {
                 goto drop;
         }
         req.container_id = r->id;
-        k = cri_reopen_container_log(m->cri, &req, 0, on_reopened, r);
+        k = cri_reopen_container_log(m->cri, &req, 0, on_reopened, r, NULL);
         if (k < 0) {
                 struct cri_reply reply = { .r = k, .message = strerror(-k) };
                 on_reopened(&reply, r);
@@ -335,7 +335,7 @@ static void on_status(const struct cri_reply *reply, void *userdata) {
                 }
                 rc->mon = c->mon;
                 req.container_id = rc->id;
-                if (cri_reopen_container_log(m->cri, &req, 0, on_reopen_missing, rc) < 0) {
+                if (cri_reopen_container_log(m->cri, &req, 0, on_reopen_missing, rc, NULL) < 0) {
                         free(rc->id);
                         free(rc);
                         goto done;
@@ -372,7 +372,7 @@ static void on_list(const struct cri_reply *reply, void *userdata) {
                 }
                 c->mon = mon;
                 req.container_id = c->id;
-                if (cri_container_status(m->cri, &req, 0, on_status, c) < 0) {
+                if (cri_container_status(m->cri, &req, 0, on_status, c, NULL) < 0) {
                         free(c->id);
                         free(c);
                         continue;
@@ -401,7 +401,7 @@ static void on_timer(evutil_socket_t fd, short what, void *userdata) {
         state.state = RUNTIME__V1__CONTAINER_STATE__CONTAINER_RUNNING;
         filter.state = &state;
         req.filter = &filter;
-        if (cri_list_containers(m->cri, &req, 0, on_list, mon) < 0) {
+        if (cri_list_containers(m->cri, &req, 0, on_list, mon, NULL) < 0) {
                 free(mon);
                 return;
         }

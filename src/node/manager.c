@@ -537,12 +537,12 @@ static void status_tick(evutil_socket_t fd, short what, void *userdata) {
         if (!m->runtime_version) {
                 Runtime__V1__VersionRequest vreq = RUNTIME__V1__VERSION_REQUEST__INIT;
                 vreq.version = (char *) "v1";
-                if (cri_version(m->cri, &vreq, 0, on_version, m) >= 0)
+                if (cri_version(m->cri, &vreq, 0, on_version, m, NULL) >= 0)
                         m->cri_pending++;
         }
-        if (cri_status(m->cri, &sreq, 0, on_runtime_status, m) >= 0)
+        if (cri_status(m->cri, &sreq, 0, on_runtime_status, m, NULL) >= 0)
                 m->cri_pending++;
-        if (cri_list_images(m->cri, &ireq, 0, on_images, m) >= 0)
+        if (cri_list_images(m->cri, &ireq, 0, on_images, m, NULL) >= 0)
                 m->cri_pending++;
         cri_part_done(m);
 }

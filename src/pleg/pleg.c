@@ -289,12 +289,12 @@ static void relist(evutil_socket_t fd, short what, void *userdata) {
         p->next_sandboxes = p->next_running_sandboxes = p->next_containers = p->next_running_containers = 0;
         list_done(&p->next);
 
-        r = cri_list_pod_sandbox(p->cri, &sreq, 0, on_sandboxes, p);
+        r = cri_list_pod_sandbox(p->cri, &sreq, 0, on_sandboxes, p, NULL);
         if (r < 0) {
                 p->failed = true;
                 p->pending--;
         }
-        r = cri_list_containers(p->cri, &creq, 0, on_containers, p);
+        r = cri_list_containers(p->cri, &creq, 0, on_containers, p, NULL);
         if (r < 0) {
                 p->failed = true;
                 p->pending--;

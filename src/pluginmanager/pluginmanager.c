@@ -153,7 +153,7 @@ static void notify(struct attempt *a, bool registered, const char *error) {
         st.error = (char *) strempty(error);
         if (grpc_call(a->grpc, "/pluginregistration.Registration/NotifyRegistrationStatus", &st.base,
                       &pluginregistration__registration_status_response__descriptor, NOTIFY_TIMEOUT_USEC, on_notified,
-                      a) < 0)
+                      a, NULL) < 0)
                 attempt_end(a, a->failed);
 }
 
@@ -282,7 +282,7 @@ static void attempt_start(struct pluginmanager *pm, struct socket_entry *s) {
         DLIST_PREPEND(pm->attempts, a);
         log_v(2, "RegisterPlugin started for socket %s", s->path);
         if (grpc_call(a->grpc, "/pluginregistration.Registration/GetInfo", &req.base,
-                      &pluginregistration__plugin_info__descriptor, GET_INFO_TIMEOUT_USEC, on_info, a) < 0)
+                      &pluginregistration__plugin_info__descriptor, GET_INFO_TIMEOUT_USEC, on_info, a, NULL) < 0)
                 attempt_end(a, true);
 }
 

@@ -2,6 +2,7 @@
 /* exec probe (pkg/probe/exec): CRI ExecSync with the probe's timeout; exit code 0 is success, anything else
  * a failure whose output (stdout then stderr, capped at 10 KiB) is kept for the message. A runtime timeout
  * (DeadlineExceeded) is a failure "command ... timed out", as with upstream's ExecProbeTimeout. */
+#include <assert.h>
 #include <string.h>
 
 #include "basic/strv.h"
@@ -15,6 +16,13 @@ struct exec_op {
 
 static void exec_cancel(struct probe_op *op) {
         op->done = NULL; /* freed when the runtime answers */
+}
+
+/* the environment goes while the runtime still runs the command */
+static void exec_drop(void *userdata) {
+        struct exec_op *e = userdata;
+        free(e->command);
+        free(e);
 }
 
 static void on_exec_reply(const struct cri_reply *reply, void *userdata) {
@@ -71,7 +79,11 @@ int probe_exec_start(struct probe_env *env, const struct probe_request *req, pro
         r.cmd = req->spec->exec_command;
         r.timeout = (int64_t) timeout_sec;
         /* as upstream: the call's deadline leaves the runtime its request timeout to clean up */
-        k = cri_exec_sync(env->cri, &r, timeout_sec * USEC_PER_SEC + env->request_timeout_usec, on_exec_reply, e);
+        assert(!env->exec_calls.drop ||
+               env->exec_calls.drop == exec_drop); /* the hooks have an environment of their own */
+        env->exec_calls.drop = exec_drop;
+        k = cri_exec_sync(env->cri, &r, timeout_sec * USEC_PER_SEC + env->request_timeout_usec, on_exec_reply, e,
+                          &env->exec_calls);
         if (k < 0) {
                 free(e->command);
                 free(e);

@@ -108,7 +108,7 @@ int probe_grpc_start(struct probe_env *env, const struct probe_request *req, pro
         }
         hc.service = g->service;
         r = grpc_call(g->client, "/grpc.health.v1.Health/Check", &hc.base,
-                      &grpc__health__v1__health_check_response__descriptor, req->timeout_usec, on_reply, g);
+                      &grpc__health__v1__health_check_response__descriptor, req->timeout_usec, on_reply, g, NULL);
         if (r < 0) {
                 grpc_probe_free(g);
                 return r;

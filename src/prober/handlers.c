@@ -36,6 +36,7 @@ void probe_env_bury(struct probe_env *env, struct probe_op *op) {
 }
 
 void probe_env_done(struct probe_env *env) {
+        cri_calls_cancel(&env->exec_calls);
         reap(-1, 0, env);
         if (env->reaper) {
                 event_free(env->reaper);

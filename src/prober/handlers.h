@@ -28,6 +28,9 @@ struct probe_env {
         struct evdns_base *dns;
         struct probe_op *dead; /* finished operations to free from the loop (see probe_env_bury) */
         struct event *reaper;
+        /* the ExecSync calls made through this environment (exec probes, exec hooks), which may outlive the
+         * operation that made them (a cancelled probe, an abandoned hook): cancelled by probe_env_done() */
+        struct cri_calls exec_calls;
 };
 
 void probe_env_done(struct probe_env *env);

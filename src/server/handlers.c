@@ -358,7 +358,7 @@ void api_handle_run(struct api_request *r, const char *rest) {
         req.cmd = cmd;
         req.n_cmd = strv_length(cmd);
         req.timeout = 0;
-        k = cri_exec_sync(r->s->cri, &req, 0, on_exec_sync, op);
+        k = cri_exec_sync(r->s->cri, &req, 0, on_exec_sync, op, NULL);
         if (k < 0) {
                 struct evhttp_request *hr = op_finish(op);
                 free(op);

@@ -1187,7 +1187,7 @@ void api_handle_streaming(struct api_request *r, const char *kind, const char *r
                         q.stdin = in;
                         q.stdout = outp;
                         q.stderr = err;
-                        k = cri_exec(r->s->cri, &q, 0, on_stream_url, p);
+                        k = cri_exec(r->s->cri, &q, 0, on_stream_url, p, NULL);
                 } else {
                         Runtime__V1__AttachRequest q = RUNTIME__V1__ATTACH_REQUEST__INIT;
                         q.container_id = c->id;
@@ -1195,7 +1195,7 @@ void api_handle_streaming(struct api_request *r, const char *kind, const char *r
                         q.stdin = in;
                         q.stdout = outp;
                         q.stderr = err;
-                        k = cri_attach(r->s->cri, &q, 0, on_stream_url, p);
+                        k = cri_attach(r->s->cri, &q, 0, on_stream_url, p, NULL);
                 }
         } else {
                 _cleanup_free_ int32_t *pv = NULL;
@@ -1234,7 +1234,7 @@ void api_handle_streaming(struct api_request *r, const char *kind, const char *r
                 q.pod_sandbox_id = sandbox;
                 q.port = pv;
                 q.n_port = np;
-                k = cri_port_forward(r->s->cri, &q, 0, on_stream_url, p);
+                k = cri_port_forward(r->s->cri, &q, 0, on_stream_url, p, NULL);
         }
         if (k < 0) {
                 api_stream_unregister(&p->stream);

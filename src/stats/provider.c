@@ -328,7 +328,7 @@ static void resolve_sandbox_pids(struct summary_req *req, const Runtime__V1__Lis
                 req->n_status++;
                 sreq.pod_sandbox_id = sb->id;
                 sreq.verbose = true;
-                if (cri_pod_sandbox_status(p->cri, &sreq, 0, on_status_reply, slot) >= 0)
+                if (cri_pod_sandbox_status(p->cri, &sreq, 0, on_status_reply, slot, NULL) >= 0)
                         req->pending++;
         }
 }
@@ -393,21 +393,21 @@ int stats_summary_get(struct stats_provider *p, stats_summary_cb cb, void *userd
                 for (size_t i = 0; i < _Q_MAX; i++) {
                         switch ((enum query) i) {
                         case Q_SANDBOXES:
-                                r = cri_list_pod_sandbox(p->cri, &sreq, 0, on_reply, &req->slots[i]);
+                                r = cri_list_pod_sandbox(p->cri, &sreq, 0, on_reply, &req->slots[i], NULL);
                                 break;
                         case Q_CONTAINERS:
-                                r = cri_list_containers(p->cri, &creq, 0, on_reply, &req->slots[i]);
+                                r = cri_list_containers(p->cri, &creq, 0, on_reply, &req->slots[i], NULL);
                                 break;
                         case Q_CONTAINER_STATS:
-                                r = cri_list_container_stats(p->cri, &csreq, 0, on_reply, &req->slots[i]);
+                                r = cri_list_container_stats(p->cri, &csreq, 0, on_reply, &req->slots[i], NULL);
                                 break;
                         case Q_POD_STATS:
                                 if (p->pod_stats_retry_usec > now_usec())
                                         continue; /* failed not long ago */
-                                r = cri_list_pod_sandbox_stats(p->cri, &psreq, 0, on_reply, &req->slots[i]);
+                                r = cri_list_pod_sandbox_stats(p->cri, &psreq, 0, on_reply, &req->slots[i], NULL);
                                 break;
                         case Q_IMAGE_FS:
-                                r = cri_image_fs_info(p->cri, &ireq, 0, on_reply, &req->slots[i]);
+                                r = cri_image_fs_info(p->cri, &ireq, 0, on_reply, &req->slots[i], NULL);
                                 break;
                         default:
                                 r = -EINVAL;

@@ -121,7 +121,7 @@ static int call(struct dm_endpoint *e, const char *method, const ProtobufCMessag
         if (!c)
                 return -ENOMEM;
         *c = (struct ep_call) { .e = e, .cb = cb, .userdata = userdata };
-        r = grpc_call(e->client, method, req, resp_desc, DM_RPC_TIMEOUT_USEC, on_reply, c);
+        r = grpc_call(e->client, method, req, resp_desc, DM_RPC_TIMEOUT_USEC, on_reply, c, NULL);
         if (r < 0)
                 free(c);
         return r;

@@ -357,5 +357,5 @@ int dra_plugins_call(struct dra_plugins *p, const char *driver, const char *meth
                 return -ENOENT;
         version = streq(pl->service, DRA_SERVICE_V1) ? "v1" : "v1beta1";
         snprintf(path, sizeof(path), "/k8s.io.kubelet.pkg.apis.dra.%s.DRAPlugin/%s", version, method);
-        return grpc_call(pl->grpc, path, req, resp_desc, 0, cb, userdata);
+        return grpc_call(pl->grpc, path, req, resp_desc, 0, cb, userdata, NULL);
 }

@@ -381,7 +381,7 @@ static void reg_call(struct grpc_client *c, const char *resource, const char *en
         req.resource_name = (char *) resource;
         req.options = &opts;
         assert_int_equal(grpc_call(c, "/v1beta1.Registration/Register", &req.base, &v1beta1__empty__descriptor,
-                                   timeout_usec, on_reg_reply, out),
+                                   timeout_usec, on_reg_reply, out, NULL),
                          0);
 }
 

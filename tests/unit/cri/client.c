@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The CRI client's transport behaviour (through grpc/client.c) without a runtime: connection refused, a peer
- * that closes, a peer that never answers (deadline), cancellation on free. */
+ * that closes, a peer that never answers (deadline), cancellation on free, an owner cancelling its calls. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -38,7 +38,7 @@ static void on_reply(const struct cri_reply *reply, void *userdata) {
         snprintf(res->message, sizeof(res->message), "%s", reply->message);
         if (res->client) { /* a call from inside a callback during free must be refused */
                 Runtime__V1__VersionRequest req = RUNTIME__V1__VERSION_REQUEST__INIT;
-                res->reentrant_r = cri_version(res->client, &req, 0, on_reply, res);
+                res->reentrant_r = cri_version(res->client, &req, 0, on_reply, res, NULL);
         }
 }
 
@@ -67,7 +67,7 @@ static void test_connection_refused(void **state) {
 
         assert_int_equal(cri_client_new(base, "unix:///nonexistent/ckubelet-test.sock", NULL, USEC_PER_SEC, &c), 0);
         in_cri_call = true;
-        assert_int_equal(cri_version(c, &req, 0, on_reply, &res), 0);
+        assert_int_equal(cri_version(c, &req, 0, on_reply, &res, NULL), 0);
         in_cri_call = false;
         assert_int_equal(res.calls, 0); /* never from inside cri_call */
         run_until(base, &res, 1);
@@ -101,7 +101,7 @@ static void test_tcp_connection_refused(void **state) {
 
         assert_int_equal(cri_client_new(base, ep, NULL, USEC_PER_SEC, &c), 0);
         in_cri_call = true;
-        assert_int_equal(cri_version(c, &req, 0, on_reply, &res), 0);
+        assert_int_equal(cri_version(c, &req, 0, on_reply, &res, NULL), 0);
         in_cri_call = false;
         run_until(base, &res, 1);
         assert_int_equal(res.calls, 1);
@@ -141,7 +141,7 @@ static void test_deadline_and_peer_close(void **state) {
 
         /* a peer that accepts and never answers: the deadline fires */
         t0 = now_usec();
-        assert_int_equal(cri_version(c, &req, 0, on_reply, &res), 0);
+        assert_int_equal(cri_version(c, &req, 0, on_reply, &res, NULL), 0);
         run_until(base, &res, 1);
         assert_int_equal(res.calls, 1);
         assert_int_equal(res.grpc_status, GRPC_DEADLINE_EXCEEDED);
@@ -152,7 +152,7 @@ static void test_deadline_and_peer_close(void **state) {
         /* the peer closes the connection: pending calls fail as unavailable */
         afd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
         assert_true(afd >= 0);
-        assert_int_equal(cri_version(c, &req, 10 * USEC_PER_SEC, on_reply, &res), 0);
+        assert_int_equal(cri_version(c, &req, 10 * USEC_PER_SEC, on_reply, &res, NULL), 0);
         for (int i = 0; i < 20; i++)
                 event_base_loop(base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
         close(afd);
@@ -162,7 +162,7 @@ static void test_deadline_and_peer_close(void **state) {
         assert_non_null(strstr(res.message, "closed"));
 
         /* pending calls are cancelled on free; calls from their callbacks are refused */
-        assert_int_equal(cri_version(c, &req, 10 * USEC_PER_SEC, on_reply, &res), 0);
+        assert_int_equal(cri_version(c, &req, 10 * USEC_PER_SEC, on_reply, &res, NULL), 0);
         res.client = c;
         cri_client_free(c);
         assert_int_equal(res.calls, 3);
@@ -175,12 +175,68 @@ static void test_deadline_and_peer_close(void **state) {
         event_base_free(base);
 }
 
+/* An owner's set of calls: a call leaves it when its callback runs; cri_calls_cancel() ends the rest with no
+ * callback, giving each call's context to the set's drop; the client then has nothing left to fail. */
+static int dropped;
+static void drop(void *userdata) {
+        struct result *res = userdata;
+        res->calls += 100; /* told apart from a callback */
+        dropped++;
+}
+
+static void test_owner_cancels(void **state) {
+        char dir[] = "/tmp/ckubelet-cri-test-XXXXXX", path[128];
+        struct event_base *base = event_base_new();
+        struct cri_client *c = NULL;
+        Runtime__V1__VersionRequest req = RUNTIME__V1__VERSION_REQUEST__INIT;
+        struct cri_calls owner = { .drop = drop }, other = {};
+        struct result a = {}, b = {}, x = {};
+        int lfd;
+
+        assert_non_null(mkdtemp(dir));
+        snprintf(path, sizeof(path), "%s/sock", dir);
+        lfd = listen_unix(path); /* accepts, never answers */
+        assert_int_equal(cri_client_new(base, path, NULL, 0, &c), 0);
+
+        /* one call that ends by itself (its deadline) leaves the set before its callback runs */
+        assert_int_equal(cri_version(c, &req, 100 * 1000, on_reply, &x, &other), 0);
+        assert_true(cri_calls_pending(&other));
+        run_until(base, &x, 1);
+        assert_int_equal(x.calls, 1);
+        assert_int_equal(x.grpc_status, GRPC_DEADLINE_EXCEEDED);
+        assert_false(cri_calls_pending(&other));
+
+        /* two calls in flight (sent, unanswered), cancelled by their owner: no callback, each context dropped */
+        assert_int_equal(cri_version(c, &req, 10 * USEC_PER_SEC, on_reply, &a, &owner), 0);
+        assert_int_equal(cri_version(c, &req, 10 * USEC_PER_SEC, on_reply, &b, &owner), 0);
+        for (int i = 0; i < 20; i++)
+                event_base_loop(base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+        assert_true(cri_calls_pending(&owner));
+        cri_calls_cancel(&owner);
+        assert_false(cri_calls_pending(&owner));
+        assert_int_equal(dropped, 2);
+        assert_int_equal(a.calls, 100);
+        assert_int_equal(b.calls, 100);
+        for (int i = 0; i < 20; i++)
+                event_base_loop(base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+        cri_client_free(c); /* nothing pending: no callback now either */
+        assert_int_equal(a.calls, 100);
+        assert_int_equal(b.calls, 100);
+        cri_calls_cancel(&owner); /* empty: nothing */
+        cri_calls_cancel(NULL);
+        assert_int_equal(dropped, 2);
+
+        close(lfd);
+        unlink(path);
+        rmdir(dir);
+        event_base_free(base);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
-                cmocka_unit_test(test_connection_refused),
-                cmocka_unit_test(test_bad_endpoint),
-                cmocka_unit_test(test_tcp_connection_refused),
-                cmocka_unit_test(test_deadline_and_peer_close),
+                cmocka_unit_test(test_connection_refused),     cmocka_unit_test(test_bad_endpoint),
+                cmocka_unit_test(test_tcp_connection_refused), cmocka_unit_test(test_deadline_and_peer_close),
+                cmocka_unit_test(test_owner_cancels),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -105,7 +105,7 @@ static char *run_sandbox(struct ctx *c, const char *uid, uint32_t attempt, int e
         cfg.n_labels = 1;
         cfg.labels = &lp;
         req.config = &cfg;
-        assert_int_equal(cri_run_pod_sandbox(c->cri, &req, 0, on_reply, &g), 0);
+        assert_int_equal(cri_run_pod_sandbox(c->cri, &req, 0, on_reply, &g, NULL), 0);
         wait_reply(c, &g);
         assert_int_equal(g.status, expect);
         if (g.status == GRPC_OK)
@@ -135,7 +135,7 @@ static char *create(struct ctx *c, const char *sandbox, const char *name, uint32
         cfg.labels = &lp;
         req.pod_sandbox_id = (char *) sandbox;
         req.config = &cfg;
-        assert_int_equal(cri_create_container(c->cri, &req, 0, on_reply, &g), 0);
+        assert_int_equal(cri_create_container(c->cri, &req, 0, on_reply, &g, NULL), 0);
         wait_reply(c, &g);
         assert_int_equal(g.status, expect);
         if (g.status == GRPC_OK)
@@ -153,23 +153,23 @@ static int simple(struct ctx *c, const char *what, const char *id) {
         if (streq(what, "start")) {
                 Runtime__V1__StartContainerRequest req = RUNTIME__V1__START_CONTAINER_REQUEST__INIT;
                 req.container_id = (char *) id;
-                r = cri_start_container(c->cri, &req, 0, on_reply, &g);
+                r = cri_start_container(c->cri, &req, 0, on_reply, &g, NULL);
         } else if (streq(what, "stop")) {
                 Runtime__V1__StopContainerRequest req = RUNTIME__V1__STOP_CONTAINER_REQUEST__INIT;
                 req.container_id = (char *) id;
-                r = cri_stop_container(c->cri, &req, 0, on_reply, &g);
+                r = cri_stop_container(c->cri, &req, 0, on_reply, &g, NULL);
         } else if (streq(what, "remove")) {
                 Runtime__V1__RemoveContainerRequest req = RUNTIME__V1__REMOVE_CONTAINER_REQUEST__INIT;
                 req.container_id = (char *) id;
-                r = cri_remove_container(c->cri, &req, 0, on_reply, &g);
+                r = cri_remove_container(c->cri, &req, 0, on_reply, &g, NULL);
         } else if (streq(what, "status")) {
                 Runtime__V1__ContainerStatusRequest req = RUNTIME__V1__CONTAINER_STATUS_REQUEST__INIT;
                 req.container_id = (char *) id;
-                r = cri_container_status(c->cri, &req, 0, on_reply, &g);
+                r = cri_container_status(c->cri, &req, 0, on_reply, &g, NULL);
         } else {
                 Runtime__V1__StopPodSandboxRequest req = RUNTIME__V1__STOP_POD_SANDBOX_REQUEST__INIT;
                 req.pod_sandbox_id = (char *) id;
-                r = cri_stop_pod_sandbox(c->cri, &req, 0, on_reply, &g);
+                r = cri_stop_pod_sandbox(c->cri, &req, 0, on_reply, &g, NULL);
         }
         assert_int_equal(r, 0);
         wait_reply(c, &g);
@@ -187,11 +187,11 @@ static void test_async_and_copied(void **state) {
         struct got g = {}, h = {};
 
         req.version = (char *) "v1";
-        assert_int_equal(cri_version(c->cri, &req, 0, on_reply, &g), 0);
+        assert_int_equal(cri_version(c->cri, &req, 0, on_reply, &g, NULL), 0);
         assert_false(g.done); /* never from inside the call */
         spec.image = image;
         ireq.image = &spec;
-        assert_int_equal(cri_image_status(c->cri, &ireq, 0, on_reply, &h), 0);
+        assert_int_equal(cri_image_status(c->cri, &ireq, 0, on_reply, &h, NULL), 0);
         image[0] = 'X'; /* the request was copied at the call */
         vloop_settle(c->base);
         assert_true(g.done);
@@ -270,13 +270,13 @@ static void test_list_filters(void **state) {
         f.n_label_selector = 1;
         f.label_selector = &lp;
         req.filter = &f;
-        assert_int_equal(cri_list_containers(c->cri, &req, 0, on_reply, &g), 0);
+        assert_int_equal(cri_list_containers(c->cri, &req, 0, on_reply, &g, NULL), 0);
         wait_reply(c, &g);
         resp = (void *) g.msg;
         assert_int_equal(resp->n_containers, 2);
         got_done(&g);
         f.pod_sandbox_id = s2;
-        assert_int_equal(cri_list_containers(c->cri, &req, 0, on_reply, &g), 0);
+        assert_int_equal(cri_list_containers(c->cri, &req, 0, on_reply, &g, NULL), 0);
         wait_reply(c, &g);
         resp = (void *) g.msg;
         assert_int_equal(resp->n_containers, 1);
@@ -286,7 +286,7 @@ static void test_list_filters(void **state) {
         f.pod_sandbox_id = (char *) "";
         sv.state = RUNTIME__V1__CONTAINER_STATE__CONTAINER_RUNNING;
         f.state = &sv;
-        assert_int_equal(cri_list_containers(c->cri, &req, 0, on_reply, &g), 0);
+        assert_int_equal(cri_list_containers(c->cri, &req, 0, on_reply, &g, NULL), 0);
         wait_reply(c, &g);
         resp = (void *) g.msg;
         assert_int_equal(resp->n_containers, 1);
@@ -305,7 +305,7 @@ static void test_faults(void **state) {
         /* the second call from now, then every call until cleared */
         assert_int_equal(fake_runtime_fail(c->rt, "Status", 2, GRPC_INTERNAL, "boom"), 0);
         for (int i = 0; i < 3; i++)
-                assert_int_equal(cri_status(c->cri, &req, 0, on_reply, &g[i]), 0);
+                assert_int_equal(cri_status(c->cri, &req, 0, on_reply, &g[i], NULL), 0);
         vloop_settle(c->base);
         assert_int_equal(g[0].status, GRPC_OK);
         assert_int_equal(g[1].status, GRPC_INTERNAL);
@@ -315,7 +315,7 @@ static void test_faults(void **state) {
                 got_done(&g[i]);
         assert_int_equal(fake_runtime_fail(c->rt, "Status", FAKE_EVERY_CALL, GRPC_UNKNOWN, "always"), 0);
         for (int i = 0; i < 2; i++)
-                assert_int_equal(cri_status(c->cri, &req, 0, on_reply, &g[i]), 0);
+                assert_int_equal(cri_status(c->cri, &req, 0, on_reply, &g[i], NULL), 0);
         vloop_settle(c->base);
         assert_int_equal(g[0].status, GRPC_UNKNOWN);
         assert_int_equal(g[1].status, GRPC_UNKNOWN);
@@ -326,8 +326,8 @@ static void test_faults(void **state) {
         /* a delay, on the virtual clock; one longer than the deadline: DeadlineExceeded */
         assert_int_equal(fake_runtime_set_delay(c->rt, "Status", 5 * USEC_PER_SEC), 0);
         t0 = now_usec();
-        assert_int_equal(cri_status(c->cri, &req, 0, on_reply, &g[0]), 0);
-        assert_int_equal(cri_status(c->cri, &req, 2 * USEC_PER_SEC, on_reply, &g[1]), 0);
+        assert_int_equal(cri_status(c->cri, &req, 0, on_reply, &g[0], NULL), 0);
+        assert_int_equal(cri_status(c->cri, &req, 2 * USEC_PER_SEC, on_reply, &g[1], NULL), 0);
         wait_reply(c, &g[1]);
         assert_int_equal(g[1].status, GRPC_DEADLINE_EXCEEDED);
         assert_int_equal(now_usec() - t0, 2 * USEC_PER_SEC);
@@ -339,7 +339,7 @@ static void test_faults(void **state) {
         got_done(&g[1]);
 
         /* down: Unavailable, also for a call in flight */
-        assert_int_equal(cri_status(c->cri, &req, 0, on_reply, &g[0]), 0);
+        assert_int_equal(cri_status(c->cri, &req, 0, on_reply, &g[0], NULL), 0);
         fake_runtime_set_down(c->rt, true);
         wait_reply(c, &g[0]);
         assert_int_equal(g[0].status, GRPC_UNAVAILABLE);
@@ -351,7 +351,7 @@ static void test_faults(void **state) {
                 _cleanup_free_ char *sb = run_sandbox(c, "u1", 0, GRPC_OK);
                 Runtime__V1__StopPodSandboxRequest sreq = RUNTIME__V1__STOP_POD_SANDBOX_REQUEST__INIT;
                 sreq.pod_sandbox_id = sb;
-                assert_int_equal(cri_stop_pod_sandbox(c->cri, &sreq, 0, on_reply, &g[0]), 0);
+                assert_int_equal(cri_stop_pod_sandbox(c->cri, &sreq, 0, on_reply, &g[0], NULL), 0);
                 c->cri = cri_client_free(c->cri);
                 assert_true(g[0].done);
                 assert_int_equal(g[0].status, GRPC_CANCELLED);

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "basic/list.h"
 #include "basic/log.h"
 #include "basic/macro.h"
 #include "basic/hash.h"
@@ -158,7 +159,7 @@ struct condition {
         char *reason, *message;
 };
 
-struct pending;
+struct cri_call;
 
 struct fake_runtime {
         struct fake_runtime *next;
@@ -210,7 +211,7 @@ struct cri_client {
         struct fake_runtime *rt; /* NULL: nothing listens at the endpoint (or it went away) */
         char *endpoint;
         uint64_t default_timeout_usec;
-        struct pending *calls;
+        struct cri_call *calls;
         struct cri_stream *streams; /* GetContainerEvents */
         bool freeing;
         struct cri_op_entry ops[32];
@@ -219,8 +220,10 @@ struct cri_client {
 
 struct method;
 
-struct pending {
-        struct pending *prev, *next;
+struct cri_call {
+        struct cri_call *prev, *next;             /* in client->calls */
+        struct cri_call *owner_prev, *owner_next; /* in owner->head */
+        struct cri_calls *owner;
         struct cri_client *client;
         const struct method *m;
         char *full_method;
@@ -1373,18 +1376,11 @@ static char *call_subject(const struct fake_runtime *rt, const struct method *m,
 
 /* ---------------------------------------------------------------- delivery */
 
-static void pending_unlink(struct pending *p) {
-        struct cri_client *c = p->client;
-        if (p->prev)
-                p->prev->next = p->next;
-        else if (c->calls == p)
-                c->calls = p->next;
-        if (p->next)
-                p->next->prev = p->prev;
-        p->prev = p->next = NULL;
+static void pending_unlink(struct cri_call *p) {
+        DLIST_REMOVE(p->client->calls, p);
 }
 
-static void pending_free(struct pending *p) {
+static void pending_free(struct cri_call *p) {
         if (!p)
                 return;
         if (p->ev)
@@ -1395,7 +1391,7 @@ static void pending_free(struct pending *p) {
         free(p);
 }
 
-static void record_status(struct fake_runtime *rt, const struct pending *p, int status) {
+static void record_status(struct fake_runtime *rt, const struct cri_call *p, int status) {
         /* the record is found by its sequence number: the log may have been cleared meanwhile */
         if (!rt)
                 return;
@@ -1418,7 +1414,7 @@ static void stats_record(struct cri_client *c, int op, bool error, uint64_t star
 }
 
 /* Handle the call in the runtime (unless it fails before), then run the callback. */
-static void deliver(struct pending *p, int forced_status, const char *forced_message) {
+static void deliver(struct cri_call *p, int forced_status, const char *forced_message) {
         struct cri_client *c = p->client;
         struct fake_runtime *rt = c->rt;
         struct cri_reply reply = {};
@@ -1429,6 +1425,8 @@ static void deliver(struct pending *p, int forced_status, const char *forced_mes
         int status;
 
         pending_unlink(p);
+        if (p->owner)
+                DLIST_REMOVE_F(owner_prev, owner_next, p->owner->head, p);
         if (forced_status >= 0) {
                 status = forced_status;
                 message = xstrdup(forced_message);
@@ -1490,6 +1488,25 @@ static void deliver(struct pending *p, int forced_status, const char *forced_mes
 
 static void on_due(evutil_socket_t fd, short what, void *userdata) {
         deliver(userdata, -1, NULL);
+}
+
+/* as the real client: a cancelled call's callback never runs; one the runtime has not handled yet (still
+ * waiting for its delay) never reaches it, so its record says Canceled */
+void cri_calls_cancel(struct cri_calls *calls) {
+        struct cri_call *p;
+
+        while (calls && (p = calls->head)) {
+                DLIST_REMOVE_F(owner_prev, owner_next, calls->head, p);
+                pending_unlink(p);
+                record_status(p->client->rt, p, GRPC_CANCELLED);
+                if (calls->drop)
+                        calls->drop(p->userdata);
+                pending_free(p);
+        }
+}
+
+bool cri_calls_pending(const struct cri_calls *calls) {
+        return calls && calls->head;
 }
 
 /* ---------------------------------------------------------------- cri.h */
@@ -1597,9 +1614,10 @@ static bool failure_due(struct fake_runtime *rt, const char *method, int *ret_st
 }
 
 int cri_call(struct cri_client *c, const char *method, const ProtobufCMessage *req,
-             const ProtobufCMessageDescriptor *resp_desc, uint64_t timeout_usec, cri_callback_t cb, void *userdata) {
+             const ProtobufCMessageDescriptor *resp_desc, uint64_t timeout_usec, cri_callback_t cb, void *userdata,
+             struct cri_calls *owner) {
         struct fake_runtime *rt;
-        struct pending *p;
+        struct cri_call *p;
         uint64_t delay = 0, timeout;
         size_t len;
 
@@ -1654,10 +1672,11 @@ int cri_call(struct cri_client *c, const char *method, const ProtobufCMessage *r
         p->ev = evtimer_new(c->base, on_due, p);
         if (!p->ev)
                 abort();
-        p->next = c->calls;
-        if (c->calls)
-                c->calls->prev = p;
-        c->calls = p;
+        DLIST_PREPEND(c->calls, p);
+        if (owner) {
+                p->owner = owner;
+                DLIST_PREPEND_F(owner_prev, owner_next, owner->head, p);
+        }
         evtimer_add_usec(p->ev, delay);
         return 0;
 }

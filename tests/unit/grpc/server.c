@@ -59,7 +59,7 @@ static int burst_limited(struct event_base *base, struct grpc_client *c, const c
 
         assert_true(n <= ELEMENTSOF(burst));
         for (size_t i = 0; i < n; i++)
-                assert_int_equal(grpc_call(c, method, req, resp_desc, 0, on_reply, &burst[i]), 0);
+                assert_int_equal(grpc_call(c, method, req, resp_desc, 0, on_reply, &burst[i], NULL), 0);
         for (size_t i = 0; i < n; i++) {
                 run_until(base, &burst[i].calls, 1);
                 if (burst[i].status == GRPC_RESOURCE_EXHAUSTED) {
@@ -101,7 +101,7 @@ static void call_echo(struct grpc_client *c, const char *method, const char *ser
         Grpc__Health__V1__HealthCheckRequest req = GRPC__HEALTH__V1__HEALTH_CHECK_REQUEST__INIT;
         req.service = (char *) service;
         assert_int_equal(grpc_call(c, method, &req.base, &grpc__health__v1__health_check_response__descriptor, 0,
-                                   on_reply, out),
+                                   on_reply, out, NULL),
                          0);
 }
 
@@ -240,7 +240,7 @@ static void test_reply_later(void **state) {
         req.service = (char *) "x";
         assert_int_equal(grpc_call(c, "/test.Later/Check", &req.base,
                                    &grpc__health__v1__health_check_response__descriptor, 100 * USEC_PER_MSEC, on_reply,
-                                   &r[3]),
+                                   &r[3], NULL),
                          0);
         run_until(base, &r[3].calls, 1);
         assert_int_equal(r[3].status, GRPC_DEADLINE_EXCEEDED);
@@ -357,7 +357,7 @@ static void test_podresources(void **state) {
         assert_int_equal(grpc_client_new(base, path, 5 * USEC_PER_SEC, &c), 0);
 
         assert_int_equal(grpc_call(c, "/v1.PodResourcesLister/List", &lreq.base,
-                                   &v1__list_pod_resources_response__descriptor, 0, on_reply, &list),
+                                   &v1__list_pod_resources_response__descriptor, 0, on_reply, &list, NULL),
                          0);
         run_until(base, &list.calls, 1);
         assert_int_equal(list.status, GRPC_OK);
@@ -411,14 +411,14 @@ static void test_podresources(void **state) {
         greq.pod_name = "plain";
         greq.pod_namespace = "kube-system";
         assert_int_equal(grpc_call(c, "/v1.PodResourcesLister/Get", &greq.base,
-                                   &v1__get_pod_resources_response__descriptor, 0, on_reply, &get),
+                                   &v1__get_pod_resources_response__descriptor, 0, on_reply, &get, NULL),
                          0);
         greq.pod_namespace = "default";
         assert_int_equal(grpc_call(c, "/v1.PodResourcesLister/Get", &greq.base,
-                                   &v1__get_pod_resources_response__descriptor, 0, on_reply, &missing),
+                                   &v1__get_pod_resources_response__descriptor, 0, on_reply, &missing, NULL),
                          0);
         assert_int_equal(grpc_call(c, "/v1.PodResourcesLister/GetAllocatableResources", &areq.base,
-                                   &v1__allocatable_resources_response__descriptor, 0, on_reply, &alloc),
+                                   &v1__allocatable_resources_response__descriptor, 0, on_reply, &alloc, NULL),
                          0);
         run_until(base, &get.calls, 1);
         run_until(base, &missing.calls, 1);
@@ -550,7 +550,7 @@ static void test_pods_api(void **state) {
 
         /* before every source has delivered */
         assert_int_equal(grpc_call(c, "/v1alpha1.Pods/ListPods", &lreq.base, &v1alpha1__list_pods_response__descriptor,
-                                   0, on_reply, &early),
+                                   0, on_reply, &early, NULL),
                          0);
         run_until(base, &early.calls, 1);
         assert_int_equal(early.status, GRPC_FAILED_PRECONDITION);
@@ -559,15 +559,15 @@ static void test_pods_api(void **state) {
 
         /* List: every pod, by UID, each the encoding of its object */
         assert_int_equal(grpc_call(c, "/v1alpha1.Pods/ListPods", &lreq.base, &v1alpha1__list_pods_response__descriptor,
-                                   0, on_reply, &list),
+                                   0, on_reply, &list, NULL),
                          0);
         greq.poduid = "u2";
         assert_int_equal(grpc_call(c, "/v1alpha1.Pods/GetPod", &greq.base, &v1alpha1__get_pod_response__descriptor, 0,
-                                   on_reply, &get),
+                                   on_reply, &get, NULL),
                          0);
         greq.poduid = "nope";
         assert_int_equal(grpc_call(c, "/v1alpha1.Pods/GetPod", &greq.base, &v1alpha1__get_pod_response__descriptor, 0,
-                                   on_reply, &missing),
+                                   on_reply, &missing, NULL),
                          0);
         run_until(base, &list.calls, 1);
         run_until(base, &get.calls, 1);
