@@ -189,7 +189,7 @@ int main(int argc, char **argv) {
         }
         r = kubelet_options_parse(&opts, argc, argv, &err);
         if (r < 0) {
-                fprintf(stderr, "ckubelet: %s\n", err ? ck_error_message(err) : strerror(-r));
+                fprintf(stderr, "ckubelet: %s\n", ck_error_message_or(err, r));
                 kubelet_options_done(&opts);
                 return 1;
         }
@@ -245,7 +245,7 @@ int main(int argc, char **argv) {
         ret = 0;
         goto out;
 start_failed:
-        log_error("failed to start: %s", start_error ? ck_error_message(start_error) : strerror(-r));
+        log_error("failed to start: %s", ck_error_message_or(start_error, r));
 out:
         /* the API first: its streams and calls hold the kubelet's CRI client and containers */
         if (k)

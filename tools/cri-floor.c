@@ -296,7 +296,7 @@ static int node_setup(struct floor *f) {
                            &f->cm, &err);
                 stats_machine_info_done(&machine);
                 if (r < 0)
-                        return log_error_errno(r, "%s", err ? ck_error_message(err) : strerror(-r));
+                        return log_error_errno(r, "%s", ck_error_message_or(err, r));
         }
         if (!isempty(f->opts.cluster_dns)) {
                 _cleanup_free_ char *copy = strdup(f->opts.cluster_dns);
@@ -345,7 +345,7 @@ static int prepare_pods(struct floor *f) {
                         r = cm_pod_ensure(f->cm, p->pod, &err);
                 if (r < 0)
                         return log_error_errno(r, "pod %s: the pod cgroup: %s", p->pod->name,
-                                               err ? ck_error_message(err) : strerror(-r));
+                                               ck_error_message_or(err, r));
                 logdir = kr_pod_log_dir(f->opts.pod_logs_dir, p->pod);
                 if (!logdir)
                         return -ENOMEM;
@@ -356,8 +356,7 @@ static int prepare_pods(struct floor *f) {
                 ctx.report = &report;
                 r = kr_build_sandbox_config(p->pod, 0, &ctx, &p->sandbox_config);
                 if (r < 0)
-                        log_error("pod %s: the sandbox config: %s", p->pod->name,
-                                  report.error ? ck_error_message(report.error) : strerror(-r));
+                        log_error("pod %s: the sandbox config: %s", p->pod->name, ck_error_message_or(report.error, r));
                 kc_build_report_done(&report);
                 if (r < 0)
                         return r;
@@ -428,7 +427,7 @@ static void start_next(struct pod_run *p) {
         ctx.report = &report;
         r = kr_build_container_config(p->pod, c, 0, find_image(p->f, c->image)->id, &ctx, &cfg);
         if (r < 0) {
-                pod_failed(p, "the container config", report.error ? ck_error_message(report.error) : strerror(-r));
+                pod_failed(p, "the container config", ck_error_message_or(report.error, r));
                 kc_build_report_done(&report);
                 return;
         }

@@ -87,6 +87,10 @@ const char *ck_error_message(const struct ck_error *e) {
         return strerror(e->code < 0 ? -e->code : EIO);
 }
 
+const char *ck_error_message_or(const struct ck_error *e, int r) {
+        return e ? ck_error_message(e) : strerror(r < 0 ? -r : EIO);
+}
+
 const char *ck_error_reason(const struct ck_error *e) {
         return e ? e->reason : NULL;
 }

@@ -38,6 +38,8 @@ int ck_error_set_reason(struct ck_error **ret, int code, const char *reason, con
 int ck_error_prefix(struct ck_error **e, const char *fmt, ...) _printf_(2, 3);
 /* The message; strerror of the code when there is none; "" for NULL. Valid while e lives. */
 const char *ck_error_message(const struct ck_error *e);
+/* The message of e, or strerror(-r) when a step that failed with r had nothing more to say (e NULL). */
+const char *ck_error_message_or(const struct ck_error *e, int r);
 /* The reason; NULL for none (an error made by ck_error_set(), the "out of memory" one, NULL). ck_error_prefix()
  * keeps it. Valid while e lives. */
 const char *ck_error_reason(const struct ck_error *e);

@@ -523,13 +523,12 @@ static void attempt(struct cert_manager *m) {
         log_v(2, "Rotating certificates: requesting a new %s certificate", m->name);
         r = attempt_key(m, &err);
         if (r < 0) {
-                fail(m, "unable to generate a private key: %s", err ? ck_error_message(err) : strerror(-r));
+                fail(m, "unable to generate a private key: %s", ck_error_message_or(err, r));
                 return;
         }
         r = cert_request_create(m->key_pem, &m->tmpl, &req_pem, &err);
         if (r < 0) {
-                fail(m, "unable to generate a certificate signing request: %s",
-                     err ? ck_error_message(err) : strerror(-r));
+                fail(m, "unable to generate a certificate signing request: %s", ck_error_message_or(err, r));
                 return;
         }
         if (m->bootstrap_names) {

@@ -127,10 +127,10 @@ static void process_body(struct http_source *s) {
                 r = pod_config_static_pods_from_manifest(s->body, s->body_len, pod_config_get_node_name(s->config),
                                                          CONFIG_SOURCE_HTTP, s->url, &set, &error);
                 if (r < 0) {
-                        s->last_body_error = strdup(error ? ck_error_message(error) : strerror(-r));
+                        s->last_body_error = strdup(ck_error_message_or(error, r));
                         if (!s->last_body_error)
                                 s->last_body_hash[0] = '\0';
-                        fetch_failed(s, NULL, "%s", error ? ck_error_message(error) : strerror(-r));
+                        fetch_failed(s, NULL, "%s", ck_error_message_or(error, r));
                         return;
                 }
                 fetch_succeeded(s);

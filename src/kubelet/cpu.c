@@ -122,7 +122,7 @@ static int topology_start(struct kubelet *k, struct ck_error **ret_error) {
                             &numa, &err);
         if (r < 0)
                 return ck_error_set(ret_error, r, "failed to initialize topology manager: %s",
-                                    err ? ck_error_message(err) : strerror(-r));
+                                    ck_error_message_or(err, r));
         if (tm->policy != TM_POLICY_NONE)
                 log_info("topology manager: policy %s, scope %s, %zu NUMA nodes", o->topology_manager_policy,
                          tm->scope == TM_SCOPE_POD ? "pod" : "container", tm->numa.n);
@@ -217,8 +217,7 @@ int kubelet_cpu_start(struct kubelet *k, struct ck_error **ret_error) {
                 r = cputopo_from_table(&(struct cpu_info) {}, 1, &topo);
         }
         if (r < 0)
-                return ck_error_set(ret_error, r, "failed to initialize cpu manager: %s",
-                                    err ? ck_error_message(err) : strerror(-r));
+                return ck_error_set(ret_error, r, "failed to initialize cpu manager: %s", ck_error_message_or(err, r));
         (void) node_parse_reserved(o->kube_reserved, &kc, &x, &x, NULL);
         (void) node_parse_reserved(o->system_reserved, &sc, &x, &x, NULL);
         r = cpumanager_new(&(struct cpumanager_config) { .policy = o->cpu_manager_policy,

@@ -226,8 +226,7 @@ static int load_cluster(struct kubelet *k, struct kube_config *ret, bool *ret_fr
         if (r == -ENOMEM)
                 return r;
         if (isempty(o->bootstrap_kubeconfig)) {
-                return ck_error_set(ret_error, r, "invalid --kubeconfig: %s",
-                                    why ? ck_error_message(why) : strerror(-r));
+                return ck_error_set(ret_error, r, "invalid --kubeconfig: %s", ck_error_message_or(why, r));
         }
         r = kube_config_load(o->bootstrap_kubeconfig, ret, &bwhy);
         if (r < 0) {

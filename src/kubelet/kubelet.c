@@ -372,7 +372,7 @@ static int userns_setup(struct kubelet *k, struct ck_error **ret_error) {
         r = userns_manager_new(&ucfg, &k->userns, &err);
         if (r < 0)
                 return ck_error_set(ret_error, r, "failed to create user namespace manager: %s",
-                                    err ? ck_error_message(err) : strerror(-r));
+                                    ck_error_message_or(err, r));
         return 0;
 }
 

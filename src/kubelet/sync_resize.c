@@ -117,7 +117,7 @@ static void resize_done(struct pod_sync *s) {
         if (!s->error) {
                 r = s->env->ops->pod_cgroup_ensure(s->env->userdata, s->pod, &err);
                 if (r < 0) {
-                        const char *m = err ? ck_error_message(err) : strerror(-r);
+                        const char *m = ck_error_message_or(err, r);
                         s->env->ops->resize_error(s->env->userdata, s->w, m);
                         log_error("pod %s: updating the pod cgroup for a resize: %s", kubelet_sync_pod_desc(s), m);
                         s->error = true;

@@ -141,7 +141,7 @@ static void create_sandbox(struct pod_sync *s) {
         kubelet_sync_fanout_begin(s, create_sandbox_in_cgroup);
         r = s->env->ops->pod_cgroup_ensure_async(s->env->userdata, s->pod, on_pod_cgroup, s, &err);
         if (r < 0) {
-                const char *m = err ? ck_error_message(err) : strerror(-r);
+                const char *m = ck_error_message_or(err, r);
                 log_error("pod %s: failed to ensure that the pod: %s cgroups exist and are correctly applied: %s",
                           kubelet_sync_pod_desc(s), s->uid, m);
                 kubelet_sync_event(s, NULL, "Warning", "FailedCreatePodContainer",
@@ -257,7 +257,7 @@ static int pod_userns(struct pod_sync *s, struct ck_error **ret_error) {
         }
         r = userns_get_or_create(s->env->userns, s->uid, &s->userns_host_id, &s->userns_length, &err);
         if (r < 0)
-                return ck_error_set(ret_error, r, "%s", err ? ck_error_message(err) : strerror(-r));
+                return ck_error_set(ret_error, r, "%s", ck_error_message_or(err, r));
         s->userns = true;
         return 0;
 }
@@ -271,7 +271,7 @@ void kubelet_sync_sandbox(struct pod_sync *s) {
         r = pod_userns(s, &userns_error);
         if (r < 0) {
                 /* out of memory before a message (ck_error_message of NULL: ""): the errno's text */
-                const char *m = userns_error ? ck_error_message(userns_error) : strerror(-r);
+                const char *m = ck_error_message_or(userns_error, r);
                 log_error("pod %s: Failed to create sandbox for pod: %s", kubelet_sync_pod_desc(s), m);
                 if (s->actions.create_sandbox)
                         kubelet_sync_event(s, NULL, "Warning", "FailedCreatePodSandBox",

@@ -529,7 +529,7 @@ static void create_container_with(struct pod_sync *s, const struct dm_run_option
         for (size_t i = 0; report.event_reasons && report.event_reasons[i]; i++)
                 kubelet_sync_event(s, NULL, "Warning", report.event_reasons[i], "%s", report.event_messages[i]);
         if (r < 0) {
-                const char *msg = report.error ? ck_error_message(report.error) : strerror(-r);
+                const char *msg = ck_error_message_or(report.error, r);
                 kubelet_sync_set_waiting(s, c->name, "CreateContainerConfigError", "%s", msg);
                 kubelet_sync_event(s, c->name, "Warning", "Failed", "Error: %s", msg);
                 log_error("pod %s: container %s: CreateContainerConfigError: %s", kubelet_sync_pod_desc(s), c->name,

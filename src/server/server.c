@@ -509,7 +509,7 @@ static int cadvisor_setup(struct api_server *s, const char *pods_cgroup) {
         if (r == -ENOMEM)
                 return r;
         if (r < 0)
-                log_warning("/metrics/cadvisor will report errors: %s", err ? ck_error_message(err) : strerror(-r));
+                log_warning("/metrics/cadvisor will report errors: %s", ck_error_message_or(err, r));
         return 0;
 }
 

@@ -427,8 +427,7 @@ static void on_node(const struct kube_response *resp, void *userdata) {
                         r = persistent_volume_check_node_affinity(op->v->spec.pv, &labels, op->vm->node_name, &why);
                 strmap_done(&labels);
                 if (r < 0) {
-                        op_fail(op, "MountVolume.NodeAffinity check failed", "%s",
-                                why ? ck_error_message(why) : strerror(-r));
+                        op_fail(op, "MountVolume.NodeAffinity check failed", "%s", ck_error_message_or(why, r));
                         return;
                 }
                 op->step = S_BIND;

@@ -194,7 +194,7 @@ static void own_done(int r, void *userdata) {
         if (r >= 0 && !j->res.skipped)
                 log_v(3, "fsGroup %" PRId64 " applied to %s (%" PRIu64 " entries, %" PRIu64 " failed)", j->fs_group,
                       j->path, j->res.entries, j->res.failures);
-        j->done(r, r < 0 ? (j->error ? ck_error_message(j->error) : strerror(-r)) : NULL, j->userdata);
+        j->done(r, r < 0 ? ck_error_message_or(j->error, r) : NULL, j->userdata);
         ck_error_free(j->error);
         free(j->path);
         free(j->policy);

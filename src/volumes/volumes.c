@@ -393,7 +393,7 @@ int vol_setup_pod(const struct pod *pod, const struct kc_build_context *ctx, str
                 if (r < 0)
                         /* upstream's wording, " : " included */
                         return ck_error_set(ret_error, r, "MountVolume.SetUp failed for volume \"%s\" : %s", v->name,
-                                            ret_error && *ret_error ? ck_error_message(*ret_error) : strerror(-r));
+                                            ck_error_message_or(ret_error ? *ret_error : NULL, r));
         }
         r = write_hosts_file(pod, ctx, ret_error);
         if (r < 0 && ret_error && !*ret_error)

@@ -164,7 +164,7 @@ void dm_read_checkpoint(struct devicemanager *m) {
         if (r < 0) {
                 log_warning("Continue after failing to read checkpoint file. Device allocation info may NOT be "
                             "up-to-date. Err: %s",
-                            err ? ck_error_message(err) : strerror(-r));
+                            ck_error_message_or(err, r));
                 return;
         }
         /* the resources come back with no devices until their plugins register again (a stopped endpoint) */

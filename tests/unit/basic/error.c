@@ -22,6 +22,10 @@ static void test_set_and_free(void **state) {
         assert_string_equal(ck_error_message(e), "cannot load: file x not found");
         assert_null(ck_error_free(NULL));
         assert_string_equal(ck_error_message(NULL), "");
+        /* the message, or the errno of a step that said nothing more */
+        assert_string_equal(ck_error_message_or(e, -ENOENT), "cannot load: file x not found");
+        assert_string_equal(ck_error_message_or(NULL, -ENOENT), strerror(ENOENT));
+        assert_string_equal(ck_error_message_or(NULL, 0), strerror(EIO));
 }
 
 static void test_prefix(void **state) {
