@@ -41,6 +41,7 @@ struct eviction_manager {
         struct event_base *base;
         struct stats_provider *stats;
         struct cri_client *cri;
+        struct cri_calls image_fs_calls; /* ImageFsInfo in flight, cancelled by eviction_manager_free */
         struct eviction_config cfg;
         char *pods_cgroup, *root_dir;
         struct eviction_ops ops;
@@ -49,7 +50,6 @@ struct eviction_manager {
         struct eviction_state state;
         unsigned conditions;
         int dedicated_image_fs; /* -1: not known yet */
-        bool image_fs_query;    /* ImageFsInfo in flight */
 
         struct notifier_slot *notifiers;
         size_t n_notifiers;
@@ -227,9 +227,6 @@ static void on_image_fs(const struct cri_reply *reply, void *userdata) {
         const Runtime__V1__ImageFsInfoResponse *resp = (const void *) reply->msg;
         struct stat a, b;
 
-        if (reply->r == -ECANCELED)
-                return; /* the CRI client goes first at shutdown: m may be gone, touch nothing */
-        m->image_fs_query = false;
         if (reply->r < 0 || !resp || resp->n_image_filesystems == 0 || !resp->image_filesystems[0]->fs_id ||
             isempty(resp->image_filesystems[0]->fs_id->mountpoint))
                 return;
@@ -243,10 +240,9 @@ static void on_image_fs(const struct cri_reply *reply, void *userdata) {
 static void query_image_fs(struct eviction_manager *m) {
         Runtime__V1__ImageFsInfoRequest req = RUNTIME__V1__IMAGE_FS_INFO_REQUEST__INIT;
 
-        if (m->dedicated_image_fs >= 0 || m->image_fs_query || !m->cri)
+        if (m->dedicated_image_fs >= 0 || cri_calls_pending(&m->image_fs_calls) || !m->cri)
                 return;
-        if (cri_image_fs_info(m->cri, &req, 0, on_image_fs, m, NULL) >= 0)
-                m->image_fs_query = true;
+        (void) cri_image_fs_info(m->cri, &req, 0, on_image_fs, m, &m->image_fs_calls);
 }
 
 /* ---------------------------------------------------------------- synchronize */
@@ -568,6 +564,7 @@ int eviction_manager_start(struct eviction_manager *m) {
 struct eviction_manager *eviction_manager_free(struct eviction_manager *m) {
         if (!m)
                 return NULL;
+        cri_calls_cancel(&m->image_fs_calls);
         if (m->ctx) {
                 struct sync_ctx *c = TAKE_PTR(m->ctx);
                 c->m = NULL;

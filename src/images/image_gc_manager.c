@@ -45,7 +45,8 @@ struct removal {
 };
 
 struct gc_run {
-        struct image_gc_manager *m; /* NULL once the manager is gone: the run only waits for its calls */
+        struct image_gc_manager *m;
+        struct cri_calls calls; /* cancelled when the manager goes */
         enum run_mode mode;
         struct waiters waiters;
         unsigned pending; /* CRI calls in flight */
@@ -258,10 +259,6 @@ static void run_finish(struct gc_run *r) {
         struct image_gc_manager *m = r->m;
         int err = r->error;
 
-        if (!m) {
-                run_free(r);
-                return;
-        }
         m->run = NULL;
         free(m->last_error);
         m->last_error = err < 0 ? strdup_or_null(r->error_message ? r->error_message : strerror(-err)) : NULL;
@@ -283,7 +280,7 @@ static void on_removed(const struct cri_reply *reply, void *userdata) {
         struct removal *x = &r->removals[r->next_removal - 1];
 
         r->pending--;
-        if (reply->r == -ECANCELED || !r->m) {
+        if (reply->r == -ECANCELED) {
                 r->cancelled = true;
                 run_finish(r);
                 return;
@@ -324,7 +321,7 @@ static void run_next_removal(struct gc_run *r) {
         log_info("Removing image to free bytes: imageID=\"%s\" size=%" PRIu64, x->id, x->size);
         spec.image = x->id;
         req.image = &spec;
-        rr = cri_remove_image(r->m->cri, &req, 0, on_removed, r, NULL);
+        rr = cri_remove_image(r->m->cri, &req, 0, on_removed, r, &r->calls);
         if (rr < 0) {
                 run_fail(r, rr, "failed to remove image %s: %s", x->id, strerror(-rr));
                 run_finish(r);
@@ -462,7 +459,7 @@ oom:
 static void run_release(struct gc_run *r) {
         if (--r->pending > 0)
                 return;
-        if (r->cancelled || !r->m) {
+        if (r->cancelled) {
                 run_finish(r);
                 return;
         }
@@ -551,11 +548,11 @@ static void on_containers(const struct cri_reply *reply, void *userdata) {
                                         run_fail(r, -ENOMEM, "out of memory");
                 }
                 /* and the images each mounts as image volumes: only its status has its mounts */
-                for (size_t i = 0; r->m && i < resp->n_containers; i++) {
+                for (size_t i = 0; i < resp->n_containers; i++) {
                         Runtime__V1__ContainerStatusRequest req = RUNTIME__V1__CONTAINER_STATUS_REQUEST__INIT;
                         req.container_id = resp->containers[i]->id;
                         if (!isempty(req.container_id) &&
-                            cri_container_status(r->m->cri, &req, 0, on_container_status, r, NULL) >= 0)
+                            cri_container_status(r->m->cri, &req, 0, on_container_status, r, &r->calls) >= 0)
                                 r->pending++;
                 }
                 r->have_containers = true;
@@ -603,13 +600,13 @@ static void run_start(struct image_gc_manager *m, enum run_mode mode, struct wai
                 Runtime__V1__ImageSpec spec = RUNTIME__V1__IMAGE_SPEC__INIT;
                 spec.image = m->sandbox_image;
                 req.image = &spec;
-                if (cri_image_status(m->cri, &req, 0, on_sandbox_image, r, NULL) >= 0)
+                if (cri_image_status(m->cri, &req, 0, on_sandbox_image, r, &r->calls) >= 0)
                         r->pending++;
         }
         {
                 Runtime__V1__ListImagesRequest req = RUNTIME__V1__LIST_IMAGES_REQUEST__INIT;
                 r->listed_usec = (int64_t) now_realtime_usec();
-                rr = cri_list_images(m->cri, &req, 0, on_images, r, NULL);
+                rr = cri_list_images(m->cri, &req, 0, on_images, r, &r->calls);
                 if (rr >= 0)
                         r->pending++;
                 else
@@ -617,7 +614,7 @@ static void run_start(struct image_gc_manager *m, enum run_mode mode, struct wai
         }
         {
                 Runtime__V1__ListContainersRequest req = RUNTIME__V1__LIST_CONTAINERS_REQUEST__INIT;
-                rr = cri_list_containers(m->cri, &req, 0, on_containers, r, NULL);
+                rr = cri_list_containers(m->cri, &req, 0, on_containers, r, &r->calls);
                 if (rr >= 0)
                         r->pending++;
                 else
@@ -625,7 +622,7 @@ static void run_start(struct image_gc_manager *m, enum run_mode mode, struct wai
         }
         if (mode == MODE_COLLECT) {
                 Runtime__V1__ImageFsInfoRequest req = RUNTIME__V1__IMAGE_FS_INFO_REQUEST__INIT;
-                if (cri_image_fs_info(m->cri, &req, 0, on_image_fs, r, NULL) >= 0)
+                if (cri_image_fs_info(m->cri, &req, 0, on_image_fs, r, &r->calls) >= 0)
                         r->pending++;
         }
         run_release(r);
@@ -756,10 +753,8 @@ struct image_gc_manager *image_gc_manager_free(struct image_gc_manager *m) {
                 return NULL;
         if (m->run) {
                 struct gc_run *r = TAKE_PTR(m->run);
-                r->m = NULL; /* its calls end into nothing */
-                waiters_call(&r->waiters, -ECANCELED);
-                if (r->pending == 0)
-                        run_free(r);
+                cri_calls_cancel(&r->calls);
+                run_free(r); /* its waiters are told -ECANCELED */
         }
         waiters_call(&m->pending_waiters, -ECANCELED);
         if (m->writing)

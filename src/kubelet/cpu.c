@@ -260,6 +260,7 @@ int kubelet_cpu_start(struct kubelet *k, struct ck_error **ret_error) {
 }
 
 void kubelet_cpu_free(struct kubelet *k) {
+        cri_calls_cancel(&k->cpu_calls);
         if (k->cpu_reconcile) {
                 event_free(k->cpu_reconcile);
                 k->cpu_reconcile = NULL;
@@ -644,21 +645,24 @@ struct cpu_update {
         char *id, *cpus;
 };
 
+static void cpu_update_free(void *userdata) {
+        struct cpu_update *u = userdata;
+        free(u->id);
+        free(u->cpus);
+        free(u);
+}
+
 static void on_update(const struct cri_reply *reply, void *userdata) {
         struct cpu_update *u = userdata;
 
-        if (reply->r == -ECANCELED)
-                ;
-        else if (reply->r < 0)
+        if (reply->r < 0)
                 log_error("CPU manager: container %.12s: UpdateContainerResources (cpuset %s): %s", u->id, u->cpus,
                           reply->message);
         else {
                 log_v(2, "CPU manager: container %.12s: cpuset %s", u->id, u->cpus);
                 sent_set(u->k, u->id, u->cpus);
         }
-        free(u->id);
-        free(u->cpus);
-        free(u);
+        cpu_update_free(u);
 }
 
 static void update_container(struct kubelet *k, const char *id, const char *cpus) {
@@ -685,14 +689,12 @@ static void update_container(struct kubelet *k, const char *id, const char *cpus
         }
         req.container_id = u->id;
         req.linux = &lr;
-        r = cri_update_container_resources(k->cri, &req, 0, on_update, u, NULL);
+        k->cpu_calls.drop = cpu_update_free;
+        r = cri_update_container_resources(k->cri, &req, 0, on_update, u, &k->cpu_calls);
         if (slash) /* the request is packed: u->cpus is "cpus/mems" again, what on_update remembers */
                 *slash = '/';
-        if (r < 0) {
-                free(u->id);
-                free(u->cpus);
-                free(u);
-        }
+        if (r < 0)
+                cpu_update_free(u);
 }
 
 /* a container whose newest instance exited and will not run again (an init container that succeeded, an app

@@ -241,6 +241,7 @@ struct kubelet {
         struct event *cpu_reconcile;      /* every cpuManagerReconcilePeriod under the static policy */
         struct cpu_sent *cpu_sent;        /* the cpuset each container was last given */
         size_t n_cpu_sent;
+        struct cri_calls cpu_calls;                    /* the cpusets in flight (UpdateContainerResources) */
         struct admission_extended *admission_extended; /* admission.extended points here */
         struct node_extended_resource *node_extended;  /* what the node status reports */
         size_t n_node_extended;

@@ -622,10 +622,7 @@ struct kubelet *kubelet_free(struct kubelet *k) {
         /* probes: in-flight ones are abandoned (their exec calls end with the probe environment) */
         k->prober = k->sync_env.prober = probe_manager_free(k->prober);
         kubelet_credentials_stop(k);
-        /* the calls still in flight (node status, PLEG, garbage collection, eviction, logs) fail now: their callbacks
-         * run and see k->stopping */
-        k->cri = k->sync_env.cri = cri_client_free(k->cri);
-        k->runtime_poll = runtime_poll_free(k->runtime_poll);
+        k->runtime_poll = runtime_poll_free(k->runtime_poll); /* each CRI user cancels its calls in flight */
         /* the same for the work on volumes' contents: done() runs now, with -ECANCELED */
         k->pool_contents = k->sync_env.pool_contents = workpool_free(k->pool_contents);
         /* storage: the volume manager's operations are abandoned (CSI calls end with their drivers' clients, which
@@ -637,12 +634,15 @@ struct kubelet *kubelet_free(struct kubelet *k) {
         kubelet_dra_free(k);
         k->dra_plugins = dra_plugins_free(k->dra_plugins);
         k->plugins = pluginmanager_free(k->plugins);
-        /* after the CRI client: the node status' CRI calls (Version, Status, ListImages) end above */
         kubelet_shutdown_free(k);
         k->node = node_manager_free(k->node);
         kubelet_eviction_free(k);
         kubelet_gc_free(k);
         pleg_free(k->pleg);
+        kubelet_cpu_free(k); /* its cpuset updates in flight are cancelled */
+        /* the last of its users gone: what is still in flight fails now, and the callbacks only let go of what they
+         * hold (a log rotation's reopen renames the log back, an abandoned exec hook's command is forgotten) */
+        k->cri = k->sync_env.cri = cri_client_free(k->cri);
         k->image_puller = slots_free(k->image_puller);      /* after the pod syncs: they hold its tickets */
         k->pull_records = pull_store_free(k->pull_records); /* after the pod syncs: they end their pull intents */
         k->sandbox_slots = slots_free(k->sandbox_slots);
@@ -670,7 +670,6 @@ struct kubelet *kubelet_free(struct kubelet *k) {
         kubelet_released_volumes_free(k); /* after the reaper: its teardowns' done callbacks are over */
         strv_free(k->removals_in_flight);
         k->cm = cm_free(k->cm);
-        kubelet_cpu_free(k);
         kubelet_plugins_free(k); /* after the pod syncs: they may hold requests of its */
         k->allocation = kubelet_allocation_free(k->allocation);
         stats_machine_info_done(&k->machine); /* after the node manager: it borrows it */

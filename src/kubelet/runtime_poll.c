@@ -14,7 +14,7 @@
 struct runtime_poll {
         struct cri_client *cri;
         struct event *timer;
-        bool busy;
+        struct cri_calls calls; /* the Status call in flight, cancelled by runtime_poll_free */
         struct node_runtime_features features;
 };
 
@@ -22,11 +22,6 @@ static void on_status(const struct cri_reply *reply, void *userdata) {
         struct runtime_poll *p = userdata;
         const Runtime__V1__StatusResponse *s = (const void *) reply->msg;
 
-        if (!p->timer) { /* freed: this call was its last */
-                free(p);
-                return;
-        }
-        p->busy = false;
         if (reply->r < 0)
                 log_v(2, "container runtime status: %s", reply->message);
         else if (s && node_runtime_features_set(&p->features, s) < 0)
@@ -40,13 +35,10 @@ static void tick(evutil_socket_t fd, short what, void *userdata) {
 
         (void) fd;
         (void) what;
-        if (p->busy)
+        if (cri_calls_pending(&p->calls))
                 return;
-        if (cri_status(p->cri, &req, 0, on_status, p, NULL) < 0) {
+        if (cri_status(p->cri, &req, 0, on_status, p, &p->calls) < 0)
                 (void) evtimer_add_usec(p->timer, RUNTIME_POLL_PERIOD_USEC);
-                return;
-        }
-        p->busy = true;
 }
 
 int runtime_poll_new(struct event_base *base, struct cri_client *cri, struct runtime_poll **ret) {
@@ -69,11 +61,10 @@ int runtime_poll_new(struct event_base *base, struct cri_client *cri, struct run
 struct runtime_poll *runtime_poll_free(struct runtime_poll *p) {
         if (!p)
                 return NULL;
+        cri_calls_cancel(&p->calls);
         event_free(p->timer);
-        p->timer = NULL;
         node_runtime_features_done(&p->features);
-        if (!p->busy) /* else the reply, which the CRI client guarantees, frees it */
-                free(p);
+        free(p);
         return NULL;
 }
 

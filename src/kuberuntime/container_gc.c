@@ -33,7 +33,8 @@ struct listing {
 enum phase { PHASE_LIST, PHASE_REMOVE_CONTAINERS, PHASE_RELIST, PHASE_REMOVE_SANDBOXES };
 
 struct gc_pass {
-        struct kr_container_gc *g; /* NULL once the collector is gone */
+        struct kr_container_gc *g;
+        struct cri_calls calls, removals; /* the listing's; the removals' (cancelled when the collector goes) */
         bool evict_terminated;
         struct waiter *waiters;
         size_t n_waiters;
@@ -138,10 +139,6 @@ static void pass_free(struct gc_pass *p) {
 static void pass_finish(struct gc_pass *p) {
         struct kr_container_gc *g = p->g;
 
-        if (!g) {
-                pass_free(p);
-                return;
-        }
         g->pass = NULL;
         waiters_call(&p->waiters, &p->n_waiters, p->error);
         pass_free(p);
@@ -164,7 +161,7 @@ static void pass_finish(struct gc_pass *p) {
 static void pass_release(struct gc_pass *p) {
         if (--p->pending > 0)
                 return;
-        if (p->cancelled || !p->g) {
+        if (p->cancelled) {
                 pass_finish(p);
                 return;
         }
@@ -258,12 +255,12 @@ static void list(struct gc_pass *p) {
 
         listing_done(&p->l);
         p->pending = 1;
-        r = cri_list_containers(p->g->cri, &creq, 0, on_containers, p, NULL);
+        r = cri_list_containers(p->g->cri, &creq, 0, on_containers, p, &p->calls);
         if (r >= 0)
                 p->pending++;
         else
                 p->error = r;
-        r = cri_list_pod_sandbox(p->g->cri, &sreq, 0, on_sandboxes, p, NULL);
+        r = cri_list_pod_sandbox(p->g->cri, &sreq, 0, on_sandboxes, p, &p->calls);
         if (r >= 0)
                 p->pending++;
         else
@@ -285,6 +282,10 @@ static void removal_free(struct removal *x) {
         free(x);
 }
 
+static void removal_drop(void *userdata) {
+        removal_free(userdata);
+}
+
 /* a removal to issue: NULL when out of memory (noted in the pass) */
 static struct removal *removal_new(struct gc_pass *p, const char *id, const char *pod_uid) {
         struct removal *x = calloc(1, sizeof(*x));
@@ -295,6 +296,7 @@ static struct removal *removal_new(struct gc_pass *p, const char *id, const char
                 return NULL;
         }
         x->p = p;
+        p->removals.drop = removal_drop;
         return x;
 }
 
@@ -320,12 +322,12 @@ static void on_removed(const struct cri_reply *reply, void *userdata) {
                 p->cancelled = true;
         else {
                 if (reply->r < 0 && reply->r != -ENOENT) {
-                        if (!p->g || !p->g->cfg.removed)
+                        if (!p->g->cfg.removed)
                                 log_error("container GC: failed to remove %s %s: %s", sandbox ? "sandbox" : "container",
                                           x->id, reply->message);
                 } else
                         log_v(2, "container GC: removed %s %.12s", sandbox ? "sandbox" : "container", x->id);
-                if (p->g && p->g->cfg.removed)
+                if (p->g->cfg.removed)
                         p->g->cfg.removed(sandbox, x->id, x->pod_uid, reply->r == -ENOENT ? 0 : reply->r,
                                           reply->message, p->g->cfg.userdata);
         }
@@ -338,7 +340,7 @@ static void remove_container(struct removal *x) {
         int r;
 
         req.container_id = x->id;
-        r = cri_remove_container(x->p->g->cri, &req, 0, on_removed, x, NULL);
+        r = cri_remove_container(x->p->g->cri, &req, 0, on_removed, x, &x->p->removals);
         if (r < 0) {
                 log_error("container GC: failed to remove container %s: %s", x->id, strerror(-r));
                 report_unsent(x->p->g, false, x->id, x->pod_uid, r);
@@ -352,7 +354,7 @@ static void on_unknown_stopped(const struct cri_reply *reply, void *userdata) {
         struct removal *x = userdata;
         struct gc_pass *p = x->p;
 
-        if (reply->r == -ECANCELED || !p->g) {
+        if (reply->r == -ECANCELED) {
                 p->cancelled = true;
                 removal_free(x);
                 pass_release(p);
@@ -401,7 +403,7 @@ static void remove_containers(struct gc_pass *p) {
                                  x->id);
                         req.container_id = x->id;
                         req.timeout = UNKNOWN_STOP_TIMEOUT_SEC;
-                        r = cri_stop_container(g->cri, &req, 0, on_unknown_stopped, x, NULL);
+                        r = cri_stop_container(g->cri, &req, 0, on_unknown_stopped, x, &p->removals);
                         if (r < 0) {
                                 report_unsent(g, false, x->id, x->pod_uid, r);
                                 removal_free(x);
@@ -442,7 +444,7 @@ static void remove_sandboxes(struct gc_pass *p) {
                         break;
                 }
                 req.pod_sandbox_id = x->id;
-                r = cri_remove_pod_sandbox(g->cri, &req, 0, on_removed, x, NULL);
+                r = cri_remove_pod_sandbox(g->cri, &req, 0, on_removed, x, &p->removals);
                 if (r < 0) {
                         report_unsent(g, true, x->id, x->pod_uid, r);
                         removal_free(x);
@@ -526,10 +528,9 @@ struct kr_container_gc *kr_container_gc_free(struct kr_container_gc *g) {
                 return NULL;
         if (g->pass) {
                 struct gc_pass *p = TAKE_PTR(g->pass);
-                p->g = NULL;
-                waiters_call(&p->waiters, &p->n_waiters, -ECANCELED);
-                if (p->pending == 0)
-                        pass_free(p);
+                cri_calls_cancel(&p->calls);
+                cri_calls_cancel(&p->removals);
+                pass_free(p); /* its waiters are told -ECANCELED */
         }
         waiters_call(&g->again_waiters, &g->n_again_waiters, -ECANCELED);
         free(g);

@@ -56,6 +56,7 @@ struct node_manager {
         struct node_image *images;
         size_t n_images;
         int cri_pending;
+        struct cri_calls cri_calls; /* the status' runtime part in flight, cancelled by node_manager_free */
 
         bool memory_pressure, disk_pressure, pid_pressure; /* the eviction manager's conditions */
         bool shutting_down;                                /* the node shutdown manager's ShutdownStatus */
@@ -97,6 +98,7 @@ static void images_free(struct node_manager *m) {
 struct node_manager *node_manager_free(struct node_manager *m) {
         if (!m)
                 return NULL;
+        cri_calls_cancel(&m->cri_calls);
         kube_request_cancel(m->register_req);
         kube_request_cancel(m->status_req);
         kube_request_cancel(m->lease_req);
@@ -537,12 +539,12 @@ static void status_tick(evutil_socket_t fd, short what, void *userdata) {
         if (!m->runtime_version) {
                 Runtime__V1__VersionRequest vreq = RUNTIME__V1__VERSION_REQUEST__INIT;
                 vreq.version = (char *) "v1";
-                if (cri_version(m->cri, &vreq, 0, on_version, m, NULL) >= 0)
+                if (cri_version(m->cri, &vreq, 0, on_version, m, &m->cri_calls) >= 0)
                         m->cri_pending++;
         }
-        if (cri_status(m->cri, &sreq, 0, on_runtime_status, m, NULL) >= 0)
+        if (cri_status(m->cri, &sreq, 0, on_runtime_status, m, &m->cri_calls) >= 0)
                 m->cri_pending++;
-        if (cri_list_images(m->cri, &ireq, 0, on_images, m, NULL) >= 0)
+        if (cri_list_images(m->cri, &ireq, 0, on_images, m, &m->cri_calls) >= 0)
                 m->cri_pending++;
         cri_part_done(m);
 }

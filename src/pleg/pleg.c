@@ -27,6 +27,7 @@ struct pleg_list {
 struct pleg {
         struct event_base *base;
         struct cri_client *cri;
+        struct cri_calls calls; /* the relist's, cancelled by pleg_free */
         uint64_t period_usec;
         struct pleg_callbacks cb;
         void *userdata;
@@ -99,6 +100,7 @@ static int cmp_item(const void *a, const void *b) {
 struct pleg *pleg_free(struct pleg *p) {
         if (!p)
                 return NULL;
+        cri_calls_cancel(&p->calls);
         if (p->timer)
                 event_free(p->timer);
         if (p->stream_timer)
@@ -289,12 +291,12 @@ static void relist(evutil_socket_t fd, short what, void *userdata) {
         p->next_sandboxes = p->next_running_sandboxes = p->next_containers = p->next_running_containers = 0;
         list_done(&p->next);
 
-        r = cri_list_pod_sandbox(p->cri, &sreq, 0, on_sandboxes, p, NULL);
+        r = cri_list_pod_sandbox(p->cri, &sreq, 0, on_sandboxes, p, &p->calls);
         if (r < 0) {
                 p->failed = true;
                 p->pending--;
         }
-        r = cri_list_containers(p->cri, &creq, 0, on_containers, p, NULL);
+        r = cri_list_containers(p->cri, &creq, 0, on_containers, p, &p->calls);
         if (r < 0) {
                 p->failed = true;
                 p->pending--;

@@ -54,7 +54,8 @@ struct status_slot {
 
 struct summary_req {
         struct summary_req *prev, *next;
-        struct stats_provider *p; /* NULL once cancelled: the request only waits for its CRI calls */
+        struct stats_provider *p;
+        struct cri_calls calls; /* cancelled with the request when the provider goes */
         stats_summary_cb cb;
         void *userdata;
         unsigned pending; /* CRI calls in flight */
@@ -272,10 +273,6 @@ static void req_step_done(struct summary_req *req) {
         req->pending--;
         if (req->pending > 0)
                 return;
-        if (!req->p) {
-                req_free(req); /* cancelled: the callback already ran */
-                return;
-        }
         req_complete(req);
 }
 
@@ -283,7 +280,7 @@ static void on_status_reply(const struct cri_reply *reply, void *userdata) {
         struct status_slot *slot = userdata;
         struct summary_req *req = slot->req;
 
-        if (req->p && reply->r >= 0 && reply->msg) {
+        if (reply->r >= 0 && reply->msg) {
                 const Runtime__V1__PodSandboxStatusResponse *resp = (const Runtime__V1__PodSandboxStatusResponse *)
                                                                             reply->msg;
                 const char *info = pb_map_get((void *const *) resp->info, resp->n_info, "info");
@@ -293,7 +290,7 @@ static void on_status_reply(const struct cri_reply *reply, void *userdata) {
                         pid = 0; /* remembered as unknown: not asked again */
                 }
                 (void) stats_provider_set_sandbox_pid(req->p, slot->sandbox_id, pid);
-        } else if (req->p)
+        } else
                 log_v(4, "stats: PodSandboxStatus %s failed: %s", slot->sandbox_id, reply->message);
         req_step_done(req);
 }
@@ -328,7 +325,7 @@ static void resolve_sandbox_pids(struct summary_req *req, const Runtime__V1__Lis
                 req->n_status++;
                 sreq.pod_sandbox_id = sb->id;
                 sreq.verbose = true;
-                if (cri_pod_sandbox_status(p->cri, &sreq, 0, on_status_reply, slot, NULL) >= 0)
+                if (cri_pod_sandbox_status(p->cri, &sreq, 0, on_status_reply, slot, &req->calls) >= 0)
                         req->pending++;
         }
 }
@@ -337,24 +334,21 @@ static void on_reply(const struct cri_reply *reply, void *userdata) {
         struct req_slot *slot = userdata;
         struct summary_req *req = slot->req;
 
-        if (req->p) {
-                if (reply->r < 0) {
-                        if (query_required[slot->q]) {
-                                if (req->error >= 0)
-                                        req->error = reply->r;
-                                log_v(2, "stats: %s failed: %s", query_name[slot->q], reply->message);
-                        } else
-                                log_v(4, "stats: %s failed: %s", query_name[slot->q], reply->message);
-                        if (slot->q == Q_POD_STATS) /* e.g. containerd 1.6 for sandboxes without a cgroup parent */
-                                req->p->pod_stats_retry_usec = now_usec() + POD_STATS_RETRY_USEC;
-                } else if (reply->msg) {
-                        req->resp[slot->q] = message_copy(reply->msg);
-                        if (!req->resp[slot->q] && query_required[slot->q] && req->error >= 0)
-                                req->error = -ENOMEM;
-                        if (slot->q == Q_SANDBOXES && req->resp[slot->q] && req->error >= 0)
-                                resolve_sandbox_pids(req,
-                                                     (const Runtime__V1__ListPodSandboxResponse *) req->resp[slot->q]);
-                }
+        if (reply->r < 0) {
+                if (query_required[slot->q]) {
+                        if (req->error >= 0)
+                                req->error = reply->r;
+                        log_v(2, "stats: %s failed: %s", query_name[slot->q], reply->message);
+                } else
+                        log_v(4, "stats: %s failed: %s", query_name[slot->q], reply->message);
+                if (slot->q == Q_POD_STATS) /* e.g. containerd 1.6 for sandboxes without a cgroup parent */
+                        req->p->pod_stats_retry_usec = now_usec() + POD_STATS_RETRY_USEC;
+        } else if (reply->msg) {
+                req->resp[slot->q] = message_copy(reply->msg);
+                if (!req->resp[slot->q] && query_required[slot->q] && req->error >= 0)
+                        req->error = -ENOMEM;
+                if (slot->q == Q_SANDBOXES && req->resp[slot->q] && req->error >= 0)
+                        resolve_sandbox_pids(req, (const Runtime__V1__ListPodSandboxResponse *) req->resp[slot->q]);
         }
         req_step_done(req);
 }
@@ -393,21 +387,22 @@ int stats_summary_get(struct stats_provider *p, stats_summary_cb cb, void *userd
                 for (size_t i = 0; i < _Q_MAX; i++) {
                         switch ((enum query) i) {
                         case Q_SANDBOXES:
-                                r = cri_list_pod_sandbox(p->cri, &sreq, 0, on_reply, &req->slots[i], NULL);
+                                r = cri_list_pod_sandbox(p->cri, &sreq, 0, on_reply, &req->slots[i], &req->calls);
                                 break;
                         case Q_CONTAINERS:
-                                r = cri_list_containers(p->cri, &creq, 0, on_reply, &req->slots[i], NULL);
+                                r = cri_list_containers(p->cri, &creq, 0, on_reply, &req->slots[i], &req->calls);
                                 break;
                         case Q_CONTAINER_STATS:
-                                r = cri_list_container_stats(p->cri, &csreq, 0, on_reply, &req->slots[i], NULL);
+                                r = cri_list_container_stats(p->cri, &csreq, 0, on_reply, &req->slots[i], &req->calls);
                                 break;
                         case Q_POD_STATS:
                                 if (p->pod_stats_retry_usec > now_usec())
                                         continue; /* failed not long ago */
-                                r = cri_list_pod_sandbox_stats(p->cri, &psreq, 0, on_reply, &req->slots[i], NULL);
+                                r = cri_list_pod_sandbox_stats(p->cri, &psreq, 0, on_reply, &req->slots[i],
+                                                               &req->calls);
                                 break;
                         case Q_IMAGE_FS:
-                                r = cri_image_fs_info(p->cri, &ireq, 0, on_reply, &req->slots[i], NULL);
+                                r = cri_image_fs_info(p->cri, &ireq, 0, on_reply, &req->slots[i], &req->calls);
                                 break;
                         default:
                                 r = -EINVAL;
@@ -478,9 +473,8 @@ struct stats_provider *stats_provider_free(struct stats_provider *p) {
                 stats_summary_cb cb = req->cb;
                 void *userdata = req->userdata;
                 req_unlink(p, req);
-                req->p = NULL;
-                if (req->pending == 0)
-                        req_free(req); /* nothing in flight (a deferred completion) */
+                cri_calls_cancel(&req->calls);
+                req_free(req);
                 cb(-ECANCELED, NULL, userdata);
         }
         for (size_t i = 0; i < p->n_cache; i++)
