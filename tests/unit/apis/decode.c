@@ -344,7 +344,7 @@ static void test_decode_direct(void **state) {
         assert_false(p->spec.termination_grace_period_set);
         json_object_set_new(json_object_get(j, "metadata"), "name", json_string("changed"));
         assert_string_equal(json_string_value(json_object_get(json_object_get(p->raw, "metadata"), "name")), "n");
-        pod_apply_defaults(p);
+        assert_int_equal(pod_apply_defaults_checked(p), 0);
         assert_int_equal(p->spec.termination_grace_period_seconds, 30);
         assert_string_equal(p->spec.dns_policy, "ClusterFirst");
         assert_string_equal(p->spec.scheduler_name, "default-scheduler");
