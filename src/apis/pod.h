@@ -413,8 +413,6 @@ bool pod_uid_is_valid(const char *uid);
         "a pod UID must consist of alphanumeric characters, '-', '_' or '.', start with an alphanumeric character " \
         "and be at most 128 characters long"
 
-/* Full name used by the kubelet for logs and uniqueness: "name_namespace". */
-char *pod_full_name(const struct pod *p);
 /* The pod's hostname (GeneratePodHostNameAndDomain): spec.hostname or its name, truncated to 63 characters,
  * without trailing '-' or '.'. NULL on OOM. */
 char *pod_hostname(const struct pod *pod);

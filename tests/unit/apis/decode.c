@@ -176,10 +176,6 @@ static void test_full_pod(void **state) {
                             "{\"command\":[\"sh\",\"-c\",\"echo hi\"],\"image\":\"busybox:1.36\",\"name\":\"init\"}");
         free(s);
 
-        s = pod_full_name(p);
-        assert_string_equal(s, "web_prod");
-        free(s);
-
         assert_int_equal(pod_validate(p, NULL), 0);
         pod_free(p);
 }
