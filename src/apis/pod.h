@@ -444,12 +444,8 @@ const struct quantity *resource_list_get(const struct resource_list *l, const ch
 bool resource_is_extended(const char *name);
 
 /* Name validators (k8s.io/apimachinery/pkg/util/validation); return NULL if valid or a static message. */
-const char *validate_dns1123_label(const char *s);
-const char *validate_dns1123_subdomain(const char *s);
-const char *validate_iana_svc_name(const char *s);
 const char *validate_qualified_name(const char *s); /* label and annotation keys */
 const char *validate_label_value(const char *s);
-const char *validate_env_var_name(const char *s); /* IsEnvVarName */
 const char *validate_relaxed_env_var_name(const char *s);
 /* A set of pods, owned. */
 struct pod_set {
