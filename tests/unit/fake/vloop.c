@@ -9,7 +9,7 @@
 #include "basic/strv.h"
 #include "basic/time.h"
 #include "basic/timer.h"
-#include "basic/vclock.h"
+#include "basic/vclock-testing.h"
 #include "basic/workpool.h"
 
 /* Whatever the virtual clock says, a test run is bounded in real time too: a loop that never settles (a
