@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Worker threads whose results come back to the event loop (see workpool.h). */
 #include "basic/workpool.h"
+#include "basic/workpool-testing.h"
 
 #include <assert.h>
 #include <errno.h>

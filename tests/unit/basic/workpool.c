@@ -13,7 +13,7 @@
 #include <stdatomic.h>
 #include <unistd.h>
 
-#include "basic/workpool.h"
+#include "basic/workpool-testing.h"
 
 struct ctx {
         struct event_base *base;

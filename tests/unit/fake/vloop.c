@@ -10,7 +10,7 @@
 #include "basic/time.h"
 #include "basic/timer.h"
 #include "basic/vclock-testing.h"
-#include "basic/workpool.h"
+#include "basic/workpool-testing.h"
 
 /* Whatever the virtual clock says, a test run is bounded in real time too: a loop that never settles (a
  * timer re-armed for "now" forever) fails instead of hanging. */
