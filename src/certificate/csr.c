@@ -366,11 +366,6 @@ int cert_csr_state(const json_t *csr, enum cert_csr_state *ret, const char **ret
         return 0;
 }
 
-const char *cert_csr_state_to_string(enum cert_csr_state s) {
-        static const char *const names[] = { "pending", "approved", "issued", "denied", "failed" };
-        return (size_t) s < ELEMENTSOF(names) ? names[s] : "unknown";
-}
-
 void cert_info_done(struct cert_info *i) {
         if (!i)
                 return;

@@ -64,7 +64,6 @@ enum cert_csr_state {
  * -EINVAL when status.certificate is not base64. */
 int cert_csr_state(const json_t *csr, enum cert_csr_state *ret, const char **ret_reason, const char **ret_message,
                    char **ret_certificate);
-const char *cert_csr_state_to_string(enum cert_csr_state s);
 
 /* What a certificate says. Times are Unix microseconds. */
 struct cert_info {

@@ -198,8 +198,7 @@ static void test_csr_state(void **state) {
                 assert_non_null(o);
                 assert_int_equal(cert_csr_state(o, &s, &reason, &message, &cert), 0);
                 if (s != cases[i].want)
-                        fail_msg("case %zu: %s, want %s", i, cert_csr_state_to_string(s),
-                                 cert_csr_state_to_string(cases[i].want));
+                        fail_msg("case %zu: state %d, want %d", i, (int) s, (int) cases[i].want);
                 assert_string_equal(reason, cases[i].reason);
                 if (s == CERT_CSR_ISSUED)
                         assert_string_equal(cert, "hello");
