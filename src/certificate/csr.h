@@ -76,9 +76,6 @@ struct cert_info {
 };
 void cert_info_done(struct cert_info *i);
 
-/* The leaf (first) certificate of PEM. Errors say why ("no certificate in the PEM data", OpenSSL's reason). */
-int cert_info_parse(const char *pem, size_t len, struct cert_info *ret, struct ck_error **ret_error);
-
 /* A pair file as the kubelet's certificate store writes it (kubelet-client-current.pem): certificates, then the
  * key, in one PEM. Splits it, checks that the key belongs to the leaf and returns the leaf's info. Errors name
  * what is wrong ("no private key", "the private key does not match the certificate"). Outputs may be NULL. */
