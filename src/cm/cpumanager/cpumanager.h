@@ -87,12 +87,10 @@ bool cpumanager_remove_container(struct cpumanager *m, const char *pod_uid, cons
 bool cpumanager_remove_stale(struct cpumanager *m, char *const *active_uids);
 size_t cpumanager_n_entries(const struct cpumanager *m);
 
-/* upstream's takeByTopologyNUMAPacked, packed CPU sorting: -ENOSPC with a message when it cannot */
-int cpumanager_take_by_topology(const struct cpu_topology *t, const struct cpuset *available, int n, struct cpuset *ret,
-                                struct ck_error **ret_error);
 /* the static policy's takeByTopology: with distribute-cpus-across-numa upstream's takeByTopologyNUMADistributed
  * (in groups of a whole core's CPUs with full-pcpus-only), else takeByTopologyNUMAPacked, aligned by uncore
- * cache first with prefer-align-cpus-by-uncorecache; o NULL: packed */
+ * cache first with prefer-align-cpus-by-uncorecache; o NULL: packed (packed CPU sorting). -ENOSPC with a message
+ * when it cannot. */
 int cpumanager_take_by_topology_opts(const struct cpu_topology *t, const struct cpuset *available, int n,
                                      const struct cpumanager_options *o, struct cpuset *ret,
                                      struct ck_error **ret_error);

@@ -153,7 +153,7 @@ static void check_take(struct cpu_topology *(*mk)(void), const char *avail, int 
         struct cpu_topology *t = mk();
         _cleanup_ck_error_ struct ck_error *err = NULL;
         struct cpuset a = S(avail), got = {}, w = S(want);
-        int r = cpumanager_take_by_topology(t, &a, n, &got, &err);
+        int r = cpumanager_take_by_topology_opts(t, &a, n, NULL, &got, &err);
 
         if (want_err) {
                 assert_int_equal(r, -ENOSPC);
