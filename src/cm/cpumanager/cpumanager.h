@@ -49,15 +49,13 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(struct cpumanager *, cpumanager_free);
 bool cpumanager_is_static(const struct cpumanager *m);
 const struct cpu_topology *cpumanager_topology(const struct cpumanager *m);
 
-/* Admission (the topology manager's "none" policy calling Allocate for each init then app container): the pod's
- * exclusive CPUs. -ENOSPC with *ret_error (upstream's reason, SMTAlignmentError or UnexpectedAdmissionError, and
- * message) when it cannot be done; nothing of the pod is kept then. A pod already in the state keeps what it has. */
-int cpumanager_allocate_pod(struct cpumanager *m, const struct pod *p, struct ck_error **ret_error);
 /* The topology manager's provider (HintProvider): the hints of a container or a pod (upstream's static policy's
  * GetTopologyHints / GetPodTopologyHints: every set of NUMA nodes with enough free CPUs, the narrowest preferred;
  * no preference under none or for a container without exclusive CPUs), and a container's allocation with the
- * chosen affinity (its NUMA nodes' CPUs first). A pod's allocations are undone together (cpumanager_rollback to a
- * mark taken before the first) or stored (cpumanager_commit). */
+ * chosen affinity (its NUMA nodes' CPUs first): -ENOSPC with *ret_error (upstream's reason, SMTAlignmentError or
+ * UnexpectedAdmissionError, and message) when it cannot be done. A pod already in the state keeps what it has. A
+ * pod's allocations are undone together (cpumanager_rollback to a mark taken before the first: nothing of a
+ * refused pod is kept) or stored (cpumanager_commit). */
 int cpumanager_container_hints(const struct cpumanager *m, const struct pod *p, const struct container *c,
                                struct tm_hints *acc);
 int cpumanager_pod_hints(const struct cpumanager *m, const struct pod *p, struct tm_hints *acc);
