@@ -545,13 +545,6 @@ static void unprepare_unused(struct dra_manager *m) {
         }
 }
 
-void dra_manager_pod_gone(struct dra_manager *m, const char *pod_uid) {
-        if (dra_claims_remove_pod(m->claims, pod_uid, NULL) < 0)
-                return;
-        unprepare_unused(m);
-        checkpoint(m);
-}
-
 void dra_manager_gc(struct dra_manager *m, char *const *active_pod_uids) {
         _cleanup_strv_free_ char **gone = NULL;
 
