@@ -16,6 +16,7 @@
 #include "cm/devicemanager/ckpt_writer.h"
 #include "cm/dra/claims.h"
 #include "cm/dra/manager.h"
+#include "cm/dra/manager-testing.h"
 #include "cm/dra/plugins.h"
 #include "dra.pb-c.h"
 

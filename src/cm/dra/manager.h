@@ -45,5 +45,3 @@ void dra_prepare_cancel(struct dra_prepare *p); /* accepts NULL */
 /* Claims no active pod uses lose their other pods (after a restart: pods deleted meanwhile), and every claim without
  * pods that is prepared is unprepared (again, after a failure). */
 void dra_manager_gc(struct dra_manager *m, char *const *active_pod_uids);
-/* NodeUnprepareResources calls in flight (for tests). */
-unsigned dra_manager_unprepares_in_flight(const struct dra_manager *m);

@@ -18,7 +18,7 @@
 #include "basic/fs.h"
 #include "basic/strv.h"
 #include "cm/dra/claims.h"
-#include "cm/dra/manager.h"
+#include "cm/dra/manager-testing.h"
 #include "cm/dra/plugins.h"
 #include "dra.pb-c.h"
 #include "grpc/server.h"
