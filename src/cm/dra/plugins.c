@@ -334,10 +334,6 @@ static struct dra_plugin *newest(struct dra_plugins *p, const char *driver) {
         return best;
 }
 
-bool dra_plugins_has(struct dra_plugins *p, const char *driver) {
-        return newest(p, driver) != NULL;
-}
-
 const char *dra_plugins_endpoint(struct dra_plugins *p, const char *driver, const char **ret_service) {
         struct dra_plugin *pl = newest(p, driver);
         if (!pl)
