@@ -12,6 +12,7 @@
 #include "basic/strv.h"
 #include "basic/timer.h"
 #include "cm/dra/plugins.h"
+#include "cm/dra/plugins-testing.h"
 #include "drahealth.pb-c.h"
 
 struct dra_plugin {

@@ -13,7 +13,7 @@
 #include <event2/event.h>
 
 #include "basic/error.h"
-#include "cm/dra/plugins.h"
+#include "cm/dra/plugins-testing.h"
 
 static int n_changed;
 static bool last_registered;
