@@ -21,6 +21,7 @@
 #include "basic/string.h"
 #include "basic/time.h"
 #include "client/client.h"
+#include "events/correlator-testing.h"
 #include "events/lru.h"
 #include "events/recorder.h"
 
