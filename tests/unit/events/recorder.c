@@ -23,7 +23,7 @@
 #include "client/client.h"
 #include "events/correlator-testing.h"
 #include "events/lru.h"
-#include "events/recorder.h"
+#include "events/recorder-testing.h"
 
 #define NODE "node-1"
 #define T0 INT64_C(1700000000123456789) /* 2023-11-14T22:13:20Z */
