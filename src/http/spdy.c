@@ -206,14 +206,6 @@ size_t spdy_rst_stream(uint8_t out[static 16], uint32_t stream_id, uint32_t stat
         return control_pair(out, SPDY_RST_STREAM, stream_id & SPDY_MAX_STREAM_ID, status);
 }
 
-size_t spdy_goaway(uint8_t out[static 16], uint32_t last_good, uint32_t status) {
-        return control_pair(out, SPDY_GOAWAY, last_good & SPDY_MAX_STREAM_ID, status);
-}
-
-size_t spdy_window_update(uint8_t out[static 16], uint32_t stream_id, uint32_t delta) {
-        return control_pair(out, SPDY_WINDOW_UPDATE, stream_id & SPDY_MAX_STREAM_ID, delta & SPDY_MAX_STREAM_ID);
-}
-
 size_t spdy_ping(uint8_t out[static 12], uint32_t id) {
         control_header(out, SPDY_PING, 0, 4);
         put32(out + 8, id);

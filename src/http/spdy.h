@@ -65,8 +65,6 @@ int spdy_frame_parse(const uint8_t *buf, size_t n, uint32_t max_len, struct spdy
 size_t spdy_data_header(uint8_t out[static SPDY_HEADER_LEN], uint32_t stream_id, uint8_t flags, uint32_t len);
 size_t spdy_rst_stream(uint8_t out[static 16], uint32_t stream_id, uint32_t status);
 size_t spdy_ping(uint8_t out[static 12], uint32_t id);
-size_t spdy_goaway(uint8_t out[static 16], uint32_t last_good, uint32_t status);
-size_t spdy_window_update(uint8_t out[static 16], uint32_t stream_id, uint32_t delta);
 
 /* Header block compression of one direction of a session. */
 struct spdy_zstream {
