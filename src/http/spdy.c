@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "http/spdy.h"
+#include "http/spdy-testing.h"
 
 /* SPDY/3's header compression dictionary (draft-mbelshe-httpbis-spdy-00, 2.6.10.1); adler32 0xe3c6a7c2 */
 static const uint8_t dictionary[] = {

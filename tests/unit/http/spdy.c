@@ -9,7 +9,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "http/spdy.h"
+#include "http/spdy-testing.h"
 
 static void test_control_frames(void **state) {
         uint8_t b[16];
