@@ -9,7 +9,7 @@
 
 #include "basic/time.h"
 #include "stats/stats-internal.h"
-#include "stats/summary.h"
+#include "stats/summary-testing.h"
 #include "testutil.h"
 
 #define SEC(x) ((int64_t) (x) *NSEC_PER_SEC)
