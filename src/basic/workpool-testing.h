@@ -5,9 +5,6 @@
 
 #include "basic/workpool.h"
 
-/* Jobs queued or running (not yet delivered). */
-unsigned workpool_busy(const struct workpool *p);
-
 /* Threads written off: still inside a job whose deadline passed. */
 unsigned workpool_stuck(const struct workpool *p);
 
