@@ -11,7 +11,7 @@ struct ck_error;
 
 /* Parse manifest text: every document must be a v1 Pod or a v1 PodList (apiVersion "v1", kind "Pod" /
  * "PodList"; a missing apiVersion/kind is an error, as upstream's decoder). Each pod is decoded
- * (pod_decode) and defaulted (pod_apply_defaults), not validated. All or nothing: on error *ret_error says
+ * (pod_decode) and defaulted (pod_apply_defaults_checked), not validated. All or nothing: on error *ret_error says
  * which document ("document 2: ...", 1-based) and why. */
 int manifest_parse(const char *data, size_t size, struct pod_set *ret, struct ck_error **ret_error);
 

@@ -239,15 +239,6 @@ struct pod *pod_free(struct pod *p) {
         return NULL;
 }
 
-char *pod_full_name(const struct pod *p) {
-        char *s;
-        if (!p)
-                return NULL;
-        if (asprintf(&s, "%s_%s", strempty(p->name), strempty(p->namespace_)) < 0)
-                return NULL;
-        return s;
-}
-
 char *pod_hostname(const struct pod *pod) {
         const char *h = pod->spec.has_hostname_override ? strempty(pod->spec.hostname_override)
                         : !isempty(pod->spec.hostname)  ? pod->spec.hostname

@@ -326,7 +326,7 @@ struct pod_spec {
         struct pod_volumes
                 *volumes; /* spec.volumes, volumeMounts, hostAliases (pod_volumes.h); never NULL once decoded */
         /* set by pod_decode when the document gives terminationGracePeriodSeconds (0 is a valid value), and by
-         * pod_apply_defaults after defaulting it to 30 */
+         * pod_apply_defaults_checked after defaulting it to 30 */
         bool termination_grace_period_set;
 };
 
@@ -389,9 +389,8 @@ const char *stop_signal_name(int number);
  * into errs and make it return -EINVAL; on success *ret holds the pod (defaults not yet applied). */
 int pod_decode(json_t *obj, struct pod **ret, struct field_errors *errs);
 
-/* Apply the apiserver's defaults (SetDefaults_Pod & co.) in place. */
-void pod_apply_defaults(struct pod *p);
-/* The same, reporting an allocation failure (-ENOMEM; the pod is then partly defaulted). */
+/* Apply the apiserver's defaults (SetDefaults_Pod & co.) in place: 0, or -ENOMEM (the pod is then partly
+ * defaulted). */
 int pod_apply_defaults_checked(struct pod *p);
 /* The pull policy SetDefaults_Container gives an image: Always for ":latest" or no tag (and no digest),
  * IfNotPresent otherwise (and for a name that does not parse as an image reference). */
@@ -402,10 +401,8 @@ int pod_validate(const struct pod *p, struct field_errors *errs);
 
 /* The fields of the pod present in its document that ckubelet accepts but does not act on as the upstream kubelet
  * does (pod-level resources, SELinux options, fsGroup's volume ownership, ...), each as "<field path> (<why>)", in
- * document order; NULL when none. For the kubelet to say once. */
-int pod_unsupported_fields(const struct pod *pod, char ***ret);
-/* The same, leaving out the fields acted on when one of the feature gates named in gates_on (strv, may be NULL)
- * is on (lifecycle.stopSignal with ContainerStopSignals). */
+ * document order; NULL when none. For the kubelet to say once. The fields acted on when one of the feature gates
+ * named in gates_on (strv, may be NULL) is on are left out (lifecycle.stopSignal with ContainerStopSignals). */
 int pod_unsupported_fields_gated(const struct pod *pod, char *const *gates_on, char ***ret);
 
 /* Whether uid can name the pod's directories (<root-dir>/pods/<uid>, /var/log/pods/<ns>_<name>_<uid>): 1 to 128
@@ -416,8 +413,6 @@ bool pod_uid_is_valid(const char *uid);
         "a pod UID must consist of alphanumeric characters, '-', '_' or '.', start with an alphanumeric character " \
         "and be at most 128 characters long"
 
-/* Full name used by the kubelet for logs and uniqueness: "name_namespace". */
-char *pod_full_name(const struct pod *p);
 /* The pod's hostname (GeneratePodHostNameAndDomain): spec.hostname or its name, truncated to 63 characters,
  * without trailing '-' or '.'. NULL on OOM. */
 char *pod_hostname(const struct pod *pod);
@@ -449,12 +444,8 @@ const struct quantity *resource_list_get(const struct resource_list *l, const ch
 bool resource_is_extended(const char *name);
 
 /* Name validators (k8s.io/apimachinery/pkg/util/validation); return NULL if valid or a static message. */
-const char *validate_dns1123_label(const char *s);
-const char *validate_dns1123_subdomain(const char *s);
-const char *validate_iana_svc_name(const char *s);
 const char *validate_qualified_name(const char *s); /* label and annotation keys */
 const char *validate_label_value(const char *s);
-const char *validate_env_var_name(const char *s); /* IsEnvVarName */
 const char *validate_relaxed_env_var_name(const char *s);
 /* A set of pods, owned. */
 struct pod_set {

@@ -278,7 +278,3 @@ int pod_apply_defaults_checked(struct pod *p) {
         }
         return 0;
 }
-
-void pod_apply_defaults(struct pod *p) {
-        (void) pod_apply_defaults_checked(p);
-}

@@ -81,7 +81,3 @@ int pod_unsupported_fields_gated(const struct pod *pod, char *const *gates_on, c
         *ret = l;
         return 0;
 }
-
-int pod_unsupported_fields(const struct pod *pod, char ***ret) {
-        return pod_unsupported_fields_gated(pod, NULL, ret);
-}

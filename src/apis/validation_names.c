@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Name checks with the messages of k8s.io/apimachinery/pkg/util/validation (IsDNS1123Label,
- * IsDNS1123Subdomain, IsValidPortName, IsQualifiedName, IsValidLabelValue, IsEnvVarName). The regular
+ * IsDNS1123Subdomain, IsValidPortName, IsQualifiedName, IsValidLabelValue, IsRelaxedEnvVarName). The regular
  * expressions are matched by hand; the messages embed them as upstream does. */
 #include <stdbool.h>
 #include <string.h>
@@ -32,10 +32,6 @@
 #define LABEL_VALUE_MSG                                                                                      \
         "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and " \
         "must start and end with an alphanumeric character"
-#define ENV_FMT "[-._a-zA-Z][-._a-zA-Z0-9]*"
-#define ENV_MSG                                                                                               \
-        "a valid environment variable name must consist of alphabetic characters, digits, '_', '-', or '.', " \
-        "and must not start with a digit"
 
 static const char dns1123_label_regex_err[] = DNS1123_LABEL_MSG EG2("my-name", "123-abc") REGEX(DNS1123_LABEL_FMT);
 static const char dns1123_subdomain_regex_err[] = DNS1123_SUBDOMAIN_MSG EG1("example.com") REGEX(DNS1123_SUBDOMAIN_FMT);
@@ -46,10 +42,6 @@ static bool is_lower_alnum(char c) {
 
 static bool is_alnum(char c) {
         return is_lower_alnum(c) || (c >= 'A' && c <= 'Z');
-}
-
-static bool is_alpha(char c) {
-        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
 }
 
 /* ^[a-z0-9]([-a-z0-9]*[a-z0-9])?$ over s[0..n) */
@@ -181,28 +173,6 @@ size_t check_label_value(const char *s, const char *msgs[static NAME_MAX_MSGS]) 
         return n;
 }
 
-static size_t check_env_var_name(const char *s, const char *msgs[static NAME_MAX_MSGS]) {
-        static const char regex_err[] = ENV_MSG EG3("my.env-name", "MY_ENV.NAME", "MyEnvName1") REGEX(ENV_FMT);
-        size_t n = 0, len = strlen(strempty(s));
-        bool ok = len > 0;
-
-        s = strempty(s);
-        for (size_t i = 0; ok && i < len; i++) {
-                char c = s[i];
-                if (!is_alpha(c) && c != '-' && c != '.' && c != '_' && !(i > 0 && c >= '0' && c <= '9'))
-                        ok = false;
-        }
-        if (!ok)
-                msgs[n++] = regex_err;
-        if (streq(s, "."))
-                msgs[n++] = "must not be '.'";
-        else if (streq(s, ".."))
-                msgs[n++] = "must not be '..'";
-        else if (startswith(s, ".."))
-                msgs[n++] = "must not start with '..'";
-        return n;
-}
-
 /* IsRelaxedEnvVarName: what the apiserver and kubelet accept since RelaxedEnvironmentVariableValidation went GA
  * (v1.34, locked on): any printable ASCII character but '=' */
 size_t check_relaxed_env_var_name(const char *s, const char *msgs[static NAME_MAX_MSGS]) {
@@ -226,28 +196,12 @@ size_t check_relaxed_env_var_name(const char *s, const char *msgs[static NAME_MA
                 check((s), _m) > 0 ? _m[0] : NULL; \
         })
 
-const char *validate_dns1123_label(const char *s) {
-        return FIRST_MSG(check_dns1123_label, s);
-}
-
-const char *validate_dns1123_subdomain(const char *s) {
-        return FIRST_MSG(check_dns1123_subdomain, s);
-}
-
-const char *validate_iana_svc_name(const char *s) {
-        return FIRST_MSG(check_iana_svc_name, s);
-}
-
 const char *validate_qualified_name(const char *s) {
         return FIRST_MSG(check_qualified_name, s);
 }
 
 const char *validate_label_value(const char *s) {
         return FIRST_MSG(check_label_value, s);
-}
-
-const char *validate_env_var_name(const char *s) {
-        return FIRST_MSG(check_env_var_name, s);
 }
 
 const char *validate_relaxed_env_var_name(const char *s) {

@@ -85,16 +85,6 @@ int strv_copy(char *const *l, char ***ret) {
         return 0;
 }
 
-bool strv_equal(char *const *a, char *const *b) {
-        size_t na = strv_length(a), nb = strv_length(b);
-        if (na != nb)
-                return false;
-        for (size_t i = 0; i < na; i++)
-                if (!streq(a[i], b[i]))
-                        return false;
-        return true;
-}
-
 bool strv_contains(char *const *l, const char *s) {
         for (size_t i = 0; l && l[i]; i++)
                 if (streq(l[i], s))

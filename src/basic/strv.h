@@ -17,6 +17,5 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(char **, strv_free)
 int strv_push(char ***l, char *value);         /* takes ownership of value, even on failure */
 int strv_extend(char ***l, const char *value); /* copies value */
 int strv_copy(char *const *l, char ***ret);
-bool strv_equal(char *const *a, char *const *b);
 bool strv_contains(char *const *l, const char *s);
 char *strv_join(char *const *l, const char *sep); /* NULL on OOM; "" for an empty vector */

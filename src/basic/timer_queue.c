@@ -78,10 +78,6 @@ uint64_t timer_queue_next_wake(const struct timer_queue *q) {
         return (due + g - 1) / g * g;
 }
 
-size_t timer_queue_size(const struct timer_queue *q) {
-        return q->n;
-}
-
 /* arm the event for the earliest entry when that is sooner than it is armed for (a later one is left: the
  * event then fires early, runs nothing and is armed again) */
 static void update_event(struct timer_queue *q) {

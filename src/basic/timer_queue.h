@@ -53,7 +53,6 @@ int timer_queue_arm(struct timer_queue *q, struct timer_entry *e, uint64_t due_u
 /* Disarm e; nothing when it is not armed. */
 void timer_queue_disarm(struct timer_queue *q, struct timer_entry *e);
 
-size_t timer_queue_size(const struct timer_queue *q);
 /* The earliest deadline (UINT64_MAX when empty), and when the queue's event fires for it (rounded up to the
  * granularity). */
 uint64_t timer_queue_next_due(const struct timer_queue *q);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The virtual clock for tests; see vclock.h. */
 #include "basic/vclock.h"
+#include "basic/vclock-testing.h"
 
 #include <assert.h>
 #include <errno.h>

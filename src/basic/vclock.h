@@ -11,16 +11,14 @@
  * libevent (evtimer_pending() works as usual) with a far-away real timeout, and vclock_set() activates it. A
  * timer armed for "now" (0) is activated at once. Timers armed with libevent's own calls keep running on real
  * time: only tests do that (vloop's real-time guards); src/ arms none (scripts/check-timer-seam.py). Persistent
- * (EV_PERSIST) events must not be armed through the seam while the clock is virtual. One event base at a time. */
+ * (EV_PERSIST) events must not be armed through the seam while the clock is virtual. One event base at a time.
+ *
+ * The controls (vclock_enable, vclock_set, ...) are in vclock-testing.h: only the unit tests use them. */
 
 #include <event2/event.h>
 #include <stdbool.h>
 #include <stdint.h>
 
-/* Start virtual time on base at the given clock readings (usec). Timers armed before keep their real timeouts. */
-void vclock_enable(struct event_base *base, uint64_t monotonic_usec, uint64_t realtime_usec);
-/* Back to the real clocks; virtual timers still armed are dropped (their events stay added, far away). */
-void vclock_disable(void);
 bool vclock_enabled(void);
 
 uint64_t vclock_monotonic_usec(void);
@@ -28,10 +26,3 @@ uint64_t vclock_realtime_usec(void);
 
 /* evtimer_add_usec() and event_add_usec() while the clock is virtual: 0, or -ENOMEM. */
 int vclock_timer_add(struct event *ev, uint64_t usec);
-
-/* The earliest deadline (monotonic usec) of a virtual timer still armed; false if none. */
-bool vclock_next_deadline(uint64_t *ret_usec);
-/* Move the clock forward to monotonic_usec (never back) and activate, in deadline order, the timers due by
- * then; the realtime clock moves by the same amount. Returns how many timers were activated. The callbacks
- * run when the loop next runs. */
-unsigned vclock_set(uint64_t monotonic_usec);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Worker threads whose results come back to the event loop (see workpool.h). */
 #include "basic/workpool.h"
+#include "basic/workpool-testing.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -47,7 +48,6 @@ struct workpool {
         struct job *queue, **queue_tail; /* not started, in order */
         struct job *running;             /* started, not finished (any order) */
         struct job *finished;            /* done, not delivered (any order) */
-        unsigned busy;                   /* queued + running + finished, not delivered (loop side) */
         unsigned stuck_jobs;             /* abandoned jobs still running (loop side copy in n_stuck) */
         bool stopping;
         unsigned n_threads, max_threads;
@@ -60,7 +60,6 @@ struct workpool {
 static atomic_uint in_flight;
 
 static void busy_dec(struct workpool *p) {
-        p->busy--;
         atomic_fetch_sub(&in_flight, 1);
 }
 
@@ -370,17 +369,12 @@ int workpool_submit_full(struct workpool *p, const char *key, uint64_t timeout_u
         p->queue_tail = &j->next;
         pthread_cond_broadcast(&p->cond);
         pthread_mutex_unlock(&p->lock);
-        p->busy++;
         atomic_fetch_add(&in_flight, 1);
         return 0;
 }
 
 int workpool_submit(struct workpool *p, workpool_work_t work, workpool_done_t done, void *userdata) {
         return workpool_submit_full(p, NULL, 0, work, done, NULL, userdata);
-}
-
-unsigned workpool_busy(const struct workpool *p) {
-        return p ? p->busy : 0;
 }
 
 unsigned workpool_in_flight(void) {

@@ -51,13 +51,3 @@ int workpool_submit(struct workpool *p, workpool_work_t work, workpool_done_t do
  * done() are over: with destroy, done() must not free userdata. */
 int workpool_submit_full(struct workpool *p, const char *key, uint64_t timeout_usec, workpool_work_t work,
                          workpool_done_t done, workpool_free_t destroy, void *userdata);
-
-/* Jobs queued or running (not yet delivered). */
-unsigned workpool_busy(const struct workpool *p);
-
-/* Threads written off: still inside a job whose deadline passed. */
-unsigned workpool_stuck(const struct workpool *p);
-
-/* Jobs of every pool in the process not yet delivered, those past their deadline excepted: work whose done() the
- * loop will run without any timer firing. Tests on the virtual clock wait for them before moving it. */
-unsigned workpool_in_flight(void);

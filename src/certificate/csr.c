@@ -366,11 +366,6 @@ int cert_csr_state(const json_t *csr, enum cert_csr_state *ret, const char **ret
         return 0;
 }
 
-const char *cert_csr_state_to_string(enum cert_csr_state s) {
-        static const char *const names[] = { "pending", "approved", "issued", "denied", "failed" };
-        return (size_t) s < ELEMENTSOF(names) ? names[s] : "unknown";
-}
-
 void cert_info_done(struct cert_info *i) {
         if (!i)
                 return;
@@ -457,21 +452,6 @@ static int info_from_x509(X509 *x, struct cert_info *ret) {
         }
         *ret = i;
         return 0;
-}
-
-int cert_info_parse(const char *pem, size_t len, struct cert_info *ret, struct ck_error **ret_error) {
-        BIO *b = BIO_new_mem_buf(pem, (int) len);
-        X509 *x = b ? PEM_read_bio_X509(b, NULL, NULL, NULL) : NULL;
-        int r;
-
-        BIO_free(b);
-        if (!x)
-                return openssl_error(ret_error, -EINVAL, "no certificate in the PEM data");
-        r = info_from_x509(x, ret);
-        if (r == -EINVAL)
-                (void) ck_error_set(ret_error, r, "the certificate's validity or subject cannot be read");
-        X509_free(x);
-        return r;
 }
 
 int cert_pair_parse(const char *pem, size_t len, char **ret_cert_pem, char **ret_key_pem, struct cert_info *ret_info,

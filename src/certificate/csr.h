@@ -64,7 +64,6 @@ enum cert_csr_state {
  * -EINVAL when status.certificate is not base64. */
 int cert_csr_state(const json_t *csr, enum cert_csr_state *ret, const char **ret_reason, const char **ret_message,
                    char **ret_certificate);
-const char *cert_csr_state_to_string(enum cert_csr_state s);
 
 /* What a certificate says. Times are Unix microseconds. */
 struct cert_info {
@@ -76,9 +75,6 @@ struct cert_info {
         char *serial; /* hex */
 };
 void cert_info_done(struct cert_info *i);
-
-/* The leaf (first) certificate of PEM. Errors say why ("no certificate in the PEM data", OpenSSL's reason). */
-int cert_info_parse(const char *pem, size_t len, struct cert_info *ret, struct ck_error **ret_error);
 
 /* A pair file as the kubelet's certificate store writes it (kubelet-client-current.pem): certificates, then the
  * key, in one PEM. Splits it, checks that the key belongs to the leaf and returns the leaf's info. Errors name

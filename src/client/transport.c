@@ -1194,20 +1194,3 @@ bool kube_transport_idle(const struct kube_transport *t) {
                         return false;
         return true;
 }
-
-void kube_transport_count(const struct kube_transport *t, unsigned *ret_h2, unsigned *ret_h1) {
-        unsigned h2 = 0, h1 = 0;
-
-        for (struct kconn *c = t->conns; c; c = c->next) {
-                if (c->dead)
-                        continue;
-                if (c->proto == PROTO_H2)
-                        h2++;
-                else
-                        h1++;
-        }
-        if (ret_h2)
-                *ret_h2 = h2;
-        if (ret_h1)
-                *ret_h1 = h1;
-}

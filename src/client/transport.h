@@ -52,8 +52,6 @@ int kube_transport_new(struct event_base *base, const struct kube_transport_conf
 struct kube_transport *kube_transport_free(struct kube_transport *t);
 /* No stream is open. */
 bool kube_transport_idle(const struct kube_transport *t);
-/* Open connections: (h2, h1). For tests and logs. */
-void kube_transport_count(const struct kube_transport *t, unsigned *ret_h2, unsigned *ret_h1);
 
 struct kube_stream_ops {
         /* the final response's status, Retry-After and Content-Encoding values (NULL if none) */

@@ -6,6 +6,7 @@
  *  - an aggregate group keeps 64-bit hashes of the messages it has seen, not the messages, and drops the
  *    oldest one where client-go's PopAny drops an arbitrary one. */
 #include "events/correlator.h"
+#include "events/correlator-testing.h"
 
 #include <errno.h>
 #include <inttypes.h>

@@ -77,8 +77,6 @@ int event_correlate(struct event_correlator *c, const struct event_input *in, st
  * An observation with a higher count than the server's (events correlated while the request was in flight)
  * is kept. */
 void event_correlator_update_state(struct event_correlator *c, const json_t *event);
-/* Entries held by the three caches together (each at most lru_size). */
-size_t event_correlator_entries(const struct event_correlator *c);
 
 /* ---- helpers ---- */
 /* The Event object's name: "<name>.<unix nanoseconds in lowercase hex>". NULL on OOM. */

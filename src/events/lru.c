@@ -145,7 +145,3 @@ int event_lru_add(struct event_lru *l, const char *key, void *value) {
 size_t event_lru_size(const struct event_lru *l) {
         return l ? l->size : 0;
 }
-
-size_t event_lru_capacity(const struct event_lru *l) {
-        return l ? l->capacity : 0;
-}

@@ -16,4 +16,3 @@ void *event_lru_get(struct event_lru *l, const char *key);
  * failure (-ENOMEM). */
 int event_lru_add(struct event_lru *l, const char *key, void *value);
 size_t event_lru_size(const struct event_lru *l);
-size_t event_lru_capacity(const struct event_lru *l);

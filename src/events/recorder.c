@@ -5,6 +5,7 @@
  * client retries transport errors, 429 and 5xx), where client-go retries 12 times 10 s apart; the Event's
  * resourceVersion is not tracked (patches never carry it). */
 #include "events/recorder.h"
+#include "events/recorder-testing.h"
 
 #include <errno.h>
 #include <inttypes.h>

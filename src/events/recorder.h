@@ -42,18 +42,6 @@ struct event_recorder *event_recorder_free(struct event_recorder *r);
 void event_recorder_eventf(struct event_recorder *r, const struct event_ref *ref, const char *type, const char *reason,
                            const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 
-/* Counters, for tests and metrics. */
-struct event_recorder_stats {
-        uint64_t recorded;      /* accepted by eventf (valid type) */
-        uint64_t spam_dropped;  /* dropped by the spam filter */
-        uint64_t queue_dropped; /* dropped because the queue was full (or out of memory) */
-        uint64_t coalesced;     /* absorbed by a queued update of the same Event object */
-        uint64_t sent;          /* requests that succeeded (2xx) */
-        uint64_t failed;        /* requests that failed (logged) */
-        size_t queued, in_flight;
-};
-void event_recorder_get_stats(const struct event_recorder *r, struct event_recorder_stats *ret);
-
 /* The log line: Event occurred: object="ns/name" fieldPath="..." kind="Pod" apiVersion="v1" type="Normal"
  * reason="Pulled" message="..." (values quoted like Go's %q). NULL on OOM. */
 char *event_log_line(const struct event_ref *ref, const char *type, const char *reason, const char *message);

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "http/spdy.h"
+#include "http/spdy-testing.h"
 
 /* SPDY/3's header compression dictionary (draft-mbelshe-httpbis-spdy-00, 2.6.10.1); adler32 0xe3c6a7c2 */
 static const uint8_t dictionary[] = {
@@ -204,14 +205,6 @@ static size_t control_pair(uint8_t out[static 16], uint16_t type, uint32_t a, ui
 
 size_t spdy_rst_stream(uint8_t out[static 16], uint32_t stream_id, uint32_t status) {
         return control_pair(out, SPDY_RST_STREAM, stream_id & SPDY_MAX_STREAM_ID, status);
-}
-
-size_t spdy_goaway(uint8_t out[static 16], uint32_t last_good, uint32_t status) {
-        return control_pair(out, SPDY_GOAWAY, last_good & SPDY_MAX_STREAM_ID, status);
-}
-
-size_t spdy_window_update(uint8_t out[static 16], uint32_t stream_id, uint32_t delta) {
-        return control_pair(out, SPDY_WINDOW_UPDATE, stream_id & SPDY_MAX_STREAM_ID, delta & SPDY_MAX_STREAM_ID);
 }
 
 size_t spdy_ping(uint8_t out[static 12], uint32_t id) {

@@ -10,8 +10,8 @@
  * reads one whole frame with a hard cap on its length, and for the control frames this client acts on reads the
  * fixed fields of their payload (the stream id, a status, a ping id, a window delta). Header blocks (SYN_STREAM,
  * SYN_REPLY, HEADERS) are compressed with zlib primed with SPDY/3's dictionary, one compression context per
- * direction for the whole session: spdy_deflater writes ours, spdy_inflater reads the peer's (used by the tests and
- * the fuzz target; the translator needs nothing from the streaming server's header blocks). */
+ * direction for the whole session: spdy_deflater writes ours, spdy_inflater reads the peer's (spdy-testing.h: used by
+ * the tests and the fuzz target; the translator needs nothing from the streaming server's header blocks). */
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -65,8 +65,6 @@ int spdy_frame_parse(const uint8_t *buf, size_t n, uint32_t max_len, struct spdy
 size_t spdy_data_header(uint8_t out[static SPDY_HEADER_LEN], uint32_t stream_id, uint8_t flags, uint32_t len);
 size_t spdy_rst_stream(uint8_t out[static 16], uint32_t stream_id, uint32_t status);
 size_t spdy_ping(uint8_t out[static 12], uint32_t id);
-size_t spdy_goaway(uint8_t out[static 16], uint32_t last_good, uint32_t status);
-size_t spdy_window_update(uint8_t out[static 16], uint32_t stream_id, uint32_t delta);
 
 /* Header block compression of one direction of a session. */
 struct spdy_zstream {
@@ -76,7 +74,6 @@ struct spdy_zstream {
 };
 
 int spdy_deflater_init(struct spdy_zstream *d);
-int spdy_inflater_init(struct spdy_zstream *d);
 void spdy_zstream_done(struct spdy_zstream *d); /* accepts one never initialised (zeroed) */
 
 /* A SYN_STREAM frame for stream_id (odd: a client's) with flags, its headers the NULL-terminated name, value, name,
@@ -84,12 +81,3 @@ void spdy_zstream_done(struct spdy_zstream *d); /* accepts one never initialised
  * bad name or stream id, -ENOBUFS when cap is too small, -EIO when zlib fails. */
 ssize_t spdy_syn_stream(struct spdy_zstream *d, uint32_t stream_id, uint8_t flags, const char *const *headers,
                         uint8_t *out, size_t cap);
-
-/* Decompresses a header block (block[0..n)) into out[0..cap) (at most SPDY_MAX_HEADER_BLOCK used); returns the
- * plain length, -EMSGSIZE when it would be longer, -EPROTO when zlib refuses the bytes. */
-ssize_t spdy_headers_inflate(struct spdy_zstream *d, const uint8_t *block, size_t n, uint8_t *out, size_t cap);
-
-/* The value of header name (lowercase) in a plain header block (the count, then length-prefixed names and values);
- * returns 1 with the value (not NUL-terminated) when there, 0 when not, -EPROTO for a malformed block (lengths past
- * its end, a zero-length name, bytes after the last pair). */
-int spdy_headers_get(const uint8_t *plain, size_t n, const char *name, const uint8_t **ret_value, size_t *ret_len);

@@ -164,48 +164,8 @@ int ws_accept_key(const char *key, char out[static WS_ACCEPT_LEN + 1]) {
         return 0;
 }
 
-const char *ws_pick_protocol(const char *header, const char *const *supported) {
-        const char *p = header;
-
-        if (!header || !supported)
-                return NULL;
-        while (*p) {
-                const char *s, *e;
-
-                while (*p == ' ' || *p == '\t' || *p == ',')
-                        p++;
-                s = p;
-                while (*p && *p != ',')
-                        p++;
-                e = p;
-                while (e > s && (e[-1] == ' ' || e[-1] == '\t'))
-                        e--;
-                if (e == s)
-                        continue;
-                for (size_t i = 0; supported[i]; i++)
-                        if (strlen(supported[i]) == (size_t) (e - s) && memcmp(supported[i], s, e - s) == 0)
-                                return supported[i];
-        }
-        return NULL;
-}
-
-static const char *const chan_names[] = {
-        [WS_CHAN_BASE] = "channel.k8s.io",  [WS_CHAN_BASE64] = "base64.channel.k8s.io",
-        [WS_CHAN_V4] = "v4.channel.k8s.io", [WS_CHAN_V4_BASE64] = "v4.base64.channel.k8s.io",
-        [WS_CHAN_V5] = "v5.channel.k8s.io",
-};
-
 static bool chan_is_base64(enum ws_chan_proto p) {
         return p == WS_CHAN_BASE64 || p == WS_CHAN_V4_BASE64;
-}
-
-int ws_chan_proto_from_name(const char *name) {
-        if (!name)
-                return -EINVAL;
-        for (size_t i = 0; i < sizeof(chan_names) / sizeof(chan_names[0]); i++)
-                if (strcmp(chan_names[i], name) == 0)
-                        return (int) i;
-        return -EINVAL;
 }
 
 int ws_chan_decode(enum ws_chan_proto p, uint8_t *msg, size_t n, uint8_t *ret_channel, size_t *ret_len) {
@@ -250,33 +210,4 @@ int ws_chan_decode(enum ws_chan_proto p, uint8_t *msg, size_t n, uint8_t *ret_ch
         *ret_channel = ch;
         *ret_len = len;
         return 0;
-}
-
-size_t ws_chan_frame_size(enum ws_chan_proto p, size_t n) {
-        size_t payload = chan_is_base64(p) ? 1 + (n + 2) / 3 * 4 + 1 /* EVP_EncodeBlock's NUL */ : 1 + n;
-        return WS_MAX_HEADER + payload;
-}
-
-ssize_t ws_chan_frame(enum ws_chan_proto p, uint8_t ch, const uint8_t *data, size_t n, uint8_t *out, size_t cap) {
-        size_t payload, h;
-        uint8_t hdr[WS_MAX_HEADER];
-
-        assert(data || n == 0);
-        if (n > WS_MAX_MESSAGE)
-                return -EMSGSIZE;
-        if (cap < ws_chan_frame_size(p, n))
-                return -ENOBUFS;
-        payload = chan_is_base64(p) ? 1 + (n + 2) / 3 * 4 : 1 + n;
-        h = ws_frame_header(hdr, chan_is_base64(p) ? WS_OP_TEXT : WS_OP_BINARY, true, payload);
-        memcpy(out, hdr, h);
-        if (chan_is_base64(p)) {
-                out[h] = (uint8_t) ('0' + ch);
-                if (n > 0)
-                        EVP_EncodeBlock(out + h + 1, data, (int) n);
-        } else {
-                out[h] = ch;
-                if (n > 0)
-                        memcpy(out + h + 1, data, n);
-        }
-        return (ssize_t) (h + payload);
 }

@@ -83,11 +83,6 @@ int ws_close_code(const uint8_t *payload, size_t n);
  * Returns 0, or -EINVAL when the key is not the base64 of 16 bytes (RFC 6455 4.2.1). */
 int ws_accept_key(const char *key, char out[static WS_ACCEPT_LEN + 1]);
 
-/* The subprotocol picked from a client's Sec-WebSocket-Protocol header (a comma-separated list): the first
- * one the client offers that is in supported[] (NULL-terminated), as upstream's wsstream handshake picks;
- * NULL when none is. */
-const char *ws_pick_protocol(const char *header, const char *const *supported);
-
 /* The Kubernetes channel protocols over WebSocket (upstream's wsstream): each message is one channel's, its
  * first byte the channel number (stdin 0, stdout 1, stderr 2, error 3, resize 4; v5's 255 closes the channel
  * named by the next byte). The base64 variants send text messages whose first byte is '0' + channel and whose
@@ -107,18 +102,9 @@ enum ws_chan_proto {
 #define WS_CHAN_RESIZE 4
 #define WS_CHAN_CLOSE 255 /* v5 */
 
-/* The protocol of a subprotocol name, or -EINVAL. */
-int ws_chan_proto_from_name(const char *name);
-
 /* A client's whole message (unmasked) of protocol p: *ret_channel and the data, in place (msg[0..*ret_len),
  * base64 decoded for the base64 variants). Returns 0, -ENODATA for an empty message (ignored, as upstream),
  * -EPROTO for a base64 message that is not base64 or whose channel is not a digit, or a v5 close message
  * without the channel to close, -EMSGSIZE over WS_MAX_MESSAGE. For v5's close message *ret_channel is WS_CHAN_CLOSE and msg[0] the channel
  * closed. */
 int ws_chan_decode(enum ws_chan_proto p, uint8_t *msg, size_t n, uint8_t *ret_channel, size_t *ret_len);
-
-/* The server's message of channel ch with data[0..n) as a whole frame (header and payload) into out[0..cap);
- * returns its length, -ENOBUFS when cap is too small (ws_chan_frame_size() is enough), -EMSGSIZE for n over
- * WS_MAX_MESSAGE. */
-size_t ws_chan_frame_size(enum ws_chan_proto p, size_t n);
-ssize_t ws_chan_frame(enum ws_chan_proto p, uint8_t ch, const uint8_t *data, size_t n, uint8_t *out, size_t cap);

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "images/pull_store.h"
+#include "images/pull_store-testing.h"
 
 #include <assert.h>
 #include <dirent.h>

@@ -53,8 +53,3 @@ void pull_store_prune(struct pull_store *s, const char *const *ids, size_t n, in
 /* upstream's credentialHash of a secret's credential: sha256 (hex) of its {"username","password"} JSON; buf of
  * at least 65 bytes. */
 int pull_store_credential_hash(const char *username, const char *password, char *buf, size_t size);
-
-/* for tests: the record of image_ref in memory (borrowed), the writes not finished */
-const json_t *pull_store_record(const struct pull_store *s, const char *image_ref);
-bool pull_store_intent_known(const struct pull_store *s, const char *image);
-unsigned pull_store_writes_in_flight(const struct pull_store *s);

@@ -55,11 +55,6 @@ bool kubelet_allocation_differs(const json_t *alloc, const struct pod *pod) {
         return !json_equal((json_t *) alloc, now);
 }
 
-const json_t *kubelet_allocation_requests(const json_t *alloc, const char *container) {
-        const json_t *r = json_object_get(json_object_get(alloc, container), "requests");
-        return json_is_object(r) ? r : NULL;
-}
-
 static int replace_resources(json_t *list, const json_t *alloc) {
         json_t *c;
         size_t i;

@@ -26,8 +26,6 @@ bool kubelet_allocation_differs(const json_t *alloc, const struct pod *pod);
 /* The pod as its allocation has it: its document with each container's resources replaced by the allocated ones,
  * decoded and defaulted again (UpdatePodFromAllocation). */
 int kubelet_pod_with_allocation(const struct pod *pod, const json_t *alloc, struct pod **ret);
-/* The allocated requests of a container (for status.containerStatuses[].allocatedResources): borrowed, NULL. */
-const json_t *kubelet_allocation_requests(const json_t *alloc, const char *container);
 
 enum resize_verdict {
         RESIZE_NONE,       /* the spec is the allocation: nothing pending */

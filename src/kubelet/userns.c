@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "kubelet/userns.h"
+#include "kubelet/userns-testing.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -40,10 +40,6 @@ int userns_get_or_create(struct userns_manager *m, const char *pod_uid, uint32_t
                          struct ck_error **ret_error);
 /* The pod is gone: its range is free again and its file removed (no-op for a pod without one). */
 void userns_release(struct userns_manager *m, const char *pod_uid);
-/* The pod's range if it holds one: 0, else -ENOENT. */
-int userns_lookup(const struct userns_manager *m, const char *pod_uid, uint32_t *ret_host_id, uint32_t *ret_length);
 /* CleanupOrphanedPodUsernsAllocations: every range held by a pod that wanted() says is neither desired nor running
  * is released. */
 void userns_release_orphans(struct userns_manager *m, bool (*wanted)(const char *uid, void *userdata), void *userdata);
-/* the number of ranges held (metrics, tests) */
-size_t userns_allocated(const struct userns_manager *m);

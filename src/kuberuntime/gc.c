@@ -207,8 +207,3 @@ int kr_gc_select_sandboxes(const struct kr_gc_sandbox *sandboxes, size_t n, cons
         *ret_n = n_out;
         return 0;
 }
-
-const char *kr_gc_pod_uid_from_logs_dir(const char *name) {
-        const char *u = strrchr(name, '_');
-        return u ? u + 1 : NULL;
-}

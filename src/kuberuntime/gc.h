@@ -57,7 +57,3 @@ int kr_gc_select_containers(const struct kr_gc_policy *policy, const struct kr_g
 int kr_gc_select_sandboxes(const struct kr_gc_sandbox *sandboxes, size_t n, const struct kr_gc_container *containers,
                            size_t n_containers, const struct kr_gc_pods *pods, bool evict_terminated_pods,
                            const struct kr_gc_sandbox ***ret, size_t *ret_n);
-
-/* The pod UID of a pod log directory name ("<namespace>_<name>_<uid>": the part after the last '_'), as
- * parsePodUIDFromLogsDirectory. */
-const char *kr_gc_pod_uid_from_logs_dir(const char *name);

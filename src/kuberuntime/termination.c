@@ -338,17 +338,3 @@ int kr_termination_read_apply(const struct kr_termination_read *t, struct kc_con
         c->message = joined;
         return 0;
 }
-
-int kr_container_read_termination_message(struct kc_container *c, const Runtime__V1__ContainerStatus *st) {
-        struct kr_termination_read *t = NULL;
-        int r;
-
-        r = kr_termination_read_new(c, st, NULL, &t);
-        if (r < 0 || !t)
-                return r;
-        r = kr_termination_read_run(t);
-        if (r >= 0)
-                r = kr_termination_read_apply(t, c);
-        kr_termination_read_free(t);
-        return r;
-}

@@ -27,10 +27,9 @@ int kr_termination_message_mount(const struct pod *pod, const struct container *
 /* For an exited container: the message from its file (the last 4096 bytes; found through the status's
  * mounts at the annotated terminationMessagePath) or, with FallbackToLogsOnError, an empty file and a
  * non-zero exit code, from the end of its log; appended to c->message (after ": " when the runtime gave
- * one). Errors reading the file become the message, as upstream. */
-int kr_container_read_termination_message(struct kc_container *c, const Runtime__V1__ContainerStatus *st);
-
-/* The same in three steps, so that the reads (a file that may sit on a filesystem that stopped answering, and
+ * one). Errors reading the file become the message, as upstream.
+ *
+ * It is read in three steps, so that the reads (a file that may sit on a filesystem that stopped answering, and
  * the log) run on a worker thread (issue 26 item 4):
  *  - kr_termination_read_new, on the loop: what is to be read for c, copied from c and st (*ret NULL when nothing
  *    is: c has not exited, or has no message file and no log fallback). With root_dir, a message file where

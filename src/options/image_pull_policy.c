@@ -24,12 +24,6 @@ int image_pull_verify_policy_from_string(const char *s) {
         return -EINVAL;
 }
 
-const char *image_pull_verify_policy_to_string(enum image_pull_verify_policy p) {
-        if ((unsigned) p >= _IMAGE_PULL_VERIFY_POLICY_MAX)
-                return NULL;
-        return policy_names[p];
-}
-
 /* Is the first path component a registry host (docker/distribution's rule: contains '.' or ':' or is
  * "localhost", or has upper case)? */
 static bool component_is_domain(const char *s, size_t n) {

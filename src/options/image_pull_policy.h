@@ -20,7 +20,6 @@ enum image_pull_verify_policy {
 
 /* The policy's name → value; unknown names (and NULL): -EINVAL. */
 int image_pull_verify_policy_from_string(const char *s);
-const char *image_pull_verify_policy_to_string(enum image_pull_verify_policy p);
 
 /* One preloadedImagesVerificationAllowlist entry: an image name without tag or digest ("registry/repo",
  * familiar names normalized), or a prefix ending in a slash and an asterisk. 0 if valid, else -EINVAL with upstream's reason in

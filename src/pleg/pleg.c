@@ -56,7 +56,6 @@ struct pleg {
         struct cri_stream *stream;  /* open (or opening) */
         struct event *stream_timer; /* (re)opens it, on the loop */
         unsigned stream_attempts;   /* failed streams since start (upstream never resets it) */
-        uint64_t events_seen;
 };
 
 /* eventedPlegMaxStreamRetries */
@@ -342,7 +341,6 @@ static void on_event(const Runtime__V1__ContainerEventResponse *ev, void *userda
         struct pleg *p = userdata;
         const char *uid;
 
-        p->events_seen++;
         /* the sandbox may be gone already: a later event or relist tells */
         if (!ev->pod_sandbox_status || !ev->pod_sandbox_status->metadata) {
                 log_error("Evented PLEG: received ContainerEventResponse with nil PodSandboxStatus or "
@@ -412,14 +410,6 @@ int pleg_set_evented(struct pleg *p, bool evented) {
                         return -ENOMEM;
         }
         return 0;
-}
-
-bool pleg_events_active(const struct pleg *p) {
-        return p && p->stream;
-}
-
-uint64_t pleg_events_seen(const struct pleg *p) {
-        return p ? p->events_seen : 0;
 }
 
 int pleg_start(struct pleg *p) {

@@ -31,10 +31,6 @@ int pleg_start(struct pleg *p);
  * generic PLEG for the pod's relist; the periodic relist is unchanged). A stream that fails is opened again, at
  * most 5 times in all (eventedPlegMaxStreamRetries); then the fast path is off and the relist alone remains. */
 int pleg_set_evented(struct pleg *p, bool evented);
-/* Is the event stream open (or opening)? */
-bool pleg_events_active(const struct pleg *p);
-/* Container events received since start. */
-uint64_t pleg_events_seen(const struct pleg *p);
 /* Wall-clock usec of when the last successful relist began, 0 if none. */
 uint64_t pleg_last_relist_started_usec(const struct pleg *p);
 /* Was this sandbox or container id in the last successful listing? */

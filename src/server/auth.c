@@ -479,13 +479,6 @@ size_t api_subresources(const char *path, const char *ret[static API_SUBRESOURCE
         return n;
 }
 
-const char *api_subresource(const char *path) {
-        const char *subs[API_SUBRESOURCES_MAX];
-
-        api_subresources(path, subs);
-        return subs[0];
-}
-
 const char *api_auth_subresource(const struct api_auth *a) {
         const char *subs[API_SUBRESOURCES_MAX];
         size_t n = api_subresources(a->path, subs);

@@ -538,11 +538,6 @@ static const char *content_type_by_extension(const char *name) {
         return NULL;
 }
 
-const char *api_logs_dir_content_type(const char *name) {
-        const char *t = content_type_by_extension(name);
-        return t ? t : TEXT_PLAIN;
-}
-
 static bool has_prefix(const unsigned char *p, size_t len, const char *sig, size_t siglen) {
         return len >= siglen && memcmp(p, sig, siglen) == 0;
 }

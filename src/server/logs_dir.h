@@ -34,14 +34,11 @@ int api_logs_dir_openat(int rootfd, const char *url_path, unsigned flags, int *r
  * display_path is only used in log messages. -E2BIG for directories with more than 65536 entries. */
 int api_logs_dir_list_html(int dirfd, const char *display_path, struct evbuffer *out);
 
-/* Content-Type from the file name's extension, Go's mime.TypeByExtension table plus "application/gzip"
- * for .gz; everything else, and types that a browser would execute (.html, .htm, .svg, .js, .mjs, .xml),
- * is "text/plain; charset=utf-8". name may be a path; only its last component counts. */
-const char *api_logs_dir_content_type(const char *name);
-
-/* Content-Type as Go's http.ServeContent finds it: by extension when known, else by sniffing the first
- * bytes (text is "text/plain; charset=utf-8", gzip/zip/pdf/images by their signatures, other binary data
- * "application/octet-stream"). HTML is never sniffed. */
+/* Content-Type as Go's http.ServeContent finds it: by extension when known (Go's mime.TypeByExtension table plus
+ * "application/gzip" for .gz; types that a browser would execute, .html, .htm, .svg, .js, .mjs, .xml, are
+ * "text/plain; charset=utf-8"; name may be a path, only its last component counts), else by sniffing the first
+ * bytes (text, and no bytes at all, is "text/plain; charset=utf-8", gzip/zip/pdf/images by their signatures, other
+ * binary data "application/octet-stream"). HTML is never sniffed. */
 const char *api_logs_dir_sniff_content_type(const char *name, const void *head, size_t len);
 /* The same, reading up to 512 bytes of fd at offset 0 (pread: the fd's offset is not changed). */
 const char *api_logs_dir_content_type_fd(int fd, const char *name);

@@ -266,7 +266,6 @@ void api_webhook_cancel(struct api_auth *a);
 #define API_SUBRESOURCES_MAX 2
 /* the nodes/<subresource>s a path is authorized against, in order (fine-grained first, then proxy): how many */
 size_t api_subresources(const char *path, const char *ret[static API_SUBRESOURCES_MAX]);
-const char *api_subresource(const char *path); /* the first of them: "pods", "stats", "log", "proxy"... */
 /* the subresource being authorized now */
 const char *api_auth_subresource(const struct api_auth *a);
 /* upstream's 403 body: "Forbidden (user=U, verb=V, resource=nodes, subresource(s)=[pods proxy])\n"; NULL on OOM */

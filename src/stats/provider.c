@@ -4,6 +4,7 @@
  * (usageNanoCores between two samples of an object) and the sandboxes' infra pids (the pod network from
  * /proc/<pid>/net/dev) live here, with the provider's lifecycle. */
 #include "stats/summary.h"
+#include "stats/summary-testing.h"
 
 #include <errno.h>
 #include <inttypes.h>

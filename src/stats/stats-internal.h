@@ -31,8 +31,6 @@ struct summary_input {
 
 /* Build the summary from the runtime's answers and the host (read now). Updates the CPU sample cache. */
 int stats_summary_build(struct stats_provider *p, const struct summary_input *in, struct stats_summary **ret);
-/* The same, rendered as /stats/summary's JSON (for tests). */
-int stats_summary_build_json(struct stats_provider *p, const struct summary_input *in, json_t **ret);
 
 /* Remember the pid of a sandbox's infra process (its network namespace has the pod's interfaces). */
 int stats_provider_set_sandbox_pid(struct stats_provider *p, const char *sandbox_id, int pid);

@@ -930,11 +930,3 @@ int stats_summary_build(struct stats_provider *p, const struct summary_input *in
         *ret = TAKE_PTR(s);
         return 0;
 }
-
-int stats_summary_build_json(struct stats_provider *p, const struct summary_input *in, json_t **ret) {
-        _cleanup_(stats_summary_freep) struct stats_summary *s = NULL;
-        int r = stats_summary_build(p, in, &s);
-        if (r < 0)
-                return r;
-        return stats_summary_to_json(s, ret);
-}

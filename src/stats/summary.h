@@ -215,8 +215,6 @@ int stats_resource_metrics(const struct stats_summary *summary, struct evbuffer 
  * false when there is no rate (first sample, counter reset, time not advancing). */
 bool stats_provider_nano_cores(struct stats_provider *p, const char *key, uint64_t usage_nsec, int64_t time_nsec,
                                uint64_t *ret);
-/* Number of entries in the CPU sample cache. */
-size_t stats_provider_cache_size(struct stats_provider *p);
 /* Drop cache entries not updated since before the given monotonic time. */
 void stats_provider_cache_prune(struct stats_provider *p, uint64_t older_than_usec);
 

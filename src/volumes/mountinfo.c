@@ -11,7 +11,6 @@
 #include "basic/fs.h"
 #include "basic/macro.h"
 #include "basic/string.h"
-#include "basic/strv.h"
 
 static void mount_done(struct vol_mount *m) {
         free(m->root);
@@ -173,51 +172,4 @@ const struct vol_mount *vol_mountinfo_find(const struct vol_mountinfo *mi, const
                 if (streq(mi->mounts[i - 1].mount_point, mount_point))
                         return &mi->mounts[i - 1];
         return NULL;
-}
-
-int vol_mountinfo_refs(const struct vol_mountinfo *mi, const char *mount_point, char ***ret, size_t *ret_n) {
-        const struct vol_mount *m = vol_mountinfo_find(mi, mount_point);
-        char **l = NULL;
-        size_t n = 0;
-
-        if (!m)
-                return -ENOENT;
-        for (size_t i = 0; i < mi->n; i++) {
-                const struct vol_mount *o = &mi->mounts[i];
-                if (o == m || streq(o->mount_point, mount_point))
-                        continue;
-                if (o->major != m->major || o->minor != m->minor || !streq(o->root, m->root))
-                        continue;
-                if (strv_extend(&l, o->mount_point) < 0) {
-                        strv_free(l);
-                        return -ENOMEM;
-                }
-                n++;
-        }
-        *ret = l;
-        *ret_n = n;
-        return 0;
-}
-
-int vol_mountinfo_below(const struct vol_mountinfo *mi, const char *dir, char ***ret, size_t *ret_n) {
-        size_t dl = strlen(dir);
-        char **l = NULL;
-        size_t n = 0;
-
-        while (dl > 1 && dir[dl - 1] == '/')
-                dl--;
-        /* later mounts first: a mount on top of another, or below it, is unmounted before it */
-        for (size_t i = mi->n; i > 0; i--) {
-                const char *mp = mi->mounts[i - 1].mount_point;
-                if (strncmp(mp, dir, dl) != 0 || (mp[dl] != '\0' && mp[dl] != '/'))
-                        continue;
-                if (strv_extend(&l, mp) < 0) {
-                        strv_free(l);
-                        return -ENOMEM;
-                }
-                n++;
-        }
-        *ret = l;
-        *ret_n = n;
-        return 0;
 }

@@ -2,8 +2,7 @@
 #pragma once
 
 /* The mount table as the kernel describes it in /proc/self/mountinfo (proc(5)), as mount-utils reads it for
- * IsLikelyNotMountPoint, GetMountRefs and the volume manager's reconstruction. Parsing is pure; reading the
- * file is capped. */
+ * IsLikelyNotMountPoint and the volume manager's reconstruction. Parsing is pure; reading the file is capped. */
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -37,9 +36,3 @@ void vol_mountinfo_done(struct vol_mountinfo *mi); /* accepts NULL */
 
 /* The last mount on exactly this mount point (the visible one), or NULL. */
 const struct vol_mount *vol_mountinfo_find(const struct vol_mountinfo *mi, const char *mount_point);
-/* The mount points that show the same filesystem and the same root as the mount on mount_point, other than
- * mount_point itself (GetMountRefs: a staged volume's bind mounts into pods). Caller frees the strv; NULL
- * with *ret_n = 0 when none. -ENOENT when mount_point is not a mount point. */
-int vol_mountinfo_refs(const struct vol_mountinfo *mi, const char *mount_point, char ***ret, size_t *ret_n);
-/* The mount points at or below dir (a prefix ending at a '/' boundary), deepest first, for unmounting. */
-int vol_mountinfo_below(const struct vol_mountinfo *mi, const char *dir, char ***ret, size_t *ret_n);

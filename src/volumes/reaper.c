@@ -2,6 +2,7 @@
 /* Pod directory removal on the removal pool: see reaper.h. */
 
 #include "volumes/reaper.h"
+#include "volumes/reaper-testing.h"
 
 #include <dirent.h>
 #include <errno.h>

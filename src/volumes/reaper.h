@@ -32,7 +32,3 @@ int vol_reaper_teardown(struct vol_reaper *r, const char *uid, vol_reaper_done_f
 
 /* A removal of the pod's directory (or a teardown of its volumes) is queued or running. */
 bool vol_reaper_busy(const struct vol_reaper *r, const char *uid);
-
-/* Called on the loop after each removal (r: 0 removed, < 0 left for the next scan); for tests. */
-void vol_reaper_set_notify(struct vol_reaper *r, void (*notify)(const char *uid, int r, void *userdata),
-                           void *userdata);

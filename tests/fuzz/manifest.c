@@ -14,8 +14,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (pod_config_static_pods_from_manifest((const char *) data, size, "fuzz-node", CONFIG_SOURCE_FILE,
                                                  "/etc/kubernetes/manifests/fuzz.yaml", &set, &err) >= 0) {
                 for (size_t i = 0; i < set.n; i++) {
-                        char *name = pod_full_name(set.pods[i]), *host = pod_hostname(set.pods[i]);
-                        free(name);
+                        char *host = pod_hostname(set.pods[i]);
                         free(host);
                 }
                 pod_set_done(&set);

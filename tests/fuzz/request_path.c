@@ -23,7 +23,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                                 abort();
                 strv_free(parts);
         }
-        (void) api_subresource(s);
+        {
+                const char *subs[API_SUBRESOURCES_MAX];
+                size_t n = api_subresources(s, subs);
+                if (n < 1 || n > API_SUBRESOURCES_MAX)
+                        abort();
+        }
         (void) api_request_verb(EVHTTP_REQ_GET, s);
         if (api_query_get_all(query, "command", &values) >= 0)
                 strv_free(values);

@@ -7,7 +7,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 
-#include "http/spdy.h"
+#include "http/spdy-testing.h"
 #include "fuzz.h"
 
 static uint8_t plain[SPDY_MAX_HEADER_BLOCK];

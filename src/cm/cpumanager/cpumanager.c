@@ -743,24 +743,6 @@ static int allocate_container(struct cpumanager *m, const struct pod *p, const s
         return 0;
 }
 
-int cpumanager_allocate_pod(struct cpumanager *m, const struct pod *p, struct ck_error **ret_error) {
-        struct cpumanager_mark mark = cpumanager_mark(m);
-        int r = 0;
-
-        if (!m->is_static)
-                return 0;
-        for (size_t i = 0; r >= 0 && i < p->spec.n_init_containers; i++)
-                r = allocate_container(m, p, &p->spec.init_containers[i], NULL, ret_error);
-        for (size_t i = 0; r >= 0 && i < p->spec.n_containers; i++)
-                r = allocate_container(m, p, &p->spec.containers[i], NULL, ret_error);
-        if (r < 0) {
-                cpumanager_rollback(m, &mark);
-                return r;
-        }
-        cpumanager_commit(m, &mark);
-        return 0;
-}
-
 int cpumanager_allocate(struct cpumanager *m, const struct pod *p, const struct container *c,
                         const struct tm_hint *affinity, struct ck_error **ret_error) {
         if (!m || !m->is_static)

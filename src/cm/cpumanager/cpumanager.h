@@ -49,15 +49,13 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(struct cpumanager *, cpumanager_free);
 bool cpumanager_is_static(const struct cpumanager *m);
 const struct cpu_topology *cpumanager_topology(const struct cpumanager *m);
 
-/* Admission (the topology manager's "none" policy calling Allocate for each init then app container): the pod's
- * exclusive CPUs. -ENOSPC with *ret_error (upstream's reason, SMTAlignmentError or UnexpectedAdmissionError, and
- * message) when it cannot be done; nothing of the pod is kept then. A pod already in the state keeps what it has. */
-int cpumanager_allocate_pod(struct cpumanager *m, const struct pod *p, struct ck_error **ret_error);
 /* The topology manager's provider (HintProvider): the hints of a container or a pod (upstream's static policy's
  * GetTopologyHints / GetPodTopologyHints: every set of NUMA nodes with enough free CPUs, the narrowest preferred;
  * no preference under none or for a container without exclusive CPUs), and a container's allocation with the
- * chosen affinity (its NUMA nodes' CPUs first). A pod's allocations are undone together (cpumanager_rollback to a
- * mark taken before the first) or stored (cpumanager_commit). */
+ * chosen affinity (its NUMA nodes' CPUs first): -ENOSPC with *ret_error (upstream's reason, SMTAlignmentError or
+ * UnexpectedAdmissionError, and message) when it cannot be done. A pod already in the state keeps what it has. A
+ * pod's allocations are undone together (cpumanager_rollback to a mark taken before the first: nothing of a
+ * refused pod is kept) or stored (cpumanager_commit). */
 int cpumanager_container_hints(const struct cpumanager *m, const struct pod *p, const struct container *c,
                                struct tm_hints *acc);
 int cpumanager_pod_hints(const struct cpumanager *m, const struct pod *p, struct tm_hints *acc);
@@ -87,12 +85,10 @@ bool cpumanager_remove_container(struct cpumanager *m, const char *pod_uid, cons
 bool cpumanager_remove_stale(struct cpumanager *m, char *const *active_uids);
 size_t cpumanager_n_entries(const struct cpumanager *m);
 
-/* upstream's takeByTopologyNUMAPacked, packed CPU sorting: -ENOSPC with a message when it cannot */
-int cpumanager_take_by_topology(const struct cpu_topology *t, const struct cpuset *available, int n, struct cpuset *ret,
-                                struct ck_error **ret_error);
 /* the static policy's takeByTopology: with distribute-cpus-across-numa upstream's takeByTopologyNUMADistributed
  * (in groups of a whole core's CPUs with full-pcpus-only), else takeByTopologyNUMAPacked, aligned by uncore
- * cache first with prefer-align-cpus-by-uncorecache; o NULL: packed */
+ * cache first with prefer-align-cpus-by-uncorecache; o NULL: packed (packed CPU sorting). -ENOSPC with a message
+ * when it cannot. */
 int cpumanager_take_by_topology_opts(const struct cpu_topology *t, const struct cpuset *available, int n,
                                      const struct cpumanager_options *o, struct cpuset *ret,
                                      struct ck_error **ret_error);

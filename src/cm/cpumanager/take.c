@@ -280,11 +280,6 @@ static int take_packed(const struct cpu_topology *t, const struct cpuset *availa
         return 0;
 }
 
-int cpumanager_take_by_topology(const struct cpu_topology *t, const struct cpuset *available, int n, struct cpuset *ret,
-                                struct ck_error **ret_error) {
-        return take_packed(t, available, n, false, ret, ret_error);
-}
-
 /* ------------------------------------------------ takeByTopologyNUMADistributed (KEP-2902) */
 
 struct dist {

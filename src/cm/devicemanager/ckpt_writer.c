@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The device manager's checkpoint writer: see ckpt_writer.h. */
 #include "cm/devicemanager/ckpt_writer.h"
+#include "cm/devicemanager/ckpt_writer-testing.h"
 
 #include <assert.h>
 #include <errno.h>

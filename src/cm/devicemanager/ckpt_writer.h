@@ -17,6 +17,3 @@ int dm_ckpt_writer_new(struct event_base *base, const char *path, struct dm_ckpt
 struct dm_ckpt_writer *dm_ckpt_writer_free(struct dm_ckpt_writer *w);
 /* Takes text (malloc'ed): written soon, unless a newer text replaces it first. */
 void dm_ckpt_writer_set(struct dm_ckpt_writer *w, char *text);
-/* Writes done so far (for tests), and whether one runs or waits. */
-uint64_t dm_ckpt_writer_writes(const struct dm_ckpt_writer *w);
-bool dm_ckpt_writer_busy(const struct dm_ckpt_writer *w);

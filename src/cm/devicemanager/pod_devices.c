@@ -92,13 +92,6 @@ oom:
         return -ENOMEM;
 }
 
-bool dm_pod_devices_has_pod(const struct dm_pod_devices *p, const char *pod_uid) {
-        for (size_t i = 0; i < p->n; i++)
-                if (streq(p->allocs[i].pod_uid, pod_uid))
-                        return true;
-        return false;
-}
-
 void dm_pod_devices_remove_pod(struct dm_pod_devices *p, const char *pod_uid) {
         size_t k = 0;
 

@@ -39,7 +39,6 @@ int dm_pod_devices_insert(struct dm_pod_devices *p, const char *pod_uid, const c
                           char *const *ids, const int64_t *numa, const uint8_t *resp, size_t resp_len);
 const struct dm_alloc *dm_pod_devices_find(const struct dm_pod_devices *p, const char *pod_uid, const char *container,
                                            const char *resource);
-bool dm_pod_devices_has_pod(const struct dm_pod_devices *p, const char *pod_uid);
 void dm_pod_devices_remove_pod(struct dm_pod_devices *p, const char *pod_uid);
 /* The devices of resource held by anyone (with an answer, or just chosen when include_pending); a new strv. */
 int dm_pod_devices_in_use(const struct dm_pod_devices *p, const char *resource, bool include_pending, char ***ret);

@@ -16,6 +16,7 @@
 #include "cm/devicemanager/ckpt_writer.h"
 #include "cm/dra/claims.h"
 #include "cm/dra/manager.h"
+#include "cm/dra/manager-testing.h"
 #include "cm/dra/plugins.h"
 #include "dra.pb-c.h"
 
@@ -543,13 +544,6 @@ static void unprepare_unused(struct dra_manager *m) {
                 checkpoint(m);
                 start_calls(m, uids, true);
         }
-}
-
-void dra_manager_pod_gone(struct dra_manager *m, const char *pod_uid) {
-        if (dra_claims_remove_pod(m->claims, pod_uid, NULL) < 0)
-                return;
-        unprepare_unused(m);
-        checkpoint(m);
 }
 
 void dra_manager_gc(struct dra_manager *m, char *const *active_pod_uids) {

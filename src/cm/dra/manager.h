@@ -42,10 +42,6 @@ int dra_manager_prepare(struct dra_manager *m, const char *pod_uid, const struct
                         dra_prepare_done_t done, void *userdata, struct dra_prepare **ret);
 void dra_prepare_cancel(struct dra_prepare *p); /* accepts NULL */
 
-/* The pod is gone (or no longer active): its claims lose it; those without pods are unprepared. */
-void dra_manager_pod_gone(struct dra_manager *m, const char *pod_uid);
 /* Claims no active pod uses lose their other pods (after a restart: pods deleted meanwhile), and every claim without
  * pods that is prepared is unprepared (again, after a failure). */
 void dra_manager_gc(struct dra_manager *m, char *const *active_pod_uids);
-/* NodeUnprepareResources calls in flight (for tests). */
-unsigned dra_manager_unprepares_in_flight(const struct dra_manager *m);

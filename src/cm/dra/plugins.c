@@ -12,6 +12,7 @@
 #include "basic/strv.h"
 #include "basic/timer.h"
 #include "cm/dra/plugins.h"
+#include "cm/dra/plugins-testing.h"
 #include "drahealth.pb-c.h"
 
 struct dra_plugin {
@@ -332,10 +333,6 @@ static struct dra_plugin *newest(struct dra_plugins *p, const char *driver) {
                 if (streq(pl->driver, driver) && (!best || pl->seq > best->seq))
                         best = pl;
         return best;
-}
-
-bool dra_plugins_has(struct dra_plugins *p, const char *driver) {
-        return newest(p, driver) != NULL;
 }
 
 const char *dra_plugins_endpoint(struct dra_plugins *p, const char *driver, const char **ret_service) {

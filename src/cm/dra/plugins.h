@@ -64,12 +64,6 @@ struct dra_health_handler {
         void *userdata;
 };
 void dra_plugins_set_health_handler(struct dra_plugins *p, const struct dra_health_handler *h);
-/* Health streams open now (for tests). */
-unsigned dra_plugins_health_streams(const struct dra_plugins *p);
-
-bool dra_plugins_has(struct dra_plugins *p, const char *driver);
-/* The newest plugin of the driver: its endpoint and service (borrowed), NULL when none. */
-const char *dra_plugins_endpoint(struct dra_plugins *p, const char *driver, const char **ret_service);
 
 /* A call to the driver's newest plugin, method "NodePrepareResources" or "NodeUnprepareResources" on its
  * service. -ENOENT ("DRA driver %s is not registered") when it has none; otherwise as grpc_call(). */

@@ -500,21 +500,6 @@ static int parse_doc(const char *data, size_t size, struct credprov_config *c, s
         return decode(json_array_get(docs, 0), c, ret_error);
 }
 
-int credprov_config_parse(const char *data, size_t size, struct credprov_config *ret, struct ck_error **ret_error) {
-        struct credprov_config c = {};
-        int r;
-
-        r = parse_doc(data, size, &c, ret_error);
-        if (r >= 0)
-                r = validate(&c, ret_error);
-        if (r < 0) {
-                credprov_config_done(&c);
-                return r;
-        }
-        *ret = c;
-        return 0;
-}
-
 static bool config_file_name(const char *n) {
         return n[0] != '.' && (endswith(n, ".json") || endswith(n, ".yaml") || endswith(n, ".yml"));
 }

@@ -45,10 +45,9 @@ struct credprov_config {
 
 void credprov_config_done(struct credprov_config *c); /* accepts NULL */
 
-/* One document (YAML or JSON) decoded and validated. *ret_error: what is wrong, as upstream words it
- * ("failed to validate credential provider config: ...", or a decoding error). */
-int credprov_config_parse(const char *data, size_t size, struct credprov_config *ret, struct ck_error **ret_error);
-/* A file or a directory, merged; then validated. */
+/* A file or a directory (its *.json, *.yaml and *.yml files, in name order), one document (YAML or JSON) each,
+ * merged; then validated. *ret_error: what is wrong, as upstream words it ("failed to validate credential provider
+ * config: ...", or a decoding error naming the file). */
 int credprov_config_load(const char *path, struct credprov_config *ret, struct ck_error **ret_error);
 
 /* ParseSchemelessURL's checks on a matchImages entry: NULL when valid, else the reason (static text). */

@@ -176,10 +176,6 @@ static void test_full_pod(void **state) {
                             "{\"command\":[\"sh\",\"-c\",\"echo hi\"],\"image\":\"busybox:1.36\",\"name\":\"init\"}");
         free(s);
 
-        s = pod_full_name(p);
-        assert_string_equal(s, "web_prod");
-        free(s);
-
         assert_int_equal(pod_validate(p, NULL), 0);
         pod_free(p);
 }
@@ -344,7 +340,7 @@ static void test_decode_direct(void **state) {
         assert_false(p->spec.termination_grace_period_set);
         json_object_set_new(json_object_get(j, "metadata"), "name", json_string("changed"));
         assert_string_equal(json_string_value(json_object_get(json_object_get(p->raw, "metadata"), "name")), "n");
-        pod_apply_defaults(p);
+        assert_int_equal(pod_apply_defaults_checked(p), 0);
         assert_int_equal(p->spec.termination_grace_period_seconds, 30);
         assert_string_equal(p->spec.dns_policy, "ClusterFirst");
         assert_string_equal(p->spec.scheduler_name, "default-scheduler");

@@ -95,7 +95,7 @@ static void test_spec_defaults(void **state) {
         assert_null(p->namespace_);                 /* the apiserver takes it from the request; not a default */
 
         /* idempotent */
-        pod_apply_defaults(p);
+        assert_int_equal(pod_apply_defaults_checked(p), 0);
         assert_int_equal(p->spec.termination_grace_period_seconds, 30);
         assert_string_equal(c->ports[0].protocol, "TCP");
         pod_free(p);

@@ -16,7 +16,7 @@
 #include "basic/strv.h"
 #include "basic/time.h"
 #include "basic/timer.h"
-#include "basic/vclock.h"
+#include "basic/vclock-testing.h"
 
 struct fired {
         char order[16];

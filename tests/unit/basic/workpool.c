@@ -13,7 +13,7 @@
 #include <stdatomic.h>
 #include <unistd.h>
 
-#include "basic/workpool.h"
+#include "basic/workpool-testing.h"
 
 struct ctx {
         struct event_base *base;
@@ -65,15 +65,15 @@ static void test_jobs_complete_on_the_loop(void **state) {
                 c.results[i] = -1;
                 assert_int_equal(workpool_submit(p, work, done, &jobs[i]), 0);
         }
-        assert_int_equal(workpool_busy(p), 20);
-        assert_int_equal(c.delivered, 0); /* never inside submit */
+        assert_int_equal(workpool_in_flight(), 20); /* the process's only pool: all of them are its */
+        assert_int_equal(c.delivered, 0);           /* never inside submit */
         event_base_dispatch(c.base);
         assert_int_equal(c.delivered, 20);
         for (int i = 0; i < 20; i++)
                 assert_int_equal(c.results[i], i * 10);
         assert_true(c.done_on_loop_thread);
         assert_true(atomic_load(&c.max_running) <= 3);
-        assert_int_equal(workpool_busy(p), 0);
+        assert_int_equal(workpool_in_flight(), 0);
         workpool_free(p);
         event_base_free(c.base);
 }
@@ -194,7 +194,7 @@ static void test_stuck_key_does_not_starve_others(void **state) {
         assert_true(atomic_load(&jobs[2].destroyed));
         assert_false(atomic_load(&jobs[0].destroyed)); /* still running: its data still belongs to it */
         assert_int_equal(workpool_stuck(p), 2);
-        assert_int_equal(workpool_busy(p), 0);
+        assert_int_equal(workpool_in_flight(), 0);
         /* the servers answer again: the late results are thrown away, the data freed, no done() runs twice */
         assert_int_equal(write(b.fd[1], "xx", 2), 2);
         while (workpool_stuck(p) > 0)

@@ -15,7 +15,7 @@
 
 #include "basic/fs.h"
 #include "basic/macro.h"
-#include "cm/devicemanager/ckpt_writer.h"
+#include "cm/devicemanager/ckpt_writer-testing.h"
 
 static void test_coalesced(void **state) {
         char tmpl[] = "/tmp/ckubelet-ckpt-XXXXXX", path[128];

@@ -148,12 +148,34 @@ static struct cpu_topology *topo_dual_socket_no_ht(void) {
         return t;
 }
 
+/* A pod's admission as kubelet_cpu_admit makes it under the topology manager's none policy: tm_admit has the CPU
+ * manager allocate each init then app container, with no affinity; a refused pod's allocations are rolled back,
+ * an admitted pod's stored. */
+static int cpu_allocate(void *userdata, const struct pod *p, const struct container *c, const struct tm_hint *affinity,
+                        struct ck_error **ret_error) {
+        return cpumanager_allocate(userdata, p, c, affinity, ret_error);
+}
+
+static int admit_pod(struct cpumanager *m, const struct pod *p, struct ck_error **ret_error) {
+        static const struct topologymanager none = {};
+        const struct tm_provider cpu = { .userdata = m, .allocate = cpu_allocate };
+        struct cpumanager_mark mark = cpumanager_mark(m);
+        int r = tm_admit(&none, p, &cpu, 1, ret_error);
+
+        if (r < 0) {
+                cpumanager_rollback(m, &mark);
+                return r;
+        }
+        cpumanager_commit(m, &mark);
+        return 0;
+}
+
 static void check_take(struct cpu_topology *(*mk)(void), const char *avail, int n, const char *want_err,
                        const char *want) {
         struct cpu_topology *t = mk();
         _cleanup_ck_error_ struct ck_error *err = NULL;
         struct cpuset a = S(avail), got = {}, w = S(want);
-        int r = cpumanager_take_by_topology(t, &a, n, &got, &err);
+        int r = cpumanager_take_by_topology_opts(t, &a, n, NULL, &got, &err);
 
         if (want_err) {
                 assert_int_equal(r, -ENOSPC);
@@ -335,7 +357,7 @@ static void check_static_add(struct cpu_topology *(*mk)(void), const char *def, 
                              "{cpu: \"%s\", memory: 1G}, requests: {cpu: \"%s\", memory: 1G}}\n",
                              cpu, cpu) > 0);
         p = parse_pod("fakePod", yaml);
-        assert_int_equal(cpumanager_allocate_pod(m, p, &aerr), 0);
+        assert_int_equal(admit_pod(m, p, &aerr), 0);
         got = cpumanager_exclusive_cpus(m, "fakePod", "fakeContainer3");
         assert_string_equal(cpuset_format(&got, g, sizeof(g)), want);
         pod_free(p);
@@ -418,7 +440,7 @@ static void test_static_policy(void **state) {
                 pod_free(plr);
         }
 
-        assert_int_equal(cpumanager_allocate_pod(m, gu, &aerr), 0);
+        assert_int_equal(admit_pod(m, gu, &aerr), 0);
         /* CPU 0 is reserved: the packed order takes its sibling 16 first, then a whole core */
         s = cpumanager_exclusive_cpus(m, "gu", "a");
         assert_set(&s, "1,17");
@@ -432,12 +454,12 @@ static void test_static_policy(void **state) {
         assert_set(&s, "1,17");
 
         /* not Guaranteed or not integer: the shared pool, nothing taken */
-        assert_int_equal(cpumanager_allocate_pod(m, frac, &aerr), 0);
-        assert_int_equal(cpumanager_allocate_pod(m, be, &aerr), 0);
+        assert_int_equal(admit_pod(m, frac, &aerr), 0);
+        assert_int_equal(admit_pod(m, be, &aerr), 0);
         assert_int_equal(cpumanager_n_entries(m), 2);
 
         /* not enough: upstream's reason and message, nothing kept */
-        assert_int_equal(cpumanager_allocate_pod(m, big, &aerr), -ENOSPC);
+        assert_int_equal(admit_pod(m, big, &aerr), -ENOSPC);
         assert_string_equal(ck_error_reason(aerr), "UnexpectedAdmissionError");
         assert_string_equal(ck_error_message(aerr),
                             "Allocate failed due to not enough cpus available to satisfy request: "
@@ -477,12 +499,12 @@ static void test_static_options(void **state) {
                 m = new_static(sysfs, dir, "0", (char *[]) { (char *) "full-pcpus-only", NULL },
                                (char *[]) { (char *) "true", NULL }, &err);
                 assert_non_null(m);
-                assert_int_equal(cpumanager_allocate_pod(m, one, &aerr), -ENOSPC);
+                assert_int_equal(admit_pod(m, one, &aerr), -ENOSPC);
                 assert_string_equal(ck_error_reason(aerr), "SMTAlignmentError");
                 assert_string_equal(ck_error_message(aerr),
                                     "SMT Alignment Error: requested 1 cpus not multiple cpus per core = 2");
                 aerr = ck_error_free(aerr);
-                assert_int_equal(cpumanager_allocate_pod(m, two, &aerr), 0);
+                assert_int_equal(admit_pod(m, two, &aerr), 0);
                 s = cpumanager_exclusive_cpus(m, "two", "a");
                 assert_set(&s, "1,17"); /* not 16: its core holds the reserved CPU 0 */
                 cpumanager_free(m);
@@ -498,7 +520,7 @@ static void test_static_options(void **state) {
                 s = cpumanager_shared_pool(m);
                 assert_set(&s, "1-15,17-31");
                 /* an init container's CPUs are reused by the app container (cpusToReuse) */
-                assert_int_equal(cpumanager_allocate_pod(m, init, &aerr), 0);
+                assert_int_equal(admit_pod(m, init, &aerr), 0);
                 s = cpumanager_exclusive_cpus(m, "init", "i");
                 t = cpumanager_exclusive_cpus(m, "init", "a");
                 assert_set(&s, "1-2,17-18");
@@ -517,7 +539,7 @@ static void test_static_options(void **state) {
                                (char *[]) { (char *) "true", NULL }, &err);
                 assert_non_null(m);
                 assert_true(cpumanager_options(m)->distribute_cpus_across_numa);
-                assert_int_equal(cpumanager_allocate_pod(m, ten, &aerr), 0);
+                assert_int_equal(admit_pod(m, ten, &aerr), 0);
                 s = cpumanager_exclusive_cpus(m, "ten", "a");
                 assert_set(&s, "4-6,8-10,20-21,24-25");
                 cpumanager_free(m);
@@ -528,7 +550,7 @@ static void test_static_options(void **state) {
                                (char *[]) { (char *) "distribute-cpus-across-numa", (char *) "full-pcpus-only", NULL },
                                (char *[]) { (char *) "true", (char *) "true", NULL }, &err);
                 assert_non_null(m);
-                assert_int_equal(cpumanager_allocate_pod(m, ten, &aerr), 0);
+                assert_int_equal(admit_pod(m, ten, &aerr), 0);
                 s = cpumanager_exclusive_cpus(m, "ten", "a");
                 assert_set(&s, "4-6,8-9,20-22,24-25");
                 cpumanager_free(m);
@@ -541,7 +563,7 @@ static void test_static_options(void **state) {
                                (char *[]) { (char *) "true", NULL }, &err);
                 assert_non_null(m);
                 assert_true(cpumanager_options(m)->prefer_align_cpus_by_uncorecache);
-                assert_int_equal(cpumanager_allocate_pod(m, ten, &aerr), 0);
+                assert_int_equal(admit_pod(m, ten, &aerr), 0);
                 s = cpumanager_exclusive_cpus(m, "ten", "a");
                 assert_set(&s, "4-8,20-24");
                 cpumanager_free(m);
@@ -615,7 +637,7 @@ static void test_state_file(void **state) {
                 _cleanup_ck_error_ struct ck_error *err = NULL;
                 m = new_static(sysfs, dir, "0", NULL, NULL, &err);
                 assert_non_null(m);
-                assert_int_equal(cpumanager_allocate_pod(m, a, &aerr), 0);
+                assert_int_equal(admit_pod(m, a, &aerr), 0);
                 sa = cpumanager_exclusive_cpus(m, "pod-a", "c");
                 /* kill -9: nothing more is written; the allocation is on disk already */
                 cpumanager_free(m);
@@ -641,7 +663,7 @@ static void test_state_file(void **state) {
                 assert_non_null(m);
                 x = cpumanager_exclusive_cpus(m, "pod-a", "c");
                 assert_true(cpuset_equal(&x, &sa));
-                assert_int_equal(cpumanager_allocate_pod(m, b, &aerr), 0);
+                assert_int_equal(admit_pod(m, b, &aerr), 0);
                 sb = cpumanager_exclusive_cpus(m, "pod-b", "c");
                 x = cpuset_and(&sa, &sb);
                 assert_true(cpuset_empty(&x)); /* never one CPU to two containers */

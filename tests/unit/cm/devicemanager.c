@@ -163,8 +163,11 @@ static void test_pod_devices_and_options(void **state) {
 
         dm_pod_devices_remove_pod(&p, "u1");
         assert_int_equal(p.n, 1);
-        assert_false(dm_pod_devices_has_pod(&p, "u1"));
-        assert_true(dm_pod_devices_has_pod(&p, "u2"));
+        /* u1 holds nothing any more, u2 still does */
+        assert_int_equal(dm_pod_devices_pods(&p, &pods), 0);
+        assert_int_equal(strv_length(pods), 1);
+        assert_string_equal(pods[0], "u2");
+        strv_free(pods);
         dm_pod_devices_done(&p);
         strv_free(ids);
         strv_free(ids2);

@@ -18,7 +18,7 @@
 #include "cm/dra/claims.h"
 #include "cm/dra/health.h"
 #include "basic/strv.h"
-#include "cm/dra/plugins.h"
+#include "cm/dra/plugins-testing.h"
 
 #define SEC UINT64_C(1000000)
 #define T0 (1000 * SEC)

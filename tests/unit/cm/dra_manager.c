@@ -18,7 +18,7 @@
 #include "basic/fs.h"
 #include "basic/strv.h"
 #include "cm/dra/claims.h"
-#include "cm/dra/manager.h"
+#include "cm/dra/manager-testing.h"
 #include "cm/dra/plugins.h"
 #include "dra.pb-c.h"
 #include "grpc/server.h"
@@ -132,7 +132,7 @@ static void test_prepare_share_restart_unprepare(void **state) {
                              other = { "uid-3", "claim-3", "ns", nodriver };
         struct outcome a = { 0 }, b = { 0 }, a2 = { 0 }, e = { 0 }, n = { 0 };
         _cleanup_strv_free_ char **ids = NULL;
-        char *active[] = { "pod-b", NULL };
+        char *a_and_b[] = { "pod-a", "pod-b", NULL }, *active[] = { "pod-b", NULL }, *none[] = { NULL };
         (void) state;
 
         n_prepare = n_unprepare = 0;
@@ -174,8 +174,8 @@ static void test_prepare_share_restart_unprepare(void **state) {
         assert_int_equal(dra_manager_prepare(m, "pod-d", &other, 1, on_done, &n, NULL), 0);
         run_until(base, &n.done);
         assert_string_equal(n.error, "DRA driver nic.example.com is not registered");
-        dra_manager_pod_gone(m, "pod-c");
-        dra_manager_pod_gone(m, "pod-d");
+        /* pod-c and pod-d go */
+        dra_manager_gc(m, a_and_b);
 
         /* pod-a goes (its deletion was missed across a restart: gc): pod-b still uses the claim */
         dra_manager_gc(m, active);
@@ -183,7 +183,7 @@ static void test_prepare_share_restart_unprepare(void **state) {
         assert_int_equal(n_unprepare, 0);
         assert_non_null(dra_claims_find(dra_manager_claims(m), "uid-1"));
         /* the last pod goes: unprepared, gone from the cache and the checkpoint */
-        dra_manager_pod_gone(m, "pod-b");
+        dra_manager_gc(m, none);
         run_until_unprepared(base, m);
         assert_int_equal(n_unprepare, 1);
         assert_string_equal(last_unprepared, "claim-1");
@@ -200,7 +200,7 @@ static void test_prepare_share_restart_unprepare(void **state) {
                 run_until(base, &f.done);
                 assert_int_equal(f.r, 0);
                 dra_plugins_deregister(plugins, "gpu.example.com", sock);
-                dra_manager_pod_gone(m, "pod-e");
+                dra_manager_gc(m, none); /* pod-e goes */
                 run_until_unprepared(base, m);
                 claim = dra_claims_find(dra_manager_claims(m), "uid-5");
                 assert_non_null(claim);

@@ -30,8 +30,17 @@ static int write_text(const char *path, const char *text) {
         return write_file_atomic(path, text, strlen(text), 0644);
 }
 
+/* the config text as the kubelet reads it: a file given to credprov_config_load */
 static int parse(const char *text, struct credprov_config *c, struct ck_error **err) {
-        return credprov_config_parse(text, strlen(text), c, err);
+        char path[] = "/tmp/ckubelet-credprov-XXXXXX";
+        int fd = mkstemp(path), r;
+
+        assert_true(fd >= 0);
+        close(fd);
+        assert_int_equal(write_text(path, text), 0);
+        r = credprov_config_load(path, c, err);
+        unlink(path);
+        return r;
 }
 
 static void test_config_ok(void **state) {

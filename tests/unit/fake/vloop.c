@@ -9,8 +9,8 @@
 #include "basic/strv.h"
 #include "basic/time.h"
 #include "basic/timer.h"
-#include "basic/vclock.h"
-#include "basic/workpool.h"
+#include "basic/vclock-testing.h"
+#include "basic/workpool-testing.h"
 
 /* Whatever the virtual clock says, a test run is bounded in real time too: a loop that never settles (a
  * timer re-armed for "now" forever) fails instead of hanging. */

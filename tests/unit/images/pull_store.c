@@ -17,7 +17,7 @@
 #include <event2/event.h>
 
 #include "basic/fs.h"
-#include "images/pull_store.h"
+#include "images/pull_store-testing.h"
 
 #define IMAGE "127.0.0.1:5000/private/busybox:1.36"
 #define REF "sha256:0123456789abcdef"

@@ -45,7 +45,9 @@ static void test_allocation_and_allocated_pod(void **state) {
         assert_int_equal(kubelet_allocation_from_pod(old, &alloc), 0);
         assert_false(kubelet_allocation_differs(alloc, old));
         assert_true(kubelet_allocation_differs(alloc, resized));
-        assert_string_equal(json_string_value(json_object_get(kubelet_allocation_requests(alloc, "b"), "memory")),
+        /* the allocation is {"<container>": <its resources object>} */
+        assert_string_equal(json_string_value(json_object_get(json_object_get(json_object_get(alloc, "b"), "requests"),
+                                                              "memory")),
                             "64Mi");
         /* the resized pod as allocated: the old resources, everything else its own */
         assert_int_equal(kubelet_pod_with_allocation(resized, alloc, &view), 0);

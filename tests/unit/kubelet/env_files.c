@@ -17,7 +17,7 @@
 #include "basic/fs.h"
 #include "basic/string.h"
 #include "basic/time.h"
-#include "basic/workpool.h"
+#include "basic/workpool-testing.h"
 #include "fake/test_kubelet.h"
 #include "kubelet/kubelet-internal.h"
 #include "kuberuntime/envfile.h"

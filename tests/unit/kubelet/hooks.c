@@ -13,7 +13,7 @@
 #include "basic/error.h"
 #include "apis/manifest.h"
 #include "basic/time.h"
-#include "basic/vclock.h"
+#include "basic/vclock-testing.h"
 #include "kubelet/hooks.h"
 
 struct outcome {

@@ -18,7 +18,7 @@
 
 #include "basic/string.h"
 #include "basic/time.h"
-#include "basic/workpool.h"
+#include "basic/workpool-testing.h"
 #include "fake/test_kubelet.h"
 #include "kuberuntime/termination.h"
 

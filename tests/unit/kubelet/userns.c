@@ -15,7 +15,7 @@
 #include "basic/error.h"
 #include "basic/fs.h"
 #include "basic/string.h"
-#include "kubelet/userns.h"
+#include "kubelet/userns-testing.h"
 
 static char tmp[] = "/tmp/ckubelet-userns-XXXXXX";
 

@@ -275,7 +275,7 @@ static int decode_validate(const char *container_json, struct field_errors *errs
         json_decref(j);
         if (r < 0)
                 return r;
-        pod_apply_defaults(p);
+        assert_int_equal(pod_apply_defaults_checked(p), 0);
         r = pod_validate(p, errs);
         pod_free(p);
         return r;

@@ -276,7 +276,7 @@ static void expect_invalid(const char *spec_json, const char *field, const char 
         r = pod_decode(j, &p, &errs);
         json_decref(j);
         if (r >= 0) {
-                pod_apply_defaults(p);
+                assert_int_equal(pod_apply_defaults_checked(p), 0);
                 r = pod_validate(p, &errs);
                 pod_free(p);
         }

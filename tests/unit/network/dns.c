@@ -210,7 +210,7 @@ static void expect_invalid(const char *spec_json, const char *field, const char 
         assert_non_null(j);
         assert_int_equal(pod_decode(j, &p, &errs), 0);
         json_decref(j);
-        pod_apply_defaults(p);
+        assert_int_equal(pod_apply_defaults_checked(p), 0);
         assert_int_equal(pod_validate(p, &errs), -EINVAL);
         pod_free(p);
         for (size_t i = 0; i < errs.n; i++)

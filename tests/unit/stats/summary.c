@@ -9,7 +9,7 @@
 
 #include "basic/time.h"
 #include "stats/stats-internal.h"
-#include "stats/summary.h"
+#include "stats/summary-testing.h"
 #include "testutil.h"
 
 #define SEC(x) ((int64_t) (x) *NSEC_PER_SEC)
@@ -53,6 +53,16 @@ static void test_cache(void **state) {
 }
 
 /* ---------------------------------------------------------------- build */
+
+/* the summary as /stats/summary serves it: built from the answers, then rendered as JSON (server/handlers.c) */
+static int build_json(struct stats_provider *p, const struct summary_input *in, json_t **ret) {
+        _cleanup_(stats_summary_freep) struct stats_summary *s = NULL;
+        int r = stats_summary_build(p, in, &s);
+
+        if (r < 0)
+                return r;
+        return stats_summary_to_json(s, ret);
+}
 
 #define LABELS_ENTRY(T, k, v) \
         { PROTOBUF_C_MESSAGE_INIT(&runtime__v1__##T##__labels_entry__descriptor), (char *) (k), (char *) (v) }
@@ -338,7 +348,7 @@ static void test_build(void **state) {
         assert_true(asprintf(&logs, "%s/var/log/pods", f->root) > 0);
         cfg.pod_logs_dir = logs;
         assert_int_equal(stats_provider_new(base, (struct cri_client *) NULL, &cfg, &p), 0);
-        assert_int_equal(stats_summary_build_json(p, &in, &s), 0);
+        assert_int_equal(build_json(p, &in, &s), 0);
 
         node = json_object_get(s, "node");
         assert_string_equal(jget_s(node, "nodeName"), "testnode");
@@ -425,7 +435,7 @@ static void test_build(void **state) {
         f->cpu[0].usage_core_nano_seconds->value = NSEC_PER_SEC + NSEC_PER_SEC / 4;
         f->cpu[1].timestamp = SEC(T0 + 61);
         f->cpu[1].usage_core_nano_seconds->value = 2 * NSEC_PER_SEC + NSEC_PER_SEC / 4;
-        assert_int_equal(stats_summary_build_json(p, &in, &s), 0);
+        assert_int_equal(build_json(p, &in, &s), 0);
         pod = json_array_get(json_object_get(s, "pods"), 0);
         app = json_array_get(json_object_get(pod, "containers"), 0);
         assert_int_equal(jget_u(app, "cpu.usageNanoCores"), NSEC_PER_SEC / 4);
@@ -436,7 +446,7 @@ static void test_build(void **state) {
         /* without the optional answers */
         in.pod_stats = NULL;
         in.image_fs = NULL;
-        assert_int_equal(stats_summary_build_json(p, &in, &s), 0);
+        assert_int_equal(build_json(p, &in, &s), 0);
         pod = json_array_get(json_object_get(s, "pods"), 0);
         assert_false(jhas(pod, "network"));
         assert_false(jhas(pod, "process_stats"));
@@ -451,7 +461,7 @@ static void test_build(void **state) {
                                     "  eth0: 300 3 1 0 0 0 0 0 400 4 2 0 0 0 0 0\n"),
                          0);
         assert_int_equal(stats_provider_set_sandbox_pid(p, "sb1", 4242), 0);
-        assert_int_equal(stats_summary_build_json(p, &in, &s), 0);
+        assert_int_equal(build_json(p, &in, &s), 0);
         pod = json_array_get(json_object_get(s, "pods"), 0);
         assert_string_equal(jget_s(pod, "network.name"), "eth0");
         assert_int_equal(jget_u(pod, "network.rxBytes"), 300);
@@ -482,7 +492,7 @@ static void test_build_v2_psi_swap(void **state) {
 
         /* v1 first: no psi, no container swap */
         assert_int_equal(stats_provider_new(base, (struct cri_client *) NULL, &cfg, &p), 0);
-        assert_int_equal(stats_summary_build_json(p, &in, &s), 0);
+        assert_int_equal(build_json(p, &in, &s), 0);
         assert_false(jhas(json_object_get(s, "node"), "cpu.psi"));
         assert_false(jhas(json_object_get(s, "node"), "io"));
         json_decref(s);
@@ -524,7 +534,7 @@ static void test_build_v2_psi_swap(void **state) {
         snprintf(path, sizeof(path), "%s/c2/cpu.pressure", pod_cg);
         assert_int_equal(fake_write(f->root, path, "some avg10=0.00 avg60=0.00 avg300=0.00 total=42\n"), 0);
 
-        assert_int_equal(stats_summary_build_json(p, &in, &s), 0);
+        assert_int_equal(build_json(p, &in, &s), 0);
         node = json_object_get(s, "node");
         assert_int_equal(jget_u(node, "cpu.psi.some.total"), 100);
         assert_int_equal(jget_u(node, "cpu.psi.full.total"), 200);

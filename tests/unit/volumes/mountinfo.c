@@ -54,30 +54,6 @@ static void test_parse_and_find(void **state) {
         assert_int_equal(mi.n, 0);
 }
 
-static void test_refs_and_below(void **state) {
-        struct vol_mountinfo mi = {};
-        char **l = NULL;
-        size_t n = 0;
-
-        assert_int_equal(vol_mountinfo_parse(MI, &mi), 0);
-        /* GetMountRefs: same device and root, other mount points (not /elsewhere: another root) */
-        assert_int_equal(vol_mountinfo_refs(&mi, "/var/lib/kubelet/plugins/kubernetes.io/csi/d/abc/globalmount", &l,
-                                            &n),
-                         0);
-        assert_int_equal(n, 1);
-        assert_string_equal(l[0], "/var/lib/kubelet/pods/u1/volumes/kubernetes.io~csi/pv a/mount");
-        l = strv_free(l);
-        assert_int_equal(vol_mountinfo_refs(&mi, "/nowhere", &l, &n), -ENOENT);
-        /* below a pod directory, deepest/latest first; a sibling prefix is not below */
-        assert_int_equal(vol_mountinfo_below(&mi, "/var/lib/kubelet/pods/u1/", &l, &n), 0);
-        assert_int_equal(n, 2);
-        assert_string_equal(l[0], "/var/lib/kubelet/pods/u1/volumes/kubernetes.io~csi/pv a/mount");
-        l = strv_free(l);
-        assert_int_equal(vol_mountinfo_below(&mi, "/var/lib/kubelet/pods/u", &l, &n), 0);
-        assert_int_equal(n, 0);
-        vol_mountinfo_done(&mi);
-}
-
 static void test_ownership_decisions(void **state) {
         struct stat st = { .st_gid = 2000, .st_mode = S_IFDIR | 02770 };
 
@@ -163,7 +139,6 @@ static void test_ownership_walk(void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_parse_and_find),
-                cmocka_unit_test(test_refs_and_below),
                 cmocka_unit_test(test_ownership_decisions),
                 cmocka_unit_test(test_ownership_walk),
         };

@@ -22,7 +22,7 @@
 #include <event2/event.h>
 
 #include "basic/fs.h"
-#include "volumes/reaper.h"
+#include "volumes/reaper-testing.h"
 #include "volumes/volumes.h"
 
 static char tmp[] = "/tmp/ckubelet-removal-XXXXXX";
