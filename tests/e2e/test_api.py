@@ -555,7 +555,8 @@ def read_int(path):
 
 def test_stats_summary_matches_cgroups(api, runtime):
     # the busy loop requests a core (Burstable, cpu.shares 1024): as BestEffort (shares 2) it would get next to
-    # nothing whenever anything else on the machine is busy
+    # nothing whenever anything else on the machine is busy; the memory container requests a quarter of one (256),
+    # or with shares 2 beside the busy loop it took over 60 s of a loaded machine to build its string
     api.k.write("burn.yaml", f"""\
 apiVersion: v1
 kind: Pod
@@ -569,6 +570,7 @@ spec:
   - name: mem
     image: {BUSYBOX}
     command: ["sh", "-c", "x=$(head -c 40000000 /dev/zero | tr '\\\\0' a); while true; do sleep 1; done"]
+    resources: {{requests: {{cpu: "250m"}}}}
 """)
     cpu_c = wait_for(lambda: runtime.running("burn-testnode", "cpu"), timeout=30, msg="cpu container")[0]
     mem_c = wait_for(lambda: runtime.running("burn-testnode", "mem"), timeout=30, msg="mem container")[0]
