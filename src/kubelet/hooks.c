@@ -268,11 +268,6 @@ static int start_http(struct hook_run *r, uint64_t timeout_usec, struct ck_error
         return probe_http_start(r->env, &req, on_http_done, r, &r->op);
 }
 
-/* RunInContainer with no timeout, as upstream's handler runs it: the runtime does not kill the command when the
- * hook's deadline passes. A preStop command still running then goes on, abandoned, until StopContainer ends its
- * container (upstream's preStop that loops for ever lives the grace period plus the 2 s minimum of the stop). The
- * call itself is cancelled, and the command with it, only well after that: its deadline is the hook's plus the
- * stop's minimum grace period and the request timeout. */
 /* the environment goes while the runtime still runs an abandoned command (the runs are gone by then) */
 static void hook_exec_drop(void *userdata) {
         struct hook_exec *e = userdata;
@@ -280,6 +275,11 @@ static void hook_exec_drop(void *userdata) {
         free(e);
 }
 
+/* RunInContainer with no timeout, as upstream's handler runs it: the runtime does not kill the command when the
+ * hook's deadline passes. A preStop command still running then goes on, abandoned, until StopContainer ends its
+ * container (upstream's preStop that loops for ever lives the grace period plus the 2 s minimum of the stop). The
+ * call itself is cancelled, and the command with it, only well after that: its deadline is the hook's plus the
+ * stop's minimum grace period and the request timeout. */
 static int start_exec(struct hook_run *r, uint64_t timeout_usec) {
         Runtime__V1__ExecSyncRequest req = RUNTIME__V1__EXEC_SYNC_REQUEST__INIT;
         struct hook_exec *e = calloc(1, sizeof(*e));

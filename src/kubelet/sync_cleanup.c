@@ -20,13 +20,14 @@ struct removal {
         char *id;
 };
 
-static void remove_sandboxes(struct pod_sync *s);
-
-static void removal_drop(void *userdata) {
+/* also the drop of s->removal_calls: a removal cancelled with its pass */
+static void removal_free(void *userdata) {
         struct removal *x = userdata;
         free(x->id);
         free(x);
 }
+
+static void remove_sandboxes(struct pod_sync *s);
 static void cleanup_done(struct pod_sync *s);
 
 /* A removal the runtime refuses is not the pass's error (the worker's back-off would try it again every few
@@ -48,8 +49,7 @@ static void on_remove(const struct cri_reply *reply, void *userdata) {
                                        "error killing pod: failed to remove %s \"%s\": %s",
                                        x->sandbox ? "pod sandbox" : "container", x->id, strna(reply->message));
         }
-        free(x->id);
-        free(x);
+        removal_free(x);
         kubelet_sync_fanout_release(s);
 }
 
@@ -75,7 +75,7 @@ static void issue_remove(struct pod_sync *s, bool sandbox, const char *id) {
         }
         x->s = s;
         x->sandbox = sandbox;
-        s->removal_calls.drop = removal_drop;
+        s->removal_calls.drop = removal_free;
         log_v(2, "pod %s: removing %s %.12s", kubelet_sync_pod_desc(s), sandbox ? "sandbox" : "container", id);
         if (sandbox) {
                 Runtime__V1__RemovePodSandboxRequest req = RUNTIME__V1__REMOVE_POD_SANDBOX_REQUEST__INIT;
@@ -86,10 +86,9 @@ static void issue_remove(struct pod_sync *s, bool sandbox, const char *id) {
                 req.container_id = x->id;
                 r = cri_remove_container(s->env->cri, &req, 0, on_remove, x, &s->removal_calls);
         }
-        if (r < 0) {
-                free(x->id);
-                free(x);
-        } else
+        if (r < 0)
+                removal_free(x);
+        else
                 s->env->ops->removal_started(s->env->userdata,
                                              id); /* the container GC leaves it alone until on_remove */
         kubelet_sync_fanout_sent(s, sandbox ? "RemovePodSandbox" : "RemoveContainer", r);

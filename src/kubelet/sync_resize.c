@@ -22,7 +22,8 @@ struct resize_call {
 
 static void resize_done(struct pod_sync *s);
 
-static void resize_call_drop(void *userdata) {
+/* also the drop of s->resize_calls: an update cancelled with its pass */
+static void resize_call_free(void *userdata) {
         struct resize_call *c = userdata;
         free(c->name);
         free(c);
@@ -39,8 +40,7 @@ static void on_update(const struct cri_reply *reply, void *userdata) {
                 s->error = true;
         } else
                 log_info("Resized container: pod=\"%s\" containerName=\"%s\"", kubelet_sync_pod_desc(s), c->name);
-        free(c->name);
-        free(c);
+        resize_call_free(c);
         kubelet_sync_fanout_release(s);
 }
 
@@ -74,15 +74,14 @@ static void update_container(struct pod_sync *s, const struct kr_container_updat
                 return;
         }
         call->s = s;
-        s->resize_calls.drop = resize_call_drop;
+        s->resize_calls.drop = resize_call_free;
         log_v(2,
               "pod %s: container %s: resizing to cpu shares %" PRId64 ", quota %" PRId64 "/%" PRId64
               ", memory %" PRId64,
               kubelet_sync_pod_desc(s), c->name, r.cpu_shares, r.cpu_quota, r.cpu_period, r.memory_limit_in_bytes);
         q = cri_update_container_resources(s->env->cri, &req, 0, on_update, call, &s->resize_calls);
         if (q < 0) {
-                free(call->name);
-                free(call);
+                resize_call_free(call);
                 kubelet_sync_call_failed(s, "UpdateContainerResources", q);
                 return;
         }

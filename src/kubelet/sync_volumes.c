@@ -232,13 +232,17 @@ struct ownership {
         bool empty_dir;
 };
 
+static void ownership_free(struct ownership *o) {
+        free(o->name);
+        free(o);
+}
+
 static void ownership_done(int r, const char *message, void *userdata) {
         struct ownership *o = userdata;
         struct pod_sync *s = kubelet_sync_job_detach(&o->job);
 
         if (!s) { /* the pass went meanwhile */
-                free(o->name);
-                free(o);
+                ownership_free(o);
                 return;
         }
         if (r < 0 && r != -ECANCELED) {
@@ -249,8 +253,7 @@ static void ownership_done(int r, const char *message, void *userdata) {
                 s->error = true;
         } else if (r >= 0 && o->empty_dir)
                 s->env->ops->volume_owned(s->env->userdata, s->w, o->name);
-        free(o->name);
-        free(o);
+        ownership_free(o);
         kubelet_sync_fanout_release(s);
 }
 
@@ -303,8 +306,7 @@ void kubelet_sync_volumes(struct pod_sync *s) {
                 r = volmgr_apply_ownership(s->env->volumes, path, sc->fs_group, NULL, !o->empty_dir, ownership_done, o);
                 if (r < 0) {
                         (void) kubelet_sync_job_detach(&o->job);
-                        free(o->name);
-                        free(o);
+                        ownership_free(o);
                         kubelet_sync_call_failed(s, "fsGroup ownership", r);
                         break;
                 }

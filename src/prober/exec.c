@@ -18,8 +18,8 @@ static void exec_cancel(struct probe_op *op) {
         op->done = NULL; /* freed when the runtime answers */
 }
 
-/* the environment goes while the runtime still runs the command */
-static void exec_drop(void *userdata) {
+/* also the drop of env->exec_calls: the environment goes while the runtime still runs the command */
+static void exec_op_free(void *userdata) {
         struct exec_op *e = userdata;
         free(e->command);
         free(e);
@@ -52,8 +52,7 @@ static void on_exec_reply(const struct cri_reply *reply, void *userdata) {
                 probe_op_report(&e->op, resp->exit_code == 0 ? PROBE_RESULT_SUCCESS : PROBE_RESULT_FAILURE, false,
                                 out ? out : "", 0);
         }
-        free(e->command);
-        free(e);
+        exec_op_free(e);
 }
 
 int probe_exec_start(struct probe_env *env, const struct probe_request *req, probe_done_t done, void *userdata,
@@ -80,13 +79,12 @@ int probe_exec_start(struct probe_env *env, const struct probe_request *req, pro
         r.timeout = (int64_t) timeout_sec;
         /* as upstream: the call's deadline leaves the runtime its request timeout to clean up */
         assert(!env->exec_calls.drop ||
-               env->exec_calls.drop == exec_drop); /* the hooks have an environment of their own */
-        env->exec_calls.drop = exec_drop;
+               env->exec_calls.drop == exec_op_free); /* the hooks have an environment of their own */
+        env->exec_calls.drop = exec_op_free;
         k = cri_exec_sync(env->cri, &r, timeout_sec * USEC_PER_SEC + env->request_timeout_usec, on_exec_reply, e,
                           &env->exec_calls);
         if (k < 0) {
-                free(e->command);
-                free(e);
+                exec_op_free(e);
                 return k;
         }
         *ret = &e->op;
